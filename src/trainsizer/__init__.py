@@ -1,0 +1,3 @@
+"""trainsizer: size, cost and accept hardware for AI training jobs."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,137 @@
+"""The three descriptions every estimator takes (Calculon-style: model / system / strategy kept apart).
+
+- `Training`: what is trained and how (method, precision, optimizer, sequence length, batch, LoRA).
+- `System`: the hardware as the formulas need it (per-GPU peaks, memory, links), built from the catalog.
+- `Strategy`: how the job is split (TP/PP/VPP/DP/CP/EP, ZeRO/FSDP, micro-batch, recompute, offload).
+
+`Strategy` fields may be plain scalars or numpy arrays of equal length: the estimators are written with
+numpy operations so one call evaluates many strategies (the search relies on this).
+The model itself is `trainsizer.models.arch.ModelArch`.
+
+Units: bytes are counted as bytes; `_gib` = 2**30 bytes, `_gb_s` = 10**9 bytes/s, `_gbps` = 10**9 bits/s,
+`_tflops` = 10**12 FLOP/s, `_s` seconds, `_w` watts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+METHODS = ("pretrain", "cpt", "full", "dpo", "lora", "qlora")
+PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
+OPTIMIZERS = ("adamw", "adamw8bit", "sgd", "adafactor")
+RECOMPUTE = ("none", "selective", "full")
+OFFLOAD = ("none", "optimizer", "optimizer+params")
+# Encodings used inside Strategy arrays (so vectors stay numeric).
+RECOMPUTE_CODE = {name: i for i, name in enumerate(RECOMPUTE)}
+OFFLOAD_CODE = {name: i for i, name in enumerate(OFFLOAD)}
+
+
+@dataclass(frozen=True)
+class Training:
+    """What is trained and how; independent of hardware and of how it is split."""
+
+    method: str = "pretrain"
+    precision: str = "bf16"
+    optimizer: str = "adamw"
+    seq_len: int = 4096
+    global_batch_seqs: int = 256
+    lora_rank: int = 0
+    lora_targets: tuple[str, ...] = ()  # q_proj k_proj v_proj o_proj gate_proj up_proj down_proj
+    flash_attention: bool = True
+    tokens_total: float = 0.0  # tokens to train on (all epochs); 0 = unknown
+
+    @property
+    def trains_base_weights(self) -> bool:
+        return self.method not in ("lora", "qlora")
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.seq_len * self.global_batch_seqs
+
+
+@dataclass(frozen=True)
+class System:
+    """Hardware seen by the formulas: one GPU type, `gpus` of them, `gpus_per_node` per node."""
+
+    accelerator: str  # catalog id
+    gpus: int
+    gpus_per_node: int
+    memory_gib: float  # usable device memory per GPU
+    peak_tflops: dict[str, float]  # dense peak per precision: {"bf16": 989, "fp8": 1979, ...}
+    hbm_gb_s: float  # device memory bandwidth
+    intra_node_gb_s: float  # scale-up bandwidth per GPU, one direction (NVLink 450 on H100; PCIe ~25)
+    intra_node_latency_s: float = 3e-6
+    scaleup_domain: int = 8  # GPUs sharing the scale-up fabric (NVL72: 72)
+    nvls: bool = False  # NVLink SHARP (in-switch reduction) available
+    inter_node_gb_s: float = 0.0  # network bandwidth per GPU, one direction (e.g. 400 Gb/s NIC/GPU -> 50)
+    inter_node_latency_s: float = 5e-6
+    tdp_w: float = 700.0
+    host_ram_gib: float = 0.0  # per node, for CPU offload
+    pcie_gb_s: float = 25.0  # host<->device per GPU, one direction
+
+    @property
+    def nodes(self) -> int:
+        return max(1, -(-self.gpus // self.gpus_per_node))
+
+    def peak(self, precision: str) -> float:
+        """Dense peak TFLOP/s for a training precision (fp32 training uses TF32 tensor cores if any)."""
+        key = "tf32" if precision == "fp32" and self.peak_tflops.get("tf32") else precision
+        value = self.peak_tflops.get(key)
+        if not value:
+            from trainsizer.errors import SpecError
+
+            supported = sorted(k for k, v in self.peak_tflops.items() if v)
+            raise SpecError(
+                "precision",
+                f"{self.accelerator} has no dense {precision} tensor throughput",
+                value=precision,
+                allowed=supported,
+            )
+        return float(value)
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """Parallel layout and memory options. Any numeric field may be a numpy array (one entry per strategy).
+
+    `zero`: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters (FSDP full shard = 3,
+    FSDP hybrid shard = 3 with `shard_group` GPUs per shard group). `distributed_optimizer` is Megatron's
+    (equivalent to ZeRO-1 over DP). `recompute` and `offload` use RECOMPUTE_CODE / OFFLOAD_CODE when arrays.
+    """
+
+    tp: Any = 1
+    pp: Any = 1
+    vpp: Any = 1
+    dp: Any = 1
+    cp: Any = 1
+    ep: Any = 1
+    zero: Any = 0
+    shard_group: Any = 0  # 0 = shard over all of DP; else hybrid-shard group size
+    micro_batch: Any = 1
+    recompute: Any = "selective"
+    offload: Any = "none"
+    sequence_parallel: Any = True  # Megatron SP; only matters when tp > 1
+    distributed_optimizer: Any = False
+
+    @property
+    def gpus(self) -> Any:
+        # EP is carved out of DP (Megatron-Core convention), so it does not multiply the GPU count.
+        return self.tp * self.pp * self.dp * self.cp
+
+    def recompute_code(self) -> Any:
+        r = self.recompute
+        if isinstance(r, str):
+            return RECOMPUTE_CODE[r]
+        return np.asarray(r)
+
+    def offload_code(self) -> Any:
+        o = self.offload
+        if isinstance(o, str):
+            return OFFLOAD_CODE[o]
+        return np.asarray(o)
+
+    def with_(self, **changes: Any) -> Strategy:
+        return replace(self, **changes)

@@ -1,0 +1,234 @@
+"""Transformer architecture description and exact parameter counts.
+
+`ModelArch` is the one description every estimator reads. It covers dense decoder-only models
+(Llama/Mistral/Qwen/GPT-2/NeoX/Megatron GPT), GQA/MQA, MLA (DeepSeek-V2/V3) and MoE layers with routed and
+shared experts. Parameter counts follow the module shapes of the Hugging Face implementations
+(`modeling_llama.py`, `modeling_qwen2_moe.py`, `modeling_deepseek_v3.py`, `modeling_gpt2.py`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
+
+MLP_KINDS = ("swiglu", "gelu")
+NORM_KINDS = ("rmsnorm", "layernorm")
+ATTENTION_KINDS = ("gqa", "mla")
+POSITION_KINDS = ("rope", "learned", "alibi")
+
+
+@dataclass(frozen=True)
+class LayerParams:
+    """Parameter counts of one decoder layer, split the way parallelism splits them."""
+
+    attention: int  # q/k/v/o projections (+ biases, q/k norms, MLA low-rank parts)
+    norms: int  # the layer's pre-attention and pre-MLP norms
+    mlp_dense: int  # dense MLP (0 on an MoE layer)
+    router: int  # MoE gate (+ correction bias)
+    experts_total: int  # all routed experts
+    experts_active: int  # routed experts one token passes through
+    shared: int  # shared experts (+ their gate)
+    is_moe: bool
+
+    @property
+    def total(self) -> int:
+        return self.attention + self.norms + self.mlp_dense + self.router + self.experts_total + self.shared
+
+    @property
+    def active(self) -> int:
+        return self.attention + self.norms + self.mlp_dense + self.router + self.experts_active + self.shared
+
+
+@dataclass(frozen=True)
+class ModelArch:
+    """A decoder-only transformer, as the estimators see it.
+
+    Sizes are counts (not bytes). `ffn` is the dense MLP intermediate size; `expert_ffn` the intermediate
+    size of one routed expert; `shared_expert_ffn` the *total* intermediate size of all shared experts
+    together (DeepSeek: n_shared_experts * moe_intermediate_size; Qwen-MoE: shared_expert_intermediate_size).
+    """
+
+    name: str
+    family: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn: int
+    vocab: int
+    head_dim: int = 0  # 0 -> hidden // heads
+    mlp: str = "swiglu"
+    norm: str = "rmsnorm"
+    position: str = "rope"
+    max_position: int = 4096
+    tied_embeddings: bool = False
+    qkv_bias: bool = False
+    out_bias: bool = False
+    mlp_bias: bool = False
+    qk_norm: bool = False
+    # MoE
+    experts: int = 0
+    experts_per_token: int = 0
+    expert_ffn: int = 0
+    shared_expert_ffn: int = 0
+    shared_expert_gate: bool = False  # Qwen2-MoE: sigmoid gate on the shared expert (hidden -> 1)
+    dense_layers: int = 0  # the first k layers use a dense MLP (DeepSeek first_k_dense_replace)
+    moe_every: int = 1  # MoE on every n-th layer (Qwen2-MoE decoder_sparse_step)
+    router_bias: bool = False  # DeepSeek-V3 e_score_correction_bias
+    # Attention kind; MLA parameters (DeepSeek-V2/V3)
+    attention: str = "gqa"
+    q_lora_rank: int = 0  # 0: queries are not compressed
+    kv_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    mtp_layers: int = 0  # DeepSeek-V3 multi-token prediction modules (not in the headline count)
+    source: str = ""  # where the config came from (preset file, config.json path)
+    notes: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.head_dim == 0 and self.heads:
+            object.__setattr__(self, "head_dim", self.hidden // self.heads)
+
+    # ------------------------------------------------------------------ derived shapes
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def q_dim(self) -> int:
+        """Width of the concatenated query heads."""
+        if self.attention == "mla":
+            return self.heads * (self.qk_nope_head_dim + self.qk_rope_head_dim)
+        return self.heads * self.head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        """Width of K (and of V) for GQA; for MLA the per-head K width times heads."""
+        if self.attention == "mla":
+            return self.heads * (self.qk_nope_head_dim + self.qk_rope_head_dim)
+        return self.kv_heads * self.head_dim
+
+    @property
+    def v_dim(self) -> int:
+        if self.attention == "mla":
+            return self.heads * self.v_head_dim
+        return self.kv_heads * self.head_dim
+
+    @property
+    def attn_out_dim(self) -> int:
+        """Input width of the output projection."""
+        if self.attention == "mla":
+            return self.heads * self.v_head_dim
+        return self.heads * self.head_dim
+
+    def layer_is_moe(self, index: int) -> bool:
+        """Whether decoder layer `index` (0-based) has an MoE MLP."""
+        if not self.is_moe or index < self.dense_layers:
+            return False
+        return (index + 1) % self.moe_every == 0
+
+    @cached_property
+    def moe_layer_count(self) -> int:
+        return sum(self.layer_is_moe(i) for i in range(self.layers))
+
+    # ------------------------------------------------------------------ parameter counts
+    def _norm_params(self) -> int:
+        return self.hidden * (2 if self.norm == "layernorm" else 1)
+
+    def attention_params(self) -> int:
+        h = self.hidden
+        if self.attention == "mla":
+            hd_qk = self.qk_nope_head_dim + self.qk_rope_head_dim
+            if self.q_lora_rank:
+                q = h * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * self.heads * hd_qk
+            else:
+                q = h * self.heads * hd_qk
+            kv = (
+                h * (self.kv_lora_rank + self.qk_rope_head_dim)
+                + self.kv_lora_rank  # kv_a_layernorm
+                + self.kv_lora_rank * self.heads * (self.qk_nope_head_dim + self.v_head_dim)
+            )
+            o = self.heads * self.v_head_dim * h
+            return q + kv + o
+        qd, kvd = self.heads * self.head_dim, self.kv_heads * self.head_dim
+        p = h * qd + 2 * h * kvd + qd * h
+        if self.qkv_bias:
+            p += qd + 2 * kvd
+        if self.out_bias:
+            p += h
+        if self.qk_norm:
+            p += 2 * self.head_dim
+        return p
+
+    def mlp_params(self, inner: int) -> int:
+        """One MLP (dense, one expert, or the shared experts) of intermediate size `inner`."""
+        h = self.hidden
+        if self.mlp == "swiglu":
+            p = 3 * h * inner
+            return p + (2 * inner + h if self.mlp_bias else 0)
+        p = 2 * h * inner
+        return p + (inner + h if self.mlp_bias else 0)
+
+    def layer_params(self, index: int) -> LayerParams:
+        attn = self.attention_params()
+        norms = 2 * self._norm_params()
+        if not self.layer_is_moe(index):
+            return LayerParams(attn, norms, self.mlp_params(self.ffn), 0, 0, 0, 0, False)
+        one_expert = self.mlp_params(self.expert_ffn)
+        router = self.hidden * self.experts + (self.experts if self.router_bias else 0)
+        shared = self.mlp_params(self.shared_expert_ffn) if self.shared_expert_ffn else 0
+        if self.shared_expert_gate:
+            shared += self.hidden
+        return LayerParams(
+            attention=attn,
+            norms=norms,
+            mlp_dense=0,
+            router=router,
+            experts_total=self.experts * one_expert,
+            experts_active=self.experts_per_token * one_expert,
+            shared=shared,
+            is_moe=True,
+        )
+
+    @cached_property
+    def embedding_params(self) -> int:
+        """Input token embedding (+ learned position embedding)."""
+        pos = self.max_position * self.hidden if self.position == "learned" else 0
+        return self.vocab * self.hidden + pos
+
+    @cached_property
+    def lm_head_params(self) -> int:
+        """Output projection; 0 when tied to the input embedding."""
+        return 0 if self.tied_embeddings else self.vocab * self.hidden
+
+    @cached_property
+    def final_norm_params(self) -> int:
+        return self._norm_params()
+
+    @cached_property
+    def params_total(self) -> int:
+        """All parameters, as published (MTP modules excluded)."""
+        body = sum(self.layer_params(i).total for i in range(self.layers))
+        return body + self.embedding_params + self.lm_head_params + self.final_norm_params
+
+    @cached_property
+    def params_active(self) -> int:
+        """Parameters one token passes through (equals `params_total` for dense models)."""
+        body = sum(self.layer_params(i).active for i in range(self.layers))
+        return body + self.embedding_params + self.lm_head_params + self.final_norm_params
+
+    @cached_property
+    def params_non_embedding(self) -> int:
+        return self.params_total - self.embedding_params - self.lm_head_params
+
+    def with_(self, **changes: object) -> ModelArch:
+        """A copy with some fields changed (cached counts recomputed)."""
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, object]:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["notes"] = list(self.notes)
+        d["params_total"] = self.params_total
+        d["params_active"] = self.params_active
+        return d
