@@ -1,24 +1,177 @@
-"""The `trainsizer` command line."""
+"""The `trainsizer` command line: rich tables for people, `--json` for scripts, `--lang zh|en`."""
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import click
 
 from trainsizer import __version__
 from trainsizer.errors import TrainsizerError
+from trainsizer.render.console import echo_json, fmt_params, print_table
+from trainsizer.render.i18n import LANGS, default_lang, t
+
+
+@dataclass
+class AppState:
+    lang: str
+    overlays: tuple[Path, ...] = ()
+    _catalog: object | None = field(default=None, repr=False)
+
+    @property
+    def catalog(self):  # noqa: ANN201 - lazily loaded Catalog
+        if self._catalog is None:
+            from trainsizer.catalog import load_catalog
+
+            self._catalog = load_catalog(overlays=self.overlays)
+        return self._catalog
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="trainsizer")
-def cli() -> None:
+@click.option("--lang", type=click.Choice(LANGS), default=None, help="Language of tables and reports (default: from the locale).")
+@click.option(
+    "--catalog",
+    "overlays",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Your own catalog file (YAML) overlaid on the built-in one: adds entries or overrides fields such as prices.",
+)
+@click.pass_context
+def cli(ctx: click.Context, lang: str | None, overlays: tuple[Path, ...]) -> None:
     """Size, cost and accept hardware for AI training jobs."""
+    ctx.obj = AppState(lang=lang or default_lang(), overlays=overlays)
+
+
+# ----------------------------------------------------------------------------------------------- models
+@cli.group()
+def models() -> None:
+    """Model architectures: shipped presets and Hugging Face config.json files."""
+
+
+@models.command("list")
+@json_option
+@click.pass_obj
+def models_list(app: AppState, as_json: bool) -> None:
+    """List the shipped model presets."""
+    from trainsizer.models import list_presets
+
+    presets = list_presets()
+    if as_json:
+        echo_json(presets)
+        return
+    L = app.lang
+    print_table(
+        t("models_title", L),
+        [t("name", L), t("family", L), t("params_total", L), t("params_active", L), t("source", L)],
+        [(p.name, p.family, fmt_params(p.params_total), fmt_params(p.params_active), p.source) for p in presets],
+    )
+
+
+@models.command("show")
+@click.argument("name")
+@json_option
+@click.pass_obj
+def models_show(app: AppState, name: str, as_json: bool) -> None:
+    """Show one model: a preset name, or a path to config.json (or its folder)."""
+    from trainsizer.models import load_model
+
+    arch = load_model(name)
+    data = arch.to_dict()
+    if as_json:
+        echo_json(data)
+        return
+    L = app.lang
+    rows = [(k, v) for k, v in data.items() if k not in ("notes",) and v not in (0, False, "", None)]
+    rows = [(k, fmt_params(v) if k.startswith("params_") else v) for k, v in rows]
+    print_table(arch.name, [t("item", L), t("value", L)], rows)
+    if arch.notes:
+        click.echo(f"{t('unknown_fields', L)}:")
+        for note in arch.notes:
+            click.echo(f"  - {note}")
+
+
+# ---------------------------------------------------------------------------------------------- catalog
+CATALOG_KINDS = ("accelerators", "servers", "networks", "switches", "storage", "prices")
+
+
+@cli.group()
+def catalog() -> None:
+    """The hardware catalog: accelerators, servers, networks, switches, storage and prices."""
+
+
+@catalog.command("list")
+@click.argument("kind", type=click.Choice(CATALOG_KINDS))
+@json_option
+@click.pass_obj
+def catalog_list(app: AppState, kind: str, as_json: bool) -> None:
+    """List catalog entries of one KIND."""
+    from trainsizer.render.catalog_tables import catalog_rows
+
+    title, columns, rows, records = catalog_rows(app.catalog, kind, app.lang)
+    if as_json:
+        echo_json(records)
+        return
+    print_table(title, columns, rows)
+
+
+@catalog.command("show")
+@click.argument("kind", type=click.Choice(("accelerator", "server", "network")))
+@click.argument("entry_id")
+@json_option
+@click.pass_obj
+def catalog_show(app: AppState, kind: str, entry_id: str, as_json: bool) -> None:
+    """Show one catalog entry with its sources, e.g. `catalog show accelerator h100-sxm-80gb`."""
+    getter = {"accelerator": app.catalog.accelerator, "server": app.catalog.server, "network": app.catalog.network}[kind]
+    record = getter(entry_id).to_dict()
+    if as_json:
+        echo_json(record)
+        return
+    L = app.lang
+    print_table(f"{kind}: {record.get('id', entry_id)}", [t("item", L), t("value", L)], sorted(record.items()))
+
+
+# ------------------------------------------------------------------------------------------------ check
+@cli.command()
+@click.argument("job_file", type=click.Path(path_type=Path))
+@json_option
+@click.pass_obj
+def check(app: AppState, job_file: Path, as_json: bool) -> None:
+    """Validate a job file and print the normalised job (model, data, hardware resolved)."""
+    from trainsizer.scenario import resolve_job
+
+    scenario = resolve_job(job_file, app.catalog)
+    summary = scenario.summary()
+    if as_json:
+        echo_json(summary)
+        return
+    L = app.lang
+    click.echo(f"{t('job_ok', L)}: {job_file}")
+    print_table(summary["name"], [t("item", L), t("value", L)], _flatten(summary))
+    for note in scenario.notes:
+        click.echo(f"  note: {note}")
+
+
+def _flatten(d: dict, prefix: str = "") -> list[tuple[str, object]]:
+    rows: list[tuple[str, object]] = []
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            rows.extend(_flatten(v, key + "."))
+        elif v is not None:
+            rows.append((key, v))
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Entry point: user errors print one paragraph (no traceback) and exit 2."""
     try:
-        cli.main(args=argv, standalone_mode=False)
+        result = cli.main(args=argv, standalone_mode=False)
     except TrainsizerError as err:
         click.echo(f"error: {err}", err=True)
         return err.exit_code
@@ -28,7 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as err:
         err.show()
         return 2
-    return 0
+    except click.exceptions.Exit as err:
+        return err.exit_code
+    return result if isinstance(result, int) else 0
 
 
 if __name__ == "__main__":

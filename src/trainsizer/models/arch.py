@@ -85,6 +85,10 @@ class ModelArch:
     mtp_layers: int = 0  # DeepSeek-V3 multi-token prediction modules (not in the headline count)
     source: str = ""  # where the config came from (preset file, config.json path)
     notes: tuple[str, ...] = field(default=())
+    # Added after the skeleton (defaults keep older constructors valid):
+    mlp_only_layers: tuple[int, ...] = field(default=())  # Qwen-MoE: layers forced to a dense MLP
+    moe_layer_offset: int = 1  # MoE where (index + offset) % moe_every == 0: Qwen 1, DeepSeek 0
+    unknown_keys: tuple[str, ...] = field(default=())  # config.json keys the loader did not understand
 
     def __post_init__(self) -> None:
         if self.head_dim == 0 and self.heads:
@@ -124,9 +128,9 @@ class ModelArch:
 
     def layer_is_moe(self, index: int) -> bool:
         """Whether decoder layer `index` (0-based) has an MoE MLP."""
-        if not self.is_moe or index < self.dense_layers:
+        if not self.is_moe or index < self.dense_layers or index in self.mlp_only_layers:
             return False
-        return (index + 1) % self.moe_every == 0
+        return (index + self.moe_layer_offset) % self.moe_every == 0
 
     @cached_property
     def moe_layer_count(self) -> int:
@@ -150,6 +154,11 @@ class ModelArch:
                 + self.kv_lora_rank * self.heads * (self.qk_nope_head_dim + self.v_head_dim)
             )
             o = self.heads * self.v_head_dim * h
+            if self.qkv_bias:  # DeepSeek attention_bias: biases on q_a_proj and kv_a_proj_with_mqa only
+                q += self.q_lora_rank
+                kv += self.kv_lora_rank + self.qk_rope_head_dim
+            if self.out_bias:
+                o += h
             return q + kv + o
         qd, kvd = self.heads * self.head_dim, self.kv_heads * self.head_dim
         p = h * qd + 2 * h * kvd + qd * h
@@ -229,6 +238,8 @@ class ModelArch:
     def to_dict(self) -> dict[str, object]:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["notes"] = list(self.notes)
+        d["mlp_only_layers"] = list(self.mlp_only_layers)
+        d["unknown_keys"] = list(self.unknown_keys)
         d["params_total"] = self.params_total
         d["params_active"] = self.params_active
         return d

@@ -1,0 +1,546 @@
+"""Hugging Face `config.json` -> `ModelArch`, with one explicit adapter per `model_type`.
+
+Each adapter reads the keys its family's `transformers` configuration class defines and maps them onto
+the module shapes of the matching modeling file (`modeling_llama.py`, `modeling_mistral.py`,
+`modeling_mixtral.py`, `modeling_qwen2.py`, `modeling_qwen3.py`, `modeling_qwen2_moe.py`,
+`modeling_qwen3_moe.py`, `modeling_deepseek_v2.py` / DeepSeek-V3 `modeling_deepseek.py`, `modeling_gpt2.py`,
+`modeling_gpt_neox.py`). Every key of the file is either used, listed as known-irrelevant to sizing for
+its family, or reported in `ModelArch.unknown_keys` (and a line in `ModelArch.notes`): nothing is ignored
+silently. Defaults for absent optional keys are the defaults of the `transformers` configuration class,
+and each default that was applied is recorded in `notes`. Works offline: only local files are read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainsizer.errors import SpecError, unknown_name
+from trainsizer.models.arch import ModelArch
+
+# Keys that never change parameter counts or the shapes the estimators read, for every family.
+COMMON_IRRELEVANT = frozenset(
+    {
+        "_name_or_path",
+        "architectures",
+        "auto_map",
+        "bos_token_id",
+        "eos_token_id",
+        "pad_token_id",
+        "sep_token_id",
+        "decoder_start_token_id",
+        "torch_dtype",
+        "dtype",
+        "transformers_version",
+        "initializer_range",
+        "use_cache",
+        "tokenizer_class",
+        "return_dict",
+        "output_attentions",
+        "output_hidden_states",
+        "gradient_checkpointing",
+        "is_decoder",
+        "task_specific_params",
+        "quantization_config",  # storage format of the released weights; training sizes bf16/fp32 copies
+        "generation_config",
+        "model_type",  # read before dispatch
+    }
+)
+_ROPE = frozenset({"rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor"})
+_DROPOUT = frozenset({"attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop"})
+_LLAMA_IRRELEVANT = _ROPE | _DROPOUT | {"rms_norm_eps", "pretraining_tp"}
+_SLIDING = frozenset({"sliding_window", "use_sliding_window", "max_window_layers", "layer_types"})
+_MOE_ROUTING = frozenset(
+    {"router_aux_loss_coef", "output_router_logits", "router_jitter_noise", "norm_topk_prob", "use_mrope"}
+)
+
+
+class ConfigReader:
+    """A `config.json` mapping that records which keys the adapter read."""
+
+    def __init__(self, raw: Mapping[str, Any], label: str) -> None:
+        self.raw = raw
+        self.label = label
+        self.used: set[str] = set()
+        self.notes: list[str] = []
+
+    def where(self, key: str) -> str:
+        return f"{self.label}:{key}"
+
+    def has(self, key: str) -> bool:
+        return key in self.raw and self.raw[key] is not None
+
+    def _int(self, key: str, value: Any, minimum: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
+            raise SpecError(self.where(key), "must be an integer", value=value)
+        if value < minimum:
+            raise SpecError(self.where(key), f"must be >= {minimum}", value=value)
+        return int(value)
+
+    def req_int(self, key: str, minimum: int = 1) -> int:
+        self.used.add(key)
+        if key not in self.raw or self.raw[key] is None:
+            raise SpecError(self.where(key), "missing required key")
+        return self._int(key, self.raw[key], minimum)
+
+    def opt_int(self, key: str, default: int, minimum: int = 0, *, note: bool = True) -> int:
+        """An optional integer; `None` or absent -> the transformers default (noted when `note`)."""
+        self.used.add(key)
+        if key not in self.raw or self.raw[key] is None:
+            if note:
+                self.notes.append(f"{key} absent: transformers default {default} used")
+            return default
+        return self._int(key, self.raw[key], minimum)
+
+    def opt_bool(self, key: str, default: bool) -> bool:
+        self.used.add(key)
+        if key not in self.raw or self.raw[key] is None:
+            return default
+        value = self.raw[key]
+        if not isinstance(value, bool):
+            raise SpecError(self.where(key), "must be true or false", value=value)
+        return value
+
+    def opt_str(self, key: str, default: str) -> str:
+        self.used.add(key)
+        value = self.raw.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise SpecError(self.where(key), "must be a string", value=value)
+        return value
+
+    def opt_int_list(self, key: str) -> tuple[int, ...]:
+        self.used.add(key)
+        value = self.raw.get(key)
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            raise SpecError(self.where(key), "must be a list of layer indices", value=value)
+        return tuple(sorted(self._int(key, v, 0) for v in value))
+
+    def unknown(self, irrelevant: frozenset[str]) -> tuple[str, ...]:
+        return tuple(sorted(k for k in self.raw if k not in self.used and k not in irrelevant))
+
+
+# ---------------------------------------------------------------------------------------------- adapters
+# An adapter reads a ConfigReader and returns ModelArch keyword arguments (without name/family/source).
+Adapter = Callable[[ConfigReader], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Family:
+    model_type: str
+    adapter: Adapter
+    irrelevant: frozenset[str]
+    description: str
+
+
+def _gated_act(c: ConfigReader) -> None:
+    act = c.opt_str("hidden_act", "silu")
+    if act != "silu":
+        c.notes.append(f"hidden_act={act!r}: gated MLP counted with 3 matrices like SwiGLU")
+
+
+def _gqa_core(c: ConfigReader, *, head_dim_default: int | None = None) -> dict[str, Any]:
+    """Keys shared by the Llama-style decoders (modeling_llama.py and its copies)."""
+    hidden = c.req_int("hidden_size")
+    heads = c.req_int("num_attention_heads")
+    kv_heads = c.opt_int("num_key_value_heads", heads, 1, note=False)
+    if heads % kv_heads:
+        raise SpecError(
+            c.where("num_key_value_heads"), f"must divide num_attention_heads ({heads})", value=kv_heads
+        )
+    if c.has("head_dim"):
+        head_dim = c.req_int("head_dim")
+    elif head_dim_default is not None:
+        head_dim = c.opt_int("head_dim", head_dim_default, 1)
+    else:
+        c.used.add("head_dim")
+        if hidden % heads:
+            raise SpecError(
+                c.where("hidden_size"),
+                f"not divisible by num_attention_heads ({heads}) and no head_dim given",
+                value=hidden,
+            )
+        head_dim = hidden // heads
+    _gated_act(c)
+    return dict(
+        layers=c.req_int("num_hidden_layers"),
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        vocab=c.req_int("vocab_size"),
+        max_position=c.opt_int("max_position_embeddings", 2048, 1),
+        mlp="swiglu",
+        norm="rmsnorm",
+        position="rope",
+    )
+
+
+def _llama(c: ConfigReader) -> dict[str, Any]:
+    """modeling_llama.py: attention_bias on q/k/v/o, mlp_bias on gate/up/down."""
+    kw = _gqa_core(c)
+    bias = c.opt_bool("attention_bias", False)
+    return dict(
+        kw,
+        ffn=c.req_int("intermediate_size"),
+        tied_embeddings=c.opt_bool("tie_word_embeddings", False),
+        qkv_bias=bias,
+        out_bias=bias,
+        mlp_bias=c.opt_bool("mlp_bias", False),
+    )
+
+
+def _mistral(c: ConfigReader) -> dict[str, Any]:
+    """modeling_mistral.py: Llama shapes without biases (sliding window does not change parameters)."""
+    kw = _gqa_core(c)
+    return dict(
+        kw, ffn=c.req_int("intermediate_size"), tied_embeddings=c.opt_bool("tie_word_embeddings", False)
+    )
+
+
+def _mixtral(c: ConfigReader) -> dict[str, Any]:
+    """modeling_mixtral.py: every layer is MoE; experts are SwiGLU of intermediate_size; gate has no bias."""
+    kw = _gqa_core(c)
+    ffn = c.req_int("intermediate_size")
+    experts = c.req_int("num_local_experts")
+    k = c.req_int("num_experts_per_tok")
+    _check_topk(c, "num_experts_per_tok", k, experts)
+    return dict(
+        kw,
+        ffn=ffn,
+        tied_embeddings=c.opt_bool("tie_word_embeddings", False),
+        experts=experts,
+        experts_per_token=k,
+        expert_ffn=ffn,
+    )
+
+
+def _qwen2(c: ConfigReader) -> dict[str, Any]:
+    """modeling_qwen2.py: q/k/v projections carry a bias, o_proj does not."""
+    kw = _gqa_core(c)
+    return dict(
+        kw,
+        ffn=c.req_int("intermediate_size"),
+        tied_embeddings=c.opt_bool("tie_word_embeddings", False),
+        qkv_bias=True,
+    )
+
+
+def _qwen3(c: ConfigReader) -> dict[str, Any]:
+    """modeling_qwen3.py: explicit head_dim (class default 128), q_norm/k_norm, attention_bias on q/k/v/o."""
+    kw = _gqa_core(c, head_dim_default=128)
+    bias = c.opt_bool("attention_bias", False)
+    return dict(
+        kw,
+        ffn=c.req_int("intermediate_size"),
+        tied_embeddings=c.opt_bool("tie_word_embeddings", False),
+        qkv_bias=bias,
+        out_bias=bias,
+        qk_norm=True,
+    )
+
+
+def _check_topk(c: ConfigReader, key: str, k: int, experts: int) -> None:
+    if k > experts:
+        raise SpecError(c.where(key), f"exceeds the number of experts ({experts})", value=k)
+
+
+def _qwen_moe_common(c: ConfigReader) -> dict[str, Any]:
+    """decoder_sparse_step / mlp_only_layers: layer i is MoE iff i not in mlp_only_layers and
+    (i + 1) % decoder_sparse_step == 0 (modeling_qwen2_moe.py / modeling_qwen3_moe.py)."""
+    experts = c.req_int("num_experts")
+    k = c.req_int("num_experts_per_tok")
+    _check_topk(c, "num_experts_per_tok", k, experts)
+    layers = c.req_int("num_hidden_layers")
+    mlp_only = c.opt_int_list("mlp_only_layers")
+    bad = [i for i in mlp_only if i >= layers]
+    if bad:
+        raise SpecError(c.where("mlp_only_layers"), f"layer index >= num_hidden_layers ({layers})", value=bad)
+    return dict(
+        ffn=c.req_int("intermediate_size"),
+        experts=experts,
+        experts_per_token=k,
+        expert_ffn=c.req_int("moe_intermediate_size"),
+        moe_every=c.opt_int("decoder_sparse_step", 1, 1),
+        moe_layer_offset=1,
+        mlp_only_layers=mlp_only,
+        tied_embeddings=c.opt_bool("tie_word_embeddings", False),
+    )
+
+
+def _qwen2_moe(c: ConfigReader) -> dict[str, Any]:
+    """modeling_qwen2_moe.py: qkv bias; one shared expert of shared_expert_intermediate_size with a
+    sigmoid gate Linear(hidden, 1)."""
+    kw = _gqa_core(c)
+    shared = c.opt_int("shared_expert_intermediate_size", 0, 0, note=False)
+    return dict(
+        kw, **_qwen_moe_common(c), qkv_bias=True, shared_expert_ffn=shared, shared_expert_gate=shared > 0
+    )
+
+
+def _qwen3_moe(c: ConfigReader) -> dict[str, Any]:
+    """modeling_qwen3_moe.py: Qwen3 attention (qk-norm, explicit head_dim), routed experts only."""
+    kw = _gqa_core(c, head_dim_default=128)
+    bias = c.opt_bool("attention_bias", False)
+    return dict(kw, **_qwen_moe_common(c), qkv_bias=bias, out_bias=bias, qk_norm=True)
+
+
+def _deepseek(version: int) -> Adapter:
+    def adapter(c: ConfigReader) -> dict[str, Any]:
+        """DeepSeek-V2/V3 (modeling_deepseek.py): MLA attention; layer i is MoE iff n_routed_experts is set,
+        i >= first_k_dense_replace and i % moe_layer_freq == 0; shared experts form one MLP of
+        n_shared_experts * moe_intermediate_size; V3 `noaux_tc` routing adds e_score_correction_bias."""
+        hidden = c.req_int("hidden_size")
+        heads = c.req_int("num_attention_heads")
+        c.used.add("num_key_value_heads")  # MLA: K and V are expanded per head from the latent
+        _gated_act(c)
+        nope = c.req_int("qk_nope_head_dim")
+        rope = c.req_int("qk_rope_head_dim")
+        experts = c.opt_int("n_routed_experts", 0, 0, note=False)
+        kw: dict[str, Any] = dict(
+            layers=c.req_int("num_hidden_layers"),
+            hidden=hidden,
+            heads=heads,
+            kv_heads=heads,
+            head_dim=nope + rope,
+            ffn=c.req_int("intermediate_size"),
+            vocab=c.req_int("vocab_size"),
+            max_position=c.opt_int("max_position_embeddings", 2048, 1),
+            tied_embeddings=c.opt_bool("tie_word_embeddings", False),
+            attention="mla",
+            q_lora_rank=c.opt_int("q_lora_rank", 0, 0, note=False),  # null: queries not compressed
+            kv_lora_rank=c.req_int("kv_lora_rank"),
+            qk_nope_head_dim=nope,
+            qk_rope_head_dim=rope,
+            v_head_dim=c.req_int("v_head_dim"),
+        )
+        bias = c.opt_bool("attention_bias", False)
+        kw.update(qkv_bias=bias, out_bias=bias)
+        if version == 3:
+            kw["mtp_layers"] = c.opt_int("num_nextn_predict_layers", 0, 0, note=False)
+        if experts:
+            k = c.req_int("num_experts_per_tok")
+            _check_topk(c, "num_experts_per_tok", k, experts)
+            expert_ffn = c.req_int("moe_intermediate_size")
+            shared = c.opt_int("n_shared_experts", 0, 0, note=False)
+            method = c.opt_str("topk_method", "noaux_tc" if version == 3 else "greedy")
+            kw.update(
+                experts=experts,
+                experts_per_token=k,
+                expert_ffn=expert_ffn,
+                shared_expert_ffn=shared * expert_ffn,
+                dense_layers=c.opt_int("first_k_dense_replace", 0, 0),
+                moe_every=c.opt_int("moe_layer_freq", 1, 1),
+                moe_layer_offset=0,
+                router_bias=method == "noaux_tc",
+            )
+        else:
+            for key in ("num_experts_per_tok", "moe_intermediate_size", "n_shared_experts", "topk_method",
+                        "first_k_dense_replace", "moe_layer_freq"):
+                c.used.add(key)
+        return kw
+
+    return adapter
+
+
+def _gpt2(c: ConfigReader) -> dict[str, Any]:
+    """modeling_gpt2.py: c_attn/c_proj/c_fc with biases, LayerNorm, GELU MLP of n_inner (default 4 * n_embd),
+    learned positions (wpe, n_positions), lm_head tied to wte."""
+    hidden = c.req_int("n_embd")
+    heads = c.req_int("n_head")
+    if hidden % heads:
+        raise SpecError(c.where("n_embd"), f"not divisible by n_head ({heads})", value=hidden)
+    act = c.opt_str("activation_function", "gelu_new")
+    if "gelu" not in act:
+        c.notes.append(f"activation_function={act!r}: MLP counted as a plain 2-matrix MLP")
+    c.used.add("n_ctx")  # legacy alias of n_positions in old GPT-2 configs
+    return dict(
+        layers=c.req_int("n_layer"),
+        hidden=hidden,
+        heads=heads,
+        kv_heads=heads,
+        ffn=c.opt_int("n_inner", 4 * hidden, 1, note=False),
+        vocab=c.req_int("vocab_size"),
+        mlp="gelu",
+        norm="layernorm",
+        position="learned",
+        max_position=c.req_int("n_positions"),
+        tied_embeddings=c.opt_bool("tie_word_embeddings", True),
+        qkv_bias=True,
+        out_bias=True,
+        mlp_bias=True,
+    )
+
+
+def _gpt_neox(c: ConfigReader) -> dict[str, Any]:
+    """modeling_gpt_neox.py: fused query_key_value + dense (bias = attention_bias, default true), MLP
+    dense_h_to_4h / dense_4h_to_h with biases, LayerNorm, rotary, separate embed_out."""
+    hidden = c.req_int("hidden_size")
+    heads = c.req_int("num_attention_heads")
+    if hidden % heads:
+        raise SpecError(c.where("hidden_size"), f"not divisible by num_attention_heads ({heads})", value=hidden)
+    act = c.opt_str("hidden_act", "gelu")
+    if "gelu" not in act:
+        c.notes.append(f"hidden_act={act!r}: MLP counted as a plain 2-matrix MLP")
+    bias = c.opt_bool("attention_bias", True)
+    return dict(
+        layers=c.req_int("num_hidden_layers"),
+        hidden=hidden,
+        heads=heads,
+        kv_heads=heads,
+        ffn=c.req_int("intermediate_size"),
+        vocab=c.req_int("vocab_size"),
+        mlp="gelu",
+        norm="layernorm",
+        position="rope",
+        max_position=c.opt_int("max_position_embeddings", 2048, 1),
+        tied_embeddings=c.opt_bool("tie_word_embeddings", False),
+        qkv_bias=bias,
+        out_bias=bias,
+        mlp_bias=True,
+    )
+
+
+_DEEPSEEK_IRRELEVANT = (
+    _ROPE
+    | _DROPOUT
+    | {
+        "rms_norm_eps",
+        "pretraining_tp",
+        "ep_size",
+        "routed_scaling_factor",
+        "n_group",
+        "topk_group",
+        "norm_topk_prob",
+        "scoring_func",
+        "aux_loss_alpha",
+        "seq_aux",
+        "rope_interleave",
+        "head_dim",  # transformers' native DeepseekV3Config sets head_dim = qk_rope_head_dim; shapes use the MLA dims
+        "qk_head_dim",
+    }
+)
+
+FAMILIES: dict[str, Family] = {
+    f.model_type: f
+    for f in (
+        Family("llama", _llama, COMMON_IRRELEVANT | _LLAMA_IRRELEVANT, "Llama 2 / 3 / 3.1"),
+        Family("mistral", _mistral, COMMON_IRRELEVANT | _LLAMA_IRRELEVANT | _SLIDING, "Mistral 7B"),
+        Family(
+            "mixtral", _mixtral, COMMON_IRRELEVANT | _LLAMA_IRRELEVANT | _SLIDING | _MOE_ROUTING, "Mixtral MoE"
+        ),
+        Family("qwen2", _qwen2, COMMON_IRRELEVANT | _LLAMA_IRRELEVANT | _SLIDING | {"use_mrope"}, "Qwen2 / 2.5"),
+        Family("qwen3", _qwen3, COMMON_IRRELEVANT | _LLAMA_IRRELEVANT | _SLIDING, "Qwen3 dense"),
+        Family(
+            "qwen2_moe", _qwen2_moe, COMMON_IRRELEVANT | _LLAMA_IRRELEVANT | _SLIDING | _MOE_ROUTING, "Qwen2-MoE"
+        ),
+        Family(
+            "qwen3_moe", _qwen3_moe, COMMON_IRRELEVANT | _LLAMA_IRRELEVANT | _SLIDING | _MOE_ROUTING, "Qwen3-MoE"
+        ),
+        Family("deepseek_v2", _deepseek(2), COMMON_IRRELEVANT | _DEEPSEEK_IRRELEVANT, "DeepSeek-V2 (MLA, MoE)"),
+        Family("deepseek_v3", _deepseek(3), COMMON_IRRELEVANT | _DEEPSEEK_IRRELEVANT, "DeepSeek-V3 (MLA, MoE, MTP)"),
+        Family(
+            "gpt2",
+            _gpt2,
+            COMMON_IRRELEVANT
+            | _DROPOUT
+            | {
+                "layer_norm_epsilon",
+                "scale_attn_weights",
+                "scale_attn_by_inverse_layer_idx",
+                "reorder_and_upcast_attn",
+                "summary_type",
+                "summary_use_proj",
+                "summary_activation",
+                "summary_proj_to_labels",
+                "summary_first_dropout",
+            },
+            "GPT-2 style (learned positions, tied embeddings); also GPT-3 and Megatron GPT presets",
+        ),
+        Family(
+            "gpt_neox",
+            _gpt_neox,
+            COMMON_IRRELEVANT
+            | _ROPE
+            | _DROPOUT
+            | {
+                "rotary_pct",
+                "rotary_emb_base",
+                "layer_norm_eps",
+                "use_parallel_residual",
+                "classifier_dropout",
+                "rotary_emb_dim",
+            },
+            "GPT-NeoX / Pythia",
+        ),
+    )
+}
+
+
+def supported_families() -> list[str]:
+    return sorted(FAMILIES)
+
+
+# ---------------------------------------------------------------------------------------------- entry points
+def read_config_file(path: str | Path) -> tuple[dict[str, Any], Path]:
+    """Read a `config.json` (or the `config.json` inside a folder). Local files only."""
+    p = Path(path).expanduser()
+    if p.is_dir():
+        p = p / "config.json"
+    if not p.is_file():
+        raise SpecError(str(p), "no such config.json (give a file or a folder holding config.json)")
+    try:
+        raw = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SpecError(str(p), f"not readable as JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise SpecError(str(p), "top level must be a JSON object", value=type(raw).__name__)
+    return raw, p
+
+
+def arch_from_hf_config(
+    config: str | Path | Mapping[str, Any],
+    *,
+    name: str | None = None,
+    source: str | None = None,
+) -> ModelArch:
+    """Parse a Hugging Face `config.json` (path, folder or parsed mapping) into a `ModelArch`.
+
+    Unknown keys end up in `ModelArch.unknown_keys` and in one line of `ModelArch.notes`.
+    """
+    if isinstance(config, Mapping):
+        raw, label = dict(config), source or "config"
+    else:
+        raw, path = read_config_file(config)
+        label = str(path)
+        if name is None:
+            name = path.parent.name or path.stem
+    model_type = raw.get("model_type")
+    if model_type is None:
+        raise SpecError(f"{label}:model_type", "missing required key", allowed=supported_families())
+    if model_type not in FAMILIES:
+        raise unknown_name(f"{label}:model_type", "model_type (model family)", str(model_type), FAMILIES)
+    family = FAMILIES[model_type]
+    reader = ConfigReader(raw, label)
+    kwargs = family.adapter(reader)
+    unknown = reader.unknown(family.irrelevant)
+    notes = list(reader.notes)
+    if unknown:
+        notes.append(
+            f"{len(unknown)} config key(s) not understood by the {model_type} adapter and not used: "
+            + ", ".join(unknown)
+        )
+    return ModelArch(
+        name=name or str(raw.get("_name_or_path") or model_type),
+        family=model_type,
+        source=source or label,
+        notes=tuple(notes),
+        unknown_keys=unknown,
+        **kwargs,
+    )

@@ -1,0 +1,52 @@
+"""Rows for `trainsizer catalog list KIND`: a table for people and the records for --json."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainsizer.render.i18n import t
+
+
+def _fmt(v: Any) -> Any:
+    if isinstance(v, float):
+        return f"{v:g}"
+    return v
+
+
+def catalog_rows(cat: Any, kind: str, lang: str) -> tuple[str, list[str], list[tuple], list[dict]]:
+    """(title, columns, rows, json records) for one catalog section."""
+    L = lang
+    if kind == "accelerators":
+        accs = sorted(cat.accelerators.values(), key=lambda a: (a.vendor, a.id))
+        cols = [t("id", L), t("vendor", L), t("memory", L) + " GB", t("bandwidth", L), t("bf16_tflops", L),
+                t("fp8_tflops", L), t("scaleup", L), t("tdp", L)]
+        rows = [(a.id, a.vendor, _fmt(a.memory_gb), _fmt(a.memory_bw_tb_s), _fmt(a.tflops_dense.get("bf16")),
+                 _fmt(a.tflops_dense.get("fp8")), _fmt(a.scaleup_bw_bidir_gb_s), _fmt(a.tdp_w)) for a in accs]
+        return t("catalog_accelerators_title", L), cols, rows, [a.to_dict() for a in accs]
+    if kind == "servers":
+        srv = sorted(cat.servers.values(), key=lambda s: s.id)
+        cols = [t("id", L), t("name", L), t("gpus", L), t("cpu_cores", L), t("ram", L), t("power", L)]
+        rows = [(s.id, s.name, s.gpus, s.cpu_cores, _fmt(s.ram_gib), _fmt(s.power_max_w)) for s in srv]
+        return t("catalog_servers_title", L), cols, rows, [s.to_dict() for s in srv]
+    if kind == "networks":
+        nets = sorted(cat.networks.values(), key=lambda n: (n.kind, n.gbps_per_nic))
+        cols = [t("id", L), t("kind", L), t("gbps_per_nic", L), "NIC", "latency µs"]
+        rows = [(n.id, n.kind, _fmt(n.gbps_per_nic), n.nic, _fmt(n.latency_us)) for n in nets]
+        return t("catalog_networks_title", L), cols, rows, [n.to_dict() for n in nets]
+    if kind in ("switches", "storage"):
+        recs = cat.switches if kind == "switches" else cat.storage_tiers
+        dicts = [r.to_dict() for r in recs.values()]
+        cols = [t("id", L), t("name", L), t("source", L)]
+        rows = [(d.get("id"), d.get("name", ""), ", ".join(map(str, d.get("sources", d.get("source", [])) or []))) for d in dicts]
+        return t(f"catalog_{kind}_title", L), cols, rows, dicts
+    # prices
+    records = []
+    rows = []
+    for acc_id in sorted(cat.accelerators):
+        for label, pr in (("rent", cat.rent_usd_per_gpu_hour(acc_id)), ("buy", cat.purchase_usd(acc_id))):
+            if pr is None:
+                continue
+            records.append({"accelerator": acc_id, "kind": label, **pr.to_dict()})
+            rows.append((acc_id, label, _fmt(pr.low), _fmt(pr.high), pr.unit, pr.date))
+    cols = [t("id", L), t("kind", L), t("price_low", L), t("price_high", L), t("unit", L), t("date", L)]
+    return t("catalog_prices_title", L), cols, rows, records

@@ -1,0 +1,56 @@
+"""Printing helpers shared by the CLI commands: rich tables for people, JSON for scripts."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Plain JSON types; NaN/inf become null (JSON has no NaN)."""
+    if hasattr(obj, "to_dict"):
+        return to_jsonable(obj.to_dict())
+    if hasattr(obj, "model_dump"):
+        return to_jsonable(obj.model_dump(mode="json"))
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple | set | frozenset):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
+        return to_jsonable(obj.item())
+    if isinstance(obj, str | int | bool) or obj is None:
+        return obj
+    return str(obj)
+
+
+def echo_json(obj: Any) -> None:
+    click.echo(json.dumps(to_jsonable(obj), ensure_ascii=False, indent=2))
+
+
+def console() -> Console:
+    return Console(soft_wrap=False)
+
+
+def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    table = Table(title=title, show_lines=False)
+    for col in columns:
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*("—" if v is None else str(v) for v in row))
+    console().print(table)
+
+
+def fmt_params(n: float) -> str:
+    """8.03e9 -> '8.03B'."""
+    for div, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(n) >= div:
+            return f"{n / div:.3g}{unit}" if n / div < 100 else f"{n / div:.1f}{unit}"
+    return str(int(n))

@@ -1,0 +1,240 @@
+"""Resolve a job file against the catalog and the model presets into the estimators' inputs.
+
+`spec` only checks a job's shape; here names are looked up (model preset, accelerator, network), the data
+quantity becomes tokens, the global batch becomes sequences, and the optional hardware/strategy become a
+`System` and a `Strategy`. Every lookup error names the job field it came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainsizer.errors import SpecError, StrategyError, TrainsizerError
+from trainsizer.estimate.inputs import Strategy, System, Training
+from trainsizer.models import ModelArch, load_model
+from trainsizer.spec import Job, NetworkSpec, load_job
+
+# Default per-NIC payload efficiency when a user describes a network by hand (no catalog entry):
+# NDR400 delivers ~46-48 GB/s of 50 GB/s line rate in nccl-tests (NVIDIA, nccl-tests issue #290).
+DEFAULT_NIC_EFFICIENCY = 0.92
+
+
+@dataclass(frozen=True)
+class NetworkView:
+    """The scale-out network of one node, whatever way it was given."""
+
+    id: str
+    kind: str
+    nics_per_node: int
+    gbps_per_nic: float
+    efficiency: float
+    latency_us: float
+
+    @property
+    def node_gb_s(self) -> float:
+        """Payload GB/s per node, one direction."""
+        return self.nics_per_node * self.gbps_per_nic / 8 * self.efficiency
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A job with every name resolved: what the estimators, search and plan work on."""
+
+    job: Job
+    model: ModelArch
+    training: Training
+    accelerator: Any = None  # catalog Accelerator
+    network: NetworkView | None = None
+    system: System | None = None
+    strategy: Strategy | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def name(self) -> str:
+        return self.job.name or f"{self.model.name} {self.job.method}"
+
+    def summary(self) -> dict[str, Any]:
+        job = self.job
+        out: dict[str, Any] = {
+            "name": self.name,
+            "model": {
+                "name": self.model.name,
+                "family": self.model.family,
+                "params_total": self.model.params_total,
+                "params_active": self.model.params_active,
+                "layers": self.model.layers,
+                "hidden": self.model.hidden,
+            },
+            "method": job.method,
+            "lora": job.lora.model_dump(mode="json") if job.lora else None,
+            "precision": job.precision,
+            "optimizer": job.optimizer,
+            "seq_len": job.seq_len,
+            "global_batch_sequences": self.training.global_batch_seqs,
+            "tokens_per_step": self.training.tokens_per_step,
+            "tokens_total": self.training.tokens_total,
+            "steps": self.steps,
+            "goal": job.goal.model_dump(mode="json"),
+            "constraints": job.constraints.model_dump(mode="json"),
+        }
+        if self.system is not None:
+            out["hardware"] = {
+                "accelerator": self.system.accelerator,
+                "gpus": self.system.gpus,
+                "gpus_per_node": self.system.gpus_per_node,
+                "nodes": self.system.nodes,
+                "memory_gib_per_gpu": self.system.memory_gib,
+                "network": None if self.network is None else {
+                    "id": self.network.id,
+                    "kind": self.network.kind,
+                    "nics_per_node": self.network.nics_per_node,
+                    "gbps_per_nic": self.network.gbps_per_nic,
+                    "node_gb_s": round(self.network.node_gb_s, 2),
+                },
+            }
+        if self.strategy is not None:
+            s = self.strategy
+            out["strategy"] = {k: getattr(s, k) for k in (
+                "tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch", "recompute",
+                "offload", "sequence_parallel", "distributed_optimizer")}
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
+
+    @property
+    def steps(self) -> int:
+        if not self.training.tokens_total:
+            return 0
+        return max(1, round(self.training.tokens_total / self.training.tokens_per_step))
+
+
+def _prefixed(err: SpecError, prefix: str) -> SpecError:
+    return SpecError(f"{prefix} ({err.where})" if err.where else prefix, err.problem, value=err.value,
+                     allowed=err.allowed, suggestion=err.suggestion)
+
+
+def resolve_model(spec: str | Mapping[str, Any], origin: str) -> ModelArch:
+    try:
+        return load_model(spec)
+    except SpecError as err:
+        raise _prefixed(err, f"{origin}: model") from None
+
+
+def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Any) -> Scenario:
+    """A `Scenario` from a job file, mapping or `Job`, using `catalog` for hardware names."""
+    origin = "job" if isinstance(source, Mapping | Job) else str(source)
+    job = source if isinstance(source, Job) else load_job(source)
+    notes: list[str] = []
+    model_spec: str | Mapping[str, Any] = job.model
+    if isinstance(model_spec, str) and not isinstance(source, Mapping | Job):
+        # A relative config path in a job file is relative to that file, not to the current folder.
+        beside = Path(source).parent / model_spec
+        if ("/" in model_spec or model_spec.endswith(".json")) and beside.exists():
+            model_spec = str(beside)
+    model = resolve_model(model_spec, origin)
+    notes.extend(f"model config: {n}" for n in model.notes)
+    training = Training(
+        method=job.method,
+        precision=job.precision,
+        optimizer=job.optimizer,
+        seq_len=job.seq_len,
+        global_batch_seqs=job.global_batch_sequences,
+        lora_rank=job.lora.rank if job.lora else 0,
+        lora_targets=tuple(job.lora.targets) if job.lora else (),
+        flash_attention=job.flash_attention,
+        tokens_total=job.data.tokens_total,
+    )
+    if job.global_batch.tokens is not None and job.global_batch.tokens % job.seq_len:
+        notes.append(
+            f"global_batch.tokens {job.global_batch.tokens} is not a multiple of seq_len {job.seq_len}: "
+            f"using {training.global_batch_seqs} sequences ({training.tokens_per_step} tokens)"
+        )
+    for key in ("exclude", "include"):
+        for i, acc in enumerate(getattr(job.constraints, key) or ()):
+            try:
+                catalog.accelerator(acc)
+            except SpecError as err:
+                raise _prefixed(err, f"{origin}: constraints.{key}[{i}]") from None
+    if job.hardware is None:
+        return Scenario(job=job, model=model, training=training, notes=tuple(notes))
+
+    hw = job.hardware
+    try:
+        acc = catalog.accelerator(hw.accelerator)
+    except SpecError as err:
+        raise _prefixed(err, f"{origin}: hardware.accelerator") from None
+    network = _resolve_network(hw.network, hw.count > hw.per_node, catalog, origin)
+    system = build_system(acc, hw.count, min(hw.per_node, hw.count), network)
+    strategy = _resolve_strategy(job, hw.count, origin) if job.strategy is not None else None
+    return Scenario(job=job, model=model, training=training, accelerator=acc, network=network, system=system,
+                    strategy=strategy, notes=tuple(notes))
+
+
+def _resolve_network(spec: str | NetworkSpec | None, multi_node: bool, catalog: Any, origin: str) -> NetworkView | None:
+    if spec is None:
+        if multi_node:
+            raise SpecError(f"{origin}: hardware.network",
+                            "a job spanning several nodes needs its network: a catalog id (see "
+                            "`trainsizer catalog list networks`) or {nics_per_node, gbps_per_nic, kind}")
+        return None
+    if isinstance(spec, NetworkSpec):
+        return NetworkView("custom", spec.kind, spec.nics_per_node, spec.gbps_per_nic, DEFAULT_NIC_EFFICIENCY,
+                           latency_us=5.0)
+    try:
+        net = catalog.network(spec)
+    except SpecError as err:
+        raise _prefixed(err, f"{origin}: hardware.network") from None
+    return NetworkView(net.id, net.kind, net.nics_per_node_default, net.gbps_per_nic,
+                       net.efficiency or DEFAULT_NIC_EFFICIENCY, net.latency_us or 5.0)
+
+
+def build_system(acc: Any, gpus: int, gpus_per_node: int, network: NetworkView | None) -> System:
+    """The estimators' view of `gpus` accelerators of one catalog type."""
+    scaleup = acc.scaleup_gb_s_per_dir or 0.0
+    intra = scaleup if acc.scaleup_tech not in (None, "pcie", "none") and scaleup else acc.pcie_gb_s
+    inter = network.node_gb_s / gpus_per_node if network else 0.0
+    return System(
+        accelerator=acc.id,
+        gpus=gpus,
+        gpus_per_node=gpus_per_node,
+        memory_gib=acc.memory_gib,
+        peak_tflops={k: v for k, v in acc.tflops_dense.items() if v},
+        hbm_gb_s=acc.memory_bw_tb_s * 1000.0,
+        intra_node_gb_s=intra,
+        scaleup_domain=acc.scaleup_domain or gpus_per_node,
+        nvls=bool(acc.nvls),
+        inter_node_gb_s=inter,
+        inter_node_latency_s=(network.latency_us if network else 5.0) * 1e-6,
+        tdp_w=acc.tdp_w,
+        pcie_gb_s=acc.pcie_gb_s,
+    )
+
+
+def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
+    s = job.strategy
+    assert s is not None
+    fixed = s.tp * s.pp * s.cp
+    if s.dp is None:
+        if gpus % fixed:
+            raise StrategyError("degrees-multiply-to-gpus",
+                                f"{origin}: tp*pp*cp = {fixed} does not divide the {gpus} GPUs in hardware.count")
+        dp = gpus // fixed
+    else:
+        dp = s.dp
+        if fixed * dp != gpus:
+            raise StrategyError("degrees-multiply-to-gpus",
+                                f"{origin}: tp*pp*dp*cp = {s.tp}*{s.pp}*{dp}*{s.cp} = {fixed * dp}, "
+                                f"but hardware.count is {gpus}")
+    zero = 3 if s.fsdp != "none" else s.zero
+    shard_group = s.shard_group or 0
+    return Strategy(
+        tp=s.tp, pp=s.pp, vpp=s.vpp, dp=dp, cp=s.cp, ep=s.ep, zero=zero, shard_group=shard_group,
+        micro_batch=s.micro_batch, recompute=s.recompute, offload=s.offload,
+        sequence_parallel=s.sequence_parallel and s.tp > 1, distributed_optimizer=s.distributed_optimizer,
+    )
+
+
+__all__ = ["NetworkView", "Scenario", "TrainsizerError", "build_system", "resolve_job"]

@@ -1,0 +1,207 @@
+"""The job spec: the training job a user wants to run, as written in a YAML/JSON file.
+
+These pydantic models are the input boundary. Unknown keys are errors; names of catalog entries and model
+presets are checked later, when the job is resolved against the catalog (`trainsizer.scenario`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Method = Literal["pretrain", "cpt", "full", "dpo", "lora", "qlora"]
+Precision = Literal["bf16", "fp8", "fp16", "fp32"]
+Optimizer = Literal["adamw", "adamw8bit", "sgd", "adafactor"]
+Recompute = Literal["none", "selective", "full"]
+Offload = Literal["none", "optimizer", "optimizer+params"]
+Currency = Literal["USD", "CNY"]
+Procurement = Literal["rent", "buy", "either"]
+Cooling = Literal["air", "liquid"]
+NetworkKind = Literal["ib", "roce", "efa", "ethernet"]
+Fsdp = Literal["none", "full", "hybrid"]
+
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+# Bytes of raw UTF-8 text per token for BPE tokenizers with ~100k+ vocabularies on mixed English/code
+# text (Llama 3 / Qwen tokenizer reports: ~4 characters per English token; override per dataset).
+DEFAULT_BYTES_PER_TOKEN = 4.0
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LoraSpec(_Strict):
+    rank: int = Field(16, gt=0, le=4096)
+    alpha: float | None = Field(None, gt=0)
+    targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+
+    @field_validator("targets")
+    @classmethod
+    def _known_targets(cls, targets: tuple[str, ...]) -> tuple[str, ...]:
+        if targets == ("all-linear",) or targets == ("all",):
+            return LORA_TARGETS
+        bad = [t for t in targets if t not in LORA_TARGETS]
+        if bad:
+            raise ValueError(f"unknown LoRA target {bad[0]!r}; allowed: {', '.join(LORA_TARGETS)} or all-linear")
+        if not targets:
+            raise ValueError("at least one LoRA target is needed")
+        return targets
+
+
+class DataSpec(_Strict):
+    """How much data: tokens directly, or a dataset size in GB of text, or samples x average length."""
+
+    tokens: float | None = Field(None, gt=0)
+    dataset_gb: float | None = Field(None, gt=0)
+    bytes_per_token: float = Field(DEFAULT_BYTES_PER_TOKEN, gt=0)
+    samples: float | None = Field(None, gt=0)
+    avg_tokens: float | None = Field(None, gt=0)
+    epochs: float = Field(1.0, gt=0)
+
+    @model_validator(mode="after")
+    def _one_quantity(self) -> DataSpec:
+        given = [k for k in ("tokens", "dataset_gb", "samples") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "give exactly one of tokens, dataset_gb or samples (+ avg_tokens)"
+                + (f"; got {', '.join(given)}" if given else "")
+            )
+        if self.samples is not None and self.avg_tokens is None:
+            raise ValueError("samples needs avg_tokens (average tokens per sample)")
+        return self
+
+    @property
+    def tokens_per_epoch(self) -> float:
+        if self.tokens is not None:
+            return self.tokens
+        if self.dataset_gb is not None:
+            return self.dataset_gb * 1e9 / self.bytes_per_token
+        assert self.samples is not None and self.avg_tokens is not None
+        return self.samples * self.avg_tokens
+
+    @property
+    def tokens_total(self) -> float:
+        return self.tokens_per_epoch * self.epochs
+
+
+class GlobalBatch(_Strict):
+    sequences: int | None = Field(None, gt=0)
+    tokens: int | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _one(self) -> GlobalBatch:
+        if (self.sequences is None) == (self.tokens is None):
+            raise ValueError("give exactly one of sequences or tokens")
+        return self
+
+    def sequences_for(self, seq_len: int) -> int:
+        if self.sequences is not None:
+            return self.sequences
+        assert self.tokens is not None
+        return max(1, round(self.tokens / seq_len))
+
+
+class Budget(_Strict):
+    amount: float = Field(gt=0)
+    currency: Currency = "USD"
+
+
+class Goal(_Strict):
+    deadline_days: float | None = Field(None, gt=0)
+    budget: Budget | None = None
+    procurement: Procurement = "either"
+    objective: Literal["time", "cost", "cost_under_deadline"] | None = None
+
+
+class Constraints(_Strict):
+    exclude: tuple[str, ...] = ()
+    include: tuple[str, ...] | None = None
+    max_nodes: int | None = Field(None, gt=0)
+    max_gpus: int | None = Field(None, gt=0)
+    rack_kw: float | None = Field(None, gt=0)
+    cooling: Cooling | None = None
+    existing_network: str | None = None
+    currency: Currency = "USD"
+    market: Literal["global", "china", "china-domestic"] = "global"
+
+
+class NetworkSpec(_Strict):
+    nics_per_node: int = Field(gt=0, le=64)
+    gbps_per_nic: float = Field(gt=0, le=3200)
+    kind: NetworkKind = "ib"
+
+
+class HardwareSpec(_Strict):
+    accelerator: str
+    count: int = Field(gt=0)
+    per_node: int = Field(8, gt=0, le=72)
+    network: str | NetworkSpec | None = None
+
+    @model_validator(mode="after")
+    def _whole_nodes(self) -> HardwareSpec:
+        if self.count > self.per_node and self.count % self.per_node:
+            raise ValueError(
+                f"count ({self.count}) must be a multiple of per_node ({self.per_node}) when it spans nodes"
+            )
+        return self
+
+
+class StrategySpec(_Strict):
+    tp: int = Field(1, gt=0)
+    pp: int = Field(1, gt=0)
+    vpp: int = Field(1, gt=0)
+    dp: int | None = Field(None, gt=0)  # None: whatever the GPU count leaves
+    cp: int = Field(1, gt=0)
+    ep: int = Field(1, gt=0)
+    zero: int = Field(0, ge=0, le=3)
+    fsdp: Fsdp = "none"
+    shard_group: int | None = Field(None, gt=0)
+    micro_batch: int = Field(1, gt=0)
+    recompute: Recompute = "selective"
+    offload: Offload = "none"
+    sequence_parallel: bool = True
+    distributed_optimizer: bool = False
+
+    @model_validator(mode="after")
+    def _fsdp_is_zero3(self) -> StrategySpec:
+        if self.fsdp != "none" and self.zero not in (0, 3):
+            raise ValueError(f"fsdp: {self.fsdp} shards parameters (ZeRO-3); it cannot be combined with zero: {self.zero}")
+        if self.fsdp == "hybrid" and self.shard_group is None:
+            raise ValueError("fsdp: hybrid needs shard_group (GPUs per shard group, usually GPUs per node)")
+        return self
+
+
+class Job(_Strict):
+    """One training job. See examples/ for complete files."""
+
+    name: str | None = None
+    model: str | dict[str, Any]
+    method: Method = "pretrain"
+    lora: LoraSpec | None = None
+    data: DataSpec
+    seq_len: int = Field(gt=0, le=10_000_000)
+    global_batch: GlobalBatch
+    precision: Precision = "bf16"
+    optimizer: Optimizer = "adamw"
+    flash_attention: bool = True
+    goal: Goal = Goal()
+    constraints: Constraints = Constraints()
+    hardware: HardwareSpec | None = None
+    strategy: StrategySpec | None = None
+
+    @model_validator(mode="after")
+    def _method_rules(self) -> Job:
+        if self.method in ("lora", "qlora") and self.lora is None:
+            object.__setattr__(self, "lora", LoraSpec())
+        if self.method not in ("lora", "qlora") and self.lora is not None:
+            raise ValueError(f"lora settings given but method is {self.method!r}; use method: lora or qlora")
+        if self.method == "qlora" and self.precision in ("fp8", "fp32"):
+            raise ValueError(f"qlora computes in bf16/fp16 over a 4-bit base; precision {self.precision} is not supported")
+        if self.strategy is not None and self.hardware is None:
+            raise ValueError("strategy given without hardware: add hardware {accelerator, count, per_node}")
+        return self
+
+    @property
+    def global_batch_sequences(self) -> int:
+        return self.global_batch.sequences_for(self.seq_len)

@@ -1,0 +1,133 @@
+"""Job spec: the issue's example keys load; every kind of bad input gives a specific error."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trainsizer.errors import SpecError
+from trainsizer.spec import Job, load_job
+
+ISSUE_EXAMPLE = """
+model: llama-3.1-70b
+method: full
+lora: null
+data: {tokens: 2.0e9}
+seq_len: 4096
+global_batch: {sequences: 256}
+precision: bf16
+optimizer: adamw
+goal: {deadline_days: 14, budget: {amount: 500000, currency: USD}, procurement: rent}
+constraints: {exclude: [rtx-4090], include: null, max_nodes: 64, rack_kw: 20, cooling: air}
+hardware: {accelerator: h100-sxm-80gb, count: 64, per_node: 8, network: ib-ndr400}
+strategy: {tp: 8, pp: 1, vpp: 1, dp: 8, cp: 1, ep: 1, zero: 3, micro_batch: 1, recompute: selective, offload: none}
+"""
+
+BASE = {"model": "llama-3.1-8b", "data": {"tokens": 1e9}, "seq_len": 2048, "global_batch": {"sequences": 64}}
+
+
+def test_issue_example_loads(tmp_path):
+    path = tmp_path / "job.yaml"
+    path.write_text(ISSUE_EXAMPLE)
+    job = load_job(path)
+    assert job.hardware.accelerator == "h100-sxm-80gb"
+    assert job.strategy.zero == 3
+    assert job.goal.budget.amount == 500000
+    assert job.global_batch_sequences == 256
+
+
+def test_json_file_loads(tmp_path):
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(BASE))
+    assert load_job(path).model == "llama-3.1-8b"
+
+
+def test_inline_model_and_lora_defaults():
+    job = load_job({**BASE, "model": {"layers": 2, "hidden": 64}, "method": "lora"})
+    assert job.lora is not None and job.lora.rank == 16
+
+
+@pytest.mark.parametrize(
+    ("data", "tokens"),
+    [
+        ({"tokens": 5e9}, 5e9),
+        ({"dataset_gb": 10, "epochs": 2}, 10e9 / 4.0 * 2),
+        ({"dataset_gb": 3, "bytes_per_token": 3.0}, 1e9),
+        ({"samples": 1e6, "avg_tokens": 1024, "epochs": 3}, 3 * 1.024e9),
+    ],
+)
+def test_data_quantities(data, tokens):
+    assert load_job({**BASE, "data": data}).data.tokens_total == pytest.approx(tokens)
+
+
+def test_batch_in_tokens_rounds_to_sequences():
+    job = load_job({**BASE, "global_batch": {"tokens": 1048576}})
+    assert job.global_batch_sequences == 512
+
+
+@pytest.mark.parametrize(
+    ("patch", "fragments"),
+    [
+        ({"methd": "full"}, ["methd", "unknown key", "Did you mean 'method'"]),
+        ({"method": "fulll"}, ["method", "'fulll'", "Did you mean 'full'", "pretrain"]),
+        ({"precision": "bf17"}, ["precision", "bf16"]),
+        ({"optimizer": "adam"}, ["optimizer", "adamw"]),
+        ({"seq_len": 0}, ["seq_len", "greater than 0"]),
+        ({"data": {"tokens": 1, "dataset_gb": 2}}, ["data", "exactly one"]),
+        ({"data": {"samples": 10}}, ["data", "avg_tokens"]),
+        ({"global_batch": {}}, ["global_batch", "exactly one"]),
+        ({"lora": {"rank": 8}}, ["lora", "method"]),
+        ({"method": "lora", "lora": {"targets": ["qproj"]}}, ["lora.targets", "q_proj"]),
+        ({"method": "qlora", "precision": "fp8"}, ["qlora", "fp8"]),
+        ({"strategy": {"tp": 2}}, ["strategy", "hardware"]),
+        ({"hardware": {"accelerator": "h100-sxm-80gb", "count": 12}}, ["hardware", "multiple of per_node"]),
+        ({"hardware": {"accelerator": "h100-sxm-80gb", "count": 8, "network": {"nics": 4}}},
+         ["hardware.network", "nics_per_node"]),
+        ({"hardware": {"accelerator": "x", "count": 8}, "strategy": {"tpp": 2}}, ["strategy.tpp", "'tp'"]),
+        ({"hardware": {"accelerator": "x", "count": 8}, "strategy": {"zero": 2, "fsdp": "full"}}, ["fsdp", "zero"]),
+        ({"goal": {"budget": {"amount": 5, "currency": "EUR"}}}, ["goal.budget.currency", "USD", "CNY"]),
+        ({"constraints": {"cooling": "water"}}, ["constraints.cooling", "air", "liquid"]),
+    ],
+)
+def test_bad_input_messages(patch, fragments):
+    with pytest.raises(SpecError) as info:
+        load_job({**BASE, **patch})
+    message = str(info.value)
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+def test_missing_required_key_named():
+    data = dict(BASE)
+    del data["seq_len"]
+    with pytest.raises(SpecError, match=r"seq_len: required key is missing"):
+        load_job(data)
+
+
+def test_file_errors(tmp_path):
+    with pytest.raises(SpecError, match="file not found"):
+        load_job(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model: [unclosed\n")
+    with pytest.raises(SpecError, match=r"bad.yaml:\d+:\d+: not valid YAML"):
+        load_job(bad)
+    listy = tmp_path / "list.yaml"
+    listy.write_text("- a\n- b\n")
+    with pytest.raises(SpecError, match="top level must be a mapping"):
+        load_job(listy)
+
+
+@given(st.text(min_size=1, max_size=12).filter(lambda k: k not in Job.model_fields))
+def test_any_unknown_top_level_key_is_rejected(key):
+    with pytest.raises(SpecError, match="unknown key"):
+        load_job({**BASE, key: 1})
+
+
+def test_job_round_trips_through_yaml(tmp_path):
+    job = load_job(yaml.safe_load(ISSUE_EXAMPLE))
+    dumped = yaml.safe_dump(job.model_dump(mode="json", exclude_none=True))
+    assert load_job(yaml.safe_load(dumped)) == job
