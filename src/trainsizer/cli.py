@@ -87,7 +87,7 @@ def models_show(app: AppState, name: str, as_json: bool) -> None:
         echo_json(data)
         return
     L = app.lang
-    rows = [(k, v) for k, v in data.items() if k not in ("notes",) and v not in (0, False, "", None)]
+    rows = [(k, v) for k, v in data.items() if k not in ("notes", "unknown_keys") and v not in (0, False, "", None, [], ())]
     rows = [(k, fmt_params(v) if k.startswith("params_") else v) for k, v in rows]
     print_table(arch.name, [t("item", L), t("value", L)], rows)
     if arch.notes:

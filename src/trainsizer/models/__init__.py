@@ -1,0 +1,54 @@
+"""Model architectures: shipped presets, Hugging Face `config.json` files and inline specs -> `ModelArch`.
+
+    from trainsizer.models import load_model, list_presets, ModelArch
+    load_model("llama-3.1-8b")               # a shipped preset (case-insensitive)
+    load_model("path/to/config.json")        # or the folder holding it; local files only
+    load_model({"layers": 32, "hidden": 4096, "heads": 32, "ffn": 11008, "vocab": 32000})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from trainsizer.errors import SpecError, unknown_name
+from trainsizer.models.arch import LayerParams, ModelArch
+from trainsizer.models.hf_config import arch_from_hf_config, supported_families
+from trainsizer.models.inline import arch_from_inline
+from trainsizer.models.shipped import PresetInfo, list_presets, load_preset, preset_names
+
+__all__ = [
+    "LayerParams",
+    "ModelArch",
+    "PresetInfo",
+    "arch_from_hf_config",
+    "list_presets",
+    "load_model",
+    "load_preset",
+    "preset_names",
+    "supported_families",
+]
+
+
+def load_model(spec: str | Path | Mapping[str, Any], *, where: str = "model") -> ModelArch:
+    """A `ModelArch` from a preset name, a `config.json` path (file or folder) or a mapping.
+
+    A mapping with `model_type` is read as a Hugging Face `config.json`; any other mapping is an inline
+    architecture (see `trainsizer.models.inline`). `where` prefixes error messages (the job-file field).
+    """
+    if isinstance(spec, Mapping):
+        if "model_type" in spec:
+            return arch_from_hf_config(spec, source=where)
+        return arch_from_inline(spec, where=where)
+    if isinstance(spec, Path):
+        return arch_from_hf_config(spec)
+    if not isinstance(spec, str):
+        raise SpecError(where, "must be a preset name, a path to config.json or a mapping", value=spec)
+    text = spec.strip()
+    if text.lower() in preset_names():
+        return load_preset(text)
+    path = Path(text).expanduser()
+    if path.exists() or text.endswith(".json") or "/" in text or "\\" in text:
+        return arch_from_hf_config(path)
+    raise unknown_name(where, "model preset (or path to a config.json)", text, preset_names())

@@ -13,6 +13,7 @@ and each default that was applied is recorded in `notes`. Works offline: only lo
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,49 @@ COMMON_IRRELEVANT = frozenset(
         "quantization_config",  # storage format of the released weights; training sizes bf16/fp32 copies
         "generation_config",
         "model_type",  # read before dispatch
+        # generic PretrainedConfig attributes that transformers writes into every saved config
+        "chunk_size_feed_forward",
+        "id2label",
+        "label2id",
+        "is_encoder_decoder",
+        "problem_type",
+        "finetuning_task",
+        "prefix",
+        "pruned_heads",
+        "torchscript",
+        "use_bfloat16",
+        "tf_legacy_loss",
+        "tie_encoder_decoder",
+        "cross_attention_hidden_size",
+        "_attn_implementation_autoset",
+        "_attn_implementation",
+        "attn_implementation",
+        # generation defaults that older transformers versions saved in config.json
+        "max_length",
+        "min_length",
+        "do_sample",
+        "early_stopping",
+        "num_beams",
+        "num_beam_groups",
+        "diversity_penalty",
+        "temperature",
+        "top_k",
+        "top_p",
+        "typical_p",
+        "repetition_penalty",
+        "length_penalty",
+        "no_repeat_ngram_size",
+        "encoder_no_repeat_ngram_size",
+        "bad_words_ids",
+        "num_return_sequences",
+        "output_scores",
+        "return_dict_in_generate",
+        "forced_bos_token_id",
+        "forced_eos_token_id",
+        "remove_invalid_values",
+        "exponential_decay_length_penalty",
+        "suppress_tokens",
+        "begin_suppress_tokens",
     }
 )
 _ROPE = frozenset({"rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor"})
@@ -74,7 +118,12 @@ class ConfigReader:
         return key in self.raw and self.raw[key] is not None
 
     def _int(self, key: str, value: Any, minimum: int) -> int:
-        if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or (isinstance(value, float) and not math.isfinite(value))
+            or int(value) != value
+        ):
             raise SpecError(self.where(key), "must be an integer", value=value)
         if value < minimum:
             raise SpecError(self.where(key), f"must be >= {minimum}", value=value)
@@ -254,7 +303,9 @@ def _check_topk(c: ConfigReader, key: str, k: int, experts: int) -> None:
 def _qwen_moe_common(c: ConfigReader) -> dict[str, Any]:
     """decoder_sparse_step / mlp_only_layers: layer i is MoE iff i not in mlp_only_layers and
     (i + 1) % decoder_sparse_step == 0 (modeling_qwen2_moe.py / modeling_qwen3_moe.py)."""
-    experts = c.req_int("num_experts")
+    # transformers >= 5 saves Qwen3-MoE's num_experts under its attribute_map name num_local_experts
+    key = "num_local_experts" if "num_experts" not in c.raw and "num_local_experts" in c.raw else "num_experts"
+    experts = c.req_int(key)
     k = c.req_int("num_experts_per_tok")
     _check_topk(c, "num_experts_per_tok", k, experts)
     layers = c.req_int("num_hidden_layers")
@@ -280,13 +331,18 @@ def _qwen2_moe(c: ConfigReader) -> dict[str, Any]:
     kw = _gqa_core(c)
     shared = c.opt_int("shared_expert_intermediate_size", 0, 0, note=False)
     return dict(
-        kw, **_qwen_moe_common(c), qkv_bias=True, shared_expert_ffn=shared, shared_expert_gate=shared > 0
+        kw,
+        **_qwen_moe_common(c),
+        qkv_bias=c.opt_bool("qkv_bias", True),  # a config key since transformers 5
+        shared_expert_ffn=shared,
+        shared_expert_gate=shared > 0,
     )
 
 
 def _qwen3_moe(c: ConfigReader) -> dict[str, Any]:
-    """modeling_qwen3_moe.py: Qwen3 attention (qk-norm, explicit head_dim), routed experts only."""
-    kw = _gqa_core(c, head_dim_default=128)
+    """modeling_qwen3_moe.py: Qwen3 attention (qk-norm, head_dim = getattr(config, "head_dim",
+    hidden_size // num_attention_heads)), routed experts only."""
+    kw = _gqa_core(c)
     bias = c.opt_bool("attention_bias", False)
     return dict(kw, **_qwen_moe_common(c), qkv_bias=bias, out_bias=bias, qk_norm=True)
 
@@ -321,7 +377,7 @@ def _deepseek(version: int) -> Adapter:
             v_head_dim=c.req_int("v_head_dim"),
         )
         bias = c.opt_bool("attention_bias", False)
-        kw.update(qkv_bias=bias, out_bias=bias)
+        kw.update(qkv_bias=bias, out_bias=bias, mlp_bias=c.opt_bool("mlp_bias", False))
         if version == 3:
             kw["mtp_layers"] = c.opt_int("num_nextn_predict_layers", 0, 0, note=False)
         if experts:
@@ -360,6 +416,8 @@ def _gpt2(c: ConfigReader) -> dict[str, Any]:
     if "gelu" not in act:
         c.notes.append(f"activation_function={act!r}: MLP counted as a plain 2-matrix MLP")
     c.used.add("n_ctx")  # legacy alias of n_positions in old GPT-2 configs
+    if c.opt_bool("add_cross_attention", False):
+        raise SpecError(c.where("add_cross_attention"), "encoder-decoder cross-attention is not supported", value=True)
     return dict(
         layers=c.req_int("n_layer"),
         hidden=hidden,
@@ -422,6 +480,7 @@ _DEEPSEEK_IRRELEVANT = (
         "aux_loss_alpha",
         "seq_aux",
         "rope_interleave",
+        "output_router_logits",
         "head_dim",  # transformers' native DeepseekV3Config sets head_dim = qk_rope_head_dim; shapes use the MLA dims
         "qk_head_dim",
     }

@@ -36,13 +36,15 @@ def echo_json(obj: Any) -> None:
 
 
 def console() -> Console:
-    return Console(soft_wrap=False)
+    # Piped output (scripts, CI logs) gets a wide page instead of rich's 80-column default.
+    probe = Console()
+    return Console(soft_wrap=False, width=None if probe.is_terminal else 160)
 
 
 def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     table = Table(title=title, show_lines=False)
     for col in columns:
-        table.add_column(col)
+        table.add_column(col, overflow="ellipsis", max_width=60)
     for row in rows:
         table.add_row(*("—" if v is None else str(v) for v in row))
     console().print(table)

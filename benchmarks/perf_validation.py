@@ -1,0 +1,332 @@
+"""Validate the performance estimator on published training throughput and GPU-hours.
+
+Predicts every row of benchmarks/data/throughput.csv (and gpu_hours.csv) whose configuration is stated,
+with that row's own model shape, GPUs, TP/PP/DP, batch, sequence length, precision and hardware, and converts
+the predicted step time into the row's own metric definition (validation README):
+- Narayanan 2021 / MT-NLG / BLOOM "TFLOP/s per GPU": hardware FLOPs incl. the recompute forward (Eq. 3).
+- Korthikanti 2022 MFU / HFU: Eq. 7 / Eq. 8; iteration times directly.
+- Megatron-Core (H100 weak scaling): model FLOPs (Megatron-Core `num_floating_point_operations`, = Eq. 7).
+- llm-foundry MFU: (6 N s + 12 L d s^2) per sequence, N = the row's NumParams; HFU uses 8 N and 16 L d s^2
+  when activation checkpointing is on; FP8 MFU against the FP8 peak.
+Rows whose parallel layout or batch is not stated are listed as skipped, with the reason.
+
+Run: python benchmarks/perf_validation.py
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from trainsizer.estimate import flops as F
+from trainsizer.estimate.inputs import Strategy, System, Training
+from trainsizer.estimate.step_time import Framework, step_time_arrays
+from trainsizer.estimate.train_time import time_to_train
+from trainsizer.models.arch import ModelArch
+
+DATA = Path(__file__).resolve().parent / "data"
+
+# --------------------------------------------------------------------------- hardware of the sources
+# DGX A100 (Selene, Jean Zay, llm-foundry A100): A100 SXM4, NVLink3 300 GB/s per direction, 8 GPUs/node.
+# Selene: 8 x 200 Gb/s HDR per node = 25 GB/s per GPU. llm-foundry A100: 1600 Gb/s RoCE per node = 25 GB/s
+# per GPU. Jean Zay (BLOOM paper s3.3.1): 4 x 100 Gb/s Omni-Path per 8-GPU node = 6.25 GB/s per GPU.
+# DGX H100: NVLink4 450 GB/s per direction, NVLS, 8 x 400 Gb/s NDR = 50 GB/s per GPU.
+
+
+def a100(gpus: int, mem_gb: int = 80, nic_gb_s: float = 25.0) -> System:
+    return System(accelerator=f"a100-sxm-{mem_gb}gb", gpus=gpus, gpus_per_node=8, memory_gib=mem_gb,
+                  peak_tflops={"bf16": 312.0, "fp16": 312.0, "tf32": 156.0},
+                  hbm_gb_s=2039.0 if mem_gb == 80 else 1555.0, intra_node_gb_s=300.0, scaleup_domain=8,
+                  nvls=False, inter_node_gb_s=nic_gb_s, tdp_w=400.0)
+
+
+def h100(gpus: int) -> System:
+    return System(accelerator="h100-sxm", gpus=gpus, gpus_per_node=8, memory_gib=80,
+                  peak_tflops={"bf16": 989.0, "fp16": 989.0, "fp8": 1979.0, "tf32": 494.0},
+                  hbm_gb_s=3350.0, intra_node_gb_s=450.0, scaleup_domain=8, nvls=True, inter_node_gb_s=50.0,
+                  tdp_w=700.0)
+
+
+def _f(x: str, default: float = 0.0) -> float:
+    x = (x or "").strip()
+    return float(x) if x else default
+
+
+def _i(x: str, default: int = 0) -> int:
+    return int(round(_f(x, default)))
+
+
+@dataclass
+class Case:
+    row_id: str
+    source: str
+    metric: str
+    measured: float
+    predicted: float = math.nan
+    skipped: str = ""
+
+    @property
+    def err(self) -> float:
+        return (self.predicted - self.measured) / self.measured
+
+
+def _source_key(row: dict) -> str:
+    rid = row["id"]
+    for prefix, key in (("narayanan21_t1", "Narayanan21 T1"), ("narayanan21_t2_zero3", "Narayanan21 T2 ZeRO-3"),
+                        ("narayanan21_t2_ptdp", "Narayanan21 T2 PTD-P"), ("megatron_h100", "Megatron-Core H100"),
+                        ("korthikanti22", "Korthikanti22"), ("llmfoundry_A100", "llm-foundry A100"),
+                        ("llmfoundry_H100", "llm-foundry H100"), ("bloom", "BLOOM"), ("mtnlg", "MT-NLG"),
+                        ("opt", "OPT"), ("palm", "PaLM"), ("llama1", "LLaMA")):
+        if rid.startswith(prefix):
+            return key
+    return rid
+
+
+def gpt_model(row: dict, *, gelu=True, tied=False, learned=True, name="gpt") -> ModelArch:
+    h = _i(row["hidden"])
+    heads = _i(row["heads"])
+    return ModelArch(name=name, family="gpt", layers=_i(row["layers"]), hidden=h, heads=heads,
+                     kv_heads=_i(row["kv_heads"], heads) or heads, ffn=_i(row["ffn"], 4 * h) or 4 * h,
+                     vocab=_i(row["vocab"]), mlp="gelu" if gelu else "swiglu", norm="layernorm",
+                     position="learned" if learned else "rope", max_position=_i(row["seq_len"]),
+                     tied_embeddings=tied, qkv_bias=True, out_bias=True, mlp_bias=True)
+
+
+def _recompute(row: dict) -> str:
+    r = (row["act_recompute"] or "").strip().lower()
+    if r.startswith("full"):
+        return "full"
+    if r.startswith("selective"):
+        return "selective"
+    return "none"
+
+
+def predict_row(row: dict) -> tuple[float, str]:
+    """(predicted value in the row's unit, '') or (nan, reason for skipping)."""
+    rid, metric, src = row["id"], row["metric"], _source_key(row)
+    if src in ("PaLM", "LLaMA", "OPT") or rid.startswith("megatron_h100_strong"):
+        return math.nan, "parallel layout / batch of the run not published in the row"
+    if rid.startswith("korthikanti22_530B_2240"):
+        return math.nan, "global batch not stated"
+    if metric == "layer_fwd_plus_bwd_time":
+        return korthikanti_layer_ms(row), ""
+    gpus = _i(row["gpu_count"])
+    seq = _i(row["seq_len"])
+    gbs = _i(row["global_batch_seqs"])
+    tp, pp = _i(row["tp"], 1) or 1, _i(row["pp"], 1) or 1
+    dp = _i(row["dp"]) or gpus // (tp * pp)
+    vpp = _i(row["vpp"], 1) or 1
+    mb = _i(row["micro_batch"]) or 1
+    rec = _recompute(row)
+    zero_txt = (row["zero_fsdp"] or "").lower()
+    zero = 3 if ("zero-3" in zero_txt or "full_shard" in zero_txt) else 2 if "shard_grad_op" in zero_txt else \
+        1 if ("zero-1" in zero_txt or "distributed optimizer" in zero_txt) else 0
+    prec_txt = row["precision"].lower()
+    precision = "fp8" if "fp8" in prec_txt else "fp16" if prec_txt.startswith("fp16") else "bf16"
+    sp = (row["sp"] or "").strip().lower() == "yes"
+    flash = True
+    fw: Framework | str = "megatron"
+    if src.startswith("llm-foundry"):
+        model = gpt_model(row, tied=True)
+        mem = 40 if "A100-40GB" in row["gpu_type"] else 80
+        system = h100(gpus) if "H100" in row["gpu_type"] else a100(gpus, mem)
+        reduce_bytes = 2.0 if "mp=pure" in prec_txt else 4.0  # Composer DEFAULT reduces in fp32, PURE in bf16
+        fw = Framework("fsdp", grad_bucket_params=2.5e7, grad_reduce_bytes=reduce_bytes)
+        if not rec or rec == "none":
+            rec = "none"
+    elif src == "Megatron-Core H100":
+        model = gpt_model(row)
+        system = h100(gpus)
+        fw = "megatron-core"
+        sp = tp > 1
+        rec = "none"
+    elif src == "BLOOM":
+        model = gpt_model(row, learned=False)  # ALiBi, no position embedding
+        system = a100(gpus, 80, nic_gb_s=6.25)
+        flash = False
+    else:  # Narayanan, Korthikanti, MT-NLG on Selene
+        model = gpt_model(row)
+        system = a100(gpus, 80)
+        flash = False
+        if src == "Narayanan21 T2 ZeRO-3":
+            fw = "deepspeed"
+        elif src == "MT-NLG":
+            zero = 1
+    training = Training(precision=precision, seq_len=seq, global_batch_seqs=gbs, flash_attention=flash)
+    strategy = Strategy(tp=tp, pp=pp, vpp=vpp, dp=dp, micro_batch=mb, recompute=rec, sequence_parallel=sp,
+                        zero=zero)
+    out = step_time_arrays(model, training, system, strategy, framework_style=fw)
+    step = float(np.asarray(out["step_s"]).reshape(-1)[0])
+    L, h, V = model.layers, model.hidden, model.vocab
+    if metric == "iteration_time":
+        return step, ""
+    if src.startswith("llm-foundry"):
+        m = re.search(r"NumParams=(\d+)", row["notes"])
+        n_params = float(m.group(1)) if m else float(model.params_total)
+        seqs_per_s = gbs / step
+        if metric == "tokens_per_sec_per_gpu":
+            return seqs_per_s * seq / gpus, ""
+        peak = system.peak(precision) * 1e12
+        per_seq = F.llmfoundry_flops_per_seq(n_params, L, h, seq)
+        if metric == "hfu" and rec == "full":
+            per_seq = per_seq * 4.0 / 3.0
+        return 100.0 * per_seq * seqs_per_s / (gpus * peak), ""
+    if src == "Korthikanti22":
+        fl = F.korthikanti_eq7_flops(gbs, seq, L, h, V) if metric == "mfu" else F.korthikanti_eq8_flops(
+            gbs, seq, L, h, V)
+        return 100.0 * fl / (step * gpus * 312e12), ""
+    if src == "Megatron-Core H100":
+        fl = F.korthikanti_eq7_flops(gbs, seq, L, h, V)
+        tf = fl / (step * gpus) / 1e12
+        if metric == "mfu":
+            return 100.0 * tf / 989.0, ""
+        if metric == "aggregate_pflops":
+            return tf * gpus / 1000.0, ""
+        return tf, ""
+    # Narayanan / BLOOM / MT-NLG: Eq. 3 hardware FLOPs (recompute counted)
+    tf = F.narayanan_eq3_flops(gbs, seq, L, h, V) / (step * gpus) / 1e12
+    if metric == "pct_of_peak":
+        return 100.0 * tf / 312.0, ""
+    if metric == "aggregate_pflops":
+        return tf * gpus / 1000.0, ""
+    return tf, ""
+
+
+def korthikanti_layer_ms(row: dict) -> float:
+    """Korthikanti 2022 Table 4: forward + backward time of one 22B layer (h 6144, a 64, s 2048, b 4, t 8)."""
+    base = dict(row, layers="1", kv_heads=row["heads"], ffn=str(4 * _i(row["hidden"])), vocab="8")
+    model = gpt_model(base)
+    variant = row["act_recompute"].lower()
+    sp = "sequence parallelism" in variant
+    rec = "full" if "full" in variant else "selective" if "selective" in variant else "none"
+    training = Training(precision="fp16", seq_len=2048, global_batch_seqs=4, flash_attention=False)
+    system = a100(8, 80)
+    strategy = Strategy(tp=8, pp=1, dp=1, micro_batch=4, recompute=rec, sequence_parallel=sp)
+    out = step_time_arrays(model, training, system, strategy)
+    per_layer = float(out["compute"].reshape(-1)[0] + out["tp_comm"].reshape(-1)[0])
+    # remove the tiny LM-head stand-in (vocab 8) and its two TP collectives
+    return 1000.0 * per_layer
+
+
+def throughput_cases(path: Path = DATA / "throughput.csv") -> list[Case]:
+    rows = list(csv.DictReader(open(path, encoding="utf-8")))
+    cases = []
+    for row in rows:
+        c = Case(row["id"], _source_key(row), row["metric"], _f(row["value"]))
+        try:
+            c.predicted, c.skipped = predict_row(row)
+        except (ValueError, KeyError, ZeroDivisionError) as exc:  # incomplete row
+            c.predicted, c.skipped = math.nan, f"incomplete row: {exc}"
+        cases.append(c)
+    return cases
+
+
+# --------------------------------------------------------------------------- GPU-hours (Llama 1/2)
+LLAMA = {  # layers, hidden, heads, kv_heads, ffn (Touvron 2023a Table 2; 2023b Table 1 / HF configs)
+    "llama1_7B": (32, 4096, 32, 32, 11008), "llama1_13B": (40, 5120, 40, 40, 13824),
+    "llama1_33B": (60, 6656, 52, 52, 17920), "llama1_65B": (80, 8192, 64, 64, 22016),
+    "llama2_7B": (32, 4096, 32, 32, 11008), "llama2_13B": (40, 5120, 40, 40, 13824),
+    "llama2_34B": (48, 8192, 64, 8, 22016), "llama2_70B": (80, 8192, 64, 8, 28672),
+}
+
+
+def llama_gpu_hours(row_id: str, tokens_t: float, seq: int) -> float:
+    """GPU-hours predicted for a Llama pre-training run on 2048 A100-80GB (8x200 Gb/s IB).
+
+    Layout is not published: TP within a node, PP only when needed, micro-batch 1, selective recompute,
+    global batch 4M tokens (both papers); the fastest layout of a small fixed menu is taken (what a planner
+    would choose), with failures/checkpoints from reliability.py.
+    """
+    L, h, a, kv, f = LLAMA[row_id]
+    model = ModelArch(name=row_id, family="llama", layers=L, hidden=h, heads=a, kv_heads=kv, ffn=f, vocab=32000,
+                      max_position=seq)
+    gpus = 2048
+    gbs = 4 * 2**20 // seq
+    training = Training(precision="bf16", seq_len=seq, global_batch_seqs=gbs, flash_attention=True)
+    system = a100(gpus, 80)
+    tps, pps = [], []
+    for tp in (1, 2, 4, 8):
+        for pp in (1, 2, 4, 8):
+            if a % tp or L % pp:
+                continue
+            # crude fit check: 16-bit weights + fp32 master/Adam sharded over DP (distributed optimizer)
+            dp = gpus // (tp * pp)
+            states = model.params_total / (tp * pp) * (2 + 2 + 12 / dp)
+            if states > 60e9:
+                continue
+            tps.append(tp)
+            pps.append(pp)
+    tp_a, pp_a = np.array(tps, float), np.array(pps, float)
+    strategy = Strategy(tp=tp_a, pp=pp_a, dp=gpus / (tp_a * pp_a), micro_batch=np.ones_like(tp_a),
+                        recompute=np.ones_like(tp_a), sequence_parallel=np.ones_like(tp_a),
+                        distributed_optimizer=np.ones_like(tp_a))
+    out = step_time_arrays(model, training, system, strategy)
+    best = int(np.argmax(out["tokens_per_s"]))
+    tps_best = float(out["tokens_per_s"][best])
+    ttt = time_to_train(tokens_t * 1e12, tps_best, model.params_total, gpus, 8)
+    return ttt.gpu_hours
+
+
+def gpu_hours_cases(path: Path = DATA / "gpu_hours.csv") -> list[Case]:
+    cases = []
+    for row in csv.DictReader(open(path, encoding="utf-8")):
+        c = Case(row["id"], "GPU-hours", row["metric"], _f(row["value"]))
+        if row["id"] in LLAMA and row["metric"] == "gpu_hours":
+            c.predicted = llama_gpu_hours(row["id"], _f(row["tokens_T"]), _i(row["seq_len"]))
+        else:
+            c.skipped = "aggregate / estimate row (not a single measured run)"
+        cases.append(c)
+    return cases
+
+
+def mape(cases: list[Case]) -> float:
+    errs = [abs(c.err) for c in cases if not c.skipped]
+    return 100.0 * float(np.mean(errs)) if errs else math.nan
+
+
+def summary(cases: list[Case]) -> dict:
+    used = [c for c in cases if not c.skipped]
+    by_src: dict[str, list[Case]] = {}
+    for c in used:
+        by_src.setdefault(c.source, []).append(c)
+    worst = max(used, key=lambda c: abs(c.err))
+    return {
+        "rows": len(used),
+        "skipped": len(cases) - len(used),
+        "mape": mape(used),
+        "by_source": {k: (len(v), mape(v)) for k, v in sorted(by_src.items())},
+        "worst": (worst.row_id, worst.metric, worst.measured, worst.predicted, 100.0 * worst.err),
+    }
+
+
+def main() -> None:
+    cases = throughput_cases()
+    print(f"{'row':58s} {'metric':26s} {'measured':>10s} {'predicted':>10s} {'err%':>7s}")
+    for c in cases:
+        if c.skipped:
+            continue
+        print(f"{c.row_id:58s} {c.metric:26s} {c.measured:10.4g} {c.predicted:10.4g} {100 * c.err:7.1f}")
+    s = summary(cases)
+    print(f"\nthroughput.csv: {s['rows']} rows predicted, {s['skipped']} skipped; MAPE {s['mape']:.1f}%")
+    for k, (n, e) in s["by_source"].items():
+        print(f"  {k:28s} n={n:3d}  MAPE {e:5.1f}%")
+    print("  worst row: %s %s measured %.4g predicted %.4g (%+.1f%%)" % s["worst"])
+    print("\nskipped rows:")
+    for c in cases:
+        if c.skipped:
+            print(f"  {c.row_id} ({c.metric}): {c.skipped}")
+    g = gpu_hours_cases()
+    print("\ngpu_hours.csv:")
+    for c in g:
+        if not c.skipped:
+            print(f"  {c.row_id:14s} measured {c.measured:12.0f} predicted {c.predicted:12.0f} {100 * c.err:+6.1f}%")
+    print(f"  MAPE {mape(g):.1f}%")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+"""Checks 6: thermal (30 min) and burn-in (24 h): sustained GEMM load while sampling telemetry.
+
+Fails on a lost GPU, a new critical XID, new uncorrectable ECC errors, thermal/power clock slowdown,
+temperature over min(criteria, NVML GPU max), or a GPU below fleet ratio x the node median throughput
+(acceptance.md section 3 checks #14, #15; DCGM failing clock-event reasons).
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from trainsizer.accept.context import Context
+from trainsizer.accept.criteria import Limit
+from trainsizer.accept.results import CheckResult
+from trainsizer.accept.telemetry import FAILING_REASONS, GpuHealth, GpuSample, GpuTelemetry, reason_names
+
+
+@dataclass
+class BurnInRecord:
+    duration_s: float
+    gpu_count: int
+    ticks: list[list[GpuSample]] = field(default_factory=list)
+    health_before: list[GpuHealth] = field(default_factory=list)
+    health_after: list[GpuHealth] = field(default_factory=list)
+    xids_before: list | None = None
+    xids_after: list | None = None
+    throughput: dict[int, float] = field(default_factory=dict)
+    load: str = "none"
+    temp_limits: dict[int, float] = field(default_factory=dict)
+
+
+class GemmLoad:
+    """One thread per GPU running bf16 matmuls until stopped; counts TFLOP/s per GPU."""
+
+    name = "bf16 GEMM on every GPU (torch)"
+
+    def __init__(self, n: int = 8192) -> None:
+        import torch
+
+        self.torch = torch
+        self.n = n
+        self.stop = threading.Event()
+        self.flops: dict[int, float] = {}
+        self.threads: list[threading.Thread] = []
+        self.t0 = 0.0
+
+    def _loop(self, i: int) -> None:
+        torch = self.torch
+        dev = torch.device("cuda", i)
+        a = torch.randn(self.n, self.n, device=dev, dtype=torch.bfloat16)
+        b = torch.randn(self.n, self.n, device=dev, dtype=torch.bfloat16)
+        done = 0
+        while not self.stop.is_set():
+            for _ in range(10):
+                a @ b
+            torch.cuda.synchronize(dev)
+            done += 10
+        self.flops[i] = 2.0 * self.n**3 * done
+
+    def start(self) -> None:
+        self.t0 = time.perf_counter()
+        for i in range(self.torch.cuda.device_count()):
+            t = threading.Thread(target=self._loop, args=(i,), daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def finish(self) -> dict[int, float]:
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=60)
+        elapsed = time.perf_counter() - self.t0
+        return {i: round(f / elapsed / 1e12, 2) for i, f in self.flops.items()}
+
+
+def record(tel: GpuTelemetry, duration_s: float, interval_s: float, load=None,
+           clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> BurnInRecord:
+    gpus = tel.gpus()
+    rec = BurnInRecord(duration_s=duration_s, gpu_count=len(gpus), load=getattr(load, "name", "none"),
+                       health_before=tel.health(), xids_before=tel.xid_events(),
+                       temp_limits={g.index: g.temp_limit_c for g in gpus if g.temp_limit_c})
+    if load:
+        load.start()
+    end = clock() + duration_s
+    try:
+        while True:
+            rec.ticks.append(tel.sample())
+            if clock() >= end:
+                break
+            sleep(min(interval_s, max(0.0, end - clock())))
+    finally:
+        if load:
+            rec.throughput = load.finish()
+    rec.health_after = tel.health()
+    rec.xids_after = tel.xid_events()
+    return rec
+
+
+def evaluate(ctx: Context, prefix: str, rec: BurnInRecord) -> list[CheckResult]:
+    crit = ctx.criteria
+    out: list[CheckResult] = []
+    common = {"duration_s": rec.duration_s, "samples": len(rec.ticks), "load": rec.load}
+
+    counts = [len([s for s in tick if not s.lost]) for tick in rec.ticks]
+    lost = sorted({s.index for tick in rec.ticks for s in tick if s.lost})
+    fewest = min(counts, default=rec.gpu_count)
+    ok = fewest >= rec.gpu_count and not lost
+    out.append(ctx.result(f"{prefix}.gpus_present", "pass" if ok else "fail", measured=fewest,
+                          threshold=rec.gpu_count, unit="GPUs", source="GPU count at start",
+                          why="no GPU lost" if ok else f"GPU lost during load (lost: {lost or 'count dropped'})",
+                          details=common))
+
+    if rec.xids_before is None or rec.xids_after is None:
+        out.append(ctx.skipped(f"{prefix}.xid", "kernel log not readable (run as root to scan for XID errors)"))
+    else:
+        critical = set(crit.critical_xids or [])
+        new = [e for e in rec.xids_after[len(rec.xids_before):] if e.xid in critical]
+        out.append(ctx.result(f"{prefix}.xid", "fail" if new else "pass", measured=len(new), threshold=0,
+                              unit="critical XIDs", source=crit.critical_xids_source,
+                              why=f"new critical XIDs {sorted({e.xid for e in new})}" if new
+                              else "no new critical XID"))
+
+    before = {h.index: h.ecc_uncorrected_volatile or 0 for h in rec.health_before}
+    after = {h.index: h.ecc_uncorrected_volatile or 0 for h in rec.health_after}
+    for tick in rec.ticks:
+        for s in tick:
+            if s.ecc_uncorrected_volatile is not None:
+                after[s.index] = max(after.get(s.index, 0), s.ecc_uncorrected_volatile)
+    new_ecc = {i: after[i] - before.get(i, 0) for i in after if after[i] > before.get(i, 0)}
+    out.append(ctx.result(f"{prefix}.ecc", "fail" if new_ecc else "pass", measured=sum(new_ecc.values()),
+                          threshold=0, unit="new uncorrectable", source="acceptance.md #15: delta ECC == 0",
+                          why=f"new uncorrectable ECC errors {new_ecc}" if new_ecc else "no new uncorrectable ECC error"))
+
+    throttled: dict[int, set[str]] = {}
+    n_bad = 0
+    for tick in rec.ticks:
+        for s in tick:
+            if s.clock_event_reasons & FAILING_REASONS:
+                n_bad += 1
+                throttled.setdefault(s.index, set()).update(reason_names(s.clock_event_reasons & FAILING_REASONS))
+    out.append(ctx.result(
+        f"{prefix}.throttle", "fail" if throttled else "pass", measured=n_bad, threshold=0, unit="samples",
+        source="DCGM: any HW_SLOWDOWN/SW_THERMAL/HW_THERMAL/HW_POWER_BRAKE fails",
+        why=("thermal/power slowdown: " + "; ".join(f"GPU {i}: {', '.join(sorted(r))}" for i, r in throttled.items()))
+        if throttled else "no thermal/power slowdown"))
+
+    temps: dict[int, float] = {}
+    for tick in rec.ticks:
+        for s in tick:
+            if s.temp_c is not None:
+                temps[s.index] = max(temps.get(s.index, float("-inf")), s.temp_c)
+    if not temps:
+        out.append(ctx.skipped(f"{prefix}.temperature", "no temperature samples", limit=crit.temp_max_c))
+    else:
+        limit = crit.temp_max_c
+        if rec.temp_limits:
+            gpu_max = min(rec.temp_limits.values())
+            if limit is None or gpu_max < float(limit.value):
+                limit = Limit(value=gpu_max, source="NVML GPU max operating temperature (DCGM's limit)")
+        hottest = max(temps, key=temps.get)
+        out.append(ctx.at_most(f"{prefix}.temperature", temps[hottest], limit, "C",
+                               f"hottest GPU {hottest} peak", details={"peak_c": temps, **common}))
+
+    if not rec.throughput:
+        out.append(ctx.skipped(f"{prefix}.throughput", f"no load throughput measured (load: {rec.load})"))
+    else:
+        med = statistics.median(rec.throughput.values())
+        ratio = float(crit.fleet_min_ratio.value) if crit.fleet_min_ratio else 0.9
+        low_i = min(rec.throughput, key=rec.throughput.get)
+        limit = Limit(value=round(ratio * med, 2),
+                      source=f"{ratio} x node median ({crit.fleet_min_ratio.source if crit.fleet_min_ratio else ''})")
+        out.append(ctx.at_least(f"{prefix}.throughput", rec.throughput[low_i], limit, "TFLOP/s",
+                                f"slowest GPU {low_i} under load", details={"per_gpu": rec.throughput}))
+    return out
+
+
+def run(ctx: Context, prefix: str, duration_s: float) -> list[CheckResult]:
+    if ctx.telemetry is None:
+        return [ctx.skipped(prefix, ctx.telemetry_why)]
+    if duration_s <= 0:
+        return [ctx.skipped(prefix, "duration 0")]
+    load = None
+    if not ctx.telemetry.source.startswith("recorded"):
+        try:
+            import torch
+        except ImportError:
+            return [ctx.skipped(prefix, "torch not installed: no load generator (pip install 'trainsizer[torch]')")]
+        if not torch.cuda.is_available():
+            return [ctx.skipped(prefix, "no CUDA GPU visible to torch: no load to apply")]
+        load = GemmLoad(n=min(ctx.options.gemm_size, 8192))
+    rec = record(ctx.telemetry, duration_s, ctx.options.sample_interval_s, load)
+    return evaluate(ctx, prefix, rec)

@@ -1,0 +1,59 @@
+"""Check 5b: checkpoint save and cold restore time with integrity (SHA-256 per shard) on the planned path.
+
+A checkpoint is written as one file per rank-like shard with fsync (as torch.distributed.checkpoint
+writes `__<rank>_0.distcp`), then read back cold and hashed: acceptance.md section 3 check #13.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from trainsizer.accept import coldcache
+from trainsizer.accept.context import Context
+from trainsizer.accept.results import CheckResult
+from trainsizer.accept.storage import base_dir, write_random
+
+NAMES = ("checkpoint.save", "checkpoint.restore", "checkpoint.integrity")
+
+
+def run(ctx: Context, tamper: Callable[[list[Path]], None] | None = None) -> list[CheckResult]:
+    """`tamper` (tests) may alter shard files between save and restore."""
+    crit = ctx.criteria
+    base = base_dir(ctx)
+    if not base.is_dir():
+        return [ctx.result(n, "error", why=f"storage path {base} does not exist") for n in NAMES]
+    size = int(crit.checkpoint_size_gb * 1e9) if crit.checkpoint_size_gb else ctx.options.checkpoint_size_bytes
+    shards = max(1, ctx.options.checkpoint_shards)
+    per = max(4096, size // shards // 4096 * 4096)
+    total = per * shards
+    with tempfile.TemporaryDirectory(prefix="trainsizer-ckpt-", dir=base) as tmp:
+        d = Path(tmp)
+        paths = [d / f"__{i}_0.distcp" for i in range(shards)]
+        t0 = time.perf_counter()
+        written = {p: write_random(p, per, seed=i)[1] for i, p in enumerate(paths)}
+        dfd = os.open(d, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+        save_s = time.perf_counter() - t0
+        if tamper:
+            tamper(paths)
+        restore_s, read, method = coldcache.cold_read(paths)
+    details = {"path": str(base), "size_bytes": total, "shards": shards, "cold_cache": method,
+               "save_gb_s": round(total / save_s / 1e9, 4), "restore_gb_s": round(total / restore_s / 1e9, 4)}
+    bad = [p.name for p in paths if read.get(p) != written[p]]
+    return [
+        ctx.at_most("checkpoint.save", round(save_s, 3), crit.checkpoint_save_s_max, "s",
+                    f"save {total / 1e9:.3g} GB in {shards} shards with fsync on {base}", details=details),
+        ctx.at_most("checkpoint.restore", round(restore_s, 3), crit.checkpoint_restore_s_max, "s",
+                    f"cold restore, {coldcache.METHOD_NOTES[method]}", details=details),
+        ctx.result("checkpoint.integrity", "fail" if bad else "pass", measured=len(bad), threshold=0,
+                   unit="shards", source="acceptance.md #13: 100 % of digests match",
+                   why=f"SHA-256 mismatch in {bad}" if bad else f"SHA-256 of all {shards} shards match after restore",
+                   details=details),
+    ]

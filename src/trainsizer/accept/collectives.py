@@ -1,0 +1,135 @@
+"""Check 4: all-reduce / all-gather / reduce-scatter bus bandwidth, in a node and across nodes.
+
+nccl-tests binaries when present (NCCL backend, one node), else the torch benchmark under torchrun
+(collective_bench.py). The gate is busbw at the largest message size (acceptance.md section 0 item 3).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from trainsizer.accept import nccltests
+from trainsizer.accept.context import Context
+from trainsizer.accept.criteria import OPS
+from trainsizer.accept.results import CheckResult
+
+
+def torchrun_command(ctx: Context, out: Path, python: str = sys.executable) -> list[str]:
+    """torchrun invocation of the benchmark (standalone on one node, c10d rendezvous across nodes)."""
+    o = ctx.options
+    cmd = [python, "-m", "torch.distributed.run", f"--nproc-per-node={o.nproc}"]
+    if o.nnodes == 1 and not o.rdzv_endpoint:
+        cmd.append("--standalone")
+    else:
+        cmd += [f"--nnodes={o.nnodes}", "--rdzv-backend=c10d", f"--rdzv-endpoint={o.rdzv_endpoint}",
+                f"--rdzv-id={o.rdzv_id}", "--max-restarts=0"]
+    cmd += ["-m", "trainsizer.accept.collective_bench", f"--backend={o.backend}",
+            f"--max-bytes={o.collective_max_bytes}", f"--min-bytes={min(2**16, o.collective_max_bytes)}",
+            f"--iters={o.collective_iters}", f"--timeout-s={o.collective_timeout_s}", f"--out={out}"]
+    return cmd
+
+
+def _run(cmd: list[str], timeout_s: float, env: dict | None = None) -> tuple[int | None, str]:
+    """Run in its own process group; on timeout kill the whole group. (None, output) on timeout."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, env=env)
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+        return proc.returncode, out
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return None, out
+
+
+def _verdicts(ctx: Context, rows_by_op: dict[str, list[dict]], unsupported: dict[str, str], scope: str,
+              meta: dict) -> list[CheckResult]:
+    limits = ctx.criteria.busbw_intra_gb_s_min if scope == "intra" else ctx.criteria.busbw_inter_gb_s_min
+    out = []
+    wrong = 0
+    for op in OPS:
+        name = f"collectives.{op}.{scope}"
+        rows = rows_by_op.get(op, [])
+        if op in unsupported:
+            out.append(ctx.skipped(name, f"{meta['tool']} cannot run {op}: {unsupported[op]}",
+                                   limit=getattr(limits, op)))
+            continue
+        if not rows:
+            continue
+        largest = max(r["size_bytes"] for r in rows)
+        busbw = max(r["busbw_gb_s"] for r in rows if r["size_bytes"] == largest)
+        wrong += sum(r.get("wrong") or 0 for r in rows)
+        details = {**meta, "rows": rows, "size_bytes": largest,
+                   "calibration": meta["backend"] == "nccl"}  # gloo/CPU figures are not a GPU fabric
+        res = ctx.at_least(name, round(busbw, 3), getattr(limits, op), "GB/s",
+                           f"{op} busbw at {largest} B ({meta['tool']}, {meta['backend']}, {meta['ranks']} ranks)",
+                           details=details)
+        out.append(res)
+    if rows_by_op:
+        out.append(ctx.result(f"collectives.correctness.{scope}", "fail" if wrong else "pass", measured=wrong,
+                              threshold=0, unit="wrong elements", source="nccl-tests #wrong == 0",
+                              why=f"{wrong} wrong elements across all sizes and collectives"))
+    return out
+
+
+def _nccl_tests(ctx: Context, ngpus: int) -> list[CheckResult] | None:
+    """Run the nccl-tests binaries when all three are on PATH; None when they are not."""
+    bins = {op: shutil.which(f"{op}_perf") for op in OPS}
+    if not all(bins.values()):
+        return None
+    rows_by_op: dict[str, list[dict]] = {}
+    for op, binary in bins.items():
+        cmd = [binary, "-b", "1M", "-e", str(ctx.options.collective_max_bytes), "-f", "2", "-g", str(ngpus),
+               "-c", "1", "-n", str(max(ctx.options.collective_iters, 5))]
+        rc, text = _run(cmd, ctx.options.collective_timeout_s)
+        parsed = nccltests.parse_text(text)
+        if rc is None or not parsed.rows:
+            return [ctx.result(f"collectives.{op}.intra", "error",
+                               why=f"{Path(binary).name} {'timed out' if rc is None else f'exited {rc}'}: "
+                               f"{text.strip()[-300:]}")]
+        rows_by_op[op] = [{"size_bytes": r.size_bytes, "time_us": r.time_us, "algbw_gb_s": r.algbw_gb_s,
+                           "busbw_gb_s": r.busbw_gb_s, "wrong": r.wrong} for r in parsed.rows]
+    meta = {"tool": "nccl-tests", "backend": "nccl", "ranks": ngpus}
+    return _verdicts(ctx, rows_by_op, {}, "intra", meta)
+
+
+def run(ctx: Context) -> list[CheckResult]:
+    o = ctx.options
+    scope = "inter" if o.nnodes > 1 else "intra"
+    names = [f"collectives.{op}.{scope}" for op in OPS]
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    cuda = bool(torch is not None and torch.cuda.is_available())
+    if o.backend == "nccl" and scope == "intra" and cuda:
+        done = _nccl_tests(ctx, torch.cuda.device_count())
+        if done is not None:
+            return done
+    if torch is None:
+        return [ctx.skipped(n, "torch not installed (pip install 'trainsizer[torch]')") for n in names]
+    if o.backend == "nccl" and not cuda:
+        return [ctx.skipped(n, "backend nccl needs CUDA GPUs; none visible to torch (use --backend gloo for CPU)")
+                for n in names]
+    with tempfile.TemporaryDirectory(prefix="trainsizer-coll-") as tmp:
+        out = Path(tmp) / "collectives.json"
+        cmd = torchrun_command(ctx, out)
+        rc, text = _run(cmd, o.collective_timeout_s + 60)
+        if rc is None or rc != 0 or not out.exists():
+            why = "timed out" if rc is None else f"torchrun exited {rc}"
+            return [ctx.result(n, "error", why=f"{why}: {text.strip()[-400:]}", details={"command": cmd})
+                    for n in names]
+        doc = json.loads(out.read_text())
+    rows_by_op: dict[str, list[dict]] = {}
+    for r in doc["results"]:
+        rows_by_op.setdefault(r["op"], []).append({k: v for k, v in r.items() if k != "op"})
+    meta = {"tool": "torch.distributed under torchrun", "backend": doc["backend"], "ranks": doc["world_size"],
+            "nnodes": doc["nnodes"], "hosts": doc["hosts"], "command": cmd}
+    return _verdicts(ctx, rows_by_op, doc.get("unsupported", {}), scope, meta)

@@ -1,0 +1,93 @@
+"""What every check receives: criteria, telemetry and the run options."""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trainsizer.accept.criteria import AcceptanceCriteria, Limit
+from trainsizer.accept.results import CheckResult
+from trainsizer.accept.telemetry import GpuInfo, GpuTelemetry
+
+
+@dataclass
+class Options:
+    nproc: int = 2
+    backend: str = "gloo"
+    nnodes: int = 1
+    rdzv_endpoint: str | None = None
+    rdzv_id: str = "trainsizer-accept"
+    collective_max_bytes: int = 4 * 2**20
+    collective_iters: int = 5
+    collective_timeout_s: float = 300.0
+    storage_path: Path | None = None
+    storage_size_bytes: int = 64 * 2**20
+    checkpoint_size_bytes: int = 64 * 2**20
+    checkpoint_shards: int = 4
+    gemm_size: int = 8192
+    hbm_bytes: int = 2 * 2**30
+    thermal_s: float = 60.0
+    burnin_s: float = 120.0
+    sample_interval_s: float = 1.0
+    dcgm_level: int = 1
+    sysfs_root: Path = Path("/")
+
+
+@dataclass
+class Context:
+    criteria: AcceptanceCriteria
+    telemetry: GpuTelemetry | None
+    telemetry_why: str
+    options: Options = field(default_factory=Options)
+    node: str = field(default_factory=lambda: socket.gethostname().split(".")[0])
+    _gpus: list[GpuInfo] | None = None
+
+    def gpus(self) -> list[GpuInfo]:
+        if self._gpus is None:
+            self._gpus = self.telemetry.gpus() if self.telemetry else []
+        return self._gpus
+
+    def result(self, name: str, status: str, *, measured=None, limit: Limit | None = None, threshold=None,
+               unit: str | None = None, why: str = "", details: dict | None = None,
+               source: str | None = None) -> CheckResult:
+        return CheckResult(
+            name=name, status=status, measured=measured,
+            threshold=limit.value if limit is not None else threshold,
+            source=limit.source if limit is not None else source,
+            unit=unit, why=why, node=self.node, details=details or {},
+        )
+
+    def skipped(self, name: str, why: str, **kw) -> CheckResult:
+        return self.result(name, "skipped", why=why, **kw)
+
+    def at_least(self, name: str, measured: float | int | None, limit: Limit | None, unit: str,
+                 what: str, details: dict | None = None) -> CheckResult:
+        """pass if measured >= limit; skipped (with the figure) when there is no figure or no threshold."""
+        if measured is None:
+            return self.skipped(name, f"{what}: not measured", limit=limit, unit=unit, details=details)
+        if limit is None:
+            return self.result(name, "skipped", measured=measured, unit=unit, details=details,
+                               why=f"{what}: measured {_fmt(measured)} {unit}; no threshold in the criteria")
+        ok = float(measured) >= float(limit.value)
+        rel = ">=" if ok else "<"
+        return self.result(name, "pass" if ok else "fail", measured=measured, limit=limit, unit=unit,
+                           details=details, why=f"{what} {_fmt(measured)} {rel} {_fmt(limit.value)} {unit}")
+
+    def at_most(self, name: str, measured: float | int | None, limit: Limit | None, unit: str,
+                what: str, details: dict | None = None) -> CheckResult:
+        if measured is None:
+            return self.skipped(name, f"{what}: not measured", limit=limit, unit=unit, details=details)
+        if limit is None:
+            return self.result(name, "skipped", measured=measured, unit=unit, details=details,
+                               why=f"{what}: measured {_fmt(measured)} {unit}; no threshold in the criteria")
+        ok = float(measured) <= float(limit.value)
+        rel = "<=" if ok else ">"
+        return self.result(name, "pass" if ok else "fail", measured=measured, limit=limit, unit=unit,
+                           details=details, why=f"{what} {_fmt(measured)} {rel} {_fmt(limit.value)} {unit}")
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)

@@ -1,0 +1,210 @@
+"""Acceptance criteria: the JSON schema `trainsizer plan` writes and `trainsizer accept` reads.
+
+Every threshold is a `Limit` with its source. Until plans exist, `from_platform` derives the criteria from
+the platform reference table (data/platforms.yaml); a plan's criteria win field by field (`merged`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from trainsizer.accept import platforms
+from trainsizer.errors import SpecError
+
+OPS = ("all_reduce", "all_gather", "reduce_scatter")
+
+
+class Limit(BaseModel):
+    """A threshold value and where it came from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    value: float | int | str
+    source: str
+
+
+class CollectiveLimits(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    all_reduce: Limit | None = None
+    all_gather: Limit | None = None
+    reduce_scatter: Limit | None = None
+
+
+class AcceptanceCriteria(BaseModel):
+    """What a delivered node (and the fleet) must show. `None` = not required / no reference."""
+
+    model_config = ConfigDict(extra="forbid")
+    schema_version: Literal[1] = 1
+    platform: str | None = None
+    source: str = "defaults"
+    # 1. inventory (per node)
+    gpu_count: Limit | None = None
+    gpu_model: Limit | None = None
+    gpu_memory_gib_min: Limit | None = None
+    driver_version_min: Limit | None = None
+    cuda_version_min: Limit | None = None
+    nccl_version_min: Limit | None = None
+    nvlinks_per_gpu: Limit | None = None
+    nic_count_min: Limit | None = None
+    nic_speed_gbps_min: Limit | None = None
+    cpu_cores_min: Limit | None = None
+    ram_gib_min: Limit | None = None
+    disks_min: Limit | None = None
+    # 2. health
+    critical_xids: list[int] | None = None
+    critical_xids_source: str | None = None
+    ecc_corrected_max: Limit | None = None
+    # 3. compute (per GPU)
+    gemm_tflops_min: dict[Literal["bf16", "fp8"], Limit] = Field(default_factory=dict)
+    hbm_gb_s_min: Limit | None = None
+    # 4. collectives (busbw, nccl-tests definition) and RDMA wire
+    busbw_intra_gb_s_min: CollectiveLimits = Field(default_factory=CollectiveLimits)
+    busbw_inter_gb_s_min: CollectiveLimits = Field(default_factory=CollectiveLimits)
+    rdma_gbps_min: Limit | None = None
+    # 5. storage
+    storage_path: str | None = None
+    dataset_path: str | None = None
+    storage_read_gb_s_min: Limit | None = None
+    storage_write_gb_s_min: Limit | None = None
+    checkpoint_size_gb: float | None = None
+    checkpoint_save_s_max: Limit | None = None
+    checkpoint_restore_s_max: Limit | None = None
+    # 6. thermal / burn-in / fleet
+    temp_max_c: Limit | None = None
+    fleet_min_ratio: Limit | None = None
+
+
+def _lim(value: float | int | str, source_id: str) -> Limit:
+    return Limit(value=value, source=platforms.source_text(source_id))
+
+
+def _scaled(ref: dict, ratio: dict, digits: int = 1) -> Limit:
+    value = round(float(ref["value"]) * float(ratio["value"]), digits)
+    return Limit(
+        value=value,
+        source=f"{ratio['value']} x {ref['value']} ({platforms.source_text(ratio['source'])}; "
+        f"reference {platforms.source_text(ref['source'])})",
+    )
+
+
+def generic() -> AcceptanceCriteria:
+    """Criteria without a platform: health, temperature and fleet rules only."""
+    d = platforms.defaults()
+    return AcceptanceCriteria(
+        source="defaults (no platform, no plan)",
+        critical_xids=list(d["critical_xids"]["value"]),
+        critical_xids_source=platforms.source_text(d["critical_xids"]["source"]),
+        ecc_corrected_max=_lim(d["ecc_corrected_max"]["value"], d["ecc_corrected_max"]["source"]),
+        temp_max_c=_lim(d["temp_max_c"]["value"], d["temp_max_c"]["source"]),
+        fleet_min_ratio=_lim(d["fleet_min_ratio"]["value"], d["fleet_min_ratio"]["source"]),
+    )
+
+
+def from_platform(platform_id: str, *, gpus_per_node: int | None = None) -> AcceptanceCriteria:
+    """Criteria derived from the platform reference table (thresholds = reference x cited ratio)."""
+    p = platforms.get(platform_id)
+    d = platforms.defaults()
+    crit = generic()
+    crit.platform = platform_id
+    crit.source = f"platform reference table: {platform_id} (accept/data/platforms.yaml)"
+    n = gpus_per_node or p["gpus_per_node"]
+    crit.gpu_count = Limit(value=n, source=f"platform {platform_id}: {p['gpus_per_node']} GPUs per HGX node")
+    crit.gpu_model = Limit(value=p["match"][0], source=f"platform {platform_id}")
+    mem = {"value": p["memory_label_gib"], "source": f"platform {platform_id} memory label"}
+    crit.gpu_memory_gib_min = _scaled(mem, d["memory_min_ratio"], 1)
+    crit.nvlinks_per_gpu = _lim(p["nvlinks_per_gpu"]["value"], p["nvlinks_per_gpu"]["source"])
+    crit.nic_count_min = _lim(p["nics_per_node"]["value"], p["nics_per_node"]["source"])
+    crit.nic_speed_gbps_min = _lim(p["nic_line_rate_gbps"]["value"], p["nic_line_rate_gbps"]["source"])
+    crit.gemm_tflops_min = {k: _scaled(v, d["gemm_min_ratio"]) for k, v in p["gemm_ref_tflops"].items()}
+    crit.hbm_gb_s_min = _scaled(p["hbm_spec_gb_s"], d["hbm_min_ratio"], 0)
+    nvlink = p["nvlink_uni_gb_s"]
+    ring = _scaled(nvlink, d["ring_min_ratio"])
+    nvls = p.get("nvls")
+    if nvls and n >= nvls["min_gpus"]:
+        ar = _lim(p["allreduce_nvls_min_gb_s"]["value"], p["allreduce_nvls_min_gb_s"]["source"])
+        ar = Limit(value=ar.value, source=f"NVLS ({n} GPUs >= {nvls['min_gpus']}, "
+                   f"{platforms.source_text(nvls['source'])}); {ar.source}")
+    elif "allreduce_ring_min_gb_s" in p:
+        ar = _lim(p["allreduce_ring_min_gb_s"]["value"], p["allreduce_ring_min_gb_s"]["source"])
+    else:
+        ar = ring
+    crit.busbw_intra_gb_s_min = CollectiveLimits(all_reduce=ar, all_gather=ring, reduce_scatter=ring)
+    # Ring busbw across nodes is bounded by the per-node NIC aggregate (sum of line rates / 8).
+    aggregate = {
+        "value": p["nics_per_node"]["value"] * p["nic_line_rate_gbps"]["value"] / 8,
+        "source": f"{p['nics_per_node']['value']} NICs x {p['nic_line_rate_gbps']['value']} Gb/s / 8 "
+        f"({platforms.source_text(p['nic_line_rate_gbps']['source'])})",
+    }
+    inter = _scaled(aggregate, d["inter_ring_min_ratio"])
+    crit.busbw_inter_gb_s_min = CollectiveLimits(all_reduce=inter, all_gather=inter, reduce_scatter=inter)
+    crit.rdma_gbps_min = _scaled(p["nic_line_rate_gbps"], d["rdma_min_ratio"])
+    return crit
+
+
+def merged(plan: AcceptanceCriteria, base: AcceptanceCriteria) -> AcceptanceCriteria:
+    """`plan` with every field it leaves empty filled from `base` (plan values win)."""
+    out = base.model_copy(deep=True)
+    for field in AcceptanceCriteria.model_fields:
+        value = getattr(plan, field)
+        if field in ("busbw_intra_gb_s_min", "busbw_inter_gb_s_min"):
+            limits = getattr(out, field)
+            for op in OPS:
+                if getattr(value, op) is not None:
+                    setattr(limits, op, getattr(value, op))
+        elif field == "gemm_tflops_min":
+            out.gemm_tflops_min = {**out.gemm_tflops_min, **value}
+        elif value is not None and field not in ("schema_version",):
+            setattr(out, field, value)
+    out.source = plan.source if base.source.startswith("defaults") else f"{plan.source}; else {base.source}"
+    return out
+
+
+def load(path: str | Path) -> AcceptanceCriteria:
+    """Criteria from a plan file: either the criteria object itself or a plan holding it under `acceptance`."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise SpecError(str(path), f"cannot read plan file ({err.strerror})") from None
+    except json.JSONDecodeError as err:
+        raise SpecError(f"{path}:{err.lineno}", f"not valid JSON ({err.msg})") from None
+    prefix = ""
+    if isinstance(data, dict) and "acceptance" in data:
+        data, prefix = data["acceptance"], "acceptance."
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}", "acceptance criteria must be a JSON object", value=type(data).__name__)
+    data.setdefault("source", f"plan {path.name}")
+    try:
+        return AcceptanceCriteria.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = prefix + ".".join(str(p) for p in first["loc"])
+        allowed = None
+        if first["type"] == "extra_forbidden":
+            allowed = sorted(AcceptanceCriteria.model_fields)
+        raise SpecError(f"{path.name}: {where}", first["msg"].lower(), value=first.get("input"),
+                        allowed=allowed) from None
+
+
+def resolve(plan_path: str | Path | None, platform_id: str | None, gpu_name: str | None) -> AcceptanceCriteria:
+    """The criteria for a run: plan, else platform (given, from the plan, or detected), else generic."""
+    plan = load(plan_path) if plan_path else None
+    pid = platform_id or (plan.platform if plan else None) or (platforms.detect(gpu_name) if gpu_name else None)
+    if platform_id:
+        platforms.get(platform_id)
+    base = from_platform(pid) if pid else generic()
+    return merged(plan, base) if plan else base
+
+
+def version_at_least(have: str, need: str) -> bool:
+    """'535.104.05' >= '535.54' compared numerically part by part."""
+    def parts(v: str) -> tuple[int, ...]:
+        out = []
+        for piece in str(v).replace("-", ".").split("."):
+            digits = "".join(ch for ch in piece if ch.isdigit())
+            out.append(int(digits) if digits else 0)
+        return tuple(out)
+    return parts(have) >= parts(need)

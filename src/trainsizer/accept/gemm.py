@@ -1,0 +1,93 @@
+"""Check 3a: dense GEMM throughput per GPU, bf16 and fp8 (where the GPU has fp8 tensor cores).
+
+FLOPs of an (m,k)x(k,n) matmul = 2mnk (standard count; Stas Bekman's mamf-finder uses the same).
+Gate: >= 0.9 x platform MAMF reference, and every GPU >= fleet ratio x the node median.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from trainsizer.accept.context import Context
+from trainsizer.accept.results import CheckResult
+
+
+def gemm_flops(m: int, n: int, k: int) -> float:
+    return 2.0 * m * n * k
+
+
+def measure_tflops(torch, device, dtype, n: int, iters: int = 20, warmup: int = 5) -> float:
+    """Best sustained TFLOP/s of an n x n x n matmul in `dtype` on `device` (CPU works at small n)."""
+    if dtype == "fp8":
+        a = torch.randn(n, n, device=device).to(torch.float8_e4m3fn)
+        b = torch.randn(n, n, device=device).to(torch.float8_e4m3fn).t()
+        one = torch.tensor(1.0, device=device)
+
+        def step():
+            return torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    else:
+        a = torch.randn(n, n, device=device, dtype=dtype)
+        b = torch.randn(n, n, device=device, dtype=dtype)
+
+        def step():
+            return a @ b
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    for _ in range(warmup):
+        step()
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        step()
+    sync()
+    return gemm_flops(n, n, n) * iters / (time.perf_counter() - t0) / 1e12
+
+
+def fp8_supported(torch, device) -> bool:
+    return hasattr(torch, "float8_e4m3fn") and torch.cuda.get_device_capability(device) >= (8, 9)
+
+
+def per_gpu_verdict(ctx: Context, name: str, per_gpu: dict[int, float], limit, unit: str, what: str) -> CheckResult:
+    """Slowest GPU vs the threshold, and every GPU vs fleet ratio x node median (stragglers)."""
+    low = min(per_gpu.values())
+    res = ctx.at_least(name, round(low, 2), limit, unit, what, details={"per_gpu": per_gpu})
+    med = statistics.median(per_gpu.values())
+    ratio = float(ctx.criteria.fleet_min_ratio.value) if ctx.criteria.fleet_min_ratio else 0.9
+    slow = [i for i, v in per_gpu.items() if v < ratio * med]
+    if slow:
+        res.status = "fail"
+        res.why += f"; GPUs {slow} below {ratio} x node median {med:.4g} {unit}"
+    return res
+
+
+def run(ctx: Context) -> list[CheckResult]:
+    names = ["gemm.bf16", "gemm.fp8"]
+    limits = ctx.criteria.gemm_tflops_min
+    try:
+        import torch
+    except ImportError:
+        return [ctx.skipped(n, "torch not installed (pip install 'trainsizer[torch]')") for n in names]
+    if not torch.cuda.is_available():
+        return [ctx.skipped(n, "no CUDA GPU visible to torch", limit=limits.get(n.split(".")[1]), unit="TFLOP/s")
+                for n in names]
+    out = []
+    n = ctx.options.gemm_size
+    for dtype_name in ("bf16", "fp8"):
+        name = f"gemm.{dtype_name}"
+        per_gpu: dict[int, float] = {}
+        for i in range(torch.cuda.device_count()):
+            dev = torch.device("cuda", i)
+            if dtype_name == "fp8" and not fp8_supported(torch, dev):
+                break
+            per_gpu[i] = round(measure_tflops(torch, dev, torch.bfloat16 if dtype_name == "bf16" else "fp8", n), 2)
+        if not per_gpu:
+            out.append(ctx.skipped(name, "GPU has no fp8 tensor cores (compute capability < 8.9)",
+                                   limit=limits.get(dtype_name)))
+            continue
+        out.append(per_gpu_verdict(ctx, name, per_gpu, limits.get(dtype_name), "TFLOP/s",
+                                   f"slowest GPU, {dtype_name} {n}^3 matmul"))
+    return out

@@ -1,0 +1,44 @@
+"""Check 3b: HBM bandwidth per GPU from a device-to-device copy (bytes read + bytes written per second).
+
+Method: acceptance.md section 3 check #5 (torch `copy_` on large buffers, count read + write).
+"""
+
+from __future__ import annotations
+
+import time
+
+from trainsizer.accept.context import Context
+from trainsizer.accept.gemm import per_gpu_verdict
+from trainsizer.accept.results import CheckResult
+
+
+def measure_copy_gb_s(torch, device, size_bytes: int, iters: int = 20, warmup: int = 3) -> float:
+    src = torch.empty(size_bytes // 4, dtype=torch.float32, device=device).fill_(1.0)
+    dst = torch.empty_like(src)
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    for _ in range(warmup):
+        dst.copy_(src)
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        dst.copy_(src)
+    sync()
+    return 2 * src.numel() * 4 * iters / (time.perf_counter() - t0) / 1e9
+
+
+def run(ctx: Context) -> list[CheckResult]:
+    limit = ctx.criteria.hbm_gb_s_min
+    try:
+        import torch
+    except ImportError:
+        return [ctx.skipped("hbm.bandwidth", "torch not installed (pip install 'trainsizer[torch]')")]
+    if not torch.cuda.is_available():
+        return [ctx.skipped("hbm.bandwidth", "no CUDA GPU visible to torch", limit=limit, unit="GB/s")]
+    per_gpu = {i: round(measure_copy_gb_s(torch, torch.device("cuda", i), ctx.options.hbm_bytes), 1)
+               for i in range(torch.cuda.device_count())}
+    return [per_gpu_verdict(ctx, "hbm.bandwidth", per_gpu, limit, "GB/s",
+                            f"slowest GPU, copy of {ctx.options.hbm_bytes / 2**30:.3g} GiB (read + write)")]

@@ -1,0 +1,72 @@
+"""Check 2: GPU health: ECC, retired pages / remapped rows, XID errors, clock-event (throttle) reasons.
+
+Rules: acceptance.md section 3 check #2 (aznhc, gcm): uncorrectable == 0, remap pending/failure == 0,
+retired pages pending == 0, no critical XID since boot, corrected ECC only above a high bar.
+"""
+
+from __future__ import annotations
+
+from trainsizer.accept.context import Context
+from trainsizer.accept.results import CheckResult
+from trainsizer.accept.telemetry import FAILING_REASONS, reason_names
+
+
+def _verdict(ctx: Context, name: str, bad: dict, checked: int, what: str, **kw) -> CheckResult:
+    if checked == 0:
+        return ctx.skipped(name, f"{what}: not reported by {ctx.telemetry.source}")
+    if bad:
+        return ctx.result(name, "fail", measured=len(bad), threshold=0, unit="GPUs",
+                          why=f"{what}: " + "; ".join(f"GPU {i}: {v}" for i, v in sorted(bad.items())),
+                          details={"bad": bad}, **kw)
+    return ctx.result(name, "pass", measured=0, threshold=0, unit="GPUs", why=f"{what}: none on {checked} GPUs", **kw)
+
+
+def run(ctx: Context) -> list[CheckResult]:
+    names = ["health.ecc_uncorrectable", "health.ecc_corrected", "health.remapped_rows", "health.retired_pages",
+             "health.xid", "health.throttle"]
+    if ctx.telemetry is None:
+        return [ctx.skipped(n, ctx.telemetry_why) for n in names]
+    crit = ctx.criteria
+    hs = ctx.telemetry.health()
+    out: list[CheckResult] = []
+
+    unc = {h.index: f"volatile {h.ecc_uncorrected_volatile}, aggregate {h.ecc_uncorrected_aggregate}"
+           for h in hs if (h.ecc_uncorrected_volatile or 0) > 0 or (h.ecc_uncorrected_aggregate or 0) > 0}
+    seen = sum(1 for h in hs if h.ecc_uncorrected_volatile is not None or h.ecc_uncorrected_aggregate is not None)
+    out.append(_verdict(ctx, names[0], unc, seen, "uncorrectable ECC errors", source="acceptance.md #2"))
+
+    corr = [(h.index, h.ecc_corrected_volatile) for h in hs if h.ecc_corrected_volatile is not None]
+    worst = max((c for _, c in corr), default=None)
+    out.append(ctx.at_most(names[1], worst, crit.ecc_corrected_max, "errors", "most corrected ECC errors on a GPU"))
+
+    remap = {h.index: ", ".join(w for w, bad in (("remap pending", h.remap_pending),
+                                                 ("remap failure", h.remap_failure)) if bad)
+             for h in hs if h.remap_pending or h.remap_failure}
+    seen = sum(1 for h in hs if h.remap_pending is not None or h.remap_failure is not None)
+    out.append(_verdict(ctx, names[2], remap, seen, "row remapping pending/failed", source="acceptance.md #2 (aznhc)"))
+
+    retired = {h.index: "retired pages pending" for h in hs if h.retired_pages_pending}
+    seen = sum(1 for h in hs if h.retired_pages_pending is not None)
+    out.append(_verdict(ctx, names[3], retired, seen, "page retirement pending"))
+
+    events = ctx.telemetry.xid_events()
+    if events is None:
+        out.append(ctx.skipped(names[4], "kernel log not readable (run as root to scan for XID errors)"))
+    else:
+        critical = set(crit.critical_xids or [])
+        hits = [e for e in events if e.xid in critical]
+        seen_xids = sorted({e.xid for e in events})
+        out.append(ctx.result(
+            names[4], "fail" if hits else "pass", measured=len(hits), threshold=0, unit="critical XIDs",
+            source=crit.critical_xids_source,
+            why=(f"critical XIDs {sorted({e.xid for e in hits})} on "
+                 f"{sorted({e.pci for e in hits})}" if hits else f"no critical XID in the kernel log "
+                 f"(all XIDs seen: {seen_xids or 'none'})"),
+            details={"events": [{"pci": e.pci, "xid": e.xid, "message": e.message} for e in events[:50]]},
+        ))
+
+    reasons = {h.index: h.clock_event_reasons for h in hs if h.clock_event_reasons is not None}
+    throttled = {i: ", ".join(reason_names(r & FAILING_REASONS)) for i, r in reasons.items() if r & FAILING_REASONS}
+    out.append(_verdict(ctx, names[5], throttled, len(reasons), "thermal/power clock slowdown",
+                        source="DCGM DcgmRecorder.cpp failing reasons HW_SLOWDOWN|SW_THERMAL|HW_THERMAL|HW_POWER_BRAKE"))
+    return out

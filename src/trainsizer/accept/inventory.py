@@ -1,0 +1,115 @@
+"""Check 1: inventory vs plan (GPUs, memory, versions, NVLink, NICs, CPUs, RAM, disks)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from trainsizer.accept import host
+from trainsizer.accept.context import Context
+from trainsizer.accept.criteria import Limit, version_at_least
+from trainsizer.accept.results import CheckResult
+
+GIB = 2**30
+
+
+def node_info(ctx: Context, info: host.HostInfo | None = None) -> dict:
+    info = info or host.probe(ctx.options.sysfs_root)
+    tel = ctx.telemetry
+    return {
+        "hostname": ctx.node,
+        "telemetry": tel.source if tel else ctx.telemetry_why,
+        "driver_version": tel.driver_version() if tel else None,
+        "cuda_version": tel.cuda_version() if tel else None,
+        "nccl_version": host.nccl_version(),
+        "gpus": [asdict(g) for g in ctx.gpus()],
+        "cpu_count": info.cpu_count,
+        "ram_gib": round(info.ram_bytes / GIB, 1) if info.ram_bytes else None,
+        "disks": info.disks,
+        "nics": [asdict(n) for n in info.nics],
+    }
+
+
+def _version(ctx: Context, name: str, have: str | None, need: Limit | None, why_missing: str) -> CheckResult:
+    if have is None:
+        return ctx.skipped(name, why_missing, limit=need)
+    if need is None:
+        return ctx.result(name, "skipped", measured=have, why=f"found {have}; no minimum in the criteria")
+    ok = version_at_least(have, str(need.value))
+    return ctx.result(name, "pass" if ok else "fail", measured=have, limit=need,
+                      why=f"{have} {'>=' if ok else '<'} {need.value}")
+
+
+def _equal(ctx: Context, name: str, measured: int, limit: Limit | None, what: str) -> CheckResult:
+    if limit is None:
+        return ctx.result(name, "skipped", measured=measured, why=f"{what}: found {measured}; not in the criteria")
+    ok = measured == int(limit.value)
+    return ctx.result(name, "pass" if ok else "fail", measured=measured, limit=limit,
+                      why=f"{what}: found {measured}, plan {'=' if ok else '!='} {limit.value}")
+
+
+def run(ctx: Context, info: host.HostInfo | None = None) -> list[CheckResult]:
+    crit = ctx.criteria
+    info = info or host.probe(ctx.options.sysfs_root)
+    out: list[CheckResult] = []
+    gpus = ctx.gpus()
+    if ctx.telemetry is None:
+        for name in ("gpu_count", "gpu_model", "gpu_memory", "driver_version", "cuda_version", "nvlink_up"):
+            limit = {"gpu_count": crit.gpu_count, "gpu_model": crit.gpu_model,
+                     "gpu_memory": crit.gpu_memory_gib_min}.get(name)
+            out.append(ctx.skipped(f"inventory.{name}", ctx.telemetry_why, limit=limit))
+    else:
+        out.append(_equal(ctx, "inventory.gpu_count", len(gpus), crit.gpu_count, "GPUs"))
+        names = sorted({g.name for g in gpus})
+        if crit.gpu_model is None:
+            out.append(ctx.result("inventory.gpu_model", "skipped", measured=", ".join(names),
+                                  why="no GPU model in the criteria"))
+        else:
+            want = str(crit.gpu_model.value).lower()
+            bad = [g.index for g in gpus if want not in g.name.lower()]
+            out.append(ctx.result(
+                "inventory.gpu_model", "fail" if bad or not gpus else "pass", measured=", ".join(names),
+                limit=crit.gpu_model,
+                why=f"GPUs {bad} are not {crit.gpu_model.value!r}" if bad else f"all GPUs match {want!r}",
+            ))
+        mems = [g.memory_total_bytes / GIB for g in gpus if g.memory_total_bytes]
+        out.append(ctx.at_least("inventory.gpu_memory", round(min(mems), 1) if mems else None,
+                                crit.gpu_memory_gib_min, "GiB", "smallest GPU memory"))
+        out.append(_version(ctx, "inventory.driver_version", ctx.telemetry.driver_version(),
+                            crit.driver_version_min, "driver version not reported"))
+        out.append(_version(ctx, "inventory.cuda_version", ctx.telemetry.cuda_version(),
+                            crit.cuda_version_min, "CUDA version not reported"))
+        ups = [(g.index, g.nvlinks_up, g.nvlinks_total) for g in gpus if g.nvlinks_up is not None]
+        if not ups:
+            out.append(ctx.skipped("inventory.nvlink_up", "NVLink state not reported (no NVLink or no data)",
+                                   limit=crit.nvlinks_per_gpu))
+        else:
+            low = min(u for _, u, _ in ups)
+            down = [i for i, u, t in ups if t is not None and u < t]
+            res = ctx.at_least("inventory.nvlink_up", low, crit.nvlinks_per_gpu, "links", "fewest NVLinks up on a GPU",
+                               details={"per_gpu": {i: u for i, u, _ in ups}})
+            if down and res.status != "fail":
+                res.status, res.why = "fail", f"GPUs {down} have inactive NVLinks ({res.why})"
+            out.append(res)
+    out.append(_version(ctx, "inventory.nccl_version", host.nccl_version(), crit.nccl_version_min,
+                        "NCCL version unknown (needs torch with CUDA)"))
+    rdma = [n for n in info.nics if n.kind == "rdma"]
+    active = [n for n in rdma if n.up]
+    nic_details = {"rdma": [asdict(n) for n in rdma]}
+    if not rdma and crit.nic_count_min is None:
+        out.append(ctx.skipped("inventory.nics", "no RDMA NIC found and none required", details=nic_details))
+    else:
+        out.append(ctx.at_least("inventory.nics", len(active), crit.nic_count_min, "ports", "active RDMA ports",
+                                details=nic_details))
+    speeds = [n.speed_gbps for n in active if n.speed_gbps is not None]
+    if not speeds:
+        out.append(ctx.skipped("inventory.nic_speed", "no active RDMA port with a rate", limit=crit.nic_speed_gbps_min,
+                               unit="Gb/s"))
+    else:
+        out.append(ctx.at_least("inventory.nic_speed", min(speeds), crit.nic_speed_gbps_min, "Gb/s",
+                                "slowest active RDMA port"))
+    out.append(ctx.at_least("inventory.cpu_cores", info.cpu_count, crit.cpu_cores_min, "CPUs", "logical CPUs"))
+    ram = round(info.ram_bytes / GIB, 1) if info.ram_bytes else None
+    out.append(ctx.at_least("inventory.ram", ram, crit.ram_gib_min, "GiB", "RAM"))
+    out.append(ctx.at_least("inventory.disks", len(info.disks), crit.disks_min, "disks", "block devices",
+                            details={"disks": info.disks}))
+    return out

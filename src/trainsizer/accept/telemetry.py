@@ -1,0 +1,174 @@
+"""GPU telemetry behind one Protocol: NVML, nvidia-smi, or a recorded/fake source for tests.
+
+Pattern: Meta gcm's device-telemetry Protocol with injected fakes (acceptance.md section 5).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Protocol
+
+from trainsizer.accept.xid import XidEvent, parse_xids
+from trainsizer.errors import SpecError
+
+# NVML clocks-event (throttle) reason bits, nvml.h `nvmlClocksEventReason*`.
+IDLE = 0x1
+SW_POWER_CAP = 0x4
+HW_SLOWDOWN = 0x8
+SW_THERMAL = 0x20
+HW_THERMAL = 0x40
+HW_POWER_BRAKE = 0x80
+# DCGM fails a diagnostic on any of these (DcgmRecorder.cpp; acceptance.md section 2.2).
+FAILING_REASONS = HW_SLOWDOWN | SW_THERMAL | HW_THERMAL | HW_POWER_BRAKE
+REASON_NAMES = {IDLE: "gpu_idle", SW_POWER_CAP: "sw_power_cap", HW_SLOWDOWN: "hw_slowdown",
+                SW_THERMAL: "sw_thermal", HW_THERMAL: "hw_thermal", HW_POWER_BRAKE: "hw_power_brake"}
+
+
+def reason_names(mask: int) -> list[str]:
+    return [name for bit, name in REASON_NAMES.items() if mask & bit]
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    index: int
+    name: str
+    uuid: str = ""
+    serial: str = ""
+    pci_bus_id: str = ""
+    memory_total_bytes: int = 0
+    nvlinks_up: int | None = None
+    nvlinks_total: int | None = None
+    ecc_enabled: bool | None = None
+    temp_limit_c: float | None = None  # NVML GPU max operating temp (fallback: slowdown temp)
+
+
+@dataclass(frozen=True)
+class GpuHealth:
+    index: int
+    ecc_uncorrected_volatile: int | None = None
+    ecc_uncorrected_aggregate: int | None = None
+    ecc_corrected_volatile: int | None = None
+    remapped_rows_uncorrectable: int | None = None
+    remap_pending: bool | None = None
+    remap_failure: bool | None = None
+    retired_pages_pending: bool | None = None
+    clock_event_reasons: int | None = None
+
+
+@dataclass(frozen=True)
+class GpuSample:
+    index: int
+    temp_c: float | None = None
+    sm_clock_mhz: float | None = None
+    power_w: float | None = None
+    util_pct: float | None = None
+    clock_event_reasons: int = 0
+    ecc_uncorrected_volatile: int | None = None
+    lost: bool = False
+
+
+class GpuTelemetry(Protocol):
+    """What the checks read from the GPUs; None for a figure the source cannot give."""
+
+    source: str
+
+    def driver_version(self) -> str | None: ...
+
+    def cuda_version(self) -> str | None: ...
+
+    def gpus(self) -> list[GpuInfo]: ...
+
+    def health(self) -> list[GpuHealth]: ...
+
+    def sample(self) -> list[GpuSample]: ...
+
+    def xid_events(self) -> list[XidEvent] | None: ...
+
+
+def _build(cls, data: dict):
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass
+class RecordedTelemetry:
+    """Plays back a recorded JSON file (or dict): inventory, health and a series of samples.
+
+    `samples` is a list of ticks, each a list of per-GPU samples; `sample()` returns the next tick and then
+    holds the last one. `health_after` (optional) is returned by `health()` once the ticks are used up,
+    which is how a new ECC error during burn-in is recorded.
+    """
+
+    data: dict
+    source: str = "recorded"
+    _tick: int = field(default=0, init=False)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> RecordedTelemetry:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as err:
+            raise SpecError("--telemetry", f"cannot read recorded telemetry ({err})", value=str(path)) from None
+        return cls(data, source=f"recorded:{Path(path).name}")
+
+    def driver_version(self) -> str | None:
+        return self.data.get("driver_version")
+
+    def cuda_version(self) -> str | None:
+        return self.data.get("cuda_version")
+
+    def gpus(self) -> list[GpuInfo]:
+        return [_build(GpuInfo, g) for g in self.data.get("gpus", [])]
+
+    def health(self) -> list[GpuHealth]:
+        ticks = self.data.get("samples", [])
+        key = "health_after" if ticks and self._tick >= len(ticks) and "health_after" in self.data else "health"
+        return [_build(GpuHealth, h) for h in self.data.get(key, [])]
+
+    def sample(self) -> list[GpuSample]:
+        ticks = self.data.get("samples", [])
+        if not ticks:
+            return [GpuSample(index=g.index) for g in self.gpus()]
+        tick = ticks[min(self._tick, len(ticks) - 1)]
+        self._tick += 1
+        return [_build(GpuSample, s) for s in tick]
+
+    def xid_events(self) -> list[XidEvent] | None:
+        ticks = self.data.get("samples", [])
+        key = "xid_log_after" if ticks and self._tick >= len(ticks) and "xid_log_after" in self.data else "xid_log"
+        text = self.data.get(key)
+        return None if text is None else parse_xids(text)
+
+
+TELEMETRY_KINDS = ("auto", "nvml", "nvidia-smi", "none")
+
+
+def open_telemetry(kind: str = "auto") -> tuple[GpuTelemetry | None, str]:
+    """A telemetry source, or None and why there is none (e.g. no driver): never raises for a missing GPU.
+
+    `kind` is auto|nvml|nvidia-smi|none or a path to a recorded JSON file.
+    """
+    from trainsizer.accept.telemetry_nvml import NvmlTelemetry, NvmlUnavailable
+    from trainsizer.accept.telemetry_smi import NvidiaSmiTelemetry, SmiUnavailable
+
+    if kind not in TELEMETRY_KINDS:
+        if Path(kind).is_file():
+            return RecordedTelemetry.from_file(kind), f"recorded telemetry {kind}"
+        raise SpecError("--telemetry", "not a telemetry kind or an existing recorded-telemetry file",
+                        value=kind, allowed=[*TELEMETRY_KINDS, "<path.json>"])
+    if kind == "none":
+        return None, "telemetry disabled (--telemetry none)"
+    reasons = []
+    if kind in ("auto", "nvml"):
+        try:
+            return NvmlTelemetry.open(), "NVML"
+        except NvmlUnavailable as err:
+            reasons.append(f"NVML: {err}")
+    if kind in ("auto", "nvidia-smi"):
+        try:
+            return NvidiaSmiTelemetry.open(), "nvidia-smi"
+        except SmiUnavailable as err:
+            reasons.append(f"nvidia-smi: {err}")
+    return None, "no GPU telemetry (" + "; ".join(reasons) + ")"

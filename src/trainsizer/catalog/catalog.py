@@ -1,0 +1,351 @@
+"""The Catalog object: validated records, cross-reference checks, lookups and price/facility accessors."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainsizer.catalog import records as r
+from trainsizer.catalog.loader import DATA_DIR, RawEntry, load_raw, validate_entry
+from trainsizer.errors import SpecError, unknown_name
+
+
+@dataclass(frozen=True)
+class Facility:
+    """Facility figures (electricity, PUE, colocation, rack power), id -> Figure."""
+
+    figures: dict[str, r.Figure]
+
+    def figure(self, figure_id: str) -> r.Figure:
+        if figure_id not in self.figures:
+            raise unknown_name("facility", "facility figure", figure_id, self.figures)
+        return self.figures[figure_id]
+
+    @property
+    def electricity_usd_per_kwh(self) -> r.Figure:
+        return self.figure("electricity-usd-per-kwh")
+
+    @property
+    def electricity_cny_per_kwh(self) -> r.Figure:
+        return self.figure("electricity-cny-per-kwh")
+
+    @property
+    def pue(self) -> r.Figure:
+        return self.figure("pue")
+
+    @property
+    def rack_kw_air(self) -> r.Figure:
+        return self.figure("rack-kw-air")
+
+    @property
+    def rack_kw_liquid(self) -> r.Figure:
+        return self.figure("rack-kw-liquid")
+
+    @property
+    def colocation_usd_per_kw_month(self) -> r.Figure:
+        return self.figure("colocation-usd-per-kw-month")
+
+    def electricity_per_kwh(self, currency: str = "USD") -> r.Figure:
+        cur = str(currency).upper()
+        if cur not in ("USD", "CNY"):
+            raise SpecError("currency", "unknown currency", value=currency, allowed=["USD", "CNY"])
+        return self.figure(f"electricity-{cur.lower()}-per-kwh")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v.to_dict() for k, v in self.figures.items()}
+
+
+@dataclass(frozen=True)
+class Reliability:
+    """Failure-rate planning figures, the datasets behind them, and checkpoint formulas (text)."""
+
+    figures: dict[str, r.Figure]
+    datasets: dict[str, r.ReliabilityDataset]
+    formulas: dict[str, r.Formula]
+
+    def figure(self, figure_id: str) -> r.Figure:
+        if figure_id not in self.figures:
+            raise unknown_name("reliability", "reliability figure", figure_id, self.figures)
+        return self.figures[figure_id]
+
+    @property
+    def node_failures_per_1000_node_days(self) -> r.Figure:
+        return self.figure("node-failures-per-1000-node-days")
+
+    @property
+    def per_gpu_mtbf_hours(self) -> r.Figure:
+        return self.figure("per-gpu-mtbf-hours")
+
+    @property
+    def restart_overhead_minutes(self) -> r.Figure:
+        return self.figure("restart-overhead-minutes")
+
+    @property
+    def checkpoint_bytes_per_param(self) -> r.Figure:
+        return self.figure("checkpoint-bytes-per-param")
+
+    def job_mtbf_hours(self, nodes: int, failures_per_1000_node_days: float | None = None) -> float:
+        """Job MTBF with nodes in series: 24 h / (N_nodes * r_f) (Kokolis et al. 2024, arXiv:2410.21680)."""
+        if nodes < 1:
+            raise SpecError("nodes", "must be at least 1", value=nodes, allowed="an integer >= 1")
+        rate = (
+            self.node_failures_per_1000_node_days.mid
+            if failures_per_1000_node_days is None
+            else failures_per_1000_node_days
+        )
+        if rate <= 0:
+            raise SpecError("failures_per_1000_node_days", "must be positive", value=rate, allowed="> 0")
+        return 24.0 * 1000.0 / (nodes * rate)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "figures": {k: v.to_dict() for k, v in self.figures.items()},
+            "datasets": {k: v.to_dict() for k, v in self.datasets.items()},
+            "formulas": {k: v.to_dict() for k, v in self.formulas.items()},
+        }
+
+
+class Catalog:
+    """All catalog records. Build with `load_catalog()`."""
+
+    def __init__(self, built: dict[str, dict[str, Any]], overlays: tuple[Path, ...], origins: dict[tuple[str, str], str]):
+        self.overlays = overlays
+        self.sources: dict[str, r.Source] = built["sources"]
+        self.accelerators: dict[str, r.Accelerator] = built["accelerators"]
+        self.servers: dict[str, r.Server] = built["servers"]
+        self.networks: dict[str, r.Network] = built["networks"]
+        self.switches: dict[str, r.Switch] = built["switches"]
+        self.storage_tiers: dict[str, r.StorageTier] = built["storage_tiers"]
+        self.pcie_generations: dict[str, r.PcieGeneration] = built["pcie_generations"]
+        self.prices: dict[str, r.PriceRange] = built["prices"]
+        self.price_points: dict[str, r.PricePoint] = built["price_points"]
+        self.facility = Facility(built["facility"])
+        self.reliability = Reliability(
+            built["reliability_figures"], built["reliability_datasets"], built["reliability_formulas"]
+        )
+        self.collectives: dict[str, r.CollectiveMeasurement] = built["collectives"]
+        self.network_formulas: dict[str, r.Formula] = built["network_formulas"]
+        self._origins = origins
+        self._alias: dict[str, str] = {}
+        for acc in self.accelerators.values():
+            for alias in acc.aliases:
+                self._alias[alias] = acc.id
+
+    # ------------------------------------------------------------------------------------------ lookups
+    def accelerator_ids(self) -> list[str]:
+        """Canonical ids and aliases."""
+        return sorted([*self.accelerators, *self._alias])
+
+    def resolve_accelerator_id(self, id_or_alias: str) -> str:
+        key = str(id_or_alias).strip().lower()
+        if key in self.accelerators:
+            return key
+        if key in self._alias:
+            return self._alias[key]
+        raise unknown_name("accelerator", "accelerator", id_or_alias, self.accelerator_ids())
+
+    def accelerator(self, id_or_alias: str) -> r.Accelerator:
+        return self.accelerators[self.resolve_accelerator_id(id_or_alias)]
+
+    def server(self, server_id: str) -> r.Server:
+        return _get(self.servers, server_id, "server")
+
+    def network(self, network_id: str) -> r.Network:
+        return _get(self.networks, network_id, "network")
+
+    def switch(self, switch_id: str) -> r.Switch:
+        return _get(self.switches, switch_id, "switch")
+
+    def storage_tier(self, tier_id: str) -> r.StorageTier:
+        return _get(self.storage_tiers, tier_id, "storage tier")
+
+    def source(self, source_id: str) -> r.Source:
+        return _get(self.sources, source_id, "source")
+
+    def servers_for(self, accelerator: str) -> list[r.Server]:
+        """Servers built around an accelerator (id or alias), in catalog order."""
+        acc_id = self.resolve_accelerator_id(accelerator)
+        return [s for s in self.servers.values() if s.accelerator == acc_id]
+
+    # ------------------------------------------------------------------------------------------- prices
+    def _subject_id(self, subject: str) -> str:
+        key = str(subject).strip().lower()
+        if key in self.accelerators or key in self._alias:
+            return self.resolve_accelerator_id(key)
+        if key in self.servers or key in self.switches:
+            return key
+        choices = [*self.accelerator_ids(), *self.servers, *self.switches]
+        raise unknown_name("price subject", "accelerator, server or switch", subject, choices)
+
+    def price(self, kind: str, subject: str, currency: str = "USD") -> r.PriceRange | None:
+        """Planning price range for (kind, subject, currency); None when the catalog has none.
+
+        An overlay's record wins over a built-in one for the same subject (the last one loaded).
+        """
+        if kind not in ("purchase", "rent"):
+            raise SpecError("price kind", "unknown price kind", value=kind, allowed=["purchase", "rent"])
+        cur = str(currency).upper()
+        if cur not in ("USD", "CNY"):
+            raise SpecError("currency", "unknown currency", value=currency, allowed=["USD", "CNY"])
+        sid = self._subject_id(subject)
+        found = None
+        for rec in self.prices.values():
+            if rec.kind == kind and rec.currency == cur and rec.subject == sid:
+                found = rec
+        return found
+
+    def rent_per_gpu_hour(self, accelerator: str, currency: str = "USD") -> r.PriceRange | None:
+        return self.price("rent", self.resolve_accelerator_id(accelerator), currency)
+
+    def rent_usd_per_gpu_hour(self, accelerator: str) -> r.PriceRange | None:
+        return self.rent_per_gpu_hour(accelerator, "USD")
+
+    def rent_cny_per_gpu_hour(self, accelerator: str) -> r.PriceRange | None:
+        return self.rent_per_gpu_hour(accelerator, "CNY")
+
+    def purchase(self, subject: str, currency: str = "USD") -> r.PriceRange | None:
+        """Purchase price of an accelerator (per GPU), server (per server / rack) or switch."""
+        return self.price("purchase", subject, currency)
+
+    def purchase_usd(self, subject: str) -> r.PriceRange | None:
+        return self.purchase(subject, "USD")
+
+    def purchase_cny(self, subject: str) -> r.PriceRange | None:
+        return self.purchase(subject, "CNY")
+
+    # ------------------------------------------------------------------------------------------- output
+    def records(self) -> Iterable[tuple[str, r.Record]]:
+        """(section, record) for every record with sources (all but the source registry)."""
+        sections = {
+            "accelerators": self.accelerators,
+            "servers": self.servers,
+            "networks": self.networks,
+            "switches": self.switches,
+            "storage_tiers": self.storage_tiers,
+            "pcie_generations": self.pcie_generations,
+            "prices": self.prices,
+            "price_points": self.price_points,
+            "facility": self.facility.figures,
+            "reliability_figures": self.reliability.figures,
+            "reliability_datasets": self.reliability.datasets,
+            "reliability_formulas": self.reliability.formulas,
+            "collectives": self.collectives,
+            "network_formulas": self.network_formulas,
+        }
+        for name, body in sections.items():
+            for rec in body.values():
+                yield name, rec
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"overlays": [str(p) for p in self.overlays]}
+        out["sources"] = {k: v.to_dict() for k, v in self.sources.items()}
+        for name, rec in self.records():
+            out.setdefault(name, {})[rec.id] = rec.to_dict()
+        return out
+
+
+def _get(table: dict[str, Any], key: str, kind: str) -> Any:
+    k = str(key).strip().lower()
+    if k not in table:
+        raise unknown_name(kind, kind, key, table)
+    return table[k]
+
+
+# -------------------------------------------------------------------------------------------- building
+def _inject_pcie(raw: dict[str, dict[str, RawEntry]], gens: dict[str, r.PcieGeneration]) -> None:
+    by_gen = {g.gen: g for g in gens.values()}
+    for acc_id, entry in raw["accelerators"].items():
+        data = entry.data
+        if data.get("pcie_gb_s") is not None:
+            continue
+        gen = data.get("pcie_gen")
+        if isinstance(gen, int) and gen in by_gen:
+            entry.data = {**data, "pcie_gb_s": by_gen[gen].x16_gb_s_per_dir}
+        elif gen is not None:
+            file = entry.field_files.get("pcie_gen", entry.file)
+            raise SpecError(f"{file}: accelerators.{acc_id}.pcie_gen", "no PCIe link figure for this generation",
+                            value=gen, allowed=sorted(by_gen))
+
+
+def _check_refs(cat: Catalog) -> None:
+    def where(section: str, rid: str, fld: str) -> str:
+        return f"{cat._origins.get((section, rid), '?')}: {section}.{rid}.{fld}"
+
+    for section, rec in cat.records():
+        for sid in sorted(rec.source_ids()):
+            if sid not in cat.sources:
+                raise unknown_name(where(section, rec.id, "sources"), "source id", sid, cat.sources)
+    seen: dict[str, str] = {}
+    for acc in cat.accelerators.values():
+        for alias in acc.aliases:
+            if alias in cat.accelerators or alias in seen:
+                other = alias if alias in cat.accelerators else seen[alias]
+                raise SpecError(where("accelerators", acc.id, "aliases"), f"alias already names {other}",
+                                value=alias, allowed="an alias no other accelerator id or alias uses")
+            seen[alias] = acc.id
+    acc_names = [*cat.accelerators, *seen]
+
+    def canon(value: str | None, where_: str) -> str | None:
+        # references may use an alias; records store the canonical id
+        if value is None or value in cat.accelerators:
+            return value
+        if value in seen:
+            return seen[value]
+        raise unknown_name(where_, "accelerator", value, acc_names)
+
+    for table, section in ((cat.servers, "servers"), (cat.collectives, "collectives"),
+                           (cat.reliability.datasets, "reliability_datasets")):
+        for rid, rec in list(table.items()):
+            fixed = canon(rec.accelerator, where(section, rid, "accelerator"))
+            if fixed != rec.accelerator:
+                table[rid] = rec.model_copy(update={"accelerator": fixed})
+    for net in cat.networks.values():
+        if net.switch is not None and net.switch not in cat.switches:
+            raise unknown_name(where("networks", net.id, "switch"), "switch", net.switch, cat.switches)
+    for meas in cat.collectives.values():
+        if meas.network is not None and meas.network not in cat.networks:
+            raise unknown_name(where("collectives", meas.id, "network"), "network", meas.network, cat.networks)
+    subjects = [*cat.accelerators, *cat.servers, *cat.switches]
+    for pid, price in list(cat.prices.items()):
+        subject = seen.get(price.subject, price.subject)
+        if subject not in subjects:
+            raise unknown_name(where("prices", pid, "subject"), "price subject (accelerator, server or switch)",
+                               price.subject, [*subjects, *seen])
+        if subject != price.subject:
+            cat.prices[pid] = price.model_copy(update={"subject": subject})
+        for pp in price.basis:
+            if pp not in cat.price_points:
+                raise unknown_name(where("prices", pid, "basis"), "price point", pp, cat.price_points)
+
+
+def build_catalog(overlays: Sequence[Path] = (), data_dir: Path = DATA_DIR) -> Catalog:
+    raw = load_raw(overlays, data_dir)
+    built: dict[str, dict[str, Any]] = {}
+    origins: dict[tuple[str, str], str] = {}
+    order = ["sources", "pcie_generations", *[s for s in raw if s not in ("sources", "pcie_generations")]]
+    for section in order:
+        if section == "accelerators":
+            _inject_pcie(raw, built["pcie_generations"])
+        built[section] = {}
+        for entry_id, entry in raw[section].items():
+            built[section][entry_id] = validate_entry(section, entry_id, entry)
+            origins[(section, entry_id)] = entry.file
+    cat = Catalog(built, tuple(Path(p) for p in overlays), origins)
+    _check_refs(cat)
+    return cat
+
+
+@functools.lru_cache(maxsize=1)
+def _default_catalog() -> Catalog:
+    return build_catalog(())
+
+
+def load_catalog(overlays: Sequence[Path | str] = ()) -> Catalog:
+    """The built-in catalog, with user overlay files applied in order. No overlays -> cached instance."""
+    paths = tuple(Path(p) for p in overlays)
+    if not paths:
+        return _default_catalog()
+    return build_catalog(paths)

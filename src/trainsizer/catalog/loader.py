@@ -1,0 +1,306 @@
+"""Read the built-in catalog YAML files and user overlays into validated records.
+
+File shape (built-in files and overlays alike): a mapping of section name -> {entry id -> record}. An overlay
+may also carry `date` (as-of date of its figures) and `title`. An overlay entry whose id exists changes only
+the fields it gives (nested mappings such as `tflops_dense` are merged key by key); the changed fields record
+the overlay (registered as source ``overlay_<file stem>``) plus any `sources` the entry lists in
+`field_sources`, and the record's `date` becomes the entry's or the overlay's date (else the file's mtime).
+Changing `low`/`high` of a price or figure without giving `typical` clears the old `typical`. A new id adds
+an entry (sources: the entry's own plus the overlay; confidence defaults to 'medium').
+Every problem becomes a SpecError naming the file, the entry, the field, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import functools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from trainsizer.catalog import records as r
+from trainsizer.errors import SpecError, did_you_mean
+
+DATA_DIR = Path(__file__).parent / "data"
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available (same safe semantics)
+
+SECTIONS: dict[str, type[BaseModel]] = {
+    "sources": r.Source,
+    "accelerators": r.Accelerator,
+    "servers": r.Server,
+    "networks": r.Network,
+    "switches": r.Switch,
+    "storage_tiers": r.StorageTier,
+    "pcie_generations": r.PcieGeneration,
+    "prices": r.PriceRange,
+    "price_points": r.PricePoint,
+    "facility": r.Figure,
+    "reliability_figures": r.Figure,
+    "reliability_datasets": r.ReliabilityDataset,
+    "reliability_formulas": r.Formula,
+    "collectives": r.CollectiveMeasurement,
+    "network_formulas": r.Formula,
+}
+META_KEYS = ("schema_version", "date", "title", "note")
+_SPAN_SECTIONS = ("prices", "price_points", "facility", "reliability_figures")
+# Fields the loader manages itself; an overlay entry may give `sources` (its evidence) but not these.
+_MANAGED = ("id", "field_sources")
+
+
+@dataclass
+class RawEntry:
+    data: dict[str, Any]
+    file: str  # file that created the entry
+    field_files: dict[str, str] = field(default_factory=dict)  # top-level field -> file that last set it
+    last_file: str = ""  # file that last touched the entry (for whole-record errors)
+
+
+def _normalise(value: Any) -> Any:
+    """YAML dates -> ISO strings, recursively (so `date: 2025-06-01` works unquoted)."""
+    if isinstance(value, _dt.datetime):
+        return value.date().isoformat()
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {k: _normalise(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_normalise(v) for v in value]
+    return value
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    name = str(path)
+    if not path.is_file():
+        raise SpecError(name, "catalog file not found", value=str(path), allowed="an existing YAML file")
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
+        raise SpecError(where, f"not valid YAML ({getattr(exc, 'problem', exc)})", allowed="YAML text") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(name, f"cannot read file ({exc})", allowed="a readable UTF-8 YAML file") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise SpecError(name, "top level must be a mapping of sections", value=type(data).__name__,
+                        allowed=list(SECTIONS))
+    return _normalise(data)
+
+
+def _check_sections(name: str, data: dict[str, Any]) -> None:
+    for key, body in data.items():
+        if key in META_KEYS:
+            continue
+        if key not in SECTIONS:
+            raise SpecError(name, "unknown section", value=key, allowed=[*SECTIONS, *META_KEYS],
+                            suggestion=did_you_mean(str(key), SECTIONS))
+        if not isinstance(body, dict):
+            raise SpecError(f"{name}: {key}", "section must be a mapping of entry id -> record",
+                            value=type(body).__name__, allowed="a mapping")
+        for entry_id, rec in body.items():
+            if not isinstance(entry_id, str):
+                raise SpecError(f"{name}: {key}", "entry id must be text", value=entry_id,
+                                allowed="lowercase-hyphen ids such as 'h100-sxm-80gb'")
+            if not isinstance(rec, dict):
+                raise SpecError(f"{name}: {key}.{entry_id}", "entry must be a mapping of fields",
+                                value=rec, allowed="a mapping")
+            for managed in _MANAGED:
+                if managed in rec:
+                    raise SpecError(f"{name}: {key}.{entry_id}.{managed}", "field is set by the loader",
+                                    value=rec[managed], allowed="(leave it out)")
+
+
+def read_builtin(data_dir: Path = DATA_DIR) -> dict[str, dict[str, RawEntry]]:
+    """The built-in files as raw entries (parsed once per process; callers get a private copy)."""
+    return copy.deepcopy(_read_builtin_cached(Path(data_dir)))
+
+
+@functools.lru_cache(maxsize=4)
+def _read_builtin_cached(data_dir: Path) -> dict[str, dict[str, RawEntry]]:
+    raw: dict[str, dict[str, RawEntry]] = {s: {} for s in SECTIONS}
+    for path in sorted(data_dir.glob("*.yaml")):
+        data = _read_yaml(path)
+        name = path.name
+        _check_sections(name, data)
+        for section, body in data.items():
+            if section in META_KEYS:
+                continue
+            for entry_id, rec in body.items():
+                if entry_id in raw[section]:
+                    raise SpecError(f"{name}: {section}.{entry_id}", "duplicate entry id",
+                                    value=entry_id, allowed=f"ids unique across {data_dir}")
+                raw[section][entry_id] = RawEntry(dict(rec), name, {k: name for k in rec})
+    return raw
+
+
+def overlay_source_id(path: Path) -> str:
+    return "overlay_" + (re.sub(r"[^a-z0-9]+", "_", path.stem.lower()).strip("_") or "file")
+
+
+def _deep_merge(base: dict[str, Any], new: dict[str, Any], prefix: str = "") -> tuple[dict[str, Any], list[str]]:
+    """Merge `new` into a copy of `base`; return it and the dotted paths of the leaves `new` set."""
+    out = dict(base)
+    changed: list[str] = []
+    for key, value in new.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and key != "alt_values":
+            out[key], sub = _deep_merge(out[key], value, f"{path}.")
+            changed.extend(sub)
+        else:
+            out[key] = value
+            changed.append(path)
+    return out, changed
+
+
+def apply_overlay(raw: dict[str, dict[str, RawEntry]], path: Path) -> None:
+    """Add / override entries from one overlay file (in place)."""
+    path = Path(path)
+    data = _read_yaml(path)
+    name = str(path)
+    _check_sections(name, data)
+    src_id = overlay_source_id(path)
+    default_date = data.get("date")
+    if default_date is None:
+        default_date = _dt.date.fromtimestamp(path.stat().st_mtime).isoformat()
+    default_date = str(default_date)
+    if not re.match(r.DATE_PATTERN, default_date):
+        raise SpecError(f"{name}: date", "bad date", value=default_date, allowed="YYYY, YYYY-MM or YYYY-MM-DD")
+    if src_id not in raw["sources"]:
+        title = data.get("title") or f"User catalog overlay {path.name}"
+        raw["sources"][src_id] = RawEntry(
+            {"title": str(title), "url": path.resolve().as_uri(), "date": default_date,
+             "retrieved": _dt.date.today().isoformat(), "note": f"overlay file {path}"},
+            name,
+        )
+    for section, body in data.items():
+        if section in META_KEYS:
+            continue
+        for entry_id, rec in body.items():
+            rec = dict(rec)
+            if section == "sources":
+                existing = raw[section].get(entry_id)
+                merged = {**existing.data, **rec} if existing else rec
+                raw[section][entry_id] = RawEntry(merged, name, {k: name for k in merged})
+                continue
+            user_sources = rec.pop("sources", None)
+            if user_sources is not None and not isinstance(user_sources, list):
+                raise SpecError(f"{name}: {section}.{entry_id}.sources", "must be a list of source ids",
+                                value=user_sources, allowed="[source_id, ...]")
+            user_sources = [str(s) for s in (user_sources or [])]
+            existing = raw[section].get(entry_id)
+            if existing is None:
+                rec.setdefault("date", default_date)
+                rec.setdefault("confidence", "medium")
+                rec["sources"] = [*user_sources, src_id]
+                raw[section][entry_id] = RawEntry(rec, name, {k: name for k in rec})
+                continue
+            date = rec.pop("date", default_date)
+            if section in _SPAN_SECTIONS and ("low" in rec or "high" in rec) and "typical" not in rec:
+                rec["typical"] = None  # the old central value belongs to the old range and source
+            merged, changed = _deep_merge(existing.data, rec)
+            field_sources = dict(merged.get("field_sources", {}))
+            for leaf in changed:
+                field_sources[leaf] = [src_id, *user_sources]
+            merged["field_sources"] = field_sources
+            merged["sources"] = list(dict.fromkeys([*merged.get("sources", []), src_id, *user_sources]))
+            merged["date"] = date
+            field_files = dict(existing.field_files)
+            for key in [*rec, "date", "sources"]:
+                field_files[key] = name
+            raw[section][entry_id] = RawEntry(merged, existing.file, field_files, name)
+
+
+# --------------------------------------------------------------------------------------------- validation
+def _allowed(err: dict[str, Any], model: type[BaseModel], loc: tuple[Any, ...]) -> str:
+    ctx = err.get("ctx") or {}
+    kind = err.get("type", "")
+    if kind == "extra_forbidden":
+        target = _submodel(model, loc[:-1])
+        return ", ".join(f for f in target.model_fields if f not in _MANAGED) if target else "known fields"
+    if "expected" in ctx:
+        return str(ctx["expected"])
+    bounds = [f"{op} {ctx[k]}" for k, op in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")) if k in ctx]
+    if bounds:
+        return "a number " + " and ".join(bounds)
+    if "pattern" in ctx:
+        if ctx["pattern"] == r.DATE_PATTERN:
+            return "a date YYYY, YYYY-MM or YYYY-MM-DD"
+        if ctx["pattern"] == r.ID_PATTERN:
+            return "lowercase letters/digits joined by single hyphens"
+        return f"text matching {ctx['pattern']}"
+    if kind.startswith(("float", "int", "decimal")):
+        return "a number"
+    if kind.startswith("bool"):
+        return "true or false"
+    if kind.startswith("string"):
+        return "text"
+    if kind in ("tuple_type", "list_type"):
+        return "a list"
+    if kind in ("dict_type", "model_type", "model_attributes_type"):
+        return "a mapping"
+    if kind == "missing":
+        return "a value for this required field"
+    if kind == "value_error":
+        return "low <= typical <= high" if "low" in err.get("msg", "") else "a consistent record"
+    return err.get("msg", "see the catalog documentation")
+
+
+def _models_in(ann: Any) -> list[type[BaseModel]]:
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return [ann]
+    found: list[type[BaseModel]] = []
+    for arg in getattr(ann, "__args__", ()):
+        found.extend(_models_in(arg))
+    return found
+
+
+def _submodel(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model that holds the field at `loc` (dict keys and list indices in `loc` are skipped)."""
+    current: type[BaseModel] | None = model
+    for part in loc:
+        if current is None:
+            return None
+        info = current.model_fields.get(str(part))
+        if info is None:
+            continue  # a dict key or list index inside a container field
+        models = _models_in(info.annotation)
+        current = models[0] if models else None
+    return current
+
+
+def validate_entry(section: str, entry_id: str, entry: RawEntry) -> BaseModel:
+    model = SECTIONS[section]
+    try:
+        return model.model_validate({**entry.data, "id": entry_id})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(err.get("loc", ()))
+        field_path = ".".join(str(p) for p in loc) if loc else "(record)"
+        file = entry.field_files.get(str(loc[0]), entry.file) if loc else (entry.last_file or entry.file)
+        value = err.get("input") if err.get("type") != "missing" else None
+        if isinstance(value, dict) and not loc:
+            value = {k: value[k] for k in ("low", "typical", "high") if k in value} or None
+        problem = "unknown field" if err.get("type") == "extra_forbidden" else err.get("msg", "invalid value")
+        problem = problem.removeprefix("Value error, ")
+        raise SpecError(
+            f"{file}: {section}.{entry_id}.{field_path}",
+            problem,
+            value=value,
+            allowed=_allowed(err, model, loc),
+            suggestion=did_you_mean(str(loc[-1]), model.model_fields) if err.get("type") == "extra_forbidden"
+            else None,
+        ) from None
+
+
+def load_raw(overlays: Sequence[Path] = (), data_dir: Path = DATA_DIR) -> dict[str, dict[str, RawEntry]]:
+    raw = read_builtin(data_dir)
+    for path in overlays:
+        apply_overlay(raw, Path(path))
+    return raw

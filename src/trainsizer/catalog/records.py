@@ -1,0 +1,398 @@
+"""Typed catalog records (pydantic v2, frozen, extra fields forbidden).
+
+Every record carries `sources` (ids in the source registry), `date` (as-of date of its figures, ``YYYY``,
+``YYYY-MM`` or ``YYYY-MM-DD``), `confidence`, field-level doubts (`unsure`), values other sources give
+(`alt_values`) and `field_sources`: for fields an overlay file changed, the source ids of the new value.
+Units are in the field names (`_gb` 10**9 B, `_gib` 2**30 B, `_gb_s` 10**9 B/s, `_gbps` 10**9 bit/s, ...).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from trainsizer.errors import SpecError, did_you_mean
+
+ID_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
+SOURCE_ID_PATTERN = r"^[a-z0-9_]+$"
+DATE_PATTERN = r"^\d{4}(-\d{2}(-\d{2})?)?$"
+GIB_PER_GB = 1e9 / 2**30
+
+Confidence = Literal["high", "medium", "low", "very_low"]
+Number = float | int
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (sources and provenance included)."""
+        return self.model_dump(mode="json")
+
+
+class Source(_Frozen):
+    """One entry of the source registry."""
+
+    id: str = Field(pattern=SOURCE_ID_PATTERN)
+    title: str
+    url: str | None = None
+    date: str | None = Field(default=None, pattern=DATE_PATTERN)
+    retrieved: str | None = Field(default=None, pattern=DATE_PATTERN)
+    ref: str | None = None
+    mirror: str | None = None
+    also: str | None = None
+    retrieved_via: str | None = None
+    note: str | None = None
+
+
+class AltValue(_Frozen):
+    """A value another source gives for a field (recorded, not used)."""
+
+    value: Number | str | bool | None
+    sources: tuple[str, ...] = Field(min_length=1)
+    note: str | None = None
+
+
+class Record(_Frozen):
+    """Fields every catalog record has."""
+
+    id: str = Field(pattern=ID_PATTERN)
+    sources: tuple[str, ...] = Field(min_length=1)
+    date: str = Field(pattern=DATE_PATTERN)
+    confidence: Confidence
+    unsure: tuple[str, ...] = ()
+    notes: str | None = None
+    alt_values: dict[str, tuple[AltValue, ...]] = Field(default_factory=dict)
+    field_sources: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+
+    def source_ids(self) -> set[str]:
+        """Every source id the record refers to (record, alternatives, overridden fields)."""
+        ids = set(self.sources)
+        for alts in self.alt_values.values():
+            for alt in alts:
+                ids.update(alt.sources)
+        for srcs in self.field_sources.values():
+            ids.update(srcs)
+        return ids
+
+
+class Range(_Frozen):
+    """A low..high pair as a source gives it."""
+
+    low: float
+    high: float
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Range:
+        if self.low > self.high:
+            raise ValueError(f"low ({self.low}) is above high ({self.high})")
+        return self
+
+    @property
+    def mid(self) -> float:
+        return (self.low + self.high) / 2
+
+
+# ------------------------------------------------------------------------------------------- accelerators
+TRAINING_PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4")
+SCALEUP_TECHS = ("nvlink", "nvlink-bridge", "pcie", "xgmi", "hccs", "roce", "other")
+
+
+class TflopsTable(_Frozen):
+    """Dense peak TFLOP/s per precision; None = not supported or not published."""
+
+    fp32: float | None = Field(default=None, gt=0)  # vector (CUDA-core) FP32
+    tf32: float | None = Field(default=None, gt=0)
+    bf16: float | None = Field(default=None, gt=0)
+    fp16: float | None = Field(default=None, gt=0)
+    fp8: float | None = Field(default=None, gt=0)
+    fp6: float | None = Field(default=None, gt=0)
+    fp4: float | None = Field(default=None, gt=0)
+    fp32_matrix: float | None = Field(default=None, gt=0)  # AMD matrix-core FP32
+
+
+class Accelerator(Record):
+    """One accelerator SKU. TFLOPS are dense; memory_gib is derived from the label (see below)."""
+
+    name: str
+    vendor: str
+    arch: str
+    form_factor: str
+    launch_year: int = Field(ge=2010, le=2035)
+    aliases: tuple[str, ...] = ()
+    memory_gb: float = Field(gt=0)  # vendor label, as printed
+    memory_label_unit: Literal["gib", "gb"] = "gib"
+    # Usable device memory in GiB. Derived unless given: memory_gb when the label is a binary size
+    # (memory_label_unit 'gib': HBM stacks / GDDR chips come in 2**30-byte multiples, the "GB" on the label is
+    # GiB), memory_gb * 10**9 / 2**30 when the label is decimal ('gb'). Driver/framework reservations are the
+    # estimator's concern.
+    memory_gib: float = Field(gt=0)
+    memory_gib_basis: str
+    memory_type: str
+    memory_bw_tb_s: float = Field(gt=0)
+    tflops_dense: TflopsTable
+    tflops_sparse_headline: dict[str, float] = Field(default_factory=dict)
+    scaleup_tech: Literal["nvlink", "nvlink-bridge", "pcie", "xgmi", "hccs", "roce", "other"]
+    scaleup_detail: str | None = None
+    scaleup_bw_bidir_gb_s: float = Field(ge=0)
+    scaleup_domain: int = Field(ge=1)
+    nvls: bool
+    pcie_gen: int = Field(ge=3, le=7)
+    pcie_gb_s: float = Field(gt=0)  # host link per direction (x16), from pcie_generations unless given
+    tdp_w: float = Field(gt=0)
+    ecc: bool
+    china_export_restricted: bool | None
+    china_market_sku: bool = False
+    domestic_china: bool = False
+    market_note: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derive_memory_gib(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("memory_gib") is None and "memory_gb" in data:
+            gb = data["memory_gb"]
+            unit = data.get("memory_label_unit", "gib")
+            if isinstance(gb, int | float) and not isinstance(gb, bool):
+                data = dict(data)
+                if unit == "gb":
+                    data["memory_gib"] = round(gb * GIB_PER_GB, 3)
+                    data["memory_gib_basis"] = "decimal label: memory_gb * 10**9 / 2**30"
+                else:
+                    data["memory_gib"] = float(gb)
+                    data["memory_gib_basis"] = "binary label: the vendor 'GB' is GiB (2**30-byte stacks/chips)"
+        elif isinstance(data, dict) and data.get("memory_gib") is not None and "memory_gib_basis" not in data:
+            data = {**data, "memory_gib_basis": "given"}
+        return data
+
+    @property
+    def scaleup_gb_s_per_dir(self) -> float:
+        """Scale-up bandwidth per GPU, one direction, 10**9 B/s."""
+        return self.scaleup_bw_bidir_gb_s / 2
+
+    def supported_precisions(self) -> list[str]:
+        t = self.tflops_dense
+        return [p for p in TRAINING_PRECISIONS if self._lookup(p, t) is not None]
+
+    @staticmethod
+    def _lookup(precision: str, t: TflopsTable) -> float | None:
+        # FP32 training runs on TF32 tensor cores when the part has them, else matrix FP32, else vector FP32.
+        order = ("tf32", "fp32_matrix", "fp32") if precision == "fp32" else (precision,)
+        for key in order:
+            value = getattr(t, key, None)
+            if value:
+                return float(value)
+        return None
+
+    def peak_tflops(self, precision: str) -> float:
+        """Dense peak TFLOP/s for a training precision ('fp32' uses TF32 tensor cores when available)."""
+        p = str(precision).lower()
+        if p not in TRAINING_PRECISIONS:
+            raise SpecError(
+                "precision",
+                "unknown precision",
+                value=precision,
+                allowed=TRAINING_PRECISIONS,
+                suggestion=did_you_mean(p, TRAINING_PRECISIONS),
+            )
+        value = self._lookup(p, self.tflops_dense)
+        if value is None:
+            raise SpecError(
+                "precision",
+                f"{self.id} has no published dense {p} throughput",
+                value=precision,
+                allowed=self.supported_precisions(),
+            )
+        return value
+
+
+# ------------------------------------------------------------------------------------------------ servers
+class NicSpec(_Frozen):
+    count: int = Field(ge=0)
+    gbps: float = Field(gt=0)  # per port line rate, 10**9 bit/s
+    model: str | None = None
+
+
+class Server(Record):
+    """A node (or, for NVL72, a rack) with its accelerators."""
+
+    name: str
+    accelerator: str
+    gpus: int = Field(ge=1)
+    cpu_model: str
+    cpu_cores: int | None = Field(default=None, ge=1)
+    ram_gib: float | None = Field(default=None, gt=0)
+    nvme_tb: float | None = Field(default=None, gt=0)
+    nics: NicSpec
+    storage_nics: NicSpec | None = None
+    power_max_w: float = Field(gt=0)
+    rack_units: float = Field(gt=0)
+    cooling: str
+    launch_year: int | None = None
+    scaleup: str | None = None
+
+
+# ------------------------------------------------------------------------------------------------ network
+class Network(Record):
+    """A selectable scale-out network."""
+
+    name: str
+    kind: Literal["ib", "roce", "efa", "ethernet"]
+    generation: str | None = None
+    gbps_per_nic: float = Field(gt=0)
+    nics_per_node_default: int = Field(ge=1)
+    efficiency: float | None = Field(default=None, gt=0, le=1)  # measured payload / line rate
+    efficiency_planning: float = Field(gt=0, le=1)
+    efficiency_basis: str
+    measured_payload_gb_s_per_nic: float | None = Field(default=None, gt=0)
+    latency_us: float | None = Field(default=None, gt=0)
+    nic: str
+    switch: str | None = None
+
+    @property
+    def line_gb_s_per_nic(self) -> float:
+        """Line rate in 10**9 B/s per NIC and direction (gbps / 8)."""
+        return self.gbps_per_nic / 8
+
+    @property
+    def payload_gb_s_per_nic(self) -> float:
+        """Expected payload per NIC and direction: line rate x efficiency_planning."""
+        return self.line_gb_s_per_nic * self.efficiency_planning
+
+
+class Switch(Record):
+    name: str
+    kind: Literal["ib", "ethernet", "nvlink"]
+    generation: str | None = None
+    radix_by_gbps: dict[int, int]
+    switching_tbps_as_marketed: float | None = None
+    rack_units: float | None = None
+    sharp: str | None = None
+    cooling: str | None = None
+    role: str | None = None
+    status: str | None = None
+
+    def radix(self, gbps: float) -> int:
+        """Ports at a port speed (10**9 bit/s)."""
+        key = int(gbps)
+        if key not in self.radix_by_gbps:
+            raise SpecError(
+                f"switch {self.id}", "no ports at this speed", value=gbps, allowed=sorted(self.radix_by_gbps)
+            )
+        return self.radix_by_gbps[key]
+
+
+# ------------------------------------------------------------------------------------------------ storage
+class PcieGeneration(Record):
+    gen: int = Field(ge=1)
+    x16_gb_s_per_dir: float = Field(gt=0)
+    x4_gb_s_per_dir: float = Field(gt=0)
+
+
+class StorageTier(Record):
+    name: str
+    kind: Literal["node_local", "nfs", "parallel_fs", "object"]
+    read_gb_s_per_node: Range | None = None
+    write_gb_s_per_node: Range | None = None
+    read_gb_s_per_su: Range | None = None
+    write_gb_s_per_su: Range | None = None
+    write_gb_s_aggregate: float | None = Field(default=None, gt=0)
+    capacity_tb_per_node: float | None = Field(default=None, gt=0)
+
+
+# -------------------------------------------------------------------------------------- prices / figures
+class _Span(Record):
+    low: float = Field(ge=0)
+    high: float = Field(ge=0)
+    typical: float | None = Field(default=None, ge=0)
+    period: str | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> _Span:
+        if self.low > self.high:
+            raise ValueError(f"low ({self.low}) is above high ({self.high})")
+        if self.typical is not None and not self.low <= self.typical <= self.high:
+            raise ValueError(f"typical ({self.typical}) is outside low..high ({self.low}..{self.high})")
+        return self
+
+    @property
+    def mid(self) -> float:
+        """The source's typical value when it gives one, else the arithmetic mean of low and high."""
+        return self.typical if self.typical is not None else (self.low + self.high) / 2
+
+
+class PriceRange(_Span):
+    """The planning price range for one subject (accelerator, server or switch)."""
+
+    subject: str
+    kind: Literal["purchase", "rent"]
+    currency: Literal["USD", "CNY"]
+    unit: Literal["per_gpu", "per_server", "per_rack", "per_switch", "per_gpu_hour"]
+    basis: tuple[str, ...] = ()
+
+    @field_validator("currency", mode="before")
+    @classmethod
+    def _upper(cls, v: Any) -> Any:
+        return v.upper() if isinstance(v, str) else v
+
+    @property
+    def source(self) -> str:
+        """Source ids, comma separated (the registry has titles, urls and dates)."""
+        return ", ".join(self.sources)
+
+
+class PricePoint(_Span):
+    """One dated price observation (traceability for PriceRange.basis)."""
+
+    item: str
+    provider: str | None = None
+    subject: str | None = None
+    currency: Literal["USD", "CNY"]
+    unit: str
+
+
+class Figure(_Span):
+    """A facility or reliability planning figure."""
+
+    metric: str
+    unit: str
+    region: str | None = None
+
+
+class ReliabilityDataset(Record):
+    system: str
+    accelerator: str | None = None
+    gpus: int | None = Field(default=None, ge=1)
+    nodes: int | None = Field(default=None, ge=1)
+    days: float | None = Field(default=None, gt=0)
+    interruptions_total: int | None = None
+    planned: int | None = None
+    unplanned: int | None = None
+    failures_per_1000_node_days: float | None = None
+    job_mtbf_hours: float | None = None
+    per_gpu_mtbf_hours: float | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class Formula(Record):
+    """A sizing formula as text with its origin (the estimate/search layers implement it)."""
+
+    formula: str
+
+
+ReliabilityFormula = Formula
+
+
+class CollectiveMeasurement(Record):
+    """A measured NCCL collective bandwidth (busbw, 10**9 B/s)."""
+
+    system: str
+    accelerator: str | None = None
+    network: str | None = None
+    gpus: int = Field(ge=1)
+    nodes: int = Field(ge=1)
+    op: str
+    algo: str | None = None
+    busbw_gb_s: Range
+    algbw_gb_s: float | None = Field(default=None, gt=0)
+    payload: str | None = None

@@ -1,0 +1,314 @@
+"""Activation memory: the tensors autograd saves for backward, tensor by tensor, per decoder layer.
+
+Each layer kind (dense / MoE; GQA / MLA) is described as a list of named saved tensors with a width in
+elements per token and a dtype; the total is split by how parallelism divides it (see `LayerItems`).
+A tensor is counted once per storage (a view shares its base's storage). PyTorch saves an operand only when
+the gradient that needs it is required, so a frozen (LoRA) base does not keep the inputs of its un-adapted
+linears, but keeps everything non-linear ops need to pass gradients to earlier adapters.
+
+Origins (one line each):
+- Per-layer bytes s*b*h*(34 + 5*a*s/h), with TP (10 + 24/t), SP (34/t), selective recompute (drops
+  5as^2b/t), full recompute (2sbh): Korthikanti et al. 2022 (arXiv:2205.05198) Sec. 4, Table 2, Eqs. 1-6.
+- 1F1B keeps p micro-batches in flight on the first stage; interleaving multiplies by (1 + (p-1)/(p*v)):
+  Korthikanti et al. 2022 Sec. 4.2.3; in-flight counts from Megatron-LM `schedules.py`
+  (num_warmup_microbatches = (p - r - 1) * 2 + (v - 1) * p for the interleaved schedule).
+- FlashAttention saves q, k, v, the output and the fp32 log-sum-exp, no s^2 tensor: Dao 2023
+  (FlashAttention-2, arXiv:2307.08691) Sec. 3.1 (backward recomputes P).
+- Eager attention (transformers `eager_attention_forward`): softmax in fp32 saved, its 16-bit copy saved by
+  P @ V, K/V expanded to all heads by `repeat_kv`.
+- RMSNorm eager (transformers `LlamaRMSNorm`): fp32 upcast + rsqrt saved, 16-bit normalised saved by the
+  weight multiply; fused norms (Transformer Engine / Apex) save the input and fp32 rstd.
+- SwiGLU: transformers `LlamaMLP` saves gate, act(gate), up, act*up; Megatron `fused_bias_swiglu` saves the
+  fc1 output (2f) and the fc2 input (f).
+- MoE dispatch (tokens x top-k routed slots, fp32 router probabilities, int64 indices): transformers
+  `Qwen2MoeSparseMoeBlock`; Megatron-Core `MoEAlltoAllTokenDispatcher`.
+- MLA (compressed q / kv with their own norms): DeepSeek-V2 paper (arXiv:2405.04434) Sec. 2.1.2 and
+  transformers `DeepseekV3Attention`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trainsizer.estimate.inputs import Training
+from trainsizer.estimate.model_states import act_bytes, lora_targets, trainable
+from trainsizer.models.arch import ModelArch
+
+ATTENTION_IMPLS = ("flash", "sdpa", "eager")
+
+
+@dataclass(frozen=True)
+class LayerItems:
+    """Saved bytes per token of one layer and one micro-batch, split by what divides them.
+
+    sp: per-token tensors not split by TP (divided by TP only under sequence parallelism).
+    tp: split by TP (head- and ffn-wide tensors).
+    s2: per token per key (eager attention scores), split by TP.
+    routed: per routed token-slot (tokens x top-k), split by expert TP (= TP).
+    detail: the named items (bytes per token; routed items per slot, s2 items per key).
+    """
+
+    sp: float
+    tp: float
+    s2: float
+    routed: float
+    detail: dict[str, float] = field(default_factory=dict)
+
+
+def attention_impl(training: Training, override: str | None = None) -> str:
+    """Attention kernel: `flash` (FlashAttention-2 / cuDNN / TE) when training.flash_attention, else `eager`."""
+    if override:
+        return override
+    return "flash" if training.flash_attention else "eager"
+
+
+def _norm(width: int, a: int, weight_trainable: bool, kind: str, style: str) -> float:
+    """Saved bytes per token of one norm (excluding the following linear's input)."""
+    if style == "fused":  # TE / Apex fused norm: input + fp32 rstd (+ mean for LayerNorm)
+        return a * width + (8 if kind == "layernorm" else 4)
+    if kind == "layernorm":  # torch native_layer_norm saves input, mean, rstd
+        return a * width + 8
+    # transformers LlamaRMSNorm (eager): fp32 copy (pow / mul) + rsqrt, and 16-bit normalised (weight mul)
+    return 4 * width + 4 + (a * width if weight_trainable else 0)
+
+
+def layer_items(
+    model: ModelArch,
+    training: Training,
+    *,
+    moe: bool,
+    profile: str,
+    recompute: str,
+    impl: str,
+    dropout: bool = False,
+    style: dict | None = None,
+) -> LayerItems:
+    """Saved-for-backward bytes per token of one decoder layer (one micro-batch).
+
+    `profile`: hf (transformers eager modules) or megatron (Megatron-Core + Transformer Engine);
+    `recompute`: none / selective (attention core recomputed) / full (only the layer input is kept);
+    `impl`: flash / sdpa / eager attention kernel.
+    """
+    from trainsizer.estimate.model_states import load_memory_constants
+
+    a = act_bytes(training.precision)
+    h, nh = model.hidden, model.heads
+    prof = style or load_memory_constants()["framework_profiles"][profile]
+    norm_style = prof["norm"]
+    d: dict[str, float] = {}
+    sp = tp = s2 = routed = 0.0
+    if recompute == "full":
+        d["layer_input_checkpoint"] = a * h
+        return LayerItems(sp=a * h, tp=0.0, s2=0.0, routed=0.0, detail=d)
+
+    def W(m: str) -> bool:
+        return trainable(m, training)
+
+    norm_w = training.trains_base_weights
+    lora_r = training.lora_rank if lora_targets(training) else 0
+
+    def lora_out(*mods: str) -> float:
+        """lora_B saves lora_A's output (r wide) for each adapted linear."""
+        t = lora_targets(training)
+        n = 0
+        for m in mods:
+            if m in t or (m in ("q_proj", "k_proj", "v_proj") and "qkv_proj" in t):
+                n += 1
+        if "qkv_proj" in t and any(m in ("q_proj", "k_proj", "v_proj") for m in mods):
+            n = n - sum(m in ("q_proj", "k_proj", "v_proj") for m in mods) + 1
+        return float(a * lora_r * n)
+
+    # ---- attention block
+    d["attn_norm"] = _norm(h, a, norm_w, model.norm, norm_style)
+    sp += d["attn_norm"]
+    if model.attention == "mla":
+        if W("q_proj") or W("k_proj"):
+            d["attn_input"] = a * h
+        rq, rkv = model.q_lora_rank, model.kv_lora_rank
+        if rq:
+            d["q_a_norm"] = _norm(rq, a, norm_w, "rmsnorm", norm_style)
+            if W("q_proj"):
+                d["q_b_input"] = a * rq
+        d["kv_a_norm"] = _norm(rkv, a, norm_w, "rmsnorm", norm_style)
+        if W("v_proj"):
+            d["kv_b_input"] = a * rkv
+        sp += d.get("attn_input", 0.0)
+        tp += d.get("q_a_norm", 0.0) + d.get("q_b_input", 0.0) + d["kv_a_norm"] + d.get("kv_b_input", 0.0)
+        full_k = model.kv_dim
+    else:
+        if W("q_proj") or W("k_proj") or W("v_proj"):
+            d["attn_input"] = a * h
+            sp += a * h
+        full_k = nh * model.head_dim
+    lo = lora_out("q_proj", "k_proj", "v_proj")
+    if lo:
+        d["lora_qkv_a_out"] = lo
+        sp += lo
+    core_eager = impl == "eager" and recompute == "none"
+    d["q"] = a * model.q_dim
+    if core_eager and model.attention != "mla":
+        # repeat_kv expands K and V to every query head before the score matmul
+        d["k"] = a * full_k
+        d["v"] = a * nh * model.head_dim
+    else:
+        d["k"] = a * model.kv_dim
+        d["v"] = a * model.v_dim
+    tp += d["q"] + d["k"] + d["v"]
+    if core_eager:
+        if profile == "hf":
+            # fp32 softmax output + its 16-bit copy (same storage when training in fp32)
+            d["scores_per_key"] = (4 + (a if a != 4 else 0)) * nh
+        else:  # Megatron fused scale-mask-softmax saves its 16-bit output
+            d["scores_per_key"] = a * nh
+        if dropout:
+            d["attn_dropout_per_key"] = (1 + a) * nh
+        s2 += d["scores_per_key"] + d.get("attn_dropout_per_key", 0.0)
+        if W("o_proj"):
+            d["o_proj_input"] = a * model.attn_out_dim
+    else:
+        d["attn_out"] = a * model.attn_out_dim
+        if impl == "flash" and recompute == "none":
+            d["softmax_lse"] = 4 * nh
+        if impl == "sdpa" or (impl == "eager" and recompute == "selective"):
+            # torch SDPA returns (b, h, s, d): the reshape for o_proj copies it
+            if W("o_proj"):
+                d["o_proj_input"] = a * model.attn_out_dim
+        elif prof.get("attention_out_copy") and W("o_proj"):
+            d["o_proj_input"] = a * model.attn_out_dim
+    if impl == "sdpa" and recompute == "none":
+        d["softmax_lse"] = 4 * nh
+    tp += d.get("attn_out", 0.0) + d.get("softmax_lse", 0.0) + d.get("o_proj_input", 0.0)
+    lo = lora_out("o_proj")
+    if lo:
+        d["lora_o_a_out"] = lo
+        sp += lo
+    if dropout:
+        d["attn_residual_dropout_mask"] = 1 * h
+        d["mlp_residual_dropout_mask"] = 1 * h
+        sp += 2 * h
+
+    # ---- MLP block
+    d["mlp_norm"] = _norm(h, a, norm_w, model.norm, norm_style)
+    sp += d["mlp_norm"]
+
+    def mlp(f: int, prefix: str) -> float:
+        """Saved bytes of one MLP of inner size f (input excluded)."""
+        if model.mlp == "swiglu":
+            if profile == "megatron":
+                d[f"{prefix}fc1_out"] = 2 * a * f
+                d[f"{prefix}fc2_input"] = a * f
+            else:
+                d[f"{prefix}gate_out"] = a * f
+                d[f"{prefix}act_out"] = a * f
+                d[f"{prefix}up_out"] = a * f
+                if W("down_proj"):
+                    d[f"{prefix}down_input"] = a * f
+        else:
+            d[f"{prefix}fc1_out"] = a * f
+            if W("down_proj") or profile == "megatron":
+                d[f"{prefix}fc2_input"] = a * f
+        total = sum(v for k, v in d.items() if k.startswith(prefix) and "lora" not in k)
+        lo_in = lora_out("gate_proj", "up_proj") if model.mlp == "swiglu" else lora_out("up_proj")
+        lo_out = lora_out("down_proj")
+        if lo_in + lo_out:
+            d[f"{prefix}lora_a_out"] = lo_in + lo_out
+            total += lo_in + lo_out
+        return total
+
+    if not moe:
+        if W("gate_proj") or W("up_proj"):
+            d["mlp_input"] = a * h
+            sp += a * h
+        tp += mlp(model.ffn, "mlp_")
+        return LayerItems(sp=sp, tp=tp, s2=s2, routed=0.0, detail=d)
+
+    # MoE layer: router (replicated over TP), routed token-slots, shared experts.
+    E, k = model.experts, model.experts_per_token
+    if training.trains_base_weights or W("gate_proj") or W("up_proj"):
+        d["mlp_input"] = a * h
+        sp += a * h
+    d["router_probs_fp32"] = 4 * E
+    d["router_topk_indices"] = 8 * k
+    sp += d["router_probs_fp32"] + d["router_topk_indices"]
+    per_slot: dict[str, float] = {}
+    if W("gate_proj") or W("up_proj"):
+        per_slot["expert_input"] = a * h
+    before = dict(d)
+    mlp(model.expert_ffn, "expert_")
+    for key in list(d):
+        if key not in before:
+            per_slot[key] = d.pop(key)
+    per_slot["expert_output"] = a * h
+    per_slot["routing_weight"] = a
+    # int64 token indices kept by the gather / index_add_ (hf: token and slot index; megatron: one map)
+    per_slot["dispatch_indices"] = 16 if profile == "hf" else 8
+    routed = sum(per_slot.values())
+    for key, v in per_slot.items():
+        d[f"routed_{key}_per_slot"] = v
+    if model.shared_expert_ffn:
+        tp += mlp(model.shared_expert_ffn, "shared_")
+        if model.shared_expert_gate:
+            d["shared_gate_sigmoid"] = a
+            d["shared_output"] = a * h
+            sp += a + a * h
+    return LayerItems(sp=sp, tp=tp, s2=s2, routed=routed, detail=d)
+
+
+@dataclass(frozen=True)
+class HeadItems:
+    """Last-stage (final norm, LM head, loss) and first-stage (token ids, RoPE tables) saved bytes/token."""
+
+    final_sp: float  # final norm + LM head input (SP-split)
+    logits_saved_per_vocab: float  # x vocab / TP
+    logits_extra_per_vocab: float  # live on top of the saved logits while the loss backward runs
+    labels: float
+    first_sp: float  # token ids kept by a trainable embedding
+    rope_per_token: float  # cos/sin tables, one copy shared by all layers of a micro-batch
+
+
+def head_items(model: ModelArch, training: Training, profile: str) -> HeadItems:
+    from trainsizer.estimate.model_states import load_memory_constants
+
+    c = load_memory_constants()
+    a = act_bytes(training.precision)
+    prof = c["framework_profiles"][profile]
+    h = model.hidden
+    final = _norm(h, a, training.trains_base_weights, model.norm, prof["norm"])
+    if training.trains_base_weights or "lm_head" in lora_targets(training):
+        final += a * h
+    lg = c["logits"]
+    rope_dim = model.qk_rope_head_dim if model.attention == "mla" else model.head_dim
+    return HeadItems(
+        final_sp=float(final),
+        logits_saved_per_vocab=float(lg[f"{profile}_saved_bytes_per_element"]),
+        logits_extra_per_vocab=float(lg[f"{profile}_backward_extra_bytes_per_element"]),
+        labels=8.0,
+        first_sp=8.0 if (training.trains_base_weights or "embed_tokens" in lora_targets(training)) else 0.0,
+        rope_per_token=float(2 * a * rope_dim) if model.position == "rope" else 0.0,
+    )
+
+
+def first_layer_norm_discount(model: ModelArch, training: Training, profile: str) -> float:
+    """Bytes/token the first layer's norm does not save when its input needs no gradient (LoRA with a frozen
+    embedding and no gradient checkpointing: HF enables input gradients only for checkpointing)."""
+    if training.trains_base_weights or "embed_tokens" in lora_targets(training) or profile != "hf":
+        return 0.0
+    from trainsizer.estimate.model_states import load_memory_constants
+
+    style = load_memory_constants()["framework_profiles"][profile]["norm"]
+    return _norm(model.hidden, act_bytes(training.precision), False, model.norm, style)
+
+
+def in_flight_layer_microbatches(p, v, n_micro, rank):
+    """Layer-microbatches of activations held by pipeline rank `rank` at its peak, in units of (L/p layers x
+    one micro-batch). 1F1B: min(m, p - r); interleaved with v chunks: min(m*v, 2(p - r - 1) + (v - 1)p + 1)
+    chunks of L/(p*v) layers (Megatron-LM schedules.py)."""
+    import numpy as np
+
+    p = np.asarray(p, dtype=float)
+    v = np.asarray(v, dtype=float)
+    n_micro = np.asarray(n_micro, dtype=float)
+    plain = np.minimum(n_micro, p - rank)
+    chunks = np.minimum(n_micro * v, 2 * (p - rank - 1) + (v - 1) * p + 1)
+    inter = chunks / v
+    return np.where(v > 1, inter, plain)

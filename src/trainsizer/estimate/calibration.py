@@ -1,0 +1,164 @@
+"""Efficiency constants of the performance model, and a user's measured figures that replace them.
+
+`PerfConstants` is loaded from `estimate/data/perf_constants.yaml` (every constant there names its source and
+the data it was tuned on). `Calibration` is what a user passes: measured GEMM TFLOP/s, nccl-tests bus
+bandwidth inside and between nodes, HBM and storage bandwidth. A measured figure replaces the modelled
+one exactly; it is not blended.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from trainsizer.errors import SpecError
+
+
+@dataclass(frozen=True)
+class PerfConstants:
+    gemm_efficiency_max: dict[str, float]
+    fp8_efficiency_ratio: float
+    fp32_efficiency_ratio: float
+    kernel_fixed_s: float
+    host_s_per_layer_pass: float
+    flash_efficiency: dict[str, float]
+    flash_bwd_over_fwd: float
+    hbm_efficiency: float
+    intra_busbw_fraction: float
+    nvls_allreduce_gain: float
+    inter_busbw_fraction: float
+    tp_overlap_fraction: float
+    optimizer_bytes_per_param: dict[str, float]
+    p2p_exposed_fraction: float
+    data_loading_exposed_s: float
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def gemm_efficiency(self, accelerator: str) -> float:
+        """Large-GEMM fraction of dense peak for a catalog accelerator id (longest family prefix wins)."""
+        return _by_family(self.gemm_efficiency_max, accelerator)
+
+    def flash_fraction(self, accelerator: str) -> float:
+        """FlashAttention forward fraction of the 16-bit dense peak for an accelerator family."""
+        return _by_family(self.flash_efficiency, accelerator)
+
+
+def _by_family(table: dict[str, float], accelerator: str) -> float:
+    acc = accelerator.lower()
+    best, best_len = table["default"], 0
+    for key, value in table.items():
+        if key != "default" and acc.startswith(key) and len(key) > best_len:
+            best, best_len = value, len(key)
+    return float(best)
+
+
+@lru_cache(maxsize=1)
+def load_constants() -> PerfConstants:
+    """The shipped constants (cached)."""
+    text = resources.files("trainsizer.estimate").joinpath("data/perf_constants.yaml").read_text()
+    d = yaml.safe_load(text)
+    g, a, m, c = d["gemm"], d["attention"], d["memory"], d["comm"]
+    return PerfConstants(
+        gemm_efficiency_max={str(k): float(v) for k, v in g["efficiency_max"].items()},
+        fp8_efficiency_ratio=float(g["fp8_efficiency_ratio"]),
+        fp32_efficiency_ratio=float(g["fp32_efficiency_ratio"]),
+        kernel_fixed_s=float(g["kernel_fixed_s"]),
+        host_s_per_layer_pass=float(g["host_s_per_layer_pass"]),
+        flash_efficiency={str(k): float(v) for k, v in a["flash_efficiency"].items()},
+        flash_bwd_over_fwd=float(a["flash_bwd_over_fwd"]),
+        hbm_efficiency=float(m["hbm_efficiency"]),
+        intra_busbw_fraction=float(c["intra_busbw_fraction"]),
+        nvls_allreduce_gain=float(c["nvls_allreduce_gain"]),
+        inter_busbw_fraction=float(c["inter_busbw_fraction"]),
+        tp_overlap_fraction=float(c["tp_overlap_fraction"]),
+        optimizer_bytes_per_param={str(k): float(v) for k, v in d["optimizer"]["bytes_per_param"].items()},
+        p2p_exposed_fraction=float(d["pipeline"]["p2p_exposed_fraction"]),
+        data_loading_exposed_s=float(d["data_loading"]["exposed_s"]),
+        raw=d,
+    )
+
+
+class Calibration(BaseModel):
+    """Measured figures that replace modelled ones (all optional; None = use the model).
+
+    - `gemm_tflops`: sustained TFLOP/s of a large GEMM in the training precision (e.g. from a cuBLAS
+      benchmark); replaces peak x efficiency_max.
+    - `busbw_intra_gb_s` / `busbw_inter_gb_s`: nccl-tests all-reduce bus bandwidth inside one scale-up domain
+      and across nodes (GB/s, per GPU, `busbw` column).
+    - `hbm_gb_s`: achieved device-memory bandwidth (e.g. STREAM copy), GB/s.
+    - `storage_gb_s`: aggregate checkpoint write bandwidth of the job, GB/s.
+    - `flash_tflops`: sustained FlashAttention forward TFLOP/s.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    gemm_tflops: float | None = Field(default=None, gt=0)
+    flash_tflops: float | None = Field(default=None, gt=0)
+    busbw_intra_gb_s: float | None = Field(default=None, gt=0)
+    busbw_inter_gb_s: float | None = Field(default=None, gt=0)
+    hbm_gb_s: float | None = Field(default=None, gt=0)
+    storage_gb_s: float | None = Field(default=None, gt=0)
+    source: str = ""  # where the measurements come from (free text)
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Effective rates the formulas use, after constants and calibration are applied."""
+
+    gemm_flops: float  # FLOP/s of a large GEMM in the training precision
+    gemm_peak_flops: float  # dense peak FLOP/s of that precision (MFU denominator)
+    flash_flops: float  # FLOP/s of a FlashAttention forward (16-bit)
+    hbm_bytes_s: float  # achieved HBM bytes/s for streaming kernels
+    intra_busbw: float  # bytes/s, ring busbw inside the scale-up domain
+    inter_nic: float  # bytes/s per GPU of achieved network bandwidth
+    kernel_fixed_s: float
+    act_bytes: float  # bytes per activation element (2 for 16-bit, 4 for fp32)
+
+
+def rates(system: Any, precision: str, constants: PerfConstants | None = None,
+          calibration: Calibration | None = None) -> Rates:
+    """Effective rates for `system` (a `trainsizer.estimate.inputs.System`) in `precision`."""
+    k = constants or load_constants()
+    cal = calibration or Calibration()
+    peak = system.peak(precision) * 1e12
+    eff = k.gemm_efficiency(system.accelerator)
+    if precision == "fp8":
+        eff *= k.fp8_efficiency_ratio
+    elif precision == "fp32":
+        eff *= k.fp32_efficiency_ratio
+    gemm = cal.gemm_tflops * 1e12 if cal.gemm_tflops else peak * eff
+    # Attention stays in 16-bit under FP8 training (Transformer Engine); flash efficiency rides on the bf16 GEMM.
+    attn_precision = "bf16" if precision == "fp8" else precision
+    if attn_precision == "bf16" and not system.peak_tflops.get("bf16"):
+        attn_precision = precision
+    attn_peak = system.peak(attn_precision) * 1e12
+    attn_eff = k.flash_fraction(system.accelerator) * (k.fp32_efficiency_ratio if precision == "fp32" else 1.0)
+    flash = cal.flash_tflops * 1e12 if cal.flash_tflops else attn_peak * attn_eff
+    if system.hbm_gb_s <= 0:
+        raise SpecError("system.hbm_gb_s", "must be positive", value=system.hbm_gb_s)
+    hbm = cal.hbm_gb_s * 1e9 if cal.hbm_gb_s else system.hbm_gb_s * 1e9 * k.hbm_efficiency
+    intra = (
+        cal.busbw_intra_gb_s * 1e9
+        if cal.busbw_intra_gb_s
+        else system.intra_node_gb_s * 1e9 * k.intra_busbw_fraction
+    )
+    inter_line = system.inter_node_gb_s * 1e9
+    if cal.busbw_inter_gb_s:
+        # busbw across nodes ~= NICs per node x per-NIC rate; per GPU rate = busbw / GPUs per node
+        inter = cal.busbw_inter_gb_s * 1e9 / max(1, system.gpus_per_node)
+    else:
+        inter = inter_line * k.inter_busbw_fraction
+    return Rates(
+        gemm_flops=gemm,
+        gemm_peak_flops=peak,
+        flash_flops=flash,
+        hbm_bytes_s=hbm,
+        intra_busbw=max(intra, 1.0),
+        inter_nic=max(inter, 1.0),
+        kernel_fixed_s=k.kernel_fixed_s,
+        act_bytes=4.0 if precision == "fp32" else 2.0,
+    )

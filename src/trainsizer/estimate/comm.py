@@ -1,0 +1,90 @@
+"""Collective and point-to-point communication times (alpha-beta model on the real topology, vectorised).
+
+- A process group of `n` ranks has `k` ranks inside one scale-up domain (NVLink/NVSwitch island, or the PCIe
+  node when there is no NVLink) and spans n/k domains. Group placement follows Megatron-Core's rank order
+  tp -> cp -> ep/dp -> pp (innermost first).
+- Ring collectives (NCCL): all-reduce t = 2(n-1)/n * S / busbw + 2(n-1) alpha; reduce-scatter / all-gather
+  t = (n-1)/n * S / busbw + (n-1) alpha (Thakur, Rabenseifner & Gropp 2005; nccl-tests PERFORMANCE.md).
+  NCCL's tree all-reduce replaces the latency term by 2 log2(n) alpha (NCCL 2.4 double binary trees); the
+  faster of the two is used.
+- Multi-domain rings run one channel per NIC, so busbw = min(intra-domain busbw, k x per-GPU NIC rate);
+  measured: 2x DGX A100 (8x HDR) 192 GB/s, 8x NDR400 ~370-385 GB/s (network.yaml).
+- NVLS (NVLink SHARP) all-reduce inside one domain: busbw x nvls gain (nccl#1455: 365 -> 480 GB/s on 8 H100).
+- All-to-all: each rank sends (n-1)/n of its buffer; the off-domain share goes through its NIC.
+- Point-to-point: S / link + alpha.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainsizer.estimate.calibration import Rates
+
+
+def domain_size(system) -> int:
+    """GPUs that share the fast scale-up fabric (NVL72: 72; DGX: 8; PCIe box: GPUs per node)."""
+    return int(max(system.scaleup_domain, system.gpus_per_node, 1))
+
+
+def ranks_per_domain(size, stride, domain: int):
+    """Members of a group (size `size`, rank stride `stride`) that share one scale-up domain."""
+    size = np.asarray(size, float)
+    stride = np.asarray(stride, float)
+    return np.clip(np.floor(domain / np.maximum(stride, 1.0)), 1.0, np.maximum(size, 1.0))
+
+
+def _busbw(n, k, rates: Rates):
+    """Ring bus bandwidth (bytes/s) of a group of n ranks with k per domain."""
+    multi = n > k
+    return np.where(multi, np.minimum(np.where(k > 1, rates.intra_busbw, np.inf), k * rates.inter_nic),
+                    rates.intra_busbw)
+
+
+def _alpha(n, k, system):
+    return np.where(n > k, system.inter_node_latency_s, system.intra_node_latency_s)
+
+
+def all_reduce_time(nbytes, n, k, rates: Rates, system, nvls_gain: float = 1.0):
+    """Seconds for an all-reduce of `nbytes` per rank over n ranks (k per domain)."""
+    n = np.asarray(n, float)
+    k = np.asarray(k, float)
+    bw = _busbw(n, k, rates)
+    if system.nvls:
+        bw = np.where(n > k, bw, bw * nvls_gain)
+    a = _alpha(n, k, system)
+    lat = np.minimum(2.0 * (n - 1.0) * a, 2.0 * np.log2(np.maximum(n, 1.0)) * a)
+    t = 2.0 * (n - 1.0) / np.maximum(n, 1.0) * np.asarray(nbytes, float) / bw + lat
+    return np.where(n > 1, t, 0.0)
+
+
+def reduce_scatter_time(nbytes, n, k, rates: Rates, system):
+    """Seconds for a reduce-scatter (or all-gather) whose full buffer is `nbytes`, over n ranks."""
+    n = np.asarray(n, float)
+    k = np.asarray(k, float)
+    bw = _busbw(n, k, rates)
+    t = (n - 1.0) / np.maximum(n, 1.0) * np.asarray(nbytes, float) / bw + (n - 1.0) * _alpha(n, k, system)
+    return np.where(n > 1, t, 0.0)
+
+
+all_gather_time = reduce_scatter_time
+
+
+def all_to_all_time(nbytes, n, k, rates: Rates, system):
+    """Seconds for an all-to-all where each rank holds `nbytes` spread evenly over the n ranks."""
+    n = np.asarray(n, float)
+    k = np.asarray(k, float)
+    s = np.asarray(nbytes, float)
+    t_intra = (k - 1.0) / np.maximum(n, 1.0) * s / rates.intra_busbw
+    t_inter = (n - k) / np.maximum(n, 1.0) * s / rates.inter_nic
+    lat = np.where(n > k, system.inter_node_latency_s, 0.0) + system.intra_node_latency_s
+    t = np.maximum(t_intra, t_inter) + lat
+    return np.where(n > 1, t, 0.0)
+
+
+def p2p_time(nbytes, same_domain, rates: Rates, system):
+    """Seconds for one send/recv of `nbytes` between neighbouring pipeline stages."""
+    s = np.asarray(nbytes, float)
+    same = np.asarray(same_domain, bool)
+    bw = np.where(same, rates.intra_busbw, rates.inter_nic)
+    lat = np.where(same, system.intra_node_latency_s, system.inter_node_latency_s)
+    return s / bw + lat

@@ -1,0 +1,196 @@
+"""Compute time of one decoder layer, one LM head and one optimizer step on one GPU (vectorised).
+
+Model (each line names its origin):
+- GEMM time: soft roofline sqrt(t_flop^2 + t_mem^2) + a fixed per-kernel cost, where t_flop = 2MNK / (peak x
+  efficiency_max) and t_mem = bytes(A, B, C) / achieved HBM bandwidth (Williams et al. 2009 roofline; the
+  quadratic blend models the partial overlap of load and math near the ridge point). Small per-GPU GEMMs
+  after a TP split fall below the ridge point and pay the fixed cost more often, so they run at a lower
+  fraction of peak without a per-shape fit.
+- Backward GEMMs: dgrad + wgrad, each the same shape class as the forward (2x forward), Narayanan 2021 s5.1.
+- FlashAttention: executed FLOPs = causal share of 4 s d per token and head, at a named fraction of the GEMM
+  rate; backward = 2.5x forward FLOPs (Dao 2023, FlashAttention-2 s3).
+- Non-flash attention: QK^T and AV as batched GEMMs, softmax/mask/dropout streaming the s x s scores
+  (Korthikanti 2022 s4.1: 5 a s^2 b bytes of such activations per layer).
+- Element-wise work (norms, residual + dropout, activation, RoPE, cross-entropy, optimizer) at achieved
+  HBM bandwidth; backward streams about twice the forward bytes (reads activation and gradient, writes
+  gradient). With sequence parallelism the norm/dropout work is split over TP ranks (Korthikanti 2022 s4.2.2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from trainsizer.estimate.calibration import Rates
+from trainsizer.estimate.flops import attention_gemm_weights, causal_fraction
+from trainsizer.models.arch import ModelArch
+
+
+def gemm_time(m, n, k, rates: Rates, batch=1.0, fixed: bool = True):
+    """Seconds for `batch` GEMMs of (m x k)(k x n) on one GPU (soft roofline + per-kernel fixed cost)."""
+    m, n, k = np.asarray(m, float), np.asarray(n, float), np.asarray(k, float)
+    t_flop = 2.0 * m * n * k / rates.gemm_flops
+    t_mem = rates.act_bytes * (m * k + k * n + m * n) / rates.hbm_bytes_s
+    t = batch * np.sqrt(t_flop * t_flop + t_mem * t_mem)
+    return t + (rates.kernel_fixed_s if fixed else 0.0)
+
+
+def stream_time(nbytes, rates: Rates, kernels=1.0):
+    """Seconds to stream `nbytes` through HBM in `kernels` memory-bound kernels."""
+    return np.asarray(nbytes, float) / rates.hbm_bytes_s + kernels * rates.kernel_fixed_s
+
+
+@dataclass(frozen=True)
+class ModelShapes:
+    """Per-layer GEMM widths (unsplit) of a model, precomputed once for the vectorised path."""
+
+    hidden: int
+    qkv_out: int  # output width of the fused input projection(s) of attention
+    attn_out_in: int  # input width of the output projection
+    heads: int
+    d_qk: int
+    d_v: int
+    ffn_up: int  # output width of the MLP input GEMM (2 x ffn for SwiGLU: gate + up)
+    ffn: int
+    act_elems_per_inner: float  # element-wise activation traffic per intermediate element (fwd)
+    n_dense: int
+    n_moe: int
+    experts: int
+    topk: int
+    expert_up: int
+    expert_ffn: int
+    shared_up: int
+    shared_ffn: int
+    vocab: int
+    layers: int
+
+    @classmethod
+    def of(cls, model: ModelArch) -> ModelShapes:
+        h = model.hidden
+        swiglu = model.mlp == "swiglu"
+        mult = 2 if swiglu else 1
+        attn_in = attention_gemm_weights(model) - model.attn_out_dim * h
+        if model.attention == "mla":
+            d_qk, d_v = model.qk_nope_head_dim + model.qk_rope_head_dim, model.v_head_dim
+        else:
+            d_qk = d_v = model.head_dim
+        return cls(
+            hidden=h,
+            qkv_out=max(1, attn_in // h),
+            attn_out_in=model.attn_out_dim,
+            heads=model.heads,
+            d_qk=d_qk,
+            d_v=d_v,
+            ffn_up=mult * model.ffn,
+            ffn=model.ffn,
+            act_elems_per_inner=3.0 if swiglu else 2.0,
+            n_dense=model.layers - model.moe_layer_count,
+            n_moe=model.moe_layer_count,
+            experts=model.experts,
+            topk=model.experts_per_token,
+            expert_up=mult * model.expert_ffn,
+            expert_ffn=model.expert_ffn,
+            shared_up=mult * model.shared_expert_ffn,
+            shared_ffn=model.shared_expert_ffn,
+            vocab=model.vocab,
+            layers=model.layers,
+        )
+
+
+@dataclass(frozen=True)
+class LayerTimes:
+    """Seconds per micro-batch on one GPU for one *average* decoder layer (arrays)."""
+
+    fwd: object  # forward
+    bwd: object  # backward incl. recompute
+    head_fwd: object  # LM head + loss forward (last stage only)
+    head_bwd: object
+    attn_fwd: object  # attention-core forward of one layer (what CP ring exchange hides behind)
+
+
+def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micro_batch, sp, recompute,
+                ep, flash: bool, flash_rate: float, flash_bwd_over_fwd: float,
+                trains_base_weights: bool = True) -> LayerTimes:
+    """Compute seconds of one average decoder layer per micro-batch on one GPU.
+
+    `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast.
+    """
+    t = np.asarray(tp, float)
+    c = np.asarray(cp, float)
+    b = np.asarray(micro_batch, float)
+    e = np.maximum(np.asarray(ep, float), 1.0)
+    spf = np.asarray(sp, float)
+    rc = np.asarray(recompute)
+    s = float(seq_len)
+    h = shapes.hidden
+    tok = b * s / c  # tokens entering this GPU's GEMMs (full TP-group sequence shard)
+    bwd_gemm = 2.0 if trains_base_weights else 1.0
+
+    # --- attention projections (both layer kinds)
+    g_attn = gemm_time(tok, shapes.qkv_out / t, h, rates) + gemm_time(tok, h, shapes.attn_out_in / t, rates)
+    # --- attention core
+    heads_l = shapes.heads / t
+    if flash:
+        core_flops = 2.0 * tok * s * heads_l * (shapes.d_qk + shapes.d_v) * causal_fraction(s)
+        a_fwd = core_flops / flash_rate + rates.kernel_fixed_s
+        a_bwd = flash_bwd_over_fwd * a_fwd
+        a_recomp = a_fwd
+    else:
+        bh = b * heads_l
+        sl = s / c
+        a_fwd_g = gemm_time(sl, s, shapes.d_qk, rates, batch=bh) + gemm_time(sl, shapes.d_v, s, rates, batch=bh)
+        scores = bh * sl * s  # elements of the s x s score matrix on this GPU
+        # fwd: scale+mask+softmax (r/w 16-bit) + dropout (r/w + 1-byte mask) ~ 4.5 elements of 2 B
+        a_fwd = a_fwd_g + stream_time(scores * 4.5 * rates.act_bytes, rates, kernels=2)
+        a_bwd = 2.0 * a_fwd_g + stream_time(scores * 5.5 * rates.act_bytes, rates, kernels=2)
+        a_recomp = a_fwd
+    # --- element-wise, sequence-sharded with SP: 2 norms (r+w), 2 bias-dropout-residual (2r+w) + masks
+    seq_share = np.where((spf > 0) & (t > 1), 1.0 / t, 1.0)
+    ew_h = 11.0 * h * tok * seq_share
+    ew_rope = 2.0 * (shapes.qkv_out / t) * tok
+    ew_fwd_common = (ew_h + ew_rope) * rates.act_bytes
+
+    def mlp_time(up, inner, tokens, batch=1.0):
+        g = gemm_time(tokens, up / t, h, rates, batch=batch) + gemm_time(tokens, h, inner / t, rates, batch=batch)
+        act = shapes.act_elems_per_inner * inner / t * tokens * batch * rates.act_bytes
+        return g, act
+
+    g_dense, act_dense = mlp_time(shapes.ffn_up, shapes.ffn, tok)
+    dense_fwd_g = g_attn + g_dense
+    dense_fwd_ew = stream_time(ew_fwd_common + act_dense, rates, kernels=6)
+
+    fwd_sum = shapes.n_dense * (dense_fwd_g + a_fwd + dense_fwd_ew)
+    bwd_sum = shapes.n_dense * (bwd_gemm * dense_fwd_g + a_bwd + 2.0 * dense_fwd_ew)
+    recomp_full_sum = shapes.n_dense * (dense_fwd_g + a_fwd + dense_fwd_ew)
+    if shapes.n_moe:
+        local_exp = np.maximum(shapes.experts / e, 1.0)
+        m_e = tok * shapes.topk / local_exp  # tokens per local expert (balanced routing)
+        g_router = gemm_time(tok, shapes.experts, h, rates)
+        g_exp, act_exp = mlp_time(shapes.expert_up, shapes.expert_ffn, m_e, batch=local_exp)
+        g_sh = act_sh = 0.0
+        if shapes.shared_ffn:
+            g_sh, act_sh = mlp_time(shapes.shared_up, shapes.shared_ffn, tok)
+        # permute/unpermute of routed tokens: read+write h per routed copy, twice
+        perm = 4.0 * h * tok * shapes.topk * rates.act_bytes
+        moe_g = g_attn + g_router + g_exp + g_sh
+        moe_ew = stream_time(ew_fwd_common + act_exp + act_sh + perm, rates, kernels=10)
+        fwd_sum = fwd_sum + shapes.n_moe * (moe_g + a_fwd + moe_ew)
+        bwd_sum = bwd_sum + shapes.n_moe * (bwd_gemm * moe_g + a_bwd + 2.0 * moe_ew)
+        recomp_full_sum = recomp_full_sum + shapes.n_moe * (moe_g + a_fwd + moe_ew)
+    L = shapes.layers
+    fwd = fwd_sum / L
+    recomp = np.where(rc == 2, recomp_full_sum / L, np.where(rc == 1, a_recomp, 0.0))
+    bwd = bwd_sum / L + recomp
+    # --- LM head: GEMM over the vocab shard + vocab-parallel cross-entropy on fp32 logits
+    v_l = shapes.vocab / t
+    head_g = gemm_time(tok, v_l, h, rates)
+    ce_fwd = stream_time(tok * v_l * 6.0, rates, kernels=3)  # read 16-bit logits, write fp32 softmax stats
+    head_fwd = head_g + ce_fwd + stream_time(4.0 * h * tok * seq_share * rates.act_bytes, rates)  # final norm
+    head_bwd = bwd_gemm * head_g + 2.0 * ce_fwd
+    return LayerTimes(fwd=fwd, bwd=bwd, head_fwd=head_fwd, head_bwd=head_bwd, attn_fwd=a_fwd)
+
+
+def optimizer_time(params_local, bytes_per_param: float, rates: Rates):
+    """Fused optimizer step: stream `bytes_per_param` for each locally updated parameter (HBM-bound)."""
+    return stream_time(np.asarray(params_local, float) * bytes_per_param, rates, kernels=4)

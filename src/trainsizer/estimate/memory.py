@@ -1,0 +1,473 @@
+"""Per-GPU memory of a training job: model states + activations + framework overhead, on the worst GPU.
+
+`estimate_memory` evaluates one strategy and explains it (named items, the worst pipeline stage);
+`memory_per_gpu_bytes` evaluates numpy arrays of strategies (the search calls it on ~1e6 at a time). Both run
+the same vectorised code (`_evaluate`), so they agree by construction (and a test checks it).
+
+Model states: see `model_states.py`; activations: see `activations.py`; overheads: named constants in
+`data/memory_constants.yaml` (CUDA context, cuBLAS workspace, NCCL buffers, ZeRO buckets, fragmentation).
+
+Framework profile: the defaults describe real stacks. `hf` = Hugging Face Trainer + DeepSpeed ZeRO / FSDP +
+FlashAttention-2 (16-bit gradients, eager RMSNorm, unfused cross entropy); `megatron` = Megatron-Core +
+Transformer Engine (fp32 main_grad, fused norms/SwiGLU/cross entropy). `auto` takes megatron when the
+strategy uses TP, PP, CP, EP or the distributed optimizer, hf otherwise.
+
+Worst GPU: the first pipeline stage (embedding, most micro-batches in flight) or the last (LM head, final
+norm, logits); middle stages hold fewer in-flight micro-batches and no embedding or head, so they are never
+above both (MoE models with dense leading layers excepted, where stage 1 may hold slightly more weights).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from trainsizer.errors import SpecError
+from trainsizer.estimate.activations import (
+    ATTENTION_IMPLS,
+    LayerItems,
+    attention_impl,
+    first_layer_norm_discount,
+    head_items,
+    in_flight_layer_microbatches,
+    layer_items,
+)
+from trainsizer.estimate.inputs import Strategy, System, Training
+from trainsizer.estimate.model_states import (
+    ParamLayout,
+    StateBytes,
+    check_training,
+    frozen_base_bytes,
+    load_memory_constants,
+    param_layout,
+    state_bytes,
+)
+from trainsizer.models.arch import ModelArch
+
+GIB = 2**30
+PROFILES = ("hf", "megatron")
+FRAMEWORKS = ("auto", *PROFILES)
+
+# Every item the estimator reports, with what it is. Coarse group in brackets.
+ITEM_DOCS: dict[str, tuple[str, str]] = {
+    "weights": ("weights", "trainable parameters in the training dtype (16-bit, or fp32 for fp32 training)"),
+    "base_weights_frozen": ("weights", "frozen base model of LoRA (16-bit) / QLoRA (NF4 GEMM weights; "
+                            "embeddings, head and norms upcast to fp32 by PEFT)"),
+    "quant_constants": ("weights", "QLoRA block-wise quantisation constants (absmax, double-quantised)"),
+    "lora_adapters": ("weights", "LoRA A/B matrices (fp32, PEFT autocast_adapter_dtype)"),
+    "trainable_copies": ("weights", "PEFT modules_to_save copies (trained embedding / LM head) in 16-bit"),
+    "reference_model": ("weights", "DPO frozen reference policy in 16-bit (forward under no_grad)"),
+    "fp8_weight_cache": ("weights", "Transformer Engine FP8 copies of GEMM weights + their transposes"),
+    "gradients": ("gradients", "gradients in the parameter dtype (16-bit under ZeRO/FSDP)"),
+    "grad_accum_buffer": ("gradients", "fp32 gradient accumulation buffer (Megatron main_grad)"),
+    "master_weights": ("optimizer", "fp32 master copy of 16-bit trainable weights"),
+    "optimizer_states": ("optimizer", "optimizer states (AdamW m+v fp32, 8-bit AdamW, SGD momentum, "
+                         "Adafactor factored second moment); QLoRA paged states are counted in host memory"),
+    "grad_fp32_copy": ("optimizer", "fp32 gradient copy owned by the optimizer (Megatron fp16)"),
+    "layer_activations": ("activations", "tensors saved for backward by the stage's layers, all micro-batches "
+                          "in flight (1F1B / interleaved)"),
+    "recompute_working_set": ("activations", "one layer's activations re-created during backward under full "
+                              "recompute"),
+    "embedding_and_rope": ("activations", "token ids kept by a trainable embedding, RoPE cos/sin tables"),
+    "final_norm_and_head_input": ("activations", "final norm and LM-head input saved on the last stage"),
+    "logits": ("activations", "vocabulary logits on the last stage: fp32 softmax/log-softmax saved plus the "
+               "loss-backward temporaries"),
+    "cuda_context": ("other", "CUDA context + kernels + cuBLAS workspace (outside the caching allocator)"),
+    "nccl_buffers": ("other", "NCCL communicator buffers, one communicator per parallel dimension > 1"),
+    "framework_buffers": ("other", "ZeRO-1/2 gradient buckets; ZeRO-3/FSDP gathered layers and their "
+                          "unsharded gradients"),
+    "fragmentation": ("other", "PyTorch caching-allocator fragmentation (fraction of allocated bytes)"),
+}
+GROUPS = ("weights", "gradients", "optimizer", "activations", "other")
+
+
+@dataclass(frozen=True)
+class MemoryOptions:
+    """Modelling choices that are not part of the job description.
+
+    framework: auto | hf | megatron (see module docstring).
+    attention_impl: None (training.flash_attention -> flash, else eager) | flash | sdpa | eager.
+    dropout: count dropout masks (GPT-2 / Megatron GPT with hidden and attention dropout; modern LLMs: off).
+    overheads: add CUDA context, NCCL, framework buffers and fragmentation.
+    """
+
+    framework: str = "auto"
+    attention_impl: str | None = None
+    dropout: bool = False
+    overheads: bool = True
+
+    def __post_init__(self) -> None:
+        if self.framework not in FRAMEWORKS:
+            from trainsizer.errors import unknown_name
+
+            raise unknown_name("options.framework", "framework profile", self.framework, FRAMEWORKS)
+        if self.attention_impl is not None and self.attention_impl not in ATTENTION_IMPLS:
+            from trainsizer.errors import unknown_name
+
+            raise unknown_name("options.attention_impl", "attention kernel", self.attention_impl,
+                               ATTENTION_IMPLS)
+
+
+DEFAULT_OPTIONS = MemoryOptions()
+
+
+@dataclass(frozen=True)
+class _Pre:
+    """Per-(model, training, options) scalars, computed once."""
+
+    layout: ParamLayout
+    states: dict[str, StateBytes]
+    dense: dict[tuple[str, int], LayerItems]  # (profile, recompute code) -> items
+    moe: dict[tuple[str, int], LayerItems]
+    heads: dict[str, Any]
+    discount: dict[str, float]
+    base: tuple[float, float, float]
+    opt_in_param_dtype: float
+
+
+@lru_cache(maxsize=64)
+def _precompute(model: ModelArch, training: Training, options: MemoryOptions) -> _Pre:
+    check_training(training)
+    layout = param_layout(model, training)
+    impl = attention_impl(training, options.attention_impl)
+    dense, moe, heads, states, discount = {}, {}, {}, {}, {}
+    for prof in PROFILES:
+        states[prof] = state_bytes(training, model, prof)
+        heads[prof] = head_items(model, training, prof)
+        discount[prof] = first_layer_norm_discount(model, training, prof)
+        for code, rc in enumerate(("none", "selective", "full")):
+            kw = dict(profile=prof, recompute=rc, impl=impl, dropout=options.dropout)
+            dense[(prof, code)] = layer_items(model, training, moe=False, **kw)
+            moe[(prof, code)] = layer_items(model, training, moe=True, **kw) if model.is_moe else dense[
+                (prof, code)]
+    c = load_memory_constants()
+    per_dtype = c["optimizer_in_param_dtype"]
+    opt_pd = {"adamw": 2 * per_dtype["adamw_states_per_param"], "adamw8bit": 2.0,
+              "sgd": 2 * per_dtype["sgd_states_per_param"], "adafactor": 0.0}[training.optimizer]
+    return _Pre(layout, states, dense, moe, heads, discount, frozen_base_bytes(training), float(opt_pd))
+
+
+def _arr(x: Any) -> np.ndarray:
+    return np.asarray(x, dtype=float)
+
+
+def _strategy_arrays(strategy: Strategy) -> dict[str, np.ndarray]:
+    rec = strategy.recompute_code()
+    off = strategy.offload_code()
+    fields = dict(
+        tp=_arr(strategy.tp), pp=_arr(strategy.pp), vpp=_arr(strategy.vpp), dp=_arr(strategy.dp),
+        cp=_arr(strategy.cp), ep=_arr(strategy.ep), zero=_arr(strategy.zero), sg=_arr(strategy.shard_group),
+        mb=_arr(strategy.micro_batch), rec=_arr(rec), off=_arr(off),
+        sp=np.asarray(strategy.sequence_parallel, dtype=bool).astype(float),
+        dopt=np.asarray(strategy.distributed_optimizer, dtype=bool).astype(float),
+    )
+    keys = list(fields)
+    arrays = np.broadcast_arrays(*[fields[k] for k in keys])
+    return {k: np.ascontiguousarray(a, dtype=float) for k, a in zip(keys, arrays, strict=True)}
+
+
+def _evaluate(
+    model: ModelArch, training: Training, system: System, strategy: Strategy, options: MemoryOptions,
+    detail: bool,
+) -> dict[str, Any]:
+    """Bytes per GPU on the first and the last pipeline stage for every strategy (numpy, no Python loops
+    over strategies). Returns totals, the worst stage, and (detail=True) every item per stage."""
+    pre = _precompute(model, training, options)
+    c = load_memory_constants()
+    s = _strategy_arrays(strategy)
+    t, p, v, d, cp, ep = s["tp"], s["pp"], s["vpp"], s["dp"], s["cp"], s["ep"]
+    z, sg, mb, rec, off = s["zero"], s["sg"], s["mb"], s["rec"], s["off"]
+    L = model.layers
+    lay = pre.layout
+
+    # ---- framework profile per strategy
+    if options.framework == "auto":
+        mega = (t > 1) | (p > 1) | (cp > 1) | (ep > 1) | (s["dopt"] > 0)
+    else:
+        mega = np.full(t.shape, options.framework == "megatron")
+
+    # ---- shard groups (ZeRO / FSDP; hybrid shard when shard_group > 0); experts: DP / EP
+    dpc = d * cp
+    shard_d = np.where(sg > 0, np.minimum(sg, dpc), dpc)
+    edp = np.maximum(1.0, dpc / ep)
+    shard_e = np.where(sg > 0, np.minimum(sg, edp), edp)
+
+    # ---- layers per stage (Megatron even split; interleaved: stage average)
+    pi = np.maximum(p, 1).astype(np.int64)
+    base = L // pi
+    rem = L - base * pi
+    n_first = base + (rem > 0)
+    n_last = np.where(pi > 1, base, L)
+    stage_defs = {
+        "first": (np.zeros_like(pi), n_first.astype(np.int64), n_first, 0.0),
+        "last": ((L - n_last).astype(np.int64), np.full(pi.shape, L, dtype=np.int64), n_last, p - 1),
+    }
+
+    def ssum(cum: np.ndarray, start, stop, n) -> np.ndarray:
+        exact = cum[stop] - cum[start]
+        return np.where(v > 1, cum[L] * n / L, exact)
+
+    # ---- tokens and micro-batches
+    pairs = 2.0 if training.method == "dpo" else 1.0  # DPO: chosen + rejected per sample
+    seq = float(training.seq_len)
+    tokens = mb * seq / cp * pairs  # tokens per micro-batch per GPU (before TP/SP)
+    n_micro = np.maximum(1.0, training.global_batch_seqs / np.maximum(mb * d, 1))
+    sp_div = np.where((t > 1) & (s["sp"] > 0), t, 1.0)
+    k = float(model.experts_per_token or 0)
+
+    def per_layer(items: LayerItems) -> np.ndarray:
+        return tokens * (items.sp / sp_div + items.tp / t + items.routed * k / t + items.s2 * seq / t)
+
+    def pick(table: dict, code: np.ndarray) -> np.ndarray:
+        out = np.zeros(t.shape)
+        for prof in PROFILES:
+            pm = mega if prof == "megatron" else ~mega
+            for rc in range(3):
+                sel = pm & (code == rc)
+                if sel.any():
+                    out = np.where(sel, per_layer(table[(prof, rc)]), out)
+        return out
+
+    dense_b = pick(pre.dense, rec)
+    moe_b = pick(pre.moe, rec)
+    dense_none = pick(pre.dense, np.zeros_like(rec))
+    moe_none = pick(pre.moe, np.zeros_like(rec))
+
+    def by_prof(f) -> np.ndarray:
+        return np.where(mega, f("megatron"), f("hf"))
+
+    st = {name: by_prof(lambda pr, n=name: getattr(pre.states[pr], n)) for name in
+          ("weights", "grads", "grad_fp32_copy", "master", "grad_accum_fp32", "optimizer", "fp8_cache")}
+    oc = c["framework_overhead"]
+    full_train = training.trains_base_weights
+    w16 = 4.0 if training.precision == "fp32" else 2.0
+    offload_opt = off >= 1
+    offload_par = off >= 2
+
+    hi = pre.heads
+    results: dict[str, Any] = {}
+    for stage, (start, stop, n_layers, rank) in stage_defs.items():
+        is_first = np.full(t.shape, stage == "first") | (p <= 1)
+        is_last = np.full(t.shape, stage == "last") | (p <= 1)
+        items: dict[str, np.ndarray] = {}
+        # parameters on this GPU (before ZeRO): dense (TP-split + replicated) and routed experts
+        emb = np.where(is_first, lay.embedding, 0.0)
+        head = np.where(is_last, lay.lm_head_own + np.where(p > 1, lay.lm_head_tied_copy, 0.0), 0.0)
+        fnorm = np.where(is_last, lay.final_norm, 0.0)
+        mtp_tp = np.where(is_last, lay.mtp_tp, 0.0)
+        mtp_rep = np.where(is_last, lay.mtp_rep, 0.0)
+        mtp_exp = np.where(is_last, lay.mtp_exp, 0.0)
+        layers_tp = ssum(lay.cum_tp, start, stop, n_layers) + mtp_tp
+        layers_rep = ssum(lay.cum_rep, start, stop, n_layers) + mtp_rep
+        layers_exp = ssum(lay.cum_exp, start, stop, n_layers) + mtp_exp
+        p_dense = (layers_tp + emb + head) / t + layers_rep + fnorm
+        p_exp = layers_exp / (ep * t)
+        gemm_dense = layers_tp / t  # linear weights (NF4 / FP8 targets); router kept with norms
+        nongemm_dense = (emb + head) / t + layers_rep + fnorm
+
+        def shard(pd, pe, active):
+            return pd / np.where(active, shard_d, 1.0) + pe / np.where(active, shard_e, 1.0)
+
+        z1 = (z >= 1) | (s["dopt"] > 0)
+        if full_train:
+            w = st["weights"] * shard(p_dense, p_exp, z >= 3)
+            items["weights"] = np.where(offload_par, 0.0, w)
+            items["gradients"] = st["grads"] * shard(p_dense, p_exp, z >= 2)
+            items["grad_accum_buffer"] = st["grad_accum_fp32"] * shard(p_dense, p_exp, z >= 2)
+            opt_params = shard(p_dense, p_exp, z1)
+            host = (st["master"] + st["optimizer"] + st["grad_fp32_copy"] + 4.0) * opt_params
+            items["master_weights"] = np.where(offload_opt, 0.0, st["master"] * opt_params)
+            items["optimizer_states"] = np.where(offload_opt, 0.0, st["optimizer"] * opt_params)
+            items["grad_fp32_copy"] = np.where(offload_opt, 0.0, st["grad_fp32_copy"] * opt_params)
+            items["fp8_weight_cache"] = np.where(z >= 3, 0.0, st["fp8_cache"] * (gemm_dense + p_exp))
+            if training.method == "dpo":
+                items["reference_model"] = w16 * shard(p_dense, p_exp, z >= 3)
+            host = host + np.where(offload_par, w, 0.0)
+            host = np.where(offload_opt, host, 0.0)
+        else:
+            q_b, nq_b, qc_b = pre.base
+            base = q_b * shard(gemm_dense, p_exp, z >= 3) + nq_b * shard(nongemm_dense, 0.0, z >= 3)
+            items["base_weights_frozen"] = np.where(offload_par, 0.0, base)
+            items["quant_constants"] = qc_b * shard(gemm_dense, p_exp, z >= 3)
+            ld = ssum(lay.cum_lora_dense, start, stop, n_layers) / t
+            le = ssum(lay.cum_lora_exp, start, stop, n_layers) / (ep * t)
+            cfg = c["lora"]
+            items["lora_adapters"] = cfg["adapter_weight_bytes"] * shard(ld, le, z >= 3)
+            copies = (np.where(is_first, lay.lora_embed_copy, 0.0) + np.where(is_last, lay.lora_head_copy, 0.0)) / t
+            items["trainable_copies"] = w16 * shard(copies, 0.0, z >= 3)
+            items["gradients"] = cfg["adapter_grad_bytes"] * shard(ld, le, z >= 2) + w16 * shard(
+                copies, 0.0, z >= 2)
+            opt = st["optimizer"] * shard(ld, le, z1) + pre.opt_in_param_dtype * shard(copies, 0.0, z1)
+            items["optimizer_states"] = np.where(offload_opt, 0.0, opt)
+            host = np.where(offload_opt, opt + np.where(offload_par, base, 0.0), 0.0)
+
+        # ---- activations
+        n_moe = ssum(lay.cum_moe, start, stop, n_layers) + np.where(is_last, float(model.mtp_layers), 0.0)
+        n_all = n_layers + np.where(is_last, float(model.mtp_layers), 0.0)
+        stage_layers = (n_all - n_moe) * dense_b + n_moe * moe_b
+        fl = in_flight_layer_microbatches(p, v, n_micro, rank)
+        items["layer_activations"] = fl * stage_layers
+        has_moe = n_moe > 0
+        items["recompute_working_set"] = np.where(rec == 2, np.where(has_moe, moe_none, dense_none), 0.0)
+        rope = by_prof(lambda pr: hi[pr].rope_per_token)
+        first_sp = by_prof(lambda pr: hi[pr].first_sp)
+        disc = by_prof(lambda pr: pre.discount[pr]) * (rec == 0)
+        emb_act = tokens * (rope + first_sp / sp_div - disc / sp_div)
+        if options.dropout:
+            emb_act = emb_act + tokens * model.hidden / sp_div
+        items["embedding_and_rope"] = np.where(is_first, fl * emb_act, 0.0)
+        final_sp = by_prof(lambda pr: hi[pr].final_sp)
+        items["final_norm_and_head_input"] = np.where(is_last, tokens * (final_sp / sp_div + 8.0), 0.0)
+        lg = by_prof(lambda pr: hi[pr].logits_saved_per_vocab + hi[pr].logits_extra_per_vocab)
+        items["logits"] = np.where(is_last, tokens * model.vocab / t * lg * (1 + model.mtp_layers), 0.0)
+
+        if training.method == "qlora" and not training.trains_base_weights:
+            # Paged optimizer (bitsandbytes, CUDA unified memory): states migrate page by page to the GPU
+            # during the update and are evicted under pressure (QLoRA Sec. 3), so they do not set the GPU
+            # peak; they need host RAM.
+            host = host + items["optimizer_states"]
+            items["optimizer_states"] = np.zeros(t.shape)
+
+        # ---- overheads
+        if options.overheads:
+            items["cuda_context"] = np.full(t.shape, (oc["cuda_context_gib"] + oc["cublas_workspace_gib"]) * GIB)
+            n_comm = (t > 1).astype(float) + (p > 1) + (d > 1) + (cp > 1) + (ep > 1)
+            per_comm = oc["nccl_buffsize_bytes"] * oc["nccl_channels"] * oc["nccl_directions"]
+            items["nccl_buffers"] = n_comm * per_comm
+            h2 = float(model.hidden) ** 2
+            buckets = np.where((~mega) & ((z == 1) | (z == 2)) & (dpc > 1),
+                               oc["zero_bucket_hidden_squares"] * h2 * 2.0, 0.0)
+            layer_p = lay.max_layer_tp / t + lay.max_layer_rep + lay.max_layer_exp / (ep * t)
+            w_layer = (w16 if full_train else pre.base[0]) * layer_p
+            g_layer = (w16 if full_train else 0.0) * layer_p
+            gathered = oc["zero3_gathered_layers"] * w_layer + oc["zero3_unsharded_grad_layers"] * g_layer
+            items["framework_buffers"] = buckets + np.where((z >= 3) | offload_par, gathered, 0.0)
+            allocated = sum(val for key, val in items.items() if key not in ("cuda_context", "nccl_buffers"))
+            items["fragmentation"] = oc["allocator_fragmentation_fraction"] * allocated
+        total = sum(items.values())
+        results[stage] = {"total": total, "host": host, "items": items if detail else None,
+                          "n_layers": n_layers}
+    first, last = results["first"]["total"], results["last"]["total"]
+    worst_is_last = (last > first) & (p > 1)
+    worst = np.where(worst_is_last, last, first)
+    host = np.maximum(results["first"]["host"], results["last"]["host"])
+    return {"worst": worst, "worst_is_last": worst_is_last, "host": host, "stages": results,
+            "mega": mega, "arrays": s}
+
+
+def memory_per_gpu_bytes(
+    model: ModelArch, training: Training, system: System, strategy: Strategy,
+    options: MemoryOptions = DEFAULT_OPTIONS,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Worst-GPU bytes for each strategy in `strategy` (numpy arrays allowed) and a mask of those that fit
+    in `system.memory_gib` (and, with CPU offload and a known `host_ram_gib`, in host RAM)."""
+    r = _evaluate(model, training, system, strategy, options, detail=False)
+    worst = r["worst"]
+    fits = worst <= system.memory_gib * GIB
+    if system.host_ram_gib > 0:
+        per_node = np.minimum(system.gpus_per_node, max(system.gpus, 1))
+        fits = fits & (r["host"] * per_node <= system.host_ram_gib * GIB)
+    return worst, fits
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Memory on the worst GPU of one strategy."""
+
+    per_gpu_bytes: float
+    capacity_bytes: float
+    items_bytes: dict[str, float]  # the worst GPU's named items
+    worst_gpu: str
+    worst_stage: int
+    stage_bytes: dict[str, float]  # total of the first and the last pipeline stage
+    host_bytes_per_node: float
+    host_capacity_bytes: float
+    framework: str
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def fits(self) -> bool:
+        gpu_ok = self.per_gpu_bytes <= self.capacity_bytes
+        host_ok = self.host_capacity_bytes <= 0 or self.host_bytes_per_node <= self.host_capacity_bytes
+        return bool(gpu_ok and host_ok)
+
+    @property
+    def breakdown_bytes(self) -> dict[str, float]:
+        out = dict.fromkeys(GROUPS, 0.0)
+        for name, value in self.items_bytes.items():
+            out[ITEM_DOCS[name][0]] += value
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        def g(x: float) -> float:
+            return round(float(x) / GIB, 4)
+
+        return {
+            "per_gpu_gib": g(self.per_gpu_bytes),
+            "capacity_gib": g(self.capacity_bytes),
+            "fits": self.fits,
+            "headroom_gib": g(self.capacity_bytes - self.per_gpu_bytes),
+            "breakdown_gib": {k: g(v) for k, v in self.breakdown_bytes.items()},
+            "worst_gpu": self.worst_gpu,
+            "items": {k: {"gib": g(v), "group": ITEM_DOCS[k][0], "what": ITEM_DOCS[k][1]}
+                      for k, v in self.items_bytes.items()},
+            "stages_gib": {k: g(v) for k, v in self.stage_bytes.items()},
+            "host_gib_per_node": g(self.host_bytes_per_node),
+            "host_capacity_gib": g(self.host_capacity_bytes),
+            "framework": self.framework,
+            "notes": list(self.notes),
+        }
+
+
+def _describe(model: ModelArch, stage: str, p: int, n_layers: int, training: Training) -> str:
+    parts = []
+    if stage == "first" or p == 1:
+        parts.append("embedding")
+    parts.append(f"{n_layers} layers")
+    if stage == "last" or p == 1:
+        parts.append("LM head + " + ("fp32 logits" if training.precision != "fp32" else "logits"))
+    if p == 1:
+        return "every GPU (" + " + ".join(parts) + ")"
+    idx = 0 if stage == "first" else p - 1
+    return f"pipeline stage {idx} of {p} (" + " + ".join(parts) + ")"
+
+
+def estimate_memory(
+    model: ModelArch, training: Training, system: System, strategy: Strategy,
+    options: MemoryOptions = DEFAULT_OPTIONS,
+) -> MemoryEstimate:
+    """Memory on the worst GPU of one strategy (scalar fields), with every item named."""
+    for name in ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch"):
+        if np.ndim(getattr(strategy, name)) != 0:
+            raise SpecError(f"strategy.{name}", "estimate_memory takes one strategy; use "
+                            "memory_per_gpu_bytes for arrays", value=getattr(strategy, name))
+    r = _evaluate(model, training, system, strategy, options, detail=True)
+    last = bool(r["worst_is_last"].reshape(-1)[0])
+    stage = "last" if last else "first"
+    sd = r["stages"][stage]
+    items = {k: float(np.asarray(val).reshape(-1)[0]) for k, val in sd["items"].items()}
+    p = int(strategy.pp)
+    n_layers = int(np.asarray(sd["n_layers"]).reshape(-1)[0])
+    mega = bool(r["mega"].reshape(-1)[0])
+    notes = []
+    if training.method == "qlora":
+        notes.append("QLoRA paged optimizer: states live in unified memory and page to the GPU during the "
+                     "update; they are counted in host memory, not in the GPU peak")
+    if int(np.asarray(strategy.vpp)) > 1:
+        notes.append("interleaved pipeline: stage weights use the average layer")
+    per_node = min(system.gpus_per_node, max(system.gpus, 1))
+    return MemoryEstimate(
+        per_gpu_bytes=float(r["worst"].reshape(-1)[0]),
+        capacity_bytes=float(system.memory_gib * GIB),
+        items_bytes=items,
+        worst_gpu=_describe(model, stage, p, n_layers, training),
+        worst_stage=(p - 1) if last else 0,
+        stage_bytes={k: float(np.asarray(v["total"]).reshape(-1)[0]) for k, v in r["stages"].items()},
+        host_bytes_per_node=float(r["host"].reshape(-1)[0]) * per_node,
+        host_capacity_bytes=float(system.host_ram_gib * GIB),
+        framework="megatron" if mega else "hf",
+        notes=tuple(notes),
+    )

@@ -1,0 +1,313 @@
+"""Model states: parameter counts per pipeline stage and bytes per parameter (weights, gradients, optimizer).
+
+Pure functions, precomputed once per (model, training) and then evaluated with numpy over many strategies.
+
+Origins (one line each):
+- Mixed-precision Adam = (2 + 2 + K) Psi, K = 12; ZeRO stages 1/2/3 divide optimizer / + gradients / +
+  parameters by N_d: Rajbhandari et al. 2020 (ZeRO, arXiv:1910.02054) Sec. 3.1 / 5, Fig. 1.
+- Megatron-Core bytes per parameter (bf16 + fp32 main_grad: 6 + 12/d, fp16: 4 + 16/d, fp32: 8 + 8/d):
+  Megatron-LM docs/user-guide/features/dist_optimizer.md.
+- Layer split across pipeline stages (even split, embedding on the first stage, final norm + LM head on the
+  last; tied embeddings keep a copy on the last stage): Megatron-LM `get_num_layers_to_build` /
+  `shared_embedding_or_output_weight`.
+- Expert parameters sharded over EP (carved out of DP) then over expert-TP = TP; attention / shared experts /
+  router replicated across EP: Megatron-Core MoE docs (moe/README.md, "Parallel folding").
+- LoRA trainable parameters r * (d_in + d_out) per adapted matrix: Hu et al. 2021 (arXiv:2106.09685) Sec. 4.
+- NF4 + quantisation constants: Dettmers et al. 2023 (QLoRA, arXiv:2305.14314) Sec. 3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+import yaml
+
+from trainsizer.errors import SpecError
+from trainsizer.estimate.inputs import OPTIMIZERS, PRECISIONS, Training
+from trainsizer.models.arch import ModelArch
+
+LORA_TARGET_NAMES = (
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "qkv_proj",  # fused QKV (GPT-2 c_attn, Qwen-1 c_attn, Phi-3 qkv_proj)
+    "o_proj",
+    "gate_proj",
+    "up_proj",
+    "down_proj",
+    "embed_tokens",  # trained in full (PEFT modules_to_save)
+    "lm_head",  # trained in full (PEFT modules_to_save)
+    "all-linear",
+)
+LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "qkv_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@lru_cache(maxsize=1)
+def load_memory_constants() -> dict[str, Any]:
+    """The named constants in `estimate/data/memory_constants.yaml` (cached)."""
+    text = resources.files("trainsizer.estimate").joinpath("data/memory_constants.yaml").read_text()
+    return yaml.safe_load(text)
+
+
+def act_bytes(precision: str) -> int:
+    """Bytes of one activation element: 16-bit for bf16/fp16/fp8 mixed precision, 4 for fp32 training."""
+    return 4 if precision == "fp32" else 2
+
+
+def check_training(training: Training) -> None:
+    """Reject unknown names in `training` (SpecError with a suggestion)."""
+    from trainsizer.errors import unknown_name
+    from trainsizer.estimate.inputs import METHODS
+
+    if training.method not in METHODS:
+        raise unknown_name("training.method", "training method", training.method, METHODS)
+    if training.precision not in PRECISIONS:
+        raise unknown_name("training.precision", "precision", training.precision, PRECISIONS)
+    if training.optimizer not in OPTIMIZERS:
+        raise unknown_name("training.optimizer", "optimizer", training.optimizer, OPTIMIZERS)
+    for t in training.lora_targets:
+        if t not in LORA_TARGET_NAMES:
+            raise unknown_name("training.lora_targets", "LoRA target module", t, LORA_TARGET_NAMES)
+    if training.method in ("lora", "qlora") and training.lora_rank <= 0:
+        raise SpecError(
+            "training.lora_rank", "LoRA needs a positive rank", value=training.lora_rank, allowed="1, 2, ..."
+        )
+    if training.seq_len <= 0 or training.global_batch_seqs <= 0:
+        raise SpecError("training.seq_len", "sequence length and global batch must be positive")
+
+
+def lora_targets(training: Training) -> frozenset[str]:
+    """Adapted linear module names (PEFT default for Llama-style models: q_proj + v_proj)."""
+    if training.method not in ("lora", "qlora"):
+        return frozenset()
+    names = set(training.lora_targets) or {"q_proj", "v_proj"}
+    if "all-linear" in names:
+        names |= {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+    return frozenset(names)
+
+
+def trainable(module: str, training: Training) -> bool:
+    """Whether `module`'s weight gets a gradient (full training: all; LoRA: adapted linears only)."""
+    if training.trains_base_weights:
+        return True
+    t = lora_targets(training)
+    if module in ("q_proj", "k_proj", "v_proj") and "qkv_proj" in t:
+        return True
+    return module in t
+
+
+def _lora_linear_shapes(model: ModelArch, moe_layer: bool) -> dict[str, list[tuple[int, int, int]]]:
+    """(d_in, d_out, copies) of each adaptable linear of one layer, by target name."""
+    h = model.hidden
+    if model.attention == "mla":
+        q = (
+            [(h, model.q_lora_rank, 1), (model.q_lora_rank, model.q_dim, 1)]
+            if model.q_lora_rank
+            else [(h, model.q_dim, 1)]
+        )
+        kv_a = (h, model.kv_lora_rank + model.qk_rope_head_dim, 1)
+        kv_b = (model.kv_lora_rank, model.heads * (model.qk_nope_head_dim + model.v_head_dim), 1)
+        shapes = {"q_proj": q, "k_proj": [kv_a], "v_proj": [kv_b], "qkv_proj": [*q, kv_a, kv_b]}
+    else:
+        shapes = {
+            "q_proj": [(h, model.q_dim, 1)],
+            "k_proj": [(h, model.kv_dim, 1)],
+            "v_proj": [(h, model.v_dim, 1)],
+            "qkv_proj": [(h, model.q_dim + model.kv_dim + model.v_dim, 1)],
+        }
+    shapes["o_proj"] = [(model.attn_out_dim, h, 1)]
+    mlps: list[tuple[int, int]] = []  # (inner, copies)
+    if moe_layer:
+        mlps.append((model.expert_ffn, model.experts))
+        if model.shared_expert_ffn:
+            mlps.append((model.shared_expert_ffn, 1))
+    else:
+        mlps.append((model.ffn, 1))
+    gated = model.mlp == "swiglu"
+    shapes["gate_proj"] = [(h, f, n) for f, n in mlps] if gated else []
+    shapes["up_proj"] = [(h, f, n) for f, n in mlps]
+    shapes["down_proj"] = [(f, h, n) for f, n in mlps]
+    return shapes
+
+
+def lora_layer_params(model: ModelArch, training: Training, moe_layer: bool) -> tuple[int, int]:
+    """LoRA adapter parameters of one layer: (dense part, routed-expert part). r * (d_in + d_out) each."""
+    r = training.lora_rank
+    t = lora_targets(training)
+    if not t:
+        return 0, 0
+    shapes = _lora_linear_shapes(model, moe_layer)
+    names = [n for n in LINEAR_NAMES if n in t]
+    if "qkv_proj" in names:
+        names = [n for n in names if n not in ("q_proj", "k_proj", "v_proj")]
+    dense = experts = 0
+    for n in names:
+        for d_in, d_out, copies in shapes[n]:
+            p = r * (d_in + d_out) * copies
+            if moe_layer and copies == model.experts and n in ("gate_proj", "up_proj", "down_proj"):
+                experts += p
+            else:
+                dense += p
+    return dense, experts
+
+
+@dataclass(frozen=True)
+class ParamLayout:
+    """Per-layer parameter counts of one model as cumulative arrays (index i = layers [0, i)).
+
+    `tp_*` parameters are split by TP; `rep_*` replicated across TP (norms, router); `exp_*` routed experts
+    (split by EP x expert-TP). `gemm_*` are the linear weights (what NF4 / FP8 casts touch).
+    """
+
+    layers: int
+    cum_tp: np.ndarray
+    cum_rep: np.ndarray
+    cum_exp: np.ndarray
+    cum_gemm_dense: np.ndarray
+    cum_moe: np.ndarray  # MoE layers among the first i
+    cum_lora_dense: np.ndarray
+    cum_lora_exp: np.ndarray
+    embedding: int
+    lm_head_own: int  # untied LM head
+    lm_head_tied_copy: int  # Megatron keeps a copy of tied embeddings on the last stage when pp > 1
+    final_norm: int
+    mtp_tp: int  # multi-token-prediction modules (last stage)
+    mtp_rep: int
+    mtp_exp: int
+    max_layer_tp: int
+    max_layer_rep: int
+    max_layer_exp: int
+    lora_embed_copy: int  # modules_to_save embedding copy
+    lora_head_copy: int
+
+    def stage_sum(self, cum: np.ndarray, start: Any, stop: Any) -> Any:
+        return cum[np.asarray(stop)] - cum[np.asarray(start)]
+
+
+def param_layout(model: ModelArch, training: Training) -> ParamLayout:
+    L = model.layers
+    tp = np.zeros(L + 1)
+    rep = np.zeros(L + 1)
+    exp = np.zeros(L + 1)
+    gemm = np.zeros(L + 1)
+    moe = np.zeros(L + 1)
+    lora_d = np.zeros(L + 1)
+    lora_e = np.zeros(L + 1)
+    mx = [0, 0, 0]
+    cache: dict[bool, tuple] = {}
+    for i in range(L):
+        lp = model.layer_params(i)
+        if lp.is_moe not in cache:
+            cache[lp.is_moe] = lora_layer_params(model, training, lp.is_moe)
+        ld, le = cache[lp.is_moe]
+        t_i = lp.attention + lp.mlp_dense + lp.shared
+        tp[i + 1] = tp[i] + t_i
+        rep[i + 1] = rep[i] + lp.norms + lp.router
+        exp[i + 1] = exp[i] + lp.experts_total
+        gemm[i + 1] = gemm[i] + t_i + lp.router + lp.experts_total
+        moe[i + 1] = moe[i] + int(lp.is_moe)
+        lora_d[i + 1] = lora_d[i] + ld
+        lora_e[i + 1] = lora_e[i] + le
+        mx = [max(mx[0], t_i), max(mx[1], lp.norms + lp.router), max(mx[2], lp.experts_total)]
+    last = model.layer_params(L - 1)
+    mtp = model.mtp_layers
+    h = model.hidden
+    t = lora_targets(training)
+    return ParamLayout(
+        layers=L,
+        cum_tp=tp,
+        cum_rep=rep,
+        cum_exp=exp,
+        cum_gemm_dense=gemm,
+        cum_moe=moe,
+        cum_lora_dense=lora_d,
+        cum_lora_exp=lora_e,
+        embedding=model.embedding_params,
+        lm_head_own=model.lm_head_params,
+        lm_head_tied_copy=model.vocab * h if model.tied_embeddings else 0,
+        final_norm=model.final_norm_params,
+        # DeepSeek-V3 MTP module: one decoder layer + eh_proj (2h -> h) + two norms (enorm, hnorm).
+        mtp_tp=mtp * (last.attention + last.mlp_dense + last.shared + 2 * h * h),
+        mtp_rep=mtp * (last.norms + last.router + 2 * model.final_norm_params),
+        mtp_exp=mtp * last.experts_total,
+        max_layer_tp=mx[0],
+        max_layer_rep=mx[1],
+        max_layer_exp=mx[2],
+        lora_embed_copy=model.embedding_params if "embed_tokens" in t else 0,
+        lora_head_copy=(model.lm_head_params or model.vocab * h) if "lm_head" in t else 0,
+    )
+
+
+@dataclass(frozen=True)
+class StateBytes:
+    """Bytes per parameter for one (training, framework profile)."""
+
+    weights: float
+    grads: float
+    grad_fp32_copy: float
+    master: float
+    grad_accum_fp32: float
+    optimizer: float
+    fp8_cache: float
+
+
+def optimizer_state_bytes(training: Training, model: ModelArch) -> float:
+    """Optimizer-state bytes per trainable parameter (fp32 states; see memory_constants.yaml)."""
+    c = load_memory_constants()["optimizer_state_bytes"]
+    if training.optimizer == "adafactor":
+        # Shazeer & Stern 2018: one fp32 row + one column vector per matrix: 4 * (1/rows + 1/cols).
+        return 4.0 * c["adafactor_factored_vectors"] / model.hidden
+    return float(c[training.optimizer])
+
+
+def state_bytes(training: Training, model: ModelArch, profile: str) -> StateBytes:
+    """Bytes per trainable parameter of each model-state kind under a framework profile (hf / megatron)."""
+    c = load_memory_constants()
+    row = c["model_states"][profile][training.precision]
+    fp8 = c["fp8"]["weight_cache_bytes_per_gemm_param"] if training.precision == "fp8" else 0.0
+    return StateBytes(
+        weights=float(row["weights"]),
+        grads=float(row["grads"]),
+        grad_fp32_copy=float(row["grad_fp32_copy"]),
+        master=float(row["master"]),
+        grad_accum_fp32=float(row["grad_accum_fp32"]),
+        optimizer=optimizer_state_bytes(training, model),
+        fp8_cache=float(fp8),
+    )
+
+
+def frozen_base_bytes(training: Training) -> tuple[float, float, float]:
+    """(bytes per GEMM weight, bytes per non-GEMM weight, quant-constant bytes per GEMM weight) of a frozen
+    base model. LoRA: 16-bit base (fp32 when training in fp32). QLoRA: NF4 + constants; non-quantised
+    params upcast to fp32 by PEFT prepare_model_for_kbit_training."""
+    c = load_memory_constants()
+    if training.method == "qlora":
+        q = c["qlora"]
+        bits = q["double_quant_constants_bits_per_param"] if q["double_quant"] else q[
+            "quant_constants_bits_per_param"]
+        return float(q["nf4_bytes_per_param"]), float(q["unquantised_param_bytes"]), bits / 8.0
+    b = 4.0 if training.precision == "fp32" else 2.0
+    return b, b, 0.0
+
+
+def model_state_bytes(params: Any, training: Training, model: ModelArch | None = None, *, zero: Any = 0,
+                      shard: Any = 1, profile: str = "hf", distributed_optimizer: Any = False) -> Any:
+    """Weights + gradients + master + optimizer bytes per GPU for `params` trainable dense parameters
+    replicated over `shard` data-parallel ranks (ZeRO paper Sec. 5: stage 1 shards optimizer states,
+    stage 2 + gradients, stage 3 + parameters). Numpy-broadcasting; the same rules as `estimate_memory`."""
+    if model is None:
+        model = ModelArch(name="generic", family="generic", layers=1, hidden=4096, heads=32, kv_heads=32,
+                          ffn=16384, vocab=1)
+    sb = state_bytes(training, model, profile)
+    p = np.asarray(params, dtype=float)
+    z = np.asarray(zero, dtype=float)
+    n = np.asarray(shard, dtype=float)
+    z1 = (z >= 1) | np.asarray(distributed_optimizer, dtype=bool)
+    w = sb.weights * p / np.where(z >= 3, n, 1.0)
+    g = (sb.grads + sb.grad_accum_fp32) * p / np.where(z >= 2, n, 1.0)
+    o = (sb.master + sb.optimizer + sb.grad_fp32_copy) * p / np.where(z1, n, 1.0)
+    return w + g + o

@@ -1,0 +1,40 @@
+"""Pipeline schedule arithmetic (vectorised).
+
+- Micro-batches per step: m = global_batch / (dp * micro_batch) (gradient accumulation; Narayanan 2021 s2.2).
+- 1F1B bubble: (p-1)/m of the ideal time; interleaved with v chunks per stage: (p-1)/(v*m)
+  (Narayanan 2021 s2.2.1-2.2.2).
+- Point-to-point transfers: every micro-batch crosses each stage boundary forward and backward; interleaving
+  multiplies the boundary crossings by v (Narayanan 2021 s2.2.2). The transfers on the critical path are
+  2 per slot of the (v*m + p - 1)-slot schedule.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def micro_batches(global_batch, dp, micro_batch):
+    """Number of micro-batches each pipeline processes per step (at least 1)."""
+    gb = np.asarray(global_batch, float)
+    return np.maximum(gb / (np.asarray(dp, float) * np.asarray(micro_batch, float)), 1.0)
+
+
+def bubble_fraction(pp, m, vpp=1):
+    """Idle fraction relative to the ideal time: (p-1)/(v*m); zero at p = 1."""
+    p = np.asarray(pp, float)
+    v = np.maximum(np.asarray(vpp, float), 1.0)
+    return (p - 1.0) / (v * np.asarray(m, float))
+
+
+def p2p_transfers_on_critical_path(pp, m, vpp=1):
+    """Sends/receives on the critical path of one step (0 when p = 1)."""
+    p = np.asarray(pp, float)
+    v = np.maximum(np.asarray(vpp, float), 1.0)
+    return np.where(p > 1, 2.0 * (v * np.asarray(m, float) + p - 1.0), 0.0)
+
+
+def layers_per_stage(layers: int, pp, vpp=1):
+    """Decoder layers on the most loaded stage: v chunks of ceil(L/(p*v)) layers."""
+    p = np.asarray(pp, float)
+    v = np.maximum(np.asarray(vpp, float), 1.0)
+    return np.ceil(layers / (p * v)) * v

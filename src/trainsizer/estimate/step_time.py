@@ -1,0 +1,366 @@
+"""Step time, throughput, MFU/HFU of a training job under a parallel strategy (scalar and vectorised).
+
+Assembly (each term names its origin):
+- Per micro-batch on the most loaded pipeline stage: compute (compute.py) + exposed TP / CP / EP
+  communication (comm.py). TP: Megatron column/row-parallel layers do 2 all-reduces (or, with SP, 2 all-gather
+  + 2 reduce-scatter of the same volume) in forward and 2 in backward per layer (Shoeybi 2019 s3;
+  Korthikanti 2022 s4.2.2); full recompute repeats the forward ones.
+- Step = m x t_mb + bubble (p-1)/(v m) x m x t_mb + pipeline p2p + exposed DP/ZeRO communication + optimizer
+  + data loading (Narayanan 2021 s2.2, s3.5).
+- DP gradient reduction (Megatron/DDP style): bucketed and overlapped with the backward of the last
+  micro-batch; what does not fit in that window and the last bucket stay exposed (Li et al. 2020, PyTorch
+  DDP, VLDB s3.2.3). Distributed optimizer / ZeRO-1/2: reduce-scatter grads + all-gather params (Rajbhandari
+  2020 s5). ZeRO-3 / FSDP: per micro-batch all-gather params in forward and backward + reduce-scatter grads,
+  prefetched one unit ahead (Zhao et al. 2023, PyTorch FSDP s3.3).
+- MFU = model FLOPs / (step x GPUs x dense peak of the training precision) (PaLM appendix B); HFU counts the
+  recompute (Korthikanti 2022 s6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from trainsizer.errors import SpecError, StrategyError, did_you_mean
+from trainsizer.estimate import comm, compute, pipeline
+from trainsizer.estimate.calibration import Calibration, PerfConstants, load_constants, rates
+from trainsizer.estimate.flops import layer_flops
+from trainsizer.estimate.inputs import System, Training
+from trainsizer.models.arch import ModelArch
+
+BREAKDOWN_KEYS = ("compute", "tp_comm", "cp_comm", "ep_comm", "dp_comm", "pp_bubble", "pp_comm", "optimizer",
+                  "data_loading")
+
+
+@dataclass(frozen=True)
+class Framework:
+    """How a training framework schedules communication (what overlaps with what)."""
+
+    name: str
+    tp_comm_overlap: bool = False  # Megatron-Core --tp-comm-overlap (userbuffers)
+    dp_overlap: bool = True  # gradient reduction bucketed and overlapped with backward
+    grad_bucket_params: float = 4e7  # parameters per gradient bucket (the last one is exposed)
+    param_gather_overlap: bool = False  # distributed-optimizer param all-gather hidden in next forward
+    zero3_prefetch: bool = True  # ZeRO-3/FSDP param all-gathers prefetched one unit ahead
+    zero3_bucket_params: float = 0.0  # parameters per ZeRO-3 collective; 0 = one per decoder layer
+    zero3_nic_aggregation: bool = True  # ZeRO-3 rings spread over all NICs of a node (NCCL multi-channel)
+    grad_reduce_bytes: float = 2.0  # bytes per gradient element on the wire
+
+
+FRAMEWORKS: dict[str, Framework] = {
+    # Megatron-LM (2020-2022): TP comm exposed; DDP grad all-reduce overlapped with the last backward.
+    "megatron": Framework("megatron"),
+    # Megatron-Core (r0.5+): --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap.
+    "megatron-core": Framework("megatron-core", tp_comm_overlap=True, param_gather_overlap=True),
+    # PyTorch FSDP (llm-foundry, torchtitan): per-block all-gathers prefetched, reduce-scatter overlapped.
+    "fsdp": Framework("fsdp", grad_bucket_params=2.5e7),
+    # DeepSpeed ZeRO (2021 stage-3 fetch path): per-module parameter all-gathers issued on demand (not overlapped) and
+    # bounded by each GPU's own NIC -- fitted on Narayanan 2021 Table 2 (ZeRO-3 rows, 384-2240 A100).
+    "deepspeed": Framework("deepspeed", grad_bucket_params=5e8, zero3_prefetch=False,
+                           zero3_nic_aggregation=False),
+}
+
+
+def framework(name: str | Framework) -> Framework:
+    if isinstance(name, Framework):
+        return name
+    try:
+        return FRAMEWORKS[name]
+    except KeyError:
+        raise SpecError("framework", "unknown framework style", value=name, allowed=sorted(FRAMEWORKS),
+                        suggestion=did_you_mean(name, FRAMEWORKS)) from None
+
+
+@dataclass(frozen=True)
+class TimeEstimate:
+    step_s: float
+    tokens_per_s: float
+    model_flops_per_step: float
+    hardware_flops_per_step: float
+    model_tflops_per_gpu: float
+    mfu: float
+    hardware_tflops_per_gpu: float
+    hfu: float
+    breakdown_s: dict[str, float]
+    micro_batches: float
+    gpus: int
+    train_days: float = 0.0
+    gpu_hours: float = 0.0
+    goodput: float = 1.0
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step_s": self.step_s,
+            "tokens_per_s": self.tokens_per_s,
+            "model_tflops_per_gpu": self.model_tflops_per_gpu,
+            "mfu": self.mfu,
+            "hardware_tflops_per_gpu": self.hardware_tflops_per_gpu,
+            "hfu": self.hfu,
+            "breakdown_s": dict(self.breakdown_s),
+            "train_days": self.train_days,
+            "gpu_hours": self.gpu_hours,
+            "goodput": self.goodput,
+            "micro_batches": self.micro_batches,
+            "gpus": self.gpus,
+            "model_flops_per_step": self.model_flops_per_step,
+            "hardware_flops_per_step": self.hardware_flops_per_step,
+            "notes": list(self.notes),
+        }
+
+
+@lru_cache(maxsize=64)
+def _shapes(model: ModelArch) -> compute.ModelShapes:
+    return compute.ModelShapes.of(model)
+
+
+@lru_cache(maxsize=64)
+def _param_split(model: ModelArch) -> tuple[float, float, float]:
+    """(all parameters, routed-expert parameters, LoRA trainable-parameter estimate per rank 1)."""
+    expert = float(sum(model.layer_params(i).experts_total for i in range(model.layers)))
+    return float(model.params_total), expert, 0.0
+
+
+def _lora_params(model: ModelArch, training: Training) -> float:
+    """Trainable LoRA parameters r*(d_in + d_out) per adapted matrix (Hu et al. 2021)."""
+    h, q, kv, f = model.hidden, model.q_dim, model.kv_dim, model.ffn or model.expert_ffn
+    dims = {"q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h), "gate_proj": (h, f),
+            "up_proj": (h, f), "down_proj": (f, h)}
+    targets = training.lora_targets or tuple(dims)
+    per_layer = sum(training.lora_rank * sum(dims[t]) for t in targets if t in dims)
+    return float(per_layer * model.layers)
+
+
+def _as_arrays(strategy) -> dict[str, np.ndarray]:
+    keys = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch")
+    out = {k: np.asarray(getattr(strategy, k), dtype=float) for k in keys}
+    out["recompute"] = np.asarray(strategy.recompute_code(), dtype=float)
+    out["sp"] = np.asarray(strategy.sequence_parallel, dtype=float)
+    out["dist_opt"] = np.asarray(strategy.distributed_optimizer, dtype=float)
+    return out
+
+
+def step_time_arrays(model: ModelArch, training: Training, system: System, strategy, *,
+                     calibration: Calibration | None = None, framework_style: str | Framework = "megatron",
+                     constants: PerfConstants | None = None) -> dict[str, np.ndarray]:
+    """Vectorised core: every Strategy field may be an array. Returns arrays (seconds, FLOPs, fractions)."""
+    k = constants or load_constants()
+    fw = framework(framework_style)
+    r = rates(system, training.precision, k, calibration)
+    sh = _shapes(model)
+    a = _as_arrays(strategy)
+    t, p, v, d, c, e = a["tp"], a["pp"], np.maximum(a["vpp"], 1.0), a["dp"], a["cp"], np.maximum(a["ep"], 1.0)
+    b, rc, zero = a["micro_batch"], a["recompute"], a["zero"]
+    sp = (a["sp"] > 0) & (t > 1)
+    s = float(training.seq_len)
+    gpus = t * p * d * c
+    D = comm.domain_size(system)
+    m = pipeline.micro_batches(training.global_batch_seqs, d, b)
+    trains_base = training.trains_base_weights
+
+    lt = compute.layer_times(sh, training.seq_len, r, tp=t, cp=c, micro_batch=b, sp=sp, recompute=rc, ep=e,
+                             flash=training.flash_attention, flash_rate=r.flash_flops,
+                             flash_bwd_over_fwd=k.flash_bwd_over_fwd, trains_base_weights=trains_base)
+    n_stage = pipeline.layers_per_stage(model.layers, p, v)
+    compute_mb = n_stage * (lt.fwd + lt.bwd) + lt.head_fwd + lt.head_bwd
+
+    tok = b * s / c
+    act = r.act_bytes
+    # --- tensor parallel: 4 all-reduce-equivalents per layer (+2 with full recompute), +2 around the LM head
+    k_tp = comm.ranks_per_domain(t, 1.0, D)
+    t_ar = comm.all_reduce_time(tok * model.hidden * act, t, k_tp, r, system, k.nvls_allreduce_gain)
+    tp_per_layer = (4.0 + 2.0 * (rc == 2)) * t_ar
+    if fw.tp_comm_overlap:
+        tp_per_layer = tp_per_layer * (1.0 - k.tp_overlap_fraction)
+    tp_mb = n_stage * tp_per_layer + 2.0 * t_ar
+    # host-bound regime: the CPU issues a layer's kernels no faster than host_s_per_layer_pass per pass
+    # (forward, recompute forward, backward = 2 passes). GPU and host time of a layer combine as a soft
+    # maximum sqrt(gpu^2 + host^2) (imperfect CPU run-ahead; the same blend as the GEMM soft roofline).
+    host_layer = k.host_s_per_layer_pass * (3.0 + (rc == 2))
+    gpu_layer = lt.fwd + lt.bwd + tp_per_layer
+    host_excess = np.sqrt(gpu_layer * gpu_layer + host_layer * host_layer) - gpu_layer
+    compute_mb = compute_mb + n_stage * host_excess
+    # --- context parallel: ring exchange of K and V (fwd) and dK, dV (bwd), hidden behind attention
+    k_cp = comm.ranks_per_domain(c, t, D)
+    kv_bytes = tok * 2.0 * model.kv_dim / t * act * c
+    cp_fwd = comm.all_gather_time(kv_bytes, c, k_cp, r, system)
+    cp_layer = np.maximum(cp_fwd - lt.attn_fwd, 0.0) * (1.0 + 2.0 + (rc == 2))
+    cp_mb = n_stage * cp_layer
+    # --- expert parallel: dispatch + combine all-to-all, forward and backward (+ forward again if full recompute)
+    ep_mb = np.zeros_like(tp_mb)
+    if model.is_moe:
+        k_ep = comm.ranks_per_domain(e, t * c, D)
+        seq_share = np.where(sp, 1.0 / t, 1.0)
+        a2a = comm.all_to_all_time(tok * seq_share * model.experts_per_token * model.hidden * act, e, k_ep, r,
+                                   system)
+        moe_stage = n_stage * model.moe_layer_count / model.layers
+        ep_mb = moe_stage * a2a * (4.0 + 2.0 * (rc == 2))
+    t_mb = compute_mb + tp_mb + cp_mb + ep_mb
+    # --- pipeline
+    bubble = pipeline.bubble_fraction(p, m, v) * m * t_mb
+    stride_pp = t * c * d
+    p2p_bytes = tok * model.hidden * act * np.where(sp, 1.0 / t, 1.0)
+    t_p2p = comm.p2p_time(p2p_bytes, stride_pp < D, r, system)
+    pp_comm = pipeline.p2p_transfers_on_critical_path(p, m, v) * t_p2p * k.p2p_exposed_fraction
+
+    # --- data parallel / sharding
+    p_total, p_expert, _ = _param_split(model)
+    p_dense = p_total - p_expert
+    trainable = p_total if trains_base else _lora_params(model, training)
+    train_frac = trainable / p_total
+    local_dense = p_dense / (t * p)
+    local_expert = p_expert / (t * p * e)
+    n_dp = d * c  # gradients are reduced over DP x CP (CP ranks hold the same weights)
+    k_dp = comm.ranks_per_domain(n_dp, t, D)
+    n_edp = np.maximum(n_dp / e, 1.0)
+    k_edp = comm.ranks_per_domain(n_edp, t * e, D)
+    gb = fw.grad_reduce_bytes
+    g_dense = local_dense * train_frac * gb
+    g_exp = local_expert * train_frac * gb
+    shard_opt = (zero >= 1) | (a["dist_opt"] > 0)
+    rs_or_ar = np.where(
+        shard_opt,
+        comm.reduce_scatter_time(g_dense, n_dp, k_dp, r, system) + comm.reduce_scatter_time(
+            g_exp, n_edp, k_edp, r, system),
+        comm.all_reduce_time(g_dense, n_dp, k_dp, r, system, k.nvls_allreduce_gain)
+        + comm.all_reduce_time(g_exp, n_edp, k_edp, r, system, k.nvls_allreduce_gain),
+    )
+    ag_params = np.where(
+        shard_opt & (zero < 3),
+        comm.all_gather_time(local_dense * train_frac * act, n_dp, k_dp, r, system)
+        + comm.all_gather_time(local_expert * train_frac * act, n_edp, k_edp, r, system),
+        0.0,
+    )
+    window = n_stage * lt.bwd + lt.head_bwd  # backward of the last micro-batch on this stage
+    bucket_frac = np.minimum(1.0, fw.grad_bucket_params / np.maximum(local_dense + local_expert, 1.0))
+    if fw.dp_overlap:
+        grad_exposed = np.maximum(rs_or_ar - window, bucket_frac * rs_or_ar)
+    else:
+        grad_exposed = rs_or_ar
+    ag_exposed = ag_params * (bucket_frac if fw.param_gather_overlap else 1.0)
+    dp_nonz3 = grad_exposed + ag_exposed
+    # ZeRO-3 / FSDP: 2 all-gathers + 1 reduce-scatter of the shard group's parameters per micro-batch
+    n_sh = np.where(a["shard_group"] > 0, np.minimum(a["shard_group"], n_dp), n_dp)
+    k_sh = comm.ranks_per_domain(n_sh, t, D)
+    if not fw.zero3_nic_aggregation:
+        k_sh = np.where(n_sh > k_sh, 1.0, k_sh)  # inter-node part limited by one NIC per GPU
+    p_local = local_dense + local_expert
+    z3_ag = comm.all_gather_time(p_local * act, n_sh, k_sh, r, system)
+    z3_rs = comm.reduce_scatter_time(p_local * train_frac * gb, n_sh, k_sh, r, system)
+    if fw.zero3_bucket_params > 0:
+        n_coll = np.maximum(np.ceil(p_local / fw.zero3_bucket_params), 1.0)
+    else:
+        n_coll = n_stage
+    lat = (n_sh - 1.0) * np.where(n_sh > k_sh, system.inter_node_latency_s, system.intra_node_latency_s)
+    z3_mb = 2.0 * z3_ag + z3_rs + 3.0 * np.maximum(n_coll - 1.0, 0.0) * lat
+    if fw.zero3_prefetch:
+        z3_exposed_mb = np.maximum(z3_mb - compute_mb, 0.0) + z3_ag / np.maximum(n_coll, 1.0)
+    else:
+        z3_exposed_mb = z3_mb
+    # hybrid shard: replicas all-reduce the sharded gradients once per step
+    n_rep = np.maximum(n_dp / n_sh, 1.0)
+    hsdp = comm.all_reduce_time(p_local * train_frac * gb / n_sh, n_rep, 1.0, r, system)
+    dp_z3 = m * z3_exposed_mb + np.maximum(hsdp - window, bucket_frac * hsdp)
+    dp_comm = np.where(zero >= 3, dp_z3, dp_nonz3)
+
+    # --- optimizer step
+    bpp = k.optimizer_bytes_per_param.get(training.optimizer, 30.0)
+    upd = (local_dense * train_frac) / np.where(shard_opt, n_dp, 1.0) + (local_expert * train_frac) / np.where(
+        shard_opt, n_edp, 1.0)
+    opt = compute.optimizer_time(upd, bpp, r)
+    data = np.full_like(opt, k.data_loading_exposed_s)
+
+    step = m * t_mb + bubble + pp_comm + dp_comm + opt + data
+    # --- FLOPs
+    lf = layer_flops(model)
+    tokens = float(training.tokens_per_step)
+    fwd_layers = lf.gemm() + lf.attn_core(s)
+    model_flops = 3.0 * (fwd_layers + lf.lm_head) * tokens
+    bwd_mult = 2.0 if trains_base else 1.0
+    hw_per_tok = (1.0 + bwd_mult) * fwd_layers + 3.0 * lf.lm_head + np.where(
+        rc == 2, fwd_layers, np.where(rc == 1, lf.attn_core(s), 0.0))
+    hw_flops = hw_per_tok * tokens
+    peak = r.gemm_peak_flops
+    return {
+        "step_s": step,
+        "tokens_per_s": tokens / step,
+        "model_flops_per_step": model_flops + 0.0 * step,
+        "hardware_flops_per_step": hw_flops + 0.0 * step,
+        "model_tflops_per_gpu": model_flops / (step * gpus) / 1e12,
+        "mfu": model_flops / (step * gpus * peak),
+        "hardware_tflops_per_gpu": hw_flops / (step * gpus) / 1e12,
+        "hfu": hw_flops / (step * gpus * peak),
+        "micro_batches": m,
+        "gpus": gpus,
+        "compute": m * compute_mb,
+        "tp_comm": m * tp_mb,
+        "cp_comm": m * cp_mb,
+        "ep_comm": m * ep_mb,
+        "dp_comm": dp_comm,
+        "pp_bubble": bubble,
+        "pp_comm": pp_comm,
+        "optimizer": opt,
+        "data_loading": data,
+    }
+
+
+def check_strategy(model: ModelArch, training: Training, system: System, strategy) -> None:
+    """Rules a scalar strategy must satisfy (raises StrategyError)."""
+    tp, pp, dp, cp, ep = (int(getattr(strategy, x)) for x in ("tp", "pp", "dp", "cp", "ep"))
+    vpp, mb = int(strategy.vpp), int(strategy.micro_batch)
+    for name, val in (("tp", tp), ("pp", pp), ("dp", dp), ("cp", cp), ("ep", ep), ("vpp", vpp),
+                      ("micro_batch", mb)):
+        if val < 1:
+            raise StrategyError("positive", f"strategy.{name} must be >= 1 (got {val})")
+    if model.heads % tp:
+        raise StrategyError("tp-divides-heads", f"tp={tp} does not divide heads={model.heads}")
+    if pp * vpp > model.layers:
+        raise StrategyError("pp-layers", f"pp*vpp={pp * vpp} exceeds layers={model.layers}")
+    if ep > 1 and (not model.is_moe or model.experts % ep or (dp * cp) % ep):
+        raise StrategyError("ep", f"ep={ep} must divide experts ({model.experts}) and dp*cp ({dp * cp})")
+    if tp * pp * dp * cp > system.gpus:
+        raise StrategyError("gpus", f"tp*pp*dp*cp={tp * pp * dp * cp} exceeds system.gpus={system.gpus}")
+    if training.global_batch_seqs % (dp * mb):
+        raise StrategyError("batch", f"global_batch_seqs={training.global_batch_seqs} is not a multiple of "
+                                     f"dp*micro_batch={dp * mb}")
+
+
+def estimate_time(model: ModelArch, training: Training, system: System, strategy, calibration=None, *,
+                  framework_style: str | Framework = "megatron", reliability_kwargs: dict | None = None
+                  ) -> TimeEstimate:
+    """Step time, throughput, MFU/HFU and (when training.tokens_total > 0) time-to-train of one strategy."""
+    from trainsizer.estimate.train_time import time_to_train
+
+    check_strategy(model, training, system, strategy)
+    out = step_time_arrays(model, training, system, strategy, calibration=calibration,
+                           framework_style=framework_style)
+    f = {key: float(np.asarray(val).reshape(-1)[0]) for key, val in out.items()}
+    gpus = int(round(f["gpus"]))
+    ttt = time_to_train(training.tokens_total, f["tokens_per_s"], model.params_total, gpus,
+                        system.gpus_per_node, calibration=calibration, **(reliability_kwargs or {}))
+    return TimeEstimate(
+        step_s=f["step_s"],
+        tokens_per_s=f["tokens_per_s"],
+        model_flops_per_step=f["model_flops_per_step"],
+        hardware_flops_per_step=f["hardware_flops_per_step"],
+        model_tflops_per_gpu=f["model_tflops_per_gpu"],
+        mfu=f["mfu"],
+        hardware_tflops_per_gpu=f["hardware_tflops_per_gpu"],
+        hfu=f["hfu"],
+        breakdown_s={key: f[key] for key in BREAKDOWN_KEYS},
+        micro_batches=f["micro_batches"],
+        gpus=gpus,
+        train_days=ttt.train_days,
+        gpu_hours=ttt.gpu_hours,
+        goodput=ttt.goodput,
+    )
+
+
+def estimate_time_batch(model: ModelArch, training: Training, system: System, strategy, calibration=None, *,
+                        framework_style: str | Framework = "megatron") -> dict[str, np.ndarray]:
+    """Vectorised path: Strategy fields are arrays; returns a dict of arrays (no validity checks)."""
+    return step_time_arrays(model, training, system, strategy, calibration=calibration,
+                            framework_style=framework_style)

@@ -1,0 +1,35 @@
+"""Time-to-train: tokens / throughput, divided by the goodput left after failures and checkpoints.
+
+- Wall-clock = tokens_total / (tokens_per_s x goodput) (Narayanan 2021 s5.1 "8TP/(nX)" before failures;
+  goodput from reliability.py, Daly 2006 / Kokolis 2024).
+- GPU-hours = wall-clock hours x GPUs (how Llama 1/2 model cards report them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainsizer.estimate.calibration import Calibration
+from trainsizer.estimate.reliability import reliability
+
+
+@dataclass(frozen=True)
+class TrainTime:
+    train_days: float
+    gpu_hours: float
+    goodput: float
+    ideal_days: float  # without failures
+
+
+def time_to_train(tokens_total: float, tokens_per_s: float, params_total: float, gpus: int, gpus_per_node: int,
+                  *, calibration: Calibration | None = None, include_failures: bool = True,
+                  **reliability_kwargs) -> TrainTime:
+    """Days and GPU-hours to train on `tokens_total` tokens (0 tokens -> zeros)."""
+    if tokens_total <= 0 or tokens_per_s <= 0:
+        return TrainTime(0.0, 0.0, 1.0, 0.0)
+    if calibration is not None and calibration.storage_gb_s and "storage_gb_s" not in reliability_kwargs:
+        reliability_kwargs["storage_gb_s"] = calibration.storage_gb_s
+    good = reliability(params_total, gpus, gpus_per_node, **reliability_kwargs).goodput if include_failures else 1.0
+    ideal_s = tokens_total / tokens_per_s
+    wall_s = ideal_s / good
+    return TrainTime(wall_s / 86400.0, wall_s / 3600.0 * gpus, good, ideal_s / 86400.0)

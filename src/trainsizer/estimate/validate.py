@@ -1,0 +1,225 @@
+"""Rules a parallel strategy must obey, as one vectorised table used two ways.
+
+`valid_mask` returns a boolean array (one entry per strategy) for the search; `check_strategy` checks one
+strategy and raises `StrategyError(rule, detail)` naming the first broken rule. Soft rules (a legal but
+usually slow layout) come back from `check_strategy` as warnings.
+
+Origins (one line each):
+- TP must divide attention heads and KV groups: Megatron-Core `TransformerConfig` asserts
+  num_attention_heads % tp == 0 and num_query_groups % tp == 0.
+- TP must divide the MLP / expert intermediate size (column-parallel split): Megatron-LM `ColumnParallelLinear`.
+- EP must divide the number of experts and DP x CP: Megatron-Core `parallel_state.initialize_model_parallel`.
+- CP needs seq_len divisible by 2 * CP (causal load balancing): Megatron-Core / Transformer Engine
+  context-parallel docs.
+- Interleaved schedule: layers divisible by pp * vpp and micro-batches divisible by pp: Megatron-LM
+  arguments.py / schedules.py.
+- ZeRO-3 is not supported together with pipeline parallelism in DeepSpeed (PipelineEngine asserts
+  zero stage < 2): DeepSpeed docs "Pipeline Parallelism".
+- ZeRO-Offload needs ZeRO >= 1 and parameter offload needs ZeRO-3: DeepSpeed docs "ZeRO-Offload" /
+  "ZeRO-Infinity".
+- QLoRA keeps NF4 weights with bf16/fp16 compute; FP8 GEMMs are not supported on NF4 weights:
+  bitsandbytes docs (Linear4bit compute_dtype).
+- TP across nodes is legal but communication-bound: Narayanan et al. 2021 (arXiv:2104.04473) Sec. 3.3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from trainsizer.errors import StrategyError
+from trainsizer.estimate.inputs import OFFLOAD, RECOMPUTE, Strategy, System, Training
+from trainsizer.models.arch import ModelArch
+
+RULES = (
+    "positive_degrees",
+    "gpu_count",
+    "tp_divides_heads",
+    "tp_divides_kv_heads",
+    "tp_divides_ffn",
+    "pp_exceeds_layers",
+    "vpp_needs_pp",
+    "vpp_divides_layers",
+    "interleaved_microbatches",
+    "ep_needs_moe",
+    "ep_divides_experts",
+    "ep_divides_dp_cp",
+    "cp_divides_seq",
+    "batch_divisible",
+    "zero_stage",
+    "shard_group_divides_dp",
+    "zero3_with_pp",
+    "offload_needs_zero",
+    "qlora_fp8",
+    "recompute_code",
+    "offload_code",
+)
+WARNINGS = ("tp_across_nodes", "pp_uneven_layers")
+
+
+def _codes(strategy: Strategy) -> tuple[np.ndarray, np.ndarray]:
+    rec = strategy.recompute
+    off = strategy.offload
+    if isinstance(rec, str):
+        if rec not in RECOMPUTE:
+            from trainsizer.errors import unknown_name
+
+            raise unknown_name("strategy.recompute", "recompute mode", rec, RECOMPUTE)
+    if isinstance(off, str):
+        if off not in OFFLOAD:
+            from trainsizer.errors import unknown_name
+
+            raise unknown_name("strategy.offload", "offload mode", off, OFFLOAD)
+    return np.asarray(strategy.recompute_code(), dtype=float), np.asarray(strategy.offload_code(), dtype=float)
+
+
+def _rule_table(
+    model: ModelArch, training: Training, system: System, strategy: Strategy
+) -> dict[str, tuple[np.ndarray, Callable[[dict[str, Any]], str]]]:
+    """rule -> (ok mask, detail(values of one strategy) -> message)."""
+    rec, off = _codes(strategy)
+    f = {n: np.asarray(getattr(strategy, n), dtype=float) for n in
+         ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch")}
+    arrays = np.broadcast_arrays(*f.values(), rec, off)
+    tp, pp, vpp, dp, cp, ep, zero, sg, mb, rec, off = arrays
+    gpus = tp * pp * dp * cp
+    B, s = training.global_batch_seqs, training.seq_len
+    safe = lambda x: np.where(x > 0, x, 1)  # noqa: E731  (avoid division by zero in masks)
+    ffns = [model.ffn] if model.dense_layers or not model.is_moe or model.moe_every > 1 else []
+    if model.is_moe:
+        ffns += [model.expert_ffn] + ([model.shared_expert_ffn] if model.shared_expert_ffn else [])
+    ffn_ok = np.ones(tp.shape, dtype=bool)
+    for f_ in ffns:
+        ffn_ok &= (f_ % safe(tp)) == 0
+    n_micro = B / safe(mb * dp)
+    kv_ok = (model.kv_heads % safe(tp) == 0) if model.attention != "mla" else np.ones(tp.shape, bool)
+    t: dict[str, tuple[np.ndarray, Callable[[dict[str, Any]], str]]] = {
+        "positive_degrees": (
+            (tp >= 1) & (pp >= 1) & (vpp >= 1) & (dp >= 1) & (cp >= 1) & (ep >= 1) & (mb >= 1) & (sg >= 0),
+            lambda v: "tp, pp, vpp, dp, cp, ep and micro_batch must be >= 1 (shard_group >= 0)",
+        ),
+        "gpu_count": (
+            gpus == system.gpus,
+            lambda v: f"tp*pp*dp*cp = {v['tp']}*{v['pp']}*{v['dp']}*{v['cp']} = "
+            f"{v['tp'] * v['pp'] * v['dp'] * v['cp']} but the system has {system.gpus} GPUs",
+        ),
+        "tp_divides_heads": (
+            model.heads % safe(tp) == 0,
+            lambda v: f"tp={v['tp']} does not divide the {model.heads} attention heads",
+        ),
+        "tp_divides_kv_heads": (
+            kv_ok,
+            lambda v: f"tp={v['tp']} does not divide the {model.kv_heads} KV heads (query groups); "
+            "use a TP degree that divides it",
+        ),
+        "tp_divides_ffn": (
+            ffn_ok,
+            lambda v: f"tp={v['tp']} does not divide the MLP intermediate size(s) {ffns}",
+        ),
+        "pp_exceeds_layers": (
+            pp <= model.layers,
+            lambda v: f"pp={v['pp']} is more than the {model.layers} layers",
+        ),
+        "vpp_needs_pp": (
+            (vpp <= 1) | (pp > 1),
+            lambda v: f"virtual pipeline vpp={v['vpp']} needs pp > 1",
+        ),
+        "vpp_divides_layers": (
+            (vpp <= 1) | (model.layers % safe(pp * vpp) == 0),
+            lambda v: f"interleaved pipeline needs layers ({model.layers}) divisible by pp*vpp = "
+            f"{v['pp'] * v['vpp']}",
+        ),
+        "interleaved_microbatches": (
+            (vpp <= 1) | (np.mod(n_micro, safe(pp)) == 0),
+            lambda v: f"interleaved pipeline needs the number of micro-batches ({B}/({v['micro_batch']}*"
+            f"{v['dp']})) divisible by pp={v['pp']}",
+        ),
+        "ep_needs_moe": (
+            (ep <= 1) | model.is_moe,
+            lambda v: f"ep={v['ep']} on a dense model ({model.name} has no experts)",
+        ),
+        "ep_divides_experts": (
+            (ep <= 1) | (max(model.experts, 1) % safe(ep) == 0),
+            lambda v: f"ep={v['ep']} does not divide the {model.experts} routed experts",
+        ),
+        "ep_divides_dp_cp": (
+            np.mod(dp * cp, safe(ep)) == 0,
+            lambda v: f"ep={v['ep']} must divide dp*cp = {v['dp'] * v['cp']} (EP is carved out of DP)",
+        ),
+        "cp_divides_seq": (
+            (cp <= 1) | (s % safe(2 * cp) == 0),
+            lambda v: f"seq_len {s} must be divisible by 2*cp = {2 * v['cp']} (load-balanced causal CP)",
+        ),
+        "batch_divisible": (
+            np.mod(B, safe(mb * dp)) == 0,
+            lambda v: f"global batch {B} sequences is not divisible by micro_batch*dp = "
+            f"{v['micro_batch']}*{v['dp']}",
+        ),
+        "zero_stage": (
+            np.isin(zero, (0, 1, 2, 3)),
+            lambda v: f"zero={v['zero']}; allowed: 0, 1, 2, 3",
+        ),
+        "shard_group_divides_dp": (
+            (sg <= 0) | ((sg <= dp * cp) & (np.mod(dp * cp, safe(sg)) == 0) & (zero >= 1)),
+            lambda v: f"hybrid shard group {v['shard_group']} must divide dp*cp = {v['dp'] * v['cp']} and "
+            "needs zero >= 1",
+        ),
+        "zero3_with_pp": (
+            (zero < 3) | (pp <= 1),
+            lambda v: "ZeRO-3 / FSDP full shard with pipeline parallelism is not supported by DeepSpeed; "
+            "use zero <= 1 (or the distributed optimizer) with pp > 1",
+        ),
+        "offload_needs_zero": (
+            (off == 0) | ((off == 1) & (zero >= 1)) | ((off == 2) & (zero >= 3)),
+            lambda v: "optimizer offload needs zero >= 1 and parameter offload needs zero = 3 "
+            f"(got offload={OFFLOAD[int(v['off'])] if 0 <= v['off'] < 3 else v['off']}, zero={v['zero']})",
+        ),
+        "qlora_fp8": (
+            np.full(tp.shape, not (training.method == "qlora" and training.precision == "fp8")),
+            lambda v: "QLoRA computes in bf16/fp16 on NF4 weights; fp8 training is not available with it",
+        ),
+        "recompute_code": (
+            np.isin(rec, (0, 1, 2)),
+            lambda v: f"recompute code {v['rec']}; allowed: 0 none, 1 selective, 2 full",
+        ),
+        "offload_code": (
+            np.isin(off, (0, 1, 2)),
+            lambda v: f"offload code {v['off']}; allowed: 0 none, 1 optimizer, 2 optimizer+params",
+        ),
+    }
+    t["_values"] = (None, lambda v: "")  # type: ignore[assignment]
+    t["_arrays"] = dict(tp=tp, pp=pp, vpp=vpp, dp=dp, cp=cp, ep=ep, zero=zero, shard_group=sg,
+                        micro_batch=mb, rec=rec, off=off)  # type: ignore[assignment]
+    return t
+
+
+def valid_mask(model: ModelArch, training: Training, system: System, strategy: Strategy) -> np.ndarray:
+    """True where a strategy obeys every rule in RULES (numpy, one entry per strategy)."""
+    table = _rule_table(model, training, system, strategy)
+    mask = None
+    for rule in RULES:
+        ok = np.asarray(table[rule][0], dtype=bool)
+        mask = ok if mask is None else (mask & ok)
+    return mask
+
+
+def check_strategy(model: ModelArch, training: Training, system: System, strategy: Strategy) -> list[str]:
+    """Raise StrategyError(rule, detail) for the first broken rule of one strategy; return warnings."""
+    table = _rule_table(model, training, system, strategy)
+    arrays = table["_arrays"]
+    values = {k: (int(v.reshape(-1)[0]) if float(v.reshape(-1)[0]).is_integer() else float(v.reshape(-1)[0]))
+              for k, v in arrays.items()}  # type: ignore[union-attr]
+    for rule in RULES:
+        ok, detail = table[rule]
+        if not bool(np.asarray(ok).reshape(-1)[0]):
+            raise StrategyError(rule, detail(values))
+    warnings = []
+    if values["tp"] > system.gpus_per_node:
+        warnings.append(f"tp_across_nodes: tp={values['tp']} spans more than the {system.gpus_per_node} GPUs "
+                        "of a node; tensor-parallel all-reduces will cross the network")
+    if model.layers % values["pp"]:
+        warnings.append(f"pp_uneven_layers: {model.layers} layers do not split evenly over pp={values['pp']} "
+                        "(the first stages get one more layer)")
+    return warnings

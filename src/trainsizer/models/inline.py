@@ -1,0 +1,156 @@
+"""Inline model architectures (a mapping in a job file) -> `ModelArch`.
+
+Keys are the `ModelArch` field names; `preset: <name>` starts from a shipped preset and overrides some
+fields. Unknown keys and inconsistent values raise `SpecError` naming the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from trainsizer.errors import SpecError, did_you_mean
+from trainsizer.models.arch import ModelArch
+
+Pos = Field(default=None, ge=1)
+NonNeg = Field(default=None, ge=0)
+
+
+class InlineModelSpec(BaseModel):
+    """The accepted keys; `None` means "not given" (preset value, or the rule in `to_arch`)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    preset: str | None = None
+    name: str | None = None
+    family: str | None = None
+    layers: int | None = Pos
+    hidden: int | None = Pos
+    heads: int | None = Pos
+    kv_heads: int | None = Pos
+    ffn: int | None = NonNeg
+    vocab: int | None = Pos
+    head_dim: int | None = Pos
+    mlp: Literal["swiglu", "gelu"] | None = None
+    norm: Literal["rmsnorm", "layernorm"] | None = None
+    position: Literal["rope", "learned", "alibi"] | None = None
+    max_position: int | None = Pos
+    tied_embeddings: bool | None = None
+    qkv_bias: bool | None = None
+    out_bias: bool | None = None
+    mlp_bias: bool | None = None
+    qk_norm: bool | None = None
+    experts: int | None = NonNeg
+    experts_per_token: int | None = NonNeg
+    expert_ffn: int | None = NonNeg
+    shared_expert_ffn: int | None = NonNeg
+    shared_expert_gate: bool | None = None
+    dense_layers: int | None = NonNeg
+    moe_every: int | None = Pos
+    moe_layer_offset: int | None = NonNeg
+    mlp_only_layers: list[int] | None = None
+    router_bias: bool | None = None
+    attention: Literal["gqa", "mla"] | None = None
+    q_lora_rank: int | None = NonNeg
+    kv_lora_rank: int | None = NonNeg
+    qk_nope_head_dim: int | None = NonNeg
+    qk_rope_head_dim: int | None = NonNeg
+    v_head_dim: int | None = NonNeg
+    mtp_layers: int | None = NonNeg
+
+
+_KEYS = tuple(InlineModelSpec.model_fields)
+_REQUIRED = ("layers", "hidden", "heads", "vocab")
+
+
+def _validation_error(where: str, exc: ValidationError, given: Mapping[str, Any]) -> SpecError:
+    err = exc.errors()[0]
+    key = ".".join(str(p) for p in err["loc"])
+    top = str(err["loc"][0]) if err["loc"] else ""
+    if err["type"] == "extra_forbidden":
+        return SpecError(
+            f"{where}.{key}", "unknown model key", allowed=_KEYS, suggestion=did_you_mean(top, _KEYS)
+        )
+    return SpecError(f"{where}.{key}", err["msg"].lower(), value=given.get(top, err.get("input")))
+
+
+def arch_from_inline(spec: Mapping[str, Any], *, where: str = "model") -> ModelArch:
+    """Validate an inline architecture and build the `ModelArch`."""
+    try:
+        parsed = InlineModelSpec.model_validate(dict(spec))
+    except ValidationError as exc:
+        raise _validation_error(where, exc, spec) from None
+    given = {k: v for k, v in parsed.model_dump().items() if v is not None and k != "preset"}
+    if "mlp_only_layers" in given:
+        given["mlp_only_layers"] = tuple(sorted(given["mlp_only_layers"]))
+
+    if parsed.preset is not None:
+        from trainsizer.models.shipped import load_preset
+
+        base = load_preset(parsed.preset, where=f"{where}.preset")
+        values = {f.name: getattr(base, f.name) for f in fields(ModelArch)}
+        if "hidden" in given or "heads" in given:
+            if "head_dim" not in given and base.attention == "gqa":
+                values["head_dim"] = 0  # re-derive from the new hidden / heads
+        if "heads" in given and "kv_heads" not in given and base.kv_heads == base.heads:
+            values["kv_heads"] = given["heads"]
+        values.update(given)
+        values["notes"] = (*base.notes, f"preset {base.name} with overrides: {', '.join(sorted(given))}")
+        values["unknown_keys"] = ()
+        if "name" not in given:
+            values["name"] = f"{base.name}+custom"
+    else:
+        missing = [k for k in _REQUIRED if k not in given]
+        if missing:
+            raise SpecError(f"{where}.{missing[0]}", "required key missing (or give preset: <name>)")
+        values = dict(given)
+        values.setdefault("name", "custom")
+        values.setdefault("family", "custom")
+        values.setdefault("kv_heads", values["heads"])
+        values.setdefault("ffn", 0)
+        values["source"] = "inline"
+    _check(values, where)
+    return ModelArch(**values)
+
+
+def _check(v: dict[str, Any], where: str) -> None:
+    def bad(key: str, problem: str) -> SpecError:
+        return SpecError(f"{where}.{key}", problem, value=v.get(key))
+
+    layers, hidden, heads = v["layers"], v["hidden"], v["heads"]
+    kv_heads = v.get("kv_heads", heads)
+    attention = v.get("attention", "gqa")
+    if attention == "gqa":
+        if not v.get("head_dim") and hidden % heads:
+            raise bad("heads", f"does not divide hidden ({hidden}); give head_dim explicitly")
+        if kv_heads > heads or heads % kv_heads:
+            raise bad("kv_heads", f"must divide heads ({heads})")
+    else:
+        for key in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+            if not v.get(key):
+                raise bad(key, "required (> 0) when attention is mla")
+    experts = v.get("experts", 0)
+    k = v.get("experts_per_token", 0)
+    if experts:
+        if k < 1:
+            raise bad("experts_per_token", "must be >= 1 when experts > 0")
+        if k > experts:
+            raise bad("experts_per_token", f"exceeds experts ({experts})")
+        if not v.get("expert_ffn"):
+            raise bad("expert_ffn", "required (> 0) when experts > 0")
+    else:
+        for key in ("experts_per_token", "expert_ffn", "shared_expert_ffn", "dense_layers"):
+            if v.get(key):
+                raise bad(key, "only meaningful with experts > 0")
+    if v.get("dense_layers", 0) > layers:
+        raise bad("dense_layers", f"exceeds layers ({layers})")
+    out_of_range = [i for i in v.get("mlp_only_layers", ()) if i >= layers]
+    if out_of_range:
+        raise SpecError(f"{where}.mlp_only_layers", f"layer index >= layers ({layers})", value=out_of_range)
+    probe = ModelArch(**v)
+    dense = [i for i in range(layers) if not probe.layer_is_moe(i)]
+    if dense and not v.get("ffn"):
+        raise bad("ffn", f"required (> 0): layer {dense[0]} has a dense MLP")

@@ -1,0 +1,236 @@
+"""Checks on the shipped catalog data: coverage, provenance, units and sanity of the figures."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from trainsizer.catalog import load_catalog
+
+REQUIRED_ACCELERATORS = [
+    "a100-sxm-80gb", "a100-sxm-40gb", "h100-sxm-80gb", "h100-pcie-80gb", "h200-sxm-141gb", "h800-sxm-80gb",
+    "a800-sxm-80gb", "b200", "b300", "gb200", "h20", "l20", "l40s", "rtx-4090", "rtx-5090", "mi300x",
+    "mi325x", "mi355x", "ascend-910b", "gaudi3", "v100-sxm-32gb",
+]
+# ids used in /work/shared/reference/hardware/gpus.yaml (compiled 2026-11-30)
+REFERENCE_IDS = {
+    "v100-sxm2-32gb": "v100-sxm-32gb", "a100-sxm4-40gb": "a100-sxm-40gb", "a100-sxm4-80gb": "a100-sxm-80gb",
+    "a100-pcie-40gb": "a100-pcie-40gb", "a100-pcie-80gb": "a100-pcie-80gb", "a800-sxm4-80gb": "a800-sxm-80gb",
+    "a10g": "a10g", "h100-sxm5-80gb": "h100-sxm-80gb", "h100-pcie-80gb": "h100-pcie-80gb",
+    "h100-nvl-94gb": "h100-nvl-94gb", "h200-sxm-141gb": "h200-sxm-141gb", "h200-nvl-141gb": "h200-nvl-141gb",
+    "h800-sxm5-80gb": "h800-sxm-80gb", "h20-96gb": "h20", "l40s": "l40s", "l40": "l40", "l20": "l20",
+    "rtx-6000-ada": "rtx-6000-ada", "rtx-4090": "rtx-4090", "rtx-5090": "rtx-5090", "rtx-a6000": "rtx-a6000",
+    "b100": "b100", "b200-hgx": "b200", "gb200-per-gpu": "gb200", "b300-hgx": "b300", "mi300x": "mi300x",
+    "mi325x": "mi325x", "mi355x": "mi355x", "gaudi3": "gaudi3", "ascend-910b": "ascend-910b",
+}
+REQUIRED_NETWORKS = {
+    "ib-hdr200": "ib", "ib-ndr200": "ib", "ib-ndr400": "ib", "ib-xdr800": "ib",
+    "roce-25": "roce", "roce-100": "roce", "roce-200": "roce", "roce-400": "roce", "roce-800": "roce",
+    "efa-v2": "efa",
+}
+ID_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+DATE_RE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return load_catalog()
+
+
+def test_accelerator_count_and_required_ids(cat):
+    assert len(cat.accelerators) >= 25
+    missing = [a for a in REQUIRED_ACCELERATORS if a not in cat.accelerators]
+    assert not missing
+
+
+@pytest.mark.parametrize("ref_id,canonical", sorted(REFERENCE_IDS.items()))
+def test_reference_ids_resolve(cat, ref_id, canonical):
+    assert cat.accelerator(ref_id).id == canonical
+    assert cat.accelerator(ref_id.upper()).id == canonical
+
+
+def test_aliases_do_not_collide(cat):
+    seen: dict[str, str] = {}
+    for acc in cat.accelerators.values():
+        for alias in acc.aliases:
+            assert alias not in cat.accelerators, alias
+            assert alias not in seen, (alias, seen.get(alias), acc.id)
+            seen[alias] = acc.id
+
+
+def test_every_record_has_sources_date_confidence(cat):
+    n = 0
+    for section, rec in cat.records():
+        n += 1
+        assert rec.sources, (section, rec.id)
+        assert DATE_RE.match(rec.date), (section, rec.id, rec.date)
+        assert rec.confidence in ("high", "medium", "low", "very_low")
+    assert n > 150
+
+
+def test_every_source_id_resolves_to_registry(cat):
+    for section, rec in cat.records():
+        for sid in rec.source_ids():
+            assert sid in cat.sources, (section, rec.id, sid)
+    for src in cat.sources.values():
+        assert src.title
+        assert src.date is None or DATE_RE.match(src.date)
+
+
+def test_no_unused_sources(cat):
+    used = set()
+    for _, rec in cat.records():
+        used |= rec.source_ids()
+    assert set(cat.sources) - used == set()
+
+
+def test_ids_lowercase_hyphen(cat):
+    for section, rec in cat.records():
+        assert ID_RE.match(rec.id), (section, rec.id)
+    for acc in cat.accelerators.values():
+        for alias in acc.aliases:
+            assert ID_RE.match(alias), alias
+
+
+def test_dense_below_sparse_headline(cat):
+    checked = 0
+    for acc in cat.accelerators.values():
+        for prec, sparse in acc.tflops_sparse_headline.items():
+            dense = getattr(acc.tflops_dense, prec, None)
+            if dense is None:
+                continue  # e.g. GeForce fp16_fp16acc: a different accumulate mode
+            checked += 1
+            assert dense < sparse, (acc.id, prec, dense, sparse)
+            ratio = sparse / dense
+            assert ratio <= 2.05, (acc.id, prec, ratio)
+            if ratio < 1.9:  # not the usual 2:4 factor: must be flagged as a doubt
+                assert any("sparse" in u for u in acc.unsure), (acc.id, prec, ratio)
+    assert checked > 40
+
+
+def test_tensor_rates_grow_as_precision_shrinks(cat):
+    for acc in cat.accelerators.values():
+        t = acc.tflops_dense
+        chain = [v for v in (t.tf32, t.bf16, t.fp8, t.fp4) if v is not None]
+        assert chain == sorted(chain), acc.id
+
+
+def test_h100_headline_figures(cat):
+    h100 = cat.accelerator("h100-sxm-80gb")
+    assert h100.tflops_dense.bf16 == pytest.approx(989.4)
+    assert h100.tflops_sparse_headline["bf16"] == pytest.approx(1979)
+    assert h100.scaleup_gb_s_per_dir == 450
+    assert h100.nvls and h100.scaleup_domain == 8
+    assert h100.pcie_gb_s == pytest.approx(63.0)
+    assert cat.accelerator("gb200").scaleup_domain == 72
+    assert not cat.accelerator("a100-sxm-80gb").nvls
+    assert cat.accelerator("h800").scaleup_bw_bidir_gb_s == 400
+
+
+def test_memory_gib_derivation(cat):
+    for acc in cat.accelerators.values():
+        if acc.memory_label_unit == "gib":
+            assert acc.memory_gib == acc.memory_gb
+        else:
+            assert acc.memory_gib == pytest.approx(acc.memory_gb * 1e9 / 2**30, rel=1e-4)
+        assert acc.memory_gib_basis
+    assert cat.accelerator("b200").memory_gib == 180  # usable, 192 physical (alt_values)
+    assert any(a.value == 192 for a in cat.accelerator("b200").alt_values["memory_gb"])
+
+
+def test_pcie_only_cards_use_pcie_scaleup(cat):
+    for acc_id in ("l40s", "rtx-4090", "rtx-5090", "l20"):
+        acc = cat.accelerator(acc_id)
+        assert acc.scaleup_tech == "pcie"
+        assert acc.scaleup_gb_s_per_dir == pytest.approx(acc.pcie_gb_s)
+
+
+def test_market_tags(cat):
+    for acc_id in ("h20", "h800-sxm-80gb", "a800-sxm-80gb", "l20"):
+        assert cat.accelerator(acc_id).china_market_sku
+    assert cat.accelerator("ascend-910b").domestic_china
+    assert cat.accelerator("h100").china_export_restricted is True
+
+
+def test_required_networks(cat):
+    for net_id, kind in REQUIRED_NETWORKS.items():
+        net = cat.network(net_id)
+        assert net.kind == kind
+        assert 0 < net.efficiency_planning <= 1
+        assert net.nic
+    ndr = cat.network("ib-ndr400")
+    assert ndr.gbps_per_nic == 400
+    assert 46 <= ndr.payload_gb_s_per_nic <= 48
+    assert cat.switch(ndr.switch).radix(400) == 64
+    assert cat.switch("quantum-x800-q3400").radix(800) == 144
+
+
+def test_servers(cat):
+    assert len(cat.servers) >= 10
+    for srv in cat.servers.values():
+        acc = cat.accelerators[srv.accelerator]
+        # nameplate power can never be below the accelerators' own TDP
+        assert srv.power_max_w >= srv.gpus * acc.tdp_w, srv.id
+        assert srv.nics.count >= 1 and srv.rack_units > 0
+    eight = {s.accelerator for s in cat.servers.values() if s.gpus == 8}
+    for acc_id in ("h100-sxm-80gb", "h200-sxm-141gb", "b200", "a100-sxm-80gb", "mi300x", "l40s", "h20"):
+        assert acc_id in eight, acc_id
+    dgx = cat.server("dgx-h100")
+    assert (dgx.cpu_cores, dgx.ram_gib, dgx.nvme_tb, dgx.power_max_w, dgx.rack_units) == (112, 2048, 30.72, 10200, 8)
+    assert [s.id for s in cat.servers_for("h100")][:2] == ["dgx-h100", "hgx-h100-8gpu"]
+
+
+def test_storage_tiers(cat):
+    kinds = {t.kind for t in cat.storage_tiers.values()}
+    assert {"node_local", "nfs", "parallel_fs"} <= kinds
+    best = cat.storage_tier("pfs-superpod-best")
+    assert (best.read_gb_s_per_node.low, best.write_gb_s_per_node.low) == (40, 20)
+    assert cat.pcie_generations["gen5"].x16_gb_s_per_dir == 63.0
+
+
+def test_prices(cat):
+    keys = set()
+    for p in cat.prices.values():
+        assert p.id == f"{p.kind}-{p.currency.lower()}-{p.subject}"
+        key = (p.kind, p.currency, p.subject)
+        assert key not in keys
+        keys.add(key)
+        assert p.low <= p.mid <= p.high
+    h100 = cat.rent_usd_per_gpu_hour("h100")
+    assert h100.currency == "USD" and h100.unit == "per_gpu_hour" and h100.low < h100.high
+    assert cat.rent_per_gpu_hour("h20", currency="cny").currency == "CNY"
+    assert cat.purchase_cny("hgx-h20-8gpu").low == 1_200_000
+    assert cat.purchase_usd("dgx-h100").unit == "per_server"
+    assert cat.purchase_usd("gb200-nvl72").unit == "per_rack"
+    assert cat.purchase_usd("quantum-2-qm9700").unit == "per_switch"
+    assert cat.purchase_usd("v100") is None
+
+
+def test_facility_and_reliability(cat):
+    f = cat.facility
+    assert f.electricity_usd_per_kwh.unit == "USD/kWh"
+    assert f.electricity_per_kwh("cny").unit == "CNY/kWh"
+    assert 1.0 < f.pue.low <= f.pue.high < 2.0
+    assert f.rack_kw_air.high < f.rack_kw_liquid.low
+    assert f.colocation_usd_per_kw_month.mid > 0
+    rel = cat.reliability
+    assert rel.node_failures_per_1000_node_days.typical == 4.0
+    llama = rel.datasets["llama3-405b-pretrain"]
+    assert llama.job_mtbf_hours == pytest.approx(llama.days * 24 / llama.unplanned, rel=0.01)
+    assert llama.failures_per_1000_node_days == pytest.approx(
+        llama.unplanned / (llama.nodes * llama.days) * 1000, rel=0.01)
+    counts = llama.details["breakdown_unplanned_counts"]
+    assert sum(counts.values()) == llama.unplanned
+    assert rel.job_mtbf_hours(llama.nodes, llama.failures_per_1000_node_days) == pytest.approx(3.09, rel=0.01)
+
+
+def test_catalog_is_json_ready(cat):
+    out = json.loads(json.dumps(cat.to_dict()))
+    assert out["accelerators"]["h100-sxm-80gb"]["sources"]
+    assert out["prices"]["rent-usd-h100-sxm-80gb"]["date"]
+
+
+def test_default_catalog_is_cached():
+    assert load_catalog() is load_catalog()

@@ -1,0 +1,89 @@
+"""The CLI end to end: tables, --json, --lang, and one-paragraph errors with exit status 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import EXAMPLES
+
+
+def test_version(run_cli):
+    code, out, _ = run_cli("--version")
+    assert code == 0 and "trainsizer" in out
+
+
+def test_models_list_json_has_presets(run_cli):
+    code, out, _ = run_cli("models", "list", "--json")
+    assert code == 0
+    names = {p["name"] for p in json.loads(out)}
+    assert {"llama-3.1-8b", "llama-3.1-405b", "deepseek-v3", "mixtral-8x7b"} <= names
+    assert len(names) >= 15
+
+
+def test_models_show_json_counts(run_cli):
+    code, out, _ = run_cli("models", "show", "llama-3.1-8b", "--json")
+    data = json.loads(out)
+    assert code == 0
+    assert data["params_total"] == pytest.approx(8.03e9, rel=0.005)
+    assert data["params_active"] == data["params_total"]
+
+
+def test_models_show_table_in_chinese(run_cli):
+    code, out, _ = run_cli("--lang", "zh", "models", "list")
+    assert code == 0 and "模型预设" in out
+
+
+def test_unknown_model_is_one_paragraph_error(run_cli):
+    code, out, err = run_cli("models", "show", "llama-3.1-8")
+    assert code == 2
+    assert "Traceback" not in err and err.startswith("error:")
+    assert "llama-3.1-8b" in err  # did-you-mean
+
+
+def test_catalog_list_accelerators_json(run_cli):
+    code, out, _ = run_cli("catalog", "list", "accelerators", "--json")
+    ids = {a["id"] for a in json.loads(out)}
+    assert code == 0 and len(ids) >= 25
+    assert {"a100-sxm-80gb", "h100-sxm-80gb", "h200-sxm-141gb", "b200", "h20", "ascend-910b"} <= ids
+
+
+@pytest.mark.parametrize("kind", ["servers", "networks", "switches", "storage", "prices"])
+def test_catalog_list_other_kinds(run_cli, kind):
+    code, out, _ = run_cli("catalog", "list", kind, "--json")
+    assert code == 0 and len(json.loads(out)) > 0
+    code, out, _ = run_cli("--lang", "en", "catalog", "list", kind)
+    assert code == 0 and out.strip()
+
+
+def test_catalog_show_unknown_suggests(run_cli):
+    code, _, err = run_cli("catalog", "show", "accelerator", "h100-sxm-80")
+    assert code == 2 and "h100-sxm-80gb" in err
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_check_every_example(run_cli, example):
+    code, out, err = run_cli("check", str(example), "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["model"]["params_total"] > 1e8
+    assert summary["tokens_total"] > 0
+
+
+def test_check_bad_job_exit_2(run_cli, tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text("model: llama-3.1-8b\nmethod: full\ndata: {tokens: 1e9}\nseq_len: 2048\n"
+                   "global_batch: {sequences: 8}\nhardware: {accelerator: h100-sxm, count: 8}\n")
+    code, _, err = run_cli("check", str(job))
+    assert code == 2
+    assert "hardware.accelerator" in err and "h100-sxm-80gb" in err
+    assert "Traceback" not in err
+
+
+def test_check_multi_node_needs_network(run_cli, tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text("model: llama-3.1-8b\ndata: {tokens: 1e9}\nseq_len: 2048\n"
+                   "global_batch: {sequences: 8}\nhardware: {accelerator: h100-sxm-80gb, count: 16}\n")
+    code, _, err = run_cli("check", str(job))
+    assert code == 2 and "hardware.network" in err
