@@ -315,7 +315,8 @@ def main() -> None:
     print(f"\nthroughput.csv: {s['rows']} rows predicted, {s['skipped']} skipped; MAPE {s['mape']:.1f}%")
     for k, (n, e) in s["by_source"].items():
         print(f"  {k:28s} n={n:3d}  MAPE {e:5.1f}%")
-    print("  worst row: %s %s measured %.4g predicted %.4g (%+.1f%%)" % s["worst"])
+    w = s["worst"]
+    print(f"  worst row: {w[0]} {w[1]} measured {w[2]:.4g} predicted {w[3]:.4g} ({w[4]:+.1f}%)")
     print("\nskipped rows:")
     for c in cases:
         if c.skipped:

@@ -87,3 +87,20 @@ def test_check_multi_node_needs_network(run_cli, tmp_path):
                    "global_batch: {sequences: 8}\nhardware: {accelerator: h100-sxm-80gb, count: 16}\n")
     code, _, err = run_cli("check", str(job))
     assert code == 2 and "hardware.network" in err
+
+
+def test_catalog_overlay_flag_overrides_price(run_cli, tmp_path):
+    overlay = tmp_path / "negotiated.yaml"
+    overlay.write_text("date: 2026-12-01\nprices:\n  rent-usd-h100-sxm-80gb: {low: 1.5, high: 1.7, typical: 1.6}\n")
+    code, out, _ = run_cli("--catalog", str(overlay), "catalog", "list", "prices", "--json")
+    assert code == 0
+    rent = next(r for r in json.loads(out) if r["accelerator"] == "h100-sxm-80gb" and r["kind"] == "rent")
+    assert (rent["low"], rent["high"]) == (1.5, 1.7)
+    assert "overlay_negotiated" in rent["sources"]
+
+
+def test_catalog_overlay_bad_field_is_specific(run_cli, tmp_path):
+    overlay = tmp_path / "bad.yaml"
+    overlay.write_text("accelerators:\n  h100-sxm-80gb: {tdp_watts: 700}\n")
+    code, _, err = run_cli("--catalog", str(overlay), "catalog", "list", "accelerators")
+    assert code == 2 and "tdp_watts" in err and "Traceback" not in err

@@ -121,13 +121,15 @@ def catalog_list(app: AppState, kind: str, as_json: bool) -> None:
 
 
 @catalog.command("show")
-@click.argument("kind", type=click.Choice(("accelerator", "server", "network")))
+@click.argument("kind", type=click.Choice(("accelerator", "server", "network", "switch", "storage")))
 @click.argument("entry_id")
 @json_option
 @click.pass_obj
 def catalog_show(app: AppState, kind: str, entry_id: str, as_json: bool) -> None:
     """Show one catalog entry with its sources, e.g. `catalog show accelerator h100-sxm-80gb`."""
-    getter = {"accelerator": app.catalog.accelerator, "server": app.catalog.server, "network": app.catalog.network}[kind]
+    cat = app.catalog
+    getter = {"accelerator": cat.accelerator, "server": cat.server, "network": cat.network, "switch": cat.switch,
+              "storage": cat.storage_tier}[kind]
     record = getter(entry_id).to_dict()
     if as_json:
         echo_json(record)

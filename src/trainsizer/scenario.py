@@ -188,7 +188,7 @@ def _resolve_network(spec: str | NetworkSpec | None, multi_node: bool, catalog: 
     except SpecError as err:
         raise _prefixed(err, f"{origin}: hardware.network") from None
     return NetworkView(net.id, net.kind, net.nics_per_node_default, net.gbps_per_nic,
-                       net.efficiency or DEFAULT_NIC_EFFICIENCY, net.latency_us or 5.0)
+                       net.efficiency_planning or DEFAULT_NIC_EFFICIENCY, net.latency_us or 5.0)
 
 
 def build_system(acc: Any, gpus: int, gpus_per_node: int, network: NetworkView | None) -> System:

@@ -32,3 +32,9 @@ def cpu_ctx(tmp_path) -> Context:
     return Context(criteria=criteria.generic(), telemetry=None, telemetry_why="no GPU telemetry (test)",
                    options=Options(storage_path=tmp_path, storage_size_bytes=8 * 2**20,
                                    checkpoint_size_bytes=8 * 2**20), node="cpu01")
+
+
+@pytest.fixture(autouse=True)
+def _history_in_tmp(tmp_path, monkeypatch):
+    """No test writes to the user's default history database."""
+    monkeypatch.setenv("TRAINSIZER_ACCEPT_DB", str(tmp_path / "default-history.sqlite"))

@@ -43,13 +43,13 @@ def test_price_lookup_errors(cat):
 
 
 def test_peak_tflops(cat):
-    h100 = cat.accelerator("h100")
+    h100 = cat.accelerator("h100-sxm-80gb")
     assert h100.peak_tflops("bf16") == pytest.approx(989.4)
     assert h100.peak_tflops("FP8") == pytest.approx(1978.9)
     assert h100.peak_tflops("fp32") == pytest.approx(494.7)  # fp32 training runs on TF32 tensor cores
     assert cat.accelerator("mi300x").peak_tflops("fp32") == pytest.approx(653.7)
     assert cat.accelerator("mi355x").peak_tflops("fp32") == pytest.approx(157.3)  # no tf32 published
-    v100 = cat.accelerator("v100")
+    v100 = cat.accelerator("v100-sxm-32gb")
     assert v100.peak_tflops("fp32") == pytest.approx(15.7)  # no tensor-core FP32 path on Volta
     with pytest.raises(SpecError) as info:
         v100.peak_tflops("bf16")
@@ -61,7 +61,7 @@ def test_peak_tflops(cat):
 
 def test_record_is_frozen(cat):
     with pytest.raises(Exception):  # noqa: B017 - pydantic raises ValidationError on frozen assignment
-        cat.accelerator("h100").tdp_w = 1
+        cat.accelerator("h100-sxm-80gb").tdp_w = 1
 
 
 def _acc(**overrides):
@@ -102,3 +102,10 @@ def test_price_mid_is_within_range(low, span):
 def test_explicit_memory_gib_is_kept():
     acc = _acc(memory_gib=79.2)
     assert acc.memory_gib == 79.2 and acc.memory_gib_basis == "given"
+
+
+def test_ambiguous_short_names_are_not_aliases(cat):
+    # 'h100' could be SXM, PCIe or NVL: the user must say which (the error suggests one)
+    for name in ("h100", "a100", "h200"):
+        with pytest.raises(SpecError, match="Did you mean"):
+            cat.accelerator(name)

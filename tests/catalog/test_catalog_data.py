@@ -98,7 +98,7 @@ def test_dense_below_sparse_headline(cat):
     checked = 0
     for acc in cat.accelerators.values():
         for prec, sparse in acc.tflops_sparse_headline.items():
-            dense = getattr(acc.tflops_dense, prec, None)
+            dense = acc.tflops_dense.get(prec)
             if dense is None:
                 continue  # e.g. GeForce fp16_fp16acc: a different accumulate mode
             checked += 1
@@ -113,13 +113,13 @@ def test_dense_below_sparse_headline(cat):
 def test_tensor_rates_grow_as_precision_shrinks(cat):
     for acc in cat.accelerators.values():
         t = acc.tflops_dense
-        chain = [v for v in (t.tf32, t.bf16, t.fp8, t.fp4) if v is not None]
+        chain = [t[k] for k in ("tf32", "bf16", "fp8", "fp4") if t[k] is not None]
         assert chain == sorted(chain), acc.id
 
 
 def test_h100_headline_figures(cat):
     h100 = cat.accelerator("h100-sxm-80gb")
-    assert h100.tflops_dense.bf16 == pytest.approx(989.4)
+    assert h100.tflops_dense["bf16"] == pytest.approx(989.4)
     assert h100.tflops_sparse_headline["bf16"] == pytest.approx(1979)
     assert h100.scaleup_gb_s_per_dir == 450
     assert h100.nvls and h100.scaleup_domain == 8
@@ -151,7 +151,7 @@ def test_market_tags(cat):
     for acc_id in ("h20", "h800-sxm-80gb", "a800-sxm-80gb", "l20"):
         assert cat.accelerator(acc_id).china_market_sku
     assert cat.accelerator("ascend-910b").domestic_china
-    assert cat.accelerator("h100").china_export_restricted is True
+    assert cat.accelerator("h100-sxm-80gb").china_export_restricted is True
 
 
 def test_required_networks(cat):
@@ -179,7 +179,7 @@ def test_servers(cat):
         assert acc_id in eight, acc_id
     dgx = cat.server("dgx-h100")
     assert (dgx.cpu_cores, dgx.ram_gib, dgx.nvme_tb, dgx.power_max_w, dgx.rack_units) == (112, 2048, 30.72, 10200, 8)
-    assert [s.id for s in cat.servers_for("h100")][:2] == ["dgx-h100", "hgx-h100-8gpu"]
+    assert [s.id for s in cat.servers_for("h100-sxm5-80gb")][:2] == ["dgx-h100", "hgx-h100-8gpu"]
 
 
 def test_storage_tiers(cat):
@@ -198,14 +198,14 @@ def test_prices(cat):
         assert key not in keys
         keys.add(key)
         assert p.low <= p.mid <= p.high
-    h100 = cat.rent_usd_per_gpu_hour("h100")
+    h100 = cat.rent_usd_per_gpu_hour("h100-sxm-80gb")
     assert h100.currency == "USD" and h100.unit == "per_gpu_hour" and h100.low < h100.high
     assert cat.rent_per_gpu_hour("h20", currency="cny").currency == "CNY"
     assert cat.purchase_cny("hgx-h20-8gpu").low == 1_200_000
     assert cat.purchase_usd("dgx-h100").unit == "per_server"
     assert cat.purchase_usd("gb200-nvl72").unit == "per_rack"
     assert cat.purchase_usd("quantum-2-qm9700").unit == "per_switch"
-    assert cat.purchase_usd("v100") is None
+    assert cat.purchase_usd("v100-sxm2-32gb") is None
 
 
 def test_facility_and_reliability(cat):
@@ -234,3 +234,31 @@ def test_catalog_is_json_ready(cat):
 
 def test_default_catalog_is_cached():
     assert load_catalog() is load_catalog()
+
+
+def test_alt_values_and_field_sources_name_real_fields(cat):
+    def resolve(d, dotted):
+        for part in dotted.split("."):
+            if not isinstance(d, dict) or part not in d:
+                return False
+            d = d[part]
+        return True
+
+    n = 0
+    for section, rec in cat.records():
+        data = rec.to_dict()
+        for key in rec.alt_values:
+            n += 1
+            assert resolve(data, key), (section, rec.id, key)
+    assert n >= 20
+
+
+def test_disagreeing_sources_are_recorded(cat):
+    """Doubts found when checking the references are kept as data, not silently resolved."""
+    assert {a.value for a in cat.accelerator("gaudi3").alt_values["tflops_dense.bf16"]} == {1677}
+    assert cat.server("dgx-h100").alt_values["power_max_w"][0].value == 11300
+    llama = cat.reliability.datasets["llama3-405b-pretrain"]
+    assert llama.details["unplanned_gpu_related_pct_printed"] == 58.7
+    assert llama.details["unplanned_gpu_related_pct_by_counts"] == 64.0
+    assert any("30.1%" in u for u in llama.unsure)
+    assert any("one direction" in u for u in cat.switch("quantum-x800-q3400").unsure)

@@ -26,7 +26,7 @@ def test_override_price_records_overlay_as_source(tmp_path):
     cat = load_catalog([path])
     src = overlay_source_id(path)
     assert src == "overlay_my_prices"
-    price = cat.rent_usd_per_gpu_hour("h100")
+    price = cat.rent_usd_per_gpu_hour("h100-sxm-80gb")
     assert (price.low, price.high, price.mid) == (2.10, 2.40, 2.25)
     assert price.date == "2026-12-01"
     for field in ("low", "high", "typical"):
@@ -36,7 +36,7 @@ def test_override_price_records_overlay_as_source(tmp_path):
     reg = cat.source(src)
     assert reg.url == path.resolve().as_uri() and reg.date == "2026-12-01"
     # the built-in catalog is untouched
-    assert load_catalog().rent_usd_per_gpu_hour("h100").low == 1.85
+    assert load_catalog().rent_usd_per_gpu_hour("h100-sxm-80gb").low == 1.85
     assert price.to_dict()["field_sources"]["low"] == [src]
 
 
@@ -51,8 +51,8 @@ def test_override_nested_field_and_own_sources(tmp_path):
             date: '2026-11'
     """)
     acc = load_catalog([path]).accelerator("h100-sxm5-80gb")
-    assert acc.tflops_dense.bf16 == 800
-    assert acc.tflops_dense.fp8 == pytest.approx(1978.9)  # merged, not replaced
+    assert acc.tflops_dense["bf16"] == 800
+    assert acc.tflops_dense["fp8"] == pytest.approx(1978.9)  # merged, not replaced
     assert acc.field_sources == {"tflops_dense.bf16": (overlay_source_id(path), "my_bench")}
     assert acc.date == "2026-11"
     assert acc.peak_tflops("bf16") == 800
@@ -120,7 +120,7 @@ def test_overlays_apply_in_order(tmp_path):
         ("networks:\n  ib-ndr400: {kind: infiniband}\n",
          ["networks.ib-ndr400.kind", "'infiniband'", "'ib'", "'roce'"]),
         ("prices:\n  rent-usd-b200: {low: 9.0}\n",
-         ["prices.rent-usd-b200", "above high", "Allowed:"]),
+         ["bad.yaml: prices.rent-usd-b200", "above high", "Allowed: low <= typical <= high"]),
         ("acelerators:\n  x: {}\n",
          ["bad.yaml", "unknown section", "'acelerators'", "Did you mean 'accelerators'"]),
         ("accelerators:\n  h100-sxm-80gb: {tdp_w: -5}\n",
@@ -150,3 +150,11 @@ def test_bad_overlay_errors_name_file_entry_field_value_allowed(tmp_path, text, 
 def test_missing_overlay_file(tmp_path):
     with pytest.raises(SpecError, match="catalog file not found"):
         load_catalog([tmp_path / "nope.yaml"])
+
+
+def test_bad_tflops_key(tmp_path):
+    path = _write(tmp_path, "accelerators:\n  h100-sxm-80gb:\n    tflops_dense: {bf17: 1}\n", "bad.yaml")
+    with pytest.raises(SpecError) as info:
+        load_catalog([path])
+    msg = str(info.value)
+    assert "bad.yaml: accelerators.h100-sxm-80gb.tflops_dense" in msg and "'bf17'" in msg and "bf16" in msg

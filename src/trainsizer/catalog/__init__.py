@@ -31,7 +31,6 @@ from trainsizer.catalog.records import (
     Source,
     StorageTier,
     Switch,
-    TflopsTable,
 )
 
 __all__ = [
@@ -58,7 +57,6 @@ __all__ = [
     "Source",
     "StorageTier",
     "Switch",
-    "TflopsTable",
     "load_catalog",
     "overlay_source_id",
 ]

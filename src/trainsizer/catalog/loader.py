@@ -247,6 +247,8 @@ def _allowed(err: dict[str, Any], model: type[BaseModel], loc: tuple[Any, ...]) 
         return "a mapping"
     if kind == "missing":
         return "a value for this required field"
+    if kind == "value_error" and "allowed: " in err.get("msg", ""):
+        return err["msg"].split("allowed: ", 1)[1]
     if kind == "value_error":
         return "low <= typical <= high" if "low" in err.get("msg", "") else "a consistent record"
     return err.get("msg", "see the catalog documentation")

@@ -99,17 +99,21 @@ TRAINING_PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4")
 SCALEUP_TECHS = ("nvlink", "nvlink-bridge", "pcie", "xgmi", "hccs", "roce", "other")
 
 
-class TflopsTable(_Frozen):
-    """Dense peak TFLOP/s per precision; None = not supported or not published."""
+TFLOPS_KEYS = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "fp32_matrix")
+TFLOPS_CORE_KEYS = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp4")
 
-    fp32: float | None = Field(default=None, gt=0)  # vector (CUDA-core) FP32
-    tf32: float | None = Field(default=None, gt=0)
-    bf16: float | None = Field(default=None, gt=0)
-    fp16: float | None = Field(default=None, gt=0)
-    fp8: float | None = Field(default=None, gt=0)
-    fp6: float | None = Field(default=None, gt=0)
-    fp4: float | None = Field(default=None, gt=0)
-    fp32_matrix: float | None = Field(default=None, gt=0)  # AMD matrix-core FP32
+
+def _check_tflops(value: Any) -> Any:
+    """tflops_dense: {precision: dense TFLOP/s or None}; core keys always present (None = not published)."""
+    if not isinstance(value, dict):
+        return value
+    bad = [k for k in value if k not in TFLOPS_KEYS]
+    if bad:
+        raise ValueError(f"unknown precision key {bad[0]!r}; allowed: {', '.join(TFLOPS_KEYS)}")
+    for k, v in value.items():
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or v <= 0):
+            raise ValueError(f"{k} must be a positive number or null, got {v!r}; allowed: a number > 0 or null")
+    return {**{k: None for k in TFLOPS_CORE_KEYS}, **{k: (None if v is None else float(v)) for k, v in value.items()}}
 
 
 class Accelerator(Record):
@@ -131,7 +135,9 @@ class Accelerator(Record):
     memory_gib_basis: str
     memory_type: str
     memory_bw_tb_s: float = Field(gt=0)
-    tflops_dense: TflopsTable
+    # Dense peak TFLOP/s per precision (None = not supported / not published). fp32 = vector (CUDA-core) FP32;
+    # fp32_matrix = AMD matrix-core FP32; tf32/bf16/fp16/fp8/fp6/fp4 = tensor/matrix rates.
+    tflops_dense: dict[str, float | None]
     tflops_sparse_headline: dict[str, float] = Field(default_factory=dict)
     scaleup_tech: Literal["nvlink", "nvlink-bridge", "pcie", "xgmi", "hccs", "roce", "other"]
     scaleup_detail: str | None = None
@@ -146,6 +152,11 @@ class Accelerator(Record):
     china_market_sku: bool = False
     domestic_china: bool = False
     market_note: str | None = None
+
+    @field_validator("tflops_dense", mode="before")
+    @classmethod
+    def _tflops(cls, value: Any) -> Any:
+        return _check_tflops(value)
 
     @model_validator(mode="before")
     @classmethod
@@ -175,11 +186,11 @@ class Accelerator(Record):
         return [p for p in TRAINING_PRECISIONS if self._lookup(p, t) is not None]
 
     @staticmethod
-    def _lookup(precision: str, t: TflopsTable) -> float | None:
+    def _lookup(precision: str, t: dict[str, float | None]) -> float | None:
         # FP32 training runs on TF32 tensor cores when the part has them, else matrix FP32, else vector FP32.
         order = ("tf32", "fp32_matrix", "fp32") if precision == "fp32" else (precision,)
         for key in order:
-            value = getattr(t, key, None)
+            value = t.get(key)
             if value:
                 return float(value)
         return None

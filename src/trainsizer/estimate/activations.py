@@ -169,8 +169,8 @@ def layer_items(
         d["attn_out"] = a * model.attn_out_dim
         if impl == "flash" and recompute == "none":
             d["softmax_lse"] = 4 * nh
-        if impl == "sdpa" or (impl == "eager" and recompute == "selective"):
-            # torch SDPA returns (b, h, s, d): the reshape for o_proj copies it
+        if impl == "sdpa" or (impl == "eager" and recompute == "selective" and profile == "hf"):
+            # torch SDPA / a checkpointed eager core return (b, h, s, d): the reshape for o_proj copies it
             if W("o_proj"):
                 d["o_proj_input"] = a * model.attn_out_dim
         elif prof.get("attention_out_copy") and W("o_proj"):
@@ -193,6 +193,7 @@ def layer_items(
 
     def mlp(f: int, prefix: str) -> float:
         """Saved bytes of one MLP of inner size f (input excluded)."""
+        known = set(d)
         if model.mlp == "swiglu":
             if profile == "megatron":
                 d[f"{prefix}fc1_out"] = 2 * a * f
@@ -207,7 +208,7 @@ def layer_items(
             d[f"{prefix}fc1_out"] = a * f
             if W("down_proj") or profile == "megatron":
                 d[f"{prefix}fc2_input"] = a * f
-        total = sum(v for k, v in d.items() if k.startswith(prefix) and "lora" not in k)
+        total = sum(v for k, v in d.items() if k not in known)
         lo_in = lora_out("gate_proj", "up_proj") if model.mlp == "swiglu" else lora_out("up_proj")
         lo_out = lora_out("down_proj")
         if lo_in + lo_out:

@@ -9,7 +9,8 @@ Conventions (each one names its source):
   half of it (`causal_fraction`).
 - Model FLOPs per step = 3 x forward (Korthikanti 2022, arXiv:2205.05198, Eq. 7). Hardware FLOPs add the
   recomputed forward: full recompute = every decoder layer again (not the LM head: Narayanan Eq. 3's
-  V/(16 L h) term); selective = the attention core only (Korthikanti Eq. 8).
+  V/(16 L h) term); selective = the attention core forward once (Korthikanti 2022 s5; their printed Eq. 8
+  charges it 3x, see `korthikanti_eq8_flops`).
 - LoRA/QLoRA: frozen base weights need no weight gradient, so the backward of a frozen GEMM is 1x forward
   (dgrad only) -- standard autograd accounting (Hu et al. 2021, LoRA; trainable adapters neglected).
 """
@@ -139,7 +140,11 @@ def korthikanti_eq7_flops(batch: float, seq: float, layers: float, hidden: float
 
 
 def korthikanti_eq8_flops(batch: float, seq: float, layers: float, hidden: float, vocab: float) -> float:
-    """Korthikanti et al. 2022 Eq. 8: hardware FLOPs per iteration with selective recompute, GPT."""
+    """Korthikanti et al. 2022 Eq. 8 as printed: hardware FLOPs per iteration with selective recompute, GPT.
+
+    The printed s/(3h) charges 3x the attention-core forward for the recompute (the work re-run is 1x, which
+    `hardware_flops_per_token(..., "selective")` counts); kept as the paper's HFU definition for its tables.
+    """
     return 72.0 * batch * seq * layers * hidden**2 * (1 + seq / (3 * hidden) + vocab / (12 * hidden * layers))
 
 

@@ -283,6 +283,7 @@ def _evaluate(
             items["optimizer_states"] = np.where(offload_opt, 0.0, st["optimizer"] * opt_params)
             items["grad_fp32_copy"] = np.where(offload_opt, 0.0, st["grad_fp32_copy"] * opt_params)
             items["fp8_weight_cache"] = np.where(z >= 3, 0.0, st["fp8_cache"] * (gemm_dense + p_exp))
+            trainable_pg = p_dense + p_exp
             if training.method == "dpo":
                 items["reference_model"] = w16 * shard(p_dense, p_exp, z >= 3)
             host = host + np.where(offload_par, w, 0.0)
@@ -296,6 +297,7 @@ def _evaluate(
             le = ssum(lay.cum_lora_exp, start, stop, n_layers) / (ep * t)
             cfg = c["lora"]
             items["lora_adapters"] = cfg["adapter_weight_bytes"] * shard(ld, le, z >= 3)
+            trainable_pg = ld + le
             copies = (np.where(is_first, lay.lora_embed_copy, 0.0) + np.where(is_last, lay.lora_head_copy, 0.0)) / t
             items["trainable_copies"] = w16 * shard(copies, 0.0, z >= 3)
             items["gradients"] = cfg["adapter_grad_bytes"] * shard(ld, le, z >= 2) + w16 * shard(
@@ -315,7 +317,10 @@ def _evaluate(
         rope = by_prof(lambda pr: hi[pr].rope_per_token)
         first_sp = by_prof(lambda pr: hi[pr].first_sp)
         disc = by_prof(lambda pr: pre.discount[pr]) * (rec == 0)
-        emb_act = tokens * (rope + first_sp / sp_div - disc / sp_div)
+        emb_act = tokens * (rope + first_sp / sp_div)
+        # the first layer's norm saves nothing when its input needs no gradient (LoRA, frozen embedding)
+        items["layer_activations"] = items["layer_activations"] - np.where(
+            is_first, fl * tokens * disc / sp_div, 0.0)
         if options.dropout:
             emb_act = emb_act + tokens * model.hidden / sp_div
         items["embedding_and_rope"] = np.where(is_first, fl * emb_act, 0.0)
@@ -338,8 +343,8 @@ def _evaluate(
             per_comm = oc["nccl_buffsize_bytes"] * oc["nccl_channels"] * oc["nccl_directions"]
             items["nccl_buffers"] = n_comm * per_comm
             h2 = float(model.hidden) ** 2
-            buckets = np.where((~mega) & ((z == 1) | (z == 2)) & (dpc > 1),
-                               oc["zero_bucket_hidden_squares"] * h2 * 2.0, 0.0)
+            bucket_elems = np.minimum(oc["zero_bucket_hidden_squares"] * h2, trainable_pg)
+            buckets = np.where((~mega) & ((z == 1) | (z == 2)) & (dpc > 1), bucket_elems * 2.0, 0.0)
             layer_p = lay.max_layer_tp / t + lay.max_layer_rep + lay.max_layer_exp / (ep * t)
             w_layer = (w16 if full_train else pre.base[0]) * layer_p
             g_layer = (w16 if full_train else 0.0) * layer_p

@@ -1,0 +1,89 @@
+"""Thermal / burn-in: recorded telemetry series with each failure injected, on a fake clock."""
+
+from __future__ import annotations
+
+from trainsizer.accept import burnin
+from trainsizer.accept.criteria import from_platform
+from trainsizer.accept.telemetry import GpuSample
+
+from .conftest import recorded
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+    def sleep(self, s):
+        self.t += s
+
+
+class FakeLoad:
+    name = "fake load"
+
+    def __init__(self, tput):
+        self.tput = tput
+        self.started = False
+
+    def start(self):
+        self.started = True
+
+    def finish(self):
+        return self.tput
+
+
+def by_name(results):
+    return {r.name: r for r in results}
+
+
+def test_record_samples_for_the_duration_on_a_fake_clock():
+    clock = FakeClock()
+    load = FakeLoad({i: 700.0 for i in range(8)})
+    rec = burnin.record(recorded(), duration_s=5, interval_s=1, load=load, clock=clock, sleep=clock.sleep)
+    assert load.started and len(rec.ticks) == 6 and rec.gpu_count == 8
+    assert rec.temp_limits[0] == 87.0 and rec.throughput[3] == 700.0
+
+
+def test_healthy_burn_in_passes(h100_ctx):
+    clock = FakeClock()
+    rec = burnin.record(recorded(), 9, 1, FakeLoad({i: 700.0 + i for i in range(8)}), clock, clock.sleep)
+    r = by_name(burnin.evaluate(h100_ctx, "burnin", rec))
+    assert {k: v.status for k, v in r.items()} == {k: "pass" for k in (
+        "burnin.gpus_present", "burnin.xid", "burnin.ecc", "burnin.throttle", "burnin.temperature",
+        "burnin.throughput")}
+    assert r["burnin.temperature"].measured == 45 + 9 * 2 + 7
+
+
+def test_every_injected_fault_fails(h100_ctx):
+    clock = FakeClock()
+    slow = {i: 700.0 for i in range(8)} | {2: 500.0}  # GPU 2 below 0.9 x median
+    rec = burnin.record(recorded("h100x8-burnin-faults.json"), 30, 1, FakeLoad(slow), clock, clock.sleep)
+    r = by_name(burnin.evaluate(h100_ctx, "thermal", rec))
+    assert r["thermal.gpus_present"].status == "fail" and "7" in r["thermal.gpus_present"].why
+    assert r["thermal.xid"].status == "fail" and "79" in r["thermal.xid"].why
+    assert r["thermal.ecc"].status == "fail" and r["thermal.ecc"].measured == 2
+    assert r["thermal.throttle"].status == "fail" and "GPU 3: hw_thermal" in r["thermal.throttle"].why
+    temp = r["thermal.temperature"]
+    assert temp.status == "fail" and temp.measured == 45 + 10 + 6 + 40
+    assert temp.threshold == 85  # min(plan 85 C, NVML GPU max 87 C)
+    assert r["thermal.throughput"].status == "fail" and r["thermal.throughput"].measured == 500.0
+
+
+def test_gpu_max_below_plan_limit_is_used(h100_ctx):
+    rec = burnin.BurnInRecord(duration_s=1, gpu_count=1, ticks=[[GpuSample(index=0, temp_c=83.0)]],
+                              temp_limits={0: 82.0}, xids_before=[], xids_after=[])
+    t = by_name(burnin.evaluate(h100_ctx, "thermal", rec))["thermal.temperature"]
+    assert t.status == "fail" and t.threshold == 82.0 and "NVML" in t.source
+
+
+def test_no_telemetry_or_no_gpu_is_skipped(cpu_ctx):
+    assert burnin.run(cpu_ctx, "burnin", 10)[0].status == "skipped"
+
+
+def test_run_on_recorded_telemetry_without_load(h100_ctx):
+    h100_ctx.options.sample_interval_s = 0.01
+    h100_ctx.criteria = from_platform("h100-sxm-80gb")
+    r = by_name(burnin.run(h100_ctx, "thermal", 0.05))
+    assert r["thermal.throughput"].status == "skipped" and r["thermal.temperature"].status == "pass"

@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trainsizer.accept import criteria, platforms
+from trainsizer.errors import SpecError
+
+
+@pytest.mark.parametrize("pid", platforms.platform_ids())
+def test_every_platform_derives_criteria_with_sources(pid):
+    c = criteria.from_platform(pid)
+    assert c.platform == pid and c.gpu_count.value == 8
+    for limit in (c.gpu_memory_gib_min, c.hbm_gb_s_min, c.busbw_intra_gb_s_min.all_reduce,
+                  c.busbw_inter_gb_s_min.all_reduce, c.rdma_gbps_min, c.temp_max_c, c.gemm_tflops_min["bf16"]):
+        assert limit is not None and limit.source
+        assert "acceptance.md" in limit.source or ":" in limit.source
+
+
+def test_h100_thresholds_follow_the_survey():
+    c = criteria.from_platform("h100-sxm-80gb")
+    assert c.busbw_intra_gb_s_min.all_reduce.value == 405  # NVLS, 0.9 x 450
+    assert "NVLS" in c.busbw_intra_gb_s_min.all_reduce.source
+    assert c.busbw_intra_gb_s_min.all_gather.value == pytest.approx(337.5)  # ring 0.75 x 450
+    assert c.busbw_inter_gb_s_min.all_reduce.value == pytest.approx(320.0)  # 0.8 x 8 x 400 / 8
+    assert c.gemm_tflops_min["bf16"].value == pytest.approx(715.05, abs=0.1)  # 0.9 x 794.5 MAMF
+    assert c.rdma_gbps_min.value == pytest.approx(380.0)
+    assert c.gpu_memory_gib_min.value == pytest.approx(79.2)
+
+
+def test_a100_is_ring_only_with_azure_threshold():
+    c = criteria.from_platform("a100-sxm4-80gb")
+    assert c.busbw_intra_gb_s_min.all_reduce.value == 228
+    assert "fp8" not in c.gemm_tflops_min
+
+
+def test_detect_from_gpu_names():
+    assert platforms.detect("NVIDIA H100 80GB HBM3") == "h100-sxm-80gb"
+    assert platforms.detect("NVIDIA H200") == "h200-sxm-141gb"
+    assert platforms.detect("NVIDIA A100-SXM4-80GB") == "a100-sxm4-80gb"
+    assert platforms.detect("NVIDIA GeForce RTX 4090") is None
+
+
+def test_unknown_platform_suggests():
+    with pytest.raises(SpecError) as err:
+        criteria.resolve(None, "h100-sxm-80g", None)
+    assert "h100-sxm-80gb" in str(err.value) and "--platform" in str(err.value)
+
+
+def test_plan_file_wins_field_by_field(tmp_path):
+    plan = {"acceptance": {"platform": "h100-sxm-80gb", "gpu_count": {"value": 4, "source": "plan: 4 GPUs"},
+                           "storage_read_gb_s_min": {"value": 2.0, "source": "plan: 2 x loader rate"},
+                           "busbw_inter_gb_s_min": {"all_reduce": {"value": 300, "source": "SLA"}}}}
+    p = tmp_path / "plan.json"
+    p.write_text(json.dumps(plan))
+    c = criteria.resolve(p, None, None)
+    assert c.gpu_count.value == 4 and c.gpu_count.source == "plan: 4 GPUs"
+    assert c.storage_read_gb_s_min.value == 2.0
+    assert c.busbw_inter_gb_s_min.all_reduce.value == 300
+    assert c.busbw_inter_gb_s_min.all_gather.value == pytest.approx(320.0)  # from the platform
+    assert c.hbm_gb_s_min.value == 2680  # from the platform
+    assert "plan plan.json" in c.source and "platform" in c.source
+
+
+def test_bare_criteria_file_without_platform(tmp_path):
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps({"cpu_cores_min": {"value": 1, "source": "test"}}))
+    c = criteria.resolve(p, None, None)
+    assert c.platform is None and c.cpu_cores_min.value == 1 and c.temp_max_c.value == 85
+
+
+@pytest.mark.parametrize("doc, where", [
+    ({"acceptance": {"gpu_cnt": {"value": 8, "source": "x"}}}, "acceptance.gpu_cnt"),
+    ({"gpu_count": {"value": 8}}, "gpu_count.source"),
+    ({"hbm_gb_s_min": "fast"}, "hbm_gb_s_min"),
+])
+def test_bad_plan_names_the_field(tmp_path, doc, where):
+    p = tmp_path / "plan.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(SpecError) as err:
+        criteria.load(p)
+    assert where in str(err.value)
+
+
+def test_unreadable_plan(tmp_path):
+    with pytest.raises(SpecError, match="cannot read"):
+        criteria.load(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{nope")
+    with pytest.raises(SpecError, match="not valid JSON"):
+        criteria.load(bad)
+
+
+@given(st.lists(st.integers(0, 999), min_size=1, max_size=4), st.lists(st.integers(0, 999), min_size=1, max_size=4))
+def test_version_order_is_numeric(a, b):
+    va, vb = ".".join(map(str, a)), ".".join(map(str, b))
+    assert criteria.version_at_least(va, va)
+    assert criteria.version_at_least(va, vb) or criteria.version_at_least(vb, va)
+    assert criteria.version_at_least("550.54.15", "535.104.05")
+    assert not criteria.version_at_least("12.2", "12.10")

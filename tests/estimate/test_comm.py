@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+
+from trainsizer.estimate import comm
+from trainsizer.estimate.calibration import Calibration, load_constants, rates
+
+from .test_perf_common import a100_cluster, h100_cluster
+
+
+def _r(system, cal=None):
+    return rates(system, "bf16", load_constants(), cal)
+
+
+def test_single_rank_costs_nothing():
+    s = h100_cluster()
+    r = _r(s)
+    assert float(comm.all_reduce_time(1e9, 1, 1, r, s)) == 0.0
+    assert float(comm.reduce_scatter_time(1e9, 1, 1, r, s)) == 0.0
+    assert float(comm.all_to_all_time(1e9, 1, 1, r, s)) == 0.0
+
+
+def test_ring_all_reduce_matches_nccl_busbw_inside_a_node():
+    s = a100_cluster()
+    r = _r(s)
+    size = 16 * 2**30
+    t = float(comm.all_reduce_time(size, 8, 8, r, s))
+    busbw = size / t * 2 * 7 / 8 / 1e9
+    assert busbw == pytest.approx(0.8 * 300, rel=0.02)  # network.yaml: A100 ring ~235-240 GB/s
+
+
+def test_multi_node_busbw_is_nics_per_node_times_nic_rate():
+    s = a100_cluster(gpus=16)
+    r = _r(s)
+    size = 16 * 2**30
+    t = float(comm.all_reduce_time(size, 16, 8, r, s))
+    busbw = size / t * 2 * 15 / 16 / 1e9
+    assert 170 < busbw < 200  # 2x DGX A100 (8x HDR): 192 GB/s measured (nccl#812)
+
+
+def test_nvls_helps_inside_domain_only():
+    on, off = h100_cluster(nvls=True), h100_cluster(nvls=False)
+    g = load_constants().nvls_allreduce_gain
+    assert float(comm.all_reduce_time(1e9, 8, 8, _r(on), on, g)) < float(comm.all_reduce_time(1e9, 8, 8, _r(off),
+                                                                                               off, g))
+
+
+def test_placement_ranks_per_domain():
+    assert float(comm.ranks_per_domain(8, 1, 8)) == 8
+    assert float(comm.ranks_per_domain(64, 8, 8)) == 1  # DP across nodes when TP fills the node
+    assert float(comm.ranks_per_domain(16, 2, 8)) == 4
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=hs.sampled_from([2, 4, 8, 16, 64, 512]), size=hs.floats(1e3, 1e10), bw=hs.floats(5, 100))
+def test_faster_network_never_slower(n, size, bw):
+    slow, fast = a100_cluster(inter_gb_s=bw), a100_cluster(inter_gb_s=bw * 2)
+    k = min(n, 8)
+    for fn in (comm.reduce_scatter_time, comm.all_to_all_time):
+        assert float(fn(size, n, k, _r(fast), fast)) <= float(fn(size, n, k, _r(slow), slow)) + 1e-15
+    assert float(comm.all_reduce_time(size, n, k, _r(fast), fast)) <= float(
+        comm.all_reduce_time(size, n, k, _r(slow), slow)) + 1e-15
+
+
+def test_pcie_box_is_slower_than_nvlink():
+    pcie = a100_cluster().__class__(**{**a100_cluster().__dict__, "intra_node_gb_s": 25.0})
+    nv = a100_cluster()
+    assert float(comm.all_reduce_time(1e9, 8, 8, _r(pcie), pcie)) > 5 * float(comm.all_reduce_time(1e9, 8, 8,
+                                                                                                _r(nv), nv))
+
+
+def test_calibrated_busbw_is_used():
+    s = a100_cluster()
+    r = _r(s, Calibration(busbw_intra_gb_s=100.0, busbw_inter_gb_s=80.0))
+    assert r.intra_busbw == 100e9
+    assert r.inter_nic == pytest.approx(10e9)
+
+
+def test_all_to_all_and_p2p():
+    s = h100_cluster()
+    r = _r(s)
+    assert float(comm.all_to_all_time(1e9, 16, 8, r, s)) > float(comm.all_to_all_time(1e9, 8, 8, r, s))
+    assert float(comm.p2p_time(1e9, np.array(False), r, s)) > float(comm.p2p_time(1e9, np.array(True), r, s))

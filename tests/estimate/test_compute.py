@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+
+from trainsizer.estimate.calibration import Calibration, load_constants, rates
+from trainsizer.estimate.compute import ModelShapes, gemm_time, layer_times, optimizer_time
+
+from .test_perf_common import a100_cluster, gpt, h100_cluster, mixtral
+
+
+def _rates(system=None, precision="bf16", cal=None):
+    return rates(system or h100_cluster(), precision, load_constants(), cal)
+
+
+def _eff(m, n, k, r):
+    return 2.0 * m * n * k / float(gemm_time(m, n, k, r)) / r.gemm_peak_flops
+
+
+def test_big_gemm_approaches_efficiency_max_and_never_exceeds_it():
+    r = _rates()
+    e_max = load_constants().gemm_efficiency("h100-sxm")
+    e = _eff(16384, 16384, 16384, r)
+    assert 0.95 * e_max < e <= e_max
+
+
+def test_tp_split_gemms_are_less_efficient():
+    r = _rates()
+    effs = [_eff(8192, 4 * 4096 / t, 4096, r) for t in (1, 2, 4, 8)]
+    assert all(a >= b for a, b in zip(effs, effs[1:], strict=False))
+    assert _eff(8192, 4096, 128, r) < 0.6 * effs[0]  # thin K is memory-bound
+
+
+@settings(max_examples=50, deadline=None)
+@given(m=hs.integers(1, 1 << 15), n=hs.integers(1, 1 << 15), k=hs.integers(1, 1 << 15))
+def test_gemm_time_monotone_and_bounded(m, n, k):
+    r = _rates()
+    t = float(gemm_time(m, n, k, r))
+    assert t >= 2.0 * m * n * k / r.gemm_peak_flops  # never faster than the dense peak
+    assert float(gemm_time(m + 64, n, k, r)) >= t
+
+
+def test_fp8_gemm_faster_than_bf16_but_below_double():
+    g = dict(m=16384, n=16384, k=16384)
+    t16 = float(gemm_time(**g, rates=_rates(precision="bf16")))
+    t8 = float(gemm_time(**g, rates=_rates(precision="fp8")))
+    assert t16 / 2 < t8 < t16
+
+
+def test_calibration_gemm_tflops_replaces_model():
+    r = _rates(cal=Calibration(gemm_tflops=400.0))
+    assert r.gemm_flops == 400e12
+    assert _eff(16384, 16384, 16384, r) == pytest.approx(400 / 989, rel=0.02)
+
+
+def _lt(model, system, **kw):
+    args = dict(tp=1, cp=1, micro_batch=1, sp=0, recompute=0, ep=1, flash=True)
+    args.update(kw)
+    r = _rates(system)
+    k = load_constants()
+    return layer_times(ModelShapes.of(model), 4096, r, flash_rate=r.flash_flops,
+                       flash_bwd_over_fwd=k.flash_bwd_over_fwd, **args)
+
+
+def test_recompute_costs_and_backward_about_twice_forward():
+    m, sysm = gpt(24, 4096, 32), h100_cluster()
+    none = _lt(m, sysm, recompute=0)
+    full = _lt(m, sysm, recompute=2)
+    sel = _lt(m, sysm, recompute=1)
+    assert 1.7 < float(none.bwd / none.fwd) < 2.6
+    assert float(full.bwd - none.bwd) == pytest.approx(float(none.fwd), rel=1e-9)
+    assert float(none.bwd) < float(sel.bwd) < float(full.bwd)
+
+
+def test_sequence_parallel_and_tp_reduce_per_gpu_time():
+    m, sysm = gpt(24, 4096, 32), h100_cluster()
+    t1 = _lt(m, sysm, tp=1)
+    t4 = _lt(m, sysm, tp=4)
+    t4sp = _lt(m, sysm, tp=4, sp=1)
+    assert float(t4.fwd) < float(t1.fwd)
+    assert float(t4sp.fwd) < float(t4.fwd)
+
+
+def test_non_flash_attention_slower_than_flash():
+    m, sysm = gpt(24, 4096, 32), a100_cluster()
+    assert float(_lt(m, sysm, flash=False).fwd) > float(_lt(m, sysm, flash=True).fwd)
+
+
+def test_moe_layer_and_vectorised_shapes():
+    m, sysm = mixtral(), h100_cluster()
+    lt = _lt(m, sysm, ep=np.array([1, 2, 8]), tp=np.array([1, 1, 1]))
+    assert lt.fwd.shape == (3,)
+    assert np.all(lt.fwd > 0)
+
+
+def test_optimizer_time_scales_with_params():
+    r = _rates()
+    assert float(optimizer_time(2e9, 30, r)) > float(optimizer_time(1e9, 30, r))

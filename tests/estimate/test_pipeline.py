@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as hs
+
+from trainsizer.estimate import pipeline
+
+
+def test_bubble_zero_at_pp1_and_formulas():
+    assert float(pipeline.bubble_fraction(1, 8)) == 0.0
+    assert float(pipeline.bubble_fraction(4, 8)) == 3 / 8
+    assert float(pipeline.bubble_fraction(4, 8, 2)) == 3 / 16
+
+
+@given(p=hs.integers(1, 64), m=hs.integers(1, 512), v=hs.integers(1, 8))
+def test_interleaving_never_increases_bubble(p, m, v):
+    assert float(pipeline.bubble_fraction(p, m, v)) <= float(pipeline.bubble_fraction(p, m, 1))
+
+
+def test_micro_batches_and_layers_per_stage():
+    assert float(pipeline.micro_batches(512, 8, 2)) == 32
+    np.testing.assert_array_equal(pipeline.layers_per_stage(30, np.array([1, 4, 8])), [30, 8, 4])
+    assert float(pipeline.p2p_transfers_on_critical_path(1, 8)) == 0.0
+    assert float(pipeline.p2p_transfers_on_critical_path(4, 8)) == 2 * (8 + 3)

@@ -1,0 +1,129 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+
+from trainsizer.errors import SpecError, StrategyError
+from trainsizer.estimate.inputs import Strategy, Training
+from trainsizer.estimate.step_time import BREAKDOWN_KEYS, estimate_time, estimate_time_batch
+
+from .test_perf_common import a100_cluster, gpt, h100_cluster, llama8b, mixtral
+
+KEYS = {"step_s", "tokens_per_s", "model_tflops_per_gpu", "mfu", "hardware_tflops_per_gpu", "hfu", "breakdown_s",
+        "train_days", "gpu_hours"}
+
+
+def _est(**kw):
+    model = kw.pop("model", llama8b())
+    training = kw.pop("training", Training(seq_len=4096, global_batch_seqs=256))
+    system = kw.pop("system", h100_cluster())
+    return estimate_time(model, training, system, Strategy(**kw))
+
+
+def test_to_dict_has_the_documented_keys_and_breakdown_sums_to_step():
+    d = _est(tp=2, pp=2, dp=16, micro_batch=2).to_dict()
+    assert KEYS <= set(d)
+    assert set(d["breakdown_s"]) == set(BREAKDOWN_KEYS)
+    assert sum(d["breakdown_s"].values()) == pytest.approx(d["step_s"], rel=1e-9)
+    assert 0 < d["mfu"] <= d["hfu"] <= 1
+
+
+def test_scalar_and_vector_paths_agree():
+    m, tr, sysm = llama8b(), Training(seq_len=4096, global_batch_seqs=256), h100_cluster()
+    tps, pps = np.array([1, 2, 4, 8]), np.array([1, 2, 2, 1])
+    dps = 64 // (tps * pps)
+    vec = estimate_time_batch(m, tr, sysm, Strategy(tp=tps, pp=pps, dp=dps, micro_batch=np.ones(4),
+                                                    recompute=np.ones(4)))
+    for i in range(4):
+        s = estimate_time(m, tr, sysm, Strategy(tp=int(tps[i]), pp=int(pps[i]), dp=int(dps[i]), micro_batch=1,
+                                                recompute="selective"))
+        assert vec["step_s"][i] == pytest.approx(s.step_s, rel=1e-12)
+
+
+def test_bubble_zero_without_pipeline_and_positive_with():
+    assert _est(tp=8, pp=1, dp=8).breakdown_s["pp_bubble"] == 0.0
+    assert _est(tp=8, pp=4, dp=2).breakdown_s["pp_bubble"] > 0.0
+    assert _est(tp=8, pp=4, dp=2, vpp=2).breakdown_s["pp_bubble"] < _est(tp=8, pp=4, dp=2).breakdown_s["pp_bubble"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(tp=hs.sampled_from([1, 2, 4, 8]), pp=hs.sampled_from([1, 2, 4]), mb=hs.sampled_from([1, 2, 4]),
+       rc=hs.sampled_from(["none", "selective", "full"]), zero=hs.sampled_from([0, 1, 3]),
+       bw=hs.floats(5.0, 100.0))
+def test_faster_links_never_slow_a_step_and_mfu_bounded(tp, pp, mb, rc, zero, bw):
+    dp = 128 // (tp * pp)
+    kw = dict(model=llama8b(), training=Training(seq_len=4096, global_batch_seqs=512), tp=tp, pp=pp, dp=dp,
+              micro_batch=mb, recompute=rc, zero=zero)
+    slow = _est(system=h100_cluster(128, inter_gb_s=bw), **kw)
+    fast = _est(system=h100_cluster(128, inter_gb_s=2 * bw), **kw)
+    faster_nvlink = _est(system=h100_cluster(128, inter_gb_s=bw, intra_gb_s=900.0), **kw)
+    assert fast.step_s <= slow.step_s * (1 + 1e-12)
+    assert faster_nvlink.step_s <= slow.step_s * (1 + 1e-12)
+    assert 0 < slow.mfu <= slow.hfu <= 1.0
+
+
+def test_recompute_slows_and_raises_hfu_over_mfu():
+    none, full = _est(tp=2, dp=32, recompute="none"), _est(tp=2, dp=32, recompute="full")
+    assert full.step_s > none.step_s
+    assert full.hfu / full.mfu == pytest.approx(full.hardware_tflops_per_gpu / full.model_tflops_per_gpu)
+    assert full.hfu / full.mfu > 1.25
+
+
+def test_moe_expert_parallel_has_all_to_all():
+    e = _est(model=mixtral(), tp=1, dp=64, ep=8, micro_batch=1)
+    assert e.breakdown_s["ep_comm"] > 0
+    assert _est(model=mixtral(), tp=1, dp=64, ep=1, micro_batch=1).breakdown_s["ep_comm"] == 0
+
+
+def test_context_parallel_and_zero3_terms():
+    tr = Training(seq_len=32768, global_batch_seqs=64)
+    e = _est(training=tr, tp=8, cp=2, dp=4, micro_batch=1)
+    assert e.breakdown_s["cp_comm"] >= 0
+    z3 = _est(tp=1, dp=64, zero=3, micro_batch=2)
+    assert z3.breakdown_s["dp_comm"] >= 0 and z3.step_s > 0
+
+
+def test_tokens_total_gives_time_to_train():
+    tr = Training(seq_len=4096, global_batch_seqs=256, tokens_total=1e12)
+    e = _est(training=tr, tp=2, dp=32)
+    ideal_days = 1e12 / e.tokens_per_s / 86400
+    assert e.train_days > ideal_days  # failures and checkpoints cost time
+    assert e.gpu_hours == pytest.approx(e.train_days * 24 * 64)
+    assert 0.5 < e.goodput < 1.0
+
+
+def test_lora_is_faster_than_full_finetune():
+    base = dict(seq_len=4096, global_batch_seqs=64)
+    full = _est(training=Training(method="full", **base), tp=1, dp=8, system=h100_cluster(8))
+    lora = _est(training=Training(method="lora", lora_rank=16, **base), tp=1, dp=8, system=h100_cluster(8))
+    assert lora.step_s < full.step_s
+
+
+def test_invalid_strategies_raise():
+    with pytest.raises(StrategyError, match="heads"):
+        _est(tp=3, dp=16)
+    with pytest.raises(StrategyError, match="exceeds system.gpus"):
+        _est(tp=8, pp=2, dp=8)
+    with pytest.raises(StrategyError, match="multiple"):
+        _est(tp=8, dp=8, micro_batch=3)
+    with pytest.raises(SpecError, match="framework"):
+        estimate_time(llama8b(), Training(), h100_cluster(), Strategy(dp=64), framework_style="megatorn")
+
+
+def test_precision_without_peak_raises():
+    with pytest.raises(SpecError, match="precision"):
+        _est(training=Training(precision="fp8"), system=a100_cluster(), dp=64)
+
+
+def test_gpt_on_selene_close_to_narayanan_table1():
+    """Narayanan 2021 Table 1, 18.4B on 256 A100: 135 TFLOP/s per GPU (Eq. 3)."""
+    from trainsizer.estimate.flops import narayanan_eq3_flops
+
+    m = gpt(40, 6144, 48)
+    tr = Training(precision="fp16", seq_len=2048, global_batch_seqs=1024, flash_attention=False)
+    e = estimate_time(m, tr, a100_cluster(256), Strategy(tp=8, pp=1, dp=32, micro_batch=1, recompute="full",
+                                                          sequence_parallel=False))
+    tf = narayanan_eq3_flops(1024, 2048, 40, 6144, m.vocab) / (e.step_s * 256) / 1e12
+    assert tf == pytest.approx(135, rel=0.15)

@@ -1,0 +1,109 @@
+"""Strategy rules: each rule named, scalar check and vectorised mask agree."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from trainsizer.errors import StrategyError
+from trainsizer.estimate.inputs import Strategy, System, Training
+from trainsizer.estimate.validate import RULES, check_strategy, valid_mask
+from trainsizer.models.arch import ModelArch
+
+LLAMA70 = ModelArch(name="llama-3.1-70b", family="llama", layers=80, hidden=8192, heads=64, kv_heads=8,
+                    ffn=28672, vocab=128256)
+MOE = ModelArch(name="qwen1.5-moe-a2.7b", family="qwen2_moe", layers=24, hidden=2048, heads=16, kv_heads=16,
+                ffn=5632, vocab=151936, experts=60, experts_per_token=4, expert_ffn=1408, shared_expert_ffn=5632)
+
+
+def sysm(gpus: int = 64) -> System:
+    return System(accelerator="h100-sxm", gpus=gpus, gpus_per_node=8, memory_gib=80.0,
+                  peak_tflops={"bf16": 989.0}, hbm_gb_s=3350.0, intra_node_gb_s=450.0)
+
+
+TRAIN = Training(seq_len=8192, global_batch_seqs=512)
+
+
+def test_valid_strategy_passes() -> None:
+    assert check_strategy(LLAMA70, TRAIN, sysm(64), Strategy(tp=8, pp=4, dp=2)) == []
+
+
+@pytest.mark.parametrize(
+    ("model", "training", "gpus", "strategy", "rule"),
+    [
+        (LLAMA70, TRAIN, 64, Strategy(tp=8, pp=4, dp=4), "gpu_count"),
+        (LLAMA70, TRAIN, 48, Strategy(tp=3, pp=2, dp=8), "tp_divides_heads"),
+        (LLAMA70, TRAIN, 64, Strategy(tp=16, pp=1, dp=4), "tp_divides_kv_heads"),
+        (LLAMA70, TRAIN, 96, Strategy(tp=1, pp=96, dp=1), "pp_exceeds_layers"),
+        (LLAMA70, TRAIN, 64, Strategy(tp=8, pp=1, vpp=2, dp=8), "vpp_needs_pp"),
+        (LLAMA70, TRAIN, 64, Strategy(tp=8, pp=4, vpp=3, dp=2), "vpp_divides_layers"),
+        (LLAMA70, Training(seq_len=8192, global_batch_seqs=6), 64, Strategy(tp=8, pp=4, vpp=2, dp=2),
+         "interleaved_microbatches"),
+        (LLAMA70, TRAIN, 64, Strategy(tp=8, dp=8, ep=2), "ep_needs_moe"),
+        (MOE, TRAIN, 64, Strategy(tp=1, dp=64, ep=8), "ep_divides_experts"),
+        (MOE, TRAIN, 10, Strategy(tp=1, dp=10, ep=4), "ep_divides_dp_cp"),
+        (MOE, TRAIN, 6, Strategy(tp=1, dp=6, ep=4), "ep_divides_dp_cp"),
+        (LLAMA70, Training(seq_len=8190, global_batch_seqs=512), 64, Strategy(tp=8, dp=4, cp=2),
+         "cp_divides_seq"),
+        (LLAMA70, Training(seq_len=8192, global_batch_seqs=100), 64, Strategy(tp=8, dp=8),
+         "batch_divisible"),
+        (LLAMA70, TRAIN, 64, Strategy(tp=8, dp=8, zero=4), "zero_stage"),
+        (LLAMA70, TRAIN, 64, Strategy(tp=8, dp=8, zero=3, shard_group=3), "shard_group_divides_dp"),
+        (LLAMA70, TRAIN, 64, Strategy(tp=8, pp=2, dp=4, zero=3), "zero3_with_pp"),
+        (LLAMA70, TRAIN, 64, Strategy(tp=8, dp=8, zero=0, offload="optimizer"), "offload_needs_zero"),
+        (LLAMA70, TRAIN, 64, Strategy(tp=8, dp=8, zero=2, offload="optimizer+params"), "offload_needs_zero"),
+        (LLAMA70, Training(method="qlora", precision="fp8", lora_rank=8), 64, Strategy(tp=8, dp=8),
+         "qlora_fp8"),
+        (LLAMA70, TRAIN, 64, Strategy(tp=0, dp=8), "positive_degrees"),
+    ],
+)
+def test_each_rule_fires(model, training, gpus, strategy, rule) -> None:
+    with pytest.raises(StrategyError) as err:
+        check_strategy(model, training, sysm(gpus), strategy)
+    assert err.value.rule == rule
+    assert rule in str(err.value)
+    assert not valid_mask(model, training, sysm(gpus), strategy).reshape(-1)[0]
+
+
+def test_ffn_rule() -> None:
+    odd = LLAMA70.with_(ffn=28670)
+    with pytest.raises(StrategyError) as err:
+        check_strategy(odd, TRAIN, sysm(64), Strategy(tp=8, pp=4, dp=2))
+    assert err.value.rule == "tp_divides_ffn"
+
+
+def test_rules_are_named_uniquely() -> None:
+    assert len(set(RULES)) == len(RULES)
+
+
+def test_warnings() -> None:
+    w = check_strategy(LLAMA70, TRAIN, sysm(64), Strategy(tp=8, pp=4, dp=2))
+    assert w == []
+    w = check_strategy(LLAMA70.with_(layers=81), TRAIN, sysm(64), Strategy(tp=8, pp=4, dp=2))
+    assert any(x.startswith("pp_uneven_layers") for x in w)
+    big = LLAMA70.with_(heads=128, kv_heads=16)
+    w = check_strategy(big, TRAIN, sysm(64), Strategy(tp=16, pp=1, dp=4))
+    assert any(x.startswith("tp_across_nodes") for x in w)
+
+
+def test_mask_matches_scalar_check() -> None:
+    rng = np.random.default_rng(0)
+    n = 400
+    st = Strategy(tp=rng.choice([1, 2, 3, 4, 8, 16], n), pp=rng.choice([1, 2, 4, 5], n),
+                  dp=rng.choice([1, 2, 4, 8, 16], n), cp=rng.choice([1, 2], n), ep=rng.choice([1, 2, 4], n),
+                  zero=rng.integers(0, 4, n), vpp=rng.choice([1, 2], n), micro_batch=rng.choice([1, 2, 3], n),
+                  offload=rng.integers(0, 3, n), recompute=rng.integers(0, 3, n))
+    for model in (LLAMA70, MOE):
+        mask = valid_mask(model, TRAIN, sysm(64), st)
+        assert mask.shape == (n,)
+        for i in range(n):
+            one = Strategy(**{f: int(np.asarray(getattr(st, f))[i]) for f in
+                              ("tp", "pp", "dp", "cp", "ep", "zero", "vpp", "micro_batch", "offload",
+                               "recompute")})
+            try:
+                check_strategy(model, TRAIN, sysm(64), one)
+                ok = True
+            except StrategyError:
+                ok = False
+            assert ok == bool(mask[i])
+        assert mask.any() or model is MOE
