@@ -64,6 +64,7 @@ class Case:
     predicted_gib: float
     measured_gib: float
     tolerance: float = 0.0
+    subset: str = ""
 
     @property
     def error(self) -> float:
@@ -133,7 +134,7 @@ def qwen_cases() -> list[Case]:
         model, training, system, strategy, gpus = _qwen_setup(r)
         est = estimate_memory(model, training, system, strategy)
         per_gpu = float(r["value"]) * GB / (gpus if "all_gpus" in r["metric"] else 1)
-        out.append(Case("qwen", r["id"], est.per_gpu_bytes / GIB, per_gpu / GIB))
+        out.append(Case("qwen", r["id"], est.per_gpu_bytes / GIB, per_gpu / GIB, subset=r["method"]))
     return out
 
 
@@ -167,11 +168,9 @@ def main() -> None:
     for name, cases in (("ZeRO paper", zc), ("Qwen-1 measured", qc)):
         s = summary(cases)
         print(f"{name}: n={s['n']} MAPE={s['mape']:.2%} worst={s['worst']:.2%} ({s['worst_case']})")
-    for by in ("LoRA_s", "LoRA_emb", "Q-LoRA", "Full", "multinode", "Zero3"):
-        sub = [c for c in qc if by in c.case]
-        if sub:
-            s = summary(sub)
-            print(f"  Qwen {by:10s} n={s['n']:2d} MAPE={s['mape']:.2%} worst={s['worst']:.2%}")
+    for by in dict.fromkeys(c.subset for c in qc):
+        s = summary([c for c in qc if c.subset == by])
+        print(f"  Qwen {by:24s} n={s['n']:2d} MAPE={s['mape']:.2%} worst={s['worst']:.2%} ({s['worst_case']})")
     for claim, pred, thr, ok in qlora_claims():
         print(f"claim: {claim}: predicted {pred:.1f} GiB, needs {thr}: {'holds' if ok else 'FAILS'}")
 

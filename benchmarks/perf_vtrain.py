@@ -86,7 +86,7 @@ def evaluate(d: dict[str, np.ndarray] | None = None) -> dict:
         per_model[tuple(int(x) for x in key)] = (spearman(pred[sel], meas[sel]), float(100 * ape[sel].mean()))
     # top-1: within each (model, GPU count, global batch) group, is the predicted-fastest within 2% of best?
     groups = np.stack([d["hidden"], d["layers"], d["heads"], d["seq"], d["gpus"], d["gbs"]], axis=1)
-    hits, total = 0, 0
+    hits, total, regrets = 0, 0, []
     for key in np.unique(groups, axis=0):
         sel = np.where(np.all(groups == key, axis=1))[0]
         if len(sel) < 2:
@@ -94,6 +94,7 @@ def evaluate(d: dict[str, np.ndarray] | None = None) -> dict:
         total += 1
         chosen = sel[np.argmin(pred[sel])]
         hits += meas[chosen] <= 1.02 * meas[sel].min()
+        regrets.append(meas[chosen] / meas[sel].min() - 1.0)
     return {
         "rows": len(meas),
         "mape": float(100 * ape.mean()),
@@ -103,6 +104,8 @@ def evaluate(d: dict[str, np.ndarray] | None = None) -> dict:
         "spearman_mean": float(np.mean([v[0] for v in per_model.values()])),
         "top1_hits": hits,
         "top1_groups": total,
+        "regret_median_pct": float(100 * np.median(regrets)),
+        "regret_max_pct": float(100 * np.max(regrets)),
         "pred": pred,
     }
 
@@ -116,6 +119,8 @@ def main() -> None:
     print(f"Spearman min {r['spearman_min']:.3f}, mean {r['spearman_mean']:.3f}")
     print(f"predicted-fastest within 2% of measured-fastest: {r['top1_hits']}/{r['top1_groups']} groups "
           "(model x GPU count x global batch)")
+    print(f"regret of the predicted-fastest (measured time / measured best - 1): median "
+          f"{r['regret_median_pct']:.1f}%, max {r['regret_max_pct']:.1f}%")
 
 
 if __name__ == "__main__":

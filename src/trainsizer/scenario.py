@@ -99,7 +99,7 @@ class Scenario:
             s = self.strategy
             out["strategy"] = {k: getattr(s, k) for k in (
                 "tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch", "recompute",
-                "offload", "sequence_parallel", "distributed_optimizer")}
+                "offload", "sequence_parallel", "distributed_optimizer", "framework")}
         if self.notes:
             out["notes"] = list(self.notes)
         return out
@@ -234,6 +234,7 @@ def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
         tp=s.tp, pp=s.pp, vpp=s.vpp, dp=dp, cp=s.cp, ep=s.ep, zero=zero, shard_group=shard_group,
         micro_batch=s.micro_batch, recompute=s.recompute, offload=s.offload,
         sequence_parallel=s.sequence_parallel and s.tp > 1, distributed_optimizer=s.distributed_optimizer,
+        framework=s.framework,
     )
 
 

@@ -52,7 +52,7 @@ def test_healthy_burn_in_passes(h100_ctx):
     r = by_name(burnin.evaluate(h100_ctx, "burnin", rec))
     assert {k: v.status for k, v in r.items()} == {k: "pass" for k in (
         "burnin.gpus_present", "burnin.xid", "burnin.ecc", "burnin.throttle", "burnin.temperature",
-        "burnin.throughput")}
+        "burnin.utilization", "burnin.throughput")}
     assert r["burnin.temperature"].measured == 45 + 9 * 2 + 7
 
 
@@ -87,3 +87,12 @@ def test_run_on_recorded_telemetry_without_load(h100_ctx):
     h100_ctx.criteria = from_platform("h100-sxm-80gb")
     r = by_name(burnin.run(h100_ctx, "thermal", 0.05))
     assert r["thermal.throughput"].status == "skipped" and r["thermal.temperature"].status == "pass"
+    assert r["thermal.utilization"].status == "skipped"
+
+
+def test_low_utilisation_fails(h100_ctx):
+    ticks = [[GpuSample(index=0, util_pct=99.0), GpuSample(index=1, util_pct=60.0)] for _ in range(3)]
+    rec = burnin.BurnInRecord(duration_s=3, gpu_count=2, ticks=ticks, load="fake", throughput={0: 1.0, 1: 1.0},
+                              xids_before=[], xids_after=[])
+    u = by_name(burnin.evaluate(h100_ctx, "burnin", rec))["burnin.utilization"]
+    assert u.status == "fail" and u.measured == 60.0 and "GPU 1" in u.why

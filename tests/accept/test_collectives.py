@@ -96,3 +96,9 @@ def test_failed_torchrun_is_an_error(monkeypatch):
     monkeypatch.setattr(collectives, "torchrun_command", lambda c, out, python=None: ["python3", "-c", "raise SystemExit(3)"])
     r = collectives.run(ctx)
     assert all(x.status == "error" and "exited 3" in x.why for x in r)
+
+
+def test_single_rank_is_skipped():
+    rows = {"all_reduce": [{"size_bytes": 1024, "time_us": 1.0, "algbw_gb_s": 1.0, "busbw_gb_s": 0.0, "wrong": 0}]}
+    res = collectives._verdicts(ctx_for(), rows, {}, "intra", {"tool": "t", "backend": "nccl", "ranks": 1})
+    assert res[0].status == "skipped" and "1 rank" in res[0].why

@@ -101,3 +101,14 @@ def test_version_order_is_numeric(a, b):
     assert criteria.version_at_least(va, vb) or criteria.version_at_least(vb, va)
     assert criteria.version_at_least("550.54.15", "535.104.05")
     assert not criteria.version_at_least("12.2", "12.10")
+
+
+def test_example_plan_fixture_validates():
+    from .conftest import FIXTURES
+
+    c = criteria.resolve(FIXTURES / "plan-example.json", None, None)
+    assert c.platform == "h100-sxm-80gb" and c.checkpoint_save_s_max.value == 180
+    assert c.busbw_inter_gb_s_min.all_reduce.source.startswith("provider SLA")
+    assert c.hbm_gb_s_min.value == 2680  # not in the plan: from the platform table
+    schema = criteria.AcceptanceCriteria.model_json_schema()
+    assert "gpu_count" in schema["properties"]

@@ -28,6 +28,7 @@ def test_inventory_against_h100_platform(h100_ctx):
     assert r["inventory.gpu_model"].status == "pass"
     assert r["inventory.gpu_memory"].status == "pass" and r["inventory.gpu_memory"].measured == 79.6
     assert r["inventory.nvlink_up"].status == "pass"
+    assert r["inventory.ecc_mode"].status == "pass"
     # one port down and one port at HDR rate: both fail against 8 x 400 Gb/s
     assert r["inventory.nics"].status == "fail" and r["inventory.nics"].measured == 7
     assert r["inventory.nic_speed"].status == "fail" and r["inventory.nic_speed"].measured == 200.0
@@ -68,3 +69,10 @@ def test_wrong_gpu_model_and_count(h100_ctx):
     h100_ctx.criteria.gpu_count = Limit(value=4, source="plan")
     r = by_name(inventory.run(h100_ctx))
     assert r["inventory.gpu_model"].status == "fail" and r["inventory.gpu_count"].status == "fail"
+
+
+def test_ecc_disabled_fails(h100_ctx):
+    data = h100_ctx.telemetry.data
+    data["gpus"][4]["ecc_enabled"] = False
+    r = by_name(inventory.run(h100_ctx))
+    assert r["inventory.ecc_mode"].status == "fail" and "[4]" in r["inventory.ecc_mode"].why

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -23,7 +24,8 @@ def test_script_runs_node_checks_collectives_isolation_merge(tmp_path):
     assert "#SBATCH --partition=gpu" in text and "#SBATCH --gpus-per-node=8" in text and "#SBATCH --exclusive" in text
     assert "ACCEPT=(/opt/py -m trainsizer.accept --platform h100-sxm-80gb)" in text
     assert '--only collectives --no-history --quiet \\\n  --nnodes "$SLURM_NNODES" --nproc 8 --backend nccl' in text
-    assert '--rdzv-endpoint "$head_node:29522" --rdzv-id "$SLURM_JOB_ID"' in text
+    assert '--rdzv-endpoint "$head_node:$port" --rdzv-id "$SLURM_JOB_ID"' in text
+    assert "port=$(( 29000 + SLURM_JOB_ID % 500 ))" in text
     assert "-m trainsizer.accept.isolate" in text and '--merge "$OUT"' in text
     assert text.count("srun ") == 2
 
@@ -49,7 +51,9 @@ def test_real_single_node_job(tmp_path):
            "--backend", "gloo", "--nproc", "2", "--collective-max-size", "256KiB", "--only",
            "inventory,storage,checkpoint,collectives", "--storage-size", "4MiB", "--checkpoint-size", "4MiB",
            "--history", str(tmp_path / "h.sqlite"), "--storage-path", str(tmp_path)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=200)
+    # loopback only: rendezvous on 127.0.0.1 and gloo on lo (the job inherits this environment)
+    env = {**os.environ, "TRAINSIZER_RDZV_HOST": "127.0.0.1", "GLOO_SOCKET_IFNAME": "lo"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=200, env=env)
     assert proc.returncode in (0, 1), proc.stderr + proc.stdout
     doc = json.loads(proc.stdout)
     names = {c["name"] for c in doc["checks"]}
@@ -59,3 +63,11 @@ def test_real_single_node_job(tmp_path):
     assert by["collectives.correctness.intra"]["status"] == "pass"
     assert doc["complete"] and doc["calibration"]["storage_read_gb_s"] > 0
     assert (out / "report.html").exists() and (out / "results.json").exists()
+
+
+def test_unavailable_slurm_says_why(monkeypatch, tmp_path):
+    monkeypatch.setattr(slurm.shutil, "which", lambda name: None)
+    ok, why = slurm.available()
+    assert not ok and "not on PATH" in why
+    with pytest.raises(slurm.SlurmError, match="cannot submit"):
+        slurm.submit(slurm.write(slurm.SlurmJob(nodes=1, out_dir=tmp_path)))

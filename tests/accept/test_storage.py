@@ -71,3 +71,17 @@ def test_cold_read_methods_give_the_same_digest(tmp_path, method):
     seconds, digests, used = coldcache.cold_read([p], method)
     assert digests[p] == digest and seconds > 0
     assert used in ("o_direct", "fadvise")  # tmpfs refuses O_DIRECT: falls back and says so
+
+
+def test_dataset_files_are_read_cold(cpu_ctx, tmp_path, monkeypatch):
+    monkeypatch.setattr(fio, "available", lambda: False)
+    data = tmp_path / "dataset"
+    (data / "shards").mkdir(parents=True)
+    for i in range(3):
+        storage.write_random(data / "shards" / f"part-{i:05d}.bin", 2 * 2**20, seed=i)
+    cpu_ctx.options.dataset_path = data
+    cpu_ctx.criteria.storage_read_gb_s_min = Limit(value=1e-6, source="plan: 2 x loader input rate")
+    r = by_name(storage.run(cpu_ctx))["storage.dataset_read"]
+    assert r.status == "pass" and r.details["files"] == 3 and r.details["bytes"] == 6 * 2**20
+    cpu_ctx.options.dataset_path = tmp_path / "missing"
+    assert by_name(storage.run(cpu_ctx))["storage.dataset_read"].status == "error"

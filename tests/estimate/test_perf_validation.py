@@ -4,7 +4,8 @@ The bounds are what the estimator reaches today (see the benchmark output), with
 that makes any of them worse fails here. Known misses are stated, not hidden:
 - MT-NLG (Smith et al. 2022; iteration times marked UNSURE in the CSV) is predicted ~23% too fast: same
   Selene layout where Narayanan's Megatron runs are predicted within 2%; the target 15% per source is missed.
-- llm-foundry H100 30B at s = 8192 on 8 GPUs is the worst row (+33%, memory-limited configuration).
+- llm-foundry H100 30B at s = 8192 on 8 GPUs is the worst row (+29.8%, just inside the 30% target; a
+  configuration at the edge of memory, where allocator retries are not modelled).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def test_data_copied_next_to_benchmarks():
 
 def test_throughput_mape_overall(throughput):
     assert throughput["rows"] >= 190
-    assert throughput["mape"] <= 10.0
+    assert throughput["mape"] <= 8.0  # reached: 6.9% (target 10%)
 
 
 def test_throughput_mape_per_source(throughput):
@@ -44,21 +45,21 @@ def test_throughput_mape_per_source(throughput):
 
 def test_throughput_worst_row(throughput):
     row, metric, measured, predicted, err = throughput["worst"]
-    assert abs(err) <= 35.0, throughput["worst"]  # target 30%: missed by one row, see module docstring
+    assert abs(err) <= 30.0, throughput["worst"]
 
 
 def test_gpu_hours():
     cases = pv.gpu_hours_cases()
-    assert pv.mape(cases) <= 15.0
-    assert all(abs(c.err) <= 0.35 for c in cases if not c.skipped)
+    assert pv.mape(cases) <= 12.0  # reached: 11.0%
+    assert all(abs(c.err) <= 0.30 for c in cases if not c.skipped)  # worst: Llama 2 34B -27.8%
 
 
 def test_vtrain_ranking_and_error():
     r = pvt.evaluate()
     assert r["rows"] == 1440
-    assert r["mape"] <= 13.0
-    assert r["spearman_min"] >= 0.95
-    assert r["top1_hits"] / r["top1_groups"] >= 0.55
+    assert r["mape"] <= 9.0  # reached: 7.6%
+    assert r["spearman_min"] >= 0.95  # reached: 0.976 (target 0.9)
+    assert r["top1_hits"] / r["top1_groups"] >= 0.68  # reached: 103/144 groups within 2% of the best
 
 
 def test_spearman_matches_definition():

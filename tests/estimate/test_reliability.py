@@ -39,3 +39,12 @@ def test_faster_storage_helps():
     assert fast.goodput > slow.goodput
     assert fast.checkpoint_write_s == pytest.approx(405e9 * 14 / 500e9)
     assert set(fast.to_dict()) >= {"job_mtbf_h", "goodput", "checkpoint_interval_min"}
+
+
+def test_per_node_rate_and_expected_failures():
+    from trainsizer.estimate.train_time import time_to_train
+
+    r = reliability(70e9, 1024, 8, failures_per_node_day=5e-3)
+    assert r.job_mtbf_s == pytest.approx(86400 / (128 * 5e-3))
+    t = time_to_train(2e12, 2e6, 70e9, 1024, 8, failures_per_node_day=5e-3)
+    assert t.expected_failures == pytest.approx(t.train_days * 128 * 5e-3, rel=1e-9)

@@ -127,3 +127,53 @@ def test_gpt_on_selene_close_to_narayanan_table1():
                                                           sequence_parallel=False))
     tf = narayanan_eq3_flops(1024, 2048, 40, 6144, m.vocab) / (e.step_s * 256) / 1e12
     assert tf == pytest.approx(135, rel=0.15)
+
+
+def test_offload_costs_pcie_time():
+    base = _est(tp=1, dp=8, zero=3, system=h100_cluster(8))
+    opt = _est(tp=1, dp=8, zero=3, offload="optimizer", system=h100_cluster(8))
+    both = _est(tp=1, dp=8, zero=3, offload="optimizer+params", system=h100_cluster(8))
+    assert base.breakdown_s["optimizer"] < opt.breakdown_s["optimizer"] <= both.breakdown_s["optimizer"]
+
+
+def test_framework_styles_load_from_data_file():
+    from trainsizer.estimate.step_time import FRAMEWORKS
+
+    assert {"megatron", "megatron-core", "fsdp", "deepspeed"} <= set(FRAMEWORKS)
+    assert FRAMEWORKS["megatron-core"].tp_comm_overlap and not FRAMEWORKS["megatron"].tp_comm_overlap
+    assert isinstance(FRAMEWORKS["megatron"].grad_bucket_params, float)
+    m, tr = llama8b(), Training(seq_len=4096, global_batch_seqs=256)
+    st = Strategy(tp=8, dp=8)
+    plain = estimate_time(m, tr, h100_cluster(), st, framework_style="megatron")
+    overlap = estimate_time(m, tr, h100_cluster(), st, framework_style="megatron-core")
+    assert overlap.breakdown_s["tp_comm"] < plain.breakdown_s["tp_comm"]
+
+
+def test_dualpipe_and_ep_overlap_style():
+    from trainsizer.estimate import pipeline
+    from trainsizer.estimate.step_time import Framework
+
+    assert float(pipeline.dualpipe_bubble_fraction(2, 8)) == 0.0
+    assert float(pipeline.dualpipe_bubble_fraction(16, 30)) < float(pipeline.bubble_fraction(16, 30))
+    m, tr, s = mixtral(), Training(seq_len=4096, global_batch_seqs=256), h100_cluster(64)
+    st = Strategy(tp=1, pp=4, dp=16, ep=8)
+    plain = estimate_time(m, tr, s, st, framework_style="megatron-core")
+    dual = estimate_time(m, tr, s, st, framework_style="deepseek-dualpipe")
+    assert dual.breakdown_s["ep_comm"] <= plain.breakdown_s["ep_comm"]
+    assert dual.breakdown_s["pp_bubble"] < plain.breakdown_s["pp_bubble"]
+    with pytest.raises(SpecError, match="pipeline_schedule"):
+        Framework("x", pipeline_schedule="gpipe")
+
+
+def test_qlora_pays_for_dequantisation():
+    base = dict(seq_len=2048, global_batch_seqs=16, lora_rank=16)
+    lora = _est(training=Training(method="lora", **base), dp=8, system=h100_cluster(8))
+    qlora = _est(training=Training(method="qlora", **base), dp=8, system=h100_cluster(8))
+    assert qlora.step_s > lora.step_s
+
+
+def test_unknown_optimizer_and_lora_target_raise():
+    with pytest.raises(SpecError, match="optimizer"):
+        _est(training=Training(optimizer="adam"), dp=64)
+    with pytest.raises(SpecError, match="lora_targets"):
+        _est(training=Training(method="lora", lora_rank=8, lora_targets=("q_prj",)), dp=64)

@@ -164,6 +164,20 @@ def evaluate(ctx: Context, prefix: str, rec: BurnInRecord) -> list[CheckResult]:
         out.append(ctx.at_most(f"{prefix}.temperature", temps[hottest], limit, "C",
                                f"hottest GPU {hottest} peak", details={"peak_c": temps, **common}))
 
+    utils: dict[int, list[float]] = {}
+    for tick in rec.ticks:
+        for s in tick:
+            if s.util_pct is not None:
+                utils.setdefault(s.index, []).append(s.util_pct)
+    if not utils or rec.load == "none" and not rec.throughput:
+        out.append(ctx.skipped(f"{prefix}.utilization", "no load applied or no utilisation samples"))
+    else:
+        means = {i: round(statistics.fmean(v), 1) for i, v in utils.items()}
+        low_i = min(means, key=means.get)
+        out.append(ctx.at_least(f"{prefix}.utilization", means[low_i],
+                                Limit(value=95, source="acceptance.md #15: utilisation >= 95 % mean under load"),
+                                "%", f"lowest mean GPU utilisation (GPU {low_i})", details={"mean_pct": means}))
+
     if not rec.throughput:
         out.append(ctx.skipped(f"{prefix}.throughput", f"no load throughput measured (load: {rec.load})"))
     else:

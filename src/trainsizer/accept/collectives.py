@@ -57,6 +57,10 @@ def _verdicts(ctx: Context, rows_by_op: dict[str, list[dict]], unsupported: dict
     for op in OPS:
         name = f"collectives.{op}.{scope}"
         rows = rows_by_op.get(op, [])
+        if meta["ranks"] < 2:
+            out.append(ctx.skipped(name, "1 rank: a collective moves no data (busbw is 0 by definition); "
+                                   "use --nproc >= 2", limit=getattr(limits, op)))
+            continue
         if op in unsupported:
             out.append(ctx.skipped(name, f"{meta['tool']} cannot run {op}: {unsupported[op]}",
                                    limit=getattr(limits, op)))

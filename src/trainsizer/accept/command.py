@@ -39,7 +39,10 @@ def _merge_inputs(paths: tuple[str, ...]) -> list[Path]:
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            files += sorted(f for f in p.glob("*.json") if f.name != "results.json")
+            # node-local results first, then the cluster-wide collectives, then isolation
+            files += sorted((f for f in p.glob("*.json") if f.name != "results.json"),
+                            key=lambda f: (not f.name.startswith("node-"), not f.name.startswith("collectives-"),
+                                           f.name))
         elif p.is_file():
             files.append(p)
         else:
@@ -93,6 +96,7 @@ def _finish(result: RunResult, out: Path | None, html: Path | None, history: str
 @click.option("--rdzv-id", default="trainsizer-accept", show_default=True)
 @click.option("--collective-max-size", help="Largest collective message (default 1GiB on GPUs, 4MiB on CPU).")
 @click.option("--storage-path", type=click.Path(file_okay=False), help="Planned storage path (default: temp dir).")
+@click.option("--dataset-path", type=click.Path(), help="Planned dataset (file or folder): read its files cold.")
 @click.option("--storage-size", default="256MiB", show_default=True)
 @click.option("--checkpoint-size", default="256MiB", show_default=True,
               help="Checkpoint size (a plan's checkpoint_size_gb wins).")
@@ -115,9 +119,9 @@ def _finish(result: RunResult, out: Path | None, html: Path | None, history: str
 @click.pass_context
 def accept(click_ctx: click.Context, plan_path, platform, telemetry, only, skip, as_json, out, html, history,
            no_history, quiet, nproc, backend, nnodes, rdzv_endpoint, rdzv_id, collective_max_size, storage_path,
-           storage_size, checkpoint_size, gemm_size, thermal, burn_in, sample_interval, dcgm_level, merge_paths,
-           use_slurm, dry_run, nodes, partition, time_limit, gpus_per_node, slurm_dir, no_exclusive, wait,
-           wait_timeout) -> None:
+           dataset_path, storage_size, checkpoint_size, gemm_size, thermal, burn_in, sample_interval, dcgm_level,
+           merge_paths, use_slurm, dry_run, nodes, partition, time_limit, gpus_per_node, slurm_dir, no_exclusive,
+           wait, wait_timeout) -> None:
     """Check delivered servers against the plan: pass/fail per check, with figure, threshold and source."""
     groups = runner.select(only, skip)
     out_path = _path(out) or Path(f"accept-{_host()}-{dt.datetime.now():%Y%m%dT%H%M%S}.json")
@@ -143,6 +147,7 @@ def accept(click_ctx: click.Context, plan_path, platform, telemetry, only, skip,
         collective_max_bytes=parse_size_bytes(collective_max_size, "--collective-max-size") if collective_max_size
         else (2**30 if backend == "nccl" else 4 * 2**20),
         storage_path=Path(storage_path) if storage_path else None,
+        dataset_path=Path(dataset_path) if dataset_path else None,
         storage_size_bytes=parse_size_bytes(storage_size, "--storage-size"),
         checkpoint_size_bytes=parse_size_bytes(checkpoint_size, "--checkpoint-size"),
         gemm_size=gemm_size, thermal_s=parse_duration_s(thermal, "--thermal"),
@@ -158,6 +163,7 @@ def accept(click_ctx: click.Context, plan_path, platform, telemetry, only, skip,
             "--gemm-size", str(gemm_size), "--thermal", thermal, "--burn-in", burn_in,
             "--sample-interval", sample_interval, "--dcgm-level", str(dcgm_level),
             *(["--storage-path", str(Path(storage_path).resolve())] if storage_path else []),
+            *(["--dataset-path", str(Path(dataset_path).resolve())] if dataset_path else []),
             *(["--collective-max-size", collective_max_size] if collective_max_size else []),
         )]
         node_groups = [g for g in groups if g != "collectives"]

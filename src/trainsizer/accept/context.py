@@ -22,6 +22,7 @@ class Options:
     collective_iters: int = 5
     collective_timeout_s: float = 300.0
     storage_path: Path | None = None
+    dataset_path: Path | None = None
     storage_size_bytes: int = 64 * 2**20
     checkpoint_size_bytes: int = 64 * 2**20
     checkpoint_shards: int = 4

@@ -11,7 +11,7 @@ import statistics
 from trainsizer.accept.criteria import AcceptanceCriteria
 from trainsizer.accept.results import CheckResult, RunResult, calibration_from, verdict_of
 
-FLEET_METRICS = ("gemm.bf16", "gemm.fp8", "hbm.bandwidth", "storage.read", "storage.write",
+FLEET_METRICS = ("gemm.bf16", "gemm.fp8", "hbm.bandwidth", "storage.read", "storage.write", "storage.dataset_read",
                  "thermal.throughput", "burnin.throughput")
 
 

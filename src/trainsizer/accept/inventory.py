@@ -53,7 +53,8 @@ def run(ctx: Context, info: host.HostInfo | None = None) -> list[CheckResult]:
     out: list[CheckResult] = []
     gpus = ctx.gpus()
     if ctx.telemetry is None:
-        for name in ("gpu_count", "gpu_model", "gpu_memory", "driver_version", "cuda_version", "nvlink_up"):
+        for name in ("gpu_count", "gpu_model", "gpu_memory", "driver_version", "cuda_version", "ecc_mode",
+                     "nvlink_up"):
             limit = {"gpu_count": crit.gpu_count, "gpu_model": crit.gpu_model,
                      "gpu_memory": crit.gpu_memory_gib_min}.get(name)
             out.append(ctx.skipped(f"inventory.{name}", ctx.telemetry_why, limit=limit))
@@ -78,6 +79,14 @@ def run(ctx: Context, info: host.HostInfo | None = None) -> list[CheckResult]:
                             crit.driver_version_min, "driver version not reported"))
         out.append(_version(ctx, "inventory.cuda_version", ctx.telemetry.cuda_version(),
                             crit.cuda_version_min, "CUDA version not reported"))
+        ecc = {g.index: g.ecc_enabled for g in gpus if g.ecc_enabled is not None}
+        off = sorted(i for i, on in ecc.items() if not on)
+        if not ecc:
+            out.append(ctx.skipped("inventory.ecc_mode", "ECC mode not reported"))
+        else:
+            out.append(ctx.result("inventory.ecc_mode", "fail" if off else "pass", measured=len(off), threshold=0,
+                                  unit="GPUs without ECC", source="acceptance.md #1: ECC enabled",
+                                  why=f"ECC disabled on GPUs {off}" if off else f"ECC enabled on all {len(ecc)} GPUs"))
         ups = [(g.index, g.nvlinks_up, g.nvlinks_total) for g in gpus if g.nvlinks_up is not None]
         if not ups:
             out.append(ctx.skipped("inventory.nvlink_up", "NVLink state not reported (no NVLink or no data)",

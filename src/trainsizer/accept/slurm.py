@@ -34,7 +34,7 @@ class SlurmJob:
     partition: str | None = None
     gpus_per_node: int | None = None
     exclusive: bool = True
-    port: int = 29522
+    port: int = 29000  # rendezvous port = port + job id % 500
     history: str | None = None  # None: no history recorded by the merge step
     node_only: str | None = "inventory,health,dcgm,gemm,hbm,rdma,storage,checkpoint,thermal,burnin"
     collectives: bool = True
@@ -68,16 +68,16 @@ srun --ntasks-per-node=1 --kill-on-bad-exit=0 "${{ACCEPT[@]}}" --only {q(job.nod
 
 """
     if job.collectives:
-        coll_step = f"""echo "== collectives across $SLURM_NNODES nodes (rendezvous $head_node:{job.port})"
+        coll_step = f"""echo "== collectives across $SLURM_NNODES nodes (rendezvous $head_node:$port)"
 srun --ntasks-per-node=1 --kill-on-bad-exit=0 "${{ACCEPT[@]}}" --only collectives --no-history --quiet \\
   --nnodes "$SLURM_NNODES" --nproc {job.nproc} --backend {q(job.backend)} \\
-  --rdzv-endpoint "$head_node:{job.port}" --rdzv-id "$SLURM_JOB_ID" --out "$OUT/collectives-{{host}}.json"
+  --rdzv-endpoint "$head_node:$port" --rdzv-id "$SLURM_JOB_ID" --out "$OUT/collectives-{{host}}.json"
 coll_rc=$?
 
 if [ "$coll_rc" -ne 0 ] && [ "$SLURM_NNODES" -gt 2 ]; then
   echo "== collectives failed: pairwise re-tests to isolate bad nodes"
   {q(job.python)} -m trainsizer.accept.isolate --nodes "$(echo "$nodes" | paste -sd, -)" \\
-    --port {job.port + 1} --out "$OUT/isolation.json" -- {common} --nproc {job.nproc} --backend {q(job.backend)}
+    --port $((port + 1)) --out "$OUT/isolation.json" -- {common} --nproc {job.nproc} --backend {q(job.backend)}
 fi
 
 """
@@ -89,7 +89,8 @@ OUT={q(str(out))}
 ACCEPT=({q(job.python)} -m trainsizer.accept {common})
 mkdir -p "$OUT"
 nodes=$(scontrol show hostnames "$SLURM_JOB_NODELIST")
-head_node=$(echo "$nodes" | head -n 1)
+head_node=${{TRAINSIZER_RDZV_HOST:-$(echo "$nodes" | head -n 1)}}
+port=$(( {job.port} + SLURM_JOB_ID % 500 ))  # per job, so that concurrent jobs on a node do not collide
 
 {node_step}{coll_step}echo "== merge"
 "${{ACCEPT[@]}}" --merge "$OUT" --out "$OUT/results.json" --html "$OUT/report.html" {history}

@@ -46,7 +46,36 @@ def write_random(path: Path, size_bytes: int, seed: int = 0) -> tuple[float, str
     return time.perf_counter() - t0, h.hexdigest()
 
 
+def dataset_read(ctx: Context, dataset: Path) -> CheckResult:
+    """Cold read of the planned dataset's own files (up to the storage size), hashed as they are read."""
+    crit = ctx.criteria
+    if not dataset.exists():
+        return ctx.result("storage.dataset_read", "error", why=f"dataset path {dataset} does not exist")
+    files = [dataset] if dataset.is_file() else sorted(f for f in dataset.rglob("*") if f.is_file())
+    chosen, total = [], 0
+    for f in files:
+        if total >= ctx.options.storage_size_bytes:
+            break
+        chosen.append(f)
+        total += f.stat().st_size
+    if not total:
+        return ctx.skipped("storage.dataset_read", f"no data under {dataset}", limit=crit.storage_read_gb_s_min)
+    seconds, _, method = coldcache.cold_read(chosen)
+    return ctx.at_least("storage.dataset_read", round(total / seconds / 1e9, 4), crit.storage_read_gb_s_min, "GB/s",
+                        f"cold read of {len(chosen)} dataset files ({total / 1e9:.3g} GB) under {dataset}, "
+                        f"{coldcache.METHOD_NOTES[method]}",
+                        details={"path": str(dataset), "files": len(chosen), "bytes": total, "cold_cache": method,
+                                 "calibration": False})
+
+
 def run(ctx: Context) -> list[CheckResult]:
+    crit = ctx.criteria
+    dataset = ctx.options.dataset_path or crit.dataset_path
+    extra = [dataset_read(ctx, Path(dataset))] if dataset else []
+    return [*_throughput(ctx), *extra]
+
+
+def _throughput(ctx: Context) -> list[CheckResult]:
     crit = ctx.criteria
     base = base_dir(ctx)
     if not base.is_dir():

@@ -87,7 +87,8 @@ def layer_items(
 
     `profile`: hf (transformers eager modules) or megatron (Megatron-Core + Transformer Engine);
     `recompute`: none / selective (attention core recomputed) / full (only the layer input is kept);
-    `impl`: flash / sdpa / eager attention kernel.
+    `impl`: flash (FlashAttention-2 / cuDNN / TE fused attention) / sdpa (torch scaled_dot_product_attention
+    flash or memory-efficient kernels: same saved tensors as flash) / eager (materialised softmax).
     """
     from trainsizer.estimate.model_states import load_memory_constants
 
@@ -108,14 +109,17 @@ def layer_items(
     lora_r = training.lora_rank if lora_targets(training) else 0
 
     def lora_out(*mods: str) -> float:
-        """lora_B saves lora_A's output (r wide) for each adapted linear."""
+        """lora_B saves lora_A's output (r wide) for each adapted linear (MLA: q = q_a + q_b)."""
         t = lora_targets(training)
+        mla = model.attention == "mla"
+        mult = {"q_proj": 2 if mla and model.q_lora_rank else 1, "k_proj": 1, "v_proj": 1}
         n = 0
-        for m in mods:
-            if m in t or (m in ("q_proj", "k_proj", "v_proj") and "qkv_proj" in t):
-                n += 1
-        if "qkv_proj" in t and any(m in ("q_proj", "k_proj", "v_proj") for m in mods):
-            n = n - sum(m in ("q_proj", "k_proj", "v_proj") for m in mods) + 1
+        qkv = [m for m in mods if m in mult]
+        if qkv and "qkv_proj" in t:
+            n += sum(mult[m] for m in qkv) if mla else 1
+        else:
+            n += sum(mult[m] for m in qkv if m in t)
+        n += sum(1 for m in mods if m not in mult and m in t)
         return float(a * lora_r * n)
 
     # ---- attention block
@@ -154,7 +158,15 @@ def layer_items(
         d["k"] = a * model.kv_dim
         d["v"] = a * model.v_dim
     tp += d["q"] + d["k"] + d["v"]
-    if core_eager:
+    if recompute == "selective":
+        # the attention core is checkpointed: its inputs q, k, v are kept; its output is kept by o_proj
+        # (Megatron: (s, b, h) layout, used directly) or, in (b, h, s, d) layout, only the reshaped copy
+        # that o_proj saves (transformers-style modules).
+        if profile == "megatron":
+            d["attn_out"] = a * model.attn_out_dim
+        elif W("o_proj"):
+            d["o_proj_input"] = a * model.attn_out_dim
+    elif impl == "eager":
         if profile == "hf":
             # fp32 softmax output + its 16-bit copy (same storage when training in fp32)
             d["scores_per_key"] = (4 + (a if a != 4 else 0)) * nh
@@ -163,20 +175,15 @@ def layer_items(
         if dropout:
             d["attn_dropout_per_key"] = (1 + a) * nh
         s2 += d["scores_per_key"] + d.get("attn_dropout_per_key", 0.0)
-        if W("o_proj"):
+        if W("o_proj"):  # P @ V output permuted to (b, s, h): a copy, saved by o_proj
             d["o_proj_input"] = a * model.attn_out_dim
     else:
+        # FlashAttention / SDPA kernels keep their output and the fp32 log-sum-exp per head and token
+        # (the kernels return a (b, s, h, d)-laid-out output, so the reshape for o_proj is a view)
         d["attn_out"] = a * model.attn_out_dim
-        if impl == "flash" and recompute == "none":
-            d["softmax_lse"] = 4 * nh
-        if impl == "sdpa" or (impl == "eager" and recompute == "selective" and profile == "hf"):
-            # torch SDPA / a checkpointed eager core return (b, h, s, d): the reshape for o_proj copies it
-            if W("o_proj"):
-                d["o_proj_input"] = a * model.attn_out_dim
-        elif prof.get("attention_out_copy") and W("o_proj"):
-            d["o_proj_input"] = a * model.attn_out_dim
-    if impl == "sdpa" and recompute == "none":
         d["softmax_lse"] = 4 * nh
+        if prof.get("attention_out_copy") and W("o_proj"):
+            d["o_proj_input"] = a * model.attn_out_dim
     tp += d.get("attn_out", 0.0) + d.get("softmax_lse", 0.0) + d.get("o_proj_input", 0.0)
     lo = lora_out("o_proj")
     if lo:
@@ -241,6 +248,8 @@ def layer_items(
             per_slot[key] = d.pop(key)
     per_slot["expert_output"] = a * h
     per_slot["routing_weight"] = a
+    if profile == "hf":  # index_add_ keeps its source (the weighted expert output) for the backward shape
+        per_slot["weighted_output"] = a * h
     # int64 token indices kept by the gather / index_add_ (hf: token and slot index; megatron: one map)
     per_slot["dispatch_indices"] = 16 if profile == "hf" else 8
     routed = sum(per_slot.values())

@@ -26,13 +26,16 @@ class PerfConstants:
     fp32_efficiency_ratio: float
     kernel_fixed_s: float
     host_s_per_layer_pass: float
+    host_gpu_blend_norm: float
     flash_efficiency: dict[str, float]
+    flash_efficiency_native: dict[str, float]  # vendor-tuned fused attention (cuDNN / FA3) where it differs
     flash_bwd_over_fwd: float
     hbm_efficiency: float
     intra_busbw_fraction: float
     nvls_allreduce_gain: float
     inter_busbw_fraction: float
     tp_overlap_fraction: float
+    overlap_interference: float
     optimizer_bytes_per_param: dict[str, float]
     p2p_exposed_fraction: float
     data_loading_exposed_s: float
@@ -42,8 +45,16 @@ class PerfConstants:
         """Large-GEMM fraction of dense peak for a catalog accelerator id (longest family prefix wins)."""
         return _by_family(self.gemm_efficiency_max, accelerator)
 
-    def flash_fraction(self, accelerator: str) -> float:
-        """FlashAttention forward fraction of the 16-bit dense peak for an accelerator family."""
+    def flash_fraction(self, accelerator: str, kernel: str = "fa2") -> float:
+        """Fused-attention forward fraction of the 16-bit dense peak for an accelerator family.
+
+        `kernel`: "fa2" (FlashAttention-2 / Triton generation) or "native" (cuDNN fused attention / FA3, which
+        use Hopper TMA + wgmma); families without a native entry use the fa2 figure.
+        """
+        if kernel == "native":
+            acc = accelerator.lower()
+            if any(acc.startswith(key) for key in self.flash_efficiency_native if key != "default"):
+                return _by_family(self.flash_efficiency_native, accelerator)
         return _by_family(self.flash_efficiency, accelerator)
 
 
@@ -68,13 +79,16 @@ def load_constants() -> PerfConstants:
         fp32_efficiency_ratio=float(g["fp32_efficiency_ratio"]),
         kernel_fixed_s=float(g["kernel_fixed_s"]),
         host_s_per_layer_pass=float(g["host_s_per_layer_pass"]),
+        host_gpu_blend_norm=float(g["host_gpu_blend_norm"]),
         flash_efficiency={str(k): float(v) for k, v in a["flash_efficiency"].items()},
+        flash_efficiency_native={str(k): float(v) for k, v in a["flash_efficiency_native"].items()},
         flash_bwd_over_fwd=float(a["flash_bwd_over_fwd"]),
         hbm_efficiency=float(m["hbm_efficiency"]),
         intra_busbw_fraction=float(c["intra_busbw_fraction"]),
         nvls_allreduce_gain=float(c["nvls_allreduce_gain"]),
         inter_busbw_fraction=float(c["inter_busbw_fraction"]),
         tp_overlap_fraction=float(c["tp_overlap_fraction"]),
+        overlap_interference=float(c["overlap_interference"]),
         optimizer_bytes_per_param={str(k): float(v) for k, v in d["optimizer"]["bytes_per_param"].items()},
         p2p_exposed_fraction=float(d["pipeline"]["p2p_exposed_fraction"]),
         data_loading_exposed_s=float(d["data_loading"]["exposed_s"]),
@@ -120,7 +134,7 @@ class Rates:
 
 
 def rates(system: Any, precision: str, constants: PerfConstants | None = None,
-          calibration: Calibration | None = None) -> Rates:
+          calibration: Calibration | None = None, attention_kernel: str = "fa2") -> Rates:
     """Effective rates for `system` (a `trainsizer.estimate.inputs.System`) in `precision`."""
     k = constants or load_constants()
     cal = calibration or Calibration()
@@ -136,7 +150,7 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
     if attn_precision == "bf16" and not system.peak_tflops.get("bf16"):
         attn_precision = precision
     attn_peak = system.peak(attn_precision) * 1e12
-    attn_eff = k.flash_fraction(system.accelerator) * (k.fp32_efficiency_ratio if precision == "fp32" else 1.0)
+    attn_eff = k.flash_fraction(system.accelerator, attention_kernel) * (k.fp32_efficiency_ratio if precision == "fp32" else 1.0)
     flash = cal.flash_tflops * 1e12 if cal.flash_tflops else attn_peak * attn_eff
     if system.hbm_gb_s <= 0:
         raise SpecError("system.hbm_gb_s", "must be positive", value=system.hbm_gb_s)

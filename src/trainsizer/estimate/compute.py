@@ -7,8 +7,9 @@ Model (each line names its origin):
   after a TP split fall below the ridge point and pay the fixed cost more often, so they run at a lower
   fraction of peak without a per-shape fit.
 - Backward GEMMs: dgrad + wgrad, each the same shape class as the forward (2x forward), Narayanan 2021 s5.1.
-- FlashAttention: executed FLOPs = causal share of 4 s d per token and head, at a named fraction of the GEMM
-  rate; backward = 2.5x forward FLOPs (Dao 2023, FlashAttention-2 s3).
+- FlashAttention: executed FLOPs = causal share of 4 s d per token and head, at a named fraction of the 16-bit
+  peak per accelerator family; backward = 2.5x the forward FLOPs at lower efficiency, 3.1x the time
+  (Dao 2023, FlashAttention-2 s3-4).
 - Non-flash attention: QK^T and AV as batched GEMMs, softmax/mask/dropout streaming the s x s scores
   (Korthikanti 2022 s4.1: 5 a s^2 b bytes of such activations per layer).
 - Element-wise work (norms, residual + dropout, activation, RoPE, cross-entropy, optimizer) at achieved

@@ -24,6 +24,9 @@ PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
 OPTIMIZERS = ("adamw", "adamw8bit", "sgd", "adafactor")
 RECOMPUTE = ("none", "selective", "full")
 OFFLOAD = ("none", "optimizer", "optimizer+params")
+# Training frameworks whose memory and overlap behaviour the estimators model. "auto" picks Megatron-style for
+# strategies with TP/PP/CP/EP > 1 or the distributed optimizer, else the HF/DeepSpeed/FSDP style.
+FRAMEWORKS = ("auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "deepseek-dualpipe")
 # Encodings used inside Strategy arrays (so vectors stay numeric).
 RECOMPUTE_CODE = {name: i for i, name in enumerate(RECOMPUTE)}
 OFFLOAD_CODE = {name: i for i, name in enumerate(OFFLOAD)}
@@ -115,6 +118,7 @@ class Strategy:
     offload: Any = "none"
     sequence_parallel: Any = True  # Megatron SP; only matters when tp > 1
     distributed_optimizer: Any = False
+    framework: str = "auto"  # one of FRAMEWORKS; one value for the whole batch of strategies
 
     @property
     def gpus(self) -> Any:

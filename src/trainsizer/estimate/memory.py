@@ -73,8 +73,10 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
                               "recompute"),
     "embedding_and_rope": ("activations", "token ids kept by a trainable embedding, RoPE cos/sin tables"),
     "final_norm_and_head_input": ("activations", "final norm and LM-head input saved on the last stage"),
-    "logits": ("activations", "vocabulary logits on the last stage: fp32 softmax/log-softmax saved plus the "
-               "loss-backward temporaries"),
+    "logits": ("activations", "vocabulary logits on the last stage: the fp32 softmax / log-softmax the loss "
+               "saves for backward"),
+    "loss_backward_temporaries": ("activations", "logit-sized gradients live while the loss backward runs "
+                                  "(fp32 NLL and log-softmax gradients; Megatron: the bf16 logits)"),
     "cuda_context": ("other", "CUDA context + kernels + cuBLAS workspace (outside the caching allocator)"),
     "nccl_buffers": ("other", "NCCL communicator buffers, one communicator per parallel dimension > 1"),
     "framework_buffers": ("other", "ZeRO-1/2 gradient buckets; ZeRO-3/FSDP gathered layers and their "
@@ -155,6 +157,13 @@ def _arr(x: Any) -> np.ndarray:
 
 
 def _strategy_arrays(strategy: Strategy) -> dict[str, np.ndarray]:
+    from trainsizer.errors import unknown_name
+    from trainsizer.estimate.inputs import OFFLOAD, RECOMPUTE
+
+    if isinstance(strategy.recompute, str) and strategy.recompute not in RECOMPUTE:
+        raise unknown_name("strategy.recompute", "recompute mode", strategy.recompute, RECOMPUTE)
+    if isinstance(strategy.offload, str) and strategy.offload not in OFFLOAD:
+        raise unknown_name("strategy.offload", "offload mode", strategy.offload, OFFLOAD)
     rec = strategy.recompute_code()
     off = strategy.offload_code()
     fields = dict(
@@ -218,18 +227,16 @@ def _evaluate(
     sp_div = np.where((t > 1) & (s["sp"] > 0), t, 1.0)
     k = float(model.experts_per_token or 0)
 
-    def per_layer(items: LayerItems) -> np.ndarray:
-        return tokens * (items.sp / sp_div + items.tp / t + items.routed * k / t + items.s2 * seq / t)
-
     def pick(table: dict, code: np.ndarray) -> np.ndarray:
-        out = np.zeros(t.shape)
+        """Per-layer bytes of one micro-batch: the (profile, recompute) item set chosen per strategy."""
+        conds, rows = [], []
         for prof in PROFILES:
             pm = mega if prof == "megatron" else ~mega
             for rc in range(3):
-                sel = pm & (code == rc)
-                if sel.any():
-                    out = np.where(sel, per_layer(table[(prof, rc)]), out)
-        return out
+                conds.append(pm & (code == rc))
+                rows.append(table[(prof, rc)])
+        coef = {f: np.select(conds, [getattr(r, f) for r in rows]) for f in ("sp", "tp", "routed", "s2")}
+        return tokens * (coef["sp"] / sp_div + (coef["tp"] + coef["routed"] * k + coef["s2"] * seq) / t)
 
     dense_b = pick(pre.dense, rec)
     moe_b = pick(pre.moe, rec)
@@ -326,8 +333,11 @@ def _evaluate(
         items["embedding_and_rope"] = np.where(is_first, fl * emb_act, 0.0)
         final_sp = by_prof(lambda pr: hi[pr].final_sp)
         items["final_norm_and_head_input"] = np.where(is_last, tokens * (final_sp / sp_div + 8.0), 0.0)
-        lg = by_prof(lambda pr: hi[pr].logits_saved_per_vocab + hi[pr].logits_extra_per_vocab)
-        items["logits"] = np.where(is_last, tokens * model.vocab / t * lg * (1 + model.mtp_layers), 0.0)
+        lg_saved = by_prof(lambda pr: hi[pr].logits_saved_per_vocab)
+        lg_extra = by_prof(lambda pr: hi[pr].logits_extra_per_vocab)
+        logit_elems = np.where(is_last, tokens * model.vocab / t, 0.0)
+        items["logits"] = logit_elems * lg_saved * (1 + model.mtp_layers)
+        items["loss_backward_temporaries"] = logit_elems * lg_extra
 
         if training.method == "qlora" and not training.trains_base_weights:
             # Paged optimizer (bitsandbytes, CUDA unified memory): states migrate page by page to the GPU
@@ -368,10 +378,13 @@ def memory_per_gpu_bytes(
     options: MemoryOptions = DEFAULT_OPTIONS,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Worst-GPU bytes for each strategy in `strategy` (numpy arrays allowed) and a mask of those that fit
-    in `system.memory_gib` (and, with CPU offload and a known `host_ram_gib`, in host RAM)."""
-    r = _evaluate(model, training, system, strategy, options, detail=False)
+    in `system.memory_gib` (and, with CPU offload and a known `host_ram_gib`, in host RAM).
+    Apply `validate.valid_mask` too: bytes of an impossible strategy (e.g. a zero degree) are not meaningful
+    and such a strategy never fits."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = _evaluate(model, training, system, strategy, options, detail=False)
     worst = r["worst"]
-    fits = worst <= system.memory_gib * GIB
+    fits = np.isfinite(worst) & (worst <= system.memory_gib * GIB)
     if system.host_ram_gib > 0:
         per_node = np.minimum(system.gpus_per_node, max(system.gpus, 1))
         fits = fits & (r["host"] * per_node <= system.host_ram_gib * GIB)

@@ -3,6 +3,7 @@
 - Micro-batches per step: m = global_batch / (dp * micro_batch) (gradient accumulation; Narayanan 2021 s2.2).
 - 1F1B bubble: (p-1)/m of the ideal time; interleaved with v chunks per stage: (p-1)/(v*m)
   (Narayanan 2021 s2.2.1-2.2.2).
+- DualPipe (DeepSeek-V3): bidirectional schedule, bubble (p/2-1)(F&B+B-3W) (DeepSeek-V3 report Table 2).
 - Point-to-point transfers: every micro-batch crosses each stage boundary forward and backward; interleaving
   multiplies the boundary crossings by v (Narayanan 2021 s2.2.2). The transfers on the critical path are
   2 per slot of the (v*m + p - 1)-slot schedule.
@@ -24,6 +25,16 @@ def bubble_fraction(pp, m, vpp=1):
     p = np.asarray(pp, float)
     v = np.maximum(np.asarray(vpp, float), 1.0)
     return (p - 1.0) / (v * np.asarray(m, float))
+
+
+def dualpipe_bubble_fraction(pp, m):
+    """DualPipe bubble relative to the ideal time (DeepSeek-V3 report, Table 2).
+
+    Bubble = (p/2 - 1)(F&B + B - 3W) against 1F1B's (p - 1)(F + B); with B = 2F, W = F and F&B = F + B this is
+    (p/2 - 1) x 2F, i.e. (p/2 - 1)/m x 2/3 of the ideal time m(F + B).
+    """
+    p = np.asarray(pp, float)
+    return np.maximum(p / 2.0 - 1.0, 0.0) * (2.0 / 3.0) / np.asarray(m, float)
 
 
 def p2p_transfers_on_critical_path(pp, m, vpp=1):

@@ -61,12 +61,15 @@ def goodput_fraction(write_s, interval_s, restart_s, mtbf_s):
 
 
 def reliability(params_total: float, gpus: int, gpus_per_node: int, *, storage_gb_s: float | None = None,
-                failures_per_gpu_day: float | None = None, restart_s: float | None = None,
+                failures_per_gpu_day: float | None = None, failures_per_node_day: float | None = None,
+                restart_s: float | None = None,
                 checkpoint_bytes_per_param: float | None = None,
                 checkpoint_interval_s: float | None = None) -> Reliability:
     """Goodput of a job; every default comes from `perf_constants.yaml` (reliability section)."""
     r = load_constants().raw["reliability"]
     rate = r["failures_per_gpu_day"] if failures_per_gpu_day is None else failures_per_gpu_day
+    if failures_per_node_day is not None:  # e.g. Kokolis 2024 r_f = 5e-3 per 8-GPU node-day
+        rate = failures_per_node_day / max(1, int(gpus_per_node))
     restart = float(r["restart_s"] if restart_s is None else restart_s)
     bpp = float(r["checkpoint_bytes_per_param"] if checkpoint_bytes_per_param is None
                 else checkpoint_bytes_per_param)

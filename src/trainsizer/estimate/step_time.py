@@ -24,13 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from trainsizer.errors import SpecError, StrategyError, did_you_mean
+from trainsizer.errors import SpecError, StrategyError, TrainsizerError, did_you_mean
 from trainsizer.estimate import comm, compute, pipeline
 from trainsizer.estimate.calibration import Calibration, PerfConstants, load_constants, rates
 from trainsizer.estimate.flops import layer_flops
 from trainsizer.estimate.inputs import System, Training
 from trainsizer.models.arch import ModelArch
 
+PIPELINE_SCHEDULES = ("1f1b", "dualpipe")
+ATTENTION_KERNELS = ("fa2", "native")
 BREAKDOWN_KEYS = ("compute", "tp_comm", "cp_comm", "ep_comm", "dp_comm", "pp_bubble", "pp_comm", "optimizer",
                   "data_loading")
 
@@ -48,20 +50,33 @@ class Framework:
     zero3_bucket_params: float = 0.0  # parameters per ZeRO-3 collective; 0 = one per decoder layer
     zero3_nic_aggregation: bool = True  # ZeRO-3 rings spread over all NICs of a node (NCCL multi-channel)
     grad_reduce_bytes: float = 2.0  # bytes per gradient element on the wire
+    ep_overlap: bool = False  # EP all-to-all hidden behind another micro-batch's compute (DualPipe-style)
+    pipeline_schedule: str = "1f1b"  # "1f1b" (incl. interleaved via vpp) or "dualpipe" (DeepSeek-V3)
+    attention_kernel: str = "fa2"  # "fa2" (FlashAttention-2 / Triton) or "native" (cuDNN fused / FA3)
+
+    def __post_init__(self) -> None:
+        if self.attention_kernel not in ATTENTION_KERNELS:
+            raise SpecError(f"framework.{self.name}.attention_kernel", "unknown attention kernel",
+                            value=self.attention_kernel, allowed=ATTENTION_KERNELS,
+                            suggestion=did_you_mean(self.attention_kernel, ATTENTION_KERNELS))
+        if self.pipeline_schedule not in PIPELINE_SCHEDULES:
+            raise SpecError(f"framework.{self.name}.pipeline_schedule", "unknown pipeline schedule",
+                            value=self.pipeline_schedule, allowed=PIPELINE_SCHEDULES,
+                            suggestion=did_you_mean(self.pipeline_schedule, PIPELINE_SCHEDULES))
 
 
-FRAMEWORKS: dict[str, Framework] = {
-    # Megatron-LM (2020-2022): TP comm exposed; DDP grad all-reduce overlapped with the last backward.
-    "megatron": Framework("megatron"),
-    # Megatron-Core (r0.5+): --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap.
-    "megatron-core": Framework("megatron-core", tp_comm_overlap=True, param_gather_overlap=True),
-    # PyTorch FSDP (llm-foundry, torchtitan): per-block all-gathers prefetched, reduce-scatter overlapped.
-    "fsdp": Framework("fsdp", grad_bucket_params=2.5e7),
-    # DeepSpeed ZeRO (2021 stage-3 fetch path): per-module parameter all-gathers issued on demand (not overlapped) and
-    # bounded by each GPU's own NIC -- fitted on Narayanan 2021 Table 2 (ZeRO-3 rows, 384-2240 A100).
-    "deepspeed": Framework("deepspeed", grad_bucket_params=5e8, zero3_prefetch=False,
-                           zero3_nic_aggregation=False),
-}
+def _load_frameworks() -> dict[str, Framework]:
+    """Framework styles from perf_constants.yaml (`frameworks:`), values coerced to the field types."""
+    raw = load_constants().raw.get("frameworks", {})
+    defaults = Framework("defaults")
+    out = {}
+    for name, opts in raw.items():
+        typed = {key: type(getattr(defaults, key))(val) for key, val in (opts or {}).items()}
+        out[name] = Framework(name, **typed)
+    return out
+
+
+FRAMEWORKS: dict[str, Framework] = _load_frameworks()
 
 
 def framework(name: str | Framework) -> Framework:
@@ -76,6 +91,15 @@ def framework(name: str | Framework) -> Framework:
 
 @dataclass(frozen=True)
 class TimeEstimate:
+    """One strategy's step time and derived figures.
+
+    MFU = model FLOPs (3 x forward, non-causal attention: PaLM appendix B / Korthikanti Eq. 7) per second per
+    GPU over the dense peak of the training precision (FP8 training: FP8 peak). HFU adds the recomputed
+    forward. `breakdown_s` holds the exposed (critical-path) seconds of each term; they sum to `step_s`.
+    `train_days` / `gpu_hours` include the goodput lost to failures and checkpoints (0 when
+    `training.tokens_total` is 0). `notes` carries the memory estimator's verdict when it is available.
+    """
+
     step_s: float
     tokens_per_s: float
     model_flops_per_step: float
@@ -118,10 +142,10 @@ def _shapes(model: ModelArch) -> compute.ModelShapes:
 
 
 @lru_cache(maxsize=64)
-def _param_split(model: ModelArch) -> tuple[float, float, float]:
-    """(all parameters, routed-expert parameters, LoRA trainable-parameter estimate per rank 1)."""
+def _param_split(model: ModelArch) -> tuple[float, float]:
+    """(all parameters, routed-expert parameters)."""
     expert = float(sum(model.layer_params(i).experts_total for i in range(model.layers)))
-    return float(model.params_total), expert, 0.0
+    return float(model.params_total), expert
 
 
 def _lora_params(model: ModelArch, training: Training) -> float:
@@ -130,7 +154,11 @@ def _lora_params(model: ModelArch, training: Training) -> float:
     dims = {"q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h), "gate_proj": (h, f),
             "up_proj": (h, f), "down_proj": (f, h)}
     targets = training.lora_targets or tuple(dims)
-    per_layer = sum(training.lora_rank * sum(dims[t]) for t in targets if t in dims)
+    for t in targets:
+        if t not in dims:
+            raise SpecError("training.lora_targets", "unknown LoRA target module", value=t, allowed=sorted(dims),
+                            suggestion=did_you_mean(t, dims))
+    per_layer = sum(training.lora_rank * sum(dims[t]) for t in targets)
     return float(per_layer * model.layers)
 
 
@@ -149,7 +177,7 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     """Vectorised core: every Strategy field may be an array. Returns arrays (seconds, FLOPs, fractions)."""
     k = constants or load_constants()
     fw = framework(framework_style)
-    r = rates(system, training.precision, k, calibration)
+    r = rates(system, training.precision, k, calibration, fw.attention_kernel)
     sh = _shapes(model)
     a = _as_arrays(strategy)
     t, p, v, d, c, e = a["tp"], a["pp"], np.maximum(a["vpp"], 1.0), a["dp"], a["cp"], np.maximum(a["ep"], 1.0)
@@ -166,6 +194,12 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
                              flash_bwd_over_fwd=k.flash_bwd_over_fwd, trains_base_weights=trains_base)
     n_stage = pipeline.layers_per_stage(model.layers, p, v)
     compute_mb = n_stage * (lt.fwd + lt.bwd) + lt.head_fwd + lt.head_bwd
+    if training.method == "qlora":
+        # NF4 weights are dequantised to 16-bit before every use (forward, backward, recompute): read 0.5 B,
+        # write 2 B per weight element (Dettmers et al. 2023, QLoRA s3; bitsandbytes dequantize kernel)
+        passes = 2.0 + (rc == 2)
+        gemm_w = float(layer_flops(model).gemm()) / 2.0 / model.layers  # weight elements per average layer
+        compute_mb = compute_mb + n_stage * passes * compute.stream_time(gemm_w / t * (0.5 + 2.0), r, kernels=7)
 
     tok = b * s / c
     act = r.act_bytes
@@ -173,15 +207,16 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     k_tp = comm.ranks_per_domain(t, 1.0, D)
     t_ar = comm.all_reduce_time(tok * model.hidden * act, t, k_tp, r, system, k.nvls_allreduce_gain)
     tp_per_layer = (4.0 + 2.0 * (rc == 2)) * t_ar
-    if fw.tp_comm_overlap:
-        tp_per_layer = tp_per_layer * (1.0 - k.tp_overlap_fraction)
+    if fw.tp_comm_overlap:  # hidden part still slows the GEMMs it overlaps (SM/HBM interference)
+        tp_per_layer = tp_per_layer * (1.0 - k.tp_overlap_fraction * (1.0 - k.overlap_interference))
     tp_mb = n_stage * tp_per_layer + 2.0 * t_ar
     # host-bound regime: the CPU issues a layer's kernels no faster than host_s_per_layer_pass per pass
-    # (forward, recompute forward, backward = 2 passes). GPU and host time of a layer combine as a soft
-    # maximum sqrt(gpu^2 + host^2) (imperfect CPU run-ahead; the same blend as the GEMM soft roofline).
+    # (forward 1, recompute forward 1, backward 2 passes). GPU and host time of a layer combine as a soft
+    # maximum (gpu^q + host^q)^(1/q) (imperfect CPU run-ahead near the cross-over).
     host_layer = k.host_s_per_layer_pass * (3.0 + (rc == 2))
     gpu_layer = lt.fwd + lt.bwd + tp_per_layer
-    host_excess = np.sqrt(gpu_layer * gpu_layer + host_layer * host_layer) - gpu_layer
+    q = k.host_gpu_blend_norm
+    host_excess = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer
     compute_mb = compute_mb + n_stage * host_excess
     # --- context parallel: ring exchange of K and V (fwd) and dK, dV (bwd), hidden behind attention
     k_cp = comm.ranks_per_domain(c, t, D)
@@ -198,16 +233,22 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
                                    system)
         moe_stage = n_stage * model.moe_layer_count / model.layers
         ep_mb = moe_stage * a2a * (4.0 + 2.0 * (rc == 2))
+    if fw.ep_overlap:  # overlapped with the compute of a paired micro-batch (DeepSeek-V3 s3.2.1)
+        ep_mb = np.maximum(ep_mb - compute_mb, 0.0)
     t_mb = compute_mb + tp_mb + cp_mb + ep_mb
     # --- pipeline
-    bubble = pipeline.bubble_fraction(p, m, v) * m * t_mb
+    if fw.pipeline_schedule == "dualpipe":
+        frac = pipeline.dualpipe_bubble_fraction(p, m)
+    else:
+        frac = pipeline.bubble_fraction(p, m, v)
+    bubble = frac * m * t_mb
     stride_pp = t * c * d
     p2p_bytes = tok * model.hidden * act * np.where(sp, 1.0 / t, 1.0)
     t_p2p = comm.p2p_time(p2p_bytes, stride_pp < D, r, system)
     pp_comm = pipeline.p2p_transfers_on_critical_path(p, m, v) * t_p2p * k.p2p_exposed_fraction
 
     # --- data parallel / sharding
-    p_total, p_expert, _ = _param_split(model)
+    p_total, p_expert = _param_split(model)
     p_dense = p_total - p_expert
     trainable = p_total if trains_base else _lora_params(model, training)
     train_frac = trainable / p_total
@@ -241,7 +282,9 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     else:
         grad_exposed = rs_or_ar
     ag_exposed = ag_params * (bucket_frac if fw.param_gather_overlap else 1.0)
-    dp_nonz3 = grad_exposed + ag_exposed
+    # overlapped collectives still cost `overlap_interference` of their time (NCCL kernels occupy SMs/HBM)
+    dp_nonz3 = grad_exposed + ag_exposed + k.overlap_interference * (rs_or_ar - grad_exposed + ag_params
+                                                                     - ag_exposed)
     # ZeRO-3 / FSDP: 2 all-gathers + 1 reduce-scatter of the shard group's parameters per micro-batch
     n_sh = np.where(a["shard_group"] > 0, np.minimum(a["shard_group"], n_dp), n_dp)
     k_sh = comm.ranks_per_domain(n_sh, t, D)
@@ -258,6 +301,7 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     z3_mb = 2.0 * z3_ag + z3_rs + 3.0 * np.maximum(n_coll - 1.0, 0.0) * lat
     if fw.zero3_prefetch:
         z3_exposed_mb = np.maximum(z3_mb - compute_mb, 0.0) + z3_ag / np.maximum(n_coll, 1.0)
+        z3_exposed_mb = z3_exposed_mb + k.overlap_interference * np.maximum(z3_mb - z3_exposed_mb, 0.0)
     else:
         z3_exposed_mb = z3_mb
     # hybrid shard: replicas all-reduce the sharded gradients once per step
@@ -267,10 +311,23 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     dp_comm = np.where(zero >= 3, dp_z3, dp_nonz3)
 
     # --- optimizer step
-    bpp = k.optimizer_bytes_per_param.get(training.optimizer, 30.0)
+    if training.optimizer not in k.optimizer_bytes_per_param:
+        raise SpecError("training.optimizer", "no optimizer-step traffic known for this optimizer",
+                        value=training.optimizer, allowed=sorted(k.optimizer_bytes_per_param),
+                        suggestion=did_you_mean(training.optimizer, k.optimizer_bytes_per_param))
+    bpp = k.optimizer_bytes_per_param[training.optimizer]
     upd = (local_dense * train_frac) / np.where(shard_opt, n_dp, 1.0) + (local_expert * train_frac) / np.where(
         shard_opt, n_edp, 1.0)
     opt = compute.optimizer_time(upd, bpp, r)
+    # optimizer offload (ZeRO-Offload): grads down (fp32) and 16-bit params up over PCIe + CPU Adam
+    off = np.asarray(strategy.offload_code(), dtype=float)
+    cpu_rate = float(k.raw.get("offload", {}).get("cpu_adam_params_per_s_per_gpu", 5e8))
+    pcie = max(system.pcie_gb_s, 1e-3) * 1e9
+    opt_off = upd * (4.0 + act) / pcie + upd / cpu_rate
+    # parameter offload: 16-bit weights streamed in for forward and backward of every micro-batch (prefetched)
+    stream_in = 2.0 * p_local * act / pcie
+    param_off = m * np.maximum(stream_in - compute_mb, 0.0)
+    opt = np.where(off >= 1, opt_off, opt) + np.where(off >= 2, param_off, 0.0)
     data = np.full_like(opt, k.data_loading_exposed_s)
 
     step = m * t_mb + bubble + pp_comm + dp_comm + opt + data
@@ -339,6 +396,7 @@ def estimate_time(model: ModelArch, training: Training, system: System, strategy
                            framework_style=framework_style)
     f = {key: float(np.asarray(val).reshape(-1)[0]) for key, val in out.items()}
     gpus = int(round(f["gpus"]))
+    notes = _memory_note(model, training, system, strategy)
     ttt = time_to_train(training.tokens_total, f["tokens_per_s"], model.params_total, gpus,
                         system.gpus_per_node, calibration=calibration, **(reliability_kwargs or {}))
     return TimeEstimate(
@@ -356,7 +414,24 @@ def estimate_time(model: ModelArch, training: Training, system: System, strategy
         train_days=ttt.train_days,
         gpu_hours=ttt.gpu_hours,
         goodput=ttt.goodput,
+        notes=notes,
     )
+
+
+def _memory_note(model: ModelArch, training: Training, system: System, strategy) -> tuple[str, ...]:
+    """Feasibility note from the memory estimator when it is installed (time is estimated regardless)."""
+    try:
+        from trainsizer.estimate.memory import estimate_memory
+    except ImportError:
+        return ()
+    try:
+        mem = estimate_memory(model, training, system, strategy)
+    except TrainsizerError as exc:
+        return (f"memory not checked: {exc}",)
+    if not mem.fits:
+        return (f"does not fit: {mem.per_gpu_bytes / 2**30:.1f} GiB per GPU needed, "
+                f"{mem.capacity_bytes / 2**30:.1f} GiB available",)
+    return ()
 
 
 def estimate_time_batch(model: ModelArch, training: Training, system: System, strategy, calibration=None, *,

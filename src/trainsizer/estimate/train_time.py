@@ -19,6 +19,7 @@ class TrainTime:
     gpu_hours: float
     goodput: float
     ideal_days: float  # without failures
+    expected_failures: float = 0.0  # job-stopping failures expected over the run
 
 
 def time_to_train(tokens_total: float, tokens_per_s: float, params_total: float, gpus: int, gpus_per_node: int,
@@ -29,7 +30,9 @@ def time_to_train(tokens_total: float, tokens_per_s: float, params_total: float,
         return TrainTime(0.0, 0.0, 1.0, 0.0)
     if calibration is not None and calibration.storage_gb_s and "storage_gb_s" not in reliability_kwargs:
         reliability_kwargs["storage_gb_s"] = calibration.storage_gb_s
-    good = reliability(params_total, gpus, gpus_per_node, **reliability_kwargs).goodput if include_failures else 1.0
+    rel = reliability(params_total, gpus, gpus_per_node, **reliability_kwargs)
+    good = rel.goodput if include_failures else 1.0
     ideal_s = tokens_total / tokens_per_s
     wall_s = ideal_s / good
-    return TrainTime(wall_s / 86400.0, wall_s / 3600.0 * gpus, good, ideal_s / 86400.0)
+    failures = wall_s / rel.job_mtbf_s if include_failures else 0.0
+    return TrainTime(wall_s / 86400.0, wall_s / 3600.0 * gpus, good, ideal_s / 86400.0, failures)

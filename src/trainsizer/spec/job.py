@@ -20,6 +20,7 @@ Procurement = Literal["rent", "buy", "either"]
 Cooling = Literal["air", "liquid"]
 NetworkKind = Literal["ib", "roce", "efa", "ethernet"]
 Fsdp = Literal["none", "full", "hybrid"]
+Framework = Literal["auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "deepseek-dualpipe"]
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 # Bytes of raw UTF-8 text per token for BPE tokenizers with ~100k+ vocabularies on mixed English/code
@@ -162,6 +163,7 @@ class StrategySpec(_Strict):
     offload: Offload = "none"
     sequence_parallel: bool = True
     distributed_optimizer: bool = False
+    framework: Framework = "auto"
 
     @model_validator(mode="after")
     def _fsdp_is_zero3(self) -> StrategySpec:

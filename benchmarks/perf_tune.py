@@ -1,0 +1,59 @@
+"""How the tuned efficiency constants were chosen: a coarse grid scored on throughput.csv (+ vTrain MAPE).
+
+Only five constants are tuned (GEMM efficiency_max for A100 and H100, FlashAttention efficiency for A100 and
+H100, the FP8 GEMM ratio); everything else is counted or taken from a measurement quoted in
+perf_constants.yaml. Run: python benchmarks/perf_tune.py
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import perf_validation as pv
+import perf_vtrain as pvt
+import trainsizer.estimate.step_time as st
+from trainsizer.estimate.calibration import load_constants
+
+GRID = {
+    "a100_gemm": (0.70, 0.74, 0.78),
+    "h100_gemm": (0.58, 0.61, 0.64),
+    "a100_flash": (0.45, 0.55),
+    "h100_flash": (0.22, 0.25, 0.30),
+    "fp8_ratio": (0.70, 0.80),
+}
+
+
+def score(a100_gemm, h100_gemm, a100_flash, h100_flash, fp8_ratio, vt=None):
+    k0 = load_constants()
+    k = dataclasses.replace(
+        k0,
+        gemm_efficiency_max={**k0.gemm_efficiency_max, "a100": a100_gemm, "h100": h100_gemm},
+        flash_efficiency={**k0.flash_efficiency, "a100": a100_flash, "h100": h100_flash},
+        fp8_efficiency_ratio=fp8_ratio,
+    )
+    original = st.load_constants
+    st.load_constants = lambda: k
+    try:
+        s = pv.summary(pv.throughput_cases())
+        v = pvt.evaluate(vt)
+    finally:
+        st.load_constants = original
+    return s, v
+
+
+def main() -> None:
+    vt = pvt.load()
+    rows = []
+    for values in itertools.product(*GRID.values()):
+        s, v = score(*values, vt=vt)
+        worst_src = max(e for _, e in s["by_source"].values())
+        rows.append((s["mape"], worst_src, abs(s["worst"][4]), v["mape"], values))
+    rows.sort()
+    print("throughput MAPE, worst source MAPE, worst row |err|, vTrain MAPE, (" + ", ".join(GRID) + ")")
+    for r in rows[:10]:
+        print(f"{r[0]:6.2f} {r[1]:6.1f} {r[2]:6.1f} {r[3]:6.2f}  {r[4]}")
+
+
+if __name__ == "__main__":
+    main()

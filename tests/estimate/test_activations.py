@@ -1,0 +1,94 @@
+"""Per-layer activation accounting: mechanisms one at a time."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainsizer.estimate.activations import head_items, in_flight_layer_microbatches, layer_items
+from trainsizer.estimate.inputs import Training
+from trainsizer.models.arch import ModelArch
+
+MHA = ModelArch(name="mha", family="llama", layers=4, hidden=4096, heads=32, kv_heads=32, ffn=11008,
+                vocab=32000)
+GQA = MHA.with_(name="gqa", kv_heads=8)
+MOE = ModelArch(name="moe", family="qwen2_moe", layers=4, hidden=2048, heads=16, kv_heads=16, ffn=5632,
+                vocab=151936, experts=60, experts_per_token=4, expert_ffn=1408, shared_expert_ffn=5632,
+                shared_expert_gate=True)
+MLA = ModelArch(name="mla", family="deepseek", layers=4, hidden=2048, heads=16, kv_heads=16, ffn=10944,
+                vocab=102400, attention="mla", kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64,
+                v_head_dim=128)
+T = Training(seq_len=4096)
+
+
+def items(model, training=T, **kw):
+    base = dict(moe=False, profile="megatron", recompute="none", impl="flash")
+    base.update(kw)
+    return layer_items(model, training, **base)
+
+
+def test_gqa_narrows_k_and_v() -> None:
+    a, b = items(MHA), items(GQA)
+    assert a.detail["k"] == 4 * b.detail["k"] and a.detail["v"] == 4 * b.detail["v"]
+    assert a.detail["q"] == b.detail["q"]
+
+
+def test_eager_adds_s_squared_term_and_expands_kv() -> None:
+    e = items(GQA, impl="eager")
+    assert e.s2 == pytest.approx(2 * GQA.heads)  # Megatron fused softmax saves its bf16 output
+    assert e.detail["k"] == 2 * GQA.heads * GQA.head_dim  # repeat_kv
+    hf = items(GQA, impl="eager", profile="hf")
+    assert hf.s2 == pytest.approx((4 + 2) * GQA.heads)  # fp32 softmax + bf16 copy
+    assert items(GQA).s2 == 0
+
+
+def test_selective_drops_attention_core_only() -> None:
+    none, sel = items(GQA, impl="eager"), items(GQA, impl="eager", recompute="selective")
+    assert sel.s2 == 0 and none.sp == sel.sp
+    full = items(GQA, recompute="full")
+    assert full.sp == 2 * GQA.hidden and full.tp == 0
+
+
+def test_swiglu_profiles() -> None:
+    f = GQA.ffn
+    meg, hf = items(GQA).detail, items(GQA, profile="hf").detail
+    assert meg["mlp_fc1_out"] + meg["mlp_fc2_input"] == 3 * 2 * f
+    assert sum(hf[k] for k in ("mlp_gate_out", "mlp_act_out", "mlp_up_out", "mlp_down_input")) == 4 * 2 * f
+
+
+def test_moe_routed_slots_and_router() -> None:
+    it = items(MOE, moe=True, profile="hf")
+    assert it.routed > 0 and it.detail["router_probs_fp32"] == 4 * MOE.experts
+    assert it.detail["router_topk_indices"] == 8 * MOE.experts_per_token
+    assert it.detail["routed_expert_gate_out_per_slot"] == 2 * MOE.expert_ffn
+
+
+def test_mla_compressed_path() -> None:
+    it = items(MLA, profile="hf")
+    assert "kv_a_norm" in it.detail and it.detail["kv_b_input"] == 2 * MLA.kv_lora_rank
+    assert it.detail["k"] == 2 * MLA.heads * (128 + 64) and it.detail["v"] == 2 * MLA.heads * 128
+
+
+def test_lora_saves_only_adapted_inputs() -> None:
+    lora = Training(method="lora", lora_rank=16, lora_targets=("q_proj", "v_proj"), seq_len=4096)
+    full, lo = items(GQA, profile="hf"), items(GQA, lora, profile="hf")
+    assert "mlp_input" in full.detail and "mlp_input" not in lo.detail
+    assert "mlp_down_input" not in lo.detail  # frozen down_proj needs no input
+    assert lo.detail["lora_qkv_a_out"] == 2 * 16 * 2
+    assert lo.detail["attn_norm"] < full.detail["attn_norm"]  # frozen norm weight: no normalised copy
+    assert lo.sp + lo.tp < full.sp + full.tp
+
+
+def test_fp32_training_doubles_widths() -> None:
+    a = items(GQA, Training(precision="fp32", seq_len=4096))
+    b = items(GQA)
+    assert a.detail["q"] == 2 * b.detail["q"]
+
+
+def test_heads_logits() -> None:
+    assert head_items(GQA, T, "hf").logits_saved_per_vocab == 4
+    assert head_items(GQA, T, "megatron").logits_extra_per_vocab == 2
+
+
+def test_in_flight_never_exceeds_microbatches() -> None:
+    assert in_flight_layer_microbatches(8, 1, 3, 0) == 3
+    assert in_flight_layer_microbatches(8, 2, 3, 0) == 3
