@@ -207,7 +207,8 @@ def korthikanti_layer_ms(row: dict) -> float:
     rec = "full" if "full" in variant else "selective" if "selective" in variant else "none"
     training = Training(precision="fp16", seq_len=2048, global_batch_seqs=4, flash_attention=False)
     system = a100(8, 80)
-    strategy = Strategy(tp=8, pp=1, dp=1, micro_batch=4, recompute=rec, sequence_parallel=sp)
+    strategy = Strategy(tp=8, pp=1, dp=1, micro_batch=4, recompute=rec, sequence_parallel=sp,
+                        framework="megatron")
     times = []
     for layers in (1, 2):
         base = dict(row, layers=str(layers), kv_heads=row["heads"], ffn=str(4 * _i(row["hidden"])), vocab="51200")
@@ -267,7 +268,7 @@ def llama_gpu_hours(row_id: str, tokens_t: float, seq: int) -> float:
     tp_a, pp_a = np.array(tps, float), np.array(pps, float)
     strategy = Strategy(tp=tp_a, pp=pp_a, dp=gpus / (tp_a * pp_a), micro_batch=np.ones_like(tp_a),
                         recompute=np.ones_like(tp_a), sequence_parallel=np.ones_like(tp_a),
-                        distributed_optimizer=np.ones_like(tp_a))
+                        distributed_optimizer=np.ones_like(tp_a), framework="megatron")
     out = step_time_arrays(model, training, system, strategy)
     best = int(np.argmax(out["tokens_per_s"]))
     tps_best = float(out["tokens_per_s"][best])

@@ -53,7 +53,8 @@ def predict(d: dict[str, np.ndarray]) -> np.ndarray:
                           max_position=s, qkv_bias=True, out_bias=True, mlp_bias=True)
         training = Training(precision="fp16", seq_len=s, global_batch_seqs=gbs, flash_attention=False)
         strat = Strategy(tp=d["tp"][sel], pp=d["pp"][sel], dp=d["dp"][sel], micro_batch=d["mb"][sel],
-                         recompute=np.full(sel.sum(), 2), sequence_parallel=np.zeros(sel.sum()))
+                         recompute=np.full(sel.sum(), 2), sequence_parallel=np.zeros(sel.sum()),
+                         framework="megatron")  # vTrain profiles Megatron-LM
         out = step_time_arrays(model, training, system(8), strat)
         pred[sel] = out["step_s"] * 1000.0
     return pred

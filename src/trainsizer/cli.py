@@ -159,6 +159,55 @@ def check(app: AppState, job_file: Path, as_json: bool) -> None:
         click.echo(f"  note: {note}")
 
 
+# --------------------------------------------------------------------------------------------- estimate
+def _override_options(fn):
+    opts = [
+        click.option("--accelerator", help="Catalog accelerator id (overrides hardware.accelerator)."),
+        click.option("--count", type=int, help="Number of GPUs (hardware.count)."),
+        click.option("--per-node", "per_node", type=int, help="GPUs per node (hardware.per_node)."),
+        click.option("--network", help="Catalog network id (hardware.network)."),
+        click.option("--tp", type=int), click.option("--pp", type=int), click.option("--vpp", type=int),
+        click.option("--dp", type=int), click.option("--cp", type=int), click.option("--ep", type=int),
+        click.option("--zero", type=int, help="ZeRO stage 0-3."),
+        click.option("--fsdp", help="none | full | hybrid"),
+        click.option("--micro-batch", "micro_batch", type=int),
+        click.option("--recompute", help="none | selective | full"),
+        click.option("--offload", help="none | optimizer | optimizer+params"),
+        click.option("--framework", help="auto | megatron | megatron-core | deepspeed | fsdp | hf | deepseek-dualpipe"),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+@cli.command()
+@click.argument("job_file", type=click.Path(path_type=Path))
+@_override_options
+@click.option("--calibration", "calibration_file", type=click.Path(path_type=Path),
+              help="Measured figures (a `trainsizer accept` result file) that replace modelled efficiencies.")
+@json_option
+@click.pass_obj
+def estimate(app: AppState, job_file: Path, calibration_file: Path | None, as_json: bool, **overrides) -> None:
+    """Memory per GPU, step time, MFU, time-to-train, cost and energy of one configuration.
+
+    Hardware and strategy come from the job file; flags override them.
+    """
+    from trainsizer.evaluate import evaluate, load_calibration
+    from trainsizer.render.estimate_view import print_estimate
+    from trainsizer.scenario import resolve_job
+    from trainsizer.spec import read_mapping
+    from trainsizer.spec.overrides import apply_overrides
+
+    data = apply_overrides(read_mapping(job_file), overrides)
+    scenario = resolve_job(job_file, app.catalog, data=data)
+    calibration = load_calibration(calibration_file, scenario.training.precision) if calibration_file else None
+    result = evaluate(scenario, app.catalog, calibration)
+    if as_json:
+        echo_json(result)
+    else:
+        print_estimate(result, app.lang)
+
+
 def _flatten(d: dict, prefix: str = "") -> list[tuple[str, object]]:
     rows: list[tuple[str, object]] = []
     for k, v in d.items():
@@ -168,6 +217,15 @@ def _flatten(d: dict, prefix: str = "") -> list[tuple[str, object]]:
         elif v is not None:
             rows.append((key, v))
     return rows
+
+
+def _register_subsystems() -> None:
+    from trainsizer.accept.command import accept
+
+    cli.add_command(accept)
+
+
+_register_subsystems()
 
 
 def main(argv: list[str] | None = None) -> int:

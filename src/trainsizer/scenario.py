@@ -16,6 +16,7 @@ from trainsizer.errors import SpecError, StrategyError, TrainsizerError
 from trainsizer.estimate.inputs import Strategy, System, Training
 from trainsizer.models import ModelArch, load_model
 from trainsizer.spec import Job, NetworkSpec, load_job
+from trainsizer.spec.load import parse_model
 
 # Default per-NIC payload efficiency when a user describes a network by hand (no catalog entry):
 # NDR400 delivers ~46-48 GB/s of 50 GB/s line rate in nccl-tests (NVIDIA, nccl-tests issue #290).
@@ -123,10 +124,20 @@ def resolve_model(spec: str | Mapping[str, Any], origin: str) -> ModelArch:
         raise _prefixed(err, f"{origin}: model") from None
 
 
-def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Any) -> Scenario:
-    """A `Scenario` from a job file, mapping or `Job`, using `catalog` for hardware names."""
+def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Any,
+                data: Mapping[str, Any] | None = None) -> Scenario:
+    """A `Scenario` from a job file, mapping or `Job`, using `catalog` for hardware names.
+
+    `data`, when given, is the already-read (and possibly overridden) content of the file `source`; errors
+    still name that file and relative model paths resolve beside it.
+    """
     origin = "job" if isinstance(source, Mapping | Job) else str(source)
-    job = source if isinstance(source, Job) else load_job(source)
+    if isinstance(source, Job):
+        job = source
+    elif data is not None:
+        job = parse_model(Job, data, origin)
+    else:
+        job = load_job(source)
     notes: list[str] = []
     model_spec: str | Mapping[str, Any] = job.model
     if isinstance(model_spec, str) and not isinstance(source, Mapping | Job):

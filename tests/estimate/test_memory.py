@@ -227,7 +227,7 @@ def test_unknown_names_raise_spec_error() -> None:
     with pytest.raises(SpecError, match="did you mean|Did you mean"):
         estimate_memory(LLAMA8, Training(optimizer="adamw8"), h100(1), Strategy())
     with pytest.raises(SpecError):
-        MemoryOptions(framework="deepspeed")
+        MemoryOptions(framework="deepspeeed")
 
 
 def test_gib_units() -> None:

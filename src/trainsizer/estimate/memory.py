@@ -9,8 +9,9 @@ Model states: see `model_states.py`; activations: see `activations.py`; overhead
 
 Framework profile: the defaults describe real stacks. `hf` = Hugging Face Trainer + DeepSpeed ZeRO / FSDP +
 FlashAttention-2 (16-bit gradients, eager RMSNorm, unfused cross entropy); `megatron` = Megatron-Core +
-Transformer Engine (fp32 main_grad, fused norms/SwiGLU/cross entropy). `auto` takes megatron when the
-strategy uses TP, PP, CP, EP or the distributed optimizer, hf otherwise.
+Transformer Engine (fp32 main_grad, fused norms/SwiGLU/cross entropy). The profile comes from
+`Strategy.framework` through `estimate.framework` (`auto` takes megatron when the strategy uses TP, PP, CP,
+EP or the distributed optimizer, hf otherwise); `MemoryOptions.framework` overrides it when set.
 
 Worst GPU: the first pipeline stage (embedding, most micro-batches in flight) or the last (LM head, final
 norm, logits); middle stages hold fewer in-flight micro-batches and no embedding or head, so they are never
@@ -35,6 +36,7 @@ from trainsizer.estimate.activations import (
     in_flight_layer_microbatches,
     layer_items,
 )
+from trainsizer.estimate.framework import check_framework, megatron_style, memory_profile
 from trainsizer.estimate.inputs import Strategy, System, Training
 from trainsizer.estimate.model_states import (
     ParamLayout,
@@ -49,7 +51,6 @@ from trainsizer.models.arch import ModelArch
 
 GIB = 2**30
 PROFILES = ("hf", "megatron")
-FRAMEWORKS = ("auto", *PROFILES)
 
 # Every item the estimator reports, with what it is. Coarse group in brackets.
 ITEM_DOCS: dict[str, tuple[str, str]] = {
@@ -90,22 +91,21 @@ GROUPS = ("weights", "gradients", "optimizer", "activations", "other")
 class MemoryOptions:
     """Modelling choices that are not part of the job description.
 
-    framework: auto | hf | megatron (see module docstring).
+    framework: None (use `Strategy.framework`) or one of `inputs.FRAMEWORKS`, overriding it (see module
+        docstring and `estimate.framework`).
     attention_impl: None (training.flash_attention -> flash, else eager) | flash | sdpa | eager.
     dropout: count dropout masks (GPT-2 / Megatron GPT with hidden and attention dropout; modern LLMs: off).
     overheads: add CUDA context, NCCL, framework buffers and fragmentation.
     """
 
-    framework: str = "auto"
+    framework: str | None = None
     attention_impl: str | None = None
     dropout: bool = False
     overheads: bool = True
 
     def __post_init__(self) -> None:
-        if self.framework not in FRAMEWORKS:
-            from trainsizer.errors import unknown_name
-
-            raise unknown_name("options.framework", "framework profile", self.framework, FRAMEWORKS)
+        if self.framework is not None:
+            check_framework(self.framework, "options.framework")
         if self.attention_impl is not None and self.attention_impl not in ATTENTION_IMPLS:
             from trainsizer.errors import unknown_name
 
@@ -193,10 +193,12 @@ def _evaluate(
     lay = pre.layout
 
     # ---- framework profile per strategy
-    if options.framework == "auto":
-        mega = (t > 1) | (p > 1) | (cp > 1) | (ep > 1) | (s["dopt"] > 0)
+    name = options.framework if options.framework is not None else getattr(strategy, "framework", "auto")
+    profile = memory_profile(name)
+    if profile is None:
+        mega = megatron_style(t, p, cp, ep, s["dopt"] > 0)
     else:
-        mega = np.full(t.shape, options.framework == "megatron")
+        mega = np.full(t.shape, profile == "megatron")
 
     # ---- shard groups (ZeRO / FSDP; hybrid shard when shard_group > 0); experts: DP / EP
     dpc = d * cp
@@ -457,11 +459,17 @@ def estimate_memory(
     model: ModelArch, training: Training, system: System, strategy: Strategy,
     options: MemoryOptions = DEFAULT_OPTIONS,
 ) -> MemoryEstimate:
-    """Memory on the worst GPU of one strategy (scalar fields), with every item named."""
+    """Memory on the worst GPU of one strategy (scalar fields), with every item named.
+
+    Raises StrategyError(rule, detail) for a strategy that breaks a rule of `validate.RULES`; soft-rule
+    warnings go to `notes`."""
+    from trainsizer.estimate.validate import check_strategy
+
     for name in ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch"):
         if np.ndim(getattr(strategy, name)) != 0:
             raise SpecError(f"strategy.{name}", "estimate_memory takes one strategy; use "
                             "memory_per_gpu_bytes for arrays", value=getattr(strategy, name))
+    warnings = check_strategy(model, training, system, strategy)
     r = _evaluate(model, training, system, strategy, options, detail=True)
     last = bool(r["worst_is_last"].reshape(-1)[0])
     stage = "last" if last else "first"
@@ -470,7 +478,7 @@ def estimate_memory(
     p = int(strategy.pp)
     n_layers = int(np.asarray(sd["n_layers"]).reshape(-1)[0])
     mega = bool(r["mega"].reshape(-1)[0])
-    notes = []
+    notes = list(warnings)
     if training.method == "qlora":
         notes.append("QLoRA paged optimizer: states live in unified memory and page to the GPU during the "
                      "update; they are counted in host memory, not in the GPU peak")

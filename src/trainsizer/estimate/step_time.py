@@ -18,17 +18,18 @@ Assembly (each term names its origin):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from trainsizer.errors import SpecError, StrategyError, TrainsizerError, did_you_mean
+from trainsizer.errors import SpecError, TrainsizerError, did_you_mean
 from trainsizer.estimate import comm, compute, pipeline
 from trainsizer.estimate.calibration import Calibration, PerfConstants, load_constants, rates
 from trainsizer.estimate.flops import layer_flops
 from trainsizer.estimate.inputs import System, Training
+from trainsizer.estimate.validate import check_strategy
 from trainsizer.models.arch import ModelArch
 
 PIPELINE_SCHEDULES = ("1f1b", "dualpipe")
@@ -87,6 +88,61 @@ def framework(name: str | Framework) -> Framework:
     except KeyError:
         raise SpecError("framework", "unknown framework style", value=name, allowed=sorted(FRAMEWORKS),
                         suggestion=did_you_mean(name, FRAMEWORKS)) from None
+
+
+_STYLE_FIELDS = tuple(f.name for f in fields(Framework) if f.name != "name")
+_SCALAR_ONLY = ("attention_kernel", "pipeline_schedule")
+
+
+@dataclass(frozen=True)
+class _Style:
+    """Framework fields where each may be one value or (auto) an array with one value per strategy."""
+
+    tp_comm_overlap: Any
+    dp_overlap: Any
+    grad_bucket_params: Any
+    param_gather_overlap: Any
+    zero3_prefetch: Any
+    zero3_bucket_params: Any
+    zero3_nic_aggregation: Any
+    grad_reduce_bytes: Any
+    ep_overlap: Any
+    pipeline_schedule: str
+    attention_kernel: str
+
+
+def _style(strategy, framework_style: str | Framework | None) -> _Style:
+    """The perf style: the explicit `framework_style` if given, else `strategy.framework` through
+    `estimate.framework` ("auto": one style per strategy, fields that differ become arrays)."""
+    from trainsizer.estimate import framework as fwmod
+
+    if framework_style is None:
+        name = getattr(strategy, "framework", "auto")
+        styles = fwmod.perf_styles(name)
+        if isinstance(styles, tuple):
+            a, b = framework(styles[0]), framework(styles[1])
+            mega = np.asarray(fwmod.megatron_style_of(strategy))
+            out = {}
+            for key in _STYLE_FIELDS:
+                va, vb = getattr(a, key), getattr(b, key)
+                if va == vb:
+                    out[key] = va
+                elif key in _SCALAR_ONLY:
+                    raise SpecError(f"frameworks.{b.name}.{key}", f"the two styles of framework 'auto' must "
+                                    f"agree on {key}", value=vb, allowed=[va])
+                else:
+                    out[key] = np.where(mega, va, vb)
+            return _Style(**out)
+        framework_style = styles
+    fw = framework(framework_style)
+    return _Style(**{key: getattr(fw, key) for key in _STYLE_FIELDS})
+
+
+def _when(flag: Any, yes: Any, no: Any) -> Any:
+    """`yes` where flag else `no`; flag is a bool or (auto framework) a bool array."""
+    if isinstance(flag, np.ndarray):
+        return np.where(flag, yes, no)
+    return yes if flag else no
 
 
 @dataclass(frozen=True)
@@ -172,11 +228,14 @@ def _as_arrays(strategy) -> dict[str, np.ndarray]:
 
 
 def step_time_arrays(model: ModelArch, training: Training, system: System, strategy, *,
-                     calibration: Calibration | None = None, framework_style: str | Framework = "megatron",
+                     calibration: Calibration | None = None, framework_style: str | Framework | None = None,
                      constants: PerfConstants | None = None) -> dict[str, np.ndarray]:
-    """Vectorised core: every Strategy field may be an array. Returns arrays (seconds, FLOPs, fractions)."""
+    """Vectorised core: every Strategy field may be an array. Returns arrays (seconds, FLOPs, fractions).
+
+    The framework style comes from `strategy.framework` (see `estimate.framework`); `framework_style`
+    overrides it (a name from perf_constants.yaml `frameworks:` or a Framework)."""
     k = constants or load_constants()
-    fw = framework(framework_style)
+    fw = _style(strategy, framework_style)
     r = rates(system, training.precision, k, calibration, fw.attention_kernel)
     sh = _shapes(model)
     a = _as_arrays(strategy)
@@ -207,8 +266,9 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     k_tp = comm.ranks_per_domain(t, 1.0, D)
     t_ar = comm.all_reduce_time(tok * model.hidden * act, t, k_tp, r, system, k.nvls_allreduce_gain)
     tp_per_layer = (4.0 + 2.0 * (rc == 2)) * t_ar
-    if fw.tp_comm_overlap:  # hidden part still slows the GEMMs it overlaps (SM/HBM interference)
-        tp_per_layer = tp_per_layer * (1.0 - k.tp_overlap_fraction * (1.0 - k.overlap_interference))
+    if np.any(fw.tp_comm_overlap):  # hidden part still slows the GEMMs it overlaps (SM/HBM interference)
+        tp_per_layer = tp_per_layer * _when(fw.tp_comm_overlap,
+                                            1.0 - k.tp_overlap_fraction * (1.0 - k.overlap_interference), 1.0)
     tp_mb = n_stage * tp_per_layer + 2.0 * t_ar
     # host-bound regime: the CPU issues a layer's kernels no faster than host_s_per_layer_pass per pass
     # (forward 1, recompute forward 1, backward 2 passes). GPU and host time of a layer combine as a soft
@@ -233,8 +293,8 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
                                    system)
         moe_stage = n_stage * model.moe_layer_count / model.layers
         ep_mb = moe_stage * a2a * (4.0 + 2.0 * (rc == 2))
-    if fw.ep_overlap:  # overlapped with the compute of a paired micro-batch (DeepSeek-V3 s3.2.1)
-        ep_mb = np.maximum(ep_mb - compute_mb, 0.0)
+    if np.any(fw.ep_overlap):  # overlapped with the compute of a paired micro-batch (DeepSeek-V3 s3.2.1)
+        ep_mb = _when(fw.ep_overlap, np.maximum(ep_mb - compute_mb, 0.0), ep_mb)
     t_mb = compute_mb + tp_mb + cp_mb + ep_mb
     # --- pipeline
     if fw.pipeline_schedule == "dualpipe":
@@ -277,31 +337,34 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     )
     window = n_stage * lt.bwd + lt.head_bwd  # backward of the last micro-batch on this stage
     bucket_frac = np.minimum(1.0, fw.grad_bucket_params / np.maximum(local_dense + local_expert, 1.0))
-    if fw.dp_overlap:
-        grad_exposed = np.maximum(rs_or_ar - window, bucket_frac * rs_or_ar)
+    if np.any(fw.dp_overlap):
+        grad_exposed = _when(fw.dp_overlap, np.maximum(rs_or_ar - window, bucket_frac * rs_or_ar), rs_or_ar)
     else:
         grad_exposed = rs_or_ar
-    ag_exposed = ag_params * (bucket_frac if fw.param_gather_overlap else 1.0)
+    ag_exposed = ag_params * _when(fw.param_gather_overlap, bucket_frac, 1.0)
     # overlapped collectives still cost `overlap_interference` of their time (NCCL kernels occupy SMs/HBM)
     dp_nonz3 = grad_exposed + ag_exposed + k.overlap_interference * (rs_or_ar - grad_exposed + ag_params
                                                                      - ag_exposed)
     # ZeRO-3 / FSDP: 2 all-gathers + 1 reduce-scatter of the shard group's parameters per micro-batch
     n_sh = np.where(a["shard_group"] > 0, np.minimum(a["shard_group"], n_dp), n_dp)
     k_sh = comm.ranks_per_domain(n_sh, t, D)
-    if not fw.zero3_nic_aggregation:
-        k_sh = np.where(n_sh > k_sh, 1.0, k_sh)  # inter-node part limited by one NIC per GPU
+    if not np.all(fw.zero3_nic_aggregation):
+        k_sh = _when(fw.zero3_nic_aggregation, k_sh, np.where(n_sh > k_sh, 1.0, k_sh))  # inter-node part limited by one NIC per GPU
     p_local = local_dense + local_expert
     z3_ag = comm.all_gather_time(p_local * act, n_sh, k_sh, r, system)
     z3_rs = comm.reduce_scatter_time(p_local * train_frac * gb, n_sh, k_sh, r, system)
-    if fw.zero3_bucket_params > 0:
-        n_coll = np.maximum(np.ceil(p_local / fw.zero3_bucket_params), 1.0)
+    if np.any(np.asarray(fw.zero3_bucket_params) > 0):
+        bucket = np.asarray(fw.zero3_bucket_params, dtype=float)
+        n_coll = np.where(bucket > 0, np.maximum(np.ceil(p_local / np.where(bucket > 0, bucket, 1.0)), 1.0),
+                          n_stage)
     else:
         n_coll = n_stage
     lat = (n_sh - 1.0) * np.where(n_sh > k_sh, system.inter_node_latency_s, system.intra_node_latency_s)
     z3_mb = 2.0 * z3_ag + z3_rs + 3.0 * np.maximum(n_coll - 1.0, 0.0) * lat
-    if fw.zero3_prefetch:
-        z3_exposed_mb = np.maximum(z3_mb - compute_mb, 0.0) + z3_ag / np.maximum(n_coll, 1.0)
-        z3_exposed_mb = z3_exposed_mb + k.overlap_interference * np.maximum(z3_mb - z3_exposed_mb, 0.0)
+    if np.any(fw.zero3_prefetch):
+        z3_pre = np.maximum(z3_mb - compute_mb, 0.0) + z3_ag / np.maximum(n_coll, 1.0)
+        z3_pre = z3_pre + k.overlap_interference * np.maximum(z3_mb - z3_pre, 0.0)
+        z3_exposed_mb = _when(fw.zero3_prefetch, z3_pre, z3_mb)
     else:
         z3_exposed_mb = z3_mb
     # hybrid shard: replicas all-reduce the sharded gradients once per step
@@ -364,39 +427,22 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     }
 
 
-def check_strategy(model: ModelArch, training: Training, system: System, strategy) -> None:
-    """Rules a scalar strategy must satisfy (raises StrategyError)."""
-    tp, pp, dp, cp, ep = (int(getattr(strategy, x)) for x in ("tp", "pp", "dp", "cp", "ep"))
-    vpp, mb = int(strategy.vpp), int(strategy.micro_batch)
-    for name, val in (("tp", tp), ("pp", pp), ("dp", dp), ("cp", cp), ("ep", ep), ("vpp", vpp),
-                      ("micro_batch", mb)):
-        if val < 1:
-            raise StrategyError("positive", f"strategy.{name} must be >= 1 (got {val})")
-    if model.heads % tp:
-        raise StrategyError("tp-divides-heads", f"tp={tp} does not divide heads={model.heads}")
-    if pp * vpp > model.layers:
-        raise StrategyError("pp-layers", f"pp*vpp={pp * vpp} exceeds layers={model.layers}")
-    if ep > 1 and (not model.is_moe or model.experts % ep or (dp * cp) % ep):
-        raise StrategyError("ep", f"ep={ep} must divide experts ({model.experts}) and dp*cp ({dp * cp})")
-    if tp * pp * dp * cp > system.gpus:
-        raise StrategyError("gpus", f"tp*pp*dp*cp={tp * pp * dp * cp} exceeds system.gpus={system.gpus}")
-    if training.global_batch_seqs % (dp * mb):
-        raise StrategyError("batch", f"global_batch_seqs={training.global_batch_seqs} is not a multiple of "
-                                     f"dp*micro_batch={dp * mb}")
-
-
 def estimate_time(model: ModelArch, training: Training, system: System, strategy, calibration=None, *,
-                  framework_style: str | Framework = "megatron", reliability_kwargs: dict | None = None
+                  framework_style: str | Framework | None = None, reliability_kwargs: dict | None = None
                   ) -> TimeEstimate:
-    """Step time, throughput, MFU/HFU and (when training.tokens_total > 0) time-to-train of one strategy."""
+    """Step time, throughput, MFU/HFU and (when training.tokens_total > 0) time-to-train of one strategy.
+
+    Raises StrategyError(rule, detail) for a strategy that breaks a rule of `validate.RULES`; soft-rule
+    warnings go to `notes`. The framework style comes from `strategy.framework` unless `framework_style`
+    overrides it."""
     from trainsizer.estimate.train_time import time_to_train
 
-    check_strategy(model, training, system, strategy)
+    warnings = check_strategy(model, training, system, strategy)
     out = step_time_arrays(model, training, system, strategy, calibration=calibration,
                            framework_style=framework_style)
     f = {key: float(np.asarray(val).reshape(-1)[0]) for key, val in out.items()}
     gpus = int(round(f["gpus"]))
-    notes = _memory_note(model, training, system, strategy)
+    notes = tuple(warnings) + _memory_note(model, training, system, strategy)
     ttt = time_to_train(training.tokens_total, f["tokens_per_s"], model.params_total, gpus,
                         system.gpus_per_node, calibration=calibration, **(reliability_kwargs or {}))
     return TimeEstimate(
@@ -435,7 +481,7 @@ def _memory_note(model: ModelArch, training: Training, system: System, strategy)
 
 
 def estimate_time_batch(model: ModelArch, training: Training, system: System, strategy, calibration=None, *,
-                        framework_style: str | Framework = "megatron") -> dict[str, np.ndarray]:
+                        framework_style: str | Framework | None = None) -> dict[str, np.ndarray]:
     """Vectorised path: Strategy fields are arrays; returns a dict of arrays (no validity checks)."""
     return step_time_arrays(model, training, system, strategy, calibration=calibration,
                             framework_style=framework_style)

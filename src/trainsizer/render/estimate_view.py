@@ -41,23 +41,38 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
     mem = result.get("memory")
     if mem:
         rows = [(t(k, L), v) for k, v in mem["breakdown_gib"].items()]
-        rows += [(t("total", L) + " GiB", mem["per_gpu_gib"]), (t("capacity", L) + " GiB", mem["capacity_gib"]),
-                 (t("headroom", L) + " GiB", mem["headroom_gib"])]
-        con.print(_kv_table(t("memory_title", L) + f" — {mem.get('worst_gpu', '')}", rows, L))
+        rows += [(t("total", L), mem["per_gpu_gib"]), (t("capacity", L), mem["capacity_gib"]),
+                 (t("headroom", L), mem["headroom_gib"])]
+        con.print(_kv_table(t("memory_title", L) + " (GiB)", rows, L))
+        con.print(f"{t('worst_gpu', L)}: {mem.get('worst_gpu', '')}")
         verdict = t("fits", L) if mem["fits"] else t("does_not_fit", L)
         con.print(f"[{'green' if mem['fits'] else 'red'}]{verdict}[/]")
     tm = result.get("time")
     if tm:
-        rows = [(k, tm[k]) for k in ("step_s", "tokens_per_s", "model_tflops_per_gpu", "mfu",
-                                     "hardware_tflops_per_gpu", "hfu", "train_days", "gpu_hours") if k in tm]
-        rows += [(f"breakdown_s.{k}", v) for k, v in tm.get("breakdown_s", {}).items()]
+        rows = [(t(k, L), tm[k]) for k in ("step_s", "tokens_per_s", "model_tflops_per_gpu", "mfu",
+                                          "hardware_tflops_per_gpu", "hfu", "train_days", "gpu_hours") if k in tm]
+        rows += [(f"  {t('breakdown', L)}: {k}", v) for k, v in tm.get("breakdown_s", {}).items() if v]
         con.print(_kv_table(t("time_title", L), rows, L))
-    extra = []
-    for section in ("cost", "energy"):
-        for k, v in (result.get(section) or {}).items():
-            if not isinstance(v, dict | list):
-                extra.append((f"{section}.{k}", v))
-    if extra:
-        con.print(_kv_table(t("cost_title", L), extra, L))
+    cost = result.get("cost") or {}
+    rows = []
+    for mode in ("rent", "buy"):
+        block = cost.get(mode)
+        if block:
+            cur = block.get("currency", cost.get("currency", ""))
+            rows.append((f"{t(mode, L)} ({cur})", f"{_num(block['low'])} – {_num(block['high'])} "
+                                                  f"({t('typical', L)} {_num(block['mid'])})"))
+    energy = result.get("energy") or {}
+    if energy:
+        rows.append((t("energy_kwh", L), _num(energy.get("kwh"))))
+        rows.append((t("avg_power_kw", L), _num(energy.get("avg_power_kw"))))
+    for k, v in (result.get("goal") or {}).items():
+        rows.append((f"{t('goal', L)}: {k}", _num(v) if not isinstance(v, bool) else ("✓" if v else "✗")))
+    if rows:
+        table = Table(title=t("cost_title", L))
+        table.add_column(t("item", L))
+        table.add_column(t("value", L), justify="right")
+        for k, v in rows:
+            table.add_row(k, str(v))
+        con.print(table)
     for note in result.get("notes", []):
         con.print(f"note: {note}")

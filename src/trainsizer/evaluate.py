@@ -1,0 +1,176 @@
+"""One configuration, fully evaluated: memory, time, cost, energy and the goal check.
+
+This is what `trainsizer estimate` prints. It joins the pure estimators (`trainsizer.estimate`) with the
+catalog's prices and facility figures, which the estimators take as plain arguments.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from trainsizer.errors import SpecError
+from trainsizer.estimate.calibration import Calibration
+from trainsizer.estimate.cost import buy_cost, rent_cost
+from trainsizer.estimate.energy import energy
+from trainsizer.estimate.memory import estimate_memory
+from trainsizer.estimate.step_time import estimate_time
+from trainsizer.scenario import Scenario
+
+# Straight-line amortisation period for bought GPU servers (typical 4-5 year depreciation of AI servers;
+# SemiAnalysis / Epoch "cost of training" use 4 years).
+AMORTISATION_YEARS = 4.0
+
+
+def load_calibration(path: Path | str, precision: str) -> Calibration:
+    """Measured figures from a `trainsizer accept` result file (its `calibration` section) or a file with
+    the `Calibration` fields themselves."""
+    path = Path(path)
+    if not path.exists():
+        raise SpecError(str(path), "calibration file not found")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise SpecError(f"{path}:{err.lineno}", f"not valid JSON: {err.msg}") from None
+    if not isinstance(data, Mapping):
+        raise SpecError(str(path), "expected a JSON object")
+    section = data.get("calibration", data)
+    if not isinstance(section, Mapping):
+        raise SpecError(f"{path}: calibration", "expected an object of measured figures")
+    gemm = section.get("gemm_tflops")
+    if isinstance(gemm, Mapping):
+        gemm = gemm.get(precision)
+    fields: dict[str, Any] = {
+        "gemm_tflops": gemm,
+        "flash_tflops": section.get("flash_tflops"),
+        "busbw_intra_gb_s": section.get("busbw_intra_gb_s"),
+        "busbw_inter_gb_s": section.get("busbw_inter_gb_s"),
+        "hbm_gb_s": section.get("hbm_gb_s"),
+        # Checkpoints are writes: the write figure is the one that bounds checkpoint time.
+        "storage_gb_s": section.get("storage_gb_s", section.get("storage_write_gb_s")),
+    }
+    known = set(fields) | {"gemm_tflops", "storage_read_gb_s", "storage_write_gb_s", "source"}
+    unknown = sorted(set(section) - known)
+    if unknown:
+        raise SpecError(f"{path}: calibration.{unknown[0]}", "unknown measured figure",
+                        allowed=sorted(known))
+    try:
+        return Calibration(**{k: v for k, v in fields.items() if v is not None}, source=str(path))
+    except ValueError as err:
+        raise SpecError(f"{path}: calibration", str(err).splitlines()[0]) from None
+
+
+def _currency(scenario: Scenario) -> str:
+    budget = scenario.job.goal.budget
+    return budget.currency if budget else scenario.job.constraints.currency
+
+
+def _price_block(price: Any, quantity: float, per: str) -> dict[str, Any]:
+    return {
+        "unit_price": {"low": price.low, "mid": price.mid, "high": price.high, "unit": per},
+        "source": price.source,
+        "date": price.date,
+        "confidence": price.confidence,
+        "quantity": quantity,
+    }
+
+
+def _costs(scenario: Scenario, catalog: Any, gpu_hours: float, wall_hours: float, kwh: float,
+           notes: list[str]) -> dict[str, Any]:
+    system = scenario.system
+    assert system is not None
+    currency = _currency(scenario)
+    out: dict[str, Any] = {"currency": currency}
+    procurement = scenario.job.goal.procurement
+
+    rent = catalog.rent_per_gpu_hour(system.accelerator, currency=currency)
+    if rent is None and currency != "USD":
+        rent = catalog.rent_per_gpu_hour(system.accelerator, currency="USD")
+        if rent is not None:
+            notes.append(f"no {currency} rental price for {system.accelerator} in the catalog: rent in USD")
+    if rent is not None and procurement in ("rent", "either"):
+        block = _price_block(rent, gpu_hours, "per GPU-hour")
+        for k in ("low", "mid", "high"):
+            block[k] = rent_cost(gpu_hours, getattr(rent, k)).total_usd
+        block["currency"] = rent.currency
+        out["rent"] = block
+    elif procurement in ("rent", "either"):
+        notes.append(f"no rental price for {system.accelerator} in the catalog (add one with --catalog)")
+
+    if procurement in ("buy", "either"):
+        per_gpu = catalog.purchase(system.accelerator, currency=currency)
+        if per_gpu is None and currency != "USD":
+            per_gpu = catalog.purchase(system.accelerator, currency="USD")
+        electricity = catalog.facility.electricity_per_kwh(per_gpu.currency if per_gpu else currency)
+        if per_gpu is None:
+            notes.append(f"no purchase price for {system.accelerator} in the catalog (add one with --catalog)")
+        else:
+            block = _price_block(per_gpu, system.gpus, "per GPU (accelerator only)")
+            for k in ("low", "mid", "high"):
+                capex = getattr(per_gpu, k) * system.gpus
+                kwh_price = electricity.mid if electricity is not None else 0.0
+                c = buy_cost(wall_hours, capex, kwh, kwh_price, years=AMORTISATION_YEARS)
+                block[k] = c.total_usd
+                if k == "mid":
+                    block["capex_total"] = capex
+                    block["amortised"] = c.compute_usd
+                    block["electricity"] = c.energy_usd
+            block["currency"] = per_gpu.currency
+            block["amortisation_years"] = AMORTISATION_YEARS
+            block["electricity_per_kwh"] = electricity.mid if electricity is not None else None
+            out["buy"] = block
+            notes.append("buy cost counts accelerators and electricity only; servers, network, storage and "
+                         "facility come with the plan's bill of materials")
+    return out
+
+
+def _goal(scenario: Scenario, train_days: float, costs: dict[str, Any]) -> dict[str, Any]:
+    goal = scenario.job.goal
+    out: dict[str, Any] = {}
+    if goal.deadline_days is not None:
+        out["deadline_days"] = goal.deadline_days
+        out["meets_deadline"] = bool(train_days <= goal.deadline_days)
+    if goal.budget is not None:
+        options = [costs[k] for k in ("rent", "buy") if k in costs and costs[k].get("currency") == goal.budget.currency]
+        if options:
+            cheapest = min(o["mid"] for o in options)
+            out["budget"] = goal.budget.amount
+            out["budget_currency"] = goal.budget.currency
+            out["cost_mid"] = cheapest
+            out["within_budget"] = bool(cheapest <= goal.budget.amount)
+    return out
+
+
+def evaluate(scenario: Scenario, catalog: Any, calibration: Calibration | None = None) -> dict[str, Any]:
+    """Memory, time, cost, energy and goal for a scenario with hardware and strategy."""
+    if scenario.system is None or scenario.strategy is None:
+        missing = "hardware and strategy" if scenario.system is None else "strategy"
+        raise SpecError(
+            "job",
+            f"estimate evaluates one configuration and needs {missing}: add them to the job file or give "
+            "flags (--accelerator, --count, --per-node, --network, --tp, --pp, --dp, --zero, --micro-batch, ...)",
+        )
+    model, training, system, strategy = scenario.model, scenario.training, scenario.system, scenario.strategy
+    notes = list(scenario.notes)
+    mem = estimate_memory(model, training, system, strategy)
+    tm = estimate_time(model, training, system, strategy, calibration)
+    time_dict = tm.to_dict()
+    notes.extend(n for n in time_dict.pop("notes", []) if not n.startswith("does not fit"))
+    wall_hours = tm.train_days * 24.0
+    busy = time_dict["breakdown_s"]["compute"] / tm.step_s if tm.step_s > 0 else 1.0
+    pue = catalog.facility.pue
+    en = energy(system.gpus, wall_hours, system.tdp_w, utilisation=busy, pue=pue.mid if pue else 1.3)
+    costs = _costs(scenario, catalog, tm.gpu_hours, wall_hours, en.kwh, notes)
+    energy_dict = en.to_dict() | {"pue": pue.mid if pue else 1.3, "busy_fraction": busy}
+    return {
+        "job": scenario.summary(),
+        "memory": mem.to_dict(),
+        "time": time_dict,
+        "cost": costs,
+        "energy": energy_dict,
+        "goal": _goal(scenario, tm.train_days, costs),
+        "calibration": calibration.model_dump() if calibration else None,
+        "notes": notes,
+    }

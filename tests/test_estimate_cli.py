@@ -1,0 +1,104 @@
+"""`trainsizer estimate`: the JSON contract of issues 3 and 4, flags, calibration and errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import EXAMPLES, REPO
+
+from trainsizer.spec import read_mapping
+
+EVALUABLE = [p for p in EXAMPLES if "strategy" in read_mapping(p)]
+SFT = str(REPO / "examples" / "sft-70b-16gpu.yaml")
+
+
+def _estimate(run_cli, *args):
+    code, out, err = run_cli("estimate", *args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("example", EVALUABLE, ids=lambda p: p.name)
+def test_every_example_with_a_strategy_estimates(run_cli, example):
+    d = _estimate(run_cli, str(example))
+    mem, tm = d["memory"], d["time"]
+    for key in ("per_gpu_gib", "capacity_gib", "fits", "headroom_gib", "breakdown_gib", "worst_gpu"):
+        assert key in mem
+    assert set(mem["breakdown_gib"]) >= {"weights", "gradients", "optimizer", "activations", "other"}
+    assert mem["per_gpu_gib"] == pytest.approx(sum(mem["breakdown_gib"].values()), rel=1e-3)
+    assert mem["headroom_gib"] == pytest.approx(mem["capacity_gib"] - mem["per_gpu_gib"], abs=1e-3)
+    for key in ("step_s", "tokens_per_s", "model_tflops_per_gpu", "mfu", "hardware_tflops_per_gpu", "hfu",
+                "breakdown_s", "train_days", "gpu_hours"):
+        assert key in tm
+    assert 0 < tm["mfu"] < 1 and 0 < tm["hfu"] < 1
+    assert tm["step_s"] == pytest.approx(sum(tm["breakdown_s"].values()), rel=1e-6)
+    assert tm["train_days"] > 0 and tm["gpu_hours"] > 0
+    assert d["energy"]["kwh"] > 0
+    assert "cost" in d and d["cost"]["currency"] in ("USD", "CNY")
+
+
+def test_examples_that_are_showcases_fit(run_cli):
+    for name in ("sft-70b-16gpu.yaml", "qlora-7b-one-gpu.yaml", "lora-8b-one-gpu.yaml", "dpo-72b-16gpu.yaml"):
+        d = _estimate(run_cli, str(REPO / "examples" / name))
+        assert d["memory"]["fits"], name
+
+
+def test_rent_cost_is_gpu_hours_times_price(run_cli):
+    d = _estimate(run_cli, SFT)
+    rent = d["cost"]["rent"]
+    assert rent["mid"] == pytest.approx(d["time"]["gpu_hours"] * rent["unit_price"]["mid"])
+    assert rent["low"] <= rent["mid"] <= rent["high"]
+    assert d["goal"]["meets_deadline"] is (d["time"]["train_days"] <= 14)
+
+
+def test_flags_override_the_job(run_cli):
+    base = _estimate(run_cli, SFT)
+    more_mb = _estimate(run_cli, SFT, "--micro-batch", "2")
+    assert more_mb["job"]["strategy"]["micro_batch"] == 2
+    assert more_mb["memory"]["breakdown_gib"]["activations"] > base["memory"]["breakdown_gib"]["activations"]
+
+
+def test_bad_flag_value_names_the_field(run_cli):
+    code, _, err = run_cli("estimate", SFT, "--recompute", "sometimes")
+    assert code == 2 and "strategy.recompute" in err and "selective" in err
+
+
+def test_impossible_strategy_names_the_rule(run_cli):
+    code, _, err = run_cli("estimate", SFT, "--tp", "3", "--dp", "1", "--count", "3", "--per-node", "3",
+                           "--fsdp", "none")
+    assert code == 2 and "tp" in err and "heads" in err and "Traceback" not in err
+
+
+def test_gpu_count_mismatch(run_cli):
+    code, _, err = run_cli("estimate", SFT, "--dp", "4")
+    assert code == 2 and "degrees-multiply-to-gpus" in err
+
+
+def test_estimate_without_hardware_explains(run_cli):
+    code, _, err = run_cli("estimate", str(REPO / "examples" / "sft-70b-search.yaml"))
+    assert code == 2 and "hardware and strategy" in err and "--accelerator" in err
+
+
+def test_calibration_from_accept_results(run_cli, tmp_path):
+    base = _estimate(run_cli, SFT)
+    slow = tmp_path / "results.json"
+    slow.write_text(json.dumps({"checks": [], "calibration": {"gemm_tflops": {"bf16": 300.0}, "busbw_inter_gb_s": 20.0,
+                                                                "storage_write_gb_s": 2.0}}))
+    calibrated = _estimate(run_cli, SFT, "--calibration", str(slow))
+    assert calibrated["calibration"]["gemm_tflops"] == 300.0
+    assert calibrated["time"]["step_s"] > base["time"]["step_s"]
+
+
+def test_calibration_unknown_key(run_cli, tmp_path):
+    bad = tmp_path / "cal.json"
+    bad.write_text(json.dumps({"calibration": {"gemm_tflop": 300}}))
+    code, _, err = run_cli("estimate", SFT, "--calibration", str(bad))
+    assert code == 2 and "gemm_tflop" in err and "gemm_tflops" in err
+
+
+def test_table_output_in_both_languages(run_cli):
+    code, out, _ = run_cli("--lang", "en", "estimate", SFT)
+    assert code == 0 and "MFU" in out and "GiB" in out
+    code, out, _ = run_cli("--lang", "zh", "estimate", SFT)
+    assert code == 0 and "单卡显存" in out
