@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import EXAMPLES, REPO
 
+from conftest import EXAMPLES, REPO
 from trainsizer.spec import read_mapping
 
 EVALUABLE = [p for p in EXAMPLES if "strategy" in read_mapping(p)]
