@@ -1,6 +1,9 @@
-"""Strategies evaluated per second by the vectorised performance estimator (and memory, when present).
+"""Strategies evaluated per second by `estimate.batch.evaluate_batch` (the search's entry point).
 
-Run: python benchmarks/perf_speed.py [n]
+Reports validity (the rules), memory, time, and all three together (the combined rate is the one the issue
+targets: >= 1,000,000 strategies/s), each the best of a few repeats on n random Llama-70B strategies.
+
+Run: python benchmarks/perf_speed.py [n] [threads]
 """
 
 from __future__ import annotations
@@ -10,8 +13,8 @@ import time
 
 import numpy as np
 
+from trainsizer.estimate.batch import PARTS, evaluate_batch
 from trainsizer.estimate.inputs import Strategy, System, Training
-from trainsizer.estimate.step_time import step_time_arrays
 from trainsizer.models.arch import ModelArch
 
 
@@ -38,41 +41,31 @@ def system() -> System:
                   nvls=True, inter_node_gb_s=50.0)
 
 
-def measure(n: int = 1_000_000, repeats: int = 3) -> dict[str, float]:
+def measure(n: int = 1_000_000, repeats: int = 3, threads: int | None = None) -> dict[str, float]:
+    """Seconds (best of `repeats`) and strategies/s for each part alone and for all parts together."""
     model, training, sysm = llama_70b(), Training(seq_len=8192, global_batch_seqs=1024), system()
     strat = random_strategies(n)
-    step_time_arrays(model, training, sysm, random_strategies(10))  # warm caches
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        step_time_arrays(model, training, sysm, strat)
-        best = min(best, time.perf_counter() - t0)
-    result = {"n": float(n), "time_s": best, "per_s": n / best}
-    try:  # memory estimator (another module); timed together when its vectorised function exists
-        from trainsizer.estimate.memory import memory_per_gpu_bytes  # type: ignore[attr-defined]
-    except ImportError:
-        return result
-    try:
-        t0 = time.perf_counter()
-        step_time_arrays(model, training, sysm, strat)
-        memory_per_gpu_bytes(model, training, sysm, strat)
-        both = time.perf_counter() - t0
-        result.update(time_with_memory_s=both, per_s_with_memory=n / both)
-    except Exception as exc:  # signature still moving; report instead of failing
-        result["memory_error"] = repr(exc)  # type: ignore[assignment]
+    evaluate_batch(model, training, sysm, random_strategies(10))  # warm caches
+    result: dict[str, float] = {"n": float(n)}
+    for name, parts in (*((p, (p,)) for p in PARTS), ("combined", PARTS)):
+        best = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            evaluate_batch(model, training, sysm, strat, parts=parts, threads=threads)
+            best = min(best, time.perf_counter() - t0)
+        result[f"{name}_s"] = best
+        result[f"{name}_per_s"] = n / best
     return result
 
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
-    r = measure(n)
-    print(f"{int(r['n']):,} strategies in {r['time_s']:.3f} s -> {r['per_s']:,.0f} strategies/s (time only)")
-    if "per_s_with_memory" in r:
-        print(f"time + memory: {r['time_with_memory_s']:.3f} s -> {r['per_s_with_memory']:,.0f} strategies/s")
-    elif "memory_error" in r:
-        print(f"memory estimator present but not callable this way: {r['memory_error']}")
-    else:
-        print("memory estimator's vectorised memory_per_gpu_bytes not available yet; time only")
+    threads = int(sys.argv[2]) if len(sys.argv) > 2 else None
+    r = measure(n, threads=threads)
+    print(f"{int(r['n']):,} strategies, evaluate_batch (threads={threads or 'all cores'}):")
+    for name in (*PARTS, "combined"):
+        label = {"valid": "validity", "memory": "memory", "time": "time", "combined": "valid+memory+time"}[name]
+        print(f"  {label:18s} {r[name + '_s']:.3f} s -> {r[name + '_per_s'] / 1e6:.2f} M strategies/s")
 
 
 if __name__ == "__main__":

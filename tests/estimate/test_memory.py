@@ -15,6 +15,7 @@ from trainsizer.estimate.inputs import Strategy, System, Training
 from trainsizer.estimate.memory import (
     GIB,
     ITEM_DOCS,
+    MemoryEstimate,
     MemoryOptions,
     estimate_memory,
     memory_per_gpu_bytes,
@@ -148,7 +149,7 @@ def test_scalar_and_vector_paths_agree() -> None:
             one = Strategy(tp=int(tp[i]), pp=int(pp[i]), dp=int(dp[i]), zero=int(zero[i]),
                            recompute=("none", "selective", "full")[rec[i]], micro_batch=int(mb[i]),
                            sequence_parallel=bool(sp[i]), vpp=int(vpp[i]), ep=int(ep[i]))
-            e = estimate_memory(model, TRAIN, h100(64), one)
+            e = estimate_memory(model, TRAIN, h100(64), one, check=False)  # agreement only, rules aside
             assert e.per_gpu_bytes == pytest.approx(vec[i], rel=1e-12)
             assert e.fits == bool(fits[i])
 
@@ -217,10 +218,10 @@ def test_moe_expert_sharding_over_ep() -> None:
     t = Training(seq_len=4096, global_batch_seqs=64)
     o = MemoryOptions(overheads=False)
     e1 = estimate_memory(QWEN_MOE, t, h100(8), Strategy(dp=8, ep=1), o)
-    e8 = estimate_memory(QWEN_MOE, t, h100(8), Strategy(dp=8, ep=8), o)
+    e4 = estimate_memory(QWEN_MOE, t, h100(8), Strategy(dp=8, ep=4), o)  # ep must divide the 60 experts
     experts = sum(QWEN_MOE.layer_params(i).experts_total for i in range(QWEN_MOE.layers))
-    # weights: experts / 8, the rest replicated (16-bit); megatron profile with ep > 1 -> 2 B weights
-    assert e1.items_bytes["weights"] - e8.items_bytes["weights"] == pytest.approx(2 * experts * 7 / 8)
+    # weights: experts / 4, the rest replicated (16-bit); megatron profile with ep > 1 -> 2 B weights
+    assert e1.items_bytes["weights"] - e4.items_bytes["weights"] == pytest.approx(2 * experts * 3 / 4)
 
 
 def test_unknown_names_raise_spec_error() -> None:
@@ -251,15 +252,20 @@ def _st(d, **kw) -> Strategy:
     return Strategy(**base)
 
 
+def _em(t: Training, st: Strategy, o: MemoryOptions | None = None) -> MemoryEstimate:
+    """estimate_memory of LLAMA8 on a system with exactly the strategy's GPU count (gpu_count rule)."""
+    return estimate_memory(LLAMA8, t, h100(int(st.gpus)), st, o or MemoryOptions())
+
+
 def _tr(d) -> Training:
-    return Training(method=d["method"], seq_len=d["seq"], global_batch_seqs=64,
+    return Training(method=d["method"], seq_len=d["seq"], global_batch_seqs=256,
                     lora_rank=8 if "lora" in d["method"] else 0)
 
 
 @settings(max_examples=60, deadline=None)
 @given(strategies_1)
 def test_never_negative_and_items_sum(d) -> None:
-    e = estimate_memory(LLAMA8, _tr(d), h100(256), _st(d))
+    e = _em(_tr(d), _st(d))
     assert all(v >= 0 for v in e.items_bytes.values())
     assert sum(e.items_bytes.values()) == pytest.approx(e.per_gpu_bytes)
 
@@ -273,14 +279,14 @@ def test_monotone_in_zero_stage(d) -> None:
     if d["method"] == "qlora":
         d = {**d, "method": "lora"}
     d = {**d, "pp": 1, "dp": max(2, d["dp"])}
-    vals = [estimate_memory(LLAMA8, _tr(d), h100(256), _st(d, zero=z)).per_gpu_bytes for z in (0, 1, 2, 3)]
+    vals = [_em(_tr(d), _st(d, zero=z)).per_gpu_bytes for z in (0, 1, 2, 3)]
     assert all(a >= b - 1 for a, b in zip(vals, vals[1:], strict=False))
 
 
 @settings(max_examples=40, deadline=None)
 @given(strategies_1)
 def test_monotone_in_tp(d) -> None:
-    vals = [estimate_memory(LLAMA8, _tr(d), h100(256), _st(d, tp=t)).per_gpu_bytes for t in (2, 4, 8)]
+    vals = [_em(_tr(d), _st(d, tp=t)).per_gpu_bytes for t in (2, 4, 8)]
     assert all(a >= b - 1 for a, b in zip(vals, vals[1:], strict=False))
 
 
@@ -288,7 +294,7 @@ def test_monotone_in_tp(d) -> None:
 @given(strategies_1)
 def test_more_dp_under_zero3_never_more(d) -> None:
     d = {**d, "pp": 1}
-    vals = [estimate_memory(LLAMA8, _tr(d), h100(256), _st(d, dp=n, zero=3)).per_gpu_bytes for n in (2, 8, 32)]
+    vals = [_em(_tr(d), _st(d, dp=n, zero=3)).per_gpu_bytes for n in (2, 8, 32)]
     assert all(a >= b - 1 for a, b in zip(vals, vals[1:], strict=False))
 
 
@@ -299,7 +305,7 @@ def test_activations_linear_in_micro_batch(d) -> None:
     t = _tr(d)
 
     def act(mb: int) -> float:
-        return estimate_memory(LLAMA8, t, h100(256), _st(d, micro_batch=mb), o).breakdown_bytes["activations"]
+        return _em(t, _st(d, micro_batch=mb), o).breakdown_bytes["activations"]
 
     # fewer micro-batches per step cap the in-flight count: keep pp = 1 for exact linearity
     d = {**d, "pp": 1}
@@ -311,7 +317,7 @@ def test_activations_linear_in_micro_batch(d) -> None:
 @given(strategies_1)
 def test_recompute_order(d) -> None:
     o = MemoryOptions(overheads=False)
-    vals = [estimate_memory(LLAMA8, _tr(d), h100(256), _st(d, recompute=r), o).breakdown_bytes["activations"]
+    vals = [_em(_tr(d), _st(d, recompute=r), o).breakdown_bytes["activations"]
             for r in ("none", "selective", "full")]
     assert vals[0] >= vals[1] >= vals[2]
 
@@ -326,7 +332,7 @@ def test_every_shipped_preset_evaluates() -> None:
         m = load_model(name)
         st = Strategy(tp=8, pp=4, dp=32, ep=8 if m.is_moe and m.experts % 8 == 0 else 1,
                       distributed_optimizer=True)
-        e = estimate_memory(m, t, h100(1024), st)
+        e = estimate_memory(m, t, h100(1024), st, check=False)  # some presets' heads are not divisible by 8
         assert e.per_gpu_bytes > 0 and all(v >= 0 for v in e.items_bytes.values()), name
         vec, _ = memory_per_gpu_bytes(m, t, h100(1024), st.with_(tp=np.array([8]), pp=np.array([4])))
         assert vec[0] == pytest.approx(e.per_gpu_bytes), name

@@ -54,6 +54,7 @@ def test_bubble_zero_without_pipeline_and_positive_with():
        bw=hs.floats(5.0, 100.0))
 def test_faster_links_never_slow_a_step_and_mfu_bounded(tp, pp, mb, rc, zero, bw):
     dp = 128 // (tp * pp)
+    zero = min(zero, 1) if pp > 1 else zero  # rule zero3_with_pp
     kw = dict(model=llama8b(), training=Training(seq_len=4096, global_batch_seqs=512), tp=tp, pp=pp, dp=dp,
               micro_batch=mb, recompute=rc, zero=zero)
     slow = _est(system=h100_cluster(128, inter_gb_s=bw), **kw)
@@ -102,8 +103,9 @@ def test_lora_is_faster_than_full_finetune():
 
 
 def test_invalid_strategies_raise():
-    with pytest.raises(StrategyError, match="heads"):
-        _est(tp=3, dp=16)
+    with pytest.raises(StrategyError, match="heads") as info:
+        _est(tp=3, dp=16, system=h100_cluster(48))
+    assert info.value.rule == "tp_divides_heads"
     with pytest.raises(StrategyError, match="gpu_count"):
         _est(tp=8, pp=2, dp=8)
     with pytest.raises(StrategyError, match="batch_divisible"):
@@ -177,3 +179,28 @@ def test_unknown_optimizer_and_lora_target_raise():
         _est(training=Training(optimizer="adam"), dp=64)
     with pytest.raises(SpecError, match="lora_targets"):
         _est(training=Training(method="lora", lora_rank=8, lora_targets=("q_prj",)), dp=64)
+
+
+@pytest.mark.parametrize("kw, rule", [
+    (dict(tp=3, dp=16, gpus=48), "tp_divides_heads"),
+    (dict(tp=8, pp=2, dp=8, gpus=64), "gpu_count"),
+    (dict(tp=8, dp=8, micro_batch=3, gpus=64), "batch_divisible"),
+    (dict(pp=2, dp=32, zero=3, gpus=64), "zero3_with_pp"),
+    (dict(dp=64, ep=2, gpus=64), "ep_needs_moe"),
+])
+def test_time_and_memory_raise_the_same_rule(kw, rule):
+    """One rule table (validate.RULES) for both scalar estimators."""
+    from trainsizer.estimate.memory import estimate_memory
+
+    system = h100_cluster(kw.pop("gpus"))
+    st = Strategy(**kw)
+    for fn in (estimate_time, estimate_memory):
+        with pytest.raises(StrategyError) as info:
+            fn(llama8b(), Training(seq_len=4096, global_batch_seqs=256), system, st)
+        assert info.value.rule == rule
+
+
+def test_step_time_has_no_rules_of_its_own():
+    from trainsizer.estimate import step_time, validate
+
+    assert step_time.check_strategy is validate.check_strategy

@@ -4,7 +4,7 @@ Memory grows monotonically in each of these (activations are linear in micro-bat
 sequence length; parameters linear in layers), so each answer is a search over one integer:
 - micro-batch: one vectorised call over every candidate (`memory_per_gpu_bytes`);
 - sequence length and layers: bisection on `estimate_memory` (about 20 evaluations).
-Answers are memory limits only; `validate.check_strategy` still applies (e.g. batch divisibility).
+Answers are memory limits only (estimates made with `check=False`); `validate.check_strategy` still applies (e.g. batch divisibility).
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ def max_micro_batch(
     if ok.size == 0:
         return FitResult(0, None, "micro_batch")
     best = int(ok.max())
-    return FitResult(best, estimate_memory(model, training, system, replace(strategy, micro_batch=best), options),
+    return FitResult(best, estimate_memory(model, training, system, replace(strategy, micro_batch=best), options,
+                                           check=False),
                      "micro_batch")
 
 
@@ -80,7 +81,8 @@ def max_seq_len(
     step = int(np.lcm(granularity, 2 * cp)) if cp > 1 else granularity
 
     def est(k: int) -> MemoryEstimate:
-        return estimate_memory(model, replace(training, seq_len=k * step), system, strategy, options)
+        return estimate_memory(model, replace(training, seq_len=k * step), system, strategy, options,
+                               check=False)
 
     k = _bisect(1, max(1, limit // step), lambda k: _fits(est(k)))
     if k < 1:
@@ -97,7 +99,7 @@ def max_layers(
     pp = int(np.asarray(strategy.pp)) * max(1, int(np.asarray(strategy.vpp)))
 
     def est(n: int) -> MemoryEstimate:
-        return estimate_memory(model.with_(layers=n), training, system, strategy, options)
+        return estimate_memory(model.with_(layers=n), training, system, strategy, options, check=False)
 
     n = _bisect(pp, max(pp, limit), lambda n: _fits(est(n)))
     if n < pp:

@@ -152,6 +152,11 @@ def _precompute(model: ModelArch, training: Training, options: MemoryOptions) ->
     return _Pre(layout, states, dense, moe, heads, discount, frozen_base_bytes(training), float(opt_pd))
 
 
+def _on(flag: Any, x: Any, other: float) -> Any:
+    """x where flag else other; flag is True (the same for every strategy) or a boolean mask."""
+    return x if flag is True else np.where(flag, x, other)
+
+
 def _arr(x: Any) -> np.ndarray:
     return np.asarray(x, dtype=float)
 
@@ -217,9 +222,11 @@ def _evaluate(
         "last": ((L - n_last).astype(np.int64), np.full(pi.shape, L, dtype=np.int64), n_last, p - 1),
     }
 
+    interleaved = v > 1
+
     def ssum(cum: np.ndarray, start, stop, n) -> np.ndarray:
         exact = cum[stop] - cum[start]
-        return np.where(v > 1, cum[L] * n / L, exact)
+        return np.where(interleaved, cum[L] * n / L, exact)
 
     # ---- tokens and micro-batches
     pairs = 2.0 if training.method == "dpo" else 1.0  # DPO: chosen + rejected per sample
@@ -229,24 +236,28 @@ def _evaluate(
     sp_div = np.where((t > 1) & (s["sp"] > 0), t, 1.0)
     k = float(model.experts_per_token or 0)
 
-    def pick(table: dict, code: np.ndarray) -> np.ndarray:
+    # (profile, recompute) item set per strategy: row 3*profile + recompute of a 7-row table (row 6: zeros,
+    # for recompute codes outside 0..2, which validate rejects)
+    mega_i = mega.astype(np.intp)
+    row = np.where((rec == 0) | (rec == 1) | (rec == 2), 3 * mega_i + rec.astype(np.intp), 6)
+    row_none = 3 * mega_i
+
+    def pick(table: dict, rows: np.ndarray) -> np.ndarray:
         """Per-layer bytes of one micro-batch: the (profile, recompute) item set chosen per strategy."""
-        conds, rows = [], []
-        for prof in PROFILES:
-            pm = mega if prof == "megatron" else ~mega
-            for rc in range(3):
-                conds.append(pm & (code == rc))
-                rows.append(table[(prof, rc)])
-        coef = {f: np.select(conds, [getattr(r, f) for r in rows]) for f in ("sp", "tp", "routed", "s2")}
-        return tokens * (coef["sp"] / sp_div + (coef["tp"] + coef["routed"] * k + coef["s2"] * seq) / t)
+        sets = [table[(prof, rc)] for prof in PROFILES for rc in range(3)]
+        sp_c = np.array([r.sp for r in sets] + [0.0])
+        rest = np.array([r.tp + r.routed * k + r.s2 * seq for r in sets] + [0.0])
+        return tokens * (sp_c[rows] / sp_div + rest[rows] / t)
 
-    dense_b = pick(pre.dense, rec)
-    moe_b = pick(pre.moe, rec)
-    dense_none = pick(pre.dense, np.zeros_like(rec))
-    moe_none = pick(pre.moe, np.zeros_like(rec))
+    dense_b = pick(pre.dense, row)
+    moe_b = pick(pre.moe, row) if model.is_moe else dense_b
+    dense_none = pick(pre.dense, row_none)
+    moe_none = pick(pre.moe, row_none) if model.is_moe else dense_none
 
-    def by_prof(f) -> np.ndarray:
-        return np.where(mega, f("megatron"), f("hf"))
+    def by_prof(f) -> Any:
+        """Per-profile value per strategy (one float when both profiles agree)."""
+        a, b = f("megatron"), f("hf")
+        return a if a == b else np.where(mega, a, b)
 
     st = {name: by_prof(lambda pr, n=name: getattr(pre.states[pr], n)) for name in
           ("weights", "grads", "grad_fp32_copy", "master", "grad_accum_fp32", "optimizer", "fp8_cache")}
@@ -257,18 +268,29 @@ def _evaluate(
     offload_par = off >= 2
 
     hi = pre.heads
+    z1 = (z >= 1) | (s["dopt"] > 0)
+    # ZeRO divisors of dense and expert parameters, by what is sharded: 3 params, 2 grads, 1 optimizer
+    divisors = {lvl: (np.where(act, shard_d, 1.0), np.where(act, shard_e, 1.0))
+                for lvl, act in ((3, z >= 3), (2, z >= 2), (1, z1))}
+
+    def shard(pd, pe, level: int):
+        div_d, div_e = divisors[level]
+        return pd / div_d + pe / div_e
+
+    single = p <= 1
     results: dict[str, Any] = {}
     for stage, (start, stop, n_layers, rank) in stage_defs.items():
-        is_first = np.full(t.shape, stage == "first") | (p <= 1)
-        is_last = np.full(t.shape, stage == "last") | (p <= 1)
+        # True (a constant for the whole batch) or a mask: single-stage strategies hold both ends
+        is_first = True if stage == "first" else single
+        is_last = True if stage == "last" else single
         items: dict[str, np.ndarray] = {}
         # parameters on this GPU (before ZeRO): dense (TP-split + replicated) and routed experts
-        emb = np.where(is_first, lay.embedding, 0.0)
-        head = np.where(is_last, lay.lm_head_own + np.where(p > 1, lay.lm_head_tied_copy, 0.0), 0.0)
-        fnorm = np.where(is_last, lay.final_norm, 0.0)
-        mtp_tp = np.where(is_last, lay.mtp_tp, 0.0)
-        mtp_rep = np.where(is_last, lay.mtp_rep, 0.0)
-        mtp_exp = np.where(is_last, lay.mtp_exp, 0.0)
+        emb = _on(is_first, lay.embedding, 0.0)
+        head = _on(is_last, lay.lm_head_own + np.where(p > 1, lay.lm_head_tied_copy, 0.0), 0.0)
+        fnorm = _on(is_last, lay.final_norm, 0.0)
+        mtp_tp = _on(is_last, lay.mtp_tp, 0.0)
+        mtp_rep = _on(is_last, lay.mtp_rep, 0.0)
+        mtp_exp = _on(is_last, lay.mtp_exp, 0.0)
         layers_tp = ssum(lay.cum_tp, start, stop, n_layers) + mtp_tp
         layers_rep = ssum(lay.cum_rep, start, stop, n_layers) + mtp_rep
         layers_exp = ssum(lay.cum_exp, start, stop, n_layers) + mtp_exp
@@ -277,16 +299,12 @@ def _evaluate(
         gemm_dense = layers_tp / t  # linear weights (NF4 / FP8 targets); router kept with norms
         nongemm_dense = (emb + head) / t + layers_rep + fnorm
 
-        def shard(pd, pe, active):
-            return pd / np.where(active, shard_d, 1.0) + pe / np.where(active, shard_e, 1.0)
-
-        z1 = (z >= 1) | (s["dopt"] > 0)
         if full_train:
-            w = st["weights"] * shard(p_dense, p_exp, z >= 3)
+            w = st["weights"] * shard(p_dense, p_exp, 3)
             items["weights"] = np.where(offload_par, 0.0, w)
-            items["gradients"] = st["grads"] * shard(p_dense, p_exp, z >= 2)
-            items["grad_accum_buffer"] = st["grad_accum_fp32"] * shard(p_dense, p_exp, z >= 2)
-            opt_params = shard(p_dense, p_exp, z1)
+            items["gradients"] = st["grads"] * shard(p_dense, p_exp, 2)
+            items["grad_accum_buffer"] = st["grad_accum_fp32"] * shard(p_dense, p_exp, 2)
+            opt_params = shard(p_dense, p_exp, 1)
             host = (st["master"] + st["optimizer"] + st["grad_fp32_copy"] + 4.0) * opt_params
             items["master_weights"] = np.where(offload_opt, 0.0, st["master"] * opt_params)
             items["optimizer_states"] = np.where(offload_opt, 0.0, st["optimizer"] * opt_params)
@@ -294,30 +312,30 @@ def _evaluate(
             items["fp8_weight_cache"] = np.where(z >= 3, 0.0, st["fp8_cache"] * (gemm_dense + p_exp))
             trainable_pg = p_dense + p_exp
             if training.method == "dpo":
-                items["reference_model"] = w16 * shard(p_dense, p_exp, z >= 3)
+                items["reference_model"] = w16 * shard(p_dense, p_exp, 3)
             host = host + np.where(offload_par, w, 0.0)
             host = np.where(offload_opt, host, 0.0)
         else:
             q_b, nq_b, qc_b = pre.base
-            base = q_b * shard(gemm_dense, p_exp, z >= 3) + nq_b * shard(nongemm_dense, 0.0, z >= 3)
+            base = q_b * shard(gemm_dense, p_exp, 3) + nq_b * shard(nongemm_dense, 0.0, 3)
             items["base_weights_frozen"] = np.where(offload_par, 0.0, base)
-            items["quant_constants"] = qc_b * shard(gemm_dense, p_exp, z >= 3)
+            items["quant_constants"] = qc_b * shard(gemm_dense, p_exp, 3)
             ld = ssum(lay.cum_lora_dense, start, stop, n_layers) / t
             le = ssum(lay.cum_lora_exp, start, stop, n_layers) / (ep * t)
             cfg = c["lora"]
-            items["lora_adapters"] = cfg["adapter_weight_bytes"] * shard(ld, le, z >= 3)
+            items["lora_adapters"] = cfg["adapter_weight_bytes"] * shard(ld, le, 3)
             trainable_pg = ld + le
-            copies = (np.where(is_first, lay.lora_embed_copy, 0.0) + np.where(is_last, lay.lora_head_copy, 0.0)) / t
-            items["trainable_copies"] = w16 * shard(copies, 0.0, z >= 3)
-            items["gradients"] = cfg["adapter_grad_bytes"] * shard(ld, le, z >= 2) + w16 * shard(
-                copies, 0.0, z >= 2)
-            opt = st["optimizer"] * shard(ld, le, z1) + pre.opt_in_param_dtype * shard(copies, 0.0, z1)
+            copies = (_on(is_first, lay.lora_embed_copy, 0.0) + _on(is_last, lay.lora_head_copy, 0.0)) / t
+            items["trainable_copies"] = w16 * shard(copies, 0.0, 3)
+            items["gradients"] = cfg["adapter_grad_bytes"] * shard(ld, le, 2) + w16 * shard(
+                copies, 0.0, 2)
+            opt = st["optimizer"] * shard(ld, le, 1) + pre.opt_in_param_dtype * shard(copies, 0.0, 1)
             items["optimizer_states"] = np.where(offload_opt, 0.0, opt)
             host = np.where(offload_opt, opt + np.where(offload_par, base, 0.0), 0.0)
 
         # ---- activations
-        n_moe = ssum(lay.cum_moe, start, stop, n_layers) + np.where(is_last, float(model.mtp_layers), 0.0)
-        n_all = n_layers + np.where(is_last, float(model.mtp_layers), 0.0)
+        n_moe = ssum(lay.cum_moe, start, stop, n_layers) + _on(is_last, float(model.mtp_layers), 0.0)
+        n_all = n_layers + _on(is_last, float(model.mtp_layers), 0.0)
         stage_layers = (n_all - n_moe) * dense_b + n_moe * moe_b
         fl = in_flight_layer_microbatches(p, v, n_micro, rank)
         items["layer_activations"] = fl * stage_layers
@@ -328,16 +346,15 @@ def _evaluate(
         disc = by_prof(lambda pr: pre.discount[pr]) * (rec == 0)
         emb_act = tokens * (rope + first_sp / sp_div)
         # the first layer's norm saves nothing when its input needs no gradient (LoRA, frozen embedding)
-        items["layer_activations"] = items["layer_activations"] - np.where(
-            is_first, fl * tokens * disc / sp_div, 0.0)
+        items["layer_activations"] = items["layer_activations"] - _on(is_first, fl * tokens * disc / sp_div, 0.0)
         if options.dropout:
             emb_act = emb_act + tokens * model.hidden / sp_div
-        items["embedding_and_rope"] = np.where(is_first, fl * emb_act, 0.0)
+        items["embedding_and_rope"] = _on(is_first, fl * emb_act, 0.0)
         final_sp = by_prof(lambda pr: hi[pr].final_sp)
-        items["final_norm_and_head_input"] = np.where(is_last, tokens * (final_sp / sp_div + 8.0), 0.0)
+        items["final_norm_and_head_input"] = _on(is_last, tokens * (final_sp / sp_div + 8.0), 0.0)
         lg_saved = by_prof(lambda pr: hi[pr].logits_saved_per_vocab)
         lg_extra = by_prof(lambda pr: hi[pr].logits_extra_per_vocab)
-        logit_elems = np.where(is_last, tokens * model.vocab / t, 0.0)
+        logit_elems = _on(is_last, tokens * model.vocab / t, 0.0)
         items["logits"] = logit_elems * lg_saved * (1 + model.mtp_layers)
         items["loss_backward_temporaries"] = logit_elems * lg_extra
 
@@ -457,19 +474,20 @@ def _describe(model: ModelArch, stage: str, p: int, n_layers: int, training: Tra
 
 def estimate_memory(
     model: ModelArch, training: Training, system: System, strategy: Strategy,
-    options: MemoryOptions = DEFAULT_OPTIONS,
+    options: MemoryOptions = DEFAULT_OPTIONS, *, check: bool = True,
 ) -> MemoryEstimate:
     """Memory on the worst GPU of one strategy (scalar fields), with every item named.
 
     Raises StrategyError(rule, detail) for a strategy that breaks a rule of `validate.RULES`; soft-rule
-    warnings go to `notes`."""
+    warnings go to `notes`. `check=False` skips the rules (memory limits alone: `fit.py` probes
+    micro-batches and lengths that the global batch or the GPU count need not allow)."""
     from trainsizer.estimate.validate import check_strategy
 
     for name in ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch"):
         if np.ndim(getattr(strategy, name)) != 0:
             raise SpecError(f"strategy.{name}", "estimate_memory takes one strategy; use "
                             "memory_per_gpu_bytes for arrays", value=getattr(strategy, name))
-    warnings = check_strategy(model, training, system, strategy)
+    warnings = check_strategy(model, training, system, strategy) if check else []
     r = _evaluate(model, training, system, strategy, options, detail=True)
     last = bool(r["worst_is_last"].reshape(-1)[0])
     stage = "last" if last else "first"

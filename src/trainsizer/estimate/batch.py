@@ -1,0 +1,112 @@
+"""Rules, memory and step time of many strategies in one call: the search's entry point.
+
+`evaluate_batch` runs `validate.valid_mask`, `memory.memory_per_gpu_bytes` and `step_time.step_time_arrays`
+(the same vectorised code the scalar `estimate_memory` / `estimate_time` run, so they agree) on every
+strategy of a `Strategy` whose fields are arrays, and returns arrays aligned with the input strategies.
+A strategy that breaks a rule never raises: `valid` is False, `fits` False, its numbers NaN. Bad input that
+is not about the strategy (an unknown optimizer, a precision the GPU lacks) still raises SpecError.
+
+Speed: the strategies are cut into chunks of `chunk` entries (every temporary of a chunk stays in the CPU
+cache instead of streaming 8 MB arrays through memory) and the chunks run on `threads` threads (numpy
+releases the GIL inside its loops, so chunks run in parallel on the cores).
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+
+import numpy as np
+
+from trainsizer.estimate.calibration import Calibration
+from trainsizer.estimate.inputs import Strategy, System, Training
+from trainsizer.estimate.memory import DEFAULT_OPTIONS, MemoryOptions, memory_per_gpu_bytes
+from trainsizer.estimate.step_time import BREAKDOWN_KEYS, Framework, step_time_arrays
+from trainsizer.estimate.validate import _codes, valid_mask
+from trainsizer.models.arch import ModelArch
+
+NUMERIC_FIELDS = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch",
+                  "sequence_parallel", "distributed_optimizer")
+TIME_KEYS = ("step_s", "tokens_per_s", "mfu", "hfu", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
+             "model_flops_per_step", "hardware_flops_per_step", "micro_batches", *BREAKDOWN_KEYS)
+# every key evaluate_batch returns (arrays of one entry per strategy)
+KEYS = ("valid", "fits", "feasible", "mem_bytes", "gpus", *TIME_KEYS)
+PARTS = ("valid", "memory", "time")  # what evaluate_batch can compute; `parts=` picks some (benchmarks)
+_PART_KEYS = {"valid": ("valid",), "memory": ("fits", "mem_bytes"), "time": ("gpus", *TIME_KEYS)}
+DEFAULT_CHUNK = 1 << 15
+
+
+def _flatten(strategy: Strategy) -> tuple[Strategy, int, tuple[int, ...]]:
+    """The strategy with every numeric field a contiguous 1-D float array of one common length."""
+    rec, off = _codes(strategy)  # names checked here (SpecError), codes as floats
+    values = [np.asarray(getattr(strategy, f), dtype=float) for f in NUMERIC_FIELDS] + [rec, off]
+    shape = np.broadcast_shapes(*(v.shape for v in values))
+    flat = [np.ascontiguousarray(np.broadcast_to(v, shape)).reshape(-1) for v in values]
+    fields = dict(zip(NUMERIC_FIELDS, flat[:-2], strict=True))
+    return replace(strategy, **fields, recompute=flat[-2], offload=flat[-1]), int(np.prod(shape)), shape
+
+
+def _slice(strategy: Strategy, lo: int, hi: int) -> Strategy:
+    changes = {f: getattr(strategy, f)[lo:hi] for f in (*NUMERIC_FIELDS, "recompute", "offload")}
+    return replace(strategy, **changes)
+
+
+def evaluate_batch(
+    model: ModelArch, training: Training, system: System, strategy: Strategy,
+    calibration: Calibration | None = None, *, memory_options: MemoryOptions = DEFAULT_OPTIONS,
+    framework_style: str | Framework | None = None, chunk: int = DEFAULT_CHUNK, threads: int | None = None,
+    parts: tuple[str, ...] = PARTS,
+) -> dict[str, np.ndarray]:
+    """Validity, memory and step time of every strategy in `strategy` (fields may be numpy arrays).
+
+    Returns arrays shaped like the broadcast strategy fields: `valid` (every rule of `validate.RULES`
+    holds), `fits` (valid and within device memory / host RAM), `feasible` (= fits), `mem_bytes` (worst
+    GPU), `gpus`, and the step-time figures of `step_time.step_time_arrays` (`step_s`, `tokens_per_s`,
+    `mfu`, `hfu`, TFLOP/s per GPU, FLOPs per step, micro-batches and the breakdown terms in seconds).
+    Invalid strategies get NaN numbers. `framework_style` / `memory_options.framework` override
+    `strategy.framework` as in the scalar estimators. `parts` (a subset of PARTS) limits the work, for
+    benchmarks: without "valid" nothing is masked."""
+    for p in parts:
+        if p not in PARTS:
+            from trainsizer.errors import unknown_name
+
+            raise unknown_name("parts", "evaluate_batch part", p, PARTS)
+    flat, n, shape = _flatten(strategy)
+    keys = [key for p in PARTS if p in parts for key in _PART_KEYS[p]]
+    out: dict[str, np.ndarray] = {key: np.empty(n, dtype=bool if key in ("valid", "fits") else float)
+                                  for key in keys}
+
+    def run(lo: int, hi: int) -> None:
+        part = _slice(flat, lo, hi)
+        ok = valid_mask(model, training, system, part) if "valid" in parts else None
+        with np.errstate(all="ignore"):
+            if ok is not None:
+                out["valid"][lo:hi] = ok
+                bad = ~ok
+            if "memory" in parts:
+                mem, fits = memory_per_gpu_bytes(model, training, system, part, memory_options)
+                out["fits"][lo:hi] = fits if ok is None else (fits & ok)
+                out["mem_bytes"][lo:hi] = mem if ok is None else np.where(bad, np.nan, mem)
+            if "time" in parts:
+                t = step_time_arrays(model, training, system, part, calibration=calibration,
+                                     framework_style=framework_style)
+                out["gpus"][lo:hi] = t["gpus"]
+                for key in TIME_KEYS:
+                    out[key][lo:hi] = t[key] if ok is None else np.where(bad, np.nan, t[key])
+
+    bounds = [(lo, min(lo + chunk, n)) for lo in range(0, n, max(int(chunk), 1))]
+    workers = max(1, min(threads or os.cpu_count() or 1, len(bounds)))
+    if workers == 1:
+        for lo, hi in bounds:
+            run(lo, hi)
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for fut in [pool.submit(run, lo, hi) for lo, hi in bounds]:
+                fut.result()  # re-raises a SpecError from any chunk
+    if "fits" in out:
+        out["feasible"] = out["fits"].copy()
+    return {key: val.reshape(shape) for key, val in out.items()}
+
+
+__all__ = ["KEYS", "evaluate_batch"]

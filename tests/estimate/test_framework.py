@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from trainsizer.errors import SpecError
+from trainsizer.estimate import framework as fw
+from trainsizer.estimate.inputs import FRAMEWORKS, Strategy, Training
+from trainsizer.estimate.memory import MemoryOptions, estimate_memory, memory_per_gpu_bytes
+from trainsizer.estimate.step_time import FRAMEWORKS as PERF_STYLES
+from trainsizer.estimate.step_time import estimate_time, step_time_arrays
+
+from .test_perf_common import h100_cluster, llama8b
+
+
+def test_every_framework_maps_to_a_memory_profile_and_a_perf_style() -> None:
+    for name in FRAMEWORKS:
+        styles = fw.perf_styles(name)
+        for style in styles if isinstance(styles, tuple) else (styles,):
+            assert style in PERF_STYLES
+        assert fw.memory_profile(name) in (None, "hf", "megatron")
+    assert fw.memory_profile("auto") is None and fw.memory_profile("deepspeed") == "hf"
+    with pytest.raises(SpecError, match="did you mean|Did you mean"):
+        fw.check_framework("megatorn")
+
+
+def test_auto_rule() -> None:
+    assert fw.resolve("auto", Strategy(dp=8)) == {"memory_profile": "hf", "perf_style": "hf"}
+    for st in (Strategy(tp=2, dp=4), Strategy(pp=2, dp=4), Strategy(cp=2, dp=4), Strategy(dp=8, ep=2),
+               Strategy(dp=8, distributed_optimizer=True)):
+        assert fw.resolve("auto", st) == {"memory_profile": "megatron", "perf_style": "megatron"}
+    mask = fw.megatron_style(np.array([1, 2, 1]), np.array([1, 1, 1]), 1, 1, np.array([False, False, True]))
+    assert mask.tolist() == [False, True, True]
+
+
+def test_strategy_framework_drives_both_estimators_and_keywords_override() -> None:
+    m, tr, s = llama8b(), Training(seq_len=4096, global_batch_seqs=256), h100_cluster(8)
+    st = Strategy(dp=8, zero=1)
+    auto_mem = estimate_memory(m, tr, s, st)
+    assert auto_mem.framework == "hf"
+    assert estimate_memory(m, tr, s, st.with_(framework="megatron")).framework == "megatron"
+    over = estimate_memory(m, tr, s, st.with_(framework="megatron"), MemoryOptions(framework="hf"))
+    assert over.per_gpu_bytes == auto_mem.per_gpu_bytes
+    hf = estimate_time(m, tr, s, st.with_(framework="hf"))
+    assert estimate_time(m, tr, s, st).step_s == hf.step_s  # auto -> hf for a DP-only strategy
+    mega = estimate_time(m, tr, s, st.with_(framework="megatron"))
+    assert mega.step_s != hf.step_s  # the two styles differ (gradient bucket size)
+    assert estimate_time(m, tr, s, st.with_(framework="hf"), framework_style="megatron").step_s == mega.step_s
+
+
+def test_auto_in_a_batch_is_elementwise() -> None:
+    """A strategy's answer under auto does not depend on its neighbours in the batch."""
+    m, tr, s = llama8b(), Training(seq_len=4096, global_batch_seqs=256), h100_cluster(64)
+    st = Strategy(tp=np.array([1, 8, 1, 2]), pp=np.array([1, 1, 1, 2]), dp=np.array([64, 8, 64, 16]),
+                  zero=np.array([1, 0, 3, 1]), distributed_optimizer=np.array([0, 0, 0, 1]))
+    auto = step_time_arrays(m, tr, s, st)["step_s"]
+    mem_auto, _ = memory_per_gpu_bytes(m, tr, s, st)
+    mega = np.array([False, True, False, True])
+    for style, sel in (("megatron", mega), ("hf", ~mega)):
+        one = step_time_arrays(m, tr, s, st.with_(framework=style))["step_s"]
+        np.testing.assert_array_equal(auto[sel], one[sel])
+        mem, _ = memory_per_gpu_bytes(m, tr, s, st.with_(framework=style))
+        np.testing.assert_array_equal(mem_auto[sel], mem[sel])
