@@ -6,9 +6,15 @@ strategy of a `Strategy` whose fields are arrays, and returns arrays aligned wit
 A strategy that breaks a rule never raises: `valid` is False, `fits` False, its numbers NaN. Bad input that
 is not about the strategy (an unknown optimizer, a precision the GPU lacks) still raises SpecError.
 
-Speed: the strategies are cut into chunks of `chunk` entries (every temporary of a chunk stays in the CPU
+Speed: memory and time are evaluated only for the strategies that pass the rules; the strategies are cut
+into chunks of `chunk` entries (every temporary of a chunk stays in the CPU
 cache instead of streaming 8 MB arrays through memory) and the chunks run on `threads` threads (numpy
-releases the GIL inside its loops, so chunks run in parallel on the cores).
+releases the GIL inside its loops, so chunks run in parallel on the cores). The formulas allocate a few
+hundred chunk-sized temporaries per call; with glibc's default dynamic thresholds the freed heap is trimmed
+and refaulted on every call, which doubled the CPU time (half of it in page faults, measured with getrusage).
+`_tune_malloc` therefore raises glibc's trim threshold and fixes its mmap threshold once per process
+(mallopt; Linux/glibc only, best effort, set TRAINSIZER_MALLOC_TUNING=0 to skip): the process keeps up to
+M_TRIM_THRESHOLD bytes of freed heap per arena instead of returning them to the OS.
 """
 
 from __future__ import annotations
@@ -35,6 +41,27 @@ KEYS = ("valid", "fits", "feasible", "mem_bytes", "gpus", *TIME_KEYS)
 PARTS = ("valid", "memory", "time")  # what evaluate_batch can compute; `parts=` picks some (benchmarks)
 _PART_KEYS = {"valid": ("valid",), "memory": ("fits", "mem_bytes"), "time": ("gpus", *TIME_KEYS)}
 DEFAULT_CHUNK = 1 << 15
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc malloc.h
+_MALLOC_TUNED: list[bool] = []
+
+
+def _tune_malloc() -> None:
+    """Keep freed chunk temporaries in the heap (see module docstring); once, best effort."""
+    if _MALLOC_TUNED or os.environ.get("TRAINSIZER_MALLOC_TUNING", "1") == "0":
+        return
+    _MALLOC_TUNED.append(True)
+    try:
+        import ctypes
+        import ctypes.util
+
+        name = ctypes.util.find_library("c")
+        if not name:
+            return
+        libc = ctypes.CDLL(name)
+        libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)  # glibc's largest dynamic threshold (64-bit)
+        libc.mallopt(_M_TRIM_THRESHOLD, 256 << 20)
+    except (OSError, AttributeError):  # not glibc: nothing to tune
+        return
 
 
 def _flatten(strategy: Strategy) -> tuple[Strategy, int, tuple[int, ...]]:
@@ -50,6 +77,20 @@ def _flatten(strategy: Strategy) -> tuple[Strategy, int, tuple[int, ...]]:
 def _slice(strategy: Strategy, lo: int, hi: int) -> Strategy:
     changes = {f: getattr(strategy, f)[lo:hi] for f in (*NUMERIC_FIELDS, "recompute", "offload")}
     return replace(strategy, **changes)
+
+
+def _take(strategy: Strategy, rows: np.ndarray) -> Strategy:
+    changes = {f: getattr(strategy, f)[rows] for f in (*NUMERIC_FIELDS, "recompute", "offload")}
+    return replace(strategy, **changes)
+
+
+def _put(dst: np.ndarray, rows: np.ndarray | None, values: np.ndarray, fill: float | bool) -> None:
+    """dst = values (rows None) or dst[rows] = values and `fill` elsewhere."""
+    if rows is None:
+        dst[...] = values
+    else:
+        dst.fill(fill)
+        dst[rows] = values
 
 
 def evaluate_batch(
@@ -72,6 +113,7 @@ def evaluate_batch(
             from trainsizer.errors import unknown_name
 
             raise unknown_name("parts", "evaluate_batch part", p, PARTS)
+    _tune_malloc()
     flat, n, shape = _flatten(strategy)
     keys = [key for p in PARTS if p in parts for key in _PART_KEYS[p]]
     out: dict[str, np.ndarray] = {key: np.empty(n, dtype=bool if key in ("valid", "fits") else float)
@@ -79,21 +121,31 @@ def evaluate_batch(
 
     def run(lo: int, hi: int) -> None:
         part = _slice(flat, lo, hi)
-        ok = valid_mask(model, training, system, part) if "valid" in parts else None
+        rows = None  # the chunk's strategies still to evaluate (None: all of them)
+        if "valid" in parts:
+            ok = valid_mask(model, training, system, part)
+            out["valid"][lo:hi] = ok
+            if not ok.all():  # skip memory and time of strategies that break a rule
+                rows = np.flatnonzero(ok)
+                part = _take(part, rows)
+        if "time" in parts:
+            f = flat
+            out["gpus"][lo:hi] = f.tp[lo:hi] * f.pp[lo:hi] * f.dp[lo:hi] * f.cp[lo:hi]
+        if rows is not None and rows.size == 0:
+            for key in keys:
+                if key not in ("valid", "gpus"):
+                    out[key][lo:hi] = False if key == "fits" else np.nan
+            return
         with np.errstate(all="ignore"):
-            if ok is not None:
-                out["valid"][lo:hi] = ok
-                bad = ~ok
             if "memory" in parts:
                 mem, fits = memory_per_gpu_bytes(model, training, system, part, memory_options)
-                out["fits"][lo:hi] = fits if ok is None else (fits & ok)
-                out["mem_bytes"][lo:hi] = mem if ok is None else np.where(bad, np.nan, mem)
+                _put(out["mem_bytes"][lo:hi], rows, mem, np.nan)
+                _put(out["fits"][lo:hi], rows, fits, False)
             if "time" in parts:
                 t = step_time_arrays(model, training, system, part, calibration=calibration,
                                      framework_style=framework_style)
-                out["gpus"][lo:hi] = t["gpus"]
                 for key in TIME_KEYS:
-                    out[key][lo:hi] = t[key] if ok is None else np.where(bad, np.nan, t[key])
+                    _put(out[key][lo:hi], rows, t[key], np.nan)
 
     bounds = [(lo, min(lo + chunk, n)) for lo in range(0, n, max(int(chunk), 1))]
     workers = max(1, min(threads or os.cpu_count() or 1, len(bounds)))

@@ -25,7 +25,8 @@ OPTIMIZERS = ("adamw", "adamw8bit", "sgd", "adafactor")
 RECOMPUTE = ("none", "selective", "full")
 OFFLOAD = ("none", "optimizer", "optimizer+params")
 # Training frameworks whose memory and overlap behaviour the estimators model. "auto" picks Megatron-style for
-# strategies with TP/PP/CP/EP > 1 or the distributed optimizer, else the HF/DeepSpeed/FSDP style.
+# strategies with TP/PP/CP/EP > 1 or the distributed optimizer, else the HF/DeepSpeed/FSDP style, per strategy
+# (`estimate.framework` maps each name to a memory profile and a perf style).
 FRAMEWORKS = ("auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "deepseek-dualpipe")
 # Encodings used inside Strategy arrays (so vectors stay numeric).
 RECOMPUTE_CODE = {name: i for i, name in enumerate(RECOMPUTE)}
