@@ -102,3 +102,29 @@ def test_table_output_in_both_languages(run_cli):
     assert code == 0 and "MFU" in out and "GiB" in out
     code, out, _ = run_cli("--lang", "zh", "estimate", SFT)
     assert code == 0 and "单卡显存" in out
+
+
+def test_fit_answers_are_tight(run_cli):
+    code, out, err = run_cli("fit", SFT, "--what", "micro-batch", "--json")
+    assert code == 0, err
+    best = json.loads(out)["max_micro_batch"]["value"]
+    assert best >= 1
+    at_best = _estimate(run_cli, SFT, "--micro-batch", str(best))["memory"]
+    assert at_best["fits"]
+    # one more sequence per micro-batch no longer fits (memory only: estimate checks divisibility too)
+    from trainsizer.catalog import load_catalog
+    from trainsizer.estimate import estimate_memory
+    from trainsizer.scenario import resolve_job
+
+    sc = resolve_job(SFT, load_catalog())
+    over = estimate_memory(sc.model, sc.training, sc.system, sc.strategy.with_(micro_batch=best + 1), check=False)
+    assert not over.fits
+
+
+def test_fit_model_and_seq_len(run_cli):
+    code, out, _ = run_cli("fit", str(REPO / "examples" / "qlora-7b-one-gpu.yaml"), "--json")
+    d = json.loads(out)
+    assert code == 0
+    assert d["max_seq_len"]["value"] >= 2048  # the job's own 2048 fits
+    assert d["max_model"]["params_total"] > 7e9
+    assert d["max_model"]["per_gpu_gib"] <= 24.0

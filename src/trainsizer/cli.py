@@ -208,6 +208,55 @@ def estimate(app: AppState, job_file: Path, calibration_file: Path | None, as_js
         print_estimate(result, app.lang)
 
 
+@cli.command()
+@click.argument("job_file", type=click.Path(path_type=Path))
+@_override_options
+@click.option("--what", "questions", multiple=True, type=click.Choice(("micro-batch", "seq-len", "model")),
+              help="Which reverse question(s) to answer (default: all three).")
+@json_option
+@click.pass_obj
+def fit(app: AppState, job_file: Path, questions: tuple[str, ...], as_json: bool, **overrides) -> None:
+    """The largest micro-batch, sequence length and model (by depth) that fit the job's hardware and strategy.
+
+    Answers are memory limits; everything else in the job is kept.
+    """
+    from trainsizer.estimate.fit import max_layers, max_micro_batch, max_seq_len
+    from trainsizer.evaluate import require_configuration
+    from trainsizer.scenario import resolve_job
+    from trainsizer.spec import read_mapping
+    from trainsizer.spec.overrides import apply_overrides
+
+    data = apply_overrides(read_mapping(job_file), overrides)
+    sc = require_configuration(resolve_job(job_file, app.catalog, data=data))
+    args = (sc.model, sc.training, sc.system, sc.strategy)
+    out: dict[str, object] = {"job": sc.name}
+    for q in questions or ("micro-batch", "seq-len", "model"):
+        if q == "micro-batch":
+            r = max_micro_batch(*args)
+            out["max_micro_batch"] = {"value": r.value, "per_gpu_gib": r.estimate.to_dict()["per_gpu_gib"] if r.estimate else None}
+        elif q == "seq-len":
+            r = max_seq_len(*args)
+            out["max_seq_len"] = {"value": r.value, "per_gpu_gib": r.estimate.to_dict()["per_gpu_gib"] if r.estimate else None}
+        else:
+            r = max_layers(*args)
+            params = sc.model.with_(layers=r.value).params_total if r.value else 0
+            out["max_model"] = {"layers": r.value, "params_total": params,
+                                "per_gpu_gib": r.estimate.to_dict()["per_gpu_gib"] if r.estimate else None,
+                                "how": f"{sc.model.name} architecture scaled in depth"}
+    if as_json:
+        echo_json(out)
+        return
+    L = app.lang
+    rows = []
+    for key, val in out.items():
+        if isinstance(val, dict):
+            shown = val.get("value", val.get("layers"))
+            extra = f" ({fmt_params(val['params_total'])} params)" if "params_total" in val and val["params_total"] else ""
+            gib = f"{val['per_gpu_gib']:.1f} GiB" if val.get("per_gpu_gib") else "—"
+            rows.append((t(key, L), f"{shown}{extra}", gib))
+    print_table(f"{t('fit_title', L)}: {sc.name}", [t("item", L), t("value", L), t("memory", L)], rows)
+
+
 def _flatten(d: dict, prefix: str = "") -> list[tuple[str, object]]:
     rows: list[tuple[str, object]] = []
     for k, v in d.items():

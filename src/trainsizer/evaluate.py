@@ -143,15 +143,21 @@ def _goal(scenario: Scenario, train_days: float, costs: dict[str, Any]) -> dict[
     return out
 
 
-def evaluate(scenario: Scenario, catalog: Any, calibration: Calibration | None = None) -> dict[str, Any]:
-    """Memory, time, cost, energy and goal for a scenario with hardware and strategy."""
+def require_configuration(scenario: Scenario) -> Scenario:
+    """The scenario itself, if it names one configuration (hardware and strategy); else a clear error."""
     if scenario.system is None or scenario.strategy is None:
         missing = "hardware and strategy" if scenario.system is None else "strategy"
         raise SpecError(
             "job",
-            f"estimate evaluates one configuration and needs {missing}: add them to the job file or give "
+            f"this command evaluates one configuration and needs {missing}: add them to the job file or give "
             "flags (--accelerator, --count, --per-node, --network, --tp, --pp, --dp, --zero, --micro-batch, ...)",
         )
+    return scenario
+
+
+def evaluate(scenario: Scenario, catalog: Any, calibration: Calibration | None = None) -> dict[str, Any]:
+    """Memory, time, cost, energy and goal for a scenario with hardware and strategy."""
+    require_configuration(scenario)
     model, training, system, strategy = scenario.model, scenario.training, scenario.system, scenario.strategy
     notes = list(scenario.notes)
     mem = estimate_memory(model, training, system, strategy)
