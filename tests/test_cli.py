@@ -104,3 +104,29 @@ def test_catalog_overlay_bad_field_is_specific(run_cli, tmp_path):
     overlay.write_text("accelerators:\n  h100-sxm-80gb: {tdp_watts: 700}\n")
     code, _, err = run_cli("--catalog", str(overlay), "catalog", "list", "accelerators")
     assert code == 2 and "tdp_watts" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        ("constraints: {exclude: [h100-sxm-80gb]}\n", "constraints.exclude"),
+        ("constraints: {include: [h200-sxm-141gb]}\n", "constraints.include"),
+        ("constraints: {max_nodes: 1}\n", "max_nodes"),
+        ("constraints: {exclude: [h100-sxm80gb]}\n", "Did you mean 'h100-sxm-80gb'"),
+    ],
+)
+def test_hardware_must_respect_constraints(run_cli, tmp_path, extra, fragment):
+    job = tmp_path / "job.yaml"
+    job.write_text("model: llama-3.1-8b\ndata: {tokens: 1e9}\nseq_len: 2048\nglobal_batch: {sequences: 8}\n"
+                   "hardware: {accelerator: h100-sxm-80gb, count: 16, network: ib-ndr400}\n" + extra)
+    code, _, err = run_cli("check", str(job))
+    assert code == 2 and fragment in err, err
+
+
+def test_china_market_note_for_restricted_part(run_cli, tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text("model: llama-3.1-8b\ndata: {tokens: 1e9}\nseq_len: 2048\nglobal_batch: {sequences: 8}\n"
+                   "hardware: {accelerator: h100-sxm-80gb, count: 8}\nconstraints: {market: china}\n")
+    code, out, _ = run_cli("check", str(job), "--json")
+    assert code == 0
+    assert any("export-restricted" in n for n in json.loads(out)["notes"])

@@ -177,11 +177,42 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Any,
         acc = catalog.accelerator(hw.accelerator)
     except SpecError as err:
         raise _prefixed(err, f"{origin}: hardware.accelerator") from None
+    notes.extend(_check_constraints(job, acc, origin))
     network = _resolve_network(hw.network, hw.count > hw.per_node, catalog, origin)
     system = build_system(acc, hw.count, min(hw.per_node, hw.count), network)
     strategy = _resolve_strategy(job, hw.count, origin) if job.strategy is not None else None
     return Scenario(job=job, model=model, training=training, accelerator=acc, network=network, system=system,
                     strategy=strategy, notes=tuple(notes))
+
+
+def _check_constraints(job: Job, acc: Any, origin: str) -> list[str]:
+    """Hard constraints the chosen hardware breaks are errors; market rules are notes (they change often)."""
+    hw, c = job.hardware, job.constraints
+    assert hw is not None
+    where = f"{origin}: hardware.accelerator"
+    excluded = {a for a in c.exclude}
+    if acc.id in excluded or any(alias in excluded for alias in acc.aliases):
+        raise SpecError(where, "this accelerator is listed in constraints.exclude", value=hw.accelerator)
+    if c.include is not None and acc.id not in c.include and not any(a in c.include for a in acc.aliases):
+        raise SpecError(where, "this accelerator is not in constraints.include", value=hw.accelerator,
+                        allowed=list(c.include))
+    nodes = -(-hw.count // hw.per_node)
+    if c.max_nodes is not None and nodes > c.max_nodes:
+        raise SpecError(f"{origin}: hardware.count",
+                        f"{hw.count} GPUs at {hw.per_node} per node need {nodes} nodes, more than "
+                        f"constraints.max_nodes = {c.max_nodes}", value=hw.count)
+    if c.max_gpus is not None and hw.count > c.max_gpus:
+        raise SpecError(f"{origin}: hardware.count", f"more than constraints.max_gpus = {c.max_gpus}",
+                        value=hw.count)
+    notes = []
+    if c.market in ("china", "china-domestic") and acc.china_export_restricted:
+        notes.append(f"{acc.id} is export-restricted for the China market (US rules as recorded in the "
+                     "catalog; check the current status)")
+    if c.market == "china-domestic" and not acc.domestic_china:
+        notes.append(f"constraints.market is china-domestic but {acc.id} is not a domestic accelerator")
+    if acc.market_note and c.market != "global":
+        notes.append(f"{acc.id}: {acc.market_note}")
+    return notes
 
 
 def _resolve_network(spec: str | NetworkSpec | None, multi_node: bool, catalog: Any, origin: str) -> NetworkView | None:

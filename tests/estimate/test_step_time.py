@@ -204,3 +204,39 @@ def test_step_time_has_no_rules_of_its_own():
     from trainsizer.estimate import step_time, validate
 
     assert step_time.check_strategy is validate.check_strategy
+
+
+def _llama405(layers: int):
+    from trainsizer.models.shipped import load_preset
+
+    return load_preset("llama-3.1-405b").with_(layers=layers)
+
+
+def test_uneven_interleaved_split_is_accepted_with_a_warning_and_slowest_stage_sets_the_pace():
+    # Llama 3 405B: 126 layers on pp=16 with interleaving (Llama 3 paper s3.3.2); 8*16*2 = 256 GPUs
+    tr = Training(seq_len=8192, global_batch_seqs=64)
+    st = Strategy(tp=8, pp=16, vpp=2, dp=2, micro_batch=1, sequence_parallel=True)
+    e = estimate_time(_llama405(126), tr, h100_cluster(256), st)
+    assert any(n.startswith("pp_uneven_layers") for n in e.notes)
+
+    def compute(layers):
+        return estimate_time(_llama405(layers), tr, h100_cluster(256), st).breakdown_s["compute"]
+
+    # 121 and 127 layers: both have an 8-layer first stage and a 7-layer last stage (+ LM head, lighter than
+    # one 405B layer), so the same slowest stage -- an average-layer model would differ by 6/16 of a layer
+    assert compute(121) == pytest.approx(compute(127), rel=1e-12)
+    assert compute(126) == pytest.approx(compute(127), rel=1e-12)
+    # 128 layers: 8 on every stage, so the last stage carries 8 layers + the head: slower than 126
+    assert compute(128) > compute(126)
+    # and 120 layers (7.5 average) is paced by 8-layer stages too, but 112 (7 per stage + head) is faster
+    assert compute(112) < compute(126)
+
+
+def test_slowest_stage_is_the_head_stage_when_the_head_outweighs_a_layer():
+    # small GPT with a huge vocabulary: LM head >> one layer; 33 layers on pp=4: 9 / 8 + head
+    m = gpt(layers=33, hidden=1024, heads=16, vocab=256000)
+    tr = Training(seq_len=2048, global_batch_seqs=64)
+    st = Strategy(tp=1, pp=4, dp=16, micro_batch=1)
+    a = estimate_time(m, tr, h100_cluster(64), st).breakdown_s["compute"]
+    b = estimate_time(m.with_(layers=32), tr, h100_cluster(64), st).breakdown_s["compute"]
+    assert a == pytest.approx(b, rel=1e-12)  # last stage (8 layers + head) is the slowest in both

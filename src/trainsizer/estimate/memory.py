@@ -13,6 +13,10 @@ Transformer Engine (fp32 main_grad, fused norms/SwiGLU/cross entropy). The profi
 `Strategy.framework` through `estimate.framework` (`auto` takes megatron when the strategy uses TP, PP, CP,
 EP or the distributed optimizer, hf otherwise); `MemoryOptions.framework` overrides it when set.
 
+Peak phase: the forward/backward peak (model states + activations) or, for DeepSpeed ZeRO-1/2 (hf profile),
+the optimizer-step peak (model states + the flattened gradient partition and its fp32 cast, activations freed;
+deepspeed/runtime/zero/stage_1_and_2.py `step`), whichever is larger; `MemoryEstimate.peak_phase` says which.
+
 Worst GPU: the first pipeline stage (embedding, most micro-batches in flight) or the last (LM head, final
 norm, logits); middle stages hold fewer in-flight micro-batches and no embedding or head, so they are never
 above both (MoE models with dense leading layers excepted, where stage 1 may hold slightly more weights).
@@ -68,6 +72,9 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
     "optimizer_states": ("optimizer", "optimizer states (AdamW m+v fp32, 8-bit AdamW, SGD momentum, "
                          "Adafactor factored second moment); QLoRA paged states are counted in host memory"),
     "grad_fp32_copy": ("optimizer", "fp32 gradient copy owned by the optimizer (Megatron fp16)"),
+    "optimizer_step_grad_buffers": ("optimizer", "DeepSpeed ZeRO-1/2 optimizer step: the flattened 16-bit copy "
+                                    "of the gradient partition and its fp32 cast, live beside master weights "
+                                    "and Adam states (stage_1_and_2.py step)"),
     "layer_activations": ("activations", "tensors saved for backward by the stage's layers, all micro-batches "
                           "in flight (1F1B / interleaved)"),
     "recompute_working_set": ("activations", "one layer's activations re-created during backward under full "
@@ -85,6 +92,11 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
     "fragmentation": ("other", "PyTorch caching-allocator fragmentation (fraction of allocated bytes)"),
 }
 GROUPS = ("weights", "gradients", "optimizer", "activations", "other")
+# items live through the optimizer step (model states); activations and gradient buckets are freed by then
+STEP_STATE_ITEMS = ("weights", "base_weights_frozen", "quant_constants", "lora_adapters", "trainable_copies",
+                    "reference_model", "fp8_weight_cache", "gradients", "grad_accum_buffer", "master_weights",
+                    "optimizer_states", "grad_fp32_copy")
+PEAK_PHASES = ("forward/backward", "optimizer step")
 
 
 @dataclass(frozen=True)
@@ -278,6 +290,9 @@ def _evaluate(
         return pd / div_d + pe / div_e
 
     single = p <= 1
+    # DeepSpeed ZeRO-1/2 optimizer (hf-profile stacks with ZeRO 1/2 and no optimizer offload; not FSDP, whose
+    # sharded fp32 gradients are the parameters' own .grad)
+    ds_step = (~mega) & ((z == 1) | (z == 2)) & (~offload_opt) & (name != "fsdp")
     results: dict[str, Any] = {}
     for stage, (start, stop, n_layers, rank) in stage_defs.items():
         # True (a constant for the whole batch) or a mask: single-stage strategies hold both ends
@@ -382,13 +397,36 @@ def _evaluate(
             allocated = sum(val for key, val in items.items() if key not in ("cuda_context", "nccl_buffers"))
             items["fragmentation"] = oc["allocator_fragmentation_fraction"] * allocated
         total = sum(items.values())
+        step_peak = np.zeros(t.shape, dtype=bool)
+        if full_train and np.any(ds_step):
+            # DeepSpeed ZeRO-1/2 optimizer step (deepspeed/runtime/zero/stage_1_and_2.py `step`): per param
+            # group, single_grad_partition = flatten(averaged_gradients[i]).to(fp32) -- a 16-bit flat copy
+            # and its fp32 cast of the rank's gradient partition -- becomes single_partition_of_fp32_groups[i]
+            # .grad while the fp32 master partition and the Adam states are live; activations are freed by
+            # then. The GPU peak is max(forward/backward, optimizer step).
+            extra = (4.0 + (w16 if w16 < 4.0 else 0.0)) * opt_params  # fp32 training: the flat copy is fp32
+            step_items = {key: items[key] for key in STEP_STATE_ITEMS if key in items}
+            step_items["optimizer_step_grad_buffers"] = extra
+            if options.overheads:
+                step_items["cuda_context"] = items["cuda_context"]
+                step_items["nccl_buffers"] = items["nccl_buffers"]
+                alloc = sum(v_ for k_, v_ in step_items.items() if k_ not in ("cuda_context", "nccl_buffers"))
+                step_items["fragmentation"] = oc["allocator_fragmentation_fraction"] * alloc
+            step_total = sum(step_items.values())
+            step_peak = ds_step & (step_total > total)
+            total = np.where(step_peak, step_total, total)
+            if detail:
+                for key in set(items) | set(step_items):
+                    items[key] = np.where(step_peak, step_items.get(key, 0.0), items.get(key, 0.0))
         results[stage] = {"total": total, "host": host, "items": items if detail else None,
-                          "n_layers": n_layers}
+                          "n_layers": n_layers, "step_peak": step_peak}
     first, last = results["first"]["total"], results["last"]["total"]
     worst_is_last = (last > first) & (p > 1)
     worst = np.where(worst_is_last, last, first)
+    step_peak = np.where(worst_is_last, results["last"]["step_peak"], results["first"]["step_peak"])
     host = np.maximum(results["first"]["host"], results["last"]["host"])
-    return {"worst": worst, "worst_is_last": worst_is_last, "host": host, "stages": results,
+    return {"worst": worst, "worst_is_last": worst_is_last, "step_peak": step_peak, "host": host,
+            "stages": results,
             "mega": mega, "arrays": s}
 
 
@@ -424,6 +462,7 @@ class MemoryEstimate:
     host_capacity_bytes: float
     framework: str
     notes: tuple[str, ...] = field(default=())
+    peak_phase: str = PEAK_PHASES[0]  # when the worst GPU peaks: "forward/backward" or "optimizer step"
 
     @property
     def fits(self) -> bool:
@@ -455,6 +494,7 @@ class MemoryEstimate:
             "host_gib_per_node": g(self.host_bytes_per_node),
             "host_capacity_gib": g(self.host_capacity_bytes),
             "framework": self.framework,
+            "peak_phase": self.peak_phase,
             "notes": list(self.notes),
         }
 
@@ -514,4 +554,5 @@ def estimate_memory(
         host_capacity_bytes=float(system.host_ram_gib * GIB),
         framework="megatron" if mega else "hf",
         notes=tuple(notes),
+        peak_phase=PEAK_PHASES[int(bool(np.asarray(r["step_peak"]).reshape(-1)[0]))],
     )

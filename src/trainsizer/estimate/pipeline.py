@@ -7,6 +7,9 @@
 - Point-to-point transfers: every micro-batch crosses each stage boundary forward and backward; interleaving
   multiplies the boundary crossings by v (Narayanan 2021 s2.2.2). The transfers on the critical path are
   2 per slot of the (v*m + p - 1)-slot schedule.
+- Uneven splits (L not divisible by p or p*v; Megatron-Core --decoder-first/last-pipeline-num-layers): the
+  steady state runs at the pace of the slowest stage, so time uses the most loaded stage's layers (plus the
+  LM head on the last stage), never the average.
 """
 
 from __future__ import annotations
@@ -45,7 +48,16 @@ def p2p_transfers_on_critical_path(pp, m, vpp=1):
 
 
 def layers_per_stage(layers: int, pp, vpp=1):
-    """Decoder layers on the most loaded stage: v chunks of ceil(L/(p*v)) layers."""
-    p = np.asarray(pp, float)
-    v = np.maximum(np.asarray(vpp, float), 1.0)
-    return np.ceil(layers / (p * v)) * v
+    """Decoder layers on the most loaded stage: ceil(L/p), with or without interleaving (the v chunks of a
+    stage need not be equal: Megatron-Core uneven split, --decoder-first/last-pipeline-num-layers)."""
+    p = np.maximum(np.asarray(pp, float), 1.0)
+    return np.ceil(layers / p) + 0.0 * np.asarray(vpp, float)
+
+
+def first_last_stage_layers(layers: int, pp):
+    """(layers on the first stage, layers on the last stage) of an L-over-p split where the first L mod p
+    stages get one more layer: (ceil(L/p), floor(L/p)); (L, L) at p = 1 (one stage holds everything)."""
+    p = np.maximum(np.asarray(pp, float), 1.0)
+    first = np.ceil(layers / p)
+    last = np.where(p > 1, np.floor(layers / p), float(layers))
+    return first, last

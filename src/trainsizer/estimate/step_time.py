@@ -251,14 +251,14 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     lt = compute.layer_times(sh, training.seq_len, r, tp=t, cp=c, micro_batch=b, sp=sp, recompute=rc, ep=e,
                              flash=training.flash_attention, flash_rate=r.flash_flops,
                              flash_bwd_over_fwd=k.flash_bwd_over_fwd, trains_base_weights=trains_base)
-    n_stage = pipeline.layers_per_stage(model.layers, p, v)
-    compute_mb = n_stage * (lt.fwd + lt.bwd) + lt.head_fwd + lt.head_bwd
+    # per-layer cost of one micro-batch (forward + backward) and of the LM head (last stage only)
+    layer_mb = lt.fwd + lt.bwd
     if training.method == "qlora":
         # NF4 weights are dequantised to 16-bit before every use (forward, backward, recompute): read 0.5 B,
         # write 2 B per weight element (Dettmers et al. 2023, QLoRA s3; bitsandbytes dequantize kernel)
         passes = 2.0 + (rc == 2)
         gemm_w = float(layer_flops(model).gemm()) / 2.0 / model.layers  # weight elements per average layer
-        compute_mb = compute_mb + n_stage * passes * compute.stream_time(gemm_w / t * (0.5 + 2.0), r, kernels=7)
+        layer_mb = layer_mb + passes * compute.stream_time(gemm_w / t * (0.5 + 2.0), r, kernels=7)
 
     tok = b * s / c
     act = r.act_bytes
@@ -269,7 +269,6 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     if np.any(fw.tp_comm_overlap):  # hidden part still slows the GEMMs it overlaps (SM/HBM interference)
         tp_per_layer = tp_per_layer * _when(fw.tp_comm_overlap,
                                             1.0 - k.tp_overlap_fraction * (1.0 - k.overlap_interference), 1.0)
-    tp_mb = n_stage * tp_per_layer + 2.0 * t_ar
     # host-bound regime: the CPU issues a layer's kernels no faster than host_s_per_layer_pass per pass
     # (forward 1, recompute forward 1, backward 2 passes). GPU and host time of a layer combine as a soft
     # maximum (gpu^q + host^q)^(1/q) (imperfect CPU run-ahead near the cross-over).
@@ -277,22 +276,32 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     gpu_layer = lt.fwd + lt.bwd + tp_per_layer
     q = k.host_gpu_blend_norm
     host_excess = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer
-    compute_mb = compute_mb + n_stage * host_excess
     # --- context parallel: ring exchange of K and V (fwd) and dK, dV (bwd), hidden behind attention
     k_cp = comm.ranks_per_domain(c, t, D)
     kv_bytes = tok * 2.0 * model.kv_dim / t * act * c
     cp_fwd = comm.all_gather_time(kv_bytes, c, k_cp, r, system)
     cp_layer = np.maximum(cp_fwd - lt.attn_fwd, 0.0) * (1.0 + 2.0 + (rc == 2))
-    cp_mb = n_stage * cp_layer
     # --- expert parallel: dispatch + combine all-to-all, forward and backward (+ forward again if full recompute)
-    ep_mb = np.zeros_like(tp_mb)
+    ep_layer = np.zeros_like(tp_per_layer)
     if model.is_moe:
         k_ep = comm.ranks_per_domain(e, t * c, D)
         seq_share = np.where(sp, 1.0 / t, 1.0)
         a2a = comm.all_to_all_time(tok * seq_share * model.experts_per_token * model.hidden * act, e, k_ep, r,
                                    system)
-        moe_stage = n_stage * model.moe_layer_count / model.layers
-        ep_mb = moe_stage * a2a * (4.0 + 2.0 * (rc == 2))
+        ep_layer = a2a * (4.0 + 2.0 * (rc == 2)) * model.moe_layer_count / model.layers  # average layer
+    # --- the slowest pipeline stage sets the pace (uneven splits: the first L mod p stages hold one more
+    # layer; the last stage holds the LM head + loss; the embedding lookup is a gather, not counted)
+    n_first, n_last = pipeline.first_last_stage_layers(model.layers, p)
+    unit = layer_mb + tp_per_layer + host_excess + cp_layer + ep_layer
+    head_mb = lt.head_fwd + lt.head_bwd + 2.0 * t_ar
+    head_on = (p <= 1) | (n_last * unit + head_mb >= n_first * unit)
+    n_stage = np.where(head_on, n_last, n_first)
+    head_w = head_on.astype(float)
+    compute_mb = n_stage * layer_mb + head_w * (lt.head_fwd + lt.head_bwd)
+    tp_mb = n_stage * tp_per_layer + head_w * 2.0 * t_ar
+    compute_mb = compute_mb + n_stage * host_excess
+    cp_mb = n_stage * cp_layer
+    ep_mb = n_stage * ep_layer
     if np.any(fw.ep_overlap):  # overlapped with the compute of a paired micro-batch (DeepSeek-V3 s3.2.1)
         ep_mb = _when(fw.ep_overlap, np.maximum(ep_mb - compute_mb, 0.0), ep_mb)
     t_mb = compute_mb + tp_mb + cp_mb + ep_mb
@@ -335,7 +344,7 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
         + comm.all_gather_time(local_expert * train_frac * act, n_edp, k_edp, r, system),
         0.0,
     )
-    window = n_stage * lt.bwd + lt.head_bwd  # backward of the last micro-batch on this stage
+    window = n_stage * lt.bwd + head_w * lt.head_bwd  # backward of the last micro-batch on this stage
     bucket_frac = np.minimum(1.0, fw.grad_bucket_params / np.maximum(local_dense + local_expert, 1.0))
     if np.any(fw.dp_overlap):
         grad_exposed = _when(fw.dp_overlap, np.maximum(rs_or_ar - window, bucket_frac * rs_or_ar), rs_or_ar)

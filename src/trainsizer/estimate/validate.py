@@ -11,8 +11,10 @@ Origins (one line each):
 - EP must divide the number of experts and DP x CP: Megatron-Core `parallel_state.initialize_model_parallel`.
 - CP needs seq_len divisible by 2 * CP (causal load balancing): Megatron-Core / Transformer Engine
   context-parallel docs.
-- Interleaved schedule: layers divisible by pp * vpp and micro-batches divisible by pp: Megatron-LM
-  arguments.py / schedules.py.
+- Interleaved schedule: micro-batches divisible by pp: Megatron-LM arguments.py / schedules.py. Layers not
+  divisible by pp (or pp * vpp) are a warning, not an error: Megatron-Core splits unevenly with
+  --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers (Llama 3 405B: 126 layers on
+  pp=16 with interleaving, one layer fewer on the first and the last stage; Llama 3 paper Sec. 3.3.2).
 - ZeRO-3 is not supported together with pipeline parallelism in DeepSpeed (PipelineEngine asserts
   zero stage < 2): DeepSpeed docs "Pipeline Parallelism".
 - ZeRO-Offload needs ZeRO >= 1 and parameter offload needs ZeRO-3: DeepSpeed docs "ZeRO-Offload" /
@@ -41,7 +43,6 @@ RULES = (
     "tp_divides_ffn",
     "pp_exceeds_layers",
     "vpp_needs_pp",
-    "vpp_divides_layers",
     "interleaved_microbatches",
     "ep_needs_moe",
     "ep_divides_experts",
@@ -56,7 +57,7 @@ RULES = (
     "recompute_code",
     "offload_code",
 )
-WARNINGS = ("tp_across_nodes", "pp_uneven_layers")
+WARNINGS = ("tp_across_nodes", "pp_uneven_layers", "vpp_uneven_layers")
 
 
 def _codes(strategy: Strategy) -> tuple[np.ndarray, np.ndarray]:
@@ -125,11 +126,6 @@ def _rule_table(
         "vpp_needs_pp": (
             (vpp <= 1) | (pp > 1),
             lambda v: f"virtual pipeline vpp={v['vpp']} needs pp > 1",
-        ),
-        "vpp_divides_layers": (
-            (vpp <= 1) | (model.layers % safe(pp * vpp) == 0),
-            lambda v: f"interleaved pipeline needs layers ({model.layers}) divisible by pp*vpp = "
-            f"{v['pp'] * v['vpp']}",
         ),
         "interleaved_microbatches": (
             (vpp <= 1) | (np.mod(n_micro, safe(pp)) == 0),
@@ -221,5 +217,9 @@ def check_strategy(model: ModelArch, training: Training, system: System, strateg
                         "of a node; tensor-parallel all-reduces will cross the network")
     if model.layers % values["pp"]:
         warnings.append(f"pp_uneven_layers: {model.layers} layers do not split evenly over pp={values['pp']} "
-                        "(the first stages get one more layer)")
+                        "(the first stages get one more layer; the slowest stage sets the pipeline's pace)")
+    elif values["vpp"] > 1 and model.layers % (values["pp"] * values["vpp"]):
+        warnings.append(f"vpp_uneven_layers: {model.layers} layers do not split evenly into pp*vpp = "
+                        f"{values['pp'] * values['vpp']} model chunks (Megatron-Core uneven split: chunks of "
+                        "different sizes; a stage still holds layers/pp)")
     return warnings
