@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from trainsizer import __version__
-from trainsizer.errors import TrainsizerError
+from trainsizer.cli_support import run_command
 from trainsizer.render.console import echo_json, fmt_params, print_table
 from trainsizer.render.i18n import LANGS, default_lang, t
 
@@ -279,20 +279,7 @@ _register_subsystems()
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: user errors print one paragraph (no traceback) and exit 2."""
-    try:
-        result = cli.main(args=argv, standalone_mode=False)
-    except TrainsizerError as err:
-        click.echo(f"error: {err}", err=True)
-        return err.exit_code
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        return 1
-    except click.ClickException as err:
-        err.show()
-        return 2
-    except click.exceptions.Exit as err:
-        return err.exit_code
-    return result if isinstance(result, int) else 0
+    return run_command(cli, argv, prog_name="trainsizer")
 
 
 if __name__ == "__main__":

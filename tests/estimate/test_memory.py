@@ -356,3 +356,41 @@ def test_uneven_interleaved_split_memory_worst_stage() -> None:
     assert e.stage_bytes["last"] < even.stage_bytes["last"]  # 7 layers on the last stage
     worst, _ = memory_per_gpu_bytes(m, tr, h100(256), st)
     assert float(worst.reshape(-1)[0]) == pytest.approx(e.per_gpu_bytes, rel=1e-12)
+
+
+def test_deepspeed_optimizer_step_peak() -> None:
+    # DeepSpeed ZeRO-2 on one GPU, short sequences: the optimizer step (16-bit params + 16-bit gradient
+    # partition + fp32 master + Adam m, v + flattened 16-bit gradient copy + its fp32 cast = 22 B/param) is
+    # above the forward/backward peak (16 B/param + small activations)
+    tr = Training(seq_len=256, global_batch_seqs=8, flash_attention=True)
+    st = Strategy(dp=1, zero=2, micro_batch=1, recompute="full", framework="deepspeed")
+    e = estimate_memory(LLAMA8, tr, h100(1), st)
+    assert e.peak_phase == "optimizer step" and e.to_dict()["peak_phase"] == "optimizer step"
+    P = LLAMA8.params_total
+    assert e.items_bytes["optimizer_step_grad_buffers"] == pytest.approx(6.0 * P, rel=1e-9)
+    assert e.items_bytes.get("layer_activations", 0.0) == 0.0  # activations are freed before the step
+    assert sum(e.items_bytes.values()) == pytest.approx(e.per_gpu_bytes, rel=1e-12)
+    states = sum(e.items_bytes[k] for k in ("weights", "gradients", "master_weights", "optimizer_states",
+                                            "optimizer_step_grad_buffers"))
+    assert states == pytest.approx(22.0 * P, rel=1e-9)
+    worst, _ = memory_per_gpu_bytes(LLAMA8, tr, h100(1), st)
+    assert float(worst.reshape(-1)[0]) == pytest.approx(e.per_gpu_bytes, rel=1e-12)
+    # sharded over 8 ranks the step buffers shrink with the optimizer partition
+    e8 = estimate_memory(LLAMA8, tr.__class__(seq_len=256, global_batch_seqs=64, flash_attention=True), h100(8),
+                         Strategy(dp=8, zero=2, micro_batch=1, recompute="full", framework="deepspeed"))
+    assert e8.items_bytes["optimizer_step_grad_buffers"] == pytest.approx(6.0 * P / 8, rel=1e-9)
+
+
+def test_optimizer_step_peak_only_for_deepspeed_zero12() -> None:
+    tr = Training(seq_len=256, global_batch_seqs=8, flash_attention=True)
+    for st in (Strategy(dp=1, zero=2, micro_batch=1, recompute="full", framework="fsdp"),
+               Strategy(dp=1, zero=0, micro_batch=1, recompute="full", framework="deepspeed"),
+               Strategy(dp=1, zero=2, micro_batch=1, recompute="full", framework="megatron"),
+               Strategy(dp=1, zero=2, micro_batch=1, recompute="full", offload="optimizer")):
+        e = estimate_memory(LLAMA8, tr, h100(1), st)
+        assert e.peak_phase == "forward/backward"
+        assert "optimizer_step_grad_buffers" not in e.items_bytes
+    # long sequences without recompute: the forward/backward peak wins again
+    long = Training(seq_len=32768, global_batch_seqs=8, flash_attention=True)
+    e = estimate_memory(LLAMA8, long, h100(1), Strategy(dp=1, zero=2, micro_batch=1, framework="deepspeed"))
+    assert e.peak_phase == "forward/backward"

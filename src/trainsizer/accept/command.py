@@ -214,20 +214,9 @@ def accept(click_ctx: click.Context, plan_path, platform, telemetry, only, skip,
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m trainsizer.accept`: errors for bad input print one line and exit 2."""
-    from trainsizer.errors import TrainsizerError
+    from trainsizer.cli_support import run_command
 
-    try:
-        rc = accept.main(args=argv, prog_name="trainsizer accept", standalone_mode=False)
-    except TrainsizerError as err:
-        click.echo(f"error: {err}", err=True)
-        return err.exit_code
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        return 1
-    except click.ClickException as err:
-        err.show()
-        return 2
-    return rc or 0
+    return run_command(accept, argv, prog_name="trainsizer accept")
 
 
 if __name__ == "__main__":
