@@ -13,6 +13,11 @@ project's validation set):
    the embedding and LM head (modules_to_save); full-parameter and multi-node LoRA use DeepSpeed ZeRO-2
    (finetune/ds_config_zero2.json), 72B LoRA uses ZeRO-3. Q-LoRA uses a GPTQ Int4 base; it is evaluated
    with the NF4 model (both about 0.5 B/param plus constants).
+   The full-parameter rows peak in the DeepSpeed ZeRO-2 optimizer step (flattened gradient partition + its
+   fp32 cast beside master weights and Adam states; deepspeed/runtime/zero/stage_1_and_2.py `step`). The 7B
+   two-GPU rows (69.6 GB per GPU at 256 tokens) sit at the bare ZeRO-2 model states, 2P + 14P/2 = 69.5 GB,
+   with no room for the CUDA context, DeepSpeed buckets, activations or that step, so they cannot be peaks
+   of the stack as written; they are kept and reported, not fitted.
 3. QLoRA claims (Dettmers et al. 2023): 65B fine-tunes within 48 GB; 16-bit full fine-tuning of 65B needs
    more than 780 GB in total.
 

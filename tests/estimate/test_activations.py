@@ -92,3 +92,29 @@ def test_heads_logits() -> None:
 def test_in_flight_never_exceeds_microbatches() -> None:
     assert in_flight_layer_microbatches(8, 1, 3, 0) == 3
     assert in_flight_layer_microbatches(8, 2, 3, 0) == 3
+
+
+def test_fp8_saves_gemm_inputs_in_one_byte() -> None:
+    # Transformer Engine under fp8 saves the FP8 cast of each GEMM input for the wgrad GEMM (linear.py
+    # save_for_backward: inputmat_t when fp8_wgrad); norms, attention core, SwiGLU input stay 16-bit
+    m = ModelArch(name="llama-3.1-8b", family="llama", layers=32, hidden=4096, heads=32, kv_heads=8,
+                  ffn=14336, vocab=128256)
+    kw = dict(moe=False, profile="megatron", recompute="none", impl="flash")
+    b16 = layer_items(m, Training(precision="bf16"), **kw).detail
+    f8 = layer_items(m, Training(precision="fp8"), **kw).detail
+    h, f = m.hidden, m.ffn
+    assert f8["attn_input"] == h and b16["attn_input"] == 2 * h
+    assert f8["mlp_input"] == h and f8["mlp_fc2_input"] == f
+    assert f8["mlp_fc1_out"] == b16["mlp_fc1_out"] == 4 * f  # SwiGLU input (2f) stays bf16
+    assert f8["attn_out"] == b16["attn_out"] and f8["softmax_lse"] == b16["softmax_lse"]
+    assert f8["q"] == b16["q"] and f8["attn_norm"] == b16["attn_norm"]
+    # the output projection's FP8 copy of the attention output is saved beside the kernel's bf16 output
+    assert f8["o_proj_input"] == m.attn_out_dim and "o_proj_input" not in b16
+    total = lambda d: sum(d.values())  # noqa: E731
+    assert total(b16) - total(f8) == pytest.approx(2 * h + f - m.attn_out_dim)
+    # selective recompute: only the projection's FP8 copy of the attention output remains
+    sel = layer_items(m, Training(precision="fp8"), **{**kw, "recompute": "selective"}).detail
+    assert sel["attn_out"] == m.attn_out_dim
+    # full recompute: the layer-input checkpoint stays 16-bit
+    full = layer_items(m, Training(precision="fp8"), **{**kw, "recompute": "full"}).detail
+    assert full["layer_input_checkpoint"] == 2 * h

@@ -394,3 +394,23 @@ def test_optimizer_step_peak_only_for_deepspeed_zero12() -> None:
     long = Training(seq_len=32768, global_batch_seqs=8, flash_attention=True)
     e = estimate_memory(LLAMA8, long, h100(1), Strategy(dp=1, zero=2, micro_batch=1, framework="deepspeed"))
     assert e.peak_phase == "forward/backward"
+
+
+def test_moe_capacity_factor_scales_routed_activations() -> None:
+    t1 = Training(seq_len=4096, global_batch_seqs=64)
+    t2 = Training(seq_len=4096, global_batch_seqs=64, moe_capacity_factor=1.5)
+    o = MemoryOptions(overheads=False)
+    st = Strategy(dp=8, ep=4)
+    a1 = estimate_memory(QWEN_MOE, t1, h100(8), st, o).items_bytes["layer_activations"]
+    a2 = estimate_memory(QWEN_MOE, t2, h100(8), st, o).items_bytes["layer_activations"]
+    routed = layer_items(QWEN_MOE, t1, moe=True, profile="megatron", recompute="none", impl="flash").routed
+    n_moe = QWEN_MOE.moe_layer_count
+    # one micro-batch in flight (pp=1): extra = 0.5 x tokens x top-k x routed bytes per slot, per MoE layer
+    extra = 0.5 * 4096 * QWEN_MOE.experts_per_token * routed * n_moe
+    assert a2 - a1 == pytest.approx(extra, rel=1e-9)
+    with pytest.raises(SpecError):
+        estimate_memory(QWEN_MOE, Training(moe_capacity_factor=0.0), h100(8), st)
+    # dense models ignore it
+    d1 = estimate_memory(LLAMA8, t1, h100(8), Strategy(dp=8)).per_gpu_bytes
+    d2 = estimate_memory(LLAMA8, t2, h100(8), Strategy(dp=8)).per_gpu_bytes
+    assert d1 == d2

@@ -240,3 +240,18 @@ def test_slowest_stage_is_the_head_stage_when_the_head_outweighs_a_layer():
     a = estimate_time(m, tr, h100_cluster(64), st).breakdown_s["compute"]
     b = estimate_time(m.with_(layers=32), tr, h100_cluster(64), st).breakdown_s["compute"]
     assert a == pytest.approx(b, rel=1e-12)  # last stage (8 layers + head) is the slowest in both
+
+
+def test_moe_capacity_factor_slows_expert_compute_and_all_to_all():
+    base = Training(seq_len=4096, global_batch_seqs=256)
+    imb = Training(seq_len=4096, global_batch_seqs=256, moe_capacity_factor=1.25)
+    st = Strategy(tp=1, pp=1, dp=64, ep=8, micro_batch=1)
+    a = estimate_time(mixtral(), base, h100_cluster(64), st).breakdown_s
+    b = estimate_time(mixtral(), imb, h100_cluster(64), st).breakdown_s
+    assert b["compute"] > a["compute"] and b["ep_comm"] > a["ep_comm"]
+    assert b["tp_comm"] == a["tp_comm"]
+    with pytest.raises(SpecError):
+        estimate_time(mixtral(), Training(moe_capacity_factor=-1.0), h100_cluster(64), st)
+    # dense: no effect
+    d = [estimate_time(llama8b(), t, h100_cluster(64), Strategy(tp=8, dp=8)).step_s for t in (base, imb)]
+    assert d[0] == d[1]

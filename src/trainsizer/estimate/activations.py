@@ -24,6 +24,14 @@ Origins (one line each):
   `Qwen2MoeSparseMoeBlock`; Megatron-Core `MoEAlltoAllTokenDispatcher`.
 - MLA (compressed q / kv with their own norms): DeepSeek-V2 paper (arXiv:2405.04434) Sec. 2.1.2 and
   transformers `DeepseekV3Attention`.
+- FP8 (precision fp8, Transformer Engine): TE `Linear` / `LayerNormLinear` / `LayerNormMLP` save the FP8-cast
+  GEMM input for the weight-gradient GEMM instead of the 16-bit input (TE pytorch/module/linear.py
+  `ctx.save_for_backward(inputmat_no_fp8 if ... not fp8_wgrad else None, inputmat_t if ... fp8_wgrad ...)`;
+  layernorm_linear.py saves the quantized `ln_out`), so GEMM inputs count 1 B/element. Everything else stays
+  16-bit: norm inputs + fp32 rstd, attention core q/k/v/output + fp32 LSE (fp8_dpa off, the TE default),
+  softmax, SwiGLU/GeLU inputs (fc1 output), residual and recompute checkpoints, LoRA outputs, the LM-head input
+  (Megatron's output layer is not a TE module). Where the attention core keeps its 16-bit output, the output
+  projection's FP8 copy is an extra 1 B/element.
 """
 
 from __future__ import annotations
@@ -93,6 +101,8 @@ def layer_items(
     from trainsizer.estimate.model_states import load_memory_constants
 
     a = act_bytes(training.precision)
+    g = 1.0 if training.precision == "fp8" else a  # bytes per element of a saved GEMM input (see docstring)
+    fp8 = training.precision == "fp8"
     h, nh = model.hidden, model.heads
     prof = style or load_memory_constants()["framework_profiles"][profile]
     norm_style = prof["norm"]
@@ -127,22 +137,22 @@ def layer_items(
     sp += d["attn_norm"]
     if model.attention == "mla":
         if W("q_proj") or W("k_proj"):
-            d["attn_input"] = a * h
+            d["attn_input"] = g * h
         rq, rkv = model.q_lora_rank, model.kv_lora_rank
         if rq:
             d["q_a_norm"] = _norm(rq, a, norm_w, "rmsnorm", norm_style)
             if W("q_proj"):
-                d["q_b_input"] = a * rq
+                d["q_b_input"] = g * rq
         d["kv_a_norm"] = _norm(rkv, a, norm_w, "rmsnorm", norm_style)
         if W("v_proj"):
-            d["kv_b_input"] = a * rkv
+            d["kv_b_input"] = g * rkv
         sp += d.get("attn_input", 0.0)
         tp += d.get("q_a_norm", 0.0) + d.get("q_b_input", 0.0) + d["kv_a_norm"] + d.get("kv_b_input", 0.0)
         full_k = model.kv_dim
     else:
         if W("q_proj") or W("k_proj") or W("v_proj"):
-            d["attn_input"] = a * h
-            sp += a * h
+            d["attn_input"] = g * h
+            sp += g * h
         full_k = nh * model.head_dim
     lo = lora_out("q_proj", "k_proj", "v_proj")
     if lo:
@@ -162,10 +172,10 @@ def layer_items(
         # the attention core is checkpointed: its inputs q, k, v are kept; its output is kept by o_proj
         # (Megatron: (s, b, h) layout, used directly) or, in (b, h, s, d) layout, only the reshaped copy
         # that o_proj saves (transformers-style modules).
-        if profile == "megatron":
-            d["attn_out"] = a * model.attn_out_dim
+        if profile == "megatron":  # under fp8 only the projection's FP8 copy is saved
+            d["attn_out"] = g * model.attn_out_dim
         elif W("o_proj"):
-            d["o_proj_input"] = a * model.attn_out_dim
+            d["o_proj_input"] = g * model.attn_out_dim
     elif impl == "eager":
         if profile == "hf":
             # fp32 softmax output + its 16-bit copy (same storage when training in fp32)
@@ -176,14 +186,15 @@ def layer_items(
             d["attn_dropout_per_key"] = (1 + a) * nh
         s2 += d["scores_per_key"] + d.get("attn_dropout_per_key", 0.0)
         if W("o_proj"):  # P @ V output permuted to (b, s, h): a copy, saved by o_proj
-            d["o_proj_input"] = a * model.attn_out_dim
+            d["o_proj_input"] = g * model.attn_out_dim
     else:
         # FlashAttention / SDPA kernels keep their output and the fp32 log-sum-exp per head and token
         # (the kernels return a (b, s, h, d)-laid-out output, so the reshape for o_proj is a view)
         d["attn_out"] = a * model.attn_out_dim
         d["softmax_lse"] = 4 * nh
-        if prof.get("attention_out_copy") and W("o_proj"):
-            d["o_proj_input"] = a * model.attn_out_dim
+        if (prof.get("attention_out_copy") or fp8) and W("o_proj"):
+            # a 16-bit reshaped copy (profile), or the FP8 cast the TE projection saves beside the kernel output
+            d["o_proj_input"] = g * model.attn_out_dim
     tp += d.get("attn_out", 0.0) + d.get("softmax_lse", 0.0) + d.get("o_proj_input", 0.0)
     lo = lora_out("o_proj")
     if lo:
@@ -204,17 +215,17 @@ def layer_items(
         if model.mlp == "swiglu":
             if profile == "megatron":
                 d[f"{prefix}fc1_out"] = 2 * a * f
-                d[f"{prefix}fc2_input"] = a * f
+                d[f"{prefix}fc2_input"] = g * f
             else:
                 d[f"{prefix}gate_out"] = a * f
                 d[f"{prefix}act_out"] = a * f
                 d[f"{prefix}up_out"] = a * f
                 if W("down_proj"):
-                    d[f"{prefix}down_input"] = a * f
+                    d[f"{prefix}down_input"] = g * f
         else:
             d[f"{prefix}fc1_out"] = a * f
             if W("down_proj") or profile == "megatron":
-                d[f"{prefix}fc2_input"] = a * f
+                d[f"{prefix}fc2_input"] = g * f
         total = sum(v for k, v in d.items() if k not in known)
         lo_in = lora_out("gate_proj", "up_proj") if model.mlp == "swiglu" else lora_out("up_proj")
         lo_out = lora_out("down_proj")
@@ -225,22 +236,22 @@ def layer_items(
 
     if not moe:
         if W("gate_proj") or W("up_proj"):
-            d["mlp_input"] = a * h
-            sp += a * h
+            d["mlp_input"] = g * h
+            sp += g * h
         tp += mlp(model.ffn, "mlp_")
         return LayerItems(sp=sp, tp=tp, s2=s2, routed=0.0, detail=d)
 
     # MoE layer: router (replicated over TP), routed token-slots, shared experts.
     E, k = model.experts, model.experts_per_token
     if training.trains_base_weights or W("gate_proj") or W("up_proj"):
-        d["mlp_input"] = a * h
-        sp += a * h
+        d["mlp_input"] = g * h
+        sp += g * h
     d["router_probs_fp32"] = 4 * E
     d["router_topk_indices"] = 8 * k
     sp += d["router_probs_fp32"] + d["router_topk_indices"]
     per_slot: dict[str, float] = {}
     if W("gate_proj") or W("up_proj"):
-        per_slot["expert_input"] = a * h
+        per_slot["expert_input"] = g * h
     before = dict(d)
     mlp(model.expert_ffn, "expert_")
     for key in list(d):

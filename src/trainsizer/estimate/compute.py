@@ -112,10 +112,12 @@ class LayerTimes:
 
 def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micro_batch, sp, recompute,
                 ep, flash: bool, flash_rate: float, flash_bwd_over_fwd: float,
-                trains_base_weights: bool = True) -> LayerTimes:
+                trains_base_weights: bool = True, moe_capacity_factor: float = 1.0) -> LayerTimes:
     """Compute seconds of one average decoder layer per micro-batch on one GPU.
 
-    `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast.
+    `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast. `moe_capacity_factor`: tokens
+    on the busiest expert relative to balanced routing (Training.moe_capacity_factor): the expert GEMMs and the
+    token permutation of the slowest GPU scale with it.
     """
     t = np.asarray(tp, float)
     c = np.asarray(cp, float)
@@ -166,14 +168,15 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     recomp_full_sum = shapes.n_dense * (dense_fwd_g + a_fwd + dense_fwd_ew)
     if shapes.n_moe:
         local_exp = np.maximum(shapes.experts / e, 1.0)
-        m_e = tok * shapes.topk / local_exp  # tokens per local expert (balanced routing)
+        # tokens per local expert: balanced routing x capacity factor (the busiest GPU sets the pace)
+        m_e = tok * shapes.topk / local_exp * moe_capacity_factor
         g_router = gemm_time(tok, shapes.experts, h, rates)
         g_exp, act_exp = mlp_time(shapes.expert_up, shapes.expert_ffn, m_e, batch=local_exp)
         g_sh = act_sh = 0.0
         if shapes.shared_ffn:
             g_sh, act_sh = mlp_time(shapes.shared_up, shapes.shared_ffn, tok)
         # permute/unpermute of routed tokens: read+write h per routed copy, twice
-        perm = 4.0 * h * tok * shapes.topk * rates.act_bytes
+        perm = 4.0 * h * tok * shapes.topk * moe_capacity_factor * rates.act_bytes
         moe_g = g_attn + g_router + g_exp + g_sh
         moe_ew = stream_time(ew_fwd_common + act_exp + act_sh + perm, rates, kernels=10)
         fwd_sum = fwd_sum + shapes.n_moe * (moe_g + a_fwd + moe_ew)

@@ -46,6 +46,12 @@ class Training:
     lora_targets: tuple[str, ...] = ()  # q_proj k_proj v_proj o_proj gate_proj up_proj down_proj
     flash_attention: bool = True
     tokens_total: float = 0.0  # tokens to train on (all epochs); 0 = unknown
+    # MoE routing imbalance: tokens reaching the busiest expert / rank relative to balanced routing (1.0).
+    # Dropless routing: the observed max/mean load; token-dropping routers (Switch Transformer, Fedus et al.
+    # 2021 s2.1; Megatron-Core --moe-expert-capacity-factor): the capacity factor, each expert buffer padded
+    # to capacity_factor x tokens*top_k/experts. Scales the dispatched (routed) activations, the expert GEMMs,
+    # the token permutation and the EP all-to-all on the busiest GPU. A named input, not fitted.
+    moe_capacity_factor: float = 1.0
 
     @property
     def trains_base_weights(self) -> bool:

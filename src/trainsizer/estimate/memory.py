@@ -246,7 +246,8 @@ def _evaluate(
     tokens = mb * seq / cp * pairs  # tokens per micro-batch per GPU (before TP/SP)
     n_micro = np.maximum(1.0, training.global_batch_seqs / np.maximum(mb * d, 1))
     sp_div = np.where((t > 1) & (s["sp"] > 0), t, 1.0)
-    k = float(model.experts_per_token or 0)
+    # routed token-slots on the busiest GPU: top-k x capacity factor (Training.moe_capacity_factor)
+    k = float(model.experts_per_token or 0) * float(training.moe_capacity_factor)
 
     # (profile, recompute) item set per strategy: row 3*profile + recompute of a 7-row table (row 6: zeros,
     # for recompute codes outside 0..2, which validate rejects)
@@ -533,6 +534,8 @@ def estimate_memory(
     stage = "last" if last else "first"
     sd = r["stages"][stage]
     items = {k: float(np.asarray(val).reshape(-1)[0]) for k, val in sd["items"].items()}
+    if not items.get("optimizer_step_grad_buffers"):
+        items.pop("optimizer_step_grad_buffers", None)
     p = int(strategy.pp)
     n_layers = int(np.asarray(sd["n_layers"]).reshape(-1)[0])
     mega = bool(r["mega"].reshape(-1)[0])
@@ -540,6 +543,9 @@ def estimate_memory(
     if training.method == "qlora":
         notes.append("QLoRA paged optimizer: states live in unified memory and page to the GPU during the "
                      "update; they are counted in host memory, not in the GPU peak")
+    if bool(np.asarray(r["step_peak"]).reshape(-1)[0]):
+        notes.append("peak during the DeepSpeed ZeRO optimizer step: the flattened gradient partition and its "
+                     "fp32 cast sit beside master weights and optimizer states (activations already freed)")
     if int(np.asarray(strategy.vpp)) > 1:
         notes.append("interleaved pipeline: stage weights use the average layer")
     per_node = min(system.gpus_per_node, max(system.gpus, 1))

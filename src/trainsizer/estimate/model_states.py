@@ -78,6 +78,9 @@ def check_training(training: Training) -> None:
         )
     if training.seq_len <= 0 or training.global_batch_seqs <= 0:
         raise SpecError("training.seq_len", "sequence length and global batch must be positive")
+    if not training.moe_capacity_factor > 0:
+        raise SpecError("training.moe_capacity_factor", "MoE capacity factor must be positive (1.0 = balanced "
+                        "routing)", value=training.moe_capacity_factor, allowed="> 0, e.g. 1.0, 1.25, 2.0")
 
 
 def lora_targets(training: Training) -> frozenset[str]:

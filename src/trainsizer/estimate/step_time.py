@@ -235,6 +235,9 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     The framework style comes from `strategy.framework` (see `estimate.framework`); `framework_style`
     overrides it (a name from perf_constants.yaml `frameworks:` or a Framework)."""
     k = constants or load_constants()
+    if not training.moe_capacity_factor > 0:
+        raise SpecError("training.moe_capacity_factor", "MoE capacity factor must be positive (1.0 = balanced "
+                        "routing)", value=training.moe_capacity_factor, allowed="> 0, e.g. 1.0, 1.25, 2.0")
     fw = _style(strategy, framework_style)
     r = rates(system, training.precision, k, calibration, fw.attention_kernel)
     sh = _shapes(model)
@@ -250,7 +253,8 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
 
     lt = compute.layer_times(sh, training.seq_len, r, tp=t, cp=c, micro_batch=b, sp=sp, recompute=rc, ep=e,
                              flash=training.flash_attention, flash_rate=r.flash_flops,
-                             flash_bwd_over_fwd=k.flash_bwd_over_fwd, trains_base_weights=trains_base)
+                             flash_bwd_over_fwd=k.flash_bwd_over_fwd, trains_base_weights=trains_base,
+                             moe_capacity_factor=training.moe_capacity_factor)
     # per-layer cost of one micro-batch (forward + backward) and of the LM head (last stage only)
     layer_mb = lt.fwd + lt.bwd
     if training.method == "qlora":
@@ -286,8 +290,9 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     if model.is_moe:
         k_ep = comm.ranks_per_domain(e, t * c, D)
         seq_share = np.where(sp, 1.0 / t, 1.0)
-        a2a = comm.all_to_all_time(tok * seq_share * model.experts_per_token * model.hidden * act, e, k_ep, r,
-                                   system)
+        # the busiest rank receives capacity_factor x the balanced share of routed tokens
+        routed = model.experts_per_token * training.moe_capacity_factor
+        a2a = comm.all_to_all_time(tok * seq_share * routed * model.hidden * act, e, k_ep, r, system)
         ep_layer = a2a * (4.0 + 2.0 * (rc == 2)) * model.moe_layer_count / model.layers  # average layer
     # --- the slowest pipeline stage sets the pace (uneven splits: the first L mod p stages hold one more
     # layer; the last stage holds the LM head + loss; the embedding lookup is a gather, not counted)
