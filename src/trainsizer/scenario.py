@@ -157,6 +157,7 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Any,
         lora_targets=tuple(job.lora.targets) if job.lora else (),
         flash_attention=job.flash_attention,
         tokens_total=job.data.tokens_total,
+        moe_capacity_factor=job.moe_capacity_factor,
     )
     if job.global_batch.tokens is not None and job.global_batch.tokens % job.seq_len:
         notes.append(

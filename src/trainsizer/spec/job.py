@@ -187,6 +187,8 @@ class Job(_Strict):
     precision: Precision = "bf16"
     optimizer: Optimizer = "adamw"
     flash_attention: bool = True
+    # MoE routing imbalance: tokens an expert receives relative to a perfectly balanced router (1.0).
+    moe_capacity_factor: float = Field(1.0, gt=0, le=16)
     goal: Goal = Goal()
     constraints: Constraints = Constraints()
     hardware: HardwareSpec | None = None
