@@ -93,7 +93,7 @@ def _costs(scenario: Scenario, catalog: Any, gpu_hours: float, wall_hours: float
     if rent is not None and procurement in ("rent", "either"):
         block = _price_block(rent, gpu_hours, "per GPU-hour")
         for k in ("low", "mid", "high"):
-            block[k] = rent_cost(gpu_hours, getattr(rent, k)).total_usd
+            block[k] = rent_cost(gpu_hours, getattr(rent, k), rent.currency).total
         block["currency"] = rent.currency
         out["rent"] = block
     elif procurement in ("rent", "either"):
@@ -111,12 +111,12 @@ def _costs(scenario: Scenario, catalog: Any, gpu_hours: float, wall_hours: float
             for k in ("low", "mid", "high"):
                 capex = getattr(per_gpu, k) * system.gpus
                 kwh_price = electricity.mid if electricity is not None else 0.0
-                c = buy_cost(wall_hours, capex, kwh, kwh_price, years=AMORTISATION_YEARS)
-                block[k] = c.total_usd
+                c = buy_cost(wall_hours, capex, kwh, kwh_price, years=AMORTISATION_YEARS, currency=per_gpu.currency)
+                block[k] = c.total
                 if k == "mid":
                     block["capex_total"] = capex
-                    block["amortised"] = c.compute_usd
-                    block["electricity"] = c.energy_usd
+                    block["amortised"] = c.compute
+                    block["electricity"] = c.energy
             block["currency"] = per_gpu.currency
             block["amortisation_years"] = AMORTISATION_YEARS
             block["electricity_per_kwh"] = electricity.mid if electricity is not None else None

@@ -8,14 +8,14 @@ from trainsizer.estimate.cost import buy_cost, rent_cost
 
 def test_rent_is_gpu_hours_times_price():
     c = rent_cost(1000.0, 2.5)
-    assert c.total_usd == 2500.0 and c.mode == "rent"
+    assert c.total == 2500.0 and c.mode == "rent"
 
 
 def test_buy_amortises_capex_and_adds_energy():
-    c = buy_cost(wall_hours=8760.0, capex_usd=4e6, energy_kwh=1e6, usd_per_kwh=0.1, years=4.0)
-    assert c.compute_usd == pytest.approx(1e6)
-    assert c.energy_usd == pytest.approx(1e5)
-    assert c.to_dict()["total_usd"] == pytest.approx(1.1e6)
+    c = buy_cost(wall_hours=8760.0, capex=4e6, energy_kwh=1e6, price_per_kwh=0.1, years=4.0)
+    assert c.compute == pytest.approx(1e6)
+    assert c.energy == pytest.approx(1e5)
+    assert c.to_dict()["total"] == pytest.approx(1.1e6)
 
 
 def test_bad_inputs():
