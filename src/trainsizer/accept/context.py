@@ -65,25 +65,23 @@ class Context:
     def at_least(self, name: str, measured: float | int | None, limit: Limit | None, unit: str,
                  what: str, details: dict | None = None) -> CheckResult:
         """pass if measured >= limit; skipped (with the figure) when there is no figure or no threshold."""
-        if measured is None:
-            return self.skipped(name, f"{what}: not measured", limit=limit, unit=unit, details=details)
-        if limit is None:
-            return self.result(name, "skipped", measured=measured, unit=unit, details=details,
-                               why=f"{what}: measured {_fmt(measured)} {unit}; no threshold in the criteria")
-        ok = float(measured) >= float(limit.value)
-        rel = ">=" if ok else "<"
-        return self.result(name, "pass" if ok else "fail", measured=measured, limit=limit, unit=unit,
-                           details=details, why=f"{what} {_fmt(measured)} {rel} {_fmt(limit.value)} {unit}")
+        return self._compare(name, measured, limit, unit, what, details, higher_is_better=True)
 
     def at_most(self, name: str, measured: float | int | None, limit: Limit | None, unit: str,
                 what: str, details: dict | None = None) -> CheckResult:
+        """pass if measured <= limit; skipped (with the figure) when there is no figure or no threshold."""
+        return self._compare(name, measured, limit, unit, what, details, higher_is_better=False)
+
+    def _compare(self, name: str, measured: float | int | None, limit: Limit | None, unit: str, what: str,
+                 details: dict | None, *, higher_is_better: bool) -> CheckResult:
         if measured is None:
             return self.skipped(name, f"{what}: not measured", limit=limit, unit=unit, details=details)
         if limit is None:
             return self.result(name, "skipped", measured=measured, unit=unit, details=details,
                                why=f"{what}: measured {_fmt(measured)} {unit}; no threshold in the criteria")
-        ok = float(measured) <= float(limit.value)
-        rel = "<=" if ok else ">"
+        m, v = float(measured), float(limit.value)
+        ok = m >= v if higher_is_better else m <= v
+        rel = (">=" if ok else "<") if higher_is_better else ("<=" if ok else ">")
         return self.result(name, "pass" if ok else "fail", measured=measured, limit=limit, unit=unit,
                            details=details, why=f"{what} {_fmt(measured)} {rel} {_fmt(limit.value)} {unit}")
 
