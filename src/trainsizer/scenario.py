@@ -164,10 +164,15 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Any,
             f"global_batch.tokens {job.global_batch.tokens} is not a multiple of seq_len {job.seq_len}: "
             f"using {training.global_batch_seqs} sequences ({training.tokens_per_step} tokens)"
         )
+    listed: dict[str, set[str] | None] = {"exclude": set(), "include": None}
     for key in ("exclude", "include"):
-        for i, acc in enumerate(getattr(job.constraints, key) or ()):
+        names = getattr(job.constraints, key)
+        if names is None:
+            continue
+        listed[key] = set()
+        for i, name in enumerate(names):
             try:
-                catalog.accelerator(acc)
+                listed[key].add(catalog.accelerator(name).id)  # aliases resolve to one id
             except SpecError as err:
                 raise _prefixed(err, f"{origin}: constraints.{key}[{i}]") from None
     if job.hardware is None:
@@ -178,7 +183,7 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Any,
         acc = catalog.accelerator(hw.accelerator)
     except SpecError as err:
         raise _prefixed(err, f"{origin}: hardware.accelerator") from None
-    notes.extend(_check_constraints(job, acc, origin))
+    notes.extend(_check_constraints(job, acc, listed, origin))
     network = _resolve_network(hw.network, hw.count > hw.per_node, catalog, origin)
     system = build_system(acc, hw.count, min(hw.per_node, hw.count), network)
     strategy = _resolve_strategy(job, hw.count, origin) if job.strategy is not None else None
@@ -186,17 +191,19 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Any,
                     strategy=strategy, notes=tuple(notes))
 
 
-def _check_constraints(job: Job, acc: Any, origin: str) -> list[str]:
-    """Hard constraints the chosen hardware breaks are errors; market rules are notes (they change often)."""
+def _check_constraints(job: Job, acc: Any, listed: dict[str, set[str] | None], origin: str) -> list[str]:
+    """Hard constraints the chosen hardware breaks are errors; market rules are notes (they change often).
+
+    `listed` holds the catalog ids of constraints.exclude / constraints.include (None: no include list)."""
     hw, c = job.hardware, job.constraints
     assert hw is not None
     where = f"{origin}: hardware.accelerator"
-    excluded = {a for a in c.exclude}
-    if acc.id in excluded or any(alias in excluded for alias in acc.aliases):
+    if acc.id in (listed["exclude"] or set()):
         raise SpecError(where, "this accelerator is listed in constraints.exclude", value=hw.accelerator)
-    if c.include is not None and acc.id not in c.include and not any(a in c.include for a in acc.aliases):
+    include = listed["include"]
+    if include is not None and acc.id not in include:
         raise SpecError(where, "this accelerator is not in constraints.include", value=hw.accelerator,
-                        allowed=list(c.include))
+                        allowed=sorted(include))
     nodes = -(-hw.count // hw.per_node)
     if c.max_nodes is not None and nodes > c.max_nodes:
         raise SpecError(f"{origin}: hardware.count",
