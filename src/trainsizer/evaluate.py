@@ -180,3 +180,31 @@ def evaluate(scenario: Scenario, catalog: Any, calibration: Calibration | None =
         "calibration": calibration.model_dump() if calibration else None,
         "notes": notes,
     }
+
+
+def reverse_questions(scenario: Scenario, questions: tuple[str, ...]) -> dict[str, Any]:
+    """The largest micro-batch / sequence length / model depth that fit (memory limits, trainsizer fit)."""
+    from trainsizer.estimate.fit import max_layers, max_micro_batch, max_seq_len
+
+    sc = require_configuration(scenario)
+    args = (sc.model, sc.training, sc.system, sc.strategy)
+
+    def gib(r: Any) -> float | None:
+        return r.estimate.to_dict()["per_gpu_gib"] if r.estimate else None
+
+    out: dict[str, Any] = {"job": sc.name}
+    for q in questions:
+        if q == "micro-batch":
+            r = max_micro_batch(*args)
+            out["max_micro_batch"] = {"value": r.value, "per_gpu_gib": gib(r)}
+        elif q == "seq-len":
+            r = max_seq_len(*args)
+            out["max_seq_len"] = {"value": r.value, "per_gpu_gib": gib(r)}
+        elif q == "model":
+            r = max_layers(*args)
+            out["max_model"] = {"layers": r.value,
+                                "params_total": sc.model.with_(layers=r.value).params_total if r.value else 0,
+                                "per_gpu_gib": gib(r), "how": f"{sc.model.name} architecture scaled in depth"}
+        else:
+            raise SpecError("--what", "unknown question", value=q, allowed=["micro-batch", "seq-len", "model"])
+    return out

@@ -1,0 +1,48 @@
+"""The `trainsizer` command group and what every subcommand shares (language, catalog overlays, --json)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from trainsizer import __version__
+from trainsizer.render.i18n import LANGS, default_lang
+
+
+@dataclass
+class AppState:
+    lang: str
+    overlays: tuple[Path, ...] = ()
+    _catalog: Any = field(default=None, repr=False)
+
+    @property
+    def catalog(self) -> Any:
+        """The built-in catalog with the user's overlays, loaded on first use."""
+        if self._catalog is None:
+            from trainsizer.catalog import load_catalog
+
+            self._catalog = load_catalog(overlays=self.overlays)
+        return self._catalog
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="trainsizer")
+@click.option("--lang", type=click.Choice(LANGS), default=None,
+              help="Language of tables and reports (default: from the locale).")
+@click.option(
+    "--catalog",
+    "overlays",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Your own catalog file (YAML) overlaid on the built-in one: adds entries or overrides fields such as prices.",
+)
+@click.pass_context
+def cli(ctx: click.Context, lang: str | None, overlays: tuple[Path, ...]) -> None:
+    """Size, cost and accept hardware for AI training jobs."""
+    ctx.obj = AppState(lang=lang or default_lang(), overlays=overlays)

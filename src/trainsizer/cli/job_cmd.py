@@ -1,0 +1,128 @@
+"""`trainsizer check|estimate|fit JOB.yaml`: commands that read a job file (flags override its hardware and
+strategy)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from trainsizer.cli.app import AppState, cli, json_option
+from trainsizer.render.console import echo_json, fmt_params, print_table
+from trainsizer.render.i18n import t
+
+_OVERRIDES = [
+    click.option("--accelerator", help="Catalog accelerator id (overrides hardware.accelerator)."),
+    click.option("--count", type=int, help="Number of GPUs (hardware.count)."),
+    click.option("--per-node", "per_node", type=int, help="GPUs per node (hardware.per_node)."),
+    click.option("--network", help="Catalog network id (hardware.network)."),
+    click.option("--tp", type=int), click.option("--pp", type=int), click.option("--vpp", type=int),
+    click.option("--dp", type=int), click.option("--cp", type=int), click.option("--ep", type=int),
+    click.option("--zero", type=int, help="ZeRO stage 0-3."),
+    click.option("--fsdp", help="none | full | hybrid"),
+    click.option("--micro-batch", "micro_batch", type=int),
+    click.option("--recompute", help="none | selective | full"),
+    click.option("--offload", help="none | optimizer | optimizer+params"),
+    click.option("--framework", help="auto | megatron | megatron-core | deepspeed | fsdp | hf | deepseek-dualpipe"),
+]
+
+
+def override_options(fn: Callable) -> Callable:
+    for opt in reversed(_OVERRIDES):
+        fn = opt(fn)
+    return fn
+
+
+def _scenario(app: AppState, job_file: Path, overrides: dict[str, Any]) -> Any:
+    from trainsizer.scenario import resolve_job
+    from trainsizer.spec import read_mapping
+    from trainsizer.spec.overrides import apply_overrides
+
+    data = apply_overrides(read_mapping(job_file), overrides)
+    return resolve_job(job_file, app.catalog, data=data)
+
+
+def _flatten(d: dict, prefix: str = "") -> list[tuple[str, object]]:
+    rows: list[tuple[str, object]] = []
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            rows.extend(_flatten(v, key + "."))
+        elif v is not None:
+            rows.append((key, v))
+    return rows
+
+
+@cli.command()
+@click.argument("job_file", type=click.Path(path_type=Path))
+@override_options
+@json_option
+@click.pass_obj
+def check(app: AppState, job_file: Path, as_json: bool, **overrides: Any) -> None:
+    """Validate a job file and print the normalised job (model, data, hardware resolved)."""
+    scenario = _scenario(app, job_file, overrides)
+    summary = scenario.summary()
+    if as_json:
+        echo_json(summary)
+        return
+    L = app.lang
+    click.echo(f"{t('job_ok', L)}: {job_file}")
+    print_table(summary["name"], [t("item", L), t("value", L)], _flatten(summary))
+    for note in scenario.notes:
+        click.echo(f"  note: {note}")
+
+
+@cli.command()
+@click.argument("job_file", type=click.Path(path_type=Path))
+@override_options
+@click.option("--calibration", "calibration_file", type=click.Path(path_type=Path),
+              help="Measured figures (a `trainsizer accept` result file) that replace modelled efficiencies.")
+@json_option
+@click.pass_obj
+def estimate(app: AppState, job_file: Path, calibration_file: Path | None, as_json: bool, **overrides: Any) -> None:
+    """Memory per GPU, step time, MFU, time-to-train, cost and energy of one configuration.
+
+    Hardware and strategy come from the job file; flags override them.
+    """
+    from trainsizer.evaluate import evaluate, load_calibration
+    from trainsizer.render.estimate_view import print_estimate
+
+    scenario = _scenario(app, job_file, overrides)
+    calibration = load_calibration(calibration_file, scenario.training.precision) if calibration_file else None
+    result = evaluate(scenario, app.catalog, calibration)
+    if as_json:
+        echo_json(result)
+    else:
+        print_estimate(result, app.lang)
+
+
+@cli.command()
+@click.argument("job_file", type=click.Path(path_type=Path))
+@override_options
+@click.option("--what", "questions", multiple=True, type=click.Choice(("micro-batch", "seq-len", "model")),
+              help="Which reverse question(s) to answer (default: all three).")
+@json_option
+@click.pass_obj
+def fit(app: AppState, job_file: Path, questions: tuple[str, ...], as_json: bool, **overrides: Any) -> None:
+    """The largest micro-batch, sequence length and model (by depth) that fit the job's hardware and strategy.
+
+    Answers are memory limits; everything else in the job is kept.
+    """
+    from trainsizer.evaluate import reverse_questions
+
+    scenario = _scenario(app, job_file, overrides)
+    out = reverse_questions(scenario, questions or ("micro-batch", "seq-len", "model"))
+    if as_json:
+        echo_json(out)
+        return
+    L = app.lang
+    rows = []
+    for key, val in out.items():
+        if isinstance(val, dict):
+            shown = val.get("value", val.get("layers"))
+            extra = f" ({fmt_params(val['params_total'])} params)" if val.get("params_total") else ""
+            gib = f"{val['per_gpu_gib']:.1f} GiB" if val.get("per_gpu_gib") else "—"
+            rows.append((t(key, L), f"{shown}{extra}", gib))
+    print_table(f"{t('fit_title', L)}: {scenario.name}", [t("item", L), t("value", L), t("memory", L)], rows)

@@ -1,0 +1,57 @@
+"""`trainsizer models list|show`."""
+
+from __future__ import annotations
+
+import click
+
+from trainsizer.cli.app import AppState, cli, json_option
+from trainsizer.render.console import echo_json, fmt_params, print_table
+from trainsizer.render.i18n import t
+
+
+@cli.group()
+def models() -> None:
+    """Model architectures: shipped presets and Hugging Face config.json files."""
+
+
+@models.command("list")
+@json_option
+@click.pass_obj
+def models_list(app: AppState, as_json: bool) -> None:
+    """List the shipped model presets."""
+    from trainsizer.models import list_presets
+
+    presets = list_presets()
+    if as_json:
+        echo_json(presets)
+        return
+    L = app.lang
+    print_table(
+        t("models_title", L),
+        [t("name", L), t("family", L), t("params_total", L), t("params_active", L), t("source", L)],
+        [(p.name, p.family, fmt_params(p.params_total), fmt_params(p.params_active), p.source) for p in presets],
+    )
+
+
+@models.command("show")
+@click.argument("name")
+@json_option
+@click.pass_obj
+def models_show(app: AppState, name: str, as_json: bool) -> None:
+    """Show one model: a preset name, or a path to config.json (or its folder)."""
+    from trainsizer.models import load_model
+
+    arch = load_model(name)
+    data = arch.to_dict()
+    if as_json:
+        echo_json(data)
+        return
+    L = app.lang
+    empty = (0, False, "", None, [], ())
+    rows = [(k, fmt_params(v) if k.startswith("params_") else v)
+            for k, v in data.items() if k not in ("notes", "unknown_keys") and v not in empty]
+    print_table(arch.name, [t("item", L), t("value", L)], rows)
+    if arch.notes:
+        click.echo(f"{t('unknown_fields', L)}:")
+        for note in arch.notes:
+            click.echo(f"  - {note}")
