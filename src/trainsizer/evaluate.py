@@ -26,7 +26,11 @@ AMORTISATION_YEARS = 4.0
 
 def load_calibration(path: Path | str, precision: str) -> Calibration:
     """Measured figures from a `trainsizer accept` result file (its `calibration` section) or a file with
-    the `Calibration` fields themselves."""
+    the `Calibration` fields themselves.
+
+    The acceptance suite measures the write bandwidth of one node to the planned path (the slowest node of a
+    merged run); it is taken as the job's whole checkpoint bandwidth, which is conservative for multi-node
+    jobs whose file system scales with clients. Give `storage_gb_s` explicitly to state the aggregate."""
     path = Path(path)
     if not path.exists():
         raise SpecError(str(path), "calibration file not found")

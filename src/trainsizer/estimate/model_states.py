@@ -187,9 +187,6 @@ class ParamLayout:
     lora_embed_copy: int  # modules_to_save embedding copy
     lora_head_copy: int
 
-    def stage_sum(self, cum: np.ndarray, start: Any, stop: Any) -> Any:
-        return cum[np.asarray(stop)] - cum[np.asarray(start)]
-
 
 def param_layout(model: ModelArch, training: Training) -> ParamLayout:
     L = model.layers
@@ -243,6 +240,14 @@ def param_layout(model: ModelArch, training: Training) -> ParamLayout:
         lora_embed_copy=model.embedding_params if "embed_tokens" in t else 0,
         lora_head_copy=(model.lm_head_params or model.vocab * h) if "lm_head" in t else 0,
     )
+
+
+@lru_cache(maxsize=64)
+def lora_trainable_params(model: ModelArch, training: Training) -> float:
+    """Trainable parameters of a LoRA / QLoRA job: the adapters of every layer (r * (d_in + d_out) per adapted
+    matrix, routed experts included) + PEFT modules_to_save copies. The one count memory and time share."""
+    lay = param_layout(model, training)
+    return float(lay.cum_lora_dense[-1] + lay.cum_lora_exp[-1] + lay.lora_embed_copy + lay.lora_head_copy)
 
 
 @dataclass(frozen=True)

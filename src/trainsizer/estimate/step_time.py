@@ -29,6 +29,7 @@ from trainsizer.estimate import comm, compute, pipeline
 from trainsizer.estimate.calibration import Calibration, PerfConstants, load_constants, rates
 from trainsizer.estimate.flops import layer_flops
 from trainsizer.estimate.inputs import System, Training
+from trainsizer.estimate.model_states import check_training, lora_trainable_params
 from trainsizer.estimate.validate import check_strategy
 from trainsizer.models.arch import ModelArch
 
@@ -204,20 +205,6 @@ def _param_split(model: ModelArch) -> tuple[float, float]:
     return float(model.params_total), expert
 
 
-def _lora_params(model: ModelArch, training: Training) -> float:
-    """Trainable LoRA parameters r*(d_in + d_out) per adapted matrix (Hu et al. 2021)."""
-    h, q, kv, f = model.hidden, model.q_dim, model.kv_dim, model.ffn or model.expert_ffn
-    dims = {"q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h), "gate_proj": (h, f),
-            "up_proj": (h, f), "down_proj": (f, h)}
-    targets = training.lora_targets or tuple(dims)
-    for t in targets:
-        if t not in dims:
-            raise SpecError("training.lora_targets", "unknown LoRA target module", value=t, allowed=sorted(dims),
-                            suggestion=did_you_mean(t, dims))
-    per_layer = sum(training.lora_rank * sum(dims[t]) for t in targets)
-    return float(per_layer * model.layers)
-
-
 def _as_arrays(strategy) -> dict[str, np.ndarray]:
     keys = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch")
     out = {k: np.asarray(getattr(strategy, k), dtype=float) for k in keys}
@@ -235,9 +222,7 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     The framework style comes from `strategy.framework` (see `estimate.framework`); `framework_style`
     overrides it (a name from perf_constants.yaml `frameworks:` or a Framework)."""
     k = constants or load_constants()
-    if not training.moe_capacity_factor > 0:
-        raise SpecError("training.moe_capacity_factor", "MoE capacity factor must be positive (1.0 = balanced "
-                        "routing)", value=training.moe_capacity_factor, allowed="> 0, e.g. 1.0, 1.25, 2.0")
+    check_training(training)
     fw = _style(strategy, framework_style)
     r = rates(system, training.precision, k, calibration, fw.attention_kernel)
     sh = _shapes(model)
@@ -324,7 +309,7 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     # --- data parallel / sharding
     p_total, p_expert = _param_split(model)
     p_dense = p_total - p_expert
-    trainable = p_total if trains_base else _lora_params(model, training)
+    trainable = p_total if trains_base else lora_trainable_params(model, training)
     train_frac = trainable / p_total
     local_dense = p_dense / (t * p)
     local_expert = p_expert / (t * p * e)
