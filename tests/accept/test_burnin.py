@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from trainsizer.accept import burnin
 from trainsizer.accept.criteria import from_platform
 from trainsizer.accept.telemetry import GpuSample
@@ -96,3 +98,16 @@ def test_low_utilisation_fails(h100_ctx):
                               xids_before=[], xids_after=[])
     u = by_name(burnin.evaluate(h100_ctx, "burnin", rec))["burnin.utilization"]
     assert u.status == "fail" and u.measured == 60.0 and "GPU 1" in u.why
+
+
+def test_a_gpu_whose_load_crashes_fails_throughput(h100_ctx, monkeypatch):
+    """The load thread of a GPU that raises (here: CUDA absent on a CPU torch) used to vanish silently."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this host has a GPU")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    clock = FakeClock()
+    rec = burnin.record(recorded(), 2, 1, burnin.GemmLoad(n=64), clock, clock.sleep)
+    assert rec.throughput == {0: 0.0} and 0 in rec.load_errors
+    t = by_name(burnin.evaluate(h100_ctx, "burnin", rec))["burnin.throughput"]
+    assert t.status == "fail" and t.why.startswith("load stopped: GPU 0:")

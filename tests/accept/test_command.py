@@ -111,3 +111,17 @@ def test_python_dash_m_entry_point(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "trainsizer.accept", "--skip", "nope"], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.startswith("error: --skip: unknown check")
+
+
+def test_unwritable_out_is_one_line_error_before_any_check(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    code = main(["--only", "inventory", "--telemetry", "none", "--no-history", "--out", str(blocker / "r.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: --out: cannot write there") and "Traceback" not in err
+    code = main(["--only", "inventory", "--telemetry", "none", "--no-history", "--out", str(tmp_path)])
+    assert code == 2 and "--out: is a folder" in capsys.readouterr().err
+    code = main(["--only", "inventory", "--telemetry", "none", "--no-history", "--out", str(tmp_path / "r.json"),
+                 "--html", str(blocker / "r.html")])
+    assert code == 2 and "error: --html: cannot write there" in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()  # refused before any check ran

@@ -50,6 +50,14 @@ def test_unknown_platform_suggests():
     assert "h100-sxm-80gb" in str(err.value) and "--platform" in str(err.value)
 
 
+def test_unknown_platform_in_a_plan_names_the_plan(tmp_path):
+    p = tmp_path / "plan.json"
+    p.write_text(json.dumps({"platform": "h100-sxm"}))
+    with pytest.raises(SpecError) as err:
+        criteria.resolve(p, None, None)
+    assert str(err.value).startswith("plan.json: platform:") and "h100-sxm-80gb" in str(err.value)
+
+
 def test_plan_file_wins_field_by_field(tmp_path):
     plan = {"acceptance": {"platform": "h100-sxm-80gb", "gpu_count": {"value": 4, "source": "plan: 4 GPUs"},
                            "storage_read_gb_s_min": {"value": 2.0, "source": "plan: 2 x loader rate"},
@@ -76,6 +84,11 @@ def test_bare_criteria_file_without_platform(tmp_path):
     ({"acceptance": {"gpu_cnt": {"value": 8, "source": "x"}}}, "acceptance.gpu_cnt"),
     ({"gpu_count": {"value": 8}}, "gpu_count.source"),
     ({"hbm_gb_s_min": "fast"}, "hbm_gb_s_min"),
+    # a threshold compared as a number is checked when the plan is read, not when its check runs
+    ({"hbm_gb_s_min": {"value": "fast", "source": "x"}}, "hbm_gb_s_min: value must be a number"),
+    ({"busbw_inter_gb_s_min": {"all_reduce": {"value": "x", "source": "y"}}},
+     "busbw_inter_gb_s_min.all_reduce: value must be a number"),
+    ({"gemm_tflops_min": {"bf16": {"value": "lots", "source": "y"}}}, "gemm_tflops_min: value must be a number"),
 ])
 def test_bad_plan_names_the_field(tmp_path, doc, where):
     p = tmp_path / "plan.json"

@@ -33,3 +33,19 @@ def test_per_gpu_verdict_flags_a_straggler(h100_ctx):
     assert ok.status == "pass" and ok.measured == 790.0
     slow = gemm.per_gpu_verdict(h100_ctx, "gemm.bf16", {0: 1000.0, 1: 1000.0, 2: 720.0}, limit, "TFLOP/s", "x")
     assert slow.status == "fail" and "GPUs [2]" in slow.why  # above the floor, below 0.9 x median
+
+
+def test_a_crashing_fp8_gemm_keeps_the_bf16_figure(h100_ctx, monkeypatch):
+    """An fp8 kernel that raises (out of memory, an older torch) is an error of gemm.fp8 alone."""
+    def fake_measure(torch_, dev, dtype, n):
+        if dtype == "fp8":
+            raise RuntimeError("CUDA out of memory")
+        return 800.0
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(gemm, "fp8_supported", lambda torch_, dev: True)
+    monkeypatch.setattr(gemm, "measure_tflops", fake_measure)
+    by = {r.name: r for r in gemm.run(h100_ctx)}
+    assert by["gemm.bf16"].status == "pass" and by["gemm.bf16"].measured == 800.0
+    assert by["gemm.fp8"].status == "error" and "out of memory" in by["gemm.fp8"].why

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from trainsizer.accept import health, telemetry_smi
+from trainsizer.accept import health, xid
 from trainsizer.accept.telemetry_smi import NvidiaSmiTelemetry
 
 from .conftest import fixture_text
@@ -20,7 +20,7 @@ def test_healthy_recorded_node_passes(h100_ctx):
 
 
 def test_faults_from_recorded_nvidia_smi(h100_ctx, monkeypatch):
-    monkeypatch.setattr(telemetry_smi, "read_kernel_log", lambda: (fixture_text("kernel/dmesg-xid.txt"), "dmesg"))
+    monkeypatch.setattr(xid, "read_kernel_log", lambda: (fixture_text("kernel/dmesg-xid.txt"), "dmesg"))
     h100_ctx.telemetry = NvidiaSmiTelemetry(run=smi_runner)
     r = by_name(health.run(h100_ctx))
     assert r["health.ecc_uncorrectable"].status == "fail" and "GPU 2" in r["health.ecc_uncorrectable"].why
@@ -33,7 +33,7 @@ def test_faults_from_recorded_nvidia_smi(h100_ctx, monkeypatch):
 
 
 def test_unreadable_kernel_log_is_skipped(h100_ctx, monkeypatch):
-    monkeypatch.setattr(telemetry_smi, "read_kernel_log", lambda: (None, "not permitted"))
+    monkeypatch.setattr(xid, "read_kernel_log", lambda: (None, "not permitted"))
     h100_ctx.telemetry = NvidiaSmiTelemetry(run=smi_runner)
     assert by_name(health.run(h100_ctx))["health.xid"].status == "skipped"
 

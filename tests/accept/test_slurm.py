@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 
@@ -53,7 +55,12 @@ def test_real_single_node_job(tmp_path):
            "--history", str(tmp_path / "h.sqlite"), "--storage-path", str(tmp_path)]
     # loopback only: rendezvous on 127.0.0.1 and gloo on lo (the job inherits this environment)
     env = {**os.environ, "TRAINSIZER_RDZV_HOST": "127.0.0.1", "GLOO_SOCKET_IFNAME": "lo"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=200, env=env)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=200, env=env)
+    except subprocess.TimeoutExpired as err:
+        _cancel(err.stderr)
+        raise
+    _cancel(proc.stderr)  # a job the command gave up waiting for must not stay in the queue
     assert proc.returncode in (0, 1), proc.stderr + proc.stdout
     doc = json.loads(proc.stdout)
     names = {c["name"] for c in doc["checks"]}
@@ -63,6 +70,14 @@ def test_real_single_node_job(tmp_path):
     assert by["collectives.correctness.intra"]["status"] == "pass"
     assert doc["complete"] and doc["calibration"]["storage_read_gb_s"] > 0
     assert (out / "report.html").exists() and (out / "results.json").exists()
+
+
+def _cancel(stderr: str | bytes | None) -> None:
+    """scancel the job the command submitted ("submitted job N" on stderr), if it is still queued."""
+    text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr or ""
+    m = re.search(r"submitted job (\d+)", text)
+    if m and shutil.which("scancel"):
+        subprocess.run(["scancel", m[1]], capture_output=True, timeout=30, check=False)
 
 
 def test_unavailable_slurm_says_why(monkeypatch, tmp_path):

@@ -85,3 +85,19 @@ def test_dataset_files_are_read_cold(cpu_ctx, tmp_path, monkeypatch):
     assert r.status == "pass" and r.details["files"] == 3 and r.details["bytes"] == 6 * 2**20
     cpu_ctx.options.dataset_path = tmp_path / "missing"
     assert by_name(storage.run(cpu_ctx))["storage.dataset_read"].status == "error"
+
+
+def test_a_failing_write_is_an_error_and_the_dataset_read_still_counts(cpu_ctx, tmp_path, monkeypatch):
+    """ENOSPC while writing used to turn the whole storage group into one error, losing the dataset read."""
+    def full(path, size_bytes, seed=0):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(fio, "available", lambda: False)
+    monkeypatch.setattr(storage, "write_random", full)
+    data = tmp_path / "dataset.bin"
+    data.write_bytes(b"x" * 2**20)
+    cpu_ctx.options.dataset_path = data
+    r = by_name(storage.run(cpu_ctx))
+    assert r["storage.write"].status == "error" and "No space left" in r["storage.write"].why
+    assert r["storage.read"].status == "error"
+    assert r["storage.dataset_read"].measured > 0

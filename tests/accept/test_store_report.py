@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import io
+
+from rich.console import Console
+
 from trainsizer.accept import fleet, report, store
 from trainsizer.accept.results import CheckResult, RunResult
 
@@ -43,3 +47,30 @@ def test_html_and_table(tmp_path, capsys):
     report.print_table(res)
     out = capsys.readouterr().out
     assert "storage.read" in out and "FAIL" in out
+
+
+def test_table_prints_tool_text_verbatim_not_as_markup():
+    """Tool output in `why` ("[rank0]:", a path "[/dev/x]") is text: it used to vanish or crash rich."""
+    res = run("r1", "2026-11-04T00:00:00", "node[01]", 2.0, status="fail")
+    res.checks[0].why = "torchrun exited 1: [rank0]: RuntimeError on [/dev/nvme0n1] [bold]x[/]"
+    console = Console(file=io.StringIO(), width=400)
+    report.print_table(res, console)
+    out = console.file.getvalue()
+    assert "[rank0]: RuntimeError on [/dev/nvme0n1] [bold]x[/]" in out and "node[01]" in out
+
+
+def test_merging_recorded_node_runs_counts_each_figure_once(tmp_path):
+    """Each node recorded its own run; recording their merge used to overwrite node a's run (the merge took its
+    run id) and store node b's figure a second time, so that b's 'past' held today's own figure."""
+    con = store.connect(tmp_path / "h.sqlite")
+    a, b = run("ra", "2026-11-04T00:00:00", "a", 5.0), run("rb", "2026-11-04T00:00:01", "b", 4.0)
+    store.record(con, a)
+    store.record(con, b)
+    merged = fleet.merge([a, b])
+    assert merged.run_id not in ("ra", "rb")
+    rows = {(r["name"], r["node"]): r for r in store.compare(con, merged)}
+    assert rows[("storage.read", "b")]["node_past_runs"] == 0  # today's own run is not its past
+    store.record(con, merged)
+    assert con.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 3
+    count = "SELECT COUNT(*) FROM checks WHERE name = 'storage.read' AND node = ?"
+    assert con.execute(count, ("a",)).fetchone()[0] == 1 and con.execute(count, ("b",)).fetchone()[0] == 1

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -148,3 +150,23 @@ def test_xid_parser():
     events = parse_xids(fixture_text("kernel/dmesg-xid.txt"))
     assert [(e.pci, e.xid) for e in events] == [("0000:5d:00", 13), ("0000:ab:00", 79), ("0000:2a:00", 94)]
     assert "fallen off the bus" in events[1].message
+
+
+@pytest.mark.parametrize(("doc", "where"), [
+    ([1, 2], "must be a JSON object"),
+    ({"gpus": [{"index": 0}]}, "gpus[0]: not a GpuInfo record"),
+    ({"gpus": [], "samples": [[{"temp_c": 50}]]}, "samples[0][0]: not a GpuSample record"),
+    ({"health": {"index": 0}}, "health: must be a list"),
+    ({"samples": [["not a sample"]]}, "samples[0][0]"),
+])
+def test_bad_recorded_telemetry_is_a_spec_error_at_open(tmp_path, doc, where):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(SpecError, match=re.escape(where)):
+        open_telemetry(str(path))
+
+
+def test_shipped_recordings_are_valid():
+    for path in (FIXTURES / "telemetry").glob("*.json"):
+        tel, _ = open_telemetry(str(path))
+        assert tel.gpus()

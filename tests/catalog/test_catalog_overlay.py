@@ -133,6 +133,10 @@ def test_overlays_apply_in_order(tmp_path):
          ["servers.dgx-h100.accelerator", "unknown accelerator", "Did you mean 'h100-sxm-80gb'"]),
         ("accelerators:\n  h100-sxm-80gb: {pcie_gen: 4, pcie_gb_s: null}\n  b200: {pcie_gen: 9}\n",
          ["accelerators.b200.pcie_gen", "9"]),
+        # a cross-reference error names the overlay that set the field, not the built-in file of the entry
+        ("servers:\n  dgx-h100: {accelerator: h100-sxm-8gb}\n", ["bad.yaml: servers.dgx-h100.accelerator"]),
+        ("accelerators:\n  h100-sxm-80gb: {aliases: [h200-sxm-141gb]}\n",
+         ["bad.yaml: accelerators.h100-sxm-80gb.aliases", "alias already names h200-sxm-141gb"]),
         ("accelerators: [1, 2]\n", ["bad.yaml: accelerators", "mapping"]),
         ("accelerators:\n  h100-sxm-80gb: {field_sources: {}}\n", ["field_sources", "set by the loader"]),
         ("accelerators:\n  h100: {name: [unclosed\n", ["bad.yaml:", "not valid YAML"]),

@@ -356,6 +356,12 @@ def test_missing_model_type(tmp_path):
         arch_from_hf_config(write(tmp_path, {"hidden_size": 8}))
 
 
+@pytest.mark.parametrize("value", [["llama"], {"name": "llama"}, 3])
+def test_model_type_not_a_string_is_a_spec_error(tmp_path, value):
+    with pytest.raises(SpecError, match="model_type: must be a string"):
+        arch_from_hf_config(write(tmp_path, {"model_type": value, "hidden_size": 8}))
+
+
 @pytest.mark.parametrize(
     ("key", "value"),
     [("hidden_size", "64"), ("hidden_size", 64.5), ("hidden_size", float("nan")), ("hidden_size", float("inf")), ("num_hidden_layers", True), ("vocab_size", 0), ("num_attention_heads", -8)],

@@ -79,6 +79,8 @@ def test_preset_with_overrides():
          "exceeds layers"),
         ({"hidden": 64, "heads": 4, "vocab": 10}, "model.layers", "required"),
         ({"preset": "llama-9"}, "model.preset", "unknown model preset"),
+        ({"preset": "qwen3-30b-a3b", "mlp_only_layers": [-1]}, "model.mlp_only_layers", "outside 0..47"),
+        ({"preset": "qwen3-30b-a3b", "mlp_only_layers": [48]}, "model.mlp_only_layers", "outside 0..47"),
     ],
 )
 def test_inline_errors_name_the_key(spec, key, fragment):

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from trainsizer.accept.context import Context
-from trainsizer.accept.criteria import Limit
+from trainsizer.accept.criteria import Limit, fleet_ratio
 from trainsizer.accept.results import CheckResult
 from trainsizer.accept.telemetry import FAILING_REASONS, GpuHealth, GpuSample, GpuTelemetry, reason_names
 
@@ -30,6 +30,7 @@ class BurnInRecord:
     xids_after: list | None = None
     throughput: dict[int, float] = field(default_factory=dict)
     load: str = "none"
+    load_errors: dict[int, str] = field(default_factory=dict)  # GPU -> why its load stopped early
     temp_limits: dict[int, float] = field(default_factory=dict)
 
 
@@ -45,21 +46,24 @@ class GemmLoad:
         self.n = n
         self.stop = threading.Event()
         self.flops: dict[int, float] = {}
+        self.errors: dict[int, str] = {}
         self.threads: list[threading.Thread] = []
         self.t0 = 0.0
 
     def _loop(self, i: int) -> None:
         torch = self.torch
-        dev = torch.device("cuda", i)
-        a = torch.randn(self.n, self.n, device=dev, dtype=torch.bfloat16)
-        b = torch.randn(self.n, self.n, device=dev, dtype=torch.bfloat16)
-        done = 0
-        while not self.stop.is_set():
-            for _ in range(10):
-                a @ b
-            torch.cuda.synchronize(dev)
-            done += 10
-        self.flops[i] = 2.0 * self.n**3 * done
+        self.flops[i] = 0.0
+        try:
+            dev = torch.device("cuda", i)
+            a = torch.randn(self.n, self.n, device=dev, dtype=torch.bfloat16)
+            b = torch.randn(self.n, self.n, device=dev, dtype=torch.bfloat16)
+            while not self.stop.is_set():
+                for _ in range(10):
+                    a @ b
+                torch.cuda.synchronize(dev)
+                self.flops[i] += 2.0 * self.n**3 * 10
+        except Exception as err:  # a GPU that fails under load is a finding, not a silent gap in the figures
+            self.errors[i] = f"{type(err).__name__}: {err}"[:300]
 
     def start(self) -> None:
         self.t0 = time.perf_counter()
@@ -94,6 +98,7 @@ def record(tel: GpuTelemetry, duration_s: float, interval_s: float, load=None,
     finally:
         if load:
             rec.throughput = load.finish()
+            rec.load_errors = dict(getattr(load, "errors", {}))
     rec.health_after = tel.health()
     rec.xids_after = tel.xid_events()
     return rec
@@ -182,12 +187,16 @@ def evaluate(ctx: Context, prefix: str, rec: BurnInRecord) -> list[CheckResult]:
         out.append(ctx.skipped(f"{prefix}.throughput", f"no load throughput measured (load: {rec.load})"))
     else:
         med = statistics.median(rec.throughput.values())
-        ratio = float(crit.fleet_min_ratio.value) if crit.fleet_min_ratio else 0.9
+        ratio, source = fleet_ratio(crit)
         low_i = min(rec.throughput, key=rec.throughput.get)
-        limit = Limit(value=round(ratio * med, 2),
-                      source=f"{ratio} x node median ({crit.fleet_min_ratio.source if crit.fleet_min_ratio else ''})")
-        out.append(ctx.at_least(f"{prefix}.throughput", rec.throughput[low_i], limit, "TFLOP/s",
-                                f"slowest GPU {low_i} under load", details={"per_gpu": rec.throughput}))
+        limit = Limit(value=round(ratio * med, 2), source=f"{ratio} x node median ({source})")
+        res = ctx.at_least(f"{prefix}.throughput", rec.throughput[low_i], limit, "TFLOP/s",
+                           f"slowest GPU {low_i} under load", details={"per_gpu": rec.throughput})
+        if rec.load_errors:
+            res.status = "fail"
+            res.why = "load stopped: " + "; ".join(f"GPU {i}: {e}" for i, e in sorted(rec.load_errors.items())) \
+                + f" ({res.why})"
+        out.append(res)
     return out
 
 

@@ -17,7 +17,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from trainsizer.accept.busbw import algbw_gb_s, bus_factor
+from trainsizer.accept.busbw import algbw_gb_s, busbw_gb_s
 from trainsizer.accept.results import write_atomic
 
 
@@ -77,9 +77,8 @@ def _bench(torch, dist, op: str, size_bytes: int, iters: int, warmup: int, devic
     wrong_t = torch.tensor([wrong], dtype=torch.int64, device=device)
     dist.all_reduce(wrong_t)
     t = float(elapsed.item())
-    alg = algbw_gb_s(size, t)
-    return {"op": op, "size_bytes": size, "time_us": t * 1e6, "algbw_gb_s": alg,
-            "busbw_gb_s": alg * bus_factor(op, world), "wrong": int(wrong_t.item())}
+    return {"op": op, "size_bytes": size, "time_us": t * 1e6, "algbw_gb_s": algbw_gb_s(size, t),
+            "busbw_gb_s": busbw_gb_s(op, size, t, world), "wrong": int(wrong_t.item())}
 
 
 def main(argv: list[str] | None = None) -> int:

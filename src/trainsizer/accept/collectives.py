@@ -37,16 +37,31 @@ def torchrun_command(ctx: Context, out: Path, python: str = sys.executable) -> l
 
 
 def _run(cmd: list[str], timeout_s: float, env: dict | None = None) -> tuple[int | None, str]:
-    """Run in its own process group; on timeout kill the whole group. (None, output) on timeout."""
+    """Run in its own process group, which is killed once the command ends, times out or we are interrupted
+    (a worker torchrun left behind, or Ctrl-C here, must not leave processes holding ports and GPUs).
+    (None, output) on timeout."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True, env=env)
     try:
         out, _ = proc.communicate(timeout=timeout_s)
         return proc.returncode, out
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        _kill_group(proc.pid)
         out, _ = proc.communicate()
         return None, out
+    except BaseException:
+        _kill_group(proc.pid)
+        proc.wait()
+        raise
+    finally:
+        _kill_group(proc.pid)
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # the group is empty: nothing left behind
+        pass
 
 
 def _verdicts(ctx: Context, rows_by_op: dict[str, list[dict]], unsupported: dict[str, str], scope: str,
@@ -89,19 +104,22 @@ def _nccl_tests(ctx: Context, ngpus: int) -> list[CheckResult] | None:
     if not all(bins.values()):
         return None
     rows_by_op: dict[str, list[dict]] = {}
+    errors = []
     for op, binary in bins.items():
-        cmd = [binary, "-b", "1M", "-e", str(ctx.options.collective_max_bytes), "-f", "2", "-g", str(ngpus),
+        top = ctx.options.collective_max_bytes
+        cmd = [binary, "-b", str(min(2**20, top)), "-e", str(top), "-f", "2", "-g", str(ngpus),
                "-c", "1", "-n", str(max(ctx.options.collective_iters, 5))]
         rc, text = _run(cmd, ctx.options.collective_timeout_s)
         parsed = nccltests.parse_text(text)
-        if rc is None or not parsed.rows:
-            return [ctx.result(f"collectives.{op}.intra", "error",
-                               why=f"{Path(binary).name} {'timed out' if rc is None else f'exited {rc}'}: "
-                               f"{text.strip()[-300:]}")]
+        if rc is None or not parsed.rows:  # this collective is an error; the others still count
+            errors.append(ctx.result(f"collectives.{op}.intra", "error",
+                                     why=f"{Path(binary).name} {'timed out' if rc is None else f'exited {rc}'}: "
+                                     f"{text.strip()[-300:]}", details={"command": cmd}))
+            continue
         rows_by_op[op] = [{"size_bytes": r.size_bytes, "time_us": r.time_us, "algbw_gb_s": r.algbw_gb_s,
                            "busbw_gb_s": r.busbw_gb_s, "wrong": r.wrong} for r in parsed.rows]
     meta = {"tool": "nccl-tests", "backend": "nccl", "ranks": ngpus}
-    return _verdicts(ctx, rows_by_op, {}, "intra", meta)
+    return [*_verdicts(ctx, rows_by_op, {}, "intra", meta), *errors]
 
 
 def run(ctx: Context) -> list[CheckResult]:

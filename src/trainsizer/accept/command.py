@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import socket
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -12,7 +13,7 @@ import click
 from trainsizer.accept import criteria as criteria_mod
 from trainsizer.accept import fleet, report, runner, slurm, store
 from trainsizer.accept.context import Context, Options
-from trainsizer.accept.results import RunResult, load, save
+from trainsizer.accept.results import RunResult, load, save, write_atomic
 from trainsizer.accept.telemetry import open_telemetry
 from trainsizer.accept.units import parse_duration_s, parse_size_bytes
 from trainsizer.errors import SpecError
@@ -24,6 +25,20 @@ def _host() -> str:
 
 def _path(template: str | None) -> Path | None:
     return Path(template.replace("{host}", _host())) if template else None
+
+
+def _writable(path: Path | None, option: str) -> None:
+    """Refuse an output path whose folder cannot be made or written before any check runs."""
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=path.parent).close()
+    except OSError as err:
+        raise SpecError(option, f"cannot write there ({err.strerror or err})", value=str(path),
+                        allowed="a path in a folder you can write") from None
+    if path.is_dir():
+        raise SpecError(option, "is a folder, not a file", value=str(path), allowed="a file path")
 
 
 def _torch_cuda() -> tuple[bool, int]:
@@ -64,14 +79,17 @@ def _finish(result: RunResult, out: Path | None, html: Path | None, history: str
     if out:
         save(result, out)
     if html:
-        html.parent.mkdir(parents=True, exist_ok=True)
-        html.write_text(report.to_html(result), encoding="utf-8")
+        write_atomic(html, report.to_html(result))
+    _show(result, as_json, quiet)
+    if out and not as_json and not quiet:
+        click.echo(f"results: {out}")
+
+
+def _show(result: RunResult, as_json: bool, quiet: bool) -> None:
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     elif not quiet:
         report.print_table(result)
-        if out:
-            click.echo(f"results: {out}")
 
 
 @click.command("accept", context_settings={"help_option_names": ["-h", "--help"]})
@@ -130,6 +148,9 @@ def accept(click_ctx: click.Context, plan_path, platform, telemetry, only, skip,
         raise SpecError("--rdzv-endpoint", "needed with --nnodes > 1 (host:port of the first node)")
     if dry_run and not use_slurm:
         raise SpecError("--dry-run", "only applies with --slurm")
+    if not use_slurm:
+        _writable(out_path, "--out")
+        _writable(html_path, "--html")
 
     if merge_paths:
         results = [load(p) for p in _merge_inputs(merge_paths)]
@@ -185,10 +206,7 @@ def accept(click_ctx: click.Context, plan_path, platform, telemetry, only, skip,
             if not final.exists():
                 raise slurm.SlurmError(f"job {job_id} ended ({state}) without {final}; see {job.out_dir}/slurm-{job_id}.out")
             result = load(final)
-            if as_json:
-                click.echo(result.model_dump_json(indent=2))
-            elif not quiet:
-                report.print_table(result)
+            _show(result, as_json, quiet)
             click_ctx.exit(1 if result.verdict == "fail" else 0)
         else:
             click.echo(job_id)

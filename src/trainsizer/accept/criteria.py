@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from trainsizer.accept import platforms
 from trainsizer.errors import SpecError
@@ -26,11 +26,20 @@ class Limit(BaseModel):
     source: str
 
 
+def _numeric(limit: Limit | None) -> Limit | None:
+    """A threshold compared as a number must be one ("fast" would only fail when its check runs)."""
+    if limit is not None and (isinstance(limit.value, bool) or not isinstance(limit.value, int | float)):
+        raise ValueError(f"value must be a number (got {limit.value!r})")
+    return limit
+
+
 class CollectiveLimits(BaseModel):
     model_config = ConfigDict(extra="forbid")
     all_reduce: Limit | None = None
     all_gather: Limit | None = None
     reduce_scatter: Limit | None = None
+
+    _numbers = field_validator("all_reduce", "all_gather", "reduce_scatter")(_numeric)
 
 
 class AcceptanceCriteria(BaseModel):
@@ -75,6 +84,19 @@ class AcceptanceCriteria(BaseModel):
     # 6. thermal / burn-in / fleet
     temp_max_c: Limit | None = None
     fleet_min_ratio: Limit | None = None
+
+    _numbers = field_validator(
+        "gpu_count", "gpu_memory_gib_min", "nvlinks_per_gpu", "nic_count_min", "nic_speed_gbps_min", "cpu_cores_min",
+        "ram_gib_min", "disks_min", "ecc_corrected_max", "hbm_gb_s_min", "rdma_gbps_min", "storage_read_gb_s_min",
+        "storage_write_gb_s_min", "checkpoint_save_s_max", "checkpoint_restore_s_max", "temp_max_c",
+        "fleet_min_ratio")(_numeric)
+
+    @field_validator("gemm_tflops_min")
+    @classmethod
+    def _gemm_numbers(cls, value: dict[str, Limit]) -> dict[str, Limit]:
+        for limit in value.values():
+            _numeric(limit)
+        return value
 
 
 def _lim(value: float | int | str, source_id: str) -> Limit:
@@ -144,6 +166,15 @@ def from_platform(platform_id: str, *, gpus_per_node: int | None = None) -> Acce
     return crit
 
 
+def fleet_ratio(crit: AcceptanceCriteria | None) -> tuple[float, str]:
+    """The straggler rule's ratio and its source: the criteria's, else the platform table's default."""
+    limit = crit.fleet_min_ratio if crit is not None else None
+    if limit is None:
+        d = platforms.defaults()["fleet_min_ratio"]
+        limit = _lim(d["value"], d["source"])
+    return float(limit.value), limit.source
+
+
 def merged(plan: AcceptanceCriteria, base: AcceptanceCriteria) -> AcceptanceCriteria:
     """`plan` with every field it leaves empty filled from `base` (plan values win)."""
     out = base.model_copy(deep=True)
@@ -185,7 +216,8 @@ def load(path: str | Path) -> AcceptanceCriteria:
         allowed = None
         if first["type"] == "extra_forbidden":
             allowed = sorted(AcceptanceCriteria.model_fields)
-        raise SpecError(f"{path.name}: {where}", first["msg"].lower(), value=first.get("input"),
+        raise SpecError(f"{path.name}: {where}", first["msg"].removeprefix("Value error, ").lower(),
+                        value=first.get("input"),
                         allowed=allowed) from None
 
 
@@ -195,6 +227,8 @@ def resolve(plan_path: str | Path | None, platform_id: str | None, gpu_name: str
     pid = platform_id or (plan.platform if plan else None) or (platforms.detect(gpu_name) if gpu_name else None)
     if platform_id:
         platforms.get(platform_id)
+    elif plan and plan.platform:
+        platforms.get(plan.platform, where=f"{Path(plan_path).name}: platform")
     base = from_platform(pid) if pid else generic()
     return merged(plan, base) if plan else base
 

@@ -7,8 +7,9 @@ acceptance.md section 3 "threshold policy" item 3).
 from __future__ import annotations
 
 import statistics
+import uuid
 
-from trainsizer.accept.criteria import AcceptanceCriteria
+from trainsizer.accept.criteria import AcceptanceCriteria, fleet_ratio
 from trainsizer.accept.results import CheckResult, RunResult, calibration_from, verdict_of
 
 FLEET_METRICS = ("gemm.bf16", "gemm.fp8", "hbm.bandwidth", "storage.read", "storage.write", "storage.dataset_read",
@@ -40,7 +41,8 @@ def merge(results: list[RunResult], criteria: AcceptanceCriteria | None = None) 
     if not results:
         raise ValueError("nothing to merge")
     first = results[0]
-    merged = RunResult(tool_version=first.tool_version, run_id=first.run_id, started_at=min(
+    # its own run id: reusing a node's would overwrite that node's run in the history database
+    merged = RunResult(tool_version=first.tool_version, run_id=uuid.uuid4().hex[:12], started_at=min(
         r.started_at for r in results), platform=first.platform, criteria_source=first.criteria_source)
     seen_nodes: set[str] = set()
     seen_cluster: set[str] = set()
@@ -54,10 +56,9 @@ def merge(results: list[RunResult], criteria: AcceptanceCriteria | None = None) 
                 if c.name in seen_cluster:
                     continue
                 seen_cluster.add(c.name)
-            merged.checks.append(c)
-    ratio, source = 0.9, "default"
-    if criteria and criteria.fleet_min_ratio:
-        ratio, source = float(criteria.fleet_min_ratio.value), criteria.fleet_min_ratio.source
+            # the run it came from: the history keeps it once, under that run (store.record)
+            merged.checks.append(c.model_copy(update={"details": {"run_id": r.run_id, **c.details}}))
+    ratio, source = fleet_ratio(criteria)
     merged.checks.extend(fleet_checks(merged.checks, ratio, source))
     merged.finished_at = max((r.finished_at or r.started_at) for r in results)
     merged.complete = all(r.complete for r in results)

@@ -10,11 +10,18 @@ import statistics
 import time
 
 from trainsizer.accept.context import Context
+from trainsizer.accept.criteria import fleet_ratio
 from trainsizer.accept.results import CheckResult
 
 
 def gemm_flops(m: int, n: int, k: int) -> float:
     return 2.0 * m * n * k
+
+
+def sync(torch, device) -> None:
+    """Wait for the device's queued kernels (timing with perf_counter needs it; CPU runs synchronously)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def measure_tflops(torch, device, dtype, n: int, iters: int = 20, warmup: int = 5) -> float:
@@ -33,17 +40,13 @@ def measure_tflops(torch, device, dtype, n: int, iters: int = 20, warmup: int = 
         def step():
             return a @ b
 
-    def sync():
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
     for _ in range(warmup):
         step()
-    sync()
+    sync(torch, device)
     t0 = time.perf_counter()
     for _ in range(iters):
         step()
-    sync()
+    sync(torch, device)
     return gemm_flops(n, n, n) * iters / (time.perf_counter() - t0) / 1e12
 
 
@@ -56,7 +59,7 @@ def per_gpu_verdict(ctx: Context, name: str, per_gpu: dict[int, float], limit, u
     low = min(per_gpu.values())
     res = ctx.at_least(name, round(low, 2), limit, unit, what, details={"per_gpu": per_gpu})
     med = statistics.median(per_gpu.values())
-    ratio = float(ctx.criteria.fleet_min_ratio.value) if ctx.criteria.fleet_min_ratio else 0.9
+    ratio, _ = fleet_ratio(ctx.criteria)
     slow = [i for i, v in per_gpu.items() if v < ratio * med]
     if slow:
         res.status = "fail"
@@ -79,11 +82,17 @@ def run(ctx: Context) -> list[CheckResult]:
     for dtype_name in ("bf16", "fp8"):
         name = f"gemm.{dtype_name}"
         per_gpu: dict[int, float] = {}
-        for i in range(torch.cuda.device_count()):
-            dev = torch.device("cuda", i)
-            if dtype_name == "fp8" and not fp8_supported(torch, dev):
-                break
-            per_gpu[i] = round(measure_tflops(torch, dev, torch.bfloat16 if dtype_name == "bf16" else "fp8", n), 2)
+        try:
+            for i in range(torch.cuda.device_count()):
+                dev = torch.device("cuda", i)
+                if dtype_name == "fp8" and not fp8_supported(torch, dev):
+                    break
+                per_gpu[i] = round(measure_tflops(torch, dev, torch.bfloat16 if dtype_name == "bf16" else "fp8", n),
+                                   2)
+        except Exception as err:  # e.g. out of memory, or an fp8 kernel this torch lacks: bf16 still counts
+            out.append(ctx.result(name, "error", why=f"GPU {len(per_gpu)}: {type(err).__name__}: {err}"[:400],
+                                  details={"per_gpu": per_gpu}))
+            continue
         if not per_gpu:
             out.append(ctx.skipped(name, "GPU has no fp8 tensor cores (compute capability < 8.9)",
                                    limit=limits.get(dtype_name)))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 from trainsizer.accept.context import Context
-from trainsizer.accept.gemm import per_gpu_verdict
+from trainsizer.accept.gemm import per_gpu_verdict, sync
 from trainsizer.accept.results import CheckResult
 
 
@@ -16,17 +16,13 @@ def measure_copy_gb_s(torch, device, size_bytes: int, iters: int = 20, warmup: i
     src = torch.empty(size_bytes // 4, dtype=torch.float32, device=device).fill_(1.0)
     dst = torch.empty_like(src)
 
-    def sync():
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
     for _ in range(warmup):
         dst.copy_(src)
-    sync()
+    sync(torch, device)
     t0 = time.perf_counter()
     for _ in range(iters):
         dst.copy_(src)
-    sync()
+    sync(torch, device)
     return 2 * src.numel() * 4 * iters / (time.perf_counter() - t0) / 1e9
 
 

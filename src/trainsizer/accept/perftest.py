@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -56,6 +57,12 @@ def parse_json(text: str) -> list[BwResult]:
     return found
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def _devices(ctx: Context) -> list[str]:
     base = ctx.options.sysfs_root / "sys/class/infiniband"
     return sorted(d.name for d in base.iterdir()) if base.is_dir() else []
@@ -69,8 +76,8 @@ def run(ctx: Context) -> list[CheckResult]:
     if not devs:
         return [ctx.skipped("rdma.write_bw", "no RDMA device in /sys/class/infiniband", limit=limit, unit="Gb/s")]
     out = []
-    for i, dev in enumerate(devs):
-        port = str(18515 + i)
+    for dev in devs:
+        port = str(_free_port())  # not perftest's fixed 18515: another ib_write_bw may hold it
         args = ["ib_write_bw", "-d", dev, "-s", "8388608", "-D", "5", "--report_gbits", "-F", "-p", port]
         server = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:

@@ -6,6 +6,7 @@ import html
 import sys
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from trainsizer.accept.results import RunResult
@@ -23,18 +24,20 @@ def _fmt(v) -> str:
 
 def print_table(result: RunResult, console: Console | None = None) -> None:
     console = console or Console(width=None if sys.stdout.isatty() else 160)
-    table = Table(title=f"trainsizer accept: {result.verdict.upper()} (run {result.run_id}, "
-                  f"platform {result.platform or 'none'})", show_lines=False)
+    table = Table(title=escape(f"trainsizer accept: {result.verdict.upper()} (run {result.run_id}, "
+                               f"platform {result.platform or 'none'})"), show_lines=False)
     for col in ("check", "node", "status", "measured", "threshold", "unit"):
         table.add_column(col, no_wrap=True)
     table.add_column("why", overflow="fold", ratio=3)
     table.add_column("threshold source", overflow="fold", ratio=1)
     for c in result.checks:
-        table.add_row(c.name, c.node or "", f"[{_STYLE[c.status]}]{c.status}[/]", _fmt(c.measured),
-                      _fmt(c.threshold), c.unit or "", c.why, (c.source or "")[:60])
+        # measured text (tool output, paths like "[/dev/x]", "[rank0]:") is not rich markup: escape it
+        table.add_row(*map(escape, (c.name, c.node or "")), f"[{_STYLE[c.status]}]{c.status}[/]",
+                      *map(escape, (_fmt(c.measured), _fmt(c.threshold), c.unit or "", c.why,
+                                    (c.source or "")[:60])))
     console.print(table)
     counts = {s: sum(1 for c in result.checks if c.status == s) for s in _STYLE}
-    console.print(" ".join(f"{k}: {v}" for k, v in counts.items()) + f"   criteria: {result.criteria_source}")
+    console.print(" ".join(f"{k}: {v}" for k, v in counts.items()) + f"   criteria: {escape(result.criteria_source)}")
 
 
 def to_html(result: RunResult) -> str:

@@ -13,8 +13,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from trainsizer.errors import SpecError
+
 Status = Literal["pass", "fail", "skipped", "error"]
-STATUSES: tuple[str, ...] = ("pass", "fail", "skipped", "error")
 
 
 class CheckResult(BaseModel):
@@ -125,8 +126,6 @@ def save(result: RunResult, path: Path) -> None:
 
 
 def load(path: Path) -> RunResult:
-    from trainsizer.errors import SpecError
-
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as err:

@@ -60,7 +60,10 @@ def dataset_read(ctx: Context, dataset: Path) -> CheckResult:
         total += f.stat().st_size
     if not total:
         return ctx.skipped("storage.dataset_read", f"no data under {dataset}", limit=crit.storage_read_gb_s_min)
-    seconds, _, method = coldcache.cold_read(chosen)
+    try:
+        seconds, _, method = coldcache.cold_read(chosen)
+    except OSError as err:  # e.g. a file we may not read
+        return ctx.result("storage.dataset_read", "error", why=f"reading {err.filename or dataset}: {err.strerror}")
     return ctx.at_least("storage.dataset_read", round(total / seconds / 1e9, 4), crit.storage_read_gb_s_min, "GB/s",
                         f"cold read of {len(chosen)} dataset files ({total / 1e9:.3g} GB) under {dataset}, "
                         f"{coldcache.METHOD_NOTES[method]}",
@@ -101,8 +104,12 @@ def _throughput(ctx: Context) -> list[CheckResult]:
                              details={**common, "direct": r_direct}),
             ]
         f = d / "stream.bin"
-        w_s, digest = write_random(f, size)
-        r_s, digests, method = coldcache.cold_read([f])
+        try:
+            w_s, digest = write_random(f, size)
+            r_s, digests, method = coldcache.cold_read([f])
+        except OSError as err:  # e.g. no space left: an error of these two checks, not of the whole group
+            return [ctx.result(n, "error", why=f"{err.strerror or err} on {base}")
+                    for n in ("storage.write", "storage.read")]
         common = {"method": "python", "path": str(base), "size_bytes": size, "cold_cache": method}
         out = [
             ctx.at_least("storage.write", round(size / w_s / 1e9, 4), crit.storage_write_gb_s_min, "GB/s",

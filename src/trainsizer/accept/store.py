@@ -10,7 +10,7 @@ import sqlite3
 import statistics
 from pathlib import Path
 
-from trainsizer.accept.results import RunResult
+from trainsizer.accept.results import CheckResult, RunResult
 from trainsizer.errors import SpecError
 
 SCHEMA = """
@@ -40,8 +40,17 @@ def connect(path: Path) -> sqlite3.Connection:
     return con
 
 
+def _origin(c: CheckResult) -> str | None:
+    """The run a merged check came from (fleet.merge notes it), None for a check of this run."""
+    origin = c.details.get("run_id")
+    return origin if isinstance(origin, str) else None
+
+
 def record(con: sqlite3.Connection, result: RunResult, result_path: Path | None = None) -> None:
+    """Record a run (idempotent per run id). Checks of a merged run whose own run is already recorded are
+    not recorded again, so that a node's figure counts once in its past and in the fleet."""
     with con:
+        recorded = {rid for (rid,) in con.execute("SELECT run_id FROM runs WHERE run_id != ?", (result.run_id,))}
         con.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?)",
                     (result.run_id, result.started_at, result.platform, result.verdict,
                      str(result_path) if result_path else None))
@@ -50,7 +59,7 @@ def record(con: sqlite3.Connection, result: RunResult, result_path: Path | None 
             "INSERT INTO checks VALUES (?, ?, ?, ?, ?, ?, ?)",
             [(result.run_id, result.started_at, c.node, c.name, c.status,
               float(c.measured) if isinstance(c.measured, int | float) else None, c.unit)
-             for c in result.checks],
+             for c in result.checks if _origin(c) not in recorded],
         )
 
 
@@ -61,8 +70,8 @@ def compare(con: sqlite3.Connection, result: RunResult) -> list[dict]:
         if not isinstance(c.measured, int | float) or c.node in (None, "fleet"):
             continue
         past = [v for (v,) in con.execute(
-            "SELECT measured FROM checks WHERE name = ? AND node = ? AND run_id != ? AND measured IS NOT NULL",
-            (c.name, c.node, result.run_id))]
+            "SELECT measured FROM checks WHERE name = ? AND node = ? AND run_id NOT IN (?, ?) "
+            "AND measured IS NOT NULL", (c.name, c.node, result.run_id, _origin(c) or result.run_id))]
         fleet = [v for (v,) in con.execute(
             """SELECT measured FROM checks c WHERE name = ? AND node != ? AND measured IS NOT NULL
                AND started_at = (SELECT MAX(started_at) FROM checks d

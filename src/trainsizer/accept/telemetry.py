@@ -111,6 +111,7 @@ class RecordedTelemetry:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as err:
             raise SpecError("--telemetry", f"cannot read recorded telemetry ({err})", value=str(path)) from None
+        _check_recorded(data, str(path))
         return cls(data, source=f"recorded:{Path(path).name}")
 
     def driver_version(self) -> str | None:
@@ -140,6 +141,31 @@ class RecordedTelemetry:
         key = "xid_log_after" if ticks and self._tick >= len(ticks) and "xid_log_after" in self.data else "xid_log"
         text = self.data.get(key)
         return None if text is None else parse_xids(text)
+
+
+def _check_recorded(data: object, where: str) -> None:
+    """Every record of a recorded telemetry file builds (a bad file is a SpecError, not a traceback later)."""
+    if not isinstance(data, dict):
+        raise SpecError(f"--telemetry {where}", "must be a JSON object", value=type(data).__name__,
+                        allowed="{gpus, health, samples, ...}")
+    sections = [("gpus", GpuInfo, data.get("gpus", [])), ("health", GpuHealth, data.get("health", [])),
+                ("health_after", GpuHealth, data.get("health_after", []))]
+    ticks = data.get("samples", [])
+    if not isinstance(ticks, list):
+        raise SpecError(f"--telemetry {where}: samples", "must be a list of ticks", value=type(ticks).__name__)
+    sections += [(f"samples[{i}]", GpuSample, tick) for i, tick in enumerate(ticks)]
+    for key, cls, rows in sections:
+        if not isinstance(rows, list):
+            raise SpecError(f"--telemetry {where}: {key}", "must be a list", value=type(rows).__name__)
+        for j, row in enumerate(rows):
+            try:
+                _build(cls, row)
+            except (TypeError, AttributeError) as err:
+                raise SpecError(f"--telemetry {where}: {key}[{j}]", f"not a {cls.__name__} record ({err})",
+                                allowed=[f.name for f in fields(cls)]) from None
+    for key in ("xid_log", "xid_log_after"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise SpecError(f"--telemetry {where}: {key}", "must be kernel log text", value=type(data[key]).__name__)
 
 
 TELEMETRY_KINDS = ("auto", "nvml", "nvidia-smi", "none")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainsizer.accept.telemetry import GpuHealth, GpuInfo, GpuSample
-from trainsizer.accept.xid import XidEvent, parse_xids, read_kernel_log
+from trainsizer.accept.xid import XidEvent, kernel_xids
 
 
 class NvmlUnavailable(Exception):
@@ -141,5 +141,4 @@ class NvmlTelemetry:
         return out
 
     def xid_events(self) -> list[XidEvent] | None:
-        text, _ = read_kernel_log()
-        return None if text is None else parse_xids(text)
+        return kernel_xids()

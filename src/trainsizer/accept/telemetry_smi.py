@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from trainsizer.accept.telemetry import GpuHealth, GpuInfo, GpuSample
-from trainsizer.accept.xid import XidEvent, parse_xids, read_kernel_log
+from trainsizer.accept.xid import XidEvent, kernel_xids
 
 GPU_FIELDS = (
     "index", "name", "uuid", "serial", "pci.bus_id", "memory.total", "ecc.mode.current", "temperature.gpu",
@@ -202,5 +202,4 @@ class NvidiaSmiTelemetry:
         ) for r in rows]
 
     def xid_events(self) -> list[XidEvent] | None:
-        text, _ = read_kernel_log()
-        return None if text is None else parse_xids(text)
+        return kernel_xids()

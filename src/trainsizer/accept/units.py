@@ -6,7 +6,7 @@ import re
 
 from trainsizer.errors import SpecError
 
-_DUR = re.compile(r"(\d+(?:\.\d+)?)(d|h|m|s|ms)")
+_DUR = re.compile(r"(\d+(?:\.\d+)?)(ms|d|h|m|s)")  # "ms" before "m", or "500ms" never matches
 _DUR_S = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 # K/M/G alone are binary, as nccl-tests' -b/-e read them; KB/MB/GB decimal; KiB/MiB/GiB binary.
 _SIZE = {"": 1, "b": 1, "k": 2**10, "kib": 2**10, "kb": 10**3, "m": 2**20, "mib": 2**20, "mb": 10**6,

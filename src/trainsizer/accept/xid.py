@@ -35,3 +35,9 @@ def read_kernel_log(timeout_s: float = 10) -> tuple[str | None, str]:
         if proc.returncode == 0:
             return proc.stdout, " ".join(cmd)
     return None, "kernel log not readable (dmesg/journalctl missing or not permitted)"
+
+
+def kernel_xids() -> list[XidEvent] | None:
+    """XID events of the kernel log since boot, or None when the log cannot be read."""
+    text, _ = read_kernel_log()
+    return None if text is None else parse_xids(text)

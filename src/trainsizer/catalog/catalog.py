@@ -12,6 +12,8 @@ from trainsizer.catalog import records as r
 from trainsizer.catalog.loader import DATA_DIR, RawEntry, load_raw, validate_entry
 from trainsizer.errors import SpecError, unknown_name
 
+CURRENCIES = ("USD", "CNY")  # as records.PriceRange.currency allows
+
 
 @dataclass(frozen=True)
 class Facility:
@@ -49,10 +51,7 @@ class Facility:
         return self.figure("colocation-usd-per-kw-month")
 
     def electricity_per_kwh(self, currency: str = "USD") -> r.Figure:
-        cur = str(currency).upper()
-        if cur not in ("USD", "CNY"):
-            raise SpecError("currency", "unknown currency", value=currency, allowed=["USD", "CNY"])
-        return self.figure(f"electricity-{cur.lower()}-per-kwh")
+        return self.figure(f"electricity-{_currency(currency).lower()}-per-kwh")
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v.to_dict() for k, v in self.figures.items()}
@@ -111,7 +110,8 @@ class Reliability:
 class Catalog:
     """All catalog records. Build with `load_catalog()`."""
 
-    def __init__(self, built: dict[str, dict[str, Any]], overlays: tuple[Path, ...], origins: dict[tuple[str, str], str]):
+    def __init__(self, built: dict[str, dict[str, Any]], overlays: tuple[Path, ...],
+                 origins: dict[tuple[str, str], RawEntry]):
         self.overlays = overlays
         self.sources: dict[str, r.Source] = built["sources"]
         self.accelerators: dict[str, r.Accelerator] = built["accelerators"]
@@ -187,9 +187,7 @@ class Catalog:
         """
         if kind not in ("purchase", "rent"):
             raise SpecError("price kind", "unknown price kind", value=kind, allowed=["purchase", "rent"])
-        cur = str(currency).upper()
-        if cur not in ("USD", "CNY"):
-            raise SpecError("currency", "unknown currency", value=currency, allowed=["USD", "CNY"])
+        cur = _currency(currency)
         sid = self._subject_id(subject)
         found = None
         for rec in self.prices.values():
@@ -247,6 +245,14 @@ class Catalog:
         return out
 
 
+def _currency(currency: str) -> str:
+    """'usd' -> 'USD'; the catalog prices in USD and CNY only."""
+    cur = str(currency).upper()
+    if cur not in CURRENCIES:
+        raise SpecError("currency", "unknown currency", value=currency, allowed=CURRENCIES)
+    return cur
+
+
 def _get(table: dict[str, Any], key: str, kind: str) -> Any:
     k = str(key).strip().lower()
     if k not in table:
@@ -272,7 +278,8 @@ def _inject_pcie(raw: dict[str, dict[str, RawEntry]], gens: dict[str, r.PcieGene
 
 def _check_refs(cat: Catalog) -> None:
     def where(section: str, rid: str, fld: str) -> str:
-        return f"{cat._origins.get((section, rid), '?')}: {section}.{rid}.{fld}"
+        entry = cat._origins.get((section, rid))  # the file that set this field: an overlay, or the built-in one
+        return f"{entry.field_files.get(fld, entry.file) if entry else '?'}: {section}.{rid}.{fld}"
 
     for section, rec in cat.records():
         for sid in sorted(rec.source_ids()):
@@ -324,7 +331,7 @@ def _check_refs(cat: Catalog) -> None:
 def build_catalog(overlays: Sequence[Path] = (), data_dir: Path = DATA_DIR) -> Catalog:
     raw = load_raw(overlays, data_dir)
     built: dict[str, dict[str, Any]] = {}
-    origins: dict[tuple[str, str], str] = {}
+    origins: dict[tuple[str, str], RawEntry] = {}
     order = ["sources", "pcie_generations", *[s for s in raw if s not in ("sources", "pcie_generations")]]
     for section in order:
         if section == "accelerators":
@@ -332,7 +339,7 @@ def build_catalog(overlays: Sequence[Path] = (), data_dir: Path = DATA_DIR) -> C
         built[section] = {}
         for entry_id, entry in raw[section].items():
             built[section][entry_id] = validate_entry(section, entry_id, entry)
-            origins[(section, entry_id)] = entry.file
+            origins[(section, entry_id)] = entry
     cat = Catalog(built, tuple(Path(p) for p in overlays), origins)
     _check_refs(cat)
     return cat

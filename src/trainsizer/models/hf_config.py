@@ -583,6 +583,8 @@ def arch_from_hf_config(
     model_type = raw.get("model_type")
     if model_type is None:
         raise SpecError(f"{label}:model_type", "missing required key", allowed=supported_families())
+    if not isinstance(model_type, str):  # a list or mapping here is not hashable: no TypeError traceback
+        raise SpecError(f"{label}:model_type", "must be a string", value=model_type, allowed=supported_families())
     if model_type not in FAMILIES:
         raise unknown_name(f"{label}:model_type", "model_type (model family)", str(model_type), FAMILIES)
     family = FAMILIES[model_type]

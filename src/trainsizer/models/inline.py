@@ -147,9 +147,10 @@ def _check(v: dict[str, Any], where: str) -> None:
                 raise bad(key, "only meaningful with experts > 0")
     if v.get("dense_layers", 0) > layers:
         raise bad("dense_layers", f"exceeds layers ({layers})")
-    out_of_range = [i for i in v.get("mlp_only_layers", ()) if i >= layers]
+    out_of_range = [i for i in v.get("mlp_only_layers", ()) if not 0 <= i < layers]  # -1 would match no layer
     if out_of_range:
-        raise SpecError(f"{where}.mlp_only_layers", f"layer index >= layers ({layers})", value=out_of_range)
+        raise SpecError(f"{where}.mlp_only_layers", f"layer index outside 0..{layers - 1}", value=out_of_range,
+                        allowed=f"0-based layer indices below layers ({layers})")
     probe = ModelArch(**v)
     dense = [i for i in range(layers) if not probe.layer_is_moe(i)]
     if dense and not v.get("ffn"):
