@@ -102,3 +102,21 @@ def test_causal_fraction():
 def test_llmfoundry_and_palm_forms():
     assert F.llmfoundry_flops_per_seq(1e9, 24, 2048, 2048) == pytest.approx(6e9 * 2048 + 12 * 24 * 2048 * 2048**2)
     assert F.palm_flops_per_token(1e9, 24, 16, 128, 2048) == pytest.approx(6e9 + 12 * 24 * 16 * 128 * 2048)
+
+
+def test_unknown_recompute_mode_is_refused_not_counted_as_none():
+    """Bug fix: an unknown recompute name silently counted no recompute."""
+    from trainsizer.errors import SpecError
+
+    with pytest.raises(SpecError, match="recompute"):
+        F.hardware_flops_per_token(llama8b(), 2048, "ful")
+
+
+def test_lora_backward_of_the_frozen_lm_head_is_dgrad_only():
+    """Bug fix: hardware FLOPs charged a weight gradient for the frozen LM head under LoRA (the step time's
+    head backward already did not)."""
+    m, s = llama8b(), 4096
+    assert F.hardware_flops_per_token(m, s, "none", trains_base_weights=False) == pytest.approx(
+        2 * F.forward_flops_per_token(m, s), rel=1e-12)
+    full = F.hardware_flops_per_token(m, s, "none")
+    assert full == pytest.approx(3 * F.forward_flops_per_token(m, s), rel=1e-12)

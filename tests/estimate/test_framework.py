@@ -7,8 +7,7 @@ from trainsizer.errors import SpecError
 from trainsizer.estimate import framework as fw
 from trainsizer.estimate.inputs import FRAMEWORKS, Strategy, Training
 from trainsizer.estimate.memory import MemoryOptions, estimate_memory, memory_per_gpu_bytes
-from trainsizer.estimate.step_time import FRAMEWORKS as PERF_STYLES
-from trainsizer.estimate.step_time import estimate_time, step_time_arrays
+from trainsizer.estimate.step_time import PERF_STYLES, estimate_time, step_time_arrays
 
 from .test_perf_common import h100_cluster, llama8b
 

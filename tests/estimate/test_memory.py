@@ -414,3 +414,21 @@ def test_moe_capacity_factor_scales_routed_activations() -> None:
     d1 = estimate_memory(LLAMA8, t1, h100(8), Strategy(dp=8)).per_gpu_bytes
     d2 = estimate_memory(LLAMA8, t2, h100(8), Strategy(dp=8)).per_gpu_bytes
     assert d1 == d2
+
+
+def test_adafactor_model_states_need_the_model() -> None:
+    """Bug fix: without a model, Adafactor's states were sized for a made-up 4096-wide model, silently."""
+    t = Training(optimizer="adafactor")
+    with pytest.raises(SpecError, match="model"):
+        model_state_bytes(1e9, t)
+    assert model_state_bytes(1e9, t, LLAMA8) == pytest.approx((2 + 2 + 4 + 8 / LLAMA8.hidden) * 1e9)
+
+
+def test_optimizer_states_of_modules_to_save_copies_take_the_copy_dtype() -> None:
+    """Bug fix: AdamW states of PEFT modules_to_save copies were sized 16-bit even in fp32 training, where the
+    copies (and so zeros_like states) are fp32."""
+    t = Training(method="lora", precision="fp32", lora_rank=8,
+                 lora_targets=("q_proj", "v_proj", "embed_tokens"), seq_len=512, global_batch_seqs=8)
+    it = estimate_memory(LLAMA8, t, h100(1), Strategy(dp=1, micro_batch=1)).items_bytes
+    adapters = it["lora_adapters"] / 4.0  # fp32 adapters
+    assert it["optimizer_states"] == pytest.approx(8.0 * adapters + 8.0 * LLAMA8.embedding_params)

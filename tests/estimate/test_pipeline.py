@@ -20,6 +20,8 @@ def test_interleaving_never_increases_bubble(p, m, v):
 
 def test_micro_batches_and_layers_per_stage():
     assert float(pipeline.micro_batches(512, 8, 2)) == 32
-    np.testing.assert_array_equal(pipeline.layers_per_stage(30, np.array([1, 4, 8])), [30, 8, 4])
+    first, last = pipeline.first_last_stage_layers(30, np.array([1, 4, 8]))
+    np.testing.assert_array_equal(first, [30, 8, 4])  # the most loaded stage: ceil(L/p)
+    np.testing.assert_array_equal(last, [30, 7, 3])  # the first L mod p stages hold the extra layer
     assert float(pipeline.p2p_transfers_on_critical_path(1, 8)) == 0.0
     assert float(pipeline.p2p_transfers_on_critical_path(4, 8)) == 2 * (8 + 3)

@@ -139,7 +139,7 @@ def test_offload_costs_pcie_time():
 
 
 def test_framework_styles_load_from_data_file():
-    from trainsizer.estimate.step_time import FRAMEWORKS
+    from trainsizer.estimate.step_time import PERF_STYLES as FRAMEWORKS
 
     assert {"megatron", "megatron-core", "fsdp", "deepspeed"} <= set(FRAMEWORKS)
     assert FRAMEWORKS["megatron-core"].tp_comm_overlap and not FRAMEWORKS["megatron"].tp_comm_overlap
@@ -255,3 +255,61 @@ def test_moe_capacity_factor_slows_expert_compute_and_all_to_all():
     # dense: no effect
     d = [estimate_time(llama8b(), t, h100_cluster(64), Strategy(tp=8, dp=8)).step_s for t in (base, imb)]
     assert d[0] == d[1]
+
+
+def test_lora_all_linear_is_accepted_and_means_the_seven_linears():
+    """Bug fix: the time estimator kept its own LoRA target table and refused valid targets ("all-linear",
+    "qkv_proj", "embed_tokens", "lm_head") with a SpecError the memory estimator did not raise."""
+    base = dict(method="lora", lora_rank=16, seq_len=2048, global_batch_seqs=64)
+    seven = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    named = _est(training=Training(lora_targets=seven, **base), dp=64)
+    all_linear = _est(training=Training(lora_targets=("all-linear",), **base), dp=64)
+    assert all_linear.breakdown_s == named.breakdown_s
+
+
+def test_time_and_memory_count_the_same_lora_parameters_on_moe():
+    """Bug fix: the time estimator counted one MLP per layer for LoRA on expert MLPs (not one per expert), so
+    its gradient and optimizer traffic disagreed with the memory estimator's adapters."""
+    from trainsizer.estimate.calibration import load_constants, rates
+    from trainsizer.estimate.memory import estimate_memory
+
+    model, system = mixtral(), h100_cluster(8)
+    training = Training(method="lora", lora_rank=16, lora_targets=("gate_proj", "up_proj", "down_proj"),
+                        seq_len=2048, global_batch_seqs=64)
+    st = Strategy(dp=8)
+    r = rates(system, training.precision)
+    opt_s = estimate_time(model, training, system, st).breakdown_s["optimizer"]
+    adamw_bytes = load_constants().optimizer_bytes_per_param["adamw"]
+    params_time = (opt_s - 4 * r.kernel_fixed_s) * r.hbm_bytes_s / adamw_bytes
+    adapters = estimate_memory(model, training, system, st).items_bytes["lora_adapters"]
+    params_memory = adapters / 4.0  # fp32 adapters
+    assert params_time == pytest.approx(params_memory, rel=1e-9)
+
+
+def test_unknown_recompute_or_offload_name_is_a_spec_error_on_the_unchecked_path():
+    """Bug fix: step_time_arrays (no rule checks) surfaced a bare KeyError for an unknown mode name."""
+    for bad in (dict(recompute="ful"), dict(offload="cpu")):
+        with pytest.raises(SpecError, match="strategy"):
+            estimate_time_batch(llama8b(), Training(seq_len=4096, global_batch_seqs=256), h100_cluster(),
+                                Strategy(dp=64, **bad))
+
+
+def test_estimate_time_refuses_arrays_instead_of_answering_for_the_first():
+    """Bug fix: estimate_time checked and reported only the first entry of array fields, silently."""
+    with pytest.raises(SpecError, match="one strategy"):
+        _est(tp=np.array([1, 2]), dp=np.array([64, 32]))
+    with pytest.raises(SpecError, match="one strategy"):
+        _est(dp=64, recompute=np.array([0, 2]))
+
+
+def test_qlora_dequantises_every_local_expert_not_only_the_top_k():
+    """Bug fix: the NF4 dequantisation cost of an MoE layer counted the top-k experts' weights only, so it did
+    not grow with the number of experts every GPU holds and dequantises."""
+    kw = dict(lora_rank=8, seq_len=2048, global_batch_seqs=64)
+    extra = {}
+    for n in (8, 16):
+        model = mixtral().with_(experts=n)
+        q = _est(model=model, training=Training(method="qlora", **kw), dp=8, system=h100_cluster(8))
+        lo = _est(model=model, training=Training(method="lora", **kw), dp=8, system=h100_cluster(8))
+        extra[n] = q.breakdown_s["compute"] - lo.breakdown_s["compute"]
+    assert extra[16] / extra[8] > 1.8

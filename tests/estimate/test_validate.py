@@ -109,3 +109,13 @@ def test_mask_matches_scalar_check() -> None:
                 ok = False
             assert ok == bool(mask[i])
         assert mask.any() or model is MOE
+
+
+def test_tp_inside_an_nvlink_domain_larger_than_a_node_is_not_flagged() -> None:
+    """Bug fix: the warning compared TP with GPUs per node, so TP 8 over 4-GPU trays of one NVL72 domain was
+    said to cross the network (the time model already used the scale-up domain)."""
+    big = LLAMA70.with_(heads=128, kv_heads=16)
+    nvl72 = System(accelerator="gb200", gpus=64, gpus_per_node=4, memory_gib=186.0,
+                   peak_tflops={"bf16": 2500.0}, hbm_gb_s=8000.0, intra_node_gb_s=900.0, scaleup_domain=72)
+    w = check_strategy(big, TRAIN, nvl72, Strategy(tp=8, pp=1, dp=8))
+    assert not any(x.startswith("tp_across_nodes") for x in w)

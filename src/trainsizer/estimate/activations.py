@@ -38,8 +38,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from trainsizer.estimate.inputs import Training
-from trainsizer.estimate.model_states import act_bytes, lora_targets, trainable
+from trainsizer.estimate.inputs import Training, act_bytes
+from trainsizer.estimate.model_states import lora_targets, trainable
 from trainsizer.models.arch import ModelArch
 
 ATTENTION_IMPLS = ("flash", "sdpa", "eager")

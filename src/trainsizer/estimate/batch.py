@@ -26,14 +26,13 @@ from dataclasses import replace
 import numpy as np
 
 from trainsizer.estimate.calibration import Calibration
-from trainsizer.estimate.inputs import Strategy, System, Training
+from trainsizer.estimate.inputs import DEGREE_FIELDS, FLAG_FIELDS, MODE_FIELDS, Strategy, System, Training
 from trainsizer.estimate.memory import DEFAULT_OPTIONS, MemoryOptions, memory_per_gpu_bytes
 from trainsizer.estimate.step_time import BREAKDOWN_KEYS, Framework, step_time_arrays
-from trainsizer.estimate.validate import _codes, valid_mask
+from trainsizer.estimate.validate import strategy_codes, valid_mask
 from trainsizer.models.arch import ModelArch
 
-NUMERIC_FIELDS = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch",
-                  "sequence_parallel", "distributed_optimizer")
+NUMERIC_FIELDS = (*DEGREE_FIELDS, *FLAG_FIELDS)
 TIME_KEYS = ("step_s", "tokens_per_s", "mfu", "hfu", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
              "model_flops_per_step", "hardware_flops_per_step", "micro_batches", *BREAKDOWN_KEYS)
 # every key evaluate_batch returns (arrays of one entry per strategy)
@@ -66,7 +65,7 @@ def _tune_malloc() -> None:
 
 def _flatten(strategy: Strategy) -> tuple[Strategy, int, tuple[int, ...]]:
     """The strategy with every numeric field a contiguous 1-D float array of one common length."""
-    rec, off = _codes(strategy)  # names checked here (SpecError), codes as floats
+    rec, off = strategy_codes(strategy)  # names checked here (SpecError), codes as floats
     values = [np.asarray(getattr(strategy, f), dtype=float) for f in NUMERIC_FIELDS] + [rec, off]
     shape = np.broadcast_shapes(*(v.shape for v in values))
     flat = [np.ascontiguousarray(np.broadcast_to(v, shape)).reshape(-1) for v in values]
@@ -75,12 +74,12 @@ def _flatten(strategy: Strategy) -> tuple[Strategy, int, tuple[int, ...]]:
 
 
 def _slice(strategy: Strategy, lo: int, hi: int) -> Strategy:
-    changes = {f: getattr(strategy, f)[lo:hi] for f in (*NUMERIC_FIELDS, "recompute", "offload")}
+    changes = {f: getattr(strategy, f)[lo:hi] for f in (*NUMERIC_FIELDS, *MODE_FIELDS)}
     return replace(strategy, **changes)
 
 
 def _take(strategy: Strategy, rows: np.ndarray) -> Strategy:
-    changes = {f: getattr(strategy, f)[rows] for f in (*NUMERIC_FIELDS, "recompute", "offload")}
+    changes = {f: getattr(strategy, f)[rows] for f in (*NUMERIC_FIELDS, *MODE_FIELDS)}
     return replace(strategy, **changes)
 
 

@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from trainsizer.errors import SpecError
+from trainsizer.estimate.inputs import act_bytes
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class PerfConstants:
     optimizer_bytes_per_param: dict[str, float]
     p2p_exposed_fraction: float
     data_loading_exposed_s: float
+    cpu_adam_params_per_s_per_gpu: float  # ZeRO-Offload CPU optimizer rate (offload section)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def gemm_efficiency(self, accelerator: str) -> float:
@@ -92,6 +94,7 @@ def load_constants() -> PerfConstants:
         optimizer_bytes_per_param={str(k): float(v) for k, v in d["optimizer"]["bytes_per_param"].items()},
         p2p_exposed_fraction=float(d["pipeline"]["p2p_exposed_fraction"]),
         data_loading_exposed_s=float(d["data_loading"]["exposed_s"]),
+        cpu_adam_params_per_s_per_gpu=float(d["offload"]["cpu_adam_params_per_s_per_gpu"]),
         raw=d,
     )
 
@@ -101,8 +104,9 @@ class Calibration(BaseModel):
 
     - `gemm_tflops`: sustained TFLOP/s of a large GEMM in the training precision (e.g. from a cuBLAS
       benchmark); replaces peak x efficiency_max.
-    - `busbw_intra_gb_s` / `busbw_inter_gb_s`: nccl-tests all-reduce bus bandwidth inside one scale-up domain
-      and across nodes (GB/s, per GPU, `busbw` column).
+    - `busbw_intra_gb_s` / `busbw_inter_gb_s`: nccl-tests all-reduce bus bandwidth (`busbw` column, GB/s)
+      inside one scale-up domain and across nodes. The cross-node figure is what the node's NICs carry
+      together (8x NDR400: ~370 GB/s); `rates` divides it by gpus_per_node for the per-GPU network rate.
     - `hbm_gb_s`: achieved device-memory bandwidth (e.g. STREAM copy), GB/s.
     - `storage_gb_s`: aggregate checkpoint write bandwidth of the job, GB/s.
     - `flash_tflops`: sustained FlashAttention forward TFLOP/s.
@@ -174,5 +178,5 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
         intra_busbw=max(intra, 1.0),
         inter_nic=max(inter, 1.0),
         kernel_fixed_s=k.kernel_fixed_s,
-        act_bytes=4.0 if precision == "fp32" else 2.0,
+        act_bytes=float(act_bytes(precision)),
     )

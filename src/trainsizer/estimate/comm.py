@@ -21,11 +21,6 @@ import numpy as np
 from trainsizer.estimate.calibration import Rates
 
 
-def domain_size(system) -> int:
-    """GPUs that share the fast scale-up fabric (NVL72: 72; DGX: 8; PCIe box: GPUs per node)."""
-    return int(max(system.scaleup_domain, system.gpus_per_node, 1))
-
-
 def ranks_per_domain(size, stride, domain: int):
     """Members of a group (size `size`, rank stride `stride`) that share one scale-up domain."""
     size = np.asarray(size, float)

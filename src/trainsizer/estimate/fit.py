@@ -37,10 +37,6 @@ class FitResult:
                 "memory": self.estimate.to_dict() if self.estimate else None}
 
 
-def _fits(e: MemoryEstimate) -> bool:
-    return e.fits
-
-
 def max_micro_batch(
     model: ModelArch, training: Training, system: System, strategy: Strategy, *, limit: int = 1024,
     options: MemoryOptions = DEFAULT_OPTIONS,
@@ -84,7 +80,7 @@ def max_seq_len(
         return estimate_memory(model, replace(training, seq_len=k * step), system, strategy, options,
                                check=False)
 
-    k = _bisect(1, max(1, limit // step), lambda k: _fits(est(k)))
+    k = _bisect(1, max(1, limit // step), lambda k: est(k).fits)
     if k < 1:
         return FitResult(0, None, "seq_len")
     return FitResult(k * step, est(k), "seq_len")
@@ -101,7 +97,7 @@ def max_layers(
     def est(n: int) -> MemoryEstimate:
         return estimate_memory(model.with_(layers=n), training, system, strategy, options, check=False)
 
-    n = _bisect(pp, max(pp, limit), lambda n: _fits(est(n)))
+    n = _bisect(pp, max(pp, limit), lambda n: est(n).fits)
     if n < pp:
         return FitResult(0, None, "layers")
     return FitResult(n, est(n), "layers")

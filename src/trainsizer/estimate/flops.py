@@ -18,7 +18,11 @@ Conventions (each one names its source):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
+
+from trainsizer.estimate.inputs import RECOMPUTE_CODE
 from trainsizer.models.arch import ModelArch
 
 
@@ -103,21 +107,27 @@ def model_flops_per_token(model: ModelArch, seq_len: float, trains_base_weights:
 
 
 def hardware_flops_per_token(
-    model: ModelArch, seq_len: float, recompute: str = "none", trains_base_weights: bool = True
-) -> float:
+    model: ModelArch, seq_len: float, recompute: Any = "none", trains_base_weights: bool = True
+) -> Any:
     """FLOPs actually issued per token, counting recompute (Narayanan Eq. 3; Korthikanti Eq. 8).
 
+    `recompute`: a mode name (-> float) or an array of RECOMPUTE_CODE values (-> array, one per strategy).
     Non-causal attention convention (what the papers count); see `causal_fraction` for the executed share.
     """
+    if isinstance(recompute, str):
+        if recompute not in RECOMPUTE_CODE:
+            from trainsizer.errors import unknown_name
+
+            raise unknown_name("strategy.recompute", "recompute mode", recompute, RECOMPUTE_CODE)
+        return float(hardware_flops_per_token(model, seq_len, RECOMPUTE_CODE[recompute], trains_base_weights))
     lf = layer_flops(model)
     fwd_layers = lf.gemm() + lf.attn_core(seq_len)
     bwd_mult = 2.0 if trains_base_weights else 1.0
-    total = (1.0 + bwd_mult) * fwd_layers + 3.0 * lf.lm_head
-    if recompute == "full":
-        total += fwd_layers
-    elif recompute == "selective":
-        total += lf.attn_core(seq_len)
-    return total
+    code = np.asarray(recompute)
+    recomputed = np.where(code == RECOMPUTE_CODE["full"], fwd_layers,
+                          np.where(code == RECOMPUTE_CODE["selective"], lf.attn_core(seq_len), 0.0))
+    # a frozen LM head (LoRA) needs its input gradient only, like the frozen decoder GEMMs
+    return (1.0 + bwd_mult) * fwd_layers + (1.0 + bwd_mult) * lf.lm_head + recomputed
 
 
 def causal_fraction(seq_len: float, block: float = 128.0) -> float:

@@ -28,9 +28,19 @@ OFFLOAD = ("none", "optimizer", "optimizer+params")
 # strategies with TP/PP/CP/EP > 1 or the distributed optimizer, else the HF/DeepSpeed/FSDP style, per strategy
 # (`estimate.framework` maps each name to a memory profile and a perf style).
 FRAMEWORKS = ("auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "deepseek-dualpipe")
+# Strategy fields by kind: integer degrees and sizes, mode names (codes in arrays), on/off flags.
+DEGREE_FIELDS = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch")
+MODE_FIELDS = ("recompute", "offload")
+FLAG_FIELDS = ("sequence_parallel", "distributed_optimizer")
 # Encodings used inside Strategy arrays (so vectors stay numeric).
 RECOMPUTE_CODE = {name: i for i, name in enumerate(RECOMPUTE)}
 OFFLOAD_CODE = {name: i for i, name in enumerate(OFFLOAD)}
+
+
+def act_bytes(precision: str) -> int:
+    """Bytes of one element in the compute dtype (activations, 16-bit weight copies, TP/PP/EP messages):
+    2 under bf16/fp16/fp8 mixed precision (FP8 GEMM inputs aside, see activations.py), 4 for fp32 training."""
+    return 4 if precision == "fp32" else 2
 
 
 @dataclass(frozen=True)
@@ -85,6 +95,11 @@ class System:
     @property
     def nodes(self) -> int:
         return max(1, -(-self.gpus // self.gpus_per_node))
+
+    @property
+    def domain_gpus(self) -> int:
+        """GPUs that share the fast scale-up fabric (NVL72: 72; DGX: 8; PCIe box: GPUs per node)."""
+        return int(max(self.scaleup_domain, self.gpus_per_node, 1))
 
     def peak(self, precision: str) -> float:
         """Dense peak TFLOP/s for a training precision (fp32 training uses TF32 tensor cores if any)."""

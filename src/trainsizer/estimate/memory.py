@@ -17,9 +17,10 @@ Peak phase: the forward/backward peak (model states + activations) or, for DeepS
 the optimizer-step peak (model states + the flattened gradient partition and its fp32 cast, activations freed;
 deepspeed/runtime/zero/stage_1_and_2.py `step`), whichever is larger; `MemoryEstimate.peak_phase` says which.
 
-Worst GPU: the first pipeline stage (embedding, most micro-batches in flight) or the last (LM head, final
-norm, logits); middle stages hold fewer in-flight micro-batches and no embedding or head, so they are never
-above both (MoE models with dense leading layers excepted, where stage 1 may hold slightly more weights).
+Worst GPU: the first pipeline stage (embedding, most micro-batches in flight, and under an uneven split one
+more layer: `pipeline.first_last_stage_layers`) or the last (LM head, final norm, logits); middle stages hold
+fewer in-flight micro-batches and no embedding or head, so they are never above both (MoE models with dense
+leading layers excepted, where stage 1 may hold slightly more weights).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from trainsizer.errors import SpecError
+from trainsizer.estimate import pipeline
 from trainsizer.estimate.activations import (
     ATTENTION_IMPLS,
     LayerItems,
@@ -41,7 +42,7 @@ from trainsizer.estimate.activations import (
     layer_items,
 )
 from trainsizer.estimate.framework import check_framework, megatron_style, memory_profile
-from trainsizer.estimate.inputs import Strategy, System, Training
+from trainsizer.estimate.inputs import Strategy, System, Training, act_bytes
 from trainsizer.estimate.model_states import (
     ParamLayout,
     StateBytes,
@@ -51,6 +52,7 @@ from trainsizer.estimate.model_states import (
     param_layout,
     state_bytes,
 )
+from trainsizer.estimate.validate import check_strategy, require_one_strategy, strategy_codes
 from trainsizer.models.arch import ModelArch
 
 GIB = 2**30
@@ -159,8 +161,9 @@ def _precompute(model: ModelArch, training: Training, options: MemoryOptions) ->
                 (prof, code)]
     c = load_memory_constants()
     per_dtype = c["optimizer_in_param_dtype"]
-    opt_pd = {"adamw": 2 * per_dtype["adamw_states_per_param"], "adamw8bit": 2.0,
-              "sgd": 2 * per_dtype["sgd_states_per_param"], "adafactor": 0.0}[training.optimizer]
+    pd = act_bytes(training.precision)  # the copies' dtype: 16-bit, fp32 when training in fp32
+    opt_pd = {"adamw": pd * per_dtype["adamw_states_per_param"], "adamw8bit": 2.0,
+              "sgd": pd * per_dtype["sgd_states_per_param"], "adafactor": 0.0}[training.optimizer]
     return _Pre(layout, states, dense, moe, heads, discount, frozen_base_bytes(training), float(opt_pd))
 
 
@@ -174,15 +177,7 @@ def _arr(x: Any) -> np.ndarray:
 
 
 def _strategy_arrays(strategy: Strategy) -> dict[str, np.ndarray]:
-    from trainsizer.errors import unknown_name
-    from trainsizer.estimate.inputs import OFFLOAD, RECOMPUTE
-
-    if isinstance(strategy.recompute, str) and strategy.recompute not in RECOMPUTE:
-        raise unknown_name("strategy.recompute", "recompute mode", strategy.recompute, RECOMPUTE)
-    if isinstance(strategy.offload, str) and strategy.offload not in OFFLOAD:
-        raise unknown_name("strategy.offload", "offload mode", strategy.offload, OFFLOAD)
-    rec = strategy.recompute_code()
-    off = strategy.offload_code()
+    rec, off = strategy_codes(strategy)
     fields = dict(
         tp=_arr(strategy.tp), pp=_arr(strategy.pp), vpp=_arr(strategy.vpp), dp=_arr(strategy.dp),
         cp=_arr(strategy.cp), ep=_arr(strategy.ep), zero=_arr(strategy.zero), sg=_arr(strategy.shard_group),
@@ -223,15 +218,13 @@ def _evaluate(
     edp = np.maximum(1.0, dpc / ep)
     shard_e = np.where(sg > 0, np.minimum(sg, edp), edp)
 
-    # ---- layers per stage (Megatron even split; interleaved: stage average)
-    pi = np.maximum(p, 1).astype(np.int64)
-    base = L // pi
-    rem = L - base * pi
-    n_first = base + (rem > 0)
-    n_last = np.where(pi > 1, base, L)
+    # ---- layers per stage (uneven split: the first L mod p stages hold one more layer; interleaved: the
+    # stage's layer count at the average layer, see `ssum`)
+    n_first, n_last = pipeline.first_last_stage_layers(L, p)
+    first_stop, last_start = n_first.astype(np.int64), (L - n_last).astype(np.int64)
     stage_defs = {
-        "first": (np.zeros_like(pi), n_first.astype(np.int64), n_first, 0.0),
-        "last": ((L - n_last).astype(np.int64), np.full(pi.shape, L, dtype=np.int64), n_last, p - 1),
+        "first": (np.zeros_like(first_stop), first_stop, n_first, 0.0),
+        "last": (last_start, np.full(last_start.shape, L, dtype=np.int64), n_last, p - 1),
     }
 
     interleaved = v > 1
@@ -244,7 +237,7 @@ def _evaluate(
     pairs = 2.0 if training.method == "dpo" else 1.0  # DPO: chosen + rejected per sample
     seq = float(training.seq_len)
     tokens = mb * seq / cp * pairs  # tokens per micro-batch per GPU (before TP/SP)
-    n_micro = np.maximum(1.0, training.global_batch_seqs / np.maximum(mb * d, 1))
+    n_micro = pipeline.micro_batches(training.global_batch_seqs, d, mb)
     sp_div = np.where((t > 1) & (s["sp"] > 0), t, 1.0)
     # routed token-slots on the busiest GPU: top-k x capacity factor (Training.moe_capacity_factor)
     k = float(model.experts_per_token or 0) * float(training.moe_capacity_factor)
@@ -276,7 +269,7 @@ def _evaluate(
           ("weights", "grads", "grad_fp32_copy", "master", "grad_accum_fp32", "optimizer", "fp8_cache")}
     oc = c["framework_overhead"]
     full_train = training.trains_base_weights
-    w16 = 4.0 if training.precision == "fp32" else 2.0
+    w16 = float(act_bytes(training.precision))  # 16-bit weight copies (fp32 when training in fp32)
     offload_opt = off >= 1
     offload_par = off >= 2
 
@@ -367,7 +360,8 @@ def _evaluate(
             emb_act = emb_act + tokens * model.hidden / sp_div
         items["embedding_and_rope"] = _on(is_first, fl * emb_act, 0.0)
         final_sp = by_prof(lambda pr: hi[pr].final_sp)
-        items["final_norm_and_head_input"] = _on(is_last, tokens * (final_sp / sp_div + 8.0), 0.0)
+        labels = by_prof(lambda pr: hi[pr].labels)  # int64 token labels kept for the loss
+        items["final_norm_and_head_input"] = _on(is_last, tokens * (final_sp / sp_div + labels), 0.0)
         lg_saved = by_prof(lambda pr: hi[pr].logits_saved_per_vocab)
         lg_extra = by_prof(lambda pr: hi[pr].logits_extra_per_vocab)
         logit_elems = _on(is_last, tokens * model.vocab / t, 0.0)
@@ -522,12 +516,7 @@ def estimate_memory(
     Raises StrategyError(rule, detail) for a strategy that breaks a rule of `validate.RULES`; soft-rule
     warnings go to `notes`. `check=False` skips the rules (memory limits alone: `fit.py` probes
     micro-batches and lengths that the global batch or the GPU count need not allow)."""
-    from trainsizer.estimate.validate import check_strategy
-
-    for name in ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch"):
-        if np.ndim(getattr(strategy, name)) != 0:
-            raise SpecError(f"strategy.{name}", "estimate_memory takes one strategy; use "
-                            "memory_per_gpu_bytes for arrays", value=getattr(strategy, name))
+    require_one_strategy(strategy, "estimate_memory", "memory_per_gpu_bytes")
     warnings = check_strategy(model, training, system, strategy) if check else []
     r = _evaluate(model, training, system, strategy, options, detail=True)
     last = bool(r["worst_is_last"].reshape(-1)[0])

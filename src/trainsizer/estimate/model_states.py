@@ -7,9 +7,9 @@ Origins (one line each):
   parameters by N_d: Rajbhandari et al. 2020 (ZeRO, arXiv:1910.02054) Sec. 3.1 / 5, Fig. 1.
 - Megatron-Core bytes per parameter (bf16 + fp32 main_grad: 6 + 12/d, fp16: 4 + 16/d, fp32: 8 + 8/d):
   Megatron-LM docs/user-guide/features/dist_optimizer.md.
-- Layer split across pipeline stages (even split, embedding on the first stage, final norm + LM head on the
-  last; tied embeddings keep a copy on the last stage): Megatron-LM `get_num_layers_to_build` /
-  `shared_embedding_or_output_weight`.
+- Layer split across pipeline stages (the first L mod p stages hold one more layer, `pipeline.py`; embedding
+  on the first stage, final norm + LM head on the last; tied embeddings keep a copy on the last stage):
+  Megatron-LM `get_num_layers_to_build` / `shared_embedding_or_output_weight`.
 - Expert parameters sharded over EP (carved out of DP) then over expert-TP = TP; attention / shared experts /
   router replicated across EP: Megatron-Core MoE docs (moe/README.md, "Parallel folding").
 - LoRA trainable parameters r * (d_in + d_out) per adapted matrix: Hu et al. 2021 (arXiv:2106.09685) Sec. 4.
@@ -27,7 +27,7 @@ import numpy as np
 import yaml
 
 from trainsizer.errors import SpecError
-from trainsizer.estimate.inputs import OPTIMIZERS, PRECISIONS, Training
+from trainsizer.estimate.inputs import OPTIMIZERS, PRECISIONS, Training, act_bytes
 from trainsizer.models.arch import ModelArch
 
 LORA_TARGET_NAMES = (
@@ -51,11 +51,6 @@ def load_memory_constants() -> dict[str, Any]:
     """The named constants in `estimate/data/memory_constants.yaml` (cached)."""
     text = resources.files("trainsizer.estimate").joinpath("data/memory_constants.yaml").read_text()
     return yaml.safe_load(text)
-
-
-def act_bytes(precision: str) -> int:
-    """Bytes of one activation element: 16-bit for bf16/fp16/fp8 mixed precision, 4 for fp32 training."""
-    return 4 if precision == "fp32" else 2
 
 
 def check_training(training: Training) -> None:
@@ -163,14 +158,13 @@ class ParamLayout:
     """Per-layer parameter counts of one model as cumulative arrays (index i = layers [0, i)).
 
     `tp_*` parameters are split by TP; `rep_*` replicated across TP (norms, router); `exp_*` routed experts
-    (split by EP x expert-TP). `gemm_*` are the linear weights (what NF4 / FP8 casts touch).
+    (split by EP x expert-TP).
     """
 
     layers: int
     cum_tp: np.ndarray
     cum_rep: np.ndarray
     cum_exp: np.ndarray
-    cum_gemm_dense: np.ndarray
     cum_moe: np.ndarray  # MoE layers among the first i
     cum_lora_dense: np.ndarray
     cum_lora_exp: np.ndarray
@@ -193,7 +187,6 @@ def param_layout(model: ModelArch, training: Training) -> ParamLayout:
     tp = np.zeros(L + 1)
     rep = np.zeros(L + 1)
     exp = np.zeros(L + 1)
-    gemm = np.zeros(L + 1)
     moe = np.zeros(L + 1)
     lora_d = np.zeros(L + 1)
     lora_e = np.zeros(L + 1)
@@ -208,7 +201,6 @@ def param_layout(model: ModelArch, training: Training) -> ParamLayout:
         tp[i + 1] = tp[i] + t_i
         rep[i + 1] = rep[i] + lp.norms + lp.router
         exp[i + 1] = exp[i] + lp.experts_total
-        gemm[i + 1] = gemm[i] + t_i + lp.router + lp.experts_total
         moe[i + 1] = moe[i] + int(lp.is_moe)
         lora_d[i + 1] = lora_d[i] + ld
         lora_e[i + 1] = lora_e[i] + le
@@ -222,7 +214,6 @@ def param_layout(model: ModelArch, training: Training) -> ParamLayout:
         cum_tp=tp,
         cum_rep=rep,
         cum_exp=exp,
-        cum_gemm_dense=gemm,
         cum_moe=moe,
         cum_lora_dense=lora_d,
         cum_lora_exp=lora_e,
@@ -263,16 +254,20 @@ class StateBytes:
     fp8_cache: float
 
 
-def optimizer_state_bytes(training: Training, model: ModelArch) -> float:
-    """Optimizer-state bytes per trainable parameter (fp32 states; see memory_constants.yaml)."""
+def optimizer_state_bytes(training: Training, model: ModelArch | None) -> float:
+    """Optimizer-state bytes per trainable parameter (fp32 states; see memory_constants.yaml). Adafactor's
+    depend on the matrices' width, so it needs `model`."""
     c = load_memory_constants()["optimizer_state_bytes"]
     if training.optimizer == "adafactor":
+        if model is None:
+            raise SpecError("model", "Adafactor state bytes depend on the model's width; pass the model",
+                            value=None)
         # Shazeer & Stern 2018: one fp32 row + one column vector per matrix: 4 * (1/rows + 1/cols).
         return 4.0 * c["adafactor_factored_vectors"] / model.hidden
     return float(c[training.optimizer])
 
 
-def state_bytes(training: Training, model: ModelArch, profile: str) -> StateBytes:
+def state_bytes(training: Training, model: ModelArch | None, profile: str) -> StateBytes:
     """Bytes per trainable parameter of each model-state kind under a framework profile (hf / megatron)."""
     c = load_memory_constants()
     row = c["model_states"][profile][training.precision]
@@ -298,7 +293,7 @@ def frozen_base_bytes(training: Training) -> tuple[float, float, float]:
         bits = q["double_quant_constants_bits_per_param"] if q["double_quant"] else q[
             "quant_constants_bits_per_param"]
         return float(q["nf4_bytes_per_param"]), float(q["unquantised_param_bytes"]), bits / 8.0
-    b = 4.0 if training.precision == "fp32" else 2.0
+    b = float(act_bytes(training.precision))
     return b, b, 0.0
 
 
@@ -306,10 +301,8 @@ def model_state_bytes(params: Any, training: Training, model: ModelArch | None =
                       shard: Any = 1, profile: str = "hf", distributed_optimizer: Any = False) -> Any:
     """Weights + gradients + master + optimizer bytes per GPU for `params` trainable dense parameters
     replicated over `shard` data-parallel ranks (ZeRO paper Sec. 5: stage 1 shards optimizer states,
-    stage 2 + gradients, stage 3 + parameters). Numpy-broadcasting; the same rules as `estimate_memory`."""
-    if model is None:
-        model = ModelArch(name="generic", family="generic", layers=1, hidden=4096, heads=32, kv_heads=32,
-                          ffn=16384, vocab=1)
+    stage 2 + gradients, stage 3 + parameters). Numpy-broadcasting; the same rules as `estimate_memory`.
+    `model` is needed for Adafactor only (its states scale with the width)."""
     sb = state_bytes(training, model, profile)
     p = np.asarray(params, dtype=float)
     z = np.asarray(zero, dtype=float)

@@ -47,13 +47,6 @@ def p2p_transfers_on_critical_path(pp, m, vpp=1):
     return np.where(p > 1, 2.0 * (v * np.asarray(m, float) + p - 1.0), 0.0)
 
 
-def layers_per_stage(layers: int, pp, vpp=1):
-    """Decoder layers on the most loaded stage: ceil(L/p), with or without interleaving (the v chunks of a
-    stage need not be equal: Megatron-Core uneven split, --decoder-first/last-pipeline-num-layers)."""
-    p = np.maximum(np.asarray(pp, float), 1.0)
-    return np.ceil(layers / p) + 0.0 * np.asarray(vpp, float)
-
-
 def first_last_stage_layers(layers: int, pp):
     """(layers on the first stage, layers on the last stage) of an L-over-p split where the first L mod p
     stages get one more layer: (ceil(L/p), floor(L/p)); (L, L) at p = 1 (one stage holds everything)."""

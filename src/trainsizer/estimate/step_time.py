@@ -6,7 +6,12 @@ Assembly (each term names its origin):
   + 2 reduce-scatter of the same volume) in forward and 2 in backward per layer (Shoeybi 2019 s3;
   Korthikanti 2022 s4.2.2); full recompute repeats the forward ones.
 - Step = m x t_mb + bubble (p-1)/(v m) x m x t_mb + pipeline p2p + exposed DP/ZeRO communication + optimizer
-  + data loading (Narayanan 2021 s2.2, s3.5).
+  + data loading (Narayanan 2021 s2.2, s3.5); DualPipe styles use its bubble instead (pipeline.py).
+- The slowest stage sets the pace: uneven splits put one more layer on the first L mod p stages, the last
+  stage adds the LM head + loss; t_mb is that of whichever of the two is slower (pipeline.py).
+- What overlaps with what is the framework's perf style (perf_constants.yaml `frameworks:`), taken from
+  `Strategy.framework` through `estimate.framework` ("auto": per strategy, Megatron-style or HF);
+  `framework_style=` overrides it. FP8: GEMMs at the FP8 peak, attention in 16-bit (calibration.rates).
 - DP gradient reduction (Megatron/DDP style): bucketed and overlapped with the backward of the last
   micro-batch; what does not fit in that window and the last bucket stay exposed (Li et al. 2020, PyTorch
   DDP, VLDB s3.2.3). Distributed optimizer / ZeRO-1/2: reduce-scatter grads + all-gather params (Rajbhandari
@@ -27,10 +32,10 @@ import numpy as np
 from trainsizer.errors import SpecError, TrainsizerError, did_you_mean
 from trainsizer.estimate import comm, compute, pipeline
 from trainsizer.estimate.calibration import Calibration, PerfConstants, load_constants, rates
-from trainsizer.estimate.flops import layer_flops
-from trainsizer.estimate.inputs import System, Training
+from trainsizer.estimate.flops import hardware_flops_per_token, layer_flops, model_flops_per_token
+from trainsizer.estimate.inputs import DEGREE_FIELDS, System, Training
 from trainsizer.estimate.model_states import check_training, lora_trainable_params
-from trainsizer.estimate.validate import check_strategy
+from trainsizer.estimate.validate import check_strategy, require_one_strategy, strategy_codes
 from trainsizer.models.arch import ModelArch
 
 PIPELINE_SCHEDULES = ("1f1b", "dualpipe")
@@ -78,65 +83,47 @@ def _load_frameworks() -> dict[str, Framework]:
     return out
 
 
-FRAMEWORKS: dict[str, Framework] = _load_frameworks()
+PERF_STYLES: dict[str, Framework] = _load_frameworks()  # perf_constants.yaml `frameworks:`
 
 
 def framework(name: str | Framework) -> Framework:
     if isinstance(name, Framework):
         return name
     try:
-        return FRAMEWORKS[name]
+        return PERF_STYLES[name]
     except KeyError:
-        raise SpecError("framework", "unknown framework style", value=name, allowed=sorted(FRAMEWORKS),
-                        suggestion=did_you_mean(name, FRAMEWORKS)) from None
+        raise SpecError("framework", "unknown framework style", value=name, allowed=sorted(PERF_STYLES),
+                        suggestion=did_you_mean(name, PERF_STYLES)) from None
 
 
 _STYLE_FIELDS = tuple(f.name for f in fields(Framework) if f.name != "name")
 _SCALAR_ONLY = ("attention_kernel", "pipeline_schedule")
 
 
-@dataclass(frozen=True)
-class _Style:
-    """Framework fields where each may be one value or (auto) an array with one value per strategy."""
-
-    tp_comm_overlap: Any
-    dp_overlap: Any
-    grad_bucket_params: Any
-    param_gather_overlap: Any
-    zero3_prefetch: Any
-    zero3_bucket_params: Any
-    zero3_nic_aggregation: Any
-    grad_reduce_bytes: Any
-    ep_overlap: Any
-    pipeline_schedule: str
-    attention_kernel: str
-
-
-def _style(strategy, framework_style: str | Framework | None) -> _Style:
+def _style(strategy, framework_style: str | Framework | None) -> Framework:
     """The perf style: the explicit `framework_style` if given, else `strategy.framework` through
-    `estimate.framework` ("auto": one style per strategy, fields that differ become arrays)."""
+    `estimate.framework` ("auto": one style per strategy; fields where the two styles differ become arrays,
+    except the scalar-only schedule and attention kernel, which must agree)."""
     from trainsizer.estimate import framework as fwmod
 
-    if framework_style is None:
-        name = getattr(strategy, "framework", "auto")
-        styles = fwmod.perf_styles(name)
-        if isinstance(styles, tuple):
-            a, b = framework(styles[0]), framework(styles[1])
-            mega = np.asarray(fwmod.megatron_style_of(strategy))
-            out = {}
-            for key in _STYLE_FIELDS:
-                va, vb = getattr(a, key), getattr(b, key)
-                if va == vb:
-                    out[key] = va
-                elif key in _SCALAR_ONLY:
-                    raise SpecError(f"frameworks.{b.name}.{key}", f"the two styles of framework 'auto' must "
-                                    f"agree on {key}", value=vb, allowed=[va])
-                else:
-                    out[key] = np.where(mega, va, vb)
-            return _Style(**out)
-        framework_style = styles
-    fw = framework(framework_style)
-    return _Style(**{key: getattr(fw, key) for key in _STYLE_FIELDS})
+    if framework_style is not None:
+        return framework(framework_style)
+    styles = fwmod.perf_styles(getattr(strategy, "framework", "auto"))
+    if not isinstance(styles, tuple):
+        return framework(styles)
+    a, b = framework(styles[0]), framework(styles[1])
+    mega = np.asarray(fwmod.megatron_style_of(strategy))
+    out = {}
+    for key in _STYLE_FIELDS:
+        va, vb = getattr(a, key), getattr(b, key)
+        if va == vb:
+            out[key] = va
+        elif key in _SCALAR_ONLY:
+            raise SpecError(f"frameworks.{b.name}.{key}", f"the two styles of framework 'auto' must "
+                            f"agree on {key}", value=vb, allowed=[va])
+        else:
+            out[key] = np.where(mega, va, vb)
+    return Framework(f"auto ({a.name} / {b.name})", **out)
 
 
 def _when(flag: Any, yes: Any, no: Any) -> Any:
@@ -206,9 +193,8 @@ def _param_split(model: ModelArch) -> tuple[float, float]:
 
 
 def _as_arrays(strategy) -> dict[str, np.ndarray]:
-    keys = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch")
-    out = {k: np.asarray(getattr(strategy, k), dtype=float) for k in keys}
-    out["recompute"] = np.asarray(strategy.recompute_code(), dtype=float)
+    out = {k: np.asarray(getattr(strategy, k), dtype=float) for k in DEGREE_FIELDS}
+    out["recompute"], out["offload"] = strategy_codes(strategy)
     out["sp"] = np.asarray(strategy.sequence_parallel, dtype=float)
     out["dist_opt"] = np.asarray(strategy.distributed_optimizer, dtype=float)
     return out
@@ -232,7 +218,7 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     sp = (a["sp"] > 0) & (t > 1)
     s = float(training.seq_len)
     gpus = t * p * d * c
-    D = comm.domain_size(system)
+    D = system.domain_gpus
     m = pipeline.micro_batches(training.global_batch_seqs, d, b)
     trains_base = training.trains_base_weights
 
@@ -244,10 +230,15 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     layer_mb = lt.fwd + lt.bwd
     if training.method == "qlora":
         # NF4 weights are dequantised to 16-bit before every use (forward, backward, recompute): read 0.5 B,
-        # write 2 B per weight element (Dettmers et al. 2023, QLoRA s3; bitsandbytes dequantize kernel)
+        # write 2 B per weight element (Dettmers et al. 2023, QLoRA s3; bitsandbytes dequantize kernel).
+        # Weight elements per average layer on this GPU: the dense GEMMs and every local expert (each one
+        # that receives tokens is dequantised, not only a token's top-k).
         passes = 2.0 + (rc == 2)
-        gemm_w = float(layer_flops(model).gemm()) / 2.0 / model.layers  # weight elements per average layer
-        layer_mb = layer_mb + passes * compute.stream_time(gemm_w / t * (0.5 + 2.0), r, kernels=7)
+        lf = layer_flops(model)
+        dense_w = (lf.gemm() - lf.experts) / 2.0 / model.layers
+        expert_w = _param_split(model)[1] / model.layers
+        gemm_w = dense_w / t + expert_w / (t * e)
+        layer_mb = layer_mb + passes * compute.stream_time(gemm_w * (0.5 + 2.0), r, kernels=7)
 
     tok = b * s / c
     act = r.act_bytes
@@ -382,10 +373,9 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
         shard_opt, n_edp, 1.0)
     opt = compute.optimizer_time(upd, bpp, r)
     # optimizer offload (ZeRO-Offload): grads down (fp32) and 16-bit params up over PCIe + CPU Adam
-    off = np.asarray(strategy.offload_code(), dtype=float)
-    cpu_rate = float(k.raw.get("offload", {}).get("cpu_adam_params_per_s_per_gpu", 5e8))
+    off = a["offload"]
     pcie = max(system.pcie_gb_s, 1e-3) * 1e9
-    opt_off = upd * (4.0 + act) / pcie + upd / cpu_rate
+    opt_off = upd * (4.0 + act) / pcie + upd / k.cpu_adam_params_per_s_per_gpu
     # parameter offload: 16-bit weights streamed in for forward and backward of every micro-batch (prefetched)
     stream_in = 2.0 * p_local * act / pcie
     param_off = m * np.maximum(stream_in - compute_mb, 0.0)
@@ -393,15 +383,10 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     data = np.full_like(opt, k.data_loading_exposed_s)
 
     step = m * t_mb + bubble + pp_comm + dp_comm + opt + data
-    # --- FLOPs
-    lf = layer_flops(model)
+    # --- FLOPs (flops.py: model FLOPs = 3 x forward; hardware FLOPs add the recompute)
     tokens = float(training.tokens_per_step)
-    fwd_layers = lf.gemm() + lf.attn_core(s)
-    model_flops = 3.0 * (fwd_layers + lf.lm_head) * tokens
-    bwd_mult = 2.0 if trains_base else 1.0
-    hw_per_tok = (1.0 + bwd_mult) * fwd_layers + 3.0 * lf.lm_head + np.where(
-        rc == 2, fwd_layers, np.where(rc == 1, lf.attn_core(s), 0.0))
-    hw_flops = hw_per_tok * tokens
+    model_flops = model_flops_per_token(model, s) * tokens
+    hw_flops = hardware_flops_per_token(model, s, rc, trains_base) * tokens
     peak = r.gemm_peak_flops
     return {
         "step_s": step,
@@ -436,6 +421,7 @@ def estimate_time(model: ModelArch, training: Training, system: System, strategy
     overrides it."""
     from trainsizer.estimate.train_time import time_to_train
 
+    require_one_strategy(strategy, "estimate_time", "evaluate_batch")
     warnings = check_strategy(model, training, system, strategy)
     out = step_time_arrays(model, training, system, strategy, calibration=calibration,
                            framework_style=framework_style)
@@ -464,18 +450,16 @@ def estimate_time(model: ModelArch, training: Training, system: System, strategy
 
 
 def _memory_note(model: ModelArch, training: Training, system: System, strategy) -> tuple[str, ...]:
-    """Feasibility note from the memory estimator when it is installed (time is estimated regardless)."""
-    try:
-        from trainsizer.estimate.memory import estimate_memory
-    except ImportError:
-        return ()
+    """Feasibility note from the memory estimator (time is estimated regardless)."""
+    from trainsizer.estimate.memory import GIB, estimate_memory
+
     try:
         mem = estimate_memory(model, training, system, strategy)
     except TrainsizerError as exc:
         return (f"memory not checked: {exc}",)
     if not mem.fits:
-        return (f"does not fit: {mem.per_gpu_bytes / 2**30:.1f} GiB per GPU needed, "
-                f"{mem.capacity_bytes / 2**30:.1f} GiB available",)
+        return (f"does not fit: {mem.per_gpu_bytes / GIB:.1f} GiB per GPU needed, "
+                f"{mem.capacity_bytes / GIB:.1f} GiB available",)
     return ()
 
 

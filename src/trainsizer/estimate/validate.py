@@ -32,7 +32,16 @@ from typing import Any
 import numpy as np
 
 from trainsizer.errors import StrategyError
-from trainsizer.estimate.inputs import OFFLOAD, RECOMPUTE, Strategy, System, Training
+from trainsizer.estimate.inputs import (
+    DEGREE_FIELDS,
+    FLAG_FIELDS,
+    MODE_FIELDS,
+    OFFLOAD,
+    RECOMPUTE,
+    Strategy,
+    System,
+    Training,
+)
 from trainsizer.models.arch import ModelArch
 
 RULES = (
@@ -60,19 +69,30 @@ RULES = (
 WARNINGS = ("tp_across_nodes", "pp_uneven_layers", "vpp_uneven_layers")
 
 
-def _codes(strategy: Strategy) -> tuple[np.ndarray, np.ndarray]:
-    rec = strategy.recompute
-    off = strategy.offload
-    if isinstance(rec, str):
-        if rec not in RECOMPUTE:
-            from trainsizer.errors import unknown_name
+STRATEGY_FIELDS = (*DEGREE_FIELDS, *MODE_FIELDS, *FLAG_FIELDS)
 
-            raise unknown_name("strategy.recompute", "recompute mode", rec, RECOMPUTE)
-    if isinstance(off, str):
-        if off not in OFFLOAD:
-            from trainsizer.errors import unknown_name
 
-            raise unknown_name("strategy.offload", "offload mode", off, OFFLOAD)
+def require_one_strategy(strategy: Strategy, estimator: str, batch_api: str) -> None:
+    """SpecError when a field of `strategy` is an array: the scalar estimators explain one strategy and would
+    otherwise answer for the first entry alone."""
+    from trainsizer.errors import SpecError
+
+    for name in STRATEGY_FIELDS:
+        value = getattr(strategy, name)
+        if np.ndim(value) != 0:
+            raise SpecError(f"strategy.{name}", f"{estimator} takes one strategy; use {batch_api} for arrays",
+                            value=value)
+
+
+def strategy_codes(strategy: Strategy) -> tuple[np.ndarray, np.ndarray]:
+    """(recompute codes, offload codes) as float arrays; an unknown mode name raises SpecError."""
+    from trainsizer.errors import unknown_name
+
+    modes = (("strategy.recompute", "recompute mode", strategy.recompute, RECOMPUTE),
+             ("strategy.offload", "offload mode", strategy.offload, OFFLOAD))
+    for where, kind, value, allowed in modes:
+        if isinstance(value, str) and value not in allowed:
+            raise unknown_name(where, kind, value, allowed)
     return np.asarray(strategy.recompute_code(), dtype=float), np.asarray(strategy.offload_code(), dtype=float)
 
 
@@ -80,9 +100,8 @@ def _rule_table(
     model: ModelArch, training: Training, system: System, strategy: Strategy
 ) -> dict[str, tuple[np.ndarray, Callable[[dict[str, Any]], str]]]:
     """rule -> (ok mask, detail(values of one strategy) -> message)."""
-    rec, off = _codes(strategy)
-    f = {n: np.asarray(getattr(strategy, n), dtype=float) for n in
-         ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch")}
+    rec, off = strategy_codes(strategy)
+    f = {n: np.asarray(getattr(strategy, n), dtype=float) for n in DEGREE_FIELDS}
     arrays = np.broadcast_arrays(*f.values(), rec, off)
     tp, pp, vpp, dp, cp, ep, zero, sg, mb, rec, off = arrays
     gpus = tp * pp * dp * cp
@@ -212,9 +231,9 @@ def check_strategy(model: ModelArch, training: Training, system: System, strateg
         if not bool(np.asarray(ok).reshape(-1)[0]):
             raise StrategyError(rule, detail(values))
     warnings = []
-    if values["tp"] > system.gpus_per_node:
-        warnings.append(f"tp_across_nodes: tp={values['tp']} spans more than the {system.gpus_per_node} GPUs "
-                        "of a node; tensor-parallel all-reduces will cross the network")
+    if values["tp"] > system.domain_gpus:
+        warnings.append(f"tp_across_nodes: tp={values['tp']} spans more than the {system.domain_gpus} GPUs "
+                        "of a scale-up domain; tensor-parallel all-reduces will cross the network")
     if model.layers % values["pp"]:
         warnings.append(f"pp_uneven_layers: {model.layers} layers do not split evenly over pp={values['pp']} "
                         "(the first stages get one more layer; the slowest stage sets the pipeline's pace)")
