@@ -156,7 +156,7 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Any,
         lora_rank=job.lora.rank if job.lora else 0,
         lora_targets=tuple(job.lora.targets) if job.lora else (),
         flash_attention=job.flash_attention,
-        tokens_total=job.data.tokens_total,
+        tokens_total=_tokens_total(job),
         moe_capacity_factor=job.moe_capacity_factor,
     )
     if job.global_batch.tokens is not None and job.global_batch.tokens % job.seq_len:
@@ -189,6 +189,16 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Any,
     strategy = _resolve_strategy(job, hw.count, origin) if job.strategy is not None else None
     return Scenario(job=job, model=model, training=training, accelerator=acc, network=network, system=system,
                     strategy=strategy, notes=tuple(notes))
+
+
+def _tokens_total(job: Job) -> float:
+    """Tokens processed over the run. For DPO, `samples` are preference pairs and `avg_tokens` the length of
+    one sequence (prompt + one response), so each sample is two sequences; `tokens` and `dataset_gb` already
+    count everything processed."""
+    total = job.data.tokens_total
+    if job.method == "dpo" and job.data.samples is not None:
+        total *= 2
+    return total
 
 
 def _check_constraints(job: Job, acc: Any, listed: dict[str, set[str] | None], origin: str) -> list[str]:

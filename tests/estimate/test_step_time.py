@@ -313,3 +313,20 @@ def test_qlora_dequantises_every_local_expert_not_only_the_top_k():
         lo = _est(model=model, training=Training(method="lora", **kw), dp=8, system=h100_cluster(8))
         extra[n] = q.breakdown_s["compute"] - lo.breakdown_s["compute"]
     assert extra[16] / extra[8] > 1.8
+
+
+def test_dpo_runs_pairs_through_policy_and_reference():
+    """DPO: chosen + rejected through the policy (forward + backward) and the frozen reference (forward):
+    about 2 x (3 + 1) / 3 = 2.67 x the work of full fine-tuning on the same number of samples."""
+    from dataclasses import replace
+
+    model, system = llama8b(), h100_cluster(gpus=8)
+    full = Training(method="full", seq_len=4096, global_batch_seqs=64)
+    dpo = replace(full, method="dpo")
+    strategy = Strategy(tp=1, pp=1, dp=8, zero=3, micro_batch=1, recompute="full", framework="fsdp")
+    t_full = estimate_time(model, full, system, strategy)
+    t_dpo = estimate_time(model, dpo, system, strategy)
+    assert dpo.tokens_per_step == 2 * full.tokens_per_step
+    assert 2.2 < t_dpo.breakdown_s["compute"] / t_full.breakdown_s["compute"] < 3.0
+    assert t_dpo.model_flops_per_step / t_full.model_flops_per_step == pytest.approx(8 / 3, rel=1e-6)
+    assert 0 < t_dpo.mfu < 1

@@ -68,8 +68,20 @@ class Training:
         return self.method not in ("lora", "qlora")
 
     @property
+    def sequences_per_sample(self) -> int:
+        """DPO: a sample is a preference pair, chosen + rejected, both run through policy and reference
+        (Rafailov et al. 2023, DPO; TRL DPOTrainer concatenates the pair into one forward)."""
+        return 2 if self.method == "dpo" else 1
+
+    @property
+    def has_reference_model(self) -> bool:
+        """DPO keeps a frozen copy of the initial policy and runs its forward on every pair."""
+        return self.method == "dpo"
+
+    @property
     def tokens_per_step(self) -> int:
-        return self.seq_len * self.global_batch_seqs
+        """Tokens processed per optimizer step (both sequences of a DPO pair)."""
+        return self.seq_len * self.global_batch_seqs * self.sequences_per_sample
 
 
 @dataclass(frozen=True)

@@ -234,7 +234,7 @@ def _evaluate(
         return np.where(interleaved, cum[L] * n / L, exact)
 
     # ---- tokens and micro-batches
-    pairs = 2.0 if training.method == "dpo" else 1.0  # DPO: chosen + rejected per sample
+    pairs = float(training.sequences_per_sample)  # DPO: chosen + rejected per sample
     seq = float(training.seq_len)
     tokens = mb * seq / cp * pairs  # tokens per micro-batch per GPU (before TP/SP)
     n_micro = pipeline.micro_batches(training.global_batch_seqs, d, mb)

@@ -32,7 +32,12 @@ import numpy as np
 from trainsizer.errors import SpecError, TrainsizerError, did_you_mean
 from trainsizer.estimate import comm, compute, pipeline
 from trainsizer.estimate.calibration import Calibration, PerfConstants, load_constants, rates
-from trainsizer.estimate.flops import hardware_flops_per_token, layer_flops, model_flops_per_token
+from trainsizer.estimate.flops import (
+    forward_flops_per_token,
+    hardware_flops_per_token,
+    layer_flops,
+    model_flops_per_token,
+)
 from trainsizer.estimate.inputs import DEGREE_FIELDS, System, Training
 from trainsizer.estimate.model_states import check_training, lora_trainable_params
 from trainsizer.estimate.validate import check_strategy, require_one_strategy, strategy_codes
@@ -222,7 +227,9 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     m = pipeline.micro_batches(training.global_batch_seqs, d, b)
     trains_base = training.trains_base_weights
 
-    lt = compute.layer_times(sh, training.seq_len, r, tp=t, cp=c, micro_batch=b, sp=sp, recompute=rc, ep=e,
+    # a micro-batch of b samples is b x sequences_per_sample sequences (DPO: chosen + rejected)
+    seqs = float(training.sequences_per_sample)
+    lt = compute.layer_times(sh, training.seq_len, r, tp=t, cp=c, micro_batch=b * seqs, sp=sp, recompute=rc, ep=e,
                              flash=training.flash_attention, flash_rate=r.flash_flops,
                              flash_bwd_over_fwd=k.flash_bwd_over_fwd, trains_base_weights=trains_base,
                              moe_capacity_factor=training.moe_capacity_factor)
@@ -240,7 +247,7 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
         gemm_w = dense_w / t + expert_w / (t * e)
         layer_mb = layer_mb + passes * compute.stream_time(gemm_w * (0.5 + 2.0), r, kernels=7)
 
-    tok = b * s / c
+    tok = b * seqs * s / c
     act = r.act_bytes
     # --- tensor parallel: 4 all-reduce-equivalents per layer (+2 with full recompute), +2 around the LM head
     k_tp = comm.ranks_per_domain(t, 1.0, D)
@@ -280,9 +287,16 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     head_w = head_on.astype(float)
     compute_mb = n_stage * layer_mb + head_w * (lt.head_fwd + lt.head_bwd)
     tp_mb = n_stage * tp_per_layer + head_w * 2.0 * t_ar
+    if training.has_reference_model:
+        # DPO reference policy: one more forward of the same layers on the same tokens, with its forward
+        # TP all-reduces (2 per layer) and EP all-to-alls (dispatch + combine), under no_grad
+        compute_mb = compute_mb + n_stage * lt.fwd + head_w * lt.head_fwd
+        tp_mb = tp_mb + (n_stage * 2.0 + head_w) * t_ar
     compute_mb = compute_mb + n_stage * host_excess
     cp_mb = n_stage * cp_layer
     ep_mb = n_stage * ep_layer
+    if training.has_reference_model:
+        ep_mb = ep_mb * (1.0 + 2.0 / (4.0 + 2.0 * (rc == 2)))
     if np.any(fw.ep_overlap):  # overlapped with the compute of a paired micro-batch (DeepSeek-V3 s3.2.1)
         ep_mb = _when(fw.ep_overlap, np.maximum(ep_mb - compute_mb, 0.0), ep_mb)
     t_mb = compute_mb + tp_mb + cp_mb + ep_mb
@@ -385,8 +399,10 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     step = m * t_mb + bubble + pp_comm + dp_comm + opt + data
     # --- FLOPs (flops.py: model FLOPs = 3 x forward; hardware FLOPs add the recompute)
     tokens = float(training.tokens_per_step)
-    model_flops = model_flops_per_token(model, s) * tokens
-    hw_flops = hardware_flops_per_token(model, s, rc, trains_base) * tokens
+    # DPO: the reference forward is work the algorithm needs, so it counts in model and hardware FLOPs
+    ref_flops = forward_flops_per_token(model, s) if training.has_reference_model else 0.0
+    model_flops = (model_flops_per_token(model, s) + ref_flops) * tokens
+    hw_flops = (hardware_flops_per_token(model, s, rc, trains_base) + ref_flops) * tokens
     peak = r.gemm_peak_flops
     return {
         "step_s": step,

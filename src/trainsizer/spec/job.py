@@ -51,7 +51,10 @@ class LoraSpec(_Strict):
 
 
 class DataSpec(_Strict):
-    """How much data: tokens directly, or a dataset size in GB of text, or samples x average length."""
+    """How much data: tokens directly, or a dataset size in GB of text, or samples x average length.
+
+    For DPO a sample is a preference pair and `avg_tokens` the length of one sequence (prompt + one
+    response); `global_batch.sequences` then counts pairs, as TRL's batch size does."""
 
     tokens: float | None = Field(None, gt=0)
     dataset_gb: float | None = Field(None, gt=0)
