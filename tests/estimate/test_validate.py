@@ -119,3 +119,13 @@ def test_tp_inside_an_nvlink_domain_larger_than_a_node_is_not_flagged() -> None:
                    peak_tflops={"bf16": 2500.0}, hbm_gb_s=8000.0, intra_node_gb_s=900.0, scaleup_domain=72)
     w = check_strategy(big, TRAIN, nvl72, Strategy(tp=8, pp=1, dp=8))
     assert not any(x.startswith("tp_across_nodes") for x in w)
+
+
+def test_more_model_chunks_than_layers_is_refused():
+    model = ModelArch("m", "llama", 8, 1024, 8, 8, 4096, 32000)
+    system = System(accelerator="x", gpus=4, gpus_per_node=4, memory_gib=80, peak_tflops={"bf16": 100.0},
+                    hbm_gb_s=1000.0, intra_node_gb_s=100.0)
+    training = Training(seq_len=1024, global_batch_seqs=64)
+    with pytest.raises(StrategyError, match="pp_exceeds_layers"):
+        check_strategy(model, training, system, Strategy(pp=4, vpp=4, dp=1, micro_batch=1))
+    check_strategy(model, training, system, Strategy(pp=4, vpp=2, dp=1, micro_batch=1))

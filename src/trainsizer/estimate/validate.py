@@ -139,8 +139,8 @@ def _rule_table(
             lambda v: f"tp={v['tp']} does not divide the MLP intermediate size(s) {ffns}",
         ),
         "pp_exceeds_layers": (
-            pp <= model.layers,
-            lambda v: f"pp={v['pp']} is more than the {model.layers} layers",
+            pp * np.maximum(vpp, 1) <= model.layers,
+            lambda v: f"pp*vpp={v['pp']}*{v['vpp']} model chunks is more than the {model.layers} layers",
         ),
         "vpp_needs_pp": (
             (vpp <= 1) | (pp > 1),
