@@ -96,7 +96,18 @@ def evaluate(d: dict[str, np.ndarray] | None = None) -> dict:
         chosen = sel[np.argmin(pred[sel])]
         hits += meas[chosen] <= 1.02 * meas[sel].min()
         regrets.append(meas[chosen] / meas[sel].min() - 1.0)
+    # what the search ranks by: per model, the layout with the best throughput (time per sequence) and the
+    # cheapest (GPU-time per sequence), over every GPU count and batch; regret of the predicted best
+    search_regret = {}
+    for metric, scale in (("throughput", 1.0 / d["gbs"]), ("cost", d["gpus"] / d["gbs"])):
+        worst = 0.0
+        for key in np.unique(models, axis=0):
+            sel = np.where(np.all(models == key, axis=1))[0]
+            p, m = pred[sel] * scale[sel], meas[sel] * scale[sel]
+            worst = max(worst, float(m[np.argmin(p)] / m.min() - 1.0))
+        search_regret[metric] = 100 * worst
     return {
+        "search_regret_pct": search_regret,
         "rows": len(meas),
         "mape": float(100 * ape.mean()),
         "max_ape": float(100 * ape.max()),
@@ -122,6 +133,10 @@ def main() -> None:
           "(model x GPU count x global batch)")
     print(f"regret of the predicted-fastest (measured time / measured best - 1): median "
           f"{r['regret_median_pct']:.1f}%, max {r['regret_max_pct']:.1f}%")
+    sr = r["search_regret_pct"]
+    print(f"per model, the layout predicted best vs the measured best (what a search ranks by): worst regret "
+          f"{sr['throughput']:.1f}% on throughput (time per sequence), {sr['cost']:.1f}% on cost (GPU-time per "
+          "sequence)")
 
 
 if __name__ == "__main__":
