@@ -73,11 +73,15 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str | None:
 def unknown_name(where: str, kind: str, name: str, choices: Iterable[str]) -> SpecError:
     """Error for a name not found among `choices`, with a suggestion."""
     choices = sorted(choices)
+    # A short name that starts several ids ("h100") is ambiguous rather than misspelt: name the candidates.
+    starts = [c for c in choices if str(name) and c.lower().startswith(str(name).lower())]
+    if len(starts) > 1:
+        return SpecError(where, f"ambiguous {kind}: matches {', '.join(starts)}", value=name)
     shown = choices if len(choices) <= 12 else [*choices[:12], f"... ({len(choices)} in all)"]
     return SpecError(
         where,
         f"unknown {kind}",
         value=name,
         allowed=shown,
-        suggestion=did_you_mean(name, choices),
+        suggestion=starts[0] if starts else did_you_mean(name, choices),
     )

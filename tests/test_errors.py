@@ -1,0 +1,28 @@
+"""Errors name what is wrong and what is allowed; names get a suggestion."""
+
+from __future__ import annotations
+
+from trainsizer.errors import SpecError, did_you_mean, unknown_name
+
+IDS = ["h100-nvl-94gb", "h100-pcie-80gb", "h100-sxm-80gb", "h800-sxm-80gb", "b200"]
+
+
+def test_misspelt_name_gets_the_closest():
+    err = unknown_name("hardware.accelerator", "accelerator", "h100-sxm-80g", IDS)
+    assert "Did you mean 'h100-sxm-80gb'" in str(err) and "Allowed:" in str(err)
+
+
+def test_short_prefix_of_several_ids_lists_them():
+    err = unknown_name("hardware.accelerator", "accelerator", "h100", IDS)
+    assert "ambiguous accelerator" in str(err)
+    assert all(i in str(err) for i in IDS[:3]) and "h800" not in str(err)
+
+
+def test_prefix_of_one_id_suggests_it():
+    assert unknown_name("x", "accelerator", "b20", IDS).suggestion == "b200"
+
+
+def test_spec_error_message_parts():
+    err = SpecError("job.yaml: seq_len", "must be positive", value=-1, allowed="an integer > 0")
+    assert str(err) == "job.yaml: seq_len: must be positive (got -1). Allowed: an integer > 0."
+    assert did_you_mean("zzz", IDS) is None
