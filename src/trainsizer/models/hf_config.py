@@ -195,7 +195,8 @@ def _gated_act(c: ConfigReader) -> None:
 
 
 def _gqa_core(c: ConfigReader, *, head_dim_default: int | None = None) -> dict[str, Any]:
-    """Keys shared by the Llama-style decoders (modeling_llama.py and its copies)."""
+    """Keys shared by the Llama-style decoders (modeling_llama.py and its copies), MLP width and embedding
+    tying included."""
     hidden = c.req_int("hidden_size")
     heads = c.req_int("num_attention_heads")
     kv_heads = c.opt_int("num_key_value_heads", heads, 1, note=False)
@@ -228,6 +229,8 @@ def _gqa_core(c: ConfigReader, *, head_dim_default: int | None = None) -> dict[s
         mlp="swiglu",
         norm="rmsnorm",
         position="rope",
+        ffn=c.req_int("intermediate_size"),
+        tied_embeddings=c.opt_bool("tie_word_embeddings", False),
     )
 
 
@@ -235,64 +238,34 @@ def _llama(c: ConfigReader) -> dict[str, Any]:
     """modeling_llama.py: attention_bias on q/k/v/o, mlp_bias on gate/up/down."""
     kw = _gqa_core(c)
     bias = c.opt_bool("attention_bias", False)
-    return dict(
-        kw,
-        ffn=c.req_int("intermediate_size"),
-        tied_embeddings=c.opt_bool("tie_word_embeddings", False),
-        qkv_bias=bias,
-        out_bias=bias,
-        mlp_bias=c.opt_bool("mlp_bias", False),
-    )
+    return dict(kw, qkv_bias=bias, out_bias=bias, mlp_bias=c.opt_bool("mlp_bias", False))
 
 
 def _mistral(c: ConfigReader) -> dict[str, Any]:
     """modeling_mistral.py: Llama shapes without biases (sliding window does not change parameters)."""
-    kw = _gqa_core(c)
-    return dict(
-        kw, ffn=c.req_int("intermediate_size"), tied_embeddings=c.opt_bool("tie_word_embeddings", False)
-    )
+    return _gqa_core(c)
 
 
 def _mixtral(c: ConfigReader) -> dict[str, Any]:
     """modeling_mixtral.py: every layer is MoE; experts are SwiGLU of intermediate_size; gate has no bias."""
     kw = _gqa_core(c)
-    ffn = c.req_int("intermediate_size")
     experts = c.req_int("num_local_experts")
     k = c.req_int("num_experts_per_tok")
     _check_topk(c, "num_experts_per_tok", k, experts)
-    return dict(
-        kw,
-        ffn=ffn,
-        tied_embeddings=c.opt_bool("tie_word_embeddings", False),
-        experts=experts,
-        experts_per_token=k,
-        expert_ffn=ffn,
-    )
+    return dict(kw, experts=experts, experts_per_token=k, expert_ffn=kw["ffn"])
 
 
 def _qwen2(c: ConfigReader) -> dict[str, Any]:
     """modeling_qwen2.py: q/k/v projections carry a bias, o_proj does not."""
     kw = _gqa_core(c)
-    return dict(
-        kw,
-        ffn=c.req_int("intermediate_size"),
-        tied_embeddings=c.opt_bool("tie_word_embeddings", False),
-        qkv_bias=True,
-    )
+    return dict(kw, qkv_bias=True)
 
 
 def _qwen3(c: ConfigReader) -> dict[str, Any]:
     """modeling_qwen3.py: explicit head_dim (class default 128), q_norm/k_norm, attention_bias on q/k/v/o."""
     kw = _gqa_core(c, head_dim_default=128)
     bias = c.opt_bool("attention_bias", False)
-    return dict(
-        kw,
-        ffn=c.req_int("intermediate_size"),
-        tied_embeddings=c.opt_bool("tie_word_embeddings", False),
-        qkv_bias=bias,
-        out_bias=bias,
-        qk_norm=True,
-    )
+    return dict(kw, qkv_bias=bias, out_bias=bias, qk_norm=True)
 
 
 def _check_topk(c: ConfigReader, key: str, k: int, experts: int) -> None:
@@ -314,14 +287,12 @@ def _qwen_moe_common(c: ConfigReader) -> dict[str, Any]:
     if bad:
         raise SpecError(c.where("mlp_only_layers"), f"layer index >= num_hidden_layers ({layers})", value=bad)
     return dict(
-        ffn=c.req_int("intermediate_size"),
         experts=experts,
         experts_per_token=k,
         expert_ffn=c.req_int("moe_intermediate_size"),
         moe_every=c.opt_int("decoder_sparse_step", 1, 1),
         moe_layer_offset=1,
         mlp_only_layers=mlp_only,
-        tied_embeddings=c.opt_bool("tie_word_embeddings", False),
     )
 
 
