@@ -131,13 +131,23 @@ def test_h100_headline_figures(cat):
 
 def test_memory_gib_derivation(cat):
     for acc in cat.accelerators.values():
+        shown = acc.memory_usable_gb if acc.memory_usable_gb is not None else acc.memory_gb
         if acc.memory_label_unit == "gib":
-            assert acc.memory_gib == acc.memory_gb
+            assert acc.memory_gib == shown
         else:
-            assert acc.memory_gib == pytest.approx(acc.memory_gb * 1e9 / 2**30, rel=1e-4)
+            assert acc.memory_gib == pytest.approx(shown * 1e9 / 2**30, rel=1e-4)
+        assert acc.memory_gib <= acc.memory_label_gib
         assert acc.memory_gib_basis
-    assert cat.accelerator("b200").memory_gib == 180  # usable, 192 physical (alt_values)
-    assert any(a.value == 192 for a in cat.accelerator("b200").alt_values["memory_gb"])
+
+
+def test_usable_vs_label_memory_is_consistent(cat):
+    """Fit uses the usable figure; the label (installed HBM) stays in the record (issue 14)."""
+    expected = {"b200": (192, 180), "gb200": (192, 186), "b300": (288, 270), "gb300": (288, 279)}
+    for acc_id, (label, usable) in expected.items():
+        acc = cat.accelerator(acc_id)
+        assert (acc.memory_gb, acc.memory_gib) == (label, usable), acc_id
+        assert "usable" in acc.memory_gib_basis
+        assert acc.memory_label_gib == label
 
 
 def test_pcie_only_cards_use_pcie_scaleup(cat):

@@ -10,6 +10,7 @@ override fields (e.g. negotiated prices); overridden values record the overlay f
     cat.accelerator("h100").peak_tflops("bf16")
 """
 
+from trainsizer.catalog.age import STALE_AFTER_DAYS, PriceAge, price_age
 from trainsizer.catalog.catalog import Catalog, Facility, Reliability, load_catalog
 from trainsizer.catalog.loader import DATA_DIR, SECTIONS, overlay_source_id
 from trainsizer.catalog.records import (
@@ -36,6 +37,7 @@ from trainsizer.catalog.records import (
 __all__ = [
     "DATA_DIR",
     "SECTIONS",
+    "STALE_AFTER_DAYS",
     "Accelerator",
     "AltValue",
     "Catalog",
@@ -46,6 +48,7 @@ __all__ = [
     "Network",
     "NicSpec",
     "PcieGeneration",
+    "PriceAge",
     "PricePoint",
     "PriceRange",
     "Range",
@@ -59,4 +62,5 @@ __all__ = [
     "Switch",
     "load_catalog",
     "overlay_source_id",
+    "price_age",
 ]

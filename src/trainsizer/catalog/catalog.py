@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as _dt
 import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from trainsizer.catalog import records as r
+from trainsizer.catalog.age import STALE_AFTER_DAYS, PriceAge, price_age
 from trainsizer.catalog.loader import DATA_DIR, RawEntry, load_raw, validate_entry
 from trainsizer.errors import SpecError, unknown_name
 
@@ -162,13 +164,43 @@ class Catalog:
     def storage_tier(self, tier_id: str) -> r.StorageTier:
         return _get(self.storage_tiers, tier_id, "storage tier")
 
+    def price_record(self, price_id: str) -> r.PriceRange:
+        """A planning price by id (`<kind>-<currency>-<subject>`)."""
+        return _get(self.prices, price_id, "price")
+
     def source(self, source_id: str) -> r.Source:
         return _get(self.sources, source_id, "source")
 
-    def servers_for(self, accelerator: str) -> list[r.Server]:
+    def servers_for(self, accelerator: str, *, include_announced: bool = True) -> list[r.Server]:
         """Servers built around an accelerator (id or alias), in catalog order."""
         acc_id = self.resolve_accelerator_id(accelerator)
-        return [s for s in self.servers.values() if s.accelerator == acc_id]
+        return [s for s in self.servers.values()
+                if s.accelerator == acc_id and (include_announced or s.plannable_by_default)]
+
+    def plannable_accelerators(self, named: Iterable[str] = ()) -> list[r.Accelerator]:
+        """Accelerators a plan may consider: all but those announced and not shipping, plus any `named`
+        explicitly (a job that asks for an announced part gets it)."""
+        wanted = {self.resolve_accelerator_id(n) for n in named}
+        return [a for a in self.accelerators.values() if a.plannable_by_default or a.id in wanted]
+
+    def coverage_gaps(self) -> list[str]:
+        """Accelerators that lack a server, a USD price or (China-market / domestic parts) a CNY price without
+        saying so in `none_known`, and `none_known` entries the catalog contradicts. Empty when complete."""
+        gaps: list[str] = []
+        for acc in self.accelerators.values():
+            have = {
+                "server": bool(self.servers_for(acc.id)),
+                "price_usd": any(self.price(k, acc.id, "USD") for k in ("rent", "purchase")),
+                "price_cny": any(self.price(k, acc.id, "CNY") for k in ("rent", "purchase")),
+            }
+            need = ["server", "price_usd"] + (["price_cny"] if acc.china_market_sku or acc.domestic_china else [])
+            gaps += [f"{acc.id}: no {k} record and no none_known.{k} reason" for k in need
+                     if not have[k] and k not in acc.none_known]
+            gaps += [f"{acc.id}: none_known.{k} but the catalog has one" for k in acc.none_known if have[k]]
+            for srv in self.servers_for(acc.id):
+                if srv.plannable_by_default and not acc.plannable_by_default:
+                    gaps.append(f"{srv.id}: status {srv.status} but its accelerator {acc.id} is {acc.status}")
+        return gaps
 
     # ------------------------------------------------------------------------------------------- prices
     def _subject_id(self, subject: str) -> str:
@@ -213,6 +245,18 @@ class Catalog:
 
     def purchase_cny(self, subject: str) -> r.PriceRange | None:
         return self.purchase(subject, "CNY")
+
+    def price_age(self, price: r.PriceRange | r.PricePoint | str, today: _dt.date | None = None,
+                  stale_after_days: int = STALE_AFTER_DAYS) -> PriceAge:
+        """Age of a price (record or price id) on `today` (default: the local date); `stale` past a year."""
+        rec = self.price_record(price) if isinstance(price, str) else price
+        return price_age(rec.date, today, projection=rec.projection, stale_after_days=stale_after_days)
+
+    def stale_prices(self, today: _dt.date | None = None,
+                     stale_after_days: int = STALE_AFTER_DAYS) -> dict[str, PriceAge]:
+        """Planning prices older than `stale_after_days` on `today`, by price id."""
+        ages = {pid: self.price_age(p, today, stale_after_days) for pid, p in self.prices.items()}
+        return {pid: age for pid, age in ages.items() if age.stale}
 
     # ------------------------------------------------------------------------------------------- output
     def records(self) -> Iterable[tuple[str, r.Record]]:

@@ -21,6 +21,13 @@ GIB_PER_GB = 1e9 / 2**30
 
 Confidence = Literal["high", "medium", "low", "very_low"]
 Number = float | int
+# Availability of a part or system to a buyer. 'announced' (announced, not shipping to buyers) is left out of
+# plans unless a job names it; 'discontinued' parts are no longer sold new but are still rented and resold.
+Availability = Literal["shipping", "announced", "discontinued"]
+AVAILABILITY = ("shipping", "announced", "discontinued")
+PLANNABLE_BY_DEFAULT = ("shipping", "discontinued")
+# Coverage an accelerator must have in the catalog; an entry in `none_known` says why one is missing.
+COVERAGE_KEYS = ("server", "price_usd", "price_cny")
 
 
 class _Frozen(BaseModel):
@@ -125,12 +132,15 @@ class Accelerator(Record):
     form_factor: str
     launch_year: int = Field(ge=2010, le=2035)
     aliases: tuple[str, ...] = ()
-    memory_gb: float = Field(gt=0)  # vendor label, as printed
+    memory_gb: float = Field(gt=0)  # vendor label (installed HBM / GDDR), as printed
+    # What the vendor's platform tables give as the GPU's memory when it is less than the label (B200: 192
+    # installed, 180 in the HGX table), in the label's unit. None = the label is what the GPU exposes.
+    memory_usable_gb: float | None = Field(default=None, gt=0)
     memory_label_unit: Literal["gib", "gb"] = "gib"
-    # Usable device memory in GiB. Derived unless given: memory_gb when the label is a binary size
+    # Usable device memory in GiB: the capacity every fit check uses. Derived unless given, from
+    # memory_usable_gb when set, else from the label: the figure itself when the label is a binary size
     # (memory_label_unit 'gib': HBM stacks / GDDR chips come in 2**30-byte multiples, the "GB" on the label is
-    # GiB), memory_gb * 10**9 / 2**30 when the label is decimal ('gb'). Driver/framework reservations are the
-    # estimator's concern.
+    # GiB), figure * 10**9 / 2**30 when decimal ('gb'). Driver/framework reservations are the estimator's concern.
     memory_gib: float = Field(gt=0)
     memory_gib_basis: str
     memory_type: str
@@ -152,6 +162,28 @@ class Accelerator(Record):
     china_market_sku: bool = False
     domestic_china: bool = False
     market_note: str | None = None
+    status: Availability = "shipping"
+    available_from: str | None = Field(default=None, pattern=DATE_PATTERN)  # first shipments (or expected)
+    # Catalog coverage known to be missing, and why: {server | price_usd | price_cny: reason}.
+    none_known: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("none_known")
+    @classmethod
+    def _coverage_keys(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = [k for k in value if k not in COVERAGE_KEYS]
+        if bad:
+            raise ValueError(f"unknown coverage key {bad[0]!r}; allowed: {', '.join(COVERAGE_KEYS)}")
+        return value
+
+    @property
+    def plannable_by_default(self) -> bool:
+        """False for parts announced but not shipping: plans leave them out unless a job names them."""
+        return self.status in PLANNABLE_BY_DEFAULT
+
+    @property
+    def memory_label_gib(self) -> float:
+        """The label capacity in GiB (installed memory; fit uses `memory_gib`)."""
+        return self.memory_gb * (GIB_PER_GB if self.memory_label_unit == "gb" else 1.0)
 
     @field_validator("tflops_dense", mode="before")
     @classmethod
@@ -161,20 +193,30 @@ class Accelerator(Record):
     @model_validator(mode="before")
     @classmethod
     def _derive_memory_gib(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("memory_gib") is None and "memory_gb" in data:
-            gb = data["memory_gb"]
-            unit = data.get("memory_label_unit", "gib")
-            if isinstance(gb, int | float) and not isinstance(gb, bool):
-                data = dict(data)
-                if unit == "gb":
-                    data["memory_gib"] = round(gb * GIB_PER_GB, 3)
-                    data["memory_gib_basis"] = "decimal label: memory_gb * 10**9 / 2**30"
-                else:
-                    data["memory_gib"] = float(gb)
-                    data["memory_gib_basis"] = "binary label: the vendor 'GB' is GiB (2**30-byte stacks/chips)"
-        elif isinstance(data, dict) and data.get("memory_gib") is not None and "memory_gib_basis" not in data:
-            data = {**data, "memory_gib_basis": "given"}
+        if not isinstance(data, dict):
+            return data
+        if data.get("memory_gib") is not None:
+            return data if "memory_gib_basis" in data else {**data, "memory_gib_basis": "given"}
+        usable = data.get("memory_usable_gb")
+        field = "memory_usable_gb" if usable is not None else "memory_gb"
+        gb = data.get(field)
+        if isinstance(gb, int | float) and not isinstance(gb, bool):
+            data = dict(data)
+            what = "usable (vendor platform table)" if field == "memory_usable_gb" else "label"
+            if data.get("memory_label_unit", "gib") == "gb":
+                data["memory_gib"] = round(gb * GIB_PER_GB, 3)
+                data["memory_gib_basis"] = f"{what}, decimal: {field} * 10**9 / 2**30"
+            else:
+                data["memory_gib"] = float(gb)
+                data["memory_gib_basis"] = f"{what}, binary: the vendor 'GB' is GiB (2**30-byte stacks/chips)"
         return data
+
+    @model_validator(mode="after")
+    def _usable_within_label(self) -> Accelerator:
+        if self.memory_usable_gb is not None and self.memory_usable_gb > self.memory_gb:
+            raise ValueError(f"memory_usable_gb ({self.memory_usable_gb}) is above the label memory_gb "
+                             f"({self.memory_gb}); allowed: a usable figure <= the label")
+        return self
 
     @property
     def scaleup_gb_s_per_dir(self) -> float:
@@ -241,6 +283,13 @@ class Server(Record):
     cooling: str
     launch_year: int | None = None
     scaleup: str | None = None
+    status: Availability = "shipping"
+    available_from: str | None = Field(default=None, pattern=DATE_PATTERN)
+
+    @property
+    def plannable_by_default(self) -> bool:
+        """False for systems announced but not shipping: plans leave them out unless a job names them."""
+        return self.status in PLANNABLE_BY_DEFAULT
 
 
 # ------------------------------------------------------------------------------------------------ network
@@ -259,6 +308,16 @@ class Network(Record):
     latency_us: float | None = Field(default=None, gt=0)
     nic: str
     switch: str | None = None
+    # How the per-GPU bandwidth is built: `gbps_per_nic` is one switch-facing port, `nics_per_node_default`
+    # counts ports per node; `ports_per_gpu` ports of one GPU's NIC go to `planes` independent switch planes
+    # (ConnectX-8 on Ethernet: 2 x 400GbE, one per plane). Switch and cable counts follow the ports.
+    ports_per_gpu: int = Field(default=1, ge=1)
+    planes: int = Field(default=1, ge=1)
+
+    @property
+    def gbps_per_gpu(self) -> float:
+        """Line rate per GPU (all its ports), 10**9 bit/s."""
+        return self.gbps_per_nic * self.ports_per_gpu
 
     @property
     def line_gb_s_per_nic(self) -> float:
@@ -317,6 +376,8 @@ class _Span(Record):
     high: float = Field(ge=0)
     typical: float | None = Field(default=None, ge=0)
     period: str | None = None
+    # True when the figure is a forecast or an announced list price not yet paid by buyers, not an observation.
+    projection: bool = False
 
     @model_validator(mode="after")
     def _ordered(self) -> _Span:

@@ -9,7 +9,7 @@ from trainsizer.render.console import echo_json, print_table
 from trainsizer.render.i18n import t
 
 CATALOG_KINDS = ("accelerators", "servers", "networks", "switches", "storage", "prices")
-ENTRY_KINDS = ("accelerator", "server", "network", "switch", "storage")
+ENTRY_KINDS = ("accelerator", "server", "network", "switch", "storage", "price")
 
 
 @cli.group()
@@ -41,8 +41,10 @@ def catalog_show(app: AppState, kind: str, entry_id: str, as_json: bool) -> None
     """Show one catalog entry with its sources, e.g. `catalog show accelerator h100-sxm-80gb`."""
     cat = app.catalog
     getter = {"accelerator": cat.accelerator, "server": cat.server, "network": cat.network, "switch": cat.switch,
-              "storage": cat.storage_tier}[kind]
+              "storage": cat.storage_tier, "price": cat.price_record}[kind]
     record = getter(entry_id).to_dict()
+    if kind == "price":  # how old the price is, and whether it is past the one-year warning
+        record["age"] = cat.price_age(entry_id).to_dict()
     if as_json:
         echo_json(record)
         return

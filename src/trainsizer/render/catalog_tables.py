@@ -18,15 +18,17 @@ def catalog_rows(cat: Any, kind: str, lang: str) -> tuple[str, list[str], list[t
     L = lang
     if kind == "accelerators":
         accs = sorted(cat.accelerators.values(), key=lambda a: (a.vendor, a.id))
-        cols = [t("id", L), t("vendor", L), t("memory", L) + " GB", t("bandwidth", L), t("bf16_tflops", L),
-                t("fp8_tflops", L), t("scaleup", L), t("tdp", L)]
-        rows = [(a.id, a.vendor, _fmt(a.memory_gb), _fmt(a.memory_bw_tb_s), _fmt(a.tflops_dense.get("bf16")),
-                 _fmt(a.tflops_dense.get("fp8")), _fmt(a.scaleup_bw_bidir_gb_s), _fmt(a.tdp_w)) for a in accs]
+        cols = [t("id", L), t("vendor", L), t("memory_label", L), t("memory_usable", L), t("bandwidth", L),
+                t("bf16_tflops", L), t("fp8_tflops", L), t("scaleup", L), t("tdp", L), t("status", L)]
+        rows = [(a.id, a.vendor, _fmt(a.memory_gb), _fmt(a.memory_gib), _fmt(a.memory_bw_tb_s),
+                 _fmt(a.tflops_dense.get("bf16")), _fmt(a.tflops_dense.get("fp8")), _fmt(a.scaleup_bw_bidir_gb_s),
+                 _fmt(a.tdp_w), t(f"status_{a.status}", L)) for a in accs]
         return t("catalog_accelerators_title", L), cols, rows, [a.to_dict() for a in accs]
     if kind == "servers":
         srv = sorted(cat.servers.values(), key=lambda s: s.id)
-        cols = [t("id", L), t("name", L), t("gpus", L), t("cpu_cores", L), t("ram", L), t("power", L)]
-        rows = [(s.id, s.name, s.gpus, s.cpu_cores, _fmt(s.ram_gib), _fmt(s.power_max_w)) for s in srv]
+        cols = [t("id", L), t("name", L), t("gpus", L), t("cpu_cores", L), t("ram", L), t("power", L), t("status", L)]
+        rows = [(s.id, s.name, s.gpus, s.cpu_cores, _fmt(s.ram_gib), _fmt(s.power_max_w), t(f"status_{s.status}", L))
+                for s in srv]
         return t("catalog_servers_title", L), cols, rows, [s.to_dict() for s in srv]
     if kind == "networks":
         nets = sorted(cat.networks.values(), key=lambda n: (n.kind, n.gbps_per_nic))
@@ -39,14 +41,20 @@ def catalog_rows(cat: Any, kind: str, lang: str) -> tuple[str, list[str], list[t
         cols = [t("id", L), t("name", L), t("source", L)]
         rows = [(d.get("id"), d.get("name", ""), ", ".join(map(str, d.get("sources", d.get("source", [])) or []))) for d in dicts]
         return t(f"catalog_{kind}_title", L), cols, rows, dicts
-    # prices
+    return _price_rows(cat, L)
+
+
+def _price_rows(cat: Any, L: str) -> tuple[str, list[str], list[tuple], list[dict]]:
+    """Every planning price with its age; prices older than a year are marked stale, forecasts marked."""
     records = []
     rows = []
-    for acc_id in sorted(cat.accelerators):
-        for label, pr in (("rent", cat.rent_usd_per_gpu_hour(acc_id)), ("buy", cat.purchase_usd(acc_id))):
-            if pr is None:
-                continue
-            records.append({"accelerator": acc_id, "kind": label, **pr.to_dict()})
-            rows.append((acc_id, label, _fmt(pr.low), _fmt(pr.high), pr.unit, pr.date))
-    cols = [t("id", L), t("kind", L), t("price_low", L), t("price_high", L), t("unit", L), t("date", L)]
+    for pr in sorted(cat.prices.values(), key=lambda p: (p.subject, p.kind, p.currency != "USD")):
+        age = cat.price_age(pr)
+        acc = pr.subject if pr.subject in cat.accelerators else None
+        records.append({"accelerator": acc, **pr.to_dict(), "age": age.to_dict()})
+        flags = [t("price_stale", L) if age.stale else "", t("price_projection", L) if pr.projection else ""]
+        rows.append((pr.subject, pr.kind, pr.currency, _fmt(pr.low), _fmt(pr.typical), _fmt(pr.high), pr.unit,
+                     pr.date, age.age_days, " ".join(f for f in flags if f)))
+    cols = [t("id", L), t("kind", L), t("currency", L), t("price_low", L), t("price_typical", L),
+            t("price_high", L), t("unit", L), t("date", L), t("price_age_days", L), t("price_flags", L)]
     return t("catalog_prices_title", L), cols, rows, records
