@@ -217,8 +217,12 @@ def korthikanti_layer_ms(row: dict) -> float:
     return 1000.0 * (times[1] - times[0])
 
 
+MODERN_SOURCES = ("NVIDIA/dgxc-benchmarking", "pytorch/torchtitan")  # predicted by perf_modern.py
+
+
 def throughput_cases(path: Path = DATA / "throughput.csv") -> list[Case]:
-    rows = list(csv.DictReader(open(path, encoding="utf-8")))
+    """The 2020-2023 sources (the NeMo / torchtitan rows are perf_modern.py's)."""
+    rows = [r for r in csv.DictReader(open(path, encoding="utf-8")) if not r["source"].startswith(MODERN_SOURCES)]
     cases = []
     for row in rows:
         c = Case(row["id"], _source_key(row), row["metric"], _f(row["value"]))
@@ -325,6 +329,13 @@ def main() -> None:
     for c in cases:
         if c.skipped:
             print(f"  {c.row_id} ({c.metric}): {c.skipped}")
+    import perf_modern
+
+    print("\nmodern stacks (benchmarks/perf_modern.py):")
+    m = perf_modern.summary(perf_modern.cases())
+    print(f"  {m['rows']} rows, none skipped; MAPE {m['mape']:.1f}%")
+    for k, (n, e) in m["by_source"].items():
+        print(f"  {k:28s} n={n:3d}  MAPE {e:5.1f}%")
     g = gpu_hours_cases()
     print("\ngpu_hours.csv:")
     for c in g:

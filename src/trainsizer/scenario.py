@@ -100,7 +100,8 @@ class Scenario:
             s = self.strategy
             out["strategy"] = {k: getattr(s, k) for k in (
                 "tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch", "recompute",
-                "offload", "sequence_parallel", "distributed_optimizer", "framework")}
+                "offload", "sequence_parallel", "distributed_optimizer", "pipeline_embedding_layer",
+                "pipeline_loss_layer", "framework")}
         if self.notes:
             out["notes"] = list(self.notes)
         return out
@@ -183,9 +184,14 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Any,
         acc = catalog.accelerator(hw.accelerator)
     except SpecError as err:
         raise _prefixed(err, f"{origin}: hardware.accelerator") from None
-    notes.extend(_check_constraints(job, acc, listed, origin))
-    network = _resolve_network(hw.network, hw.count > hw.per_node, catalog, origin)
-    system = build_system(acc, hw.count, min(hw.per_node, hw.count), network)
+    per_node = _hosts(hw, acc, origin)
+    notes.extend(_check_constraints(job, acc, listed, origin, per_node))
+    network = _resolve_network(hw.network, hw.count > per_node, catalog, origin, per_node)
+    system = build_system(acc, hw.count, min(per_node, hw.count), network)
+    if system.scaleup_domain < (acc.scaleup_domain or 0) and hw.count > system.scaleup_domain:
+        notes.append(f"{acc.id}: {hw.count} GPUs are placed {system.scaleup_domain} per {acc.scaleup_domain}-GPU "
+                     f"NVLink domain ({hw.count // system.scaleup_domain} domains, whole hosts of {per_node}); "
+                     "TP/EP groups stay inside a domain, DP/PP cross the network")
     strategy = _resolve_strategy(job, hw.count, origin) if job.strategy is not None else None
     return Scenario(job=job, model=model, training=training, accelerator=acc, network=network, system=system,
                     strategy=strategy, notes=tuple(notes))
@@ -201,7 +207,38 @@ def _tokens_total(job: Job) -> float:
     return total
 
 
-def _check_constraints(job: Job, acc: Any, listed: dict[str, set[str] | None], origin: str) -> list[str]:
+def _hosts(hw: Any, acc: Any, origin: str) -> int:
+    """GPUs per host: hardware.per_node, else the accelerator's catalog host size (GB200 NVL72 tray: 4).
+    A job spanning hosts uses whole hosts (any number of them, not whole NVLink domains)."""
+    per_node = int(hw.per_node or getattr(acc, "gpus_per_host", 8))
+    if hw.count > per_node and hw.count % per_node:
+        raise SpecError(f"{origin}: hardware.count",
+                        f"{hw.count} GPUs is not a whole number of {per_node}-GPU hosts of {acc.id} "
+                        f"(hardware.per_node{'' if hw.per_node else ', from the catalog'})", value=hw.count,
+                        allowed=[f"a multiple of {per_node}"])
+    return per_node
+
+
+def job_domain_gpus(domain: int, per_host: int, gpus: int) -> int:
+    """GPUs of the job that share one scale-up domain (placement of a job on rack-scale systems).
+
+    A job smaller than a domain sits in part of one. A larger job is spread over domains so that each holds
+    the same whole number of hosts and no domain holds a partial share of a power-of-two parallel group: the
+    largest multiple of the host size that divides the GPU count and fits a domain (GB200 NVL72, 4-GPU trays:
+    128 GPUs -> 2 domains x 64, 256 -> 4 x 64, 144 -> 2 x 72). Domains no larger than a host are unchanged."""
+    if domain <= per_host:
+        return domain
+    if gpus <= domain:
+        return max(gpus, 1)
+    best = per_host
+    for d in range(per_host, domain + 1, per_host):
+        if gpus % d == 0:
+            best = d
+    return best
+
+
+def _check_constraints(job: Job, acc: Any, listed: dict[str, set[str] | None], origin: str,
+                       per_node: int) -> list[str]:
     """Hard constraints the chosen hardware breaks are errors; market rules are notes (they change often).
 
     `listed` holds the catalog ids of constraints.exclude / constraints.include (None: no include list)."""
@@ -214,10 +251,10 @@ def _check_constraints(job: Job, acc: Any, listed: dict[str, set[str] | None], o
     if include is not None and acc.id not in include:
         raise SpecError(where, "this accelerator is not in constraints.include", value=hw.accelerator,
                         allowed=sorted(include))
-    nodes = -(-hw.count // hw.per_node)
+    nodes = -(-hw.count // per_node)
     if c.max_nodes is not None and nodes > c.max_nodes:
         raise SpecError(f"{origin}: hardware.count",
-                        f"{hw.count} GPUs at {hw.per_node} per node need {nodes} nodes, more than "
+                        f"{hw.count} GPUs at {per_node} per node need {nodes} nodes, more than "
                         f"constraints.max_nodes = {c.max_nodes}", value=hw.count)
     if c.max_gpus is not None and hw.count > c.max_gpus:
         raise SpecError(f"{origin}: hardware.count", f"more than constraints.max_gpus = {c.max_gpus}",
@@ -233,7 +270,8 @@ def _check_constraints(job: Job, acc: Any, listed: dict[str, set[str] | None], o
     return notes
 
 
-def _resolve_network(spec: str | NetworkSpec | None, multi_node: bool, catalog: Any, origin: str) -> NetworkView | None:
+def _resolve_network(spec: str | NetworkSpec | None, multi_node: bool, catalog: Any, origin: str,
+                     per_node: int = 8) -> NetworkView | None:
     if spec is None:
         if multi_node:
             raise SpecError(f"{origin}: hardware.network",
@@ -247,7 +285,10 @@ def _resolve_network(spec: str | NetworkSpec | None, multi_node: bool, catalog: 
         net = catalog.network(spec)
     except SpecError as err:
         raise _prefixed(err, f"{origin}: hardware.network") from None
-    return NetworkView(net.id, net.kind, net.nics_per_node_default, net.gbps_per_nic,
+    # the catalog default is per 8-GPU HGX/DGX node (one NIC per GPU); other host sizes keep the NICs per GPU
+    # (GB200 NVL72 compute tray: 4 ConnectX-7 for its 4 GPUs, DGX GB200 user guide)
+    nics = max(1, round(net.nics_per_node_default * per_node / 8))
+    return NetworkView(net.id, net.kind, nics, net.gbps_per_nic,
                        net.efficiency_planning or DEFAULT_NIC_EFFICIENCY, net.latency_us or 5.0)
 
 
@@ -264,12 +305,13 @@ def build_system(acc: Any, gpus: int, gpus_per_node: int, network: NetworkView |
         peak_tflops={k: v for k, v in acc.tflops_dense.items() if v},
         hbm_gb_s=acc.memory_bw_tb_s * 1000.0,
         intra_node_gb_s=intra,
-        scaleup_domain=acc.scaleup_domain or gpus_per_node,
+        scaleup_domain=job_domain_gpus(acc.scaleup_domain or gpus_per_node, gpus_per_node, gpus),
         nvls=bool(acc.nvls),
         inter_node_gb_s=inter,
         inter_node_latency_s=(network.latency_us if network else 5.0) * 1e-6,
         tdp_w=acc.tdp_w,
         pcie_gb_s=acc.pcie_gb_s,
+        power_limit_w=float(getattr(acc, "power_limit_w", None) or 0.0),
     )
 
 
@@ -294,6 +336,7 @@ def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
         tp=s.tp, pp=s.pp, vpp=s.vpp, dp=dp, cp=s.cp, ep=s.ep, zero=zero, shard_group=shard_group,
         micro_batch=s.micro_batch, recompute=s.recompute, offload=s.offload,
         sequence_parallel=s.sequence_parallel and s.tp > 1, distributed_optimizer=s.distributed_optimizer,
+        pipeline_embedding_layer=s.pipeline_embedding_layer, pipeline_loss_layer=s.pipeline_loss_layer,
         framework=s.framework,
     )
 

@@ -40,3 +40,23 @@ def test_calibration_rejects_bad_values():
         Calibration(gemm_tflops=-1)
     with pytest.raises(ValidationError):
         Calibration(gemm_tflop=1.0)  # typo: extra fields forbidden
+
+
+def test_power_cap_lowers_tensor_rates_by_the_cube_root():
+    """A part capped below its TDP (Grand Teton H100 at 500 of 700 W) runs GEMMs and attention at
+    (cap/TDP)^(1/3) of the clock; HBM and links are unchanged. No cap, or a cap at/above TDP: no change."""
+    from dataclasses import replace
+
+    from trainsizer.estimate.calibration import power_clock_factor, rates
+    from trainsizer.estimate.inputs import System
+
+    base = System(accelerator="h100-sxm", gpus=8, gpus_per_node=8, memory_gib=96.0, peak_tflops={"bf16": 989.0},
+                  hbm_gb_s=3350.0, intra_node_gb_s=450.0, tdp_w=700.0)
+    capped = replace(base, power_limit_w=500.0)
+    assert power_clock_factor(base) == 1.0
+    assert power_clock_factor(replace(base, power_limit_w=800.0)) == 1.0
+    assert power_clock_factor(capped) == pytest.approx((5 / 7) ** (1 / 3))
+    r0, r1 = rates(base, "bf16"), rates(capped, "bf16")
+    assert r1.gemm_flops / r0.gemm_flops == pytest.approx((5 / 7) ** (1 / 3))
+    assert r1.flash_flops / r0.flash_flops == pytest.approx((5 / 7) ** (1 / 3))
+    assert r1.hbm_bytes_s == r0.hbm_bytes_s and r1.gemm_peak_flops == r0.gemm_peak_flops

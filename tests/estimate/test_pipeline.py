@@ -25,3 +25,12 @@ def test_micro_batches_and_layers_per_stage():
     np.testing.assert_array_equal(last, [30, 7, 3])  # the first L mod p stages hold the extra layer
     assert float(pipeline.p2p_transfers_on_critical_path(1, 8)) == 0.0
     assert float(pipeline.p2p_transfers_on_critical_path(4, 8)) == 2 * (8 + 3)
+
+
+def test_embedding_and_loss_slots_take_a_layer_each():
+    """Megatron account_for_embedding/loss_in_pipeline_split: 30 layers + 2 slots over 4 stages = 8 slots each;
+    the first stage holds 7 decoder layers (+ embedding), the last 7 (+ loss)."""
+    first, last = pipeline.first_last_stage_layers(30, np.array([1, 4]), 1, 1)
+    assert list(first) == [30, 7] and list(last) == [30, 7]
+    first, last = pipeline.first_last_stage_layers(30, 4, 0, 1)  # 31 slots: 8, 8, 8, 7 -> last 7 - 1
+    assert float(first) == 8 and float(last) == 6

@@ -185,7 +185,7 @@ def test_unknown_optimizer_and_lora_target_raise():
     (dict(tp=3, dp=16, gpus=48), "tp_divides_heads"),
     (dict(tp=8, pp=2, dp=8, gpus=64), "gpu_count"),
     (dict(tp=8, dp=8, micro_batch=3, gpus=64), "batch_divisible"),
-    (dict(pp=2, dp=32, zero=3, gpus=64), "zero3_with_pp"),
+    (dict(pp=2, dp=32, zero=3, framework="deepspeed", gpus=64), "zero3_with_pp"),
     (dict(dp=64, ep=2, gpus=64), "ep_needs_moe"),
 ])
 def test_time_and_memory_raise_the_same_rule(kw, rule):

@@ -48,7 +48,10 @@ def test_valid_strategy_passes() -> None:
          "batch_divisible"),
         (LLAMA70, TRAIN, 64, Strategy(tp=8, dp=8, zero=4), "zero_stage"),
         (LLAMA70, TRAIN, 64, Strategy(tp=8, dp=8, zero=3, shard_group=3), "shard_group_divides_dp"),
-        (LLAMA70, TRAIN, 64, Strategy(tp=8, pp=2, dp=4, zero=3), "zero3_with_pp"),
+        (LLAMA70, TRAIN, 64, Strategy(tp=8, pp=2, dp=4, zero=3, framework="deepspeed"), "zero3_with_pp"),
+        (LLAMA70, TRAIN, 64, Strategy(tp=8, pp=2, dp=4, zero=3, framework="hf"), "zero3_with_pp"),
+        (LLAMA70, TRAIN, 64, Strategy(tp=8, pp=2, dp=4, pipeline_loss_layer=True, framework="torchtitan"),
+         "pipeline_slots_need_megatron"),
         (LLAMA70, TRAIN, 64, Strategy(tp=8, dp=8, zero=0, offload="optimizer"), "offload_needs_zero"),
         (LLAMA70, TRAIN, 64, Strategy(tp=8, dp=8, zero=2, offload="optimizer+params"), "offload_needs_zero"),
         (LLAMA70, Training(method="qlora", precision="fp8", lora_rank=8), 64, Strategy(tp=8, dp=8),
@@ -129,3 +132,32 @@ def test_more_model_chunks_than_layers_is_refused():
     with pytest.raises(StrategyError, match="pp_exceeds_layers"):
         check_strategy(model, training, system, Strategy(pp=4, vpp=4, dp=1, micro_batch=1))
     check_strategy(model, training, system, Strategy(pp=4, vpp=2, dp=1, micro_batch=1))
+
+
+@pytest.mark.parametrize("framework", ["torchtitan", "auto"])
+def test_fsdp2_with_pipeline_is_allowed_where_it_runs(framework):
+    """torchtitan composes FSDP2 with pipelining (its 3D/4D layouts); the DeepSpeed-only refusal does not apply."""
+    st = Strategy(tp=8, pp=2, dp=4, zero=3, framework=framework)
+    check_strategy(LLAMA70, TRAIN, sysm(64), st)
+    assert bool(valid_mask(LLAMA70, TRAIN, sysm(64), st))
+
+
+def test_megatron_embedding_and_loss_slots_allow_two_more_chunks():
+    """NeMo's 405B proxy: 30 layers on pp=4 x vpp=8 = 32 chunks with the embedding and the loss as layers."""
+    model = LLAMA70.with_(layers=30)
+    sysx = sysm(64)
+    st = Strategy(tp=8, pp=4, vpp=8, dp=2, framework="megatron-core")
+    with pytest.raises(StrategyError, match="pp_exceeds_layers"):
+        check_strategy(model, TRAIN, sysx, st)
+    with pytest.raises(StrategyError, match="pp_exceeds_layers"):  # one slot is not enough
+        check_strategy(model, TRAIN, sysx, st.with_(pipeline_embedding_layer=True))
+    both = st.with_(pipeline_embedding_layer=True, pipeline_loss_layer=True)
+    assert check_strategy(model, TRAIN, sysx, both) == []  # 32 slots split evenly: no uneven warning
+    assert bool(valid_mask(model, TRAIN, sysx, both))
+
+
+def test_ep_beyond_the_domain_warns():
+    w = check_strategy(MOE, TRAIN, sysm(64), Strategy(tp=4, dp=16, ep=4))
+    assert any(x.startswith("ep_across_domains") for x in w)
+    assert not any(x.startswith("ep_across_domains") for x in check_strategy(MOE, TRAIN, sysm(64),
+                                                                              Strategy(tp=2, dp=32, ep=4)))

@@ -153,6 +153,13 @@ class Accelerator(Record):
     scaleup_detail: str | None = None
     scaleup_bw_bidir_gb_s: float = Field(ge=0)
     scaleup_domain: int = Field(ge=1)
+    # GPUs per host (server / compute tray) of the standard product, when it differs from the scale-up domain
+    # and from 8: GB200/GB300 NVL72 = 4 per 1U tray (2 superchips) in a 72-GPU NVLink domain. None = 8, or the
+    # domain when that is smaller. A job's hardware.per_node defaults to it and its GPU count must be whole hosts.
+    host_gpus: int | None = Field(default=None, ge=1)
+    # Board power cap the part is run at when it is below the design TDP (nvidia-smi -pl; e.g. Meta's Grand
+    # Teton H100 at 500 W). None = runs at tdp_w. Lowers sustained tensor clocks (estimate.calibration).
+    power_limit_w: float | None = Field(default=None, gt=0)
     nvls: bool
     pcie_gen: int = Field(ge=3, le=7)
     pcie_gb_s: float = Field(gt=0)  # host link per direction (x16), from pcie_generations unless given
@@ -217,6 +224,13 @@ class Accelerator(Record):
             raise ValueError(f"memory_usable_gb ({self.memory_usable_gb}) is above the label memory_gb "
                              f"({self.memory_gb}); allowed: a usable figure <= the label")
         return self
+
+    @property
+    def gpus_per_host(self) -> int:
+        """GPUs per host / compute tray: host_gpus, else 8 (the HGX / DGX board)."""
+        if self.host_gpus:
+            return int(self.host_gpus)
+        return 8
 
     @property
     def scaleup_gb_s_per_dir(self) -> float:

@@ -137,13 +137,25 @@ class Rates:
     act_bytes: float  # bytes per activation element (2 for 16-bit, 4 for fp32)
 
 
+def power_clock_factor(system: Any) -> float:
+    """Sustained tensor-clock ratio of a part capped below its TDP: (limit / TDP)^(1/3).
+
+    Origin: CMOS dynamic power P = C V^2 f with voltage scaling about linearly with frequency across the DVFS
+    range, so P ~ f^3 (Horowitz et al. 2005 / the usual DVFS model); a GEMM-bound GPU already runs at its
+    power limit, so the clock follows the cap. Not fitted (e.g. H100 at 500 of 700 W: 0.894)."""
+    limit, tdp = float(getattr(system, "power_limit_w", 0.0) or 0.0), float(system.tdp_w or 0.0)
+    if limit <= 0 or tdp <= 0 or limit >= tdp:
+        return 1.0
+    return (limit / tdp) ** (1.0 / 3.0)
+
+
 def rates(system: Any, precision: str, constants: PerfConstants | None = None,
           calibration: Calibration | None = None, attention_kernel: str = "fa2") -> Rates:
     """Effective rates for `system` (a `trainsizer.estimate.inputs.System`) in `precision`."""
     k = constants or load_constants()
     cal = calibration or Calibration()
     peak = system.peak(precision) * 1e12
-    eff = k.gemm_efficiency(system.accelerator)
+    eff = k.gemm_efficiency(system.accelerator) * power_clock_factor(system)
     if precision == "fp8":
         eff *= k.fp8_efficiency_ratio
     elif precision == "fp32":
@@ -154,7 +166,8 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
     if attn_precision == "bf16" and not system.peak_tflops.get("bf16"):
         attn_precision = precision
     attn_peak = system.peak(attn_precision) * 1e12
-    attn_eff = k.flash_fraction(system.accelerator, attention_kernel) * (k.fp32_efficiency_ratio if precision == "fp32" else 1.0)
+    attn_eff = k.flash_fraction(system.accelerator, attention_kernel) * (
+        k.fp32_efficiency_ratio if precision == "fp32" else 1.0) * power_clock_factor(system)
     flash = cal.flash_tflops * 1e12 if cal.flash_tflops else attn_peak * attn_eff
     if system.hbm_gb_s <= 0:
         raise SpecError("system.hbm_gb_s", "must be positive", value=system.hbm_gb_s)

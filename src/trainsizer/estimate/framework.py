@@ -15,6 +15,7 @@ communication overlaps, `perf_constants.yaml` `frameworks:`):
     deepspeed           hf               deepspeed
     fsdp                hf               fsdp
     hf                  hf               hf
+    torchtitan          hf               torchtitan
 
 The "auto" rule (elementwise, one decision per strategy, so a strategy's answer never depends on which
 other strategies share its batch): a strategy is Megatron-style -- memory profile `megatron`, perf style
@@ -38,6 +39,7 @@ MEMORY_PROFILE = {
     "deepspeed": "hf",
     "fsdp": "hf",
     "hf": "hf",
+    "torchtitan": "hf",  # FSDP2 shards model states like ZeRO-3; fp32 loss on full logits (cross_entropy .float())
 }
 PERF_STYLE = {name: name for name in MEMORY_PROFILE}
 AUTO_MEGATRON = "megatron"  # what "auto" resolves to for Megatron-style strategies

@@ -24,14 +24,13 @@ PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
 OPTIMIZERS = ("adamw", "adamw8bit", "sgd", "adafactor")
 RECOMPUTE = ("none", "selective", "full")
 OFFLOAD = ("none", "optimizer", "optimizer+params")
-# Training frameworks whose memory and overlap behaviour the estimators model. "auto" picks Megatron-style for
-# strategies with TP/PP/CP/EP > 1 or the distributed optimizer, else the HF/DeepSpeed/FSDP style, per strategy
-# (`estimate.framework` maps each name to a memory profile and a perf style).
-FRAMEWORKS = ("auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "deepseek-dualpipe")
+# Training frameworks whose memory and overlap behaviour the estimators model; "auto" picks one per strategy
+# (`estimate.framework` maps each name to a memory profile and a perf style; docs/frameworks.md).
+FRAMEWORKS = ("auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "deepseek-dualpipe", "torchtitan")
 # Strategy fields by kind: integer degrees and sizes, mode names (codes in arrays), on/off flags.
 DEGREE_FIELDS = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch")
 MODE_FIELDS = ("recompute", "offload")
-FLAG_FIELDS = ("sequence_parallel", "distributed_optimizer")
+FLAG_FIELDS = ("sequence_parallel", "distributed_optimizer", "pipeline_embedding_layer", "pipeline_loss_layer")
 # Encodings used inside Strategy arrays (so vectors stay numeric).
 RECOMPUTE_CODE = {name: i for i, name in enumerate(RECOMPUTE)}
 OFFLOAD_CODE = {name: i for i, name in enumerate(OFFLOAD)}
@@ -103,6 +102,7 @@ class System:
     tdp_w: float = 700.0
     host_ram_gib: float = 0.0  # per node, for CPU offload
     pcie_gb_s: float = 25.0  # host<->device per GPU, one direction
+    power_limit_w: float = 0.0  # board power cap below the TDP (nvidia-smi -pl); 0 = runs at its TDP
 
     @property
     def nodes(self) -> int:
@@ -152,6 +152,11 @@ class Strategy:
     offload: Any = "none"
     sequence_parallel: Any = True  # Megatron SP; only matters when tp > 1
     distributed_optimizer: Any = False
+    # Megatron-Core account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split: the input
+    # embedding (first stage) and the LM head + loss (last stage) each take one layer slot of the split, so
+    # pp * vpp may exceed the decoder layers by up to 2 and the outer stages hold fewer decoder layers.
+    pipeline_embedding_layer: Any = False
+    pipeline_loss_layer: Any = False
     framework: str = "auto"  # one of FRAMEWORKS; one value for the whole batch of strategies
 
     @property

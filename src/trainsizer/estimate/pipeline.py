@@ -47,10 +47,18 @@ def p2p_transfers_on_critical_path(pp, m, vpp=1):
     return np.where(p > 1, 2.0 * (v * np.asarray(m, float) + p - 1.0), 0.0)
 
 
-def first_last_stage_layers(layers: int, pp):
+def first_last_stage_layers(layers: int, pp, embedding_slot=0.0, loss_slot=0.0):
     """(layers on the first stage, layers on the last stage) of an L-over-p split where the first L mod p
-    stages get one more layer: (ceil(L/p), floor(L/p)); (L, L) at p = 1 (one stage holds everything)."""
+    stages get one more layer: (ceil(L/p), floor(L/p)); (L, L) at p = 1 (one stage holds everything).
+
+    `embedding_slot` / `loss_slot` (0 or 1, arrays allowed): Megatron-Core account_for_embedding_in_pipeline_
+    split / account_for_loss_in_pipeline_split count the input embedding (first stage) and the LM head + loss
+    (last stage) as one layer slot each, so L + slots are split and those stages hold one decoder layer fewer
+    (megatron/core/transformer/transformer_block.py `get_num_layers_to_build`)."""
     p = np.maximum(np.asarray(pp, float), 1.0)
-    first = np.ceil(layers / p)
-    last = np.where(p > 1, np.floor(layers / p), float(layers))
+    e = np.where(p > 1, np.asarray(embedding_slot, float), 0.0)
+    lo = np.where(p > 1, np.asarray(loss_slot, float), 0.0)
+    total = layers + e + lo
+    first = np.maximum(np.ceil(total / p) - e, 0.0)
+    last = np.where(p > 1, np.maximum(np.floor(total / p) - lo, 0.0), float(layers))
     return first, last

@@ -16,7 +16,13 @@ Origins (one line each):
   --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers (Llama 3 405B: 126 layers on
   pp=16 with interleaving, one layer fewer on the first and the last stage; Llama 3 paper Sec. 3.3.2).
 - ZeRO-3 is not supported together with pipeline parallelism in DeepSpeed (PipelineEngine asserts
-  zero stage < 2): DeepSpeed docs "Pipeline Parallelism".
+  zero stage < 2): DeepSpeed docs "Pipeline Parallelism". The rule names its frameworks (ZERO3_PP_REFUSED):
+  DeepSpeed, the HF Trainer (its ZeRO-3 is DeepSpeed or FSDP1) and FSDP1-style stacks; torchtitan composes
+  FSDP2 with torch.distributed.pipelining (its 3D/4D layouts, torchtitan docs/composability.md), and "auto"
+  resolves such a strategy to torchtitan.
+- pp * vpp model chunks may not exceed the decoder layers, except that Megatron-Core's
+  account_for_embedding/loss_in_pipeline_split give the embedding and the loss a slot each (up to 2 more
+  chunks; megatron/core/transformer/transformer_config.py); those options exist in the Megatron family only.
 - ZeRO-Offload needs ZeRO >= 1 and parameter offload needs ZeRO-3: DeepSpeed docs "ZeRO-Offload" /
   "ZeRO-Infinity".
 - QLoRA keeps NF4 weights with bf16/fp16 compute; FP8 GEMMs are not supported on NF4 weights:
@@ -44,6 +50,11 @@ from trainsizer.estimate.inputs import (
 )
 from trainsizer.models.arch import ModelArch
 
+# Frameworks whose ZeRO-3 / full-shard path cannot run with pipeline parallelism (see module docstring).
+ZERO3_PP_REFUSED = ("deepspeed", "hf", "fsdp")
+# Frameworks with Megatron-Core's embedding / loss pipeline slots.
+PIPELINE_SLOT_FRAMEWORKS = ("auto", "megatron-core", "megatron", "deepseek-dualpipe")
+
 RULES = (
     "positive_degrees",
     "gpu_count",
@@ -61,12 +72,13 @@ RULES = (
     "zero_stage",
     "shard_group_divides_dp",
     "zero3_with_pp",
+    "pipeline_slots_need_megatron",
     "offload_needs_zero",
     "qlora_fp8",
     "recompute_code",
     "offload_code",
 )
-WARNINGS = ("tp_across_nodes", "pp_uneven_layers", "vpp_uneven_layers")
+WARNINGS = ("tp_across_nodes", "ep_across_domains", "pp_uneven_layers", "vpp_uneven_layers")
 
 
 STRATEGY_FIELDS = (*DEGREE_FIELDS, *MODE_FIELDS, *FLAG_FIELDS)
@@ -102,8 +114,12 @@ def _rule_table(
     """rule -> (ok mask, detail(values of one strategy) -> message)."""
     rec, off = strategy_codes(strategy)
     f = {n: np.asarray(getattr(strategy, n), dtype=float) for n in DEGREE_FIELDS}
-    arrays = np.broadcast_arrays(*f.values(), rec, off)
-    tp, pp, vpp, dp, cp, ep, zero, sg, mb, rec, off = arrays
+    emb = np.asarray(getattr(strategy, "pipeline_embedding_layer", False), dtype=float)
+    loss = np.asarray(getattr(strategy, "pipeline_loss_layer", False), dtype=float)
+    arrays = np.broadcast_arrays(*f.values(), rec, off, emb, loss)
+    tp, pp, vpp, dp, cp, ep, zero, sg, mb, rec, off, emb, loss = arrays
+    fw = getattr(strategy, "framework", "auto")
+    slots = (emb > 0).astype(float) + (loss > 0).astype(float)
     gpus = tp * pp * dp * cp
     B, s = training.global_batch_seqs, training.seq_len
     safe = lambda x: np.where(x > 0, x, 1)  # noqa: E731  (avoid division by zero in masks)
@@ -139,8 +155,11 @@ def _rule_table(
             lambda v: f"tp={v['tp']} does not divide the MLP intermediate size(s) {ffns}",
         ),
         "pp_exceeds_layers": (
-            pp * np.maximum(vpp, 1) <= model.layers,
-            lambda v: f"pp*vpp={v['pp']}*{v['vpp']} model chunks is more than the {model.layers} layers",
+            pp * np.maximum(vpp, 1) <= model.layers + np.where(pp > 1, slots, 0.0),
+            lambda v: f"pp*vpp={v['pp']}*{v['vpp']} model chunks is more than the {model.layers} layers"
+            + (f" + {v['slots']} embedding/loss slot(s)" if v["slots"] else
+               " (Megatron-Core can count the embedding and the loss as layers: pipeline_embedding_layer, "
+               "pipeline_loss_layer)"),
         ),
         "vpp_needs_pp": (
             (vpp <= 1) | (pp > 1),
@@ -182,9 +201,15 @@ def _rule_table(
             "needs zero >= 1",
         ),
         "zero3_with_pp": (
-            (zero < 3) | (pp <= 1),
-            lambda v: "ZeRO-3 / FSDP full shard with pipeline parallelism is not supported by DeepSpeed; "
-            "use zero <= 1 (or the distributed optimizer) with pp > 1",
+            (zero < 3) | (pp <= 1) | (fw not in ZERO3_PP_REFUSED),
+            lambda v: f"ZeRO-3 / FSDP full shard with pipeline parallelism is not supported by framework {fw!r} "
+            f"(refused for {', '.join(ZERO3_PP_REFUSED)}); use torchtitan (FSDP2 + pipelining), or zero <= 1 "
+            "(or the distributed optimizer) with pp > 1",
+        ),
+        "pipeline_slots_need_megatron": (
+            (slots == 0) | (fw in PIPELINE_SLOT_FRAMEWORKS),
+            lambda v: f"pipeline_embedding_layer / pipeline_loss_layer are Megatron-Core options; framework "
+            f"{fw!r} does not have them (allowed: {', '.join(PIPELINE_SLOT_FRAMEWORKS)})",
         ),
         "offload_needs_zero": (
             (off == 0) | ((off == 1) & (zero >= 1)) | ((off == 2) & (zero >= 3)),
@@ -206,7 +231,7 @@ def _rule_table(
     }
     t["_values"] = (None, lambda v: "")  # type: ignore[assignment]
     t["_arrays"] = dict(tp=tp, pp=pp, vpp=vpp, dp=dp, cp=cp, ep=ep, zero=zero, shard_group=sg,
-                        micro_batch=mb, rec=rec, off=off)  # type: ignore[assignment]
+                        micro_batch=mb, rec=rec, off=off, slots=slots)  # type: ignore[assignment]
     return t
 
 
@@ -234,11 +259,18 @@ def check_strategy(model: ModelArch, training: Training, system: System, strateg
     if values["tp"] > system.domain_gpus:
         warnings.append(f"tp_across_nodes: tp={values['tp']} spans more than the {system.domain_gpus} GPUs "
                         "of a scale-up domain; tensor-parallel all-reduces will cross the network")
-    if model.layers % values["pp"]:
-        warnings.append(f"pp_uneven_layers: {model.layers} layers do not split evenly over pp={values['pp']} "
+    if values["ep"] > 1 and values["tp"] * values["ep"] > system.domain_gpus:
+        warnings.append(f"ep_across_domains: tp*ep = {values['tp'] * values['ep']} spans more than the "
+                        f"{system.domain_gpus} GPUs of a scale-up domain; expert all-to-alls will cross the "
+                        "network")
+    slots = values["slots"] if values["pp"] > 1 else 0
+    split = model.layers + slots
+    what = f"{model.layers} layers" + (f" + {slots} embedding/loss slot(s)" if slots else "")
+    if split % values["pp"]:
+        warnings.append(f"pp_uneven_layers: {what} do not split evenly over pp={values['pp']} "
                         "(the first stages get one more layer; the slowest stage sets the pipeline's pace)")
-    elif values["vpp"] > 1 and model.layers % (values["pp"] * values["vpp"]):
-        warnings.append(f"vpp_uneven_layers: {model.layers} layers do not split evenly into pp*vpp = "
+    elif values["vpp"] > 1 and split % (values["pp"] * values["vpp"]):
+        warnings.append(f"vpp_uneven_layers: {what} do not split evenly into pp*vpp = "
                         f"{values['pp'] * values['vpp']} model chunks (Megatron-Core uneven split: chunks of "
                         "different sizes; a stage still holds layers/pp)")
     return warnings

@@ -20,7 +20,8 @@ Procurement = Literal["rent", "buy", "either"]
 Cooling = Literal["air", "liquid"]
 NetworkKind = Literal["ib", "roce", "efa", "ethernet"]
 Fsdp = Literal["none", "full", "hybrid"]
-Framework = Literal["auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "deepseek-dualpipe"]
+Framework = Literal["auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "deepseek-dualpipe",
+                    "torchtitan"]
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 # Bytes of raw UTF-8 text per token for BPE tokenizers with ~100k+ vocabularies on mixed English/code
@@ -137,14 +138,18 @@ class NetworkSpec(_Strict):
 
 
 class HardwareSpec(_Strict):
+    """`per_node`: GPUs per host (server, or compute tray of a rack-scale system: 4 on GB200 NVL72); None =
+    the accelerator's catalog host size (8 unless the catalog says otherwise). The NVLink scale-up domain
+    (72 on NVL72) comes from the catalog; a job may use part of one and any whole number of hosts."""
+
     accelerator: str
     count: int = Field(gt=0)
-    per_node: int = Field(8, gt=0, le=72)
+    per_node: int | None = Field(None, gt=0, le=72)
     network: str | NetworkSpec | None = None
 
     @model_validator(mode="after")
     def _whole_nodes(self) -> HardwareSpec:
-        if self.count > self.per_node and self.count % self.per_node:
+        if self.per_node is not None and self.count > self.per_node and self.count % self.per_node:
             raise ValueError(
                 f"count ({self.count}) must be a multiple of per_node ({self.per_node}) when it spans nodes"
             )
@@ -166,6 +171,9 @@ class StrategySpec(_Strict):
     offload: Offload = "none"
     sequence_parallel: bool = True
     distributed_optimizer: bool = False
+    # Megatron-Core account_for_embedding/loss_in_pipeline_split (the embedding / the loss take a layer slot)
+    pipeline_embedding_layer: bool = False
+    pipeline_loss_layer: bool = False
     framework: Framework = "auto"
 
     @model_validator(mode="after")

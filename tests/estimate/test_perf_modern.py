@@ -1,0 +1,44 @@
+"""The time estimator on NVIDIA DGX Cloud (NeMo) and torchtitan rows (benchmarks/perf_modern.py).
+
+Bounds are what the estimator reaches today with a small margin, so a change that makes any source worse
+fails here; the issue's target is 10% MAPE per source (not yet reached where a bound is above it: the
+benchmark prints the worst rows)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import perf_modern as pm  # noqa: E402
+
+BOUNDS = {"NeMo (dgxc) BF16": 6.0, "NeMo (dgxc) FP8": 20.0, "dgxc (all)": 13.0, "torchtitan": 18.5,
+          "torchtitan (all)": 18.5}
+
+
+@pytest.fixture(scope="module")
+def summary():
+    return pm.summary(pm.cases())
+
+
+def test_every_modern_row_is_predicted(summary):
+    assert summary["rows"] == len(pm.modern_rows()) >= 186  # none refused, none skipped
+
+
+def test_modern_mape_per_source(summary):
+    for source, (n, err) in summary["by_source"].items():
+        assert err <= BOUNDS[source], (source, n, err)
+
+
+def test_nemo_mfu_formula_reproduces_the_reported_mfu():
+    """The harness's NeMo MFU numerator, applied to a row's measured step time, gives the row's MFU."""
+    rows = [r for r in pm.modern_rows() if r["id"] == "dgxc_v25.04_llama3.1_8b_BF16_8gpu"]
+    step = float(next(r for r in rows if r["metric"] == "step_time")["value"])
+    mfu = float(next(r for r in rows if r["metric"] == "mfu")["value"])
+    model, training, system, _, _ = pm.configure(rows[0])
+    fl = pm.nemo_flops_per_step(model, training.global_batch_seqs, training.seq_len)
+    assert 100 * fl / (step * 8 * 989e12) == pytest.approx(mfu, rel=0.01)

@@ -1,0 +1,56 @@
+"""Hosts vs scale-up domains (GB200 NVL72: 4-GPU trays in a 72-GPU NVLink domain), power caps from the catalog."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainsizer.catalog import load_catalog
+from trainsizer.errors import SpecError
+from trainsizer.estimate import estimate_time
+from trainsizer.scenario import job_domain_gpus, resolve_job
+
+JOB = {"model": "llama-3.1-70b", "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": 8192,
+       "global_batch": {"sequences": 256}}
+
+
+def _job(count: int, **hw) -> dict:
+    return {**JOB, "global_batch": {"sequences": max(1, count // 4) * 2}, "hardware": {"accelerator": "gb200", "count": count, "network": "ib-ndr400", **hw},
+            "strategy": {"tp": 4, "pp": 1, "micro_batch": 1, "zero": 1, "distributed_optimizer": True}}
+
+
+@pytest.mark.parametrize("count, domain", [(4, 4), (36, 36), (72, 72), (128, 64), (256, 64), (144, 72),
+                                           (1152, 72), (100, 20)])
+def test_whole_tray_jobs_of_any_size(count, domain):
+    sc = resolve_job(_job(count), load_catalog())
+    assert sc.system.gpus_per_node == min(4, count)  # the catalog's tray size, not 8 and not 72
+    assert sc.system.scaleup_domain == domain
+    assert sc.system.gpus % sc.system.scaleup_domain == 0 or count < 72
+    est = estimate_time(sc.model, sc.training, sc.system, sc.strategy)
+    assert est.step_s > 0
+
+
+def test_partial_tray_is_refused_with_the_host_size():
+    with pytest.raises(SpecError, match="4-GPU hosts"):
+        resolve_job(_job(130), load_catalog())
+
+
+def test_tray_nics_follow_the_gpus():
+    """A catalog network's NIC count is per 8-GPU node; a 4-GPU tray keeps one NIC per GPU."""
+    sc = resolve_job(_job(128), load_catalog())
+    assert sc.network.nics_per_node == 4
+    assert sc.system.inter_node_gb_s == pytest.approx(400 / 8 * sc.network.efficiency)
+
+
+def test_domain_placement_rule():
+    assert job_domain_gpus(8, 8, 64) == 8  # an HGX node is its own domain
+    assert job_domain_gpus(2, 8, 16) == 2  # bridged pairs inside a PCIe host: unchanged
+    assert job_domain_gpus(72, 4, 128) == 64
+    assert job_domain_gpus(72, 4, 40) == 40
+
+
+def test_tp_inside_the_domain_is_faster_than_across_hosts_of_8():
+    """TP=8 on NVL72 stays on NVLink across trays; the same TP split over PCIe-linked hosts would not."""
+    sc = resolve_job({**_job(128), "strategy": {"tp": 8, "micro_batch": 1, "distributed_optimizer": True}},
+                     load_catalog())
+    w = estimate_time(sc.model, sc.training, sc.system, sc.strategy).notes
+    assert not any(n.startswith("tp_across_nodes") for n in w)
