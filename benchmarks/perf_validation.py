@@ -25,7 +25,7 @@ import numpy as np
 
 from trainsizer.estimate import flops as F
 from trainsizer.estimate.inputs import Strategy, System, Training
-from trainsizer.estimate.step_time import Framework, step_time_arrays
+from trainsizer.estimate.step_time import PerfStyle, step_time_arrays
 from trainsizer.estimate.train_time import time_to_train
 from trainsizer.models.arch import ModelArch
 
@@ -130,13 +130,13 @@ def predict_row(row: dict) -> tuple[float, str]:
     precision = "fp8" if "fp8" in prec_txt else "fp16" if prec_txt.startswith("fp16") else "bf16"
     sp = (row["sp"] or "").strip().lower() == "yes"
     flash = True
-    fw: Framework | str = "megatron"
+    fw: PerfStyle | str = "megatron"
     if src.startswith("llm-foundry"):
         model = gpt_model(row, tied=True)
         mem = 40 if "A100-40GB" in row["gpu_type"] else 80
         system = h100(gpus) if "H100" in row["gpu_type"] else a100(gpus, mem)
         reduce_bytes = 2.0 if "mp=pure" in prec_txt else 4.0  # Composer DEFAULT reduces in fp32, PURE in bf16
-        fw = Framework("fsdp", grad_bucket_params=2.5e7, grad_reduce_bytes=reduce_bytes)
+        fw = PerfStyle("fsdp", grad_bucket_params=2.5e7, grad_reduce_bytes=reduce_bytes)
         if not rec or rec == "none":
             rec = "none"
     elif src == "Megatron-Core H100":

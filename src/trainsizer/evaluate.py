@@ -165,9 +165,10 @@ def evaluate(scenario: Scenario, catalog: Any, calibration: Calibration | None =
     model, training, system, strategy = scenario.model, scenario.training, scenario.system, scenario.strategy
     notes = list(scenario.notes)
     mem = estimate_memory(model, training, system, strategy)
-    tm = estimate_time(model, training, system, strategy, calibration)
+    # memory's verdict is reported in its own section, so time adds only the strategy warnings
+    tm = estimate_time(model, training, system, strategy, calibration, memory_note=False)
     time_dict = tm.to_dict()
-    notes.extend(n for n in time_dict.pop("notes", []) if not n.startswith("does not fit"))
+    notes.extend(time_dict.pop("notes"))
     wall_hours = tm.train_days * 24.0
     busy = time_dict["breakdown_s"]["compute"] / tm.step_s if tm.step_s > 0 else 1.0
     pue = catalog.facility.pue

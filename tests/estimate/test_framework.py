@@ -36,8 +36,8 @@ def test_strategy_framework_drives_both_estimators_and_keywords_override() -> No
     m, tr, s = llama8b(), Training(seq_len=4096, global_batch_seqs=256), h100_cluster(8)
     st = Strategy(dp=8, zero=1)
     auto_mem = estimate_memory(m, tr, s, st)
-    assert auto_mem.framework == "hf"
-    assert estimate_memory(m, tr, s, st.with_(framework="megatron")).framework == "megatron"
+    assert auto_mem.memory_profile == "hf"
+    assert estimate_memory(m, tr, s, st.with_(framework="megatron")).memory_profile == "megatron"
     over = estimate_memory(m, tr, s, st.with_(framework="megatron"), MemoryOptions(framework="hf"))
     assert over.per_gpu_bytes == auto_mem.per_gpu_bytes
     hf = estimate_time(m, tr, s, st.with_(framework="hf"))

@@ -153,7 +153,7 @@ def test_framework_styles_load_from_data_file():
 
 def test_dualpipe_and_ep_overlap_style():
     from trainsizer.estimate import pipeline
-    from trainsizer.estimate.step_time import Framework
+    from trainsizer.estimate.step_time import PerfStyle
 
     assert float(pipeline.dualpipe_bubble_fraction(2, 8)) == 0.0
     assert float(pipeline.dualpipe_bubble_fraction(16, 30)) < float(pipeline.bubble_fraction(16, 30))
@@ -164,7 +164,7 @@ def test_dualpipe_and_ep_overlap_style():
     assert dual.breakdown_s["ep_comm"] <= plain.breakdown_s["ep_comm"]
     assert dual.breakdown_s["pp_bubble"] < plain.breakdown_s["pp_bubble"]
     with pytest.raises(SpecError, match="pipeline_schedule"):
-        Framework("x", pipeline_schedule="gpipe")
+        PerfStyle("x", pipeline_schedule="gpipe")
 
 
 def test_qlora_pays_for_dequantisation():
@@ -330,3 +330,13 @@ def test_dpo_runs_pairs_through_policy_and_reference():
     assert 2.2 < t_dpo.breakdown_s["compute"] / t_full.breakdown_s["compute"] < 3.0
     assert t_dpo.model_flops_per_step / t_full.model_flops_per_step == pytest.approx(8 / 3, rel=1e-6)
     assert 0 < t_dpo.mfu < 1
+
+
+def test_memory_verdict_is_a_note_unless_the_caller_estimates_memory_itself():
+    # llama-8B full training, no sharding, micro-batch 4, no recompute: far above 80 GiB per GPU
+    kw = dict(dp=64, micro_batch=4, recompute="none")
+    assert any(n.startswith("does not fit") for n in _est(**kw).notes)
+    training, system = Training(seq_len=4096, global_batch_seqs=256), h100_cluster()
+    quiet = estimate_time(llama8b(), training, system, Strategy(**kw), memory_note=False)
+    assert not any(n.startswith("does not fit") for n in quiet.notes)
+    assert quiet.step_s == _est(**kw).step_s

@@ -80,6 +80,64 @@ def _norm(width: int, a: int, weight_trainable: bool, kind: str, style: str) -> 
     return 4 * width + 4 + (a * width if weight_trainable else 0)
 
 
+@dataclass
+class _Saved:
+    """Running tally of one layer's saved tensors: named items and their totals by what divides them."""
+
+    detail: dict[str, float] = field(default_factory=dict)
+    sp: float = 0.0
+    tp: float = 0.0
+    s2: float = 0.0
+    routed: float = 0.0
+
+    def items(self) -> LayerItems:
+        return LayerItems(sp=self.sp, tp=self.tp, s2=self.s2, routed=self.routed, detail=self.detail)
+
+
+@dataclass(frozen=True)
+class _Layer:
+    """One layer kind under one (training, profile, recompute, kernel): what its saved tensors depend on."""
+
+    model: ModelArch
+    training: Training
+    profile: str
+    recompute: str
+    impl: str
+    dropout: bool
+    style: dict  # memory_constants.yaml framework_profiles[profile]
+
+    @property
+    def a(self) -> int:
+        return act_bytes(self.training.precision)
+
+    @property
+    def g(self) -> float:
+        """Bytes per element of a saved GEMM input (FP8: the TE cast, see module docstring)."""
+        return 1.0 if self.training.precision == "fp8" else self.a
+
+    def W(self, module: str) -> bool:
+        """Whether `module`'s weight (or its adapter) is trained, so its input is saved."""
+        return trainable(module, self.training)
+
+    def norm(self, width: int, kind: str | None = None) -> float:
+        return _norm(width, self.a, self.training.trains_base_weights, kind or self.model.norm, self.style["norm"])
+
+    def lora_out(self, *mods: str) -> float:
+        """lora_B saves lora_A's output (r wide) for each adapted linear (MLA: q = q_a + q_b)."""
+        t = lora_targets(self.training)
+        lora_r = self.training.lora_rank if t else 0
+        mla = self.model.attention == "mla"
+        mult = {"q_proj": 2 if mla and self.model.q_lora_rank else 1, "k_proj": 1, "v_proj": 1}
+        n = 0
+        qkv = [m for m in mods if m in mult]
+        if qkv and "qkv_proj" in t:
+            n += sum(mult[m] for m in qkv) if mla else 1
+        else:
+            n += sum(mult[m] for m in qkv if m in t)
+        n += sum(1 for m in mods if m not in mult and m in t)
+        return float(self.a * lora_r * n)
+
+
 def layer_items(
     model: ModelArch,
     training: Training,
@@ -101,64 +159,53 @@ def layer_items(
     from trainsizer.estimate.model_states import load_memory_constants
 
     a = act_bytes(training.precision)
-    g = 1.0 if training.precision == "fp8" else a  # bytes per element of a saved GEMM input (see docstring)
-    fp8 = training.precision == "fp8"
-    h, nh = model.hidden, model.heads
-    prof = style or load_memory_constants()["framework_profiles"][profile]
-    norm_style = prof["norm"]
-    d: dict[str, float] = {}
-    sp = tp = s2 = routed = 0.0
     if recompute == "full":
-        d["layer_input_checkpoint"] = a * h
-        return LayerItems(sp=a * h, tp=0.0, s2=0.0, routed=0.0, detail=d)
+        return LayerItems(sp=a * model.hidden, tp=0.0, s2=0.0, routed=0.0,
+                          detail={"layer_input_checkpoint": a * model.hidden})
+    x = _Layer(model, training, profile, recompute, impl, dropout,
+               style or load_memory_constants()["framework_profiles"][profile])
+    out = _Saved()
+    _attention(x, out)
+    out.detail["mlp_norm"] = x.norm(model.hidden)
+    out.sp += out.detail["mlp_norm"]
+    if moe:
+        _moe_mlp(x, out)
+    else:
+        _dense_mlp(x, out)
+    return out.items()
 
-    def W(m: str) -> bool:
-        return trainable(m, training)
 
-    norm_w = training.trains_base_weights
-    lora_r = training.lora_rank if lora_targets(training) else 0
-
-    def lora_out(*mods: str) -> float:
-        """lora_B saves lora_A's output (r wide) for each adapted linear (MLA: q = q_a + q_b)."""
-        t = lora_targets(training)
-        mla = model.attention == "mla"
-        mult = {"q_proj": 2 if mla and model.q_lora_rank else 1, "k_proj": 1, "v_proj": 1}
-        n = 0
-        qkv = [m for m in mods if m in mult]
-        if qkv and "qkv_proj" in t:
-            n += sum(mult[m] for m in qkv) if mla else 1
-        else:
-            n += sum(mult[m] for m in qkv if m in t)
-        n += sum(1 for m in mods if m not in mult and m in t)
-        return float(a * lora_r * n)
-
-    # ---- attention block
-    d["attn_norm"] = _norm(h, a, norm_w, model.norm, norm_style)
-    sp += d["attn_norm"]
+def _attention(x: _Layer, out: _Saved) -> None:
+    """Attention block: its norm, the QKV inputs (GQA or MLA's compressed q / kv), q, k, v, the core's saved
+    tensors (kernel- and recompute-dependent), the output projection's input, LoRA outputs, dropout masks."""
+    model, a, g, d = x.model, x.a, x.g, out.detail
+    h, nh = model.hidden, model.heads
+    d["attn_norm"] = x.norm(h)
+    out.sp += d["attn_norm"]
     if model.attention == "mla":
-        if W("q_proj") or W("k_proj"):
+        if x.W("q_proj") or x.W("k_proj"):
             d["attn_input"] = g * h
         rq, rkv = model.q_lora_rank, model.kv_lora_rank
         if rq:
-            d["q_a_norm"] = _norm(rq, a, norm_w, "rmsnorm", norm_style)
-            if W("q_proj"):
+            d["q_a_norm"] = x.norm(rq, "rmsnorm")
+            if x.W("q_proj"):
                 d["q_b_input"] = g * rq
-        d["kv_a_norm"] = _norm(rkv, a, norm_w, "rmsnorm", norm_style)
-        if W("v_proj"):
+        d["kv_a_norm"] = x.norm(rkv, "rmsnorm")
+        if x.W("v_proj"):
             d["kv_b_input"] = g * rkv
-        sp += d.get("attn_input", 0.0)
-        tp += d.get("q_a_norm", 0.0) + d.get("q_b_input", 0.0) + d["kv_a_norm"] + d.get("kv_b_input", 0.0)
+        out.sp += d.get("attn_input", 0.0)
+        out.tp += d.get("q_a_norm", 0.0) + d.get("q_b_input", 0.0) + d["kv_a_norm"] + d.get("kv_b_input", 0.0)
         full_k = model.kv_dim
     else:
-        if W("q_proj") or W("k_proj") or W("v_proj"):
+        if x.W("q_proj") or x.W("k_proj") or x.W("v_proj"):
             d["attn_input"] = g * h
-            sp += g * h
+            out.sp += g * h
         full_k = nh * model.head_dim
-    lo = lora_out("q_proj", "k_proj", "v_proj")
+    lo = x.lora_out("q_proj", "k_proj", "v_proj")
     if lo:
         d["lora_qkv_a_out"] = lo
-        sp += lo
-    core_eager = impl == "eager" and recompute == "none"
+        out.sp += lo
+    core_eager = x.impl == "eager" and x.recompute == "none"
     d["q"] = a * model.q_dim
     if core_eager and model.attention != "mla":
         # repeat_kv expands K and V to every query head before the score matmul
@@ -167,112 +214,121 @@ def layer_items(
     else:
         d["k"] = a * model.kv_dim
         d["v"] = a * model.v_dim
-    tp += d["q"] + d["k"] + d["v"]
-    if recompute == "selective":
+    out.tp += d["q"] + d["k"] + d["v"]
+    _attention_core(x, out)
+    out.tp += d.get("attn_out", 0.0) + d.get("softmax_lse", 0.0) + d.get("o_proj_input", 0.0)
+    lo = x.lora_out("o_proj")
+    if lo:
+        d["lora_o_a_out"] = lo
+        out.sp += lo
+    if x.dropout:
+        d["attn_residual_dropout_mask"] = 1 * h
+        d["mlp_residual_dropout_mask"] = 1 * h
+        out.sp += 2 * h
+
+
+def _attention_core(x: _Layer, out: _Saved) -> None:
+    """What the attention core keeps beyond q, k, v: per recompute mode and kernel (s^2 terms under eager)."""
+    model, a, g, d, nh = x.model, x.a, x.g, out.detail, x.model.heads
+    if x.recompute == "selective":
         # the attention core is checkpointed: its inputs q, k, v are kept; its output is kept by o_proj
         # (Megatron: (s, b, h) layout, used directly) or, in (b, h, s, d) layout, only the reshaped copy
         # that o_proj saves (transformers-style modules).
-        if profile == "megatron":  # under fp8 only the projection's FP8 copy is saved
+        if x.profile == "megatron":  # under fp8 only the projection's FP8 copy is saved
             d["attn_out"] = g * model.attn_out_dim
-        elif W("o_proj"):
+        elif x.W("o_proj"):
             d["o_proj_input"] = g * model.attn_out_dim
-    elif impl == "eager":
-        if profile == "hf":
+    elif x.impl == "eager":
+        if x.profile == "hf":
             # fp32 softmax output + its 16-bit copy (same storage when training in fp32)
             d["scores_per_key"] = (4 + (a if a != 4 else 0)) * nh
         else:  # Megatron fused scale-mask-softmax saves its 16-bit output
             d["scores_per_key"] = a * nh
-        if dropout:
+        if x.dropout:
             d["attn_dropout_per_key"] = (1 + a) * nh
-        s2 += d["scores_per_key"] + d.get("attn_dropout_per_key", 0.0)
-        if W("o_proj"):  # P @ V output permuted to (b, s, h): a copy, saved by o_proj
+        out.s2 += d["scores_per_key"] + d.get("attn_dropout_per_key", 0.0)
+        if x.W("o_proj"):  # P @ V output permuted to (b, s, h): a copy, saved by o_proj
             d["o_proj_input"] = g * model.attn_out_dim
     else:
         # FlashAttention / SDPA kernels keep their output and the fp32 log-sum-exp per head and token
         # (the kernels return a (b, s, h, d)-laid-out output, so the reshape for o_proj is a view)
         d["attn_out"] = a * model.attn_out_dim
         d["softmax_lse"] = 4 * nh
-        if (prof.get("attention_out_copy") or fp8) and W("o_proj"):
+        fp8 = x.training.precision == "fp8"
+        if (x.style.get("attention_out_copy") or fp8) and x.W("o_proj"):
             # a 16-bit reshaped copy (profile), or the FP8 cast the TE projection saves beside the kernel output
             d["o_proj_input"] = g * model.attn_out_dim
-    tp += d.get("attn_out", 0.0) + d.get("softmax_lse", 0.0) + d.get("o_proj_input", 0.0)
-    lo = lora_out("o_proj")
-    if lo:
-        d["lora_o_a_out"] = lo
-        sp += lo
-    if dropout:
-        d["attn_residual_dropout_mask"] = 1 * h
-        d["mlp_residual_dropout_mask"] = 1 * h
-        sp += 2 * h
 
-    # ---- MLP block
-    d["mlp_norm"] = _norm(h, a, norm_w, model.norm, norm_style)
-    sp += d["mlp_norm"]
 
-    def mlp(f: int, prefix: str) -> float:
-        """Saved bytes of one MLP of inner size f (input excluded)."""
-        known = set(d)
-        if model.mlp == "swiglu":
-            if profile == "megatron":
-                d[f"{prefix}fc1_out"] = 2 * a * f
-                d[f"{prefix}fc2_input"] = g * f
-            else:
-                d[f"{prefix}gate_out"] = a * f
-                d[f"{prefix}act_out"] = a * f
-                d[f"{prefix}up_out"] = a * f
-                if W("down_proj"):
-                    d[f"{prefix}down_input"] = g * f
+def _mlp(x: _Layer, d: dict[str, float], f: int, prefix: str) -> float:
+    """Saved bytes of one MLP of inner size f (input excluded), added to `d` under `prefix`."""
+    a, g, model = x.a, x.g, x.model
+    known = set(d)
+    if model.mlp == "swiglu":
+        if x.profile == "megatron":
+            d[f"{prefix}fc1_out"] = 2 * a * f
+            d[f"{prefix}fc2_input"] = g * f
         else:
-            d[f"{prefix}fc1_out"] = a * f
-            if W("down_proj") or profile == "megatron":
-                d[f"{prefix}fc2_input"] = g * f
-        total = sum(v for k, v in d.items() if k not in known)
-        lo_in = lora_out("gate_proj", "up_proj") if model.mlp == "swiglu" else lora_out("up_proj")
-        lo_out = lora_out("down_proj")
-        if lo_in + lo_out:
-            d[f"{prefix}lora_a_out"] = lo_in + lo_out
-            total += lo_in + lo_out
-        return total
+            d[f"{prefix}gate_out"] = a * f
+            d[f"{prefix}act_out"] = a * f
+            d[f"{prefix}up_out"] = a * f
+            if x.W("down_proj"):
+                d[f"{prefix}down_input"] = g * f
+    else:
+        d[f"{prefix}fc1_out"] = a * f
+        if x.W("down_proj") or x.profile == "megatron":
+            d[f"{prefix}fc2_input"] = g * f
+    total = sum(v for k, v in d.items() if k not in known)
+    lo_in = x.lora_out("gate_proj", "up_proj") if model.mlp == "swiglu" else x.lora_out("up_proj")
+    lo_out = x.lora_out("down_proj")
+    if lo_in + lo_out:
+        d[f"{prefix}lora_a_out"] = lo_in + lo_out
+        total += lo_in + lo_out
+    return total
 
-    if not moe:
-        if W("gate_proj") or W("up_proj"):
-            d["mlp_input"] = g * h
-            sp += g * h
-        tp += mlp(model.ffn, "mlp_")
-        return LayerItems(sp=sp, tp=tp, s2=s2, routed=0.0, detail=d)
 
-    # MoE layer: router (replicated over TP), routed token-slots, shared experts.
+def _dense_mlp(x: _Layer, out: _Saved) -> None:
+    if x.W("gate_proj") or x.W("up_proj"):
+        out.detail["mlp_input"] = x.g * x.model.hidden
+        out.sp += x.g * x.model.hidden
+    out.tp += _mlp(x, out.detail, x.model.ffn, "mlp_")
+
+
+def _moe_mlp(x: _Layer, out: _Saved) -> None:
+    """MoE layer: router (replicated over TP), routed token-slots (per slot: expert input, MLP, output,
+    routing weight, dispatch indices), shared experts."""
+    model, a, g, d = x.model, x.a, x.g, out.detail
+    h = model.hidden
     E, k = model.experts, model.experts_per_token
-    if training.trains_base_weights or W("gate_proj") or W("up_proj"):
+    if x.training.trains_base_weights or x.W("gate_proj") or x.W("up_proj"):
         d["mlp_input"] = g * h
-        sp += g * h
+        out.sp += g * h
     d["router_probs_fp32"] = 4 * E
     d["router_topk_indices"] = 8 * k
-    sp += d["router_probs_fp32"] + d["router_topk_indices"]
+    out.sp += d["router_probs_fp32"] + d["router_topk_indices"]
     per_slot: dict[str, float] = {}
-    if W("gate_proj") or W("up_proj"):
+    if x.W("gate_proj") or x.W("up_proj"):
         per_slot["expert_input"] = g * h
     before = dict(d)
-    mlp(model.expert_ffn, "expert_")
+    _mlp(x, d, model.expert_ffn, "expert_")
     for key in list(d):
         if key not in before:
             per_slot[key] = d.pop(key)
     per_slot["expert_output"] = a * h
     per_slot["routing_weight"] = a
-    if profile == "hf":  # index_add_ keeps its source (the weighted expert output) for the backward shape
+    if x.profile == "hf":  # index_add_ keeps its source (the weighted expert output) for the backward shape
         per_slot["weighted_output"] = a * h
     # int64 token indices kept by the gather / index_add_ (hf: token and slot index; megatron: one map)
-    per_slot["dispatch_indices"] = 16 if profile == "hf" else 8
-    routed = sum(per_slot.values())
+    per_slot["dispatch_indices"] = 16 if x.profile == "hf" else 8
+    out.routed = sum(per_slot.values())
     for key, v in per_slot.items():
         d[f"routed_{key}_per_slot"] = v
     if model.shared_expert_ffn:
-        tp += mlp(model.shared_expert_ffn, "shared_")
+        out.tp += _mlp(x, d, model.shared_expert_ffn, "shared_")
         if model.shared_expert_gate:
             d["shared_gate_sigmoid"] = a
             d["shared_output"] = a * h
-            sp += a + a * h
-    return LayerItems(sp=sp, tp=tp, s2=s2, routed=routed, detail=d)
+            out.sp += a + a * h
 
 
 @dataclass(frozen=True)

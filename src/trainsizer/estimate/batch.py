@@ -28,7 +28,7 @@ import numpy as np
 from trainsizer.estimate.calibration import Calibration
 from trainsizer.estimate.inputs import DEGREE_FIELDS, FLAG_FIELDS, MODE_FIELDS, Strategy, System, Training
 from trainsizer.estimate.memory import DEFAULT_OPTIONS, MemoryOptions, memory_per_gpu_bytes
-from trainsizer.estimate.step_time import BREAKDOWN_KEYS, Framework, step_time_arrays
+from trainsizer.estimate.step_time import BREAKDOWN_KEYS, PerfStyle, step_time_arrays
 from trainsizer.estimate.validate import strategy_codes, valid_mask
 from trainsizer.models.arch import ModelArch
 
@@ -95,7 +95,7 @@ def _put(dst: np.ndarray, rows: np.ndarray | None, values: np.ndarray, fill: flo
 def evaluate_batch(
     model: ModelArch, training: Training, system: System, strategy: Strategy,
     calibration: Calibration | None = None, *, memory_options: MemoryOptions = DEFAULT_OPTIONS,
-    framework_style: str | Framework | None = None, chunk: int = DEFAULT_CHUNK, threads: int | None = None,
+    framework_style: str | PerfStyle | None = None, chunk: int = DEFAULT_CHUNK, threads: int | None = None,
     parts: tuple[str, ...] = PARTS,
 ) -> dict[str, np.ndarray]:
     """Validity, memory and step time of every strategy in `strategy` (fields may be numpy arrays).

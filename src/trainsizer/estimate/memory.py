@@ -7,7 +7,7 @@ the same vectorised code (`_evaluate`), so they agree by construction (and a tes
 Model states: see `model_states.py`; activations: see `activations.py`; overheads: named constants in
 `data/memory_constants.yaml` (CUDA context, cuBLAS workspace, NCCL buffers, ZeRO buckets, fragmentation).
 
-Framework profile: the defaults describe real stacks. `hf` = Hugging Face Trainer + DeepSpeed ZeRO / FSDP +
+Memory profile: the defaults describe real stacks. `hf` = Hugging Face Trainer + DeepSpeed ZeRO / FSDP +
 FlashAttention-2 (16-bit gradients, eager RMSNorm, unfused cross entropy); `megatron` = Megatron-Core +
 Transformer Engine (fp32 main_grad, fused norms/SwiGLU/cross entropy). The profile comes from
 `Strategy.framework` through `estimate.framework` (`auto` takes megatron when the strategy uses TP, PP, CP,
@@ -190,21 +190,75 @@ def _strategy_arrays(strategy: Strategy) -> dict[str, np.ndarray]:
     return {k: np.ascontiguousarray(a, dtype=float) for k, a in zip(keys, arrays, strict=True)}
 
 
-def _evaluate(
-    model: ModelArch, training: Training, system: System, strategy: Strategy, options: MemoryOptions,
-    detail: bool,
-) -> dict[str, Any]:
-    """Bytes per GPU on the first and the last pipeline stage for every strategy (numpy, no Python loops
-    over strategies). Returns totals, the worst stage, and (detail=True) every item per stage."""
-    pre = _precompute(model, training, options)
-    c = load_memory_constants()
-    s = _strategy_arrays(strategy)
-    t, p, v, d, cp, ep = s["tp"], s["pp"], s["vpp"], s["dp"], s["cp"], s["ep"]
-    z, sg, mb, rec, off = s["zero"], s["sg"], s["mb"], s["rec"], s["off"]
-    L = model.layers
-    lay = pre.layout
+def _by_prof(mega: np.ndarray, f: Any) -> Any:
+    """Per-profile value f(profile) per strategy (one float when both profiles agree)."""
+    a, b = f("megatron"), f("hf")
+    return a if a == b else np.where(mega, a, b)
 
-    # ---- framework profile per strategy
+
+@dataclass(frozen=True)
+class _Batch:
+    """Per-strategy arrays of one `_evaluate` call and what every stage derives from them alike."""
+
+    model: ModelArch
+    training: Training
+    options: MemoryOptions
+    pre: _Pre
+    c: dict[str, Any]  # memory_constants.yaml
+    s: dict[str, np.ndarray]  # strategy fields (`_strategy_arrays`), some also by short name below
+    t: np.ndarray
+    p: np.ndarray
+    v: np.ndarray
+    d: np.ndarray
+    cp: np.ndarray
+    ep: np.ndarray
+    z: np.ndarray
+    rec: np.ndarray
+    off: np.ndarray
+    name: str  # framework name (options override, else strategy.framework)
+    mega: np.ndarray  # Megatron memory profile per strategy
+    dpc: np.ndarray  # DP x CP ranks (gradients and ZeRO shards span both)
+    divisors: dict[int, tuple[np.ndarray, np.ndarray]]  # ZeRO level -> (dense, expert) shard divisors
+    tokens: np.ndarray  # tokens per micro-batch per GPU (before TP/SP)
+    n_micro: np.ndarray
+    sp_div: np.ndarray  # TP degree under sequence parallelism, else 1
+    dense_b: np.ndarray  # per-layer activation bytes of one micro-batch (chosen recompute)
+    moe_b: np.ndarray
+    dense_none: np.ndarray  # ... without recompute (the full-recompute working set)
+    moe_none: np.ndarray
+    st: dict[str, Any]  # model-state bytes per parameter, per strategy's profile
+    w16: float  # 16-bit weight copies (fp32 when training in fp32)
+
+    def ssum(self, cum: np.ndarray, start: np.ndarray, stop: np.ndarray, n: np.ndarray) -> np.ndarray:
+        """Sum of a per-layer cumulative table over a stage's layers (interleaved: the stage's layer count at
+        the average layer)."""
+        exact = cum[stop] - cum[start]
+        return np.where(self.v > 1, cum[self.model.layers] * n / self.model.layers, exact)
+
+    def shard(self, pd: Any, pe: Any, level: int) -> Any:
+        """Dense and expert parameters on one GPU after ZeRO level `level` (3 params, 2 grads, 1 optimizer)."""
+        div_d, div_e = self.divisors[level]
+        return pd / div_d + pe / div_e
+
+    def by_prof(self, f: Any) -> Any:
+        return _by_prof(self.mega, f)
+
+    @property
+    def offload_opt(self) -> np.ndarray:
+        return self.off >= 1
+
+    @property
+    def offload_par(self) -> np.ndarray:
+        return self.off >= 2
+
+
+def _batch(model: ModelArch, training: Training, strategy: Strategy, options: MemoryOptions) -> _Batch:
+    pre = _precompute(model, training, options)
+    s = _strategy_arrays(strategy)
+    t, p, d, cp, ep = s["tp"], s["pp"], s["dp"], s["cp"], s["ep"]
+    z, sg, mb, rec = s["zero"], s["sg"], s["mb"], s["rec"]
+
+    # framework profile per strategy
     name = options.framework if options.framework is not None else getattr(strategy, "framework", "auto")
     profile = memory_profile(name)
     if profile is None:
@@ -212,31 +266,19 @@ def _evaluate(
     else:
         mega = np.full(t.shape, profile == "megatron")
 
-    # ---- shard groups (ZeRO / FSDP; hybrid shard when shard_group > 0); experts: DP / EP
+    # shard groups (ZeRO / FSDP; hybrid shard when shard_group > 0); experts: DP / EP
     dpc = d * cp
     shard_d = np.where(sg > 0, np.minimum(sg, dpc), dpc)
     edp = np.maximum(1.0, dpc / ep)
     shard_e = np.where(sg > 0, np.minimum(sg, edp), edp)
+    z1 = (z >= 1) | (s["dopt"] > 0)
+    divisors = {lvl: (np.where(act, shard_d, 1.0), np.where(act, shard_e, 1.0))
+                for lvl, act in ((3, z >= 3), (2, z >= 2), (1, z1))}
 
-    # ---- layers per stage (uneven split: the first L mod p stages hold one more layer; interleaved: the
-    # stage's layer count at the average layer, see `ssum`)
-    n_first, n_last = pipeline.first_last_stage_layers(L, p)
-    first_stop, last_start = n_first.astype(np.int64), (L - n_last).astype(np.int64)
-    stage_defs = {
-        "first": (np.zeros_like(first_stop), first_stop, n_first, 0.0),
-        "last": (last_start, np.full(last_start.shape, L, dtype=np.int64), n_last, p - 1),
-    }
-
-    interleaved = v > 1
-
-    def ssum(cum: np.ndarray, start, stop, n) -> np.ndarray:
-        exact = cum[stop] - cum[start]
-        return np.where(interleaved, cum[L] * n / L, exact)
-
-    # ---- tokens and micro-batches
+    # tokens and micro-batches
     pairs = float(training.sequences_per_sample)  # DPO: chosen + rejected per sample
     seq = float(training.seq_len)
-    tokens = mb * seq / cp * pairs  # tokens per micro-batch per GPU (before TP/SP)
+    tokens = mb * seq / cp * pairs
     n_micro = pipeline.micro_batches(training.global_batch_seqs, d, mb)
     sp_div = np.where((t > 1) & (s["sp"] > 0), t, 1.0)
     # routed token-slots on the busiest GPU: top-k x capacity factor (Training.moe_capacity_factor)
@@ -260,169 +302,231 @@ def _evaluate(
     dense_none = pick(pre.dense, row_none)
     moe_none = pick(pre.moe, row_none) if model.is_moe else dense_none
 
-    def by_prof(f) -> Any:
-        """Per-profile value per strategy (one float when both profiles agree)."""
-        a, b = f("megatron"), f("hf")
-        return a if a == b else np.where(mega, a, b)
-
-    st = {name: by_prof(lambda pr, n=name: getattr(pre.states[pr], n)) for name in
+    st = {key: _by_prof(mega, lambda pr, n=key: getattr(pre.states[pr], n)) for key in
           ("weights", "grads", "grad_fp32_copy", "master", "grad_accum_fp32", "optimizer", "fp8_cache")}
-    oc = c["framework_overhead"]
-    full_train = training.trains_base_weights
-    w16 = float(act_bytes(training.precision))  # 16-bit weight copies (fp32 when training in fp32)
-    offload_opt = off >= 1
-    offload_par = off >= 2
+    return _Batch(model=model, training=training, options=options, pre=pre, c=load_memory_constants(), s=s,
+                  t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, z=z, rec=rec, off=s["off"],
+                  name=name, mega=mega, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro,
+                  sp_div=sp_div, dense_b=dense_b, moe_b=moe_b, dense_none=dense_none, moe_none=moe_none, st=st,
+                  w16=float(act_bytes(training.precision)))
 
-    hi = pre.heads
-    z1 = (z >= 1) | (s["dopt"] > 0)
-    # ZeRO divisors of dense and expert parameters, by what is sharded: 3 params, 2 grads, 1 optimizer
-    divisors = {lvl: (np.where(act, shard_d, 1.0), np.where(act, shard_e, 1.0))
-                for lvl, act in ((3, z >= 3), (2, z >= 2), (1, z1))}
 
-    def shard(pd, pe, level: int):
-        div_d, div_e = divisors[level]
-        return pd / div_d + pe / div_e
+@dataclass(frozen=True)
+class _Stage:
+    """One pipeline stage evaluated for every strategy: its layer range and whether it holds either end."""
 
+    start: np.ndarray
+    stop: np.ndarray
+    n_layers: np.ndarray
+    rank: Any
+    is_first: Any  # True (a constant for the whole batch) or a mask: single-stage strategies hold both ends
+    is_last: Any
+
+
+def _stages(b: _Batch) -> dict[str, _Stage]:
+    """The first and the last pipeline stage (uneven split: the first L mod p stages hold one more layer)."""
+    L, p = b.model.layers, b.p
+    n_first, n_last = pipeline.first_last_stage_layers(L, p)
+    first_stop, last_start = n_first.astype(np.int64), (L - n_last).astype(np.int64)
     single = p <= 1
+    return {
+        "first": _Stage(np.zeros_like(first_stop), first_stop, n_first, 0.0, True, single),
+        "last": _Stage(last_start, np.full(last_start.shape, L, dtype=np.int64), n_last, p - 1, single, True),
+    }
+
+
+@dataclass(frozen=True)
+class _States:
+    """Model states of one stage: host bytes (offload, paged optimizer), the parameters the optimizer
+    updates on this GPU (after ZeRO-1 sharding; full training only) and the trainable parameters per GPU."""
+
+    host: Any
+    opt_params: Any
+    trainable_pg: Any
+
+
+def _model_states(b: _Batch, g: _Stage, items: dict[str, Any]) -> _States:
+    """Weights, gradients and optimizer states of one stage into `items` (model_states.py per parameter)."""
+    lay, training = b.pre.layout, b.training
+    t, p, ep = b.t, b.p, b.ep
+    ssum, shard, st = b.ssum, b.shard, b.st
+    start, stop, n = g.start, g.stop, g.n_layers
+    # parameters on this GPU (before ZeRO): dense (TP-split + replicated) and routed experts
+    emb = _on(g.is_first, lay.embedding, 0.0)
+    head = _on(g.is_last, lay.lm_head_own + np.where(p > 1, lay.lm_head_tied_copy, 0.0), 0.0)
+    fnorm = _on(g.is_last, lay.final_norm, 0.0)
+    layers_tp = ssum(lay.cum_tp, start, stop, n) + _on(g.is_last, lay.mtp_tp, 0.0)
+    layers_rep = ssum(lay.cum_rep, start, stop, n) + _on(g.is_last, lay.mtp_rep, 0.0)
+    layers_exp = ssum(lay.cum_exp, start, stop, n) + _on(g.is_last, lay.mtp_exp, 0.0)
+    p_dense = (layers_tp + emb + head) / t + layers_rep + fnorm
+    p_exp = layers_exp / (ep * t)
+    gemm_dense = layers_tp / t  # linear weights (NF4 / FP8 targets); router kept with norms
+    nongemm_dense = (emb + head) / t + layers_rep + fnorm
+    offload_opt, offload_par = b.offload_opt, b.offload_par
+    opt_params: Any = None
+
+    if training.trains_base_weights:
+        w = st["weights"] * shard(p_dense, p_exp, 3)
+        items["weights"] = np.where(offload_par, 0.0, w)
+        items["gradients"] = st["grads"] * shard(p_dense, p_exp, 2)
+        items["grad_accum_buffer"] = st["grad_accum_fp32"] * shard(p_dense, p_exp, 2)
+        opt_params = shard(p_dense, p_exp, 1)
+        host = (st["master"] + st["optimizer"] + st["grad_fp32_copy"] + 4.0) * opt_params
+        items["master_weights"] = np.where(offload_opt, 0.0, st["master"] * opt_params)
+        items["optimizer_states"] = np.where(offload_opt, 0.0, st["optimizer"] * opt_params)
+        items["grad_fp32_copy"] = np.where(offload_opt, 0.0, st["grad_fp32_copy"] * opt_params)
+        items["fp8_weight_cache"] = np.where(b.z >= 3, 0.0, st["fp8_cache"] * (gemm_dense + p_exp))
+        trainable_pg = p_dense + p_exp
+        if training.method == "dpo":
+            items["reference_model"] = b.w16 * shard(p_dense, p_exp, 3)
+        host = host + np.where(offload_par, w, 0.0)
+        host = np.where(offload_opt, host, 0.0)
+    else:
+        q_b, nq_b, qc_b = b.pre.base
+        base = q_b * shard(gemm_dense, p_exp, 3) + nq_b * shard(nongemm_dense, 0.0, 3)
+        items["base_weights_frozen"] = np.where(offload_par, 0.0, base)
+        items["quant_constants"] = qc_b * shard(gemm_dense, p_exp, 3)
+        ld = ssum(lay.cum_lora_dense, start, stop, n) / t
+        le = ssum(lay.cum_lora_exp, start, stop, n) / (ep * t)
+        cfg = b.c["lora"]
+        items["lora_adapters"] = cfg["adapter_weight_bytes"] * shard(ld, le, 3)
+        trainable_pg = ld + le
+        copies = (_on(g.is_first, lay.lora_embed_copy, 0.0) + _on(g.is_last, lay.lora_head_copy, 0.0)) / t
+        items["trainable_copies"] = b.w16 * shard(copies, 0.0, 3)
+        items["gradients"] = cfg["adapter_grad_bytes"] * shard(ld, le, 2) + b.w16 * shard(copies, 0.0, 2)
+        opt = st["optimizer"] * shard(ld, le, 1) + b.pre.opt_in_param_dtype * shard(copies, 0.0, 1)
+        items["optimizer_states"] = np.where(offload_opt, 0.0, opt)
+        host = np.where(offload_opt, opt + np.where(offload_par, base, 0.0), 0.0)
+    return _States(host=host, opt_params=opt_params, trainable_pg=trainable_pg)
+
+
+def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
+    """Saved activations of one stage into `items`: its layers x micro-batches in flight, the recompute
+    working set, embedding/RoPE on the first stage, final norm, head input and logits on the last."""
+    lay, model, pre = b.pre.layout, b.model, b.pre
+    hi, tokens, sp_div, rec, t = pre.heads, b.tokens, b.sp_div, b.rec, b.t
+    by_prof = b.by_prof
+    mtp = _on(g.is_last, float(model.mtp_layers), 0.0)
+    n_moe = b.ssum(lay.cum_moe, g.start, g.stop, g.n_layers) + mtp
+    n_all = g.n_layers + mtp
+    stage_layers = (n_all - n_moe) * b.dense_b + n_moe * b.moe_b
+    fl = in_flight_layer_microbatches(b.p, b.v, b.n_micro, g.rank)
+    items["layer_activations"] = fl * stage_layers
+    has_moe = n_moe > 0
+    items["recompute_working_set"] = np.where(rec == 2, np.where(has_moe, b.moe_none, b.dense_none), 0.0)
+    rope = by_prof(lambda pr: hi[pr].rope_per_token)
+    first_sp = by_prof(lambda pr: hi[pr].first_sp)
+    disc = by_prof(lambda pr: pre.discount[pr]) * (rec == 0)
+    emb_act = tokens * (rope + first_sp / sp_div)
+    # the first layer's norm saves nothing when its input needs no gradient (LoRA, frozen embedding)
+    items["layer_activations"] = items["layer_activations"] - _on(g.is_first, fl * tokens * disc / sp_div, 0.0)
+    if b.options.dropout:
+        emb_act = emb_act + tokens * model.hidden / sp_div
+    items["embedding_and_rope"] = _on(g.is_first, fl * emb_act, 0.0)
+    final_sp = by_prof(lambda pr: hi[pr].final_sp)
+    labels = by_prof(lambda pr: hi[pr].labels)  # int64 token labels kept for the loss
+    items["final_norm_and_head_input"] = _on(g.is_last, tokens * (final_sp / sp_div + labels), 0.0)
+    lg_saved = by_prof(lambda pr: hi[pr].logits_saved_per_vocab)
+    lg_extra = by_prof(lambda pr: hi[pr].logits_extra_per_vocab)
+    logit_elems = _on(g.is_last, tokens * model.vocab / t, 0.0)
+    items["logits"] = logit_elems * lg_saved * (1 + model.mtp_layers)
+    items["loss_backward_temporaries"] = logit_elems * lg_extra
+
+
+def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any) -> None:
+    """CUDA context, NCCL buffers, ZeRO buckets / gathered layers and allocator fragmentation into `items`
+    (memory_constants.yaml `framework_overhead`)."""
+    oc, lay, t, p, ep, z = b.c["framework_overhead"], b.pre.layout, b.t, b.p, b.ep, b.z
+    items["cuda_context"] = np.full(t.shape, (oc["cuda_context_gib"] + oc["cublas_workspace_gib"]) * GIB)
+    n_comm = (t > 1).astype(float) + (p > 1) + (b.d > 1) + (b.cp > 1) + (ep > 1)
+    per_comm = oc["nccl_buffsize_bytes"] * oc["nccl_channels"] * oc["nccl_directions"]
+    items["nccl_buffers"] = n_comm * per_comm
+    h2 = float(b.model.hidden) ** 2
+    bucket_elems = np.minimum(oc["zero_bucket_hidden_squares"] * h2, trainable_pg)
+    buckets = np.where((~b.mega) & ((z == 1) | (z == 2)) & (b.dpc > 1), bucket_elems * 2.0, 0.0)
+    layer_p = lay.max_layer_tp / t + lay.max_layer_rep + lay.max_layer_exp / (ep * t)
+    full_train = b.training.trains_base_weights
+    w_layer = (b.w16 if full_train else b.pre.base[0]) * layer_p
+    g_layer = (b.w16 if full_train else 0.0) * layer_p
+    gathered = oc["zero3_gathered_layers"] * w_layer + oc["zero3_unsharded_grad_layers"] * g_layer
+    items["framework_buffers"] = buckets + np.where((z >= 3) | b.offload_par, gathered, 0.0)
+    allocated = sum(val for key, val in items.items() if key not in ("cuda_context", "nccl_buffers"))
+    items["fragmentation"] = oc["allocator_fragmentation_fraction"] * allocated
+
+
+def _optimizer_step_peak(b: _Batch, items: dict[str, Any], total: Any, opt_params: Any,
+                         detail: bool) -> tuple[Any, np.ndarray]:
+    """(total, mask of strategies peaking in the optimizer step): the larger of the forward/backward peak and
+    the DeepSpeed ZeRO-1/2 optimizer step (deepspeed/runtime/zero/stage_1_and_2.py `step`: per param group,
+    single_grad_partition = flatten(averaged_gradients[i]).to(fp32) -- a 16-bit flat copy and its fp32 cast
+    of the rank's gradient partition -- becomes single_partition_of_fp32_groups[i].grad while the fp32 master
+    partition and the Adam states are live; activations are freed by then). With `detail`, `items` become
+    the peak phase's items."""
+    z = b.z
+    step_peak = np.zeros(b.t.shape, dtype=bool)
     # DeepSpeed ZeRO-1/2 optimizer (hf-profile stacks with ZeRO 1/2 and no optimizer offload; not FSDP, whose
     # sharded fp32 gradients are the parameters' own .grad)
-    ds_step = (~mega) & ((z == 1) | (z == 2)) & (~offload_opt) & (name != "fsdp")
+    ds_step = (~b.mega) & ((z == 1) | (z == 2)) & (~b.offload_opt) & (b.name != "fsdp")
+    if not (b.training.trains_base_weights and np.any(ds_step)):
+        return total, step_peak
+    w16 = b.w16
+    extra = (4.0 + (w16 if w16 < 4.0 else 0.0)) * opt_params  # fp32 training: the flat copy is fp32
+    step_items = {key: items[key] for key in STEP_STATE_ITEMS if key in items}
+    step_items["optimizer_step_grad_buffers"] = extra
+    if b.options.overheads:
+        oc = b.c["framework_overhead"]
+        step_items["cuda_context"] = items["cuda_context"]
+        step_items["nccl_buffers"] = items["nccl_buffers"]
+        alloc = sum(v_ for k_, v_ in step_items.items() if k_ not in ("cuda_context", "nccl_buffers"))
+        step_items["fragmentation"] = oc["allocator_fragmentation_fraction"] * alloc
+    step_total = sum(step_items.values())
+    step_peak = ds_step & (step_total > total)
+    total = np.where(step_peak, step_total, total)
+    if detail:
+        for key in set(items) | set(step_items):
+            items[key] = np.where(step_peak, step_items.get(key, 0.0), items.get(key, 0.0))
+    return total, step_peak
+
+
+def _paged_optimizer(b: _Batch, items: dict[str, Any], host: Any) -> Any:
+    """QLoRA: the paged optimizer (bitsandbytes, CUDA unified memory) moves states page by page to the GPU
+    during the update and evicts them under pressure (QLoRA Sec. 3), so they do not set the GPU peak; they
+    need host RAM. Returns the stage's host bytes."""
+    if b.training.method == "qlora" and not b.training.trains_base_weights:
+        host = host + items["optimizer_states"]
+        items["optimizer_states"] = np.zeros(b.t.shape)
+    return host
+
+
+def _evaluate(
+    model: ModelArch, training: Training, system: System, strategy: Strategy, options: MemoryOptions,
+    detail: bool,
+) -> dict[str, Any]:
+    """Bytes per GPU on the first and the last pipeline stage for every strategy (numpy, no Python loops
+    over strategies). Returns totals, the worst stage, and (detail=True) every item per stage.
+
+    Per stage: model states, activations, the QLoRA paged optimizer, overheads, then the optimizer-step
+    peak."""
+    b = _batch(model, training, strategy, options)
     results: dict[str, Any] = {}
-    for stage, (start, stop, n_layers, rank) in stage_defs.items():
-        # True (a constant for the whole batch) or a mask: single-stage strategies hold both ends
-        is_first = True if stage == "first" else single
-        is_last = True if stage == "last" else single
-        items: dict[str, np.ndarray] = {}
-        # parameters on this GPU (before ZeRO): dense (TP-split + replicated) and routed experts
-        emb = _on(is_first, lay.embedding, 0.0)
-        head = _on(is_last, lay.lm_head_own + np.where(p > 1, lay.lm_head_tied_copy, 0.0), 0.0)
-        fnorm = _on(is_last, lay.final_norm, 0.0)
-        mtp_tp = _on(is_last, lay.mtp_tp, 0.0)
-        mtp_rep = _on(is_last, lay.mtp_rep, 0.0)
-        mtp_exp = _on(is_last, lay.mtp_exp, 0.0)
-        layers_tp = ssum(lay.cum_tp, start, stop, n_layers) + mtp_tp
-        layers_rep = ssum(lay.cum_rep, start, stop, n_layers) + mtp_rep
-        layers_exp = ssum(lay.cum_exp, start, stop, n_layers) + mtp_exp
-        p_dense = (layers_tp + emb + head) / t + layers_rep + fnorm
-        p_exp = layers_exp / (ep * t)
-        gemm_dense = layers_tp / t  # linear weights (NF4 / FP8 targets); router kept with norms
-        nongemm_dense = (emb + head) / t + layers_rep + fnorm
-
-        if full_train:
-            w = st["weights"] * shard(p_dense, p_exp, 3)
-            items["weights"] = np.where(offload_par, 0.0, w)
-            items["gradients"] = st["grads"] * shard(p_dense, p_exp, 2)
-            items["grad_accum_buffer"] = st["grad_accum_fp32"] * shard(p_dense, p_exp, 2)
-            opt_params = shard(p_dense, p_exp, 1)
-            host = (st["master"] + st["optimizer"] + st["grad_fp32_copy"] + 4.0) * opt_params
-            items["master_weights"] = np.where(offload_opt, 0.0, st["master"] * opt_params)
-            items["optimizer_states"] = np.where(offload_opt, 0.0, st["optimizer"] * opt_params)
-            items["grad_fp32_copy"] = np.where(offload_opt, 0.0, st["grad_fp32_copy"] * opt_params)
-            items["fp8_weight_cache"] = np.where(z >= 3, 0.0, st["fp8_cache"] * (gemm_dense + p_exp))
-            trainable_pg = p_dense + p_exp
-            if training.method == "dpo":
-                items["reference_model"] = w16 * shard(p_dense, p_exp, 3)
-            host = host + np.where(offload_par, w, 0.0)
-            host = np.where(offload_opt, host, 0.0)
-        else:
-            q_b, nq_b, qc_b = pre.base
-            base = q_b * shard(gemm_dense, p_exp, 3) + nq_b * shard(nongemm_dense, 0.0, 3)
-            items["base_weights_frozen"] = np.where(offload_par, 0.0, base)
-            items["quant_constants"] = qc_b * shard(gemm_dense, p_exp, 3)
-            ld = ssum(lay.cum_lora_dense, start, stop, n_layers) / t
-            le = ssum(lay.cum_lora_exp, start, stop, n_layers) / (ep * t)
-            cfg = c["lora"]
-            items["lora_adapters"] = cfg["adapter_weight_bytes"] * shard(ld, le, 3)
-            trainable_pg = ld + le
-            copies = (_on(is_first, lay.lora_embed_copy, 0.0) + _on(is_last, lay.lora_head_copy, 0.0)) / t
-            items["trainable_copies"] = w16 * shard(copies, 0.0, 3)
-            items["gradients"] = cfg["adapter_grad_bytes"] * shard(ld, le, 2) + w16 * shard(
-                copies, 0.0, 2)
-            opt = st["optimizer"] * shard(ld, le, 1) + pre.opt_in_param_dtype * shard(copies, 0.0, 1)
-            items["optimizer_states"] = np.where(offload_opt, 0.0, opt)
-            host = np.where(offload_opt, opt + np.where(offload_par, base, 0.0), 0.0)
-
-        # ---- activations
-        n_moe = ssum(lay.cum_moe, start, stop, n_layers) + _on(is_last, float(model.mtp_layers), 0.0)
-        n_all = n_layers + _on(is_last, float(model.mtp_layers), 0.0)
-        stage_layers = (n_all - n_moe) * dense_b + n_moe * moe_b
-        fl = in_flight_layer_microbatches(p, v, n_micro, rank)
-        items["layer_activations"] = fl * stage_layers
-        has_moe = n_moe > 0
-        items["recompute_working_set"] = np.where(rec == 2, np.where(has_moe, moe_none, dense_none), 0.0)
-        rope = by_prof(lambda pr: hi[pr].rope_per_token)
-        first_sp = by_prof(lambda pr: hi[pr].first_sp)
-        disc = by_prof(lambda pr: pre.discount[pr]) * (rec == 0)
-        emb_act = tokens * (rope + first_sp / sp_div)
-        # the first layer's norm saves nothing when its input needs no gradient (LoRA, frozen embedding)
-        items["layer_activations"] = items["layer_activations"] - _on(is_first, fl * tokens * disc / sp_div, 0.0)
-        if options.dropout:
-            emb_act = emb_act + tokens * model.hidden / sp_div
-        items["embedding_and_rope"] = _on(is_first, fl * emb_act, 0.0)
-        final_sp = by_prof(lambda pr: hi[pr].final_sp)
-        labels = by_prof(lambda pr: hi[pr].labels)  # int64 token labels kept for the loss
-        items["final_norm_and_head_input"] = _on(is_last, tokens * (final_sp / sp_div + labels), 0.0)
-        lg_saved = by_prof(lambda pr: hi[pr].logits_saved_per_vocab)
-        lg_extra = by_prof(lambda pr: hi[pr].logits_extra_per_vocab)
-        logit_elems = _on(is_last, tokens * model.vocab / t, 0.0)
-        items["logits"] = logit_elems * lg_saved * (1 + model.mtp_layers)
-        items["loss_backward_temporaries"] = logit_elems * lg_extra
-
-        if training.method == "qlora" and not training.trains_base_weights:
-            # Paged optimizer (bitsandbytes, CUDA unified memory): states migrate page by page to the GPU
-            # during the update and are evicted under pressure (QLoRA Sec. 3), so they do not set the GPU
-            # peak; they need host RAM.
-            host = host + items["optimizer_states"]
-            items["optimizer_states"] = np.zeros(t.shape)
-
-        # ---- overheads
+    for stage, g in _stages(b).items():
+        items: dict[str, Any] = {}
+        states = _model_states(b, g, items)
+        _activations(b, g, items)
+        host = _paged_optimizer(b, items, states.host)
         if options.overheads:
-            items["cuda_context"] = np.full(t.shape, (oc["cuda_context_gib"] + oc["cublas_workspace_gib"]) * GIB)
-            n_comm = (t > 1).astype(float) + (p > 1) + (d > 1) + (cp > 1) + (ep > 1)
-            per_comm = oc["nccl_buffsize_bytes"] * oc["nccl_channels"] * oc["nccl_directions"]
-            items["nccl_buffers"] = n_comm * per_comm
-            h2 = float(model.hidden) ** 2
-            bucket_elems = np.minimum(oc["zero_bucket_hidden_squares"] * h2, trainable_pg)
-            buckets = np.where((~mega) & ((z == 1) | (z == 2)) & (dpc > 1), bucket_elems * 2.0, 0.0)
-            layer_p = lay.max_layer_tp / t + lay.max_layer_rep + lay.max_layer_exp / (ep * t)
-            w_layer = (w16 if full_train else pre.base[0]) * layer_p
-            g_layer = (w16 if full_train else 0.0) * layer_p
-            gathered = oc["zero3_gathered_layers"] * w_layer + oc["zero3_unsharded_grad_layers"] * g_layer
-            items["framework_buffers"] = buckets + np.where((z >= 3) | offload_par, gathered, 0.0)
-            allocated = sum(val for key, val in items.items() if key not in ("cuda_context", "nccl_buffers"))
-            items["fragmentation"] = oc["allocator_fragmentation_fraction"] * allocated
-        total = sum(items.values())
-        step_peak = np.zeros(t.shape, dtype=bool)
-        if full_train and np.any(ds_step):
-            # DeepSpeed ZeRO-1/2 optimizer step (deepspeed/runtime/zero/stage_1_and_2.py `step`): per param
-            # group, single_grad_partition = flatten(averaged_gradients[i]).to(fp32) -- a 16-bit flat copy
-            # and its fp32 cast of the rank's gradient partition -- becomes single_partition_of_fp32_groups[i]
-            # .grad while the fp32 master partition and the Adam states are live; activations are freed by
-            # then. The GPU peak is max(forward/backward, optimizer step).
-            extra = (4.0 + (w16 if w16 < 4.0 else 0.0)) * opt_params  # fp32 training: the flat copy is fp32
-            step_items = {key: items[key] for key in STEP_STATE_ITEMS if key in items}
-            step_items["optimizer_step_grad_buffers"] = extra
-            if options.overheads:
-                step_items["cuda_context"] = items["cuda_context"]
-                step_items["nccl_buffers"] = items["nccl_buffers"]
-                alloc = sum(v_ for k_, v_ in step_items.items() if k_ not in ("cuda_context", "nccl_buffers"))
-                step_items["fragmentation"] = oc["allocator_fragmentation_fraction"] * alloc
-            step_total = sum(step_items.values())
-            step_peak = ds_step & (step_total > total)
-            total = np.where(step_peak, step_total, total)
-            if detail:
-                for key in set(items) | set(step_items):
-                    items[key] = np.where(step_peak, step_items.get(key, 0.0), items.get(key, 0.0))
+            _overheads(b, items, states.trainable_pg)
+        total, step_peak = _optimizer_step_peak(b, items, sum(items.values()), states.opt_params, detail)
         results[stage] = {"total": total, "host": host, "items": items if detail else None,
-                          "n_layers": n_layers, "step_peak": step_peak}
+                          "n_layers": g.n_layers, "step_peak": step_peak}
+    p = b.p
     first, last = results["first"]["total"], results["last"]["total"]
     worst_is_last = (last > first) & (p > 1)
     worst = np.where(worst_is_last, last, first)
     step_peak = np.where(worst_is_last, results["last"]["step_peak"], results["first"]["step_peak"])
     host = np.maximum(results["first"]["host"], results["last"]["host"])
     return {"worst": worst, "worst_is_last": worst_is_last, "step_peak": step_peak, "host": host,
-            "stages": results,
-            "mega": mega, "arrays": s}
+            "stages": results, "mega": b.mega, "arrays": b.s}
 
 
 def memory_per_gpu_bytes(
@@ -455,7 +559,7 @@ class MemoryEstimate:
     stage_bytes: dict[str, float]  # total of the first and the last pipeline stage
     host_bytes_per_node: float
     host_capacity_bytes: float
-    framework: str
+    memory_profile: str  # hf | megatron (`PROFILES`), from the framework through `estimate.framework`
     notes: tuple[str, ...] = field(default=())
     peak_phase: str = PEAK_PHASES[0]  # when the worst GPU peaks: "forward/backward" or "optimizer step"
 
@@ -488,7 +592,7 @@ class MemoryEstimate:
             "stages_gib": {k: g(v) for k, v in self.stage_bytes.items()},
             "host_gib_per_node": g(self.host_bytes_per_node),
             "host_capacity_gib": g(self.host_capacity_bytes),
-            "framework": self.framework,
+            "framework": self.memory_profile,  # JSON key kept: the memory profile the strategy resolved to
             "peak_phase": self.peak_phase,
             "notes": list(self.notes),
         }
@@ -547,7 +651,7 @@ def estimate_memory(
         stage_bytes={k: float(np.asarray(v["total"]).reshape(-1)[0]) for k, v in r["stages"].items()},
         host_bytes_per_node=float(r["host"].reshape(-1)[0]) * per_node,
         host_capacity_bytes=float(system.host_ram_gib * GIB),
-        framework="megatron" if mega else "hf",
+        memory_profile="megatron" if mega else "hf",
         notes=tuple(notes),
         peak_phase=PEAK_PHASES[int(bool(np.asarray(r["step_peak"]).reshape(-1)[0]))],
     )

@@ -50,8 +50,11 @@ BREAKDOWN_KEYS = ("compute", "tp_comm", "cp_comm", "ep_comm", "dp_comm", "pp_bub
 
 
 @dataclass(frozen=True)
-class Framework:
-    """How a training framework schedules communication (what overlaps with what)."""
+class PerfStyle:
+    """A framework's perf style: how it schedules communication (what overlaps with what).
+
+    Not the framework name (`Strategy.framework`, mapped to a style by `estimate.framework`) nor the memory
+    profile (`memory.PROFILES`)."""
 
     name: str
     tp_comm_overlap: bool = False  # Megatron-Core --tp-comm-overlap (userbuffers)
@@ -77,22 +80,23 @@ class Framework:
                             suggestion=did_you_mean(self.pipeline_schedule, PIPELINE_SCHEDULES))
 
 
-def _load_frameworks() -> dict[str, Framework]:
-    """Framework styles from perf_constants.yaml (`frameworks:`), values coerced to the field types."""
+def _load_perf_styles() -> dict[str, PerfStyle]:
+    """Perf styles from perf_constants.yaml (`frameworks:`), values coerced to the field types."""
     raw = load_constants().raw.get("frameworks", {})
-    defaults = Framework("defaults")
+    defaults = PerfStyle("defaults")
     out = {}
     for name, opts in raw.items():
         typed = {key: type(getattr(defaults, key))(val) for key, val in (opts or {}).items()}
-        out[name] = Framework(name, **typed)
+        out[name] = PerfStyle(name, **typed)
     return out
 
 
-PERF_STYLES: dict[str, Framework] = _load_frameworks()  # perf_constants.yaml `frameworks:`
+PERF_STYLES: dict[str, PerfStyle] = _load_perf_styles()  # perf_constants.yaml `frameworks:`
 
 
-def framework(name: str | Framework) -> Framework:
-    if isinstance(name, Framework):
+def perf_style(name: str | PerfStyle) -> PerfStyle:
+    """The perf style named `name` (perf_constants.yaml `frameworks:`), or `name` itself if it is one."""
+    if isinstance(name, PerfStyle):
         return name
     try:
         return PERF_STYLES[name]
@@ -101,22 +105,22 @@ def framework(name: str | Framework) -> Framework:
                         suggestion=did_you_mean(name, PERF_STYLES)) from None
 
 
-_STYLE_FIELDS = tuple(f.name for f in fields(Framework) if f.name != "name")
+_STYLE_FIELDS = tuple(f.name for f in fields(PerfStyle) if f.name != "name")
 _SCALAR_ONLY = ("attention_kernel", "pipeline_schedule")
 
 
-def _style(strategy, framework_style: str | Framework | None) -> Framework:
+def _style(strategy, framework_style: str | PerfStyle | None) -> PerfStyle:
     """The perf style: the explicit `framework_style` if given, else `strategy.framework` through
     `estimate.framework` ("auto": one style per strategy; fields where the two styles differ become arrays,
     except the scalar-only schedule and attention kernel, which must agree)."""
     from trainsizer.estimate import framework as fwmod
 
     if framework_style is not None:
-        return framework(framework_style)
+        return perf_style(framework_style)
     styles = fwmod.perf_styles(getattr(strategy, "framework", "auto"))
     if not isinstance(styles, tuple):
-        return framework(styles)
-    a, b = framework(styles[0]), framework(styles[1])
+        return perf_style(styles)
+    a, b = perf_style(styles[0]), perf_style(styles[1])
     mega = np.asarray(fwmod.megatron_style_of(strategy))
     out = {}
     for key in _STYLE_FIELDS:
@@ -128,7 +132,7 @@ def _style(strategy, framework_style: str | Framework | None) -> Framework:
                             f"agree on {key}", value=vb, allowed=[va])
         else:
             out[key] = np.where(mega, va, vb)
-    return Framework(f"auto ({a.name} / {b.name})", **out)
+    return PerfStyle(f"auto ({a.name} / {b.name})", **out)
 
 
 def _when(flag: Any, yes: Any, no: Any) -> Any:
@@ -205,35 +209,64 @@ def _as_arrays(strategy) -> dict[str, np.ndarray]:
     return out
 
 
-def step_time_arrays(model: ModelArch, training: Training, system: System, strategy, *,
-                     calibration: Calibration | None = None, framework_style: str | Framework | None = None,
-                     constants: PerfConstants | None = None) -> dict[str, np.ndarray]:
-    """Vectorised core: every Strategy field may be an array. Returns arrays (seconds, FLOPs, fractions).
+@dataclass(frozen=True)
+class _Step:
+    """What every term of one `step_time_arrays` call reads: inputs, constants, rates, the perf style and the
+    strategy arrays (t, p, v, d, c, e = TP, PP, VPP, DP, CP, EP degrees; b micro-batch; rc recompute code)."""
 
-    The framework style comes from `strategy.framework` (see `estimate.framework`); `framework_style`
-    overrides it (a name from perf_constants.yaml `frameworks:` or a Framework)."""
+    model: ModelArch
+    training: Training
+    system: System
+    k: PerfConstants
+    fw: PerfStyle
+    r: Any  # calibration.rates
+    a: dict[str, np.ndarray]  # strategy fields (`_as_arrays`)
+    t: np.ndarray
+    p: np.ndarray
+    v: np.ndarray
+    d: np.ndarray
+    c: np.ndarray
+    e: np.ndarray
+    b: np.ndarray
+    rc: np.ndarray
+    zero: np.ndarray
+    sp: np.ndarray  # sequence parallel in effect (requested and TP > 1)
+    m: np.ndarray  # micro-batches per step
+    tok: np.ndarray  # tokens of one micro-batch on one GPU (after CP)
+    act: float  # bytes per activation element on the wire
+
+    @property
+    def domain(self) -> int:
+        return self.system.domain_gpus
+
+
+def _step(model: ModelArch, training: Training, system: System, strategy: Any, calibration: Calibration | None,
+          framework_style: str | PerfStyle | None, constants: PerfConstants | None) -> _Step:
     k = constants or load_constants()
     check_training(training)
     fw = _style(strategy, framework_style)
     r = rates(system, training.precision, k, calibration, fw.attention_kernel)
-    sh = _shapes(model)
     a = _as_arrays(strategy)
-    t, p, v, d, c, e = a["tp"], a["pp"], np.maximum(a["vpp"], 1.0), a["dp"], a["cp"], np.maximum(a["ep"], 1.0)
-    b, rc, zero = a["micro_batch"], a["recompute"], a["zero"]
-    sp = (a["sp"] > 0) & (t > 1)
-    s = float(training.seq_len)
-    gpus = t * p * d * c
-    D = system.domain_gpus
-    m = pipeline.micro_batches(training.global_batch_seqs, d, b)
-    trains_base = training.trains_base_weights
-
+    t, d, c, b = a["tp"], a["dp"], a["cp"], a["micro_batch"]
     # a micro-batch of b samples is b x sequences_per_sample sequences (DPO: chosen + rejected)
     seqs = float(training.sequences_per_sample)
-    lt = compute.layer_times(sh, training.seq_len, r, tp=t, cp=c, micro_batch=b * seqs, sp=sp, recompute=rc, ep=e,
-                             flash=training.flash_attention, flash_rate=r.flash_flops,
-                             flash_bwd_over_fwd=k.flash_bwd_over_fwd, trains_base_weights=trains_base,
+    return _Step(model=model, training=training, system=system, k=k, fw=fw, r=r, a=a, t=t, p=a["pp"],
+                 v=np.maximum(a["vpp"], 1.0), d=d, c=c, e=np.maximum(a["ep"], 1.0), b=b, rc=a["recompute"],
+                 zero=a["zero"], sp=(a["sp"] > 0) & (t > 1),
+                 m=pipeline.micro_batches(training.global_batch_seqs, d, b),
+                 tok=b * seqs * float(training.seq_len) / c, act=r.act_bytes)
+
+
+def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
+    """Compute time of one average decoder layer (compute.py) and its forward + backward for one micro-batch,
+    with QLoRA's dequantisation of the NF4 weights."""
+    model, training, k, r, t, rc = x.model, x.training, x.k, x.r, x.t, x.rc
+    seqs = float(training.sequences_per_sample)
+    lt = compute.layer_times(_shapes(model), training.seq_len, r, tp=t, cp=x.c, micro_batch=x.b * seqs, sp=x.sp,
+                             recompute=rc, ep=x.e, flash=training.flash_attention, flash_rate=r.flash_flops,
+                             flash_bwd_over_fwd=k.flash_bwd_over_fwd,
+                             trains_base_weights=training.trains_base_weights,
                              moe_capacity_factor=training.moe_capacity_factor)
-    # per-layer cost of one micro-batch (forward + backward) and of the LM head (last stage only)
     layer_mb = lt.fwd + lt.bwd
     if training.method == "qlora":
         # NF4 weights are dequantised to 16-bit before every use (forward, backward, recompute): read 0.5 B,
@@ -244,45 +277,85 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
         lf = layer_flops(model)
         dense_w = (lf.gemm() - lf.experts) / 2.0 / model.layers
         expert_w = _param_split(model)[1] / model.layers
-        gemm_w = dense_w / t + expert_w / (t * e)
+        gemm_w = dense_w / t + expert_w / (t * x.e)
         layer_mb = layer_mb + passes * compute.stream_time(gemm_w * (0.5 + 2.0), r, kernels=7)
+    return lt, layer_mb
 
-    tok = b * seqs * s / c
-    act = r.act_bytes
-    # --- tensor parallel: 4 all-reduce-equivalents per layer (+2 with full recompute), +2 around the LM head
-    k_tp = comm.ranks_per_domain(t, 1.0, D)
-    t_ar = comm.all_reduce_time(tok * model.hidden * act, t, k_tp, r, system, k.nvls_allreduce_gain)
-    tp_per_layer = (4.0 + 2.0 * (rc == 2)) * t_ar
-    if np.any(fw.tp_comm_overlap):  # hidden part still slows the GEMMs it overlaps (SM/HBM interference)
-        tp_per_layer = tp_per_layer * _when(fw.tp_comm_overlap,
+
+def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
+    """(one TP all-reduce of a layer's activations, TP time per layer): 4 all-reduce-equivalents per layer
+    (+2 with full recompute)."""
+    k, t = x.k, x.t
+    k_tp = comm.ranks_per_domain(t, 1.0, x.domain)
+    t_ar = comm.all_reduce_time(x.tok * x.model.hidden * x.act, t, k_tp, x.r, x.system, k.nvls_allreduce_gain)
+    tp_per_layer = (4.0 + 2.0 * (x.rc == 2)) * t_ar
+    if np.any(x.fw.tp_comm_overlap):  # hidden part still slows the GEMMs it overlaps (SM/HBM interference)
+        tp_per_layer = tp_per_layer * _when(x.fw.tp_comm_overlap,
                                             1.0 - k.tp_overlap_fraction * (1.0 - k.overlap_interference), 1.0)
-    # host-bound regime: the CPU issues a layer's kernels no faster than host_s_per_layer_pass per pass
-    # (forward 1, recompute forward 1, backward 2 passes). GPU and host time of a layer combine as a soft
-    # maximum (gpu^q + host^q)^(1/q) (imperfect CPU run-ahead near the cross-over).
-    host_layer = k.host_s_per_layer_pass * (3.0 + (rc == 2))
+    return t_ar, tp_per_layer
+
+
+def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> np.ndarray:
+    """Host-bound regime: the CPU issues a layer's kernels no faster than host_s_per_layer_pass per pass
+    (forward 1, recompute forward 1, backward 2 passes). GPU and host time of a layer combine as a soft
+    maximum (gpu^q + host^q)^(1/q) (imperfect CPU run-ahead near the cross-over); returns the excess."""
+    host_layer = x.k.host_s_per_layer_pass * (3.0 + (x.rc == 2))
     gpu_layer = lt.fwd + lt.bwd + tp_per_layer
-    q = k.host_gpu_blend_norm
-    host_excess = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer
-    # --- context parallel: ring exchange of K and V (fwd) and dK, dV (bwd), hidden behind attention
-    k_cp = comm.ranks_per_domain(c, t, D)
-    kv_bytes = tok * 2.0 * model.kv_dim / t * act * c
-    cp_fwd = comm.all_gather_time(kv_bytes, c, k_cp, r, system)
-    cp_layer = np.maximum(cp_fwd - lt.attn_fwd, 0.0) * (1.0 + 2.0 + (rc == 2))
-    # --- expert parallel: dispatch + combine all-to-all, forward and backward (+ forward again if full recompute)
-    ep_layer = np.zeros_like(tp_per_layer)
-    if model.is_moe:
-        k_ep = comm.ranks_per_domain(e, t * c, D)
-        seq_share = np.where(sp, 1.0 / t, 1.0)
-        # the busiest rank receives capacity_factor x the balanced share of routed tokens
-        routed = model.experts_per_token * training.moe_capacity_factor
-        a2a = comm.all_to_all_time(tok * seq_share * routed * model.hidden * act, e, k_ep, r, system)
-        ep_layer = a2a * (4.0 + 2.0 * (rc == 2)) * model.moe_layer_count / model.layers  # average layer
-    # --- the slowest pipeline stage sets the pace (uneven splits: the first L mod p stages hold one more
-    # layer; the last stage holds the LM head + loss; the embedding lookup is a gather, not counted)
-    n_first, n_last = pipeline.first_last_stage_layers(model.layers, p)
+    q = x.k.host_gpu_blend_norm
+    return (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer
+
+
+def _cp_comm(x: _Step, lt: compute.LayerTimes) -> np.ndarray:
+    """Context parallel per layer: ring exchange of K and V (fwd) and dK, dV (bwd), hidden behind attention."""
+    c = x.c
+    k_cp = comm.ranks_per_domain(c, x.t, x.domain)
+    kv_bytes = x.tok * 2.0 * x.model.kv_dim / x.t * x.act * c
+    cp_fwd = comm.all_gather_time(kv_bytes, c, k_cp, x.r, x.system)
+    return np.maximum(cp_fwd - lt.attn_fwd, 0.0) * (1.0 + 2.0 + (x.rc == 2))
+
+
+def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
+    """Expert parallel per average layer: dispatch + combine all-to-all, forward and backward (+ forward again
+    under full recompute)."""
+    model = x.model
+    if not model.is_moe:
+        return np.zeros_like(like)
+    k_ep = comm.ranks_per_domain(x.e, x.t * x.c, x.domain)
+    seq_share = np.where(x.sp, 1.0 / x.t, 1.0)
+    # the busiest rank receives capacity_factor x the balanced share of routed tokens
+    routed = model.experts_per_token * x.training.moe_capacity_factor
+    a2a = comm.all_to_all_time(x.tok * seq_share * routed * model.hidden * x.act, x.e, k_ep, x.r, x.system)
+    return a2a * (4.0 + 2.0 * (x.rc == 2)) * model.moe_layer_count / model.layers
+
+
+@dataclass(frozen=True)
+class _MicroBatch:
+    """One micro-batch (forward + backward) on the slowest pipeline stage, by term."""
+
+    n_stage: np.ndarray  # decoder layers on that stage
+    head_w: np.ndarray  # 1.0 where that stage holds the LM head + loss
+    compute: np.ndarray
+    tp: np.ndarray
+    cp: np.ndarray
+    ep: np.ndarray
+
+    @property
+    def total(self) -> np.ndarray:
+        return self.compute + self.tp + self.cp + self.ep
+
+
+def _micro_batch(x: _Step, lt: compute.LayerTimes, layer_mb: np.ndarray) -> _MicroBatch:
+    """The slowest pipeline stage sets the pace (uneven splits: the first L mod p stages hold one more layer;
+    the last stage holds the LM head + loss; the embedding lookup is a gather, not counted)."""
+    training, rc = x.training, x.rc
+    t_ar, tp_per_layer = _tp_comm(x)
+    host_excess = _host_excess(x, lt, tp_per_layer)
+    cp_layer = _cp_comm(x, lt)
+    ep_layer = _ep_comm(x, tp_per_layer)
+    n_first, n_last = pipeline.first_last_stage_layers(x.model.layers, x.p)
     unit = layer_mb + tp_per_layer + host_excess + cp_layer + ep_layer
     head_mb = lt.head_fwd + lt.head_bwd + 2.0 * t_ar
-    head_on = (p <= 1) | (n_last * unit + head_mb >= n_first * unit)
+    head_on = (x.p <= 1) | (n_last * unit + head_mb >= n_first * unit)
     n_stage = np.where(head_on, n_last, n_first)
     head_w = head_on.astype(float)
     compute_mb = n_stage * layer_mb + head_w * (lt.head_fwd + lt.head_bwd)
@@ -297,113 +370,189 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     ep_mb = n_stage * ep_layer
     if training.has_reference_model:
         ep_mb = ep_mb * (1.0 + 2.0 / (4.0 + 2.0 * (rc == 2)))
-    if np.any(fw.ep_overlap):  # overlapped with the compute of a paired micro-batch (DeepSeek-V3 s3.2.1)
-        ep_mb = _when(fw.ep_overlap, np.maximum(ep_mb - compute_mb, 0.0), ep_mb)
-    t_mb = compute_mb + tp_mb + cp_mb + ep_mb
-    # --- pipeline
-    if fw.pipeline_schedule == "dualpipe":
-        frac = pipeline.dualpipe_bubble_fraction(p, m)
-    else:
-        frac = pipeline.bubble_fraction(p, m, v)
-    bubble = frac * m * t_mb
-    stride_pp = t * c * d
-    p2p_bytes = tok * model.hidden * act * np.where(sp, 1.0 / t, 1.0)
-    t_p2p = comm.p2p_time(p2p_bytes, stride_pp < D, r, system)
-    pp_comm = pipeline.p2p_transfers_on_critical_path(p, m, v) * t_p2p * k.p2p_exposed_fraction
+    if np.any(x.fw.ep_overlap):  # overlapped with the compute of a paired micro-batch (DeepSeek-V3 s3.2.1)
+        ep_mb = _when(x.fw.ep_overlap, np.maximum(ep_mb - compute_mb, 0.0), ep_mb)
+    return _MicroBatch(n_stage=n_stage, head_w=head_w, compute=compute_mb, tp=tp_mb, cp=cp_mb, ep=ep_mb)
 
-    # --- data parallel / sharding
+
+def _pipeline(x: _Step, t_mb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(bubble, exposed p2p): 1F1B / interleaved bubble (p-1)/(v m) or DualPipe's (pipeline.py), and the
+    stage-to-stage activation transfers on the critical path."""
+    if x.fw.pipeline_schedule == "dualpipe":
+        frac = pipeline.dualpipe_bubble_fraction(x.p, x.m)
+    else:
+        frac = pipeline.bubble_fraction(x.p, x.m, x.v)
+    bubble = frac * x.m * t_mb
+    stride_pp = x.t * x.c * x.d
+    p2p_bytes = x.tok * x.model.hidden * x.act * np.where(x.sp, 1.0 / x.t, 1.0)
+    t_p2p = comm.p2p_time(p2p_bytes, stride_pp < x.domain, x.r, x.system)
+    pp_comm = pipeline.p2p_transfers_on_critical_path(x.p, x.m, x.v) * t_p2p * x.k.p2p_exposed_fraction
+    return bubble, pp_comm
+
+
+@dataclass(frozen=True)
+class _Grads:
+    """Parameters on one GPU and the groups their gradients are reduced over."""
+
+    local_dense: np.ndarray  # dense parameters per GPU (after TP and PP)
+    local_expert: np.ndarray  # routed-expert parameters per GPU (after TP, PP and EP)
+    train_frac: float  # trainable share of all parameters (LoRA: adapters only)
+    n_dp: np.ndarray  # gradients are reduced over DP x CP (CP ranks hold the same weights)
+    k_dp: np.ndarray
+    n_edp: np.ndarray  # expert-data-parallel ranks
+    k_edp: np.ndarray
+    shard_opt: np.ndarray  # optimizer sharded (ZeRO >= 1 or distributed optimizer)
+    window: np.ndarray  # backward of the last micro-batch on the slowest stage (what reduction can hide in)
+
+
+def _grads(x: _Step, lt: compute.LayerTimes, mb: _MicroBatch) -> _Grads:
+    model, t = x.model, x.t
     p_total, p_expert = _param_split(model)
     p_dense = p_total - p_expert
-    trainable = p_total if trains_base else lora_trainable_params(model, training)
-    train_frac = trainable / p_total
-    local_dense = p_dense / (t * p)
-    local_expert = p_expert / (t * p * e)
-    n_dp = d * c  # gradients are reduced over DP x CP (CP ranks hold the same weights)
-    k_dp = comm.ranks_per_domain(n_dp, t, D)
-    n_edp = np.maximum(n_dp / e, 1.0)
-    k_edp = comm.ranks_per_domain(n_edp, t * e, D)
+    trainable = p_total if x.training.trains_base_weights else lora_trainable_params(model, x.training)
+    n_dp = x.d * x.c
+    n_edp = np.maximum(n_dp / x.e, 1.0)
+    return _Grads(local_dense=p_dense / (t * x.p), local_expert=p_expert / (t * x.p * x.e),
+                  train_frac=trainable / p_total, n_dp=n_dp, k_dp=comm.ranks_per_domain(n_dp, t, x.domain),
+                  n_edp=n_edp, k_edp=comm.ranks_per_domain(n_edp, t * x.e, x.domain),
+                  shard_opt=(x.zero >= 1) | (x.a["dist_opt"] > 0),
+                  window=mb.n_stage * lt.bwd + mb.head_w * lt.head_bwd)
+
+
+def _dp_comm_replicated(x: _Step, g: _Grads) -> tuple[np.ndarray, np.ndarray]:
+    """(exposed DP time without ZeRO-3, share of the gradients in the last bucket). DDP / Megatron:
+    all-reduce; distributed optimizer / ZeRO-1/2: reduce-scatter grads + all-gather params. Bucketed and
+    overlapped with the last micro-batch's backward; the last bucket stays exposed."""
+    k, r, system, fw = x.k, x.r, x.system, x.fw
     gb = fw.grad_reduce_bytes
-    g_dense = local_dense * train_frac * gb
-    g_exp = local_expert * train_frac * gb
-    shard_opt = (zero >= 1) | (a["dist_opt"] > 0)
+    g_dense = g.local_dense * g.train_frac * gb
+    g_exp = g.local_expert * g.train_frac * gb
     rs_or_ar = np.where(
-        shard_opt,
-        comm.reduce_scatter_time(g_dense, n_dp, k_dp, r, system) + comm.reduce_scatter_time(
-            g_exp, n_edp, k_edp, r, system),
-        comm.all_reduce_time(g_dense, n_dp, k_dp, r, system, k.nvls_allreduce_gain)
-        + comm.all_reduce_time(g_exp, n_edp, k_edp, r, system, k.nvls_allreduce_gain),
+        g.shard_opt,
+        comm.reduce_scatter_time(g_dense, g.n_dp, g.k_dp, r, system) + comm.reduce_scatter_time(
+            g_exp, g.n_edp, g.k_edp, r, system),
+        comm.all_reduce_time(g_dense, g.n_dp, g.k_dp, r, system, k.nvls_allreduce_gain)
+        + comm.all_reduce_time(g_exp, g.n_edp, g.k_edp, r, system, k.nvls_allreduce_gain),
     )
     ag_params = np.where(
-        shard_opt & (zero < 3),
-        comm.all_gather_time(local_dense * train_frac * act, n_dp, k_dp, r, system)
-        + comm.all_gather_time(local_expert * train_frac * act, n_edp, k_edp, r, system),
+        g.shard_opt & (x.zero < 3),
+        comm.all_gather_time(g.local_dense * g.train_frac * x.act, g.n_dp, g.k_dp, r, system)
+        + comm.all_gather_time(g.local_expert * g.train_frac * x.act, g.n_edp, g.k_edp, r, system),
         0.0,
     )
-    window = n_stage * lt.bwd + head_w * lt.head_bwd  # backward of the last micro-batch on this stage
-    bucket_frac = np.minimum(1.0, fw.grad_bucket_params / np.maximum(local_dense + local_expert, 1.0))
+    bucket_frac = np.minimum(1.0, fw.grad_bucket_params / np.maximum(g.local_dense + g.local_expert, 1.0))
     if np.any(fw.dp_overlap):
-        grad_exposed = _when(fw.dp_overlap, np.maximum(rs_or_ar - window, bucket_frac * rs_or_ar), rs_or_ar)
+        grad_exposed = _when(fw.dp_overlap, np.maximum(rs_or_ar - g.window, bucket_frac * rs_or_ar), rs_or_ar)
     else:
         grad_exposed = rs_or_ar
     ag_exposed = ag_params * _when(fw.param_gather_overlap, bucket_frac, 1.0)
     # overlapped collectives still cost `overlap_interference` of their time (NCCL kernels occupy SMs/HBM)
-    dp_nonz3 = grad_exposed + ag_exposed + k.overlap_interference * (rs_or_ar - grad_exposed + ag_params
-                                                                     - ag_exposed)
-    # ZeRO-3 / FSDP: 2 all-gathers + 1 reduce-scatter of the shard group's parameters per micro-batch
-    n_sh = np.where(a["shard_group"] > 0, np.minimum(a["shard_group"], n_dp), n_dp)
-    k_sh = comm.ranks_per_domain(n_sh, t, D)
-    if not np.all(fw.zero3_nic_aggregation):
-        k_sh = _when(fw.zero3_nic_aggregation, k_sh, np.where(n_sh > k_sh, 1.0, k_sh))  # inter-node part limited by one NIC per GPU
-    p_local = local_dense + local_expert
-    z3_ag = comm.all_gather_time(p_local * act, n_sh, k_sh, r, system)
-    z3_rs = comm.reduce_scatter_time(p_local * train_frac * gb, n_sh, k_sh, r, system)
+    exposed = grad_exposed + ag_exposed + k.overlap_interference * (rs_or_ar - grad_exposed + ag_params
+                                                                    - ag_exposed)
+    return exposed, bucket_frac
+
+
+def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray) -> np.ndarray:
+    """Exposed ZeRO-3 / FSDP time: per micro-batch 2 all-gathers + 1 reduce-scatter of the shard group's
+    parameters, prefetched one unit ahead; hybrid shard adds one all-reduce of the shards across replicas."""
+    k, r, system, fw, a = x.k, x.r, x.system, x.fw, x.a
+    n_sh = np.where(a["shard_group"] > 0, np.minimum(a["shard_group"], g.n_dp), g.n_dp)
+    k_sh = comm.ranks_per_domain(n_sh, x.t, x.domain)
+    if not np.all(fw.zero3_nic_aggregation):  # inter-node part limited by one NIC per GPU
+        k_sh = _when(fw.zero3_nic_aggregation, k_sh, np.where(n_sh > k_sh, 1.0, k_sh))
+    p_local = g.local_dense + g.local_expert
+    gb = fw.grad_reduce_bytes
+    z3_ag = comm.all_gather_time(p_local * x.act, n_sh, k_sh, r, system)
+    z3_rs = comm.reduce_scatter_time(p_local * g.train_frac * gb, n_sh, k_sh, r, system)
     if np.any(np.asarray(fw.zero3_bucket_params) > 0):
         bucket = np.asarray(fw.zero3_bucket_params, dtype=float)
         n_coll = np.where(bucket > 0, np.maximum(np.ceil(p_local / np.where(bucket > 0, bucket, 1.0)), 1.0),
-                          n_stage)
+                          mb.n_stage)
     else:
-        n_coll = n_stage
+        n_coll = mb.n_stage
     lat = (n_sh - 1.0) * np.where(n_sh > k_sh, system.inter_node_latency_s, system.intra_node_latency_s)
     z3_mb = 2.0 * z3_ag + z3_rs + 3.0 * np.maximum(n_coll - 1.0, 0.0) * lat
     if np.any(fw.zero3_prefetch):
-        z3_pre = np.maximum(z3_mb - compute_mb, 0.0) + z3_ag / np.maximum(n_coll, 1.0)
+        z3_pre = np.maximum(z3_mb - mb.compute, 0.0) + z3_ag / np.maximum(n_coll, 1.0)
         z3_pre = z3_pre + k.overlap_interference * np.maximum(z3_mb - z3_pre, 0.0)
         z3_exposed_mb = _when(fw.zero3_prefetch, z3_pre, z3_mb)
     else:
         z3_exposed_mb = z3_mb
     # hybrid shard: replicas all-reduce the sharded gradients once per step
-    n_rep = np.maximum(n_dp / n_sh, 1.0)
-    hsdp = comm.all_reduce_time(p_local * train_frac * gb / n_sh, n_rep, 1.0, r, system)
-    dp_z3 = m * z3_exposed_mb + np.maximum(hsdp - window, bucket_frac * hsdp)
-    dp_comm = np.where(zero >= 3, dp_z3, dp_nonz3)
+    n_rep = np.maximum(g.n_dp / n_sh, 1.0)
+    hsdp = comm.all_reduce_time(p_local * g.train_frac * gb / n_sh, n_rep, 1.0, r, system)
+    return x.m * z3_exposed_mb + np.maximum(hsdp - g.window, bucket_frac * hsdp)
 
-    # --- optimizer step
+
+def _optimizer(x: _Step, g: _Grads, mb: _MicroBatch) -> np.ndarray:
+    """Optimizer step on the GPU (streams optimizer bytes per parameter), or offloaded (ZeRO-Offload): grads
+    down (fp32) and 16-bit params up over PCIe + CPU Adam; parameter offload streams the 16-bit weights in
+    for forward and backward of every micro-batch (prefetched)."""
+    k, training, system, r = x.k, x.training, x.system, x.r
     if training.optimizer not in k.optimizer_bytes_per_param:
         raise SpecError("training.optimizer", "no optimizer-step traffic known for this optimizer",
                         value=training.optimizer, allowed=sorted(k.optimizer_bytes_per_param),
                         suggestion=did_you_mean(training.optimizer, k.optimizer_bytes_per_param))
     bpp = k.optimizer_bytes_per_param[training.optimizer]
-    upd = (local_dense * train_frac) / np.where(shard_opt, n_dp, 1.0) + (local_expert * train_frac) / np.where(
-        shard_opt, n_edp, 1.0)
+    upd = (g.local_dense * g.train_frac) / np.where(g.shard_opt, g.n_dp, 1.0) + (
+        g.local_expert * g.train_frac) / np.where(g.shard_opt, g.n_edp, 1.0)
     opt = compute.optimizer_time(upd, bpp, r)
-    # optimizer offload (ZeRO-Offload): grads down (fp32) and 16-bit params up over PCIe + CPU Adam
-    off = a["offload"]
+    off = x.a["offload"]
     pcie = max(system.pcie_gb_s, 1e-3) * 1e9
-    opt_off = upd * (4.0 + act) / pcie + upd / k.cpu_adam_params_per_s_per_gpu
-    # parameter offload: 16-bit weights streamed in for forward and backward of every micro-batch (prefetched)
-    stream_in = 2.0 * p_local * act / pcie
-    param_off = m * np.maximum(stream_in - compute_mb, 0.0)
-    opt = np.where(off >= 1, opt_off, opt) + np.where(off >= 2, param_off, 0.0)
-    data = np.full_like(opt, k.data_loading_exposed_s)
+    opt_off = upd * (4.0 + x.act) / pcie + upd / k.cpu_adam_params_per_s_per_gpu
+    stream_in = 2.0 * (g.local_dense + g.local_expert) * x.act / pcie
+    param_off = x.m * np.maximum(stream_in - mb.compute, 0.0)
+    return np.where(off >= 1, opt_off, opt) + np.where(off >= 2, param_off, 0.0)
 
+
+def step_time_arrays(model: ModelArch, training: Training, system: System, strategy, *,
+                     calibration: Calibration | None = None, framework_style: str | PerfStyle | None = None,
+                     constants: PerfConstants | None = None) -> dict[str, np.ndarray]:
+    """Vectorised core: every Strategy field may be an array. Returns arrays (seconds, FLOPs, fractions).
+
+    The perf style comes from `strategy.framework` (see `estimate.framework`); `framework_style` overrides
+    it (a name from perf_constants.yaml `frameworks:` or a PerfStyle).
+    Step = m x micro-batch on the slowest stage + pipeline bubble and p2p + exposed DP/ZeRO communication +
+    optimizer + data loading (module docstring)."""
+    x = _step(model, training, system, strategy, calibration, framework_style, constants)
+    lt, layer_mb = _layer_time(x)
+    mb = _micro_batch(x, lt, layer_mb)
+    t_mb = mb.total
+    bubble, pp_comm = _pipeline(x, t_mb)
+    g = _grads(x, lt, mb)
+    dp_nonz3, bucket_frac = _dp_comm_replicated(x, g)
+    dp_comm = np.where(x.zero >= 3, _dp_comm_zero3(x, g, mb, bucket_frac), dp_nonz3)
+    opt = _optimizer(x, g, mb)
+    data = np.full_like(opt, x.k.data_loading_exposed_s)
+    m = x.m
     step = m * t_mb + bubble + pp_comm + dp_comm + opt + data
-    # --- FLOPs (flops.py: model FLOPs = 3 x forward; hardware FLOPs add the recompute)
+    return _flops(x, step) | {
+        "micro_batches": m,
+        "gpus": x.t * x.p * x.d * x.c,
+        "compute": m * mb.compute,
+        "tp_comm": m * mb.tp,
+        "cp_comm": m * mb.cp,
+        "ep_comm": m * mb.ep,
+        "dp_comm": dp_comm,
+        "pp_bubble": bubble,
+        "pp_comm": pp_comm,
+        "optimizer": opt,
+        "data_loading": data,
+    }
+
+
+def _flops(x: _Step, step: np.ndarray) -> dict[str, np.ndarray]:
+    """Throughput, model and hardware FLOPs, MFU and HFU of a step (flops.py: model FLOPs = 3 x forward;
+    hardware FLOPs add the recompute; DPO's reference forward is work the algorithm needs, so it counts in
+    both)."""
+    model, training = x.model, x.training
+    s = float(training.seq_len)
     tokens = float(training.tokens_per_step)
-    # DPO: the reference forward is work the algorithm needs, so it counts in model and hardware FLOPs
+    gpus = x.t * x.p * x.d * x.c
     ref_flops = forward_flops_per_token(model, s) if training.has_reference_model else 0.0
     model_flops = (model_flops_per_token(model, s) + ref_flops) * tokens
-    hw_flops = (hardware_flops_per_token(model, s, rc, trains_base) + ref_flops) * tokens
-    peak = r.gemm_peak_flops
+    hw_flops = (hardware_flops_per_token(model, s, x.rc, training.trains_base_weights) + ref_flops) * tokens
+    peak = x.r.gemm_peak_flops
     return {
         "step_s": step,
         "tokens_per_s": tokens / step,
@@ -413,28 +562,18 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
         "mfu": model_flops / (step * gpus * peak),
         "hardware_tflops_per_gpu": hw_flops / (step * gpus) / 1e12,
         "hfu": hw_flops / (step * gpus * peak),
-        "micro_batches": m,
-        "gpus": gpus,
-        "compute": m * compute_mb,
-        "tp_comm": m * tp_mb,
-        "cp_comm": m * cp_mb,
-        "ep_comm": m * ep_mb,
-        "dp_comm": dp_comm,
-        "pp_bubble": bubble,
-        "pp_comm": pp_comm,
-        "optimizer": opt,
-        "data_loading": data,
     }
 
 
 def estimate_time(model: ModelArch, training: Training, system: System, strategy, calibration=None, *,
-                  framework_style: str | Framework | None = None, reliability_kwargs: dict | None = None
-                  ) -> TimeEstimate:
+                  framework_style: str | PerfStyle | None = None, reliability_kwargs: dict | None = None,
+                  memory_note: bool = True) -> TimeEstimate:
     """Step time, throughput, MFU/HFU and (when training.tokens_total > 0) time-to-train of one strategy.
 
     Raises StrategyError(rule, detail) for a strategy that breaks a rule of `validate.RULES`; soft-rule
-    warnings go to `notes`. The framework style comes from `strategy.framework` unless `framework_style`
-    overrides it."""
+    warnings go to `notes`, and (`memory_note`) the memory estimator's verdict when the strategy does not
+    fit; a caller that estimates memory itself (`trainsizer.evaluate`) turns it off. The perf style comes
+    from `strategy.framework` unless `framework_style` overrides it."""
     from trainsizer.estimate.train_time import time_to_train
 
     require_one_strategy(strategy, "estimate_time", "evaluate_batch")
@@ -443,7 +582,9 @@ def estimate_time(model: ModelArch, training: Training, system: System, strategy
                            framework_style=framework_style)
     f = {key: float(np.asarray(val).reshape(-1)[0]) for key, val in out.items()}
     gpus = int(round(f["gpus"]))
-    notes = tuple(warnings) + _memory_note(model, training, system, strategy)
+    notes = tuple(warnings)
+    if memory_note:
+        notes += _memory_note(model, training, system, strategy)
     ttt = time_to_train(training.tokens_total, f["tokens_per_s"], model.params_total, gpus,
                         system.gpus_per_node, calibration=calibration, **(reliability_kwargs or {}))
     return TimeEstimate(
@@ -480,7 +621,7 @@ def _memory_note(model: ModelArch, training: Training, system: System, strategy)
 
 
 def estimate_time_batch(model: ModelArch, training: Training, system: System, strategy, calibration=None, *,
-                        framework_style: str | Framework | None = None) -> dict[str, np.ndarray]:
+                        framework_style: str | PerfStyle | None = None) -> dict[str, np.ndarray]:
     """Vectorised path: Strategy fields are arrays; returns a dict of arrays (no validity checks)."""
     return step_time_arrays(model, training, system, strategy, calibration=calibration,
                             framework_style=framework_style)
