@@ -149,3 +149,47 @@ def test_ethernet_800g_per_gpu_is_two_400g_planes(cat):
     assert "ConnectX-8" in net.nic
     xdr = cat.network("ib-xdr800")
     assert (xdr.gbps_per_nic, xdr.ports_per_gpu, xdr.planes) == (800, 1, 1)
+
+
+SYSTEMS_2026 = {  # accelerator -> servers a buyer is quoted in 2026 (issue 14)
+    "gb300": ["gb300-nvl72"], "b300": ["dgx-b300", "hgx-b300-8gpu"], "mi350x": ["oam-8x-mi350x"],
+    "mi355x": ["oam-8x-mi355x"], "ascend-910c": ["atlas-800t-a3", "cloudmatrix-384"],
+    "h20-141gb": ["hgx-h20-141gb-8gpu"], "rtx-pro-6000": ["pcie-8x-rtx-pro-6000"],
+    "rtx-pro-6000d": ["pcie-8x-rtx-pro-6000d"], "h200-sxm-141gb": ["dgx-h200", "hgx-h200-8gpu"],
+}
+
+
+@pytest.mark.parametrize("acc_id", sorted(SYSTEMS_2026))
+def test_2026_systems_can_be_planned(cat, acc_id):
+    acc = cat.accelerator(acc_id)
+    assert acc.plannable_by_default
+    servers = [s.id for s in cat.servers_for(acc_id, include_announced=False)]
+    assert set(SYSTEMS_2026[acc_id]) <= set(servers)
+    assert cat.rent_per_gpu_hour(acc_id, "USD") or cat.purchase(acc_id, "USD") or "price_usd" in acc.none_known
+    if acc.china_market_sku or acc.domestic_china:
+        assert any(cat.price(k, acc_id, "CNY") for k in ("rent", "purchase")) or "price_cny" in acc.none_known
+
+
+def test_b300_servers_are_filled_in(cat):
+    for sid in ("dgx-b300", "hgx-b300-8gpu"):
+        srv = cat.server(sid)
+        assert srv.cpu_cores and srv.ram_gib and srv.power_max_w >= 8 * cat.accelerator("b300").tdp_w
+        assert srv.nics.count == 8 and srv.nics.gbps == 800
+    assert cat.server("dgx-b300").nvme_tb
+
+
+def test_rack_scale_systems(cat):
+    gb300 = cat.accelerator("gb300")
+    assert gb300.scaleup_domain == 72 and gb300.tdp_w == 1400
+    assert cat.server("gb300-nvl72").gpus == 72 and cat.server("gb300-nvl72").cooling.startswith("direct liquid")
+    cm = cat.server("cloudmatrix-384")
+    assert cm.gpus == cat.accelerator("ascend-910c").scaleup_domain == 384
+    assert cm.power_max_w == 559_000
+    # the 910C record says frameworks see two devices per package (a fit caveat the plan must show)
+    assert any("TWO Ascend processors" in u for u in cat.accelerator("ascend-910c").unsure)
+
+
+def test_mi350x_is_the_air_cooled_mi355x(cat):
+    a, b = cat.accelerator("mi350x"), cat.accelerator("mi355x")
+    assert a.memory_gb == b.memory_gb and a.tdp_w == 1000 < b.tdp_w
+    assert a.peak_tflops("bf16") == pytest.approx(b.peak_tflops("bf16") * 2200 / 2400, rel=1e-3)
