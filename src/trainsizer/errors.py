@@ -9,6 +9,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
+MAX_VALUE_CHARS = 80
+
 
 class TrainsizerError(Exception):
     """Base class for errors caused by user input or environment, not by a bug."""
@@ -43,7 +45,10 @@ class SpecError(TrainsizerError):
     def _render(self) -> str:
         parts = [f"{self.where}: {self.problem}"]
         if self.value is not None:
-            parts.append(f"(got {self.value!r})")
+            shown = repr(self.value)
+            if len(shown) > MAX_VALUE_CHARS:  # a 10 kB value in a one-paragraph error hides the message
+                shown = f"{shown[:MAX_VALUE_CHARS]}... ({len(shown)} characters)"
+            parts.append(f"(got {shown})")
         msg = " ".join(parts) + "."
         if self.suggestion:
             msg += f" Did you mean {self.suggestion!r}?"

@@ -14,6 +14,7 @@ from typing import Any
 
 from trainsizer.errors import SpecError, StrategyError, TrainsizerError
 from trainsizer.estimate.inputs import Strategy, System, Training
+from trainsizer.estimate.train_time import whole_steps
 from trainsizer.models import ModelArch, load_model
 from trainsizer.spec import Job, NetworkSpec, load_job
 from trainsizer.spec.load import parse_model
@@ -108,13 +109,13 @@ class Scenario:
 
     @property
     def steps(self) -> int:
-        if not self.training.tokens_total:
-            return 0
-        return max(1, round(self.training.tokens_total / self.training.tokens_per_step))
+        """Optimizer steps over the run: a partial last batch still takes a step (train_time.whole_steps)."""
+        return whole_steps(self.training.tokens_total, self.training.tokens_per_step)
 
 
 def _prefixed(err: SpecError, prefix: str) -> SpecError:
-    return SpecError(f"{prefix} ({err.where})" if err.where else prefix, err.problem, value=err.value,
+    same = not err.where or prefix.endswith(err.where)
+    return SpecError(prefix if same else f"{prefix} ({err.where})", err.problem, value=err.value,
                      allowed=err.allowed, suggestion=err.suggestion)
 
 
@@ -160,6 +161,7 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Any,
         tokens_total=_tokens_total(job),
         moe_capacity_factor=job.moe_capacity_factor,
     )
+    _check_batch_within_data(training, origin)
     if job.global_batch.tokens is not None and job.global_batch.tokens % job.seq_len:
         notes.append(
             f"global_batch.tokens {job.global_batch.tokens} is not a multiple of seq_len {job.seq_len}: "
@@ -195,6 +197,15 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Any,
     strategy = _resolve_strategy(job, hw.count, origin) if job.strategy is not None else None
     return Scenario(job=job, model=model, training=training, accelerator=acc, network=network, system=system,
                     strategy=strategy, notes=tuple(notes))
+
+
+def _check_batch_within_data(training: Training, origin: str) -> None:
+    """One optimizer step must not need more tokens than the whole run has: such a batch is a typo (or a
+    job that cannot take a single full step), and its time-to-train would be meaningless."""
+    if training.tokens_total and training.tokens_per_step > training.tokens_total:
+        raise SpecError(f"{origin}: global_batch",
+                        f"one step needs {training.tokens_per_step:,} tokens, more than the whole run's "
+                        f"{training.tokens_total:,.0f} tokens of data: lower global_batch or give more data")
 
 
 def _tokens_total(job: Job) -> float:

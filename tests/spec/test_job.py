@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import yaml
@@ -132,3 +133,27 @@ def test_job_round_trips_through_yaml(tmp_path):
     job = load_job(yaml.safe_load(ISSUE_EXAMPLE))
     dumped = yaml.safe_dump(job.model_dump(mode="json", exclude_none=True))
     assert load_job(yaml.safe_load(dumped)) == job
+
+
+@pytest.mark.parametrize(("section", "value", "field"), [
+    ("data", {"tokens": float("inf")}, "data.tokens"),
+    ("data", {"tokens": 1e9, "epochs": float("nan")}, "data.epochs"),
+    ("data", {"dataset_gb": 1, "bytes_per_token": 1e-300}, "data.bytes_per_token"),
+    ("global_batch", {"sequences": 10**30}, "global_batch.sequences"),
+    ("goal", {"deadline_days": float("inf")}, "goal.deadline_days"),
+    ("goal", {"budget": {"amount": float("inf")}}, "goal.budget.amount"),
+    ("constraints", {"rack_kw": float("inf")}, "constraints.rack_kw"),
+    ("hardware", {"accelerator": "h100", "count": 10**9}, "hardware.count"),
+    ("hardware", {"accelerator": "h100", "count": 8,
+                  "network": {"nics_per_node": 8, "gbps_per_nic": 1e-9}}, "hardware.network.gbps_per_nic"),
+])
+def test_absurd_values_are_refused_naming_the_field(section, value, field):
+    with pytest.raises(SpecError, match="job: " + re.escape(field) + ":"):
+        load_job({**BASE, section: value})
+
+
+def test_no_pydantic_class_names_in_messages():
+    with pytest.raises(SpecError) as err:
+        load_job({**BASE, "global_batch": 7})
+    assert "instance of" not in str(err.value) and "GlobalBatch" not in str(err.value)
+    assert "expected a mapping of sequences, tokens" in str(err.value)

@@ -1,21 +1,25 @@
 """The `trainsizer` command line: rich tables for people, `--json` for scripts, `--lang zh|en`.
 
-One module per command family; each registers its commands on the group in `app`.
+One module per command family; each registers its commands on the group in `app`. `accept` (and its
+PyTorch-facing imports) loads only when that command runs, so the other commands start fast.
 """
 
 from __future__ import annotations
 
-from trainsizer.accept.command import accept
 from trainsizer.cli import catalog_cmd, job_cmd, models_cmd  # noqa: F401  (register their commands)
 from trainsizer.cli.app import cli
+from trainsizer.cli.argv import hoist_global_options
 from trainsizer.cli_support import run_command
 
-cli.add_command(accept)
+cli.add_lazy_command("accept", "trainsizer.accept.command", "accept")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: user errors print one paragraph (no traceback) and exit 2."""
-    return run_command(cli, argv, prog_name="trainsizer")
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    return run_command(cli, hoist_global_options(args), prog_name="trainsizer")
 
 
 __all__ = ["cli", "main"]

@@ -28,10 +28,32 @@ class AppState:
         return self._catalog
 
 
+class LazyGroup(click.Group):
+    """A group whose heavy subcommands are imported when they run (or when help lists them)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._lazy: dict[str, tuple[str, str]] = {}
+
+    def add_lazy_command(self, name: str, module: str, attr: str) -> None:
+        self._lazy[name] = (module, attr)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self._lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self._lazy and cmd_name not in self.commands:
+            import importlib
+
+            module, attr = self._lazy[cmd_name]
+            self.add_command(getattr(importlib.import_module(module), attr), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="trainsizer")
 @click.option("--lang", type=click.Choice(LANGS), default=None,
               help="Language of tables and reports (default: from the locale).")

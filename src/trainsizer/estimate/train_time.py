@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from trainsizer.estimate.calibration import Calibration
@@ -20,6 +21,13 @@ class TrainTime:
     goodput: float
     ideal_days: float  # without failures
     expected_failures: float = 0.0  # job-stopping failures expected over the run
+
+
+def whole_steps(tokens_total: float, tokens_per_step: float) -> int:
+    """Optimizer steps to consume `tokens_total` (0 when unknown): a partial last batch is one more step."""
+    if tokens_total <= 0 or tokens_per_step <= 0:
+        return 0
+    return max(1, math.ceil(tokens_total / tokens_per_step - 1e-9))
 
 
 def time_to_train(tokens_total: float, tokens_per_s: float, params_total: float, gpus: int, gpus_per_node: int,

@@ -31,6 +31,17 @@ __all__ = [
 ]
 
 
+# Longer than any preset name or sensible path (Linux caps a path component at 255 bytes).
+MAX_NAME_CHARS = 1024
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):  # a name too long for the file system, or with a NUL byte
+        return False
+
+
 def load_model(spec: str | Path | Mapping[str, Any], *, where: str = "model") -> ModelArch:
     """A `ModelArch` from a preset name, a `config.json` path (file or folder) or a mapping.
 
@@ -48,7 +59,10 @@ def load_model(spec: str | Path | Mapping[str, Any], *, where: str = "model") ->
     text = spec.strip()
     if text.lower() in preset_names():
         return load_preset(text)
+    if len(text) > MAX_NAME_CHARS:
+        raise SpecError(where, f"too long for a preset name or a path ({len(text)} characters, at most "
+                        f"{MAX_NAME_CHARS})", value=text[:40] + "...")
     path = Path(text).expanduser()
-    if path.exists() or text.endswith(".json") or "/" in text or "\\" in text:
+    if _exists(path) or text.endswith(".json") or "/" in text or "\\" in text:
         return arch_from_hf_config(path)
     raise unknown_name(where, "model preset (or path to a config.json)", text, preset_names())

@@ -28,14 +28,25 @@ LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", 
 # text (Llama 3 / Qwen tokenizer reports: ~4 characters per English token; override per dataset).
 DEFAULT_BYTES_PER_TOKEN = 4.0
 
+# Physical bounds: far beyond any real job, so they only stop typos and absurd values (1e30, .inf) from
+# overflowing the arithmetic or printing nonsense. Largest public runs for scale: ~36e12 tokens (Qwen3,
+# 2025), ~16k-100k GPUs per job, global batches of ~60M tokens (DeepSeek-V3: 15,360 x 4,096).
+MAX_TOKENS = 1e15  # tokens (or samples) of data per epoch
+MAX_DATASET_GB = 1e8  # 100 PB of text
+MAX_GPUS = 1_000_000
+MAX_BATCH_SEQUENCES = 100_000_000
+MAX_BATCH_TOKENS = 10_000_000_000
+MAX_RACK_KW = 2000.0  # kW per rack; the densest announced racks draw ~600 kW
+
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # inf and NaN are never a meaningful quantity in a job (YAML `.inf` would otherwise pass `gt=0`)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class LoraSpec(_Strict):
     rank: int = Field(16, gt=0, le=4096)
-    alpha: float | None = Field(None, gt=0)
+    alpha: float | None = Field(None, gt=0, le=1e6)
     targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
     @field_validator("targets")
@@ -57,12 +68,12 @@ class DataSpec(_Strict):
     For DPO a sample is a preference pair and `avg_tokens` the length of one sequence (prompt + one
     response); `global_batch.sequences` then counts pairs, as TRL's batch size does."""
 
-    tokens: float | None = Field(None, gt=0)
-    dataset_gb: float | None = Field(None, gt=0)
-    bytes_per_token: float = Field(DEFAULT_BYTES_PER_TOKEN, gt=0)
-    samples: float | None = Field(None, gt=0)
-    avg_tokens: float | None = Field(None, gt=0)
-    epochs: float = Field(1.0, gt=0)
+    tokens: float | None = Field(None, gt=0, le=MAX_TOKENS)
+    dataset_gb: float | None = Field(None, gt=0, le=MAX_DATASET_GB)
+    bytes_per_token: float = Field(DEFAULT_BYTES_PER_TOKEN, ge=0.5, le=64)
+    samples: float | None = Field(None, gt=0, le=MAX_TOKENS)
+    avg_tokens: float | None = Field(None, gt=0, le=10_000_000)
+    epochs: float = Field(1.0, gt=0, le=10_000)
 
     @model_validator(mode="after")
     def _one_quantity(self) -> DataSpec:
@@ -91,8 +102,8 @@ class DataSpec(_Strict):
 
 
 class GlobalBatch(_Strict):
-    sequences: int | None = Field(None, gt=0)
-    tokens: int | None = Field(None, gt=0)
+    sequences: int | None = Field(None, gt=0, le=MAX_BATCH_SEQUENCES)
+    tokens: int | None = Field(None, gt=0, le=MAX_BATCH_TOKENS)
 
     @model_validator(mode="after")
     def _one(self) -> GlobalBatch:
@@ -108,12 +119,12 @@ class GlobalBatch(_Strict):
 
 
 class Budget(_Strict):
-    amount: float = Field(gt=0)
+    amount: float = Field(gt=0, le=1e13)
     currency: Currency = "USD"
 
 
 class Goal(_Strict):
-    deadline_days: float | None = Field(None, gt=0)
+    deadline_days: float | None = Field(None, gt=0, le=3650)
     budget: Budget | None = None
     procurement: Procurement = "either"
     objective: Literal["time", "cost", "cost_under_deadline"] | None = None
@@ -122,9 +133,9 @@ class Goal(_Strict):
 class Constraints(_Strict):
     exclude: tuple[str, ...] = ()
     include: tuple[str, ...] | None = None
-    max_nodes: int | None = Field(None, gt=0)
-    max_gpus: int | None = Field(None, gt=0)
-    rack_kw: float | None = Field(None, gt=0)
+    max_nodes: int | None = Field(None, gt=0, le=MAX_GPUS)
+    max_gpus: int | None = Field(None, gt=0, le=MAX_GPUS)
+    rack_kw: float | None = Field(None, ge=0.1, le=MAX_RACK_KW)
     cooling: Cooling | None = None
     existing_network: str | None = None
     currency: Currency = "USD"
@@ -133,7 +144,7 @@ class Constraints(_Strict):
 
 class NetworkSpec(_Strict):
     nics_per_node: int = Field(gt=0, le=64)
-    gbps_per_nic: float = Field(gt=0, le=3200)
+    gbps_per_nic: float = Field(ge=1, le=3200)
     kind: NetworkKind = "ib"
 
 
@@ -143,7 +154,7 @@ class HardwareSpec(_Strict):
     (72 on NVL72) comes from the catalog; a job may use part of one and any whole number of hosts."""
 
     accelerator: str
-    count: int = Field(gt=0)
+    count: int = Field(gt=0, le=MAX_GPUS)
     per_node: int | None = Field(None, gt=0, le=72)
     network: str | NetworkSpec | None = None
 
@@ -157,16 +168,16 @@ class HardwareSpec(_Strict):
 
 
 class StrategySpec(_Strict):
-    tp: int = Field(1, gt=0)
-    pp: int = Field(1, gt=0)
-    vpp: int = Field(1, gt=0)
-    dp: int | None = Field(None, gt=0)  # None: whatever the GPU count leaves
-    cp: int = Field(1, gt=0)
-    ep: int = Field(1, gt=0)
+    tp: int = Field(1, gt=0, le=MAX_GPUS)
+    pp: int = Field(1, gt=0, le=MAX_GPUS)
+    vpp: int = Field(1, gt=0, le=1024)
+    dp: int | None = Field(None, gt=0, le=MAX_GPUS)  # None: whatever the GPU count leaves
+    cp: int = Field(1, gt=0, le=MAX_GPUS)
+    ep: int = Field(1, gt=0, le=MAX_GPUS)
     zero: int = Field(0, ge=0, le=3)
     fsdp: Fsdp = "none"
-    shard_group: int | None = Field(None, gt=0)
-    micro_batch: int = Field(1, gt=0)
+    shard_group: int | None = Field(None, gt=0, le=MAX_GPUS)
+    micro_batch: int = Field(1, gt=0, le=MAX_BATCH_SEQUENCES)
     recompute: Recompute = "selective"
     offload: Offload = "none"
     sequence_parallel: bool = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -12,27 +13,103 @@ from pydantic import BaseModel, ValidationError
 
 from trainsizer.errors import SpecError, did_you_mean
 from trainsizer.spec.job import Job
+from trainsizer.spec.yaml_loader import DuplicateKeyError, load_yaml
 
 M = TypeVar("M", bound=BaseModel)
+# pydantic names its classes in some messages ("... or instance of GlobalBatch"): users never see them
+_CLASS_NAME = re.compile(r" or instance of \w+")
+
+
+# Deeper nesting than any job or overlay needs (a job file is 3-4 levels deep); refused before it can
+# exhaust Python's recursion limit in the parsers or the validators.
+MAX_DEPTH = 32
+# Longer than any job or catalog file people write by hand (the largest example is 2 kB).
+MAX_FILE_BYTES = 50 * 2**20
+
+
+def read_text(path: Path) -> str:
+    """The UTF-8 text of a user file, or a SpecError saying why it is not one."""
+    path = Path(path)
+    try:
+        if not path.exists():
+            raise SpecError(str(path), "file not found")
+        if path.is_dir():
+            raise SpecError(str(path), "is a folder; expected a YAML or JSON file")
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise SpecError(str(path), f"file too large for a job or catalog file (over {MAX_FILE_BYTES // 2**20} MiB)")
+        raw = path.read_bytes()
+    except OSError as err:
+        raise SpecError(str(path), f"cannot read the file: {err.strerror or err}") from None
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise SpecError(str(path), "the file is UTF-16; save it as UTF-8")
+    if b"\x00" in raw[:8192]:
+        raise SpecError(str(path), "a binary file, not YAML or JSON text")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise SpecError(f"{path}:{line}", f"not UTF-8 text (byte 0x{raw[err.start]:02x}); save the file as UTF-8"
+                        ) from None
+
+
+def parse_text(text: str, where: str, as_json: bool) -> Any:
+    """YAML (or JSON) text -> Python data; syntax, duplicate keys and over-deep nesting are SpecErrors."""
+    try:
+        data = json.loads(text, object_pairs_hook=_no_duplicates) if as_json else load_yaml(text)
+    except json.JSONDecodeError as err:
+        raise SpecError(f"{where}:{err.lineno}:{err.colno}", f"not valid JSON: {err.msg}") from None
+    except DuplicateKeyError as err:
+        raise SpecError(f"{where}:{err.line}", f"key {err.key!r} is given twice (first on line {err.first_line})"
+                        ) from None
+    except _JsonDuplicate as err:
+        raise SpecError(where, f"key {err.args[0]!r} is given twice") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark else where
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise SpecError(at, f"not valid YAML: {problem}") from None
+    except RecursionError:
+        raise SpecError(where, f"nested too deeply (more than {MAX_DEPTH} levels)") from None
+    if nesting_depth(data) > MAX_DEPTH:
+        raise SpecError(where, f"nested too deeply (more than {MAX_DEPTH} levels)")
+    return data
+
+
+class _JsonDuplicate(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _JsonDuplicate(key)
+        out[key] = value
+    return out
+
+
+def nesting_depth(data: Any) -> int:
+    """Levels of mappings/lists in `data`, counted without recursion."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children = list(item.values())
+        elif isinstance(item, list | tuple):
+            children = list(item)
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if depth > MAX_DEPTH:
+            return depth
+        stack.extend((c, depth + 1) for c in children)
+    return deepest
 
 
 def read_mapping(path: Path) -> dict[str, Any]:
     """Parse a YAML or JSON file whose top level must be a mapping."""
     path = Path(path)
-    if not path.exists():
-        raise SpecError(str(path), "file not found")
-    if path.is_dir():
-        raise SpecError(str(path), "is a folder; expected a YAML or JSON file")
-    text = path.read_text(encoding="utf-8")
-    try:
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except json.JSONDecodeError as err:
-        raise SpecError(f"{path}:{err.lineno}:{err.colno}", f"not valid JSON: {err.msg}") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        problem = getattr(err, "problem", None) or str(err)
-        raise SpecError(where, f"not valid YAML: {problem}") from None
+    data = parse_text(read_text(path), str(path), path.suffix.lower() == ".json")
     if not isinstance(data, Mapping):
         raise SpecError(str(path), "the top level must be a mapping of keys (model, method, data, ...)",
                         value=type(data).__name__)
@@ -101,7 +178,11 @@ def validation_to_spec_error(err: ValidationError, model: type[BaseModel], origi
         choices = [c.strip().strip("'") for c in expected.replace(" or ", ", ").split(",") if c.strip()]
         return SpecError(where, "not an allowed value", value=value, allowed=choices,
                          suggestion=did_you_mean(str(value), choices))
-    msg = e["msg"]
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        known = _field_names(model, (*loc, "_"))
+        return SpecError(where, "expected a mapping" + (f" of {', '.join(known)}" if known else ""),
+                         value=value)
+    msg = _CLASS_NAME.sub("", e["msg"])
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
     if isinstance(value, Mapping):

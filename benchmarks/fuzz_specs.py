@@ -1,0 +1,201 @@
+"""Fuzz the job-file boundary: mutated job files through `trainsizer check` and `trainsizer estimate --json`.
+
+Each spec starts from one of `examples/*.yaml` and gets 1-3 mutations: a value replaced by a nasty one
+(inf, NaN, 1e-300, 10^30, "", "4e6", a 300-character string, a list, a mapping, ...), a number scaled by
+10^-30..10^30, a key deleted or added, a section taken from another example, or a byte-level change
+(duplicated line, Latin-1 / UTF-16 / binary bytes, truncation, 500-deep nesting, a 256-character model
+name, JSON instead of YAML). Every run must end in exit 0 or 2 with no traceback, and a `--json` run that
+exits 0 must print valid JSON (no NaN).
+
+    python benchmarks/fuzz_specs.py                 # 10,000 specs, seed 0
+    python benchmarks/fuzz_specs.py --specs 500 --seed 7
+
+The test suite runs a bounded, derandomised slice of the same mutations (tests/test_fuzz_specs.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import random
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
+COMMANDS = (("check",), ("estimate", "--json"))
+
+NASTY: tuple[Any, ...] = (
+    0, -1, 1, 0.5, 3, 7, 1e-300, 1e300, 10**30, -(10**30), 2**63, float("inf"), float("-inf"), float("nan"),
+    "", "4e6", "1e9", "abc", "x" * 300, "h100", "llama-3.1-8b", "全参数", None, True, False, [], {}, [1, 2],
+    {"a": 1}, [[[]]], "none", "full", "lora", "fp8",
+)
+
+
+def _paths(data: Any, prefix: tuple = ()) -> list[tuple]:
+    """Every key path in a nested mapping (containers and leaves)."""
+    out: list[tuple] = []
+    if isinstance(data, dict):
+        for k, v in data.items():
+            out.append((*prefix, k))
+            out.extend(_paths(v, (*prefix, k)))
+    return out
+
+
+def _parent(data: dict, path: tuple) -> dict | None:
+    node: Any = data
+    for k in path[:-1]:
+        node = node.get(k) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) else None
+
+
+def _mutate_data(data: dict, rng: random.Random, others: list[dict]) -> None:
+    paths = _paths(data) or [("model",)]
+    path = rng.choice(paths)
+    parent = _parent(data, path)
+    if parent is None:
+        return
+    op = rng.randrange(6)
+    key = path[-1]
+    if op == 0:
+        parent[key] = rng.choice(NASTY)
+    elif op == 1:
+        value = parent.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            parent[key] = value * 10.0 ** rng.randint(-30, 30)
+        else:
+            parent[key] = rng.choice(NASTY)
+    elif op == 2:
+        parent.pop(key, None)
+    elif op == 3:
+        parent[rng.choice(["bogus", "tokenz", "count", "tp", "model", "lora"])] = rng.choice(NASTY)
+    elif op == 4:
+        donor = rng.choice(others)
+        section = rng.choice(list(donor))
+        data[section] = donor[section]
+    else:
+        parent[key] = {"nested": parent.get(key)} if rng.random() < 0.5 else [parent.get(key)]
+
+
+def _mutate_bytes(text: str, rng: random.Random) -> tuple[bytes, str]:
+    """Byte-level damage; returns (content, file suffix)."""
+    op = rng.randrange(9)
+    lines = text.splitlines(keepends=True) or ["\n"]
+    if op == 0:
+        i = rng.randrange(len(lines))
+        lines.insert(i, lines[i])
+        return "".join(lines).encode(), ".yaml"
+    if op == 1:
+        return ("name: caf\u00e9 \u00fcber\n" + text).encode("latin-1", "replace"), ".yaml"
+    if op == 2:
+        return text.encode("utf-16"), ".yaml"
+    if op == 3:
+        return bytes(rng.randrange(256) for _ in range(rng.randint(1, 400))), ".yaml"
+    if op == 4:
+        return text.encode()[: rng.randrange(max(len(text), 1))], ".yaml"
+    if op == 5:
+        depth = rng.choice([40, 200, 500, 2000])
+        return (text + "\nmodel: " + "{a: " * depth + "1" + "}" * depth + "\n").encode(), ".yaml"
+    if op == 6:
+        return (text + "\nmodel: " + "m" * rng.choice([256, 300, 5000]) + "\n").encode(), ".yaml"
+    if op == 7:
+        depth = rng.choice([40, 500, 5000])
+        return ('{"model": ' + "[" * depth + "]" * depth + "}").encode(), ".json"
+    try:
+        return json.dumps(yaml.safe_load(text)).encode(), ".json"
+    except (yaml.YAMLError, ValueError):
+        return text.encode(), ".json"
+
+
+def make_spec(rng: random.Random, bases: list[dict]) -> tuple[bytes, str]:
+    """One mutated job file: (content, suffix)."""
+    data = json.loads(json.dumps(rng.choice(bases)))
+    for _ in range(rng.randint(1, 3)):
+        _mutate_data(data, rng, bases)
+    text = yaml.safe_dump(data, allow_unicode=True, sort_keys=False)
+    if rng.random() < 0.25:
+        return _mutate_bytes(text, rng)
+    return text.encode(), ".yaml"
+
+
+def load_bases() -> list[dict]:
+    return [yaml.safe_load(p.read_text(encoding="utf-8")) for p in EXAMPLES]
+
+
+def run_cli(args: list[str]) -> tuple[str, str]:
+    """(outcome, detail) of one in-process CLI run: outcome is ok, error (exit 2) or crash."""
+    from trainsizer.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(args)
+    except BaseException as exc:  # noqa: BLE001  (anything escaping main is the finding)
+        return "crash", "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    if "Traceback" in err.getvalue():
+        return "crash", err.getvalue()[-400:]
+    if code == 2:
+        return "error", err.getvalue().strip()
+    if code != 0:
+        return "crash", f"exit {code}: {err.getvalue()[-400:]}"
+    if "--json" in args:
+        try:
+            json.loads(out.getvalue(), parse_constant=_no_nan)
+        except ValueError as exc:
+            return "crash", f"invalid JSON: {exc}"
+    return "ok", ""
+
+
+def _no_nan(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
+
+
+def check_spec(content: bytes, suffix: str, folder: Path) -> list[tuple[str, str, str]]:
+    """Run every command on one spec written under `folder` (beside the examples' configs)."""
+    path = folder / f"fuzz{suffix}"
+    path.write_bytes(content)
+    return [(" ".join(cmd), *run_cli([cmd[0], str(path), *cmd[1:]])) for cmd in COMMANDS]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--specs", type=int, default=10_000)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    bases = load_bases()
+    counts: Counter[tuple[str, str]] = Counter()
+    crashes: list[str] = []
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "configs").symlink_to(REPO / "examples" / "configs")
+        for _ in range(args.specs):
+            content, suffix = make_spec(rng, bases)
+            for cmd, outcome, detail in check_spec(content, suffix, folder):
+                counts[(cmd, outcome)] += 1
+                if outcome == "crash":
+                    crashes.append(f"{cmd}: {detail.splitlines()[-1] if detail else ''}")
+    took = time.perf_counter() - start
+    runs = sum(counts.values())
+    print(f"fuzz: {args.specs:,} specs (seed {args.seed}), {runs:,} runs in {took:.0f} s")
+    for cmd in (" ".join(c) for c in COMMANDS):
+        row = {o: counts[(cmd, o)] for o in ("ok", "error", "crash")}
+        print(f"  {cmd:16s} exit 0: {row['ok']:6,}   exit 2 (error): {row['error']:6,}   crashes: {row['crash']:,}")
+    for line, n in Counter(crashes).most_common(15):
+        print(f"  crash x{n}: {line[:200]}")
+    print(f"tracebacks: {len(crashes)}")
+    return 1 if crashes else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

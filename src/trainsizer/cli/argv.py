@@ -1,0 +1,30 @@
+"""Global options anywhere on the line: `trainsizer estimate job.yaml --lang zh` means `trainsizer --lang zh
+estimate job.yaml`. Click only reads group options before the subcommand, so they are moved there."""
+
+from __future__ import annotations
+
+# Options of the `trainsizer` group that take a value; no subcommand defines an option of the same name.
+GLOBAL_VALUE_OPTIONS = ("--lang", "--catalog")
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """`args` with every global option (and its value) moved to the front, order kept; `--` ends the
+    options as usual, and a dangling option without a value is left for click to report."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        name = arg.split("=", 1)[0]
+        if name in GLOBAL_VALUE_OPTIONS and "=" in arg:
+            front.append(arg)
+        elif arg in GLOBAL_VALUE_OPTIONS and i + 1 < len(args):
+            front.extend(args[i:i + 2])
+            i += 1
+        else:
+            rest.append(arg)
+        i += 1
+    return front + rest
