@@ -41,6 +41,34 @@ NASTY: tuple[Any, ...] = (
 )
 
 
+# Values a real user might write for these keys: most such specs should estimate (exit 0) or be refused by
+# a rule (exit 2), which exercises the estimators as well as the validators.
+PLAUSIBLE: dict[str, tuple[Any, ...]] = {
+    "method": ("pretrain", "cpt", "full", "dpo", "lora", "qlora"),
+    "precision": ("bf16", "fp8", "fp16", "fp32"),
+    "optimizer": ("adamw", "adamw8bit", "sgd", "adafactor"),
+    "recompute": ("none", "selective", "full"),
+    "offload": ("none", "optimizer", "optimizer+params"),
+    "fsdp": ("none", "full"),
+    "zero": (0, 1, 2, 3),
+    "tp": (1, 2, 4, 8), "pp": (1, 2, 4), "dp": (1, 2, 4, 8, 16), "cp": (1, 2), "ep": (1, 2, 8),
+    "micro_batch": (1, 2, 4, 8),
+    "seq_len": (512, 2048, 4096, 8192, 32768),
+    "accelerator": ("h100-sxm-80gb", "a100-sxm-80gb", "h20", "l40s", "rtx-4090", "mi300x", "b200"),
+    "count": (1, 2, 8, 16, 64),
+    "model": ("llama-3.1-8b", "llama-3.1-70b", "qwen2.5-32b", "qwen2.5-7b", "mixtral-8x7b"),
+}
+
+
+def _plausible(parent: dict, key: Any, rng: random.Random) -> None:
+    value = parent.get(key)
+    if key in PLAUSIBLE:
+        parent[key] = rng.choice(PLAUSIBLE[key])
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        scaled = value * rng.choice((0.1, 0.25, 0.5, 2, 4, 10))
+        parent[key] = max(1, int(scaled)) if isinstance(value, int) else scaled
+
+
 def _paths(data: Any, prefix: tuple = ()) -> list[tuple]:
     """Every key path in a nested mapping (containers and leaves)."""
     out: list[tuple] = []
@@ -64,9 +92,11 @@ def _mutate_data(data: dict, rng: random.Random, others: list[dict]) -> None:
     parent = _parent(data, path)
     if parent is None:
         return
-    op = rng.randrange(6)
+    op = rng.randrange(12)
     key = path[-1]
-    if op == 0:
+    if op >= 6:
+        _plausible(parent, key, rng)
+    elif op == 0:
         parent[key] = rng.choice(NASTY)
     elif op == 1:
         value = parent.get(key)

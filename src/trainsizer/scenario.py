@@ -205,7 +205,7 @@ def _check_batch_within_data(training: Training, origin: str) -> None:
     if training.tokens_total and training.tokens_per_step > training.tokens_total:
         raise SpecError(f"{origin}: global_batch",
                         f"one step needs {training.tokens_per_step:,} tokens, more than the whole run's "
-                        f"{training.tokens_total:,.0f} tokens of data: lower global_batch or give more data")
+                        f"{training.tokens_total:,.{0 if training.tokens_total >= 1 else 3}f} tokens of data: lower global_batch or give more data")
 
 
 def _tokens_total(job: Job) -> float:

@@ -68,11 +68,11 @@ class DataSpec(_Strict):
     For DPO a sample is a preference pair and `avg_tokens` the length of one sequence (prompt + one
     response); `global_batch.sequences` then counts pairs, as TRL's batch size does."""
 
-    tokens: float | None = Field(None, gt=0, le=MAX_TOKENS)
-    dataset_gb: float | None = Field(None, gt=0, le=MAX_DATASET_GB)
+    tokens: float | None = Field(None, ge=1, le=MAX_TOKENS)
+    dataset_gb: float | None = Field(None, ge=1e-6, le=MAX_DATASET_GB)
     bytes_per_token: float = Field(DEFAULT_BYTES_PER_TOKEN, ge=0.5, le=64)
-    samples: float | None = Field(None, gt=0, le=MAX_TOKENS)
-    avg_tokens: float | None = Field(None, gt=0, le=10_000_000)
+    samples: float | None = Field(None, ge=1, le=MAX_TOKENS)
+    avg_tokens: float | None = Field(None, ge=1, le=10_000_000)
     epochs: float = Field(1.0, gt=0, le=10_000)
 
     @model_validator(mode="after")
