@@ -147,6 +147,14 @@ def _goal(scenario: Scenario, train_days: float, costs: dict[str, Any]) -> dict[
     return out
 
 
+def run_costs(scenario: Scenario, catalog: Any, gpu_hours: float, wall_hours: float, kwh: float
+              ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """(cost blocks, goal check, notes) of a run of known length: what `evaluate` reports, for the search."""
+    notes: list[str] = []
+    costs = _costs(scenario, catalog, gpu_hours, wall_hours, kwh, notes)
+    return costs, _goal(scenario, wall_hours / 24.0, costs), notes
+
+
 def require_configuration(scenario: Scenario) -> Scenario:
     """The scenario itself, if it names one configuration (hardware and strategy); else a clear error."""
     if scenario.system is None or scenario.strategy is None:

@@ -1,0 +1,266 @@
+"""`make_plan(job) -> Plan`: resolve the job, search hardware x strategies, rank by the goal, explain.
+
+Steps: the job is resolved (`scenario.resolve_job`); its `hardware`, if any, and command-line pins fix
+dimensions of the search; `search.hardware_candidates` lists the hardware the constraints allow and
+`search.search_options` finds the fastest fitting strategy on each; every feasible option is priced and
+timed exactly as `trainsizer estimate` would (`evaluate.run_costs`, `time_to_train`, `energy`); `search.rank`
+orders them by the goal; the top options, the Pareto front and the ties are then evaluated in full
+(`evaluate.evaluate`, the same blocks as `estimate --json`); `plan.explain` names the tier, what decides it,
+and when nothing satisfies the job, what binds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from trainsizer.estimate.energy import energy
+from trainsizer.estimate.train_time import time_to_train
+from trainsizer.evaluate import evaluate, run_costs
+from trainsizer.plan import explain
+from trainsizer.plan.schema import (
+    GoalOut,
+    HardwareOut,
+    Meets,
+    NetworkOut,
+    OptionSummary,
+    ParetoPoint,
+    Plan,
+    PlanOption,
+    Score,
+    SearchOut,
+    StrategyOut,
+)
+from trainsizer.scenario import Scenario, resolve_job
+from trainsizer.search import OptionResult, Pins, hardware_candidates, load_config, search_options
+from trainsizer.search import rank as ranking
+from trainsizer.spec import Job
+
+DEFAULT_TOP = 10
+STRATEGY_KEYS = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch", "recompute", "offload",
+                 "sequence_parallel", "distributed_optimizer", "framework")
+
+
+@dataclass(frozen=True)
+class Priced:
+    """One feasible option with the figures ranking needs (computed as `estimate` computes them)."""
+
+    result: OptionResult
+    scenario: Scenario
+    train_days: float
+    gpu_hours: float
+    costs: dict[str, Any]
+    goal: dict[str, Any]
+    score: float | None  # cost in the plan's currency or days, by the objective
+    cost: float | None  # cheapest mid cost in the plan's currency
+
+
+def plan_currency(scenario: Scenario) -> str:
+    budget = scenario.job.goal.budget
+    return budget.currency if budget else scenario.job.constraints.currency
+
+
+def _cheapest(costs: dict[str, Any], currency: str) -> float | None:
+    mids = [costs[k]["mid"] for k in ("rent", "buy") if k in costs and costs[k].get("currency") == currency]
+    return min(mids) if mids else None
+
+
+def _option_scenario(base: Scenario, r: OptionResult) -> Scenario:
+    return replace(base, accelerator=r.option.accelerator, network=r.option.network, system=r.system,
+                   strategy=r.strategy)
+
+
+def price(base: Scenario, r: OptionResult, catalog: Any) -> Priced:
+    """Days, GPU-hours, costs and goal check of an option's best strategy (as `evaluate` reports them)."""
+    sc = _option_scenario(base, r)
+    system = r.system
+    ttt = time_to_train(base.training.tokens_total, r.tokens_per_s, base.model.params_total, system.gpus,
+                        system.gpus_per_node)
+    pue = catalog.facility.pue
+    en = energy(system.gpus, ttt.train_days * 24.0, system.tdp_w, utilisation=r.busy_fraction,
+                pue=pue.mid if pue else 1.3)
+    costs, goal, _ = run_costs(sc, catalog, ttt.gpu_hours, ttt.train_days * 24.0, en.kwh)
+    cost = _cheapest(costs, plan_currency(base))
+    return Priced(r, sc, ttt.train_days, ttt.gpu_hours, costs, goal, None, cost)
+
+
+def _scored(i: int, p: Priced) -> ranking.Scored:
+    return ranking.Scored(i, p.train_days, p.cost, p.goal.get("meets_deadline"),
+                          p.goal.get("within_budget") if "within_budget" in p.goal else
+                          (False if p.scenario.job.goal.budget is not None else None))
+
+
+def _hardware_out(r: OptionResult) -> HardwareOut:
+    o, net = r.option, r.option.network
+    return HardwareOut(
+        accelerator=o.accelerator.id, accelerator_name=o.accelerator.name,
+        server=o.server.id if o.server is not None else None, count=o.count,
+        per_node=r.system.gpus_per_node, nodes=r.system.nodes, memory_gib_per_gpu=r.system.memory_gib,
+        network=None if net is None else NetworkOut(id=net.id, kind=net.kind, nics_per_node=net.nics_per_node,
+                                                    gbps_per_nic=net.gbps_per_nic, node_gb_s=round(net.node_gb_s, 2)),
+    )
+
+
+def layout_label(s: Any) -> str:
+    """'tp8 pp4 vpp2 dp16 cp2 ep8 zero1 dopt mb1 rc=sel off=opt' with defaults left out."""
+    parts = [f"{k}{getattr(s, k)}" for k in ("tp", "pp", "vpp", "dp", "cp", "ep") if getattr(s, k) != 1 or k == "dp"]
+    if s.zero:
+        parts.append(f"zero{s.zero}" + (f"/{s.shard_group}" if s.shard_group else ""))
+    if s.distributed_optimizer:
+        parts.append("dist-opt")
+    parts.append(f"mb{s.micro_batch}")
+    parts.append(f"rc={s.recompute}")
+    if s.offload != "none":
+        parts.append(f"offload={s.offload}")
+    return " ".join(parts)
+
+
+def _full_option(p: Priced, rank_: int, score: Score, tie: bool, why: str, catalog: Any) -> PlanOption:
+    result = evaluate(p.scenario, catalog)
+    r = p.result
+    meets = Meets(deadline=p.goal.get("meets_deadline"), budget=p.goal.get("within_budget"))
+    strategy = {k: getattr(r.strategy, k) for k in STRATEGY_KEYS}
+    return PlanOption(
+        id=r.option.key, rank=rank_, hardware=_hardware_out(r), strategy=StrategyOut(**strategy),
+        memory=result["memory"], time=result["time"], cost=result["cost"], energy=result["energy"],
+        meets=meets, score=score, tie=tie, why=why, strategies_evaluated=r.evaluated,
+        strategies_feasible=r.feasible, notes=result["notes"],
+    )
+
+
+def _load(job: Any, catalog: Any, overrides: Mapping[str, Any] | None) -> Scenario:
+    if isinstance(job, Scenario):
+        return job
+    if isinstance(job, str | Path):
+        from trainsizer.spec import read_mapping
+
+        data = read_mapping(Path(job))
+        if overrides:
+            data = apply_plan_overrides(data, overrides)
+        return resolve_job(job, catalog, data=data)
+    if isinstance(job, Mapping) and overrides:
+        return resolve_job(apply_plan_overrides(job, overrides), catalog)
+    return resolve_job(job, catalog)
+
+
+def apply_plan_overrides(data: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Goal and constraint overrides (`--max-nodes`, `--deadline-days`, `--budget`) merged into a job mapping
+    before validation, so bad values get the same errors as in the file."""
+    out = dict(data)
+
+    def section(name: str) -> dict[str, Any]:
+        cur = out.get(name)
+        out[name] = dict(cur) if isinstance(cur, Mapping) else {}
+        return out[name]
+
+    if overrides.get("max_nodes") is not None:
+        section("constraints")["max_nodes"] = overrides["max_nodes"]
+    if overrides.get("max_gpus") is not None:
+        section("constraints")["max_gpus"] = overrides["max_gpus"]
+    if overrides.get("deadline_days") is not None:
+        section("goal")["deadline_days"] = overrides["deadline_days"]
+    if overrides.get("budget") is not None:
+        goal = section("goal")
+        budget = goal.get("budget")
+        budget = dict(budget) if isinstance(budget, Mapping) else {}
+        budget["amount"] = overrides["budget"]
+        goal["budget"] = budget
+    if overrides.get("procurement") is not None:
+        section("goal")["procurement"] = overrides["procurement"]
+    return out
+
+
+def _pins(scenario: Scenario, catalog: Any, pins: Pins | None) -> Pins:
+    hw = scenario.job.hardware
+    base = Pins()
+    if hw is not None:
+        base = Pins(accelerator=catalog.resolve_accelerator_id(hw.accelerator), count=hw.count,
+                    per_node=hw.per_node, network=hw.network)
+    if pins is None:
+        return base
+    acc = catalog.resolve_accelerator_id(pins.accelerator) if pins.accelerator else base.accelerator
+    return Pins(accelerator=acc, count=pins.count or base.count, per_node=pins.per_node or base.per_node,
+                network=pins.network or base.network)
+
+
+def _listed(scenario: Scenario, catalog: Any) -> dict[str, set[str] | None]:
+    c = scenario.job.constraints
+    return {"exclude": {catalog.resolve_accelerator_id(n) for n in c.exclude},
+            "include": None if c.include is None else {catalog.resolve_accelerator_id(n) for n in c.include}}
+
+
+def make_plan(job: str | Path | Mapping[str, Any] | Job | Scenario, catalog: Any = None, *,
+              pins: Pins | None = None, top: int = DEFAULT_TOP, overrides: Mapping[str, Any] | None = None) -> Plan:
+    """The plan for `job` (a job file, mapping, `Job` or resolved `Scenario`); see module docstring."""
+    from trainsizer.catalog import load_catalog
+
+    start = time.perf_counter()
+    catalog = catalog if catalog is not None else load_catalog()
+    scenario = _load(job, catalog, overrides)
+    pins = _pins(scenario, catalog, pins)
+    base = replace(scenario, accelerator=None, network=None, system=None, strategy=None)
+    cfg = load_config()
+    cands = hardware_candidates(base, catalog, pins, _listed(scenario, catalog), cfg)
+    framework = scenario.job.strategy.framework if scenario.job.strategy is not None else "auto"
+    results, stats = search_options(base.model, base.training, cands.options, cfg, framework)
+    priced = [price(base, r, catalog) for r in results if r.strategy is not None]
+    objective = ranking.objective(scenario.job.goal)
+    metric = ranking.metric_of(objective)
+    scored = [_scored(i, p) for i, p in enumerate(priced)]
+    ranked = ranking.rank(scored, objective)
+    tied = ranking.ties(ranked, objective, cfg.tie_fraction)
+    size = {i: (p.result.system.nodes, p.result.option.count) for i, p in enumerate(priced)}
+    ranked = ranking.prefer_simple(ranked, tied, size)
+    tied = ranking.ties(ranked, objective, cfg.tie_fraction) if tied else tied
+    front = ranking.pareto(scored)
+    currency = plan_currency(base)
+
+    def score(s: ranking.Scored) -> Score:
+        v = ranking.value(s, metric)
+        return Score(metric=metric, value=v if v != float("inf") else None,
+                     currency=currency if metric == "cost" else None, uncertainty_fraction=cfg.tie_fraction)
+
+    tie_ids = {s.index for s in tied}
+    shown = [s for s in ranked[:max(top, 1)]]
+    shown += [s for s in ranked if (s.index in tie_ids or s in front) and s not in shown]
+    shown.sort(key=lambda s: ranked.index(s))
+    feasible_ok = bool(ranked) and ranked[0].satisfies
+    options = []
+    for s in shown:
+        pos = ranked.index(s) + 1
+        why = explain.why(s, ranked, priced, metric, currency, cfg.tie_fraction, tie_ids, feasible_ok)
+        options.append(_full_option(priced[s.index], pos, score(s), s.index in tie_ids and len(tie_ids) > 1,
+                                    why, catalog))
+    recommended = options[0] if options and feasible_ok else None
+    notes = list(scenario.notes) + cands.notes + explain.plan_notes(scenario, pins, objective, tied, priced)
+    binding = None if feasible_ok else explain.binding(base, catalog, results, priced, ranked, cands, pins, cfg)
+    tier = explain.tier(recommended, priced[ranked[0].index], priced, results, objective, cfg) if recommended else None
+    summaries = [_summary(priced[s.index], s) for s in ranked]
+    return Plan(
+        job=base.summary(),
+        goal=GoalOut(objective=objective, deadline_days=scenario.job.goal.deadline_days,
+                     budget=scenario.job.goal.budget.amount if scenario.job.goal.budget else None,
+                     currency=currency, procurement=scenario.job.goal.procurement),
+        search=SearchOut(evaluated=stats.evaluated, feasible=stats.feasible,
+                         seconds=round(time.perf_counter() - start, 3), hardware_options=stats.options,
+                         hardware_options_pruned=stats.options_pruned_by_memory,
+                         hardware_options_feasible=len(priced), excluded_accelerators=cands.excluded,
+                         dominated_networks=cands.dominated_networks),
+        tier=tier, recommended=recommended, options=options, hardware_options=summaries,
+        ties=[priced[s.index].result.option.key for s in tied] if len(tied) > 1 else [],
+        pareto=[ParetoPoint(id=priced[s.index].result.option.key, train_days=s.train_days, cost=s.cost,
+                            currency=currency) for s in front],
+        binding=binding, notes=notes,
+    )
+
+
+def _summary(p: Priced, s: ranking.Scored) -> OptionSummary:
+    o = p.result.option
+    return OptionSummary(id=o.key, accelerator=o.accelerator.id, count=o.count, nodes=p.result.system.nodes,
+                         network=o.network.id if o.network is not None else None,
+                         layout=layout_label(p.result.strategy), train_days=p.train_days, cost=p.cost,
+                         currency=plan_currency(p.scenario) if p.cost is not None else None,
+                         meets=Meets(deadline=s.meets_deadline, budget=s.within_budget))

@@ -1,0 +1,213 @@
+"""The plan as JSON: a versioned pydantic schema (`Plan`), shipped as JSON Schema in docs/plan.schema.json.
+
+Stability: fields are only added (minor version) while `schema_version` starts with "1."; a field's meaning
+never changes within a major version. Blocks marked "as `estimate --json`" carry the same keys as that
+command's output (memory, time, cost, energy), so one reader handles both.
+
+Extension points: `PlanOption.build` and `Plan.build` hold the build-out blocks (bill of materials, node,
+network, storage, facility, software, risks, acceptance, phases) keyed by block name; they are None until
+those blocks are computed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = "1.0"
+
+Objective = Literal["time", "cost", "cost_under_deadline", "time_within_budget"]
+TierId = Literal["single-gpu", "single-node", "few-nodes", "large-cluster"]
+Resource = Literal["memory", "compute", "network", "deadline", "budget", "constraints"]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Open(BaseModel):
+    """A block whose documented keys are listed; more keys (from the estimators) may follow."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class NetworkOut(_Out):
+    id: str = Field(description="catalog network id, or 'custom'")
+    kind: str = Field(description="ib | roce | efa | ethernet")
+    nics_per_node: int
+    gbps_per_nic: float = Field(description="line rate per NIC, 10^9 bit/s")
+    node_gb_s: float = Field(description="expected payload per node and direction, 10^9 B/s")
+
+
+class HardwareOut(_Out):
+    accelerator: str = Field(description="catalog accelerator id")
+    accelerator_name: str
+    server: str | None = Field(description="catalog server id; None: no catalog server (a generic box)")
+    count: int = Field(description="GPUs in the job")
+    per_node: int = Field(description="GPUs per node used by the job")
+    nodes: int
+    network: NetworkOut | None = Field(description="scale-out network; None for a single node")
+    memory_gib_per_gpu: float
+
+
+class StrategyOut(_Out):
+    tp: int
+    pp: int
+    vpp: int
+    dp: int
+    cp: int
+    ep: int
+    zero: int = Field(description="ZeRO stage 0-3 (FSDP full shard = 3)")
+    shard_group: int = Field(description="hybrid shard group size; 0: shard over all of DP")
+    micro_batch: int
+    recompute: str = Field(description="none | selective | full")
+    offload: str = Field(description="none | optimizer | optimizer+params")
+    sequence_parallel: bool
+    distributed_optimizer: bool
+    framework: str = Field(description="framework named in the job, or 'auto' (chosen per strategy)")
+
+
+class MemoryOut(_Open):
+    """As `estimate --json` memory."""
+
+    per_gpu_gib: float
+    capacity_gib: float
+    fits: bool
+    headroom_gib: float
+
+
+class TimeOut(_Open):
+    """As `estimate --json` time."""
+
+    step_s: float
+    tokens_per_s: float
+    mfu: float
+    train_days: float
+    gpu_hours: float
+
+
+class CostOut(_Open):
+    """As `estimate --json` cost: `rent` and/or `buy` blocks with low / mid / high and their currency."""
+
+    currency: str
+
+
+class Meets(_Out):
+    deadline: bool | None = Field(description="None: the job has no deadline")
+    budget: bool | None = Field(description="None: no budget, or no price in the budget's currency")
+
+
+class Score(_Out):
+    metric: Literal["cost", "train_days"]
+    value: float | None = Field(description="None: no price for this option in the plan's currency")
+    currency: str | None = None
+    uncertainty_fraction: float = Field(description="differences below this fraction are ties")
+
+
+class PlanOption(_Out):
+    id: str = Field(description="stable key: '<accelerator> x<count>[ <network>]'")
+    rank: int = Field(description="1 = recommended")
+    hardware: HardwareOut
+    strategy: StrategyOut
+    memory: MemoryOut
+    time: TimeOut
+    cost: CostOut
+    energy: dict[str, Any] = Field(description="as `estimate --json` energy")
+    meets: Meets
+    score: Score
+    tie: bool = Field(description="within the model's uncertainty of the recommended option")
+    why: str = Field(description="how this option compares with the recommended one (or, for it, why it wins)")
+    strategies_evaluated: int
+    strategies_feasible: int
+    notes: list[str] = []
+    build: dict[str, Any] | None = Field(None, description="build-out blocks for this option, by block name")
+
+
+class ParetoPoint(_Out):
+    id: str = Field(description="PlanOption.id")
+    train_days: float
+    cost: float
+    currency: str
+
+
+class Tier(_Out):
+    id: TierId
+    gpus: int
+    nodes: int
+    decided_by: Resource = Field(description="what sets the size of the recommended option")
+    why: str
+
+
+class Relaxation(_Out):
+    change: str = Field(description="what to relax")
+    result: str = Field(description="what it buys")
+
+
+class Binding(_Out):
+    constraint: Resource
+    detail: str = Field(description="which constraint binds and by how much")
+    needed: float | None = None
+    allowed: float | None = None
+    unit: str | None = None
+    relaxations: list[Relaxation] = []
+
+
+class SearchOut(_Out):
+    evaluated: int = Field(description="strategies evaluated (rules + memory)")
+    feasible: int = Field(description="strategies that obey every rule and fit")
+    seconds: float
+    hardware_options: int = Field(description="accelerator x server x network x count options searched")
+    hardware_options_pruned: int = Field(description="options skipped by the memory lower bound")
+    hardware_options_feasible: int
+    excluded_accelerators: dict[str, str] = Field(description="accelerator id -> why it was not searched")
+    dominated_networks: list[str] = []
+
+
+class OptionSummary(_Out):
+    """One line per feasible hardware option (its best strategy), in rank order."""
+
+    id: str
+    accelerator: str
+    count: int
+    nodes: int
+    network: str | None
+    layout: str = Field(description="tp/pp/dp/... of the best strategy, e.g. 'tp8 pp4 dp16 mb1 sel'")
+    train_days: float
+    cost: float | None
+    currency: str | None
+    meets: Meets
+
+
+class GoalOut(_Out):
+    objective: Objective
+    deadline_days: float | None = None
+    budget: float | None = None
+    currency: str
+    procurement: Literal["rent", "buy", "either"]
+
+
+class Plan(_Out):
+    """What to buy or rent for a training job, and why."""
+
+    schema_version: str = SCHEMA_VERSION
+    job: dict[str, Any] = Field(description="the resolved job, as `trainsizer check --json`")
+    goal: GoalOut
+    search: SearchOut
+    tier: Tier | None = Field(description="None when nothing satisfies the job")
+    recommended: PlanOption | None = Field(description="options[0] when the job can be satisfied, else None")
+    options: list[PlanOption] = Field(description="the top options in full (best strategy per hardware option), "
+                                      "best first; the Pareto points and ties are always included")
+    hardware_options: list[OptionSummary] = Field(description="every feasible hardware option, best first")
+    ties: list[str] = Field(description="ids of options tied with the recommended one")
+    pareto: list[ParetoPoint] = Field(description="time-to-train vs cost front, fastest first")
+    binding: Binding | None = Field(description="when nothing satisfies the job: what binds, by how much")
+    notes: list[str] = []
+    build: dict[str, Any] | None = Field(None, description="build-out blocks of the recommended option")
+
+
+def json_schema() -> dict[str, Any]:
+    """The plan's JSON Schema (what docs/plan.schema.json holds)."""
+    schema = Plan.model_json_schema()
+    schema["title"] = "trainsizer plan"
+    return schema

@@ -1,0 +1,118 @@
+"""Tables for `trainsizer plan`, drawn from the same `Plan` that `--json` prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from trainsizer.render.console import console as wide_console
+from trainsizer.render.i18n import t
+
+
+def _days(v: float | None) -> str:
+    return "—" if v is None else (f"{v:,.1f}" if v >= 1 else f"{v:.2f}")
+
+
+def _money(v: float | None, currency: str | None) -> str:
+    return "—" if v is None else f"{v:,.0f} {currency or ''}".strip()
+
+
+def _tick(v: bool | None) -> str:
+    return "—" if v is None else ("✓" if v else "✗")
+
+
+def _layout(s: dict[str, Any]) -> str:
+    parts = [f"{k}{s[k]}" for k in ("tp", "pp", "vpp", "dp", "cp", "ep") if s[k] != 1 or k == "dp"]
+    if s["zero"]:
+        parts.append(f"zero{s['zero']}" + (f"/{s['shard_group']}" if s["shard_group"] else ""))
+    if s["distributed_optimizer"]:
+        parts.append("dist-opt")
+    parts.append(f"mb{s['micro_batch']}")
+    parts.append(f"rc={s['recompute']}")
+    if s["offload"] != "none":
+        parts.append(f"offload={s['offload']}")
+    return " ".join(parts)
+
+
+def _cost(option: dict[str, Any], currency: str) -> str:
+    """The cheapest mid cost of an option (rent or buy), in the plan's currency when priced in it."""
+    blocks = [b for k in ("rent", "buy") if (b := option["cost"].get(k))]
+    same = [b for b in blocks if b.get("currency") == currency] or blocks
+    if not same:
+        return "—"
+    b = min(same, key=lambda b: b["mid"])
+    return _money(b["mid"], b.get("currency"))
+
+
+def _options_table(plan: dict[str, Any], lang: str) -> Table:
+    L = lang
+    table = Table(title=t("plan_options_title", L))
+    for key, justify in (("plan_rank", "right"), ("plan_option", "left"), ("plan_layout", "left"),
+                         ("plan_mem", "right"), ("plan_days", "right"), ("plan_cost", "right"),
+                         ("plan_deadline", "center"), ("plan_budget", "center")):
+        table.add_column(t(key, L), justify=justify)
+    for o in plan["options"]:
+        cost_text = _cost(o, plan["goal"]["currency"])
+        rank = f"{o['rank']}" + (f" ({t('plan_tie', L)})" if o["tie"] else "")
+        table.add_row(rank, o["id"], _layout(o["strategy"]), f"{o['memory']['per_gpu_gib']:.1f}",
+                      _days(o["time"]["train_days"]), cost_text, _tick(o["meets"]["deadline"]),
+                      _tick(o["meets"]["budget"]))
+    return table
+
+
+def _pareto_table(plan: dict[str, Any], lang: str) -> Table:
+    table = Table(title=t("plan_pareto_title", lang))
+    for key in ("plan_option", "plan_days", "plan_cost"):
+        table.add_column(t(key, lang))
+    for p in plan["pareto"]:
+        table.add_row(p["id"], _days(p["train_days"]), _money(p["cost"], p["currency"]))
+    return table
+
+
+def _binding(plan: dict[str, Any], con: Console, lang: str) -> None:
+    b = plan["binding"]
+    con.print(f"[bold red]{t('plan_binding', lang)}[/] ({t('resource_' + b['constraint'], lang)}): {b['detail']}")
+    if b["relaxations"]:
+        table = Table()
+        table.add_column(t("plan_relax", lang))
+        table.add_column(t("plan_relax_buys", lang))
+        for r in b["relaxations"]:
+            table.add_row(r["change"], r["result"])
+        con.print(table)
+
+
+def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) -> None:
+    """The plan as tables: goal, tier, recommendation and why, options, Pareto front, binding, notes."""
+    con = console or wide_console()
+    L = lang
+    goal = plan["goal"]
+    con.print(f"[bold]{t('plan_title', L)}: {plan['job'].get('name', '')}[/bold]")
+    limits = [f"{goal['deadline_days']:g} d" if goal.get("deadline_days") else None,
+              _money(goal.get("budget"), goal["currency"]) if goal.get("budget") else None, goal["procurement"]]
+    con.print(f"{t('plan_goal', L)}: {t('objective_' + goal['objective'], L)} "
+              f"({', '.join(x for x in limits if x)})")
+    s = plan["search"]
+    con.print(f"{t('plan_search', L)}: " + t("plan_search_line", L).format(
+        evaluated=f"{s['evaluated']:,}", options=s["hardware_options"], feasible=f"{s['feasible']:,}",
+        seconds=f"{s['seconds']:.2f}"))
+    rec, tier = plan.get("recommended"), plan.get("tier")
+    if tier:
+        con.print(f"{t('plan_tier', L)}: [bold]{t('tier_' + tier['id'], L)}[/] — {t('plan_decided_by', L)} "
+                  f"{t('resource_' + tier['decided_by'], L)}: {tier['why']}")
+    if rec:
+        con.print(f"[bold green]{t('plan_recommended', L)}[/]: {rec['id']}, {_layout(rec['strategy'])}")
+        con.print(f"{t('plan_why', L)}: {rec['why']}")
+    if plan["options"]:
+        con.print(_options_table(plan, L))
+    else:
+        con.print(t("plan_no_option", L))
+    if plan["ties"]:
+        con.print(f"{t('plan_ties', L)}: {', '.join(plan['ties'])}")
+    if plan["pareto"]:
+        con.print(_pareto_table(plan, L))
+    if plan.get("binding"):
+        _binding(plan, con, L)
+    for note in plan.get("notes", []):
+        con.print(f"note: {note}")

@@ -1,0 +1,222 @@
+"""Hardware options a job may use: catalog accelerator x the server it comes in x network x GPU count.
+
+The job's constraints decide what is allowed: `include` / `exclude`, the market (export rules, domestic
+accelerators), `cooling` and `rack_kw` (the server must fit one rack), `max_nodes` / `max_gpus`, and the
+training precision (the accelerator needs a dense tensor peak for it). A pinned field (the job's `hardware`,
+or a CLI flag) fixes that dimension. Every accelerator left out is named with the reason, so a plan can say
+why a familiar card is missing.
+
+Networks: a server's scale-out fabric is the catalog networks of its NIC line rate (InfiniBand or RoCE),
+with the server's NIC count. Two fabrics that cost the same in the plan's cost model (accelerator prices
+only) and differ only in efficiency and latency are not both searched: the one that is no faster in either
+is dominated and dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainsizer.scenario import DEFAULT_NIC_EFFICIENCY, NetworkView, Scenario
+from trainsizer.search.config import SearchConfig, node_ladder
+from trainsizer.spec import NetworkSpec
+
+SCALE_OUT_KINDS = ("ib", "roce")  # fabrics a buyer or a neocloud offers for any server
+
+
+@dataclass(frozen=True)
+class Pins:
+    """Dimensions of the hardware fixed by the job's `hardware` or by command-line flags (None: search)."""
+
+    accelerator: str | None = None
+    count: int | None = None
+    per_node: int | None = None
+    network: str | NetworkSpec | None = None
+
+    @property
+    def any(self) -> bool:
+        return any(v is not None for v in (self.accelerator, self.count, self.per_node, self.network))
+
+
+@dataclass(frozen=True)
+class HardwareOption:
+    """One hardware configuration to search strategies on."""
+
+    accelerator: Any  # catalog Accelerator
+    server: Any | None  # catalog Server (None: no catalog server; a generic box of `per_node` cards)
+    per_node: int
+    count: int
+    network: NetworkView | None
+
+    @property
+    def nodes(self) -> int:
+        return max(1, -(-self.count // self.per_node))
+
+    @property
+    def key(self) -> str:
+        net = f" {self.network.id}" if self.network is not None and self.nodes > 1 else ""
+        return f"{self.accelerator.id} x{self.count}{net}"
+
+
+@dataclass
+class Candidates:
+    options: list[HardwareOption] = field(default_factory=list)
+    excluded: dict[str, str] = field(default_factory=dict)  # accelerator id -> why it is not searched
+    dominated_networks: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _precision_ok(acc: Any, precision: str) -> bool:
+    key = "tf32" if precision == "fp32" and acc.tflops_dense.get("tf32") else precision
+    return bool(acc.tflops_dense.get(key))
+
+
+def _accelerator_reason(acc: Any, scenario: Scenario, listed: dict[str, set[str] | None], pins: Pins) -> str | None:
+    """Why `acc` may not be used (None: it may)."""
+    c = scenario.job.constraints
+    if pins.accelerator is not None and acc.id != pins.accelerator:
+        return "not the pinned accelerator"
+    if acc.id in (listed["exclude"] or set()):
+        return "in constraints.exclude"
+    include = listed["include"]
+    if include is not None and acc.id not in include:
+        return "not in constraints.include"
+    explicit = include is not None or pins.accelerator is not None
+    if c.market == "china-domestic" and not acc.domestic_china and not explicit:
+        return "constraints.market is china-domestic and this is not a domestic accelerator"
+    if c.market in ("china", "china-domestic") and acc.china_export_restricted and not explicit:
+        return "export-restricted for the China market (as recorded in the catalog)"
+    if not _precision_ok(acc, scenario.training.precision):
+        return f"no dense {scenario.training.precision} tensor throughput"
+    return None
+
+
+def _server_reason(server: Any, scenario: Scenario) -> str | None:
+    c = scenario.job.constraints
+    if c.cooling == "air" and "air" not in server.cooling.lower():
+        return f"{server.id} needs {server.cooling} cooling; constraints.cooling is air"
+    if c.rack_kw is not None and server.power_max_w / 1000.0 > c.rack_kw:
+        return f"{server.id} draws up to {server.power_max_w / 1000:.1f} kW, more than constraints.rack_kw = {c.rack_kw:g}"
+    return None
+
+
+def _view(net: Any, nics: int) -> NetworkView:
+    return NetworkView(net.id, net.kind, nics, net.gbps_per_nic, net.efficiency_planning or DEFAULT_NIC_EFFICIENCY,
+                       net.latency_us or 5.0)
+
+
+def _pinned_network(spec: str | NetworkSpec, catalog: Any) -> NetworkView:
+    if isinstance(spec, NetworkSpec):
+        return NetworkView("custom", spec.kind, spec.nics_per_node, spec.gbps_per_nic, DEFAULT_NIC_EFFICIENCY, 5.0)
+    net = catalog.network(spec)
+    return _view(net, net.nics_per_node_default)
+
+
+def _nic_kinds(server: Any) -> tuple[str, ...]:
+    """RoCE only for servers whose NICs are Ethernet-only (Gaudi's on-die RoCE, Ascend's integrated ports)."""
+    nic = (server.nics.model or "").lower()
+    if "roce" in nic and not re.search(r"\bib\b|infiniband|vpi", nic):
+        return ("roce",)
+    return SCALE_OUT_KINDS
+
+
+def server_networks(server: Any, catalog: Any, dominated: list[str]) -> list[NetworkView]:
+    """Scale-out fabrics that suit `server` (its NIC line rate), dominated ones dropped."""
+    kinds = _nic_kinds(server)
+    views = [_view(n, server.nics.count) for n in catalog.networks.values()
+             if n.kind in kinds and n.gbps_per_nic == server.nics.gbps]
+    keep = []
+    for v in views:
+        beaten = any(o is not v and o.node_gb_s >= v.node_gb_s and o.latency_us <= v.latency_us
+                     and (o.node_gb_s, -o.latency_us) != (v.node_gb_s, -v.latency_us) for o in views)
+        if beaten:
+            dominated.append(f"{server.id}: {v.id}")
+        else:
+            keep.append(v)
+    return keep
+
+
+def _counts(per_node: int, multi_node: bool, max_gpus: int, max_nodes: int | None, cfg: SearchConfig) -> list[int]:
+    """GPU counts: powers of two inside one node, then whole nodes on the ladder."""
+    counts = {n for n in (1, 2, 4, 8, 16, 32, 64) if n < per_node} | {per_node}
+    if multi_node:
+        top = max_gpus // per_node
+        if max_nodes is not None:
+            top = min(top, max_nodes)
+        counts |= {n * per_node for n in node_ladder(top, cfg.node_ladder_steps_per_doubling)} if top >= 1 else set()
+    return sorted(c for c in counts if c <= max_gpus)
+
+
+def _servers_of(acc: Any, scenario: Scenario, catalog: Any, excluded: dict[str, str]) -> list[Any] | None:
+    """The accelerator's distinct server shapes that meet the constraints; [] for no catalog server;
+    None when every server is ruled out (reason recorded)."""
+    servers = catalog.servers_for(acc.id)
+    if not servers:
+        return []
+    ok, reasons, shapes = [], [], set()
+    for s in servers:
+        why = _server_reason(s, scenario)
+        if why:
+            reasons.append(why)
+            continue
+        shape = (s.gpus, s.nics.count, s.nics.gbps)  # DGX and HGX of one GPU are the same layout here
+        if shape not in shapes:
+            shapes.add(shape)
+            ok.append(s)
+    if not ok:
+        excluded[acc.id] = "; ".join(reasons)
+        return None
+    return ok
+
+
+def hardware_candidates(scenario: Scenario, catalog: Any, pins: Pins, listed: dict[str, set[str] | None],
+                        cfg: SearchConfig) -> Candidates:
+    """Every hardware option the job allows (see module docstring)."""
+    c = scenario.job.constraints
+    out = Candidates()
+    max_gpus = c.max_gpus if c.max_gpus is not None else cfg.default_max_gpus
+    if pins.count is not None:
+        max_gpus = pins.count
+    pinned_net = _pinned_network(pins.network, catalog) if pins.network is not None else None
+    for acc in sorted(catalog.accelerators.values(), key=lambda a: a.id):
+        why = _accelerator_reason(acc, scenario, listed, pins)
+        if why:
+            if why != "not the pinned accelerator":
+                out.excluded[acc.id] = why
+            continue
+        servers = _servers_of(acc, scenario, catalog, out.excluded)
+        if servers is None:
+            continue
+        for server in servers or [None]:
+            per_node = pins.per_node or (server.gpus if server is not None else 8)
+            if pinned_net is not None:
+                nets: list[NetworkView | None] = [pinned_net]
+            elif server is not None:
+                nets = list(server_networks(server, catalog, out.dominated_networks)) or [None]
+            else:
+                nets = [None]
+            for net in nets:
+                counts = _counts(per_node, net is not None, max_gpus, c.max_nodes, cfg)
+                if pins.count is not None:
+                    counts = [pins.count] if (pins.count <= per_node or net is not None) else []
+                for n in counts:
+                    if n > per_node and n % per_node:
+                        continue
+                    out.options.append(HardwareOption(acc, server, min(per_node, n) if n <= per_node else per_node,
+                                                      n, net if n > per_node else None))
+    out.options = _dedupe(out.options)
+    return out
+
+
+def _dedupe(options: list[HardwareOption]) -> list[HardwareOption]:
+    """One option per physical layout: single-node options do not depend on the scale-out network."""
+    seen: set[tuple] = set()
+    kept = []
+    for o in options:
+        key = (o.accelerator.id, o.server.id if o.server else None, o.per_node, o.count,
+               o.network.id if o.network else None)
+        if key not in seen:
+            seen.add(key)
+            kept.append(o)
+    return kept

@@ -1,0 +1,54 @@
+"""The search's constants (`data/search.yaml`): space limits, count ladder, tie band and tiers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    default_max_gpus: int
+    node_ladder_steps_per_doubling: int
+    max_tp: int
+    max_pp: int
+    cp_min_tokens_per_rank: int
+    vpp_values: tuple[int, ...]
+    micro_batches: tuple[int, ...]
+    tie_fraction: float
+    tiers: tuple[dict[str, Any], ...]
+
+
+@lru_cache(maxsize=1)
+def load_config() -> SearchConfig:
+    text = resources.files("trainsizer.search").joinpath("data/search.yaml").read_text(encoding="utf-8")
+    raw = yaml.safe_load(text)
+    return SearchConfig(
+        default_max_gpus=int(raw["default_max_gpus"]),
+        node_ladder_steps_per_doubling=int(raw["node_ladder_steps_per_doubling"]),
+        max_tp=int(raw["max_tp"]),
+        max_pp=int(raw["max_pp"]),
+        cp_min_tokens_per_rank=int(raw["cp_min_tokens_per_rank"]),
+        vpp_values=tuple(int(v) for v in raw["vpp_values"]),
+        micro_batches=tuple(int(v) for v in raw["micro_batches"]),
+        tie_fraction=float(raw["tie_fraction"]),
+        tiers=tuple(raw["tiers"]),
+    )
+
+
+def node_ladder(max_nodes: int, steps_per_doubling: int = 2) -> list[int]:
+    """Node counts 1, 2, 3, 4, 6, 8, 12, ... (two per doubling) up to and including `max_nodes`."""
+    out: set[int] = set()
+    base = 1
+    while base <= max_nodes:
+        for k in range(steps_per_doubling):
+            num = base * (steps_per_doubling + k)
+            if num % steps_per_doubling == 0 and num // steps_per_doubling <= max_nodes:
+                out.add(num // steps_per_doubling)
+        base *= 2
+    out.add(max_nodes)
+    return sorted(out)

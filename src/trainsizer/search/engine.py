@@ -1,0 +1,175 @@
+"""For every hardware option, the fastest strategy that obeys the rules and fits in memory.
+
+On one hardware option the GPU count and prices are fixed, so the fastest step is also the cheapest run and
+the shortest time to train: the best strategy of an option does not depend on the job's goal. The goal
+only ranks the options (`search.rank`).
+
+Work per option (vectorised with `estimate.evaluate_batch`):
+1. Memory lower bound: the model states sharded over every GPU (ZeRO-3 across the whole option) must fit
+   one GPU; when they do not, no strategy can, and the option is skipped without enumerating anything
+   (unless the job is one node, where CPU offload may still rescue it).
+2. Rules and memory of every strategy of `search.space` in one call; time only for those that fit.
+3. Options where nothing fits on one node get a second pass with CPU offload.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from trainsizer.estimate import evaluate_batch
+from trainsizer.estimate.inputs import (
+    DEGREE_FIELDS,
+    FLAG_FIELDS,
+    MODE_FIELDS,
+    RECOMPUTE,
+    Strategy,
+    System,
+    Training,
+)
+from trainsizer.estimate.memory import GIB
+from trainsizer.estimate.model_states import frozen_base_bytes, model_state_bytes
+from trainsizer.models.arch import ModelArch
+from trainsizer.scenario import build_system
+from trainsizer.search.candidates import HardwareOption
+from trainsizer.search.config import SearchConfig
+from trainsizer.search.space import strategies
+
+_FIELDS = (*DEGREE_FIELDS, *MODE_FIELDS, *FLAG_FIELDS)
+OFFLOAD_NAMES = ("none", "optimizer", "optimizer+params")
+
+
+@dataclass(frozen=True)
+class OptionResult:
+    """The best strategy found on one hardware option (strategy None: nothing fits)."""
+
+    option: HardwareOption
+    system: System
+    evaluated: int  # strategies evaluated (rules + memory)
+    feasible: int  # of which fit
+    strategy: Strategy | None = None
+    step_s: float = float("nan")
+    tokens_per_s: float = float("nan")
+    busy_fraction: float = 1.0  # compute share of the step (for energy)
+    mem_gib: float = float("nan")  # worst GPU of the best strategy
+    min_mem_gib: float = float("nan")  # least memory of any valid strategy (how far from fitting)
+    lower_bound_gib: float = 0.0  # model states sharded over every GPU
+    skipped: str | None = None  # why no strategy was enumerated
+    runner_up_step_s: float = float("nan")  # second-fastest distinct strategy on this option
+
+
+@dataclass
+class SearchStats:
+    evaluated: int = 0
+    feasible: int = 0
+    options: int = 0
+    options_pruned_by_memory: int = 0
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+def states_lower_bound_bytes(model: ModelArch, training: Training, gpus: int) -> float:
+    """Bytes per GPU of the model states with everything sharded over `gpus` (no activations, no offload):
+    no strategy on `gpus` GPUs needs less. Full / pretrain / DPO: ZeRO-3 states of every parameter (the least
+    of the framework profiles; DPO's frozen reference adds its 16-bit weights); LoRA / QLoRA: the frozen base."""
+    params = float(model.params_total)
+    if training.trains_base_weights:
+        states = min(float(model_state_bytes(params, training, model, zero=3, shard=gpus, profile=p))
+                     for p in ("hf", "megatron"))
+        if training.has_reference_model:
+            states += params * frozen_base_bytes(training)[0] / gpus
+        return states
+    return params * frozen_base_bytes(training)[0] / gpus
+
+
+def _take(strategy: Strategy, rows: np.ndarray) -> Strategy:
+    return replace(strategy, **{f: np.asarray(getattr(strategy, f))[rows] for f in _FIELDS})
+
+
+def _one(strategy: Strategy, i: int) -> Strategy:
+    """The i-th strategy of an array-valued Strategy, with plain Python values and mode names."""
+    vals: dict[str, Any] = {f: np.asarray(getattr(strategy, f))[i].item() for f in _FIELDS}
+    for f in DEGREE_FIELDS:
+        vals[f] = int(vals[f])
+    vals["recompute"] = RECOMPUTE[int(vals["recompute"])]
+    vals["offload"] = OFFLOAD_NAMES[int(vals["offload"])]
+    for f in FLAG_FIELDS:
+        vals[f] = bool(vals[f])
+    return replace(strategy, **vals)
+
+
+def option_system(option: HardwareOption) -> System:
+    system = build_system(option.accelerator, option.count, min(option.per_node, option.count), option.network)
+    ram = getattr(option.server, "ram_gib", None) if option.server is not None else None
+    return replace(system, host_ram_gib=float(ram)) if ram else system
+
+
+def _evaluate(model: ModelArch, training: Training, system: System, strat: Strategy) -> tuple[dict, int]:
+    mem = evaluate_batch(model, training, system, strat, parts=("valid", "memory"), threads=1)
+    return mem, int(np.asarray(strat.tp).size)
+
+
+def search_option(model: ModelArch, training: Training, option: HardwareOption, cfg: SearchConfig,
+                  framework: str = "auto") -> OptionResult:
+    """The fastest fitting strategy on one hardware option."""
+    system = option_system(option)
+    bound = states_lower_bound_bytes(model, training, option.count)
+    one_node = option.count <= option.per_node
+    if bound > system.memory_gib * GIB and not one_node:
+        return OptionResult(option, system, 0, 0, lower_bound_gib=bound / GIB,
+                            skipped="model states alone exceed GPU memory at this count")
+    args = (model, training.seq_len, training.global_batch_seqs, option.count, system.gpus_per_node,
+            system.domain_gpus, cfg)
+    evaluated, min_mem = 0, float("nan")
+    for offload in (False, True):
+        if offload and not one_node:
+            break
+        strat = strategies(*args, framework=framework, offload=offload)
+        if strat is None:
+            continue
+        mem, n = _evaluate(model, training, system, strat)
+        evaluated += n
+        valid = mem["valid"]
+        if valid.any():
+            least = float(np.nanmin(mem["mem_bytes"][valid])) / GIB
+            min_mem = least if not np.isfinite(min_mem) else min(min_mem, least)
+        rows = np.flatnonzero(mem["fits"])
+        if rows.size:
+            return _best(model, training, system, option, _take(strat, rows), mem["mem_bytes"][rows],
+                         evaluated, min_mem, bound / GIB)
+    return OptionResult(option, system, evaluated, 0, min_mem_gib=min_mem, lower_bound_gib=bound / GIB)
+
+
+def _best(model: ModelArch, training: Training, system: System, option: HardwareOption, fit: Strategy,
+          mem_bytes: np.ndarray, evaluated: int, min_mem: float, bound_gib: float) -> OptionResult:
+    t = evaluate_batch(model, training, system, fit, parts=("time",), threads=1)
+    step = t["step_s"]
+    # fastest; among equally fast (to 0.1%), the one with the most memory headroom
+    order = np.lexsort((mem_bytes, np.round(step / np.nanmin(step), 3)))
+    i = int(order[0])
+    runner = float(step[order[1]]) if len(order) > 1 else float("nan")
+    return OptionResult(
+        option, system, evaluated, int(len(step)), strategy=_one(fit, i), step_s=float(step[i]),
+        tokens_per_s=float(t["tokens_per_s"][i]), busy_fraction=float(t["compute"][i] / step[i]),
+        mem_gib=float(mem_bytes[i] / GIB), min_mem_gib=min_mem, lower_bound_gib=bound_gib,
+        runner_up_step_s=runner,
+    )
+
+
+def search_options(model: ModelArch, training: Training, options: list[HardwareOption], cfg: SearchConfig,
+                   framework: str = "auto") -> tuple[list[OptionResult], SearchStats]:
+    """`search_option` on every option; returns results (same order) and totals."""
+    start = time.perf_counter()
+    stats = SearchStats(options=len(options))
+    results = []
+    for option in options:
+        r = search_option(model, training, option, cfg, framework)
+        stats.evaluated += r.evaluated
+        stats.feasible += r.feasible
+        stats.options_pruned_by_memory += r.skipped is not None
+        results.append(r)
+    stats.seconds = time.perf_counter() - start
+    return results, stats

@@ -1,0 +1,95 @@
+"""Order hardware options by the job's goal; ties within the model's uncertainty; the time/cost Pareto front.
+
+Goal -> objective: the job's `goal.objective` if set ("time" with a budget is the fastest within budget);
+otherwise the cheapest that meets the deadline when a deadline is given, the fastest within the budget when
+only a budget is given, and the cheapest when neither is. A deadline and a budget are hard limits whatever
+the objective: options that meet both come first, ordered by the objective's figure (cost or days to
+train); the rest follow in the same order as best efforts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+OBJECTIVES = ("time", "cost", "cost_under_deadline", "time_within_budget")
+
+
+@dataclass(frozen=True)
+class Scored:
+    """What ranking needs to know about one hardware option."""
+
+    index: int  # position in the caller's list
+    train_days: float
+    cost: float | None  # in the plan's currency; None: no price in it
+    meets_deadline: bool | None
+    within_budget: bool | None
+
+    @property
+    def satisfies(self) -> bool:
+        return self.meets_deadline is not False and self.within_budget is not False
+
+
+def objective(goal: Any) -> str:
+    """The ranking objective of a job's goal (see module docstring)."""
+    budget = goal.budget is not None
+    if goal.objective == "time":
+        return "time_within_budget" if budget else "time"
+    if goal.objective is not None:
+        return goal.objective
+    if goal.deadline_days is not None:
+        return "cost_under_deadline"
+    return "time_within_budget" if budget else "cost"
+
+
+def metric_of(objective_: str) -> str:
+    return "train_days" if objective_ in ("time", "time_within_budget") else "cost"
+
+
+def value(s: Scored, metric: str) -> float:
+    v = s.train_days if metric == "train_days" else s.cost
+    return math.inf if v is None or not math.isfinite(v) else float(v)
+
+
+def rank(scored: list[Scored], objective_: str) -> list[Scored]:
+    """Best first: options meeting deadline and budget, then the rest, each by the objective's figure
+    (cost ties broken by time, time ties by cost)."""
+    metric = metric_of(objective_)
+    other = "cost" if metric == "train_days" else "train_days"
+    return sorted(scored, key=lambda s: (not s.satisfies, value(s, metric), value(s, other), s.index))
+
+
+def ties(ranked: list[Scored], objective_: str, fraction: float) -> list[Scored]:
+    """Options (the best included) within `fraction` of the best on the objective's figure, among those
+    that satisfy the job; empty when the best does not."""
+    if not ranked or not ranked[0].satisfies:
+        return []
+    metric = metric_of(objective_)
+    best = value(ranked[0], metric)
+    if not math.isfinite(best):
+        return ranked[:1]
+    return [s for s in ranked if s.satisfies and value(s, metric) <= best * (1.0 + fraction)]
+
+
+def prefer_simple(ranked: list[Scored], tied: list[Scored], size: dict[int, tuple[int, int]]) -> list[Scored]:
+    """Within a tie the model cannot tell the options apart, so the simplest goes first: fewest nodes, then
+    fewest GPUs (`size`: index -> (nodes, gpus)); the rest keep their order."""
+    if len(tied) < 2:
+        return ranked
+    ids = {s.index for s in tied}
+    head = sorted(tied, key=lambda s: (size[s.index], ranked.index(s)))
+    return head + [s for s in ranked if s.index not in ids]
+
+
+def pareto(scored: list[Scored]) -> list[Scored]:
+    """Options no other option beats on both days to train and cost (priced options only), fastest first."""
+    priced = sorted((s for s in scored if s.cost is not None and math.isfinite(s.train_days)),
+                    key=lambda s: (s.train_days, s.cost))
+    front: list[Scored] = []
+    best_cost = math.inf
+    for s in priced:
+        if s.cost < best_cost:
+            front.append(s)
+            best_cost = s.cost
+    return front

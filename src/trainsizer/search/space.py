@@ -1,0 +1,103 @@
+"""The strategies tried on one hardware option, as numpy arrays for `estimate.evaluate_batch`.
+
+Each physical layout appears once: degrees multiply to the GPU count (dp is what tp x pp x cp leaves);
+vpp > 1 only with pp > 1; EP only on MoE models and only dividing the experts and dp x cp; ZeRO stages only
+where there is data parallelism to shard over; sequence parallelism always on with TP (it only saves memory
+and traffic there, Korthikanti et al. 2022). Layout families follow what the frameworks run:
+
+- Megatron-style (TP, PP, CP or EP > 1): plain data parallel or the distributed optimizer (ZeRO-1 over DP).
+- Data parallel only (the HF Trainer / DeepSpeed / FSDP world): ZeRO 0-3, and FSDP hybrid shard within a
+  node when DP spans several nodes.
+- Offload (a second pass, tried only on options where nothing fits without it and the job is one node):
+  DeepSpeed ZeRO-Offload of the optimizer (ZeRO 1-3) and ZeRO-Infinity-style parameter offload (ZeRO-3).
+
+Every combination is then crossed with the micro-batch sizes and the three recompute modes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainsizer.estimate.inputs import OFFLOAD_CODE, Strategy
+from trainsizer.models.arch import ModelArch
+from trainsizer.search.config import SearchConfig
+
+# columns of a layout row before the micro-batch / recompute cross product
+_COLS = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "distributed_optimizer", "offload")
+OFF_NONE, OFF_OPT, OFF_PARAMS = OFFLOAD_CODE["none"], OFFLOAD_CODE["optimizer"], OFFLOAD_CODE["optimizer+params"]
+
+
+def _pow2_upto(limit: int) -> list[int]:
+    out, v = [], 1
+    while v <= limit:
+        out.append(v)
+        v *= 2
+    return out
+
+
+def _shard_modes(megatron: bool, dp: int, cp: int, per_node: int, offload: bool) -> list[tuple[int, int, int, int]]:
+    """(zero, shard_group, distributed_optimizer, offload code) choices for one layout."""
+    if offload:
+        if megatron:
+            return []
+        return [(1, 0, 0, OFF_OPT), (2, 0, 0, OFF_OPT), (3, 0, 0, OFF_OPT), (3, 0, 0, OFF_PARAMS)]
+    if dp * cp == 1:
+        return [(0, 0, 0, OFF_NONE)]
+    if megatron:
+        return [(0, 0, 0, OFF_NONE), (0, 0, 1, OFF_NONE)]
+    modes = [(z, 0, 0, OFF_NONE) for z in (0, 1, 2, 3)]
+    if dp > per_node and dp % per_node == 0:
+        modes.append((3, per_node, 0, OFF_NONE))  # FSDP hybrid shard: shard in a node, replicate across
+    return modes
+
+
+def layouts(model: ModelArch, seq_len: int, global_batch: int, gpus: int, per_node: int, domain: int,
+            cfg: SearchConfig, offload: bool = False) -> np.ndarray:
+    """Layout rows (columns `_COLS`), one per distinct layout, before micro-batch and recompute."""
+    rows: list[tuple[int, ...]] = []
+    tps = [t for t in _pow2_upto(min(cfg.max_tp, domain, gpus)) if model.heads % t == 0]
+    cps = [c for c in _pow2_upto(gpus) if c == 1 or (seq_len // c >= cfg.cp_min_tokens_per_rank
+                                                      and seq_len % (2 * c) == 0)]
+    pps = _pow2_upto(min(cfg.max_pp, model.layers, gpus))
+    experts = model.experts if model.is_moe else 1
+    for tp in tps:
+        for cp in cps:
+            for pp in pps:
+                if gpus % (tp * cp * pp):
+                    continue
+                dp = gpus // (tp * cp * pp)
+                if dp > global_batch:
+                    continue
+                vpps = [1] if pp == 1 else [v for v in cfg.vpp_values if pp * v <= model.layers]
+                eps = [e for e in _pow2_upto(experts) if experts % e == 0 and (dp * cp) % e == 0]
+                for ep in eps:
+                    megatron = tp > 1 or pp > 1 or cp > 1 or ep > 1
+                    for zero, sg, dist, off in _shard_modes(megatron, dp, cp, per_node, offload):
+                        if zero == 3 and pp > 1:
+                            continue
+                        rows.extend((tp, pp, v, dp, cp, ep, zero, sg, dist, off) for v in vpps)
+    return np.array(rows, dtype=float).reshape(-1, len(_COLS))
+
+
+def strategies(model: ModelArch, seq_len: int, global_batch: int, gpus: int, per_node: int, domain: int,
+               cfg: SearchConfig, framework: str = "auto", offload: bool = False) -> Strategy | None:
+    """All strategies for one hardware option as one array-valued `Strategy` (None: no layout at all)."""
+    base = layouts(model, seq_len, global_batch, gpus, per_node, domain, cfg, offload)
+    if not len(base):
+        return None
+    mbs = np.array(cfg.micro_batches, dtype=float)
+    dp = base[:, 3]
+    # micro_batch x dp must divide the global batch: drop impossible pairs before the cross product
+    ok = (global_batch % (mbs[None, :] * dp[:, None])) == 0
+    li, mi = np.nonzero(ok)
+    if not len(li):
+        return None
+    rec = np.arange(3, dtype=float)
+    li, mi, ri = np.repeat(li, 3), np.repeat(mi, 3), np.tile(rec, len(mi))
+    cols = {name: base[li, k] for k, name in enumerate(_COLS)}
+    return Strategy(
+        tp=cols["tp"], pp=cols["pp"], vpp=cols["vpp"], dp=cols["dp"], cp=cols["cp"], ep=cols["ep"],
+        zero=cols["zero"], shard_group=cols["shard_group"], micro_batch=mbs[mi], recompute=ri,
+        offload=cols["offload"], sequence_parallel=(cols["tp"] > 1).astype(float),
+        distributed_optimizer=cols["distributed_optimizer"], framework=framework,
+    )

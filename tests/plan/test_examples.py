@@ -1,0 +1,63 @@
+"""Every example gets a plan that validates against the shipped JSON Schema; each tier's example gets the
+recommendation a practitioner would accept."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from conftest import EXAMPLES, REPO
+
+SCHEMA = json.loads((REPO / "docs" / "plan.schema.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_every_example_gets_a_valid_plan(path, plan_of):
+    plan = plan_of(str(path))
+    data = plan.model_dump(mode="json")
+    jsonschema.validate(data, SCHEMA)
+    assert data["recommended"] is not None or data["binding"] is not None
+    if data["recommended"]:
+        rec = data["recommended"]
+        assert rec == data["options"][0]
+        assert rec["memory"]["fits"]
+        s = rec["strategy"]
+        assert s["tp"] * s["pp"] * s["dp"] * s["cp"] == rec["hardware"]["count"]
+        assert data["tier"] is not None
+
+
+def test_search_example_searches_the_catalog(plan_of):
+    plan = plan_of(str(REPO / "examples" / "sft-70b-search.yaml"))
+    assert plan.search.hardware_options > 50
+    assert len({o.accelerator for o in plan.hardware_options}) > 5
+    assert plan.search.evaluated > plan.search.feasible > 0
+    excluded = plan.search.excluded_accelerators
+    assert "rtx-4090" in excluded and "exclude" in excluded["rtx-4090"]
+    # a 70B full SFT: one or a few 8-GPU nodes, a fast fabric when it spans nodes, within the max_nodes = 8
+    rec = plan.recommended
+    assert rec.hardware.per_node == 8 and 1 <= rec.hardware.nodes <= 8
+    assert rec.hardware.nodes == 1 or rec.hardware.network.gbps_per_nic >= 200
+    assert rec.meets.deadline and rec.meets.budget
+    assert all(o.hardware.nodes <= 8 for o in plan.options)
+    assert plan.tier.id in ("single-node", "few-nodes")
+
+
+def test_qlora_7b_is_one_card(plan_of):
+    plan = plan_of(str(REPO / "examples" / "qlora-7b-one-gpu.yaml"))
+    assert plan.recommended.hardware.count == 1
+    assert plan.tier.id == "single-gpu" and plan.tier.decided_by == "memory"
+
+
+def test_pareto_front_is_not_dominated(plan_of):
+    plan = plan_of(str(REPO / "examples" / "sft-70b-search.yaml"))
+    front = plan.pareto
+    assert front
+    days = [p.train_days for p in front]
+    costs = [p.cost for p in front]
+    assert days == sorted(days) and costs == sorted(costs, reverse=True)
+    priced = [o for o in plan.hardware_options if o.cost is not None]
+    for o in priced:  # no option beats a front point on both figures
+        for p in front:
+            assert not (o.train_days < p.train_days and o.cost < p.cost)

@@ -1,0 +1,79 @@
+"""`trainsizer plan`: tables, --json, --out/--force, overrides, and bad input as one paragraph + exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from conftest import REPO
+
+SEARCH = str(REPO / "examples" / "sft-70b-search.yaml")
+QLORA = str(REPO / "examples" / "qlora-7b-one-gpu.yaml")
+
+
+def _job(tmp_path, **changes):
+    data = yaml.safe_load((REPO / "examples" / "qlora-7b-one-gpu.yaml").read_text(encoding="utf-8"))
+    data.pop("strategy")
+    data.pop("hardware")
+    for key, value in changes.items():
+        data[key] = value
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return str(path)
+
+
+def test_json_and_tables(run_cli):
+    code, out, err = run_cli("plan", QLORA, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["schema_version"].startswith("1.")
+    assert data["recommended"]["hardware"]["accelerator"] == "rtx-4090"
+    code, out, _ = run_cli("--lang", "zh", "plan", QLORA)
+    assert code == 0 and "推荐" in out and "rtx-4090 x1" in out
+    code, out, _ = run_cli("--lang", "en", "plan", QLORA)
+    assert code == 0 and "Recommended" in out
+
+
+def test_out_never_overwrites_without_force(run_cli, tmp_path):
+    target = tmp_path / "plan.json"
+    code, _, err = run_cli("plan", QLORA, "--out", str(target))
+    assert code == 0, err
+    first = json.loads(target.read_text(encoding="utf-8"))
+    assert first["recommended"]["hardware"]["count"] == 1
+    target.write_text("keep", encoding="utf-8")
+    code, _, err = run_cli("plan", QLORA, "--out", str(target))
+    assert code == 2 and "--force" in err and "Traceback" not in err
+    assert target.read_text(encoding="utf-8") == "keep"
+    code, _, err = run_cli("plan", QLORA, "--out", str(target), "--force")
+    assert code == 0 and json.loads(target.read_text(encoding="utf-8"))["schema_version"]
+
+
+def test_overrides_pin_and_constrain(run_cli, tmp_path):
+    job = _job(tmp_path)
+    code, out, err = run_cli("plan", job, "--accelerator", "h100-sxm-80gb", "--max-nodes", "1", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert {o["accelerator"] for o in data["hardware_options"]} == {"h100-sxm-80gb"}
+    assert all(o["nodes"] == 1 for o in data["hardware_options"])
+    code, out, _ = run_cli("plan", job, "--count", "2", "--top", "3", "--json")
+    data = json.loads(out)
+    assert code == 0 and {o["count"] for o in data["hardware_options"]} == {2}
+    assert len(data["options"]) >= min(3, len(data["hardware_options"]))
+
+
+@pytest.mark.parametrize(("args", "changes", "needle"), [
+    ((), {"constraints": {"include": ["h100-sxm-80gbb"]}}, "constraints.include[0]"),
+    (("--budget", "-5"), {}, "goal.budget.amount"),
+    (("--deadline-days", "0"), {}, "goal.deadline_days"),
+    ((), {"goal": {"deadline_days": 0}}, "goal.deadline_days"),
+    (("--accelerator", "h100x"), {}, "accelerator"),
+    (("--top", "0"), {}, "--top"),
+])
+def test_bad_input_is_one_paragraph_and_exit_2(run_cli, tmp_path, args, changes, needle):
+    job = _job(tmp_path, **changes)
+    code, out, err = run_cli("plan", job, *args)
+    assert code == 2
+    assert needle in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from trainsizer.catalog import load_catalog
+from trainsizer.estimate import evaluate_batch
+from trainsizer.estimate.memory import GIB
+from trainsizer.scenario import resolve_job
+from trainsizer.search import Pins, hardware_candidates, load_config, search_option
+from trainsizer.search.engine import option_system, states_lower_bound_bytes
+from trainsizer.search.space import strategies
+
+JOB = {"model": "llama-3.1-8b", "method": "full", "data": {"tokens": 1e9}, "seq_len": 4096,
+       "global_batch": {"sequences": 64}}
+
+
+def _cands(constraints=None, pins=None, **job):
+    cat = load_catalog()
+    sc = resolve_job(JOB | {"constraints": constraints or {}} | job, cat)
+    c = sc.job.constraints
+    listed = {"exclude": {cat.resolve_accelerator_id(n) for n in c.exclude},
+              "include": None if c.include is None else {cat.resolve_accelerator_id(n) for n in c.include}}
+    return sc, hardware_candidates(sc, cat, pins or Pins(), listed, load_config())
+
+
+def test_constraints_shape_the_candidates():
+    _, c = _cands({"exclude": ["h100-sxm-80gb"], "cooling": "air", "max_nodes": 4, "rack_kw": 20})
+    accs = {o.accelerator.id for o in c.options}
+    assert "h100-sxm-80gb" not in accs and c.excluded["h100-sxm-80gb"] == "in constraints.exclude"
+    assert "gb200" not in accs and "cooling" in c.excluded["gb200"]
+    assert all(o.nodes <= 4 for o in c.options)
+    assert all(o.server is None or o.server.power_max_w <= 20000 for o in c.options)
+    assert all(o.network is not None for o in c.options if o.nodes > 1)
+    _, c = _cands({"include": ["h20", "ascend-910b"], "market": "china"})
+    assert {o.accelerator.id for o in c.options} == {"h20", "ascend-910b"}
+    _, c = _cands({"market": "china-domestic"})
+    assert {o.accelerator.id for o in c.options} == {"ascend-910b"}
+    _, c = _cands(pins=Pins(accelerator="h100-sxm-80gb", count=16))
+    assert [(o.accelerator.id, o.count) for o in c.options] == [("h100-sxm-80gb", 16)] * len(c.options)
+
+
+@pytest.mark.parametrize("count", [1, 8, 16])
+def test_best_option_strategy_is_the_brute_force_fastest_fit(count):
+    sc, c = _cands(pins=Pins(accelerator="h100-sxm-80gb", count=count))
+    opt = c.options[0]
+    r = search_option(sc.model, sc.training, opt, load_config())
+    system = option_system(opt)
+    args = (sc.model, 4096, 64, count, system.gpus_per_node, system.domain_gpus, load_config())
+    out = evaluate_batch(sc.model, sc.training, system, strategies(*args))
+    n = out["valid"].size
+    bound = states_lower_bound_bytes(sc.model, sc.training, count)
+    # without offload, the lower bound never exceeds what any valid strategy needs
+    assert bound <= np.nanmin(out["mem_bytes"][out["valid"]])
+    if not out["feasible"].any():  # one node: the offload pass is searched next
+        out = evaluate_batch(sc.model, sc.training, system, strategies(*args, offload=True))
+        n += out["valid"].size
+    assert r.evaluated == n
+    assert r.feasible == int(out["feasible"].sum())
+    if r.strategy is not None:
+        assert r.step_s == pytest.approx(np.nanmin(np.where(out["feasible"], out["step_s"], np.nan)))
+        assert r.mem_gib * GIB <= system.memory_gib * GIB
+
+
+def test_memory_bound_skips_hopeless_counts():
+    sc, c = _cands(pins=Pins(accelerator="rtx-4090", count=16, per_node=8, network="roce-100"),
+                   model="llama-3.1-405b")
+    r = search_option(sc.model, sc.training, c.options[0], load_config())
+    assert r.skipped and r.evaluated == 0 and r.lower_bound_gib > 24

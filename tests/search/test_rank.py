@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trainsizer.search.rank import Scored, objective, pareto, prefer_simple, rank, ties
+
+points = st.lists(st.tuples(st.floats(0.1, 100), st.one_of(st.none(), st.floats(1, 1e6)), st.booleans()),
+                  min_size=1, max_size=30)
+
+
+def _scored(items):
+    return [Scored(i, d, c, ok, None) for i, (d, c, ok) in enumerate(items)]
+
+
+@given(points)
+def test_pareto_front_is_exactly_the_undominated(items):
+    scored = _scored(items)
+    front = pareto(scored)
+    ids = {s.index for s in front}
+    priced = [s for s in scored if s.cost is not None]
+    for s in priced:
+        dominated = any(o.train_days <= s.train_days and o.cost <= s.cost and
+                        (o.train_days, o.cost) != (s.train_days, s.cost) for o in priced)
+        if dominated:
+            assert s.index not in ids
+    for s in front:
+        assert not any(o.train_days < s.train_days and o.cost < s.cost for o in priced)
+
+
+@given(points)
+def test_satisfying_options_rank_first_and_ties_are_close(items):
+    scored = _scored(items)
+    ranked = rank(scored, "cost_under_deadline")
+    flags = [s.satisfies for s in ranked]
+    assert flags == sorted(flags, reverse=True)
+    tied = ties(ranked, "cost_under_deadline", 0.07)
+    if tied and ranked[0].cost is not None:
+        assert all(t.cost is not None and t.cost <= ranked[0].cost * 1.07 for t in tied)
+    size = {s.index: (1, s.index) for s in scored}
+    again = prefer_simple(ranked, tied, size)
+    assert sorted(s.index for s in again) == sorted(s.index for s in ranked)
+
+
+def test_objective_defaults():
+    g = lambda **k: SimpleNamespace(**({"deadline_days": None, "budget": None, "objective": None} | k))  # noqa: E731
+    assert objective(g(deadline_days=5)) == "cost_under_deadline"
+    assert objective(g(budget=object())) == "time_within_budget"
+    assert objective(g()) == "cost"
+    assert objective(g(objective="time")) == "time"
+    assert objective(g(objective="time", budget=object())) == "time_within_budget"

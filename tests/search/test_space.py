@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trainsizer.models import load_model
+from trainsizer.search import load_config
+from trainsizer.search.space import strategies
+
+LLAMA8 = load_model("llama-3.1-8b")
+MOE = load_model("deepseek-v3")
+
+
+def _rows(s):
+    cols = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch", "recompute", "offload",
+            "distributed_optimizer")
+    return np.stack([np.asarray(getattr(s, c), dtype=float) for c in cols], axis=1)
+
+
+@given(gpus=st.sampled_from([1, 2, 4, 8, 16, 24, 48, 64, 96, 512]), batch=st.sampled_from([8, 64, 96, 1024]),
+       seq=st.sampled_from([2048, 8192, 32768]))
+def test_every_strategy_uses_every_gpu_once_and_is_distinct(gpus, batch, seq):
+    s = strategies(LLAMA8, seq, batch, gpus, min(gpus, 8), 8, load_config())
+    if s is None:
+        return
+    rows = _rows(s)
+    assert np.all(rows[:, 0] * rows[:, 1] * rows[:, 3] * rows[:, 4] == gpus)
+    assert len(np.unique(rows, axis=0)) == len(rows)  # each physical layout once
+    assert np.all(batch % (rows[:, 8] * rows[:, 3]) == 0)
+    assert np.all((rows[:, 2] == 1) | (rows[:, 1] > 1))  # vpp only with pp
+    assert np.all(rows[:, 5] == 1)  # dense model: no EP
+    assert np.all((rows[:, 4] == 1) | (seq / rows[:, 4] >= load_config().cp_min_tokens_per_rank))
+    assert np.all((rows[:, 6] < 3) | (rows[:, 1] == 1))  # no ZeRO-3 with PP
+
+
+def test_moe_gets_expert_parallelism_and_offload_only_in_its_pass():
+    s = strategies(MOE, 4096, 1024, 64, 8, 8, load_config())
+    rows = _rows(s)
+    assert rows[:, 5].max() > 1 and np.all(MOE.experts % rows[:, 5] == 0)
+    assert np.all(rows[:, 10] == 0)
+    off = strategies(LLAMA8, 4096, 8, 1, 1, 8, load_config(), offload=True)
+    assert np.all(_rows(off)[:, 10] > 0)
