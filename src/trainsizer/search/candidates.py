@@ -121,10 +121,18 @@ def _nic_kinds(server: Any) -> tuple[str, ...]:
     return SCALE_OUT_KINDS
 
 
-def server_networks(server: Any, catalog: Any, dominated: list[str]) -> list[NetworkView]:
-    """Scale-out fabrics that suit `server` (its NIC line rate), dominated ones dropped."""
+def _host_gpus(acc: Any, server: Any | None) -> int:
+    """GPUs per node: the accelerator's host (GB200 NVL72: a 4-GPU compute tray), else the server's GPUs."""
+    if getattr(acc, "host_gpus", None):
+        return int(acc.host_gpus)
+    return int(server.gpus) if server is not None else 8
+
+
+def server_networks(server: Any, catalog: Any, dominated: list[str], per_node: int | None = None) -> list[NetworkView]:
+    """Scale-out fabrics that suit `server` (its NIC line rate, its NICs per GPU), dominated ones dropped."""
     kinds = _nic_kinds(server)
-    views = [_view(n, server.nics.count) for n in catalog.networks.values()
+    nics = max(1, round(server.nics.count * (per_node or server.gpus) / server.gpus))
+    views = [_view(n, nics) for n in catalog.networks.values()
              if n.kind in kinds and n.gbps_per_nic == server.nics.gbps]
     keep = []
     for v in views:
@@ -189,11 +197,11 @@ def hardware_candidates(scenario: Scenario, catalog: Any, pins: Pins, listed: di
         if servers is None:
             continue
         for server in servers or [None]:
-            per_node = pins.per_node or (server.gpus if server is not None else 8)
+            per_node = pins.per_node or _host_gpus(acc, server)
             if pinned_net is not None:
                 nets: list[NetworkView | None] = [pinned_net]
             elif server is not None:
-                nets = list(server_networks(server, catalog, out.dominated_networks)) or [None]
+                nets = list(server_networks(server, catalog, out.dominated_networks, per_node)) or [None]
             else:
                 nets = [None]
             for net in nets:

@@ -86,12 +86,14 @@ def states_lower_bound_bytes(model: ModelArch, training: Training, gpus: int) ->
 
 
 def _take(strategy: Strategy, rows: np.ndarray) -> Strategy:
-    return replace(strategy, **{f: np.asarray(getattr(strategy, f))[rows] for f in _FIELDS})
+    """The strategies at `rows` (fields left scalar stay scalar: they hold for every strategy)."""
+    return replace(strategy, **{f: np.asarray(v)[rows] for f in _FIELDS if np.ndim(v := getattr(strategy, f))})
 
 
 def _one(strategy: Strategy, i: int) -> Strategy:
     """The i-th strategy of an array-valued Strategy, with plain Python values and mode names."""
-    vals: dict[str, Any] = {f: np.asarray(getattr(strategy, f))[i].item() for f in _FIELDS}
+    vals: dict[str, Any] = {f: (np.asarray(v)[i] if np.ndim(v := getattr(strategy, f)) else np.asarray(v)).item()
+                            for f in _FIELDS}
     for f in DEGREE_FIELDS:
         vals[f] = int(vals[f])
     vals["recompute"] = RECOMPUTE[int(vals["recompute"])]
