@@ -23,7 +23,6 @@ from trainsizer.estimate.inputs import act_bytes
 @dataclass(frozen=True)
 class PerfConstants:
     gemm_efficiency_max: dict[str, float]
-    fp8_efficiency_ratio: float
     fp32_efficiency_ratio: float
     kernel_fixed_s: float
     host_s_per_layer_pass: float
@@ -41,11 +40,29 @@ class PerfConstants:
     p2p_exposed_fraction: float
     data_loading_exposed_s: float
     cpu_adam_params_per_s_per_gpu: float  # ZeRO-Offload CPU optimizer rate (offload section)
+    fp8_recipes: dict[str, dict[str, float]] = field(default_factory=dict)  # fp8 section: recipe -> figures
+    fp8_default_recipe: dict[str, str] = field(default_factory=dict)  # accelerator family -> recipe
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def gemm_efficiency(self, accelerator: str) -> float:
         """Large-GEMM fraction of dense peak for a catalog accelerator id (longest family prefix wins)."""
         return _by_family(self.gemm_efficiency_max, accelerator)
+
+    def fp8_recipe(self, accelerator: str, recipe: str = "auto") -> dict[str, float]:
+        """Figures of an FP8 scaling recipe ("auto": the accelerator family's default, e.g. MXFP8 on
+        Blackwell, delayed scaling elsewhere)."""
+        if recipe == "auto":
+            acc = accelerator.lower()
+            best, best_len = self.fp8_default_recipe.get("default", "delayed"), 0
+            for key, value in self.fp8_default_recipe.items():
+                if key != "default" and acc.startswith(key) and len(key) > best_len:
+                    best, best_len = value, len(key)
+            recipe = best
+        if recipe not in self.fp8_recipes:
+            from trainsizer.errors import unknown_name
+
+            raise unknown_name("training.fp8_recipe", "FP8 scaling recipe", recipe, ("auto", *self.fp8_recipes))
+        return {"name": recipe, **self.fp8_recipes[recipe]}  # type: ignore[dict-item]
 
     def flash_fraction(self, accelerator: str, kernel: str = "fa2") -> float:
         """Fused-attention forward fraction of the 16-bit dense peak for an accelerator family.
@@ -77,7 +94,6 @@ def load_constants() -> PerfConstants:
     g, a, m, c = d["gemm"], d["attention"], d["memory"], d["comm"]
     return PerfConstants(
         gemm_efficiency_max={str(k): float(v) for k, v in g["efficiency_max"].items()},
-        fp8_efficiency_ratio=float(g["fp8_efficiency_ratio"]),
         fp32_efficiency_ratio=float(g["fp32_efficiency_ratio"]),
         kernel_fixed_s=float(g["kernel_fixed_s"]),
         host_s_per_layer_pass=float(g["host_s_per_layer_pass"]),
@@ -95,6 +111,8 @@ def load_constants() -> PerfConstants:
         p2p_exposed_fraction=float(d["pipeline"]["p2p_exposed_fraction"]),
         data_loading_exposed_s=float(d["data_loading"]["exposed_s"]),
         cpu_adam_params_per_s_per_gpu=float(d["offload"]["cpu_adam_params_per_s_per_gpu"]),
+        fp8_recipes={str(n): {str(k): float(v) for k, v in r.items()} for n, r in d["fp8"]["recipes"].items()},
+        fp8_default_recipe={str(k): str(v) for k, v in d["fp8"]["default_recipe"].items()},
         raw=d,
     )
 
@@ -135,6 +153,12 @@ class Rates:
     inter_nic: float  # bytes/s per GPU of achieved network bandwidth
     kernel_fixed_s: float
     act_bytes: float  # bytes per activation element (2 for 16-bit, 4 for fp32)
+    gemm16_flops: float = 0.0  # FLOP/s of the 16-bit GEMMs kept out of FP8 (LM head, router); 0 = gemm_flops
+    fp8_cast_bytes: float = 0.0  # HBM bytes per FP8 GEMM operand element for scaling + cast (0: not FP8)
+
+    def __post_init__(self) -> None:
+        if not self.gemm16_flops:
+            object.__setattr__(self, "gemm16_flops", self.gemm_flops)
 
 
 def power_clock_factor(system: Any) -> float:
@@ -150,17 +174,28 @@ def power_clock_factor(system: Any) -> float:
 
 
 def rates(system: Any, precision: str, constants: PerfConstants | None = None,
-          calibration: Calibration | None = None, attention_kernel: str = "fa2") -> Rates:
-    """Effective rates for `system` (a `trainsizer.estimate.inputs.System`) in `precision`."""
+          calibration: Calibration | None = None, attention_kernel: str = "fa2", fp8_recipe: str = "auto") -> Rates:
+    """Effective rates for `system` (a `trainsizer.estimate.inputs.System`) in `precision`.
+
+    FP8: the linear layers' GEMMs at the FP8 peak x the bf16 efficiency x the recipe's GEMM ratio
+    (perf_constants.yaml `fp8`), the other GEMMs at the 16-bit rate, and the recipe's cast bytes."""
     k = constants or load_constants()
     cal = calibration or Calibration()
     peak = system.peak(precision) * 1e12
-    eff = k.gemm_efficiency(system.accelerator) * power_clock_factor(system)
+    eff16 = k.gemm_efficiency(system.accelerator) * power_clock_factor(system)
+    eff = eff16
+    cast_bytes = 0.0
     if precision == "fp8":
-        eff *= k.fp8_efficiency_ratio
+        recipe = k.fp8_recipe(system.accelerator, fp8_recipe)
+        eff *= recipe["gemm_efficiency_ratio"]
+        cast_bytes = recipe["cast_bytes_per_element"]
     elif precision == "fp32":
         eff *= k.fp32_efficiency_ratio
     gemm = cal.gemm_tflops * 1e12 if cal.gemm_tflops else peak * eff
+    gemm16 = gemm
+    if precision == "fp8":
+        p16 = "bf16" if system.peak_tflops.get("bf16") else precision
+        gemm16 = system.peak(p16) * 1e12 * eff16
     # Attention stays in 16-bit under FP8 training (Transformer Engine); flash efficiency rides on the bf16 GEMM.
     attn_precision = "bf16" if precision == "fp8" else precision
     if attn_precision == "bf16" and not system.peak_tflops.get("bf16"):
@@ -192,4 +227,6 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
         inter_nic=max(inter, 1.0),
         kernel_fixed_s=k.kernel_fixed_s,
         act_bytes=float(act_bytes(precision)),
+        gemm16_flops=gemm16,
+        fp8_cast_bytes=cast_bytes,
     )

@@ -15,11 +15,19 @@ Model (each line names its origin):
 - Element-wise work (norms, residual + dropout, activation, RoPE, cross-entropy, optimizer) at achieved
   HBM bandwidth; backward streams about twice the forward bytes (reads activation and gradient, writes
   gradient). With sequence parallelism the norm/dropout work is split over TP ranks (Korthikanti 2022 s4.2.2).
+  Fused kernels (Transformer Engine, torch.compile) are the default; eager PyTorch runs each op as its own
+  kernel and re-reads its inputs (`elementwise_passes`, perf_constants.yaml `eager`).
+- FP8 training (Transformer Engine, torchao float8): only the linear layers' GEMMs run in FP8 (Micikevicius et
+  al. 2022 "FP8 formats for deep learning" s4; TE docs "Using FP8 with Transformer Engine"); attention, the
+  LM head and the MoE router stay 16-bit. Each FP8 GEMM operand is scaled and cast: activations in forward,
+  output gradients in backward (`fp8_cast_bytes` HBM bytes per element, by recipe), and the weights (read
+  16-bit, write FP8 + its transpose) once per step with an FP8 weight cache, else every micro-batch.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -28,10 +36,13 @@ from trainsizer.estimate.flops import attention_gemm_weights, causal_fraction
 from trainsizer.models.arch import ModelArch
 
 
-def gemm_time(m, n, k, rates: Rates, batch=1.0, fixed: bool = True):
-    """Seconds for `batch` GEMMs of (m x k)(k x n) on one GPU (soft roofline + per-kernel fixed cost)."""
+def gemm_time(m, n, k, rates: Rates, batch=1.0, fixed: bool = True, linear: bool = True):
+    """Seconds for `batch` GEMMs of (m x k)(k x n) on one GPU (soft roofline + per-kernel fixed cost).
+
+    `linear`: a linear layer's GEMM (FP8 under FP8 training); False for the 16-bit ones (LM head, router,
+    non-flash attention scores)."""
     m, n, k = np.asarray(m, float), np.asarray(n, float), np.asarray(k, float)
-    t_flop = 2.0 * m * n * k / rates.gemm_flops
+    t_flop = 2.0 * m * n * k / (rates.gemm_flops if linear else rates.gemm16_flops)
     t_mem = rates.act_bytes * (m * k + k * n + m * n) / rates.hbm_bytes_s
     t = batch * np.sqrt(t_flop * t_flop + t_mem * t_mem)
     return t + (rates.kernel_fixed_s if fixed else 0.0)
@@ -112,12 +123,16 @@ class LayerTimes:
 
 def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micro_batch, sp, recompute,
                 ep, flash: bool, flash_rate: float, flash_bwd_over_fwd: float,
-                trains_base_weights: bool = True, moe_capacity_factor: float = 1.0) -> LayerTimes:
+                trains_base_weights: bool = True, moe_capacity_factor: float = 1.0,
+                elementwise_passes: float = 1.0, fp8_weight_casts: Any = 1.0) -> LayerTimes:
     """Compute seconds of one average decoder layer per micro-batch on one GPU.
 
     `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast. `moe_capacity_factor`: tokens
     on the busiest expert relative to balanced routing (Training.moe_capacity_factor): the expert GEMMs and the
-    token permutation of the slowest GPU scale with it.
+    token permutation of the slowest GPU scale with it. `elementwise_passes`: HBM traffic of element-wise work
+    relative to fused kernels (eager PyTorch > 1). FP8 casts cost `rates.fp8_cast_bytes` HBM bytes per operand
+    element (0 when not training in FP8); `fp8_weight_casts`: weight casts per micro-batch (1/m with an FP8
+    weight cache, 1 without; arrays allowed).
     """
     t = np.asarray(tp, float)
     c = np.asarray(cp, float)
@@ -142,7 +157,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     else:
         bh = b * heads_l
         sl = s / c
-        a_fwd_g = gemm_time(sl, s, shapes.d_qk, rates, batch=bh) + gemm_time(sl, shapes.d_v, s, rates, batch=bh)
+        a_fwd_g = (gemm_time(sl, s, shapes.d_qk, rates, batch=bh, linear=False)
+                   + gemm_time(sl, shapes.d_v, s, rates, batch=bh, linear=False))
         scores = bh * sl * s  # elements of the s x s score matrix on this GPU
         # fwd: scale+mask+softmax (r/w 16-bit) + dropout (r/w + 1-byte mask) ~ 4.5 elements of 2 B
         a_fwd = a_fwd_g + stream_time(scores * 4.5 * rates.act_bytes, rates, kernels=2)
@@ -152,25 +168,43 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     seq_share = np.where((spf > 0) & (t > 1), 1.0 / t, 1.0)
     ew_h = 11.0 * h * tok * seq_share
     ew_rope = 2.0 * (shapes.qkv_out / t) * tok
-    ew_fwd_common = (ew_h + ew_rope) * rates.act_bytes
+    ew_fwd_common = (ew_h + ew_rope) * rates.act_bytes * elementwise_passes
 
     def mlp_time(up, inner, tokens, batch=1.0):
         g = gemm_time(tokens, up / t, h, rates, batch=batch) + gemm_time(tokens, h, inner / t, rates, batch=batch)
-        act = shapes.act_elems_per_inner * inner / t * tokens * batch * rates.act_bytes
+        act = shapes.act_elems_per_inner * inner / t * tokens * batch * rates.act_bytes * elementwise_passes
         return g, act
+
+    def fp8_casts(tokens, k_in: float, n_out: float, weights: float):
+        """(forward, backward) seconds of FP8 scaling + casts around linears with `k_in` summed input widths
+        (activations cast in forward), `n_out` summed output widths (gradients cast in backward) and
+        `weights` weight elements on this GPU."""
+        cast = rates.fp8_cast_bytes
+        if not cast:
+            return 0.0, 0.0
+        w = weights * np.asarray(fp8_weight_casts, float) * 4.0  # read 16-bit, write fp8 + fp8 transpose
+        return (stream_time(tokens * k_in * cast + w, rates, kernels=3),
+                stream_time(tokens * n_out * cast, rates, kernels=3))
 
     g_dense, act_dense = mlp_time(shapes.ffn_up, shapes.ffn, tok)
     dense_fwd_g = g_attn + g_dense
     dense_fwd_ew = stream_time(ew_fwd_common + act_dense, rates, kernels=6)
+    # inputs of the linears: qkv and MLP-up share the normed hidden state (one cast each), o_proj and
+    # MLP-down their own; outputs: qkv, o (h), up (+gate), down (h)
+    attn_w = (shapes.qkv_out * h + h * shapes.attn_out_in) / t
+    c_fwd, c_bwd = fp8_casts(tok, 2.0 * h + (shapes.attn_out_in + shapes.ffn) / t,
+                             (shapes.qkv_out + shapes.ffn_up) / t + 2.0 * h,
+                             attn_w + (shapes.ffn_up * h + shapes.ffn * h) / t)
+    dense_fwd_ew = dense_fwd_ew + c_fwd
 
     fwd_sum = shapes.n_dense * (dense_fwd_g + a_fwd + dense_fwd_ew)
-    bwd_sum = shapes.n_dense * (bwd_gemm * dense_fwd_g + a_bwd + 2.0 * dense_fwd_ew)
+    bwd_sum = shapes.n_dense * (bwd_gemm * dense_fwd_g + a_bwd + 2.0 * (dense_fwd_ew - c_fwd) + c_bwd)
     recomp_full_sum = shapes.n_dense * (dense_fwd_g + a_fwd + dense_fwd_ew)
     if shapes.n_moe:
         local_exp = np.maximum(shapes.experts / e, 1.0)
         # tokens per local expert: balanced routing x capacity factor (the busiest GPU sets the pace)
         m_e = tok * shapes.topk / local_exp * moe_capacity_factor
-        g_router = gemm_time(tok, shapes.experts, h, rates)
+        g_router = gemm_time(tok, shapes.experts, h, rates, linear=False)
         g_exp, act_exp = mlp_time(shapes.expert_up, shapes.expert_ffn, m_e, batch=local_exp)
         g_sh = act_sh = 0.0
         if shapes.shared_ffn:
@@ -179,8 +213,18 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
         perm = 4.0 * h * tok * shapes.topk * moe_capacity_factor * rates.act_bytes
         moe_g = g_attn + g_router + g_exp + g_sh
         moe_ew = stream_time(ew_fwd_common + act_exp + act_sh + perm, rates, kernels=10)
+        # FP8 casts: attention as in a dense layer; routed tokens into and out of the experts; every local
+        # expert's weights
+        ex_tok = tok * shapes.topk * moe_capacity_factor
+        sh_w = (shapes.shared_up * h + shapes.shared_ffn * h) / t
+        m_fwd, m_bwd = fp8_casts(tok, 2.0 * h + shapes.attn_out_in / t + shapes.shared_ffn / t,
+                                 shapes.qkv_out / t + h + shapes.shared_up / t + h,
+                                 attn_w + sh_w + local_exp * (shapes.expert_up * h + shapes.expert_ffn * h) / t)
+        e_fwd, e_bwd = fp8_casts(ex_tok, h + shapes.expert_ffn / t, shapes.expert_up / t + h, 0.0)
+        moe_ew = moe_ew + m_fwd + e_fwd
         fwd_sum = fwd_sum + shapes.n_moe * (moe_g + a_fwd + moe_ew)
-        bwd_sum = bwd_sum + shapes.n_moe * (bwd_gemm * moe_g + a_bwd + 2.0 * moe_ew)
+        bwd_sum = bwd_sum + shapes.n_moe * (bwd_gemm * moe_g + a_bwd + 2.0 * (moe_ew - m_fwd - e_fwd) + m_bwd
+                                            + e_bwd)
         recomp_full_sum = recomp_full_sum + shapes.n_moe * (moe_g + a_fwd + moe_ew)
     L = shapes.layers
     fwd = fwd_sum / L
@@ -188,7 +232,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     bwd = bwd_sum / L + recomp
     # --- LM head: GEMM over the vocab shard + vocab-parallel cross-entropy on fp32 logits
     v_l = shapes.vocab / t
-    head_g = gemm_time(tok, v_l, h, rates)
+    head_g = gemm_time(tok, v_l, h, rates, linear=False)  # the LM head stays 16-bit under FP8 (TE, torchao)
     ce_fwd = stream_time(tok * v_l * 6.0, rates, kernels=3)  # read 16-bit logits, write fp32 softmax stats
     head_fwd = head_g + ce_fwd + stream_time(4.0 * h * tok * seq_share * rates.act_bytes, rates)  # final norm
     head_bwd = bwd_gemm * head_g + 2.0 * ce_fwd

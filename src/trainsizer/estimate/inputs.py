@@ -30,7 +30,8 @@ FRAMEWORKS = ("auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "d
 # Strategy fields by kind: integer degrees and sizes, mode names (codes in arrays), on/off flags.
 DEGREE_FIELDS = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch")
 MODE_FIELDS = ("recompute", "offload")
-FLAG_FIELDS = ("sequence_parallel", "distributed_optimizer", "pipeline_embedding_layer", "pipeline_loss_layer")
+FLAG_FIELDS = ("sequence_parallel", "distributed_optimizer", "pipeline_embedding_layer", "pipeline_loss_layer",
+               "torch_compile")
 # Encodings used inside Strategy arrays (so vectors stay numeric).
 RECOMPUTE_CODE = {name: i for i, name in enumerate(RECOMPUTE)}
 OFFLOAD_CODE = {name: i for i, name in enumerate(OFFLOAD)}
@@ -61,6 +62,9 @@ class Training:
     # to capacity_factor x tokens*top_k/experts. Scales the dispatched (routed) activations, the expert GEMMs,
     # the token permutation and the EP all-to-all on the busiest GPU. A named input, not fitted.
     moe_capacity_factor: float = 1.0
+    # FP8 scaling recipe (precision fp8 only): "auto" (the accelerator's default: MXFP8 on Blackwell, delayed
+    # scaling elsewhere), "delayed", "tensorwise", "rowwise", "mxfp8" (perf_constants.yaml `fp8`).
+    fp8_recipe: str = "auto"
 
     @property
     def trains_base_weights(self) -> bool:
@@ -157,6 +161,9 @@ class Strategy:
     # pp * vpp may exceed the decoder layers by up to 2 and the outer stages hold fewer decoder layers.
     pipeline_embedding_layer: Any = False
     pipeline_loss_layer: Any = False
+    # element-wise work in fused kernels: torch.compile (torchtitan, HF torch_compile) or a framework's own
+    # fused kernels (Transformer Engine, Apex); False = eager PyTorch, one kernel per op (PyTorch frameworks)
+    torch_compile: Any = True
     framework: str = "auto"  # one of FRAMEWORKS; one value for the whole batch of strategies
 
     @property

@@ -20,6 +20,7 @@ Procurement = Literal["rent", "buy", "either"]
 Cooling = Literal["air", "liquid"]
 NetworkKind = Literal["ib", "roce", "efa", "ethernet"]
 Fsdp = Literal["none", "full", "hybrid"]
+Fp8Recipe = Literal["auto", "delayed", "tensorwise", "rowwise", "mxfp8"]
 Framework = Literal["auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "deepseek-dualpipe",
                     "torchtitan"]
 
@@ -185,6 +186,8 @@ class StrategySpec(_Strict):
     # Megatron-Core account_for_embedding/loss_in_pipeline_split (the embedding / the loss take a layer slot)
     pipeline_embedding_layer: bool = False
     pipeline_loss_layer: bool = False
+    # fused element-wise kernels (torch.compile or the framework's own); false = eager PyTorch
+    torch_compile: bool = True
     framework: Framework = "auto"
 
     @model_validator(mode="after")
@@ -207,6 +210,8 @@ class Job(_Strict):
     seq_len: int = Field(gt=0, le=10_000_000)
     global_batch: GlobalBatch
     precision: Precision = "bf16"
+    # FP8 scaling recipe (precision fp8): auto = MXFP8 on Blackwell, delayed scaling (Transformer Engine) elsewhere
+    fp8_recipe: Fp8Recipe = "auto"
     optimizer: Optimizer = "adamw"
     flash_attention: bool = True
     # MoE routing imbalance: tokens an expert receives relative to a perfectly balanced router (1.0).
