@@ -10,9 +10,11 @@ path's framework styles (no per-row or per-source factors):
   Transformer Engine); `act_recompute` empty = not stated = none (NeMo 25.04 Llama 3.1 / GPT-3 recipes do not
   recompute). The 30-layer 405B proxy counts embedding and loss as pipeline layers (Megatron
   `account_for_embedding/loss_in_pipeline_split`).
-- torchtitan rows: framework `torchtitan` (FSDP2 + TP / PP / CP); torchtitan "selective" is its own
-  selective AC (per-op policy; the every-2nd-layer variant recomputes a similar share of a layer and is
-  evaluated the same way); "float8 linears" = FP8 training on the linear layers.
+- torchtitan rows: framework `torchtitan` (FSDP2 + TP / PP / CP) with the row's options: torch.compile or
+  eager, async TP, FP8 recipe (torchao tensorwise, or rowwise where stated), FP8 FSDP all-gather where
+  stated; Interleaved 1F1B with 2 stages per rank (torchtitan default; assumed). torchtitan "selective" is
+  its own selective AC (per-op policy; the every-2nd-layer variant recomputes a similar share of a layer and
+  is evaluated the same way); "float8 linears" = FP8 training on the linear layers.
 - Hardware: DGX H100 (NDR400 per GPU) for NeMo; torchtitan's Grand Teton H100 96 GB held at 500 W (RoCE
   400 Gb/s per GPU), H200 with 400 Gb/s per GPU (WhiteFiber), A100-80GB DGX (200 Gb/s per GPU, assumed).
 Metrics: step_time and tokens/s directly; NeMo MFU with NeMo's own FLOPs formulas (`llama3`: Llama 3 with
@@ -35,7 +37,7 @@ import numpy as np
 
 from trainsizer.estimate import flops as F
 from trainsizer.estimate.inputs import Strategy, System, Training
-from trainsizer.estimate.step_time import step_time_arrays
+from trainsizer.estimate.step_time import PerfStyle, perf_style, step_time_arrays
 from trainsizer.models import load_model
 from trainsizer.models.arch import ModelArch
 
@@ -137,6 +139,15 @@ def _precision(row: dict) -> str:
     return "fp8" if ("fp8" in p or "float8" in p) else "bf16"
 
 
+def torchtitan_style(row: dict) -> PerfStyle:
+    """torchtitan's perf style with the row's job options: async TP (TP communication overlapped with the
+    GEMMs by micro-pipelining, like Megatron's --tp-comm-overlap) and FP8 FSDP all-gather."""
+    text = row["framework"].lower()
+    async_tp = "async" in text.replace("asynctp", "async") and "vanilla" not in text
+    return replace(perf_style("torchtitan"), tp_comm_overlap=async_tp,
+                   fp8_param_allgather="all-gather" in row["precision"].lower())
+
+
 def configure(row: dict) -> tuple[ModelArch, Training, System, Strategy, str]:
     """The row's (model, training, system, strategy, framework)."""
     model = model_of(row)
@@ -147,10 +158,12 @@ def configure(row: dict) -> tuple[ModelArch, Training, System, Strategy, str]:
     mb = _i(row["micro_batch"]) or 1
     seq = _i(row["seq_len"])
     precision = _precision(row)
+    recipe = "auto" if precision != "fp8" else "rowwise" if "rowwise" in row["precision"] else "tensorwise"
     nemo = row["source"].startswith("NVIDIA/dgxc")
     if nemo:
         gbs = _i(row["global_batch_seqs"])
         framework = "megatron-core"
+        recipe = "delayed"  # NeMo 25.04 recipes: Transformer Engine delayed scaling
         # Megatron account_for_embedding/loss_in_pipeline_split: a chunk count above the layers is the
         # embedding and the loss taking a layer's slot each
         extra = max(0, pp * vpp - model.layers) if pp > 1 else 0
@@ -161,11 +174,15 @@ def configure(row: dict) -> tuple[ModelArch, Training, System, Strategy, str]:
         # torchtitan "local batch size" is per DP rank: global = local x dp (CP ranks share a sequence)
         gbs = _i(row["global_batch_seqs"]) or mb * dp
         framework = "torchtitan"
+        if "interleaved" in row["framework"].lower() and vpp == 1:
+            vpp = 2  # torchtitan Interleaved1F1B: 2 stages per rank by default (assumed; not in the table)
         strategy = Strategy(tp=tp, pp=pp, vpp=vpp, dp=dp, cp=cp, micro_batch=1 if pp > 1 else mb, zero=3,
-                            recompute=_recompute(row), sequence_parallel=tp > 1, framework=framework)
+                            recompute=_recompute(row), sequence_parallel=tp > 1, framework=framework,
+                            torch_compile="compile" in row["framework"].lower())
         if pp > 1:  # local batch split into micro-batches of 1 (torchtitan pipeline default: n_microbatches = pp)
             strategy = strategy.with_(micro_batch=max(1, mb // pp))
-    training = Training(precision=precision, seq_len=seq, global_batch_seqs=gbs, flash_attention=True)
+    training = Training(precision=precision, seq_len=seq, global_batch_seqs=gbs, flash_attention=True,
+                        fp8_recipe=recipe)
     return model, training, system_of(row, gpus), strategy, framework
 
 
@@ -186,7 +203,8 @@ def torchtitan_flops_per_token(model: ModelArch, seq: int) -> float:
 
 def predict(row: dict) -> float:
     model, training, system, strategy, framework = configure(row)
-    out = step_time_arrays(model, training, system, strategy)
+    style = torchtitan_style(row) if framework == "torchtitan" else None
+    out = step_time_arrays(model, training, system, strategy, framework_style=style)
     step = float(np.asarray(out["step_s"]).reshape(-1)[0])
     gpus = _i(row["gpu_count"])
     tokens = training.global_batch_seqs * training.seq_len

@@ -167,6 +167,16 @@ def require_configuration(scenario: Scenario) -> Scenario:
     return scenario
 
 
+def framework_assumed(scenario: Scenario) -> dict[str, Any]:
+    """The training stack the estimate assumed: the named framework, or what "auto" picked for this layout and
+    why (`estimate.framework.resolve`), with what that stack assumes (docs/frameworks.md)."""
+    from trainsizer.estimate.framework import assumptions, resolve
+
+    strategy = scenario.strategy
+    out = resolve(strategy.framework, strategy, scenario.training.method in ("pretrain", "cpt"))
+    return out | {"assumes": assumptions(out["assumed"])}
+
+
 def evaluate(scenario: Scenario, catalog: Any, calibration: Calibration | None = None) -> dict[str, Any]:
     """Memory, time, cost, energy and goal for a scenario with hardware and strategy."""
     require_configuration(scenario)
@@ -185,6 +195,7 @@ def evaluate(scenario: Scenario, catalog: Any, calibration: Calibration | None =
     energy_dict = en.to_dict() | {"pue": pue.mid if pue else 1.3, "busy_fraction": busy}
     return {
         "job": scenario.summary(),
+        "framework": framework_assumed(scenario),
         "memory": mem.to_dict(),
         "time": time_dict,
         "cost": costs,

@@ -23,13 +23,28 @@ def test_every_framework_maps_to_a_memory_profile_and_a_perf_style() -> None:
         fw.check_framework("megatorn")
 
 
+def _pick(name, st, pretraining=False):
+    r = fw.resolve(name, st, pretraining)
+    return r["assumed"], r["memory_profile"], r["perf_style"]
+
+
 def test_auto_rule() -> None:
-    assert fw.resolve("auto", Strategy(dp=8)) == {"memory_profile": "hf", "perf_style": "hf"}
+    """auto picks today's stack: Megatron-Core for TP/PP/CP/EP or the distributed optimizer, torchtitan for
+    FSDP with model parallelism (or FSDP pre-training), HF for data-parallel fine-tuning; and says why."""
+    assert _pick("auto", Strategy(dp=8)) == ("hf", "hf", "hf")
+    assert fw.resolve("auto", Strategy(dp=8))["reason"] == "auto_reason_data_parallel"
     for st in (Strategy(tp=2, dp=4), Strategy(pp=2, dp=4), Strategy(cp=2, dp=4), Strategy(dp=8, ep=2),
                Strategy(dp=8, distributed_optimizer=True)):
-        assert fw.resolve("auto", st) == {"memory_profile": "megatron", "perf_style": "megatron"}
-    mask = fw.megatron_style(np.array([1, 2, 1]), np.array([1, 1, 1]), 1, 1, np.array([False, False, True]))
-    assert mask.tolist() == [False, True, True]
+        assert _pick("auto", st) == ("megatron-core", "megatron", "megatron-core")
+    for st in (Strategy(tp=2, dp=4, zero=3), Strategy(tp=8, pp=2, dp=4, zero=3)):
+        assert _pick("auto", st) == ("torchtitan", "hf", "torchtitan")
+    assert _pick("auto", Strategy(dp=8, zero=3)) == ("hf", "hf", "hf")
+    assert _pick("auto", Strategy(dp=8, zero=3), pretraining=True) == ("torchtitan", "hf", "torchtitan")
+    named = fw.resolve("deepspeed", Strategy(tp=2, dp=4))
+    assert named["assumed"] == "deepspeed" and named["reason"] is None
+    mask = fw.megatron_style(np.array([1, 2, 1, 2]), np.array([1, 1, 1, 1]), 1, 1,
+                             np.array([False, False, True, False]), np.array([0, 0, 0, 3]))
+    assert mask.tolist() == [False, True, True, False]
 
 
 def test_strategy_framework_drives_both_estimators_and_keywords_override() -> None:
@@ -55,7 +70,8 @@ def test_auto_in_a_batch_is_elementwise() -> None:
     auto = step_time_arrays(m, tr, s, st)["step_s"]
     mem_auto, _ = memory_per_gpu_bytes(m, tr, s, st)
     mega = np.array([False, True, False, True])
-    for style, sel in (("megatron", mega), ("hf", ~mega)):
+    titan = np.array([False, False, True, False])  # FSDP pre-training (Training's default method)
+    for style, sel in (("megatron-core", mega), ("hf", ~mega & ~titan), ("torchtitan", titan)):
         one = step_time_arrays(m, tr, s, st.with_(framework=style))["step_s"]
         np.testing.assert_array_equal(auto[sel], one[sel])
         mem, _ = memory_per_gpu_bytes(m, tr, s, st.with_(framework=style))

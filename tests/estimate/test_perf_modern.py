@@ -1,8 +1,9 @@
 """The time estimator on NVIDIA DGX Cloud (NeMo) and torchtitan rows (benchmarks/perf_modern.py).
 
 Bounds are what the estimator reaches today with a small margin, so a change that makes any source worse
-fails here; the issue's target is 10% MAPE per source (not yet reached where a bound is above it: the
-benchmark prints the worst rows)."""
+fails here; the issue's target is 10% MAPE per source. Known misses (rows, not sources): torchtitan's
+Llama 3 8B with TP 8 inside FSDP 8 is predicted 16-26% too fast in every variant (BF16 / FP8, vanilla /
+async TP): TP 8 on an 8B model costs more in torchtitan than the TP all-reduce model charges."""
 
 from __future__ import annotations
 
@@ -16,8 +17,12 @@ sys.path.insert(0, str(BENCH))
 
 import perf_modern as pm  # noqa: E402
 
-BOUNDS = {"NeMo (dgxc) BF16": 6.0, "NeMo (dgxc) FP8": 20.0, "dgxc (all)": 13.0, "torchtitan": 18.5,
-          "torchtitan (all)": 18.5}
+BOUNDS = {"NeMo (dgxc) BF16": 6.0, "NeMo (dgxc) FP8": 9.0, "dgxc (all)": 7.5, "torchtitan": 8.5,
+          "torchtitan (all)": 8.5}  # reached: 5.3, 8.0, 6.6, 7.5 (issue target: 10% per source)
+
+
+def test_worst_modern_row(summary):
+    assert abs(summary["worst"][0][4]) <= 30.0, summary["worst"][0]  # reached: torchtitan 8B TP8 +25.9%
 
 
 @pytest.fixture(scope="module")

@@ -27,6 +27,7 @@ class PerfConstants:
     kernel_fixed_s: float
     host_s_per_layer_pass: float
     host_gpu_blend_norm: float
+    eager_elementwise_traffic: float  # HBM traffic of eager element-wise ops relative to fused kernels
     flash_efficiency: dict[str, float]
     flash_efficiency_native: dict[str, float]  # vendor-tuned fused attention (cuDNN / FA3) where it differs
     flash_bwd_over_fwd: float
@@ -98,6 +99,7 @@ def load_constants() -> PerfConstants:
         kernel_fixed_s=float(g["kernel_fixed_s"]),
         host_s_per_layer_pass=float(g["host_s_per_layer_pass"]),
         host_gpu_blend_norm=float(g["host_gpu_blend_norm"]),
+        eager_elementwise_traffic=float(g["eager_elementwise_traffic"]),
         flash_efficiency={str(k): float(v) for k, v in a["flash_efficiency"].items()},
         flash_efficiency_native={str(k): float(v) for k, v in a["flash_efficiency_native"].items()},
         flash_bwd_over_fwd=float(a["flash_bwd_over_fwd"]),

@@ -124,7 +124,8 @@ class LayerTimes:
 def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micro_batch, sp, recompute,
                 ep, flash: bool, flash_rate: float, flash_bwd_over_fwd: float,
                 trains_base_weights: bool = True, moe_capacity_factor: float = 1.0,
-                elementwise_passes: float = 1.0, fp8_weight_casts: Any = 1.0) -> LayerTimes:
+                elementwise_passes: Any = 1.0, fp8_weight_casts: Any = 1.0,
+                selective_op_policy: Any = False) -> LayerTimes:
     """Compute seconds of one average decoder layer per micro-batch on one GPU.
 
     `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast. `moe_capacity_factor`: tokens
@@ -132,7 +133,10 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     token permutation of the slowest GPU scale with it. `elementwise_passes`: HBM traffic of element-wise work
     relative to fused kernels (eager PyTorch > 1). FP8 casts cost `rates.fp8_cast_bytes` HBM bytes per operand
     element (0 when not training in FP8); `fp8_weight_casts`: weight casts per micro-batch (1/m with an FP8
-    weight cache, 1 without; arrays allowed).
+    weight cache, 1 without; arrays allowed). `selective_op_policy` (bool, arrays allowed): "selective"
+    recompute is torchtitan's per-op policy (saves attention and every other matmul output in forward order,
+    recomputes the rest: the k, o and MLP-up projections and all element-wise work; torchtitan
+    `_apply_ac_to_transformer_block`, `_save_list`) instead of Megatron's (recomputes the attention core).
     """
     t = np.asarray(tp, float)
     c = np.asarray(cp, float)
@@ -228,7 +232,15 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
         recomp_full_sum = recomp_full_sum + shapes.n_moe * (moe_g + a_fwd + moe_ew)
     L = shapes.layers
     fwd = fwd_sum / L
-    recomp = np.where(rc == 2, recomp_full_sum / L, np.where(rc == 1, a_recomp, 0.0))
+    # torchtitan per-op SAC: matmuls in forward order wq, wk, wv, wo, w1 (gate), w3 (up), w2 (down); the
+    # 2nd, 4th and 6th are recomputed (every other mm), with every element-wise op (not in the save list)
+    kv_out = max((shapes.qkv_out - h) / 2.0, 0.0)
+    op_gemm = gemm_time(tok, kv_out / t, h, rates) + gemm_time(tok, h, shapes.attn_out_in / t, rates) + (
+        gemm_time(tok, shapes.ffn / t, h, rates) if shapes.n_dense else 0.0)
+    op_recomp = (shapes.n_dense * (op_gemm + dense_fwd_ew) + shapes.n_moe * (
+        op_gemm * 0.0 + (moe_ew if shapes.n_moe else 0.0) + 0.5 * (moe_g if shapes.n_moe else 0.0))) / L
+    sel = np.where(np.asarray(selective_op_policy, bool), op_recomp, a_recomp)
+    recomp = np.where(rc == 2, recomp_full_sum / L, np.where(rc == 1, sel, 0.0))
     bwd = bwd_sum / L + recomp
     # --- LM head: GEMM over the vocab shard + vocab-parallel cross-entropy on fp32 logits
     v_l = shapes.vocab / t

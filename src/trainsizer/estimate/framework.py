@@ -17,15 +17,21 @@ communication overlaps, `perf_constants.yaml` `frameworks:`):
     hf                  hf               hf
     torchtitan          hf               torchtitan
 
-The "auto" rule (elementwise, one decision per strategy, so a strategy's answer never depends on which
-other strategies share its batch): a strategy is Megatron-style -- memory profile `megatron`, perf style
-`megatron` -- when it uses TP, PP, CP or EP > 1 or the distributed optimizer (only Megatron-LM / -Core run
-those layouts in practice); otherwise it is an HF Trainer job on DDP / DeepSpeed ZeRO / FSDP -- memory
-profile `hf`, perf style `hf`.
+The "auto" rule picks the stack a user of that layout runs in 2025-2026 (elementwise, one decision per
+strategy, so a strategy's answer never depends on which other strategies share its batch; docs/frameworks.md):
+- `megatron-core` (NeMo / Megatron-Core: distributed optimizer, overlapped grad reduce-scatter and param
+  all-gather, TP comm overlap, Transformer Engine kernels) when the strategy uses TP, PP, CP or EP > 1 or the
+  distributed optimizer, without ZeRO-3 / FSDP: those layouts are what Megatron-Core runs.
+- `torchtitan` (FSDP2 + TP / PP / CP, PyTorch-native) when parameters are fully sharded (ZeRO-3 / FSDP) and
+  the strategy also uses TP, PP, CP or EP, or pre-trains (method pretrain / cpt) on FSDP alone.
+- `hf` (HF Trainer / TRL / PEFT on DDP, DeepSpeed ZeRO or FSDP) otherwise: data-parallel fine-tuning.
+The estimate says which one it assumed and why (`resolve`); `strategy.framework` overrides it.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
+from importlib import resources
 from typing import Any
 
 import numpy as np
@@ -42,8 +48,9 @@ MEMORY_PROFILE = {
     "torchtitan": "hf",  # FSDP2 shards model states like ZeRO-3; fp32 loss on full logits (cross_entropy .float())
 }
 PERF_STYLE = {name: name for name in MEMORY_PROFILE}
-AUTO_MEGATRON = "megatron"  # what "auto" resolves to for Megatron-style strategies
-AUTO_OTHER = "hf"  # ... and for the rest
+AUTO_CHOICES = ("megatron-core", "torchtitan", "hf")  # what "auto" resolves to, by `auto_index`
+# why "auto" chose each (i18n keys in render/data/i18n.yaml)
+AUTO_REASONS = ("auto_reason_model_parallel", "auto_reason_fsdp_parallel", "auto_reason_data_parallel")
 
 
 def check_framework(name: str, where: str = "strategy.framework") -> str:
@@ -55,14 +62,31 @@ def check_framework(name: str, where: str = "strategy.framework") -> str:
     return name
 
 
-def megatron_style(tp: Any, pp: Any, cp: Any, ep: Any, dist_opt: Any) -> Any:
-    """The "auto" rule: True where a strategy uses TP/PP/CP/EP > 1 or the distributed optimizer."""
-    return (np.greater(tp, 1) | np.greater(pp, 1) | np.greater(cp, 1) | np.greater(ep, 1)
-            | np.asarray(dist_opt, dtype=bool))
+def _model_parallel(tp: Any, pp: Any, cp: Any, ep: Any) -> Any:
+    return np.greater(tp, 1) | np.greater(pp, 1) | np.greater(cp, 1) | np.greater(ep, 1)
+
+
+def auto_index(tp: Any, pp: Any, cp: Any, ep: Any, dist_opt: Any, zero: Any = 0, pretraining: bool = False) -> Any:
+    """The "auto" rule as an index into AUTO_CHOICES (0 megatron-core, 1 torchtitan, 2 hf), elementwise."""
+    mp = _model_parallel(tp, pp, cp, ep)
+    full_shard = np.greater_equal(zero, 3)
+    mega = (mp | np.asarray(dist_opt, dtype=bool)) & ~full_shard
+    titan = full_shard & (mp | bool(pretraining))
+    return np.where(mega, 0, np.where(titan, 1, 2))
+
+
+def megatron_style(tp: Any, pp: Any, cp: Any, ep: Any, dist_opt: Any, zero: Any = 0) -> Any:
+    """True where "auto" resolves to the Megatron family (memory profile `megatron`)."""
+    return auto_index(tp, pp, cp, ep, dist_opt, zero) == 0
+
+
+def auto_index_of(strategy: Any, pretraining: bool = False) -> Any:
+    return auto_index(strategy.tp, strategy.pp, strategy.cp, strategy.ep, strategy.distributed_optimizer,
+                      strategy.zero, pretraining)
 
 
 def megatron_style_of(strategy: Any) -> Any:
-    return megatron_style(strategy.tp, strategy.pp, strategy.cp, strategy.ep, strategy.distributed_optimizer)
+    return auto_index_of(strategy) == 0
 
 
 def memory_profile(name: str) -> str | None:
@@ -71,17 +95,35 @@ def memory_profile(name: str) -> str | None:
     return None if name == "auto" else MEMORY_PROFILE[name]
 
 
-def perf_styles(name: str) -> tuple[str, str] | str:
-    """Perf style of a framework, or for "auto" the pair (Megatron-style strategies, the others)."""
+def perf_styles(name: str) -> tuple[str, ...] | str:
+    """Perf style of a framework, or for "auto" the styles of AUTO_CHOICES (picked by `auto_index`)."""
     check_framework(name)
-    return (AUTO_MEGATRON, AUTO_OTHER) if name == "auto" else PERF_STYLE[name]
+    return tuple(PERF_STYLE[c] for c in AUTO_CHOICES) if name == "auto" else PERF_STYLE[name]
 
 
-def resolve(name: str, strategy: Any) -> dict[str, Any]:
-    """Resolved framework of one strategy (scalar fields): {"memory_profile", "perf_style"}."""
+def assumptions(name: str) -> dict[str, str]:
+    """What a framework style assumes (kernels, overlap, recompute, loss, optimizer, FP8, sources), from
+    estimate/data/framework_assumptions.yaml (the table in docs/frameworks.md)."""
     check_framework(name)
+    return dict(_assumption_table()[name])
+
+
+@lru_cache(maxsize=1)
+def _assumption_table() -> dict[str, dict[str, str]]:
+    import yaml
+
+    text = resources.files("trainsizer.estimate").joinpath("data/framework_assumptions.yaml").read_text()
+    return {str(k): {str(a): str(b) for a, b in v.items()} for k, v in yaml.safe_load(text)["frameworks"].items()}
+
+
+def resolve(name: str, strategy: Any, pretraining: bool = False) -> dict[str, Any]:
+    """Resolved framework of one strategy (scalar fields): {"requested", "assumed", "reason" (an i18n key,
+    None when named), "memory_profile", "perf_style"}."""
+    check_framework(name)
+    reason = None
+    assumed = name
     if name == "auto":
-        mega = bool(np.asarray(megatron_style_of(strategy)).reshape(-1)[0])
-        return {"memory_profile": "megatron" if mega else "hf",
-                "perf_style": AUTO_MEGATRON if mega else AUTO_OTHER}
-    return {"memory_profile": MEMORY_PROFILE[name], "perf_style": PERF_STYLE[name]}
+        i = int(np.asarray(auto_index_of(strategy, pretraining)).reshape(-1)[0])
+        assumed, reason = AUTO_CHOICES[i], AUTO_REASONS[i]
+    return {"requested": name, "assumed": assumed, "reason": reason,
+            "memory_profile": MEMORY_PROFILE[assumed], "perf_style": PERF_STYLE[assumed]}

@@ -23,6 +23,7 @@ Assembly (each term names its origin):
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any
@@ -68,9 +69,13 @@ class PerfStyle:
     ep_overlap: bool = False  # EP all-to-all hidden behind another micro-batch's compute (DualPipe-style)
     pipeline_schedule: str = "1f1b"  # "1f1b" (incl. interleaved via vpp) or "dualpipe" (DeepSeek-V3)
     attention_kernel: str = "fa2"  # "fa2" (FlashAttention-2 / Triton) or "native" (cuDNN fused / FA3)
+    fused_kernels: bool = False  # the framework's own fused element-wise kernels (TE / Apex): eager or not
+    fp8_weight_cache: bool = False  # FP8 weights cast once per step and reused by every micro-batch (TE)
+    fp8_param_allgather: bool = False  # FSDP2 all-gathers FP8 weights (torchtitan enable_fsdp_float8_all_gather)
+    selective_op_policy: bool = False  # "selective" recompute = torchtitan's per-op SAC (compute.layer_times)
 
     def __post_init__(self) -> None:
-        if self.attention_kernel not in ATTENTION_KERNELS:
+        if not np.all(np.isin(self.attention_kernel, ATTENTION_KERNELS)):
             raise SpecError(f"framework.{self.name}.attention_kernel", "unknown attention kernel",
                             value=self.attention_kernel, allowed=ATTENTION_KERNELS,
                             suggestion=did_you_mean(self.attention_kernel, ATTENTION_KERNELS))
@@ -106,13 +111,13 @@ def perf_style(name: str | PerfStyle) -> PerfStyle:
 
 
 _STYLE_FIELDS = tuple(f.name for f in fields(PerfStyle) if f.name != "name")
-_SCALAR_ONLY = ("attention_kernel", "pipeline_schedule")
+_SCALAR_ONLY = ("pipeline_schedule",)
 
 
-def _style(strategy, framework_style: str | PerfStyle | None) -> PerfStyle:
+def _style(strategy, framework_style: str | PerfStyle | None, pretraining: bool = False) -> PerfStyle:
     """The perf style: the explicit `framework_style` if given, else `strategy.framework` through
-    `estimate.framework` ("auto": one style per strategy; fields where the two styles differ become arrays,
-    except the scalar-only schedule and attention kernel, which must agree)."""
+    `estimate.framework` ("auto": one style per strategy, `framework.auto_index`; fields where the styles differ
+    become arrays, except the pipeline schedule, which must agree)."""
     from trainsizer.estimate import framework as fwmod
 
     if framework_style is not None:
@@ -120,19 +125,19 @@ def _style(strategy, framework_style: str | PerfStyle | None) -> PerfStyle:
     styles = fwmod.perf_styles(getattr(strategy, "framework", "auto"))
     if not isinstance(styles, tuple):
         return perf_style(styles)
-    a, b = perf_style(styles[0]), perf_style(styles[1])
-    mega = np.asarray(fwmod.megatron_style_of(strategy))
+    cands = [perf_style(n) for n in styles]
+    idx = np.asarray(fwmod.auto_index_of(strategy, pretraining))
     out = {}
     for key in _STYLE_FIELDS:
-        va, vb = getattr(a, key), getattr(b, key)
-        if va == vb:
-            out[key] = va
+        vals = [getattr(c, key) for c in cands]
+        if all(v == vals[0] for v in vals):
+            out[key] = vals[0]
         elif key in _SCALAR_ONLY:
-            raise SpecError(f"frameworks.{b.name}.{key}", f"the two styles of framework 'auto' must "
-                            f"agree on {key}", value=vb, allowed=[va])
+            raise SpecError(f"frameworks.{cands[-1].name}.{key}", f"the styles of framework 'auto' must "
+                            f"agree on {key}", value=vals[-1], allowed=[vals[0]])
         else:
-            out[key] = np.where(mega, va, vb)
-    return PerfStyle(f"auto ({a.name} / {b.name})", **out)
+            out[key] = np.choose(idx, [np.asarray(v) for v in vals])
+    return PerfStyle("auto (" + " / ".join(c.name for c in cands) + ")", **out)
 
 
 def _when(flag: Any, yes: Any, no: Any) -> Any:
@@ -206,6 +211,9 @@ def _as_arrays(strategy) -> dict[str, np.ndarray]:
     out["recompute"], out["offload"] = strategy_codes(strategy)
     out["sp"] = np.asarray(strategy.sequence_parallel, dtype=float)
     out["dist_opt"] = np.asarray(strategy.distributed_optimizer, dtype=float)
+    out["compile"] = np.asarray(getattr(strategy, "torch_compile", True), dtype=float)
+    out["emb_slot"] = np.asarray(getattr(strategy, "pipeline_embedding_layer", False), dtype=float)
+    out["loss_slot"] = np.asarray(getattr(strategy, "pipeline_loss_layer", False), dtype=float)
     return out
 
 
@@ -244,8 +252,8 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
           framework_style: str | PerfStyle | None, constants: PerfConstants | None) -> _Step:
     k = constants or load_constants()
     check_training(training)
-    fw = _style(strategy, framework_style)
-    r = rates(system, training.precision, k, calibration, fw.attention_kernel)
+    fw = _style(strategy, framework_style, training.method in ("pretrain", "cpt"))
+    r = _rates(system, training, k, calibration, fw)
     a = _as_arrays(strategy)
     t, d, c, b = a["tp"], a["dp"], a["cp"], a["micro_batch"]
     # a micro-batch of b samples is b x sequences_per_sample sequences (DPO: chosen + rejected)
@@ -257,6 +265,19 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  tok=b * seqs * float(training.seq_len) / c, act=r.act_bytes)
 
 
+def _rates(system: System, training: Training, k: PerfConstants, calibration: Calibration | None,
+           fw: PerfStyle) -> Any:
+    """calibration.rates for the style's attention kernel (under "auto" one kernel per strategy: the flash
+    rate becomes an array) and the job's FP8 recipe."""
+    kernels = np.asarray(fw.attention_kernel)
+    r = rates(system, training.precision, k, calibration, str(kernels.reshape(-1)[0]), training.fp8_recipe)
+    if kernels.ndim and not np.all(kernels == kernels.reshape(-1)[0]):
+        native = rates(system, training.precision, k, calibration, "native", training.fp8_recipe)
+        fa2 = rates(system, training.precision, k, calibration, "fa2", training.fp8_recipe)
+        r = dataclasses.replace(r, flash_flops=np.where(kernels == "native", native.flash_flops, fa2.flash_flops))
+    return r
+
+
 def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     """Compute time of one average decoder layer (compute.py) and its forward + backward for one micro-batch,
     with QLoRA's dequantisation of the NF4 weights."""
@@ -266,7 +287,12 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              recompute=rc, ep=x.e, flash=training.flash_attention, flash_rate=r.flash_flops,
                              flash_bwd_over_fwd=k.flash_bwd_over_fwd,
                              trains_base_weights=training.trains_base_weights,
-                             moe_capacity_factor=training.moe_capacity_factor)
+                             moe_capacity_factor=training.moe_capacity_factor,
+                             elementwise_passes=np.where((x.a["compile"] > 0) | np.asarray(x.fw.fused_kernels), 1.0,
+                                                         k.eager_elementwise_traffic),
+                             fp8_weight_casts=np.where(np.asarray(x.fw.fp8_weight_cache), 1.0 / x.m, 1.0)
+                             / np.where(np.asarray(x.fw.fp8_param_allgather) & (x.zero >= 3), x.d * x.c, 1.0),
+                             selective_op_policy=x.fw.selective_op_policy)
     layer_mb = lt.fwd + lt.bwd
     if training.method == "qlora":
         # NF4 weights are dequantised to 16-bit before every use (forward, backward, recompute): read 0.5 B,
@@ -352,7 +378,7 @@ def _micro_batch(x: _Step, lt: compute.LayerTimes, layer_mb: np.ndarray) -> _Mic
     host_excess = _host_excess(x, lt, tp_per_layer)
     cp_layer = _cp_comm(x, lt)
     ep_layer = _ep_comm(x, tp_per_layer)
-    n_first, n_last = pipeline.first_last_stage_layers(x.model.layers, x.p)
+    n_first, n_last = pipeline.first_last_stage_layers(x.model.layers, x.p, x.a["emb_slot"], x.a["loss_slot"])
     unit = layer_mb + tp_per_layer + host_excess + cp_layer + ep_layer
     head_mb = lt.head_fwd + lt.head_bwd + 2.0 * t_ar
     head_on = (x.p <= 1) | (n_last * unit + head_mb >= n_first * unit)
@@ -462,7 +488,9 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
         k_sh = _when(fw.zero3_nic_aggregation, k_sh, np.where(n_sh > k_sh, 1.0, k_sh))
     p_local = g.local_dense + g.local_expert
     gb = fw.grad_reduce_bytes
-    z3_ag = comm.all_gather_time(p_local * x.act, n_sh, k_sh, r, system)
+    # FP8 all-gather (torchtitan enable_fsdp_float8_all_gather): the linear weights travel as 1-byte FP8
+    fp8_ag = np.asarray(fw.fp8_param_allgather) & (x.training.precision == "fp8")
+    z3_ag = comm.all_gather_time(p_local * np.where(fp8_ag, 1.0, x.act), n_sh, k_sh, r, system)
     z3_rs = comm.reduce_scatter_time(p_local * g.train_frac * gb, n_sh, k_sh, r, system)
     if np.any(np.asarray(fw.zero3_bucket_params) > 0):
         bucket = np.asarray(fw.zero3_bucket_params, dtype=float)

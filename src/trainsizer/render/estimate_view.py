@@ -38,6 +38,10 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
     L = lang
     job = result.get("job", {})
     con.print(f"[bold]{job.get('name', '')}[/bold]")
+    fw = result.get("framework")
+    if fw:
+        why = f" ({t('framework_auto', L)}: {t(fw['reason'], L)})" if fw.get("reason") else ""
+        con.print(f"{t('framework', L)}: {fw['assumed']}{why} — {fw['assumes'].get('stack', '')}")
     mem = result.get("memory")
     if mem:
         rows = [(t(k, L), v) for k, v in mem["breakdown_gib"].items()]
