@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from trainsizer.catalog.age import price_age
 from trainsizer.errors import SpecError
 from trainsizer.estimate.calibration import Calibration
 from trainsizer.estimate.cost import buy_cost, rent_cost
@@ -72,13 +73,25 @@ def _currency(scenario: Scenario) -> str:
 
 
 def _price_block(price: Any, quantity: float, per: str) -> dict[str, Any]:
+    age = price_age(price.date, projection=bool(getattr(price, "projection", False)))
     return {
         "unit_price": {"low": price.low, "mid": price.mid, "high": price.high, "unit": per},
         "source": price.source,
         "date": price.date,
+        "age_days": age.age_days,  # from the earliest day the date can mean; stale past STALE_AFTER_DAYS
+        "stale": age.stale,
+        "projection": age.projection,
         "confidence": price.confidence,
         "quantity": quantity,
     }
+
+
+def _note_stale(block: dict[str, Any], what: str, notes: list[str]) -> None:
+    if block.get("stale"):
+        notes.append(f"the {what} is dated {block['date']} ({block['age_days']} days old, over a year): "
+                     "check a current quote (override it with --catalog)")
+    if block.get("projection"):
+        notes.append(f"the {what} is a projection, not an observed price")
 
 
 def _costs(scenario: Scenario, catalog: Any, gpu_hours: float, wall_hours: float, kwh: float,
@@ -100,6 +113,7 @@ def _costs(scenario: Scenario, catalog: Any, gpu_hours: float, wall_hours: float
             block[k] = rent_cost(gpu_hours, getattr(rent, k), rent.currency).total
         block["currency"] = rent.currency
         out["rent"] = block
+        _note_stale(block, f"rental price for {system.accelerator}", notes)
     elif procurement in ("rent", "either"):
         notes.append(f"no rental price for {system.accelerator} in the catalog (add one with --catalog)")
 
@@ -125,6 +139,7 @@ def _costs(scenario: Scenario, catalog: Any, gpu_hours: float, wall_hours: float
             block["amortisation_years"] = AMORTISATION_YEARS
             block["electricity_per_kwh"] = electricity.mid if electricity is not None else None
             out["buy"] = block
+            _note_stale(block, f"purchase price for {system.accelerator}", notes)
             notes.append("buy cost counts accelerators and electricity only; servers, network, storage and "
                          "facility come with the plan's bill of materials")
     return out

@@ -193,3 +193,23 @@ def test_mi350x_is_the_air_cooled_mi355x(cat):
     a, b = cat.accelerator("mi350x"), cat.accelerator("mi355x")
     assert a.memory_gb == b.memory_gb and a.tdp_w == 1000 < b.tdp_w
     assert a.peak_tflops("bf16") == pytest.approx(b.peak_tflops("bf16") * 2200 / 2400, rel=1e-3)
+
+
+def test_estimate_reports_price_age_and_warns_when_stale(run_cli, tmp_path):
+    import json
+
+    job = Path(__file__).parents[2] / "examples" / "sft-70b-16gpu.yaml"
+    code, out, err = run_cli("estimate", str(job), "--json")
+    assert code == 0, err
+    rent = json.loads(out)["cost"]["rent"]
+    assert rent["age_days"] >= 0 and isinstance(rent["stale"], bool)  # the verdict depends on today's date
+    old = tmp_path / "old_quote.yaml"
+    old.write_text("prices:\n  rent-usd-h100-sxm-80gb: {low: 2.0, high: 3.0, date: '2024-06', projection: true}\n")
+    code, out, err = run_cli("--catalog", str(old), "estimate", str(job), "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    rent = result["cost"]["rent"]
+    assert rent["date"] == "2024-06" and rent["stale"] and rent["projection"] and rent["age_days"] > 365
+    assert any("over a year" in n for n in result["notes"]) and any("projection" in n for n in result["notes"])
+    code, out, _ = run_cli("--lang", "en", "--catalog", str(old), "estimate", str(job))
+    assert "older than a year" in out and "2024-06" in out

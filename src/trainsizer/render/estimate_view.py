@@ -65,6 +65,11 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
             cur = block.get("currency", cost.get("currency", ""))
             rows.append((f"{t(mode, L)} ({cur})", f"{_num(block['low'])} – {_num(block['high'])} "
                                                   f"({t('typical', L)} {_num(block['mid'])})"))
+            if block.get("date"):  # how old the price is; a year or more gets a warning
+                flags = [t("price_stale", L)] if block.get("stale") else []
+                flags += [t("price_projection", L)] if block.get("projection") else []
+                age = f"{block['date']} ({block.get('age_days', '?')} {t('days', L)})"
+                rows.append((f"  {t('price_date', L)}", " ".join([age, *[f"⚠ {f}" for f in flags]])))
     energy = result.get("energy") or {}
     if energy:
         rows.append((t("energy_kwh", L), _num(energy.get("kwh"))))
