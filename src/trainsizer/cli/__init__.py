@@ -12,6 +12,7 @@ from trainsizer.cli.argv import hoist_global_options
 from trainsizer.cli_support import run_command
 
 cli.add_lazy_command("accept", "trainsizer.accept.command", "accept")
+cli.add_lazy_command("serve", "trainsizer.cli.serve_cmd", "serve")
 
 
 def main(argv: list[str] | None = None) -> int:

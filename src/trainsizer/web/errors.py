@@ -1,0 +1,107 @@
+"""Errors as the web shows them: JSON naming the field, the value and what is allowed (the CLI's message).
+
+Every user error is a `TrainsizerError`; its text is the same paragraph the CLI prints after "error: ".
+Conditions of the server itself (too large, busy, time limit) get their own small classes here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel
+
+from trainsizer.errors import SpecError, StrategyError, TrainsizerError
+from trainsizer.render.console import to_jsonable
+
+
+class WebError(TrainsizerError):
+    """A request the server refuses for a reason of its own (size, load, time), with its HTTP status."""
+
+    status = 400
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        self.field = field
+        super().__init__(message)
+
+
+class TooLarge(WebError):
+    status = 413
+
+
+class Busy(WebError):
+    status = 503
+
+
+class TimeLimit(WebError):
+    status = 503
+
+
+class NotFound(WebError):
+    status = 404
+
+
+class Refused(WebError):
+    """A task's user error, carried back from a worker process as its JSON detail and status."""
+
+    def __init__(self, detail: dict[str, Any], status: int) -> None:
+        self.detail = detail
+        self.status = status
+        super().__init__(detail.get("message", ""), field=detail.get("field"))
+
+
+class ErrorDetail(BaseModel):
+    """One refused request. `message` is the CLI's error paragraph; the other fields split it up."""
+
+    kind: str  # spec | strategy | limit | not_found | internal
+    message: str
+    field: str | None = None  # job path such as data.tokens or constraints.include
+    where: str | None = None
+    value: Any = None
+    allowed: str | None = None
+    suggestion: str | None = None
+    rule: str | None = None
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
+
+
+_ORIGIN = re.compile(r"^(job|form|upload|body):\s*")
+_TAIL = re.compile(r"\s*\(.*\)$")
+_INDEX = re.compile(r"\[\d+\]")
+
+
+def field_of(where: str | None) -> str | None:
+    """The job path inside a SpecError's `where`: 'job: constraints.include[0] (x)' -> 'constraints.include'."""
+    if not where:
+        return None
+    path = _INDEX.sub("", _TAIL.sub("", _ORIGIN.sub("", where)))
+    path = path.split(":")[-1].strip()
+    return path or None
+
+
+def error_detail(err: BaseException) -> ErrorDetail:
+    """The JSON body of a refused request; never a traceback."""
+    if isinstance(err, Refused):
+        return ErrorDetail.model_validate(err.detail)
+    if isinstance(err, SpecError):
+        return ErrorDetail(kind="spec", message=str(err), field=field_of(err.where), where=err.where,
+                           value=to_jsonable(err.value), allowed=err.allowed, suggestion=err.suggestion)
+    if isinstance(err, StrategyError):
+        return ErrorDetail(kind="strategy", message=str(err), field="strategy", rule=err.rule)
+    if isinstance(err, NotFound):
+        return ErrorDetail(kind="not_found", message=str(err), field=err.field)
+    if isinstance(err, WebError):
+        return ErrorDetail(kind="limit", message=str(err), field=err.field)
+    if isinstance(err, TrainsizerError):
+        return ErrorDetail(kind="spec", message=str(err))
+    return ErrorDetail(kind="internal", message="internal error: the server logged the details")
+
+
+def status_of(err: BaseException) -> int:
+    if isinstance(err, WebError):
+        return err.status
+    if isinstance(err, TrainsizerError):
+        return 422
+    return 500

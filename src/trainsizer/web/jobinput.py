@@ -1,0 +1,65 @@
+"""Jobs from requests: a JSON body or the form, checked with the CLI's own models and messages.
+
+No path is ever taken from a request: `model` must name a shipped preset, or be a mapping (an inline
+architecture, or the parsed content of an uploaded config.json).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from trainsizer.errors import SpecError, unknown_name
+from trainsizer.models import preset_names
+from trainsizer.spec import Job
+from trainsizer.spec.load import parse_model
+from trainsizer.web.errors import TooLarge
+
+ORIGIN = "job"
+
+
+def parse_json_object(raw: bytes, where: str, max_bytes: int) -> dict[str, Any]:
+    """A JSON object from request bytes; anything else is a SpecError naming `where`."""
+    if len(raw) > max_bytes:
+        raise TooLarge(f"{where}: {len(raw)} bytes is more than this server's limit of {max_bytes} bytes",
+                       field=where)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise SpecError(where, "not UTF-8 text") from None
+    except json.JSONDecodeError as err:
+        raise SpecError(where, f"not valid JSON at line {err.lineno}, column {err.colno}: {err.msg}") from None
+    if not isinstance(data, Mapping):
+        raise SpecError(where, "expected a JSON object", value=type(data).__name__)
+    return dict(data)
+
+
+def check_model_reference(model: object) -> None:
+    """A model given as text must be a preset: the server never opens a file a request names."""
+    if isinstance(model, str) and model.strip().lower() not in preset_names():
+        err = unknown_name(f"{ORIGIN}: model", "model preset", model.strip(), preset_names())
+        raise SpecError(err.where, err.problem + " (the web service takes a preset name or an uploaded "
+                        "config.json, never a path)", value=err.value, allowed=err.allowed,
+                        suggestion=err.suggestion)
+
+
+def _finite(node: Any, path: str) -> None:
+    """JSON from Python (and text such as "inf" in a form) can carry infinities, which no job quantity is."""
+    if isinstance(node, float) and not math.isfinite(node):
+        raise SpecError(f"{ORIGIN}: {path}", "must be a finite number", value=node)
+    if isinstance(node, Mapping):
+        for k, v in node.items():
+            _finite(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(node, list | tuple):
+        for i, v in enumerate(node):
+            _finite(v, f"{path}[{i}]")
+
+
+def validate_job(data: Mapping[str, Any]) -> Job:
+    """The job, validated exactly as `trainsizer check` validates a file, plus the no-path rule."""
+    job = parse_model(Job, data, ORIGIN)
+    check_model_reference(job.model)
+    _finite(job.model_dump(), "")
+    return job

@@ -1,0 +1,202 @@
+"""HTML pages: the form (GET /), its submission (POST /plan), the result (GET /result), downloads and the
+local API documentation. Templates autoescape everything; a bad value re-shows the form with a message
+beside the input (the CLI's message), never a broken page."""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+from starlette.datastructures import UploadFile
+
+from trainsizer.errors import TrainsizerError
+from trainsizer.render.console import fmt_params
+from trainsizer.scenario import resolve_job
+from trainsizer.web.errors import TooLarge, error_detail, status_of
+from trainsizer.web.form import CHOICES, DEFAULTS, MULTI, error_input, form_from_job, job_from_form
+from trainsizer.web.i18n import messages, pick_lang, translator
+from trainsizer.web.jobinput import validate_job
+from trainsizer.web.token import decode_job, encode_job
+
+router = APIRouter(include_in_schema=False)
+templates = Jinja2Templates(directory=str(resources.files("trainsizer.web").joinpath("templates")))
+MAX_FORM_FIELDS = 200
+
+
+def request_lang(request: Request, explicit: str | None = None) -> str:
+    """The page language: ?lang= when given, else the browser's Accept-Language (zh* -> zh), else English."""
+    if explicit:
+        return pick_lang(explicit)
+    accept = request.headers.get("accept-language", "").lower()
+    return "zh" if accept.startswith("zh") else "en"
+
+
+def context(request: Request, lang: str, **extra: Any) -> dict[str, Any]:
+    return {"request": request, "lang": lang, "other_lang": "en" if lang == "zh" else "zh",
+            "tr": translator(lang), **extra}
+
+
+def _form_context(request: Request, lang: str, values: dict[str, Any], errors: dict[str, str]) -> dict[str, Any]:
+    from trainsizer.models import list_presets
+
+    cat = request.app.state.catalog
+    accelerators = sorted(cat.accelerators.values(), key=lambda a: (a.vendor, a.id))
+    presets = [{"name": p.name, "family": p.family, "params": fmt_params(p.params_total)} for p in list_presets()]
+    msgs = messages()
+    objective_labels = {c: msgs[f"objective_{c}"][lang] for c in CHOICES["goal.objective"] if f"objective_{c}" in msgs}
+    return context(request, lang, values=values, errors=errors, choices=CHOICES, accelerators=accelerators,
+                   presets=presets, objective_labels=objective_labels)
+
+
+def render_form(request: Request, lang: str, values: dict[str, Any], errors: dict[str, str],
+                status: int = 200) -> HTMLResponse:
+    return templates.TemplateResponse(request, "form.html", _form_context(request, lang, values, errors),
+                                      status_code=status)
+
+
+@router.get("/", response_class=HTMLResponse)
+def form_page(request: Request) -> HTMLResponse:
+    """The form, with defaults; prefilled from ?job= (edit a plan's job) or from field values in the query
+    (the language switch resubmits the form here)."""
+    q = request.query_params
+    lang = request_lang(request, q.get("switch_lang") or q.get("lang"))
+    values: dict[str, Any] = dict(DEFAULTS)
+    errors: dict[str, str] = {}
+    if q.get("job"):
+        try:
+            values = form_from_job(decode_job(q["job"], request.app.state.config.max_json_bytes))
+        except TrainsizerError as err:
+            errors["_"] = str(err)
+    else:
+        for key in q:
+            if key in MULTI:
+                values[key] = q.getlist(key)
+            elif key not in ("lang", "switch_lang"):
+                values[key] = q[key]
+    return render_form(request, lang, values, errors)
+
+
+async def _read_form(request: Request) -> tuple[dict[str, Any], bytes | None]:
+    limit = request.app.state.config.max_upload_bytes
+    async with request.form(max_files=1, max_fields=MAX_FORM_FIELDS, max_part_size=limit) as form:
+        values: dict[str, Any] = {}
+        upload: bytes | None = None
+        for key, item in form.multi_items():
+            if isinstance(item, UploadFile):
+                if key == "model_config" and item.filename:
+                    upload = await item.read(limit + 1)
+                    if len(upload) > limit:
+                        raise TooLarge(f"model_config: the file is larger than this server's limit of {limit} bytes",
+                                       field="model_config")
+            elif key in MULTI:
+                values.setdefault(key, []).append(item)
+            else:
+                values[key] = item
+    return values, upload
+
+
+@router.post("/plan", response_class=HTMLResponse)
+async def submit(request: Request) -> Response:
+    """The form's job: re-shown with inline messages if a value is wrong, else on to its result page."""
+    values, upload = await _read_form(request)
+    lang = pick_lang(str(values.get("lang", "en")))
+    try:
+        job = job_from_form(values, upload)
+        # Names (model preset, accelerators) are looked up now, so a wrong one is shown beside its input.
+        resolve_job(validate_job(job), request.app.state.catalog)
+    except TrainsizerError as err:
+        detail = error_detail(err)
+        key = error_input(detail.field)
+        shown = key if key in _form_inputs() else "_"
+        return render_form(request, lang, values, {shown: detail.message}, status=status_of(err))
+    return RedirectResponse(f"/result?job={encode_job(job)}&lang={lang}", status_code=303)
+
+
+def _form_inputs() -> set[str]:
+    return {k for k in messages() if not k.endswith("_help") and f"{k}_help" in messages()}
+
+
+def _allowed(schema: dict[str, Any], components: dict[str, Any]) -> str:
+    if "$ref" in schema:
+        schema = components.get(schema["$ref"].rsplit("/", 1)[-1], {})
+    if "items" in schema:
+        return _allowed(schema["items"], components) + " (repeat for several)"
+    if "enum" in schema:
+        return ", ".join(map(str, schema["enum"]))
+    return str(schema.get("type", ""))
+
+
+def _operations(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    import json
+
+    components = schema.get("components", {}).get("schemas", {})
+    ops = []
+    for path, methods in schema["paths"].items():
+        for method, op in methods.items():
+            body = op.get("requestBody", {}).get("content", {}).get("application/json", {})
+            example = next(iter(body.get("examples", {}).values()), {}).get("value")
+            ops.append({
+                "id": op.get("operationId", path), "method": method.upper(), "path": path,
+                "summary": op.get("summary", ""), "description": op.get("description", ""),
+                "params": [{"name": p["name"], "in": p["in"], "description": p.get("description", ""),
+                            "allowed": _allowed(p.get("schema", {}), components)} for p in op.get("parameters", [])],
+                "example": json.dumps(example, separators=(",", ":")) if example else "",
+                "responses": [(code, r.get("description", "")) for code, r in op.get("responses", {}).items()],
+            })
+    return ops
+
+
+@router.get("/api-docs", response_class=HTMLResponse)
+def api_docs(request: Request) -> HTMLResponse:
+    """The API documentation, built here from the OpenAPI schema (no CDN-hosted viewer)."""
+    lang = request_lang(request, request.query_params.get("lang"))
+    ops = _operations(request.app.openapi())
+    return templates.TemplateResponse(request, "apidocs.html", context(request, lang, operations=ops))
+
+
+def _job_yaml(job: dict[str, Any]) -> str:
+    import yaml
+
+    return yaml.safe_dump(job, sort_keys=False, allow_unicode=True, width=100)
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    rows: list[tuple[str, Any]] = []
+    for k, v in d.items():
+        if isinstance(v, dict):
+            rows.extend(_flatten(v, f"{prefix}{k}."))
+        elif v is not None:
+            rows.append((f"{prefix}{k}", v))
+    return rows
+
+
+def _job_from_link(request: Request) -> tuple[str, dict[str, Any]]:
+    token = request.query_params.get("job", "")
+    job = decode_job(token, request.app.state.config.max_json_bytes)
+    validate_job(job)
+    return token, job
+
+
+@router.get("/result", response_class=HTMLResponse)
+def result_page(request: Request) -> HTMLResponse:
+    """The job of a link, resolved against the catalog (its plan follows it)."""
+    lang = request_lang(request, request.query_params.get("lang"))
+    try:
+        token, job = _job_from_link(request)
+        scenario = resolve_job(job, request.app.state.catalog)
+    except TrainsizerError as err:
+        return render_form(request, lang, dict(DEFAULTS), {"_": str(err)}, status=status_of(err))
+    ctx = context(request, lang, token=token, title=scenario.name, job_yaml=_job_yaml(job),
+                  summary_rows=_flatten(scenario.summary()))
+    return templates.TemplateResponse(request, "result.html", ctx)
+
+
+@router.get("/download/yaml")
+def download_yaml(request: Request) -> Response:
+    """The job of a link as a job file: `trainsizer plan job.yaml` reproduces the page."""
+    _token, job = _job_from_link(request)
+    return Response(_job_yaml(job), media_type="application/x-yaml",
+                    headers={"content-disposition": 'attachment; filename="trainsizer-job.yaml"'})

@@ -1,0 +1,63 @@
+"""The work a worker process does: one function per task, plain data in and out (pickled over a pipe).
+
+Nothing here reads a path from a request: a job arrives as a mapping whose model is a preset name or the
+content of an uploaded config.json (checked in `trainsizer.web.jobinput` before it gets here), and the
+catalog is the built-in one plus the overlays named on the server's command line.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from trainsizer.errors import TrainsizerError
+from trainsizer.render.console import to_jsonable
+from trainsizer.web.errors import error_detail, status_of
+
+_state: dict[str, Any] = {}
+
+
+def init(overlays: tuple[Path, ...] = ()) -> None:
+    """Load the catalog once per worker."""
+    from trainsizer.catalog import load_catalog
+
+    _state["catalog"] = load_catalog(overlays=overlays)
+
+
+def _catalog() -> Any:
+    if "catalog" not in _state:
+        init()
+    return _state["catalog"]
+
+
+def _scenario(job: dict[str, Any]) -> Any:
+    from trainsizer.scenario import resolve_job
+
+    return resolve_job(job, _catalog())
+
+
+def estimate(payload: dict[str, Any]) -> dict[str, Any]:
+    from trainsizer.evaluate import evaluate
+
+    return to_jsonable(evaluate(_scenario(payload["job"]), _catalog()))
+
+
+def fit(payload: dict[str, Any]) -> dict[str, Any]:
+    from trainsizer.evaluate import reverse_questions
+
+    return to_jsonable(reverse_questions(_scenario(payload["job"]), tuple(payload["what"])))
+
+
+TASKS: dict[str, Callable[[dict[str, Any]], Any]] = {"estimate": estimate, "fit": fit}
+
+
+def run(name: str, payload: dict[str, Any]) -> tuple[str, Any]:
+    """("ok", result) | ("user_error", {detail, status}) | ("bug", traceback text for the server log)."""
+    try:
+        return "ok", TASKS[name](payload)
+    except TrainsizerError as err:
+        return "user_error", {"detail": error_detail(err).model_dump(mode="json"), "status": status_of(err)}
+    except Exception:  # a bug: the server logs it; the client gets a short 500 without the traceback
+        return "bug", traceback.format_exc()

@@ -1,0 +1,178 @@
+"""The form: every field labelled and explained in both languages, inline messages for bad values,
+uploads read as data, user input escaped."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from trainsizer.web.form import DEFAULTS, form_from_job, job_from_form
+from trainsizer.web.jobinput import validate_job
+from trainsizer.web.token import decode_job, encode_job
+
+from .conftest import REPO, example
+
+GOOD = {"model": "llama-3.1-8b", "method": "lora", "lora.rank": "16", "data_kind": "tokens",
+        "data.tokens": "1e9", "data.epochs": "1", "seq_len": "4096", "batch_kind": "sequences",
+        "batch_value": "64", "precision": "bf16", "optimizer": "adamw", "goal.deadline_days": "7",
+        "goal.budget.currency": "USD", "goal.procurement": "rent", "lang": "en"}
+
+
+def inline_errors(html: str) -> dict[str, str]:
+    return dict(re.findall(r'<div class="error" role="alert" id="([^"]+)-error">([^<]*)</div>', html))
+
+
+@pytest.mark.parametrize("lang, word", [("en", "Sequence length"), ("zh", "序列长度")])
+def test_form_page_in_both_languages(client, lang, word):
+    r = client.get("/", params={"lang": lang})
+    assert r.status_code == 200
+    assert word in r.text
+    assert 'src="http' not in r.text and 'href="http' not in r.text  # nothing from other hosts
+
+
+def test_browser_language_decides_without_a_parameter(client):
+    assert "序列长度" in client.get("/", headers={"accept-language": "zh-CN,zh;q=0.9"}).text
+
+
+def test_every_input_has_a_label_and_help(client):
+    html = client.get("/", params={"lang": "en"}).text
+    names = set(re.findall(r'<(?:input|select)[^>]* name="([^"]+)"', html)) - {"lang", "model_json"}
+    assert {"model", "model_config", "method", "lora.rank", "data.tokens", "data.dataset_gb", "data.samples",
+            "data.avg_tokens", "data.epochs", "seq_len", "batch_value", "precision", "goal.deadline_days",
+            "goal.budget.amount", "goal.budget.currency", "goal.procurement", "constraints.include",
+            "constraints.exclude", "constraints.market", "constraints.max_nodes", "constraints.rack_kw",
+            "constraints.cooling", "text_language", "data.bytes_per_token"} <= names
+    for name in names:
+        assert f'id="{name}-help"' in html, name
+
+
+def test_defaults_are_a_valid_job():
+    validate_job(job_from_form(DEFAULTS, None))
+
+
+def test_good_form_redirects_to_its_result(client):
+    r = client.post("/plan", data=GOOD, follow_redirects=False)
+    assert r.status_code == 303
+    token = r.headers["location"].split("job=")[1].split("&")[0]
+    job = decode_job(token, 100_000)
+    assert job["model"] == "llama-3.1-8b" and job["data"] == {"tokens": 1e9, "epochs": 1}
+    assert job["lora"] == {"rank": 16}
+
+
+@pytest.mark.parametrize("field, value, shown_at", [
+    ("data.tokens", "-3", "data.tokens"),
+    ("data.tokens", "lots", "data.tokens"),
+    ("seq_len", "0", "seq_len"),
+    ("batch_value", "x", "batch_value"),
+    ("lora.rank", "0", "lora.rank"),
+    ("goal.deadline_days", "0", "goal.deadline_days"),
+    ("goal.budget.amount", "-1", "goal.budget.amount"),
+    ("constraints.max_nodes", "1.5", "constraints.max_nodes"),
+    ("model", "llama-3.1-9b", "model"),
+    ("model", "/etc/passwd", "model"),
+    ("precision", "bf17", "precision"),
+])
+def test_bad_value_is_shown_beside_its_input(client, field, value, shown_at):
+    r = client.post("/plan", data=GOOD | {field: value})
+    assert r.status_code == 422
+    errors = inline_errors(r.text)
+    assert list(errors) == [shown_at], errors
+    assert 'id="job-form"' in r.text  # the form is still there, with what was typed
+    assert f'value="{value}"' in r.text or value in r.text
+
+
+def test_bad_include_names_the_accelerator(client):
+    r = client.post("/plan", data=GOOD | {"constraints.include": ["h100-sxm-80gb", "tpu-v9"]})
+    errors = inline_errors(r.text)
+    assert "constraints.include" in errors and "tpu-v9" in errors["constraints.include"]
+
+
+def test_message_is_the_cli_message(client):
+    from trainsizer.errors import SpecError
+    from trainsizer.spec import load_job
+
+    r = client.post("/plan", data=GOOD | {"data.tokens": "-3"})
+    with pytest.raises(SpecError) as err:
+        load_job(job_from_form(GOOD | {"data.tokens": "-3"}, None))
+    assert inline_errors(r.text)["data.tokens"] == str(err.value)
+
+
+def test_user_input_is_escaped(client):
+    evil = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
+    r = client.post("/plan", data=GOOD | {"name": evil, "data.tokens": "-1"})
+    assert r.status_code == 422
+    assert "<script>alert(1)" not in r.text and "<img src=x" not in r.text
+    assert "&lt;script&gt;" in r.text
+
+
+def test_uploaded_config_is_the_model(client):
+    config = (REPO / "examples/configs/tiny-llama/config.json").read_bytes()
+    r = client.post("/plan", data=GOOD | {"model": ""}, files={"model_config": ("config.json", config)},
+                    follow_redirects=False)
+    assert r.status_code == 303, inline_errors(r.text)
+    job = decode_job(r.headers["location"].split("job=")[1].split("&")[0], 100_000)
+    assert job["model"]["model_type"] == "llama"
+
+
+@pytest.mark.parametrize("content, words", [(b"not json", "not valid JSON"), (b"[1]", "JSON object"),
+                                            (b'{"model_type": "llama"}', "model")])
+def test_bad_upload_is_an_inline_message(client, content, words):
+    r = client.post("/plan", data=GOOD, files={"model_config": ("config.json", content)})
+    assert r.status_code == 422
+    assert words in " ".join(inline_errors(r.text).values())
+
+
+def test_upload_size_limit(client):
+    big = b'{"model_type": "llama", "pad": "' + b"x" * 2_000_000 + b'"}'
+    r = client.post("/plan", data=GOOD, files={"model_config": ("config.json", big)})
+    assert r.status_code == 413
+
+
+def test_language_switch_keeps_what_was_typed(client):
+    r = client.get("/", params=GOOD | {"seq_len": "8192", "switch_lang": "zh"})
+    assert "序列长度" in r.text and 'value="8192"' in r.text
+
+
+@pytest.mark.parametrize("name", ["qlora-7b-one-gpu.yaml", "sft-70b-search.yaml", "dpo-72b-16gpu.yaml",
+                                  "pretrain-405b.yaml"])
+def test_form_round_trip_of_examples(name):
+    job = example(name)
+    for key in ("hardware", "strategy", "moe_capacity_factor"):  # not on the form: the plan chooses them
+        job.pop(key, None)
+    job["constraints"] = {"currency": "USD"} | job.get("constraints", {})
+    again = job_from_form(form_from_job(job), None)
+    assert validate_job(again).model_dump() == validate_job(job).model_dump()
+
+
+def test_job_links_round_trip_and_refuse_garbage():
+    job = example("sft-70b-search.yaml")
+    assert decode_job(encode_job(job), 100_000) == job
+    from trainsizer.errors import SpecError
+
+    for bad in ("!!!", "eJzz", encode_job({"x": "y" * 10_000})):
+        with pytest.raises(SpecError):
+            decode_job(bad, 1_000)
+
+
+def test_edit_link_prefills_the_form(client):
+    job = example("sft-70b-search.yaml")
+    html = client.get("/", params={"job": encode_job(job), "lang": "en"}).text
+    assert 'value="llama-3.1-70b"' in html and 'value="8192"' in html
+    assert inline_errors(html) == {}
+
+
+def test_result_page_shows_the_job_and_its_yaml(client):
+    import yaml
+
+    r = client.post("/plan", data=GOOD | {"name": "<b>x</b>"})
+    assert r.status_code == 200 and "<b>x</b>" not in r.text and "&lt;b&gt;x&lt;/b&gt;" in r.text
+    token = str(r.url).split("job=")[1].split("&")[0]
+    y = client.get("/download/yaml", params={"job": token})
+    assert y.status_code == 200 and "attachment" in y.headers["content-disposition"]
+    assert yaml.safe_load(y.text)["name"] == "<b>x</b>"
+
+
+def test_broken_result_link_is_a_message_not_a_crash(client):
+    r = client.get("/result", params={"job": "garbage!", "lang": "en"})
+    assert r.status_code == 422 and "not a job link" in r.text
