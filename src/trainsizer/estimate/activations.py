@@ -389,3 +389,27 @@ def in_flight_layer_microbatches(p, v, n_micro, rank):
     chunks = np.minimum(n_micro * v, 2 * (p - rank - 1) + (v - 1) * p + 1)
     inter = chunks / v
     return np.where(v > 1, inter, plain)
+
+
+def torchtitan_op_sac_items(model: ModelArch, training: Training, *, moe: bool) -> LayerItems:
+    """Saved bytes per token of one block under torchtitan's per-op selective AC (activation_checkpoint.mode
+    "selective", option "op", its default): the block input, and the outputs of the ops in its save list --
+    the attention output with its fp32 log-sum-exp and every other matmul in forward order (wq, wv, w1, w2 of
+    wq, wk, wv, wo, w1, w3, w2); everything else (norms, RoPE, wk, wo, w3, SiLU, products) is recomputed in
+    backward. torchtitan/models/llama3/infra/parallelize.py `_save_list`, `_custom_policy` (mm_count % 2).
+    MoE blocks keep the routed experts' w1 and w2 outputs per routed token-slot and the shared expert's."""
+    a = float(act_bytes(training.precision))
+    h = model.hidden
+    q_dim = model.heads * (model.head_dim or h // model.heads)
+    lse = 4.0 * model.heads  # fp32 log-sum-exp per head
+    sp = a * h + a * h  # block input (checkpoint) + w2 output, both sequence-sharded under SP
+    tp = a * q_dim + a * model.kv_dim + a * q_dim + lse  # wq out, wv out, attention out
+    routed = 0.0
+    if moe:
+        tp += a * model.shared_expert_ffn
+        routed = a * (model.expert_ffn + h)
+    else:
+        tp += a * model.ffn
+    return LayerItems(sp=sp, tp=tp, s2=0.0, routed=routed,
+                      detail={"block_input_and_w2_out": sp, "saved_matmul_and_attention_outputs": tp,
+                              "routed_expert_outputs": routed})

@@ -40,8 +40,9 @@ from trainsizer.estimate.activations import (
     head_items,
     in_flight_layer_microbatches,
     layer_items,
+    torchtitan_op_sac_items,
 )
-from trainsizer.estimate.framework import check_framework, megatron_style, memory_profile
+from trainsizer.estimate.framework import auto_index, check_framework, memory_profile
 from trainsizer.estimate.inputs import Strategy, System, Training, act_bytes
 from trainsizer.estimate.model_states import (
     ParamLayout,
@@ -142,6 +143,7 @@ class _Pre:
     discount: dict[str, float]
     base: tuple[float, float, float]
     opt_in_param_dtype: float
+    op_sac: tuple[LayerItems, LayerItems]  # torchtitan per-op selective AC: (dense, MoE) block
 
 
 @lru_cache(maxsize=64)
@@ -164,7 +166,8 @@ def _precompute(model: ModelArch, training: Training, options: MemoryOptions) ->
     pd = act_bytes(training.precision)  # the copies' dtype: 16-bit, fp32 when training in fp32
     opt_pd = {"adamw": pd * per_dtype["adamw_states_per_param"], "adamw8bit": 2.0,
               "sgd": pd * per_dtype["sgd_states_per_param"], "adafactor": 0.0}[training.optimizer]
-    return _Pre(layout, states, dense, moe, heads, discount, frozen_base_bytes(training), float(opt_pd))
+    op_sac = (torchtitan_op_sac_items(model, training, moe=False), torchtitan_op_sac_items(model, training, moe=True))
+    return _Pre(layout, states, dense, moe, heads, discount, frozen_base_bytes(training), float(opt_pd), op_sac)
 
 
 def _on(flag: Any, x: Any, other: float) -> Any:
@@ -217,6 +220,7 @@ class _Batch:
     off: np.ndarray
     name: str  # framework name (options override, else strategy.framework)
     mega: np.ndarray  # Megatron memory profile per strategy
+    titan: np.ndarray  # torchtitan per strategy (its selective AC and FSDP2 + PP buffers)
     dpc: np.ndarray  # DP x CP ranks (gradients and ZeRO shards span both)
     divisors: dict[int, tuple[np.ndarray, np.ndarray]]  # ZeRO level -> (dense, expert) shard divisors
     tokens: np.ndarray  # tokens per micro-batch per GPU (before TP/SP)
@@ -262,9 +266,11 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     name = options.framework if options.framework is not None else getattr(strategy, "framework", "auto")
     profile = memory_profile(name)
     if profile is None:
-        mega = megatron_style(t, p, cp, ep, s["dopt"] > 0)
+        idx = auto_index(t, p, cp, ep, s["dopt"] > 0, z, training.method in ("pretrain", "cpt"))
+        mega, titan = idx == 0, idx == 1
     else:
         mega = np.full(t.shape, profile == "megatron")
+        titan = np.full(t.shape, name == "torchtitan")
 
     # shard groups (ZeRO / FSDP; hybrid shard when shard_group > 0); experts: DP / EP
     dpc = d * cp
@@ -286,27 +292,29 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
 
     # (profile, recompute) item set per strategy: row 3*profile + recompute of a 7-row table (row 6: zeros,
     # for recompute codes outside 0..2, which validate rejects)
+    # row 7: torchtitan's per-op selective AC (its "selective")
     mega_i = mega.astype(np.intp)
     row = np.where((rec == 0) | (rec == 1) | (rec == 2), 3 * mega_i + rec.astype(np.intp), 6)
+    row = np.where(titan & (rec == 1), 7, row)
     row_none = 3 * mega_i
 
-    def pick(table: dict, rows: np.ndarray) -> np.ndarray:
+    def pick(table: dict, rows: np.ndarray, op: LayerItems) -> np.ndarray:
         """Per-layer bytes of one micro-batch: the (profile, recompute) item set chosen per strategy."""
         sets = [table[(prof, rc)] for prof in PROFILES for rc in range(3)]
-        sp_c = np.array([r.sp for r in sets] + [0.0])
-        rest = np.array([r.tp + r.routed * k + r.s2 * seq for r in sets] + [0.0])
+        sp_c = np.array([r.sp for r in sets] + [0.0, op.sp])
+        rest = np.array([r.tp + r.routed * k + r.s2 * seq for r in sets] + [0.0, op.tp + op.routed * k])
         return tokens * (sp_c[rows] / sp_div + rest[rows] / t)
 
-    dense_b = pick(pre.dense, row)
-    moe_b = pick(pre.moe, row) if model.is_moe else dense_b
-    dense_none = pick(pre.dense, row_none)
-    moe_none = pick(pre.moe, row_none) if model.is_moe else dense_none
+    dense_b = pick(pre.dense, row, pre.op_sac[0])
+    moe_b = pick(pre.moe, row, pre.op_sac[1]) if model.is_moe else dense_b
+    dense_none = pick(pre.dense, row_none, pre.op_sac[0])
+    moe_none = pick(pre.moe, row_none, pre.op_sac[1]) if model.is_moe else dense_none
 
     st = {key: _by_prof(mega, lambda pr, n=key: getattr(pre.states[pr], n)) for key in
           ("weights", "grads", "grad_fp32_copy", "master", "grad_accum_fp32", "optimizer", "fp8_cache")}
     return _Batch(model=model, training=training, options=options, pre=pre, c=load_memory_constants(), s=s,
                   t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, z=z, rec=rec, off=s["off"],
-                  name=name, mega=mega, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro,
+                  name=name, mega=mega, titan=titan, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro,
                   sp_div=sp_div, dense_b=dense_b, moe_b=moe_b, dense_none=dense_none, moe_none=moe_none, st=st,
                   w16=float(act_bytes(training.precision)))
 
@@ -449,7 +457,13 @@ def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any) -> None:
     w_layer = (b.w16 if full_train else b.pre.base[0]) * layer_p
     g_layer = (b.w16 if full_train else 0.0) * layer_p
     gathered = oc["zero3_gathered_layers"] * w_layer + oc["zero3_unsharded_grad_layers"] * g_layer
-    items["framework_buffers"] = buckets + np.where((z >= 3) | b.offload_par, gathered, 0.0)
+    # torchtitan FSDP2 + pipelining: reshard_after_forward is off and gradient sync waits for the last
+    # micro-batch, so the stage's 16-bit weights stay unsharded and its gradients accumulate unsharded, in the
+    # fp32 reduce dtype (torchtitan parallelize.py `reshard_after_forward = not pp_enabled`; the schedule's
+    # set_requires_gradient_sync; FSDP2 FSDPParam.to_accumulated_grad_if_needed upcasts to reduce_dtype)
+    stage_params = trainable_pg if full_train else 0.0
+    pp_hold = np.where(b.titan & (z >= 3) & (p > 1), (b.w16 + 4.0) * stage_params, 0.0)
+    items["framework_buffers"] = buckets + np.where((z >= 3) | b.offload_par, np.maximum(gathered, pp_hold), 0.0)
     allocated = sum(val for key, val in items.items() if key not in ("cuda_context", "nccl_buffers"))
     items["fragmentation"] = oc["allocator_fragmentation_fraction"] * allocated
 
