@@ -1,0 +1,106 @@
+"""Any plan block (a mapping or a list of records) as captioned tables of formatted strings.
+
+The build-out blocks (bom, network, storage, ...) grow over time; rendering them generically keeps every
+field visible in the report, labelled from the catalogue and formatted by the unit its name declares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from trainsizer.render.report.fmt import Fmt
+from trainsizer.render.report.i18n import field_label, has, t
+
+PRICE_KEYS = ("low", "high")
+
+
+@dataclass(frozen=True)
+class Table:
+    caption: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+def is_scalar(v: object) -> bool:
+    return v is None or isinstance(v, str | int | float | bool)
+
+
+def is_price(v: object) -> bool:
+    return isinstance(v, Mapping) and all(k in v for k in PRICE_KEYS) and ("mid" in v or "typical" in v)
+
+
+def is_limit(v: object) -> bool:
+    return isinstance(v, Mapping) and set(v) == {"value", "source"}
+
+
+def mid(price: Mapping) -> float | None:
+    return price.get("typical", price.get("mid"))
+
+
+def cell(key: str, v: object, f: Fmt, currency: str) -> str:
+    """One value as text: prices as ranges in their currency, limits with their source, units by name."""
+    if is_price(v):
+        cur = v.get("currency", currency)
+        return f.money_range(v["low"], mid(v), v["high"], cur) if cur else f"{mid(v)}"
+    if is_limit(v):
+        return f"{f.value(key, v['value'])}"
+    if isinstance(v, Mapping):
+        return "; ".join(f"{field_label(k, f.lang)}: {cell(k, x, f, currency)}" for k, x in v.items())
+    if isinstance(v, str) and has(f"v.{v}"):
+        return t(f"v.{v}", f.lang)
+    return f.value(key, v)
+
+
+def records_table(caption: str, records: Sequence[Mapping], f: Fmt, currency: str) -> Table:
+    keys: list[str] = []
+    for r in records:
+        keys.extend(k for k in r if k not in keys)
+    rows = tuple(tuple(cell(k, r.get(k), f, r.get("currency", currency)) for k in keys) for r in records)
+    return Table(caption, tuple(field_label(k, f.lang) for k in keys), rows)
+
+
+def block_tables(caption: str, block: object, f: Fmt, currency: str = "") -> list[Table]:
+    """Tables for one block: its scalar fields as item/value rows, each list of records as its own table."""
+    L = f.lang
+    if isinstance(block, Sequence) and not isinstance(block, str):
+        if all(isinstance(r, Mapping) for r in block):
+            return [records_table(caption, block, f, currency)]
+        return [Table(caption, (t("value", L),), tuple((cell("", v, f, currency),) for v in block))]
+    if not isinstance(block, Mapping):
+        return [Table(caption, (t("value", L),), ((cell("", block, f, currency),),))]
+    currency = str(block.get("currency", currency) or "")
+    kv: list[tuple[str, str]] = []
+    tables: list[Table] = []
+    for key, v in block.items():
+        if key == "currency":
+            continue
+        if isinstance(v, Sequence) and not isinstance(v, str) and v and all(isinstance(r, Mapping) for r in v):
+            tables.append(records_table(field_label(key, L), v, f, currency))
+        elif isinstance(v, Mapping) and not is_price(v) and not is_limit(v) and not all(is_scalar(x) for x in v.values()):
+            tables.extend(block_tables(field_label(key, L), v, f, currency))
+        else:
+            kv.append((field_label(key, L), cell(key, v, f, currency)))
+    if kv:
+        tables.insert(0, Table(caption, (t("item", L), t("value", L)), tuple(kv)))
+    return tables
+
+
+def limits_table(caption: str, criteria: Mapping, f: Fmt) -> Table:
+    """Acceptance criteria (accept's schema): one row per threshold with the rule or source that sets it."""
+    rows: list[tuple[str, str, str]] = []
+
+    def walk(label: str, unit_key: str, node: Mapping) -> None:
+        for key, v in node.items():
+            name = f"{label} ({key})" if label else field_label(key, f.lang)
+            if is_limit(v):
+                # accept's names end in _min / _max (a bound, not minutes): the unit sits before it.
+                unit_key = (unit_key or key).removesuffix("_min").removesuffix("_max")
+                rows.append((name, f.value(unit_key, v["value"]), str(v["source"])))
+            elif isinstance(v, Mapping) and v:
+                walk(field_label(key, f.lang), key, v)
+            elif key not in ("schema_version", "source") and v not in (None, [], {}):
+                rows.append((field_label(key, f.lang), cell(key, v, f, ""), ""))
+
+    walk("", "", criteria)
+    return Table(caption, (t("criterion", f.lang), t("threshold", f.lang), t("source", f.lang)), tuple(rows))

@@ -1,0 +1,159 @@
+"""The report's charts: one description per chart, drawn by plotly (interactive HTML) and by matplotlib
+(static SVG/PNG for Markdown and PDF, no browser needed).
+
+A chart is a `Chart` of named series; both backends draw the same series, so the HTML, Markdown and PDF
+reports show the same numbers.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf")
+CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Sans SC", "WenQuanYi Zen Hei", "Source Han Sans SC")
+
+
+@dataclass(frozen=True)
+class Series:
+    name: str
+    x: tuple
+    y: tuple
+    mode: str = "bar"            # bar | line | markers | lines+markers
+    axis: str = "y"              # y | y2 (second y axis)
+    text: tuple = ()             # hover labels, one per point
+    color: str = ""              # default: the palette colour of the series' position
+    dash: bool = False
+
+
+@dataclass(frozen=True)
+class Chart:
+    id: str
+    title: str
+    x_label: str
+    y_label: str
+    series: tuple[Series, ...]
+    stacked: bool = False
+    horizontal: bool = False
+    y2_label: str = ""
+    log_x: bool = False
+    notes: tuple[str, ...] = field(default=())
+
+
+def to_plotly_div(chart: Chart) -> str:
+    """An HTML <div> with the interactive chart; plotly.js itself is inlined once per page (plotly_js())."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for i, s in enumerate(chart.series):
+        color = s.color or PALETTE[i % len(PALETTE)]
+        kw = dict(name=s.name, hovertext=list(s.text) or None)
+        if s.axis == "y2":
+            kw["yaxis"] = "y2"
+        if s.mode == "bar":
+            x, y = (s.y, s.x) if chart.horizontal else (s.x, s.y)
+            fig.add_trace(go.Bar(x=list(x), y=list(y), orientation="h" if chart.horizontal else "v",
+                                 marker_color=color, **kw))
+        else:
+            fig.add_trace(go.Scatter(x=list(s.x), y=list(s.y), mode=s.mode, marker=dict(size=10, color=color),
+                                     line=dict(color=color, dash="dash" if s.dash else "solid"), **kw))
+    x_title, y_title = (chart.y_label, chart.x_label) if chart.horizontal else (chart.x_label, chart.y_label)
+    layout = dict(title=chart.title, xaxis_title=x_title, yaxis_title=y_title, template="plotly_white",
+                  height=420, margin=dict(l=60, r=30, t=60, b=60), legend=dict(orientation="h", y=-0.2))
+    if chart.stacked:
+        layout["barmode"] = "stack"
+    if chart.y2_label:
+        layout["yaxis2"] = dict(title=chart.y2_label, overlaying="y", side="right", tickformat=".0%")
+    if chart.log_x:
+        layout["xaxis_type"] = "log"
+    fig.update_layout(**layout)
+    return fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"chart-{chart.id}",
+                       config={"displaylogo": False, "responsive": True})
+
+
+@lru_cache(maxsize=1)
+def plotly_js() -> str:
+    """plotly.js as shipped inside the plotly package (no CDN)."""
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+@lru_cache(maxsize=1)
+def _font_family() -> list[str]:
+    from matplotlib import font_manager
+
+    names = {f.name for f in font_manager.fontManager.ttflist}
+    return [n for n in CJK_FONTS if n in names] + ["DejaVu Sans"]
+
+
+def cjk_font_available() -> bool:
+    return len(_font_family()) > 1
+
+
+def _draw(chart: Chart):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams["font.family"] = _font_family()
+    plt.rcParams["svg.fonttype"] = "path"   # text as outlines: the SVG needs no font where it is viewed
+    fig, ax = plt.subplots(figsize=(8, 4.2), dpi=110)
+    ax2 = ax.twinx() if chart.y2_label else None
+    bars = [s for s in chart.series if s.mode == "bar"]
+    base: dict = {}
+    width = 0.8 / (1 if chart.stacked or not bars else len(bars))
+    for i, s in enumerate(chart.series):
+        color = s.color or PALETTE[i % len(PALETTE)]
+        target = ax2 if s.axis == "y2" and ax2 is not None else ax
+        if s.mode == "bar":
+            pos = list(range(len(s.x)))
+            if not chart.stacked:
+                pos = [p + (bars.index(s) - (len(bars) - 1) / 2) * width for p in pos]
+            bottom = [base.get(x, 0.0) for x in s.x] if chart.stacked else None
+            draw = target.barh if chart.horizontal else target.bar
+            kw = {"left": bottom} if chart.horizontal else {"bottom": bottom}
+            draw(pos, list(s.y), width if not chart.horizontal else 0.6, label=s.name, color=color, **kw)
+            if chart.stacked:
+                for x, y in zip(s.x, s.y, strict=True):
+                    base[x] = base.get(x, 0.0) + (y or 0.0)
+            ticks = (target.set_yticks if chart.horizontal else target.set_xticks)
+            ticks(range(len(s.x)), [str(x) for x in s.x], **({} if chart.horizontal else {"rotation": 20}))
+        else:
+            style = {"markers": "o", "lines": "-", "lines+markers": "o-"}.get(s.mode, "o-")
+            style = style.replace("-", "--") if s.dash else style
+            xs = list(range(len(s.x))) if s.x and isinstance(s.x[0], str) else list(s.x)
+            target.plot(xs, list(s.y), style, label=s.name, color=color)
+    x_title, y_title = (chart.y_label, chart.x_label) if chart.horizontal else (chart.x_label, chart.y_label)
+    ax.set_xlabel(x_title)
+    ax.set_ylabel(y_title)
+    if ax2 is not None:
+        ax2.set_ylabel(chart.y2_label)
+        ax2.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
+    if chart.log_x:
+        ax.set_xscale("log")
+        counts = sorted({x for s in chart.series for x in s.x})
+        ax.set_xticks(counts, [f"{x:,}" for x in counts])
+        ax.minorticks_off()
+    ax.set_title(chart.title)
+    ax.grid(alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    if ax2 is not None:
+        h2, l2 = ax2.get_legend_handles_labels()
+        handles, labels = handles + h2, labels + l2
+    if handles:
+        ax.legend(handles, labels, fontsize=8, loc="best")
+    fig.tight_layout()
+    return fig, plt
+
+
+def to_static(chart: Chart, fmt: str = "svg") -> bytes:
+    """The chart as a static SVG or PNG drawn by matplotlib."""
+    fig, plt = _draw(chart)
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
+    plt.close(fig)
+    return buf.getvalue()

@@ -1,0 +1,107 @@
+"""Numbers, units and money as a reader of each language expects them (CLDR rules through Babel).
+
+Chinese groups large numbers in 万 (10^4) and 亿 (10^8) and writes ¥ for yuan; English uses thousands
+separators. Binary and decimal units are never converted into each other: a `_gib` figure is printed as GiB,
+a `_gb` figure as GB (docs/CONVENTIONS.md).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from babel.numbers import format_compact_currency, format_compact_decimal, format_currency, format_decimal
+
+_LOCALES = {"en": "en_US", "zh": "zh_Hans_CN"}
+
+# Field-name suffix -> unit printed after the number (CONVENTIONS.md's unit names).
+UNIT_SUFFIXES: tuple[tuple[str, str], ...] = (
+    ("_per_s", "/s"), ("_gib", "GiB"), ("_gb_s", "GB/s"), ("_gbps", "Gb/s"), ("_tb", "TB"), ("_gb", "GB"), ("_tflops", "TFLOP/s"),
+    ("_kwh", "kWh"), ("_kw", "kW"), ("_w", "W"), ("_kva", "kVA"), ("_m2", "m²"), ("_ms", "ms"), ("_s", "s"),
+    ("_min", "min"), ("_h", "h"), ("_days", "d"), ("_weeks", "wk"), ("_months", "mo"), ("_c", "°C"),
+)
+
+
+# Units also recognised inside a name ("gbps_per_nic", "node_kw_max"): none of them is an ordinary word.
+INNER_UNITS = ("_gib", "_gb_s", "_gbps", "_tb", "_gb", "_tflops", "_kwh", "_kw", "_kva", "_m2")
+
+
+def unit_of(key: str) -> str:
+    """The unit a field name declares by its suffix, or by an unambiguous unit token inside it ('' if none)."""
+    for suffix, unit in UNIT_SUFFIXES:
+        if key.endswith(suffix):
+            return unit
+    padded = f"_{key}_"
+    for suffix, unit in UNIT_SUFFIXES:
+        if suffix in INNER_UNITS and f"{suffix}_" in padded:
+            return unit
+    return ""
+
+
+@dataclass(frozen=True)
+class Fmt:
+    """Formatting for one language."""
+
+    lang: str
+
+    @property
+    def locale(self) -> str:
+        return _LOCALES[self.lang]
+
+    def num(self, x: float | int | None, digits: int = 1) -> str:
+        """A count or measure: 万/亿 past 10^4 in Chinese, thousands separators in English."""
+        if x is None or (isinstance(x, float) and not math.isfinite(x)):
+            return "—"
+        if isinstance(x, bool):
+            return str(x)
+        if self.lang == "zh" and abs(x) >= 1e4:
+            return format_compact_decimal(x, locale=self.locale, fraction_digits=2)
+        if isinstance(x, int) or float(x).is_integer():
+            return format_decimal(int(round(x)), locale=self.locale)
+        pattern = "#,##0." + "0" * digits if digits > 0 else "#,##0"
+        if 0 < abs(x) < 10 ** -digits:
+            return format_decimal(x, locale=self.locale, format="0.###E0")
+        return format_decimal(x, locale=self.locale, format=pattern)
+
+    def qty(self, x: float | int | None, unit: str, digits: int = 1) -> str:
+        """A number with its unit (units are never converted)."""
+        return self.num(x, digits) if not unit else f"{self.num(x, digits)} {unit}"
+
+    def pct(self, x: float | None, digits: int = 1) -> str:
+        if x is None:
+            return "—"
+        return format_decimal(100 * x, locale=self.locale, format="#,##0." + "0" * digits) + "%"
+
+    def money(self, amount: float | None, currency: str) -> str:
+        """An amount in its own currency (never converted): ¥12.3万 in Chinese, $123,456 in English."""
+        if amount is None or not math.isfinite(amount):
+            return "—"
+        if self.lang == "zh" and abs(amount) >= 1e4:
+            return format_compact_currency(amount, currency, locale=self.locale, fraction_digits=2)
+        if abs(amount) >= 1000:
+            return format_currency(round(amount), currency, locale=self.locale, format="¤#,##0", currency_digits=False)
+        return format_currency(amount, currency, locale=self.locale)
+
+    def money_range(self, low: float | None, mid: float | None, high: float | None, currency: str) -> str:
+        """typical (low – high)."""
+        return f"{self.money(mid, currency)} ({self.money(low, currency)} – {self.money(high, currency)})"
+
+    def days(self, x: float | None) -> str:
+        if x is None:
+            return "—"
+        unit = "天" if self.lang == "zh" else ("day" if x == 1 else "days")
+        return f"{self.num(x, 1 if x < 100 else 0)} {unit}"
+
+    def value(self, key: str, x: object) -> str:
+        """A plan field's value, formatted by its type and the unit its name declares."""
+        if x is None:
+            return "—"
+        if isinstance(x, bool):
+            return ("是" if x else "否") if self.lang == "zh" else ("yes" if x else "no")
+        if isinstance(x, int | float):
+            if key.endswith(("_share", "_fraction", "mfu", "hfu", "goodput", "efficiency")):
+                return self.pct(float(x))
+            return self.qty(x, unit_of(key), 2 if abs(x) < 10 else 1)
+        if isinstance(x, list | tuple):
+            return ", ".join(self.value(key, v) for v in x)
+        return str(x)

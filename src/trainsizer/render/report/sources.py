@@ -1,0 +1,60 @@
+"""The assumptions a plan rests on and where its figures come from, for the report's last section and the
+workbook's "Assumptions" sheet."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from trainsizer.render.report.facts import option_label, recommended
+from trainsizer.render.report.fmt import Fmt
+from trainsizer.render.report.i18n import t
+
+JOB_FIELDS = ("name", "method", "precision", "optimizer", "seq_len", "global_batch_sequences", "tokens_total",
+              "steps")
+
+
+def assumptions(plan: Mapping, f: Fmt) -> list[tuple[str, str, str, str]]:
+    """(what, value, source, date) rows: the job as the plan read it, then every priced or sourced figure."""
+    L = f.lang
+    rows: list[tuple[str, str, str, str]] = []
+    job = plan.get("job") or {}
+    model = job.get("model") or {}
+    if model:
+        rows.append((t("a.model", L), f"{model.get('name')} ({f.num(model.get('params_total'))})",
+                     t("a.from_job", L), ""))
+    for key in JOB_FIELDS:
+        if job.get(key) is not None and key != "name":
+            rows.append((t(f"a.{key}", L), f.value(key, job[key]), t("a.from_job", L), ""))
+    goal = job.get("goal") or {}
+    if goal.get("deadline_days"):
+        rows.append((t("a.deadline", L), f.days(goal["deadline_days"]), t("a.from_job", L), ""))
+    budget = goal.get("budget") or {}
+    if budget.get("amount"):
+        rows.append((t("a.budget", L), f.money(budget["amount"], budget.get("currency", "")), t("a.from_job", L), ""))
+    rows.extend(_price_rows(plan, f))
+    return rows
+
+
+def _price_rows(plan: Mapping, f: Fmt) -> list[tuple[str, str, str, str]]:
+    L, rows = f.lang, []
+    rec = recommended(plan)
+    options = plan.get("options") or []
+    shown = [rec] if rec is not None else list(range(min(1, len(options))))
+    for i in shown:
+        o = options[i]
+        cost = o.get("cost") or {}
+        for kind in ("rent", "buy"):
+            block = cost.get(kind)
+            if isinstance(block, Mapping) and isinstance(block.get("unit_price"), Mapping):
+                up = block["unit_price"]
+                rows.append((f"{t(f'a.price_{kind}', L)}: {option_label(o)}",
+                             f"{f.money_range(up.get('low'), up.get('mid', up.get('typical')), up.get('high'), cost.get('currency', ''))} {up.get('unit', '')}",
+                             str(block.get("source", "")), str(block.get("date", ""))))
+        energy = o.get("energy") or {}
+        if energy.get("pue"):
+            rows.append((t("a.pue", L), f.num(energy["pue"], 2), t("a.catalog", L), ""))
+    for line in (plan.get("bom") or {}).get("lines") or []:
+        if isinstance(line, Mapping) and line.get("source"):
+            rows.append((f"{t('sec.bom', L)}: {line.get('item', '')} {line.get('part', '')}".strip(),
+                         "", str(line["source"]), str(line.get("date", ""))))
+    return rows

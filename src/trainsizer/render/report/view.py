@@ -1,0 +1,186 @@
+"""A plan as the report shows it: headline, key facts, option table, charts and one section per plan block.
+
+Everything here is formatted text in one language; the HTML, Markdown and PDF renderers only lay it out.
+A block the plan does not hold is shown as missing, never filled in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from trainsizer.render.report import plan_charts
+from trainsizer.render.report.blocks import Table, block_tables, cell, limits_table, mid
+from trainsizer.render.report.charts import Chart
+from trainsizer.render.report.facts import (
+    as_dict,
+    currency,
+    network_name,
+    option_label,
+    pick_cost,
+    procurement,
+    recommended,
+    strategy_text,
+)
+from trainsizer.render.report.fmt import Fmt
+from trainsizer.render.report.i18n import t
+from trainsizer.render.report.sources import assumptions
+
+BUILD_BLOCKS = ("bom", "network", "node", "storage", "facility", "software", "risks", "acceptance", "phases",
+                "rules_of_thumb")
+
+
+@dataclass(frozen=True)
+class Section:
+    id: str
+    title: str
+    tables: tuple[Table, ...] = ()
+    charts: tuple[str, ...] = ()
+    missing: str = ""
+    text: tuple[str, ...] = ()
+    diagram: bool = False
+
+
+@dataclass(frozen=True)
+class ReportView:
+    lang: str
+    title: str
+    subtitle: str
+    headline: str
+    facts: Table
+    sections: tuple[Section, ...]
+    charts: tuple[Chart, ...]
+    plan: dict
+
+
+def headline(plan: Mapping, f: Fmt) -> str:
+    """'Rent 32 × H100 ... for about 3.2 days; about $9,198 ($4,600 – $17,000).' or why nothing fits."""
+    L, rec = f.lang, recommended(plan)
+    if rec is None:
+        return t("headline.none", L)
+    o = plan["options"][rec]
+    hw = o.get("hardware") or {}
+    kind, price = pick_cost(o, procurement(plan))
+    cur = currency(plan)
+    cost = f.money(mid(price), cur) if price else "—"
+    rng = f"{f.money(price['low'], cur)} – {f.money(price['high'], cur)}" if price else "—"
+    return t("headline", L, action=t(f"action.{kind or 'rent'}", L), count=f.num(hw.get("count")),
+             accelerator=hw.get("accelerator", "?"), nodes=f.num(hw.get("nodes")), per_node=f.num(hw.get("per_node")),
+             network=network_name(hw) or "—", days=f.days((o.get("time") or {}).get("train_days")),
+             cost=cost, range=rng)
+
+
+def facts_table(plan: Mapping, f: Fmt) -> Table:
+    """What / how long / how much, and whether the goal is met."""
+    L, rec = f.lang, recommended(plan)
+    rows: list[tuple[str, str]] = []
+    if rec is not None:
+        o = plan["options"][rec]
+        hw, tm, meets = o.get("hardware") or {}, o.get("time") or {}, o.get("meets") or {}
+        kind, price = pick_cost(o, procurement(plan))
+        rows += [(t("fact.what", L), f"{f.num(hw.get('count'))} × {hw.get('accelerator')} · "
+                                     f"{hw.get('server') or ''} · {network_name(hw)}"),
+                 (t("fact.how_long", L), f.days(tm.get("train_days"))),
+                 (t("fact.how_much", L), f.money_range(price["low"], mid(price), price["high"], currency(plan))
+                  if price else "—"),
+                 (t("fact.procurement", L), t(f"action.{kind}", L) if kind else "—")]
+        for goal in ("deadline", "budget"):
+            if goal in meets:
+                rows.append((t(f"fact.meets_{goal}", L), f.value("", meets[goal])))
+    for key in ("tier", "decided_by"):
+        if plan.get(key):
+            rows.append((t(f"fact.{key}", L), cell(key, plan[key], f, currency(plan))))
+    s = plan.get("search") or {}
+    if s:
+        rows.append((t("fact.search", L), t("search_stats", L, evaluated=f.num(s.get("evaluated")),
+                                              feasible=f.num(s.get("feasible")), seconds=f.num(s.get("seconds"), 2))))
+    return Table(t("sec.summary", L), (t("item", L), t("value", L)), tuple(rows))
+
+
+def options_table(plan: Mapping, f: Fmt) -> Table:
+    L, rec = f.lang, recommended(plan)
+    front = set(plan_charts.pareto_indices(plan))
+    cur, kind = currency(plan), procurement(plan)
+    rows = []
+    for i, o in enumerate(plan.get("options") or []):
+        hw, mem, tm = o.get("hardware") or {}, o.get("memory") or {}, o.get("time") or {}
+        _, price = pick_cost(o, kind)
+        marks = " ".join(m for m, on in ((t("recommended", L), i == rec), (t("pareto_mark", L), i in front)) if on)
+        meets = o.get("meets") or {}
+        rows.append((f"#{i + 1}", marks, option_label(o),
+                     f"{f.num(hw.get('nodes'))} × {f.num(hw.get('per_node'))}", network_name(hw),
+                     strategy_text(o.get("strategy") or {}),
+                     f"{f.qty(mem.get('per_gpu_gib'), 'GiB')} / {f.qty(mem.get('capacity_gib'), 'GiB')}",
+                     f.qty(tm.get("step_s"), "s", 2), f.pct(tm.get("mfu")), f.days(tm.get("train_days")),
+                     f.money_range(price["low"], mid(price), price["high"], cur) if price else "—",
+                     " ".join(t(f"meets.{k}.{bool(v)}", L) for k, v in meets.items())))
+    cols = ("#", "", t("option", L), t("nodes_x_gpus", L), t("network", L), t("strategy", L),
+            t("memory_per_gpu", L), t("step_time", L), "MFU", t("time_to_train", L), t("cost", L), t("goal", L))
+    return Table(t("sec.options", L), cols, tuple(rows))
+
+
+def _memory_table(plan: Mapping, f: Fmt) -> Table:
+    L = f.lang
+    parts = ("weights", "gradients", "optimizer", "activations", "other")
+    rows = []
+    for i, o in enumerate(plan.get("options") or []):
+        mem = o.get("memory") or {}
+        b = mem.get("breakdown_gib") or {}
+        rows.append((f"#{i + 1} {option_label(o)}", *(f.qty(b.get(p), "GiB") for p in parts),
+                     f.qty(mem.get("per_gpu_gib"), "GiB"), f.qty(mem.get("headroom_gib"), "GiB"),
+                     str(mem.get("worst_gpu") or "")))
+    cols = (t("option", L), *(t(f"mem.{p}", L) for p in parts), t("total", L), t("headroom", L), t("worst_gpu", L))
+    return Table(t("sec.memory", L), cols, tuple(rows))
+
+
+def _time_table(plan: Mapping, f: Fmt) -> Table:
+    L = f.lang
+    rows = []
+    for i, o in enumerate(plan.get("options") or []):
+        tm = o.get("time") or {}
+        rows.append((f"#{i + 1} {option_label(o)}", f.qty(tm.get("step_s"), "s", 2), f.num(tm.get("tokens_per_s")),
+                     f.pct(tm.get("mfu")), f.pct(tm.get("goodput")), f.num(tm.get("gpu_hours"), 0),
+                     f.days(tm.get("train_days"))))
+    cols = (t("option", L), t("step_time", L), t("tokens_per_s", L), "MFU", t("goodput", L), t("gpu_hours", L),
+            t("time_to_train", L))
+    return Table(t("sec.time", L), cols, tuple(rows))
+
+
+def _build_sections(plan: Mapping, f: Fmt) -> list[Section]:
+    L, cur, out = f.lang, currency(plan), []
+    for block in BUILD_BLOCKS:
+        title = t(f"sec.{block}", L)
+        value = plan.get(block)
+        if value in (None, {}, []):
+            out.append(Section(block, title, missing=t("block_missing", L), diagram=block == "network"))
+            continue
+        tables = [limits_table(title, value, f)] if block == "acceptance" else block_tables(title, value, f, cur)
+        out.append(Section(block, title, tuple(tables), diagram=block == "network"))
+    return out
+
+
+def build_view(plan: Any, lang: str) -> ReportView:
+    """The whole report for `plan` in `lang` ('en' or 'zh')."""
+    p, f = as_dict(plan), Fmt(lang)
+    cur = currency(p)
+    charts = (plan_charts.memory_chart(p, lang), plan_charts.time_chart(p, lang),
+              plan_charts.pareto_chart(p, lang, cur), plan_charts.scaling_chart(p, lang))
+    sections = [Section("options", t("sec.options", lang), (options_table(p, f),)),
+                Section("memory", t("sec.memory", lang), (_memory_table(p, f),), charts=("memory",)),
+                Section("time", t("sec.time", lang), (_time_table(p, f),), charts=("time",)),
+                Section("pareto", t("sec.pareto", lang), charts=("pareto",)),
+                Section("scaling", t("sec.scaling", lang), charts=("scaling",),
+                        text=(t("scaling_from_options", lang),) if not p.get("scaling") else ()),
+                *_build_sections(p, f)]
+    if p.get("binding"):
+        sections.insert(0, Section("binding", t("sec.binding", lang), tuple(block_tables(
+            t("sec.binding", lang), p["binding"], f, cur))))
+    sections.append(Section("notes", t("sec.notes", lang), text=tuple(str(n) for n in p.get("notes") or [])))
+    sections.append(Section("sources", t("sec.sources", lang), (Table(
+        t("sec.sources", lang), (t("what", lang), t("value", lang), t("source", lang), t("date", lang)),
+        tuple(assumptions(p, f))),)))
+    job = p.get("job") or {}
+    return ReportView(lang=lang, title=t("title", lang), subtitle=str(job.get("name") or ""),
+                      headline=headline(p, f), facts=facts_table(p, f), sections=tuple(sections), charts=charts,
+                      plan=p)

@@ -1,0 +1,91 @@
+"""Writing a plan's reports into a folder: report.html, report.md (+ charts/*.png), architecture.svg,
+bom.xlsx and, on request, report.pdf. Existing files are never overwritten unless `force`."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from trainsizer.errors import SpecError
+from trainsizer.render.report.diagram import render_svg
+from trainsizer.render.report.facts import as_dict
+from trainsizer.render.report.html import render_html
+from trainsizer.render.report.markdown import render_markdown
+from trainsizer.render.report.xlsx import render_xlsx
+
+FORMATS = ("html", "md", "xlsx", "svg", "pdf")
+DEFAULT_FORMATS = ("html", "md", "xlsx", "svg")
+
+
+def _files(plan: dict, lang: str, formats: Iterable[str]) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    for fmt in formats:
+        if fmt == "html":
+            files["report.html"] = render_html(plan, lang).encode("utf-8")
+        elif fmt == "md":
+            text, extra = render_markdown(plan, lang)
+            files["report.md"] = text.encode("utf-8")
+            files.update(extra)
+        elif fmt == "xlsx":
+            files["bom.xlsx"] = render_xlsx(plan, lang)
+        elif fmt == "svg":
+            files["architecture.svg"] = render_svg(plan, lang).encode("utf-8")
+        elif fmt == "pdf":
+            from trainsizer.render.report.pdf import render_pdf
+
+            files["report.pdf"] = render_pdf(plan, lang)
+        else:
+            raise SpecError("--format", "unknown report format", value=fmt, allowed=FORMATS)
+    return files
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
+
+
+def write_report(plan: Any, out_dir: Path | str, lang: str = "en", formats: Iterable[str] = DEFAULT_FORMATS,
+                 force: bool = False) -> list[Path]:
+    """Render and write the reports; returns the paths written (all rendered before any is written)."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise SpecError(str(out), "the report folder is a file", allowed="a folder (created if missing)")
+    formats = tuple(dict.fromkeys(formats))
+    for fmt in formats:
+        if fmt not in FORMATS:
+            raise SpecError("--format", "unknown report format", value=fmt, allowed=FORMATS)
+    targets = {"html": ["report.html"], "md": ["report.md", "charts"], "xlsx": ["bom.xlsx"],
+               "svg": ["architecture.svg"], "pdf": ["report.pdf"]}
+    existing = [out / n for f in formats for n in targets[f] if (out / n).exists()]
+    if existing and not force:
+        raise SpecError(str(existing[0]), "already exists; the report is not overwritten",
+                        allowed="another --out folder, or --force to overwrite")
+    files = _files(as_dict(plan), lang, formats)
+    written = []
+    for rel, data in files.items():
+        _atomic_write(out / rel, data)
+        written.append(out / rel)
+    return written
+
+
+def load_plan_json(path: Path | str) -> dict[str, Any]:
+    """A plan file as a dict, with errors that say what is wrong and where."""
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(str(path), "plan file not found", allowed="a plan written by `trainsizer plan --out plan.json`")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise SpecError(str(path), "not a UTF-8 text file") from None
+    except json.JSONDecodeError as err:
+        raise SpecError(f"{path}:{err.lineno}", f"not valid JSON: {err.msg}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("options"), list):
+        raise SpecError(f"{path}: options", "not a trainsizer plan (expected an object with an `options` list)")
+    return data

@@ -1,0 +1,169 @@
+"""The Excel workbook (openpyxl): the bill of materials with live formulas (line totals = quantity × unit
+price, totals = SUM), one sheet per option compared (its cost = quantity × unit price, also live), and the
+assumptions with their sources. Opens in Excel and LibreOffice; amounts stay in the plan's own currency."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from typing import Any
+
+from babel.numbers import get_currency_symbol
+from openpyxl import Workbook
+from openpyxl.styles import Alignment, Font, PatternFill
+from openpyxl.utils import get_column_letter
+from openpyxl.worksheet.worksheet import Worksheet
+
+from trainsizer.render.report.blocks import mid
+from trainsizer.render.report.facts import as_dict, currency, network_name, option_label, strategy_text
+from trainsizer.render.report.fmt import Fmt
+from trainsizer.render.report.i18n import t
+from trainsizer.render.report.sources import assumptions
+
+HEAD = Font(bold=True)
+FILL = PatternFill("solid", fgColor="DDE6F3")
+PRICES = ("low", "typical", "high")
+
+
+def money_format(cur: str, lang: str) -> str:
+    symbol = get_currency_symbol(cur, locale=Fmt(lang).locale) if cur else ""
+    return f'"{symbol}"#,##0' if symbol else "#,##0"
+
+
+def _header(ws: Worksheet, row: int, labels: list[str]) -> None:
+    for c, label in enumerate(labels, 1):
+        cell = ws.cell(row, c, label)
+        cell.font, cell.fill = HEAD, FILL
+        cell.alignment = Alignment(wrap_text=True, vertical="top")
+
+
+def _widths(ws: Worksheet, widths: list[int]) -> None:
+    for i, w in enumerate(widths, 1):
+        ws.column_dimensions[get_column_letter(i)].width = w
+
+
+def bom_sheet(wb: Workbook, plan: Mapping, lang: str) -> None:
+    ws = wb.active
+    ws.title = t("x.sheet_bom", lang)[:31]
+    bom = plan.get("bom") if isinstance(plan.get("bom"), Mapping) else None
+    lines = [ln for ln in (bom or {}).get("lines") or [] if isinstance(ln, Mapping)]
+    if not lines:
+        ws["A1"] = t("x.bom_missing", lang)
+        ws.column_dimensions["A"].width = 100
+        return
+    cur = str(bom.get("currency") or currency(plan))
+    money = money_format(cur, lang)
+    _header(ws, 1, [t(k, lang) for k in ("f.category", "f.item", "f.part", "f.quantity", "x.unit_low", "x.unit_typical",
+                                          "x.unit_high", "x.line_low", "x.line_typical", "x.line_high", "f.currency",
+                                          "f.source", "f.date")])
+    for r, ln in enumerate(lines, 2):
+        price = ln.get("unit_price") or {}
+        values = [ln.get("category"), ln.get("item"), ln.get("part"), ln.get("quantity"), price.get("low"),
+                  mid(price) if price else None, price.get("high")]
+        for c, v in enumerate(values, 1):
+            ws.cell(r, c, v)
+        for k in range(3):   # H:J = D × E:G
+            cell = ws.cell(r, 8 + k, f"=D{r}*{get_column_letter(5 + k)}{r}")
+            cell.number_format = money
+            ws.cell(r, 5 + k).number_format = money
+        ws.cell(r, 11, ln.get("currency", cur))
+        ws.cell(r, 12, ln.get("source"))
+        ws.cell(r, 13, ln.get("date"))
+    total = len(lines) + 2
+    ws.cell(total, 1, t("total", lang)).font = HEAD
+    for k in range(3):
+        col = get_column_letter(8 + k)
+        cell = ws.cell(total, 8 + k, f"=SUM({col}2:{col}{total - 1})")
+        cell.font, cell.number_format = HEAD, money
+    ws.freeze_panes = "A2"
+    _widths(ws, [12, 22, 26, 9, 13, 13, 13, 15, 15, 15, 9, 30, 10])
+    _rent_rows(ws, bom, total + 2, money, lang)
+
+
+def _rent_rows(ws: Worksheet, bom: Mapping, row: int, money: str, lang: str) -> None:
+    rent = bom.get("rent") if isinstance(bom.get("rent"), Mapping) else None
+    per_month = (rent or {}).get("per_month")
+    if not isinstance(per_month, Mapping):
+        return
+    ws.cell(row, 1, t("x.rent_alternative", lang)).font = HEAD
+    _header(ws, row + 1, [t("f.per_month", lang), t("f.months", lang), t("x.line_low", lang),
+                          t("x.line_typical", lang), t("x.line_high", lang)])
+    r = row + 2
+    ws.cell(r, 1, mid(per_month)).number_format = money
+    ws.cell(r, 2, rent.get("months"))
+    for k, key in enumerate(PRICES):
+        ws.cell(r + 1, 3 + k, per_month.get(key) if key != "typical" else mid(per_month)).number_format = money
+        ws.cell(r, 3 + k, f"={get_column_letter(3 + k)}{r + 1}*B{r}").number_format = money
+    ws.cell(r + 1, 1, t("x.per_month_range", lang))
+
+
+def option_sheet(wb: Workbook, plan: Mapping, i: int, lang: str) -> None:
+    o = plan["options"][i]
+    ws = wb.create_sheet(f"{t('option', lang)} {i + 1}"[:31])
+    hw, st, mem, tm = (o.get(k) or {} for k in ("hardware", "strategy", "memory", "time"))
+    rows: list[tuple[str, Any]] = [
+        (t("option", lang), option_label(o)), (t("x.accelerator", lang), hw.get("accelerator")),
+        (t("x.server", lang), hw.get("server")), (t("gpus", lang), hw.get("count")),
+        (t("nodes_x_gpus", lang), f"{hw.get('nodes')} × {hw.get('per_node')}"), (t("network", lang), network_name(hw)),
+        (t("strategy", lang), strategy_text(st)), (f"{t('memory_per_gpu', lang)} (GiB)", mem.get("per_gpu_gib")),
+        (f"{t('capacity', lang)} (GiB)", mem.get("capacity_gib")),
+        *((f"{t(f'mem.{k}', lang)} (GiB)", v) for k, v in (mem.get("breakdown_gib") or {}).items()),
+        (f"{t('step_time', lang)} (s)", tm.get("step_s")),
+        *((f"{t(f'f.{k}', lang)} (s)", v) for k, v in (tm.get("breakdown_s") or {}).items()),
+        ("MFU", tm.get("mfu")), (t("gpu_hours", lang), tm.get("gpu_hours")),
+        (f"{t('time_to_train', lang)} ({t('x.days', lang)})", tm.get("train_days")),
+    ]
+    _header(ws, 1, [t("item", lang), t("value", lang)])
+    for r, (k, v) in enumerate(rows, 2):
+        ws.cell(r, 1, k)
+        ws.cell(r, 2, v)
+    _cost_rows(ws, o, len(rows) + 3, lang)
+    _widths(ws, [38, 40, 14, 14, 14, 30, 10])
+
+
+def _cost_rows(ws: Worksheet, o: Mapping, row: int, lang: str) -> None:
+    """Cost = quantity × unit price, as formulas over the option's own figures."""
+    cost = o.get("cost") or {}
+    cur = str(cost.get("currency") or "")
+    money = money_format(cur, lang)
+    _header(ws, row, [t("cost", lang), t("x.quantity_unit", lang), t("x.unit_low", lang), t("x.unit_typical", lang),
+                      t("x.unit_high", lang), t("f.source", lang), t("f.date", lang)])
+    r = row + 1
+    for kind in ("rent", "buy"):
+        block = cost.get(kind)
+        if not isinstance(block, Mapping) or not isinstance(block.get("unit_price"), Mapping):
+            continue
+        up = block["unit_price"]
+        ws.cell(r, 1, f"{t(f'action.{kind}', lang)}: {up.get('unit', '')}")
+        ws.cell(r, 2, block.get("quantity"))
+        for k, key in enumerate(("low", "mid", "high")):
+            ws.cell(r, 3 + k, up.get(key, up.get("typical") if key == "mid" else None)).number_format = money
+            ws.cell(r + 1, 3 + k, f"=B{r}*{get_column_letter(3 + k)}{r}").number_format = money
+        ws.cell(r, 6, block.get("source"))
+        ws.cell(r, 7, block.get("date"))
+        ws.cell(r + 1, 1, f"{t(f'action.{kind}', lang)}: {t('total', lang)} ({cur})").font = HEAD
+        r += 3
+
+
+def assumptions_sheet(wb: Workbook, plan: Mapping, lang: str) -> None:
+    ws = wb.create_sheet(t("x.sheet_assumptions", lang)[:31])
+    _header(ws, 1, [t("what", lang), t("value", lang), t("source", lang), t("date", lang)])
+    for r, row in enumerate(assumptions(plan, Fmt(lang)), 2):
+        for c, v in enumerate(row, 1):
+            ws.cell(r, c, v)
+    _widths(ws, [44, 40, 70, 10])
+
+
+def render_xlsx(plan: Any, lang: str = "en") -> bytes:
+    """The workbook as bytes (.xlsx). Stable signature: the web page uses it."""
+    p = as_dict(plan)
+    wb = Workbook()
+    bom_sheet(wb, p, lang)
+    for i in range(len(p.get("options") or [])):
+        option_sheet(wb, p, i, lang)
+    assumptions_sheet(wb, p, lang)
+    wb.properties.creator = "trainsizer"
+    wb.properties.title = t("title", lang)
+    buf = io.BytesIO()
+    wb.save(buf)
+    return buf.getvalue()

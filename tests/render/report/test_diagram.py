@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from trainsizer.render.report.diagram import render_svg
+from trainsizer.render.report.mermaid import render_mermaid
+
+from .conftest import large_plan, load_fixture, single_node_plan
+
+NS = "{http://www.w3.org/2000/svg}"
+
+
+def _texts(svg: str) -> list[str]:
+    root = ET.fromstring(svg)
+    return ["".join(el.itertext()) for el in root.iter(f"{NS}text")]
+
+
+def _node_boxes(svg: str) -> int:
+    return sum(1 for s in _texts(svg) if s.startswith("#") and s[1:].isdigit())
+
+
+def test_small_cluster_draws_every_node_rack_and_link():
+    plan = load_fixture()
+    svg = render_svg(plan, "en")
+    texts = _texts(svg)
+    assert _node_boxes(svg) == plan["options"][0]["hardware"]["nodes"] == 4
+    assert "Rack 1" in texts and "Rack 2" in texts
+    assert "32 × 400 Gb/s" in texts                 # the node-to-leaf link bundle
+    assert any("Leaf switches × 1" in s for s in texts)
+    assert any("NVLink domain (8 GPUs)" in s for s in texts)
+    gpus = sum(1 for el in ET.fromstring(svg).iter(f"{NS}rect") if el.get("fill") == "#76b900")
+    assert gpus == 32 + 1                           # every GPU, plus the legend swatch
+
+
+@pytest.mark.parametrize("nodes", [64, 2000])
+def test_large_cluster_is_grouped_and_stays_legible(nodes):
+    svg = render_svg(large_plan(nodes), "en")
+    texts = _texts(svg)
+    assert _node_boxes(svg) == 12                   # racks 1, 2 and the last, 4 nodes each
+    assert any(f"{nodes - 12:,} nodes" in s for s in texts)   # the ellipsis says what it stands for
+    assert any(s.startswith("Core switches ×") for s in texts)
+    assert f"{nodes * 8:,} × 400 Gb/s" in texts
+    width = float(ET.fromstring(svg).get("width"))
+    assert width == 1280 and float(ET.fromstring(svg).get("height")) < 900
+
+
+def test_one_node_needs_no_fabric_and_says_what_is_missing():
+    texts = _texts(render_svg(single_node_plan(), "zh"))
+    assert any("单节点" in s for s in texts)
+    assert any("本方案未包含" in s for s in texts)
+
+
+def test_mermaid_has_tiers_links_and_grouped_racks():
+    text = render_mermaid(large_plan(2000), "en")
+    assert text.startswith("flowchart TB\n")
+    assert 'core ---|"' in text and 'spine ---|"' in text and 'leaf ---|"16,000 × 400 Gb/s"| racks' in text
+    assert "r1[" in text and "r500[" in text and "more[" in text
+    assert "r3[" not in text

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trainsizer.render.report.fmt import Fmt, unit_of
+
+
+def test_chinese_groups_large_numbers_in_wan_and_yi():
+    zh = Fmt("zh")
+    assert zh.num(12_345) == "1.23万"
+    assert zh.num(284_512_000) == "2.85亿"
+    assert zh.money(2_290_000, "CNY") == "¥229万"
+    assert zh.money(1.5e9, "CNY") == "¥15亿"
+
+
+def test_english_uses_thousands_separators():
+    en = Fmt("en")
+    assert en.num(1_284_512) == "1,284,512"
+    assert en.money(9198.14, "USD") == "$9,198"
+    assert en.money(12.5, "USD") == "$12.50"
+    assert en.pct(0.3531) == "35.3%"
+
+
+def test_units_follow_the_field_name_and_are_never_converted():
+    en = Fmt("en")
+    assert en.value("ram_gib", 2048) == "2,048 GiB"
+    assert en.value("capacity_tb", 100) == "100 TB"
+    assert en.value("dataset_gb", 80) == "80 GB"
+    assert en.value("gbps_per_nic", 400) == "400 Gb/s"
+    assert en.value("nvme_read_gb_s", 25.5) == "25.5 GB/s"
+    assert unit_of("cpu_cores") == ""
+    assert unit_of("checkpoint_interval_min") == "min"
+
+
+@given(st.integers(min_value=0, max_value=10**12))
+def test_english_integers_read_back(n):
+    assert int(Fmt("en").num(n).replace(",", "")) == n
+
+
+@given(st.floats(min_value=1e4, max_value=1e15))
+def test_chinese_large_amounts_carry_a_chinese_unit(x):
+    text = Fmt("zh").money(x, "CNY")
+    assert text.startswith("¥") and ("万" in text or "亿" in text or "兆" in text)

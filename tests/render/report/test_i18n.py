@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+import re
+import string
+from pathlib import Path
+
+from trainsizer.render.report.i18n import LANGS, catalogue
+
+from .conftest import large_plan, load_fixture
+
+PKG = Path(__file__).resolve().parents[3] / "src" / "trainsizer" / "render" / "report"
+
+
+def _placeholders(text: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(text) if name}
+
+
+def test_every_message_has_both_languages_with_the_same_placeholders():
+    for key, entry in catalogue().items():
+        assert set(entry) == set(LANGS), key
+        assert all(isinstance(entry[lang], str) and entry[lang].strip() for lang in LANGS), key
+        assert _placeholders(entry["en"]) == _placeholders(entry["zh"]), key
+
+
+def test_chinese_messages_are_translated():
+    """A zh entry identical to en is allowed only for names (CUDA, NCCL, MFU...), not for sentences."""
+    for key, entry in catalogue().items():
+        if entry["zh"] == entry["en"] and " " in entry["en"].strip():
+            assert not re.search(r"[a-z]{4,} [a-z]{4,}", entry["en"]), key
+
+
+def test_every_key_the_code_and_templates_use_exists():
+    used: set[str] = set()
+    for path in [*PKG.glob("*.py"), *PKG.glob("templates/*")]:
+        text = path.read_text(encoding="utf-8")
+        used |= set(re.findall(r"""\bt\(\s*["']([a-z_.0-9]+)["']""", text))
+    used = {k for k in used if not k.endswith(".")}
+    assert used, "the scan found no keys: the pattern is broken"
+    missing = sorted(k for k in used if k not in catalogue())
+    assert not missing
+
+
+def _keys(node, out: set[str]) -> set[str]:
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out.add(k)
+            _keys(v, out)
+    elif isinstance(node, list):
+        for v in node:
+            _keys(v, out)
+    return out
+
+
+def test_every_build_out_field_has_a_label():
+    plans = [load_fixture(), large_plan()]
+    blocks = ("bom", "node", "network", "storage", "facility", "software", "risks", "phases", "rules_of_thumb",
+              "acceptance")
+    fields: set[str] = set()
+    for plan in plans:
+        for block in blocks:
+            _keys(plan.get(block), fields)
+    ignored = {"low", "high", "mid", "typical", "value", "schema_version", "bf16", "fp8", "all_reduce", "all_gather",
+               "reduce_scatter", "critical_xids", "critical_xids_source", "platform"}
+    missing = sorted(k for k in fields - ignored if f"f.{k}" not in catalogue())
+    assert not missing

@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import json
+
+from .conftest import FIXTURE
+
+
+def test_report_writes_every_format_and_never_overwrites(run_cli, tmp_path):
+    out = tmp_path / "out"
+    code, stdout, _ = run_cli("--lang", "zh", "report", str(FIXTURE), "--out", str(out), "--format", "html",
+                              "--format", "xlsx", "--format", "svg")
+    assert code == 0
+    assert {p.name for p in out.iterdir()} == {"report.html", "bom.xlsx", "architecture.svg"}
+    assert "report.html" in stdout
+    before = (out / "report.html").read_bytes()
+    code, _, err = run_cli("report", str(FIXTURE), "--out", str(out), "--format", "html")
+    assert code == 2 and "already exists" in err and "--force" in err
+    assert (out / "report.html").read_bytes() == before
+    code, _, _ = run_cli("--lang", "en", "report", str(FIXTURE), "--out", str(out), "--format", "html", "--force")
+    assert code == 0 and (out / "report.html").read_bytes() != before
+
+
+def test_bad_plan_files_get_one_line_errors(run_cli, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    code, _, err = run_cli("report", str(bad), "--out", str(tmp_path / "o"))
+    assert code == 2 and "not valid JSON" in err and "Traceback" not in err
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"memory": {}}), encoding="utf-8")
+    code, _, err = run_cli("report", str(other), "--out", str(tmp_path / "o"))
+    assert code == 2 and "not a trainsizer plan" in err
+    code, _, err = run_cli("report", str(tmp_path / "missing.json"), "--out", str(tmp_path / "o"))
+    assert code == 2 and "not found" in err
+    code, _, err = run_cli("report", str(FIXTURE), "--out", str(tmp_path / "o"), "--format", "docx")
+    assert code == 2 and "docx" in err and "html" in err

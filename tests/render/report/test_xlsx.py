@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import io
+
+import pytest
+from openpyxl import load_workbook
+
+from trainsizer.render.report import render_xlsx
+from trainsizer.render.report.i18n import t
+
+
+def _evaluate(data: bytes, tmp_path, cells: list[str]) -> list[float]:
+    """Recompute the workbook's formulas as a spreadsheet would (pycel), reading it back from disk."""
+    pycel = pytest.importorskip("pycel")
+    path = tmp_path / "bom.xlsx"
+    path.write_bytes(data)
+    xl = pycel.ExcelCompiler(filename=str(path))
+    return [xl.evaluate(c) for c in cells]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_bom_totals_are_live_formulas_that_add_up(plan, lang, tmp_path):
+    data = render_xlsx(plan, lang)
+    wb = load_workbook(io.BytesIO(data))
+    sheet = t("x.sheet_bom", lang)
+    assert wb.sheetnames[0] == sheet
+    ws = wb[sheet]
+    lines = plan["bom"]["lines"]
+    total_row = len(lines) + 2
+    assert ws.cell(total_row, 9).value == f"=SUM(I2:I{total_row - 1})"
+    assert ws.cell(2, 9).value == "=D2*F2"
+    got = _evaluate(data, tmp_path, [f"{sheet}!{c}{total_row}" for c in "HIJ"])
+    expected = [sum(ln["quantity"] * ln["unit_price"][k] for ln in lines) for k in ("low", "typical", "high")]
+    assert got == pytest.approx(expected)
+    assert got == pytest.approx([plan["bom"]["totals"][k] for k in ("low", "typical", "high")])
+
+
+def test_one_sheet_per_option_with_cost_as_a_formula(plan, tmp_path):
+    data = render_xlsx(plan, "en")
+    wb = load_workbook(io.BytesIO(data))
+    options = [n for n in wb.sheetnames if n.startswith("Option ")]
+    assert len(options) == len(plan["options"])
+    assert wb.sheetnames[-1] == t("x.sheet_assumptions", "en")
+    ws = wb["Option 1"]
+    row = next(r for r in range(1, ws.max_row + 1) if str(ws.cell(r, 1).value).startswith("Rent: per GPU-hour"))
+    assert ws.cell(row + 1, 4).value == f"=B{row}*D{row}"
+    (cost_mid,) = _evaluate(data, tmp_path, [f"Option 1!D{row + 1}"])
+    assert cost_mid == pytest.approx(plan["options"][0]["cost"]["rent"]["mid"])
+
+
+def test_assumptions_sheet_names_sources_and_dates(plan):
+    wb = load_workbook(io.BytesIO(render_xlsx(plan, "zh")))
+    ws = wb[t("x.sheet_assumptions", "zh")]
+    rows = [[c.value for c in r] for r in ws.iter_rows(min_row=2)]
+    price = next(r for r in rows if str(r[0]).startswith(t("a.price_rent", "zh")))
+    assert price[2] == plan["options"][0]["cost"]["rent"]["source"] and price[3] == "2026-11"
+
+
+def test_a_plan_without_bom_gets_a_note_not_a_made_up_bill(plan):
+    del plan["bom"]
+    ws = load_workbook(io.BytesIO(render_xlsx(plan, "en"))).worksheets[0]
+    assert ws["A1"].value == t("x.bom_missing", "en") and ws.max_row == 1
