@@ -16,6 +16,8 @@ Every combination is then crossed with the micro-batch sizes and the three recom
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from trainsizer.estimate.inputs import OFFLOAD_CODE, Strategy
@@ -54,12 +56,20 @@ def _shard_modes(megatron: bool, dp: int, cp: int, per_node: int, offload: bool)
 def layouts(model: ModelArch, seq_len: int, global_batch: int, gpus: int, per_node: int, domain: int,
             cfg: SearchConfig, offload: bool = False) -> np.ndarray:
     """Layout rows (columns `_COLS`), one per distinct layout, before micro-batch and recompute."""
-    rows: list[tuple[int, ...]] = []
-    tps = [t for t in _pow2_upto(min(cfg.max_tp, domain, gpus)) if model.heads % t == 0]
-    cps = [c for c in _pow2_upto(gpus) if c == 1 or (seq_len // c >= cfg.cp_min_tokens_per_rank
-                                                      and seq_len % (2 * c) == 0)]
-    pps = _pow2_upto(min(cfg.max_pp, model.layers, gpus))
     experts = model.experts if model.is_moe else 1
+    return _layouts(model.heads, model.layers, experts, seq_len, global_batch, gpus, per_node, domain,
+                    cfg.max_tp, cfg.max_pp, cfg.cp_min_tokens_per_rank, cfg.vpp_values, offload)
+
+
+@lru_cache(maxsize=4096)
+def _layouts(heads: int, layers: int, experts: int, seq_len: int, global_batch: int, gpus: int, per_node: int,
+             domain: int, max_tp: int, max_pp: int, cp_min: int, vpp_values: tuple[int, ...],
+             offload: bool) -> np.ndarray:
+    """`layouts` on plain numbers, cached: accelerators of one node shape share their layouts."""
+    rows: list[tuple[int, ...]] = []
+    tps = [t for t in _pow2_upto(min(max_tp, domain, gpus)) if heads % t == 0]
+    cps = [c for c in _pow2_upto(gpus) if c == 1 or (seq_len // c >= cp_min and seq_len % (2 * c) == 0)]
+    pps = _pow2_upto(min(max_pp, layers, gpus))
     for tp in tps:
         for cp in cps:
             for pp in pps:
@@ -68,7 +78,7 @@ def layouts(model: ModelArch, seq_len: int, global_batch: int, gpus: int, per_no
                 dp = gpus // (tp * cp * pp)
                 if dp > global_batch:
                     continue
-                vpps = [1] if pp == 1 else [v for v in cfg.vpp_values if pp * v <= model.layers]
+                vpps = [1] if pp == 1 else [v for v in vpp_values if pp * v <= layers]
                 eps = [e for e in _pow2_upto(experts) if experts % e == 0 and (dp * cp) % e == 0]
                 for ep in eps:
                     megatron = tp > 1 or pp > 1 or cp > 1 or ep > 1
@@ -76,7 +86,9 @@ def layouts(model: ModelArch, seq_len: int, global_batch: int, gpus: int, per_no
                         if zero == 3 and pp > 1:
                             continue
                         rows.extend((tp, pp, v, dp, cp, ep, zero, sg, dist, off) for v in vpps)
-    return np.array(rows, dtype=float).reshape(-1, len(_COLS))
+    out = np.array(rows, dtype=float).reshape(-1, len(_COLS))
+    out.setflags(write=False)  # shared by every caller through the cache
+    return out
 
 
 def strategies(model: ModelArch, seq_len: int, global_batch: int, gpus: int, per_node: int, domain: int,
