@@ -63,7 +63,7 @@ def plan(app: AppState, job_file: Path, accelerator: str | None, count: int | No
     pins = Pins(accelerator=accelerator, count=count, per_node=per_node, network=network)
     if accelerator is not None:
         app.catalog.accelerator(accelerator)  # unknown names fail here, with suggestions
-    result = make_plan(job_file, app.catalog, pins=pins, top=top, overrides=overrides)
+    result = make_plan(job_file, app.catalog, pins=pins, top=top, overrides=overrides, lang=app.lang)
     data = result.model_dump(mode="json")
     if out_file is not None:
         _write(out_file, data, force)

@@ -17,10 +17,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from trainsizer.errors import SpecError
 from trainsizer.estimate.energy import energy
 from trainsizer.estimate.train_time import time_to_train
 from trainsizer.evaluate import evaluate, run_costs
 from trainsizer.plan import explain
+from trainsizer.plan.messages import LANGS
 from trainsizer.plan.schema import (
     GoalOut,
     HardwareOut,
@@ -192,68 +194,118 @@ def _listed(scenario: Scenario, catalog: Any) -> dict[str, set[str] | None]:
             "include": None if c.include is None else {catalog.resolve_accelerator_id(n) for n in c.include}}
 
 
-def make_plan(job: str | Path | Mapping[str, Any] | Job | Scenario, catalog: Any = None, *,
-              pins: Pins | None = None, top: int = DEFAULT_TOP, overrides: Mapping[str, Any] | None = None) -> Plan:
-    """The plan for `job` (a job file, mapping, `Job` or resolved `Scenario`); see module docstring."""
-    from trainsizer.catalog import load_catalog
+@dataclass
+class Searched:
+    """A job searched and priced: what ranking and the explanations work on."""
 
-    start = time.perf_counter()
-    catalog = catalog if catalog is not None else load_catalog()
-    scenario = _load(job, catalog, overrides)
-    pins = _pins(scenario, catalog, pins)
+    scenario: Scenario  # as resolved (hardware and strategy, if the job gave them)
+    base: Scenario  # without hardware and strategy
+    pins: Pins
+    cands: Any
+    results: list[OptionResult]
+    stats: Any
+    priced: list[Priced]
+
+
+def search_job(scenario: Scenario, catalog: Any, pins: Pins) -> Searched:
+    """Candidates, the best strategy of each, and days / cost / goal of the feasible ones."""
     base = replace(scenario, accelerator=None, network=None, system=None, strategy=None)
     cfg = load_config()
     cands = hardware_candidates(base, catalog, pins, _listed(scenario, catalog), cfg)
     framework = scenario.job.strategy.framework if scenario.job.strategy is not None else "auto"
     results, stats = search_options(base.model, base.training, cands.options, cfg, framework)
     priced = [price(base, r, catalog) for r in results if r.strategy is not None]
-    objective = ranking.objective(scenario.job.goal)
-    metric = ranking.metric_of(objective)
-    scored = [_scored(i, p) for i, p in enumerate(priced)]
+    return Searched(scenario, base, pins, cands, results, stats, priced)
+
+
+@dataclass
+class Ranked:
+    objective: str
+    metric: str
+    ranked: list[ranking.Scored]
+    tied: list[ranking.Scored]
+    front: list[ranking.Scored]
+
+    @property
+    def satisfied(self) -> bool:
+        return bool(self.ranked) and self.ranked[0].satisfies
+
+
+def rank_searched(sr: Searched, tie_fraction: float) -> Ranked:
+    """Options by the goal; ties (simplest first) and the Pareto front."""
+    objective = ranking.objective(sr.scenario.job.goal)
+    scored = [_scored(i, p) for i, p in enumerate(sr.priced)]
     ranked = ranking.rank(scored, objective)
-    tied = ranking.ties(ranked, objective, cfg.tie_fraction)
-    size = {i: (p.result.system.nodes, p.result.option.count) for i, p in enumerate(priced)}
+    tied = ranking.ties(ranked, objective, tie_fraction)
+    size = {i: (p.result.system.nodes, p.result.option.count) for i, p in enumerate(sr.priced)}
     ranked = ranking.prefer_simple(ranked, tied, size)
-    tied = ranking.ties(ranked, objective, cfg.tie_fraction) if tied else tied
-    front = ranking.pareto(scored)
-    currency = plan_currency(base)
+    return Ranked(objective, ranking.metric_of(objective), ranked, tied, ranking.pareto(scored))
 
-    def score(s: ranking.Scored) -> Score:
-        v = ranking.value(s, metric)
-        return Score(metric=metric, value=v if v != float("inf") else None,
-                     currency=currency if metric == "cost" else None, uncertainty_fraction=cfg.tie_fraction)
 
-    tie_ids = {s.index for s in tied}
-    shown = [s for s in ranked[:max(top, 1)]]
-    shown += [s for s in ranked if (s.index in tie_ids or s in front) and s not in shown]
-    shown.sort(key=lambda s: ranked.index(s))
-    feasible_ok = bool(ranked) and ranked[0].satisfies
-    options = []
+def _options(sr: Searched, rk: Ranked, top: int, catalog: Any, lang: str) -> list[PlanOption]:
+    """The top options, the ties and the Pareto points, evaluated in full, in rank order."""
+    cfg, currency = load_config(), plan_currency(sr.base)
+    tie_ids = {s.index for s in rk.tied}
+    shown = list(rk.ranked[:max(top, 1)])
+    shown += [s for s in rk.ranked if (s.index in tie_ids or s in rk.front) and s not in shown]
+    shown.sort(key=lambda s: rk.ranked.index(s))
+    out = []
     for s in shown:
-        pos = ranked.index(s) + 1
-        why = explain.why(s, ranked, priced, metric, currency, cfg.tie_fraction, tie_ids, feasible_ok)
-        options.append(_full_option(priced[s.index], pos, score(s), s.index in tie_ids and len(tie_ids) > 1,
-                                    why, catalog))
-    recommended = options[0] if options and feasible_ok else None
-    notes = list(scenario.notes) + cands.notes + explain.plan_notes(scenario, pins, objective, tied, priced)
-    binding = None if feasible_ok else explain.binding(base, catalog, results, priced, ranked, cands, pins, cfg)
-    tier = explain.tier(recommended, priced[ranked[0].index], priced, results, objective, cfg) if recommended else None
-    summaries = [_summary(priced[s.index], s) for s in ranked]
+        v = ranking.value(s, rk.metric)
+        score = Score(metric=rk.metric, value=v if v != float("inf") else None,
+                      currency=currency if rk.metric == "cost" else None, uncertainty_fraction=cfg.tie_fraction)
+        why = explain.why(s, rk.ranked, sr.priced, rk.metric, currency, cfg.tie_fraction, tie_ids, rk.satisfied,
+                          lang)
+        out.append(_full_option(sr.priced[s.index], rk.ranked.index(s) + 1, score,
+                                s.index in tie_ids and len(tie_ids) > 1, why, catalog))
+    return out
+
+
+def make_plan(job: str | Path | Mapping[str, Any] | Job | Scenario, catalog: Any = None, *,
+              pins: Pins | None = None, top: int = DEFAULT_TOP, overrides: Mapping[str, Any] | None = None,
+              lang: str = "en") -> Plan:
+    """The plan for `job` (a job file, mapping, `Job` or resolved `Scenario`), its sentences in `lang`
+    (en | zh); see module docstring."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.plan.relax import quantify
+
+    if lang not in LANGS:
+        raise SpecError("lang", "unknown language", value=lang, allowed=LANGS)
+    start = time.perf_counter()
+    catalog = catalog if catalog is not None else load_catalog()
+    scenario = _load(job, catalog, overrides)
+    sr = search_job(scenario, catalog, _pins(scenario, catalog, pins))
+    cfg = load_config()
+    rk = rank_searched(sr, cfg.tie_fraction)
+    options = _options(sr, rk, top, catalog, lang)
+    recommended = options[0] if options and rk.satisfied else None
+    binding = None
+    if not rk.satisfied:
+        binding = quantify(explain.binding(sr.base, sr.results, sr.priced, sr.cands, cfg, lang), sr, catalog, lang)
+    tier = (explain.tier(recommended, sr.priced[rk.ranked[0].index], sr.priced, sr.results, rk.objective, cfg,
+                         lang) if recommended else None)
+    return _assemble(sr, rk, options, recommended, tier, binding, time.perf_counter() - start, lang)
+
+
+def _assemble(sr: Searched, rk: Ranked, options: list[PlanOption], recommended: PlanOption | None, tier: Any,
+              binding: Any, seconds: float, lang: str) -> Plan:
+    goal, currency, stats, cands = sr.scenario.job.goal, plan_currency(sr.base), sr.stats, sr.cands
     return Plan(
-        job=base.summary(),
-        goal=GoalOut(objective=objective, deadline_days=scenario.job.goal.deadline_days,
-                     budget=scenario.job.goal.budget.amount if scenario.job.goal.budget else None,
-                     currency=currency, procurement=scenario.job.goal.procurement),
-        search=SearchOut(evaluated=stats.evaluated, feasible=stats.feasible,
-                         seconds=round(time.perf_counter() - start, 3), hardware_options=stats.options,
-                         hardware_options_pruned=stats.options_pruned_by_memory,
-                         hardware_options_feasible=len(priced), excluded_accelerators=cands.excluded,
+        job=sr.base.summary(),
+        goal=GoalOut(objective=rk.objective, deadline_days=goal.deadline_days,
+                     budget=goal.budget.amount if goal.budget else None, currency=currency,
+                     procurement=goal.procurement),
+        search=SearchOut(evaluated=stats.evaluated, feasible=stats.feasible, seconds=round(seconds, 3),
+                         hardware_options=stats.options, hardware_options_pruned=stats.options_pruned_by_memory,
+                         hardware_options_feasible=len(sr.priced), excluded_accelerators=cands.excluded,
                          dominated_networks=cands.dominated_networks),
-        tier=tier, recommended=recommended, options=options, hardware_options=summaries,
-        ties=[priced[s.index].result.option.key for s in tied] if len(tied) > 1 else [],
-        pareto=[ParetoPoint(id=priced[s.index].result.option.key, train_days=s.train_days, cost=s.cost,
-                            currency=currency) for s in front],
-        binding=binding, notes=notes,
+        tier=tier, recommended=recommended, options=options,
+        hardware_options=[_summary(sr.priced[s.index], s) for s in rk.ranked],
+        ties=[sr.priced[s.index].result.option.key for s in rk.tied] if len(rk.tied) > 1 else [],
+        pareto=[ParetoPoint(id=sr.priced[s.index].result.option.key, train_days=s.train_days, cost=s.cost,
+                            currency=currency) for s in rk.front],
+        binding=binding,
+        notes=list(sr.scenario.notes) + cands.notes + explain.plan_notes(sr.scenario, sr.pins, lang),
     )
 
 

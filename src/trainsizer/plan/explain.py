@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from trainsizer.estimate.memory import GIB
+from trainsizer.plan.messages import msg
 from trainsizer.plan.schema import Binding, PlanOption, Relaxation, Tier
 from trainsizer.scenario import Scenario
 from trainsizer.search import rank as ranking
@@ -20,8 +21,8 @@ from trainsizer.search.engine import OptionResult, states_lower_bound_bytes
 COMM_KEYS = ("tp_comm", "cp_comm", "ep_comm", "dp_comm", "pp_comm")
 
 
-def money(v: float | None, currency: str) -> str:
-    return "no price" if v is None else f"{v:,.0f} {currency}"
+def money(v: float | None, currency: str, lang: str = "en") -> str:
+    return msg("money_none", lang) if v is None else f"{v:,.0f} {currency}"
 
 
 def _family(r: OptionResult) -> tuple:
@@ -30,51 +31,56 @@ def _family(r: OptionResult) -> tuple:
 
 
 def why(s: ranking.Scored, ranked: list[ranking.Scored], priced: list[Any], metric: str, currency: str,
-        tie_fraction: float, tie_ids: set[int], feasible_ok: bool) -> str:
+        tie_fraction: float, tie_ids: set[int], feasible_ok: bool, lang: str = "en") -> str:
     """One sentence: for the best option, why it beats the runner-up; for the others, how they compare."""
     best = ranked[0]
     key = lambda x: priced[x.index].result.option.key  # noqa: E731
-    fig = lambda x: (money(x.cost, currency) if metric == "cost" else f"{x.train_days:.1f} days")  # noqa: E731
+
+    def fig(x: ranking.Scored) -> str:
+        if metric == "cost":
+            return money(x.cost, currency, lang)
+        return msg("fig_days", lang, days=f"{x.train_days:.1f}")
+
+    pct = f"{tie_fraction:.0%}"
     if s is best:
         if not feasible_ok:
-            return "closest to the job's limits, but does not satisfy them (see binding)"
-        goal = {"cost": "cheapest", "train_days": "fastest"}[metric]
+            return msg("why_unsatisfied", lang)
+        goal = msg("word_cheapest" if metric == "cost" else "word_fastest", lang)
         if len(ranked) == 1:
-            return f"the only option that fits: {fig(s)}"
+            return msg("why_only_fit", lang, fig=fig(s))
         nxt = ranked[1]
         if nxt.index in tie_ids:
-            n = len(tie_ids) - 1
-            return (f"{fig(s)}; {n} other option(s) are within {tie_fraction:.0%} of the {goal}, inside the "
-                    f"model's uncertainty, so they are ties; this one is listed first as the simplest (fewest "
-                    f"nodes, then GPUs); next: {key(nxt)}, {fig(nxt)}")
+            return msg("why_tie", lang, fig=fig(s), n=len(tie_ids) - 1, pct=pct, goal=goal, next=key(nxt),
+                       next_fig=fig(nxt))
         if not nxt.satisfies:
-            return f"the only option that satisfies the job's deadline and budget ({fig(s)})"
+            return msg("why_only_satisfies", lang, fig=fig(s))
         gap = ranking.value(nxt, metric) / max(ranking.value(s, metric), 1e-12) - 1.0
-        return f"{goal} option that satisfies the job: {fig(s)}; the next, {key(nxt)}, needs {fig(nxt)} (+{gap:.0%})"
+        return msg("why_best", lang, goal=goal, fig=fig(s), next=key(nxt), next_fig=fig(nxt), gap=f"{gap:.0%}")
     parts = []
     if s.meets_deadline is False:
-        parts.append(f"misses the deadline ({s.train_days:.1f} days)")
+        parts.append(msg("cmp_misses_deadline", lang, days=f"{s.train_days:.1f}"))
     if s.within_budget is False:
-        parts.append(f"over budget ({money(s.cost, currency)})")
+        parts.append(msg("cmp_over_budget", lang, cost=money(s.cost, currency, lang)))
     if s.index in tie_ids:
-        parts.append(f"tied with the recommended option (within {tie_fraction:.0%})")
+        parts.append(msg("cmp_tied", lang, pct=pct))
     vb, vs = ranking.value(best, metric), ranking.value(s, metric)
     if math.isfinite(vb) and math.isfinite(vs) and vb > 0:
-        word = "cost" if metric == "cost" else "time to train"
-        parts.append(f"{vs / vb - 1.0:+.0%} {word} vs the first option")
-    parts.append(f"{s.train_days:.1f} days, {money(s.cost, currency)}")
-    return "; ".join(parts)
+        parts.append(msg("cmp_cost" if metric == "cost" else "cmp_time", lang, delta=f"{vs / vb - 1.0:+.0%}"))
+    parts.append(msg("cmp_days_cost", lang, days=f"{s.train_days:.1f}", cost=money(s.cost, currency, lang)))
+    return "; ".join(parts) if lang == "en" else "；".join(parts)
+
+
+def tier_id(gpus: int, nodes: int, cfg: SearchConfig) -> str:
+    for t in cfg.tiers:
+        if ("max_gpus" in t and gpus <= t["max_gpus"]) or ("max_nodes" in t and nodes <= t["max_nodes"]):
+            return t["id"]
+    return cfg.tiers[-1]["id"]
 
 
 def tier(rec: PlanOption, best: Any, priced: list[Any], results: list[OptionResult], objective: str,
-         cfg: SearchConfig) -> Tier:
+         cfg: SearchConfig, lang: str = "en") -> Tier:
     """The guides' tier of the recommended option and the resource that sets its size."""
     gpus, nodes = rec.hardware.count, rec.hardware.nodes
-    tier_id = "large-cluster"
-    for t in cfg.tiers:
-        if ("max_gpus" in t and gpus <= t["max_gpus"]) or ("max_nodes" in t and nodes <= t["max_nodes"]):
-            tier_id = t["id"]
-            break
     r = best.result
     family = [x for x in results if _family(x) == _family(r)]
     smaller = [x for x in family if x.option.count < r.option.count]
@@ -82,27 +88,27 @@ def tier(rec: PlanOption, best: Any, priced: list[Any], results: list[OptionResu
     acc = r.option.accelerator.id
     job = best.scenario.job
     if gpus == 1:
-        decided, text = "memory", (f"one {acc} holds the job ({rec.memory.per_gpu_gib:.1f} of "
-                                   f"{rec.memory.capacity_gib:.0f} GiB per GPU)")
+        decided, text = "memory", msg("tier_one_gpu", lang, acc=acc, used=f"{rec.memory.per_gpu_gib:.1f}",
+                                      cap=f"{rec.memory.capacity_gib:.0f}")
     elif smaller and not fitting_smaller:
         x = max(smaller, key=lambda x: x.option.count)
         need = x.min_mem_gib if math.isfinite(x.min_mem_gib) else x.lower_bound_gib
-        decided, text = "memory", (f"{gpus} is the fewest {acc} that hold the job: on {x.option.count} the best "
-                                   f"layout needs {need:.0f} GiB per GPU ({r.system.memory_gib:.0f} GiB available)")
+        decided, text = "memory", msg("tier_memory", lang, gpus=gpus, acc=acc, fewer=x.option.count,
+                                      need=f"{need:.0f}", cap=f"{r.system.memory_gib:.0f}")
     elif job.goal.deadline_days is not None and _missing(fitting_smaller, priced, job.goal.deadline_days):
         x = max(fitting_smaller, key=lambda x: x.option.count)
         days = next((p.train_days for p in priced if p.result is x), float("nan"))
-        decided, text = "deadline", (f"fewer {acc} miss the {job.goal.deadline_days:g}-day deadline "
-                                     f"({x.option.count} GPUs: {days:.1f} days)")
+        decided, text = "deadline", msg("tier_deadline", lang, acc=acc, deadline=f"{job.goal.deadline_days:g}",
+                                        fewer=x.option.count, days=f"{days:.1f}")
     elif objective in ("time", "time_within_budget") and job.goal.budget is not None:
-        decided, text = "budget", "the fastest option the budget allows"
+        decided, text = "budget", msg("tier_budget", lang)
     else:
         bd = rec.time.model_extra.get("breakdown_s", {}) if rec.time.model_extra else {}
         comm = sum(bd.get(k, 0.0) for k in COMM_KEYS)
         decided = "network" if comm > bd.get("compute", 0.0) else "compute"
-        text = (f"communication ({comm:.2f} s) outweighs compute ({bd.get('compute', 0.0):.2f} s) per step"
-                if decided == "network" else "compute-bound: the step is mostly math on the GPUs")
-    return Tier(id=tier_id, gpus=gpus, nodes=nodes, decided_by=decided, why=text)
+        text = (msg("tier_network", lang, comm=f"{comm:.2f}", compute=f"{bd.get('compute', 0.0):.2f}")
+                if decided == "network" else msg("tier_compute", lang))
+    return Tier(id=tier_id(gpus, nodes, cfg), gpus=gpus, nodes=nodes, decided_by=decided, why=text)
 
 
 def _missing(smaller: list[OptionResult], priced: list[Any], deadline: float) -> bool:
@@ -113,19 +119,21 @@ def _missing(smaller: list[OptionResult], priced: list[Any], deadline: float) ->
     return any(p.result is x and p.train_days > deadline for p in priced)
 
 
-def plan_notes(scenario: Scenario, pins: Any, objective: str, tied: list, priced: list[Any]) -> list[str]:
+def plan_notes(scenario: Scenario, pins: Any, lang: str = "en") -> list[str]:
+    from trainsizer.evaluate import AMORTISATION_YEARS
+
     notes = []
     goal = scenario.job.goal
     if goal.deadline_days is None and goal.budget is None and goal.objective is None:
-        notes.append("the job gives no deadline or budget: options are ranked by cost (add goal.deadline_days "
-                     "to size for a date)")
+        notes.append(msg("note_no_goal", lang))
     if scenario.job.strategy is not None:
-        notes.append("the job's strategy is not used: the plan searches every valid strategy (see `estimate` "
-                     "for the job's own)")
+        notes.append(msg("note_strategy", lang))
     if pins.any:
         fixed = [f"{k}={v}" for k, v in (("accelerator", pins.accelerator), ("count", pins.count),
                                          ("per_node", pins.per_node), ("network", pins.network)) if v is not None]
-        notes.append(f"hardware fixed by the job or flags: {', '.join(fixed)}")
+        notes.append(msg("note_pinned", lang, fixed=", ".join(fixed)))
+    if goal.procurement in ("buy", "either"):
+        notes.append(msg("note_buy", lang, years=f"{AMORTISATION_YEARS:g}"))
     return notes
 
 
@@ -133,73 +141,73 @@ def _biggest(results: list[OptionResult]) -> OptionResult | None:
     return max(results, key=lambda r: r.option.count * r.system.memory_gib, default=None)
 
 
-def binding(base: Scenario, catalog: Any, results: list[OptionResult], priced: list[Any],
-            ranked: list[ranking.Scored], cands: Any, pins: Any, cfg: SearchConfig) -> Binding:
-    """What stops the job from being satisfied, by how much, and what relaxing it buys."""
+def binding(base: Scenario, results: list[OptionResult], priced: list[Any], cands: Any, cfg: SearchConfig,
+            lang: str = "en") -> Binding:
+    """What stops the job from being satisfied, by how much, and what relaxing it buys (first answer; the
+    plan then re-searches the relaxed jobs, `plan.relax`)."""
     goal, c = base.job.goal, base.job.constraints
     if not cands.options:
-        return Binding(constraint="constraints", detail="no hardware option is allowed by the job's constraints: "
-                       + "; ".join(f"{k}: {v}" for k, v in sorted(cands.excluded.items())),
-                       relaxations=[Relaxation(change="widen constraints.include / exclude, market, cooling or "
-                                                "rack_kw", result="more accelerators are searched")])
+        why = "; ".join(f"{k}: {v}" for k, v in sorted(cands.excluded.items()))
+        return Binding(constraint="constraints", detail=msg("bind_constraints", lang, why=why),
+                       relaxations=[Relaxation(change=msg("relax_constraints", lang),
+                                               result=msg("relax_constraints_buys", lang))])
     if not priced:
-        return _memory_binding(base, results, c, cfg)
+        return _memory_binding(base, results, lang)
     fastest = min(priced, key=lambda p: p.train_days)
     if goal.deadline_days is not None and fastest.train_days > goal.deadline_days:
-        return _deadline_binding(base, fastest, goal.deadline_days, c, cfg)
+        return _deadline_binding(base, fastest, goal.deadline_days, c, cfg, lang)
+    return _budget_binding(base, priced, lang)
+
+
+def _budget_binding(base: Scenario, priced: list[Any], lang: str) -> Binding:
+    goal = base.job.goal
+    assert goal.budget is not None  # the only other way an option fails
+    cur = goal.budget.currency
     meeting = [p for p in priced if goal.deadline_days is None or p.train_days <= goal.deadline_days]
     cheapest = min((p for p in meeting if p.cost is not None), key=lambda p: p.cost, default=None)
-    assert goal.budget is not None  # the only other way an option fails
     if cheapest is None:
-        return Binding(constraint="budget", detail=f"no option has a price in {goal.budget.currency}")
+        return Binding(constraint="budget", detail=msg("bind_no_price", lang, currency=cur))
     within = [p for p in priced if p.cost is not None and p.cost <= goal.budget.amount]
-    relax = [Relaxation(change=f"budget {money(cheapest.cost, goal.budget.currency)}",
-                        result=f"{cheapest.result.option.key} in {cheapest.train_days:.1f} days")]
+    relax = [Relaxation(change=msg("relax_budget", lang, cost=money(cheapest.cost, cur, lang)),
+                        result=msg("relax_gives", lang, option=cheapest.result.option.key,
+                                   days=f"{cheapest.train_days:.1f}"))]
     if within:
         slow = min(within, key=lambda p: p.train_days)
-        relax.append(Relaxation(change=f"deadline {math.ceil(slow.train_days)} days",
-                                result=f"{slow.result.option.key} for {money(slow.cost, goal.budget.currency)}"))
-    extra = (f" that meets the {goal.deadline_days:g}-day deadline" if goal.deadline_days is not None else "")
-    return Binding(constraint="budget", needed=cheapest.cost, allowed=goal.budget.amount, unit=goal.budget.currency,
-                   detail=f"the cheapest option{extra} ({cheapest.result.option.key}) costs "
-                          f"{money(cheapest.cost, goal.budget.currency)}, "
-                          f"{cheapest.cost / goal.budget.amount - 1.0:.0%} over the budget of "
-                          f"{money(goal.budget.amount, goal.budget.currency)}", relaxations=relax)
+        relax.append(Relaxation(change=msg("relax_deadline", lang, days=math.ceil(slow.train_days)),
+                                result=msg("relax_gives_cost", lang, option=slow.result.option.key,
+                                           cost=money(slow.cost, cur, lang))))
+    extra = (msg("bind_budget_extra", lang, deadline=f"{goal.deadline_days:g}")
+             if goal.deadline_days is not None else "")
+    detail = msg("bind_budget", lang, extra=extra, option=cheapest.result.option.key,
+                 cost=money(cheapest.cost, cur, lang), over=f"{cheapest.cost / goal.budget.amount - 1.0:.0%}",
+                 budget=money(goal.budget.amount, cur, lang))
+    return Binding(constraint="budget", needed=cheapest.cost, allowed=goal.budget.amount, unit=cur, detail=detail,
+                   relaxations=relax)
 
 
-def _deadline_binding(base: Scenario, fastest: Any, deadline: float, c: Any, cfg: SearchConfig) -> Binding:
+def _deadline_binding(base: Scenario, fastest: Any, deadline: float, c: Any, cfg: SearchConfig,
+                      lang: str) -> Binding:
     r = fastest.result
     need = math.ceil(r.option.count * fastest.train_days / deadline)
     allowed = c.max_gpus or (c.max_nodes * r.option.per_node if c.max_nodes else cfg.default_max_gpus)
     acc = r.option.accelerator.id
-    detail = (f"the fastest option, {r.option.key}, takes {fastest.train_days:.1f} days; the {deadline:g}-day "
-              f"deadline needs >= {need:,} {acc} at the same efficiency (an optimistic, linear extrapolation); "
-              f"the search allows {allowed:,} GPUs")
-    relax = [Relaxation(change=f"deadline {math.ceil(fastest.train_days)} days", result=f"{r.option.key} meets it")]
-    if need > allowed and (c.max_nodes or c.max_gpus):
-        relax.append(Relaxation(change=f"max_nodes >= {math.ceil(need / r.option.per_node)}",
-                                result=f"room for {need:,} {acc} (if scaling holds)"))
-    if base.training.precision in ("bf16", "fp16") and r.option.accelerator.tflops_dense.get("fp8"):
-        relax.append(Relaxation(change="precision: fp8", result="up to ~2x the GEMM peak on this accelerator "
-                                                               "(plan again with precision fp8 to size it)"))
+    detail = msg("bind_deadline", lang, option=r.option.key, days=f"{fastest.train_days:.1f}",
+                 deadline=f"{deadline:g}", need=f"{need:,}", acc=acc, allowed=f"{allowed:,}")
+    relax = [Relaxation(change=msg("relax_deadline", lang, days=math.ceil(fastest.train_days)),
+                        result=msg("relax_meets", lang, option=r.option.key))]
     return Binding(constraint="deadline", needed=float(need), allowed=float(allowed), unit="GPUs", detail=detail,
                    relaxations=relax)
 
 
-def _memory_binding(base: Scenario, results: list[OptionResult], c: Any, cfg: SearchConfig) -> Binding:
+def _memory_binding(base: Scenario, results: list[OptionResult], lang: str) -> Binding:
     big = _biggest(results)
     assert big is not None
     cap = big.system.memory_gib
     per_gpu = states_lower_bound_bytes(base.model, base.training, big.option.count) / GIB
-    total = per_gpu * big.option.count
-    need = math.ceil(total / cap)
-    detail = (f"nothing fits: the largest allowed option, {big.option.key} ({cap:.0f} GiB per GPU), needs at least "
-              f"{per_gpu:.0f} GiB per GPU for the model states alone (ZeRO-3 over all {big.option.count} GPUs); "
-              f"the states need >= {need:,} such GPUs before activations")
-    relax = [Relaxation(change=f"more GPUs: >= {need:,} {big.option.accelerator.id}",
-                        result="the model states fit; activations need more")]
-    if base.job.method in ("full", "pretrain", "cpt"):
-        relax.append(Relaxation(change="method: lora or qlora", result="only adapters are trained: the base "
-                                "weights are frozen (16-bit or 4-bit), no optimizer states for them"))
+    need = math.ceil(per_gpu * big.option.count / cap)
+    detail = msg("bind_memory", lang, option=big.option.key, cap=f"{cap:.0f}", per_gpu=f"{per_gpu:.0f}",
+                 gpus=big.option.count, need=f"{need:,}")
+    relax = [Relaxation(change=msg("relax_gpus", lang, need=f"{need:,}", acc=big.option.accelerator.id),
+                        result=msg("relax_gpus_buys", lang))]
     return Binding(constraint="memory", needed=float(need), allowed=float(big.option.count), unit="GPUs",
                    detail=detail, relaxations=relax)

@@ -1,0 +1,68 @@
+"""An impossible job is not an empty table: the plan names what binds, by how much, and what relaxing it
+buys (measured by searching again)."""
+
+from __future__ import annotations
+
+import yaml
+from conftest import REPO
+
+from trainsizer.catalog import load_catalog
+from trainsizer.plan.core import make_plan
+from trainsizer.plan.messages import LANGS, catalogue
+
+
+def _job(name: str, **changes):
+    data = yaml.safe_load((REPO / "examples" / name).read_text(encoding="utf-8"))
+    data.pop("hardware", None)
+    data.pop("strategy", None)
+    for section, values in changes.items():
+        data[section] = {**(data.get(section) or {}), **values}
+    return data
+
+
+def test_deadline_binds_and_more_gpus_would_meet_it():
+    plan = make_plan(_job("sft-70b-search.yaml", constraints={"include": ["h100-sxm-80gb"], "exclude": [],
+                                                              "max_nodes": 1}, goal={"deadline_days": 2}),
+                     load_catalog(), top=3)
+    assert plan.recommended is None and plan.tier is None
+    b = plan.binding
+    assert b.constraint == "deadline" and b.needed > b.allowed == 8
+    assert "h100-sxm-80gb" in b.detail
+    lifted = [r for r in b.relaxations if "limit" in r.change]
+    assert lifted and "satisfies the job" in lifted[0].result
+    assert plan.options and all(o.meets.deadline is False for o in plan.options)  # best efforts still shown
+
+
+def test_memory_binds_and_lora_would_fit():
+    plan = make_plan(_job("sft-70b-search.yaml", constraints={"include": ["rtx-4090"], "exclude": [],
+                                                              "max_gpus": 4}), load_catalog(), top=3)
+    b = plan.binding
+    assert b.constraint == "memory" and b.needed > b.allowed
+    methods = {r.change.split()[1]: r.result for r in b.relaxations if r.change.startswith("method")}
+    assert set(methods) == {"lora", "qlora"}
+    assert methods["lora"] == "still nothing fits"  # 16-bit base weights of 70B: 35 GiB per card on 4
+    assert "satisfies the job" in methods["qlora"] or "still does not" in methods["qlora"]
+
+
+def test_budget_binds_with_the_price_needed():
+    plan = make_plan(_job("sft-70b-search.yaml", goal={"budget": {"amount": 10, "currency": "USD"}}),
+                     load_catalog(), top=2, lang="zh")
+    b = plan.binding
+    assert b.constraint == "budget" and b.needed > b.allowed == 10
+    assert "预算" in b.detail
+
+
+def test_constraints_that_allow_nothing():
+    plan = make_plan(_job("sft-70b-search.yaml", constraints={"include": ["gb200"], "exclude": [],
+                                                              "cooling": "air"}), load_catalog())
+    assert plan.binding.constraint == "constraints" and "gb200" in plan.binding.detail
+    assert plan.options == [] and plan.pareto == []
+
+
+def test_every_sentence_has_both_languages_and_the_same_fields():
+    import string
+
+    for key, texts in catalogue().items():
+        assert set(texts) == set(LANGS), key
+        fields = [{f for _, f, _, _ in string.Formatter().parse(texts[lang]) if f} for lang in LANGS]
+        assert fields[0] == fields[1], key
