@@ -25,7 +25,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import perf_vtrain as pvt  # noqa: E402
-
 from trainsizer.estimate import evaluate_batch  # noqa: E402
 from trainsizer.estimate.inputs import Strategy, Training  # noqa: E402
 from trainsizer.models.arch import ModelArch  # noqa: E402

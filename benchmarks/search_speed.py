@@ -58,7 +58,8 @@ def main() -> None:
     print(f"job: {args.job.name} without hardware/strategy; {os.cpu_count()} CPUs visible")
     print(f"hardware options: {s.hardware_options} ({s.hardware_options_pruned} skipped by the memory lower bound, "
           f"{s.hardware_options_feasible} feasible); accelerators excluded: {len(s.excluded_accelerators)}")
-    print(f"strategies evaluated: {s.evaluated:,} ({s.feasible:,} fit)")
+    print(f"strategies judged: {s.evaluated:,} ({s.feasible:,} fit and were timed); distinct rules + memory "
+          f"evaluations: {s.memory_evaluations:,} (options of one shape share them)")
     print(f"plan wall time: best {best:.2f} s, median {med:.2f} s over {args.runs} runs "
           f"(CPU {min(r['cpus']):.2f} s); target < 3 s")
     print(f"strategies per second (whole plan, best run): {s.evaluated / best:,.0f}")

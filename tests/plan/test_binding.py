@@ -4,8 +4,8 @@ buys (measured by searching again)."""
 from __future__ import annotations
 
 import yaml
-from conftest import REPO
 
+from conftest import REPO
 from trainsizer.catalog import load_catalog
 from trainsizer.plan.core import make_plan
 from trainsizer.plan.messages import LANGS, catalogue

@@ -67,3 +67,17 @@ def test_memory_bound_skips_hopeless_counts():
                    model="llama-3.1-405b")
     r = search_option(sc.model, sc.training, c.options[0], load_config())
     assert r.skipped and r.evaluated == 0 and r.lower_bound_gib > 24
+
+
+def test_shared_memory_verdicts_change_nothing():
+    """Options of one shape share rules + memory (evaluated once); each option's answer is unchanged."""
+    from trainsizer.search import search_options
+
+    sc, c = _cands({"include": ["h100-sxm-80gb", "h800-sxm-80gb", "a100-sxm-80gb", "h200-sxm-141gb"],
+                    "max_nodes": 4})
+    shared, stats = search_options(sc.model, sc.training, c.options, load_config())
+    assert stats.memory_evaluations < stats.evaluated
+    for option, r in zip(c.options, shared, strict=True):
+        alone = search_option(sc.model, sc.training, option, load_config())
+        assert (r.evaluated, r.feasible, r.strategy) == (alone.evaluated, alone.feasible, alone.strategy)
+        assert r.step_s == alone.step_s or (np.isnan(r.step_s) and np.isnan(alone.step_s))

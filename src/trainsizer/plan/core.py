@@ -296,6 +296,7 @@ def _assemble(sr: Searched, rk: Ranked, options: list[PlanOption], recommended: 
                      budget=goal.budget.amount if goal.budget else None, currency=currency,
                      procurement=goal.procurement),
         search=SearchOut(evaluated=stats.evaluated, feasible=stats.feasible, seconds=round(seconds, 3),
+                         memory_evaluations=stats.memory_evaluations,
                          hardware_options=stats.options, hardware_options_pruned=stats.options_pruned_by_memory,
                          hardware_options_feasible=len(sr.priced), excluded_accelerators=cands.excluded,
                          dominated_networks=cands.dominated_networks),

@@ -154,8 +154,10 @@ class Binding(_Out):
 
 
 class SearchOut(_Out):
-    evaluated: int = Field(description="strategies evaluated (rules + memory)")
-    feasible: int = Field(description="strategies that obey every rule and fit")
+    evaluated: int = Field(description="strategies judged (rules + memory), summed over hardware options")
+    feasible: int = Field(description="strategies that obey every rule and fit; each gets a step time")
+    memory_evaluations: int = Field(description="distinct rules + memory evaluations: options of the same "
+                                                "shape (GPU count, GPUs per node, scale-up domain) share them")
     seconds: float
     hardware_options: int = Field(description="accelerator x server x network x count options searched")
     hardware_options_pruned: int = Field(description="options skipped by the memory lower bound")

@@ -59,6 +59,7 @@ class OptionResult:
     lower_bound_gib: float = 0.0  # model states sharded over every GPU
     skipped: str | None = None  # why no strategy was enumerated
     runner_up_step_s: float = float("nan")  # second-fastest distinct strategy on this option
+    memory_evaluations: int = 0  # of `evaluated`, those computed here (not shared with an option of its shape)
 
 
 @dataclass
@@ -67,6 +68,8 @@ class SearchStats:
     feasible: int = 0
     options: int = 0
     options_pruned_by_memory: int = 0
+    memory_evaluations: int = 0  # distinct rules + memory evaluations (options of one shape share them)
+    time_evaluations: int = 0  # step-time evaluations (fitting strategies only)
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
 
@@ -109,14 +112,37 @@ def option_system(option: HardwareOption) -> System:
     return replace(system, host_ram_gib=float(ram)) if ram else system
 
 
-def _evaluate(model: ModelArch, training: Training, system: System, strat: Strategy) -> tuple[dict, int]:
-    mem = evaluate_batch(model, training, system, strat, parts=("valid", "memory"), threads=1)
-    return mem, int(np.asarray(strat.tp).size)
+MemoryCache = dict[tuple, tuple[Strategy, dict[str, np.ndarray]]]
+
+
+def _memory(model: ModelArch, training: Training, system: System, args: tuple, framework: str, offload: bool,
+            cache: MemoryCache | None) -> tuple[Strategy | None, dict[str, np.ndarray] | None, bool]:
+    """(strategies, rules + memory verdicts, whether they were computed now) for one option.
+
+    Rules and per-GPU bytes depend on the job and the strategy and, of the hardware, only on the GPU count,
+    GPUs per node and scale-up domain (validate.py, memory.py), so options of the same shape share one
+    evaluation (exact duplicates evaluated once); `fits` is then the bytes against this accelerator's memory,
+    as `memory_per_gpu_bytes` decides it. The offload pass also checks host RAM, so it is not shared."""
+    key = (system.gpus, system.gpus_per_node, system.domain_gpus, framework)
+    if offload or cache is None or key not in cache:
+        strat = strategies(*args, framework=framework, offload=offload)
+        if strat is None:
+            return None, None, False
+        mem = evaluate_batch(model, training, system, strat, parts=("valid", "memory"), threads=1)
+        if not offload and cache is not None:
+            cache[key] = (strat, mem)
+        return strat, mem, True
+    strat, shared = cache[key]
+    mem_bytes = shared["mem_bytes"]
+    with np.errstate(invalid="ignore"):
+        fits = shared["valid"] & np.isfinite(mem_bytes) & (mem_bytes <= system.memory_gib * GIB)
+    return strat, {"valid": shared["valid"], "mem_bytes": mem_bytes, "fits": fits}, False
 
 
 def search_option(model: ModelArch, training: Training, option: HardwareOption, cfg: SearchConfig,
-                  framework: str = "auto") -> OptionResult:
-    """The fastest fitting strategy on one hardware option."""
+                  framework: str = "auto", cache: MemoryCache | None = None) -> OptionResult:
+    """The fastest fitting strategy on one hardware option (`cache`: memory verdicts shared by options of
+    the same shape, see `_memory`)."""
     system = option_system(option)
     bound = states_lower_bound_bytes(model, training, option.count)
     one_node = option.count <= option.per_node
@@ -125,15 +151,16 @@ def search_option(model: ModelArch, training: Training, option: HardwareOption, 
                             skipped="model states alone exceed GPU memory at this count")
     args = (model, training.seq_len, training.global_batch_seqs, option.count, system.gpus_per_node,
             system.domain_gpus, cfg)
-    evaluated, min_mem = 0, float("nan")
+    evaluated, computed, min_mem = 0, 0, float("nan")
     for offload in (False, True):
         if offload and not one_node:
             break
-        strat = strategies(*args, framework=framework, offload=offload)
-        if strat is None:
+        strat, mem, fresh = _memory(model, training, system, args, framework, offload, cache)
+        if strat is None or mem is None:
             continue
-        mem, n = _evaluate(model, training, system, strat)
+        n = int(np.asarray(strat.tp).size)
         evaluated += n
+        computed += n if fresh else 0
         valid = mem["valid"]
         if valid.any():
             least = float(np.nanmin(mem["mem_bytes"][valid])) / GIB
@@ -141,12 +168,13 @@ def search_option(model: ModelArch, training: Training, option: HardwareOption, 
         rows = np.flatnonzero(mem["fits"])
         if rows.size:
             return _best(model, training, system, option, _take(strat, rows), mem["mem_bytes"][rows],
-                         evaluated, min_mem, bound / GIB)
-    return OptionResult(option, system, evaluated, 0, min_mem_gib=min_mem, lower_bound_gib=bound / GIB)
+                         evaluated, min_mem, bound / GIB, computed)
+    return OptionResult(option, system, evaluated, 0, min_mem_gib=min_mem, lower_bound_gib=bound / GIB,
+                        memory_evaluations=computed)
 
 
 def _best(model: ModelArch, training: Training, system: System, option: HardwareOption, fit: Strategy,
-          mem_bytes: np.ndarray, evaluated: int, min_mem: float, bound_gib: float) -> OptionResult:
+          mem_bytes: np.ndarray, evaluated: int, min_mem: float, bound_gib: float, computed: int) -> OptionResult:
     t = evaluate_batch(model, training, system, fit, parts=("time",), threads=1)
     step = t["step_s"]
     # fastest; among equally fast (to 0.1%), the one with the most memory headroom
@@ -157,7 +185,7 @@ def _best(model: ModelArch, training: Training, system: System, option: Hardware
         option, system, evaluated, int(len(step)), strategy=_one(fit, i), step_s=float(step[i]),
         tokens_per_s=float(t["tokens_per_s"][i]), busy_fraction=float(t["compute"][i] / step[i]),
         mem_gib=float(mem_bytes[i] / GIB), min_mem_gib=min_mem, lower_bound_gib=bound_gib,
-        runner_up_step_s=runner,
+        runner_up_step_s=runner, memory_evaluations=computed,
     )
 
 
@@ -167,10 +195,13 @@ def search_options(model: ModelArch, training: Training, options: list[HardwareO
     start = time.perf_counter()
     stats = SearchStats(options=len(options))
     results = []
+    cache: MemoryCache = {}
     for option in options:
-        r = search_option(model, training, option, cfg, framework)
+        r = search_option(model, training, option, cfg, framework, cache)
         stats.evaluated += r.evaluated
         stats.feasible += r.feasible
+        stats.memory_evaluations += r.memory_evaluations
+        stats.time_evaluations += r.feasible
         stats.options_pruned_by_memory += r.skipped is not None
         results.append(r)
     stats.seconds = time.perf_counter() - start
