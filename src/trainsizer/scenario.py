@@ -102,7 +102,7 @@ class Scenario:
             out["strategy"] = {k: getattr(s, k) for k in (
                 "tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch", "recompute",
                 "offload", "sequence_parallel", "distributed_optimizer", "pipeline_embedding_layer",
-                "pipeline_loss_layer", "torch_compile", "framework")}
+                "pipeline_loss_layer", "torch_compile", "loss_impl", "framework")}
         if self.notes:
             out["notes"] = list(self.notes)
         return out
@@ -161,6 +161,7 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Any,
         tokens_total=_tokens_total(job),
         moe_capacity_factor=job.moe_capacity_factor,
         fp8_recipe=job.fp8_recipe,
+        attention_span=int(min(job.data.avg_tokens, job.seq_len)) if job.packing and job.data.avg_tokens else 0,
     )
     _check_batch_within_data(training, origin)
     if job.global_batch.tokens is not None and job.global_batch.tokens % job.seq_len:
@@ -349,7 +350,7 @@ def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
         micro_batch=s.micro_batch, recompute=s.recompute, offload=s.offload,
         sequence_parallel=s.sequence_parallel and s.tp > 1, distributed_optimizer=s.distributed_optimizer,
         pipeline_embedding_layer=s.pipeline_embedding_layer, pipeline_loss_layer=s.pipeline_loss_layer,
-        torch_compile=s.torch_compile, framework=s.framework,
+        torch_compile=s.torch_compile, loss_impl=s.loss_impl, framework=s.framework,
     )
 
 

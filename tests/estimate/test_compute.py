@@ -98,3 +98,19 @@ def test_moe_layer_and_vectorised_shapes():
 def test_optimizer_time_scales_with_params():
     r = _rates()
     assert float(optimizer_time(2e9, 30, r)) > float(optimizer_time(1e9, 30, r))
+
+
+def test_packed_sequences_attend_within_their_samples():
+    """Packing 8 samples of 1024 tokens into an 8192 row: the attention core spans 1024 keys, not 8192."""
+    from trainsizer.estimate.inputs import Strategy, Training
+    from trainsizer.estimate.step_time import step_time_arrays
+
+    from .test_perf_common import h100_cluster, llama8b
+
+    m, s = llama8b(), h100_cluster(8)
+    st = Strategy(dp=8, zero=1, recompute="none", framework="megatron-core")
+    full = step_time_arrays(m, Training(method="full", seq_len=8192, global_batch_seqs=64), s, st)
+    packed = step_time_arrays(m, Training(method="full", seq_len=8192, global_batch_seqs=64, attention_span=1024),
+                              s, st)
+    assert float(packed["step_s"]) < float(full["step_s"])
+    assert float(packed["model_flops_per_step"]) == float(full["model_flops_per_step"])  # MFU convention kept

@@ -85,6 +85,7 @@ def test_batch_in_tokens_rounds_to_sequences():
         ({"method": "lora", "lora": {"targets": ["qproj"]}}, ["lora.targets", "q_proj"]),
         ({"method": "qlora", "precision": "fp8"}, ["qlora", "fp8"]),
         ({"strategy": {"tp": 2}}, ["strategy", "hardware"]),
+        ({"packing": True}, ["packing", "avg_tokens"]),
         ({"hardware": {"accelerator": "h100-sxm-80gb", "count": 12, "per_node": 8}},
          ["hardware", "multiple of per_node"]),
         ({"hardware": {"accelerator": "h100-sxm-80gb", "count": 8, "network": {"nics": 4}}},

@@ -25,7 +25,7 @@ _OVERRIDES = [
     click.option("--micro-batch", "micro_batch", type=int),
     click.option("--recompute", help="none | selective | full"),
     click.option("--offload", help="none | optimizer | optimizer+params"),
-    click.option("--framework", help="auto | megatron | megatron-core | deepspeed | fsdp | hf | deepseek-dualpipe | torchtitan"),
+    click.option("--framework", help="auto | megatron | megatron-core | deepspeed | fsdp | hf | deepseek-dualpipe | torchtitan | torchtune"),
 ]
 
 

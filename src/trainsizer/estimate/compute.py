@@ -125,7 +125,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                 ep, flash: bool, flash_rate: float, flash_bwd_over_fwd: float,
                 trains_base_weights: bool = True, moe_capacity_factor: float = 1.0,
                 elementwise_passes: Any = 1.0, fp8_weight_casts: Any = 1.0,
-                selective_op_policy: Any = False) -> LayerTimes:
+                selective_op_policy: Any = False, attention_span: float = 0.0) -> LayerTimes:
     """Compute seconds of one average decoder layer per micro-batch on one GPU.
 
     `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast. `moe_capacity_factor`: tokens
@@ -137,6 +137,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     recompute is torchtitan's per-op policy (saves attention and every other matmul output in forward order,
     recomputes the rest: the k, o and MLP-up projections and all element-wise work; torchtitan
     `_apply_ac_to_transformer_block`, `_save_list`) instead of Megatron's (recomputes the attention core).
+    `attention_span`: keys a token attends over when sequences are packed (FlashAttention varlen / TE THD
+    with cu_seqlens: each packed sample attends within itself); 0 = the whole sequence.
     """
     t = np.asarray(tp, float)
     c = np.asarray(cp, float)
@@ -154,7 +156,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     # --- attention core
     heads_l = shapes.heads / t
     if flash:
-        core_flops = 2.0 * tok * s * heads_l * (shapes.d_qk + shapes.d_v) * causal_fraction(s)
+        span = min(float(attention_span), s) if attention_span else s
+        core_flops = 2.0 * tok * span * heads_l * (shapes.d_qk + shapes.d_v) * causal_fraction(span)
         a_fwd = core_flops / flash_rate + rates.kernel_fixed_s
         a_bwd = flash_bwd_over_fwd * a_fwd
         a_recomp = a_fwd

@@ -16,6 +16,7 @@ communication overlaps, `perf_constants.yaml` `frameworks:`):
     fsdp                hf               fsdp
     hf                  hf               hf
     torchtitan          hf               torchtitan
+    torchtune           hf               torchtune
 
 The "auto" rule picks the stack a user of that layout runs in 2025-2026 (elementwise, one decision per
 strategy, so a strategy's answer never depends on which other strategies share its batch; docs/frameworks.md):
@@ -46,7 +47,10 @@ MEMORY_PROFILE = {
     "fsdp": "hf",
     "hf": "hf",
     "torchtitan": "hf",  # FSDP2 shards model states like ZeRO-3; fp32 loss on full logits (cross_entropy .float())
+    "torchtune": "hf",  # FSDP2 / single device; chunked loss and 16-bit non-quantised QLoRA params (memory.py)
 }
+# the loss a framework computes when the job says loss_impl: auto (None: by memory profile)
+DEFAULT_LOSS = {"torchtune": "chunked"}
 PERF_STYLE = {name: name for name in MEMORY_PROFILE}
 AUTO_CHOICES = ("megatron-core", "torchtitan", "hf")  # what "auto" resolves to, by `auto_index`
 # why "auto" chose each (i18n keys in render/data/i18n.yaml)

@@ -26,7 +26,13 @@ RECOMPUTE = ("none", "selective", "full")
 OFFLOAD = ("none", "optimizer", "optimizer+params")
 # Training frameworks whose memory and overlap behaviour the estimators model; "auto" picks one per strategy
 # (`estimate.framework` maps each name to a memory profile and a perf style; docs/frameworks.md).
-FRAMEWORKS = ("auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "deepseek-dualpipe", "torchtitan")
+FRAMEWORKS = ("auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "deepseek-dualpipe", "torchtitan",
+              "torchtune")
+# How the loss is computed over the vocabulary (memory of the logits; memory_constants.yaml `logits`): auto = the
+# framework's own; upcast = fp32 logits of the whole micro-batch (HF Trainer); vocab-parallel = Megatron's fused
+# cross-entropy; chunked = bf16 logits, fp32 per chunk (torchtune CEWithChunkedOutputLoss, NeMo); fused = LM head
+# and loss fused chunk by chunk, no logits kept (Liger FusedLinearCrossEntropy, Unsloth, Cut Cross-Entropy).
+LOSS_IMPLS = ("auto", "upcast", "vocab-parallel", "chunked", "fused")
 # Strategy fields by kind: integer degrees and sizes, mode names (codes in arrays), on/off flags.
 DEGREE_FIELDS = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch")
 MODE_FIELDS = ("recompute", "offload")
@@ -65,6 +71,10 @@ class Training:
     # FP8 scaling recipe (precision fp8 only): "auto" (the accelerator's default: MXFP8 on Blackwell, delayed
     # scaling elsewhere), "delayed", "tensorwise", "rowwise", "mxfp8" (perf_constants.yaml `fp8`).
     fp8_recipe: str = "auto"
+    # Sequence packing (NeMo SFT packed_sequence, TRL packing with position ids, torchtune PackedDataset): short
+    # samples share a seq_len row and attend only within themselves (varlen attention), so the attention core
+    # spans the average sample length. 0 = unpacked (or no shorter samples): the whole seq_len.
+    attention_span: int = 0
 
     @property
     def trains_base_weights(self) -> bool:
@@ -164,6 +174,7 @@ class Strategy:
     # element-wise work in fused kernels: torch.compile (torchtitan, HF torch_compile) or a framework's own
     # fused kernels (Transformer Engine, Apex); False = eager PyTorch, one kernel per op (PyTorch frameworks)
     torch_compile: Any = True
+    loss_impl: str = "auto"  # one of LOSS_IMPLS, one value for the whole batch of strategies
     framework: str = "auto"  # one of FRAMEWORKS; one value for the whole batch of strategies
 
     @property

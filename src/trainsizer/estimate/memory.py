@@ -42,8 +42,8 @@ from trainsizer.estimate.activations import (
     layer_items,
     torchtitan_op_sac_items,
 )
-from trainsizer.estimate.framework import auto_index, check_framework, memory_profile
-from trainsizer.estimate.inputs import Strategy, System, Training, act_bytes
+from trainsizer.estimate.framework import DEFAULT_LOSS, auto_index, check_framework, memory_profile
+from trainsizer.estimate.inputs import LOSS_IMPLS, Strategy, System, Training, act_bytes
 from trainsizer.estimate.model_states import (
     ParamLayout,
     StateBytes,
@@ -221,6 +221,7 @@ class _Batch:
     name: str  # framework name (options override, else strategy.framework)
     mega: np.ndarray  # Megatron memory profile per strategy
     titan: np.ndarray  # torchtitan per strategy (its selective AC and FSDP2 + PP buffers)
+    loss_bytes: tuple[Any, Any]  # (saved, backward extra) bytes per logit element, per strategy
     dpc: np.ndarray  # DP x CP ranks (gradients and ZeRO shards span both)
     divisors: dict[int, tuple[np.ndarray, np.ndarray]]  # ZeRO level -> (dense, expert) shard divisors
     tokens: np.ndarray  # tokens per micro-batch per GPU (before TP/SP)
@@ -310,13 +311,30 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     dense_none = pick(pre.dense, row_none, pre.op_sac[0])
     moe_none = pick(pre.moe, row_none, pre.op_sac[1]) if model.is_moe else dense_none
 
+    loss_bytes = _loss_bytes(name, getattr(strategy, "loss_impl", "auto"), mega, pre)
     st = {key: _by_prof(mega, lambda pr, n=key: getattr(pre.states[pr], n)) for key in
           ("weights", "grads", "grad_fp32_copy", "master", "grad_accum_fp32", "optimizer", "fp8_cache")}
     return _Batch(model=model, training=training, options=options, pre=pre, c=load_memory_constants(), s=s,
                   t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, z=z, rec=rec, off=s["off"],
-                  name=name, mega=mega, titan=titan, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro,
+                  name=name, mega=mega, titan=titan, loss_bytes=loss_bytes, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro,
                   sp_div=sp_div, dense_b=dense_b, moe_b=moe_b, dense_none=dense_none, moe_none=moe_none, st=st,
                   w16=float(act_bytes(training.precision)))
+
+
+def _loss_bytes(name: str, impl: str, mega: np.ndarray, pre: _Pre) -> tuple[Any, Any]:
+    """(saved, backward-extra) bytes per logit element: the job's loss_impl, else the framework's own (torchtune
+    chunked), else by memory profile (megatron vocab-parallel, hf upcast). memory_constants.yaml `logits`."""
+    if impl not in LOSS_IMPLS:
+        from trainsizer.errors import unknown_name
+
+        raise unknown_name("strategy.loss_impl", "loss implementation", impl, LOSS_IMPLS)
+    impl = DEFAULT_LOSS.get(name, "auto") if impl == "auto" else impl
+    if impl == "auto":
+        return (_by_prof(mega, lambda pr: pre.heads[pr].logits_saved_per_vocab),
+                _by_prof(mega, lambda pr: pre.heads[pr].logits_extra_per_vocab))
+    key = {"upcast": "hf", "vocab-parallel": "megatron"}.get(impl, impl)
+    lg = load_memory_constants()["logits"]
+    return float(lg[f"{key}_saved_bytes_per_element"]), float(lg[f"{key}_backward_extra_bytes_per_element"])
 
 
 @dataclass(frozen=True)
@@ -391,6 +409,8 @@ def _model_states(b: _Batch, g: _Stage, items: dict[str, Any]) -> _States:
         host = np.where(offload_opt, host, 0.0)
     else:
         q_b, nq_b, qc_b = b.pre.base
+        if training.method == "qlora" and b.name == "torchtune":
+            nq_b = b.w16  # torchtune keeps embeddings, norms and the output layer in bf16 (no PEFT fp32 upcast)
         base = q_b * shard(gemm_dense, p_exp, 3) + nq_b * shard(nongemm_dense, 0.0, 3)
         items["base_weights_frozen"] = np.where(offload_par, 0.0, base)
         items["quant_constants"] = qc_b * shard(gemm_dense, p_exp, 3)
@@ -434,8 +454,7 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
     final_sp = by_prof(lambda pr: hi[pr].final_sp)
     labels = by_prof(lambda pr: hi[pr].labels)  # int64 token labels kept for the loss
     items["final_norm_and_head_input"] = _on(g.is_last, tokens * (final_sp / sp_div + labels), 0.0)
-    lg_saved = by_prof(lambda pr: hi[pr].logits_saved_per_vocab)
-    lg_extra = by_prof(lambda pr: hi[pr].logits_extra_per_vocab)
+    lg_saved, lg_extra = b.loss_bytes
     logit_elems = _on(g.is_last, tokens * model.vocab / t, 0.0)
     items["logits"] = logit_elems * lg_saved * (1 + model.mtp_layers)
     items["loss_backward_temporaries"] = logit_elems * lg_extra

@@ -292,7 +292,8 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                                                          k.eager_elementwise_traffic),
                              fp8_weight_casts=np.where(np.asarray(x.fw.fp8_weight_cache), 1.0 / x.m, 1.0)
                              / np.where(np.asarray(x.fw.fp8_param_allgather) & (x.zero >= 3), x.d * x.c, 1.0),
-                             selective_op_policy=x.fw.selective_op_policy)
+                             selective_op_policy=x.fw.selective_op_policy,
+                             attention_span=training.attention_span)
     layer_mb = lt.fwd + lt.bwd
     if training.method == "qlora":
         # NF4 weights are dequantised to 16-bit before every use (forward, backward, recompute): read 0.5 B,

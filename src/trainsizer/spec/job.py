@@ -22,7 +22,8 @@ NetworkKind = Literal["ib", "roce", "efa", "ethernet"]
 Fsdp = Literal["none", "full", "hybrid"]
 Fp8Recipe = Literal["auto", "delayed", "tensorwise", "rowwise", "mxfp8"]
 Framework = Literal["auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "deepseek-dualpipe",
-                    "torchtitan"]
+                    "torchtitan", "torchtune"]
+LossImpl = Literal["auto", "upcast", "vocab-parallel", "chunked", "fused"]
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 # Bytes of raw UTF-8 text per token for BPE tokenizers with ~100k+ vocabularies on mixed English/code
@@ -188,6 +189,9 @@ class StrategySpec(_Strict):
     pipeline_loss_layer: bool = False
     # fused element-wise kernels (torch.compile or the framework's own); false = eager PyTorch
     torch_compile: bool = True
+    # loss over the vocabulary: auto (the framework's) | upcast (HF) | vocab-parallel (Megatron) | chunked
+    # (torchtune, NeMo) | fused (Liger, Unsloth: no logits kept)
+    loss_impl: LossImpl = "auto"
     framework: Framework = "auto"
 
     @model_validator(mode="after")
@@ -214,6 +218,9 @@ class Job(_Strict):
     fp8_recipe: Fp8Recipe = "auto"
     optimizer: Optimizer = "adamw"
     flash_attention: bool = True
+    # sequence packing: samples shorter than seq_len share a row and attend within themselves (needs
+    # data.avg_tokens for their length)
+    packing: bool = False
     # MoE routing imbalance: tokens an expert receives relative to a perfectly balanced router (1.0).
     moe_capacity_factor: float = Field(1.0, gt=0, le=16)
     goal: Goal = Goal()
@@ -229,6 +236,8 @@ class Job(_Strict):
             raise ValueError(f"lora settings given but method is {self.method!r}; use method: lora or qlora")
         if self.method == "qlora" and self.precision in ("fp8", "fp32"):
             raise ValueError(f"qlora computes in bf16/fp16 over a 4-bit base; precision {self.precision} is not supported")
+        if self.packing and self.data.avg_tokens is None:
+            raise ValueError("packing needs data.samples + data.avg_tokens (the length of the packed samples)")
         if self.strategy is not None and self.hardware is None:
             raise ValueError("strategy given without hardware: add hardware {accelerator, count, per_node}")
         return self

@@ -1,0 +1,48 @@
+"""Fine-tuning loss memory by implementation: HF upcasts the whole micro-batch's logits to fp32; torchtune
+chunks; Liger / Unsloth fuse the LM head with the loss and keep no logits. QLoRA's non-quantised weights: fp32
+under PEFT's prepare_model_for_kbit_training, bf16 in torchtune."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainsizer.errors import SpecError
+from trainsizer.estimate.inputs import Strategy, System, Training
+from trainsizer.estimate.memory import GIB, estimate_memory
+from trainsizer.models import load_model
+
+MODEL = load_model("llama-3.1-8b")
+CARD = System(accelerator="rtx-4090", gpus=1, gpus_per_node=1, memory_gib=24.0, peak_tflops={"bf16": 165.0},
+              hbm_gb_s=1008.0, intra_node_gb_s=25.0)
+QLORA = Training(method="qlora", seq_len=2048, global_batch_seqs=8, lora_rank=16,
+                 lora_targets=("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"))
+
+
+def _mem(**kw):
+    return estimate_memory(MODEL, QLORA, CARD, Strategy(micro_batch=2, recompute="full", **kw))
+
+
+def test_loss_memory_follows_the_implementation():
+    logit_elems = 2 * 2048 * MODEL.vocab
+    hf = _mem(framework="hf").items_bytes
+    assert hf["logits"] + hf["loss_backward_temporaries"] == pytest.approx(12 * logit_elems)
+    chunked = _mem(loss_impl="chunked").items_bytes
+    assert chunked["logits"] + chunked["loss_backward_temporaries"] == pytest.approx(3.5 * logit_elems)
+    fused = _mem(loss_impl="fused").items_bytes
+    assert fused["logits"] == 0 and fused["loss_backward_temporaries"] < 0.5 * logit_elems
+    assert _mem(framework="torchtune").items_bytes["logits"] == chunked["logits"]  # torchtune's own loss
+
+
+def test_qlora_keeps_linears_in_nf4_and_the_rest_16_bit_in_torchtune():
+    """All linear layers NF4 with double quantisation; embeddings, norms and the LM head bf16 (torchtune) or
+    fp32 (PEFT upcast). Llama 3.1 8B: 6.98e9 linear weights x (0.5 + 0.127/8) B + 1.05e9 x 2 B = 5.3 GiB."""
+    tt = _mem(framework="torchtune").items_bytes
+    base = (tt["base_weights_frozen"] + tt["quant_constants"]) / GIB
+    assert base == pytest.approx(5.3, abs=0.1)
+    hf = _mem(framework="hf").items_bytes
+    assert (hf["base_weights_frozen"] + hf["quant_constants"]) / GIB == pytest.approx(7.25, abs=0.1)
+
+
+def test_unknown_loss_impl_is_refused():
+    with pytest.raises(SpecError, match="loss_impl"):
+        _mem(loss_impl="sparse")
