@@ -40,11 +40,14 @@ def _write(path: Path, data: Any, force: bool) -> None:
 @click.option("--procurement", type=click.Choice(("rent", "buy", "either")), help="goal.procurement")
 @click.option("--top", type=int, default=10, show_default=True, help="Options shown in full.")
 @click.option("--out", "out_file", type=click.Path(path_type=Path), help="Write the plan (JSON) to this file.")
-@click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
+@click.option("--report", "report_dir", type=click.Path(path_type=Path),
+              help="Also write the reports (HTML, Markdown, Excel BOM, architecture SVG) into this folder.")
+@click.option("--force", is_flag=True, help="Overwrite --out (and --report files) if they exist.")
 @json_option
 @click.pass_obj
 def plan(app: AppState, job_file: Path, accelerator: str | None, count: int | None, per_node: int | None,
-         network: str | None, top: int, out_file: Path | None, force: bool, as_json: bool, **overrides: Any) -> None:
+         network: str | None, top: int, out_file: Path | None, report_dir: Path | None, force: bool, as_json: bool,
+         **overrides: Any) -> None:
     """What to buy or rent for a job: hardware x GPU count x network x strategy, ranked by the job's goal.
 
     Prints the recommended option and why, the options with their best strategies, the Pareto front of
@@ -67,6 +70,10 @@ def plan(app: AppState, job_file: Path, accelerator: str | None, count: int | No
     data = result.model_dump(mode="json")
     if out_file is not None:
         _write(out_file, data, force)
+    if report_dir is not None:
+        from trainsizer.cli.report_cmd import write_reports
+
+        write_reports(data, report_dir, app.lang, (), False, force)
     if as_json:
         echo_json(data)
         return

@@ -33,3 +33,14 @@ def test_bad_plan_files_get_one_line_errors(run_cli, tmp_path):
     assert code == 2 and "not found" in err
     code, _, err = run_cli("report", str(FIXTURE), "--out", str(tmp_path / "o"), "--format", "docx")
     assert code == 2 and "docx" in err and "html" in err
+
+
+def test_plan_writes_its_reports_with_report(run_cli, tmp_path):
+    job = FIXTURE.parents[4] / "examples" / "qlora-7b-one-gpu.yaml"
+    code, _, err = run_cli("--lang", "zh", "plan", str(job), "--report", str(tmp_path / "r"))
+    assert code == 0, err
+    assert {"report.html", "report.md", "bom.xlsx", "architecture.svg", "charts"} <= {
+        p.name for p in (tmp_path / "r").iterdir()}
+    assert "训练集群方案" in (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    code, _, err = run_cli("plan", str(job), "--report", str(tmp_path / "r"))
+    assert code == 2 and "already exists" in err

@@ -61,7 +61,9 @@ def to_plotly_div(chart: Chart) -> str:
                                      line=dict(color=color, dash="dash" if s.dash else "solid"), **kw))
     x_title, y_title = (chart.y_label, chart.x_label) if chart.horizontal else (chart.x_label, chart.y_label)
     layout = dict(title=chart.title, xaxis_title=x_title, yaxis_title=y_title, template="plotly_white",
-                  height=420, margin=dict(l=60, r=30, t=60, b=60), legend=dict(orientation="h", y=-0.2))
+                  height=460, margin=dict(l=60, r=60, t=90, b=40),
+                  legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0))
+    layout["xaxis"] = dict(automargin=True)
     if chart.stacked:
         layout["barmode"] = "stack"
     if chart.y2_label:

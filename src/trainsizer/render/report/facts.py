@@ -1,10 +1,17 @@
 """Facts read from a plan the same way by every part of the report: the recommended option, an option's
-label, the cost the job asked for (rent or buy), the currency."""
+label, the cost the job asked for (rent or buy), the currency, the build-out blocks.
+
+The plan is `trainsizer.plan.Plan` (docs/plan.schema.json) as a dict; a few older or hand-written shapes
+(recommended as an index, blocks at the top level) are read too.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+BUILD_BLOCKS = ("bom", "network", "node", "storage", "facility", "software", "risks", "acceptance", "phases",
+                "rules_of_thumb")
 
 
 def as_dict(plan: Any) -> dict[str, Any]:
@@ -17,15 +24,34 @@ def as_dict(plan: Any) -> dict[str, Any]:
 
 
 def recommended(plan: Mapping) -> int | None:
-    """Index of the recommended option (the plan gives an index, an option, or nothing when infeasible)."""
+    """Index of the recommended option in `options` (None when nothing satisfies the job)."""
     rec, options = plan.get("recommended"), plan.get("options") or []
     if isinstance(rec, bool) or rec is None:
         return None
     if isinstance(rec, int):
         return rec if 0 <= rec < len(options) else None
     if isinstance(rec, Mapping):
+        ids = [o.get("id") for o in options]
+        if rec.get("id") is not None and rec.get("id") in ids:
+            return ids.index(rec["id"])
         return options.index(rec) if rec in options else None
     return None
+
+
+def option_index(plan: Mapping, option_id: str) -> int | None:
+    for i, o in enumerate(plan.get("options") or []):
+        if o.get("id") == option_id:
+            return i
+    return None
+
+
+def blocks(plan: Mapping) -> dict[str, Any]:
+    """The build-out blocks of the recommended option: `plan.build` (or blocks at the top level)."""
+    out = {k: plan[k] for k in BUILD_BLOCKS if plan.get(k) not in (None, {}, [])}
+    build = plan.get("build")
+    if isinstance(build, Mapping):
+        out.update({k: v for k, v in build.items() if v not in (None, {}, [])})
+    return out
 
 
 def network_name(hw: Mapping) -> str:
@@ -36,29 +62,38 @@ def network_name(hw: Mapping) -> str:
 
 
 def option_label(o: Mapping) -> str:
+    if o.get("id"):
+        return str(o["id"])
     hw = o.get("hardware", {})
-    return f"{hw.get('accelerator', '?')} ×{hw.get('count', '?')}"
+    return f"{hw.get('accelerator', '?')} x{hw.get('count', '?')}"
+
+
+def procurement(plan: Mapping) -> str:
+    goal = plan.get("goal") or ((plan.get("job") or {}).get("goal")) or {}
+    return str(goal.get("procurement") or "rent")
 
 
 def pick_cost(o: Mapping, procurement: str) -> tuple[str, Mapping | None]:
-    """The cost block the job asked for (rent or buy), else whichever the option has."""
+    """The cost block the job asked for (rent or buy; for 'either' the cheaper), else whichever there is."""
     cost = o.get("cost") or {}
-    order = ("buy", "rent") if procurement == "buy" else ("rent", "buy")
-    for kind in order:
-        if isinstance(cost.get(kind), Mapping):
-            return kind, cost[kind]
+    have = {k: cost[k] for k in ("rent", "buy") if isinstance(cost.get(k), Mapping)}
+    if procurement == "either" and len(have) == 2:
+        kind = min(have, key=lambda k: have[k].get("mid", have[k].get("typical")) or float("inf"))
+        return kind, have[kind]
+    for kind in (("buy", "rent") if procurement == "buy" else ("rent", "buy")):
+        if kind in have:
+            return kind, have[kind]
     return "", None
 
 
 def currency(plan: Mapping) -> str:
+    goal = plan.get("goal") or {}
+    if goal.get("currency"):
+        return str(goal["currency"])
     for o in plan.get("options") or []:
         if (o.get("cost") or {}).get("currency"):
             return o["cost"]["currency"]
-    return ((plan.get("job") or {}).get("goal") or {}).get("budget", {}).get("currency", "") if plan.get("job") else ""
-
-
-def procurement(plan: Mapping) -> str:
-    return str((((plan.get("job") or {}).get("goal")) or {}).get("procurement") or "rent")
+    return ""
 
 
 def strategy_text(s: Mapping) -> str:

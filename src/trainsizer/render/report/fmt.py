@@ -83,7 +83,9 @@ class Fmt:
         return format_currency(amount, currency, locale=self.locale)
 
     def money_range(self, low: float | None, mid: float | None, high: float | None, currency: str) -> str:
-        """typical (low – high)."""
+        """typical (low – high); one figure when the range is a single price."""
+        if low is not None and low == high:
+            return self.money(mid if mid is not None else low, currency)
         return f"{self.money(mid, currency)} ({self.money(low, currency)} – {self.money(high, currency)})"
 
     def days(self, x: float | None) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from trainsizer.render.report.blocks import mid
 from trainsizer.render.report.charts import PALETTE, Chart, Series
-from trainsizer.render.report.facts import option_label, pick_cost, procurement, recommended
+from trainsizer.render.report.facts import option_index, option_label, pick_cost, procurement, recommended
 from trainsizer.render.report.i18n import field_label, t
 
 
@@ -56,24 +56,47 @@ def pareto_indices(plan: Mapping) -> list[int]:
             idx.append(p)
         elif isinstance(p, Mapping) and isinstance(p.get("option"), int):
             idx.append(p["option"])
+        elif isinstance(p, Mapping) and option_index(plan, str(p.get("id"))) is not None:
+            idx.append(option_index(plan, str(p["id"])))
         elif isinstance(p, Mapping) and p in options:
             idx.append(options.index(p))
     return idx
 
 
+def _front(plan: Mapping, pts: list) -> list[tuple[float, float, str]]:
+    """The plan's Pareto points (their own time and cost), else the options it marks as Pareto."""
+    own = [(float(p["train_days"]), float(p["cost"]), str(p.get("id", ""))) for p in plan.get("pareto") or []
+           if isinstance(p, Mapping) and p.get("train_days") is not None and p.get("cost") is not None]
+    if own:
+        return sorted(own)
+    marked = set(pareto_indices(plan))
+    return sorted((p[0], p[1], p[2]) for p in pts if p[3] in marked)
+
+
+def _searched(plan: Mapping) -> list[tuple[float, float, str]]:
+    """Every feasible hardware option the search kept (best strategy each), where it has a price."""
+    return [(float(h["train_days"]), float(h["cost"]), str(h.get("id", ""))) for h in plan.get("hardware_options") or []
+            if isinstance(h, Mapping) and h.get("cost") is not None and h.get("train_days") is not None]
+
+
 def pareto_chart(plan: Mapping, lang: str, currency: str) -> Chart:
     pts = _points(plan)
-    front = sorted((p for p in pts if p[3] in set(pareto_indices(plan))), key=lambda p: p[0])
+    front = _front(plan, pts)
     rec = recommended(plan)
-    series = [Series(t("chart.all_options", lang), tuple(p[0] for p in pts), tuple(p[1] for p in pts),
-                     mode="markers", text=tuple(p[2] for p in pts))]
+    series = []
+    searched = _searched(plan)
+    if searched:
+        series.append(Series(t("chart.searched", lang), tuple(p[0] for p in searched), tuple(p[1] for p in searched),
+                             mode="markers", text=tuple(p[2] for p in searched), color="#c7cdd8"))
+    series.append(Series(t("chart.all_options", lang), tuple(p[0] for p in pts), tuple(p[1] for p in pts),
+                         mode="markers", text=tuple(p[2] for p in pts), color="#1f77b4"))
     if front:
         series.append(Series(t("chart.pareto_front", lang), tuple(p[0] for p in front), tuple(p[1] for p in front),
-                             mode="lines+markers", text=tuple(p[2] for p in front)))
+                             mode="lines+markers", text=tuple(p[2] for p in front), color="#ff7f0e"))
     chosen = [p for p in pts if p[3] == rec]
     if chosen:
         series.append(Series(t("recommended", lang), (chosen[0][0],), (chosen[0][1],), mode="markers",
-                             text=(chosen[0][2],)))
+                             text=(chosen[0][2],), color="#d62728"))
     return Chart("pareto", t("chart.pareto", lang), t("chart.days", lang), f"{t('cost', lang)} ({currency})",
                  tuple(series))
 
@@ -86,13 +109,22 @@ def scaling_rows(plan: Mapping) -> dict[str, list[tuple[int, float, float | None
         for r in source:
             rows.setdefault(str(r.get("accelerator", "")), []).append(
                 (int(r["count"]), float(r["train_days"]), r.get("mfu")))
-    else:
-        for o in plan.get("options") or []:
-            hw, tm = o.get("hardware") or {}, o.get("time") or {}
-            if hw.get("count") and tm.get("train_days") is not None:
-                rows.setdefault(str(hw.get("accelerator")), []).append(
-                    (int(hw["count"]), float(tm["train_days"]), tm.get("mfu")))
-    return {k: sorted(set(v)) for k, v in rows.items()}
+        return {k: sorted(set(v)) for k, v in rows.items()}
+    mfu: dict[tuple[str, int], float] = {}
+    best: dict[tuple[str, int], float] = {}
+    for o in plan.get("options") or []:
+        hw, tm = o.get("hardware") or {}, o.get("time") or {}
+        if hw.get("count") and tm.get("train_days") is not None:
+            key = (str(hw.get("accelerator")), int(hw["count"]))
+            if tm["train_days"] < best.get(key, float("inf")):
+                best[key], mfu[key] = float(tm["train_days"]), tm.get("mfu")
+    for h in plan.get("hardware_options") or []:   # every count the search kept; MFU only where detailed
+        if isinstance(h, Mapping) and h.get("count") and h.get("train_days") is not None:
+            key = (str(h.get("accelerator")), int(h["count"]))
+            best[key] = min(best.get(key, float("inf")), float(h["train_days"]))
+    for (acc, count), days in best.items():
+        rows.setdefault(acc, []).append((count, days, mfu.get((acc, count))))
+    return {k: sorted(v) for k, v in rows.items()}
 
 
 def scaling_chart(plan: Mapping, lang: str) -> Chart:
@@ -101,8 +133,9 @@ def scaling_chart(plan: Mapping, lang: str) -> Chart:
         xs, color = tuple(r[0] for r in rows), PALETTE[i % len(PALETTE)]
         series.append(Series(f"{acc}: {t('chart.days', lang)}", xs, tuple(r[1] for r in rows), mode="lines+markers",
                              color=color))
-        if any(r[2] is not None for r in rows):
-            series.append(Series(f"{acc}: MFU", xs, tuple(r[2] for r in rows), mode="lines+markers", axis="y2",
-                                 color=color, dash=True))
+        with_mfu = [r for r in rows if r[2] is not None]
+        if with_mfu:
+            series.append(Series(f"{acc}: MFU", tuple(r[0] for r in with_mfu), tuple(r[2] for r in with_mfu),
+                                 mode="lines+markers", axis="y2", color=color, dash=True))
     return Chart("scaling", t("chart.scaling", lang), t("gpus", lang), t("chart.days", lang), tuple(series),
                  y2_label="MFU", log_x=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from trainsizer.render.report.facts import option_label, recommended
+from trainsizer.render.report.facts import blocks, option_label, recommended
 from trainsizer.render.report.fmt import Fmt
 from trainsizer.render.report.i18n import t
 
@@ -53,7 +53,7 @@ def _price_rows(plan: Mapping, f: Fmt) -> list[tuple[str, str, str, str]]:
         energy = o.get("energy") or {}
         if energy.get("pue"):
             rows.append((t("a.pue", L), f.num(energy["pue"], 2), t("a.catalog", L), ""))
-    for line in (plan.get("bom") or {}).get("lines") or []:
+    for line in (blocks(plan).get("bom") or {}).get("lines") or []:
         if isinstance(line, Mapping) and line.get("source"):
             rows.append((f"{t('sec.bom', L)}: {line.get('item', '')} {line.get('part', '')}".strip(),
                          "", str(line["source"]), str(line.get("date", ""))))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from trainsizer.render.report.facts import recommended
+from trainsizer.render.report.facts import blocks, recommended
 
 
 @dataclass(frozen=True)
@@ -68,10 +68,11 @@ def topology(plan: Mapping) -> Topology | None:
     if rec is None:
         return None
     hw = plan["options"][rec].get("hardware") or {}
-    net = plan.get("network") if isinstance(plan.get("network"), Mapping) else {}
+    b = blocks(plan)
+    net = b.get("network") if isinstance(b.get("network"), Mapping) else {}
     hw_net = hw.get("network") if isinstance(hw.get("network"), Mapping) else {}
-    fac = plan.get("facility") if isinstance(plan.get("facility"), Mapping) else {}
-    sto = plan.get("storage") if isinstance(plan.get("storage"), Mapping) else {}
+    fac = b.get("facility") if isinstance(b.get("facility"), Mapping) else {}
+    sto = b.get("storage") if isinstance(b.get("storage"), Mapping) else {}
     tiers = tuple(Tier(str(s.get("tier", "?")), _int(s.get("count")) or 0, _float(s.get("gbps")),
                        _int(s.get("radix")), str(s.get("model") or "")) for s in net.get("switches") or [])
     links = tuple(Link(str(ln.get("from")), str(ln.get("to")), _int(ln.get("count")) or 0, _float(ln.get("gbps")))

@@ -14,7 +14,9 @@ from trainsizer.render.report import plan_charts
 from trainsizer.render.report.blocks import Table, block_tables, cell, limits_table, mid
 from trainsizer.render.report.charts import Chart
 from trainsizer.render.report.facts import (
+    BUILD_BLOCKS,
     as_dict,
+    blocks,
     currency,
     network_name,
     option_label,
@@ -26,9 +28,6 @@ from trainsizer.render.report.facts import (
 from trainsizer.render.report.fmt import Fmt
 from trainsizer.render.report.i18n import t
 from trainsizer.render.report.sources import assumptions
-
-BUILD_BLOCKS = ("bom", "network", "node", "storage", "facility", "software", "risks", "acceptance", "phases",
-                "rules_of_thumb")
 
 
 @dataclass(frozen=True)
@@ -62,13 +61,29 @@ def headline(plan: Mapping, f: Fmt) -> str:
     o = plan["options"][rec]
     hw = o.get("hardware") or {}
     kind, price = pick_cost(o, procurement(plan))
-    cur = currency(plan)
-    cost = f.money(mid(price), cur) if price else "—"
-    rng = f"{f.money(price['low'], cur)} – {f.money(price['high'], cur)}" if price else "—"
-    return t("headline", L, action=t(f"action.{kind or 'rent'}", L), count=f.num(hw.get("count")),
-             accelerator=hw.get("accelerator", "?"), nodes=f.num(hw.get("nodes")), per_node=f.num(hw.get("per_node")),
-             network=network_name(hw) or "—", days=f.days((o.get("time") or {}).get("train_days")),
-             cost=cost, range=rng)
+    cur = str((o.get("cost") or {}).get("currency") or currency(plan))
+    where = t("where.one", L) if (hw.get("nodes") or 1) == 1 else t(
+        "where.many", L, nodes=f.num(hw.get("nodes")), per_node=f.num(hw.get("per_node")),
+        network=network_name(hw) or "—")
+    if not kind:
+        kind = procurement(plan) if procurement(plan) in ("rent", "buy") else "rent"
+    values = dict(action=t(f"action.{kind}", L), count=f.num(hw.get("count")),
+                  accelerator=hw.get("accelerator", "?"), where=where,
+                  days=f.days((o.get("time") or {}).get("train_days")),
+                  cost=f.money_range(price["low"], mid(price), price["high"], cur) if price else "—")
+    if price is None:
+        return t("headline.noprice", L, currency=cur or "—", **values)
+    if kind == "buy" and price.get("capex_total") is not None:
+        return t("headline.buy", L, capex=capex_text(price, cur, f), **values)
+    return t("headline", L, **values)
+
+
+def capex_text(price: Mapping, cur: str, f: Fmt) -> str:
+    """The purchase price of the accelerators (quantity × unit price range), as the estimate prices it."""
+    up, qty = price.get("unit_price") or {}, price.get("quantity")
+    if qty and up.get("low") is not None and up.get("high") is not None:
+        return f.money_range(qty * up["low"], price["capex_total"], qty * up["high"], cur)
+    return f.money(price["capex_total"], cur)
 
 
 def facts_table(plan: Mapping, f: Fmt) -> Table:
@@ -79,23 +94,39 @@ def facts_table(plan: Mapping, f: Fmt) -> Table:
         o = plan["options"][rec]
         hw, tm, meets = o.get("hardware") or {}, o.get("time") or {}, o.get("meets") or {}
         kind, price = pick_cost(o, procurement(plan))
-        rows += [(t("fact.what", L), f"{f.num(hw.get('count'))} × {hw.get('accelerator')} · "
-                                     f"{hw.get('server') or ''} · {network_name(hw)}"),
+        what = " · ".join(str(x) for x in (hw.get("accelerator_name") or hw.get("accelerator"), hw.get("server"),
+                                              network_name(hw)) if x)
+        rows += [(t("fact.what", L), f"{f.num(hw.get('count'))} × {what}"),
                  (t("fact.how_long", L), f.days(tm.get("train_days"))),
-                 (t("fact.how_much", L), f.money_range(price["low"], mid(price), price["high"], currency(plan))
-                  if price else "—"),
+                 *((t("fact.capex", L), capex_text(price, currency(plan), f))
+                   for _ in [0] if kind == "buy" and price.get("capex_total") is not None),
+                 (t(f"fact.how_much.{kind or 'rent'}", L),
+                  f.money_range(price["low"], mid(price), price["high"], currency(plan)) if price else "—"),
                  (t("fact.procurement", L), t(f"action.{kind}", L) if kind else "—")]
         for goal in ("deadline", "budget"):
-            if goal in meets:
+            if meets.get(goal) is not None:
                 rows.append((t(f"fact.meets_{goal}", L), f.value("", meets[goal])))
-    for key in ("tier", "decided_by"):
-        if plan.get(key):
-            rows.append((t(f"fact.{key}", L), cell(key, plan[key], f, currency(plan))))
+        if o.get("why"):
+            rows.append((t("fact.why", L), str(o["why"])))
+    rows.extend(_tier_rows(plan, f))
     s = plan.get("search") or {}
     if s:
         rows.append((t("fact.search", L), t("search_stats", L, evaluated=f.num(s.get("evaluated")),
                                               feasible=f.num(s.get("feasible")), seconds=f.num(s.get("seconds"), 2))))
+        if s.get("hardware_options"):
+            rows.append((t("fact.hardware_options", L), t("hardware_stats", L, searched=f.num(s["hardware_options"]),
+                                                            feasible=f.num(s.get("hardware_options_feasible")))))
     return Table(t("sec.summary", L), (t("item", L), t("value", L)), tuple(rows))
+
+
+def _tier_rows(plan: Mapping, f: Fmt) -> list[tuple[str, str]]:
+    """The job's tier and the resource that decides its size (the plan's `tier` block, or flat fields)."""
+    L, tier = f.lang, plan.get("tier")
+    if isinstance(tier, Mapping):
+        rows = [(t("fact.tier", L), cell("tier", tier.get("id"), f, "")),
+                (t("fact.decided_by", L), cell("decided_by", tier.get("decided_by"), f, ""))]
+        return rows + ([(t("fact.tier_why", L), str(tier["why"]))] if tier.get("why") else [])
+    return [(t(f"fact.{k}", L), cell(k, plan[k], f, "")) for k in ("tier", "decided_by") if plan.get(k)]
 
 
 def options_table(plan: Mapping, f: Fmt) -> Table:
@@ -106,7 +137,9 @@ def options_table(plan: Mapping, f: Fmt) -> Table:
     for i, o in enumerate(plan.get("options") or []):
         hw, mem, tm = o.get("hardware") or {}, o.get("memory") or {}, o.get("time") or {}
         _, price = pick_cost(o, kind)
-        marks = " ".join(m for m, on in ((t("recommended", L), i == rec), (t("pareto_mark", L), i in front)) if on)
+        flags = ((t("recommended", L), i == rec), (t("tie_mark", L), bool(o.get("tie")) and i != rec),
+                 (t("pareto_mark", L), i in front))
+        marks = " ".join(m for m, on in flags if on)
         meets = o.get("meets") or {}
         rows.append((f"#{i + 1}", marks, option_label(o),
                      f"{f.num(hw.get('nodes'))} × {f.num(hw.get('per_node'))}", network_name(hw),
@@ -114,7 +147,7 @@ def options_table(plan: Mapping, f: Fmt) -> Table:
                      f"{f.qty(mem.get('per_gpu_gib'), 'GiB')} / {f.qty(mem.get('capacity_gib'), 'GiB')}",
                      f.qty(tm.get("step_s"), "s", 2), f.pct(tm.get("mfu")), f.days(tm.get("train_days")),
                      f.money_range(price["low"], mid(price), price["high"], cur) if price else "—",
-                     " ".join(t(f"meets.{k}.{bool(v)}", L) for k, v in meets.items())))
+                     " ".join(t(f"meets.{k}.{bool(v)}", L) for k, v in meets.items() if v is not None)))
     cols = ("#", "", t("option", L), t("nodes_x_gpus", L), t("network", L), t("strategy", L),
             t("memory_per_gpu", L), t("step_time", L), "MFU", t("time_to_train", L), t("cost", L), t("goal", L))
     return Table(t("sec.options", L), cols, tuple(rows))
@@ -139,7 +172,7 @@ def _time_table(plan: Mapping, f: Fmt) -> Table:
     rows = []
     for i, o in enumerate(plan.get("options") or []):
         tm = o.get("time") or {}
-        rows.append((f"#{i + 1} {option_label(o)}", f.qty(tm.get("step_s"), "s", 2), f.num(tm.get("tokens_per_s")),
+        rows.append((f"#{i + 1} {option_label(o)}", f.qty(tm.get("step_s"), "s", 2), f.num(tm.get("tokens_per_s"), 0),
                      f.pct(tm.get("mfu")), f.pct(tm.get("goodput")), f.num(tm.get("gpu_hours"), 0),
                      f.days(tm.get("train_days"))))
     cols = (t("option", L), t("step_time", L), t("tokens_per_s", L), "MFU", t("goodput", L), t("gpu_hours", L),
@@ -148,10 +181,10 @@ def _time_table(plan: Mapping, f: Fmt) -> Table:
 
 
 def _build_sections(plan: Mapping, f: Fmt) -> list[Section]:
-    L, cur, out = f.lang, currency(plan), []
+    L, cur, out, present = f.lang, currency(plan), [], blocks(plan)
     for block in BUILD_BLOCKS:
         title = t(f"sec.{block}", L)
-        value = plan.get(block)
+        value = present.get(block)
         if value in (None, {}, []):
             out.append(Section(block, title, missing=t("block_missing", L), diagram=block == "network"))
             continue
@@ -176,7 +209,9 @@ def build_view(plan: Any, lang: str) -> ReportView:
     if p.get("binding"):
         sections.insert(0, Section("binding", t("sec.binding", lang), tuple(block_tables(
             t("sec.binding", lang), p["binding"], f, cur))))
-    sections.append(Section("notes", t("sec.notes", lang), text=tuple(str(n) for n in p.get("notes") or [])))
+    rec = recommended(p)
+    notes = [*(p.get("notes") or []), *((p["options"][rec].get("notes") or []) if rec is not None else [])]
+    sections.append(Section("notes", t("sec.notes", lang), text=tuple(str(n) for n in dict.fromkeys(notes))))
     sections.append(Section("sources", t("sec.sources", lang), (Table(
         t("sec.sources", lang), (t("what", lang), t("value", lang), t("source", lang), t("date", lang)),
         tuple(assumptions(p, f))),)))

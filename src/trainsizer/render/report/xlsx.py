@@ -15,7 +15,14 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
 from trainsizer.render.report.blocks import mid
-from trainsizer.render.report.facts import as_dict, currency, network_name, option_label, strategy_text
+from trainsizer.render.report.facts import (
+    as_dict,
+    blocks,
+    currency,
+    network_name,
+    option_label,
+    strategy_text,
+)
 from trainsizer.render.report.fmt import Fmt
 from trainsizer.render.report.i18n import t
 from trainsizer.render.report.sources import assumptions
@@ -45,7 +52,8 @@ def _widths(ws: Worksheet, widths: list[int]) -> None:
 def bom_sheet(wb: Workbook, plan: Mapping, lang: str) -> None:
     ws = wb.active
     ws.title = t("x.sheet_bom", lang)[:31]
-    bom = plan.get("bom") if isinstance(plan.get("bom"), Mapping) else None
+    bom = blocks(plan).get("bom")
+    bom = bom if isinstance(bom, Mapping) else None
     lines = [ln for ln in (bom or {}).get("lines") or [] if isinstance(ln, Mapping)]
     if not lines:
         ws["A1"] = t("x.bom_missing", lang)
