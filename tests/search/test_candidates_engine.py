@@ -81,3 +81,25 @@ def test_shared_memory_verdicts_change_nothing():
         alone = search_option(sc.model, sc.training, option, load_config())
         assert (r.evaluated, r.feasible, r.strategy) == (alone.evaluated, alone.feasible, alone.strategy)
         assert r.step_s == alone.step_s or (np.isnan(r.step_s) and np.isnan(alone.step_s))
+
+
+def test_scaling_stop_only_skips_counts_past_two_non_improving_steps():
+    from trainsizer.search import search_options
+    from trainsizer.search.engine import _family
+
+    sc, c = _cands({"include": ["rtx-4090", "h100-sxm-80gb"]}, global_batch={"sequences": 16},
+                   data={"tokens": 1e8})
+    results, stats = search_options(sc.model, sc.training, c.options, load_config())
+    assert stats.options_pruned_by_scaling > 0
+    tie = load_config().tie_fraction
+    by_family: dict = {}
+    for r in results:
+        by_family.setdefault(_family(r.option), []).append(r)
+    for rs in by_family.values():
+        stopped = [r for r in rs if r.skipped == "more GPUs stopped shortening the step"]
+        if not stopped:
+            continue
+        ran = [r for r in rs if r.strategy is not None]
+        assert min(r.option.count for r in stopped) > max(r.option.count for r in ran)
+        best_before = min(r.step_s for r in ran[:-2])
+        assert all(r.step_s >= best_before / (1 + tie) for r in ran[-2:])

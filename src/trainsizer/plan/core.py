@@ -56,8 +56,20 @@ class Priced:
     gpu_hours: float
     costs: dict[str, Any]
     goal: dict[str, Any]
-    score: float | None  # cost in the plan's currency or days, by the objective
-    cost: float | None  # cheapest mid cost in the plan's currency
+    cost: float | None  # what the job costs in the plan's currency (`job_cost`); None: no price in it
+    basis: str | None  # "rent" or "buy": which one `cost` is
+
+    @property
+    def meets_deadline(self) -> bool | None:
+        deadline = self.scenario.job.goal.deadline_days
+        return None if deadline is None else bool(self.train_days <= deadline)
+
+    @property
+    def within_budget(self) -> bool | None:
+        budget = self.scenario.job.goal.budget
+        if budget is None:
+            return None
+        return self.cost is not None and bool(self.cost <= budget.amount)  # no price: cannot be shown to fit
 
 
 def plan_currency(scenario: Scenario) -> str:
@@ -65,9 +77,18 @@ def plan_currency(scenario: Scenario) -> str:
     return budget.currency if budget else scenario.job.constraints.currency
 
 
-def _cheapest(costs: dict[str, Any], currency: str) -> float | None:
-    mids = [costs[k]["mid"] for k in ("rent", "buy") if k in costs and costs[k].get("currency") == currency]
-    return min(mids) if mids else None
+def job_cost(costs: dict[str, Any], currency: str) -> tuple[float | None, str | None]:
+    """What the job costs in `currency` (typical prices) and how: rent = GPU-hours x price per GPU-hour; buy =
+    the accelerators' purchase price + the job's electricity (money spent to run this job by buying; what the
+    hardware is worth afterwards is not credited, and `cost.buy.mid` holds the amortised share instead); the
+    cheaper of the two when the procurement allows both. (None, None) without a price in `currency`."""
+    found = []
+    rent, buy = costs.get("rent"), costs.get("buy")
+    if rent and rent.get("currency") == currency:
+        found.append((float(rent["mid"]), "rent"))
+    if buy and buy.get("currency") == currency and buy.get("capex_total") is not None:
+        found.append((float(buy["capex_total"]) + float(buy.get("electricity") or 0.0), "buy"))
+    return min(found) if found else (None, None)
 
 
 def _option_scenario(base: Scenario, r: OptionResult) -> Scenario:
@@ -85,14 +106,12 @@ def price(base: Scenario, r: OptionResult, catalog: Any) -> Priced:
     en = energy(system.gpus, ttt.train_days * 24.0, system.tdp_w, utilisation=r.busy_fraction,
                 pue=pue.mid if pue else 1.3)
     costs, goal, _ = run_costs(sc, catalog, ttt.gpu_hours, ttt.train_days * 24.0, en.kwh)
-    cost = _cheapest(costs, plan_currency(base))
-    return Priced(r, sc, ttt.train_days, ttt.gpu_hours, costs, goal, None, cost)
+    cost, basis = job_cost(costs, plan_currency(base))
+    return Priced(r, sc, ttt.train_days, ttt.gpu_hours, costs, goal, cost, basis)
 
 
 def _scored(i: int, p: Priced) -> ranking.Scored:
-    return ranking.Scored(i, p.train_days, p.cost, p.goal.get("meets_deadline"),
-                          p.goal.get("within_budget") if "within_budget" in p.goal else
-                          (False if p.scenario.job.goal.budget is not None else None))
+    return ranking.Scored(i, p.train_days, p.cost, p.meets_deadline, p.within_budget)
 
 
 def _hardware_out(r: OptionResult) -> HardwareOut:
@@ -123,7 +142,7 @@ def layout_label(s: Any) -> str:
 def _full_option(p: Priced, rank_: int, score: Score, tie: bool, why: str, catalog: Any) -> PlanOption:
     result = evaluate(p.scenario, catalog)
     r = p.result
-    meets = Meets(deadline=p.goal.get("meets_deadline"), budget=p.goal.get("within_budget"))
+    meets = Meets(deadline=p.meets_deadline, budget=p.within_budget)
     strategy = {k: getattr(r.strategy, k) for k in STRATEGY_KEYS}
     return PlanOption(
         id=r.option.key, rank=rank_, hardware=_hardware_out(r), strategy=StrategyOut(**strategy),
@@ -252,8 +271,10 @@ def _options(sr: Searched, rk: Ranked, top: int, catalog: Any, lang: str) -> lis
     out = []
     for s in shown:
         v = ranking.value(s, rk.metric)
+        p = sr.priced[s.index]
         score = Score(metric=rk.metric, value=v if v != float("inf") else None,
-                      currency=currency if rk.metric == "cost" else None, uncertainty_fraction=cfg.tie_fraction)
+                      currency=currency if rk.metric == "cost" else None, uncertainty_fraction=cfg.tie_fraction,
+                      cost=p.cost, cost_basis=p.basis)
         why = explain.why(s, rk.ranked, sr.priced, rk.metric, currency, cfg.tie_fraction, tie_ids, rk.satisfied,
                           lang)
         out.append(_full_option(sr.priced[s.index], rk.ranked.index(s) + 1, score,
@@ -298,6 +319,7 @@ def _assemble(sr: Searched, rk: Ranked, options: list[PlanOption], recommended: 
         search=SearchOut(evaluated=stats.evaluated, feasible=stats.feasible, seconds=round(seconds, 3),
                          memory_evaluations=stats.memory_evaluations,
                          hardware_options=stats.options, hardware_options_pruned=stats.options_pruned_by_memory,
+                         hardware_options_not_scaling=stats.options_pruned_by_scaling,
                          hardware_options_feasible=len(sr.priced), excluded_accelerators=cands.excluded,
                          dominated_networks=cands.dominated_networks),
         tier=tier, recommended=recommended, options=options,
@@ -315,5 +337,6 @@ def _summary(p: Priced, s: ranking.Scored) -> OptionSummary:
     return OptionSummary(id=o.key, accelerator=o.accelerator.id, count=o.count, nodes=p.result.system.nodes,
                          network=o.network.id if o.network is not None else None,
                          layout=layout_label(p.result.strategy), train_days=p.train_days, cost=p.cost,
+                         cost_basis=p.basis,
                          currency=plan_currency(p.scenario) if p.cost is not None else None,
                          meets=Meets(deadline=s.meets_deadline, budget=s.within_budget))

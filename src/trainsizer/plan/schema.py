@@ -103,6 +103,9 @@ class Score(_Out):
     value: float | None = Field(description="None: no price for this option in the plan's currency")
     currency: str | None = None
     uncertainty_fraction: float = Field(description="differences below this fraction are ties")
+    cost: float | None = Field(None, description="what the job costs in the plan's currency: rent = GPU-hours x "
+                               "price; buy = the accelerators' purchase price + the job's electricity")
+    cost_basis: Literal["rent", "buy"] | None = None
 
 
 class PlanOption(_Out):
@@ -161,6 +164,9 @@ class SearchOut(_Out):
     seconds: float
     hardware_options: int = Field(description="accelerator x server x network x count options searched")
     hardware_options_pruned: int = Field(description="options skipped by the memory lower bound")
+    hardware_options_not_scaling: int = Field(0, description="larger GPU counts skipped once two steps up the "
+                                                             "count ladder shortened the step by less than the "
+                                                             "tie fraction")
     hardware_options_feasible: int
     excluded_accelerators: dict[str, str] = Field(description="accelerator id -> why it was not searched")
     dominated_networks: list[str] = []
@@ -177,6 +183,7 @@ class OptionSummary(_Out):
     layout: str = Field(description="tp/pp/dp/... of the best strategy, e.g. 'tp8 pp4 dp16 mb1 sel'")
     train_days: float
     cost: float | None
+    cost_basis: Literal["rent", "buy"] | None = None
     currency: str | None
     meets: Meets
 

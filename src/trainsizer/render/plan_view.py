@@ -36,14 +36,12 @@ def _layout(s: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def _cost(option: dict[str, Any], currency: str) -> str:
-    """The cheapest mid cost of an option (rent or buy), in the plan's currency when priced in it."""
-    blocks = [b for k in ("rent", "buy") if (b := option["cost"].get(k))]
-    same = [b for b in blocks if b.get("currency") == currency] or blocks
-    if not same:
+def _cost(option: dict[str, Any], currency: str, lang: str) -> str:
+    """What the job costs on this option (rent, or buy = purchase + electricity), in the plan's currency."""
+    score = option["score"]
+    if score.get("cost") is None:
         return "—"
-    b = min(same, key=lambda b: b["mid"])
-    return _money(b["mid"], b.get("currency"))
+    return f"{_money(score['cost'], currency)} ({t(score['cost_basis'], lang)})"
 
 
 def _options_table(plan: dict[str, Any], lang: str) -> Table:
@@ -54,7 +52,7 @@ def _options_table(plan: dict[str, Any], lang: str) -> Table:
                          ("plan_deadline", "center"), ("plan_budget", "center")):
         table.add_column(t(key, L), justify=justify)
     for o in plan["options"]:
-        cost_text = _cost(o, plan["goal"]["currency"])
+        cost_text = _cost(o, plan["goal"]["currency"], L)
         rank = f"{o['rank']}" + (f" ({t('plan_tie', L)})" if o["tie"] else "")
         table.add_row(rank, o["id"], _layout(o["strategy"]), f"{o['memory']['per_gpu_gib']:.1f}",
                       _days(o["time"]["train_days"]), cost_text, _tick(o["meets"]["deadline"]),

@@ -68,6 +68,7 @@ class SearchStats:
     feasible: int = 0
     options: int = 0
     options_pruned_by_memory: int = 0
+    options_pruned_by_scaling: int = 0
     memory_evaluations: int = 0  # distinct rules + memory evaluations (options of one shape share them)
     time_evaluations: int = 0  # step-time evaluations (fitting strategies only)
     seconds: float = 0.0
@@ -189,15 +190,41 @@ def _best(model: ModelArch, training: Training, system: System, option: Hardware
     )
 
 
+def _family(option: HardwareOption) -> tuple:
+    """Options that differ only in GPU count: one accelerator, server and (past one node) network."""
+    net = option.network.id if option.network is not None and option.count > option.per_node else "*"
+    return option.accelerator.id, option.server.id if option.server is not None else None, net
+
+
 def search_options(model: ModelArch, training: Training, options: list[HardwareOption], cfg: SearchConfig,
                    framework: str = "auto") -> tuple[list[OptionResult], SearchStats]:
-    """`search_option` on every option; returns results (same order) and totals."""
+    """`search_option` on every option; returns results (same order) and totals.
+
+    Scaling stop (dominance): options come in ascending GPU count per family; once two larger counts in a row
+    shorten the best step by less than the tie fraction, the larger counts of that family are skipped: they
+    cost more GPU-hours for a gain inside the model's uncertainty, so they cannot be told to be faster."""
     start = time.perf_counter()
     stats = SearchStats(options=len(options))
     results = []
     cache: MemoryCache = {}
+    best: dict[tuple, float] = {}
+    strikes: dict[tuple, int] = {}
     for option in options:
+        fam = _family(option)
+        if strikes.get(fam, 0) >= 2:
+            results.append(OptionResult(option, option_system(option), 0, 0,
+                                        skipped="more GPUs stopped shortening the step"))
+            stats.options_pruned_by_scaling += 1
+            continue
         r = search_option(model, training, option, cfg, framework, cache)
+        if r.strategy is not None:
+            single = best.get((*fam[:2], "*"), float("inf"))
+            so_far = min(best.get(fam, float("inf")), single)
+            if r.step_s < so_far / (1.0 + cfg.tie_fraction):
+                strikes[fam] = 0
+            elif option.count > 1:
+                strikes[fam] = strikes.get(fam, 0) + 1
+            best[fam] = min(best.get(fam, float("inf")), r.step_s)
         stats.evaluated += r.evaluated
         stats.feasible += r.feasible
         stats.memory_evaluations += r.memory_evaluations
