@@ -155,3 +155,37 @@ def test_rent_ordering_between_generations(cat):
     assert mid("v100-sxm-32gb") < mid("a100-sxm-80gb") < mid("h100-sxm-80gb") < mid("b200")
     assert mid("rtx-4090") < mid("l40s") < mid("h100-pcie-80gb")
     assert mid("b200") <= mid("b300")
+
+
+# Prices added or refreshed for 2026 purchasing (issue 14): each rests on at least one dated, addressable document.
+ISSUE14_PRICE_IDS = [
+    "purchase-cny-h200-sxm-141gb", "purchase-cny-hgx-h200-8gpu", "purchase-cny-hgx-h20-141gb-8gpu",
+    "purchase-usd-gb300-nvl72", "purchase-usd-gb300", "purchase-usd-ascend-910c", "purchase-usd-cloudmatrix-384",
+    "purchase-usd-rtx-pro-6000", "purchase-usd-rtx-pro-6000d", "rent-usd-rtx-pro-6000",
+    "purchase-usd-h100-sxm-80gb", "purchase-usd-h200-sxm-141gb", "purchase-usd-a100-sxm-80gb", "purchase-usd-b200",
+    "purchase-usd-gb200", "purchase-usd-gb200-nvl72", "purchase-usd-mi300x", "rent-usd-h100-sxm-80gb",
+    "rent-usd-h200-sxm-141gb", "rent-usd-b200", "rent-usd-gb200", "purchase-usd-rtx-5090",
+    "purchase-usd-dgx-a100-640gb",
+]
+
+
+@pytest.mark.parametrize("pid", ISSUE14_PRICE_IDS)
+def test_issue14_price_rests_on_a_document(cat, pid):
+    test_new_price_is_dated_and_sourced(cat, pid)
+
+
+def test_rent_spreads_come_from_several_sources(cat):
+    """The headline rents keep a low/typical/high spread built from more than one provider or index."""
+    for acc in ("h100-sxm-80gb", "h200-sxm-141gb", "b200"):
+        rent = cat.rent_usd_per_gpu_hour(acc)
+        assert rent.low < rent.typical < rent.high, acc
+        documents = [s for s in rent.sources if s not in NON_DOCUMENT_SOURCES]
+        assert len(documents) >= 3, (acc, rent.sources)
+
+
+def test_h100_typical_rent_follows_the_market_indices(cat):
+    rent = cat.rent_usd_per_gpu_hour("h100-sxm-80gb")
+    indices = [cat.price_points[p] for p in ("pp-h100-1y-contract-2026-03", "pp-h100-aimultiple-2026-05",
+                                             "pp-h100-index-2026")]
+    mids = sorted(p.mid for p in indices)
+    assert rent.typical == pytest.approx(mids[1])  # the median of the three index readings
