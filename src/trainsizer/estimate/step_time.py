@@ -73,6 +73,7 @@ class PerfStyle:
     fp8_weight_cache: bool = False  # FP8 weights cast once per step and reused by every micro-batch (TE)
     fp8_param_allgather: bool = False  # FSDP2 all-gathers FP8 weights (torchtitan enable_fsdp_float8_all_gather)
     selective_op_policy: bool = False  # "selective" recompute = torchtitan's per-op SAC (compute.layer_times)
+    moe_host_sync: bool = False  # MoE token dispatch synchronises with the host every layer (_host_excess)
 
     def __post_init__(self) -> None:
         if not np.all(np.isin(self.attention_kernel, ATTENTION_KERNELS)):
@@ -329,7 +330,15 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     host_layer = x.k.host_s_per_layer_pass * (3.0 + (x.rc == 2))
     gpu_layer = lt.fwd + lt.bwd + tp_per_layer
     q = x.k.host_gpu_blend_norm
-    return (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer
+    blend = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer
+    if not x.model.is_moe or not np.any(x.fw.moe_host_sync):
+        return blend
+    # dropless MoE with a host-synchronising token dispatcher: the expert token counts are copied to the host
+    # before the all-to-all in every pass (Megatron-Core MoEAlltoAllTokenDispatcher: tokens_per_expert
+    # .to("cpu") for the split sizes), so the CPU cannot run ahead past an MoE layer: its issue time adds
+    moe_share = x.model.moe_layer_count / x.model.layers
+    sync = (1.0 - moe_share) * blend + moe_share * host_layer * x.k.moe_host_kernel_ratio
+    return _when(x.fw.moe_host_sync, sync, blend)
 
 
 def _cp_comm(x: _Step, lt: compute.LayerTimes) -> np.ndarray:

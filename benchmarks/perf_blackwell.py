@@ -1,0 +1,78 @@
+"""Held-out check on Blackwell and MoE: NVIDIA Megatron-Bridge (NeMo 25.11) published pre-training throughput on
+DGX-GB300, DGX-GB200, DGX-B200 and DGX-H100 (Llama 3 8B / 70B / 405B, DeepSeek-V3, Qwen3 30B-A3B / 235B-A22B;
+BF16, FP8 current scaling, MXFP8). No constant was fitted on these rows.
+
+Data: benchmarks/data/megatron_bridge_perf.csv (the page's tables as rows, with source, commit and notes).
+Each row goes end to end through the public job path (catalog accelerator and network, NVL72 trays and
+domains, framework megatron-core, FP8 recipe tensorwise for FP8-CS and mxfp8 for FP8-MX, FSDP = Megatron FSDP
+as ZeRO-3); recompute is not stated on the page and taken as none; MoE routing is force-balanced there
+(capacity factor 1). GPT-OSS 120B (no preset here) and the H100 Qwen3-235B row (columns garbled on the page)
+are not in the file. Networks: GB300 ConnectX-8 800 Gb/s per GPU (ib-xdr800); GB200, B200, H100 400 Gb/s per
+GPU (ib-ndr400).
+
+Run: python benchmarks/perf_blackwell.py
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from trainsizer.catalog import load_catalog
+from trainsizer.estimate.step_time import step_time_arrays
+from trainsizer.scenario import resolve_job
+
+DATA = Path(__file__).resolve().parent / "data" / "megatron_bridge_perf.csv"
+MODELS = {"LLAMA3_8B": "llama-3.1-8b", "LLAMA3_70B": "llama-3.1-70b", "LLAMA3.1_405B": "llama-3.1-405b",
+          "DeepSeekV3": "deepseek-v3", "Qwen3_30B_a3B": "qwen3-30b-a3b", "Qwen3_235B_a22B": "qwen3-235b-a22b"}
+SYSTEMS = {"GB300": ("gb300", "ib-xdr800"), "GB200": ("gb200", "ib-ndr400"), "B200": ("b200", "ib-ndr400"),
+           "H100": ("h100-sxm-80gb", "ib-ndr400")}
+PRECISION = {"BF16": ("bf16", "auto"), "FP8-CS": ("fp8", "tensorwise"), "FP8-MX": ("fp8", "mxfp8")}
+
+
+def job(r: dict[str, str]) -> dict:
+    acc, net = SYSTEMS[r["system"]]
+    precision, recipe = PRECISION[r["precision"]]
+    tp, pp, cp, ep, vpp = (int(r[k]) for k in ("tp", "pp", "cp", "ep", "vpp"))
+    return {
+        "model": MODELS[r["model"]], "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": int(r["seq_len"]),
+        "global_batch": {"sequences": int(r["global_batch_seqs"])}, "precision": precision, "fp8_recipe": recipe,
+        "hardware": {"accelerator": acc, "count": int(r["gpu_count"]), "network": net},
+        "strategy": {"tp": tp, "pp": pp, "cp": cp, "ep": ep, "vpp": max(vpp, 1), "micro_batch": int(r["micro_batch"]),
+                     "recompute": "none", "distributed_optimizer": r["fsdp"] != "1",
+                     "fsdp": "full" if r["fsdp"] == "1" else "none", "framework": "megatron-core"},
+    }
+
+
+def cases() -> list[tuple[str, str, float, float]]:
+    """(row id, system, measured, predicted tokens/s/GPU)."""
+    cat = load_catalog()
+    out = []
+    for r in csv.DictReader(DATA.open(encoding="utf-8")):
+        sc = resolve_job(job(r), cat)
+        o = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)
+        step = float(np.asarray(o["step_s"]).reshape(-1)[0])
+        pred = sc.training.tokens_per_step / step / sc.system.gpus
+        out.append((r["id"], r["system"], float(r["tokens_per_sec_per_gpu"]), pred))
+    return out
+
+
+def main() -> None:
+    cs = cases()
+    print(f"{'row':56s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
+    for rid, _, m, p in cs:
+        print(f"{rid:56s} {m:9.0f} {p:9.0f} {100 * (p - m) / m:+7.1f}")
+    errs = np.array([abs(p - m) / m for _, _, m, p in cs])
+    print(f"\nMegatron-Bridge 25.11 (held out): n={len(cs)} MAPE {100 * errs.mean():.1f}%")
+    for system in dict.fromkeys(s for _, s, _, _ in cs):
+        e = [abs(p - m) / m for _, s, m, p in cs if s == system]
+        print(f"  {system:6s} n={len(e):2d} MAPE {100 * np.mean(e):5.1f}%")
+    dense = [abs(p - m) / m for rid, _, m, p in cs if "llama" in rid]
+    moe = [abs(p - m) / m for rid, _, m, p in cs if "llama" not in rid]
+    print(f"  dense n={len(dense)} MAPE {100 * np.mean(dense):.1f}%; MoE n={len(moe)} MAPE {100 * np.mean(moe):.1f}%")
+
+
+if __name__ == "__main__":
+    main()
