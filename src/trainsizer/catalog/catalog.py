@@ -130,6 +130,7 @@ class Catalog:
         )
         self.collectives: dict[str, r.CollectiveMeasurement] = built["collectives"]
         self.network_formulas: dict[str, r.Formula] = built["network_formulas"]
+        self.parts: dict[str, r.Part] = built["parts"]
         self._origins = origins
         self._alias: dict[str, str] = {}
         for acc in self.accelerators.values():
@@ -167,6 +168,13 @@ class Catalog:
     def price_record(self, price_id: str) -> r.PriceRange:
         """A planning price by id (`<kind>-<currency>-<subject>`)."""
         return _get(self.prices, price_id, "price")
+
+    def part(self, part_id: str) -> r.Part:
+        return _get(self.parts, part_id, "part")
+
+    def parts_of(self, kind: str) -> list[r.Part]:
+        """Parts of one kind (cable, transceiver, rack, ...), in catalog order."""
+        return [p for p in self.parts.values() if p.kind == kind]
 
     def source(self, source_id: str) -> r.Source:
         return _get(self.sources, source_id, "source")
@@ -276,6 +284,7 @@ class Catalog:
             "reliability_formulas": self.reliability.formulas,
             "collectives": self.collectives,
             "network_formulas": self.network_formulas,
+            "parts": self.parts,
         }
         for name, body in sections.items():
             for rec in body.values():

@@ -46,6 +46,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "reliability_formulas": r.Formula,
     "collectives": r.CollectiveMeasurement,
     "network_formulas": r.Formula,
+    "parts": r.Part,
 }
 META_KEYS = ("schema_version", "date", "title", "note")
 _SPAN_SECTIONS = ("prices", "price_points", "facility", "reliability_figures")

@@ -366,6 +366,61 @@ class Switch(Record):
         return self.radix_by_gbps[key]
 
 
+# ------------------------------------------------------------------------------------------------ parts
+PART_KINDS = ("cable", "transceiver", "rack", "pdu", "ups", "storage_server", "subnet_manager", "nvlink_switch")
+
+
+class PartPrice(_Frozen):
+    """A planning price range for one part in one currency, with its own evidence."""
+
+    low: float = Field(ge=0)
+    high: float = Field(ge=0)
+    typical: float | None = Field(default=None, ge=0)
+    sources: tuple[str, ...] = Field(min_length=1)
+    date: str = Field(pattern=DATE_PATTERN)
+    basis: str | None = None  # how the figure was obtained (quote, derived from ..., ...)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PartPrice:
+        if self.low > self.high:
+            raise ValueError(f"low ({self.low}) is above high ({self.high})")
+        if self.typical is not None and not self.low <= self.typical <= self.high:
+            raise ValueError(f"typical ({self.typical}) is outside low..high ({self.low}..{self.high})")
+        return self
+
+    @property
+    def mid(self) -> float:
+        return self.typical if self.typical is not None else (self.low + self.high) / 2
+
+
+class Part(Record):
+    """A bill-of-materials part other than GPUs, servers and switches (cables, optics, racks, power).
+
+    `gbps` is the line rate per link the part carries; `reach_m` its longest supported link; `links` how many
+    switch/NIC ports one part serves (a twin-port OSFP transceiver serves 2). Prices per unit, by currency."""
+
+    name: str
+    kind: Literal["cable", "transceiver", "rack", "pdu", "ups", "storage_server", "subnet_manager",
+                  "nvlink_switch"]
+    medium: str | None = None  # dac | acc | mmf | smf (cables and optics)
+    gbps: float | None = Field(default=None, gt=0)
+    reach_m: float | None = Field(default=None, gt=0)
+    links: int = Field(default=1, ge=1)
+    power_w: float | None = Field(default=None, ge=0)
+    rack_units: float | None = Field(default=None, gt=0)
+    kw: float | None = Field(default=None, gt=0)  # rack / PDU / UPS rating
+    capacity_tb: float | None = Field(default=None, gt=0)
+    read_gb_s: float | None = Field(default=None, gt=0)
+    write_gb_s: float | None = Field(default=None, gt=0)
+    price: dict[Literal["USD", "CNY"], PartPrice] = Field(default_factory=dict)
+
+    def source_ids(self) -> set[str]:
+        ids = super().source_ids()
+        for p in self.price.values():
+            ids.update(p.sources)
+        return ids
+
+
 # ------------------------------------------------------------------------------------------------ storage
 class PcieGeneration(Record):
     gen: int = Field(ge=1)

@@ -6,7 +6,14 @@ PyTorch-facing imports) loads only when that command runs, so the other commands
 
 from __future__ import annotations
 
-from trainsizer.cli import catalog_cmd, job_cmd, models_cmd, plan_cmd, report_cmd  # noqa: F401  (register their commands)
+from trainsizer.cli import (  # noqa: F401  (register their commands)
+    build_cmd,
+    catalog_cmd,
+    job_cmd,
+    models_cmd,
+    plan_cmd,
+    report_cmd,
+)
 from trainsizer.cli.app import cli
 from trainsizer.cli.argv import hoist_global_options
 from trainsizer.cli_support import run_command

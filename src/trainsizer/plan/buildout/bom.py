@@ -1,0 +1,106 @@
+"""The `bom` block: what to order, with dated, sourced price ranges in the job's currency, totals, the rent
+alternative and the buy-vs-rent break-even.
+
+A USD price is converted to CNY only when the catalog has no CNY range, and the line says so with the rate and
+its date. A line without a sourced price is listed with `unit_price: null` and left out of the totals (named in
+`unpriced`). Break-even month = capex / (rent per month - running cost per month) (simple payback).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainsizer.plan.buildout import rules
+from trainsizer.plan.buildout.common import Block
+
+
+class Price(Block):
+    low: float
+    typical: float
+    high: float
+    currency: str
+    source: str
+    date: str
+    converted: str | None = None  # "USD x 7.18 CNY/USD (china_prices_ref, 2024-01)" when converted
+
+
+class BomLine(Block):
+    item: str
+    part: str | None
+    quantity: float
+    unit: str
+    unit_price: Price | None
+    total: dict[str, float] | None
+    note: str = ""
+
+
+class BuyVsRent(Block):
+    capex: dict[str, float]
+    running_per_month: float
+    rent_per_month: float | None
+    break_even_month: float | None
+    job_months: float
+    rent_for_job: float | None
+    verdict: str
+
+
+class BomBlock(Block):
+    currency: str
+    lines: list[BomLine]
+    totals: dict[str, float]
+    unpriced: list[str]
+    rent: dict[str, Any] | None
+    buy_vs_rent: BuyVsRent | None
+    notes: list[str]
+
+
+def _price(rec: Any, currency: str) -> Price:
+    return Price(low=rec.low, typical=rec.mid, high=rec.high, currency=currency,
+                 source=", ".join(rec.sources), date=str(rec.date))
+
+
+def convert(p: Price, currency: str) -> Price:
+    """A USD price in CNY at the rule's FX rate, labelled; other pairs are refused (the catalog has USD/CNY)."""
+    if p.currency == currency:
+        return p
+    rate = rules.rule("bom", "fx_cny_per_usd")
+    date = rules.value("bom", "fx_date")
+    k = rate.value if (p.currency, currency) == ("USD", "CNY") else 1.0 / rate.value
+    return Price(low=p.low * k, typical=p.typical * k, high=p.high * k, currency=currency, source=p.source,
+                 date=p.date, converted=f"{p.currency} x {k:.4g} {currency}/{p.currency} ({rate.source}, {date})")
+
+
+def catalog_price(cat: Any, kind: str, subject: str, currency: str) -> Price | None:
+    rec = cat.price(kind, subject, currency)
+    if rec is not None:
+        return _price(rec, currency)
+    other = "USD" if currency == "CNY" else "CNY"
+    rec = cat.price(kind, subject, other)
+    return convert(_price(rec, other), currency) if rec is not None else None
+
+
+def part_price(cat: Any, part_id: str, currency: str) -> Price | None:
+    part = cat.part(part_id)
+    if currency in part.price:
+        return _price(part.price[currency], currency)
+    for other, rec in part.price.items():
+        return convert(_price(rec, other), currency)
+    return None
+
+
+def line(item: str, part: str | None, qty: float, unit: str, price: Price | None, note: str = "") -> BomLine:
+    total = None if price is None else {k: qty * getattr(price, k) for k in ("low", "typical", "high")}
+    return BomLine(item=item, part=part, quantity=qty, unit=unit, unit_price=price, total=total, note=note)
+
+
+def totals(lines: list[BomLine]) -> tuple[dict[str, float], list[str]]:
+    out = {"low": 0.0, "typical": 0.0, "high": 0.0}
+    unpriced = []
+    for ln in lines:
+        if ln.total is None:
+            if ln.quantity and not ln.note.startswith("included"):
+                unpriced.append(ln.part or ln.item)
+            continue
+        for k in out:
+            out[k] += ln.total[k]
+    return out, unpriced

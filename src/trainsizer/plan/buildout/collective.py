@@ -1,0 +1,50 @@
+"""The gradient all-reduce the strategy needs, on the fabric chosen: the performance model's communication
+terms (estimate.comm ring/tree alpha-beta on the real topology, estimate.calibration.rates) applied to the
+data-parallel gradient reduction of one step, beside the exposed DP time the step-time model reports."""
+
+from __future__ import annotations
+
+from trainsizer.plan.buildout.inputs import BuildInput
+from trainsizer.plan.buildout.network import AllReduce
+
+
+def gradient_bytes_per_rank(b: BuildInput) -> float:
+    """bf16 gradients of one model-parallel shard: dense / (tp pp) + routed experts / (tp pp ep);
+    LoRA: the adapters only."""
+    from trainsizer.estimate.model_states import lora_trainable_params
+
+    model, s = b.scenario.model, b.strategy
+    if not b.scenario.training.trains_base_weights:
+        return 2.0 * lora_trainable_params(model, b.scenario.training) / max(1, s.tp * s.pp)
+    expert = float(sum(model.layer_params(i).experts_total for i in range(model.layers)))
+    dense = float(model.params_total) - expert
+    return 2.0 * (dense / (s.tp * s.pp) + expert / (s.tp * s.pp * max(1, s.ep)))
+
+
+def allreduce(b: BuildInput) -> AllReduce | None:
+    """None when there is no data parallelism (nothing to reduce across replicas)."""
+    from trainsizer.estimate import comm
+    from trainsizer.estimate.calibration import rates
+
+    s, system = b.strategy, b.system
+    ranks = int(s.dp * s.cp)
+    if ranks <= 1:
+        return None
+    precision = b.scenario.training.precision
+    r = rates(system, "bf16" if precision == "fp8" else precision)
+    k = int(comm.ranks_per_domain(ranks, s.tp, system.domain_gpus))
+    nbytes = gradient_bytes_per_rank(b)
+    t = float(comm.all_reduce_time(nbytes, ranks, k, r, system))
+    busbw = float(comm._busbw(ranks, k, r)) if hasattr(comm, "_busbw") else 0.0
+    multi = ranks > k
+    algo = "ring/tree across nodes (one NCCL channel per NIC)" if multi else (
+        "NVLS inside the NVLink domain" if system.nvls else "ring inside the node")
+    step = float(b.evaluation["time"]["step_s"])
+    exposed = float(b.evaluation["time"]["breakdown_s"].get("dp_comm", 0.0))
+    return AllReduce(
+        group=f"data parallel (dp {s.dp} x cp {s.cp}), stride tp {s.tp}", ranks=ranks, ranks_per_domain=k,
+        bytes_per_rank_gb=nbytes / 1e9, algorithm=algo, busbw_gb_s=busbw / 1e9, time_s=t,
+        exposed_s_per_step=exposed, step_s=step, exposed_share_of_step=exposed / step if step > 0 else 0.0,
+        formula="t = 2(n-1)/n x S / busbw + latency; busbw = min(NVLink busbw, k x NIC payload per GPU) "
+                "(estimate.comm: Thakur 2005, nccl-tests PERFORMANCE.md); ZeRO / distributed optimizer: "
+                "reduce-scatter + all-gather, the same ring volume")

@@ -1,0 +1,42 @@
+"""Shared pieces of the build-out blocks: the pydantic base and a figure that carries its rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from trainsizer.plan.buildout.rules import Rule
+
+
+class Block(BaseModel):
+    """Base of every block model (JSON out)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Cited(Block):
+    """A figure with the rule or formula that produced it and the source of its inputs."""
+
+    value: Any
+    rule: str
+    source: str
+
+
+def cited(value: Any, rule: str, source: str) -> Cited:
+    return Cited(value=value, rule=rule, source=source)
+
+
+def from_rule(r: Rule) -> Cited:
+    return Cited(value=r.value, rule=r.note or r.name, source=r.source)
+
+
+def ceil_div(a: float, b: float) -> int:
+    """Whole units needed to hold `a` in units of `b` (exact for integers)."""
+    if b <= 0:
+        raise ValueError(f"divisor must be positive, got {b}")
+    if isinstance(a, int) and isinstance(b, int):
+        return -(-a // b)
+    import math
+
+    return math.ceil(a / b - 1e-9)

@@ -1,0 +1,146 @@
+"""Fat-tree sizing by switch radix: 1 tier (one switch), 2 tiers (leaf/spine) or 3 tiers (leaf/spine/core).
+
+Folded-Clos / fat-tree construction (Al-Fares et al. 2008; NVIDIA DGX SuperPOD RA-11333 s"Network Fabrics"):
+- a leaf with radix R and down:up oversubscription o gives d = floor(R o / (1 + o)) ports to endpoints;
+- rail-optimised: NIC k of every node of a scalable unit (SU) goes to leaf k, so there are `rails` leaves per SU
+  of d nodes (RA-11333: 8 leaves per 32-node SU at R = 64);
+- every leaf has u = ceil(D / o) uplinks (D = endpoints on the busiest leaf); 2 tiers while the leaves fit the
+  spine radix (L <= R): S = ceil(L u / R) spines, each leaf reaching every spine (S <= u);
+- 3 tiers: pods of R/2 leaves and u spines (spines R/2 down, R/2 up), C = ceil(S R/2 / R) core switches;
+  at most R pods (R^3/4 endpoints at o = 1).
+Checked against RA-11333 Table 3 (1,024 / 2,048 / 4,096 GPUs -> 32/16, 64/32, 128/128/64 leaf/spine/core).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from trainsizer.errors import SpecError
+from trainsizer.plan.buildout.common import ceil_div
+
+
+@dataclass(frozen=True)
+class FatTree:
+    tiers: int
+    radix: int
+    oversubscription: float
+    rail_optimised: bool
+    nodes: int
+    rails: int  # ports per node on this fabric
+    leaves: int
+    spines: int
+    cores: int
+    leaf_down_ports: int  # d: ports a leaf may give to endpoints
+    leaf_down_used: int  # D: endpoints on the busiest leaf
+    leaf_up: int  # u: uplinks per leaf
+    spine_down: int  # ports per spine towards leaves (used)
+    spine_up: int  # ports per spine towards cores (used)
+    pods: int
+    nodes_per_su: int  # nodes one set of rail leaves serves
+
+    @property
+    def endpoints(self) -> int:
+        return self.nodes * self.rails
+
+    @property
+    def switches(self) -> int:
+        return self.leaves + self.spines + self.cores
+
+    @property
+    def node_leaf_links(self) -> int:
+        return self.endpoints
+
+    @property
+    def leaf_spine_links(self) -> int:
+        return self.leaves * self.leaf_up if self.tiers >= 2 else 0
+
+    @property
+    def spine_core_links(self) -> int:
+        return self.spines * self.spine_up if self.tiers == 3 else 0
+
+    def max_nodes_same_switches(self) -> int:
+        """Nodes this fabric takes before another leaf (or SU) is needed: filling the leaves already bought."""
+        if self.tiers == 1:
+            return self.radix // max(1, self.rails)
+        per_rail_leaves = self.leaves // self.rails if self.rail_optimised else self.leaves
+        return per_rail_leaves * self.leaf_down_ports if self.rail_optimised else \
+            self.leaves * self.leaf_down_ports // self.rails
+
+
+def leaf_down_ports(radix: int, oversubscription: float) -> int:
+    """Ports of a leaf facing endpoints at down:up = o (R/2 for a non-blocking leaf)."""
+    return int(math.floor(radix * oversubscription / (1.0 + oversubscription) + 1e-9))
+
+
+def size_fat_tree(nodes: int, rails: int, radix: int, oversubscription: float = 1.0,
+                  rail_optimised: bool | None = None) -> FatTree:
+    """The smallest fat tree (fewest tiers, then fewest switches) for `nodes` x `rails` endpoint ports."""
+    if nodes < 1 or rails < 1:
+        raise SpecError("fabric", "needs at least one node and one port per node", value=(nodes, rails))
+    if radix < 4:
+        raise SpecError("fabric", "switch radix too small for a fat tree", value=radix, allowed=">= 4")
+    if oversubscription < 1.0:
+        raise SpecError("fabric.oversubscription", "down:up below 1 wastes uplinks", value=oversubscription,
+                        allowed=">= 1.0")
+    endpoints = nodes * rails
+    rail = rails >= 2 if rail_optimised is None else rail_optimised
+    if endpoints <= radix:
+        return FatTree(1, radix, oversubscription, False, nodes, rails, 1, 0, 0, radix, endpoints, 0, 0, 0, 0,
+                       radix // rails)
+    d = leaf_down_ports(radix, oversubscription)
+    if rail:
+        per_rail = ceil_div(nodes, d)
+        leaves = rails * per_rail
+        busiest = ceil_div(nodes, per_rail)
+        nodes_per_su = d
+    else:
+        leaves = ceil_div(endpoints, d)
+        busiest = ceil_div(endpoints, leaves)
+        nodes_per_su = d // rails
+    up = ceil_div(busiest, oversubscription) if oversubscription != 1.0 else busiest
+    if leaves <= radix:
+        spines = ceil_div(leaves * up, radix)
+        return FatTree(2, radix, oversubscription, rail, nodes, rails, leaves, spines, 0, d, busiest, up,
+                       ceil_div(leaves * up, spines), 0, 1, nodes_per_su)
+    half = radix // 2
+    pods = ceil_div(leaves, half)
+    if pods > radix:
+        raise SpecError("fabric", f"{endpoints} ports at radix {radix} need more than 3 tiers "
+                        f"(3-tier limit {radix * half * d} at this oversubscription)", value=nodes,
+                        allowed=f"at most {radix * half * d // rails} nodes, or a switch with more ports")
+    spines = pods * up
+    spine_down = ceil_div(leaves, pods)
+    cores = ceil_div(spines * spine_down, radix)
+    return FatTree(3, radix, oversubscription, rail, nodes, rails, leaves, spines, cores, d, busiest, up,
+                   spine_down, spine_down, pods, nodes_per_su)
+
+
+def port_violations(t: FatTree) -> list[str]:
+    """The topology's port equations; an empty list means the tree is wired consistently."""
+    bad = []
+    if t.leaves * (t.leaf_down_used if t.tiers > 1 else t.radix) < t.endpoints:
+        bad.append("endpoint ports exceed leaf down ports")
+    if t.tiers == 1:
+        return bad + (["single switch over its radix"] if t.endpoints > t.radix else [])
+    if t.leaf_down_used > t.leaf_down_ports or t.leaf_down_used + t.leaf_up > t.radix:
+        bad.append("leaf uses more ports than it has")
+    if t.leaf_up * t.oversubscription + 1e-9 < t.leaf_down_used:
+        bad.append("leaf uplinks below the oversubscription")
+    if t.tiers == 2:
+        if t.spines * t.radix < t.leaves * t.leaf_up:
+            bad.append("spine ports fewer than leaf uplinks")
+        if t.spines > t.leaf_up:
+            bad.append("a leaf cannot reach every spine")
+        if t.spines > 1 and (t.spines - 1) * t.radix >= t.leaves * t.leaf_up:
+            bad.append("one spine too many")
+    else:
+        if t.spine_down + t.spine_up > t.radix or t.spine_down > t.radix // 2:
+            bad.append("spine uses more ports than it has")
+        if t.pods * t.spine_down < t.leaves:
+            bad.append("pods hold fewer leaves than there are")
+        if t.cores * t.radix < t.spines * t.spine_up:
+            bad.append("core ports fewer than spine uplinks")
+        if t.spines != t.pods * t.leaf_up:
+            bad.append("each leaf needs one link to every spine of its pod")
+    return bad

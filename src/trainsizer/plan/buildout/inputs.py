@@ -1,0 +1,116 @@
+"""What every build-out block reads: one evaluated configuration and the catalog records behind it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trainsizer.errors import SpecError
+from trainsizer.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class BuildInput:
+    """A configuration (job + hardware + strategy) with its estimate, and the catalog parts it is built from.
+
+    `evaluation` is `trainsizer.evaluate.evaluate(...)`'s dict (memory, time, cost, energy). `server` is the
+    catalog server holding the GPUs (None when the catalog has none for this accelerator and node size);
+    `network` the catalog network record (None for one node or a network described by hand)."""
+
+    scenario: Scenario
+    catalog: Any
+    evaluation: dict[str, Any]
+    server: Any = None
+    network: Any = None
+
+    @property
+    def job(self) -> Any:
+        return self.scenario.job
+
+    @property
+    def system(self) -> Any:
+        return self.scenario.system
+
+    @property
+    def strategy(self) -> Any:
+        return self.scenario.strategy
+
+    @property
+    def accelerator(self) -> Any:
+        return self.scenario.accelerator
+
+    @property
+    def gpus(self) -> int:
+        return int(self.system.gpus)
+
+    @property
+    def per_node(self) -> int:
+        return int(self.system.gpus_per_node)
+
+    @property
+    def nodes(self) -> int:
+        return int(self.system.nodes)
+
+    @property
+    def nvl72(self) -> bool:
+        """A rack-scale NVLink domain (GB200/GB300 NVL72): racks of 72 GPUs in trays of 4."""
+        return int(self.accelerator.scaleup_domain or 0) >= 72
+
+    @property
+    def currency(self) -> str:
+        budget = self.job.goal.budget
+        return budget.currency if budget else self.job.constraints.currency
+
+    @property
+    def nics_per_node(self) -> int:
+        view = self.scenario.network
+        return int(view.nics_per_node) if view else 0
+
+    @property
+    def gbps_per_nic(self) -> float:
+        view = self.scenario.network
+        return float(view.gbps_per_nic) if view else 0.0
+
+    @property
+    def network_kind(self) -> str | None:
+        view = self.scenario.network
+        return view.kind if view else None
+
+    @property
+    def tokens_per_s(self) -> float:
+        return float(self.evaluation["time"]["tokens_per_s"])
+
+    @property
+    def train_days(self) -> float:
+        return float(self.evaluation["time"]["train_days"])
+
+
+def pick_server(catalog: Any, accelerator_id: str, per_node: int, server_id: str | None = None) -> Any:
+    """The catalog server for this accelerator and node size: the one named, else the first that matches
+    (catalog order: vendor reference systems first), else None (the plan then says what it assumed)."""
+    if server_id is not None:
+        server = catalog.server(server_id)
+        if server.accelerator != accelerator_id:
+            raise SpecError("--server", f"server {server.id} holds {server.accelerator}, not {accelerator_id}",
+                            value=server_id, allowed=[s.id for s in catalog.servers_for(accelerator_id)])
+        return server
+    candidates = catalog.servers_for(accelerator_id)
+    exact = [s for s in candidates if s.gpus == per_node]
+    racks = [s for s in candidates if s.gpus > per_node and s.gpus % per_node == 0]
+    return (exact or racks or [None])[0]
+
+
+def build_input(scenario: Scenario, catalog: Any, evaluation: dict[str, Any] | None = None,
+                server_id: str | None = None) -> BuildInput:
+    """A BuildInput for a scenario with hardware and strategy (evaluated here when `evaluation` is None)."""
+    from trainsizer.evaluate import evaluate, require_configuration
+
+    require_configuration(scenario)
+    if evaluation is None:
+        evaluation = evaluate(scenario, catalog)
+    acc = scenario.accelerator
+    server = pick_server(catalog, acc.id, scenario.system.gpus_per_node, server_id)
+    network = None
+    if scenario.network is not None and scenario.network.id != "custom":
+        network = catalog.network(scenario.network.id)
+    return BuildInput(scenario=scenario, catalog=catalog, evaluation=evaluation, server=server, network=network)

@@ -1,0 +1,200 @@
+"""The `network` block: compute fabric, NVLink domain, storage and management fabrics, and the all-reduce the
+strategy needs on them. Switch counts from fabric.size_fat_tree (catalog radix), cables/optics from links.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainsizer.plan.buildout import rules
+from trainsizer.plan.buildout.common import Block, Cited, cited
+from trainsizer.plan.buildout.fabric import FatTree, size_fat_tree
+from trainsizer.plan.buildout.inputs import BuildInput
+from trainsizer.plan.buildout.links import PartCount, link_parts
+
+PROVIDER_KINDS = ("efa",)
+
+
+class PartLine(Block):
+    part: str | None
+    quantity: int
+    role: str
+    medium: str
+    note: str = ""
+
+
+class Fabric(Block):
+    purpose: str  # compute | storage | inband | oob | converged
+    kind: str  # ib | roce | ethernet | provider
+    topology: str
+    ports_per_node: int
+    gbps_per_port: float
+    switch: str | None
+    radix: int | None
+    oversubscription: float
+    tiers: int
+    leaves: int
+    spines: int
+    cores: int
+    nodes_per_su: int | None
+    links: dict[str, int]
+    parts: list[PartLine]
+    max_nodes_without_new_leaf: int | None
+    source: str
+    notes: list[str] = []
+
+
+class NvlinkDomain(Block):
+    tech: str
+    gpus_per_domain: int
+    domains: int
+    gb_s_per_gpu_bidir: float
+    nvls: bool
+    nvlink_switch_trays: int
+    source: str
+
+
+class AllReduce(Block):
+    group: str
+    ranks: int
+    ranks_per_domain: int
+    bytes_per_rank_gb: float
+    algorithm: str
+    busbw_gb_s: float
+    time_s: float
+    exposed_s_per_step: float
+    step_s: float
+    exposed_share_of_step: float
+    formula: str
+
+
+class NetworkBlock(Block):
+    compute: Fabric | None
+    storage: Fabric | None
+    inband: Fabric | None
+    oob: Fabric | None
+    nvlink: NvlinkDomain
+    allreduce: AllReduce | None
+    gpudirect_rdma: bool
+    sharp: str | None
+    lossless: Cited | None
+    subnet_manager: str | None
+    notes: list[str]
+
+
+def pick_switch(catalog: Any, kind: str, gbps: float, preferred: str | None = None) -> Any:
+    """The preferred switch when it has ports at `gbps`, else the catalog's first switch of the fabric's kind
+    with ports at that speed (announced parts last), else None."""
+    if preferred is not None:
+        sw = catalog.switch(preferred)
+        if int(gbps) in sw.radix_by_gbps:
+            return sw
+    want = "ib" if kind == "ib" else "ethernet"
+    found = [s for s in catalog.switches.values() if s.kind == want and int(gbps) in s.radix_by_gbps]
+    found.sort(key=lambda s: (s.status == "announced", s.role is not None))
+    return found[0] if found else None
+
+
+def _parts(counts: list[PartCount]) -> list[PartLine]:
+    return [PartLine(part=c.part, quantity=c.quantity, role=c.role, medium=c.medium, note=c.note) for c in counts]
+
+
+def fabric_parts(catalog: Any, tree: FatTree, gbps: float, one_rack: bool) -> list[PartLine]:
+    node_leaf = rules.value("fabric", "distance_node_leaf_one_rack_m" if one_rack else "distance_node_leaf_m")
+    out = link_parts(catalog, tree.node_leaf_links, gbps, node_leaf, "node-leaf", False)
+    out += link_parts(catalog, tree.leaf_spine_links, gbps, rules.value("fabric", "distance_leaf_spine_m"),
+                      "leaf-spine", True)
+    out += link_parts(catalog, tree.spine_core_links, gbps, rules.value("fabric", "distance_spine_core_m"),
+                      "spine-core", True)
+    return _parts(out)
+
+
+def _topology(tree: FatTree) -> str:
+    if tree.tiers == 1:
+        return "single switch"
+    return f"{'rail-optimised ' if tree.rail_optimised else ''}fat tree, {tree.tiers} tiers"
+
+
+def switched_fabric(catalog: Any, purpose: str, kind: str, nodes: int, ports: int, gbps: float, switch: Any,
+                    oversub: float, source: str, extra_ports: int = 0, rail: bool | None = None) -> Fabric:
+    """A fabric for `nodes` x `ports` endpoints (+ `extra_ports` single-port endpoints, e.g. storage servers)."""
+    radix = switch.radix(gbps)
+    extra_nodes = -(-extra_ports // ports) if extra_ports else 0
+    tree = size_fat_tree(nodes + extra_nodes, ports, radix, oversub, rail_optimised=rail)
+    notes = [f"storage servers counted as {extra_nodes} more nodes of {ports} ports"] if extra_nodes else []
+    return Fabric(
+        purpose=purpose, kind=kind, topology=_topology(tree), ports_per_node=ports, gbps_per_port=gbps,
+        switch=switch.id, radix=radix, oversubscription=oversub, tiers=tree.tiers, leaves=tree.leaves,
+        spines=tree.spines, cores=tree.cores, nodes_per_su=tree.nodes_per_su if tree.tiers > 1 else None,
+        links={"node_leaf": tree.node_leaf_links, "leaf_spine": tree.leaf_spine_links,
+               "spine_core": tree.spine_core_links},
+        parts=fabric_parts(catalog, tree, gbps, one_rack=tree.tiers == 1),
+        max_nodes_without_new_leaf=tree.max_nodes_same_switches(), source=source, notes=notes)
+
+
+def compute_fabric(b: BuildInput) -> Fabric | None:
+    if b.nodes <= 1 and not b.nvl72:
+        return None
+    kind = b.network_kind or "ib"
+    nics, gbps = b.nics_per_node, b.gbps_per_nic
+    if kind in PROVIDER_KINDS or (b.network is not None and b.network.switch is None and kind != "roce"):
+        return Fabric(purpose="compute", kind="provider", topology="provider-managed", ports_per_node=nics,
+                      gbps_per_port=gbps, switch=None, radix=None, oversubscription=1.0, tiers=0, leaves=0,
+                      spines=0, cores=0, nodes_per_su=None, links={"node_leaf": b.nodes * nics}, parts=[],
+                      max_nodes_without_new_leaf=None, source=(b.network.sources[0] if b.network else "convention"),
+                      notes=["cloud fabric: switches, cables and optics are the provider's"])
+    switch = pick_switch(b.catalog, kind, gbps, b.network.switch if b.network else None)
+    if switch is None:
+        return unsized(b, kind, nics, gbps)
+    min_rails = rules.value("fabric", "rail_optimised_min_nics")
+    return switched_fabric(b.catalog, "compute", kind, b.nodes, nics, gbps, switch,
+                           rules.value("fabric", "oversubscription_compute"), "superpod_h100_ra",
+                           rail=nics >= min_rails)
+
+
+def unsized(b: BuildInput, kind: str, nics: int, gbps: float) -> Fabric:
+    """A fabric the catalog has no switch for: named, with its port count, and no switch counts invented."""
+    speeds = sorted({g for s in b.catalog.switches.values() for g in s.radix_by_gbps})
+    return Fabric(purpose="compute", kind=kind, topology="unsized", ports_per_node=nics, gbps_per_port=gbps,
+                  switch=None, radix=None, oversubscription=1.0, tiers=0, leaves=0, spines=0, cores=0,
+                  nodes_per_su=None, links={"node_leaf": b.nodes * nics}, parts=[], max_nodes_without_new_leaf=None,
+                  source="convention", notes=[f"no {kind} switch in the catalog has ports at {gbps:g} Gb/s "
+                                              f"(catalog speeds: {speeds}); add one with --catalog to size this fabric"])
+
+
+def nvlink_domain(b: BuildInput) -> NvlinkDomain:
+    acc = b.accelerator
+    domain = int(acc.scaleup_domain) if b.nvl72 else b.per_node
+    domains = -(-b.gpus // domain)
+    trays = rules.value("fabric", "nvl72_switch_trays") * domains if b.nvl72 else 0
+    return NvlinkDomain(tech=acc.scaleup_tech, gpus_per_domain=min(domain, b.gpus), domains=domains,
+                        gb_s_per_gpu_bidir=float(acc.scaleup_bw_bidir_gb_s), nvls=bool(acc.nvls),
+                        nvlink_switch_trays=trays, source=", ".join(acc.sources))
+
+
+def network_block(b: BuildInput, storage_servers: int = 0, pdus: int = 0) -> NetworkBlock:
+    """The network block; `storage_servers` and `pdus` add their ports to the storage and OOB fabrics."""
+    from trainsizer.plan.buildout.collective import allreduce
+    from trainsizer.plan.buildout.mgmt import mgmt_fabrics
+
+    compute = compute_fabric(b)
+    storage, inband, oob = mgmt_fabrics(b, compute, storage_servers, pdus)
+    kind = b.network_kind
+    notes = []
+    if compute is not None and compute.tiers > 1 and compute.nodes_per_su:
+        notes.append(f"build whole scalable units of {compute.nodes_per_su} nodes per set of rail leaves "
+                     "(RA-11333); the spines are sized for the nodes planned")
+    sharp = None
+    if compute is not None and compute.switch:
+        sharp = b.catalog.switch(compute.switch).sharp
+    sm = None
+    if kind == "ib" and compute is not None:
+        sm = ("embedded subnet manager on the managed switch" if compute.leaves + compute.spines
+              < rules.value("fabric", "subnet_manager_min_switches")
+              else "UFM appliances or OpenSM hosts as an HA pair (RA-11333 uses 4 UFM for 4 SU)")
+    lossless = None
+    if kind == "roce":
+        r = rules.rule("fabric", "roce_lossless")
+        lossless = cited(r.value, "RoCE needs a lossless fabric", r.source)
+    return NetworkBlock(compute=compute, storage=storage, inband=inband, oob=oob, nvlink=nvlink_domain(b),
+                        allreduce=allreduce(b), gpudirect_rdma=kind in ("ib", "roce", "efa"), sharp=sharp,
+                        lossless=lossless, subnet_manager=sm, notes=notes)

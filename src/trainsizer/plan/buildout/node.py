@@ -1,0 +1,117 @@
+"""The `node` block: host CPU cores, RAM and local NVMe per node derived from the job, beside the guides' rules
+of thumb and the chosen server's own figures.
+
+Cores = OS reserve + per GPU (main process + data-loader workers + checkpoint thread) + tokenisation processes
+for the node's token stream + CPU-Adam cores when the optimizer is offloaded.
+RAM = OS reserve + per GPU (process + pinned buffers) + async checkpoint staging (the node's share of one
+checkpoint, PyTorch DCP async_save) + offloaded optimizer states (+ parameters) + page cache for the node's
+dataset shard.
+NVMe = container images + the node's dataset shard + staged checkpoint shards, with headroom.
+"""
+
+from __future__ import annotations
+
+from trainsizer.plan.buildout import rules
+from trainsizer.plan.buildout.common import Block, Cited, ceil_div, cited
+from trainsizer.plan.buildout.inputs import BuildInput
+from trainsizer.plan.buildout.storage import checkpoint_bytes, dataset_bytes
+
+GIB = 2**30
+
+
+class NodeBlock(Block):
+    server: str | None
+    gpus_per_node: int
+    cpu_cores: Cited
+    cpu_cores_breakdown: dict[str, float]
+    ram_gib: Cited
+    ram_breakdown_gib: dict[str, float]
+    nvme_tb: Cited
+    nvme_read_gb_s: Cited
+    nvme_write_gb_s: Cited
+    server_cpu_cores: int | None
+    server_ram_gib: float | None
+    server_nvme_tb: float | None
+    enough: dict[str, bool | None]
+    notes: list[str]
+
+
+def _offload_bytes_per_gpu(b: BuildInput) -> float:
+    """Optimizer states (12 B/param, + 2 B/param of weights when params are offloaded too) held on the host,
+    per GPU: ZeRO shards them over data parallel (ZeRO-Offload, Ren et al. 2021)."""
+    s = b.strategy
+    offload = s.offload if isinstance(s.offload, str) else "none"
+    if offload == "none":
+        return 0.0
+    params = float(b.scenario.model.params_total) / (s.tp * s.pp)
+    shard = s.dp if (s.zero or 0) >= 1 or s.distributed_optimizer else 1
+    per_param = 12.0 + (2.0 if offload == "optimizer+params" else 0.0)
+    return params * per_param / shard
+
+
+def cores(b: BuildInput) -> tuple[int, dict[str, float]]:
+    g = b.per_node
+    per_gpu = (rules.value("node", "cores_per_rank_main") + rules.value("node", "loader_workers_per_gpu")
+               + rules.value("node", "checkpoint_threads_per_gpu"))
+    text_bytes_s = b.tokens_per_s / b.nodes * b.job.data.bytes_per_token
+    tokenise = ceil_div(text_bytes_s, rules.value("node", "tokenizer_bytes_per_s_per_process"))
+    adam = 0.0
+    if _offload_bytes_per_gpu(b) > 0:
+        step_s = float(b.evaluation["time"]["step_s"])
+        params_node = float(b.scenario.model.params_total) / (b.strategy.tp * b.strategy.pp) * g / max(1, b.strategy.dp)
+        adam = ceil_div(params_node / max(step_s, 1e-9), rules.value("node", "cpu_adam_params_per_s_per_core"))
+    parts = {"os_reserved": rules.value("node", "os_reserved_cores"), "training_processes": g * per_gpu,
+             "tokenisation": tokenise, "cpu_adam_offload": adam}
+    return int(sum(parts.values())), parts
+
+
+def ram(b: BuildInput) -> tuple[float, dict[str, float]]:
+    g = b.per_node
+    ckpt_share = checkpoint_bytes(b) / b.nodes / GIB
+    tok, _ = dataset_bytes(b)
+    parts = {
+        "os_reserved": rules.value("node", "os_reserved_gib"),
+        "training_processes": g * rules.value("node", "process_host_gib_per_gpu"),
+        "pinned_buffers": g * rules.value("node", "pinned_buffer_gib_per_gpu"),
+        "async_checkpoint_staging": ckpt_share,
+        "offloaded_states": _offload_bytes_per_gpu(b) * g / GIB,
+        "dataset_page_cache": tok / b.nodes / GIB * rules.value("node", "page_cache_fraction_of_dataset_shard"),
+    }
+    return sum(parts.values()), parts
+
+
+def nvme_tb(b: BuildInput) -> float:
+    tok, _ = dataset_bytes(b)
+    need = (rules.value("node", "container_images_gb") * 1e9 + tok / b.nodes
+            + rules.value("node", "checkpoints_staged_locally") * checkpoint_bytes(b) / b.nodes)
+    return need * rules.value("node", "nvme_headroom") / 1e12
+
+
+def node_block(b: BuildInput) -> NodeBlock:
+    n_cores, core_parts = cores(b)
+    ram_gib, ram_parts = ram(b)
+    tb = nvme_tb(b)
+    tier = b.catalog.storage_tier("node-nvme-gen4-raid0")
+    srv = b.server
+    scale = b.per_node / srv.gpus if srv is not None and srv.gpus > b.per_node else 1.0
+    s_cores = srv.cpu_cores if srv is not None else None
+    s_ram = srv.ram_gib if srv is not None else None
+    s_nvme = srv.nvme_tb if srv is not None else None
+    notes = []
+    if scale != 1.0:
+        notes.append(f"the job uses {b.per_node} of the {srv.gpus} GPUs of {srv.id}; server figures are whole-server")
+    enough = {"cpu_cores": None if s_cores is None else s_cores >= n_cores,
+              "ram_gib": None if s_ram is None else s_ram >= ram_gib,
+              "nvme_tb": None if s_nvme is None else s_nvme >= tb}
+    return NodeBlock(
+        server=srv.id if srv is not None else None, gpus_per_node=b.per_node,
+        cpu_cores=cited(n_cores, "OS + per GPU (main + loader workers + checkpoint thread) + tokenisers + CPU-Adam",
+                        "megatron_args"),
+        cpu_cores_breakdown=core_parts,
+        ram_gib=cited(round(ram_gib, 1), "OS + processes + pinned buffers + async checkpoint share + offloaded "
+                      "states + dataset page cache", "pytorch_dcp_async"),
+        ram_breakdown_gib={k: round(v, 2) for k, v in ram_parts.items()},
+        nvme_tb=cited(round(tb, 3), "(images + dataset shard + staged checkpoint shards) x headroom", "storage_rules_ref"),
+        nvme_read_gb_s=cited(tier.read_gb_s_per_node.low, f"{tier.name} (low end)", ", ".join(tier.sources)),
+        nvme_write_gb_s=cited(tier.write_gb_s_per_node.low, f"{tier.name} (low end)", ", ".join(tier.sources)),
+        server_cpu_cores=s_cores, server_ram_gib=s_ram, server_nvme_tb=s_nvme, enough=enough, notes=notes)

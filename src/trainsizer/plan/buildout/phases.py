@@ -1,0 +1,68 @@
+"""The `phases` block: roll-out (validate, design, order, deploy, bring-up, acceptance, production) with planning
+durations from phases.yaml, and the scale-out path (what doubling needs, what the fabric takes without
+re-cabling)."""
+
+from __future__ import annotations
+
+from trainsizer.plan.buildout import rules
+from trainsizer.plan.buildout.common import Block
+from trainsizer.plan.buildout.fabric import size_fat_tree
+from trainsizer.plan.buildout.inputs import BuildInput
+from trainsizer.plan.buildout.network import NetworkBlock
+
+
+class Phase(Block):
+    id: str
+    weeks_low: float
+    weeks_high: float
+    what: str
+    source: str
+
+
+class ScaleOut(Block):
+    nodes_now: int
+    nodes_without_new_leaf: int | None
+    double_nodes: int
+    double_leaves: int | None
+    double_spines: int | None
+    double_cores: int | None
+    double_tiers: int | None
+    recabling: str
+
+
+class PhasesBlock(Block):
+    rollout: list[Phase]
+    total_weeks: tuple[float, float]
+    burn_in_hours: float
+    scale_out: ScaleOut
+
+
+def phases_block(b: BuildInput, net: NetworkBlock) -> PhasesBlock:
+    data = rules.raw("phases")
+    roll = [Phase(id=p["id"], weeks_low=p["weeks"][0], weeks_high=p["weeks"][1], what=" ".join(p["note"].split()),
+                  source=p["source"]) for p in data["phases"]]
+    total = (sum(p.weeks_low for p in roll), sum(p.weeks_high for p in roll))
+    return PhasesBlock(rollout=roll, total_weeks=total, burn_in_hours=rules.value("phases", "burn_in_hours"),
+                       scale_out=scale_out(b, net))
+
+
+def scale_out(b: BuildInput, net: NetworkBlock) -> ScaleOut:
+    fab = net.compute
+    double = b.nodes * 2
+    if fab is None or fab.radix is None:
+        return ScaleOut(nodes_now=b.nodes, nodes_without_new_leaf=None, double_nodes=double, double_leaves=None,
+                        double_spines=None, double_cores=None, double_tiers=None,
+                        recabling="no switched compute fabric yet: doubling adds one (see the network block "
+                                  "of a 2-node plan)" if fab is None else "provider-managed fabric")
+    t = size_fat_tree(double, fab.ports_per_node, fab.radix, fab.oversubscription,
+                      rail_optimised=fab.topology.startswith("rail"))
+    if t.tiers > fab.tiers:
+        how = f"{fab.tiers} -> {t.tiers} tiers: the leaf uplinks move to a new spine/core layer (re-cabling)"
+    elif t.spines > fab.spines or t.leaves > fab.leaves:
+        how = (f"add {t.leaves - fab.leaves} leaves and {t.spines - fab.spines} spines; existing node-leaf "
+               "cables stay, leaf-spine links are rebalanced over the new spines")
+    else:
+        how = "fits the switches already planned: only node cables"
+    return ScaleOut(nodes_now=b.nodes, nodes_without_new_leaf=fab.max_nodes_without_new_leaf, double_nodes=double,
+                    double_leaves=t.leaves, double_spines=t.spines, double_cores=t.cores, double_tiers=t.tiers,
+                    recabling=how)

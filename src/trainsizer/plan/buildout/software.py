@@ -1,0 +1,126 @@
+"""The `software` block: a driver / toolkit / collectives / PyTorch stack known to work on the accelerator
+(software.yaml, from the reference compatibility matrix), the framework that suits the strategy, and the
+scheduler with its generated configuration (Slurm files, or a Kubeflow PyTorchJob manifest)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from trainsizer.plan.buildout import rules, slurm_files
+from trainsizer.plan.buildout.common import Block, Cited, cited
+from trainsizer.plan.buildout.inputs import BuildInput
+from trainsizer.plan.buildout.network import NetworkBlock
+
+
+class SoftwareBlock(Block):
+    family: str
+    vendor: str
+    driver: str
+    toolkit: str
+    collectives: str
+    collectives_version: str
+    pytorch: str
+    stack_notes: str
+    framework: Cited
+    scheduler: Cited
+    files: dict[str, str]
+    env: dict[str, str]
+    source: str
+
+
+def stack_for(acc: Any) -> tuple[str, dict]:
+    """(family key, stack) whose match words appear in the accelerator's arch or vendor."""
+    r = rules.rule("software", "stacks")
+    text = f"{acc.arch} {acc.vendor} {acc.name}".lower()
+    for key, stack in r.value.items():
+        if any(word in text for word in stack["match"]):
+            return key, stack
+    from trainsizer.errors import SpecError
+
+    raise SpecError("accelerator", "no software stack known for this architecture", value=acc.arch,
+                    allowed=sorted(r.value))
+
+
+def framework_for(b: BuildInput, vendor: str) -> Cited:
+    s = b.strategy
+    fw = rules.value("software", "frameworks")
+    if not b.scenario.training.trains_base_weights:
+        key, why = "peft", f"method {b.job.method}: adapters on a frozen base"
+    elif s.tp > 1 or s.pp > 1 or s.cp > 1 or s.ep > 1 or s.distributed_optimizer:
+        key = "mindspeed" if vendor == "huawei" else "megatron"
+        why = f"tp {s.tp}, pp {s.pp}, cp {s.cp}, ep {s.ep}: tensor/pipeline/context/expert parallelism"
+    elif (s.offload if isinstance(s.offload, str) else "none") != "none":
+        key, why = "deepspeed", f"offload {s.offload}"
+    elif (s.zero or 0) >= 3:
+        key, why = "fsdp", "ZeRO-3 / FSDP sharding over data parallel"
+    else:
+        key, why = "ddp", "data parallel only"
+    return cited(fw[key], why, "software_stack_ref")
+
+
+def pytorchjob(name: str, nodes: int, gpus: int, image: str, resource: str) -> str:
+    """A Kubeflow Training Operator PyTorchJob (kubeflow.org/v1): 1 master + (nodes-1) workers."""
+    def replica(count: int) -> dict:
+        return {"replicas": count, "restartPolicy": "OnFailure", "template": {"spec": {"containers": [{
+            "name": "pytorch", "image": image, "command": ["torchrun", "train.py"],
+            "resources": {"limits": {resource: gpus}}}]}}}
+    specs = {"Master": replica(1)}
+    if nodes > 1:
+        specs["Worker"] = replica(nodes - 1)
+    doc = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": name},
+           "spec": {"nprocPerNode": str(gpus), "pytorchReplicaSpecs": specs}}
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def software_block(b: BuildInput, net: NetworkBlock, cores: int, ram_gib: float) -> SoftwareBlock:
+    family, stack = stack_for(b.accelerator)
+    vendor = stack["vendor"]
+    gres_type = b.accelerator.id.split("-")[0]
+    kube_kinds = rules.value("software", "kubernetes_when")
+    files: dict[str, str] = {}
+    if b.network_kind in kube_kinds:
+        sched = cited("Kubernetes + Kubeflow PyTorchJob", f"{b.network_kind} is a cloud fabric, usually managed "
+                      "Kubernetes", "kubeflow_pytorchjob")
+        resource = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "huawei": "huawei.com/Ascend910"}.get(vendor,
+                                                                                                      "gpu")
+        files["pytorchjob.yaml"] = pytorchjob("trainsizer-job", b.nodes, b.per_node, "REPLACE/with-your-image",
+                                              resource)
+    else:
+        why = "multi-node training on premises" if b.nodes > 1 else "one node: Slurm keeps the same workflow at scale"
+        sched = cited(f"Slurm >= {rules.value('software', 'slurm_min_version')}", why, "slurm_ref")
+        topo = "block" if b.nvl72 else "tree"
+        gres_name = "gpu" if vendor in ("nvidia", "amd") else "npu"
+        # node lines describe the installed hardware (what `slurmd -C` reports), not the job's minimum
+        srv = b.server if b.server is not None and b.server.gpus == b.per_node else None
+        hw_cores = srv.cpu_cores if srv is not None and srv.cpu_cores else cores
+        hw_ram = srv.ram_gib if srv is not None and srv.ram_gib else ram_gib
+        files["slurm.conf"] = slurm_files.slurm_conf("trainsizer", b.nodes, hw_cores, hw_ram, b.per_node,
+                                                     gres_type, gres_name, topo, imex=b.nvl72)
+        files["gres.conf"] = slurm_files.gres_conf(vendor, b.nodes, b.per_node, gres_type)
+        if b.nvl72:
+            files["topology.conf"] = slurm_files.topology_block(b.nodes, 72 // b.per_node if b.per_node < 72 else 1)
+        elif net.compute is not None and net.compute.tiers >= 1 and b.nodes > 1:
+            su = net.compute.nodes_per_su or b.nodes
+            files["topology.conf"] = slurm_files.topology_tree(b.nodes, min(su, b.nodes), net.compute.spines)
+    env = _nccl_env(b, net, stack)
+    return SoftwareBlock(family=family, vendor=vendor, driver=stack["driver_min"], toolkit=stack["cuda"],
+                         collectives=stack["collectives"], collectives_version=stack["nccl"],
+                         pytorch=stack["pytorch"], stack_notes=stack.get("notes", ""),
+                         framework=framework_for(b, vendor), scheduler=sched, files=files, env=env,
+                         source="software_stack_ref")
+
+
+def _nccl_env(b: BuildInput, net: NetworkBlock, stack: dict) -> dict[str, str]:
+    if stack["collectives"] != "NCCL":
+        return {}
+    env = {}
+    if b.accelerator.nvls:
+        env["NCCL_NVLS_ENABLE"] = "2"
+    if b.network_kind == "roce":
+        env["NCCL_IB_TC"] = "105"
+        env["NCCL_IB_ROCE_VERSION_NUM"] = "2"
+    if net.sharp and b.network_kind == "ib" and b.nodes > 1:
+        env["NCCL_COLLNET_ENABLE"] = "1"
+    return env

@@ -1,0 +1,133 @@
+"""The `storage` block: tier, capacity, the loader's read bandwidth, the checkpoint write bandwidth that keeps
+blocking saves under a target share of time at the Young/Daly interval, and the restore time.
+
+- Checkpoint bytes = bytes/param x parameters (14 B: bf16 weights + fp32 master + Adam m, v; storage_rules.md s2);
+  LoRA saves the adapters and their optimizer states only.
+- Job MTBF M and the Daly (2006) interval tau = sqrt(2 delta M) - delta from `estimate.reliability`.
+- Stall share delta / tau <= s with tau ~ sqrt(2 delta M)  =>  delta <= 2 M s^2 (write-time budget), so the
+  aggregate write bandwidth >= checkpoint bytes / (2 M s^2) (derived from Young 1974 / Daly 2006).
+- Async save (DCP async_save, Megatron --async-save) blocks only for the GPU->host copy; the drain then needs
+  checkpoint bytes / tau.
+- Loader read = tokens/s x stored bytes per token, floored at the RA-11333 "Good" tier per node.
+- Restore = checkpoint bytes / aggregate read bandwidth of the tier.
+"""
+
+from __future__ import annotations
+
+from trainsizer.plan.buildout import rules
+from trainsizer.plan.buildout.common import Block, Cited, ceil_div, cited, from_rule
+from trainsizer.plan.buildout.inputs import BuildInput
+
+
+class StorageBlock(Block):
+    tier: str
+    tier_catalog_id: str
+    kind: str
+    checkpoint_gb: float
+    checkpoints_retained: Cited
+    dataset_tokenised_gb: float
+    dataset_raw_gb: float
+    capacity_tb: Cited
+    loader_read_gb_s: Cited
+    job_mtbf_h: float
+    checkpoint_interval_min: Cited
+    write_budget_s: Cited
+    write_gb_s_sync: Cited
+    write_gb_s_async_drain: Cited
+    async_block_s: float
+    stall_share_target: Cited
+    read_gb_s_tier: float
+    restore_s: Cited
+    appliances: int
+    appliance: str | None
+    notes: list[str]
+
+
+def checkpoint_bytes(b: BuildInput) -> float:
+    """Bytes of one full training checkpoint, at the bytes/param the estimator's goodput model uses."""
+    from trainsizer.estimate.calibration import load_constants
+    from trainsizer.estimate.model_states import lora_trainable_params
+
+    bpp = float(load_constants().raw["reliability"]["checkpoint_bytes_per_param"])
+    training = b.scenario.training
+    if not training.trains_base_weights:
+        return bpp * lora_trainable_params(b.scenario.model, training)
+    return bpp * float(b.scenario.model.params_total)
+
+
+def dataset_bytes(b: BuildInput) -> tuple[float, float]:
+    """(tokenised bytes, raw text bytes) of one epoch."""
+    data = b.job.data
+    per_epoch = data.tokens_per_epoch
+    return per_epoch * rules.value("node", "stored_bytes_per_token"), per_epoch * data.bytes_per_token
+
+
+def storage_block(b: BuildInput) -> StorageBlock:
+    from trainsizer.estimate.reliability import job_mtbf_s, optimal_checkpoint_interval_s
+
+    ckpt = checkpoint_bytes(b)
+    tok_b, raw_b = dataset_bytes(b)
+    keep = rules.rule("storage", "checkpoints_retained")
+    headroom = rules.value("storage", "capacity_headroom")
+    logs = rules.value("storage", "logs_gb_per_node") * 1e9 * b.nodes
+    cap_tb = (keep.value * ckpt + tok_b + raw_b + logs) * headroom / 1e12
+    capacity = cited(round(cap_tb, 2), f"({keep.value} checkpoints + tokenised + raw dataset + logs) x {headroom}",
+                     "storage_rules_ref")
+    read = _read_need(b)
+    mtbf = float(job_mtbf_s(b.gpus))
+    s_rule = rules.rule("storage", "checkpoint_stall_target")
+    budget = 2.0 * mtbf * s_rule.value ** 2
+    tau = float(optimal_checkpoint_interval_s(budget, mtbf))
+    cap = rules.value("storage", "max_checkpoint_interval_min") * 60.0
+    if tau > cap:  # rare failures: a capped interval, and the stall share applied to it
+        tau, budget = cap, s_rule.value * cap
+    write_sync = ckpt / budget / 1e9
+    drain = ckpt / tau / 1e9
+    g2h = float(b.accelerator.pcie_gb_s or rules.value("storage", "gpu_to_host_gb_s"))
+    tier, tier_id, kind, app, n_app, tier_read, notes = _tier(b, write_sync, read.value)
+    restore = ckpt / (tier_read * 1e9)
+    return StorageBlock(
+        tier=tier, tier_catalog_id=tier_id, kind=kind, checkpoint_gb=ckpt / 1e9, checkpoints_retained=from_rule(keep),
+        dataset_tokenised_gb=tok_b / 1e9, dataset_raw_gb=raw_b / 1e9, capacity_tb=capacity, loader_read_gb_s=read,
+        job_mtbf_h=mtbf / 3600.0,
+        checkpoint_interval_min=cited(tau / 60.0, "Daly 2006: sqrt(2 delta M) - delta at the write budget, at most "
+                                      f"{cap / 60:g} min", "daly_2006"),
+        write_budget_s=cited(budget, f"delta <= 2 M s^2 (s = {s_rule.value}), or s x the capped interval",
+                             "young_1974"),
+        write_gb_s_sync=cited(write_sync, "checkpoint bytes / write budget (blocking save)", "storage_rules_ref"),
+        write_gb_s_async_drain=cited(drain, "checkpoint bytes / interval (async save drains between saves)",
+                                     "pytorch_dcp_async"),
+        async_block_s=ckpt / (g2h * 1e9 * b.gpus), stall_share_target=from_rule(s_rule),
+        read_gb_s_tier=tier_read,
+        restore_s=cited(restore, "checkpoint bytes / aggregate tier read bandwidth", "storage_rules_ref"),
+        appliances=n_app, appliance=app, notes=notes)
+
+
+def _read_need(b: BuildInput) -> Cited:
+    """Loader read bandwidth: the job's token stream, floored at the RA tier (one node alone: its single-node
+    figure; several: the per-SU aggregate for each started 32-node SU)."""
+    tier = b.catalog.storage_tier(rules.value("storage", "read_tier_for_text"))
+    sus = ceil_div(b.nodes, rules.value("storage", "su_nodes"))
+    floor = tier.read_gb_s_per_node.low if b.nodes == 1 else max(tier.read_gb_s_per_node.low,
+                                                                 sus * tier.read_gb_s_per_su.low)
+    need = b.tokens_per_s * rules.value("node", "stored_bytes_per_token") / 1e9
+    return cited(round(max(need, floor), 4), f"max(tokens/s x bytes/token = {need:.4f} GB/s, {floor:g} GB/s "
+                 f"{tier.id} floor)", "superpod_h100_ra")
+
+
+def _tier(b: BuildInput, write_gb_s: float, read_gb_s: float) -> tuple:
+    """(name, catalog tier id, kind, appliance part, count, aggregate read GB/s, notes)."""
+    cat = b.catalog
+    if b.nodes < rules.value("storage", "pfs_min_nodes"):
+        nvme = cat.storage_tier("node-nvme-gen4-raid0")
+        nfs = cat.part("nfs-server-nvme")
+        notes = ["checkpoints to local NVMe first, then copied to NFS; datasets cached on local NVMe"]
+        return ("local NVMe + NFS", nvme.id, nvme.kind, nfs.id, 1, nvme.read_gb_s_per_node.low, notes)
+    app = cat.part("pfs-appliance-ai400x2")
+    need = ceil_div(max(write_gb_s / app.write_gb_s, read_gb_s / app.read_gb_s), 1)
+    count = max(1, need)
+    notes = [f"{count} x {app.name}: sized on max(write {write_gb_s:.1f} GB/s / {app.write_gb_s:g}, "
+             f"read {read_gb_s:.1f} GB/s / {app.read_gb_s:g}) (appliance figures low confidence)",
+             "any SuperPOD-certified parallel FS fits: Lustre (DDN EXAScaler), IBM Storage Scale, WEKA, VAST"]
+    return ("parallel file system (Lustre / GPFS / BeeGFS / WEKA / VAST class)", "lustre-ddn", "parallel_fs",
+            app.id, count, count * app.read_gb_s, notes)

@@ -1,0 +1,130 @@
+"""Tables for the plan's build-out blocks (bom, node, network, storage, facility, software, risks, acceptance,
+phases, rules of thumb), drawn from the same dict that `--json` prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from trainsizer.render.estimate_view import _num
+from trainsizer.render.i18n import t
+
+
+def _table(title: str, headers: list[str], rows: list[list[Any]]) -> Table:
+    table = Table(title=title)
+    for i, h in enumerate(headers):
+        table.add_column(h, justify="left" if i == 0 else "right")
+    for row in rows:
+        table.add_row(*[v if isinstance(v, str) else _num(v) for v in row])
+    return table
+
+
+def _kv(title: str, rows: list[tuple[str, Any]], L: str) -> Table:
+    return _table(title, [t("item", L), t("value", L)], [[k, v] for k, v in rows])
+
+
+def bom_table(bom: dict, L: str) -> Table:
+    rows = []
+    for ln in bom["lines"]:
+        p = ln["unit_price"]
+        price = "—" if p is None else _num(p["typical"]) + (f" ({t('b_converted', L)})" if p.get("converted") else "")
+        if ln["note"].startswith("included"):
+            price = t("b_included", L)
+        total = "—" if ln["total"] is None else _num(ln["total"]["typical"])
+        rows.append([ln["item"], ln["quantity"], price, total])
+    tot = bom["totals"]
+    rows.append([t("b_totals", L) + f" ({bom['currency']})", "",
+                 f"{_num(tot['low'])} / {_num(tot['typical'])}", _num(tot["high"])])
+    return _table(t("b_bom_title", L), [t("item", L), t("b_qty", L), t("b_unit_price", L), t("b_line_total", L)], rows)
+
+
+def rent_rows(bom: dict, L: str) -> list[tuple[str, Any]]:
+    bvr = bom.get("buy_vs_rent") or {}
+    return [(t("b_rent_month", L), bvr.get("rent_per_month")), (t("b_rent_job", L), bvr.get("rent_for_job")),
+            (t("b_break_even", L), bvr.get("break_even_month"))]
+
+
+def node_table(node: dict, L: str) -> Table:
+    yes = {True: t("b_yes", L), False: t("b_no", L), None: "—"}
+    rows = [[t("b_cpu_cores", L), node["cpu_cores"]["value"], node["server_cpu_cores"], yes[node["enough"]["cpu_cores"]]],
+            [t("b_ram_gib", L), node["ram_gib"]["value"], node["server_ram_gib"], yes[node["enough"]["ram_gib"]]],
+            [t("b_nvme_tb", L), node["nvme_tb"]["value"], node["server_nvme_tb"], yes[node["enough"]["nvme_tb"]]]]
+    title = t("b_node_title", L) + (f" — {node['server']}" if node["server"] else "")
+    return _table(title, [t("item", L), t("b_derived", L), t("b_server", L), t("b_enough", L)], rows)
+
+
+def network_table(net: dict, L: str) -> Table:
+    rows = []
+    for key in ("compute", "storage", "inband", "oob"):
+        f = net.get(key)
+        if f:
+            rows.append([f"{f['purpose']} ({f['kind']})", f["topology"], f["switch"] or "—",
+                         f"{f['leaves']} / {f['spines']} / {f['cores']}", f"{f['ports_per_node']} x {f['gbps_per_port']:g}"])
+    nv = net["nvlink"]
+    rows.append([t("b_nvlink", L), f"{nv['tech']}, {nv['gpus_per_domain']} GPUs x {nv['domains']}",
+                 f"NVLS {nv['nvls']}", "", f"{nv['gb_s_per_gpu_bidir']:g} GB/s"])
+    return _table(t("b_network_title", L), [t("b_fabric", L), t("b_topology", L), t("b_switch", L),
+                                            t("b_leaf_spine_core", L), t("b_ports", L)], rows)
+
+
+def storage_rows(st: dict, L: str) -> list[tuple[str, Any]]:
+    return [(t("b_tier", L), st["tier"]), (t("b_capacity_tb", L), st["capacity_tb"]["value"]),
+            (t("b_checkpoint_gb", L), st["checkpoint_gb"]), (t("b_interval_min", L), st["checkpoint_interval_min"]["value"]),
+            (t("b_write_sync", L), st["write_gb_s_sync"]["value"]), (t("b_write_async", L), st["write_gb_s_async_drain"]["value"]),
+            (t("b_read_loader", L), st["loader_read_gb_s"]["value"]), (t("b_restore_s", L), st["restore_s"]["value"])]
+
+
+def facility_rows(f: dict, L: str) -> list[tuple[str, Any]]:
+    return [(t("b_node_kw", L), f"{f['node_kw_max']:.2f} / {f['node_kw_typical']['value']:.2f}"),
+            (t("b_rack_budget", L), f["rack_kw_budget"]["value"]),
+            (t("b_racks", L), f"{f['racks']} ({f['node_racks']} / {f['network_racks']} / {f['storage_racks']})"),
+            (t("b_cooling", L), f["cooling"]["value"]),
+            (t("b_it_kw", L), f"{f['it_kw_max']:.1f} / {f['it_kw_typical']:.1f}"),
+            (t("b_pdu_ups", L), f"{f['pdus']} / {f['ups_modules']} ({f['ups_redundancy']['value']})"),
+            (t("b_floor", L), f["floor_m2"]["value"]), (t("b_energy_year", L), f["annual_kwh"]),
+            (t("b_energy_cost", L) + f" ({f['currency']})", f["annual_energy_cost"]["typical"])]
+
+
+def software_rows(sw: dict, L: str) -> list[tuple[str, Any]]:
+    return [(t("b_driver", L), sw["driver"]), (t("b_toolkit", L), sw["toolkit"]),
+            (t("b_collectives", L), f"{sw['collectives']} {sw['collectives_version']}"), ("PyTorch", sw["pytorch"]),
+            (t("b_framework", L), sw["framework"]["value"]), (t("b_scheduler", L), sw["scheduler"]["value"]),
+            (t("b_files", L), ", ".join(sw["files"]) or "—")]
+
+
+def acceptance_rows(acc: dict) -> list[list[Any]]:
+    rows = []
+    for key, v in acc.items():
+        if isinstance(v, dict) and "value" in v:
+            rows.append([key, str(v["value"]), v["source"][:90]])
+        elif isinstance(v, dict) and v and all(isinstance(x, dict) or x is None for x in v.values()):
+            for op, lim in v.items():
+                if lim:
+                    rows.append([f"{key}.{op}", str(lim["value"]), lim["source"][:90]])
+    return rows
+
+
+def print_build(out: dict[str, Any], lang: str, console: Console | None = None) -> None:
+    con, L = console or Console(soft_wrap=False), lang
+    con.print(bom_table(out["bom"], L))
+    con.print(_kv(t("b_break_even", L), rent_rows(out["bom"], L), L))
+    con.print(node_table(out["node"], L))
+    con.print(network_table(out["network"], L))
+    con.print(_kv(t("b_storage_title", L), storage_rows(out["storage"], L), L))
+    con.print(_kv(t("b_facility_title", L), facility_rows(out["facility"], L), L))
+    con.print(_kv(t("b_software_title", L), software_rows(out["software"], L), L))
+    risks = out["risks"]
+    con.print(_table(t("b_risks_title", L), [t("item", L), t("b_severity", L), t("b_evidence", L), t("b_mitigation", L)],
+                     [[r["id"], r["severity"], r["evidence"], r["mitigation"]] for r in risks]
+                     or [[t("b_no_risks", L), "", "", ""]]))
+    con.print(_table(t("b_acceptance_title", L), [t("item", L), t("b_threshold", L), t("source", L)],
+                     acceptance_rows(out["acceptance"])))
+    ph = out["phases"]
+    con.print(_table(t("b_phases_title", L), [t("item", L), t("b_weeks", L), t("value", L)],
+                     [[p["id"], f"{p['weeks_low']:g}-{p['weeks_high']:g}", p["what"][:80]] for p in ph["rollout"]]
+                     + [[t("b_scale_out", L), "", ph["scale_out"]["recabling"][:80]]]))
+    con.print(_table(t("b_thumbs_title", L), [t("item", L), t("b_guide", L), t("b_ours", L), t("b_agrees", L)],
+                     [[x["topic"], x["guide_value"], x["ours"], t("b_yes", L) if x["agrees"] else t("b_no", L)]
+                      for x in out["rules_of_thumb"]]))

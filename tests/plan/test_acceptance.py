@@ -1,0 +1,73 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from trainsizer.accept import criteria
+from trainsizer.accept.criteria import AcceptanceCriteria
+
+
+def test_criteria_are_in_the_accept_schema(blocks):
+    acc = blocks().acceptance
+    again = AcceptanceCriteria.model_validate(json.loads(acc.model_dump_json()))
+    assert again == acc
+    assert acc.platform == "h100-sxm-80gb"
+    assert acc.gpu_count.value == 8 and acc.gpu_count.source.startswith("plan:")
+    assert acc.nic_count_min.value == 8 and acc.nic_speed_gbps_min.value == 400
+    assert acc.busbw_inter_gb_s_min.all_reduce.value == pytest.approx(0.8 * 8 * 400 / 8)
+    assert acc.rdma_gbps_min.value == pytest.approx(380)
+    assert acc.busbw_intra_gb_s_min.all_reduce is not None  # from the platform table (NVLS)
+    assert acc.gemm_tflops_min["bf16"].value > 0
+
+
+def test_thresholds_follow_the_plan(blocks):
+    out = blocks()
+    acc, st, node = out.acceptance, out.storage, out.node
+    assert acc.cpu_cores_min.value == node.cpu_cores.value and acc.ram_gib_min.value == node.ram_gib.value
+    assert acc.checkpoint_size_gb == pytest.approx(st.checkpoint_gb / 2, rel=1e-3)
+    assert acc.checkpoint_save_s_max.value == pytest.approx(st.write_budget_s.value, rel=1e-3)
+    assert acc.storage_write_gb_s_min.value == pytest.approx(st.write_gb_s_sync.value / 2, rel=1e-3)
+    assert acc.driver_version_min.value == "580.65.06"
+
+
+def test_no_platform_row_gets_a_ring_rule(blocks):
+    acc = blocks(hardware={"accelerator": "h800-sxm-80gb"}).acceptance
+    assert acc.platform is None
+    ar = acc.busbw_intra_gb_s_min.all_reduce
+    assert ar.value == pytest.approx(0.75 * 200) and "ring" in ar.source
+
+
+def test_plan_file_loads_in_accept(blocks, tmp_path):
+    out = blocks()
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps({"job": {}, **out.model_dump(mode="json")}))
+    loaded = criteria.load(path)
+    assert loaded.nic_count_min.value == 8
+    resolved = criteria.resolve(path, None, None)
+    assert resolved.cpu_cores_min.source.startswith("plan:")
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_accept_judges_against_the_plan_end_to_end(tmp_path, run_cli):
+    """trainsizer build writes plan.json; trainsizer accept --plan runs storage, checkpoint and gloo collectives
+    and judges them against the plan's thresholds."""
+    pytest.importorskip("torch")
+    repo = Path(__file__).resolve().parents[2]
+    code, _, err = run_cli("build", str(repo / "examples" / "lora-8b-one-gpu.yaml"), "--out-dir", str(tmp_path / "p"),
+                           "--json")
+    assert code == 0, err
+    plan = json.loads((tmp_path / "p" / "plan.json").read_text())
+    code, out, err = run_cli("accept", "--plan", str(tmp_path / "p" / "plan.json"), "--only",
+                             "storage,checkpoint,collectives", "--backend", "gloo", "--nproc", "2",
+                             "--storage-path", str(tmp_path), "--telemetry", "none", "--no-history", "--json",
+                             "--out", str(tmp_path / "r.json"))
+    assert code in (0, 1), err
+    checks = {c["name"]: c for c in json.loads(out)["checks"]}
+    for name, field in (("storage.write", "storage_write_gb_s_min"), ("checkpoint.save", "checkpoint_save_s_max"),
+                        ("checkpoint.restore", "checkpoint_restore_s_max")):
+        assert checks[name]["threshold"] == plan["acceptance"][field]["value"]
+        assert checks[name]["source"].startswith("plan:")
+        assert checks[name]["status"] in ("pass", "fail")
+    assert checks["checkpoint.integrity"]["status"] == "pass"
+    assert checks["collectives.correctness.intra"]["status"] == "pass"

@@ -1,0 +1,58 @@
+import pytest
+
+from trainsizer.plan.buildout.bom import Price, convert
+
+
+def test_totals_add_up(blocks):
+    bom = blocks().bom
+    for k in ("low", "typical", "high"):
+        assert bom.totals[k] == pytest.approx(sum(ln.total[k] for ln in bom.lines if ln.total))
+    for ln in bom.lines:
+        if ln.total:
+            assert ln.total["typical"] == pytest.approx(ln.quantity * ln.unit_price.typical)
+    assert bom.totals["low"] <= bom.totals["typical"] <= bom.totals["high"]
+
+
+def test_unpriced_lines_are_named_not_counted(blocks):
+    bom = blocks().bom
+    unpriced = [ln for ln in bom.lines if ln.unit_price is None and not ln.note.startswith("included")]
+    assert unpriced and {ln.part or ln.item for ln in unpriced} == set(bom.unpriced)
+
+
+def test_servers_switches_and_optics_are_on_the_bill(blocks):
+    b = blocks(hardware={"count": 512}, global_batch={"sequences": 512})
+    compute: dict = {}
+    for ln in b.bom.lines:
+        if ln.item.startswith(("compute", "GPU server")):
+            compute[ln.part] = compute.get(ln.part, 0) + ln.quantity
+    net = b.network.compute
+    assert compute["dgx-h100"] == 64
+    assert compute["quantum-2-qm9700"] == net.leaves + net.spines + net.cores == 16 + 8
+    assert compute["xcvr-osfp-400g-sr4"] == net.links["node_leaf"]
+    assert compute["xcvr-osfp-800g-2xsr4"] == net.links["node_leaf"] // 2 + net.links["leaf_spine"]
+
+
+def test_cny_uses_cny_ranges_or_labels_the_conversion(blocks, catalog):
+    bom = blocks(goal={"budget": {"amount": 1e8, "currency": "CNY"}}).bom
+    assert bom.currency == "CNY"
+    for ln in bom.lines:
+        if ln.unit_price is None:
+            continue
+        assert ln.unit_price.currency == "CNY"
+        native = ln.part and ln.part in catalog.switches and catalog.price("purchase", ln.part, "CNY")
+        if ln.unit_price.converted:
+            assert "7.18" in ln.unit_price.converted and "2024-01" in ln.unit_price.converted
+            assert not native
+
+
+def test_conversion_is_labelled():
+    p = Price(low=1, typical=2, high=3, currency="USD", source="s", date="2026")
+    c = convert(p, "CNY")
+    assert c.typical == pytest.approx(2 * 7.18) and "CNY/USD" in c.converted
+    assert convert(p, "USD") is p
+
+
+def test_break_even(blocks):
+    bvr = blocks().bom.buy_vs_rent
+    assert bvr.rent_per_month > bvr.running_per_month
+    assert bvr.break_even_month == pytest.approx(bvr.capex["typical"] / (bvr.rent_per_month - bvr.running_per_month))

@@ -1,0 +1,45 @@
+import json
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
+KEYS = {"bom", "node", "network", "storage", "facility", "software", "risks", "acceptance", "phases",
+        "rules_of_thumb"}
+
+
+@pytest.mark.parametrize("example", [e for e in EXAMPLES if "search" not in e.name], ids=lambda p: p.stem)
+def test_every_example_builds(example, run_cli):
+    code, out, err = run_cli("build", str(example), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert KEYS <= set(data)
+    assert data["bom"]["totals"]["typical"] > 0
+    assert data["acceptance"]["gpu_count"]["value"] == data["job"]["hardware"]["gpus_per_node"]
+
+
+def test_tables_in_both_languages(run_cli):
+    ex = str(EXAMPLES[0].parent / "sft-70b-16gpu.yaml")
+    code, en, _ = run_cli("--lang", "en", "build", ex)
+    assert code == 0 and "Bill of materials" in en and "Network fabrics" in en
+    code, zh, _ = run_cli("--lang", "zh", "build", ex)
+    assert code == 0 and "物料清单" in zh and "网络架构" in zh
+
+
+def test_out_dir_writes_plan_and_scheduler_files(tmp_path, run_cli):
+    ex = str(EXAMPLES[0].parent / "sft-70b-16gpu.yaml")
+    code, out, _ = run_cli("build", ex, "--out-dir", str(tmp_path))
+    assert code == 0
+    assert {p.name for p in tmp_path.iterdir()} == {"plan.json", "slurm.conf", "gres.conf", "topology.conf"}
+
+
+def test_job_without_hardware_is_a_clear_error(run_cli):
+    ex = str(EXAMPLES[0].parent / "sft-70b-search.yaml")
+    code, _, err = run_cli("build", ex)
+    assert code == 2 and "hardware" in err
+
+
+def test_unknown_server_is_a_clear_error(run_cli):
+    ex = str(EXAMPLES[0].parent / "sft-70b-16gpu.yaml")
+    code, _, err = run_cli("build", ex, "--server", "dgx-b200")
+    assert code == 2 and "b200" in err

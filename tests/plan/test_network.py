@@ -1,0 +1,53 @@
+from trainsizer.plan.buildout.network import network_block
+
+
+def test_two_nodes_one_switch_and_converged_storage(build):
+    net = network_block(build())
+    assert net.compute.topology == "single switch" and net.compute.leaves == 1
+    assert net.compute.links["node_leaf"] == 16
+    assert net.storage.purpose == "converged" and net.inband is None
+    assert net.oob.links["node_leaf"] >= 2 + 2  # 2 BMCs + the switches
+    assert net.gpudirect_rdma and net.sharp == "v3"
+    assert net.nvlink.gpus_per_domain == 8 and net.nvlink.domains == 2
+
+
+def test_64_nodes_rail_optimised_with_separate_fabrics(build):
+    b = build(hardware={"count": 512}, global_batch={"sequences": 512})
+    net = network_block(b, storage_servers=4, pdus=40)
+    c = net.compute
+    assert c.topology == "rail-optimised fat tree, 2 tiers"
+    assert (c.leaves, c.spines) == (16, 8)  # 2 SU x 8 rails; 512 uplinks / 64
+    assert net.storage.purpose == "storage" and net.inband is not None
+    roles = {p.role for p in c.parts}
+    assert "leaf-spine switch transceiver" in roles and "node-leaf fibre" in roles
+    assert "40 PDUs" not in net.oob.notes[0] and net.oob.links["node_leaf"] >= 64 + 40 + 4
+
+
+def test_allreduce_links_strategy_to_fabric(build):
+    net = network_block(build())
+    ar = net.allreduce
+    assert ar.ranks == 16 and ar.ranks_per_domain == 8
+    assert ar.busbw_gb_s > 0 and ar.time_s > 0
+    # 8B params in bf16 grads over a 2-node ring: at least the bytes over the NIC payload
+    assert ar.time_s >= 2 * 15 / 16 * ar.bytes_per_rank_gb / ar.busbw_gb_s * 0.999
+
+
+def test_one_node_has_no_switched_fabric(build):
+    net = network_block(build(hardware={"count": 8, "network": None}))
+    assert net.compute is None and net.storage is None and net.oob is None
+
+
+def test_cloud_efa_is_provider_managed(build):
+    net = network_block(build(hardware={"network": "efa-v3"}))
+    assert net.compute.kind == "provider" and net.compute.parts == []
+
+
+def test_roce_gets_lossless_rules(build):
+    net = network_block(build(hardware={"network": "roce-400"}))
+    assert net.compute.kind == "roce" and net.lossless is not None and "PFC" in net.lossless.value
+
+
+def test_speed_without_catalog_switch_is_unsized_not_invented(build):
+    net = network_block(build(hardware={"network": {"nics_per_node": 2, "gbps_per_nic": 50, "kind": "roce"}}))
+    assert net.compute.topology == "unsized" and net.compute.leaves == 0
+    assert "no roce switch" in net.compute.notes[0]

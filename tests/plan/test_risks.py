@@ -1,0 +1,32 @@
+def _ids(out):
+    return {r.id for r in out.risks}
+
+
+def test_consumer_card_and_export(blocks):
+    out = blocks(hardware={"accelerator": "rtx-4090", "count": 8, "network": None}, model="qwen2.5-7b", method="qlora",
+                 constraints={"market": "china"}, strategy={"fsdp": "none"})
+    assert {"consumer_cards_in_production", "export_control_availability"} <= _ids(out)
+    r = next(r for r in out.risks if r.id == "consumer_cards_in_production")
+    assert "ECC False" in r.evidence and r.mitigation and r.source == "guide_003"
+
+
+def test_slow_network_multi_node(blocks):
+    out = blocks(hardware={"network": "roce-25"})
+    assert "multi_node_on_slow_network" in _ids(out)
+
+
+def test_rack_over_budget_and_deadline(blocks):
+    out = blocks(constraints={"rack_kw": 8}, goal={"deadline_days": 0.01})
+    ids = _ids(out)
+    assert "rack_power_over_site_limit" in ids and "deadline_slack" in ids
+
+
+def test_healthy_plan_triggers_few(blocks):
+    ids = _ids(blocks())
+    assert not ids & {"consumer_cards_in_production", "multi_node_on_slow_network", "rack_power_over_site_limit",
+                      "deadline_slack", "tp_across_slow_links"}
+
+
+def test_tp_over_pcie(blocks):
+    out = blocks(hardware={"accelerator": "l40s", "network": "roce-100"}, strategy={"fsdp": "none", "tp": 4})
+    assert "tp_across_slow_links" in _ids(out)

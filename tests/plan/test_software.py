@@ -1,0 +1,62 @@
+import yaml
+
+from trainsizer.plan.buildout.network import network_block
+from trainsizer.plan.buildout.slurm_files import expand_hostlist, parse_conf
+from trainsizer.plan.buildout.software import software_block
+
+
+def _sw(b, cores=40, ram=500.0):
+    return software_block(b, network_block(b), cores, ram)
+
+
+def _nodes_in(entries, key="NodeName"):
+    return [n for e in entries if key in e for n in expand_hostlist(e.get("Nodes", e[key]))]
+
+
+def test_slurm_files_parse_and_match_the_plan(build, catalog):
+    b = build(hardware={"count": 512}, global_batch={"sequences": 512})
+    sw = _sw(b)
+    conf = parse_conf(sw.files["slurm.conf"])
+    node = next(e for e in conf if "NodeName" in e)
+    assert len(expand_hostlist(node["NodeName"])) == 64
+    assert node["Gres"] == "gpu:h100:8"
+    server = catalog.server("dgx-h100")
+    assert int(node["CoresPerSocket"]) * int(node["SocketsPerBoard"]) == server.cpu_cores
+    assert int(node["RealMemory"]) <= server.ram_gib * 1024  # must not exceed what slurmd detects
+    part = next(e for e in conf if "PartitionName" in e)
+    assert part["Nodes"] == node["NodeName"]
+    assert {"GresTypes": "gpu"} in conf and {"SelectType": "select/cons_tres"} in conf
+    gres = parse_conf(sw.files["gres.conf"])
+    assert gres[0] == {"AutoDetect": "nvml"} and gres[1]["Count"] == "8"
+    topo = parse_conf(sw.files["topology.conf"])
+    leaves = [e for e in topo if "Nodes" in e]
+    members = [n for e in leaves for n in expand_hostlist(e["Nodes"])]
+    assert sorted(members) == sorted(expand_hostlist(node["NodeName"]))  # every node on exactly one leaf
+    assert len(leaves) == 2  # two 32-node scalable units
+    assert any("Switches" in e for e in topo)
+
+
+def test_kubernetes_manifest_for_cloud_fabric(build):
+    sw = _sw(build(hardware={"network": "efa-v3"}))
+    assert "Kubernetes" in sw.scheduler.value and "slurm.conf" not in sw.files
+    doc = yaml.safe_load(sw.files["pytorchjob.yaml"])
+    assert doc["apiVersion"] == "kubeflow.org/v1" and doc["kind"] == "PyTorchJob"
+    specs = doc["spec"]["pytorchReplicaSpecs"]
+    assert sum(s["replicas"] for s in specs.values()) == 2
+    limits = specs["Master"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert limits == {"nvidia.com/gpu": 8}
+
+
+def test_amd_and_ascend_stacks(build):
+    amd = _sw(build(hardware={"accelerator": "mi300x"}))
+    assert amd.collectives == "RCCL" and "ROCm" in amd.toolkit
+    assert parse_conf(amd.files["gres.conf"])[0] == {"AutoDetect": "rsmi"}
+    npu = _sw(build(hardware={"accelerator": "ascend-910b", "network": "roce-200"}))
+    assert npu.collectives == "HCCL" and "CANN" in npu.toolkit
+    assert "davinci" in npu.files["gres.conf"] and "Gres=npu:" in npu.files["slurm.conf"]
+
+
+def test_framework_follows_strategy(build):
+    assert "FSDP" in _sw(build()).framework.value
+    assert "Megatron" in _sw(build(strategy={"fsdp": "none", "tp": 8})).framework.value
+    assert "PEFT" in _sw(build(method="lora", strategy={"fsdp": "none"})).framework.value

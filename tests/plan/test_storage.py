@@ -1,0 +1,44 @@
+import pytest
+
+from trainsizer.plan.buildout.storage import checkpoint_bytes, storage_block
+
+
+def test_checkpoint_is_14_bytes_per_param(build, catalog):
+    b = build()
+    assert checkpoint_bytes(b) == pytest.approx(14 * b.scenario.model.params_total)
+
+
+def test_lora_checkpoint_is_adapters_only(build):
+    full = checkpoint_bytes(build())
+    lora = checkpoint_bytes(build(method="lora", strategy={"fsdp": "none"}))
+    assert lora < full / 100
+
+
+def test_stall_share_at_daly_interval_meets_target(build):
+    # big enough that failures, not the 2 h cap, set the interval
+    st = storage_block(build(hardware={"count": 4096}, global_batch={"sequences": 4096}))
+    assert st.checkpoint_interval_min.value < 120
+    stall = st.write_budget_s.value / (st.checkpoint_interval_min.value * 60)
+    # Daly's tau = sqrt(2 d M) - d, so d/tau is a little above s = d/sqrt(2 d M)
+    assert stall == pytest.approx(st.stall_share_target.value, rel=0.1)
+    assert st.write_gb_s_sync.value == pytest.approx(st.checkpoint_gb / st.write_budget_s.value)
+    assert st.write_gb_s_async_drain.value < st.write_gb_s_sync.value
+
+
+def test_rare_failures_cap_the_interval(build):
+    st = storage_block(build())
+    assert st.checkpoint_interval_min.value == 120
+    assert st.write_budget_s.value == pytest.approx(0.05 * 7200)
+
+
+def test_capacity_counts_retained_checkpoints_and_data(build):
+    st = storage_block(build())
+    need = (3 * st.checkpoint_gb + st.dataset_tokenised_gb + st.dataset_raw_gb) / 1000
+    assert st.capacity_tb.value >= need
+
+
+def test_tiers(build):
+    assert storage_block(build(hardware={"count": 8, "network": None})).kind == "node_local"
+    multi = storage_block(build())
+    assert multi.kind == "parallel_fs" and multi.appliances >= 1
+    assert multi.read_gb_s_tier >= multi.loader_read_gb_s.value
