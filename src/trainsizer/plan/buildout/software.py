@@ -69,7 +69,7 @@ def pytorchjob(name: str, nodes: int, gpus: int, image: str, resource: str) -> s
     specs = {"Master": replica(1)}
     if nodes > 1:
         specs["Worker"] = replica(nodes - 1)
-    doc = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": name},
+    doc = {"apiVersion": rules.value("software", "pytorchjob_api"), "kind": "PyTorchJob", "metadata": {"name": name},
            "spec": {"nprocPerNode": str(gpus), "pytorchReplicaSpecs": specs}}
     return yaml.safe_dump(doc, sort_keys=False)
 
