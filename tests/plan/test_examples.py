@@ -61,3 +61,33 @@ def test_pareto_front_is_not_dominated(plan_of):
     for o in priced:  # no option beats a front point on both figures
         for p in front:
             assert not (o.train_days < p.train_days and o.cost < p.cost)
+
+
+def _without_hardware(name: str) -> dict:
+    import yaml
+
+    data = yaml.safe_load((REPO / "examples" / name).read_text(encoding="utf-8"))
+    data.pop("hardware", None)
+    data.pop("strategy", None)
+    return data
+
+
+def test_405b_pretraining_searches_to_thousands_of_gpus():
+    from trainsizer.catalog import load_catalog
+    from trainsizer.plan.core import make_plan
+
+    plan = make_plan(_without_hardware("pretrain-405b.yaml"), load_catalog(), top=3)
+    rec = plan.recommended
+    assert rec is not None and rec.hardware.count >= 1000 and rec.meets.deadline
+    assert plan.tier.id == "large-cluster"
+    assert rec.hardware.network is not None and rec.hardware.network.gbps_per_nic >= 200
+    assert "gb200" in plan.search.excluded_accelerators  # 120 kW racks, constraints.rack_kw is 40
+
+
+def test_qlora_7b_searched_in_its_market_is_one_card():
+    from trainsizer.catalog import load_catalog
+    from trainsizer.plan.core import make_plan
+
+    plan = make_plan(_without_hardware("qlora-7b-one-gpu.yaml"), load_catalog(), top=3, lang="zh")
+    assert plan.recommended.hardware.count == 1 and plan.tier.id == "single-gpu"
+    assert "出口受限" in plan.search.excluded_accelerators["h100-sxm-80gb"]

@@ -27,8 +27,8 @@ def _cands(constraints=None, pins=None, **job):
 def test_constraints_shape_the_candidates():
     _, c = _cands({"exclude": ["h100-sxm-80gb"], "cooling": "air", "max_nodes": 4, "rack_kw": 20})
     accs = {o.accelerator.id for o in c.options}
-    assert "h100-sxm-80gb" not in accs and c.excluded["h100-sxm-80gb"] == "in constraints.exclude"
-    assert "gb200" not in accs and "cooling" in c.excluded["gb200"]
+    assert "h100-sxm-80gb" not in accs and [r.code for r in c.excluded["h100-sxm-80gb"]] == ["exclude"]
+    assert "gb200" not in accs and {r.code for r in c.excluded["gb200"]} == {"cooling"}
     assert all(o.nodes <= 4 for o in c.options)
     assert all(o.server is None or o.server.power_max_w <= 20000 for o in c.options)
     assert all(o.network is not None for o in c.options if o.nodes > 1)

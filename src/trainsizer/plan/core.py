@@ -258,6 +258,7 @@ def rank_searched(sr: Searched, tie_fraction: float) -> Ranked:
     tied = ranking.ties(ranked, objective, tie_fraction)
     size = {i: (p.result.system.nodes, p.result.option.count) for i, p in enumerate(sr.priced)}
     ranked = ranking.prefer_simple(ranked, tied, size)
+    tied = [s for s in ranked if s in tied]
     return Ranked(objective, ranking.metric_of(objective), ranked, tied, ranking.pareto(scored))
 
 
@@ -320,7 +321,7 @@ def _assemble(sr: Searched, rk: Ranked, options: list[PlanOption], recommended: 
                          memory_evaluations=stats.memory_evaluations,
                          hardware_options=stats.options, hardware_options_pruned=stats.options_pruned_by_memory,
                          hardware_options_not_scaling=stats.options_pruned_by_scaling,
-                         hardware_options_feasible=len(sr.priced), excluded_accelerators=cands.excluded,
+                         hardware_options_feasible=len(sr.priced), excluded_accelerators=explain.excluded(cands, lang),
                          dominated_networks=cands.dominated_networks),
         tier=tier, recommended=recommended, options=options,
         hardware_options=[_summary(sr.priced[s.index], s) for s in rk.ranked],

@@ -25,6 +25,13 @@ def money(v: float | None, currency: str, lang: str = "en") -> str:
     return msg("money_none", lang) if v is None else f"{v:,.0f} {currency}"
 
 
+def excluded(cands: Any, lang: str) -> dict[str, str]:
+    """Accelerator id -> why it was not searched, in `lang`."""
+    sep = "; " if lang == "en" else "；"
+    return {acc: sep.join(msg("excluded_" + r.code, lang, **dict(r.fields)) for r in reasons)
+            for acc, reasons in sorted(cands.excluded.items())}
+
+
 def _family(r: OptionResult) -> tuple:
     o = r.option
     return (o.accelerator.id, o.server.id if o.server is not None else None)
@@ -147,7 +154,7 @@ def binding(base: Scenario, results: list[OptionResult], priced: list[Any], cand
     plan then re-searches the relaxed jobs, `plan.relax`)."""
     goal, c = base.job.goal, base.job.constraints
     if not cands.options:
-        why = "; ".join(f"{k}: {v}" for k, v in sorted(cands.excluded.items()))
+        why = "; ".join(f"{k}: {v}" for k, v in excluded(cands, lang).items())
         return Binding(constraint="constraints", detail=msg("bind_constraints", lang, why=why),
                        relaxations=[Relaxation(change=msg("relax_constraints", lang),
                                                result=msg("relax_constraints_buys", lang))])

@@ -41,7 +41,7 @@ def _cost(option: dict[str, Any], currency: str, lang: str) -> str:
     score = option["score"]
     if score.get("cost") is None:
         return "—"
-    return f"{_money(score['cost'], currency)} ({t(score['cost_basis'], lang)})"
+    return f"{_money(score['cost'], currency)} ({t('plan_basis_' + score['cost_basis'], lang)})"
 
 
 def _options_table(plan: dict[str, Any], lang: str) -> Table:
@@ -112,5 +112,8 @@ def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) 
         con.print(_pareto_table(plan, L))
     if plan.get("binding"):
         _binding(plan, con, L)
+    excluded = s.get("excluded_accelerators") or {}
+    if excluded:
+        con.print(f"{t('plan_excluded', L)}: " + "; ".join(f"{k} ({v})" for k, v in excluded.items()))
     for note in plan.get("notes", []):
         con.print(f"note: {note}")

@@ -40,6 +40,17 @@ class Pins:
 
 
 @dataclass(frozen=True)
+class Reason:
+    """Why an accelerator or server is not searched: a code and its fields (the plan words it, zh/en).
+
+    Codes: pinned, exclude, include, domestic (market china-domestic), export (export-restricted for the China
+    market), precision, cooling, rack_kw."""
+
+    code: str
+    fields: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class HardwareOption:
     """One hardware configuration to search strategies on."""
 
@@ -62,7 +73,7 @@ class HardwareOption:
 @dataclass
 class Candidates:
     options: list[HardwareOption] = field(default_factory=list)
-    excluded: dict[str, str] = field(default_factory=dict)  # accelerator id -> why it is not searched
+    excluded: dict[str, tuple[Reason, ...]] = field(default_factory=dict)  # accelerator id -> why not searched
     dominated_networks: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -72,32 +83,33 @@ def _precision_ok(acc: Any, precision: str) -> bool:
     return bool(acc.tflops_dense.get(key))
 
 
-def _accelerator_reason(acc: Any, scenario: Scenario, listed: dict[str, set[str] | None], pins: Pins) -> str | None:
+def _accelerator_reason(acc: Any, scenario: Scenario, listed: dict[str, set[str] | None], pins: Pins) -> Reason | None:
     """Why `acc` may not be used (None: it may)."""
     c = scenario.job.constraints
     if pins.accelerator is not None and acc.id != pins.accelerator:
-        return "not the pinned accelerator"
+        return Reason("pinned")
     if acc.id in (listed["exclude"] or set()):
-        return "in constraints.exclude"
+        return Reason("exclude")
     include = listed["include"]
     if include is not None and acc.id not in include:
-        return "not in constraints.include"
+        return Reason("include")
     explicit = include is not None or pins.accelerator is not None
     if c.market == "china-domestic" and not acc.domestic_china and not explicit:
-        return "constraints.market is china-domestic and this is not a domestic accelerator"
+        return Reason("domestic")
     if c.market in ("china", "china-domestic") and acc.china_export_restricted and not explicit:
-        return "export-restricted for the China market (as recorded in the catalog)"
+        return Reason("export")
     if not _precision_ok(acc, scenario.training.precision):
-        return f"no dense {scenario.training.precision} tensor throughput"
+        return Reason("precision", (("precision", scenario.training.precision),))
     return None
 
 
-def _server_reason(server: Any, scenario: Scenario) -> str | None:
+def _server_reason(server: Any, scenario: Scenario) -> Reason | None:
     c = scenario.job.constraints
     if c.cooling == "air" and "air" not in server.cooling.lower():
-        return f"{server.id} needs {server.cooling} cooling; constraints.cooling is air"
+        return Reason("cooling", (("server", server.id), ("cooling", server.cooling)))
     if c.rack_kw is not None and server.power_max_w / 1000.0 > c.rack_kw:
-        return f"{server.id} draws up to {server.power_max_w / 1000:.1f} kW, more than constraints.rack_kw = {c.rack_kw:g}"
+        return Reason("rack_kw", (("server", server.id), ("kw", f"{server.power_max_w / 1000:.1f}"),
+                                  ("rack_kw", f"{c.rack_kw:g}")))
     return None
 
 
@@ -173,7 +185,7 @@ def _servers_of(acc: Any, scenario: Scenario, catalog: Any, excluded: dict[str, 
             shapes.add(shape)
             ok.append(s)
     if not ok:
-        excluded[acc.id] = "; ".join(reasons)
+        excluded[acc.id] = tuple(reasons)
         return None
     return ok
 
@@ -190,8 +202,8 @@ def hardware_candidates(scenario: Scenario, catalog: Any, pins: Pins, listed: di
     for acc in sorted(catalog.accelerators.values(), key=lambda a: a.id):
         why = _accelerator_reason(acc, scenario, listed, pins)
         if why:
-            if why != "not the pinned accelerator":
-                out.excluded[acc.id] = why
+            if why.code != "pinned":
+                out.excluded[acc.id] = (why,)
             continue
         servers = _servers_of(acc, scenario, catalog, out.excluded)
         if servers is None:
