@@ -160,19 +160,3 @@ def test_edit_link_prefills_the_form(client):
     html = client.get("/", params={"job": encode_job(job), "lang": "en"}).text
     assert 'value="llama-3.1-70b"' in html and 'value="8192"' in html
     assert inline_errors(html) == {}
-
-
-def test_result_page_shows_the_job_and_its_yaml(client):
-    import yaml
-
-    r = client.post("/plan", data=GOOD | {"name": "<b>x</b>"})
-    assert r.status_code == 200 and "<b>x</b>" not in r.text and "&lt;b&gt;x&lt;/b&gt;" in r.text
-    token = str(r.url).split("job=")[1].split("&")[0]
-    y = client.get("/download/yaml", params={"job": token})
-    assert y.status_code == 200 and "attachment" in y.headers["content-disposition"]
-    assert yaml.safe_load(y.text)["name"] == "<b>x</b>"
-
-
-def test_broken_result_link_is_a_message_not_a_crash(client):
-    r = client.get("/result", params={"job": "garbage!", "lang": "en"})
-    assert r.status_code == 422 and "not a job link" in r.text

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
 
 from trainsizer.errors import SpecError
 from trainsizer.render.console import to_jsonable
@@ -62,6 +63,22 @@ async def read_job(request: Request) -> dict[str, Any]:
     data = parse_json_object(raw, "job", request.app.state.config.max_json_bytes)
     validate_job(data)
     return data
+
+
+def _plan_responses() -> dict[int | str, dict[str, Any]]:
+    from trainsizer.plan import Plan
+
+    return {200: {"model": Plan, "description": "The plan (as `trainsizer plan --json`)"}, **ERRORS}
+
+
+@router.post("/plan", openapi_extra=JOB_BODY, responses=_plan_responses(), summary="Plan the hardware for a job",
+             response_class=JSONResponse)
+async def api_plan(request: Request) -> JSONResponse:
+    """Search the catalog's accelerators, GPU counts, networks and parallel layouts for the job; rank them
+    by its goal; report near-equal options as ties, the time-cost Pareto front and, when nothing
+    satisfies the job, what binds and what relaxing it buys (as `trainsizer plan --json`)."""
+    job = await read_job(request)
+    return JSONResponse(await request.app.state.results.plan(job))
 
 
 @router.post("/estimate", openapi_extra=JOB_BODY, responses=ERRORS, summary="Evaluate one configuration")

@@ -25,6 +25,7 @@ from trainsizer.web.config import ServeConfig
 from trainsizer.web.errors import ErrorBody, ErrorDetail, error_detail, status_of
 from trainsizer.web.middleware import LimitsMiddleware
 from trainsizer.web.pool import WorkerPool
+from trainsizer.web.results import Results
 
 log = logging.getLogger("trainsizer.web")
 
@@ -109,6 +110,7 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
     app.state.config = config
     app.state.catalog = load_catalog(overlays=config.overlays)
     app.state.pool = WorkerPool(config)
+    app.state.results = Results(app.state.pool, config.cache_entries)
     app.add_middleware(LimitsMiddleware, max_json_bytes=config.max_json_bytes,
                        max_upload_bytes=config.max_upload_bytes)
     _install_errors(app)

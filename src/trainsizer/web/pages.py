@@ -4,6 +4,7 @@ beside the input (the CLI's message), never a broken page."""
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 from typing import Any
 
@@ -15,11 +16,11 @@ from starlette.datastructures import UploadFile
 from trainsizer.errors import TrainsizerError
 from trainsizer.render.console import fmt_params
 from trainsizer.scenario import resolve_job
-from trainsizer.web.errors import TooLarge, error_detail, status_of
+from trainsizer.web.errors import NotFound, TooLarge, error_detail, status_of
 from trainsizer.web.form import CHOICES, DEFAULTS, MULTI, error_input, form_from_job, job_from_form
 from trainsizer.web.i18n import messages, pick_lang, translator
 from trainsizer.web.jobinput import validate_job
-from trainsizer.web.token import decode_job, encode_job
+from trainsizer.web.token import decode_job, encode_job, job_key
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(resources.files("trainsizer.web").joinpath("templates")))
@@ -149,6 +150,11 @@ def _operations(schema: dict[str, Any]) -> list[dict[str, Any]]:
     return ops
 
 
+@router.get("/favicon.ico")
+def favicon() -> Response:
+    return Response(status_code=204)  # no icon; and no 404 in the browser's console
+
+
 @router.get("/api-docs", response_class=HTMLResponse)
 def api_docs(request: Request) -> HTMLResponse:
     """The API documentation, built here from the OpenAPI schema (no CDN-hosted viewer)."""
@@ -180,21 +186,59 @@ def _job_from_link(request: Request) -> tuple[str, dict[str, Any]]:
     return token, job
 
 
+DOWNLOAD_LABELS = (("json", "JSON"), ("html", "HTML"), ("md", "Markdown"), ("xlsx", "Excel"), ("pdf", "PDF"))
+
+
+def _toolbar(request: Request, lang: str, token: str, job: dict[str, Any], plan: dict[str, Any]) -> str:
+    from trainsizer.web.downloads import pdf_unavailable
+
+    pdf_missing = pdf_unavailable()
+    downloads = [(f, label) for f, label in DOWNLOAD_LABELS if not (f == "pdf" and pdf_missing)]
+    ties = [t for t in plan.get("ties") or [] if len(plan.get("ties") or []) > 1]
+    ctx = context(request, lang, token=token, job_yaml=_job_yaml(job), downloads=downloads,
+                  pdf_missing=pdf_missing, ties=ties)
+    return templates.get_template("toolbar.html").render(ctx)
+
+
+def _with_toolbar(report_html: str, toolbar: str) -> str:
+    """The report page with the web page's bar (links, language, downloads) at the top of its body."""
+    match = re.search(r"<body[^>]*>", report_html)
+    at = match.end() if match else 0
+    return report_html[:at] + toolbar + report_html[at:]
+
+
 @router.get("/result", response_class=HTMLResponse)
-def result_page(request: Request) -> HTMLResponse:
-    """The job of a link, resolved against the catalog (its plan follows it)."""
+async def result_page(request: Request) -> HTMLResponse:
+    """The plan of a link: the HTML report (charts, diagram, tables) under a bar with the downloads."""
     lang = request_lang(request, request.query_params.get("lang"))
     try:
         token, job = _job_from_link(request)
-        scenario = resolve_job(job, request.app.state.catalog)
+        results = request.app.state.results
+        plan = await results.plan(job)
+        report = (await results.file(job, "html", lang)).decode("utf-8")
     except TrainsizerError as err:
-        return render_form(request, lang, dict(DEFAULTS), {"_": str(err)}, status=status_of(err))
-    ctx = context(request, lang, token=token, title=scenario.name, job_yaml=_job_yaml(job),
-                  summary_rows=_flatten(scenario.summary()))
-    return templates.TemplateResponse(request, "result.html", ctx)
+        values = form_from_job(job) if "job" in locals() else dict(DEFAULTS)
+        return render_form(request, lang, values, {"_": str(err)}, status=status_of(err))
+    return HTMLResponse(_with_toolbar(report, _toolbar(request, lang, token, job, plan)))
 
 
-@router.get("/download/yaml")
+@router.get("/download/{fmt}")
+async def download(request: Request, fmt: str) -> Response:
+    """One file of a plan: json, html, md (zip with chart images), xlsx, svg, pdf (when installed), yaml."""
+    from trainsizer.web.downloads import FORMATS
+
+    if fmt == "yaml":
+        return download_yaml(request)
+    if fmt not in FORMATS:
+        raise NotFound(f"{fmt}: unknown download format; allowed: {', '.join([*FORMATS, 'yaml'])}", field="fmt")
+    lang = request_lang(request, request.query_params.get("lang"))
+    _token, job = _job_from_link(request)
+    data = await request.app.state.results.file(job, fmt, lang)
+    spec = FORMATS[fmt]
+    name = f"trainsizer-plan-{job_key(job)}-{lang}.{spec.suffix}"
+    return Response(data, media_type=spec.media_type, headers={"content-disposition": f'attachment; filename="{name}"'})
+
+
 def download_yaml(request: Request) -> Response:
     """The job of a link as a job file: `trainsizer plan job.yaml` reproduces the page."""
     _token, job = _job_from_link(request)

@@ -50,7 +50,22 @@ def fit(payload: dict[str, Any]) -> dict[str, Any]:
     return to_jsonable(reverse_questions(_scenario(payload["job"]), tuple(payload["what"])))
 
 
-TASKS: dict[str, Callable[[dict[str, Any]], Any]] = {"estimate": estimate, "fit": fit}
+def plan(payload: dict[str, Any]) -> dict[str, Any]:
+    """The plan (`trainsizer plan --json`): search, rank, ties, Pareto front."""
+    from trainsizer.plan import make_plan
+
+    return to_jsonable(make_plan(payload["job"], _catalog()).model_dump(mode="json"))
+
+
+def render(payload: dict[str, Any]) -> bytes:
+    """One download of a plan, by the report renderer (the same files as `trainsizer report`)."""
+    from trainsizer.web.downloads import render_download
+
+    return render_download(payload["plan"], payload["fmt"], payload["lang"])
+
+
+TASKS: dict[str, Callable[[dict[str, Any]], Any]] = {"estimate": estimate, "fit": fit, "plan": plan,
+                                                      "render": render}
 
 
 def run(name: str, payload: dict[str, Any]) -> tuple[str, Any]:

@@ -1,0 +1,72 @@
+"""Finished plans and their rendered files, kept for the result page and its downloads (bounded LRU).
+
+A result page and its downloads ask for the same plan; the plan is computed once (concurrent requests for
+the same job wait for the one computation) and rendered files are kept per (job, format, language).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from typing import Any
+
+from trainsizer.web.pool import WorkerPool
+from trainsizer.web.token import job_key
+
+
+class _Lru:
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.items: OrderedDict[Any, Any] = OrderedDict()
+
+    def get(self, key: Any) -> Any:
+        if key in self.items:
+            self.items.move_to_end(key)
+            return self.items[key]
+        return None
+
+    def put(self, key: Any, value: Any) -> None:
+        self.items[key] = value
+        self.items.move_to_end(key)
+        while len(self.items) > self.size:
+            self.items.popitem(last=False)
+
+
+class Results:
+    def __init__(self, pool: WorkerPool, entries: int) -> None:
+        self.pool = pool
+        self._plans = _Lru(entries)
+        self._files = _Lru(max(4, entries // 4))  # rendered HTML carries its charts' script: keep fewer
+        self._inflight: dict[Any, asyncio.Future[Any]] = {}
+
+    async def _once(self, key: Any, cache: _Lru, task: str, payload: dict[str, Any]) -> Any:
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
+        if key in self._inflight:
+            return await asyncio.shield(self._inflight[key])
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future.add_done_callback(lambda f: f.cancelled() or f.exception())  # no "never retrieved" warnings
+        self._inflight[key] = future
+        try:
+            value = await self.pool.run(task, payload)
+        except BaseException as err:
+            future.set_exception(err)
+            raise
+        finally:
+            del self._inflight[key]
+        cache.put(key, value)
+        future.set_result(value)
+        return value
+
+    async def plan(self, job: dict[str, Any]) -> dict[str, Any]:
+        return await self._once(("plan", job_key(job)), self._plans, "plan", {"job": job})
+
+    async def file(self, job: dict[str, Any], fmt: str, lang: str) -> bytes:
+        plan = await self.plan(job)
+        if fmt == "json":
+            from trainsizer.web.downloads import render_download
+
+            return render_download(plan, "json", lang)
+        return await self._once(("file", job_key(job), fmt, lang), self._files, "render",
+                                {"plan": plan, "fmt": fmt, "lang": lang})

@@ -1,0 +1,82 @@
+"""The result page and downloads: the report renderer's HTML under the web page's bar, files that open."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import pytest
+import yaml
+
+from .conftest import example
+from .test_form import GOOD
+
+
+@pytest.fixture(scope="module")
+def result(client):
+    """One LoRA plan through the form (the slowest step of these tests: the search)."""
+    r = client.post("/plan", data=GOOD | {"name": "<b>bold</b> & co", "lang": "en"})
+    assert r.status_code == 200, r.text[:2000]
+    token = str(r.url).split("job=")[1].split("&")[0]
+    return r, token
+
+
+def test_result_page_is_the_report_with_a_bar(result):
+    r, token = result
+    html = r.text
+    assert 'id="ts-bar"' in html and 'id="headline"' in html  # the bar, then the report
+    assert html.index('id="ts-bar"') < html.index('id="headline"')
+    for fmt in ("json", "html", "md", "xlsx", "yaml"):
+        assert f'id="download-{fmt}"' in html
+    assert "<b>bold</b>" not in html and "&lt;b&gt;bold&lt;/b&gt;" in html
+
+
+def test_language_switch_link(client, result):
+    _r, token = result
+    zh = client.get("/result", params={"job": token, "lang": "zh"})
+    assert zh.status_code == 200 and 'lang="zh-CN"' in zh.text and "English" in zh.text
+
+
+def test_api_plan_is_the_plan_behind_the_page(client, result):
+    _r, token = result
+    plan = client.get("/download/json", params={"job": token}).json()
+    assert plan["schema_version"] and plan["recommended"]["id"]
+    from trainsizer.web.token import decode_job
+
+    again = client.post("/api/plan", json=decode_job(token, 100_000))
+    assert again.status_code == 200 and again.json() == plan
+
+
+def test_downloads_open(client, result):
+    _r, token = result
+    import openpyxl
+
+    x = client.get("/download/xlsx", params={"job": token, "lang": "zh"})
+    assert x.status_code == 200 and "attachment" in x.headers["content-disposition"]
+    book = openpyxl.load_workbook(io.BytesIO(x.content))
+    assert book.sheetnames
+    md = client.get("/download/md", params={"job": token})
+    names = zipfile.ZipFile(io.BytesIO(md.content)).namelist()
+    assert "report.md" in names
+    y = client.get("/download/yaml", params={"job": token})
+    assert yaml.safe_load(y.text)["name"] == "<b>bold</b> & co"
+    assert json.loads(client.get("/download/json", params={"job": token}).text)["job"]
+
+
+def test_unknown_download_format(client, result):
+    _r, token = result
+    r = client.get("/download/docx", params={"job": token})
+    assert r.status_code == 404 and "xlsx" in r.json()["error"]["message"]
+
+
+def test_broken_result_link_is_a_message_not_a_crash(client):
+    r = client.get("/result", params={"job": "garbage!", "lang": "en"})
+    assert r.status_code == 422 and "not a job link" in r.text
+
+
+def test_api_plan_errors_are_the_cli_errors(client):
+    job = example("sft-70b-search.yaml") | {"constraints": {"include": ["h100-sxm-80"]}}
+    r = client.post("/api/plan", json=job)
+    assert r.status_code == 422
+    assert r.json()["error"]["field"] == "constraints.include"
