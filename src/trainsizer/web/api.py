@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from trainsizer.errors import SpecError
 from trainsizer.render.console import to_jsonable
@@ -73,12 +73,12 @@ def _plan_responses() -> dict[int | str, dict[str, Any]]:
 
 @router.post("/plan", openapi_extra=JOB_BODY, responses=_plan_responses(), summary="Plan the hardware for a job",
              response_class=JSONResponse)
-async def api_plan(request: Request) -> JSONResponse:
+async def api_plan(request: Request) -> Response:
     """Search the catalog's accelerators, GPU counts, networks and parallel layouts for the job; rank them
     by its goal; report near-equal options as ties, the time-cost Pareto front and, when nothing
     satisfies the job, what binds and what relaxing it buys (as `trainsizer plan --json`)."""
     job = await read_job(request)
-    return JSONResponse(await request.app.state.results.plan(job))
+    return Response(await request.app.state.results.plan_json(job), media_type="application/json")
 
 
 @router.post("/estimate", openapi_extra=JOB_BODY, responses=ERRORS, summary="Evaluate one configuration")

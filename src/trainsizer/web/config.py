@@ -23,7 +23,7 @@ class ServeConfig:
 
     workers: int = field(default_factory=_default_workers)
     task_timeout_s: float = 30.0  # one plan / estimate / fit / download, in a worker process
-    queue_timeout_s: float = 30.0  # how long a request waits for a free worker before 'busy'
+    queue_timeout_s: float = 120.0  # how long a request waits for a free worker before 'busy'
     max_waiting: int = 200  # requests allowed to wait for a worker at once; more are refused at once
     max_json_bytes: int = DEFAULT_MAX_JSON_BYTES
     max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES

@@ -60,13 +60,15 @@ class Results:
         return value
 
     async def plan(self, job: dict[str, Any]) -> dict[str, Any]:
-        return await self._once(("plan", job_key(job)), self._plans, "plan", {"job": job})
+        return (await self._once(("plan", job_key(job)), self._plans, "plan", {"job": job}))["plan"]
+
+    async def plan_json(self, job: dict[str, Any]) -> bytes:
+        """The plan as JSON bytes, serialised once (a plan with its options is a few hundred KB)."""
+        return (await self._once(("plan", job_key(job)), self._plans, "plan", {"job": job}))["json"]
 
     async def file(self, job: dict[str, Any], fmt: str, lang: str) -> bytes:
         plan = await self.plan(job)
         if fmt == "json":
-            from trainsizer.web.downloads import render_download
-
-            return render_download(plan, "json", lang)
+            return await self.plan_json(job)
         return await self._once(("file", job_key(job), fmt, lang), self._files, "render",
                                 {"plan": plan, "fmt": fmt, "lang": lang})

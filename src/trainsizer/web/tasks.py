@@ -7,6 +7,7 @@ catalog is the built-in one plus the overlays named on the server's command line
 
 from __future__ import annotations
 
+import json
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -51,10 +52,11 @@ def fit(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def plan(payload: dict[str, Any]) -> dict[str, Any]:
-    """The plan (`trainsizer plan --json`): search, rank, ties, Pareto front."""
+    """The plan (`trainsizer plan --json`: search, rank, ties, Pareto front), as data and as JSON bytes."""
     from trainsizer.plan import make_plan
 
-    return to_jsonable(make_plan(payload["job"], _catalog()).model_dump(mode="json"))
+    data = to_jsonable(make_plan(payload["job"], _catalog()).model_dump(mode="json"))
+    return {"plan": data, "json": json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8")}
 
 
 def render(payload: dict[str, Any]) -> bytes:

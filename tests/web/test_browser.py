@@ -1,0 +1,139 @@
+"""End to end in a real headless browser (Debian's Chromium driven by Playwright): fill the form for each tier,
+submit, see the recommendation, switch language, download the Excel BOM and re-read it, and see an inline
+message for a bad value. Skipped with a reason where Chromium or Playwright is missing.
+
+Set TRAINSIZER_SCREENSHOTS=docs to refresh the screenshots kept under docs/.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed (dev extra)")
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+if not Path(CHROMIUM).exists():
+    pytest.skip("Debian's chromium is not installed (apt-get install chromium)", allow_module_level=True)
+
+SHOTS = os.environ.get("TRAINSIZER_SCREENSHOTS")
+PLAN_TIMEOUT_MS = 180_000  # a search on a loaded 2-core CI machine
+
+# One job per tier of the guides, as a person would type them into the form.
+TIERS = {
+    "single-gpu": {"model": "qwen2.5-7b", "method": "qlora", "lora.rank": "64", "data_kind": "samples",
+                   "data.samples": "50000", "data.avg_tokens": "1024", "data.epochs": "3", "seq_len": "2048",
+                   "batch_value": "16", "goal.deadline_days": "3"},
+    "single-node": {"model": "llama-3.1-70b", "method": "full", "data_kind": "dataset_gb",
+                    "data.dataset_gb": "2", "text_language": "zh", "data.epochs": "2", "seq_len": "4096",
+                    "batch_value": "128", "goal.deadline_days": "14", "goal.budget.amount": "200000"},
+    "few-nodes": {"model": "qwen2.5-72b", "method": "dpo", "data_kind": "samples", "data.samples": "60000",
+                  "data.avg_tokens": "2048", "seq_len": "4096", "batch_value": "64", "goal.deadline_days": "7",
+                  "constraints.max_nodes": "4"},
+    "large-cluster": {"model": "llama-3.1-405b", "method": "pretrain", "data_kind": "tokens",
+                      "data.tokens": "1.5e13", "seq_len": "8192", "batch_kind": "tokens",
+                      "batch_value": "16777216", "goal.deadline_days": "90", "goal.procurement": "buy",
+                      "constraints.cooling": "liquid"},
+}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, live_server):
+    context = browser.new_context(viewport={"width": 1200, "height": 900}, accept_downloads=True)
+    pg = context.new_page()
+    problems: list[str] = []
+    pg.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    # A form sent back with a message has status 422, which Chromium logs; every other console error counts.
+    pg.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
+          if m.type == "error" and "status of 422" not in m.text else None)
+    # Everything comes from the server itself: any other host is a test failure.
+    pg.route(re.compile(r"^(?!http://127\.0\.0\.1:).*"), lambda route: (problems.append(f"external: {route.request.url}"),
+                                                                        route.abort()))
+    pg.base = live_server
+    yield pg
+    context.close()
+    assert problems == []
+
+
+def shot(pg, name: str) -> None:
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        pg.screenshot(path=str(Path(SHOTS) / name), full_page=False)
+
+
+def fill(pg, values: dict[str, str]) -> None:
+    for name, value in values.items():
+        if name in ("data_kind", "batch_kind"):
+            pg.check(f"input[name='{name}'][value='{value}']")
+        elif pg.locator(f"select[name='{name}']").count():
+            pg.select_option(f"select[name='{name}']", value)
+        else:
+            pg.fill(f"input[name='{name}']", value)
+
+
+@pytest.mark.parametrize("tier", list(TIERS))
+def test_each_tier_gets_a_recommendation(page, tier):
+    page.goto(f"{page.base}/?lang=en")
+    fill(page, TIERS[tier])
+    page.click("#submit")
+    page.wait_for_selector("#headline", timeout=PLAN_TIMEOUT_MS)
+    headline = page.inner_text("#headline")
+    assert re.search(r"\d", headline) and ("Rent" in headline or "Buy" in headline), headline
+    if tier == "single-node":
+        shot(page, "web-result-en.png")
+
+
+def test_language_switch_and_excel_download(page, tmp_path):
+    import openpyxl
+
+    page.goto(f"{page.base}/?lang=en")
+    fill(page, TIERS["single-gpu"])
+    page.click("#submit")
+    page.wait_for_selector("#headline", timeout=PLAN_TIMEOUT_MS)
+    page.click("#lang-switch")
+    page.wait_for_selector("#headline", timeout=PLAN_TIMEOUT_MS)
+    assert page.locator("html").get_attribute("lang") == "zh-CN"
+    assert re.search(r"[\u4e00-\u9fff]", page.inner_text("#headline"))
+    shot(page, "web-result-zh.png")
+    with page.expect_download(timeout=PLAN_TIMEOUT_MS) as info:
+        page.click("#download-xlsx")
+    path = tmp_path / info.value.suggested_filename
+    info.value.save_as(path)
+    assert path.suffix == ".xlsx"
+    book = openpyxl.load_workbook(path)
+    text = " ".join(str(c.value) for ws in book.worksheets for row in ws.iter_rows() for c in row if c.value)
+    recommended = page.inner_text("#headline")
+    accelerator = re.search(r"[a-z0-9]+(?:-[a-z0-9]+)+", recommended)
+    assert accelerator and accelerator.group(0) in text
+
+
+def test_form_language_switch_keeps_values(page):
+    page.goto(f"{page.base}/?lang=en")
+    page.fill("input[name='seq_len']", "8192")
+    page.click("#lang-switch")
+    page.wait_for_selector("text=序列长度")
+    assert page.input_value("input[name='seq_len']") == "8192"
+    shot(page, "web-form-zh.png")
+
+
+def test_bad_value_shows_an_inline_message(page):
+    page.goto(f"{page.base}/?lang=en")
+    page.fill("input[name='data.tokens']", "-5")
+    page.click("#submit")
+    message = page.locator("[id='data.tokens-error']")
+    message.wait_for()
+    assert "data.tokens" in message.inner_text() and "greater than" in message.inner_text()
+    assert page.locator("#job-form").is_visible()
+    assert page.input_value("input[name='data.tokens']") == "-5"
+    shot(page, "web-form-error.png")
