@@ -186,3 +186,11 @@ def test_api_docs_page_is_local(client):
     assert r.status_code == 200
     assert "/api/estimate" in r.text and "/openapi.json" in r.text and "HTTP API 接口" in r.text
     assert "cdn" not in r.text.lower() and 'src="http' not in r.text
+
+
+@pytest.mark.parametrize("days", [5e-324, 1e-9, 0])
+def test_absurd_deadlines_are_refused_not_crashed(client, days):
+    job = example("sft-70b-search.yaml")
+    job["goal"] = dict(job["goal"], deadline_days=days)
+    err = assert_error(client.post("/api/plan", json=job), 422, "goal.deadline_days")
+    assert "0.001" in err["message"]

@@ -126,7 +126,9 @@ class Budget(_Strict):
 
 
 class Goal(_Strict):
-    deadline_days: float | None = Field(None, gt=0, le=3650)
+    # At least ~1.5 minutes: shorter is no training deadline, and a subnormal one overflows the planner's
+    # GPU-count extrapolation (found by the web API's contract tests).
+    deadline_days: float | None = Field(None, ge=0.001, le=3650)
     budget: Budget | None = None
     procurement: Procurement = "either"
     objective: Literal["time", "cost", "cost_under_deadline"] | None = None
