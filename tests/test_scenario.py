@@ -1,4 +1,5 @@
-"""Scenario: a batch beyond the data is refused; time-to-train never shorter than the steps it needs."""
+"""Scenario: resolve_job directly (names become estimator inputs, with hand-derived values); a batch beyond
+the data is refused; time-to-train never shorter than the steps it needs."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from hypothesis import strategies as st
 
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import SpecError
+from trainsizer.estimate.calibration import load_constants
+from trainsizer.estimate.inputs import System
 from trainsizer.evaluate import evaluate
 from trainsizer.scenario import resolve_job
 
@@ -35,3 +38,88 @@ def test_train_days_never_shorter_than_its_steps(tokens, seqs):
     steps, step_s = out["job"]["steps"], out["time"]["step_s"]
     assert steps >= tokens / (seqs * 4096)
     assert out["time"]["train_days"] * 86400 >= steps * step_s * (1 - 1e-9)
+
+
+BASE = {"model": "llama-3.1-8b", "method": "pretrain", "data": {"tokens": 1.0e9}, "seq_len": 4096,
+        "global_batch": {"sequences": 256}}
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog()
+
+
+def test_a_job_without_hardware_resolves_model_and_training_only(catalog):
+    sc = resolve_job(BASE, catalog)
+    assert sc.system is None and sc.strategy is None and sc.network is None
+    assert sc.model.name == "llama-3.1-8b"
+    assert sc.training.global_batch_seqs == 256
+    assert sc.training.tokens_per_step == 256 * 4096  # 1,048,576
+    assert sc.training.tokens_total == 1.0e9
+    assert sc.steps == 954  # 1e9 / 1,048,576 = 953.7: a partial last batch still takes a step
+
+
+def test_a_token_batch_that_is_not_whole_sequences_is_rounded_and_said(catalog):
+    sc = resolve_job({**BASE, "global_batch": {"tokens": 1_000_000}}, catalog)
+    assert sc.training.global_batch_seqs == 244  # round(1e6 / 4096) = round(244.14)
+    assert any("not a multiple of seq_len" in n for n in sc.notes)
+
+
+def test_dpo_samples_are_pairs_so_tokens_double(catalog):
+    job = {**BASE, "method": "dpo", "data": {"samples": 10_000, "avg_tokens": 512, "epochs": 2}}
+    sc = resolve_job(job, catalog)
+    assert sc.training.tokens_total == 10_000 * 512 * 2 * 2  # samples x tokens x epochs x (chosen + rejected)
+    assert sc.training.sequences_per_sample == 2
+
+
+def test_hand_described_network_takes_the_shipped_fallbacks(catalog):
+    comm = load_constants().raw["comm"]
+    job = {**BASE, "hardware": {"accelerator": "h100-sxm-80gb", "count": 16, "per_node": 8,
+                                "network": {"nics_per_node": 8, "gbps_per_nic": 400, "kind": "ib"}},
+           "strategy": {"tp": 8, "pp": 1, "dp": 2, "micro_batch": 1}}
+    sc = resolve_job(job, catalog)
+    assert sc.network.efficiency == comm["nic_efficiency_fallback"]
+    # 8 NICs x 400 Gb/s / 8 bits x efficiency, per node; per GPU divide by 8 GPUs
+    assert sc.network.node_gb_s == pytest.approx(8 * 400 / 8 * comm["nic_efficiency_fallback"])
+    assert sc.system.inter_node_gb_s == pytest.approx(400 / 8 * comm["nic_efficiency_fallback"])
+    assert sc.system.inter_node_latency_s == pytest.approx(comm["inter_node_latency_us_fallback"] * 1e-6)
+    assert sc.system.gpus == 16 and sc.system.nodes == 2
+    assert (sc.strategy.tp, sc.strategy.dp) == (8, 2)
+
+
+def test_the_estimators_default_latency_is_the_shipped_fallback():
+    fallback_us = load_constants().raw["comm"]["inter_node_latency_us_fallback"]
+    assert System.__dataclass_fields__["inter_node_latency_s"].default == pytest.approx(fallback_us * 1e-6)
+
+
+def test_catalog_network_uses_its_own_planning_efficiency(catalog):
+    net = catalog.network("ib-ndr400")
+    job = {**BASE, "hardware": {"accelerator": "h100-sxm-80gb", "count": 16, "per_node": 8,
+                                "network": "ib-ndr400"}}
+    sc = resolve_job(job, catalog)
+    assert sc.network.efficiency == net.efficiency_planning
+    assert sc.network.nics_per_node == net.nics_per_node_default
+    assert sc.network.node_gb_s == pytest.approx(net.nics_per_node_default * net.gbps_per_nic / 8
+                                                 * net.efficiency_planning)
+
+
+def test_several_nodes_need_a_network(catalog):
+    job = {**BASE, "hardware": {"accelerator": "h100-sxm-80gb", "count": 16, "per_node": 8}}
+    with pytest.raises(SpecError, match="needs its network") as err:
+        resolve_job(job, catalog)
+    assert err.value.where == "job: hardware.network"
+
+
+def test_excluded_accelerator_is_refused_by_its_field(catalog):
+    job = {**BASE, "constraints": {"exclude": ["h100-sxm-80gb"]},
+           "hardware": {"accelerator": "h100-sxm-80gb", "count": 8, "per_node": 8}}
+    with pytest.raises(SpecError, match="constraints.exclude") as err:
+        resolve_job(job, catalog)
+    assert err.value.where == "job: hardware.accelerator"
+
+
+def test_unknown_accelerator_names_the_field(catalog):
+    job = {**BASE, "hardware": {"accelerator": "no-such-gpu", "count": 8}}
+    with pytest.raises(SpecError) as err:
+        resolve_job(job, catalog)
+    assert err.value.where.startswith("job: hardware.accelerator")

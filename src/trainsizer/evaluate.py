@@ -15,7 +15,7 @@ from trainsizer.catalog.age import price_age
 from trainsizer.errors import SpecError
 from trainsizer.estimate.calibration import Calibration
 from trainsizer.estimate.cost import buy_cost, rent_cost
-from trainsizer.estimate.energy import energy
+from trainsizer.estimate.energy import energy, load_energy_constants
 from trainsizer.estimate.memory import estimate_memory
 from trainsizer.estimate.step_time import estimate_time
 from trainsizer.scenario import Scenario
@@ -204,10 +204,11 @@ def evaluate(scenario: Scenario, catalog: Any, calibration: Calibration | None =
     notes.extend(time_dict.pop("notes"))
     wall_hours = tm.train_days * 24.0
     busy = time_dict["breakdown_s"]["compute"] / tm.step_s if tm.step_s > 0 else 1.0
-    pue = catalog.facility.pue
-    en = energy(system.gpus, wall_hours, system.tdp_w, utilisation=busy, pue=pue.mid if pue else 1.3)
+    pue_range = catalog.facility.pue
+    pue = pue_range.mid if pue_range else float(load_energy_constants()["pue_fallback"])
+    en = energy(system.gpus, wall_hours, system.tdp_w, utilisation=busy, pue=pue)
     costs = _costs(scenario, catalog, tm.gpu_hours, wall_hours, en.kwh, notes)
-    energy_dict = en.to_dict() | {"pue": pue.mid if pue else 1.3, "busy_fraction": busy}
+    energy_dict = en.to_dict() | {"pue": pue, "busy_fraction": busy}
     return {
         "job": scenario.summary(),
         "framework": framework_assumed(scenario),

@@ -19,9 +19,12 @@ from trainsizer.models import ModelArch, load_model
 from trainsizer.spec import Job, NetworkSpec, load_job
 from trainsizer.spec.load import parse_model
 
-# Default per-NIC payload efficiency when a user describes a network by hand (no catalog entry):
-# NDR400 delivers ~46-48 GB/s of 50 GB/s line rate in nccl-tests (NVIDIA, nccl-tests issue #290).
-DEFAULT_NIC_EFFICIENCY = 0.92
+
+def _network_fallback(key: str) -> float:
+    """Per-NIC efficiency and latency of a network that gives none (perf_constants.yaml `comm:`)."""
+    from trainsizer.estimate.calibration import load_constants
+
+    return float(load_constants().raw["comm"][key])
 
 
 @dataclass(frozen=True)
@@ -292,8 +295,9 @@ def _resolve_network(spec: str | NetworkSpec | None, multi_node: bool, catalog: 
                             "`trainsizer catalog list networks`) or {nics_per_node, gbps_per_nic, kind}")
         return None
     if isinstance(spec, NetworkSpec):
-        return NetworkView("custom", spec.kind, spec.nics_per_node, spec.gbps_per_nic, DEFAULT_NIC_EFFICIENCY,
-                           latency_us=5.0)
+        return NetworkView("custom", spec.kind, spec.nics_per_node, spec.gbps_per_nic,
+                           _network_fallback("nic_efficiency_fallback"),
+                           latency_us=_network_fallback("inter_node_latency_us_fallback"))
     try:
         net = catalog.network(spec)
     except SpecError as err:
@@ -302,7 +306,8 @@ def _resolve_network(spec: str | NetworkSpec | None, multi_node: bool, catalog: 
     # (GB200 NVL72 compute tray: 4 ConnectX-7 for its 4 GPUs, DGX GB200 user guide)
     nics = max(1, round(net.nics_per_node_default * per_node / 8))
     return NetworkView(net.id, net.kind, nics, net.gbps_per_nic,
-                       net.efficiency_planning or DEFAULT_NIC_EFFICIENCY, net.latency_us or 5.0)
+                       net.efficiency_planning or _network_fallback("nic_efficiency_fallback"),
+                       net.latency_us or _network_fallback("inter_node_latency_us_fallback"))
 
 
 def build_system(acc: Any, gpus: int, gpus_per_node: int, network: NetworkView | None) -> System:
@@ -321,7 +326,8 @@ def build_system(acc: Any, gpus: int, gpus_per_node: int, network: NetworkView |
         scaleup_domain=job_domain_gpus(acc.scaleup_domain or gpus_per_node, gpus_per_node, gpus),
         nvls=bool(acc.nvls),
         inter_node_gb_s=inter,
-        inter_node_latency_s=(network.latency_us if network else 5.0) * 1e-6,
+        inter_node_latency_s=(network.latency_us if network else _network_fallback(
+            "inter_node_latency_us_fallback")) * 1e-6,
         tdp_w=acc.tdp_w,
         pcie_gb_s=acc.pcie_gb_s,
         power_limit_w=float(getattr(acc, "power_limit_w", None) or 0.0),

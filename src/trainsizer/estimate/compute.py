@@ -31,9 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from trainsizer.estimate.calibration import Rates
+from trainsizer.estimate.calibration import Rates, load_constants
 from trainsizer.estimate.flops import attention_gemm_weights, causal_fraction
 from trainsizer.models.arch import ModelArch
+
+# memory-bound kernels per pass of each element-wise stage (perf_constants.yaml `kernels:`)
+KERNELS: dict[str, float] = {name: float(n) for name, n in load_constants().raw["kernels"].items()}
 
 
 def gemm_time(m, n, k, rates: Rates, batch=1.0, fixed: bool = True, linear: bool = True):
@@ -168,8 +171,9 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                    + gemm_time(sl, shapes.d_v, s, rates, batch=bh, linear=False))
         scores = bh * sl * s  # elements of the s x s score matrix on this GPU
         # fwd: scale+mask+softmax (r/w 16-bit) + dropout (r/w + 1-byte mask) ~ 4.5 elements of 2 B
-        a_fwd = a_fwd_g + stream_time(scores * 4.5 * rates.act_bytes, rates, kernels=2)
-        a_bwd = 2.0 * a_fwd_g + stream_time(scores * 5.5 * rates.act_bytes, rates, kernels=2)
+        n_softmax = KERNELS["eager_softmax"]
+        a_fwd = a_fwd_g + stream_time(scores * 4.5 * rates.act_bytes, rates, kernels=n_softmax)
+        a_bwd = 2.0 * a_fwd_g + stream_time(scores * 5.5 * rates.act_bytes, rates, kernels=n_softmax)
         a_recomp = a_fwd
     # --- element-wise, sequence-sharded with SP: 2 norms (r+w), 2 bias-dropout-residual (2r+w) + masks
     seq_share = np.where((spf > 0) & (t > 1), 1.0 / t, 1.0)
@@ -195,7 +199,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
 
     g_dense, act_dense = mlp_time(shapes.ffn_up, shapes.ffn, tok)
     dense_fwd_g = g_attn + g_dense
-    dense_fwd_ew = stream_time(ew_fwd_common + act_dense, rates, kernels=6)
+    dense_fwd_ew = stream_time(ew_fwd_common + act_dense, rates, kernels=KERNELS["dense_elementwise"])
     # inputs of the linears: qkv and MLP-up share the normed hidden state (one cast each), o_proj and
     # MLP-down their own; outputs: qkv, o (h), up (+gate), down (h)
     attn_w = (shapes.qkv_out * h + h * shapes.attn_out_in) / t
@@ -219,7 +223,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
         # permute/unpermute of routed tokens: read+write h per routed copy, twice
         perm = 4.0 * h * tok * shapes.topk * moe_capacity_factor * rates.act_bytes
         moe_g = g_attn + g_router + g_exp + g_sh
-        moe_ew = stream_time(ew_fwd_common + act_exp + act_sh + perm, rates, kernels=10)
+        moe_ew = stream_time(ew_fwd_common + act_exp + act_sh + perm, rates,
+                             kernels=KERNELS["moe_elementwise"])
         # FP8 casts: attention as in a dense layer; routed tokens into and out of the experts; every local
         # expert's weights
         ex_tok = tok * shapes.topk * moe_capacity_factor
@@ -248,7 +253,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     # --- LM head: GEMM over the vocab shard + vocab-parallel cross-entropy on fp32 logits
     v_l = shapes.vocab / t
     head_g = gemm_time(tok, v_l, h, rates, linear=False)  # the LM head stays 16-bit under FP8 (TE, torchao)
-    ce_fwd = stream_time(tok * v_l * 6.0, rates, kernels=3)  # read 16-bit logits, write fp32 softmax stats
+    # read 16-bit logits, write fp32 softmax stats
+    ce_fwd = stream_time(tok * v_l * 6.0, rates, kernels=KERNELS["cross_entropy"])
     head_fwd = head_g + ce_fwd + stream_time(4.0 * h * tok * seq_share * rates.act_bytes, rates)  # final norm
     head_bwd = bwd_gemm * head_g + 2.0 * ce_fwd
     return LayerTimes(fwd=fwd, bwd=bwd, head_fwd=head_fwd, head_bwd=head_bwd, attn_fwd=a_fwd)
@@ -256,4 +262,5 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
 
 def optimizer_time(params_local, bytes_per_param: float, rates: Rates):
     """Fused optimizer step: stream `bytes_per_param` for each locally updated parameter (HBM-bound)."""
-    return stream_time(np.asarray(params_local, float) * bytes_per_param, rates, kernels=4)
+    return stream_time(np.asarray(params_local, float) * bytes_per_param, rates,
+                       kernels=KERNELS["optimizer_step"])

@@ -7,13 +7,28 @@
   max for 8 x 700 W GPUs -> ~0.8 of GPU TDP at max; sustained lower).
 - Facility: x PUE (Patterson et al. 2021 "Carbon emissions and large neural network training": PUE 1.1-1.6).
 - kWh = GPUs x per-GPU facility power x hours / 1000.
+
+The defaults (idle fraction, node overhead, PUE when the catalog has none) live in
+`data/energy_constants.yaml` with their sources.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
 
 from trainsizer.errors import SpecError
+
+
+@lru_cache(maxsize=1)
+def load_energy_constants() -> dict[str, Any]:
+    """The shipped energy constants (cached)."""
+    text = resources.files("trainsizer.estimate").joinpath("data/energy_constants.yaml").read_text()
+    return yaml.safe_load(text)
 
 
 @dataclass(frozen=True)
@@ -26,15 +41,21 @@ class Energy:
         return {"kwh": self.kwh, "avg_power_kw": self.avg_power_kw, "gpu_power_w": self.gpu_power_w}
 
 
-def gpu_power_w(tdp_w: float, utilisation: float, idle_fraction: float = 0.25) -> float:
+def gpu_power_w(tdp_w: float, utilisation: float, idle_fraction: float | None = None) -> float:
     """Board power at a given compute utilisation (0..1, e.g. MFU/0.6 clipped, or 1 for 'busy')."""
+    if idle_fraction is None:
+        idle_fraction = float(load_energy_constants()["idle_fraction"])
     u = min(max(utilisation, 0.0), 1.0)
     return tdp_w * (idle_fraction + (1.0 - idle_fraction) * u)
 
 
-def energy(gpus: int, wall_hours: float, tdp_w: float, *, utilisation: float = 0.9, pue: float = 1.2,
-           node_overhead_fraction: float = 0.5, idle_fraction: float = 0.25) -> Energy:
-    """Facility energy (kWh) of `gpus` GPUs running for `wall_hours`."""
+def energy(gpus: int, wall_hours: float, tdp_w: float, *, utilisation: float = 0.9, pue: float | None = None,
+           node_overhead_fraction: float | None = None, idle_fraction: float | None = None) -> Energy:
+    """Facility energy (kWh) of `gpus` GPUs running for `wall_hours`; None takes the shipped constant."""
+    k = load_energy_constants()
+    pue = float(k["pue_fallback"]) if pue is None else pue
+    if node_overhead_fraction is None:
+        node_overhead_fraction = float(k["node_overhead_fraction"])
     if pue < 1.0:
         raise SpecError("energy.pue", "PUE is at least 1.0", value=pue)
     if tdp_w <= 0:

@@ -164,8 +164,10 @@ def _precompute(model: ModelArch, training: Training, options: MemoryOptions) ->
     c = load_memory_constants()
     per_dtype = c["optimizer_in_param_dtype"]
     pd = act_bytes(training.precision)  # the copies' dtype: 16-bit, fp32 when training in fp32
-    opt_pd = {"adamw": pd * per_dtype["adamw_states_per_param"], "adamw8bit": 2.0,
-              "sgd": pd * per_dtype["sgd_states_per_param"], "adafactor": 0.0}[training.optimizer]
+    opt_pd = {"adamw": pd * per_dtype["adamw_states_per_param"],
+              "adamw8bit": per_dtype["adamw8bit_bytes_per_param"],
+              "sgd": pd * per_dtype["sgd_states_per_param"],
+              "adafactor": per_dtype["adafactor_bytes_per_param"]}[training.optimizer]
     op_sac = (torchtitan_op_sac_items(model, training, moe=False), torchtitan_op_sac_items(model, training, moe=True))
     return _Pre(layout, states, dense, moe, heads, discount, frozen_base_bytes(training), float(opt_pd), op_sac)
 
@@ -397,7 +399,8 @@ def _model_states(b: _Batch, g: _Stage, items: dict[str, Any]) -> _States:
         items["gradients"] = st["grads"] * shard(p_dense, p_exp, 2)
         items["grad_accum_buffer"] = st["grad_accum_fp32"] * shard(p_dense, p_exp, 2)
         opt_params = shard(p_dense, p_exp, 1)
-        host = (st["master"] + st["optimizer"] + st["grad_fp32_copy"] + 4.0) * opt_params
+        host_grad = float(b.c["offload"]["host_fp32_grad_bytes_per_param"])
+        host = (st["master"] + st["optimizer"] + st["grad_fp32_copy"] + host_grad) * opt_params
         items["master_weights"] = np.where(offload_opt, 0.0, st["master"] * opt_params)
         items["optimizer_states"] = np.where(offload_opt, 0.0, st["optimizer"] * opt_params)
         items["grad_fp32_copy"] = np.where(offload_opt, 0.0, st["grad_fp32_copy"] * opt_params)
@@ -502,8 +505,8 @@ def _optimizer_step_peak(b: _Batch, items: dict[str, Any], total: Any, opt_param
     ds_step = (~b.mega) & ((z == 1) | (z == 2)) & (~b.offload_opt) & (b.name != "fsdp")
     if not (b.training.trains_base_weights and np.any(ds_step)):
         return total, step_peak
-    w16 = b.w16
-    extra = (4.0 + (w16 if w16 < 4.0 else 0.0)) * opt_params  # fp32 training: the flat copy is fp32
+    w16, fp32 = b.w16, float(b.c["optimizer_step"]["fp32_grad_cast_bytes_per_param"])
+    extra = (fp32 + (w16 if w16 < fp32 else 0.0)) * opt_params  # fp32 training: the flat copy is fp32
     step_items = {key: items[key] for key in STEP_STATE_ITEMS if key in items}
     step_items["optimizer_step_grad_buffers"] = extra
     if b.options.overheads:

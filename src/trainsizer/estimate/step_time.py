@@ -306,7 +306,8 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
         dense_w = (lf.gemm() - lf.experts) / 2.0 / model.layers
         expert_w = _param_split(model)[1] / model.layers
         gemm_w = dense_w / t + expert_w / (t * x.e)
-        layer_mb = layer_mb + passes * compute.stream_time(gemm_w * (0.5 + 2.0), r, kernels=7)
+        layer_mb = layer_mb + passes * compute.stream_time(gemm_w * (0.5 + 2.0), r,
+                                                          kernels=compute.KERNELS["nf4_dequantise"])
     return lt, layer_mb
 
 

@@ -1,0 +1,88 @@
+"""evaluate() directly: it joins memory, time, cost, energy and the goal of one configuration."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from trainsizer.catalog import load_catalog
+from trainsizer.errors import SpecError
+from trainsizer.estimate.energy import load_energy_constants
+from trainsizer.estimate.memory import estimate_memory
+from trainsizer.estimate.step_time import estimate_time
+from trainsizer.evaluate import evaluate
+from trainsizer.scenario import resolve_job
+
+JOB = {"model": "llama-3.1-8b", "method": "pretrain", "data": {"tokens": 2.0e9}, "seq_len": 4096,
+       "global_batch": {"sequences": 64}, "goal": {"deadline_days": 30, "procurement": "rent"},
+       "hardware": {"accelerator": "h100-sxm-80gb", "count": 8, "per_node": 8},
+       "strategy": {"tp": 1, "pp": 1, "dp": 8, "zero": 1, "micro_batch": 1, "recompute": "full"}}
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog()
+
+
+class _NoPue:
+    """The catalog with no PUE figure in its facility section."""
+
+    def __init__(self, catalog):
+        self._catalog = catalog
+        self.facility = SimpleNamespace(pue=None, electricity_per_kwh=catalog.facility.electricity_per_kwh)
+
+    def __getattr__(self, name):
+        return getattr(self._catalog, name)
+
+
+def test_memory_and_time_sections_are_the_estimators_own(catalog):
+    sc = resolve_job(JOB, catalog)
+    out = evaluate(sc, catalog)
+    args = (sc.model, sc.training, sc.system, sc.strategy)
+    assert out["memory"] == estimate_memory(*args).to_dict()
+    expected_time = estimate_time(*args).to_dict()
+    expected_time.pop("notes")
+    assert out["time"] == expected_time
+    assert set(out) == {"job", "memory", "time", "cost", "energy", "goal", "calibration", "notes"}
+
+
+def test_a_configuration_that_does_not_fit_says_so_once_in_the_memory_section(catalog):
+    job = {**JOB, "model": "llama-3.1-70b", "strategy": {**JOB["strategy"], "zero": 0}}
+    out = evaluate(resolve_job(job, catalog), catalog)
+    assert out["memory"]["fits"] is False
+    assert not any("does not fit" in n for n in out["notes"])
+
+
+def test_energy_is_gpus_times_board_power_times_node_overhead_times_pue(catalog):
+    out = evaluate(resolve_job(JOB, catalog), catalog)
+    k = load_energy_constants()
+    en, t = out["energy"], out["time"]
+    busy = t["breakdown_s"]["compute"] / t["step_s"]
+    board_w = 700.0 * (k["idle_fraction"] + (1 - k["idle_fraction"]) * busy)  # H100 SXM TDP 700 W
+    hours = t["train_days"] * 24
+    assert en["pue"] == catalog.facility.pue.mid
+    assert en["busy_fraction"] == pytest.approx(busy)
+    assert en["gpu_power_w"] == pytest.approx(board_w)
+    assert en["kwh"] == pytest.approx(8 * board_w * (1 + k["node_overhead_fraction"]) * en["pue"] / 1000 * hours)
+
+
+def test_without_a_catalog_pue_the_shipped_fallback_is_used(catalog):
+    out = evaluate(resolve_job(JOB, catalog), _NoPue(catalog))
+    assert out["energy"]["pue"] == load_energy_constants()["pue_fallback"]
+
+
+def test_rent_cost_is_gpu_hours_times_the_catalog_price_and_the_deadline_is_checked(catalog):
+    out = evaluate(resolve_job(JOB, catalog), catalog)
+    price = catalog.rent_per_gpu_hour("h100-sxm-80gb", currency="USD")
+    rent = out["cost"]["rent"]
+    assert rent["quantity"] == out["time"]["gpu_hours"]
+    assert rent["mid"] == pytest.approx(out["time"]["gpu_hours"] * price.mid)
+    assert out["goal"]["meets_deadline"] == (out["time"]["train_days"] <= 30)
+    assert "buy" not in out["cost"]  # procurement: rent
+
+
+def test_a_job_without_a_strategy_is_refused_with_what_is_missing(catalog):
+    job = {k: v for k, v in JOB.items() if k != "strategy"}
+    with pytest.raises(SpecError, match="needs strategy"):
+        evaluate(resolve_job(job, catalog), catalog)
