@@ -19,14 +19,14 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from trainsizer.errors import SpecError
 
 
 @lru_cache(maxsize=1)
 def load_energy_constants() -> dict[str, Any]:
-    """The shipped energy constants (cached)."""
+    """The shipped energy constants (cached; yaml is imported here so `import trainsizer.estimate` stays light)."""
+    import yaml
+
     text = resources.files("trainsizer.estimate").joinpath("data/energy_constants.yaml").read_text()
     return yaml.safe_load(text)
 
