@@ -27,6 +27,20 @@ def _network_fallback(key: str) -> float:
     return float(load_constants().raw["comm"][key])
 
 
+def network_view(net: Any, nics_per_node: int) -> NetworkView:
+    """A catalog network with `nics_per_node` NICs; its planning efficiency and latency, else the fallbacks."""
+    return NetworkView(net.id, net.kind, nics_per_node, net.gbps_per_nic,
+                       net.efficiency_planning or _network_fallback("nic_efficiency_fallback"),
+                       net.latency_us or _network_fallback("inter_node_latency_us_fallback"))
+
+
+def custom_network_view(spec: NetworkSpec) -> NetworkView:
+    """A network described by hand in the job file: the shipped NIC efficiency and latency fallbacks."""
+    return NetworkView("custom", spec.kind, spec.nics_per_node, spec.gbps_per_nic,
+                       _network_fallback("nic_efficiency_fallback"),
+                       _network_fallback("inter_node_latency_us_fallback"))
+
+
 @dataclass(frozen=True)
 class NetworkView:
     """The scale-out network of one node, whatever way it was given."""
@@ -295,9 +309,7 @@ def _resolve_network(spec: str | NetworkSpec | None, multi_node: bool, catalog: 
                             "`trainsizer catalog list networks`) or {nics_per_node, gbps_per_nic, kind}")
         return None
     if isinstance(spec, NetworkSpec):
-        return NetworkView("custom", spec.kind, spec.nics_per_node, spec.gbps_per_nic,
-                           _network_fallback("nic_efficiency_fallback"),
-                           latency_us=_network_fallback("inter_node_latency_us_fallback"))
+        return custom_network_view(spec)
     try:
         net = catalog.network(spec)
     except SpecError as err:
@@ -305,9 +317,7 @@ def _resolve_network(spec: str | NetworkSpec | None, multi_node: bool, catalog: 
     # the catalog default is per 8-GPU HGX/DGX node (one NIC per GPU); other host sizes keep the NICs per GPU
     # (GB200 NVL72 compute tray: 4 ConnectX-7 for its 4 GPUs, DGX GB200 user guide)
     nics = max(1, round(net.nics_per_node_default * per_node / 8))
-    return NetworkView(net.id, net.kind, nics, net.gbps_per_nic,
-                       net.efficiency_planning or _network_fallback("nic_efficiency_fallback"),
-                       net.latency_us or _network_fallback("inter_node_latency_us_fallback"))
+    return network_view(net, nics)
 
 
 def build_system(acc: Any, gpus: int, gpus_per_node: int, network: NetworkView | None) -> System:

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainsizer.scenario import DEFAULT_NIC_EFFICIENCY, NetworkView, Scenario
+from trainsizer.scenario import NetworkView, Scenario, custom_network_view, network_view
 from trainsizer.search.config import SearchConfig, node_ladder
 from trainsizer.spec import NetworkSpec
 
@@ -113,16 +113,11 @@ def _server_reason(server: Any, scenario: Scenario) -> Reason | None:
     return None
 
 
-def _view(net: Any, nics: int) -> NetworkView:
-    return NetworkView(net.id, net.kind, nics, net.gbps_per_nic, net.efficiency_planning or DEFAULT_NIC_EFFICIENCY,
-                       net.latency_us or 5.0)
-
-
 def _pinned_network(spec: str | NetworkSpec, catalog: Any) -> NetworkView:
     if isinstance(spec, NetworkSpec):
-        return NetworkView("custom", spec.kind, spec.nics_per_node, spec.gbps_per_nic, DEFAULT_NIC_EFFICIENCY, 5.0)
+        return custom_network_view(spec)
     net = catalog.network(spec)
-    return _view(net, net.nics_per_node_default)
+    return network_view(net, net.nics_per_node_default)
 
 
 def _nic_kinds(server: Any) -> tuple[str, ...]:
@@ -144,7 +139,7 @@ def server_networks(server: Any, catalog: Any, dominated: list[str], per_node: i
     """Scale-out fabrics that suit `server` (its NIC line rate, its NICs per GPU), dominated ones dropped."""
     kinds = _nic_kinds(server)
     nics = max(1, round(server.nics.count * (per_node or server.gpus) / server.gpus))
-    views = [_view(n, nics) for n in catalog.networks.values()
+    views = [network_view(n, nics) for n in catalog.networks.values()
              if n.kind in kinds and n.gbps_per_nic == server.nics.gbps]
     keep = []
     for v in views:
