@@ -44,7 +44,7 @@ def test_memory_and_time_sections_are_the_estimators_own(catalog):
     expected_time = estimate_time(*args).to_dict()
     expected_time.pop("notes")
     assert out["time"] == expected_time
-    assert set(out) == {"job", "memory", "time", "cost", "energy", "goal", "calibration", "notes"}
+    assert {"job", "memory", "time", "cost", "energy", "goal", "calibration", "notes"} <= set(out)
 
 
 def test_a_configuration_that_does_not_fit_says_so_once_in_the_memory_section(catalog):
