@@ -189,6 +189,10 @@ def _strategy_arrays(strategy: Strategy) -> dict[str, np.ndarray]:
         mb=_arr(strategy.micro_batch), rec=_arr(rec), off=_arr(off),
         sp=np.asarray(strategy.sequence_parallel, dtype=bool).astype(float),
         dopt=np.asarray(strategy.distributed_optimizer, dtype=bool).astype(float),
+        emb_slot=_arr(getattr(strategy, "pipeline_embedding_layer", False)),
+        loss_slot=_arr(getattr(strategy, "pipeline_loss_layer", False)),
+        act_off=_arr(bool(getattr(strategy, "activation_offload", False))),
+        opt_bwd=_arr(bool(getattr(strategy, "optimizer_in_backward", False))),
     )
     keys = list(fields)
     arrays = np.broadcast_arrays(*[fields[k] for k in keys])
@@ -354,7 +358,7 @@ class _Stage:
 def _stages(b: _Batch) -> dict[str, _Stage]:
     """The first and the last pipeline stage (uneven split: the first L mod p stages hold one more layer)."""
     L, p = b.model.layers, b.p
-    n_first, n_last = pipeline.first_last_stage_layers(L, p)
+    n_first, n_last = pipeline.first_last_stage_layers(L, p, b.s["emb_slot"], b.s["loss_slot"])
     first_stop, last_start = n_first.astype(np.int64), (L - n_last).astype(np.int64)
     single = p <= 1
     return {
@@ -463,6 +467,29 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
     items["loss_backward_temporaries"] = logit_elems * lg_extra
 
 
+def _offload_and_fuse(b: _Batch, items: dict[str, Any], host: Any) -> Any:
+    """Activation offloading (torchtune enable_activation_offloading, Megatron-Core cpu_offloading): saved
+    activations move to host memory as each layer's forward ends and come back for its backward, so the GPU
+    holds two layers' worth (the current and the prefetched one). Optimizer in backward (torchtune
+    optimizer_in_bwd, PyTorch register_post_accumulate_grad_hook): each parameter is stepped and its gradient
+    freed as soon as it is computed, so one layer's gradients are live instead of the whole stage's."""
+    off = b.s["act_off"] > 0
+    if np.any(off):
+        lay = b.pre.layout
+        resident = 2.0 * np.maximum(b.dense_b, b.moe_b if lay.max_layer_exp else b.dense_b)
+        acts = items["layer_activations"]
+        keep = np.minimum(acts, resident)
+        host = host + np.where(off, acts - keep, 0.0)
+        items["layer_activations"] = np.where(off, keep, acts)
+    fused = b.s["opt_bwd"] > 0
+    if np.any(fused) and b.training.trains_base_weights:
+        lay = b.pre.layout
+        layer_p = lay.max_layer_tp / b.t + lay.max_layer_rep + lay.max_layer_exp / (b.ep * b.t)
+        layer_g = b.st["grads"] * layer_p
+        items["gradients"] = np.where(fused, np.minimum(items["gradients"], layer_g), items["gradients"])
+    return host
+
+
 def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any) -> None:
     """CUDA context, NCCL buffers, ZeRO buckets / gathered layers and allocator fragmentation into `items`
     (memory_constants.yaml `framework_overhead`)."""
@@ -550,6 +577,7 @@ def _evaluate(
         states = _model_states(b, g, items)
         _activations(b, g, items)
         host = _paged_optimizer(b, items, states.host)
+        host = _offload_and_fuse(b, items, host)
         if options.overheads:
             _overheads(b, items, states.trainable_pg)
         total, step_peak = _optimizer_step_peak(b, items, sum(items.values()), states.opt_params, detail)

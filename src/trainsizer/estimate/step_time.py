@@ -119,10 +119,22 @@ def _style(strategy, framework_style: str | PerfStyle | None, pretraining: bool 
     """The perf style: the explicit `framework_style` if given, else `strategy.framework` through
     `estimate.framework` ("auto": one style per strategy, `framework.auto_index`; fields where the styles differ
     become arrays, except the pipeline schedule, which must agree)."""
-    from trainsizer.estimate import framework as fwmod
 
     if framework_style is not None:
         return perf_style(framework_style)
+    return _job_options(strategy, _framework_style(strategy, pretraining))
+
+
+def _job_options(strategy, style: PerfStyle) -> PerfStyle:
+    """The strategy's own framework options (async TP / TP overlap, FP8 all-gather) over the style's."""
+    changes = {key: bool(getattr(strategy, key)) for key in ("tp_comm_overlap", "fp8_param_allgather")
+               if getattr(strategy, key, None) is not None}
+    return dataclasses.replace(style, **changes) if changes else style
+
+
+def _framework_style(strategy, pretraining: bool) -> PerfStyle:
+    from trainsizer.estimate import framework as fwmod
+
     styles = fwmod.perf_styles(getattr(strategy, "framework", "auto"))
     if not isinstance(styles, tuple):
         return perf_style(styles)

@@ -27,6 +27,8 @@ Origins (one line each):
   "ZeRO-Infinity".
 - QLoRA keeps NF4 weights with bf16/fp16 compute; FP8 GEMMs are not supported on NF4 weights:
   bitsandbytes docs (Linear4bit compute_dtype).
+- Optimizer in backward cannot accumulate gradients over micro-batches: torchtune recipes assert
+  gradient_accumulation_steps == 1 with optimizer_in_bwd.
 - TP across nodes is legal but communication-bound: Narayanan et al. 2021 (arXiv:2104.04473) Sec. 3.3.
 """
 
@@ -73,6 +75,7 @@ RULES = (
     "shard_group_divides_dp",
     "zero3_with_pp",
     "pipeline_slots_need_megatron",
+    "optimizer_in_backward_no_accumulation",
     "offload_needs_zero",
     "qlora_fp8",
     "recompute_code",
@@ -205,6 +208,12 @@ def _rule_table(
             lambda v: f"ZeRO-3 / FSDP full shard with pipeline parallelism is not supported by framework {fw!r} "
             f"(refused for {', '.join(ZERO3_PP_REFUSED)}); use torchtitan (FSDP2 + pipelining), or zero <= 1 "
             "(or the distributed optimizer) with pp > 1",
+        ),
+        "optimizer_in_backward_no_accumulation": (
+            np.full(tp.shape, not getattr(strategy, "optimizer_in_backward", False)) | (n_micro <= 1),
+            lambda v: "optimizer_in_backward steps every parameter during backward, so it cannot accumulate "
+            f"gradients: the global batch {B} must equal micro_batch*dp = {v['micro_batch']}*{v['dp']} "
+            "(torchtune optimizer_in_bwd requires gradient_accumulation_steps = 1)",
         ),
         "pipeline_slots_need_megatron": (
             (slots == 0) | (fw in PIPELINE_SLOT_FRAMEWORKS),

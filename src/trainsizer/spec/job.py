@@ -194,6 +194,12 @@ class StrategySpec(_Strict):
     # loss over the vocabulary: auto (the framework's) | upcast (HF) | vocab-parallel (Megatron) | chunked
     # (torchtune, NeMo) | fused (Liger, Unsloth: no logits kept)
     loss_impl: LossImpl = "auto"
+    # framework options (null = the framework's default): TP communication overlap / async TP, FP8 FSDP
+    # all-gather, activation offloading to host memory, optimizer step fused into backward (no accumulation)
+    tp_comm_overlap: bool | None = None
+    fp8_param_allgather: bool | None = None
+    activation_offload: bool = False
+    optimizer_in_backward: bool = False
     framework: Framework = "auto"
 
     @model_validator(mode="after")
