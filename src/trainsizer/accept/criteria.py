@@ -194,7 +194,8 @@ def merged(plan: AcceptanceCriteria, base: AcceptanceCriteria) -> AcceptanceCrit
 
 
 def load(path: str | Path) -> AcceptanceCriteria:
-    """Criteria from a plan file: either the criteria object itself or a plan holding it under `acceptance`."""
+    """Criteria from a plan file: the criteria object itself, or a plan holding it under `acceptance` or
+    `build.acceptance` (`trainsizer plan --out`)."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -205,6 +206,9 @@ def load(path: str | Path) -> AcceptanceCriteria:
     prefix = ""
     if isinstance(data, dict) and "acceptance" in data:
         data, prefix = data["acceptance"], "acceptance."
+    elif isinstance(data, dict) and isinstance(data.get("build"), dict) and "acceptance" in data["build"]:
+        # a `trainsizer plan` file: the build-out of the recommended (or --option) option holds the criteria
+        data, prefix = data["build"]["acceptance"], "build.acceptance."
     if not isinstance(data, dict):
         raise SpecError(f"{path}", "acceptance criteria must be a JSON object", value=type(data).__name__)
     data.setdefault("source", f"plan {path.name}")

@@ -39,6 +39,9 @@ def _write(path: Path, data: Any, force: bool) -> None:
 @click.option("--budget", type=float, help="goal.budget.amount (in the job's budget currency)")
 @click.option("--procurement", type=click.Choice(("rent", "buy", "either")), help="goal.procurement")
 @click.option("--top", type=int, default=10, show_default=True, help="Options shown in full.")
+@click.option("--option", "option", type=int,
+              help="Build out the option of this rank (default 1, the recommended one): BOM, fabrics, storage, "
+                   "facility, software, risks, acceptance thresholds.")
 @click.option("--out", "out_file", type=click.Path(path_type=Path), help="Write the plan (JSON) to this file.")
 @click.option("--report", "report_dir", type=click.Path(path_type=Path),
               help="Also write the reports (HTML, Markdown, Excel BOM, architecture SVG) into this folder.")
@@ -46,8 +49,8 @@ def _write(path: Path, data: Any, force: bool) -> None:
 @json_option
 @click.pass_obj
 def plan(app: AppState, job_file: Path, accelerator: str | None, count: int | None, per_node: int | None,
-         network: str | None, top: int, out_file: Path | None, report_dir: Path | None, force: bool, as_json: bool,
-         **overrides: Any) -> None:
+         network: str | None, top: int, option: int | None, out_file: Path | None, report_dir: Path | None,
+         force: bool, as_json: bool, **overrides: Any) -> None:
     """What to buy or rent for a job: hardware x GPU count x network x strategy, ranked by the job's goal.
 
     Prints the recommended option and why, the options with their best strategies, the Pareto front of
@@ -66,7 +69,7 @@ def plan(app: AppState, job_file: Path, accelerator: str | None, count: int | No
     pins = Pins(accelerator=accelerator, count=count, per_node=per_node, network=network)
     if accelerator is not None:
         app.catalog.accelerator(accelerator)  # unknown names fail here, with suggestions
-    result = make_plan(job_file, app.catalog, pins=pins, top=top, overrides=overrides, lang=app.lang)
+    result = make_plan(job_file, app.catalog, pins=pins, top=top, overrides=overrides, lang=app.lang, option=option)
     data = result.model_dump(mode="json")
     if out_file is not None:
         _write(out_file, data, force)
@@ -78,5 +81,9 @@ def plan(app: AppState, job_file: Path, accelerator: str | None, count: int | No
         echo_json(data)
         return
     print_plan(data, app.lang)
+    if data.get("build"):
+        from trainsizer.render.build_view import print_build
+
+        print_build(data["build"], app.lang)
     if out_file is not None:
         click.echo(f"{t('plan_written', app.lang)} {out_file}")

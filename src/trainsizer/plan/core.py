@@ -262,11 +262,15 @@ def rank_searched(sr: Searched, tie_fraction: float) -> Ranked:
     return Ranked(objective, ranking.metric_of(objective), ranked, tied, ranking.pareto(scored))
 
 
-def _options(sr: Searched, rk: Ranked, top: int, catalog: Any, lang: str) -> list[PlanOption]:
-    """The top options, the ties and the Pareto points, evaluated in full, in rank order."""
+def _options(sr: Searched, rk: Ranked, top: int, catalog: Any, lang: str,
+             option: int | None = None) -> list[PlanOption]:
+    """The top options, the ties, the Pareto points and the one `option` names, evaluated in full, in rank
+    order."""
     cfg, currency = load_config(), plan_currency(sr.base)
     tie_ids = {s.index for s in rk.tied}
     shown = list(rk.ranked[:max(top, 1)])
+    if option is not None and rk.ranked[option - 1] not in shown:
+        shown.append(rk.ranked[option - 1])
     shown += [s for s in rk.ranked if (s.index in tie_ids or s in rk.front) and s not in shown]
     shown.sort(key=lambda s: rk.ranked.index(s))
     out = []
@@ -285,10 +289,12 @@ def _options(sr: Searched, rk: Ranked, top: int, catalog: Any, lang: str) -> lis
 
 def make_plan(job: str | Path | Mapping[str, Any] | Job | Scenario, catalog: Any = None, *,
               pins: Pins | None = None, top: int = DEFAULT_TOP, overrides: Mapping[str, Any] | None = None,
-              lang: str = "en") -> Plan:
+              lang: str = "en", option: int | None = None, build: bool = True) -> Plan:
     """The plan for `job` (a job file, mapping, `Job` or resolved `Scenario`), its sentences in `lang`
-    (en | zh); see module docstring."""
+    (en | zh); see module docstring. `build`: add the build-out blocks (`Plan.build`) of the recommended
+    option, or of the option ranked `option` (1-based)."""
     from trainsizer.catalog import load_catalog
+    from trainsizer.plan.buildout.for_plan import attach, check_option
     from trainsizer.plan.relax import quantify
 
     if lang not in LANGS:
@@ -299,14 +305,16 @@ def make_plan(job: str | Path | Mapping[str, Any] | Job | Scenario, catalog: Any
     sr = search_job(scenario, catalog, _pins(scenario, catalog, pins))
     cfg = load_config()
     rk = rank_searched(sr, cfg.tie_fraction)
-    options = _options(sr, rk, top, catalog, lang)
+    check_option(option, len(rk.ranked))
+    options = _options(sr, rk, top, catalog, lang, option)
     recommended = options[0] if options and rk.satisfied else None
     binding = None
     if not rk.satisfied:
         binding = quantify(explain.binding(sr.base, sr.results, sr.priced, sr.cands, cfg, lang), sr, catalog, lang)
     tier = (explain.tier(recommended, sr.priced[rk.ranked[0].index], sr.priced, sr.results, rk.objective, cfg,
                          lang) if recommended else None)
-    return _assemble(sr, rk, options, recommended, tier, binding, time.perf_counter() - start, lang)
+    plan = _assemble(sr, rk, options, recommended, tier, binding, time.perf_counter() - start, lang)
+    return attach(plan, sr.priced, rk.ranked, option, catalog) if build else plan
 
 
 def _assemble(sr: Searched, rk: Ranked, options: list[PlanOption], recommended: PlanOption | None, tier: Any,

@@ -54,4 +54,4 @@ def build_plan(scenario: Any, catalog: Any, evaluation: dict[str, Any] | None = 
                server_id: str | None = None) -> dict[str, Any]:
     """The build-out blocks of one evaluated configuration as a JSON-ready dict (keys: bom, node, network,
     storage, facility, software, risks, acceptance, phases, rules_of_thumb)."""
-    return build_blocks(build_input(scenario, catalog, evaluation, server_id)).model_dump(mode="json")
+    return build_blocks(build_input(scenario, catalog, evaluation, server_id)).model_dump(mode="json", by_alias=True)

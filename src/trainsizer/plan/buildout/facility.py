@@ -99,8 +99,9 @@ def facility_block(b: BuildInput, net: NetworkBlock, storage_appliances: int, st
     budget = rack_budget(b)
     usable_u = rules.value("facility", "rack_usable_u")
     notes: list[str] = []
-    if b.nvl72:  # the rack is the unit: its power shelves are the node's max power
-        per_rack, node_racks, rack_kw = 1, ceil_div(b.gpus, int(b.accelerator.scaleup_domain)), node_kw
+    if b.nvl72:  # the rack is the unit: its power shelves are the rack's max power; nodes are its trays
+        domain = int(b.accelerator.scaleup_domain)
+        per_rack, node_racks, rack_kw = max(1, domain // b.per_node), ceil_div(b.gpus, domain), node_kw
         over = node_kw > budget.value
         units_nodes = node_racks
     else:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ConfigDict, Field
+
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block, Cited, cited
 from trainsizer.plan.buildout.fabric import FatTree, size_fat_tree
@@ -67,7 +69,35 @@ class AllReduce(Block):
     formula: str
 
 
+class SwitchTier(Block):
+    tier: str
+    count: int
+    gbps: float
+    radix: int | None
+    model: str
+
+
+class LinkGroup(Block):
+    from_: str = Field(alias="from", serialization_alias="from")
+    to: str
+    count: int
+    gbps: float
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
 class NetworkBlock(Block):
+    # summary of the compute fabric (what diagrams and reports draw)
+    topology: str
+    nics_per_node: int
+    gbps_per_nic: float
+    rails: int | None
+    nvlink_domain_gpus: int
+    switches: list[SwitchTier]
+    links: list[LinkGroup]
+    storage_fabric: dict[str, Any] | None
+    management_fabric: dict[str, Any] | None
+    # the fabrics in full
     compute: Fabric | None
     storage: Fabric | None
     inband: Fabric | None
@@ -195,6 +225,33 @@ def network_block(b: BuildInput, storage_servers: int = 0, pdus: int = 0) -> Net
     if kind == "roce":
         r = rules.rule("fabric", "roce_lossless")
         lossless = cited(r.value, "RoCE needs a lossless fabric", r.source)
-    return NetworkBlock(compute=compute, storage=storage, inband=inband, oob=oob, nvlink=nvlink_domain(b),
+    return NetworkBlock(**summary(b, compute, storage, inband or oob), compute=compute, storage=storage,
+                        inband=inband, oob=oob, nvlink=nvlink_domain(b),
                         allreduce=allreduce(b), gpudirect_rdma=kind in ("ib", "roce", "efa"), sharp=sharp,
                         lossless=lossless, subnet_manager=sm, notes=notes)
+
+
+def summary(b: BuildInput, compute: Fabric | None, storage: Fabric | None, mgmt: Fabric | None) -> dict[str, Any]:
+    """The compute fabric in the terms diagrams use: switch tiers, link groups, the other fabrics by name."""
+    switches, links = [], []
+    if compute is not None and compute.switch is not None:
+        for tier, n in (("leaf", compute.leaves), ("spine", compute.spines), ("core", compute.cores)):
+            if n:
+                switches.append(SwitchTier(tier=tier, count=n, gbps=compute.gbps_per_port, radix=compute.radix,
+                                           model=compute.switch))
+        for a, z, key in (("node", "leaf", "node_leaf"), ("leaf", "spine", "leaf_spine"), ("spine", "core", "spine_core")):
+            if compute.links.get(key):
+                links.append(LinkGroup(from_=a, to=z, count=compute.links[key], gbps=compute.gbps_per_port))
+
+    def named(f: Fabric | None) -> dict[str, Any] | None:
+        if f is None:
+            return None
+        return {"kind": f.kind, "tier": f.purpose, "name": f.switch or f.topology,
+                "gbps_per_node": f.ports_per_node * f.gbps_per_port / 8}
+
+    rail = compute is not None and compute.topology.startswith("rail")
+    return {"topology": compute.topology if compute is not None else "none (one node)",
+            "nics_per_node": b.nics_per_node, "gbps_per_nic": b.gbps_per_nic,
+            "rails": b.nics_per_node if rail else None,
+            "nvlink_domain_gpus": min(int(b.accelerator.scaleup_domain) if b.nvl72 else b.per_node, b.gpus),
+            "switches": switches, "links": links, "storage_fabric": named(storage), "management_fabric": named(mgmt)}
