@@ -16,6 +16,11 @@ def load_fixture() -> dict:
     return json.loads(FIXTURE.read_text(encoding="utf-8"))
 
 
+def load_buildout(name: str = "sft70b") -> dict:
+    """A real plan with the build-out blocks in their real shape (see fixtures/README.md)."""
+    return json.loads((FIXTURE.parent / f"plan_buildout_{name}.json").read_text(encoding="utf-8"))
+
+
 def large_plan(nodes: int = 2000, per_rack: int = 4) -> dict:
     """The fixture's recommended option scaled to `nodes` 8-GPU nodes on a three-tier fabric."""
     plan = load_fixture()
@@ -54,7 +59,8 @@ def infeasible_plan() -> dict:
     return plan
 
 
-PLANS = {"fixture": load_fixture, "large": large_plan, "single": single_node_plan, "infeasible": infeasible_plan}
+PLANS = {"fixture": load_fixture, "large": large_plan, "single": single_node_plan, "infeasible": infeasible_plan,
+         "buildout": load_buildout, "buildout-405b": lambda: load_buildout("405b")}
 
 
 @pytest.fixture(params=sorted(PLANS))

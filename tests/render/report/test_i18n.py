@@ -6,7 +6,7 @@ from pathlib import Path
 
 from trainsizer.render.report.i18n import LANGS, catalogue
 
-from .conftest import large_plan, load_fixture
+from .conftest import large_plan, load_buildout, load_fixture
 
 PKG = Path(__file__).resolve().parents[3] / "src" / "trainsizer" / "render" / "report"
 
@@ -52,14 +52,22 @@ def _keys(node, out: set[str]) -> set[str]:
 
 
 def test_every_build_out_field_has_a_label():
-    plans = [load_fixture(), large_plan()]
+    plans = [load_fixture(), large_plan(), load_buildout("sft70b"), load_buildout("405b")]
     blocks = ("bom", "node", "network", "storage", "facility", "software", "risks", "phases", "rules_of_thumb",
               "acceptance")
     fields: set[str] = set()
     for plan in plans:
         for block in blocks:
-            _keys(plan.get(block), fields)
+            _keys(plan.get(block) or (plan.get("build") or {}).get(block), fields)
     ignored = {"low", "high", "mid", "typical", "value", "schema_version", "bf16", "fp8", "all_reduce", "all_gather",
-               "reduce_scatter", "critical_xids", "critical_xids_source", "platform"}
+               "reduce_scatter", "critical_xids", "critical_xids_source", "platform", "files", "slurm.conf",
+               "gres.conf", "topology.conf"} | {k for k in fields if k.isupper()}   # file names, env variables
     missing = sorted(k for k in fields - ignored if f"f.{k}" not in catalogue())
     assert not missing
+
+
+def test_no_message_is_defined_twice():
+    """YAML keeps the last of two equal keys silently; a second definition would hide the first."""
+    text = (PKG / "data" / "i18n.yaml").read_text(encoding="utf-8")
+    keys = [line.split(":", 1)[0] for line in text.splitlines() if line and not line.startswith(("#", " "))]
+    assert len(keys) == len(set(keys)) == len(catalogue())

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from trainsizer.render.report.fmt import Fmt
+from trainsizer.render.report.fmt import Fmt, unit_of
 from trainsizer.render.report.i18n import field_label, has, t
 
 PRICE_KEYS = ("low", "high")
@@ -34,6 +34,22 @@ def is_limit(v: object) -> bool:
     return isinstance(v, Mapping) and set(v) == {"value", "source"}
 
 
+DERIVED_KEYS = {"value", "rule", "source", "formula", "unit"}
+
+
+def is_derived(v: object) -> bool:
+    """A derived figure: its value with the rule and source that set it (the plan's build-out blocks)."""
+    return isinstance(v, Mapping) and "value" in v and set(v) <= DERIVED_KEYS and len(v) > 1
+
+
+def basis(v: object) -> str:
+    """'rule [source]' of a derived figure or limit ('' for a plain value)."""
+    if not (is_derived(v) or is_limit(v)):
+        return ""
+    rule, source = str(v.get("rule") or v.get("formula") or ""), str(v.get("source") or "")
+    return f"{rule} [{source}]" if rule and source else rule or source
+
+
 def mid(price: Mapping) -> float | None:
     return price.get("typical", price.get("mid"))
 
@@ -43,10 +59,12 @@ def cell(key: str, v: object, f: Fmt, currency: str) -> str:
     if is_price(v):
         cur = v.get("currency", currency)
         return f.money_range(v["low"], mid(v), v["high"], cur) if cur else f"{mid(v)}"
-    if is_limit(v):
-        return f"{f.value(key, v['value'])}"
+    if is_limit(v) or is_derived(v):
+        return cell(key, v["value"], f, currency)
     if isinstance(v, Mapping):
-        return "; ".join(f"{field_label(k, f.lang)}: {cell(k, x, f, currency)}" for k, x in v.items())
+        # Children without a unit of their own take the parent's ("ram_breakdown_gib": {"os_reserved": 32}).
+        return "; ".join(f"{field_label(k, f.lang)}: {cell(k if unit_of(k) else key, x, f, currency)}"
+                         for k, x in v.items() if x is not None)
     if isinstance(v, str) and has(f"v.{v}"):
         return t(f"v.{v}", f.lang)
     return f.value(key, v)
@@ -70,19 +88,22 @@ def block_tables(caption: str, block: object, f: Fmt, currency: str = "") -> lis
     if not isinstance(block, Mapping):
         return [Table(caption, (t("value", L),), ((cell("", block, f, currency),),))]
     currency = str(block.get("currency", currency) or "")
-    kv: list[tuple[str, str]] = []
+    kv: list[tuple[str, str, str]] = []
     tables: list[Table] = []
     for key, v in block.items():
-        if key == "currency":
+        if key == "currency" or v is None or v == [] or v == {}:
             continue
         if isinstance(v, Sequence) and not isinstance(v, str) and v and all(isinstance(r, Mapping) for r in v):
             tables.append(records_table(field_label(key, L), v, f, currency))
-        elif isinstance(v, Mapping) and not is_price(v) and not is_limit(v) and not all(is_scalar(x) for x in v.values()):
+        elif (isinstance(v, Mapping) and not is_price(v) and not is_limit(v) and not is_derived(v)
+              and not all(is_scalar(x) for x in v.values())):
             tables.extend(block_tables(field_label(key, L), v, f, currency))
         else:
-            kv.append((field_label(key, L), cell(key, v, f, currency)))
-    if kv:
-        tables.insert(0, Table(caption, (t("item", L), t("value", L)), tuple(kv)))
+            kv.append((field_label(key, L), cell(key, v, f, currency), basis(v)))
+    if kv and any(row[2] for row in kv):
+        tables.insert(0, Table(caption, (t("item", L), t("value", L), t("basis", L)), tuple(kv)))
+    elif kv:
+        tables.insert(0, Table(caption, (t("item", L), t("value", L)), tuple(row[:2] for row in kv)))
     return tables
 
 
@@ -95,8 +116,8 @@ def limits_table(caption: str, criteria: Mapping, f: Fmt) -> Table:
             name = f"{label} ({key})" if label else field_label(key, f.lang)
             if is_limit(v):
                 # accept's names end in _min / _max (a bound, not minutes): the unit sits before it.
-                unit_key = (unit_key or key).removesuffix("_min").removesuffix("_max")
-                rows.append((name, f.value(unit_key, v["value"]), str(v["source"])))
+                named = (unit_key or key).removesuffix("_min").removesuffix("_max")
+                rows.append((name, f.value(named, v["value"]), str(v["source"])))
             elif isinstance(v, Mapping) and v:
                 walk(field_label(key, f.lang), key, v)
             elif key not in ("schema_version", "source") and v not in (None, [], {}):

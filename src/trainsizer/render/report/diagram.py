@@ -8,6 +8,7 @@ drawing stays legible at thousands of nodes.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 
 import drawsvg as dw
@@ -32,11 +33,12 @@ def _text(x: float, y: float, s: str, size: int = 12, anchor: str = "start", **k
 
 def rack_groups(topo: Topology) -> tuple[int, bool, list[int | None]]:
     """(nodes per group, groups are real racks, shown group indices with None for the ellipsis)."""
-    per = topo.nodes_per_rack or min(topo.nodes, 4)
+    # Racks for nodes, when the plan counts them, say how many nodes share a rack; else its nodes_per_rack.
+    per = -(-topo.nodes // topo.racks) if topo.racks else topo.nodes_per_rack or min(topo.nodes, 4)
     groups = -(-topo.nodes // per)
     if topo.nodes <= MAX_NODES_DRAWN and groups <= 8:
-        return per, topo.nodes_per_rack is not None, list(range(groups))
-    return per, topo.nodes_per_rack is not None, [0, 1, None, groups - 1]
+        return per, bool(topo.racks or topo.nodes_per_rack), list(range(groups))
+    return per, bool(topo.racks or topo.nodes_per_rack), [0, 1, None, groups - 1]
 
 
 def _draw_node(d: dw.Drawing, x: float, y: float, w: float, topo: Topology, node: int, nic_xy: list) -> None:
@@ -167,10 +169,22 @@ def _side(d: dw.Drawing, topo: Topology, y: float, h: float, f: Fmt) -> None:
         d.append(dw.Rectangle(x, top, W - x - 20, h / 2 - 10, fill="#fff8e6" if i == 0 else "#eef7ee",
                               stroke="#886", rx=6))
         d.append(_text(x + 8, top + 18, t(key, L), 12, font_weight="bold"))
-        d.append(_text(x + 8, top + 36, label or t("dg.not_in_plan", L), 10, fill="#444" if label else "#a33"))
+        lines = _wrap(label, 40) if label else [t("dg.not_in_plan", L)]
         if i == 0 and topo.storage_gbps_per_node:
-            d.append(_text(x + 8, top + 52, t("dg.per_node_gbps", L, gbps=f.num(topo.storage_gbps_per_node)), 10))
+            lines.append(t("dg.per_node_gbps", L, gbps=f.num(topo.storage_gbps_per_node)))
+        room = max(1, int((h / 2 - 40) // 13))
+        for k, line in enumerate(lines[:room]):
+            d.append(_text(x + 8, top + 34 + 13 * k, line if k < room - 1 or len(lines) <= room else line + " …", 10,
+                           fill="#444" if label else "#a33"))
         d.append(dw.Line(RIGHT, top + 30, x, top + 30, stroke="#886", stroke_dasharray="4,3"))
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """Lines of at most `width` characters, broken at the label's own separators first."""
+    out: list[str] = []
+    for part in text.replace(" | ", " · ").split(" · "):
+        out.extend(textwrap.wrap(part, width) or [""])
+    return out
 
 
 def render_svg(plan: Mapping, lang: str) -> str:
@@ -185,7 +199,9 @@ def render_svg(plan: Mapping, lang: str) -> str:
     n_tiers = max(1, len(topo.tiers))
     racks_y = 70 + n_tiers * TIER_H + 20
     rack_h = 26 + per * NODE_H
-    legend_y = racks_y + max(rack_h, 150) + 20
+    lines = max(len(_wrap(topo.storage or "", 40)) + 1, len(_wrap(topo.management or "", 40)))
+    side_h = max(rack_h, 2 * (44 + 13 * lines))
+    legend_y = racks_y + side_h + 20
     d = dw.Drawing(W, legend_y + 60)
     d.append(dw.Rectangle(0, 0, W, legend_y + 60, fill="white"))
     title = t("dg.title", lang, nodes=f.num(topo.nodes), gpus=f.num(topo.nodes * topo.gpus_per_node),
@@ -196,7 +212,7 @@ def render_svg(plan: Mapping, lang: str) -> str:
         _fabric(d, topo, 50, nic_xy, f, racks_y)
     else:
         d.append(_text(LEFT, 60, t("dg.single_node", lang), 12))
-    _side(d, topo, racks_y, max(rack_h, 150), f)
+    _side(d, topo, racks_y, side_h, f)
     _legend(d, topo, legend_y, f)
     return d.as_svg()
 

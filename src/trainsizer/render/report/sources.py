@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from trainsizer.render.report.blocks import mid
 from trainsizer.render.report.facts import blocks, option_label, recommended
 from trainsizer.render.report.fmt import Fmt
 from trainsizer.render.report.i18n import t
@@ -54,7 +55,10 @@ def _price_rows(plan: Mapping, f: Fmt) -> list[tuple[str, str, str, str]]:
         if energy.get("pue"):
             rows.append((t("a.pue", L), f.num(energy["pue"], 2), t("a.catalog", L), ""))
     for line in (blocks(plan).get("bom") or {}).get("lines") or []:
-        if isinstance(line, Mapping) and line.get("source"):
-            rows.append((f"{t('sec.bom', L)}: {line.get('item', '')} {line.get('part', '')}".strip(),
-                         "", str(line["source"]), str(line.get("date", ""))))
+        price = line.get("unit_price") if isinstance(line, Mapping) and isinstance(line.get("unit_price"), Mapping) else {}
+        source, date = price.get("source") or line.get("source"), price.get("date") or line.get("date")
+        if source:
+            value = f.money_range(price.get("low"), mid(price), price.get("high"),
+                                  str(price.get("currency") or line.get("currency") or "")) if price else ""
+            rows.append((f"{t('sec.bom', L)}: {line.get('item', '')}".strip(), value, str(source), str(date or "")))
     return rows

@@ -62,6 +62,65 @@ def _fabric_label(block: Mapping | None) -> str | None:
     return " ".join(str(block[k]) for k in ("kind", "tier", "name") if block.get(k)) or None
 
 
+def _tiers_of(compute: Mapping) -> tuple[tuple[Tier, ...], tuple[Link, ...]]:
+    """Switch tiers and link bundles of a fabric block (plan.build.network.compute)."""
+    gbps, radix, model = _float(compute.get("gbps_per_port")), _int(compute.get("radix")), str(compute.get("switch") or "")
+    tiers = tuple(Tier(name, _int(compute.get(key)) or 0, gbps, radix, model)
+                  for name, key in (("leaf", "leaves"), ("spine", "spines"), ("core", "cores")) if _int(compute.get(key)))
+    links_in = compute.get("links") if isinstance(compute.get("links"), Mapping) else {}
+    links = tuple(Link(a, b, _int(links_in.get(key)) or 0, gbps)
+                  for a, b, key in (("node", "leaf", "node_leaf"), ("leaf", "spine", "leaf_spine"),
+                                    ("spine", "core", "spine_core")) if _int(links_in.get(key)))
+    return tiers, links
+
+
+def _fabric_text(block: object) -> str | None:
+    """'ethernet converged · 2 × 400 Gb/s per node · sn5600 × 1' for a storage or management fabric."""
+    if not isinstance(block, Mapping):
+        return None
+    parts = [" ".join(str(block[k]) for k in ("kind", "purpose") if block.get(k))]
+    if block.get("ports_per_node") and block.get("gbps_per_port"):
+        parts.append(f"{block['ports_per_node']} × {block['gbps_per_port']:g} Gb/s")
+    if block.get("switch"):
+        parts.append(f"{block['switch']} × {block.get('leaves') or 1}")
+    return " · ".join(p for p in parts if p) or None
+
+
+def _from_build(net: Mapping, sto: Mapping) -> dict:
+    """Topology fields from the build-out's network block (compute / storage / inband / oob / nvlink)."""
+    compute = net.get("compute") if isinstance(net.get("compute"), Mapping) else {}
+    nvlink = net.get("nvlink") if isinstance(net.get("nvlink"), Mapping) else {}
+    tiers, links = _tiers_of(compute)
+    topo = str(compute.get("topology") or "")
+    storage = " · ".join(x for x in (str(sto.get("tier") or ""), f"{sto['appliances']} × {sto['appliance']}"
+                                     if sto.get("appliance") else "", _fabric_text(net.get("storage")) or "") if x)
+    mgmt = " | ".join(x for x in (_fabric_text(net.get("inband")), _fabric_text(net.get("oob"))) if x)
+    return dict(
+        nvlink_domain_gpus=_int(nvlink.get("gpus_per_domain")) if nvlink.get("tech") == "nvlink" else None,
+        nics_per_node=_int(compute.get("ports_per_node")), nic_gbps=_float(compute.get("gbps_per_port")),
+        fabric=" ".join(x for x in (str(compute.get("kind") or ""), topo) if x),
+        rails=_int(compute.get("ports_per_node")) if "rail" in topo else None, tiers=tiers, links=links,
+        storage=storage or None, storage_gbps_per_node=None, management=mgmt or None)
+
+
+def _from_flat(net: Mapping, sto: Mapping, hw_net: Mapping, hw: Mapping) -> dict:
+    """Topology fields from a flat network block (switches[] and links[] lists)."""
+    tiers = tuple(Tier(str(s.get("tier", "?")), _int(s.get("count")) or 0, _float(s.get("gbps")),
+                       _int(s.get("radix")), str(s.get("model") or "")) for s in net.get("switches") or [])
+    links = tuple(Link(str(ln.get("from")), str(ln.get("to")), _int(ln.get("count")) or 0, _float(ln.get("gbps")))
+                  for ln in net.get("links") or [])
+    sfab = net.get("storage_fabric") if isinstance(net.get("storage_fabric"), Mapping) else {}
+    return dict(
+        nvlink_domain_gpus=_int(net.get("nvlink_domain_gpus")),
+        nics_per_node=_int(net.get("nics_per_node", hw_net.get("nics_per_node"))),
+        nic_gbps=_float(net.get("gbps_per_nic", hw_net.get("gbps_per_nic"))),
+        fabric=str(net.get("topology") or hw_net.get("id") or hw.get("network") or ""),
+        rails=_int(net.get("rails")), tiers=tiers, links=links,
+        storage=" · ".join(str(x) for x in (sto.get("tier"), _fabric_label(sfab)) if x) or None,
+        storage_gbps_per_node=_float(sfab.get("gbps_per_node")),
+        management=_fabric_label(net.get("management_fabric")))
+
+
 def topology(plan: Mapping) -> Topology | None:
     """The recommended option's topology (None when the plan recommends nothing)."""
     rec = recommended(plan)
@@ -69,27 +128,17 @@ def topology(plan: Mapping) -> Topology | None:
         return None
     hw = plan["options"][rec].get("hardware") or {}
     b = blocks(plan)
-    net = b.get("network") if isinstance(b.get("network"), Mapping) else {}
+    net, fac, sto = (b.get(k) if isinstance(b.get(k), Mapping) else {} for k in ("network", "facility", "storage"))
     hw_net = hw.get("network") if isinstance(hw.get("network"), Mapping) else {}
-    fac = b.get("facility") if isinstance(b.get("facility"), Mapping) else {}
-    sto = b.get("storage") if isinstance(b.get("storage"), Mapping) else {}
-    tiers = tuple(Tier(str(s.get("tier", "?")), _int(s.get("count")) or 0, _float(s.get("gbps")),
-                       _int(s.get("radix")), str(s.get("model") or "")) for s in net.get("switches") or [])
-    links = tuple(Link(str(ln.get("from")), str(ln.get("to")), _int(ln.get("count")) or 0, _float(ln.get("gbps")))
-                  for ln in net.get("links") or [])
-    sfab = net.get("storage_fabric") if isinstance(net.get("storage_fabric"), Mapping) else {}
-    storage = " · ".join(str(x) for x in (sto.get("tier"), _fabric_label(sfab)) if x) or None
+    if "compute" in net or "nvlink" in net:
+        fields = _from_build(net, sto)
+        fields["nics_per_node"] = fields["nics_per_node"] or _int(hw_net.get("nics_per_node"))
+        fields["nic_gbps"] = fields["nic_gbps"] or _float(hw_net.get("gbps_per_nic"))
+        fields["fabric"] = fields["fabric"] or str(hw_net.get("id") or "")
+    else:
+        fields = _from_flat(net, sto, hw_net, hw)
     return Topology(
-        accelerator=str(hw.get("accelerator") or "?"),
-        nodes=_int(hw.get("nodes")) or 1,
+        accelerator=str(hw.get("accelerator") or "?"), nodes=_int(hw.get("nodes")) or 1,
         gpus_per_node=_int(hw.get("per_node")) or _int(hw.get("count")) or 1,
-        nvlink_domain_gpus=_int(net.get("nvlink_domain_gpus")),
-        nics_per_node=_int(net.get("nics_per_node", hw_net.get("nics_per_node"))),
-        nic_gbps=_float(net.get("gbps_per_nic", hw_net.get("gbps_per_nic"))),
-        fabric=str(net.get("topology") or hw_net.get("id") or hw.get("network") or ""),
-        rails=_int(net.get("rails")),
-        tiers=tiers, links=links,
-        nodes_per_rack=_int(fac.get("nodes_per_rack")), racks=_int(fac.get("racks")),
-        storage=storage, storage_gbps_per_node=_float(sfab.get("gbps_per_node")),
-        management=_fabric_label(net.get("management_fabric")),
-    )
+        nodes_per_rack=_int(fac.get("nodes_per_rack")), racks=_int(fac.get("node_racks") or fac.get("racks")),
+        **fields)

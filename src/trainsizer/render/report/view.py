@@ -39,6 +39,7 @@ class Section:
     missing: str = ""
     text: tuple[str, ...] = ()
     diagram: bool = False
+    code: tuple[tuple[str, str], ...] = ()     # generated files shown verbatim: (name, text)
 
 
 @dataclass(frozen=True)
@@ -188,8 +189,12 @@ def _build_sections(plan: Mapping, f: Fmt) -> list[Section]:
         if value in (None, {}, []):
             out.append(Section(block, title, missing=t("block_missing", L), diagram=block == "network"))
             continue
+        files = value.get("files") if isinstance(value, Mapping) else None
+        code = tuple((str(k), str(v)) for k, v in files.items()) if isinstance(files, Mapping) else ()
+        if code:
+            value = {k: v for k, v in value.items() if k != "files"}
         tables = [limits_table(title, value, f)] if block == "acceptance" else block_tables(title, value, f, cur)
-        out.append(Section(block, title, tuple(tables), diagram=block == "network"))
+        out.append(Section(block, title, tuple(tables), diagram=block == "network", code=code))
     return out
 
 

@@ -49,6 +49,31 @@ def _widths(ws: Worksheet, widths: list[int]) -> None:
         ws.column_dimensions[get_column_letter(i)].width = w
 
 
+BOM_COLUMNS = ("f.category", "f.item", "f.part", "f.quantity", "f.unit", "x.unit_low", "x.unit_typical", "x.unit_high",
+               "x.line_low", "x.line_typical", "x.line_high", "f.currency", "f.source", "f.date", "f.note")
+
+
+def _bom_line(ws: Worksheet, r: int, ln: Mapping, cur: str, lang: str) -> None:
+    """One BOM line: quantity and unit prices as numbers, amounts as formulas (I:K = D × F:H)."""
+    price = ln.get("unit_price") if isinstance(ln.get("unit_price"), Mapping) else {}
+    line_cur = str(price.get("currency") or ln.get("currency") or cur)
+    money = money_format(line_cur, lang)
+    for c, v in enumerate((ln.get("category"), ln.get("item"), ln.get("part"), ln.get("quantity"), ln.get("unit")), 1):
+        ws.cell(r, c, v)
+    note = [str(ln["note"])] if ln.get("note") else []
+    if price.get("low") is not None:
+        for k, v in enumerate((price.get("low"), mid(price), price.get("high"))):
+            ws.cell(r, 6 + k, v).number_format = money
+            ws.cell(r, 9 + k, f"=D{r}*{get_column_letter(6 + k)}{r}").number_format = money
+    elif not note:
+        note.append(t("x.unpriced", lang))
+    if price.get("converted"):
+        note.append(f"{t('f.converted', lang)}: {price['converted']}")
+    for c, v in ((12, line_cur), (13, price.get("source") or ln.get("source")), (14, price.get("date") or ln.get("date")),
+                 (15, "; ".join(note) or None)):
+        ws.cell(r, c, v)
+
+
 def bom_sheet(wb: Workbook, plan: Mapping, lang: str) -> None:
     ws = wb.active
     ws.title = t("x.sheet_bom", lang)[:31]
@@ -61,48 +86,46 @@ def bom_sheet(wb: Workbook, plan: Mapping, lang: str) -> None:
         return
     cur = str(bom.get("currency") or currency(plan))
     money = money_format(cur, lang)
-    _header(ws, 1, [t(k, lang) for k in ("f.category", "f.item", "f.part", "f.quantity", "x.unit_low", "x.unit_typical",
-                                          "x.unit_high", "x.line_low", "x.line_typical", "x.line_high", "f.currency",
-                                          "f.source", "f.date")])
+    _header(ws, 1, [t(k, lang) for k in BOM_COLUMNS])
     for r, ln in enumerate(lines, 2):
-        price = ln.get("unit_price") or {}
-        values = [ln.get("category"), ln.get("item"), ln.get("part"), ln.get("quantity"), price.get("low"),
-                  mid(price) if price else None, price.get("high")]
-        for c, v in enumerate(values, 1):
-            ws.cell(r, c, v)
-        for k in range(3):   # H:J = D × E:G
-            cell = ws.cell(r, 8 + k, f"=D{r}*{get_column_letter(5 + k)}{r}")
-            cell.number_format = money
-            ws.cell(r, 5 + k).number_format = money
-        ws.cell(r, 11, ln.get("currency", cur))
-        ws.cell(r, 12, ln.get("source"))
-        ws.cell(r, 13, ln.get("date"))
+        _bom_line(ws, r, ln, cur, lang)
     total = len(lines) + 2
-    ws.cell(total, 1, t("total", lang)).font = HEAD
+    ws.cell(total, 1, t("x.total_priced", lang)).font = HEAD
     for k in range(3):
-        col = get_column_letter(8 + k)
-        cell = ws.cell(total, 8 + k, f"=SUM({col}2:{col}{total - 1})")
+        col = get_column_letter(9 + k)
+        cell = ws.cell(total, 9 + k, f"=SUM({col}2:{col}{total - 1})")
         cell.font, cell.number_format = HEAD, money
     ws.freeze_panes = "A2"
-    _widths(ws, [12, 22, 26, 9, 13, 13, 13, 15, 15, 15, 9, 30, 10])
+    _widths(ws, [12, 40, 24, 9, 11, 13, 13, 13, 15, 15, 15, 9, 30, 10, 30])
     _rent_rows(ws, bom, total + 2, money, lang)
 
 
 def _rent_rows(ws: Worksheet, bom: Mapping, row: int, money: str, lang: str) -> None:
-    rent = bom.get("rent") if isinstance(bom.get("rent"), Mapping) else None
-    per_month = (rent or {}).get("per_month")
-    if not isinstance(per_month, Mapping):
+    """Renting instead, and the break-even month as a formula over the figures it is made of."""
+    rent = bom.get("rent") if isinstance(bom.get("rent"), Mapping) else {}
+    bvr = bom.get("buy_vs_rent") if isinstance(bom.get("buy_vs_rent"), Mapping) else {}
+    figures = [(k, v) for k, v in rent.items() if isinstance(v, int | float) and not isinstance(v, bool)]
+    if isinstance(rent.get("per_month"), Mapping):
+        figures.insert(0, ("per_month", mid(rent["per_month"])))
+    if not figures and not bvr:
         return
     ws.cell(row, 1, t("x.rent_alternative", lang)).font = HEAD
-    _header(ws, row + 1, [t("f.per_month", lang), t("f.months", lang), t("x.line_low", lang),
-                          t("x.line_typical", lang), t("x.line_high", lang)])
-    r = row + 2
-    ws.cell(r, 1, mid(per_month)).number_format = money
-    ws.cell(r, 2, rent.get("months"))
-    for k, key in enumerate(PRICES):
-        ws.cell(r + 1, 3 + k, per_month.get(key) if key != "typical" else mid(per_month)).number_format = money
-        ws.cell(r, 3 + k, f"={get_column_letter(3 + k)}{r + 1}*B{r}").number_format = money
-    ws.cell(r + 1, 1, t("x.per_month_range", lang))
+    r = row + 1
+    for key, value in figures:
+        ws.cell(r, 2, t(f"f.{key}", lang))
+        ws.cell(r, 4, value).number_format = "#,##0.0" if key.endswith(("days", "months")) else money
+        r += 1
+    capex = mid(bvr["capex"]) if isinstance(bvr.get("capex"), Mapping) else None
+    if capex is not None and bvr.get("rent_per_month") is not None and bvr.get("running_per_month") is not None:
+        for k, (key, value) in enumerate((("capex", capex), ("rent_per_month", bvr["rent_per_month"]),
+                                          ("running_per_month", bvr["running_per_month"]))):
+            ws.cell(r + k, 2, t(f"f.{key}", lang))
+            ws.cell(r + k, 4, value).number_format = money
+        ws.cell(r + 3, 2, t("f.break_even_month", lang)).font = HEAD
+        ws.cell(r + 3, 4, f"=D{r}/(D{r + 1}-D{r + 2})").number_format = "0.0"
+        r += 4
+    if bvr.get("verdict"):
+        ws.cell(r, 2, str(bvr["verdict"]))
 
 
 def option_sheet(wb: Workbook, plan: Mapping, i: int, lang: str) -> None:
