@@ -27,9 +27,9 @@ def test_bom_totals_are_live_formulas_that_add_up(plan, lang, tmp_path):
     ws = wb[sheet]
     lines = plan["bom"]["lines"]
     total_row = len(lines) + 2
-    assert ws.cell(total_row, 9).value == f"=SUM(I2:I{total_row - 1})"
-    assert ws.cell(2, 9).value == "=D2*F2"
-    got = _evaluate(data, tmp_path, [f"{sheet}!{c}{total_row}" for c in "HIJ"])
+    assert ws.cell(total_row, 10).value == f"=SUM(J2:J{total_row - 1})"
+    assert ws.cell(2, 10).value == "=D2*G2"
+    got = _evaluate(data, tmp_path, [f"{sheet}!{c}{total_row}" for c in "IJK"])
     expected = [sum(ln["quantity"] * ln["unit_price"][k] for ln in lines) for k in ("low", "typical", "high")]
     assert got == pytest.approx(expected)
     assert got == pytest.approx([plan["bom"]["totals"][k] for k in ("low", "typical", "high")])

@@ -36,14 +36,25 @@ def time_chart(plan: Mapping, lang: str) -> Chart:
     return Chart("time", t("chart.time", lang), t("option", lang), t("seconds_per_step", lang), series, stacked=True)
 
 
+def ranked_cost(o: Mapping, kind: str) -> float | None:
+    """The cost the plan ranks by (its score: rent = GPU-hours, buy = purchase + power), else the typical
+    price of the cost block the job asked for. Pareto points and searched options use the same basis."""
+    score = o.get("score") or {}
+    if isinstance(score.get("cost"), int | float):
+        return float(score["cost"])
+    if score.get("metric") == "cost" and isinstance(score.get("value"), int | float):
+        return float(score["value"])
+    _, price = pick_cost(o, kind)
+    return float(mid(price)) if price is not None and mid(price) is not None else None
+
+
 def _points(plan: Mapping) -> list[tuple[float, float, str, int]]:
     kind = procurement(plan)
     out = []
     for i, o in enumerate(plan.get("options") or []):
-        days = (o.get("time") or {}).get("train_days")
-        _, price = pick_cost(o, kind)
-        if days is not None and price is not None and mid(price) is not None:
-            out.append((float(days), float(mid(price)), f"#{i + 1} {option_label(o)}", i))
+        days, cost = (o.get("time") or {}).get("train_days"), ranked_cost(o, kind)
+        if days is not None and cost is not None:
+            out.append((float(days), cost, f"#{i + 1} {option_label(o)}", i))
     return out
 
 
