@@ -214,3 +214,14 @@ def test_estimate_reports_price_age_and_warns_when_stale(run_cli, tmp_path):
     assert any("over a year" in n for n in result["notes"]) and any("projection" in n for n in result["notes"])
     code, out, _ = run_cli("--lang", "en", "--catalog", str(old), "estimate", str(job))
     assert "older than a year" in out and "2024-06" in out
+
+
+def test_plan_search_leaves_announced_parts_out_unless_named(run_cli, tmp_path):
+    """The plan's hardware search honours the catalog status field (issue 14 / the plan's search)."""
+    import json
+
+    job = Path(__file__).parents[2] / "examples" / "sft-70b-search.yaml"
+    code, out, err = run_cli("plan", str(job), "--json")
+    assert code == 0, err
+    excluded = json.loads(out)["search"]["excluded_accelerators"]
+    assert "announced" in excluded["rubin"] and "include" in excluded["rubin"]

@@ -94,6 +94,8 @@ def _accelerator_reason(acc: Any, scenario: Scenario, listed: dict[str, set[str]
     if include is not None and acc.id not in include:
         return Reason("include")
     explicit = include is not None or pins.accelerator is not None
+    if not getattr(acc, "plannable_by_default", True) and not explicit:  # catalog status 'announced'
+        return f"{acc.status}: not shipping to buyers yet (name it in constraints.include or hardware to plan it)"
     if c.market == "china-domestic" and not acc.domestic_china and not explicit:
         return Reason("domestic")
     if c.market in ("china", "china-domestic") and acc.china_export_restricted and not explicit:
