@@ -221,7 +221,10 @@ def test_plan_search_leaves_announced_parts_out_unless_named(run_cli, tmp_path):
     import json
 
     job = Path(__file__).parents[2] / "examples" / "sft-70b-search.yaml"
-    code, out, err = run_cli("plan", str(job), "--json")
+    code, out, err = run_cli("--lang", "en", "plan", str(job), "--json")
     assert code == 0, err
     excluded = json.loads(out)["search"]["excluded_accelerators"]
     assert "announced" in excluded["rubin"] and "include" in excluded["rubin"]
+    code, out, err = run_cli("--lang", "zh", "plan", str(job), "--json")
+    assert code == 0, err
+    assert "尚未" in json.loads(out)["search"]["excluded_accelerators"]["rubin"]

@@ -43,8 +43,8 @@ class Pins:
 class Reason:
     """Why an accelerator or server is not searched: a code and its fields (the plan words it, zh/en).
 
-    Codes: pinned, exclude, include, domestic (market china-domestic), export (export-restricted for the China
-    market), precision, cooling, rack_kw."""
+    Codes: pinned, exclude, include, announced (catalog status: not shipping yet), domestic (market
+    china-domestic), export (export-restricted for the China market), precision, cooling, rack_kw."""
 
     code: str
     fields: tuple[tuple[str, str], ...] = ()
@@ -95,7 +95,7 @@ def _accelerator_reason(acc: Any, scenario: Scenario, listed: dict[str, set[str]
         return Reason("include")
     explicit = include is not None or pins.accelerator is not None
     if not getattr(acc, "plannable_by_default", True) and not explicit:  # catalog status 'announced'
-        return f"{acc.status}: not shipping to buyers yet (name it in constraints.include or hardware to plan it)"
+        return Reason("announced")
     if c.market == "china-domestic" and not acc.domestic_china and not explicit:
         return Reason("domestic")
     if c.market in ("china", "china-domestic") and acc.china_export_restricted and not explicit:
