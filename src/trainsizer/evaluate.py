@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from trainsizer.catalog.age import price_age
 from trainsizer.errors import SpecError
@@ -19,6 +19,9 @@ from trainsizer.estimate.energy import energy, load_energy_constants
 from trainsizer.estimate.memory import estimate_memory
 from trainsizer.estimate.step_time import estimate_time
 from trainsizer.scenario import Scenario
+
+if TYPE_CHECKING:
+    from trainsizer.catalog.catalog import Catalog
 
 # Straight-line amortisation period for bought GPU servers (typical 4-5 year depreciation of AI servers;
 # SemiAnalysis / Epoch "cost of training" use 4 years).
@@ -94,7 +97,7 @@ def _note_stale(block: dict[str, Any], what: str, notes: list[str]) -> None:
         notes.append(f"the {what} is a projection, not an observed price")
 
 
-def _costs(scenario: Scenario, catalog: Any, gpu_hours: float, wall_hours: float, kwh: float,
+def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: float, kwh: float,
            notes: list[str]) -> dict[str, Any]:
     system = scenario.system
     assert system is not None
@@ -162,7 +165,7 @@ def _goal(scenario: Scenario, train_days: float, costs: dict[str, Any]) -> dict[
     return out
 
 
-def run_costs(scenario: Scenario, catalog: Any, gpu_hours: float, wall_hours: float, kwh: float
+def run_costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: float, kwh: float
               ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """(cost blocks, goal check, notes) of a run of known length: what `evaluate` reports, for the search."""
     notes: list[str] = []
@@ -192,7 +195,30 @@ def framework_assumed(scenario: Scenario) -> dict[str, Any]:
     return out | {"assumes": assumptions(out["assumed"])}
 
 
-def evaluate(scenario: Scenario, catalog: Any, calibration: Calibration | None = None) -> dict[str, Any]:
+class EstimateResult(TypedDict):
+    """What `evaluate` returns (and `trainsizer estimate --json` prints); every section is JSON-ready."""
+
+    job: dict[str, Any]  # Scenario.summary()
+    framework: dict[str, Any]  # the stack assumed (framework_assumed)
+    memory: dict[str, Any]  # MemoryEstimate.to_dict()
+    time: dict[str, Any]  # TimeEstimate.to_dict() without its notes
+    cost: dict[str, Any]  # currency, rent and/or buy blocks (low / mid / high)
+    energy: dict[str, Any]  # Energy.to_dict() + pue, busy_fraction
+    goal: dict[str, Any]  # deadline and budget checks
+    calibration: dict[str, Any] | None  # the measured figures used, if any
+    notes: list[str]
+
+
+class FitAnswers(TypedDict, total=False):
+    """What `reverse_questions` returns: the job's name and one entry per question asked."""
+
+    job: str
+    max_micro_batch: dict[str, Any]  # value, per_gpu_gib
+    max_seq_len: dict[str, Any]  # value, per_gpu_gib
+    max_model: dict[str, Any]  # layers, params_total, per_gpu_gib, how
+
+
+def evaluate(scenario: Scenario, catalog: Catalog, calibration: Calibration | None = None) -> EstimateResult:
     """Memory, time, cost, energy and goal for a scenario with hardware and strategy."""
     require_configuration(scenario)
     model, training, system, strategy = scenario.model, scenario.training, scenario.system, scenario.strategy
@@ -222,7 +248,7 @@ def evaluate(scenario: Scenario, catalog: Any, calibration: Calibration | None =
     }
 
 
-def reverse_questions(scenario: Scenario, questions: tuple[str, ...]) -> dict[str, Any]:
+def reverse_questions(scenario: Scenario, questions: tuple[str, ...]) -> FitAnswers:
     """The largest micro-batch / sequence length / model depth that fit (memory limits, trainsizer fit)."""
     from trainsizer.estimate.fit import max_layers, max_micro_batch, max_seq_len
 
@@ -232,7 +258,7 @@ def reverse_questions(scenario: Scenario, questions: tuple[str, ...]) -> dict[st
     def gib(r: Any) -> float | None:
         return r.estimate.to_dict()["per_gpu_gib"] if r.estimate else None
 
-    out: dict[str, Any] = {"job": sc.name}
+    out: FitAnswers = {"job": sc.name}
     for q in questions:
         if q == "micro-batch":
             r = max_micro_batch(*args)

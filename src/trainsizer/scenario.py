@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainsizer.errors import SpecError, StrategyError, TrainsizerError
 from trainsizer.estimate.inputs import Strategy, System, Training
@@ -18,6 +18,9 @@ from trainsizer.estimate.train_time import whole_steps
 from trainsizer.models import ModelArch, load_model
 from trainsizer.spec import Job, NetworkSpec, load_job
 from trainsizer.spec.load import parse_model
+
+if TYPE_CHECKING:
+    from trainsizer.catalog.catalog import Catalog
 
 
 def _network_fallback(key: str) -> float:
@@ -144,7 +147,7 @@ def resolve_model(spec: str | Mapping[str, Any], origin: str) -> ModelArch:
         raise _prefixed(err, f"{origin}: model") from None
 
 
-def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Any,
+def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Catalog,
                 data: Mapping[str, Any] | None = None) -> Scenario:
     """A `Scenario` from a job file, mapping or `Job`, using `catalog` for hardware names.
 
@@ -301,7 +304,7 @@ def _check_constraints(job: Job, acc: Any, listed: dict[str, set[str] | None], o
     return notes
 
 
-def _resolve_network(spec: str | NetworkSpec | None, multi_node: bool, catalog: Any, origin: str,
+def _resolve_network(spec: str | NetworkSpec | None, multi_node: bool, catalog: Catalog, origin: str,
                      per_node: int = 8) -> NetworkView | None:
     if spec is None:
         if multi_node:

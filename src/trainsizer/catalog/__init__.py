@@ -7,7 +7,7 @@ override fields (e.g. negotiated prices); overridden values record the overlay f
     from trainsizer.catalog import load_catalog
     cat = load_catalog()                       # cached built-in catalog
     cat = load_catalog(["my_prices.yaml"])     # with an overlay
-    cat.accelerator("h100").peak_tflops("bf16")
+    cat.accelerator("h100-sxm-80gb").peak_tflops("bf16")   # ids or unambiguous aliases
 """
 
 from trainsizer.catalog.age import STALE_AFTER_DAYS, PriceAge, price_age

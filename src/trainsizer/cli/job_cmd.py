@@ -36,12 +36,9 @@ def override_options(fn: Callable) -> Callable:
 
 
 def _scenario(app: AppState, job_file: Path, overrides: dict[str, Any]) -> Any:
-    from trainsizer.scenario import resolve_job
-    from trainsizer.spec import read_mapping
-    from trainsizer.spec.overrides import apply_overrides
+    from trainsizer.api import resolve
 
-    data = apply_overrides(read_mapping(job_file), overrides)
-    return resolve_job(job_file, app.catalog, data=data)
+    return resolve(job_file, app.catalog, overrides=overrides)
 
 
 def _flatten(d: dict, prefix: str = "") -> list[tuple[str, object]]:
@@ -86,12 +83,11 @@ def estimate(app: AppState, job_file: Path, calibration_file: Path | None, as_js
 
     Hardware and strategy come from the job file; flags override them.
     """
-    from trainsizer.evaluate import evaluate, load_calibration
+    from trainsizer.api import estimate as estimate_job
     from trainsizer.render.estimate_view import print_estimate
 
     scenario = _scenario(app, job_file, overrides)
-    calibration = load_calibration(calibration_file, scenario.training.precision) if calibration_file else None
-    result = evaluate(scenario, app.catalog, calibration)
+    result = estimate_job(scenario, app.catalog, calibration_file)
     if as_json:
         echo_json(result)
     else:
@@ -110,10 +106,11 @@ def fit(app: AppState, job_file: Path, questions: tuple[str, ...], as_json: bool
 
     Answers are memory limits; everything else in the job is kept.
     """
-    from trainsizer.evaluate import reverse_questions
+    from trainsizer.api import FIT_QUESTIONS
+    from trainsizer.api import fit as fit_job
 
     scenario = _scenario(app, job_file, overrides)
-    out = reverse_questions(scenario, questions or ("micro-batch", "seq-len", "model"))
+    out = fit_job(scenario, questions or FIT_QUESTIONS)
     if as_json:
         echo_json(out)
         return

@@ -18,6 +18,8 @@ the YAML constants) load on first use of their names.
 
 from __future__ import annotations
 
+import sys
+import types
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +70,20 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+class _CallableModule(types.ModuleType):
+    """`trainsizer.estimate(job_or_scenario, ...)`: the package is also the library's one-configuration entry
+    point (`trainsizer.api.estimate`), so `trainsizer.estimate` means the same thing whether or not this
+    package has been imported."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from trainsizer.api import estimate
+
+        return estimate(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazily
