@@ -16,6 +16,36 @@ def test_every_example_builds(example, run_cli):
     assert KEYS <= set(data)
     assert data["bom"]["totals"]["typical"] > 0
     assert data["acceptance"]["gpu_count"]["value"] == data["job"]["hardware"]["gpus_per_node"]
+    # every question of the guides has an answer: NVLink, network and switches, CPU/RAM/NVMe, storage,
+    # scheduler, power and cooling, budget and buy vs rent, pitfalls, roll-out, acceptance
+    net, node, fac = data["network"], data["node"], data["facility"]
+    assert net["nvlink"]["gpus_per_domain"] >= 1
+    if data["job"]["hardware"]["nodes"] > 1:
+        assert net["compute"]["switch"] or net["compute"]["kind"] == "provider"
+        assert net["switches"] or net["compute"]["kind"] == "provider"
+    assert node["cpu_cores"]["value"] > 0 and node["ram_gib"]["value"] > 0 and node["nvme_tb"]["value"] > 0
+    assert data["storage"]["tier"] and data["storage"]["capacity_tb"]["value"] > 0
+    assert data["software"]["scheduler"]["value"] and data["software"]["driver"]
+    assert fac["node_kw_max"] > 0 and fac["cooling"]["value"] and fac["racks"] >= 1
+    assert data["bom"]["buy_vs_rent"]["verdict"]
+    assert isinstance(data["risks"], list) and len(data["phases"]["rollout"]) == 7
+
+
+def test_every_risk_and_phase_has_both_languages():
+    import re
+
+    import yaml
+
+    from trainsizer.plan.buildout import rules
+
+    root = Path(__file__).resolve().parents[2] / "src" / "trainsizer"
+    table = yaml.safe_load((root / "render" / "data" / "i18n.yaml").read_text(encoding="utf-8"))
+    risk_ids = re.findall(r'Risk\(id="(\w+)"', (root / "plan" / "buildout" / "risks.py").read_text())
+    assert len(risk_ids) >= 10
+    keys = [f"b_risk_{r}" for r in risk_ids] + [f"b_risk_{r}_fix" for r in risk_ids]
+    keys += [f"b_phase_{p['id']}" for p in rules.raw("phases")["phases"]]
+    for key in keys:
+        assert table[key]["en"] and table[key]["zh"], key
 
 
 def test_tables_in_both_languages(run_cli):

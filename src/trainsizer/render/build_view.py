@@ -117,13 +117,14 @@ def print_build(out: dict[str, Any], lang: str, console: Console | None = None) 
     con.print(_kv(t("b_software_title", L), software_rows(out["software"], L), L))
     risks = out["risks"]
     con.print(_table(t("b_risks_title", L), [t("item", L), t("b_severity", L), t("b_evidence", L), t("b_mitigation", L)],
-                     [[r["id"], r["severity"], r["evidence"], r["mitigation"]] for r in risks]
-                     or [[t("b_no_risks", L), "", "", ""]]))
+                     [[t(f"b_risk_{r['id']}", L), t(f"b_sev_{r['severity']}", L), r["evidence"], t(f"b_risk_{r['id']}_fix", L)]
+                      for r in risks] or [[t("b_no_risks", L), "", "", ""]]))
     con.print(_table(t("b_acceptance_title", L), [t("item", L), t("b_threshold", L), t("source", L)],
                      acceptance_rows(out["acceptance"])))
     ph = out["phases"]
-    con.print(_table(t("b_phases_title", L), [t("item", L), t("b_weeks", L), t("value", L)],
-                     [[p["id"], f"{p['weeks_low']:g}-{p['weeks_high']:g}", p["what"][:80]] for p in ph["rollout"]]
+    con.print(_table(t("b_phases_title", L), [t("item", L), t("b_weeks", L), t("source", L)],
+                     [[t(f"b_phase_{p['id']}", L), f"{p['weeks_low']:g}-{p['weeks_high']:g}", p["source"]]
+                      for p in ph["rollout"]]
                      + [[t("b_scale_out", L), "", ph["scale_out"]["recabling"][:80]]]))
     con.print(_table(t("b_thumbs_title", L), [t("item", L), t("b_guide", L), t("b_ours", L), t("b_agrees", L)],
                      [[x["topic"], x["guide_value"], x["ours"], t("b_yes", L) if x["agrees"] else t("b_no", L)]
