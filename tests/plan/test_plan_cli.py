@@ -77,3 +77,11 @@ def test_bad_input_is_one_paragraph_and_exit_2(run_cli, tmp_path, args, changes,
     assert code == 2
     assert needle in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_pins_that_leave_no_option_explain_themselves(run_cli, tmp_path):
+    code, out, err = run_cli("plan", _job(tmp_path), "--accelerator", "h100-sxm-80gb", "--count", "12", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["recommended"] is None and data["binding"]["constraint"] == "constraints"
+    assert "whole number of nodes" in data["binding"]["detail"]

@@ -314,7 +314,33 @@ def make_plan(job: str | Path | Mapping[str, Any] | Job | Scenario, catalog: Any
     tier = (explain.tier(recommended, sr.priced[rk.ranked[0].index], sr.priced, sr.results, rk.objective, cfg,
                          lang) if recommended else None)
     plan = _assemble(sr, rk, options, recommended, tier, binding, time.perf_counter() - start, lang)
+    own = _own_strategy_note(scenario, catalog, recommended, lang)
+    if own:
+        plan = plan.model_copy(update={"notes": [*plan.notes, own]})
     return attach(plan, sr.priced, rk.ranked, option, catalog) if build else plan
+
+
+def _own_strategy_note(scenario: Scenario, catalog: Any, rec: PlanOption | None, lang: str) -> str | None:
+    """The job's own strategy (when it gives hardware and strategy) against the plan's best on that hardware."""
+    from trainsizer.errors import TrainsizerError
+
+    if scenario.system is None or scenario.strategy is None:
+        return None
+    try:
+        own = evaluate(scenario, catalog)
+    except TrainsizerError as err:
+        return explain.msg("note_own_invalid", lang, error=str(err))
+    days = own["time"]["train_days"]
+    if not own["memory"]["fits"]:
+        return explain.msg("note_own_no_fit", lang, need=f"{own['memory']['per_gpu_gib']:.1f}",
+                           cap=f"{own['memory']['capacity_gib']:.0f}")
+    same = rec is not None and rec.hardware.count == scenario.system.gpus and \
+        rec.hardware.accelerator == scenario.system.accelerator
+    if not same or rec is None:
+        return explain.msg("note_own", lang, days=f"{days:.2f}")
+    gain = days / rec.time.train_days - 1.0 if rec.time.train_days > 0 else 0.0
+    return explain.msg("note_own_vs", lang, days=f"{days:.2f}", best=f"{rec.time.train_days:.2f}",
+                       gain=f"{gain:+.0%}")
 
 
 def _assemble(sr: Searched, rk: Ranked, options: list[PlanOption], recommended: PlanOption | None, tier: Any,

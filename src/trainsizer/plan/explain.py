@@ -154,10 +154,11 @@ def binding(base: Scenario, results: list[OptionResult], priced: list[Any], cand
     plan then re-searches the relaxed jobs, `plan.relax`)."""
     goal, c = base.job.goal, base.job.constraints
     if not cands.options:
-        why = "; ".join(f"{k}: {v}" for k, v in excluded(cands, lang).items())
+        reasons = excluded(cands, lang)
+        why = "; ".join(f"{k}: {v}" for k, v in reasons.items()) or msg("bind_pins", lang)
+        key = "relax_constraints" if reasons else "relax_pins"
         return Binding(constraint="constraints", detail=msg("bind_constraints", lang, why=why),
-                       relaxations=[Relaxation(change=msg("relax_constraints", lang),
-                                               result=msg("relax_constraints_buys", lang))])
+                       relaxations=[Relaxation(change=msg(key, lang), result=msg(key + "_buys", lang))])
     if not priced:
         return _memory_binding(base, results, lang)
     fastest = min(priced, key=lambda p: p.train_days)
