@@ -138,8 +138,11 @@ def _draw(chart: Chart):
     if chart.log_x:
         ax.set_xscale("log")
         counts = sorted({x for s in chart.series for x in s.x})
-        ax.set_xticks(counts, [f"{x:,}" for x in counts])
-        ax.minorticks_off()
+        if len(counts) <= 12:   # few points (GPU counts): label each one
+            ax.set_xticks(counts, [f"{x:,g}" for x in counts])
+            ax.minorticks_off()
+        else:
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_title(chart.title)
     ax.grid(alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()

@@ -108,8 +108,13 @@ def pareto_chart(plan: Mapping, lang: str, currency: str) -> Chart:
     if chosen:
         series.append(Series(t("recommended", lang), (chosen[0][0],), (chosen[0][1],), mode="markers",
                              text=(chosen[0][2],), color="#d62728"))
+    deadline = (plan.get("goal") or {}).get("deadline_days")
+    costs = [p[1] for s in series for p in zip(s.x, s.y, strict=True)]
+    if deadline and costs:
+        series.append(Series(t("chart.deadline", lang), (deadline, deadline), (min(costs), max(costs)), mode="lines",
+                             color="#7f7f7f", dash=True))
     return Chart("pareto", t("chart.pareto", lang), t("chart.days", lang), f"{t('cost', lang)} ({currency})",
-                 tuple(series))
+                 tuple(series), log_x=True)
 
 
 def scaling_rows(plan: Mapping) -> dict[str, list[tuple[int, float, float | None]]]:
