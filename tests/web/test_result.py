@@ -80,3 +80,16 @@ def test_api_plan_errors_are_the_cli_errors(client):
     r = client.post("/api/plan", json=job)
     assert r.status_code == 422
     assert r.json()["error"]["field"] == "constraints.include"
+
+
+def test_api_plan_speaks_the_language_asked(client):
+    from .conftest import example
+
+    job = example("lora-8b-one-gpu.yaml")
+    zh = client.post("/api/plan", params={"lang": "zh"}, json=job)
+    assert zh.status_code == 200
+    import re
+
+    assert re.search(r"[\u4e00-\u9fff]", zh.json()["recommended"]["why"])
+    bad = client.post("/api/plan", params={"lang": "fr"}, json=job)
+    assert bad.status_code == 422 and bad.json()["error"]["field"] == "lang"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from importlib import resources
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
 from fastapi import APIRouter, Query, Request
@@ -51,6 +51,11 @@ class CatalogKind(StrEnum):
     prices = "prices"
 
 
+class Lang(StrEnum):
+    en = "en"
+    zh = "zh"
+
+
 class FitQuestion(StrEnum):
     micro_batch = "micro-batch"
     seq_len = "seq-len"
@@ -73,12 +78,14 @@ def _plan_responses() -> dict[int | str, dict[str, Any]]:
 
 @router.post("/plan", openapi_extra=JOB_BODY, responses=_plan_responses(), summary="Plan the hardware for a job",
              response_class=JSONResponse)
-async def api_plan(request: Request) -> Response:
+async def api_plan(request: Request,
+                   lang: Annotated[Lang, Query(description="Language of the plan's sentences")] = Lang.en
+                   ) -> Response:
     """Search the catalog's accelerators, GPU counts, networks and parallel layouts for the job; rank them
     by its goal; report near-equal options as ties, the time-cost Pareto front and, when nothing
     satisfies the job, what binds and what relaxing it buys (as `trainsizer plan --json`)."""
     job = await read_job(request)
-    return Response(await request.app.state.results.plan_json(job), media_type="application/json")
+    return Response(await request.app.state.results.plan_json(job, lang.value), media_type="application/json")
 
 
 @router.post("/estimate", openapi_extra=JOB_BODY, responses=ERRORS, summary="Evaluate one configuration")

@@ -214,7 +214,7 @@ async def result_page(request: Request) -> HTMLResponse:
     try:
         token, job = _job_from_link(request)
         results = request.app.state.results
-        plan = await results.plan(job)
+        plan = await results.plan(job, lang)
         report = (await results.file(job, "html", lang)).decode("utf-8")
     except TrainsizerError as err:
         values = form_from_job(job) if "job" in locals() else dict(DEFAULTS)

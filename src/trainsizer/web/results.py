@@ -59,16 +59,20 @@ class Results:
         future.set_result(value)
         return value
 
-    async def plan(self, job: dict[str, Any]) -> dict[str, Any]:
-        return (await self._once(("plan", job_key(job)), self._plans, "plan", {"job": job}))["plan"]
+    async def _plan(self, job: dict[str, Any], lang: str) -> dict[str, Any]:
+        # The plan's sentences (why, what binds) are in `lang`: one plan per job and language.
+        return await self._once(("plan", job_key(job), lang), self._plans, "plan", {"job": job, "lang": lang})
 
-    async def plan_json(self, job: dict[str, Any]) -> bytes:
+    async def plan(self, job: dict[str, Any], lang: str) -> dict[str, Any]:
+        return (await self._plan(job, lang))["plan"]
+
+    async def plan_json(self, job: dict[str, Any], lang: str) -> bytes:
         """The plan as JSON bytes, serialised once (a plan with its options is a few hundred KB)."""
-        return (await self._once(("plan", job_key(job)), self._plans, "plan", {"job": job}))["json"]
+        return (await self._plan(job, lang))["json"]
 
     async def file(self, job: dict[str, Any], fmt: str, lang: str) -> bytes:
-        plan = await self.plan(job)
         if fmt == "json":
-            return await self.plan_json(job)
+            return await self.plan_json(job, lang)
+        plan = await self.plan(job, lang)
         return await self._once(("file", job_key(job), fmt, lang), self._files, "render",
                                 {"plan": plan, "fmt": fmt, "lang": lang})

@@ -55,7 +55,7 @@ def plan(payload: dict[str, Any]) -> dict[str, Any]:
     """The plan (`trainsizer plan --json`: search, rank, ties, Pareto front), as data and as JSON bytes."""
     from trainsizer.plan import make_plan
 
-    data = to_jsonable(make_plan(payload["job"], _catalog()).model_dump(mode="json"))
+    data = to_jsonable(make_plan(payload["job"], _catalog(), lang=payload["lang"]).model_dump(mode="json"))
     return {"plan": data, "json": json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8")}
 
 
