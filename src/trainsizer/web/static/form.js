@@ -11,12 +11,14 @@
     var kind = checked("data_kind") || "tokens";
     form.querySelectorAll(".group[data-kind]").forEach(function (g) {
       g.querySelectorAll(".field").forEach(function (f) {
-        f.classList.toggle("hidden", g.getAttribute("data-kind") !== kind);
+        // A field with a message stays in view whatever is chosen.
+        f.classList.toggle("hidden", g.getAttribute("data-kind") !== kind && !f.classList.contains("invalid"));
       });
     });
     var method = form.querySelector("select[name='method']").value;
-    var rank = form.querySelector("[data-field='lora.rank']");
-    rank.classList.toggle("hidden", method !== "lora" && method !== "qlora");
+    form.querySelectorAll("[data-field='lora.rank'], [data-field='lora.targets']").forEach(function (f) {
+      f.classList.toggle("hidden", method !== "lora" && method !== "qlora" && !f.classList.contains("invalid"));
+    });
   }
   form.addEventListener("change", update);
   update();
