@@ -60,3 +60,13 @@ def test_framework_follows_strategy(build):
     assert "FSDP" in _sw(build()).framework.value
     assert "Megatron" in _sw(build(strategy={"fsdp": "none", "tp": 8})).framework.value
     assert "PEFT" in _sw(build(method="lora", strategy={"fsdp": "none"})).framework.value
+
+
+def test_architecture_outside_the_matrix_says_so(build):
+    from types import SimpleNamespace
+
+    from trainsizer.plan.buildout.software import stack_for
+
+    key, stack = stack_for(SimpleNamespace(arch="Feynman", vendor="nvidia", name="NVIDIA Feynman"))
+    assert key == "unknown" and "reference compatibility matrix" in stack["driver_min"]
+    assert stack["collectives"] == "NCCL"

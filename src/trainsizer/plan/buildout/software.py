@@ -37,10 +37,12 @@ def stack_for(acc: Any) -> tuple[str, dict]:
     for key, stack in r.value.items():
         if any(word in text for word in stack["match"]):
             return key, stack
-    from trainsizer.errors import SpecError
-
-    raise SpecError("accelerator", "no software stack known for this architecture", value=acc.arch,
-                    allowed=sorted(r.value))
+    # an architecture newer than the reference matrix (e.g. an announced part): say so, invent no versions
+    unknown = "not in the reference compatibility matrix: use the vendor's current support matrix"
+    collectives = {"nvidia": "NCCL", "amd": "RCCL", "huawei": "HCCL"}.get(str(acc.vendor).lower(), "vendor library")
+    return "unknown", {"vendor": str(acc.vendor).lower(), "driver_min": unknown, "cuda": unknown, "nccl": unknown,
+                       "pytorch": unknown, "collectives": collectives,
+                       "notes": f"{acc.arch}: no row in software_stack.yaml"}
 
 
 def framework_for(b: BuildInput, vendor: str) -> Cited:
