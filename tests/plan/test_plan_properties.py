@@ -1,0 +1,52 @@
+"""Invariants of a plan for random small jobs: what it recommends obeys the job's constraints and fits,
+options come best first, ties are within the tie fraction, and the Pareto front is undominated."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainsizer.catalog import load_catalog
+from trainsizer.plan.core import make_plan
+
+ACCELERATORS = ["h100-sxm-80gb", "a100-sxm-80gb", "rtx-4090", "l40s", "h20", "mi300x"]
+
+jobs = st.fixed_dictionaries({
+    "model": st.sampled_from(["qwen2.5-7b", "llama-3.1-8b", "qwen2.5-14b"]),
+    "method": st.sampled_from(["full", "lora", "qlora"]),
+    "data": st.fixed_dictionaries({"tokens": st.sampled_from([2e7, 1e8, 1e9])}),
+    "seq_len": st.sampled_from([1024, 4096]),
+    "global_batch": st.fixed_dictionaries({"sequences": st.sampled_from([8, 32, 128])}),
+    "goal": st.fixed_dictionaries({"deadline_days": st.sampled_from([0.5, 3.0, 30.0])}),
+    "constraints": st.fixed_dictionaries({
+        "include": st.lists(st.sampled_from(ACCELERATORS), min_size=1, max_size=2, unique=True),
+        "max_nodes": st.sampled_from([1, 2, 4]),
+    }),
+})
+
+
+@settings(max_examples=6)
+@given(jobs)
+def test_plan_invariants(job):
+    plan = make_plan(job, load_catalog(), top=3, build=False)
+    c = job["constraints"]
+    for o in plan.options:
+        assert o.hardware.accelerator in c["include"]
+        assert o.hardware.nodes <= c["max_nodes"]
+        assert o.memory.fits
+        s = o.strategy
+        assert s.tp * s.pp * s.dp * s.cp == o.hardware.count
+    ranks = [o.rank for o in plan.options]
+    assert ranks == sorted(ranks)
+    if plan.recommended is not None:
+        assert plan.recommended.meets.deadline and plan.binding is None
+        tie = plan.recommended.score.uncertainty_fraction
+        best = min(o.score.value for o in plan.options if o.tie or o.rank == 1)
+        for o in plan.options:
+            if o.tie:
+                assert o.score.value <= best * (1 + tie) + 1e-9
+    else:
+        assert plan.binding is not None
+    for p in plan.pareto:
+        assert not any(h.cost is not None and h.train_days < p.train_days and h.cost < p.cost
+                       for h in plan.hardware_options)
