@@ -2,7 +2,7 @@
 
 Fails on a lost GPU, a new critical XID, new uncorrectable ECC errors, thermal/power clock slowdown,
 temperature over min(criteria, NVML GPU max), or a GPU below fleet ratio x the node median throughput
-(acceptance.md section 3 checks #14, #15; DCGM failing clock-event reasons).
+(docs/acceptance.md section 3 checks #14, #15; DCGM failing clock-event reasons).
 """
 
 from __future__ import annotations

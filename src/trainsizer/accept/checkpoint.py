@@ -1,7 +1,7 @@
 """Check 5b: checkpoint save and cold restore time with integrity (SHA-256 per shard) on the planned path.
 
 A checkpoint is written as one file per rank-like shard with fsync (as torch.distributed.checkpoint
-writes `__<rank>_0.distcp`), then read back cold and hashed: acceptance.md section 3 check #13.
+writes `__<rank>_0.distcp`), then read back cold and hashed: docs/acceptance.md section 3 check #13.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Reading a file with a cold page cache: drop caches if permitted, else O_DIRECT, else fadvise.
 
-Why: a read right after a write comes from the page cache (acceptance.md section 2.7 measured 63 GB/s).
+Why: a read right after a write comes from the page cache (docs/acceptance.md section 2.7 measured 63 GB/s).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Check 4: all-reduce / all-gather / reduce-scatter bus bandwidth, in a node and across nodes.
 
 nccl-tests binaries when present (NCCL backend, one node), else the torch benchmark under torchrun
-(collective_bench.py). The gate is busbw at the largest message size (acceptance.md section 0 item 3).
+(collective_bench.py). The gate is busbw at the largest message size (docs/acceptance.md section 0 item 3).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """DCGM diagnostics (`dcgmi diag -r <level> -j`) when DCGM is installed; JSON per entity.
 
-Format: NVIDIA/DCGM testing/python3/dcgm_diag_schema.json (acceptance.md section 2.2). The exit code
+Format: NVIDIA/DCGM testing/python3/dcgm_diag_schema.json (docs/acceptance.md section 2.2). The exit code
 is not trusted alone: every entity's status is read.
 """
 

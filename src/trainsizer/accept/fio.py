@@ -1,6 +1,6 @@
 """Run fio and parse its JSON (`--output-format=json`: jobs[].read|write.bw_bytes, io_bytes, runtime, error).
 
-Format: fio HOWTO "JSON output" (fio 3.x); job options from acceptance.md section 2.7 (Stas Bekman's fio
+Format: fio HOWTO "JSON output" (fio 3.x); job options from docs/acceptance.md section 2.7 (Stas Bekman's fio
 recipe: --unlink=1 always, --direct=1, --end_fsync=1 for writes).
 """
 

@@ -1,7 +1,7 @@
 """Merging per-node result files into one fleet result, with the fleet-relative straggler rule.
 
 Rule: a node's figure >= fleet ratio x the fleet median (SuperBench variance rule, Google CHS suspects;
-acceptance.md section 3 "threshold policy" item 3).
+docs/acceptance.md section 3 "threshold policy" item 3).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Check 3b: HBM bandwidth per GPU from a device-to-device copy (bytes read + bytes written per second).
 
-Method: acceptance.md section 3 check #5 (torch `copy_` on large buffers, count read + write).
+Method: docs/acceptance.md section 3 check #5 (torch `copy_` on large buffers, count read + write).
 """
 
 from __future__ import annotations

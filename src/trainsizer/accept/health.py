@@ -1,6 +1,6 @@
 """Check 2: GPU health: ECC, retired pages / remapped rows, XID errors, clock-event (throttle) reasons.
 
-Rules: acceptance.md section 3 check #2 (aznhc, gcm): uncorrectable == 0, remap pending/failure == 0,
+Rules: docs/acceptance.md section 3 check #2 (aznhc, gcm): uncorrectable == 0, remap pending/failure == 0,
 retired pages pending == 0, no critical XID since boot, corrected ECC only above a high bar.
 """
 

@@ -1,6 +1,6 @@
 """Finding bad nodes when a multi-node collective fails: pairwise two-pass re-tests.
 
-Method: Google cluster-health-scanner's two-pass pairing and Meta gcm's --pairwise (acceptance.md
+Method: Google cluster-health-scanner's two-pass pairing and Meta gcm's --pairwise (docs/acceptance.md
 sections 2.6 and 4): pass 1 pairs the nodes; every node of a failing pair is a suspect; pass 2 re-tests
 each suspect with a node from a passing pair; a suspect that fails again is bad. O(N) pair tests.
 """

@@ -1,7 +1,7 @@
 """Parse nccl-tests output: the text table and the `-J` JSON (nccl-tests >= 2.17.4).
 
 Format: NVIDIA/nccl-tests src/common.cu (header, per-size rows: out-of-place then in-place groups
-of time/algbw/busbw/#wrong, `# Out of bounds values`, `# Avg bus bandwidth`). acceptance.md section 2.1.
+of time/algbw/busbw/#wrong, `# Out of bounds values`, `# Avg bus bandwidth`). docs/acceptance.md section 2.1.
 """
 
 from __future__ import annotations

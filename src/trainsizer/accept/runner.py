@@ -24,7 +24,7 @@ from trainsizer.accept.context import Context
 from trainsizer.accept.results import CheckResult, RunResult, save, verdict_of
 from trainsizer.errors import SpecError, did_you_mean
 
-# Order: acceptance.md section 3 "order of stages" (inventory/health, per-node performance, fabric,
+# Order: docs/acceptance.md section 3 "order of stages" (inventory/health, per-node performance, fabric,
 # storage, thermal, burn-in).
 CHECKS: dict[str, Callable[[Context], list[CheckResult]]] = {
     "inventory": inventory.run,

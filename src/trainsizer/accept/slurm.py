@@ -3,7 +3,7 @@
 The script runs the node-local checks on every node (one srun task per node), the collective checks
 across all nodes (srun starts `trainsizer accept --only collectives` on each node, which runs torchrun
 with a c10d rendezvous on the first node: no home-made launcher), pairwise isolation if that fails, and
-finally merges the per-node results. Pattern: acceptance.md section 4 (Stas Bekman's srun + torchrun).
+finally merges the per-node results. Pattern: docs/acceptance.md section 4 (Stas Bekman's srun + torchrun).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """GPU telemetry behind one Protocol: NVML, nvidia-smi, or a recorded/fake source for tests.
 
-Pattern: Meta gcm's device-telemetry Protocol with injected fakes (acceptance.md section 5).
+Pattern: Meta gcm's device-telemetry Protocol with injected fakes (docs/acceptance.md section 5).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ HW_SLOWDOWN = 0x8
 SW_THERMAL = 0x20
 HW_THERMAL = 0x40
 HW_POWER_BRAKE = 0x80
-# DCGM fails a diagnostic on any of these (DcgmRecorder.cpp; acceptance.md section 2.2).
+# DCGM fails a diagnostic on any of these (DcgmRecorder.cpp; docs/acceptance.md section 2.2).
 FAILING_REASONS = HW_SLOWDOWN | SW_THERMAL | HW_THERMAL | HW_POWER_BRAKE
 REASON_NAMES = {IDLE: "gpu_idle", SW_POWER_CAP: "sw_power_cap", HW_SLOWDOWN: "hw_slowdown",
                 SW_THERMAL: "sw_thermal", HW_THERMAL: "hw_thermal", HW_POWER_BRAKE: "hw_power_brake"}

@@ -1,6 +1,6 @@
 """GpuTelemetry through NVML (`nvidia-ml-py`, imported as `pynvml`; not a trainsizer dependency).
 
-Calls: NVML API reference (nvml.h), as listed in acceptance.md section 2.3.
+Calls: NVML API reference (nvml.h), as listed in docs/acceptance.md section 2.3.
 """
 
 from __future__ import annotations

@@ -19,20 +19,15 @@ from typing import Any
 
 import numpy as np
 
-METHODS = ("pretrain", "cpt", "full", "dpo", "lora", "qlora")
-PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
-OPTIMIZERS = ("adamw", "adamw8bit", "sgd", "adafactor")
-RECOMPUTE = ("none", "selective", "full")
-OFFLOAD = ("none", "optimizer", "optimizer+params")
-# Training frameworks whose memory and overlap behaviour the estimators model; "auto" picks one per strategy
-# (`estimate.framework` maps each name to a memory profile and a perf style; docs/frameworks.md).
-FRAMEWORKS = ("auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "deepseek-dualpipe", "torchtitan",
-              "torchtune")
-# How the loss is computed over the vocabulary (memory of the logits; memory_constants.yaml `logits`): auto = the
-# framework's own; upcast = fp32 logits of the whole micro-batch (HF Trainer); vocab-parallel = Megatron's fused
-# cross-entropy; chunked = bf16 logits, fp32 per chunk (torchtune CEWithChunkedOutputLoss, NeMo); fused = LM head
-# and loss fused chunk by chunk, no logits kept (Liger FusedLinearCrossEntropy, Unsloth, Cut Cross-Entropy).
-LOSS_IMPLS = ("auto", "upcast", "vocab-parallel", "chunked", "fused")
+# The names a job file shares with the estimators: one definition in trainsizer.names, re-exported here.
+from trainsizer.names import FRAMEWORKS as FRAMEWORKS
+from trainsizer.names import LOSS_IMPLS as LOSS_IMPLS
+from trainsizer.names import METHODS as METHODS
+from trainsizer.names import OFFLOAD as OFFLOAD
+from trainsizer.names import OPTIMIZERS as OPTIMIZERS
+from trainsizer.names import PRECISIONS as PRECISIONS
+from trainsizer.names import RECOMPUTE as RECOMPUTE
+
 # Strategy fields by kind: integer degrees and sizes, mode names (codes in arrays), on/off flags.
 DEGREE_FIELDS = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch")
 MODE_FIELDS = ("recompute", "offload")

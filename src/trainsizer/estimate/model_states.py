@@ -29,20 +29,9 @@ import yaml
 from trainsizer.errors import SpecError
 from trainsizer.estimate.inputs import OPTIMIZERS, PRECISIONS, Training, act_bytes
 from trainsizer.models.arch import ModelArch
+from trainsizer.names import LORA_DEFAULT_TARGETS, LORA_LINEAR_TARGETS, LORA_TARGETS
 
-LORA_TARGET_NAMES = (
-    "q_proj",
-    "k_proj",
-    "v_proj",
-    "qkv_proj",  # fused QKV (GPT-2 c_attn, Qwen-1 c_attn, Phi-3 qkv_proj)
-    "o_proj",
-    "gate_proj",
-    "up_proj",
-    "down_proj",
-    "embed_tokens",  # trained in full (PEFT modules_to_save)
-    "lm_head",  # trained in full (PEFT modules_to_save)
-    "all-linear",
-)
+LORA_TARGET_NAMES = LORA_TARGETS  # trainsizer.names
 LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "qkv_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
@@ -79,12 +68,12 @@ def check_training(training: Training) -> None:
 
 
 def lora_targets(training: Training) -> frozenset[str]:
-    """Adapted linear module names (PEFT default for Llama-style models: q_proj + v_proj)."""
+    """Adapted module names (none given: `names.LORA_DEFAULT_TARGETS`, PEFT's q_proj + v_proj)."""
     if training.method not in ("lora", "qlora"):
         return frozenset()
-    names = set(training.lora_targets) or {"q_proj", "v_proj"}
+    names = set(training.lora_targets) or set(LORA_DEFAULT_TARGETS)
     if "all-linear" in names:
-        names |= {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+        names |= set(LORA_LINEAR_TARGETS)
     return frozenset(names)
 
 

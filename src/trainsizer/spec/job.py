@@ -10,22 +10,34 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Method = Literal["pretrain", "cpt", "full", "dpo", "lora", "qlora"]
-Precision = Literal["bf16", "fp8", "fp16", "fp32"]
-Optimizer = Literal["adamw", "adamw8bit", "sgd", "adafactor"]
-Recompute = Literal["none", "selective", "full"]
-Offload = Literal["none", "optimizer", "optimizer+params"]
+from trainsizer.names import (
+    FRAMEWORKS,
+    LORA_DEFAULT_TARGETS,
+    LORA_LINEAR_TARGETS,
+    LORA_TARGETS,
+    LOSS_IMPLS,
+    METHODS,
+    OFFLOAD,
+    OPTIMIZERS,
+    PRECISIONS,
+    RECOMPUTE,
+)
+
+Method = Literal[METHODS]
+Precision = Literal[PRECISIONS]
+Optimizer = Literal[OPTIMIZERS]
+Recompute = Literal[RECOMPUTE]
+Offload = Literal[OFFLOAD]
 Currency = Literal["USD", "CNY"]
 Procurement = Literal["rent", "buy", "either"]
 Cooling = Literal["air", "liquid"]
 NetworkKind = Literal["ib", "roce", "efa", "ethernet"]
 Fsdp = Literal["none", "full", "hybrid"]
 Fp8Recipe = Literal["auto", "delayed", "tensorwise", "rowwise", "mxfp8"]
-Framework = Literal["auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "deepseek-dualpipe",
-                    "torchtitan", "torchtune"]
-LossImpl = Literal["auto", "upcast", "vocab-parallel", "chunked", "fused"]
+Framework = Literal[FRAMEWORKS]
+LossImpl = Literal[LOSS_IMPLS]
 
-LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+# the names above come from trainsizer.names (shared with the estimators)
 # Bytes of raw UTF-8 text per token for BPE tokenizers with ~100k+ vocabularies on mixed English/code
 # text (Llama 3 / Qwen tokenizer reports: ~4 characters per English token; override per dataset).
 DEFAULT_BYTES_PER_TOKEN = 4.0
@@ -49,16 +61,16 @@ class _Strict(BaseModel):
 class LoraSpec(_Strict):
     rank: int = Field(16, gt=0, le=4096)
     alpha: float | None = Field(None, gt=0, le=1e6)
-    targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    targets: tuple[str, ...] = LORA_DEFAULT_TARGETS
 
     @field_validator("targets")
     @classmethod
     def _known_targets(cls, targets: tuple[str, ...]) -> tuple[str, ...]:
         if targets == ("all-linear",) or targets == ("all",):
-            return LORA_TARGETS
+            return LORA_LINEAR_TARGETS
         bad = [t for t in targets if t not in LORA_TARGETS]
         if bad:
-            raise ValueError(f"unknown LoRA target {bad[0]!r}; allowed: {', '.join(LORA_TARGETS)} or all-linear")
+            raise ValueError(f"unknown LoRA target {bad[0]!r}; allowed: {', '.join(LORA_TARGETS)}")
         if not targets:
             raise ValueError("at least one LoRA target is needed")
         return targets

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any, get_args
 
 from trainsizer.errors import SpecError
+from trainsizer.names import LORA_LINEAR_TARGETS
 from trainsizer.spec.job import (
-    LORA_TARGETS,
     Cooling,
     Currency,
     Goal,
@@ -29,7 +29,7 @@ FormValues = dict[str, str | list[str]]
 
 # A sensible first job: a LoRA fine-tune of an 8B model, which most people start with.
 DEFAULTS: dict[str, str] = {
-    "model": "llama-3.1-8b", "method": "lora", "lora.rank": "16", "lora.targets": ",".join(LORA_TARGETS[:4]), "data_kind": "tokens",
+    "model": "llama-3.1-8b", "method": "lora", "lora.rank": "16", "lora.targets": ",".join(LORA_LINEAR_TARGETS[:4]), "data_kind": "tokens",
     "data.tokens": "1e9", "text_language": "en", "data.epochs": "1", "seq_len": "4096",
     "batch_kind": "sequences", "batch_value": "64", "precision": "bf16", "optimizer": "adamw",
     "goal.deadline_days": "7", "goal.budget.currency": "USD", "goal.procurement": "rent", "goal.objective": "",
@@ -44,7 +44,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "goal.objective": ("", *(a for a in get_args(get_args(Goal.model_fields["objective"].annotation)[0]))),
     "constraints.market": ("global", "china", "china-domestic"),
     "constraints.cooling": ("", *get_args(Cooling)),
-    "lora.targets": (",".join(LORA_TARGETS[:4]), "all-linear"),
+    "lora.targets": (",".join(LORA_LINEAR_TARGETS[:4]), "all-linear"),
     "data_kind": ("tokens", "dataset_gb", "samples"),
     "batch_kind": ("sequences", "tokens"),
     "text_language": tuple(text_languages()),
@@ -155,7 +155,7 @@ def form_from_job(job: Mapping[str, Any]) -> FormValues:
             if isinstance(v, Mapping) and key != "model":
                 walk(v, key + ".")
             elif key == "lora.targets":
-                values[key] = "all-linear" if tuple(v) == LORA_TARGETS else ",".join(v)
+                values[key] = "all-linear" if tuple(v) == LORA_LINEAR_TARGETS else ",".join(v)
             elif isinstance(v, list | tuple):
                 values[key] = [str(x) for x in v]
             elif v is not None:

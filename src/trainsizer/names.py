@@ -1,0 +1,40 @@
+"""Names the job file and the estimators share: one definition that `spec` and `estimate` both derive from.
+
+Plain tuples and no imports, so every layer may use them (like `errors`).
+"""
+
+from __future__ import annotations
+
+METHODS = ("pretrain", "cpt", "full", "dpo", "lora", "qlora")
+PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
+OPTIMIZERS = ("adamw", "adamw8bit", "sgd", "adafactor")
+RECOMPUTE = ("none", "selective", "full")
+OFFLOAD = ("none", "optimizer", "optimizer+params")
+# Training frameworks whose memory and overlap behaviour the estimators model; "auto" picks one per strategy
+# (`estimate.framework` maps each name to a memory profile and a perf style; docs/frameworks.md).
+FRAMEWORKS = ("auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "deepseek-dualpipe", "torchtitan",
+              "torchtune")
+# How the loss is computed over the vocabulary (memory of the logits; memory_constants.yaml `logits`): auto = the
+# framework's own; upcast = fp32 logits of the whole micro-batch (HF Trainer); vocab-parallel = Megatron's fused
+# cross-entropy; chunked = bf16 logits, fp32 per chunk (torchtune CEWithChunkedOutputLoss, NeMo); fused = LM head
+# and loss fused chunk by chunk, no logits kept (Liger FusedLinearCrossEntropy, Unsloth, Cut Cross-Entropy).
+LOSS_IMPLS = ("auto", "upcast", "vocab-parallel", "chunked", "fused")
+
+# LoRA: the modules an adapter may target (PEFT target_modules names of Llama-style models).
+LORA_LINEAR_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")  # all-linear
+LORA_TARGETS = (
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "qkv_proj",  # fused QKV (GPT-2 c_attn, Qwen-1 c_attn, Phi-3 qkv_proj)
+    "o_proj",
+    "gate_proj",
+    "up_proj",
+    "down_proj",
+    "embed_tokens",  # trained in full (PEFT modules_to_save)
+    "lm_head",  # trained in full (PEFT modules_to_save)
+    "all-linear",  # every linear of LORA_LINEAR_TARGETS
+)
+# When a job names no targets: PEFT's default for Llama-style models (peft/utils/constants.py
+# TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING, "llama": ["q_proj", "v_proj"]).
+LORA_DEFAULT_TARGETS = ("q_proj", "v_proj")

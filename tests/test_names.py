@@ -1,0 +1,43 @@
+"""One source per fact: the names the job file accepts are the names the estimators model."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+
+from trainsizer import names
+from trainsizer.estimate import inputs
+from trainsizer.estimate.model_states import LORA_TARGET_NAMES, lora_targets
+from trainsizer.models.arch import ModelArch
+from trainsizer.models.inline import InlineModelSpec
+from trainsizer.spec import job
+from trainsizer.spec.job import LoraSpec
+
+
+def test_job_enums_are_the_estimators_tuples():
+    pairs = [(job.Method, inputs.METHODS), (job.Precision, inputs.PRECISIONS), (job.Optimizer, inputs.OPTIMIZERS),
+             (job.Recompute, inputs.RECOMPUTE), (job.Offload, inputs.OFFLOAD), (job.Framework, inputs.FRAMEWORKS),
+             (job.LossImpl, inputs.LOSS_IMPLS)]
+    for literal, names_ in pairs:
+        assert typing.get_args(literal) == names_
+
+
+def test_a_job_accepts_every_lora_target_the_estimators_model():
+    assert LORA_TARGET_NAMES == names.LORA_TARGETS
+    for name in names.LORA_TARGETS:
+        if name != "all-linear":
+            assert LoraSpec(targets=(name,)).targets == (name,)
+    assert LoraSpec(targets=("all-linear",)).targets == names.LORA_LINEAR_TARGETS
+
+
+def test_one_lora_default_for_the_job_file_and_the_estimators():
+    assert LoraSpec().targets == names.LORA_DEFAULT_TARGETS
+    unnamed = inputs.Training(method="lora", lora_rank=8)
+    assert lora_targets(unnamed) == frozenset(names.LORA_DEFAULT_TARGETS)
+
+
+def test_inline_model_keys_are_the_model_fields():
+    """InlineModelSpec (job-file keys) and ModelArch (the estimators' model) name the same fields."""
+    bookkeeping = {"source", "notes", "unknown_keys"}  # set by the loaders, not by a user
+    arch = {f.name for f in dataclasses.fields(ModelArch)} - bookkeeping
+    assert set(InlineModelSpec.model_fields) - {"preset"} == arch
