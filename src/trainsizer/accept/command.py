@@ -6,7 +6,10 @@ import datetime as dt
 import socket
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import click
 
@@ -92,6 +95,102 @@ def _show(result: RunResult, as_json: bool, quiet: bool) -> None:
         report.print_table(result)
 
 
+# Options every node's `trainsizer accept` step gets under --slurm, in this order. Their flags and values come
+# from the command's own parameters (`forwarded_args`); paths are made absolute, since the job runs elsewhere.
+FORWARDED = ("plan_path", "platform", "telemetry", "storage_size", "checkpoint_size", "gemm_size", "thermal",
+             "burn_in", "sample_interval", "dcgm_level", "storage_path", "dataset_path", "collective_max_size")
+_ABSOLUTE = ("plan_path", "storage_path", "dataset_path")
+
+
+def forwarded_args(command: click.Command, values: Mapping[str, Any]) -> list[str]:
+    """The `FORWARDED` options as command-line arguments (`--flag value`), unset ones left out."""
+    flags = {p.name: p.opts[0] for p in command.params if isinstance(p, click.Option)}
+    out: list[str] = []
+    for name in FORWARDED:
+        value = values.get(name)
+        if value is None or value == "":
+            continue
+        out += [flags[name], str(Path(value).resolve() if name in _ABSOLUTE else value)]
+    return out
+
+
+def _options(p: SimpleNamespace) -> Options:
+    """Probe settings of a local run (also what a Slurm job's nodes will use)."""
+    cuda, ngpu = _torch_cuda()
+    backend = ("nccl" if cuda else "gloo") if p.backend == "auto" else p.backend
+    return Options(
+        nproc=p.nproc or (ngpu if backend == "nccl" and ngpu else 2), backend=backend, nnodes=p.nnodes,
+        rdzv_endpoint=p.rdzv_endpoint, rdzv_id=p.rdzv_id,
+        collective_max_bytes=parse_size_bytes(p.collective_max_size, "--collective-max-size")
+        if p.collective_max_size else (2**30 if backend == "nccl" else 4 * 2**20),
+        storage_path=Path(p.storage_path) if p.storage_path else None,
+        dataset_path=Path(p.dataset_path) if p.dataset_path else None,
+        storage_size_bytes=parse_size_bytes(p.storage_size, "--storage-size"),
+        checkpoint_size_bytes=parse_size_bytes(p.checkpoint_size, "--checkpoint-size"),
+        gemm_size=p.gemm_size, thermal_s=parse_duration_s(p.thermal, "--thermal"),
+        burnin_s=parse_duration_s(p.burn_in, "--burn-in"),
+        sample_interval_s=parse_duration_s(p.sample_interval, "--sample-interval"), dcgm_level=p.dcgm_level,
+    )
+
+
+def _merge(click_ctx: click.Context, p: SimpleNamespace, out_path: Path, html_path: Path | None) -> None:
+    """--merge: join result files (nodes, collectives, isolation) into one verdict; no checks run."""
+    results = [load(f) for f in _merge_inputs(p.merge_paths)]
+    crit = criteria_mod.resolve(p.plan_path, p.platform, None)
+    merged = fleet.merge(results, crit)
+    _finish(merged, out_path, html_path, p.history, p.no_history, p.as_json, p.quiet)
+    click_ctx.exit(1 if merged.verdict == "fail" else 0)
+
+
+def _slurm(click_ctx: click.Context, p: SimpleNamespace, groups: list[str], opts: Options) -> None:
+    """--slurm: write (and submit) an sbatch script running the checks on every node, then merging them."""
+    node_groups = [g for g in groups if g != "collectives"]
+    job = slurm.SlurmJob(
+        nodes=p.nodes, out_dir=Path(p.slurm_dir), accept_args=forwarded_args(click_ctx.command, vars(p)),
+        nproc=opts.nproc, backend=opts.backend, time_limit=p.time_limit, partition=p.partition,
+        gpus_per_node=p.gpus_per_node, exclusive=not p.no_exclusive,
+        history=None if p.no_history else str(Path(p.history).resolve() if p.history else store.default_path()),
+        node_only=",".join(node_groups) if node_groups else None, collectives="collectives" in groups,
+    )
+    path = slurm.write(job)
+    if p.dry_run:
+        click.echo(f"wrote {path} (not submitted: --dry-run)")
+        return
+    job_id = slurm.submit(path)
+    click.echo(f"submitted job {job_id}: {path}", err=True)
+    if not p.wait:
+        click.echo(job_id)
+        return
+    state = slurm.wait(job_id, parse_duration_s(p.wait_timeout, "--wait-timeout"))
+    final = job.out_dir / "results.json"
+    if not final.exists():
+        raise slurm.SlurmError(f"job {job_id} ended ({state}) without {final}; see {job.out_dir}/slurm-{job_id}.out")
+    result = load(final)
+    _show(result, p.as_json, p.quiet)
+    click_ctx.exit(1 if result.verdict == "fail" else 0)
+
+
+def _local(click_ctx: click.Context, p: SimpleNamespace, groups: list[str], opts: Options, out_path: Path,
+           html_path: Path | None) -> None:
+    """Run the checks on this machine (one node; collectives across nodes through torchrun's rendezvous)."""
+    tel, why = open_telemetry(p.telemetry)
+    gpu_name = None
+    if tel is not None:
+        gpus = tel.gpus()
+        gpu_name = gpus[0].name if gpus else None
+    crit = criteria_mod.resolve(p.plan_path, p.platform, gpu_name)
+    ctx = Context(criteria=crit, telemetry=tel, telemetry_why=why, options=opts)
+
+    def progress(checks) -> None:
+        if not p.quiet and not p.as_json:
+            for c in checks:
+                click.echo(f"  {c.status:7} {c.name}: {c.why}", err=True)
+
+    result = runner.run_checks(ctx, groups, out_path, on_check=progress)
+    _finish(result, out_path, html_path, p.history, p.no_history, p.as_json, p.quiet)
+    click_ctx.exit(1 if result.verdict == "fail" else 0)
+
+
 @click.command("accept", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--plan", "plan_path", type=click.Path(dir_okay=False), help="Plan (or criteria) JSON to accept against.")
 @click.option("--platform", help="Platform reference, e.g. h100-sxm-80gb (default: from the plan or the GPU name).")
@@ -135,99 +234,26 @@ def _show(result: RunResult, as_json: bool, quiet: bool) -> None:
 @click.option("--wait/--no-wait", default=False, help="With --slurm: wait for the job and print its report.")
 @click.option("--wait-timeout", default="3h", show_default=True)
 @click.pass_context
-def accept(click_ctx: click.Context, plan_path, platform, telemetry, only, skip, as_json, out, html, history,
-           no_history, quiet, nproc, backend, nnodes, rdzv_endpoint, rdzv_id, collective_max_size, storage_path,
-           dataset_path, storage_size, checkpoint_size, gemm_size, thermal, burn_in, sample_interval, dcgm_level,
-           merge_paths, use_slurm, dry_run, nodes, partition, time_limit, gpus_per_node, slurm_dir, no_exclusive,
-           wait, wait_timeout) -> None:
+def accept(click_ctx: click.Context, **params: Any) -> None:
     """Check delivered servers against the plan: pass/fail per check, with figure, threshold and source."""
-    groups = runner.select(only, skip)
-    out_path = _path(out) or Path(f"accept-{_host()}-{dt.datetime.now():%Y%m%dT%H%M%S}.json")
-    html_path = _path(html)
-    if nnodes > 1 and not rdzv_endpoint:
+    p = SimpleNamespace(**params)
+    groups = runner.select(p.only, p.skip)
+    out_path = _path(p.out) or Path(f"accept-{_host()}-{dt.datetime.now():%Y%m%dT%H%M%S}.json")
+    html_path = _path(p.html)
+    if p.nnodes > 1 and not p.rdzv_endpoint:
         raise SpecError("--rdzv-endpoint", "needed with --nnodes > 1 (host:port of the first node)")
-    if dry_run and not use_slurm:
+    if p.dry_run and not p.use_slurm:
         raise SpecError("--dry-run", "only applies with --slurm")
-    if not use_slurm:
+    if not p.use_slurm:
         _writable(out_path, "--out")
         _writable(html_path, "--html")
-
-    if merge_paths:
-        results = [load(p) for p in _merge_inputs(merge_paths)]
-        crit = criteria_mod.resolve(plan_path, platform, None)
-        merged = fleet.merge(results, crit)
-        _finish(merged, out_path, html_path, history, no_history, as_json, quiet)
-        click_ctx.exit(1 if merged.verdict == "fail" else 0)
-
-    cuda, ngpu = _torch_cuda()
-    if backend == "auto":
-        backend = "nccl" if cuda else "gloo"
-    opts = Options(
-        nproc=nproc or (ngpu if backend == "nccl" and ngpu else 2), backend=backend, nnodes=nnodes,
-        rdzv_endpoint=rdzv_endpoint, rdzv_id=rdzv_id,
-        collective_max_bytes=parse_size_bytes(collective_max_size, "--collective-max-size") if collective_max_size
-        else (2**30 if backend == "nccl" else 4 * 2**20),
-        storage_path=Path(storage_path) if storage_path else None,
-        dataset_path=Path(dataset_path) if dataset_path else None,
-        storage_size_bytes=parse_size_bytes(storage_size, "--storage-size"),
-        checkpoint_size_bytes=parse_size_bytes(checkpoint_size, "--checkpoint-size"),
-        gemm_size=gemm_size, thermal_s=parse_duration_s(thermal, "--thermal"),
-        burnin_s=parse_duration_s(burn_in, "--burn-in"),
-        sample_interval_s=parse_duration_s(sample_interval, "--sample-interval"), dcgm_level=dcgm_level,
-    )
-
-    if use_slurm:
-        forward = [a for a in (
-            *(["--plan", str(Path(plan_path).resolve())] if plan_path else []),
-            *(["--platform", platform] if platform else []),
-            "--telemetry", telemetry, "--storage-size", storage_size, "--checkpoint-size", checkpoint_size,
-            "--gemm-size", str(gemm_size), "--thermal", thermal, "--burn-in", burn_in,
-            "--sample-interval", sample_interval, "--dcgm-level", str(dcgm_level),
-            *(["--storage-path", str(Path(storage_path).resolve())] if storage_path else []),
-            *(["--dataset-path", str(Path(dataset_path).resolve())] if dataset_path else []),
-            *(["--collective-max-size", collective_max_size] if collective_max_size else []),
-        )]
-        node_groups = [g for g in groups if g != "collectives"]
-        job = slurm.SlurmJob(
-            nodes=nodes, out_dir=Path(slurm_dir), accept_args=forward, nproc=opts.nproc, backend=backend,
-            time_limit=time_limit, partition=partition, gpus_per_node=gpus_per_node, exclusive=not no_exclusive,
-            history=None if no_history else str(Path(history).resolve() if history else store.default_path()),
-            node_only=",".join(node_groups) if node_groups else None, collectives="collectives" in groups,
-        )
-        path = slurm.write(job)
-        if dry_run:
-            click.echo(f"wrote {path} (not submitted: --dry-run)")
-            return
-        job_id = slurm.submit(path)
-        click.echo(f"submitted job {job_id}: {path}", err=True)
-        if wait:
-            state = slurm.wait(job_id, parse_duration_s(wait_timeout, "--wait-timeout"))
-            final = job.out_dir / "results.json"
-            if not final.exists():
-                raise slurm.SlurmError(f"job {job_id} ended ({state}) without {final}; see {job.out_dir}/slurm-{job_id}.out")
-            result = load(final)
-            _show(result, as_json, quiet)
-            click_ctx.exit(1 if result.verdict == "fail" else 0)
-        else:
-            click.echo(job_id)
-        return
-
-    tel, why = open_telemetry(telemetry)
-    gpu_name = None
-    if tel is not None:
-        gpus = tel.gpus()
-        gpu_name = gpus[0].name if gpus else None
-    crit = criteria_mod.resolve(plan_path, platform, gpu_name)
-    ctx = Context(criteria=crit, telemetry=tel, telemetry_why=why, options=opts)
-
-    def progress(checks) -> None:
-        if not quiet and not as_json:
-            for c in checks:
-                click.echo(f"  {c.status:7} {c.name}: {c.why}", err=True)
-
-    result = runner.run_checks(ctx, groups, out_path, on_check=progress)
-    _finish(result, out_path, html_path, history, no_history, as_json, quiet)
-    click_ctx.exit(1 if result.verdict == "fail" else 0)
+    if p.merge_paths:
+        _merge(click_ctx, p, out_path, html_path)
+    opts = _options(p)
+    if p.use_slurm:
+        _slurm(click_ctx, p, groups, opts)
+    else:
+        _local(click_ctx, p, groups, opts, out_path, html_path)
 
 
 def main(argv: list[str] | None = None) -> int:
