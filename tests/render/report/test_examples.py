@@ -6,14 +6,16 @@ import io
 import re
 import xml.etree.ElementTree as ET
 from functools import cache
+from pathlib import Path
 
 import pytest
 from openpyxl import load_workbook
-from tests.conftest import EXAMPLES
 
 from trainsizer.render.report import render_html, render_markdown, render_svg, render_xlsx
 from trainsizer.render.report.facts import blocks, recommended
 from trainsizer.render.report.i18n import t
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[3] / "examples").glob("*.yaml"))
 
 
 @cache
