@@ -86,3 +86,24 @@ def test_a_job_without_a_strategy_is_refused_with_what_is_missing(catalog):
     job = {k: v for k, v in JOB.items() if k != "strategy"}
     with pytest.raises(SpecError, match="needs strategy"):
         evaluate(resolve_job(job, catalog), catalog)
+
+
+def _pcie_job(count: int, per_node: int) -> dict:
+    dp = count
+    return JOB | {"hardware": {"accelerator": "rtx-pro-6000", "count": count, "per_node": per_node,
+                               **({"network": "ib-ndr400"} if count > per_node else {})},
+                  "strategy": JOB["strategy"] | {"dp": dp, "zero": 3}}
+
+
+def test_single_server_rental_listings_price_one_server_but_not_a_cluster(catalog):
+    price = catalog.rent_per_gpu_hour("rtx-pro-6000", currency="USD")
+    assert price.max_gpus == 8  # marketplace listings of single 8-card servers
+    one = evaluate(resolve_job(_pcie_job(8, 8), catalog), catalog)
+    assert one["cost"]["rent"]["mid"] == pytest.approx(one["time"]["gpu_hours"] * price.mid)
+    two = evaluate(resolve_job(_pcie_job(16, 8), catalog), catalog)
+    assert "rent" not in two["cost"]
+    assert any("offer at most 8 GPUs" in n and "16 GPUs need a quote" in n for n in two["notes"])
+
+
+def test_data_center_rentals_have_no_single_server_limit(catalog):
+    assert catalog.rent_per_gpu_hour("h100-sxm-80gb", currency="USD").max_gpus is None

@@ -110,14 +110,20 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
         rent = catalog.rent_per_gpu_hour(system.accelerator, currency="USD")
         if rent is not None:
             notes.append(f"no {currency} rental price for {system.accelerator} in the catalog: rent in USD")
-    if rent is not None and procurement in ("rent", "either"):
+    wants_rent = procurement in ("rent", "either")
+    if rent is not None and rent.max_gpus is not None and system.gpus > rent.max_gpus:
+        # The listings behind the price are single servers: a larger job has no rental price, not a cheap one.
+        if wants_rent:
+            notes.append(f"rental listings for {system.accelerator} offer at most {rent.max_gpus} GPUs (single "
+                         f"servers, no multi-node fabric): {system.gpus} GPUs need a quote (add it with --catalog)")
+    elif rent is not None and wants_rent:
         block = _price_block(rent, gpu_hours, "per GPU-hour")
         for k in ("low", "mid", "high"):
             block[k] = rent_cost(gpu_hours, getattr(rent, k), rent.currency).total
         block["currency"] = rent.currency
         out["rent"] = block
         _note_stale(block, f"rental price for {system.accelerator}", notes)
-    elif procurement in ("rent", "either"):
+    elif rent is None and wants_rent:
         notes.append(f"no rental price for {system.accelerator} in the catalog (add one with --catalog)")
 
     if procurement in ("buy", "either"):

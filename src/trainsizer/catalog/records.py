@@ -470,6 +470,9 @@ class PriceRange(_Span):
     currency: Literal["USD", "CNY"]
     unit: Literal["per_gpu", "per_server", "per_rack", "per_switch", "per_gpu_hour"]
     basis: tuple[str, ...] = ()
+    # Rent only: the largest allocation the listings behind this price offer (e.g. 8 = single servers with no
+    # multi-node fabric). A larger job cannot be rented at this price; None = no limit is known.
+    max_gpus: int | None = Field(default=None, ge=1)
 
     @field_validator("currency", mode="before")
     @classmethod
