@@ -97,13 +97,16 @@ def forward_flops_per_token(model: ModelArch, seq_len: float) -> float:
 
 
 def model_flops_per_token(model: ModelArch, seq_len: float, trains_base_weights: bool = True) -> float:
-    """Model FLOPs per trained token: 3 x forward (Korthikanti Eq. 7; PaLM appendix B).
+    """Model FLOPs per trained token, the MFU numerator: the work the training method needs, without recompute.
 
-    For LoRA the frozen GEMMs cost 2 x forward (forward + dgrad); MFU still uses 3 x by convention, so this
-    function keeps 3 x -- the executed work is in `hardware_flops_per_token`.
+    Full training: 3 x forward (forward, input gradients, weight gradients; Korthikanti Eq. 7; PaLM app. B).
+    Adapter methods (LoRA / QLoRA, `trains_base_weights=False`): 2 x forward -- the frozen base needs its
+    forward and its input gradients but no weight gradients (Hu et al. 2021, LoRA s4.2; the "6N" convention
+    would count ~N FLOPs per token never executed and lets MFU exceed 1). The adapters' own rank-r GEMMs
+    (< 1% of the base at rank 16) are not counted. This is the one place MFU is defined for adapters:
+    `hardware_flops_per_token` is the executed work (HFU), recompute included, so MFU <= HFU.
     """
-    del trains_base_weights
-    return 3.0 * forward_flops_per_token(model, seq_len)
+    return (3.0 if trains_base_weights else 2.0) * forward_flops_per_token(model, seq_len)
 
 
 def hardware_flops_per_token(
