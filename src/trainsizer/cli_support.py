@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import click
 
-from trainsizer.errors import TrainsizerError
+from trainsizer.errors import TrainsizerError, render_error
+from trainsizer.messages import render as render_message
 
 
-def run_command(command: click.Command, argv: list[str] | None = None, prog_name: str | None = None) -> int:
-    """Invoke `command` and turn its outcome into an exit status."""
+def _m(key: str, lang: str, **params: object) -> str:
+    return render_message(key, lang, params)
+
+
+def run_command(command: click.Command, argv: list[str] | None = None, prog_name: str | None = None,
+                lang: str = "en") -> int:
+    """Invoke `command` and turn its outcome into an exit status; errors are printed in `lang`."""
     try:
         result = command.main(args=argv, prog_name=prog_name, standalone_mode=False)
     except TrainsizerError as err:
-        click.echo(f"error: {err}", err=True)
+        click.echo(f"{_m('error_prefix', lang)}{render_error(err, lang)}", err=True)
         return err.exit_code
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
@@ -20,11 +26,12 @@ def run_command(command: click.Command, argv: list[str] | None = None, prog_name
     except click.UsageError as err:
         # the same "error: ..." paragraph as every other bad input, with where to find the usage
         ctx = err.ctx
-        hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-        click.echo(f"error: {_sentence(err.format_message()).rstrip('.')}{hint}.", err=True)
+        hint = _m("error_see_help", lang, command=ctx.command_path) if ctx is not None else ""
+        text = _sentence(err.format_message()).rstrip(".")
+        click.echo(f"{_m('error_prefix', lang)}{text}{hint}{_m('error_end', lang)}", err=True)
         return 2
     except click.ClickException as err:
-        click.echo(f"error: {_sentence(err.format_message())}", err=True)
+        click.echo(f"{_m('error_prefix', lang)}{_sentence(err.format_message())}", err=True)
         return 2
     except click.exceptions.Exit as err:
         return err.exit_code

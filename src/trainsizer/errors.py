@@ -9,6 +9,9 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
+from trainsizer.messages import msg, tr
+from trainsizer.messages import render as render_message
+
 MAX_VALUE_CHARS = 80
 
 
@@ -43,18 +46,22 @@ class SpecError(TrainsizerError):
         super().__init__(self._render())
 
     def _render(self) -> str:
-        parts = [f"{self.where}: {self.problem}"]
+        return self.render("en")
+
+    def render(self, lang: str) -> str:
+        """The one-paragraph message in `lang` (the frame and any catalogue message are translated)."""
+        out = _m("error_where", lang, where=tr(self.where, lang), problem=tr(self.problem, lang))
         if self.value is not None:
             shown = repr(self.value)
             if len(shown) > MAX_VALUE_CHARS:  # a 10 kB value in a one-paragraph error hides the message
-                shown = f"{shown[:MAX_VALUE_CHARS]}... ({len(shown)} characters)"
-            parts.append(f"(got {shown})")
-        msg = " ".join(parts) + "."
+                shown = _m("error_value_too_long", lang, shown=shown[:MAX_VALUE_CHARS], chars=len(shown))
+            out += _m("error_got", lang, value=shown)
+        out += _m("error_end", lang)
         if self.suggestion:
-            msg += f" Did you mean {self.suggestion!r}?"
+            out += _m("error_suggestion", lang, suggestion=repr(self.suggestion))
         if self.allowed:
-            msg += f" Allowed: {self.allowed}."
-        return msg
+            out += _m("error_allowed", lang, allowed=self.allowed)
+        return out
 
 
 class StrategyError(TrainsizerError):
@@ -63,7 +70,20 @@ class StrategyError(TrainsizerError):
     def __init__(self, rule: str, detail: str) -> None:
         self.rule = rule
         self.detail = detail
-        super().__init__(f"invalid strategy ({rule}): {detail}")
+        super().__init__(self.render("en"))
+
+    def render(self, lang: str) -> str:
+        return _m("error_invalid_strategy", lang, rule=self.rule, detail=tr(self.detail, lang))
+
+
+def render_error(err: TrainsizerError, lang: str) -> str:
+    """`err` in `lang` when it knows how (SpecError, StrategyError); its English message otherwise."""
+    render = getattr(err, "render", None)
+    return render(lang) if callable(render) else str(err)
+
+
+def _m(key: str, lang: str, **params: object) -> str:
+    return render_message(key, lang, params)
 
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str | None:
@@ -75,17 +95,33 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str | None:
     return lowered[matches[0]]
 
 
-def unknown_name(where: str, kind: str, name: str, choices: Iterable[str]) -> SpecError:
-    """Error for a name not found among `choices`, with a suggestion."""
+# English kinds passed to unknown_name -> their catalogue key (other kinds print as given)
+KIND_KEYS = {
+    "accelerator": "kind_accelerator", "model preset": "kind_model_preset",
+    "model preset (or path to a config.json)": "kind_model_preset_or_path",
+    "model_type (model family)": "kind_model_type", "network": "kind_network", "switch": "kind_switch",
+    "server": "kind_server", "storage tier": "kind_storage", "recompute mode": "kind_recompute",
+    "training framework": "kind_framework", "training method": "kind_method", "precision": "kind_precision",
+    "optimizer": "kind_optimizer", "LoRA target module": "kind_lora_target", "platform": "kind_platform",
+}
+
+
+def unknown_name(where: str, kind: str, name: str, choices: Iterable[str],
+                 aliases: dict[str, str] | None = None) -> SpecError:
+    """Error for a name not found among `choices`, with a suggestion. `aliases` (alias -> id) are accepted
+    names that are not entries of their own: an ambiguous short name lists each entry once."""
     choices = sorted(choices)
+    what = msg(KIND_KEYS[kind]) if kind in KIND_KEYS else kind
     # A short name that starts several ids ("h100") is ambiguous rather than misspelt: name the candidates.
     starts = [c for c in choices if str(name) and c.lower().startswith(str(name).lower())]
+    if aliases:
+        starts = sorted({aliases.get(c, c) for c in starts})
     if len(starts) > 1:
-        return SpecError(where, f"ambiguous {kind}: matches {', '.join(starts)}", value=name)
+        return SpecError(where, msg("error_ambiguous_name", kind=what, names=", ".join(starts)), value=name)
     shown = choices if len(choices) <= 12 else [*choices[:12], f"... ({len(choices)} in all)"]
     return SpecError(
         where,
-        f"unknown {kind}",
+        msg("error_unknown_name", kind=what),
         value=name,
         allowed=shown,
         suggestion=starts[0] if starts else did_you_mean(name, choices),

@@ -18,6 +18,7 @@ from trainsizer.estimate.cost import buy_cost, rent_cost
 from trainsizer.estimate.energy import energy, load_energy_constants
 from trainsizer.estimate.memory import estimate_memory
 from trainsizer.estimate.step_time import estimate_time
+from trainsizer.messages import msg
 from trainsizer.scenario import Scenario
 
 if TYPE_CHECKING:
@@ -91,10 +92,9 @@ def _price_block(price: Any, quantity: float, per: str) -> dict[str, Any]:
 
 def _note_stale(block: dict[str, Any], what: str, notes: list[str]) -> None:
     if block.get("stale"):
-        notes.append(f"the {what} is dated {block['date']} ({block['age_days']} days old, over a year): "
-                     "check a current quote (override it with --catalog)")
+        notes.append(msg("note_price_stale", what=what, date=block["date"], days=block["age_days"]))
     if block.get("projection"):
-        notes.append(f"the {what} is a projection, not an observed price")
+        notes.append(msg("note_price_projection", what=what))
 
 
 def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: float, kwh: float,
@@ -109,22 +109,22 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
     if rent is None and currency != "USD":
         rent = catalog.rent_per_gpu_hour(system.accelerator, currency="USD")
         if rent is not None:
-            notes.append(f"no {currency} rental price for {system.accelerator} in the catalog: rent in USD")
+            notes.append(msg("note_rent_in_usd", currency=currency, accelerator=system.accelerator))
     wants_rent = procurement in ("rent", "either")
     if rent is not None and rent.max_gpus is not None and system.gpus > rent.max_gpus:
         # The listings behind the price are single servers: a larger job has no rental price, not a cheap one.
         if wants_rent:
-            notes.append(f"rental listings for {system.accelerator} offer at most {rent.max_gpus} GPUs (single "
-                         f"servers, no multi-node fabric): {system.gpus} GPUs need a quote (add it with --catalog)")
+            notes.append(msg("note_rent_max_gpus", accelerator=system.accelerator, max_gpus=rent.max_gpus,
+                             gpus=system.gpus))
     elif rent is not None and wants_rent:
         block = _price_block(rent, gpu_hours, "per GPU-hour")
         for k in ("low", "mid", "high"):
             block[k] = rent_cost(gpu_hours, getattr(rent, k), rent.currency).total
         block["currency"] = rent.currency
         out["rent"] = block
-        _note_stale(block, f"rental price for {system.accelerator}", notes)
+        _note_stale(block, msg("what_rent_price", accelerator=system.accelerator), notes)
     elif rent is None and wants_rent:
-        notes.append(f"no rental price for {system.accelerator} in the catalog (add one with --catalog)")
+        notes.append(msg("note_no_rent_price", accelerator=system.accelerator))
 
     if procurement in ("buy", "either"):
         per_gpu = catalog.purchase(system.accelerator, currency=currency)
@@ -132,7 +132,7 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
             per_gpu = catalog.purchase(system.accelerator, currency="USD")
         electricity = catalog.facility.electricity_per_kwh(per_gpu.currency if per_gpu else currency)
         if per_gpu is None:
-            notes.append(f"no purchase price for {system.accelerator} in the catalog (add one with --catalog)")
+            notes.append(msg("note_no_buy_price", accelerator=system.accelerator))
         else:
             block = _price_block(per_gpu, system.gpus, "per GPU (accelerator only)")
             for k in ("low", "mid", "high"):
@@ -148,9 +148,8 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
             block["amortisation_years"] = AMORTISATION_YEARS
             block["electricity_per_kwh"] = electricity.mid if electricity is not None else None
             out["buy"] = block
-            _note_stale(block, f"purchase price for {system.accelerator}", notes)
-            notes.append("buy cost counts accelerators and electricity only; servers, network, storage and "
-                         "facility come with the plan's bill of materials")
+            _note_stale(block, msg("what_buy_price", accelerator=system.accelerator), notes)
+            notes.append(msg("note_buy_scope"))
     return out
 
 
@@ -182,12 +181,8 @@ def run_costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours
 def require_configuration(scenario: Scenario) -> Scenario:
     """The scenario itself, if it names one configuration (hardware and strategy); else a clear error."""
     if scenario.system is None or scenario.strategy is None:
-        missing = "hardware and strategy" if scenario.system is None else "strategy"
-        raise SpecError(
-            "job",
-            f"this command evaluates one configuration and needs {missing}: add them to the job file or give "
-            "flags (--accelerator, --count, --per-node, --network, --tp, --pp, --dp, --zero, --micro-batch, ...)",
-        )
+        missing = msg("job_missing_hardware_and_strategy" if scenario.system is None else "job_missing_strategy")
+        raise SpecError("job", msg("job_needs_configuration", missing=missing))
     return scenario
 
 

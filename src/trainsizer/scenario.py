@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from trainsizer.errors import SpecError, StrategyError, TrainsizerError
 from trainsizer.estimate.inputs import Strategy, System, Training
 from trainsizer.estimate.train_time import whole_steps
+from trainsizer.messages import msg
 from trainsizer.models import ModelArch, load_model
 from trainsizer.spec import Job, NetworkSpec, load_job
 from trainsizer.spec.load import parse_model
@@ -169,7 +170,7 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Catalog,
         if ("/" in model_spec or model_spec.endswith(".json")) and beside.exists():
             model_spec = str(beside)
     model = resolve_model(model_spec, origin)
-    notes.extend(f"model config: {n}" for n in model.notes)
+    notes.extend(msg("note_model_config", note=n) for n in model.notes)
     training = Training(
         method=job.method,
         precision=job.precision,
@@ -186,10 +187,8 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Catalog,
     )
     _check_batch_within_data(training, origin)
     if job.global_batch.tokens is not None and job.global_batch.tokens % job.seq_len:
-        notes.append(
-            f"global_batch.tokens {job.global_batch.tokens} is not a multiple of seq_len {job.seq_len}: "
-            f"using {training.global_batch_seqs} sequences ({training.tokens_per_step} tokens)"
-        )
+        notes.append(msg("note_batch_tokens_rounded", tokens=job.global_batch.tokens, seq_len=job.seq_len,
+                         sequences=training.global_batch_seqs, step_tokens=training.tokens_per_step))
     listed: dict[str, set[str] | None] = {"exclude": set(), "include": None}
     for key in ("exclude", "include"):
         names = getattr(job.constraints, key)
@@ -214,9 +213,8 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Catalog,
     network = _resolve_network(hw.network, hw.count > per_node, catalog, origin, per_node)
     system = build_system(acc, hw.count, min(per_node, hw.count), network)
     if system.scaleup_domain < (acc.scaleup_domain or 0) and hw.count > system.scaleup_domain:
-        notes.append(f"{acc.id}: {hw.count} GPUs are placed {system.scaleup_domain} per {acc.scaleup_domain}-GPU "
-                     f"NVLink domain ({hw.count // system.scaleup_domain} domains, whole hosts of {per_node}); "
-                     "TP/EP groups stay inside a domain, DP/PP cross the network")
+        notes.append(msg("note_nvl_domains", accelerator=acc.id, gpus=hw.count, placed=system.scaleup_domain,
+                         domain=acc.scaleup_domain, domains=hw.count // system.scaleup_domain, per_node=per_node))
     strategy = _resolve_strategy(job, hw.count, origin) if job.strategy is not None else None
     return Scenario(job=job, model=model, training=training, accelerator=acc, network=network, system=system,
                     strategy=strategy, notes=tuple(notes))
@@ -227,8 +225,8 @@ def _check_batch_within_data(training: Training, origin: str) -> None:
     job that cannot take a single full step), and its time-to-train would be meaningless."""
     if training.tokens_total and training.tokens_per_step > training.tokens_total:
         raise SpecError(f"{origin}: global_batch",
-                        f"one step needs {training.tokens_per_step:,} tokens, more than the whole run's "
-                        f"{training.tokens_total:,.{0 if training.tokens_total >= 1 else 3}f} tokens of data: lower global_batch or give more data")
+                        msg("job_batch_beyond_data", step_tokens=f"{training.tokens_per_step:,}",
+                            total_tokens=f"{training.tokens_total:,.{0 if training.tokens_total >= 1 else 3}f}"))
 
 
 def _tokens_total(job: Job) -> float:
@@ -295,12 +293,11 @@ def _check_constraints(job: Job, acc: Any, listed: dict[str, set[str] | None], o
                         value=hw.count)
     notes = []
     if c.market in ("china", "china-domestic") and acc.china_export_restricted:
-        notes.append(f"{acc.id} is export-restricted for the China market (US rules as recorded in the "
-                     "catalog; check the current status)")
+        notes.append(msg("note_export_restricted", accelerator=acc.id))
     if c.market == "china-domestic" and not acc.domestic_china:
-        notes.append(f"constraints.market is china-domestic but {acc.id} is not a domestic accelerator")
+        notes.append(msg("note_not_domestic", accelerator=acc.id))
     if acc.market_note and c.market != "global":
-        notes.append(f"{acc.id}: {acc.market_note}")
+        notes.append(msg("note_market", accelerator=acc.id, note=acc.market_note))
     return notes
 
 

@@ -148,7 +148,7 @@ class Catalog:
             return key
         if key in self._alias:
             return self._alias[key]
-        raise unknown_name("accelerator", "accelerator", id_or_alias, self.accelerator_ids())
+        raise unknown_name("accelerator", "accelerator", id_or_alias, self.accelerator_ids(), aliases=self._alias)
 
     def accelerator(self, id_or_alias: str) -> r.Accelerator:
         return self.accelerators[self.resolve_accelerator_id(id_or_alias)]

@@ -15,7 +15,7 @@ from trainsizer.cli import (  # noqa: F401  (register their commands)
     report_cmd,
 )
 from trainsizer.cli.app import cli
-from trainsizer.cli.argv import hoist_global_options
+from trainsizer.cli.argv import chosen_lang, hoist_global_options
 from trainsizer.cli_support import run_command
 
 cli.add_lazy_command("accept", "trainsizer.accept.command", "accept")
@@ -26,8 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: user errors print one paragraph (no traceback) and exit 2."""
     import sys
 
-    args = list(sys.argv[1:] if argv is None else argv)
-    return run_command(cli, hoist_global_options(args), prog_name="trainsizer")
+    args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
+    return run_command(cli, args, prog_name="trainsizer", lang=chosen_lang(args))
 
 
 __all__ = ["cli", "main"]

@@ -28,3 +28,18 @@ def hoist_global_options(args: list[str]) -> list[str]:
             rest.append(arg)
         i += 1
     return front + rest
+
+
+def chosen_lang(args: list[str]) -> str:
+    """The language of `--lang` in `args` (after hoisting), else the locale's; for messages printed before
+    or outside the command (errors)."""
+    from trainsizer.render.i18n import LANGS, default_lang
+
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        value = arg.split("=", 1)[1] if arg.startswith("--lang=") else (
+            args[i + 1] if arg == "--lang" and i + 1 < len(args) else None)
+        if value in LANGS:
+            return value
+    return default_lang()

@@ -10,8 +10,10 @@ from typing import Any
 import click
 
 from trainsizer.cli.app import AppState, cli, json_option
-from trainsizer.render.console import echo_json, fmt_params, print_table
+from trainsizer.messages import tr
+from trainsizer.render.console import echo_json, print_table
 from trainsizer.render.i18n import t
+from trainsizer.render.numbers import fmt_num, fmt_params
 
 _OVERRIDES = [
     click.option("--accelerator", help="Catalog accelerator id (overrides hardware.accelerator)."),
@@ -65,10 +67,24 @@ def check(app: AppState, job_file: Path, as_json: bool, **overrides: Any) -> Non
         echo_json(summary)
         return
     L = app.lang
-    click.echo(f"{t('job_ok', L)}: {job_file}")
-    print_table(summary["name"], [t("item", L), t("value", L)], _flatten(summary))
+    click.echo(f"{t('job_ok', L)}{t('colon', L)}{job_file}")
+    rows = [(t(f"field_{key}", L), _shown(key, value, L)) for key, value in _flatten(summary) if key != "notes"]
+    print_table(summary["name"], [t("item", L), t("value", L)], rows)
     for note in scenario.notes:
-        click.echo(f"  note: {note}")
+        click.echo(f"  {t('note', L)}{t('colon', L)}{tr(note, L)}")
+
+
+def _shown(key: str, value: Any, lang: str) -> str:
+    """One value of the normalised job for people: counts in the reader's units, lists joined."""
+    if isinstance(value, bool):
+        return t("yes" if value else "no", lang)
+    if isinstance(value, list | tuple):
+        return ", ".join(map(str, value)) or "—"
+    if key.startswith("model.params_"):
+        return fmt_params(value, lang)
+    if isinstance(value, int | float):
+        return fmt_num(value, lang, digits=4)
+    return str(tr(value, lang))
 
 
 @cli.command()
@@ -119,7 +135,8 @@ def fit(app: AppState, job_file: Path, questions: tuple[str, ...], as_json: bool
     for key, val in out.items():
         if isinstance(val, dict):
             shown = val.get("value", val.get("layers"))
-            extra = f" ({fmt_params(val['params_total'])} params)" if val.get("params_total") else ""
-            gib = f"{val['per_gpu_gib']:.1f} GiB" if val.get("per_gpu_gib") else "—"
+            extra = t("fit_params", L).format(params=fmt_params(val["params_total"], L)) \
+                if val.get("params_total") else ""
+            gib = f"{fmt_num(val['per_gpu_gib'], L)} GiB" if val.get("per_gpu_gib") else "—"
             rows.append((t(key, L), f"{shown}{extra}", gib))
     print_table(f"{t('fit_title', L)}: {scenario.name}", [t("item", L), t("value", L), t("memory", L)], rows)

@@ -29,7 +29,7 @@ def models_list(app: AppState, as_json: bool) -> None:
     print_table(
         t("models_title", L),
         [t("name", L), t("family", L), t("params_total", L), t("params_active", L), t("source", L)],
-        [(p.name, p.family, fmt_params(p.params_total), fmt_params(p.params_active), p.source) for p in presets],
+        [(p.name, p.family, fmt_params(p.params_total, L), fmt_params(p.params_active, L), p.source) for p in presets],
     )
 
 
@@ -48,7 +48,7 @@ def models_show(app: AppState, name: str, as_json: bool) -> None:
         return
     L = app.lang
     empty = (0, False, "", None, [], ())
-    rows = [(k, fmt_params(v) if k.startswith("params_") else v)
+    rows = [(k, fmt_params(v, L) if k.startswith("params_") else v)
             for k, v in data.items() if k not in ("notes", "unknown_keys") and v not in empty]
     print_table(arch.name, [t("item", L), t("value", L)], rows)
     if arch.notes:

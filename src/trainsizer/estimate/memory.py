@@ -54,6 +54,7 @@ from trainsizer.estimate.model_states import (
     state_bytes,
 )
 from trainsizer.estimate.validate import check_strategy, require_one_strategy, strategy_codes
+from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
 
 GIB = 2**30
@@ -665,14 +666,13 @@ class MemoryEstimate:
 def _describe(model: ModelArch, stage: str, p: int, n_layers: int, training: Training) -> str:
     parts = []
     if stage == "first" or p == 1:
-        parts.append("embedding")
-    parts.append(f"{n_layers} layers")
+        parts.append(msg("part_embedding"))
+    parts.append(msg("part_layers", n=n_layers))
     if stage == "last" or p == 1:
-        parts.append("LM head + " + ("fp32 logits" if training.precision != "fp32" else "logits"))
+        parts.append(msg("part_head_fp32_logits" if training.precision != "fp32" else "part_head_logits"))
     if p == 1:
-        return "every GPU (" + " + ".join(parts) + ")"
-    idx = 0 if stage == "first" else p - 1
-    return f"pipeline stage {idx} of {p} (" + " + ".join(parts) + ")"
+        return msg("worst_every_gpu", parts=tuple(parts))
+    return msg("worst_stage", index=0 if stage == "first" else p - 1, stages=p, parts=tuple(parts))
 
 
 def estimate_memory(

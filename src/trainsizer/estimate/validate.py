@@ -50,6 +50,7 @@ from trainsizer.estimate.inputs import (
     System,
     Training,
 )
+from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
 
 # Frameworks whose ZeRO-3 / full-shard path cannot run with pipeline parallelism (see module docstring).
@@ -266,20 +267,16 @@ def check_strategy(model: ModelArch, training: Training, system: System, strateg
             raise StrategyError(rule, detail(values))
     warnings = []
     if values["tp"] > system.domain_gpus:
-        warnings.append(f"tp_across_nodes: tp={values['tp']} spans more than the {system.domain_gpus} GPUs "
-                        "of a scale-up domain; tensor-parallel all-reduces will cross the network")
+        warnings.append(msg("warn_tp_across_nodes", tp=values["tp"], domain=system.domain_gpus))
     if values["ep"] > 1 and values["tp"] * values["ep"] > system.domain_gpus:
-        warnings.append(f"ep_across_domains: tp*ep = {values['tp'] * values['ep']} spans more than the "
-                        f"{system.domain_gpus} GPUs of a scale-up domain; expert all-to-alls will cross the "
-                        "network")
+        warnings.append(msg("warn_ep_across_domains", tp_ep=values["tp"] * values["ep"],
+                            domain=system.domain_gpus))
     slots = values["slots"] if values["pp"] > 1 else 0
     split = model.layers + slots
-    what = f"{model.layers} layers" + (f" + {slots} embedding/loss slot(s)" if slots else "")
+    what = msg("warn_layers_and_slots", layers=model.layers, slots=slots) if slots else \
+        msg("part_layers", n=model.layers)
     if split % values["pp"]:
-        warnings.append(f"pp_uneven_layers: {what} do not split evenly over pp={values['pp']} "
-                        "(the first stages get one more layer; the slowest stage sets the pipeline's pace)")
+        warnings.append(msg("warn_pp_uneven_layers", what=what, pp=values["pp"]))
     elif values["vpp"] > 1 and split % (values["pp"] * values["vpp"]):
-        warnings.append(f"vpp_uneven_layers: {what} do not split evenly into pp*vpp = "
-                        f"{values['pp'] * values['vpp']} model chunks (Megatron-Core uneven split: chunks of "
-                        "different sizes; a stage still holds layers/pp)")
+        warnings.append(msg("warn_vpp_uneven_layers", what=what, chunks=values["pp"] * values["vpp"]))
     return warnings

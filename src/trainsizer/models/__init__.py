@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from trainsizer.errors import SpecError, unknown_name
+from trainsizer.messages import msg
 from trainsizer.models.arch import LayerParams, ModelArch
 from trainsizer.models.hf_config import arch_from_hf_config, supported_families
 from trainsizer.models.inline import arch_from_inline
@@ -60,8 +61,8 @@ def load_model(spec: str | Path | Mapping[str, Any], *, where: str = "model") ->
     if text.lower() in preset_names():
         return load_preset(text)
     if len(text) > MAX_NAME_CHARS:
-        raise SpecError(where, f"too long for a preset name or a path ({len(text)} characters, at most "
-                        f"{MAX_NAME_CHARS})", value=text[:40] + "...")
+        raise SpecError(where, msg("model_name_too_long", chars=len(text), limit=MAX_NAME_CHARS),
+                        value=text[:40] + "...")
     path = Path(text).expanduser()
     if _exists(path) or text.endswith(".json") or "/" in text or "\\" in text:
         return arch_from_hf_config(path)

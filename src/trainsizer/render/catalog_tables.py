@@ -32,7 +32,7 @@ def catalog_rows(cat: Any, kind: str, lang: str) -> tuple[str, list[str], list[t
         return t("catalog_servers_title", L), cols, rows, [s.to_dict() for s in srv]
     if kind == "networks":
         nets = sorted(cat.networks.values(), key=lambda n: (n.kind, n.gbps_per_nic))
-        cols = [t("id", L), t("kind", L), t("gbps_per_nic", L), "NIC", "latency µs"]
+        cols = [t("id", L), t("kind", L), t("gbps_per_nic", L), t("nic", L), t("latency_us", L)]
         rows = [(n.id, n.kind, _fmt(n.gbps_per_nic), n.nic, _fmt(n.latency_us)) for n in nets]
         return t("catalog_networks_title", L), cols, rows, [n.to_dict() for n in nets]
     if kind in ("switches", "storage"):

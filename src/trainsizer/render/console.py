@@ -50,9 +50,8 @@ def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]
     console().print(table)
 
 
-def fmt_params(n: float) -> str:
-    """8.03e9 -> '8.03B'."""
-    for div, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if abs(n) >= div:
-            return f"{n / div:.3g}{unit}" if n / div < 100 else f"{n / div:.1f}{unit}"
-    return str(int(n))
+def fmt_params(n: float, lang: str = "en") -> str:
+    """8.03e9 -> '8.03B' (English) / '80.3亿' (Chinese): see render.numbers."""
+    from trainsizer.render.numbers import fmt_params as fmt
+
+    return fmt(n, lang)

@@ -28,9 +28,21 @@ def default_lang() -> str:
 @lru_cache(maxsize=1)
 def _table() -> dict[str, dict[str, str]]:
     text = resources.files("trainsizer.render").joinpath("data/i18n.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+class MissingMessage(KeyError):
+    """A label or message without an entry for a language: a bug, named precisely for whoever adds strings."""
 
 
 def t(key: str, lang: str) -> str:
-    """The label for `key` in `lang`; a missing key is a bug, so it raises KeyError."""
-    return _table()[key][lang]
+    """The label for `key` in `lang` (labels: render/data/i18n.yaml; sentences: data/messages.yaml)."""
+    entry = _table().get(key)
+    if entry is None:
+        from trainsizer.messages import catalogue
+
+        entry = catalogue().get(key)
+    if entry is None or not entry.get(lang):
+        raise MissingMessage(f"no {lang!r} text for message key {key!r}: add `{key}: {{en: ..., zh: ...}}` to "
+                             "src/trainsizer/render/data/i18n.yaml (labels) or src/trainsizer/data/messages.yaml")
+    return entry[lang]

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from trainsizer.messages import msg
 from trainsizer.names import (
     FRAMEWORKS,
     LORA_DEFAULT_TARGETS,
@@ -70,9 +71,9 @@ class LoraSpec(_Strict):
             return LORA_LINEAR_TARGETS
         bad = [t for t in targets if t not in LORA_TARGETS]
         if bad:
-            raise ValueError(f"unknown LoRA target {bad[0]!r}; allowed: {', '.join(LORA_TARGETS)}")
+            raise ValueError(msg("job_lora_target", target=repr(bad[0]), allowed=", ".join(LORA_TARGETS)))
         if not targets:
-            raise ValueError("at least one LoRA target is needed")
+            raise ValueError(msg("job_lora_no_target"))
         return targets
 
 
@@ -93,12 +94,10 @@ class DataSpec(_Strict):
     def _one_quantity(self) -> DataSpec:
         given = [k for k in ("tokens", "dataset_gb", "samples") if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError(
-                "give exactly one of tokens, dataset_gb or samples (+ avg_tokens)"
-                + (f"; got {', '.join(given)}" if given else "")
-            )
+            raise ValueError(msg("job_one_data_quantity",
+                                 given=msg("job_given", names=", ".join(given)) if given else ""))
         if self.samples is not None and self.avg_tokens is None:
-            raise ValueError("samples needs avg_tokens (average tokens per sample)")
+            raise ValueError(msg("job_samples_need_avg"))
         return self
 
     @property
@@ -122,7 +121,7 @@ class GlobalBatch(_Strict):
     @model_validator(mode="after")
     def _one(self) -> GlobalBatch:
         if (self.sequences is None) == (self.tokens is None):
-            raise ValueError("give exactly one of sequences or tokens")
+            raise ValueError(msg("job_one_batch"))
         return self
 
     def sequences_for(self, seq_len: int) -> int:
@@ -177,9 +176,7 @@ class HardwareSpec(_Strict):
     @model_validator(mode="after")
     def _whole_nodes(self) -> HardwareSpec:
         if self.per_node is not None and self.count > self.per_node and self.count % self.per_node:
-            raise ValueError(
-                f"count ({self.count}) must be a multiple of per_node ({self.per_node}) when it spans nodes"
-            )
+            raise ValueError(msg("job_whole_nodes", count=self.count, per_node=self.per_node))
         return self
 
 
@@ -217,9 +214,9 @@ class StrategySpec(_Strict):
     @model_validator(mode="after")
     def _fsdp_is_zero3(self) -> StrategySpec:
         if self.fsdp != "none" and self.zero not in (0, 3):
-            raise ValueError(f"fsdp: {self.fsdp} shards parameters (ZeRO-3); it cannot be combined with zero: {self.zero}")
+            raise ValueError(msg("job_fsdp_zero", fsdp=self.fsdp, zero=self.zero))
         if self.fsdp == "hybrid" and self.shard_group is None:
-            raise ValueError("fsdp: hybrid needs shard_group (GPUs per shard group, usually GPUs per node)")
+            raise ValueError(msg("job_hybrid_shard_group"))
         return self
 
 
@@ -253,13 +250,13 @@ class Job(_Strict):
         if self.method in ("lora", "qlora") and self.lora is None:
             object.__setattr__(self, "lora", LoraSpec())
         if self.method not in ("lora", "qlora") and self.lora is not None:
-            raise ValueError(f"lora settings given but method is {self.method!r}; use method: lora or qlora")
+            raise ValueError(msg("job_lora_without_lora", method=repr(self.method)))
         if self.method == "qlora" and self.precision in ("fp8", "fp32"):
-            raise ValueError(f"qlora computes in bf16/fp16 over a 4-bit base; precision {self.precision} is not supported")
+            raise ValueError(msg("job_qlora_precision", precision=self.precision))
         if self.packing and self.data.avg_tokens is None:
-            raise ValueError("packing needs data.samples + data.avg_tokens (the length of the packed samples)")
+            raise ValueError(msg("job_packing_needs_samples"))
         if self.strategy is not None and self.hardware is None:
-            raise ValueError("strategy given without hardware: add hardware {accelerator, count, per_node}")
+            raise ValueError(msg("job_strategy_without_hardware"))
         return self
 
     @property

@@ -12,6 +12,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from trainsizer.errors import SpecError, did_you_mean
+from trainsizer.messages import Msg, msg
 from trainsizer.spec.job import Job
 from trainsizer.spec.yaml_loader import DuplicateKeyError, load_yaml
 
@@ -32,23 +33,23 @@ def read_text(path: Path) -> str:
     path = Path(path)
     try:
         if not path.exists():
-            raise SpecError(str(path), "file not found")
+            raise SpecError(str(path), msg("file_not_found"))
         if path.is_dir():
-            raise SpecError(str(path), "is a folder; expected a YAML or JSON file")
+            raise SpecError(str(path), msg("file_is_folder"))
         if path.stat().st_size > MAX_FILE_BYTES:
-            raise SpecError(str(path), f"file too large for a job or catalog file (over {MAX_FILE_BYTES // 2**20} MiB)")
+            raise SpecError(str(path), msg("file_too_large", mib=MAX_FILE_BYTES // 2**20))
         raw = path.read_bytes()
     except OSError as err:
-        raise SpecError(str(path), f"cannot read the file: {err.strerror or err}") from None
+        raise SpecError(str(path), msg("file_unreadable", reason=err.strerror or str(err))) from None
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise SpecError(str(path), "the file is UTF-16; save it as UTF-8")
+        raise SpecError(str(path), msg("file_utf16"))
     if b"\x00" in raw[:8192]:
-        raise SpecError(str(path), "a binary file, not YAML or JSON text")
+        raise SpecError(str(path), msg("file_binary"))
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         line = raw[: err.start].count(b"\n") + 1
-        raise SpecError(f"{path}:{line}", f"not UTF-8 text (byte 0x{raw[err.start]:02x}); save the file as UTF-8"
+        raise SpecError(f"{path}:{line}", msg("file_not_utf8", byte=f"{raw[err.start]:02x}")
                         ) from None
 
 
@@ -57,21 +58,21 @@ def parse_text(text: str, where: str, as_json: bool) -> Any:
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicates) if as_json else load_yaml(text)
     except json.JSONDecodeError as err:
-        raise SpecError(f"{where}:{err.lineno}:{err.colno}", f"not valid JSON: {err.msg}") from None
+        raise SpecError(f"{where}:{err.lineno}:{err.colno}", msg("file_bad_json", detail=err.msg)) from None
     except DuplicateKeyError as err:
-        raise SpecError(f"{where}:{err.line}", f"key {err.key!r} is given twice (first on line {err.first_line})"
+        raise SpecError(f"{where}:{err.line}", msg("file_duplicate_key", key=repr(err.key), first=err.first_line)
                         ) from None
     except _JsonDuplicate as err:
-        raise SpecError(where, f"key {err.args[0]!r} is given twice") from None
+        raise SpecError(where, msg("file_duplicate_key_json", key=repr(err.args[0]))) from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         at = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark else where
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise SpecError(at, f"not valid YAML: {problem}") from None
+        raise SpecError(at, msg("file_bad_yaml", detail=problem)) from None
     except RecursionError:
-        raise SpecError(where, f"nested too deeply (more than {MAX_DEPTH} levels)") from None
+        raise SpecError(where, msg("file_too_deep", depth=MAX_DEPTH)) from None
     if nesting_depth(data) > MAX_DEPTH:
-        raise SpecError(where, f"nested too deeply (more than {MAX_DEPTH} levels)")
+        raise SpecError(where, msg("file_too_deep", depth=MAX_DEPTH))
     return data
 
 
@@ -111,7 +112,7 @@ def read_mapping(path: Path) -> dict[str, Any]:
     path = Path(path)
     data = parse_text(read_text(path), str(path), path.suffix.lower() == ".json")
     if not isinstance(data, Mapping):
-        raise SpecError(str(path), "the top level must be a mapping of keys (model, method, data, ...)",
+        raise SpecError(str(path), msg("file_top_not_mapping"),
                         value=type(data).__name__)
     return dict(data)
 
@@ -164,27 +165,53 @@ def validation_to_spec_error(err: ValidationError, model: type[BaseModel], origi
     # 'function-after[...]'). The last part of an unknown-key error is the user's key: keep it as written.
     head, tail = (raw[:-1], raw[-1:]) if kind == "extra_forbidden" else (raw, ())
     loc = tuple(p for p in head if not _is_branch_label(p)) + tail
-    path = ".".join(str(p) for p in loc) or "(top level)"
+    path = ".".join(str(p) for p in loc) or msg("error_top_level")
     where = f"{origin}: {path}" if origin else path
     value = e.get("input")
     if kind == "extra_forbidden":
         known = _field_names(model, loc)
-        return SpecError(where, "unknown key", allowed=known or None,
+        return SpecError(where, msg("spec_unknown_key"), allowed=known or None,
                          suggestion=did_you_mean(str(loc[-1]), known) if known else None)
     if kind == "missing":
-        return SpecError(where, "required key is missing")
+        return SpecError(where, msg("spec_missing"))
     if kind == "literal_error":
         expected = str(ctx.get("expected", ""))
         choices = [c.strip().strip("'") for c in expected.replace(" or ", ", ").split(",") if c.strip()]
-        return SpecError(where, "not an allowed value", value=value, allowed=choices,
+        return SpecError(where, msg("spec_not_allowed"), value=value, allowed=choices,
                          suggestion=did_you_mean(str(value), choices))
     if kind in ("model_type", "dict_type", "model_attributes_type"):
         known = _field_names(model, (*loc, "_"))
-        return SpecError(where, "expected a mapping" + (f" of {', '.join(known)}" if known else ""),
-                         value=value)
-    msg = _CLASS_NAME.sub("", e["msg"])
-    if msg.startswith("Value error, "):
-        msg = msg[len("Value error, "):]
+        return SpecError(where, msg("spec_expected_mapping_of", keys=", ".join(known)) if known
+                         else msg("spec_expected_mapping"), value=value)
     if isinstance(value, Mapping):
         value = None  # a whole sub-mapping is noise in a one-line message
-    return SpecError(where, msg[:1].lower() + msg[1:], value=value)
+    return SpecError(where, _problem(e, kind, ctx), value=value)
+
+
+# pydantic error types -> catalogue messages (the limit, where there is one, from the error's context)
+_TYPE_MESSAGES = {
+    "finite_number": "spec_finite", "greater_than_equal": "spec_ge", "greater_than": "spec_gt",
+    "less_than_equal": "spec_le", "less_than": "spec_lt", "int_type": "spec_int", "int_parsing": "spec_int",
+    "int_from_float": "spec_int", "int_parsing_size": "spec_le", "float_type": "spec_number",
+    "float_parsing": "spec_number", "string_type": "spec_string", "bool_type": "spec_bool",
+    "bool_parsing": "spec_bool", "list_type": "spec_list", "tuple_type": "spec_list",
+}
+_LIMIT_KEYS = ("ge", "gt", "le", "lt")
+
+
+def _problem(e: Mapping[str, Any], kind: str, ctx: Mapping[str, Any]) -> str:
+    """The problem of one pydantic error as a catalogue message, else pydantic's text without class names."""
+    if kind == "value_error" and isinstance(ctx.get("error"), Msg):
+        return ctx["error"]  # our own validators raise ValueError(msg(...))
+    if kind == "value_error" and isinstance(ctx.get("error"), ValueError) and \
+            isinstance(ctx["error"].args[:1] and ctx["error"].args[0], Msg):
+        return ctx["error"].args[0]
+    if kind in _TYPE_MESSAGES:
+        limit = next((ctx[k] for k in _LIMIT_KEYS if k in ctx), None)
+        if kind == "int_parsing_size":
+            limit = f"{2**63 - 1:.3g}"
+        return msg(_TYPE_MESSAGES[kind], limit=f"{limit:g}" if isinstance(limit, float) else limit)
+    text = _CLASS_NAME.sub("", e["msg"])
+    if text.startswith("Value error, "):
+        text = text[len("Value error, "):]
+    return msg("spec_invalid", detail=text[:1].lower() + text[1:])

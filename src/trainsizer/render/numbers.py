@@ -1,0 +1,52 @@
+"""Numbers for people, per language, with Babel (CLDR locale data): grouping, decimals, and large numbers
+in the reader's units -- 万 / 亿 in Chinese, K / M / B in English -- so one table never mixes "2.79e+07",
+"874.666" and "12,442". JSON output keeps the raw numbers."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from babel.numbers import format_compact_decimal, format_decimal, format_percent
+
+LOCALES = {"en": "en_US", "zh": "zh_Hans_CN"}
+# From here on a number is written compactly (1.2万 / 12.4K): where grouped digits stop being read at a glance.
+COMPACT_FROM = {"en": 1e6, "zh": 1e5}
+
+
+def fmt_num(value: Any, lang: str, *, digits: int = 3) -> str:
+    """`value` rounded to about `digits` significant figures in the reader's convention ("—" for none)."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    v = float(value)
+    if not math.isfinite(v):
+        return "∞" if v > 0 else ("-∞" if v < 0 else "—")
+    loc = LOCALES.get(lang, "en_US")
+    if v == 0:
+        return "0"
+    if abs(v) >= COMPACT_FROM.get(lang, 1e6):
+        return format_compact_decimal(v, locale=loc, fraction_digits=2)
+    if abs(v) < 10 ** -digits:
+        return format_decimal(v, format="0.##E0", locale=loc)
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
+    pattern = "#,##0" + ("." + "#" * decimals if decimals else "")
+    return format_decimal(v, format=pattern, locale=loc)
+
+
+def fmt_share(fraction: float | None, lang: str) -> str:
+    """A fraction as a percentage with one decimal (0.353 -> 35.3%)."""
+    if fraction is None or not math.isfinite(fraction):
+        return "—"
+    return format_percent(fraction, format="#,##0.0%", locale=LOCALES.get(lang, "en_US"))
+
+
+def fmt_params(n: float, lang: str = "en") -> str:
+    """A parameter count: 8.03e9 -> '8.03B' (English), '80.3亿' (Chinese)."""
+    if lang == "en":
+        for div, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+            if abs(n) >= div:
+                return f"{n / div:.3g}{unit}" if n / div < 100 else f"{n / div:.1f}{unit}"
+        return str(int(n))
+    return format_compact_decimal(n, locale=LOCALES.get(lang, "en_US"), fraction_digits=2)

@@ -1,0 +1,89 @@
+"""Message catalogues: every key in both languages, every key the code names exists, and Chinese output of
+every example has no English label left. A failure names the key and the language to add."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from trainsizer.catalog import load_catalog
+from trainsizer.errors import SpecError
+from trainsizer.messages import catalogue, msg, tr
+from trainsizer.render.i18n import LANGS, _table, t
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "trainsizer"
+REPO = SRC.parents[1]
+EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
+# literal keys in calls: t("key", ...), msg("key", ...), _m("key", ...)
+CALL = re.compile(r"""\b(?:t|msg|_m|Msg)\(\s*["']([A-Za-z0-9_.]+)["']\s*[,)]""")
+
+
+@pytest.mark.parametrize("name,table", [("render/data/i18n.yaml", _table), ("data/messages.yaml", catalogue)])
+def test_every_key_has_every_language(name, table):
+    missing = [f"{key} (no {lang})" for key, entry in table().items() for lang in LANGS
+               if not isinstance(entry, dict) or not str(entry.get(lang) or "").strip()]
+    assert not missing, f"{name}: add the missing language for: {', '.join(missing)}"
+
+
+def test_every_key_named_in_the_code_exists():
+    known = set(_table()) | set(catalogue())
+    missing = []
+    for path in sorted(SRC.rglob("*.py")):
+        for key in CALL.findall(path.read_text(encoding="utf-8")):
+            if key not in known:
+                missing.append(f"{key!r} used in {path.relative_to(SRC.parent)}")
+    assert not missing, ("message keys without an entry (add `KEY: {en: ..., zh: ...}` to "
+                         "src/trainsizer/render/data/i18n.yaml or src/trainsizer/data/messages.yaml): "
+                         + "; ".join(missing))
+
+
+def test_placeholders_match_between_languages():
+    field = re.compile(r"(?<!\{)\{(\w+)\}(?!\})")
+    bad = []
+    for table in (_table(), catalogue()):
+        for key, entry in table.items():
+            names = {lang: set(field.findall(entry.get(lang, ""))) for lang in LANGS}
+            if names["en"] != names["zh"]:
+                bad.append(f"{key}: en {sorted(names['en'])} vs zh {sorted(names['zh'])}")
+    assert not bad, "placeholders differ between languages: " + "; ".join(bad)
+
+
+def test_missing_key_error_names_key_and_language():
+    with pytest.raises(KeyError, match=r"no 'zh' text for message key 'no_such_key'"):
+        t("no_such_key", "zh")
+
+
+def test_msg_is_english_text_and_translates():
+    m = msg("file_duplicate_key", key="'model'", first=1)
+    assert m == "key 'model' is given twice (first on line 1)"
+    assert tr(m, "zh") == "键 'model' 出现了两次（第一次在第 1 行）"
+
+
+def test_spec_error_in_chinese():
+    err = SpecError("job: data.tokens", msg("spec_finite"), value=float("inf"))
+    assert str(err) == "job: data.tokens: must be a finite number (got inf)."
+    assert err.render("zh") == "job: data.tokens：必须是有限的数（得到 inf）。"
+
+
+ASCII_WORD = re.compile(r"[A-Za-z]{4,}")
+# names and units that stay as written in Chinese output (ids, model names, units, acronyms)
+ALLOWED = re.compile(r"^(GiB|TFLOP|TFLOPS|token|tokens|logits|USD|CNY|kWh|PUE|MFU|HFU|LoRA|QLoRA|ZeRO|"
+                     r"NVLink|NCCL|fp32|bf16|fp16|fp8|adamw|lora|qlora|full|pretrain|rent|either|global|"
+                     r"selective|none|optimizer|true|false|auto|proj|[a-z]*[0-9.\-][a-z0-9.\-]*)$")
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("command", ["check", "estimate", "fit"])
+def test_chinese_output_has_no_english_labels(run_cli, example, command):
+    """Labels, notes and rows in `--lang zh` are Chinese; left are names from the job and catalog ids."""
+    code, out, err = run_cli("--lang", "zh", command, str(example))
+    assert code in (0, 2), err
+    text = re.sub(r"--[\w-]+|\b[a-z0-9]+(?:_[a-z0-9]+)+\b", "", out + err)  # option names, rule/key ids
+    # names from the job file and its path; catalog prose (market notes) is English source data
+    names = set(re.findall(r"[A-Za-z][\w.\-]*", example.read_text(encoding="utf-8") + str(example)))
+    names |= {w for a in load_catalog().accelerators.values() for w in ASCII_WORD.findall(a.market_note or "")}
+    english = sorted({w for w in ASCII_WORD.findall(text) if not ALLOWED.match(w) and w not in names
+                      and not any(w in n for n in names)})
+    assert not english, f"English left in `trainsizer --lang zh {command} {example.name}`: {english}"
