@@ -27,25 +27,26 @@ def test_every_key_has_every_language(name, table):
     assert not missing, f"{name}: add the missing language for: {', '.join(missing)}"
 
 
-def _catalogue_of_t(source: str) -> set[str] | None:
-    """Keys the `t` of a module may name: each package imports `t` from its own catalogue."""
-    if "from trainsizer.render.report.i18n import" in source:
+def _keys_for(call: str, source: str) -> set[str] | None:
+    """Keys the function `call` of a module may name: the catalogue of the module it is imported from
+    (None: another package's own catalogue, with its own test)."""
+    origin = re.search(rf"^from (\S+) import [^\n]*\b{call}\b", source, re.M)
+    module = origin.group(1) if origin else None
+    if module in ("trainsizer.messages", "trainsizer.render.i18n") or (module is None and call in ("_m",)):
+        return set(_table()) | set(catalogue())
+    if module == "trainsizer.render.report.i18n":
         from trainsizer.render.report.i18n import catalogue as report_catalogue
 
         return set(report_catalogue())
-    if "from trainsizer.web" in source and "i18n import" in source:
-        return None  # the web page's catalogue has its own test (tests/web)
-    return set(_table()) | set(catalogue())
+    return None
 
 
 def test_every_key_named_in_the_code_exists():
-    sentences = set(_table()) | set(catalogue())
     missing = []
     for path in sorted(SRC.rglob("*.py")):
         source = path.read_text(encoding="utf-8")
-        labels = _catalogue_of_t(source)
         for call, key in CALL.findall(source):
-            known = sentences if call != "t" else labels
+            known = _keys_for(call, source)
             if known is not None and key not in known:
                 missing.append(f"{key!r} used in {path.relative_to(SRC.parent)}")
     assert not missing, ("message keys without an entry (add `KEY: {en: ..., zh: ...}` to the catalogue the "
@@ -103,3 +104,18 @@ def test_chinese_output_has_no_english_labels(run_cli, example, command):
     english = sorted({w for w in ASCII_WORD.findall(text) if not ALLOWED.match(w) and w not in names
                       and not any(w in n for n in names)})
     assert not english, f"English left in `trainsizer --lang zh {command} {example.name}`: {english}"
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_every_row_of_check_has_a_label(run_cli, example):
+    """Each key path of `trainsizer check --json` needs `field_<path>` in render/data/i18n.yaml."""
+    import json
+
+    code, out, _ = run_cli("check", str(example), "--json")
+    if code != 0:
+        return
+    from trainsizer.cli.job_cmd import _flatten
+
+    paths = [k for k, _ in _flatten(json.loads(out)) if k != "notes"]
+    missing = [f"field_{k} ({lang})" for k in paths for lang in LANGS if not (_table().get(f"field_{k}") or {}).get(lang)]
+    assert not missing, f"add to src/trainsizer/render/data/i18n.yaml: {', '.join(missing)}"

@@ -68,10 +68,19 @@ def check(app: AppState, job_file: Path, as_json: bool, **overrides: Any) -> Non
         return
     L = app.lang
     click.echo(f"{t('job_ok', L)}{t('colon', L)}{job_file}")
-    rows = [(t(f"field_{key}", L), _shown(key, value, L)) for key, value in _flatten(summary) if key != "notes"]
+    rows = [(field_label(key, L), _shown(key, value, L)) for key, value in _flatten(summary) if key != "notes"]
     print_table(summary["name"], [t("item", L), t("value", L)], rows)
     for note in scenario.notes:
         click.echo(f"  {t('note', L)}{t('colon', L)}{tr(note, L)}")
+
+
+def field_label(key: str, lang: str) -> str:
+    """The label of one row of the normalised job; a field without one shows its key path (the message-key
+    test, tests/render/test_messages.py, names it so that it gets a label)."""
+    try:
+        return t(f"field_{key}", lang)
+    except KeyError:
+        return key
 
 
 def _shown(key: str, value: Any, lang: str) -> str:
