@@ -13,14 +13,14 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
 LANGS = ("en", "zh")
 
 
 @lru_cache(maxsize=1)
 def catalogue() -> dict[str, dict[str, str]]:
-    """{key: {en: ..., zh: ...}} of every message."""
+    """{key: {en: ..., zh: ...}} of every message (yaml imported here: `import trainsizer.estimate` stays light)."""
+    import yaml
+
     text = resources.files("trainsizer").joinpath("data/messages.yaml").read_text(encoding="utf-8")
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
