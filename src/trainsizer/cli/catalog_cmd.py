@@ -1,15 +1,30 @@
-"""`trainsizer catalog list|show`."""
+"""`trainsizer catalog list|show`: KIND in the singular or the plural (`accelerator` or `accelerators`)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import click
 
 from trainsizer.cli.app import AppState, cli, json_option
 from trainsizer.render.console import echo_json, print_table
-from trainsizer.render.i18n import t
 
 CATALOG_KINDS = ("accelerators", "servers", "networks", "switches", "storage", "prices")
-ENTRY_KINDS = ("accelerator", "server", "network", "switch", "storage", "price")
+# every spelling a person may type -> the plural used inside
+KIND_NAMES = {
+    **{k: k for k in CATALOG_KINDS},
+    "accelerator": "accelerators", "gpu": "accelerators", "gpus": "accelerators", "server": "servers",
+    "network": "networks", "switch": "switches", "storage-tier": "storage", "storage-tiers": "storage",
+    "price": "prices",
+}
+
+
+def _kind(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    return KIND_NAMES[value.lower()]
+
+
+kind_argument = click.argument("kind", type=click.Choice(sorted(KIND_NAMES), case_sensitive=False),
+                               callback=_kind)
 
 
 @cli.group()
@@ -18,11 +33,11 @@ def catalog() -> None:
 
 
 @catalog.command("list")
-@click.argument("kind", type=click.Choice(CATALOG_KINDS))
+@kind_argument
 @json_option
 @click.pass_obj
 def catalog_list(app: AppState, kind: str, as_json: bool) -> None:
-    """List catalog entries of one KIND."""
+    """List catalog entries of one KIND (singular or plural)."""
     from trainsizer.render.catalog_tables import catalog_rows
 
     title, columns, rows, records = catalog_rows(app.catalog, kind, app.lang)
@@ -32,21 +47,48 @@ def catalog_list(app: AppState, kind: str, as_json: bool) -> None:
     print_table(title, columns, rows)
 
 
+def _price_records(cat: Any, entry_id: str) -> list[dict[str, Any]]:
+    """A price by its id, or every price of one accelerator, server or switch (`catalog show price h100`)."""
+    from trainsizer.errors import SpecError
+
+    if entry_id in cat.prices:
+        ids = [entry_id]
+    else:
+        subject = entry_id
+        try:
+            subject = cat.accelerator(entry_id).id
+        except SpecError:
+            if not any(p.subject == entry_id for p in cat.prices.values()):
+                raise
+        ids = sorted(pid for pid, p in cat.prices.items() if p.subject == subject)
+    out = []
+    for pid in ids:
+        record = cat.price_record(pid).to_dict()
+        record["age"] = cat.price_age(pid).to_dict()  # how old the price is, past the one-year warning or not
+        out.append(record)
+    return out
+
+
 @catalog.command("show")
-@click.argument("kind", type=click.Choice(ENTRY_KINDS))
+@kind_argument
 @click.argument("entry_id")
 @json_option
 @click.pass_obj
 def catalog_show(app: AppState, kind: str, entry_id: str, as_json: bool) -> None:
-    """Show one catalog entry with its sources, e.g. `catalog show accelerator h100-sxm-80gb`."""
+    """Show one catalog entry with its sources (title, URL, date), e.g. `catalog show accelerator h100-sxm-80gb`
+    or `catalog show prices h100-sxm-80gb` (every price of that accelerator)."""
+    from trainsizer.render.catalog_card import print_card
+    from trainsizer.render.i18n import t
+
     cat = app.catalog
-    getter = {"accelerator": cat.accelerator, "server": cat.server, "network": cat.network, "switch": cat.switch,
-              "storage": cat.storage_tier, "price": cat.price_record}[kind]
-    record = getter(entry_id).to_dict()
-    if kind == "price":  # how old the price is, and whether it is past the one-year warning
-        record["age"] = cat.price_age(entry_id).to_dict()
+    if kind == "prices":
+        records = _price_records(cat, entry_id)
+    else:
+        getter = {"accelerators": cat.accelerator, "servers": cat.server, "networks": cat.network,
+                  "switches": cat.switch, "storage": cat.storage_tier}[kind]
+        records = [getter(entry_id).to_dict()]
     if as_json:
-        echo_json(record)
+        echo_json(records[0] if len(records) == 1 else records)
         return
-    L = app.lang
-    print_table(f"{kind}: {record.get('id', entry_id)}", [t("item", L), t("value", L)], sorted(record.items()))
+    for record in records:
+        print_card(cat, record, t(f"kind_{kind}", app.lang), app.lang)

@@ -1,0 +1,91 @@
+"""`trainsizer catalog show`: one catalog entry as a readable card -- its figures, then each source with its
+title, URL and date, then the doubts and alternative values recorded for it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from trainsizer.render.i18n import t
+from trainsizer.render.numbers import fmt_num
+
+# Provenance fields: printed in their own sections below the figures.
+PROVENANCE = ("id", "name", "aliases", "sources", "alt_values", "field_sources", "none_known", "unsure", "notes",
+              "age")
+
+
+def _value(v: Any, lang: str) -> str | None:
+    """A field value for people; None for empty values (not printed)."""
+    if v is None or v == "" or v == [] or v == {} or v == ():
+        return None
+    if isinstance(v, bool):
+        return t("yes" if v else "no", lang)
+    if isinstance(v, int | float):
+        return fmt_num(v, lang, digits=4)
+    if isinstance(v, dict):
+        parts = [f"{k} {_value(x, lang)}" for k, x in v.items() if _value(x, lang) is not None]
+        return " · ".join(parts) or None
+    if isinstance(v, list | tuple):
+        return ", ".join(str(_value(x, lang)) for x in v)
+    return str(v)
+
+
+def card_rows(record: dict[str, Any], lang: str) -> list[tuple[str, str]]:
+    """(field, value) of every non-empty figure of a record, provenance left out."""
+    rows = []
+    for key in sorted(record):
+        if key in PROVENANCE:
+            continue
+        shown = _value(record[key], lang)
+        if shown is not None:
+            rows.append((key, shown))
+    return rows
+
+
+def source_rows(catalog: Any, ids: list[str]) -> list[tuple[str, str, str, str]]:
+    """(id, title, url, date) of each source id, from the catalog's source registry."""
+    rows = []
+    for sid in ids:
+        src = catalog.sources.get(sid)
+        if src is None:  # an overlay file as source
+            rows.append((sid, sid, "", ""))
+            continue
+        rows.append((sid, src.title, src.url or src.ref or "", src.date or src.retrieved or ""))
+    return rows
+
+
+def print_card(catalog: Any, record: dict[str, Any], kind_label: str, lang: str,
+               console: Console | None = None) -> None:
+    con = console or Console(soft_wrap=False)
+    L = lang
+    name = record.get("name")
+    title = f"{kind_label}: {record.get('id', '')}" + (f" — {name}" if name else "")
+    table = Table(title=title)
+    table.add_column(t("item", L))
+    table.add_column(t("value", L), overflow="fold", max_width=80)
+    for key, value in card_rows(record, L):
+        table.add_row(key, value)
+    con.print(table)
+    if record.get("aliases"):
+        con.print(f"{t('aliases', L)}{t('colon', L)}{', '.join(record['aliases'])}")
+    ids = list(dict.fromkeys([*record.get("sources", ()),
+                              *(s for srcs in (record.get("field_sources") or {}).values() for s in srcs),
+                              *(s for alts in (record.get("alt_values") or {}).values() for a in alts
+                                for s in a.get("sources", ()))]))
+    if ids:
+        src = Table(title=t("sources_title", L))
+        for col in ("id", "source_title", "url", "date"):
+            src.add_column(t(col, L), overflow="fold")
+        for row in source_rows(catalog, ids):
+            src.add_row(*row)
+        con.print(src)
+    if record.get("notes"):
+        con.print(f"{t('notes', L)}{t('colon', L)}{record['notes']}")
+    for doubt in record.get("unsure") or ():
+        con.print(f"{t('doubt', L)}{t('colon', L)}{doubt}")
+    for field, alts in (record.get("alt_values") or {}).items():
+        for alt in alts:
+            con.print(f"{t('alt_value', L)}{t('colon', L)}{field} = {alt.get('value')} "
+                      f"({', '.join(alt.get('sources', ()))}){' — ' + alt['note'] if alt.get('note') else ''}")

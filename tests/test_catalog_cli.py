@@ -1,0 +1,43 @@
+"""`trainsizer catalog`: KIND in singular or plural, prices shown by id or by accelerator, readable cards."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trainsizer.catalog import load_catalog
+
+
+@pytest.mark.parametrize("kind", ["accelerator", "accelerators", "Accelerators", "gpu"])
+def test_list_and_show_take_either_form(run_cli, kind):
+    code, out, _ = run_cli("catalog", "list", kind, "--json")
+    assert code == 0 and any(r["id"] == "h100-sxm-80gb" for r in json.loads(out))
+    code, out, _ = run_cli("catalog", "show", kind, "h100-sxm-80gb", "--json")
+    assert code == 0 and json.loads(out)["id"] == "h100-sxm-80gb"
+
+
+def test_card_names_each_source_with_title_url_and_date(run_cli):
+    code, out, _ = run_cli("catalog", "show", "accelerator", "h100-sxm-80gb")
+    assert code == 0
+    src = load_catalog().sources[load_catalog().accelerator("h100-sxm-80gb").sources[0]]
+    flat = " ".join(out.split())
+    assert src.title.split()[0] in flat and (src.date or "") in flat
+    assert "['" not in out and "{'" not in out  # no Python reprs
+
+
+def test_prices_of_one_accelerator(run_cli):
+    code, out, _ = run_cli("catalog", "show", "prices", "h100-sxm-80gb", "--json")
+    records = json.loads(out)
+    assert code == 0 and records and all(r["subject"] == "h100-sxm-80gb" and "age" in r for r in records)
+    price_id = records[0]["id"]
+    code, out, _ = run_cli("catalog", "show", "price", price_id, "--json")
+    assert code == 0 and json.loads(out)["id"] == price_id
+
+
+def test_ambiguous_name_lists_entries_not_aliases(run_cli):
+    cat = load_catalog()
+    code, _, err = run_cli("catalog", "show", "accelerator", "h100")
+    assert code == 2 and "ambiguous accelerator" in err
+    aliases = [a for acc in cat.accelerators.values() for a in acc.aliases if a.startswith("h100")]
+    assert aliases and not any(a in err for a in aliases)
