@@ -107,7 +107,7 @@ KIND_KEYS = {
 
 
 def unknown_name(where: str, kind: str, name: str, choices: Iterable[str],
-                 aliases: dict[str, str] | None = None) -> SpecError:
+                 aliases: dict[str, str] | None = None, limit: int = 12) -> SpecError:
     """Error for a name not found among `choices`, with a suggestion. `aliases` (alias -> id) are accepted
     names that are not entries of their own: an ambiguous short name lists each entry once."""
     choices = sorted(choices)
@@ -118,7 +118,7 @@ def unknown_name(where: str, kind: str, name: str, choices: Iterable[str],
         starts = sorted({aliases.get(c, c) for c in starts})
     if len(starts) > 1:
         return SpecError(where, msg("error_ambiguous_name", kind=what, names=", ".join(starts)), value=name)
-    shown = choices if len(choices) <= 12 else [*choices[:12], f"... ({len(choices)} in all)"]
+    shown = choices if len(choices) <= limit else [*choices[:limit], f"... ({len(choices)} in all)"]
     return SpecError(
         where,
         msg("error_unknown_name", kind=what),

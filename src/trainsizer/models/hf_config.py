@@ -4,7 +4,9 @@ Each adapter reads the keys its family's `transformers` configuration class defi
 the module shapes of the matching modeling file (`modeling_llama.py`, `modeling_mistral.py`,
 `modeling_mixtral.py`, `modeling_qwen2.py`, `modeling_qwen3.py`, `modeling_qwen2_moe.py`,
 `modeling_qwen3_moe.py`, `modeling_deepseek_v2.py` / DeepSeek-V3 `modeling_deepseek.py`, `modeling_gpt2.py`,
-`modeling_gpt_neox.py`). Every key of the file is either used, listed as known-irrelevant to sizing for
+`modeling_gpt_neox.py`, `modeling_gemma2.py`, `modeling_gemma3.py`, `modeling_phi3.py`, `modeling_glm.py`,
+`modeling_glm4.py`, `modeling_internlm3.py`; the remote-code files of ChatGLM, InternLM2 and Baichuan).
+State-space, recurrent and hybrid models (Mamba, RWKV, Jamba, ...) are refused by name. Every key of the file is either used, listed as known-irrelevant to sizing for
 its family, or reported in `ModelArch.unknown_keys` (and a line in `ModelArch.notes`): nothing is ignored
 silently. Defaults for absent optional keys are the defaults of the `transformers` configuration class,
 and each default that was applied is recorded in `notes`. Works offline: only local files are read.
@@ -194,7 +196,7 @@ def _gated_act(c: ConfigReader) -> None:
         c.notes.append(f"hidden_act={act!r}: gated MLP counted with 3 matrices like SwiGLU")
 
 
-def _gqa_core(c: ConfigReader, *, head_dim_default: int | None = None) -> dict[str, Any]:
+def _gqa_core(c: ConfigReader, *, head_dim_default: int | None = None, gated_act: bool = True) -> dict[str, Any]:
     """Keys shared by the Llama-style decoders (modeling_llama.py and its copies), MLP width and embedding
     tying included."""
     hidden = c.req_int("hidden_size")
@@ -217,7 +219,8 @@ def _gqa_core(c: ConfigReader, *, head_dim_default: int | None = None) -> dict[s
                 value=hidden,
             )
         head_dim = hidden // heads
-    _gated_act(c)
+    if gated_act:
+        _gated_act(c)
     return dict(
         layers=c.req_int("num_hidden_layers"),
         hidden=hidden,
@@ -436,6 +439,134 @@ def _gpt_neox(c: ConfigReader) -> dict[str, Any]:
     )
 
 
+# ---------------------------------------------------------------------------------------------- more families
+def _sandwich_note(c: ConfigReader, kw: dict[str, Any]) -> None:
+    """Gemma 2/3 and GLM-4-0414 put an RMSNorm after attention and after the MLP too (4 per layer): 2 x hidden
+    weights per layer that ModelArch (2 norms per layer) does not count -- under 0.01% of the parameters."""
+    c.notes.append(f"2 extra RMSNorm weights per layer (sandwich norms, {2 * kw['hidden'] * kw['layers']:,} "
+                   "parameters) not counted")
+
+
+def _gemma_act(c: ConfigReader) -> None:
+    """Gemma's gated MLP uses GeLU (tanh) on the gate: 3 matrices like SwiGLU."""
+    c.used.update({"hidden_act", "hidden_activation"})
+
+
+def _gemma2(c: ConfigReader) -> dict[str, Any]:
+    """modeling_gemma2.py: Llama shapes with head_dim (default 256), gated GeLU MLP, tied embeddings (default),
+    q/k/v/o bias = attention_bias, sandwich norms."""
+    _gemma_act(c)
+    kw = _gqa_core(c, head_dim_default=256, gated_act=False)
+    bias = c.opt_bool("attention_bias", False)
+    kw = dict(kw, qkv_bias=bias, out_bias=bias, tied_embeddings=c.opt_bool("tie_word_embeddings", True))
+    _sandwich_note(c, kw)
+    return kw
+
+
+def _gemma3_text(c: ConfigReader) -> dict[str, Any]:
+    """modeling_gemma3.py (Gemma3TextConfig): Gemma 2 plus q_norm / k_norm."""
+    return dict(_gemma2(c), qk_norm=True)
+
+
+def _gemma3(c: ConfigReader) -> dict[str, Any]:
+    """Gemma 3 multimodal (Gemma3Config): the language model is `text_config`; the SigLIP vision tower and
+    the projector are not sized (a note says so)."""
+    text = c.raw.get("text_config")
+    c.used.update({"text_config", "vision_config", "mm_tokens_per_image", "boi_token_index", "eoi_token_index",
+                   "image_token_index", "initializer_range"})
+    if not isinstance(text, Mapping):
+        raise SpecError(c.where("text_config"), "missing: a Gemma 3 config needs its text_config")
+    inner = ConfigReader(text, c.label + ":text_config")
+    kw = _gemma3_text(inner)
+    unknown = inner.unknown(FAMILIES["gemma3_text"].irrelevant)
+    c.notes.extend(inner.notes)
+    if unknown:
+        c.notes.append(f"text_config keys not understood and not used: {', '.join(unknown)}")
+    c.notes.append("vision tower (SigLIP) and multimodal projector not counted: sizes the language model only")
+    return kw
+
+
+def _phi3(c: ConfigReader) -> dict[str, Any]:
+    """modeling_phi3.py (Phi-3, Phi-3.5, Phi-4, Phi-4-mini): fused qkv_proj and gate_up_proj hold the same
+    weights as Llama's separate projections; no biases."""
+    return _gqa_core(c)
+
+
+def _glm4(bias_default: bool, sandwich: bool) -> Adapter:
+    def adapter(c: ConfigReader) -> dict[str, Any]:
+        """modeling_glm.py / modeling_glm4.py: q/k/v carry a bias (attention_bias), o_proj none; fused
+        gate_up_proj of 2 x intermediate_size; partial rotary; GLM-4-0414 (glm4) adds sandwich norms."""
+        kw = _gqa_core(c)
+        kw = dict(kw, qkv_bias=c.opt_bool("attention_bias", bias_default))
+        if sandwich:
+            _sandwich_note(c, kw)
+        return kw
+
+    return adapter
+
+
+def _chatglm(c: ConfigReader) -> dict[str, Any]:
+    """THUDM modeling_chatglm.py (ChatGLM2/3, GLM-4-9B remote code): fused query_key_value with multi-query
+    groups (bias = add_qkv_bias), dense out (bias = add_bias_linear), SwiGLU dense_h_to_4h of 2 x
+    ffn_hidden_size, separate output_layer."""
+    hidden = c.req_int("hidden_size")
+    heads = c.req_int("num_attention_heads")
+    mqa = c.opt_bool("multi_query_attention", False)
+    kv = c.opt_int("multi_query_group_num", heads, 1, note=False) if mqa else heads
+    c.used.add("multi_query_group_num")
+    if heads % kv:
+        raise SpecError(c.where("multi_query_group_num"), f"must divide num_attention_heads ({heads})", value=kv)
+    linear_bias = c.opt_bool("add_bias_linear", False)
+    return dict(
+        layers=c.req_int("num_layers"), hidden=hidden, heads=heads, kv_heads=kv,
+        head_dim=c.opt_int("kv_channels", hidden // heads, 1, note=False),
+        ffn=c.req_int("ffn_hidden_size"), vocab=c.req_int("padded_vocab_size"),
+        max_position=c.opt_int("seq_length", 2048, 1), mlp="swiglu", norm="rmsnorm", position="rope",
+        tied_embeddings=c.opt_bool("tie_word_embeddings", False),
+        qkv_bias=c.opt_bool("add_qkv_bias", False) or linear_bias, out_bias=linear_bias, mlp_bias=linear_bias,
+    )
+
+
+def _internlm2(c: ConfigReader) -> dict[str, Any]:
+    """InternLM2 / 2.5 remote code (modeling_internlm2.py): fused wqkv and wo with bias = `bias`
+    (class default true), feed_forward w1/w3/w2 without bias."""
+    kw = _gqa_core(c)
+    bias = c.opt_bool("bias", True)
+    return dict(kw, qkv_bias=bias, out_bias=bias)
+
+
+def _internlm3(c: ConfigReader) -> dict[str, Any]:
+    """InternLM3 (modeling_internlm3.py): Llama shapes with head_dim; q/k/v bias = qkv_bias, o_proj and MLP
+    bias = bias."""
+    kw = _gqa_core(c)
+    bias = c.opt_bool("bias", False)
+    return dict(kw, qkv_bias=c.opt_bool("qkv_bias", False), out_bias=bias, mlp_bias=bias)
+
+
+def _baichuan(c: ConfigReader) -> dict[str, Any]:
+    """Baichuan / Baichuan 2 remote code (modeling_baichuan.py): fused W_pack (q, k, v) without bias, o_proj,
+    SwiGLU gate/up/down; 13B uses ALiBi instead of RoPE (no parameters either way); NormHead lm_head has
+    the same weights as a Linear."""
+    return _gqa_core(c)
+
+
+# Architectures that are not (only) transformers: their recurrences / state-space layers have no formulas here.
+NON_TRANSFORMER = {
+    "mamba": "a state-space model (Mamba)", "mamba2": "a state-space model (Mamba-2)",
+    "falcon_mamba": "a state-space model (Falcon Mamba)", "rwkv": "a recurrent network (RWKV)",
+    "rwkv5": "a recurrent network (RWKV-5)", "rwkv6": "a recurrent network (RWKV-6)",
+    "rwkv7": "a recurrent network (RWKV-7)", "recurrent_gemma": "a recurrent network (Griffin / RecurrentGemma)",
+    "xlstm": "a recurrent network (xLSTM)", "retnet": "a retention network (RetNet)",
+    "hyena": "a long-convolution network (Hyena)", "striped_hyena": "a hybrid of Hyena convolutions and attention",
+    "jamba": "a hybrid of Mamba and attention layers (Jamba)", "zamba": "a hybrid of Mamba and attention (Zamba)",
+    "zamba2": "a hybrid of Mamba-2 and attention (Zamba2)", "bamba": "a hybrid of Mamba-2 and attention (Bamba)",
+    "falcon_h1": "a hybrid of Mamba-2 and attention (Falcon-H1)",
+    "nemotron_h": "a hybrid of Mamba-2 and attention (Nemotron-H)",
+    "granitemoehybrid": "a hybrid of Mamba-2 and attention (Granite 4.0)",
+    "lfm2": "a hybrid of short convolutions and attention (LFM2)",
+}
+
+
 _DEEPSEEK_IRRELEVANT = (
     _ROPE
     | _DROPOUT
@@ -457,6 +588,15 @@ _DEEPSEEK_IRRELEVANT = (
     }
 )
 
+_LLAMA_LIKE = COMMON_IRRELEVANT | _LLAMA_IRRELEVANT | _SLIDING | {"attn_implementation", "head_dim"}
+_GEMMA_IRRELEVANT = _LLAMA_LIKE | {"query_pre_attn_scalar", "final_logit_softcapping", "attn_logit_softcapping",
+                                   "cache_implementation", "hidden_activation", "hidden_act"}
+_GEMMA3_IRRELEVANT = frozenset({"rope_local_base_freq", "sliding_window_pattern", "use_bidirectional_attention"})
+_CHATGLM_IRRELEVANT = COMMON_IRRELEVANT | _DROPOUT | {
+    "apply_query_key_layer_scaling", "apply_residual_connection_post_layernorm", "attention_softmax_in_fp32",
+    "bias_dropout_fusion", "fp32_residual_connection", "layernorm_epsilon", "original_rope", "post_layer_norm",
+    "rmsnorm", "rope_ratio", "quantization_bit", "pre_seq_len", "prefix_projection", "classifier_dropout"}
+
 FAMILIES: dict[str, Family] = {
     f.model_type: f
     for f in (
@@ -475,6 +615,17 @@ FAMILIES: dict[str, Family] = {
         ),
         Family("deepseek_v2", _deepseek(2), COMMON_IRRELEVANT | _DEEPSEEK_IRRELEVANT, "DeepSeek-V2 (MLA, MoE)"),
         Family("deepseek_v3", _deepseek(3), COMMON_IRRELEVANT | _DEEPSEEK_IRRELEVANT, "DeepSeek-V3 (MLA, MoE, MTP)"),
+        Family("gemma2", _gemma2, _GEMMA_IRRELEVANT, "Gemma 2"),
+        Family("gemma3_text", _gemma3_text, _GEMMA_IRRELEVANT | _GEMMA3_IRRELEVANT, "Gemma 3 (text model)"),
+        Family("gemma3", _gemma3, COMMON_IRRELEVANT, "Gemma 3 (multimodal config: its text model is sized)"),
+        Family("phi3", _phi3, _LLAMA_LIKE | {"original_max_position_embeddings"}, "Phi-3 / 3.5 / Phi-4"),
+        Family("glm", _glm4(True, sandwich=False), _LLAMA_LIKE, "GLM-4 (transformers `glm`, GLM-4-9B-hf)"),
+        Family("glm4", _glm4(True, sandwich=True), _LLAMA_LIKE, "GLM-4-0414 / GLM-Z1"),
+        Family("chatglm", _chatglm, _CHATGLM_IRRELEVANT, "ChatGLM2/3, GLM-4-9B (THUDM remote code)"),
+        Family("internlm2", _internlm2, _LLAMA_LIKE, "InternLM2 / 2.5 (remote code)"),
+        Family("internlm3", _internlm3, _LLAMA_LIKE, "InternLM3"),
+        Family("baichuan", _baichuan, _LLAMA_LIKE | {"z_loss_weight", "model_max_length"}, "Baichuan / Baichuan 2"),
+        Family("yi", _llama, COMMON_IRRELEVANT | _LLAMA_IRRELEVANT, "Yi (Llama architecture; early configs)"),
         Family(
             "gpt2",
             _gpt2,
@@ -556,8 +707,13 @@ def arch_from_hf_config(
         raise SpecError(f"{label}:model_type", "missing required key", allowed=supported_families())
     if not isinstance(model_type, str):  # a list or mapping here is not hashable: no TypeError traceback
         raise SpecError(f"{label}:model_type", "must be a string", value=model_type, allowed=supported_families())
+    if model_type in NON_TRANSFORMER:
+        raise SpecError(f"{label}:model_type", f"{model_type} is {NON_TRANSFORMER[model_type]}, not a transformer: "
+                        "trainsizer sizes decoder-only transformers (dense or mixture-of-experts)",
+                        allowed=supported_families())
     if model_type not in FAMILIES:
-        raise unknown_name(f"{label}:model_type", "model_type (model family)", str(model_type), FAMILIES)
+        raise unknown_name(f"{label}:model_type", "model_type (model family)", str(model_type), FAMILIES,
+                           limit=len(FAMILIES))
     family = FAMILIES[model_type]
     reader = ConfigReader(raw, label)
     kwargs = family.adapter(reader)
