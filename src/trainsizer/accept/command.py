@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import socket
 import sys
 import tempfile
@@ -20,6 +21,7 @@ from trainsizer.accept.results import RunResult, load, save, write_atomic
 from trainsizer.accept.telemetry import open_telemetry
 from trainsizer.accept.units import parse_duration_s, parse_size_bytes
 from trainsizer.errors import SpecError
+from trainsizer.messages import render as render_message
 
 
 def _host() -> str:
@@ -85,14 +87,28 @@ def _finish(result: RunResult, out: Path | None, html: Path | None, history: str
         write_atomic(html, report.to_html(result))
     _show(result, as_json, quiet)
     if out and not as_json and not quiet:
-        click.echo(f"results: {out}")
+        click.echo(render_message("accept_results_at", _lang(), {"path": out}))
+
+
+def _lang() -> str:
+    """`trainsizer --lang` when accept runs under the trainsizer command, else English."""
+    ctx = click.get_current_context(silent=True)
+    lang = getattr(ctx.find_root().obj, "lang", None) if ctx is not None else None
+    return lang if lang in ("en", "zh") else "en"
+
+
+def results_dir() -> Path:
+    """Where result files go by default: $TRAINSIZER_RESULTS_DIR, else ~/.local/share/trainsizer/results
+    (beside the history database) -- never the current folder, which is often a source tree."""
+    env = os.environ.get("TRAINSIZER_RESULTS_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".local/share/trainsizer/results"
 
 
 def _show(result: RunResult, as_json: bool, quiet: bool) -> None:
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     elif not quiet:
-        report.print_table(result)
+        report.print_table(result, lang=_lang())
 
 
 # Options every node's `trainsizer accept` step gets under --slurm, in this order. Their flags and values come
@@ -200,7 +216,9 @@ def _local(click_ctx: click.Context, p: SimpleNamespace, groups: list[str], opts
 @click.option("--skip", multiple=True, help="Skip these checks.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result JSON on stdout instead of the table.")
 @click.option("--out", help="Result file, rewritten after every check ({host} expands). "
-              "Default: accept-{host}-<time>.json")
+              "Default: accept-{host}-<time>.json in --results-dir")
+@click.option("--results-dir", "results", help="Folder for the default result file (default "
+              "$TRAINSIZER_RESULTS_DIR or ~/.local/share/trainsizer/results).")
 @click.option("--html", help="Also write an HTML report here ({host} expands).")
 @click.option("--history", help="SQLite history database (default $TRAINSIZER_ACCEPT_DB or "
               "~/.local/share/trainsizer/accept-history.sqlite).")
@@ -238,7 +256,8 @@ def accept(click_ctx: click.Context, **params: Any) -> None:
     """Check delivered servers against the plan: pass/fail per check, with figure, threshold and source."""
     p = SimpleNamespace(**params)
     groups = runner.select(p.only, p.skip)
-    out_path = _path(p.out) or Path(f"accept-{_host()}-{dt.datetime.now():%Y%m%dT%H%M%S}.json")
+    folder = Path(p.results).expanduser() if p.results else results_dir()
+    out_path = _path(p.out) or folder / f"accept-{_host()}-{dt.datetime.now():%Y%m%dT%H%M%S}.json"
     html_path = _path(p.html)
     if p.nnodes > 1 and not p.rdzv_endpoint:
         raise SpecError("--rdzv-endpoint", "needed with --nnodes > 1 (host:port of the first node)")

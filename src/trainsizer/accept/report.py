@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from trainsizer.accept.results import RunResult
+from trainsizer.messages import render as render_message
 
 _STYLE = {"pass": "green", "fail": "bold red", "skipped": "yellow", "error": "bold magenta"}
 
@@ -22,22 +23,30 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def print_table(result: RunResult, console: Console | None = None) -> None:
+def _m(key: str, lang: str, **params: object) -> str:
+    return render_message(key, lang, params)
+
+
+def print_table(result: RunResult, console: Console | None = None, lang: str = "en") -> None:
+    """The run as a table in `lang` (frame, columns and statuses; each check's `why` is the check's text)."""
     console = console or Console(width=None if sys.stdout.isatty() else 160)
-    table = Table(title=escape(f"trainsizer accept: {result.verdict.upper()} (run {result.run_id}, "
-                               f"platform {result.platform or 'none'})"), show_lines=False)
+    table = Table(title=escape(_m("accept_title", lang, verdict=_m(f"accept_status_{result.verdict}", lang).upper(),
+                                  run=result.run_id, platform=result.platform or _m("accept_none", lang))),
+                  show_lines=False)
     for col in ("check", "node", "status", "measured", "threshold", "unit"):
-        table.add_column(col, no_wrap=True)
-    table.add_column("why", overflow="fold", ratio=3)
-    table.add_column("threshold source", overflow="fold", ratio=1)
+        table.add_column(_m(f"accept_col_{col}", lang), no_wrap=True)
+    table.add_column(_m("accept_col_why", lang), overflow="fold", ratio=3)
+    table.add_column(_m("accept_col_source", lang), overflow="fold", ratio=1)
     for c in result.checks:
         # measured text (tool output, paths like "[/dev/x]", "[rank0]:") is not rich markup: escape it
-        table.add_row(*map(escape, (c.name, c.node or "")), f"[{_STYLE[c.status]}]{c.status}[/]",
+        table.add_row(*map(escape, (c.name, c.node or "")),
+                      f"[{_STYLE[c.status]}]{_m(f'accept_status_{c.status}', lang)}[/]",
                       *map(escape, (_fmt(c.measured), _fmt(c.threshold), c.unit or "", c.why,
                                     (c.source or "")[:60])))
     console.print(table)
     counts = {s: sum(1 for c in result.checks if c.status == s) for s in _STYLE}
-    console.print(" ".join(f"{k}: {v}" for k, v in counts.items()) + f"   criteria: {escape(result.criteria_source)}")
+    console.print(" ".join(f"{_m(f'accept_status_{k}', lang)}: {v}" for k, v in counts.items())
+                  + f"   {_m('accept_criteria', lang)}: {escape(result.criteria_source)}")
 
 
 def to_html(result: RunResult) -> str:
