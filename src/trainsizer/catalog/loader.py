@@ -199,6 +199,7 @@ def apply_overlay(raw: dict[str, dict[str, RawEntry]], path: Path) -> None:
             if existing is None:
                 rec.setdefault("date", default_date)
                 rec.setdefault("confidence", "medium")
+                _documentation_defaults(section, entry_id, rec)
                 rec["sources"] = [*user_sources, src_id]
                 raw[section][entry_id] = RawEntry(rec, name, {k: name for k in rec})
                 continue
@@ -216,6 +217,28 @@ def apply_overlay(raw: dict[str, dict[str, RawEntry]], path: Path) -> None:
             for key in [*rec, "date", "sources"]:
                 field_files[key] = name
             raw[section][entry_id] = RawEntry(merged, existing.file, field_files, name)
+
+
+# Fields of a new accelerator that describe it but enter no estimate (name, architecture, form factor, launch
+# year, memory type, how memory_gib was derived): an overlay may leave them out. Every figure an estimate
+# reads (memory, bandwidths, TFLOPS, scale-up, PCIe, TDP) must still be given.
+def _doc_defaults(entry_id: str, rec: dict[str, Any]) -> dict[str, Any]:
+    year = str(rec.get("date", ""))[:4]
+    return {"name": entry_id, "arch": "not given", "form_factor": "not given", "memory_type": "not given",
+            "launch_year": int(year) if year.isdigit() else _dt.date.today().year,
+            "memory_gib_basis": "as given in the overlay"}
+
+
+def _documentation_defaults(section: str, entry_id: str, rec: dict[str, Any]) -> None:
+    if section != "accelerators":
+        return
+    filled = []
+    for key, value in _doc_defaults(entry_id, rec).items():
+        if key not in rec:
+            rec[key] = value
+            filled.append(key)
+    if filled:
+        rec["unsure"] = [*rec.get("unsure", []), f"not given in the overlay, defaulted: {', '.join(filled)}"]
 
 
 # --------------------------------------------------------------------------------------------- validation
@@ -283,6 +306,11 @@ def validate_entry(section: str, entry_id: str, entry: RawEntry) -> BaseModel:
     try:
         return model.model_validate({**entry.data, "id": entry_id})
     except ValidationError as exc:
+        missing = [".".join(map(str, e["loc"])) for e in exc.errors() if e.get("type") == "missing"]
+        if len(missing) > 1 and len(missing) == len(exc.errors()):  # every missing field at once
+            raise SpecError(f"{entry.last_file or entry.file}: {section}.{entry_id}",
+                            f"{len(missing)} required fields are missing: {', '.join(missing)}",
+                            allowed="see docs/catalog-overlay.md for a complete example") from None
         err = exc.errors()[0]
         loc = tuple(err.get("loc", ()))
         field_path = ".".join(str(p) for p in loc) if loc else "(record)"
