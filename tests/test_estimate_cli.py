@@ -77,7 +77,7 @@ def test_gpu_count_mismatch(run_cli):
 
 def test_estimate_without_hardware_explains(run_cli):
     code, _, err = run_cli("estimate", str(REPO / "examples" / "sft-70b-search.yaml"))
-    assert code == 2 and "hardware and strategy" in err and "--accelerator" in err
+    assert code == 2 and "needs hardware" in err and "trainsizer plan" in err and "--accelerator" in err
 
 
 def test_calibration_from_accept_results(run_cli, tmp_path):

@@ -86,7 +86,7 @@ ASCII_WORD = re.compile(r"[A-Za-z]{4,}")
 # names and units that stay as written in Chinese output (ids, model names, units, acronyms)
 ALLOWED = re.compile(r"^(GiB|TFLOP|TFLOPS|token|tokens|logits|USD|CNY|kWh|PUE|MFU|HFU|LoRA|QLoRA|ZeRO|"
                      r"NVLink|NCCL|fp32|bf16|fp16|fp8|adamw|lora|qlora|full|pretrain|rent|either|global|"
-                     r"selective|none|optimizer|true|false|auto|proj|torch|compile|framework|DeepSpeed|FSDP|PEFT|Trainer|"
+                     r"selective|none|optimizer|true|false|auto|proj|trainsizer|plan|torch|compile|framework|DeepSpeed|FSDP|PEFT|Trainer|"
                      r"Hugging|Face|Megatron|Core|NeMo|torchtitan|Transformer|Engine|DDP|[a-z]*[0-9.\-][a-z0-9.\-]*)$")
 
 

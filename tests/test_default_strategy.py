@@ -1,0 +1,41 @@
+"""Hardware without a strategy: estimate uses the search's fastest fitting strategy and says so."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+JOB = {"model": "llama-3.1-70b", "method": "full", "data": {"tokens": 2.0e9}, "seq_len": 4096,
+       "global_batch": {"sequences": 256},
+       "hardware": {"accelerator": "h100-sxm-80gb", "count": 16, "per_node": 8, "network": "ib-ndr400"}}
+
+
+def _write(tmp_path, job):
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(job))
+    return str(path)
+
+
+def test_estimate_picks_a_strategy_and_says_so(run_cli, tmp_path):
+    code, out, err = run_cli("estimate", _write(tmp_path, JOB), "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["memory"]["fits"]
+    strategy = result["job"]["strategy"]
+    assert strategy["tp"] * strategy["pp"] * strategy["dp"] * strategy["cp"] == 16
+    assert any(n.startswith("no strategy in the job: using tp=") for n in result["notes"])
+
+
+def test_a_given_strategy_is_kept(run_cli, tmp_path):
+    job = {**JOB, "strategy": {"tp": 8, "pp": 1, "dp": 2, "zero": 1, "recompute": "full"}}
+    code, out, err = run_cli("estimate", _write(tmp_path, job), "--json")
+    result = json.loads(out)
+    assert code == 0 and result["job"]["strategy"]["tp"] == 8
+    assert not any("no strategy in the job" in n for n in result["notes"])
+
+
+def test_nothing_fits_is_a_clear_error(run_cli, tmp_path):
+    job = {**JOB, "model": "llama-3.1-405b", "hardware": {"accelerator": "rtx-4090", "count": 1, "per_node": 1}}
+    code, _, err = run_cli("estimate", _write(tmp_path, job))
+    assert code == 2 and "no parallel strategy fits this hardware" in err and "Traceback" not in err
