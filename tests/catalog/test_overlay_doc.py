@@ -37,3 +37,10 @@ def test_every_missing_field_is_reported_at_once(tmp_path):
     for field in ("vendor", "scaleup_tech", "pcie_gb_s", "tdp_w"):
         assert field in text
     assert "name" not in text.split("missing:")[1] and "launch_year" not in text
+
+
+def test_overlay_with_a_duplicate_key_names_the_line(tmp_path):
+    path = tmp_path / "o.yaml"
+    path.write_text("prices:\n  rent-usd-h100-sxm-80gb: {low: 2.0, high: 2.5}\n  rent-usd-h100-sxm-80gb: {low: 1.0, high: 1.5}\n")
+    with pytest.raises(SpecError, match=r"o.yaml:3: key 'rent-usd-h100-sxm-80gb' is given twice \(first on line 2\)"):
+        load_catalog(overlays=[path])

@@ -21,14 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from trainsizer.catalog import records as r
 from trainsizer.errors import SpecError, did_you_mean
 
 DATA_DIR = Path(__file__).parent / "data"
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available (same safe semantics)
 
 SECTIONS: dict[str, type[BaseModel]] = {
     "sources": r.Source,
@@ -79,14 +77,10 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     name = str(path)
     if not path.is_file():
         raise SpecError(name, "catalog file not found", value=str(path), allowed="an existing YAML file")
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
-        raise SpecError(where, f"not valid YAML ({getattr(exc, 'problem', exc)})", allowed="YAML text") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(name, f"cannot read file ({exc})", allowed="a readable UTF-8 YAML file") from None
+    # the job files' reader: UTF-8 only, duplicate keys refused with their line, nesting bounded, C parser
+    from trainsizer.spec.load import parse_text, read_text
+
+    data = parse_text(read_text(path), name, as_json=False)
     if data is None:
         data = {}
     if not isinstance(data, dict):
