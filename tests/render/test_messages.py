@@ -119,3 +119,11 @@ def test_every_row_of_check_has_a_label(run_cli, example):
     paths = [k for k, _ in _flatten(json.loads(out)) if k != "notes"]
     missing = [f"field_{k} ({lang})" for k in paths for lang in LANGS if not (_table().get(f"field_{k}") or {}).get(lang)]
     assert not missing, f"add to src/trainsizer/render/data/i18n.yaml: {', '.join(missing)}"
+
+
+def test_strategy_rule_in_chinese():
+    from trainsizer.errors import StrategyError
+
+    err = StrategyError("batch_divisible", msg("rule_batch_divisible", batch=100, micro_batch=1, dp=8))
+    assert "not divisible by micro_batch*dp = 1*8" in str(err)
+    assert err.render("zh") == "并行策略无效（batch_divisible）：全局批次 100 条序列不能被 micro_batch*dp = 1*8 整除"

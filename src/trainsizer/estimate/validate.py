@@ -142,17 +142,16 @@ def _rule_table(
         ),
         "gpu_count": (
             gpus == system.gpus,
-            lambda v: f"tp*pp*dp*cp = {v['tp']}*{v['pp']}*{v['dp']}*{v['cp']} = "
-            f"{v['tp'] * v['pp'] * v['dp'] * v['cp']} but the system has {system.gpus} GPUs",
+            lambda v: msg("rule_gpu_count", tp=v["tp"], pp=v["pp"], dp=v["dp"], cp=v["cp"],
+                          product=v["tp"] * v["pp"] * v["dp"] * v["cp"], gpus=system.gpus),
         ),
         "tp_divides_heads": (
             model.heads % safe(tp) == 0,
-            lambda v: f"tp={v['tp']} does not divide the {model.heads} attention heads",
+            lambda v: msg("rule_tp_divides_heads", tp=v["tp"], heads=model.heads),
         ),
         "tp_divides_kv_heads": (
             kv_ok,
-            lambda v: f"tp={v['tp']} does not divide the {model.kv_heads} KV heads (query groups); "
-            "use a TP degree that divides it",
+            lambda v: msg("rule_tp_divides_kv_heads", tp=v["tp"], kv_heads=model.kv_heads),
         ),
         "tp_divides_ffn": (
             ffn_ok,
@@ -188,12 +187,11 @@ def _rule_table(
         ),
         "cp_divides_seq": (
             (cp <= 1) | (s % safe(2 * cp) == 0),
-            lambda v: f"seq_len {s} must be divisible by 2*cp = {2 * v['cp']} (load-balanced causal CP)",
+            lambda v: msg("rule_cp_divides_seq", seq_len=s, two_cp=2 * v["cp"]),
         ),
         "batch_divisible": (
             np.mod(B, safe(mb * dp)) == 0,
-            lambda v: f"global batch {B} sequences is not divisible by micro_batch*dp = "
-            f"{v['micro_batch']}*{v['dp']}",
+            lambda v: msg("rule_batch_divisible", batch=B, micro_batch=v["micro_batch"], dp=v["dp"]),
         ),
         "zero_stage": (
             np.isin(zero, (0, 1, 2, 3)),
