@@ -32,9 +32,17 @@ def render(key: str, lang: str, params: Mapping[str, Any]) -> str:
         raise KeyError(f"no {lang!r} text for message key {key!r}: add `{key}: {{en: ..., zh: ...}}` to "
                        "src/trainsizer/data/messages.yaml")
     template = entry[lang]
-    # a tuple parameter is a sum of parts ("embedding + 80 layers + LM head"), each translated
-    return template.format(**{k: " + ".join(tr(p, lang) for p in v) if isinstance(v, tuple) else tr(v, lang)
-                              for k, v in params.items()})
+    # a tuple parameter is a sum of parts ("embedding + 80 layers + LM head"), a list one of alternatives
+    # ("mapping | text"); each part is translated
+    return template.format(**{k: _joined(v, lang) for k, v in params.items()})
+
+
+def _joined(value: Any, lang: str) -> Any:
+    if isinstance(value, tuple):
+        return " + ".join(str(tr(p, lang)) for p in value)
+    if isinstance(value, list):
+        return " | ".join(str(tr(p, lang)) for p in value)
+    return tr(value, lang)
 
 
 class Msg(str):

@@ -158,3 +158,8 @@ def test_no_pydantic_class_names_in_messages():
         load_job({**BASE, "global_batch": 7})
     assert "instance of" not in str(err.value) and "GlobalBatch" not in str(err.value)
     assert "expected a mapping of sequences, tokens" in str(err.value)
+
+
+def test_union_field_of_the_wrong_shape_names_the_shapes():
+    with pytest.raises(SpecError, match=r"job: model: must be one of: mapping \| text \(got 5\)"):
+        load_job({**BASE, "model": 5})

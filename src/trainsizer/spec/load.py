@@ -179,6 +179,10 @@ def validation_to_spec_error(err: ValidationError, model: type[BaseModel], origi
         choices = [c.strip().strip("'") for c in expected.replace(" or ", ", ").split(",") if c.strip()]
         return SpecError(where, msg("spec_not_allowed"), value=value, allowed=choices,
                          suggestion=did_you_mean(str(value), choices))
+    shapes = sorted({_SHAPE_NAMES[x["type"]] for x in errors if x["type"] in _SHAPE_NAMES
+                     and tuple(p for p in x["loc"] if not _is_branch_label(p)) == loc})
+    if len(shapes) > 1:  # a union (model: name | mapping) none of whose shapes matched
+        return SpecError(where, msg("spec_one_of", kinds=[msg(f"shape_{k}") for k in shapes]), value=value)
     if kind in ("model_type", "dict_type", "model_attributes_type"):
         known = _field_names(model, (*loc, "_"))
         return SpecError(where, msg("spec_expected_mapping_of", keys=", ".join(known)) if known
@@ -187,6 +191,10 @@ def validation_to_spec_error(err: ValidationError, model: type[BaseModel], origi
         value = None  # a whole sub-mapping is noise in a one-line message
     return SpecError(where, _problem(e, kind, ctx), value=value)
 
+
+_SHAPE_NAMES = {"string_type": "text", "dict_type": "mapping", "model_type": "mapping",
+                "model_attributes_type": "mapping", "int_type": "int", "float_type": "number",
+                "bool_type": "bool", "list_type": "list", "tuple_type": "list"}
 
 # pydantic error types -> catalogue messages (the limit, where there is one, from the error's context)
 _TYPE_MESSAGES = {
