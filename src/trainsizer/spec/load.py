@@ -165,8 +165,11 @@ def validation_to_spec_error(err: ValidationError, model: type[BaseModel], origi
     # 'function-after[...]'). The last part of an unknown-key error is the user's key: keep it as written.
     head, tail = (raw[:-1], raw[-1:]) if kind == "extra_forbidden" else (raw, ())
     loc = tuple(p for p in head if not _is_branch_label(p)) + tail
-    path = ".".join(str(p) for p in loc) or msg("error_top_level")
-    where = f"{origin}: {path}" if origin else path
+    path = ".".join(str(p) for p in loc)
+    if path:
+        where: str = f"{origin}: {path}" if origin else path
+    else:  # a rule about the whole job: "(top level)" in the reader's language
+        where = msg("error_origin_top", origin=origin) if origin else msg("error_top_level")
     value = e.get("input")
     if kind == "extra_forbidden":
         known = _field_names(model, loc)
