@@ -29,7 +29,9 @@ def test_lang_after_the_subcommand(run_cli):
 
 def test_usage_errors_use_the_same_prefix(run_cli):
     code, _, err = run_cli("check", "x.yaml", "--bogus")
-    assert code == 2 and err.startswith("error: no such option '--bogus'") and "Usage:" not in err
+    assert code == 2 and err.startswith("error: no such option --bogus") and "Usage:" not in err
+    code, _, err = run_cli("--lang", "zh", "check", "x.yaml", "--jsn")
+    assert code == 2 and err.startswith("错误：没有选项 --jsn；是否想写 --json？")
 
 
 def test_cli_start_does_not_import_accept():

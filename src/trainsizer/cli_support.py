@@ -21,13 +21,13 @@ def run_command(command: click.Command, argv: list[str] | None = None, prog_name
         click.echo(f"{_m('error_prefix', lang)}{render_error(err, lang)}", err=True)
         return err.exit_code
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+        click.echo(_m("error_aborted", lang), err=True)
         return 1
     except click.UsageError as err:
         # the same "error: ..." paragraph as every other bad input, with where to find the usage
         ctx = err.ctx
         hint = _m("error_see_help", lang, command=ctx.command_path) if ctx is not None else ""
-        text = _sentence(err.format_message()).rstrip(".")
+        text = _usage_text(err, lang).rstrip(".")
         click.echo(f"{_m('error_prefix', lang)}{text}{hint}{_m('error_end', lang)}", err=True)
         return 2
     except click.ClickException as err:
@@ -41,3 +41,19 @@ def run_command(command: click.Command, argv: list[str] | None = None, prog_name
 def _sentence(message: str) -> str:
     """Click's messages start with a capital; ours start lower case ("error: no such option ...")."""
     return message[:1].lower() + message[1:] if message[1:2].islower() or message[1:2] == " " else message
+
+
+def _usage_text(err: click.UsageError, lang: str) -> str:
+    """The commonest usage errors from the message catalogue; click's own text for the rest."""
+    if isinstance(err, click.NoSuchOption):
+        close = " / ".join(err.possibilities or ())
+        if close:
+            return _m("error_no_such_option_close", lang, option=err.option_name, close=close)
+        return _m("error_no_such_option", lang, option=err.option_name)
+    if isinstance(err, click.MissingParameter) and err.param is not None:
+        name = str(err.param.name).upper() if isinstance(err.param, click.Argument) else (err.param.opts or [""])[0]
+        return _m("error_missing_parameter", lang, name=name)
+    if isinstance(err, click.BadParameter) and err.param is not None:
+        name = (err.param.opts or [err.param.human_readable_name])[0]
+        return _m("error_bad_parameter", lang, name=name, detail=err.message)
+    return _sentence(err.format_message())
