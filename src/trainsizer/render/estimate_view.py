@@ -19,6 +19,11 @@ TIME_ROWS = ("tokens_per_s", "model_tflops_per_gpu", "mfu", "hardware_tflops_per
 SHARES = ("mfu", "hfu")
 
 
+def _num(v: Any, digits: int = 3, lang: str = "en") -> str:
+    """A number for a table (kept for the build view, render/build_view.py); see render.numbers.fmt_num."""
+    return fmt_num(v, lang, digits=digits)
+
+
 def _kv_table(title: str, rows: list[tuple[str, str]], lang: str) -> Table:
     table = Table(title=title)
     table.add_column(t("item", lang))
