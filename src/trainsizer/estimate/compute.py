@@ -157,24 +157,9 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     # --- attention projections (both layer kinds)
     g_attn = gemm_time(tok, shapes.qkv_out / t, h, rates) + gemm_time(tok, h, shapes.attn_out_in / t, rates)
     # --- attention core
-    heads_l = shapes.heads / t
-    if flash:
-        span = min(float(attention_span), s) if attention_span else s
-        core_flops = 2.0 * tok * span * heads_l * (shapes.d_qk + shapes.d_v) * causal_fraction(span)
-        a_fwd = core_flops / flash_rate + rates.kernel_fixed_s
-        a_bwd = flash_bwd_over_fwd * a_fwd
-        a_recomp = a_fwd
-    else:
-        bh = b * heads_l
-        sl = s / c
-        a_fwd_g = (gemm_time(sl, s, shapes.d_qk, rates, batch=bh, linear=False)
-                   + gemm_time(sl, shapes.d_v, s, rates, batch=bh, linear=False))
-        scores = bh * sl * s  # elements of the s x s score matrix on this GPU
-        # fwd: scale+mask+softmax (r/w 16-bit) + dropout (r/w + 1-byte mask) ~ 4.5 elements of 2 B
-        n_softmax = KERNELS["eager_softmax"]
-        a_fwd = a_fwd_g + stream_time(scores * 4.5 * rates.act_bytes, rates, kernels=n_softmax)
-        a_bwd = 2.0 * a_fwd_g + stream_time(scores * 5.5 * rates.act_bytes, rates, kernels=n_softmax)
-        a_recomp = a_fwd
+    a_fwd, a_bwd = _attention_core(shapes, tok, b, c, s, t, rates, flash=flash, flash_rate=flash_rate,
+                                   flash_bwd_over_fwd=flash_bwd_over_fwd, attention_span=attention_span)
+    a_recomp = a_fwd
     # --- element-wise, sequence-sharded with SP: 2 norms (r+w), 2 bias-dropout-residual (2r+w) + masks
     seq_share = np.where((spf > 0) & (t > 1), 1.0 / t, 1.0)
     ew_h = 11.0 * h * tok * seq_share
@@ -187,15 +172,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
         return g, act
 
     def fp8_casts(tokens, k_in: float, n_out: float, weights: float):
-        """(forward, backward) seconds of FP8 scaling + casts around linears with `k_in` summed input widths
-        (activations cast in forward), `n_out` summed output widths (gradients cast in backward) and
-        `weights` weight elements on this GPU."""
-        cast = rates.fp8_cast_bytes
-        if not cast:
-            return 0.0, 0.0
-        w = weights * np.asarray(fp8_weight_casts, float) * 4.0  # read 16-bit, write fp8 + fp8 transpose
-        return (stream_time(tokens * k_in * cast + w, rates, kernels=3),
-                stream_time(tokens * n_out * cast, rates, kernels=3))
+        return _fp8_casts(tokens, k_in, n_out, weights, rates, fp8_weight_casts)
 
     g_dense, act_dense = mlp_time(shapes.ffn_up, shapes.ffn, tok)
     dense_fwd_g = g_attn + g_dense
@@ -240,24 +217,71 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
         recomp_full_sum = recomp_full_sum + shapes.n_moe * (moe_g + a_fwd + moe_ew)
     L = shapes.layers
     fwd = fwd_sum / L
-    # torchtitan per-op SAC: matmuls in forward order wq, wk, wv, wo, w1 (gate), w3 (up), w2 (down); the
-    # 2nd, 4th and 6th are recomputed (every other mm), with every element-wise op (not in the save list)
-    kv_out = max((shapes.qkv_out - h) / 2.0, 0.0)
-    op_gemm = gemm_time(tok, kv_out / t, h, rates) + gemm_time(tok, h, shapes.attn_out_in / t, rates) + (
-        gemm_time(tok, shapes.ffn / t, h, rates) if shapes.n_dense else 0.0)
-    op_recomp = (shapes.n_dense * (op_gemm + dense_fwd_ew) + shapes.n_moe * (
-        op_gemm * 0.0 + (moe_ew if shapes.n_moe else 0.0) + 0.5 * (moe_g if shapes.n_moe else 0.0))) / L
+    op_recomp = _op_policy_recompute(shapes, tok, t, rates, dense_fwd_ew,
+                                     moe_ew if shapes.n_moe else 0.0, moe_g if shapes.n_moe else 0.0)
     sel = np.where(np.asarray(selective_op_policy, bool), op_recomp, a_recomp)
     recomp = np.where(rc == 2, recomp_full_sum / L, np.where(rc == 1, sel, 0.0))
     bwd = bwd_sum / L + recomp
-    # --- LM head: GEMM over the vocab shard + vocab-parallel cross-entropy on fp32 logits
+    head_fwd, head_bwd = _lm_head(shapes, tok, t, seq_share, bwd_gemm, rates)
+    return LayerTimes(fwd=fwd, bwd=bwd, head_fwd=head_fwd, head_bwd=head_bwd, attn_fwd=a_fwd)
+
+
+def _fp8_casts(tokens, k_in: float, n_out: float, weights: float, rates: Rates, weight_casts: Any):
+    """(forward, backward) seconds of FP8 scaling + casts around linears with `k_in` summed input widths
+    (activations cast in forward), `n_out` summed output widths (gradients cast in backward) and `weights`
+    weight elements on this GPU, cast `weight_casts` times per micro-batch."""
+    cast = rates.fp8_cast_bytes
+    if not cast:
+        return 0.0, 0.0
+    w = weights * np.asarray(weight_casts, float) * 4.0  # read 16-bit, write fp8 + fp8 transpose
+    return (stream_time(tokens * k_in * cast + w, rates, kernels=3),
+            stream_time(tokens * n_out * cast, rates, kernels=3))
+
+
+def _attention_core(shapes: ModelShapes, tok, b, c, s: float, t, rates: Rates, *, flash: bool,
+                    flash_rate: float, flash_bwd_over_fwd: float, attention_span: float):
+    """(forward, backward) seconds of one layer's attention core: FlashAttention by its FLOPs, or eager
+    batched GEMMs plus the softmax/dropout traffic over the s x s score matrix."""
+    heads_l = shapes.heads / t
+    if flash:
+        span = min(float(attention_span), s) if attention_span else s
+        core_flops = 2.0 * tok * span * heads_l * (shapes.d_qk + shapes.d_v) * causal_fraction(span)
+        a_fwd = core_flops / flash_rate + rates.kernel_fixed_s
+        return a_fwd, flash_bwd_over_fwd * a_fwd
+    bh = b * heads_l
+    sl = s / c
+    a_fwd_g = (gemm_time(sl, s, shapes.d_qk, rates, batch=bh, linear=False)
+               + gemm_time(sl, shapes.d_v, s, rates, batch=bh, linear=False))
+    scores = bh * sl * s  # elements of the s x s score matrix on this GPU
+    # fwd: scale+mask+softmax (r/w 16-bit) + dropout (r/w + 1-byte mask) ~ 4.5 elements of 2 B
+    n_softmax = KERNELS["eager_softmax"]
+    a_fwd = a_fwd_g + stream_time(scores * 4.5 * rates.act_bytes, rates, kernels=n_softmax)
+    a_bwd = 2.0 * a_fwd_g + stream_time(scores * 5.5 * rates.act_bytes, rates, kernels=n_softmax)
+    return a_fwd, a_bwd
+
+
+def _op_policy_recompute(shapes: ModelShapes, tok, t, rates: Rates, dense_fwd_ew, moe_ew, moe_g):
+    """Recompute seconds per layer under torchtitan's per-op SAC: matmuls in forward order wq, wk, wv, wo,
+    w1 (gate), w3 (up), w2 (down); the 2nd, 4th and 6th are recomputed (every other mm), with every
+    element-wise op (not in the save list)."""
+    h = shapes.hidden
+    kv_out = max((shapes.qkv_out - h) / 2.0, 0.0)
+    op_gemm = gemm_time(tok, kv_out / t, h, rates) + gemm_time(tok, h, shapes.attn_out_in / t, rates) + (
+        gemm_time(tok, shapes.ffn / t, h, rates) if shapes.n_dense else 0.0)
+    return (shapes.n_dense * (op_gemm + dense_fwd_ew) + shapes.n_moe * (
+        op_gemm * 0.0 + moe_ew + 0.5 * moe_g)) / shapes.layers
+
+
+def _lm_head(shapes: ModelShapes, tok, t, seq_share, bwd_gemm: float, rates: Rates):
+    """(forward, backward) seconds of the LM head: GEMM over the vocab shard + vocab-parallel cross-entropy
+    on fp32 logits, and the final norm."""
+    h = shapes.hidden
     v_l = shapes.vocab / t
     head_g = gemm_time(tok, v_l, h, rates, linear=False)  # the LM head stays 16-bit under FP8 (TE, torchao)
     # read 16-bit logits, write fp32 softmax stats
     ce_fwd = stream_time(tok * v_l * 6.0, rates, kernels=KERNELS["cross_entropy"])
     head_fwd = head_g + ce_fwd + stream_time(4.0 * h * tok * seq_share * rates.act_bytes, rates)  # final norm
-    head_bwd = bwd_gemm * head_g + 2.0 * ce_fwd
-    return LayerTimes(fwd=fwd, bwd=bwd, head_fwd=head_fwd, head_bwd=head_bwd, attn_fwd=a_fwd)
+    return head_fwd, bwd_gemm * head_g + 2.0 * ce_fwd
 
 
 def optimizer_time(params_local, bytes_per_param: float, rates: Rates):
