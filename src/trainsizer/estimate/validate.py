@@ -35,6 +35,7 @@ Origins (one line each):
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -112,9 +113,12 @@ def strategy_codes(strategy: Strategy) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(strategy.recompute_code(), dtype=float), np.asarray(strategy.offload_code(), dtype=float)
 
 
+_Rules = dict[str, tuple[np.ndarray, Callable[[dict[str, Any]], str]]]
+
+
 def _rule_table(
     model: ModelArch, training: Training, system: System, strategy: Strategy
-) -> dict[str, tuple[np.ndarray, Callable[[dict[str, Any]], str]]]:
+) -> _Rules:
     """rule -> (ok mask, detail(values of one strategy) -> message)."""
     rec, off = strategy_codes(strategy)
     f = {n: np.asarray(getattr(strategy, n), dtype=float) for n in DEGREE_FIELDS}
@@ -135,7 +139,23 @@ def _rule_table(
         ffn_ok &= (f_ % safe(tp)) == 0
     n_micro = B / safe(mb * dp)
     kv_ok = (model.kv_heads % safe(tp) == 0) if model.attention != "mla" else np.ones(tp.shape, bool)
-    t: dict[str, tuple[np.ndarray, Callable[[dict[str, Any]], str]]] = {
+    c = SimpleNamespace(model=model, training=training, system=system, strategy=strategy, tp=tp, pp=pp, vpp=vpp,
+                        dp=dp, cp=cp, ep=ep, zero=zero, sg=sg, mb=mb, rec=rec, off=off, fw=fw, slots=slots,
+                        gpus=gpus, B=B, s=s, safe=safe, ffns=ffns, ffn_ok=ffn_ok, n_micro=n_micro, kv_ok=kv_ok)
+    t = _shape_and_pipeline_rules(c) | _expert_sharding_and_stack_rules(c)
+    t["_values"] = (None, lambda v: "")  # type: ignore[assignment]
+    t["_arrays"] = dict(tp=tp, pp=pp, vpp=vpp, dp=dp, cp=cp, ep=ep, zero=zero, shard_group=sg,
+                        micro_batch=mb, rec=rec, off=off, slots=slots)  # type: ignore[assignment]
+    return t
+
+
+
+def _shape_and_pipeline_rules(c: SimpleNamespace) -> _Rules:
+    """Degrees, GPU count, TP against the model's shapes, pipeline depth and interleaving."""
+    model, system, B, safe = c.model, c.system, c.B, c.safe
+    tp, pp, vpp, dp, cp, ep, mb, sg = c.tp, c.pp, c.vpp, c.dp, c.cp, c.ep, c.mb, c.sg
+    gpus, ffns, ffn_ok, kv_ok, slots, n_micro = c.gpus, c.ffns, c.ffn_ok, c.kv_ok, c.slots, c.n_micro
+    return {
         "positive_degrees": (
             (tp >= 1) & (pp >= 1) & (vpp >= 1) & (dp >= 1) & (cp >= 1) & (ep >= 1) & (mb >= 1) & (sg >= 0),
             lambda v: "tp, pp, vpp, dp, cp, ep and micro_batch must be >= 1 (shard_group >= 0)",
@@ -173,6 +193,15 @@ def _rule_table(
             lambda v: f"interleaved pipeline needs the number of micro-batches ({B}/({v['micro_batch']}*"
             f"{v['dp']})) divisible by pp={v['pp']}",
         ),
+    }
+
+
+def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
+    """Expert and context parallelism, batch split, ZeRO/FSDP and offload, and what each framework offers."""
+    model, training, strategy, B, s, safe = c.model, c.training, c.strategy, c.B, c.s, c.safe
+    tp, pp, dp, cp, ep, mb, sg, zero = c.tp, c.pp, c.dp, c.cp, c.ep, c.mb, c.sg, c.zero
+    rec, off, fw, slots, n_micro = c.rec, c.off, c.fw, c.slots, c.n_micro
+    return {
         "ep_needs_moe": (
             (ep <= 1) | model.is_moe,
             lambda v: f"ep={v['ep']} on a dense model ({model.name} has no experts)",
@@ -236,11 +265,8 @@ def _rule_table(
             np.isin(off, (0, 1, 2)),
             lambda v: f"offload code {v['off']}; allowed: 0 none, 1 optimizer, 2 optimizer+params",
         ),
+
     }
-    t["_values"] = (None, lambda v: "")  # type: ignore[assignment]
-    t["_arrays"] = dict(tp=tp, pp=pp, vpp=vpp, dp=dp, cp=cp, ep=ep, zero=zero, shard_group=sg,
-                        micro_batch=mb, rec=rec, off=off, slots=slots)  # type: ignore[assignment]
-    return t
 
 
 def valid_mask(model: ModelArch, training: Training, system: System, strategy: Strategy) -> np.ndarray:
