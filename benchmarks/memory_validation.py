@@ -127,7 +127,16 @@ def _qwen_setup(r: dict[str, str]) -> tuple[ModelArch, Training, System, Strateg
                         global_batch_seqs=8 * gpus, lora_rank=int(r["lora_rank"] or 0),
                         lora_targets=targets if method != "full" else (), flash_attention=True)
     system = System(gpus=gpus, **A100_80)
-    strategy = Strategy(dp=gpus, zero=zero, micro_batch=1, recompute="full")
+    # Loss: Qwen-1's modeling_qwen.py (QWenLMHeadModel.forward) computes CrossEntropyLoss on the 16-bit lm_head
+    # output, with no .float(). The Q-LoRA script (finetune_qlora_single_gpu.sh) runs it with --fp16 under
+    # DeepSpeed, which casts the module to fp16 and uses no autocast, and PEFT leaves a GPTQ model's lm_head in
+    # 16 bit: the loss stays 16-bit ("native"). The other rows keep the HF default ("upcast"): single-GPU LoRA
+    # runs under torch.autocast (log_softmax / nll_loss in fp32), and the bf16 DeepSpeed rows (full-parameter,
+    # multi-node LoRA, 72B ZeRO-3) grow with sequence length like an fp32 loss in the measurements (7B
+    # multi-node: 8.0 GiB per 4,096 tokens, the upcast model 9.1, native 5.5), for a reason not established.
+    native = method == "qlora"
+    strategy = Strategy(dp=gpus, zero=zero, micro_batch=1, recompute="full",
+                        loss_impl="native" if native else "upcast")
     return model, training, system, strategy, gpus
 
 

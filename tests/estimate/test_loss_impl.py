@@ -31,6 +31,18 @@ def test_loss_memory_follows_the_implementation():
     fused = _mem(loss_impl="fused").items_bytes
     assert fused["logits"] == 0 and fused["loss_backward_temporaries"] < 0.5 * logit_elems
     assert _mem(framework="torchtune").items_bytes["logits"] == chunked["logits"]  # torchtune's own loss
+    # native: the same three logit-sized tensors as upcast (log-softmax, NLL and log-softmax gradients) in 16 bit
+    native = _mem(loss_impl="native").items_bytes
+    assert native["logits"] == pytest.approx(2 * logit_elems)
+    assert native["logits"] + native["loss_backward_temporaries"] == pytest.approx(6 * logit_elems)
+
+
+def test_native_loss_fits_a_longer_sequence_than_the_upcast_loss():
+    """Half the bytes per logit: the same card holds more tokens; the rest of the estimate is unchanged."""
+    up, nat = _mem(loss_impl="upcast"), _mem(loss_impl="native")
+    assert nat.per_gpu_bytes < up.per_gpu_bytes
+    same = {k for k in up.items_bytes if k not in ("logits", "loss_backward_temporaries", "fragmentation")}
+    assert all(nat.items_bytes[k] == up.items_bytes[k] for k in same)
 
 
 def test_qlora_keeps_linears_in_nf4_and_the_rest_16_bit_in_torchtune():

@@ -37,6 +37,17 @@ def test_qwen_measured_mape(bench) -> None:
     assert s["worst"] < 0.45  # reported, not a target: see the benchmark output
 
 
+def test_qwen_qlora_within_12_percent_at_every_length(bench) -> None:
+    """Issue 13: the longest sequence a QLoRA fine-tune fits was predicted ~30% off (the loss on Qwen-1's
+    16-bit logits counted as fp32). The subset's MAPE is held to the issue's 12%, and the longest sequences may
+    not drift apart from the short ones again."""
+    cases = [c for c in bench.qwen_cases() if c.subset == "Q-LoRA"]
+    assert len(cases) == 24
+    assert bench.summary(cases)["mape"] <= 0.12
+    long_rows = [c for c in cases if c.case.endswith("_s8192")]
+    assert all(abs(c.error) < 0.15 for c in long_rows), [(c.case, c.error) for c in long_rows]
+
+
 def test_qlora_claims_hold(bench) -> None:
     for claim, _pred, _thr, ok in bench.qlora_claims():
         assert ok, claim

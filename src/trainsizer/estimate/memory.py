@@ -512,7 +512,8 @@ def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any) -> None:
     # fp32 reduce dtype (torchtitan parallelize.py `reshard_after_forward = not pp_enabled`; the schedule's
     # set_requires_gradient_sync; FSDP2 FSDPParam.to_accumulated_grad_if_needed upcasts to reduce_dtype)
     stage_params = trainable_pg if full_train else 0.0
-    pp_hold = np.where(b.titan & (z >= 3) & (p > 1), (b.w16 + 4.0) * stage_params, 0.0)
+    unsharded_grad = oc["fsdp2_pp_unsharded_grad_bytes_per_param"]
+    pp_hold = np.where(b.titan & (z >= 3) & (p > 1), (b.w16 + unsharded_grad) * stage_params, 0.0)
     items["framework_buffers"] = buckets + np.where((z >= 3) | b.offload_par, np.maximum(gathered, pp_hold), 0.0)
     allocated = sum(val for key, val in items.items() if key not in ("cuda_context", "nccl_buffers"))
     items["fragmentation"] = oc["allocator_fragmentation_fraction"] * allocated
