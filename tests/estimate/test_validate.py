@@ -161,3 +161,36 @@ def test_ep_beyond_the_domain_warns():
     assert any(x.startswith("ep_across_domains") for x in w)
     assert not any(x.startswith("ep_across_domains") for x in check_strategy(MOE, TRAIN, sysm(64),
                                                                               Strategy(tp=2, dp=32, ep=4)))
+
+
+def test_strategy_arrays_is_the_one_conversion() -> None:
+    """Every per-strategy field by name, broadcast to one shape; one strategy stays 0-d; modes as codes."""
+    from types import SimpleNamespace
+
+    from trainsizer.errors import SpecError
+    from trainsizer.estimate.inputs import (
+        DEGREE_FIELDS,
+        FLAG_FIELDS,
+        MODE_FIELDS,
+        OFFLOAD_CODE,
+        RECOMPUTE_CODE,
+    )
+    from trainsizer.estimate.validate import strategy_arrays
+
+    one = strategy_arrays(Strategy(tp=2, dp=4, recompute="full", offload="optimizer"))
+    assert set(one) == {*DEGREE_FIELDS, *MODE_FIELDS, *FLAG_FIELDS}
+    assert all(v.shape == () and v.dtype == float for v in one.values())
+    assert (one["tp"], one["dp"], one["sequence_parallel"]) == (2.0, 4.0, 1.0)
+    assert one["recompute"] == RECOMPUTE_CODE["full"] and one["offload"] == OFFLOAD_CODE["optimizer"]
+
+    many = strategy_arrays(Strategy(tp=np.array([1, 2, 4]), micro_batch=np.array([[1], [2]]),
+                                    recompute=np.array([RECOMPUTE_CODE[m] for m in ("none", "selective", "full")])))
+    assert all(v.shape == (2, 3) and v.flags.c_contiguous for v in many.values())
+    assert many["micro_batch"][1].tolist() == [2.0, 2.0, 2.0]
+    assert many["recompute"][0].tolist() == [RECOMPUTE_CODE[m] for m in ("none", "selective", "full")]
+
+    duck = SimpleNamespace(**{f: 1 for f in DEGREE_FIELDS}, recompute_code=lambda: 0, offload_code=lambda: 0,
+                           recompute="none", offload="none")
+    assert strategy_arrays(duck)["torch_compile"] == float(Strategy().torch_compile)  # the Strategy default
+    with pytest.raises(SpecError, match="recompute"):
+        strategy_arrays(Strategy(recompute="sometimes"))

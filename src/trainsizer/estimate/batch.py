@@ -29,7 +29,7 @@ from trainsizer.estimate.calibration import Calibration
 from trainsizer.estimate.inputs import DEGREE_FIELDS, FLAG_FIELDS, MODE_FIELDS, Strategy, System, Training
 from trainsizer.estimate.memory import DEFAULT_OPTIONS, MemoryOptions, memory_per_gpu_bytes
 from trainsizer.estimate.step_time import BREAKDOWN_KEYS, PerfStyle, step_time_arrays
-from trainsizer.estimate.validate import strategy_codes, valid_mask
+from trainsizer.estimate.validate import strategy_arrays, valid_mask
 from trainsizer.models.arch import ModelArch
 
 NUMERIC_FIELDS = (*DEGREE_FIELDS, *FLAG_FIELDS)
@@ -65,12 +65,10 @@ def _tune_malloc() -> None:
 
 def _flatten(strategy: Strategy) -> tuple[Strategy, int, tuple[int, ...]]:
     """The strategy with every numeric field a contiguous 1-D float array of one common length."""
-    rec, off = strategy_codes(strategy)  # names checked here (SpecError), codes as floats
-    values = [np.asarray(getattr(strategy, f), dtype=float) for f in NUMERIC_FIELDS] + [rec, off]
-    shape = np.broadcast_shapes(*(v.shape for v in values))
-    flat = [np.ascontiguousarray(np.broadcast_to(v, shape)).reshape(-1) for v in values]
-    fields = dict(zip(NUMERIC_FIELDS, flat[:-2], strict=True))
-    return replace(strategy, **fields, recompute=flat[-2], offload=flat[-1]), int(np.prod(shape)), shape
+    a = strategy_arrays(strategy)  # names checked here (SpecError), codes as floats
+    shape = a["tp"].shape
+    flat = {f: a[f].reshape(-1) for f in (*NUMERIC_FIELDS, *MODE_FIELDS)}
+    return replace(strategy, **flat), int(np.prod(shape)), shape
 
 
 def _slice(strategy: Strategy, lo: int, hi: int) -> Strategy:

@@ -53,7 +53,7 @@ from trainsizer.estimate.model_states import (
     param_layout,
     state_bytes,
 )
-from trainsizer.estimate.validate import check_strategy, require_one_strategy, strategy_codes
+from trainsizer.estimate.validate import check_strategy, require_one_strategy, strategy_arrays
 from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
 
@@ -178,28 +178,6 @@ def _on(flag: Any, x: Any, other: float) -> Any:
     return x if flag is True else np.where(flag, x, other)
 
 
-def _arr(x: Any) -> np.ndarray:
-    return np.asarray(x, dtype=float)
-
-
-def _strategy_arrays(strategy: Strategy) -> dict[str, np.ndarray]:
-    rec, off = strategy_codes(strategy)
-    fields = dict(
-        tp=_arr(strategy.tp), pp=_arr(strategy.pp), vpp=_arr(strategy.vpp), dp=_arr(strategy.dp),
-        cp=_arr(strategy.cp), ep=_arr(strategy.ep), zero=_arr(strategy.zero), sg=_arr(strategy.shard_group),
-        mb=_arr(strategy.micro_batch), rec=_arr(rec), off=_arr(off),
-        sp=np.asarray(strategy.sequence_parallel, dtype=bool).astype(float),
-        dopt=np.asarray(strategy.distributed_optimizer, dtype=bool).astype(float),
-        emb_slot=_arr(getattr(strategy, "pipeline_embedding_layer", False)),
-        loss_slot=_arr(getattr(strategy, "pipeline_loss_layer", False)),
-        act_off=_arr(bool(getattr(strategy, "activation_offload", False))),
-        opt_bwd=_arr(bool(getattr(strategy, "optimizer_in_backward", False))),
-    )
-    keys = list(fields)
-    arrays = np.broadcast_arrays(*[fields[k] for k in keys])
-    return {k: np.ascontiguousarray(a, dtype=float) for k, a in zip(keys, arrays, strict=True)}
-
-
 def _by_prof(mega: np.ndarray, f: Any) -> Any:
     """Per-profile value f(profile) per strategy (one float when both profiles agree)."""
     a, b = f("megatron"), f("hf")
@@ -215,7 +193,7 @@ class _Batch:
     options: MemoryOptions
     pre: _Pre
     c: dict[str, Any]  # memory_constants.yaml
-    s: dict[str, np.ndarray]  # strategy fields (`_strategy_arrays`), some also by short name below
+    s: dict[str, np.ndarray]  # strategy fields (`validate.strategy_arrays`), some also by short name below
     t: np.ndarray
     p: np.ndarray
     v: np.ndarray
@@ -266,15 +244,17 @@ class _Batch:
 
 def _batch(model: ModelArch, training: Training, strategy: Strategy, options: MemoryOptions) -> _Batch:
     pre = _precompute(model, training, options)
-    s = _strategy_arrays(strategy)
+    s = strategy_arrays(strategy)
+    for one in ("activation_offload", "optimizer_in_backward"):  # one value for the whole batch
+        s[one] = np.asarray(float(bool(getattr(strategy, one, False))))
     t, p, d, cp, ep = s["tp"], s["pp"], s["dp"], s["cp"], s["ep"]
-    z, sg, mb, rec = s["zero"], s["sg"], s["mb"], s["rec"]
+    z, sg, mb, rec = s["zero"], s["shard_group"], s["micro_batch"], s["recompute"]
 
     # framework profile per strategy
     name = options.framework if options.framework is not None else getattr(strategy, "framework", "auto")
     profile = memory_profile(name)
     if profile is None:
-        idx = auto_index(t, p, cp, ep, s["dopt"] > 0, z, training.method in ("pretrain", "cpt"))
+        idx = auto_index(t, p, cp, ep, s["distributed_optimizer"] > 0, z, training.method in ("pretrain", "cpt"))
         mega, titan = idx == 0, idx == 1
     else:
         mega = np.full(t.shape, profile == "megatron")
@@ -285,7 +265,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     shard_d = np.where(sg > 0, np.minimum(sg, dpc), dpc)
     edp = np.maximum(1.0, dpc / ep)
     shard_e = np.where(sg > 0, np.minimum(sg, edp), edp)
-    z1 = (z >= 1) | (s["dopt"] > 0)
+    z1 = (z >= 1) | (s["distributed_optimizer"] > 0)
     divisors = {lvl: (np.where(act, shard_d, 1.0), np.where(act, shard_e, 1.0))
                 for lvl, act in ((3, z >= 3), (2, z >= 2), (1, z1))}
 
@@ -294,7 +274,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     seq = float(training.seq_len)
     tokens = mb * seq / cp * pairs
     n_micro = pipeline.micro_batches(training.global_batch_seqs, d, mb)
-    sp_div = np.where((t > 1) & (s["sp"] > 0), t, 1.0)
+    sp_div = np.where((t > 1) & (s["sequence_parallel"] > 0), t, 1.0)
     # routed token-slots on the busiest GPU: top-k x capacity factor (Training.moe_capacity_factor)
     k = float(model.experts_per_token or 0) * float(training.moe_capacity_factor)
 
@@ -322,7 +302,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     st = {key: _by_prof(mega, lambda pr, n=key: getattr(pre.states[pr], n)) for key in
           ("weights", "grads", "grad_fp32_copy", "master", "grad_accum_fp32", "optimizer", "fp8_cache")}
     return _Batch(model=model, training=training, options=options, pre=pre, c=load_memory_constants(), s=s,
-                  t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, z=z, rec=rec, off=s["off"],
+                  t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, z=z, rec=rec, off=s["offload"],
                   name=name, mega=mega, titan=titan, loss_bytes=loss_bytes, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro,
                   sp_div=sp_div, dense_b=dense_b, moe_b=moe_b, dense_none=dense_none, moe_none=moe_none, st=st,
                   w16=float(act_bytes(training.precision)))
@@ -359,7 +339,7 @@ class _Stage:
 def _stages(b: _Batch) -> dict[str, _Stage]:
     """The first and the last pipeline stage (uneven split: the first L mod p stages hold one more layer)."""
     L, p = b.model.layers, b.p
-    n_first, n_last = pipeline.first_last_stage_layers(L, p, b.s["emb_slot"], b.s["loss_slot"])
+    n_first, n_last = pipeline.first_last_stage_layers(L, p, b.s["pipeline_embedding_layer"], b.s["pipeline_loss_layer"])
     first_stop, last_start = n_first.astype(np.int64), (L - n_last).astype(np.int64)
     single = p <= 1
     return {
@@ -474,7 +454,7 @@ def _offload_and_fuse(b: _Batch, items: dict[str, Any], host: Any) -> Any:
     holds two layers' worth (the current and the prefetched one). Optimizer in backward (torchtune
     optimizer_in_bwd, PyTorch register_post_accumulate_grad_hook): each parameter is stepped and its gradient
     freed as soon as it is computed, so one layer's gradients are live instead of the whole stage's."""
-    off = b.s["act_off"] > 0
+    off = b.s["activation_offload"] > 0
     if np.any(off):
         lay = b.pre.layout
         resident = 2.0 * np.maximum(b.dense_b, b.moe_b if lay.max_layer_exp else b.dense_b)
@@ -482,7 +462,7 @@ def _offload_and_fuse(b: _Batch, items: dict[str, Any], host: Any) -> Any:
         keep = np.minimum(acts, resident)
         host = host + np.where(off, acts - keep, 0.0)
         items["layer_activations"] = np.where(off, keep, acts)
-    fused = b.s["opt_bwd"] > 0
+    fused = b.s["optimizer_in_backward"] > 0
     if np.any(fused) and b.training.trains_base_weights:
         lay = b.pre.layout
         layer_p = lay.max_layer_tp / b.t + lay.max_layer_rep + lay.max_layer_exp / (b.ep * b.t)

@@ -39,9 +39,9 @@ from trainsizer.estimate.flops import (
     layer_flops,
     model_flops_per_token,
 )
-from trainsizer.estimate.inputs import DEGREE_FIELDS, System, Training
+from trainsizer.estimate.inputs import System, Training
 from trainsizer.estimate.model_states import check_training, lora_trainable_params
-from trainsizer.estimate.validate import check_strategy, require_one_strategy, strategy_codes
+from trainsizer.estimate.validate import check_strategy, require_one_strategy, strategy_arrays
 from trainsizer.models.arch import ModelArch
 
 PIPELINE_SCHEDULES = ("1f1b", "dualpipe")
@@ -219,17 +219,6 @@ def _param_split(model: ModelArch) -> tuple[float, float]:
     return float(model.params_total), expert
 
 
-def _as_arrays(strategy) -> dict[str, np.ndarray]:
-    out = {k: np.asarray(getattr(strategy, k), dtype=float) for k in DEGREE_FIELDS}
-    out["recompute"], out["offload"] = strategy_codes(strategy)
-    out["sp"] = np.asarray(strategy.sequence_parallel, dtype=float)
-    out["dist_opt"] = np.asarray(strategy.distributed_optimizer, dtype=float)
-    out["compile"] = np.asarray(getattr(strategy, "torch_compile", True), dtype=float)
-    out["emb_slot"] = np.asarray(getattr(strategy, "pipeline_embedding_layer", False), dtype=float)
-    out["loss_slot"] = np.asarray(getattr(strategy, "pipeline_loss_layer", False), dtype=float)
-    return out
-
-
 @dataclass(frozen=True)
 class _Step:
     """What every term of one `step_time_arrays` call reads: inputs, constants, rates, the perf style and the
@@ -241,7 +230,7 @@ class _Step:
     k: PerfConstants
     fw: PerfStyle
     r: Any  # calibration.rates
-    a: dict[str, np.ndarray]  # strategy fields (`_as_arrays`)
+    a: dict[str, np.ndarray]  # strategy fields (`validate.strategy_arrays`)
     t: np.ndarray
     p: np.ndarray
     v: np.ndarray
@@ -267,13 +256,13 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
     check_training(training)
     fw = _style(strategy, framework_style, training.method in ("pretrain", "cpt"))
     r = _rates(system, training, k, calibration, fw)
-    a = _as_arrays(strategy)
+    a = strategy_arrays(strategy)
     t, d, c, b = a["tp"], a["dp"], a["cp"], a["micro_batch"]
     # a micro-batch of b samples is b x sequences_per_sample sequences (DPO: chosen + rejected)
     seqs = float(training.sequences_per_sample)
     return _Step(model=model, training=training, system=system, k=k, fw=fw, r=r, a=a, t=t, p=a["pp"],
                  v=np.maximum(a["vpp"], 1.0), d=d, c=c, e=np.maximum(a["ep"], 1.0), b=b, rc=a["recompute"],
-                 zero=a["zero"], sp=(a["sp"] > 0) & (t > 1),
+                 zero=a["zero"], sp=(a["sequence_parallel"] > 0) & (t > 1),
                  m=pipeline.micro_batches(training.global_batch_seqs, d, b),
                  tok=b * seqs * float(training.seq_len) / c, act=r.act_bytes)
 
@@ -301,7 +290,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              flash_bwd_over_fwd=k.flash_bwd_over_fwd,
                              trains_base_weights=training.trains_base_weights,
                              moe_capacity_factor=training.moe_capacity_factor,
-                             elementwise_passes=np.where((x.a["compile"] > 0) | np.asarray(x.fw.fused_kernels), 1.0,
+                             elementwise_passes=np.where((x.a["torch_compile"] > 0) | np.asarray(x.fw.fused_kernels), 1.0,
                                                          k.eager_elementwise_traffic),
                              fp8_weight_casts=np.where(np.asarray(x.fw.fp8_weight_cache), 1.0 / x.m, 1.0)
                              / np.where(np.asarray(x.fw.fp8_param_allgather) & (x.zero >= 3), x.d * x.c, 1.0),
@@ -401,7 +390,7 @@ def _micro_batch(x: _Step, lt: compute.LayerTimes, layer_mb: np.ndarray) -> _Mic
     host_excess = _host_excess(x, lt, tp_per_layer)
     cp_layer = _cp_comm(x, lt)
     ep_layer = _ep_comm(x, tp_per_layer)
-    n_first, n_last = pipeline.first_last_stage_layers(x.model.layers, x.p, x.a["emb_slot"], x.a["loss_slot"])
+    n_first, n_last = pipeline.first_last_stage_layers(x.model.layers, x.p, x.a["pipeline_embedding_layer"], x.a["pipeline_loss_layer"])
     unit = layer_mb + tp_per_layer + host_excess + cp_layer + ep_layer
     head_mb = lt.head_fwd + lt.head_bwd + 2.0 * t_ar
     head_on = (x.p <= 1) | (n_last * unit + head_mb >= n_first * unit)
@@ -464,7 +453,7 @@ def _grads(x: _Step, lt: compute.LayerTimes, mb: _MicroBatch) -> _Grads:
     return _Grads(local_dense=p_dense / (t * x.p), local_expert=p_expert / (t * x.p * x.e),
                   train_frac=trainable / p_total, n_dp=n_dp, k_dp=comm.ranks_per_domain(n_dp, t, x.domain),
                   n_edp=n_edp, k_edp=comm.ranks_per_domain(n_edp, t * x.e, x.domain),
-                  shard_opt=(x.zero >= 1) | (x.a["dist_opt"] > 0),
+                  shard_opt=(x.zero >= 1) | (x.a["distributed_optimizer"] > 0),
                   window=mb.n_stage * lt.bwd + mb.head_w * lt.head_bwd)
 
 

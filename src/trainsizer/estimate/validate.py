@@ -34,6 +34,7 @@ Origins (one line each):
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -113,6 +114,22 @@ def strategy_codes(strategy: Strategy) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(strategy.recompute_code(), dtype=float), np.asarray(strategy.offload_code(), dtype=float)
 
 
+def strategy_arrays(strategy: Strategy) -> dict[str, np.ndarray]:
+    """Every per-strategy field (degrees, mode codes, flags as 0/1) as contiguous float arrays of one broadcast
+    shape, keyed by field name: the one conversion the estimators, the rule table and the batch path share."""
+    rec, off = strategy_codes(strategy)
+    values = {f: np.asarray(getattr(strategy, f), dtype=float) for f in DEGREE_FIELDS}
+    values["recompute"], values["offload"] = rec, off
+    for f in FLAG_FIELDS:  # a duck-typed strategy may leave a flag out: the Strategy default then
+        values[f] = np.asarray(getattr(strategy, f, _FLAG_DEFAULTS[f]), dtype=float)
+    shape = np.broadcast_shapes(*(v.shape for v in values.values()))
+    # np.ascontiguousarray would turn one strategy (0-d) into shape (1,): keep 0-d as 0-d
+    return {k: v if v.shape == shape and v.flags.c_contiguous
+            else np.array(np.broadcast_to(v, shape), order="C") for k, v in values.items()}
+
+
+_FLAG_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Strategy) if f.name in FLAG_FIELDS}
+
 _Rules = dict[str, tuple[np.ndarray, Callable[[dict[str, Any]], str]]]
 
 
@@ -120,12 +137,9 @@ def _rule_table(
     model: ModelArch, training: Training, system: System, strategy: Strategy
 ) -> _Rules:
     """rule -> (ok mask, detail(values of one strategy) -> message)."""
-    rec, off = strategy_codes(strategy)
-    f = {n: np.asarray(getattr(strategy, n), dtype=float) for n in DEGREE_FIELDS}
-    emb = np.asarray(getattr(strategy, "pipeline_embedding_layer", False), dtype=float)
-    loss = np.asarray(getattr(strategy, "pipeline_loss_layer", False), dtype=float)
-    arrays = np.broadcast_arrays(*f.values(), rec, off, emb, loss)
-    tp, pp, vpp, dp, cp, ep, zero, sg, mb, rec, off, emb, loss = arrays
+    a = strategy_arrays(strategy)
+    tp, pp, vpp, dp, cp, ep, zero, sg, mb = (a[n] for n in DEGREE_FIELDS)
+    rec, off, emb, loss = a["recompute"], a["offload"], a["pipeline_embedding_layer"], a["pipeline_loss_layer"]
     fw = getattr(strategy, "framework", "auto")
     slots = (emb > 0).astype(float) + (loss > 0).astype(float)
     gpus = tp * pp * dp * cp
