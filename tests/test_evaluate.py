@@ -107,3 +107,32 @@ def test_single_server_rental_listings_price_one_server_but_not_a_cluster(catalo
 
 def test_data_center_rentals_have_no_single_server_limit(catalog):
     assert catalog.rent_per_gpu_hour("h100-sxm-80gb", currency="USD").max_gpus is None
+
+
+def test_a_catalog_overlay_of_the_reliability_figures_changes_the_estimate(catalog, tmp_path):
+    """The goodput model reads the catalog's reliability figures, and only them (one source): an overlay that
+    halves the per-GPU MTBF, doubles the restart time and raises the checkpoint size costs days."""
+    job = {**JOB, "global_batch": {"sequences": 512}, "data": {"tokens": 2.0e11},
+           "hardware": {"accelerator": "h100-sxm-80gb", "count": 512, "per_node": 8, "network": "ib-ndr400"},
+           "strategy": {**JOB["strategy"], "dp": 512}}
+    overlay = tmp_path / "failures.yaml"
+    overlay.write_text(
+        "date: 2026-11-30\nreliability_figures:\n"
+        "  per-gpu-mtbf-hours: {low: 20000, typical: 25350}\n"
+        "  restart-overhead-minutes: {typical: 20}\n"
+        "  checkpoint-bytes-per-param: {typical: 16}\n", encoding="utf-8")
+    ours = load_catalog([overlay])
+    base = evaluate(resolve_job(job, catalog), catalog)["time"]
+    mine = evaluate(resolve_job(job, ours), ours)["time"]
+    assert mine["step_s"] == base["step_s"]  # failures change the days, not the step
+    assert mine["goodput"] < base["goodput"] < 1.0
+    assert mine["train_days"] > base["train_days"]
+    assert mine["gpu_hours"] / base["gpu_hours"] == pytest.approx(base["goodput"] / mine["goodput"], rel=1e-9)
+    from trainsizer.estimate.reliability import failure_figures, reliability
+
+    fig = failure_figures(ours.reliability)
+    assert (fig.per_gpu_mtbf_h, fig.restart_s, fig.checkpoint_bytes_per_param) == (25350, 1200.0, 16)
+    sc = resolve_job(job, ours)
+    expected = reliability(sc.model.params_total, 512, 8, failures_per_gpu_day=24 / 25350, restart_s=1200,
+                           checkpoint_bytes_per_param=16).goodput
+    assert mine["goodput"] == pytest.approx(expected, rel=1e-12)

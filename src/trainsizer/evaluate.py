@@ -17,6 +17,7 @@ from trainsizer.estimate.calibration import Calibration
 from trainsizer.estimate.cost import buy_cost, rent_cost
 from trainsizer.estimate.energy import energy, load_energy_constants
 from trainsizer.estimate.memory import estimate_memory
+from trainsizer.estimate.reliability import failure_figures
 from trainsizer.estimate.step_time import estimate_time
 from trainsizer.messages import msg
 from trainsizer.scenario import Scenario
@@ -226,7 +227,8 @@ def evaluate(scenario: Scenario, catalog: Catalog, calibration: Calibration | No
     notes = list(scenario.notes)
     mem = estimate_memory(model, training, system, strategy)
     # memory's verdict is reported in its own section, so time adds only the strategy warnings
-    tm = estimate_time(model, training, system, strategy, calibration, memory_note=False)
+    tm = estimate_time(model, training, system, strategy, calibration, memory_note=False,
+                       reliability_kwargs={"figures": failure_figures(catalog.reliability)})
     time_dict = tm.to_dict()
     notes.extend(time_dict.pop("notes"))
     wall_hours = tm.train_days * 24.0

@@ -7,15 +7,47 @@
   -delta), capped at M.
 - Wasted fraction ~ delta/tau + (tau/2 + R)/M (Daly 2006 first order: checkpoint cost, lost work since the
   last checkpoint, restart); goodput = 1 - waste.
+
+The failure rate, restart time and checkpoint size are the catalog's reliability figures (catalog/data/
+reliability.yaml), passed in as `FailureFigures`: a catalog overlay of them changes the estimate.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from trainsizer.estimate.calibration import load_constants
+
+if TYPE_CHECKING:
+    from trainsizer.catalog.catalog import Reliability as CatalogReliability
+
+
+@dataclass(frozen=True)
+class FailureFigures:
+    """The planning figures the goodput model reads, taken from a catalog's reliability figures."""
+
+    per_gpu_mtbf_h: float  # per-GPU mean time between job-interrupting failures (figure per-gpu-mtbf-hours)
+    restart_s: float  # re-queue + init + checkpoint load (figure restart-overhead-minutes)
+    checkpoint_bytes_per_param: float  # full training-state checkpoint (figure checkpoint-bytes-per-param)
+
+    @property
+    def failures_per_gpu_day(self) -> float:
+        return 24.0 / self.per_gpu_mtbf_h
+
+
+def failure_figures(catalog_reliability: CatalogReliability | None = None) -> FailureFigures:
+    """A catalog's figures (each its typical value, else the middle of its range); None: the built-in catalog."""
+    if catalog_reliability is None:
+        from trainsizer.catalog.catalog import load_catalog
+
+        catalog_reliability = load_catalog().reliability
+    rel = catalog_reliability
+    return FailureFigures(per_gpu_mtbf_h=float(rel.per_gpu_mtbf_hours.mid),
+                          restart_s=float(rel.restart_overhead_minutes.mid) * 60.0,
+                          checkpoint_bytes_per_param=float(rel.checkpoint_bytes_per_param.mid))
 
 
 @dataclass(frozen=True)
@@ -39,9 +71,9 @@ class Reliability:
 
 
 def job_mtbf_s(gpus, failures_per_gpu_day: float | None = None):
-    """Mean time between job-stopping failures (seconds) for a job on `gpus` GPUs."""
-    rate = failures_per_gpu_day if failures_per_gpu_day is not None else load_constants().raw[
-        "reliability"]["failures_per_gpu_day"]
+    """Mean time between job-stopping failures (seconds) for a job on `gpus` GPUs (default rate: the built-in
+    catalog's per-GPU MTBF)."""
+    rate = failures_per_gpu_day if failures_per_gpu_day is not None else failure_figures().failures_per_gpu_day
     return 86400.0 / (np.maximum(np.asarray(gpus, float), 1.0) * rate)
 
 
@@ -60,21 +92,24 @@ def goodput_fraction(write_s, interval_s, restart_s, mtbf_s):
     return np.clip(1.0 - waste, 0.01, 1.0)
 
 
-def reliability(params_total: float, gpus: int, gpus_per_node: int, *, storage_gb_s: float | None = None,
+def reliability(params_total: float, gpus: int, gpus_per_node: int, *, figures: FailureFigures | None = None,
+                storage_gb_s: float | None = None,
                 failures_per_gpu_day: float | None = None, failures_per_node_day: float | None = None,
                 restart_s: float | None = None,
                 checkpoint_bytes_per_param: float | None = None,
                 checkpoint_interval_s: float | None = None) -> Reliability:
-    """Goodput of a job; every default comes from `perf_constants.yaml` (reliability section)."""
-    r = load_constants().raw["reliability"]
-    rate = r["failures_per_gpu_day"] if failures_per_gpu_day is None else failures_per_gpu_day
+    """Goodput of a job. Failure rate, restart and checkpoint size come from `figures` (default: the built-in
+    catalog's), each overridable by its keyword; the checkpoint bandwidth per node from `perf_constants.yaml`."""
+    fig = figures if figures is not None else failure_figures()
+    rate = fig.failures_per_gpu_day if failures_per_gpu_day is None else failures_per_gpu_day
     if failures_per_node_day is not None:  # e.g. Kokolis 2024 r_f = 5e-3 per 8-GPU node-day
         rate = failures_per_node_day / max(1, int(gpus_per_node))
-    restart = float(r["restart_s"] if restart_s is None else restart_s)
-    bpp = float(r["checkpoint_bytes_per_param"] if checkpoint_bytes_per_param is None
+    restart = float(fig.restart_s if restart_s is None else restart_s)
+    bpp = float(fig.checkpoint_bytes_per_param if checkpoint_bytes_per_param is None
                 else checkpoint_bytes_per_param)
     nodes = max(1, -(-int(gpus) // max(1, int(gpus_per_node))))
-    bw = (storage_gb_s if storage_gb_s is not None else r["storage_gb_s_per_node"] * nodes) * 1e9
+    per_node = load_constants().raw["checkpoint_storage"]["storage_gb_s_per_node"]
+    bw = (storage_gb_s if storage_gb_s is not None else per_node * nodes) * 1e9
     write = params_total * bpp / bw
     mtbf = float(job_mtbf_s(gpus, rate))
     tau = float(checkpoint_interval_s) if checkpoint_interval_s else float(optimal_checkpoint_interval_s(write, mtbf))

@@ -19,6 +19,7 @@ from typing import Any
 
 from trainsizer.errors import SpecError
 from trainsizer.estimate.energy import energy
+from trainsizer.estimate.reliability import failure_figures
 from trainsizer.estimate.train_time import time_to_train
 from trainsizer.evaluate import evaluate, run_costs
 from trainsizer.plan import explain
@@ -101,10 +102,10 @@ def price(base: Scenario, r: OptionResult, catalog: Any) -> Priced:
     sc = _option_scenario(base, r)
     system = r.system
     ttt = time_to_train(base.training.tokens_total, r.tokens_per_s, base.model.params_total, system.gpus,
-                        system.gpus_per_node)
-    pue = catalog.facility.pue
+                        system.gpus_per_node, figures=failure_figures(catalog.reliability))
+    pue = catalog.facility.pue  # None: energy()'s shipped fallback, as in evaluate
     en = energy(system.gpus, ttt.train_days * 24.0, system.tdp_w, utilisation=r.busy_fraction,
-                pue=pue.mid if pue else 1.3)
+                pue=pue.mid if pue else None)
     costs, goal, _ = run_costs(sc, catalog, ttt.gpu_hours, ttt.train_days * 24.0, en.kwh)
     cost, basis = job_cost(costs, plan_currency(base))
     return Priced(r, sc, ttt.train_days, ttt.gpu_hours, costs, goal, cost, basis)

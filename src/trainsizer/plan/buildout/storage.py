@@ -45,10 +45,10 @@ class StorageBlock(Block):
 
 def checkpoint_bytes(b: BuildInput) -> float:
     """Bytes of one full training checkpoint, at the bytes/param the estimator's goodput model uses."""
-    from trainsizer.estimate.calibration import load_constants
     from trainsizer.estimate.model_states import lora_trainable_params
+    from trainsizer.estimate.reliability import failure_figures
 
-    bpp = float(load_constants().raw["reliability"]["checkpoint_bytes_per_param"])
+    bpp = failure_figures(b.catalog.reliability).checkpoint_bytes_per_param
     training = b.scenario.training
     if not training.trains_base_weights:
         return bpp * lora_trainable_params(b.scenario.model, training)
@@ -63,7 +63,7 @@ def dataset_bytes(b: BuildInput) -> tuple[float, float]:
 
 
 def storage_block(b: BuildInput) -> StorageBlock:
-    from trainsizer.estimate.reliability import job_mtbf_s, optimal_checkpoint_interval_s
+    from trainsizer.estimate.reliability import failure_figures, job_mtbf_s, optimal_checkpoint_interval_s
 
     ckpt = checkpoint_bytes(b)
     tok_b, raw_b = dataset_bytes(b)
@@ -74,7 +74,7 @@ def storage_block(b: BuildInput) -> StorageBlock:
     capacity = cited(round(cap_tb, 2), f"({keep.value} checkpoints + tokenised + raw dataset + logs) x {headroom}",
                      "storage_rules_ref")
     read = _read_need(b)
-    mtbf = float(job_mtbf_s(b.gpus))
+    mtbf = float(job_mtbf_s(b.gpus, failure_figures(b.catalog.reliability).failures_per_gpu_day))
     s_rule = rules.rule("storage", "checkpoint_stall_target")
     budget = 2.0 * mtbf * s_rule.value ** 2
     tau = float(optimal_checkpoint_interval_s(budget, mtbf))
