@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from trainsizer.accept.context import Context
-from trainsizer.accept.criteria import Limit, fleet_ratio
+from trainsizer.accept.criteria import Limit, fleet_ratio, suite_check
 from trainsizer.accept.results import CheckResult
 from trainsizer.accept.telemetry import FAILING_REASONS, GpuHealth, GpuSample, GpuTelemetry, reason_names
 
@@ -136,7 +136,7 @@ def evaluate(ctx: Context, prefix: str, rec: BurnInRecord) -> list[CheckResult]:
                 after[s.index] = max(after.get(s.index, 0), s.ecc_uncorrected_volatile)
     new_ecc = {i: after[i] - before.get(i, 0) for i in after if after[i] > before.get(i, 0)}
     out.append(ctx.result(f"{prefix}.ecc", "fail" if new_ecc else "pass", measured=sum(new_ecc.values()),
-                          threshold=0, unit="new uncorrectable", source="acceptance.md #15: delta ECC == 0",
+                          threshold=0, unit="new uncorrectable", source=f"{suite_check(15)}: delta ECC == 0",
                           why=f"new uncorrectable ECC errors {new_ecc}" if new_ecc else "no new uncorrectable ECC error"))
 
     throttled: dict[int, set[str]] = {}
@@ -180,7 +180,7 @@ def evaluate(ctx: Context, prefix: str, rec: BurnInRecord) -> list[CheckResult]:
         means = {i: round(statistics.fmean(v), 1) for i, v in utils.items()}
         low_i = min(means, key=means.get)
         out.append(ctx.at_least(f"{prefix}.utilization", means[low_i],
-                                Limit(value=95, source="acceptance.md #15: utilisation >= 95 % mean under load"),
+                                Limit(value=95, source=f"{suite_check(15)}: utilisation >= 95 % mean under load"),
                                 "%", f"lowest mean GPU utilisation (GPU {low_i})", details={"mean_pct": means}))
 
     if not rec.throughput:

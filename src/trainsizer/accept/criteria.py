@@ -18,6 +18,11 @@ from trainsizer.errors import SpecError
 OPS = ("all_reduce", "all_gather", "reduce_scatter")
 
 
+def suite_check(number: int) -> str:
+    """Where a check of the acceptance suite is described: its row in docs/acceptance.md section 3."""
+    return f"docs/acceptance.md section 3 check #{number}"
+
+
 class Limit(BaseModel):
     """A threshold value and where it came from."""
 

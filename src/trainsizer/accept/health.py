@@ -7,6 +7,7 @@ retired pages pending == 0, no critical XID since boot, corrected ECC only above
 from __future__ import annotations
 
 from trainsizer.accept.context import Context
+from trainsizer.accept.criteria import suite_check
 from trainsizer.accept.results import CheckResult
 from trainsizer.accept.telemetry import FAILING_REASONS, reason_names
 
@@ -33,7 +34,7 @@ def run(ctx: Context) -> list[CheckResult]:
     unc = {h.index: f"volatile {h.ecc_uncorrected_volatile}, aggregate {h.ecc_uncorrected_aggregate}"
            for h in hs if (h.ecc_uncorrected_volatile or 0) > 0 or (h.ecc_uncorrected_aggregate or 0) > 0}
     seen = sum(1 for h in hs if h.ecc_uncorrected_volatile is not None or h.ecc_uncorrected_aggregate is not None)
-    out.append(_verdict(ctx, names[0], unc, seen, "uncorrectable ECC errors", source="acceptance.md #2"))
+    out.append(_verdict(ctx, names[0], unc, seen, "uncorrectable ECC errors", source=suite_check(2)))
 
     corr = [(h.index, h.ecc_corrected_volatile) for h in hs if h.ecc_corrected_volatile is not None]
     worst = max((c for _, c in corr), default=None)
@@ -43,7 +44,7 @@ def run(ctx: Context) -> list[CheckResult]:
                                                  ("remap failure", h.remap_failure)) if bad)
              for h in hs if h.remap_pending or h.remap_failure}
     seen = sum(1 for h in hs if h.remap_pending is not None or h.remap_failure is not None)
-    out.append(_verdict(ctx, names[2], remap, seen, "row remapping pending/failed", source="acceptance.md #2 (aznhc)"))
+    out.append(_verdict(ctx, names[2], remap, seen, "row remapping pending/failed", source=f"{suite_check(2)} (aznhc)"))
 
     retired = {h.index: "retired pages pending" for h in hs if h.retired_pages_pending}
     seen = sum(1 for h in hs if h.retired_pages_pending is not None)

@@ -47,7 +47,7 @@ def acceptance_block(b: BuildInput, node: NodeBlock, net: NetworkBlock, storage:
     if out.gpu_memory_gib_min is None:
         ratio = d["memory_min_ratio"]["value"]
         out.gpu_memory_gib_min = _plan(round(b.accelerator.memory_gib * ratio, 1),
-                                       f"{ratio} x {b.accelerator.memory_gib} GiB (acceptance.md #1)")
+                                       f"{ratio} x {b.accelerator.memory_gib} GiB ({crit_mod.suite_check(1)})")
     out.cpu_cores_min = _plan(node.cpu_cores.value, f"node block: {node.cpu_cores.rule}")
     out.ram_gib_min = _plan(node.ram_gib.value, f"node block: {node.ram_gib.rule}")
     if sw.vendor == "nvidia":
