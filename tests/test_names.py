@@ -41,3 +41,20 @@ def test_inline_model_keys_are_the_model_fields():
     bookkeeping = {"source", "notes", "unknown_keys"}  # set by the loaders, not by a user
     arch = {f.name for f in dataclasses.fields(ModelArch)} - bookkeeping
     assert set(InlineModelSpec.model_fields) - {"preset"} == arch
+
+
+def test_every_preset_written_inline_gives_back_the_same_model():
+    """The keys accept every value ModelArch holds (types, literal options, lists): each shipped preset, written
+    out field by field as an inline model, builds the same ModelArch."""
+    from trainsizer.models.inline import arch_from_inline
+    from trainsizer.models.shipped import load_preset, preset_names
+
+    bookkeeping = {"source", "notes", "unknown_keys"}
+    for name in preset_names():
+        preset = load_preset(name)
+        inline = {f.name: getattr(preset, f.name) for f in dataclasses.fields(ModelArch)
+                  if f.name not in bookkeeping}
+        inline["mlp_only_layers"] = list(inline["mlp_only_layers"])  # a YAML list in a job file
+        rebuilt = arch_from_inline(inline)
+        assert dataclasses.replace(rebuilt, source=preset.source, notes=preset.notes,
+                                   unknown_keys=preset.unknown_keys) == preset, name
