@@ -66,3 +66,30 @@ def test_every_sentence_has_both_languages_and_the_same_fields():
         assert set(texts) == set(LANGS), key
         fields = [{f for _, f, _, _ in string.Formatter().parse(texts[lang]) if f} for lang in LANGS]
         assert fields[0] == fields[1], key
+
+
+def test_deadline_binding_guards_a_non_finite_time():
+    """A fastest option with no finite time to train (a degenerate throughput) names the binding without an
+    overflow: the GPU count needed is unknown, not inf, and no deadline relaxation is offered."""
+    from types import SimpleNamespace
+
+    from trainsizer.plan.explain import _deadline_binding
+    from trainsizer.search import load_config
+
+    option = SimpleNamespace(count=8, per_node=8, key="h100-sxm-80gb x8", accelerator=SimpleNamespace(id="h100"))
+    fastest = SimpleNamespace(result=SimpleNamespace(option=option), train_days=float("inf"))
+    limits = SimpleNamespace(max_gpus=None, max_nodes=1)
+    for lang in LANGS:
+        b = _deadline_binding(None, fastest, 2.0, limits, load_config(), lang)
+        assert b.needed is None and b.allowed == 8 and b.relaxations == []
+        assert catalogue()["need_unknown"][lang] in b.detail
+
+
+def test_time_within_budget_is_a_goal_objective():
+    """goal.objective accepts every objective the ranking knows: time_within_budget ranks by days among the
+    options within the budget."""
+    plan = make_plan(_job("sft-70b-search.yaml", goal={"objective": "time_within_budget"}), load_catalog(), top=3)
+    assert plan.goal.objective == "time_within_budget"
+    assert plan.recommended is not None and plan.recommended.meets.budget is True
+    within = [o for o in plan.hardware_options if o.meets.budget and o.meets.deadline]
+    assert plan.recommended.time.train_days <= min(o.train_days for o in within) * 1.07

@@ -196,15 +196,21 @@ def _budget_binding(base: Scenario, priced: list[Any], lang: str) -> Binding:
 def _deadline_binding(base: Scenario, fastest: Any, deadline: float, c: Any, cfg: SearchConfig,
                       lang: str) -> Binding:
     r = fastest.result
-    need = math.ceil(r.option.count * fastest.train_days / deadline)
+    # days / deadline only when both are finite and the deadline positive (the spec's bound, re-checked here
+    # because a Scenario can be built without it): no division by zero, no ceil of inf or nan
+    ratio = fastest.train_days / deadline if deadline > 0 else math.inf
+    need = math.ceil(r.option.count * ratio) if math.isfinite(ratio) else None
     allowed = c.max_gpus or (c.max_nodes * r.option.per_node if c.max_nodes else cfg.default_max_gpus)
     acc = r.option.accelerator.id
     detail = msg("bind_deadline", lang, option=r.option.key, days=f"{fastest.train_days:.1f}",
-                 deadline=f"{deadline:g}", need=f"{need:,}", acc=acc, allowed=f"{allowed:,}")
-    relax = [Relaxation(change=msg("relax_deadline", lang, days=math.ceil(fastest.train_days)),
-                        result=msg("relax_meets", lang, option=r.option.key))]
-    return Binding(constraint="deadline", needed=float(need), allowed=float(allowed), unit="GPUs", detail=detail,
-                   relaxations=relax)
+                 deadline=f"{deadline:g}", need=f"{need:,}" if need is not None else msg("need_unknown", lang),
+                 acc=acc, allowed=f"{allowed:,}")
+    relax = []
+    if math.isfinite(fastest.train_days):
+        relax.append(Relaxation(change=msg("relax_deadline", lang, days=math.ceil(fastest.train_days)),
+                                result=msg("relax_meets", lang, option=r.option.key)))
+    return Binding(constraint="deadline", needed=None if need is None else float(need), allowed=float(allowed),
+                   unit="GPUs", detail=detail, relaxations=relax)
 
 
 def _memory_binding(base: Scenario, results: list[OptionResult], lang: str) -> Binding:

@@ -142,7 +142,7 @@ class Goal(_Strict):
     deadline_days: float | None = Field(None, ge=0.001, le=3650)
     budget: Budget | None = None
     procurement: Procurement = "either"
-    objective: Literal["time", "cost", "cost_under_deadline"] | None = None
+    objective: Literal["time", "cost", "cost_under_deadline", "time_within_budget"] | None = None
 
 
 class Constraints(_Strict):
