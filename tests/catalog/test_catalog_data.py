@@ -80,12 +80,14 @@ def test_every_source_id_resolves_to_registry(cat):
 
 
 def test_no_unused_sources(cat):
+    from trainsizer.catalog import scale
     from trainsizer.plan.buildout import rules  # the plan's rules cite catalog sources too
 
     used = set()
     for _, rec in cat.records():
         used |= rec.source_ids()
     used |= {r.source for _, r in rules.all_rules()} | {p["source"] for p in rules.raw("phases")["phases"]}
+    used |= scale.source_ids()  # the documented cluster sizes (catalog/evidence/scale.yaml)
     assert set(cat.sources) - used == set()
 
 

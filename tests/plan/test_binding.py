@@ -91,5 +91,7 @@ def test_time_within_budget_is_a_goal_objective():
     plan = make_plan(_job("sft-70b-search.yaml", goal={"objective": "time_within_budget"}), load_catalog(), top=3)
     assert plan.goal.objective == "time_within_budget"
     assert plan.recommended is not None and plan.recommended.meets.budget is True
-    within = [o for o in plan.hardware_options if o.meets.budget and o.meets.deadline]
+    top = plan.hardware_options[0]
+    assert top.id == plan.recommended.id
+    within = [o for o in plan.hardware_options if o.meets.budget and o.meets.deadline and o.scale == top.scale]
     assert plan.recommended.time.train_days <= min(o.train_days for o in within) * 1.07

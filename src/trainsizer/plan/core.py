@@ -17,6 +17,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from trainsizer.catalog.scale import Standing
+from trainsizer.catalog.scale import standing as scale_standing
 from trainsizer.errors import SpecError
 from trainsizer.estimate.energy import energy
 from trainsizer.estimate.reliability import failure_figures
@@ -33,6 +35,7 @@ from trainsizer.plan.schema import (
     ParetoPoint,
     Plan,
     PlanOption,
+    ScaleOut,
     Score,
     SearchOut,
     StrategyOut,
@@ -59,6 +62,14 @@ class Priced:
     goal: dict[str, Any]
     cost: float | None  # what the job costs in the plan's currency (`job_cost`); None: no price in it
     basis: str | None  # "rent" or "buy": which one `cost` is
+
+    @property
+    def standing(self) -> Standing:
+        """Where the option's size stands against its platform's documented scale (catalog.scale); one
+        server of the option's server record (an NVL72 rack, a CloudMatrix) is always documented."""
+        o = self.result.option
+        per_server = max(o.per_node, int(getattr(o.server, "gpus", 0) or 0))
+        return scale_standing(o.accelerator.id, o.count, per_server)
 
     @property
     def meets_deadline(self) -> bool | None:
@@ -112,7 +123,14 @@ def price(base: Scenario, r: OptionResult, catalog: Any) -> Priced:
 
 
 def _scored(i: int, p: Priced) -> ranking.Scored:
-    return ranking.Scored(i, p.train_days, p.cost, p.meets_deadline, p.within_budget)
+    return ranking.Scored(i, p.train_days, p.cost, p.meets_deadline, p.within_budget, p.standing.rank_key)
+
+
+def scale_out(st: Standing) -> ScaleOut:
+    ev = st.evidence
+    return ScaleOut(level=st.level, documented_gpus=st.documented_gpus, doublings=st.doublings, platform=st.platform,
+                    evidence=ev.what if ev else None, sources=list(ev.sources) if ev else [],
+                    date=ev.date if ev else None)
 
 
 def _hardware_out(r: OptionResult) -> HardwareOut:
@@ -149,7 +167,7 @@ def _full_option(p: Priced, rank_: int, score: Score, tie: bool, why: str, catal
         id=r.option.key, rank=rank_, hardware=_hardware_out(r), strategy=StrategyOut(**strategy),
         memory=result["memory"], time=result["time"], cost=result["cost"], energy=result["energy"],
         meets=meets, score=score, tie=tie, why=why, strategies_evaluated=r.evaluated,
-        strategies_feasible=r.feasible, notes=result["notes"],
+        strategies_feasible=r.feasible, notes=result["notes"], scale=scale_out(p.standing),
     )
 
 
@@ -364,7 +382,8 @@ def _assemble(sr: Searched, rk: Ranked, options: list[PlanOption], recommended: 
         pareto=[ParetoPoint(id=sr.priced[s.index].result.option.key, train_days=s.train_days, cost=s.cost,
                             currency=currency) for s in rk.front],
         binding=binding,
-        notes=list(sr.scenario.notes) + cands.notes + explain.plan_notes(sr.scenario, sr.pins, lang),
+        notes=list(sr.scenario.notes) + cands.notes + explain.plan_notes(sr.scenario, sr.pins, lang)
+        + explain.scale_notes(rk.ranked, sr.priced, rk.metric, currency, lang),
     )
 
 
@@ -375,4 +394,4 @@ def _summary(p: Priced, s: ranking.Scored) -> OptionSummary:
                          layout=layout_label(p.result.strategy), train_days=p.train_days, cost=p.cost,
                          cost_basis=p.basis,
                          currency=plan_currency(p.scenario) if p.cost is not None else None,
-                         meets=Meets(deadline=s.meets_deadline, budget=s.within_budget))
+                         meets=Meets(deadline=s.meets_deadline, budget=s.within_budget), scale=p.standing.level)

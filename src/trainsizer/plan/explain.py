@@ -225,3 +225,36 @@ def _memory_binding(base: Scenario, results: list[OptionResult], lang: str) -> B
                         result=msg("relax_gpus_buys", lang))]
     return Binding(constraint="memory", needed=float(need), allowed=float(big.option.count), unit="GPUs",
                    detail=detail, relaxations=relax)
+
+
+def _level_text(st: Any, lang: str) -> str:
+    if st.level == "designed":
+        return msg("scale_level_designed", lang, evidence=st.evidence.what, date=st.evidence.date)
+    if st.evidence is None:
+        return msg("scale_level_beyond_none", lang)
+    return msg("scale_level_beyond", lang, doublings=st.doublings, documented=f"{st.documented_gpus:,}",
+               evidence=st.evidence.what, date=st.evidence.date)
+
+
+def scale_notes(ranked: list[ranking.Scored], priced: list[Any], metric: str, currency: str,
+                lang: str = "en") -> list[str]:
+    """What documented scale changed: the recommended option's standing when it is not demonstrated, and the
+    option that would have ranked first on the goal's figure alone when a better-documented one beat it."""
+    if not ranked or not ranked[0].satisfies:
+        return []
+    best = ranked[0]
+    notes = []
+    st = priced[best.index].standing
+    if st.level != "demonstrated":
+        notes.append(msg("note_scale_recommended", lang, option=priced[best.index].result.option.key,
+                         level=_level_text(st, lang)))
+    by_figure = min((s for s in ranked if s.satisfies),
+                    key=lambda s: (ranking.value(s, metric), s.scale, s.index))
+    if by_figure is not best and ranking.value(by_figure, metric) < ranking.value(best, metric):
+        p = priced[by_figure.index]
+        fig = money(by_figure.cost, currency, lang) if metric == "cost" else \
+            msg("fig_days", lang, days=f"{by_figure.train_days:.1f}")
+        notes.append(msg("note_scale_passed_over", lang, option=p.result.option.key, fig=fig,
+                         level=_level_text(p.standing, lang)))
+    return notes
+

@@ -108,6 +108,18 @@ class Score(_Out):
     cost_basis: Literal["rent", "buy"] | None = None
 
 
+class ScaleOut(_Out):
+    """How well the option's size is documented (catalog/evidence/scale.yaml, catalog.scale)."""
+
+    level: Literal["demonstrated", "designed", "beyond"]
+    documented_gpus: int = Field(description="the documented size the level is judged against")
+    doublings: int = Field(0, description="beyond only: doublings past the documented size")
+    platform: str | None = None
+    evidence: str | None = Field(None, description="what documents that size (run, benchmark or reference design)")
+    sources: list[str] = []
+    date: str | None = None
+
+
 class PlanOption(_Out):
     id: str = Field(description="stable key: '<accelerator> x<count>[ <network>]'")
     rank: int = Field(description="1 = recommended")
@@ -124,6 +136,7 @@ class PlanOption(_Out):
     strategies_evaluated: int
     strategies_feasible: int
     notes: list[str] = []
+    scale: ScaleOut | None = None
     build: dict[str, Any] | None = Field(None, description="build-out blocks for this option, by block name")
 
 
@@ -186,6 +199,7 @@ class OptionSummary(_Out):
     cost_basis: Literal["rent", "buy"] | None = None
     currency: str | None
     meets: Meets
+    scale: Literal["demonstrated", "designed", "beyond"] | None = None
 
 
 class GoalOut(_Out):

@@ -5,6 +5,12 @@ otherwise the cheapest that meets the deadline when a deadline is given, the fas
 only a budget is given, and the cheapest when neither is. A deadline and a budget are hard limits whatever
 the objective: options that meet both come first, ordered by the objective's figure (cost or days to
 train); the rest follow in the same order as best efforts.
+
+Within each of those two groups, options are ordered first by how well their size is documented
+(`catalog.scale`: demonstrated, then inside a vendor reference design, then beyond anything documented by the
+fewest doublings): the time and cost models extrapolate the fabric and the software to any size, but a cluster
+larger than any published one of its platform carries a risk they do not price. The objective's figure orders
+options of the same standing; a tie is only between options of the same standing.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ class Scored:
     cost: float | None  # in the plan's currency; None: no price in it
     meets_deadline: bool | None
     within_budget: bool | None
+    scale: int = 0  # catalog.scale.Standing.rank_key: 0 demonstrated, 1 designed, 2 + doublings beyond
 
     @property
     def satisfies(self) -> bool:
@@ -53,23 +60,25 @@ def value(s: Scored, metric: str) -> float:
 
 
 def rank(scored: list[Scored], objective_: str) -> list[Scored]:
-    """Best first: options meeting deadline and budget, then the rest, each by the objective's figure
-    (cost ties broken by time, time ties by cost)."""
+    """Best first: options meeting deadline and budget, then the rest; in each, the best documented size first
+    (module doc), then the objective's figure (cost ties broken by time, time ties by cost)."""
     metric = metric_of(objective_)
     other = "cost" if metric == "train_days" else "train_days"
-    return sorted(scored, key=lambda s: (not s.satisfies, value(s, metric), value(s, other), s.index))
+    return sorted(scored,
+                  key=lambda s: (not s.satisfies, s.scale, value(s, metric), value(s, other), s.index))
 
 
 def ties(ranked: list[Scored], objective_: str, fraction: float) -> list[Scored]:
     """Options (the best included) within `fraction` of the best on the objective's figure, among those
-    that satisfy the job; empty when the best does not."""
+    that satisfy the job with the best's documented-scale standing; empty when the best does not."""
     if not ranked or not ranked[0].satisfies:
         return []
     metric = metric_of(objective_)
     best = value(ranked[0], metric)
     if not math.isfinite(best):
         return ranked[:1]
-    return [s for s in ranked if s.satisfies and value(s, metric) <= best * (1.0 + fraction)]
+    return [s for s in ranked
+            if s.satisfies and s.scale == ranked[0].scale and value(s, metric) <= best * (1.0 + fraction)]
 
 
 def prefer_simple(ranked: list[Scored], tied: list[Scored], size: dict[int, tuple[int, int]]) -> list[Scored]:

@@ -1,0 +1,57 @@
+"""Documented cluster size in the ranking: an option larger than any documented cluster of its platform
+ranks after better-documented options that satisfy the job, and the plan says what it passed over and why."""
+
+from __future__ import annotations
+
+import yaml
+
+from conftest import REPO
+from trainsizer.catalog import load_catalog
+from trainsizer.plan.core import make_plan
+from trainsizer.search import rank as ranking
+
+
+def _job(name: str, **changes):
+    data = yaml.safe_load((REPO / "examples" / name).read_text(encoding="utf-8"))
+    data.pop("hardware", None)
+    data.pop("strategy", None)
+    for section, values in changes.items():
+        data[section] = {**(data.get(section) or {}), **values}
+    return data
+
+
+def test_rank_puts_documented_scale_before_the_figure():
+    cheap_beyond = ranking.Scored(0, 60.0, 1.0e8, True, None, scale=7)
+    dear_documented = ranking.Scored(1, 60.0, 4.0e8, True, None, scale=0)
+    missing = ranking.Scored(2, 99.0, 1.0e7, False, None, scale=0)
+    ranked = ranking.rank([cheap_beyond, dear_documented, missing], "cost_under_deadline")
+    assert [s.index for s in ranked] == [1, 0, 2]  # satisfying first, then documented scale, then cost
+    assert ranking.ties(ranked, "cost_under_deadline", 10.0) == [dear_documented]  # no tie across standings
+
+
+def test_pcie_cards_at_8k_do_not_win_a_671b_moe_in_china():
+    """DeepSeek-V3 FP8 pretraining for the China market: 8,192 RTX PRO 6000D (PCIe, 32x the largest PCIe-server
+    reference design) would be the cheapest; the plan ranks a documented HGX option first and names the one it
+    passed over with the reason, in both languages."""
+    cat = load_catalog()
+    plan = make_plan(_job("pretrain-deepseek-v3.yaml"), cat, top=3)
+    rec = plan.recommended
+    assert rec is not None and rec.hardware.accelerator != "rtx-pro-6000d"
+    assert rec.scale.level == "demonstrated"
+    beyond = [o for o in plan.hardware_options if o.accelerator == "rtx-pro-6000d" and o.count >= 8192]
+    assert beyond and all(o.scale == "beyond" for o in beyond)
+    note = next(n for n in plan.notes if "rtx-pro-6000d" in n)
+    assert "256" in note and "doubling" in note
+    zh = make_plan(_job("pretrain-deepseek-v3.yaml"), cat, top=1, lang="zh", build=False)
+    assert any("rtx-pro-6000d" in n and "翻倍" in n for n in zh.notes)
+
+
+def test_405b_without_hardware_is_planned_on_a_demonstrated_platform():
+    """Llama 3.1 405B, 15T tokens, 90 days, no hardware: Gaudi 3 at 8,192 (64x its documented 128-card
+    sub-cluster) is no longer the recommendation; the winner is inside a published run's size."""
+    plan = make_plan(_job("pretrain-405b.yaml"), load_catalog(), top=3, build=False)
+    rec = plan.recommended
+    assert rec is not None and rec.hardware.accelerator != "gaudi3" and rec.scale.level == "demonstrated"
+    assert rec.scale.documented_gpus >= rec.hardware.count and rec.scale.sources
+    gaudi = [o for o in plan.hardware_options if o.accelerator == "gaudi3" and o.count >= 1024]
+    assert gaudi and all(o.scale == "beyond" for o in gaudi)
