@@ -59,8 +59,14 @@ def configure(r: dict[str, str]):
     training = Training(precision="fp8" if "float8" in settings else "bf16", seq_len=_i(r["seq_len"]),
                         global_batch_seqs=local * dp, flash_attention=True,
                         fp8_recipe="tensorwise" if "float8" in settings else "auto")
+    # Loss: the December 2024 torchtitan (llama3_h100_202412 rows) did not compile its loss even under
+    # --training.compile (train.py: "TODO: compiling loss function causes CUDA errors, turning off for now"), so
+    # those rows run the eager fp32-upcast loss; the June 2025 version (H200 rows, torchtitan e7c0cae) compiles
+    # it (components/loss.py build_cross_entropy_loss), which is what `auto` assumes for torchtitan + compile.
+    loss = "upcast" if "202412" in r["source"] else "auto"
     strategy = Strategy(tp=tp, pp=pp, vpp=vpp, dp=dp, cp=cp, zero=3, micro_batch=mb, recompute=recompute,
-                        sequence_parallel=tp > 1, torch_compile="compile" in settings, framework="torchtitan")
+                        sequence_parallel=tp > 1, torch_compile="compile" in settings, framework="torchtitan",
+                        loss_impl=loss)
     system = h200(gpus) if "h200" in r["gpu_type"].lower() else grand_teton_h100(gpus)
     return model, training, system, strategy
 

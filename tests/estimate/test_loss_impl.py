@@ -58,3 +58,22 @@ def test_qlora_keeps_linears_in_nf4_and_the_rest_16_bit_in_torchtune():
 def test_unknown_loss_impl_is_refused():
     with pytest.raises(SpecError, match="loss_impl"):
         _mem(loss_impl="sparse")
+
+
+def _titan(**kw):
+    training = Training(method="pretrain", seq_len=4096, global_batch_seqs=16)
+    return estimate_memory(MODEL, training, CARD, Strategy(dp=1, zero=3, micro_batch=1, recompute="full",
+                                                           framework="torchtitan", **kw), check=False)
+
+
+def test_torchtitan_compiles_its_loss_under_torch_compile():
+    """torchtitan (2025) wraps its loss in torch.compile when compile is on: the 16-bit logits are saved and the
+    backward writes their 16-bit gradient (4 B per logit element) instead of the eager upcast's 4 + 8."""
+    logit_elems = 4096 * MODEL.vocab
+    compiled = _titan(torch_compile=True).items_bytes
+    assert compiled["logits"] + compiled["loss_backward_temporaries"] == pytest.approx(4 * logit_elems)
+    eager = _titan(torch_compile=False).items_bytes
+    assert eager["logits"] + eager["loss_backward_temporaries"] == pytest.approx(12 * logit_elems)
+    # an explicit loss_impl wins over the framework's default (torchtitan's 2024 versions did not compile it)
+    pinned = _titan(torch_compile=True, loss_impl="upcast").items_bytes
+    assert pinned["logits"] == eager["logits"]

@@ -298,7 +298,8 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     dense_none = pick(pre.dense, row_none, pre.op_sac[0])
     moe_none = pick(pre.moe, row_none, pre.op_sac[1]) if model.is_moe else dense_none
 
-    loss_bytes = _loss_bytes(name, getattr(strategy, "loss_impl", "auto"), mega, pre)
+    compiled = np.asarray(getattr(strategy, "torch_compile", True), dtype=bool)
+    loss_bytes = _loss_bytes(name, getattr(strategy, "loss_impl", "auto"), mega, titan & compiled, pre)
     st = {key: _by_prof(mega, lambda pr, n=key: getattr(pre.states[pr], n)) for key in
           ("weights", "grads", "grad_fp32_copy", "master", "grad_accum_fp32", "optimizer", "fp8_cache")}
     return _Batch(model=model, training=training, options=options, pre=pre, c=load_memory_constants(), s=s,
@@ -308,20 +309,30 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   w16=float(act_bytes(training.precision)))
 
 
-def _loss_bytes(name: str, impl: str, mega: np.ndarray, pre: _Pre) -> tuple[Any, Any]:
+def _loss_bytes(name: str, impl: str, mega: np.ndarray, titan_compiled: Any, pre: _Pre) -> tuple[Any, Any]:
     """(saved, backward-extra) bytes per logit element: the job's loss_impl, else the framework's own (torchtune
-    chunked), else by memory profile (megatron vocab-parallel, hf upcast). memory_constants.yaml `logits`."""
+    chunked; torchtitan under torch.compile compiles its loss, `titan_compiled` per strategy), else by memory
+    profile (megatron vocab-parallel, hf upcast). memory_constants.yaml `logits`."""
     if impl not in LOSS_IMPLS:
         from trainsizer.errors import unknown_name
 
         raise unknown_name("strategy.loss_impl", "loss implementation", impl, LOSS_IMPLS)
-    impl = DEFAULT_LOSS.get(name, "auto") if impl == "auto" else impl
-    if impl == "auto":
-        return (_by_prof(mega, lambda pr: pre.heads[pr].logits_saved_per_vocab),
-                _by_prof(mega, lambda pr: pre.heads[pr].logits_extra_per_vocab))
-    key = {"upcast": "hf", "vocab-parallel": "megatron"}.get(impl, impl)
     lg = load_memory_constants()["logits"]
-    return float(lg[f"{key}_saved_bytes_per_element"]), float(lg[f"{key}_backward_extra_bytes_per_element"])
+
+    def named(which: str) -> tuple[float, float]:
+        key = {"upcast": "hf", "vocab-parallel": "megatron"}.get(which, which)
+        return float(lg[f"{key}_saved_bytes_per_element"]), float(lg[f"{key}_backward_extra_bytes_per_element"])
+
+    if impl != "auto":
+        return named(impl)
+    if name in DEFAULT_LOSS:
+        return named(DEFAULT_LOSS[name])
+    saved = _by_prof(mega, lambda pr: pre.heads[pr].logits_saved_per_vocab)
+    extra = _by_prof(mega, lambda pr: pre.heads[pr].logits_extra_per_vocab)
+    if np.any(titan_compiled):  # torchtitan components/loss.py: loss_fn = torch.compile(loss_fn) with compile on
+        c_saved, c_extra = named("compiled")
+        saved, extra = np.where(titan_compiled, c_saved, saved), np.where(titan_compiled, c_extra, extra)
+    return saved, extra
 
 
 @dataclass(frozen=True)
