@@ -324,7 +324,13 @@ def _resolve_network(spec: str | NetworkSpec | None, multi_node: bool, catalog: 
 def build_system(acc: Any, gpus: int, gpus_per_node: int, network: NetworkView | None) -> System:
     """The estimators' view of `gpus` accelerators of one catalog type."""
     scaleup = acc.scaleup_gb_s_per_dir or 0.0
-    intra = scaleup if acc.scaleup_tech not in (None, "pcie", "none") and scaleup else acc.pcie_gb_s
+    fabric = bool(scaleup) and acc.scaleup_tech not in (None, "pcie", "none")
+    # An NVLink bridge joins 2-4 cards; a ring over more GPUs of the host crosses PCIe, its slowest hop.
+    bridged_only = acc.scaleup_tech == "nvlink-bridge" and gpus_per_node > (acc.scaleup_domain or 0)
+    # Without a fabric, GPU-to-GPU traffic is PCIe peer-to-peer, or host-staged copies where the driver
+    # disables peer-to-peer (catalog host_staged_gb_s_per_dir: GeForce).
+    host_link = getattr(acc, "host_staged_gb_s_per_dir", None) or acc.pcie_gb_s
+    intra = scaleup if fabric and not bridged_only else host_link
     inter = network.node_gb_s / gpus_per_node if network else 0.0
     return System(
         accelerator=acc.id,

@@ -60,3 +60,10 @@ def test_one_server_is_always_documented_and_no_platform_is_beyond_it():
 def test_rank_key_orders_levels():
     keys = [scale.standing("mi355x", n, 8).rank_key for n in (8, 1024, 8192, 16384, 65536)]
     assert keys == sorted(keys) and keys[0] == keys[1] == 0 and keys[2] == 1 and keys[3] < keys[4]
+
+
+def test_pcie_only_cards_have_no_nvlink_domain(cat):
+    """A PCIe card's NVLink domain is the card itself; the PCIe host is what its collectives share."""
+    for acc in cat.accelerators.values():
+        if acc.scaleup_tech == "pcie":
+            assert acc.scaleup_domain == 1, acc.id

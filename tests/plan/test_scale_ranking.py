@@ -55,3 +55,15 @@ def test_405b_without_hardware_is_planned_on_a_demonstrated_platform():
     assert rec.scale.documented_gpus >= rec.hardware.count and rec.scale.sources
     gaudi = [o for o in plan.hardware_options if o.accelerator == "gaudi3" and o.count >= 1024]
     assert gaudi and all(o.scale == "beyond" for o in gaudi)
+
+
+def test_qlora_7b_on_4090s_takes_one_card():
+    """QLoRA 7B with the RTX 4090 pinned: QLoRA's frameworks are data parallel only (no TP/PP over PCIe with P2P
+    disabled), so more cards only repeat the same work: one card is recommended."""
+    from trainsizer.search import Pins
+
+    plan = make_plan(_job("qlora-7b-one-gpu.yaml"), load_catalog(), pins=Pins(accelerator="rtx-4090"), top=3,
+                     build=False)
+    assert plan.recommended.hardware.count == 1
+    for o in plan.hardware_options:
+        assert o.layout.startswith("dp"), o.layout  # no tp / pp / cp / ep layout searched

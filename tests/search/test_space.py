@@ -41,3 +41,13 @@ def test_moe_gets_expert_parallelism_and_offload_only_in_its_pass():
     assert np.all(rows[:, 10] == 0)
     off = strategies(LLAMA8, 4096, 8, 1, 1, 8, load_config(), offload=True)
     assert np.all(_rows(off)[:, 10] > 0)
+
+
+def test_data_parallel_only_layouts():
+    from trainsizer.search.space import layouts
+
+    model = load_model("qwen2.5-7b")
+    rows = layouts(model, 2048, 64, 16, 8, 8, load_config(), dp_only=True)
+    assert len(rows) and set(rows[:, 0]) == {1.0} and set(rows[:, 1]) == {1.0} and set(rows[:, 4]) == {1.0}
+    assert len(layouts(model, 2048, 64, 16, 8, 8, load_config())) > len(rows)
+    assert "qlora" in load_config().data_parallel_only_methods

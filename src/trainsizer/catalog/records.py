@@ -163,6 +163,10 @@ class Accelerator(Record):
     nvls: bool
     pcie_gen: int = Field(ge=3, le=7)
     pcie_gb_s: float = Field(gt=0)  # host link per direction (x16), from pcie_generations unless given
+    # GPU-to-GPU copy rate per direction inside a host for parts without a scale-up fabric when it is not the
+    # PCIe link: GeForce drivers disable PCIe peer-to-peer, so NCCL stages every copy through host memory (SHM
+    # transport). None = PCIe peer-to-peer at the link rate (pcie_gb_s).
+    host_staged_gb_s_per_dir: float | None = Field(default=None, gt=0)
     tdp_w: float = Field(gt=0)
     ecc: bool
     china_export_restricted: bool | None

@@ -21,6 +21,7 @@ class SearchConfig:
     micro_batches: tuple[int, ...]
     tie_fraction: float
     tiers: tuple[dict[str, Any], ...]
+    data_parallel_only_methods: tuple[str, ...] = ()
 
 
 @lru_cache(maxsize=1)
@@ -37,6 +38,7 @@ def load_config() -> SearchConfig:
         micro_batches=tuple(int(v) for v in raw["micro_batches"]),
         tie_fraction=float(raw["tie_fraction"]),
         tiers=tuple(raw["tiers"]),
+        data_parallel_only_methods=tuple(raw.get("data_parallel_only_methods") or ()),
     )
 
 

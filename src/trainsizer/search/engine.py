@@ -126,7 +126,8 @@ def _memory(model: ModelArch, training: Training, system: System, args: tuple, f
     as `memory_per_gpu_bytes` decides it. The offload pass also checks host RAM, so it is not shared."""
     key = (system.gpus, system.gpus_per_node, system.domain_gpus, framework)
     if offload or cache is None or key not in cache:
-        strat = strategies(*args, framework=framework, offload=offload)
+        dp_only = training.method in args[-1].data_parallel_only_methods
+        strat = strategies(*args, framework=framework, offload=offload, dp_only=dp_only)
         if strat is None:
             return None, None, False
         mem = evaluate_batch(model, training, system, strat, parts=("valid", "memory"), threads=1)

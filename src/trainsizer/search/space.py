@@ -8,6 +8,8 @@ and traffic there, Korthikanti et al. 2022). Layout families follow what the fra
 - Megatron-style (TP, PP, CP or EP > 1): plain data parallel or the distributed optimizer (ZeRO-1 over DP).
 - Data parallel only (the HF Trainer / DeepSpeed / FSDP world): ZeRO 0-3, and FSDP hybrid shard within a
   node when DP spans several nodes.
+- Methods whose frameworks are data parallel only (search.yaml `data_parallel_only_methods`: QLoRA): the data
+  parallel family alone.
 - Offload (a second pass, tried only on options where nothing fits without it and the job is one node):
   DeepSpeed ZeRO-Offload of the optimizer (ZeRO 1-3) and ZeRO-Infinity-style parameter offload (ZeRO-3).
 
@@ -54,11 +56,14 @@ def _shard_modes(megatron: bool, dp: int, cp: int, per_node: int, offload: bool)
 
 
 def layouts(model: ModelArch, seq_len: int, global_batch: int, gpus: int, per_node: int, domain: int,
-            cfg: SearchConfig, offload: bool = False) -> np.ndarray:
-    """Layout rows (columns `_COLS`), one per distinct layout, before micro-batch and recompute."""
-    experts = model.experts if model.is_moe else 1
+            cfg: SearchConfig, offload: bool = False, dp_only: bool = False) -> np.ndarray:
+    """Layout rows (columns `_COLS`), one per distinct layout, before micro-batch and recompute.
+    `dp_only`: data parallel layouts only (methods whose frameworks have no model parallelism)."""
+    experts = model.experts if model.is_moe and not dp_only else 1
+    max_tp, max_pp = (1, 1) if dp_only else (cfg.max_tp, cfg.max_pp)
+    cp_min = seq_len + 1 if dp_only else cfg.cp_min_tokens_per_rank  # no CP degree > 1 keeps that many
     return _layouts(model.heads, model.layers, experts, seq_len, global_batch, gpus, per_node, domain,
-                    cfg.max_tp, cfg.max_pp, cfg.cp_min_tokens_per_rank, cfg.vpp_values, offload)
+                    max_tp, max_pp, cp_min, cfg.vpp_values, offload)
 
 
 @lru_cache(maxsize=4096)
@@ -92,9 +97,10 @@ def _layouts(heads: int, layers: int, experts: int, seq_len: int, global_batch: 
 
 
 def strategies(model: ModelArch, seq_len: int, global_batch: int, gpus: int, per_node: int, domain: int,
-               cfg: SearchConfig, framework: str = "auto", offload: bool = False) -> Strategy | None:
+               cfg: SearchConfig, framework: str = "auto", offload: bool = False,
+               dp_only: bool = False) -> Strategy | None:
     """All strategies for one hardware option as one array-valued `Strategy` (None: no layout at all)."""
-    base = layouts(model, seq_len, global_batch, gpus, per_node, domain, cfg, offload)
+    base = layouts(model, seq_len, global_batch, gpus, per_node, domain, cfg, offload, dp_only)
     if not len(base):
         return None
     mbs = np.array(cfg.micro_batches, dtype=float)
