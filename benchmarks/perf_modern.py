@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fabrics import hdr200, ndr400
 from trainsizer.estimate import flops as F
 from trainsizer.estimate.inputs import Strategy, System, Training
 from trainsizer.estimate.step_time import PerfStyle, perf_style, step_time_arrays
@@ -62,7 +63,7 @@ def dgx_h100(gpus: int) -> System:
     """DGX H100: 700 W SXM5 80 GB, NVLink4 450 GB/s per direction, NVLS, 8 x NDR400 (50 GB/s per GPU)."""
     return System(accelerator="h100-sxm", gpus=gpus, gpus_per_node=8, memory_gib=80,
                   peak_tflops={"bf16": 989.0, "fp16": 989.0, "fp8": 1979.0, "tf32": 494.0},
-                  hbm_gb_s=3350.0, intra_node_gb_s=450.0, scaleup_domain=8, nvls=True, inter_node_gb_s=50.0,
+                  hbm_gb_s=3350.0, intra_node_gb_s=450.0, scaleup_domain=8, nvls=True, inter_node_gb_s=ndr400(),
                   tdp_w=700.0)
 
 
@@ -71,7 +72,7 @@ def grand_teton_h100(gpus: int) -> System:
     RoCE 400 Gb/s per GPU. Same silicon and peaks as the 700 W part; the limit lowers sustained clocks."""
     return System(accelerator="h100-sxm", gpus=gpus, gpus_per_node=8, memory_gib=96,
                   peak_tflops={"bf16": 989.0, "fp16": 989.0, "fp8": 1979.0, "tf32": 494.0},
-                  hbm_gb_s=3350.0, intra_node_gb_s=450.0, scaleup_domain=8, nvls=True, inter_node_gb_s=50.0,
+                  hbm_gb_s=3350.0, intra_node_gb_s=450.0, scaleup_domain=8, nvls=True, inter_node_gb_s=ndr400(),
                   tdp_w=700.0, power_limit_w=500.0)
 
 
@@ -79,7 +80,7 @@ def h200(gpus: int) -> System:
     """H200 SXM 141 GB (4.8 TB/s), NVLink4, 400 Gb/s RDMA per GPU (WhiteFiber cluster in the torchtitan notes)."""
     return System(accelerator="h200", gpus=gpus, gpus_per_node=8, memory_gib=141 * 1e9 / 2**30,
                   peak_tflops={"bf16": 989.0, "fp16": 989.0, "fp8": 1979.0, "tf32": 494.0},
-                  hbm_gb_s=4800.0, intra_node_gb_s=450.0, scaleup_domain=8, nvls=True, inter_node_gb_s=50.0,
+                  hbm_gb_s=4800.0, intra_node_gb_s=450.0, scaleup_domain=8, nvls=True, inter_node_gb_s=ndr400(),
                   tdp_w=700.0)
 
 
@@ -88,7 +89,7 @@ def a100(gpus: int) -> System:
     2024 A100 runs, which do not state the network)."""
     return System(accelerator="a100-sxm-80gb", gpus=gpus, gpus_per_node=8, memory_gib=80,
                   peak_tflops={"bf16": 312.0, "fp16": 312.0, "tf32": 156.0}, hbm_gb_s=2039.0,
-                  intra_node_gb_s=300.0, scaleup_domain=8, nvls=False, inter_node_gb_s=25.0, tdp_w=400.0)
+                  intra_node_gb_s=300.0, scaleup_domain=8, nvls=False, inter_node_gb_s=hdr200(), tdp_w=400.0)
 
 
 def system_of(row: dict, gpus: int) -> System:

@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 
+from fabrics import ndr400
 from trainsizer.estimate.batch import PARTS, evaluate_batch
 from trainsizer.estimate.inputs import Strategy, System, Training
 from trainsizer.models.arch import ModelArch
@@ -38,7 +39,7 @@ def random_strategies(n: int, seed: int = 0) -> Strategy:
 def system() -> System:
     return System(accelerator="h100-sxm", gpus=1024, gpus_per_node=8, memory_gib=80,
                   peak_tflops={"bf16": 989.0, "fp8": 1979.0}, hbm_gb_s=3350.0, intra_node_gb_s=450.0,
-                  nvls=True, inter_node_gb_s=50.0)
+                  nvls=True, inter_node_gb_s=ndr400())
 
 
 def measure(n: int = 1_000_000, repeats: int = 3, threads: int | None = None) -> dict[str, float]:

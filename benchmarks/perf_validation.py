@@ -18,14 +18,15 @@ from __future__ import annotations
 import csv
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
+from fabrics import hdr200, ndr400, payload_gb_s
 from trainsizer.estimate import flops as F
 from trainsizer.estimate.inputs import Strategy, System, Training
-from trainsizer.estimate.step_time import PerfStyle, step_time_arrays
+from trainsizer.estimate.step_time import PerfStyle, perf_style, step_time_arrays
 from trainsizer.estimate.train_time import time_to_train
 from trainsizer.models.arch import ModelArch
 
@@ -34,21 +35,24 @@ DATA = Path(__file__).resolve().parent / "data"
 # --------------------------------------------------------------------------- hardware of the sources
 # DGX A100 (Selene, Jean Zay, llm-foundry A100): A100 SXM4, NVLink3 300 GB/s per direction, 8 GPUs/node.
 # Selene: 8 x 200 Gb/s HDR per node = 25 GB/s per GPU. llm-foundry A100: 1600 Gb/s RoCE per node = 25 GB/s
-# per GPU. Jean Zay (BLOOM paper s3.3.1): 4 x 100 Gb/s Omni-Path per 8-GPU node = 6.25 GB/s per GPU.
+# per GPU (ConnectX-6 generation: the HDR efficiency). Jean Zay (BLOOM paper s3.3.1): 4 x 100 Gb/s Omni-Path per
+# 8-GPU node = 6.25 GB/s per GPU (no catalog entry: the fallback efficiency). System.inter_node_gb_s holds the
+# payload: line rate x efficiency (fabrics.py).
 # DGX H100: NVLink4 450 GB/s per direction, NVLS, 8 x 400 Gb/s NDR = 50 GB/s per GPU.
 
 
-def a100(gpus: int, mem_gb: int = 80, nic_gb_s: float = 25.0) -> System:
+def a100(gpus: int, mem_gb: int = 80, nic_gb_s: float | None = None, power_limit_w: float = 0.0) -> System:
     return System(accelerator=f"a100-sxm-{mem_gb}gb", gpus=gpus, gpus_per_node=8, memory_gib=mem_gb,
                   peak_tflops={"bf16": 312.0, "fp16": 312.0, "tf32": 156.0},
                   hbm_gb_s=2039.0 if mem_gb == 80 else 1555.0, intra_node_gb_s=300.0, scaleup_domain=8,
-                  nvls=False, inter_node_gb_s=nic_gb_s, tdp_w=400.0)
+                  nvls=False, inter_node_gb_s=hdr200() if nic_gb_s is None else nic_gb_s, tdp_w=400.0,
+                  power_limit_w=power_limit_w)
 
 
 def h100(gpus: int) -> System:
     return System(accelerator="h100-sxm", gpus=gpus, gpus_per_node=8, memory_gib=80,
                   peak_tflops={"bf16": 989.0, "fp16": 989.0, "fp8": 1979.0, "tf32": 494.0},
-                  hbm_gb_s=3350.0, intra_node_gb_s=450.0, scaleup_domain=8, nvls=True, inter_node_gb_s=50.0,
+                  hbm_gb_s=3350.0, intra_node_gb_s=450.0, scaleup_domain=8, nvls=True, inter_node_gb_s=ndr400(),
                   tdp_w=700.0)
 
 
@@ -147,16 +151,20 @@ def predict_row(row: dict) -> tuple[float, str]:
         rec = "none"
     elif src == "BLOOM":
         model = gpt_model(row, learned=False)  # ALiBi, no position embedding
-        system = a100(gpus, 80, nic_gb_s=6.25)
+        system = a100(gpus, 80, nic_gb_s=payload_gb_s(6.25, None))
         flash = False
+        # Megatron-DeepSpeed: DeepSpeed PipelineEngine; BF16_Optimizer (ZeRO-1) accumulates the gradients in fp32
+        # and all-reduces them (engine._bf16_reduce_grads -> buffered_allreduce_fallback), then all-gathers
+        fw = replace(perf_style("deepspeed"), grad_reduce_bytes=4.0, zero1_grad_allreduce=True)
     else:  # Narayanan, Korthikanti, MT-NLG on Selene
         model = gpt_model(row)
         system = a100(gpus, 80)
         flash = False
         if src == "Narayanan21 T2 ZeRO-3":
             fw = "deepspeed"
-        elif src == "MT-NLG":
+        elif src == "MT-NLG":  # Megatron-DeepSpeed: DeepSpeed PipelineEngine, ZeRO-1
             zero = 1
+            fw = "deepspeed"
     training = Training(precision=precision, seq_len=seq, global_batch_seqs=gbs, flash_attention=flash)
     strategy = Strategy(tp=tp, pp=pp, vpp=vpp, dp=dp, micro_batch=mb, recompute=rec, sequence_parallel=sp,
                         zero=zero)
@@ -243,12 +251,14 @@ LLAMA = {  # layers, hidden, heads, kv_heads, ffn (Touvron 2023a Table 2; 2023b 
 }
 
 
-def llama_gpu_hours(row_id: str, tokens_t: float, seq: int) -> float:
+def llama_gpu_hours(row_id: str, tokens_t: float, seq: int, power_w: float = 0.0) -> float:
     """GPU-hours predicted for a Llama pre-training run on 2048 A100-80GB (8x200 Gb/s IB).
 
     Layout is not published: TP within a node, PP only when needed, micro-batch 1, selective recompute,
     global batch 4M tokens (both papers); the fastest layout of a small fixed menu is taken (what a planner
-    would choose), with failures/checkpoints from reliability.py.
+    would choose), with failures/checkpoints from reliability.py. `power_w`: the per-GPU power the paper
+    states for that run (Llama 2 Table 2: 350 W for 34B, trained on the production cluster capped at 350 W;
+    400 W = the A100's TDP, no cap).
     """
     L, h, a, kv, f = LLAMA[row_id]
     model = ModelArch(name=row_id, family="llama", layers=L, hidden=h, heads=a, kv_heads=kv, ffn=f, vocab=32000,
@@ -256,7 +266,7 @@ def llama_gpu_hours(row_id: str, tokens_t: float, seq: int) -> float:
     gpus = 2048
     gbs = 4 * 2**20 // seq
     training = Training(precision="bf16", seq_len=seq, global_batch_seqs=gbs, flash_attention=True)
-    system = a100(gpus, 80)
+    system = a100(gpus, 80, power_limit_w=power_w)
     tps, pps = [], []
     for tp in (1, 2, 4, 8):
         for pp in (1, 2, 4, 8):
@@ -285,7 +295,7 @@ def gpu_hours_cases(path: Path = DATA / "gpu_hours.csv") -> list[Case]:
     for row in csv.DictReader(open(path, encoding="utf-8")):
         c = Case(row["id"], "GPU-hours", row["metric"], _f(row["value"]))
         if row["id"] in LLAMA and row["metric"] == "gpu_hours":
-            c.predicted = llama_gpu_hours(row["id"], _f(row["tokens_T"]), _i(row["seq_len"]))
+            c.predicted = llama_gpu_hours(row["id"], _f(row["tokens_T"]), _i(row["seq_len"]), _f(row["power_W"]))
         else:
             c.skipped = "aggregate / estimate row (not a single measured run)"
         cases.append(c)

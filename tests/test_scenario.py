@@ -82,6 +82,10 @@ def test_hand_described_network_takes_the_shipped_fallbacks(catalog):
     # 8 NICs x 400 Gb/s / 8 bits x efficiency, per node; per GPU divide by 8 GPUs
     assert sc.network.node_gb_s == pytest.approx(8 * 400 / 8 * comm["nic_efficiency_fallback"])
     assert sc.system.inter_node_gb_s == pytest.approx(400 / 8 * comm["nic_efficiency_fallback"])
+    # the estimators take that payload as it is: the NIC efficiency is applied once, not again in rates
+    from trainsizer.estimate.calibration import rates
+
+    assert rates(sc.system, "bf16").inter_nic == pytest.approx(400 / 8 * comm["nic_efficiency_fallback"] * 1e9)
     assert sc.system.inter_node_latency_s == pytest.approx(comm["inter_node_latency_us_fallback"] * 1e-6)
     assert sc.system.gpus == 16 and sc.system.nodes == 2
     assert (sc.strategy.tp, sc.strategy.dp) == (8, 2)

@@ -2,8 +2,9 @@
 
 The bounds are what the estimator reaches today (see the benchmark output), with a small margin; a change
 that makes any of them worse fails here. Known misses are stated, not hidden:
-- MT-NLG (Smith et al. 2022; iteration times marked UNSURE in the CSV) is predicted ~23% too fast: same
-  Selene layout where Narayanan's Megatron runs are predicted within 2%; the target 15% per source is missed.
+- MT-NLG (Smith et al. 2022, s2.4; confirmed by llm-analysis' reproduction) is predicted ~16-19% too fast
+  even with the DeepSpeed PipelineEngine modelled (blocking p2p, gradients reduced after the flush): the same
+  Selene layout where Narayanan's Megatron runs are predicted within 2%; the 15% per-source bound is missed.
 - llm-foundry H100 30B at s = 8192 on 8 GPUs is the worst row (+29.8%, just inside the 30% target; a
   configuration at the edge of memory, where allocator retries are not modelled).
 """
@@ -39,7 +40,7 @@ def test_throughput_mape_overall(throughput):
 
 def test_throughput_mape_per_source(throughput):
     for source, (n, err) in throughput["by_source"].items():
-        limit = 25.0 if source == "MT-NLG" else 15.0  # MT-NLG: known miss, see module docstring
+        limit = 20.0 if source == "MT-NLG" else 15.0  # MT-NLG: known miss, see module docstring
         assert err <= limit, (source, n, err)
 
 
@@ -50,8 +51,8 @@ def test_throughput_worst_row(throughput):
 
 def test_gpu_hours():
     cases = pv.gpu_hours_cases()
-    assert pv.mape(cases) <= 12.0  # reached: 11.0%
-    assert all(abs(c.err) <= 0.30 for c in cases if not c.skipped)  # worst: Llama 2 34B -27.8%
+    assert pv.mape(cases) <= 11.5  # reached: 11.2%
+    assert all(abs(c.err) <= 0.28 for c in cases if not c.skipped)  # worst: Llama 2 34B -25.9%
 
 
 def test_vtrain_ranking_and_error():

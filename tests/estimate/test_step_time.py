@@ -371,3 +371,55 @@ def test_memory_verdict_is_a_note_unless_the_caller_estimates_memory_itself():
     quiet = estimate_time(llama8b(), training, system, Strategy(**kw), memory_note=False)
     assert not any(n.startswith("does not fit") for n in quiet.notes)
     assert quiet.step_s == _est(**kw).step_s
+
+
+def test_deepspeed_pipeline_engine_sends_serially_and_reduces_after_the_flush():
+    from dataclasses import replace
+
+    from trainsizer.estimate.step_time import perf_style
+
+    m, tr, s = gpt(layers=24, hidden=4096, heads=32), Training(seq_len=2048, global_batch_seqs=256), a100_cluster(64)
+    st = Strategy(tp=4, pp=4, dp=4, zero=1, micro_batch=1)
+    assert perf_style("deepspeed").serial_pipeline
+    serial = replace(perf_style("deepspeed"), grad_bucket_params=4e7)  # buckets smaller than the gradients
+    batched = replace(serial, serial_pipeline=False)
+    a = estimate_time(m, tr, s, st, framework_style=batched)
+    b = estimate_time(m, tr, s, st, framework_style=serial)
+    # blocking send and receive as separate instructions: twice the transfers on the critical path
+    assert b.breakdown_s["pp_comm"] == pytest.approx(2.0 * a.breakdown_s["pp_comm"], rel=1e-9)
+    # gradients reduced after the last micro-batch: nothing hidden behind its backward
+    assert b.breakdown_s["dp_comm"] > a.breakdown_s["dp_comm"]
+    assert b.breakdown_s["compute"] == a.breakdown_s["compute"]
+    # without pipelining the engine is not in play: the same reduction overlap as the batched style
+    flat = Strategy(tp=4, pp=1, dp=16, zero=1, micro_batch=1)
+    assert estimate_time(m, tr, s, flat, framework_style=serial).breakdown_s["dp_comm"] == pytest.approx(
+        estimate_time(m, tr, s, flat, framework_style=batched).breakdown_s["dp_comm"], rel=1e-9)
+
+
+def test_bf16_optimizer_all_reduces_where_zero1_reduce_scatters():
+    from dataclasses import replace
+
+    from trainsizer.estimate.step_time import perf_style
+
+    m, tr, s = gpt(layers=24, hidden=4096, heads=32), Training(seq_len=2048, global_batch_seqs=256), a100_cluster(64)
+    st = Strategy(tp=4, pp=4, dp=4, zero=1, micro_batch=1)
+    rs = estimate_time(m, tr, s, st, framework_style=perf_style("deepspeed"))
+    ar = estimate_time(m, tr, s, st, framework_style=replace(perf_style("deepspeed"), zero1_grad_allreduce=True))
+    assert ar.breakdown_s["dp_comm"] > rs.breakdown_s["dp_comm"]
+
+
+def test_deepspeed_zero3_gathers_per_module_and_hides_the_reduce_scatter_in_backward():
+    from dataclasses import replace
+
+    from trainsizer.estimate.step_time import perf_style
+
+    m, tr, s = gpt(layers=24, hidden=4096, heads=32), Training(seq_len=2048, global_batch_seqs=64), a100_cluster(64)
+    st = Strategy(tp=1, dp=64, zero=3, micro_batch=1, recompute="full")
+    ds = perf_style("deepspeed")
+    base = estimate_time(m, tr, s, st, framework_style=ds).breakdown_s["dp_comm"]
+    no_overlap = estimate_time(m, tr, s, st, framework_style=replace(ds, zero3_rs_overlap=False))
+    one_unit = estimate_time(m, tr, s, st, framework_style=replace(ds, zero3_fetch_units_per_layer=1.0))
+    assert no_overlap.breakdown_s["dp_comm"] > base  # the overlapped reduce-scatter is (mostly) hidden
+    # more coalesced all-gathers per layer pay more ring latencies: 2 passes x 24 layers x 5 extra units
+    lat = 63 * s.inter_node_latency_s
+    assert base - one_unit.breakdown_s["dp_comm"] == pytest.approx(2 * 24 * 5 * lat, rel=1e-6)

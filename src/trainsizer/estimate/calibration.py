@@ -35,7 +35,6 @@ class PerfConstants:
     hbm_efficiency: float
     intra_busbw_fraction: float
     nvls_allreduce_gain: float
-    inter_busbw_fraction: float
     tp_overlap_fraction: float
     overlap_interference: float
     optimizer_bytes_per_param: dict[str, float]
@@ -108,7 +107,6 @@ def load_constants() -> PerfConstants:
         hbm_efficiency=float(m["hbm_efficiency"]),
         intra_busbw_fraction=float(c["intra_busbw_fraction"]),
         nvls_allreduce_gain=float(c["nvls_allreduce_gain"]),
-        inter_busbw_fraction=float(c["inter_busbw_fraction"]),
         tp_overlap_fraction=float(c["tp_overlap_fraction"]),
         overlap_interference=float(c["overlap_interference"]),
         optimizer_bytes_per_param={str(k): float(v) for k, v in d["optimizer"]["bytes_per_param"].items()},
@@ -216,12 +214,13 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
         if cal.busbw_intra_gb_s
         else system.intra_node_gb_s * 1e9 * k.intra_busbw_fraction
     )
-    inter_line = system.inter_node_gb_s * 1e9
     if cal.busbw_inter_gb_s:
         # busbw across nodes ~= NICs per node x per-NIC rate; per GPU rate = busbw / GPUs per node
         inter = cal.busbw_inter_gb_s * 1e9 / max(1, system.gpus_per_node)
     else:
-        inter = inter_line * k.inter_busbw_fraction
+        # already the achieved payload (line rate x the network's measured efficiency, scenario.NetworkView):
+        # no second efficiency factor here
+        inter = system.inter_node_gb_s * 1e9
     return Rates(
         gemm_flops=gemm,
         gemm_peak_flops=peak,

@@ -106,7 +106,9 @@ class System:
     intra_node_latency_s: float = 3e-6
     scaleup_domain: int = 8  # GPUs sharing the scale-up fabric (NVL72: 72)
     nvls: bool = False  # NVLink SHARP (in-switch reduction) available
-    inter_node_gb_s: float = 0.0  # network bandwidth per GPU, one direction (e.g. 400 Gb/s NIC/GPU -> 50)
+    # achieved network payload per GPU, one direction: NIC line rate x the network's NCCL efficiency
+    # (e.g. one NDR400 NIC per GPU: 50 GB/s x 0.94 measured = 47; networks.yaml, scenario.NetworkView)
+    inter_node_gb_s: float = 0.0
     inter_node_latency_s: float = 5e-6
     tdp_w: float = 700.0
     host_ram_gib: float = 0.0  # per node, for CPU offload

@@ -65,6 +65,10 @@ class PerfStyle:
     zero3_prefetch: bool = True  # ZeRO-3/FSDP param all-gathers prefetched one unit ahead
     zero3_bucket_params: float = 0.0  # parameters per ZeRO-3 collective; 0 = one per decoder layer
     zero3_nic_aggregation: bool = True  # ZeRO-3 rings spread over all NICs of a node (NCCL multi-channel)
+    # ZeRO-3 without prefetch (_zero3_on_demand): coalesced all-gathers per decoder layer and pass (0: one), and
+    # whether the gradient reduce-scatter still overlaps the backward (DeepSpeed overlap_comm)
+    zero3_fetch_units_per_layer: float = 0.0
+    zero3_rs_overlap: bool = False
     grad_reduce_bytes: float = 2.0  # bytes per gradient element on the wire
     ep_overlap: bool = False  # EP all-to-all hidden behind another micro-batch's compute (DualPipe-style)
     pipeline_schedule: str = "1f1b"  # "1f1b" (incl. interleaved via vpp) or "dualpipe" (DeepSeek-V3)
@@ -73,6 +77,10 @@ class PerfStyle:
     fp8_weight_cache: bool = False  # FP8 weights cast once per step and reused by every micro-batch (TE)
     fp8_param_allgather: bool = False  # FSDP2 all-gathers FP8 weights (torchtitan enable_fsdp_float8_all_gather)
     selective_op_policy: bool = False  # "selective" recompute = torchtitan's per-op SAC (compute.layer_times)
+    # DeepSpeed PipelineEngine (Megatron-DeepSpeed: BLOOM, MT-NLG): blocking p2p.send / p2p.recv issued as
+    # separate instructions and the gradient reduction after the pipeline flush (_pipeline, _dp_comm_replicated)
+    serial_pipeline: bool = False
+    zero1_grad_allreduce: bool = False  # ZeRO-1 all-reduces the gradients (DeepSpeed BF16_Optimizer), not RS
     moe_host_sync: bool = False  # MoE token dispatch synchronises with the host every layer (_host_excess)
 
     def __post_init__(self) -> None:
@@ -424,7 +432,10 @@ def _pipeline(x: _Step, t_mb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     stride_pp = x.t * x.c * x.d
     p2p_bytes = x.tok * x.model.hidden * x.act * np.where(x.sp, 1.0 / x.t, 1.0)
     t_p2p = comm.p2p_time(p2p_bytes, stride_pp < x.domain, x.r, x.system)
-    pp_comm = pipeline.p2p_transfers_on_critical_path(x.p, x.m, x.v) * t_p2p * x.k.p2p_exposed_fraction
+    # DeepSpeed PipelineEngine: each schedule step sends and receives with separate blocking calls (TrainSchedule:
+    # SendGrad then RecvActivation, RecvGrad then SendActivation; p2p.send/recv async_op=False): 2 x the transfers
+    serial = _when(x.fw.serial_pipeline, 2.0, 1.0)
+    pp_comm = serial * pipeline.p2p_transfers_on_critical_path(x.p, x.m, x.v) * t_p2p * x.k.p2p_exposed_fraction
     return bubble, pp_comm
 
 
@@ -466,7 +477,7 @@ def _dp_comm_replicated(x: _Step, g: _Grads) -> tuple[np.ndarray, np.ndarray]:
     g_dense = g.local_dense * g.train_frac * gb
     g_exp = g.local_expert * g.train_frac * gb
     rs_or_ar = np.where(
-        g.shard_opt,
+        g.shard_opt & ~np.asarray(fw.zero1_grad_allreduce & (x.zero < 3)),
         comm.reduce_scatter_time(g_dense, g.n_dp, g.k_dp, r, system) + comm.reduce_scatter_time(
             g_exp, g.n_edp, g.k_edp, r, system),
         comm.all_reduce_time(g_dense, g.n_dp, g.k_dp, r, system, k.nvls_allreduce_gain)
@@ -479,8 +490,10 @@ def _dp_comm_replicated(x: _Step, g: _Grads) -> tuple[np.ndarray, np.ndarray]:
         0.0,
     )
     bucket_frac = np.minimum(1.0, fw.grad_bucket_params / np.maximum(g.local_dense + g.local_expert, 1.0))
-    if np.any(fw.dp_overlap):
-        grad_exposed = _when(fw.dp_overlap, np.maximum(rs_or_ar - g.window, bucket_frac * rs_or_ar), rs_or_ar)
+    # DeepSpeed PipelineEngine reduces after the last micro-batch (TrainSchedule: ReduceGrads in the last step)
+    overlap = np.asarray(fw.dp_overlap) & ~(np.asarray(fw.serial_pipeline) & (x.p > 1))
+    if np.any(overlap):
+        grad_exposed = np.where(overlap, np.maximum(rs_or_ar - g.window, bucket_frac * rs_or_ar), rs_or_ar)
     else:
         grad_exposed = rs_or_ar
     ag_exposed = ag_params * _when(fw.param_gather_overlap, bucket_frac, 1.0)
@@ -512,16 +525,35 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
         n_coll = mb.n_stage
     lat = (n_sh - 1.0) * np.where(n_sh > k_sh, system.inter_node_latency_s, system.intra_node_latency_s)
     z3_mb = 2.0 * z3_ag + z3_rs + 3.0 * np.maximum(n_coll - 1.0, 0.0) * lat
+    z3_demand = _zero3_on_demand(x, g, mb, z3_ag, z3_rs, lat, p_local)
     if np.any(fw.zero3_prefetch):
         z3_pre = np.maximum(z3_mb - mb.compute, 0.0) + z3_ag / np.maximum(n_coll, 1.0)
         z3_pre = z3_pre + k.overlap_interference * np.maximum(z3_mb - z3_pre, 0.0)
-        z3_exposed_mb = _when(fw.zero3_prefetch, z3_pre, z3_mb)
+        z3_exposed_mb = _when(fw.zero3_prefetch, z3_pre, z3_demand)
     else:
-        z3_exposed_mb = z3_mb
+        z3_exposed_mb = z3_demand
     # hybrid shard: replicas all-reduce the sharded gradients once per step
     n_rep = np.maximum(g.n_dp / n_sh, 1.0)
     hsdp = comm.all_reduce_time(p_local * g.train_frac * gb / n_sh, n_rep, 1.0, r, system)
     return x.m * z3_exposed_mb + np.maximum(hsdp - g.window, bucket_frac * hsdp)
+
+
+def _zero3_on_demand(x: _Step, g: _Grads, mb: _MicroBatch, z3_ag, z3_rs, lat, p_local) -> np.ndarray:
+    """Exposed ZeRO-3 seconds per micro-batch without prefetch (DeepSpeed stage 3 as of 2021: the prefetch bucket,
+    5e7 parameters, is a few % of a large layer): each module's parameters are all-gathered on demand in one
+    coalesced call (`zero3_fetch_units_per_layer` per decoder layer, in forward and again in backward), exposed,
+    each paying its ring latency; gradients are reduce-scattered in `grad_bucket_params` buckets, overlapped with
+    the backward when `zero3_rs_overlap` (stage 3 overlap_comm, default on) at `overlap_interference` of their
+    time. deepspeed/runtime/zero/partition_parameters.py `_allgather_params`, stage3.py `fetch_sub_module`,
+    zero/constants.py (v0.3.13, April 2021)."""
+    fw = x.fw
+    units = np.asarray(fw.zero3_fetch_units_per_layer, dtype=float)
+    n_ag = np.where(units > 0, units, 1.0) * mb.n_stage  # all-gathers per pass
+    n_rs = np.maximum(np.ceil(p_local * g.train_frac / np.asarray(fw.grad_bucket_params, dtype=float)), 1.0)
+    ag = 2.0 * (z3_ag + np.maximum(n_ag - 1.0, 0.0) * lat)
+    rs = z3_rs + np.maximum(n_rs - 1.0, 0.0) * lat
+    hidden = np.where(np.asarray(fw.zero3_rs_overlap), np.minimum(rs, g.window), 0.0)
+    return ag + rs - (1.0 - x.k.overlap_interference) * hidden
 
 
 def _optimizer(x: _Step, g: _Grads, mb: _MicroBatch) -> np.ndarray:
