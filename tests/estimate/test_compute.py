@@ -114,3 +114,18 @@ def test_packed_sequences_attend_within_their_samples():
                               s, st)
     assert float(packed["step_s"]) < float(full["step_s"])
     assert float(packed["model_flops_per_step"]) == float(full["model_flops_per_step"])  # MFU convention kept
+
+
+def test_fp8_cast_kernels_are_counted_per_tensor_by_recipe():
+    from trainsizer.estimate.compute import _fp8_casts
+
+    k = load_constants()
+    for recipe, per_tensor in (("delayed", 1), ("tensorwise", 2), ("rowwise", 2), ("mxfp8", 1)):
+        r = rates(h100_cluster(), "fp8", fp8_recipe=recipe)
+        assert r.fp8_cast_kernels == per_tensor == k.fp8_recipes[recipe]["cast_kernels_per_tensor"]
+        # no bytes: only the kernels' fixed cost is left; 4 activations (+ 4 weights cast once) forward,
+        # 4 output gradients backward
+        fwd, bwd = _fp8_casts(0.0, 0.0, 0.0, 1e-30, r, 1.0)
+        assert float(fwd) == pytest.approx(per_tensor * 8 * k.kernel_fixed_s, rel=1e-6)
+        assert float(bwd) == pytest.approx(per_tensor * 4 * k.kernel_fixed_s)
+    assert _fp8_casts(1e6, 4096.0, 4096.0, 1e6, rates(h100_cluster(), "bf16"), 1.0) == (0.0, 0.0)

@@ -157,6 +157,7 @@ class Rates:
     act_bytes: float  # bytes per activation element (2 for 16-bit, 4 for fp32)
     gemm16_flops: float = 0.0  # FLOP/s of the 16-bit GEMMs kept out of FP8 (LM head, router); 0 = gemm_flops
     fp8_cast_bytes: float = 0.0  # HBM bytes per FP8 GEMM operand element for scaling + cast (0: not FP8)
+    fp8_cast_kernels: float = 0.0  # kernels per FP8 cast of one tensor (by recipe)
 
     def __post_init__(self) -> None:
         if not self.gemm16_flops:
@@ -186,11 +187,12 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
     peak = system.peak(precision) * 1e12
     eff16 = k.gemm_efficiency(system.accelerator) * power_clock_factor(system)
     eff = eff16
-    cast_bytes = 0.0
+    cast_bytes = cast_kernels = 0.0
     if precision == "fp8":
         recipe = k.fp8_recipe(system.accelerator, fp8_recipe)
         eff *= recipe["gemm_efficiency_ratio"]
         cast_bytes = recipe["cast_bytes_per_element"]
+        cast_kernels = recipe["cast_kernels_per_tensor"]
     elif precision == "fp32":
         eff *= k.fp32_efficiency_ratio
     gemm = cal.gemm_tflops * 1e12 if cal.gemm_tflops else peak * eff
@@ -232,4 +234,5 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
         act_bytes=float(act_bytes(precision)),
         gemm16_flops=gemm16,
         fp8_cast_bytes=cast_bytes,
+        fp8_cast_kernels=cast_kernels,
     )

@@ -21,7 +21,8 @@ Model (each line names its origin):
   al. 2022 "FP8 formats for deep learning" s4; TE docs "Using FP8 with Transformer Engine"); attention, the
   LM head and the MoE router stay 16-bit. Each FP8 GEMM operand is scaled and cast: activations in forward,
   output gradients in backward (`fp8_cast_bytes` HBM bytes per element, by recipe), and the weights (read
-  16-bit, write FP8 + its transpose) once per step with an FP8 weight cache, else every micro-batch.
+  16-bit, write FP8 + its transpose) once per step with an FP8 weight cache, else every micro-batch; each
+  tensor cast is 1 kernel (scale known: delayed, MXFP8) or 2 (amax pass first: current scaling), by recipe.
 """
 
 from __future__ import annotations
@@ -171,8 +172,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
         act = shapes.act_elems_per_inner * inner / t * tokens * batch * rates.act_bytes * elementwise_passes
         return g, act
 
-    def fp8_casts(tokens, k_in: float, n_out: float, weights: float):
-        return _fp8_casts(tokens, k_in, n_out, weights, rates, fp8_weight_casts)
+    def fp8_casts(tokens, k_in: float, n_out: float, weights: float, tensors=(4.0, 4.0, 4.0)):
+        return _fp8_casts(tokens, k_in, n_out, weights, rates, fp8_weight_casts, tensors)
 
     g_dense, act_dense = mlp_time(shapes.ffn_up, shapes.ffn, tok)
     dense_fwd_g = g_attn + g_dense
@@ -209,7 +210,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
         m_fwd, m_bwd = fp8_casts(tok, 2.0 * h + shapes.attn_out_in / t + shapes.shared_ffn / t,
                                  shapes.qkv_out / t + h + shapes.shared_up / t + h,
                                  attn_w + sh_w + local_exp * (shapes.expert_up * h + shapes.expert_ffn * h) / t)
-        e_fwd, e_bwd = fp8_casts(ex_tok, h + shapes.expert_ffn / t, shapes.expert_up / t + h, 0.0)
+        e_fwd, e_bwd = fp8_casts(ex_tok, h + shapes.expert_ffn / t, shapes.expert_up / t + h, 0.0, (2.0, 2.0, 0.0))
         moe_ew = moe_ew + m_fwd + e_fwd
         fwd_sum = fwd_sum + shapes.n_moe * (moe_g + a_fwd + moe_ew)
         bwd_sum = bwd_sum + shapes.n_moe * (bwd_gemm * moe_g + a_bwd + 2.0 * (moe_ew - m_fwd - e_fwd) + m_bwd
@@ -226,16 +227,23 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     return LayerTimes(fwd=fwd, bwd=bwd, head_fwd=head_fwd, head_bwd=head_bwd, attn_fwd=a_fwd)
 
 
-def _fp8_casts(tokens, k_in: float, n_out: float, weights: float, rates: Rates, weight_casts: Any):
+def _fp8_casts(tokens, k_in: float, n_out: float, weights: float, rates: Rates, weight_casts: Any,
+               tensors: tuple[float, float, float] = (4.0, 4.0, 4.0)):
     """(forward, backward) seconds of FP8 scaling + casts around linears with `k_in` summed input widths
     (activations cast in forward), `n_out` summed output widths (gradients cast in backward) and `weights`
-    weight elements on this GPU, cast `weight_casts` times per micro-batch."""
+    weight elements on this GPU, cast `weight_casts` times per micro-batch. `tensors`: how many activation,
+    gradient and weight tensors those are (a dense layer: the inputs, output gradients and weights of its 4
+    linears qkv, o, up(+gate), down); each cast pays `rates.fp8_cast_kernels` kernels (by recipe)."""
     cast = rates.fp8_cast_bytes
     if not cast:
         return 0.0, 0.0
-    w = weights * np.asarray(weight_casts, float) * 4.0  # read 16-bit, write fp8 + fp8 transpose
-    return (stream_time(tokens * k_in * cast + w, rates, kernels=3),
-            stream_time(tokens * n_out * cast, rates, kernels=3))
+    wc = np.asarray(weight_casts, float)
+    w = weights * wc * 4.0  # read 16-bit, write fp8 + fp8 transpose
+    per = rates.fp8_cast_kernels
+    n_fwd, n_bwd, n_w = tensors
+    w_kernels = np.where(np.asarray(weights) > 0, n_w * wc, 0.0)
+    return (stream_time(tokens * k_in * cast + w, rates, kernels=per * (n_fwd + w_kernels)),
+            stream_time(tokens * n_out * cast, rates, kernels=per * n_bwd))
 
 
 def _attention_core(shapes: ModelShapes, tok, b, c, s: float, t, rates: Rates, *, flash: bool,
