@@ -42,7 +42,12 @@ CASES = [
              _job("llama-3.1-405b", 1.5e13, 8192, {"tokens": 16777216}, "h100-sxm-80gb", 8192, "ib-ndr400",
                   {"tp": 8, "pp": 16, "vpp": 2, "dp": 64, "micro_batch": 1, "recompute": "none",
                    "distributed_optimizer": True, "framework": "megatron-core"}),
-             "interleaving depth (vpp 2) and recompute not published; RoCE fabric modelled as NDR400"),
+             "interleaving depth (vpp 2) and recompute not published; RoCE fabric modelled as NDR400. Memory "
+             "does not fit: the paper trains 8K without activation checkpointing (s3.3.2) but does not publish "
+             "what its stack saves per layer; its words (\"the first model chunk on the first stage has only the "
+             "embedding\") suggest one-layer chunks (vpp 8 with embedding / loss slots), which fits at 16,384 "
+             "GPUs (78 GiB) but not at 8,192 (85 GiB), and which the time model puts 20-50% above the published "
+             "MFU, so vpp 2 is kept"),
     External("Llama-3.1-405B, 16,384 H100, 8K", LLAMA3, "mfu", 0.41,
              _job("llama-3.1-405b", 1.5e13, 8192, {"tokens": 16777216}, "h100-sxm-80gb", 16384, "ib-ndr400",
                   {"tp": 8, "pp": 16, "vpp": 2, "dp": 128, "micro_batch": 1, "recompute": "none",
@@ -58,14 +63,18 @@ CASES = [
              _job("deepseek-v3", 1.48e13, 4096, {"sequences": 15360}, "h800-sxm-80gb", 2048, "ib-ndr400",
                   {"tp": 1, "pp": 16, "dp": 128, "ep": 64, "micro_batch": 1, "recompute": "selective",
                    "distributed_optimizer": True, "framework": "deepseek-dualpipe"}, precision="fp8"),
-             "final batch 15360 for the whole run (the report ramps from 3072); recompute modelled as selective"),
+             "final batch 15360 for the whole run (the report ramps from 3072); recompute 'selective' under "
+             "deepseek-dualpipe = the report's s3.2.3 / s3.3.2 savings (RMSNorm and MLA up-projections recomputed, "
+             "attention output in E5M6, MoE SwiGLU input in FP8); AdamW moments kept fp32 (the report: BF16)"),
     External("TinyLlama-1.1B, 16 A100-40GB", "Zhang et al. 2024 (arXiv:2401.02385) s2.3", "tokens_per_s_per_gpu",
              24000.0,
              _job({"layers": 22, "hidden": 2048, "heads": 32, "kv_heads": 4, "ffn": 5632, "vocab": 32000}, 3e12,
                   2048, {"sequences": 1024}, "a100-sxm-40gb", 16, "ib-hdr200",
                   {"tp": 1, "pp": 1, "dp": 16, "fsdp": "hybrid", "shard_group": 8, "micro_batch": 8,
-                   "recompute": "none", "framework": "fsdp"}),
-             "micro-batch 8 and the node network not published"),
+                   "recompute": "none", "framework": "fsdp", "loss_impl": "compiled"}),
+             "node network not published; micro-batch 8 from pretrain/tinyllama.py (micro_batch_size = 8; the "
+             "paper: 16K tokens per GPU fit in 40 GB); the loss is flash-attn's fused cross-entropy "
+             "(FusedCrossEntropyLoss: 16-bit logits kept, as loss_impl compiled)"),
 ]
 
 

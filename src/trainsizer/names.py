@@ -19,8 +19,9 @@ FRAMEWORKS = ("auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "d
 # cross-entropy; chunked = bf16 logits, fp32 per chunk (torchtune CEWithChunkedOutputLoss, NeMo); fused = LM head
 # and loss fused chunk by chunk, no logits kept (Liger FusedLinearCrossEntropy, Unsloth, Cut Cross-Entropy);
 # native = cross-entropy on the 16-bit logits the model returns, no fp32 upcast (model code without .float() run
-# without autocast, e.g. Qwen-1 remote code under DeepSpeed's 16-bit engine); compiled = upcast + cross-entropy under
-# torch.compile (torchtitan 2025 with compile on): 16-bit logits saved, no fp32 copies.
+# without autocast, e.g. Qwen-1 remote code under DeepSpeed's 16-bit engine); compiled = one fused cross-entropy
+# kernel on the 16-bit logits (torch.compile of the upcast loss, torchtitan 2025 with compile on; flash-attn's fused
+# cross-entropy, TinyLlama / lit-gpt): 16-bit logits saved, 16-bit gradient, no fp32 copies.
 LOSS_IMPLS = ("auto", "upcast", "vocab-parallel", "chunked", "fused", "native", "compiled")
 
 # LoRA: the modules an adapter may target (PEFT target_modules names of Llama-style models).

@@ -27,3 +27,13 @@ def test_held_out_mape_within_15_percent():
     cat = load_catalog()
     errors = [abs(run_case(c, cat)[0] / c.published - 1) for c in CASES]
     assert sum(errors) / len(errors) <= 0.15
+
+
+@pytest.mark.parametrize("name", ["DeepSeek-V3 pretraining, 2,048 H800", "TinyLlama-1.1B, 16 A100-40GB"])
+def test_runs_that_ran_fit_on_their_gpus(name):
+    """Issue 13: these published runs were predicted not to fit. With the memory savings their reports describe
+    (DeepSeek-V3 s3.2.3 / s3.3.2 recompute and FP8 caching; TinyLlama's fused cross-entropy) they fit. The
+    Llama 3 405B cases still do not (perf_external.py says why)."""
+    case = next(c for c in CASES if c.name == name)
+    _, result = run_case(case, load_catalog())
+    assert result["memory"]["fits"], result["memory"]["per_gpu_gib"]

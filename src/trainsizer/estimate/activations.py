@@ -413,3 +413,41 @@ def torchtitan_op_sac_items(model: ModelArch, training: Training, *, moe: bool) 
     return LayerItems(sp=sp, tp=tp, s2=0.0, routed=routed,
                       detail={"block_input_and_w2_out": sp, "saved_matmul_and_attention_outputs": tp,
                               "routed_expert_outputs": routed})
+
+
+def deepseek_selective_items(model: ModelArch, training: Training, *, moe: bool) -> LayerItems:
+    """Saved bytes per token of one layer under DeepSeek-V3's memory savings (framework deepseek-dualpipe,
+    recompute "selective"): DeepSeek-V3 report (arXiv:2412.19437) s3.2.3 "recompute all RMSNorm operations and
+    MLA up-projections during back-propagation" -- so the norms keep only their inputs, MLA keeps its compressed
+    latents (q_a and kv_a outputs) instead of q, k, v, and the attention core regenerates q, k, v in backward --
+    and s3.3.2 low-precision storage: the input of the linear after attention cached in E5M6 (also used by the
+    attention backward, with the fp32 log-sum-exp), the inputs of the MoE SwiGLU cached in FP8 (fine-grained,
+    one fp32 scale per 128) with the SwiGLU output recomputed, the activations before the MoE up-projections
+    quantised to FP8. Dense MLPs (the leading dense layers) keep Megatron's fc1 output and fc2 input; routed
+    token-slots keep the expert output and routing weight for the combine (memory_constants.yaml `deepseek`)."""
+    from trainsizer.estimate.model_states import load_memory_constants
+
+    c = load_memory_constants()["deepseek"]
+    a = float(act_bytes(training.precision))
+    fp8 = training.precision == "fp8"
+    cache = float(c["fp8_cache_bytes_per_element"]) if fp8 else a  # FP8 caching needs FP8 training
+    attn_out = float(c["attention_output_bytes_per_element"]) if fp8 else a
+    h = model.hidden
+    sp = 2 * a * h  # inputs of the two recomputed RMSNorms (the residual stream)
+    if model.attention == "mla":  # compressed latents the up-projections are recomputed from
+        latents = a * ((model.q_lora_rank or h) + model.kv_lora_rank + model.qk_rope_head_dim)
+    else:  # GQA: q, k, v are the projections' outputs, nothing smaller to recompute them from
+        latents = a * (model.q_dim + 2 * model.kv_dim)
+    tp = latents + attn_out * model.attn_out_dim + 4.0 * model.heads
+    routed = 0.0
+    if moe:
+        sp += 4.0 * model.experts + 8.0 * model.experts_per_token  # router scores (fp32), top-k indices
+        tp += cache * 2 * model.shared_expert_ffn  # shared expert's SwiGLU input
+        # per routed slot: FP8 expert input, FP8 SwiGLU input, 16-bit expert output, routing weight, index
+        routed = cache * h + cache * 2 * model.expert_ffn + a * h + a + 8.0
+    else:
+        g = 1.0 if fp8 else a
+        tp += 2 * a * model.ffn + g * model.ffn  # fc1 output (SwiGLU input) + fc2 input, as Megatron keeps them
+    return LayerItems(sp=sp, tp=tp, s2=0.0, routed=routed,
+                      detail={"norm_inputs_and_router": sp, "latents_attention_output_and_mlp": tp,
+                              "routed_per_slot": routed})

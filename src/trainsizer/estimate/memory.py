@@ -36,6 +36,7 @@ from trainsizer.estimate.activations import (
     ATTENTION_IMPLS,
     LayerItems,
     attention_impl,
+    deepseek_selective_items,
     first_layer_norm_discount,
     head_items,
     in_flight_layer_microbatches,
@@ -145,6 +146,7 @@ class _Pre:
     base: tuple[float, float, float]
     opt_in_param_dtype: float
     op_sac: tuple[LayerItems, LayerItems]  # torchtitan per-op selective AC: (dense, MoE) block
+    ds_sel: tuple[LayerItems, LayerItems]  # DeepSeek-V3 recompute + FP8 caching: (dense, MoE) layer
 
 
 @lru_cache(maxsize=64)
@@ -170,7 +172,10 @@ def _precompute(model: ModelArch, training: Training, options: MemoryOptions) ->
               "sgd": pd * per_dtype["sgd_states_per_param"],
               "adafactor": per_dtype["adafactor_bytes_per_param"]}[training.optimizer]
     op_sac = (torchtitan_op_sac_items(model, training, moe=False), torchtitan_op_sac_items(model, training, moe=True))
-    return _Pre(layout, states, dense, moe, heads, discount, frozen_base_bytes(training), float(opt_pd), op_sac)
+    ds_sel = (deepseek_selective_items(model, training, moe=False),
+              deepseek_selective_items(model, training, moe=True))
+    return _Pre(layout, states, dense, moe, heads, discount, frozen_base_bytes(training), float(opt_pd), op_sac,
+                ds_sel)
 
 
 def _on(flag: Any, x: Any, other: float) -> Any:
@@ -278,25 +283,28 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     # routed token-slots on the busiest GPU: top-k x capacity factor (Training.moe_capacity_factor)
     k = float(model.experts_per_token or 0) * float(training.moe_capacity_factor)
 
-    # (profile, recompute) item set per strategy: row 3*profile + recompute of a 7-row table (row 6: zeros,
+    # (profile, recompute) item set per strategy: row 3*profile + recompute of a 9-row table (row 6: zeros,
     # for recompute codes outside 0..2, which validate rejects)
-    # row 7: torchtitan's per-op selective AC (its "selective")
+    # row 7: torchtitan's per-op selective AC (its "selective"); row 8: DeepSeek-V3's (deepseek-dualpipe)
     mega_i = mega.astype(np.intp)
     row = np.where((rec == 0) | (rec == 1) | (rec == 2), 3 * mega_i + rec.astype(np.intp), 6)
     row = np.where(titan & (rec == 1), 7, row)
+    row = np.where((name == "deepseek-dualpipe") & (rec == 1), 8, row)
     row_none = 3 * mega_i
 
-    def pick(table: dict, rows: np.ndarray, op: LayerItems) -> np.ndarray:
-        """Per-layer bytes of one micro-batch: the (profile, recompute) item set chosen per strategy."""
+    def pick(table: dict, rows: np.ndarray, kind: int) -> np.ndarray:
+        """Per-layer bytes of one micro-batch: the (profile, recompute) item set chosen per strategy (kind 0
+        dense, 1 MoE)."""
         sets = [table[(prof, rc)] for prof in PROFILES for rc in range(3)]
-        sp_c = np.array([r.sp for r in sets] + [0.0, op.sp])
-        rest = np.array([r.tp + r.routed * k + r.s2 * seq for r in sets] + [0.0, op.tp + op.routed * k])
+        extra = [LayerItems(0.0, 0.0, 0.0, 0.0), pre.op_sac[kind], pre.ds_sel[kind]]
+        sp_c = np.array([r.sp for r in sets + extra])
+        rest = np.array([r.tp + r.routed * k + r.s2 * seq for r in sets + extra])
         return tokens * (sp_c[rows] / sp_div + rest[rows] / t)
 
-    dense_b = pick(pre.dense, row, pre.op_sac[0])
-    moe_b = pick(pre.moe, row, pre.op_sac[1]) if model.is_moe else dense_b
-    dense_none = pick(pre.dense, row_none, pre.op_sac[0])
-    moe_none = pick(pre.moe, row_none, pre.op_sac[1]) if model.is_moe else dense_none
+    dense_b = pick(pre.dense, row, 0)
+    moe_b = pick(pre.moe, row, 1) if model.is_moe else dense_b
+    dense_none = pick(pre.dense, row_none, 0)
+    moe_none = pick(pre.moe, row_none, 1) if model.is_moe else dense_none
 
     compiled = np.asarray(getattr(strategy, "torch_compile", True), dtype=bool)
     loss_bytes = _loss_bytes(name, getattr(strategy, "loss_impl", "auto"), mega, titan & compiled, pre)
