@@ -10,19 +10,31 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 LANGS = ("en", "zh")
 
 
+# Sentence catalogues, one key space: the shared messages, the plan's and the web server's own sentences
+# (tests/plan/test_texts.py checks that no key is defined in two of them).
+SENTENCE_FILES = ("data/messages.yaml", "plan/data/explain.yaml", "plan/data/buildout_text.yaml",
+                  "web/data/errors.yaml")
+# Plan rule files whose notes (a rule's reason, shown beside the figure it sets) carry a Chinese `note_zh`.
+RULE_FILES = ("plan/data/facility.yaml", "plan/data/storage.yaml", "plan/data/node.yaml", "plan/data/fabric.yaml",
+              "plan/data/software.yaml")
+
+
 @lru_cache(maxsize=1)
 def catalogue() -> dict[str, dict[str, str]]:
-    """{key: {en: ..., zh: ...}} of every message (yaml imported here: `import trainsizer.estimate` stays light)."""
-    import yaml
+    """{key: {en: ..., zh: ...}} of every sentence (read by `trainsizer.catalogues`, the one loader)."""
+    from trainsizer.catalogues import load, rule_notes
 
-    text = resources.files("trainsizer").joinpath("data/messages.yaml").read_text(encoding="utf-8")
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    merged: dict[str, dict[str, str]] = {}
+    for path in SENTENCE_FILES:
+        merged.update(load(path))
+    for path in RULE_FILES:
+        merged.update(rule_notes(path))
+    return merged
 
 
 def render(key: str, lang: str, params: Mapping[str, Any]) -> str:

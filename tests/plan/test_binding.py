@@ -7,8 +7,9 @@ import yaml
 
 from conftest import REPO
 from trainsizer.catalog import load_catalog
+from trainsizer.catalogues import LANGS
+from trainsizer.messages import catalogue
 from trainsizer.plan.core import make_plan
-from trainsizer.plan.messages import LANGS, catalogue
 
 
 def _job(name: str, **changes):

@@ -7,7 +7,8 @@ def test_consumer_card_and_export(blocks):
                  constraints={"market": "china"}, strategy={"fsdp": "none"})
     assert {"consumer_cards_in_production", "export_control_availability"} <= _ids(out)
     r = next(r for r in out.risks if r.id == "consumer_cards_in_production")
-    assert "ECC False" in r.evidence and r.mitigation and r.source == "guide_003"
+    assert "ECC no" in r.evidence and r.mitigation and r.source == "guide_003"
+    assert r.evidence_msg.key == "risk_ev_consumer"   # readable in Chinese from the same plan
 
 
 def test_slow_network_multi_node(blocks):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -194,3 +195,17 @@ def test_absurd_deadlines_are_refused_not_crashed(client, days):
     job["goal"] = dict(job["goal"], deadline_days=days)
     err = assert_error(client.post("/api/plan", json=job), 422, "goal.deadline_days")
     assert "0.001" in err["message"]
+
+
+def test_errors_are_in_the_language_asked_for(client):
+    """An API error body under ?lang=zh (or Accept-Language: zh) is in Chinese; English by default."""
+    bad = {"model": "llama-9b", "method": "full", "data": {"tokens": 1e9}, "seq_len": 4096,
+           "global_batch": {"sequences": 8}}
+    en = client.post("/api/plan", json=bad).json()["error"]["message"]
+    zh = client.post("/api/plan?lang=zh", json=bad).json()["error"]["message"]
+    zh_header = client.post("/api/plan", json=bad, headers={"accept-language": "zh-CN"}).json()["error"]["message"]
+    assert "llama-9b" in en and "llama-9b" in zh
+    assert re.search(r"[\u4e00-\u9fff]", zh) and not re.search(r"[\u4e00-\u9fff]", en)
+    assert re.search(r"[\u4e00-\u9fff]", zh_header)
+    missing = client.get("/api/catalog/prices/x", params={"lang": "zh"}).json()["error"]["message"]
+    assert "/api/catalog/prices" in missing and re.search(r"[\u4e00-\u9fff]", missing)

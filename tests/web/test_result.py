@@ -93,3 +93,15 @@ def test_api_plan_speaks_the_language_asked(client):
     assert re.search(r"[\u4e00-\u9fff]", zh.json()["recommended"]["why"])
     bad = client.post("/api/plan", params={"lang": "fr"}, json=job)
     assert bad.status_code == 422 and bad.json()["error"]["field"] == "lang"
+
+
+def test_chinese_result_page_has_no_english_left(client, result):
+    """The result page in Chinese (the zh report under the bar) leaves English only for names, units, ids and
+    the job itself (the same check as the reports': tests/render/report/test_zh_plan.py)."""
+    from render.report.test_zh_plan import _visible_html, english_words
+
+    _r, token = result
+    zh = client.get("/result", params={"job": token, "lang": "zh"})
+    assert zh.status_code == 200
+    job_text = yaml.safe_dump(GOOD) + " ".join(str(v) for v in GOOD.values()) + " English"
+    assert english_words(_visible_html(zh.text), job_text) == []

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -29,6 +29,9 @@ class Limit(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     value: float | int | str
     source: str
+    # a plan's threshold: the catalogue message `source` was written from ({key, params}; plan/texts.py), so a
+    # report shows it in the reader's language
+    source_msg: dict[str, Any] | None = None
 
 
 def _numeric(limit: Limit | None) -> Limit | None:

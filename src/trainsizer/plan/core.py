@@ -40,6 +40,7 @@ from trainsizer.plan.schema import (
     SearchOut,
     StrategyOut,
 )
+from trainsizer.plan.texts import in_language, ref, with_refs
 from trainsizer.scenario import Scenario, resolve_job
 from trainsizer.search import OptionResult, Pins, hardware_candidates, load_config, search_options
 from trainsizer.search import rank as ranking
@@ -165,7 +166,7 @@ def _full_option(p: Priced, rank_: int, score: Score, tie: bool, why: str, catal
     strategy = {k: getattr(r.strategy, k) for k in STRATEGY_KEYS}
     return PlanOption(
         id=r.option.key, rank=rank_, hardware=_hardware_out(r), strategy=StrategyOut(**strategy),
-        memory=result["memory"], time=result["time"], cost=result["cost"], energy=result["energy"],
+        memory=with_refs(result["memory"]), time=result["time"], cost=result["cost"], energy=result["energy"],
         meets=meets, score=score, tie=tie, why=why, strategies_evaluated=r.evaluated,
         strategies_feasible=r.feasible, notes=result["notes"], scale=scale_out(p.standing),
     )
@@ -335,20 +336,22 @@ def make_plan(job: str | Path | Mapping[str, Any] | Job | Scenario, catalog: Any
     plan = _assemble(sr, rk, options, recommended, tier, binding, time.perf_counter() - start, lang)
     own = _own_strategy_note(scenario, catalog, recommended, lang)
     if own:
-        plan = plan.model_copy(update={"notes": [*plan.notes, own]})
-    return attach(plan, sr.priced, rk.ranked, option, catalog) if build else plan
+        stored = plan.notes_msg or [None] * len(plan.notes)
+        plan = plan.model_copy(update={"notes": [*plan.notes, own], "notes_msg": [*stored, ref(own)]})
+    plan = attach(plan, sr.priced, rk.ranked, option, catalog) if build else plan
+    return in_language(plan, lang)
 
 
 def _own_strategy_note(scenario: Scenario, catalog: Any, rec: PlanOption | None, lang: str) -> str | None:
     """The job's own strategy (when it gives hardware and strategy) against the plan's best on that hardware."""
-    from trainsizer.errors import TrainsizerError
+    from trainsizer.errors import TrainsizerError, render_error
 
     if scenario.system is None or scenario.strategy is None:
         return None
     try:
         own = evaluate(scenario, catalog)
     except TrainsizerError as err:
-        return explain.msg("note_own_invalid", lang, error=str(err))
+        return explain.msg("note_own_invalid", lang, error=render_error(err, lang))
     days = own["time"]["train_days"]
     if not own["memory"]["fits"]:
         return explain.msg("note_own_no_fit", lang, need=f"{own['memory']['per_gpu_gib']:.1f}",

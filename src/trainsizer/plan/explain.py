@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from trainsizer.estimate.memory import GIB
-from trainsizer.plan.messages import msg
+from trainsizer.plan.messages import joined, msg
 from trainsizer.plan.schema import Binding, PlanOption, Relaxation, Tier
 from trainsizer.scenario import Scenario
 from trainsizer.search import rank as ranking
@@ -27,8 +27,7 @@ def money(v: float | None, currency: str, lang: str = "en") -> str:
 
 def excluded(cands: Any, lang: str) -> dict[str, str]:
     """Accelerator id -> why it was not searched, in `lang`."""
-    sep = "; " if lang == "en" else "；"
-    return {acc: sep.join(msg("excluded_" + r.code, lang, **dict(r.fields)) for r in reasons)
+    return {acc: joined([msg("excluded_" + r.code, lang, **dict(r.fields)) for r in reasons], lang)
             for acc, reasons in sorted(cands.excluded.items())}
 
 
@@ -74,7 +73,7 @@ def why(s: ranking.Scored, ranked: list[ranking.Scored], priced: list[Any], metr
     if math.isfinite(vb) and math.isfinite(vs) and vb > 0:
         parts.append(msg("cmp_cost" if metric == "cost" else "cmp_time", lang, delta=f"{vs / vb - 1.0:+.0%}"))
     parts.append(msg("cmp_days_cost", lang, days=f"{s.train_days:.1f}", cost=money(s.cost, currency, lang)))
-    return "; ".join(parts) if lang == "en" else "；".join(parts)
+    return joined(parts, lang)
 
 
 def tier_id(gpus: int, nodes: int, cfg: SearchConfig) -> str:
@@ -155,7 +154,8 @@ def binding(base: Scenario, results: list[OptionResult], priced: list[Any], cand
     goal, c = base.job.goal, base.job.constraints
     if not cands.options:
         reasons = excluded(cands, lang)
-        why = "; ".join(f"{k}: {v}" for k, v in reasons.items()) or msg("bind_pins", lang)
+        why = joined([msg("excluded_named", lang, acc=k, why=v) for k, v in reasons.items()], lang) or \
+            msg("bind_pins", lang)
         key = "relax_constraints" if reasons else "relax_pins"
         return Binding(constraint="constraints", detail=msg("bind_constraints", lang, why=why),
                        relaxations=[Relaxation(change=msg(key, lang), result=msg(key + "_buys", lang))])

@@ -1,7 +1,8 @@
 """The plan as JSON: a versioned pydantic schema (`Plan`), shipped as JSON Schema in docs/plan.schema.json.
 
 Stability: fields are only added (minor version) while `schema_version` starts with "1."; a field's meaning
-never changes within a major version. Blocks marked "as `estimate --json`" carry the same keys as that
+never changes within a major version. 1.1 added the `*_msg` fields: the catalogue message of each sentence,
+so a report renders one plan in either language (`plan.texts.localise`). Blocks marked "as `estimate --json`" carry the same keys as that
 command's output (memory, time, cost, energy), so one reader handles both.
 
 Extension points: `PlanOption.build` and `Plan.build` hold the build-out blocks (bill of materials, node,
@@ -15,14 +16,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.0"
+from trainsizer.plan.texts import MessageRef, WithTexts
+
+SCHEMA_VERSION = "1.1"
+
+MSG = ("the catalogue message the text beside it was written from: render it to read the plan in another "
+       "language (plan/texts.py)")
+MSGS = "the catalogue message of each text beside it (None: a text without one, shown as written)"
 
 Objective = Literal["time", "cost", "cost_under_deadline", "time_within_budget"]
 TierId = Literal["single-gpu", "single-node", "few-nodes", "large-cluster"]
 Resource = Literal["memory", "compute", "network", "deadline", "budget", "constraints"]
 
 
-class _Out(BaseModel):
+class _Out(WithTexts):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -133,9 +140,11 @@ class PlanOption(_Out):
     score: Score
     tie: bool = Field(description="within the model's uncertainty of the recommended option")
     why: str = Field(description="how this option compares with the recommended one (or, for it, why it wins)")
+    why_msg: MessageRef | None = Field(None, description=MSG)
     strategies_evaluated: int
     strategies_feasible: int
     notes: list[str] = []
+    notes_msg: list[MessageRef | None] | None = Field(None, description=MSGS)
     scale: ScaleOut | None = None
     build: dict[str, Any] | None = Field(None, description="build-out blocks for this option, by block name")
 
@@ -153,16 +162,20 @@ class Tier(_Out):
     nodes: int
     decided_by: Resource = Field(description="what sets the size of the recommended option")
     why: str
+    why_msg: MessageRef | None = Field(None, description=MSG)
 
 
 class Relaxation(_Out):
     change: str = Field(description="what to relax")
+    change_msg: MessageRef | None = Field(None, description=MSG)
     result: str = Field(description="what it buys")
+    result_msg: MessageRef | None = Field(None, description=MSG)
 
 
 class Binding(_Out):
     constraint: Resource
     detail: str = Field(description="which constraint binds and by how much")
+    detail_msg: MessageRef | None = Field(None, description=MSG)
     needed: float | None = None
     allowed: float | None = None
     unit: str | None = None
@@ -182,6 +195,7 @@ class SearchOut(_Out):
                                                              "tie fraction")
     hardware_options_feasible: int
     excluded_accelerators: dict[str, str] = Field(description="accelerator id -> why it was not searched")
+    excluded_accelerators_msg: dict[str, MessageRef | None] | None = Field(None, description=MSGS)
     dominated_networks: list[str] = []
 
 
@@ -226,6 +240,7 @@ class Plan(_Out):
     pareto: list[ParetoPoint] = Field(description="time-to-train vs cost front, fastest first")
     binding: Binding | None = Field(description="when nothing satisfies the job: what binds, by how much")
     notes: list[str] = []
+    notes_msg: list[MessageRef | None] | None = Field(None, description=MSGS)
     build: dict[str, Any] | None = Field(None, description="build-out blocks of the recommended option")
 
 

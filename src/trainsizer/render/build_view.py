@@ -3,11 +3,14 @@ phases, rules of thumb), drawn from the same dict that `--json` prints."""
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from trainsizer.plan.buildout.facility import COOLING_KEYS
+from trainsizer.plan.texts import localise
 from trainsizer.render.estimate_view import _num
 from trainsizer.render.i18n import t
 
@@ -25,12 +28,18 @@ def _kv(title: str, rows: list[tuple[str, Any]], L: str) -> Table:
     return _table(title, [t("item", L), t("value", L)], [[k, v] for k, v in rows])
 
 
-def bom_table(bom: dict, L: str) -> Table:
+def _included(ln: dict) -> bool:
+    """A line whose price is in the server's (read before the plan's texts are localised)."""
+    stored = ln.get("note_msg")
+    return stored["key"] == "bom_note_included" if stored else str(ln.get("note", "")).startswith("included")
+
+
+def bom_table(bom: dict, L: str, included: list[bool] | None = None) -> Table:
     rows = []
-    for ln in bom["lines"]:
+    for i, ln in enumerate(bom["lines"]):
         p = ln["unit_price"]
         price = "—" if p is None else _num(p["typical"]) + (f" ({t('b_converted', L)})" if p.get("converted") else "")
-        if ln["note"].startswith("included"):
+        if (included or [])[i:i + 1] == [True] or (included is None and _included(ln)):
             price = t("b_included", L)
         total = "—" if ln["total"] is None else _num(ln["total"]["typical"])
         rows.append([ln["item"], ln["quantity"], price, total])
@@ -60,11 +69,14 @@ def network_table(net: dict, L: str) -> Table:
     for key in ("compute", "storage", "inband", "oob"):
         f = net.get(key)
         if f:
-            rows.append([f"{f['purpose']} ({f['kind']})", f["topology"], f["switch"] or "—",
+            rows.append([f"{t('fabric_' + f['purpose'], L)} ({t('fabric_kind_' + f['kind'], L)})", f["topology"],
+                         f["switch"] or "—",
                          f"{f['leaves']} / {f['spines']} / {f['cores']}", f"{f['ports_per_node']} x {f['gbps_per_port']:g}"])
     nv = net["nvlink"]
-    rows.append([t("b_nvlink", L), f"{nv['tech']}, {nv['gpus_per_domain']} GPUs x {nv['domains']}",
-                 f"NVLS {nv['nvls']}", "", f"{nv['gb_s_per_gpu_bidir']:g} GB/s"])
+    rows.append([t("b_nvlink", L), t("nvlink_domain_row", L).format(tech=nv["tech"], gpus=nv["gpus_per_domain"],
+                                                                    domains=nv["domains"]),
+                 t("nvls_row", L).format(yes=t("b_yes", L) if nv["nvls"] else t("b_no", L)), "",
+                 f"{nv['gb_s_per_gpu_bidir']:g} GB/s"])
     return _table(t("b_network_title", L), [t("b_fabric", L), t("b_topology", L), t("b_switch", L),
                                             t("b_leaf_spine_core", L), t("b_ports", L)], rows)
 
@@ -76,11 +88,15 @@ def storage_rows(st: dict, L: str) -> list[tuple[str, Any]]:
             (t("b_read_loader", L), st["loader_read_gb_s"]["value"]), (t("b_restore_s", L), st["restore_s"]["value"])]
 
 
+def _cooling(value: str, L: str) -> str:
+    return t(COOLING_KEYS[value], L) if value in COOLING_KEYS else value
+
+
 def facility_rows(f: dict, L: str) -> list[tuple[str, Any]]:
     return [(t("b_node_kw", L), f"{f['node_kw_max']:.2f} / {f['node_kw_typical']['value']:.2f}"),
             (t("b_rack_budget", L), f["rack_kw_budget"]["value"]),
             (t("b_racks", L), f"{f['racks']} ({f['node_racks']} / {f['network_racks']} / {f['storage_racks']})"),
-            (t("b_cooling", L), f["cooling"]["value"]),
+            (t("b_cooling", L), _cooling(f["cooling"]["value"], L)),
             (t("b_it_kw", L), f"{f['it_kw_max']:.1f} / {f['it_kw_typical']:.1f}"),
             (t("b_pdu_ups", L), f"{f['pdus']} / {f['ups_modules']} ({f['ups_redundancy']['value']})"),
             (t("b_floor", L), f["floor_m2"]["value"]), (t("b_energy_year", L), f["annual_kwh"]),
@@ -94,21 +110,28 @@ def software_rows(sw: dict, L: str) -> list[tuple[str, Any]]:
             (t("b_files", L), ", ".join(sw["files"]) or "—")]
 
 
+def _short(text: str, width: int = 90) -> str:
+    """A source cut at a word boundary (a cut word reads as a typo)."""
+    return textwrap.shorten(str(text), width, placeholder=" …")
+
+
 def acceptance_rows(acc: dict) -> list[list[Any]]:
     rows = []
     for key, v in acc.items():
         if isinstance(v, dict) and "value" in v:
-            rows.append([key, str(v["value"]), v["source"][:90]])
+            rows.append([key, str(v["value"]), _short(v["source"])])
         elif isinstance(v, dict) and v and all(isinstance(x, dict) or x is None for x in v.values()):
             for op, lim in v.items():
                 if lim:
-                    rows.append([f"{key}.{op}", str(lim["value"]), lim["source"][:90]])
+                    rows.append([f"{key}.{op}", str(lim["value"]), _short(lim["source"])])
     return rows
 
 
 def print_build(out: dict[str, Any], lang: str, console: Console | None = None) -> None:
     con, L = console or Console(soft_wrap=False), lang
-    con.print(bom_table(out["bom"], L))
+    included = [_included(ln) for ln in out["bom"]["lines"]]
+    out = localise(out, lang, keep=False)
+    con.print(bom_table(out["bom"], L, included))
     con.print(_kv(t("b_break_even", L), rent_rows(out["bom"], L), L))
     con.print(node_table(out["node"], L))
     con.print(network_table(out["network"], L))

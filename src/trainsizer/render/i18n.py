@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import locale
 import os
-from functools import lru_cache
-from importlib import resources
 
-import yaml
-
-LANGS = ("en", "zh")
+from trainsizer.catalogues import LANGS, load
 
 
 def default_lang() -> str:
@@ -25,10 +21,8 @@ def default_lang() -> str:
     return "zh" if loc.lower().startswith("zh") else "en"
 
 
-@lru_cache(maxsize=1)
 def _table() -> dict[str, dict[str, str]]:
-    text = resources.files("trainsizer.render").joinpath("data/i18n.yaml").read_text(encoding="utf-8")
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return load("render/data/i18n.yaml")
 
 
 class MissingMessage(KeyError):

@@ -7,7 +7,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from babel.numbers import format_compact_decimal, format_decimal, format_percent
+from babel.numbers import (
+    format_compact_currency,
+    format_compact_decimal,
+    format_currency,
+    format_decimal,
+    format_percent,
+    get_currency_symbol,
+)
 
 LOCALES = {"en": "en_US", "zh": "zh_Hans_CN"}
 # From here on a number is written compactly (1.2万 / 12.4K): where grouped digits stop being read at a glance.
@@ -50,3 +57,34 @@ def fmt_params(n: float, lang: str = "en") -> str:
                 return f"{n / div:.3g}{unit}" if n / div < 100 else f"{n / div:.1f}{unit}"
         return str(int(n))
     return format_compact_decimal(n, locale=LOCALES.get(lang, "en_US"), fraction_digits=2)
+
+
+# The primitives the report's `Fmt` (render/report/fmt.py) is built on: every Babel call of trainsizer is in
+# this module, so the CLI tables and the reports write numbers by the same CLDR rules.
+def locale_of(lang: str) -> str:
+    return LOCALES.get(lang, "en_US")
+
+
+def decimal(x: float | int, lang: str, pattern: str | None = None) -> str:
+    """`x` by a CLDR pattern ('#,##0.0'; None: the locale's default grouping)."""
+    return format_decimal(x, format=pattern, locale=locale_of(lang))
+
+
+def compact(x: float | int, lang: str, fraction_digits: int = 2) -> str:
+    """1.23万 / 2.85亿 in Chinese, 1.23M in English."""
+    return format_compact_decimal(x, locale=locale_of(lang), fraction_digits=fraction_digits)
+
+
+def money(amount: float, currency: str, lang: str, *, compact_form: bool = False, whole: bool = False) -> str:
+    """An amount in its own currency (never converted): compact (¥12.3万), whole units ($123,456) or as the
+    currency's minor units ($12.50)."""
+    loc = locale_of(lang)
+    if compact_form:
+        return format_compact_currency(amount, currency, locale=loc, fraction_digits=2)
+    if whole:
+        return format_currency(round(amount), currency, locale=loc, format="¤#,##0", currency_digits=False)
+    return format_currency(amount, currency, locale=loc)
+
+
+def currency_symbol(currency: str, lang: str) -> str:
+    return get_currency_symbol(currency, locale=locale_of(lang))

@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from trainsizer.plan.texts import localise
 from trainsizer.render.console import console as wide_console
 from trainsizer.render.i18n import t
 
@@ -85,10 +86,12 @@ def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) 
     """The plan as tables: goal, tier, recommendation and why, options, Pareto front, binding, notes."""
     con = console or wide_console()
     L = lang
+    plan = localise(plan, lang, keep=False)
     goal = plan["goal"]
     con.print(f"[bold]{t('plan_title', L)}: {plan['job'].get('name', '')}[/bold]")
-    limits = [f"{goal['deadline_days']:g} d" if goal.get("deadline_days") else None,
-              _money(goal.get("budget"), goal["currency"]) if goal.get("budget") else None, goal["procurement"]]
+    limits = [t("goal_days", L).format(days=f"{goal['deadline_days']:g}") if goal.get("deadline_days") else None,
+              _money(goal.get("budget"), goal["currency"]) if goal.get("budget") else None,
+              t("procurement_" + goal["procurement"], L)]
     con.print(f"{t('plan_goal', L)}: {t('objective_' + goal['objective'], L)} "
               f"({', '.join(x for x in limits if x)})")
     s = plan["search"]
@@ -116,4 +119,4 @@ def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) 
     if excluded:
         con.print(f"{t('plan_excluded', L)}: " + "; ".join(f"{k} ({v})" for k, v in excluded.items()))
     for note in plan.get("notes", []):
-        con.print(f"note: {note}")
+        con.print(f"{t('note', L)}: {note}")

@@ -15,8 +15,10 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from trainsizer.errors import SpecError
+from trainsizer.messages import msg
 from trainsizer.render.console import to_jsonable
 from trainsizer.web.errors import ErrorBody, NotFound
+from trainsizer.web.i18n import lang_of
 from trainsizer.web.jobinput import parse_json_object, validate_job
 
 router = APIRouter(prefix="/api")
@@ -62,6 +64,11 @@ class FitQuestion(StrEnum):
     model = "model"
 
 
+def _lang(request: Request) -> str:
+    """The language of error messages: ?lang=, else Accept-Language."""
+    return lang_of(request.headers, request.query_params.get("lang"))
+
+
 async def read_job(request: Request) -> dict[str, Any]:
     """The job mapping from the body, validated (422 naming the field on any problem)."""
     raw = await request.body()
@@ -93,7 +100,7 @@ async def api_estimate(request: Request) -> dict[str, Any]:
     """Memory per GPU, step time, MFU, time-to-train, cost and energy of the job's hardware and strategy
     (as `trainsizer estimate --json`)."""
     job = await read_job(request)
-    return await request.app.state.pool.run("estimate", {"job": job})
+    return await request.app.state.pool.run("estimate", {"job": job, "lang": _lang(request)})
 
 
 @router.post("/fit", openapi_extra=JOB_BODY, responses=ERRORS, summary="Largest micro-batch, length, model")
@@ -102,7 +109,7 @@ async def api_fit(request: Request, what: list[FitQuestion] = Query(  # noqa: B0
     """The largest micro-batch, sequence length and model depth that fit (as `trainsizer fit --json`)."""
     job = await read_job(request)
     questions = [w.value for w in what] or [q.value for q in FitQuestion]
-    return await request.app.state.pool.run("fit", {"job": job, "what": questions})
+    return await request.app.state.pool.run("fit", {"job": job, "what": questions, "lang": _lang(request)})
 
 
 @router.get("/models", responses=ERRORS, summary="Shipped model presets")
@@ -122,7 +129,7 @@ def api_model(name: str) -> dict[str, Any]:
         from trainsizer.errors import unknown_name
 
         err = unknown_name("model", "model preset", name, preset_names())
-        raise NotFound(str(err), field="model")
+        raise NotFound(err, field="model")
     return to_jsonable(load_preset(name).to_dict())
 
 
@@ -146,9 +153,8 @@ def api_catalog_entry(request: Request, kind: CatalogKind, entry_id: str) -> dic
     getters = {"accelerators": cat.accelerator, "servers": cat.server, "networks": cat.network,
                "switches": cat.switch, "storage": cat.storage_tier}
     if kind.value not in getters:
-        raise NotFound(f"{kind.value}: entries are listed, not shown one by one; use /api/catalog/{kind.value}",
-                       field="kind")
+        raise NotFound(msg("web_not_shown_one_by_one", kind=kind.value), field="kind")
     try:
         return to_jsonable(getters[kind.value](entry_id).to_dict())
     except SpecError as err:
-        raise NotFound(str(err), field="entry_id") from None
+        raise NotFound(err, field="entry_id") from None

@@ -23,6 +23,7 @@ from trainsizer import __version__
 from trainsizer.errors import TrainsizerError
 from trainsizer.web.config import ServeConfig
 from trainsizer.web.errors import ErrorBody, ErrorDetail, error_detail, status_of
+from trainsizer.web.i18n import lang_of
 from trainsizer.web.middleware import LimitsMiddleware
 from trainsizer.web.pool import WorkerPool
 from trainsizer.web.results import Results
@@ -53,10 +54,15 @@ def _validation_detail(err: RequestValidationError) -> ErrorDetail:
                        allowed=str(expected) if expected else None)
 
 
+def _lang(request: Request) -> str:
+    """Errors in the request's language: ?lang=, else Accept-Language."""
+    return lang_of(request.headers, request.query_params.get("lang"))
+
+
 def _install_errors(app: FastAPI) -> None:
     @app.exception_handler(TrainsizerError)
     async def _user_error(request: Request, err: TrainsizerError) -> JSONResponse:
-        return _error(status_of(err), error_detail(err))
+        return _error(status_of(err), error_detail(err, _lang(request)))
 
     @app.exception_handler(RequestValidationError)
     async def _bad_parameter(request: Request, err: RequestValidationError) -> JSONResponse:
@@ -70,7 +76,7 @@ def _install_errors(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _bug(request: Request, err: Exception) -> JSONResponse:
         log.exception("internal error on %s %s", request.method, request.url.path)
-        return _error(500, error_detail(err))
+        return _error(500, error_detail(err, _lang(request)))
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import zipfile
 from dataclasses import dataclass
 from typing import Any
 
+from trainsizer.messages import msg
 from trainsizer.web.errors import NotFound
 
 
@@ -64,6 +65,6 @@ def render_download(plan: dict[str, Any], fmt: str, lang: str) -> bytes:
     if fmt == "pdf":
         why = pdf_unavailable()
         if why:
-            raise NotFound(f"pdf: not available on this server: {why}", field="fmt")
+            raise NotFound(msg("web_pdf_unavailable", why=why), field="fmt")
         return report.render_pdf(plan, lang)
-    raise NotFound(f"{fmt}: unknown download format; allowed: {', '.join(FORMATS)}", field="fmt")
+    raise NotFound(msg("web_unknown_format", fmt=fmt, allowed=", ".join(FORMATS)), field="fmt")

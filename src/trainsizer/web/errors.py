@@ -11,7 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from trainsizer.errors import SpecError, StrategyError, TrainsizerError
+from trainsizer.errors import SpecError, StrategyError, TrainsizerError, render_error
+from trainsizer.messages import msg, tr
 from trainsizer.render.console import to_jsonable
 
 
@@ -20,9 +21,15 @@ class WebError(TrainsizerError):
 
     status = 400
 
-    def __init__(self, message: str, *, field: str | None = None) -> None:
+    def __init__(self, message: str | TrainsizerError, *, field: str | None = None) -> None:
         self.field = field
-        super().__init__(message)
+        # a catalogue message (`trainsizer.messages.msg`) or an error of its own renders in either language
+        self.message = message
+        super().__init__(str(message))
+
+    def render(self, lang: str) -> str:
+        return render_error(self.message, lang) if isinstance(self.message, TrainsizerError) else \
+            str(tr(self.message, lang))
 
 
 class TooLarge(WebError):
@@ -81,22 +88,23 @@ def field_of(where: str | None) -> str | None:
     return path or None
 
 
-def error_detail(err: BaseException) -> ErrorDetail:
-    """The JSON body of a refused request; never a traceback."""
+def error_detail(err: BaseException, lang: str = "en") -> ErrorDetail:
+    """The JSON body of a refused request, its message in `lang`; never a traceback."""
     if isinstance(err, Refused):
         return ErrorDetail.model_validate(err.detail)
+    message = render_error(err, lang) if isinstance(err, TrainsizerError) else ""
     if isinstance(err, SpecError):
-        return ErrorDetail(kind="spec", message=str(err), field=field_of(err.where), where=err.where,
+        return ErrorDetail(kind="spec", message=message, field=field_of(err.where), where=err.where,
                            value=to_jsonable(err.value), allowed=err.allowed, suggestion=err.suggestion)
     if isinstance(err, StrategyError):
-        return ErrorDetail(kind="strategy", message=str(err), field="strategy", rule=err.rule)
+        return ErrorDetail(kind="strategy", message=message, field="strategy", rule=err.rule)
     if isinstance(err, NotFound):
-        return ErrorDetail(kind="not_found", message=str(err), field=err.field)
+        return ErrorDetail(kind="not_found", message=message, field=err.field)
     if isinstance(err, WebError):
-        return ErrorDetail(kind="limit", message=str(err), field=err.field)
+        return ErrorDetail(kind="limit", message=message, field=err.field)
     if isinstance(err, TrainsizerError):
-        return ErrorDetail(kind="spec", message=str(err))
-    return ErrorDetail(kind="internal", message="internal error: the server logged the details")
+        return ErrorDetail(kind="spec", message=message)
+    return ErrorDetail(kind="internal", message=msg("web_internal_error").tr(lang))
 
 
 def status_of(err: BaseException) -> int:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainsizer.errors import SpecError, unknown_name
+from trainsizer.messages import msg
 from trainsizer.models import preset_names
 from trainsizer.spec import Job
 from trainsizer.spec.load import parse_model
@@ -23,7 +24,7 @@ ORIGIN = "job"
 def parse_json_object(raw: bytes, where: str, max_bytes: int) -> dict[str, Any]:
     """A JSON object from request bytes; anything else is a SpecError naming `where`."""
     if len(raw) > max_bytes:
-        raise TooLarge(f"{where}: {len(raw)} bytes is more than this server's limit of {max_bytes} bytes",
+        raise TooLarge(msg("web_too_large", where=where, size=len(raw), limit=max_bytes),
                        field=where)
     try:
         data = json.loads(raw.decode("utf-8"))

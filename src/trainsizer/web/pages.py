@@ -13,12 +13,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from starlette.datastructures import UploadFile
 
-from trainsizer.errors import TrainsizerError
+from trainsizer.errors import TrainsizerError, render_error
+from trainsizer.messages import msg
 from trainsizer.render.console import fmt_params
 from trainsizer.scenario import resolve_job
 from trainsizer.web.errors import NotFound, TooLarge, error_detail, status_of
 from trainsizer.web.form import CHOICES, DEFAULTS, MULTI, error_input, form_from_job, job_from_form
-from trainsizer.web.i18n import messages, pick_lang, translator
+from trainsizer.web.i18n import lang_of, messages, pick_lang, translator
 from trainsizer.web.jobinput import validate_job
 from trainsizer.web.token import decode_job, encode_job, job_key
 
@@ -29,10 +30,7 @@ MAX_FORM_FIELDS = 200
 
 def request_lang(request: Request, explicit: str | None = None) -> str:
     """The page language: ?lang= when given, else the browser's Accept-Language (zh* -> zh), else English."""
-    if explicit:
-        return pick_lang(explicit)
-    accept = request.headers.get("accept-language", "").lower()
-    return "zh" if accept.startswith("zh") else "en"
+    return lang_of(request.headers, explicit)
 
 
 def context(request: Request, lang: str, **extra: Any) -> dict[str, Any]:
@@ -90,7 +88,7 @@ async def _read_form(request: Request) -> tuple[dict[str, Any], bytes | None]:
                 if key == "model_config" and item.filename:
                     upload = await item.read(limit + 1)
                     if len(upload) > limit:
-                        raise TooLarge(f"model_config: the file is larger than this server's limit of {limit} bytes",
+                        raise TooLarge(msg("web_upload_too_large", limit=limit),
                                        field="model_config")
             elif key in MULTI:
                 values.setdefault(key, []).append(item)
@@ -109,7 +107,7 @@ async def submit(request: Request) -> Response:
         # Names (model preset, accelerators) are looked up now, so a wrong one is shown beside its input.
         resolve_job(validate_job(job), request.app.state.catalog)
     except TrainsizerError as err:
-        detail = error_detail(err)
+        detail = error_detail(err, lang)
         key = error_input(detail.field)
         shown = key if key in _form_inputs() else "_"
         return render_form(request, lang, values, {shown: detail.message}, status=status_of(err))
@@ -218,7 +216,7 @@ async def result_page(request: Request) -> HTMLResponse:
         report = (await results.file(job, "html", lang)).decode("utf-8")
     except TrainsizerError as err:
         values = form_from_job(job) if "job" in locals() else dict(DEFAULTS)
-        return render_form(request, lang, values, {"_": str(err)}, status=status_of(err))
+        return render_form(request, lang, values, {"_": render_error(err, lang)}, status=status_of(err))
     return HTMLResponse(_with_toolbar(report, _toolbar(request, lang, token, job, plan)))
 
 
@@ -230,7 +228,7 @@ async def download(request: Request, fmt: str) -> Response:
     if fmt == "yaml":
         return download_yaml(request)
     if fmt not in FORMATS:
-        raise NotFound(f"{fmt}: unknown download format; allowed: {', '.join([*FORMATS, 'yaml'])}", field="fmt")
+        raise NotFound(msg("web_unknown_format", fmt=fmt, allowed=", ".join([*FORMATS, "yaml"])), field="fmt")
     lang = request_lang(request, request.query_params.get("lang"))
     _token, job = _job_from_link(request)
     data = await request.app.state.results.file(job, fmt, lang)

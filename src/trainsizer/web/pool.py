@@ -16,6 +16,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from trainsizer.messages import msg
 from trainsizer.web.config import ServeConfig
 from trainsizer.web.errors import Busy, Refused, TimeLimit
 
@@ -105,13 +106,12 @@ class WorkerPool:
         assert self._idle is not None, "pool not started"
         cfg = self.config
         if self._waiting >= cfg.max_waiting:
-            raise Busy(f"the server is busy ({self._waiting} requests waiting); try again shortly")
+            raise Busy(msg("web_busy_waiting", waiting=self._waiting))
         self._waiting += 1
         try:
             worker = await asyncio.wait_for(self._idle.get(), cfg.queue_timeout_s)
         except TimeoutError:
-            raise Busy(f"the server is busy: no worker was free within {cfg.queue_timeout_s:g} s; "
-                       "try again shortly") from None
+            raise Busy(msg("web_busy_no_worker", seconds=f"{cfg.queue_timeout_s:g}")) from None
         finally:
             self._waiting -= 1
         # The thread gives the worker back itself: a cancelled request (client gone) must not return a
@@ -132,9 +132,7 @@ class WorkerPool:
         except TimeoutError:
             worker = self._replace(worker)
             limit = self.config.task_timeout_s
-            raise TimeLimit(f"the {name} took longer than this server's limit of {limit:g} s and was "
-                            "stopped; narrow the job (fix the accelerator or GPU count, lower "
-                            "constraints.max_nodes) or run `trainsizer plan` on your own machine") from None
+            raise TimeLimit(msg("web_time_limit", task=name, seconds=f"{limit:g}")) from None
         except WorkerCrashed:
             worker = self._replace(worker)
             raise RuntimeError(f"the worker running {name} died") from None

@@ -33,6 +33,11 @@ def test_bad_plan_files_get_one_line_errors(run_cli, tmp_path):
     assert code == 2 and "not found" in err
     code, _, err = run_cli("report", str(FIXTURE), "--out", str(tmp_path / "o"), "--format", "docx")
     assert code == 2 and "docx" in err and "html" in err
+    future = tmp_path / "future.json"
+    future.write_text(json.dumps({**json.loads(FIXTURE.read_text(encoding="utf-8")), "schema_version": "2.0"}),
+                      encoding="utf-8")
+    code, _, err = run_cli("report", str(future), "--out", str(tmp_path / "o"))
+    assert code == 2 and "schema_version" in err and "2.0" in err and "1.x" in err
 
 
 def test_plan_writes_its_reports_with_report(run_cli, tmp_path):

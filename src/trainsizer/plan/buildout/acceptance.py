@@ -7,15 +7,23 @@ checkpoint figures per node (the node's share of the aggregate the storage block
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from trainsizer.accept import criteria as crit_mod
 from trainsizer.accept import platforms
 from trainsizer.accept.criteria import AcceptanceCriteria, CollectiveLimits, Limit
+from trainsizer.messages import msg
 from trainsizer.plan.buildout.inputs import BuildInput
 from trainsizer.plan.buildout.network import NetworkBlock
 from trainsizer.plan.buildout.node import NodeBlock
 from trainsizer.plan.buildout.software import SoftwareBlock
 from trainsizer.plan.buildout.storage import StorageBlock
+from trainsizer.plan.texts import as_msg, ref
+
+
+def rule_of(figure: Any) -> Any:
+    """A derived figure's rule as a message when it has one (so it translates), else its text."""
+    return as_msg(figure.rule_msg) if figure.rule_msg is not None else figure.rule
 
 
 def platform_for(acc) -> str | None:
@@ -30,8 +38,10 @@ def _version(text: str) -> str | None:
     return m.group(0) if m else None
 
 
-def _plan(value, why: str) -> Limit:
-    return Limit(value=value, source=f"plan: {why}")
+def _plan(value, why: Any) -> Limit:
+    text = msg("acc_plan", why=why)
+    stored = ref(text)
+    return Limit(value=value, source=text, source_msg=stored.model_dump() if stored else None)
 
 
 def acceptance_block(b: BuildInput, node: NodeBlock, net: NetworkBlock, storage: StorageBlock,
@@ -41,21 +51,24 @@ def acceptance_block(b: BuildInput, node: NodeBlock, net: NetworkBlock, storage:
     d = platforms.defaults()
     out.platform = pid
     out.source = f"trainsizer plan for {b.scenario.name}" + (f" (platform table {pid})" if pid else "")
-    out.gpu_count = _plan(b.per_node, f"{b.per_node} GPUs per node")
+    out.gpu_count = _plan(b.per_node, msg("acc_gpus_per_node", n=b.per_node))
     if out.gpu_model is None:
-        out.gpu_model = _plan(b.accelerator.name, "catalog accelerator name")
+        out.gpu_model = _plan(b.accelerator.name, msg("acc_catalog_name"))
     if out.gpu_memory_gib_min is None:
         ratio = d["memory_min_ratio"]["value"]
         out.gpu_memory_gib_min = _plan(round(b.accelerator.memory_gib * ratio, 1),
-                                       f"{ratio} x {b.accelerator.memory_gib} GiB ({crit_mod.suite_check(1)})")
-    out.cpu_cores_min = _plan(node.cpu_cores.value, f"node block: {node.cpu_cores.rule}")
-    out.ram_gib_min = _plan(node.ram_gib.value, f"node block: {node.ram_gib.rule}")
+                                       msg("acc_memory", ratio=ratio, gib=b.accelerator.memory_gib,
+                                           check=crit_mod.suite_check(1)))
+    out.cpu_cores_min = _plan(node.cpu_cores.value, msg("acc_node_block", rule=rule_of(node.cpu_cores)))
+    out.ram_gib_min = _plan(node.ram_gib.value, msg("acc_node_block", rule=rule_of(node.ram_gib)))
     if sw.vendor == "nvidia":
-        for field, text in (("driver_version_min", sw.driver), ("cuda_version_min", sw.toolkit),
-                            ("nccl_version_min", sw.collectives_version)):
+        for field, key in (("driver_version_min", "driver"), ("cuda_version_min", "toolkit"),
+                           ("nccl_version_min", "collectives_version")):
+            text, stored = getattr(sw, key), getattr(sw, f"{key}_msg")
             v = _version(text)
             if v:
-                setattr(out, field, _plan(v, f"software block ({sw.source}): {text}"))
+                said = as_msg(stored) if stored is not None else text
+                setattr(out, field, _plan(v, msg("acc_software", source=sw.source, text=said)))
     _intra(b, out, d)
     _fabric(b, out, net, d)
     _storage(b, out, storage)
@@ -69,8 +82,8 @@ def _intra(b: BuildInput, out: AcceptanceCriteria, d: dict) -> None:
     acc = b.accelerator
     link = acc.scaleup_gb_s_per_dir if acc.scaleup_tech not in ("pcie",) else acc.pcie_gb_s
     ratio = d["ring_min_ratio"]["value"]
-    ring = _plan(round(ratio * link, 1), f"ring busbw >= {ratio} x {link:g} GB/s {acc.scaleup_tech} per direction "
-                 f"({platforms.source_text(d['ring_min_ratio']['source'])}; link from catalog {acc.id})")
+    ring = _plan(round(ratio * link, 1), msg("acc_ring_intra", ratio=ratio, link=f"{link:g}", tech=acc.scaleup_tech,
+                                             source=platforms.source_text(d["ring_min_ratio"]["source"]), acc=acc.id))
     out.busbw_intra_gb_s_min = CollectiveLimits(all_reduce=ring, all_gather=ring, reduce_scatter=ring)
 
 
@@ -78,29 +91,29 @@ def _fabric(b: BuildInput, out: AcceptanceCriteria, net: NetworkBlock, d: dict) 
     if b.nodes <= 1 or net.compute is None:
         return
     nics, gbps = b.nics_per_node, b.gbps_per_nic
-    out.nic_count_min = _plan(nics, f"{nics} compute NICs per node ({net.compute.topology})")
-    out.nic_speed_gbps_min = _plan(gbps, f"{gbps:g} Gb/s per NIC")
+    topology = as_msg(net.compute.topology_msg) if net.compute.topology_msg else net.compute.topology
+    out.nic_count_min = _plan(nics, msg("acc_nics", nics=nics, topology=topology))
+    out.nic_speed_gbps_min = _plan(gbps, msg("acc_nic_speed", gbps=f"{gbps:g}"))
     ratio = d["inter_ring_min_ratio"]["value"]
     agg = nics * gbps / 8
-    ring = _plan(round(ratio * agg, 1), f"ring busbw (NCCL_ALGO=Ring) >= {ratio} x {nics} x {gbps:g} Gb/s / 8 = "
-                 f"{agg:g} GB/s ({platforms.source_text(d['inter_ring_min_ratio']['source'])})")
+    ring = _plan(round(ratio * agg, 1), msg("acc_ring_inter", ratio=ratio, nics=nics, gbps=f"{gbps:g}", agg=f"{agg:g}",
+                                            source=platforms.source_text(d["inter_ring_min_ratio"]["source"])))
     out.busbw_inter_gb_s_min = CollectiveLimits(all_reduce=ring, all_gather=ring, reduce_scatter=ring)
     rr = d["rdma_min_ratio"]["value"]
-    out.rdma_gbps_min = _plan(round(rr * gbps, 1), f"ib_write_bw with GPUDirect >= {rr} x {gbps:g} Gb/s "
-                              f"({platforms.source_text(d['rdma_min_ratio']['source'])})")
+    out.rdma_gbps_min = _plan(round(rr * gbps, 1), msg("acc_rdma", ratio=rr, gbps=f"{gbps:g}",
+                                                       source=platforms.source_text(d["rdma_min_ratio"]["source"])))
 
 
 def _storage(b: BuildInput, out: AcceptanceCriteria, st: StorageBlock) -> None:
     n = b.nodes
     share = st.checkpoint_gb / n
     out.storage_read_gb_s_min = _plan(round(st.loader_read_gb_s.value / n, 4),
-                                      f"loader read {st.loader_read_gb_s.value:g} GB/s over {n} nodes")
+                                      msg("acc_read", gb_s=f"{st.loader_read_gb_s.value:g}", n=n))
     out.storage_write_gb_s_min = _plan(round(st.write_gb_s_sync.value / n, 4),
-                                       f"checkpoint write {st.write_gb_s_sync.value:.3g} GB/s over {n} nodes "
-                                       f"(stall <= {st.stall_share_target.value:g} at the Young/Daly interval)")
+                                       msg("acc_write", gb_s=f"{st.write_gb_s_sync.value:.3g}", n=n,
+                                           stall=f"{st.stall_share_target.value:g}"))
     out.checkpoint_size_gb = round(share, 3)
     out.checkpoint_save_s_max = _plan(round(st.write_budget_s.value, 1),
-                                      f"write budget {st.write_budget_s.rule}; each node saves its share in parallel")
+                                      msg("acc_save", rule=rule_of(st.write_budget_s)))
     out.checkpoint_restore_s_max = _plan(round(max(st.restore_s.value, 1.0), 1),
-                                         f"restore {share:.3g} GB per node at the tier's read bandwidth "
-                                         f"({st.read_gb_s_tier:g} GB/s over {n} nodes), at least 1 s")
+                                         msg("acc_restore", gb=f"{share:.3g}", gb_s=f"{st.read_gb_s_tier:g}", n=n))

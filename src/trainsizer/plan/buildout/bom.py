@@ -12,6 +12,7 @@ from typing import Any
 
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block
+from trainsizer.plan.texts import MessageRef, as_msg
 
 
 class Price(Block):
@@ -26,12 +27,14 @@ class Price(Block):
 
 class BomLine(Block):
     item: str
+    item_msg: MessageRef | None = None  # the catalogue messages of `item` and `note` (plan/texts.py)
     part: str | None
     quantity: float
     unit: str
     unit_price: Price | None
     total: dict[str, float] | None
     note: str = ""
+    note_msg: MessageRef | None = None
 
 
 class BuyVsRent(Block):
@@ -42,6 +45,7 @@ class BuyVsRent(Block):
     job_months: float
     rent_for_job: float | None
     verdict: str
+    verdict_msg: MessageRef | None = None
 
 
 class BomBlock(Block):
@@ -49,9 +53,11 @@ class BomBlock(Block):
     lines: list[BomLine]
     totals: dict[str, float]
     unpriced: list[str]
+    unpriced_msg: list[MessageRef | None] | None = None
     rent: dict[str, Any] | None
     buy_vs_rent: BuyVsRent | None
     notes: list[str]
+    notes_msg: list[MessageRef | None] | None = None
 
 
 def _price(rec: Any, currency: str) -> Price:
@@ -88,7 +94,7 @@ def part_price(cat: Any, part_id: str, currency: str) -> Price | None:
     return None
 
 
-def line(item: str, part: str | None, qty: float, unit: str, price: Price | None, note: str = "") -> BomLine:
+def line(item: Any, part: str | None, qty: float, unit: str, price: Price | None, note: Any = "") -> BomLine:
     total = None if price is None else {k: qty * getattr(price, k) for k in ("low", "typical", "high")}
     return BomLine(item=item, part=part, quantity=qty, unit=unit, unit_price=price, total=total, note=note)
 
@@ -99,7 +105,7 @@ def totals(lines: list[BomLine]) -> tuple[dict[str, float], list[str]]:
     for ln in lines:
         if ln.total is None:
             if ln.quantity and not ln.note.startswith("included"):
-                unpriced.append(ln.part or ln.item)
+                unpriced.append(ln.part or (as_msg(ln.item_msg) if ln.item_msg else ln.item))
             continue
         for k in out:
             out[k] += ln.total[k]

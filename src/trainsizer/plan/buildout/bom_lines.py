@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.bom import (
     BomBlock,
@@ -27,24 +28,24 @@ def server_lines(b: BuildInput) -> list[BomLine]:
     if srv is not None:
         units = -(-b.gpus // srv.gpus)
         price = catalog_price(cat, "purchase", srv.id, cur)
-        out = [line(f"GPU server {srv.name}", srv.id, units, "per_rack" if b.nvl72 else "per_server", price,
-                    "" if price else "no sourced server price")]
+        out = [line(msg("bom_item_server", name=srv.name), srv.id, units, "per_rack" if b.nvl72 else "per_server",
+                    price, "" if price else msg("bom_note_no_server_price"))]
         if price is None:
             gpu = catalog_price(cat, "purchase", b.accelerator.id, cur)
-            out.append(line(f"GPUs {b.accelerator.name} (server price missing)", b.accelerator.id, b.gpus, "per_gpu",
-                            gpu, "chassis, CPUs, RAM and NVMe not priced"))
-        inc = f"included in {srv.id}"
-        out += [line(f"CPUs: {srv.cpu_model}", None, units, "per_server", None, inc),
-                line(f"RAM {srv.ram_gib or '?'} GiB per server", None, units, "per_server", None, inc),
-                line(f"NVMe {srv.nvme_tb or '?'} TB per server", None, units, "per_server", None, inc),
-                line(f"NICs {srv.nics.count} x {srv.nics.gbps:g} Gb/s ({srv.nics.model or ''})", None,
-                     units * srv.nics.count, "per_nic", None, inc)]
+            out.append(line(msg("bom_item_gpus_no_server_price", name=b.accelerator.name), b.accelerator.id, b.gpus,
+                            "per_gpu", gpu, msg("bom_note_chassis_unpriced")))
+        inc = msg("bom_note_included", server=srv.id)
+        out += [line(msg("bom_item_cpus", model=srv.cpu_model), None, units, "per_server", None, inc),
+                line(msg("bom_item_ram", gib=srv.ram_gib or "?"), None, units, "per_server", None, inc),
+                line(msg("bom_item_nvme", tb=srv.nvme_tb or "?"), None, units, "per_server", None, inc),
+                line(msg("bom_item_nics", count=srv.nics.count, gbps=f"{srv.nics.gbps:g}", model=srv.nics.model or ""),
+                     None, units * srv.nics.count, "per_nic", None, inc)]
         return out
     gpu = catalog_price(cat, "purchase", b.accelerator.id, cur)
-    return [line(f"GPUs {b.accelerator.name}", b.accelerator.id, b.gpus, "per_gpu", gpu,
-                 "" if gpu else "no sourced GPU price"),
-            line(f"host server for {b.per_node} GPUs (CPU, RAM, NVMe, NICs per the node block)", None, b.nodes,
-                 "per_server", None, "no catalog server for this node size")]
+    return [line(msg("bom_item_gpus", name=b.accelerator.name), b.accelerator.id, b.gpus, "per_gpu", gpu,
+                 "" if gpu else msg("bom_note_no_gpu_price")),
+            line(msg("bom_item_host", gpus=b.per_node), None, b.nodes, "per_server", None,
+                 msg("bom_note_no_catalog_server"))]
 
 
 def fabric_lines(b: BuildInput, net: NetworkBlock) -> list[BomLine]:
@@ -57,14 +58,16 @@ def fabric_lines(b: BuildInput, net: NetworkBlock) -> list[BomLine]:
         price = catalog_price(cat, "purchase", sw.id, cur)
         for tier, n in (("leaf", fab.leaves), ("spine", fab.spines), ("core", fab.cores)):
             if n:
-                out.append(line(f"{fab.purpose} {tier} switch {sw.name}", sw.id, n, "per_switch", price))
+                out.append(line(msg("bom_item_switch", purpose=msg(f"fabric_{fab.purpose}"),
+                                    tier=msg(f"switch_tier_{tier}"), name=sw.name), sw.id, n, "per_switch", price))
         merged: OrderedDict[str, int] = OrderedDict()
         for p in fab.parts:
             if p.part is not None:
                 merged[p.part] = merged.get(p.part, 0) + p.quantity
         for pid, qty in merged.items():
             part = cat.part(pid)
-            out.append(line(f"{fab.purpose} {part.kind}: {part.name}", pid, qty, "per_unit", part_price(cat, pid, cur)))
+            out.append(line(msg("bom_item_part", purpose=msg(f"fabric_{fab.purpose}"), kind=msg(f"part_kind_{part.kind}"),
+                                name=part.name), pid, qty, "per_unit", part_price(cat, pid, cur)))
     return out
 
 
@@ -72,16 +75,17 @@ def site_lines(b: BuildInput, storage: StorageBlock, fac: FacilityBlock) -> list
     cat, cur = b.catalog, b.currency
     out = []
     if storage.appliance:
-        out.append(line(f"storage: {cat.part(storage.appliance).name}", storage.appliance, storage.appliances,
-                        "per_unit", part_price(cat, storage.appliance, cur), f"{storage.capacity_tb.value} TB usable"))
+        out.append(line(msg("bom_item_storage", name=cat.part(storage.appliance).name), storage.appliance,
+                        storage.appliances, "per_unit", part_price(cat, storage.appliance, cur),
+                        msg("bom_note_usable", tb=storage.capacity_tb.value)))
     if b.nvl72:
-        out.append(line("NVLink switch trays", "nvlink-switch-tray-nvl72", net_trays(b), "per_unit", None,
-                        "included in the NVL72 rack"))
-    out.append(line("racks", "rack-42u", fac.racks, "per_unit", part_price(cat, "rack-42u", cur)))
-    out.append(line("rack PDUs (A + B feeds)", "pdu-rack-3ph", fac.pdus, "per_unit", part_price(cat, "pdu-rack-3ph", cur),
-                    f"{fac.pdu_kw_each:.1f} kW each"))
-    out.append(line(f"UPS modules ({fac.ups_redundancy.value})", "ups-module", fac.ups_modules, "per_unit",
-                    part_price(cat, "ups-module", cur), f"{fac.ups_kva:.0f} kVA in all"))
+        out.append(line(msg("bom_item_nvlink_trays"), "nvlink-switch-tray-nvl72", net_trays(b), "per_unit", None,
+                        msg("bom_note_in_nvl72")))
+    out.append(line(msg("bom_item_racks"), "rack-42u", fac.racks, "per_unit", part_price(cat, "rack-42u", cur)))
+    out.append(line(msg("bom_item_pdus"), "pdu-rack-3ph", fac.pdus, "per_unit", part_price(cat, "pdu-rack-3ph", cur),
+                    msg("bom_note_pdu_kw", kw=f"{fac.pdu_kw_each:.1f}")))
+    out.append(line(msg("bom_item_ups", redundancy=fac.ups_redundancy.value), "ups-module", fac.ups_modules,
+                    "per_unit", part_price(cat, "ups-module", cur), msg("bom_note_kva", kva=f"{fac.ups_kva:.0f}")))
     return out
 
 
@@ -103,9 +107,9 @@ def buy_vs_rent(b: BuildInput, capex: dict[str, float], fac: FacilityBlock) -> t
                       "job_days": b.train_days}
         if per_month > running and capex["typical"] > 0:
             even = capex["typical"] / (per_month - running)
-    verdict = ("no rental price: compare with a quote" if per_month is None else
-               "renting never costs more than running owned hardware here" if even is None else
-               f"buying pays back after {even:.1f} months of full use; this job alone lasts {job_months:.1f}")
+    verdict = (msg("bom_verdict_no_rent") if per_month is None else
+               msg("bom_verdict_rent_cheaper") if even is None else
+               msg("bom_verdict_break_even", months=f"{even:.1f}", job_months=f"{job_months:.1f}"))
     return rent_block, BuyVsRent(capex=capex, running_per_month=running, rent_per_month=per_month,
                                  break_even_month=even, job_months=job_months, rent_for_job=for_job, verdict=verdict)
 
@@ -114,8 +118,8 @@ def bom_block(b: BuildInput, net: NetworkBlock, storage: StorageBlock, fac: Faci
     lines = server_lines(b) + fabric_lines(b, net) + site_lines(b, storage, fac)
     tot, unpriced = totals(lines)
     rent, bvr = buy_vs_rent(b, tot, fac)
-    notes = ["capex counts priced lines only; see `unpriced` for the parts to quote"]
+    notes = [msg("bom_note_priced_only")]
     if any(ln.unit_price and ln.unit_price.converted for ln in lines):
-        notes.append("some prices are USD converted at a labelled FX rate (no CNY range in the catalog)")
+        notes.append(msg("bom_note_fx"))
     return BomBlock(currency=b.currency, lines=lines, totals=tot, unpriced=unpriced, rent=rent, buy_vs_rent=bvr,
                     notes=notes)

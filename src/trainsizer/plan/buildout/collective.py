@@ -4,6 +4,7 @@ data-parallel gradient reduction of one step, beside the exposed DP time the ste
 
 from __future__ import annotations
 
+from trainsizer.messages import msg
 from trainsizer.plan.buildout.inputs import BuildInput
 from trainsizer.plan.buildout.network import AllReduce
 
@@ -37,14 +38,11 @@ def allreduce(b: BuildInput) -> AllReduce | None:
     t = float(comm.all_reduce_time(nbytes, ranks, k, r, system))
     busbw = float(comm._busbw(ranks, k, r)) if hasattr(comm, "_busbw") else 0.0
     multi = ranks > k
-    algo = "ring/tree across nodes (one NCCL channel per NIC)" if multi else (
-        "NVLS inside the NVLink domain" if system.nvls else "ring inside the node")
+    algo = msg("ar_algo_multi") if multi else msg("ar_algo_nvls") if system.nvls else msg("ar_algo_ring")
     step = float(b.evaluation["time"]["step_s"])
     exposed = float(b.evaluation["time"]["breakdown_s"].get("dp_comm", 0.0))
     return AllReduce(
-        group=f"data parallel (dp {s.dp} x cp {s.cp}), stride tp {s.tp}", ranks=ranks, ranks_per_domain=k,
+        group=msg("ar_group", dp=s.dp, cp=s.cp, tp=s.tp), ranks=ranks, ranks_per_domain=k,
         bytes_per_rank_gb=nbytes / 1e9, algorithm=algo, busbw_gb_s=busbw / 1e9, time_s=t,
         exposed_s_per_step=exposed, step_s=step, exposed_share_of_step=exposed / step if step > 0 else 0.0,
-        formula="t = 2(n-1)/n x S / busbw + latency; busbw = min(NVLink busbw, k x NIC payload per GPU) "
-                "(estimate.comm: Thakur 2005, nccl-tests PERFORMANCE.md); ZeRO / distributed optimizer: "
-                "reduce-scatter + all-gather, the same ring volume")
+        formula=msg("ar_formula"))

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from trainsizer.plan.buildout.rules import Rule
+from trainsizer.plan.texts import MessageRef, WithTexts
 
 
-class Block(BaseModel):
-    """Base of every block model (JSON out)."""
+class Block(WithTexts):
+    """Base of every block model (JSON out); a text field `X` given a catalogue message gets `X_msg`."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -19,11 +20,13 @@ class Cited(Block):
     """A figure with the rule or formula that produced it and the source of its inputs."""
 
     value: Any
+    value_msg: MessageRef | None = None  # a value that is a sentence (a framework's name), as a message
     rule: str
+    rule_msg: MessageRef | None = None  # the catalogue message of `rule` (plan/texts.py)
     source: str
 
 
-def cited(value: Any, rule: str, source: str) -> Cited:
+def cited(value: Any, rule: Any, source: str) -> Cited:
     return Cited(value=value, rule=rule, source=source)
 
 

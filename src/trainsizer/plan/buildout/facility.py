@@ -8,10 +8,12 @@ Network and storage racks hold the switches and appliances by rack units. UPS mo
 
 from __future__ import annotations
 
+from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block, Cited, ceil_div, cited, from_rule
 from trainsizer.plan.buildout.inputs import BuildInput
 from trainsizer.plan.buildout.network import NetworkBlock
+from trainsizer.plan.texts import MessageRef
 
 
 class FacilityBlock(Block):
@@ -26,6 +28,7 @@ class FacilityBlock(Block):
     rack_kw_max: float
     network_kw: float
     storage_kw_note: str
+    storage_kw_note_msg: MessageRef | None = None
     it_kw_max: float
     it_kw_typical: float
     cooling: Cited
@@ -42,6 +45,7 @@ class FacilityBlock(Block):
     currency: str
     electricity_source: str
     notes: list[str]
+    notes_msg: list[MessageRef | None] | None = None
 
 
 def node_kw_max(b: BuildInput) -> float:
@@ -53,10 +57,10 @@ def node_kw_max(b: BuildInput) -> float:
 def rack_budget(b: BuildInput) -> Cited:
     c = b.job.constraints
     if c.rack_kw is not None:
-        return cited(c.rack_kw, "the site's constraints.rack_kw", "job")
+        return cited(c.rack_kw, msg("facility_rule_site_rack_kw"), "job")
     if b.nvl72 or c.cooling == "liquid":
         fig = b.catalog.facility.rack_kw_liquid
-        return cited(fig.high, "liquid-cooled rack (catalog rack-kw-liquid, high)", ", ".join(fig.sources))
+        return cited(fig.high, msg("facility_rule_liquid_rack"), ", ".join(fig.sources))
     return from_rule(rules.rule("facility", "default_rack_kw_air"))
 
 
@@ -78,19 +82,26 @@ def network_power_kw(b: BuildInput, net: NetworkBlock) -> tuple[float, float]:
     return watts / 1000.0, units
 
 
+# The cooling a rack needs (the block's `cooling.value`, compared by the risks) -> its catalogue message.
+COOLING_KEYS = {"liquid": "cooling_liquid", "liquid or rear-door heat exchanger": "cooling_rear_door",
+                "air with hot/cold aisle containment": "cooling_containment", "air": "cooling_air"}
+
+
 def _cooling(b: BuildInput, rack_kw: float) -> Cited:
     guide = rules.rule("facility", "air_rack_kw_limit_guides")
     vendor = rules.rule("facility", "air_rack_kw_limit_vendor")
     srv_cooling = (b.server.cooling if b.server is not None else "") or ""
     if "liquid" in srv_cooling.lower() and "air" not in srv_cooling.lower() or b.job.constraints.cooling == "liquid":
-        return cited("liquid", f"server cooling: {srv_cooling or 'liquid (job constraint)'}", "servers_yaml")
+        return cited("liquid", msg("cooling_rule_server", cooling=srv_cooling or msg("cooling_rule_job")),
+                     "servers_yaml")
+    kw = f"{rack_kw:.1f}"
     if rack_kw > vendor.value:
-        return cited("liquid or rear-door heat exchanger", f"{rack_kw:.1f} kW per rack > {vendor.value} kW air "
-                     "racks in vendor layouts", vendor.source)
+        return cited("liquid or rear-door heat exchanger", msg("cooling_rule_vendor", rack_kw=kw, vendor=vendor.value),
+                     vendor.source)
     if rack_kw > guide.value:
-        return cited("air with hot/cold aisle containment", f"{rack_kw:.1f} kW per rack is above the guides' "
-                     f"15-{guide.value} kW air limit but within vendor air layouts ({vendor.value} kW)", guide.source)
-    return cited("air", f"{rack_kw:.1f} kW per rack <= {guide.value} kW (guides' air limit)", guide.source)
+        return cited("air with hot/cold aisle containment", msg("cooling_rule_containment", rack_kw=kw,
+                                                                guide=guide.value, vendor=vendor.value), guide.source)
+    return cited("air", msg("cooling_rule_air", rack_kw=kw, guide=guide.value), guide.source)
 
 
 def facility_block(b: BuildInput, net: NetworkBlock, storage_appliances: int, storage_u: float) -> FacilityBlock:
@@ -110,7 +121,7 @@ def facility_block(b: BuildInput, net: NetworkBlock, storage_appliances: int, st
         over = per_rack == 0
         if over:
             per_rack = 1
-            notes.append(f"one node ({node_kw:.1f} kW) exceeds the {budget.value:g} kW rack budget")
+            notes.append(msg("facility_note_node_over_budget", node_kw=f"{node_kw:.1f}", budget=f"{budget.value:g}"))
         node_racks = ceil_div(b.nodes, per_rack)
         rack_kw = min(b.nodes, per_rack) * node_kw
         units_nodes = b.nodes
@@ -138,12 +149,12 @@ def _assemble(b: BuildInput, v: dict) -> FacilityBlock:
                                                         v["frac"].source),
         rack_kw_budget=v["budget"], nodes_per_rack=v["per_rack"], node_racks=v["node_racks"],
         network_racks=v["net_racks"], storage_racks=v["storage_racks"], racks=racks, rack_kw_max=v["rack_kw"],
-        network_kw=v["net_kw"], storage_kw_note="storage appliance power not in the catalog: add the vendor's figure",
+        network_kw=v["net_kw"], storage_kw_note=msg("facility_storage_kw_unknown"),
         it_kw_max=it_max, it_kw_typical=it_typ, cooling=_cooling(b, v["rack_kw"]), over_rack_budget=v["over"],
         pdus=racks * rules.value("facility", "pdus_per_rack"), pdu_kw_each=max(v["rack_kw"], v["budget"].value),
         ups_redundancy=from_rule(rules.rule("facility", "ups_redundancy")),
         ups_modules=ceil_div(it_max, module) + 1, ups_kva=it_max / pf,
-        floor_m2=cited(racks * m2.value, f"{racks} racks x {m2.value} m2 ({m2.note})", m2.source),
+        floor_m2=cited(racks * m2.value, msg("facility_floor_rule", racks=racks, m2=m2.value, note=m2.note), m2.source),
         pue=pue_fig.mid, annual_kwh=kwh,
         annual_energy_cost={"low": kwh * price.low, "typical": kwh * price.mid, "high": kwh * price.high},
         currency=b.currency, electricity_source=", ".join(price.sources), notes=v["notes"])

@@ -9,7 +9,9 @@ fibre; a switch-to-switch optical link has a switch transceiver port at both end
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import ceil_div
 
@@ -20,9 +22,9 @@ ORDER = ("dac", "acc", "aoc", "copper", "mmf", "smf", "smf_long")
 class PartCount:
     part: str | None  # catalog part id; None when no rule covers this line rate
     quantity: int
-    role: str  # e.g. "node-leaf cable", "leaf-spine switch transceiver"
+    role: Any  # a catalogue message, e.g. "node-leaf cable", "leaf-spine switch transceiver"
     medium: str
-    note: str = ""
+    note: Any = ""
 
 
 def _reach(catalog, spec, switch_both_ends: bool) -> float:
@@ -51,20 +53,22 @@ def link_parts(catalog, links: int, gbps: float, distance_m: float, span: str,
     """Parts for `links` links of one span (e.g. 'node-leaf'); empty for zero links."""
     if links <= 0:
         return []
+    where = msg(f"span_{span}")
     choice = choose_medium(catalog, gbps, distance_m, switch_both_ends)
     if choice is None:
-        return [PartCount(None, links, f"{span} link", "unknown",
-                          f"no cable/optics rule for {gbps:g} Gb/s over {distance_m:g} m in plan/data/fabric.yaml")]
+        return [PartCount(None, links, msg("link_role_link", span=where), "unknown",
+                          msg("link_note_no_rule", gbps=f"{gbps:g}", m=f"{distance_m:g}"))]
     medium, spec = choice
     if isinstance(spec, str):
         part = catalog.part(spec)
-        return [PartCount(spec, ceil_div(links, part.links), f"{span} cable", medium,
-                          f"{links} links, {part.links} per cable")]
+        return [PartCount(spec, ceil_div(links, part.links), msg("link_role_cable", span=where), medium,
+                          msg("link_note_per_cable", links=links, per=part.links))]
     sw, nic = catalog.part(spec["switch"]), catalog.part(spec["nic"])
     out = [PartCount(spec["switch"], ceil_div(links, sw.links) * (2 if switch_both_ends else 1),
-                     f"{span} switch transceiver", medium, f"{links} links, {sw.links} per transceiver")]
+                     msg("link_role_switch_transceiver", span=where), medium,
+                     msg("link_note_per_transceiver", links=links, per=sw.links))]
     if not switch_both_ends:
-        out.append(PartCount(spec["nic"], ceil_div(links, nic.links), f"{span} NIC transceiver", medium,
-                             f"{links} links, {nic.links} per transceiver"))
-    out.append(PartCount(spec["fibre"], links, f"{span} fibre", medium, "one fibre per link"))
+        out.append(PartCount(spec["nic"], ceil_div(links, nic.links), msg("link_role_nic_transceiver", span=where),
+                             medium, msg("link_note_per_transceiver", links=links, per=nic.links)))
+    out.append(PartCount(spec["fibre"], links, msg("link_role_fibre", span=where), medium, msg("link_note_one_fibre")))
     return out

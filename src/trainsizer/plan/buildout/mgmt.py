@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import ceil_div
 from trainsizer.plan.buildout.inputs import BuildInput
@@ -33,8 +34,8 @@ def mgmt_fabrics(b: BuildInput, compute: Fabric | None, storage_servers: int,
     elif nodes < rules.value("fabric", "separate_storage_fabric_min_nodes"):
         switch = pick_switch(b.catalog, "ethernet", gbps)
         storage = switched_fabric(b.catalog, "converged", "ethernet", nodes, ports, gbps, switch, 1.0,
-                                  "nv_enterprise_ra", extra_ports=storage_servers * ports, rail=False)
-        storage.notes.append("storage and in-band management share this Ethernet network (enterprise RA)")
+                                  "nv_enterprise_ra", extra_ports=storage_servers * ports, rail=False,
+                                  notes=(msg("net_note_converged"),))
         inband = None
     else:
         kind = "ib" if b.network_kind == "ib" else "ethernet"
@@ -63,11 +64,11 @@ def oob_fabric(catalog: Any, ports: int) -> Fabric:
     parts = link_parts(catalog, ports, gbps, rules.value("fabric", "distance_node_leaf_m"), "oob", False)
     parts += link_parts(catalog, up, rules.value("fabric", "inband_gbps"),
                         rules.value("fabric", "distance_leaf_spine_m"), "oob uplink", False)
-    return Fabric(purpose="oob", kind="ethernet", topology="1 GbE leaf switches uplinked to in-band",
+    return Fabric(purpose="oob", kind="ethernet", topology=msg("net_topology_oob"),
                   ports_per_node=1, gbps_per_port=gbps, switch=switch.id, radix=radix, oversubscription=1.0,
                   tiers=1, leaves=count, spines=0, cores=0, nodes_per_su=None,
                   links={"node_leaf": ports, "uplinks": up},
                   parts=[PartLine(part=p.part, quantity=p.quantity, role=p.role, medium=p.medium, note=p.note)
-                         for p in parts],
+                         for p in parts],  # role and note are catalogue messages: PartLine stores them
                   max_nodes_without_new_leaf=None, source="superpod_h100_ra",
-                  notes=[f"{ports} ports: node BMCs, switch management ports, storage servers, PDUs"])
+                  notes=[msg("net_note_oob_ports", ports=ports)])

@@ -7,11 +7,13 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
+from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block, Cited, cited
 from trainsizer.plan.buildout.fabric import FatTree, size_fat_tree
 from trainsizer.plan.buildout.inputs import BuildInput
 from trainsizer.plan.buildout.links import PartCount, link_parts
+from trainsizer.plan.texts import MessageRef
 
 PROVIDER_KINDS = ("efa",)
 
@@ -20,14 +22,17 @@ class PartLine(Block):
     part: str | None
     quantity: int
     role: str
+    role_msg: MessageRef | None = None
     medium: str
     note: str = ""
+    note_msg: MessageRef | None = None
 
 
 class Fabric(Block):
     purpose: str  # compute | storage | inband | oob | converged
     kind: str  # ib | roce | ethernet | provider
     topology: str
+    topology_msg: MessageRef | None = None
     ports_per_node: int
     gbps_per_port: float
     switch: str | None
@@ -43,6 +48,7 @@ class Fabric(Block):
     max_nodes_without_new_leaf: int | None
     source: str
     notes: list[str] = []
+    notes_msg: list[MessageRef | None] | None = None
 
 
 class NvlinkDomain(Block):
@@ -57,16 +63,19 @@ class NvlinkDomain(Block):
 
 class AllReduce(Block):
     group: str
+    group_msg: MessageRef | None = None
     ranks: int
     ranks_per_domain: int
     bytes_per_rank_gb: float
     algorithm: str
+    algorithm_msg: MessageRef | None = None
     busbw_gb_s: float
     time_s: float
     exposed_s_per_step: float
     step_s: float
     exposed_share_of_step: float
     formula: str
+    formula_msg: MessageRef | None = None
 
 
 class SwitchTier(Block):
@@ -89,6 +98,7 @@ class LinkGroup(Block):
 class NetworkBlock(Block):
     # summary of the compute fabric (what diagrams and reports draw)
     topology: str
+    topology_msg: MessageRef | None = None
     nics_per_node: int
     gbps_per_nic: float
     rails: int | None
@@ -108,7 +118,9 @@ class NetworkBlock(Block):
     sharp: str | None
     lossless: Cited | None
     subnet_manager: str | None
+    subnet_manager_msg: MessageRef | None = None
     notes: list[str]
+    notes_msg: list[MessageRef | None] | None = None
 
 
 def pick_switch(catalog: Any, kind: str, gbps: float, preferred: str | None = None) -> Any:
@@ -138,19 +150,20 @@ def fabric_parts(catalog: Any, tree: FatTree, gbps: float, one_rack: bool) -> li
     return _parts(out)
 
 
-def _topology(tree: FatTree) -> str:
+def _topology(tree: FatTree) -> Any:
     if tree.tiers == 1:
-        return "single switch"
-    return f"{'rail-optimised ' if tree.rail_optimised else ''}fat tree, {tree.tiers} tiers"
+        return msg("net_topology_single")
+    return msg("net_topology_rail_fat_tree" if tree.rail_optimised else "net_topology_fat_tree", tiers=tree.tiers)
 
 
 def switched_fabric(catalog: Any, purpose: str, kind: str, nodes: int, ports: int, gbps: float, switch: Any,
-                    oversub: float, source: str, extra_ports: int = 0, rail: bool | None = None) -> Fabric:
+                    oversub: float, source: str, extra_ports: int = 0, rail: bool | None = None,
+                    notes: tuple[Any, ...] = ()) -> Fabric:
     """A fabric for `nodes` x `ports` endpoints (+ `extra_ports` single-port endpoints, e.g. storage servers)."""
     radix = switch.radix(gbps)
     extra_nodes = -(-extra_ports // ports) if extra_ports else 0
     tree = size_fat_tree(nodes + extra_nodes, ports, radix, oversub, rail_optimised=rail)
-    notes = [f"storage servers counted as {extra_nodes} more nodes of {ports} ports"] if extra_nodes else []
+    notes = [*notes, *([msg("net_note_storage_servers", extra=extra_nodes, ports=ports)] if extra_nodes else [])]
     return Fabric(
         purpose=purpose, kind=kind, topology=_topology(tree), ports_per_node=ports, gbps_per_port=gbps,
         switch=switch.id, radix=radix, oversubscription=oversub, tiers=tree.tiers, leaves=tree.leaves,
@@ -167,11 +180,11 @@ def compute_fabric(b: BuildInput) -> Fabric | None:
     kind = b.network_kind or "ib"
     nics, gbps = b.nics_per_node, b.gbps_per_nic
     if kind in PROVIDER_KINDS or (b.network is not None and b.network.switch is None and kind != "roce"):
-        return Fabric(purpose="compute", kind="provider", topology="provider-managed", ports_per_node=nics,
+        return Fabric(purpose="compute", kind="provider", topology=msg("net_topology_provider"), ports_per_node=nics,
                       gbps_per_port=gbps, switch=None, radix=None, oversubscription=1.0, tiers=0, leaves=0,
                       spines=0, cores=0, nodes_per_su=None, links={"node_leaf": b.nodes * nics}, parts=[],
                       max_nodes_without_new_leaf=None, source=(b.network.sources[0] if b.network else "convention"),
-                      notes=["cloud fabric: switches, cables and optics are the provider's"])
+                      notes=[msg("net_note_provider")])
     switch = pick_switch(b.catalog, kind, gbps, b.network.switch if b.network else None)
     if switch is None:
         return unsized(b, kind, nics, gbps)
@@ -184,11 +197,10 @@ def compute_fabric(b: BuildInput) -> Fabric | None:
 def unsized(b: BuildInput, kind: str, nics: int, gbps: float) -> Fabric:
     """A fabric the catalog has no switch for: named, with its port count, and no switch counts invented."""
     speeds = sorted({g for s in b.catalog.switches.values() for g in s.radix_by_gbps})
-    return Fabric(purpose="compute", kind=kind, topology="unsized", ports_per_node=nics, gbps_per_port=gbps,
+    return Fabric(purpose="compute", kind=kind, topology=msg("net_topology_unsized"), ports_per_node=nics, gbps_per_port=gbps,
                   switch=None, radix=None, oversubscription=1.0, tiers=0, leaves=0, spines=0, cores=0,
                   nodes_per_su=None, links={"node_leaf": b.nodes * nics}, parts=[], max_nodes_without_new_leaf=None,
-                  source="convention", notes=[f"no {kind} switch in the catalog has ports at {gbps:g} Gb/s "
-                                              f"(catalog speeds: {speeds}); add one with --catalog to size this fabric"])
+                  source="convention", notes=[msg("net_note_unsized", kind=kind, gbps=f"{gbps:g}", speeds=str(speeds))])
 
 
 def nvlink_domain(b: BuildInput) -> NvlinkDomain:
@@ -211,20 +223,18 @@ def network_block(b: BuildInput, storage_servers: int = 0, pdus: int = 0) -> Net
     kind = b.network_kind
     notes = []
     if compute is not None and compute.tiers > 1 and compute.nodes_per_su:
-        notes.append(f"build whole scalable units of {compute.nodes_per_su} nodes per set of rail leaves "
-                     "(RA-11333); the spines are sized for the nodes planned")
+        notes.append(msg("net_note_scalable_units", nodes=compute.nodes_per_su))
     sharp = None
     if compute is not None and compute.switch:
         sharp = b.catalog.switch(compute.switch).sharp
     sm = None
     if kind == "ib" and compute is not None:
-        sm = ("embedded subnet manager on the managed switch" if compute.leaves + compute.spines
-              < rules.value("fabric", "subnet_manager_min_switches")
-              else "UFM appliances or OpenSM hosts as an HA pair (RA-11333 uses 4 UFM for 4 SU)")
+        sm = (msg("net_sm_embedded") if compute.leaves + compute.spines
+              < rules.value("fabric", "subnet_manager_min_switches") else msg("net_sm_ufm"))
     lossless = None
     if kind == "roce":
         r = rules.rule("fabric", "roce_lossless")
-        lossless = cited(r.value, "RoCE needs a lossless fabric", r.source)
+        lossless = cited(r.value, msg("net_roce_lossless"), r.source)
     return NetworkBlock(**summary(b, compute, storage, inband or oob), compute=compute, storage=storage,
                         inband=inband, oob=oob, nvlink=nvlink_domain(b),
                         allreduce=allreduce(b), gpudirect_rdma=kind in ("ib", "roce", "efa"), sharp=sharp,
@@ -249,8 +259,10 @@ def summary(b: BuildInput, compute: Fabric | None, storage: Fabric | None, mgmt:
         return {"kind": f.kind, "tier": f.purpose, "name": f.switch or f.topology,
                 "gbps_per_node": f.ports_per_node * f.gbps_per_port / 8}
 
-    rail = compute is not None and compute.topology.startswith("rail")
-    return {"topology": compute.topology if compute is not None else "none (one node)",
+    rail = compute is not None and compute.topology_msg is not None and \
+        compute.topology_msg.key == "net_topology_rail_fat_tree"
+    return {"topology": compute.topology if compute is not None else msg("net_topology_none"),
+            "topology_msg": compute.topology_msg if compute is not None else None,
             "nics_per_node": b.nics_per_node, "gbps_per_nic": b.gbps_per_nic,
             "rails": b.nics_per_node if rail else None,
             "nvlink_domain_gpus": min(int(b.accelerator.scaleup_domain) if b.nvl72 else b.per_node, b.gpus),

@@ -11,10 +11,12 @@ NVMe = container images + the node's dataset shard + staged checkpoint shards, w
 
 from __future__ import annotations
 
+from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block, Cited, ceil_div, cited
 from trainsizer.plan.buildout.inputs import BuildInput
 from trainsizer.plan.buildout.storage import checkpoint_bytes, dataset_bytes
+from trainsizer.plan.texts import MessageRef
 
 GIB = 2**30
 
@@ -34,6 +36,7 @@ class NodeBlock(Block):
     server_nvme_tb: float | None
     enough: dict[str, bool | None]
     notes: list[str]
+    notes_msg: list[MessageRef | None] | None = None
 
 
 def _offload_bytes_per_gpu(b: BuildInput) -> float:
@@ -99,19 +102,19 @@ def node_block(b: BuildInput) -> NodeBlock:
     s_nvme = srv.nvme_tb if srv is not None else None
     notes = []
     if scale != 1.0:
-        notes.append(f"the job uses {b.per_node} of the {srv.gpus} GPUs of {srv.id}; server figures are whole-server")
+        notes.append(msg("node_note_partial_server", used=b.per_node, gpus=srv.gpus, server=srv.id))
     enough = {"cpu_cores": None if s_cores is None else s_cores >= n_cores,
               "ram_gib": None if s_ram is None else s_ram >= ram_gib,
               "nvme_tb": None if s_nvme is None else s_nvme >= tb}
     return NodeBlock(
         server=srv.id if srv is not None else None, gpus_per_node=b.per_node,
-        cpu_cores=cited(n_cores, "OS + per GPU (main + loader workers + checkpoint thread) + tokenisers + CPU-Adam",
-                        "megatron_args"),
+        cpu_cores=cited(n_cores, msg("node_rule_cores"), "megatron_args"),
         cpu_cores_breakdown=core_parts,
-        ram_gib=cited(round(ram_gib, 1), "OS + processes + pinned buffers + async checkpoint share + offloaded "
-                      "states + dataset page cache", "pytorch_dcp_async"),
+        ram_gib=cited(round(ram_gib, 1), msg("node_rule_ram"), "pytorch_dcp_async"),
         ram_breakdown_gib={k: round(v, 2) for k, v in ram_parts.items()},
-        nvme_tb=cited(round(tb, 3), "(images + dataset shard + staged checkpoint shards) x headroom", "storage_rules_ref"),
-        nvme_read_gb_s=cited(tier.read_gb_s_per_node.low, f"{tier.name} (low end)", ", ".join(tier.sources)),
-        nvme_write_gb_s=cited(tier.write_gb_s_per_node.low, f"{tier.name} (low end)", ", ".join(tier.sources)),
+        nvme_tb=cited(round(tb, 3), msg("node_rule_nvme"), "storage_rules_ref"),
+        nvme_read_gb_s=cited(tier.read_gb_s_per_node.low, msg("node_rule_tier_low", tier=tier.name),
+                             ", ".join(tier.sources)),
+        nvme_write_gb_s=cited(tier.write_gb_s_per_node.low, msg("node_rule_tier_low", tier=tier.name),
+                              ", ".join(tier.sources)),
         server_cpu_cores=s_cores, server_ram_gib=s_ram, server_nvme_tb=s_nvme, enough=enough, notes=notes)

@@ -4,11 +4,13 @@ re-cabling)."""
 
 from __future__ import annotations
 
+from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block
 from trainsizer.plan.buildout.fabric import size_fat_tree
 from trainsizer.plan.buildout.inputs import BuildInput
 from trainsizer.plan.buildout.network import NetworkBlock
+from trainsizer.plan.texts import MessageRef
 
 
 class Phase(Block):
@@ -16,6 +18,7 @@ class Phase(Block):
     weeks_low: float
     weeks_high: float
     what: str
+    what_msg: MessageRef | None = None
     source: str
 
 
@@ -28,6 +31,7 @@ class ScaleOut(Block):
     double_cores: int | None
     double_tiers: int | None
     recabling: str
+    recabling_msg: MessageRef | None = None
 
 
 class PhasesBlock(Block):
@@ -39,7 +43,7 @@ class PhasesBlock(Block):
 
 def phases_block(b: BuildInput, net: NetworkBlock) -> PhasesBlock:
     data = rules.raw("phases")
-    roll = [Phase(id=p["id"], weeks_low=p["weeks"][0], weeks_high=p["weeks"][1], what=" ".join(p["note"].split()),
+    roll = [Phase(id=p["id"], weeks_low=p["weeks"][0], weeks_high=p["weeks"][1], what=msg(f"phase_what_{p['id']}"),
                   source=p["source"]) for p in data["phases"]]
     total = (sum(p.weeks_low for p in roll), sum(p.weeks_high for p in roll))
     return PhasesBlock(rollout=roll, total_weeks=total, burn_in_hours=rules.value("phases", "burn_in_hours"),
@@ -52,17 +56,15 @@ def scale_out(b: BuildInput, net: NetworkBlock) -> ScaleOut:
     if fab is None or fab.radix is None:
         return ScaleOut(nodes_now=b.nodes, nodes_without_new_leaf=None, double_nodes=double, double_leaves=None,
                         double_spines=None, double_cores=None, double_tiers=None,
-                        recabling="no switched compute fabric yet: doubling adds one (see the network block "
-                                  "of a 2-node plan)" if fab is None else "provider-managed fabric")
+                        recabling=msg("phase_scale_none") if fab is None else msg("phase_scale_provider"))
     t = size_fat_tree(double, fab.ports_per_node, fab.radix, fab.oversubscription,
-                      rail_optimised=fab.topology.startswith("rail"))
+                      rail_optimised=bool(fab.topology_msg and fab.topology_msg.key == "net_topology_rail_fat_tree"))
     if t.tiers > fab.tiers:
-        how = f"{fab.tiers} -> {t.tiers} tiers: the leaf uplinks move to a new spine/core layer (re-cabling)"
+        how = msg("phase_scale_tiers", now=fab.tiers, then=t.tiers)
     elif t.spines > fab.spines or t.leaves > fab.leaves:
-        how = (f"add {t.leaves - fab.leaves} leaves and {t.spines - fab.spines} spines; existing node-leaf "
-               "cables stay, leaf-spine links are rebalanced over the new spines")
+        how = msg("phase_scale_add", leaves=t.leaves - fab.leaves, spines=t.spines - fab.spines)
     else:
-        how = "fits the switches already planned: only node cables"
+        how = msg("phase_scale_fits")
     return ScaleOut(nodes_now=b.nodes, nodes_without_new_leaf=fab.max_nodes_without_new_leaf, double_nodes=double,
                     double_leaves=t.leaves, double_spines=t.spines, double_cores=t.cores, double_tiers=t.tiers,
                     recabling=how)

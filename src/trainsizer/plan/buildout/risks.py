@@ -5,16 +5,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block
 from trainsizer.plan.buildout.inputs import BuildInput
+from trainsizer.plan.texts import MessageRef, as_msg, listed
 
 
 class Risk(Block):
     id: str
     severity: str  # high | medium | low
     evidence: str
+    evidence_msg: MessageRef | None = None  # the catalogue message of `evidence` (plan/texts.py)
     mitigation: str
+    mitigation_msg: MessageRef | None = None
     source: str
 
 
@@ -30,8 +34,8 @@ def _tp_across_pcie(c: Ctx) -> Risk | None:
     domain = c.blocks["network"].nvlink.gpus_per_domain
     if s.tp > 1 and (acc.scaleup_tech in ("pcie", "nvlink-bridge") or s.tp > domain):
         return Risk(id="tp_across_slow_links", severity="high",
-                    evidence=f"tp {s.tp} over {acc.scaleup_tech} (NVLink domain {domain} GPUs)",
-                    mitigation="keep TP inside one NVLink domain; use PP/FSDP across PCIe or nodes",
+                    evidence=msg("risk_ev_tp_slow_links", tp=s.tp, tech=acc.scaleup_tech, domain=domain),
+                    mitigation=msg("risk_fix_tp_slow_links"),
                     source="guide_000")
     return None
 
@@ -42,8 +46,9 @@ def _slow_network(c: Ctx) -> Risk | None:
     have = b.nics_per_node * b.gbps_per_nic
     if b.nodes > 1 and have < need.value:
         return Risk(id="multi_node_on_slow_network", severity="high",
-                    evidence=f"{b.nodes} nodes with {b.nics_per_node} x {b.gbps_per_nic:g} Gb/s = {have:g} Gb/s per node",
-                    mitigation=f"at least {need.value} Gb/s per node (e.g. 8x NDR400 or 4x 200G IB), or fewer nodes",
+                    evidence=msg("risk_ev_slow_network", nodes=b.nodes, nics=b.nics_per_node,
+                                 gbps=f"{b.gbps_per_nic:g}", have=f"{have:g}"),
+                    mitigation=msg("risk_fix_slow_network", need=need.value),
                     source=need.source)
     return None
 
@@ -57,9 +62,9 @@ def _checkpoint_stall(c: Ctx) -> Risk | None:
     stall = st.checkpoint_gb / write / (st.checkpoint_interval_min.value * 60)
     if stall > st.stall_share_target.value:
         return Risk(id="checkpoint_stall", severity="medium",
-                    evidence=f"{st.checkpoint_gb:.0f} GB at {write:g} GB/s every {st.checkpoint_interval_min.value:.0f} min "
-                             f"= {stall:.1%} of time",
-                    mitigation="async checkpointing (DCP async_save / Megatron --async-save) or faster storage",
+                    evidence=msg("risk_ev_checkpoint_stall", gb=f"{st.checkpoint_gb:.0f}", write=f"{write:g}",
+                                 minutes=f"{st.checkpoint_interval_min.value:.0f}", share=f"{stall:.1%}"),
+                    mitigation=msg("risk_fix_checkpoint_stall"),
                     source="storage_rules_ref")
     return None
 
@@ -68,13 +73,14 @@ def _rack_power(c: Ctx) -> Risk | None:
     f = c.blocks["facility"]
     if f.over_rack_budget:
         return Risk(id="rack_power_over_site_limit", severity="high",
-                    evidence=f"one node {f.node_kw_max:.1f} kW > rack budget {f.rack_kw_budget.value:g} kW",
-                    mitigation="raise the rack budget (high-density or liquid-cooled racks) or choose smaller nodes",
+                    evidence=msg("risk_ev_rack_power", node_kw=f"{f.node_kw_max:.1f}",
+                                 rack_kw=f"{f.rack_kw_budget.value:g}"),
+                    mitigation=msg("risk_fix_rack_power"),
                     source="guide_000")
     if f.rack_kw_max > rules.value("facility", "air_rack_kw_limit_guides") and f.cooling.value != "liquid":
         return Risk(id="air_cooling_limit", severity="medium",
-                    evidence=f"{f.rack_kw_max:.1f} kW per rack, cooling: {f.cooling.value}",
-                    mitigation="containment or rear-door heat exchangers; confirm with the site; or fewer nodes per rack",
+                    evidence=msg("risk_ev_air_cooling", rack_kw=f"{f.rack_kw_max:.1f}", cooling=f.cooling.value),
+                    mitigation=msg("risk_fix_air_cooling"),
                     source="guide_000")
     return None
 
@@ -83,9 +89,9 @@ def _consumer(c: Ctx) -> Risk | None:
     acc = c.b.accelerator
     if not acc.ecc or "consumer" in (acc.form_factor or "").lower():
         return Risk(id="consumer_cards_in_production", severity="high",
-                    evidence=f"{acc.name}: ECC {acc.ecc}, {acc.form_factor}",
-                    mitigation="data-center cards for production (ECC, P2P, NCCL support, data-center driver licence); "
-                               "consumer cards for experiments only",
+                    evidence=msg("risk_ev_consumer", name=acc.name, ecc=msg("word_yes" if acc.ecc else "word_no"),
+                                 form=acc.form_factor),
+                    mitigation=msg("risk_fix_consumer"),
                     source="guide_003")
     return None
 
@@ -94,8 +100,8 @@ def _export(c: Ctx) -> Risk | None:
     acc, market = c.b.accelerator, c.b.job.constraints.market
     if acc.china_export_restricted and market in ("china", "china-domestic"):
         return Risk(id="export_control_availability", severity="high",
-                    evidence=f"{acc.id} is export-restricted and constraints.market is {market}",
-                    mitigation="China-market SKUs (H20, L20) or domestic accelerators (Ascend 910B); check current rules",
+                    evidence=msg("risk_ev_export", acc=acc.id, market=market),
+                    mitigation=msg("risk_fix_export"),
                     source="us_bis_3a090")
     return None
 
@@ -106,8 +112,8 @@ def _single_node(c: Ctx) -> Risk | None:
     goal = b.evaluation.get("goal", {})
     if b.nodes == 1 and b.per_node >= limit.value and goal.get("meets_deadline") is False:
         return Risk(id="single_node_ceiling", severity="high",
-                    evidence=f"{b.per_node} GPUs in one node and the deadline is missed ({b.train_days:.1f} days)",
-                    mitigation="scale out: several nodes on an RDMA fabric (see the network block)", source=limit.source)
+                    evidence=msg("risk_ev_single_node", gpus=b.per_node, days=f"{b.train_days:.1f}"),
+                    mitigation=msg("risk_fix_single_node"), source=limit.source)
     return None
 
 
@@ -115,8 +121,8 @@ def _loader(c: Ctx) -> Risk | None:
     st = c.blocks["storage"]
     if st.read_gb_s_tier < st.loader_read_gb_s.value:
         return Risk(id="storage_too_slow_for_loader", severity="high",
-                    evidence=f"tier reads {st.read_gb_s_tier:g} GB/s, the loader needs {st.loader_read_gb_s.value:g}",
-                    mitigation="more storage appliances or cache the dataset on local NVMe", source="superpod_h100_ra")
+                    evidence=msg("risk_ev_loader", have=f"{st.read_gb_s_tier:g}", need=f"{st.loader_read_gb_s.value:g}"),
+                    mitigation=msg("risk_fix_loader"), source="superpod_h100_ra")
     return None
 
 
@@ -129,9 +135,9 @@ def _deadline(c: Ctx) -> Risk | None:
     failures = b.train_days * 24.0 / mtbf_h if mtbf_h > 0 else 0.0
     if b.train_days > slack.value * goal.deadline_days:
         return Risk(id="deadline_slack", severity="high" if b.train_days > goal.deadline_days else "medium",
-                    evidence=f"{b.train_days:.1f} days incl. ~{failures:.1f} expected failures vs deadline "
-                             f"{goal.deadline_days:g} days",
-                    mitigation="more GPUs, hot spares, faster restart (in-memory checkpoints), or a later deadline",
+                    evidence=msg("risk_ev_deadline", days=f"{b.train_days:.1f}", failures=f"{failures:.1f}",
+                                 deadline=f"{goal.deadline_days:g}"),
+                    mitigation=msg("risk_fix_deadline"),
                     source=slack.source)
     return None
 
@@ -142,16 +148,18 @@ def _memory(c: Ctx) -> Risk | None:
     cap, used = mem.get("capacity_gib") or 0.0, mem.get("per_gpu_gib") or 0.0
     if cap and (not mem.get("fits", True) or (cap - used) / cap < floor.value):
         return Risk(id="gpu_memory_headroom", severity="high" if not mem.get("fits", True) else "medium",
-                    evidence=f"{used:.1f} of {cap:.1f} GiB per GPU", source=floor.source,
-                    mitigation="more recompute, a larger ZeRO stage / TP, or a smaller micro-batch")
+                    evidence=msg("risk_ev_memory", used=f"{used:.1f}", cap=f"{cap:.1f}"), source=floor.source,
+                    mitigation=msg("risk_fix_memory"))
     return None
 
 
 def _unpriced(c: Ctx) -> Risk | None:
     bom = c.blocks.get("bom")
     if bom is not None and bom.unpriced:
-        return Risk(id="budget_incomplete", severity="low", evidence=f"{len(bom.unpriced)} BOM lines have no sourced "
-                    f"price: {', '.join(bom.unpriced[:4])}", mitigation="get quotes and add them with --catalog",
+        return Risk(id="budget_incomplete", severity="low",
+                    evidence=msg("risk_ev_unpriced", n=len(bom.unpriced), parts=listed(
+                        [as_msg(m) if m else p for p, m in zip(bom.unpriced, bom.unpriced_msg or [None] * len(bom.unpriced), strict=True)][:4])),
+                    mitigation=msg("risk_fix_unpriced"),
                     source="convention")
     return None
 

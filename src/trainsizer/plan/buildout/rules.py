@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from trainsizer.errors import SpecError, unknown_name
+from trainsizer.messages import msg
 
 BLOCKS = ("fabric", "node", "storage", "facility", "software", "phases", "rules_of_thumb", "bom", "risks")
 
@@ -41,7 +42,10 @@ def rule(block: str, name: str) -> Rule:
     if not isinstance(entry, dict) or "value" not in entry or "source" not in entry:
         raise unknown_name(f"plan/data/{block}.yaml", "rule", name, [k for k, v in data.items()
                                                                      if isinstance(v, dict) and "value" in v])
-    return Rule(name, entry["value"], str(entry["source"]), str(entry.get("note", "")).strip())
+    note: str = str(entry.get("note", "")).strip()
+    if entry.get("note_zh"):  # a note in both languages is a catalogue message (catalogues.rule_notes)
+        note = msg(f"rule.{block}.{name}")
+    return Rule(name, entry["value"], str(entry["source"]), note)
 
 
 def value(block: str, name: str) -> Any:

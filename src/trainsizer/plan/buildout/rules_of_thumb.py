@@ -2,19 +2,32 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block
+from trainsizer.plan.buildout.facility import COOLING_KEYS
 from trainsizer.plan.buildout.inputs import BuildInput
+from trainsizer.plan.texts import MessageRef, listed
 
 
 class Thumb(Block):
     topic: str
+    topic_msg: MessageRef | None = None
     guide: str
     guide_value: str
     ours: str
+    ours_msg: MessageRef | None = None
     agrees: bool
     why: str
+    why_msg: MessageRef | None = None
     source: str
+
+
+def _host(parts: dict[str, float]) -> Any:
+    """'os_reserved 4, training_processes 32, ...' as one message (named in the reader's language)."""
+    return listed([msg("host_part", name=msg(f"host_{k}"), value=f"{v:g}") for k, v in parts.items() if v])
 
 
 def _range(v) -> tuple[float, float]:
@@ -28,29 +41,27 @@ def thumbs(b: BuildInput, blocks: dict) -> list[Thumb]:
     r = rules.rule("rules_of_thumb", "ram_x_gpu_memory")
     lo, hi = _range(r.value)
     ratio = node.ram_gib.value / gpu_mem if gpu_mem else 0.0
-    out.append(Thumb(topic="host RAM", guide=r.note, guide_value=f"{lo:g}-{hi:g} x {gpu_mem:g} GiB",
-                     ours=f"{node.ram_gib.value:g} GiB ({ratio:.2f} x GPU memory)", agrees=lo <= ratio <= hi,
-                     why="derived from what the job keeps on the host: " + ", ".join(
-                         f"{k} {v:g}" for k, v in node.ram_breakdown_gib.items() if v),
+    out.append(Thumb(topic=msg("thumb_topic_ram"), guide=r.note, guide_value=f"{lo:g}-{hi:g} x {gpu_mem:g} GiB",
+                     ours=msg("thumb_ours_ram", gib=f"{node.ram_gib.value:g}", ratio=f"{ratio:.2f}"),
+                     agrees=lo <= ratio <= hi, why=msg("thumb_why_ram", parts=_host(node.ram_breakdown_gib)),
                      source=r.source))
     r = rules.rule("rules_of_thumb", "cores_per_gpu")
     lo, hi = _range(r.value)
     per_gpu = node.cpu_cores.value / b.per_node
-    out.append(Thumb(topic="CPU cores per GPU", guide=r.note, guide_value=f"{lo:g}-{hi:g}",
-                     ours=f"{node.cpu_cores.value} cores ({per_gpu:.1f} per GPU)", agrees=lo <= per_gpu <= hi,
-                     why="derived: " + ", ".join(f"{k} {v:g}" for k, v in node.cpu_cores_breakdown.items() if v)
-                     + "; text tokenisation needs little CPU, image/video decoding needs far more",
+    out.append(Thumb(topic=msg("thumb_topic_cores"), guide=r.note, guide_value=f"{lo:g}-{hi:g}",
+                     ours=msg("thumb_ours_cores", cores=node.cpu_cores.value, per_gpu=f"{per_gpu:.1f}"),
+                     agrees=lo <= per_gpu <= hi,
+                     why=msg("thumb_why_cores", parts=_host(node.cpu_cores_breakdown)),
                      source=r.source))
     r = rules.rule("rules_of_thumb", "air_rack_kw")
     lo, hi = _range(r.value)
-    out.append(Thumb(topic="air-cooled rack power", guide=r.note, guide_value=f"{lo:g}-{hi:g} kW",
-                     ours=f"{fac.rack_kw_max:.1f} kW per rack, {fac.cooling.value}", agrees=fac.rack_kw_max <= hi,
-                     why=fac.cooling.rule, source=r.source))
+    out.append(Thumb(topic=msg("thumb_topic_air_rack"), guide=r.note, guide_value=f"{lo:g}-{hi:g} kW",
+                     ours=msg("thumb_ours_air_rack", kw=f"{fac.rack_kw_max:.1f}", cooling=msg(COOLING_KEYS[fac.cooling.value])),
+                     agrees=fac.rack_kw_max <= hi, why=fac.cooling.rule, why_msg=fac.cooling.rule_msg, source=r.source))
     r = rules.rule("rules_of_thumb", "nvme_write_gb_s_min")
     st = blocks["storage"]
     per_node = st.write_gb_s_sync.value / b.nodes
-    out.append(Thumb(topic="checkpoint write per node", guide=r.note, guide_value=f"> {r.value:g} GB/s",
-                     ours=f"{per_node:.3g} GB/s per node needed", agrees=per_node <= r.value,
-                     why=f"sized so blocking saves stay under {st.stall_share_target.value:.0%} at the Young/Daly "
-                         "interval", source=r.source))
+    out.append(Thumb(topic=msg("thumb_topic_ckpt_write"), guide=r.note, guide_value=f"> {r.value:g} GB/s",
+                     ours=msg("thumb_ours_ckpt_write", gb_s=f"{per_node:.3g}"), agrees=per_node <= r.value,
+                     why=msg("thumb_why_ckpt_write", share=f"{st.stall_share_target.value:.0%}"), source=r.source))
     return out

@@ -8,21 +8,29 @@ from typing import Any
 
 import yaml
 
+from trainsizer.messages import catalogue, msg
 from trainsizer.plan.buildout import rules, slurm_files
 from trainsizer.plan.buildout.common import Block, Cited, cited
 from trainsizer.plan.buildout.inputs import BuildInput
 from trainsizer.plan.buildout.network import NetworkBlock
+from trainsizer.plan.texts import MessageRef
 
 
 class SoftwareBlock(Block):
     family: str
     vendor: str
     driver: str
+    driver_msg: MessageRef | None = None  # set for an accelerator without a stack row
     toolkit: str
+    toolkit_msg: MessageRef | None = None
     collectives: str
+    collectives_msg: MessageRef | None = None
     collectives_version: str
+    collectives_version_msg: MessageRef | None = None
     pytorch: str
+    pytorch_msg: MessageRef | None = None
     stack_notes: str
+    stack_notes_msg: MessageRef | None = None
     framework: Cited
     scheduler: Cited
     files: dict[str, str]
@@ -38,28 +46,30 @@ def stack_for(acc: Any) -> tuple[str, dict]:
         if any(word in text for word in stack["match"]):
             return key, stack
     # an architecture newer than the reference matrix (e.g. an announced part): say so, invent no versions
-    unknown = "not in the reference compatibility matrix: use the vendor's current support matrix"
-    collectives = {"nvidia": "NCCL", "amd": "RCCL", "huawei": "HCCL"}.get(str(acc.vendor).lower(), "vendor library")
+    unknown = msg("sw_unknown_stack")
+    collectives = {"nvidia": "NCCL", "amd": "RCCL", "huawei": "HCCL"}.get(str(acc.vendor).lower(),
+                                                                           msg("sw_vendor_library"))
     return "unknown", {"vendor": str(acc.vendor).lower(), "driver_min": unknown, "cuda": unknown, "nccl": unknown,
                        "pytorch": unknown, "collectives": collectives,
-                       "notes": f"{acc.arch}: no row in software_stack.yaml"}
+                       "notes": msg("sw_no_stack_row", arch=acc.arch)}
 
 
 def framework_for(b: BuildInput, vendor: str) -> Cited:
     s = b.strategy
     fw = rules.value("software", "frameworks")
     if not b.scenario.training.trains_base_weights:
-        key, why = "peft", f"method {b.job.method}: adapters on a frozen base"
+        key, why = "peft", msg("sw_why_peft", method=b.job.method)
     elif s.tp > 1 or s.pp > 1 or s.cp > 1 or s.ep > 1 or s.distributed_optimizer:
         key = "mindspeed" if vendor == "huawei" else "megatron"
-        why = f"tp {s.tp}, pp {s.pp}, cp {s.cp}, ep {s.ep}: tensor/pipeline/context/expert parallelism"
+        why = msg("sw_why_megatron", tp=s.tp, pp=s.pp, cp=s.cp, ep=s.ep)
     elif (s.offload if isinstance(s.offload, str) else "none") != "none":
-        key, why = "deepspeed", f"offload {s.offload}"
+        key, why = "deepspeed", msg("sw_why_offload", offload=s.offload)
     elif (s.zero or 0) >= 3:
-        key, why = "fsdp", "ZeRO-3 / FSDP sharding over data parallel"
+        key, why = "fsdp", msg("sw_why_fsdp")
     else:
-        key, why = "ddp", "data parallel only"
-    return cited(fw[key], why, "software_stack_ref")
+        key, why = "ddp", msg("sw_why_ddp")
+    name = msg(f"framework_{key}")  # its English is the rule file's `frameworks` entry (a test checks)
+    return cited(name if str(name) == fw[key] else fw[key], why, "software_stack_ref")
 
 
 def pytorchjob(name: str, nodes: int, gpus: int, image: str, resource: str) -> str:
@@ -83,14 +93,14 @@ def software_block(b: BuildInput, net: NetworkBlock, cores: int, ram_gib: float)
     kube_kinds = rules.value("software", "kubernetes_when")
     files: dict[str, str] = {}
     if b.network_kind in kube_kinds:
-        sched = cited("Kubernetes + Kubeflow PyTorchJob", f"{b.network_kind} is a cloud fabric, usually managed "
-                      "Kubernetes", "kubeflow_pytorchjob")
+        sched = cited("Kubernetes + Kubeflow PyTorchJob", msg("sw_why_kubernetes", fabric=b.network_kind),
+                      "kubeflow_pytorchjob")
         resource = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "huawei": "huawei.com/Ascend910"}.get(vendor,
                                                                                                       "gpu")
         files["pytorchjob.yaml"] = pytorchjob("trainsizer-job", b.nodes, b.per_node, "REPLACE/with-your-image",
                                               resource)
     else:
-        why = "multi-node training on premises" if b.nodes > 1 else "one node: Slurm keeps the same workflow at scale"
+        why = msg("sw_why_slurm_multi") if b.nodes > 1 else msg("sw_why_slurm_one")
         sched = cited(f"Slurm >= {rules.value('software', 'slurm_min_version')}", why, "slurm_ref")
         topo = "block" if b.nvl72 else "tree"
         gres_name = "gpu" if vendor in ("nvidia", "amd") else "npu"
@@ -107,11 +117,26 @@ def software_block(b: BuildInput, net: NetworkBlock, cores: int, ram_gib: float)
             su = net.compute.nodes_per_su or b.nodes
             files["topology.conf"] = slurm_files.topology_tree(b.nodes, min(su, b.nodes), net.compute.spines)
     env = _nccl_env(b, net, stack)
-    return SoftwareBlock(family=family, vendor=vendor, driver=stack["driver_min"], toolkit=stack["cuda"],
-                         collectives=stack["collectives"], collectives_version=stack["nccl"],
-                         pytorch=stack["pytorch"], stack_notes=stack.get("notes", ""),
+    return SoftwareBlock(family=family, vendor=vendor, driver=_said(family, "driver_min", stack),
+                         toolkit=_said(family, "cuda", stack), collectives=stack["collectives"],
+                         collectives_version=_said(family, "nccl", stack), pytorch=_said(family, "pytorch", stack),
+                         stack_notes=_stack_notes(family, stack),
                          framework=framework_for(b, vendor), scheduler=sched, files=files, env=env,
                          source="software_stack_ref")
+
+
+def _said(family: str, field: str, stack: dict, key: str | None = None) -> Any:
+    """A stack's text (a version with words, its notes) as a catalogue message when the catalogue has it as
+    the rule file writes it (`stack_<family>_<field>`); else the rule file's text (a bare version)."""
+    text = stack.get(field, "")
+    key = key or f"stack_{family}_{field}"
+    if isinstance(text, str) and key in catalogue() and catalogue()[key]["en"] == text:
+        return msg(key)
+    return text
+
+
+def _stack_notes(family: str, stack: dict) -> Any:
+    return _said(family, "notes", stack, f"stack_notes_{family}")
 
 
 def _nccl_env(b: BuildInput, net: NetworkBlock, stack: dict) -> dict[str, str]:

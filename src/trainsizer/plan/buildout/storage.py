@@ -14,13 +14,16 @@ blocking saves under a target share of time at the Young/Daly interval, and the 
 
 from __future__ import annotations
 
+from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block, Cited, ceil_div, cited, from_rule
 from trainsizer.plan.buildout.inputs import BuildInput
+from trainsizer.plan.texts import MessageRef
 
 
 class StorageBlock(Block):
     tier: str
+    tier_msg: MessageRef | None = None
     tier_catalog_id: str
     kind: str
     checkpoint_gb: float
@@ -41,6 +44,7 @@ class StorageBlock(Block):
     appliances: int
     appliance: str | None
     notes: list[str]
+    notes_msg: list[MessageRef | None] | None = None
 
 
 def checkpoint_bytes(b: BuildInput) -> float:
@@ -71,7 +75,7 @@ def storage_block(b: BuildInput) -> StorageBlock:
     headroom = rules.value("storage", "capacity_headroom")
     logs = rules.value("storage", "logs_gb_per_node") * 1e9 * b.nodes
     cap_tb = (keep.value * ckpt + tok_b + raw_b + logs) * headroom / 1e12
-    capacity = cited(round(cap_tb, 2), f"({keep.value} checkpoints + tokenised + raw dataset + logs) x {headroom}",
+    capacity = cited(round(cap_tb, 2), msg("storage_rule_capacity", keep=keep.value, headroom=headroom),
                      "storage_rules_ref")
     read = _read_need(b)
     mtbf = float(job_mtbf_s(b.gpus, failure_figures(b.catalog.reliability).failures_per_gpu_day))
@@ -90,16 +94,13 @@ def storage_block(b: BuildInput) -> StorageBlock:
         tier=tier, tier_catalog_id=tier_id, kind=kind, checkpoint_gb=ckpt / 1e9, checkpoints_retained=from_rule(keep),
         dataset_tokenised_gb=tok_b / 1e9, dataset_raw_gb=raw_b / 1e9, capacity_tb=capacity, loader_read_gb_s=read,
         job_mtbf_h=mtbf / 3600.0,
-        checkpoint_interval_min=cited(tau / 60.0, "Daly 2006: sqrt(2 delta M) - delta at the write budget, at most "
-                                      f"{cap / 60:g} min", "daly_2006"),
-        write_budget_s=cited(budget, f"delta <= 2 M s^2 (s = {s_rule.value}), or s x the capped interval",
-                             "young_1974"),
-        write_gb_s_sync=cited(write_sync, "checkpoint bytes / write budget (blocking save)", "storage_rules_ref"),
-        write_gb_s_async_drain=cited(drain, "checkpoint bytes / interval (async save drains between saves)",
-                                     "pytorch_dcp_async"),
+        checkpoint_interval_min=cited(tau / 60.0, msg("storage_rule_interval", cap=f"{cap / 60:g}"), "daly_2006"),
+        write_budget_s=cited(budget, msg("storage_rule_budget", s=s_rule.value), "young_1974"),
+        write_gb_s_sync=cited(write_sync, msg("storage_rule_sync"), "storage_rules_ref"),
+        write_gb_s_async_drain=cited(drain, msg("storage_rule_drain"), "pytorch_dcp_async"),
         async_block_s=ckpt / (g2h * 1e9 * b.gpus), stall_share_target=from_rule(s_rule),
         read_gb_s_tier=tier_read,
-        restore_s=cited(restore, "checkpoint bytes / aggregate tier read bandwidth", "storage_rules_ref"),
+        restore_s=cited(restore, msg("storage_rule_restore"), "storage_rules_ref"),
         appliances=n_app, appliance=app, notes=notes)
 
 
@@ -111,8 +112,8 @@ def _read_need(b: BuildInput) -> Cited:
     floor = tier.read_gb_s_per_node.low if b.nodes == 1 else max(tier.read_gb_s_per_node.low,
                                                                  sus * tier.read_gb_s_per_su.low)
     need = b.tokens_per_s * rules.value("node", "stored_bytes_per_token") / 1e9
-    return cited(round(max(need, floor), 4), f"max(tokens/s x bytes/token = {need:.4f} GB/s, {floor:g} GB/s "
-                 f"{tier.id} floor)", "superpod_h100_ra")
+    return cited(round(max(need, floor), 4), msg("storage_rule_read", need=f"{need:.4f}", floor=f"{floor:g}",
+                                                 tier=tier.id), "superpod_h100_ra")
 
 
 def _tier(b: BuildInput, write_gb_s: float, read_gb_s: float) -> tuple:
@@ -121,13 +122,12 @@ def _tier(b: BuildInput, write_gb_s: float, read_gb_s: float) -> tuple:
     if b.nodes < rules.value("storage", "pfs_min_nodes"):
         nvme = cat.storage_tier("node-nvme-gen4-raid0")
         nfs = cat.part("nfs-server-nvme")
-        notes = ["checkpoints to local NVMe first, then copied to NFS; datasets cached on local NVMe"]
-        return ("local NVMe + NFS", nvme.id, nvme.kind, nfs.id, 1, nvme.read_gb_s_per_node.low, notes)
+        notes = [msg("storage_note_local")]
+        return (msg("storage_tier_local"), nvme.id, nvme.kind, nfs.id, 1, nvme.read_gb_s_per_node.low, notes)
     app = cat.part("pfs-appliance-ai400x2")
     need = ceil_div(max(write_gb_s / app.write_gb_s, read_gb_s / app.read_gb_s), 1)
     count = max(1, need)
-    notes = [f"{count} x {app.name}: sized on max(write {write_gb_s:.1f} GB/s / {app.write_gb_s:g}, "
-             f"read {read_gb_s:.1f} GB/s / {app.read_gb_s:g}) (appliance figures low confidence)",
-             "any SuperPOD-certified parallel FS fits: Lustre (DDN EXAScaler), IBM Storage Scale, WEKA, VAST"]
-    return ("parallel file system (Lustre / GPFS / BeeGFS / WEKA / VAST class)", "lustre-ddn", "parallel_fs",
+    notes = [msg("storage_note_sized", count=count, name=app.name, write=f"{write_gb_s:.1f}", app_write=f"{app.write_gb_s:g}",
+                 read=f"{read_gb_s:.1f}", app_read=f"{app.read_gb_s:g}"), msg("storage_note_any_pfs")]
+    return (msg("storage_tier_pfs"), "lustre-ddn", "parallel_fs",
             app.id, count, count * app.read_gb_s, notes)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 import drawsvg as dw
 
 from trainsizer.render.report.charts import PALETTE
+from trainsizer.render.report.facts import as_dict
 from trainsizer.render.report.fmt import Fmt
 from trainsizer.render.report.i18n import has, t
 from trainsizer.render.report.topology import Tier, Topology, topology
@@ -190,7 +191,7 @@ def _wrap(text: str, width: int) -> list[str]:
 def render_svg(plan: Mapping, lang: str) -> str:
     """The recommended option's deployment architecture as an SVG document (a note when nothing is recommended)."""
     f = Fmt(lang)
-    topo = topology(plan)
+    topo = topology(as_dict(plan, lang, keep=True), lang)
     if topo is None:
         d = dw.Drawing(W, 60)
         d.append(_text(20, 35, t("dg.none", lang), 14))

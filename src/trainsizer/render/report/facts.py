@@ -10,17 +10,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from trainsizer.plan.texts import localise
+
 BUILD_BLOCKS = ("bom", "network", "node", "storage", "facility", "software", "risks", "acceptance", "phases",
                 "rules_of_thumb")
 
 
-def as_dict(plan: Any) -> dict[str, Any]:
-    """A Plan (pydantic) or its JSON as a plain dict."""
+def as_dict(plan: Any, lang: str | None = None, *, keep: bool = False) -> dict[str, Any]:
+    """A Plan (pydantic) or its JSON as a plain dict; with `lang`, its sentences in that language (from the
+    catalogue messages the plan stores, `plan.texts`) and without the stored messages."""
     if hasattr(plan, "model_dump"):
-        return plan.model_dump(mode="json")
-    if isinstance(plan, Mapping):
-        return dict(plan)
-    raise TypeError(f"expected a Plan or a mapping, got {type(plan).__name__}")
+        out = plan.model_dump(mode="json", by_alias=True)
+    elif isinstance(plan, Mapping):
+        out = dict(plan)
+    else:
+        raise TypeError(f"expected a Plan or a mapping, got {type(plan).__name__}")
+    return out if lang is None else localise(out, lang, keep=keep)
 
 
 def recommended(plan: Mapping) -> int | None:

@@ -1,4 +1,5 @@
-"""Numbers, units and money as a reader of each language expects them (CLDR rules through Babel).
+"""Numbers, units and money as a reader of each language expects them (CLDR rules through Babel, called in
+one place: `trainsizer.render.numbers`, which the CLI tables use too).
 
 Chinese groups large numbers in 万 (10^4) and 亿 (10^8) and writes ¥ for yuan; English uses thousands
 separators. Binary and decimal units are never converted into each other: a `_gib` figure is printed as GiB,
@@ -10,9 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from babel.numbers import format_compact_currency, format_compact_decimal, format_currency, format_decimal
-
-_LOCALES = {"en": "en_US", "zh": "zh_Hans_CN"}
+from trainsizer.render import numbers
 
 # Field-name suffix -> unit printed after the number (CONVENTIONS.md's unit names).
 UNIT_SUFFIXES: tuple[tuple[str, str], ...] = (
@@ -46,7 +45,7 @@ class Fmt:
 
     @property
     def locale(self) -> str:
-        return _LOCALES[self.lang]
+        return numbers.locale_of(self.lang)
 
     def num(self, x: float | int | None, digits: int = 1) -> str:
         """A count or measure: 万/亿 past 10^4 in Chinese, thousands separators in English."""
@@ -55,13 +54,13 @@ class Fmt:
         if isinstance(x, bool):
             return str(x)
         if self.lang == "zh" and abs(x) >= 1e4:
-            return format_compact_decimal(x, locale=self.locale, fraction_digits=2)
+            return numbers.compact(x, self.lang)
         if isinstance(x, int) or float(x).is_integer():
-            return format_decimal(int(round(x)), locale=self.locale)
+            return numbers.decimal(int(round(x)), self.lang)
         pattern = "#,##0." + "0" * digits if digits > 0 else "#,##0"
         if 0 < abs(x) < 10 ** -digits:
-            return format_decimal(x, locale=self.locale, format="0.###E0")
-        return format_decimal(x, locale=self.locale, format=pattern)
+            return numbers.decimal(x, self.lang, "0.###E0")
+        return numbers.decimal(x, self.lang, pattern)
 
     def qty(self, x: float | int | None, unit: str, digits: int = 1) -> str:
         """A number with its unit (units are never converted)."""
@@ -70,17 +69,14 @@ class Fmt:
     def pct(self, x: float | None, digits: int = 1) -> str:
         if x is None:
             return "—"
-        return format_decimal(100 * x, locale=self.locale, format="#,##0." + "0" * digits) + "%"
+        return numbers.decimal(100 * x, self.lang, "#,##0." + "0" * digits) + "%"
 
     def money(self, amount: float | None, currency: str) -> str:
         """An amount in its own currency (never converted): ¥12.3万 in Chinese, $123,456 in English."""
         if amount is None or not math.isfinite(amount):
             return "—"
-        if self.lang == "zh" and abs(amount) >= 1e4:
-            return format_compact_currency(amount, currency, locale=self.locale, fraction_digits=2)
-        if abs(amount) >= 1000:
-            return format_currency(round(amount), currency, locale=self.locale, format="¤#,##0", currency_digits=False)
-        return format_currency(amount, currency, locale=self.locale)
+        return numbers.money(amount, currency, self.lang, compact_form=self.lang == "zh" and abs(amount) >= 1e4,
+                             whole=abs(amount) >= 1000)
 
     def money_range(self, low: float | None, mid: float | None, high: float | None, currency: str) -> str:
         """typical (low – high); one figure when the range is a single price."""

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
-from importlib import resources
+from trainsizer.catalogues import LANGS, load
 
-import yaml
+__all__ = ["LANGS", "catalogue", "field_label", "has", "t"]
 
-LANGS = ("en", "zh")
+PATH = "render/report/data/i18n.yaml"
 
 
-@lru_cache(maxsize=1)
 def catalogue() -> dict[str, dict[str, str]]:
-    text = resources.files("trainsizer.render.report").joinpath("data/i18n.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return load(PATH)
 
 
 def t(key: str, lang: str, **values: object) -> str:

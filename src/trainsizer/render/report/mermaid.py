@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from trainsizer.render.report.diagram import TIER_RANK, rack_groups
+from trainsizer.render.report.facts import as_dict
 from trainsizer.render.report.fmt import Fmt
 from trainsizer.render.report.i18n import has, t
 from trainsizer.render.report.topology import Topology, topology
@@ -42,7 +43,7 @@ def _rack_lines(topo: Topology, f: Fmt) -> list[str]:
 
 def render_mermaid(plan: Mapping, lang: str) -> str:
     f = Fmt(lang)
-    topo = topology(plan)
+    topo = topology(as_dict(plan, lang, keep=True), lang)
     if topo is None:
         return f"flowchart TB\n  none[{_q(t('dg.none', lang))}]\n"
     out = ["flowchart TB"]

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from trainsizer.render.report.facts import blocks, recommended
+from trainsizer.render.report.i18n import has, t
 
 
 @dataclass(frozen=True)
@@ -74,11 +75,16 @@ def _tiers_of(compute: Mapping) -> tuple[tuple[Tier, ...], tuple[Link, ...]]:
     return tiers, links
 
 
-def _fabric_text(block: object) -> str | None:
+def _word(value: object, lang: str) -> str:
+    """An enumerated value (a fabric kind or purpose) in the reader's language (report catalogue `v.*`)."""
+    return t(f"v.{value}", lang) if has(f"v.{value}") else str(value)
+
+
+def _fabric_text(block: object, lang: str = "en") -> str | None:
     """'ethernet converged · 2 × 400 Gb/s per node · sn5600 × 1' for a storage or management fabric."""
     if not isinstance(block, Mapping):
         return None
-    parts = [" ".join(str(block[k]) for k in ("kind", "purpose") if block.get(k))]
+    parts = [" ".join(_word(block[k], lang) for k in ("kind", "purpose") if block.get(k))]
     if block.get("ports_per_node") and block.get("gbps_per_port"):
         parts.append(f"{block['ports_per_node']} × {block['gbps_per_port']:g} Gb/s")
     if block.get("switch"):
@@ -86,20 +92,23 @@ def _fabric_text(block: object) -> str | None:
     return " · ".join(p for p in parts if p) or None
 
 
-def _from_build(net: Mapping, sto: Mapping) -> dict:
+def _from_build(net: Mapping, sto: Mapping, lang: str = "en") -> dict:
     """Topology fields from the build-out's network block (compute / storage / inband / oob / nvlink)."""
     compute = net.get("compute") if isinstance(net.get("compute"), Mapping) else {}
     nvlink = net.get("nvlink") if isinstance(net.get("nvlink"), Mapping) else {}
     tiers, links = _tiers_of(compute)
     topo = str(compute.get("topology") or "")
+    # rail-optimised: said by the stored message (the text may be in either language); older plans: the text
+    rail = "rail" in str((compute.get("topology_msg") or {}).get("key", "")) or "rail" in topo
     storage = " · ".join(x for x in (str(sto.get("tier") or ""), f"{sto['appliances']} × {sto['appliance']}"
-                                     if sto.get("appliance") else "", _fabric_text(net.get("storage")) or "") if x)
-    mgmt = " | ".join(x for x in (_fabric_text(net.get("inband")), _fabric_text(net.get("oob"))) if x)
+                                     if sto.get("appliance") else "", _fabric_text(net.get("storage"), lang) or "")
+                         if x)
+    mgmt = " | ".join(x for x in (_fabric_text(net.get("inband"), lang), _fabric_text(net.get("oob"), lang)) if x)
     return dict(
         nvlink_domain_gpus=_int(nvlink.get("gpus_per_domain")) if nvlink.get("tech") == "nvlink" else None,
         nics_per_node=_int(compute.get("ports_per_node")), nic_gbps=_float(compute.get("gbps_per_port")),
-        fabric=" ".join(x for x in (str(compute.get("kind") or ""), topo) if x),
-        rails=_int(compute.get("ports_per_node")) if "rail" in topo else None, tiers=tiers, links=links,
+        fabric=" ".join(x for x in (_word(compute.get("kind") or "", lang), topo) if x),
+        rails=_int(compute.get("ports_per_node")) if rail else None, tiers=tiers, links=links,
         storage=storage or None, storage_gbps_per_node=None, management=mgmt or None)
 
 
@@ -121,7 +130,7 @@ def _from_flat(net: Mapping, sto: Mapping, hw_net: Mapping, hw: Mapping) -> dict
         management=_fabric_label(net.get("management_fabric")))
 
 
-def topology(plan: Mapping) -> Topology | None:
+def topology(plan: Mapping, lang: str = "en") -> Topology | None:
     """The recommended option's topology (None when the plan recommends nothing)."""
     rec = recommended(plan)
     if rec is None:
@@ -131,7 +140,7 @@ def topology(plan: Mapping) -> Topology | None:
     net, fac, sto = (b.get(k) if isinstance(b.get(k), Mapping) else {} for k in ("network", "facility", "storage"))
     hw_net = hw.get("network") if isinstance(hw.get("network"), Mapping) else {}
     if "compute" in net or "nvlink" in net:
-        fields = _from_build(net, sto)
+        fields = _from_build(net, sto, lang)
         fields["nics_per_node"] = fields["nics_per_node"] or _int(hw_net.get("nics_per_node"))
         fields["nic_gbps"] = fields["nic_gbps"] or _float(hw_net.get("gbps_per_nic"))
         fields["fabric"] = fields["fabric"] or str(hw_net.get("id") or "")

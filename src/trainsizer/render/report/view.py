@@ -200,7 +200,7 @@ def _build_sections(plan: Mapping, f: Fmt) -> list[Section]:
 
 def build_view(plan: Any, lang: str) -> ReportView:
     """The whole report for `plan` in `lang` ('en' or 'zh')."""
-    p, f = as_dict(plan), Fmt(lang)
+    p, f = as_dict(plan, lang), Fmt(lang)
     cur = currency(p)
     charts = (plan_charts.memory_chart(p, lang), plan_charts.time_chart(p, lang),
               plan_charts.pareto_chart(p, lang, cur), plan_charts.scaling_chart(p, lang))

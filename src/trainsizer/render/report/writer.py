@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from trainsizer.errors import SpecError
+from trainsizer.plan.schema import SCHEMA_VERSION
 from trainsizer.render.report.diagram import render_svg
 from trainsizer.render.report.facts import as_dict
 from trainsizer.render.report.html import render_html
@@ -67,7 +68,7 @@ def write_report(plan: Any, out_dir: Path | str, lang: str = "en", formats: Iter
     if existing and not force:
         raise SpecError(str(existing[0]), "already exists; the report is not overwritten",
                         allowed="another --out folder, or --force to overwrite")
-    files = _files(as_dict(plan), lang, formats)
+    files = _files(as_dict(plan, lang), lang, formats)
     written = []
     for rel, data in files.items():
         _atomic_write(out / rel, data)
@@ -88,4 +89,8 @@ def load_plan_json(path: Path | str) -> dict[str, Any]:
         raise SpecError(f"{path}:{err.lineno}", f"not valid JSON: {err.msg}") from None
     if not isinstance(data, dict) or not isinstance(data.get("options"), list):
         raise SpecError(f"{path}: options", "not a trainsizer plan (expected an object with an `options` list)")
+    version = str(data.get("schema_version", "1.0"))
+    if not version.startswith("1."):   # 1.x only adds fields; another major version may change their meaning
+        raise SpecError(f"{path}: schema_version", "a plan of a schema this version of trainsizer does not read",
+                        value=version, allowed=f"1.x (this trainsizer writes {SCHEMA_VERSION})")
     return data

@@ -8,12 +8,12 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
-from babel.numbers import get_currency_symbol
 from openpyxl import Workbook
 from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
+from trainsizer.render import numbers
 from trainsizer.render.report.blocks import mid
 from trainsizer.render.report.facts import (
     as_dict,
@@ -33,7 +33,7 @@ PRICES = ("low", "typical", "high")
 
 
 def money_format(cur: str, lang: str) -> str:
-    symbol = get_currency_symbol(cur, locale=Fmt(lang).locale) if cur else ""
+    symbol = numbers.currency_symbol(cur, lang) if cur else ""
     return f'"{symbol}"#,##0' if symbol else "#,##0"
 
 
@@ -187,7 +187,7 @@ def assumptions_sheet(wb: Workbook, plan: Mapping, lang: str) -> None:
 
 def render_xlsx(plan: Any, lang: str = "en") -> bytes:
     """The workbook as bytes (.xlsx). Stable signature: the web page uses it."""
-    p = as_dict(plan)
+    p = as_dict(plan, lang)
     wb = Workbook()
     bom_sheet(wb, p, lang)
     for i in range(len(p.get("options") or [])):
