@@ -103,5 +103,5 @@ def test_chinese_result_page_has_no_english_left(client, result):
     _r, token = result
     zh = client.get("/result", params={"job": token, "lang": "zh"})
     assert zh.status_code == 200
-    job_text = yaml.safe_dump(GOOD) + " ".join(str(v) for v in GOOD.values()) + " English"
+    job_text = yaml.safe_dump(GOOD) + " ".join(str(v) for v in GOOD.values()) + " English bold"  # name: <b>bold</b>
     assert english_words(_visible_html(zh.text), job_text) == []

@@ -7,11 +7,18 @@ the same job wait for the one computation) and rendered files are kept per (job,
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import OrderedDict
 from typing import Any
 
+from trainsizer.plan.texts import localise
 from trainsizer.web.pool import WorkerPool
 from trainsizer.web.token import job_key
+
+
+def _in_language(plan: dict[str, Any], lang: str) -> dict[str, Any]:
+    data = localise(plan, lang)
+    return {"plan": data, "json": json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8")}
 
 
 class _Lru:
@@ -60,8 +67,18 @@ class Results:
         return value
 
     async def _plan(self, job: dict[str, Any], lang: str) -> dict[str, Any]:
-        # The plan's sentences (why, what binds) are in `lang`: one plan per job and language.
-        return await self._once(("plan", job_key(job), lang), self._plans, "plan", {"job": job, "lang": lang})
+        # One search per job: the plan is made in English and its sentences are written in `lang` from the
+        # catalogue messages it stores (plan.texts), so switching the page's language does not search again.
+        made = await self._once(("plan", job_key(job)), self._plans, "plan",
+                                {"job": job, "lang": "en", "error_lang": lang})
+        if lang == "en":
+            return made
+        key = ("plan", job_key(job), lang)
+        hit = self._plans.get(key)
+        if hit is None:
+            hit = await asyncio.to_thread(_in_language, made["plan"], lang)
+            self._plans.put(key, hit)
+        return hit
 
     async def plan(self, job: dict[str, Any], lang: str) -> dict[str, Any]:
         return (await self._plan(job, lang))["plan"]

@@ -75,7 +75,7 @@ def run(name: str, payload: dict[str, Any]) -> tuple[str, Any]:
     try:
         return "ok", TASKS[name](payload)
     except TrainsizerError as err:
-        detail = error_detail(err, str(payload.get("lang") or "en"))
+        detail = error_detail(err, str(payload.get("error_lang") or payload.get("lang") or "en"))
         return "user_error", {"detail": detail.model_dump(mode="json"), "status": status_of(err)}
     except Exception:  # a bug: the server logs it; the client gets a short 500 without the traceback
         return "bug", traceback.format_exc()

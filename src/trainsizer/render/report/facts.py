@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainsizer.plan.texts import localise
+from trainsizer.render.report.i18n import t
 
 BUILD_BLOCKS = ("bom", "network", "node", "storage", "facility", "software", "risks", "acceptance", "phases",
                 "rules_of_thumb")
@@ -101,13 +102,13 @@ def currency(plan: Mapping) -> str:
     return ""
 
 
-def strategy_text(s: Mapping) -> str:
+def strategy_text(s: Mapping, lang: str = "en") -> str:
     parts = [f"{k.upper()}{s[k]}" for k in ("tp", "pp", "vpp", "dp", "cp", "ep") if s.get(k, 1) not in (None, 1)]
     if s.get("zero"):
         parts.append(f"ZeRO-{s['zero']}")
     for k in ("recompute", "offload"):
         if s.get(k) not in (None, "none"):
-            parts.append(f"{k} {s[k]}")
+            parts.append(t(f"st.{k}", lang, mode=s[k]))
     if s.get("micro_batch"):
         parts.append(f"mb{s['micro_batch']}")
     return " ".join(parts) or "DP1"

@@ -144,7 +144,7 @@ def options_table(plan: Mapping, f: Fmt) -> Table:
         meets = o.get("meets") or {}
         rows.append((f"#{i + 1}", marks, option_label(o),
                      f"{f.num(hw.get('nodes'))} × {f.num(hw.get('per_node'))}", network_name(hw),
-                     strategy_text(o.get("strategy") or {}),
+                     strategy_text(o.get("strategy") or {}, L),
                      f"{f.qty(mem.get('per_gpu_gib'), 'GiB')} / {f.qty(mem.get('capacity_gib'), 'GiB')}",
                      f.qty(tm.get("step_s"), "s", 2), f.pct(tm.get("mfu")), f.days(tm.get("train_days")),
                      f.money_range(price["low"], mid(price), price["high"], cur) if price else "—",

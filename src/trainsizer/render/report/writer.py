@@ -90,7 +90,7 @@ def load_plan_json(path: Path | str) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("options"), list):
         raise SpecError(f"{path}: options", "not a trainsizer plan (expected an object with an `options` list)")
     version = str(data.get("schema_version", "1.0"))
-    if not version.startswith("1."):   # 1.x only adds fields; another major version may change their meaning
+    if version.split(".")[0] != "1":   # 1.x only adds fields; another major version may change their meaning
         raise SpecError(f"{path}: schema_version", "a plan of a schema this version of trainsizer does not read",
                         value=version, allowed=f"1.x (this trainsizer writes {SCHEMA_VERSION})")
     return data

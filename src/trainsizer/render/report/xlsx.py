@@ -136,7 +136,7 @@ def option_sheet(wb: Workbook, plan: Mapping, i: int, lang: str) -> None:
         (t("option", lang), option_label(o)), (t("x.accelerator", lang), hw.get("accelerator")),
         (t("x.server", lang), hw.get("server")), (t("gpus", lang), hw.get("count")),
         (t("nodes_x_gpus", lang), f"{hw.get('nodes')} × {hw.get('per_node')}"), (t("network", lang), network_name(hw)),
-        (t("strategy", lang), strategy_text(st)), (f"{t('memory_per_gpu', lang)} (GiB)", mem.get("per_gpu_gib")),
+        (t("strategy", lang), strategy_text(st, lang)), (f"{t('memory_per_gpu', lang)} (GiB)", mem.get("per_gpu_gib")),
         (f"{t('capacity', lang)} (GiB)", mem.get("capacity_gib")),
         *((f"{t(f'mem.{k}', lang)} (GiB)", v) for k, v in (mem.get("breakdown_gib") or {}).items()),
         (f"{t('step_time', lang)} (s)", tm.get("step_s")),
