@@ -490,6 +490,21 @@ def _offload_and_fuse(b: _Batch, items: dict[str, Any], host: Any) -> Any:
     return host
 
 
+def activation_offload_bytes(model: ModelArch, training: Training, strategy: Strategy,
+                             n_layers: np.ndarray) -> Any:
+    """Bytes of one micro-batch's saved activations that activation offloading moves to host memory in the
+    forward and back in the backward, on a stage of `n_layers` decoder layers: every layer's but the two kept
+    resident (`_offload_and_fuse`); 0 without `strategy.activation_offload`. The time model charges their PCIe
+    transfers (step_time.py)."""
+    if not bool(getattr(strategy, "activation_offload", False)):
+        return 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        b = _batch(model, training, strategy, DEFAULT_OPTIONS)
+    moe_share = float(b.pre.layout.cum_moe[model.layers]) / model.layers
+    per_layer = (1.0 - moe_share) * b.dense_b + moe_share * b.moe_b
+    return np.maximum(np.asarray(n_layers, dtype=float) - 2.0, 0.0) * per_layer
+
+
 def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any) -> None:
     """CUDA context, NCCL buffers, ZeRO buckets / gathered layers and allocator fragmentation into `items`
     (memory_constants.yaml `framework_overhead`)."""

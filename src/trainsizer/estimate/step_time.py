@@ -47,7 +47,7 @@ from trainsizer.models.arch import ModelArch
 PIPELINE_SCHEDULES = ("1f1b", "dualpipe")
 ATTENTION_KERNELS = ("fa2", "native")
 BREAKDOWN_KEYS = ("compute", "tp_comm", "cp_comm", "ep_comm", "dp_comm", "pp_bubble", "pp_comm", "optimizer",
-                  "data_loading")
+                  "data_loading", "act_offload")
 
 
 @dataclass(frozen=True)
@@ -589,7 +589,8 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     x = _step(model, training, system, strategy, calibration, framework_style, constants)
     lt, layer_mb = _layer_time(x)
     mb = _micro_batch(x, lt, layer_mb)
-    t_mb = mb.total
+    offload = _activation_offload(x, strategy, mb)
+    t_mb = mb.total + offload
     bubble, pp_comm = _pipeline(x, t_mb)
     g = _grads(x, lt, mb)
     dp_nonz3, bucket_frac = _dp_comm_replicated(x, g)
@@ -610,7 +611,24 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
         "pp_comm": pp_comm,
         "optimizer": opt,
         "data_loading": data,
+        "act_offload": m * offload,
     }
+
+
+def _activation_offload(x: _Step, strategy: Any, mb: _MicroBatch) -> np.ndarray:
+    """Exposed PCIe time of activation offloading per micro-batch on the slowest stage (torchtune
+    enable_activation_offloading, Megatron-Core cpu_offloading): the offloaded activations
+    (memory.activation_offload_bytes) go to host memory during the forward and come back during the backward,
+    each way over the GPU's host link (System.pcie_gb_s, one direction) on a side stream that overlaps the
+    compute; what exceeds the forward (1/3 of the compute) or the backward (2/3: backward ~ 2x forward FLOPs,
+    Kaplan et al. 2020's 6N = 2N + 4N) is exposed."""
+    from trainsizer.estimate.memory import activation_offload_bytes
+
+    moved = activation_offload_bytes(x.model, x.training, strategy, mb.n_stage)
+    link = max(x.system.pcie_gb_s, 1e-3) * 1e9
+    each_way = moved / link
+    exposed = np.maximum(each_way - mb.compute / 3.0, 0.0) + np.maximum(each_way - 2.0 * mb.compute / 3.0, 0.0)
+    return exposed + 0.0 * mb.compute
 
 
 def _flops(x: _Step, step: np.ndarray) -> dict[str, np.ndarray]:

@@ -1,0 +1,41 @@
+"""Activation offloading costs PCIe time: the offloaded activations go to the host in the forward and come back
+in the backward; what the compute cannot hide is added to the step (step_time._activation_offload)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from trainsizer.estimate.inputs import Strategy, System, Training
+from trainsizer.estimate.memory import activation_offload_bytes, estimate_memory
+from trainsizer.estimate.step_time import BREAKDOWN_KEYS, estimate_time
+from trainsizer.models import load_model
+
+MODEL = load_model("llama-3.1-8b")
+CARD = System(accelerator="rtx-4090", gpus=1, gpus_per_node=1, memory_gib=24.0, peak_tflops={"bf16": 165.0},
+              hbm_gb_s=1008.0, intra_node_gb_s=25.0, pcie_gb_s=25.0)
+LORA = Training(method="lora", seq_len=4096, global_batch_seqs=8, lora_rank=16,
+                lora_targets=("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"))
+OFF = Strategy(micro_batch=1, recompute="none", activation_offload=True, framework="torchtune")
+
+
+def test_offloaded_bytes_are_every_layer_but_two_resident():
+    moved = float(activation_offload_bytes(MODEL, LORA, OFF, MODEL.layers))
+    mem_on = estimate_memory(MODEL, LORA, CARD, OFF)
+    mem_off = estimate_memory(MODEL, LORA, CARD, OFF.with_(activation_offload=False))
+    # the GPU keeps two layers; the rest of one micro-batch's layer activations is what moves (the memory
+    # estimate also drops the first layer's norm input under LoRA, 0.3% here)
+    kept = mem_off.items_bytes["layer_activations"] - mem_on.items_bytes["layer_activations"]
+    assert moved == pytest.approx(kept, rel=0.01)
+    assert float(activation_offload_bytes(MODEL, LORA, OFF.with_(activation_offload=False), 32)) == 0.0
+
+
+def test_slow_host_link_exposes_transfer_time_fast_link_hides_it():
+    slow = estimate_time(MODEL, LORA, dataclasses.replace(CARD, pcie_gb_s=2.0), OFF)
+    fast = estimate_time(MODEL, LORA, dataclasses.replace(CARD, pcie_gb_s=1000.0), OFF)
+    none = estimate_time(MODEL, LORA, CARD, OFF.with_(activation_offload=False))
+    assert slow.breakdown_s["act_offload"] > 0.0
+    assert fast.breakdown_s["act_offload"] == 0.0 and none.breakdown_s["act_offload"] == 0.0
+    assert slow.step_s == pytest.approx(fast.step_s + slow.breakdown_s["act_offload"], rel=1e-9)
+    assert set(slow.breakdown_s) == set(BREAKDOWN_KEYS)
