@@ -6,6 +6,8 @@ from __future__ import annotations
 from functools import cache
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import REPO
 from trainsizer.catalog import load_catalog
@@ -123,3 +125,30 @@ def test_every_key_the_plan_and_web_name_exists():
     assert len(named) > 50, "the scan found few keys: the pattern is broken"
     missing = sorted(f"{key} ({where})" for key, where in named if key not in catalogue())
     assert not missing, "add these keys to plan/data/buildout_text.yaml or explain.yaml: " + ", ".join(missing)
+
+
+def _plan_keys() -> list[str]:
+    return sorted(k for path in ("plan/data/explain.yaml", "plan/data/buildout_text.yaml") for k in load(path))
+
+
+@settings(max_examples=60, derandomize=True, deadline=None)
+@given(st.sampled_from(_plan_keys()), st.data())
+def test_a_stored_message_reads_back_in_both_languages(key, data):
+    """Any plan sentence with any fields (text, numbers, a nested sentence) survives JSON and renders in
+    English as it was written and in Chinese as the catalogue writes it."""
+    import json
+    import string
+
+    from trainsizer.catalogues import load as load_catalogue
+    from trainsizer.messages import render
+
+    entry = next(load_catalogue(p)[key] for p in ("plan/data/explain.yaml", "plan/data/buildout_text.yaml")
+                 if key in load_catalogue(p))
+    names = {f for _, f, _, _ in string.Formatter().parse(entry["en"]) if f}
+    value = st.one_of(st.text(alphabet="abcxyz-019 .", max_size=12), st.integers(-10**6, 10**6),
+                      st.just(msg("money_none")))
+    params = {n: data.draw(value, label=n) for n in sorted(names)}
+    written = msg(key, **params)
+    stored = json.loads(json.dumps(ref(written).model_dump()))
+    assert say(stored, "en") == written
+    assert say(stored, "zh") == render(key, "zh", params)

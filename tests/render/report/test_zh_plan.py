@@ -96,3 +96,14 @@ def test_the_check_finds_english():
     """The check can fail: an English sentence is found, names and ids are not."""
     assert {"cheapest", "wins"} <= set(english_words("方案：the cheapest plan wins", ""))
     assert english_words("h100-sxm-80gb x16 ib-ndr400 NVLink per_node", "") == []
+
+
+@pytest.mark.parametrize("deadline_days", [0.1])
+def test_a_job_nothing_satisfies_explains_itself_in_chinese(deadline_days):
+    """What binds, by how much and what relaxing it buys (re-searched) is Chinese too."""
+    plan = _plan("sft-70b-search", deadline_days=deadline_days)
+    assert plan["binding"] and plan["recommended"] is None
+    job_text = next(p for p in EXAMPLES if p.stem == "sft-70b-search").read_text(encoding="utf-8")
+    found = {where: english_words(text, job_text) for where, text in (
+        ("plan --lang zh", _cli(plan)), ("report.html", _visible_html(render_html(plan, "zh"))))}
+    assert not {k: v for k, v in found.items() if v}, found
