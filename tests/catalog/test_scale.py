@@ -67,3 +67,9 @@ def test_pcie_only_cards_have_no_nvlink_domain(cat):
     for acc in cat.accelerators.values():
         if acc.scaleup_tech == "pcie":
             assert acc.scaleup_domain == 1, acc.id
+
+
+def test_gaudi3_software_notes_are_sourced(cat):
+    plat = scale.platform_of("gaudi3")
+    assert plat.software and all(s in cat.sources for e in plat.software for s in e.sources)
+    assert any("scale out" in e.what for e in plat.software)

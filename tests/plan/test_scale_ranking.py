@@ -55,6 +55,10 @@ def test_405b_without_hardware_is_planned_on_a_demonstrated_platform():
     assert rec.scale.documented_gpus >= rec.hardware.count and rec.scale.sources
     gaudi = [o for o in plan.hardware_options if o.accelerator == "gaudi3" and o.count >= 1024]
     assert gaudi and all(o.scale == "beyond" for o in gaudi)
+    shown = make_plan(_job("pretrain-405b.yaml", constraints={"include": ["gaudi3"]}), load_catalog(), top=1,
+                      build=False)
+    assert shown.recommended.scale.level == "beyond" and shown.recommended.scale.software  # the stack's own caveats
+    assert any("pilot" in n for n in shown.notes)
 
 
 def test_qlora_7b_on_4090s_takes_one_card():
@@ -67,3 +71,11 @@ def test_qlora_7b_on_4090s_takes_one_card():
     assert plan.recommended.hardware.count == 1
     for o in plan.hardware_options:
         assert o.layout.startswith("dp"), o.layout  # no tp / pp / cp / ep layout searched
+
+
+def test_fp8_job_names_the_16_bit_accelerators_it_left_out():
+    """Ascend has no FP8: a DeepSeek-V3 FP8 plan for China says so and how to compare it (en and zh)."""
+    for lang, word in (("en", "bf16"), ("zh", "bf16")):
+        plan = make_plan(_job("pretrain-deepseek-v3.yaml"), load_catalog(), top=1, lang=lang, build=False)
+        note = next(n for n in plan.notes if "ascend-910c" in n)
+        assert "ascend-910b" in note and word in note and "fp8" in note

@@ -39,6 +39,7 @@ class Platform:
     designed: Evidence | None
     confidence: str
     also: tuple[Evidence, ...] = ()  # smaller published runs, for reference
+    software: tuple[Evidence, ...] = ()  # what the training stack documents about scale (gpus 0: not a size)
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class Standing:
 def _evidence(raw: dict[str, Any] | None) -> Evidence | None:
     if raw is None:
         return None
-    return Evidence(gpus=int(raw["gpus"]), kind=str(raw["kind"]), what=str(raw["what"]).strip(),
+    return Evidence(gpus=int(raw.get("gpus", 0)), kind=str(raw.get("kind", "software")), what=str(raw["what"]).strip(),
                     sources=tuple(raw["sources"]), date=str(raw["date"]))
 
 
@@ -71,7 +72,8 @@ def platforms() -> dict[str, Platform]:
     return {pid: Platform(id=pid, name=str(p["name"]), members=tuple(p["members"]),
                           demonstrated=_evidence(p.get("demonstrated")), designed=_evidence(p.get("designed")),
                           confidence=str(p["confidence"]),
-                          also=tuple(e for e in map(_evidence, p.get("also") or ()) if e is not None))
+                          also=tuple(e for e in map(_evidence, p.get("also") or ()) if e is not None),
+                          software=tuple(e for e in map(_evidence, p.get("software") or ()) if e is not None))
             for pid, p in raw.items()}
 
 
@@ -82,7 +84,8 @@ def platform_of(accelerator_id: str) -> Platform | None:
 
 def source_ids() -> set[str]:
     """Every source id the scale evidence cites (for the registry checks)."""
-    return {s for p in platforms().values() for e in (p.demonstrated, p.designed, *p.also) if e for s in e.sources}
+    return {s for p in platforms().values() for e in (p.demonstrated, p.designed, *p.also, *p.software) if e
+            for s in e.sources}
 
 
 def standing(accelerator_id: str, count: int, per_server: int) -> Standing:

@@ -128,10 +128,14 @@ def _scored(i: int, p: Priced) -> ranking.Scored:
 
 
 def scale_out(st: Standing) -> ScaleOut:
+    from trainsizer.catalog.scale import platforms
+
     ev = st.evidence
+    plat = platforms().get(st.platform) if st.platform else None
+    software = [f"{e.what} ({', '.join(e.sources)}, {e.date})" for e in plat.software] if plat else []
     return ScaleOut(level=st.level, documented_gpus=st.documented_gpus, doublings=st.doublings, platform=st.platform,
                     evidence=ev.what if ev else None, sources=list(ev.sources) if ev else [],
-                    date=ev.date if ev else None)
+                    date=ev.date if ev else None, software=software)
 
 
 def _hardware_out(r: OptionResult) -> HardwareOut:
@@ -386,7 +390,8 @@ def _assemble(sr: Searched, rk: Ranked, options: list[PlanOption], recommended: 
                             currency=currency) for s in rk.front],
         binding=binding,
         notes=list(sr.scenario.notes) + cands.notes + explain.plan_notes(sr.scenario, sr.pins, lang)
-        + explain.scale_notes(rk.ranked, sr.priced, rk.metric, currency, lang),
+        + explain.scale_notes(rk.ranked, sr.priced, rk.metric, currency, lang)
+        + explain.precision_notes(cands, sr.base.training.precision, lang),
     )
 
 

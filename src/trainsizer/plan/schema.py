@@ -125,6 +125,7 @@ class ScaleOut(_Out):
     evidence: str | None = Field(None, description="what documents that size (run, benchmark or reference design)")
     sources: list[str] = []
     date: str | None = None
+    software: list[str] = Field([], description="what the platform's training stack documents about scale")
 
 
 class PlanOption(_Out):
