@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from perf_modern import _f, _i, grand_teton_h100, h200
+from harness import num, whole
+from perf_modern import grand_teton_h100, h200
 from trainsizer.estimate.inputs import Strategy, Training
 from trainsizer.estimate.memory import GIB, estimate_memory
 from trainsizer.models import load_model
@@ -47,16 +48,16 @@ def rows() -> list[dict[str, str]]:
 
 def configure(r: dict[str, str]):
     model = load_model(PRESETS[r["params_B"]])
-    gpus = _i(r["gpu_count"])
-    tp, pp, cp = _i(r["tp"], 1) or 1, _i(r["pp"], 1) or 1, _i(r["cp"], 1) or 1
-    dp = _i(r["dp"]) or gpus // (tp * pp * cp)
-    local = _i(r["micro_batch"]) or 1
+    gpus = whole(r["gpu_count"])
+    tp, pp, cp = whole(r["tp"], 1) or 1, whole(r["pp"], 1) or 1, whole(r["cp"], 1) or 1
+    dp = whole(r["dp"]) or gpus // (tp * pp * cp)
+    local = whole(r["micro_batch"]) or 1
     settings = (r["other_settings"] + " " + r["precision"]).lower()
     rec = r["act_recompute"].lower()
     recompute = "full" if rec.startswith("full") else "selective" if rec.startswith("selective") else "none"
     vpp = 2 if "interleaved" in settings else 1
     mb = max(1, local // pp) if pp > 1 else local
-    training = Training(precision="fp8" if "float8" in settings else "bf16", seq_len=_i(r["seq_len"]),
+    training = Training(precision="fp8" if "float8" in settings else "bf16", seq_len=whole(r["seq_len"]),
                         global_batch_seqs=local * dp, flash_attention=True,
                         fp8_recipe="tensorwise" if "float8" in settings else "auto")
     # Loss: the December 2024 torchtitan (llama3_h100_202412 rows) did not compile its loss even under
@@ -76,7 +77,7 @@ def cases() -> list[Case]:
     for r in rows():
         model, training, system, strategy = configure(r)
         est = estimate_memory(model, training, system, strategy, check=False)
-        out.append(Case(r["id"], est.per_gpu_bytes / GIB, _f(r["value"])))
+        out.append(Case(r["id"], est.per_gpu_bytes / GIB, num(r["value"])))
     return out
 
 

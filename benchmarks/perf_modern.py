@@ -29,13 +29,13 @@ Run: python benchmarks/perf_modern.py
 from __future__ import annotations
 
 import csv
-import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from fabrics import hdr200, ndr400
+from harness import Case, mape, num, whole
 from trainsizer.estimate import flops as F
 from trainsizer.estimate.inputs import Strategy, System, Training
 from trainsizer.estimate.step_time import PerfStyle, perf_style, step_time_arrays
@@ -44,18 +44,6 @@ from trainsizer.models.arch import ModelArch
 
 DATA = Path(__file__).resolve().parent / "data"
 SOURCES = ("NVIDIA/dgxc-benchmarking", "pytorch/torchtitan")
-
-
-def _f(x: str, default: float = 0.0) -> float:
-    x = (x or "").strip()
-    try:
-        return float(x) if x else default
-    except ValueError:
-        return default
-
-
-def _i(x: str, default: int = 0) -> int:
-    return int(round(_f(x, default)))
 
 
 # --------------------------------------------------------------------------- hardware of the sources
@@ -109,15 +97,15 @@ _PRESETS = {"8": "llama-3.1-8b", "13": "llama-2-13b", "70": "llama-3.1-70b", "40
 
 def model_of(row: dict) -> ModelArch:
     if "gpt" in row["model"].lower():
-        h, heads = _i(row["hidden"]), _i(row["heads"])
-        return ModelArch(name="gpt3-175b", family="gpt", layers=_i(row["layers"]), hidden=h, heads=heads,
-                         kv_heads=heads, ffn=_i(row["ffn"], 4 * h), vocab=_i(row["vocab"], 51200), mlp="gelu",
-                         norm="layernorm", position="learned", max_position=_i(row["seq_len"]),
+        h, heads = whole(row["hidden"]), whole(row["heads"])
+        return ModelArch(name="gpt3-175b", family="gpt", layers=whole(row["layers"]), hidden=h, heads=heads,
+                         kv_heads=heads, ffn=whole(row["ffn"], 4 * h), vocab=whole(row["vocab"], 51200), mlp="gelu",
+                         norm="layernorm", position="learned", max_position=whole(row["seq_len"]),
                          tied_embeddings=True, qkv_bias=True, out_bias=True, mlp_bias=True)
     size = row["model"].split()[-1].rstrip("B").split(".")[0] if "B" in row["model"] else ""
-    key = {"8": "8", "13": "13", "70": "70", "405": "405"}.get(size) or str(int(round(_f(row["params_B"]))))
+    key = {"8": "8", "13": "13", "70": "70", "405": "405"}.get(size) or str(int(round(num(row["params_B"]))))
     model = load_model(_PRESETS[key])
-    layers = _i(row["layers"])
+    layers = whole(row["layers"])
     if layers and layers != model.layers:  # reduced-layer proxies (NeMo 405B on 32-128 GPUs)
         model = replace(model, layers=layers, name=f"{model.name}-{layers}L")
     return model
@@ -152,17 +140,17 @@ def torchtitan_style(row: dict) -> PerfStyle:
 def configure(row: dict) -> tuple[ModelArch, Training, System, Strategy, str]:
     """The row's (model, training, system, strategy, framework)."""
     model = model_of(row)
-    gpus = _i(row["gpu_count"])
-    tp, pp, cp = _i(row["tp"], 1) or 1, _i(row["pp"], 1) or 1, _i(row["cp"], 1) or 1
-    dp = _i(row["dp"]) or gpus // (tp * pp * cp)
-    vpp = _i(row["vpp"], 1) or 1
-    mb = _i(row["micro_batch"]) or 1
-    seq = _i(row["seq_len"])
+    gpus = whole(row["gpu_count"])
+    tp, pp, cp = whole(row["tp"], 1) or 1, whole(row["pp"], 1) or 1, whole(row["cp"], 1) or 1
+    dp = whole(row["dp"]) or gpus // (tp * pp * cp)
+    vpp = whole(row["vpp"], 1) or 1
+    mb = whole(row["micro_batch"]) or 1
+    seq = whole(row["seq_len"])
     precision = _precision(row)
     recipe = "auto" if precision != "fp8" else "rowwise" if "rowwise" in row["precision"] else "tensorwise"
     nemo = row["source"].startswith("NVIDIA/dgxc")
     if nemo:
-        gbs = _i(row["global_batch_seqs"])
+        gbs = whole(row["global_batch_seqs"])
         framework = "megatron-core"
         recipe = "delayed"  # NeMo 25.04 recipes: Transformer Engine delayed scaling
         # Megatron account_for_embedding/loss_in_pipeline_split: a chunk count above the layers is the
@@ -173,7 +161,7 @@ def configure(row: dict) -> tuple[ModelArch, Training, System, Strategy, str]:
                             pipeline_embedding_layer=extra >= 1, pipeline_loss_layer=extra >= 2)
     else:
         # torchtitan "local batch size" is per DP rank: global = local x dp (CP ranks share a sequence)
-        gbs = _i(row["global_batch_seqs"]) or mb * dp
+        gbs = whole(row["global_batch_seqs"]) or mb * dp
         framework = "torchtitan"
         if "interleaved" in row["framework"].lower() and vpp == 1:
             vpp = 2  # torchtitan Interleaved1F1B: 2 stages per rank by default (assumed; not in the table)
@@ -207,7 +195,7 @@ def predict(row: dict) -> float:
     style = torchtitan_style(row) if framework == "torchtitan" else None
     out = step_time_arrays(model, training, system, strategy, framework_style=style)
     step = float(np.asarray(out["step_s"]).reshape(-1)[0])
-    gpus = _i(row["gpu_count"])
+    gpus = whole(row["gpu_count"])
     tokens = training.global_batch_seqs * training.seq_len
     metric = row["metric"]
     if metric == "step_time":
@@ -225,20 +213,6 @@ def predict(row: dict) -> float:
     raise ValueError(f"unknown metric {metric}")
 
 
-@dataclass
-class Case:
-    row_id: str
-    source: str
-    metric: str
-    measured: float
-    predicted: float = math.nan
-    skipped: str = ""
-
-    @property
-    def err(self) -> float:
-        return (self.predicted - self.measured) / self.measured
-
-
 def modern_rows(path: Path = DATA / "throughput.csv") -> list[dict]:
     with path.open(encoding="utf-8") as f:
         return [r for r in csv.DictReader(f) if r["source"].startswith(SOURCES)]
@@ -247,14 +221,10 @@ def modern_rows(path: Path = DATA / "throughput.csv") -> list[dict]:
 def cases(path: Path = DATA / "throughput.csv") -> list[Case]:
     out = []
     for row in modern_rows(path):
-        c = Case(row["id"], source_key(row), row["metric"], _f(row["value"]))
+        c = Case(row["id"], source_key(row), row["metric"], num(row["value"]))
         c.predicted = predict(row)  # no row is skipped: a refusal is a failure of the estimator
         out.append(c)
     return out
-
-
-def mape(cs: list[Case]) -> float:
-    return 100.0 * float(np.mean([abs(c.err) for c in cs])) if cs else math.nan
 
 
 def summary(cs: list[Case]) -> dict:

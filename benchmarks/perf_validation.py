@@ -18,12 +18,13 @@ from __future__ import annotations
 import csv
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from fabrics import hdr200, ndr400, payload_gb_s
+from harness import Case, mape, num, whole
 from trainsizer.estimate import flops as F
 from trainsizer.estimate.inputs import Strategy, System, Training
 from trainsizer.estimate.step_time import PerfStyle, perf_style, step_time_arrays
@@ -56,29 +57,6 @@ def h100(gpus: int) -> System:
                   tdp_w=700.0)
 
 
-def _f(x: str, default: float = 0.0) -> float:
-    x = (x or "").strip()
-    return float(x) if x else default
-
-
-def _i(x: str, default: int = 0) -> int:
-    return int(round(_f(x, default)))
-
-
-@dataclass
-class Case:
-    row_id: str
-    source: str
-    metric: str
-    measured: float
-    predicted: float = math.nan
-    skipped: str = ""
-
-    @property
-    def err(self) -> float:
-        return (self.predicted - self.measured) / self.measured
-
-
 def _source_key(row: dict) -> str:
     rid = row["id"]
     for prefix, key in (("narayanan21_t1", "Narayanan21 T1"), ("narayanan21_t2_zero3", "Narayanan21 T2 ZeRO-3"),
@@ -92,12 +70,12 @@ def _source_key(row: dict) -> str:
 
 
 def gpt_model(row: dict, *, gelu=True, tied=False, learned=True, name="gpt") -> ModelArch:
-    h = _i(row["hidden"])
-    heads = _i(row["heads"])
-    return ModelArch(name=name, family="gpt", layers=_i(row["layers"]), hidden=h, heads=heads,
-                     kv_heads=_i(row["kv_heads"], heads) or heads, ffn=_i(row["ffn"], 4 * h) or 4 * h,
-                     vocab=_i(row["vocab"]), mlp="gelu" if gelu else "swiglu", norm="layernorm",
-                     position="learned" if learned else "rope", max_position=_i(row["seq_len"]),
+    h = whole(row["hidden"])
+    heads = whole(row["heads"])
+    return ModelArch(name=name, family="gpt", layers=whole(row["layers"]), hidden=h, heads=heads,
+                     kv_heads=whole(row["kv_heads"], heads) or heads, ffn=whole(row["ffn"], 4 * h) or 4 * h,
+                     vocab=whole(row["vocab"]), mlp="gelu" if gelu else "swiglu", norm="layernorm",
+                     position="learned" if learned else "rope", max_position=whole(row["seq_len"]),
                      tied_embeddings=tied, qkv_bias=True, out_bias=True, mlp_bias=True)
 
 
@@ -119,13 +97,13 @@ def predict_row(row: dict) -> tuple[float, str]:
         return math.nan, "global batch not stated"
     if metric == "layer_fwd_plus_bwd_time":
         return korthikanti_layer_ms(row), ""
-    gpus = _i(row["gpu_count"])
-    seq = _i(row["seq_len"])
-    gbs = _i(row["global_batch_seqs"])
-    tp, pp = _i(row["tp"], 1) or 1, _i(row["pp"], 1) or 1
-    dp = _i(row["dp"]) or gpus // (tp * pp)
-    vpp = _i(row["vpp"], 1) or 1
-    mb = _i(row["micro_batch"]) or 1
+    gpus = whole(row["gpu_count"])
+    seq = whole(row["seq_len"])
+    gbs = whole(row["global_batch_seqs"])
+    tp, pp = whole(row["tp"], 1) or 1, whole(row["pp"], 1) or 1
+    dp = whole(row["dp"]) or gpus // (tp * pp)
+    vpp = whole(row["vpp"], 1) or 1
+    mb = whole(row["micro_batch"]) or 1
     rec = _recompute(row)
     zero_txt = (row["zero_fsdp"] or "").lower()
     zero = 3 if ("zero-3" in zero_txt or "full_shard" in zero_txt) else 2 if "shard_grad_op" in zero_txt else \
@@ -219,7 +197,7 @@ def korthikanti_layer_ms(row: dict) -> float:
                         framework="megatron")
     times = []
     for layers in (1, 2):
-        base = dict(row, layers=str(layers), kv_heads=row["heads"], ffn=str(4 * _i(row["hidden"])), vocab="51200")
+        base = dict(row, layers=str(layers), kv_heads=row["heads"], ffn=str(4 * whole(row["hidden"])), vocab="51200")
         out = step_time_arrays(gpt_model(base), training, system, strategy)
         times.append(float(out["compute"].reshape(-1)[0] + out["tp_comm"].reshape(-1)[0]))
     return 1000.0 * (times[1] - times[0])
@@ -233,7 +211,7 @@ def throughput_cases(path: Path = DATA / "throughput.csv") -> list[Case]:
     rows = [r for r in csv.DictReader(open(path, encoding="utf-8")) if not r["source"].startswith(MODERN_SOURCES)]
     cases = []
     for row in rows:
-        c = Case(row["id"], _source_key(row), row["metric"], _f(row["value"]))
+        c = Case(row["id"], _source_key(row), row["metric"], num(row["value"]))
         try:
             c.predicted, c.skipped = predict_row(row)
         except (ValueError, KeyError, ZeroDivisionError) as exc:  # incomplete row
@@ -293,18 +271,13 @@ def llama_gpu_hours(row_id: str, tokens_t: float, seq: int, power_w: float = 0.0
 def gpu_hours_cases(path: Path = DATA / "gpu_hours.csv") -> list[Case]:
     cases = []
     for row in csv.DictReader(open(path, encoding="utf-8")):
-        c = Case(row["id"], "GPU-hours", row["metric"], _f(row["value"]))
+        c = Case(row["id"], "GPU-hours", row["metric"], num(row["value"]))
         if row["id"] in LLAMA and row["metric"] == "gpu_hours":
-            c.predicted = llama_gpu_hours(row["id"], _f(row["tokens_T"]), _i(row["seq_len"]), _f(row["power_W"]))
+            c.predicted = llama_gpu_hours(row["id"], num(row["tokens_T"]), whole(row["seq_len"]), num(row["power_W"]))
         else:
             c.skipped = "aggregate / estimate row (not a single measured run)"
         cases.append(c)
     return cases
-
-
-def mape(cases: list[Case]) -> float:
-    errs = [abs(c.err) for c in cases if not c.skipped]
-    return 100.0 * float(np.mean(errs)) if errs else math.nan
 
 
 def summary(cases: list[Case]) -> dict:
