@@ -370,6 +370,20 @@ class Switch(Record):
         return self.radix_by_gbps[key]
 
 
+# ------------------------------------------------------------------------------------------ low..high spans
+def _low_typical_high(span: Any) -> Any:
+    """A price or figure range reads low <= typical <= high (the validator of PartPrice and _Span)."""
+    if span.low > span.high:
+        raise ValueError(f"low ({span.low}) is above high ({span.high})")
+    if span.typical is not None and not span.low <= span.typical <= span.high:
+        raise ValueError(f"typical ({span.typical}) is outside low..high ({span.low}..{span.high})")
+    return span
+
+
+def _mid(span: Any) -> float:
+    return span.typical if span.typical is not None else (span.low + span.high) / 2
+
+
 # ------------------------------------------------------------------------------------------------ parts
 PART_KINDS = ("cable", "transceiver", "rack", "pdu", "ups", "storage_server", "subnet_manager", "nvlink_switch")
 
@@ -384,17 +398,11 @@ class PartPrice(_Frozen):
     date: str = Field(pattern=DATE_PATTERN)
     basis: str | None = None  # how the figure was obtained (quote, derived from ..., ...)
 
-    @model_validator(mode="after")
-    def _ordered(self) -> PartPrice:
-        if self.low > self.high:
-            raise ValueError(f"low ({self.low}) is above high ({self.high})")
-        if self.typical is not None and not self.low <= self.typical <= self.high:
-            raise ValueError(f"typical ({self.typical}) is outside low..high ({self.low}..{self.high})")
-        return self
+    _ordered = model_validator(mode="after")(_low_typical_high)
 
     @property
     def mid(self) -> float:
-        return self.typical if self.typical is not None else (self.low + self.high) / 2
+        return _mid(self)
 
 
 class Part(Record):
@@ -452,18 +460,12 @@ class _Span(Record):
     # True when the figure is a forecast or an announced list price not yet paid by buyers, not an observation.
     projection: bool = False
 
-    @model_validator(mode="after")
-    def _ordered(self) -> _Span:
-        if self.low > self.high:
-            raise ValueError(f"low ({self.low}) is above high ({self.high})")
-        if self.typical is not None and not self.low <= self.typical <= self.high:
-            raise ValueError(f"typical ({self.typical}) is outside low..high ({self.low}..{self.high})")
-        return self
+    _ordered = model_validator(mode="after")(_low_typical_high)
 
     @property
     def mid(self) -> float:
         """The source's typical value when it gives one, else the arithmetic mean of low and high."""
-        return self.typical if self.typical is not None else (self.low + self.high) / 2
+        return _mid(self)
 
 
 class PriceRange(_Span):
