@@ -23,6 +23,9 @@ FRAMEWORKS = ("auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "d
 # kernel on the 16-bit logits (torch.compile of the upcast loss, torchtitan 2025 with compile on; flash-attn's fused
 # cross-entropy, TinyLlama / lit-gpt): 16-bit logits saved, 16-bit gradient, no fp32 copies.
 LOSS_IMPLS = ("auto", "upcast", "vocab-parallel", "chunked", "fused", "native", "compiled")
+# FP8 scaling recipes (precision fp8): "auto" = the accelerator's default; the others are the recipes whose
+# figures estimate/data/perf_constants.yaml `fp8.recipes` holds (Transformer Engine / torchao names).
+FP8_RECIPES = ("auto", "delayed", "tensorwise", "rowwise", "mxfp8")
 
 # LoRA: the modules an adapter may target (PEFT target_modules names of Llama-style models).
 LORA_LINEAR_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")  # all-linear

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from trainsizer.messages import msg
 from trainsizer.names import (
+    FP8_RECIPES,
     FRAMEWORKS,
     LORA_DEFAULT_TARGETS,
     LORA_LINEAR_TARGETS,
@@ -34,7 +35,7 @@ Procurement = Literal["rent", "buy", "either"]
 Cooling = Literal["air", "liquid"]
 NetworkKind = Literal["ib", "roce", "efa", "ethernet"]
 Fsdp = Literal["none", "full", "hybrid"]
-Fp8Recipe = Literal["auto", "delayed", "tensorwise", "rowwise", "mxfp8"]
+Fp8Recipe = Literal[FP8_RECIPES]
 Framework = Literal[FRAMEWORKS]
 LossImpl = Literal[LOSS_IMPLS]
 
