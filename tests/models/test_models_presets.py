@@ -237,3 +237,12 @@ def test_preset_info_to_dict():
     assert d["name"] == "mixtral-8x7b" and d["family"] == "mixtral"
     assert d["params_total"] == 46_702_792_704 and d["published_params_active_b"] == "12.9"
     json.dumps(d)
+
+
+def test_head_dims_of_mla_and_gqa_heads():
+    """One definition of a head's (query/key, value) width for the FLOP and time formulas: DeepSeek-V3's MLA
+    heads are 128 nope + 64 rope wide for Q/K and 128 for V (config.json); Llama 3.1 8B's are 4096 / 32."""
+    from trainsizer.models.shipped import load_preset
+
+    assert load_preset("deepseek-v3").head_dims == (192, 128)
+    assert load_preset("llama-3.1-8b").head_dims == (128, 128)

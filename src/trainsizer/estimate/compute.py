@@ -87,10 +87,7 @@ class ModelShapes:
         swiglu = model.mlp == "swiglu"
         mult = 2 if swiglu else 1
         attn_in = attention_gemm_weights(model) - model.attn_out_dim * h
-        if model.attention == "mla":
-            d_qk, d_v = model.qk_nope_head_dim + model.qk_rope_head_dim, model.v_head_dim
-        else:
-            d_qk = d_v = model.head_dim
+        d_qk, d_v = model.head_dims
         return cls(
             hidden=h,
             qkv_out=max(1, attn_in // h),

@@ -74,10 +74,7 @@ def layer_flops(model: ModelArch) -> LayerFlops:
     n_dense = model.layers - n_moe
     attn = 2.0 * attention_gemm_weights(model) * model.layers
     # QK^T: 2*d_qk per (query, key, head); AV: 2*d_v. MLA: d_qk = nope + rope, d_v = v_head_dim.
-    if model.attention == "mla":
-        d_qk, d_v = model.qk_nope_head_dim + model.qk_rope_head_dim, model.v_head_dim
-    else:
-        d_qk = d_v = model.head_dim
+    d_qk, d_v = model.head_dims
     core = 2.0 * model.heads * (d_qk + d_v) * model.layers
     mlp = 2.0 * _mlp_gemm_weights(model, model.ffn) * n_dense
     router = experts = shared = 0.0

@@ -104,6 +104,13 @@ class ModelArch:
         return self.experts > 0
 
     @property
+    def head_dims(self) -> tuple[int, int]:
+        """(query/key, value) width of one attention head: MLA's nope + rope and v_head_dim, else head_dim."""
+        if self.attention == "mla":
+            return self.qk_nope_head_dim + self.qk_rope_head_dim, self.v_head_dim
+        return self.head_dim, self.head_dim
+
+    @property
     def q_dim(self) -> int:
         """Width of the concatenated query heads."""
         if self.attention == "mla":
