@@ -42,3 +42,23 @@ def test_tiers(build):
     multi = storage_block(build())
     assert multi.kind == "parallel_fs" and multi.appliances >= 1
     assert multi.read_gb_s_tier >= multi.loader_read_gb_s.value
+
+
+def test_the_catalogs_reliability_figures_size_the_checkpoints(tmp_path):
+    """Checkpoint size and job MTBF come from the catalog the plan was built on (an overlay changes them)."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.plan.buildout.inputs import build_input
+    from trainsizer.scenario import resolve_job
+
+    from .conftest import make_job
+
+    overlay = tmp_path / "fleet.yaml"
+    overlay.write_text("date: 2026-11-30\nreliability_figures:\n"
+                       "  per-gpu-mtbf-hours: {low: 20000, typical: 25350}\n"
+                       "  checkpoint-bytes-per-param: {typical: 16}\n", encoding="utf-8")
+    job = make_job(hardware={"count": 4096}, global_batch={"sequences": 4096})
+    builtin, ours = load_catalog(), load_catalog([overlay])
+    base = build_input(resolve_job(job, builtin), builtin)
+    mine = build_input(resolve_job(job, ours), ours)
+    assert checkpoint_bytes(mine) == pytest.approx(checkpoint_bytes(base) * 16 / 14)
+    assert storage_block(mine).job_mtbf_h == pytest.approx(storage_block(base).job_mtbf_h * 25350 / 50700)
