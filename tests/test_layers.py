@@ -8,20 +8,21 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parents[1] / "src" / "trainsizer"
 
 # Rank of each top-level module or package: an import must go to a lower rank (or stay inside its package).
-# Shared by every layer: the message catalogue, the names a job file shares with the estimators, the error tree,
-# the click runner that turns errors into exit status 2 (cli and `trainsizer accept`), `trainsizer.__version__`.
+# Shared by every layer: the loader of message catalogues, the message catalogue, the names a job file shares
+# with the estimators, the error tree, the click runner that turns errors into exit status 2 (cli and
+# `trainsizer accept`), and `trainsizer.__version__`.
 RANK = {
-    "messages": 0, "names": 0, "errors": 1, "cli_support": 2,
-    "spec": 3,
-    "catalog": 4, "models": 4,
-    "estimate": 5,
-    "scenario": 6, "evaluate": 7, "api": 8,
-    "search": 9, "default_strategy": 10,
-    "accept": 11,  # beside the others: it reads plan files; plan's build-out writes thresholds with its schema
-    "plan": 12,
-    "render": 13,
-    "web": 14, "cli": 15,
-    "__init__": 16,
+    "catalogues": 0, "names": 0, "messages": 1, "errors": 2, "cli_support": 3,
+    "spec": 4,
+    "catalog": 5, "models": 5,
+    "estimate": 6,
+    "scenario": 7, "evaluate": 8, "api": 9,
+    "search": 10, "default_strategy": 11,
+    "accept": 12,  # beside the others: it reads plan files; plan's build-out writes thresholds with its schema
+    "plan": 13,
+    "render": 14,
+    "web": 15, "cli": 16,
+    "__init__": 17,
 }
 # The one upward reference, lazy and documented: calling the package `trainsizer.estimate(...)` forwards to
 # the library's entry point `trainsizer.api.estimate` (estimate/__init__.py, _CallableModule).
