@@ -4,7 +4,10 @@ import re
 import string
 from pathlib import Path
 
-from trainsizer.render.report.i18n import LANGS, catalogue
+import yaml
+
+from trainsizer.catalogues import load
+from trainsizer.render.report.i18n import CLI_PATH, LANGS, PATH, catalogue, shared_labels
 
 from .conftest import large_plan, load_buildout, load_fixture
 
@@ -70,4 +73,19 @@ def test_no_message_is_defined_twice():
     """YAML keeps the last of two equal keys silently; a second definition would hide the first."""
     text = (PKG / "data" / "i18n.yaml").read_text(encoding="utf-8")
     keys = [line.split(":", 1)[0] for line in text.splitlines() if line and not line.startswith(("#", " "))]
-    assert len(keys) == len(set(keys)) == len(catalogue())
+    assert len(keys) == len(set(keys)) == len(load(PATH))
+
+
+def test_phase_and_risk_names_come_from_the_cli_labels_only():
+    """Every phase and risk id the plan can emit is named in the report by the CLI's own label, and the report's
+    file does not copy it (a copy would drift from the CLI's wording)."""
+    src = PKG.parents[1]
+    phases = yaml.safe_load((src / "plan" / "data" / "phases.yaml").read_text(encoding="utf-8"))["phases"]
+    risks = re.findall(r'Risk\(id="([a-z_]+)"', (src / "plan" / "buildout" / "risks.py").read_text(encoding="utf-8"))
+    assert phases and len(risks) >= 10, "the scan found no ids: the pattern is broken"
+    cli = load(CLI_PATH)
+    for prefix, ids in (("b_phase_", [p["id"] for p in phases]), ("b_risk_", risks)):
+        for i in ids:
+            assert catalogue()[f"v.{i}"] == cli[f"{prefix}{i}"], i
+    assert not set(shared_labels()) & set(load(PATH)), "copied into render/report/data/i18n.yaml"
+    assert not any(k.endswith("_fix") for k in shared_labels())
