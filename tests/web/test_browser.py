@@ -90,6 +90,7 @@ def test_each_tier_gets_a_recommendation(page, tier):
     page.wait_for_selector("#headline", timeout=PLAN_TIMEOUT_MS)
     headline = page.inner_text("#headline")
     assert re.search(r"\d", headline) and ("Rent" in headline or "Buy" in headline), headline
+    page.wait_for_selector("figure.chart .js-plotly-plot .main-svg")   # plotly.js, from this server, drew it
     if tier == "single-node":
         shot(page, "web-result-en.png")
 

@@ -32,6 +32,24 @@ def test_result_page_is_the_report_with_a_bar(result):
     assert "<b>bold</b>" not in html and "&lt;b&gt;bold&lt;/b&gt;" in html
 
 
+def test_result_page_links_plotly_from_this_server_and_stays_small(client, result):
+    """plotly.js (4.6 MB) is one cached file of this server, not inlined into every page; the HTML download
+    keeps it inlined so the file works offline on its own."""
+    from trainsizer.web.assets import plotly_url
+
+    r, token = result
+    assert len(r.content) < 1_000_000
+    assert r.text.count(f'<script src="{plotly_url()}"></script>') == 1 and "Plotly.newPlot" in r.text
+    js = client.get(plotly_url())
+    assert js.status_code == 200 and js.headers["content-type"].startswith("text/javascript")
+    assert "max-age=31536000" in js.headers["cache-control"] and "immutable" in js.headers["cache-control"]
+    assert len(js.content) > 1_000_000 and b"Plotly" in js.content[:100_000]
+    assert "script-src 'self'" in js.headers["content-security-policy"]
+    html = client.get("/download/html", params={"job": token})
+    assert len(html.content) > 1_000_000 and "<script src=" not in html.text
+    assert client.get("/download/page", params={"job": token}).status_code == 404
+
+
 def test_language_switch_link(client, result):
     _r, token = result
     zh = client.get("/result", params={"job": token, "lang": "zh"})

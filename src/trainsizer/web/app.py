@@ -98,7 +98,7 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
 def create_app(config: ServeConfig | None = None) -> FastAPI:
     """A new app with its own worker pool (started and stopped with the app's lifespan)."""
     from trainsizer.catalog import load_catalog
-    from trainsizer.web import api, pages
+    from trainsizer.web import api, assets, pages
 
     config = config or ServeConfig()
 
@@ -122,6 +122,7 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
     _install_errors(app)
     app.include_router(api.router)
     app.include_router(pages.router)
+    app.add_api_route(assets.plotly_url(), assets.plotly_asset, methods=["GET"], include_in_schema=False)
     static = resources.files("trainsizer.web").joinpath("static")
     app.mount("/static", StaticFiles(directory=str(static)), name="static")
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]

@@ -27,6 +27,8 @@ FORMATS: dict[str, Format] = {
     "svg": Format("svg", "image/svg+xml"),
     "pdf": Format("pdf", "application/pdf"),
 }
+# the result page's report: the HTML file with plotly.js linked from this server (not a download format)
+PAGE = "page"
 
 
 def pdf_unavailable() -> str | None:
@@ -56,6 +58,10 @@ def render_download(plan: dict[str, Any], fmt: str, lang: str) -> bytes:
         return json.dumps(plan, ensure_ascii=False, indent=2).encode("utf-8")
     if fmt == "html":
         return report.render_html(plan, lang).encode("utf-8")
+    if fmt == PAGE:
+        from trainsizer.web.assets import plotly_url
+
+        return report.render_html(plan, lang, plotly_src=plotly_url()).encode("utf-8")
     if fmt == "md":
         return _markdown_zip(plan, lang)
     if fmt == "xlsx":

@@ -17,6 +17,7 @@ from trainsizer.errors import TrainsizerError, render_error
 from trainsizer.messages import msg
 from trainsizer.render.console import fmt_params
 from trainsizer.scenario import resolve_job
+from trainsizer.web.downloads import PAGE
 from trainsizer.web.errors import NotFound, TooLarge, error_detail, status_of
 from trainsizer.web.form import CHOICES, DEFAULTS, MULTI, error_input, form_from_job, job_from_form
 from trainsizer.web.i18n import lang_of, messages, pick_lang, translator
@@ -213,7 +214,7 @@ async def result_page(request: Request) -> HTMLResponse:
         token, job = _job_from_link(request)
         results = request.app.state.results
         plan = await results.plan(job, lang)
-        report = (await results.file(job, "html", lang)).decode("utf-8")
+        report = (await results.file(job, PAGE, lang)).decode("utf-8")
     except TrainsizerError as err:
         values = form_from_job(job) if "job" in locals() else dict(DEFAULTS)
         return render_form(request, lang, values, {"_": render_error(err, lang)}, status=status_of(err))

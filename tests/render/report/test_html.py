@@ -33,6 +33,14 @@ def test_plotly_is_inlined_once_and_no_cdn_is_named():
     assert "cdn.plot.ly/plotly" not in html.split("</script>", 1)[1]
 
 
+def test_plotly_linked_from_an_address_is_not_inlined():
+    inlined = render_html(_plan(), "en")
+    linked = render_html(_plan(), "en", plotly_src="/assets/plotly.js")
+    assert linked.count('<script src="/assets/plotly.js"></script>') == 1
+    assert linked.count("<script>") == linked.count("Plotly.newPlot") == inlined.count("Plotly.newPlot") == 4
+    assert len(linked) < 1_000_000 < len(inlined)
+
+
 def _plan():
     from .conftest import load_fixture
 
