@@ -26,6 +26,10 @@ LOSS_IMPLS = ("auto", "upcast", "vocab-parallel", "chunked", "fused", "native", 
 # FP8 scaling recipes (precision fp8): "auto" = the accelerator's default; the others are the recipes whose
 # figures estimate/data/perf_constants.yaml `fp8.recipes` holds (Transformer Engine / torchao names).
 FP8_RECIPES = ("auto", "delayed", "tensorwise", "rowwise", "mxfp8")
+# Megatron-Core MoE token dispatcher: alltoall = MoEAlltoAllTokenDispatcher (token counts copied to the host each
+# MoE layer, per-expert splits issued by the CPU); flex = MoEFlexTokenDispatcher with DeepEP / HybridEP (fused
+# permute + dispatch kernels); auto = what Megatron-Bridge's 25.11 recipes use for that layout (step_time).
+MOE_DISPATCHERS = ("auto", "alltoall", "flex")
 
 # LoRA: the modules an adapter may target (PEFT target_modules names of Llama-style models).
 LORA_LINEAR_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")  # all-linear

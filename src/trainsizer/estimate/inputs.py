@@ -175,6 +175,7 @@ class Strategy:
     # Framework options (one value for the whole batch; None = the framework style's default):
     tp_comm_overlap: Any = None  # TP communication overlapped with GEMMs (Megatron --tp-comm-overlap, async TP)
     fp8_param_allgather: Any = None  # FSDP2 all-gathers FP8 weights (torchtitan enable_fsdp_float8_all_gather)
+    moe_dispatcher: str = "auto"  # one of MOE_DISPATCHERS (Megatron-Core MoE token dispatcher); one per batch
     activation_offload: bool = False  # saved activations moved to host memory (torchtune, Megatron-Core)
     optimizer_in_backward: bool = False  # each parameter stepped and its gradient freed in backward (torchtune)
     framework: str = "auto"  # one of FRAMEWORKS; one value for the whole batch of strategies

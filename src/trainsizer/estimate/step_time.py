@@ -43,6 +43,7 @@ from trainsizer.estimate.inputs import System, Training
 from trainsizer.estimate.model_states import check_training, lora_trainable_params
 from trainsizer.estimate.validate import check_strategy, require_one_strategy, strategy_arrays
 from trainsizer.models.arch import ModelArch
+from trainsizer.names import MOE_DISPATCHERS
 
 PIPELINE_SCHEDULES = ("1f1b", "dualpipe")
 ATTENTION_KERNELS = ("fa2", "native")
@@ -81,7 +82,7 @@ class PerfStyle:
     # separate instructions and the gradient reduction after the pipeline flush (_pipeline, _dp_comm_replicated)
     serial_pipeline: bool = False
     zero1_grad_allreduce: bool = False  # ZeRO-1 all-reduces the gradients (DeepSpeed BF16_Optimizer), not RS
-    moe_host_sync: bool = False  # MoE token dispatch synchronises with the host every layer (_host_excess)
+    moe_host_sync: bool = False  # its alltoall MoE token dispatcher synchronises with the host (_host_excess)
 
     def __post_init__(self) -> None:
         if not np.all(np.isin(self.attention_kernel, ATTENTION_KERNELS)):
@@ -252,6 +253,7 @@ class _Step:
     m: np.ndarray  # micro-batches per step
     tok: np.ndarray  # tokens of one micro-batch on one GPU (after CP)
     act: float  # bytes per activation element on the wire
+    strategy_dispatcher: str = "auto"  # Strategy.moe_dispatcher (one of MOE_DISPATCHERS)
 
     @property
     def domain(self) -> int:
@@ -272,7 +274,8 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  v=np.maximum(a["vpp"], 1.0), d=d, c=c, e=np.maximum(a["ep"], 1.0), b=b, rc=a["recompute"],
                  zero=a["zero"], sp=(a["sequence_parallel"] > 0) & (t > 1),
                  m=pipeline.micro_batches(training.global_batch_seqs, d, b),
-                 tok=b * seqs * float(training.seq_len) / c, act=r.act_bytes)
+                 tok=b * seqs * float(training.seq_len) / c, act=r.act_bytes,
+                 strategy_dispatcher=str(getattr(strategy, "moe_dispatcher", "auto")))
 
 
 def _rates(system: System, training: Training, k: PerfConstants, calibration: Calibration | None,
@@ -341,14 +344,35 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     gpu_layer = lt.fwd + lt.bwd + tp_per_layer
     q = x.k.host_gpu_blend_norm
     blend = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer
-    if not x.model.is_moe or not np.any(x.fw.moe_host_sync):
+    alltoall = np.asarray(x.fw.moe_host_sync) & moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t)
+    if not x.model.is_moe or not np.any(alltoall):
         return blend
-    # dropless MoE with a host-synchronising token dispatcher: the expert token counts are copied to the host
-    # before the all-to-all in every pass (Megatron-Core MoEAlltoAllTokenDispatcher: tokens_per_expert
-    # .to("cpu") for the split sizes), so the CPU cannot run ahead past an MoE layer: its issue time adds
+    # Megatron-Core's alltoall token dispatcher copies the expert token counts to the host before the
+    # all-to-all of every MoE layer (MoEAlltoAllTokenDispatcher: tokens_per_expert .to("cpu") for the split
+    # sizes), so the CPU cannot run ahead past an MoE layer: what it issues per local expert after that sync
+    # (the expert's split, casts and GEMMs of the grouped MLP, forward and backward) is exposed. The flex
+    # dispatcher (DeepEP / HybridEP) fuses permute and dispatch and is not charged.
     moe_share = x.model.moe_layer_count / x.model.layers
-    sync = (1.0 - moe_share) * blend + moe_share * host_layer * x.k.moe_host_kernel_ratio
-    return _when(x.fw.moe_host_sync, sync, blend)
+    local_experts = np.maximum(x.model.experts / x.e, 1.0)
+    per_expert = x.k.moe_host_s_per_local_expert * (1.0 + (x.rc == 2) / 3.0)
+    return _when(alltoall, blend + moe_share * local_experts * per_expert, blend)
+
+
+def moe_alltoall(dispatcher: str, system: System, ep: Any, tp: Any) -> Any:
+    """True where the MoE token dispatcher is Megatron-Core's alltoall one (elementwise over EP / TP).
+
+    "auto" is what Megatron-Bridge 25.11's performance recipes run (scripts/performance/configs/{deepseek,qwen3}/
+    workload_base_configs.py): HybridEP when the NVLink domain spans several hosts (GB200 / GB300 NVL72),
+    DeepEP when the EP x TP group leaves the NVLink domain (H100 DeepSeek-V3, EP 64), the alltoall dispatcher
+    otherwise (B200 and H100 Qwen3 runs with EP inside one 8-GPU node)."""
+    if dispatcher not in MOE_DISPATCHERS:
+        raise SpecError("strategy.moe_dispatcher", "unknown MoE token dispatcher", value=dispatcher,
+                        allowed=MOE_DISPATCHERS, suggestion=did_you_mean(dispatcher, MOE_DISPATCHERS))
+    if dispatcher != "auto":
+        return np.full(np.broadcast(np.asarray(ep), np.asarray(tp)).shape, dispatcher == "alltoall")
+    multi_host_domain = system.scaleup_domain > system.gpus_per_node
+    leaves_domain = np.asarray(ep, float) * np.asarray(tp, float) > system.domain_gpus
+    return ~(multi_host_domain | leaves_domain)
 
 
 def _cp_comm(x: _Step, lt: compute.LayerTimes) -> np.ndarray:

@@ -19,6 +19,7 @@ from trainsizer.names import (
     LORA_TARGETS,
     LOSS_IMPLS,
     METHODS,
+    MOE_DISPATCHERS,
     OFFLOAD,
     OPTIMIZERS,
     PRECISIONS,
@@ -38,6 +39,7 @@ Fsdp = Literal["none", "full", "hybrid"]
 Fp8Recipe = Literal[FP8_RECIPES]
 Framework = Literal[FRAMEWORKS]
 LossImpl = Literal[LOSS_IMPLS]
+MoeDispatcher = Literal[MOE_DISPATCHERS]
 
 # the names above come from trainsizer.names (shared with the estimators)
 # Bytes of raw UTF-8 text per token for BPE tokenizers with ~100k+ vocabularies on mixed English/code
@@ -209,6 +211,8 @@ class StrategySpec(_Strict):
     # all-gather, activation offloading to host memory, optimizer step fused into backward (no accumulation)
     tp_comm_overlap: bool | None = None
     fp8_param_allgather: bool | None = None
+    # MoE token dispatcher (Megatron-Core): auto | alltoall | flex (DeepEP / HybridEP)
+    moe_dispatcher: MoeDispatcher = "auto"
     activation_offload: bool = False
     optimizer_in_backward: bool = False
     framework: Framework = "auto"
