@@ -64,3 +64,22 @@ def test_power_cap_lowers_tensor_rates_by_the_cube_root():
     assert r1.gemm_flops / r0.gemm_flops == pytest.approx((5 / 7) ** (1 / 3))
     assert r1.flash_flops / r0.flash_flops == pytest.approx((5 / 7) ** (1 / 3))
     assert r1.hbm_bytes_s == r0.hbm_bytes_s and r1.gemm_peak_flops == r0.gemm_peak_flops
+
+
+def test_blackwell_ultra_sfu_speeds_up_the_attention_forward_more_than_the_backward():
+    """GB300 / B300 compute softmax exponentials twice as fast as GB200 (NVIDIA, ~1.35x attention forward):
+    the forward gains 1.35x, the backward only the same exponential time once; GEMMs and other parts unchanged."""
+    import dataclasses
+
+    k = load_constants()
+    base = dataclasses.replace(h100_cluster(72, intra_gb_s=900.0), peak_tflops={"bf16": 2500.0, "fp8": 5000.0},
+                               hbm_gb_s=8000.0, scaleup_domain=72, gpus_per_node=4)
+    gb200 = rates(dataclasses.replace(base, accelerator="gb200"), "bf16", attention_kernel="native")
+    gb300 = rates(dataclasses.replace(base, accelerator="gb300"), "bf16", attention_kernel="native")
+    assert gb300.flash_flops / gb200.flash_flops == pytest.approx(1.35, rel=0.01)
+    fwd200, fwd300 = 1.0 / gb200.flash_flops, 1.0 / gb300.flash_flops
+    bwd200 = fwd200 * (gb200.flash_bwd_over_fwd or k.flash_bwd_over_fwd)
+    bwd300 = fwd300 * gb300.flash_bwd_over_fwd
+    assert bwd200 - bwd300 == pytest.approx(fwd200 - fwd300, rel=1e-9)  # the same exponentials, saved once
+    assert gb300.gemm_flops == gb200.gemm_flops
+    assert k.attention_sfu("h100-sxm") == (1.0, k.flash_bwd_over_fwd)

@@ -21,8 +21,8 @@ def test_blackwell_and_moe_rows_end_to_end():
     err = {rid: abs(p - m) / m for rid, _, m, p in cs}
     dense = [e for rid, e in err.items() if "llama" in rid]
     moe = [e for rid, e in err.items() if "llama" not in rid]
-    assert 100 * np.mean(dense) <= 10.0  # reached: 8.5%
-    assert 100 * np.mean(moe) <= 14.5  # reached: 13.4% (22.8% before the dispatcher model)
+    assert 100 * np.mean(dense) <= 9.0  # reached: 7.7%
+    assert 100 * np.mean(moe) <= 15.0  # reached: 14.0% (22.8% before the dispatcher model)
     held = [e for rid, e in err.items() if "llama" not in rid and rid not in pb.FITTED]
-    assert 100 * np.mean(held) <= 18.5  # reached: 17.3%
-    assert 100 * np.mean(list(err.values())) <= 11.5  # reached: 10.6%
+    assert 100 * np.mean(held) <= 19.0  # reached: 18.1%
+    assert 100 * np.mean(list(err.values())) <= 11.5  # reached: 10.5%

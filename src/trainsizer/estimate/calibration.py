@@ -32,6 +32,8 @@ class PerfConstants:
     flash_efficiency: dict[str, float]
     flash_efficiency_native: dict[str, float]  # vendor-tuned fused attention (cuDNN / FA3) where it differs
     flash_bwd_over_fwd: float
+    softmax_share_fwd: float  # exponentials' share of a Blackwell attention forward (attention section)
+    sfu_ex2_speedup: dict[str, float]  # SFU ex2 throughput relative to Blackwell, by family
     hbm_efficiency: float
     intra_busbw_fraction: float
     nvls_allreduce_gain: float
@@ -77,6 +79,15 @@ class PerfConstants:
                 return _by_family(self.flash_efficiency_native, accelerator)
         return _by_family(self.flash_efficiency, accelerator)
 
+    def attention_sfu(self, accelerator: str) -> tuple[float, float]:
+        """(attention forward time factor, backward / forward time ratio) for a part whose SFUs compute the
+        softmax exponentials `sfu_ex2_speedup` times faster: the forward's exponential share s shrinks by that
+        factor r (1 - s + s/r), the backward saves the same exponential time once (attention section)."""
+        r = _by_family(self.sfu_ex2_speedup, accelerator)
+        s = self.softmax_share_fwd if r != 1.0 else 0.0
+        fwd = 1.0 - s + s / r
+        return fwd, (self.flash_bwd_over_fwd - s * (1.0 - 1.0 / r)) / fwd
+
 
 def _by_family(table: dict[str, float], accelerator: str) -> float:
     acc = accelerator.lower()
@@ -104,6 +115,8 @@ def load_constants() -> PerfConstants:
         flash_efficiency={str(k): float(v) for k, v in a["flash_efficiency"].items()},
         flash_efficiency_native={str(k): float(v) for k, v in a["flash_efficiency_native"].items()},
         flash_bwd_over_fwd=float(a["flash_bwd_over_fwd"]),
+        softmax_share_fwd=float(a["softmax_share_fwd"]),
+        sfu_ex2_speedup={str(k): float(v) for k, v in a["sfu_ex2_speedup"].items()},
         hbm_efficiency=float(m["hbm_efficiency"]),
         intra_busbw_fraction=float(c["intra_busbw_fraction"]),
         nvls_allreduce_gain=float(c["nvls_allreduce_gain"]),
@@ -158,6 +171,7 @@ class Rates:
     gemm16_flops: float = 0.0  # FLOP/s of the 16-bit GEMMs kept out of FP8 (LM head, router); 0 = gemm_flops
     fp8_cast_bytes: float = 0.0  # HBM bytes per FP8 GEMM operand element for scaling + cast (0: not FP8)
     fp8_cast_kernels: float = 0.0  # kernels per FP8 cast of one tensor (by recipe)
+    flash_bwd_over_fwd: float = 0.0  # attention backward / forward time (0: the attention section's constant)
 
     def __post_init__(self) -> None:
         if not self.gemm16_flops:
@@ -207,7 +221,8 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
     attn_peak = system.peak(attn_precision) * 1e12
     attn_eff = k.flash_fraction(system.accelerator, attention_kernel) * (
         k.fp32_efficiency_ratio if precision == "fp32" else 1.0) * power_clock_factor(system)
-    flash = cal.flash_tflops * 1e12 if cal.flash_tflops else attn_peak * attn_eff
+    sfu_fwd, bwd_over_fwd = k.attention_sfu(system.accelerator)
+    flash = cal.flash_tflops * 1e12 if cal.flash_tflops else attn_peak * attn_eff / sfu_fwd
     if system.hbm_gb_s <= 0:
         raise SpecError("system.hbm_gb_s", "must be positive", value=system.hbm_gb_s)
     hbm = cal.hbm_gb_s * 1e9 if cal.hbm_gb_s else system.hbm_gb_s * 1e9 * k.hbm_efficiency
@@ -235,4 +250,5 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
         gemm16_flops=gemm16,
         fp8_cast_bytes=cast_bytes,
         fp8_cast_kernels=cast_kernels,
+        flash_bwd_over_fwd=bwd_over_fwd,
     )

@@ -298,7 +298,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     seqs = float(training.sequences_per_sample)
     lt = compute.layer_times(_shapes(model), training.seq_len, r, tp=t, cp=x.c, micro_batch=x.b * seqs, sp=x.sp,
                              recompute=rc, ep=x.e, flash=training.flash_attention, flash_rate=r.flash_flops,
-                             flash_bwd_over_fwd=k.flash_bwd_over_fwd,
+                             flash_bwd_over_fwd=r.flash_bwd_over_fwd or k.flash_bwd_over_fwd,
                              trains_base_weights=training.trains_base_weights,
                              moe_capacity_factor=training.moe_capacity_factor,
                              elementwise_passes=np.where((x.a["torch_compile"] > 0) | np.asarray(x.fw.fused_kernels), 1.0,
