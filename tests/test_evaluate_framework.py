@@ -37,3 +37,20 @@ def test_a_named_framework_is_kept_and_printed():
         buf = io.StringIO()
         print_estimate(res, lang, Console(file=buf, width=200))
         assert f"{label}: torchtitan" in buf.getvalue()
+
+
+def test_moe_jobs_say_which_token_dispatcher_was_assumed():
+    cat = load_catalog()
+    job = {"model": "qwen3-30b-a3b", "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": 4096,
+           "global_batch": {"sequences": 512}}
+    b200 = {**job, "hardware": {"accelerator": "b200", "count": 8, "network": "ib-ndr400"},
+            "strategy": {"ep": 8, "micro_batch": 1, "recompute": "none", "distributed_optimizer": True}}
+    res = evaluate(resolve_job(b200, cat), cat)
+    assert res["framework"]["moe_dispatcher"] == {"requested": "auto", "assumed": "alltoall"}
+    gb200 = {**b200, "hardware": {"accelerator": "gb200", "count": 8, "network": "ib-ndr400"}}
+    assert evaluate(resolve_job(gb200, cat), cat)["framework"]["moe_dispatcher"]["assumed"] == "flex"
+    for lang, label in (("en", "MoE token dispatcher assumed: alltoall"), ("zh", "假定的 MoE 令牌分发器: alltoall")):
+        buf = io.StringIO()
+        print_estimate(res, lang, Console(file=buf, width=200))
+        assert label in buf.getvalue()
+    assert "moe_dispatcher" not in _result({"tp": 2, "micro_batch": 1})["framework"]  # dense: not said

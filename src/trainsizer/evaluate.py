@@ -194,7 +194,22 @@ def framework_assumed(scenario: Scenario) -> dict[str, Any]:
 
     strategy = scenario.strategy
     out = resolve(strategy.framework, strategy, scenario.training.method in ("pretrain", "cpt"))
-    return out | {"assumes": assumptions(out["assumed"])}
+    out = out | {"assumes": assumptions(out["assumed"])}
+    return out | _moe_dispatcher(scenario, out["perf_style"])
+
+
+def _moe_dispatcher(scenario: Scenario, style: str) -> dict[str, Any]:
+    """{"moe_dispatcher": {"requested", "assumed"}} for an MoE job on a style whose token dispatcher matters
+    (Megatron-Core: alltoall or flex, step_time.moe_alltoall); {} otherwise."""
+    import numpy as np
+
+    from trainsizer.estimate.step_time import moe_alltoall, perf_style
+
+    s, system = scenario.strategy, scenario.system
+    if not scenario.model.is_moe or system is None or not perf_style(style).moe_host_sync:
+        return {}
+    alltoall = bool(np.asarray(moe_alltoall(s.moe_dispatcher, system, s.ep, s.tp)).reshape(-1)[0])
+    return {"moe_dispatcher": {"requested": s.moe_dispatcher, "assumed": "alltoall" if alltoall else "flex"}}
 
 
 class EstimateResult(TypedDict):

@@ -92,6 +92,10 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
     if fw:
         why = f" ({t('framework_auto', L)}: {t(fw['reason'], L)})" if fw.get("reason") else ""
         con.print(f"{t('framework', L)}: {fw['assumed']}{why} — {fw['assumes'].get('stack', '')}")
+        disp = fw.get("moe_dispatcher")
+        if disp:
+            auto = f" ({t('moe_dispatcher_auto', L)})" if disp["requested"] == "auto" else ""
+            con.print(f"{t('moe_dispatcher', L)}: {t('moe_dispatcher_' + disp['assumed'], L)}{auto}")
     if result.get("memory"):
         _memory(con, result["memory"], L)
     if result.get("time"):
