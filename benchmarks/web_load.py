@@ -4,7 +4,7 @@ Starts the server itself on 127.0.0.1 (a free port; nothing else is ever contact
   cold:   each of the D distinct fine-tuning jobs once, all at the same time (every plan is searched);
   steady: C clients x P plans over the same D jobs (plans already made are served from the server's cache,
           as a result page and its downloads are).
-Prints, per phase: requests, errors by status, latency p50 / p90 / p99 / max and requests per second.
+Prints the server's start-up time (until it answers; its workers have warmed up by then), then per phase: requests, errors by status, latency p50 / p90 / p99 / max and requests per second.
 Bounded: at most C x P requests, a per-request timeout and a whole-run deadline; the server is stopped at
 the end whatever happens.
 
@@ -103,12 +103,13 @@ def report(name: str, latencies: list[float], errors: Counter, wall_s: float) ->
 async def run(args: argparse.Namespace) -> int:
     port = free_port()
     base = f"http://{HOST}:{port}"
+    started = time.perf_counter()
     server = start_server(port, args.workers)
     try:
         await wait_ready(base)
         distinct = jobs(args.distinct)
-        print(f"server {base}, {os.cpu_count()} CPUs; {args.distinct} distinct fine-tuning jobs; "
-              f"{args.clients} clients x {args.plans} plans")
+        print(f"server {base}, {os.cpu_count()} CPUs, ready in {time.perf_counter() - started:.1f} s (workers "
+              f"warmed up); {args.distinct} distinct fine-tuning jobs; {args.clients} clients x {args.plans} plans")
         lat, err, wall = await asyncio.wait_for(phase(base, [[j] for j in distinct], args.timeout), args.deadline)
         report("cold", lat, err, wall)
         work = [[distinct[(c * args.plans + i) % len(distinct)] for i in range(args.plans)] for c in range(args.clients)]

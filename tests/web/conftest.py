@@ -24,7 +24,7 @@ def example(name: str) -> dict:
 
 @pytest.fixture(scope="session")
 def client() -> Iterator[TestClient]:
-    """One app (two worker processes) for the whole session: workers take a second or two to start."""
+    """One app (two worker processes) for the whole session: workers take a few seconds to start (they warm up)."""
     app = create_app(ServeConfig(workers=2))
     with TestClient(app, raise_server_exceptions=False) as c:
         yield c

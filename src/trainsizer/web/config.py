@@ -29,9 +29,11 @@ class ServeConfig:
     max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
     cache_entries: int = 64  # finished plans kept for the result page and its downloads
     overlays: tuple[Path, ...] = ()
+    warm_up: bool = True  # each worker plans the form's default job once before it takes requests
+    start_timeout_s: float = 300.0  # a worker not ready (loaded and warmed up) by then is a failed start
 
     def __post_init__(self) -> None:
         for name in ("workers", "task_timeout_s", "queue_timeout_s", "max_waiting", "max_json_bytes",
-                     "max_upload_bytes", "cache_entries"):
+                     "max_upload_bytes", "cache_entries", "start_timeout_s"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")

@@ -23,18 +23,24 @@ from trainsizer.web.errors import Busy, Refused, TimeLimit
 log = logging.getLogger("trainsizer.web")
 
 # forkserver: workers fork from a clean process that preloaded trainsizer, not from the threaded server.
+# The planning code is imported there once (~1 s), so that no worker, a replacement included, imports it again.
 _CTX = multiprocessing.get_context("forkserver")
-_CTX.set_forkserver_preload(["trainsizer.web.tasks"])
+_CTX.set_forkserver_preload(["trainsizer.web.tasks", "trainsizer.scenario", "trainsizer.evaluate", "trainsizer.plan.core"])
 
 
 class WorkerCrashed(Exception):
     """A worker process died without an answer (a bug or the OS killing it)."""
 
 
-def _serve(conn: Connection, overlays: tuple[Path, ...]) -> None:
+# the first message of a worker, once it has loaded (and warmed up): the pool hands it out only then
+READY = ("ready", None)
+
+
+def _serve(conn: Connection, overlays: tuple[Path, ...], warm_up: bool) -> None:
     from trainsizer.web import tasks
 
-    tasks.init(overlays)
+    tasks.init(overlays, warm_up)
+    conn.send(READY)
     while True:
         try:
             name, payload = conn.recv()
@@ -44,15 +50,29 @@ def _serve(conn: Connection, overlays: tuple[Path, ...]) -> None:
 
 
 class _Worker:
-    def __init__(self, overlays: tuple[Path, ...]) -> None:
+    def __init__(self, overlays: tuple[Path, ...], warm_up: bool, ready_timeout_s: float) -> None:
         self.conn, child = _CTX.Pipe()
-        self.proc = _CTX.Process(target=_serve, args=(child, overlays), daemon=True)
+        self.proc = _CTX.Process(target=_serve, args=(child, overlays, warm_up), daemon=True)
         self.proc.start()
         child.close()
+        self._wait_ready(ready_timeout_s)
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        """Blocking until the worker says it is ready; a worker that dies or hangs while starting is stopped."""
+        try:
+            if self.conn.poll(timeout_s) and self.conn.recv() == READY:
+                return
+        except (EOFError, OSError):
+            pass
+        self.stop()
+        raise WorkerCrashed(f"a worker did not start within {timeout_s:g} s")
 
     def call(self, name: str, payload: Any, timeout_s: float) -> tuple[str, Any]:
         """Blocking: send one task and wait for its answer, at most `timeout_s`."""
-        self.conn.send((name, payload))
+        try:
+            self.conn.send((name, payload))
+        except OSError:  # a worker that died while idle
+            raise WorkerCrashed from None
         if not self.conn.poll(timeout_s):
             raise TimeoutError
         try:
@@ -79,22 +99,25 @@ class WorkerPool:
 
     async def start(self) -> None:
         self._idle = asyncio.Queue()
-        workers = await asyncio.gather(*(asyncio.to_thread(self._spawn) for _ in range(self.config.workers)))
+        workers = await asyncio.gather(*(asyncio.to_thread(self._spawn, self.config.warm_up)
+                                         for _ in range(self.config.workers)))
         for w in workers:
             self._idle.put_nowait(w)
 
-    def _spawn(self) -> _Worker:
-        w = _Worker(self.config.overlays)
+    def _spawn(self, warm_up: bool) -> _Worker:
+        w = _Worker(self.config.overlays, warm_up, self.config.start_timeout_s)
         with self._lock:
             self._all.append(w)
         return w
 
     def _replace(self, dead: _Worker) -> _Worker:
+        """A new worker for one that timed out or died; not warmed up, so the request's error is not delayed
+        by a warm-up plan (its first plan is then a cold one)."""
         dead.stop()
         with self._lock:
             if dead in self._all:
                 self._all.remove(dead)
-        return self._spawn()
+        return self._spawn(warm_up=False)
 
     async def stop(self) -> None:
         with self._lock:

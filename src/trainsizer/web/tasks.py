@@ -8,6 +8,7 @@ catalog is the built-in one plus the overlays named on the server's command line
 from __future__ import annotations
 
 import json
+import logging
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -17,14 +18,23 @@ from trainsizer.errors import TrainsizerError
 from trainsizer.render.console import to_jsonable
 from trainsizer.web.errors import error_detail, status_of
 
+log = logging.getLogger("trainsizer.web")
 _state: dict[str, Any] = {}
 
 
-def init(overlays: tuple[Path, ...] = ()) -> None:
-    """Load the catalog once per worker."""
+def init(overlays: tuple[Path, ...] = (), warm_up: bool = False) -> None:
+    """Load the catalog once per worker; with `warm_up`, also plan the form's default job once, so that the
+    worker has imported the planning code and read its data files (rules, presets, messages) before its first
+    request: cold, the first plan also paid ~1 s of imports and ~1.5 s of YAML reads (benchmarks/web_load.py)."""
     from trainsizer.catalog import load_catalog
 
     _state["catalog"] = load_catalog(overlays=overlays)
+    if warm_up:
+        from trainsizer.web.form import DEFAULTS, job_from_form
+
+        status, value = run("plan", {"job": job_from_form(DEFAULTS, None), "lang": "en"})
+        if status != "ok":  # the server still serves; the first real plan is then merely slower
+            log.warning("warm-up plan failed in a worker (%s): %s", status, value)
 
 
 def _catalog() -> Any:
