@@ -56,11 +56,12 @@ def dgx_h100(gpus: int) -> System:
 
 
 def grand_teton_h100(gpus: int) -> System:
-    """Meta Grand Teton H100: SXM5 with 96 GB HBM held at a 500 W power limit (torchtitan benchmark notes);
-    RoCE 400 Gb/s per GPU. Same silicon and peaks as the 700 W part; the limit lowers sustained clocks."""
+    """Meta Grand Teton H100: SXM5 with 96 GB HBM2e at 2.4 TB/s peak, held at a 500 W power limit; RDMA 400 Gb/s
+    per GPU (torchtitan benchmarks/llama3_h100_202412_torchtitan.md and asyncTP_llama3_h100_2025-06, "Hardware").
+    Same tensor cores and peaks as the 700 W part; the limit lowers sustained clocks."""
     return System(accelerator="h100-sxm", gpus=gpus, gpus_per_node=8, memory_gib=96,
                   peak_tflops={"bf16": 989.0, "fp16": 989.0, "fp8": 1979.0, "tf32": 494.0},
-                  hbm_gb_s=3350.0, intra_node_gb_s=450.0, scaleup_domain=8, nvls=True, inter_node_gb_s=ndr400(),
+                  hbm_gb_s=2400.0, intra_node_gb_s=450.0, scaleup_domain=8, nvls=True, inter_node_gb_s=ndr400(),
                   tdp_w=700.0, power_limit_w=500.0)
 
 

@@ -261,7 +261,10 @@ def llama_gpu_hours(row_id: str, tokens_t: float, seq: int, power_w: float = 0.0
     strategy = Strategy(tp=tp_a, pp=pp_a, dp=gpus / (tp_a * pp_a), micro_batch=np.ones_like(tp_a),
                         recompute=np.ones_like(tp_a), sequence_parallel=np.ones_like(tp_a),
                         distributed_optimizer=np.ones_like(tp_a), framework="megatron")
-    out = step_time_arrays(model, training, system, strategy)
+    # Meta's Llama code: fairscale ColumnParallelLinear wq, wk, wv and w1, w3 as separate GEMMs
+    # (meta-llama/llama llama/model.py); Megatron-style TP / SP otherwise
+    style = replace(perf_style("megatron"), split_projections=True)
+    out = step_time_arrays(model, training, system, strategy, framework_style=style)
     best = int(np.argmax(out["tokens_per_s"]))
     tps_best = float(out["tokens_per_s"][best])
     ttt = time_to_train(tokens_t * 1e12, tps_best, model.params_total, gpus, 8)

@@ -423,3 +423,43 @@ def test_deepspeed_zero3_gathers_per_module_and_hides_the_reduce_scatter_in_back
     # more coalesced all-gathers per layer pay more ring latencies: 2 passes x 24 layers x 5 extra units
     lat = 63 * s.inter_node_latency_s
     assert base - one_unit.breakdown_s["dp_comm"] == pytest.approx(2 * 24 * 5 * lat, rel=1e-6)
+
+
+def test_torchtitan_per_op_sac_re_runs_the_tp_all_gathers():
+    from dataclasses import replace
+
+    from trainsizer.estimate.step_time import perf_style
+
+    m, tr, s = llama8b(), Training(seq_len=8192, global_batch_seqs=64), h100_cluster(64)
+    titan = replace(perf_style("torchtitan"), tp_comm_overlap=False)
+    layer_sac = replace(titan, selective_op_policy=False)
+    st = Strategy(tp=8, dp=8, zero=3, micro_batch=8, recompute="selective", sequence_parallel=True)
+    op = estimate_time(m, tr, s, st, framework_style=titan).breakdown_s["tp_comm"]
+    plain = estimate_time(m, tr, s, st, framework_style=layer_sac).breakdown_s["tp_comm"]
+    # 4 all-reduce equivalents per layer (+2 for the LM head) against 4 + 1 per layer: the two all-gathers
+    # (= 1 all-reduce) the policy does not save are re-run
+    assert op - plain == pytest.approx(plain * 32 / (4 * 32 + 2), rel=1e-6)
+    # without sequence parallelism there is no all-gather to re-run
+    no_sp = st.with_(sequence_parallel=False)
+    assert estimate_time(m, tr, s, no_sp, framework_style=titan).breakdown_s["tp_comm"] == pytest.approx(
+        estimate_time(m, tr, s, no_sp, framework_style=layer_sac).breakdown_s["tp_comm"])
+
+
+def test_split_projections_cost_more_than_fused_ones_at_the_same_flops():
+    from dataclasses import replace
+
+    from trainsizer.estimate.step_time import perf_style
+
+    m, tr, s = llama8b(), Training(seq_len=8192, global_batch_seqs=64), h100_cluster(64)
+    fused = perf_style("megatron-core")
+    split = replace(fused, split_projections=True)
+    st = Strategy(tp=8, dp=8, micro_batch=1, sequence_parallel=True, distributed_optimizer=True)
+    a = estimate_time(m, tr, s, st, framework_style=fused)
+    b = estimate_time(m, tr, s, st, framework_style=split)
+    # each of q, k, v (and gate, up) re-reads the layer input: more time, the same model FLOPs
+    assert b.breakdown_s["compute"] > a.breakdown_s["compute"]
+    assert b.model_flops_per_step == a.model_flops_per_step
+    for name in ("torchtitan", "hf", "torchtune"):
+        assert perf_style(name).split_projections
+    for name in ("megatron-core", "megatron", "fsdp", "deepspeed"):
+        assert not perf_style(name).split_projections

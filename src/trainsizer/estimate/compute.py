@@ -7,6 +7,8 @@ Model (each line names its origin):
   after a TP split fall below the ridge point and pay the fixed cost more often, so they run at a lower
   fraction of peak without a per-shape fit.
 - Backward GEMMs: dgrad + wgrad, each the same shape class as the forward (2x forward), Narayanan 2021 s5.1.
+- Fused or split input projections: Megatron fuses q, k, v (and gate, up) into one GEMM; torchtitan, HF and
+  torchtune models run them as separate nn.Linear GEMMs, each re-reading the layer input (`split_projections`).
 - FlashAttention: executed FLOPs = causal share of 4 s d per token and head, at a named fraction of the 16-bit
   peak per accelerator family; backward = 2.5x the forward FLOPs at lower efficiency, 3.1x the time
   (Dao 2023, FlashAttention-2 s3-4).
@@ -126,7 +128,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                 ep, flash: bool, flash_rate: float, flash_bwd_over_fwd: float,
                 trains_base_weights: bool = True, moe_capacity_factor: float = 1.0,
                 elementwise_passes: Any = 1.0, fp8_weight_casts: Any = 1.0,
-                selective_op_policy: Any = False, attention_span: float = 0.0) -> LayerTimes:
+                selective_op_policy: Any = False, attention_span: float = 0.0,
+                split_projections: Any = False) -> LayerTimes:
     """Compute seconds of one average decoder layer per micro-batch on one GPU.
 
     `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast. `moe_capacity_factor`: tokens
@@ -153,7 +156,12 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     bwd_gemm = 2.0 if trains_base_weights else 1.0
 
     # --- attention projections (both layer kinds)
-    g_attn = gemm_time(tok, shapes.qkv_out / t, h, rates) + gemm_time(tok, h, shapes.attn_out_in / t, rates)
+    split = np.asarray(split_projections, bool)
+    g_qkv = gemm_time(tok, shapes.qkv_out / t, h, rates)
+    if np.any(split) and shapes.qkv_out > h:  # q, k, v as 3 GEMMs (not for MLA's low-rank projections)
+        kv_out = (shapes.qkv_out - h) / 2.0
+        g_qkv = np.where(split, gemm_time(tok, h / t, h, rates) + 2.0 * gemm_time(tok, kv_out / t, h, rates), g_qkv)
+    g_attn = g_qkv + gemm_time(tok, h, shapes.attn_out_in / t, rates)
     # --- attention core
     a_fwd, a_bwd = _attention_core(shapes, tok, b, c, s, t, rates, flash=flash, flash_rate=flash_rate,
                                    flash_bwd_over_fwd=flash_bwd_over_fwd, attention_span=attention_span)
@@ -173,6 +181,9 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
         return _fp8_casts(tokens, k_in, n_out, weights, rates, fp8_weight_casts, tensors)
 
     g_dense, act_dense = mlp_time(shapes.ffn_up, shapes.ffn, tok)
+    if np.any(split) and shapes.ffn_up == 2 * shapes.ffn:  # gate and up as 2 GEMMs
+        g_dense = g_dense + np.where(split, 2.0 * gemm_time(tok, shapes.ffn / t, h, rates)
+                                     - gemm_time(tok, shapes.ffn_up / t, h, rates), 0.0)
     dense_fwd_g = g_attn + g_dense
     dense_fwd_ew = stream_time(ew_fwd_common + act_dense, rates, kernels=KERNELS["dense_elementwise"])
     # inputs of the linears: qkv and MLP-up share the normed hidden state (one cast each), o_proj and

@@ -81,6 +81,7 @@ class PerfStyle:
     # DeepSpeed PipelineEngine (Megatron-DeepSpeed: BLOOM, MT-NLG): blocking p2p.send / p2p.recv issued as
     # separate instructions and the gradient reduction after the pipeline flush (_pipeline, _dp_comm_replicated)
     serial_pipeline: bool = False
+    split_projections: bool = False  # q, k, v and gate, up are separate nn.Linear GEMMs (torchtitan, HF Llama)
     zero1_grad_allreduce: bool = False  # ZeRO-1 all-reduces the gradients (DeepSpeed BF16_Optimizer), not RS
     moe_host_sync: bool = False  # its alltoall MoE token dispatcher synchronises with the host (_host_excess)
 
@@ -306,7 +307,8 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              fp8_weight_casts=np.where(np.asarray(x.fw.fp8_weight_cache), 1.0 / x.m, 1.0)
                              / np.where(np.asarray(x.fw.fp8_param_allgather) & (x.zero >= 3), x.d * x.c, 1.0),
                              selective_op_policy=x.fw.selective_op_policy,
-                             attention_span=training.attention_span)
+                             attention_span=training.attention_span,
+                             split_projections=x.fw.split_projections)
     layer_mb = lt.fwd + lt.bwd
     if training.method == "qlora":
         # NF4 weights are dequantised to 16-bit before every use (forward, backward, recompute): read 0.5 B,
@@ -325,11 +327,14 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
 
 def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
     """(one TP all-reduce of a layer's activations, TP time per layer): 4 all-reduce-equivalents per layer
-    (+2 with full recompute)."""
+    (+2 with full recompute; +1 under torchtitan's per-op SAC with sequence parallelism: the all-gathers in
+    front of the attention and MLP input projections are not in its save list (`_save_list` keeps mm, SDPA,
+    reduce_scatter_tensor and max), so recomputing the wk and w3 matmuls re-runs both all-gathers)."""
     k, t = x.k, x.t
     k_tp = comm.ranks_per_domain(t, 1.0, x.domain)
     t_ar = comm.all_reduce_time(x.tok * x.model.hidden * x.act, t, k_tp, x.r, x.system, k.nvls_allreduce_gain)
-    tp_per_layer = (4.0 + 2.0 * (x.rc == 2)) * t_ar
+    sac_gathers = (x.rc == 1) & np.asarray(x.fw.selective_op_policy) & x.sp
+    tp_per_layer = (4.0 + 2.0 * (x.rc == 2) + 1.0 * sac_gathers) * t_ar
     if np.any(x.fw.tp_comm_overlap):  # hidden part still slows the GEMMs it overlaps (SM/HBM interference)
         tp_per_layer = tp_per_layer * _when(x.fw.tp_comm_overlap,
                                             1.0 - k.tp_overlap_fraction * (1.0 - k.overlap_interference), 1.0)
