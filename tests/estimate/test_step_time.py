@@ -463,3 +463,25 @@ def test_split_projections_cost_more_than_fused_ones_at_the_same_flops():
         assert perf_style(name).split_projections
     for name in ("megatron-core", "megatron", "fsdp", "deepspeed"):
         assert not perf_style(name).split_projections
+
+
+def test_every_gradient_bucket_pays_its_ring_latency_and_megatron_core_buckets_grow_with_dp():
+    from dataclasses import replace
+
+    from trainsizer.estimate.step_time import perf_style
+
+    m, tr, s = gpt(layers=24, hidden=2048, heads=16), Training(seq_len=2048, global_batch_seqs=512), a100_cluster(512)
+    st = Strategy(tp=1, dp=512, micro_batch=1, distributed_optimizer=True)
+    exposed = replace(perf_style("megatron"), dp_overlap=False, param_gather_overlap=False)
+    small = estimate_time(m, tr, s, st, framework_style=replace(exposed, grad_bucket_params=4e7))
+    one = estimate_time(m, tr, s, st, framework_style=replace(exposed, grad_bucket_params=1e15))
+    buckets = np.ceil(m.params_total / 4e7)
+    ring = 511 * s.inter_node_latency_s  # 512 ranks over 64 nodes: n - 1 steps of the network latency
+    # reduce-scatter of the gradients and all-gather of the parameters, one collective per bucket each
+    assert small.breakdown_s["dp_comm"] - one.breakdown_s["dp_comm"] == pytest.approx(
+        2 * (buckets - 1) * ring, rel=1e-6)
+    assert perf_style("megatron-core").grad_bucket_params_per_dp_rank == 1e6  # max(4e7, 1e6 x dp)
+    core = replace(perf_style("megatron-core"), dp_overlap=False, param_gather_overlap=False)
+    flat = replace(core, grad_bucket_params_per_dp_rank=0.0)
+    assert estimate_time(m, tr, s, st, framework_style=core).breakdown_s["dp_comm"] < estimate_time(
+        m, tr, s, st, framework_style=flat).breakdown_s["dp_comm"]

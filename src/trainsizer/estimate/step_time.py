@@ -62,6 +62,8 @@ class PerfStyle:
     tp_comm_overlap: bool = False  # Megatron-Core --tp-comm-overlap (userbuffers)
     dp_overlap: bool = True  # gradient reduction bucketed and overlapped with backward
     grad_bucket_params: float = 4e7  # parameters per gradient bucket (the last one is exposed)
+    # buckets grow with the DP size so ring chunks stay bandwidth-bound (Megatron-Core DDP: max(4e7, 1e6 x dp))
+    grad_bucket_params_per_dp_rank: float = 0.0
     param_gather_overlap: bool = False  # distributed-optimizer param all-gather hidden in next forward
     zero3_prefetch: bool = True  # ZeRO-3/FSDP param all-gathers prefetched one unit ahead
     zero3_bucket_params: float = 0.0  # parameters per ZeRO-3 collective; 0 = one per decoder layer
@@ -518,7 +520,15 @@ def _dp_comm_replicated(x: _Step, g: _Grads) -> tuple[np.ndarray, np.ndarray]:
         + comm.all_gather_time(g.local_expert * g.train_frac * x.act, g.n_edp, g.k_edp, r, system),
         0.0,
     )
-    bucket_frac = np.minimum(1.0, fw.grad_bucket_params / np.maximum(g.local_dense + g.local_expert, 1.0))
+    bucket = np.maximum(fw.grad_bucket_params, np.asarray(fw.grad_bucket_params_per_dp_rank) * g.n_dp)
+    bucket_frac = np.minimum(1.0, bucket / np.maximum(g.local_dense + g.local_expert, 1.0))
+    # every bucket is its own collective and pays its own latency (alpha-beta: ring RS / AG n - 1 steps)
+    extra = np.maximum(np.ceil(1.0 / bucket_frac) - 1.0, 0.0)
+    lat_rs = comm.reduce_scatter_time(0.0, g.n_dp, g.k_dp, r, system)
+    lat_ar = comm.all_reduce_time(0.0, g.n_dp, g.k_dp, r, system)
+    sharded = g.shard_opt & ~np.asarray(fw.zero1_grad_allreduce & (x.zero < 3))
+    rs_or_ar = rs_or_ar + extra * np.where(sharded, lat_rs, lat_ar)
+    ag_params = ag_params + np.where(g.shard_opt & (x.zero < 3), extra * lat_rs, 0.0)
     # DeepSpeed PipelineEngine reduces after the last micro-batch (TrainSchedule: ReduceGrads in the last step)
     overlap = np.asarray(fw.dp_overlap) & ~(np.asarray(fw.serial_pipeline) & (x.p > 1))
     if np.any(overlap):
