@@ -39,8 +39,10 @@ class SpecError(TrainsizerError):
         self.where = where
         self.problem = problem
         self.value = value
-        if allowed is not None and not isinstance(allowed, str):
-            allowed = ", ".join(str(a) for a in allowed)
+        # a list of allowed names may hold catalogue messages ("... (40 in all)"): kept to translate them
+        self._allowed_items = None if allowed is None or isinstance(allowed, str) else list(allowed)
+        if self._allowed_items is not None:
+            allowed = ", ".join(str(a) for a in self._allowed_items)
         self.allowed = allowed
         self.suggestion = suggestion
         super().__init__(self._render())
@@ -60,7 +62,9 @@ class SpecError(TrainsizerError):
         if self.suggestion:
             out += _m("error_suggestion", lang, suggestion=repr(self.suggestion))
         if self.allowed:
-            out += _m("error_allowed", lang, allowed=self.allowed)
+            allowed = self.allowed if self._allowed_items is None else \
+                ", ".join(str(tr(a, lang)) for a in self._allowed_items)
+            out += _m("error_allowed", lang, allowed=allowed)
         return out
 
 
@@ -103,6 +107,12 @@ KIND_KEYS = {
     "server": "kind_server", "storage tier": "kind_storage", "recompute mode": "kind_recompute",
     "training framework": "kind_framework", "training method": "kind_method", "precision": "kind_precision",
     "optimizer": "kind_optimizer", "LoRA target module": "kind_lora_target", "platform": "kind_platform",
+    "offload mode": "kind_offload", "FP8 scaling recipe": "kind_fp8_recipe", "evaluate_batch part": "kind_batch_part",
+    "loss implementation": "kind_loss_impl", "attention kernel": "kind_attention_kernel",
+    "facility figure": "kind_facility_figure", "reliability figure": "kind_reliability_figure",
+    "accelerator, server or switch": "kind_price_subject", "price subject (accelerator, server or switch)":
+    "kind_price_subject", "source id": "kind_source", "price point": "kind_price_point",
+    "catalog kind": "kind_catalog_kind", "rule": "kind_rule",
 }
 
 
@@ -118,7 +128,7 @@ def unknown_name(where: str, kind: str, name: str, choices: Iterable[str],
         starts = sorted({aliases.get(c, c) for c in starts})
     if len(starts) > 1:
         return SpecError(where, msg("error_ambiguous_name", kind=what, names=", ".join(starts)), value=name)
-    shown = choices if len(choices) <= limit else [*choices[:limit], f"... ({len(choices)} in all)"]
+    shown = choices if len(choices) <= limit else [*choices[:limit], msg("error_more_choices", n=len(choices))]
     return SpecError(
         where,
         msg("error_unknown_name", kind=what),

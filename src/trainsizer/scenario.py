@@ -245,9 +245,9 @@ def _hosts(hw: Any, acc: Any, origin: str) -> int:
     per_node = int(hw.per_node or getattr(acc, "gpus_per_host", 8))
     if hw.count > per_node and hw.count % per_node:
         raise SpecError(f"{origin}: hardware.count",
-                        f"{hw.count} GPUs is not a whole number of {per_node}-GPU hosts of {acc.id} "
-                        f"(hardware.per_node{'' if hw.per_node else ', from the catalog'})", value=hw.count,
-                        allowed=[f"a multiple of {per_node}"])
+                        msg("job_whole_hosts" if hw.per_node else "job_whole_hosts_catalog", count=hw.count,
+                            per_node=per_node, accelerator=acc.id), value=hw.count,
+                        allowed=[msg("allowed_multiple_of", n=per_node)])
     return per_node
 
 
@@ -278,18 +278,18 @@ def _check_constraints(job: Job, acc: Any, listed: dict[str, set[str] | None], o
     assert hw is not None
     where = f"{origin}: hardware.accelerator"
     if acc.id in (listed["exclude"] or set()):
-        raise SpecError(where, "this accelerator is listed in constraints.exclude", value=hw.accelerator)
+        raise SpecError(where, msg("job_accelerator_excluded"), value=hw.accelerator)
     include = listed["include"]
     if include is not None and acc.id not in include:
-        raise SpecError(where, "this accelerator is not in constraints.include", value=hw.accelerator,
+        raise SpecError(where, msg("job_accelerator_not_included"), value=hw.accelerator,
                         allowed=sorted(include))
     nodes = -(-hw.count // per_node)
     if c.max_nodes is not None and nodes > c.max_nodes:
         raise SpecError(f"{origin}: hardware.count",
-                        f"{hw.count} GPUs at {per_node} per node need {nodes} nodes, more than "
-                        f"constraints.max_nodes = {c.max_nodes}", value=hw.count)
+                        msg("job_too_many_nodes", count=hw.count, per_node=per_node, nodes=nodes,
+                            max_nodes=c.max_nodes), value=hw.count)
     if c.max_gpus is not None and hw.count > c.max_gpus:
-        raise SpecError(f"{origin}: hardware.count", f"more than constraints.max_gpus = {c.max_gpus}",
+        raise SpecError(f"{origin}: hardware.count", msg("job_too_many_gpus", max_gpus=c.max_gpus),
                         value=hw.count)
     notes = []
     if c.market in ("china", "china-domestic") and acc.china_export_restricted:
@@ -306,8 +306,7 @@ def _resolve_network(spec: str | NetworkSpec | None, multi_node: bool, catalog: 
     if spec is None:
         if multi_node:
             raise SpecError(f"{origin}: hardware.network",
-                            "a job spanning several nodes needs its network: a catalog id (see "
-                            "`trainsizer catalog list networks`) or {nics_per_node, gbps_per_nic, kind}")
+                            msg("job_needs_network"))
         return None
     if isinstance(spec, NetworkSpec):
         return custom_network_view(spec)
@@ -358,14 +357,14 @@ def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
     if s.dp is None:
         if gpus % fixed:
             raise StrategyError("degrees-multiply-to-gpus",
-                                f"{origin}: tp*pp*cp = {fixed} does not divide the {gpus} GPUs in hardware.count")
+                                msg("rule_fixed_degrees_divide_gpus", origin=origin, fixed=fixed, gpus=gpus))
         dp = gpus // fixed
     else:
         dp = s.dp
         if fixed * dp != gpus:
             raise StrategyError("degrees-multiply-to-gpus",
-                                f"{origin}: tp*pp*dp*cp = {s.tp}*{s.pp}*{dp}*{s.cp} = {fixed * dp}, "
-                                f"but hardware.count is {gpus}")
+                                msg("rule_degrees_multiply_to_gpus", origin=origin, tp=s.tp, pp=s.pp, dp=dp,
+                                    cp=s.cp, product=fixed * dp, gpus=gpus))
     zero = 3 if s.fsdp != "none" else s.zero
     shard_group = s.shard_group or 0
     return Strategy(

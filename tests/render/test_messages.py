@@ -127,3 +127,13 @@ def test_strategy_rule_in_chinese():
     err = StrategyError("batch_divisible", msg("rule_batch_divisible", batch=100, micro_batch=1, dp=8))
     assert "not divisible by micro_batch*dp = 1*8" in str(err)
     assert err.render("zh") == "并行策略无效（batch_divisible）：全局批次 100 条序列不能被 micro_batch*dp = 1*8 整除"
+
+
+def test_stack_labels_match_the_framework_assumptions():
+    """`stack_<style>` in English is the framework's `stack` in estimate/data/framework_assumptions.yaml."""
+    import yaml
+
+    data = yaml.safe_load((SRC / "estimate" / "data" / "framework_assumptions.yaml").read_text(encoding="utf-8"))
+    for name, entry in data["frameworks"].items():
+        assert t(f"stack_{name}", "en") == entry["stack"], f"update stack_{name} in render/data/i18n.yaml"
+        assert t(f"stack_{name}", "zh") != entry["stack"]

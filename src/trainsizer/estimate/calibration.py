@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trainsizer.errors import SpecError
 from trainsizer.estimate.inputs import act_bytes
+from trainsizer.messages import msg
 
 
 @dataclass(frozen=True)
@@ -224,7 +225,7 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
     sfu_fwd, bwd_over_fwd = k.attention_sfu(system.accelerator)
     flash = cal.flash_tflops * 1e12 if cal.flash_tflops else attn_peak * attn_eff / sfu_fwd
     if system.hbm_gb_s <= 0:
-        raise SpecError("system.hbm_gb_s", "must be positive", value=system.hbm_gb_s)
+        raise SpecError("system.hbm_gb_s", msg("spec_gt", limit=0), value=system.hbm_gb_s)
     hbm = cal.hbm_gb_s * 1e9 if cal.hbm_gb_s else system.hbm_gb_s * 1e9 * k.hbm_efficiency
     intra = (
         cal.busbw_intra_gb_s * 1e9

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainsizer.errors import SpecError
+from trainsizer.messages import msg
 
 HOURS_PER_YEAR = 8760.0
 
@@ -32,7 +33,7 @@ class Cost:
 def rent_cost(gpu_hours: float, price_per_gpu_hour: float, currency: str = "USD") -> Cost:
     """Cloud rental: GPU-hours x price (energy is in the price)."""
     if price_per_gpu_hour < 0:
-        raise SpecError("price.per_gpu_hour", "must be >= 0", value=price_per_gpu_hour)
+        raise SpecError("price.per_gpu_hour", msg("spec_ge", limit=0), value=price_per_gpu_hour)
     c = gpu_hours * price_per_gpu_hour
     return Cost(c, c, 0.0, "rent", currency)
 
@@ -45,9 +46,9 @@ def buy_cost(wall_hours: float, capex: float, energy_kwh: float, price_per_kwh: 
     the amortisation period the cluster does paid work (1.0 = charge the job only for its own hours).
     """
     if years <= 0:
-        raise SpecError("cost.years", "amortisation period must be positive", value=years)
+        raise SpecError("cost.years", msg("cost_years_positive"), value=years)
     if not 0 < utilisation <= 1:
-        raise SpecError("cost.utilisation", "must be in (0, 1]", value=utilisation)
+        raise SpecError("cost.utilisation", msg("spec_in_unit_interval"), value=utilisation)
     amort = capex * wall_hours / (years * HOURS_PER_YEAR * utilisation)
     energy = energy_kwh * price_per_kwh
     return Cost(amort + energy, amort, energy, "buy", currency)

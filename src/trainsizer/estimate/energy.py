@@ -20,6 +20,7 @@ from importlib import resources
 from typing import Any
 
 from trainsizer.errors import SpecError
+from trainsizer.messages import msg
 
 
 @lru_cache(maxsize=1)
@@ -57,9 +58,9 @@ def energy(gpus: int, wall_hours: float, tdp_w: float, *, utilisation: float = 0
     if node_overhead_fraction is None:
         node_overhead_fraction = float(k["node_overhead_fraction"])
     if pue < 1.0:
-        raise SpecError("energy.pue", "PUE is at least 1.0", value=pue)
+        raise SpecError("energy.pue", msg("energy_pue_at_least_1"), value=pue)
     if tdp_w <= 0:
-        raise SpecError("system.tdp_w", "must be positive", value=tdp_w)
+        raise SpecError("system.tdp_w", msg("spec_gt", limit=0), value=tdp_w)
     g = gpu_power_w(tdp_w, utilisation, idle_fraction)
     per_gpu_facility_w = g * (1.0 + node_overhead_fraction) * pue
     kw = gpus * per_gpu_facility_w / 1000.0

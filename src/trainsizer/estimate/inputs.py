@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from trainsizer.messages import msg
+
 # The names a job file shares with the estimators: one definition in trainsizer.names, re-exported here.
 from trainsizer.names import FRAMEWORKS as FRAMEWORKS
 from trainsizer.names import LOSS_IMPLS as LOSS_IMPLS
@@ -134,7 +136,7 @@ class System:
             supported = sorted(k for k, v in self.peak_tflops.items() if v)
             raise SpecError(
                 "precision",
-                f"{self.accelerator} has no dense {precision} tensor throughput",
+                msg("no_dense_throughput", accelerator=self.accelerator, precision=precision),
                 value=precision,
                 allowed=supported,
             )

@@ -28,6 +28,7 @@ import yaml
 
 from trainsizer.errors import SpecError
 from trainsizer.estimate.inputs import OPTIMIZERS, PRECISIONS, Training, act_bytes
+from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
 from trainsizer.names import LORA_DEFAULT_TARGETS, LORA_LINEAR_TARGETS, LORA_TARGETS
 
@@ -58,13 +59,13 @@ def check_training(training: Training) -> None:
             raise unknown_name("training.lora_targets", "LoRA target module", t, LORA_TARGET_NAMES)
     if training.method in ("lora", "qlora") and training.lora_rank <= 0:
         raise SpecError(
-            "training.lora_rank", "LoRA needs a positive rank", value=training.lora_rank, allowed="1, 2, ..."
+            "training.lora_rank", msg("lora_rank_positive"), value=training.lora_rank, allowed="1, 2, ..."
         )
     if training.seq_len <= 0 or training.global_batch_seqs <= 0:
-        raise SpecError("training.seq_len", "sequence length and global batch must be positive")
+        raise SpecError("training.seq_len", msg("seq_and_batch_positive"))
     if not training.moe_capacity_factor > 0:
-        raise SpecError("training.moe_capacity_factor", "MoE capacity factor must be positive (1.0 = balanced "
-                        "routing)", value=training.moe_capacity_factor, allowed="> 0, e.g. 1.0, 1.25, 2.0")
+        raise SpecError("training.moe_capacity_factor", msg("moe_capacity_positive"),
+                        value=training.moe_capacity_factor, allowed="> 0: 1.0, 1.25, 2.0, ...")
 
 
 def lora_targets(training: Training) -> frozenset[str]:
@@ -249,8 +250,7 @@ def optimizer_state_bytes(training: Training, model: ModelArch | None) -> float:
     c = load_memory_constants()["optimizer_state_bytes"]
     if training.optimizer == "adafactor":
         if model is None:
-            raise SpecError("model", "Adafactor state bytes depend on the model's width; pass the model",
-                            value=None)
+            raise SpecError("model", msg("adafactor_needs_model"), value=None)
         # Shazeer & Stern 2018: one fp32 row + one column vector per matrix: 4 * (1/rows + 1/cols).
         return 4.0 * c["adafactor_factored_vectors"] / model.hidden
     return float(c[training.optimizer])

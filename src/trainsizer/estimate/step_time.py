@@ -42,6 +42,7 @@ from trainsizer.estimate.flops import (
 from trainsizer.estimate.inputs import System, Training
 from trainsizer.estimate.model_states import check_training, lora_trainable_params
 from trainsizer.estimate.validate import check_strategy, require_one_strategy, strategy_arrays
+from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
 from trainsizer.names import MOE_DISPATCHERS
 
@@ -89,11 +90,11 @@ class PerfStyle:
 
     def __post_init__(self) -> None:
         if not np.all(np.isin(self.attention_kernel, ATTENTION_KERNELS)):
-            raise SpecError(f"framework.{self.name}.attention_kernel", "unknown attention kernel",
+            raise SpecError(f"framework.{self.name}.attention_kernel", msg("error_unknown_name", kind=msg("kind_attention_kernel")),
                             value=self.attention_kernel, allowed=ATTENTION_KERNELS,
                             suggestion=did_you_mean(self.attention_kernel, ATTENTION_KERNELS))
         if self.pipeline_schedule not in PIPELINE_SCHEDULES:
-            raise SpecError(f"framework.{self.name}.pipeline_schedule", "unknown pipeline schedule",
+            raise SpecError(f"framework.{self.name}.pipeline_schedule", msg("error_unknown_name", kind=msg("kind_pipeline_schedule")),
                             value=self.pipeline_schedule, allowed=PIPELINE_SCHEDULES,
                             suggestion=did_you_mean(self.pipeline_schedule, PIPELINE_SCHEDULES))
 
@@ -119,7 +120,7 @@ def perf_style(name: str | PerfStyle) -> PerfStyle:
     try:
         return PERF_STYLES[name]
     except KeyError:
-        raise SpecError("framework", "unknown framework style", value=name, allowed=sorted(PERF_STYLES),
+        raise SpecError("framework", msg("error_unknown_name", kind=msg("kind_framework_style")), value=name, allowed=sorted(PERF_STYLES),
                         suggestion=did_you_mean(name, PERF_STYLES)) from None
 
 
@@ -158,8 +159,7 @@ def _framework_style(strategy, pretraining: bool) -> PerfStyle:
         if all(v == vals[0] for v in vals):
             out[key] = vals[0]
         elif key in _SCALAR_ONLY:
-            raise SpecError(f"frameworks.{cands[-1].name}.{key}", f"the styles of framework 'auto' must "
-                            f"agree on {key}", value=vals[-1], allowed=[vals[0]])
+            raise SpecError(f"frameworks.{cands[-1].name}.{key}", msg("auto_styles_must_agree", key=key), value=vals[-1], allowed=[vals[0]])
         else:
             out[key] = np.choose(idx, [np.asarray(v) for v in vals])
     return PerfStyle("auto (" + " / ".join(c.name for c in cands) + ")", **out)
@@ -601,7 +601,7 @@ def _optimizer(x: _Step, g: _Grads, mb: _MicroBatch) -> np.ndarray:
     for forward and backward of every micro-batch (prefetched)."""
     k, training, system, r = x.k, x.training, x.system, x.r
     if training.optimizer not in k.optimizer_bytes_per_param:
-        raise SpecError("training.optimizer", "no optimizer-step traffic known for this optimizer",
+        raise SpecError("training.optimizer", msg("no_optimizer_traffic"),
                         value=training.optimizer, allowed=sorted(k.optimizer_bytes_per_param),
                         suggestion=did_you_mean(training.optimizer, k.optimizer_bytes_per_param))
     bpp = k.optimizer_bytes_per_param[training.optimizer]

@@ -98,7 +98,7 @@ def require_one_strategy(strategy: Strategy, estimator: str, batch_api: str) -> 
     for name in STRATEGY_FIELDS:
         value = getattr(strategy, name)
         if np.ndim(value) != 0:
-            raise SpecError(f"strategy.{name}", f"{estimator} takes one strategy; use {batch_api} for arrays",
+            raise SpecError(f"strategy.{name}", msg("one_strategy_only", estimator=estimator, batch_api=batch_api),
                             value=value)
 
 
@@ -172,7 +172,7 @@ def _shape_and_pipeline_rules(c: SimpleNamespace) -> _Rules:
     return {
         "positive_degrees": (
             (tp >= 1) & (pp >= 1) & (vpp >= 1) & (dp >= 1) & (cp >= 1) & (ep >= 1) & (mb >= 1) & (sg >= 0),
-            lambda v: "tp, pp, vpp, dp, cp, ep and micro_batch must be >= 1 (shard_group >= 0)",
+            lambda v: msg("rule_positive_degrees"),
         ),
         "gpu_count": (
             gpus == system.gpus,
@@ -189,23 +189,21 @@ def _shape_and_pipeline_rules(c: SimpleNamespace) -> _Rules:
         ),
         "tp_divides_ffn": (
             ffn_ok,
-            lambda v: f"tp={v['tp']} does not divide the MLP intermediate size(s) {ffns}",
+            lambda v: msg("rule_tp_divides_ffn", tp=v["tp"], sizes=", ".join(map(str, ffns))),
         ),
         "pp_exceeds_layers": (
             pp * np.maximum(vpp, 1) <= model.layers + np.where(pp > 1, slots, 0.0),
-            lambda v: f"pp*vpp={v['pp']}*{v['vpp']} model chunks is more than the {model.layers} layers"
-            + (f" + {v['slots']} embedding/loss slot(s)" if v["slots"] else
-               " (Megatron-Core can count the embedding and the loss as layers: pipeline_embedding_layer, "
-               "pipeline_loss_layer)"),
+            lambda v: msg("rule_pp_exceeds_layers_slots" if v["slots"] else "rule_pp_exceeds_layers",
+                          pp=v["pp"], vpp=v["vpp"], layers=model.layers, slots=v["slots"]),
         ),
         "vpp_needs_pp": (
             (vpp <= 1) | (pp > 1),
-            lambda v: f"virtual pipeline vpp={v['vpp']} needs pp > 1",
+            lambda v: msg("rule_vpp_needs_pp", vpp=v["vpp"]),
         ),
         "interleaved_microbatches": (
             (vpp <= 1) | (np.mod(n_micro, safe(pp)) == 0),
-            lambda v: f"interleaved pipeline needs the number of micro-batches ({B}/({v['micro_batch']}*"
-            f"{v['dp']})) divisible by pp={v['pp']}",
+            lambda v: msg("rule_interleaved_microbatches", batch=B, micro_batch=v["micro_batch"], dp=v["dp"],
+                          pp=v["pp"]),
         ),
     }
 
@@ -218,15 +216,15 @@ def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
     return {
         "ep_needs_moe": (
             (ep <= 1) | model.is_moe,
-            lambda v: f"ep={v['ep']} on a dense model ({model.name} has no experts)",
+            lambda v: msg("rule_ep_needs_moe", ep=v["ep"], model=model.name),
         ),
         "ep_divides_experts": (
             (ep <= 1) | (max(model.experts, 1) % safe(ep) == 0),
-            lambda v: f"ep={v['ep']} does not divide the {model.experts} routed experts",
+            lambda v: msg("rule_ep_divides_experts", ep=v["ep"], experts=model.experts),
         ),
         "ep_divides_dp_cp": (
             np.mod(dp * cp, safe(ep)) == 0,
-            lambda v: f"ep={v['ep']} must divide dp*cp = {v['dp'] * v['cp']} (EP is carved out of DP)",
+            lambda v: msg("rule_ep_divides_dp_cp", ep=v["ep"], dp_cp=v["dp"] * v["cp"]),
         ),
         "cp_divides_seq": (
             (cp <= 1) | (s % safe(2 * cp) == 0),
@@ -238,46 +236,41 @@ def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
         ),
         "zero_stage": (
             np.isin(zero, (0, 1, 2, 3)),
-            lambda v: f"zero={v['zero']}; allowed: 0, 1, 2, 3",
+            lambda v: msg("rule_zero_stage", zero=v["zero"]),
         ),
         "shard_group_divides_dp": (
             (sg <= 0) | ((sg <= dp * cp) & (np.mod(dp * cp, safe(sg)) == 0) & (zero >= 1)),
-            lambda v: f"hybrid shard group {v['shard_group']} must divide dp*cp = {v['dp'] * v['cp']} and "
-            "needs zero >= 1",
+            lambda v: msg("rule_shard_group_divides_dp", shard_group=v["shard_group"], dp_cp=v["dp"] * v["cp"]),
         ),
         "zero3_with_pp": (
             (zero < 3) | (pp <= 1) | (fw not in ZERO3_PP_REFUSED),
-            lambda v: f"ZeRO-3 / FSDP full shard with pipeline parallelism is not supported by framework {fw!r} "
-            f"(refused for {', '.join(ZERO3_PP_REFUSED)}); use torchtitan (FSDP2 + pipelining), or zero <= 1 "
-            "(or the distributed optimizer) with pp > 1",
+            lambda v: msg("rule_zero3_with_pp", framework=repr(fw), refused=", ".join(ZERO3_PP_REFUSED)),
         ),
         "optimizer_in_backward_no_accumulation": (
             np.full(tp.shape, not getattr(strategy, "optimizer_in_backward", False)) | (n_micro <= 1),
-            lambda v: "optimizer_in_backward steps every parameter during backward, so it cannot accumulate "
-            f"gradients: the global batch {B} must equal micro_batch*dp = {v['micro_batch']}*{v['dp']} "
-            "(torchtune optimizer_in_bwd requires gradient_accumulation_steps = 1)",
+            lambda v: msg("rule_optimizer_in_backward", batch=B, micro_batch=v["micro_batch"], dp=v["dp"]),
         ),
         "pipeline_slots_need_megatron": (
             (slots == 0) | (fw in PIPELINE_SLOT_FRAMEWORKS),
-            lambda v: f"pipeline_embedding_layer / pipeline_loss_layer are Megatron-Core options; framework "
-            f"{fw!r} does not have them (allowed: {', '.join(PIPELINE_SLOT_FRAMEWORKS)})",
+            lambda v: msg("rule_pipeline_slots_need_megatron", framework=repr(fw),
+                          allowed=", ".join(PIPELINE_SLOT_FRAMEWORKS)),
         ),
         "offload_needs_zero": (
             (off == 0) | ((off == 1) & (zero >= 1)) | ((off == 2) & (zero >= 3)),
-            lambda v: "optimizer offload needs zero >= 1 and parameter offload needs zero = 3 "
-            f"(got offload={OFFLOAD[int(v['off'])] if 0 <= v['off'] < 3 else v['off']}, zero={v['zero']})",
+            lambda v: msg("rule_offload_needs_zero", offload=OFFLOAD[int(v["off"])] if 0 <= v["off"] < 3
+                          else v["off"], zero=v["zero"]),
         ),
         "qlora_fp8": (
             np.full(tp.shape, not (training.method == "qlora" and training.precision == "fp8")),
-            lambda v: "QLoRA computes in bf16/fp16 on NF4 weights; fp8 training is not available with it",
+            lambda v: msg("rule_qlora_fp8"),
         ),
         "recompute_code": (
             np.isin(rec, (0, 1, 2)),
-            lambda v: f"recompute code {v['rec']}; allowed: 0 none, 1 selective, 2 full",
+            lambda v: msg("rule_recompute_code", code=v["rec"]),
         ),
         "offload_code": (
             np.isin(off, (0, 1, 2)),
-            lambda v: f"offload code {v['off']}; allowed: 0 none, 1 optimizer, 2 optimizer+params",
+            lambda v: msg("rule_offload_code", code=v["off"]),
         ),
 
     }

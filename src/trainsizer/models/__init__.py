@@ -56,7 +56,7 @@ def load_model(spec: str | Path | Mapping[str, Any], *, where: str = "model") ->
     if isinstance(spec, Path):
         return arch_from_hf_config(spec)
     if not isinstance(spec, str):
-        raise SpecError(where, "must be a preset name, a path to config.json or a mapping", value=spec)
+        raise SpecError(where, msg("model_spec_shape"), value=spec)
     text = spec.strip()
     if text.lower() in preset_names():
         return load_preset(text)

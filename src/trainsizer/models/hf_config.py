@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from trainsizer.errors import SpecError, unknown_name
+from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
 
 # Keys that never change parameter counts or the shapes the estimators read, for every family.
@@ -126,15 +127,15 @@ class ConfigReader:
             or (isinstance(value, float) and not math.isfinite(value))
             or int(value) != value
         ):
-            raise SpecError(self.where(key), "must be an integer", value=value)
+            raise SpecError(self.where(key), msg("hf_int"), value=value)
         if value < minimum:
-            raise SpecError(self.where(key), f"must be >= {minimum}", value=value)
+            raise SpecError(self.where(key), msg("hf_ge", limit=minimum), value=value)
         return int(value)
 
     def req_int(self, key: str, minimum: int = 1) -> int:
         self.used.add(key)
         if key not in self.raw or self.raw[key] is None:
-            raise SpecError(self.where(key), "missing required key")
+            raise SpecError(self.where(key), msg("hf_missing_key"))
         return self._int(key, self.raw[key], minimum)
 
     def opt_int(self, key: str, default: int, minimum: int = 0, *, note: bool = True) -> int:
@@ -142,7 +143,7 @@ class ConfigReader:
         self.used.add(key)
         if key not in self.raw or self.raw[key] is None:
             if note:
-                self.notes.append(f"{key} absent: transformers default {default} used")
+                self.notes.append(msg("hf_default_used", key=key, default=default))
             return default
         return self._int(key, self.raw[key], minimum)
 
@@ -152,7 +153,7 @@ class ConfigReader:
             return default
         value = self.raw[key]
         if not isinstance(value, bool):
-            raise SpecError(self.where(key), "must be true or false", value=value)
+            raise SpecError(self.where(key), msg("spec_bool"), value=value)
         return value
 
     def opt_str(self, key: str, default: str) -> str:
@@ -161,7 +162,7 @@ class ConfigReader:
         if value is None:
             return default
         if not isinstance(value, str):
-            raise SpecError(self.where(key), "must be a string", value=value)
+            raise SpecError(self.where(key), msg("hf_string"), value=value)
         return value
 
     def opt_int_list(self, key: str) -> tuple[int, ...]:
@@ -170,7 +171,7 @@ class ConfigReader:
         if value is None:
             return ()
         if not isinstance(value, list):
-            raise SpecError(self.where(key), "must be a list of layer indices", value=value)
+            raise SpecError(self.where(key), msg("hf_layer_list"), value=value)
         return tuple(sorted(self._int(key, v, 0) for v in value))
 
     def unknown(self, irrelevant: frozenset[str]) -> tuple[str, ...]:
@@ -193,7 +194,7 @@ class Family:
 def _gated_act(c: ConfigReader) -> None:
     act = c.opt_str("hidden_act", "silu")
     if act != "silu":
-        c.notes.append(f"hidden_act={act!r}: gated MLP counted with 3 matrices like SwiGLU")
+        c.notes.append(msg("hf_gated_act", act=repr(act)))
 
 
 def _gqa_core(c: ConfigReader, *, head_dim_default: int | None = None, gated_act: bool = True) -> dict[str, Any]:
@@ -204,7 +205,7 @@ def _gqa_core(c: ConfigReader, *, head_dim_default: int | None = None, gated_act
     kv_heads = c.opt_int("num_key_value_heads", heads, 1, note=False)
     if heads % kv_heads:
         raise SpecError(
-            c.where("num_key_value_heads"), f"must divide num_attention_heads ({heads})", value=kv_heads
+            c.where("num_key_value_heads"), msg("hf_must_divide_heads", heads=heads), value=kv_heads
         )
     if c.has("head_dim"):
         head_dim = c.req_int("head_dim")
@@ -215,7 +216,7 @@ def _gqa_core(c: ConfigReader, *, head_dim_default: int | None = None, gated_act
         if hidden % heads:
             raise SpecError(
                 c.where("hidden_size"),
-                f"not divisible by num_attention_heads ({heads}) and no head_dim given",
+                msg("hf_hidden_not_divisible_no_head_dim", heads=heads),
                 value=hidden,
             )
         head_dim = hidden // heads
@@ -273,7 +274,7 @@ def _qwen3(c: ConfigReader) -> dict[str, Any]:
 
 def _check_topk(c: ConfigReader, key: str, k: int, experts: int) -> None:
     if k > experts:
-        raise SpecError(c.where(key), f"exceeds the number of experts ({experts})", value=k)
+        raise SpecError(c.where(key), msg("hf_exceeds_experts", experts=experts), value=k)
 
 
 def _qwen_moe_common(c: ConfigReader) -> dict[str, Any]:
@@ -288,7 +289,7 @@ def _qwen_moe_common(c: ConfigReader) -> dict[str, Any]:
     mlp_only = c.opt_int_list("mlp_only_layers")
     bad = [i for i in mlp_only if i >= layers]
     if bad:
-        raise SpecError(c.where("mlp_only_layers"), f"layer index >= num_hidden_layers ({layers})", value=bad)
+        raise SpecError(c.where("mlp_only_layers"), msg("hf_layer_index_too_big", layers=layers), value=bad)
     return dict(
         experts=experts,
         experts_per_token=k,
@@ -385,13 +386,13 @@ def _gpt2(c: ConfigReader) -> dict[str, Any]:
     hidden = c.req_int("n_embd")
     heads = c.req_int("n_head")
     if hidden % heads:
-        raise SpecError(c.where("n_embd"), f"not divisible by n_head ({heads})", value=hidden)
+        raise SpecError(c.where("n_embd"), msg("hf_not_divisible", key="n_head", heads=heads), value=hidden)
     act = c.opt_str("activation_function", "gelu_new")
     if "gelu" not in act:
-        c.notes.append(f"activation_function={act!r}: MLP counted as a plain 2-matrix MLP")
+        c.notes.append(msg("hf_plain_mlp", key="activation_function", act=repr(act)))
     c.used.add("n_ctx")  # legacy alias of n_positions in old GPT-2 configs
     if c.opt_bool("add_cross_attention", False):
-        raise SpecError(c.where("add_cross_attention"), "encoder-decoder cross-attention is not supported", value=True)
+        raise SpecError(c.where("add_cross_attention"), msg("hf_cross_attention"), value=True)
     return dict(
         layers=c.req_int("n_layer"),
         hidden=hidden,
@@ -416,10 +417,10 @@ def _gpt_neox(c: ConfigReader) -> dict[str, Any]:
     hidden = c.req_int("hidden_size")
     heads = c.req_int("num_attention_heads")
     if hidden % heads:
-        raise SpecError(c.where("hidden_size"), f"not divisible by num_attention_heads ({heads})", value=hidden)
+        raise SpecError(c.where("hidden_size"), msg("hf_not_divisible", key="num_attention_heads", heads=heads), value=hidden)
     act = c.opt_str("hidden_act", "gelu")
     if "gelu" not in act:
-        c.notes.append(f"hidden_act={act!r}: MLP counted as a plain 2-matrix MLP")
+        c.notes.append(msg("hf_plain_mlp", key="hidden_act", act=repr(act)))
     bias = c.opt_bool("attention_bias", True)
     return dict(
         layers=c.req_int("num_hidden_layers"),
@@ -443,8 +444,7 @@ def _gpt_neox(c: ConfigReader) -> dict[str, Any]:
 def _sandwich_note(c: ConfigReader, kw: dict[str, Any]) -> None:
     """Gemma 2/3 and GLM-4-0414 put an RMSNorm after attention and after the MLP too (4 per layer): 2 x hidden
     weights per layer that ModelArch (2 norms per layer) does not count -- under 0.01% of the parameters."""
-    c.notes.append(f"2 extra RMSNorm weights per layer (sandwich norms, {2 * kw['hidden'] * kw['layers']:,} "
-                   "parameters) not counted")
+    c.notes.append(msg("hf_sandwich_norms", params=f"{2 * kw['hidden'] * kw['layers']:,}"))
 
 
 def _gemma_act(c: ConfigReader) -> None:
@@ -475,14 +475,14 @@ def _gemma3(c: ConfigReader) -> dict[str, Any]:
     c.used.update({"text_config", "vision_config", "mm_tokens_per_image", "boi_token_index", "eoi_token_index",
                    "image_token_index", "initializer_range"})
     if not isinstance(text, Mapping):
-        raise SpecError(c.where("text_config"), "missing: a Gemma 3 config needs its text_config")
+        raise SpecError(c.where("text_config"), msg("hf_gemma3_text_config"))
     inner = ConfigReader(text, c.label + ":text_config")
     kw = _gemma3_text(inner)
     unknown = inner.unknown(FAMILIES["gemma3_text"].irrelevant)
     c.notes.extend(inner.notes)
     if unknown:
-        c.notes.append(f"text_config keys not understood and not used: {', '.join(unknown)}")
-    c.notes.append("vision tower (SigLIP) and multimodal projector not counted: sizes the language model only")
+        c.notes.append(msg("hf_text_config_unknown", keys=", ".join(unknown)))
+    c.notes.append(msg("hf_vision_not_counted"))
     return kw
 
 
@@ -515,7 +515,7 @@ def _chatglm(c: ConfigReader) -> dict[str, Any]:
     kv = c.opt_int("multi_query_group_num", heads, 1, note=False) if mqa else heads
     c.used.add("multi_query_group_num")
     if heads % kv:
-        raise SpecError(c.where("multi_query_group_num"), f"must divide num_attention_heads ({heads})", value=kv)
+        raise SpecError(c.where("multi_query_group_num"), msg("hf_must_divide_heads", heads=heads), value=kv)
     linear_bias = c.opt_bool("add_bias_linear", False)
     return dict(
         layers=c.req_int("num_layers"), hidden=hidden, heads=heads, kv_heads=kv,
@@ -551,19 +551,16 @@ def _baichuan(c: ConfigReader) -> dict[str, Any]:
 
 
 # Architectures that are not (only) transformers: their recurrences / state-space layers have no formulas here.
+# model_type -> (kind: message hf_arch_<kind>, name)
 NON_TRANSFORMER = {
-    "mamba": "a state-space model (Mamba)", "mamba2": "a state-space model (Mamba-2)",
-    "falcon_mamba": "a state-space model (Falcon Mamba)", "rwkv": "a recurrent network (RWKV)",
-    "rwkv5": "a recurrent network (RWKV-5)", "rwkv6": "a recurrent network (RWKV-6)",
-    "rwkv7": "a recurrent network (RWKV-7)", "recurrent_gemma": "a recurrent network (Griffin / RecurrentGemma)",
-    "xlstm": "a recurrent network (xLSTM)", "retnet": "a retention network (RetNet)",
-    "hyena": "a long-convolution network (Hyena)", "striped_hyena": "a hybrid of Hyena convolutions and attention",
-    "jamba": "a hybrid of Mamba and attention layers (Jamba)", "zamba": "a hybrid of Mamba and attention (Zamba)",
-    "zamba2": "a hybrid of Mamba-2 and attention (Zamba2)", "bamba": "a hybrid of Mamba-2 and attention (Bamba)",
-    "falcon_h1": "a hybrid of Mamba-2 and attention (Falcon-H1)",
-    "nemotron_h": "a hybrid of Mamba-2 and attention (Nemotron-H)",
-    "granitemoehybrid": "a hybrid of Mamba-2 and attention (Granite 4.0)",
-    "lfm2": "a hybrid of short convolutions and attention (LFM2)",
+    "mamba": ("ssm", "Mamba"), "mamba2": ("ssm", "Mamba-2"), "falcon_mamba": ("ssm", "Falcon Mamba"),
+    "rwkv": ("rnn", "RWKV"), "rwkv5": ("rnn", "RWKV-5"), "rwkv6": ("rnn", "RWKV-6"), "rwkv7": ("rnn", "RWKV-7"),
+    "recurrent_gemma": ("rnn", "Griffin / RecurrentGemma"), "xlstm": ("rnn", "xLSTM"),
+    "retnet": ("retention", "RetNet"), "hyena": ("long_conv", "Hyena"),
+    "striped_hyena": ("hybrid_hyena", "StripedHyena"), "jamba": ("hybrid_mamba", "Jamba"),
+    "zamba": ("hybrid_mamba", "Zamba"), "zamba2": ("hybrid_mamba2", "Zamba2"), "bamba": ("hybrid_mamba2", "Bamba"),
+    "falcon_h1": ("hybrid_mamba2", "Falcon-H1"), "nemotron_h": ("hybrid_mamba2", "Nemotron-H"),
+    "granitemoehybrid": ("hybrid_mamba2", "Granite 4.0"), "lfm2": ("hybrid_conv", "LFM2"),
 }
 
 
@@ -675,13 +672,13 @@ def read_config_file(path: str | Path) -> tuple[dict[str, Any], Path]:
     if p.is_dir():
         p = p / "config.json"
     if not p.is_file():
-        raise SpecError(str(p), "no such config.json (give a file or a folder holding config.json)")
+        raise SpecError(str(p), msg("hf_no_config"))
     try:
         raw = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SpecError(str(p), f"not readable as JSON: {exc}") from None
+        raise SpecError(str(p), msg("hf_not_json", detail=str(exc))) from None
     if not isinstance(raw, dict):
-        raise SpecError(str(p), "top level must be a JSON object", value=type(raw).__name__)
+        raise SpecError(str(p), msg("hf_top_not_object"), value=type(raw).__name__)
     return raw, p
 
 
@@ -704,12 +701,13 @@ def arch_from_hf_config(
             name = path.parent.name or path.stem
     model_type = raw.get("model_type")
     if model_type is None:
-        raise SpecError(f"{label}:model_type", "missing required key", allowed=supported_families())
+        raise SpecError(f"{label}:model_type", msg("hf_missing_key"), allowed=supported_families())
     if not isinstance(model_type, str):  # a list or mapping here is not hashable: no TypeError traceback
-        raise SpecError(f"{label}:model_type", "must be a string", value=model_type, allowed=supported_families())
+        raise SpecError(f"{label}:model_type", msg("hf_string"), value=model_type, allowed=supported_families())
     if model_type in NON_TRANSFORMER:
-        raise SpecError(f"{label}:model_type", f"{model_type} is {NON_TRANSFORMER[model_type]}, not a transformer: "
-                        "trainsizer sizes decoder-only transformers (dense or mixture-of-experts)",
+        kind, name = NON_TRANSFORMER[model_type]
+        raise SpecError(f"{label}:model_type", msg("hf_not_transformer", model_type=model_type,
+                                                   kind=msg(f"hf_arch_{kind}"), name=name),
                         allowed=supported_families())
     if model_type not in FAMILIES:
         raise unknown_name(f"{label}:model_type", "model_type (model family)", str(model_type), FAMILIES,
@@ -720,10 +718,7 @@ def arch_from_hf_config(
     unknown = reader.unknown(family.irrelevant)
     notes = list(reader.notes)
     if unknown:
-        notes.append(
-            f"{len(unknown)} config key(s) not understood by the {model_type} adapter and not used: "
-            + ", ".join(unknown)
-        )
+        notes.append(msg("hf_unknown_keys", n=len(unknown), model_type=model_type, keys=", ".join(unknown)))
     return ModelArch(
         name=name or str(raw.get("_name_or_path") or model_type),
         family=model_type,

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from trainsizer.errors import SpecError, did_you_mean
+from trainsizer.messages import Msg, msg
 from trainsizer.models.arch import ModelArch
 
 Pos = Field(default=None, ge=1)
@@ -72,9 +73,17 @@ def _validation_error(where: str, exc: ValidationError, given: Mapping[str, Any]
     top = str(err["loc"][0]) if err["loc"] else ""
     if err["type"] == "extra_forbidden":
         return SpecError(
-            f"{where}.{key}", "unknown model key", allowed=_KEYS, suggestion=did_you_mean(top, _KEYS)
+            f"{where}.{key}", msg("model_unknown_key"), allowed=_KEYS, suggestion=did_you_mean(top, _KEYS)
         )
-    return SpecError(f"{where}.{key}", err["msg"].lower(), value=given.get(top, err.get("input")))
+    from trainsizer.spec.load import pydantic_problem
+
+    if err["type"] == "literal_error":
+        expected = str((err.get("ctx") or {}).get("expected", ""))
+        choices = [c.strip().strip("'") for c in expected.replace(" or ", ", ").split(",") if c.strip()]
+        value = given.get(top, err.get("input"))
+        return SpecError(f"{where}.{key}", msg("spec_not_allowed"), value=value, allowed=choices,
+                         suggestion=did_you_mean(str(value), choices))
+    return SpecError(f"{where}.{key}", pydantic_problem(err), value=given.get(top, err.get("input")))
 
 
 def arch_from_inline(spec: Mapping[str, Any], *, where: str = "model") -> ModelArch:
@@ -98,14 +107,14 @@ def arch_from_inline(spec: Mapping[str, Any], *, where: str = "model") -> ModelA
         if "heads" in given and "kv_heads" not in given and base.kv_heads == base.heads:
             values["kv_heads"] = given["heads"]
         values.update(given)
-        values["notes"] = (*base.notes, f"preset {base.name} with overrides: {', '.join(sorted(given))}")
+        values["notes"] = (*base.notes, msg("model_preset_overrides", preset=base.name, keys=", ".join(sorted(given))))
         values["unknown_keys"] = ()
         if "name" not in given:
             values["name"] = f"{base.name}+custom"
     else:
         missing = [k for k in _REQUIRED if k not in given]
         if missing:
-            raise SpecError(f"{where}.{missing[0]}", "required key missing (or give preset: <name>)")
+            raise SpecError(f"{where}.{missing[0]}", msg("model_required_key"))
         values = dict(given)
         values.setdefault("name", "custom")
         values.setdefault("family", "custom")
@@ -117,7 +126,7 @@ def arch_from_inline(spec: Mapping[str, Any], *, where: str = "model") -> ModelA
 
 
 def _check(v: dict[str, Any], where: str) -> None:
-    def bad(key: str, problem: str) -> SpecError:
+    def bad(key: str, problem: Msg) -> SpecError:
         return SpecError(f"{where}.{key}", problem, value=v.get(key))
 
     layers, hidden, heads = v["layers"], v["hidden"], v["heads"]
@@ -125,33 +134,33 @@ def _check(v: dict[str, Any], where: str) -> None:
     attention = v.get("attention", "gqa")
     if attention == "gqa":
         if not v.get("head_dim") and hidden % heads:
-            raise bad("heads", f"does not divide hidden ({hidden}); give head_dim explicitly")
+            raise bad("heads", msg("model_heads_divide_hidden", hidden=hidden))
         if kv_heads > heads or heads % kv_heads:
-            raise bad("kv_heads", f"must divide heads ({heads})")
+            raise bad("kv_heads", msg("model_must_divide_heads", heads=heads))
     else:
         for key in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
             if not v.get(key):
-                raise bad(key, "required (> 0) when attention is mla")
+                raise bad(key, msg("model_required_for_mla"))
     experts = v.get("experts", 0)
     k = v.get("experts_per_token", 0)
     if experts:
         if k < 1:
-            raise bad("experts_per_token", "must be >= 1 when experts > 0")
+            raise bad("experts_per_token", msg("model_experts_per_token_min"))
         if k > experts:
-            raise bad("experts_per_token", f"exceeds experts ({experts})")
+            raise bad("experts_per_token", msg("model_exceeds", what="experts", n=experts))
         if not v.get("expert_ffn"):
-            raise bad("expert_ffn", "required (> 0) when experts > 0")
+            raise bad("expert_ffn", msg("model_required_with_experts"))
     else:
         for key in ("experts_per_token", "expert_ffn", "shared_expert_ffn", "dense_layers"):
             if v.get(key):
-                raise bad(key, "only meaningful with experts > 0")
+                raise bad(key, msg("model_only_with_experts"))
     if v.get("dense_layers", 0) > layers:
-        raise bad("dense_layers", f"exceeds layers ({layers})")
+        raise bad("dense_layers", msg("model_exceeds", what="layers", n=layers))
     out_of_range = [i for i in v.get("mlp_only_layers", ()) if not 0 <= i < layers]  # -1 would match no layer
     if out_of_range:
-        raise SpecError(f"{where}.mlp_only_layers", f"layer index outside 0..{layers - 1}", value=out_of_range,
-                        allowed=f"0-based layer indices below layers ({layers})")
+        raise SpecError(f"{where}.mlp_only_layers", msg("model_layer_index_outside", last=layers - 1),
+                        value=out_of_range, allowed=msg("model_layer_indices_below", layers=layers))
     probe = ModelArch(**v)
     dense = [i for i in range(layers) if not probe.layer_is_moe(i)]
     if dense and not v.get("ffn"):
-        raise bad("ffn", f"required (> 0): layer {dense[0]} has a dense MLP")
+        raise bad("ffn", msg("model_ffn_required", layer=dense[0]))

@@ -11,21 +11,21 @@ from rich.table import Table
 
 from trainsizer.plan.buildout.facility import COOLING_KEYS
 from trainsizer.plan.texts import localise
-from trainsizer.render.estimate_view import _num
 from trainsizer.render.i18n import t
+from trainsizer.render.numbers import fmt_num
 
 
-def _table(title: str, headers: list[str], rows: list[list[Any]]) -> Table:
+def _table(title: str, headers: list[str], rows: list[list[Any]], L: str) -> Table:
     table = Table(title=title)
     for i, h in enumerate(headers):
         table.add_column(h, justify="left" if i == 0 else "right")
     for row in rows:
-        table.add_row(*[v if isinstance(v, str) else _num(v) for v in row])
+        table.add_row(*[v if isinstance(v, str) else fmt_num(v, L) for v in row])
     return table
 
 
 def _kv(title: str, rows: list[tuple[str, Any]], L: str) -> Table:
-    return _table(title, [t("item", L), t("value", L)], [[k, v] for k, v in rows])
+    return _table(title, [t("item", L), t("value", L)], [[k, v] for k, v in rows], L)
 
 
 def _included(ln: dict) -> bool:
@@ -38,15 +38,15 @@ def bom_table(bom: dict, L: str, included: list[bool] | None = None) -> Table:
     rows = []
     for i, ln in enumerate(bom["lines"]):
         p = ln["unit_price"]
-        price = "—" if p is None else _num(p["typical"]) + (f" ({t('b_converted', L)})" if p.get("converted") else "")
+        price = "—" if p is None else fmt_num(p["typical"], L) + (f" ({t('b_converted', L)})" if p.get("converted") else "")
         if (included or [])[i:i + 1] == [True] or (included is None and _included(ln)):
             price = t("b_included", L)
-        total = "—" if ln["total"] is None else _num(ln["total"]["typical"])
+        total = "—" if ln["total"] is None else fmt_num(ln["total"]["typical"], L)
         rows.append([ln["item"], ln["quantity"], price, total])
     tot = bom["totals"]
     rows.append([t("b_totals", L) + f" ({bom['currency']})", "",
-                 f"{_num(tot['low'])} / {_num(tot['typical'])}", _num(tot["high"])])
-    return _table(t("b_bom_title", L), [t("item", L), t("b_qty", L), t("b_unit_price", L), t("b_line_total", L)], rows)
+                 f"{fmt_num(tot['low'], L)} / {fmt_num(tot['typical'], L)}", fmt_num(tot["high"], L)])
+    return _table(t("b_bom_title", L), [t("item", L), t("b_qty", L), t("b_unit_price", L), t("b_line_total", L)], rows, L)
 
 
 def rent_rows(bom: dict, L: str) -> list[tuple[str, Any]]:
@@ -61,7 +61,7 @@ def node_table(node: dict, L: str) -> Table:
             [t("b_ram_gib", L), node["ram_gib"]["value"], node["server_ram_gib"], yes[node["enough"]["ram_gib"]]],
             [t("b_nvme_tb", L), node["nvme_tb"]["value"], node["server_nvme_tb"], yes[node["enough"]["nvme_tb"]]]]
     title = t("b_node_title", L) + (f" — {node['server']}" if node["server"] else "")
-    return _table(title, [t("item", L), t("b_derived", L), t("b_server", L), t("b_enough", L)], rows)
+    return _table(title, [t("item", L), t("b_derived", L), t("b_server", L), t("b_enough", L)], rows, L)
 
 
 def network_table(net: dict, L: str) -> Table:
@@ -78,7 +78,7 @@ def network_table(net: dict, L: str) -> Table:
                  t("nvls_row", L).format(yes=t("b_yes", L) if nv["nvls"] else t("b_no", L)), "",
                  f"{nv['gb_s_per_gpu_bidir']:g} GB/s"])
     return _table(t("b_network_title", L), [t("b_fabric", L), t("b_topology", L), t("b_switch", L),
-                                            t("b_leaf_spine_core", L), t("b_ports", L)], rows)
+                                            t("b_leaf_spine_core", L), t("b_ports", L)], rows, L)
 
 
 def storage_rows(st: dict, L: str) -> list[tuple[str, Any]]:
@@ -141,14 +141,14 @@ def print_build(out: dict[str, Any], lang: str, console: Console | None = None) 
     risks = out["risks"]
     con.print(_table(t("b_risks_title", L), [t("item", L), t("b_severity", L), t("b_evidence", L), t("b_mitigation", L)],
                      [[t(f"b_risk_{r['id']}", L), t(f"b_sev_{r['severity']}", L), r["evidence"], t(f"b_risk_{r['id']}_fix", L)]
-                      for r in risks] or [[t("b_no_risks", L), "", "", ""]]))
+                      for r in risks] or [[t("b_no_risks", L), "", "", ""]], L))
     con.print(_table(t("b_acceptance_title", L), [t("item", L), t("b_threshold", L), t("source", L)],
-                     acceptance_rows(out["acceptance"])))
+                     acceptance_rows(out["acceptance"]), L))
     ph = out["phases"]
     con.print(_table(t("b_phases_title", L), [t("item", L), t("b_weeks", L), t("source", L)],
                      [[t(f"b_phase_{p['id']}", L), f"{p['weeks_low']:g}-{p['weeks_high']:g}", p["source"]]
                       for p in ph["rollout"]]
-                     + [[t("b_scale_out", L), "", ph["scale_out"]["recabling"][:80]]]))
+                     + [[t("b_scale_out", L), "", ph["scale_out"]["recabling"][:80]]], L))
     con.print(_table(t("b_thumbs_title", L), [t("item", L), t("b_guide", L), t("b_ours", L), t("b_agrees", L)],
                      [[x["topic"], x["guide_value"], x["ours"], t("b_yes", L) if x["agrees"] else t("b_no", L)]
-                      for x in out["rules_of_thumb"]]))
+                      for x in out["rules_of_thumb"]], L))

@@ -19,11 +19,6 @@ TIME_ROWS = ("tokens_per_s", "model_tflops_per_gpu", "mfu", "hardware_tflops_per
 SHARES = ("mfu", "hfu")
 
 
-def _num(v: Any, digits: int = 3, lang: str = "en") -> str:
-    """A number for a table (kept for the build view, render/build_view.py); see render.numbers.fmt_num."""
-    return fmt_num(v, lang, digits=digits)
-
-
 def _kv_table(title: str, rows: list[tuple[str, str]], lang: str) -> Table:
     table = Table(title=title)
     table.add_column(t("item", lang))
@@ -83,6 +78,12 @@ def _cost_rows(result: dict[str, Any], L: str) -> list[tuple[str, str]]:
     return rows
 
 
+def stack_label(fw: dict[str, Any], lang: str) -> str:
+    """The software stack a framework style stands for (render/data/i18n.yaml `stack_<style>`; the English
+    text is the one in estimate/data/framework_assumptions.yaml, tests/render/test_messages.py checks)."""
+    return t(f"stack_{fw['assumed']}", lang)
+
+
 def print_estimate(result: dict[str, Any], lang: str, console: Console | None = None) -> None:
     con = console or Console(soft_wrap=False)
     L = lang
@@ -91,11 +92,11 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
     fw = result.get("framework")
     if fw:
         why = f" ({t('framework_auto', L)}: {t(fw['reason'], L)})" if fw.get("reason") else ""
-        con.print(f"{t('framework', L)}: {fw['assumed']}{why} — {fw['assumes'].get('stack', '')}")
+        con.print(f"{t('framework', L)}{t('colon', L)}{fw['assumed']}{why} — {stack_label(fw, L)}")
         disp = fw.get("moe_dispatcher")
         if disp:
             auto = f" ({t('moe_dispatcher_auto', L)})" if disp["requested"] == "auto" else ""
-            con.print(f"{t('moe_dispatcher', L)}: {t('moe_dispatcher_' + disp['assumed'], L)}{auto}")
+            con.print(f"{t('moe_dispatcher', L)}{t('colon', L)}{t('moe_dispatcher_' + disp['assumed'], L)}{auto}")
     if result.get("memory"):
         _memory(con, result["memory"], L)
     if result.get("time"):

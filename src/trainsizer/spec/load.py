@@ -210,6 +210,11 @@ _TYPE_MESSAGES = {
 _LIMIT_KEYS = ("ge", "gt", "le", "lt")
 
 
+def pydantic_problem(e: Mapping[str, Any]) -> str:
+    """One pydantic error's problem as a catalogue message (model files and catalog records use it too)."""
+    return _problem(e, e.get("type", ""), e.get("ctx") or {})
+
+
 def _problem(e: Mapping[str, Any], kind: str, ctx: Mapping[str, Any]) -> str:
     """The problem of one pydantic error as a catalogue message, else pydantic's text without class names."""
     if kind == "value_error" and isinstance(ctx.get("error"), Msg):

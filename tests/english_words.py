@@ -1,0 +1,74 @@
+"""English words left in Chinese (`--lang zh`) output: what a reader of the Chinese text would have to read
+in English, after the names and units that stay as written are taken out.
+
+Stays as written (never counted): words of the job-file schema (keys and allowed values: a user types them),
+catalog ids and aliases, model preset names and Hugging Face model types, option names (`--tp`), anything in
+quotes or backticks (a value the user gave, a command to run), file paths, snake_case / hyphenated / dotted
+identifiers, words with digits, and the names, acronyms and units in `KEEP`. Everything else of four or more
+ASCII letters is English prose, which the message catalogues should have translated.
+"""
+
+from __future__ import annotations
+
+import re
+import typing
+from collections.abc import Iterable
+from functools import lru_cache
+
+# names, acronyms and units that a Chinese text writes in Latin letters
+KEEP = frozenset("""
+GiB MiB TiB GB/s Gb/s TFLOP TFLOPS FLOPs FLOP tokens token logits USD CNY kWh PUE MFU HFU LoRA QLoRA ZeRO NVLink
+NVLS NCCL RCCL HCCL InfiniBand RoCE PCIe HBM GDDR SXM OAM NVMe Slurm Kubernetes Kubeflow PyTorch PyTorchJob CUDA ROCm
+CANN DeepSpeed FSDP FSDP2 PEFT Trainer Hugging Face Megatron Core NeMo Bridge torchtitan torchtune Transformer
+Engine DDP Adafactor AdamW Adam Float8 MXFP8 NVIDIA Huawei Ascend Hopper Blackwell Ampere Gemma Llama Qwen
+DeepSeek Mamba RWKV JSON YAML UTF GELU SwiGLU RMSNorm DualPipe FlashAttention Liger Apex cuDNN NVSHMEM DeepEP
+SHARP GPUDirect RDMA Young Daly Chinchilla Korthikanti Narayanan trainsizer config preset presets
+""".split())
+
+_WORD = re.compile(r"[A-Za-z]{4,}")
+_STRIP = re.compile(
+    r"`[^`\n]*`"                      # a command or field in backticks
+    r"|'[^'\n]*'|\"[^\"\n]*\""          # a quoted value the user gave
+    r"|--[\w-]+"                      # option names
+    r"|(?:[\w.~-]*/)+[\w.-]*"          # paths and URLs
+    r"|\b\w*\d\w*\b"                  # words with digits (ids, units such as 80gb)
+    r"|\b[A-Za-z0-9]+(?:[_.+-][A-Za-z0-9]+)+\b"  # snake_case, hyphen-ids, dotted.paths, optimizer+params
+)
+
+
+def _literal_words(annotation: object) -> set[str]:
+    out: set[str] = set()
+    if typing.get_origin(annotation) is typing.Literal:
+        out |= {str(a) for a in typing.get_args(annotation)}
+    for arg in typing.get_args(annotation):
+        out |= _literal_words(arg)
+    fields = getattr(annotation, "model_fields", None)
+    if isinstance(annotation, type) and fields:
+        for name, info in fields.items():
+            out.add(name)
+            out |= _literal_words(info.annotation)
+    return out
+
+
+@lru_cache(maxsize=1)
+def names() -> frozenset[str]:
+    """Every name a user writes or the catalog defines: stays as written in either language."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.models import preset_names
+    from trainsizer.spec.job import Job
+
+    words = _literal_words(Job) | set(KEEP)
+    cat = load_catalog()
+    for section in ("accelerators", "servers", "networks", "switches", "storage_tiers"):
+        for entry_id, rec in getattr(cat, section).items():
+            words.add(entry_id)
+            words |= set(getattr(rec, "aliases", ()) or ())
+    words |= set(preset_names())
+    return frozenset(w.lower() for w in words)
+
+
+def english_words(text: str, also_names: Iterable[str] = ()) -> list[str]:
+    """The English words in `text` that are not names (sorted, each once)."""
+    keep = names() | {w.lower() for w in also_names}
+    stripped = _STRIP.sub(" ", text)
+    return sorted({w for w in _WORD.findall(stripped) if w.lower() not in keep})
