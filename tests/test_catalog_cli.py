@@ -41,3 +41,25 @@ def test_ambiguous_name_lists_entries_not_aliases(run_cli):
     assert code == 2 and "ambiguous accelerator" in err
     aliases = [a for acc in cat.accelerators.values() for a in acc.aliases if a.startswith("h100")]
     assert aliases and not any(a in err for a in aliases)
+
+
+def test_every_card_field_has_a_label_in_both_languages():
+    """`catalog show` labels each field from render/data/i18n.yaml (`card_<field>`), never the raw key."""
+    from trainsizer.render.catalog_card import PROVENANCE
+    from trainsizer.render.i18n import LANGS, _table
+
+    cat = load_catalog()
+    records = [r.to_dict() for table in (cat.accelerators, cat.servers, cat.networks, cat.switches,
+                                         cat.storage_tiers) for r in table.values()]
+    records += [cat.price_record(pid).to_dict() for pid in cat.prices]
+    fields = {k for r in records for k in r if k not in PROVENANCE}
+    missing = sorted(f"card_{k} ({lang})" for k in fields for lang in LANGS
+                     if not (_table().get(f"card_{k}") or {}).get(lang))
+    assert not missing, f"add to src/trainsizer/render/data/i18n.yaml: {', '.join(missing)}"
+
+
+def test_card_in_chinese_has_chinese_labels_and_years_as_written(run_cli):
+    code, out, _ = run_cli("--lang", "zh", "catalog", "show", "accelerator", "h100-sxm-80gb")
+    assert code == 0
+    assert "显存带宽" in out and "memory_bw_tb_s" not in out
+    assert "2022" in out and "2,022" not in out

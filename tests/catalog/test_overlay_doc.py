@@ -34,9 +34,33 @@ def test_every_missing_field_is_reported_at_once(tmp_path):
     with pytest.raises(SpecError) as err:
         load_catalog(overlays=[path])
     text = str(err.value)
-    for field in ("vendor", "scaleup_tech", "pcie_gb_s", "tdp_w"):
+    for field in ("scaleup_tech", "scaleup_bw_bidir_gb_s", "scaleup_domain", "nvls", "pcie_gb_s | pcie_gen", "tdp_w"):
         assert field in text
-    assert "name" not in text.split("missing:")[1] and "launch_year" not in text
+    listed = text.split("missing:")[1]
+    for defaulted in ("name", "launch_year", "vendor", "ecc", "china_export_restricted", "arch", "form_factor"):
+        assert defaulted not in listed
+
+
+def test_fields_no_estimate_reads_are_defaulted_and_marked(tmp_path):
+    """A PCIe card with only the figures the estimates read: vendor, ECC, export status unknown (None, not a
+    guess), PCIe generation not needed beside pcie_gb_s, no NVLS without NVLink; the record says so."""
+    path = tmp_path / "o.yaml"
+    path.write_text("accelerators:\n  my-gpu: {memory_gb: 48, memory_bw_tb_s: 0.9, tflops_dense: {bf16: 180},\n"
+                    "    scaleup_tech: pcie, scaleup_bw_bidir_gb_s: 64, scaleup_domain: 8, pcie_gb_s: 32, tdp_w: 300}\n")
+    acc = load_catalog(overlays=[path]).accelerator("my-gpu")
+    assert acc.ecc is None and acc.china_export_restricted is None and acc.pcie_gen is None
+    assert acc.nvls is False and acc.vendor == "not given" and acc.pcie_gb_s == 32
+    doubt = " ".join(acc.unsure)
+    for field in ("vendor", "ecc", "china_export_restricted", "nvls"):
+        assert field in doubt
+
+
+def test_an_nvlink_card_must_say_whether_it_has_nvls(tmp_path):
+    path = tmp_path / "o.yaml"
+    path.write_text("accelerators:\n  my-gpu: {memory_gb: 48, memory_bw_tb_s: 0.9, tflops_dense: {bf16: 180},\n"
+                    "    scaleup_tech: nvlink, scaleup_bw_bidir_gb_s: 900, scaleup_domain: 8, pcie_gen: 5, tdp_w: 300}\n")
+    with pytest.raises(SpecError, match="nvls"):
+        load_catalog(overlays=[path])
 
 
 def test_overlay_with_a_duplicate_key_names_the_line(tmp_path):

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from trainsizer.catalog import records as r
 from trainsizer.errors import SpecError, did_you_mean
+from trainsizer.messages import msg
 
 DATA_DIR = Path(__file__).parent / "data"
 
@@ -76,7 +77,7 @@ def _normalise(value: Any) -> Any:
 def _read_yaml(path: Path) -> dict[str, Any]:
     name = str(path)
     if not path.is_file():
-        raise SpecError(name, "catalog file not found", value=str(path), allowed="an existing YAML file")
+        raise SpecError(name, msg("cat_file_not_found"), value=str(path), allowed=msg("cat_allowed_yaml_file"))
     # the job files' reader: UTF-8 only, duplicate keys refused with their line, nesting bounded, C parser
     from trainsizer.spec.load import parse_text, read_text
 
@@ -84,7 +85,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise SpecError(name, "top level must be a mapping of sections", value=type(data).__name__,
+        raise SpecError(name, msg("cat_top_not_mapping"), value=type(data).__name__,
                         allowed=list(SECTIONS))
     return _normalise(data)
 
@@ -94,22 +95,22 @@ def _check_sections(name: str, data: dict[str, Any]) -> None:
         if key in META_KEYS:
             continue
         if key not in SECTIONS:
-            raise SpecError(name, "unknown section", value=key, allowed=[*SECTIONS, *META_KEYS],
+            raise SpecError(name, msg("cat_unknown_section"), value=key, allowed=[*SECTIONS, *META_KEYS],
                             suggestion=did_you_mean(str(key), SECTIONS))
         if not isinstance(body, dict):
-            raise SpecError(f"{name}: {key}", "section must be a mapping of entry id -> record",
-                            value=type(body).__name__, allowed="a mapping")
+            raise SpecError(f"{name}: {key}", msg("cat_section_not_mapping"),
+                            value=type(body).__name__, allowed=msg("cat_allowed_mapping"))
         for entry_id, rec in body.items():
             if not isinstance(entry_id, str):
-                raise SpecError(f"{name}: {key}", "entry id must be text", value=entry_id,
-                                allowed="lowercase-hyphen ids such as 'h100-sxm-80gb'")
+                raise SpecError(f"{name}: {key}", msg("cat_id_not_text"), value=entry_id,
+                                allowed=msg("cat_allowed_id"))
             if not isinstance(rec, dict):
-                raise SpecError(f"{name}: {key}.{entry_id}", "entry must be a mapping of fields",
-                                value=rec, allowed="a mapping")
+                raise SpecError(f"{name}: {key}.{entry_id}", msg("cat_entry_not_mapping"),
+                                value=rec, allowed=msg("cat_allowed_mapping"))
             for managed in _MANAGED:
                 if managed in rec:
-                    raise SpecError(f"{name}: {key}.{entry_id}.{managed}", "field is set by the loader",
-                                    value=rec[managed], allowed="(leave it out)")
+                    raise SpecError(f"{name}: {key}.{entry_id}.{managed}", msg("cat_managed_field"),
+                                    value=rec[managed], allowed=msg("cat_allowed_leave_out"))
 
 
 def read_builtin(data_dir: Path = DATA_DIR) -> dict[str, dict[str, RawEntry]]:
@@ -129,8 +130,8 @@ def _read_builtin_cached(data_dir: Path) -> dict[str, dict[str, RawEntry]]:
                 continue
             for entry_id, rec in body.items():
                 if entry_id in raw[section]:
-                    raise SpecError(f"{name}: {section}.{entry_id}", "duplicate entry id",
-                                    value=entry_id, allowed=f"ids unique across {data_dir}")
+                    raise SpecError(f"{name}: {section}.{entry_id}", msg("cat_duplicate_id"),
+                                    value=entry_id, allowed=msg("cat_allowed_unique", folder=str(data_dir)))
                 raw[section][entry_id] = RawEntry(dict(rec), name, {k: name for k in rec})
     return raw
 
@@ -166,7 +167,7 @@ def apply_overlay(raw: dict[str, dict[str, RawEntry]], path: Path) -> None:
         default_date = _dt.date.fromtimestamp(path.stat().st_mtime).isoformat()
     default_date = str(default_date)
     if not re.match(r.DATE_PATTERN, default_date):
-        raise SpecError(f"{name}: date", "bad date", value=default_date, allowed="YYYY, YYYY-MM or YYYY-MM-DD")
+        raise SpecError(f"{name}: date", msg("cat_bad_date"), value=default_date, allowed=msg("cat_allowed_date"))
     if src_id not in raw["sources"]:
         title = data.get("title") or f"User catalog overlay {path.name}"
         raw["sources"][src_id] = RawEntry(
@@ -186,7 +187,7 @@ def apply_overlay(raw: dict[str, dict[str, RawEntry]], path: Path) -> None:
                 continue
             user_sources = rec.pop("sources", None)
             if user_sources is not None and not isinstance(user_sources, list):
-                raise SpecError(f"{name}: {section}.{entry_id}.sources", "must be a list of source ids",
+                raise SpecError(f"{name}: {section}.{entry_id}.sources", msg("cat_sources_not_list"),
                                 value=user_sources, allowed="[source_id, ...]")
             user_sources = [str(s) for s in (user_sources or [])]
             existing = raw[section].get(entry_id)
@@ -213,14 +214,20 @@ def apply_overlay(raw: dict[str, dict[str, RawEntry]], path: Path) -> None:
             raw[section][entry_id] = RawEntry(merged, existing.file, field_files, name)
 
 
-# Fields of a new accelerator that describe it but enter no estimate (name, architecture, form factor, launch
-# year, memory type, how memory_gib was derived): an overlay may leave them out. Every figure an estimate
-# reads (memory, bandwidths, TFLOPS, scale-up, PCIe, TDP) must still be given.
+# Fields of a new accelerator that no estimate reads (name, architecture, form factor, launch year, memory type,
+# how memory_gib was derived, vendor, ECC, China export status, PCIe generation when pcie_gb_s is given; NVLS
+# on a card without NVLink): an overlay may leave them out. Every figure an estimate reads (memory, bandwidths,
+# TFLOPS, scale-up, PCIe link, TDP) must still be given. Unknown stays unknown (None) where the record allows it:
+# no ECC figure is reported by `trainsizer build` as a risk to check, no export status excludes nothing.
 def _doc_defaults(entry_id: str, rec: dict[str, Any]) -> dict[str, Any]:
     year = str(rec.get("date", ""))[:4]
-    return {"name": entry_id, "arch": "not given", "form_factor": "not given", "memory_type": "not given",
-            "launch_year": int(year) if year.isdigit() else _dt.date.today().year,
-            "memory_gib_basis": "as given in the overlay"}
+    out = {"name": entry_id, "arch": "not given", "form_factor": "not given", "memory_type": "not given",
+           "launch_year": int(year) if year.isdigit() else _dt.date.today().year,
+           "memory_gib_basis": "as given in the overlay", "vendor": "not given", "ecc": None,
+           "china_export_restricted": None}
+    if rec.get("scaleup_tech") not in (None, "nvlink"):
+        out["nvls"] = False  # NVLink SHARP exists only in NVLink switches
+    return out
 
 
 def _documentation_defaults(section: str, entry_id: str, rec: dict[str, Any]) -> None:
@@ -241,35 +248,35 @@ def _allowed(err: dict[str, Any], model: type[BaseModel], loc: tuple[Any, ...]) 
     kind = err.get("type", "")
     if kind == "extra_forbidden":
         target = _submodel(model, loc[:-1])
-        return ", ".join(f for f in target.model_fields if f not in _MANAGED) if target else "known fields"
+        return ", ".join(f for f in target.model_fields if f not in _MANAGED) if target else msg("cat_known_fields")
     if "expected" in ctx:
         return str(ctx["expected"])
     bounds = [f"{op} {ctx[k]}" for k, op in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")) if k in ctx]
     if bounds:
-        return "a number " + " and ".join(bounds)
+        return msg("cat_allowed_number_bounds", bounds=" & ".join(bounds))
     if "pattern" in ctx:
         if ctx["pattern"] == r.DATE_PATTERN:
-            return "a date YYYY, YYYY-MM or YYYY-MM-DD"
+            return msg("cat_allowed_date")
         if ctx["pattern"] == r.ID_PATTERN:
-            return "lowercase letters/digits joined by single hyphens"
-        return f"text matching {ctx['pattern']}"
-    if kind.startswith(("float", "int", "decimal")):
-        return "a number"
-    if kind.startswith("bool"):
-        return "true or false"
-    if kind.startswith("string"):
-        return "text"
-    if kind in ("tuple_type", "list_type"):
-        return "a list"
-    if kind in ("dict_type", "model_type", "model_attributes_type"):
-        return "a mapping"
-    if kind == "missing":
-        return "a value for this required field"
+            return msg("cat_allowed_id_pattern")
+        return msg("cat_allowed_pattern", pattern=ctx["pattern"])
+    simple = next((key for prefixes, key in _ALLOWED_BY_TYPE if kind.startswith(prefixes)), None)
+    if simple:
+        return msg(simple)
     if kind == "value_error" and "allowed: " in err.get("msg", ""):
         return err["msg"].split("allowed: ", 1)[1]
     if kind == "value_error":
-        return "low <= typical <= high" if "low" in err.get("msg", "") else "a consistent record"
-    return err.get("msg", "see the catalog documentation")
+        return msg("cat_allowed_low_typical_high") if "low" in err.get("msg", "") else msg("cat_allowed_consistent")
+    return msg("cat_allowed_see_docs")
+
+
+# pydantic error types (by prefix) -> what is allowed, as a catalogue message
+_ALLOWED_BY_TYPE = (
+    (("float", "int", "decimal"), "cat_allowed_number"), (("bool",), "spec_bool_values"),
+    (("string",), "shape_text"), (("tuple_type", "list_type"), "cat_allowed_list"),
+    (("dict_type", "model_type", "model_attributes_type"), "cat_allowed_mapping"),
+    (("missing",), "cat_allowed_required"),
+)
 
 
 def _models_in(ann: Any) -> list[type[BaseModel]]:
@@ -302,9 +309,10 @@ def validate_entry(section: str, entry_id: str, entry: RawEntry) -> BaseModel:
     except ValidationError as exc:
         missing = [".".join(map(str, e["loc"])) for e in exc.errors() if e.get("type") == "missing"]
         if len(missing) > 1 and len(missing) == len(exc.errors()):  # every missing field at once
+            shown = ["pcie_gb_s | pcie_gen" if m == "pcie_gb_s" and section == "accelerators" else m for m in missing]
             raise SpecError(f"{entry.last_file or entry.file}: {section}.{entry_id}",
-                            f"{len(missing)} required fields are missing: {', '.join(missing)}",
-                            allowed="see docs/catalog-overlay.md for a complete example") from None
+                            msg("cat_missing_fields", n=len(missing), fields=", ".join(shown)),
+                            allowed=msg("cat_allowed_see_example")) from None
         err = exc.errors()[0]
         loc = tuple(err.get("loc", ()))
         field_path = ".".join(str(p) for p in loc) if loc else "(record)"
@@ -312,8 +320,9 @@ def validate_entry(section: str, entry_id: str, entry: RawEntry) -> BaseModel:
         value = err.get("input") if err.get("type") != "missing" else None
         if isinstance(value, dict) and not loc:
             value = {k: value[k] for k in ("low", "typical", "high") if k in value} or None
-        problem = "unknown field" if err.get("type") == "extra_forbidden" else err.get("msg", "invalid value")
-        problem = problem.removeprefix("Value error, ")
+        from trainsizer.spec.load import pydantic_problem
+
+        problem = msg("cat_unknown_field") if err.get("type") == "extra_forbidden" else pydantic_problem(err)
         raise SpecError(
             f"{file}: {section}.{entry_id}.{field_path}",
             problem,

@@ -161,14 +161,14 @@ class Accelerator(Record):
     # Teton H100 at 500 W). None = runs at tdp_w. Lowers sustained tensor clocks (estimate.calibration).
     power_limit_w: float | None = Field(default=None, gt=0)
     nvls: bool
-    pcie_gen: int = Field(ge=3, le=7)
+    pcie_gen: int | None = Field(default=None, ge=3, le=7)  # None: not given (pcie_gb_s given instead)
     pcie_gb_s: float = Field(gt=0)  # host link per direction (x16), from pcie_generations unless given
     # GPU-to-GPU copy rate per direction inside a host for parts without a scale-up fabric when it is not the
     # PCIe link: GeForce drivers disable PCIe peer-to-peer, so NCCL stages every copy through host memory (SHM
     # transport). None = PCIe peer-to-peer at the link rate (pcie_gb_s).
     host_staged_gb_s_per_dir: float | None = Field(default=None, gt=0)
     tdp_w: float = Field(gt=0)
-    ecc: bool
+    ecc: bool | None  # None: not known (an overlay that left it out); plans treat it as a risk to check
     china_export_restricted: bool | None
     china_market_sku: bool = False
     domestic_china: bool = False

@@ -11,17 +11,22 @@ from rich.table import Table
 from trainsizer.render.i18n import t
 from trainsizer.render.numbers import fmt_num
 
+CONFIDENCE = ("high", "medium", "low")
 # Provenance fields: printed in their own sections below the figures.
 PROVENANCE = ("id", "name", "aliases", "sources", "alt_values", "field_sources", "none_known", "unsure", "notes",
               "age")
 
 
-def _value(v: Any, lang: str) -> str | None:
+def _value(v: Any, lang: str, key: str = "") -> str | None:
     """A field value for people; None for empty values (not printed)."""
     if v is None or v == "" or v == [] or v == {} or v == ():
         return None
     if isinstance(v, bool):
         return t("yes" if v else "no", lang)
+    if key.endswith("_year"):
+        return str(v)  # a year, not a quantity: no grouping ("2,022")
+    if key == "confidence" and v in CONFIDENCE:
+        return t(f"card_value_{v}", lang)
     if isinstance(v, int | float):
         return fmt_num(v, lang, digits=4)
     if isinstance(v, dict):
@@ -33,15 +38,23 @@ def _value(v: Any, lang: str) -> str | None:
 
 
 def card_rows(record: dict[str, Any], lang: str) -> list[tuple[str, str]]:
-    """(field, value) of every non-empty figure of a record, provenance left out."""
+    """(label, value) of every non-empty figure of a record, provenance left out; labels from
+    render/data/i18n.yaml (`card_<field>`; tests/render/test_catalog_card.py names a field without one)."""
     rows = []
     for key in sorted(record):
         if key in PROVENANCE:
             continue
-        shown = _value(record[key], lang)
+        shown = _value(record[key], lang, key)
         if shown is not None:
-            rows.append((key, shown))
+            rows.append((field_label(key, lang), shown))
     return rows
+
+
+def field_label(key: str, lang: str) -> str:
+    try:
+        return t(f"card_{key}", lang)
+    except KeyError:
+        return key
 
 
 def source_rows(catalog: Any, ids: list[str]) -> list[tuple[str, str, str, str]]:
@@ -61,7 +74,7 @@ def print_card(catalog: Any, record: dict[str, Any], kind_label: str, lang: str,
     con = console or Console(soft_wrap=False)
     L = lang
     name = record.get("name")
-    title = f"{kind_label}: {record.get('id', '')}" + (f" — {name}" if name else "")
+    title = f"{kind_label}{t('colon', L)}{record.get('id', '')}" + (f" — {name}" if name else "")
     table = Table(title=title)
     table.add_column(t("item", L))
     table.add_column(t("value", L), overflow="fold", max_width=80)
