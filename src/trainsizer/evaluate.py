@@ -39,16 +39,16 @@ def load_calibration(path: Path | str, precision: str) -> Calibration:
     jobs whose file system scales with clients. Give `storage_gb_s` explicitly to state the aggregate."""
     path = Path(path)
     if not path.exists():
-        raise SpecError(str(path), "calibration file not found")
+        raise SpecError(str(path), msg("cal_file_not_found"))
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
-        raise SpecError(f"{path}:{err.lineno}", f"not valid JSON: {err.msg}") from None
+        raise SpecError(f"{path}:{err.lineno}", msg("file_bad_json", detail=err.msg)) from None
     if not isinstance(data, Mapping):
-        raise SpecError(str(path), "expected a JSON object")
+        raise SpecError(str(path), msg("cal_expected_object"))
     section = data.get("calibration", data)
     if not isinstance(section, Mapping):
-        raise SpecError(f"{path}: calibration", "expected an object of measured figures")
+        raise SpecError(f"{path}: calibration", msg("cal_expected_figures"))
     gemm = section.get("gemm_tflops")
     if isinstance(gemm, Mapping):
         gemm = gemm.get(precision)
@@ -64,7 +64,7 @@ def load_calibration(path: Path | str, precision: str) -> Calibration:
     known = set(fields) | {"gemm_tflops", "storage_read_gb_s", "storage_write_gb_s", "source"}
     unknown = sorted(set(section) - known)
     if unknown:
-        raise SpecError(f"{path}: calibration.{unknown[0]}", "unknown measured figure",
+        raise SpecError(f"{path}: calibration.{unknown[0]}", msg("cal_unknown_figure"),
                         allowed=sorted(known))
     try:
         return Calibration(**{k: v for k, v in fields.items() if v is not None}, source=str(path))
@@ -290,5 +290,5 @@ def reverse_questions(scenario: Scenario, questions: tuple[str, ...]) -> FitAnsw
                                 "params_total": sc.model.with_(layers=r.value).params_total if r.value else 0,
                                 "per_gpu_gib": gib(r), "how": f"{sc.model.name} architecture scaled in depth"}
         else:
-            raise SpecError("--what", "unknown question", value=q, allowed=["micro-batch", "seq-len", "model"])
+            raise SpecError("--what", msg("fit_unknown_question"), value=q, allowed=["micro-batch", "seq-len", "model"])
     return out

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from trainsizer.errors import SpecError
+from trainsizer.messages import msg
 
 # A year: buyers' quotes for accelerators moved by 20-40% within a year in 2023-2026 (see prices.yaml notes).
 STALE_AFTER_DAYS = 365
@@ -59,14 +60,14 @@ def earliest_day(date: str) -> tuple[_dt.date, Precision]:
             return _dt.date(int(parts[0]), int(parts[1]), int(parts[2])), "day"
     except ValueError:
         pass
-    raise SpecError("date", "not a calendar date", value=date, allowed="YYYY, YYYY-MM or YYYY-MM-DD")
+    raise SpecError("date", msg("cat_not_calendar_date"), value=date, allowed=msg("cat_allowed_date"))
 
 
 def price_age(date: str, today: _dt.date | None = None, *, projection: bool = False,
               stale_after_days: int = STALE_AFTER_DAYS) -> PriceAge:
     """Age of a figure dated `date` on `today` (default: the local date)."""
     if stale_after_days < 0:
-        raise SpecError("stale_after_days", "must not be negative", value=stale_after_days, allowed=">= 0")
+        raise SpecError("stale_after_days", msg("spec_ge", limit=0), value=stale_after_days, allowed=">= 0")
     day = today or _dt.date.today()
     first, precision = earliest_day(date)
     age = max(0, (day - first).days)

@@ -13,6 +13,7 @@ from trainsizer.catalog import records as r
 from trainsizer.catalog.age import STALE_AFTER_DAYS, PriceAge, price_age
 from trainsizer.catalog.loader import DATA_DIR, RawEntry, load_raw, validate_entry
 from trainsizer.errors import SpecError, unknown_name
+from trainsizer.messages import msg
 
 CURRENCIES = ("USD", "CNY")  # as records.PriceRange.currency allows
 
@@ -91,14 +92,14 @@ class Reliability:
     def job_mtbf_hours(self, nodes: int, failures_per_1000_node_days: float | None = None) -> float:
         """Job MTBF with nodes in series: 24 h / (N_nodes * r_f) (Kokolis et al. 2024, arXiv:2410.21680)."""
         if nodes < 1:
-            raise SpecError("nodes", "must be at least 1", value=nodes, allowed="an integer >= 1")
+            raise SpecError("nodes", msg("spec_ge", limit=1), value=nodes, allowed=">= 1")
         rate = (
             self.node_failures_per_1000_node_days.mid
             if failures_per_1000_node_days is None
             else failures_per_1000_node_days
         )
         if rate <= 0:
-            raise SpecError("failures_per_1000_node_days", "must be positive", value=rate, allowed="> 0")
+            raise SpecError("failures_per_1000_node_days", msg("spec_gt", limit=0), value=rate, allowed="> 0")
         return 24.0 * 1000.0 / (nodes * rate)
 
     def to_dict(self) -> dict[str, Any]:
@@ -226,7 +227,8 @@ class Catalog:
         An overlay's record wins over a built-in one for the same subject (the last one loaded).
         """
         if kind not in ("purchase", "rent"):
-            raise SpecError("price kind", "unknown price kind", value=kind, allowed=["purchase", "rent"])
+            raise SpecError("price kind", msg("error_unknown_name", kind=msg("kind_price_kind")), value=kind,
+                             allowed=["purchase", "rent"])
         cur = _currency(currency)
         sid = self._subject_id(subject)
         found = None
@@ -302,7 +304,7 @@ def _currency(currency: str) -> str:
     """'usd' -> 'USD'; the catalog prices in USD and CNY only."""
     cur = str(currency).upper()
     if cur not in CURRENCIES:
-        raise SpecError("currency", "unknown currency", value=currency, allowed=CURRENCIES)
+        raise SpecError("currency", msg("error_unknown_name", kind=msg("kind_currency")), value=currency, allowed=CURRENCIES)
     return cur
 
 
@@ -325,7 +327,7 @@ def _inject_pcie(raw: dict[str, dict[str, RawEntry]], gens: dict[str, r.PcieGene
             entry.data = {**data, "pcie_gb_s": by_gen[gen].x16_gb_s_per_dir}
         elif gen is not None:
             file = entry.field_files.get("pcie_gen", entry.file)
-            raise SpecError(f"{file}: accelerators.{acc_id}.pcie_gen", "no PCIe link figure for this generation",
+            raise SpecError(f"{file}: accelerators.{acc_id}.pcie_gen", msg("cat_no_pcie_figure"),
                             value=gen, allowed=sorted(by_gen))
 
 
@@ -343,8 +345,8 @@ def _check_refs(cat: Catalog) -> None:
         for alias in acc.aliases:
             if alias in cat.accelerators or alias in seen:
                 other = alias if alias in cat.accelerators else seen[alias]
-                raise SpecError(where("accelerators", acc.id, "aliases"), f"alias already names {other}",
-                                value=alias, allowed="an alias no other accelerator id or alias uses")
+                raise SpecError(where("accelerators", acc.id, "aliases"), msg("cat_alias_taken", other=other),
+                                value=alias, allowed=msg("cat_allowed_free_alias"))
             seen[alias] = acc.id
     acc_names = [*cat.accelerators, *seen]
 

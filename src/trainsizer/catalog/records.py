@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from trainsizer.errors import SpecError, did_you_mean
+from trainsizer.messages import msg
 
 ID_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 SOURCE_ID_PATTERN = r"^[a-z0-9_]+$"
@@ -261,7 +262,7 @@ class Accelerator(Record):
         if p not in TRAINING_PRECISIONS:
             raise SpecError(
                 "precision",
-                "unknown precision",
+                msg("error_unknown_name", kind=msg("kind_precision")),
                 value=precision,
                 allowed=TRAINING_PRECISIONS,
                 suggestion=did_you_mean(p, TRAINING_PRECISIONS),
@@ -270,7 +271,7 @@ class Accelerator(Record):
         if value is None:
             raise SpecError(
                 "precision",
-                f"{self.id} has no published dense {p} throughput",
+                msg("no_published_throughput", accelerator=self.id, precision=p),
                 value=precision,
                 allowed=self.supported_precisions(),
             )
@@ -365,7 +366,7 @@ class Switch(Record):
         key = int(gbps)
         if key not in self.radix_by_gbps:
             raise SpecError(
-                f"switch {self.id}", "no ports at this speed", value=gbps, allowed=sorted(self.radix_by_gbps)
+                f"switch {self.id}", msg("cat_no_ports_at_speed"), value=gbps, allowed=sorted(self.radix_by_gbps)
             )
         return self.radix_by_gbps[key]
 

@@ -29,6 +29,7 @@ def build_result(app: AppState, job_file: Path, server: str | None, overrides: d
 def write_out(result: dict[str, Any], out_dir: Path) -> list[Path]:
     """plan.json and the generated scheduler files into `out_dir`."""
     from trainsizer.errors import SpecError
+    from trainsizer.messages import msg
 
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -39,7 +40,8 @@ def write_out(result: dict[str, Any], out_dir: Path) -> list[Path]:
             path.write_text(text, encoding="utf-8")
             written.append(path)
     except OSError as err:
-        raise SpecError("--out-dir", f"cannot write there ({err.strerror or err})", value=str(out_dir)) from None
+        raise SpecError("--out-dir", msg("cli_cannot_write_there", reason=str(err.strerror or err)),
+                        value=str(out_dir)) from None
     return written
 
 

@@ -10,21 +10,22 @@ import click
 
 from trainsizer.cli.app import AppState, cli, json_option
 from trainsizer.errors import SpecError
+from trainsizer.messages import msg
 from trainsizer.render.console import echo_json, to_jsonable
 from trainsizer.render.i18n import t
 
 
 def _write(path: Path, data: Any, force: bool) -> None:
     if path.exists() and not force:
-        raise SpecError("--out", "the file exists; give --force to overwrite it", value=str(path))
+        raise SpecError("--out", msg("cli_file_exists"), value=str(path))
     if path.exists() and path.is_dir():
-        raise SpecError("--out", "is a folder; give a file name", value=str(path))
+        raise SpecError("--out", msg("cli_out_is_folder"), value=str(path))
     try:
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(json.dumps(to_jsonable(data), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
         tmp.replace(path)
     except OSError as err:
-        raise SpecError("--out", f"cannot write the plan: {err.strerror}", value=str(path)) from None
+        raise SpecError("--out", msg("cli_cannot_write_plan", reason=err.strerror), value=str(path)) from None
 
 
 @cli.command()
@@ -63,9 +64,9 @@ def plan(app: AppState, job_file: Path, accelerator: str | None, count: int | No
     for name, value in (("--count", count), ("--per-node", per_node), ("--top", top),
                         ("--max-nodes", overrides.get("max_nodes")), ("--max-gpus", overrides.get("max_gpus"))):
         if value is not None and value < 1:
-            raise SpecError(name, "must be at least 1", value=value)
+            raise SpecError(name, msg("cli_at_least_1"), value=value)
     if out_file is not None and out_file.exists() and not force:
-        raise SpecError("--out", "the file exists; give --force to overwrite it", value=str(out_file))
+        raise SpecError("--out", msg("cli_file_exists"), value=str(out_file))
     pins = Pins(accelerator=accelerator, count=count, per_node=per_node, network=network)
     if accelerator is not None:
         app.catalog.accelerator(accelerator)  # unknown names fail here, with suggestions
