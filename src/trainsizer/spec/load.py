@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from trainsizer.errors import SpecError, did_you_mean
 from trainsizer.messages import Msg, msg
 from trainsizer.spec.job import Job
+from trainsizer.spec.parse_problems import parse_problem
 from trainsizer.spec.yaml_loader import DuplicateKeyError, load_yaml
 
 M = TypeVar("M", bound=BaseModel)
@@ -58,7 +59,8 @@ def parse_text(text: str, where: str, as_json: bool) -> Any:
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicates) if as_json else load_yaml(text)
     except json.JSONDecodeError as err:
-        raise SpecError(f"{where}:{err.lineno}:{err.colno}", msg("file_bad_json", detail=err.msg)) from None
+        raise SpecError(f"{where}:{err.lineno}:{err.colno}", msg("file_bad_json",
+                        detail=parse_problem(err.msg))) from None
     except DuplicateKeyError as err:
         raise SpecError(f"{where}:{err.line}", msg("file_duplicate_key", key=repr(err.key), first=err.first_line)
                         ) from None
@@ -68,7 +70,7 @@ def parse_text(text: str, where: str, as_json: bool) -> Any:
         mark = getattr(err, "problem_mark", None)
         at = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark else where
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise SpecError(at, msg("file_bad_yaml", detail=problem)) from None
+        raise SpecError(at, msg("file_bad_yaml", detail=parse_problem(problem))) from None
     except RecursionError:
         raise SpecError(where, msg("file_too_deep", depth=MAX_DEPTH)) from None
     if nesting_depth(data) > MAX_DEPTH:
