@@ -22,13 +22,13 @@ NVLS NCCL RCCL HCCL InfiniBand RoCE PCIe HBM GDDR SXM OAM NVMe Slurm Kubernetes 
 CANN DeepSpeed FSDP FSDP2 PEFT Trainer Hugging Face Megatron Core NeMo Bridge torchtitan torchtune Transformer
 Engine DDP Adafactor AdamW Adam Float8 MXFP8 NVIDIA Huawei Ascend Hopper Blackwell Ampere Gemma Llama Qwen
 DeepSeek Mamba RWKV JSON YAML UTF GELU SwiGLU RMSNorm DualPipe FlashAttention Liger Apex cuDNN NVSHMEM DeepEP
-SHARP GPUDirect RDMA Young Daly Chinchilla Korthikanti Narayanan trainsizer config preset presets
+SHARP GPUDirect RDMA Young Daly Chinchilla Korthikanti Narayanan trainsizer config preset presets true false
 """.split())
 
 _WORD = re.compile(r"[A-Za-z]{4,}")
 _STRIP = re.compile(
     r"`[^`\n]*`"                      # a command or field in backticks
-    r"|'[^'\n]*'|\"[^\"\n]*\""          # a quoted value the user gave
+    r"|'[^'\n]*(?:'|……|\.\.\.)|\"[^\"\n]*\""  # a quoted value the user gave (maybe cut short)
     r"|--[\w-]+"                      # option names
     r"|(?:[\w.~-]*/)+[\w.-]*"          # paths and URLs
     r"|\b\w*\d\w*\b"                  # words with digits (ids, units such as 80gb)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import click
 
 from trainsizer.errors import TrainsizerError, render_error
@@ -55,5 +57,32 @@ def _usage_text(err: click.UsageError, lang: str) -> str:
         return _m("error_missing_parameter", lang, name=name)
     if isinstance(err, click.BadParameter) and err.param is not None:
         name = (err.param.opts or [err.param.human_readable_name])[0]
-        return _m("error_bad_parameter", lang, name=name, detail=err.message)
+        return _m("error_bad_parameter", lang, name=name, detail=_bad_value(err, lang))
+    no_such_command = getattr(click.exceptions, "NoSuchCommand", None)  # click >= 8.4
+    if no_such_command is not None and isinstance(err, no_such_command):
+        close = " / ".join(err.possibilities or ())
+        if close:
+            return _m("error_no_such_command_close", lang, command=repr(err.command_name), close=close)
+        return _m("error_no_such_command", lang, command=repr(err.command_name))
     return _sentence(err.format_message())
+
+
+# click's own texts for a bad value: "'x' is not one of 'a', 'b'.", "'x' is not a valid integer.",
+# "0 is not in the range x>=1."
+_CLICK_VALUE = re.compile(r"(?P<value>.+?) is not (?:one of .*|a valid (?P<number>\w+)|in the range (?P<range>.*?)"
+                          r"|(?P<choice>'[^']*'))\.?")
+
+
+def _bad_value(err: click.BadParameter, lang: str) -> str:
+    """Why a value was refused, from the message catalogue where click's text is one it writes for a type."""
+    found = _CLICK_VALUE.fullmatch(err.message.strip())
+    if found is None:
+        return err.message
+    value = found.group("value")
+    if isinstance(err.param.type, click.Choice):
+        return _m("error_not_one_of", lang, value=value, choices=", ".join(map(str, err.param.type.choices)))
+    if found.group("number"):
+        return _m("error_not_a_number", lang, value=value)
+    if found.group("range"):
+        return _m("error_not_in_range", lang, value=value, range=found.group("range"))
+    return err.message

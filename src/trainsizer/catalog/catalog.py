@@ -12,7 +12,7 @@ from typing import Any
 from trainsizer.catalog import records as r
 from trainsizer.catalog.age import STALE_AFTER_DAYS, PriceAge, price_age
 from trainsizer.catalog.loader import DATA_DIR, RawEntry, load_raw, validate_entry
-from trainsizer.errors import SpecError, unknown_name
+from trainsizer.errors import KIND_KEYS, SpecError, unknown_name
 from trainsizer.messages import msg
 
 CURRENCIES = ("USD", "CNY")  # as records.PriceRange.currency allows
@@ -149,7 +149,8 @@ class Catalog:
             return key
         if key in self._alias:
             return self._alias[key]
-        raise unknown_name("accelerator", "accelerator", id_or_alias, self.accelerator_ids(), aliases=self._alias)
+        raise unknown_name(msg("kind_accelerator"), "accelerator", id_or_alias, self.accelerator_ids(),
+                           aliases=self._alias)
 
     def accelerator(self, id_or_alias: str) -> r.Accelerator:
         return self.accelerators[self.resolve_accelerator_id(id_or_alias)]
@@ -304,14 +305,16 @@ def _currency(currency: str) -> str:
     """'usd' -> 'USD'; the catalog prices in USD and CNY only."""
     cur = str(currency).upper()
     if cur not in CURRENCIES:
-        raise SpecError("currency", msg("error_unknown_name", kind=msg("kind_currency")), value=currency, allowed=CURRENCIES)
+        raise SpecError("currency", msg("error_unknown_name", kind=msg("kind_currency")), value=currency,
+                        allowed=CURRENCIES)
     return cur
 
 
 def _get(table: dict[str, Any], key: str, kind: str) -> Any:
     k = str(key).strip().lower()
     if k not in table:
-        raise unknown_name(kind, kind, key, table)
+        where = msg(KIND_KEYS[kind]) if kind in KIND_KEYS else kind  # the kind as the place, in the reader's words
+        raise unknown_name(where, kind, key, table)
     return table[k]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from trainsizer.cli.app import AppState, cli, json_option
+from trainsizer.messages import tr
 from trainsizer.render.console import echo_json, fmt_params, print_table
 from trainsizer.render.i18n import t
 
@@ -48,10 +49,28 @@ def models_show(app: AppState, name: str, as_json: bool) -> None:
         return
     L = app.lang
     empty = (0, False, "", None, [], ())
-    rows = [(k, fmt_params(v, L) if k.startswith("params_") else v)
-            for k, v in data.items() if k not in ("notes", "unknown_keys") and v not in empty]
+    rows = [(_label(k, L), _shown(k, v, L)) for k, v in data.items()
+            if k not in ("notes", "unknown_keys") and v not in empty]
     print_table(arch.name, [t("item", L), t("value", L)], rows)
     if arch.notes:
-        click.echo(f"{t('unknown_fields', L)}:")
+        click.echo(f"{t('model_notes', L)}{t('colon', L)}")
         for note in arch.notes:
-            click.echo(f"  - {note}")
+            click.echo(f"  - {tr(note, L)}")
+
+
+def _label(key: str, lang: str) -> str:
+    """`model_<field>` from render/data/i18n.yaml (tests/test_cli.py names a field without one)."""
+    try:
+        return t(f"model_{key}", lang)
+    except KeyError:
+        return key
+
+
+def _shown(key: str, value: object, lang: str) -> str:
+    if key.startswith("params_"):
+        return fmt_params(value, lang)
+    if isinstance(value, bool):
+        return t("yes" if value else "no", lang)
+    if isinstance(value, list | tuple):
+        return ", ".join(map(str, value))
+    return str(value)

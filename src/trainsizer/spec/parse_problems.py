@@ -45,6 +45,7 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
     (r"Invalid \\escape.*", "parse_bad_escape"),
     (r"Extra data", "parse_extra_data"),
     (r"Unexpected UTF-8 BOM.*", "parse_bom"),
+    (r"exceeded maximum nesting depth", "parse_too_deep"),
 )
 _COMPILED = tuple((re.compile(p), key) for p, key in _PATTERNS)
 
