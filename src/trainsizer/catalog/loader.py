@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from trainsizer.catalog import records as r
 from trainsizer.errors import SpecError, did_you_mean
-from trainsizer.messages import msg
+from trainsizer.messages import Msg, msg
 
 DATA_DIR = Path(__file__).parent / "data"
 
@@ -263,6 +263,10 @@ def _allowed(err: dict[str, Any], model: type[BaseModel], loc: tuple[Any, ...]) 
     simple = next((key for prefixes, key in _ALLOWED_BY_TYPE if kind.startswith(prefixes)), None)
     if simple:
         return msg(simple)
+    error = ctx.get("error")
+    reason = error.args[0] if isinstance(error, ValueError) and error.args else error
+    if kind == "value_error" and isinstance(reason, Msg) and "allowed" in reason.params:
+        return reason.params["allowed"]  # a record validator's own message names what is allowed
     if kind == "value_error" and "allowed: " in err.get("msg", ""):
         return err["msg"].split("allowed: ", 1)[1]
     if kind == "value_error":
@@ -315,7 +319,7 @@ def validate_entry(section: str, entry_id: str, entry: RawEntry) -> BaseModel:
                             allowed=msg("cat_allowed_see_example")) from None
         err = exc.errors()[0]
         loc = tuple(err.get("loc", ()))
-        field_path = ".".join(str(p) for p in loc) if loc else "(record)"
+        field_path = "." + ".".join(str(p) for p in loc) if loc else ""  # empty: the whole record
         file = entry.field_files.get(str(loc[0]), entry.file) if loc else (entry.last_file or entry.file)
         value = err.get("input") if err.get("type") != "missing" else None
         if isinstance(value, dict) and not loc:
@@ -324,7 +328,7 @@ def validate_entry(section: str, entry_id: str, entry: RawEntry) -> BaseModel:
 
         problem = msg("cat_unknown_field") if err.get("type") == "extra_forbidden" else pydantic_problem(err)
         raise SpecError(
-            f"{file}: {section}.{entry_id}.{field_path}",
+            f"{file}: {section}.{entry_id}{field_path}",
             problem,
             value=value,
             allowed=_allowed(err, model, loc),

@@ -94,7 +94,7 @@ class Range(_Frozen):
     @model_validator(mode="after")
     def _ordered(self) -> Range:
         if self.low > self.high:
-            raise ValueError(f"low ({self.low}) is above high ({self.high})")
+            raise ValueError(msg("rec_low_above_high", low=self.low, high=self.high))
         return self
 
     @property
@@ -117,10 +117,10 @@ def _check_tflops(value: Any) -> Any:
         return value
     bad = [k for k in value if k not in TFLOPS_KEYS]
     if bad:
-        raise ValueError(f"unknown precision key {bad[0]!r}; allowed: {', '.join(TFLOPS_KEYS)}")
+        raise ValueError(msg("rec_unknown_precision_key", key=repr(bad[0]), allowed=", ".join(TFLOPS_KEYS)))
     for k, v in value.items():
         if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or v <= 0):
-            raise ValueError(f"{k} must be a positive number or null, got {v!r}; allowed: a number > 0 or null")
+            raise ValueError(msg("rec_tflops_positive", key=k, value=repr(v), allowed="> 0 | null"))
     return {**{k: None for k in TFLOPS_CORE_KEYS}, **{k: (None if v is None else float(v)) for k, v in value.items()}}
 
 
@@ -184,7 +184,7 @@ class Accelerator(Record):
     def _coverage_keys(cls, value: dict[str, str]) -> dict[str, str]:
         bad = [k for k in value if k not in COVERAGE_KEYS]
         if bad:
-            raise ValueError(f"unknown coverage key {bad[0]!r}; allowed: {', '.join(COVERAGE_KEYS)}")
+            raise ValueError(msg("rec_unknown_coverage_key", key=repr(bad[0]), allowed=", ".join(COVERAGE_KEYS)))
         return value
 
     @property
@@ -226,8 +226,8 @@ class Accelerator(Record):
     @model_validator(mode="after")
     def _usable_within_label(self) -> Accelerator:
         if self.memory_usable_gb is not None and self.memory_usable_gb > self.memory_gb:
-            raise ValueError(f"memory_usable_gb ({self.memory_usable_gb}) is above the label memory_gb "
-                             f"({self.memory_gb}); allowed: a usable figure <= the label")
+            raise ValueError(msg("rec_usable_above_label", usable=self.memory_usable_gb, label=self.memory_gb,
+                                 allowed="memory_usable_gb <= memory_gb"))
         return self
 
     @property
@@ -375,9 +375,9 @@ class Switch(Record):
 def _low_typical_high(span: Any) -> Any:
     """A price or figure range reads low <= typical <= high (the validator of PartPrice and _Span)."""
     if span.low > span.high:
-        raise ValueError(f"low ({span.low}) is above high ({span.high})")
+        raise ValueError(msg("rec_low_above_high", low=span.low, high=span.high))
     if span.typical is not None and not span.low <= span.typical <= span.high:
-        raise ValueError(f"typical ({span.typical}) is outside low..high ({span.low}..{span.high})")
+        raise ValueError(msg("rec_typical_outside", typical=span.typical, low=span.low, high=span.high))
     return span
 
 
