@@ -180,3 +180,14 @@ def test_mutated_job_files_in_chinese(run_cli, fuzz_folder, seed):
     path = fuzz_folder / f"job{suffix}"
     path.write_bytes(content)
     _assert_chinese(run_cli, "check", str(path), source=content.decode("utf-8", "replace"), prose=market_notes())
+
+
+def test_overlay_card_in_chinese(run_cli, tmp_path):
+    """A card the overlay completed: defaulted values and the doubt the loader writes are in Chinese."""
+    overlay = ("accelerators:\n  my-gpu: {memory_gb: 48, memory_bw_tb_s: 0.9, tflops_dense: {bf16: 180},\n"
+               "    scaleup_tech: pcie, scaleup_bw_bidir_gb_s: 64, scaleup_domain: 8, pcie_gb_s: 32, tdp_w: 300}\n")
+    path = tmp_path / "mine.yaml"
+    path.write_text(overlay, encoding="utf-8")
+    text = _assert_chinese(run_cli, "--catalog", str(path), "catalog", "show", "accelerator", "my-gpu",
+                           source=overlay, codes=(0,), prose=catalog_prose())
+    assert "未给出" in text and "已取默认值" in text

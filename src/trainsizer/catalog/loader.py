@@ -169,7 +169,7 @@ def apply_overlay(raw: dict[str, dict[str, RawEntry]], path: Path) -> None:
     if not re.match(r.DATE_PATTERN, default_date):
         raise SpecError(f"{name}: date", msg("cat_bad_date"), value=default_date, allowed=msg("cat_allowed_date"))
     if src_id not in raw["sources"]:
-        title = data.get("title") or f"User catalog overlay {path.name}"
+        title = data.get("title") or str(msg("cat_overlay_title", file=path.name))
         raw["sources"][src_id] = RawEntry(
             {"title": str(title), "url": path.resolve().as_uri(), "date": default_date,
              "retrieved": _dt.date.today().isoformat(), "note": f"overlay file {path}"},
@@ -219,11 +219,15 @@ def apply_overlay(raw: dict[str, dict[str, RawEntry]], path: Path) -> None:
 # on a card without NVLink): an overlay may leave them out. Every figure an estimate reads (memory, bandwidths,
 # TFLOPS, scale-up, PCIe link, TDP) must still be given. Unknown stays unknown (None) where the record allows it:
 # no ECC figure is reported by `trainsizer build` as a risk to check, no export status excludes nothing.
+NOT_GIVEN = "not given"  # the value of a descriptive field an overlay left out (catalog show translates it)
+AS_GIVEN = "as given in the overlay"
+
+
 def _doc_defaults(entry_id: str, rec: dict[str, Any]) -> dict[str, Any]:
     year = str(rec.get("date", ""))[:4]
-    out = {"name": entry_id, "arch": "not given", "form_factor": "not given", "memory_type": "not given",
+    out = {"name": entry_id, "arch": NOT_GIVEN, "form_factor": NOT_GIVEN, "memory_type": NOT_GIVEN,
            "launch_year": int(year) if year.isdigit() else _dt.date.today().year,
-           "memory_gib_basis": "as given in the overlay", "vendor": "not given", "ecc": None,
+           "memory_gib_basis": AS_GIVEN, "vendor": NOT_GIVEN, "ecc": None,
            "china_export_restricted": None}
     if rec.get("scaleup_tech") not in (None, "nvlink"):
         out["nvls"] = False  # NVLink SHARP exists only in NVLink switches
@@ -239,7 +243,7 @@ def _documentation_defaults(section: str, entry_id: str, rec: dict[str, Any]) ->
             rec[key] = value
             filled.append(key)
     if filled:
-        rec["unsure"] = [*rec.get("unsure", []), f"not given in the overlay, defaulted: {', '.join(filled)}"]
+        rec["unsure"] = [*rec.get("unsure", []), str(msg("cat_defaulted", fields=", ".join(filled)))]
 
 
 # --------------------------------------------------------------------------------------------- validation

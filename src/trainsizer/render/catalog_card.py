@@ -8,10 +8,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from trainsizer.catalog.loader import AS_GIVEN, NOT_GIVEN
 from trainsizer.render.i18n import t
 from trainsizer.render.numbers import fmt_num
 
-CONFIDENCE = ("high", "medium", "low")
+WORDS = {**{("confidence", c): f"card_value_{c}" for c in ("high", "medium", "low")},
+         **{("status", c): f"card_value_{c}" for c in ("shipping", "announced", "discontinued")}}
 # Provenance fields: printed in their own sections below the figures.
 PROVENANCE = ("id", "name", "aliases", "sources", "alt_values", "field_sources", "none_known", "unsure", "notes",
               "age")
@@ -25,8 +27,10 @@ def _value(v: Any, lang: str, key: str = "") -> str | None:
         return t("yes" if v else "no", lang)
     if key.endswith("_year"):
         return str(v)  # a year, not a quantity: no grouping ("2,022")
-    if key == "confidence" and v in CONFIDENCE:
-        return t(f"card_value_{v}", lang)
+    if isinstance(v, str) and (key, v) in WORDS:  # enumerations in the reader's words
+        return t(WORDS[(key, v)], lang)
+    if isinstance(v, str) and v in (NOT_GIVEN, AS_GIVEN):  # what the overlay loader writes
+        return t("card_value_not_given" if v == NOT_GIVEN else "card_value_as_given", lang)
     if isinstance(v, int | float):
         return fmt_num(v, lang, digits=4)
     if isinstance(v, dict):
@@ -57,7 +61,7 @@ def field_label(key: str, lang: str) -> str:
         return key
 
 
-def source_rows(catalog: Any, ids: list[str]) -> list[tuple[str, str, str, str]]:
+def source_rows(catalog: Any, ids: list[str], lang: str) -> list[tuple[str, str, str, str]]:
     """(id, title, url, date) of each source id, from the catalog's source registry."""
     rows = []
     for sid in ids:
@@ -65,7 +69,7 @@ def source_rows(catalog: Any, ids: list[str]) -> list[tuple[str, str, str, str]]
         if src is None:  # an overlay file as source
             rows.append((sid, sid, "", ""))
             continue
-        rows.append((sid, src.title, src.url or src.ref or "", src.date or src.retrieved or ""))
+        rows.append((sid, _generated(src.title, lang), src.url or src.ref or "", src.date or src.retrieved or ""))
     return rows
 
 
@@ -91,14 +95,26 @@ def print_card(catalog: Any, record: dict[str, Any], kind_label: str, lang: str,
         src = Table(title=t("sources_title", L))
         for col in ("id", "source_title", "url", "date"):
             src.add_column(t(col, L), overflow="fold")
-        for row in source_rows(catalog, ids):
+        for row in source_rows(catalog, ids, L):
             src.add_row(*row)
         con.print(src)
     if record.get("notes"):
         con.print(f"{t('notes', L)}{t('colon', L)}{record['notes']}")
     for doubt in record.get("unsure") or ():
-        con.print(f"{t('doubt', L)}{t('colon', L)}{doubt}")
+        con.print(f"{t('doubt', L)}{t('colon', L)}{_generated(doubt, L)}")
     for field, alts in (record.get("alt_values") or {}).items():
         for alt in alts:
             con.print(f"{t('alt_value', L)}{t('colon', L)}{field} = {alt.get('value')} "
                       f"({', '.join(alt.get('sources', ()))}){' — ' + alt['note'] if alt.get('note') else ''}")
+
+
+def _generated(text: str, lang: str) -> str:
+    """Catalog text as recorded (prose, English), except what the overlay loader writes itself: a doubt
+    naming the defaulted fields, the title of an overlay without one."""
+    from trainsizer.messages import catalogue, render
+
+    for key, param in (("cat_defaulted", "fields"), ("cat_overlay_title", "file")):
+        prefix = catalogue()[key]["en"].split("{", 1)[0]
+        if text.startswith(prefix):
+            return render(key, lang, {param: text[len(prefix):]})
+    return text
