@@ -33,10 +33,10 @@ def test_auto_names_the_stack_and_the_reason():
 def test_a_named_framework_is_kept_and_printed():
     res = _result({"tp": 2, "micro_batch": 1, "framework": "torchtitan"})
     assert res["framework"]["assumed"] == "torchtitan" and res["framework"]["reason"] is None
-    for lang, label in (("en", "Training stack assumed"), ("zh", "假定的训练框架")):
+    for lang, label in (("en", "Training stack assumed: "), ("zh", "假定的训练框架：")):
         buf = io.StringIO()
         print_estimate(res, lang, Console(file=buf, width=200))
-        assert f"{label}: torchtitan" in buf.getvalue()
+        assert f"{label}torchtitan" in buf.getvalue()
 
 
 def test_moe_jobs_say_which_token_dispatcher_was_assumed():
@@ -49,7 +49,7 @@ def test_moe_jobs_say_which_token_dispatcher_was_assumed():
     assert res["framework"]["moe_dispatcher"] == {"requested": "auto", "assumed": "alltoall"}
     gb200 = {**b200, "hardware": {"accelerator": "gb200", "count": 8, "network": "ib-ndr400"}}
     assert evaluate(resolve_job(gb200, cat), cat)["framework"]["moe_dispatcher"]["assumed"] == "flex"
-    for lang, label in (("en", "MoE token dispatcher assumed: alltoall"), ("zh", "假定的 MoE 令牌分发器: alltoall")):
+    for lang, label in (("en", "MoE token dispatcher assumed: alltoall"), ("zh", "假定的 MoE 令牌分发器：alltoall")):
         buf = io.StringIO()
         print_estimate(res, lang, Console(file=buf, width=200))
         assert label in buf.getvalue()

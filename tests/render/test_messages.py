@@ -115,3 +115,27 @@ def test_stack_labels_match_the_framework_assumptions():
     for name, entry in data["frameworks"].items():
         assert t(f"stack_{name}", "en") == entry["stack"], f"update stack_{name} in render/data/i18n.yaml"
         assert t(f"stack_{name}", "zh") != entry["stack"]
+
+
+def test_every_message_call_passes_its_parameters():
+    """`msg("key", a=...)` names every `{placeholder}` of the key's text: a missing one would be a KeyError
+    (a traceback) when the message is raised."""
+    import ast
+
+    field = re.compile(r"(?<!\{)\{(\w+)[^{}]*\}(?!\})")
+    texts = {**_table(), **catalogue()}
+    bad = []
+    for path in sorted(SRC.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        if _keys_for("msg", source) is None:
+            continue  # another package's own catalogue (plan/), with its own tests
+        for node in ast.walk(ast.parse(source)):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("msg", "Msg") and node.args
+                    and isinstance(node.args[0], ast.Constant) and node.args[0].value in texts):
+                continue
+            if any(k.arg is None for k in node.keywords):
+                continue  # **params: checked where they are built
+            need = set(field.findall(texts[node.args[0].value]["en"])) - {k.arg for k in node.keywords}
+            if need:
+                bad.append(f"{path.relative_to(SRC.parent)}:{node.lineno} {node.args[0].value} lacks {sorted(need)}")
+    assert not bad, "; ".join(bad)
