@@ -83,7 +83,10 @@ def names() -> frozenset[str]:
 
     # keys and values of job files, inline models and catalog files; model families; catalog kinds
     words = _literal_words(Job) | _literal_words(InlineModelSpec) | set(KEEP) | set(FAMILIES) | set(KIND_NAMES)
-    words |= set(SECTIONS) | set(META_KEYS) | _command_names()
+    from trainsizer.accept.runner import CHECKS
+    from trainsizer.accept.telemetry import TELEMETRY_KINDS
+
+    words |= set(SECTIONS) | set(META_KEYS) | _command_names() | set(CHECKS) | set(TELEMETRY_KINDS)
     for model in SECTIONS.values():
         words |= _literal_words(model)
     cat = load_catalog()

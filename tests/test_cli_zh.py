@@ -141,7 +141,10 @@ USAGE = [("catalog", "list", "gpuz"), ("catalog", "show", "accelerator", "nosuch
          ("estimate", "examples/sft-70b-16gpu.yaml", "--tp", "two"), ("estimate", "examples/sft-70b-16gpu.yaml",
                                                                       "--bogus"),
          ("estimate", "examples/sft-70b-16gpu.yaml", "--calibration", "nothing.json"),
-         ("estimate", "examples/sft-70b-16gpu.yaml", "--recompute", "sometimes"), ("accept", "--nproc", "0")]
+         ("estimate", "examples/sft-70b-16gpu.yaml", "--recompute", "sometimes"), ("accept", "--nproc", "0"),
+         *[("accept", *bad, "--no-history", "--quiet") for bad in (
+             ("--only", "storgae"), ("--platform", "h100"), ("--burn-in", "24hours"), ("--storage-size", "lots"),
+             ("--nnodes", "2"), ("--telemetry", "nvmlx"), ("--merge", "/nonexistent/dir"))]]
 
 
 @pytest.mark.parametrize("args", USAGE, ids=" ".join)

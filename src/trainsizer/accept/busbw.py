@@ -7,6 +7,7 @@ reduce-scatter and all-to-all, 1 for broadcast/reduce. S is the full buffer in b
 from __future__ import annotations
 
 from trainsizer.errors import SpecError
+from trainsizer.messages import msg
 
 _FACTORS = {
     "all_reduce": lambda n: 2 * (n - 1) / n,
@@ -20,9 +21,10 @@ _FACTORS = {
 
 def bus_factor(op: str, nranks: int) -> float:
     if op not in _FACTORS:
-        raise SpecError("collective", "unknown collective", value=op, allowed=sorted(_FACTORS))
+        raise SpecError("collective", msg("error_unknown_name", kind=msg("kind_collective")), value=op,
+                        allowed=sorted(_FACTORS))
     if nranks < 1:
-        raise SpecError("nranks", "must be at least 1", value=nranks)
+        raise SpecError("nranks", msg("cli_at_least_1"), value=nranks)
     return _FACTORS[op](nranks)
 
 

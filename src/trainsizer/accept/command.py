@@ -21,6 +21,7 @@ from trainsizer.accept.results import RunResult, load, save, write_atomic
 from trainsizer.accept.telemetry import open_telemetry
 from trainsizer.accept.units import parse_duration_s, parse_size_bytes
 from trainsizer.errors import SpecError
+from trainsizer.messages import msg
 from trainsizer.messages import render as render_message
 
 
@@ -40,10 +41,10 @@ def _writable(path: Path | None, option: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tempfile.TemporaryFile(dir=path.parent).close()
     except OSError as err:
-        raise SpecError(option, f"cannot write there ({err.strerror or err})", value=str(path),
-                        allowed="a path in a folder you can write") from None
+        raise SpecError(option, msg("cli_cannot_write_there", reason=str(err.strerror or err)), value=str(path),
+                        allowed=msg("acc_allowed_writable")) from None
     if path.is_dir():
-        raise SpecError(option, "is a folder, not a file", value=str(path), allowed="a file path")
+        raise SpecError(option, msg("acc_is_folder"), value=str(path), allowed=msg("acc_allowed_file"))
 
 
 def _torch_cuda() -> tuple[bool, int]:
@@ -66,9 +67,9 @@ def _merge_inputs(paths: tuple[str, ...]) -> list[Path]:
         elif p.is_file():
             files.append(p)
         else:
-            raise SpecError("--merge", "no such file or folder", value=str(p))
+            raise SpecError("--merge", msg("acc_no_such_path"), value=str(p))
     if not files:
-        raise SpecError("--merge", "no result files found", value=", ".join(paths))
+        raise SpecError("--merge", msg("acc_no_results"), value=", ".join(paths))
     return files
 
 
@@ -260,9 +261,9 @@ def accept(click_ctx: click.Context, **params: Any) -> None:
     out_path = _path(p.out) or folder / f"accept-{_host()}-{dt.datetime.now():%Y%m%dT%H%M%S}.json"
     html_path = _path(p.html)
     if p.nnodes > 1 and not p.rdzv_endpoint:
-        raise SpecError("--rdzv-endpoint", "needed with --nnodes > 1 (host:port of the first node)")
+        raise SpecError("--rdzv-endpoint", msg("acc_rdzv_needed"))
     if p.dry_run and not p.use_slurm:
-        raise SpecError("--dry-run", "only applies with --slurm")
+        raise SpecError("--dry-run", msg("acc_dry_run_slurm"))
     if not p.use_slurm:
         _writable(out_path, "--out")
         _writable(html_path, "--html")

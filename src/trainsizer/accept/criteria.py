@@ -14,6 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from trainsizer.accept import platforms
 from trainsizer.errors import SpecError
+from trainsizer.messages import msg
+from trainsizer.spec.load import pydantic_problem
+from trainsizer.spec.parse_problems import parse_problem
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter")
 
@@ -37,7 +40,7 @@ class Limit(BaseModel):
 def _numeric(limit: Limit | None) -> Limit | None:
     """A threshold compared as a number must be one ("fast" would only fail when its check runs)."""
     if limit is not None and (isinstance(limit.value, bool) or not isinstance(limit.value, int | float)):
-        raise ValueError(f"value must be a number (got {limit.value!r})")
+        raise ValueError(msg("acc_value_number", value=repr(limit.value)))
     return limit
 
 
@@ -124,7 +127,7 @@ def generic() -> AcceptanceCriteria:
     """Criteria without a platform: health, temperature and fleet rules only."""
     d = platforms.defaults()
     return AcceptanceCriteria(
-        source="defaults (no platform, no plan)",
+        source=str(msg("acc_criteria_defaults")),
         critical_xids=list(d["critical_xids"]["value"]),
         critical_xids_source=platforms.source_text(d["critical_xids"]["source"]),
         ecc_corrected_max=_lim(d["ecc_corrected_max"]["value"], d["ecc_corrected_max"]["source"]),
@@ -208,9 +211,9 @@ def load(path: str | Path) -> AcceptanceCriteria:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
-        raise SpecError(str(path), f"cannot read plan file ({err.strerror})") from None
+        raise SpecError(str(path), msg("acc_cannot_read_plan", reason=str(err.strerror))) from None
     except json.JSONDecodeError as err:
-        raise SpecError(f"{path}:{err.lineno}", f"not valid JSON ({err.msg})") from None
+        raise SpecError(f"{path}:{err.lineno}", msg("file_bad_json", detail=parse_problem(err.msg))) from None
     prefix = ""
     if isinstance(data, dict) and "acceptance" in data:
         data, prefix = data["acceptance"], "acceptance."
@@ -218,7 +221,7 @@ def load(path: str | Path) -> AcceptanceCriteria:
         # a `trainsizer plan` file: the build-out of the recommended (or --option) option holds the criteria
         data, prefix = data["build"]["acceptance"], "build.acceptance."
     if not isinstance(data, dict):
-        raise SpecError(f"{path}", "acceptance criteria must be a JSON object", value=type(data).__name__)
+        raise SpecError(f"{path}", msg("acc_criteria_not_object"), value=type(data).__name__)
     data.setdefault("source", f"plan {path.name}")
     try:
         return AcceptanceCriteria.model_validate(data)
@@ -228,7 +231,7 @@ def load(path: str | Path) -> AcceptanceCriteria:
         allowed = None
         if first["type"] == "extra_forbidden":
             allowed = sorted(AcceptanceCriteria.model_fields)
-        raise SpecError(f"{path.name}: {where}", first["msg"].removeprefix("Value error, ").lower(),
+        raise SpecError(f"{path.name}: {where}", pydantic_problem(first),
                         value=first.get("input"),
                         allowed=allowed) from None
 

@@ -45,8 +45,14 @@ def print_table(result: RunResult, console: Console | None = None, lang: str = "
                                     (c.source or "")[:60])))
     console.print(table)
     counts = {s: sum(1 for c in result.checks if c.status == s) for s in _STYLE}
-    console.print(" ".join(f"{_m(f'accept_status_{k}', lang)}: {v}" for k, v in counts.items())
-                  + f"   {_m('accept_criteria', lang)}: {escape(result.criteria_source)}")
+    colon = _m("accept_colon", lang)
+    console.print(" ".join(f"{_m(f'accept_status_{k}', lang)}{colon}{v}" for k, v in counts.items())
+                  + f"   {_m('accept_criteria', lang)}{colon}{escape(_criteria_source(result.criteria_source, lang))}")
+
+
+def _criteria_source(source: str, lang: str) -> str:
+    """Where the thresholds came from, as recorded; the built-in defaults in the reader's language."""
+    return _m("acc_criteria_defaults", lang) if source == _m("acc_criteria_defaults", "en") else source
 
 
 def to_html(result: RunResult) -> str:

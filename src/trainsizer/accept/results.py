@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from trainsizer.errors import SpecError
+from trainsizer.messages import msg
 
 Status = Literal["pass", "fail", "skipped", "error"]
 
@@ -129,8 +130,8 @@ def load(path: Path) -> RunResult:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as err:
-        raise SpecError(str(path), f"cannot read result file ({err.strerror})") from None
+        raise SpecError(str(path), msg("acc_cannot_read_results", reason=str(err.strerror))) from None
     try:
         return RunResult.model_validate_json(text)
     except ValueError as err:
-        raise SpecError(str(path), f"not a trainsizer accept result file: {str(err).splitlines()[0]}") from None
+        raise SpecError(str(path), msg("acc_not_results", detail=str(err).splitlines()[0])) from None

@@ -23,6 +23,7 @@ from trainsizer.accept import (
 from trainsizer.accept.context import Context
 from trainsizer.accept.results import CheckResult, RunResult, save, verdict_of
 from trainsizer.errors import SpecError, did_you_mean
+from trainsizer.messages import msg
 
 # Order: docs/acceptance.md section 3 "order of stages" (inventory/health, per-node performance, fabric,
 # storage, thermal, burn-in).
@@ -49,7 +50,7 @@ def _names(values: tuple[str, ...] | list[str], where: str) -> list[str]:
             if not name:
                 continue
             if name not in CHECKS:
-                raise SpecError(where, "unknown check", value=name, allowed=list(CHECKS),
+                raise SpecError(where, msg("error_unknown_name", kind=msg("kind_check")), value=name, allowed=list(CHECKS),
                                 suggestion=did_you_mean(name, CHECKS))
             out.append(name)
     return out

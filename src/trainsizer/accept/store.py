@@ -12,6 +12,7 @@ from pathlib import Path
 
 from trainsizer.accept.results import CheckResult, RunResult
 from trainsizer.errors import SpecError
+from trainsizer.messages import msg
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -36,7 +37,7 @@ def connect(path: Path) -> sqlite3.Connection:
         con = sqlite3.connect(path, timeout=30)
         con.executescript(SCHEMA)
     except (OSError, sqlite3.Error) as err:
-        raise SpecError("--history", f"cannot open the history database ({err})", value=str(path)) from None
+        raise SpecError("--history", msg("acc_cannot_open_history", reason=str(err)), value=str(path)) from None
     return con
 
 

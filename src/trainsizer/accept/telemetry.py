@@ -12,6 +12,7 @@ from typing import Protocol
 
 from trainsizer.accept.xid import XidEvent, parse_xids
 from trainsizer.errors import SpecError
+from trainsizer.messages import msg
 
 # NVML clocks-event (throttle) reason bits, nvml.h `nvmlClocksEventReason*`.
 IDLE = 0x1
@@ -110,7 +111,7 @@ class RecordedTelemetry:
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as err:
-            raise SpecError("--telemetry", f"cannot read recorded telemetry ({err})", value=str(path)) from None
+            raise SpecError("--telemetry", msg("acc_cannot_read_telemetry", reason=str(err)), value=str(path)) from None
         _check_recorded(data, str(path))
         return cls(data, source=f"recorded:{Path(path).name}")
 
@@ -146,26 +147,26 @@ class RecordedTelemetry:
 def _check_recorded(data: object, where: str) -> None:
     """Every record of a recorded telemetry file builds (a bad file is a SpecError, not a traceback later)."""
     if not isinstance(data, dict):
-        raise SpecError(f"--telemetry {where}", "must be a JSON object", value=type(data).__name__,
+        raise SpecError(f"--telemetry {where}", msg("acc_must_be_object"), value=type(data).__name__,
                         allowed="{gpus, health, samples, ...}")
     sections = [("gpus", GpuInfo, data.get("gpus", [])), ("health", GpuHealth, data.get("health", [])),
                 ("health_after", GpuHealth, data.get("health_after", []))]
     ticks = data.get("samples", [])
     if not isinstance(ticks, list):
-        raise SpecError(f"--telemetry {where}: samples", "must be a list of ticks", value=type(ticks).__name__)
+        raise SpecError(f"--telemetry {where}: samples", msg("acc_ticks_list"), value=type(ticks).__name__)
     sections += [(f"samples[{i}]", GpuSample, tick) for i, tick in enumerate(ticks)]
     for key, cls, rows in sections:
         if not isinstance(rows, list):
-            raise SpecError(f"--telemetry {where}: {key}", "must be a list", value=type(rows).__name__)
+            raise SpecError(f"--telemetry {where}: {key}", msg("spec_list"), value=type(rows).__name__)
         for j, row in enumerate(rows):
             try:
                 _build(cls, row)
             except (TypeError, AttributeError) as err:
-                raise SpecError(f"--telemetry {where}: {key}[{j}]", f"not a {cls.__name__} record ({err})",
+                raise SpecError(f"--telemetry {where}: {key}[{j}]", msg("acc_bad_record", record=cls.__name__, detail=str(err)),
                                 allowed=[f.name for f in fields(cls)]) from None
     for key in ("xid_log", "xid_log_after"):
         if data.get(key) is not None and not isinstance(data[key], str):
-            raise SpecError(f"--telemetry {where}: {key}", "must be kernel log text", value=type(data[key]).__name__)
+            raise SpecError(f"--telemetry {where}: {key}", msg("acc_kernel_log"), value=type(data[key]).__name__)
 
 
 TELEMETRY_KINDS = ("auto", "nvml", "nvidia-smi", "none")
@@ -182,7 +183,7 @@ def open_telemetry(kind: str = "auto") -> tuple[GpuTelemetry | None, str]:
     if kind not in TELEMETRY_KINDS:
         if Path(kind).is_file():
             return RecordedTelemetry.from_file(kind), f"recorded telemetry {kind}"
-        raise SpecError("--telemetry", "not a telemetry kind or an existing recorded-telemetry file",
+        raise SpecError("--telemetry", msg("acc_telemetry_kind"),
                         value=kind, allowed=[*TELEMETRY_KINDS, "<path.json>"])
     if kind == "none":
         return None, "telemetry disabled (--telemetry none)"

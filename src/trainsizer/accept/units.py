@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from trainsizer.errors import SpecError
+from trainsizer.messages import msg
 
 _DUR = re.compile(r"(\d+(?:\.\d+)?)(ms|d|h|m|s)")  # "ms" before "m", or "500ms" never matches
 _DUR_S = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
@@ -19,12 +20,12 @@ def parse_duration_s(text: str, where: str) -> float:
         return float(s)
     parts = _DUR.findall(s)
     if not parts or "".join(a + b for a, b in parts) != s:
-        raise SpecError(where, "not a duration", value=text, allowed="e.g. 45s, 30m, 24h, 1h30m, 2d")
+        raise SpecError(where, msg("acc_not_duration"), value=text, allowed="45s, 30m, 24h, 1h30m, 2d, ...")
     return sum(float(n) * _DUR_S[u] for n, u in parts)
 
 
 def parse_size_bytes(text: str, where: str) -> int:
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
     if not m or m[2].lower() not in _SIZE:
-        raise SpecError(where, "not a size", value=text, allowed="bytes or e.g. 64MiB, 4M (MiB), 1GiB, 2GB")
+        raise SpecError(where, msg("acc_not_size"), value=text, allowed=msg("acc_allowed_size"))
     return int(float(m[1]) * _SIZE[m[2].lower()])
