@@ -171,10 +171,10 @@ def _slurm(click_ctx: click.Context, p: SimpleNamespace, groups: list[str], opts
     )
     path = slurm.write(job)
     if p.dry_run:
-        click.echo(f"wrote {path} (not submitted: --dry-run)")
+        click.echo(render_message("accept_slurm_written", _lang(), {"path": path}))
         return
     job_id = slurm.submit(path)
-    click.echo(f"submitted job {job_id}: {path}", err=True)
+    click.echo(render_message("accept_slurm_submitted", _lang(), {"job": job_id, "path": path}), err=True)
     if not p.wait:
         click.echo(job_id)
         return
@@ -201,7 +201,8 @@ def _local(click_ctx: click.Context, p: SimpleNamespace, groups: list[str], opts
     def progress(checks) -> None:
         if not p.quiet and not p.as_json:
             for c in checks:
-                click.echo(f"  {c.status:7} {c.name}: {c.why}", err=True)
+                status = render_message(f"accept_status_{c.status}", _lang(), {})
+                click.echo(f"  {status:7} {c.name}: {c.why}", err=True)
 
     result = runner.run_checks(ctx, groups, out_path, on_check=progress)
     _finish(result, out_path, html_path, p.history, p.no_history, p.as_json, p.quiet)

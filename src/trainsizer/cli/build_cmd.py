@@ -12,6 +12,7 @@ import click
 from trainsizer.cli.app import AppState, cli, json_option
 from trainsizer.cli.job_cmd import _scenario, override_options
 from trainsizer.render.console import echo_json
+from trainsizer.render.i18n import t
 
 
 def build_result(app: AppState, job_file: Path, server: str | None, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -67,4 +68,4 @@ def build(app: AppState, job_file: Path, server: str | None, out_dir: Path | Non
         return
     print_build(result, app.lang)
     for path in written:
-        click.echo(f"wrote {path}")
+        click.echo(t("wrote_file", app.lang).format(path=path))

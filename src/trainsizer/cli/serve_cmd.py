@@ -29,5 +29,7 @@ def serve(app: AppState, host: str, port: int, workers: int | None, time_limit_s
     config = ServeConfig(task_timeout_s=time_limit_s, max_upload_bytes=max_upload_kib * 1024,
                          overlays=tuple(app.overlays), **kwargs)
     web_app = create_app(config)
-    click.echo(f"trainsizer serving on http://{host}:{port}  ({config.workers} workers; Ctrl+C stops)")
+    from trainsizer.render.i18n import t
+
+    click.echo(t("serve_started", app.lang).format(url=f"http://{host}:{port}", workers=config.workers))
     uvicorn.run(web_app, host=host, port=port, log_level="info", timeout_graceful_shutdown=5)
