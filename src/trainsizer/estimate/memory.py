@@ -713,13 +713,11 @@ def estimate_memory(
     mega = bool(r["mega"].reshape(-1)[0])
     notes = list(warnings)
     if training.method == "qlora":
-        notes.append("QLoRA paged optimizer: states live in unified memory and page to the GPU during the "
-                     "update; they are counted in host memory, not in the GPU peak")
+        notes.append(msg("note_qlora_paged"))
     if bool(np.asarray(r["step_peak"]).reshape(-1)[0]):
-        notes.append("peak during the DeepSpeed ZeRO optimizer step: the flattened gradient partition and its "
-                     "fp32 cast sit beside master weights and optimizer states (activations already freed)")
+        notes.append(msg("note_zero_step_peak"))
     if int(np.asarray(strategy.vpp)) > 1:
-        notes.append("interleaved pipeline: stage weights use the average layer")
+        notes.append(msg("note_interleaved_average_layer"))
     per_node = min(system.gpus_per_node, max(system.gpus, 1))
     return MemoryEstimate(
         per_gpu_bytes=float(r["worst"].reshape(-1)[0]),
