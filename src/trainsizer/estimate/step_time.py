@@ -744,10 +744,10 @@ def _memory_note(model: ModelArch, training: Training, system: System, strategy)
     try:
         mem = estimate_memory(model, training, system, strategy)
     except TrainsizerError as exc:
-        return (f"memory not checked: {exc}",)
+        return (msg("note_memory_not_checked", reason=str(exc)),)
     if not mem.fits:
-        return (f"does not fit: {mem.per_gpu_bytes / GIB:.1f} GiB per GPU needed, "
-                f"{mem.capacity_bytes / GIB:.1f} GiB available",)
+        return (msg("note_does_not_fit", needed=f"{mem.per_gpu_bytes / GIB:.1f}",
+                    capacity=f"{mem.capacity_bytes / GIB:.1f}"),)
     return ()
 
 
