@@ -149,4 +149,5 @@ def fit(app: AppState, job_file: Path, questions: tuple[str, ...], as_json: bool
                 if val.get("params_total") else ""
             gib = f"{fmt_num(val['per_gpu_gib'], L)} GiB" if val.get("per_gpu_gib") else "—"
             rows.append((t(key, L), f"{shown}{extra}", gib))
-    print_table(f"{t('fit_title', L)}: {scenario.name}", [t("item", L), t("value", L), t("memory", L)], rows)
+    print_table(f"{t('fit_title', L)}{t('colon', L)}{scenario.name}", [t("item", L), t("value", L), t("memory", L)],
+                rows)

@@ -91,7 +91,7 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
     con.print(f"[bold]{job.get('name', '')}[/bold]")
     fw = result.get("framework")
     if fw:
-        why = f" ({t('framework_auto', L)}: {t(fw['reason'], L)})" if fw.get("reason") else ""
+        why = t("framework_auto_why", L).format(reason=t(fw["reason"], L)) if fw.get("reason") else ""
         con.print(f"{t('framework', L)}{t('colon', L)}{fw['assumed']}{why} — {stack_label(fw, L)}")
         disp = fw.get("moe_dispatcher")
         if disp:
