@@ -95,7 +95,7 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
         con.print(f"{t('framework', L)}{t('colon', L)}{fw['assumed']}{why} — {stack_label(fw, L)}")
         disp = fw.get("moe_dispatcher")
         if disp:
-            auto = f" ({t('moe_dispatcher_auto', L)})" if disp["requested"] == "auto" else ""
+            auto = t("moe_dispatcher_auto_why", L) if disp["requested"] == "auto" else ""
             con.print(f"{t('moe_dispatcher', L)}{t('colon', L)}{t('moe_dispatcher_' + disp['assumed'], L)}{auto}")
     if result.get("memory"):
         _memory(con, result["memory"], L)
