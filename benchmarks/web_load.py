@@ -23,7 +23,7 @@ import sys
 import time
 from collections import Counter
 
-import httpx
+import httpx2 as httpx
 
 HOST = "127.0.0.1"  # loopback only
 # Typical fine-tuning jobs: 7-14B models, LoRA / QLoRA / full SFT, 0.2-2 B tokens.

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-import httpx
+import httpx2 as httpx
 
 from .conftest import free_port
 
