@@ -31,3 +31,14 @@ def test_healthy_plan_triggers_few(blocks):
 def test_tp_over_pcie(blocks):
     out = blocks(hardware={"accelerator": "l40s", "network": "roce-100"}, strategy={"fsdp": "none", "tp": 4})
     assert "tp_across_slow_links" in _ids(out)
+
+
+def test_unstated_ecc_is_flagged_as_unknown_not_as_absent():
+    from types import SimpleNamespace
+
+    from trainsizer.plan.buildout.risks import _consumer
+    card = SimpleNamespace(name="overlay card", ecc=None, form_factor="SXM")
+    r = _consumer(SimpleNamespace(b=SimpleNamespace(accelerator=card)))
+    assert r is not None and "ECC unknown (not in the catalog)" in r.evidence and "ECC no" not in r.evidence
+    assert _consumer(SimpleNamespace(b=SimpleNamespace(accelerator=SimpleNamespace(
+        name="dc card", ecc=True, form_factor="SXM")))) is None

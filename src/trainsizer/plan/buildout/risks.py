@@ -85,11 +85,15 @@ def _rack_power(c: Ctx) -> Risk | None:
     return None
 
 
+# an overlay card may leave ECC unstated (None): flagged, but not called "no ECC"
+_ECC_WORD = {True: "word_yes", False: "word_no", None: "word_unknown_in_catalog"}
+
+
 def _consumer(c: Ctx) -> Risk | None:
     acc = c.b.accelerator
     if not acc.ecc or "consumer" in (acc.form_factor or "").lower():
         return Risk(id="consumer_cards_in_production", severity="high",
-                    evidence=msg("risk_ev_consumer", name=acc.name, ecc=msg("word_yes" if acc.ecc else "word_no"),
+                    evidence=msg("risk_ev_consumer", name=acc.name, ecc=msg(_ECC_WORD[acc.ecc]),
                                  form=acc.form_factor),
                     mitigation=msg("risk_fix_consumer"),
                     source="guide_003")
