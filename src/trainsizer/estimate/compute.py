@@ -172,15 +172,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     ew_rope = 2.0 * (shapes.qkv_out / t) * tok
     ew_fwd_common = (ew_h + ew_rope) * rates.act_bytes * elementwise_passes
 
-    def mlp_time(up, inner, tokens, batch=1.0):
-        g = gemm_time(tokens, up / t, h, rates, batch=batch) + gemm_time(tokens, h, inner / t, rates, batch=batch)
-        act = shapes.act_elems_per_inner * inner / t * tokens * batch * rates.act_bytes * elementwise_passes
-        return g, act
-
-    def fp8_casts(tokens, k_in: float, n_out: float, weights: float, tensors=(4.0, 4.0, 4.0)):
-        return _fp8_casts(tokens, k_in, n_out, weights, rates, fp8_weight_casts, tensors)
-
-    g_dense, act_dense = mlp_time(shapes.ffn_up, shapes.ffn, tok)
+    g_dense, act_dense = _mlp_time(shapes, shapes.ffn_up, shapes.ffn, tok, t, rates, elementwise_passes)
     if np.any(split) and shapes.ffn_up == 2 * shapes.ffn:  # gate and up as 2 GEMMs
         g_dense = g_dense + np.where(split, 2.0 * gemm_time(tok, shapes.ffn / t, h, rates)
                                      - gemm_time(tok, shapes.ffn_up / t, h, rates), 0.0)
@@ -189,50 +181,76 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     # inputs of the linears: qkv and MLP-up share the normed hidden state (one cast each), o_proj and
     # MLP-down their own; outputs: qkv, o (h), up (+gate), down (h)
     attn_w = (shapes.qkv_out * h + h * shapes.attn_out_in) / t
-    c_fwd, c_bwd = fp8_casts(tok, 2.0 * h + (shapes.attn_out_in + shapes.ffn) / t,
-                             (shapes.qkv_out + shapes.ffn_up) / t + 2.0 * h,
-                             attn_w + (shapes.ffn_up * h + shapes.ffn * h) / t)
+    c_fwd, c_bwd = _fp8_casts(tok, 2.0 * h + (shapes.attn_out_in + shapes.ffn) / t,
+                              (shapes.qkv_out + shapes.ffn_up) / t + 2.0 * h,
+                              attn_w + (shapes.ffn_up * h + shapes.ffn * h) / t, rates, fp8_weight_casts)
     dense_fwd_ew = dense_fwd_ew + c_fwd
 
     fwd_sum = shapes.n_dense * (dense_fwd_g + a_fwd + dense_fwd_ew)
     bwd_sum = shapes.n_dense * (bwd_gemm * dense_fwd_g + a_bwd + 2.0 * (dense_fwd_ew - c_fwd) + c_bwd)
     recomp_full_sum = shapes.n_dense * (dense_fwd_g + a_fwd + dense_fwd_ew)
+    moe_g = moe_ew = 0.0
     if shapes.n_moe:
-        local_exp = np.maximum(shapes.experts / e, 1.0)
-        # tokens per local expert: balanced routing x capacity factor (the busiest GPU sets the pace)
-        m_e = tok * shapes.topk / local_exp * moe_capacity_factor
-        g_router = gemm_time(tok, shapes.experts, h, rates, linear=False)
-        g_exp, act_exp = mlp_time(shapes.expert_up, shapes.expert_ffn, m_e, batch=local_exp)
-        g_sh = act_sh = 0.0
-        if shapes.shared_ffn:
-            g_sh, act_sh = mlp_time(shapes.shared_up, shapes.shared_ffn, tok)
-        # permute/unpermute of routed tokens: read+write h per routed copy, twice
-        perm = 4.0 * h * tok * shapes.topk * moe_capacity_factor * rates.act_bytes
-        moe_g = g_attn + g_router + g_exp + g_sh
-        moe_ew = stream_time(ew_fwd_common + act_exp + act_sh + perm, rates,
-                             kernels=KERNELS["moe_elementwise"])
-        # FP8 casts: attention as in a dense layer; routed tokens into and out of the experts; every local
-        # expert's weights
-        ex_tok = tok * shapes.topk * moe_capacity_factor
-        sh_w = (shapes.shared_up * h + shapes.shared_ffn * h) / t
-        m_fwd, m_bwd = fp8_casts(tok, 2.0 * h + shapes.attn_out_in / t + shapes.shared_ffn / t,
-                                 shapes.qkv_out / t + h + shapes.shared_up / t + h,
-                                 attn_w + sh_w + local_exp * (shapes.expert_up * h + shapes.expert_ffn * h) / t)
-        e_fwd, e_bwd = fp8_casts(ex_tok, h + shapes.expert_ffn / t, shapes.expert_up / t + h, 0.0, (2.0, 2.0, 0.0))
-        moe_ew = moe_ew + m_fwd + e_fwd
-        fwd_sum = fwd_sum + shapes.n_moe * (moe_g + a_fwd + moe_ew)
-        bwd_sum = bwd_sum + shapes.n_moe * (bwd_gemm * moe_g + a_bwd + 2.0 * (moe_ew - m_fwd - e_fwd) + m_bwd
-                                            + e_bwd)
-        recomp_full_sum = recomp_full_sum + shapes.n_moe * (moe_g + a_fwd + moe_ew)
+        moe_g, moe_ew, m_fwd_l, m_bwd_l = _moe_layer(shapes, tok, t, e, rates, g_attn=g_attn, a_fwd=a_fwd,
+                                                     a_bwd=a_bwd, bwd_gemm=bwd_gemm, attn_w=attn_w,
+                                                     ew_fwd_common=ew_fwd_common,
+                                                     elementwise_passes=elementwise_passes,
+                                                     fp8_weight_casts=fp8_weight_casts,
+                                                     moe_capacity_factor=moe_capacity_factor)
+        fwd_sum = fwd_sum + shapes.n_moe * m_fwd_l
+        bwd_sum = bwd_sum + shapes.n_moe * m_bwd_l
+        recomp_full_sum = recomp_full_sum + shapes.n_moe * m_fwd_l
     L = shapes.layers
     fwd = fwd_sum / L
-    op_recomp = _op_policy_recompute(shapes, tok, t, rates, dense_fwd_ew,
-                                     moe_ew if shapes.n_moe else 0.0, moe_g if shapes.n_moe else 0.0)
+    op_recomp = _op_policy_recompute(shapes, tok, t, rates, dense_fwd_ew, moe_ew, moe_g)
     sel = np.where(np.asarray(selective_op_policy, bool), op_recomp, a_recomp)
     recomp = np.where(rc == 2, recomp_full_sum / L, np.where(rc == 1, sel, 0.0))
     bwd = bwd_sum / L + recomp
     head_fwd, head_bwd = _lm_head(shapes, tok, t, seq_share, bwd_gemm, rates)
     return LayerTimes(fwd=fwd, bwd=bwd, head_fwd=head_fwd, head_bwd=head_bwd, attn_fwd=a_fwd)
+
+
+def _mlp_time(shapes: ModelShapes, up: float, inner: float, tokens, t, rates: Rates, elementwise_passes,
+              batch=1.0):
+    """(GEMM seconds, activation-function HBM bytes) of one gated or plain MLP, TP-sharded by `t`."""
+    h = shapes.hidden
+    g = gemm_time(tokens, up / t, h, rates, batch=batch) + gemm_time(tokens, h, inner / t, rates, batch=batch)
+    act = shapes.act_elems_per_inner * inner / t * tokens * batch * rates.act_bytes * elementwise_passes
+    return g, act
+
+
+def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, g_attn, a_fwd, a_bwd, bwd_gemm: float, attn_w,
+               ew_fwd_common, elementwise_passes, fp8_weight_casts, moe_capacity_factor):
+    """(GEMM s, element-wise s, forward s, backward s) of one MoE layer: attention as in a dense layer, router,
+    routed experts on the busiest GPU, shared expert, token permutation and FP8 casts."""
+    h = shapes.hidden
+    local_exp = np.maximum(shapes.experts / e, 1.0)
+    # tokens per local expert: balanced routing x capacity factor (the busiest GPU sets the pace)
+    m_e = tok * shapes.topk / local_exp * moe_capacity_factor
+    g_router = gemm_time(tok, shapes.experts, h, rates, linear=False)
+    g_exp, act_exp = _mlp_time(shapes, shapes.expert_up, shapes.expert_ffn, m_e, t, rates, elementwise_passes,
+                               batch=local_exp)
+    g_sh = act_sh = 0.0
+    if shapes.shared_ffn:
+        g_sh, act_sh = _mlp_time(shapes, shapes.shared_up, shapes.shared_ffn, tok, t, rates, elementwise_passes)
+    # permute/unpermute of routed tokens: read+write h per routed copy, twice
+    perm = 4.0 * h * tok * shapes.topk * moe_capacity_factor * rates.act_bytes
+    moe_g = g_attn + g_router + g_exp + g_sh
+    moe_ew = stream_time(ew_fwd_common + act_exp + act_sh + perm, rates, kernels=KERNELS["moe_elementwise"])
+    # FP8 casts: attention as in a dense layer; routed tokens into and out of the experts; every local
+    # expert's weights
+    ex_tok = tok * shapes.topk * moe_capacity_factor
+    sh_w = (shapes.shared_up * h + shapes.shared_ffn * h) / t
+    m_fwd, m_bwd = _fp8_casts(tok, 2.0 * h + shapes.attn_out_in / t + shapes.shared_ffn / t,
+                              shapes.qkv_out / t + h + shapes.shared_up / t + h,
+                              attn_w + sh_w + local_exp * (shapes.expert_up * h + shapes.expert_ffn * h) / t,
+                              rates, fp8_weight_casts)
+    e_fwd, e_bwd = _fp8_casts(ex_tok, h + shapes.expert_ffn / t, shapes.expert_up / t + h, 0.0, rates,
+                              fp8_weight_casts, (2.0, 2.0, 0.0))
+    moe_ew = moe_ew + m_fwd + e_fwd
+    fwd = moe_g + a_fwd + moe_ew
+    bwd = bwd_gemm * moe_g + a_bwd + 2.0 * (moe_ew - m_fwd - e_fwd) + m_bwd + e_bwd
+    return moe_g, moe_ew, fwd, bwd
 
 
 def _fp8_casts(tokens, k_in: float, n_out: float, weights: float, rates: Rates, weight_casts: Any,
