@@ -4,6 +4,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+import yaml
 
 from trainsizer.catalog import load_catalog
 
@@ -70,3 +71,13 @@ def blocks(build):
     from trainsizer.plan.buildout import build_blocks
 
     return lambda **changes: build_blocks(build(**changes))
+
+
+def example_job(name: str, **changes) -> dict:
+    """An example job without its hardware and strategy (so the search chooses them), sections updated."""
+    data = yaml.safe_load((REPO / "examples" / name).read_text(encoding="utf-8"))
+    data.pop("hardware", None)
+    data.pop("strategy", None)
+    for section, values in changes.items():
+        data[section] = {**(data.get(section) or {}), **values}
+    return data

@@ -3,22 +3,12 @@ buys (measured by searching again)."""
 
 from __future__ import annotations
 
-import yaml
-
-from conftest import REPO
 from trainsizer.catalog import load_catalog
 from trainsizer.catalogues import LANGS
 from trainsizer.messages import catalogue
 from trainsizer.plan.core import make_plan
 
-
-def _job(name: str, **changes):
-    data = yaml.safe_load((REPO / "examples" / name).read_text(encoding="utf-8"))
-    data.pop("hardware", None)
-    data.pop("strategy", None)
-    for section, values in changes.items():
-        data[section] = {**(data.get(section) or {}), **values}
-    return data
+from .conftest import example_job as _job
 
 
 def test_deadline_binds_and_more_gpus_would_meet_it():

@@ -3,21 +3,11 @@ ranks after better-documented options that satisfy the job, and the plan says wh
 
 from __future__ import annotations
 
-import yaml
-
-from conftest import REPO
 from trainsizer.catalog import load_catalog
 from trainsizer.plan.core import make_plan
 from trainsizer.search import rank as ranking
 
-
-def _job(name: str, **changes):
-    data = yaml.safe_load((REPO / "examples" / name).read_text(encoding="utf-8"))
-    data.pop("hardware", None)
-    data.pop("strategy", None)
-    for section, values in changes.items():
-        data[section] = {**(data.get(section) or {}), **values}
-    return data
+from .conftest import example_job as _job
 
 
 def test_rank_puts_documented_scale_before_the_figure():
