@@ -1,4 +1,5 @@
-"""What the throughput benchmarks share: reading numbers from the CSV rows, one compared row, and MAPE."""
+"""What the throughput and memory benchmarks share: reading numbers and parallel degrees from the CSV rows,
+the DGX H100 system, one compared row, and MAPE."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from fabrics import ndr400
+from trainsizer.estimate.inputs import System
 
 
 def num(x: str, default: float = 0.0) -> float:
@@ -16,6 +20,21 @@ def num(x: str, default: float = 0.0) -> float:
 
 def whole(x: str, default: int = 0) -> int:
     return int(round(num(x, default)))
+
+
+def degrees(row: dict[str, str]) -> tuple[int, int, int, int, int]:
+    """(gpus, tp, pp, cp, dp) of a row; a blank TP/PP/CP is 1, a blank DP is what the GPUs leave."""
+    gpus = whole(row["gpu_count"])
+    tp, pp, cp = whole(row["tp"], 1) or 1, whole(row["pp"], 1) or 1, whole(row["cp"], 1) or 1
+    return gpus, tp, pp, cp, whole(row["dp"]) or gpus // (tp * pp * cp)
+
+
+def dgx_h100(gpus: int) -> System:
+    """DGX H100: 700 W SXM5 80 GB, NVLink4 450 GB/s per direction, NVLS, 8 x NDR400 (50 GB/s per GPU)."""
+    return System(accelerator="h100-sxm", gpus=gpus, gpus_per_node=8, memory_gib=80,
+                  peak_tflops={"bf16": 989.0, "fp16": 989.0, "fp8": 1979.0, "tf32": 494.0},
+                  hbm_gb_s=3350.0, intra_node_gb_s=450.0, scaleup_domain=8, nvls=True, inter_node_gb_s=ndr400(),
+                  tdp_w=700.0)
 
 
 @dataclass

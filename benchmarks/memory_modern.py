@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import num, whole
+from harness import degrees, num, whole
 from perf_modern import grand_teton_h100, h200
 from trainsizer.estimate.inputs import Strategy, Training
 from trainsizer.estimate.memory import GIB, estimate_memory
@@ -48,9 +48,7 @@ def rows() -> list[dict[str, str]]:
 
 def configure(r: dict[str, str]):
     model = load_model(PRESETS[r["params_B"]])
-    gpus = whole(r["gpu_count"])
-    tp, pp, cp = whole(r["tp"], 1) or 1, whole(r["pp"], 1) or 1, whole(r["cp"], 1) or 1
-    dp = whole(r["dp"]) or gpus // (tp * pp * cp)
+    gpus, tp, pp, cp, dp = degrees(r)
     local = whole(r["micro_batch"]) or 1
     settings = (r["other_settings"] + " " + r["precision"]).lower()
     rec = r["act_recompute"].lower()

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from fabrics import hdr200, ndr400
-from harness import Case, mape, num, whole
+from harness import Case, degrees, dgx_h100, mape, num, whole
 from trainsizer.estimate import flops as F
 from trainsizer.estimate.inputs import Strategy, System, Training
 from trainsizer.estimate.step_time import PerfStyle, perf_style, step_time_arrays
@@ -47,14 +47,6 @@ SOURCES = ("NVIDIA/dgxc-benchmarking", "pytorch/torchtitan")
 
 
 # --------------------------------------------------------------------------- hardware of the sources
-def dgx_h100(gpus: int) -> System:
-    """DGX H100: 700 W SXM5 80 GB, NVLink4 450 GB/s per direction, NVLS, 8 x NDR400 (50 GB/s per GPU)."""
-    return System(accelerator="h100-sxm", gpus=gpus, gpus_per_node=8, memory_gib=80,
-                  peak_tflops={"bf16": 989.0, "fp16": 989.0, "fp8": 1979.0, "tf32": 494.0},
-                  hbm_gb_s=3350.0, intra_node_gb_s=450.0, scaleup_domain=8, nvls=True, inter_node_gb_s=ndr400(),
-                  tdp_w=700.0)
-
-
 def grand_teton_h100(gpus: int) -> System:
     """Meta Grand Teton H100: SXM5 with 96 GB HBM2e at 2.4 TB/s peak, held at a 500 W power limit; RDMA 400 Gb/s
     per GPU (torchtitan benchmarks/llama3_h100_202412_torchtitan.md and asyncTP_llama3_h100_2025-06, "Hardware").
@@ -141,9 +133,7 @@ def torchtitan_style(row: dict) -> PerfStyle:
 def configure(row: dict) -> tuple[ModelArch, Training, System, Strategy, str]:
     """The row's (model, training, system, strategy, framework)."""
     model = model_of(row)
-    gpus = whole(row["gpu_count"])
-    tp, pp, cp = whole(row["tp"], 1) or 1, whole(row["pp"], 1) or 1, whole(row["cp"], 1) or 1
-    dp = whole(row["dp"]) or gpus // (tp * pp * cp)
+    gpus, tp, pp, cp, dp = degrees(row)
     vpp = whole(row["vpp"], 1) or 1
     mb = whole(row["micro_batch"]) or 1
     seq = whole(row["seq_len"])

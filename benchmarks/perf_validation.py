@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fabrics import hdr200, ndr400, payload_gb_s
-from harness import Case, mape, num, whole
+from fabrics import hdr200, payload_gb_s
+from harness import Case, dgx_h100, mape, num, whole
 from trainsizer.estimate import flops as F
 from trainsizer.estimate.inputs import Strategy, System, Training
 from trainsizer.estimate.step_time import PerfStyle, perf_style, step_time_arrays
@@ -39,7 +39,7 @@ DATA = Path(__file__).resolve().parent / "data"
 # per GPU (ConnectX-6 generation: the HDR efficiency). Jean Zay (BLOOM paper s3.3.1): 4 x 100 Gb/s Omni-Path per
 # 8-GPU node = 6.25 GB/s per GPU (no catalog entry: the fallback efficiency). System.inter_node_gb_s holds the
 # payload: line rate x efficiency (fabrics.py).
-# DGX H100: NVLink4 450 GB/s per direction, NVLS, 8 x 400 Gb/s NDR = 50 GB/s per GPU.
+# DGX H100 (Megatron-Core, llm-foundry H100): harness.dgx_h100.
 
 
 def a100(gpus: int, mem_gb: int = 80, nic_gb_s: float | None = None, power_limit_w: float = 0.0) -> System:
@@ -48,13 +48,6 @@ def a100(gpus: int, mem_gb: int = 80, nic_gb_s: float | None = None, power_limit
                   hbm_gb_s=2039.0 if mem_gb == 80 else 1555.0, intra_node_gb_s=300.0, scaleup_domain=8,
                   nvls=False, inter_node_gb_s=hdr200() if nic_gb_s is None else nic_gb_s, tdp_w=400.0,
                   power_limit_w=power_limit_w)
-
-
-def h100(gpus: int) -> System:
-    return System(accelerator="h100-sxm", gpus=gpus, gpus_per_node=8, memory_gib=80,
-                  peak_tflops={"bf16": 989.0, "fp16": 989.0, "fp8": 1979.0, "tf32": 494.0},
-                  hbm_gb_s=3350.0, intra_node_gb_s=450.0, scaleup_domain=8, nvls=True, inter_node_gb_s=ndr400(),
-                  tdp_w=700.0)
 
 
 def _source_key(row: dict) -> str:
@@ -116,14 +109,14 @@ def predict_row(row: dict) -> tuple[float, str]:
     if src.startswith("llm-foundry"):
         model = gpt_model(row, tied=True)
         mem = 40 if "A100-40GB" in row["gpu_type"] else 80
-        system = h100(gpus) if "H100" in row["gpu_type"] else a100(gpus, mem)
+        system = dgx_h100(gpus) if "H100" in row["gpu_type"] else a100(gpus, mem)
         reduce_bytes = 2.0 if "mp=pure" in prec_txt else 4.0  # Composer DEFAULT reduces in fp32, PURE in bf16
         fw = PerfStyle("fsdp", grad_bucket_params=2.5e7, grad_reduce_bytes=reduce_bytes)
         if not rec or rec == "none":
             rec = "none"
     elif src == "Megatron-Core H100":
         model = gpt_model(row)
-        system = h100(gpus)
+        system = dgx_h100(gpus)
         fw = "megatron-core"
         sp = tp > 1
         rec = "none"
