@@ -297,6 +297,20 @@ def test_gpt2(tmp_path):
     assert a.unknown_keys == ()
 
 
+@pytest.mark.parametrize(
+    ("cfg", "width_key", "act_key"),
+    [(GPT2, "n_embd", "activation_function"),
+     ({"model_type": "gpt_neox", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+       "num_attention_heads": 4, "vocab_size": 101, "max_position_embeddings": 32}, "hidden_size", "hidden_act")],
+)
+def test_mha_families_check_width_and_note_activation(cfg, width_key, act_key):
+    heads_key = "n_head" if width_key == "n_embd" else "num_attention_heads"
+    with pytest.raises(SpecError, match=f"{width_key}.*{heads_key} \\(5\\)"):
+        arch_from_hf_config(dict(cfg, **{heads_key: 5}))
+    a = arch_from_hf_config(dict(cfg, **{act_key: "relu"}))
+    assert any(n.startswith(f"{act_key}='relu'") for n in a.notes) and a.mlp == "gelu"
+
+
 def test_gpt_neox(tmp_path):
     cfg = {
         "model_type": "gpt_neox",

@@ -380,16 +380,26 @@ def _deepseek(version: int) -> Adapter:
     return adapter
 
 
+def _mha_width(c: ConfigReader, hidden_key: str, heads_key: str) -> tuple[int, int]:
+    """(hidden, heads) of a multi-head-attention config without head_dim: the heads must divide the width."""
+    hidden, heads = c.req_int(hidden_key), c.req_int(heads_key)
+    if hidden % heads:
+        raise SpecError(c.where(hidden_key), msg("hf_not_divisible", key=heads_key, heads=heads), value=hidden)
+    return hidden, heads
+
+
+def _gelu_act(c: ConfigReader, key: str, default: str) -> None:
+    """A plain (not gated) MLP is costed as GELU; another activation is noted, not refused."""
+    act = c.opt_str(key, default)
+    if "gelu" not in act:
+        c.notes.append(msg("hf_plain_mlp", key=key, act=repr(act)))
+
+
 def _gpt2(c: ConfigReader) -> dict[str, Any]:
     """modeling_gpt2.py: c_attn/c_proj/c_fc with biases, LayerNorm, GELU MLP of n_inner (default 4 * n_embd),
     learned positions (wpe, n_positions), lm_head tied to wte."""
-    hidden = c.req_int("n_embd")
-    heads = c.req_int("n_head")
-    if hidden % heads:
-        raise SpecError(c.where("n_embd"), msg("hf_not_divisible", key="n_head", heads=heads), value=hidden)
-    act = c.opt_str("activation_function", "gelu_new")
-    if "gelu" not in act:
-        c.notes.append(msg("hf_plain_mlp", key="activation_function", act=repr(act)))
+    hidden, heads = _mha_width(c, "n_embd", "n_head")
+    _gelu_act(c, "activation_function", "gelu_new")
     c.used.add("n_ctx")  # legacy alias of n_positions in old GPT-2 configs
     if c.opt_bool("add_cross_attention", False):
         raise SpecError(c.where("add_cross_attention"), msg("hf_cross_attention"), value=True)
@@ -414,13 +424,8 @@ def _gpt2(c: ConfigReader) -> dict[str, Any]:
 def _gpt_neox(c: ConfigReader) -> dict[str, Any]:
     """modeling_gpt_neox.py: fused query_key_value + dense (bias = attention_bias, default true), MLP
     dense_h_to_4h / dense_4h_to_h with biases, LayerNorm, rotary, separate embed_out."""
-    hidden = c.req_int("hidden_size")
-    heads = c.req_int("num_attention_heads")
-    if hidden % heads:
-        raise SpecError(c.where("hidden_size"), msg("hf_not_divisible", key="num_attention_heads", heads=heads), value=hidden)
-    act = c.opt_str("hidden_act", "gelu")
-    if "gelu" not in act:
-        c.notes.append(msg("hf_plain_mlp", key="hidden_act", act=repr(act)))
+    hidden, heads = _mha_width(c, "hidden_size", "num_attention_heads")
+    _gelu_act(c, "hidden_act", "gelu")
     bias = c.opt_bool("attention_bias", True)
     return dict(
         layers=c.req_int("num_hidden_layers"),
