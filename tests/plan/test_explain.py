@@ -1,0 +1,21 @@
+"""The plan's own sentences (plan/data/explain.yaml) read as sentences in both languages."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainsizer.catalogues import load
+from trainsizer.plan.messages import msg
+
+FIELDS = dict(fig="4 USD", next_fig="5 USD", goal="cheapest", next="h100-sxm x8", n=2, pct="10%", gap="12%")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_why_sentences_start_with_words_not_a_bare_figure(lang):
+    """The "why" row of a plan starts with what it says ("this option needs 4 USD, ..."), never with a bare
+    "4 USD; ..." that reads as a stray number."""
+    keys = sorted(k for k in load("plan/data/explain.yaml") if k.startswith("why_"))
+    assert {"why_tie", "why_best", "why_only_fit"} <= set(keys)
+    said = {k: str(msg(k, lang, **FIELDS)) for k in keys}
+    bare = {k: s for k, s in said.items() if s[:1].isdigit()}
+    assert not bare, f"these sentences start with a bare figure: {bare}"
