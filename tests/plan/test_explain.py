@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from trainsizer.catalogues import load
+from trainsizer.plan.explain import money
 from trainsizer.plan.messages import msg
 
 FIELDS = dict(fig="4 USD", next_fig="5 USD", goal="cheapest", next="h100-sxm x8", n=2, pct="10%", gap="12%")
@@ -19,3 +20,9 @@ def test_why_sentences_start_with_words_not_a_bare_figure(lang):
     said = {k: str(msg(k, lang, **FIELDS)) for k in keys}
     bare = {k: s for k, s in said.items() if s[:1].isdigit()}
     assert not bare, f"these sentences start with a bare figure: {bare}"
+
+
+def test_money_keeps_cents_only_where_they_tell_options_apart():
+    assert money(3.97, "USD") == "3.97 USD" and money(3.38, "USD") != money(3.97, "USD")
+    assert money(9198.4, "USD") == "9,198 USD" and money(100.0, "CNY") == "100 CNY"
+    assert money(None, "USD", "zh") == "无价格"

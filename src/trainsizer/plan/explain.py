@@ -22,7 +22,10 @@ COMM_KEYS = ("tp_comm", "cp_comm", "ep_comm", "dp_comm", "pp_comm")
 
 
 def money(v: float | None, currency: str, lang: str = "en") -> str:
-    return msg("money_none", lang) if v is None else f"{v:,.0f} {currency}"
+    """Whole units, but cents below 100: a 3.97 USD job is not "4 USD", nor tied with a "4 USD" one."""
+    if v is None:
+        return msg("money_none", lang)
+    return f"{v:,.2f} {currency}" if abs(v) < 100 else f"{v:,.0f} {currency}"
 
 
 def excluded(cands: Any, lang: str) -> dict[str, str]:
