@@ -194,3 +194,20 @@ def test_strategy_arrays_is_the_one_conversion() -> None:
     assert strategy_arrays(duck)["torch_compile"] == float(Strategy().torch_compile)  # the Strategy default
     with pytest.raises(SpecError, match="recompute"):
         strategy_arrays(Strategy(recompute="sometimes"))
+
+
+STARCODER = ModelArch(name="starcoderbase-15b", family="gpt", layers=40, hidden=6144, heads=48, kv_heads=1,
+                      ffn=24576, vocab=49152, mlp="gelu", norm="layernorm", position="learned")
+
+
+def test_multi_query_attention_under_tp_runs_where_the_kv_head_is_replicated():
+    """StarCoderBase trained with TP 4 and one KV head (BigCode Megatron-LM fork, arXiv:2305.06161 s5.6);
+    Megatron-Core asserts num_query_groups % tp == 0 and still refuses it."""
+    train = Training(seq_len=8192, global_batch_seqs=512)
+    st = Strategy(tp=4, pp=4, dp=32, framework="megatron")
+    assert check_strategy(STARCODER, train, sysm(512), st) == []
+    assert bool(valid_mask(STARCODER, train, sysm(512), st))
+    with pytest.raises(StrategyError, match="tp_divides_kv_heads"):
+        check_strategy(STARCODER, train, sysm(512), st.with_(framework="megatron-core"))
+    with pytest.raises(StrategyError, match="tp_divides_kv_heads"):  # GQA is not replicated
+        check_strategy(LLAMA70, TRAIN, sysm(64), Strategy(tp=16, dp=4, framework="megatron"))
