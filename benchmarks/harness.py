@@ -57,3 +57,33 @@ def mape(cases: list[Case]) -> float:
     """Mean absolute percentage error over the scored (not skipped) cases."""
     errs = [abs(c.err) for c in cases if not c.skipped]
     return 100.0 * float(np.mean(errs)) if errs else math.nan
+
+
+@dataclass
+class Fit:
+    """The memory estimate of one measured run: predicted worst-GPU peak against the card's usable memory, through
+    `memory_per_gpu_bytes` (the function the search and the plan use to accept or refuse a layout)."""
+
+    row_id: str
+    predicted_gib: float
+    usable_gib: float
+    fits: bool
+
+
+def fit_of(row_id: str, model, training, system, strategy) -> Fit:
+    from trainsizer.estimate.memory import GIB, memory_per_gpu_bytes
+
+    worst, ok = memory_per_gpu_bytes(model, training, system, strategy)
+    return Fit(row_id, float(np.asarray(worst).reshape(-1)[0]) / GIB, float(system.memory_gib),
+               bool(np.asarray(ok).reshape(-1)[0]))
+
+
+def print_fits(fits: list[Fit], what: str) -> None:
+    """Every run in the set was trained on real hardware, so each must be predicted to fit: print the count and
+    every run predicted not to (one line per run, not per metric)."""
+    runs = {f.row_id: f for f in fits}
+    refused = [f for f in runs.values() if not f.fits]
+    print(f"\nmemory ({what}): {len(runs)} runs, {len(runs) - len(refused)} predicted to fit, "
+          f"{len(refused)} refused")
+    for f in sorted(refused, key=lambda f: -f.predicted_gib / f.usable_gib):
+        print(f"  refused: {f.row_id} predicted {f.predicted_gib:.1f} GiB > {f.usable_gib:.1f} GiB usable")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from harness import Fit, fit_of, print_fits
 from trainsizer.catalog import load_catalog
 from trainsizer.estimate.step_time import step_time_arrays
 from trainsizer.scenario import resolve_job
@@ -65,6 +66,16 @@ def cases() -> list[tuple[str, str, float, float]]:
     return out
 
 
+def fits() -> list[Fit]:
+    """Each row's predicted peak memory against the card's usable memory (every row ran on real hardware)."""
+    cat = load_catalog()
+    out = []
+    for r in csv.DictReader(DATA.open(encoding="utf-8")):
+        sc = resolve_job(job(r), cat)
+        out.append(fit_of(r["id"], sc.model, sc.training, sc.system, sc.strategy))
+    return out
+
+
 def main() -> None:
     cs = cases()
     print(f"{'row':56s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
@@ -83,6 +94,7 @@ def main() -> None:
     print("worst rows:")
     for rid, _, m, p in sorted(cs, key=lambda c: -abs(c[3] - c[2]) / c[2])[:5]:
         print(f"  {rid:56s} {100 * (p - m) / m:+7.1f}%")
+    print_fits(fits(), "Megatron-Bridge 25.11")
 
 
 if __name__ == "__main__":

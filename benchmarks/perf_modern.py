@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from fabrics import hdr200, ndr400
-from harness import Case, degrees, dgx_h100, mape, num, whole
+from harness import Case, Fit, degrees, dgx_h100, fit_of, mape, num, print_fits, whole
 from trainsizer.estimate import flops as F
 from trainsizer.estimate.inputs import Strategy, System, Training
 from trainsizer.estimate.step_time import PerfStyle, perf_style, step_time_arrays
@@ -218,6 +218,15 @@ def cases(path: Path = DATA / "throughput.csv") -> list[Case]:
     return out
 
 
+def fits(path: Path = DATA / "throughput.csv") -> list[Fit]:
+    """Each run's predicted peak memory against its card's usable memory (every run trained on real hardware)."""
+    out = []
+    for row in modern_rows(path):
+        model, training, system, strategy, _ = configure(row)
+        out.append(fit_of(row["id"], model, training, system, strategy))
+    return out
+
+
 def summary(cs: list[Case]) -> dict:
     by_src: dict[str, list[Case]] = {}
     for c in cs:
@@ -245,3 +254,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    print_fits(fits(), "NeMo dgxc and torchtitan runs")

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from fabrics import hdr200, payload_gb_s
-from harness import Case, dgx_h100, mape, num, whole
+from harness import Case, Fit, dgx_h100, fit_of, mape, num, print_fits, whole
 from trainsizer.estimate import flops as F
 from trainsizer.estimate.inputs import Strategy, System, Training
 from trainsizer.estimate.step_time import PerfStyle, perf_style, step_time_arrays
@@ -79,6 +79,10 @@ def _recompute(row: dict) -> str:
     if r.startswith("selective"):
         return "selective"
     return "none"
+
+
+# row id -> (model, training, system, strategy) of every row predict_row evaluated (the memory check's input)
+LAYOUTS: dict[str, tuple[ModelArch, Training, System, Strategy]] = {}
 
 
 def predict_row(row: dict) -> tuple[float, str]:
@@ -139,6 +143,8 @@ def predict_row(row: dict) -> tuple[float, str]:
     training = Training(precision=precision, seq_len=seq, global_batch_seqs=gbs, flash_attention=flash)
     strategy = Strategy(tp=tp, pp=pp, vpp=vpp, dp=dp, micro_batch=mb, recompute=rec, sequence_parallel=sp,
                         zero=zero)
+    name = fw if isinstance(fw, str) else fw.name
+    LAYOUTS[row["id"]] = (model, training, system, strategy.with_(framework=name))
     out = step_time_arrays(model, training, system, strategy, framework_style=fw)
     step = float(np.asarray(out["step_s"]).reshape(-1)[0])
     L, h, V = model.layers, model.hidden, model.vocab
@@ -276,6 +282,11 @@ def gpu_hours_cases(path: Path = DATA / "gpu_hours.csv") -> list[Case]:
     return cases
 
 
+def fits(cases: list[Case]) -> list[Fit]:
+    """The predicted peak memory of every run whose layout is stated (rows predicted by `throughput_cases`)."""
+    return [fit_of(c.row_id, *LAYOUTS[c.row_id]) for c in cases if not c.skipped and c.row_id in LAYOUTS]
+
+
 def summary(cases: list[Case]) -> dict:
     used = [c for c in cases if not c.skipped]
     by_src: dict[str, list[Case]] = {}
@@ -304,6 +315,7 @@ def main() -> None:
         print(f"  {k:28s} n={n:3d}  MAPE {e:5.1f}%")
     w = s["worst"]
     print(f"  worst row: {w[0]} {w[1]} measured {w[2]:.4g} predicted {w[3]:.4g} ({w[4]:+.1f}%)")
+    print_fits(fits(cases), "runs with a stated layout")
     print("\nskipped rows:")
     for c in cases:
         if c.skipped:
