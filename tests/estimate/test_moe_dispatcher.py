@@ -1,6 +1,8 @@
-"""MoE token dispatcher (Strategy.moe_dispatcher): Megatron-Core's alltoall dispatcher synchronises with the host
-each MoE layer and pays a per-local-expert host cost; the flex one (DeepEP / HybridEP) does not. "auto" follows
-Megatron-Bridge 25.11's recipes (HybridEP on multi-host NVLink domains, DeepEP when EP leaves the domain)."""
+"""MoE token dispatcher (Strategy.moe_dispatcher): Megatron-Core's dropless MoE layer synchronises with the host
+each forward under both dispatchers, so the kernels issued per local expert after the sync are exposed; the alltoall
+dispatcher issues more of them (its all-to-all, permutation and FP8 padding) than the flex one (DeepEP / HybridEP).
+"auto" follows Megatron-Bridge 25.11's recipes (HybridEP on multi-host NVLink domains, DeepEP when EP leaves the
+domain)."""
 
 from __future__ import annotations
 
@@ -13,8 +15,10 @@ import yaml
 
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import SpecError, TrainsizerError
+from trainsizer.estimate.calibration import load_constants
+from trainsizer.estimate.compute import KERNELS
 from trainsizer.estimate.inputs import Strategy, Training
-from trainsizer.estimate.step_time import estimate_time, moe_alltoall
+from trainsizer.estimate.step_time import estimate_time, moe_alltoall, step_time_arrays
 from trainsizer.scenario import resolve_job
 
 from .test_perf_common import h100_cluster, llama8b, mixtral
@@ -40,17 +44,24 @@ def test_auto_follows_the_megatron_bridge_recipes():
     assert "strategy.moe_dispatcher" in str(err.value)
 
 
-def test_alltoall_costs_host_time_per_local_expert_and_flex_does_not():
+def _compute(m, s, st, **kw) -> float:
+    return estimate_time(m, TR, s, st.with_(**kw)).breakdown_s["compute"]
+
+
+def test_host_time_per_local_expert_for_both_dispatchers():
     m, s = mixtral().with_(experts=64, experts_per_token=8, expert_ffn=1792), h100_cluster(64)
     st = Strategy(dp=64, ep=8, micro_batch=1, framework="megatron-core")
-    a2a = estimate_time(m, TR, s, st.with_(moe_dispatcher="alltoall")).breakdown_s["compute"]
-    flex = estimate_time(m, TR, s, st.with_(moe_dispatcher="flex")).breakdown_s["compute"]
+    a2a, flex = _compute(m, s, st, moe_dispatcher="alltoall"), _compute(m, s, st, moe_dispatcher="flex")
     assert a2a > flex
-    assert estimate_time(m, TR, s, st).breakdown_s["compute"] == a2a  # auto: EP 8 in one node -> alltoall
-    # twice the local experts (EP 4 instead of 8) -> about twice the exposed host time
-    a2a4 = estimate_time(m, TR, s, st.with_(ep=4, moe_dispatcher="alltoall")).breakdown_s["compute"]
-    flex4 = estimate_time(m, TR, s, st.with_(ep=4, moe_dispatcher="flex")).breakdown_s["compute"]
+    assert _compute(m, s, st) == a2a  # auto: EP 8 in one node -> alltoall
+    k = load_constants()
+    base = _compute_arrays(m, TR, s, st.with_(moe_dispatcher="flex"), _zero_host(k))  # GPU-only
+    # the host part is per local expert: twice the local experts (EP 4 instead of 8) doubles it, and the
+    # alltoall / flex ratio is that of their per-kernel costs
+    a2a4, flex4 = _compute(m, s, st, ep=4, moe_dispatcher="alltoall"), _compute(m, s, st, ep=4, moe_dispatcher="flex")
     assert (a2a4 - flex4) == pytest.approx(2.0 * (a2a - flex), rel=0.05)
+    per = k.moe_host_s_per_expert_kernel
+    assert (a2a - base) / (flex - base) == pytest.approx(per["alltoall"] / per["flex"], rel=0.05)
     # dense models and non-Megatron styles are not affected
     d = Strategy(tp=8, dp=8, framework="megatron-core")
     assert estimate_time(llama8b(), TR, s, d.with_(moe_dispatcher="alltoall")).step_s == estimate_time(
@@ -58,6 +69,35 @@ def test_alltoall_costs_host_time_per_local_expert_and_flex_does_not():
     fsdp = Strategy(dp=64, ep=8, zero=3, framework="torchtitan")
     assert estimate_time(m, TR, s, fsdp.with_(moe_dispatcher="alltoall")).step_s == estimate_time(
         m, TR, s, fsdp.with_(moe_dispatcher="flex")).step_s
+
+
+def _moe_host(m, k, ep: int, dispatcher: str, cast_kernels: float) -> float:
+    """The host term the estimator should add per step for `m` on the 64-GPU test cluster (DP 64, MBS 1)."""
+    kernels = KERNELS["moe_expert_gemms"] + KERNELS["moe_expert_casts"] * cast_kernels
+    per_layer = m.experts / ep * k.moe_host_s_per_expert_kernel[dispatcher] * kernels
+    micro_batches = TR.global_batch_seqs / 64
+    return micro_batches * m.moe_layer_count * per_layer
+
+
+def test_fp8_casts_add_host_kernels_per_expert():
+    """FP8 adds the casts' kernels to each expert's launches: 1 per cast for MXFP8, 2 (amax first) for current
+    scaling, so the exposed host time grows 6 : 10 : 14 from BF16 to MXFP8 to current scaling."""
+    m, s = mixtral().with_(experts=64, experts_per_token=8, expert_ffn=1792), h100_cluster(64)
+    st = Strategy(dp=64, ep=8, micro_batch=1, framework="megatron-core", moe_dispatcher="flex")
+    k = load_constants()
+    for precision, recipe, cast_kernels in (("bf16", "auto", 0.0), ("fp8", "mxfp8", 1.0), ("fp8", "tensorwise", 2.0)):
+        tr = dataclasses.replace(TR, precision=precision, fp8_recipe=recipe)
+        host = _compute_arrays(m, tr, s, st, k) - _compute_arrays(m, tr, s, st, _zero_host(k))
+        assert host == pytest.approx(_moe_host(m, k, 8, "flex", cast_kernels), rel=1e-6)
+
+
+def _zero_host(k):
+    """A copy of the constants with the MoE host term switched off."""
+    return dataclasses.replace(k, moe_host_s_per_expert_kernel={"alltoall": 0.0, "flex": 0.0})
+
+
+def _compute_arrays(m, tr, s, st, k) -> float:
+    return float(np.asarray(step_time_arrays(m, tr, s, st, constants=k)["compute"]).reshape(-1)[0])
 
 
 def _job(dispatcher: str) -> dict:

@@ -29,7 +29,7 @@ class PerfConstants:
     host_s_per_layer_pass: float
     host_gpu_blend_norm: float
     eager_elementwise_traffic: float  # HBM traffic of eager element-wise ops relative to fused kernels
-    moe_host_s_per_local_expert: float  # exposed host time per local expert per MoE layer (alltoall)
+    moe_host_s_per_expert_kernel: dict[str, float]  # exposed host time per expert kernel, by dispatcher
     flash_efficiency: dict[str, float]
     flash_efficiency_native: dict[str, float]  # vendor-tuned fused attention (cuDNN / FA3) where it differs
     flash_bwd_over_fwd: float
@@ -112,7 +112,7 @@ def load_constants() -> PerfConstants:
         host_s_per_layer_pass=float(g["host_s_per_layer_pass"]),
         host_gpu_blend_norm=float(g["host_gpu_blend_norm"]),
         eager_elementwise_traffic=float(g["eager_elementwise_traffic"]),
-        moe_host_s_per_local_expert=float(g["moe_host_s_per_local_expert"]),
+        moe_host_s_per_expert_kernel={str(k): float(v) for k, v in g["moe_host_s_per_expert_kernel"].items()},
         flash_efficiency={str(k): float(v) for k, v in a["flash_efficiency"].items()},
         flash_efficiency_native={str(k): float(v) for k, v in a["flash_efficiency_native"].items()},
         flash_bwd_over_fwd=float(a["flash_bwd_over_fwd"]),

@@ -351,18 +351,22 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     gpu_layer = lt.fwd + lt.bwd + tp_per_layer
     q = x.k.host_gpu_blend_norm
     blend = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer
-    alltoall = np.asarray(x.fw.moe_host_sync) & moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t)
-    if not x.model.is_moe or not np.any(alltoall):
+    if not x.model.is_moe or not np.any(x.fw.moe_host_sync):
         return blend
-    # Megatron-Core's alltoall token dispatcher copies the expert token counts to the host before the
-    # all-to-all of every MoE layer (MoEAlltoAllTokenDispatcher: tokens_per_expert .to("cpu") for the split
-    # sizes), so the CPU cannot run ahead past an MoE layer: what it issues per local expert after that sync
-    # (the expert's split, casts and GEMMs of the grouped MLP, forward and backward) is exposed. The flex
-    # dispatcher (DeepEP / HybridEP) fuses permute and dispatch and is not charged.
+    # Megatron-Core's dropless MoE layer syncs with the host every forward: the alltoall dispatcher copies the
+    # expert token counts to the host before its all-to-all (MoEAlltoAllTokenDispatcher), the flex one waits for
+    # HybridEP's / DeepEP's received-token count, and TE GroupedLinear takes the per-expert splits as a host list.
+    # The CPU cannot run ahead past an MoE layer, so the kernels it issues per local expert after the sync (one
+    # GEMM each for fc1 / fc2 forward, dgrad, wgrad, and the FP8 casts) are exposed; NVIDIA's GB200 guide names
+    # this the CPU overhead left after CUDA graphs (perf_constants.yaml gemm.moe_host_s_per_expert_kernel).
+    alltoall = moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t)
+    per_kernel = np.where(alltoall, x.k.moe_host_s_per_expert_kernel["alltoall"],
+                          x.k.moe_host_s_per_expert_kernel["flex"])
+    kernels = compute.KERNELS["moe_expert_gemms"] + compute.KERNELS["moe_expert_casts"] * x.r.fp8_cast_kernels
     moe_share = x.model.moe_layer_count / x.model.layers
     local_experts = np.maximum(x.model.experts / x.e, 1.0)
-    per_expert = x.k.moe_host_s_per_local_expert * (1.0 + (x.rc == 2) / 3.0)
-    return _when(alltoall, blend + moe_share * local_experts * per_expert, blend)
+    per_expert = per_kernel * kernels * (1.0 + (x.rc == 2) / 3.0)
+    return _when(x.fw.moe_host_sync, blend + moe_share * local_experts * per_expert, blend)
 
 
 def moe_alltoall(dispatcher: str, system: System, ep: Any, tp: Any) -> Any:
