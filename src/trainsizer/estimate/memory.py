@@ -310,6 +310,11 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     loss_bytes = _loss_bytes(name, getattr(strategy, "loss_impl", "auto"), mega, titan & compiled, pre)
     st = {key: _by_prof(mega, lambda pr, n=key: getattr(pre.states[pr], n)) for key in
           ("weights", "grads", "grad_fp32_copy", "master", "grad_accum_fp32", "optimizer", "fp8_cache")}
+    if name == "torchtune":
+        # torchtune trains in the model dtype: no fp32 master copy, optimizer states in that dtype (torchtune
+        # docs tutorials/memory_optimizations.rst "Model Precision": bf16 "uses 2 bytes per model and optimizer
+        # parameter"; "we don't support mixed-precision training")
+        st["master"], st["optimizer"] = 0.0, pre.opt_in_param_dtype
     return _Batch(model=model, training=training, options=options, pre=pre, c=load_memory_constants(), s=s,
                   t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, z=z, rec=rec, off=s["offload"],
                   name=name, mega=mega, titan=titan, loss_bytes=loss_bytes, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro,

@@ -1,0 +1,156 @@
+"""Held-out check on fine-tuning time and memory on the stacks people fine-tune with: torchtune (README tables,
+RTX 4090 / RTX A6000 / A100), Hugging Face + PEFT + FlashAttention-2 (Unsloth's longest-context table, the
+LLaMA-Factory wiki), and Megatron-Bridge 26.06 SFT / LoRA (GB300, GB200, H100). No constant is fitted on them.
+
+Rows: benchmarks/data/finetune_heldout.csv (source URL and locator, date, confidence, and in `assumed` every
+cell the source does not state). Each row goes through the public job path (resolve_job) with the row's
+framework style, method, LoRA rank and targets, optimizer, recompute, loss implementation, compile, activation
+offloading, optimizer-in-backward and CPU offload. Three kinds of figure:
+- tokens/s: the row's total (`tokens_scope` total) or per GPU; the estimate is tokens per step / step time;
+- peak memory: `GiB-active` rows (torch.cuda peak active bytes) are compared with the estimate's allocated bytes
+  (total less CUDA context, NCCL buffers and allocator fragmentation); rows whose kind is unstated with the total;
+  `GB` rows are converted to GiB;
+- longest sequence that fits (Unsloth's table: a card of N GiB): `fit.max_seq_len` at granularity 1.
+A row is refused when the job path rejects it or the memory estimate says a configuration that ran does not fit.
+
+Run: python benchmarks/finetune_heldout.py
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from harness import Case, mape, num, whole
+from trainsizer.catalog import load_catalog
+from trainsizer.errors import TrainsizerError
+from trainsizer.estimate.fit import max_seq_len
+from trainsizer.estimate.memory import GIB, estimate_memory
+from trainsizer.estimate.step_time import step_time_arrays
+from trainsizer.scenario import resolve_job
+
+DATA = Path(__file__).resolve().parent / "data" / "finetune_heldout.csv"
+# Llama 3.2 3B (no preset): meta-llama/Llama-3.2-3B config.json (tied embeddings)
+MODELS = {"llama-3.2-3b": {"layers": 28, "hidden": 3072, "ffn": 8192, "heads": 24, "kv_heads": 8,
+                           "vocab": 128256, "tied_embeddings": True, "mlp": "swiglu", "norm": "rmsnorm",
+                           "position": "rope"}}
+NETWORK = {"gb300": "ib-xdr800"}
+NOT_ALLOCATED = ("cuda_context", "nccl_buffers", "fragmentation")
+
+
+def _bool(x: str) -> bool:
+    return x.strip().lower() == "true"
+
+
+def job(r: dict[str, str]) -> dict:
+    """The row as a job file would say it."""
+    seq = whole(r["seq_len"]) or 2048
+    out: dict = {
+        "model": MODELS.get(r["model"], r["model"]), "method": r["method"], "seq_len": seq,
+        "data": {"samples": 1e6, "avg_tokens": num(r["avg_tokens"], seq)}, "packing": _bool(r["packing"]),
+        "global_batch": {"sequences": whole(r["global_batch_seqs"])}, "precision": r["precision"],
+        "optimizer": r["optimizer"],
+        "hardware": {"accelerator": r["gpu"] or "a100-sxm-80gb", "count": whole(r["gpu_count"])},
+        "strategy": {"tp": whole(r["tp"], 1), "pp": whole(r["pp"], 1), "vpp": whole(r["vpp"], 1),
+                     "zero": whole(r["zero"]), "micro_batch": whole(r["micro_batch"], 1),
+                     "recompute": r["recompute"], "torch_compile": _bool(r["torch_compile"]),
+                     "loss_impl": r["loss_impl"], "activation_offload": _bool(r["activation_offload"]),
+                     "optimizer_in_backward": _bool(r["optimizer_in_backward"]), "offload": r["offload"],
+                     "framework": r["stack"]},
+    }
+    if r["fp8_recipe"]:
+        out["fp8_recipe"] = r["fp8_recipe"]
+    if whole(r["gpu_count"]) > 1:
+        out["hardware"]["network"] = NETWORK.get(r["gpu"], "ib-ndr400")
+    if r["stack"] == "megatron-core":
+        out["strategy"]["distributed_optimizer"] = True
+    if r["method"] in ("lora", "qlora"):
+        targets = r["lora_targets"].split()
+        out["lora"] = {"rank": whole(r["lora_rank"]), "targets": targets}
+    return out
+
+
+def _scenario(r: dict[str, str], cat):
+    sc = resolve_job(job(r), cat)
+    if r["peak_mem_unit"] == "GiB-card":  # Unsloth's table: a card of that size
+        sc = replace(sc, system=replace(sc.system, memory_gib=num(r["peak_mem"])))
+    return sc
+
+
+def _memory_gib(r: dict[str, str], est) -> tuple[float, float]:
+    """(measured, predicted) GiB on the row's basis."""
+    measured = num(r["peak_mem"]) * (1e9 / GIB if r["peak_mem_unit"] == "GB" else 1.0)
+    predicted = est.per_gpu_bytes
+    if r["peak_mem_unit"] == "GiB-active":
+        predicted -= sum(est.items_bytes.get(k, 0.0) for k in NOT_ALLOCATED)
+    return measured, predicted / GIB
+
+
+def row_cases(r: dict[str, str], cat) -> list[Case]:
+    """The row's scored figures (tokens/s, peak GiB, longest sequence), or one refused case."""
+    src = r["source"].split(" (")[0]
+    out: list[Case] = []
+    try:
+        sc = _scenario(r, cat)
+    except TrainsizerError as e:
+        return [Case(r["id"], src, "refused", 0.0, skipped=str(e).splitlines()[0][:120])]
+    m, t, s, st = sc.model, sc.training, sc.system, sc.strategy
+    if r["max_seq_len"]:
+        fit = max_seq_len(m, t, s, st, granularity=1)
+        out.append(Case(r["id"], src, "max_seq", num(r["max_seq_len"]), float(fit.value)))
+        return out
+    est = estimate_memory(m, t, s, st, check=False)
+    if est.per_gpu_bytes > s.memory_gib * GIB:
+        out.append(Case(r["id"], src, "fits", 1.0, skipped=f"predicted {est.per_gpu_bytes / GIB:.1f} GiB > "
+                                                             f"{s.memory_gib:.0f} GiB: refused"))
+    if r["peak_mem"] and r["peak_mem_unit"] != "GiB-card":
+        measured, predicted = _memory_gib(r, est)
+        out.append(Case(r["id"], src, "peak_gib", measured, predicted))
+    if r["tokens_per_s"]:
+        step = float(np.asarray(step_time_arrays(m, t, s, st)["step_s"]).reshape(-1)[0])
+        tps = t.tokens_per_step / step / (s.gpus if r["tokens_scope"] == "per_gpu" else 1)
+        out.append(Case(r["id"], src, "tokens_s", num(r["tokens_per_s"]), tps))
+    return out
+
+
+def cases() -> list[Case]:
+    cat = load_catalog()
+    out: list[Case] = []
+    for r in csv.DictReader(DATA.open(encoding="utf-8")):
+        out.extend(row_cases(r, cat))
+    return out
+
+
+def report(cs: list[Case]) -> None:
+    for c in cs:
+        if c.skipped:
+            print(f"  {c.row_id:32s} {c.metric:9s} REFUSED: {c.skipped}")
+        else:
+            print(f"  {c.row_id:32s} {c.metric:9s} measured {c.measured:9.1f} predicted {c.predicted:9.1f} "
+                  f"({100 * c.err:+.1f}%)")
+    groups: dict[tuple[str, str], list[Case]] = defaultdict(list)
+    for c in cs:
+        if c.metric not in ("refused", "fits"):
+            groups[(c.source, c.metric)].append(c)
+    print("\nper source and figure (MAPE, worst):")
+    for (src, metric), g in sorted(groups.items()):
+        worst = max(g, key=lambda c: abs(c.err))
+        print(f"  {src:52s} {metric:9s} n={len(g):2d} MAPE {mape(g):5.1f}%  worst {worst.row_id} "
+              f"({100 * worst.err:+.1f}%)")
+    for metric in ("tokens_s", "peak_gib", "max_seq"):
+        g = [c for c in cs if c.metric == metric]
+        print(f"  all {metric:9s} n={len(g):2d} MAPE {mape(g):5.1f}%")
+    refused = [c for c in cs if c.skipped]
+    print(f"refused: {len(refused)} row(s)" + "".join(f"\n  {c.row_id}: {c.skipped}" for c in refused))
+
+
+def main() -> None:
+    report(cases())
+
+
+if __name__ == "__main__":
+    main()
