@@ -2,9 +2,10 @@
 
 The bounds are what the estimator reaches today (see the benchmark output), with a small margin; a change
 that makes any of them worse fails here. Known misses are stated, not hidden:
-- MT-NLG (Smith et al. 2022, s2.4; confirmed by llm-analysis' reproduction) is predicted ~16-19% too fast
-  even with the DeepSpeed PipelineEngine modelled (blocking p2p, gradients reduced after the flush): the same
-  Selene layout where Narayanan's Megatron runs are predicted within 2%; the 15% per-source bound is missed.
+- MT-NLG (Smith et al. 2022, s2.4; confirmed by llm-analysis' reproduction) is predicted 7-11% too fast with
+  the DeepSpeed PipelineEngine (blocking, TP-partitioned p2p, gradients reduced after the flush) and the bf16
+  fp32 gradient accumulation modelled; the gap behaves like a per-step cost that no documented mechanism
+  explains (perf_validation.py prints what was checked under the MT-NLG line).
 - llm-foundry H100 30B at s = 8192 on 8 GPUs is the worst row (+29.8%, just inside the 30% target; a
   configuration at the edge of memory, where allocator retries are not modelled).
 """
@@ -35,13 +36,14 @@ def test_data_copied_next_to_benchmarks():
 
 def test_throughput_mape_overall(throughput):
     assert throughput["rows"] >= 190
-    assert throughput["mape"] <= 8.0  # reached: 6.9% (target 10%)
+    assert throughput["mape"] <= 8.0  # reached: 6.4% (target 10%)
 
 
 def test_throughput_mape_per_source(throughput):
     for source, (n, err) in throughput["by_source"].items():
-        limit = 20.0 if source == "MT-NLG" else 15.0  # MT-NLG: known miss, see module docstring
-        assert err <= limit, (source, n, err)
+        assert err <= 15.0, (source, n, err)
+    assert throughput["by_source"]["MT-NLG"][1] <= 10.0  # reached: 9.2%
+    assert throughput["by_source"]["BLOOM"][1] <= 4.5  # reached: 3.6%
 
 
 def test_throughput_worst_row(throughput):

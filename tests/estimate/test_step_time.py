@@ -381,7 +381,9 @@ def test_deepspeed_pipeline_engine_sends_serially_and_reduces_after_the_flush():
     m, tr, s = gpt(layers=24, hidden=4096, heads=32), Training(seq_len=2048, global_batch_seqs=256), a100_cluster(64)
     st = Strategy(tp=4, pp=4, dp=4, zero=1, micro_batch=1)
     assert perf_style("deepspeed").serial_pipeline
-    serial = replace(perf_style("deepspeed"), grad_bucket_params=4e7)  # buckets smaller than the gradients
+    # buckets smaller than the gradients; whole tensors on the wire (TP-partitioned p2p: test_step_time_deepspeed)
+    serial = replace(perf_style("deepspeed"), grad_bucket_params=4e7, p2p_partitioned_activations=False,
+                     p2p_partitioned_grads=False)
     batched = replace(serial, serial_pipeline=False)
     a = estimate_time(m, tr, s, st, framework_style=batched)
     b = estimate_time(m, tr, s, st, framework_style=serial)

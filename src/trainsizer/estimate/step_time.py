@@ -12,6 +12,10 @@ Assembly (each term names its origin):
 - What overlaps with what is the framework's perf style (perf_constants.yaml `frameworks:`), taken from
   `Strategy.framework` through `estimate.framework` ("auto": per strategy, Megatron-style or HF);
   `framework_style=` overrides it. FP8: GEMMs at the FP8 peak, attention in 16-bit (calibration.rates).
+- DeepSpeed PipelineEngine (`serial_pipeline`): per slot 2 activation + 2 gradient transfers in blocking calls,
+  each TP rank sending 1/t of the tensor and the receiver all-gathering it over TP (pipe/engine.py
+  PartitionedTensor); bf16 with ZeRO <= 1 adds every micro-batch's gradients into fp32 after its backward
+  (BF16_Optimizer.update_hp_grads, `_hp_grad_accum`).
 - DP gradient reduction (Megatron/DDP style): bucketed and overlapped with the backward of the last
   micro-batch; what does not fit in that window and the last bucket stay exposed (Li et al. 2020, PyTorch
   DDP, VLDB s3.2.3). Distributed optimizer / ZeRO-1/2: reduce-scatter grads + all-gather params (Rajbhandari
@@ -84,6 +88,13 @@ class PerfStyle:
     # DeepSpeed PipelineEngine (Megatron-DeepSpeed: BLOOM, MT-NLG): blocking p2p.send / p2p.recv issued as
     # separate instructions and the gradient reduction after the pipeline flush (_pipeline, _dp_comm_replicated)
     serial_pipeline: bool = False
+    # DeepSpeed PipelineEngine with TP > 1 (is_pipe_partitioned / is_grad_partitioned): each TP rank sends its
+    # 1/t share of the stage's output activation (gradient) and the receiver all-gathers it over TP (_pipeline)
+    p2p_partitioned_activations: bool = False
+    p2p_partitioned_grads: bool = False
+    # bytes per local trainable parameter per micro-batch of a separate fp32 gradient accumulation pass in bf16
+    # training with ZeRO <= 1 (DeepSpeed BF16_Optimizer.update_hp_grads after every backward; _hp_grad_accum)
+    hp_grad_accum_bytes: float = 0.0
     split_projections: bool = False  # q, k, v and gate, up are separate nn.Linear GEMMs (torchtitan, HF Llama)
     zero1_grad_allreduce: bool = False  # ZeRO-1 all-reduces the gradients (DeepSpeed BF16_Optimizer), not RS
     moe_host_sync: bool = False  # its alltoall MoE token dispatcher synchronises with the host (_host_excess)
@@ -446,7 +457,7 @@ def _micro_batch(x: _Step, lt: compute.LayerTimes, layer_mb: np.ndarray) -> _Mic
         # TP all-reduces (2 per layer) and EP all-to-alls (dispatch + combine), under no_grad
         compute_mb = compute_mb + n_stage * lt.fwd + head_w * lt.head_fwd
         tp_mb = tp_mb + (n_stage * 2.0 + head_w) * t_ar
-    compute_mb = compute_mb + n_stage * host_excess
+    compute_mb = compute_mb + n_stage * host_excess + _hp_grad_accum(x, n_stage)
     cp_mb = n_stage * cp_layer
     ep_mb = n_stage * ep_layer
     if training.has_reference_model:
@@ -454,6 +465,28 @@ def _micro_batch(x: _Step, lt: compute.LayerTimes, layer_mb: np.ndarray) -> _Mic
     if np.any(x.fw.ep_overlap):  # overlapped with the compute of a paired micro-batch (DeepSeek-V3 s3.2.1)
         ep_mb = _when(x.fw.ep_overlap, np.maximum(ep_mb - compute_mb, 0.0), ep_mb)
     return _MicroBatch(n_stage=n_stage, head_w=head_w, compute=compute_mb, tp=tp_mb, cp=cp_mb, ep=ep_mb)
+
+
+def _hp_grad_accum(x: _Step, n_stage: np.ndarray) -> np.ndarray:
+    """Seconds per micro-batch of a framework's separate fp32 gradient accumulation pass (bf16, ZeRO <= 1):
+    DeepSpeed's BF16_Optimizer.update_hp_grads runs after every micro-batch's backward
+    (PipelineEngine._exec_backward_pass, BF16_Optimizer.backward) and adds each bf16 gradient, cast to fp32,
+    into the fp32 gradient (`hp_grad.add_(lp.grad.to(fp32))`: read 2 B, write and read a 4 B temporary, read and
+    write 4 B = 18 B per parameter, perf_constants.yaml). The stage's decoder layers plus the vocabulary matrix
+    it holds (first stage: embedding, last: LM head or the tied embedding; one stage: both)."""
+    nbytes = np.asarray(x.fw.hp_grad_accum_bytes, dtype=float)
+    if x.training.precision != "bf16" or not np.any(nbytes > 0):
+        return np.zeros_like(n_stage)
+    model = x.model
+    p_total, p_expert = _param_split(model)
+    trainable = p_total if x.training.trains_base_weights else lora_trainable_params(model, x.training)
+    dense_layer = (model.params_non_embedding - p_expert) / model.layers
+    layer_local = dense_layer / x.t + p_expert / model.layers / (x.t * x.e)
+    vocab_local = np.where(x.p > 1, float(model.vocab * model.hidden),
+                           float(model.embedding_params + model.lm_head_params)) / x.t
+    local = (n_stage * layer_local + vocab_local) * trainable / p_total
+    on = x.zero <= 1
+    return np.where(on & (nbytes > 0), compute.stream_time(local * nbytes, x.r, kernels=0.0), 0.0)
 
 
 def _pipeline(x: _Step, t_mb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -465,13 +498,27 @@ def _pipeline(x: _Step, t_mb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         frac = pipeline.bubble_fraction(x.p, x.m, x.v)
     bubble = frac * x.m * t_mb
     stride_pp = x.t * x.c * x.d
-    p2p_bytes = x.tok * x.model.hidden * x.act * np.where(x.sp, 1.0 / x.t, 1.0)
-    t_p2p = comm.p2p_time(p2p_bytes, stride_pp < x.domain, x.r, x.system)
-    # DeepSpeed PipelineEngine: each schedule step sends and receives with separate blocking calls (TrainSchedule:
-    # SendGrad then RecvActivation, RecvGrad then SendActivation; p2p.send/recv async_op=False): 2 x the transfers
-    serial = _when(x.fw.serial_pipeline, 2.0, 1.0)
-    pp_comm = serial * pipeline.p2p_transfers_on_critical_path(x.p, x.m, x.v) * t_p2p * x.k.p2p_exposed_fraction
-    return bubble, pp_comm
+    same = stride_pp < x.domain
+    full = x.tok * x.model.hidden * x.act
+    t_p2p = comm.p2p_time(full * np.where(x.sp, 1.0 / x.t, 1.0), same, x.r, x.system)
+    transfers = pipeline.p2p_transfers_on_critical_path(x.p, x.m, x.v)
+    pp_comm = transfers * t_p2p * x.k.p2p_exposed_fraction
+    if not np.any(x.fw.serial_pipeline):
+        return bubble, pp_comm
+    # DeepSpeed PipelineEngine: every schedule step exchanges with one neighbour in separate blocking calls
+    # (TrainSchedule: RecvActivation + SendGrad in a forward step, SendActivation + RecvGrad in a backward step;
+    # p2p.send / recv async_op=False), so per slot a stage's timeline holds 2 activation and 2 gradient transfers.
+    # With TP > 1 each TP rank sends its 1/t share (PartitionedTensor) and the full tensor is all-gathered over TP:
+    # the received input in the forward, the stage's own output again before its backward, the received gradient.
+    part_a = np.asarray(x.fw.p2p_partitioned_activations) & (x.t > 1) & ~x.sp
+    part_g = np.asarray(x.fw.p2p_partitioned_grads) & (x.t > 1) & ~x.sp
+    t_act = np.where(part_a, comm.p2p_time(full / x.t, same, x.r, x.system), t_p2p)
+    t_grad = np.where(part_g, comm.p2p_time(full / x.t, same, x.r, x.system), t_p2p)
+    t_ag = comm.all_gather_time(full, x.t, comm.ranks_per_domain(x.t, 1.0, x.domain), x.r, x.system)
+    per_slot = (2.0 * (t_act + t_grad) * x.k.p2p_exposed_fraction
+                + (2.0 * part_a + 1.0 * part_g) * t_ag)
+    serial_comm = transfers / 2.0 * per_slot
+    return bubble, _when(x.fw.serial_pipeline, serial_comm, pp_comm)
 
 
 @dataclass(frozen=True)
