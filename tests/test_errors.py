@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from trainsizer.errors import SpecError, did_you_mean, unknown_name
+from trainsizer.errors import SpecError, TrainsizerError, did_you_mean, quoted, unknown_name
+from trainsizer.messages import tr
 
 IDS = ["h100-nvl-94gb", "h100-pcie-80gb", "h100-sxm-80gb", "h800-sxm-80gb", "b200"]
 
@@ -26,3 +27,13 @@ def test_spec_error_message_parts():
     err = SpecError("job.yaml: seq_len", "must be positive", value=-1, allowed="an integer > 0")
     assert str(err) == "job.yaml: seq_len: must be positive (got -1). Allowed: an integer > 0."
     assert did_you_mean("zzz", IDS) is None
+
+
+def test_a_quoted_error_is_a_catalogue_message_in_either_language():
+    err = unknown_name("hardware.accelerator", "accelerator", "h100-sxm-80g", IDS)
+    q = quoted(err)
+    assert q == "hardware.accelerator: unknown accelerator (got 'h100-sxm-80g')"
+    assert tr(q, "zh") == "hardware.accelerator：未知的加速卡（得到 'h100-sxm-80g'）"
+    long = quoted(SpecError("x", "too long", value="a" * 200))
+    assert len(long) < 120 and long.endswith("...)")
+    assert quoted(TrainsizerError("plain")) == "plain"  # no catalogue message: its own text

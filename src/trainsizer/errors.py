@@ -86,6 +86,20 @@ def render_error(err: TrainsizerError, lang: str) -> str:
     return render(lang) if callable(render) else str(err)
 
 
+def quoted(err: TrainsizerError) -> str:
+    """`err` as a catalogue message (key and parameters) for a sentence that quotes it ("memory not checked:
+    ..."), so the sentence reads in one language; an error without one stays its English text."""
+    if isinstance(err, StrategyError):
+        return msg("error_invalid_strategy", rule=err.rule, detail=err.detail)
+    if isinstance(err, SpecError):
+        if err.value is None:
+            return msg("error_where", where=err.where, problem=err.problem)
+        shown = repr(err.value)
+        shown = shown if len(shown) <= MAX_VALUE_CHARS else shown[:MAX_VALUE_CHARS] + "..."
+        return msg("error_where_got", where=err.where, problem=err.problem, value=shown)
+    return str(err)
+
+
 def _m(key: str, lang: str, **params: object) -> str:
     return render_message(key, lang, params)
 

@@ -9,6 +9,7 @@ from trainsizer.errors import SpecError, StrategyError
 from trainsizer.estimate.calibration import Calibration, load_constants
 from trainsizer.estimate.inputs import Strategy, Training
 from trainsizer.estimate.step_time import BREAKDOWN_KEYS, estimate_time, estimate_time_batch
+from trainsizer.messages import msg, tr
 
 from .test_perf_common import a100_cluster, gpt, h100_cluster, llama8b, mixtral
 
@@ -371,6 +372,24 @@ def test_memory_verdict_is_a_note_unless_the_caller_estimates_memory_itself():
     quiet = estimate_time(llama8b(), training, system, Strategy(**kw), memory_note=False)
     assert not any(n.startswith("does not fit") for n in quiet.notes)
     assert quiet.step_s == _est(**kw).step_s
+
+
+@pytest.mark.parametrize(("err", "zh_reason"), [
+    (StrategyError("tp_divides_heads", msg("rule_tp_divides_heads", tp=3, heads=32)),
+     "并行策略无效（tp_divides_heads）：tp=3 不能整除 32 个注意力头"),
+    (SpecError("options.attention_impl", msg("error_unknown_name", kind=msg("kind_attention_kernel")),
+               value="flashy"), "options.attention_impl：未知的注意力内核（得到 'flashy'）"),
+], ids=["strategy-rule", "spec"])
+def test_memory_not_checked_note_reads_in_the_readers_language(monkeypatch, err, zh_reason):
+    """Why memory was not checked is a catalogue message, so a Chinese reader gets all of it in Chinese."""
+    import trainsizer.estimate.memory as memory
+
+    def refuse(*_a, **_k):
+        raise err
+
+    monkeypatch.setattr(memory, "estimate_memory", refuse)
+    note = next(n for n in _est(dp=64).notes if n.startswith("memory not checked: "))
+    assert tr(note, "zh") == "未检查显存：" + zh_reason
 
 
 def test_deepspeed_pipeline_engine_sends_serially_and_reduces_after_the_flush():

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from trainsizer.errors import SpecError, TrainsizerError, did_you_mean
+from trainsizer.errors import SpecError, TrainsizerError, did_you_mean, quoted
 from trainsizer.estimate import comm, compute, pipeline
 from trainsizer.estimate.calibration import Calibration, PerfConstants, load_constants, rates
 from trainsizer.estimate.flops import (
@@ -795,7 +795,7 @@ def _memory_note(model: ModelArch, training: Training, system: System, strategy)
     try:
         mem = estimate_memory(model, training, system, strategy)
     except TrainsizerError as exc:
-        return (msg("note_memory_not_checked", reason=str(exc)),)
+        return (msg("note_memory_not_checked", reason=quoted(exc)),)
     if not mem.fits:
         return (msg("note_does_not_fit", needed=f"{mem.per_gpu_bytes / GIB:.1f}",
                     capacity=f"{mem.capacity_bytes / GIB:.1f}"),)
