@@ -155,6 +155,13 @@ def test_job_links_round_trip_and_refuse_garbage():
             decode_job(bad, 1_000)
 
 
+@pytest.mark.parametrize("lang, said, not_said", [("zh", "不是 trainsizer 生成的作业链接（无法解码）", "does not decode"),
+                                                ("en", "not a job link made by trainsizer (it does not decode)", "无法")])
+def test_a_broken_edit_link_is_refused_in_the_page_language(client, lang, said, not_said):
+    html = client.get("/", params={"job": "!!!", "lang": lang}).text
+    assert said in html and not_said not in html
+
+
 def test_edit_link_prefills_the_form(client):
     job = example("sft-70b-search.yaml")
     html = client.get("/", params={"job": encode_job(job), "lang": "en"}).text

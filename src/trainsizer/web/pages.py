@@ -69,7 +69,7 @@ def form_page(request: Request) -> HTMLResponse:
         try:
             values = form_from_job(decode_job(q["job"], request.app.state.config.max_json_bytes))
         except TrainsizerError as err:
-            errors["_"] = str(err)
+            errors["_"] = render_error(err, lang)
     else:
         for key in q:
             if key in MULTI:

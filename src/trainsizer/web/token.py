@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainsizer.errors import SpecError
+from trainsizer.messages import msg
 
 MAX_TOKEN_CHARS = 16_384  # URLs past ~16 KiB are refused by common HTTP servers anyway
 
@@ -33,16 +34,16 @@ def encode_job(job: Mapping[str, Any]) -> str:
 def decode_job(token: str, max_bytes: int) -> dict[str, Any]:
     """The job a link carries; a broken or oversized link is a SpecError naming the `job` parameter."""
     if len(token) > MAX_TOKEN_CHARS:
-        raise SpecError("job", f"link too long ({len(token)} characters; at most {MAX_TOKEN_CHARS})")
+        raise SpecError("job", msg("web_link_too_long", chars=len(token), limit=MAX_TOKEN_CHARS))
     try:
         packed = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         inflater = zlib.decompressobj()
         raw = inflater.decompress(packed, max_bytes + 1)
         if len(raw) > max_bytes or inflater.unconsumed_tail:
-            raise SpecError("job", f"the job in the link is larger than this server's limit of {max_bytes} bytes")
+            raise SpecError("job", msg("web_link_job_too_large", limit=max_bytes))
         data = json.loads(raw.decode("utf-8"))
     except (binascii.Error, zlib.error, ValueError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
-        raise SpecError("job", "not a job link made by trainsizer (it does not decode)") from None
+        raise SpecError("job", msg("web_link_undecodable")) from None
     if not isinstance(data, dict):
-        raise SpecError("job", "not a job link made by trainsizer (no job inside)")
+        raise SpecError("job", msg("web_link_no_job"))
     return data
