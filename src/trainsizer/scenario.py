@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainsizer.errors import SpecError, StrategyError, TrainsizerError
 from trainsizer.estimate.inputs import Strategy, System, Training
-from trainsizer.estimate.train_time import whole_steps
+from trainsizer.estimate.train_time import tokens_run, whole_steps
 from trainsizer.messages import msg
 from trainsizer.models import ModelArch, load_model
 from trainsizer.spec import Job, NetworkSpec, load_job
@@ -133,6 +133,11 @@ class Scenario:
     def steps(self) -> int:
         """Optimizer steps over the run: a partial last batch still takes a step (train_time.whole_steps)."""
         return whole_steps(self.training.tokens_total, self.training.tokens_per_step)
+
+    @property
+    def tokens_run(self) -> float:
+        """Tokens the run processes, whole steps (train_time.tokens_run): what time and cost are priced on."""
+        return tokens_run(self.training.tokens_total, self.training.tokens_per_step)
 
 
 def _prefixed(err: SpecError, prefix: str) -> SpecError:

@@ -754,7 +754,7 @@ def estimate_time(model: ModelArch, training: Training, system: System, strategy
     warnings go to `notes`, and (`memory_note`) the memory estimator's verdict when the strategy does not
     fit; a caller that estimates memory itself (`trainsizer.evaluate`) turns it off. The perf style comes
     from `strategy.framework` unless `framework_style` overrides it."""
-    from trainsizer.estimate.train_time import time_to_train, whole_steps
+    from trainsizer.estimate.train_time import time_to_train, tokens_run
 
     require_one_strategy(strategy, "estimate_time", "evaluate_batch")
     warnings = check_strategy(model, training, system, strategy)
@@ -766,9 +766,9 @@ def estimate_time(model: ModelArch, training: Training, system: System, strategy
     if memory_note:
         notes += _memory_note(model, training, system, strategy)
     # whole steps: a run is never shorter than the steps it takes (a partial last batch is one more step)
-    tokens_run = whole_steps(training.tokens_total, training.tokens_per_step) * float(training.tokens_per_step)
-    ttt = time_to_train(tokens_run, f["tokens_per_s"], model.params_total, gpus,
-                        system.gpus_per_node, calibration=calibration, **(reliability_kwargs or {}))
+    ttt = time_to_train(tokens_run(training.tokens_total, training.tokens_per_step), f["tokens_per_s"],
+                        model.params_total, gpus, system.gpus_per_node, calibration=calibration,
+                        **(reliability_kwargs or {}))
     return TimeEstimate(
         step_s=f["step_s"],
         tokens_per_s=f["tokens_per_s"],

@@ -30,6 +30,12 @@ def whole_steps(tokens_total: float, tokens_per_step: float) -> int:
     return max(1, math.ceil(tokens_total / tokens_per_step - 1e-9))
 
 
+def tokens_run(tokens_total: float, tokens_per_step: float) -> float:
+    """Tokens a run processes: whole optimizer steps, as a real run takes them (0 when unknown). The one
+    definition the estimate and the plan's pricing share."""
+    return whole_steps(tokens_total, tokens_per_step) * float(tokens_per_step)
+
+
 def time_to_train(tokens_total: float, tokens_per_s: float, params_total: float, gpus: int, gpus_per_node: int,
                   *, calibration: Calibration | None = None, include_failures: bool = True,
                   **reliability_kwargs) -> TrainTime:

@@ -113,7 +113,7 @@ def price(base: Scenario, r: OptionResult, catalog: Any) -> Priced:
     """Days, GPU-hours, costs and goal check of an option's best strategy (as `evaluate` reports them)."""
     sc = _option_scenario(base, r)
     system = r.system
-    ttt = time_to_train(base.training.tokens_total, r.tokens_per_s, base.model.params_total, system.gpus,
+    ttt = time_to_train(base.tokens_run, r.tokens_per_s, base.model.params_total, system.gpus,
                         system.gpus_per_node, figures=failure_figures(catalog.reliability))
     pue = catalog.facility.pue  # None: energy()'s shipped fallback, as in evaluate
     en = energy(system.gpus, ttt.train_days * 24.0, system.tdp_w, utilisation=r.busy_fraction,

@@ -1,0 +1,23 @@
+"""The plan ranks and prices options on the figures `trainsizer estimate` reports for them: time to train over
+whole optimizer steps (a partial last batch is one more step), as a real run takes them."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainsizer.plan.core import make_plan
+
+from .conftest import make_job
+
+
+def test_plan_figures_are_the_estimate_figures_over_whole_steps(catalog):
+    # 1e9 + 12,345 tokens at 64 x 4096 tokens per step: 3,815 steps, the last one partial
+    job = make_job(data={"tokens": 1.0e9 + 12_345}, goal={"procurement": "rent"})
+    job.pop("strategy")
+    plan = make_plan(job, catalog, top=3, build=False).model_dump(mode="json", by_alias=True)
+    shown = {o["id"]: o for o in plan["options"]}
+    assert plan["pareto"]
+    for point in plan["pareto"]:
+        option = shown[point["id"]]
+        assert point["train_days"] == pytest.approx(option["time"]["train_days"], rel=1e-12)
+        assert point["cost"] == pytest.approx(option["cost"]["rent"]["mid"], rel=1e-12)
