@@ -90,3 +90,17 @@ def tr(text: Any, lang: str) -> Any:
     if isinstance(text, list | tuple):
         return type(text)(tr(t, lang) for t in text)
     return text
+
+
+def stored(value: Any) -> Any:
+    """A message stored as JSON (`plan/texts.py`: {key, params}, a sum of parts {"all": [...]}, alternatives
+    {"any": [...]}) back as a `Msg`, nested parameters included; anything else unchanged. Plans store their
+    sentences this way, and `trainsizer accept` reads a plan's threshold sources with it."""
+    if isinstance(value, Mapping):
+        if "key" in value and "params" in value:
+            return msg(str(value["key"]), **{k: stored(v) for k, v in (value.get("params") or {}).items()})
+        if set(value) == {"all"}:
+            return tuple(stored(v) for v in value["all"])
+        if set(value) == {"any"}:
+            return [stored(v) for v in value["any"]]
+    return value

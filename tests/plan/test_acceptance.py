@@ -71,3 +71,31 @@ def test_accept_judges_against_the_plan_end_to_end(tmp_path, run_cli):
         assert checks[name]["status"] in ("pass", "fail")
     assert checks["checkpoint.integrity"]["status"] == "pass"
     assert checks["collectives.correctness.intra"]["status"] == "pass"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_accept_report_shows_a_plan_thresholds_source_in_the_readers_language(blocks, tmp_path, lang):
+    """A plan's thresholds carry the message their source was written from; `trainsizer accept` shows that
+    source, whole, in the reader's language."""
+    import io
+
+    from rich.console import Console
+
+    from trainsizer.accept import report
+    from trainsizer.accept.context import Context
+    from trainsizer.accept.results import RunResult
+    from trainsizer.plan.texts import say
+
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps({"job": {}, **blocks().model_dump(mode="json")}))
+    crit = criteria.load(path)
+    check = Context(crit, None, "no telemetry").at_least("host.cpu_cores", 1, crit.cpu_cores_min, "cores",
+                                                         "CPU cores")
+    assert check.source == crit.cpu_cores_min.source and check.source_msg == crit.cpu_cores_min.source_msg
+    expected = say(crit.cpu_cores_min.source_msg, lang)
+    assert report.source_text(check, lang) == expected
+    assert (expected == check.source) == (lang == "en") and len(expected) > 20
+    out = io.StringIO()
+    report.print_table(RunResult(run_id="r", started_at="2026-12-01T00:00:00", checks=[check]),
+                       Console(file=out, width=1000), lang=lang)
+    assert expected in out.getvalue()

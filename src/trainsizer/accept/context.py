@@ -56,6 +56,7 @@ class Context:
             name=name, status=status, measured=measured,
             threshold=limit.value if limit is not None else threshold,
             source=limit.source if limit is not None else source,
+            source_msg=limit.source_msg if limit is not None else None,
             unit=unit, why=why, node=self.node, details=details or {},
         )
 

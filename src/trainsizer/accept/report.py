@@ -9,8 +9,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from trainsizer.accept.results import RunResult
+from trainsizer.accept.results import CheckResult, RunResult
 from trainsizer.messages import render as render_message
+from trainsizer.messages import stored, tr
 
 _STYLE = {"pass": "green", "fail": "bold red", "skipped": "yellow", "error": "bold magenta"}
 
@@ -42,12 +43,18 @@ def print_table(result: RunResult, console: Console | None = None, lang: str = "
         table.add_row(*map(escape, (c.name, c.node or "")),
                       f"[{_STYLE[c.status]}]{_m(f'accept_status_{c.status}', lang)}[/]",
                       *map(escape, (_fmt(c.measured), _fmt(c.threshold), c.unit or "", c.why,
-                                    (c.source or "")[:60])))
+                                    source_text(c, lang))))
     console.print(table)
     counts = {s: sum(1 for c in result.checks if c.status == s) for s in _STYLE}
     colon = _m("accept_colon", lang)
     console.print(" ".join(f"{_m(f'accept_status_{k}', lang)}{colon}{v}" for k, v in counts.items())
                   + f"   {_m('accept_criteria', lang)}{colon}{escape(_criteria_source(result.criteria_source, lang))}")
+
+
+def source_text(check: CheckResult, lang: str) -> str:
+    """Where a check's threshold came from, whole: a plan's threshold in the reader's language (its stored
+    message), any other as recorded (catalog and platform-table sources are titles of documents)."""
+    return str(tr(stored(check.source_msg), lang)) if check.source_msg else (check.source or "")
 
 
 def _criteria_source(source: str, lang: str) -> str:

@@ -29,6 +29,9 @@ class CheckResult(BaseModel):
     unit: str | None = None
     why: str = ""
     source: str | None = None
+    # a plan's threshold: the catalogue message `source` was written from (criteria.Limit.source_msg), so the
+    # report shows the source in the reader's language
+    source_msg: dict[str, Any] | None = None
     node: str | None = None
     details: dict[str, Any] = Field(default_factory=dict)
 

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from trainsizer.messages import Msg, msg
+from trainsizer.messages import stored as _decode
 
 SUFFIX = "_msg"
 
@@ -57,17 +58,6 @@ def refs(texts: Any) -> Any:
         return out if any(v is not None for v in out.values()) else None
     out_list = [ref(v) for v in texts]
     return out_list if any(v is not None for v in out_list) else None
-
-
-def _decode(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        if "key" in value and "params" in value:
-            return msg(str(value["key"]), **{k: _decode(v) for k, v in (value.get("params") or {}).items()})
-        if set(value) == {"all"}:
-            return tuple(_decode(v) for v in value["all"])
-        if set(value) == {"any"}:
-            return [_decode(v) for v in value["any"]]
-    return value
 
 
 def say(message: Mapping[str, Any], lang: str) -> str:
