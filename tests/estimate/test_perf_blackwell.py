@@ -1,6 +1,7 @@
 """Blackwell / MoE rows (benchmarks/perf_blackwell.py: Megatron-Bridge 25.11 tables; the three DGX-B200 MoE rows
-set the alltoall dispatcher's per-expert host cost, the rest are held out). Bounds = today's figures with a
-margin; the known weak spots: H100 Qwen3-30B predicted too fast, GB300 slower than measured."""
+set the alltoall dispatcher's per-expert host cost, the GB200 DeepSeek-V3 FP8-MX row shares the layout the flex
+one is derived from, the rest are held out). Bounds = today's figures with a margin; the known weak spots: H100
+Qwen3-30B predicted too fast, GB300 slower than measured."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ def test_blackwell_and_moe_rows_end_to_end():
     dense = [e for rid, e in err.items() if "llama" in rid]
     moe = [e for rid, e in err.items() if "llama" not in rid]
     assert 100 * np.mean(dense) <= 9.0  # reached: 7.7%
-    assert 100 * np.mean(moe) <= 15.0  # reached: 14.0% (22.8% before the dispatcher model)
+    assert 100 * np.mean(moe) <= 10.5  # reached: 8.5% (14.0% with the host sync on alltoall only, 22.8% before)
     held = [e for rid, e in err.items() if "llama" not in rid and rid not in pb.FITTED]
-    assert 100 * np.mean(held) <= 19.0  # reached: 18.1%
-    assert 100 * np.mean(list(err.values())) <= 11.5  # reached: 10.5%
+    assert 100 * np.mean(held) <= 12.5  # reached: 10.6% (18.1% with the host sync on alltoall only)
+    clean = [e for rid, e in err.items() if "llama" not in rid and rid not in pb.FITTED + pb.DERIVED]
+    assert 100 * np.mean(clean) <= 13.5  # reached: 11.8%
+    assert 100 * np.mean(list(err.values())) <= 9.5  # reached: 8.2%

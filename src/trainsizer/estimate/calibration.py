@@ -173,6 +173,9 @@ class Rates:
     fp8_cast_bytes: float = 0.0  # HBM bytes per FP8 GEMM operand element for scaling + cast (0: not FP8)
     fp8_cast_kernels: float = 0.0  # kernels per FP8 cast of one tensor (by recipe)
     flash_bwd_over_fwd: float = 0.0  # attention backward / forward time (0: the attention section's constant)
+    # FP32 GEMMs on the CUDA cores (torch.mm on float32 without TF32, PyTorch's default): the fp32 MoE router;
+    # 0 where the catalog has no FP32 figure (the router is then timed at the 16-bit rate)
+    fp32_flops: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.gemm16_flops:
@@ -219,6 +222,8 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
     attn_precision = "bf16" if precision == "fp8" else precision
     if attn_precision == "bf16" and not system.peak_tflops.get("bf16"):
         attn_precision = precision
+    p32 = system.peak_tflops.get("fp32")
+    fp32 = float(p32) * 1e12 * eff16 if p32 else 0.0
     attn_peak = system.peak(attn_precision) * 1e12
     attn_eff = k.flash_fraction(system.accelerator, attention_kernel) * (
         k.fp32_efficiency_ratio if precision == "fp32" else 1.0) * power_clock_factor(system)
@@ -252,4 +257,5 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
         fp8_cast_bytes=cast_bytes,
         fp8_cast_kernels=cast_kernels,
         flash_bwd_over_fwd=bwd_over_fwd,
+        fp32_flops=fp32,
     )

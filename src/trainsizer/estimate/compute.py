@@ -21,7 +21,7 @@ Model (each line names its origin):
   kernel and re-reads its inputs (`elementwise_passes`, perf_constants.yaml `eager`).
 - FP8 training (Transformer Engine, torchao float8): only the linear layers' GEMMs run in FP8 (Micikevicius et
   al. 2022 "FP8 formats for deep learning" s4; TE docs "Using FP8 with Transformer Engine"); attention, the
-  LM head and the MoE router stay 16-bit. Each FP8 GEMM operand is scaled and cast: activations in forward,
+  LM head and the MoE router stay 16-bit (an fp32 router, DeepSeek, on the FP32 units). Each FP8 GEMM operand is scaled and cast: activations in forward,
   output gradients in backward (`fp8_cast_bytes` HBM bytes per element, by recipe), and the weights (read
   16-bit, write FP8 + its transpose) once per step with an FP8 weight cache, else every micro-batch; each
   tensor cast is 1 kernel (scale known: delayed, MXFP8) or 2 (amax pass first: current scaling), by recipe.
@@ -42,13 +42,13 @@ from trainsizer.models.arch import ModelArch
 KERNELS: dict[str, float] = {name: float(n) for name, n in load_constants().raw["kernels"].items()}
 
 
-def gemm_time(m, n, k, rates: Rates, batch=1.0, fixed: bool = True, linear: bool = True):
+def gemm_time(m, n, k, rates: Rates, batch=1.0, fixed: bool = True, linear: bool = True, flops: float = 0.0):
     """Seconds for `batch` GEMMs of (m x k)(k x n) on one GPU (soft roofline + per-kernel fixed cost).
 
     `linear`: a linear layer's GEMM (FP8 under FP8 training); False for the 16-bit ones (LM head, router,
-    non-flash attention scores)."""
+    non-flash attention scores). `flops`: another FLOP/s for this GEMM (an fp32 router), 0 = by `linear`."""
     m, n, k = np.asarray(m, float), np.asarray(n, float), np.asarray(k, float)
-    t_flop = 2.0 * m * n * k / (rates.gemm_flops if linear else rates.gemm16_flops)
+    t_flop = 2.0 * m * n * k / (flops or (rates.gemm_flops if linear else rates.gemm16_flops))
     t_mem = rates.act_bytes * (m * k + k * n + m * n) / rates.hbm_bytes_s
     t = batch * np.sqrt(t_flop * t_flop + t_mem * t_mem)
     return t + (rates.kernel_fixed_s if fixed else 0.0)
@@ -82,6 +82,7 @@ class ModelShapes:
     shared_ffn: int
     vocab: int
     layers: int
+    router_fp32: bool = False  # ModelArch.router_fp32: the gate GEMM on the FP32 units
 
     @classmethod
     def of(cls, model: ModelArch) -> ModelShapes:
@@ -110,6 +111,7 @@ class ModelShapes:
             shared_ffn=model.shared_expert_ffn,
             vocab=model.vocab,
             layers=model.layers,
+            router_fp32=model.router_fp32,
         )
 
 
@@ -227,7 +229,9 @@ def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, g_attn, a_fwd, a
     local_exp = np.maximum(shapes.experts / e, 1.0)
     # tokens per local expert: balanced routing x capacity factor (the busiest GPU sets the pace)
     m_e = tok * shapes.topk / local_exp * moe_capacity_factor
-    g_router = gemm_time(tok, shapes.experts, h, rates, linear=False)
+    # the gate: 16-bit, or fp32 on the CUDA cores (DeepSeek: torch.mm on float32, forward, dgrad and wgrad)
+    g_router = gemm_time(tok, shapes.experts, h, rates, linear=False,
+                         flops=rates.fp32_flops if shapes.router_fp32 else 0.0)
     g_exp, act_exp = _mlp_time(shapes, shapes.expert_up, shapes.expert_ffn, m_e, t, rates, elementwise_passes,
                                batch=local_exp)
     g_sh = act_sh = 0.0

@@ -75,6 +75,9 @@ class ModelArch:
     dense_layers: int = 0  # the first k layers use a dense MLP (DeepSeek first_k_dense_replace)
     moe_every: int = 1  # MoE on every n-th layer (Qwen2-MoE decoder_sparse_step)
     router_bias: bool = False  # DeepSeek-V3 e_score_correction_bias
+    # gate logits computed in fp32 (DeepSeek-V2/V3: HF DeepseekV3TopkRouter F.linear on float32 inputs and weight;
+    # Megatron-Bridge DeepSeekModelProvider moe_router_dtype "fp32"): the router GEMM runs on the FP32 units
+    router_fp32: bool = False
     # Attention kind; MLA parameters (DeepSeek-V2/V3)
     attention: str = "gqa"
     q_lora_rank: int = 0  # 0: queries are not compressed

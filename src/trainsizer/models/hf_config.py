@@ -370,6 +370,7 @@ def _deepseek(version: int) -> Adapter:
                 moe_every=c.opt_int("moe_layer_freq", 1, 1),
                 moe_layer_offset=0,
                 router_bias=method == "noaux_tc",
+                router_fp32=True,  # MoEGate / DeepseekV3TopkRouter: F.linear on float32
             )
         else:
             for key in ("num_experts_per_tok", "moe_intermediate_size", "n_shared_experts", "topk_method",

@@ -54,6 +54,7 @@ class InlineModelSpec(BaseModel):
     moe_layer_offset: int | None = NonNeg
     mlp_only_layers: list[int] | None = None
     router_bias: bool | None = None
+    router_fp32: bool | None = None
     attention: Literal["gqa", "mla"] | None = None
     q_lora_rank: int | None = NonNeg
     kv_lora_rank: int | None = NonNeg
