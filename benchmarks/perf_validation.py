@@ -233,8 +233,8 @@ LLAMA = {  # layers, hidden, heads, kv_heads, ffn (Touvron 2023a Table 2; 2023b 
 }
 
 
-def llama_gpu_hours(row_id: str, tokens_t: float, seq: int, power_w: float = 0.0) -> float:
-    """GPU-hours predicted for a Llama pre-training run on 2048 A100-80GB (8x200 Gb/s IB).
+def llama_gpu_hours(row_id: str, tokens_t: float, seq: int, power_w: float = 0.0, gpus: int = 2048) -> float:
+    """GPU-hours predicted for a Llama pre-training run on `gpus` A100-80GB (8x200 Gb/s IB; 2048 by default).
 
     Layout is not published: TP within a node, PP only when needed, micro-batch 1, selective recompute,
     global batch 4M tokens (both papers); the fastest layout of a small fixed menu is taken (what a planner
@@ -245,7 +245,6 @@ def llama_gpu_hours(row_id: str, tokens_t: float, seq: int, power_w: float = 0.0
     L, h, a, kv, f = LLAMA[row_id]
     model = ModelArch(name=row_id, family="llama", layers=L, hidden=h, heads=a, kv_heads=kv, ffn=f, vocab=32000,
                       max_position=seq)
-    gpus = 2048
     gbs = 4 * 2**20 // seq
     training = Training(precision="bf16", seq_len=seq, global_batch_seqs=gbs, flash_attention=True)
     system = a100(gpus, 80, power_limit_w=power_w)
@@ -360,6 +359,19 @@ def main() -> None:
         if not c.skipped:
             print(f"  {c.row_id:14s} measured {c.measured:12.0f} predicted {c.predicted:12.0f} {100 * c.err:+6.1f}%")
     print(f"  MAPE {mape(g):.1f}%")
+    print(LLAMA1_GPUS_NOTE)
+    for c in g:
+        if c.row_id in ("llama1_7B", "llama1_13B"):
+            alt = llama_gpu_hours(c.row_id, 1.0, 2048, 400.0, gpus=1024)
+            print(f"    {c.row_id:12s} at 1024 GPUs: predicted {alt:10.0f} {100 * (alt / c.measured - 1):+6.1f}%")
+
+
+# Llama 1 GPU-hours: what the 7B / 13B rows assume that the paper does not state.
+LLAMA1_GPUS_NOTE = """\
+  LLaMA 1: the paper states 2048 A100-80GB and ~380 tokens/s/GPU for 65B only (s2.4); every size is predicted on
+  2048 GPUs with the 4M-token batch, i.e. one 2048-token sequence per GPU per step, where 7B and 13B have no layout
+  without a pipeline bubble, a TP split of small GEMMs or an exposed gradient reduction. Their GPU count is not
+  published; on fewer GPUs (the same menu, not fitted):"""
 
 
 if __name__ == "__main__":
