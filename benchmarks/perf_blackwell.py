@@ -52,7 +52,11 @@ def job(r: dict[str, str]) -> dict:
         "hardware": {"accelerator": acc, "count": int(r["gpu_count"]), "network": net},
         "strategy": {"tp": tp, "pp": pp, "cp": cp, "ep": ep, "vpp": max(vpp, 1), "micro_batch": int(r["micro_batch"]),
                      "recompute": "none", "distributed_optimizer": r["fsdp"] != "1",
-                     "fsdp": "full" if r["fsdp"] == "1" else "none", "framework": "megatron-core"},
+                     "fsdp": "full" if r["fsdp"] == "1" else "none", "framework": "megatron-core",
+                     # the 25.11 performance scripts (scripts/performance/configs/*_llm_pretrain.py, v0.2.0):
+                     # cfg.ddp.grad_reduce_in_fp32 = False for every model; the FP8-CS / FP8-MX precision configs
+                     # (utils/helpers.py get_precision_config) set fp8_param_gather = True
+                     "grad_reduce_in_fp32": False, "fp8_param_allgather": precision == "fp8"},
     }
 
 

@@ -147,9 +147,16 @@ def configure(row: dict) -> tuple[ModelArch, Training, System, Strategy, str]:
         # Megatron account_for_embedding/loss_in_pipeline_split: a chunk count above the layers is the
         # embedding and the loss taking a layer's slot each
         extra = max(0, pp * vpp - model.layers) if pp > 1 else 0
+        # What the dgxc v25.04 scripts set: Llama 3.1 FP8 (llama3.1/pretrain_llama31.py) takes NeMo's
+        # bf16_with_fp8_mixed (fp8_param_gather = True) with grad_reduce_in_fp32 = False, BF16 the defaults; GPT-3
+        # (nemo_megatron/cfg/gpt3_175b_hydra.yaml) runs distributed_fused_adam with grad_sync_dtype bf16 and
+        # fp8_params true
+        fp8 = precision == "fp8"
+        bf16_grads = fp8 or model.family == "gpt"
         strategy = Strategy(tp=tp, pp=pp, vpp=vpp, dp=dp, cp=cp, micro_batch=mb, recompute=_recompute(row),
                             sequence_parallel=tp > 1, distributed_optimizer=True, framework=framework,
-                            pipeline_embedding_layer=extra >= 1, pipeline_loss_layer=extra >= 2)
+                            pipeline_embedding_layer=extra >= 1, pipeline_loss_layer=extra >= 2,
+                            grad_reduce_in_fp32=False if bf16_grads else None, fp8_param_allgather=fp8 or None)
     else:
         # torchtitan "local batch size" is per DP rank: global = local x dp (CP ranks share a sequence)
         gbs = whole(row["global_batch_seqs"]) or mb * dp

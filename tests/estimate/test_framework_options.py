@@ -62,3 +62,44 @@ def test_power_capped_96gb_h100_through_a_catalog_overlay(tmp_path):
     assert capped.system.power_limit_w == 500 and capped.system.memory_gib == 96
     t = [estimate_time(sc.model, sc.training, sc.system, sc.strategy).step_s for sc in (capped, stock)]
     assert t[0] > t[1]
+
+
+def test_megatron_bf16_gradient_buffers_and_fp8_primary_weights():
+    """grad_reduce_in_fp32 false: bf16 gradient buffer (2 B/param) instead of the fp32 main_grad, and the
+    distributed optimizer's fp32 cast of its shard at the step; fp8_param_gather: GEMM weights stored in FP8."""
+    m, s = llama8b(), h100_cluster(8)
+    st = Strategy(dp=8, micro_batch=1, recompute="full", distributed_optimizer=True, framework="megatron-core")
+    base = estimate_memory(m, TR, s, st)
+    half = estimate_memory(m, TR, s, st.with_(grad_reduce_in_fp32=False))
+    params = m.params_total
+    assert base.items_bytes["grad_accum_buffer"] == pytest.approx(4 * params, rel=1e-9)
+    assert half.items_bytes.get("grad_accum_buffer", 0.0) == 0.0
+    if half.peak_phase == "optimizer step":  # the fp32 cast of the shard: 4 B per parameter over 8 ranks
+        assert half.items_bytes["optimizer_step_grad_buffers"] == pytest.approx(4 * params / 8, rel=1e-9)
+    else:
+        assert half.items_bytes["gradients"] == pytest.approx(2 * params, rel=1e-9)
+    assert half.per_gpu_bytes < base.per_gpu_bytes - 1.5 * params
+    fp8 = Training(seq_len=8192, global_batch_seqs=64, precision="fp8")
+    cached = estimate_memory(m, fp8, s, st)
+    primary = estimate_memory(m, fp8, s, st.with_(fp8_param_allgather=True))
+    saved = cached.items_bytes["weights"] - primary.items_bytes["weights"]
+    gemm = params - 2 * m.vocab * m.hidden  # the linear layers (embedding and LM head stay bf16)
+    assert saved == pytest.approx(gemm, rel=0.01)
+    assert primary.items_bytes["fp8_weight_cache"] == pytest.approx(cached.items_bytes["fp8_weight_cache"] / 2)
+    # the option is Megatron-Core's: a DeepSpeed / HF job keeps its 16-bit gradients and weights
+    hf = Strategy(dp=8, zero=1, micro_batch=1, recompute="full", framework="hf")
+    assert estimate_memory(m, TR, s, hf.with_(grad_reduce_in_fp32=False)).per_gpu_bytes == \
+        estimate_memory(m, TR, s, hf).per_gpu_bytes
+
+
+def test_grad_reduce_in_fp32_is_a_job_option_and_sets_the_wire_dtype():
+    m, s = llama8b(), h100_cluster(64)
+    st = Strategy(dp=64, micro_batch=1, recompute="full", distributed_optimizer=True, framework="megatron-core")
+    wide = estimate_time(m, TR, s, st.with_(grad_reduce_in_fp32=True)).breakdown_s["dp_comm"]
+    assert wide > estimate_time(m, TR, s, st.with_(grad_reduce_in_fp32=False)).breakdown_s["dp_comm"]
+    job = {"model": "llama-3.1-8b", "data": {"tokens": 1e9}, "seq_len": 8192, "global_batch": {"sequences": 64},
+           "hardware": {"accelerator": "h100-sxm-80gb", "count": 8},
+           "strategy": {"distributed_optimizer": True, "grad_reduce_in_fp32": False, "framework": "megatron-core"}}
+    sc = resolve_job(job, load_catalog())
+    assert sc.strategy.grad_reduce_in_fp32 is False
+    assert sc.summary()["strategy"]["grad_reduce_in_fp32"] is False

@@ -176,7 +176,12 @@ class Strategy:
     loss_impl: str = "auto"  # one of LOSS_IMPLS, one value for the whole batch of strategies
     # Framework options (one value for the whole batch; None = the framework style's default):
     tp_comm_overlap: Any = None  # TP communication overlapped with GEMMs (Megatron --tp-comm-overlap, async TP)
-    fp8_param_allgather: Any = None  # FSDP2 all-gathers FP8 weights (torchtitan enable_fsdp_float8_all_gather)
+    # FP8 weight all-gather: torchtitan enable_fsdp_float8_all_gather (FSDP2); Megatron-Core --fp8-param-gather,
+    # whose GEMM weights are stored in FP8 (no bf16 copy)
+    fp8_param_allgather: Any = None
+    # Megatron-Core grad_reduce_in_fp32 (None = the style's default: fp32 main_grad); false = bf16 gradient
+    # buffer, reduced in bf16 (NeMo / Megatron-Bridge performance recipes); torchtitan mixed_precision_reduce
+    grad_reduce_in_fp32: Any = None
     moe_dispatcher: str = "auto"  # one of MOE_DISPATCHERS (Megatron-Core MoE token dispatcher); one per batch
     activation_offload: bool = False  # saved activations moved to host memory (torchtune, Megatron-Core)
     optimizer_in_backward: bool = False  # each parameter stepped and its gradient freed in backward (torchtune)

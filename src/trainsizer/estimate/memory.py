@@ -79,7 +79,8 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
     "grad_fp32_copy": ("optimizer", "fp32 gradient copy owned by the optimizer (Megatron fp16)"),
     "optimizer_step_grad_buffers": ("optimizer", "DeepSpeed ZeRO-1/2 optimizer step: the flattened 16-bit copy "
                                     "of the gradient partition and its fp32 cast, live beside master weights "
-                                    "and Adam states (stage_1_and_2.py step)"),
+                                    "and Adam states (stage_1_and_2.py step); Megatron-Core with bf16 gradient "
+                                    "buffers: the fp32 cast of the optimizer shard's gradients"),
     "layer_activations": ("activations", "tensors saved for backward by the stage's layers, all micro-batches "
                           "in flight (1F1B / interleaved)"),
     "recompute_working_set": ("activations", "one layer's activations re-created during backward under full "
@@ -211,6 +212,9 @@ class _Batch:
     name: str  # framework name (options override, else strategy.framework)
     mega: np.ndarray  # Megatron memory profile per strategy
     titan: np.ndarray  # torchtitan per strategy (its selective AC and FSDP2 + PP buffers)
+    bf16_grads: np.ndarray  # Megatron-Core gradient buffer in bf16 (grad_reduce_in_fp32 false), per strategy
+    fp8_params: np.ndarray  # Megatron-Core FP8 primary weights (fp8_param_gather), per strategy
+    grad_reduce_in_fp32: bool | None  # the job's option (None: the style's default)
     loss_bytes: tuple[Any, Any]  # (saved, backward extra) bytes per logit element, per strategy
     dpc: np.ndarray  # DP x CP ranks (gradients and ZeRO shards span both)
     divisors: dict[int, tuple[np.ndarray, np.ndarray]]  # ZeRO level -> (dense, expert) shard divisors
@@ -307,6 +311,14 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     moe_none = pick(pre.moe, row_none, 1) if model.is_moe else dense_none
 
     compiled = np.asarray(getattr(strategy, "torch_compile", True), dtype=bool)
+    # Megatron-Core options the NeMo / Megatron-Bridge performance recipes set (one value per batch; None = the
+    # style's default): grad_reduce_in_fp32 false keeps the DDP gradient buffer in bf16 instead of the fp32
+    # main_grad (MixedPrecisionConfig / DistributedDataParallelConfig.grad_reduce_in_fp32); fp8_param_gather
+    # stores the GEMM weights as FP8 tensors (te.fp8_model_init), no bf16 copy (MixedPrecisionConfig.fp8_param)
+    half = training.precision in ("bf16", "fp8")
+    g32 = getattr(strategy, "grad_reduce_in_fp32", None)
+    bf16_grads = mega & (g32 is False) & half
+    fp8_params = mega & bool(getattr(strategy, "fp8_param_allgather", None)) & (training.precision == "fp8")
     loss_bytes = _loss_bytes(name, getattr(strategy, "loss_impl", "auto"), mega, titan & compiled, pre)
     st = {key: _by_prof(mega, lambda pr, n=key: getattr(pre.states[pr], n)) for key in
           ("weights", "grads", "grad_fp32_copy", "master", "grad_accum_fp32", "optimizer", "fp8_cache")}
@@ -315,9 +327,14 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
         # docs tutorials/memory_optimizations.rst "Model Precision": bf16 "uses 2 bytes per model and optimizer
         # parameter"; "we don't support mixed-precision training")
         st["master"], st["optimizer"] = 0.0, pre.opt_in_param_dtype
+    if np.any(bf16_grads):
+        st["grads"] = np.where(bf16_grads, float(act_bytes(training.precision)), st["grads"])
+        st["grad_accum_fp32"] = np.where(bf16_grads, 0.0, st["grad_accum_fp32"])
     return _Batch(model=model, training=training, options=options, pre=pre, c=load_memory_constants(), s=s,
                   t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, z=z, rec=rec, off=s["offload"],
-                  name=name, mega=mega, titan=titan, loss_bytes=loss_bytes, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro,
+                  name=name, mega=mega, titan=titan, bf16_grads=bf16_grads, fp8_params=fp8_params,
+                  grad_reduce_in_fp32=g32,
+                  loss_bytes=loss_bytes, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro,
                   sp_div=sp_div, dense_b=dense_b, moe_b=moe_b, dense_none=dense_none, moe_none=moe_none, st=st,
                   w16=float(act_bytes(training.precision)))
 
@@ -404,6 +421,10 @@ def _model_states(b: _Batch, g: _Stage, items: dict[str, Any]) -> _States:
 
     if training.trains_base_weights:
         w = st["weights"] * shard(p_dense, p_exp, 3)
+        fp8c = b.c["fp8"]
+        if np.any(b.fp8_params):  # FP8 primary weights: the GEMM weights' only copy is the 1-byte FP8 tensor
+            fp8_w = (st["weights"] - fp8c["param_bytes_per_gemm_param"]) * shard(gemm_dense, p_exp, 3)
+            w = w - np.where(b.fp8_params, fp8_w, 0.0)
         items["weights"] = np.where(offload_par, 0.0, w)
         items["gradients"] = st["grads"] * shard(p_dense, p_exp, 2)
         items["grad_accum_buffer"] = st["grad_accum_fp32"] * shard(p_dense, p_exp, 2)
@@ -413,7 +434,8 @@ def _model_states(b: _Batch, g: _Stage, items: dict[str, Any]) -> _States:
         items["master_weights"] = np.where(offload_opt, 0.0, st["master"] * opt_params)
         items["optimizer_states"] = np.where(offload_opt, 0.0, st["optimizer"] * opt_params)
         items["grad_fp32_copy"] = np.where(offload_opt, 0.0, st["grad_fp32_copy"] * opt_params)
-        items["fp8_weight_cache"] = np.where(b.z >= 3, 0.0, st["fp8_cache"] * (gemm_dense + p_exp))
+        cache = np.where(b.fp8_params, fp8c["param_cache_bytes_per_gemm_param"], st["fp8_cache"])
+        items["fp8_weight_cache"] = np.where(b.z >= 3, 0.0, cache * (gemm_dense + p_exp))
         trainable_pg = p_dense + p_exp
         if training.method == "dpo":
             items["reference_model"] = b.w16 * shard(p_dense, p_exp, 3)
@@ -532,6 +554,8 @@ def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any) -> None:
     # set_requires_gradient_sync; FSDP2 FSDPParam.to_accumulated_grad_if_needed upcasts to reduce_dtype)
     stage_params = trainable_pg if full_train else 0.0
     unsharded_grad = oc["fsdp2_pp_unsharded_grad_bytes_per_param"]
+    if b.grad_reduce_in_fp32 is False:
+        unsharded_grad = b.w16  # mixed_precision_reduce bf16: the reduce dtype is the parameters'
     pp_hold = np.where(b.titan & (z >= 3) & (p > 1), (b.w16 + unsharded_grad) * stage_params, 0.0)
     items["framework_buffers"] = buckets + np.where((z >= 3) | b.offload_par, np.maximum(gathered, pp_hold), 0.0)
     allocated = sum(val for key, val in items.items() if key not in ("cuda_context", "nccl_buffers"))
@@ -544,17 +568,21 @@ def _optimizer_step_peak(b: _Batch, items: dict[str, Any], total: Any, opt_param
     the DeepSpeed ZeRO-1/2 optimizer step (deepspeed/runtime/zero/stage_1_and_2.py `step`: per param group,
     single_grad_partition = flatten(averaged_gradients[i]).to(fp32) -- a 16-bit flat copy and its fp32 cast
     of the rank's gradient partition -- becomes single_partition_of_fp32_groups[i].grad while the fp32 master
-    partition and the Adam states are live; activations are freed by then). With `detail`, `items` become
-    the peak phase's items."""
+    partition and the Adam states are live; activations are freed by then) or the Megatron-Core step with bf16
+    gradient buffers (DistributedOptimizer._copy_model_grads_to_main_grads: shard_main_param.grad =
+    shard_model_grad.float(), an fp32 copy of the shard's gradients). With `detail`, `items` become the peak
+    phase's items."""
     z = b.z
     step_peak = np.zeros(b.t.shape, dtype=bool)
     # DeepSpeed ZeRO-1/2 optimizer (hf-profile stacks with ZeRO 1/2 and no optimizer offload; not FSDP, whose
     # sharded fp32 gradients are the parameters' own .grad)
     ds_step = (~b.mega) & ((z == 1) | (z == 2)) & (~b.offload_opt) & (b.name != "fsdp")
-    if not (b.training.trains_base_weights and np.any(ds_step)):
+    mc_step = b.bf16_grads & (~b.offload_opt)
+    if not (b.training.trains_base_weights and np.any(ds_step | mc_step)):
         return total, step_peak
     w16, fp32 = b.w16, float(b.c["optimizer_step"]["fp32_grad_cast_bytes_per_param"])
-    extra = (fp32 + (w16 if w16 < fp32 else 0.0)) * opt_params  # fp32 training: the flat copy is fp32
+    flat = np.where(ds_step, w16 if w16 < fp32 else 0.0, 0.0)  # DeepSpeed's 16-bit flat copy (fp32 training: none)
+    extra = (fp32 + flat) * opt_params
     step_items = {key: items[key] for key in STEP_STATE_ITEMS if key in items}
     step_items["optimizer_step_grad_buffers"] = extra
     if b.options.overheads:
@@ -564,7 +592,7 @@ def _optimizer_step_peak(b: _Batch, items: dict[str, Any], total: Any, opt_param
         alloc = sum(v_ for k_, v_ in step_items.items() if k_ not in ("cuda_context", "nccl_buffers"))
         step_items["fragmentation"] = oc["allocator_fragmentation_fraction"] * alloc
     step_total = sum(step_items.values())
-    step_peak = ds_step & (step_total > total)
+    step_peak = (ds_step | mc_step) & (step_total > total)
     total = np.where(step_peak, step_total, total)
     if detail:
         for key in set(items) | set(step_items):

@@ -151,8 +151,11 @@ def _style(strategy, framework_style: str | PerfStyle | None, pretraining: bool 
 
 def _job_options(strategy, style: PerfStyle) -> PerfStyle:
     """The strategy's own framework options (async TP / TP overlap, FP8 all-gather) over the style's."""
-    changes = {key: bool(getattr(strategy, key)) for key in ("tp_comm_overlap", "fp8_param_allgather")
-               if getattr(strategy, key, None) is not None}
+    changes: dict = {key: bool(getattr(strategy, key)) for key in ("tp_comm_overlap", "fp8_param_allgather")
+                     if getattr(strategy, key, None) is not None}
+    g32 = getattr(strategy, "grad_reduce_in_fp32", None)
+    if g32 is not None:  # gradients on the wire in fp32 (4 bytes) or bf16 (2)
+        changes["grad_reduce_bytes"] = 4.0 if g32 else 2.0
     return dataclasses.replace(style, **changes) if changes else style
 
 

@@ -211,6 +211,9 @@ class StrategySpec(_Strict):
     # all-gather, activation offloading to host memory, optimizer step fused into backward (no accumulation)
     tp_comm_overlap: bool | None = None
     fp8_param_allgather: bool | None = None
+    # gradients accumulated and reduced in fp32 (Megatron-Core grad_reduce_in_fp32, torchtitan
+    # mixed_precision_reduce); false = bf16 gradient buffers (NeMo / Megatron-Bridge performance recipes)
+    grad_reduce_in_fp32: bool | None = None
     # MoE token dispatcher (Megatron-Core): auto | alltoall | flex (DeepEP / HybridEP)
     moe_dispatcher: MoeDispatcher = "auto"
     activation_offload: bool = False
