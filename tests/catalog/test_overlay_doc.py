@@ -68,3 +68,15 @@ def test_overlay_with_a_duplicate_key_names_the_line(tmp_path):
     path.write_text("prices:\n  rent-usd-h100-sxm-80gb: {low: 2.0, high: 2.5}\n  rent-usd-h100-sxm-80gb: {low: 1.0, high: 1.5}\n")
     with pytest.raises(SpecError, match=r"o.yaml:3: key 'rent-usd-h100-sxm-80gb' is given twice \(first on line 2\)"):
         load_catalog(overlays=[path])
+
+
+def test_documented_scale_example_places_the_card(tmp_path):
+    from trainsizer.catalog import scale
+
+    block = re.search(r"## Documented scale.*?```yaml\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+    assert block, "docs/catalog-overlay.md lost its scale_platforms example"
+    path = tmp_path / "scale.yaml"
+    path.write_text(block.group(1), encoding="utf-8")
+    cat = load_catalog(overlays=[_example(tmp_path), path])
+    st = scale.standing("acme-x1", 256, 8, cat)
+    assert st.level == "demonstrated" and st.platform is not None and st.evidence.sources == ("our_quote_2026_11",)

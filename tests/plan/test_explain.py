@@ -26,3 +26,22 @@ def test_money_keeps_cents_only_where_they_tell_options_apart():
     assert money(3.97, "USD") == "3.97 USD" and money(3.38, "USD") != money(3.97, "USD")
     assert money(9198.4, "USD") == "9,198 USD" and money(100.0, "CNY") == "100 CNY"
     assert money(None, "USD", "zh") == "无价格"
+
+
+def _opt(acc: str, platform: str | None, level: str):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(hardware=SimpleNamespace(accelerator=acc), scale=SimpleNamespace(platform=platform,
+                                                                                            level=level))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_options_without_any_scale_evidence_are_named_once(lang):
+    from trainsizer.plan.explain import no_scale_evidence_notes
+
+    shown = [_opt("h100-sxm-80gb", "hgx-hopper", "beyond"), _opt("acme-x1", None, "beyond"),
+             _opt("acme-x1", None, "beyond"), _opt("rtx-4090", None, "demonstrated"), _opt("x2", None, "beyond")]
+    (note,) = no_scale_evidence_notes(shown, None, lang)
+    assert "acme-x1, x2" in note and "rtx-4090" not in note and "h100" not in note and "scale_platforms" in note
+    assert (lang == "zh") == ("文献记载" in note)
+    assert no_scale_evidence_notes(shown[1:3], shown[1], lang) == []  # the recommended option's note says it

@@ -69,3 +69,23 @@ def test_fp8_job_names_the_16_bit_accelerators_it_left_out():
         plan = make_plan(_job("pretrain-deepseek-v3.yaml"), load_catalog(), top=1, lang=lang, build=False)
         note = next(n for n in plan.notes if "ascend-910c" in n)
         assert "ascend-910b" in note and word in note and "fp8" in note
+
+
+def test_an_overlay_card_gets_the_scale_its_overlay_documents(tmp_path):
+    """A card an overlay adds has no documented multi-node scale (the plan says so and how to add it) until
+    the overlay places it on a platform; then the plan judges it against that platform's evidence."""
+    from .conftest import make_job
+
+    card = ("accelerators:\n  acme-x1: {memory_gb: 96, memory_bw_tb_s: 4.0, tflops_dense: {bf16: 800}, "
+            "scaleup_tech: pcie, scaleup_bw_bidir_gb_s: 128, scaleup_domain: 8, pcie_gb_s: 63, tdp_w: 600}\n")
+    bare, placed = tmp_path / "bare.yaml", tmp_path / "placed.yaml"
+    bare.write_text(card, encoding="utf-8")
+    placed.write_text(card + "scale_platforms:\n  hgx-hopper: {members: [acme-x1]}\n", encoding="utf-8")
+    job = make_job(hardware={"accelerator": "acme-x1", "count": 16, "per_node": 8, "network": "ib-ndr400"})
+    job.pop("strategy")
+    before = make_plan(job, load_catalog([bare]), top=1, build=False)
+    assert before.recommended.scale.platform is None and before.recommended.scale.level == "beyond"
+    assert any("acme-x1" in n and "scale_platforms" in n for n in before.notes)
+    after = make_plan(job, load_catalog([placed]), top=1, build=False)
+    assert after.recommended.scale.platform == "hgx-hopper" and after.recommended.scale.level == "demonstrated"
+    assert not any("scale_platforms" in n for n in after.notes)

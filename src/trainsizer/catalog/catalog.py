@@ -132,6 +132,7 @@ class Catalog:
         self.collectives: dict[str, r.CollectiveMeasurement] = built["collectives"]
         self.network_formulas: dict[str, r.Formula] = built["network_formulas"]
         self.parts: dict[str, r.Part] = built["parts"]
+        self.scale_platforms: dict[str, r.ScalePlatform] = built["scale_platforms"]
         self._origins = origins
         self._alias: dict[str, str] = {}
         for acc in self.accelerators.values():
@@ -177,6 +178,10 @@ class Catalog:
     def parts_of(self, kind: str) -> list[r.Part]:
         """Parts of one kind (cable, transceiver, rack, ...), in catalog order."""
         return [p for p in self.parts.values() if p.kind == kind]
+
+    def scale_platform_of(self, accelerator_id: str) -> r.ScalePlatform | None:
+        """The platform whose documented scale an accelerator shares (None: no documented deployment)."""
+        return next((p for p in self.scale_platforms.values() if accelerator_id in p.members), None)
 
     def source(self, source_id: str) -> r.Source:
         return _get(self.sources, source_id, "source")
@@ -288,6 +293,7 @@ class Catalog:
             "collectives": self.collectives,
             "network_formulas": self.network_formulas,
             "parts": self.parts,
+            "scale_platforms": self.scale_platforms,
         }
         for name, body in sections.items():
             for rec in body.values():
@@ -367,6 +373,7 @@ def _check_refs(cat: Catalog) -> None:
             fixed = canon(rec.accelerator, where(section, rid, "accelerator"))
             if fixed != rec.accelerator:
                 table[rid] = rec.model_copy(update={"accelerator": fixed})
+    _check_platform_members(cat, canon, where)
     for net in cat.networks.values():
         if net.switch is not None and net.switch not in cat.switches:
             raise unknown_name(where("networks", net.id, "switch"), "switch", net.switch, cat.switches)
@@ -384,6 +391,19 @@ def _check_refs(cat: Catalog) -> None:
         for pp in price.basis:
             if pp not in cat.price_points:
                 raise unknown_name(where("prices", pid, "basis"), "price point", pp, cat.price_points)
+
+
+def _check_platform_members(cat: Catalog, canon: Any, where: Any) -> None:
+    """Platform members are catalog accelerators (aliases become ids), each in one platform at most."""
+    owner: dict[str, str] = {}
+    for pid, plat in list(cat.scale_platforms.items()):
+        members = tuple(canon(m, where("scale_platforms", pid, "members")) for m in plat.members)
+        for m in members:
+            if owner.setdefault(m, pid) != pid:
+                raise SpecError(where("scale_platforms", pid, "members"), msg("cat_platform_taken", other=owner[m]),
+                                value=m, allowed=msg("cat_allowed_one_platform"))
+        if members != plat.members:
+            cat.scale_platforms[pid] = plat.model_copy(update={"members": members})
 
 
 def build_catalog(overlays: Sequence[Path] = (), data_dir: Path = DATA_DIR) -> Catalog:

@@ -46,7 +46,11 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "collectives": r.CollectiveMeasurement,
     "network_formulas": r.Formula,
     "parts": r.Part,
+    "scale_platforms": r.ScalePlatform,
 }
+# Documented cluster sizes per platform: kept beside the catalog data (its own file and header), read into the
+# `scale_platforms` section, so an overlay extends or changes it like any other section.
+EVIDENCE_FILE = Path(__file__).parent / "evidence" / "scale.yaml"
 META_KEYS = ("schema_version", "date", "title", "note")
 _SPAN_SECTIONS = ("prices", "price_points", "facility", "reliability_figures")
 # Fields the loader manages itself; an overlay entry may give `sources` (its evidence) but not these.
@@ -133,7 +137,21 @@ def _read_builtin_cached(data_dir: Path) -> dict[str, dict[str, RawEntry]]:
                     raise SpecError(f"{name}: {section}.{entry_id}", msg("cat_duplicate_id"),
                                     value=entry_id, allowed=msg("cat_allowed_unique", folder=str(data_dir)))
                 raw[section][entry_id] = RawEntry(dict(rec), name, {k: name for k in rec})
+    _read_scale_evidence(raw)
     return raw
+
+
+def _read_scale_evidence(raw: dict[str, dict[str, RawEntry]]) -> None:
+    """evidence/scale.yaml's platforms as `scale_platforms` entries: a platform's sources are those of its
+    evidence, its date the file's."""
+    data = _read_yaml(EVIDENCE_FILE)
+    name = "evidence/scale.yaml"
+    for pid, rec in data["platforms"].items():
+        rec = dict(rec)
+        docs = [rec.get("demonstrated"), rec.get("designed"), *(rec.get("also") or ()), *(rec.get("software") or ())]
+        rec["sources"] = sorted({s for e in docs if e for s in e.get("sources", ())})
+        rec.setdefault("date", str(data["date"]))
+        raw["scale_platforms"][pid] = RawEntry(rec, name, {k: name for k in rec})
 
 
 def overlay_source_id(path: Path) -> str:
@@ -199,6 +217,9 @@ def apply_overlay(raw: dict[str, dict[str, RawEntry]], path: Path) -> None:
                 raw[section][entry_id] = RawEntry(rec, name, {k: name for k in rec})
                 continue
             date = rec.pop("date", default_date)
+            if section == "scale_platforms" and isinstance(rec.get("members"), list):
+                # accelerators join a platform: its catalog members stay
+                rec["members"] = list(dict.fromkeys([*existing.data.get("members", ()), *rec["members"]]))
             if section in _SPAN_SECTIONS and ("low" in rec or "high" in rec) and "typical" not in rec:
                 rec["typical"] = None  # the old central value belongs to the old range and source
             merged, changed = _deep_merge(existing.data, rec)

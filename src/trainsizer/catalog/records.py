@@ -547,3 +547,47 @@ class CollectiveMeasurement(Record):
     busbw_gb_s: Range
     algbw_gb_s: float | None = Field(default=None, gt=0)
     payload: str | None = None
+
+
+# ------------------------------------------------------------------------------------------ documented scale
+class ScaleEvidence(_Frozen):
+    """One document of how large a platform is known to work (catalog/evidence/scale.yaml)."""
+
+    gpus: int = Field(0, ge=0)  # 0: not a size (what a training stack documents about scale)
+    kind: Literal["training_run", "benchmark", "reference_design", "software"] = "software"
+    what: str = Field(min_length=1)
+    sources: tuple[str, ...] = Field(min_length=1)
+    date: str = Field(pattern=DATE_PATTERN)
+
+    @field_validator("date", mode="before")
+    @classmethod
+    def _year(cls, value: Any) -> Any:
+        """A bare year (`date: 2025`, YAML reads it as a number) is a date too."""
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+class ScalePlatform(Record):
+    """A platform (board, scale-up fabric, NICs, collective library), its accelerators and how large a cluster
+    of it is documented to work: `demonstrated` (largest published run or benchmark), `designed` (largest
+    vendor reference design); `also` smaller runs, `software` what the training stack documents."""
+
+    name: str
+    members: tuple[str, ...] = Field(min_length=1)
+    demonstrated: ScaleEvidence | None = None
+    designed: ScaleEvidence | None = None
+    also: tuple[ScaleEvidence, ...] = ()
+    software: tuple[ScaleEvidence, ...] = ()
+
+    @model_validator(mode="after")
+    def _sized(self) -> ScalePlatform:
+        for level in ("demonstrated", "designed"):
+            ev = getattr(self, level)
+            if ev is not None and ev.gpus < 1:
+                raise ValueError(msg("rec_scale_size", level=level))
+        return self
+
+    def evidence(self) -> tuple[ScaleEvidence, ...]:
+        return tuple(e for e in (self.demonstrated, self.designed, *self.also, *self.software) if e is not None)
+
+    def source_ids(self) -> set[str]:
+        return super().source_ids() | {s for e in self.evidence() for s in e.sources}

@@ -1,5 +1,5 @@
-"""How large a cluster of an accelerator is documented to work (`evidence/scale.yaml`), and where an
-option of a given size stands against it.
+"""How large a cluster of an accelerator is documented to work (`evidence/scale.yaml`, read into the catalog's
+`scale_platforms` so an overlay can extend it), and where an option of a given size stands against it.
 
 Standing of `count` GPUs (one server is always documented: it is the product):
 - demonstrated: count <= the largest published training run or benchmark on the platform;
@@ -12,34 +12,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
-from typing import Any
 
-import yaml
+from trainsizer.catalog.catalog import Catalog, load_catalog
+from trainsizer.catalog.records import ScaleEvidence as Evidence
+from trainsizer.catalog.records import ScalePlatform as Platform
 
 LEVELS = ("demonstrated", "designed", "beyond")
-
-
-@dataclass(frozen=True)
-class Evidence:
-    gpus: int
-    kind: str  # training_run | benchmark | reference_design
-    what: str
-    sources: tuple[str, ...]
-    date: str
-
-
-@dataclass(frozen=True)
-class Platform:
-    id: str
-    name: str
-    members: tuple[str, ...]
-    demonstrated: Evidence | None
-    designed: Evidence | None
-    confidence: str
-    also: tuple[Evidence, ...] = ()  # smaller published runs, for reference
-    software: tuple[Evidence, ...] = ()  # what the training stack documents about scale (gpus 0: not a size)
+__all__ = ["LEVELS", "Evidence", "Platform", "Standing", "platform_of", "platforms", "source_ids", "standing",
+           "standing_on"]
 
 
 @dataclass(frozen=True)
@@ -58,39 +38,27 @@ class Standing:
         return {"demonstrated": 0, "designed": 1}.get(self.level, 2 + self.doublings)
 
 
-def _evidence(raw: dict[str, Any] | None) -> Evidence | None:
-    if raw is None:
-        return None
-    return Evidence(gpus=int(raw.get("gpus", 0)), kind=str(raw.get("kind", "software")), what=str(raw["what"]).strip(),
-                    sources=tuple(raw["sources"]), date=str(raw["date"]))
+def platforms(catalog: Catalog | None = None) -> dict[str, Platform]:
+    """The platforms of `catalog` (default: the built-in catalog), overlays included."""
+    return (catalog or load_catalog()).scale_platforms
 
 
-@lru_cache(maxsize=1)
-def platforms() -> dict[str, Platform]:
-    text = resources.files("trainsizer.catalog").joinpath("evidence/scale.yaml").read_text(encoding="utf-8")
-    raw = yaml.safe_load(text)["platforms"]
-    return {pid: Platform(id=pid, name=str(p["name"]), members=tuple(p["members"]),
-                          demonstrated=_evidence(p.get("demonstrated")), designed=_evidence(p.get("designed")),
-                          confidence=str(p["confidence"]),
-                          also=tuple(e for e in map(_evidence, p.get("also") or ()) if e is not None),
-                          software=tuple(e for e in map(_evidence, p.get("software") or ()) if e is not None))
-            for pid, p in raw.items()}
+def platform_of(accelerator_id: str, catalog: Catalog | None = None) -> Platform | None:
+    return (catalog or load_catalog()).scale_platform_of(accelerator_id)
 
 
-@lru_cache(maxsize=256)
-def platform_of(accelerator_id: str) -> Platform | None:
-    return next((p for p in platforms().values() if accelerator_id in p.members), None)
-
-
-def source_ids() -> set[str]:
+def source_ids(catalog: Catalog | None = None) -> set[str]:
     """Every source id the scale evidence cites (for the registry checks)."""
-    return {s for p in platforms().values() for e in (p.demonstrated, p.designed, *p.also, *p.software) if e
-            for s in e.sources}
+    return {s for p in platforms(catalog).values() for e in p.evidence() for s in e.sources}
 
 
-def standing(accelerator_id: str, count: int, per_server: int) -> Standing:
+def standing(accelerator_id: str, count: int, per_server: int, catalog: Catalog | None = None) -> Standing:
     """Where `count` accelerators (servers of `per_server`) stand against the documented scale (module doc)."""
-    plat = platform_of(accelerator_id)
+    return standing_on(platform_of(accelerator_id, catalog), count, per_server)
+
+
+def standing_on(plat: Platform | None, count: int, per_server: int) -> Standing:
+    """`standing` on a platform already looked up (None: an accelerator with no documented deployment)."""
     dem = plat.demonstrated if plat else None
     des = plat.designed if plat else None
     pid = plat.id if plat else None

@@ -17,8 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from trainsizer.catalog.scale import Standing
-from trainsizer.catalog.scale import standing as scale_standing
+from trainsizer.catalog.scale import Platform, Standing, standing_on
 from trainsizer.errors import SpecError
 from trainsizer.estimate.energy import energy
 from trainsizer.estimate.reliability import failure_figures
@@ -63,6 +62,7 @@ class Priced:
     goal: dict[str, Any]
     cost: float | None  # what the job costs in the plan's currency (`job_cost`); None: no price in it
     basis: str | None  # "rent" or "buy": which one `cost` is
+    platform: Platform | None = None  # the catalog's documented-scale platform of the accelerator
 
     @property
     def standing(self) -> Standing:
@@ -70,7 +70,7 @@ class Priced:
         server of the option's server record (an NVL72 rack, a CloudMatrix) is always documented."""
         o = self.result.option
         per_server = max(o.per_node, int(getattr(o.server, "gpus", 0) or 0))
-        return scale_standing(o.accelerator.id, o.count, per_server)
+        return standing_on(self.platform, o.count, per_server)
 
     @property
     def meets_deadline(self) -> bool | None:
@@ -120,18 +120,16 @@ def price(base: Scenario, r: OptionResult, catalog: Any) -> Priced:
                 pue=pue.mid if pue else None)
     costs, goal, _ = run_costs(sc, catalog, ttt.gpu_hours, ttt.train_days * 24.0, en.kwh)
     cost, basis = job_cost(costs, plan_currency(base))
-    return Priced(r, sc, ttt.train_days, ttt.gpu_hours, costs, goal, cost, basis)
+    return Priced(r, sc, ttt.train_days, ttt.gpu_hours, costs, goal, cost, basis,
+                  catalog.scale_platform_of(r.option.accelerator.id))
 
 
 def _scored(i: int, p: Priced) -> ranking.Scored:
     return ranking.Scored(i, p.train_days, p.cost, p.meets_deadline, p.within_budget, p.standing.rank_key)
 
 
-def scale_out(st: Standing) -> ScaleOut:
-    from trainsizer.catalog.scale import platforms
-
+def scale_out(st: Standing, plat: Platform | None) -> ScaleOut:
     ev = st.evidence
-    plat = platforms().get(st.platform) if st.platform else None
     software = [f"{e.what} ({', '.join(e.sources)}, {e.date})" for e in plat.software] if plat else []
     return ScaleOut(level=st.level, documented_gpus=st.documented_gpus, doublings=st.doublings, platform=st.platform,
                     evidence=ev.what if ev else None, sources=list(ev.sources) if ev else [],
@@ -172,7 +170,7 @@ def _full_option(p: Priced, rank_: int, score: Score, tie: bool, why: str, catal
         id=r.option.key, rank=rank_, hardware=_hardware_out(r), strategy=StrategyOut(**strategy),
         memory=with_refs(result["memory"]), time=result["time"], cost=result["cost"], energy=result["energy"],
         meets=meets, score=score, tie=tie, why=why, strategies_evaluated=r.evaluated,
-        strategies_feasible=r.feasible, notes=result["notes"], scale=scale_out(p.standing),
+        strategies_feasible=r.feasible, notes=result["notes"], scale=scale_out(p.standing, p.platform),
     )
 
 
@@ -391,6 +389,7 @@ def _assemble(sr: Searched, rk: Ranked, options: list[PlanOption], recommended: 
         binding=binding,
         notes=list(sr.scenario.notes) + cands.notes + explain.plan_notes(sr.scenario, sr.pins, lang)
         + explain.scale_notes(rk.ranked, sr.priced, rk.metric, currency, lang)
+        + explain.no_scale_evidence_notes(options, recommended, lang)
         + explain.precision_notes(cands, sr.base.training.precision, lang),
     )
 

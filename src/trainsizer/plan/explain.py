@@ -262,6 +262,17 @@ def scale_notes(ranked: list[ranking.Scored], priced: list[Any], metric: str, cu
     return notes
 
 
+def no_scale_evidence_notes(options: list[PlanOption], recommended: PlanOption | None,
+                            lang: str = "en") -> list[str]:
+    """The accelerators of the options shown that are larger than one server and have no documented scale at
+    all: said once, so a reader knows why they rank late and how to add what they know (the recommended
+    option's own scale note already says it for its accelerator)."""
+    skip = recommended.hardware.accelerator if recommended is not None else None
+    accs = sorted({o.hardware.accelerator for o in options
+                   if o.scale.platform is None and o.scale.level != "demonstrated" and o.hardware.accelerator != skip})
+    return [msg("note_scale_no_evidence", lang, accs=", ".join(accs))] if accs else []
+
+
 def precision_notes(cands: Any, precision: str, lang: str = "en") -> list[str]:
     """Accelerators left out only because they lack the job's low precision (FP8 / FP4) are still candidates
     at 16 bits: name them so the comparison is asked for, not silently lost (e.g. Ascend for an FP8 job)."""
