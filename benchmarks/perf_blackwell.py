@@ -26,6 +26,7 @@ import numpy as np
 
 from harness import Fit, fit_of, print_fits
 from trainsizer.catalog import load_catalog
+from trainsizer.estimate.flops import layer_flops
 from trainsizer.estimate.step_time import step_time_arrays
 from trainsizer.scenario import resolve_job
 
@@ -83,6 +84,25 @@ def fits() -> list[Fit]:
     return out
 
 
+def flop_check() -> list[tuple[str, int, float, float]]:
+    """(model, seq, NVIDIA's model FLOPs per token = the table's TFLOP/s over its tokens/s, ours under NVIDIA's
+    convention): 3 x forward of every weight GEMM (routed top-k and shared experts, router, DeepSeek's dense first
+    layers, MLA's low-rank projections) and the LM head, with causal attention (half the s x s scores; ours
+    counts the full matrix, PaLM appendix B). MTP is in neither; NVIDIA's count leaves the router GEMM out (the
+    +0.2-0.3% on the MoE models)."""
+    cat, out, seen = load_catalog(), [], set()
+    for r in csv.DictReader(DATA.open(encoding="utf-8")):
+        if (r["model"], r["seq_len"]) in seen:
+            continue
+        seen.add((r["model"], r["seq_len"]))
+        model, s = resolve_job(job(r), cat).model, int(r["seq_len"])
+        lf = layer_flops(model)
+        ours = 3.0 * (lf.gemm() + lf.lm_head + 0.5 * lf.attn_core(s))
+        nvidia = float(r["model_tflops_per_gpu"]) * 1e12 / float(r["tokens_per_sec_per_gpu"])
+        out.append((r["model"], s, nvidia, ours))
+    return out
+
+
 def main() -> None:
     cs = cases()
     print(f"{'row':56s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
@@ -102,6 +122,9 @@ def main() -> None:
     print(f"  MoE held out (without the {len(FITTED)} fitted rows) n={len(held)} MAPE {100 * np.mean(held):.1f}%")
     clean = [abs(p - m) / m for rid, _, m, p in cs if "llama" not in rid and rid not in FITTED + DERIVED]
     print(f"  MoE held out (without the fitted and derived rows) n={len(clean)} MAPE {100 * np.mean(clean):.1f}%")
+    print("model FLOPs per token, NVIDIA's table vs this estimator under NVIDIA's convention (causal attention):")
+    for name, s, nvidia, ours in flop_check():
+        print(f"  {name:16s} s={s:5d} {nvidia / 1e9:8.2f} vs {ours / 1e9:8.2f} GFLOP ({100 * (ours / nvidia - 1):+.1f}%)")
     print("worst rows:")
     for rid, _, m, p in sorted(cs, key=lambda c: -abs(c[3] - c[2]) / c[2])[:5]:
         print(f"  {rid:56s} {100 * (p - m) / m:+7.1f}%")
