@@ -75,3 +75,14 @@ def test_no_fp32_accumulation_pass_under_zero3():
     a = estimate_time(MODEL, tr, a100_cluster(64), st, framework_style=ds)
     b = estimate_time(MODEL, tr, a100_cluster(64), st, framework_style=off)
     assert a.breakdown_s["compute"] == pytest.approx(b.breakdown_s["compute"], rel=1e-12)
+
+
+def test_scatter_gather_without_the_deepspeed_engine():
+    # the same TP partitioning under a batched 1F1B (Megatron-LM's scatter/gather, Narayanan 2021 s4.1): one
+    # activation and one gradient per slot, each 1/t on the wire and all-gathered once at its receiver
+    batched = replace(WHOLE, serial_pipeline=False)
+    sg = replace(batched, p2p_partitioned_activations=True, p2p_partitioned_grads=True)
+    assert _pp(sg).breakdown_s["pp_comm"] < 0.5 * _pp(batched).breakdown_s["pp_comm"]
+    # serial DeepSpeed engine: twice the transfers and one more all-gather per slot than the batched schedule
+    assert _pp(perf_style("deepspeed")).breakdown_s["pp_comm"] > 1.5 * _pp(sg).breakdown_s["pp_comm"]
+    assert _pp(sg, tp=1).breakdown_s["pp_comm"] == pytest.approx(_pp(batched, tp=1).breakdown_s["pp_comm"], rel=1e-12)

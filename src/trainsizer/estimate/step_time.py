@@ -504,24 +504,27 @@ def _pipeline(x: _Step, t_mb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     same = stride_pp < x.domain
     full = x.tok * x.model.hidden * x.act
     t_p2p = comm.p2p_time(full * np.where(x.sp, 1.0 / x.t, 1.0), same, x.r, x.system)
-    transfers = pipeline.p2p_transfers_on_critical_path(x.p, x.m, x.v)
-    pp_comm = transfers * t_p2p * x.k.p2p_exposed_fraction
-    if not np.any(x.fw.serial_pipeline):
-        return bubble, pp_comm
-    # DeepSpeed PipelineEngine: every schedule step exchanges with one neighbour in separate blocking calls
-    # (TrainSchedule: RecvActivation + SendGrad in a forward step, SendActivation + RecvGrad in a backward step;
-    # p2p.send / recv async_op=False), so per slot a stage's timeline holds 2 activation and 2 gradient transfers.
-    # With TP > 1 each TP rank sends its 1/t share (PartitionedTensor) and the full tensor is all-gathered over TP:
-    # the received input in the forward, the stage's own output again before its backward, the received gradient.
+    slots = pipeline.p2p_transfers_on_critical_path(x.p, x.m, x.v) / 2.0
+    # With TP > 1 (and no SP) each TP rank may send its 1/t share and the receiver all-gather the full tensor over
+    # TP: Megatron-LM's scatter/gather optimisation (Narayanan 2021 s4.1; --scatter-gather-tensors-in-pipeline,
+    # default since Feb 2021), DeepSpeed's PartitionedTensor (pipe/engine.py is_pipe_partitioned / _grad_partitioned)
     part_a = np.asarray(x.fw.p2p_partitioned_activations) & (x.t > 1) & ~x.sp
     part_g = np.asarray(x.fw.p2p_partitioned_grads) & (x.t > 1) & ~x.sp
-    t_act = np.where(part_a, comm.p2p_time(full / x.t, same, x.r, x.system), t_p2p)
-    t_grad = np.where(part_g, comm.p2p_time(full / x.t, same, x.r, x.system), t_p2p)
+    t_part = comm.p2p_time(full / x.t, same, x.r, x.system)
+    t_act = np.where(part_a, t_part, t_p2p)
+    t_grad = np.where(part_g, t_part, t_p2p)
     t_ag = comm.all_gather_time(full, x.t, comm.ranks_per_domain(x.t, 1.0, x.domain), x.r, x.system)
-    per_slot = (2.0 * (t_act + t_grad) * x.k.p2p_exposed_fraction
-                + (2.0 * part_a + 1.0 * part_g) * t_ag)
-    serial_comm = transfers / 2.0 * per_slot
-    return bubble, _when(x.fw.serial_pipeline, serial_comm, pp_comm)
+    f = x.k.p2p_exposed_fraction
+    # one activation and one gradient transfer per slot of the schedule, each all-gathered at its receiver
+    batched = slots * ((t_act + t_grad) * f + (part_a + 1.0 * part_g) * t_ag)
+    if not np.any(x.fw.serial_pipeline):
+        return bubble, batched
+    # DeepSpeed PipelineEngine: every schedule step exchanges with one neighbour in separate blocking calls
+    # (TrainSchedule: RecvActivation + SendGrad in a forward step, SendActivation + RecvGrad in a backward step;
+    # p2p.send / recv async_op=False), so per slot a stage's timeline holds 2 activation and 2 gradient transfers;
+    # a partitioned output is all-gathered again by its sender before its backward
+    serial = slots * (2.0 * (t_act + t_grad) * f + (2.0 * part_a + 1.0 * part_g) * t_ag)
+    return bubble, _when(x.fw.serial_pipeline, serial, batched)
 
 
 @dataclass(frozen=True)
