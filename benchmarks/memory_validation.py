@@ -10,14 +10,19 @@ project's validation set):
    appears to sum over GPUs). Setup from the Qwen repository (finetune/*.sh, finetune.py): bf16, AdamW,
    micro-batch 1, gradient accumulation 8, gradient checkpointing (full recompute), FlashAttention-2,
    LoRA r=64 on c_attn (fused QKV), c_proj (attention output and MLP down), w1, w2; LoRA (emb) also trains
-   the embedding and LM head (modules_to_save); full-parameter and multi-node LoRA use DeepSpeed ZeRO-2
-   (finetune/ds_config_zero2.json), 72B LoRA uses ZeRO-3. Q-LoRA uses a GPTQ Int4 base; it is evaluated
-   with the NF4 model (both about 0.5 B/param plus constants).
-   The full-parameter rows peak in the DeepSpeed ZeRO-2 optimizer step (flattened gradient partition + its
-   fp32 cast beside master weights and Adam states; deepspeed/runtime/zero/stage_1_and_2.py `step`). The 7B
-   two-GPU rows (69.6 GB per GPU at 256 tokens) sit at the bare ZeRO-2 model states, 2P + 14P/2 = 69.5 GB,
-   with no room for the CUDA context, DeepSpeed buckets, activations or that step, so they cannot be peaks
-   of the stack as written; they are kept and reported, not fitted.
+   the embedding and LM head (modules_to_save); multi-node LoRA uses DeepSpeed ZeRO-2
+   (finetune_lora_ds.sh, finetune/ds_config_zero2.json), 72B LoRA ZeRO-3. Q-LoRA uses a GPTQ Int4 base; it is
+   evaluated with the NF4 model (both about 0.5 B/param plus constants).
+   Full-parameter rows run finetune/finetune_ds.sh, whose --deepspeed is finetune/ds_config_zero3.json at every
+   commit from af22d5e (2023-09, when the profile was added) to 2df8e8a (README: "we use DeepSpeed ZeRO 3 in this
+   script"; recipes/finetune/deepspeed/readme.md: 80GB x 2 for Qwen-7B is "Full Parameter (w/ ZeRO3)"), no
+   offload, sub_group_size 1e9; they are modelled as that (framework deepspeed, ZeRO-3). They peak in the
+   ZeRO-3 optimizer step, which casts one sub-group of the partition at a time (memory_constants.yaml
+   optimizer_step). ZeRO-2, read before, cannot be what ran on 2 GPUs: its model states alone are
+   2P + 14P/2 = 69.5 GB per GPU, above the 7B row at 256 tokens (69.6 GB with the CUDA context, buckets and
+   activations). Left unexplained (reported, not fitted): the 1.8B single-GPU rows sit 5 GiB above the ZeRO-3
+   step (-13%), and the 7B rows grow by 10.6 GiB per GPU from 256 to 1,024 tokens, far more than activations
+   under full recompute (< 1 GiB).
 3. QLoRA claims (Dettmers et al. 2023): 65B fine-tunes within 48 GB; 16-bit full fine-tuning of 65B needs
    more than 780 GB in total.
 
@@ -122,7 +127,7 @@ def _qwen_setup(r: dict[str, str]) -> tuple[ModelArch, Training, System, Strateg
             targets = (*targets, "embed_tokens", "lm_head")
     zero = 3 if "Zero3" in method_text or "ZeRO-3" in r["zero_fsdp"] else (2 if gpus > 1 else 0)
     if method == "full":
-        zero = 2  # finetune_ds.sh: DeepSpeed ZeRO-2 (also on one GPU)
+        zero = 3  # finetune_ds.sh: DeepSpeed ZeRO-3
     training = Training(method=method, precision="bf16", optimizer="adamw", seq_len=seq,
                         global_batch_seqs=8 * gpus, lora_rank=int(r["lora_rank"] or 0),
                         lora_targets=targets if method != "full" else (), flash_attention=True)
@@ -135,8 +140,8 @@ def _qwen_setup(r: dict[str, str]) -> tuple[ModelArch, Training, System, Strateg
     # multi-node LoRA, 72B ZeRO-3) grow with sequence length like an fp32 loss in the measurements (7B
     # multi-node: 8.0 GiB per 4,096 tokens, the upcast model 9.1, native 5.5), for a reason not established.
     native = method == "qlora"
-    strategy = Strategy(dp=gpus, zero=zero, micro_batch=1, recompute="full",
-                        loss_impl="native" if native else "upcast")
+    strategy = Strategy(dp=gpus, zero=zero, micro_batch=1, recompute="full", loss_impl="native" if native else "upcast",
+                        framework="deepspeed" if method == "full" else "auto")
     return model, training, system, strategy, gpus
 
 

@@ -103,3 +103,21 @@ def test_grad_reduce_in_fp32_is_a_job_option_and_sets_the_wire_dtype():
     sc = resolve_job(job, load_catalog())
     assert sc.strategy.grad_reduce_in_fp32 is False
     assert sc.summary()["strategy"]["grad_reduce_in_fp32"] is False
+
+
+def test_deepspeed_zero3_step_casts_one_sub_group_at_a_time():
+    """DeepSpeed ZeRO-3's optimizer step casts one sub-group (sub_group_size, 1e9 elements) of the partition to
+    fp32 at a time: the step adds 6 B x min(partition, 1e9) over the model states (stage3.py step)."""
+    from trainsizer.estimate.model_states import load_memory_constants
+
+    m, s = llama8b(), h100_cluster(2)
+    tr = Training(method="full", seq_len=512, global_batch_seqs=2)
+    st = Strategy(dp=2, zero=3, micro_batch=1, recompute="full", framework="deepspeed")
+    e = estimate_memory(m, tr, s, st)
+    assert e.peak_phase == "optimizer step"
+    sub = load_memory_constants()["optimizer_step"]["zero3_sub_group_params"]
+    assert m.params_total / 2 > sub  # the partition is larger than one sub-group
+    assert e.items_bytes["optimizer_step_grad_buffers"] == pytest.approx(6 * sub)
+    # FSDP (framework fsdp / torchtitan) steps its sharded fp32 parameters in place: no such buffers
+    fsdp = estimate_memory(m, tr, s, st.with_(framework="fsdp"))
+    assert "optimizer_step_grad_buffers" not in fsdp.items_bytes

@@ -578,11 +578,16 @@ def _optimizer_step_peak(b: _Batch, items: dict[str, Any], total: Any, opt_param
     # sharded fp32 gradients are the parameters' own .grad)
     ds_step = (~b.mega) & ((z == 1) | (z == 2)) & (~b.offload_opt) & (b.name != "fsdp")
     mc_step = b.bf16_grads & (~b.offload_opt)
-    if not (b.training.trains_base_weights and np.any(ds_step | mc_step)):
+    # DeepSpeed ZeRO-3 (framework deepspeed) steps its partition sub-group by sub-group (stage3.py step:
+    # _prepare_fp32_grad_for_sub_group flattens and casts one sub-group's gradients, _release_sub_group frees them)
+    z3_step = (~b.mega) & (z >= 3) & (~b.offload_opt) & (b.name == "deepspeed")
+    if not (b.training.trains_base_weights and np.any(ds_step | mc_step | z3_step)):
         return total, step_peak
     w16, fp32 = b.w16, float(b.c["optimizer_step"]["fp32_grad_cast_bytes_per_param"])
-    flat = np.where(ds_step, w16 if w16 < fp32 else 0.0, 0.0)  # DeepSpeed's 16-bit flat copy (fp32 training: none)
-    extra = (fp32 + flat) * opt_params
+    deepspeed = ds_step | z3_step
+    flat = np.where(deepspeed, w16 if w16 < fp32 else 0.0, 0.0)  # DeepSpeed's 16-bit flat copy (fp32 training: none)
+    sub_group = float(b.c["optimizer_step"]["zero3_sub_group_params"])
+    extra = (fp32 + flat) * np.where(z3_step, np.minimum(opt_params, sub_group), opt_params)
     step_items = {key: items[key] for key in STEP_STATE_ITEMS if key in items}
     step_items["optimizer_step_grad_buffers"] = extra
     if b.options.overheads:
@@ -592,7 +597,7 @@ def _optimizer_step_peak(b: _Batch, items: dict[str, Any], total: Any, opt_param
         alloc = sum(v_ for k_, v_ in step_items.items() if k_ not in ("cuda_context", "nccl_buffers"))
         step_items["fragmentation"] = oc["allocator_fragmentation_fraction"] * alloc
     step_total = sum(step_items.values())
-    step_peak = (ds_step | mc_step) & (step_total > total)
+    step_peak = (deepspeed | mc_step) & (step_total > total)
     total = np.where(step_peak, step_total, total)
     if detail:
         for key in set(items) | set(step_items):
