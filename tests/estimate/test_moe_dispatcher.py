@@ -12,13 +12,15 @@ import textwrap
 import numpy as np
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import SpecError, TrainsizerError
 from trainsizer.estimate.calibration import load_constants
 from trainsizer.estimate.compute import KERNELS
 from trainsizer.estimate.inputs import Strategy, Training
-from trainsizer.estimate.step_time import estimate_time, moe_alltoall, step_time_arrays
+from trainsizer.estimate.step_time import ep_ranks_per_token, estimate_time, moe_alltoall, step_time_arrays
 from trainsizer.scenario import resolve_job
 
 from .test_perf_common import h100_cluster, llama8b, mixtral
@@ -120,3 +122,24 @@ def test_job_file_names_the_dispatcher_and_a_bad_name_is_refused():
     with pytest.raises(TrainsizerError) as err:
         resolve_job(_job("deepep2"), cat)
     assert "moe_dispatcher" in str(err.value)
+
+
+def test_flex_sends_a_token_once_per_rank_alltoall_once_per_expert():
+    """DeepEP / HybridEP deduplicate a token's copies per EP rank; the alltoall dispatcher sends one per expert."""
+    m, s = mixtral().with_(experts=64, experts_per_token=8, expert_ffn=1792), h100_cluster(64)
+    st = Strategy(dp=64, ep=8, micro_batch=1, framework="megatron-core")
+    a2a = estimate_time(m, TR, s, st.with_(moe_dispatcher="alltoall")).breakdown_s["ep_comm"]
+    flex = estimate_time(m, TR, s, st.with_(moe_dispatcher="flex")).breakdown_s["ep_comm"]
+    ranks = float(ep_ranks_per_token(64, 8, 8))
+    assert 5.0 < ranks < 5.6  # 8 experts of 64 on 8 ranks of 8: about 5.3 distinct ranks
+    assert flex / a2a == pytest.approx(ranks / 8, rel=0.02)
+
+
+@settings(max_examples=60, deadline=None)
+@given(hs.sampled_from([8, 16, 64, 128, 256]), hs.integers(1, 8), hs.sampled_from([1, 2, 4, 8, 16, 32, 64]))
+def test_ranks_per_token_bounded_by_topk_and_ep(experts, topk, ep):
+    ep = min(ep, experts)
+    r = float(ep_ranks_per_token(experts, topk, ep))
+    assert 1.0 - 1e-9 <= r <= min(topk, ep) + 1e-9
+    if ep == experts:  # one expert per rank: every copy goes to its own rank
+        assert r == pytest.approx(topk)

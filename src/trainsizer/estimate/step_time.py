@@ -400,6 +400,18 @@ def moe_alltoall(dispatcher: str, system: System, ep: Any, tp: Any) -> Any:
     return ~(multi_host_domain | leaves_domain)
 
 
+def ep_ranks_per_token(experts: int, topk: int, ep: Any) -> np.ndarray:
+    """Expected EP ranks a token's top-k experts fall on, for k distinct experts drawn uniformly (balanced routing)
+    from `experts` split evenly over `ep` ranks: ep x (1 - P(a rank holds none of them)), with P the
+    hypergeometric C(E - E/ep, k) / C(E, k)."""
+    e = np.maximum(np.asarray(ep, float), 1.0)
+    per_rank = experts / e
+    miss = np.ones_like(e)
+    for i in range(int(topk)):
+        miss = miss * np.clip((experts - per_rank - i) / (experts - i), 0.0, 1.0)
+    return e * (1.0 - miss)
+
+
 def _cp_comm(x: _Step, lt: compute.LayerTimes) -> np.ndarray:
     """Context parallel per layer: ring exchange of K and V (fwd) and dK, dV (bwd), hidden behind attention."""
     c = x.c
@@ -419,6 +431,12 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
     seq_share = np.where(x.sp, 1.0 / x.t, 1.0)
     # the busiest rank receives capacity_factor x the balanced share of routed tokens
     routed = model.experts_per_token * x.training.moe_capacity_factor
+    # DeepEP / HybridEP (Megatron-Core flex) send a token once to each EP rank holding one of its experts and
+    # permute it to those experts there (DeepEP get_dispatch_layout: is_token_in_rank; NVIDIA's GB200 guide s2.5:
+    # "no redundant communication"); the alltoall dispatcher permutes one copy per expert before sending
+    ranks = ep_ranks_per_token(model.experts, model.experts_per_token, x.e) * x.training.moe_capacity_factor
+    flex = np.asarray(x.fw.moe_host_sync) & ~moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t)
+    routed = np.where(flex, np.minimum(ranks, routed), routed)
     a2a = comm.all_to_all_time(x.tok * seq_share * routed * model.hidden * x.act, x.e, k_ep, x.r, x.system)
     return a2a * (4.0 + 2.0 * (x.rc == 2)) * model.moe_layer_count / model.layers
 
