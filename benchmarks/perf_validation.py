@@ -90,8 +90,9 @@ def _recompute(row: dict) -> str:
 LAYOUTS: dict[str, tuple[ModelArch, Training, System, Strategy]] = {}
 
 
-def predict_row(row: dict) -> tuple[float, str]:
-    """(predicted value in the row's unit, '') or (nan, reason for skipping)."""
+def predict_row(row: dict, selene_gb: int = 80) -> tuple[float, str]:
+    """(predicted value in the row's unit, '') or (nan, reason for skipping). `selene_gb`: the A100 part assumed
+    for the Selene rows (80 GB: Microsoft Research blog on MT-NLG, Oct 2021)."""
     rid, metric, src = row["id"], row["metric"], _source_key(row)
     if src in ("PaLM", "LLaMA", "OPT") or rid.startswith("megatron_h100_strong"):
         return math.nan, "parallel layout / batch of the run not published in the row"
@@ -136,7 +137,7 @@ def predict_row(row: dict) -> tuple[float, str]:
         fw = MEGATRON_DEEPSPEED_BF16
     else:  # Narayanan, Korthikanti, MT-NLG on Selene
         model = gpt_model(row)
-        system = a100(gpus, 80)
+        system = a100(gpus, selene_gb)
         flash = False
         if src == "Narayanan21 T2 ZeRO-3":
             fw = "deepspeed"
@@ -208,6 +209,10 @@ def korthikanti_layer_ms(row: dict) -> float:
 
 
 MODERN_SOURCES = ("NVIDIA/dgxc-benchmarking", "pytorch/torchtitan")  # predicted by perf_modern.py
+
+
+def _rows(path: Path = DATA / "throughput.csv") -> list[dict]:
+    return list(csv.DictReader(open(path, encoding="utf-8")))
 
 
 def throughput_cases(path: Path = DATA / "throughput.csv") -> list[Case]:
@@ -317,10 +322,11 @@ had no public bf16 ZeRO until Nov 2021) works like DeepSpeed's BF16_Optimizer --
 accumulates and all-reduces in fp32 (megatron/arguments.py).
 checked, does not explain the rest (-7% at 2240 GPUs to -11% at 3360): TrainSchedule's lock-step (even stages
 forward while odd stages run backward, one neighbour per step) simulated event by event: makespan = (m+p-1)(F+B),
-no more than 1F1B, also with a heavier last stage; 40 vs 80 GB: the Microsoft Research blog (Oct 2021) says 80 GB A100s
-(llm-analysis' 40 GB is its own assumption); stage split: GPTModelPipe uses partition_method type:transformer
-(3 layers per stage); LM-head recompute (PipelineModule checkpoints every module with parameters): ~2% of the last
-stage; ZeRO-1 reduce / all-gather and the optimizer step: < 1 s per step. The measured gap does not shrink with the
+no more than 1F1B, also with a heavier last stage; 40 vs 80 GB: the Microsoft Research blog (Oct 2021) says
+80 GB A100s (llm-analysis' 40 GB is its own assumption; sensitivity below; the memory estimate is 23 GiB per GPU
+either way); stage split: GPTModelPipe uses partition_method type:transformer (3 layers per stage); LM-head
+recompute (PipelineModule checkpoints every module with parameters): ~2% of the last stage; ZeRO-1 reduce /
+all-gather and the optimizer step: < 1 s per step. The measured gap does not shrink with the
 micro-batches (60.1 - 50.2 - 44.4 s for m = 240 - 192 - 160), i.e. it behaves like a per-step cost of a few
 seconds that no documented mechanism accounts for; not fitted.""",
 }
@@ -339,6 +345,14 @@ def main() -> None:
         print(f"  {k:28s} n={n:3d}  MAPE {e:5.1f}%")
         if k in SOURCE_NOTES:
             print("\n".join("      " + line for line in SOURCE_NOTES[k].splitlines()))
+        if k == "MT-NLG":
+            print("      with 40 GB A100s (1555 GB/s HBM; llm-analysis' assumption, not the sources'), not used:")
+            for c in cases:
+                if c.source == k and c.metric == "iteration_time":
+                    row = next(r for r in _rows() if r["id"] == c.row_id and r["metric"] == c.metric)
+                    alt = predict_row(row, selene_gb=40)[0]
+                    print(f"        {c.row_id}: measured {c.measured:.1f} s, predicted {alt:.2f} s "
+                          f"({100 * (alt / c.measured - 1):+.1f}%)")
     w = s["worst"]
     print(f"  worst row: {w[0]} {w[1]} measured {w[2]:.4g} predicted {w[3]:.4g} ({w[4]:+.1f}%)")
     print_fits(fits(cases), "runs with a stated layout")
