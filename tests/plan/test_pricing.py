@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from trainsizer.errors import SpecError
 from trainsizer.plan.core import make_plan
 
 from .conftest import make_job
@@ -21,3 +22,19 @@ def test_plan_figures_are_the_estimate_figures_over_whole_steps(catalog):
         option = shown[point["id"]]
         assert point["train_days"] == pytest.approx(option["time"]["train_days"], rel=1e-12)
         assert point["cost"] == pytest.approx(option["cost"]["rent"]["mid"], rel=1e-12)
+
+
+def test_a_plan_strategy_block_is_a_job_strategy_and_estimates_the_same(catalog):
+    """Copying the recommended option's hardware and strategy into the job reproduces its figures (the plan
+    writes shard_group 0 for "all of DP", which a job file takes as such)."""
+    from trainsizer import api
+
+    job = make_job(goal={"procurement": "rent"})
+    job.pop("strategy")
+    rec = make_plan(job, catalog, top=1, build=False).recommended
+    job["strategy"] = rec.strategy.model_dump(mode="json")
+    assert job["strategy"]["shard_group"] == 0
+    got = api.estimate(job, catalog)
+    assert got["time"]["train_days"] == pytest.approx(rec.time.train_days, rel=1e-12)
+    with pytest.raises(SpecError, match="hybrid needs shard_group"):
+        api.estimate(make_job(strategy={"fsdp": "hybrid", "shard_group": 0}), catalog)

@@ -192,7 +192,8 @@ class StrategySpec(_Strict):
     ep: int = Field(1, gt=0, le=MAX_GPUS)
     zero: int = Field(0, ge=0, le=3)
     fsdp: Fsdp = "none"
-    shard_group: int | None = Field(None, gt=0, le=MAX_GPUS)
+    # GPUs per hybrid-shard group; 0 or null: shard over all of DP (0 is what plans and `check` write)
+    shard_group: int | None = Field(None, ge=0, le=MAX_GPUS)
     micro_batch: int = Field(1, gt=0, le=MAX_BATCH_SEQUENCES)
     recompute: Recompute = "selective"
     offload: Offload = "none"
@@ -224,7 +225,7 @@ class StrategySpec(_Strict):
     def _fsdp_is_zero3(self) -> StrategySpec:
         if self.fsdp != "none" and self.zero not in (0, 3):
             raise ValueError(msg("job_fsdp_zero", fsdp=self.fsdp, zero=self.zero))
-        if self.fsdp == "hybrid" and self.shard_group is None:
+        if self.fsdp == "hybrid" and not self.shard_group:
             raise ValueError(msg("job_hybrid_shard_group"))
         return self
 
