@@ -142,6 +142,7 @@ USAGE = [("catalog", "list", "gpuz"), ("catalog", "show", "accelerator", "nosuch
                                                                       "--bogus"),
          ("estimate", "examples/sft-70b-16gpu.yaml", "--calibration", "nothing.json"),
          ("estimate", "examples/sft-70b-16gpu.yaml", "--recompute", "sometimes"), ("accept", "--nproc", "0"),
+         ("report", "/nonexistent/plan.json", "--out", "/nonexistent/out"),
          *[("accept", *bad, "--no-history", "--quiet") for bad in (
              ("--only", "storgae"), ("--platform", "h100"), ("--burn-in", "24hours"), ("--storage-size", "lots"),
              ("--nnodes", "2"), ("--telemetry", "nvmlx"), ("--merge", "/nonexistent/dir"))]]
@@ -159,6 +160,8 @@ OVERLAYS = {
     "bad range": "prices:\n  rent-usd-h100-sxm-80gb: {low: 3.0, high: 2.1, typical: 2.5}\n",
     "bad date": "date: yesterday\nprices: {}\n",
     "not a number": "accelerators:\n  h100-sxm-80gb: {tdp_w: lots}\n",
+    "scale member": "scale_platforms:\n  hgx-hopper: {members: [nosuch-gpu]}\n",
+    "scale two platforms": "scale_platforms:\n  hgx-hopper: {members: [mi300x]}\n",
 }
 
 
@@ -194,3 +197,12 @@ def test_overlay_card_in_chinese(run_cli, tmp_path):
     text = _assert_chinese(run_cli, "--catalog", str(path), "catalog", "show", "accelerator", "my-gpu",
                            source=overlay, codes=(0,), prose=catalog_prose())
     assert "未给出" in text and "已取默认值" in text
+
+
+@pytest.mark.parametrize("content", ['{"a": 1}', '{"options": [], "schema_version": "2.0"}', '{"options": '])
+def test_bad_plan_files_refused_in_chinese(run_cli, tmp_path, content):
+    path = tmp_path / "plan.json"
+    path.write_text(content, encoding="utf-8")
+    # `options` and `schema_version` are the plan file's keys, named as written
+    _assert_chinese(run_cli, "report", str(path), "--out", str(tmp_path / "out"), codes=(2,),
+                    source="options schema_version")

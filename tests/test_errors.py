@@ -37,3 +37,20 @@ def test_a_quoted_error_is_a_catalogue_message_in_either_language():
     long = quoted(SpecError("x", "too long", value="a" * 200))
     assert len(long) < 120 and long.endswith("...)")
     assert quoted(TrainsizerError("plain")) == "plain"  # no catalogue message: its own text
+
+
+def test_every_error_problem_in_src_is_a_catalogue_message():
+    """A SpecError's problem written as a literal string is English in a Chinese CLI or web page: every one is
+    a catalogue message (msg(...)) or built from one."""
+    import ast
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "src" / "trainsizer"
+    literal = []
+    for path in sorted(src.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            name = getattr(node, "func", None)
+            name = getattr(name, "id", getattr(name, "attr", None))
+            if name == "SpecError" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant | ast.JoinedStr):
+                literal.append(f"{path.relative_to(src)}:{node.lineno}")
+    assert not literal, f"problems written as literal English: {literal}"

@@ -391,7 +391,8 @@ def moe_alltoall(dispatcher: str, system: System, ep: Any, tp: Any) -> Any:
     DeepEP when the EP x TP group leaves the NVLink domain (H100 DeepSeek-V3, EP 64), the alltoall dispatcher
     otherwise (B200 and H100 Qwen3 runs with EP inside one 8-GPU node)."""
     if dispatcher not in MOE_DISPATCHERS:
-        raise SpecError("strategy.moe_dispatcher", "unknown MoE token dispatcher", value=dispatcher,
+        raise SpecError("strategy.moe_dispatcher", msg("error_unknown_name", kind=msg("kind_moe_dispatcher")),
+                        value=dispatcher,
                         allowed=MOE_DISPATCHERS, suggestion=did_you_mean(dispatcher, MOE_DISPATCHERS))
     if dispatcher != "auto":
         return np.full(np.broadcast(np.asarray(ep), np.asarray(tp)).shape, dispatcher == "alltoall")

@@ -23,6 +23,7 @@ from trainsizer.estimate.energy import energy
 from trainsizer.estimate.reliability import failure_figures
 from trainsizer.estimate.train_time import time_to_train
 from trainsizer.evaluate import evaluate, run_costs
+from trainsizer.messages import msg
 from trainsizer.plan import explain
 from trainsizer.plan.messages import LANGS
 from trainsizer.plan.schema import (
@@ -320,7 +321,7 @@ def make_plan(job: str | Path | Mapping[str, Any] | Job | Scenario, catalog: Any
     from trainsizer.plan.relax import quantify
 
     if lang not in LANGS:
-        raise SpecError("lang", "unknown language", value=lang, allowed=LANGS)
+        raise SpecError("lang", msg("error_unknown_language"), value=lang, allowed=LANGS)
     start = time.perf_counter()
     catalog = catalog if catalog is not None else load_catalog()
     scenario = _load(job, catalog, overrides)

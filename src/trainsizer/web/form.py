@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, get_args
 
 from trainsizer.errors import SpecError
+from trainsizer.messages import msg
 from trainsizer.names import LORA_LINEAR_TARGETS
 from trainsizer.spec.job import (
     Cooling,
@@ -86,7 +87,7 @@ def _put(out: dict[str, Any], path: str, value: Any) -> None:
 def _data(values: Mapping[str, Any], out: dict[str, Any]) -> None:
     kind = _text(values, "data_kind") or "tokens"
     if kind not in CHOICES["data_kind"]:
-        raise SpecError("form: data_kind", "not an allowed value", value=kind, allowed=CHOICES["data_kind"])
+        raise SpecError("form: data_kind", msg("spec_not_allowed"), value=kind, allowed=CHOICES["data_kind"])
     keys = {"tokens": ("data.tokens",), "dataset_gb": ("data.dataset_gb", "data.bytes_per_token"),
             "samples": ("data.samples", "data.avg_tokens")}[kind]
     for key in (*keys, "data.epochs"):
@@ -95,7 +96,7 @@ def _data(values: Mapping[str, Any], out: dict[str, Any]) -> None:
     if kind == "dataset_gb" and not _text(values, "data.bytes_per_token"):
         lang = _text(values, "text_language") or "en"
         if lang not in text_languages():
-            raise SpecError("form: text_language", "not an allowed value", value=lang, allowed=list(text_languages()))
+            raise SpecError("form: text_language", msg("spec_not_allowed"), value=lang, allowed=list(text_languages()))
         _put(out, "data.bytes_per_token", text_languages()[lang]["bytes_per_token"])
     out.setdefault("data", {})
 
@@ -125,7 +126,7 @@ def job_from_form(values: Mapping[str, Any], config_json: bytes | None) -> dict[
     _data(values, out)
     batch_kind = _text(values, "batch_kind") or "sequences"
     if batch_kind not in CHOICES["batch_kind"]:
-        raise SpecError("form: batch_kind", "not an allowed value", value=batch_kind, allowed=CHOICES["batch_kind"])
+        raise SpecError("form: batch_kind", msg("spec_not_allowed"), value=batch_kind, allowed=CHOICES["batch_kind"])
     out["global_batch"] = {}
     if _text(values, "batch_value"):
         _put(out, f"global_batch.{batch_kind}", _text(values, "batch_value"))

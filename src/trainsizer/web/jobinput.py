@@ -16,6 +16,7 @@ from trainsizer.messages import msg
 from trainsizer.models import preset_names
 from trainsizer.spec import Job
 from trainsizer.spec.load import parse_model
+from trainsizer.spec.parse_problems import parse_problem
 from trainsizer.web.errors import TooLarge
 
 ORIGIN = "job"
@@ -29,11 +30,11 @@ def parse_json_object(raw: bytes, where: str, max_bytes: int) -> dict[str, Any]:
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
-        raise SpecError(where, "not UTF-8 text") from None
+        raise SpecError(where, msg("web_not_utf8")) from None
     except json.JSONDecodeError as err:
-        raise SpecError(where, f"not valid JSON at line {err.lineno}, column {err.colno}: {err.msg}") from None
+        raise SpecError(where, msg("web_bad_json", line=err.lineno, column=err.colno, detail=parse_problem(err.msg))) from None
     if not isinstance(data, Mapping):
-        raise SpecError(where, "expected a JSON object", value=type(data).__name__)
+        raise SpecError(where, msg("cal_expected_object"), value=type(data).__name__)
     return dict(data)
 
 
@@ -41,15 +42,15 @@ def check_model_reference(model: object) -> None:
     """A model given as text must be a preset: the server never opens a file a request names."""
     if isinstance(model, str) and model.strip().lower() not in preset_names():
         err = unknown_name(f"{ORIGIN}: model", "model preset", model.strip(), preset_names())
-        raise SpecError(err.where, err.problem + " (the web service takes a preset name or an uploaded "
-                        "config.json, never a path)", value=err.value, allowed=err.allowed,
+        raise SpecError(err.where, msg("web_preset_only", problem=err.problem), value=err.value,
+                        allowed=err._allowed_items if err._allowed_items is not None else err.allowed,
                         suggestion=err.suggestion)
 
 
 def _finite(node: Any, path: str) -> None:
     """JSON from Python (and text such as "inf" in a form) can carry infinities, which no job quantity is."""
     if isinstance(node, float) and not math.isfinite(node):
-        raise SpecError(f"{ORIGIN}: {path}", "must be a finite number", value=node)
+        raise SpecError(f"{ORIGIN}: {path}", msg("spec_finite"), value=node)
     if isinstance(node, Mapping):
         for k, v in node.items():
             _finite(v, f"{path}.{k}" if path else str(k))

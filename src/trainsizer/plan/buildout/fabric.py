@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 
 from trainsizer.errors import SpecError
+from trainsizer.messages import msg
 from trainsizer.plan.buildout.common import ceil_div
 
 
@@ -77,11 +78,11 @@ def size_fat_tree(nodes: int, rails: int, radix: int, oversubscription: float = 
                   rail_optimised: bool | None = None) -> FatTree:
     """The smallest fat tree (fewest tiers, then fewest switches) for `nodes` x `rails` endpoint ports."""
     if nodes < 1 or rails < 1:
-        raise SpecError("fabric", "needs at least one node and one port per node", value=(nodes, rails))
+        raise SpecError("fabric", msg("fab_no_ports"), value=(nodes, rails))
     if radix < 4:
-        raise SpecError("fabric", "switch radix too small for a fat tree", value=radix, allowed=">= 4")
+        raise SpecError("fabric", msg("fab_radix_small"), value=radix, allowed=">= 4")
     if oversubscription < 1.0:
-        raise SpecError("fabric.oversubscription", "down:up below 1 wastes uplinks", value=oversubscription,
+        raise SpecError("fabric.oversubscription", msg("fab_oversubscription_below_one"), value=oversubscription,
                         allowed=">= 1.0")
     endpoints = nodes * rails
     rail = rails >= 2 if rail_optimised is None else rail_optimised
@@ -106,9 +107,9 @@ def size_fat_tree(nodes: int, rails: int, radix: int, oversubscription: float = 
     half = radix // 2
     pods = ceil_div(leaves, half)
     if pods > radix:
-        raise SpecError("fabric", f"{endpoints} ports at radix {radix} need more than 3 tiers "
-                        f"(3-tier limit {radix * half * d} at this oversubscription)", value=nodes,
-                        allowed=f"at most {radix * half * d // rails} nodes, or a switch with more ports")
+        raise SpecError("fabric", msg("fab_over_three_tiers", endpoints=endpoints, radix=radix,
+                                      limit=radix * half * d), value=nodes,
+                        allowed=msg("fab_allowed_nodes", nodes=radix * half * d // rails))
     spines = pods * up
     spine_down = ceil_div(leaves, pods)
     cores = ceil_div(spines * spine_down, radix)

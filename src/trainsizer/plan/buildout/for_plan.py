@@ -6,13 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from trainsizer.errors import SpecError
+from trainsizer.messages import msg
 
 
 def check_option(option: int | None, ranked: int) -> None:
     """`--option N` must name a feasible option's rank (1 = recommended)."""
     if option is not None and not 1 <= option <= ranked:
-        raise SpecError("--option", "no feasible option has this rank", value=option,
-                        allowed=f"1..{ranked}" if ranked else "none: no option is feasible")
+        raise SpecError("--option", msg("plan_no_option_rank"), value=option,
+                        allowed=f"1..{ranked}" if ranked else msg("plan_allowed_no_option"))
 
 
 def option_build(scenario: Any, server_id: str | None, catalog: Any) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainsizer.errors import SpecError
+from trainsizer.messages import msg
 from trainsizer.scenario import Scenario
 
 
@@ -91,7 +92,8 @@ def pick_server(catalog: Any, accelerator_id: str, per_node: int, server_id: str
     if server_id is not None:
         server = catalog.server(server_id)
         if server.accelerator != accelerator_id:
-            raise SpecError("--server", f"server {server.id} holds {server.accelerator}, not {accelerator_id}",
+            raise SpecError("--server", msg("plan_server_holds", server=server.id, holds=server.accelerator,
+                                                acc=accelerator_id),
                             value=server_id, allowed=[s.id for s in catalog.servers_for(accelerator_id)])
         return server
     candidates = catalog.servers_for(accelerator_id)

@@ -30,7 +30,7 @@ class Rule:
 @cache
 def _load(block: str) -> dict[str, Any]:
     if block not in BLOCKS:
-        raise SpecError("plan rules", "unknown rule file", value=block, allowed=BLOCKS)
+        raise SpecError("plan rules", msg("plan_unknown_rule_file"), value=block, allowed=BLOCKS)
     text = resources.files("trainsizer.plan").joinpath(f"data/{block}.yaml").read_text(encoding="utf-8")
     return yaml.safe_load(text) or {}
 

@@ -11,12 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from trainsizer.errors import SpecError
+from trainsizer.messages import msg
 from trainsizer.plan.schema import SCHEMA_VERSION
 from trainsizer.render.report.diagram import render_svg
 from trainsizer.render.report.facts import as_dict
 from trainsizer.render.report.html import render_html
 from trainsizer.render.report.markdown import render_markdown
 from trainsizer.render.report.xlsx import render_xlsx
+from trainsizer.spec.parse_problems import parse_problem
 
 FORMATS = ("html", "md", "xlsx", "svg", "pdf")
 DEFAULT_FORMATS = ("html", "md", "xlsx", "svg")
@@ -40,7 +42,7 @@ def _files(plan: dict, lang: str, formats: Iterable[str]) -> dict[str, bytes]:
 
             files["report.pdf"] = render_pdf(plan, lang)
         else:
-            raise SpecError("--format", "unknown report format", value=fmt, allowed=FORMATS)
+            raise SpecError("--format", msg("report_unknown_format"), value=fmt, allowed=FORMATS)
     return files
 
 
@@ -57,17 +59,16 @@ def write_report(plan: Any, out_dir: Path | str, lang: str = "en", formats: Iter
     """Render and write the reports; returns the paths written (all rendered before any is written)."""
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
-        raise SpecError(str(out), "the report folder is a file", allowed="a folder (created if missing)")
+        raise SpecError(str(out), msg("report_folder_is_file"), allowed=msg("report_allowed_folder"))
     formats = tuple(dict.fromkeys(formats))
     for fmt in formats:
         if fmt not in FORMATS:
-            raise SpecError("--format", "unknown report format", value=fmt, allowed=FORMATS)
+            raise SpecError("--format", msg("report_unknown_format"), value=fmt, allowed=FORMATS)
     targets = {"html": ["report.html"], "md": ["report.md", "charts"], "xlsx": ["bom.xlsx"],
                "svg": ["architecture.svg"], "pdf": ["report.pdf"]}
     existing = [out / n for f in formats for n in targets[f] if (out / n).exists()]
     if existing and not force:
-        raise SpecError(str(existing[0]), "already exists; the report is not overwritten",
-                        allowed="another --out folder, or --force to overwrite")
+        raise SpecError(str(existing[0]), msg("report_exists"), allowed=msg("report_allowed_overwrite"))
     files = _files(as_dict(plan, lang), lang, formats)
     written = []
     for rel, data in files.items():
@@ -80,17 +81,17 @@ def load_plan_json(path: Path | str) -> dict[str, Any]:
     """A plan file as a dict, with errors that say what is wrong and where."""
     path = Path(path)
     if not path.is_file():
-        raise SpecError(str(path), "plan file not found", allowed="a plan written by `trainsizer plan --out plan.json`")
+        raise SpecError(str(path), msg("report_plan_not_found"), allowed=msg("report_allowed_plan"))
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
-        raise SpecError(str(path), "not a UTF-8 text file") from None
+        raise SpecError(str(path), msg("report_not_utf8")) from None
     except json.JSONDecodeError as err:
-        raise SpecError(f"{path}:{err.lineno}", f"not valid JSON: {err.msg}") from None
+        raise SpecError(f"{path}:{err.lineno}", msg("file_bad_json", detail=parse_problem(err.msg))) from None
     if not isinstance(data, dict) or not isinstance(data.get("options"), list):
-        raise SpecError(f"{path}: options", "not a trainsizer plan (expected an object with an `options` list)")
+        raise SpecError(f"{path}: options", msg("report_not_a_plan"))
     version = str(data.get("schema_version", "1.0"))
     if version.split(".")[0] != "1":   # 1.x only adds fields; another major version may change their meaning
-        raise SpecError(f"{path}: schema_version", "a plan of a schema this version of trainsizer does not read",
-                        value=version, allowed=f"1.x (this trainsizer writes {SCHEMA_VERSION})")
+        raise SpecError(f"{path}: schema_version", msg("report_plan_schema"), value=version,
+                        allowed=msg("report_allowed_schema", version=SCHEMA_VERSION))
     return data
