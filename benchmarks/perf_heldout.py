@@ -14,12 +14,14 @@ benchmarks/data/heldout_models.yaml (with their sources). Sources, by what they 
   iteration time.
 - StarCoderBase 15.5B (BigCode Megatron-LM fork, A100-80GB, 512 GPUs, MQA, 8K): wall-clock GPU-hours.
 - SmolLM3 3B (Hugging Face nanotron, TP 2 x DP 192 on 384 H100, 11.2T tokens in 24 days): wall-clock GPU-hours.
+- GPT-NeoX-20B (EleutherAI, 96 A100-40GB, TP 2 x PP 4, ZeRO-1, no flash attention): its 117 TFLOP/s per GPU.
 Left out: the torchtitan float8 rowwise rows (the file itself flags their vanilla-TP baseline as a known bug,
 torchtitan issue 1207) and MoE rows (Mixtral in the NeMo tables; the `moe` work owns MoE time).
 
 Each row goes through the public job path (`resolve_job` + `evaluate`, the catalog and its overlays). Metrics:
 `tokens_per_s_per_gpu`, `step_time_s` (the estimate's step), `gpu_hours_logged` (tokens / throughput x GPUs: no
-failure goodput, as iteration-time-based figures) and `gpu_hours` (wall-clock with the estimate's goodput); `peak_memory_gib` (one logged peak) against the memory
+failure goodput, as iteration-time-based figures) and `gpu_hours` (wall-clock with the estimate's goodput); `narayanan_tflops_per_gpu` (Narayanan et al. 2021 Eq. 3
+hardware FLOPs over the estimated step); `peak_memory_gib` (one logged peak) against the memory
 estimate. A row
 the estimator refuses is printed as REFUSED with the error: real runs must not be refused, so each is a bug to
 report. Memory fit is reported for every row, not scored (several sources do not state recompute or their memory
@@ -43,6 +45,7 @@ import yaml
 from harness import Case, mape, num, whole
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import TrainsizerError
+from trainsizer.estimate import flops as F
 from trainsizer.evaluate import evaluate
 from trainsizer.scenario import resolve_job
 
@@ -62,16 +65,20 @@ def _extra(text: str) -> dict[str, Any]:
 
 
 def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
-    """The row as a user's job file."""
+    """The row as a user's job file. `strategy_extra` may also carry the job-level `flash_attention`; a network
+    written as `key=value;...` is an inline network (NICs per node, Gb/s per NIC, kind)."""
     model: Any = models[row["model"]]["model"] if row["model"] in models else row["model"]
+    extra = _extra(row["strategy_extra"])
+    flash = extra.pop("flash_attention", True)
     strategy = {"tp": whole(row["tp"], 1), "pp": whole(row["pp"], 1), "vpp": whole(row["vpp"], 1),
                 "cp": whole(row["cp"], 1), "ep": whole(row["ep"], 1), "micro_batch": whole(row["micro_batch"], 1),
-                "recompute": row["recompute"], "framework": row["framework"], **_extra(row["strategy_extra"])}
+                "recompute": row["recompute"], "framework": row["framework"], **extra}
+    network: Any = _extra(row["network"]) if "=" in row["network"] else row["network"]
     job: dict[str, Any] = {
         "model": model, "method": "pretrain", "data": {"tokens": num(row["tokens"], 1e9)},
         "seq_len": whole(row["seq_len"]), "global_batch": {"sequences": whole(row["global_batch_seqs"])},
-        "precision": row["precision"],
-        "hardware": {"accelerator": row["accelerator"], "count": whole(row["gpu_count"]), "network": row["network"]},
+        "precision": row["precision"], "flash_attention": flash,
+        "hardware": {"accelerator": row["accelerator"], "count": whole(row["gpu_count"]), "network": network},
         "strategy": strategy,
     }
     if row["fp8_recipe"]:
@@ -79,7 +86,7 @@ def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
     return job
 
 
-def predicted_metric(row: dict[str, str], result: dict[str, Any]) -> float:
+def predicted_metric(row: dict[str, str], result: dict[str, Any], model: Any) -> float:
     t, gpus = result["time"], whole(row["gpu_count"])
     metric = row["metric"]
     if metric == "tokens_per_s_per_gpu":
@@ -90,6 +97,10 @@ def predicted_metric(row: dict[str, str], result: dict[str, Any]) -> float:
         return num(row["tokens"]) / float(t["tokens_per_s"]) * gpus / 3600.0
     if metric == "gpu_hours":
         return float(t["gpu_hours"])
+    if metric == "narayanan_tflops_per_gpu":  # hardware FLOP/s with recompute, Narayanan et al. 2021 Eq. 3
+        flops = F.narayanan_eq3_flops(whole(row["global_batch_seqs"]), whole(row["seq_len"]), model.layers,
+                                      model.hidden, model.vocab)
+        return flops / float(t["step_s"]) / gpus / 1e12
     if metric == "peak_memory_gib":
         return float(result["memory"]["per_gpu_gib"])
     raise ValueError(f"{row['id']}: unknown metric {metric!r}")
@@ -102,11 +113,12 @@ def run_row(row: dict[str, str], models: dict[str, Any], catalogs: dict[str, Any
     if overlay not in catalogs:
         catalogs[overlay] = load_catalog([DATA / overlay] if overlay else [])
     try:
-        result = evaluate(resolve_job(job_of(row, models), catalogs[overlay]), catalogs[overlay])
+        scenario = resolve_job(job_of(row, models), catalogs[overlay])
+        result = evaluate(scenario, catalogs[overlay])
     except TrainsizerError as err:
         case.skipped = f"REFUSED: {err}"
         return case, ""
-    case.predicted = predicted_metric(row, result)
+    case.predicted = predicted_metric(row, result, scenario.model)
     mem = result["memory"]
     return case, f"{'fits' if mem['fits'] else 'DOES NOT FIT'} ({mem['per_gpu_gib']:.0f} GiB)"
 
