@@ -30,6 +30,9 @@ FP8_RECIPES = ("auto", "delayed", "tensorwise", "rowwise", "mxfp8")
 # MoE layer, per-expert splits issued by the CPU); flex = MoEFlexTokenDispatcher with DeepEP / HybridEP (fused
 # permute + dispatch kernels); auto = what Megatron-Bridge's 25.11 recipes use for that layout (step_time).
 MOE_DISPATCHERS = ("auto", "alltoall", "flex")
+# Fused attention kernel generation (perf_constants.yaml `attention`): fa1 = FlashAttention v1 (2022 - mid-2023
+# stacks), fa2 = FlashAttention-2 / Triton, native = cuDNN fused attention / FlashAttention-3 on Hopper and later.
+ATTENTION_KERNELS = ("fa1", "fa2", "native")
 
 # LoRA: the modules an adapter may target (PEFT target_modules names of Llama-style models).
 LORA_LINEAR_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")  # all-linear

@@ -1,5 +1,5 @@
 """Framework options a job can state: async TP / TP overlap, FP8 FSDP all-gather, activation offloading,
-optimizer in backward; and a power-capped part described through a catalog overlay."""
+optimizer in backward, the attention kernel generation; and a power-capped part described through a catalog overlay."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from trainsizer.catalog import load_catalog
-from trainsizer.errors import StrategyError
+from trainsizer.errors import SpecError, StrategyError
 from trainsizer.estimate.inputs import Strategy, Training
 from trainsizer.estimate.memory import estimate_memory
 from trainsizer.estimate.step_time import estimate_time
@@ -121,3 +121,29 @@ def test_deepspeed_zero3_step_casts_one_sub_group_at_a_time():
     # FSDP (framework fsdp / torchtitan) steps its sharded fp32 parameters in place: no such buffers
     fsdp = estimate_memory(m, tr, s, st.with_(framework="fsdp"))
     assert "optimizer_step_grad_buffers" not in fsdp.items_bytes
+
+
+def test_flash_attention_v1_runs_the_attention_core_at_half_the_fa2_rate():
+    """attention_kernel fa1 (GPT-NeoX / Pythia, StarCoder): FA2 is "around 2x" FA1 (arXiv:2307.08691); only the
+    attention core slows, so a short-sequence wide model moves less than a long-sequence narrow one."""
+    def step(model, seq, kernel):
+        job = {"model": model, "data": {"tokens": 1e9}, "seq_len": seq, "global_batch": {"sequences": 64},
+               "hardware": {"accelerator": "a100-sxm-80gb", "count": 8},
+               "strategy": {"micro_batch": 8, "framework": "megatron", "attention_kernel": kernel}}
+        sc = resolve_job(job, load_catalog())
+        return estimate_time(sc.model, sc.training, sc.system, sc.strategy).step_s
+
+    gpt = {"vocab": 50304, "mlp": "gelu", "norm": "layernorm"}
+    narrow = {"layers": 12, "hidden": 768, "heads": 12, "ffn": 3072, **gpt}
+    wide = {"layers": 8, "hidden": 8192, "heads": 64, "ffn": 32768, **gpt}
+    slow_narrow = step(narrow, 8192, "fa1") / step(narrow, 8192, "fa2")
+    slow_wide = step(wide, 1024, "fa1") / step(wide, 1024, "fa2")
+    assert 1.0 < slow_wide < slow_narrow < 2.0
+    assert step(narrow, 8192, None) == step(narrow, 8192, "fa2")  # the megatron style's own kernel
+
+
+def test_unknown_attention_kernel_is_a_clear_error():
+    job = {"model": "llama-3.1-8b", "data": {"tokens": 1e9}, "seq_len": 4096, "global_batch": {"sequences": 8},
+           "hardware": {"accelerator": "h100-sxm-80gb", "count": 8}, "strategy": {"attention_kernel": "fa4"}}
+    with pytest.raises(SpecError, match="attention_kernel"):
+        resolve_job(job, load_catalog())

@@ -33,6 +33,7 @@ class PerfConstants:
     flash_efficiency: dict[str, float]
     flash_efficiency_native: dict[str, float]  # vendor-tuned fused attention (cuDNN / FA3) where it differs
     flash_bwd_over_fwd: float
+    fa1_over_fa2: float  # FlashAttention (v1) throughput relative to FlashAttention-2 (attention section)
     softmax_share_fwd: float  # exponentials' share of a Blackwell attention forward (attention section)
     sfu_ex2_speedup: dict[str, float]  # SFU ex2 throughput relative to Blackwell, by family
     hbm_efficiency: float
@@ -71,9 +72,12 @@ class PerfConstants:
     def flash_fraction(self, accelerator: str, kernel: str = "fa2") -> float:
         """Fused-attention forward fraction of the 16-bit dense peak for an accelerator family.
 
-        `kernel`: "fa2" (FlashAttention-2 / Triton generation) or "native" (cuDNN fused attention / FA3, which
-        use Hopper TMA + wgmma); families without a native entry use the fa2 figure.
+        `kernel`: "fa2" (FlashAttention-2 / Triton generation), "native" (cuDNN fused attention / FA3, which
+        use Hopper TMA + wgmma; families without a native entry use the fa2 figure) or "fa1" (FlashAttention v1,
+        the fa2 figure times `fa1_over_fa2`).
         """
+        if kernel == "fa1":
+            return _by_family(self.flash_efficiency, accelerator) * self.fa1_over_fa2
         if kernel == "native":
             acc = accelerator.lower()
             if any(acc.startswith(key) for key in self.flash_efficiency_native if key != "default"):
@@ -116,6 +120,7 @@ def load_constants() -> PerfConstants:
         flash_efficiency={str(k): float(v) for k, v in a["flash_efficiency"].items()},
         flash_efficiency_native={str(k): float(v) for k, v in a["flash_efficiency_native"].items()},
         flash_bwd_over_fwd=float(a["flash_bwd_over_fwd"]),
+        fa1_over_fa2=float(a["fa1_over_fa2"]),
         softmax_share_fwd=float(a["softmax_share_fwd"]),
         sfu_ex2_speedup={str(k): float(v) for k, v in a["sfu_ex2_speedup"].items()},
         hbm_efficiency=float(m["hbm_efficiency"]),

@@ -48,10 +48,9 @@ from trainsizer.estimate.model_states import check_training, lora_trainable_para
 from trainsizer.estimate.validate import check_strategy, require_one_strategy, strategy_arrays
 from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
-from trainsizer.names import MOE_DISPATCHERS
+from trainsizer.names import ATTENTION_KERNELS, MOE_DISPATCHERS
 
 PIPELINE_SCHEDULES = ("1f1b", "dualpipe")
-ATTENTION_KERNELS = ("fa2", "native")
 BREAKDOWN_KEYS = ("compute", "tp_comm", "cp_comm", "ep_comm", "dp_comm", "pp_bubble", "pp_comm", "optimizer",
                   "data_loading", "act_offload")
 
@@ -80,7 +79,7 @@ class PerfStyle:
     grad_reduce_bytes: float = 2.0  # bytes per gradient element on the wire
     ep_overlap: bool = False  # EP all-to-all hidden behind another micro-batch's compute (DualPipe-style)
     pipeline_schedule: str = "1f1b"  # "1f1b" (incl. interleaved via vpp) or "dualpipe" (DeepSeek-V3)
-    attention_kernel: str = "fa2"  # "fa2" (FlashAttention-2 / Triton) or "native" (cuDNN fused / FA3)
+    attention_kernel: str = "fa2"  # "fa2" (FlashAttention-2 / Triton), "native" (cuDNN fused / FA3), "fa1" (v1)
     fused_kernels: bool = False  # the framework's own fused element-wise kernels (TE / Apex): eager or not
     fp8_weight_cache: bool = False  # FP8 weights cast once per step and reused by every micro-batch (TE)
     fp8_param_allgather: bool = False  # FSDP2 all-gathers FP8 weights (torchtitan enable_fsdp_float8_all_gather)
@@ -150,12 +149,15 @@ def _style(strategy, framework_style: str | PerfStyle | None, pretraining: bool 
 
 
 def _job_options(strategy, style: PerfStyle) -> PerfStyle:
-    """The strategy's own framework options (async TP / TP overlap, FP8 all-gather) over the style's."""
+    """The strategy's own framework options (async TP / TP overlap, FP8 all-gather, gradient reduce dtype,
+    attention kernel) over the style's."""
     changes: dict = {key: bool(getattr(strategy, key)) for key in ("tp_comm_overlap", "fp8_param_allgather")
                      if getattr(strategy, key, None) is not None}
     g32 = getattr(strategy, "grad_reduce_in_fp32", None)
     if g32 is not None:  # gradients on the wire in fp32 (4 bytes) or bf16 (2)
         changes["grad_reduce_bytes"] = 4.0 if g32 else 2.0
+    if getattr(strategy, "attention_kernel", None) is not None:
+        changes["attention_kernel"] = str(strategy.attention_kernel)
     return dataclasses.replace(style, **changes) if changes else style
 
 

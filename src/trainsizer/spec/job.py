@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from trainsizer.messages import msg
 from trainsizer.names import (
+    ATTENTION_KERNELS,
     FP8_RECIPES,
     FRAMEWORKS,
     LORA_DEFAULT_TARGETS,
@@ -40,6 +41,7 @@ Fp8Recipe = Literal[FP8_RECIPES]
 Framework = Literal[FRAMEWORKS]
 LossImpl = Literal[LOSS_IMPLS]
 MoeDispatcher = Literal[MOE_DISPATCHERS]
+AttentionKernel = Literal[ATTENTION_KERNELS]
 
 # the names above come from trainsizer.names (shared with the estimators)
 # Bytes of raw UTF-8 text per token for BPE tokenizers with ~100k+ vocabularies on mixed English/code
@@ -215,6 +217,8 @@ class StrategySpec(_Strict):
     # gradients accumulated and reduced in fp32 (Megatron-Core grad_reduce_in_fp32, torchtitan
     # mixed_precision_reduce); false = bf16 gradient buffers (NeMo / Megatron-Bridge performance recipes)
     grad_reduce_in_fp32: bool | None = None
+    # attention kernel generation: fa1 (FlashAttention v1, 2022 - mid-2023 stacks) | fa2 | native (cuDNN / FA3)
+    attention_kernel: AttentionKernel | None = None
     # MoE token dispatcher (Megatron-Core): auto | alltoall | flex (DeepEP / HybridEP)
     moe_dispatcher: MoeDispatcher = "auto"
     activation_offload: bool = False
