@@ -116,12 +116,16 @@ def predict_row(row: dict, selene_gb: int = 80) -> tuple[float, str]:
     sp = (row["sp"] or "").strip().lower() == "yes"
     flash = True
     fw: PerfStyle | str = "megatron"
+    loss = "auto"
     if src.startswith("llm-foundry"):
         model = gpt_model(row, tied=True)
         mem = 40 if "A100-40GB" in row["gpu_type"] else 80
         system = dgx_h100(gpus) if "H100" in row["gpu_type"] else a100(gpus, mem)
         reduce_bytes = 2.0 if "mp=pure" in prec_txt else 4.0  # Composer DEFAULT reduces in fp32, PURE in bf16
         fw = PerfStyle("fsdp", grad_bucket_params=2.5e7, grad_reduce_bytes=reduce_bytes)
+        # MPT's default loss_fn is fused_crossentropy, flash-attn's CrossEntropyLoss (llmfoundry/models/mpt/
+        # modeling_mpt.py at 5e85bd62d, the tables' commit): 16-bit logits and per-row lse kept, 16-bit gradient
+        loss = "compiled"
         if not rec or rec == "none":
             rec = "none"
     elif src == "Megatron-Core H100":
@@ -148,7 +152,7 @@ def predict_row(row: dict, selene_gb: int = 80) -> tuple[float, str]:
             fw = replace(MEGATRON_DEEPSPEED_BF16, p2p_partitioned_grads=False)
     training = Training(precision=precision, seq_len=seq, global_batch_seqs=gbs, flash_attention=flash)
     strategy = Strategy(tp=tp, pp=pp, vpp=vpp, dp=dp, micro_batch=mb, recompute=rec, sequence_parallel=sp,
-                        zero=zero)
+                        zero=zero, loss_impl=loss)
     name = fw if isinstance(fw, str) else fw.name
     LAYOUTS[row["id"]] = (model, training, system, strategy.with_(framework=name))
     out = step_time_arrays(model, training, system, strategy, framework_style=fw)

@@ -39,3 +39,10 @@ def test_model_flops_agree_with_nvidias_table():
     assert len(checks) == 6
     for name, _, nvidia, ours in checks:
         assert abs(ours / nvidia - 1) < 0.005, name
+
+
+def test_most_measured_runs_are_predicted_to_fit():
+    """With the recipes' bf16 gradient buffers and FP8 primary weights 20 of 27 runs fit; the 7 refused ones
+    use mechanisms not modelled (CPU activation offloading of N layers, recompute_modules, ...)."""
+    refused = {f.row_id for f in pb.fits() if not f.fits}
+    assert len(refused) <= 7, refused

@@ -147,6 +147,7 @@ class _Pre:
     base: tuple[float, float, float]
     opt_in_param_dtype: float
     op_sac: tuple[LayerItems, LayerItems]  # torchtitan per-op selective AC: (dense, MoE) block
+    gathered: tuple[float, float]  # bytes per token of the two TP-gathered block inputs (dense, MoE), hf profile
     ds_sel: tuple[LayerItems, LayerItems]  # DeepSeek-V3 recompute + FP8 caching: (dense, MoE) layer
 
 
@@ -175,8 +176,10 @@ def _precompute(model: ModelArch, training: Training, options: MemoryOptions) ->
     op_sac = (torchtitan_op_sac_items(model, training, moe=False), torchtitan_op_sac_items(model, training, moe=True))
     ds_sel = (deepseek_selective_items(model, training, moe=False),
               deepseek_selective_items(model, training, moe=True))
+    gathered = tuple(float(items[("hf", 0)].detail.get("attn_input", 0.0) + items[("hf", 0)].detail.get("mlp_input", 0.0))
+                     for items in (dense, moe))
     return _Pre(layout, states, dense, moe, heads, discount, frozen_base_bytes(training), float(opt_pd), op_sac,
-                ds_sel)
+                gathered, ds_sel)
 
 
 def _on(flag: Any, x: Any, other: float) -> Any:
@@ -212,6 +215,7 @@ class _Batch:
     name: str  # framework name (options override, else strategy.framework)
     mega: np.ndarray  # Megatron memory profile per strategy
     titan: np.ndarray  # torchtitan per strategy (its selective AC and FSDP2 + PP buffers)
+    eager_sac: np.ndarray  # torchtitan per-op SAC without torch.compile (its recompute working set)
     bf16_grads: np.ndarray  # Megatron-Core gradient buffer in bf16 (grad_reduce_in_fp32 false), per strategy
     fp8_params: np.ndarray  # Megatron-Core FP8 primary weights (fp8_param_gather), per strategy
     grad_reduce_in_fp32: bool | None  # the job's option (None: the style's default)
@@ -309,8 +313,22 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     moe_b = pick(pre.moe, row, 1) if model.is_moe else dense_b
     dense_none = pick(pre.dense, row_none, 0)
     moe_none = pick(pre.moe, row_none, 1) if model.is_moe else dense_none
+    if np.any(titan & (sp_div > 1)):
+        # torchtitan TP (DTensor): PrepareModuleInput all-gathers the sequence-sharded norm outputs and the
+        # column-parallel wq / wk / wv and w1 / w3 save that gathered input whole (Megatron keeps the shard and
+        # re-gathers it in backward, Korthikanti 2022 s4.2.2), in a block that keeps its activations (no AC, and
+        # the block re-run under full AC); per-op SAC recomputes the two all-gathers (torchtitan_op_sac_items)
+        whole = tokens * (1.0 - 1.0 / sp_div)
+        dense_none = np.where(titan, dense_none + whole * pre.gathered[0], dense_none)
+        moe_none = np.where(titan, moe_none + whole * pre.gathered[1], moe_none) if model.is_moe else dense_none
+        dense_b = np.where(titan & (rec == 0), dense_none, dense_b)
+        moe_b = np.where(titan & (rec == 0), moe_none, moe_b) if model.is_moe else dense_b
 
     compiled = np.asarray(getattr(strategy, "torch_compile", True), dtype=bool)
+    # torchtitan per-op SAC without torch.compile: the non-reentrant checkpoint re-runs the block's whole forward
+    # at the first unpack in backward, so everything it recomputes is live at once (as under full AC); compiled,
+    # the min-cut partitioner recomputes inside the fused backward graph
+    eager_sac = titan & (rec == 1) & ~compiled
     # Megatron-Core options the NeMo / Megatron-Bridge performance recipes set (one value per batch; None = the
     # style's default): grad_reduce_in_fp32 false keeps the DDP gradient buffer in bf16 instead of the fp32
     # main_grad (MixedPrecisionConfig / DistributedDataParallelConfig.grad_reduce_in_fp32); fp8_param_gather
@@ -320,6 +338,10 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     bf16_grads = mega & (g32 is False) & half
     fp8_params = mega & bool(getattr(strategy, "fp8_param_allgather", None)) & (training.precision == "fp8")
     loss_bytes = _loss_bytes(name, getattr(strategy, "loss_impl", "auto"), mega, titan & compiled, pre)
+    lg = load_memory_constants()["logits"]
+    lp = titan & (t > 1) & (np.asarray(loss_bytes[0]) == lg["hf_saved_bytes_per_element"])
+    if np.any(lp):  # torchtitan TP runs the eager fp32 loss under loss_parallel (vocabulary-sharded logits)
+        loss_bytes = (loss_bytes[0], np.where(lp, lg["loss_parallel_backward_extra_bytes_per_element"], loss_bytes[1]))
     st = {key: _by_prof(mega, lambda pr, n=key: getattr(pre.states[pr], n)) for key in
           ("weights", "grads", "grad_fp32_copy", "master", "grad_accum_fp32", "optimizer", "fp8_cache")}
     if name == "torchtune":
@@ -332,7 +354,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
         st["grad_accum_fp32"] = np.where(bf16_grads, 0.0, st["grad_accum_fp32"])
     return _Batch(model=model, training=training, options=options, pre=pre, c=load_memory_constants(), s=s,
                   t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, z=z, rec=rec, off=s["offload"],
-                  name=name, mega=mega, titan=titan, bf16_grads=bf16_grads, fp8_params=fp8_params,
+                  name=name, mega=mega, titan=titan, bf16_grads=bf16_grads, fp8_params=fp8_params, eager_sac=eager_sac,
                   grad_reduce_in_fp32=g32,
                   loss_bytes=loss_bytes, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro,
                   sp_div=sp_div, dense_b=dense_b, moe_b=moe_b, dense_none=dense_none, moe_none=moe_none, st=st,
@@ -475,7 +497,9 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
     fl = in_flight_layer_microbatches(b.p, b.v, b.n_micro, g.rank)
     items["layer_activations"] = fl * stage_layers
     has_moe = n_moe > 0
-    items["recompute_working_set"] = np.where(rec == 2, np.where(has_moe, b.moe_none, b.dense_none), 0.0)
+    working = np.where(has_moe, b.moe_none, b.dense_none)
+    sac_rerun = np.maximum(working - np.where(has_moe, b.moe_b, b.dense_b), 0.0)
+    items["recompute_working_set"] = np.where(rec == 2, working, np.where(b.eager_sac, sac_rerun, 0.0))
     rope = by_prof(lambda pr: hi[pr].rope_per_token)
     first_sp = by_prof(lambda pr: hi[pr].first_sp)
     disc = by_prof(lambda pr: pre.discount[pr]) * (rec == 0)
