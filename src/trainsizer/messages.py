@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from trainsizer.numbers import money as write_money
+
 LANGS = ("en", "zh")
 
 
@@ -79,6 +81,25 @@ def _rebuild(key: str, params: dict[str, Any]) -> Msg:
     return Msg(key, **params)
 
 
+MONEY_KEY = "money_amount"
+
+
+class Money(Msg):
+    """An amount of money inside a sentence, written in each reader's convention by `numbers.money` ($373 in
+    English, US$373 / ¥229万 in Chinese): a plan made in English reads in Chinese with Chinese money."""
+
+    def __new__(cls, amount: float, currency: str) -> Money:
+        obj = str.__new__(cls, write_money(amount, currency, "en"))
+        obj.key, obj.params = MONEY_KEY, {"amount": amount, "currency": currency}
+        return obj
+
+    def __reduce__(self) -> tuple:
+        return (Money, (self.params["amount"], self.params["currency"]))
+
+    def tr(self, lang: str) -> str:
+        return write_money(self.params["amount"], self.params["currency"], lang)
+
+
 def msg(key: str, /, **params: Any) -> Msg:
     return Msg(key, **params)
 
@@ -97,6 +118,8 @@ def stored(value: Any) -> Any:
     {"any": [...]}) back as a `Msg`, nested parameters included; anything else unchanged. Plans store their
     sentences this way, and `trainsizer accept` reads a plan's threshold sources with it."""
     if isinstance(value, Mapping):
+        if value.get("key") == MONEY_KEY:
+            return Money(**value["params"])
         if "key" in value and "params" in value:
             return msg(str(value["key"]), **{k: stored(v) for k, v in (value.get("params") or {}).items()})
         if set(value) == {"all"}:

@@ -23,9 +23,23 @@ def test_why_sentences_start_with_words_not_a_bare_figure(lang):
 
 
 def test_money_keeps_cents_only_where_they_tell_options_apart():
-    assert money(3.97, "USD") == "3.97 USD" and money(3.38, "USD") != money(3.97, "USD")
-    assert money(9198.4, "USD") == "9,198 USD" and money(100.0, "CNY") == "100 CNY"
+    assert money(3.97, "USD") == "$3.97" and money(3.38, "USD") != money(3.97, "USD")
+    assert money(9198.4, "USD") == "$9,198" and money(100.0, "CNY") == "CN¥100"
     assert money(None, "USD", "zh") == "无价格"
+
+
+def test_a_sentence_writes_money_as_the_report_does_in_either_language():
+    """The "why" sentence and the headline above it say one figure ($373, not "373 USD" under "$372.75");
+    a plan made in English read in Chinese writes its money the Chinese way."""
+    from trainsizer.messages import stored
+    from trainsizer.plan.texts import ref
+    from trainsizer.render.report.fmt import Fmt
+
+    for lang in ("en", "zh"):
+        said = msg("cmp_days_cost", lang, days="1.0", cost=money(372.75, "USD", lang))
+        assert Fmt(lang).money(372.75, "USD") in said and "USD" not in said
+    kept = ref(msg("cmp_days_cost", "en", days="1.0", cost=money(2_290_000, "CNY")))
+    assert "¥229万" in stored(kept.model_dump()).tr("zh") and "CN¥2,290,000" in stored(kept.model_dump())
 
 
 def _opt(acc: str, platform: str | None, level: str):

@@ -123,3 +123,15 @@ def test_chinese_result_page_has_no_english_left(client, result):
     assert zh.status_code == 200
     job_text = yaml.safe_dump(GOOD) + " ".join(str(v) for v in GOOD.values()) + " English bold"  # name: <b>bold</b>
     assert english_words(_visible_html(zh.text), job_text) == []
+
+
+def test_result_page_writes_money_one_way(client, result):
+    """Headline, tables and the "why" sentences write money by one rule (numbers.money): never "373 USD"
+    beside "$372.75"."""
+    import re
+
+    _r, token = result
+    for lang in ("en", "zh"):
+        html = client.get("/result", params={"job": token, "lang": lang}).text
+        assert not re.search(r"\d USD|\d CNY", html), re.search(r".{80}\d USD.{20}", html)
+        assert re.search(r"(US)?\$\d", html)

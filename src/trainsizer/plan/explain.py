@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from trainsizer.estimate.memory import GIB
+from trainsizer.messages import Money
 from trainsizer.plan.messages import joined, msg
 from trainsizer.plan.schema import Binding, PlanOption, Relaxation, Tier
 from trainsizer.scenario import Scenario
@@ -22,10 +23,12 @@ COMM_KEYS = ("tp_comm", "cp_comm", "ep_comm", "dp_comm", "pp_comm")
 
 
 def money(v: float | None, currency: str, lang: str = "en") -> str:
-    """Whole units, but cents below 100: a 3.97 USD job is not "4 USD", nor tied with a "4 USD" one."""
-    if v is None:
+    """`v` as the report writes money (`numbers.money`: $3.97, $373, ¥229万), so a sentence and the headline
+    above it say the same figure; a `Money` parameter, so the sentence read in the other language writes it
+    that language's way."""
+    if v is None or not math.isfinite(v):
         return msg("money_none", lang)
-    return f"{v:,.2f} {currency}" if abs(v) < 100 else f"{v:,.0f} {currency}"
+    return Money(v, currency)
 
 
 def excluded(cands: Any, lang: str) -> dict[str, str]:

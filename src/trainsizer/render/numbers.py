@@ -1,90 +1,18 @@
-"""Numbers for people, per language, with Babel (CLDR locale data): grouping, decimals, and large numbers
-in the reader's units -- 万 / 亿 in Chinese, K / M / B in English -- so one table never mixes "2.79e+07",
-"874.666" and "12,442". JSON output keeps the raw numbers."""
+"""The number formats of `trainsizer.numbers` (moved below the layers so the plan's sentences share them),
+under the name the renderers import."""
 
-from __future__ import annotations
-
-import math
-from typing import Any
-
-from babel.numbers import (
-    format_compact_currency,
-    format_compact_decimal,
-    format_currency,
-    format_decimal,
-    format_percent,
-    get_currency_symbol,
+from trainsizer.numbers import (
+    COMPACT_FROM,
+    LOCALES,
+    compact,
+    currency_symbol,
+    decimal,
+    fmt_num,
+    fmt_params,
+    fmt_share,
+    locale_of,
+    money,
 )
 
-LOCALES = {"en": "en_US", "zh": "zh_Hans_CN"}
-# From here on a number is written compactly (1.2万 / 12.4K): where grouped digits stop being read at a glance.
-COMPACT_FROM = {"en": 1e6, "zh": 1e5}
-
-
-def fmt_num(value: Any, lang: str, *, digits: int = 3) -> str:
-    """`value` rounded to about `digits` significant figures in the reader's convention ("—" for none)."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return str(value)
-    v = float(value)
-    if not math.isfinite(v):
-        return "∞" if v > 0 else ("-∞" if v < 0 else "—")
-    loc = LOCALES.get(lang, "en_US")
-    if v == 0:
-        return "0"
-    if abs(v) >= COMPACT_FROM.get(lang, 1e6):
-        return format_compact_decimal(v, locale=loc, fraction_digits=2)
-    if abs(v) < 10 ** -digits:
-        return format_decimal(v, format="0.##E0", locale=loc)
-    decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
-    pattern = "#,##0" + ("." + "#" * decimals if decimals else "")
-    return format_decimal(v, format=pattern, locale=loc)
-
-
-def fmt_share(fraction: float | None, lang: str) -> str:
-    """A fraction as a percentage with one decimal (0.353 -> 35.3%)."""
-    if fraction is None or not math.isfinite(fraction):
-        return "—"
-    return format_percent(fraction, format="#,##0.0%", locale=LOCALES.get(lang, "en_US"))
-
-
-def fmt_params(n: float, lang: str = "en") -> str:
-    """A parameter count: 8.03e9 -> '8.03B' (English), '80.3亿' (Chinese)."""
-    if lang == "en":
-        for div, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
-            if abs(n) >= div:
-                return f"{n / div:.3g}{unit}" if n / div < 100 else f"{n / div:.1f}{unit}"
-        return str(int(n))
-    return format_compact_decimal(n, locale=LOCALES.get(lang, "en_US"), fraction_digits=2)
-
-
-# The primitives the report's `Fmt` (render/report/fmt.py) is built on: every Babel call of trainsizer is in
-# this module, so the CLI tables and the reports write numbers by the same CLDR rules.
-def locale_of(lang: str) -> str:
-    return LOCALES.get(lang, "en_US")
-
-
-def decimal(x: float | int, lang: str, pattern: str | None = None) -> str:
-    """`x` by a CLDR pattern ('#,##0.0'; None: the locale's default grouping)."""
-    return format_decimal(x, format=pattern, locale=locale_of(lang))
-
-
-def compact(x: float | int, lang: str, fraction_digits: int = 2) -> str:
-    """1.23万 / 2.85亿 in Chinese, 1.23M in English."""
-    return format_compact_decimal(x, locale=locale_of(lang), fraction_digits=fraction_digits)
-
-
-def money(amount: float, currency: str, lang: str, *, compact_form: bool = False, whole: bool = False) -> str:
-    """An amount in its own currency (never converted): compact (¥12.3万), whole units ($123,456) or as the
-    currency's minor units ($12.50)."""
-    loc = locale_of(lang)
-    if compact_form:
-        return format_compact_currency(amount, currency, locale=loc, fraction_digits=2)
-    if whole:
-        return format_currency(round(amount), currency, locale=loc, format="¤#,##0", currency_digits=False)
-    return format_currency(amount, currency, locale=loc)
-
-
-def currency_symbol(currency: str, lang: str) -> str:
-    return get_currency_symbol(currency, locale=locale_of(lang))
+__all__ = ["COMPACT_FROM", "LOCALES", "compact", "currency_symbol", "decimal", "fmt_num", "fmt_params",
+           "fmt_share", "locale_of", "money"]

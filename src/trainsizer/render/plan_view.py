@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from rich.console import Console
@@ -10,14 +11,18 @@ from rich.table import Table
 from trainsizer.plan.texts import localise
 from trainsizer.render.console import console as wide_console
 from trainsizer.render.i18n import t
+from trainsizer.render.numbers import fmt_num, money
 
 
 def _days(v: float | None) -> str:
     return "—" if v is None else (f"{v:,.1f}" if v >= 1 else f"{v:.2f}")
 
 
-def _money(v: float | None, currency: str | None) -> str:
-    return "—" if v is None else f"{v:,.0f} {currency or ''}".strip()
+def _money(v: float | None, currency: str | None, lang: str) -> str:
+    """As the report and the plan's sentences write money (`numbers.money`)."""
+    if v is None or not math.isfinite(v):
+        return "—"
+    return money(v, currency, lang) if currency else fmt_num(v, lang)
 
 
 def _tick(v: bool | None) -> str:
@@ -42,7 +47,7 @@ def _cost(option: dict[str, Any], currency: str, lang: str) -> str:
     score = option["score"]
     if score.get("cost") is None:
         return "—"
-    return f"{_money(score['cost'], currency)} ({t('plan_basis_' + score['cost_basis'], lang)})"
+    return f"{_money(score['cost'], currency, lang)} ({t('plan_basis_' + score['cost_basis'], lang)})"
 
 
 def _options_table(plan: dict[str, Any], lang: str) -> Table:
@@ -66,7 +71,7 @@ def _pareto_table(plan: dict[str, Any], lang: str) -> Table:
     for key in ("plan_option", "plan_days", "plan_cost"):
         table.add_column(t(key, lang))
     for p in plan["pareto"]:
-        table.add_row(p["id"], _days(p["train_days"]), _money(p["cost"], p["currency"]))
+        table.add_row(p["id"], _days(p["train_days"]), _money(p["cost"], p["currency"], lang))
     return table
 
 
@@ -90,7 +95,7 @@ def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) 
     goal = plan["goal"]
     con.print(f"[bold]{t('plan_title', L)}: {plan['job'].get('name', '')}[/bold]")
     limits = [t("goal_days", L).format(days=f"{goal['deadline_days']:g}") if goal.get("deadline_days") else None,
-              _money(goal.get("budget"), goal["currency"]) if goal.get("budget") else None,
+              _money(goal.get("budget"), goal["currency"], L) if goal.get("budget") else None,
               t("procurement_" + goal["procurement"], L)]
     con.print(f"{t('plan_goal', L)}: {t('objective_' + goal['objective'], L)} "
               f"({', '.join(x for x in limits if x)})")

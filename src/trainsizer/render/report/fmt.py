@@ -72,11 +72,10 @@ class Fmt:
         return numbers.decimal(100 * x, self.lang, "#,##0." + "0" * digits) + "%"
 
     def money(self, amount: float | None, currency: str) -> str:
-        """An amount in its own currency (never converted): ¥12.3万 in Chinese, $123,456 in English."""
+        """An amount in its own currency (never converted), by the one rule of `numbers.money`."""
         if amount is None or not math.isfinite(amount):
             return "—"
-        return numbers.money(amount, currency, self.lang, compact_form=self.lang == "zh" and abs(amount) >= 1e4,
-                             whole=abs(amount) >= 1000)
+        return numbers.money(amount, currency, self.lang)
 
     def money_range(self, low: float | None, mid: float | None, high: float | None, currency: str) -> str:
         """typical (low – high); one figure when the range is a single price."""

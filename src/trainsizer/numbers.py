@@ -1,0 +1,100 @@
+"""Numbers for people, per language, with Babel (CLDR locale data): grouping, decimals, and large numbers
+in the reader's units -- 万 / 亿 in Chinese, K / M / B in English -- so one table never mixes "2.79e+07",
+"874.666" and "12,442". JSON output keeps the raw numbers.
+
+Shared by every layer (beside `messages`): the plan's sentences write amounts with the same `money` as the
+report's headline and tables, so one page never says "$372.75" and "373 USD" of the same figure."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from babel.numbers import (
+    format_compact_currency,
+    format_compact_decimal,
+    format_currency,
+    format_decimal,
+    format_percent,
+    get_currency_symbol,
+)
+
+LOCALES = {"en": "en_US", "zh": "zh_Hans_CN"}
+# From here on a number is written compactly (1.2万 / 12.4K): where grouped digits stop being read at a glance.
+COMPACT_FROM = {"en": 1e6, "zh": 1e5}
+# Chinese sums of money read in 万 from 1万 on (¥1.23万), as prices are quoted.
+COMPACT_MONEY_ZH_FROM = 1e4
+
+
+def fmt_num(value: Any, lang: str, *, digits: int = 3) -> str:
+    """`value` rounded to about `digits` significant figures in the reader's convention ("—" for none)."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    v = float(value)
+    if not math.isfinite(v):
+        return "∞" if v > 0 else ("-∞" if v < 0 else "—")
+    loc = LOCALES.get(lang, "en_US")
+    if v == 0:
+        return "0"
+    if abs(v) >= COMPACT_FROM.get(lang, 1e6):
+        return format_compact_decimal(v, locale=loc, fraction_digits=2)
+    if abs(v) < 10 ** -digits:
+        return format_decimal(v, format="0.##E0", locale=loc)
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
+    pattern = "#,##0" + ("." + "#" * decimals if decimals else "")
+    return format_decimal(v, format=pattern, locale=loc)
+
+
+def fmt_share(fraction: float | None, lang: str) -> str:
+    """A fraction as a percentage with one decimal (0.353 -> 35.3%)."""
+    if fraction is None or not math.isfinite(fraction):
+        return "—"
+    return format_percent(fraction, format="#,##0.0%", locale=LOCALES.get(lang, "en_US"))
+
+
+def fmt_params(n: float, lang: str = "en") -> str:
+    """A parameter count: 8.03e9 -> '8.03B' (English), '80.3亿' (Chinese)."""
+    if lang == "en":
+        for div, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+            if abs(n) >= div:
+                return f"{n / div:.3g}{unit}" if n / div < 100 else f"{n / div:.1f}{unit}"
+        return str(int(n))
+    return format_compact_decimal(n, locale=LOCALES.get(lang, "en_US"), fraction_digits=2)
+
+
+# The primitives the report's `Fmt` (render/report/fmt.py) is built on: every Babel call of trainsizer is in
+# this module, so the CLI tables and the reports write numbers by the same CLDR rules.
+def locale_of(lang: str) -> str:
+    return LOCALES.get(lang, "en_US")
+
+
+def decimal(x: float | int, lang: str, pattern: str | None = None) -> str:
+    """`x` by a CLDR pattern ('#,##0.0'; None: the locale's default grouping)."""
+    return format_decimal(x, format=pattern, locale=locale_of(lang))
+
+
+def compact(x: float | int, lang: str, fraction_digits: int = 2) -> str:
+    """1.23万 / 2.85亿 in Chinese, 1.23M in English."""
+    return format_compact_decimal(x, locale=locale_of(lang), fraction_digits=fraction_digits)
+
+
+# Money: whole units from here on (cents of a $9,198 job are noise), the currency's minor units below, so a
+# $3.97 job is neither "$4" nor tied with a "$4" one.
+MONEY_WHOLE_FROM = 100.0
+
+
+def money(amount: float, currency: str, lang: str) -> str:
+    """An amount in its own currency (never converted), by one rule everywhere: $3.97 below 100, whole units
+    from 100 ($373, $9,198), and in Chinese large sums in 万 / 亿 (¥229万) from 10,000 on."""
+    loc = locale_of(lang)
+    if lang == "zh" and abs(amount) >= COMPACT_MONEY_ZH_FROM:
+        return format_compact_currency(amount, currency, locale=loc, fraction_digits=2)
+    if abs(amount) >= MONEY_WHOLE_FROM:
+        return format_currency(round(amount), currency, locale=loc, format="¤#,##0", currency_digits=False)
+    return format_currency(amount, currency, locale=loc)
+
+
+def currency_symbol(currency: str, lang: str) -> str:
+    return get_currency_symbol(currency, locale=locale_of(lang))
