@@ -57,7 +57,9 @@ def job(r: dict[str, str]) -> dict:
                      # the 25.11 performance scripts (scripts/performance/configs/*_llm_pretrain.py, v0.2.0):
                      # cfg.ddp.grad_reduce_in_fp32 = False for every model; the FP8-CS / FP8-MX precision configs
                      # (utils/helpers.py get_precision_config) set fp8_param_gather = True
-                     "grad_reduce_in_fp32": False, "fp8_param_allgather": precision == "fp8"},
+                     "grad_reduce_in_fp32": False, "fp8_param_allgather": precision == "fp8",
+                     # set_common_perf_overrides: cross_entropy_fusion_impl = "te" (fusion on by default)
+                     "loss_impl": "te"},
     }
 
 

@@ -77,3 +77,14 @@ def test_torchtitan_compiles_its_loss_under_torch_compile():
     # an explicit loss_impl wins over the framework's default (torchtitan's 2024 versions did not compile it)
     pinned = _titan(torch_compile=True, loss_impl="upcast").items_bytes
     assert pinned["logits"] == eager["logits"]
+
+
+def test_transformer_engine_cross_entropy_keeps_one_16_bit_logits_buffer():
+    """TE's cross-entropy writes the gradient into the 16-bit logits in the forward (Megatron-Bridge 25.11 runs it):
+    2 bytes per logit element saved, no backward temporaries."""
+    te = _mem(loss_impl="te").items_bytes
+    compiled = _mem(loss_impl="compiled").items_bytes
+    elems = 2 * QLORA.seq_len * MODEL.vocab
+    assert te["logits"] == pytest.approx(2 * elems)
+    assert te["loss_backward_temporaries"] == 0.0
+    assert compiled["loss_backward_temporaries"] == pytest.approx(2 * elems)

@@ -42,7 +42,7 @@ def test_model_flops_agree_with_nvidias_table():
 
 
 def test_most_measured_runs_are_predicted_to_fit():
-    """With the recipes' bf16 gradient buffers and FP8 primary weights 20 of 27 runs fit; the 7 refused ones
-    use mechanisms not modelled (CPU activation offloading of N layers, recompute_modules, ...)."""
+    """With the recipes' bf16 gradient buffers, FP8 primary weights and TE cross-entropy 21 of 27 runs fit; the 6
+    refused ones use mechanisms not modelled (CPU activation offloading of N layers, recompute_modules, ...)."""
     refused = {f.row_id for f in pb.fits() if not f.fits}
-    assert len(refused) <= 7, refused
+    assert len(refused) <= 6, refused

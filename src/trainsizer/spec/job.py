@@ -208,7 +208,8 @@ class StrategySpec(_Strict):
     torch_compile: bool = True
     # loss over the vocabulary: auto (the framework's) | upcast (HF) | vocab-parallel (Megatron) | chunked
     # (torchtune, NeMo) | fused (Liger, Unsloth: no logits kept) | native (16-bit logits, no fp32 upcast) | compiled
-    # (upcast + loss under torch.compile: 16-bit logits saved)
+    # (upcast + loss under torch.compile: 16-bit logits saved) | te (Transformer Engine cross-entropy: the gradient
+    # written into the 16-bit logits in the forward, nothing else kept)
     loss_impl: LossImpl = "auto"
     # framework options (null = the framework's default): TP communication overlap / async TP, FP8 FSDP
     # all-gather, activation offloading to host memory, optimizer step fused into backward (no accumulation)
