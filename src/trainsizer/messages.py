@@ -113,6 +113,18 @@ def tr(text: Any, lang: str) -> Any:
     return text
 
 
+def storable(value: Any) -> Any:
+    """A message as JSON data ({key, params}; a sum of parts {"all": [...]}, alternatives {"any": [...]}), the
+    form `stored` reads back; anything else unchanged."""
+    if isinstance(value, Msg):
+        return {"key": value.key, "params": {k: storable(v) for k, v in value.params.items()}}
+    if isinstance(value, tuple):
+        return {"all": [storable(v) for v in value]}
+    if isinstance(value, list):
+        return {"any": [storable(v) for v in value]}
+    return value
+
+
 def stored(value: Any) -> Any:
     """A message stored as JSON (`plan/texts.py`: {key, params}, a sum of parts {"all": [...]}, alternatives
     {"any": [...]}) back as a `Msg`, nested parameters included; anything else unchanged. Plans store their

@@ -17,6 +17,7 @@ from trainsizer.accept.context import Context
 from trainsizer.accept.criteria import Limit, fleet_ratio, suite_check
 from trainsizer.accept.results import CheckResult
 from trainsizer.accept.telemetry import FAILING_REASONS, GpuHealth, GpuSample, GpuTelemetry, reason_names
+from trainsizer.messages import msg
 
 
 @dataclass
@@ -114,7 +115,7 @@ def evaluate(ctx: Context, prefix: str, rec: BurnInRecord) -> list[CheckResult]:
     fewest = min(counts, default=rec.gpu_count)
     ok = fewest >= rec.gpu_count and not lost
     out.append(ctx.result(f"{prefix}.gpus_present", "pass" if ok else "fail", measured=fewest,
-                          threshold=rec.gpu_count, unit="GPUs", source="GPU count at start",
+                          threshold=rec.gpu_count, unit="GPUs", source=msg("acc_src_gpu_count_at_start"),
                           why="no GPU lost" if ok else f"GPU lost during load (lost: {lost or 'count dropped'})",
                           details=common))
 
@@ -136,7 +137,7 @@ def evaluate(ctx: Context, prefix: str, rec: BurnInRecord) -> list[CheckResult]:
                 after[s.index] = max(after.get(s.index, 0), s.ecc_uncorrected_volatile)
     new_ecc = {i: after[i] - before.get(i, 0) for i in after if after[i] > before.get(i, 0)}
     out.append(ctx.result(f"{prefix}.ecc", "fail" if new_ecc else "pass", measured=sum(new_ecc.values()),
-                          threshold=0, unit="new uncorrectable", source=f"{suite_check(15)}: delta ECC == 0",
+                          threshold=0, unit="new uncorrectable", source=suite_check(15, "acc_rule_delta_ecc"),
                           why=f"new uncorrectable ECC errors {new_ecc}" if new_ecc else "no new uncorrectable ECC error"))
 
     throttled: dict[int, set[str]] = {}
@@ -148,7 +149,7 @@ def evaluate(ctx: Context, prefix: str, rec: BurnInRecord) -> list[CheckResult]:
                 throttled.setdefault(s.index, set()).update(reason_names(s.clock_event_reasons & FAILING_REASONS))
     out.append(ctx.result(
         f"{prefix}.throttle", "fail" if throttled else "pass", measured=n_bad, threshold=0, unit="samples",
-        source="DCGM: any HW_SLOWDOWN/SW_THERMAL/HW_THERMAL/HW_POWER_BRAKE fails",
+        source=msg("acc_src_dcgm_throttle"),
         why=("thermal/power slowdown: " + "; ".join(f"GPU {i}: {', '.join(sorted(r))}" for i, r in throttled.items()))
         if throttled else "no thermal/power slowdown"))
 
@@ -164,7 +165,7 @@ def evaluate(ctx: Context, prefix: str, rec: BurnInRecord) -> list[CheckResult]:
         if rec.temp_limits:
             gpu_max = min(rec.temp_limits.values())
             if limit is None or gpu_max < float(limit.value):
-                limit = Limit(value=gpu_max, source="NVML GPU max operating temperature (DCGM's limit)")
+                limit = Limit.said(gpu_max, msg("acc_src_nvml_max_temp"))
         hottest = max(temps, key=temps.get)
         out.append(ctx.at_most(f"{prefix}.temperature", temps[hottest], limit, "C",
                                f"hottest GPU {hottest} peak", details={"peak_c": temps, **common}))
@@ -180,7 +181,7 @@ def evaluate(ctx: Context, prefix: str, rec: BurnInRecord) -> list[CheckResult]:
         means = {i: round(statistics.fmean(v), 1) for i, v in utils.items()}
         low_i = min(means, key=means.get)
         out.append(ctx.at_least(f"{prefix}.utilization", means[low_i],
-                                Limit(value=95, source=f"{suite_check(15)}: utilisation >= 95 % mean under load"),
+                                Limit.said(95, suite_check(15, "acc_rule_utilisation")),
                                 "%", f"lowest mean GPU utilisation (GPU {low_i})", details={"mean_pct": means}))
 
     if not rec.throughput:
@@ -189,7 +190,7 @@ def evaluate(ctx: Context, prefix: str, rec: BurnInRecord) -> list[CheckResult]:
         med = statistics.median(rec.throughput.values())
         ratio, source = fleet_ratio(crit)
         low_i = min(rec.throughput, key=rec.throughput.get)
-        limit = Limit(value=round(ratio * med, 2), source=f"{ratio} x node median ({source})")
+        limit = Limit.said(round(ratio * med, 2), msg("acc_src_node_median", ratio=ratio, source=source))
         res = ctx.at_least(f"{prefix}.throughput", rec.throughput[low_i], limit, "TFLOP/s",
                            f"slowest GPU {low_i} under load", details={"per_gpu": rec.throughput})
         if rec.load_errors:

@@ -54,7 +54,7 @@ def run(ctx: Context, tamper: Callable[[list[Path]], None] | None = None) -> lis
         ctx.at_most("checkpoint.restore", round(restore_s, 3), crit.checkpoint_restore_s_max, "s",
                     f"cold restore, {coldcache.METHOD_NOTES[method]}", details=details),
         ctx.result("checkpoint.integrity", "fail" if bad else "pass", measured=len(bad), threshold=0,
-                   unit="shards", source=f"{suite_check(13)}: 100 % of digests match",
+                   unit="shards", source=suite_check(13, "acc_rule_digests"),
                    why=f"SHA-256 mismatch in {bad}" if bad else f"SHA-256 of all {shards} shards match after restore",
                    details=details),
     ]

@@ -85,7 +85,7 @@ def _finish(result: RunResult, out: Path | None, html: Path | None, history: str
     if out:
         save(result, out)
     if html:
-        write_atomic(html, report.to_html(result))
+        write_atomic(html, report.to_html(result, _lang()))
     _show(result, as_json, quiet)
     if out and not as_json and not quiet:
         click.echo(render_message("accept_results_at", _lang(), {"path": out}))

@@ -9,6 +9,7 @@ from pathlib import Path
 from trainsizer.accept.criteria import AcceptanceCriteria, Limit
 from trainsizer.accept.results import CheckResult
 from trainsizer.accept.telemetry import GpuInfo, GpuTelemetry
+from trainsizer.messages import Msg, storable
 
 
 @dataclass
@@ -52,11 +53,13 @@ class Context:
     def result(self, name: str, status: str, *, measured=None, limit: Limit | None = None, threshold=None,
                unit: str | None = None, why: str = "", details: dict | None = None,
                source: str | None = None) -> CheckResult:
+        """A verdict; a `source` that is a catalogue message is kept as one (shown in the reader's language)."""
         return CheckResult(
             name=name, status=status, measured=measured,
             threshold=limit.value if limit is not None else threshold,
             source=limit.source if limit is not None else source,
-            source_msg=limit.source_msg if limit is not None else None,
+            source_msg=limit.source_msg if limit is not None else (storable(source) if isinstance(source, Msg)
+                                                                  else None),
             unit=unit, why=why, node=self.node, details=details or {},
         )
 

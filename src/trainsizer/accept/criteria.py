@@ -14,16 +14,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from trainsizer.accept import platforms
 from trainsizer.errors import SpecError
-from trainsizer.messages import msg
+from trainsizer.messages import Msg, msg, storable
 from trainsizer.spec.load import pydantic_problem
 from trainsizer.spec.parse_problems import parse_problem
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter")
 
 
-def suite_check(number: int) -> str:
-    """Where a check of the acceptance suite is described: its row in docs/acceptance.md section 3."""
-    return f"docs/acceptance.md section 3 check #{number}"
+def suite_check(number: int, rule: str | None = None) -> Msg:
+    """Where a check of the acceptance suite is described: its row in docs/acceptance.md section 3, and the
+    rule applied (a message key, `acc_rule_*`) when one is named."""
+    where = msg("acc_src_suite_check", number=number)
+    return msg("acc_src_suite_rule", where=where, rule=msg(rule)) if rule else where
 
 
 class Limit(BaseModel):
@@ -35,6 +37,11 @@ class Limit(BaseModel):
     # a plan's threshold: the catalogue message `source` was written from ({key, params}; plan/texts.py), so a
     # report shows it in the reader's language
     source_msg: dict[str, Any] | None = None
+
+    @classmethod
+    def said(cls, value: float | int | str, source: Msg) -> Limit:
+        """A threshold whose source is a catalogue message: English in `source`, the message in `source_msg`."""
+        return cls(value=value, source=str(source), source_msg=storable(source))
 
 
 def _numeric(limit: Limit | None) -> Limit | None:
@@ -116,11 +123,9 @@ def _lim(value: float | int | str, source_id: str) -> Limit:
 
 def _scaled(ref: dict, ratio: dict, digits: int = 1) -> Limit:
     value = round(float(ref["value"]) * float(ratio["value"]), digits)
-    return Limit(
-        value=value,
-        source=f"{ratio['value']} x {ref['value']} ({platforms.source_text(ratio['source'])}; "
-        f"reference {platforms.source_text(ref['source'])})",
-    )
+    ref_source = ref["source"] if isinstance(ref["source"], Msg) else platforms.source_text(ref["source"])
+    return Limit.said(value, msg("acc_src_scaled", ratio=ratio["value"], ref=ref["value"],
+                                 ratio_source=platforms.source_text(ratio["source"]), ref_source=ref_source))
 
 
 def generic() -> AcceptanceCriteria:
@@ -144,9 +149,9 @@ def from_platform(platform_id: str, *, gpus_per_node: int | None = None) -> Acce
     crit.platform = platform_id
     crit.source = f"platform reference table: {platform_id} (accept/data/platforms.yaml)"
     n = gpus_per_node or p["gpus_per_node"]
-    crit.gpu_count = Limit(value=n, source=f"platform {platform_id}: {p['gpus_per_node']} GPUs per HGX node")
-    crit.gpu_model = Limit(value=p["match"][0], source=f"platform {platform_id}")
-    mem = {"value": p["memory_label_gib"], "source": f"platform {platform_id} memory label"}
+    crit.gpu_count = Limit.said(n, msg("acc_src_gpus_per_node", platform=platform_id, gpus=p["gpus_per_node"]))
+    crit.gpu_model = Limit.said(p["match"][0], msg("acc_src_platform", platform=platform_id))
+    mem = {"value": p["memory_label_gib"], "source": msg("acc_src_memory_label", platform=platform_id)}
     crit.gpu_memory_gib_min = _scaled(mem, d["memory_min_ratio"], 1)
     crit.nvlinks_per_gpu = _lim(p["nvlinks_per_gpu"]["value"], p["nvlinks_per_gpu"]["source"])
     crit.nic_count_min = _lim(p["nics_per_node"]["value"], p["nics_per_node"]["source"])
@@ -158,8 +163,8 @@ def from_platform(platform_id: str, *, gpus_per_node: int | None = None) -> Acce
     nvls = p.get("nvls")
     if nvls and n >= nvls["min_gpus"]:
         ar = _lim(p["allreduce_nvls_min_gb_s"]["value"], p["allreduce_nvls_min_gb_s"]["source"])
-        ar = Limit(value=ar.value, source=f"NVLS ({n} GPUs >= {nvls['min_gpus']}, "
-                   f"{platforms.source_text(nvls['source'])}); {ar.source}")
+        ar = Limit.said(ar.value, msg("acc_src_nvls", gpus=n, min_gpus=nvls["min_gpus"],
+                                      nvls_source=platforms.source_text(nvls["source"]), source=ar.source))
     elif "allreduce_ring_min_gb_s" in p:
         ar = _lim(p["allreduce_ring_min_gb_s"]["value"], p["allreduce_ring_min_gb_s"]["source"])
     else:
@@ -168,8 +173,9 @@ def from_platform(platform_id: str, *, gpus_per_node: int | None = None) -> Acce
     # Ring busbw across nodes is bounded by the per-node NIC aggregate (sum of line rates / 8).
     aggregate = {
         "value": p["nics_per_node"]["value"] * p["nic_line_rate_gbps"]["value"] / 8,
-        "source": f"{p['nics_per_node']['value']} NICs x {p['nic_line_rate_gbps']['value']} Gb/s / 8 "
-        f"({platforms.source_text(p['nic_line_rate_gbps']['source'])})",
+        "source": msg("acc_src_nic_aggregate", nics=p["nics_per_node"]["value"],
+                      gbps=p["nic_line_rate_gbps"]["value"],
+                      source=platforms.source_text(p["nic_line_rate_gbps"]["source"])),
     }
     inter = _scaled(aggregate, d["inter_ring_min_ratio"])
     crit.busbw_inter_gb_s_min = CollectiveLimits(all_reduce=inter, all_gather=inter, reduce_scatter=inter)

@@ -10,6 +10,7 @@ from trainsizer.accept.context import Context
 from trainsizer.accept.criteria import suite_check
 from trainsizer.accept.results import CheckResult
 from trainsizer.accept.telemetry import FAILING_REASONS, reason_names
+from trainsizer.messages import msg
 
 
 def _verdict(ctx: Context, name: str, bad: dict, checked: int, what: str, **kw) -> CheckResult:
@@ -44,7 +45,7 @@ def run(ctx: Context) -> list[CheckResult]:
                                                  ("remap failure", h.remap_failure)) if bad)
              for h in hs if h.remap_pending or h.remap_failure}
     seen = sum(1 for h in hs if h.remap_pending is not None or h.remap_failure is not None)
-    out.append(_verdict(ctx, names[2], remap, seen, "row remapping pending/failed", source=f"{suite_check(2)} (aznhc)"))
+    out.append(_verdict(ctx, names[2], remap, seen, "row remapping pending/failed", source=suite_check(2, "acc_rule_aznhc")))
 
     retired = {h.index: "retired pages pending" for h in hs if h.retired_pages_pending}
     seen = sum(1 for h in hs if h.retired_pages_pending is not None)
@@ -69,5 +70,5 @@ def run(ctx: Context) -> list[CheckResult]:
     reasons = {h.index: h.clock_event_reasons for h in hs if h.clock_event_reasons is not None}
     throttled = {i: ", ".join(reason_names(r & FAILING_REASONS)) for i, r in reasons.items() if r & FAILING_REASONS}
     out.append(_verdict(ctx, names[5], throttled, len(reasons), "thermal/power clock slowdown",
-                        source="DCGM DcgmRecorder.cpp failing reasons HW_SLOWDOWN|SW_THERMAL|HW_THERMAL|HW_POWER_BRAKE"))
+                        source=msg("acc_src_dcgm_failing_reasons")))
     return out

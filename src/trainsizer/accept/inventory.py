@@ -85,7 +85,7 @@ def run(ctx: Context, info: host.HostInfo | None = None) -> list[CheckResult]:
             out.append(ctx.skipped("inventory.ecc_mode", "ECC mode not reported"))
         else:
             out.append(ctx.result("inventory.ecc_mode", "fail" if off else "pass", measured=len(off), threshold=0,
-                                  unit="GPUs without ECC", source=f"{suite_check(1)}: ECC enabled",
+                                  unit="GPUs without ECC", source=suite_check(1, "acc_rule_ecc_enabled"),
                                   why=f"ECC disabled on GPUs {off}" if off else f"ECC enabled on all {len(ecc)} GPUs"))
         ups = [(g.index, g.nvlinks_up, g.nvlinks_total) for g in gpus if g.nvlinks_up is not None]
         if not ups:

@@ -62,39 +62,47 @@ def _criteria_source(source: str, lang: str) -> str:
     return _m("acc_criteria_defaults", lang) if source == _m("acc_criteria_defaults", "en") else source
 
 
-def to_html(result: RunResult) -> str:
+def to_html(result: RunResult, lang: str = "en") -> str:
+    """The run as one HTML page in `lang` (frame, columns, statuses and threshold sources; each check's `why`
+    is the check's text, as stored)."""
     e = html.escape
     rows = "\n".join(
-        f"<tr class='{e(c.status)}'><td>{e(c.name)}</td><td>{e(c.node or '')}</td><td>{e(c.status)}</td>"
+        f"<tr class='{e(c.status)}'><td>{e(c.name)}</td><td>{e(c.node or '')}</td>"
+        f"<td>{e(_m(f'accept_status_{c.status}', lang))}</td>"
         f"<td>{e(_fmt(c.measured))}</td><td>{e(_fmt(c.threshold))}</td><td>{e(c.unit or '')}</td>"
-        f"<td>{e(c.why)}</td><td>{e(c.source or '')}</td></tr>"
+        f"<td>{e(c.why)}</td><td>{e(source_text(c, lang))}</td></tr>"
         for c in result.checks)
+    head = "".join(f"<th>{e(_m(f'accept_col_{col}', lang))}</th>" for col in
+                   ("check", "node", "status", "measured", "threshold", "unit", "why", "source"))
+    hist_head = "".join(f"<th>{e(_m(f'accept_col_{col}', lang))}</th>" for col in
+                        ("check", "node", "now", "node_median", "fleet_median"))
     hist = "\n".join(
         f"<tr><td>{e(h['name'])}</td><td>{e(str(h['node']))}</td><td>{e(_fmt(h['measured']))}</td>"
         f"<td>{e(_fmt(h['node_past_median']))}</td><td>{e(_fmt(h['fleet_median']))}</td></tr>"
         for h in result.history)
     cal = e(result.calibration.model_dump_json(indent=2))
-    nodes = e(", ".join(str(n.get("hostname")) for n in result.nodes))
+    nodes = ", ".join(str(n.get("hostname")) for n in result.nodes)
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>trainsizer accept {e(result.run_id)}</title>
+<html lang="{'zh-CN' if lang == 'zh' else 'en'}"><head><meta charset="utf-8"><title>trainsizer accept {e(result.run_id)}</title>
 <style>
 body {{ font-family: sans-serif; margin: 2em; }} table {{ border-collapse: collapse; }}
 td, th {{ border: 1px solid #ccc; padding: 3px 6px; font-size: 13px; vertical-align: top; }}
 tr.pass td:nth-child(3) {{ color: #080; }} tr.fail td:nth-child(3) {{ color: #c00; font-weight: bold; }}
 tr.skipped td:nth-child(3) {{ color: #a60; }} tr.error td:nth-child(3) {{ color: #a0a; font-weight: bold; }}
 </style></head><body>
-<h1>Acceptance: {e(result.verdict.upper())}</h1>
-<p>Run {e(result.run_id)}, started {e(result.started_at)}, finished {e(result.finished_at or 'not finished')};
-platform {e(result.platform or 'none')}; nodes: {nodes}.<br>Criteria: {e(result.criteria_source)}</p>
-<table><tr><th>check</th><th>node</th><th>status</th><th>measured</th><th>threshold</th><th>unit</th>
-<th>why</th><th>threshold source</th></tr>
+<h1>{e(_m("accept_html_title", lang, verdict=_m(f"accept_status_{result.verdict}", lang).upper()))}</h1>
+<p>{e(_m("accept_html_run", lang, run=result.run_id, started=result.started_at,
+         finished=result.finished_at or _m("accept_not_finished", lang),
+         platform=result.platform or _m("accept_none", lang), nodes=nodes))}<br>
+{e(_m("accept_criteria", lang))}{e(_m("accept_colon", lang))}{e(_criteria_source(result.criteria_source, lang))}</p>
+<table><tr>{head}</tr>
 {rows}
 </table>
-<h2>Compared with history</h2>
-<table><tr><th>check</th><th>node</th><th>now</th><th>node's past median</th><th>fleet median</th></tr>
+<h2>{e(_m("accept_html_history", lang))}</h2>
+<table><tr>{hist_head}</tr>
 {hist}
 </table>
-<h2>Calibration (for trainsizer estimate --calibration)</h2>
+<h2>{e(_m("accept_html_calibration", lang))}</h2>
 <pre>{cal}</pre>
 </body></html>
 """

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from trainsizer.messages import Msg, msg
+from trainsizer.messages import Msg, msg, storable
 from trainsizer.messages import stored as _decode
 
 SUFFIX = "_msg"
@@ -34,21 +34,11 @@ class MessageRef(BaseModel):
     params: dict[str, Any] = {}
 
 
-def _encode(value: Any) -> Any:
-    if isinstance(value, Msg):
-        return {"key": value.key, "params": {k: _encode(v) for k, v in value.params.items()}}
-    if isinstance(value, tuple):
-        return {"all": [_encode(v) for v in value]}
-    if isinstance(value, list):
-        return {"any": [_encode(v) for v in value]}
-    return value
-
-
 def ref(text: Any) -> MessageRef | None:
     """The message `text` was written from; None for a plain string."""
     if not isinstance(text, Msg):
         return None
-    return MessageRef.model_validate(_encode(text))
+    return MessageRef.model_validate(storable(text))
 
 
 def refs(texts: Any) -> Any:
