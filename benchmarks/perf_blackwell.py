@@ -4,6 +4,9 @@ BF16, FP8 current scaling, MXFP8). One constant was fitted on three of these row
 MoE rows set gemm.moe_host_s_per_expert_kernel.alltoall, the alltoall dispatcher's host cost per expert kernel);
 its flex value comes from NVIDIA's DeepSeek-V3 GB200 guide, whose layout one row shares (DERIVED below); the rest
 are held out, and the summary prints the MoE MAPE with and without the fitted and derived rows.
+The MXFP8 GEMM ratio (perf_constants.yaml fp8.recipes.mxfp8) was fitted on the throughput ratio of the four row pairs
+that differ only in the recipe (FP8-CS vs FP8-MX: Llama 3 8B on GB300, GB200, B200; Llama 3.1 405B on B200), not on
+their levels; the summary prints that ratio, measured and predicted.
 
 Data: benchmarks/data/megatron_bridge_perf.csv (the page's tables as rows, with source, commit and notes).
 Each row goes end to end through the public job path (catalog accelerator and network, NVL72 trays and
@@ -124,6 +127,11 @@ def main() -> None:
     print(f"  MoE held out (without the {len(FITTED)} fitted rows) n={len(held)} MAPE {100 * np.mean(held):.1f}%")
     clean = [abs(p - m) / m for rid, _, m, p in cs if "llama" not in rid and rid not in FITTED + DERIVED]
     print(f"  MoE held out (without the fitted and derived rows) n={len(clean)} MAPE {100 * np.mean(clean):.1f}%")
+    pairs = [(c, x) for c in cs for x in cs if "_fp8-cs_" in c[0] and x[0] == c[0].replace("_fp8-cs_", "_fp8-mx_")]
+    if pairs:
+        meas = np.mean([c[2] / x[2] for c, x in pairs])
+        pred = np.mean([c[3] / x[3] for c, x in pairs])
+        print(f"  FP8-CS / FP8-MX throughput, {len(pairs)} pairs at the same layout: measured {meas:.3f} predicted {pred:.3f}")
     print("model FLOPs per token, NVIDIA's table vs this estimator under NVIDIA's convention (causal attention):")
     for name, s, nvidia, ours in flop_check():
         print(f"  {name:16s} s={s:5d} {nvidia / 1e9:8.2f} vs {ours / 1e9:8.2f} GFLOP ({100 * (ours / nvidia - 1):+.1f}%)")

@@ -129,3 +129,16 @@ def test_fp8_cast_kernels_are_counted_per_tensor_by_recipe():
         assert float(fwd) == pytest.approx(per_tensor * 8 * k.kernel_fixed_s, rel=1e-6)
         assert float(bwd) == pytest.approx(per_tensor * 4 * k.kernel_fixed_s)
     assert _fp8_casts(1e6, 4096.0, 4096.0, 1e6, rates(h100_cluster(), "bf16"), 1.0) == (0.0, 0.0)
+
+
+def test_fused_fp8_cast_figures_by_recipe():
+    k = load_constants()
+    fig = k.fp8_recipes["delayed"]
+    fused = rates(h100_cluster(), "fp8", fp8_recipe="delayed", fused_cast=True)
+    alone = rates(h100_cluster(), "fp8", fp8_recipe="delayed")
+    assert fused.fp8_cast_bytes == fig["fused_cast_bytes_per_element"] < alone.fp8_cast_bytes
+    assert fused.fp8_cast_kernels <= alone.fp8_cast_kernels
+    # recipes without a fused figure (an amax pass first, or block scales) cast the same way in every framework
+    for recipe in ("tensorwise", "rowwise", "mxfp8"):
+        assert rates(h100_cluster(), "fp8", fp8_recipe=recipe, fused_cast=True) == rates(
+            h100_cluster(), "fp8", fp8_recipe=recipe)

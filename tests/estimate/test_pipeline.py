@@ -34,3 +34,10 @@ def test_embedding_and_loss_slots_take_a_layer_each():
     assert list(first) == [30, 7] and list(last) == [30, 7]
     first, last = pipeline.first_last_stage_layers(30, 4, 0, 1)  # 31 slots: 8, 8, 8, 7 -> last 7 - 1
     assert float(first) == 8 and float(last) == 6
+
+
+@given(p=hs.integers(1, 64), m=hs.integers(1, 512), v=hs.integers(2, 8))
+def test_overlapped_interleaving_leaves_only_the_warm_up_and_cool_down_transfers(p, m, v):
+    unhidden = float(pipeline.p2p_transfers_unhidden(p))
+    assert unhidden == (2.0 * (p - 1) if p > 1 else 0.0)
+    assert unhidden <= float(pipeline.p2p_transfers_on_critical_path(p, m, v))

@@ -506,3 +506,86 @@ def test_every_gradient_bucket_pays_its_ring_latency_and_megatron_core_buckets_g
     flat = replace(core, grad_bucket_params_per_dp_rank=0.0)
     assert estimate_time(m, tr, s, st, framework_style=core).breakdown_s["dp_comm"] < estimate_time(
         m, tr, s, st, framework_style=flat).breakdown_s["dp_comm"]
+
+
+def test_megatron_core_hides_interleaved_p2p_but_not_plain_1f1b():
+    from dataclasses import replace
+
+    from trainsizer.estimate.step_time import perf_style
+
+    m, tr, s = llama8b(), Training(seq_len=4096, global_batch_seqs=256), h100_cluster(64)
+    core = perf_style("megatron-core")
+    assert core.p2p_overlap
+    plain = replace(core, p2p_overlap=False)
+    inter = Strategy(tp=2, pp=8, vpp=2, dp=4, micro_batch=1, distributed_optimizer=True)
+    hidden = estimate_time(m, tr, s, inter, framework_style=core).breakdown_s
+    exposed = estimate_time(m, tr, s, inter, framework_style=plain).breakdown_s
+    assert 0.0 < hidden["pp_comm"] < 0.5 * exposed["pp_comm"]
+    assert hidden["compute"] == exposed["compute"]
+    # overlap_p2p_comm is only set with an interleaved schedule (vpp > 1): 1F1B keeps every transfer
+    one = Strategy(tp=2, pp=8, dp=4, micro_batch=1, distributed_optimizer=True)
+    assert estimate_time(m, tr, s, one, framework_style=core).breakdown_s["pp_comm"] == pytest.approx(
+        estimate_time(m, tr, s, one, framework_style=plain).breakdown_s["pp_comm"], rel=1e-12)
+
+
+def test_transformer_engine_gathers_sequence_parallel_inputs_in_fp8():
+    from dataclasses import replace
+
+    from trainsizer.estimate.step_time import perf_style
+
+    m, s = llama8b(), h100_cluster(8)
+    core = perf_style("megatron-core")
+    bf16_ag = replace(core, fp8_tp_allgather=0.0, tp_comm_overlap=False)
+    fp8_ag = replace(bf16_ag, fp8_tp_allgather=1.0)
+    sp = Strategy(tp=8, dp=1, micro_batch=1, sequence_parallel=True, distributed_optimizer=True)
+    f8 = Training(seq_len=8192, global_batch_seqs=8, precision="fp8")
+    a = estimate_time(m, f8, s, sp, framework_style=fp8_ag).breakdown_s["tp_comm"]
+    b = estimate_time(m, f8, s, sp, framework_style=bf16_ag).breakdown_s["tp_comm"]
+    # the all-gather half of each all-reduce-equivalent moves 1 B instead of 2 (the LM head's stay 16-bit)
+    assert 0.7 * b < a < 0.85 * b
+    b16 = Training(seq_len=8192, global_batch_seqs=8)
+    assert estimate_time(m, b16, s, sp, framework_style=fp8_ag).breakdown_s["tp_comm"] == pytest.approx(
+        estimate_time(m, b16, s, sp, framework_style=bf16_ag).breakdown_s["tp_comm"], rel=1e-12)
+    # without sequence parallelism TP all-reduces the 16-bit outputs: nothing is gathered in FP8
+    no_sp = Strategy(tp=8, dp=1, micro_batch=1, sequence_parallel=False, distributed_optimizer=True)
+    assert estimate_time(m, f8, s, no_sp, framework_style=fp8_ag).breakdown_s["tp_comm"] == pytest.approx(
+        estimate_time(m, f8, s, no_sp, framework_style=bf16_ag).breakdown_s["tp_comm"], rel=1e-12)
+
+
+def test_fused_fp8_casts_cost_less_than_standalone_ones():
+    from dataclasses import replace
+
+    from trainsizer.estimate.step_time import perf_style
+
+    m, s = llama8b(), h100_cluster(8)
+    core = perf_style("megatron-core")
+    assert core.fp8_cast_fused and not perf_style("torchtitan").fp8_cast_fused
+    standalone = replace(core, fp8_cast_fused=False)
+    st = Strategy(dp=8, micro_batch=1, distributed_optimizer=True)
+    f8 = Training(seq_len=4096, global_batch_seqs=64, precision="fp8", fp8_recipe="delayed")
+    fused = estimate_time(m, f8, s, st, framework_style=core).breakdown_s["compute"]
+    assert fused < estimate_time(m, f8, s, st, framework_style=standalone).breakdown_s["compute"]
+    # current scaling (its amax pass) and MXFP8 have no fused figure: the same cast either way
+    for recipe in ("tensorwise", "mxfp8"):
+        tr = Training(seq_len=4096, global_batch_seqs=64, precision="fp8", fp8_recipe=recipe)
+        assert estimate_time(m, tr, s, st, framework_style=core).step_s == pytest.approx(
+            estimate_time(m, tr, s, st, framework_style=standalone).step_s, rel=1e-12)
+
+
+def test_torchtitan_gathers_forward_inputs_in_float8_with_tensorwise_scaling_only():
+    from dataclasses import replace
+
+    from trainsizer.estimate.step_time import perf_style
+
+    m, s = llama8b(), h100_cluster(8)
+    titan = replace(perf_style("torchtitan"), tp_comm_overlap=False)
+    assert 0.0 < titan.fp8_tp_allgather < perf_style("megatron-core").fp8_tp_allgather
+    none = replace(titan, fp8_tp_allgather=0.0)
+    sp = Strategy(tp=8, dp=1, micro_batch=1, sequence_parallel=True, zero=3, framework="torchtitan")
+    tw = Training(seq_len=8192, global_batch_seqs=8, precision="fp8", fp8_recipe="tensorwise")
+    a = estimate_time(m, tw, s, sp, framework_style=titan).breakdown_s["tp_comm"]
+    b = estimate_time(m, tw, s, sp, framework_style=none).breakdown_s["tp_comm"]
+    assert 0.85 * b < a < b  # one all-gather in four at 1 B: the forward inputs
+    rw = Training(seq_len=8192, global_batch_seqs=8, precision="fp8", fp8_recipe="rowwise")
+    assert estimate_time(m, rw, s, sp, framework_style=titan).breakdown_s["tp_comm"] == pytest.approx(
+        estimate_time(m, rw, s, sp, framework_style=none).breakdown_s["tp_comm"], rel=1e-12)

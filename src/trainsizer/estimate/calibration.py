@@ -200,11 +200,14 @@ def power_clock_factor(system: Any) -> float:
 
 
 def rates(system: Any, precision: str, constants: PerfConstants | None = None,
-          calibration: Calibration | None = None, attention_kernel: str = "fa2", fp8_recipe: str = "auto") -> Rates:
+          calibration: Calibration | None = None, attention_kernel: str = "fa2", fp8_recipe: str = "auto",
+          fused_cast: bool = False) -> Rates:
     """Effective rates for `system` (a `trainsizer.estimate.inputs.System`) in `precision`.
 
     FP8: the linear layers' GEMMs at the FP8 peak x the bf16 efficiency x the recipe's GEMM ratio
-    (perf_constants.yaml `fp8`), the other GEMMs at the 16-bit rate, and the recipe's cast bytes."""
+    (perf_constants.yaml `fp8`), the other GEMMs at the 16-bit rate, and the recipe's cast bytes -- its
+    `fused_cast_bytes_per_element` when the framework fuses the cast into the producing norm / activation kernel
+    (`fused_cast`, Transformer Engine LayerNormLinear) and the recipe has such a figure."""
     k = constants or load_constants()
     cal = calibration or Calibration()
     peak = system.peak(precision) * 1e12
@@ -214,8 +217,10 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
     if precision == "fp8":
         recipe = k.fp8_recipe(system.accelerator, fp8_recipe)
         eff *= recipe["gemm_efficiency_ratio"]
-        cast_bytes = recipe["cast_bytes_per_element"]
-        cast_kernels = recipe["cast_kernels_per_tensor"]
+        cast_bytes = recipe.get("fused_cast_bytes_per_element", recipe["cast_bytes_per_element"]) if fused_cast \
+            else recipe["cast_bytes_per_element"]
+        cast_kernels = recipe.get("fused_cast_kernels_per_tensor", recipe["cast_kernels_per_tensor"]) if fused_cast \
+            else recipe["cast_kernels_per_tensor"]
     elif precision == "fp32":
         eff *= k.fp32_efficiency_ratio
     gemm = cal.gemm_tflops * 1e12 if cal.gemm_tflops else peak * eff

@@ -265,7 +265,7 @@ def _fp8_casts(tokens, k_in: float, n_out: float, weights: float, rates: Rates, 
     gradient and weight tensors those are (a dense layer: the inputs, output gradients and weights of its 4
     linears qkv, o, up(+gate), down); each cast pays `rates.fp8_cast_kernels` kernels (by recipe)."""
     cast = rates.fp8_cast_bytes
-    if not cast:
+    if not np.any(cast):
         return 0.0, 0.0
     wc = np.asarray(weight_casts, float)
     w = weights * wc * 4.0  # read 16-bit, write fp8 + fp8 transpose

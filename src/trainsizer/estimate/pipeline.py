@@ -6,7 +6,9 @@
 - DualPipe (DeepSeek-V3): bidirectional schedule, bubble (p/2-1)(F&B+B-3W) (DeepSeek-V3 report Table 2).
 - Point-to-point transfers: every micro-batch crosses each stage boundary forward and backward; interleaving
   multiplies the boundary crossings by v (Narayanan 2021 s2.2.2). The transfers on the critical path are
-  2 per slot of the (v*m + p - 1)-slot schedule.
+  2 per slot of the (v*m + p - 1)-slot schedule. Megatron-Core's overlap_p2p_comm (set by NeMo / Megatron-Bridge
+  whenever vpp > 1) posts each chunk's send / recv asynchronously, so only the 2(p - 1) warm-up / cool-down
+  transfers stay on the critical path.
 - Uneven splits (L not divisible by p or p*v; Megatron-Core --decoder-first/last-pipeline-num-layers): the
   steady state runs at the pace of the slowest stage, so time uses the most loaded stage's layers (plus the
   LM head on the last stage), never the average.
@@ -45,6 +47,13 @@ def p2p_transfers_on_critical_path(pp, m, vpp=1):
     p = np.asarray(pp, float)
     v = np.maximum(np.asarray(vpp, float), 1.0)
     return np.where(p > 1, 2.0 * (v * np.asarray(m, float) + p - 1.0), 0.0)
+
+
+def p2p_transfers_unhidden(pp):
+    """Sends/receives that an overlapped interleaved schedule cannot hide: the warm-up forwards and cool-down
+    backwards crossing the p - 1 stage boundaries once each, before any compute runs beside them."""
+    p = np.asarray(pp, float)
+    return np.where(p > 1, 2.0 * (p - 1.0), 0.0)
 
 
 def first_last_stage_layers(layers: int, pp, embedding_slot=0.0, loss_slot=0.0):

@@ -97,6 +97,17 @@ class PerfStyle:
     split_projections: bool = False  # q, k, v and gate, up are separate nn.Linear GEMMs (torchtitan, HF Llama)
     zero1_grad_allreduce: bool = False  # ZeRO-1 all-reduces the gradients (DeepSpeed BF16_Optimizer), not RS
     moe_host_sync: bool = False  # its alltoall MoE token dispatcher synchronises with the host (_host_excess)
+    # Megatron-Core overlap_p2p_comm: with an interleaved schedule (vpp > 1) the next chunk's send / recv is posted
+    # asynchronously and waited on only when that chunk runs, so the steady state hides the transfers (_pipeline)
+    p2p_overlap: bool = False
+    # share of the sequence-parallel all-gathers that carry FP8 (1 B) under FP8 training, reduce-scatters staying
+    # 16-bit (_tp_comm): Transformer Engine casts GEMM inputs and output gradients before it gathers (1.0);
+    # torchtitan's Float8ColwiseParallel the forward inputs only (0.5; not with rowwise scaling)
+    fp8_tp_allgather: float = 0.0
+    # Transformer Engine LayerNormLinear / LayerNormMLP write the FP8 copy of the norm output themselves, so the
+    # cast costs the recipe's fused figure (perf_constants.yaml fp8 recipes); standalone te.Linear / torchao
+    # casts read the 16-bit tensor again (_rates)
+    fp8_cast_fused: bool = False
 
     def __post_init__(self) -> None:
         if not np.all(np.isin(self.attention_kernel, ATTENTION_KERNELS)):
@@ -300,13 +311,21 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
 def _rates(system: System, training: Training, k: PerfConstants, calibration: Calibration | None,
            fw: PerfStyle) -> Any:
     """calibration.rates for the style's attention kernel (under "auto" one kernel per strategy: the flash
-    rate becomes an array) and the job's FP8 recipe."""
+    rate becomes an array), the job's FP8 recipe and whether the style fuses FP8 casts (an array under "auto"
+    too)."""
     kernels = np.asarray(fw.attention_kernel)
-    r = rates(system, training.precision, k, calibration, str(kernels.reshape(-1)[0]), training.fp8_recipe)
+    fused = np.asarray(fw.fp8_cast_fused)
+    r = rates(system, training.precision, k, calibration, str(kernels.reshape(-1)[0]), training.fp8_recipe,
+              bool(fused.reshape(-1)[0]))
     if kernels.ndim and not np.all(kernels == kernels.reshape(-1)[0]):
         native = rates(system, training.precision, k, calibration, "native", training.fp8_recipe)
         fa2 = rates(system, training.precision, k, calibration, "fa2", training.fp8_recipe)
         r = dataclasses.replace(r, flash_flops=np.where(kernels == "native", native.flash_flops, fa2.flash_flops))
+    if fused.ndim and not np.all(fused == fused.reshape(-1)[0]):
+        on = rates(system, training.precision, k, calibration, fp8_recipe=training.fp8_recipe, fused_cast=True)
+        off = rates(system, training.precision, k, calibration, fp8_recipe=training.fp8_recipe, fused_cast=False)
+        r = dataclasses.replace(r, fp8_cast_bytes=np.where(fused, on.fp8_cast_bytes, off.fp8_cast_bytes),
+                                fp8_cast_kernels=np.where(fused, on.fp8_cast_kernels, off.fp8_cast_kernels))
     return r
 
 
@@ -347,12 +366,25 @@ def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
     """(one TP all-reduce of a layer's activations, TP time per layer): 4 all-reduce-equivalents per layer
     (+2 with full recompute; +1 under torchtitan's per-op SAC with sequence parallelism: the all-gathers in
     front of the attention and MLP input projections are not in its save list (`_save_list` keeps mm, SDPA,
-    reduce_scatter_tensor and max), so recomputing the wk and w3 matmuls re-runs both all-gathers)."""
+    reduce_scatter_tensor and max), so recomputing the wk and w3 matmuls re-runs both all-gathers).
+    FP8 with sequence parallelism: each all-reduce-equivalent is a 16-bit reduce-scatter and an all-gather, and
+    `fp8_tp_allgather` of those all-gathers carry FP8 (1 B) -- Transformer Engine casts GEMM inputs and output
+    gradients before it gathers (module/layernorm_linear.py gather_along_first_dim(quantizer=...)); torchtitan's
+    Float8ColwiseParallel the forward inputs, tensorwise only (parallelize.py enable_float8_tensorwise_tp). The
+    LM head's collectives stay 16-bit."""
     k, t = x.k, x.t
     k_tp = comm.ranks_per_domain(t, 1.0, x.domain)
-    t_ar = comm.all_reduce_time(x.tok * x.model.hidden * x.act, t, k_tp, x.r, x.system, k.nvls_allreduce_gain)
+    act_bytes = x.tok * x.model.hidden * x.act
+    t_ar = comm.all_reduce_time(act_bytes, t, k_tp, x.r, x.system, k.nvls_allreduce_gain)
+    t_layer = t_ar
+    share = np.asarray(x.fw.fp8_tp_allgather, float)
+    if x.training.precision == "fp8" and np.any(share > 0) and \
+            k.fp8_recipe(x.system.accelerator, x.training.fp8_recipe)["name"] != "rowwise":
+        shrink = 1.0 - share * (x.act - 1.0) / (2.0 * x.act)  # AG half of the bytes, `share` of it at 1 B
+        t_layer = np.where(x.sp, comm.all_reduce_time(act_bytes * shrink, t, k_tp, x.r, x.system,
+                                                      k.nvls_allreduce_gain), t_ar)
     sac_gathers = (x.rc == 1) & np.asarray(x.fw.selective_op_policy) & x.sp
-    tp_per_layer = (4.0 + 2.0 * (x.rc == 2) + 1.0 * sac_gathers) * t_ar
+    tp_per_layer = (4.0 + 2.0 * (x.rc == 2) + 1.0 * sac_gathers) * t_layer
     if np.any(x.fw.tp_comm_overlap):  # hidden part still slows the GEMMs it overlaps (SM/HBM interference)
         tp_per_layer = tp_per_layer * _when(x.fw.tp_comm_overlap,
                                             1.0 - k.tp_overlap_fraction * (1.0 - k.overlap_interference), 1.0)
@@ -537,7 +569,14 @@ def _pipeline(x: _Step, t_mb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     t_ag = comm.all_gather_time(full, x.t, comm.ranks_per_domain(x.t, 1.0, x.domain), x.r, x.system)
     f = x.k.p2p_exposed_fraction
     # one activation and one gradient transfer per slot of the schedule, each all-gathered at its receiver
-    batched = slots * ((t_act + t_grad) * f + (part_a + 1.0 * part_g) * t_ag)
+    exposed = slots
+    if np.any(x.fw.p2p_overlap):
+        # overlapped (Megatron-Core overlap_p2p_comm, interleaved only): the warm-up / cool-down transfers stay
+        # exposed; the hidden ones still cost overlap_interference of their time, as other overlapped collectives
+        unhidden = np.where(np.asarray(x.fw.p2p_overlap) & (x.v > 1), pipeline.p2p_transfers_unhidden(x.p) / 2.0,
+                            slots)
+        exposed = unhidden + x.k.overlap_interference * (slots - unhidden)
+    batched = exposed * ((t_act + t_grad) * f + (part_a + 1.0 * part_g) * t_ag)
     if not np.any(x.fw.serial_pipeline):
         return bubble, batched
     # DeepSpeed PipelineEngine: every schedule step exchanges with one neighbour in separate blocking calls
@@ -592,10 +631,12 @@ def _dp_comm_replicated(x: _Step, g: _Grads) -> tuple[np.ndarray, np.ndarray]:
         comm.all_reduce_time(g_dense, g.n_dp, g.k_dp, r, system, k.nvls_allreduce_gain)
         + comm.all_reduce_time(g_exp, g.n_edp, g.k_edp, r, system, k.nvls_allreduce_gain),
     )
+    # FP8 primary weights (Megatron-Core fp8_param_gather, NeMo fp8_params): the updated shards travel as FP8
+    p_bytes = np.where(np.asarray(fw.fp8_param_allgather) & (x.training.precision == "fp8"), 1.0, x.act)
     ag_params = np.where(
         g.shard_opt & (x.zero < 3),
-        comm.all_gather_time(g.local_dense * g.train_frac * x.act, g.n_dp, g.k_dp, r, system)
-        + comm.all_gather_time(g.local_expert * g.train_frac * x.act, g.n_edp, g.k_edp, r, system),
+        comm.all_gather_time(g.local_dense * g.train_frac * p_bytes, g.n_dp, g.k_dp, r, system)
+        + comm.all_gather_time(g.local_expert * g.train_frac * p_bytes, g.n_edp, g.k_edp, r, system),
         0.0,
     )
     bucket = np.maximum(fw.grad_bucket_params, np.asarray(fw.grad_bucket_params_per_dp_rank) * g.n_dp)
