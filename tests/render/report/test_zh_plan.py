@@ -52,11 +52,14 @@ def _source_words() -> frozenset[str]:
             text.extend(str(d.get(k) or "") for k in NAME_FIELDS)
     from importlib import resources
     text.append(resources.files("trainsizer.accept").joinpath("data/platforms.yaml").read_text(encoding="utf-8"))
+    # the largest documented clusters a plan's scale note quotes (catalog/evidence/scale.yaml): source data
+    text.append(resources.files("trainsizer.catalog").joinpath("evidence/scale.yaml").read_text(encoding="utf-8"))
     return frozenset(WORD.findall(" ".join(text)))
 
 
 def english_words(text: str, job_text: str) -> list[str]:
     text = re.sub(r"`[^`]*`|\]\([^)]*\)", " ", text)   # code spans and link targets are names
+    text = re.sub(r"\b(?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_.-]*", " ", text)  # file paths (catalog/evidence/scale.yaml)
     text = IDS.sub(" ", text)
     allowed = {w.lower() for w in NAMES | _source_words() | set(WORD.findall(job_text))}
     return sorted({w for w in WORD.findall(text) if w.lower() not in allowed})
