@@ -199,6 +199,29 @@ def test_overlay_card_in_chinese(run_cli, tmp_path):
     assert "未给出" in text and "已取默认值" in text
 
 
+def test_accept_table_and_html_report_in_chinese(run_cli, tmp_path):
+    """A recorded node through the health checks: table, criteria and HTML report in Chinese; each check's `why`
+    is its stored English text (README), so its words are allowed."""
+    telemetry = REPO / "tests" / "fixtures" / "accept" / "telemetry" / "h100x8-healthy.json"
+    out, page = tmp_path / "run.json", tmp_path / "run.html"
+    args = ("accept", "--only", "health", "--telemetry", str(telemetry), "--platform", "h100-sxm-80gb",
+            "--no-history", "--out", str(out), "--html", str(page))
+    code, _out, err = run_cli("--lang", "zh", *args)
+    assert code in (0, 1), err[-600:]
+    result = json.loads(out.read_text(encoding="utf-8"))
+    whys = " ".join(c["why"] + " " + c["name"] + " " + (c.get("unit") or "") for c in result["checks"])
+    from trainsizer.accept import platforms
+
+    # the platform table's sources are quoted as written (data, like the catalog's notes); aznhc names a tool
+    sources = frozenset(re.findall(r"[A-Za-z][\w.\-]*", " ".join(map(str, platforms._table()["sources"].values()))))
+    text = _assert_chinese(run_cli, *args, source=whys + " aznhc " + result["checks"][0]["node"], codes=(0, 1),
+                           prose=sources)
+    assert "平台参考表" in text
+    html = re.sub(r"<style>.*?</style>|<pre>.*?</pre>|<[^>]+>", " ", page.read_text(encoding="utf-8"), flags=re.S)
+    assert not english_words(html, re.findall(r"[A-Za-z][\w.\-]*", whys + " " + " ".join(args))
+                             + [result["run_id"], result["checks"][0]["node"], "aznhc"], sources), html[-1500:]
+
+
 @pytest.mark.parametrize("content", ['{"a": 1}', '{"options": [], "schema_version": "2.0"}', '{"options": '])
 def test_bad_plan_files_refused_in_chinese(run_cli, tmp_path, content):
     path = tmp_path / "plan.json"

@@ -147,7 +147,7 @@ def from_platform(platform_id: str, *, gpus_per_node: int | None = None) -> Acce
     d = platforms.defaults()
     crit = generic()
     crit.platform = platform_id
-    crit.source = f"platform reference table: {platform_id} (accept/data/platforms.yaml)"
+    crit.source = str(msg("acc_criteria_platform", platform=platform_id))
     n = gpus_per_node or p["gpus_per_node"]
     crit.gpu_count = Limit.said(n, msg("acc_src_gpus_per_node", platform=platform_id, gpus=p["gpus_per_node"]))
     crit.gpu_model = Limit.said(p["match"][0], msg("acc_src_platform", platform=platform_id))

@@ -48,7 +48,7 @@ def print_table(result: RunResult, console: Console | None = None, lang: str = "
     counts = {s: sum(1 for c in result.checks if c.status == s) for s in _STYLE}
     colon = _m("accept_colon", lang)
     console.print(" ".join(f"{_m(f'accept_status_{k}', lang)}{colon}{v}" for k, v in counts.items())
-                  + f"   {_m('accept_criteria', lang)}{colon}{escape(_criteria_source(result.criteria_source, lang))}")
+                  + f"   {_m('accept_criteria', lang)}{colon}{escape(_criteria_source(result.criteria_source, lang, result.platform))}")
 
 
 def source_text(check: CheckResult, lang: str) -> str:
@@ -57,9 +57,14 @@ def source_text(check: CheckResult, lang: str) -> str:
     return str(tr(stored(check.source_msg), lang)) if check.source_msg else (check.source or "")
 
 
-def _criteria_source(source: str, lang: str) -> str:
-    """Where the thresholds came from, as recorded; the built-in defaults in the reader's language."""
-    return _m("acc_criteria_defaults", lang) if source == _m("acc_criteria_defaults", "en") else source
+def _criteria_source(source: str, lang: str, platform: str | None = None) -> str:
+    """Where the thresholds came from, as recorded; the built-in defaults and the platform table in the
+    reader's language."""
+    if source == _m("acc_criteria_defaults", "en"):
+        return _m("acc_criteria_defaults", lang)
+    if platform and source == _m("acc_criteria_platform", "en", platform=platform):
+        return _m("acc_criteria_platform", lang, platform=platform)
+    return source
 
 
 def to_html(result: RunResult, lang: str = "en") -> str:
@@ -94,7 +99,7 @@ tr.skipped td:nth-child(3) {{ color: #a60; }} tr.error td:nth-child(3) {{ color:
 <p>{e(_m("accept_html_run", lang, run=result.run_id, started=result.started_at,
          finished=result.finished_at or _m("accept_not_finished", lang),
          platform=result.platform or _m("accept_none", lang), nodes=nodes))}<br>
-{e(_m("accept_criteria", lang))}{e(_m("accept_colon", lang))}{e(_criteria_source(result.criteria_source, lang))}</p>
+{e(_m("accept_criteria", lang))}{e(_m("accept_colon", lang))}{e(_criteria_source(result.criteria_source, lang, result.platform))}</p>
 <table><tr>{head}</tr>
 {rows}
 </table>
