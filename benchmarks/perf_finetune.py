@@ -2,8 +2,9 @@
 NVIDIA/NeMo docs/source/performance/performance_summary.md, "Finetuning" table). No constant fitted on them.
 
 Rows: benchmarks/data/nemo_finetune_perf.csv. Each goes through the job path: framework megatron-core, FP8
-delayed scaling, the row's TP / PP, micro-batch 1, packed sequences (SQuAD-v1.1 samples attend within
-themselves; their mean length is not stated on the page: ~250 tokens assumed, question + context + answer
+delayed scaling, the row's TP / PP / VPP (the NeMo-Framework-Launcher H100 PEFT examples the table was
+measured with: examples/peft/llama/h100/*.sh; 13B SFT runs PP 4 x VPP 10, 70B SFT PP 4 x VPP 20),
+micro-batch 1, packed sequences (SQuAD-v1.1 samples attend within themselves; their mean length is not stated on the page: ~250 tokens assumed, question + context + answer
 with the Llama 2 tokenizer), LoRA on every linear (NeMo 2 default target_modules linear_qkv, linear_proj,
 linear_fc1, linear_fc2) with rank 32 (NeMo 2 default dim), no recompute.
 
@@ -33,7 +34,8 @@ def job(r: dict[str, str], packed: bool = True) -> dict:
         "data": {"samples": 1e5, "avg_tokens": SQUAD_AVG_TOKENS}, "packing": packed,
         "global_batch": {"sequences": int(r["global_batch_seqs"])}, "precision": "fp8", "fp8_recipe": "delayed",
         "hardware": {"accelerator": "h100-sxm-80gb", "count": int(r["gpu_count"]), "network": "ib-ndr400"},
-        "strategy": {"tp": int(r["tp"]), "pp": int(r["pp"]), "micro_batch": int(r["micro_batch"]),
+        "strategy": {"tp": int(r["tp"]), "pp": int(r["pp"]), "vpp": int(r["vpp"]),
+                     "micro_batch": int(r["micro_batch"]),
                      "recompute": "none", "distributed_optimizer": True, "framework": "megatron-core"},
     }
     if lora:
