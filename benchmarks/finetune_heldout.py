@@ -5,7 +5,7 @@ LLaMA-Factory wiki), and Megatron-Bridge 26.06 SFT / LoRA (GB300, GB200, H100). 
 Rows: benchmarks/data/finetune_heldout.csv (source URL and locator, date, confidence, and in `assumed` every
 cell the source does not state). Each row goes through the public job path (resolve_job) with the row's
 framework style, method, LoRA rank and targets, optimizer, recompute, loss implementation, compile, activation
-offloading, optimizer-in-backward and CPU offload. Three kinds of figure:
+offloading, optimizer-in-backward, CPU offload and (QLoRA) whether PEFT's fp32 upcast applies. Three kinds of figure:
 - tokens/s: the row's total (`tokens_scope` total) or per GPU; the estimate is tokens per step / step time;
 - peak memory: `GiB-active` rows (torch.cuda peak active bytes) are compared with the estimate's allocated bytes
   (total less CUDA context, NCCL buffers and allocator fragmentation); rows whose kind is unstated with the total;
@@ -62,6 +62,8 @@ def job(r: dict[str, str]) -> dict:
                      "optimizer_in_backward": _bool(r["optimizer_in_backward"]), "offload": r["offload"],
                      "framework": r["stack"]},
     }
+    if r["kbit_upcast"]:
+        out["strategy"]["kbit_upcast"] = _bool(r["kbit_upcast"])
     if r["fp8_recipe"]:
         out["fp8_recipe"] = r["fp8_recipe"]
     if whole(r["gpu_count"]) > 1:

@@ -41,7 +41,9 @@ def test_native_loss_fits_a_longer_sequence_than_the_upcast_loss():
     """Half the bytes per logit: the same card holds more tokens; the rest of the estimate is unchanged."""
     up, nat = _mem(loss_impl="upcast"), _mem(loss_impl="native")
     assert nat.per_gpu_bytes < up.per_gpu_bytes
-    same = {k for k in up.items_bytes if k not in ("logits", "loss_backward_temporaries", "fragmentation")}
+    # (QLoRA: the native loss means DeepSpeed's 16-bit engine, which also keeps the residual stream 16-bit)
+    same = {k for k in up.items_bytes
+            if k not in ("logits", "loss_backward_temporaries", "fragmentation", "layer_activations")}
     assert all(nat.items_bytes[k] == up.items_bytes[k] for k in same)
 
 
@@ -88,3 +90,22 @@ def test_transformer_engine_cross_entropy_keeps_one_16_bit_logits_buffer():
     assert te["logits"] == pytest.approx(2 * elems)
     assert te["loss_backward_temporaries"] == 0.0
     assert compiled["loss_backward_temporaries"] == pytest.approx(2 * elems)
+
+
+def test_peft_kbit_upcast_keeps_the_checkpointed_residual_stream_in_fp32():
+    """PEFT prepare_model_for_kbit_training casts embeddings and norms to fp32, so each checkpointed decoder layer
+    input is fp32 (4 B) under hf; torchtune, kbit_upcast false and DeepSpeed's 16-bit engine (native) keep 2 B."""
+    tokens_x_hidden = 2 * 2048 * MODEL.hidden * MODEL.layers
+    hf = _mem(framework="hf").items_bytes["layer_activations"]
+    assert hf == pytest.approx(4 * tokens_x_hidden)
+    for kw in ({"framework": "torchtune"}, {"framework": "hf", "kbit_upcast": False},
+               {"framework": "hf", "loss_impl": "native"}):
+        assert _mem(**kw).items_bytes["layer_activations"] == pytest.approx(2 * tokens_x_hidden), kw
+
+
+def test_kbit_upcast_false_keeps_the_unquantised_weights_16_bit():
+    off = _mem(framework="hf", kbit_upcast=False).items_bytes
+    tt = _mem(framework="torchtune").items_bytes
+    assert off["base_weights_frozen"] == pytest.approx(tt["base_weights_frozen"])
+    assert _mem(framework="torchtune", kbit_upcast=True).items_bytes["base_weights_frozen"] == pytest.approx(
+        _mem(framework="hf").items_bytes["base_weights_frozen"])

@@ -219,6 +219,7 @@ class _Batch:
     bf16_grads: np.ndarray  # Megatron-Core gradient buffer in bf16 (grad_reduce_in_fp32 false), per strategy
     fp8_params: np.ndarray  # Megatron-Core FP8 primary weights (fp8_param_gather), per strategy
     grad_reduce_in_fp32: bool | None  # the job's option (None: the style's default)
+    kbit_upcast: bool  # QLoRA: non-quantised weights in fp32 (PEFT prepare_model_for_kbit_training)
     loss_bytes: tuple[Any, Any]  # (saved, backward extra) bytes per logit element, per strategy
     dpc: np.ndarray  # DP x CP ranks (gradients and ZeRO shards span both)
     divisors: dict[int, tuple[np.ndarray, np.ndarray]]  # ZeRO level -> (dense, expert) shard divisors
@@ -309,8 +310,10 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
         rest = np.array([r.tp + r.routed * k + r.s2 * seq for r in sets + extra])
         return tokens * (sp_c[rows] / sp_div + rest[rows] / t)
 
-    dense_b = pick(pre.dense, row, 0)
-    moe_b = pick(pre.moe, row, 1) if model.is_moe else dense_b
+    upcast_w, upcast_res = _kbit_upcast(strategy, name)
+    dense_b = pick(pre.dense, row, 0) + _fp32_residual_checkpoint(model, training, upcast_res, mega, rec,
+                                                                  tokens / sp_div)
+    moe_b = pick(pre.moe, row, 1) + (dense_b - pick(pre.dense, row, 0)) if model.is_moe else dense_b
     dense_none = pick(pre.dense, row_none, 0)
     moe_none = pick(pre.moe, row_none, 1) if model.is_moe else dense_none
     if np.any(titan & (sp_div > 1)):
@@ -354,11 +357,35 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
         st["grad_accum_fp32"] = np.where(bf16_grads, 0.0, st["grad_accum_fp32"])
     return _Batch(model=model, training=training, options=options, pre=pre, c=load_memory_constants(), s=s,
                   t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, z=z, rec=rec, off=s["offload"],
-                  name=name, mega=mega, titan=titan, bf16_grads=bf16_grads, fp8_params=fp8_params, eager_sac=eager_sac,
-                  grad_reduce_in_fp32=g32,
+                  name=name, mega=mega, titan=titan, kbit_upcast=upcast_w, bf16_grads=bf16_grads,
+                  fp8_params=fp8_params, eager_sac=eager_sac, grad_reduce_in_fp32=g32,
                   loss_bytes=loss_bytes, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro,
                   sp_div=sp_div, dense_b=dense_b, moe_b=moe_b, dense_none=dense_none, moe_none=moe_none, st=st,
                   w16=float(act_bytes(training.precision)))
+
+
+def _kbit_upcast(strategy: Strategy, name: str) -> tuple[bool, bool]:
+    """(non-quantised QLoRA weights in fp32, fp32 residual stream): the job's strategy.kbit_upcast, else the
+    framework's: PEFT prepare_model_for_kbit_training under hf (both), none in torchtune; DeepSpeed's 16-bit
+    engine (loss_impl native) casts the module back to 16 bit, so its residual stream stays 16-bit."""
+    asked = getattr(strategy, "kbit_upcast", None)
+    if asked is not None:
+        return bool(asked), bool(asked)
+    peft = name != "torchtune"
+    return peft, peft and getattr(strategy, "loss_impl", "auto") != "native"
+
+
+def _fp32_residual_checkpoint(model: ModelArch, training: Training, fp32_residual: bool, mega: np.ndarray,
+                              rec: np.ndarray, tokens: Any) -> Any:
+    """Extra bytes per layer of a full-recompute checkpoint when the residual stream is fp32: PEFT's
+    prepare_model_for_kbit_training (TRL's SFTTrainer calls it on a 4-bit model) casts the embeddings and norms
+    to fp32, so the embedding output and every residual add (fp32 + 16-bit) are fp32, and gradient
+    checkpointing keeps each decoder layer's fp32 input (memory_constants.yaml qlora.peft_residual_bytes).
+    Applies where `_kbit_upcast` says the residual stream is fp32."""
+    if training.method != "qlora" or not fp32_residual:
+        return 0.0
+    extra = float(load_memory_constants()["qlora"]["peft_residual_bytes"]) - act_bytes(training.precision)
+    return np.where(~mega & (rec == 2), tokens * extra * model.hidden, 0.0)
 
 
 def _loss_bytes(name: str, impl: str, mega: np.ndarray, titan_compiled: Any, pre: _Pre) -> tuple[Any, Any]:
@@ -465,8 +492,8 @@ def _model_states(b: _Batch, g: _Stage, items: dict[str, Any]) -> _States:
         host = np.where(offload_opt, host, 0.0)
     else:
         q_b, nq_b, qc_b = b.pre.base
-        if training.method == "qlora" and b.name == "torchtune":
-            nq_b = b.w16  # torchtune keeps embeddings, norms and the output layer in bf16 (no PEFT fp32 upcast)
+        if training.method == "qlora" and not b.kbit_upcast:
+            nq_b = b.w16  # e.g. torchtune: embeddings, norms and the output layer stay bf16 (no PEFT fp32 upcast)
         base = q_b * shard(gemm_dense, p_exp, 3) + nq_b * shard(nongemm_dense, 0.0, 3)
         items["base_weights_frozen"] = np.where(offload_par, 0.0, base)
         items["quant_constants"] = qc_b * shard(gemm_dense, p_exp, 3)

@@ -224,6 +224,9 @@ class StrategySpec(_Strict):
     moe_dispatcher: MoeDispatcher = "auto"
     activation_offload: bool = False
     optimizer_in_backward: bool = False
+    # QLoRA: non-quantised weights and the residual stream in fp32 (PEFT prepare_model_for_kbit_training, which
+    # TRL's SFTTrainer calls); null = the framework's (hf yes, torchtune no); false e.g. for LLaMA-Factory
+    kbit_upcast: bool | None = None
     framework: Framework = "auto"
 
     @model_validator(mode="after")
