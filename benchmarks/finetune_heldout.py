@@ -69,7 +69,11 @@ def job(r: dict[str, str]) -> dict:
     if whole(r["gpu_count"]) > 1:
         out["hardware"]["network"] = NETWORK.get(r["gpu"], "ib-ndr400")
     if r["stack"] == "megatron-core":
-        out["strategy"]["distributed_optimizer"] = True
+        # Megatron-Bridge scripts/performance (commit of the rows): llama3_llm_finetune.py
+        # set_llama3_common_peft_configs sets grad_reduce_in_fp32 False and the distributed optimizer;
+        # utils/precision.py's FP8-CS and MXFP8 configs set fp8_param_gather
+        out["strategy"].update(distributed_optimizer=True, grad_reduce_in_fp32=False,
+                               fp8_param_allgather=r["precision"] == "fp8")
     if r["method"] in ("lora", "qlora"):
         targets = r["lora_targets"].split()
         out["lora"] = {"rank": whole(r["lora_rank"]), "targets": targets}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 METHODS = ("pretrain", "cpt", "full", "dpo", "lora", "qlora")
 PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
-OPTIMIZERS = ("adamw", "adamw8bit", "sgd", "adafactor")
+OPTIMIZERS = ("adamw", "adamw8bit", "paged_adamw", "paged_adamw8bit", "sgd", "adafactor")
 RECOMPUTE = ("none", "selective", "full")
 OFFLOAD = ("none", "optimizer", "optimizer+params")
 # Training frameworks whose memory and overlap behaviour the estimators model; "auto" picks one per strategy

@@ -171,6 +171,8 @@ def _precompute(model: ModelArch, training: Training, options: MemoryOptions) ->
     pd = act_bytes(training.precision)  # the copies' dtype: 16-bit, fp32 when training in fp32
     opt_pd = {"adamw": pd * per_dtype["adamw_states_per_param"],
               "adamw8bit": per_dtype["adamw8bit_bytes_per_param"],
+              "paged_adamw": pd * per_dtype["adamw_states_per_param"],
+              "paged_adamw8bit": per_dtype["adamw8bit_bytes_per_param"],
               "sgd": pd * per_dtype["sgd_states_per_param"],
               "adafactor": per_dtype["adafactor_bytes_per_param"]}[training.optimizer]
     op_sac = (torchtitan_op_sac_items(model, training, moe=False), torchtitan_op_sac_items(model, training, moe=True))
@@ -475,7 +477,10 @@ def _model_states(b: _Batch, g: _Stage, items: dict[str, Any]) -> _States:
             fp8_w = (st["weights"] - fp8c["param_bytes_per_gemm_param"]) * shard(gemm_dense, p_exp, 3)
             w = w - np.where(b.fp8_params, fp8_w, 0.0)
         items["weights"] = np.where(offload_par, 0.0, w)
-        items["gradients"] = st["grads"] * shard(p_dense, p_exp, 2)
+        # parameter offload (FSDP CPUOffload(offload_params=True) / FSDP2 CPUOffloadPolicy, torchtune
+        # fsdp_cpu_offload): the sharded gradients live in host memory with the parameters (PyTorch FSDP docs,
+        # CPUOffload: offload_params "offloads gradients to CPU as well"); host gradients are counted below
+        items["gradients"] = np.where(offload_par, 0.0, st["grads"] * shard(p_dense, p_exp, 2))
         items["grad_accum_buffer"] = st["grad_accum_fp32"] * shard(p_dense, p_exp, 2)
         opt_params = shard(p_dense, p_exp, 1)
         host_grad = float(b.c["offload"]["host_fp32_grad_bytes_per_param"])
@@ -657,10 +662,11 @@ def _optimizer_step_peak(b: _Batch, items: dict[str, Any], total: Any, opt_param
 
 
 def _paged_optimizer(b: _Batch, items: dict[str, Any], host: Any) -> Any:
-    """QLoRA: the paged optimizer (bitsandbytes, CUDA unified memory) moves states page by page to the GPU
-    during the update and evicts them under pressure (QLoRA Sec. 3), so they do not set the GPU peak; they
-    need host RAM. Returns the stage's host bytes."""
-    if b.training.method == "qlora" and not b.training.trains_base_weights:
+    """QLoRA, or a paged optimizer by name (paged_adamw, paged_adamw8bit): the paged optimizer (bitsandbytes,
+    CUDA unified memory) moves states page by page to the GPU during the update and evicts them under pressure
+    (QLoRA Sec. 3), so they do not set the GPU peak; they need host RAM. Returns the stage's host bytes."""
+    paged = b.training.optimizer.startswith("paged_")
+    if paged or (b.training.method == "qlora" and not b.training.trains_base_weights):
         host = host + items["optimizer_states"]
         items["optimizer_states"] = np.zeros(b.t.shape)
     return host
