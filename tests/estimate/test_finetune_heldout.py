@@ -29,6 +29,6 @@ def test_held_out_fine_tuning_figures():
         return mape([c for c in cs if c.source.startswith(source) and c.metric == metric])
 
     assert m("Megatron-Bridge", "tokens_s") <= 8.5  # reached: 7.4%
-    assert m("torchtune", "peak_gib") <= 23.0  # reached: 20.9% (62.8% with fp32 master + fp32 Adam states)
+    assert m("torchtune", "peak_gib") <= 22.0  # reached: 20.1% (62.8% with fp32 master + fp32 Adam states)
     assert m("LLaMA-Factory", "peak_gib") <= 10.0  # reached: 8.9% (kbit_upcast false: no PEFT fp32 upcast)
     assert m("Unsloth", "max_seq") <= 24.0  # reached: 21.4% (41.5% with the residual stream counted 16-bit)

@@ -32,3 +32,14 @@ def test_torchtune_keeps_no_fp32_master_and_bf16_adam_states():
 def test_torchtune_8bit_adam_is_two_bytes_per_parameter():
     tt = _items("torchtune", "adamw8bit")
     assert tt["optimizer_states"] / GIB == pytest.approx(2 * MODEL.params_total / GIB, rel=1e-3)
+
+
+def test_torchtune_lora_adapters_are_built_in_the_training_dtype():
+    """PEFT keeps LoRA A/B (and their gradients) in fp32; torchtune instantiates them in bf16 with the model."""
+    training = Training(method="lora", seq_len=2048, global_batch_seqs=2, lora_rank=16,
+                        lora_targets=("q_proj", "v_proj"))
+    st = {fw: estimate_memory(MODEL, training, CARD, Strategy(micro_batch=2, recompute="full", framework=fw),
+                              check=False).items_bytes for fw in ("torchtune", "hf")}
+    assert st["torchtune"]["lora_adapters"] == pytest.approx(st["hf"]["lora_adapters"] / 2)
+    assert st["torchtune"]["gradients"] == pytest.approx(st["hf"]["gradients"] / 2)
+    assert st["torchtune"]["optimizer_states"] == pytest.approx(st["hf"]["optimizer_states"] / 2)

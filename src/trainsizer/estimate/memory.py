@@ -505,11 +505,15 @@ def _model_states(b: _Batch, g: _Stage, items: dict[str, Any]) -> _States:
         ld = ssum(lay.cum_lora_dense, start, stop, n) / t
         le = ssum(lay.cum_lora_exp, start, stop, n) / (ep * t)
         cfg = b.c["lora"]
-        items["lora_adapters"] = cfg["adapter_weight_bytes"] * shard(ld, le, 3)
+        # PEFT keeps A/B in fp32; torchtune builds the whole model, adapters included, in its training dtype
+        # (recipes/lora_finetune_*.py: `with training.set_default_dtype(self._dtype)`)
+        a_w, a_g = ((b.w16, b.w16) if b.name == "torchtune"
+                    else (cfg["adapter_weight_bytes"], cfg["adapter_grad_bytes"]))
+        items["lora_adapters"] = a_w * shard(ld, le, 3)
         trainable_pg = ld + le
         copies = (_on(g.is_first, lay.lora_embed_copy, 0.0) + _on(g.is_last, lay.lora_head_copy, 0.0)) / t
         items["trainable_copies"] = b.w16 * shard(copies, 0.0, 3)
-        items["gradients"] = cfg["adapter_grad_bytes"] * shard(ld, le, 2) + b.w16 * shard(copies, 0.0, 2)
+        items["gradients"] = a_g * shard(ld, le, 2) + b.w16 * shard(copies, 0.0, 2)
         opt = st["optimizer"] * shard(ld, le, 1) + b.pre.opt_in_param_dtype * shard(copies, 0.0, 1)
         items["optimizer_states"] = np.where(offload_opt, 0.0, opt)
         host = np.where(offload_opt, opt + np.where(offload_par, base, 0.0), 0.0)
