@@ -258,6 +258,22 @@ class _Batch:
         return self.off >= 2
 
 
+def _state_bytes(mega: np.ndarray, pre: _Pre, name: str, training: Training, bf16_grads: np.ndarray) -> dict:
+    """Bytes per parameter of each model state per strategy: the framework profile's, with torchtune's
+    model-dtype states and Megatron-Core's bf16 gradient buffer where they apply."""
+    st = {key: _by_prof(mega, lambda pr, n=key: getattr(pre.states[pr], n)) for key in
+          ("weights", "grads", "grad_fp32_copy", "master", "grad_accum_fp32", "optimizer", "fp8_cache")}
+    if name == "torchtune":
+        # torchtune trains in the model dtype: no fp32 master copy, optimizer states in that dtype (torchtune
+        # docs tutorials/memory_optimizations.rst "Model Precision": bf16 "uses 2 bytes per model and optimizer
+        # parameter"; "we don't support mixed-precision training")
+        st["master"], st["optimizer"] = 0.0, pre.opt_in_param_dtype
+    if np.any(bf16_grads):
+        st["grads"] = np.where(bf16_grads, float(act_bytes(training.precision)), st["grads"])
+        st["grad_accum_fp32"] = np.where(bf16_grads, 0.0, st["grad_accum_fp32"])
+    return st
+
+
 def _batch(model: ModelArch, training: Training, strategy: Strategy, options: MemoryOptions) -> _Batch:
     pre = _precompute(model, training, options)
     s = strategy_arrays(strategy)
@@ -347,16 +363,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     lp = titan & (t > 1) & (np.asarray(loss_bytes[0]) == lg["hf_saved_bytes_per_element"])
     if np.any(lp):  # torchtitan TP runs the eager fp32 loss under loss_parallel (vocabulary-sharded logits)
         loss_bytes = (loss_bytes[0], np.where(lp, lg["loss_parallel_backward_extra_bytes_per_element"], loss_bytes[1]))
-    st = {key: _by_prof(mega, lambda pr, n=key: getattr(pre.states[pr], n)) for key in
-          ("weights", "grads", "grad_fp32_copy", "master", "grad_accum_fp32", "optimizer", "fp8_cache")}
-    if name == "torchtune":
-        # torchtune trains in the model dtype: no fp32 master copy, optimizer states in that dtype (torchtune
-        # docs tutorials/memory_optimizations.rst "Model Precision": bf16 "uses 2 bytes per model and optimizer
-        # parameter"; "we don't support mixed-precision training")
-        st["master"], st["optimizer"] = 0.0, pre.opt_in_param_dtype
-    if np.any(bf16_grads):
-        st["grads"] = np.where(bf16_grads, float(act_bytes(training.precision)), st["grads"])
-        st["grad_accum_fp32"] = np.where(bf16_grads, 0.0, st["grad_accum_fp32"])
+    st = _state_bytes(mega, pre, name, training, bf16_grads)
     return _Batch(model=model, training=training, options=options, pre=pre, c=load_memory_constants(), s=s,
                   t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, z=z, rec=rec, off=s["offload"],
                   name=name, mega=mega, titan=titan, kbit_upcast=upcast_w, bf16_grads=bf16_grads,
