@@ -8,8 +8,12 @@ predicted with its own model, GPUs, layout, batch, sequence length and precision
 path's framework styles (no per-row or per-source factors):
 - NeMo rows: framework `megatron-core` (distributed optimizer, overlapped grad/param collectives, TP overlap,
   Transformer Engine); `act_recompute` empty = not stated = none (NeMo 25.04 Llama 3.1 / GPT-3 recipes do not
-  recompute). The 30-layer 405B proxy counts embedding and loss as pipeline layers (Megatron
-  `account_for_embedding/loss_in_pipeline_split`).
+  recompute). The Llama 3.1 405B recipe counts embedding and loss as pipeline layers (Megatron
+  `account_for_embedding/loss_in_pipeline_split`, NeMo recipes/llama31_405b.py `trainer`): 126 layers + 2 over
+  PP 8 x VPP 8, and its 30- and 62-layer proxies likewise. Every NeMo row keeps bf16 gradient buffers: the
+  scripts build the recipes with performance_mode=True, whose pretrain_performance_optimizations sets
+  grad_reduce_in_fp32 = False for BF16 and FP8 alike (NeMo r2.2 recipes llama3_8b.py, llama3_70b.py,
+  llama31_405b.py; GPT-3 through its hydra config).
 - torchtitan rows: framework `torchtitan` (FSDP2 + TP / PP / CP) with the row's options: torch.compile or
   eager, async TP, FP8 recipe (torchao tensorwise, or rowwise where stated), FP8 FSDP all-gather where
   stated; Interleaved 1F1B with 2 stages per rank (torchtitan default; assumed). torchtitan "selective" is
@@ -144,19 +148,23 @@ def configure(row: dict) -> tuple[ModelArch, Training, System, Strategy, str]:
         gbs = whole(row["global_batch_seqs"])
         framework = "megatron-core"
         recipe = "delayed"  # NeMo 25.04 recipes: Transformer Engine delayed scaling
-        # Megatron account_for_embedding/loss_in_pipeline_split: a chunk count above the layers is the
-        # embedding and the loss taking a layer's slot each
-        extra = max(0, pp * vpp - model.layers) if pp > 1 else 0
-        # What the dgxc v25.04 scripts set: Llama 3.1 FP8 (llama3.1/pretrain_llama31.py) takes NeMo's
-        # bf16_with_fp8_mixed (fp8_param_gather = True) with grad_reduce_in_fp32 = False, BF16 the defaults; GPT-3
+        # Megatron account_for_embedding/loss_in_pipeline_split (the 405B recipe sets both): the embedding and
+        # the loss each take a layer's slot, so the PP x VPP chunks divide layers + slots (Megatron-Core asserts
+        # an even split); the slots a row needs are the layers missing to a multiple of the chunk count
+        extra = (-model.layers) % (pp * vpp) if pp > 1 else 0
+        assert extra <= 2, f"{row['id']}: {model.layers} layers do not split over PP {pp} x VPP {vpp}"
+        # What the dgxc v25.04 scripts set: Llama 3.1 (llama3.1/pretrain_llama31.py) builds NeMo's recipes with
+        # performance_mode=True, whose pretrain_performance_optimizations sets the precision plugin's
+        # grad_reduce_in_fp32 = False (NeMo r2.2 recipes/llama3_8b.py, llama3_70b.py, llama31_405b.py; the plugin
+        # overrides the DDP config's True, MegatronStrategy update_config_with_dtype_overrides), and FP8 takes
+        # bf16_with_fp8_mixed (fp8_param_gather = True) with grad_reduce_in_fp32 = False again; GPT-3
         # (nemo_megatron/cfg/gpt3_175b_hydra.yaml) runs distributed_fused_adam with grad_sync_dtype bf16 and
         # fp8_params true
         fp8 = precision == "fp8"
-        bf16_grads = fp8 or model.family == "gpt"
         strategy = Strategy(tp=tp, pp=pp, vpp=vpp, dp=dp, cp=cp, micro_batch=mb, recompute=_recompute(row),
                             sequence_parallel=tp > 1, distributed_optimizer=True, framework=framework,
                             pipeline_embedding_layer=extra >= 1, pipeline_loss_layer=extra >= 2,
-                            grad_reduce_in_fp32=False if bf16_grads else None, fp8_param_allgather=fp8 or None)
+                            grad_reduce_in_fp32=False, fp8_param_allgather=fp8 or None)
     else:
         # torchtitan "local batch size" is per DP rank: global = local x dp (CP ranks share a sequence)
         gbs = whole(row["global_batch_seqs"]) or mb * dp

@@ -30,7 +30,7 @@ BOUNDS = {
     "BigCode StarCoderBase (A100-80GB)": 18.0,  # 12.8 with FlashAttention v1 (28.2 as FA2), too fast
     "Hugging Face SmolLM3 (H100)": 30.0,  # 24.0, predicted too fast
     "EleutherAI GPT-NeoX-20B (A100-40GB)": 35.0,  # 26.7, predicted too fast
-    "NVIDIA dgxc Nemotron-4 peak memory (H100)": 20.0,  # 15.3, predicted too high
+    "NVIDIA dgxc Nemotron-4 peak memory (H100)": 12.0,  # 8.3 below PyTorch's reserved peak
 }
 
 
@@ -72,7 +72,7 @@ def test_async_tp_speeds_up_the_torchtitan_rows(results):
 
 
 def test_runs_that_ran_predicted_not_to_fit_do_not_grow(results):
-    """Known (today 9): Nemotron-4 15B BF16 TP 2 on 16 GPUs, the NeMo 24.09 GPT-3 20B / 175B, Nemotron-4 340B
-    and Llama 3 8B CP 2 FP8 rows, Llama 3.1 405B on 128 B200, Pythia 70M-410M at micro-batch 32 on 40 GB."""
+    """Known (today 7): the NeMo 24.09 GPT-3 20B / 175B, Nemotron-4 340B and Llama 3 8B CP 2 FP8 rows, Pythia
+    70M-410M at micro-batch 32 on 40 GB."""
     unfit = [c.row_id for c, mem, _ in results if "NOT FIT" in mem]
-    assert len(unfit) <= 9, unfit
+    assert len(unfit) <= 7, unfit

@@ -52,7 +52,8 @@ def test_nemo_mfu_formula_reproduces_the_reported_mfu():
 
 
 def test_most_measured_runs_are_predicted_to_fit():
-    """83 of 87 runs fit; refused: NeMo 405B BF16 on 512 / 1,024 GPUs and 8B BF16 on 8 (81-87 GiB predicted) and
+    """86 of 87 runs fit (every NeMo run, with the bf16 gradient buffers of its performance recipe); refused:
     torchtitan's A100 13B without AC at local batch 2 (84 GiB)."""
     refused = {f.row_id for f in pm.fits() if not f.fits}  # one entry per run, not per metric
-    assert len(refused) <= 4, refused
+    assert not any(r.startswith("dgxc") for r in refused), refused  # issue #13: no development row refused
+    assert len(refused) <= 1, refused
