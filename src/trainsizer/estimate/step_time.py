@@ -410,11 +410,21 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     alltoall = moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t)
     per_kernel = np.where(alltoall, x.k.moe_host_s_per_expert_kernel["alltoall"],
                           x.k.moe_host_s_per_expert_kernel["flex"])
-    kernels = compute.KERNELS["moe_expert_gemms"] + compute.KERNELS["moe_expert_casts"] * x.r.fp8_cast_kernels
+    kernels = compute.KERNELS["moe_expert_gemms"] + compute.KERNELS["moe_expert_casts"] * _te_cast_kernels(x)
     moe_share = x.model.moe_layer_count / x.model.layers
     local_experts = np.maximum(x.model.experts / x.e, 1.0)
     per_expert = per_kernel * kernels * (1.0 + (x.rc == 2) / 3.0)
     return _when(x.fw.moe_host_sync, blend + moe_share * local_experts * per_expert, blend)
+
+
+def _te_cast_kernels(x: _Step) -> float:
+    """Kernels Transformer Engine launches per FP8 cast of one expert's tensor (0 outside FP8): the recipe's
+    te_cast_kernels_per_tensor (current scaling: amax, scale, cast) where it has one, else its
+    cast_kernels_per_tensor (perf_constants.yaml fp8.recipes)."""
+    if x.training.precision != "fp8":
+        return 0.0
+    recipe = x.k.fp8_recipe(x.system.accelerator, x.training.fp8_recipe)
+    return float(recipe.get("te_cast_kernels_per_tensor", recipe["cast_kernels_per_tensor"]))
 
 
 def moe_alltoall(dispatcher: str, system: System, ep: Any, tp: Any) -> Any:
