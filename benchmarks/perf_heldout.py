@@ -21,7 +21,8 @@ torchtitan issue 1207) and MoE rows (Mixtral in the NeMo tables; the `moe` work 
 Each row goes through the public job path (`resolve_job` + `evaluate`, the catalog and its overlays). Metrics:
 `tokens_per_s_per_gpu`, `step_time_s` (the estimate's step), `gpu_hours_logged` (tokens / throughput x GPUs: no
 failure goodput, as iteration-time-based figures) and `gpu_hours` (wall-clock with the estimate's goodput); `narayanan_tflops_per_gpu` (Narayanan et al. 2021 Eq. 3
-hardware FLOPs over the estimated step); `peak_memory_gib` (one logged peak: PyTorch's max_memory_reserved)
+hardware FLOPs over the estimated step); `gptneox_tflops_per_gpu` (the FLOP/s GPT-NeoX logged until September 2023:
+6 x parameters + 60 s h L per token, flops.gptneox_logged_flops); `peak_memory_gib` (one logged peak: PyTorch's max_memory_reserved)
 against the memory estimate less the CUDA context and NCCL buffers, which live outside PyTorch's allocator. A row
 the estimator refuses is printed as REFUSED with the error: real runs must not be refused, so each is a bug to
 report. Memory fit is reported for every row, not scored (several sources do not state recompute or their memory
@@ -103,6 +104,10 @@ def predicted_metric(row: dict[str, str], result: dict[str, Any], model: Any) ->
     if metric == "narayanan_tflops_per_gpu":  # hardware FLOP/s with recompute, Narayanan et al. 2021 Eq. 3
         flops = F.narayanan_eq3_flops(whole(row["global_batch_seqs"]), whole(row["seq_len"]), model.layers,
                                       model.hidden, model.vocab)
+        return flops / float(t["step_s"]) / gpus / 1e12
+    if metric == "gptneox_tflops_per_gpu":  # GPT-NeoX's own logged FLOP/s (2021 - Sept 2023 formula)
+        flops = F.gptneox_logged_flops(whole(row["global_batch_seqs"]), whole(row["seq_len"]), model.params_total,
+                                       model.layers, model.hidden)
         return flops / float(t["step_s"]) / gpus / 1e12
     if metric == "peak_memory_gib":  # PyTorch's reserved peak: the estimate less what lives outside its allocator
         items = result["memory"]["items"]

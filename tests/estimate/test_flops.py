@@ -120,3 +120,13 @@ def test_lora_backward_of_the_frozen_lm_head_is_dgrad_only():
         2 * F.forward_flops_per_token(m, s), rel=1e-12)
     full = F.hardware_flops_per_token(m, s, "none")
     assert full == pytest.approx(3 * F.forward_flops_per_token(m, s), rel=1e-12)
+
+
+def test_gptneox_logged_flops_is_six_n_plus_its_attention_term():
+    """GPT-NeoX's 2021-2023 log: batch x seq x (6 N + 60 s h L); for GPT-NeoX-20B (20,554,567,680 parameters,
+    44 layers, hidden 6144) it counts less than Narayanan Eq. 3, which adds the recompute (8 N, not 6 N)."""
+    b, s, n, L, h = 1536, 2048, 20_554_567_680, 44, 6144
+    ours = F.gptneox_logged_flops(b, s, n, L, h)
+    assert ours == pytest.approx(b * s * (6 * n + 60 * s * h * L), rel=1e-12)
+    assert ours < F.narayanan_eq3_flops(b, s, L, h, 50432)
+    assert F.gptneox_logged_flops(b, s, 2 * n, L, h) > ours

@@ -144,6 +144,14 @@ def narayanan_eq3_flops(batch: float, seq: float, layers: float, hidden: float, 
     return 96.0 * batch * seq * layers * hidden**2 * (1 + seq / (6 * hidden) + vocab / (16 * layers * hidden))
 
 
+def gptneox_logged_flops(batch: float, seq: float, params: float, layers: float, hidden: float) -> float:
+    """FLOPs per iteration as GPT-NeoX logged them from 2021 to September 2023 (megatron/logging.py get_flops,
+    "approx flops per GPU" x GPUs x iteration time): batch x seq x (6 x all parameters + 60 x seq x hidden x
+    layers), the parameters counted over every model-parallel rank (utils.get_total_params); replaced by
+    Narayanan et al. 2021 Eq. 3 in EleutherAI/gpt-neox PR 1044 (commit 5f36401)."""
+    return batch * seq * (6.0 * params + 60.0 * seq * hidden * layers)
+
+
 def korthikanti_eq7_flops(batch: float, seq: float, layers: float, hidden: float, vocab: float) -> float:
     """Korthikanti et al. 2022 Eq. 7: model FLOPs per iteration (no recompute), GPT."""
     return 72.0 * batch * seq * layers * hidden**2 * (1 + seq / (6 * hidden) + vocab / (12 * hidden * layers))
