@@ -44,12 +44,17 @@ FITTED = ("mbridge_25.11_b200_deepseekv3_fp8-mx_256gpu", "mbridge_25.11_b200_qwe
 # the layout of the guide gemm.moe_host_s_per_expert_kernel.flex is derived from (its step time, not this row's)
 DERIVED = ("mbridge_25.11_gb200_deepseekv3_fp8-mx_256gpu",)
 PRECISION = {"BF16": ("bf16", "auto"), "FP8-CS": ("fp8", "tensorwise"), "FP8-MX": ("fp8", "mxfp8")}
+# recipes that count the embedding and the loss as pipeline layers (account_for_embedding_in_pipeline_split and
+# account_for_loss_in_pipeline_split True, v0.2.0: recipes/llama/llama3.py llama31_405b_pretrain_config,
+# recipes/qwen/qwen3_moe.py qwen3_235b_a22b_pretrain_config): 126 + 2 and 94 + 2 layers over PP x VPP
+PIPELINE_SLOTS = ("LLAMA3.1_405B", "Qwen3_235B_a22B")
 
 
 def job(r: dict[str, str]) -> dict:
     acc, net = SYSTEMS[r["system"]]
     precision, recipe = PRECISION[r["precision"]]
     tp, pp, cp, ep, vpp = (int(r[k]) for k in ("tp", "pp", "cp", "ep", "vpp"))
+    slots = r["model"] in PIPELINE_SLOTS and pp > 1
     return {
         "model": MODELS[r["model"]], "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": int(r["seq_len"]),
         "global_batch": {"sequences": int(r["global_batch_seqs"])}, "precision": precision, "fp8_recipe": recipe,
@@ -57,6 +62,7 @@ def job(r: dict[str, str]) -> dict:
         "strategy": {"tp": tp, "pp": pp, "cp": cp, "ep": ep, "vpp": max(vpp, 1), "micro_batch": int(r["micro_batch"]),
                      "recompute": "none", "distributed_optimizer": r["fsdp"] != "1",
                      "fsdp": "full" if r["fsdp"] == "1" else "none", "framework": "megatron-core",
+                     "pipeline_embedding_layer": slots, "pipeline_loss_layer": slots,
                      # the 25.11 performance scripts (scripts/performance/configs/*_llm_pretrain.py, v0.2.0):
                      # cfg.ddp.grad_reduce_in_fp32 = False for every model; the FP8-CS / FP8-MX precision configs
                      # (utils/helpers.py get_precision_config) set fp8_param_gather = True

@@ -42,7 +42,8 @@ def test_model_flops_agree_with_nvidias_table():
 
 
 def test_most_measured_runs_are_predicted_to_fit():
-    """With the recipes' bf16 gradient buffers, FP8 primary weights and TE cross-entropy 21 of 27 runs fit; the 6
-    refused ones use mechanisms not modelled (CPU activation offloading of N layers, recompute_modules, ...)."""
+    """With the recipes' bf16 gradient buffers, FP8 primary weights, TE cross-entropy and embedding / loss pipeline
+    slots (Llama 3.1 405B, Qwen3-235B-A22B) 23 of 27 runs fit; the 4 refused ones use mechanisms not modelled (CPU
+    activation offloading of N layers, recompute_modules, ...)."""
     refused = {f.row_id for f in pb.fits() if not f.fits}
-    assert len(refused) <= 6, refused
+    assert len(refused) <= 4, refused
