@@ -142,3 +142,18 @@ def test_fused_fp8_cast_figures_by_recipe():
     for recipe in ("tensorwise", "rowwise", "mxfp8"):
         assert rates(h100_cluster(), "fp8", fp8_recipe=recipe, fused_cast=True) == rates(
             h100_cluster(), "fp8", fp8_recipe=recipe)
+
+
+def test_unfused_fp32_cross_entropy_streams_its_counted_bytes():
+    """Megatron's vocab_parallel_cross_entropy on output.float(): 38 B per logit forward and 14 B backward against
+    the fused loss's 6 + 12 B, and its 6 + 2 kernels against 3 + 6 (perf_constants.yaml cross_entropy / kernels)."""
+    m, sysm = gpt(24, 4096, 32), a100_cluster()
+    r = _rates(sysm)
+    fused, unfused = _lt(m, sysm, tp=2), _lt(m, sysm, tp=2, ce_unfused_fp32=True)
+    logits = 4096 * m.vocab / 2
+    k = r.kernel_fixed_s
+    assert float(unfused.head_fwd - fused.head_fwd) == pytest.approx((38 - 6) * logits / r.hbm_bytes_s + 3 * k,
+                                                                     rel=1e-9)
+    assert float(unfused.head_bwd - fused.head_bwd) == pytest.approx((14 - 12) * logits / r.hbm_bytes_s - 4 * k,
+                                                                     rel=1e-9)
+    assert float(unfused.fwd) == float(fused.fwd) and float(unfused.bwd) == float(fused.bwd)

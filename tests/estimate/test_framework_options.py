@@ -147,3 +147,27 @@ def test_unknown_attention_kernel_is_a_clear_error():
            "hardware": {"accelerator": "h100-sxm-80gb", "count": 8}, "strategy": {"attention_kernel": "fa4"}}
     with pytest.raises(SpecError, match="attention_kernel"):
         resolve_job(job, load_catalog())
+
+
+def test_grad_reduce_overlap_is_a_job_option_and_deepspeed_zero1_reduces_after_backward():
+    """DeepSpeed ZeRO-0 / ZeRO-1 reduce the gradients after the last backward (engine.allreduce_gradients;
+    v0.3 stage1.py), ZeRO-2 in backward hooks; grad_reduce_overlap overrides a style either way."""
+    m, s = llama8b(), h100_cluster(64)
+    tr = Training(seq_len=4096, global_batch_seqs=64)
+    ds = Strategy(dp=64, micro_batch=1, recompute="full", framework="deepspeed")
+    zero1 = estimate_time(m, tr, s, ds.with_(zero=1)).breakdown_s["dp_comm"]
+    zero2 = estimate_time(m, tr, s, ds.with_(zero=2)).breakdown_s["dp_comm"]
+    hooked = estimate_time(m, tr, s, ds.with_(zero=1, grad_reduce_overlap=True)).breakdown_s["dp_comm"]
+    assert zero2 < zero1 and hooked == pytest.approx(zero2)
+    mega = Strategy(dp=64, micro_batch=1, recompute="full", distributed_optimizer=True, framework="megatron")
+    after = estimate_time(m, tr, s, mega.with_(grad_reduce_overlap=False)).breakdown_s["dp_comm"]
+    assert after > estimate_time(m, tr, s, mega).breakdown_s["dp_comm"]
+    job = {"model": "llama-3.1-8b", "data": {"tokens": 1e9}, "seq_len": 4096, "global_batch": {"sequences": 64},
+           "hardware": {"accelerator": "h100-sxm-80gb", "count": 8},
+           "strategy": {"zero": 1, "grad_reduce_overlap": False, "framework": "deepspeed"}}
+    sc = resolve_job(job, load_catalog())
+    assert sc.strategy.grad_reduce_overlap is False
+    assert sc.summary()["strategy"]["grad_reduce_overlap"] is False
+    job["strategy"]["grad_reduce_overlap"] = "sometimes"
+    with pytest.raises(SpecError, match="grad_reduce_overlap"):
+        resolve_job(job, load_catalog())

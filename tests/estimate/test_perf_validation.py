@@ -42,7 +42,7 @@ def test_throughput_mape_overall(throughput):
 def test_throughput_mape_per_source(throughput):
     for source, (n, err) in throughput["by_source"].items():
         assert err <= 15.0, (source, n, err)
-    assert throughput["by_source"]["MT-NLG"][1] <= 10.0  # reached: 9.2%
+    assert throughput["by_source"]["MT-NLG"][1] <= 10.0  # reached: 9.0%
     assert throughput["by_source"]["BLOOM"][1] <= 4.5  # reached: 3.6%
 
 

@@ -400,9 +400,11 @@ def test_deepspeed_pipeline_engine_sends_serially_and_reduces_after_the_flush():
     m, tr, s = gpt(layers=24, hidden=4096, heads=32), Training(seq_len=2048, global_batch_seqs=256), a100_cluster(64)
     st = Strategy(tp=4, pp=4, dp=4, zero=1, micro_batch=1)
     assert perf_style("deepspeed").serial_pipeline
-    # buckets smaller than the gradients; whole tensors on the wire (TP-partitioned p2p: test_step_time_deepspeed)
+    # buckets smaller than the gradients; whole tensors on the wire (TP-partitioned p2p: test_step_time_deepspeed);
+    # ZeRO-1 reducing in backward hooks as ZeRO-2 does (the engine's own after-backward ZeRO-0 / 1 reduction:
+    # test_framework_options), so that only the pipeline engine differs
     serial = replace(perf_style("deepspeed"), grad_bucket_params=4e7, p2p_partitioned_activations=False,
-                     p2p_partitioned_grads=False)
+                     p2p_partitioned_grads=False, dp_overlap_min_zero=0.0)
     batched = replace(serial, serial_pipeline=False)
     a = estimate_time(m, tr, s, st, framework_style=batched)
     b = estimate_time(m, tr, s, st, framework_style=serial)
@@ -589,3 +591,21 @@ def test_torchtitan_gathers_forward_inputs_in_float8_with_tensorwise_scaling_onl
     rw = Training(seq_len=8192, global_batch_seqs=8, precision="fp8", fp8_recipe="rowwise")
     assert estimate_time(m, rw, s, sp, framework_style=titan).breakdown_s["tp_comm"] == pytest.approx(
         estimate_time(m, rw, s, sp, framework_style=none).breakdown_s["tp_comm"], rel=1e-12)
+
+
+@pytest.mark.parametrize("vocab", [51200, 150000, 250880])
+def test_a_costlier_loss_never_shortens_a_pipelined_step(vocab):
+    """The slowest stage is picked with each layer's share of the bf16 fp32-gradient accumulation (DeepSpeed
+    BF16_Optimizer), so a heavier LM head on the last stage can only lengthen the step (BLOOM-like: 70 layers on
+    12 stages, the first 10 with one layer more)."""
+    from dataclasses import replace
+
+    from trainsizer.estimate.step_time import perf_style
+
+    m = gpt(layers=70, hidden=4096, heads=32, vocab=vocab)
+    tr, s = Training(seq_len=2048, global_batch_seqs=256), a100_cluster(96)
+    st = Strategy(tp=4, pp=12, dp=2, zero=1, micro_batch=2)
+    fused = replace(perf_style("deepspeed"), ce_unfused_fp32=False)
+    unfused = replace(fused, ce_unfused_fp32=True)
+    assert estimate_time(m, tr, s, st, framework_style=unfused).step_s >= \
+        estimate_time(m, tr, s, st, framework_style=fused).step_s

@@ -40,6 +40,9 @@ from trainsizer.models.arch import ModelArch
 
 # memory-bound kernels per pass of each element-wise stage (perf_constants.yaml `kernels:`)
 KERNELS: dict[str, float] = {name: float(n) for name, n in load_constants().raw["kernels"].items()}
+# HBM bytes per logit element of the cross-entropy, forward and backward (perf_constants.yaml `cross_entropy:`)
+CE_BYTES: dict[str, tuple[float, float]] = {name: (float(v["fwd"]), float(v["bwd"]))
+                                            for name, v in load_constants().raw["cross_entropy"].items()}
 
 
 def gemm_time(m, n, k, rates: Rates, batch=1.0, fixed: bool = True, linear: bool = True, flops: float = 0.0):
@@ -131,7 +134,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                 trains_base_weights: bool = True, moe_capacity_factor: float = 1.0,
                 elementwise_passes: Any = 1.0, fp8_weight_casts: Any = 1.0,
                 selective_op_policy: Any = False, attention_span: float = 0.0,
-                split_projections: Any = False) -> LayerTimes:
+                split_projections: Any = False, ce_unfused_fp32: Any = False) -> LayerTimes:
     """Compute seconds of one average decoder layer per micro-batch on one GPU.
 
     `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast. `moe_capacity_factor`: tokens
@@ -144,7 +147,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     recomputes the rest: the k, o and MLP-up projections and all element-wise work; torchtitan
     `_apply_ac_to_transformer_block`, `_save_list`) instead of Megatron's (recomputes the attention core).
     `attention_span`: keys a token attends over when sequences are packed (FlashAttention varlen / TE THD
-    with cu_seqlens: each packed sample attends within itself); 0 = the whole sequence.
+    with cu_seqlens: each packed sample attends within itself); 0 = the whole sequence. `ce_unfused_fp32` (bool,
+    arrays allowed): the loss upcasts the logits and runs Megatron's cross-entropy as separate kernels (CE_BYTES).
     """
     t = np.asarray(tp, float)
     c = np.asarray(cp, float)
@@ -208,7 +212,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     sel = np.where(np.asarray(selective_op_policy, bool), op_recomp, a_recomp)
     recomp = np.where(rc == 2, recomp_full_sum / L, np.where(rc == 1, sel, 0.0))
     bwd = bwd_sum / L + recomp
-    head_fwd, head_bwd = _lm_head(shapes, tok, t, seq_share, bwd_gemm, rates)
+    head_fwd, head_bwd = _lm_head(shapes, tok, t, seq_share, bwd_gemm, rates, ce_unfused_fp32)
     return LayerTimes(fwd=fwd, bwd=bwd, head_fwd=head_fwd, head_bwd=head_bwd, attn_fwd=a_fwd)
 
 
@@ -310,16 +314,23 @@ def _op_policy_recompute(shapes: ModelShapes, tok, t, rates: Rates, dense_fwd_ew
         op_gemm * 0.0 + moe_ew + 0.5 * moe_g)) / shapes.layers
 
 
-def _lm_head(shapes: ModelShapes, tok, t, seq_share, bwd_gemm: float, rates: Rates):
+def _lm_head(shapes: ModelShapes, tok, t, seq_share, bwd_gemm: float, rates: Rates, ce_unfused_fp32: Any = False):
     """(forward, backward) seconds of the LM head: GEMM over the vocab shard + vocab-parallel cross-entropy
-    on fp32 logits, and the final norm."""
+    on fp32 logits (fused: read the 16-bit logits, write fp32 softmax statistics; unfused: Megatron's kernels over
+    an fp32 copy, `CE_BYTES`), and the final norm."""
     h = shapes.hidden
     v_l = shapes.vocab / t
     head_g = gemm_time(tok, v_l, h, rates, linear=False)  # the LM head stays 16-bit under FP8 (TE, torchao)
-    # read 16-bit logits, write fp32 softmax stats
-    ce_fwd = stream_time(tok * v_l * 6.0, rates, kernels=KERNELS["cross_entropy"])
+    logits = tok * v_l
+    fused_f, fused_b = CE_BYTES["fused"]
+    unf_f, unf_b = CE_BYTES["unfused_fp32"]
+    unfused = np.asarray(ce_unfused_fp32, bool)
+    ce_fwd = np.where(unfused, stream_time(logits * unf_f, rates, kernels=KERNELS["cross_entropy_unfused_fwd"]),
+                      stream_time(logits * fused_f, rates, kernels=KERNELS["cross_entropy"]))
+    ce_bwd = np.where(unfused, stream_time(logits * unf_b, rates, kernels=KERNELS["cross_entropy_unfused_bwd"]),
+                      stream_time(logits * fused_b, rates, kernels=2.0 * KERNELS["cross_entropy"]))
     head_fwd = head_g + ce_fwd + stream_time(4.0 * h * tok * seq_share * rates.act_bytes, rates)  # final norm
-    return head_fwd, bwd_gemm * head_g + 2.0 * ce_fwd
+    return head_fwd, bwd_gemm * head_g + ce_bwd
 
 
 def optimizer_time(params_local, bytes_per_param: float, rates: Rates):

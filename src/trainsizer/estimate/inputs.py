@@ -182,6 +182,9 @@ class Strategy:
     # Megatron-Core grad_reduce_in_fp32 (None = the style's default: fp32 main_grad); false = bf16 gradient
     # buffer, reduced in bf16 (NeMo / Megatron-Bridge performance recipes); torchtitan mixed_precision_reduce
     grad_reduce_in_fp32: Any = None
+    # gradient reduction overlapped with the backward (None = the style's); False = after the last backward
+    # (Megatron-LM local DDP before Megatron-Core's --overlap-grad-reduce; DeepSpeed ZeRO-0 / 1)
+    grad_reduce_overlap: Any = None
     attention_kernel: Any = None  # "fa1" | "fa2" | "native" (names.ATTENTION_KERNELS); None = the style's
     moe_dispatcher: str = "auto"  # one of MOE_DISPATCHERS (Megatron-Core MoE token dispatcher); one per batch
     activation_offload: bool = False  # saved activations moved to host memory (torchtune, Megatron-Core)

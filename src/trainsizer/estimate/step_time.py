@@ -96,6 +96,14 @@ class PerfStyle:
     hp_grad_accum_bytes: float = 0.0
     split_projections: bool = False  # q, k, v and gate, up are separate nn.Linear GEMMs (torchtitan, HF Llama)
     zero1_grad_allreduce: bool = False  # ZeRO-1 all-reduces the gradients (DeepSpeed BF16_Optimizer), not RS
+    # lowest ZeRO stage whose gradient reduction overlaps the backward; below it the gradients are reduced after the
+    # last micro-batch's backward (DeepSpeed engine.allreduce_gradients at the accumulation boundary: ZeRO-0
+    # buffered_allreduce_fallback, ZeRO-1 stage1.py reduce_scatter_gradients in v0.3 / stage_1_and_2.py
+    # reduce_gradients without overlap_comm, its default) (_dp_comm_replicated)
+    dp_overlap_min_zero: float = 0.0
+    # the loss is Megatron's vocab_parallel_cross_entropy on output.float(): cast, max, subtract, exp, sum and divide
+    # as separate kernels over fp32 logits (compute._lm_head; Megatron-LM 2020-2023, Megatron-DeepSpeed, GPT-NeoX)
+    ce_unfused_fp32: bool = False
     moe_host_sync: bool = False  # its alltoall MoE token dispatcher synchronises with the host (_host_excess)
     # Megatron-Core overlap_p2p_comm: with an interleaved schedule (vpp > 1) the next chunk's send / recv is posted
     # asynchronously and waited on only when that chunk runs, so the steady state hides the transfers (_pipeline)
@@ -160,13 +168,17 @@ def _style(strategy, framework_style: str | PerfStyle | None, pretraining: bool 
 
 
 def _job_options(strategy, style: PerfStyle) -> PerfStyle:
-    """The strategy's own framework options (async TP / TP overlap, FP8 all-gather, gradient reduce dtype,
-    attention kernel) over the style's."""
+    """The strategy's own framework options (async TP / TP overlap, FP8 all-gather, gradient reduce dtype and
+    overlap, attention kernel) over the style's."""
     changes: dict = {key: bool(getattr(strategy, key)) for key in ("tp_comm_overlap", "fp8_param_allgather")
                      if getattr(strategy, key, None) is not None}
     g32 = getattr(strategy, "grad_reduce_in_fp32", None)
     if g32 is not None:  # gradients on the wire in fp32 (4 bytes) or bf16 (2)
         changes["grad_reduce_bytes"] = 4.0 if g32 else 2.0
+    overlap = getattr(strategy, "grad_reduce_overlap", None)
+    if overlap is not None:  # reduced in backward hooks at every ZeRO stage, or after the last backward
+        changes["dp_overlap"] = bool(overlap)
+        changes["dp_overlap_min_zero"] = 0.0
     if getattr(strategy, "attention_kernel", None) is not None:
         changes["attention_kernel"] = str(strategy.attention_kernel)
     return dataclasses.replace(style, **changes) if changes else style
@@ -345,7 +357,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              / np.where(np.asarray(x.fw.fp8_param_allgather) & (x.zero >= 3), x.d * x.c, 1.0),
                              selective_op_policy=x.fw.selective_op_policy,
                              attention_span=training.attention_span,
-                             split_projections=x.fw.split_projections)
+                             split_projections=x.fw.split_projections, ce_unfused_fp32=x.fw.ce_unfused_fp32)
     layer_mb = lt.fwd + lt.bwd
     if training.method == "qlora":
         # NF4 weights are dequantised to 16-bit before every use (forward, backward, recompute): read 0.5 B,
@@ -511,7 +523,9 @@ def _micro_batch(x: _Step, lt: compute.LayerTimes, layer_mb: np.ndarray) -> _Mic
     cp_layer = _cp_comm(x, lt)
     ep_layer = _ep_comm(x, tp_per_layer)
     n_first, n_last = pipeline.first_last_stage_layers(x.model.layers, x.p, x.a["pipeline_embedding_layer"], x.a["pipeline_loss_layer"])
-    unit = layer_mb + tp_per_layer + host_excess + cp_layer + ep_layer
+    # a decoder layer's share of the stage's time, with its part of the fp32 gradient accumulation pass
+    hp_layer = _hp_grad_accum(x, np.ones_like(layer_mb)) - _hp_grad_accum(x, np.zeros_like(layer_mb))
+    unit = layer_mb + tp_per_layer + host_excess + cp_layer + ep_layer + hp_layer
     head_mb = lt.head_fwd + lt.head_bwd + 2.0 * t_ar
     head_on = (x.p <= 1) | (n_last * unit + head_mb >= n_first * unit)
     n_stage = np.where(head_on, n_last, n_first)
@@ -659,7 +673,8 @@ def _dp_comm_replicated(x: _Step, g: _Grads) -> tuple[np.ndarray, np.ndarray]:
     rs_or_ar = rs_or_ar + extra * np.where(sharded, lat_rs, lat_ar)
     ag_params = ag_params + np.where(g.shard_opt & (x.zero < 3), extra * lat_rs, 0.0)
     # DeepSpeed PipelineEngine reduces after the last micro-batch (TrainSchedule: ReduceGrads in the last step)
-    overlap = np.asarray(fw.dp_overlap) & ~(np.asarray(fw.serial_pipeline) & (x.p > 1))
+    overlap = np.asarray(fw.dp_overlap) & ~(np.asarray(fw.serial_pipeline) & (x.p > 1)) & (
+        x.zero >= np.asarray(fw.dp_overlap_min_zero))
     if np.any(overlap):
         grad_exposed = np.where(overlap, np.maximum(rs_or_ar - g.window, bucket_frac * rs_or_ar), rs_or_ar)
     else:

@@ -218,6 +218,9 @@ class StrategySpec(_Strict):
     # gradients accumulated and reduced in fp32 (Megatron-Core grad_reduce_in_fp32, torchtitan
     # mixed_precision_reduce); false = bf16 gradient buffers (NeMo / Megatron-Bridge performance recipes)
     grad_reduce_in_fp32: bool | None = None
+    # gradient reduction overlapped with the backward; false = reduced after the last micro-batch's backward
+    # (Megatron-LM's local DDP before --overlap-grad-reduce, 2020 - mid-2023; DeepSpeed ZeRO-0 / 1)
+    grad_reduce_overlap: bool | None = None
     # attention kernel generation: fa1 (FlashAttention v1, 2022 - mid-2023 stacks) | fa2 | native (cuDNN / FA3)
     attention_kernel: AttentionKernel | None = None
     # MoE token dispatcher (Megatron-Core): auto | alltoall | flex (DeepEP / HybridEP)
