@@ -19,7 +19,7 @@ def test_every_row_is_scored_or_refused_with_a_reason():
     ids = {c.row_id for c in cs}
     assert len(ids) == 40
     refused = [c.row_id for c in cs if c.metric in ("refused", "fits")]
-    assert refused == []  # every row ran: paged optimizers, Megatron-Bridge bf16 gradients and FP8 weights
+    assert refused == []  # every row ran: paged optimizers, FSDP CPU offload, Megatron-Bridge bf16 gradients and FP8 weights
 
 
 def test_held_out_fine_tuning_figures():
@@ -29,6 +29,7 @@ def test_held_out_fine_tuning_figures():
         return mape([c for c in cs if c.source.startswith(source) and c.metric == metric])
 
     assert m("Megatron-Bridge", "tokens_s") <= 8.5  # reached: 7.4%
-    assert m("torchtune", "peak_gib") <= 29.0  # reached: 27.4% (62.8% with fp32 master + fp32 Adam states)
+    # reached: 20.1% (62.8% with fp32 master + fp32 Adam states; 27.4% with FSDP CPU offload's gradients on the GPU)
+    assert m("torchtune", "peak_gib") <= 22.0
     assert m("LLaMA-Factory", "peak_gib") <= 10.0  # reached: 8.9% (kbit_upcast false: no PEFT fp32 upcast)
     assert m("Unsloth", "max_seq") <= 24.0  # reached: 21.4% (41.5% with the residual stream counted 16-bit)

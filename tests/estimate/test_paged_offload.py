@@ -33,6 +33,14 @@ def test_paged_optimizer_states_leave_the_gpu_for_host_memory():
     assert paged.host_bytes_per_node >= states
 
 
+def test_parameter_offload_keeps_gradients_off_the_gpu():
+    on = _est("adamw", dp=1, offload="optimizer+params")
+    assert on.items_bytes["gradients"] == 0 and on.items_bytes["weights"] == 0
+    # the gradients go to host memory with the parameters and the optimizer states
+    assert on.host_bytes_per_node >= (2 + 2 + 4) * MODEL.params_total * 0.99
+    assert _est("adamw", dp=1, offload="optimizer").items_bytes["gradients"] > 0
+
+
 def test_job_accepts_paged_optimizers_and_names_them_on_a_typo():
     job = {"model": "llama-3.1-8b", "method": "full", "seq_len": 2048, "data": {"tokens": 1e8},
            "global_batch": {"sequences": 2}, "optimizer": "paged_adamw8bit",

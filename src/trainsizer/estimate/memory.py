@@ -484,7 +484,10 @@ def _model_states(b: _Batch, g: _Stage, items: dict[str, Any]) -> _States:
             fp8_w = (st["weights"] - fp8c["param_bytes_per_gemm_param"]) * shard(gemm_dense, p_exp, 3)
             w = w - np.where(b.fp8_params, fp8_w, 0.0)
         items["weights"] = np.where(offload_par, 0.0, w)
-        items["gradients"] = st["grads"] * shard(p_dense, p_exp, 2)
+        # parameter offload (FSDP CPUOffload(offload_params=True) / FSDP2 CPUOffloadPolicy, torchtune
+        # fsdp_cpu_offload): the sharded gradients live in host memory with the parameters (PyTorch FSDP docs,
+        # CPUOffload: offload_params "offloads gradients to CPU as well"); host gradients are counted below
+        items["gradients"] = np.where(offload_par, 0.0, st["grads"] * shard(p_dense, p_exp, 2))
         items["grad_accum_buffer"] = st["grad_accum_fp32"] * shard(p_dense, p_exp, 2)
         opt_params = shard(p_dense, p_exp, 1)
         host_grad = float(b.c["offload"]["host_fp32_grad_bytes_per_param"])

@@ -29,7 +29,7 @@ def _tick(v: bool | None) -> str:
     return "—" if v is None else ("✓" if v else "✗")
 
 
-def _layout(s: dict[str, Any]) -> str:
+def _layout(s: dict[str, Any], lang: str) -> str:
     parts = [f"{k}{s[k]}" for k in ("tp", "pp", "vpp", "dp", "cp", "ep") if s[k] != 1 or k == "dp"]
     if s["zero"]:
         parts.append(f"zero{s['zero']}" + (f"/{s['shard_group']}" if s["shard_group"] else ""))
@@ -38,7 +38,7 @@ def _layout(s: dict[str, Any]) -> str:
     parts.append(f"mb{s['micro_batch']}")
     parts.append(f"rc={s['recompute']}")
     if s["offload"] != "none":
-        parts.append(f"offload={s['offload']}")
+        parts.append(t(f"layout_offload.{s['offload']}", lang))
     return " ".join(parts)
 
 
@@ -60,7 +60,7 @@ def _options_table(plan: dict[str, Any], lang: str) -> Table:
     for o in plan["options"]:
         cost_text = _cost(o, plan["goal"]["currency"], L)
         rank = f"{o['rank']}" + (f" ({t('plan_tie', L)})" if o["tie"] else "")
-        table.add_row(rank, o["id"], _layout(o["strategy"]), f"{o['memory']['per_gpu_gib']:.1f}",
+        table.add_row(rank, o["id"], _layout(o["strategy"], L), f"{o['memory']['per_gpu_gib']:.1f}",
                       _days(o["time"]["train_days"]), cost_text, _tick(o["meets"]["deadline"]),
                       _tick(o["meets"]["budget"]))
     return table
@@ -108,7 +108,7 @@ def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) 
         con.print(f"{t('plan_tier', L)}: [bold]{t('tier_' + tier['id'], L)}[/] — {t('plan_decided_by', L)} "
                   f"{t('resource_' + tier['decided_by'], L)}: {tier['why']}")
     if rec:
-        con.print(f"[bold green]{t('plan_recommended', L)}[/]: {rec['id']}, {_layout(rec['strategy'])}")
+        con.print(f"[bold green]{t('plan_recommended', L)}[/]: {rec['id']}, {_layout(rec['strategy'], L)}")
         con.print(f"{t('plan_why', L)}: {rec['why']}")
     if plan["options"]:
         con.print(_options_table(plan, L))

@@ -106,9 +106,10 @@ def strategy_text(s: Mapping, lang: str = "en") -> str:
     parts = [f"{k.upper()}{s[k]}" for k in ("tp", "pp", "vpp", "dp", "cp", "ep") if s.get(k, 1) not in (None, 1)]
     if s.get("zero"):
         parts.append(f"ZeRO-{s['zero']}")
-    for k in ("recompute", "offload"):
-        if s.get(k) not in (None, "none"):
-            parts.append(t(f"st.{k}", lang, mode=s[k]))
+    if s.get("recompute") not in (None, "none"):
+        parts.append(t("st.recompute", lang, mode=s["recompute"]))
+    if s.get("offload") not in (None, "none"):
+        parts.append(t("st.offload", lang, mode=t(f"st.offload_mode.{s['offload']}", lang)))
     if s.get("micro_batch"):
         parts.append(f"mb{s['micro_batch']}")
     return " ".join(parts) or "DP1"
