@@ -114,6 +114,23 @@ def flop_check() -> list[tuple[str, int, float, float]]:
     return out
 
 
+LAYOUT = ("precision", "global_batch_seqs", "micro_batch", "seq_len", "fsdp", "tp", "pp", "cp", "vpp", "ep")
+
+
+def generation_pairs(cs: list[tuple[str, str, float, float]]) -> list[tuple[str, float, float]]:
+    """(row, measured, predicted GB300 / GB200 throughput ratio) for the rows the page lists at the same layout on
+    both systems: their rated BF16 / FP8 peaks are equal (catalog gb300 / gb200), so the ratio is what the model
+    gives Blackwell Ultra beyond them (the SFU softmax throughput, attention.sfu_ex2_speedup)."""
+    rows = {r["id"]: r for r in csv.DictReader(DATA.open(encoding="utf-8"))}
+    by_id = {c[0]: c for c in cs}
+    out = []
+    for rid, c in by_id.items():
+        twin = rid.replace("_gb300_", "_gb200_")
+        if "_gb300_" in rid and twin in by_id and all(rows[rid][k] == rows[twin][k] for k in LAYOUT):
+            out.append((rid.split("_gb300_")[1], c[2] / by_id[twin][2], c[3] / by_id[twin][3]))
+    return out
+
+
 def main() -> None:
     cs = cases()
     print(f"{'row':56s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
@@ -138,6 +155,9 @@ def main() -> None:
         meas = np.mean([c[2] / x[2] for c, x in pairs])
         pred = np.mean([c[3] / x[3] for c, x in pairs])
         print(f"  FP8-CS / FP8-MX throughput, {len(pairs)} pairs at the same layout: measured {meas:.3f} predicted {pred:.3f}")
+    print("GB300 / GB200 throughput at the same layout (equal rated peaks; measured vs predicted):")
+    for name, meas, pred in generation_pairs(cs):
+        print(f"  {name:36s} measured {meas:.3f} predicted {pred:.3f}")
     print("model FLOPs per token, NVIDIA's table vs this estimator under NVIDIA's convention (causal attention):")
     for name, s, nvidia, ours in flop_check():
         print(f"  {name:16s} s={s:5d} {nvidia / 1e9:8.2f} vs {ours / 1e9:8.2f} GFLOP ({100 * (ours / nvidia - 1):+.1f}%)")

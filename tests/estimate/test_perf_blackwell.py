@@ -47,3 +47,15 @@ def test_most_measured_runs_are_predicted_to_fit():
     activation offloading of N layers, recompute_modules, ...)."""
     refused = {f.row_id for f in pb.fits() if not f.fits}
     assert len(refused) <= 4, refused
+
+
+def test_gb300_gb200_pairs_are_the_same_layout_and_gb300_is_not_slower():
+    """The GB300 / GB200 ratio is printed only for rows the page lists at the same layout (Llama 3 8B CS / MX, 70B,
+    Qwen3-30B-A3B; the 405B, DeepSeek-V3 and Qwen3-235B rows differ in PP / EP / batch). Their rated BF16 / FP8
+    peaks are equal, so the model's ratio comes from the SFU softmax throughput alone: above 1 and below what was
+    measured (1.05-1.22; known gap, docs/frameworks.md)."""
+    pairs = pb.generation_pairs(pb.cases())
+    assert sorted(name for name, _, _ in pairs) == ["llama3_70b_fp8-cs_64gpu", "llama3_8b_fp8-cs_8gpu",
+                                                    "llama3_8b_fp8-mx_8gpu", "qwen3_30b_a3b_fp8-mx_8gpu"]
+    for name, measured, predicted in pairs:
+        assert 1.0 < predicted <= measured, name
