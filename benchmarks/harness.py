@@ -70,10 +70,11 @@ class Fit:
     fits: bool
 
 
-def fit_of(row_id: str, model, training, system, strategy) -> Fit:
-    from trainsizer.estimate.memory import GIB, memory_per_gpu_bytes
+def fit_of(row_id: str, model, training, system, strategy, options=None) -> Fit:
+    """`options`: the run's memory.MemoryOptions where they are not the defaults (e.g. dropout masks)."""
+    from trainsizer.estimate.memory import DEFAULT_OPTIONS, GIB, memory_per_gpu_bytes
 
-    worst, ok = memory_per_gpu_bytes(model, training, system, strategy)
+    worst, ok = memory_per_gpu_bytes(model, training, system, strategy, options or DEFAULT_OPTIONS)
     return Fit(row_id, float(np.asarray(worst).reshape(-1)[0]) / GIB, float(system.memory_gib),
                bool(np.asarray(ok).reshape(-1)[0]))
 

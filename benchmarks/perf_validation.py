@@ -27,6 +27,7 @@ from fabrics import hdr200, payload_gb_s
 from harness import Case, Fit, dgx_h100, fit_of, mape, num, print_fits, whole
 from trainsizer.estimate import flops as F
 from trainsizer.estimate.inputs import Strategy, System, Training
+from trainsizer.estimate.memory import MemoryOptions
 from trainsizer.estimate.step_time import PerfStyle, perf_style, step_time_arrays
 from trainsizer.estimate.train_time import time_to_train
 from trainsizer.models.arch import ModelArch
@@ -295,9 +296,34 @@ def gpu_hours_cases(path: Path = DATA / "gpu_hours.csv") -> list[Case]:
     return cases
 
 
+# NVIDIA's Megatron-LM of 2021-2022 (Narayanan 2021, Korthikanti 2022, the ZeRO-3 comparison included) trains with
+# its default hidden and attention dropout 0.1 (megatron/arguments.py _add_regularization_args), whose masks
+# Korthikanti 2022 Table 2 counts: their memory check counts them (MemoryOptions.dropout)
+DROPOUT_SOURCES = ("Narayanan21 T1", "Narayanan21 T2 ZeRO-3", "Narayanan21 T2 PTD-P", "Korthikanti22")
+
+
 def fits(cases: list[Case]) -> list[Fit]:
     """The predicted peak memory of every run whose layout is stated (rows predicted by `throughput_cases`)."""
-    return [fit_of(c.row_id, *LAYOUTS[c.row_id]) for c in cases if not c.skipped and c.row_id in LAYOUTS]
+    return [fit_of(c.row_id, *LAYOUTS[c.row_id], MemoryOptions(dropout=c.source in DROPOUT_SOURCES))
+            for c in cases if not c.skipped and c.row_id in LAYOUTS]
+
+
+def zero3_560_check() -> str:
+    """Narayanan 2021 Table 2: the 529.6B model "did not fit on 560 GPUs when using a microbatch size of 4 with
+    ZeRO-3", so it ran on 640: the memory estimate at both counts (a check of the DeepSpeed ZeRO-3 mechanism,
+    not fitted)."""
+    from trainsizer.estimate.memory import GIB, memory_per_gpu_bytes
+
+    model, training, system, strategy = LAYOUTS["narayanan21_t2_zero3_529.6B_640"]
+    out = []
+    for gpus in (560, 640):
+        train_n, sys_n, strat_n = replace(training, global_batch_seqs=4 * gpus), replace(system, gpus=gpus), \
+            strategy.with_(dp=gpus)
+        worst, _ = memory_per_gpu_bytes(model, train_n, sys_n, strat_n, MemoryOptions(dropout=True))
+        gib = float(np.asarray(worst).reshape(-1)[0]) / GIB
+        out.append(f"{gpus} GPUs {gib:.1f} GiB")
+    return ("  529.6B ZeRO-3, micro-batch 4 (paper: did not fit on 560 GPUs, ran on 640): predicted "
+            + ", ".join(out) + f" of {system.memory_gib:.0f}")
 
 
 def summary(cases: list[Case]) -> dict:
@@ -360,6 +386,7 @@ def main() -> None:
     w = s["worst"]
     print(f"  worst row: {w[0]} {w[1]} measured {w[2]:.4g} predicted {w[3]:.4g} ({w[4]:+.1f}%)")
     print_fits(fits(cases), "runs with a stated layout")
+    print(zero3_560_check())
     print("\nskipped rows:")
     for c in cases:
         if c.skipped:

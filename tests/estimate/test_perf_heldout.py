@@ -73,7 +73,7 @@ def test_async_tp_speeds_up_the_torchtitan_rows(results):
 
 
 def test_runs_that_ran_predicted_not_to_fit_do_not_grow(results):
-    """Known (today 7): the NeMo 24.09 GPT-3 20B / 175B, Nemotron-4 340B and Llama 3 8B CP 2 FP8 rows, Pythia
-    70M-410M at micro-batch 32 on 40 GB."""
+    """Known (today 4): the NeMo 24.09 GPT-3 20B / 175B, Nemotron-4 340B and Llama 3 8B CP 2 FP8 rows (Pythia
+    70M-410M at micro-batch 32 on 40 GB fit since GPT-NeoX's vocab-parallel loss is modelled)."""
     unfit = [c.row_id for c, mem, _ in results if "NOT FIT" in mem]
-    assert len(unfit) <= 7, unfit
+    assert len(unfit) <= 4, unfit

@@ -79,8 +79,8 @@ def test_spearman_matches_definition():
 
 
 def test_measured_runs_are_predicted_to_fit():
-    """Every run with a stated layout trained on real hardware. Known refusal: Narayanan 2021 Table 2's ZeRO-3
-    529.6B on 640 A100 (DeepSpeed ZeRO-3 as 2021 ran it, 101 GiB predicted)."""
+    """Every run with a stated layout trained on real hardware, so none is refused (Narayanan 2021 Table 2's ZeRO-3
+    529.6B on 640 A100 was, at 101 GiB, before DeepSpeed ZeRO-3's per-module gathering was modelled)."""
     cases = pv.throughput_cases()
     refused = {f.row_id for f in pv.fits(cases) if not f.fits}
-    assert refused <= {"narayanan21_t2_zero3_529.6B_640"}, refused
+    assert not refused, refused

@@ -50,7 +50,9 @@ MEMORY_PROFILE = {
     "torchtune": "hf",  # FSDP2 / single device; chunked loss and 16-bit non-quantised QLoRA params (memory.py)
 }
 # the loss a framework computes when the job says loss_impl: auto (None: by memory profile)
-DEFAULT_LOSS = {"torchtune": "chunked"}
+# deepspeed: the Megatron-based codebases DeepSpeed ran under (Megatron-DeepSpeed, GPT-NeoX) call
+# mpu.vocab_parallel_cross_entropy(output.float(), labels): fp32 softmax saved in place, no fp32 gradient copies
+DEFAULT_LOSS = {"torchtune": "chunked", "deepspeed": "vocab-parallel"}
 PERF_STYLE = {name: name for name in MEMORY_PROFILE}
 AUTO_CHOICES = ("megatron-core", "torchtitan", "hf")  # what "auto" resolves to, by `auto_index`
 # why "auto" chose each (i18n keys in render/data/i18n.yaml)

@@ -319,13 +319,19 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     row = np.where((name == "deepseek-dualpipe") & (rec == 1), 8, row)
     row_none = 3 * mega_i
 
+    # Megatron-based codebases under DeepSpeed (Megatron-DeepSpeed, GPT-NeoX: framework deepspeed) run Megatron's
+    # FusedScaleMaskSoftmax, which saves its 16-bit output only (the megatron profile's eager score bytes)
+    s2_prof = {prof: "megatron" if name == "deepspeed" else prof for prof in PROFILES}
+
     def pick(table: dict, rows: np.ndarray, kind: int) -> np.ndarray:
         """Per-layer bytes of one micro-batch: the (profile, recompute) item set chosen per strategy (kind 0
         dense, 1 MoE)."""
         sets = [table[(prof, rc)] for prof in PROFILES for rc in range(3)]
+        s2 = [table[(s2_prof[prof], rc)].s2 for prof in PROFILES for rc in range(3)]
         extra = [LayerItems(0.0, 0.0, 0.0, 0.0), pre.op_sac[kind], pre.ds_sel[kind]]
+        s2 += [r.s2 for r in extra]
         sp_c = np.array([r.sp for r in sets + extra])
-        rest = np.array([r.tp + r.routed * k + r.s2 * seq for r in sets + extra])
+        rest = np.array([r.tp + r.routed * k + s2_r * seq for r, s2_r in zip(sets + extra, s2, strict=True)])
         return tokens * (sp_c[rows] / sp_div + rest[rows] / t)
 
     upcast_w, upcast_res = _kbit_upcast(strategy, name)
@@ -363,6 +369,11 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     lp = titan & (t > 1) & (np.asarray(loss_bytes[0]) == lg["hf_saved_bytes_per_element"])
     if np.any(lp):  # torchtitan TP runs the eager fp32 loss under loss_parallel (vocabulary-sharded logits)
         loss_bytes = (loss_bytes[0], np.where(lp, lg["loss_parallel_backward_extra_bytes_per_element"], loss_bytes[1]))
+    if name == "deepspeed" and getattr(strategy, "loss_impl", "auto") == "auto":
+        # DeepSpeed's PipelineEngine (Megatron-DeepSpeed, GPT-NeoX; it refuses ZeRO-2/3) keeps the last stage's
+        # 16-bit logits in pipe_buffers['outputs'] until the next micro-batch (runtime/pipe/engine.py
+        # _exec_forward_pass; _exec_backward_pass returns after backward(loss) on the last stage)
+        loss_bytes = (loss_bytes[0] + np.where(z <= 1, float(act_bytes(training.precision)), 0.0), loss_bytes[1])
     st = _state_bytes(mega, pre, name, training, bf16_grads)
     return _Batch(model=model, training=training, options=options, pre=pre, c=load_memory_constants(), s=s,
                   t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, z=z, rec=rec, off=s["offload"],
@@ -615,6 +626,9 @@ def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any) -> None:
     w_layer = (b.w16 if full_train else b.pre.base[0]) * layer_p
     g_layer = (b.w16 if full_train else 0.0) * layer_p
     gathered = oc["zero3_gathered_layers"] * w_layer + oc["zero3_unsharded_grad_layers"] * g_layer
+    if b.name == "deepspeed":
+        live_w, live_g = _deepspeed_zero3_live(b, layer_p, trainable_pg)
+        gathered = (b.w16 if full_train else b.pre.base[0]) * live_w + (b.w16 if full_train else 0.0) * live_g
     # torchtitan FSDP2 + pipelining: reshard_after_forward is off and gradient sync waits for the last
     # micro-batch, so the stage's 16-bit weights stay unsharded and its gradients accumulate unsharded, in the
     # fp32 reduce dtype (torchtitan parallelize.py `reshard_after_forward = not pp_enabled`; the schedule's
@@ -627,6 +641,24 @@ def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any) -> None:
     items["framework_buffers"] = buckets + np.where((z >= 3) | b.offload_par, np.maximum(gathered, pp_hold), 0.0)
     allocated = sum(val for key, val in items.items() if key not in ("cuda_context", "nccl_buffers"))
     items["fragmentation"] = oc["allocator_fragmentation_fraction"] * allocated
+
+
+def _deepspeed_zero3_live(b: _Batch, layer_p: Any, trainable_pg: Any) -> tuple[Any, Any]:
+    """(gathered parameters, unsharded gradient elements) live on one GPU under DeepSpeed ZeRO-3, which gathers
+    per submodule (memory_constants.yaml framework_overhead deepspeed_zero3_*): the embedding / LM head, or the
+    layer's modules reused within half the reuse distance (at least its largest linear), plus the prefetch
+    bucket; two reduce buckets of gradients (at most the GPU's trainable parameters), or two of the largest
+    module when it is larger."""
+    oc, m = b.c["framework_overhead"], b.model
+    h = float(m.hidden)
+    inner = max(m.ffn, m.expert_ffn, m.shared_expert_ffn)
+    largest = max(h * inner, h * (m.q_dim + 2 * m.kv_dim)) / b.t  # fc1 / fc2 (or w1, w2, w3), fused QKV
+    head = float(m.vocab) * h / b.t
+    reuse = float(oc["deepspeed_zero3_max_reuse_distance_params"]) / 2.0
+    live_w = np.maximum(head, np.minimum(layer_p, np.maximum(largest, reuse)))
+    live_w = live_w + float(oc["deepspeed_zero3_prefetch_bucket_params"])
+    live_g = 2.0 * np.maximum(np.maximum(head, largest), float(oc["deepspeed_zero3_reduce_bucket_params"]))
+    return live_w, np.minimum(live_g, trainable_pg)
 
 
 def _optimizer_step_peak(b: _Batch, items: dict[str, Any], total: Any, opt_params: Any,

@@ -1,0 +1,71 @@
+"""DeepSpeed-style memory (framework deepspeed, the Megatron-DeepSpeed / GPT-NeoX era): ZeRO-3 gathers per submodule,
+Megatron's fused softmax and vocab-parallel loss, the PipelineEngine's kept logits."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainsizer.estimate.inputs import Strategy, System, Training
+from trainsizer.estimate.memory import estimate_memory
+from trainsizer.models.arch import ModelArch
+
+# the 529.6B GPT of Narayanan et al. 2021 Table 1 / 2 (h 20480, 128 heads, 105 layers, ffn 4h, vocab 51200)
+GPT530 = ModelArch(name="gpt-529.6b", family="gpt", layers=105, hidden=20480, heads=128, kv_heads=128,
+                   ffn=4 * 20480, vocab=51200, mlp="gelu", norm="layernorm", position="learned",
+                   max_position=2048, qkv_bias=True, out_bias=True, mlp_bias=True)
+# a small GPT (GPT-NeoX / Pythia-160M-like shape)
+GPT_SMALL = ModelArch(name="gpt-small", family="gpt", layers=12, hidden=768, heads=12, kv_heads=12,
+                      ffn=4 * 768, vocab=50304, mlp="gelu", norm="layernorm", position="rope",
+                      max_position=2048, qkv_bias=True, out_bias=True, mlp_bias=True)
+FP16 = Training(precision="fp16", seq_len=2048, global_batch_seqs=2560, flash_attention=False)
+
+
+def a100(gpus: int) -> System:
+    return System(accelerator="a100-sxm-80gb", gpus=gpus, gpus_per_node=8, memory_gib=80.0,
+                  peak_tflops={"fp16": 312.0}, hbm_gb_s=2039.0, intra_node_gb_s=300.0)
+
+
+def _items(model: ModelArch, training: Training, gpus: int, **kw) -> dict[str, float]:
+    st = Strategy(dp=gpus, micro_batch=kw.pop("micro_batch", 4), recompute=kw.pop("recompute", "full"), **kw)
+    return estimate_memory(model, training, a100(gpus), st, check=False).items_bytes
+
+
+def test_zero3_gathers_one_module_of_a_large_layer_not_two_layers():
+    ds = _items(GPT530, FP16, 640, zero=3, framework="deepspeed")["framework_buffers"]
+    fsdp = _items(GPT530, FP16, 640, zero=3, framework="fsdp")["framework_buffers"]
+    fc1 = 20480 * 4 * 20480  # the largest linear of a layer (h x 4h)
+    # 16-bit: one gathered fc1 + the 5e7-element prefetch bucket, and two fc1-sized gradients (the bucket being
+    # reduced and the one kept until the next is partitioned)
+    assert ds == pytest.approx(2 * (fc1 + 5e7) + 2 * 2 * fc1, rel=1e-9)
+    # FSDP units are whole layers: two gathered and one unsharded gradient, about 3x more here
+    assert fsdp > 2.5 * ds
+
+
+def test_zero3_gradient_buckets_stop_at_the_trainable_parameters():
+    ds = _items(GPT_SMALL, FP16, 8, zero=3, framework="deepspeed")["framework_buffers"]
+    n = GPT_SMALL.params_total
+    # the 2 x 5e8-element reduce buckets cannot hold more than the model's gradients
+    assert ds < 2 * (n + 5e7 + n)
+
+
+def test_deepspeed_loss_is_megatrons_vocab_parallel_and_the_pipeline_engine_keeps_the_logits():
+    tr = Training(precision="bf16", seq_len=2048, global_batch_seqs=1024, flash_attention=True)
+    elems = 32 * 2048 * GPT_SMALL.vocab
+    z1 = _items(GPT_SMALL, tr, 32, zero=1, micro_batch=32, framework="deepspeed")
+    z3 = _items(GPT_SMALL, tr, 32, zero=3, micro_batch=32, framework="deepspeed")
+    hf = _items(GPT_SMALL, tr, 32, zero=1, micro_batch=32, framework="hf")
+    assert z3["logits"] == pytest.approx(4 * elems)  # the fp32 softmax, in place
+    assert z1["logits"] == pytest.approx((4 + 2) * elems)  # + the 16-bit logits in pipe_buffers['outputs']
+    assert z1["loss_backward_temporaries"] == pytest.approx(2 * elems)
+    assert hf["loss_backward_temporaries"] == pytest.approx(8 * elems)  # HF's upcast loss: fp32 gradients
+    asked = _items(GPT_SMALL, tr, 32, zero=1, micro_batch=32, framework="deepspeed", loss_impl="upcast")
+    assert asked["logits"] == pytest.approx(hf["logits"])
+
+
+def test_deepspeed_eager_attention_saves_16_bit_scores():
+    tr = Training(precision="fp16", seq_len=2048, global_batch_seqs=8, flash_attention=False)
+    ds = _items(GPT_SMALL, tr, 8, micro_batch=1, recompute="none", framework="deepspeed")["layer_activations"]
+    hf = _items(GPT_SMALL, tr, 8, micro_batch=1, recompute="none", framework="hf")["layer_activations"]
+    # HF eager keeps the fp32 softmax and its 16-bit copy (6 B per score), Megatron's fused softmax 2 B
+    scores = GPT_SMALL.layers * GPT_SMALL.heads * 2048 * 2048
+    assert hf - ds == pytest.approx(4 * scores)
