@@ -42,9 +42,11 @@ class PerfConstants:
     tp_overlap_fraction: float
     overlap_interference: float
     optimizer_bytes_per_param: dict[str, float]
+    optimizer_model_dtype_bytes_per_param: dict[str, float]  # the update in the model dtype (torchtune)
     p2p_exposed_fraction: float
     data_loading_exposed_s: float
     cpu_adam_params_per_s_per_gpu: float  # ZeRO-Offload CPU optimizer rate (offload section)
+    cpu_adam_bytes_per_param: float  # host bytes CPU-Adam streams per parameter at that rate
     fp8_recipes: dict[str, dict[str, float]] = field(default_factory=dict)  # fp8 section: recipe -> figures
     fp8_default_recipe: dict[str, str] = field(default_factory=dict)  # accelerator family -> recipe
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -129,9 +131,12 @@ def load_constants() -> PerfConstants:
         tp_overlap_fraction=float(c["tp_overlap_fraction"]),
         overlap_interference=float(c["overlap_interference"]),
         optimizer_bytes_per_param={str(k): float(v) for k, v in d["optimizer"]["bytes_per_param"].items()},
+        optimizer_model_dtype_bytes_per_param={str(k): float(v) for k, v in
+                                               d["optimizer"]["model_dtype_bytes_per_param"].items()},
         p2p_exposed_fraction=float(d["pipeline"]["p2p_exposed_fraction"]),
         data_loading_exposed_s=float(d["data_loading"]["exposed_s"]),
         cpu_adam_params_per_s_per_gpu=float(d["offload"]["cpu_adam_params_per_s_per_gpu"]),
+        cpu_adam_bytes_per_param=float(d["offload"]["cpu_adam_bytes_per_param"]),
         fp8_recipes={str(n): {str(k): float(v) for k, v in r.items()} for n, r in d["fp8"]["recipes"].items()},
         fp8_default_recipe={str(k): str(v) for k, v in d["fp8"]["default_recipe"].items()},
         raw=d,

@@ -116,6 +116,14 @@ class PerfStyle:
     # cast costs the recipe's fused figure (perf_constants.yaml fp8 recipes); standalone te.Linear / torchao
     # casts read the 16-bit tensor again (_rates)
     fp8_cast_fused: bool = False
+    # weights, gradients and optimizer states in the model dtype, no fp32 master (torchtune): the optimizer step
+    # streams optimizer.model_dtype_bytes_per_param (_optimizer)
+    model_dtype_states: bool = False
+    # parameter offload is FSDP2's CPUOffloadPolicy (torchtune fsdp_cpu_offload, torchtitan enable_cpu_offload):
+    # the reduce-scattered gradient shard is copied to host memory in each unit's post-backward, overlapping the
+    # rest of the backward, and the optimizer steps the host shards in place, so nothing is uploaded after the
+    # step (the next forward's all-gather copies each shard in: _optimizer)
+    fsdp2_cpu_offload: bool = False
 
     def __post_init__(self) -> None:
         if not np.all(np.isin(self.attention_kernel, ATTENTION_KERNELS)):
@@ -748,16 +756,28 @@ def _optimizer(x: _Step, g: _Grads, mb: _MicroBatch) -> np.ndarray:
         raise SpecError("training.optimizer", msg("no_optimizer_traffic"),
                         value=training.optimizer, allowed=sorted(k.optimizer_bytes_per_param),
                         suggestion=did_you_mean(training.optimizer, k.optimizer_bytes_per_param))
-    bpp = k.optimizer_bytes_per_param[training.optimizer]
+    fw = x.fw
+    model_dtype = np.asarray(fw.model_dtype_states)
+    mixed = k.optimizer_bytes_per_param[training.optimizer]
+    bpp = np.where(model_dtype, k.optimizer_model_dtype_bytes_per_param.get(training.optimizer, mixed), mixed)
     upd = (g.local_dense * g.train_frac) / np.where(g.shard_opt, g.n_dp, 1.0) + (
         g.local_expert * g.train_frac) / np.where(g.shard_opt, g.n_edp, 1.0)
     opt = compute.optimizer_time(upd, bpp, r)
     off = x.a["offload"]
     pcie = max(system.pcie_gb_s, 1e-3) * 1e9
-    opt_off = upd * (4.0 + x.act) / pcie + upd / k.cpu_adam_params_per_s_per_gpu
-    stream_in = 2.0 * (g.local_dense + g.local_expert) * x.act / pcie
+    # the CPU step streams host memory: CPU-Adam's rate scaled by the bytes this update moves per parameter
+    cpu_step = upd * bpp / (k.cpu_adam_params_per_s_per_gpu * k.cpu_adam_bytes_per_param)
+    # ZeRO-Offload: fp32 gradients down and 16-bit parameters up around the step; FSDP2 CPUOffloadPolicy with
+    # parameter offload: the gradient shard (in the parameters' dtype) down during the backward, hidden there
+    fsdp2 = np.asarray(fw.fsdp2_cpu_offload) & (off >= 2)
+    grad_down = upd * np.where(model_dtype, x.act, 4.0) / pcie
+    pcie_step = np.where(fsdp2, np.maximum(grad_down - g.window, 0.0), upd * (4.0 + x.act) / pcie)
+    # each rank copies its own shard in for the all-gathers of every forward and backward (FSDP2 FSDPParam
+    # all-gather inputs; ZeRO-Infinity fetches its partition): prefetched behind the compute
+    shards = np.where(x.zero >= 3, g.n_dp, 1.0)
+    stream_in = 2.0 * (g.local_dense / shards + g.local_expert / np.where(x.zero >= 3, g.n_edp, 1.0)) * x.act / pcie
     param_off = x.m * np.maximum(stream_in - mb.compute, 0.0)
-    return np.where(off >= 1, opt_off, opt) + np.where(off >= 2, param_off, 0.0)
+    return np.where(off >= 1, pcie_step + cpu_step, opt) + np.where(off >= 2, param_off, 0.0)
 
 
 def step_time_arrays(model: ModelArch, training: Training, system: System, strategy, *,
