@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
-from trainsizer.estimate.activations import head_items, in_flight_layer_microbatches, layer_items
+from trainsizer.estimate.activations import (
+    head_items,
+    in_flight_chunk_microbatches,
+    in_flight_layer_microbatches,
+    layer_items,
+)
 from trainsizer.estimate.inputs import Training
 from trainsizer.models.arch import ModelArch
 
@@ -92,6 +99,38 @@ def test_heads_logits() -> None:
 def test_in_flight_never_exceeds_microbatches() -> None:
     assert in_flight_layer_microbatches(8, 1, 3, 0) == 3
     assert in_flight_layer_microbatches(8, 2, 3, 0) == 3
+
+
+def _megatron_chunk_counts(p: int, v: int, m: int, rank: int) -> list[int]:
+    """Forwards per model chunk on `rank` before its first backward, replayed from Megatron-Core's interleaved
+    schedule (schedules.py core_r0.11: the schedule table in groups of microbatch_group_size_per_vp_stage = p
+    micro-batches per chunk, the last group taking the remainder; warm-up (p - rank - 1) * 2 + (v - 1) * p forwards,
+    then one more before the first backward)."""
+    table = []
+    for start in range(0, m, p):
+        stop = m if start + p >= m else start + p
+        table += [chunk for chunk in range(v) for _ in range(start, stop)]
+    warmup = min((p - rank - 1) * 2 + (v - 1) * p, m * v)
+    forwards = min(warmup + 1, m * v)
+    return [table[:forwards].count(chunk) for chunk in range(v)]
+
+
+@given(p=hs.integers(2, 16), v=hs.integers(2, 8), groups=hs.integers(1, 6), rank_at=hs.floats(0, 1))
+@settings(max_examples=200, deadline=None)
+def test_in_flight_chunks_replay_megatron_schedule(p: int, v: int, groups: int, rank_at: float) -> None:
+    m = p * groups  # Megatron-Core takes micro-batch counts that the group size p divides (or p <= rest)
+    rank = min(int(rank_at * p), p - 1)
+    want = _megatron_chunk_counts(p, v, m, rank)
+    got = [float(in_flight_chunk_microbatches(p, v, m, rank, c)) for c in range(v)]
+    assert got == want
+    assert sum(got) == pytest.approx(float(in_flight_layer_microbatches(p, v, m, rank)) * v)
+
+
+def test_in_flight_chunks_first_and_last_rank() -> None:
+    # first rank: chunk 0 holds 2p - 1 micro-batches, the others p; last rank: chunk v - 1 holds one
+    assert [float(in_flight_chunk_microbatches(8, 4, 64, 0, c)) for c in range(4)] == [15, 8, 8, 8]
+    assert [float(in_flight_chunk_microbatches(8, 4, 64, 7, c)) for c in range(4)] == [8, 8, 8, 1]
+    assert float(in_flight_chunk_microbatches(4, 1, 64, 0, 0)) == 4  # 1F1B: all in flight
 
 
 def test_fp8_saves_gemm_inputs_in_one_byte() -> None:

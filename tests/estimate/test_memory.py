@@ -129,6 +129,24 @@ def test_interleaved_factor() -> None:
     assert in_flight_layer_microbatches(4, 1, 64, 3) == 1
 
 
+def test_interleaved_embedding_and_loss_slots_sit_in_the_end_chunks() -> None:
+    """Megatron-Core account_for_embedding/loss_in_pipeline_split with PP 4 x VPP 2: 14 layers + 2 slots, two
+    per chunk. The first rank's chunk 0 (embedding + 1 layer) holds 2p - 1 = 7 micro-batches and chunk 1 (2 layers)
+    4: 7 + 8 = 15 layer-micro-batches, against 16 layers without slots (4 per stage, 11 chunks of 2 in flight:
+    22), per-layer bytes being the same."""
+    st = Strategy(tp=1, pp=4, vpp=2, dp=2, micro_batch=1, distributed_optimizer=True, framework="megatron-core")
+    sys_ = h100(8)
+
+    def first_stage_acts(layers: int, **slots: bool) -> float:
+        e = estimate_memory(LLAMA8.with_(layers=layers), Training(seq_len=8192, global_batch_seqs=16), sys_,
+                            st.with_(**slots), check=False)
+        assert e.worst_stage == 0  # the first stage's items
+        return e.items_bytes["layer_activations"]
+
+    with_slots = first_stage_acts(14, pipeline_embedding_layer=True, pipeline_loss_layer=True)
+    assert with_slots / first_stage_acts(16) == pytest.approx(15 / 22, rel=1e-9)
+
+
 def test_scalar_and_vector_paths_agree() -> None:
     rng = np.random.default_rng(0)
     n = 60

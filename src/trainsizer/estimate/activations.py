@@ -391,6 +391,24 @@ def in_flight_layer_microbatches(p, v, n_micro, rank):
     return np.where(v > 1, inter, plain)
 
 
+def in_flight_chunk_microbatches(p, v, n_micro, rank, chunk):
+    """Micro-batches of model chunk `chunk` (0..v-1) whose activations pipeline rank `rank` holds at its peak.
+    Interleaved 1F1B runs the forwards in groups of p micro-batches per chunk, the k-th on chunk (k // p) mod v
+    (Megatron-Core schedules.py get_model_chunk_id; microbatch_group_size_per_vp_stage = p by default), and the peak
+    follows the warm-up forwards plus one (`in_flight_layer_microbatches` x v of them): on the first rank chunk 0
+    holds 2p - 1 micro-batches and every other chunk p; on the last rank chunk v - 1 holds one. 1F1B (v = 1): all."""
+    import numpy as np
+
+    p = np.asarray(p, dtype=float)
+    v = np.asarray(v, dtype=float)
+    n_micro = np.asarray(n_micro, dtype=float)
+    interleaved = np.minimum(n_micro * v, 2 * (p - rank - 1) + (v - 1) * p + 1)
+    forwards = np.where(v > 1, interleaved, np.minimum(n_micro, p - rank))
+    rounds = np.floor(forwards / (p * v))
+    rest = forwards - rounds * p * v
+    return rounds * p + np.clip(rest - np.asarray(chunk, dtype=float) * p, 0.0, p)
+
+
 def torchtitan_op_sac_items(model: ModelArch, training: Training, *, moe: bool) -> LayerItems:
     """Saved bytes per token of one block under torchtitan's per-op selective AC (activation_checkpoint.mode
     "selective", option "op", its default): the block input, and the outputs of the ops in its save list --

@@ -39,6 +39,7 @@ from trainsizer.estimate.activations import (
     deepseek_selective_items,
     first_layer_norm_discount,
     head_items,
+    in_flight_chunk_microbatches,
     in_flight_layer_microbatches,
     layer_items,
     torchtitan_op_sac_items,
@@ -549,7 +550,14 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
     n_all = g.n_layers + mtp
     stage_layers = (n_all - n_moe) * b.dense_b + n_moe * b.moe_b
     fl = in_flight_layer_microbatches(b.p, b.v, b.n_micro, g.rank)
-    items["layer_activations"] = fl * stage_layers
+    # interleaved: the embedding / loss slot takes a decoder layer's place in chunk 0 of the first rank / chunk v - 1
+    # of the last, whose in-flight micro-batches are not the average chunk's (2p - 1 and 1 of fl x v)
+    n0 = in_flight_chunk_microbatches(b.p, b.v, b.n_micro, g.rank, 0.0)
+    n_end = in_flight_chunk_microbatches(b.p, b.v, b.n_micro, g.rank, b.v - 1.0)
+    multi = b.p > 1
+    slot_fix = (_on(g.is_first, np.where(multi, b.s["pipeline_embedding_layer"], 0.0) * (fl - n0), 0.0)
+                + _on(g.is_last, np.where(multi, b.s["pipeline_loss_layer"], 0.0) * (fl - n_end), 0.0))
+    items["layer_activations"] = fl * stage_layers + slot_fix * stage_layers / np.maximum(n_all, 1.0)
     has_moe = n_moe > 0
     working = np.where(has_moe, b.moe_none, b.dense_none)
     sac_rerun = np.maximum(working - np.where(has_moe, b.moe_b, b.dense_b), 0.0)
@@ -558,11 +566,12 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
     first_sp = by_prof(lambda pr: hi[pr].first_sp)
     disc = by_prof(lambda pr: pre.discount[pr]) * (rec == 0)
     emb_act = tokens * (rope + first_sp / sp_div)
-    # the first layer's norm saves nothing when its input needs no gradient (LoRA, frozen embedding)
-    items["layer_activations"] = items["layer_activations"] - _on(g.is_first, fl * tokens * disc / sp_div, 0.0)
+    # the first layer's norm saves nothing when its input needs no gradient (LoRA, frozen embedding); the embedding
+    # and the first layer are in chunk 0
+    items["layer_activations"] = items["layer_activations"] - _on(g.is_first, n0 * tokens * disc / sp_div, 0.0)
     if b.options.dropout:
         emb_act = emb_act + tokens * model.hidden / sp_div
-    items["embedding_and_rope"] = _on(g.is_first, fl * emb_act, 0.0)
+    items["embedding_and_rope"] = _on(g.is_first, n0 * emb_act, 0.0)
     final_sp = by_prof(lambda pr: hi[pr].final_sp)
     labels = by_prof(lambda pr: hi[pr].labels)  # int64 token labels kept for the loss
     items["final_norm_and_head_input"] = _on(g.is_last, tokens * (final_sp / sp_div + labels), 0.0)
