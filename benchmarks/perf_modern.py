@@ -16,7 +16,7 @@ path's framework styles (no per-row or per-source factors):
   llama31_405b.py; GPT-3 through its hydra config).
 - torchtitan rows: framework `torchtitan` (FSDP2 + TP / PP / CP) with the row's options: torch.compile or
   eager, async TP, FP8 recipe (torchao tensorwise, or rowwise where stated), FP8 FSDP all-gather where
-  stated; Interleaved 1F1B with 2 stages per rank (torchtitan default; assumed). torchtitan "selective" is
+  stated and on the 405B Float8 rows (the llama3_405b.toml preset they ran sets it); Interleaved 1F1B with 2 stages per rank (torchtitan default; assumed). torchtitan "selective" is
   its own selective AC (per-op policy; the every-2nd-layer variant recomputes a similar share of a layer and
   is evaluated the same way); "float8 linears" = FP8 training on the linear layers.
 - Hardware: DGX H100 (NDR400 per GPU) for NeMo; torchtitan's Grand Teton H100 96 GB held at 500 W (RoCE
@@ -127,11 +127,15 @@ def _precision(row: dict) -> str:
 
 def torchtitan_style(row: dict) -> PerfStyle:
     """torchtitan's perf style with the row's job options: async TP (TP communication overlapped with the
-    GEMMs by micro-pipelining, like Megatron's --tp-comm-overlap) and FP8 FSDP all-gather."""
+    GEMMs by micro-pipelining, like Megatron's --tp-comm-overlap) and FP8 FSDP all-gather (with the float8 weight
+    scales precomputed once per step: precompute_float8_dynamic_scale_for_fsdp)."""
     text = row["framework"].lower()
     async_tp = "async" in text.replace("asynctp", "async") and "vanilla" not in text
+    # the 405B preset the Float8 rows ran (train_configs/llama3_405b.toml at 3faaa1a0d and 9dec370: [float8]
+    # enable_fsdp_float8_all_gather = true); the 8B / 70B presets leave it off
+    preset_fp8_ag = "405" in row["model"] and "float8" in row["precision"].lower()
     return replace(perf_style("torchtitan"), tp_comm_overlap=async_tp,
-                   fp8_param_allgather="all-gather" in row["precision"].lower())
+                   fp8_param_allgather="all-gather" in row["precision"].lower() or preset_fp8_ag)
 
 
 def configure(row: dict) -> tuple[ModelArch, Training, System, Strategy, str]:
