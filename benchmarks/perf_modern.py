@@ -138,6 +138,17 @@ def torchtitan_style(row: dict) -> PerfStyle:
                    fp8_param_allgather="all-gather" in row["precision"].lower() or preset_fp8_ag)
 
 
+# torchtitan's A100 table (docs/performance.md, added 2024-04-24 in commit 1ea476e9f) ran the 64-A100 presets of
+# that commit, whose train_configs/llama2_13b.toml and llama3_8b.toml set norm_type = "fused_rmsnorm" (the Triton
+# fused RMSNorm of torchtitan/models/norms.py, which saves its bf16 input and the fp32 rstd); llama2_70b.toml and
+# llama3_70b.toml set "rmsnorm" (eager)
+FUSED_NORM_PRESETS = ("Llama 2 13B", "Llama 3 8B")
+
+
+def _fused_norm_preset(row: dict) -> bool:
+    return "A100" in row["gpu_type"] and row["model"] in FUSED_NORM_PRESETS
+
+
 def configure(row: dict) -> tuple[ModelArch, Training, System, Strategy, str]:
     """The row's (model, training, system, strategy, framework)."""
     model = model_of(row)
@@ -177,7 +188,8 @@ def configure(row: dict) -> tuple[ModelArch, Training, System, Strategy, str]:
             vpp = 2  # torchtitan Interleaved1F1B: 2 stages per rank by default (assumed; not in the table)
         strategy = Strategy(tp=tp, pp=pp, vpp=vpp, dp=dp, cp=cp, micro_batch=1 if pp > 1 else mb, zero=3,
                             recompute=_recompute(row), sequence_parallel=tp > 1, framework=framework,
-                            torch_compile="compile" in row["framework"].lower())
+                            torch_compile="compile" in row["framework"].lower(),
+                            norm_kernel="fused" if _fused_norm_preset(row) else None)
         if pp > 1:  # local batch split into micro-batches of 1 (torchtitan pipeline default: n_microbatches = pp)
             strategy = strategy.with_(micro_batch=max(1, mb // pp))
     training = Training(precision=precision, seq_len=seq, global_batch_seqs=gbs, flash_attention=True,

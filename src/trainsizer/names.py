@@ -33,6 +33,10 @@ MOE_DISPATCHERS = ("auto", "alltoall", "flex")
 # Fused attention kernel generation (perf_constants.yaml `attention`): fa1 = FlashAttention v1 (2022 - mid-2023
 # stacks), fa2 = FlashAttention-2 / Triton, native = cuDNN fused attention / FlashAttention-3 on Hopper and later.
 ATTENTION_KERNELS = ("fa1", "fa2", "native")
+# Norm kernel (memory: what a layer's two norms save for backward): fused = one kernel saving its 16-bit input and
+# fp32 per-row statistics (Apex / Transformer Engine, torchtitan's Triton fused_rmsnorm, Liger); eager = PyTorch ops
+# (transformers LlamaRMSNorm, torchtitan's uncompiled rmsnorm): the fp32 upcast and the 16-bit output saved.
+NORM_KERNELS = ("fused", "eager")
 
 # LoRA: the modules an adapter may target (PEFT target_modules names of Llama-style models).
 LORA_LINEAR_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")  # all-linear

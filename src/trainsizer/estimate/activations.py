@@ -80,6 +80,12 @@ def _norm(width: int, a: int, weight_trainable: bool, kind: str, style: str) -> 
     return 4 * width + 4 + (a * width if weight_trainable else 0)
 
 
+def norm_bytes(model: ModelArch, training: Training, style: str) -> float:
+    """Saved bytes per token of one of a layer's norms under a norm kernel style: fused (input + fp32 statistics)
+    or eager (transformers LlamaRMSNorm: the fp32 upcast, rsqrt and the 16-bit output)."""
+    return _norm(model.hidden, act_bytes(training.precision), training.trains_base_weights, model.norm, style)
+
+
 @dataclass
 class _Saved:
     """Running tally of one layer's saved tensors: named items and their totals by what divides them."""

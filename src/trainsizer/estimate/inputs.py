@@ -186,6 +186,7 @@ class Strategy:
     # (Megatron-LM local DDP before Megatron-Core's --overlap-grad-reduce; DeepSpeed ZeRO-0 / 1)
     grad_reduce_overlap: Any = None
     attention_kernel: Any = None  # "fa1" | "fa2" | "native" (names.ATTENTION_KERNELS); None = the style's
+    norm_kernel: Any = None  # "fused" | "eager" (names.NORM_KERNELS); None = the memory profile's; memory only
     moe_dispatcher: str = "auto"  # one of MOE_DISPATCHERS (Megatron-Core MoE token dispatcher); one per batch
     activation_offload: bool = False  # saved activations moved to host memory (torchtune, Megatron-Core)
     optimizer_in_backward: bool = False  # each parameter stepped and its gradient freed in backward (torchtune)

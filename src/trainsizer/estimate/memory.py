@@ -42,6 +42,7 @@ from trainsizer.estimate.activations import (
     in_flight_chunk_microbatches,
     in_flight_layer_microbatches,
     layer_items,
+    norm_bytes,
     torchtitan_op_sac_items,
 )
 from trainsizer.estimate.framework import DEFAULT_LOSS, auto_index, check_framework, memory_profile
@@ -58,6 +59,7 @@ from trainsizer.estimate.model_states import (
 from trainsizer.estimate.validate import check_strategy, require_one_strategy, strategy_arrays
 from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
+from trainsizer.names import NORM_KERNELS
 
 GIB = 2**30
 PROFILES = ("hf", "megatron")
@@ -308,39 +310,11 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     tokens = mb * seq / cp * pairs
     n_micro = pipeline.micro_batches(training.global_batch_seqs, d, mb)
     sp_div = np.where((t > 1) & (s["sequence_parallel"] > 0), t, 1.0)
-    # routed token-slots on the busiest GPU: top-k x capacity factor (Training.moe_capacity_factor)
-    k = float(model.experts_per_token or 0) * float(training.moe_capacity_factor)
-
-    # (profile, recompute) item set per strategy: row 3*profile + recompute of a 9-row table (row 6: zeros,
-    # for recompute codes outside 0..2, which validate rejects)
-    # row 7: torchtitan's per-op selective AC (its "selective"); row 8: DeepSeek-V3's (deepseek-dualpipe)
-    mega_i = mega.astype(np.intp)
-    row = np.where((rec == 0) | (rec == 1) | (rec == 2), 3 * mega_i + rec.astype(np.intp), 6)
-    row = np.where(titan & (rec == 1), 7, row)
-    row = np.where((name == "deepseek-dualpipe") & (rec == 1), 8, row)
-    row_none = 3 * mega_i
-
-    # Megatron-based codebases under DeepSpeed (Megatron-DeepSpeed, GPT-NeoX: framework deepspeed) run Megatron's
-    # FusedScaleMaskSoftmax, which saves its 16-bit output only (the megatron profile's eager score bytes)
-    s2_prof = {prof: "megatron" if name == "deepspeed" else prof for prof in PROFILES}
-
-    def pick(table: dict, rows: np.ndarray, kind: int) -> np.ndarray:
-        """Per-layer bytes of one micro-batch: the (profile, recompute) item set chosen per strategy (kind 0
-        dense, 1 MoE)."""
-        sets = [table[(prof, rc)] for prof in PROFILES for rc in range(3)]
-        s2 = [table[(s2_prof[prof], rc)].s2 for prof in PROFILES for rc in range(3)]
-        extra = [LayerItems(0.0, 0.0, 0.0, 0.0), pre.op_sac[kind], pre.ds_sel[kind]]
-        s2 += [r.s2 for r in extra]
-        sp_c = np.array([r.sp for r in sets + extra])
-        rest = np.array([r.tp + r.routed * k + s2_r * seq for r, s2_r in zip(sets + extra, s2, strict=True)])
-        return tokens * (sp_c[rows] / sp_div + rest[rows] / t)
-
     upcast_w, upcast_res = _kbit_upcast(strategy, name)
-    dense_b = pick(pre.dense, row, 0) + _fp32_residual_checkpoint(model, training, upcast_res, mega, rec,
-                                                                  tokens / sp_div)
-    moe_b = pick(pre.moe, row, 1) + (dense_b - pick(pre.dense, row, 0)) if model.is_moe else dense_b
-    dense_none = pick(pre.dense, row_none, 0)
-    moe_none = pick(pre.moe, row_none, 1) if model.is_moe else dense_none
+    dense_b, moe_b, dense_none, moe_none = _layer_bytes(model, training, strategy, pre, name, mega, titan, rec,
+                                                        tokens, sp_div, t)
+    residual = _fp32_residual_checkpoint(model, training, upcast_res, mega, rec, tokens / sp_div)
+    dense_b, moe_b = dense_b + residual, moe_b + residual
     if np.any(titan & (sp_div > 1)):
         # torchtitan TP (DTensor): PrepareModuleInput all-gathers the sequence-sharded norm outputs and the
         # column-parallel wq / wk / wv and w1 / w3 save that gathered input whole (Megatron keeps the shard and
@@ -383,6 +357,63 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   loss_bytes=loss_bytes, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro,
                   sp_div=sp_div, dense_b=dense_b, moe_b=moe_b, dense_none=dense_none, moe_none=moe_none, st=st,
                   w16=float(act_bytes(training.precision)))
+
+
+def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, pre: _Pre, name: str,
+                 mega: np.ndarray, titan: np.ndarray, rec: np.ndarray, tokens: np.ndarray, sp_div: np.ndarray,
+                 t: np.ndarray) -> tuple[Any, Any, Any, Any]:
+    """Per-layer bytes of one micro-batch per strategy: (dense, MoE) with the chosen recompute, and (dense, MoE)
+    without it (the full-recompute working set); strategy.norm_kernel applied."""
+    seq = float(training.seq_len)
+    # routed token-slots on the busiest GPU: top-k x capacity factor (Training.moe_capacity_factor)
+    k = float(model.experts_per_token or 0) * float(training.moe_capacity_factor)
+    # (profile, recompute) item set per strategy: row 3*profile + recompute of a 9-row table (row 6: zeros,
+    # for recompute codes outside 0..2, which validate rejects)
+    # row 7: torchtitan's per-op selective AC (its "selective"); row 8: DeepSeek-V3's (deepseek-dualpipe)
+    mega_i = mega.astype(np.intp)
+    row = np.where((rec == 0) | (rec == 1) | (rec == 2), 3 * mega_i + rec.astype(np.intp), 6)
+    row = np.where(titan & (rec == 1), 7, row)
+    row = np.where((name == "deepseek-dualpipe") & (rec == 1), 8, row)
+    row_none = 3 * mega_i
+    # Megatron-based codebases under DeepSpeed (Megatron-DeepSpeed, GPT-NeoX: framework deepspeed) run Megatron's
+    # FusedScaleMaskSoftmax, which saves its 16-bit output only (the megatron profile's eager score bytes)
+    s2_prof = {prof: "megatron" if name == "deepspeed" else prof for prof in PROFILES}
+
+    def pick(table: dict, rows: np.ndarray, kind: int) -> np.ndarray:
+        """The (profile, recompute) item set chosen per strategy (kind 0 dense, 1 MoE)."""
+        sets = [table[(prof, rc)] for prof in PROFILES for rc in range(3)]
+        s2 = [table[(s2_prof[prof], rc)].s2 for prof in PROFILES for rc in range(3)]
+        extra = [LayerItems(0.0, 0.0, 0.0, 0.0), pre.op_sac[kind], pre.ds_sel[kind]]
+        s2 += [r.s2 for r in extra]
+        sp_c = np.array([r.sp for r in sets + extra])
+        rest = np.array([r.tp + r.routed * k + s2_r * seq for r, s2_r in zip(sets + extra, s2, strict=True)])
+        return tokens * (sp_c[rows] / sp_div + rest[rows] / t)
+
+    # strategy.norm_kernel: the two layer norms save what that kernel saves instead of the profile's, where the
+    # item set keeps them (no recompute, Megatron / HF selective) and in the working set
+    norm = tokens / sp_div * _norm_kernel_delta(model, training, strategy, mega)
+    keeps = row < 6
+    dense_b = pick(pre.dense, row, 0) + np.where(keeps & (rec <= 1), norm, 0.0)
+    moe_b = pick(pre.moe, row, 1) + np.where(keeps & (rec <= 1), norm, 0.0) if model.is_moe else dense_b
+    dense_none = pick(pre.dense, row_none, 0) + norm
+    moe_none = pick(pre.moe, row_none, 1) + norm if model.is_moe else dense_none
+    return dense_b, moe_b, dense_none, moe_none
+
+
+def _norm_kernel_delta(model: ModelArch, training: Training, strategy: Strategy, mega: np.ndarray) -> Any:
+    """Bytes per token per layer by which strategy.norm_kernel (names.NORM_KERNELS) changes what the layer's two
+    norms save from the memory profile's norm (memory_constants.yaml framework_profiles: megatron fused, hf
+    eager); 0 when the job leaves it to the style."""
+    kernel = getattr(strategy, "norm_kernel", None)
+    if kernel is None:
+        return 0.0
+    if kernel not in NORM_KERNELS:
+        from trainsizer.errors import unknown_name
+
+        raise unknown_name("strategy.norm_kernel", "norm kernel", kernel, NORM_KERNELS)
+    styles = load_memory_constants()["framework_profiles"]
+    return 2.0 * _by_prof(mega, lambda pr: norm_bytes(model, training, kernel)
+                          - norm_bytes(model, training, styles[pr]["norm"]))
 
 
 def _kbit_upcast(strategy: Strategy, name: str) -> tuple[bool, bool]:

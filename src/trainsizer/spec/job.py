@@ -21,6 +21,7 @@ from trainsizer.names import (
     LOSS_IMPLS,
     METHODS,
     MOE_DISPATCHERS,
+    NORM_KERNELS,
     OFFLOAD,
     OPTIMIZERS,
     PRECISIONS,
@@ -42,6 +43,7 @@ Framework = Literal[FRAMEWORKS]
 LossImpl = Literal[LOSS_IMPLS]
 MoeDispatcher = Literal[MOE_DISPATCHERS]
 AttentionKernel = Literal[ATTENTION_KERNELS]
+NormKernel = Literal[NORM_KERNELS]
 
 # the names above come from trainsizer.names (shared with the estimators)
 # Bytes of raw UTF-8 text per token for BPE tokenizers with ~100k+ vocabularies on mixed English/code
@@ -223,6 +225,8 @@ class StrategySpec(_Strict):
     grad_reduce_overlap: bool | None = None
     # attention kernel generation: fa1 (FlashAttention v1, 2022 - mid-2023 stacks) | fa2 | native (cuDNN / FA3)
     attention_kernel: AttentionKernel | None = None
+    # norm kernel: fused (Apex / TE / torchtitan fused_rmsnorm) | eager (PyTorch ops); null = the style's
+    norm_kernel: NormKernel | None = None
     # MoE token dispatcher (Megatron-Core): auto | alltoall | flex (DeepEP / HybridEP)
     moe_dispatcher: MoeDispatcher = "auto"
     activation_offload: bool = False
