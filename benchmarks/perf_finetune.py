@@ -39,7 +39,10 @@ def job(r: dict[str, str], packed: bool = True) -> dict:
                      "recompute": "none", "distributed_optimizer": True, "framework": "megatron-core"},
     }
     if lora:
-        out["lora"] = {"rank": 32, "targets": ["all-linear"]}
+        # NeMo 24.07 LoRA (the launcher's conf/peft/llama/sft.yaml lora_tuning sets adapter_dim 32 and no
+        # target_modules): nemo/collections/nlp/parts/peft_config.py get_target_modules defaults to
+        # ["attention_qkv"], one adapter on the fused QKV projection
+        out["lora"] = {"rank": 32, "targets": ["qkv_proj"]}
     return out
 
 

@@ -17,5 +17,7 @@ def test_packed_fine_tuning_rows():
     packed, unpacked = pf.cases(True), pf.cases(False)
     assert len(packed) == 6
     mape = [100 * np.mean([abs(p - m) / m for _, m, p in cs]) for cs in (packed, unpacked)]
-    assert mape[0] <= 7.0  # reached: 7.0% after the VPP p2p overlap (6.0% before; 7.5% without the launcher recipes' VPP)
+    # reached: 6.0% with NeMo 24.07's LoRA on the fused QKV only and the adapters' activation traffic (7.0% after
+    # the VPP p2p overlap without adapter costs; 7.5% without the launcher recipes' VPP)
+    assert mape[0] <= 6.5
     assert mape[0] < mape[1]

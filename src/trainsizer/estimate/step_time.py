@@ -44,7 +44,7 @@ from trainsizer.estimate.flops import (
     model_flops_per_token,
 )
 from trainsizer.estimate.inputs import System, Training
-from trainsizer.estimate.model_states import check_training, lora_trainable_params
+from trainsizer.estimate.model_states import check_training, lora_adapted_widths, lora_trainable_params
 from trainsizer.estimate.validate import check_strategy, require_one_strategy, strategy_arrays
 from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
@@ -379,7 +379,26 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
         gemm_w = dense_w / t + expert_w / (t * x.e)
         layer_mb = layer_mb + passes * compute.stream_time(gemm_w * (0.5 + 2.0), r,
                                                           kernels=compute.KERNELS["nf4_dequantise"])
-    return lt, layer_mb
+    return lt, layer_mb + _lora_adapters(x)
+
+
+def _lora_adapters(x: _Step) -> Any:
+    """Seconds of one average layer's LoRA adapters per micro-batch (perf_constants.yaml `lora:`): the
+    activations their memory-bound A / B GEMMs, scaling and add stream, forward (twice under full recompute)
+    and backward. Widths split over TP like the base linears'; routed-expert adapters over EP too."""
+    w_in, w_out, e_in, e_out, n_lin = lora_adapted_widths(x.model, x.training)
+    if n_lin == 0:
+        return 0.0
+    lc, t, r = x.k.raw["lora"], x.t, x.r
+
+    def elems(fi: float, fo: float) -> Any:
+        return x.tok * ((fi * w_in + fo * w_out) / t + (fi * e_in + fo * e_out) / (t * x.e))
+
+    fwd = compute.stream_time(elems(lc["fwd_in_elems"], lc["fwd_out_elems"]) * r.act_bytes, r,
+                              kernels=n_lin * lc["fwd_kernels"])
+    bwd = compute.stream_time(elems(lc["bwd_in_elems"], lc["bwd_out_elems"]) * r.act_bytes, r,
+                              kernels=n_lin * lc["bwd_kernels"])
+    return fwd * (1.0 + (x.rc == 2)) + bwd
 
 
 def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
