@@ -45,9 +45,9 @@ CASES = [
              "interleaving depth (vpp 2) and recompute not published; RoCE fabric modelled as NDR400. Memory "
              "does not fit: the paper trains 8K without activation checkpointing (s3.3.2) but does not publish "
              "what its stack saves per layer; its words (\"the first model chunk on the first stage has only the "
-             "embedding\") suggest one-layer chunks (vpp 8 with embedding / loss slots), which fits at 16,384 "
-             "GPUs (78 GiB) but not at 8,192 (85 GiB), and which the time model puts 20-50% above the published "
-             "MFU, so vpp 2 is kept"),
+             "embedding\") suggest one-layer chunks (vpp 8 with embedding / loss slots), with which all three "
+             "runs fit (78-79 GiB: the first rank's chunk 0, holding 2p - 1 micro-batches, has no decoder layer), "
+             "but which the time model puts 24-53% above the published MFU, so vpp 2 is kept"),
     External("Llama-3.1-405B, 16,384 H100, 8K", LLAMA3, "mfu", 0.41,
              _job("llama-3.1-405b", 1.5e13, 8192, {"tokens": 16777216}, "h100-sxm-80gb", 16384, "ib-ndr400",
                   {"tp": 8, "pp": 16, "vpp": 2, "dp": 128, "micro_batch": 1, "recompute": "none",
