@@ -23,7 +23,8 @@ Each row goes through the public job path (`resolve_job` + `evaluate`, the catal
 failure goodput, as iteration-time-based figures) and `gpu_hours` (wall-clock with the estimate's goodput); `narayanan_tflops_per_gpu` (Narayanan et al. 2021 Eq. 3
 hardware FLOPs over the estimated step); `gptneox_tflops_per_gpu` (the FLOP/s GPT-NeoX logged until September 2023:
 6 x parameters + 60 s h L per token, flops.gptneox_logged_flops); `peak_memory_gib` (one logged peak: PyTorch's max_memory_reserved)
-against the memory estimate less the CUDA context and NCCL buffers, which live outside PyTorch's allocator. A row
+against the memory estimate less the CUDA context and NCCL buffers, which live outside PyTorch's allocator;
+`allocated_after_step_gib` (the same log line's memory_allocated after the optimizer step) against the model states. A row
 the estimator refuses is printed as REFUSED with the error: real runs must not be refused, so each is a bug to
 report. Memory fit is reported for every row, not scored (several sources do not state recompute or their memory
 tricks); the one logged peak (dgxc's example line) is scored as its own source.
@@ -47,6 +48,7 @@ from harness import Case, mape, num, whole
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import TrainsizerError
 from trainsizer.estimate import flops as F
+from trainsizer.estimate.memory import STEP_STATE_ITEMS
 from trainsizer.evaluate import evaluate
 from trainsizer.scenario import resolve_job
 
@@ -57,6 +59,7 @@ _BOOL = {"true": True, "false": False}
 # A logged peak is torch.cuda.max_memory_reserved() (NeMo MegatronStrategy, NEMO_LOG_MEMORY_USAGE): the caching
 # allocator's segments, fragmentation included; the CUDA context and NCCL's buffers are allocated outside it
 OUTSIDE_ALLOCATOR = ("cuda_context", "nccl_buffers")
+MEMORY_METRICS = ("peak_memory_gib", "allocated_after_step_gib")
 
 
 def _extra(text: str) -> dict[str, Any]:
@@ -109,10 +112,12 @@ def predicted_metric(row: dict[str, str], result: dict[str, Any], model: Any) ->
         flops = F.gptneox_logged_flops(whole(row["global_batch_seqs"]), whole(row["seq_len"]), model.params_total,
                                        model.layers, model.hidden)
         return flops / float(t["step_s"]) / gpus / 1e12
+    items = result["memory"]["items"]
     if metric == "peak_memory_gib":  # PyTorch's reserved peak: the estimate less what lives outside its allocator
-        items = result["memory"]["items"]
         outside = sum(float(items[k]["gib"]) for k in OUTSIDE_ALLOCATOR if k in items)
         return float(result["memory"]["per_gpu_gib"]) - outside
+    if metric == "allocated_after_step_gib":  # memory_allocated() after the step: the model states alone
+        return sum(float(items[k]["gib"]) for k in STEP_STATE_ITEMS if k in items)
     raise ValueError(f"{row['id']}: unknown metric {metric!r}")
 
 
@@ -157,9 +162,9 @@ def main() -> None:
     by_source: dict[str, list[Case]] = defaultdict(list)
     for c in scored:
         by_source[c.source].append(c)
-    timed = [c for c in scored if c.metric != "peak_memory_gib"]
+    timed = [c for c in scored if c.metric not in MEMORY_METRICS]
     print(f"\nHeld-out pretraining runs: time n={len(timed)}, MAPE {mape(timed):.1f}% over the scored rows; "
-          f"peak memory n={len(scored) - len(timed)} (per source below)")
+          f"memory n={len(scored) - len(timed)} (per source below)")
     for source, cs in by_source.items():
         n_ok = sum(not c.skipped for c in cs)
         worst = max((abs(c.err) for c in cs if not c.skipped), default=math.nan)

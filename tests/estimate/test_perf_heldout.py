@@ -32,6 +32,7 @@ BOUNDS = {
     "Hugging Face SmolLM3 (H100)": 26.0,  # 21.8 with nanotron's fp32 all-reduce (24.0 before), predicted too fast
     "EleutherAI GPT-NeoX-20B (A100-40GB)": 21.0,  # 16.0 in GPT-NeoX's own FLOP/s formula (26.7 as Eq. 3), too fast
     "NVIDIA dgxc Nemotron-4 peak memory (H100)": 12.0,  # 8.3 below PyTorch's reserved peak
+    "NVIDIA dgxc Nemotron-4 memory after the step (H100)": 4.0,  # 0.8: model states with bf16 gradient buffers
 }
 
 
