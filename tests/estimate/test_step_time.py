@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -199,6 +201,33 @@ def test_dualpipe_and_ep_overlap_style():
     assert dual.breakdown_s["pp_bubble"] < plain.breakdown_s["pp_bubble"]
     with pytest.raises(SpecError, match="pipeline_schedule"):
         PerfStyle("x", pipeline_schedule="gpipe")
+
+
+@settings(max_examples=80, deadline=None)
+@given(hs.floats(0.0, 10.0), hs.floats(0.0, 10.0), hs.floats(0.0, 0.5))
+def test_overlapped_all_to_all_takes_its_sm_share_from_the_compute(ep, compute, share):
+    """DualPipe-style overlap: the pair of an all-to-all and the paired micro-batch's compute takes
+    max(ep, compute + share x ep): never less than either alone, never more than both in series."""
+    from trainsizer.estimate.step_time import _overlapped_ep
+
+    exposed = float(_overlapped_ep(np.asarray(ep), np.asarray(compute), share))
+    assert max(ep - compute, 0.0) - 1e-12 <= exposed <= ep + 1e-12
+    assert exposed >= share * ep - 1e-12
+    assert compute + exposed == pytest.approx(max(ep, compute + share * ep))
+
+
+def test_dualpipe_gives_20_of_132_sms_to_communication():
+    """DeepSeek-V3 report s3.2.2: with the all-to-all far shorter than the paired compute, what shows is the
+    compute slowed by the SMs the communication kernels hold (20 of 132) while they run."""
+    from trainsizer.estimate.step_time import perf_style
+
+    assert perf_style("deepseek-dualpipe").ep_overlap_sm_share == pytest.approx(20 / 132, rel=1e-3)
+    m, tr, s = mixtral(), Training(seq_len=4096, global_batch_seqs=256), h100_cluster(64)
+    st = Strategy(tp=1, pp=4, dp=16, ep=8)
+    free = dataclasses.replace(perf_style("deepseek-dualpipe"), ep_overlap_sm_share=0.0)
+    dual = estimate_time(m, tr, s, st, framework_style="deepseek-dualpipe")
+    assert estimate_time(m, tr, s, st, framework_style=free).breakdown_s["ep_comm"] < dual.breakdown_s["ep_comm"]
+    assert dual.step_s > estimate_time(m, tr, s, st, framework_style=free).step_s
 
 
 def test_qlora_pays_for_dequantisation():

@@ -78,6 +78,9 @@ class PerfStyle:
     zero3_rs_overlap: bool = False
     grad_reduce_bytes: float = 2.0  # bytes per gradient element on the wire
     ep_overlap: bool = False  # EP all-to-all hidden behind another micro-batch's compute (DualPipe-style)
+    # share of the GPU's SMs the overlapped all-to-all kernels hold while in flight, taken from that compute
+    # (_overlapped_ep); DeepSeek-V3 gives 20 of the H800's 132 SMs to communication (report s3.2.2)
+    ep_overlap_sm_share: float = 0.0
     pipeline_schedule: str = "1f1b"  # "1f1b" (incl. interleaved via vpp) or "dualpipe" (DeepSeek-V3)
     attention_kernel: str = "fa2"  # "fa2" (FlashAttention-2 / Triton), "native" (cuDNN fused / FA3), "fa1" (v1)
     fused_kernels: bool = False  # the framework's own fused element-wise kernels (TE / Apex): eager or not
@@ -570,8 +573,16 @@ def _micro_batch(x: _Step, lt: compute.LayerTimes, layer_mb: np.ndarray) -> _Mic
     if training.has_reference_model:
         ep_mb = ep_mb * (1.0 + 2.0 / (4.0 + 2.0 * (rc == 2)))
     if np.any(x.fw.ep_overlap):  # overlapped with the compute of a paired micro-batch (DeepSeek-V3 s3.2.1)
-        ep_mb = _when(x.fw.ep_overlap, np.maximum(ep_mb - compute_mb, 0.0), ep_mb)
+        ep_mb = _when(x.fw.ep_overlap, _overlapped_ep(ep_mb, compute_mb, x.fw.ep_overlap_sm_share), ep_mb)
     return _MicroBatch(n_stage=n_stage, head_w=head_w, compute=compute_mb, tp=tp_mb, cp=cp_mb, ep=ep_mb)
+
+
+def _overlapped_ep(ep: np.ndarray, compute: np.ndarray, sm_share: Any) -> np.ndarray:
+    """Exposed part of an all-to-all of `ep` seconds overlapped with `compute` seconds of full-GPU compute whose
+    kernels lose `sm_share` of the SMs to the communication kernels while these run: compute progresses at
+    (1 - share) during the all-to-all, so the pair takes max(ep, compute + share x ep) (DeepSeek-V3 report
+    s3.2.2: 20 of 132 SMs for IB / NVLink traffic); returns that minus the compute."""
+    return np.maximum(ep - compute, np.asarray(sm_share, float) * ep)
 
 
 def _hp_grad_accum(x: _Step, n_stage: np.ndarray) -> np.ndarray:
