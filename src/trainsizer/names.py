@@ -21,8 +21,10 @@ FRAMEWORKS = ("auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "d
 # native = cross-entropy on the 16-bit logits the model returns, no fp32 upcast (model code without .float() run
 # without autocast, e.g. Qwen-1 remote code under DeepSpeed's 16-bit engine); compiled = one fused cross-entropy
 # kernel on the 16-bit logits (torch.compile of the upcast loss, torchtitan 2025 with compile on; flash-attn's fused
-# cross-entropy, TinyLlama / lit-gpt): 16-bit logits saved, 16-bit gradient, no fp32 copies.
-LOSS_IMPLS = ("auto", "upcast", "vocab-parallel", "chunked", "fused", "native", "compiled", "te")
+# cross-entropy, TinyLlama / lit-gpt): 16-bit logits saved, 16-bit gradient, no fp32 copies; upcast-shift = upcast
+# as transformers 4.46-4.47's ForCausalLMLoss runs it: the caller's 16-bit logits, their fp32 copy and its shifted
+# contiguous copy live together with the log-softmax output at the end of the forward.
+LOSS_IMPLS = ("auto", "upcast", "upcast-shift", "vocab-parallel", "chunked", "fused", "native", "compiled", "te")
 # FP8 scaling recipes (precision fp8): "auto" = the accelerator's default; the others are the recipes whose
 # figures estimate/data/perf_constants.yaml `fp8.recipes` holds (Transformer Engine / torchao names).
 FP8_RECIPES = ("auto", "delayed", "tensorwise", "rowwise", "mxfp8")

@@ -36,4 +36,6 @@ def test_held_out_fine_tuning_figures():
     assert m("torchtune", "tokens_s") <= 19.5
     assert m("LLaMA-Factory", "tokens_s") <= 21.0  # reached: 19.0% (27.5% without LoRA adapter costs)
     assert m("LLaMA-Factory", "peak_gib") <= 10.0  # reached: 8.9% (kbit_upcast false: no PEFT fp32 upcast)
-    assert m("Unsloth", "max_seq") <= 24.0  # reached: 21.4% (41.5% with the residual stream counted 16-bit)
+    # reached: 9.8% with transformers 4.46-4.47's loss (loss_impl upcast-shift); 21.4% with upcast's 12 B per logit,
+    # 41.5% with the residual stream counted 16-bit
+    assert m("Unsloth", "max_seq") <= 11.0

@@ -109,3 +109,14 @@ def test_kbit_upcast_false_keeps_the_unquantised_weights_16_bit():
     assert off["base_weights_frozen"] == pytest.approx(tt["base_weights_frozen"])
     assert _mem(framework="torchtune", kbit_upcast=True).items_bytes["base_weights_frozen"] == pytest.approx(
         _mem(framework="hf").items_bytes["base_weights_frozen"])
+
+
+def test_transformers_4_47_loss_holds_the_shifted_fp32_copy_too():
+    """upcast-shift (transformers 4.46-4.47 ForCausalLMLoss): the caller's 16-bit logits, the fp32 upcast and its
+    shifted contiguous copy live with the fp32 log-softmax at the end of the forward, 14 B per logit element
+    against upcast's 12; it saves the same 4 B for the backward."""
+    logit_elems = 2 * 2048 * MODEL.vocab
+    up = _mem(loss_impl="upcast").items_bytes
+    shift = _mem(loss_impl="upcast-shift").items_bytes
+    assert shift["logits"] == up["logits"] == pytest.approx(4 * logit_elems)
+    assert shift["logits"] + shift["loss_backward_temporaries"] == pytest.approx(14 * logit_elems)

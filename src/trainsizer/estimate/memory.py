@@ -451,7 +451,7 @@ def _loss_bytes(name: str, impl: str, mega: np.ndarray, titan_compiled: Any, pre
     lg = load_memory_constants()["logits"]
 
     def named(which: str) -> tuple[float, float]:
-        key = {"upcast": "hf", "vocab-parallel": "megatron"}.get(which, which)
+        key = {"upcast": "hf", "upcast-shift": "hf_shift", "vocab-parallel": "megatron"}.get(which, which)
         return float(lg[f"{key}_saved_bytes_per_element"]), float(lg[f"{key}_backward_extra_bytes_per_element"])
 
     if impl != "auto":

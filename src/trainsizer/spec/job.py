@@ -208,7 +208,8 @@ class StrategySpec(_Strict):
     pipeline_loss_layer: bool = False
     # fused element-wise kernels (torch.compile or the framework's own); false = eager PyTorch
     torch_compile: bool = True
-    # loss over the vocabulary: auto (the framework's) | upcast (HF) | vocab-parallel (Megatron) | chunked
+    # loss over the vocabulary: auto (the framework's) | upcast (HF) | upcast-shift (HF transformers 4.46-4.47:
+    # the shifted fp32 copy too) | vocab-parallel (Megatron) | chunked
     # (torchtune, NeMo) | fused (Liger, Unsloth: no logits kept) | native (16-bit logits, no fp32 upcast) | compiled
     # (upcast + loss under torch.compile: 16-bit logits saved) | te (Transformer Engine cross-entropy: the gradient
     # written into the 16-bit logits in the forward, nothing else kept)
