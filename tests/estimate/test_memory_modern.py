@@ -2,12 +2,15 @@
 
 Bound = what the estimator reaches today with a small margin (issue target: 12% MAPE per source). The two
 H200 rows (2025 torchtitan) compile the loss, the December 2024 rows did not (benchmark docstring). Known misses:
-the 405B 1F1B row (-11%) and the 405B CP 8 row (-14%) are under."""
+the 405B 1F1B row (-11%) and the 405B CP 8 row (-8%) are under; the 8B CP 2-8 rows (+6-9%), whose peak is the
+loss while the estimate adds the ring-attention buffers of a layer's backward to it, are over."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
@@ -18,8 +21,8 @@ import memory_modern as mm  # noqa: E402
 def test_torchtitan_peak_memory_mape():
     s = mm.summary(mm.cases())
     assert s["n"] == 20  # every torchtitan memory row, none skipped
-    assert s["mape"] <= 4.5, s  # reached: 3.7%
-    assert abs(s["worst"][0][3]) <= 15.0, s["worst"]
+    assert s["mape"] <= 4.5, s  # reached: 3.8%
+    assert abs(s["worst"][0][3]) <= 12.0, s["worst"]  # reached: 10.7% (405B 1F1B)
 
 
 def test_h200_rows_with_the_compiled_loss_within_5_percent():
@@ -31,6 +34,7 @@ def test_h200_rows_with_the_compiled_loss_within_5_percent():
 
 def test_per_op_sac_keeps_less_than_no_recompute_and_more_than_full():
     """torchtitan's selective AC sits between none and full (it was modelled as Megatron's selective = none)."""
+    from trainsizer.estimate.activations import expanded_kv_bytes
     from trainsizer.estimate.memory import estimate_memory
 
     row = next(r for r in mm.rows() if r["id"] == "torchtitan_mem_t1_compile")
@@ -39,7 +43,10 @@ def test_per_op_sac_keeps_less_than_no_recompute_and_more_than_full():
             .items_bytes["layer_activations"] for rc in ("none", "selective", "full")]
     assert acts[0] > acts[1] > acts[2]
     mega = estimate_memory(model, training, system, strategy.with_(framework="hf"), check=False)
-    assert mega.items_bytes["layer_activations"] > 0.99 * acts[0]  # hf's selective ~ none under flash
+    # hf's selective ~ none under flash; torchtitan's none also keeps K and V expanded to every query head
+    expanded = model.layers * training.seq_len * strategy.micro_batch * expanded_kv_bytes(model, training)
+    assert expanded > 0
+    assert mega.items_bytes["layer_activations"] > 0.99 * (acts[0] - expanded)
 
 
 def test_fsdp2_with_pipeline_holds_the_stage_unsharded():
@@ -78,3 +85,41 @@ def test_eager_per_op_sac_reruns_the_block_and_compile_does_not():
     assert compiled.items_bytes["recompute_working_set"] == 0.0
     assert eager.items_bytes["recompute_working_set"] > 0.5 * eager.items_bytes["layer_activations"] / model.layers
     assert eager.per_gpu_bytes > compiled.per_gpu_bytes
+
+
+def test_torchtitan_block_keeps_k_and_v_expanded_to_every_query_head():
+    """torchtitan's attention calls repeat_kv before SDPA, so a block that keeps its activations (here the
+    block re-run under full AC) holds K and V as wide as Q; the hf profile's flash attention keeps them kv-wide."""
+    from trainsizer.estimate.activations import expanded_kv_bytes
+    from trainsizer.estimate.memory import estimate_memory
+
+    row = next(r for r in mm.rows() if r["id"] == "torchtitan_mem_t2_cp1")
+    model, training, system, strategy = mm.configure(row)
+    titan = estimate_memory(model, training, system, strategy, check=False).items_bytes
+    hf = estimate_memory(model, training, system, strategy.with_(framework="hf"), check=False).items_bytes
+    tokens = training.seq_len * strategy.micro_batch
+    per_token = expanded_kv_bytes(model, training)
+    assert per_token == 2 * (2 * model.q_dim - model.kv_dim - model.v_dim) > 0  # Llama 3 8B: 32 query, 8 KV heads
+    assert titan["recompute_working_set"] - hf["recompute_working_set"] == tokens * per_token
+
+
+def test_context_parallel_ring_attention_buffers_grow_with_the_cp_degree():
+    """PyTorch's ring attention backward (allgather rotater) holds every CP rank's K and V, so at the same local
+    sequence the buffers grow with CP; none without CP and none for Megatron-Core's own CP."""
+    from trainsizer.estimate.memory import estimate_memory
+
+    rows = {r["id"]: r for r in mm.rows()}
+    ring = []
+    for cp in (1, 2, 4, 8):
+        model, training, system, strategy = mm.configure(rows[f"torchtitan_mem_t6_cp{cp}"])
+        items = estimate_memory(model, training, system, strategy, check=False).items_bytes
+        ring.append(items.get("cp_ring_attention_buffers", 0.0))
+    assert ring[0] == 0.0 and 0.0 < ring[1] < ring[2] < ring[3]
+    # the same local tokens: each CP doubling adds one more all-gathered K and V per added rank
+    model, training, system, strategy = mm.configure(rows["torchtitan_mem_t6_cp8"])
+    local_tokens = training.seq_len * strategy.micro_batch / strategy.cp
+    kv_copy = local_tokens * 2 * model.q_dim / strategy.tp * 2  # one rank's expanded K + V, 16-bit
+    assert ring[3] - ring[2] == pytest.approx(4 * kv_copy)
+    mega = estimate_memory(model, training, system, strategy.with_(framework="megatron-core", zero=1,
+                                                                    distributed_optimizer=True), check=False)
+    assert "cp_ring_attention_buffers" not in mega.items_bytes

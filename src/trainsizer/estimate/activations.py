@@ -415,6 +415,18 @@ def in_flight_chunk_microbatches(p, v, n_micro, rank, chunk):
     return rounds * p + np.clip(rest - np.asarray(chunk, dtype=float) * p, 0.0, p)
 
 
+def expanded_kv_bytes(model: ModelArch, training: Training) -> float:
+    """Bytes per token (before TP) that K and V expanded to every query head add to a block's saved tensors
+    beyond the kv-wide K and V its items count: torchtitan's Attention.forward calls repeat_kv (a materialised
+    copy) before F.scaled_dot_product_attention, which saves the expanded K and V (torchtitan
+    models/llama/model.py 9dec370, December 2024, and models/llama3/model.py to January 2026, when #2259 passed
+    enable_gqa instead). 0 for multi-head and MLA attention."""
+    if model.attention == "mla":
+        return 0.0
+    a = float(act_bytes(training.precision))
+    return a * max(2 * model.q_dim - model.kv_dim - model.v_dim, 0)
+
+
 def torchtitan_op_sac_items(model: ModelArch, training: Training, *, moe: bool) -> LayerItems:
     """Saved bytes per token of one block under torchtitan's per-op selective AC (activation_checkpoint.mode
     "selective", option "op", its default): the block input, and the outputs of the ops in its save list --

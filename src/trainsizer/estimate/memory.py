@@ -37,6 +37,7 @@ from trainsizer.estimate.activations import (
     LayerItems,
     attention_impl,
     deepseek_selective_items,
+    expanded_kv_bytes,
     first_layer_norm_discount,
     head_items,
     in_flight_chunk_microbatches,
@@ -94,6 +95,9 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
                "saves for backward"),
     "loss_backward_temporaries": ("activations", "logit-sized gradients live while the loss backward runs "
                                   "(fp32 NLL and log-softmax gradients; Megatron: the bf16 logits)"),
+    "cp_ring_attention_buffers": ("activations", "context-parallel ring attention (PyTorch context_parallel, "
+                                  "torchtitan): K / V of every CP rank all-gathered, fp32 dQ / dK / dV accumulators "
+                                  "and dK / dV exchange buffers during one layer's attention backward"),
     "cuda_context": ("other", "CUDA context + kernels + cuBLAS workspace (outside the caching allocator)"),
     "nccl_buffers": ("other", "NCCL communicator buffers, one communicator per parallel dimension > 1"),
     "framework_buffers": ("other", "ZeRO-1/2 gradient buckets; ZeRO-3/FSDP gathered layers and their "
@@ -315,14 +319,9 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                                                         tokens, sp_div, t)
     residual = _fp32_residual_checkpoint(model, training, upcast_res, mega, rec, tokens / sp_div)
     dense_b, moe_b = dense_b + residual, moe_b + residual
-    if np.any(titan & (sp_div > 1)):
-        # torchtitan TP (DTensor): PrepareModuleInput all-gathers the sequence-sharded norm outputs and the
-        # column-parallel wq / wk / wv and w1 / w3 save that gathered input whole (Megatron keeps the shard and
-        # re-gathers it in backward, Korthikanti 2022 s4.2.2), in a block that keeps its activations (no AC, and
-        # the block re-run under full AC); per-op SAC recomputes the two all-gathers (torchtitan_op_sac_items)
-        whole = tokens * (1.0 - 1.0 / sp_div)
-        dense_none = np.where(titan, dense_none + whole * pre.gathered[0], dense_none)
-        moe_none = np.where(titan, moe_none + whole * pre.gathered[1], moe_none) if model.is_moe else dense_none
+    if np.any(titan):
+        dense_none, moe_none = _titan_block_extras(model, training, pre, titan, tokens, t, sp_div, dense_none,
+                                                   moe_none)
         dense_b = np.where(titan & (rec == 0), dense_none, dense_b)
         moe_b = np.where(titan & (rec == 0), moe_none, moe_b) if model.is_moe else dense_b
 
@@ -414,6 +413,23 @@ def _norm_kernel_delta(model: ModelArch, training: Training, strategy: Strategy,
     styles = load_memory_constants()["framework_profiles"]
     return 2.0 * _by_prof(mega, lambda pr: norm_bytes(model, training, kernel)
                           - norm_bytes(model, training, styles[pr]["norm"]))
+
+
+def _titan_block_extras(model: ModelArch, training: Training, pre: _Pre, titan: np.ndarray, tokens: np.ndarray,
+                        t: np.ndarray, sp_div: np.ndarray, dense_none: np.ndarray,
+                        moe_none: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(dense, MoE) bytes of a block that keeps its activations (no AC; the block re-run under full AC or eager
+    per-op SAC) with what torchtitan's own block saves beyond the profile's items:
+    - K and V expanded to every query head (repeat_kv before F.scaled_dot_product_attention, which saves the
+      expanded copies; `expanded_kv_bytes`);
+    - with TP (DTensor): PrepareModuleInput all-gathers the sequence-sharded norm outputs and the column-parallel
+      wq / wk / wv and w1 / w3 save that gathered input whole (Megatron keeps the shard and re-gathers it in
+      backward, Korthikanti 2022 s4.2.2); per-op SAC recomputes the two all-gathers (torchtitan_op_sac_items)."""
+    whole = tokens * (1.0 - 1.0 / sp_div)
+    kv = tokens * expanded_kv_bytes(model, training) / t
+    dense_none = np.where(titan, dense_none + kv + whole * pre.gathered[0], dense_none)
+    moe_none = np.where(titan, moe_none + kv + whole * pre.gathered[1], moe_none) if model.is_moe else dense_none
+    return dense_none, moe_none
 
 
 def _kbit_upcast(strategy: Strategy, name: str) -> tuple[bool, bool]:
@@ -610,6 +626,25 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
     logit_elems = _on(g.is_last, tokens * model.vocab / t, 0.0)
     items["logits"] = logit_elems * lg_saved * (1 + model.mtp_layers)
     items["loss_backward_temporaries"] = logit_elems * lg_extra
+    if np.any(b.titan & (b.cp > 1)):
+        items["cp_ring_attention_buffers"] = np.where(b.titan & (b.cp > 1), _cp_ring_buffers(b), 0.0)
+
+
+def _cp_ring_buffers(b: _Batch) -> Any:
+    """Bytes live during one layer's attention backward under PyTorch's context-parallel ring attention
+    (torch.distributed.tensor.experimental context_parallel, as torchtitan runs it: rotate method "allgather",
+    its default, load balancing on; torch/distributed/tensor/experimental/_attention.py
+    _templated_ring_attention_backward, 2024-2025): the K and V of every CP rank all-gathered once and kept for
+    the whole backward, the local K / V concatenated to send, fp32 dQ / dK / dV accumulators, the fp32 dK / dV
+    concatenated for the all-to-all and the buffer received, and each step's dQ / dK / dV from the flash backward
+    (memory_constants.yaml `context_parallel`). K and V are as SDPA sees them (expanded to every query head)."""
+    cc, model, a = b.c["context_parallel"], b.model, b.w16
+    q_w = float(model.q_dim)
+    kv_w = 2.0 * q_w if model.attention != "mla" else float(model.kv_dim + model.v_dim)  # K + V widths
+    per_token = (a * (cc["allgathered_kv_per_cp_rank"] * b.cp + cc["kv_send_copies"]) * kv_w
+                 + 4.0 * cc["fp32_dkv_exchange_copies"] * kv_w
+                 + (4.0 * cc["fp32_qkv_grad_accumulators"] + a * cc["step_qkv_grad_copies"]) * (q_w + kv_w))
+    return b.tokens * per_token / b.t
 
 
 def _offload_and_fuse(b: _Batch, items: dict[str, Any], host: Any) -> Any:
