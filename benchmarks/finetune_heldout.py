@@ -62,6 +62,8 @@ def job(r: dict[str, str]) -> dict:
                      "optimizer_in_backward": _bool(r["optimizer_in_backward"]), "offload": r["offload"],
                      "framework": r["stack"]},
     }
+    if r["optimizer_impl"]:
+        out["strategy"]["optimizer_impl"] = r["optimizer_impl"]
     if r["kbit_upcast"]:
         out["strategy"]["kbit_upcast"] = _bool(r["kbit_upcast"])
     if r["fp8_recipe"]:

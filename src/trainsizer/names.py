@@ -39,6 +39,11 @@ ATTENTION_KERNELS = ("fa1", "fa2", "native")
 # fp32 per-row statistics (Apex / Transformer Engine, torchtitan's Triton fused_rmsnorm, Liger); eager = PyTorch ops
 # (transformers LlamaRMSNorm, torchtitan's uncompiled rmsnorm): the fp32 upcast and the 16-bit output saved.
 NORM_KERNELS = ("fused", "eager")
+# How the optimizer step runs (time of torch.optim.AdamW): fused = one kernel per parameter group reading and writing
+# each state once (fused=True, Apex / TE FusedAdam, DeepSpeed FusedAdam, bitsandbytes); foreach = torch's
+# multi-tensor implementation, torch.optim.AdamW's default on CUDA when neither fused nor foreach is set: eight
+# element-wise passes (perf_constants.yaml optimizer.foreach_adamw_element_passes).
+OPTIMIZER_IMPLS = ("fused", "foreach")
 
 # LoRA: the modules an adapter may target (PEFT target_modules names of Llama-style models).
 LORA_LINEAR_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")  # all-linear

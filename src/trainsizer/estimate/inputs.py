@@ -190,6 +190,7 @@ class Strategy:
     moe_dispatcher: str = "auto"  # one of MOE_DISPATCHERS (Megatron-Core MoE token dispatcher); one per batch
     activation_offload: bool = False  # saved activations moved to host memory (torchtune, Megatron-Core)
     optimizer_in_backward: bool = False  # each parameter stepped and its gradient freed in backward (torchtune)
+    optimizer_impl: Any = None  # "fused" | "foreach" (names.OPTIMIZER_IMPLS); None = fused; time only
     # QLoRA: PEFT prepare_model_for_kbit_training casts the non-quantised weights (embeddings, norms, LM head) to
     # fp32, so the residual stream is fp32 too (None = the framework's: hf yes, torchtune no)
     kbit_upcast: Any = None

@@ -48,7 +48,7 @@ from trainsizer.estimate.model_states import check_training, lora_adapted_widths
 from trainsizer.estimate.validate import check_strategy, require_one_strategy, strategy_arrays
 from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
-from trainsizer.names import ATTENTION_KERNELS, MOE_DISPATCHERS
+from trainsizer.names import ATTENTION_KERNELS, MOE_DISPATCHERS, OPTIMIZER_IMPLS
 
 PIPELINE_SCHEDULES = ("1f1b", "dualpipe")
 BREAKDOWN_KEYS = ("compute", "tp_comm", "cp_comm", "ep_comm", "dp_comm", "pp_bubble", "pp_comm", "optimizer",
@@ -307,6 +307,7 @@ class _Step:
     tok: np.ndarray  # tokens of one micro-batch on one GPU (after CP)
     act: float  # bytes per activation element on the wire
     strategy_dispatcher: str = "auto"  # Strategy.moe_dispatcher (one of MOE_DISPATCHERS)
+    optimizer_impl: str = "fused"  # Strategy.optimizer_impl (one of OPTIMIZER_IMPLS; None = fused)
 
     @property
     def domain(self) -> int:
@@ -328,7 +329,8 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  zero=a["zero"], sp=(a["sequence_parallel"] > 0) & (t > 1),
                  m=pipeline.micro_batches(training.global_batch_seqs, d, b),
                  tok=b * seqs * float(training.seq_len) / c, act=r.act_bytes,
-                 strategy_dispatcher=str(getattr(strategy, "moe_dispatcher", "auto")))
+                 strategy_dispatcher=str(getattr(strategy, "moe_dispatcher", "auto")),
+                 optimizer_impl=_optimizer_impl(strategy))
 
 
 def _rates(system: System, training: Training, k: PerfConstants, calibration: Calibration | None,
@@ -777,6 +779,15 @@ def _zero3_on_demand(x: _Step, g: _Grads, mb: _MicroBatch, z3_ag, z3_rs, lat, p_
     return ag + rs - (1.0 - x.k.overlap_interference) * hidden
 
 
+def _optimizer_impl(strategy: Any) -> str:
+    """Strategy.optimizer_impl checked against names.OPTIMIZER_IMPLS (None = fused)."""
+    impl = getattr(strategy, "optimizer_impl", None) or "fused"
+    if impl not in OPTIMIZER_IMPLS:
+        raise SpecError("strategy.optimizer_impl", msg("error_unknown_name", kind=msg("kind_optimizer_impl")),
+                        value=impl, allowed=OPTIMIZER_IMPLS, suggestion=did_you_mean(impl, OPTIMIZER_IMPLS))
+    return str(impl)
+
+
 def _optimizer(x: _Step, g: _Grads, mb: _MicroBatch) -> np.ndarray:
     """Optimizer step on the GPU (streams optimizer bytes per parameter), or offloaded (ZeRO-Offload): grads
     down (fp32) and 16-bit params up over PCIe + CPU Adam; parameter offload streams the 16-bit weights in
@@ -790,6 +801,8 @@ def _optimizer(x: _Step, g: _Grads, mb: _MicroBatch) -> np.ndarray:
     model_dtype = np.asarray(fw.model_dtype_states)
     mixed = k.optimizer_bytes_per_param[training.optimizer]
     bpp = np.where(model_dtype, k.optimizer_model_dtype_bytes_per_param.get(training.optimizer, mixed), mixed)
+    if x.optimizer_impl == "foreach" and training.optimizer == "adamw":  # torch's multi-tensor AdamW
+        bpp = float(k.raw["optimizer"]["foreach_adamw_element_passes"]) * np.where(model_dtype, x.act, 4.0)
     upd = (g.local_dense * g.train_frac) / np.where(g.shard_opt, g.n_dp, 1.0) + (
         g.local_expert * g.train_frac) / np.where(g.shard_opt, g.n_edp, 1.0)
     opt = compute.optimizer_time(upd, bpp, r)

@@ -23,6 +23,7 @@ from trainsizer.names import (
     MOE_DISPATCHERS,
     NORM_KERNELS,
     OFFLOAD,
+    OPTIMIZER_IMPLS,
     OPTIMIZERS,
     PRECISIONS,
     RECOMPUTE,
@@ -44,6 +45,7 @@ LossImpl = Literal[LOSS_IMPLS]
 MoeDispatcher = Literal[MOE_DISPATCHERS]
 AttentionKernel = Literal[ATTENTION_KERNELS]
 NormKernel = Literal[NORM_KERNELS]
+OptimizerImpl = Literal[OPTIMIZER_IMPLS]
 
 # the names above come from trainsizer.names (shared with the estimators)
 # Bytes of raw UTF-8 text per token for BPE tokenizers with ~100k+ vocabularies on mixed English/code
@@ -232,6 +234,8 @@ class StrategySpec(_Strict):
     moe_dispatcher: MoeDispatcher = "auto"
     activation_offload: bool = False
     optimizer_in_backward: bool = False
+    # AdamW step: fused | foreach (torch.optim.AdamW without fused=True: multi-tensor passes); null = fused
+    optimizer_impl: OptimizerImpl | None = None
     # QLoRA: non-quantised weights and the residual stream in fp32 (PEFT prepare_model_for_kbit_training, which
     # TRL's SFTTrainer calls); null = the framework's (hf yes, torchtune no); false e.g. for LLaMA-Factory
     kbit_upcast: bool | None = None
