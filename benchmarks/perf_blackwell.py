@@ -11,7 +11,8 @@ their levels; the summary prints that ratio, measured and predicted.
 Data: benchmarks/data/megatron_bridge_perf.csv (the page's tables as rows, with source, commit and notes).
 Each row goes end to end through the public job path (catalog accelerator and network, NVL72 trays and
 domains, framework megatron-core, FP8 recipe tensorwise for FP8-CS and mxfp8 for FP8-MX, FSDP = Megatron FSDP
-as ZeRO-3); recompute is not stated on the page and taken as none; MoE routing is force-balanced there
+as ZeRO-3); recompute and activation offloading are not stated on the page and taken from the performance recipes
+at the page's commit (RECOMPUTE_MODULES, ACTIVATION_OFFLOAD below; none elsewhere); MoE routing is force-balanced there
 (capacity factor 1); the MoE token dispatcher is left to "auto", which picks what the 25.11 recipes run
 (HybridEP on GB200 / GB300, the alltoall dispatcher on B200 and the H100 Qwen3 rows). GPT-OSS 120B (no preset here) and the H100 Qwen3-235B row (columns garbled on the page)
 are not in the file. Networks: GB300 ConnectX-8 800 Gb/s per GPU (ib-xdr800); GB200, B200, H100 400 Gb/s per
@@ -48,6 +49,16 @@ PRECISION = {"BF16": ("bf16", "auto"), "FP8-CS": ("fp8", "tensorwise"), "FP8-MX"
 # account_for_loss_in_pipeline_split True, v0.2.0: recipes/llama/llama3.py llama31_405b_pretrain_config,
 # recipes/qwen/qwen3_moe.py qwen3_235b_a22b_pretrain_config): 126 + 2 and 94 + 2 layers over PP x VPP
 PIPELINE_SLOTS = ("LLAMA3.1_405B", "Qwen3_235B_a22B")
+# Megatron-FSDP rows: cpu_offloading_num_layers of the performance recipe the table was measured with
+# (scripts/performance/configs/llama/llama3_workload_base_configs.py at the docs commit 00b7660:
+# LLAMA3_70B_GB200_FP8_CS 40, LLAMA3_70B_GB300_FP8_CS 20; _set_recompute_overrides sets cpu_offloading_weights
+# False, so activations only)
+ACTIVATION_OFFLOAD = {("GB200", "LLAMA3_70B", "FP8-CS"): 40, ("GB300", "LLAMA3_70B", "FP8-CS"): 20}
+# DeepSeek-V3 rows: recompute_granularity "selective" (deepseek_llm_pretrain.py set_deepseek_v3_common_configs) with
+# the recipe's recompute_modules (deepseek_workload_base_configs.py at 00b7660: GB300 ["moe_act"], GB200 and B200
+# ["mla_up_proj"]); the Qwen3 and Llama recipes recompute nothing (qwen3_llm_pretrain.py recompute_granularity None)
+RECOMPUTE_MODULES = {("GB300", "DeepSeekV3"): ("moe_act",), ("GB200", "DeepSeekV3"): ("mla_up_proj",),
+                     ("B200", "DeepSeekV3"): ("mla_up_proj",)}
 
 
 def job(r: dict[str, str]) -> dict:
@@ -55,12 +66,14 @@ def job(r: dict[str, str]) -> dict:
     precision, recipe = PRECISION[r["precision"]]
     tp, pp, cp, ep, vpp = (int(r[k]) for k in ("tp", "pp", "cp", "ep", "vpp"))
     slots = r["model"] in PIPELINE_SLOTS and pp > 1
+    modules = RECOMPUTE_MODULES.get((r["system"], r["model"]))
     return {
         "model": MODELS[r["model"]], "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": int(r["seq_len"]),
         "global_batch": {"sequences": int(r["global_batch_seqs"])}, "precision": precision, "fp8_recipe": recipe,
         "hardware": {"accelerator": acc, "count": int(r["gpu_count"]), "network": net},
         "strategy": {"tp": tp, "pp": pp, "cp": cp, "ep": ep, "vpp": max(vpp, 1), "micro_batch": int(r["micro_batch"]),
-                     "recompute": "none", "distributed_optimizer": r["fsdp"] != "1",
+                     "recompute": "selective" if modules else "none", "recompute_modules": modules,
+                     "distributed_optimizer": r["fsdp"] != "1",
                      "fsdp": "full" if r["fsdp"] == "1" else "none", "framework": "megatron-core",
                      "pipeline_embedding_layer": slots, "pipeline_loss_layer": slots,
                      # the 25.11 performance scripts (scripts/performance/configs/*_llm_pretrain.py, v0.2.0):
@@ -68,7 +81,8 @@ def job(r: dict[str, str]) -> dict:
                      # (utils/helpers.py get_precision_config) set fp8_param_gather = True
                      "grad_reduce_in_fp32": False, "fp8_param_allgather": precision == "fp8",
                      # set_common_perf_overrides: cross_entropy_fusion_impl = "te" (fusion on by default)
-                     "loss_impl": "te"},
+                     "loss_impl": "te",
+                     "activation_offload": ACTIVATION_OFFLOAD.get((r["system"], r["model"], r["precision"]), False)},
     }
 
 

@@ -32,3 +32,14 @@ def test_an_nvlink_bridge_serves_its_pair_only(cat):
     assert acc.scaleup_tech == "nvlink-bridge" and acc.scaleup_domain == 2
     assert build_system(acc, 2, 2, None).intra_node_gb_s == acc.scaleup_gb_s_per_dir
     assert build_system(acc, 8, 8, None).intra_node_gb_s == acc.pcie_gb_s  # a ring of 8 crosses PCIe
+
+
+def test_grace_superchips_reach_host_memory_over_nvlink_c2c(cat):
+    """GB200 / GB300: the host link (activation and optimizer offloading) is NVLink-C2C to the Grace CPU, not
+    the PCIe generation; parts without C2C keep their PCIe figure."""
+    for acc_id in ("gb200", "gb300"):
+        acc = cat.accelerator(acc_id)
+        assert acc.c2c_gb_s_per_dir and acc.c2c_gb_s_per_dir > acc.pcie_gb_s
+        assert build_system(acc, 4, 4, None).pcie_gb_s == acc.c2c_gb_s_per_dir
+    b200 = cat.accelerator("b200")
+    assert b200.c2c_gb_s_per_dir is None and build_system(b200, 8, 8, None).pcie_gb_s == b200.pcie_gb_s

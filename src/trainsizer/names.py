@@ -9,6 +9,10 @@ METHODS = ("pretrain", "cpt", "full", "dpo", "lora", "qlora")
 PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
 OPTIMIZERS = ("adamw", "adamw8bit", "paged_adamw", "paged_adamw8bit", "sgd", "adafactor")
 RECOMPUTE = ("none", "selective", "full")
+# Megatron-Core selective recompute by module (TransformerConfig.recompute_modules, core_r0.15.0; default
+# ["core_attn"]): what "selective" re-runs in backward. core_attn, mlp, moe, shared_experts are checkpointed whole;
+# moe_act, layernorm and mla_up_proj keep their inputs and discard their outputs once used (CheckpointWithoutOutput).
+RECOMPUTE_MODULES = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts")
 OFFLOAD = ("none", "optimizer", "optimizer+params")
 # Training frameworks whose memory and overlap behaviour the estimators model; "auto" picks one per strategy
 # (`estimate.framework` maps each name to a memory profile and a perf style; docs/frameworks.md).

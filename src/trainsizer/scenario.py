@@ -121,7 +121,7 @@ class Scenario:
         if self.strategy is not None:
             s = self.strategy
             out["strategy"] = {k: getattr(s, k) for k in (
-                "tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch", "recompute",
+                "tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch", "recompute", "recompute_modules",
                 "offload", "sequence_parallel", "distributed_optimizer", "pipeline_embedding_layer",
                 "pipeline_loss_layer", "torch_compile", "loss_impl", "tp_comm_overlap", "fp8_param_allgather",
                 "grad_reduce_in_fp32", "grad_reduce_overlap", "attention_kernel", "norm_kernel",
@@ -352,7 +352,7 @@ def build_system(acc: Any, gpus: int, gpus_per_node: int, network: NetworkView |
         inter_node_latency_s=(network.latency_us if network else _network_fallback(
             "inter_node_latency_us_fallback")) * 1e-6,
         tdp_w=acc.tdp_w,
-        pcie_gb_s=acc.pcie_gb_s,
+        pcie_gb_s=getattr(acc, "c2c_gb_s_per_dir", None) or acc.pcie_gb_s,  # the host link: C2C where there is one
         power_limit_w=float(getattr(acc, "power_limit_w", None) or 0.0),
     )
 
@@ -376,7 +376,7 @@ def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
     shard_group = s.shard_group or 0
     return Strategy(
         tp=s.tp, pp=s.pp, vpp=s.vpp, dp=dp, cp=s.cp, ep=s.ep, zero=zero, shard_group=shard_group,
-        micro_batch=s.micro_batch, recompute=s.recompute, offload=s.offload,
+        micro_batch=s.micro_batch, recompute=s.recompute, recompute_modules=s.recompute_modules, offload=s.offload,
         sequence_parallel=s.sequence_parallel and s.tp > 1, distributed_optimizer=s.distributed_optimizer,
         pipeline_embedding_layer=s.pipeline_embedding_layer, pipeline_loss_layer=s.pipeline_loss_layer,
         torch_compile=s.torch_compile, loss_impl=s.loss_impl, tp_comm_overlap=s.tp_comm_overlap,

@@ -20,15 +20,37 @@ LORA = Training(method="lora", seq_len=4096, global_batch_seqs=8, lora_rank=16,
 OFF = Strategy(micro_batch=1, recompute="none", activation_offload=True, framework="torchtune")
 
 
-def test_offloaded_bytes_are_every_layer_but_two_resident():
+def test_offloaded_bytes_are_every_layer_but_the_last_and_one_in_flight_stays():
     moved = float(activation_offload_bytes(MODEL, LORA, OFF, MODEL.layers))
     mem_on = estimate_memory(MODEL, LORA, CARD, OFF)
     mem_off = estimate_memory(MODEL, LORA, CARD, OFF.with_(activation_offload=False))
-    # the GPU keeps two layers; the rest of one micro-batch's layer activations is what moves (the memory
-    # estimate also drops the first layer's norm input under LoRA, 0.3% here)
-    kept = mem_off.items_bytes["layer_activations"] - mem_on.items_bytes["layer_activations"]
-    assert moved == pytest.approx(kept, rel=0.01)
+    # every layer but the last moves; the GPU keeps the last and one layer in flight, so one micro-batch's layer
+    # activations less two layers leave it (the memory estimate also drops the first layer's norm input under
+    # LoRA, 0.3% here)
+    one_layer = moved / (MODEL.layers - 1)
+    freed = mem_off.items_bytes["layer_activations"] - mem_on.items_bytes["layer_activations"]
+    assert freed == pytest.approx(moved - one_layer, rel=0.01)
     assert float(activation_offload_bytes(MODEL, LORA, OFF.with_(activation_offload=False), 32)) == 0.0
+
+
+def test_offloading_n_layers_keeps_the_others_and_one_in_flight():
+    """Megatron-Core cpu_offloading_num_layers = N: the first N layers' activations go to host memory (Transformer
+    Engine's AsyncDoubleBufferGroupOffloadHandler), the rest stay, plus one layer in flight."""
+    moved = float(activation_offload_bytes(MODEL, LORA, OFF.with_(activation_offload=12), MODEL.layers))
+    one_layer = float(activation_offload_bytes(MODEL, LORA, OFF.with_(activation_offload=1), MODEL.layers))
+    assert moved == pytest.approx(12 * one_layer)
+    none = estimate_memory(MODEL, LORA, CARD, OFF.with_(activation_offload=False)).items_bytes["layer_activations"]
+    some = estimate_memory(MODEL, LORA, CARD, OFF.with_(activation_offload=12)).items_bytes["layer_activations"]
+    assert some == pytest.approx(none * (MODEL.layers - 12) / MODEL.layers + one_layer, rel=1e-9)
+    every = estimate_memory(MODEL, LORA, CARD, OFF).items_bytes["layer_activations"]
+    assert every < some < none
+
+
+def test_offloading_as_many_layers_as_a_chunk_holds_is_refused():
+    from trainsizer.errors import StrategyError
+
+    with pytest.raises(StrategyError, match="cpu_offloading_num_layers"):
+        estimate_memory(MODEL, LORA, CARD, OFF.with_(activation_offload=MODEL.layers))
 
 
 def test_slow_host_link_exposes_transfer_time_fast_link_hides_it():

@@ -69,6 +69,17 @@ def test_moe_routed_slots_and_router() -> None:
     assert it.detail["routed_expert_gate_out_per_slot"] == 2 * MOE.expert_ffn
 
 
+def test_megatron_core_moe_keeps_no_expert_output_per_slot() -> None:
+    """Megatron-Core weights the routed tokens inside the expert activation and unpermutes without the
+    probabilities, so nothing h-wide is kept per slot after fc2; transformers multiplies the expert output by its
+    routing weight and keeps that output (and index_add_'s source)."""
+    meg, hf = items(MOE, moe=True), items(MOE, moe=True, profile="hf")
+    assert "routed_expert_output_per_slot" not in meg.detail
+    assert hf.detail["routed_expert_output_per_slot"] == 2 * MOE.hidden
+    assert meg.detail["routed_routing_weight_per_slot"] == 2
+    assert hf.routed - meg.routed == pytest.approx(2 * (2 * MOE.hidden) + 8 + 2 * MOE.expert_ffn)
+
+
 def test_mla_compressed_path() -> None:
     it = items(MLA, profile="hf")
     assert "kv_a_norm" in it.detail and it.detail["kv_b_input"] == 2 * MLA.kv_lora_rank

@@ -168,6 +168,9 @@ class Accelerator(Record):
     # PCIe link: GeForce drivers disable PCIe peer-to-peer, so NCCL stages every copy through host memory (SHM
     # transport). None = PCIe peer-to-peer at the link rate (pcie_gb_s).
     host_staged_gb_s_per_dir: float | None = Field(default=None, gt=0)
+    # Host link per GPU per direction when the GPU reaches its CPU's memory over NVLink-C2C instead of PCIe
+    # (Grace superchips: GB200, GB300); activation / optimizer offloading moves data over it. None = PCIe.
+    c2c_gb_s_per_dir: float | None = Field(default=None, gt=0)
     tdp_w: float = Field(gt=0)
     ecc: bool | None  # None: not known (an overlay that left it out); plans treat it as a risk to check
     china_export_restricted: bool | None

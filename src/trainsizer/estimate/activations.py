@@ -301,8 +301,8 @@ def _dense_mlp(x: _Layer, out: _Saved) -> None:
 
 
 def _moe_mlp(x: _Layer, out: _Saved) -> None:
-    """MoE layer: router (replicated over TP), routed token-slots (per slot: expert input, MLP, output,
-    routing weight, dispatch indices), shared experts."""
+    """MoE layer: router (replicated over TP), routed token-slots (per slot: expert input, MLP, routing weight,
+    dispatch indices, and under hf the expert output), shared experts."""
     model, a, g, d = x.model, x.a, x.g, out.detail
     h = model.hidden
     E, k = model.experts, model.experts_per_token
@@ -320,7 +320,13 @@ def _moe_mlp(x: _Layer, out: _Saved) -> None:
     for key in list(d):
         if key not in before:
             per_slot[key] = d.pop(key)
-    per_slot["expert_output"] = a * h
+    if x.profile == "hf":
+        # transformers multiplies the expert output by its routing weight, which saves that output
+        per_slot["expert_output"] = a * h
+    # Megatron-Core (r0.13+) applies the routing probabilities inside the expert activation (TEGroupedMLP
+    # bias_act_func / weighted_bias_swiglu_impl saves the probability beside the fc1 output it already keeps) and
+    # unpermutes without them (token_dispatcher.py token_combine: unpermute(..., no probs)), so no expert
+    # output is kept for the combine (megatron/core/transformer/moe/experts.py, core_r0.15.0)
     per_slot["routing_weight"] = a
     if x.profile == "hf":  # index_add_ keeps its source (the weighted expert output) for the backward shape
         per_slot["weighted_output"] = a * h
@@ -335,6 +341,53 @@ def _moe_mlp(x: _Layer, out: _Saved) -> None:
             d["shared_gate_sigmoid"] = a
             d["shared_output"] = a * h
             out.sp += a + a * h
+
+
+def recompute_module_items(model: ModelArch, training: Training, *, moe: bool, modules: tuple[str, ...],
+                           impl: str, dropout: bool = False, style: dict | None = None) -> LayerItems:
+    """Saved bytes per token of one Megatron-Core layer whose selective recompute re-runs `modules`
+    (TransformerConfig.recompute_modules, core_r0.15.0; names.RECOMPUTE_MODULES), from the Megatron profile's
+    items without recompute (with the attention core's, "selective", when core_attn is listed):
+    - mla_up_proj (MLA): CheckpointWithoutOutput keeps its inputs -- the compressed q and kv and k_pos_emb -- and
+      frees q, k, v once the core attention has saved them (multi_latent_attention.py qkv_up_checkpoint,
+      discard_output_and_register_recompute); the up projections' inputs and their fused norms' statistics go too;
+    - layernorm: the outputs of the norms that are separate modules (MLA's input_layernorm, an MoE layer's
+      pre_mlp_layernorm; fused into the next linear elsewhere, where Megatron-Core skips them) are discarded;
+    - moe_act: the routed experts' activation output (fc2 input) per slot is discarded (experts.py TEGroupedMLP);
+    - mlp (dense layers): the MLP is checkpointed whole; its input is the residual its fused norm kept already;
+    - moe: the MoE layer is checkpointed whole: its input (the pre-MLP norm output) is kept, nothing else;
+    - shared_experts: the shared experts' fc1 output and fc2 input go."""
+    base = layer_items(model, training, moe=moe, profile="megatron",
+                       recompute="selective" if "core_attn" in modules else "none", impl=impl, dropout=dropout,
+                       style=style)
+    d = dict(base.detail)
+    a = float(act_bytes(training.precision))
+    sp, tp, routed = base.sp, base.tp, base.routed
+
+    def drop(*keys: str) -> float:
+        return float(sum(d.pop(k, 0.0) for k in keys))
+
+    if "mla_up_proj" in modules and model.attention == "mla":
+        kept = a * ((model.q_lora_rank or 0) + model.kv_lora_rank + model.qk_rope_head_dim)
+        tp += kept - drop("q_a_norm", "q_b_input", "kv_a_norm", "kv_b_input", "q", "k", "v")
+        d["mla_up_proj_checkpoint_inputs"] = kept
+    if "layernorm" in modules:
+        sp -= drop(*(("attn_input",) if model.attention == "mla" else ()), *(("mlp_input",) if moe else ()))
+    if "moe_act" in modules and moe:
+        routed -= drop("routed_expert_fc2_input_per_slot")
+    if "mlp" in modules and not moe:
+        sp -= drop("mlp_input")
+        tp -= drop("mlp_fc1_out", "mlp_fc2_input")
+    if "moe" in modules and moe:
+        sp += a * model.hidden - drop("mlp_input", "router_probs_fp32", "router_topk_indices", "shared_gate_sigmoid",
+                                      "shared_output")
+        tp -= drop(*[k for k in d if k.startswith("shared_")])
+        drop(*[k for k in d if k.startswith("routed_")])
+        routed = 0.0
+        d["moe_checkpoint_input"] = a * model.hidden
+    elif "shared_experts" in modules and moe:
+        tp -= drop("shared_fc1_out", "shared_fc2_input")
+    return LayerItems(sp=sp, tp=tp, s2=base.s2, routed=routed, detail=d)
 
 
 @dataclass(frozen=True)

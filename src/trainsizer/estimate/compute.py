@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from trainsizer.estimate.calibration import Rates, load_constants
-from trainsizer.estimate.flops import attention_gemm_weights, causal_fraction
+from trainsizer.estimate.flops import attention_gemm_weights, causal_fraction, mla_up_proj_weights
 from trainsizer.models.arch import ModelArch
 
 # memory-bound kernels per pass of each element-wise stage (perf_constants.yaml `kernels:`)
@@ -86,6 +86,9 @@ class ModelShapes:
     vocab: int
     layers: int
     router_fp32: bool = False  # ModelArch.router_fp32: the gate GEMM on the FP32 units
+    # MLA: share of the attention input GEMM weights in the q / kv up projections (what recompute_modules
+    # mla_up_proj re-runs: linear_q_up_proj, or linear_q_proj without a q low rank, and linear_kv_up_proj); 0 else
+    qkv_up_share: float = 0.0
 
     @classmethod
     def of(cls, model: ModelArch) -> ModelShapes:
@@ -115,7 +118,13 @@ class ModelShapes:
             vocab=model.vocab,
             layers=model.layers,
             router_fp32=model.router_fp32,
+            qkv_up_share=_mla_up_share(model, attn_in),
         )
+
+
+def _mla_up_share(model: ModelArch, attn_in_weights: int) -> float:
+    """Share of the attention input projection weights that MLA's up projections hold (0 without MLA)."""
+    return min(1.0, mla_up_proj_weights(model) / attn_in_weights) if attn_in_weights > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -134,7 +143,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                 trains_base_weights: bool = True, moe_capacity_factor: float = 1.0,
                 elementwise_passes: Any = 1.0, fp8_weight_casts: Any = 1.0,
                 selective_op_policy: Any = False, attention_span: float = 0.0,
-                split_projections: Any = False, ce_unfused_fp32: Any = False) -> LayerTimes:
+                split_projections: Any = False, ce_unfused_fp32: Any = False,
+                recompute_modules: tuple[str, ...] | None = None) -> LayerTimes:
     """Compute seconds of one average decoder layer per micro-batch on one GPU.
 
     `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast. `moe_capacity_factor`: tokens
@@ -149,6 +159,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     `attention_span`: keys a token attends over when sequences are packed (FlashAttention varlen / TE THD
     with cu_seqlens: each packed sample attends within itself); 0 = the whole sequence. `ce_unfused_fp32` (bool,
     arrays allowed): the loss upcasts the logits and runs Megatron's cross-entropy as separate kernels (CE_BYTES).
+    `recompute_modules`: Megatron-Core's selective recompute by module (`_module_recompute`); None = the attention
+    core.
     """
     t = np.asarray(tp, float)
     c = np.asarray(cp, float)
@@ -209,11 +221,50 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     L = shapes.layers
     fwd = fwd_sum / L
     op_recomp = _op_policy_recompute(shapes, tok, t, rates, dense_fwd_ew, moe_ew, moe_g)
+    if recompute_modules is not None:
+        parts = {"a_fwd": a_fwd, "g_qkv": g_qkv, "g_dense": g_dense, "act_dense": act_dense, "seq_share": seq_share,
+                 "moe_only": (m_fwd_l - g_attn - a_fwd - stream_time(ew_fwd_common, rates)) if shapes.n_moe else 0.0}
+        a_recomp = _module_recompute(shapes, tuple(recompute_modules), tok, t, rates, elementwise_passes,
+                                     moe_capacity_factor, parts)
     sel = np.where(np.asarray(selective_op_policy, bool), op_recomp, a_recomp)
     recomp = np.where(rc == 2, recomp_full_sum / L, np.where(rc == 1, sel, 0.0))
     bwd = bwd_sum / L + recomp
     head_fwd, head_bwd = _lm_head(shapes, tok, t, seq_share, bwd_gemm, rates, ce_unfused_fp32)
     return LayerTimes(fwd=fwd, bwd=bwd, head_fwd=head_fwd, head_bwd=head_bwd, attn_fwd=a_fwd)
+
+
+def _module_recompute(shapes: ModelShapes, modules: tuple[str, ...], tok, t, rates: Rates, elementwise_passes,
+                      moe_capacity_factor, parts: dict[str, Any]):
+    """Seconds of one average layer's forward re-run under Megatron-Core's selective recompute of `modules`
+    (TransformerConfig.recompute_modules, names.RECOMPUTE_MODULES): core_attn the attention core; mla_up_proj the
+    q / kv up-projection GEMMs (their share of the attention input GEMM); layernorm the separate norms (MLA's
+    input norm, MoE layers' pre-MLP norm: read and write h per token); moe_act the routed experts' activation;
+    mlp the dense MLPs; moe the whole MoE block but attention; shared_experts the shared MLP. Layer kinds are
+    weighted by their share of the layers."""
+    L, h = float(shapes.layers), shapes.hidden
+    dense_w, moe_w = shapes.n_dense / L, shapes.n_moe / L
+    out = 0.0 * np.asarray(tok, float)
+    if "core_attn" in modules:
+        out = out + parts["a_fwd"]
+    if "mla_up_proj" in modules:
+        out = out + parts["g_qkv"] * shapes.qkv_up_share
+    if "layernorm" in modules:
+        norms = (1.0 if shapes.qkv_up_share else 0.0) + moe_w
+        out = out + norms * stream_time(2.0 * h * tok * parts["seq_share"] * rates.act_bytes * elementwise_passes,
+                                        rates)
+    if "mlp" in modules:
+        out = out + dense_w * (parts["g_dense"] + stream_time(parts["act_dense"], rates))
+    if shapes.n_moe and "moe" in modules:
+        out = out + moe_w * parts["moe_only"]
+    elif shapes.n_moe:
+        if "moe_act" in modules:
+            slots = tok * shapes.topk * moe_capacity_factor
+            act = shapes.act_elems_per_inner * shapes.expert_ffn / t * slots * rates.act_bytes * elementwise_passes
+            out = out + moe_w * stream_time(act, rates)
+        if "shared_experts" in modules and shapes.shared_ffn:
+            g_sh, act_sh = _mlp_time(shapes, shapes.shared_up, shapes.shared_ffn, tok, t, rates, elementwise_passes)
+            out = out + moe_w * (g_sh + stream_time(act_sh, rates))
+    return out
 
 
 def _mlp_time(shapes: ModelShapes, up: float, inner: float, tokens, t, rates: Rates, elementwise_passes,

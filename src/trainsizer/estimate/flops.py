@@ -68,6 +68,35 @@ def attention_gemm_weights(model: ModelArch) -> int:
     return h * model.q_dim + 2 * h * model.kv_dim + model.attn_out_dim * h
 
 
+def mla_up_proj_weights(model: ModelArch) -> int:
+    """Weight elements of one layer's MLA up projections, what Megatron-Core's recompute_modules mla_up_proj
+    re-runs (linear_q_up_proj, or linear_q_proj without a q low rank, and linear_kv_up_proj); 0 without MLA."""
+    if model.attention != "mla":
+        return 0
+    nh, nope = model.heads, model.qk_nope_head_dim
+    q_up = (model.q_lora_rank or model.hidden) * nh * (nope + model.qk_rope_head_dim)
+    return q_up + model.kv_lora_rank * nh * (nope + model.v_head_dim)
+
+
+def selective_recompute_flops(model: ModelArch, seq_len: float, modules: tuple[str, ...] | None = None) -> float:
+    """Forward FLOPs per token that selective recompute runs again: the attention core (Korthikanti 2022 s5;
+    Megatron-Core's default recompute_modules ["core_attn"]), or the GEMM and attention work of the listed
+    modules (names.RECOMPUTE_MODULES; moe_act and layernorm re-run element-wise work only)."""
+    lf = layer_flops(model)
+    if modules is None:
+        return lf.attn_core(seq_len)
+    out = lf.attn_core(seq_len) if "core_attn" in modules else 0.0
+    if "mla_up_proj" in modules:
+        out += 2.0 * mla_up_proj_weights(model) * model.layers
+    if "mlp" in modules:
+        out += lf.mlp_dense
+    if "moe" in modules:
+        out += lf.router + lf.experts + lf.shared
+    elif "shared_experts" in modules:
+        out += lf.shared
+    return out
+
+
 def layer_flops(model: ModelArch) -> LayerFlops:
     """Forward FLOPs per token (2 x weight elements of each GEMM), summed over all decoder layers."""
     n_moe = model.moe_layer_count
@@ -107,11 +136,13 @@ def model_flops_per_token(model: ModelArch, seq_len: float, trains_base_weights:
 
 
 def hardware_flops_per_token(
-    model: ModelArch, seq_len: float, recompute: Any = "none", trains_base_weights: bool = True
+    model: ModelArch, seq_len: float, recompute: Any = "none", trains_base_weights: bool = True,
+    recompute_modules: tuple[str, ...] | None = None,
 ) -> Any:
     """FLOPs actually issued per token, counting recompute (Narayanan Eq. 3; Korthikanti Eq. 8).
 
-    `recompute`: a mode name (-> float) or an array of RECOMPUTE_CODE values (-> array, one per strategy).
+    `recompute`: a mode name (-> float) or an array of RECOMPUTE_CODE values (-> array, one per strategy);
+    `recompute_modules`: what selective re-runs (`selective_recompute_flops`).
     Non-causal attention convention (what the papers count); see `causal_fraction` for the executed share.
     """
     if isinstance(recompute, str):
@@ -119,13 +150,15 @@ def hardware_flops_per_token(
             from trainsizer.errors import unknown_name
 
             raise unknown_name("strategy.recompute", "recompute mode", recompute, RECOMPUTE_CODE)
-        return float(hardware_flops_per_token(model, seq_len, RECOMPUTE_CODE[recompute], trains_base_weights))
+        return float(hardware_flops_per_token(model, seq_len, RECOMPUTE_CODE[recompute], trains_base_weights,
+                                              recompute_modules))
     lf = layer_flops(model)
     fwd_layers = lf.gemm() + lf.attn_core(seq_len)
     bwd_mult = 2.0 if trains_base_weights else 1.0
     code = np.asarray(recompute)
     recomputed = np.where(code == RECOMPUTE_CODE["full"], fwd_layers,
-                          np.where(code == RECOMPUTE_CODE["selective"], lf.attn_core(seq_len), 0.0))
+                          np.where(code == RECOMPUTE_CODE["selective"],
+                                   selective_recompute_flops(model, seq_len, recompute_modules), 0.0))
     # a frozen LM head (LoRA) needs its input gradient only, like the frozen decoder GEMMs
     return (1.0 + bwd_mult) * fwd_layers + (1.0 + bwd_mult) * lf.lm_head + recomputed
 

@@ -162,6 +162,9 @@ class Strategy:
     shard_group: Any = 0  # 0 = shard over all of DP; else hybrid-shard group size
     micro_batch: Any = 1
     recompute: Any = "selective"
+    # Megatron-Core recompute_modules (names.RECOMPUTE_MODULES): what "selective" re-runs; None = the attention
+    # core (its default ["core_attn"]); one value for the whole batch
+    recompute_modules: tuple[str, ...] | None = None
     offload: Any = "none"
     sequence_parallel: Any = True  # Megatron SP; only matters when tp > 1
     distributed_optimizer: Any = False
@@ -188,7 +191,9 @@ class Strategy:
     attention_kernel: Any = None  # "fa1" | "fa2" | "native" (names.ATTENTION_KERNELS); None = the style's
     norm_kernel: Any = None  # "fused" | "eager" (names.NORM_KERNELS); None = the memory profile's; memory only
     moe_dispatcher: str = "auto"  # one of MOE_DISPATCHERS (Megatron-Core MoE token dispatcher); one per batch
-    activation_offload: bool = False  # saved activations moved to host memory (torchtune, Megatron-Core)
+    # saved activations moved to host memory: True = every layer's (torchtune), N = the first N decoder layers of
+    # a model chunk (Megatron-Core cpu_offloading_num_layers); one value for the whole batch
+    activation_offload: bool | int = False
     optimizer_in_backward: bool = False  # each parameter stepped and its gradient freed in backward (torchtune)
     optimizer_impl: Any = None  # "fused" | "foreach" (names.OPTIMIZER_IMPLS); None = fused; time only
     # QLoRA: PEFT prepare_model_for_kbit_training casts the non-quantised weights (embeddings, norms, LM head) to

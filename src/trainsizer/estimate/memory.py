@@ -44,6 +44,7 @@ from trainsizer.estimate.activations import (
     in_flight_layer_microbatches,
     layer_items,
     norm_bytes,
+    recompute_module_items,
     torchtitan_op_sac_items,
 )
 from trainsizer.estimate.framework import DEFAULT_LOSS, auto_index, check_framework, memory_profile
@@ -191,6 +192,19 @@ def _precompute(model: ModelArch, training: Training, options: MemoryOptions) ->
                 gathered, ds_sel)
 
 
+@lru_cache(maxsize=64)
+def _module_tables(model: ModelArch, training: Training, options: MemoryOptions,
+                   modules: tuple[str, ...]) -> tuple[dict, dict]:
+    """The (profile, recompute code) item tables with Megatron's "selective" re-running `modules`
+    (Strategy.recompute_modules) instead of the attention core alone."""
+    pre = _precompute(model, training, options)
+    kw = dict(modules=modules, impl=attention_impl(training, options.attention_impl), dropout=options.dropout)
+    dense = {**pre.dense, ("megatron", 1): recompute_module_items(model, training, moe=False, **kw)}
+    moe = {**pre.moe, ("megatron", 1): recompute_module_items(model, training, moe=True, **kw)
+           if model.is_moe else dense[("megatron", 1)]}
+    return dense, moe
+
+
 def _on(flag: Any, x: Any, other: float) -> Any:
     """x where flag else other; flag is True (the same for every strategy) or a boolean mask."""
     return x if flag is True else np.where(flag, x, other)
@@ -284,8 +298,9 @@ def _state_bytes(mega: np.ndarray, pre: _Pre, name: str, training: Training, bf1
 def _batch(model: ModelArch, training: Training, strategy: Strategy, options: MemoryOptions) -> _Batch:
     pre = _precompute(model, training, options)
     s = strategy_arrays(strategy)
-    for one in ("activation_offload", "optimizer_in_backward"):  # one value for the whole batch
-        s[one] = np.asarray(float(bool(getattr(strategy, one, False))))
+    # one value for the whole batch: layers whose activations are offloaded (inf = every layer), fused optimizer
+    s["activation_offload"] = np.asarray(offload_layers_asked(strategy))
+    s["optimizer_in_backward"] = np.asarray(float(bool(getattr(strategy, "optimizer_in_backward", False))))
     t, p, d, cp, ep = s["tp"], s["pp"], s["dp"], s["cp"], s["ep"]
     z, sg, mb, rec = s["zero"], s["shard_group"], s["micro_batch"], s["recompute"]
 
@@ -315,8 +330,8 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     n_micro = pipeline.micro_batches(training.global_batch_seqs, d, mb)
     sp_div = np.where((t > 1) & (s["sequence_parallel"] > 0), t, 1.0)
     upcast_w, upcast_res = _kbit_upcast(strategy, name)
-    dense_b, moe_b, dense_none, moe_none = _layer_bytes(model, training, strategy, pre, name, mega, titan, rec,
-                                                        tokens, sp_div, t)
+    dense_b, moe_b, dense_none, moe_none = _layer_bytes(model, training, strategy, options, pre, name, mega, titan,
+                                                        rec, tokens, sp_div, t)
     residual = _fp32_residual_checkpoint(model, training, upcast_res, mega, rec, tokens / sp_div)
     dense_b, moe_b = dense_b + residual, moe_b + residual
     if np.any(titan):
@@ -358,11 +373,12 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   w16=float(act_bytes(training.precision)))
 
 
-def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, pre: _Pre, name: str,
-                 mega: np.ndarray, titan: np.ndarray, rec: np.ndarray, tokens: np.ndarray, sp_div: np.ndarray,
-                 t: np.ndarray) -> tuple[Any, Any, Any, Any]:
-    """Per-layer bytes of one micro-batch per strategy: (dense, MoE) with the chosen recompute, and (dense, MoE)
-    without it (the full-recompute working set); strategy.norm_kernel applied."""
+def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, options: MemoryOptions, pre: _Pre,
+                 name: str, mega: np.ndarray, titan: np.ndarray, rec: np.ndarray, tokens: np.ndarray,
+                 sp_div: np.ndarray, t: np.ndarray) -> tuple[Any, Any, Any, Any]:
+    """Per-layer bytes of one micro-batch per strategy: (dense, MoE) with the chosen recompute (Megatron's
+    selective re-running strategy.recompute_modules where given), and (dense, MoE) without it (the
+    full-recompute working set); strategy.norm_kernel applied."""
     seq = float(training.seq_len)
     # routed token-slots on the busiest GPU: top-k x capacity factor (Training.moe_capacity_factor)
     k = float(model.experts_per_token or 0) * float(training.moe_capacity_factor)
@@ -392,8 +408,10 @@ def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, pre: 
     # item set keeps them (no recompute, Megatron / HF selective) and in the working set
     norm = tokens / sp_div * _norm_kernel_delta(model, training, strategy, mega)
     keeps = row < 6
-    dense_b = pick(pre.dense, row, 0) + np.where(keeps & (rec <= 1), norm, 0.0)
-    moe_b = pick(pre.moe, row, 1) + np.where(keeps & (rec <= 1), norm, 0.0) if model.is_moe else dense_b
+    modules = getattr(strategy, "recompute_modules", None)
+    tab_d, tab_m = (pre.dense, pre.moe) if modules is None else _module_tables(model, training, options, tuple(modules))
+    dense_b = pick(tab_d, row, 0) + np.where(keeps & (rec <= 1), norm, 0.0)
+    moe_b = pick(tab_m, row, 1) + np.where(keeps & (rec <= 1), norm, 0.0) if model.is_moe else dense_b
     dense_none = pick(pre.dense, row_none, 0) + norm
     moe_none = pick(pre.moe, row_none, 1) + norm if model.is_moe else dense_none
     return dense_b, moe_b, dense_none, moe_none
@@ -647,20 +665,43 @@ def _cp_ring_buffers(b: _Batch) -> Any:
     return b.tokens * per_token / b.t
 
 
-def _offload_and_fuse(b: _Batch, items: dict[str, Any], host: Any) -> Any:
-    """Activation offloading (torchtune enable_activation_offloading, Megatron-Core cpu_offloading): saved
-    activations move to host memory as each layer's forward ends and come back for its backward, so the GPU
-    holds two layers' worth (the current and the prefetched one). Optimizer in backward (torchtune
-    optimizer_in_bwd, PyTorch register_post_accumulate_grad_hook): each parameter is stepped and its gradient
-    freed as soon as it is computed, so one layer's gradients are live instead of the whole stage's."""
-    off = b.s["activation_offload"] > 0
-    if np.any(off):
+def offload_layers_asked(strategy: Any) -> float:
+    """Decoder layers whose saved activations `strategy.activation_offload` sends to host memory: inf for true
+    (every layer: torchtune enable_activation_offloading), N for a number (Megatron-Core
+    cpu_offloading_num_layers), 0 for false."""
+    asked = getattr(strategy, "activation_offload", False)
+    if isinstance(asked, (bool, np.bool_)):
+        return float("inf") if asked else 0.0
+    return float(asked)
+
+
+def offloaded_layers(asked: Any, n_layers: Any) -> Any:
+    """Layers of a stage of `n_layers` that leave the GPU: at most all but the last, whose activations the
+    backward reads as soon as the forward ends (Megatron-Core requires cpu_offloading_num_layers < num_layers;
+    torchtune keeps the layer it is working on)."""
+    return np.minimum(asked, np.maximum(np.asarray(n_layers, dtype=float) - 1.0, 0.0))
+
+
+def _offload_and_fuse(b: _Batch, g: _Stage, items: dict[str, Any], host: Any) -> Any:
+    """Activation offloading (torchtune enable_activation_offloading, Megatron-Core cpu_offloading through
+    Transformer Engine's AsyncDoubleBufferGroupOffloadHandler): the saved activations of the offloaded layers
+    go to host memory on a side stream as each layer's forward ends and come back, one layer ahead, for its
+    backward, so the GPU holds the layers not offloaded plus one layer in flight (TE 2.9
+    pytorch/cpu_offload.py: a group is freed when its copy is waited on, layer_window_map spreads the copies
+    over the forward; with every layer offloaded, two layers: the current and the prefetched one). Optimizer in
+    backward (torchtune optimizer_in_bwd, PyTorch register_post_accumulate_grad_hook): each parameter is
+    stepped and its gradient freed as soon as it is computed, so one layer's gradients are live instead of the
+    whole stage's."""
+    asked = b.s["activation_offload"]
+    if np.any(asked > 0):
         lay = b.pre.layout
-        resident = 2.0 * np.maximum(b.dense_b, b.moe_b if lay.max_layer_exp else b.dense_b)
+        in_flight = np.maximum(b.dense_b, b.moe_b if lay.max_layer_exp else b.dense_b)
         acts = items["layer_activations"]
-        keep = np.minimum(acts, resident)
-        host = host + np.where(off, acts - keep, 0.0)
-        items["layer_activations"] = np.where(off, keep, acts)
+        n = np.maximum(np.asarray(g.n_layers, dtype=float), 1.0)
+        off = offloaded_layers(asked, n)
+        keep = np.minimum(acts, acts * (n - off) / n + in_flight)
+        host = host + np.where(off > 0, acts - keep, 0.0)
+        items["layer_activations"] = np.where(off > 0, keep, acts)
     fused = b.s["optimizer_in_backward"] > 0
     if np.any(fused) and b.training.trains_base_weights:
         lay = b.pre.layout
@@ -673,16 +714,17 @@ def _offload_and_fuse(b: _Batch, items: dict[str, Any], host: Any) -> Any:
 def activation_offload_bytes(model: ModelArch, training: Training, strategy: Strategy,
                              n_layers: np.ndarray) -> Any:
     """Bytes of one micro-batch's saved activations that activation offloading moves to host memory in the
-    forward and back in the backward, on a stage of `n_layers` decoder layers: every layer's but the two kept
-    resident (`_offload_and_fuse`); 0 without `strategy.activation_offload`. The time model charges their PCIe
-    transfers (step_time.py)."""
-    if not bool(getattr(strategy, "activation_offload", False)):
+    forward and back in the backward, on a stage of `n_layers` decoder layers: those of its offloaded layers
+    (`offloaded_layers`); 0 without `strategy.activation_offload`. The time model charges their transfers over
+    the host link (step_time.py)."""
+    asked = offload_layers_asked(strategy)
+    if asked <= 0:
         return 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
         b = _batch(model, training, strategy, DEFAULT_OPTIONS)
     moe_share = float(b.pre.layout.cum_moe[model.layers]) / model.layers
     per_layer = (1.0 - moe_share) * b.dense_b + moe_share * b.moe_b
-    return np.maximum(np.asarray(n_layers, dtype=float) - 2.0, 0.0) * per_layer
+    return offloaded_layers(asked, n_layers) * per_layer
 
 
 def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any) -> None:
@@ -806,7 +848,7 @@ def _evaluate(
         states = _model_states(b, g, items)
         _activations(b, g, items)
         host = _paged_optimizer(b, items, states.host)
-        host = _offload_and_fuse(b, items, host)
+        host = _offload_and_fuse(b, g, items, host)
         if options.overheads:
             _overheads(b, items, states.trainable_pg)
         total, step_peak = _optimizer_step_peak(b, items, sum(items.values()), states.opt_params, detail)

@@ -308,6 +308,14 @@ class _Step:
     act: float  # bytes per activation element on the wire
     strategy_dispatcher: str = "auto"  # Strategy.moe_dispatcher (one of MOE_DISPATCHERS)
     optimizer_impl: str = "fused"  # Strategy.optimizer_impl (one of OPTIMIZER_IMPLS; None = fused)
+    recompute_modules: tuple[str, ...] | None = None  # Strategy.recompute_modules (Megatron-Core)
+
+    @property
+    def moe_rerun(self) -> np.ndarray:
+        """The MoE block's forward runs again in backward: full recompute, or selective with recompute_modules
+        "moe" (its dispatch and combine all-to-alls and per-expert kernels with it)."""
+        again = self.recompute_modules is not None and "moe" in self.recompute_modules
+        return (self.rc == 2) | ((self.rc == 1) & again & ~np.asarray(self.fw.selective_op_policy, bool))
 
     @property
     def domain(self) -> int:
@@ -330,7 +338,8 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  m=pipeline.micro_batches(training.global_batch_seqs, d, b),
                  tok=b * seqs * float(training.seq_len) / c, act=r.act_bytes,
                  strategy_dispatcher=str(getattr(strategy, "moe_dispatcher", "auto")),
-                 optimizer_impl=_optimizer_impl(strategy))
+                 optimizer_impl=_optimizer_impl(strategy),
+                 recompute_modules=getattr(strategy, "recompute_modules", None))
 
 
 def _rates(system: System, training: Training, k: PerfConstants, calibration: Calibration | None,
@@ -370,7 +379,8 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              / np.where(np.asarray(x.fw.fp8_param_allgather) & (x.zero >= 3), x.d * x.c, 1.0),
                              selective_op_policy=x.fw.selective_op_policy,
                              attention_span=training.attention_span,
-                             split_projections=x.fw.split_projections, ce_unfused_fp32=x.fw.ce_unfused_fp32)
+                             split_projections=x.fw.split_projections, ce_unfused_fp32=x.fw.ce_unfused_fp32,
+                             recompute_modules=x.recompute_modules)
     layer_mb = lt.fwd + lt.bwd
     if training.method == "qlora":
         # NF4 weights are dequantised to 16-bit before every use (forward, backward, recompute): read 0.5 B,
@@ -457,7 +467,7 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     kernels = compute.KERNELS["moe_expert_gemms"] + compute.KERNELS["moe_expert_casts"] * _te_cast_kernels(x)
     moe_share = x.model.moe_layer_count / x.model.layers
     local_experts = np.maximum(x.model.experts / x.e, 1.0)
-    per_expert = per_kernel * kernels * (1.0 + (x.rc == 2) / 3.0)
+    per_expert = per_kernel * kernels * (1.0 + x.moe_rerun / 3.0)
     return _when(x.fw.moe_host_sync, blend + moe_share * local_experts * per_expert, blend)
 
 
@@ -527,7 +537,7 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
     flex = np.asarray(x.fw.moe_host_sync) & ~moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t)
     routed = np.where(flex, np.minimum(ranks, routed), routed)
     a2a = comm.all_to_all_time(x.tok * seq_share * routed * model.hidden * x.act, x.e, k_ep, x.r, x.system)
-    return a2a * (4.0 + 2.0 * (x.rc == 2)) * model.moe_layer_count / model.layers
+    return a2a * (4.0 + 2.0 * x.moe_rerun) * model.moe_layer_count / model.layers
 
 
 @dataclass(frozen=True)
@@ -887,7 +897,8 @@ def _flops(x: _Step, step: np.ndarray) -> dict[str, np.ndarray]:
     gpus = x.t * x.p * x.d * x.c
     ref_flops = forward_flops_per_token(model, s) if training.has_reference_model else 0.0
     model_flops = (model_flops_per_token(model, s, training.trains_base_weights) + ref_flops) * tokens
-    hw_flops = (hardware_flops_per_token(model, s, x.rc, training.trains_base_weights) + ref_flops) * tokens
+    hw_flops = (hardware_flops_per_token(model, s, x.rc, training.trains_base_weights, x.recompute_modules)
+                + ref_flops) * tokens
     peak = x.r.gemm_peak_flops
     return {
         "step_s": step,

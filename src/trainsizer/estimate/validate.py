@@ -58,11 +58,14 @@ from trainsizer.estimate.inputs import (
 )
 from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
+from trainsizer.names import RECOMPUTE_MODULES
 
 # Frameworks whose ZeRO-3 / full-shard path cannot run with pipeline parallelism (see module docstring).
 ZERO3_PP_REFUSED = ("deepspeed", "hf", "fsdp")
 # Frameworks with Megatron-Core's embedding / loss pipeline slots.
 PIPELINE_SLOT_FRAMEWORKS = ("auto", "megatron-core", "megatron", "deepseek-dualpipe")
+# Frameworks with Megatron-Core's per-module selective recompute (TransformerConfig.recompute_modules).
+RECOMPUTE_MODULE_FRAMEWORKS = ("auto", "megatron-core")
 # Frameworks that replicate a single KV head (multi-query attention) on every TP rank.
 MQA_REPLICATED_KV_FRAMEWORKS = ("megatron",)
 
@@ -85,6 +88,9 @@ RULES = (
     "zero3_with_pp",
     "pipeline_slots_need_megatron",
     "optimizer_in_backward_no_accumulation",
+    "activation_offload_layers",
+    "recompute_modules_framework",
+    "recompute_modules_model",
     "offload_needs_zero",
     "qlora_fp8",
     "recompute_code",
@@ -117,6 +123,9 @@ def strategy_codes(strategy: Strategy) -> tuple[np.ndarray, np.ndarray]:
     for where, kind, value, allowed in modes:
         if isinstance(value, str) and value not in allowed:
             raise unknown_name(where, kind, value, allowed)
+    for module in getattr(strategy, "recompute_modules", None) or ():
+        if module not in RECOMPUTE_MODULES:
+            raise unknown_name("strategy.recompute_modules", "recompute module", module, RECOMPUTE_MODULES)
     return np.asarray(strategy.recompute_code(), dtype=float), np.asarray(strategy.offload_code(), dtype=float)
 
 
@@ -258,6 +267,21 @@ def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
             np.full(tp.shape, not getattr(strategy, "optimizer_in_backward", False)) | (n_micro <= 1),
             lambda v: msg("rule_optimizer_in_backward", batch=B, micro_batch=v["micro_batch"], dp=v["dp"]),
         ),
+        "activation_offload_layers": (
+            _offload_layers_ok(strategy, model.layers / safe(pp * c.vpp)),
+            lambda v: msg("rule_activation_offload_layers", n=getattr(strategy, "activation_offload", 0),
+                          chunk=f"{model.layers / (v['pp'] * v['vpp']):g}", layers=model.layers),
+        ),
+        "recompute_modules_framework": (
+            np.full(tp.shape, getattr(strategy, "recompute_modules", None) is None
+                    or fw in RECOMPUTE_MODULE_FRAMEWORKS),
+            lambda v: msg("rule_recompute_modules_framework", framework=repr(fw),
+                          allowed=", ".join(RECOMPUTE_MODULE_FRAMEWORKS)),
+        ),
+        "recompute_modules_model": (
+            np.full(tp.shape, _modules_misfit(model, strategy) is None),
+            lambda v: msg("rule_recompute_modules_model", model=model.name, **_modules_misfit(model, strategy)),
+        ),
         "pipeline_slots_need_megatron": (
             (slots == 0) | (fw in PIPELINE_SLOT_FRAMEWORKS),
             lambda v: msg("rule_pipeline_slots_need_megatron", framework=repr(fw),
@@ -282,6 +306,27 @@ def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
         ),
 
     }
+
+
+def _modules_misfit(model: ModelArch, strategy: Strategy) -> dict[str, str] | None:
+    """The first listed recompute module the model lacks what it recomputes for, as Megatron-Core's
+    TransformerConfig refuses it (mla_up_proj without multi-latent attention, moe_act without grouped MoE
+    experts); None when every one applies."""
+    modules = getattr(strategy, "recompute_modules", None) or ()
+    if "mla_up_proj" in modules and model.attention != "mla":
+        return {"module": "mla_up_proj", "needs": msg("part_mla")}
+    if "moe_act" in modules and not model.is_moe:
+        return {"module": "moe_act", "needs": msg("part_moe_experts")}
+    return None
+
+
+def _offload_layers_ok(strategy: Strategy, chunk_layers: np.ndarray) -> np.ndarray:
+    """A number of offloaded layers (not true / false) must be below the decoder layers of a model chunk:
+    Megatron-Core TransformerConfig refuses cpu_offloading_num_layers >= num_layers."""
+    asked = getattr(strategy, "activation_offload", False)
+    if isinstance(asked, (bool, np.bool_)):
+        return np.ones(np.shape(chunk_layers), dtype=bool)
+    return float(asked) < chunk_layers
 
 
 def valid_mask(model: ModelArch, training: Training, system: System, strategy: Strategy) -> np.ndarray:

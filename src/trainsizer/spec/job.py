@@ -27,12 +27,14 @@ from trainsizer.names import (
     OPTIMIZERS,
     PRECISIONS,
     RECOMPUTE,
+    RECOMPUTE_MODULES,
 )
 
 Method = Literal[METHODS]
 Precision = Literal[PRECISIONS]
 Optimizer = Literal[OPTIMIZERS]
 Recompute = Literal[RECOMPUTE]
+RecomputeModule = Literal[RECOMPUTE_MODULES]
 Offload = Literal[OFFLOAD]
 Currency = Literal["USD", "CNY"]
 Procurement = Literal["rent", "buy", "either"]
@@ -202,6 +204,9 @@ class StrategySpec(_Strict):
     shard_group: int | None = Field(None, ge=0, le=MAX_GPUS)
     micro_batch: int = Field(1, gt=0, le=MAX_BATCH_SEQUENCES)
     recompute: Recompute = "selective"
+    # what "selective" recomputes, Megatron-Core recompute_modules (core_attn, moe_act, layernorm, mla_up_proj, mlp,
+    # moe, shared_experts); null = the attention core (Megatron-Core's default ["core_attn"])
+    recompute_modules: tuple[RecomputeModule, ...] | None = None
     offload: Offload = "none"
     sequence_parallel: bool = True
     distributed_optimizer: bool = False
@@ -232,7 +237,9 @@ class StrategySpec(_Strict):
     norm_kernel: NormKernel | None = None
     # MoE token dispatcher (Megatron-Core): auto | alltoall | flex (DeepEP / HybridEP)
     moe_dispatcher: MoeDispatcher = "auto"
-    activation_offload: bool = False
+    # saved activations to host memory: true = every layer's (torchtune enable_activation_offloading), N = the
+    # first N decoder layers of the model chunk (Megatron-Core cpu_offloading_num_layers), false = none
+    activation_offload: bool | int = False
     optimizer_in_backward: bool = False
     # AdamW step: fused | foreach (torch.optim.AdamW without fused=True: multi-tensor passes); null = fused
     optimizer_impl: OptimizerImpl | None = None
@@ -243,6 +250,11 @@ class StrategySpec(_Strict):
 
     @model_validator(mode="after")
     def _fsdp_is_zero3(self) -> StrategySpec:
+        if self.recompute_modules is not None and self.recompute != "selective":
+            raise ValueError(msg("job_recompute_modules_selective", recompute=self.recompute))
+        offload = self.activation_offload
+        if not isinstance(offload, bool) and offload < 1:
+            raise ValueError(msg("job_activation_offload_layers", value=offload))
         if self.fsdp != "none" and self.zero not in (0, 3):
             raise ValueError(msg("job_fsdp_zero", fsdp=self.fsdp, zero=self.zero))
         if self.fsdp == "hybrid" and not self.shard_group:
