@@ -227,9 +227,13 @@ def _shape_and_pipeline_rules(c: SimpleNamespace) -> _Rules:
 
 def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
     """Expert and context parallelism, batch split, ZeRO/FSDP and offload, and what each framework offers."""
-    model, training, strategy, B, s, safe = c.model, c.training, c.strategy, c.B, c.s, c.safe
-    tp, pp, dp, cp, ep, mb, sg, zero = c.tp, c.pp, c.dp, c.cp, c.ep, c.mb, c.sg, c.zero
-    rec, off, fw, slots, n_micro = c.rec, c.off, c.fw, c.slots, c.n_micro
+    return _sharding_rules(c) | _stack_option_rules(c)
+
+
+def _sharding_rules(c: SimpleNamespace) -> _Rules:
+    """Expert and context parallelism, the batch split and the ZeRO / FSDP shard group."""
+    model, B, s, safe = c.model, c.B, c.s, c.safe
+    dp, cp, ep, mb, sg, zero = c.dp, c.cp, c.ep, c.mb, c.sg, c.zero
     return {
         "ep_needs_moe": (
             (ep <= 1) | model.is_moe,
@@ -259,6 +263,14 @@ def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
             (sg <= 0) | ((sg <= dp * cp) & (np.mod(dp * cp, safe(sg)) == 0) & (zero >= 1)),
             lambda v: msg("rule_shard_group_divides_dp", shard_group=v["shard_group"], dp_cp=v["dp"] * v["cp"]),
         ),
+    }
+
+
+def _stack_option_rules(c: SimpleNamespace) -> _Rules:
+    """What each framework offers: ZeRO-3 with PP, offload, recompute modules, pipeline slots, QLoRA FP8."""
+    model, training, strategy, B, safe = c.model, c.training, c.strategy, c.B, c.safe
+    tp, pp, zero, rec, off, fw, slots, n_micro = c.tp, c.pp, c.zero, c.rec, c.off, c.fw, c.slots, c.n_micro
+    return {
         "zero3_with_pp": (
             (zero < 3) | (pp <= 1) | (fw not in ZERO3_PP_REFUSED),
             lambda v: msg("rule_zero3_with_pp", framework=repr(fw), refused=", ".join(ZERO3_PP_REFUSED)),
@@ -304,7 +316,6 @@ def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
             np.isin(off, (0, 1, 2)),
             lambda v: msg("rule_offload_code", code=v["off"]),
         ),
-
     }
 
 
