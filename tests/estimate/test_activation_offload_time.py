@@ -36,21 +36,22 @@ def test_offloaded_bytes_are_every_layer_but_the_last_and_one_in_flight_stays():
 def test_offloading_n_layers_keeps_the_others_and_one_in_flight():
     """Megatron-Core cpu_offloading_num_layers = N: the first N layers' activations go to host memory (Transformer
     Engine's AsyncDoubleBufferGroupOffloadHandler), the rest stay, plus one layer in flight."""
-    moved = float(activation_offload_bytes(MODEL, LORA, OFF.with_(activation_offload=12), MODEL.layers))
-    one_layer = float(activation_offload_bytes(MODEL, LORA, OFF.with_(activation_offload=1), MODEL.layers))
+    mc = OFF.with_(framework="megatron-core")
+    moved = float(activation_offload_bytes(MODEL, LORA, mc.with_(activation_offload=12), MODEL.layers))
+    one_layer = float(activation_offload_bytes(MODEL, LORA, mc.with_(activation_offload=1), MODEL.layers))
     assert moved == pytest.approx(12 * one_layer)
-    none = estimate_memory(MODEL, LORA, CARD, OFF.with_(activation_offload=False)).items_bytes["layer_activations"]
-    some = estimate_memory(MODEL, LORA, CARD, OFF.with_(activation_offload=12)).items_bytes["layer_activations"]
+    none = estimate_memory(MODEL, LORA, CARD, mc.with_(activation_offload=False)).items_bytes["layer_activations"]
+    some = estimate_memory(MODEL, LORA, CARD, mc.with_(activation_offload=12)).items_bytes["layer_activations"]
     assert some == pytest.approx(none * (MODEL.layers - 12) / MODEL.layers + one_layer, rel=1e-9)
-    every = estimate_memory(MODEL, LORA, CARD, OFF).items_bytes["layer_activations"]
+    every = estimate_memory(MODEL, LORA, CARD, mc).items_bytes["layer_activations"]
     assert every < some < none
 
 
 def test_offloading_as_many_layers_as_a_chunk_holds_is_refused():
     from trainsizer.errors import StrategyError
 
-    with pytest.raises(StrategyError, match="cpu_offloading_num_layers"):
-        estimate_memory(MODEL, LORA, CARD, OFF.with_(activation_offload=MODEL.layers))
+    with pytest.raises(StrategyError, match="activation_offload_layers\\)"):
+        estimate_memory(MODEL, LORA, CARD, OFF.with_(activation_offload=MODEL.layers, framework="megatron-core"))
 
 
 def test_slow_host_link_exposes_transfer_time_fast_link_hides_it():

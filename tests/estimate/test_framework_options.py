@@ -46,6 +46,20 @@ def test_activation_offload_and_optimizer_in_backward_lower_gpu_memory():
                         st.with_(optimizer_in_backward=True))
 
 
+
+def test_a_layer_count_of_activation_offload_is_megatron_core_only():
+    """activation_offload: N is Megatron-Core's cpu_offloading_num_layers; true (every layer) is torchtune's."""
+    m, s = llama8b(), h100_cluster(8)
+    st = Strategy(dp=8, zero=3, micro_batch=1, recompute="none")
+    tr = Training(method="full", seq_len=8192, global_batch_seqs=8)
+    for fw in ("hf", "torchtune", "torchtitan"):
+        with pytest.raises(StrategyError, match="cpu_offloading_num_layers"):
+            estimate_memory(m, tr, s, st.with_(framework=fw, activation_offload=8))
+        estimate_memory(m, tr, s, st.with_(framework=fw, activation_offload=True))
+    mc = Strategy(dp=8, micro_batch=1, recompute="none", distributed_optimizer=True, framework="megatron-core")
+    assert estimate_memory(m, tr, s, mc.with_(activation_offload=8)).per_gpu_bytes < \
+        estimate_memory(m, tr, s, mc).per_gpu_bytes
+
 def test_power_capped_96gb_h100_through_a_catalog_overlay(tmp_path):
     """torchtitan's Grand Teton H100: 96 GB held at 500 W, said in the user's own catalog overlay."""
     path = tmp_path / "teton.yaml"

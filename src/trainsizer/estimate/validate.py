@@ -66,6 +66,8 @@ ZERO3_PP_REFUSED = ("deepspeed", "hf", "fsdp")
 PIPELINE_SLOT_FRAMEWORKS = ("auto", "megatron-core", "megatron", "deepseek-dualpipe")
 # Frameworks with Megatron-Core's per-module selective recompute (TransformerConfig.recompute_modules).
 RECOMPUTE_MODULE_FRAMEWORKS = ("auto", "megatron-core")
+# activation_offload: N (a layer count, not true) is Megatron-Core's cpu_offloading_num_layers
+OFFLOAD_LAYERS_FRAMEWORKS = ("auto", "megatron-core")
 # Frameworks that replicate a single KV head (multi-query attention) on every TP rank.
 MQA_REPLICATED_KV_FRAMEWORKS = ("megatron",)
 
@@ -89,6 +91,7 @@ RULES = (
     "pipeline_slots_need_megatron",
     "optimizer_in_backward_no_accumulation",
     "activation_offload_layers",
+    "activation_offload_layers_framework",
     "recompute_modules_framework",
     "recompute_modules_model",
     "offload_needs_zero",
@@ -284,6 +287,11 @@ def _stack_option_rules(c: SimpleNamespace) -> _Rules:
             lambda v: msg("rule_activation_offload_layers", n=getattr(strategy, "activation_offload", 0),
                           chunk=f"{model.layers / (v['pp'] * v['vpp']):g}", layers=model.layers),
         ),
+        "activation_offload_layers_framework": (
+            np.full(tp.shape, not _offloads_layer_count(strategy) or fw in OFFLOAD_LAYERS_FRAMEWORKS),
+            lambda v: msg("rule_activation_offload_layers_framework", framework=repr(fw),
+                          allowed=", ".join(OFFLOAD_LAYERS_FRAMEWORKS)),
+        ),
         "recompute_modules_framework": (
             np.full(tp.shape, getattr(strategy, "recompute_modules", None) is None
                     or fw in RECOMPUTE_MODULE_FRAMEWORKS),
@@ -329,6 +337,12 @@ def _modules_misfit(model: ModelArch, strategy: Strategy) -> dict[str, str] | No
     if "moe_act" in modules and not model.is_moe:
         return {"module": "moe_act", "needs": msg("part_moe_experts")}
     return None
+
+
+def _offloads_layer_count(strategy: Strategy) -> bool:
+    """True when activation_offload names a number of layers rather than true / false."""
+    asked = getattr(strategy, "activation_offload", False)
+    return not isinstance(asked, (bool, np.bool_))
 
 
 def _offload_layers_ok(strategy: Strategy, chunk_layers: np.ndarray) -> np.ndarray:
