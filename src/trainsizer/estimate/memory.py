@@ -58,7 +58,12 @@ from trainsizer.estimate.model_states import (
     param_layout,
     state_bytes,
 )
-from trainsizer.estimate.validate import check_strategy, require_one_strategy, strategy_arrays
+from trainsizer.estimate.validate import (
+    check_strategy,
+    offload_layers_asked,
+    require_one_strategy,
+    strategy_arrays,
+)
 from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
 from trainsizer.names import NORM_KERNELS
@@ -663,16 +668,6 @@ def _cp_ring_buffers(b: _Batch) -> Any:
                  + 4.0 * cc["fp32_dkv_exchange_copies"] * kv_w
                  + (4.0 * cc["fp32_qkv_grad_accumulators"] + a * cc["step_qkv_grad_copies"]) * (q_w + kv_w))
     return b.tokens * per_token / b.t
-
-
-def offload_layers_asked(strategy: Any) -> float:
-    """Decoder layers whose saved activations `strategy.activation_offload` sends to host memory: inf for true
-    (every layer: torchtune enable_activation_offloading), N for a number (Megatron-Core
-    cpu_offloading_num_layers), 0 for false."""
-    asked = getattr(strategy, "activation_offload", False)
-    if isinstance(asked, (bool, np.bool_)):
-        return float("inf") if asked else 0.0
-    return float(asked)
 
 
 def offloaded_layers(asked: Any, n_layers: Any) -> Any:

@@ -339,19 +339,27 @@ def _modules_misfit(model: ModelArch, strategy: Strategy) -> dict[str, str] | No
     return None
 
 
-def _offloads_layer_count(strategy: Strategy) -> bool:
+def _offloads_layer_count(strategy: Any) -> bool:
     """True when activation_offload names a number of layers rather than true / false."""
+    return not isinstance(getattr(strategy, "activation_offload", False), (bool, np.bool_))
+
+
+def offload_layers_asked(strategy: Any) -> float:
+    """Decoder layers whose saved activations `strategy.activation_offload` sends to host memory: inf for true
+    (every layer: torchtune enable_activation_offloading), N for a number (Megatron-Core
+    cpu_offloading_num_layers), 0 for false."""
     asked = getattr(strategy, "activation_offload", False)
-    return not isinstance(asked, (bool, np.bool_))
+    if not _offloads_layer_count(strategy):
+        return float("inf") if asked else 0.0
+    return float(asked)
 
 
 def _offload_layers_ok(strategy: Strategy, chunk_layers: np.ndarray) -> np.ndarray:
     """A number of offloaded layers (not true / false) must be below the decoder layers of a model chunk:
     Megatron-Core TransformerConfig refuses cpu_offloading_num_layers >= num_layers."""
-    asked = getattr(strategy, "activation_offload", False)
-    if isinstance(asked, (bool, np.bool_)):
+    if not _offloads_layer_count(strategy):
         return np.ones(np.shape(chunk_layers), dtype=bool)
-    return float(asked) < chunk_layers
+    return offload_layers_asked(strategy) < chunk_layers
 
 
 def valid_mask(model: ModelArch, training: Training, system: System, strategy: Strategy) -> np.ndarray:
