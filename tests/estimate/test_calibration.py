@@ -22,6 +22,20 @@ def test_constants_file_loads_and_is_sane():
     assert failure_figures().failures_per_gpu_day == pytest.approx(419 / (16384 * 54), rel=0.01)
 
 
+def test_consumer_card_gemm_efficiency_follows_its_measured_matmul_rate():
+    # derived, not fitted (perf_constants.yaml gemm.efficiency_max): the large-shape torch.matmul BF16 rate people
+    # measured on the card (RTX 4090) or its die (GA102 in the A40 for the RTX A6000) as a share of the catalog
+    # peak, x the A100's tuned efficiency over its measured MAMF share
+    k = load_constants()
+    a100_ratio = k.gemm_efficiency("a100-sxm-80gb") / (271.8 / 312)
+    for acc, measured_share in (("rtx-4090", (151.5 + 160.2 + 158.5) / 3 / 165.2),
+                                ("rtx-a6000", (115.2 + 110.6 + 122.3) / 3 / 149.7)):
+        assert k.gemm_efficiency(acc) == pytest.approx(measured_share * a100_ratio, abs=0.01)
+        assert k.gemm_efficiency(acc) < measured_share  # a training run's shapes never beat the square benchmark
+    # the 4090 holds clocks above its rated boost (0.95 of its FP32-accumulate peak measured); H100 throttles
+    assert k.gemm_efficiency("rtx-4090") > k.gemm_efficiency("h100-sxm-80gb")
+
+
 def test_rates_follow_system_and_calibration():
     r = rates(a100_cluster(), "bf16")
     assert r.gemm_peak_flops == 312e12

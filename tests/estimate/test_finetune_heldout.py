@@ -31,9 +31,10 @@ def test_held_out_fine_tuning_figures():
     assert m("Megatron-Bridge", "tokens_s") <= 8.5  # reached: 6.0% (LoRA on linear_qkv, as the scripts set)
     # reached: 20.1% (62.8% with fp32 master + fp32 Adam states; 27.4% with FSDP CPU offload's gradients on the GPU)
     assert m("torchtune", "peak_gib") <= 22.0
-    # reached: 15.8% (17.9% without the 3B full rows' foreach AdamW stated; 20.2% without LoRA adapter costs: 3B
+    # reached: 14.2% (15.8% with the default GEMM efficiency 0.62 on the RTX 4090 / A6000 instead of the 0.80 / 0.66
+    # derived from measured matmul rates; 17.9% without the 3B full rows' foreach AdamW stated; 20.2% without LoRA adapter costs: 3B
     # LoRA / QLoRA +28% -> +4%; 70B full with fsdp_cpu_offload -30% -> +11%, the host step at 14 of CPU-Adam's 30 B)
-    assert m("torchtune", "tokens_s") <= 17.0
+    assert m("torchtune", "tokens_s") <= 15.5
     assert m("LLaMA-Factory", "tokens_s") <= 21.0  # reached: 19.0% (27.5% without LoRA adapter costs)
     assert m("LLaMA-Factory", "peak_gib") <= 10.0  # reached: 8.9% (kbit_upcast false: no PEFT fp32 upcast)
     # reached: 9.8% with transformers 4.46-4.47's loss (loss_impl upcast-shift); 21.4% with upcast's 12 B per logit,
