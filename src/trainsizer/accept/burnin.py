@@ -105,30 +105,34 @@ def record(tel: GpuTelemetry, duration_s: float, interval_s: float, load=None,
     return rec
 
 
-def evaluate(ctx: Context, prefix: str, rec: BurnInRecord) -> list[CheckResult]:
-    crit = ctx.criteria
-    out: list[CheckResult] = []
-    common = {"duration_s": rec.duration_s, "samples": len(rec.ticks), "load": rec.load}
+def _common(rec: BurnInRecord) -> dict:
+    return {"duration_s": rec.duration_s, "samples": len(rec.ticks), "load": rec.load}
 
+
+def _gpus_present(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
     counts = [len([s for s in tick if not s.lost]) for tick in rec.ticks]
     lost = sorted({s.index for tick in rec.ticks for s in tick if s.lost})
     fewest = min(counts, default=rec.gpu_count)
     ok = fewest >= rec.gpu_count and not lost
-    out.append(ctx.result(f"{prefix}.gpus_present", "pass" if ok else "fail", measured=fewest,
-                          threshold=rec.gpu_count, unit="GPUs", source=msg("acc_src_gpu_count_at_start"),
-                          why="no GPU lost" if ok else f"GPU lost during load (lost: {lost or 'count dropped'})",
-                          details=common))
+    return ctx.result(f"{prefix}.gpus_present", "pass" if ok else "fail", measured=fewest,
+                      threshold=rec.gpu_count, unit="GPUs", source=msg("acc_src_gpu_count_at_start"),
+                      why="no GPU lost" if ok else f"GPU lost during load (lost: {lost or 'count dropped'})",
+                      details=_common(rec))
 
+
+def _xid(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
+    crit = ctx.criteria
     if rec.xids_before is None or rec.xids_after is None:
-        out.append(ctx.skipped(f"{prefix}.xid", "kernel log not readable (run as root to scan for XID errors)"))
-    else:
-        critical = set(crit.critical_xids or [])
-        new = [e for e in rec.xids_after[len(rec.xids_before):] if e.xid in critical]
-        out.append(ctx.result(f"{prefix}.xid", "fail" if new else "pass", measured=len(new), threshold=0,
-                              unit="critical XIDs", source=crit.critical_xids_source,
-                              why=f"new critical XIDs {sorted({e.xid for e in new})}" if new
-                              else "no new critical XID"))
+        return ctx.skipped(f"{prefix}.xid", "kernel log not readable (run as root to scan for XID errors)")
+    critical = set(crit.critical_xids or [])
+    new = [e for e in rec.xids_after[len(rec.xids_before):] if e.xid in critical]
+    return ctx.result(f"{prefix}.xid", "fail" if new else "pass", measured=len(new), threshold=0,
+                      unit="critical XIDs", source=crit.critical_xids_source,
+                      why=f"new critical XIDs {sorted({e.xid for e in new})}" if new
+                      else "no new critical XID")
 
+
+def _ecc(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
     before = {h.index: h.ecc_uncorrected_volatile or 0 for h in rec.health_before}
     after = {h.index: h.ecc_uncorrected_volatile or 0 for h in rec.health_after}
     for tick in rec.ticks:
@@ -136,10 +140,12 @@ def evaluate(ctx: Context, prefix: str, rec: BurnInRecord) -> list[CheckResult]:
             if s.ecc_uncorrected_volatile is not None:
                 after[s.index] = max(after.get(s.index, 0), s.ecc_uncorrected_volatile)
     new_ecc = {i: after[i] - before.get(i, 0) for i in after if after[i] > before.get(i, 0)}
-    out.append(ctx.result(f"{prefix}.ecc", "fail" if new_ecc else "pass", measured=sum(new_ecc.values()),
-                          threshold=0, unit="new uncorrectable", source=suite_check(15, "acc_rule_delta_ecc"),
-                          why=f"new uncorrectable ECC errors {new_ecc}" if new_ecc else "no new uncorrectable ECC error"))
+    return ctx.result(f"{prefix}.ecc", "fail" if new_ecc else "pass", measured=sum(new_ecc.values()),
+                      threshold=0, unit="new uncorrectable", source=suite_check(15, "acc_rule_delta_ecc"),
+                      why=f"new uncorrectable ECC errors {new_ecc}" if new_ecc else "no new uncorrectable ECC error")
 
+
+def _throttle(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
     throttled: dict[int, set[str]] = {}
     n_bad = 0
     for tick in rec.ticks:
@@ -147,58 +153,69 @@ def evaluate(ctx: Context, prefix: str, rec: BurnInRecord) -> list[CheckResult]:
             if s.clock_event_reasons & FAILING_REASONS:
                 n_bad += 1
                 throttled.setdefault(s.index, set()).update(reason_names(s.clock_event_reasons & FAILING_REASONS))
-    out.append(ctx.result(
+    return ctx.result(
         f"{prefix}.throttle", "fail" if throttled else "pass", measured=n_bad, threshold=0, unit="samples",
         source=msg("acc_src_dcgm_throttle"),
         why=("thermal/power slowdown: " + "; ".join(f"GPU {i}: {', '.join(sorted(r))}" for i, r in throttled.items()))
-        if throttled else "no thermal/power slowdown"))
+        if throttled else "no thermal/power slowdown")
 
+
+def _temperature(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
+    crit = ctx.criteria
     temps: dict[int, float] = {}
     for tick in rec.ticks:
         for s in tick:
             if s.temp_c is not None:
                 temps[s.index] = max(temps.get(s.index, float("-inf")), s.temp_c)
     if not temps:
-        out.append(ctx.skipped(f"{prefix}.temperature", "no temperature samples", limit=crit.temp_max_c))
-    else:
-        limit = crit.temp_max_c
-        if rec.temp_limits:
-            gpu_max = min(rec.temp_limits.values())
-            if limit is None or gpu_max < float(limit.value):
-                limit = Limit.said(gpu_max, msg("acc_src_nvml_max_temp"))
-        hottest = max(temps, key=temps.get)
-        out.append(ctx.at_most(f"{prefix}.temperature", temps[hottest], limit, "C",
-                               f"hottest GPU {hottest} peak", details={"peak_c": temps, **common}))
+        return ctx.skipped(f"{prefix}.temperature", "no temperature samples", limit=crit.temp_max_c)
+    limit = crit.temp_max_c
+    if rec.temp_limits:
+        gpu_max = min(rec.temp_limits.values())
+        if limit is None or gpu_max < float(limit.value):
+            limit = Limit.said(gpu_max, msg("acc_src_nvml_max_temp"))
+    hottest = max(temps, key=temps.get)
+    return ctx.at_most(f"{prefix}.temperature", temps[hottest], limit, "C",
+                       f"hottest GPU {hottest} peak", details={"peak_c": temps, **_common(rec)})
 
+
+def _utilization(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
     utils: dict[int, list[float]] = {}
     for tick in rec.ticks:
         for s in tick:
             if s.util_pct is not None:
                 utils.setdefault(s.index, []).append(s.util_pct)
     if not utils or rec.load == "none" and not rec.throughput:
-        out.append(ctx.skipped(f"{prefix}.utilization", "no load applied or no utilisation samples"))
-    else:
-        means = {i: round(statistics.fmean(v), 1) for i, v in utils.items()}
-        low_i = min(means, key=means.get)
-        out.append(ctx.at_least(f"{prefix}.utilization", means[low_i],
-                                Limit.said(95, suite_check(15, "acc_rule_utilisation")),
-                                "%", f"lowest mean GPU utilisation (GPU {low_i})", details={"mean_pct": means}))
+        return ctx.skipped(f"{prefix}.utilization", "no load applied or no utilisation samples")
+    means = {i: round(statistics.fmean(v), 1) for i, v in utils.items()}
+    low_i = min(means, key=means.get)
+    return ctx.at_least(f"{prefix}.utilization", means[low_i],
+                        Limit.said(95, suite_check(15, "acc_rule_utilisation")),
+                        "%", f"lowest mean GPU utilisation (GPU {low_i})", details={"mean_pct": means})
 
+
+def _throughput(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
     if not rec.throughput:
-        out.append(ctx.skipped(f"{prefix}.throughput", f"no load throughput measured (load: {rec.load})"))
-    else:
-        med = statistics.median(rec.throughput.values())
-        ratio, source = fleet_ratio(crit)
-        low_i = min(rec.throughput, key=rec.throughput.get)
-        limit = Limit.said(round(ratio * med, 2), msg("acc_src_node_median", ratio=ratio, source=source))
-        res = ctx.at_least(f"{prefix}.throughput", rec.throughput[low_i], limit, "TFLOP/s",
-                           f"slowest GPU {low_i} under load", details={"per_gpu": rec.throughput})
-        if rec.load_errors:
-            res.status = "fail"
-            res.why = "load stopped: " + "; ".join(f"GPU {i}: {e}" for i, e in sorted(rec.load_errors.items())) \
-                + f" ({res.why})"
-        out.append(res)
-    return out
+        return ctx.skipped(f"{prefix}.throughput", f"no load throughput measured (load: {rec.load})")
+    med = statistics.median(rec.throughput.values())
+    ratio, source = fleet_ratio(ctx.criteria)
+    low_i = min(rec.throughput, key=rec.throughput.get)
+    limit = Limit.said(round(ratio * med, 2), msg("acc_src_node_median", ratio=ratio, source=source))
+    res = ctx.at_least(f"{prefix}.throughput", rec.throughput[low_i], limit, "TFLOP/s",
+                       f"slowest GPU {low_i} under load", details={"per_gpu": rec.throughput})
+    if rec.load_errors:
+        res.status = "fail"
+        res.why = "load stopped: " + "; ".join(f"GPU {i}: {e}" for i, e in sorted(rec.load_errors.items())) \
+            + f" ({res.why})"
+    return res
+
+
+_CHECKS = (_gpus_present, _xid, _ecc, _throttle, _temperature, _utilization, _throughput)
+
+
+def evaluate(ctx: Context, prefix: str, rec: BurnInRecord) -> list[CheckResult]:
+    """One result per check, in the order the report lists them."""
+    return [check(ctx, prefix, rec) for check in _CHECKS]
 
 
 def run(ctx: Context, prefix: str, duration_s: float) -> list[CheckResult]:
