@@ -8,6 +8,7 @@ from trainsizer.accept import host
 from trainsizer.accept.context import Context
 from trainsizer.accept.criteria import Limit, suite_check, version_at_least
 from trainsizer.accept.results import CheckResult
+from trainsizer.accept.telemetry import GpuInfo
 
 GIB = 2**30
 
@@ -47,60 +48,76 @@ def _equal(ctx: Context, name: str, measured: int, limit: Limit | None, what: st
                       why=f"{what}: found {measured}, plan {'=' if ok else '!='} {limit.value}")
 
 
-def run(ctx: Context, info: host.HostInfo | None = None) -> list[CheckResult]:
+def _no_telemetry(ctx: Context) -> list[CheckResult]:
     crit = ctx.criteria
-    info = info or host.probe(ctx.options.sysfs_root)
-    out: list[CheckResult] = []
+    limits = {"gpu_count": crit.gpu_count, "gpu_model": crit.gpu_model, "gpu_memory": crit.gpu_memory_gib_min}
+    return [ctx.skipped(f"inventory.{name}", ctx.telemetry_why, limit=limits.get(name))
+            for name in ("gpu_count", "gpu_model", "gpu_memory", "driver_version", "cuda_version", "ecc_mode",
+                         "nvlink_up")]
+
+
+def _gpu_model(ctx: Context, gpus: list[GpuInfo]) -> CheckResult:
+    crit = ctx.criteria
+    names = sorted({g.name for g in gpus})
+    if crit.gpu_model is None:
+        return ctx.result("inventory.gpu_model", "skipped", measured=", ".join(names),
+                          why="no GPU model in the criteria")
+    want = str(crit.gpu_model.value).lower()
+    bad = [g.index for g in gpus if want not in g.name.lower()]
+    return ctx.result(
+        "inventory.gpu_model", "fail" if bad or not gpus else "pass", measured=", ".join(names),
+        limit=crit.gpu_model,
+        why=f"GPUs {bad} are not {crit.gpu_model.value!r}" if bad else f"all GPUs match {want!r}",
+    )
+
+
+def _ecc_mode(ctx: Context, gpus: list[GpuInfo]) -> CheckResult:
+    ecc = {g.index: g.ecc_enabled for g in gpus if g.ecc_enabled is not None}
+    off = sorted(i for i, on in ecc.items() if not on)
+    if not ecc:
+        return ctx.skipped("inventory.ecc_mode", "ECC mode not reported")
+    return ctx.result("inventory.ecc_mode", "fail" if off else "pass", measured=len(off), threshold=0,
+                      unit="GPUs without ECC", source=suite_check(1, "acc_rule_ecc_enabled"),
+                      why=f"ECC disabled on GPUs {off}" if off else f"ECC enabled on all {len(ecc)} GPUs")
+
+
+def _nvlink_up(ctx: Context, gpus: list[GpuInfo]) -> CheckResult:
+    crit = ctx.criteria
+    ups = [(g.index, g.nvlinks_up, g.nvlinks_total) for g in gpus if g.nvlinks_up is not None]
+    if not ups:
+        return ctx.skipped("inventory.nvlink_up", "NVLink state not reported (no NVLink or no data)",
+                           limit=crit.nvlinks_per_gpu)
+    low = min(u for _, u, _ in ups)
+    down = [i for i, u, t in ups if t is not None and u < t]
+    res = ctx.at_least("inventory.nvlink_up", low, crit.nvlinks_per_gpu, "links", "fewest NVLinks up on a GPU",
+                       details={"per_gpu": {i: u for i, u, _ in ups}})
+    if down and res.status != "fail":
+        res.status, res.why = "fail", f"GPUs {down} have inactive NVLinks ({res.why})"
+    return res
+
+
+def _gpu_checks(ctx: Context) -> list[CheckResult]:
+    """The GPUs as the telemetry reports them: count, model, memory, driver, CUDA, ECC, NVLink."""
+    crit = ctx.criteria
     gpus = ctx.gpus()
-    if ctx.telemetry is None:
-        for name in ("gpu_count", "gpu_model", "gpu_memory", "driver_version", "cuda_version", "ecc_mode",
-                     "nvlink_up"):
-            limit = {"gpu_count": crit.gpu_count, "gpu_model": crit.gpu_model,
-                     "gpu_memory": crit.gpu_memory_gib_min}.get(name)
-            out.append(ctx.skipped(f"inventory.{name}", ctx.telemetry_why, limit=limit))
-    else:
-        out.append(_equal(ctx, "inventory.gpu_count", len(gpus), crit.gpu_count, "GPUs"))
-        names = sorted({g.name for g in gpus})
-        if crit.gpu_model is None:
-            out.append(ctx.result("inventory.gpu_model", "skipped", measured=", ".join(names),
-                                  why="no GPU model in the criteria"))
-        else:
-            want = str(crit.gpu_model.value).lower()
-            bad = [g.index for g in gpus if want not in g.name.lower()]
-            out.append(ctx.result(
-                "inventory.gpu_model", "fail" if bad or not gpus else "pass", measured=", ".join(names),
-                limit=crit.gpu_model,
-                why=f"GPUs {bad} are not {crit.gpu_model.value!r}" if bad else f"all GPUs match {want!r}",
-            ))
-        mems = [g.memory_total_bytes / GIB for g in gpus if g.memory_total_bytes]
-        out.append(ctx.at_least("inventory.gpu_memory", round(min(mems), 1) if mems else None,
-                                crit.gpu_memory_gib_min, "GiB", "smallest GPU memory"))
-        out.append(_version(ctx, "inventory.driver_version", ctx.telemetry.driver_version(),
-                            crit.driver_version_min, "driver version not reported"))
-        out.append(_version(ctx, "inventory.cuda_version", ctx.telemetry.cuda_version(),
-                            crit.cuda_version_min, "CUDA version not reported"))
-        ecc = {g.index: g.ecc_enabled for g in gpus if g.ecc_enabled is not None}
-        off = sorted(i for i, on in ecc.items() if not on)
-        if not ecc:
-            out.append(ctx.skipped("inventory.ecc_mode", "ECC mode not reported"))
-        else:
-            out.append(ctx.result("inventory.ecc_mode", "fail" if off else "pass", measured=len(off), threshold=0,
-                                  unit="GPUs without ECC", source=suite_check(1, "acc_rule_ecc_enabled"),
-                                  why=f"ECC disabled on GPUs {off}" if off else f"ECC enabled on all {len(ecc)} GPUs"))
-        ups = [(g.index, g.nvlinks_up, g.nvlinks_total) for g in gpus if g.nvlinks_up is not None]
-        if not ups:
-            out.append(ctx.skipped("inventory.nvlink_up", "NVLink state not reported (no NVLink or no data)",
-                                   limit=crit.nvlinks_per_gpu))
-        else:
-            low = min(u for _, u, _ in ups)
-            down = [i for i, u, t in ups if t is not None and u < t]
-            res = ctx.at_least("inventory.nvlink_up", low, crit.nvlinks_per_gpu, "links", "fewest NVLinks up on a GPU",
-                               details={"per_gpu": {i: u for i, u, _ in ups}})
-            if down and res.status != "fail":
-                res.status, res.why = "fail", f"GPUs {down} have inactive NVLinks ({res.why})"
-            out.append(res)
-    out.append(_version(ctx, "inventory.nccl_version", host.nccl_version(), crit.nccl_version_min,
-                        "NCCL version unknown (needs torch with CUDA)"))
+    mems = [g.memory_total_bytes / GIB for g in gpus if g.memory_total_bytes]
+    return [
+        _equal(ctx, "inventory.gpu_count", len(gpus), crit.gpu_count, "GPUs"),
+        _gpu_model(ctx, gpus),
+        ctx.at_least("inventory.gpu_memory", round(min(mems), 1) if mems else None,
+                     crit.gpu_memory_gib_min, "GiB", "smallest GPU memory"),
+        _version(ctx, "inventory.driver_version", ctx.telemetry.driver_version(),
+                 crit.driver_version_min, "driver version not reported"),
+        _version(ctx, "inventory.cuda_version", ctx.telemetry.cuda_version(),
+                 crit.cuda_version_min, "CUDA version not reported"),
+        _ecc_mode(ctx, gpus),
+        _nvlink_up(ctx, gpus),
+    ]
+
+
+def _nic_checks(ctx: Context, info: host.HostInfo) -> list[CheckResult]:
+    crit = ctx.criteria
+    out: list[CheckResult] = []
     rdma = [n for n in info.nics if n.kind == "rdma"]
     active = [n for n in rdma if n.up]
     nic_details = {"rdma": [asdict(n) for n in rdma]}
@@ -116,9 +133,23 @@ def run(ctx: Context, info: host.HostInfo | None = None) -> list[CheckResult]:
     else:
         out.append(ctx.at_least("inventory.nic_speed", min(speeds), crit.nic_speed_gbps_min, "Gb/s",
                                 "slowest active RDMA port"))
-    out.append(ctx.at_least("inventory.cpu_cores", info.cpu_count, crit.cpu_cores_min, "CPUs", "logical CPUs"))
-    ram = round(info.ram_bytes / GIB, 1) if info.ram_bytes else None
-    out.append(ctx.at_least("inventory.ram", ram, crit.ram_gib_min, "GiB", "RAM"))
-    out.append(ctx.at_least("inventory.disks", len(info.disks), crit.disks_min, "disks", "block devices",
-                            details={"disks": info.disks}))
     return out
+
+
+def _host_checks(ctx: Context, info: host.HostInfo) -> list[CheckResult]:
+    crit = ctx.criteria
+    ram = round(info.ram_bytes / GIB, 1) if info.ram_bytes else None
+    return [
+        ctx.at_least("inventory.cpu_cores", info.cpu_count, crit.cpu_cores_min, "CPUs", "logical CPUs"),
+        ctx.at_least("inventory.ram", ram, crit.ram_gib_min, "GiB", "RAM"),
+        ctx.at_least("inventory.disks", len(info.disks), crit.disks_min, "disks", "block devices",
+                     details={"disks": info.disks}),
+    ]
+
+
+def run(ctx: Context, info: host.HostInfo | None = None) -> list[CheckResult]:
+    info = info or host.probe(ctx.options.sysfs_root)
+    out = _no_telemetry(ctx) if ctx.telemetry is None else _gpu_checks(ctx)
+    out.append(_version(ctx, "inventory.nccl_version", host.nccl_version(), ctx.criteria.nccl_version_min,
+                        "NCCL version unknown (needs torch with CUDA)"))
+    return out + _nic_checks(ctx, info) + _host_checks(ctx, info)
