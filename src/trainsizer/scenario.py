@@ -163,22 +163,39 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Catalog,
     still name that file and relative model paths resolve beside it.
     """
     origin = "job" if isinstance(source, Mapping | Job) else str(source)
+    job = _read_job(source, data, origin)
+    model = _job_model(job, source, origin)
+    notes = [msg("note_model_config", note=n) for n in model.notes]
+    training = _training(job)
+    _check_batch_within_data(training, origin)
+    if job.global_batch.tokens is not None and job.global_batch.tokens % job.seq_len:
+        notes.append(msg("note_batch_tokens_rounded", tokens=job.global_batch.tokens, seq_len=job.seq_len,
+                         sequences=training.global_batch_seqs, step_tokens=training.tokens_per_step))
+    listed = _listed_accelerators(job, catalog, origin)
+    bare = Scenario(job=job, model=model, training=training, notes=tuple(notes))
+    return bare if job.hardware is None else _with_hardware(job, catalog, origin, listed, bare)
+
+
+def _read_job(source: Path | str | Mapping[str, Any] | Job, data: Mapping[str, Any] | None, origin: str) -> Job:
     if isinstance(source, Job):
-        job = source
-    elif data is not None:
-        job = parse_model(Job, data, origin)
-    else:
-        job = load_job(source)
-    notes: list[str] = []
+        return source
+    if data is not None:
+        return parse_model(Job, data, origin)
+    return load_job(source)
+
+
+def _job_model(job: Job, source: Path | str | Mapping[str, Any] | Job, origin: str) -> ModelArch:
     model_spec: str | Mapping[str, Any] = job.model
     if isinstance(model_spec, str) and not isinstance(source, Mapping | Job):
         # A relative config path in a job file is relative to that file, not to the current folder.
         beside = Path(source).parent / model_spec
         if ("/" in model_spec or model_spec.endswith(".json")) and beside.exists():
             model_spec = str(beside)
-    model = resolve_model(model_spec, origin)
-    notes.extend(msg("note_model_config", note=n) for n in model.notes)
-    training = Training(
+    return resolve_model(model_spec, origin)
+
+
+def _training(job: Job) -> Training:
+    return Training(
         method=job.method,
         precision=job.precision,
         optimizer=job.optimizer,
@@ -192,10 +209,10 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Catalog,
         fp8_recipe=job.fp8_recipe,
         attention_span=int(min(job.data.avg_tokens, job.seq_len)) if job.packing and job.data.avg_tokens else 0,
     )
-    _check_batch_within_data(training, origin)
-    if job.global_batch.tokens is not None and job.global_batch.tokens % job.seq_len:
-        notes.append(msg("note_batch_tokens_rounded", tokens=job.global_batch.tokens, seq_len=job.seq_len,
-                         sequences=training.global_batch_seqs, step_tokens=training.tokens_per_step))
+
+
+def _listed_accelerators(job: Job, catalog: Catalog, origin: str) -> dict[str, set[str] | None]:
+    """constraints.exclude / include as catalogue ids (aliases resolve to one id); include None = not given."""
     listed: dict[str, set[str] | None] = {"exclude": set(), "include": None}
     for key in ("exclude", "include"):
         names = getattr(job.constraints, key)
@@ -204,17 +221,21 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Catalog,
         listed[key] = set()
         for i, name in enumerate(names):
             try:
-                listed[key].add(catalog.accelerator(name).id)  # aliases resolve to one id
+                listed[key].add(catalog.accelerator(name).id)
             except SpecError as err:
                 raise _prefixed(err, f"{origin}: constraints.{key}[{i}]") from None
-    if job.hardware is None:
-        return Scenario(job=job, model=model, training=training, notes=tuple(notes))
+    return listed
 
+
+def _with_hardware(job: Job, catalog: Catalog, origin: str, listed: dict[str, set[str] | None],
+                   bare: Scenario) -> Scenario:
+    """`bare` (model and training only) placed on the job's `hardware:` and, when given, its strategy."""
     hw = job.hardware
     try:
         acc = catalog.accelerator(hw.accelerator)
     except SpecError as err:
         raise _prefixed(err, f"{origin}: hardware.accelerator") from None
+    notes = list(bare.notes)
     per_node = _hosts(hw, acc, origin)
     notes.extend(_check_constraints(job, acc, listed, origin, per_node))
     network = _resolve_network(hw.network, hw.count > per_node, catalog, origin, per_node)
@@ -223,8 +244,8 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Catalog,
         notes.append(msg("note_nvl_domains", accelerator=acc.id, gpus=hw.count, placed=system.scaleup_domain,
                          domain=acc.scaleup_domain, domains=hw.count // system.scaleup_domain, per_node=per_node))
     strategy = _resolve_strategy(job, hw.count, origin) if job.strategy is not None else None
-    return Scenario(job=job, model=model, training=training, accelerator=acc, network=network, system=system,
-                    strategy=strategy, notes=tuple(notes))
+    return Scenario(job=job, model=bare.model, training=bare.training, accelerator=acc, network=network,
+                    system=system, strategy=strategy, notes=tuple(notes))
 
 
 def _check_batch_within_data(training: Training, origin: str) -> None:
