@@ -60,6 +60,37 @@ def test_a_layer_count_of_activation_offload_is_megatron_core_only():
     assert estimate_memory(m, tr, s, mc.with_(activation_offload=8)).per_gpu_bytes < \
         estimate_memory(m, tr, s, mc).per_gpu_bytes
 
+def test_a_layer_count_of_activation_offload_under_auto_is_judged_on_the_resolved_stack():
+    """framework auto resolves per strategy (framework.auto_index): a data-parallel layout resolves to hf,
+    which has no cpu_offloading_num_layers, so N is refused there and the error says what auto became."""
+    m, s = llama8b(), h100_cluster(8)
+    tr = Training(method="full", seq_len=8192, global_batch_seqs=8)
+    for dp_only in (Strategy(dp=8, micro_batch=1, recompute="none", activation_offload=8),  # -> hf
+                    Strategy(dp=8, zero=3, micro_batch=1, recompute="none", activation_offload=8)):
+        with pytest.raises(StrategyError, match="cpu_offloading_num_layers") as err:
+            estimate_memory(m, tr, s, dp_only)
+        assert "hf" in str(err.value)
+    fsdp_tp = Strategy(tp=2, dp=4, zero=3, micro_batch=1, recompute="none", activation_offload=8)  # -> torchtitan
+    with pytest.raises(StrategyError, match="torchtitan"):
+        estimate_memory(m, tr, s, fsdp_tp)
+    for mega in (Strategy(dp=8, micro_batch=1, recompute="none", distributed_optimizer=True, activation_offload=8),
+                 Strategy(tp=2, dp=4, micro_batch=1, recompute="none", activation_offload=8)):
+        estimate_memory(m, tr, s, mega)  # auto -> megatron-core: accepted
+
+
+def test_the_auto_offload_refusal_is_masked_per_strategy_in_a_batch():
+    """The search's mask judges each strategy of a batch on the stack auto picks for it."""
+    import numpy as np
+
+    from trainsizer.estimate.validate import valid_mask
+
+    m, s = llama8b(), h100_cluster(8)
+    tr = Training(method="full", seq_len=8192, global_batch_seqs=8)
+    batch = Strategy(tp=np.array([1, 2, 1]), dp=np.array([8, 4, 8]), zero=np.array([0, 0, 0]),
+                     micro_batch=1, distributed_optimizer=np.array([False, False, True]), activation_offload=8)
+    assert valid_mask(m, tr, s, batch).tolist() == [False, True, True]
+
+
 def test_power_capped_96gb_h100_through_a_catalog_overlay(tmp_path):
     """torchtitan's Grand Teton H100: 96 GB held at 500 W, said in the user's own catalog overlay."""
     path = tmp_path / "teton.yaml"

@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from trainsizer.errors import StrategyError
+from trainsizer.estimate.framework import AUTO_CHOICES, auto_index
 from trainsizer.estimate.inputs import (
     DEGREE_FIELDS,
     FLAG_FIELDS,
@@ -66,8 +67,9 @@ ZERO3_PP_REFUSED = ("deepspeed", "hf", "fsdp")
 PIPELINE_SLOT_FRAMEWORKS = ("auto", "megatron-core", "megatron", "deepseek-dualpipe")
 # Frameworks with Megatron-Core's per-module selective recompute (TransformerConfig.recompute_modules).
 RECOMPUTE_MODULE_FRAMEWORKS = ("auto", "megatron-core")
-# activation_offload: N (a layer count, not true) is Megatron-Core's cpu_offloading_num_layers
-OFFLOAD_LAYERS_FRAMEWORKS = ("auto", "megatron-core")
+# activation_offload: N (a layer count, not true) is Megatron-Core's cpu_offloading_num_layers; "auto" is judged
+# as the stack it resolves to (_resolves_to)
+OFFLOAD_LAYERS_FRAMEWORKS = ("megatron-core",)
 # Frameworks that replicate a single KV head (multi-query attention) on every TP rank.
 MQA_REPLICATED_KV_FRAMEWORKS = ("megatron",)
 
@@ -175,11 +177,13 @@ def _rule_table(
         kv_ok = np.ones(tp.shape, bool)
     c = SimpleNamespace(model=model, training=training, system=system, strategy=strategy, tp=tp, pp=pp, vpp=vpp,
                         dp=dp, cp=cp, ep=ep, zero=zero, sg=sg, mb=mb, rec=rec, off=off, fw=fw, slots=slots,
-                        gpus=gpus, B=B, s=s, safe=safe, ffns=ffns, ffn_ok=ffn_ok, n_micro=n_micro, kv_ok=kv_ok)
+                        gpus=gpus, B=B, s=s, safe=safe, ffns=ffns, ffn_ok=ffn_ok, n_micro=n_micro, kv_ok=kv_ok,
+                        dist_opt=a["distributed_optimizer"], pretraining=training.method in ("pretrain", "cpt"))
     t = _shape_and_pipeline_rules(c) | _expert_sharding_and_stack_rules(c)
     t["_values"] = (None, lambda v: "")  # type: ignore[assignment]
     t["_arrays"] = dict(tp=tp, pp=pp, vpp=vpp, dp=dp, cp=cp, ep=ep, zero=zero, shard_group=sg,
-                        micro_batch=mb, rec=rec, off=off, slots=slots)  # type: ignore[assignment]
+                        micro_batch=mb, rec=rec, off=off, slots=slots,
+                        dist_opt=a["distributed_optimizer"])  # type: ignore[assignment]
     return t
 
 
@@ -288,8 +292,8 @@ def _stack_option_rules(c: SimpleNamespace) -> _Rules:
                           chunk=f"{model.layers / (v['pp'] * v['vpp']):g}", layers=model.layers),
         ),
         "activation_offload_layers_framework": (
-            np.full(tp.shape, not _offloads_layer_count(strategy) or fw in OFFLOAD_LAYERS_FRAMEWORKS),
-            lambda v: msg("rule_activation_offload_layers_framework", framework=repr(fw),
+            np.full(tp.shape, not _offloads_layer_count(strategy)) | _resolves_to(c, OFFLOAD_LAYERS_FRAMEWORKS),
+            lambda v: msg("rule_activation_offload_layers_framework", framework=_stack_named(c, v),
                           allowed=", ".join(OFFLOAD_LAYERS_FRAMEWORKS)),
         ),
         "recompute_modules_framework": (
@@ -325,6 +329,23 @@ def _stack_option_rules(c: SimpleNamespace) -> _Rules:
             lambda v: msg("rule_offload_code", code=v["off"]),
         ),
     }
+
+
+def _resolves_to(c: SimpleNamespace, frameworks: tuple[str, ...]) -> np.ndarray:
+    """Where the strategy's framework is one of `frameworks`; "auto" is judged as the stack it resolves to for
+    each strategy (framework.auto_index), not as the word "auto"."""
+    if c.fw != "auto":
+        return np.full(c.tp.shape, c.fw in frameworks)
+    picked = np.asarray(auto_index(c.tp, c.pp, c.cp, c.ep, c.dist_opt, c.zero, c.pretraining))
+    return np.isin(picked, [i for i, name in enumerate(AUTO_CHOICES) if name in frameworks])
+
+
+def _stack_named(c: SimpleNamespace, v: dict[str, Any]) -> str:
+    """The framework as a refusal names it: "auto" says what it resolved to for this strategy."""
+    if c.fw != "auto":
+        return repr(c.fw)
+    i = int(auto_index(v["tp"], v["pp"], v["cp"], v["ep"], v["dist_opt"], v["zero"], c.pretraining))
+    return msg("part_auto_resolved", assumed=AUTO_CHOICES[i])
 
 
 def _modules_misfit(model: ModelArch, strategy: Strategy) -> dict[str, str] | None:
