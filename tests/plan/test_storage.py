@@ -62,3 +62,16 @@ def test_the_catalogs_reliability_figures_size_the_checkpoints(tmp_path):
     mine = build_input(resolve_job(job, ours), ours)
     assert checkpoint_bytes(mine) == pytest.approx(checkpoint_bytes(base) * 16 / 14)
     assert storage_block(mine).job_mtbf_h == pytest.approx(storage_block(base).job_mtbf_h * 25350 / 50700)
+
+
+def test_async_save_copies_over_the_gpus_host_link(build, catalog):
+    """The blocking part of an async save is the GPU -> host copy: over NVLink-C2C on a Grace superchip
+    (GB200: c2c_gb_s_per_dir), over PCIe on an HGX part (B200, same Blackwell GPU)."""
+    for acc_id, per_node in (("gb200", 4), ("b200", 8)):
+        acc = catalog.accelerator(acc_id)
+        st = storage_block(build(hardware={"accelerator": acc_id, "count": 16, "per_node": per_node}))
+        link = acc.c2c_gb_s_per_dir or acc.pcie_gb_s
+        assert st.async_block_s == pytest.approx(st.checkpoint_gb * 1e9 / (link * 1e9 * 16))
+    gb200, b200 = catalog.accelerator("gb200"), catalog.accelerator("b200")
+    assert gb200.host_link_gb_s_per_dir == gb200.c2c_gb_s_per_dir > gb200.pcie_gb_s
+    assert b200.c2c_gb_s_per_dir is None and b200.host_link_gb_s_per_dir == b200.pcie_gb_s

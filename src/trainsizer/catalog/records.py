@@ -196,6 +196,12 @@ class Accelerator(Record):
         return self.status in PLANNABLE_BY_DEFAULT
 
     @property
+    def host_link_gb_s_per_dir(self) -> float:
+        """GPU <-> host-memory rate per direction: NVLink-C2C on Grace superchips (c2c_gb_s_per_dir), else the
+        PCIe link (pcie_gb_s)."""
+        return self.c2c_gb_s_per_dir or self.pcie_gb_s
+
+    @property
     def memory_label_gib(self) -> float:
         """The label capacity in GiB (installed memory; fit uses `memory_gib`)."""
         return self.memory_gb * (GIB_PER_GB if self.memory_label_unit == "gb" else 1.0)

@@ -6,7 +6,8 @@ blocking saves under a target share of time at the Young/Daly interval, and the 
 - Job MTBF M and the Daly (2006) interval tau = sqrt(2 delta M) - delta from `estimate.reliability`.
 - Stall share delta / tau <= s with tau ~ sqrt(2 delta M)  =>  delta <= 2 M s^2 (write-time budget), so the
   aggregate write bandwidth >= checkpoint bytes / (2 M s^2) (derived from Young 1974 / Daly 2006).
-- Async save (DCP async_save, Megatron --async-save) blocks only for the GPU->host copy; the drain then needs
+- Async save (DCP async_save, Megatron --async-save) blocks only for the GPU->host copy, over the GPU's host
+  link (catalog `host_link_gb_s_per_dir`: NVLink-C2C on Grace superchips, else PCIe); the drain then needs
   checkpoint bytes / tau.
 - Loader read = tokens/s x stored bytes per token, floored at the RA-11333 "Good" tier per node.
 - Restore = checkpoint bytes / aggregate read bandwidth of the tier.
@@ -87,7 +88,8 @@ def storage_block(b: BuildInput) -> StorageBlock:
         tau, budget = cap, s_rule.value * cap
     write_sync = ckpt / budget / 1e9
     drain = ckpt / tau / 1e9
-    g2h = float(b.accelerator.pcie_gb_s or rules.value("storage", "gpu_to_host_gb_s"))
+    # the copy crosses the GPU's host link: NVLink-C2C on GB200 / GB300, PCIe elsewhere
+    g2h = float(b.accelerator.host_link_gb_s_per_dir or rules.value("storage", "gpu_to_host_gb_s"))
     tier, tier_id, kind, app, n_app, tier_read, notes = _tier(b, write_sync, read.value)
     restore = ckpt / (tier_read * 1e9)
     return StorageBlock(
