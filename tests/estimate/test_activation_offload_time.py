@@ -62,3 +62,43 @@ def test_slow_host_link_exposes_transfer_time_fast_link_hides_it():
     assert fast.breakdown_s["act_offload"] == 0.0 and none.breakdown_s["act_offload"] == 0.0
     assert slow.step_s == pytest.approx(fast.step_s + slow.breakdown_s["act_offload"], rel=1e-9)
     assert set(slow.breakdown_s) == set(BREAKDOWN_KEYS)
+
+
+def test_megatron_core_refuses_layer_offloading_with_pipeline_parallelism_or_recompute():
+    """Megatron-Core TransformerConfig.__post_init__ (core_r0.15, Megatron-Bridge 25.11): cpu_offloading raises with
+    pipeline_model_parallel_size > 1 and with recompute_granularity set (selective or full)."""
+    from trainsizer.errors import StrategyError
+
+    from .test_perf_common import h100_cluster, llama8b
+
+    m, s = llama8b(), h100_cluster(8)
+    tr = Training(method="pretrain", seq_len=8192, global_batch_seqs=16)
+    mc = Strategy(dp=8, micro_batch=1, recompute="none", distributed_optimizer=True, framework="megatron-core",
+                  activation_offload=8)
+    estimate_memory(m, tr, s, mc)
+    with pytest.raises(StrategyError, match="activation_offload_layers_pp\\)") as err:
+        estimate_memory(m, tr, s, mc.with_(pp=2, dp=4))
+    assert "pp 2" in str(err.value)
+    for recompute, modules in (("selective", None), ("full", None), ("selective", ("core_attn",))):
+        with pytest.raises(StrategyError, match="activation_offload_layers_recompute\\)"):
+            estimate_memory(m, tr, s, mc.with_(recompute=recompute, recompute_modules=modules))
+    # true is torchtune's enable_activation_offloading, which its recipes run with full activation checkpointing
+    estimate_memory(m, tr, s, Strategy(dp=8, zero=3, micro_batch=1, recompute="full", framework="torchtune",
+                                       activation_offload=True))
+
+
+def test_the_megatron_bridge_recipes_that_offload_layers_are_accepted():
+    """Megatron-Bridge 25.11 LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS (scripts/performance/configs/llama, docs commit
+    00b7660): Megatron FSDP on 64 GPUs, micro-batch 2, pp 1, no recompute, cpu_offloading_num_layers 40 (GB300: 20)."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.estimate.validate import check_strategy
+    from trainsizer.scenario import resolve_job
+
+    cat = load_catalog()
+    for acc, net, layers in (("gb200", "ib-ndr400", 40), ("gb300", "ib-xdr800", 20)):
+        sc = resolve_job({"model": "llama-3.1-70b", "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": 8192,
+                          "global_batch": {"sequences": 256}, "precision": "fp8", "fp8_recipe": "tensorwise",
+                          "hardware": {"accelerator": acc, "count": 64, "network": net},
+                          "strategy": {"tp": 1, "pp": 1, "micro_batch": 2, "fsdp": "full", "recompute": "none",
+                                       "framework": "megatron-core", "activation_offload": layers}}, cat)
+        check_strategy(sc.model, sc.training, sc.system, sc.strategy)

@@ -87,7 +87,8 @@ def test_the_auto_offload_refusal_is_masked_per_strategy_in_a_batch():
     m, s = llama8b(), h100_cluster(8)
     tr = Training(method="full", seq_len=8192, global_batch_seqs=8)
     batch = Strategy(tp=np.array([1, 2, 1]), dp=np.array([8, 4, 8]), zero=np.array([0, 0, 0]),
-                     micro_batch=1, distributed_optimizer=np.array([False, False, True]), activation_offload=8)
+                     micro_batch=1, recompute="none", distributed_optimizer=np.array([False, False, True]),
+                     activation_offload=8)
     assert valid_mask(m, tr, s, batch).tolist() == [False, True, True]
 
 

@@ -94,6 +94,8 @@ RULES = (
     "optimizer_in_backward_no_accumulation",
     "activation_offload_layers",
     "activation_offload_layers_framework",
+    "activation_offload_layers_pp",
+    "activation_offload_layers_recompute",
     "recompute_modules_framework",
     "recompute_modules_model",
     "offload_needs_zero",
@@ -234,7 +236,7 @@ def _shape_and_pipeline_rules(c: SimpleNamespace) -> _Rules:
 
 def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
     """Expert and context parallelism, batch split, ZeRO/FSDP and offload, and what each framework offers."""
-    return _sharding_rules(c) | _stack_option_rules(c)
+    return _sharding_rules(c) | _activation_offload_rules(c) | _stack_option_rules(c)
 
 
 def _sharding_rules(c: SimpleNamespace) -> _Rules:
@@ -273,9 +275,40 @@ def _sharding_rules(c: SimpleNamespace) -> _Rules:
     }
 
 
+def _activation_offload_rules(c: SimpleNamespace) -> _Rules:
+    """activation_offload: N is Megatron-Core's cpu_offloading_num_layers, with what its TransformerConfig
+    (core_r0.15, the Megatron-Core of Megatron-Bridge 25.11) refuses: N >= the layers, pipeline parallelism, and
+    any activation recomputation (recompute_granularity set)."""
+    model, strategy, safe, pp = c.model, c.strategy, c.safe, c.pp
+    n = np.full(c.tp.shape, _offloads_layer_count(strategy))
+    recomputes = (c.rec != 0) | (getattr(strategy, "recompute_modules", None) is not None)
+    asked = getattr(strategy, "activation_offload", 0)
+    return {
+        "activation_offload_layers": (
+            _offload_layers_ok(strategy, model.layers / safe(pp * c.vpp)),
+            lambda v: msg("rule_activation_offload_layers", n=asked,
+                          chunk=f"{model.layers / (v['pp'] * v['vpp']):g}", layers=model.layers),
+        ),
+        "activation_offload_layers_framework": (
+            ~n | _resolves_to(c, OFFLOAD_LAYERS_FRAMEWORKS),
+            lambda v: msg("rule_activation_offload_layers_framework", framework=_stack_named(c, v),
+                          allowed=", ".join(OFFLOAD_LAYERS_FRAMEWORKS)),
+        ),
+        "activation_offload_layers_pp": (
+            ~n | (pp <= 1),
+            lambda v: msg("rule_activation_offload_layers_pp", n=asked, pp=v["pp"]),
+        ),
+        "activation_offload_layers_recompute": (
+            ~n | ~recomputes,
+            lambda v: msg("rule_activation_offload_layers_recompute", n=asked,
+                          recompute=RECOMPUTE[int(v["rec"])] if 0 <= v["rec"] < len(RECOMPUTE) else v["rec"]),
+        ),
+    }
+
+
 def _stack_option_rules(c: SimpleNamespace) -> _Rules:
     """What each framework offers: ZeRO-3 with PP, offload, recompute modules, pipeline slots, QLoRA FP8."""
-    model, training, strategy, B, safe = c.model, c.training, c.strategy, c.B, c.safe
+    model, training, strategy, B = c.model, c.training, c.strategy, c.B
     tp, pp, zero, rec, off, fw, slots, n_micro = c.tp, c.pp, c.zero, c.rec, c.off, c.fw, c.slots, c.n_micro
     return {
         "zero3_with_pp": (
@@ -285,16 +318,6 @@ def _stack_option_rules(c: SimpleNamespace) -> _Rules:
         "optimizer_in_backward_no_accumulation": (
             np.full(tp.shape, not getattr(strategy, "optimizer_in_backward", False)) | (n_micro <= 1),
             lambda v: msg("rule_optimizer_in_backward", batch=B, micro_batch=v["micro_batch"], dp=v["dp"]),
-        ),
-        "activation_offload_layers": (
-            _offload_layers_ok(strategy, model.layers / safe(pp * c.vpp)),
-            lambda v: msg("rule_activation_offload_layers", n=getattr(strategy, "activation_offload", 0),
-                          chunk=f"{model.layers / (v['pp'] * v['vpp']):g}", layers=model.layers),
-        ),
-        "activation_offload_layers_framework": (
-            np.full(tp.shape, not _offloads_layer_count(strategy)) | _resolves_to(c, OFFLOAD_LAYERS_FRAMEWORKS),
-            lambda v: msg("rule_activation_offload_layers_framework", framework=_stack_named(c, v),
-                          allowed=", ".join(OFFLOAD_LAYERS_FRAMEWORKS)),
         ),
         "recompute_modules_framework": (
             np.full(tp.shape, getattr(strategy, "recompute_modules", None) is None
