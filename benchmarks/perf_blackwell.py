@@ -3,7 +3,9 @@ DGX-GB300, DGX-GB200, DGX-B200 and DGX-H100 (Llama 3 8B / 70B / 405B, DeepSeek-V
 BF16, FP8 current scaling, MXFP8). One constant was fitted on three of these rows (FITTED below: the DGX-B200
 MoE rows set gemm.moe_host_s_per_expert_kernel.alltoall, the alltoall dispatcher's host cost per expert kernel);
 its flex value comes from NVIDIA's DeepSeek-V3 GB200 guide, whose layout one row shares (DERIVED below); the rest
-are held out, and the summary prints the MoE MAPE with and without the fitted and derived rows.
+are held out, and the summary prints the MoE MAPE with and without the fitted and derived rows. The H100
+Qwen3-30B-A3B row runs the 25.11 release recipe's layout where the table's line is no recipe's (RECIPE below,
+RECIPE_LAYOUT); its table layout is printed beside it.
 The MXFP8 GEMM ratio (perf_constants.yaml fp8.recipes.mxfp8) was fitted on the throughput ratio of the four row pairs
 that differ only in the recipe (FP8-CS vs FP8-MX: Llama 3 8B on GB300, GB200, B200; Llama 3.1 405B on B200), not on
 their levels; the summary prints that ratio, measured and predicted.
@@ -59,14 +61,25 @@ ACTIVATION_OFFLOAD = {("GB200", "LLAMA3_70B", "FP8-CS"): 40, ("GB300", "LLAMA3_7
 # ["mla_up_proj"]); the Qwen3 and Llama recipes recompute nothing (qwen3_llm_pretrain.py recompute_granularity None)
 RECOMPUTE_MODULES = {("GB300", "DeepSeekV3"): ("moe_act",), ("GB200", "DeepSeekV3"): ("mla_up_proj",),
                      ("B200", "DeepSeekV3"): ("mla_up_proj",)}
+# Rows run with the 25.11 release recipe's layout where the table's line is no recipe's (RECIPE below; the table's
+# layout is printed beside them). H100 Qwen3-30B-A3B FP8-CS: the table prints MBS 2, VP 24, GA 32 -- the 25.09
+# token-drop row's line unchanged -- but no recipe version has VP 24 (25.09 v0.1.0rc4 qwen3_30b_a3b_llm_pretrain.yaml
+# h100: vp 12, fp8_cs mbs 2; Megatron-Bridge cb62f86, 2025-11-21, dropped mbs 2 and set moe_a2a_overlap), and
+# the 25.11 release (v0.2.0 and the page's commit 00b7660: qwen3_workload_base_configs.py
+# QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_BASE_CONFIG) runs PP 2, VPP 12, EP 8, MBS 1 (WorkloadBaseConfig
+# default) and moe_a2a_overlap (overlap_moe_expert_parallel_comm + delay_wgrad_compute, overrides.py)
+RECIPE_LAYOUT = {"mbridge_25.11_h100_qwen3_30b_a3b_fp8-cs_16gpu": {"micro_batch": 1, "vpp": 12, "moe_a2a_overlap": True}}
 
 
-def job(r: dict[str, str]) -> dict:
+def job(r: dict[str, str], table_layout: bool = False) -> dict:
+    """The row as a job: the table's layout, or the release recipe's where RECIPE_LAYOUT names the row (unless
+    `table_layout`)."""
     acc, net = SYSTEMS[r["system"]]
     precision, recipe = PRECISION[r["precision"]]
     tp, pp, cp, ep, vpp = (int(r[k]) for k in ("tp", "pp", "cp", "ep", "vpp"))
     slots = r["model"] in PIPELINE_SLOTS and pp > 1
     modules = RECOMPUTE_MODULES.get((r["system"], r["model"]))
+    recipe_layout = {} if table_layout else RECIPE_LAYOUT.get(r["id"], {})
     return {
         "model": MODELS[r["model"]], "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": int(r["seq_len"]),
         "global_batch": {"sequences": int(r["global_batch_seqs"])}, "precision": precision, "fp8_recipe": recipe,
@@ -82,16 +95,20 @@ def job(r: dict[str, str]) -> dict:
                      "grad_reduce_in_fp32": False, "fp8_param_allgather": precision == "fp8",
                      # set_common_perf_overrides: cross_entropy_fusion_impl = "te" (fusion on by default)
                      "loss_impl": "te",
-                     "activation_offload": ACTIVATION_OFFLOAD.get((r["system"], r["model"], r["precision"]), False)},
+                     "activation_offload": ACTIVATION_OFFLOAD.get((r["system"], r["model"], r["precision"]), False)}
+        | recipe_layout,
     }
 
 
-def cases() -> list[tuple[str, str, float, float]]:
-    """(row id, system, measured, predicted tokens/s/GPU)."""
+def cases(table_layout: bool = False) -> list[tuple[str, str, float, float]]:
+    """(row id, system, measured, predicted tokens/s/GPU); `table_layout`: the RECIPE_LAYOUT rows alone, as the
+    table prints them."""
     cat = load_catalog()
     out = []
     for r in csv.DictReader(DATA.open(encoding="utf-8")):
-        sc = resolve_job(job(r), cat)
+        if table_layout and r["id"] not in RECIPE_LAYOUT:
+            continue
+        sc = resolve_job(job(r, table_layout), cat)
         o = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)
         step = float(np.asarray(o["step_s"]).reshape(-1)[0])
         pred = sc.training.tokens_per_step / step / sc.system.gpus
@@ -149,8 +166,10 @@ def main() -> None:
     cs = cases()
     print(f"{'row':56s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
     for rid, _, m, p in cs:
-        tag = " FITTED" if rid in FITTED else " DERIVED" if rid in DERIVED else ""
+        tag = " FITTED" if rid in FITTED else " DERIVED" if rid in DERIVED else " RECIPE" if rid in RECIPE_LAYOUT else ""
         print(f"{rid:56s} {m:9.0f} {p:9.0f} {100 * (p - m) / m:+7.1f}{tag}")
+    for rid, _, m, p in cases(table_layout=True):
+        print(f"  RECIPE row {rid} with the table's layout instead: {p:.0f} ({100 * (p - m) / m:+.1f}%)")
     errs = np.array([abs(p - m) / m for _, _, m, p in cs])
     print(f"\nMegatron-Bridge 25.11 ({len(FITTED)} MoE rows fitted, {len(DERIVED)} derived, the rest held out): "
           f"n={len(cs)} MAPE {100 * errs.mean():.1f}%")

@@ -191,6 +191,9 @@ class Strategy:
     attention_kernel: Any = None  # "fa1" | "fa2" | "native" (names.ATTENTION_KERNELS); None = the style's
     norm_kernel: Any = None  # "fused" | "eager" (names.NORM_KERNELS); None = the memory profile's; memory only
     moe_dispatcher: str = "auto"  # one of MOE_DISPATCHERS (Megatron-Core MoE token dispatcher); one per batch
+    # Megatron-Core overlap_moe_expert_parallel_comm (combined 1F1B: the EP all-to-all of one micro-batch beside the
+    # compute of another); None = the style's (off); one value for the whole batch
+    moe_a2a_overlap: Any = None
     # saved activations moved to host memory: True = every layer's (torchtune), N = the first N decoder layers of
     # a model chunk (Megatron-Core cpu_offloading_num_layers); one value for the whole batch
     activation_offload: bool | int = False

@@ -306,6 +306,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     # one value for the whole batch: layers whose activations are offloaded (inf = every layer), fused optimizer
     s["activation_offload"] = np.asarray(offload_layers_asked(strategy))
     s["optimizer_in_backward"] = np.asarray(float(bool(getattr(strategy, "optimizer_in_backward", False))))
+    s["moe_a2a_overlap"] = np.asarray(float(bool(getattr(strategy, "moe_a2a_overlap", None))))
     t, p, d, cp, ep = s["tp"], s["pp"], s["dp"], s["cp"], s["ep"]
     z, sg, mb, rec = s["zero"], s["shard_group"], s["micro_batch"], s["recompute"]
 
@@ -628,6 +629,11 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
     slot_fix = (_on(g.is_first, np.where(multi, b.s["pipeline_embedding_layer"], 0.0) * (fl - n0), 0.0)
                 + _on(g.is_last, np.where(multi, b.s["pipeline_loss_layer"], 0.0) * (fl - n_end), 0.0))
     items["layer_activations"] = fl * stage_layers + slot_fix * stage_layers / np.maximum(n_all, 1.0)
+    # Megatron-Core's combined 1F1B (moe_a2a_overlap) runs one more forward before its steady state, a chunk under
+    # interleaving (schedules.py get_pp_rank_microbatches: num_warmup_microbatches + 1); without PP the next
+    # micro-batch's forward pairs layer by layer with the backward that frees the previous one: one layer more
+    extra = np.where(b.v > 1, np.where(fl * b.v < b.n_micro * b.v, 1.0 / b.v, 0.0), 1.0 / np.maximum(n_all, 1.0))
+    items["layer_activations"] = items["layer_activations"] + b.s["moe_a2a_overlap"] * extra * stage_layers
     has_moe = n_moe > 0
     working = np.where(has_moe, b.moe_none, b.dense_none)
     sac_rerun = np.maximum(working - np.where(has_moe, b.moe_b, b.dense_b), 0.0)

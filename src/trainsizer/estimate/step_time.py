@@ -180,7 +180,7 @@ def _style(strategy, framework_style: str | PerfStyle | None, pretraining: bool 
 
 def _job_options(strategy, style: PerfStyle) -> PerfStyle:
     """The strategy's own framework options (async TP / TP overlap, FP8 all-gather, gradient reduce dtype and
-    overlap, attention kernel) over the style's."""
+    overlap, attention kernel, EP all-to-all overlap) over the style's."""
     changes: dict = {key: bool(getattr(strategy, key)) for key in ("tp_comm_overlap", "fp8_param_allgather")
                      if getattr(strategy, key, None) is not None}
     g32 = getattr(strategy, "grad_reduce_in_fp32", None)
@@ -192,6 +192,8 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["dp_overlap_min_zero"] = 0.0
     if getattr(strategy, "attention_kernel", None) is not None:
         changes["attention_kernel"] = str(strategy.attention_kernel)
+    if getattr(strategy, "moe_a2a_overlap", None) is not None:  # Megatron-Core combined 1F1B (_micro_batch)
+        changes["ep_overlap"] = bool(strategy.moe_a2a_overlap)
     return dataclasses.replace(style, **changes) if changes else style
 
 
@@ -584,7 +586,9 @@ def _micro_batch(x: _Step, lt: compute.LayerTimes, layer_mb: np.ndarray) -> _Mic
     ep_mb = n_stage * ep_layer
     if training.has_reference_model:
         ep_mb = ep_mb * (1.0 + 2.0 / (4.0 + 2.0 * (rc == 2)))
-    if np.any(x.fw.ep_overlap):  # overlapped with the compute of a paired micro-batch (DeepSeek-V3 s3.2.1)
+    # overlapped with the compute of a paired micro-batch: DualPipe (DeepSeek-V3 s3.2.1), Megatron-Core's combined
+    # 1F1B under moe_a2a_overlap (one forward and one backward micro-batch per step, their a2a on a comm stream)
+    if np.any(x.fw.ep_overlap):
         ep_mb = _when(x.fw.ep_overlap, _overlapped_ep(ep_mb, compute_mb, x.fw.ep_overlap_sm_share), ep_mb)
     return _MicroBatch(n_stage=n_stage, head_w=head_w, compute=compute_mb, tp=tp_mb, cp=cp_mb, ep=ep_mb)
 

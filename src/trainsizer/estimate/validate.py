@@ -70,6 +70,8 @@ RECOMPUTE_MODULE_FRAMEWORKS = ("auto", "megatron-core")
 # activation_offload: N (a layer count, not true) is Megatron-Core's cpu_offloading_num_layers; "auto" is judged
 # as the stack it resolves to (_resolves_to)
 OFFLOAD_LAYERS_FRAMEWORKS = ("megatron-core",)
+# moe_a2a_overlap is Megatron-Core's overlap_moe_expert_parallel_comm (combined 1F1B schedule); "auto" as above
+MOE_A2A_OVERLAP_FRAMEWORKS = ("megatron-core",)
 # Frameworks that replicate a single KV head (multi-query attention) on every TP rank.
 MQA_REPLICATED_KV_FRAMEWORKS = ("megatron",)
 
@@ -98,6 +100,11 @@ RULES = (
     "activation_offload_layers_recompute",
     "recompute_modules_framework",
     "recompute_modules_model",
+    "moe_a2a_overlap_framework",
+    "moe_a2a_overlap_ep",
+    "moe_a2a_overlap_recompute",
+    "moe_a2a_overlap_vpp",
+    "moe_a2a_overlap_precision",
     "offload_needs_zero",
     "qlora_fp8",
     "recompute_code",
@@ -236,7 +243,38 @@ def _shape_and_pipeline_rules(c: SimpleNamespace) -> _Rules:
 
 def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
     """Expert and context parallelism, batch split, ZeRO/FSDP and offload, and what each framework offers."""
-    return _sharding_rules(c) | _activation_offload_rules(c) | _stack_option_rules(c)
+    return _sharding_rules(c) | _activation_offload_rules(c) | _stack_option_rules(c) | _moe_a2a_overlap_rules(c)
+
+
+def _moe_a2a_overlap_rules(c: SimpleNamespace) -> _Rules:
+    """What Megatron-Core's overlap_moe_expert_parallel_comm asserts (TransformerConfig.__post_init__, core_r0.15):
+    expert parallelism, no full recompute, virtual pipeline stages when PP > 1, a bf16 / fp16 model."""
+    on = bool(getattr(c.strategy, "moe_a2a_overlap", None))
+    off = np.full(c.tp.shape, not on)
+    precision = c.training.precision
+    return {
+        "moe_a2a_overlap_framework": (
+            off | _resolves_to(c, MOE_A2A_OVERLAP_FRAMEWORKS),
+            lambda v: msg("rule_moe_a2a_overlap_framework", framework=_stack_named(c, v),
+                          allowed=", ".join(MOE_A2A_OVERLAP_FRAMEWORKS)),
+        ),
+        "moe_a2a_overlap_ep": (
+            off | ((c.ep > 1) & c.model.is_moe),
+            lambda v: msg("rule_moe_a2a_overlap_ep", ep=v["ep"]),
+        ),
+        "moe_a2a_overlap_recompute": (
+            off | (c.rec != 2),
+            lambda v: msg("rule_moe_a2a_overlap_recompute"),
+        ),
+        "moe_a2a_overlap_vpp": (
+            off | (c.pp <= 1) | (c.vpp > 1),
+            lambda v: msg("rule_moe_a2a_overlap_vpp", pp=v["pp"], vpp=v["vpp"]),
+        ),
+        "moe_a2a_overlap_precision": (
+            off | (precision != "fp32"),
+            lambda v: msg("rule_moe_a2a_overlap_precision", precision=precision),
+        ),
+    }
 
 
 def _sharding_rules(c: SimpleNamespace) -> _Rules:

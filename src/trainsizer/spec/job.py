@@ -237,6 +237,9 @@ class StrategySpec(_Strict):
     norm_kernel: NormKernel | None = None
     # MoE token dispatcher (Megatron-Core): auto | alltoall | flex (DeepEP / HybridEP)
     moe_dispatcher: MoeDispatcher = "auto"
+    # Megatron-Core EP all-to-all overlap (overlap_moe_expert_parallel_comm + delay_wgrad_compute: combined 1F1B,
+    # one micro-batch's dispatch / combine beside another's compute); null = the framework's (off)
+    moe_a2a_overlap: bool | None = None
     # saved activations to host memory: true = every layer's (torchtune enable_activation_offloading), N = the
     # first N decoder layers of the model chunk (Megatron-Core cpu_offloading_num_layers), false = none
     activation_offload: bool | int = False

@@ -1,0 +1,99 @@
+"""strategy.moe_a2a_overlap: Megatron-Core's overlap_moe_expert_parallel_comm (+ delay_wgrad_compute), the combined
+1F1B schedule that runs one micro-batch's EP dispatch / combine on a communication stream beside another's compute.
+Time: the all-to-all hides behind the paired micro-batch's compute, which loses the communication kernels' SMs
+meanwhile (step_time._overlapped_ep). Memory: one more forward in flight (a chunk when interleaved, a layer
+without PP). Refused where Megatron-Core refuses it."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+import yaml
+
+from trainsizer.catalog import load_catalog
+from trainsizer.errors import StrategyError
+from trainsizer.estimate.inputs import Strategy, Training
+from trainsizer.estimate.memory import estimate_memory
+from trainsizer.estimate.step_time import estimate_time, perf_style
+from trainsizer.render.i18n import t
+from trainsizer.scenario import resolve_job
+
+from .test_perf_common import h100_cluster, mixtral
+
+TR = Training(seq_len=4096, global_batch_seqs=256)
+
+
+def _moe():
+    return mixtral().with_(experts=64, experts_per_token=8, expert_ffn=1792)
+
+
+def _st(**kw) -> Strategy:
+    base = dict(dp=64, ep=8, micro_batch=1, recompute="none", distributed_optimizer=True, framework="megatron-core")
+    return Strategy(**(base | kw))
+
+
+def test_overlap_hides_the_all_to_all_behind_the_paired_micro_batch():
+    m, s = _moe(), h100_cluster(64)
+    plain = estimate_time(m, TR, s, _st()).breakdown_s
+    over = estimate_time(m, TR, s, _st(moe_a2a_overlap=True)).breakdown_s
+    off = estimate_time(m, TR, s, _st(moe_a2a_overlap=False)).breakdown_s
+    assert off == plain  # off is the style's default
+    assert over["ep_comm"] < plain["ep_comm"]
+    # not free: the communication kernels hold 20 of the 132 SMs while the compute runs beside them
+    share = perf_style("megatron-core").ep_overlap_sm_share
+    assert share == pytest.approx(20 / 132, rel=0.01)
+    assert over["ep_comm"] >= share * plain["ep_comm"] * (1 - 1e-9)
+    assert over["compute"] == pytest.approx(plain["compute"])
+
+
+def test_overlap_keeps_one_more_forward_in_flight():
+    m, s = _moe(), h100_cluster(64)
+    tr = Training(seq_len=4096, global_batch_seqs=512)
+    flat = _st(dp=64)
+    a = estimate_memory(m, tr, s, flat).items_bytes["layer_activations"]
+    b = estimate_memory(m, tr, s, flat.with_(moe_a2a_overlap=True)).items_bytes["layer_activations"]
+    assert b == pytest.approx(a * (1 + 1 / m.layers))  # no PP: one layer more
+    inter = _st(dp=32, pp=2, vpp=4)
+    c = estimate_memory(m, tr, s, inter).items_bytes["layer_activations"]
+    d = estimate_memory(m, tr, s, inter.with_(moe_a2a_overlap=True)).items_bytes["layer_activations"]
+    assert d > c  # interleaved: one chunk (L / (p v) layers) of one micro-batch more
+    assert d - c == pytest.approx(c / (2 * (2 - 0 - 1) + (4 - 1) * 2 + 1), rel=0.02)
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(framework="torchtitan", zero=3, distributed_optimizer=False), "overlap_moe_expert_parallel_comm"),
+    (dict(ep=1), "ep > 1"),
+    (dict(recompute="full"), "full"),
+    (dict(dp=32, pp=2), "vpp > 1"),
+])
+def test_refused_where_megatron_core_refuses_it(kw, words):
+    m, s = _moe(), h100_cluster(64)
+    with pytest.raises(StrategyError, match=words):
+        estimate_time(m, TR, s, _st(moe_a2a_overlap=True, **kw))
+    estimate_time(m, TR, s, _st(**kw))  # the same layout without the option is fine
+
+
+def test_refused_for_an_fp32_model():
+    m, s = _moe(), h100_cluster(64)
+    with pytest.raises(StrategyError, match="16-bit"):
+        estimate_time(m, Training(seq_len=4096, global_batch_seqs=256, precision="fp32"), s,
+                      _st(moe_a2a_overlap=True))
+
+
+def test_job_file_states_it_and_the_summary_says_so():
+    job = yaml.safe_load(textwrap.dedent("""\
+        model: qwen3-30b-a3b
+        data: {tokens: 1.0e9}
+        seq_len: 4096
+        global_batch: {sequences: 512}
+        hardware: {accelerator: h100-sxm-80gb, count: 16, network: ib-ndr400}
+        strategy: {pp: 2, vpp: 12, ep: 8, micro_batch: 1, recompute: none, distributed_optimizer: true,
+                   framework: megatron-core, moe_a2a_overlap: true}
+        """))
+    sc = resolve_job(job, load_catalog())
+    assert sc.strategy.moe_a2a_overlap is True
+    assert sc.summary()["strategy"]["moe_a2a_overlap"] is True
+    assert np.isfinite(estimate_time(sc.model, sc.training, sc.system, sc.strategy).step_s)
+    assert t("field_strategy.moe_a2a_overlap", "en") != t("field_strategy.moe_a2a_overlap", "zh")
