@@ -36,7 +36,8 @@ def test_torchtune_8bit_adam_is_two_bytes_per_parameter():
 
 def test_torchtune_lora_adapters_are_built_in_the_training_dtype():
     """PEFT keeps LoRA A/B (and their gradients) in fp32; torchtune instantiates them in bf16 with the model."""
-    training = Training(method="lora", seq_len=2048, global_batch_seqs=2, lora_rank=16,
+    # two micro-batches per step: the first one's adapter gradients are live in the second one's loss phase
+    training = Training(method="lora", seq_len=2048, global_batch_seqs=4, lora_rank=16,
                         lora_targets=("q_proj", "v_proj"))
     st = {fw: estimate_memory(MODEL, training, CARD, Strategy(micro_batch=2, recompute="full", framework=fw),
                               check=False).items_bytes for fw in ("torchtune", "hf")}

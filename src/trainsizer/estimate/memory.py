@@ -248,6 +248,8 @@ class _Batch:
     fp8_params: np.ndarray  # Megatron-Core FP8 primary weights (fp8_param_gather), per strategy
     grad_reduce_in_fp32: bool | None  # the job's option (None: the style's default)
     kbit_upcast: bool  # QLoRA: non-quantised weights in fp32 (PEFT prepare_model_for_kbit_training)
+    fresh_grads: np.ndarray  # gradients created in this backward (`_backward_phases`), per strategy
+    chunked_loss: bool  # the LM head runs chunk by chunk (torchtune's chunked output and loss)
     loss_bytes: tuple[Any, Any]  # (saved, backward extra) bytes per logit element, per strategy
     dpc: np.ndarray  # DP x CP ranks (gradients and ZeRO shards span both)
     divisors: dict[int, tuple[np.ndarray, np.ndarray]]  # ZeRO level -> (dense, expert) shard divisors
@@ -345,6 +347,13 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                                                    moe_none)
         dense_b = np.where(titan & (rec == 0), dense_none, dense_b)
         moe_b = np.where(titan & (rec == 0), moe_none, moe_b) if model.is_moe else dense_b
+    if name == "torchtune":
+        # torchtune's MultiHeadAttention expands K and V to every query head (k.unsqueeze(2).expand(...).flatten(1, 2),
+        # a copy) before F.scaled_dot_product_attention, which saves them (torchtune/modules/attention.py, 2024-09
+        # 30b8519 to 2025-05 e5ee1b2)
+        kv = tokens * expanded_kv_bytes(model, training) / t
+        dense_none, moe_none = dense_none + kv, moe_none + kv
+        dense_b, moe_b = dense_b + np.where(rec <= 1, kv, 0.0), moe_b + np.where(rec <= 1, kv, 0.0)
 
     compiled = np.asarray(getattr(strategy, "torch_compile", True), dtype=bool)
     # torchtitan per-op SAC without torch.compile: the non-reentrant checkpoint re-runs the block's whole forward
@@ -359,7 +368,9 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     g32 = getattr(strategy, "grad_reduce_in_fp32", None)
     bf16_grads = mega & (g32 is False) & half
     fp8_params = mega & bool(getattr(strategy, "fp8_param_allgather", None)) & (training.precision == "fp8")
-    loss_bytes = _loss_bytes(name, getattr(strategy, "loss_impl", "auto"), mega, titan & compiled, pre)
+    loss_impl = getattr(strategy, "loss_impl", "auto")
+    loss_bytes = _loss_bytes(name, loss_impl, mega, titan & compiled, pre, bool(np.all(compiled)))
+    chunked = loss_impl == "chunked" or (loss_impl == "auto" and DEFAULT_LOSS.get(name) == "chunked")
     lg = load_memory_constants()["logits"]
     lp = titan & (t > 1) & (np.asarray(loss_bytes[0]) == lg["hf_saved_bytes_per_element"])
     if np.any(lp):  # torchtitan TP runs the eager fp32 loss under loss_parallel (vocabulary-sharded logits)
@@ -370,10 +381,15 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
         # _exec_forward_pass; _exec_backward_pass returns after backward(loss) on the last stage)
         loss_bytes = (loss_bytes[0] + np.where(z <= 1, float(act_bytes(training.precision)), 0.0), loss_bytes[1])
     st = _state_bytes(mega, pre, name, training, bf16_grads)
+    # torchtune's recipes free the gradients after each step (optimizer.zero_grad(set_to_none=True); with
+    # optimizer_in_bwd each parameter's in its hook): with one micro-batch per step and no pipeline, each
+    # gradient is created by this backward, as the activations it needs are freed
+    fresh = (name == "torchtune") & (n_micro < 1.5) & (p <= 1) & ((z == 0) | (z >= 3))
     return _Batch(model=model, training=training, options=options, pre=pre, c=load_memory_constants(), s=s,
                   t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, z=z, rec=rec, off=s["offload"],
                   name=name, mega=mega, titan=titan, kbit_upcast=upcast_w, bf16_grads=bf16_grads,
-                  fp8_params=fp8_params, eager_sac=eager_sac, grad_reduce_in_fp32=g32,
+                  fp8_params=fp8_params, eager_sac=eager_sac, grad_reduce_in_fp32=g32, fresh_grads=fresh,
+                  chunked_loss=chunked,
                   loss_bytes=loss_bytes, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro,
                   sp_div=sp_div, dense_b=dense_b, moe_b=moe_b, dense_none=dense_none, moe_none=moe_none, st=st,
                   w16=float(act_bytes(training.precision)))
@@ -480,10 +496,13 @@ def _fp32_residual_checkpoint(model: ModelArch, training: Training, fp32_residua
     return np.where(~mega & (rec == 2), tokens * extra * model.hidden, 0.0)
 
 
-def _loss_bytes(name: str, impl: str, mega: np.ndarray, titan_compiled: Any, pre: _Pre) -> tuple[Any, Any]:
+def _loss_bytes(name: str, impl: str, mega: np.ndarray, titan_compiled: Any, pre: _Pre,
+                compiled: bool) -> tuple[Any, Any]:
     """(saved, backward-extra) bytes per logit element: the job's loss_impl, else the framework's own (torchtune
     chunked; torchtitan under torch.compile compiles its loss, `titan_compiled` per strategy), else by memory
-    profile (megatron vocab-parallel, hf upcast). memory_constants.yaml `logits`."""
+    profile (megatron vocab-parallel, hf upcast). The chunked loss under torch.compile (`compiled`) is compiled
+    chunk by chunk (torchtune training.compile_loss compiles CEWithChunkedOutputLoss.compute_cross_entropy).
+    memory_constants.yaml `logits`."""
     if impl not in LOSS_IMPLS:
         from trainsizer.errors import unknown_name
 
@@ -492,6 +511,7 @@ def _loss_bytes(name: str, impl: str, mega: np.ndarray, titan_compiled: Any, pre
 
     def named(which: str) -> tuple[float, float]:
         key = {"upcast": "hf", "upcast-shift": "hf_shift", "vocab-parallel": "megatron"}.get(which, which)
+        key = "chunked_compiled" if key == "chunked" and compiled else key
         return float(lg[f"{key}_saved_bytes_per_element"]), float(lg[f"{key}_backward_extra_bytes_per_element"])
 
     if impl != "auto":
@@ -712,6 +732,49 @@ def _offload_and_fuse(b: _Batch, g: _Stage, items: dict[str, Any], host: Any) ->
     return host
 
 
+def _backward_phases(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
+    """The backward's peak phase instead of the sum of what its phases hold, into `items` (the winning phase's
+    items). The loss phase (the last stage's logits, loss temporaries and head input, from the end of the forward
+    through the loss and LM-head backward) ends before the first decoder layer is re-run under full recompute, so
+    the recompute working set and the loss items are never live together (PyTorch runs the backward in reverse
+    order of the forward; non-reentrant checkpointing re-runs a layer at the first unpack of its saved tensors).
+    Where the gradients are created by this backward (`_Batch.fresh_grads`: torchtune's set_to_none, one
+    micro-batch, no pipeline), they grow as the activations are freed: the loss phase holds only the LM head's
+    weight gradient (twice while a chunked head accumulates it chunk by chunk: the InputBuffer and the next
+    chunk's), the layer phase that and the stage's activations, the end of the backward every gradient with the
+    first layer's activations and working set (or, with tied embeddings, the embedding's gradient added to the
+    head's). Applied to torchtune, whose recipes were read for it (recipes/*_single_device.py _loss_step `del
+    logits`, zero_grad(set_to_none=True)); tried on every style, the Hugging Face rows (Unsloth, LLaMA-Factory,
+    Qwen-1) and torchtitan's came out lower than measured (docs/frameworks.md), so the others keep the sum."""
+    if b.name != "torchtune":
+        return
+    acts, recomp, grads = items["layer_activations"], items["recompute_working_set"], items["gradients"]
+    loss_keys = ("final_norm_and_head_input", "logits", "loss_backward_temporaries")
+    loss = sum(items[k] for k in loss_keys)
+    fresh = b.fresh_grads
+    lay, model = b.pre.layout, b.model
+    head_g = 0.0
+    if b.training.trains_base_weights:
+        head_p = lay.lm_head_own if lay.lm_head_own else (lay.embedding if model.tied_embeddings else 0)
+        head_g = _on(g.is_last, b.st["grads"] * b.shard(head_p / b.t, 0.0, 2), 0.0)
+        head_g = np.where(b.offload_par, 0.0, head_g)  # parameter offload keeps the gradients in host memory
+    tied = head_g * float(bool(model.tied_embeddings))
+    g_loss = np.where(fresh, head_g * (1.0 + float(b.chunked_loss)), grads)
+    g_layer = np.where(fresh, head_g, grads)
+    one_layer = acts / np.maximum(np.asarray(g.n_layers, dtype=float), 1.0)
+    end_extra = np.maximum(recomp + one_layer, tied)
+    phases = np.stack(np.broadcast_arrays(acts + loss + g_loss, acts + recomp + g_layer,
+                                          np.where(fresh, grads + end_extra, -np.inf)))
+    win = np.argmax(phases, axis=0)  # 0 loss, 1 layer, 2 end of the backward
+    for k in loss_keys:
+        items[k] = np.where(win == 0, items[k], 0.0)
+    items["recompute_working_set"] = np.where(win == 0, 0.0, np.where((win == 2) & (tied > recomp + one_layer), 0.0,
+                                                                        recomp))
+    end_tied = (win == 2) & (tied > recomp + one_layer)
+    items["layer_activations"] = np.where(win == 2, np.where(end_tied, 0.0, one_layer), acts)
+    items["gradients"] = np.choose(win, np.broadcast_arrays(g_loss, g_layer, grads + np.where(end_tied, tied, 0.0)))
+
+
 def activation_offload_bytes(model: ModelArch, training: Training, strategy: Strategy,
                              n_layers: np.ndarray) -> Any:
     """Bytes of one micro-batch's saved activations that activation offloading moves to host memory in the
@@ -850,6 +913,7 @@ def _evaluate(
         _activations(b, g, items)
         host = _paged_optimizer(b, items, states.host)
         host = _offload_and_fuse(b, g, items, host)
+        _backward_phases(b, g, items)
         if options.overheads:
             _overheads(b, items, states.trainable_pg)
         total, step_peak = _optimizer_step_peak(b, items, sum(items.values()), states.opt_params, detail)
