@@ -39,8 +39,15 @@ def test_activation_offload_and_optimizer_in_backward_lower_gpu_memory():
     off = estimate_memory(m, tr, s, st.with_(activation_offload=True))
     assert off.items_bytes["layer_activations"] < base.items_bytes["layer_activations"] / 8
     assert off.host_bytes_per_node > base.host_bytes_per_node
-    fused = estimate_memory(m, tr, s, st.with_(optimizer_in_backward=True))
-    assert fused.items_bytes["gradients"] < base.items_bytes["gradients"]
+    # torchtune frees the gradients each step: the fused step lowers the end of the backward, where every gradient
+    # is live (full recompute, a short sequence); under a long sequence without recompute the loss phase, which
+    # holds only the LM head's gradient, is the peak either way
+    short, ac = Training(method="full", seq_len=1024, global_batch_seqs=8), st.with_(recompute="full")
+    unfused = estimate_memory(m, short, s, ac)
+    fused = estimate_memory(m, short, s, ac.with_(optimizer_in_backward=True))
+    assert fused.items_bytes["gradients"] < unfused.items_bytes["gradients"]
+    assert fused.per_gpu_bytes < unfused.per_gpu_bytes
+    assert estimate_memory(m, tr, s, st.with_(optimizer_in_backward=True)).per_gpu_bytes <= base.per_gpu_bytes
     with pytest.raises(StrategyError, match="optimizer_in_backward"):
         estimate_memory(m, Training(method="full", seq_len=8192, global_batch_seqs=16), s,
                         st.with_(optimizer_in_backward=True))
