@@ -156,8 +156,34 @@ def report(cs: list[Case]) -> None:
     print(f"refused: {len(refused)} row(s)" + "".join(f"\n  {c.row_id}: {c.skipped}" for c in refused))
 
 
+# what must agree for two rows to count as the same run on two GPUs
+LAYOUT = ("stack", "model", "gpu_count", "method", "lora_rank", "lora_targets", "precision", "fp8_recipe", "recompute",
+          "activation_offload", "tp", "pp", "vpp", "micro_batch", "global_batch_seqs", "seq_len", "packing",
+          "avg_tokens")
+
+
+def generation_pairs(cs: list[Case], new: str = "gb300", old: str = "gb200") -> list[tuple[str, float, float]]:
+    """(row, measured, predicted `new` / `old` tokens/s) for rows that differ only in the GPU. The Megatron-Bridge
+    26.06 LoRA FP8 pair (Llama 3 70B, PP 2 x VPP 20, packed samples of about 250 tokens: attention well under 1% of
+    the FLOPs) checks the GB300 / GB200 ratio where the SFU softmax throughput cannot matter."""
+    rows = {r["id"]: r for r in csv.DictReader(DATA.open(encoding="utf-8"))}
+    tps = {c.row_id: c for c in cs if c.metric == "tokens_s" and not c.skipped}
+    out = []
+    for rid, c in tps.items():
+        r = rows[rid]
+        for twin_id, twin in tps.items():
+            t = rows[twin_id]
+            if r["gpu"] == new and t["gpu"] == old and all(r[k] == t[k] for k in LAYOUT):
+                out.append((rid, c.measured / twin.measured, c.predicted / twin.predicted))
+    return out
+
+
 def main() -> None:
-    report(cases())
+    cs = cases()
+    report(cs)
+    print("GB300 / GB200 tokens/s at the same layout (equal rated peaks; measured vs predicted):")
+    for rid, meas, pred in generation_pairs(cs):
+        print(f"  {rid:36s} measured {meas:.3f} predicted {pred:.3f}")
 
 
 if __name__ == "__main__":

@@ -148,17 +148,19 @@ def flop_check() -> list[tuple[str, int, float, float]]:
 LAYOUT = ("precision", "global_batch_seqs", "micro_batch", "seq_len", "fsdp", "tp", "pp", "cp", "vpp", "ep")
 
 
-def generation_pairs(cs: list[tuple[str, str, float, float]]) -> list[tuple[str, float, float]]:
-    """(row, measured, predicted GB300 / GB200 throughput ratio) for the rows the page lists at the same layout on
-    both systems: their rated BF16 / FP8 peaks are equal (catalog gb300 / gb200), so the ratio is what the model
-    gives Blackwell Ultra beyond them (the SFU softmax throughput, attention.sfu_ex2_speedup)."""
+def generation_pairs(cs: list[tuple[str, str, float, float]], new: str = "gb300",
+                     old: str = "gb200") -> list[tuple[str, float, float]]:
+    """(row, measured, predicted `new` / `old` throughput ratio) for the rows the page lists at the same layout on
+    both systems. GB300 / GB200: their rated BF16 / FP8 peaks are equal, so the ratio is what the model gives
+    Blackwell Ultra beyond them (the SFU softmax throughput, attention.sfu_ex2_speedup). GB200 / B200: the same
+    silicon at 1,200 vs 1,000 W, rated 2.5 vs 2.25 PF BF16 (catalog gb200 `unsure`)."""
     rows = {r["id"]: r for r in csv.DictReader(DATA.open(encoding="utf-8"))}
     by_id = {c[0]: c for c in cs}
     out = []
     for rid, c in by_id.items():
-        twin = rid.replace("_gb300_", "_gb200_")
-        if "_gb300_" in rid and twin in by_id and all(rows[rid][k] == rows[twin][k] for k in LAYOUT):
-            out.append((rid.split("_gb300_")[1], c[2] / by_id[twin][2], c[3] / by_id[twin][3]))
+        twin = rid.replace(f"_{new}_", f"_{old}_")
+        if f"_{new}_" in rid and twin in by_id and all(rows[rid][k] == rows[twin][k] for k in LAYOUT):
+            out.append((rid.split(f"_{new}_")[1], c[2] / by_id[twin][2], c[3] / by_id[twin][3]))
     return out
 
 
@@ -190,6 +192,9 @@ def main() -> None:
         print(f"  FP8-CS / FP8-MX throughput, {len(pairs)} pairs at the same layout: measured {meas:.3f} predicted {pred:.3f}")
     print("GB300 / GB200 throughput at the same layout (equal rated peaks; measured vs predicted):")
     for name, meas, pred in generation_pairs(cs):
+        print(f"  {name:36s} measured {meas:.3f} predicted {pred:.3f}")
+    print("GB200 / B200 throughput at the same layout (rated peaks 2.5 / 2.25 PF BF16; measured vs predicted):")
+    for name, meas, pred in generation_pairs(cs, "gb200", "b200"):
         print(f"  {name:36s} measured {meas:.3f} predicted {pred:.3f}")
     print("model FLOPs per token, NVIDIA's table vs this estimator under NVIDIA's convention (causal attention):")
     for name, s, nvidia, ours in flop_check():

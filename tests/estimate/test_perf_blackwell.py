@@ -70,3 +70,14 @@ def test_the_recipe_layout_row_is_printed_with_the_tables_layout_too():
     recipe = {rid: p for rid, _, _, p in pb.cases() if rid in pb.RECIPE_LAYOUT}
     for rid in table:
         assert table[rid] != recipe[rid]
+
+
+def test_gb200_b200_pairs_are_the_same_layout():
+    """GB200 / B200 at the same layout and stack: the Llama 3 8B FP8-CS / FP8-MX rows (the other models differ in
+    layout or batch). Measured 1.03 / 1.01; the model gives 1.12 from the rated peaks (2.5 vs 2.25 PF BF16) and
+    gemm.efficiency_max (0.62 vs 0.60), where measured MAMF gives +4.4% BF16 / +5.3% FP8 (known gap, catalog gb200
+    `unsure`). The bound is today's gap with a margin."""
+    pairs = pb.generation_pairs(pb.cases(), "gb200", "b200")
+    assert sorted(name for name, _, _ in pairs) == ["llama3_8b_fp8-cs_8gpu", "llama3_8b_fp8-mx_8gpu"]
+    for name, measured, predicted in pairs:
+        assert abs(predicted - measured) <= 0.13, name  # today 0.09 / 0.11
