@@ -157,3 +157,21 @@ def test_unfused_fp32_cross_entropy_streams_its_counted_bytes():
     assert float(unfused.head_bwd - fused.head_bwd) == pytest.approx((14 - 12) * logits / r.hbm_bytes_s - 4 * k,
                                                                      rel=1e-9)
     assert float(unfused.fwd) == float(fused.fwd) and float(unfused.bwd) == float(fused.bwd)
+
+
+def test_eager_elementwise_traffic_is_counted_per_op_from_the_model_code():
+    from trainsizer.estimate.compute import eager_elementwise_traffic
+
+    from .test_perf_common import llama8b
+
+    eager = load_constants().eager_bytes_per_element
+    # Llama 3 8B (h 4096, GQA kv 1024, SwiGLU 14336): RMSNorm 36 B against 4 fused, SwiGLU 10 against 6, RoPE 20
+    # over q and k against 4 over q, k and v: (86 h + 20 x 5120 + 10 x 14336) / (22 h + 4 x 6144 + 6 x 14336)
+    hf = eager_elementwise_traffic(llama8b(), eager, 20.0)
+    assert float(hf) == pytest.approx((86 * 4096 + 20 * 5120 + 10 * 14336) / (22 * 4096 + 4 * 6144 + 6 * 14336))
+    # torchtune's float RoPE streams more than HF's rotate_half; arrays of RoPE bytes (framework auto) broadcast
+    both = eager_elementwise_traffic(llama8b(), eager, np.array([20.0, 48.0]))
+    assert both.shape == (2,) and both[1] > both[0] == pytest.approx(float(hf))
+    # LayerNorm, GeLU and learned positions are single kernels eager too: nothing to add
+    assert float(eager_elementwise_traffic(gpt(), eager, 48.0)) == pytest.approx(1.0)
+

@@ -28,7 +28,7 @@ class PerfConstants:
     kernel_fixed_s: float
     host_s_per_layer_pass: float
     host_gpu_blend_norm: float
-    eager_elementwise_traffic: float  # HBM traffic of eager element-wise ops relative to fused kernels
+    eager_bytes_per_element: dict[str, float]  # forward HBM bytes per element of eager element-wise ops, by op
     moe_host_s_per_expert_kernel: dict[str, float]  # exposed host time per expert kernel, by dispatcher
     flash_efficiency: dict[str, float]
     flash_efficiency_native: dict[str, float]  # vendor-tuned fused attention (cuDNN / FA3) where it differs
@@ -117,7 +117,7 @@ def load_constants() -> PerfConstants:
         kernel_fixed_s=float(g["kernel_fixed_s"]),
         host_s_per_layer_pass=float(g["host_s_per_layer_pass"]),
         host_gpu_blend_norm=float(g["host_gpu_blend_norm"]),
-        eager_elementwise_traffic=float(g["eager_elementwise_traffic"]),
+        eager_bytes_per_element={str(k): float(v) for k, v in g["eager_bytes_per_element"].items()},
         moe_host_s_per_expert_kernel={str(k): float(v) for k, v in g["moe_host_s_per_expert_kernel"].items()},
         flash_efficiency={str(k): float(v) for k, v in a["flash_efficiency"].items()},
         flash_efficiency_native={str(k): float(v) for k, v in a["flash_efficiency_native"].items()},

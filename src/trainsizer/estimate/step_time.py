@@ -98,6 +98,9 @@ class PerfStyle:
     # training with ZeRO <= 1 (DeepSpeed BF16_Optimizer.update_hp_grads after every backward; _hp_grad_accum)
     hp_grad_accum_bytes: float = 0.0
     split_projections: bool = False  # q, k, v and gate, up are separate nn.Linear GEMMs (torchtitan, HF Llama)
+    # eager RoPE: forward HBM bytes per element of q and k as the model code runs it (perf_constants.yaml
+    # frameworks:; HF's rotate_half and torchtitan's complex product 20, torchtune's float stack 48)
+    rope_eager_bytes: float = 20.0
     zero1_grad_allreduce: bool = False  # ZeRO-1 all-reduces the gradients (DeepSpeed BF16_Optimizer), not RS
     # lowest ZeRO stage whose gradient reduction overlaps the backward; below it the gradients are reduced after the
     # last micro-batch's backward (DeepSpeed engine.allreduce_gradients at the accumulation boundary: ZeRO-0
@@ -376,7 +379,8 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              trains_base_weights=training.trains_base_weights,
                              moe_capacity_factor=training.moe_capacity_factor,
                              elementwise_passes=np.where((x.a["torch_compile"] > 0) | np.asarray(x.fw.fused_kernels), 1.0,
-                                                         k.eager_elementwise_traffic),
+                                                         compute.eager_elementwise_traffic(
+                                                             model, k.eager_bytes_per_element, x.fw.rope_eager_bytes)),
                              fp8_weight_casts=np.where(np.asarray(x.fw.fp8_weight_cache), 1.0 / x.m, 1.0)
                              / np.where(np.asarray(x.fw.fp8_param_allgather) & (x.zero >= 3), x.d * x.c, 1.0),
                              selective_op_policy=x.fw.selective_op_policy,
