@@ -20,6 +20,7 @@ M_TRIM_THRESHOLD bytes of freed heap per arena instead of returning them to the 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
@@ -90,6 +91,34 @@ def _put(dst: np.ndarray, rows: np.ndarray | None, values: np.ndarray, fill: flo
         dst[rows] = values
 
 
+def _check_parts(parts: tuple[str, ...]) -> None:
+    for p in parts:
+        if p not in PARTS:
+            from trainsizer.errors import unknown_name
+
+            raise unknown_name("parts", "evaluate_batch part", p, PARTS)
+
+
+def _mark_all_invalid(out: dict[str, np.ndarray], keys: list[str], lo: int, hi: int) -> None:
+    """Rows lo:hi all break a rule: not fitting and no figures (NaN); validity and GPU count stay."""
+    for key in keys:
+        if key not in ("valid", "gpus"):
+            out[key][lo:hi] = False if key == "fits" else np.nan
+
+
+def _run_in_chunks(run: Callable[[int, int], None], n: int, chunk: int, threads: int | None) -> None:
+    """run(lo, hi) over [0, n) in chunks of `chunk`, on up to `threads` threads (default: the CPUs)."""
+    bounds = [(lo, min(lo + chunk, n)) for lo in range(0, n, max(int(chunk), 1))]
+    workers = max(1, min(threads or os.cpu_count() or 1, len(bounds)))
+    if workers == 1:
+        for lo, hi in bounds:
+            run(lo, hi)
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for fut in [pool.submit(run, lo, hi) for lo, hi in bounds]:
+            fut.result()  # re-raises a SpecError from any chunk
+
+
 def evaluate_batch(
     model: ModelArch, training: Training, system: System, strategy: Strategy,
     calibration: Calibration | None = None, *, memory_options: MemoryOptions = DEFAULT_OPTIONS,
@@ -105,11 +134,7 @@ def evaluate_batch(
     Invalid strategies get NaN numbers. `framework_style` / `memory_options.framework` override
     `strategy.framework` as in the scalar estimators. `parts` (a subset of PARTS) limits the work, for
     benchmarks: without "valid" nothing is masked."""
-    for p in parts:
-        if p not in PARTS:
-            from trainsizer.errors import unknown_name
-
-            raise unknown_name("parts", "evaluate_batch part", p, PARTS)
+    _check_parts(parts)
     _tune_malloc()
     flat, n, shape = _flatten(strategy)
     keys = [key for p in PARTS if p in parts for key in _PART_KEYS[p]]
@@ -129,9 +154,7 @@ def evaluate_batch(
             f = flat
             out["gpus"][lo:hi] = f.tp[lo:hi] * f.pp[lo:hi] * f.dp[lo:hi] * f.cp[lo:hi]
         if rows is not None and rows.size == 0:
-            for key in keys:
-                if key not in ("valid", "gpus"):
-                    out[key][lo:hi] = False if key == "fits" else np.nan
+            _mark_all_invalid(out, keys, lo, hi)
             return
         with np.errstate(all="ignore"):
             if "memory" in parts:
@@ -144,15 +167,7 @@ def evaluate_batch(
                 for key in TIME_KEYS:
                     _put(out[key][lo:hi], rows, t[key], np.nan)
 
-    bounds = [(lo, min(lo + chunk, n)) for lo in range(0, n, max(int(chunk), 1))]
-    workers = max(1, min(threads or os.cpu_count() or 1, len(bounds)))
-    if workers == 1:
-        for lo, hi in bounds:
-            run(lo, hi)
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            for fut in [pool.submit(run, lo, hi) for lo, hi in bounds]:
-                fut.result()  # re-raises a SpecError from any chunk
+    _run_in_chunks(run, n, chunk, threads)
     if "fits" in out:
         out["feasible"] = out["fits"].copy()
     return {key: val.reshape(shape) for key, val in out.items()}
