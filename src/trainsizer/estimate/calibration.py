@@ -217,6 +217,33 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
     cal = calibration or Calibration()
     peak = system.peak(precision) * 1e12
     eff16 = k.gemm_efficiency(system.accelerator) * power_clock_factor(system)
+    gemm, gemm16, cast_bytes, cast_kernels = _gemm_rates(system, precision, k, cal, eff16, fp8_recipe, fused_cast)
+    p32 = system.peak_tflops.get("fp32")
+    fp32 = float(p32) * 1e12 * eff16 if p32 else 0.0
+    flash, bwd_over_fwd = _flash_rate(system, precision, k, cal, attention_kernel)
+    hbm, intra, inter = _memory_and_link_rates(system, k, cal)
+    return Rates(
+        gemm_flops=gemm,
+        gemm_peak_flops=peak,
+        flash_flops=flash,
+        hbm_bytes_s=hbm,
+        intra_busbw=max(intra, 1.0),
+        inter_nic=max(inter, 1.0),
+        kernel_fixed_s=k.kernel_fixed_s,
+        act_bytes=float(act_bytes(precision)),
+        gemm16_flops=gemm16,
+        fp8_cast_bytes=cast_bytes,
+        fp8_cast_kernels=cast_kernels,
+        flash_bwd_over_fwd=bwd_over_fwd,
+        fp32_flops=fp32,
+    )
+
+
+def _gemm_rates(system: Any, precision: str, k: PerfConstants, cal: Calibration, eff16: float, fp8_recipe: str,
+                fused_cast: bool) -> tuple[float, float, float, float]:
+    """(GEMM FLOP/s of the linear layers, FLOP/s of the 16-bit GEMMs, FP8 cast bytes per element, FP8 cast
+    kernels per tensor); the cast figures are 0 outside FP8."""
+    peak = system.peak(precision) * 1e12
     eff = eff16
     cast_bytes = cast_kernels = 0.0
     if precision == "fp8":
@@ -233,17 +260,26 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
     if precision == "fp8":
         p16 = "bf16" if system.peak_tflops.get("bf16") else precision
         gemm16 = system.peak(p16) * 1e12 * eff16
+    return gemm, gemm16, cast_bytes, cast_kernels
+
+
+def _flash_rate(system: Any, precision: str, k: PerfConstants, cal: Calibration,
+                attention_kernel: str) -> tuple[float, float]:
+    """(attention-core forward FLOP/s, backward / forward time ratio)."""
     # Attention stays in 16-bit under FP8 training (Transformer Engine); flash efficiency rides on the bf16 GEMM.
     attn_precision = "bf16" if precision == "fp8" else precision
     if attn_precision == "bf16" and not system.peak_tflops.get("bf16"):
         attn_precision = precision
-    p32 = system.peak_tflops.get("fp32")
-    fp32 = float(p32) * 1e12 * eff16 if p32 else 0.0
     attn_peak = system.peak(attn_precision) * 1e12
     attn_eff = k.flash_fraction(system.accelerator, attention_kernel) * (
         k.fp32_efficiency_ratio if precision == "fp32" else 1.0) * power_clock_factor(system)
     sfu_fwd, bwd_over_fwd = k.attention_sfu(system.accelerator)
     flash = cal.flash_tflops * 1e12 if cal.flash_tflops else attn_peak * attn_eff / sfu_fwd
+    return flash, bwd_over_fwd
+
+
+def _memory_and_link_rates(system: Any, k: PerfConstants, cal: Calibration) -> tuple[float, float, float]:
+    """(HBM bytes/s, intra-node bus bandwidth, inter-node bytes/s per GPU), measured figures first."""
     if system.hbm_gb_s <= 0:
         raise SpecError("system.hbm_gb_s", msg("spec_gt", limit=0), value=system.hbm_gb_s)
     hbm = cal.hbm_gb_s * 1e9 if cal.hbm_gb_s else system.hbm_gb_s * 1e9 * k.hbm_efficiency
@@ -259,18 +295,4 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
         # already the achieved payload (line rate x the network's measured efficiency, scenario.NetworkView):
         # no second efficiency factor here
         inter = system.inter_node_gb_s * 1e9
-    return Rates(
-        gemm_flops=gemm,
-        gemm_peak_flops=peak,
-        flash_flops=flash,
-        hbm_bytes_s=hbm,
-        intra_busbw=max(intra, 1.0),
-        inter_nic=max(inter, 1.0),
-        kernel_fixed_s=k.kernel_fixed_s,
-        act_bytes=float(act_bytes(precision)),
-        gemm16_flops=gemm16,
-        fp8_cast_bytes=cast_bytes,
-        fp8_cast_kernels=cast_kernels,
-        flash_bwd_over_fwd=bwd_over_fwd,
-        fp32_flops=fp32,
-    )
+    return hbm, intra, inter
