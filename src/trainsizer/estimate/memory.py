@@ -560,11 +560,20 @@ class _States:
     trainable_pg: Any
 
 
-def _model_states(b: _Batch, g: _Stage, items: dict[str, Any]) -> _States:
-    """Weights, gradients and optimizer states of one stage into `items` (model_states.py per parameter)."""
-    lay, training = b.pre.layout, b.training
+@dataclass(frozen=True)
+class _StageParams:
+    """Parameters of one stage on one GPU before ZeRO sharding (per strategy)."""
+
+    dense: Any  # TP-split and replicated (embedding / head on the end stages)
+    experts: Any  # routed experts, split over EP x TP
+    gemm_dense: Any  # the dense linear weights (NF4 / FP8 targets); router kept with norms
+    nongemm_dense: Any  # embedding, head, norms and the other replicated parameters
+
+
+def _stage_params(b: _Batch, g: _Stage) -> _StageParams:
+    lay = b.pre.layout
     t, p, ep = b.t, b.p, b.ep
-    ssum, shard, st = b.ssum, b.shard, b.st
+    ssum = b.ssum
     start, stop, n = g.start, g.stop, g.n_layers
     # parameters on this GPU (before ZeRO): dense (TP-split + replicated) and routed experts
     emb = _on(g.is_first, lay.embedding, 0.0)
@@ -577,57 +586,78 @@ def _model_states(b: _Batch, g: _Stage, items: dict[str, Any]) -> _States:
     p_exp = layers_exp / (ep * t)
     gemm_dense = layers_tp / t  # linear weights (NF4 / FP8 targets); router kept with norms
     nongemm_dense = (emb + head) / t + layers_rep + fnorm
-    offload_opt, offload_par = b.offload_opt, b.offload_par
-    opt_params: Any = None
+    return _StageParams(dense=p_dense, experts=p_exp, gemm_dense=gemm_dense, nongemm_dense=nongemm_dense)
 
-    if training.trains_base_weights:
-        w = st["weights"] * shard(p_dense, p_exp, 3)
-        fp8c = b.c["fp8"]
-        if np.any(b.fp8_params):  # FP8 primary weights: the GEMM weights' only copy is the 1-byte FP8 tensor
-            fp8_w = (st["weights"] - fp8c["param_bytes_per_gemm_param"]) * shard(gemm_dense, p_exp, 3)
-            w = w - np.where(b.fp8_params, fp8_w, 0.0)
-        items["weights"] = np.where(offload_par, 0.0, w)
-        # parameter offload (FSDP CPUOffload(offload_params=True) / FSDP2 CPUOffloadPolicy, torchtune
-        # fsdp_cpu_offload): the sharded gradients live in host memory with the parameters (PyTorch FSDP docs,
-        # CPUOffload: offload_params "offloads gradients to CPU as well"); host gradients are counted below
-        items["gradients"] = np.where(offload_par, 0.0, st["grads"] * shard(p_dense, p_exp, 2))
-        items["grad_accum_buffer"] = st["grad_accum_fp32"] * shard(p_dense, p_exp, 2)
-        opt_params = shard(p_dense, p_exp, 1)
-        host_grad = float(b.c["offload"]["host_fp32_grad_bytes_per_param"])
-        host = (st["master"] + st["optimizer"] + st["grad_fp32_copy"] + host_grad) * opt_params
-        items["master_weights"] = np.where(offload_opt, 0.0, st["master"] * opt_params)
-        items["optimizer_states"] = np.where(offload_opt, 0.0, st["optimizer"] * opt_params)
-        items["grad_fp32_copy"] = np.where(offload_opt, 0.0, st["grad_fp32_copy"] * opt_params)
-        cache = np.where(b.fp8_params, fp8c["param_cache_bytes_per_gemm_param"], st["fp8_cache"])
-        items["fp8_weight_cache"] = np.where(b.z >= 3, 0.0, cache * (gemm_dense + p_exp))
-        trainable_pg = p_dense + p_exp
-        if training.method == "dpo":
-            items["reference_model"] = b.w16 * shard(p_dense, p_exp, 3)
-        host = host + np.where(offload_par, w, 0.0)
-        host = np.where(offload_opt, host, 0.0)
-    else:
-        q_b, nq_b, qc_b = b.pre.base
-        if training.method == "qlora" and not b.kbit_upcast:
-            nq_b = b.w16  # e.g. torchtune: embeddings, norms and the output layer stay bf16 (no PEFT fp32 upcast)
-        base = q_b * shard(gemm_dense, p_exp, 3) + nq_b * shard(nongemm_dense, 0.0, 3)
-        items["base_weights_frozen"] = np.where(offload_par, 0.0, base)
-        items["quant_constants"] = qc_b * shard(gemm_dense, p_exp, 3)
-        ld = ssum(lay.cum_lora_dense, start, stop, n) / t
-        le = ssum(lay.cum_lora_exp, start, stop, n) / (ep * t)
-        cfg = b.c["lora"]
-        # PEFT keeps A/B in fp32; torchtune builds the whole model, adapters included, in its training dtype
-        # (recipes/lora_finetune_*.py: `with training.set_default_dtype(self._dtype)`)
-        a_w, a_g = ((b.w16, b.w16) if b.name == "torchtune"
-                    else (cfg["adapter_weight_bytes"], cfg["adapter_grad_bytes"]))
-        items["lora_adapters"] = a_w * shard(ld, le, 3)
-        trainable_pg = ld + le
-        copies = (_on(g.is_first, lay.lora_embed_copy, 0.0) + _on(g.is_last, lay.lora_head_copy, 0.0)) / t
-        items["trainable_copies"] = b.w16 * shard(copies, 0.0, 3)
-        items["gradients"] = a_g * shard(ld, le, 2) + b.w16 * shard(copies, 0.0, 2)
-        opt = st["optimizer"] * shard(ld, le, 1) + b.pre.opt_in_param_dtype * shard(copies, 0.0, 1)
-        items["optimizer_states"] = np.where(offload_opt, 0.0, opt)
-        host = np.where(offload_opt, opt + np.where(offload_par, base, 0.0), 0.0)
+
+def _model_states(b: _Batch, g: _Stage, items: dict[str, Any]) -> _States:
+    """Weights, gradients and optimizer states of one stage into `items` (model_states.py per parameter)."""
+    params = _stage_params(b, g)
+    if b.training.trains_base_weights:
+        return _full_states(b, params, items)
+    return _adapter_states(b, g, params, items)
+
+
+def _full_states(b: _Batch, params: _StageParams, items: dict[str, Any]) -> _States:
+    """Full training: weights, gradients, master weights and optimizer states (offloaded ones to the host)."""
+    training, shard, st = b.training, b.shard, b.st
+    p_dense, p_exp, gemm_dense = params.dense, params.experts, params.gemm_dense
+    offload_opt, offload_par = b.offload_opt, b.offload_par
+    w = st["weights"] * shard(p_dense, p_exp, 3)
+    fp8c = b.c["fp8"]
+    if np.any(b.fp8_params):  # FP8 primary weights: the GEMM weights' only copy is the 1-byte FP8 tensor
+        fp8_w = (st["weights"] - fp8c["param_bytes_per_gemm_param"]) * shard(gemm_dense, p_exp, 3)
+        w = w - np.where(b.fp8_params, fp8_w, 0.0)
+    items["weights"] = np.where(offload_par, 0.0, w)
+    # parameter offload (FSDP CPUOffload(offload_params=True) / FSDP2 CPUOffloadPolicy, torchtune
+    # fsdp_cpu_offload): the sharded gradients live in host memory with the parameters (PyTorch FSDP docs,
+    # CPUOffload: offload_params "offloads gradients to CPU as well"); host gradients are counted below
+    items["gradients"] = np.where(offload_par, 0.0, st["grads"] * shard(p_dense, p_exp, 2))
+    items["grad_accum_buffer"] = st["grad_accum_fp32"] * shard(p_dense, p_exp, 2)
+    opt_params = shard(p_dense, p_exp, 1)
+    host_grad = float(b.c["offload"]["host_fp32_grad_bytes_per_param"])
+    host = (st["master"] + st["optimizer"] + st["grad_fp32_copy"] + host_grad) * opt_params
+    items["master_weights"] = np.where(offload_opt, 0.0, st["master"] * opt_params)
+    items["optimizer_states"] = np.where(offload_opt, 0.0, st["optimizer"] * opt_params)
+    items["grad_fp32_copy"] = np.where(offload_opt, 0.0, st["grad_fp32_copy"] * opt_params)
+    cache = np.where(b.fp8_params, fp8c["param_cache_bytes_per_gemm_param"], st["fp8_cache"])
+    items["fp8_weight_cache"] = np.where(b.z >= 3, 0.0, cache * (gemm_dense + p_exp))
+    trainable_pg = p_dense + p_exp
+    if training.method == "dpo":
+        items["reference_model"] = b.w16 * shard(p_dense, p_exp, 3)
+    host = host + np.where(offload_par, w, 0.0)
+    host = np.where(offload_opt, host, 0.0)
     return _States(host=host, opt_params=opt_params, trainable_pg=trainable_pg)
+
+
+def _adapter_states(b: _Batch, g: _Stage, params: _StageParams, items: dict[str, Any]) -> _States:
+    """LoRA / QLoRA: the frozen (possibly quantised) base, the adapters and their optimizer states."""
+    lay, training, t, ep = b.pre.layout, b.training, b.t, b.ep
+    ssum, shard, st = b.ssum, b.shard, b.st
+    start, stop, n = g.start, g.stop, g.n_layers
+    p_exp, gemm_dense, nongemm_dense = params.experts, params.gemm_dense, params.nongemm_dense
+    offload_opt, offload_par = b.offload_opt, b.offload_par
+    q_b, nq_b, qc_b = b.pre.base
+    if training.method == "qlora" and not b.kbit_upcast:
+        nq_b = b.w16  # e.g. torchtune: embeddings, norms and the output layer stay bf16 (no PEFT fp32 upcast)
+    base = q_b * shard(gemm_dense, p_exp, 3) + nq_b * shard(nongemm_dense, 0.0, 3)
+    items["base_weights_frozen"] = np.where(offload_par, 0.0, base)
+    items["quant_constants"] = qc_b * shard(gemm_dense, p_exp, 3)
+    ld = ssum(lay.cum_lora_dense, start, stop, n) / t
+    le = ssum(lay.cum_lora_exp, start, stop, n) / (ep * t)
+    cfg = b.c["lora"]
+    # PEFT keeps A/B in fp32; torchtune builds the whole model, adapters included, in its training dtype
+    # (recipes/lora_finetune_*.py: `with training.set_default_dtype(self._dtype)`)
+    a_w, a_g = ((b.w16, b.w16) if b.name == "torchtune"
+                else (cfg["adapter_weight_bytes"], cfg["adapter_grad_bytes"]))
+    items["lora_adapters"] = a_w * shard(ld, le, 3)
+    trainable_pg = ld + le
+    copies = (_on(g.is_first, lay.lora_embed_copy, 0.0) + _on(g.is_last, lay.lora_head_copy, 0.0)) / t
+    items["trainable_copies"] = b.w16 * shard(copies, 0.0, 3)
+    items["gradients"] = a_g * shard(ld, le, 2) + b.w16 * shard(copies, 0.0, 2)
+    opt = st["optimizer"] * shard(ld, le, 1) + b.pre.opt_in_param_dtype * shard(copies, 0.0, 1)
+    items["optimizer_states"] = np.where(offload_opt, 0.0, opt)
+    host = np.where(offload_opt, opt + np.where(offload_par, base, 0.0), 0.0)
+    return _States(host=host, opt_params=None, trainable_pg=trainable_pg)
 
 
 def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
