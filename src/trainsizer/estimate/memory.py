@@ -310,50 +310,18 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     s["optimizer_in_backward"] = np.asarray(float(bool(getattr(strategy, "optimizer_in_backward", False))))
     s["moe_a2a_overlap"] = np.asarray(float(bool(getattr(strategy, "moe_a2a_overlap", None))))
     t, p, d, cp, ep = s["tp"], s["pp"], s["dp"], s["cp"], s["ep"]
-    z, sg, mb, rec = s["zero"], s["shard_group"], s["micro_batch"], s["recompute"]
+    z, mb, rec = s["zero"], s["micro_batch"], s["recompute"]
 
-    # framework profile per strategy
-    name = options.framework if options.framework is not None else getattr(strategy, "framework", "auto")
-    profile = memory_profile(name)
-    if profile is None:
-        idx = auto_index(t, p, cp, ep, s["distributed_optimizer"] > 0, z, training.method in ("pretrain", "cpt"))
-        mega, titan = idx == 0, idx == 1
-    else:
-        mega = np.full(t.shape, profile == "megatron")
-        titan = np.full(t.shape, name == "torchtitan")
-
-    # shard groups (ZeRO / FSDP; hybrid shard when shard_group > 0); experts: DP / EP
-    dpc = d * cp
-    shard_d = np.where(sg > 0, np.minimum(sg, dpc), dpc)
-    edp = np.maximum(1.0, dpc / ep)
-    shard_e = np.where(sg > 0, np.minimum(sg, edp), edp)
-    z1 = (z >= 1) | (s["distributed_optimizer"] > 0)
-    divisors = {lvl: (np.where(act, shard_d, 1.0), np.where(act, shard_e, 1.0))
-                for lvl, act in ((3, z >= 3), (2, z >= 2), (1, z1))}
-
+    name, mega, titan = _profiles(training, strategy, options, s)
+    dpc, divisors = _shard_divisors(s)
     # tokens and micro-batches
     pairs = float(training.sequences_per_sample)  # DPO: chosen + rejected per sample
     seq = float(training.seq_len)
     tokens = mb * seq / cp * pairs
     n_micro = pipeline.micro_batches(training.global_batch_seqs, d, mb)
     sp_div = np.where((t > 1) & (s["sequence_parallel"] > 0), t, 1.0)
-    upcast_w, upcast_res = _kbit_upcast(strategy, name)
-    dense_b, moe_b, dense_none, moe_none = _layer_bytes(model, training, strategy, options, pre, name, mega, titan,
-                                                        rec, tokens, sp_div, t)
-    residual = _fp32_residual_checkpoint(model, training, upcast_res, mega, rec, tokens / sp_div)
-    dense_b, moe_b = dense_b + residual, moe_b + residual
-    if np.any(titan):
-        dense_none, moe_none = _titan_block_extras(model, training, pre, titan, tokens, t, sp_div, dense_none,
-                                                   moe_none)
-        dense_b = np.where(titan & (rec == 0), dense_none, dense_b)
-        moe_b = np.where(titan & (rec == 0), moe_none, moe_b) if model.is_moe else dense_b
-    if name == "torchtune":
-        # torchtune's MultiHeadAttention expands K and V to every query head (k.unsqueeze(2).expand(...).flatten(1, 2),
-        # a copy) before F.scaled_dot_product_attention, which saves them (torchtune/modules/attention.py, 2024-09
-        # 30b8519 to 2025-05 e5ee1b2)
-        kv = tokens * expanded_kv_bytes(model, training) / t
-        dense_none, moe_none = dense_none + kv, moe_none + kv
-        dense_b, moe_b = dense_b + np.where(rec <= 1, kv, 0.0), moe_b + np.where(rec <= 1, kv, 0.0)
+    upcast_w, (dense_b, moe_b, dense_none, moe_none) = _saved_layer_bytes(
+        model, training, strategy, options, pre, name, mega, titan, rec, tokens, sp_div, t)
 
     compiled = np.asarray(getattr(strategy, "torch_compile", True), dtype=bool)
     # torchtitan per-op SAC without torch.compile: the non-reentrant checkpoint re-runs the block's whole forward
@@ -371,15 +339,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     loss_impl = getattr(strategy, "loss_impl", "auto")
     loss_bytes = _loss_bytes(name, loss_impl, mega, titan & compiled, pre, bool(np.all(compiled)))
     chunked = loss_impl == "chunked" or (loss_impl == "auto" and DEFAULT_LOSS.get(name) == "chunked")
-    lg = load_memory_constants()["logits"]
-    lp = titan & (t > 1) & (np.asarray(loss_bytes[0]) == lg["hf_saved_bytes_per_element"])
-    if np.any(lp):  # torchtitan TP runs the eager fp32 loss under loss_parallel (vocabulary-sharded logits)
-        loss_bytes = (loss_bytes[0], np.where(lp, lg["loss_parallel_backward_extra_bytes_per_element"], loss_bytes[1]))
-    if name == "deepspeed" and getattr(strategy, "loss_impl", "auto") == "auto":
-        # DeepSpeed's PipelineEngine (Megatron-DeepSpeed, GPT-NeoX; it refuses ZeRO-2/3) keeps the last stage's
-        # 16-bit logits in pipe_buffers['outputs'] until the next micro-batch (runtime/pipe/engine.py
-        # _exec_forward_pass; _exec_backward_pass returns after backward(loss) on the last stage)
-        loss_bytes = (loss_bytes[0] + np.where(z <= 1, float(act_bytes(training.precision)), 0.0), loss_bytes[1])
+    loss_bytes = _logit_extras(training, strategy, name, loss_bytes, titan & (t > 1), z)
     st = _state_bytes(mega, pre, name, training, bf16_grads)
     # torchtune's recipes free the gradients after each step (optimizer.zero_grad(set_to_none=True); with
     # optimizer_in_bwd each parameter's in its hook): with one micro-batch per step and no pipeline, each
@@ -393,6 +353,76 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   loss_bytes=loss_bytes, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro,
                   sp_div=sp_div, dense_b=dense_b, moe_b=moe_b, dense_none=dense_none, moe_none=moe_none, st=st,
                   w16=float(act_bytes(training.precision)))
+
+
+def _profiles(training: Training, strategy: Strategy, options: MemoryOptions,
+              s: dict[str, np.ndarray]) -> tuple[str, np.ndarray, np.ndarray]:
+    """(framework name, Megatron memory profile mask, torchtitan mask) per strategy; "auto" per strategy."""
+    t, p, cp, ep, z = s["tp"], s["pp"], s["cp"], s["ep"], s["zero"]
+    name = options.framework if options.framework is not None else getattr(strategy, "framework", "auto")
+    profile = memory_profile(name)
+    if profile is None:
+        idx = auto_index(t, p, cp, ep, s["distributed_optimizer"] > 0, z, training.method in ("pretrain", "cpt"))
+        mega, titan = idx == 0, idx == 1
+    else:
+        mega = np.full(t.shape, profile == "megatron")
+        titan = np.full(t.shape, name == "torchtitan")
+    return name, mega, titan
+
+
+def _shard_divisors(s: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]:
+    """(DP x CP ranks, ZeRO level -> (dense, expert) shard divisors)."""
+    d, cp, ep, z, sg = s["dp"], s["cp"], s["ep"], s["zero"], s["shard_group"]
+    # shard groups (ZeRO / FSDP; hybrid shard when shard_group > 0); experts: DP / EP
+    dpc = d * cp
+    shard_d = np.where(sg > 0, np.minimum(sg, dpc), dpc)
+    edp = np.maximum(1.0, dpc / ep)
+    shard_e = np.where(sg > 0, np.minimum(sg, edp), edp)
+    z1 = (z >= 1) | (s["distributed_optimizer"] > 0)
+    divisors = {lvl: (np.where(act, shard_d, 1.0), np.where(act, shard_e, 1.0))
+                for lvl, act in ((3, z >= 3), (2, z >= 2), (1, z1))}
+    return dpc, divisors
+
+
+def _saved_layer_bytes(model: ModelArch, training: Training, strategy: Strategy, options: MemoryOptions, pre: _Pre,
+                       name: str, mega: np.ndarray, titan: np.ndarray, rec: np.ndarray, tokens: np.ndarray,
+                       sp_div: np.ndarray, t: np.ndarray) -> tuple[bool, tuple[Any, Any, Any, Any]]:
+    """(QLoRA fp32 upcast of the non-quantised weights, per-layer saved bytes of one micro-batch: dense and MoE
+    with the chosen recompute, and without it), with the fp32 residual checkpoint and torchtitan's extras."""
+    upcast_w, upcast_res = _kbit_upcast(strategy, name)
+    dense_b, moe_b, dense_none, moe_none = _layer_bytes(model, training, strategy, options, pre, name, mega, titan,
+                                                        rec, tokens, sp_div, t)
+    residual = _fp32_residual_checkpoint(model, training, upcast_res, mega, rec, tokens / sp_div)
+    dense_b, moe_b = dense_b + residual, moe_b + residual
+    if np.any(titan):
+        dense_none, moe_none = _titan_block_extras(model, training, pre, titan, tokens, t, sp_div, dense_none,
+                                                   moe_none)
+        dense_b = np.where(titan & (rec == 0), dense_none, dense_b)
+        moe_b = np.where(titan & (rec == 0), moe_none, moe_b) if model.is_moe else dense_b
+    if name == "torchtune":
+        # torchtune's MultiHeadAttention expands K and V to every query head (k.unsqueeze(2).expand(...).flatten(1, 2),
+        # a copy) before F.scaled_dot_product_attention, which saves them (torchtune/modules/attention.py, 2024-09
+        # 30b8519 to 2025-05 e5ee1b2)
+        kv = tokens * expanded_kv_bytes(model, training) / t
+        dense_none, moe_none = dense_none + kv, moe_none + kv
+        dense_b, moe_b = dense_b + np.where(rec <= 1, kv, 0.0), moe_b + np.where(rec <= 1, kv, 0.0)
+    return upcast_w, (dense_b, moe_b, dense_none, moe_none)
+
+
+def _logit_extras(training: Training, strategy: Strategy, name: str, loss_bytes: tuple[Any, Any],
+                  titan_tp: np.ndarray, z: np.ndarray) -> tuple[Any, Any]:
+    """`loss_bytes` (saved, backward extra bytes per logit element) with what a framework adds around its loss:
+    torchtitan's loss_parallel under TP, DeepSpeed's PipelineEngine keeping the 16-bit logits."""
+    lg = load_memory_constants()["logits"]
+    lp = titan_tp & (np.asarray(loss_bytes[0]) == lg["hf_saved_bytes_per_element"])
+    if np.any(lp):  # torchtitan TP runs the eager fp32 loss under loss_parallel (vocabulary-sharded logits)
+        loss_bytes = (loss_bytes[0], np.where(lp, lg["loss_parallel_backward_extra_bytes_per_element"], loss_bytes[1]))
+    if name == "deepspeed" and getattr(strategy, "loss_impl", "auto") == "auto":
+        # DeepSpeed's PipelineEngine (Megatron-DeepSpeed, GPT-NeoX; it refuses ZeRO-2/3) keeps the last stage's
+        # 16-bit logits in pipe_buffers['outputs'] until the next micro-batch (runtime/pipe/engine.py
+        # _exec_forward_pass; _exec_backward_pass returns after backward(loss) on the last stage)
+        loss_bytes = (loss_bytes[0] + np.where(z <= 1, float(act_bytes(training.precision)), 0.0), loss_bytes[1])
+    return loss_bytes
 
 
 def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, options: MemoryOptions, pre: _Pre,
