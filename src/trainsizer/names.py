@@ -27,8 +27,11 @@ FRAMEWORKS = ("auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "d
 # kernel on the 16-bit logits (torch.compile of the upcast loss, torchtitan 2025 with compile on; flash-attn's fused
 # cross-entropy, TinyLlama / lit-gpt): 16-bit logits saved, 16-bit gradient, no fp32 copies; upcast-shift = upcast
 # as transformers 4.46-4.47's ForCausalLMLoss runs it: the caller's 16-bit logits, their fp32 copy and its shifted
-# contiguous copy live together with the log-softmax output at the end of the forward.
-LOSS_IMPLS = ("auto", "upcast", "upcast-shift", "vocab-parallel", "chunked", "fused", "native", "compiled", "te")
+# contiguous copy live together with the log-softmax output at the end of the forward; compiled-fp32 = a compiled
+# cross-entropy over the fp32 logits an eager model returns (torchtune without chunking: the output layer's
+# .float(), then training.compile_loss): the fp32 logits saved, an fp32 gradient.
+LOSS_IMPLS = ("auto", "upcast", "upcast-shift", "vocab-parallel", "chunked", "fused", "native", "compiled",
+              "compiled-fp32", "te")
 # FP8 scaling recipes (precision fp8): "auto" = the accelerator's default; the others are the recipes whose
 # figures estimate/data/perf_constants.yaml `fp8.recipes` holds (Transformer Engine / torchao names).
 FP8_RECIPES = ("auto", "delayed", "tensorwise", "rowwise", "mxfp8")

@@ -218,7 +218,8 @@ class StrategySpec(_Strict):
     # loss over the vocabulary: auto (the framework's) | upcast (HF) | upcast-shift (HF transformers 4.46-4.47:
     # the shifted fp32 copy too) | vocab-parallel (Megatron) | chunked
     # (torchtune, NeMo) | fused (Liger, Unsloth: no logits kept) | native (16-bit logits, no fp32 upcast) | compiled
-    # (upcast + loss under torch.compile: 16-bit logits saved) | te (Transformer Engine cross-entropy: the gradient
+    # (upcast + loss under torch.compile: 16-bit logits saved) | compiled-fp32 (a compiled loss over the fp32
+    # logits the model returns: torchtune without chunking) | te (Transformer Engine cross-entropy: the gradient
     # written into the 16-bit logits in the forward, nothing else kept)
     loss_impl: LossImpl = "auto"
     # framework options (null = the framework's default): TP communication overlap / async TP, FP8 FSDP
