@@ -203,15 +203,16 @@ def test_unknown_attention_kernel_is_a_clear_error():
 
 
 def test_grad_reduce_overlap_is_a_job_option_and_deepspeed_zero1_reduces_after_backward():
-    """DeepSpeed ZeRO-0 / ZeRO-1 reduce the gradients after the last backward (engine.allreduce_gradients;
-    v0.3 stage1.py), ZeRO-2 in backward hooks; grad_reduce_overlap overrides a style either way."""
+    """DeepSpeed ZeRO-0 / ZeRO-1 reduce the gradients after the last backward (the PipelineEngine's
+    _exec_reduce_grads: an all-reduce at ZeRO-1, then the all-gather), ZeRO-2 in backward hooks (reduce-scatter);
+    grad_reduce_overlap overrides a style either way."""
     m, s = llama8b(), h100_cluster(64)
     tr = Training(seq_len=4096, global_batch_seqs=64)
     ds = Strategy(dp=64, micro_batch=1, recompute="full", framework="deepspeed")
     zero1 = estimate_time(m, tr, s, ds.with_(zero=1)).breakdown_s["dp_comm"]
     zero2 = estimate_time(m, tr, s, ds.with_(zero=2)).breakdown_s["dp_comm"]
     hooked = estimate_time(m, tr, s, ds.with_(zero=1, grad_reduce_overlap=True)).breakdown_s["dp_comm"]
-    assert zero2 < zero1 and hooked == pytest.approx(zero2)
+    assert zero2 < hooked < zero1  # hooked at ZeRO-1: overlapped, still an all-reduce where ZeRO-2 reduce-scatters
     mega = Strategy(dp=64, micro_batch=1, recompute="full", distributed_optimizer=True, framework="megatron")
     after = estimate_time(m, tr, s, mega.with_(grad_reduce_overlap=False)).breakdown_s["dp_comm"]
     assert after > estimate_time(m, tr, s, mega).breakdown_s["dp_comm"]

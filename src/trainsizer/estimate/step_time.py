@@ -101,7 +101,9 @@ class PerfStyle:
     # eager RoPE: forward HBM bytes per element of q and k as the model code runs it (perf_constants.yaml
     # frameworks:; HF's rotate_half and torchtitan's complex product 20, torchtune's float stack 48)
     rope_eager_bytes: float = 20.0
-    zero1_grad_allreduce: bool = False  # ZeRO-1 all-reduces the gradients (DeepSpeed BF16_Optimizer), not RS
+    # ZeRO-1 all-reduces the gradients, not RS (DeepSpeed PipelineEngine v0.3 buffered_allreduce_fallback,
+    # BF16_Optimizer); ZeRO-2 reduces in hooks either way
+    zero1_grad_allreduce: bool = False
     # lowest ZeRO stage whose gradient reduction overlaps the backward; below it the gradients are reduced after the
     # last micro-batch's backward (DeepSpeed engine.allreduce_gradients at the accumulation boundary: ZeRO-0
     # buffered_allreduce_fallback, ZeRO-1 stage1.py reduce_scatter_gradients in v0.3 / stage_1_and_2.py
@@ -707,7 +709,7 @@ def _dp_comm_replicated(x: _Step, g: _Grads) -> tuple[np.ndarray, np.ndarray]:
     g_dense = g.local_dense * g.train_frac * gb
     g_exp = g.local_expert * g.train_frac * gb
     rs_or_ar = np.where(
-        g.shard_opt & ~np.asarray(fw.zero1_grad_allreduce & (x.zero < 3)),
+        g.shard_opt & ~np.asarray(fw.zero1_grad_allreduce & (x.zero < 2)),
         comm.reduce_scatter_time(g_dense, g.n_dp, g.k_dp, r, system) + comm.reduce_scatter_time(
             g_exp, g.n_edp, g.k_edp, r, system),
         comm.all_reduce_time(g_dense, g.n_dp, g.k_dp, r, system, k.nvls_allreduce_gain)
@@ -727,7 +729,7 @@ def _dp_comm_replicated(x: _Step, g: _Grads) -> tuple[np.ndarray, np.ndarray]:
     extra = np.maximum(np.ceil(1.0 / bucket_frac) - 1.0, 0.0)
     lat_rs = comm.reduce_scatter_time(0.0, g.n_dp, g.k_dp, r, system)
     lat_ar = comm.all_reduce_time(0.0, g.n_dp, g.k_dp, r, system)
-    sharded = g.shard_opt & ~np.asarray(fw.zero1_grad_allreduce & (x.zero < 3))
+    sharded = g.shard_opt & ~np.asarray(fw.zero1_grad_allreduce & (x.zero < 2))
     rs_or_ar = rs_or_ar + extra * np.where(sharded, lat_rs, lat_ar)
     ag_params = ag_params + np.where(g.shard_opt & (x.zero < 3), extra * lat_rs, 0.0)
     # DeepSpeed PipelineEngine reduces after the last micro-batch (TrainSchedule: ReduceGrads in the last step)
