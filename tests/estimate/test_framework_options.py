@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
+import numpy as np
 import pytest
 
 from trainsizer.catalog import load_catalog
@@ -193,6 +194,35 @@ def test_flash_attention_v1_runs_the_attention_core_at_half_the_fa2_rate():
     slow_wide = step(wide, 1024, "fa1") / step(wide, 1024, "fa2")
     assert 1.0 < slow_wide < slow_narrow < 2.0
     assert step(narrow, 8192, None) == step(narrow, 8192, "fa2")  # the megatron style's own kernel
+
+
+def test_flash_kernels_run_a_head_dim_between_their_sizes_as_the_next_one_up():
+    """FA1 (flash-attn v0.2 - v1.0) is compiled for head dims 32 / 64 / 128, FA2 for 32-256 in steps of 32 up to
+    192, then 256: a head dim of 80 (Pythia 2.8B) runs the 128 (FA1) or 96 (FA2) kernel; cuDNN is not rounded."""
+    from trainsizer.estimate.compute import flash_head_dim_ratio
+
+    assert flash_head_dim_ratio(80, 80, "fa1") == pytest.approx(128 / 80)
+    assert flash_head_dim_ratio(80, 80, "fa2") == pytest.approx(96 / 80)
+    assert flash_head_dim_ratio(80, 80, "native") == 1.0
+    assert flash_head_dim_ratio(128, 128, "fa1") == flash_head_dim_ratio(64, 64, "fa2") == 1.0
+    assert flash_head_dim_ratio(256, 256, "fa1") == 1.0  # above FA1's largest: taken as is
+    assert flash_head_dim_ratio(192, 128, "fa2") == 1.0  # MLA's q / k and v widths, each compiled
+    assert list(flash_head_dim_ratio(80, 80, np.array(["fa1", "native"]))) == pytest.approx([1.6, 1.0])
+
+    def attention_s(heads, kernel):
+        job = {"model": {"layers": 4, "hidden": 2560, "heads": heads, "ffn": 10240, "vocab": 50304, "mlp": "gelu",
+                         "norm": "layernorm"},
+               "data": {"tokens": 1e9}, "seq_len": 8192, "global_batch": {"sequences": 64},
+               "hardware": {"accelerator": "a100-sxm-80gb", "count": 8},
+               "strategy": {"micro_batch": 1, "framework": "megatron", "attention_kernel": kernel}}
+        sc = resolve_job(job, load_catalog())
+        return estimate_time(sc.model, sc.training, sc.system, sc.strategy).step_s
+
+    # same width and FLOPs: 32 heads of 80 pay the padded kernel, 20 heads of 128 do not
+    for kernel in ("fa1", "fa2"):
+        assert attention_s(32, kernel) > attention_s(20, kernel)
+    assert attention_s(32, "native") == pytest.approx(attention_s(20, "native"), rel=1e-12)
+    assert attention_s(32, "fa1") - attention_s(20, "fa1") > attention_s(32, "fa2") - attention_s(20, "fa2")
 
 
 def test_unknown_attention_kernel_is_a_clear_error():

@@ -45,6 +45,27 @@ CE_BYTES: dict[str, tuple[float, float]] = {name: (float(v["fwd"]), float(v["bwd
                                             for name, v in load_constants().raw["cross_entropy"].items()}
 
 
+# head dims each FlashAttention generation is compiled for (perf_constants.yaml attention.kernel_head_dims)
+KERNEL_HEAD_DIMS: dict[str, tuple[int, ...]] = {
+    name: tuple(int(d) for d in dims) for name, dims in load_constants().raw["attention"]["kernel_head_dims"].items()}
+
+
+def flash_head_dim_ratio(d_qk: int, d_v: int, kernel: Any) -> Any:
+    """Executed over actual head-dim width of a FlashAttention kernel: the smallest compiled head dim at or
+    above each of d_qk and d_v (the tiles are that wide); 1 for kernels without a list (`native`) and for a
+    head dim above the largest. `kernel`: a name or (auto framework) an array of names."""
+
+    def padded(d: int, dims: tuple[int, ...]) -> int:
+        return next((k for k in dims if k >= d), d)
+
+    ratio = {name: (padded(d_qk, dims) + padded(d_v, dims)) / float(d_qk + d_v)
+             for name, dims in KERNEL_HEAD_DIMS.items()}
+    names = np.asarray(kernel)
+    if names.ndim == 0:
+        return ratio.get(str(names), 1.0)
+    return np.vectorize(lambda n: ratio.get(str(n), 1.0), otypes=[float])(names)
+
+
 def gemm_time(m, n, k, rates: Rates, batch=1.0, fixed: bool = True, linear: bool = True, flops: float = 0.0):
     """Seconds for `batch` GEMMs of (m x k)(k x n) on one GPU (soft roofline + per-kernel fixed cost).
 
@@ -163,7 +184,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                 elementwise_passes: Any = 1.0, fp8_weight_casts: Any = 1.0,
                 selective_op_policy: Any = False, attention_span: float = 0.0,
                 split_projections: Any = False, ce_unfused_fp32: Any = False,
-                recompute_modules: tuple[str, ...] | None = None) -> LayerTimes:
+                recompute_modules: tuple[str, ...] | None = None, flash_head_pad: Any = 1.0) -> LayerTimes:
     """Compute seconds of one average decoder layer per micro-batch on one GPU.
 
     `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast. `moe_capacity_factor`: tokens
@@ -179,7 +200,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     with cu_seqlens: each packed sample attends within itself); 0 = the whole sequence. `ce_unfused_fp32` (bool,
     arrays allowed): the loss upcasts the logits and runs Megatron's cross-entropy as separate kernels (CE_BYTES).
     `recompute_modules`: Megatron-Core's selective recompute by module (`_module_recompute`); None = the attention
-    core.
+    core. `flash_head_pad`: the flash kernel's executed over actual head-dim width (flash_head_dim_ratio).
     """
     t = np.asarray(tp, float)
     c = np.asarray(cp, float)
@@ -201,7 +222,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     g_attn = g_qkv + gemm_time(tok, h, shapes.attn_out_in / t, rates)
     # --- attention core
     a_fwd, a_bwd = _attention_core(shapes, tok, b, c, s, t, rates, flash=flash, flash_rate=flash_rate,
-                                   flash_bwd_over_fwd=flash_bwd_over_fwd, attention_span=attention_span)
+                                   flash_bwd_over_fwd=flash_bwd_over_fwd, attention_span=attention_span,
+                                   flash_head_pad=flash_head_pad)
     a_recomp = a_fwd
     # --- element-wise, sequence-sharded with SP: 2 norms (r+w), 2 bias-dropout-residual (2r+w) + masks
     seq_share = np.where((spf > 0) & (t > 1), 1.0 / t, 1.0)
@@ -351,13 +373,15 @@ def _fp8_casts(tokens, k_in: float, n_out: float, weights: float, rates: Rates, 
 
 
 def _attention_core(shapes: ModelShapes, tok, b, c, s: float, t, rates: Rates, *, flash: bool,
-                    flash_rate: float, flash_bwd_over_fwd: float, attention_span: float):
-    """(forward, backward) seconds of one layer's attention core: FlashAttention by its FLOPs, or eager
-    batched GEMMs plus the softmax/dropout traffic over the s x s score matrix."""
+                    flash_rate: float, flash_bwd_over_fwd: float, attention_span: float, flash_head_pad: Any = 1.0):
+    """(forward, backward) seconds of one layer's attention core: FlashAttention by its FLOPs (on the head dims
+    its kernel is compiled for: `flash_head_pad`, flash_head_dim_ratio), or eager batched GEMMs plus the
+    softmax/dropout traffic over the s x s score matrix."""
     heads_l = shapes.heads / t
     if flash:
         span = min(float(attention_span), s) if attention_span else s
-        core_flops = 2.0 * tok * span * heads_l * (shapes.d_qk + shapes.d_v) * causal_fraction(span)
+        core_flops = (2.0 * tok * span * heads_l * (shapes.d_qk + shapes.d_v) * causal_fraction(span)
+                      * flash_head_pad)
         a_fwd = core_flops / flash_rate + rates.kernel_fixed_s
         return a_fwd, flash_bwd_over_fwd * a_fwd
     bh = b * heads_l

@@ -388,7 +388,8 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              selective_op_policy=x.fw.selective_op_policy,
                              attention_span=training.attention_span,
                              split_projections=x.fw.split_projections, ce_unfused_fp32=x.fw.ce_unfused_fp32,
-                             recompute_modules=x.recompute_modules)
+                             recompute_modules=x.recompute_modules,
+                             flash_head_pad=compute.flash_head_dim_ratio(*model.head_dims, x.fw.attention_kernel))
     layer_mb = lt.fwd + lt.bwd
     if training.method == "qlora":
         # NF4 weights are dequantised to 16-bit before every use (forward, backward, recompute): read 0.5 B,
