@@ -268,6 +268,20 @@ def test_alt_values_and_field_sources_name_real_fields(cat):
     assert n >= 20
 
 
+def test_geforce_blackwell_halves_only_the_16_bit_fp32_accumulate_rate(cat):
+    # RTX 5090 (sm_120): BF16 with FP32 accumulate at half the FP16-accumulate rate (170 SMs x 512 FLOP/clk at the
+    # 2,407 MHz boost), FP8 at the full rate (cuBLASLt FP8 on sm_120, blackwall_5060ti / cudalibsamples_283); the
+    # 4090 keeps the Ada table's halved FP8. The measured 236 TFLOPS torch.matmul is kept beside the rated peak.
+    r5090, r4090 = cat.accelerator("rtx-5090").tflops_dense, cat.accelerator("rtx-4090").tflops_dense
+    assert r5090["bf16"] == pytest.approx(170 * 512 * 2.407e9 / 1e12, rel=0.005)
+    assert r5090["fp8"] / r5090["bf16"] == pytest.approx(4, rel=0.01)
+    assert r5090["fp4"] / r5090["fp8"] == pytest.approx(2, rel=0.01)
+    assert r4090["fp8"] / r4090["bf16"] == pytest.approx(2, rel=0.01)
+    measured = cat.accelerator("rtx-5090").alt_values["tflops_dense.bf16"][0]
+    assert measured.value > r5090["bf16"] and "zzc0721_5090" in measured.sources
+    assert cat.accelerator("rtx-5090").alt_values["tflops_dense.fp8"][0].value == 419
+
+
 def test_disagreeing_sources_are_recorded(cat):
     """Doubts found when checking the references are kept as data, not silently resolved."""
     assert {a.value for a in cat.accelerator("gaudi3").alt_values["tflops_dense.bf16"]} == {1677}

@@ -28,7 +28,10 @@ def test_consumer_card_gemm_efficiency_follows_its_measured_matmul_rate():
     # peak, x the A100's tuned efficiency over its measured MAMF share
     k = load_constants()
     a100_ratio = k.gemm_efficiency("a100-sxm-80gb") / (271.8 / 312)
+    rtx_5090_shares = sorted(sum(r) / 3 / 209.5 for r in ((183.71, 236.03, 235.27), (181.17, 234.89, 240.05),
+                                                          (182.19, 234.66, 236.99), (134.08, 174.68, 178.86)))
     for acc, measured_share in (("rtx-4090", (151.5 + 160.2 + 158.5) / 3 / 165.2),
+                                ("rtx-5090", (rtx_5090_shares[1] + rtx_5090_shares[2]) / 2),
                                 ("rtx-a6000", (115.2 + 110.6 + 122.3) / 3 / 149.7)):
         assert k.gemm_efficiency(acc) == pytest.approx(measured_share * a100_ratio, abs=0.01)
         assert k.gemm_efficiency(acc) < measured_share  # a training run's shapes never beat the square benchmark
