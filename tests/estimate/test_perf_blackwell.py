@@ -23,13 +23,15 @@ def test_blackwell_and_moe_rows_end_to_end():
     err = {rid: abs(p - m) / m for rid, _, m, p in cs}
     dense = [e for rid, e in err.items() if "llama" in rid]
     moe = [e for rid, e in err.items() if "llama" not in rid]
-    assert 100 * np.mean(dense) <= 9.0  # reached: 7.6%
-    assert 100 * np.mean(moe) <= 8.0  # reached: 5.6% (8.5% with the H100 Qwen3 row's table layout, 22.8% before the host sync)
+    # reached: 9.5% with GB200's MAMF-derived GEMM share (gemm.efficiency_max gb200 0.564; 8.2% with 0.62, whose rated-
+    # peak advantage over B200 hid the 25.11 kernels' gap the B200 / H100 Llama 3 8B rows show, -12..-14%)
+    assert 100 * np.mean(dense) <= 10.5
+    assert 100 * np.mean(moe) <= 8.0  # reached: 4.9% (5.6% with gb200 0.62; 8.5% with the H100 Qwen3 row's table layout, 22.8% before the host sync)
     held = [e for rid, e in err.items() if "llama" not in rid and rid not in pb.FITTED]
-    assert 100 * np.mean(held) <= 9.0  # reached: 6.3% (10.1% with the table layout, 18.1% with the host sync on alltoall only)
+    assert 100 * np.mean(held) <= 9.0  # reached: 5.4% (6.3% with gb200 0.62; 10.1% with the table layout, 18.1% with the host sync on alltoall only)
     clean = [e for rid, e in err.items() if "llama" not in rid and rid not in pb.FITTED + pb.DERIVED]
-    assert 100 * np.mean(clean) <= 9.5  # reached: 6.6% (10.8% with the table layout)
-    assert 100 * np.mean(list(err.values())) <= 8.5  # reached: 7.1% (8.3% with the table layout)
+    assert 100 * np.mean(clean) <= 9.5  # reached: 5.0% (6.6% with gb200 0.62; 10.8% with the table layout)
+    assert 100 * np.mean(list(err.values())) <= 8.5  # reached: 7.5% (7.1% with gb200 0.62; 8.3% with the table layout)
 
 
 def test_model_flops_agree_with_nvidias_table():
@@ -54,13 +56,14 @@ def test_most_measured_runs_are_predicted_to_fit():
 def test_gb300_gb200_pairs_are_the_same_layout_and_gb300_is_not_slower():
     """The GB300 / GB200 ratio is printed only for rows the page lists at the same layout (Llama 3 8B CS / MX, 70B,
     Qwen3-30B-A3B; the 405B, DeepSeek-V3 and Qwen3-235B rows differ in PP / EP / batch). Their rated BF16 / FP8
-    peaks are equal, so the model's ratio comes from the SFU softmax throughput alone: above 1 and below what was
-    measured (1.05-1.22; known gap, docs/frameworks.md)."""
+    peaks are equal; the model's ratio comes from the SFU softmax throughput and the GEMM shares (GB300 the default
+    0.62, GB200 its MAMF-derived 0.564): above 1 and within 0.2 of what was measured (1.05-1.22; known gap,
+    docs/frameworks.md)."""
     pairs = pb.generation_pairs(pb.cases())
     assert sorted(name for name, _, _ in pairs) == ["llama3_70b_fp8-cs_64gpu", "llama3_8b_fp8-cs_8gpu",
                                                     "llama3_8b_fp8-mx_8gpu", "qwen3_30b_a3b_fp8-mx_8gpu"]
     for name, measured, predicted in pairs:
-        assert 1.0 < predicted <= measured, name
+        assert 1.0 < predicted and abs(predicted - measured) < 0.2, name  # today 0.05-0.17
 
 
 def test_the_recipe_layout_row_is_printed_with_the_tables_layout_too():
@@ -74,10 +77,10 @@ def test_the_recipe_layout_row_is_printed_with_the_tables_layout_too():
 
 def test_gb200_b200_pairs_are_the_same_layout():
     """GB200 / B200 at the same layout and stack: the Llama 3 8B FP8-CS / FP8-MX rows (the other models differ in
-    layout or batch). Measured 1.03 / 1.01; the model gives 1.12 from the rated peaks (2.5 vs 2.25 PF BF16) and
-    gemm.efficiency_max (0.62 vs 0.60), where measured MAMF gives +4.4% BF16 / +5.3% FP8 (known gap, catalog gb200
-    `unsure`). The bound is today's gap with a margin."""
+    layout or batch). Measured 1.03 / 1.01; the model gives 1.06: the rated peaks (2.5 vs 2.25 PF BF16) x
+    gemm.efficiency_max (0.564 vs 0.60, GB200's derived from the measured MAMF, +4.4% BF16) and the SFU-free rest
+    (1.12 with 0.62). The bound is today's gap with a margin."""
     pairs = pb.generation_pairs(pb.cases(), "gb200", "b200")
     assert sorted(name for name, _, _ in pairs) == ["llama3_8b_fp8-cs_8gpu", "llama3_8b_fp8-mx_8gpu"]
     for name, measured, predicted in pairs:
-        assert abs(predicted - measured) <= 0.13, name  # today 0.09 / 0.11
+        assert abs(predicted - measured) <= 0.08, name  # today 0.03 / 0.05 (0.09 / 0.11 with gb200 0.62)
