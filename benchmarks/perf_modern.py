@@ -134,8 +134,10 @@ def torchtitan_style(row: dict) -> PerfStyle:
     # the 405B preset the Float8 rows ran (train_configs/llama3_405b.toml at 3faaa1a0d and 9dec370: [float8]
     # enable_fsdp_float8_all_gather = true); the 8B / 70B presets leave it off
     preset_fp8_ag = "405" in row["model"] and "float8" in row["precision"].lower()
+    # the A100 presets' fused_rmsnorm (FUSED_NORM_PRESETS): strategy.norm_kernel, which an explicit style must carry
     return replace(perf_style("torchtitan"), tp_comm_overlap=async_tp,
-                   fp8_param_allgather="all-gather" in row["precision"].lower() or preset_fp8_ag)
+                   fp8_param_allgather="all-gather" in row["precision"].lower() or preset_fp8_ag,
+                   norm_kernel="fused" if _fused_norm_preset(row) else None)
 
 
 # torchtitan's A100 table (docs/performance.md, added 2024-04-24 in commit 1ea476e9f) ran the 64-A100 presets of

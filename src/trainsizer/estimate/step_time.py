@@ -48,7 +48,7 @@ from trainsizer.estimate.model_states import check_training, lora_adapted_widths
 from trainsizer.estimate.validate import check_strategy, require_one_strategy, strategy_arrays
 from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
-from trainsizer.names import ATTENTION_KERNELS, MOE_DISPATCHERS, OPTIMIZER_IMPLS
+from trainsizer.names import ATTENTION_KERNELS, MOE_DISPATCHERS, NORM_KERNELS, OPTIMIZER_IMPLS
 
 PIPELINE_SCHEDULES = ("1f1b", "dualpipe")
 BREAKDOWN_KEYS = ("compute", "tp_comm", "cp_comm", "ep_comm", "dp_comm", "pp_bubble", "pp_comm", "optimizer",
@@ -83,6 +83,9 @@ class PerfStyle:
     ep_overlap_sm_share: float = 0.0
     pipeline_schedule: str = "1f1b"  # "1f1b" (incl. interleaved via vpp) or "dualpipe" (DeepSeek-V3)
     attention_kernel: str = "fa2"  # "fa2" (FlashAttention-2 / Triton), "native" (cuDNN fused / FA3), "fa1" (v1)
+    # strategy.norm_kernel: "fused" | "eager" (names.NORM_KERNELS), the layer norms' kernel in the element-wise
+    # traffic (_elementwise_passes); None = the style's (eager PyTorch ops unless fused_kernels or torch.compile)
+    norm_kernel: str | None = None
     fused_kernels: bool = False  # the framework's own fused element-wise kernels (TE / Apex): eager or not
     fp8_weight_cache: bool = False  # FP8 weights cast once per step and reused by every micro-batch (TE)
     fp8_param_allgather: bool = False  # FSDP2 all-gathers FP8 weights (torchtitan enable_fsdp_float8_all_gather)
@@ -197,6 +200,12 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["dp_overlap_min_zero"] = 0.0
     if getattr(strategy, "attention_kernel", None) is not None:
         changes["attention_kernel"] = str(strategy.attention_kernel)
+    if getattr(strategy, "norm_kernel", None) is not None:
+        if strategy.norm_kernel not in NORM_KERNELS:
+            from trainsizer.errors import unknown_name
+
+            raise unknown_name("strategy.norm_kernel", "norm kernel", strategy.norm_kernel, NORM_KERNELS)
+        changes["norm_kernel"] = str(strategy.norm_kernel)
     if getattr(strategy, "moe_a2a_overlap", None) is not None:  # Megatron-Core combined 1F1B (_micro_batch)
         changes["ep_overlap"] = bool(strategy.moe_a2a_overlap)
     return dataclasses.replace(style, **changes) if changes else style
@@ -370,6 +379,18 @@ def _rates(system: System, training: Training, k: PerfConstants, calibration: Ca
     return r
 
 
+def _elementwise_passes(x: _Step) -> Any:
+    """HBM traffic of a layer's element-wise work relative to the fused count (compute.eager_elementwise_traffic):
+    under torch.compile or the framework's own fused kernels (TE / Apex) 1; eager PyTorch op by op otherwise.
+    strategy.norm_kernel, where given, decides the two norms either way: "fused" the fused count (torchtitan's
+    fused_rmsnorm in an eager run), "eager" the eager ops' (a model whose norm is left out of the fused kernels)."""
+    model, k, fw = x.model, x.k, x.fw
+    eager = compute.eager_elementwise_traffic(model, k.eager_bytes_per_element, fw.rope_eager_bytes, fw.norm_kernel)
+    fused = compute.eager_elementwise_traffic(model, k.eager_bytes_per_element, fw.rope_eager_bytes, fw.norm_kernel,
+                                              fused_rest=True)
+    return np.where((x.a["torch_compile"] > 0) | np.asarray(fw.fused_kernels), fused, eager)
+
+
 def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     """Compute time of one average decoder layer (compute.py) and its forward + backward for one micro-batch,
     with QLoRA's dequantisation of the NF4 weights."""
@@ -380,9 +401,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              flash_bwd_over_fwd=r.flash_bwd_over_fwd or k.flash_bwd_over_fwd,
                              trains_base_weights=training.trains_base_weights,
                              moe_capacity_factor=training.moe_capacity_factor,
-                             elementwise_passes=np.where((x.a["torch_compile"] > 0) | np.asarray(x.fw.fused_kernels), 1.0,
-                                                         compute.eager_elementwise_traffic(
-                                                             model, k.eager_bytes_per_element, x.fw.rope_eager_bytes)),
+                             elementwise_passes=_elementwise_passes(x),
                              fp8_weight_casts=np.where(np.asarray(x.fw.fp8_weight_cache), 1.0 / x.m, 1.0)
                              / np.where(np.asarray(x.fw.fp8_param_allgather) & (x.zero >= 3), x.d * x.c, 1.0),
                              selective_op_policy=x.fw.selective_op_policy,
