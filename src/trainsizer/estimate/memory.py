@@ -85,7 +85,8 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
     "grad_accum_buffer": ("gradients", "fp32 gradient accumulation buffer (Megatron main_grad)"),
     "master_weights": ("optimizer", "fp32 master copy of 16-bit trainable weights"),
     "optimizer_states": ("optimizer", "optimizer states (AdamW m+v fp32, 8-bit AdamW, SGD momentum, "
-                         "Adafactor factored second moment); QLoRA paged states are counted in host memory"),
+                         "Adafactor factored second moment); paged optimizers' states (paged_adamw, paged_adamw8bit) are "
+                         "counted in host memory"),
     "grad_fp32_copy": ("optimizer", "fp32 gradient copy owned by the optimizer (Megatron fp16)"),
     "optimizer_step_grad_buffers": ("optimizer", "DeepSpeed ZeRO-1/2 optimizer step: the flattened 16-bit copy "
                                     "of the gradient partition and its fp32 cast, live beside master weights "
@@ -962,11 +963,12 @@ def _optimizer_step_peak(b: _Batch, items: dict[str, Any], total: Any, opt_param
 
 
 def _paged_optimizer(b: _Batch, items: dict[str, Any], host: Any) -> Any:
-    """QLoRA, or a paged optimizer by name (paged_adamw, paged_adamw8bit): the paged optimizer (bitsandbytes,
-    CUDA unified memory) moves states page by page to the GPU during the update and evicts them under pressure
-    (QLoRA Sec. 3), so they do not set the GPU peak; they need host RAM. Returns the stage's host bytes."""
-    paged = b.training.optimizer.startswith("paged_")
-    if paged or (b.training.method == "qlora" and not b.training.trains_base_weights):
+    """A paged optimizer by name (paged_adamw, paged_adamw8bit): the paged optimizer (bitsandbytes, CUDA unified
+    memory) moves states page by page to the GPU during the update and evicts them under pressure (QLoRA Sec. 3),
+    so they do not set the GPU peak; they need host RAM. Returns the stage's host bytes. QLoRA alone does not page:
+    HF Trainer's default optim (adamw_torch), Unsloth's adamw_8bit, torchtune's QLoRA configs (torch.optim.AdamW)
+    and DeepSpeed's AdamW keep the adapters' states on the GPU; only the paged_* optimizers use unified memory."""
+    if b.training.optimizer.startswith("paged_"):
         host = host + items["optimizer_states"]
         items["optimizer_states"] = np.zeros(b.t.shape)
     return host
@@ -1108,8 +1110,8 @@ def estimate_memory(
     n_layers = int(np.asarray(sd["n_layers"]).reshape(-1)[0])
     mega = bool(r["mega"].reshape(-1)[0])
     notes = list(warnings)
-    if training.method == "qlora":
-        notes.append(msg("note_qlora_paged"))
+    if training.optimizer.startswith("paged_"):
+        notes.append(msg("note_paged_optimizer"))
     if bool(np.asarray(r["step_peak"]).reshape(-1)[0]):
         notes.append(msg("note_zero_step_peak"))
     if int(np.asarray(strategy.vpp)) > 1:
