@@ -144,3 +144,33 @@ def test_ranks_per_token_bounded_by_topk_and_ep(experts, topk, ep):
     assert 1.0 - 1e-9 <= r <= min(topk, ep) + 1e-9
     if ep == experts:  # one expert per rank: every copy goes to its own rank
         assert r == pytest.approx(topk)
+
+
+def test_flex_across_nodes_forwards_one_network_copy_per_remote_node():
+    """DeepEP's internode kernels and HybridEP send a token over the network once per remote node holding one of its
+    experts and forward it over NVLink there: with EP 16 over two nodes, about one network copy per token instead of
+    one per remote rank (about 3.3 for 8 of 128 experts); inside one node nothing changes."""
+    from trainsizer.estimate import comm
+    from trainsizer.estimate.calibration import rates
+
+    m = mixtral().with_(experts=128, experts_per_token=8, expert_ffn=768)
+    s = h100_cluster(16)
+    st = Strategy(dp=16, ep=16, micro_batch=1, recompute="none", framework="megatron-core", moe_dispatcher="flex")
+    ep = estimate_time(m, TR, s, st).breakdown_s["ep_comm"]
+    a2a = estimate_time(m, TR, s, st.with_(moe_dispatcher="alltoall")).breakdown_s["ep_comm"]
+    r = rates(s, "bf16")
+    per_copy = 4096 * m.hidden * 2.0
+    ranks = float(ep_ranks_per_token(128, 8, 16))
+    remote_nodes = float(ep_ranks_per_token(128, 8, 2)) / 2.0
+    assert 0.99 < remote_nodes < 1.0  # a token's 8 experts almost always touch the other node
+    one = comm.forwarded_all_to_all_time(per_copy * remote_nodes, per_copy * ranks * 7 / 8, 16, 8, r, s)
+    per_rank = comm.all_to_all_time(per_copy * ranks, 16, 8, r, s)
+    assert float(one) < float(per_rank) / 2.5
+    layers = m.layers  # every layer is MoE: dispatch + combine, forward and backward
+    assert ep == pytest.approx(4 * layers * float(one) * TR.global_batch_seqs / 16, rel=0.02)
+    assert ep < a2a / 2.5
+    inside = h100_cluster(8)
+    st8 = st.with_(dp=8, ep=8)
+    flat = comm.all_to_all_time(per_copy * float(ep_ranks_per_token(128, 8, 8)), 8, 8, r, inside)
+    assert estimate_time(m, TR, inside, st8).breakdown_s["ep_comm"] == pytest.approx(
+        4 * layers * float(flat) * TR.global_batch_seqs / 8, rel=0.02)

@@ -10,7 +10,10 @@
 - Multi-domain rings run one channel per NIC, so busbw = min(intra-domain busbw, k x per-GPU NIC rate);
   measured: 2x DGX A100 (8x HDR) 192 GB/s, 8x NDR400 ~370-385 GB/s (network.yaml).
 - NVLS (NVLink SHARP) all-reduce inside one domain: busbw x nvls gain (nccl#1455: 365 -> 480 GB/s on 8 H100).
-- All-to-all: each rank sends (n-1)/n of its buffer; the off-domain share goes through its NIC.
+- All-to-all: each rank sends (n-1)/n of its buffer; the off-domain share goes through its NIC. Forwarded MoE
+  dispatch across domains (DeepEP internode normal kernels, HybridEP): a token crosses the network once per remote
+  domain, then NVLink carries every copy inside the receiving domain (DeepEP README "forwarding data from NVLink
+  domain to RDMA domain").
 - Point-to-point: S / link + alpha.
 """
 
@@ -74,6 +77,19 @@ def all_to_all_time(nbytes, n, k, rates: Rates, system):
     lat = np.where(n > k, system.inter_node_latency_s, 0.0) + system.intra_node_latency_s
     t = np.maximum(t_intra, t_inter) + lat
     return np.where(n > 1, t, 0.0)
+
+
+def forwarded_all_to_all_time(net_bytes, nvlink_bytes, n, k, rates: Rates, system):
+    """Seconds for an MoE dispatch / combine that sends `net_bytes` per rank over its NIC (one copy per remote
+    domain) and forwards `nvlink_bytes` per rank over the scale-up links, the two overlapped (the faster waits);
+    a plain all-to-all inside one domain (n <= k)."""
+    n = np.asarray(n, float)
+    k = np.asarray(k, float)
+    t_inter = np.asarray(net_bytes, float) / rates.inter_nic
+    t_intra = np.asarray(nvlink_bytes, float) / rates.intra_busbw
+    lat = system.inter_node_latency_s + system.intra_node_latency_s
+    t = np.maximum(t_intra, t_inter) + lat
+    return np.where(n > k, t, all_to_all_time(nvlink_bytes, n, k, rates, system))
 
 
 def p2p_time(nbytes, same_domain, rates: Rates, system):

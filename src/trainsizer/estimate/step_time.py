@@ -564,7 +564,18 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
     ranks = ep_ranks_per_token(model.experts, model.experts_per_token, x.e) * x.training.moe_capacity_factor
     flex = np.asarray(x.fw.moe_host_sync) & ~moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t)
     routed = np.where(flex, np.minimum(ranks, routed), routed)
-    a2a = comm.all_to_all_time(x.tok * seq_share * routed * model.hidden * x.act, x.e, k_ep, x.r, x.system)
+    per_copy = x.tok * seq_share * model.hidden * x.act
+    a2a = comm.all_to_all_time(per_copy * routed, x.e, k_ep, x.r, x.system)
+    if np.any(flex & (x.e > k_ep)):
+        # across domains they forward (DeepEP internode normal kernels, HybridEP): a token crosses the network once
+        # to each remote domain holding one of its experts (expected count for balanced routing, the experts split
+        # evenly over the group's domains; DeepEP get_dispatch_layout num_tokens_per_rdma_rank), then NVLink carries
+        # it to the ranks there: every rank copy but the receiver's own crosses NVLink once
+        domains = np.maximum(x.e / k_ep, 1.0)
+        remote = ep_ranks_per_token(model.experts, model.experts_per_token, domains) * (domains - 1.0) / domains
+        fwd = comm.forwarded_all_to_all_time(per_copy * remote * x.training.moe_capacity_factor,
+                                             per_copy * ranks * (k_ep - 1.0) / k_ep, x.e, k_ep, x.r, x.system)
+        a2a = np.where(flex, fwd, a2a)
     return a2a * (4.0 + 2.0 * x.moe_rerun) * model.moe_layer_count / model.layers
 
 
