@@ -211,25 +211,66 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     c = np.asarray(cp, float)
     b = np.asarray(micro_batch, float)
     e = np.maximum(np.asarray(ep, float), 1.0)
-    spf = np.asarray(sp, float)
     rc = np.asarray(recompute)
     s = float(seq_len)
-    h = shapes.hidden
     tok = b * s / c  # tokens entering this GPU's GEMMs (full TP-group sequence shard)
     bwd_gemm = 2.0 if trains_base_weights else 1.0
+    d = _dense_parts(shapes, tok, t, np.asarray(sp, float), rates, np.asarray(split_projections, bool),
+                     elementwise_passes, fp8_weight_casts)
+    a_fwd, a_bwd = _attention_core(shapes, tok, b, c, s, t, rates, flash=flash, flash_rate=flash_rate,
+                                   flash_bwd_over_fwd=flash_bwd_over_fwd, attention_span=attention_span,
+                                   flash_head_pad=flash_head_pad)
+    fwd_sum = shapes.n_dense * (d.fwd_gemm + a_fwd + d.fwd_ew)
+    bwd_sum = shapes.n_dense * (bwd_gemm * d.fwd_gemm + a_bwd + 2.0 * (d.fwd_ew - d.cast_fwd) + d.cast_bwd)
+    recomp_full_sum = shapes.n_dense * (d.fwd_gemm + a_fwd + d.fwd_ew)
+    moe_g = moe_ew = m_fwd_l = 0.0
+    if shapes.n_moe:
+        moe_g, moe_ew, m_fwd_l, m_bwd_l = _moe_layer(
+            shapes, tok, t, e, rates, g_attn=d.g_attn, a_fwd=a_fwd, a_bwd=a_bwd, bwd_gemm=bwd_gemm,
+            attn_w=d.attn_w, ew_fwd_common=d.ew_fwd_common, elementwise_passes=elementwise_passes,
+            fp8_weight_casts=fp8_weight_casts, moe_capacity_factor=moe_capacity_factor)
+        fwd_sum = fwd_sum + shapes.n_moe * m_fwd_l
+        bwd_sum = bwd_sum + shapes.n_moe * m_bwd_l
+        recomp_full_sum = recomp_full_sum + shapes.n_moe * m_fwd_l
+    L = shapes.layers
+    op_recomp = _op_policy_recompute(shapes, tok, t, rates, d.fwd_ew, moe_ew, moe_g)
+    a_recomp = a_fwd if recompute_modules is None else _module_recompute(
+        shapes, tuple(recompute_modules), tok, t, rates, elementwise_passes, moe_capacity_factor,
+        _module_parts(shapes, d, a_fwd, m_fwd_l, rates))
+    sel = np.where(np.asarray(selective_op_policy, bool), op_recomp, a_recomp)
+    recomp = np.where(rc == 2, recomp_full_sum / L, np.where(rc == 1, sel, 0.0))
+    head_fwd, head_bwd = _lm_head(shapes, tok, t, d.seq_share, bwd_gemm, rates, ce_unfused_fp32)
+    return LayerTimes(fwd=fwd_sum / L, bwd=bwd_sum / L + recomp, head_fwd=head_fwd, head_bwd=head_bwd,
+                      attn_fwd=a_fwd)
 
+
+@dataclass(frozen=True)
+class _DenseParts:
+    """One dense layer's forward pieces outside the attention core (seconds, or HBM bytes where named)."""
+
+    g_qkv: Any  # q, k, v projection GEMMs
+    g_attn: Any  # + the output projection
+    g_dense: Any  # MLP GEMMs
+    act_dense: Any  # MLP activation-function HBM bytes
+    seq_share: Any  # share of the sequence a GPU's element-wise work covers (1/t under SP)
+    ew_fwd_common: Any  # norm / residual / RoPE HBM bytes (both layer kinds)
+    attn_w: Any  # attention weights per GPU (FP8 weight casts)
+    fwd_gemm: Any  # attention + MLP GEMMs
+    fwd_ew: Any  # element-wise kernels + FP8 casts
+    cast_fwd: Any  # FP8 casts in the forward
+    cast_bwd: Any  # FP8 casts in the backward
+
+
+def _dense_parts(shapes: ModelShapes, tok, t, spf, rates: Rates, split, elementwise_passes,
+                 fp8_weight_casts) -> _DenseParts:
+    """GEMMs, element-wise traffic and FP8 casts of one dense layer (attention projections and MLP)."""
+    h = shapes.hidden
     # --- attention projections (both layer kinds)
-    split = np.asarray(split_projections, bool)
     g_qkv = gemm_time(tok, shapes.qkv_out / t, h, rates)
     if np.any(split) and shapes.qkv_out > h:  # q, k, v as 3 GEMMs (not for MLA's low-rank projections)
         kv_out = (shapes.qkv_out - h) / 2.0
         g_qkv = np.where(split, gemm_time(tok, h / t, h, rates) + 2.0 * gemm_time(tok, kv_out / t, h, rates), g_qkv)
     g_attn = g_qkv + gemm_time(tok, h, shapes.attn_out_in / t, rates)
-    # --- attention core
-    a_fwd, a_bwd = _attention_core(shapes, tok, b, c, s, t, rates, flash=flash, flash_rate=flash_rate,
-                                   flash_bwd_over_fwd=flash_bwd_over_fwd, attention_span=attention_span,
-                                   flash_head_pad=flash_head_pad)
-    a_recomp = a_fwd
     # --- element-wise, sequence-sharded with SP: 2 norms (r+w), 2 bias-dropout-residual (2r+w) + masks
     seq_share = np.where((spf > 0) & (t > 1), 1.0 / t, 1.0)
     ew_h = 11.0 * h * tok * seq_share
@@ -249,34 +290,17 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                               (shapes.qkv_out + shapes.ffn_up) / t + 2.0 * h,
                               attn_w + (shapes.ffn_up * h + shapes.ffn * h) / t, rates, fp8_weight_casts)
     dense_fwd_ew = dense_fwd_ew + c_fwd
+    return _DenseParts(g_qkv=g_qkv, g_attn=g_attn, g_dense=g_dense, act_dense=act_dense, seq_share=seq_share,
+                       ew_fwd_common=ew_fwd_common, attn_w=attn_w, fwd_gemm=dense_fwd_g, fwd_ew=dense_fwd_ew,
+                       cast_fwd=c_fwd, cast_bwd=c_bwd)
 
-    fwd_sum = shapes.n_dense * (dense_fwd_g + a_fwd + dense_fwd_ew)
-    bwd_sum = shapes.n_dense * (bwd_gemm * dense_fwd_g + a_bwd + 2.0 * (dense_fwd_ew - c_fwd) + c_bwd)
-    recomp_full_sum = shapes.n_dense * (dense_fwd_g + a_fwd + dense_fwd_ew)
-    moe_g = moe_ew = 0.0
-    if shapes.n_moe:
-        moe_g, moe_ew, m_fwd_l, m_bwd_l = _moe_layer(shapes, tok, t, e, rates, g_attn=g_attn, a_fwd=a_fwd,
-                                                     a_bwd=a_bwd, bwd_gemm=bwd_gemm, attn_w=attn_w,
-                                                     ew_fwd_common=ew_fwd_common,
-                                                     elementwise_passes=elementwise_passes,
-                                                     fp8_weight_casts=fp8_weight_casts,
-                                                     moe_capacity_factor=moe_capacity_factor)
-        fwd_sum = fwd_sum + shapes.n_moe * m_fwd_l
-        bwd_sum = bwd_sum + shapes.n_moe * m_bwd_l
-        recomp_full_sum = recomp_full_sum + shapes.n_moe * m_fwd_l
-    L = shapes.layers
-    fwd = fwd_sum / L
-    op_recomp = _op_policy_recompute(shapes, tok, t, rates, dense_fwd_ew, moe_ew, moe_g)
-    if recompute_modules is not None:
-        parts = {"a_fwd": a_fwd, "g_qkv": g_qkv, "g_dense": g_dense, "act_dense": act_dense, "seq_share": seq_share,
-                 "moe_only": (m_fwd_l - g_attn - a_fwd - stream_time(ew_fwd_common, rates)) if shapes.n_moe else 0.0}
-        a_recomp = _module_recompute(shapes, tuple(recompute_modules), tok, t, rates, elementwise_passes,
-                                     moe_capacity_factor, parts)
-    sel = np.where(np.asarray(selective_op_policy, bool), op_recomp, a_recomp)
-    recomp = np.where(rc == 2, recomp_full_sum / L, np.where(rc == 1, sel, 0.0))
-    bwd = bwd_sum / L + recomp
-    head_fwd, head_bwd = _lm_head(shapes, tok, t, seq_share, bwd_gemm, rates, ce_unfused_fp32)
-    return LayerTimes(fwd=fwd, bwd=bwd, head_fwd=head_fwd, head_bwd=head_bwd, attn_fwd=a_fwd)
+
+def _module_parts(shapes: ModelShapes, d: _DenseParts, a_fwd, m_fwd_l, rates: Rates) -> dict[str, Any]:
+    """The forward pieces `_module_recompute` re-runs by module; moe_only: an MoE layer's time beyond its
+    attention."""
+    return {"a_fwd": a_fwd, "g_qkv": d.g_qkv, "g_dense": d.g_dense, "act_dense": d.act_dense,
+            "seq_share": d.seq_share,
+            "moe_only": (m_fwd_l - d.g_attn - a_fwd - stream_time(d.ew_fwd_common, rates)) if shapes.n_moe else 0.0}
 
 
 def _module_recompute(shapes: ModelShapes, modules: tuple[str, ...], tok, t, rates: Rates, elementwise_passes,
