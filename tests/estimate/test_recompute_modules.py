@@ -76,10 +76,11 @@ def test_moe_recompute_runs_the_all_to_alls_again():
 
 
 def test_what_megatron_core_refuses_is_refused():
+    mcore = Strategy(dp=256, distributed_optimizer=True)  # auto resolves to megatron-core
     with pytest.raises(StrategyError, match="mla_up_proj"):
-        estimate_memory(LLAMA, BF16, GB200, Strategy(dp=256, recompute_modules=("mla_up_proj",)))
+        estimate_memory(LLAMA, BF16, GB200, mcore.with_(recompute_modules=("mla_up_proj",)))
     with pytest.raises(StrategyError, match="moe_act"):
-        estimate_memory(LLAMA, BF16, GB200, Strategy(dp=256, recompute_modules=("moe_act",)))
+        estimate_memory(LLAMA, BF16, GB200, mcore.with_(recompute_modules=("moe_act",)))
     with pytest.raises(StrategyError, match="megatron-core"):
         estimate_memory(DSV3, BF16, GB200, ST.with_(framework="torchtitan", recompute_modules=("moe",)))
     with pytest.raises(SpecError, match="recompute module"):
@@ -100,3 +101,16 @@ def test_hardware_flops_count_what_the_modules_re_run():
     moe = hardware_flops_per_token(DSV3, s, "selective", recompute_modules=("moe",))
     assert moe - none == pytest.approx(lf.router + lf.experts + lf.shared)
     assert hardware_flops_per_token(DSV3, s, "selective", recompute_modules=("moe_act",)) == none
+
+
+def test_under_auto_the_megatron_options_are_judged_on_the_resolved_stack():
+    """recompute_modules and the embedding / loss pipeline slots are Megatron-Core options: under framework auto
+    they are refused where auto resolves to hf (data parallel) or torchtitan (ZeRO-3 with PP), and the error says
+    what auto became; where auto resolves to megatron-core they are accepted."""
+    with pytest.raises(StrategyError, match="recompute_modules_framework.*hf"):
+        estimate_memory(LLAMA, BF16, GB200, Strategy(dp=256, recompute_modules=("core_attn",)))
+    estimate_memory(LLAMA, BF16, GB200, Strategy(dp=256, distributed_optimizer=True, recompute_modules=("core_attn",)))
+    slots = Strategy(pp=4, dp=64, micro_batch=1, pipeline_embedding_layer=True, pipeline_loss_layer=True)
+    estimate_memory(LLAMA, BF16, GB200, slots)  # auto -> megatron-core
+    with pytest.raises(StrategyError, match="pipeline_slots_need_megatron.*torchtitan"):
+        estimate_memory(LLAMA, BF16, GB200, slots.with_(zero=3))  # auto -> torchtitan (FSDP2 + pipelining)

@@ -63,10 +63,10 @@ from trainsizer.names import RECOMPUTE_MODULES
 
 # Frameworks whose ZeRO-3 / full-shard path cannot run with pipeline parallelism (see module docstring).
 ZERO3_PP_REFUSED = ("deepspeed", "hf", "fsdp")
-# Frameworks with Megatron-Core's embedding / loss pipeline slots.
-PIPELINE_SLOT_FRAMEWORKS = ("auto", "megatron-core", "megatron", "deepseek-dualpipe")
+# Frameworks with Megatron-Core's embedding / loss pipeline slots ("auto": the stack it resolves to, _resolves_to).
+PIPELINE_SLOT_FRAMEWORKS = ("megatron-core", "megatron", "deepseek-dualpipe")
 # Frameworks with Megatron-Core's per-module selective recompute (TransformerConfig.recompute_modules).
-RECOMPUTE_MODULE_FRAMEWORKS = ("auto", "megatron-core")
+RECOMPUTE_MODULE_FRAMEWORKS = ("megatron-core",)
 # activation_offload: N (a layer count, not true) is Megatron-Core's cpu_offloading_num_layers; "auto" is judged
 # as the stack it resolves to (_resolves_to)
 OFFLOAD_LAYERS_FRAMEWORKS = ("megatron-core",)
@@ -358,9 +358,9 @@ def _stack_option_rules(c: SimpleNamespace) -> _Rules:
             lambda v: msg("rule_optimizer_in_backward", batch=B, micro_batch=v["micro_batch"], dp=v["dp"]),
         ),
         "recompute_modules_framework": (
-            np.full(tp.shape, getattr(strategy, "recompute_modules", None) is None
-                    or fw in RECOMPUTE_MODULE_FRAMEWORKS),
-            lambda v: msg("rule_recompute_modules_framework", framework=repr(fw),
+            np.full(tp.shape, getattr(strategy, "recompute_modules", None) is None)
+            | _resolves_to(c, RECOMPUTE_MODULE_FRAMEWORKS),
+            lambda v: msg("rule_recompute_modules_framework", framework=_stack_named(c, v),
                           allowed=", ".join(RECOMPUTE_MODULE_FRAMEWORKS)),
         ),
         "recompute_modules_model": (
@@ -368,8 +368,8 @@ def _stack_option_rules(c: SimpleNamespace) -> _Rules:
             lambda v: msg("rule_recompute_modules_model", model=model.name, **_modules_misfit(model, strategy)),
         ),
         "pipeline_slots_need_megatron": (
-            (slots == 0) | (fw in PIPELINE_SLOT_FRAMEWORKS),
-            lambda v: msg("rule_pipeline_slots_need_megatron", framework=repr(fw),
+            (slots == 0) | _resolves_to(c, PIPELINE_SLOT_FRAMEWORKS),
+            lambda v: msg("rule_pipeline_slots_need_megatron", framework=_stack_named(c, v),
                           allowed=", ".join(PIPELINE_SLOT_FRAMEWORKS)),
         ),
         "offload_needs_zero": (
