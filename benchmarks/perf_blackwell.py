@@ -152,8 +152,9 @@ def generation_pairs(cs: list[tuple[str, str, float, float]], new: str = "gb300"
                      old: str = "gb200") -> list[tuple[str, float, float]]:
     """(row, measured, predicted `new` / `old` throughput ratio) for the rows the page lists at the same layout on
     both systems. GB300 / GB200: their rated BF16 / FP8 peaks are equal, so the ratio is what the model gives
-    Blackwell Ultra beyond them (the SFU softmax throughput, attention.sfu_ex2_speedup). GB200 / B200: the same
-    silicon at 1,200 vs 1,000 W, rated 2.5 vs 2.25 PF BF16 (catalog gb200 `unsure`)."""
+    Blackwell Ultra beyond them (the SFU softmax throughput, attention.sfu_ex2_speedup, and the GEMM shares:
+    gemm.efficiency_max's default for GB300, GB200's derived from MAMF). GB200 / B200: the same silicon at 1,200 vs
+    1,000 W, rated 2.5 vs 2.25 PF BF16, measured MAMF +4.4% (catalog gb200 `unsure`)."""
     rows = {r["id"]: r for r in csv.DictReader(DATA.open(encoding="utf-8"))}
     by_id = {c[0]: c for c in cs}
     out = []
