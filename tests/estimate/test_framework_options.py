@@ -134,7 +134,7 @@ def test_megatron_bf16_gradient_buffers_and_fp8_primary_weights():
         assert half.items_bytes["gradients"] == pytest.approx(2 * params, rel=1e-9)
     assert half.per_gpu_bytes < base.per_gpu_bytes - 1.5 * params
     fp8 = Training(seq_len=8192, global_batch_seqs=64, precision="fp8")
-    cached = estimate_memory(m, fp8, s, st)
+    cached = estimate_memory(m, fp8, s, st.with_(fp8_param_allgather=False))
     primary = estimate_memory(m, fp8, s, st.with_(fp8_param_allgather=True))
     saved = cached.items_bytes["weights"] - primary.items_bytes["weights"]
     gemm = params - 2 * m.vocab * m.hidden  # the linear layers (embedding and LM head stay bf16)
@@ -144,6 +144,32 @@ def test_megatron_bf16_gradient_buffers_and_fp8_primary_weights():
     hf = Strategy(dp=8, zero=1, micro_batch=1, recompute="full", framework="hf")
     assert estimate_memory(m, TR, s, hf.with_(grad_reduce_in_fp32=False)).per_gpu_bytes == \
         estimate_memory(m, TR, s, hf).per_gpu_bytes
+
+
+def test_megatron_core_fp8_defaults_to_fp8_primary_weights_as_nemo_2_recipes():
+    """Unset, strategy.fp8_param_allgather takes the style's default: on in megatron-core (NeMo 2.0's
+    bf16_with_fp8_mixed sets fp8_params), off in 2020-2022 Megatron-LM; memory and step time agree on it."""
+    m, s = llama8b(), h100_cluster(64)
+    fp8 = Training(seq_len=8192, global_batch_seqs=64, precision="fp8")
+    st = Strategy(dp=64, micro_batch=1, recompute="full", distributed_optimizer=True, framework="megatron-core")
+    unset, on, off = (estimate_memory(m, fp8, s, st.with_(fp8_param_allgather=v)) for v in (None, True, False))
+    assert unset.per_gpu_bytes == on.per_gpu_bytes < off.per_gpu_bytes
+    t_unset, t_on, t_off = (estimate_time(m, fp8, s, st.with_(fp8_param_allgather=v)).breakdown_s["dp_comm"]
+                            for v in (None, True, False))
+    assert t_unset == t_on < t_off
+    auto = st.with_(framework="auto")  # the distributed optimizer: auto assumes megatron-core
+    assert estimate_memory(m, fp8, s, auto).per_gpu_bytes == on.per_gpu_bytes
+    # Megatron FSDP (ZeRO-3): NeMo turns fp8_param_gather off there, so the default is off
+    fsdp = st.with_(distributed_optimizer=False, zero=3)
+    assert estimate_memory(m, fp8, s, fsdp).per_gpu_bytes == \
+        estimate_memory(m, fp8, s, fsdp.with_(fp8_param_allgather=False)).per_gpu_bytes
+    assert estimate_time(m, fp8, s, fsdp).step_s == estimate_time(m, fp8, s, fsdp.with_(fp8_param_allgather=False)).step_s
+    old = st.with_(framework="megatron")
+    assert estimate_memory(m, fp8, s, old).per_gpu_bytes == \
+        estimate_memory(m, fp8, s, old.with_(fp8_param_allgather=False)).per_gpu_bytes
+    # BF16 training has no FP8 weights whatever the option says
+    assert estimate_memory(m, TR, s, st).per_gpu_bytes == \
+        estimate_memory(m, TR, s, st.with_(fp8_param_allgather=False)).per_gpu_bytes
 
 
 def test_grad_reduce_in_fp32_is_a_job_option_and_sets_the_wire_dtype():

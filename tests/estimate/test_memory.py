@@ -229,10 +229,15 @@ def test_offload_moves_bytes_to_host() -> None:
 
 
 def test_fp8_keeps_bf16_weights_plus_cache() -> None:
-    e8 = estimate_memory(LLAMA8, Training(precision="fp8"), h100(8), Strategy(tp=8))
+    """Without FP8 primary weights (fp8_param_allgather false) TE keeps the bf16 weights and caches FP8 copies."""
+    e8 = estimate_memory(LLAMA8, Training(precision="fp8"), h100(8), Strategy(tp=8, fp8_param_allgather=False))
     e16 = estimate_memory(LLAMA8, Training(precision="bf16"), h100(8), Strategy(tp=8))
     assert e8.items_bytes["weights"] == e16.items_bytes["weights"]
     assert e8.items_bytes["fp8_weight_cache"] > 0
+    # the megatron-core default (auto here: TP 8): FP8 primary weights, 1 B + a 1 B transpose per GEMM weight
+    primary = estimate_memory(LLAMA8, Training(precision="fp8"), h100(8), Strategy(tp=8))
+    assert primary.items_bytes["weights"] < e8.items_bytes["weights"]
+    assert primary.items_bytes["fp8_weight_cache"] == pytest.approx(e8.items_bytes["fp8_weight_cache"] / 2)
 
 
 def test_moe_expert_sharding_over_ep() -> None:

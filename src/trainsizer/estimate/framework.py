@@ -107,6 +107,16 @@ def perf_styles(name: str) -> tuple[str, ...] | str:
     return tuple(PERF_STYLE[c] for c in AUTO_CHOICES) if name == "auto" else PERF_STYLE[name]
 
 
+def style_option(name: str, key: str) -> bool:
+    """A boolean option of a framework's perf style (perf_constants.yaml `frameworks:`; False where the style
+    does not set it), e.g. `fp8_param_allgather` for the memory estimate, which must resolve a job's unset
+    option to the same default as the step time."""
+    from trainsizer.estimate.calibration import load_constants
+
+    check_framework(name)
+    return bool((load_constants().raw.get("frameworks", {}).get(PERF_STYLE.get(name, name)) or {}).get(key, False))
+
+
 def assumptions(name: str) -> dict[str, str]:
     """What a framework style assumes (kernels, overlap, recompute, loss, optimizer, FP8, sources), from
     estimate/data/framework_assumptions.yaml (the table in docs/frameworks.md)."""

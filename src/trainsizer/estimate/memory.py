@@ -47,7 +47,13 @@ from trainsizer.estimate.activations import (
     recompute_module_items,
     torchtitan_op_sac_items,
 )
-from trainsizer.estimate.framework import DEFAULT_LOSS, auto_index, check_framework, memory_profile
+from trainsizer.estimate.framework import (
+    DEFAULT_LOSS,
+    auto_index,
+    check_framework,
+    memory_profile,
+    style_option,
+)
 from trainsizer.estimate.inputs import LOSS_IMPLS, Strategy, System, Training, act_bytes
 from trainsizer.estimate.model_states import (
     ParamLayout,
@@ -336,7 +342,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     half = training.precision in ("bf16", "fp8")
     g32 = getattr(strategy, "grad_reduce_in_fp32", None)
     bf16_grads = mega & (g32 is False) & half
-    fp8_params = mega & bool(getattr(strategy, "fp8_param_allgather", None)) & (training.precision == "fp8")
+    fp8_params = mega & _fp8_params(strategy, name, mega, z) & (training.precision == "fp8")
     loss_impl = getattr(strategy, "loss_impl", "auto")
     loss_bytes = _loss_bytes(name, loss_impl, mega, titan & compiled, pre, bool(np.all(compiled)))
     chunked = loss_impl == "chunked" or (loss_impl == "auto" and DEFAULT_LOSS.get(name) == "chunked")
@@ -424,6 +430,19 @@ def _logit_extras(training: Training, strategy: Strategy, name: str, loss_bytes:
         # _exec_forward_pass; _exec_backward_pass returns after backward(loss) on the last stage)
         loss_bytes = (loss_bytes[0] + np.where(z <= 1, float(act_bytes(training.precision)), 0.0), loss_bytes[1])
     return loss_bytes
+
+
+def _fp8_params(strategy: Strategy, name: str, mega: np.ndarray, z: np.ndarray) -> Any:
+    """FP8 primary weights per strategy: the job's strategy.fp8_param_allgather, else its style's default
+    (framework.style_option, as the step time reads it): on in megatron-core, whose NeMo 2 / Megatron-Bridge
+    FP8 recipes set fp8_params / fp8_param_gather, with the distributed optimizer only (NeMo turns it off under
+    Megatron FSDP: scripts/performance/utils.py, v2.3.0); "auto" takes megatron-core's where it resolves to it."""
+    asked = getattr(strategy, "fp8_param_allgather", None)
+    if asked is not None:
+        return bool(asked)
+    style = "megatron-core" if name == "auto" else name
+    default = style_option(style, "fp8_param_allgather") & (z < 3)
+    return mega & default if name == "auto" else default
 
 
 def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, options: MemoryOptions, pre: _Pre,

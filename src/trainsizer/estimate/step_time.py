@@ -191,6 +191,10 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
     overlap, attention kernel, EP all-to-all overlap) over the style's."""
     changes: dict = {key: bool(getattr(strategy, key)) for key in ("tp_comm_overlap", "fp8_param_allgather")
                      if getattr(strategy, key, None) is not None}
+    if getattr(strategy, "fp8_param_allgather", None) is None and np.any(style.fp8_param_allgather):
+        # a style's default FP8 primary weights hold with the distributed optimizer only: NeMo turns
+        # fp8_param_gather off under Megatron FSDP (scripts/performance/utils.py, v2.3.0); memory.py agrees
+        changes["fp8_param_allgather"] = np.asarray(style.fp8_param_allgather) & (np.asarray(strategy.zero) < 3)
     g32 = getattr(strategy, "grad_reduce_in_fp32", None)
     if g32 is not None:  # gradients on the wire in fp32 (4 bytes) or bf16 (2)
         changes["grad_reduce_bytes"] = 4.0 if g32 else 2.0
