@@ -117,6 +117,13 @@ def style_option(name: str, key: str) -> bool:
     return bool((load_constants().raw.get("frameworks", {}).get(PERF_STYLE.get(name, name)) or {}).get(key, False))
 
 
+def fp8_primary_weights_default(style_on: Any, zero: Any) -> Any:
+    """A style's default FP8 primary weights (fp8_param_allgather unset in the job) per strategy: they hold with the
+    distributed optimizer only; NeMo turns fp8_param_gather off under Megatron FSDP / ZeRO-3
+    (scripts/performance/utils.py, v2.3.0). The step time and the memory estimate both read it here."""
+    return np.asarray(style_on) & (np.asarray(zero) < 3)
+
+
 def assumptions(name: str) -> dict[str, str]:
     """What a framework style assumes (kernels, overlap, recompute, loss, optimizer, FP8, sources), from
     estimate/data/framework_assumptions.yaml (the table in docs/frameworks.md)."""

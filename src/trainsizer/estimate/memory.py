@@ -51,6 +51,7 @@ from trainsizer.estimate.framework import (
     DEFAULT_LOSS,
     auto_index,
     check_framework,
+    fp8_primary_weights_default,
     memory_profile,
     style_option,
 )
@@ -441,7 +442,7 @@ def _fp8_params(strategy: Strategy, name: str, mega: np.ndarray, z: np.ndarray) 
     if asked is not None:
         return bool(asked)
     style = "megatron-core" if name == "auto" else name
-    default = style_option(style, "fp8_param_allgather") & (z < 3)
+    default = fp8_primary_weights_default(style_option(style, "fp8_param_allgather"), z)
     return mega & default if name == "auto" else default
 
 

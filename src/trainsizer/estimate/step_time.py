@@ -43,6 +43,7 @@ from trainsizer.estimate.flops import (
     layer_flops,
     model_flops_per_token,
 )
+from trainsizer.estimate.framework import fp8_primary_weights_default
 from trainsizer.estimate.inputs import System, Training
 from trainsizer.estimate.model_states import check_training, lora_adapted_widths, lora_trainable_params
 from trainsizer.estimate.validate import check_strategy, require_one_strategy, strategy_arrays
@@ -192,9 +193,7 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
     changes: dict = {key: bool(getattr(strategy, key)) for key in ("tp_comm_overlap", "fp8_param_allgather")
                      if getattr(strategy, key, None) is not None}
     if getattr(strategy, "fp8_param_allgather", None) is None and np.any(style.fp8_param_allgather):
-        # a style's default FP8 primary weights hold with the distributed optimizer only: NeMo turns
-        # fp8_param_gather off under Megatron FSDP (scripts/performance/utils.py, v2.3.0); memory.py agrees
-        changes["fp8_param_allgather"] = np.asarray(style.fp8_param_allgather) & (np.asarray(strategy.zero) < 3)
+        changes["fp8_param_allgather"] = fp8_primary_weights_default(style.fp8_param_allgather, strategy.zero)
     g32 = getattr(strategy, "grad_reduce_in_fp32", None)
     if g32 is not None:  # gradients on the wire in fp32 (4 bytes) or bf16 (2)
         changes["grad_reduce_bytes"] = 4.0 if g32 else 2.0
