@@ -8,7 +8,7 @@ import pytest
 
 from trainsizer.errors import SpecError
 from trainsizer.estimate.inputs import Strategy, System, Training
-from trainsizer.estimate.memory import GIB, estimate_memory
+from trainsizer.estimate.memory import GIB, STEP_STATE_ITEMS, estimate_memory
 from trainsizer.models import load_model
 
 MODEL = load_model("llama-3.1-8b")
@@ -46,9 +46,11 @@ def test_native_loss_fits_a_longer_sequence_than_the_upcast_loss():
     """Half the bytes per logit: the same card holds more tokens; the rest of the estimate is unchanged."""
     up, nat = _mem(loss_impl="upcast"), _mem(loss_impl="native")
     assert nat.per_gpu_bytes < up.per_gpu_bytes
-    # (QLoRA: the native loss means DeepSpeed's 16-bit engine, which also keeps the residual stream 16-bit)
+    # (QLoRA: the native loss means DeepSpeed's 16-bit engine, which also keeps the residual stream and the LM
+    # head's matmul 16-bit: no autocast cast of the head)
     same = {k for k in up.items_bytes
-            if k not in ("logits", "loss_backward_temporaries", "fragmentation", "layer_activations")}
+            if k not in ("logits", "loss_backward_temporaries", "fragmentation", "layer_activations",
+                         "head_weight_cast")}
     assert all(nat.items_bytes[k] == up.items_bytes[k] for k in same)
 
 
@@ -106,6 +108,23 @@ def test_peft_kbit_upcast_keeps_the_checkpointed_residual_stream_in_fp32():
     for kw in ({"framework": "torchtune"}, {"framework": "hf", "kbit_upcast": False},
                {"framework": "hf", "loss_impl": "native"}):
         assert _mem(**kw).items_bytes["layer_activations"] == pytest.approx(2 * tokens_x_hidden), kw
+
+
+def test_peft_upcast_under_autocast_keeps_the_16_bit_cast_of_the_lm_head():
+    """Under PEFT's fp32 upcast the frozen LM head is fp32 and autocast casts it to 16 bit for the matmul, which
+    saves the cast for the input gradient: one 16-bit head, on the GPU that holds the head. Not where the head stays
+    16-bit (torchtune, kbit_upcast false), not under DeepSpeed's 16-bit engine (native), not in LoRA."""
+    head_16 = 2 * MODEL.vocab * MODEL.hidden  # Llama 3.1 8B: untied head
+    hf = _mem(framework="hf")
+    assert hf.items_bytes["head_weight_cast"] == pytest.approx(head_16)
+    for kw in ({"framework": "torchtune"}, {"framework": "hf", "kbit_upcast": False},
+               {"framework": "hf", "loss_impl": "native"}):
+        assert _mem(**kw).items_bytes.get("head_weight_cast", 0.0) == 0.0, kw
+    lora = Training(method="lora", seq_len=2048, global_batch_seqs=8, lora_rank=16, lora_targets=("q_proj",))
+    assert estimate_memory(MODEL, lora, CARD, Strategy(micro_batch=2, recompute="full", framework="hf")
+                           ).items_bytes.get("head_weight_cast", 0.0) == 0.0
+    # a copy of a weight, freed with the head's backward: not held through the optimizer step
+    assert "head_weight_cast" not in STEP_STATE_ITEMS
 
 
 def test_kbit_upcast_false_keeps_the_unquantised_weights_16_bit():

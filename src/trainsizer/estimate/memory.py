@@ -109,6 +109,9 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
                "saves for backward"),
     "loss_backward_temporaries": ("activations", "logit-sized gradients live while the loss backward runs "
                                   "(fp32 NLL and log-softmax gradients; Megatron: the bf16 logits)"),
+    "head_weight_cast": ("weights", "QLoRA under PEFT's fp32 upcast and autocast: the 16-bit cast of the fp32 "
+                         "LM-head weight, saved by its matmul until the head's backward (not held in the "
+                         "optimizer step)"),
     "cp_ring_attention_buffers": ("activations", "context-parallel ring attention (PyTorch context_parallel, "
                                   "torchtitan): K / V of every CP rank all-gathered, fp32 dQ / dK / dV accumulators "
                                   "and dK / dV exchange buffers during one layer's attention backward"),
@@ -256,6 +259,7 @@ class _Batch:
     fp8_params: np.ndarray  # Megatron-Core FP8 primary weights (fp8_param_gather), per strategy
     grad_reduce_in_fp32: bool | None  # the job's option (None: the style's default)
     kbit_upcast: bool  # QLoRA: non-quantised weights in fp32 (PEFT prepare_model_for_kbit_training)
+    head_cast: bool  # ... and run under autocast: the LM head's 16-bit weight cast is saved (`_head_weight_cast`)
     fresh_grads: np.ndarray  # gradients created in this backward (`_backward_phases`), per strategy
     chunked_loss: bool  # the LM head runs chunk by chunk (torchtune's chunked output and loss)
     loss_bytes: tuple[Any, Any]  # (saved, backward extra) bytes per logit element, per strategy
@@ -330,6 +334,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     sp_div = np.where((t > 1) & (s["sequence_parallel"] > 0), t, 1.0)
     upcast_w, (dense_b, moe_b, dense_none, moe_none) = _saved_layer_bytes(
         model, training, strategy, options, pre, name, mega, titan, rec, tokens, sp_div, t)
+    head_cast = training.method == "qlora" and _kbit_upcast(strategy, name)[1]
 
     compiled = np.asarray(getattr(strategy, "torch_compile", True), dtype=bool)
     # torchtitan per-op SAC without torch.compile: the non-reentrant checkpoint re-runs the block's whole forward
@@ -355,7 +360,8 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     fresh = (name == "torchtune") & (n_micro < 1.5) & (p <= 1) & ((z == 0) | (z >= 3))
     return _Batch(model=model, training=training, options=options, pre=pre, c=load_memory_constants(), s=s,
                   t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, z=z, rec=rec, off=s["offload"],
-                  name=name, mega=mega, titan=titan, kbit_upcast=upcast_w, bf16_grads=bf16_grads,
+                  name=name, mega=mega, titan=titan, kbit_upcast=upcast_w, head_cast=head_cast,
+                  bf16_grads=bf16_grads,
                   fp8_params=fp8_params, eager_sac=eager_sac, grad_reduce_in_fp32=g32, fresh_grads=fresh,
                   chunked_loss=chunked,
                   loss_bytes=loss_bytes, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro,
@@ -772,8 +778,23 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
     logit_elems = _on(g.is_last, tokens * model.vocab / t, 0.0)
     items["logits"] = logit_elems * lg_saved * (1 + model.mtp_layers)
     items["loss_backward_temporaries"] = logit_elems * lg_extra
+    if b.head_cast:
+        items["head_weight_cast"] = _head_weight_cast(b, g)
     if np.any(b.titan & (b.cp > 1)):
         items["cp_ring_attention_buffers"] = np.where(b.titan & (b.cp > 1), _cp_ring_buffers(b), 0.0)
+
+
+def _head_weight_cast(b: _Batch, g: _Stage) -> Any:
+    """The 16-bit copy of the LM-head weight a QLoRA run keeps from the head's forward to its backward when
+    PEFT's prepare_model_for_kbit_training has cast the non-quantised weights to fp32 and the model runs under
+    autocast (HF Trainer / accelerate with bf16 or fp16): autocast casts the frozen fp32 weight for the matmul
+    (torch autocast: a weight that needs no gradient is cast on every call, not cached) and the matmul saves the
+    cast for its input gradient (tools/autograd/derivatives.yaml mm: self's gradient reads mat2; only what an
+    input that needs a gradient reads is saved). With tied embeddings the head is the embedding weight. The
+    same rule as the fp32 residual stream (`_kbit_upcast`): DeepSpeed's 16-bit engine casts the module back."""
+    lay, model = b.pre.layout, b.model
+    head_p = lay.lm_head_own if lay.lm_head_own else (lay.embedding if model.tied_embeddings else 0.0)
+    return np.where(b.mega, 0.0, _on(g.is_last, b.w16 * head_p / b.t, 0.0))
 
 
 def _cp_ring_buffers(b: _Batch) -> Any:
