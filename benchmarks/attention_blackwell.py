@@ -1,0 +1,141 @@
+"""Blackwell fused attention: NVIDIA's measured cuDNN SDPA against the estimator's attention constants.
+
+Data: benchmarks/data/cudnn_sdpa_blackwell.csv, the benchmark artifacts NVIDIA publishes in NVIDIA/cudnn-frontend
+(benchmark/sdpa_benchmark_training, each row with its file, commit and container): B200 with cuDNN 9.10.2
+(nvcr.io/nvidia/pytorch:25.05-py3) and 9.13.1 (25.09-py3), GB300 with 9.13.1, 9.17.0 (25.11-py3) and 9.22.0,
+GB200 with 9.17.0 and 9.22.0. Causal attention (cuDNN top-left mask), sequence lengths 4K-32K, TFLOPS counted over
+the unmasked half (2 s^2 h (d_qk + d_v) / 2 forward, 2.5x that backward for d_qk = d_v), the estimator's count.
+
+What is derived from it (perf_constants.yaml `attention:`; tests/estimate/test_attention_blackwell.py checks that
+the shipped figures are these):
+- flash_efficiency_native for B200 / B300: cuDNN 9.13.1's forward at 8K on B200 (pytorch:25.09-py3, the image
+  Megatron-Bridge 25.11 builds on: docker/Dockerfile.ci at 00b7660) as a share of the rated BF16 peak, x the B200
+  GEMM derate (gemm.efficiency_max / measured MAMF share), the step that turns a microbenchmark into sustained
+  training throughput for the GEMMs too;
+- GB200 / GB300: the same kernel at GB200's measured MAMF (1822 vs B200's 1745 TFLOPS), as a share of 2,500;
+- softmax_share_fwd: the GB300 / GB200 forward + backward time ratio at one cuDNN release (BF16, 4K and 8K) against
+  the model's (1 + B) / (1 + B - s) for GB300's doubled SFU ex2 rate.
+Nothing here is fitted on a training row; the training rows that check it are perf_blackwell.py (Megatron-Bridge
+25.11) and perf_heldout.py (NeMo 25.02 / 25.04).
+
+Run: python benchmarks/attention_blackwell.py
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from trainsizer.catalog import load_catalog
+from trainsizer.estimate.calibration import load_constants
+
+DATA = Path(__file__).resolve().parent / "data" / "cudnn_sdpa_blackwell.csv"
+# BF16 MAMF (maximum achievable matmul TFLOPS): Stas Bekman, ml-engineering compute/accelerator/README.md at 744d01e
+# (2026-08): B200 SXM 1745.0 (torch 2.7.1+cu128), GB200 1822.0 (2.10.0.dev20250916+cu130)
+MAMF_BF16 = {"b200": 1745.0, "gb200": 1822.0}
+BASE_CUDNN = "9.13.1"  # pytorch:25.09-py3, Megatron-Bridge 25.11's base image
+BASE_SEQ = 8192
+SHARE_PAIRS = (("9.17.0", "128"), ("9.22.0", "64"), ("9.22.0", "128"))  # (cuDNN, q heads) with GB200 and GB300
+SHARE_SEQS = (4096, 8192)
+
+
+def rows() -> list[dict[str, str]]:
+    return list(csv.DictReader(DATA.open(encoding="utf-8")))
+
+
+def tflops(data: list[dict[str, str]], gpu: str, cudnn: str, seq: int, pass_: str, heads: str,
+           dtype: str = "bf16") -> float:
+    hits = [float(r["tflops"]) for r in data if r["gpu"] == gpu and r["cudnn"] == cudnn and r["seq_len"] == str(seq)
+            and r["pass"] == pass_ and r["q_heads"] == heads and r["data_type"] == dtype]
+    if len(hits) != 1:
+        raise ValueError(f"{gpu} cuDNN {cudnn} {dtype} s={seq} {pass_} heads={heads}: {len(hits)} rows")
+    return hits[0]
+
+
+def bwd_flops_ratio(data: list[dict[str, str]], cudnn: str, heads: str) -> float:
+    """Backward / forward FLOPs of the rows' head dims: 5 and 2 matmuls, (3 d_qk + 2 d_v) / (d_qk + d_v)."""
+    r = next(r for r in data if r["cudnn"] == cudnn and r["q_heads"] == heads)
+    d_qk, d_v = float(r["d_qk"]), float(r["d_v"])
+    return (3.0 * d_qk + 2.0 * d_v) / (d_qk + d_v)
+
+
+def share_of_pair(data: list[dict[str, str]], cudnn: str, heads: str, seq: int) -> tuple[float, float, float, float]:
+    """(forward ratio, backward ratio, forward + backward time ratio R, exponential share s) of GB300 over GB200:
+    with B = GB200's backward / forward time and 2x SFU, R = (1 + B) / (1 + B - s)."""
+    bf = bwd_flops_ratio(data, cudnn, heads)
+    f2, b2 = tflops(data, "gb200", cudnn, seq, "fwd", heads), tflops(data, "gb200", cudnn, seq, "bwd", heads)
+    f3, b3 = tflops(data, "gb300", cudnn, seq, "fwd", heads), tflops(data, "gb300", cudnn, seq, "bwd", heads)
+    big_r = (1.0 / f2 + bf / b2) / (1.0 / f3 + bf / b3)
+    b = bf * f2 / b2
+    return f3 / f2, b3 / b2, big_r, (1.0 + b) * (1.0 - 1.0 / big_r)
+
+
+def derived_constants(data: list[dict[str, str]] | None = None) -> dict[str, float]:
+    """The Blackwell attention constants as this data and the catalog / GEMM constants give them."""
+    data = data if data is not None else rows()
+    cat = load_catalog([])
+    k = load_constants()
+    peak_b200 = cat.accelerators["b200"].tflops_dense["bf16"]
+    peak_gb200 = cat.accelerators["gb200"].tflops_dense["bf16"]
+    fwd = tflops(data, "b200", BASE_CUDNN, BASE_SEQ, "fwd", "128")
+    derate = k.gemm_efficiency("b200") / (MAMF_BF16["b200"] / peak_b200)
+    b200 = fwd / peak_b200 * derate
+    gb200 = b200 * peak_b200 * (MAMF_BF16["gb200"] / MAMF_BF16["b200"]) / peak_gb200
+    shares = [share_of_pair(data, c, h, s)[3] for c, h in SHARE_PAIRS for s in SHARE_SEQS]
+    return {"b200": b200, "b300": b200, "gb200": gb200, "gb300": gb200,
+            "softmax_share_fwd": sum(shares) / len(shares)}
+
+
+def main() -> None:
+    data = rows()
+    k = load_constants()
+    cat = load_catalog([])
+    print("cuDNN SDPA, causal BF16 forward / backward TFLOPS (share of the rated dense BF16 peak):")
+    print(f"  {'gpu':6s} {'cuDNN':7s} {'heads':>7s} {'d':>7s} " + " ".join(f"{s:>15d}" for s in (4096, 8192, 16384)))
+    keys = sorted({(r["gpu"], r["cudnn"], r["q_heads"], r["kv_heads"], r["d_qk"], r["d_v"]) for r in data
+                   if r["data_type"] == "bf16"}, key=lambda x: (x[1], x[0], x[2]))
+    for gpu, cudnn, qh, kvh, dqk, dv in keys:
+        peak = cat.accelerators[gpu].tflops_dense["bf16"]
+        cells = []
+        for s in (4096, 8192, 16384):
+            f, b = tflops(data, gpu, cudnn, s, "fwd", qh), tflops(data, gpu, cudnn, s, "bwd", qh)
+            cells.append(f"{f:5.0f}/{b:5.0f} {f / peak:.2f}")
+        print(f"  {gpu:6s} {cudnn:7s} {qh + '/' + kvh:>7s} {dqk + '/' + dv:>7s} " + " ".join(f"{c:>15s}" for c in cells))
+    d = derived_constants(data)
+    print("\nderived vs shipped (perf_constants.yaml attention):")
+    for name in ("b200", "b300", "gb200", "gb300"):
+        print(f"  flash_efficiency_native.{name:6s} derived {d[name]:.3f} shipped {k.flash_fraction(name, 'native'):.3f}")
+    print(f"  softmax_share_fwd             derived {d['softmax_share_fwd']:.3f} shipped {k.softmax_share_fwd:.3f}")
+    fwd_m, bwd_over = k.attention_sfu("gb300")
+    model_r = (1.0 + k.flash_bwd_over_fwd) / (fwd_m + fwd_m * bwd_over)
+    print(f"\nGB300 / GB200 at one cuDNN release (model: forward {1 / fwd_m:.3f}, backward "
+          f"{k.flash_bwd_over_fwd / (fwd_m * bwd_over):.3f}, forward + backward {model_r:.3f}):")
+    for cudnn, heads in SHARE_PAIRS:
+        for s in (4096, 8192, 16384, 32768):
+            f, b, big_r, sh = share_of_pair(data, cudnn, heads, s)
+            used = "" if s in SHARE_SEQS else "  (not used: the Blackwell rows run 4K-8K)"
+            print(f"  cuDNN {cudnn} heads {heads:>3s} s={s:5d}: bf16 fwd {f:.3f} bwd {b:.3f} fwd+bwd {big_r:.3f} "
+                  f"share {sh:.3f}{used}")
+    print("FP8 attention forward, GB300 / GB200 (not modelled: the Transformer Engine recipes keep attention BF16;"
+          " NVIDIA's ~1.35x is this):")
+    for heads in ("64", "128"):
+        ratios = [tflops(data, "gb300", "9.22.0", s, "fwd", heads, "fp8")
+                  / tflops(data, "gb200", "9.22.0", s, "fwd", heads, "fp8") for s in (4096, 8192, 16384, 32768)]
+        print(f"  cuDNN 9.22.0 heads {heads:>3s}: " + " ".join(f"{x:.3f}" for x in ratios))
+    # held-out checks: what the derivation did not use
+    t = {g: 1.0 / tflops(data, g, BASE_CUDNN, BASE_SEQ, "fwd", "128") + 2.5 / tflops(data, g, BASE_CUDNN, BASE_SEQ,
+                                                                                    "bwd", "128")
+         for g in ("b200", "gb300")}
+    rate = {g: k.flash_fraction(g, "native") * cat.accelerators[g].tflops_dense["bf16"] for g in ("b200", "gb300")}
+    model_b = (1.0 + k.flash_bwd_over_fwd) / rate["b200"]
+    model_g = (fwd_m + fwd_m * bwd_over) / rate["gb300"]
+    print(f"\ncheck, cuDNN {BASE_CUDNN} at 8K: GB300 / B200 forward + backward measured {t['b200'] / t['gb300']:.3f}, "
+          f"model {model_b / model_g:.3f}")
+    for s in (4096, 8192, 16384, 32768):
+        old = tflops(data, "b200", "9.10.2", s, "fwd", "128")
+        new = tflops(data, "b200", BASE_CUDNN, s, "fwd", "128")
+        print(f"check, B200 forward cuDNN 9.10.2 -> {BASE_CUDNN} s={s:5d}: {old:.0f} -> {new:.0f} ({new / old - 1:+.1%})")
+
+
+if __name__ == "__main__":
+    main()

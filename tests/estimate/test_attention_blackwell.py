@@ -1,0 +1,59 @@
+"""Blackwell attention constants come from NVIDIA's measured cuDNN SDPA (benchmarks/attention_blackwell.py,
+benchmarks/data/cudnn_sdpa_blackwell.csv): the shipped figures are the derivation's, not tuned on training rows."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import attention_blackwell as ab  # noqa: E402
+from trainsizer.estimate.calibration import load_constants  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def data():
+    return ab.rows()
+
+
+def test_every_row_names_its_source_commit_and_container(data):
+    assert len(data) >= 100
+    for r in data:
+        assert r["source"].startswith("NVIDIA/cudnn-frontend benchmark/") and len(r["commit"]) == 40, r
+        assert r["image"].startswith("nvcr.io/nvidia/pytorch:") and r["date"][:4] in ("2025", "2026"), r
+        assert r["pass"] in ("fwd", "bwd") and float(r["tflops"]) > 0, r
+
+
+@pytest.mark.parametrize("family", ["b200", "b300", "gb200", "gb300"])
+def test_native_attention_share_is_the_derived_one(data, family):
+    k = load_constants()
+    assert k.flash_fraction(family, "native") == pytest.approx(ab.derived_constants(data)[family], abs=5e-4)
+
+
+def test_softmax_share_is_the_derived_one(data):
+    assert load_constants().softmax_share_fwd == pytest.approx(ab.derived_constants(data)["softmax_share_fwd"],
+                                                                abs=5e-4)
+
+
+def test_share_inverts_the_model_ratio(data):
+    """s from a pair, put back into the model's forward / backward split, gives that pair's time ratio."""
+    k = load_constants()
+    _, _, big_r, s = ab.share_of_pair(data, "9.17.0", "128", 8192)
+    bf = ab.bwd_flops_ratio(data, "9.17.0", "128")
+    b = bf * ab.tflops(data, "gb200", "9.17.0", 8192, "fwd", "128") / ab.tflops(data, "gb200", "9.17.0", 8192,
+                                                                               "bwd", "128")
+    assert (1.0 + b) / (1.0 + b - s) == pytest.approx(big_r, rel=1e-12)
+    assert 1.05 < big_r < 1.15 and 0.3 < s < 0.45
+    # the backward / forward time the model assumes (3.1) is what cuDNN measures on Blackwell at 8K
+    assert b == pytest.approx(k.flash_bwd_over_fwd, rel=0.1)
+
+
+def test_a_missing_or_doubled_row_is_an_error(data):
+    with pytest.raises(ValueError, match="0 rows"):
+        ab.tflops(data, "b200", "9.99.0", 8192, "fwd", "128")
+    with pytest.raises(ValueError, match="2 rows"):
+        ab.tflops(data + data[:1], data[0]["gpu"], data[0]["cudnn"], int(data[0]["seq_len"]), data[0]["pass"],
+                  data[0]["q_heads"], data[0]["data_type"])
