@@ -1,5 +1,6 @@
-"""A job with hardware but no strategy: the fastest strategy that fits that hardware, found by the strategy
-search (`trainsizer.search.engine.search_option`, the same search `trainsizer plan` runs per hardware option),
+"""A job with hardware but no strategy: the fastest strategy that fits that hardware (or, when that one leaves
+less than the memory floor free, the fastest that does within the tie band: `search.engine.choose`), found by
+the strategy search (`trainsizer.search.engine.search_option`, the same search `trainsizer plan` runs per hardware option),
 and a note saying it was chosen. `trainsizer estimate`, `fit` and `check` use it; give `strategy:` (or
 --tp/--pp/... flags) to evaluate your own instead."""
 
@@ -32,7 +33,12 @@ def with_default_strategy(scenario: Scenario) -> Scenario:
                                              least=f"{least:.1f}", capacity=f"{system.memory_gib:.1f}"))
     strategy = result.strategy
     shown = ", ".join(f"{k}={getattr(strategy, k)}" for k in SHOWN)
-    note = msg("note_default_strategy", strategy=shown,
-               how=msg("note_default_strategy_how", evaluated=result.evaluated, feasible=result.feasible))
+    how = msg("note_default_strategy_how", evaluated=result.evaluated, feasible=result.feasible)
+    if result.for_headroom:  # a slower strategy that keeps the memory floor free (search.engine.choose)
+        how = msg("note_default_strategy_roomy", evaluated=result.evaluated, feasible=result.feasible,
+                  floor=f"{load_config().memory_headroom_min:.0%}", cap=f"{system.memory_gib:.0f}",
+                  slower=f"{result.step_s / result.fastest_step_s - 1.0:.1%}",
+                  fast_used=f"{result.fastest_mem_gib:.1f}")
+    note = msg("note_default_strategy", strategy=shown, how=how)
     return replace(scenario, strategy=strategy, notes=(*scenario.notes, note))
 

@@ -9,6 +9,7 @@ import jsonschema
 import pytest
 
 from conftest import EXAMPLES, REPO
+from trainsizer.search.config import load_config
 
 SCHEMA = json.loads((REPO / "docs" / "plan.schema.json").read_text(encoding="utf-8"))
 
@@ -42,6 +43,10 @@ def test_search_example_searches_the_catalog(plan_of):
     assert rec.meets.deadline and rec.meets.budget
     assert all(o.hardware.nodes <= 8 for o in plan.options)
     assert plan.tier.id in ("single-node", "few-nodes")
+    # what the README's first job recommends is not flagged by its own risks for GPU memory headroom
+    floor = load_config().memory_headroom_min
+    assert rec.memory.per_gpu_gib <= (1.0 - floor) * rec.memory.capacity_gib
+    assert plan.build is None or all(r["id"] != "gpu_memory_headroom" for r in plan.build["risks"])
 
 
 def test_qlora_7b_is_one_card(plan_of):

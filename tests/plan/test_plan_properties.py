@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from trainsizer.catalog import load_catalog
 from trainsizer.plan.core import make_plan
+from trainsizer.search.config import load_config
 
 ACCELERATORS = ["h100-sxm-80gb", "a100-sxm-80gb", "rtx-4090", "l40s", "h20", "mi300x"]
 
@@ -40,6 +41,11 @@ def test_plan_invariants(job):
     assert ranks == sorted(ranks)
     if plan.recommended is not None:
         assert plan.recommended.meets.deadline and plan.binding is None
+        # the recommended layout leaves the memory floor free whenever some tied option's layout does
+        floor = load_config().memory_headroom_min
+        roomy = lambda o: 1.0 - o.memory.per_gpu_gib / o.memory.capacity_gib >= floor - 1e-9  # noqa: E731
+        if any(roomy(o) for o in plan.options if o.tie):
+            assert roomy(plan.recommended)
         tie = plan.recommended.score.uncertainty_fraction
         best = min(o.score.value for o in plan.options if o.tie or o.rank == 1)
         for o in plan.options:

@@ -2,13 +2,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from trainsizer.catalog import load_catalog
 from trainsizer.estimate import evaluate_batch
 from trainsizer.estimate.memory import GIB
 from trainsizer.scenario import resolve_job
 from trainsizer.search import Pins, hardware_candidates, load_config, search_option
-from trainsizer.search.engine import option_system, states_lower_bound_bytes
+from trainsizer.search.engine import choose, option_system, states_lower_bound_bytes
 from trainsizer.search.space import strategies
 
 JOB = {"model": "llama-3.1-8b", "method": "full", "data": {"tokens": 1e9}, "seq_len": 4096,
@@ -58,8 +60,35 @@ def test_best_option_strategy_is_the_brute_force_fastest_fit(count):
     assert r.evaluated == n
     assert r.feasible == int(out["feasible"].sum())
     if r.strategy is not None:
-        assert r.step_s == pytest.approx(np.nanmin(np.where(out["feasible"], out["step_s"], np.nan)))
+        cfg = load_config()
+        fastest = np.nanmin(np.where(out["feasible"], out["step_s"], np.nan))
+        assert r.fastest_step_s == pytest.approx(fastest)
         assert r.mem_gib * GIB <= system.memory_gib * GIB
+        if r.for_headroom:  # a slower layout only to clear the memory floor, and only within the tie band
+            assert fastest < r.step_s <= fastest * (1 + cfg.tie_fraction) * (1 + 1e-9)
+            assert r.mem_gib <= (1 - cfg.memory_headroom_min) * system.memory_gib
+        else:
+            assert r.step_s == pytest.approx(fastest, rel=1e-3)
+
+
+steps = st.lists(st.tuples(st.floats(1.0, 2.0), st.floats(0.5, 1.0)), min_size=1, max_size=40)
+
+
+@given(steps, st.floats(0.0, 0.2), st.floats(0.0, 0.2))
+def test_choice_keeps_the_memory_floor_when_a_near_equal_layout_does(rows, band, floor):
+    step, mem = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
+    i, fastest = choose(step, mem, 1.0, band, floor)
+    near = step <= step.min() * (1 + band)
+    clears = 1.0 - mem >= floor
+    assert step[fastest] <= step.min() * 1.001  # the fastest, to the 0.1% the tie-break rounds to
+    assert step[i] <= step.min() * (1 + band) or i == fastest
+    if (near & clears).any():  # some near-equal layout clears the floor: the chosen one does
+        assert clears[i]
+        assert step[i] <= step[near & clears].min() * 1.001  # and it is the fastest of those
+    else:
+        assert i == fastest
+    if clears[fastest]:
+        assert i == fastest  # never slower when the fastest already clears the floor
 
 
 def test_memory_bound_skips_hopeless_counts():

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trainsizer.search.rank import Scored, objective, pareto, prefer_simple, rank, ties
+from trainsizer.search.rank import Scored, objective, pareto, prefer_simple, rank, roomier_than_simplest, ties
 
 points = st.lists(st.tuples(st.floats(0.1, 100), st.one_of(st.none(), st.floats(1, 1e6)), st.booleans()),
                   min_size=1, max_size=30)
@@ -42,6 +42,22 @@ def test_satisfying_options_rank_first_and_ties_are_close(items):
     size = {s.index: (1, s.index) for s in scored}
     again = prefer_simple(ranked, tied, size)
     assert sorted(s.index for s in again) == sorted(s.index for s in ranked)
+
+
+@given(st.lists(st.tuples(st.floats(1, 1e6), st.booleans(), st.integers(1, 8)), min_size=1, max_size=20))
+def test_a_roomy_tied_option_goes_first(items):
+    # the recommended option leaves the GPU memory floor free whenever some tied option does
+    scored = [Scored(i, 1.0, c, True, None, roomy=r) for i, (c, r, _) in enumerate(items)]
+    ranked = rank(scored, "cost")
+    tied = ties(ranked, "cost", 0.07)
+    size = {i: (n, 8 * n) for i, (_, _, n) in enumerate(items)}
+    out = prefer_simple(ranked, tied, size)
+    if len(tied) > 1 and any(s.roomy for s in tied):
+        assert out[0].roomy
+        assert size[out[0].index] == min(size[s.index] for s in tied if s.roomy)
+    head = out[:len(tied)] if len(tied) > 1 else out[:1]
+    assert roomier_than_simplest(head, size) == (
+        len(tied) > 1 and head[0].roomy and any(not s.roomy and size[s.index] < size[head[0].index] for s in tied))
 
 
 def test_objective_defaults():

@@ -125,8 +125,10 @@ def price(base: Scenario, r: OptionResult, catalog: Any) -> Priced:
                   catalog.scale_platform_of(r.option.accelerator.id))
 
 
-def _scored(i: int, p: Priced) -> ranking.Scored:
-    return ranking.Scored(i, p.train_days, p.cost, p.meets_deadline, p.within_budget, p.standing.rank_key)
+def _scored(i: int, p: Priced, floor: float) -> ranking.Scored:
+    r = p.result
+    roomy = bool(1.0 - r.mem_gib / r.system.memory_gib >= floor)
+    return ranking.Scored(i, p.train_days, p.cost, p.meets_deadline, p.within_budget, p.standing.rank_key, roomy)
 
 
 def scale_out(st: Standing, plat: Platform | None) -> ScaleOut:
@@ -276,7 +278,8 @@ class Ranked:
 def rank_searched(sr: Searched, tie_fraction: float) -> Ranked:
     """Options by the goal; ties (simplest first) and the Pareto front."""
     objective = ranking.objective(sr.scenario.job.goal)
-    scored = [_scored(i, p) for i, p in enumerate(sr.priced)]
+    floor = load_config().memory_headroom_min
+    scored = [_scored(i, p, floor) for i, p in enumerate(sr.priced)]
     ranked = ranking.rank(scored, objective)
     tied = ranking.ties(ranked, objective, tie_fraction)
     size = {i: (p.result.system.nodes, p.result.option.count) for i, p in enumerate(sr.priced)}

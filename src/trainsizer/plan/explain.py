@@ -16,7 +16,7 @@ from trainsizer.plan.messages import joined, msg
 from trainsizer.plan.schema import Binding, PlanOption, Relaxation, Tier
 from trainsizer.scenario import Scenario
 from trainsizer.search import rank as ranking
-from trainsizer.search.config import SearchConfig
+from trainsizer.search.config import SearchConfig, load_config
 from trainsizer.search.engine import OptionResult, states_lower_bound_bytes
 
 COMM_KEYS = ("tp_comm", "cp_comm", "ep_comm", "dp_comm", "pp_comm")
@@ -46,7 +46,6 @@ def why(s: ranking.Scored, ranked: list[ranking.Scored], priced: list[Any], metr
         tie_fraction: float, tie_ids: set[int], feasible_ok: bool, lang: str = "en") -> str:
     """One sentence: for the best option, why it beats the runner-up; for the others, how they compare."""
     best = ranked[0]
-    key = lambda x: priced[x.index].result.option.key  # noqa: E731
 
     def fig(x: ranking.Scored) -> str:
         if metric == "cost":
@@ -54,20 +53,12 @@ def why(s: ranking.Scored, ranked: list[ranking.Scored], priced: list[Any], metr
         return msg("fig_days", lang, days=f"{x.train_days:.1f}")
 
     pct = f"{tie_fraction:.0%}"
+    layout = _layout_headroom(priced[s.index].result, lang)
     if s is best:
         if not feasible_ok:
             return msg("why_unsatisfied", lang)
-        goal = msg("word_cheapest" if metric == "cost" else "word_fastest", lang)
-        if len(ranked) == 1:
-            return msg("why_only_fit", lang, fig=fig(s))
-        nxt = ranked[1]
-        if nxt.index in tie_ids:
-            return msg("why_tie", lang, fig=fig(s), n=len(tie_ids) - 1, pct=pct, goal=goal, next=key(nxt),
-                       next_fig=fig(nxt))
-        if not nxt.satisfies:
-            return msg("why_only_satisfies", lang, fig=fig(s))
-        gap = ranking.value(nxt, metric) / max(ranking.value(s, metric), 1e-12) - 1.0
-        return msg("why_best", lang, goal=goal, fig=fig(s), next=key(nxt), next_fig=fig(nxt), gap=f"{gap:.0%}")
+        text = _why_best(s, ranked, priced, fig, metric, pct, tie_ids, lang)
+        return joined([text, layout], lang) if layout else text
     parts = []
     if s.meets_deadline is False:
         parts.append(msg("cmp_misses_deadline", lang, days=f"{s.train_days:.1f}"))
@@ -79,7 +70,35 @@ def why(s: ranking.Scored, ranked: list[ranking.Scored], priced: list[Any], metr
     if math.isfinite(vb) and math.isfinite(vs) and vb > 0:
         parts.append(msg("cmp_cost" if metric == "cost" else "cmp_time", lang, delta=f"{vs / vb - 1.0:+.0%}"))
     parts.append(msg("cmp_days_cost", lang, days=f"{s.train_days:.1f}", cost=money(s.cost, currency, lang)))
-    return joined(parts, lang)
+    return joined([*parts, layout] if layout else parts, lang)
+
+
+def _why_best(s: ranking.Scored, ranked: list[ranking.Scored], priced: list[Any], fig: Any, metric: str, pct: str,
+              tie_ids: set[int], lang: str) -> Any:
+    goal = msg("word_cheapest" if metric == "cost" else "word_fastest", lang)
+    if len(ranked) == 1:
+        return msg("why_only_fit", lang, fig=fig(s))
+    nxt = ranked[1]
+    key = priced[nxt.index].result.option.key
+    if nxt.index in tie_ids:
+        size = {x.index: (priced[x.index].result.system.nodes, priced[x.index].result.option.count) for x in ranked
+                if x.index in tie_ids}
+        roomy = ranking.roomier_than_simplest([x for x in ranked if x.index in tie_ids], size)
+        return msg("why_tie_roomy" if roomy else "why_tie", lang, fig=fig(s), n=len(tie_ids) - 1, pct=pct, goal=goal,
+                   next=key, next_fig=fig(nxt), floor=f"{load_config().memory_headroom_min:.0%}")
+    if not nxt.satisfies:
+        return msg("why_only_satisfies", lang, fig=fig(s))
+    gap = ranking.value(nxt, metric) / max(ranking.value(s, metric), 1e-12) - 1.0
+    return msg("why_best", lang, goal=goal, fig=fig(s), next=key, next_fig=fig(nxt), gap=f"{gap:.0%}")
+
+
+def _layout_headroom(r: OptionResult, lang: str) -> Any:
+    """The sentence for a layout the search chose over a faster one to keep the GPU memory floor free."""
+    if not r.for_headroom:
+        return None
+    return msg("layout_for_headroom", lang, slower=f"{r.step_s / r.fastest_step_s - 1.0:.1%}",
+               floor=f"{load_config().memory_headroom_min:.0%}", used=f"{r.mem_gib:.1f}",
+               fast_used=f"{r.fastest_mem_gib:.1f}", cap=f"{r.system.memory_gib:.0f}")
 
 
 def tier_id(gpus: int, nodes: int, cfg: SearchConfig) -> str:

@@ -22,6 +22,7 @@ class SearchConfig:
     tie_fraction: float
     tiers: tuple[dict[str, Any], ...]
     data_parallel_only_methods: tuple[str, ...] = ()
+    memory_headroom_min: float = 0.0  # least free share of GPU memory a layout should keep (search.yaml)
 
 
 @lru_cache(maxsize=1)
@@ -39,6 +40,7 @@ def load_config() -> SearchConfig:
         tie_fraction=float(raw["tie_fraction"]),
         tiers=tuple(raw["tiers"]),
         data_parallel_only_methods=tuple(raw.get("data_parallel_only_methods") or ()),
+        memory_headroom_min=float(raw["memory_headroom_min"]),
     )
 
 

@@ -1,4 +1,5 @@
-"""For every hardware option, the fastest strategy that obeys the rules and fits in memory.
+"""For every hardware option, the fastest strategy that obeys the rules and fits in memory (or, when that one
+leaves less than search.yaml's memory floor free, the fastest that does within the tie band: `choose`).
 
 On one hardware option the GPU count and prices are fixed, so the fastest step is also the cheapest run and
 the shortest time to train: the best strategy of an option does not depend on the job's goal. The goal
@@ -58,8 +59,11 @@ class OptionResult:
     min_mem_gib: float = float("nan")  # least memory of any valid strategy (how far from fitting)
     lower_bound_gib: float = 0.0  # model states sharded over every GPU
     skipped: str | None = None  # why no strategy was enumerated
-    runner_up_step_s: float = float("nan")  # second-fastest distinct strategy on this option
+    runner_up_step_s: float = float("nan")  # fastest of the other strategies on this option
     memory_evaluations: int = 0  # of `evaluated`, those computed here (not shared with an option of its shape)
+    fastest_step_s: float = float("nan")  # the fastest fitting strategy (the chosen one unless kept for headroom)
+    fastest_mem_gib: float = float("nan")
+    for_headroom: bool = False  # a slower strategy chosen to keep the GPU memory floor free (`choose`)
 
 
 @dataclass
@@ -170,24 +174,43 @@ def search_option(model: ModelArch, training: Training, option: HardwareOption, 
         rows = np.flatnonzero(mem["fits"])
         if rows.size:
             return _best(model, training, system, option, _take(strat, rows), mem["mem_bytes"][rows],
-                         evaluated, min_mem, bound / GIB, computed)
+                         evaluated, min_mem, bound / GIB, computed, cfg)
     return OptionResult(option, system, evaluated, 0, min_mem_gib=min_mem, lower_bound_gib=bound / GIB,
                         memory_evaluations=computed)
 
 
+def choose(step_s: np.ndarray, mem_bytes: np.ndarray, capacity_bytes: float, band: float,
+           floor: float) -> tuple[int, int]:
+    """(chosen, fastest): indices of the strategy to run and of the fastest one.
+
+    Fastest first; among equally fast (to 0.1%), the one with the most memory headroom. When the fastest
+    leaves less than `floor` of the GPU memory free, the fastest of the strategies that do leave it is chosen
+    instead, provided its step is within `band` of the fastest (the time model cannot tell such steps apart,
+    search.yaml tie_fraction); otherwise the fastest stays and the plan's risks flag it."""
+    fastest_step = float(np.nanmin(step_s))
+    order = np.lexsort((mem_bytes, np.round(step_s / fastest_step, 3)))
+    fastest = int(order[0])
+    free = 1.0 - mem_bytes / capacity_bytes
+    if free[fastest] >= floor:
+        return fastest, fastest
+    roomy = [int(j) for j in order if free[j] >= floor and step_s[j] <= fastest_step * (1.0 + band)]
+    return (roomy[0] if roomy else fastest), fastest
+
+
 def _best(model: ModelArch, training: Training, system: System, option: HardwareOption, fit: Strategy,
-          mem_bytes: np.ndarray, evaluated: int, min_mem: float, bound_gib: float, computed: int) -> OptionResult:
+          mem_bytes: np.ndarray, evaluated: int, min_mem: float, bound_gib: float, computed: int,
+          cfg: SearchConfig) -> OptionResult:
     t = evaluate_batch(model, training, system, fit, parts=("time",), threads=1)
     step = t["step_s"]
-    # fastest; among equally fast (to 0.1%), the one with the most memory headroom
-    order = np.lexsort((mem_bytes, np.round(step / np.nanmin(step), 3)))
-    i = int(order[0])
-    runner = float(step[order[1]]) if len(order) > 1 else float("nan")
+    i, fastest = choose(step, mem_bytes, system.memory_gib * GIB, cfg.tie_fraction, cfg.memory_headroom_min)
+    others = np.delete(step, i)
     return OptionResult(
         option, system, evaluated, int(len(step)), strategy=_one(fit, i), step_s=float(step[i]),
         tokens_per_s=float(t["tokens_per_s"][i]), busy_fraction=float(t["compute"][i] / step[i]),
         mem_gib=float(mem_bytes[i] / GIB), min_mem_gib=min_mem, lower_bound_gib=bound_gib,
-        runner_up_step_s=runner, memory_evaluations=computed,
+        runner_up_step_s=float(np.min(others)) if len(others) else float("nan"), memory_evaluations=computed,
+        fastest_step_s=float(step[fastest]), fastest_mem_gib=float(mem_bytes[fastest] / GIB),
+        for_headroom=i != fastest,
     )
 
 

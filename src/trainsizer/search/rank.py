@@ -32,6 +32,7 @@ class Scored:
     meets_deadline: bool | None
     within_budget: bool | None
     scale: int = 0  # catalog.scale.Standing.rank_key: 0 demonstrated, 1 designed, 2 + doublings beyond
+    roomy: bool = True  # its layout leaves the GPU memory floor free (search.yaml memory_headroom_min)
 
     @property
     def satisfies(self) -> bool:
@@ -82,13 +83,21 @@ def ties(ranked: list[Scored], objective_: str, fraction: float) -> list[Scored]
 
 
 def prefer_simple(ranked: list[Scored], tied: list[Scored], size: dict[int, tuple[int, int]]) -> list[Scored]:
-    """Within a tie the model cannot tell the options apart, so the simplest goes first: fewest nodes, then
-    fewest GPUs (`size`: index -> (nodes, gpus)); the rest keep their order."""
+    """Within a tie the model cannot tell the options apart, so the one an expert would run goes first: one
+    whose layout leaves the GPU memory floor free (`Scored.roomy`) before one its own plan would flag, then the
+    simplest: fewest nodes, then fewest GPUs (`size`: index -> (nodes, gpus)); the rest keep their order."""
     if len(tied) < 2:
         return ranked
     ids = {s.index for s in tied}
-    head = sorted(tied, key=lambda s: (size[s.index], ranked.index(s)))
+    head = sorted(tied, key=lambda s: (not s.roomy, size[s.index], ranked.index(s)))
     return head + [s for s in ranked if s.index not in ids]
+
+
+def roomier_than_simplest(tied: list[Scored], size: dict[int, tuple[int, int]]) -> bool:
+    """Whether `prefer_simple` put a roomy option before a simpler tied one that is short of memory headroom."""
+    if len(tied) < 2 or not tied[0].roomy:
+        return False
+    return any(not s.roomy and size[s.index] < size[tied[0].index] for s in tied)
 
 
 def pareto(scored: list[Scored]) -> list[Scored]:

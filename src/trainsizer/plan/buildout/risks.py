@@ -10,6 +10,7 @@ from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block
 from trainsizer.plan.buildout.inputs import BuildInput
 from trainsizer.plan.texts import MessageRef, as_msg, listed
+from trainsizer.search.config import load_config
 
 
 class Risk(Block):
@@ -148,11 +149,11 @@ def _deadline(c: Ctx) -> Risk | None:
 
 def _memory(c: Ctx) -> Risk | None:
     mem = c.b.evaluation.get("memory", {})
-    floor = rules.rule("risks", "memory_headroom_min")
+    floor = load_config().memory_headroom_min  # the search's floor: one figure for the choice and the risk
     cap, used = mem.get("capacity_gib") or 0.0, mem.get("per_gpu_gib") or 0.0
-    if cap and (not mem.get("fits", True) or (cap - used) / cap < floor.value):
+    if cap and (not mem.get("fits", True) or (cap - used) / cap < floor):
         return Risk(id="gpu_memory_headroom", severity="high" if not mem.get("fits", True) else "medium",
-                    evidence=msg("risk_ev_memory", used=f"{used:.1f}", cap=f"{cap:.1f}"), source=floor.source,
+                    evidence=msg("risk_ev_memory", used=f"{used:.1f}", cap=f"{cap:.1f}"), source="convention",
                     mitigation=msg("risk_fix_memory"))
     return None
 
