@@ -47,6 +47,11 @@ def test_search_example_searches_the_catalog(plan_of):
     floor = load_config().memory_headroom_min
     assert rec.memory.per_gpu_gib <= (1.0 - floor) * rec.memory.capacity_gib
     assert plan.build is None or all(r["id"] != "gpu_memory_headroom" for r in plan.build["risks"])
+    # a tie put second by the tie order is not "passed over for scale" (it has the same documented standing)
+    levels = {o.id: o.scale for o in plan.hardware_options}
+    for note in plan.notes_msg or []:
+        if note is not None and note.key == "note_scale_passed_over":
+            assert levels[note.params["option"]] != "demonstrated"
 
 
 def test_qlora_7b_is_one_card(plan_of):

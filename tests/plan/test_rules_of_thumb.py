@@ -29,3 +29,18 @@ def test_guides_beside_derived_figures(blocks):
     cores = thumbs["CPU cores per GPU"]
     assert cores.source == "guide_004" and isinstance(cores.agrees, bool)
     assert {"air-cooled rack power", "checkpoint write per node"} <= set(thumbs)
+
+
+def test_guides_read_against_the_server_the_plan_buys(blocks):
+    """Host RAM and cores are what the plan's server carries when it covers the job (what a buyer orders), with
+    the derived minimum beside it; a departure from the guide says why."""
+    out = blocks()
+    node, thumbs = out.node, {t.topic: t for t in out.rules_of_thumb}
+    assert node.server is not None and node.enough["ram_gib"] and node.enough["cpu_cores"]
+    ram, cores = thumbs["host RAM"], thumbs["CPU cores per GPU"]
+    assert f"{node.server_ram_gib:g} GiB in {node.server}" in ram.ours and f"{node.ram_gib.value:g} GiB" in ram.ours
+    ratio = node.server_ram_gib / (node.gpus_per_node * 80)
+    assert ram.agrees == (1.5 <= ratio <= 2.0)
+    assert ("guide's multiple of GPU memory" in ram.why) == (not ram.agrees)
+    assert f"{node.server_cpu_cores} cores in {node.server}" in cores.ours
+    assert cores.agrees == (8 <= node.server_cpu_cores / node.gpus_per_node <= 16)

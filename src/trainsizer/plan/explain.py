@@ -275,7 +275,10 @@ def scale_notes(ranked: list[ranking.Scored], priced: list[Any], metric: str, cu
                          level=_level_text(st, lang)))
     by_figure = min((s for s in ranked if s.satisfies),
                     key=lambda s: (ranking.value(s, metric), s.scale, s.index))
-    if by_figure is not best and ranking.value(by_figure, metric) < ranking.value(best, metric):
+    # only when documented scale decided it: a same-standing option behind the best is a tie put second by
+    # `rank.prefer_simple` (memory headroom, then simplest), which the why already says
+    if by_figure is not best and by_figure.scale > best.scale \
+            and ranking.value(by_figure, metric) < ranking.value(best, metric):
         p = priced[by_figure.index]
         fig = money(by_figure.cost, currency, lang) if metric == "cost" else \
             msg("fig_days", lang, days=f"{by_figure.train_days:.1f}")

@@ -149,6 +149,12 @@ def print_build(out: dict[str, Any], lang: str, console: Console | None = None) 
                      [[t(f"b_phase_{p['id']}", L), f"{p['weeks_low']:g}-{p['weeks_high']:g}", p["source"]]
                       for p in ph["rollout"]]
                      + [[t("b_scale_out", L), "", ph["scale_out"]["recabling"][:80]]], L))
-    con.print(_table(t("b_thumbs_title", L), [t("item", L), t("b_guide", L), t("b_ours", L), t("b_agrees", L)],
-                     [[x["topic"], x["guide_value"], x["ours"], t("b_yes", L) if x["agrees"] else t("b_no", L)]
-                      for x in out["rules_of_thumb"]], L))
+    thumbs = _table(t("b_thumbs_title", L), [t("item", L), t("b_guide", L), t("b_ours", L), t("b_agrees", L)],
+                    [[x["topic"], x["guide_value"], x["ours"], t("b_yes", L) if x["agrees"] else t("b_no", L)]
+                     for x in out["rules_of_thumb"]], L)
+    # a departure from a guide says why, under the table (a column would be too narrow to read)
+    colon = "：" if L == "zh" else ": "
+    thumbs.caption = "\n".join(f"{t('b_why', L)} · {x['topic']}{colon}{x['why']}" for x in out["rules_of_thumb"]
+                                if not x["agrees"]) or None
+    thumbs.caption_justify = "left"
+    con.print(thumbs)

@@ -36,8 +36,10 @@ def server_lines(b: BuildInput) -> list[BomLine]:
                             "per_gpu", gpu, msg("bom_note_chassis_unpriced")))
         inc = msg("bom_note_included", server=srv.id)
         out += [line(msg("bom_item_cpus", model=srv.cpu_model), None, units, "per_server", None, inc),
-                line(msg("bom_item_ram", gib=srv.ram_gib or "?"), None, units, "per_server", None, inc),
-                line(msg("bom_item_nvme", tb=srv.nvme_tb or "?"), None, units, "per_server", None, inc),
+                line(msg("bom_item_ram", gib=f"{srv.ram_gib:g}" if srv.ram_gib else "?"), None, units, "per_server",
+                     None, inc),
+                line(msg("bom_item_nvme", tb=f"{srv.nvme_tb:g}" if srv.nvme_tb else "?"), None, units, "per_server",
+                     None, inc),
                 line(msg("bom_item_nics", count=srv.nics.count, gbps=f"{srv.nics.gbps:g}", model=srv.nics.model or ""),
                      None, units * srv.nics.count, "per_nic", None, inc)]
         return out

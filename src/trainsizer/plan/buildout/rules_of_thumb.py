@@ -34,25 +34,62 @@ def _range(v) -> tuple[float, float]:
     return (float(v[0]), float(v[1])) if isinstance(v, list) else (float(v), float("inf"))
 
 
-def thumbs(b: BuildInput, blocks: dict) -> list[Thumb]:
-    node, fac = blocks["node"], blocks["facility"]
-    gpu_mem = b.per_node * b.accelerator.memory_gib
-    out = []
+def _server_figures(b: BuildInput, node: Any) -> tuple[Any, float | None, int | None]:
+    """(server, its RAM, its cores) when the plan's server is known and covers what the job needs: that is
+    what the plan proposes to buy, so the guides' rules are read against it; otherwise the derived minimum."""
+    srv = b.server
+    if srv is None or srv.gpus != b.per_node:
+        return None, None, None
+    ram = srv.ram_gib if srv.ram_gib and node.enough.get("ram_gib") else None
+    cores = srv.cpu_cores if srv.cpu_cores and node.enough.get("cpu_cores") else None
+    return srv, ram, cores
+
+
+def _ram_thumb(b: BuildInput, node: Any, gpu_mem: float) -> Thumb:
     r = rules.rule("rules_of_thumb", "ram_x_gpu_memory")
     lo, hi = _range(r.value)
-    ratio = node.ram_gib.value / gpu_mem if gpu_mem else 0.0
-    out.append(Thumb(topic=msg("thumb_topic_ram"), guide=r.note, guide_value=f"{lo:g}-{hi:g} x {gpu_mem:g} GiB",
-                     ours=msg("thumb_ours_ram", gib=f"{node.ram_gib.value:g}", ratio=f"{ratio:.2f}"),
-                     agrees=lo <= ratio <= hi, why=msg("thumb_why_ram", parts=_host(node.ram_breakdown_gib)),
-                     source=r.source))
+    need = node.ram_gib.value
+    ratio = need / gpu_mem if gpu_mem else 0.0
+    srv, srv_ram, _ = _server_figures(b, node)
+    why = msg("thumb_why_ram", parts=_host(node.ram_breakdown_gib))
+    if srv_ram is None:
+        return Thumb(topic=msg("thumb_topic_ram"), guide=r.note, guide_value=f"{lo:g}-{hi:g} x {gpu_mem:g} GiB",
+                     ours=msg("thumb_ours_ram", gib=f"{need:g}", ratio=f"{ratio:.2f}"),
+                     agrees=lo <= ratio <= hi, why=why, source=r.source)
+    buy = srv_ram / gpu_mem
+    if not lo <= buy <= hi:  # the guide's multiple of HBM against what the host really holds
+        why = msg("thumb_why_ram_rule", derived=why, lo_gib=f"{lo * gpu_mem:g}", hi_gib=f"{hi * gpu_mem:g}",
+                  need=f"{need:g}")
+    return Thumb(topic=msg("thumb_topic_ram"), guide=r.note, guide_value=f"{lo:g}-{hi:g} x {gpu_mem:g} GiB",
+                 ours=msg("thumb_ours_ram_server", server=srv.id, server_gib=f"{srv_ram:g}",
+                          server_ratio=f"{buy:.2f}", gib=f"{need:g}", ratio=f"{ratio:.2f}"),
+                 agrees=lo <= buy <= hi, why=why, source=r.source)
+
+
+def _cores_thumb(b: BuildInput, node: Any) -> Thumb:
     r = rules.rule("rules_of_thumb", "cores_per_gpu")
     lo, hi = _range(r.value)
-    per_gpu = node.cpu_cores.value / b.per_node
-    out.append(Thumb(topic=msg("thumb_topic_cores"), guide=r.note, guide_value=f"{lo:g}-{hi:g}",
-                     ours=msg("thumb_ours_cores", cores=node.cpu_cores.value, per_gpu=f"{per_gpu:.1f}"),
-                     agrees=lo <= per_gpu <= hi,
-                     why=msg("thumb_why_cores", parts=_host(node.cpu_cores_breakdown)),
-                     source=r.source))
+    need = node.cpu_cores.value
+    per_gpu = need / b.per_node
+    srv, _, srv_cores = _server_figures(b, node)
+    why = msg("thumb_why_cores", parts=_host(node.cpu_cores_breakdown))
+    if srv_cores is None:
+        return Thumb(topic=msg("thumb_topic_cores"), guide=r.note, guide_value=f"{lo:g}-{hi:g}",
+                     ours=msg("thumb_ours_cores", cores=need, per_gpu=f"{per_gpu:.1f}"),
+                     agrees=lo <= per_gpu <= hi, why=why, source=r.source)
+    buy = srv_cores / b.per_node
+    return Thumb(topic=msg("thumb_topic_cores"), guide=r.note, guide_value=f"{lo:g}-{hi:g}",
+                 ours=msg("thumb_ours_cores_server", server=srv.id, server_cores=srv_cores,
+                          server_per_gpu=f"{buy:.1f}", cores=need, per_gpu=f"{per_gpu:.1f}"),
+                 agrees=lo <= buy <= hi, why=why, source=r.source)
+
+
+def thumbs(b: BuildInput, blocks: dict) -> list[Thumb]:
+    """The guides' rules beside the plan: host RAM and cores read against the server the plan proposes when
+    it covers the job's derived need (what a buyer orders), else against the derived minimum."""
+    node, fac = blocks["node"], blocks["facility"]
+    gpu_mem = b.per_node * b.accelerator.memory_gib
+    out = [_ram_thumb(b, node, gpu_mem), _cores_thumb(b, node)]
     r = rules.rule("rules_of_thumb", "air_rack_kw")
     lo, hi = _range(r.value)
     out.append(Thumb(topic=msg("thumb_topic_air_rack"), guide=r.note, guide_value=f"{lo:g}-{hi:g} kW",
