@@ -42,3 +42,16 @@ def test_unstated_ecc_is_flagged_as_unknown_not_as_absent():
     assert r is not None and "ECC unknown (not in the catalog)" in r.evidence and "ECC no" not in r.evidence
     assert _consumer(SimpleNamespace(b=SimpleNamespace(accelerator=SimpleNamespace(
         name="dc card", ecc=True, form_factor="SXM")))) is None
+
+
+def test_server_short_of_host_needs_follows_the_node_block(blocks):
+    """The risk fires exactly when the node block says the catalog server is short of a derived host need, and
+    names each short part; more RAM than the server carries makes it medium."""
+    for changes in ({}, {"data": {"tokens": 2.0e12}}, {"model": "llama-3.1-70b", "strategy": {"tp": 8, "fsdp": "none"}}):
+        out = blocks(**changes)
+        short = [k for k, v in out.node.enough.items() if v is False]
+        risk = next((r for r in out.risks if r.id == "server_short_of_host_needs"), None)
+        assert (risk is not None) == bool(short)
+        if risk is not None:
+            assert risk.evidence_msg.key == "risk_ev_server_short" and out.node.server in risk.evidence
+            assert risk.severity == ("medium" if "ram_gib" in short else "low")

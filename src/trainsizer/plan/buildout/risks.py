@@ -158,6 +158,25 @@ def _memory(c: Ctx) -> Risk | None:
     return None
 
 
+_HOST_PARTS = (("cpu_cores", "cpu_cores", "server_cpu_cores", "g"), ("ram_gib", "ram_gib", "server_ram_gib", "g"),
+               ("nvme_tb", "nvme_tb", "server_nvme_tb", "g"))
+
+
+def _server_short(c: Ctx) -> Risk | None:
+    """The catalog server carries less CPU, RAM or local NVMe than the job needs on each host (node block): the
+    order must add it (more DIMMs or drives, other CPUs), or async checkpoint staging and the page cache fail."""
+    node = c.blocks.get("node")
+    if node is None:
+        return None
+    short = [msg(f"risk_short_{k}", need=f"{getattr(node, need).value:{f}}", have=f"{getattr(node, have):{f}}")
+             for k, need, have, f in _HOST_PARTS if node.enough.get(k) is False]
+    if not short:
+        return None
+    return Risk(id="server_short_of_host_needs", severity="medium" if node.enough.get("ram_gib") is False else "low",
+                evidence=msg("risk_ev_server_short", server=node.server, parts=listed(short)),
+                mitigation=msg("risk_fix_server_short"), source="convention")
+
+
 def _unpriced(c: Ctx) -> Risk | None:
     bom = c.blocks.get("bom")
     if bom is not None and bom.unpriced:
@@ -171,7 +190,7 @@ def _unpriced(c: Ctx) -> Risk | None:
 
 RULES: tuple[Callable[[Ctx], Risk | None], ...] = (
     _tp_across_pcie, _slow_network, _checkpoint_stall, _rack_power, _consumer, _export, _single_node, _loader,
-    _deadline, _memory, _unpriced)
+    _deadline, _memory, _server_short, _unpriced)
 
 
 def risks_block(b: BuildInput, blocks: dict) -> list[Risk]:
