@@ -26,6 +26,7 @@ from trainsizer.evaluate import evaluate, run_costs
 from trainsizer.messages import msg
 from trainsizer.plan import explain
 from trainsizer.plan.messages import LANGS
+from trainsizer.plan.refine import refine_count
 from trainsizer.plan.schema import (
     GoalOut,
     HardwareOut,
@@ -331,6 +332,13 @@ def make_plan(job: str | Path | Mapping[str, Any] | Job | Scenario, catalog: Any
     sr = search_job(scenario, catalog, _pins(scenario, catalog, pins))
     cfg = load_config()
     rk = rank_searched(sr, cfg.tie_fraction)
+    refined = None
+    if rk.satisfied and rk.metric == "cost":  # buying 50% more GPUs than a deadline needs is not cheap
+        refined = refine_count(sr, rk.ranked[0].index, catalog, cfg, cfg.tie_fraction, price)
+        if refined is not None:
+            sr.priced.append(refined.priced)
+            sr.results.append(refined.priced.result)
+            rk = rank_searched(sr, cfg.tie_fraction)
     check_option(option, len(rk.ranked))
     options = _options(sr, rk, top, catalog, lang, option)
     recommended = options[0] if options and rk.satisfied else None
@@ -341,11 +349,23 @@ def make_plan(job: str | Path | Mapping[str, Any] | Job | Scenario, catalog: Any
                          lang) if recommended else None)
     plan = _assemble(sr, rk, options, recommended, tier, binding, time.perf_counter() - start, lang)
     own = _own_strategy_note(scenario, catalog, recommended, lang)
-    if own:
+    if refined is not None:
+        own = [n for n in (_refined_note(refined, plan_currency(sr.base), lang), own) if n]
+    else:
+        own = [own] if own else []
+    for note in own:
         stored = plan.notes_msg or [None] * len(plan.notes)
-        plan = plan.model_copy(update={"notes": [*plan.notes, own], "notes_msg": [*stored, ref(own)]})
+        plan = plan.model_copy(update={"notes": [*plan.notes, note], "notes_msg": [*stored, ref(note)]})
     plan = attach(plan, sr.priced, rk.ranked, option, catalog) if build else plan
     return in_language(plan, lang)
+
+
+def _refined_note(rf: Any, currency: str, lang: str) -> str:
+    """What the count refinement found (plan.refine): the count, against the two ladder rungs."""
+    return explain.msg("note_count_refined", lang, option=rf.priced.result.option.key,
+                       cost=explain.money(rf.priced.cost, currency, lang), days=f"{rf.priced.train_days:.1f}",
+                       rung=rf.rung.result.option.key, rung_cost=explain.money(rf.rung.cost, currency, lang),
+                       lower=rf.lower.result.option.key, lower_days=f"{rf.lower.train_days:.1f}")
 
 
 def _own_strategy_note(scenario: Scenario, catalog: Any, rec: PlanOption | None, lang: str) -> str | None:
