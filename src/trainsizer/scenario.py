@@ -369,6 +369,7 @@ def build_system(acc: Any, gpus: int, gpus_per_node: int, network: NetworkView |
         intra_node_gb_s=intra,
         scaleup_domain=job_domain_gpus(acc.scaleup_domain or gpus_per_node, gpus_per_node, gpus),
         nvls=bool(acc.nvls),
+        scaleup_mesh_links=int(getattr(acc, "scaleup_mesh_links", None) or 0) if fabric and not bridged_only else 0,
         inter_node_gb_s=inter,
         inter_node_latency_s=(network.latency_us if network else _network_fallback(
             "inter_node_latency_us_fallback")) * 1e-6,

@@ -84,3 +84,45 @@ def test_all_to_all_and_p2p():
     r = _r(s)
     assert float(comm.all_to_all_time(1e9, 16, 8, r, s)) > float(comm.all_to_all_time(1e9, 8, 8, r, s))
     assert float(comm.p2p_time(1e9, np.array(False), r, s)) > float(comm.p2p_time(1e9, np.array(True), r, s))
+
+
+def _mi300x_node(links: int = 7):
+    """8x MI300X on the xGMI UBB: 448 GB/s per direction per GPU over 7 point-to-point links."""
+    from trainsizer.estimate.inputs import System
+
+    return System(accelerator="mi300x", gpus=8, gpus_per_node=8, memory_gib=192.0,
+                  peak_tflops={"bf16": 1307.4, "fp8": 2614.9}, hbm_gb_s=5300.0, intra_node_gb_s=448.0,
+                  scaleup_domain=8, scaleup_mesh_links=links, tdp_w=750.0)
+
+
+def _busbw_gb_s(s, n: int) -> float:
+    size = 8 * 2**30
+    t = float(comm.all_reduce_time(size, n, n, _r(s), s))
+    return size / t * 2 * (n - 1) / n / 1e9
+
+
+def test_xgmi_mesh_all_reduce_matches_rccl_measurements():
+    # RCCL all-reduce on 8x MI300X: 313 GB/s over 8 GPUs, 47.7 GB/s between 2 (networks.yaml allreduce-8x-mi300x)
+    s = _mi300x_node()
+    assert _busbw_gb_s(s, 8) == pytest.approx(313, rel=0.03)
+    assert _busbw_gb_s(s, 2) == pytest.approx(47.7, rel=0.10)
+    assert _busbw_gb_s(s, 4) == pytest.approx(313 * 3 / 7, rel=0.03)
+
+
+def test_mesh_point_to_point_gets_one_link():
+    mesh, switched = _mi300x_node(), _mi300x_node(links=0)
+    t_mesh = float(comm.p2p_time(1e9, True, _r(mesh), mesh))
+    t_switch = float(comm.p2p_time(1e9, True, _r(switched), switched))
+    assert t_mesh > 5 * t_switch  # one of 7 links (64 GB/s) against the whole switch port
+
+
+@settings(max_examples=30, deadline=None)
+@given(k=hs.sampled_from([2, 3, 4, 5, 6, 7, 8]), size=hs.floats(1e6, 1e10))
+def test_mesh_groups_never_beat_the_full_node(k, size):
+    s = _mi300x_node()
+    r = _r(s)
+    per_rank = [float(comm.all_to_all_time(size, n, n, r, s)) for n in (k, 8)]
+    share = comm.mesh_share(np.array([k, 8]), s)
+    assert share[0] <= share[1] == 1.0
+    # an all-to-all over k ranks sends (k - 1)/k of the buffer over k - 1 of the 7 links: 8/k times the 8-GPU time
+    assert per_rank[0] == pytest.approx((per_rank[1] - s.intra_node_latency_s) * 8 / k + s.intra_node_latency_s)

@@ -154,6 +154,11 @@ class Accelerator(Record):
     scaleup_detail: str | None = None
     scaleup_bw_bidir_gb_s: float = Field(ge=0)
     scaleup_domain: int = Field(ge=1)
+    # Point-to-point links per GPU when the scale-up fabric is a full mesh with no switch (AMD Infinity Fabric /
+    # xGMI on the 8-GPU UBB: 7 links, one to each peer), over which scaleup_bw_bidir_gb_s is spread evenly. A
+    # group of k GPUs of one host then drives only its k - 1 links (estimate.comm). None = switched (NVSwitch) or
+    # a single link.
+    scaleup_mesh_links: int | None = Field(default=None, ge=1)
     # GPUs per host (server / compute tray) of the standard product, when it differs from the scale-up domain
     # and from 8: GB200/GB300 NVL72 = 4 per 1U tray (2 superchips) in a 72-GPU NVLink domain. None = 8, or the
     # domain when that is smaller. A job's hardware.per_node defaults to it and its GPU count must be whole hosts.

@@ -38,6 +38,7 @@ class PerfConstants:
     sfu_ex2_speedup: dict[str, float]  # SFU ex2 throughput relative to Blackwell, by family
     hbm_efficiency: float
     intra_busbw_fraction: float
+    intra_busbw_fraction_mesh: float  # the same on a switchless full mesh (AMD xGMI)
     nvls_allreduce_gain: float
     tp_overlap_fraction: float
     overlap_interference: float
@@ -127,6 +128,7 @@ def load_constants() -> PerfConstants:
         sfu_ex2_speedup={str(k): float(v) for k, v in a["sfu_ex2_speedup"].items()},
         hbm_efficiency=float(m["hbm_efficiency"]),
         intra_busbw_fraction=float(c["intra_busbw_fraction"]),
+        intra_busbw_fraction_mesh=float(c["intra_busbw_fraction_mesh"]),
         nvls_allreduce_gain=float(c["nvls_allreduce_gain"]),
         tp_overlap_fraction=float(c["tp_overlap_fraction"]),
         overlap_interference=float(c["overlap_interference"]),
@@ -286,7 +288,8 @@ def _memory_and_link_rates(system: Any, k: PerfConstants, cal: Calibration) -> t
     intra = (
         cal.busbw_intra_gb_s * 1e9
         if cal.busbw_intra_gb_s
-        else system.intra_node_gb_s * 1e9 * k.intra_busbw_fraction
+        else system.intra_node_gb_s * 1e9 * (k.intra_busbw_fraction_mesh if getattr(system, "scaleup_mesh_links", 0)
+                                             else k.intra_busbw_fraction)
     )
     if cal.busbw_inter_gb_s:
         # busbw across nodes ~= NICs per node x per-NIC rate; per GPU rate = busbw / GPUs per node

@@ -15,6 +15,11 @@
   domain, then NVLink carries every copy inside the receiving domain (DeepEP README "forwarding data from NVLink
   domain to RDMA domain").
 - Point-to-point: S / link + alpha.
+- Switchless full mesh (AMD xGMI on the 8-GPU UBB: 7 links per GPU, one to each peer, no switch): a group of k
+  ranks of one domain drives only the k - 1 links between them, so its ring / all-to-all bandwidth is the
+  8-GPU busbw x (k - 1) / links, and a point-to-point copy gets one link. Measured (RCCL all-reduce, 8x MI300X):
+  8 GPUs 313-317 GB/s, 2 GPUs 47.7 GB/s (networks.yaml allreduce-8x-mi300x; Azure ND MI300X v5); the rule gives
+  44.8 for 2 GPUs from the 8-GPU figure.
 """
 
 from __future__ import annotations
@@ -31,11 +36,21 @@ def ranks_per_domain(size, stride, domain: int):
     return np.clip(np.floor(domain / np.maximum(stride, 1.0)), 1.0, np.maximum(size, 1.0))
 
 
-def _busbw(n, k, rates: Rates):
+def mesh_share(k, system) -> np.ndarray:
+    """Share of a GPU's scale-up bandwidth that a group with k ranks in one domain can use: (k - 1) / links on a
+    switchless full mesh (system.scaleup_mesh_links; one link per peer), 1 on a switch."""
+    links = float(getattr(system, "scaleup_mesh_links", 0) or 0) if system is not None else 0.0
+    k = np.asarray(k, float)
+    if links <= 0:
+        return np.ones_like(k)
+    return np.clip((k - 1.0) / links, 1.0 / links, 1.0)
+
+
+def _busbw(n, k, rates: Rates, system=None):
     """Ring bus bandwidth (bytes/s) of a group of n ranks with k per domain."""
     multi = n > k
-    return np.where(multi, np.minimum(np.where(k > 1, rates.intra_busbw, np.inf), k * rates.inter_nic),
-                    rates.intra_busbw)
+    intra = rates.intra_busbw * mesh_share(k, system)
+    return np.where(multi, np.minimum(np.where(k > 1, intra, np.inf), k * rates.inter_nic), intra)
 
 
 def _alpha(n, k, system):
@@ -46,7 +61,7 @@ def all_reduce_time(nbytes, n, k, rates: Rates, system, nvls_gain: float = 1.0):
     """Seconds for an all-reduce of `nbytes` per rank over n ranks (k per domain)."""
     n = np.asarray(n, float)
     k = np.asarray(k, float)
-    bw = _busbw(n, k, rates)
+    bw = _busbw(n, k, rates, system)
     if system.nvls:
         bw = np.where(n > k, bw, bw * nvls_gain)
     a = _alpha(n, k, system)
@@ -59,7 +74,7 @@ def reduce_scatter_time(nbytes, n, k, rates: Rates, system):
     """Seconds for a reduce-scatter (or all-gather) whose full buffer is `nbytes`, over n ranks."""
     n = np.asarray(n, float)
     k = np.asarray(k, float)
-    bw = _busbw(n, k, rates)
+    bw = _busbw(n, k, rates, system)
     t = (n - 1.0) / np.maximum(n, 1.0) * np.asarray(nbytes, float) / bw + (n - 1.0) * _alpha(n, k, system)
     return np.where(n > 1, t, 0.0)
 
@@ -72,7 +87,7 @@ def all_to_all_time(nbytes, n, k, rates: Rates, system):
     n = np.asarray(n, float)
     k = np.asarray(k, float)
     s = np.asarray(nbytes, float)
-    t_intra = (k - 1.0) / np.maximum(n, 1.0) * s / rates.intra_busbw
+    t_intra = (k - 1.0) / np.maximum(n, 1.0) * s / (rates.intra_busbw * mesh_share(k, system))
     t_inter = (n - k) / np.maximum(n, 1.0) * s / rates.inter_nic
     lat = np.where(n > k, system.inter_node_latency_s, 0.0) + system.intra_node_latency_s
     t = np.maximum(t_intra, t_inter) + lat
@@ -86,7 +101,7 @@ def forwarded_all_to_all_time(net_bytes, nvlink_bytes, n, k, rates: Rates, syste
     n = np.asarray(n, float)
     k = np.asarray(k, float)
     t_inter = np.asarray(net_bytes, float) / rates.inter_nic
-    t_intra = np.asarray(nvlink_bytes, float) / rates.intra_busbw
+    t_intra = np.asarray(nvlink_bytes, float) / (rates.intra_busbw * mesh_share(k, system))
     lat = system.inter_node_latency_s + system.intra_node_latency_s
     t = np.maximum(t_intra, t_inter) + lat
     return np.where(n > k, t, all_to_all_time(nvlink_bytes, n, k, rates, system))
@@ -96,6 +111,6 @@ def p2p_time(nbytes, same_domain, rates: Rates, system):
     """Seconds for one send/recv of `nbytes` between neighbouring pipeline stages."""
     s = np.asarray(nbytes, float)
     same = np.asarray(same_domain, bool)
-    bw = np.where(same, rates.intra_busbw, rates.inter_nic)
+    bw = np.where(same, rates.intra_busbw * mesh_share(2, system), rates.inter_nic)
     lat = np.where(same, system.intra_node_latency_s, system.inter_node_latency_s)
     return s / bw + lat

@@ -108,6 +108,8 @@ class System:
     intra_node_latency_s: float = 3e-6
     scaleup_domain: int = 8  # GPUs sharing the scale-up fabric (NVL72: 72)
     nvls: bool = False  # NVLink SHARP (in-switch reduction) available
+    # links per GPU of a switchless full-mesh scale-up fabric (AMD xGMI: 7); 0 = switched (estimate.comm)
+    scaleup_mesh_links: int = 0
     # achieved network payload per GPU, one direction: NIC line rate x the network's NCCL efficiency
     # (e.g. one NDR400 NIC per GPU: 50 GB/s x 0.94 measured = 47; networks.yaml, scenario.NetworkView)
     inter_node_gb_s: float = 0.0
