@@ -36,7 +36,7 @@ def allreduce(b: BuildInput) -> AllReduce | None:
     k = int(comm.ranks_per_domain(ranks, s.tp, system.domain_gpus))
     nbytes = gradient_bytes_per_rank(b)
     t = float(comm.all_reduce_time(nbytes, ranks, k, r, system))
-    busbw = float(comm._busbw(ranks, k, r)) if hasattr(comm, "_busbw") else 0.0
+    busbw = float(comm._busbw(ranks, k, r, system)) if hasattr(comm, "_busbw") else 0.0
     multi = ranks > k
     algo = msg("ar_algo_multi") if multi else msg("ar_algo_nvls") if system.nvls else msg("ar_algo_ring")
     step = float(b.evaluation["time"]["step_s"])
