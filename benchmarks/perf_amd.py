@@ -1,6 +1,6 @@
-"""Held-out check on AMD Instinct (MI325X, MI350X, MI355X; MI300X refused): MLPerf Training v5.1, AMD's closed
-submissions (published 2025-11-12): Llama 3.1 8B pre-training (MI355X, MI350X) and Llama 2 70B LoRA (MI300X,
-MI325X, MI350X, MI355X), all on one 8-GPU node, FP8. No constant was fitted on them: the AMD GEMM shares
+"""Held-out check on AMD Instinct (MI325X, MI350X, MI355X; MI300X refused): MLPerf Training v5.1 and v5.0, AMD's
+closed submissions (published 2025-11-12 and 2025-06-04): Llama 3.1 8B pre-training (v5.1: MI355X, MI350X) and
+Llama 2 70B LoRA (v5.1: MI300X, MI325X, MI350X, MI355X; v5.0: MI300X, MI325X), all on one 8-GPU node, FP8. No constant was fitted on them: the AMD GEMM shares
 (perf_constants.yaml gemm.efficiency_max) come from measured matmul rates, the xGMI mesh from RCCL measurements.
 
 Data: benchmarks/data/amd_mlperf.csv (one row per system and benchmark: the median of the submission logs'
@@ -9,8 +9,8 @@ saying what the submission does not state). The stack is NeMo / Megatron-Core wi
 (hipBLASLt FP8 GEMMs, CK fused attention), modelled as the `megatron-core` style; both benchmarks run data
 parallel 8 (TP = PP = CP = 1), so the xGMI mesh carries only the gradient reduce-scatter / all-gather.
 
-The MI300X LoRA row recomputes 21 of its 80 layers in full (activations_checkpoint_num_layers 21, block), which a
-job cannot state: it is refused, and its estimates with no recompute and with full recompute are printed as
+The MI300X LoRA rows recompute 21 of their 80 layers in full (activations_checkpoint_num_layers 21, block), which a
+job cannot state: they are refused, and their estimates with no recompute and with full recompute are printed as
 bounds.
 
 Run: python benchmarks/perf_amd.py
@@ -115,7 +115,7 @@ def main() -> None:
         print(f"  refused {rid}: no recompute {none:.0f} ({100 * (none - m) / m:+.1f}%), "
               f"full recompute {full:.0f} ({100 * (full - m) / m:+.1f}%)")
     scored = [c for c in cs if not c.skipped]
-    print(f"\nMLPerf Training v5.1 AMD (held out): n={len(scored)} MAPE {mape(cs):.1f}%, "
+    print(f"\nMLPerf Training v5.0 / v5.1 AMD (held out): n={len(scored)} MAPE {mape(cs):.1f}%, "
           f"{len(cs) - len(scored)} refused")
     for src in dict.fromkeys(c.source for c in cs):
         sub = [c for c in cs if c.source == src]
@@ -129,7 +129,7 @@ def main() -> None:
     print("worst rows:")
     for c in sorted(scored, key=lambda c: -abs(c.err))[:3]:
         print(f"  {c.row_id:48s} {100 * c.err:+7.1f}%")
-    print_fits(fits(), "MLPerf Training v5.1 AMD")
+    print_fits(fits(), "MLPerf Training v5.0 / v5.1 AMD")
 
 
 if __name__ == "__main__":
