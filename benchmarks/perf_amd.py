@@ -82,12 +82,14 @@ def bounds() -> list[tuple[str, float, float, float]]:
 
 
 def fits() -> list[Fit]:
-    """Each runnable row's predicted peak memory against the card's usable memory (every row ran)."""
+    """Each runnable row's predicted peak memory against the card's usable memory (every row ran; the refused
+    rows' recompute cannot be stated, so neither can their memory)."""
     cat = load_catalog()
     out = []
     for r in csv.DictReader(DATA.open(encoding="utf-8")):
-        sc = resolve_job(job(r, r["recompute"] if r["recompute"] in RECOMPUTE else "none"), cat)
-        out.append(fit_of(r["id"], sc.model, sc.training, sc.system, sc.strategy))
+        if r["recompute"] in RECOMPUTE:
+            sc = resolve_job(job(r), cat)
+            out.append(fit_of(r["id"], sc.model, sc.training, sc.system, sc.strategy))
     return out
 
 
