@@ -8,8 +8,11 @@ framework style, method, LoRA rank and targets, optimizer, recompute, loss imple
 offloading, optimizer-in-backward, CPU offload and (QLoRA) whether PEFT's fp32 upcast applies. Three kinds of figure:
 - tokens/s: the row's total (`tokens_scope` total) or per GPU; the estimate is tokens per step / step time;
 - peak memory: `GiB-active` rows (torch.cuda peak active bytes) are compared with the estimate's allocated bytes
-  (total less CUDA context, NCCL buffers and allocator fragmentation); rows whose kind is unstated with the total;
-  `GB` rows are converted to GiB;
+  (total less CUDA context, NCCL buffers and allocator fragmentation); `GiB-allocator` rows (a caching-allocator
+  statistic of unstated kind: torchtune's training.get_memory_stats reports active, allocated and reserved, all
+  from torch.cuda.memory_stats, none holding the CUDA context or the buffers NCCL allocates itself) with the total
+  less the CUDA context and NCCL buffers, fragmentation kept (reserved, the largest of the three, holds it); rows
+  whose kind is unstated with the total; `GB` rows are converted to GiB;
 - longest sequence that fits (Unsloth's table: a card of N GiB): `fit.max_seq_len` at granularity 1.
 A row is refused when the job path rejects it or the memory estimate says a configuration that ran does not fit.
 
@@ -40,6 +43,7 @@ MODELS = {"llama-3.2-3b": {"layers": 28, "hidden": 3072, "ffn": 8192, "heads": 2
                            "position": "rope"}}
 NETWORK = {"gb300": "ib-xdr800"}
 NOT_ALLOCATED = ("cuda_context", "nccl_buffers", "fragmentation")
+OUTSIDE_ALLOCATOR = ("cuda_context", "nccl_buffers")  # torch.cuda.memory_stats counts neither
 
 
 def _bool(x: str) -> bool:
@@ -93,8 +97,9 @@ def _memory_gib(r: dict[str, str], est) -> tuple[float, float]:
     """(measured, predicted) GiB on the row's basis."""
     measured = num(r["peak_mem"]) * (1e9 / GIB if r["peak_mem_unit"] == "GB" else 1.0)
     predicted = est.per_gpu_bytes
-    if r["peak_mem_unit"] == "GiB-active":
-        predicted -= sum(est.items_bytes.get(k, 0.0) for k in NOT_ALLOCATED)
+    if r["peak_mem_unit"] in ("GiB-active", "GiB-allocator"):
+        left_out = NOT_ALLOCATED if r["peak_mem_unit"] == "GiB-active" else OUTSIDE_ALLOCATOR
+        predicted -= sum(est.items_bytes.get(k, 0.0) for k in left_out)
     return measured, predicted / GIB
 
 
