@@ -113,12 +113,12 @@ def test_peft_kbit_upcast_keeps_the_checkpointed_residual_stream_in_fp32():
 def test_peft_upcast_under_autocast_keeps_the_16_bit_cast_of_the_lm_head():
     """Under PEFT's fp32 upcast the frozen LM head is fp32 and autocast casts it to 16 bit for the matmul, which
     saves the cast for the input gradient: one 16-bit head, on the GPU that holds the head. Not where the head stays
-    16-bit (torchtune, kbit_upcast false), not under DeepSpeed's 16-bit engine (native), not in LoRA."""
+    16-bit (torchtune, kbit_upcast false), not under DeepSpeed's 16-bit engine, not in LoRA."""
     head_16 = 2 * MODEL.vocab * MODEL.hidden  # Llama 3.1 8B: untied head
     hf = _mem(framework="hf")
     assert hf.items_bytes["head_weight_cast"] == pytest.approx(head_16)
     for kw in ({"framework": "torchtune"}, {"framework": "hf", "kbit_upcast": False},
-               {"framework": "hf", "loss_impl": "native"}):
+               {"framework": "hf", "loss_impl": "native"}, {"framework": "deepspeed"}):
         assert _mem(**kw).items_bytes.get("head_weight_cast", 0.0) == 0.0, kw
     lora = Training(method="lora", seq_len=2048, global_batch_seqs=8, lora_rank=16, lora_targets=("q_proj",))
     assert estimate_memory(MODEL, lora, CARD, Strategy(micro_batch=2, recompute="full", framework="hf")

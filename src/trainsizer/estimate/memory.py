@@ -334,7 +334,9 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     sp_div = np.where((t > 1) & (s["sequence_parallel"] > 0), t, 1.0)
     upcast_w, (dense_b, moe_b, dense_none, moe_none) = _saved_layer_bytes(
         model, training, strategy, options, pre, name, mega, titan, rec, tokens, sp_div, t)
-    head_cast = training.method == "qlora" and _kbit_upcast(strategy, name)[1]
+    # DeepSpeed's bf16 / fp16 engine casts the module to 16 bit (engine.py _configure_distributed_model:
+    # module.bfloat16()) and runs no autocast: no fp32 head to cast
+    head_cast = training.method == "qlora" and _kbit_upcast(strategy, name)[1] and name != "deepspeed"
 
     compiled = np.asarray(getattr(strategy, "torch_compile", True), dtype=bool)
     # torchtitan per-op SAC without torch.compile: the non-reentrant checkpoint re-runs the block's whole forward
