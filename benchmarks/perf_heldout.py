@@ -149,15 +149,17 @@ def run_all() -> list[tuple[Case, str, dict[str, str]]]:
     return [(*run_row(row, models, catalogs), row) for row in rows()]
 
 
-# what must agree for two rows to count as the same run on two GPUs (release and container may differ)
-LAYOUT = ("model", "gpu_count", "precision", "fp8_recipe", "seq_len", "global_batch_seqs", "micro_batch", "tp", "pp",
+# what must agree for two rows to count as the same run on two GPUs (release and container may differ, and with them
+# the FP8 scaling recipe: NeMo 2.2.0 = 25.02 has delayed scaling only, 25.04 ran current scaling)
+LAYOUT = ("model", "gpu_count", "precision", "seq_len", "global_batch_seqs", "micro_batch", "tp", "pp",
           "vpp", "cp", "ep", "framework", "recompute", "strategy_extra", "metric")
 
 
 def system_pairs(cases: list[tuple[Case, str, dict[str, str]]], new: str = "gb200",
                  old: str = "b200") -> list[tuple[str, str, float, float]]:
     """(model, releases, measured, predicted `new` / `old` ratio) for rows that differ only in the GPU (and the
-    release that measured them: NeMo 25.04 on GB200, 25.02 on B200), printed to separate what the catalog gives
+    release that measured them, FP8 recipe included: NeMo 25.04 on GB200 with current scaling, 25.02 on B200 with
+    delayed scaling), printed to separate what the catalog gives
     the newer part (rated 2.5 vs 2.25 PF BF16) from what the rows show."""
     done = {c.row_id: (c, r) for c, _, r in cases if not c.skipped}
     out = []
@@ -192,7 +194,7 @@ def main() -> None:
     print("worst rows:")
     for c in sorted((c for c in scored if not c.skipped), key=lambda c: -abs(c.err))[:8]:
         print(f"  {c.row_id:48s} {c.err:+7.1%}")
-    print("GB200 / B200 at the same layout (different releases; measured vs predicted):")
+    print("GB200 / B200 at the same layout (different releases and FP8 recipes; measured vs predicted):")
     for model, rel, meas, pred in system_pairs(cases):
         print(f"  {model:20s} {rel:30s} measured {meas:.3f} predicted {pred:.3f}")
     refused = [c for c in scored if c.skipped]
