@@ -448,10 +448,11 @@ def _lora_adapters(x: _Step) -> Any:
 
 
 def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
-    """(one TP all-reduce of a layer's activations, TP time per layer): 4 all-reduce-equivalents per layer
-    (+2 with full recompute; +1 under torchtitan's per-op SAC with sequence parallelism: the all-gathers in
-    front of the attention and MLP input projections are not in its save list (`_save_list` keeps mm, SDPA,
-    reduce_scatter_tensor and max), so recomputing the wk and w3 matmuls re-runs both all-gathers).
+    """(one TP all-reduce of a layer's activations, TP time per layer): 4 all-reduce-equivalents per layer, 3 with
+    a parallel residual (`_tp_collectives_per_pass`) (+ the forward's again with full recompute; +1 under
+    torchtitan's per-op SAC with sequence parallelism: the all-gathers in front of the attention and MLP input
+    projections are not in its save list (`_save_list` keeps mm, SDPA, reduce_scatter_tensor and max), so
+    recomputing the wk and w3 matmuls re-runs both all-gathers).
     FP8 with sequence parallelism: each all-reduce-equivalent is a 16-bit reduce-scatter and an all-gather, and
     `fp8_tp_allgather` of those all-gathers carry FP8 (1 B) -- Transformer Engine casts GEMM inputs and output
     gradients before it gathers (module/layernorm_linear.py gather_along_first_dim(quantizer=...)); torchtitan's
@@ -469,11 +470,25 @@ def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
         t_layer = np.where(x.sp, comm.all_reduce_time(act_bytes * shrink, t, k_tp, x.r, x.system,
                                                       k.nvls_allreduce_gain), t_ar)
     sac_gathers = (x.rc == 1) & np.asarray(x.fw.selective_op_policy) & x.sp
-    tp_per_layer = (4.0 + 2.0 * (x.rc == 2) + 1.0 * sac_gathers) * t_layer
+    fwd, bwd = _tp_collectives_per_pass(x)
+    tp_per_layer = (fwd * (1.0 + (x.rc == 2)) + bwd + 1.0 * sac_gathers) * t_layer
     if np.any(x.fw.tp_comm_overlap):  # hidden part still slows the GEMMs it overlaps (SM/HBM interference)
         tp_per_layer = tp_per_layer * _when(x.fw.tp_comm_overlap,
                                             1.0 - k.tp_overlap_fraction * (1.0 - k.overlap_interference), 1.0)
     return t_ar, tp_per_layer
+
+
+def _tp_collectives_per_pass(x: _Step) -> tuple[Any, Any]:
+    """(forward, backward) TP all-reduce-equivalents of one layer (an all-gather or a reduce-scatter is half of
+    one). Sequential residual (Megatron): 2 and 2, each branch's output reduced in forward and its input gradient
+    in backward. Parallel residual (ModelArch.parallel_residual; GPT-NeoX ParallelTransformerLayer with
+    gpt_j_residual: `residual + reduce_from_model_parallel_region(mlp + attention)`): forward 1, the summed outputs
+    reduced once, backward still 2, as each branch's ColumnParallelLinear all-reduces its input gradient
+    (copy_to_model_parallel_region); with sequence parallelism 1.5 and 1.5 (two input all-gathers and one output
+    reduce-scatter forward, the converse backward)."""
+    if not x.model.parallel_residual:
+        return 2.0, 2.0
+    return np.where(x.sp, 1.5, 1.0), np.where(x.sp, 1.5, 2.0)
 
 
 def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> np.ndarray:
@@ -618,9 +633,10 @@ def _micro_batch(x: _Step, lt: compute.LayerTimes, layer_mb: np.ndarray) -> _Mic
     tp_mb = n_stage * tp_per_layer + head_w * 2.0 * t_ar
     if training.has_reference_model:
         # DPO reference policy: one more forward of the same layers on the same tokens, with its forward
-        # TP all-reduces (2 per layer) and EP all-to-alls (dispatch + combine), under no_grad
+        # TP all-reduces (2 per layer, 1 with a parallel residual) and EP all-to-alls (dispatch + combine), under
+        # no_grad
         compute_mb = compute_mb + n_stage * lt.fwd + head_w * lt.head_fwd
-        tp_mb = tp_mb + (n_stage * 2.0 + head_w) * t_ar
+        tp_mb = tp_mb + (n_stage * _tp_collectives_per_pass(x)[0] + head_w) * t_ar
     compute_mb = compute_mb + n_stage * host_excess + _hp_grad_accum(x, n_stage)
     cp_mb = n_stage * cp_layer
     ep_mb = n_stage * ep_layer

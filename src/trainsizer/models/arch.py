@@ -66,6 +66,10 @@ class ModelArch:
     out_bias: bool = False
     mlp_bias: bool = False
     qk_norm: bool = False
+    # attention and MLP read the same layer input and their outputs are added once (GPT-J; GPT-NeoX / Pythia
+    # gpt_j_residual, HF GPTNeoXConfig use_parallel_residual; PaLM): under TP one forward all-reduce of the summed
+    # outputs instead of one per branch (estimate.step_time._tp_comm)
+    parallel_residual: bool = False
     # MoE
     experts: int = 0
     experts_per_token: int = 0

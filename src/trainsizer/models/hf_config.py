@@ -424,7 +424,8 @@ def _gpt2(c: ConfigReader) -> dict[str, Any]:
 
 def _gpt_neox(c: ConfigReader) -> dict[str, Any]:
     """modeling_gpt_neox.py: fused query_key_value + dense (bias = attention_bias, default true), MLP
-    dense_h_to_4h / dense_4h_to_h with biases, LayerNorm, rotary, separate embed_out."""
+    dense_h_to_4h / dense_4h_to_h with biases, LayerNorm, rotary, separate embed_out; use_parallel_residual
+    (default true: GPTNeoXConfig) adds attention and MLP, both fed by the layer input, in one residual."""
     hidden, heads = _mha_width(c, "hidden_size", "num_attention_heads")
     _gelu_act(c, "hidden_act", "gelu")
     bias = c.opt_bool("attention_bias", True)
@@ -443,6 +444,7 @@ def _gpt_neox(c: ConfigReader) -> dict[str, Any]:
         qkv_bias=bias,
         out_bias=bias,
         mlp_bias=True,
+        parallel_residual=c.opt_bool("use_parallel_residual", True),
     )
 
 
@@ -657,7 +659,6 @@ FAMILIES: dict[str, Family] = {
                 "rotary_pct",
                 "rotary_emb_base",
                 "layer_norm_eps",
-                "use_parallel_residual",
                 "classifier_dropout",
                 "rotary_emb_dim",
             },

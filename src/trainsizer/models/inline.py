@@ -44,6 +44,7 @@ class InlineModelSpec(BaseModel):
     out_bias: bool | None = None
     mlp_bias: bool | None = None
     qk_norm: bool | None = None
+    parallel_residual: bool | None = None
     experts: int | None = NonNeg
     experts_per_token: int | None = NonNeg
     expert_ffn: int | None = NonNeg
