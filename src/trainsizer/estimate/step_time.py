@@ -101,6 +101,12 @@ class PerfStyle:
     # bytes per local trainable parameter per micro-batch of a separate fp32 gradient accumulation pass in bf16
     # training with ZeRO <= 1 (DeepSpeed BF16_Optimizer.update_hp_grads after every backward; _hp_grad_accum)
     hp_grad_accum_bytes: float = 0.0
+    # fp16 ZeRO-1 step of DeepSpeed v0.3 (zero/stage1.py): overflow check and gradient norm over every local
+    # gradient tensor, one host read each (_fp16_serial_checks)
+    fp16_zero1_serial_checks: bool = False
+    # fp16 with ZeRO <= 1: bytes per local parameter of autograd's in-place .grad accumulation on every micro-batch
+    # after the first (_hp_grad_accum)
+    fp16_grad_accum_bytes: float = 0.0
     split_projections: bool = False  # q, k, v and gate, up are separate nn.Linear GEMMs (torchtitan, HF Llama)
     # eager RoPE: forward HBM bytes per element of q and k as the model code runs it (perf_constants.yaml
     # frameworks:; HF's rotate_half and torchtitan's complex product 20, torchtune's float stack 48)
@@ -662,10 +668,17 @@ def _hp_grad_accum(x: _Step, n_stage: np.ndarray) -> np.ndarray:
     DeepSpeed's BF16_Optimizer.update_hp_grads runs after every micro-batch's backward
     (PipelineEngine._exec_backward_pass, BF16_Optimizer.backward) and adds each bf16 gradient, cast to fp32,
     into the fp32 gradient (`hp_grad.add_(lp.grad.to(fp32))`: read 2 B, write and read a 4 B temporary, read and
-    write 4 B = 18 B per parameter, perf_constants.yaml). The stage's decoder layers plus the vocabulary matrix
-    it holds (first stage: embedding, last: LM head or the tied embedding; one stage: both)."""
+    write 4 B = 18 B per parameter, perf_constants.yaml). fp16 with ZeRO <= 1 and no such pass
+    (`fp16_grad_accum_bytes`, DeepSpeed v0.3's fp16 engine): autograd's AccumulateGrad adds each micro-batch's
+    16-bit weight gradient into `.grad` in place (read 2 + 2, write 2 = 6 B), on every micro-batch but the first of
+    a step, so (m - 1) / m of it per micro-batch. The stage's decoder layers plus the vocabulary matrix it holds
+    (first stage: embedding, last: LM head or the tied embedding; one stage: both)."""
     nbytes = np.asarray(x.fw.hp_grad_accum_bytes, dtype=float)
-    if x.training.precision != "bf16" or not np.any(nbytes > 0):
+    if x.training.precision == "fp16":
+        nbytes = np.asarray(x.fw.fp16_grad_accum_bytes, dtype=float) * (x.m - 1.0) / x.m
+    elif x.training.precision != "bf16":
+        return np.zeros_like(n_stage)
+    if not np.any(nbytes > 0):
         return np.zeros_like(n_stage)
     model = x.model
     p_total, p_expert = _param_split(model)
@@ -893,6 +906,36 @@ def _optimizer(x: _Step, g: _Grads, mb: _MicroBatch) -> np.ndarray:
     return np.where(off >= 1, pcie_step + cpu_step, opt) + np.where(off >= 2, param_off, 0.0)
 
 
+def param_tensors(model: ModelArch, layers: Any) -> Any:
+    """Parameter tensors of `layers` decoder layers as Megatron-style modules hold them (fused q / k / v and
+    gate / up weights): two norms (weight, + bias for LayerNorm), the attention input and output weights, the MLP
+    input and output weights (each routed expert's in an MoE layer), their biases; plus the embedding, the LM
+    head unless tied, a learned position table and the final norm. Counted from the model, not fitted."""
+    norm = 2.0 if model.norm == "layernorm" else 1.0
+    dense = 2.0 * norm + 4.0 + model.qkv_bias + model.out_bias + 2.0 * model.mlp_bias + 2.0 * model.qk_norm
+    moe_share = model.moe_layer_count / model.layers
+    per_layer = dense + moe_share * (2.0 * max(model.experts, 1) - 2.0 + 1.0 + 2.0 * (model.shared_expert_ffn > 0))
+    rest = 1.0 + (not model.tied_embeddings) + (model.position == "learned") + norm
+    return np.asarray(layers, float) * per_layer + rest
+
+
+def _fp16_serial_checks(x: _Step, g: _Grads, mb: _MicroBatch) -> np.ndarray:
+    """Seconds of DeepSpeed v0.3's fp16 ZeRO-1 step before the update (zero/stage1.py step; EleutherAI DeeperSpeed
+    eb7f5cf, which GPT-NeoX ran to v1.0: Pythia, GPT-NeoX-20B): CheckOverflow.has_overflow_serial reads every
+    local fp16 gradient as float(x.float().sum()) and get_grad_norm every one again as
+    p.grad.data.float().norm().item() -- over all the parameters this GPU holds, not its partition --, so 2 x
+    (2 + 4 + 4) = 20 B per local parameter and, per parameter tensor, 2 x (cast, reduction, device-to-host copy)
+    kernels, each check waiting for its host read. stage_1_and_2.py (v0.4+) checks the flat partition instead;
+    bf16 (BF16_Optimizer) has no overflow check. Counted, not fitted."""
+    on = np.asarray(x.fw.fp16_zero1_serial_checks) & (x.zero == 1)
+    if x.training.precision != "fp16" or not x.training.trains_base_weights or not np.any(on):
+        return np.zeros_like(mb.compute)
+    local = g.local_dense + g.local_expert
+    tensors = param_tensors(x.model, mb.n_stage)
+    t = compute.stream_time(local * 20.0, x.r, kernels=6.0 * tensors)
+    return np.where(on, t, 0.0)
+
+
 def step_time_arrays(model: ModelArch, training: Training, system: System, strategy, *,
                      calibration: Calibration | None = None, framework_style: str | PerfStyle | None = None,
                      constants: PerfConstants | None = None) -> dict[str, np.ndarray]:
@@ -911,7 +954,7 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     g = _grads(x, lt, mb)
     dp_nonz3, bucket_frac = _dp_comm_replicated(x, g)
     dp_comm = np.where(x.zero >= 3, _dp_comm_zero3(x, g, mb, bucket_frac), dp_nonz3)
-    opt = _optimizer(x, g, mb)
+    opt = _optimizer(x, g, mb) + _fp16_serial_checks(x, g, mb)
     data = np.full_like(opt, x.k.data_loading_exposed_s)
     m = x.m
     step = m * t_mb + bubble + pp_comm + dp_comm + opt + data
