@@ -8,6 +8,7 @@ module sits at the bottom of the layers (beside `errors`): every layer may build
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -15,6 +16,9 @@ from typing import Any
 from trainsizer.numbers import money as write_money
 
 LANGS = ("en", "zh")
+# Chinese typography puts no space beside full-width punctuation; a space left by a template ("框架 {framework} 没有")
+# next to a parameter that ends in one ("'auto'（此布局解析为 fsdp）") is dropped.
+_ZH_SPACED_PUNCT = re.compile(r" +(?=[（）：；，。、！？「」])|(?<=[（）：；，。、！？「」]) +")
 
 
 # Sentence catalogues, one key space: the shared messages, the plan's and the web server's own sentences
@@ -48,7 +52,8 @@ def render(key: str, lang: str, params: Mapping[str, Any]) -> str:
     template = entry[lang]
     # a tuple parameter is a sum of parts ("embedding + 80 layers + LM head"), a list one of alternatives
     # ("mapping | text"); each part is translated
-    return template.format(**{k: _joined(v, lang) for k, v in params.items()})
+    text = template.format(**{k: _joined(v, lang) for k, v in params.items()})
+    return _ZH_SPACED_PUNCT.sub("", text) if lang == "zh" else text
 
 
 def _joined(value: Any, lang: str) -> Any:
