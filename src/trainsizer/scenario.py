@@ -22,6 +22,7 @@ from trainsizer.spec.load import parse_model
 
 if TYPE_CHECKING:
     from trainsizer.catalog.catalog import Catalog
+    from trainsizer.catalog.records import Accelerator
 
 
 def _network_fallback(key: str) -> float:
@@ -348,7 +349,7 @@ def _resolve_network(spec: str | NetworkSpec | None, multi_node: bool, catalog: 
     return network_view(net, nics)
 
 
-def build_system(acc: Any, gpus: int, gpus_per_node: int, network: NetworkView | None) -> System:
+def build_system(acc: Accelerator, gpus: int, gpus_per_node: int, network: NetworkView | None) -> System:
     """The estimators' view of `gpus` accelerators of one catalog type."""
     scaleup = acc.scaleup_gb_s_per_dir or 0.0
     fabric = bool(scaleup) and acc.scaleup_tech not in (None, "pcie", "none")
@@ -356,7 +357,7 @@ def build_system(acc: Any, gpus: int, gpus_per_node: int, network: NetworkView |
     bridged_only = acc.scaleup_tech == "nvlink-bridge" and gpus_per_node > (acc.scaleup_domain or 0)
     # Without a fabric, GPU-to-GPU traffic is PCIe peer-to-peer, or host-staged copies where the driver
     # disables peer-to-peer (catalog host_staged_gb_s_per_dir: GeForce).
-    host_link = getattr(acc, "host_staged_gb_s_per_dir", None) or acc.pcie_gb_s
+    host_link = acc.host_staged_gb_s_per_dir or acc.pcie_gb_s
     intra = scaleup if fabric and not bridged_only else host_link
     inter = network.node_gb_s / gpus_per_node if network else 0.0
     return System(
@@ -374,7 +375,7 @@ def build_system(acc: Any, gpus: int, gpus_per_node: int, network: NetworkView |
         inter_node_latency_s=(network.latency_us if network else _network_fallback(
             "inter_node_latency_us_fallback")) * 1e-6,
         tdp_w=acc.tdp_w,
-        pcie_gb_s=getattr(acc, "c2c_gb_s_per_dir", None) or acc.pcie_gb_s,  # the host link: C2C where there is one
+        pcie_gb_s=acc.host_link_gb_s_per_dir,  # the host link: NVLink-C2C where there is one
         power_limit_w=float(getattr(acc, "power_limit_w", None) or 0.0),
     )
 
