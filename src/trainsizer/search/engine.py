@@ -10,7 +10,8 @@ Work per option (vectorised with `estimate.evaluate_batch`):
    one GPU; when they do not, no strategy can, and the option is skipped without enumerating anything
    (unless the job is one node, where CPU offload may still rescue it).
 2. Rules and memory of every strategy of `search.space` in one call; time only for those that fit.
-3. Options where nothing fits on one node get a second pass with CPU offload.
+3. A second pass with CPU offload: options of one node where nothing fits, and any option where nothing that
+   fits leaves the memory floor free (then an offloaded layout within the tie band may be chosen, `choose`).
 """
 
 from __future__ import annotations
@@ -158,8 +159,12 @@ def search_option(model: ModelArch, training: Training, option: HardwareOption, 
     args = (model, training.seq_len, training.global_batch_seqs, option.count, system.gpus_per_node,
             system.domain_gpus, cfg)
     evaluated, computed, min_mem = 0, 0, float("nan")
+    fitting: list[tuple[Strategy, np.ndarray]] = []
+    roomy = False  # some fitting strategy leaves the memory floor free
     for offload in (False, True):
-        if offload and not one_node:
+        # CPU offload: on one node when nothing fits, and on any option when nothing that fits leaves the
+        # memory floor free (an offloaded layout within the tie band is then the one to run, `choose`)
+        if offload and (roomy or (not one_node and not fitting)):
             break
         strat, mem, fresh = _memory(model, training, system, args, framework, offload, cache)
         if strat is None or mem is None:
@@ -173,10 +178,28 @@ def search_option(model: ModelArch, training: Training, option: HardwareOption, 
             min_mem = least if not np.isfinite(min_mem) else min(min_mem, least)
         rows = np.flatnonzero(mem["fits"])
         if rows.size:
-            return _best(model, training, system, option, _take(strat, rows), mem["mem_bytes"][rows],
-                         evaluated, min_mem, bound / GIB, computed, cfg)
+            fitting.append((_take(strat, rows), mem["mem_bytes"][rows]))
+            roomy = bool(np.any(mem["mem_bytes"][rows] <= (1.0 - cfg.memory_headroom_min) * system.memory_gib * GIB))
+    if fitting:
+        fit, mem_bytes = _concat(fitting)
+        return _best(model, training, system, option, fit, mem_bytes, evaluated, min_mem, bound / GIB, computed, cfg)
     return OptionResult(option, system, evaluated, 0, min_mem_gib=min_mem, lower_bound_gib=bound / GIB,
                         memory_evaluations=computed)
+
+
+def _concat(parts: list[tuple[Strategy, np.ndarray]]) -> tuple[Strategy, np.ndarray]:
+    """Array-valued strategies (and their bytes) of several passes as one."""
+    if len(parts) == 1:
+        return parts[0]
+    sizes = [len(m) for _, m in parts]
+    first = parts[0][0]
+    vals = {}
+    for f in _FIELDS:
+        vs = [getattr(s, f) for s, _ in parts]
+        if all(np.ndim(v) == 0 for v in vs) and len({float(v) for v in vs}) == 1:
+            continue  # the same for every strategy: stays scalar
+        vals[f] = np.concatenate([np.broadcast_to(np.asarray(v, dtype=float), (n,)) for v, n in zip(vs, sizes, strict=True)])
+    return replace(first, **vals), np.concatenate([m for _, m in parts])
 
 
 def choose(step_s: np.ndarray, mem_bytes: np.ndarray, capacity_bytes: float, band: float,

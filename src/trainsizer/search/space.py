@@ -10,7 +10,8 @@ and traffic there, Korthikanti et al. 2022). Layout families follow what the fra
   node when DP spans several nodes.
 - Methods whose frameworks are data parallel only (search.yaml `data_parallel_only_methods`: QLoRA): the data
   parallel family alone.
-- Offload (a second pass, tried only on options where nothing fits without it and the job is one node):
+- Offload (a second pass: on one node when nothing fits without it, and on any option when nothing that fits
+  leaves the memory floor free, search.yaml memory_headroom_min):
   DeepSpeed ZeRO-Offload of the optimizer (ZeRO 1-3) and ZeRO-Infinity-style parameter offload (ZeRO-3).
 
 Every combination is then crossed with the micro-batch sizes and the three recompute modes.
