@@ -37,6 +37,14 @@ def test_no_platform_row_gets_a_ring_rule(blocks):
     assert ar.value == pytest.approx(0.75 * 200) and "ring" in ar.source
 
 
+def test_xgmi_mesh_ring_rule_passes_a_healthy_mi300x_node(blocks):
+    # Azure's health check passes 8x MI300X at 314 GB/s RCCL all-reduce (448 per direction over 7 xGMI links);
+    # the switch ratio (0.75 x 448 = 336) would fail every healthy node
+    acc = blocks(hardware={"accelerator": "mi325x"}).acceptance
+    ar = acc.busbw_intra_gb_s_min.all_reduce
+    assert ar.value == pytest.approx(0.70 * 448) and ar.value <= 314 and "xgmi" in ar.source
+
+
 def test_plan_file_loads_in_accept(blocks, tmp_path):
     out = blocks()
     path = tmp_path / "plan.json"

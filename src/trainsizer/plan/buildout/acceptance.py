@@ -81,9 +81,11 @@ def _intra(b: BuildInput, out: AcceptanceCriteria, d: dict) -> None:
         return
     acc = b.accelerator
     link = acc.scaleup_gb_s_per_dir if acc.scaleup_tech not in ("pcie",) else acc.pcie_gb_s
-    ratio = d["ring_min_ratio"]["value"]
+    # a switchless full mesh (AMD xGMI) rings at a lower share of its aggregate link rate than a switch
+    key = "ring_min_ratio_mesh" if getattr(acc, "scaleup_mesh_links", None) else "ring_min_ratio"
+    ratio = d[key]["value"]
     ring = _plan(round(ratio * link, 1), msg("acc_ring_intra", ratio=ratio, link=f"{link:g}", tech=acc.scaleup_tech,
-                                             source=platforms.source_text(d["ring_min_ratio"]["source"]), acc=acc.id))
+                                             source=platforms.source_text(d[key]["source"]), acc=acc.id))
     out.busbw_intra_gb_s_min = CollectiveLimits(all_reduce=ring, all_gather=ring, reduce_scatter=ring)
 
 
