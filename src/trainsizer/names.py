@@ -51,6 +51,12 @@ NORM_KERNELS = ("fused", "eager")
 # multi-tensor implementation, torch.optim.AdamW's default on CUDA when neither fused nor foreach is set: eight
 # element-wise passes (perf_constants.yaml optimizer.foreach_adamw_element_passes).
 OPTIMIZER_IMPLS = ("fused", "foreach")
+# What AdamW keeps per parameter besides the 16-bit weights (memory): fp32 = an fp32 master copy and fp32 moments
+# (mixed precision, the default); bf16-moments = fp32 master, exp_avg / exp_avg_sq in bf16 (DeepSeek-V3 report s3.3.3
+# "Low-Precision Optimizer States"; Megatron-Core --use-precision-aware-optimizer --exp-avg-dtype bf16
+# --exp-avg-sq-dtype bf16); bf16 = no master copy, the bf16 weights updated in place with bf16 moments (Apex
+# DistributedFusedAdam dtype bf16 on a bf16 model, which NeMo 1's setup_optimization runs with store_params False).
+OPTIMIZER_PRECISIONS = ("fp32", "bf16-moments", "bf16")
 
 # LoRA: the modules an adapter may target (PEFT target_modules names of Llama-style models).
 LORA_LINEAR_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")  # all-linear

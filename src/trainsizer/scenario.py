@@ -126,7 +126,7 @@ class Scenario:
                 "offload", "sequence_parallel", "distributed_optimizer", "pipeline_embedding_layer",
                 "pipeline_loss_layer", "torch_compile", "loss_impl", "tp_comm_overlap", "fp8_param_allgather",
                 "grad_reduce_in_fp32", "grad_reduce_overlap", "attention_kernel", "norm_kernel",
-                "moe_dispatcher", "moe_a2a_overlap", "activation_offload", "optimizer_in_backward", "optimizer_impl", "kbit_upcast",
+                "moe_dispatcher", "moe_a2a_overlap", "activation_offload", "optimizer_in_backward", "optimizer_impl", "optimizer_precision", "kbit_upcast",
                 "framework")}
         if self.notes:
             out["notes"] = list(self.notes)
@@ -408,7 +408,8 @@ def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
         attention_kernel=s.attention_kernel, norm_kernel=s.norm_kernel,
         moe_dispatcher=s.moe_dispatcher, moe_a2a_overlap=s.moe_a2a_overlap,
         activation_offload=s.activation_offload,
-        optimizer_in_backward=s.optimizer_in_backward, optimizer_impl=s.optimizer_impl, kbit_upcast=s.kbit_upcast,
+        optimizer_in_backward=s.optimizer_in_backward, optimizer_impl=s.optimizer_impl,
+        optimizer_precision=s.optimizer_precision, kbit_upcast=s.kbit_upcast,
         framework=s.framework,
     )
 

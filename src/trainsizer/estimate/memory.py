@@ -73,7 +73,10 @@ from trainsizer.estimate.validate import (
 )
 from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
-from trainsizer.names import NORM_KERNELS
+from trainsizer.names import NORM_KERNELS, OPTIMIZER_PRECISIONS
+
+# optimizers whose states strategy.optimizer_precision may change (AdamW's two moments)
+ADAMW_PRECISION_OPTIMIZERS = ("adamw", "paged_adamw")
 
 GIB = 2**30
 PROFILES = ("hf", "megatron")
@@ -298,9 +301,11 @@ class _Batch:
         return self.off >= 2
 
 
-def _state_bytes(mega: np.ndarray, pre: _Pre, name: str, training: Training, bf16_grads: np.ndarray) -> dict:
+def _state_bytes(mega: np.ndarray, pre: _Pre, name: str, training: Training, bf16_grads: np.ndarray,
+                 precision: str | None = None) -> dict:
     """Bytes per parameter of each model state per strategy: the framework profile's, with torchtune's
-    model-dtype states and Megatron-Core's bf16 gradient buffer where they apply."""
+    model-dtype states, Megatron-Core's bf16 gradient buffer and strategy.optimizer_precision (`precision`)
+    where they apply."""
     st = {key: _by_prof(mega, lambda pr, n=key: getattr(pre.states[pr], n)) for key in
           ("weights", "grads", "grad_fp32_copy", "master", "grad_accum_fp32", "optimizer", "fp8_cache")}
     if name == "torchtune":
@@ -308,10 +313,35 @@ def _state_bytes(mega: np.ndarray, pre: _Pre, name: str, training: Training, bf1
         # docs tutorials/memory_optimizations.rst "Model Precision": bf16 "uses 2 bytes per model and optimizer
         # parameter"; "we don't support mixed-precision training")
         st["master"], st["optimizer"] = 0.0, pre.opt_in_param_dtype
+    if precision not in (None, "fp32") and training.precision != "fp32":
+        # AdamW's master copy and moments as the job states them (memory_constants.yaml optimizer_precision);
+        # an fp32 model has no separate master and keeps fp32 states
+        row = load_memory_constants()["optimizer_precision"][precision]
+        st["master"] = np.minimum(st["master"], float(row["master"]))
+        st["optimizer"] = np.minimum(st["optimizer"], float(row["moments"]))
     if np.any(bf16_grads):
         st["grads"] = np.where(bf16_grads, float(act_bytes(training.precision)), st["grads"])
         st["grad_accum_fp32"] = np.where(bf16_grads, 0.0, st["grad_accum_fp32"])
     return st
+
+
+def _optimizer_precision(strategy: Strategy, training: Training) -> str | None:
+    """strategy.optimizer_precision checked against names.OPTIMIZER_PRECISIONS; a precision other than fp32
+    applies to AdamW's states (optimizer adamw or paged_adamw) only."""
+    precision = getattr(strategy, "optimizer_precision", None)
+    if precision is None:
+        return None
+    if precision not in OPTIMIZER_PRECISIONS:
+        from trainsizer.errors import unknown_name
+
+        raise unknown_name("strategy.optimizer_precision", "optimizer precision", precision, OPTIMIZER_PRECISIONS)
+    if precision != "fp32" and training.optimizer not in ADAMW_PRECISION_OPTIMIZERS:
+        from trainsizer.errors import SpecError
+
+        raise SpecError("strategy.optimizer_precision", msg("error_optimizer_precision_adamw",
+                                                            optimizer=training.optimizer),
+                        value=precision, allowed=("fp32",))
+    return str(precision)
 
 
 def _batch(model: ModelArch, training: Training, strategy: Strategy, options: MemoryOptions) -> _Batch:
@@ -355,7 +385,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     loss_bytes = _loss_bytes(name, loss_impl, mega, titan & compiled, pre, bool(np.all(compiled)))
     chunked = loss_impl == "chunked" or (loss_impl == "auto" and DEFAULT_LOSS.get(name) == "chunked")
     loss_bytes = _logit_extras(training, strategy, name, loss_bytes, titan & (t > 1), z)
-    st = _state_bytes(mega, pre, name, training, bf16_grads)
+    st = _state_bytes(mega, pre, name, training, bf16_grads, _optimizer_precision(strategy, training))
     # torchtune's recipes free the gradients after each step (optimizer.zero_grad(set_to_none=True); with
     # optimizer_in_bwd each parameter's in its hook): with one micro-batch per step and no pipeline, each
     # gradient is created by this backward, as the activations it needs are freed

@@ -24,6 +24,7 @@ from trainsizer.names import (
     NORM_KERNELS,
     OFFLOAD,
     OPTIMIZER_IMPLS,
+    OPTIMIZER_PRECISIONS,
     OPTIMIZERS,
     PRECISIONS,
     RECOMPUTE,
@@ -48,6 +49,7 @@ MoeDispatcher = Literal[MOE_DISPATCHERS]
 AttentionKernel = Literal[ATTENTION_KERNELS]
 NormKernel = Literal[NORM_KERNELS]
 OptimizerImpl = Literal[OPTIMIZER_IMPLS]
+OptimizerPrecision = Literal[OPTIMIZER_PRECISIONS]
 
 # the names above come from trainsizer.names (shared with the estimators)
 # Bytes of raw UTF-8 text per token for BPE tokenizers with ~100k+ vocabularies on mixed English/code
@@ -247,6 +249,9 @@ class StrategySpec(_Strict):
     optimizer_in_backward: bool = False
     # AdamW step: fused | foreach (torch.optim.AdamW without fused=True: multi-tensor passes); null = fused
     optimizer_impl: OptimizerImpl | None = None
+    # AdamW's states: fp32 (fp32 master + moments) | bf16-moments (fp32 master, bf16 moments: DeepSeek-V3, Megatron-Core's
+    # precision-aware optimizer) | bf16 (no master, bf16 moments: Apex DistributedFusedAdam dtype bf16); null = fp32
+    optimizer_precision: OptimizerPrecision | None = None
     # QLoRA: non-quantised weights and the residual stream in fp32 (PEFT prepare_model_for_kbit_training, which
     # TRL's SFTTrainer calls); null = the framework's (hf yes, torchtune no); false e.g. for LLaMA-Factory
     kbit_upcast: bool | None = None

@@ -1,0 +1,76 @@
+"""strategy.optimizer_precision: what AdamW keeps per parameter besides the 16-bit weights. bf16-moments halves the
+moments and keeps the fp32 master (DeepSeek-V3 s3.3.3, Megatron-Core's precision-aware optimizer); bf16 also drops
+the master copy (Apex DistributedFusedAdam with dtype bf16 under NeMo 1). Memory only; other optimizers refuse it."""
+
+from __future__ import annotations
+
+import typing
+
+import pytest
+
+from trainsizer.errors import SpecError
+from trainsizer.estimate.inputs import Strategy, Training
+from trainsizer.estimate.memory import estimate_memory
+from trainsizer.estimate.step_time import estimate_time
+from trainsizer.names import OPTIMIZER_PRECISIONS
+from trainsizer.spec import job
+
+from .test_perf_common import a100_cluster, llama8b
+
+GIB = 2**30
+
+
+def _items(precision, optimizer="adamw", zero=1, framework="megatron-core"):
+    training = Training(method="pretrain", seq_len=2048, global_batch_seqs=64, optimizer=optimizer)
+    st = Strategy(dp=8, zero=zero, micro_batch=1, recompute="full", framework=framework,
+                  optimizer_precision=precision)
+    return estimate_memory(llama8b(), training, a100_cluster(8), st).items_bytes
+
+
+def test_bf16_moments_halve_adams_states_and_keep_the_master():
+    fp32, moments = _items(None), _items("bf16-moments")
+    assert _items("fp32") == fp32
+    assert moments["optimizer_states"] == pytest.approx(fp32["optimizer_states"] / 2)
+    assert moments["master_weights"] == pytest.approx(fp32["master_weights"])
+    # 8B over 8 ZeRO-1 ranks: 4 B of moments less per parameter, about 3.7 GiB
+    saved = (fp32["optimizer_states"] - moments["optimizer_states"]) / GIB
+    assert 3.0 < saved < 4.5
+
+
+def test_bf16_drops_the_master_copy():
+    fp32, bf16 = _items(None), _items("bf16")
+    assert bf16.get("master_weights", 0.0) == 0.0
+    assert bf16["optimizer_states"] == pytest.approx(fp32["optimizer_states"] / 2)
+    assert bf16["weights"] == pytest.approx(fp32["weights"])
+
+
+def test_torchtunes_model_dtype_states_are_not_raised():
+    # torchtune already keeps bf16 states and no master: the option never adds memory
+    base, bf16 = _items(None, framework="torchtune", zero=3), _items("bf16", framework="torchtune", zero=3)
+    assert sum(bf16.values()) == pytest.approx(sum(base.values()))
+
+
+def test_step_time_unchanged():
+    training = Training(method="pretrain", seq_len=2048, global_batch_seqs=64)
+    times = [estimate_time(llama8b(), training, a100_cluster(8),
+                           Strategy(dp=8, zero=1, framework="megatron-core", optimizer_precision=p)).step_s
+             for p in (None, "bf16")]
+    assert times[0] == times[1]
+
+
+def test_bad_values_are_refused():
+    with pytest.raises(SpecError) as err:
+        _items("bf-16")
+    assert err.value.where == "strategy.optimizer_precision"
+    with pytest.raises(SpecError) as err:
+        _items("bf16", optimizer="adamw8bit")
+    assert "adamw8bit" in str(err.value)
+    assert _items("fp32", optimizer="adamw8bit")  # fp32 is every optimizer's own
+
+
+def test_job_file_names_the_precisions():
+    assert typing.get_args(job.OptimizerPrecision) == OPTIMIZER_PRECISIONS
+    spec = job.StrategySpec(optimizer_precision="bf16-moments")
+    assert spec.optimizer_precision == "bf16-moments"
+    with pytest.raises(ValueError):
+        job.StrategySpec(optimizer_precision="fp16")
