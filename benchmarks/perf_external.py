@@ -45,6 +45,9 @@ LLAMA3_PIPELINE = {"vpp": 8, "pipeline_embedding_layer": True, "pipeline_loss_la
 LLAMA3_STACK = {"distributed_optimizer": True, "framework": "megatron-core", "attention_kernel": "fa2",
                 "tp_comm_overlap": False}
 
+# step terms that scale with the micro-batches of the slowest stage (not the bubble, p2p, DP or optimizer)
+STAGE_TERMS = ("compute", "tp_comm", "cp_comm", "ep_comm")
+
 CASES = [
     External("Llama-3.1-405B, 8,192 H100, 8K", LLAMA3, "mfu", 0.43,
              _job("llama-3.1-405b", 1.5e13, 8192, {"tokens": 16777216}, "h100-sxm-80gb", 8192, "ib-ndr400",
@@ -86,6 +89,19 @@ CASES = [
              "DualPipe puts the first and last stages on one rank (s3.2.1), and 61 layers split 5 + 7 x 8 over "
              "the 8 rank pairs leave that pair (5 layers, MTP, two head passes) below the others' 8 layers in "
              "this estimate's layer and head times, so it would not set the pace"),
+    External("DeepSeek-V3 DualPipe F&B pair, H800", "deepseek-ai/profile-data train.json (2025-02-27)",
+             "fb_pair_s", 0.1290,
+             _job("deepseek-v3", 1.48e13, 4096, {"sequences": 15360}, "h800-sxm-80gb", 2048, "ib-ndr400",
+                  {"tp": 1, "pp": 16, "dp": 128, "ep": 64, "micro_batch": 1, "recompute": "selective",
+                   "distributed_optimizer": True, "framework": "deepseek-dualpipe",
+                   "optimizer_precision": "bf16-moments"}, precision="fp8"),
+             "DeepSeek's PyTorch-profiler trace of one DualPipe step pair on an H800 at the V3 pretraining layout "
+             "(EP 64, TP 1, 4K sequences; one 4K sequence per micro-batch: FlashAttention's forward grid 32 x 128 "
+             "blocks of 128 tokens), routing simulated as exactly balanced, PP communication left out: the forward "
+             "of one 4-MoE-layer chunk beside the backward of another, 129.0 ms from the first to the last GPU "
+             "kernel (compute stream busy 118.2 ms, a second GEMM stream 11.4 ms, DeepEP's internode kernels "
+             "114.5 ms). Compared with the estimate's time of one micro-batch's forward + backward on the slowest "
+             "stage (4 layers at PP 16: compute, TP / CP and exposed EP, no bubble or p2p)"),
     External("TinyLlama-1.1B, 16 A100-40GB", "Zhang et al. 2024 (arXiv:2401.02385) s2.3", "tokens_per_s_per_gpu",
              24000.0,
              _job({"layers": 22, "hidden": 2048, "heads": 32, "kv_heads": 4, "ffn": 5632, "vocab": 32000}, 3e12,
@@ -101,6 +117,9 @@ CASES = [
 def run_case(case: External, catalog: Any) -> tuple[float, dict[str, Any]]:
     result = evaluate(resolve_job(case.job, catalog), catalog)
     t = result["time"]
+    if case.metric == "fb_pair_s":  # one micro-batch's forward + backward on the slowest stage, as profiled
+        b = t["breakdown_s"]
+        return sum(b[k] for k in STAGE_TERMS) / t["micro_batches"], result
     if case.metric == "tokens_per_s_per_gpu":
         return t["tokens_per_s"] / result["job"]["hardware"]["gpus"], result
     return float(t[case.metric]), result
