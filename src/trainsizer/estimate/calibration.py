@@ -33,6 +33,7 @@ class PerfConstants:
     flash_efficiency: dict[str, float]
     flash_efficiency_native: dict[str, float]  # vendor-tuned fused attention (cuDNN / FA3) where it differs
     flash_bwd_over_fwd: float
+    flash_bwd_over_fwd_native: dict[str, float]  # the native kernels' ratio by family (Hopper); else the above
     fa1_over_fa2: float  # FlashAttention (v1) throughput relative to FlashAttention-2 (attention section)
     softmax_share_fwd: float  # exponentials' share of a Blackwell attention forward (attention section)
     sfu_ex2_speedup: dict[str, float]  # SFU ex2 throughput relative to Blackwell, by family
@@ -81,20 +82,29 @@ class PerfConstants:
         """
         if kernel == "fa1":
             return _by_family(self.flash_efficiency, accelerator) * self.fa1_over_fa2
-        if kernel == "native":
-            acc = accelerator.lower()
-            if any(acc.startswith(key) for key in self.flash_efficiency_native if key != "default"):
-                return _by_family(self.flash_efficiency_native, accelerator)
+        if kernel == "native" and self._has_native(accelerator):
+            return _by_family(self.flash_efficiency_native, accelerator)
         return _by_family(self.flash_efficiency, accelerator)
 
-    def attention_sfu(self, accelerator: str) -> tuple[float, float]:
+    def _has_native(self, accelerator: str) -> bool:
+        acc = accelerator.lower()
+        return any(acc.startswith(key) for key in self.flash_efficiency_native if key != "default")
+
+    def flash_bwd_ratio(self, accelerator: str, kernel: str = "fa2") -> float:
+        """Attention backward / forward time: the native kernels' measured ratio where the family has one (cuDNN /
+        FA3 on Hopper: flash_bwd_over_fwd_native), else FlashAttention-2's (attention section)."""
+        acc = accelerator.lower()
+        keys = [key for key in self.flash_bwd_over_fwd_native if acc.startswith(key)] if kernel == "native" else []
+        return self.flash_bwd_over_fwd_native[max(keys, key=len)] if keys else self.flash_bwd_over_fwd
+
+    def attention_sfu(self, accelerator: str, kernel: str = "fa2") -> tuple[float, float]:
         """(attention forward time factor, backward / forward time ratio) for a part whose SFUs compute the
         softmax exponentials `sfu_ex2_speedup` times faster: the forward's exponential share s shrinks by that
         factor r (1 - s + s/r), the backward saves the same exponential time once (attention section)."""
         r = _by_family(self.sfu_ex2_speedup, accelerator)
         s = self.softmax_share_fwd if r != 1.0 else 0.0
         fwd = 1.0 - s + s / r
-        return fwd, (self.flash_bwd_over_fwd - s * (1.0 - 1.0 / r)) / fwd
+        return fwd, (self.flash_bwd_ratio(accelerator, kernel) - s * (1.0 - 1.0 / r)) / fwd
 
 
 def _by_family(table: dict[str, float], accelerator: str) -> float:
@@ -123,6 +133,7 @@ def load_constants() -> PerfConstants:
         flash_efficiency={str(k): float(v) for k, v in a["flash_efficiency"].items()},
         flash_efficiency_native={str(k): float(v) for k, v in a["flash_efficiency_native"].items()},
         flash_bwd_over_fwd=float(a["flash_bwd_over_fwd"]),
+        flash_bwd_over_fwd_native={str(k): float(v) for k, v in a["flash_bwd_over_fwd_native"].items()},
         fa1_over_fa2=float(a["fa1_over_fa2"]),
         softmax_share_fwd=float(a["softmax_share_fwd"]),
         sfu_ex2_speedup={str(k): float(v) for k, v in a["sfu_ex2_speedup"].items()},
@@ -275,7 +286,7 @@ def _flash_rate(system: Any, precision: str, k: PerfConstants, cal: Calibration,
     attn_peak = system.peak(attn_precision) * 1e12
     attn_eff = k.flash_fraction(system.accelerator, attention_kernel) * (
         k.fp32_efficiency_ratio if precision == "fp32" else 1.0) * power_clock_factor(system)
-    sfu_fwd, bwd_over_fwd = k.attention_sfu(system.accelerator)
+    sfu_fwd, bwd_over_fwd = k.attention_sfu(system.accelerator, attention_kernel)
     flash = cal.flash_tflops * 1e12 if cal.flash_tflops else attn_peak * attn_eff / sfu_fwd
     return flash, bwd_over_fwd
 

@@ -379,7 +379,9 @@ def _rates(system: System, training: Training, k: PerfConstants, calibration: Ca
     if kernels.ndim and not np.all(kernels == kernels.reshape(-1)[0]):
         native = rates(system, training.precision, k, calibration, "native", training.fp8_recipe)
         fa2 = rates(system, training.precision, k, calibration, "fa2", training.fp8_recipe)
-        r = dataclasses.replace(r, flash_flops=np.where(kernels == "native", native.flash_flops, fa2.flash_flops))
+        r = dataclasses.replace(r, flash_flops=np.where(kernels == "native", native.flash_flops, fa2.flash_flops),
+                                flash_bwd_over_fwd=np.where(kernels == "native", native.flash_bwd_over_fwd,
+                                                            fa2.flash_bwd_over_fwd))
     if fused.ndim and not np.all(fused == fused.reshape(-1)[0]):
         on = rates(system, training.precision, k, calibration, fp8_recipe=training.fp8_recipe, fused_cast=True)
         off = rates(system, training.precision, k, calibration, fp8_recipe=training.fp8_recipe, fused_cast=False)
@@ -405,9 +407,10 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     with QLoRA's dequantisation of the NF4 weights."""
     model, training, k, r, t, rc = x.model, x.training, x.k, x.r, x.t, x.rc
     seqs = float(training.sequences_per_sample)
+    bwd_ratio = r.flash_bwd_over_fwd if np.any(r.flash_bwd_over_fwd) else k.flash_bwd_over_fwd
     lt = compute.layer_times(_shapes(model), training.seq_len, r, tp=t, cp=x.c, micro_batch=x.b * seqs, sp=x.sp,
                              recompute=rc, ep=x.e, flash=training.flash_attention, flash_rate=r.flash_flops,
-                             flash_bwd_over_fwd=r.flash_bwd_over_fwd or k.flash_bwd_over_fwd,
+                             flash_bwd_over_fwd=bwd_ratio,
                              trains_base_weights=training.trains_base_weights,
                              moe_capacity_factor=training.moe_capacity_factor,
                              elementwise_passes=_elementwise_passes(x),
