@@ -135,6 +135,10 @@ def predict_row(row: dict, selene_gb: int = 80) -> tuple[float, str]:
         fw = "megatron-core"
         sp = tp > 1
         rec = "none"
+        # Megatron-LM r0.8 pretrain_gpt.py: cross_entropy_loss_fusion defaults to false (model_parallel_config.py;
+        # the README's flags do not set --cross-entropy-loss-fusion), so VocabParallelCrossEntropy runs its separate
+        # ops on the logits' fp32 copy (tensor_parallel/cross_entropy.py at f2e5db402c)
+        loss = "vocab-parallel-unfused"
     elif src == "BLOOM":
         model = gpt_model(row, learned=False)  # ALiBi, no position embedding
         system = a100(gpus, 80, nic_gb_s=payload_gb_s(6.25, None))
@@ -144,6 +148,9 @@ def predict_row(row: dict, selene_gb: int = 80) -> tuple[float, str]:
         model = gpt_model(row)
         system = a100(gpus, selene_gb)
         flash = False
+        # Megatron-LM 2021-2022: vocab_parallel_cross_entropy(output.float()) as separate ops (megatron/model/
+        # gpt_model.py, megatron/mpu/cross_entropy.py)
+        loss = "vocab-parallel-unfused"
         if src == "Narayanan21 T2 ZeRO-3":
             fw = "deepspeed"
         elif src == "MT-NLG":  # Megatron-DeepSpeed: DeepSpeed PipelineEngine, ZeRO-1, bf16 (2021)

@@ -30,8 +30,12 @@ FRAMEWORKS = ("auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "d
 # contiguous copy live together with the log-softmax output at the end of the forward; compiled-fp32 = a compiled
 # cross-entropy over the fp32 logits an eager model returns (torchtune without chunking: the output layer's
 # .float(), then training.compile_loss): the fp32 logits saved, an fp32 gradient.
-LOSS_IMPLS = ("auto", "upcast", "upcast-shift", "vocab-parallel", "chunked", "fused", "native", "compiled",
-              "compiled-fp32", "te")
+# vocab-parallel-unfused = the same loss as separate PyTorch kernels over an fp32 copy of the logits (the memory of
+# vocab-parallel, the step time of the unfused kernels): Megatron-Core with cross_entropy_loss_fusion false, Megatron-LM's
+# default (megatron/core/tensor_parallel/cross_entropy.py VocabParallelCrossEntropy on .float()), Megatron-LM before
+# Megatron-Core (output.float()), nanotron's sharded_cross_entropy (dtype float).
+LOSS_IMPLS = ("auto", "upcast", "upcast-shift", "vocab-parallel", "vocab-parallel-unfused", "chunked", "fused", "native",
+              "compiled", "compiled-fp32", "te")
 # FP8 scaling recipes (precision fp8): "auto" = the accelerator's default; the others are the recipes whose
 # figures estimate/data/perf_constants.yaml `fp8.recipes` holds (Transformer Engine / torchao names).
 FP8_RECIPES = ("auto", "delayed", "tensorwise", "rowwise", "mxfp8")

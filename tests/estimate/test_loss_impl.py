@@ -144,3 +144,25 @@ def test_transformers_4_47_loss_holds_the_shifted_fp32_copy_too():
     shift = _mem(loss_impl="upcast-shift").items_bytes
     assert shift["logits"] == up["logits"] == pytest.approx(4 * logit_elems)
     assert shift["logits"] + shift["loss_backward_temporaries"] == pytest.approx(14 * logit_elems)
+
+
+def test_unfused_vocab_parallel_loss_keeps_megatron_memory_and_costs_the_unfused_kernels_time():
+    """loss_impl vocab-parallel-unfused (Megatron-LM's default cross_entropy_loss_fusion false, nanotron): the memory
+    of vocab-parallel; the step time charges the separate fp32 ops' traffic (perf_constants.yaml cross_entropy:
+    unfused_fp32 38 + 14 B per logit element against fused 6 + 12) on every micro-batch's logits."""
+    from trainsizer.estimate.calibration import rates
+    from trainsizer.estimate.step_time import estimate_time
+
+    from .test_perf_common import h100_cluster
+
+    pre = Training(seq_len=4096, global_batch_seqs=64)
+    sysm = h100_cluster(8)
+    strat = Strategy(tp=1, dp=8, micro_batch=1, distributed_optimizer=True, framework="megatron-core")
+    fused_mem = estimate_memory(MODEL, pre, sysm, strat.with_(loss_impl="vocab-parallel")).items_bytes
+    unfused_mem = estimate_memory(MODEL, pre, sysm, strat.with_(loss_impl="vocab-parallel-unfused")).items_bytes
+    assert unfused_mem == fused_mem
+    base = estimate_time(MODEL, pre, sysm, strat)
+    unfused = estimate_time(MODEL, pre, sysm, strat.with_(loss_impl="vocab-parallel-unfused"))
+    logits = pre.global_batch_seqs / 8 * pre.seq_len * MODEL.vocab  # logit elements per GPU and step
+    extra_s = logits * (38.0 + 14.0 - 6.0 - 12.0) / rates(sysm, "bf16").hbm_bytes_s
+    assert unfused.step_s - base.step_s == pytest.approx(extra_s, rel=0.05)

@@ -37,8 +37,10 @@ BOUNDS = {
     # parallelism (21.5 before ZeRO-1 after backward and the unfused fp32 cross-entropy, 14.5 before the all-reduce,
     # 10.0 before the parallel residual, 10.3 before the fp16 step's checks and gradient accumulation, 9.5 with
     # sequence parallelism), predicted too fast
-    "BigCode StarCoderBase (A100-80GB)": 13.0,  # 9.4 with FlashAttention v1 and its fp32 reduce after backward, too fast
-    "Hugging Face SmolLM3 (H100)": 26.0,  # 21.8 with nanotron's fp32 all-reduce (24.0 before), predicted too fast
+    # 9.0 with FlashAttention v1, its fp32 reduce after backward and the unfused fp32 loss (9.4 without), too fast
+    "BigCode StarCoderBase (A100-80GB)": 13.0,
+    # 19.5 with nanotron's fp32 all-reduce and unfused fp32 loss (24.0 before both, 21.8 before the loss), too fast
+    "Hugging Face SmolLM3 (H100)": 26.0,
     # 13.1 in GPT-NeoX's own FLOP/s formula without sequence parallelism (15.7 before the parallel residual, 16.4
     # with it before the fp16 step's checks and gradient accumulation, 15.0 with sequence parallelism; 26.7 as Eq.
     # 3), too fast

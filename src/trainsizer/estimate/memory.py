@@ -615,6 +615,7 @@ def _loss_bytes(name: str, impl: str, mega: np.ndarray, titan_compiled: Any, pre
 
     def named(which: str) -> tuple[float, float]:
         key = {"upcast": "hf", "upcast-shift": "hf_shift", "vocab-parallel": "megatron",
+               "vocab-parallel-unfused": "megatron",
                "compiled-fp32": "compiled_fp32"}.get(which, which)
         key = "chunked_compiled" if key == "chunked" and compiled else key
         return float(lg[f"{key}_saved_bytes_per_element"]), float(lg[f"{key}_backward_extra_bytes_per_element"])

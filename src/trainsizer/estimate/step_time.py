@@ -333,6 +333,7 @@ class _Step:
     act: float  # bytes per activation element on the wire
     strategy_dispatcher: str = "auto"  # Strategy.moe_dispatcher (one of MOE_DISPATCHERS)
     optimizer_impl: str = "fused"  # Strategy.optimizer_impl (one of OPTIMIZER_IMPLS; None = fused)
+    loss_impl: str = "auto"  # Strategy.loss_impl (one of LOSS_IMPLS)
     recompute_modules: tuple[str, ...] | None = None  # Strategy.recompute_modules (Megatron-Core)
 
     @property
@@ -363,7 +364,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  m=pipeline.micro_batches(training.global_batch_seqs, d, b),
                  tok=b * seqs * float(training.seq_len) / c, act=r.act_bytes,
                  strategy_dispatcher=str(getattr(strategy, "moe_dispatcher", "auto")),
-                 optimizer_impl=_optimizer_impl(strategy),
+                 optimizer_impl=_optimizer_impl(strategy), loss_impl=str(getattr(strategy, "loss_impl", "auto")),
                  recompute_modules=getattr(strategy, "recompute_modules", None))
 
 
@@ -402,6 +403,12 @@ def _elementwise_passes(x: _Step) -> Any:
     return np.where((x.a["torch_compile"] > 0) | np.asarray(fw.fused_kernels), fused, eager)
 
 
+def _ce_unfused(x: _Step) -> Any:
+    """The loss runs as separate kernels over an fp32 copy of the logits: the style's (Megatron-DeepSpeed, GPT-NeoX),
+    or the job's loss_impl vocab-parallel-unfused (Megatron-LM's default, cross_entropy_loss_fusion false; nanotron)."""
+    return np.asarray(x.fw.ce_unfused_fp32, bool) | (x.loss_impl == "vocab-parallel-unfused")
+
+
 def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     """Compute time of one average decoder layer (compute.py) and its forward + backward for one micro-batch,
     with QLoRA's dequantisation of the NF4 weights."""
@@ -418,7 +425,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              / np.where(np.asarray(x.fw.fp8_param_allgather) & (x.zero >= 3), x.d * x.c, 1.0),
                              selective_op_policy=x.fw.selective_op_policy,
                              attention_span=training.attention_span,
-                             split_projections=x.fw.split_projections, ce_unfused_fp32=x.fw.ce_unfused_fp32,
+                             split_projections=x.fw.split_projections, ce_unfused_fp32=_ce_unfused(x),
                              recompute_modules=x.recompute_modules,
                              flash_head_pad=compute.flash_head_dim_ratio(*model.head_dims, x.fw.attention_kernel))
     layer_mb = lt.fwd + lt.bwd

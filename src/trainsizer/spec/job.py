@@ -218,7 +218,8 @@ class StrategySpec(_Strict):
     # fused element-wise kernels (torch.compile or the framework's own); false = eager PyTorch
     torch_compile: bool = True
     # loss over the vocabulary: auto (the framework's) | upcast (HF) | upcast-shift (HF transformers 4.46-4.47:
-    # the shifted fp32 copy too) | vocab-parallel (Megatron) | chunked
+    # the shifted fp32 copy too) | vocab-parallel (Megatron) | vocab-parallel-unfused (Megatron-LM's default kernels:
+    # separate ops over an fp32 copy, cross_entropy_loss_fusion false; nanotron) | chunked
     # (torchtune, NeMo) | fused (Liger, Unsloth: no logits kept) | native (16-bit logits, no fp32 upcast) | compiled
     # (upcast + loss under torch.compile: 16-bit logits saved) | compiled-fp32 (a compiled loss over the fp32
     # logits the model returns: torchtune without chunking) | te (Transformer Engine cross-entropy: the gradient
