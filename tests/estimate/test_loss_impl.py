@@ -127,6 +127,14 @@ def test_peft_upcast_under_autocast_keeps_the_16_bit_cast_of_the_lm_head():
     assert "head_weight_cast" not in STEP_STATE_ITEMS
 
 
+@pytest.mark.parametrize(("seq", "mb"), [(512, 1), (2048, 2), (8192, 4)])
+def test_head_weight_cast_is_one_head_whatever_the_tokens(seq, mb):
+    """The cast is of the weight, not of the activations: the same bytes at any sequence length and micro-batch."""
+    t = Training(method="qlora", seq_len=seq, global_batch_seqs=8, lora_rank=16, lora_targets=("q_proj",))
+    e = estimate_memory(MODEL, t, CARD, Strategy(micro_batch=mb, recompute="full", framework="hf"))
+    assert e.items_bytes["head_weight_cast"] == pytest.approx(2 * MODEL.vocab * MODEL.hidden)
+
+
 def test_kbit_upcast_false_keeps_the_unquantised_weights_16_bit():
     off = _mem(framework="hf", kbit_upcast=False).items_bytes
     tt = _mem(framework="torchtune").items_bytes
