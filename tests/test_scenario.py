@@ -127,3 +127,13 @@ def test_unknown_accelerator_names_the_field(catalog):
     with pytest.raises(SpecError) as err:
         resolve_job(job, catalog)
     assert err.value.where.startswith("job: hardware.accelerator")
+
+
+def test_a_prefixed_unknown_name_lists_its_choices_in_chinese(catalog):
+    # the field path is prefixed with the file; the "... (62 in all)" tail of the allowed list must still translate
+    job = {**BASE, "hardware": {"accelerator": "h100-sxm-8gb", "count": 8}}
+    with pytest.raises(SpecError) as err:
+        resolve_job(job, catalog)
+    zh = err.value.render("zh")
+    assert "in all" in str(err.value) and "in all" not in zh
+    assert "（共" in zh and "h100-sxm-80gb" in zh

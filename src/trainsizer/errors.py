@@ -50,6 +50,12 @@ class SpecError(TrainsizerError):
     def _render(self) -> str:
         return self.render("en")
 
+    def at(self, where: str, problem: str | None = None) -> SpecError:
+        """The same error at another place (a file name before the field), its allowed names still translatable."""
+        items = self._allowed_items
+        return SpecError(where, self.problem if problem is None else problem, value=self.value,
+                         allowed=self.allowed if items is None else items, suggestion=self.suggestion)
+
     def render(self, lang: str) -> str:
         """The one-paragraph message in `lang` (the frame and any catalogue message are translated)."""
         out = _m("error_where", lang, where=tr(self.where, lang), problem=tr(self.problem, lang))

@@ -145,8 +145,7 @@ class Scenario:
 
 def _prefixed(err: SpecError, prefix: str) -> SpecError:
     same = not err.where or prefix.endswith(err.where)
-    return SpecError(prefix if same else f"{prefix} ({err.where})", err.problem, value=err.value,
-                     allowed=err.allowed, suggestion=err.suggestion)
+    return err.at(prefix if same else f"{prefix} ({err.where})")
 
 
 def resolve_model(spec: str | Mapping[str, Any], origin: str) -> ModelArch:

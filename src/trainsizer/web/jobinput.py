@@ -42,9 +42,7 @@ def check_model_reference(model: object) -> None:
     """A model given as text must be a preset: the server never opens a file a request names."""
     if isinstance(model, str) and model.strip().lower() not in preset_names():
         err = unknown_name(f"{ORIGIN}: model", "model preset", model.strip(), preset_names())
-        raise SpecError(err.where, msg("web_preset_only", problem=err.problem), value=err.value,
-                        allowed=err._allowed_items if err._allowed_items is not None else err.allowed,
-                        suggestion=err.suggestion)
+        raise err.at(err.where, msg("web_preset_only", problem=err.problem))
 
 
 def _finite(node: Any, path: str) -> None:
