@@ -32,7 +32,7 @@ def _memory(con: Console, mem: dict[str, Any], L: str) -> None:
     rows = [(t(k, L), fmt_num(v, L)) for k, v in mem["breakdown_gib"].items()]
     rows += [(t("total", L), fmt_num(mem["per_gpu_gib"], L)), (t("capacity", L), fmt_num(mem["capacity_gib"], L)),
              (t("headroom", L), fmt_num(mem["headroom_gib"], L))]
-    con.print(_kv_table(t("memory_title", L) + " (GiB)", rows, L))
+    con.print(_kv_table(t("memory_title", L) + t("paren", L).format(text="GiB"), rows, L))
     con.print(f"{t('worst_gpu', L)}{t('colon', L)}{tr(mem.get('worst_gpu', ''), L)}")
     verdict = t("fits", L) if mem["fits"] else t("does_not_fit", L)
     con.print(f"[{'green' if mem['fits'] else 'red'}]{verdict}[/]")

@@ -47,7 +47,8 @@ def _cost(option: dict[str, Any], currency: str, lang: str) -> str:
     score = option["score"]
     if score.get("cost") is None:
         return "—"
-    return f"{_money(score['cost'], currency, lang)} ({t('plan_basis_' + score['cost_basis'], lang)})"
+    basis = t("plan_basis_" + score["cost_basis"], lang)
+    return _money(score["cost"], currency, lang) + t("paren", lang).format(text=basis)
 
 
 def _options_table(plan: dict[str, Any], lang: str) -> Table:
@@ -59,7 +60,7 @@ def _options_table(plan: dict[str, Any], lang: str) -> Table:
         table.add_column(t(key, L), justify=justify)
     for o in plan["options"]:
         cost_text = _cost(o, plan["goal"]["currency"], L)
-        rank = f"{o['rank']}" + (f" ({t('plan_tie', L)})" if o["tie"] else "")
+        rank = f"{o['rank']}" + (t("paren", L).format(text=t("plan_tie", L)) if o["tie"] else "")
         table.add_row(rank, o["id"], _layout(o["strategy"], L), f"{o['memory']['per_gpu_gib']:.1f}",
                       _days(o["time"]["train_days"]), cost_text, _tick(o["meets"]["deadline"]),
                       _tick(o["meets"]["budget"]))
@@ -77,7 +78,8 @@ def _pareto_table(plan: dict[str, Any], lang: str) -> Table:
 
 def _binding(plan: dict[str, Any], con: Console, lang: str) -> None:
     b = plan["binding"]
-    con.print(f"[bold red]{t('plan_binding', lang)}[/] ({t('resource_' + b['constraint'], lang)}): {b['detail']}")
+    con.print(f"[bold red]{t('plan_binding', lang)}[/]" + t("paren", lang).format(
+        text=t("resource_" + b["constraint"], lang)) + f"{t('colon', lang)}{b['detail']}")
     if b["relaxations"]:
         table = Table()
         table.add_column(t("plan_relax", lang))
@@ -93,35 +95,37 @@ def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) 
     L = lang
     plan = localise(plan, lang, keep=False)
     goal = plan["goal"]
-    con.print(f"[bold]{t('plan_title', L)}: {plan['job'].get('name', '')}[/bold]")
+    c = t("colon", L)
+    con.print(f"[bold]{t('plan_title', L)}{c}{plan['job'].get('name', '')}[/bold]")
     limits = [t("goal_days", L).format(days=f"{goal['deadline_days']:g}") if goal.get("deadline_days") else None,
               _money(goal.get("budget"), goal["currency"], L) if goal.get("budget") else None,
               t("procurement_" + goal["procurement"], L)]
-    con.print(f"{t('plan_goal', L)}: {t('objective_' + goal['objective'], L)} "
-              f"({', '.join(x for x in limits if x)})")
+    con.print(f"{t('plan_goal', L)}{c}{t('objective_' + goal['objective'], L)}"
+              + t("paren", L).format(text=t("list_sep", L).join(x for x in limits if x)))
     s = plan["search"]
-    con.print(f"{t('plan_search', L)}: " + t("plan_search_line", L).format(
+    con.print(f"{t('plan_search', L)}{c}" + t("plan_search_line", L).format(
         evaluated=f"{s['evaluated']:,}", options=s["hardware_options"], feasible=f"{s['feasible']:,}",
         seconds=f"{s['seconds']:.2f}"))
     rec, tier = plan.get("recommended"), plan.get("tier")
     if tier:
-        con.print(f"{t('plan_tier', L)}: [bold]{t('tier_' + tier['id'], L)}[/] — {t('plan_decided_by', L)} "
-                  f"{t('resource_' + tier['decided_by'], L)}: {tier['why']}")
+        con.print(f"{t('plan_tier', L)}{c}[bold]{t('tier_' + tier['id'], L)}[/] — {t('plan_decided_by', L)} "
+                  f"{t('resource_' + tier['decided_by'], L)}{c}{tier['why']}")
     if rec:
-        con.print(f"[bold green]{t('plan_recommended', L)}[/]: {rec['id']}, {_layout(rec['strategy'], L)}")
-        con.print(f"{t('plan_why', L)}: {rec['why']}")
+        con.print(f"[bold green]{t('plan_recommended', L)}[/]{c}{rec['id']}, {_layout(rec['strategy'], L)}")
+        con.print(f"{t('plan_why', L)}{c}{rec['why']}")
     if plan["options"]:
         con.print(_options_table(plan, L))
     else:
         con.print(t("plan_no_option", L))
     if plan["ties"]:
-        con.print(f"{t('plan_ties', L)}: {', '.join(plan['ties'])}")
+        con.print(f"{t('plan_ties', L)}{c}{t('list_sep', L).join(plan['ties'])}")
     if plan["pareto"]:
         con.print(_pareto_table(plan, L))
     if plan.get("binding"):
         _binding(plan, con, L)
     excluded = s.get("excluded_accelerators") or {}
     if excluded:
-        con.print(f"{t('plan_excluded', L)}: " + "; ".join(f"{k} ({v})" for k, v in excluded.items()))
+        con.print(f"{t('plan_excluded', L)}{c}" + t("list_semicolon", L).join(
+            k + t("paren", L).format(text=v) for k, v in excluded.items()))
     for note in plan.get("notes", []):
-        con.print(f"{t('note', L)}: {note}")
+        con.print(f"{t('note', L)}{c}{note}")

@@ -110,3 +110,14 @@ def test_a_job_nothing_satisfies_explains_itself_in_chinese(deadline_days):
     found = {where: english_words(text, job_text) for where, text in (
         ("plan --lang zh", _cli(plan)), ("report.html", _visible_html(render_html(plan, "zh"))))}
     assert not {k: v for k, v in found.items() if v}, found
+
+
+# a Han character followed by ASCII punctuation and a space: '方案: ', '成本 (' (the catalog's own prose aside)
+HAN_THEN_ASCII = re.compile(r"[\u4e00-\u9fff\uff09](?:[:;,] | \()")
+
+
+@pytest.mark.parametrize("name", ["sft-70b-search", "sft-70b-16gpu"])
+def test_chinese_plan_lines_use_full_width_punctuation(name):
+    lines = [line for line in _cli(_plan(name)).splitlines() if line and line[0] not in "│┃┏┡└┗"]
+    bad = [line for line in lines if HAN_THEN_ASCII.search(line)]
+    assert not bad, f"ASCII punctuation after Chinese in `plan --lang zh` of {name}: {bad[:5]}"
