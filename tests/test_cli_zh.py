@@ -30,6 +30,8 @@ seq_len: 4096
 global_batch: {sequences: 64}
 hardware: {accelerator: h100-sxm-80gb, count: 8, per_node: 8}
 """
+# Chinese puts no space between two of its characters ('需要 硬件' read as a stray gap)
+HAN_SPACE_HAN = re.compile(r"[\u4e00-\u9fff] +[\u4e00-\u9fff]")
 STRATEGY = "strategy: {tp: 1, pp: 1, dp: 8, zero: 3, micro_batch: 1}\n"
 
 
@@ -116,6 +118,7 @@ def test_bad_job_files_refused_in_chinese(run_cli, tmp_path, name):
     path.write_text(BAD_JOBS[name], encoding="utf-8")
     text = _assert_chinese(run_cli, "estimate", str(path), source=BAD_JOBS[name])
     assert "错误" in text
+    assert not HAN_SPACE_HAN.search(text), f"a space between two Chinese characters: {text}"
 
 
 BYTES = {"latin-1": b"name: caf\xe9\n" + SMALL.encode(), "utf-16": SMALL.encode("utf-16"),

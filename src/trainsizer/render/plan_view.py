@@ -108,8 +108,8 @@ def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) 
         seconds=f"{s['seconds']:.2f}"))
     rec, tier = plan.get("recommended"), plan.get("tier")
     if tier:
-        con.print(f"{t('plan_tier', L)}{c}[bold]{t('tier_' + tier['id'], L)}[/] — {t('plan_decided_by', L)} "
-                  f"{t('resource_' + tier['decided_by'], L)}{c}{tier['why']}")
+        con.print(f"{t('plan_tier', L)}{c}[bold]{t('tier_' + tier['id'], L)}[/] — "
+                  + t("plan_decided_by", L).format(resource=t("resource_" + tier["decided_by"], L)) + f"{c}{tier['why']}")
     if rec:
         con.print(f"[bold green]{t('plan_recommended', L)}[/]{c}{rec['id']}, {_layout(rec['strategy'], L)}")
         con.print(f"{t('plan_why', L)}{c}{rec['why']}")

@@ -113,7 +113,8 @@ def test_a_job_nothing_satisfies_explains_itself_in_chinese(deadline_days):
 
 
 # a Han character followed by ASCII punctuation and a space: '方案: ', '成本 (' (the catalog's own prose aside)
-HAN_THEN_ASCII = re.compile(r"[\u4e00-\u9fff\uff09](?:[:;,] | \()")
+# or a space between two Han characters ('决定因素 算力')
+HAN_THEN_ASCII = re.compile(r"[\u4e00-\u9fff\uff09](?:[:;,] | \()|[\u4e00-\u9fff] +[\u4e00-\u9fff]")
 
 
 @pytest.mark.parametrize("name", ["sft-70b-search", "sft-70b-16gpu"])
