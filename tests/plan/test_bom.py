@@ -56,3 +56,13 @@ def test_break_even(blocks):
     bvr = blocks().bom.buy_vs_rent
     assert bvr.rent_per_month > bvr.running_per_month
     assert bvr.break_even_month == pytest.approx(bvr.capex["typical"] / (bvr.rent_per_month - bvr.running_per_month))
+
+
+def test_no_break_even_without_a_purchase_price_for_the_gpus_or_servers(blocks):
+    # MI325X: no public server price and no per-GPU purchase price in the catalog; the switches alone
+    # would "pay back" in under a month
+    bom = blocks(hardware={"accelerator": "mi325x"}).bom
+    bvr = bom.buy_vs_rent
+    assert {"oam-8x-mi325x", "mi325x"} <= set(bom.unpriced)
+    assert bvr.rent_per_month and bvr.break_even_month is None
+    assert "oam-8x-mi325x" in bvr.verdict and "months" not in bvr.verdict

@@ -30,6 +30,12 @@ def test_cooling_follows_rack_power(build):
     assert "liquid" in _fac(build(hardware={"count": 64}, constraints={"rack_kw": 60})).cooling.value
 
 
+def test_liquid_asked_by_the_job_says_so_not_the_air_cooled_server(build):
+    cooling = _fac(build(constraints={"rack_kw": 15, "cooling": "liquid"})).cooling
+    assert cooling.value == "liquid" and cooling.source == "job"
+    assert "constraints.cooling" in cooling.rule and "air" not in cooling.rule
+
+
 def test_energy_year_is_typical_kw_times_hours_times_pue(build, catalog):
     f = _fac(build())
     assert f.annual_kwh == pytest.approx(f.it_kw_typical * 8760 * catalog.facility.pue.mid)

@@ -95,7 +95,10 @@ def net_trays(b: BuildInput) -> int:
     return rules.value("fabric", "nvl72_switch_trays") * -(-b.gpus // int(b.accelerator.scaleup_domain))
 
 
-def buy_vs_rent(b: BuildInput, capex: dict[str, float], fac: FacilityBlock) -> tuple[dict | None, BuyVsRent]:
+def buy_vs_rent(b: BuildInput, capex: dict[str, float], fac: FacilityBlock,
+                compute_unpriced: list[str] | None = None) -> tuple[dict | None, BuyVsRent]:
+    """Rent against buy; no break-even month when the GPUs or their servers have no purchase price
+    (`compute_unpriced`): the priced lines alone (switches, cables) would pay back in days."""
     cur, cat = b.currency, b.catalog
     rent = catalog_price(cat, "rent", b.accelerator.id, cur)
     hours = rules.value("bom", "hours_per_month")
@@ -107,9 +110,10 @@ def buy_vs_rent(b: BuildInput, capex: dict[str, float], fac: FacilityBlock) -> t
         for_job = b.gpus * b.train_days * 24.0 * rent.typical
         rent_block = {"per_gpu_hour": rent.model_dump(), "per_month": per_month, "for_job": for_job,
                       "job_days": b.train_days}
-        if per_month > running and capex["typical"] > 0:
+        if per_month > running and capex["typical"] > 0 and not compute_unpriced:
             even = capex["typical"] / (per_month - running)
     verdict = (msg("bom_verdict_no_rent") if per_month is None else
+               msg("bom_verdict_no_purchase_price", parts=", ".join(compute_unpriced)) if compute_unpriced else
                msg("bom_verdict_rent_cheaper") if even is None else
                msg("bom_verdict_break_even", months=f"{even:.1f}", job_months=f"{job_months:.1f}"))
     return rent_block, BuyVsRent(capex=capex, running_per_month=running, rent_per_month=per_month,
@@ -117,9 +121,13 @@ def buy_vs_rent(b: BuildInput, capex: dict[str, float], fac: FacilityBlock) -> t
 
 
 def bom_block(b: BuildInput, net: NetworkBlock, storage: StorageBlock, fac: FacilityBlock) -> BomBlock:
-    lines = server_lines(b) + fabric_lines(b, net) + site_lines(b, storage, fac)
+    compute = server_lines(b)
+    lines = compute + fabric_lines(b, net) + site_lines(b, storage, fac)
     tot, unpriced = totals(lines)
-    rent, bvr = buy_vs_rent(b, tot, fac)
+    # the servers, or the GPUs when the server is unpriced: without them the purchase total is not a cluster's
+    priced = any(ln.total is not None for ln in compute if ln.part is not None)
+    missing = [] if priced else [ln.part for ln in compute if ln.part is not None]
+    rent, bvr = buy_vs_rent(b, tot, fac, missing)
     notes = [msg("bom_note_priced_only")]
     if any(ln.unit_price and ln.unit_price.converted for ln in lines):
         notes.append(msg("bom_note_fx"))
