@@ -42,3 +42,19 @@ def test_english_integers_read_back(n):
 def test_chinese_large_amounts_carry_a_chinese_unit(x):
     text = Fmt("zh").money(x, "CNY")
     assert text.startswith("¥") and ("万" in text or "亿" in text or "兆" in text)
+
+
+def test_short_jobs_read_in_plain_decimals_not_scientific_notation():
+    assert Fmt("zh").days(0.0908) == "0.091 天"
+    assert Fmt("en").days(0.02329) == "0.023 days"
+    assert Fmt("en").days(0.43) == "0.4 days" and Fmt("en").days(250.4) == "250 days"
+
+
+@given(st.floats(min_value=1e-4, max_value=1e4))
+def test_days_never_print_an_exponent(x):
+    assert "E" not in Fmt("zh").days(x) and "E" not in Fmt("en").days(x)
+
+
+def test_a_money_range_takes_full_width_brackets_in_chinese():
+    assert Fmt("zh").money_range(2704, 2739, 2774, "USD") == "US$2,739（US$2,704 – US$2,774）"
+    assert Fmt("en").money_range(2704, 2739, 2774, "USD") == "$2,739 ($2,704 – $2,774)"

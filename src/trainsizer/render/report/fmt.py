@@ -81,13 +81,16 @@ class Fmt:
         """typical (low – high); one figure when the range is a single price."""
         if low is not None and low == high:
             return self.money(mid if mid is not None else low, currency)
-        return f"{self.money(mid, currency)} ({self.money(low, currency)} – {self.money(high, currency)})"
+        span = f"{self.money(low, currency)} – {self.money(high, currency)}"
+        return f"{self.money(mid, currency)}（{span}）" if self.lang == "zh" else f"{self.money(mid, currency)} ({span})"
 
     def days(self, x: float | None) -> str:
         if x is None:
             return "—"
         unit = "天" if self.lang == "zh" else ("day" if x == 1 else "days")
-        return f"{self.num(x, 1 if x < 100 else 0)} {unit}"
+        # two significant figures under a tenth of a day (0.091 days), never "9.08E-2 天"
+        digits = 0 if x >= 100 else 1 if x >= 0.1 or x <= 0 else 1 - math.floor(math.log10(x))
+        return f"{self.num(x, digits)} {unit}"
 
     def value(self, key: str, x: object) -> str:
         """A plan field's value, formatted by its type and the unit its name declares."""
