@@ -45,6 +45,12 @@ LLAMA3_PIPELINE = {"vpp": 8, "pipeline_embedding_layer": True, "pipeline_loss_la
 LLAMA3_STACK = {"distributed_optimizer": True, "framework": "megatron-core", "attention_kernel": "fa2",
                 "tp_comm_overlap": False}
 
+# DeepSeek-V3's pretraining layout (the report s3.2-3.3): EP 64 over PP 16 DualPipe stages, BF16 moments
+DSV3_JOB = _job("deepseek-v3", 1.48e13, 4096, {"sequences": 15360}, "h800-sxm-80gb", 2048, "ib-ndr400",
+                {"tp": 1, "pp": 16, "dp": 128, "ep": 64, "micro_batch": 1, "recompute": "selective",
+                 "distributed_optimizer": True, "framework": "deepseek-dualpipe",
+                 "optimizer_precision": "bf16-moments"}, precision="fp8")
+
 # step terms that scale with the micro-batches of the slowest stage (not the bubble, p2p, DP or optimizer)
 STAGE_TERMS = ("compute", "tp_comm", "cp_comm", "ep_comm")
 
@@ -75,10 +81,7 @@ CASES = [
              "as above"),
     External("DeepSeek-V3 pretraining, 2,048 H800", "DeepSeek-V3 report (arXiv:2412.19437) Table 1", "gpu_hours",
              2.664e6,
-             _job("deepseek-v3", 1.48e13, 4096, {"sequences": 15360}, "h800-sxm-80gb", 2048, "ib-ndr400",
-                  {"tp": 1, "pp": 16, "dp": 128, "ep": 64, "micro_batch": 1, "recompute": "selective",
-                   "distributed_optimizer": True, "framework": "deepseek-dualpipe",
-                   "optimizer_precision": "bf16-moments"}, precision="fp8"),
+             DSV3_JOB,
              "the figure is Table 1's pre-training row (context extension, 119K, and post-training, 5K, "
              "excluded), i.e. s1's 180K GPU-hours per trillion tokens x 14.8T: a steady-state rate, so the batch "
              "ramp (3072 -> 15360 over the first 469B tokens, s4.2) is not in it and the final batch 15360 is "
@@ -91,10 +94,7 @@ CASES = [
              "this estimate's layer and head times, so it would not set the pace"),
     External("DeepSeek-V3 DualPipe F&B pair, H800", "deepseek-ai/profile-data train.json (2025-02-27)",
              "fb_pair_s", 0.1290,
-             _job("deepseek-v3", 1.48e13, 4096, {"sequences": 15360}, "h800-sxm-80gb", 2048, "ib-ndr400",
-                  {"tp": 1, "pp": 16, "dp": 128, "ep": 64, "micro_batch": 1, "recompute": "selective",
-                   "distributed_optimizer": True, "framework": "deepseek-dualpipe",
-                   "optimizer_precision": "bf16-moments"}, precision="fp8"),
+             DSV3_JOB,
              "DeepSeek's PyTorch-profiler trace of one DualPipe step pair on an H800 at the V3 pretraining layout "
              "(EP 64, TP 1, 4K sequences; one 4K sequence per micro-batch: FlashAttention's forward grid 32 x 128 "
              "blocks of 128 tokens), routing simulated as exactly balanced, PP communication left out: the forward "
