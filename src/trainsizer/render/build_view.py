@@ -146,7 +146,7 @@ def print_build(out: dict[str, Any], lang: str, console: Console | None = None) 
                      acceptance_rows(out["acceptance"]), L))
     ph = out["phases"]
     con.print(_table(t("b_phases_title", L), [t("item", L), t("b_weeks", L), t("source", L)],
-                     [[t(f"b_phase_{p['id']}", L), f"{p['weeks_low']:g}-{p['weeks_high']:g}", p["source"]]
+                     [[t(f"b_phase_{p['id']}", L), (f"{p['weeks_low']:g}-{p['weeks_high']:g}" if p['weeks_high'] else "—"), p["source"]]
                       for p in ph["rollout"]]
                      + [[t("b_scale_out", L), "", ph["scale_out"]["recabling"][:80]]], L))
     thumbs = _table(t("b_thumbs_title", L), [t("item", L), t("b_guide", L), t("b_ours", L), t("b_agrees", L)],
