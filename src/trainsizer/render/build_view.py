@@ -75,10 +75,17 @@ def network_table(net: dict, L: str) -> Table:
     nv = net["nvlink"]
     rows.append([t("b_nvlink", L), t("nvlink_domain_row", L).format(tech=nv["tech"], gpus=nv["gpus_per_domain"],
                                                                     domains=nv["domains"]),
-                 t("nvls_row", L).format(yes=t("b_yes", L) if nv["nvls"] else t("b_no", L)), "",
+                 _nvls_cell(nv, L), "",
                  f"{nv['gb_s_per_gpu_bidir']:g} GB/s"])
     return _table(t("b_network_title", L), [t("b_fabric", L), t("b_topology", L), t("b_switch", L),
                                             t("b_leaf_spine_core", L), t("b_ports", L)], rows, L)
+
+
+def _nvls_cell(nv: dict, L: str) -> str:
+    """NVLink SHARP is an NVSwitch feature: a switchless domain (AMD's xGMI mesh, PCIe) has no such cell."""
+    if not str(nv["tech"]).startswith("nvlink"):
+        return "—"
+    return t("nvls_row", L).format(yes=t("b_yes", L) if nv["nvls"] else t("b_no", L))
 
 
 def storage_rows(st: dict, L: str) -> list[tuple[str, Any]]:
