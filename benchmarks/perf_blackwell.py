@@ -165,6 +165,23 @@ def generation_pairs(cs: list[tuple[str, str, float, float]], new: str = "gb300"
     return out
 
 
+def gpu_pairs(cs: list[tuple[str, str, float, float]], new: str = "B200",
+              old: str = "H100") -> list[tuple[str, float, float]]:
+    """(model and recipe, measured, predicted `new` / `old` tokens/s/GPU) for every model and FP8 recipe the page
+    lists on both systems, each at its own table layout: at one release, whether the model's B200 runs as far
+    ahead of its H100 as the measured one (the NeMo 25.02 rows, perf_heldout.py, ran the first Blackwell release)."""
+    rows = {r["id"]: r for r in csv.DictReader(DATA.open(encoding="utf-8"))}
+    by_key: dict[tuple[str, str, str], tuple[float, float]] = {}
+    for rid, system, m, p in cs:
+        by_key[(system, rows[rid]["model"], rows[rid]["precision"])] = (m, p)
+    out = []
+    for (system, model, precision), (m, p) in by_key.items():
+        twin = by_key.get((old, model, precision))
+        if system == new and twin:
+            out.append((f"{model} {precision}", m / twin[0], p / twin[1]))
+    return out
+
+
 def main() -> None:
     cs = cases()
     print(f"{'row':56s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
@@ -196,6 +213,9 @@ def main() -> None:
         print(f"  {name:36s} measured {meas:.3f} predicted {pred:.3f}")
     print("GB200 / B200 throughput at the same layout (rated peaks 2.5 / 2.25 PF BF16; measured vs predicted):")
     for name, meas, pred in generation_pairs(cs, "gb200", "b200"):
+        print(f"  {name:36s} measured {meas:.3f} predicted {pred:.3f}")
+    print("B200 / H100 tokens/s/GPU at one release, each at its table layout (measured vs predicted):")
+    for name, meas, pred in gpu_pairs(cs):
         print(f"  {name:36s} measured {meas:.3f} predicted {pred:.3f}")
     print("model FLOPs per token, NVIDIA's table vs this estimator under NVIDIA's convention (causal attention):")
     for name, s, nvidia, ours in flop_check():

@@ -42,6 +42,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from harness import Case, mape, num, whole
@@ -171,6 +172,37 @@ def system_pairs(cases: list[tuple[Case, str, dict[str, str]]], new: str = "gb20
     return out
 
 
+# Sources measured on one software release, each as (GPU, source): the NeMo 25.02 container ran on DGX H100 for
+# dgxc-benchmarking v25.04 (25.02.01) and on DGX B200 for the NeMo 25.02 performance page; compared on the FP8 rows
+# both list (delayed scaling, the one recipe NeMo 2.2 has)
+ONE_RELEASE = {"NeMo 25.02": (("H100", "NVIDIA dgxc Nemotron-4 (H100)"), ("B200", "NVIDIA NeMo 25.02 docs (B200 FP8)"))}
+
+
+def throughput_err(case: Case) -> float:
+    """Signed throughput error of a time row (+ = predicted too fast), whether it publishes tokens/s or a step."""
+    if case.metric == "step_time_s":
+        return case.measured / case.predicted - 1.0
+    return case.predicted / case.measured - 1.0
+
+
+def one_release_two_gpus(cases: list[tuple[Case, str, dict[str, str]]]) -> list[tuple[str, str, list, list]]:
+    """(release, model, [(GPU, mean throughput error, rows)] per source) for the FP8 models both sources of one
+    release list, and "all FP8 rows": whether the model's error follows the release (the software) or the GPU
+    (the kernels that release ran on it)."""
+    out = []
+    for release, sides in ONE_RELEASE.items():
+        errs: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for c, _, r in cases:
+            if not c.skipped and r["precision"] == "fp8":
+                for model in (r["model"], "all FP8 rows"):
+                    errs[(c.source, model)].append(throughput_err(c))
+        common = set.intersection(*({m for src, m in errs if src == source} for _, source in sides))
+        for m in sorted(common):
+            out.append((release, m, [(gpu, float(np.mean(errs[(src, m)])), len(errs[(src, m)]))
+                                     for gpu, src in sides]))
+    return out
+
+
 def main() -> None:
     cases = run_all()
     print(f"{'row':48s} {'metric':20s} {'published':>11s} {'predicted':>11s} {'error':>8s}  memory")
@@ -197,6 +229,10 @@ def main() -> None:
     print("GB200 / B200 at the same layout (different releases and FP8 recipes; measured vs predicted):")
     for model, rel, meas, pred in system_pairs(cases):
         print(f"  {model:20s} {rel:30s} measured {meas:.3f} predicted {pred:.3f}")
+    print("One release on two GPUs (FP8 rows, delayed scaling; mean throughput error, + = predicted too fast):")
+    for release, model, sides in one_release_two_gpus(cases):
+        cells = "  ".join(f"{gpu} {err:+6.1%} (n={n})" for gpu, err, n in sides)
+        print(f"  {release:10s} {model:16s} {cells}")
     refused = [c for c in scored if c.skipped]
     print(f"refused rows (runs that were made: each is a bug): {len(refused)}")
     for c in refused:

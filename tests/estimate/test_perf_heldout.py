@@ -105,3 +105,26 @@ def test_gb200_b200_pairs_are_the_rows_at_the_same_layout(results):
                                                   "nemotron-4-340b"]
     for model, _, measured, predicted in pairs:
         assert 1.0 < measured < 1.3 and 0.9 < predicted < 1.5, model
+
+
+def test_throughput_error_has_one_sign_for_step_and_rate_rows():
+    """+ = predicted too fast, whether a row publishes tokens/s (predicted above) or a step time (predicted below)."""
+    fast_rate = ph.Case("r", "s", "tokens_per_s_per_gpu", 100.0, 110.0)
+    fast_step = ph.Case("r", "s", "step_time_s", 1.1, 1.0)
+    assert ph.throughput_err(fast_rate) == pytest.approx(0.10)
+    assert ph.throughput_err(fast_step) == pytest.approx(0.10)
+
+
+def test_one_release_on_two_gpus(results):
+    """The NeMo 25.02 container on DGX H100 (dgxc v25.04, 25.02.01) and on DGX B200 (the 25.02 page): the FP8 models
+    both list (Nemotron-4 15B, 340B) and all FP8 rows, H100 first. On H100 that release's rows come out within a few
+    percent (+0.7% on average today); its B200 rows are the 25.02 source (+12.2%): the gap follows the GPU the
+    release ran on, not the release's framework settings (docs/frameworks.md, stack generations)."""
+    out = ph.one_release_two_gpus(results)
+    assert [m for _, m, _ in out] == ["all FP8 rows", "nemotron-4-15b", "nemotron-4-340b"]
+    for _, model, sides in out:
+        assert [gpu for gpu, _, _ in sides] == ["H100", "B200"], model
+    counts = {m: [n for _, _, n in sides] for _, m, sides in out}
+    assert counts == {"all FP8 rows": [5, 6], "nemotron-4-15b": [3, 1], "nemotron-4-340b": [2, 1]}
+    h100_all = out[0][2][0][1]
+    assert abs(h100_all) < 0.06  # today +0.7%
