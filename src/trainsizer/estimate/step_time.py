@@ -409,6 +409,18 @@ def _ce_unfused(x: _Step) -> Any:
     return np.asarray(x.fw.ce_unfused_fp32, bool) | (x.loss_impl == "vocab-parallel-unfused")
 
 
+def _fp8_weight_casts(x: _Step) -> Any:
+    """FP8 weight casts per micro-batch: once per step with the style's FP8 weight cache, every micro-batch
+    without; FP8 primary weights (fp8_param_allgather) cast only the shard ZeRO-3 / FSDP updates, and a frozen
+    base stored in FP8 (LoRA under NeMo's fp8_params / Megatron-Core fp8_param_gather: TE fp8_model_init creates
+    the base weights as FP8 tensors at load) is never cast again, since no optimizer step changes it."""
+    casts = np.where(np.asarray(x.fw.fp8_weight_cache), 1.0 / x.m, 1.0)
+    casts = casts / np.where(np.asarray(x.fw.fp8_param_allgather) & (x.zero >= 3), x.d * x.c, 1.0)
+    if x.training.trains_base_weights:
+        return casts
+    return np.where(np.asarray(x.fw.fp8_param_allgather), 0.0, casts)
+
+
 def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     """Compute time of one average decoder layer (compute.py) and its forward + backward for one micro-batch,
     with QLoRA's dequantisation of the NF4 weights."""
@@ -421,8 +433,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              trains_base_weights=training.trains_base_weights,
                              moe_capacity_factor=training.moe_capacity_factor,
                              elementwise_passes=_elementwise_passes(x),
-                             fp8_weight_casts=np.where(np.asarray(x.fw.fp8_weight_cache), 1.0 / x.m, 1.0)
-                             / np.where(np.asarray(x.fw.fp8_param_allgather) & (x.zero >= 3), x.d * x.c, 1.0),
+                             fp8_weight_casts=_fp8_weight_casts(x),
                              selective_op_policy=x.fw.selective_op_policy,
                              attention_span=training.attention_span,
                              split_projections=x.fw.split_projections, ce_unfused_fp32=_ce_unfused(x),
@@ -797,7 +808,9 @@ def _dp_comm_replicated(x: _Step, g: _Grads) -> tuple[np.ndarray, np.ndarray]:
         0.0,
     )
     bucket = np.maximum(fw.grad_bucket_params, np.asarray(fw.grad_bucket_params_per_dp_rank) * g.n_dp)
-    bucket_frac = np.minimum(1.0, bucket / np.maximum(g.local_dense + g.local_expert, 1.0))
+    # buckets hold the gradients of trainable parameters only (Megatron-Core DistributedDataParallel and torch
+    # DDP skip requires_grad False; LoRA: the adapters), so a frozen base adds no buckets and no latencies
+    bucket_frac = np.minimum(1.0, bucket / np.maximum((g.local_dense + g.local_expert) * g.train_frac, 1.0))
     # every bucket is its own collective and pays its own latency (alpha-beta: ring RS / AG n - 1 steps)
     extra = np.maximum(np.ceil(1.0 / bucket_frac) - 1.0, 0.0)
     lat_rs = comm.reduce_scatter_time(0.0, g.n_dp, g.k_dp, r, system)

@@ -1,0 +1,139 @@
+"""Held-out check on NVIDIA's MLPerf Training closed-division submissions (H100, B200, GB200 / GB300 NVL72), v5.0
+(published 2025-06-04) and v5.1 (2025-11-12): Llama 3.1 405B pre-training on 512 to 8,192 H100 and 256 / 512 GB200,
+Llama 3.1 8B pre-training on 72 and 512 GB200 / GB300, Llama 2 70B LoRA on 8 B200 and 8 to 512 GB200 / GB300. All
+FP8, all NeMo / Megatron-Core with Transformer Engine (the `megatron-core` style). No constant was fitted on them.
+
+Data: benchmarks/data/nvidia_mlperf.csv (one row per system, benchmark and scale: the median of the result logs'
+per-block train_step_time -- per-step where a log has no per-block figure --, the layout from the submission's
+config_*.sh and its training script, and an `assumed` column saying what the submission does not state or what a
+job cannot say). The v5.1 FP4 (NVFP4) submissions -- every v5.1 405B run and the 8-GPU 8B and LoRA runs -- are not
+in the file: the estimator has no NVFP4 training recipe (docs/frameworks.md, Known gaps).
+
+What a job cannot state, printed beside the rows rather than fitted: the LoRA runs' FP8 dot-product attention
+(FP8_DPA, forward and backward), timed here in BF16; the CUDA graphs of the GB200 / GB300 runs (the estimate has no
+host launch cost for dense layers, so there is nothing for them to remove). The v5.0 GB200 405B rows source a
+config_common_blackwell.sh the submission does not include: their FP8 recipe is custom.yaml's default, delayed
+scaling; the MXFP8 estimate is printed beside them.
+
+Run: python benchmarks/perf_mlperf.py
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from harness import Case, Fit, fit_of, mape, print_fits
+from trainsizer.catalog import load_catalog
+from trainsizer.estimate.step_time import step_time_arrays
+from trainsizer.scenario import resolve_job
+
+DATA = Path(__file__).resolve().parent / "data" / "nvidia_mlperf.csv"
+
+
+def job(r: dict[str, str], fp8_recipe: str | None = None) -> dict:
+    """The row as a job (fp8_recipe: the row's, or the one given for the alternative printed beside it)."""
+    lora = r["task"] == "lora"
+    slots = r["pipeline_slots"] == "1"
+    out = {
+        "model": r["model"], "method": "lora" if lora else "pretrain", "seq_len": int(r["seq_len"]),
+        "data": {"samples": 1e5, "avg_tokens": int(r["seq_len"])} if lora else {"tokens": 1e9},
+        "global_batch": {"sequences": int(r["global_batch_seqs"])}, "precision": r["precision"],
+        "fp8_recipe": fp8_recipe or r["fp8_recipe"],
+        "hardware": {"accelerator": r["accelerator"], "count": int(r["gpu_count"]), "network": r["network"]},
+        "strategy": {"tp": int(r["tp"]), "pp": int(r["pp"]), "cp": int(r["cp"]), "vpp": int(r["vpp"]),
+                     "micro_batch": int(r["micro_batch"]), "recompute": "none", "framework": "megatron-core",
+                     # every submission: use_distributed_optimizer True, MegatronMixedPrecision
+                     # grad_reduce_in_fp32=False (pretrain.py / train.py)
+                     "distributed_optimizer": True, "grad_reduce_in_fp32": False,
+                     "fp8_param_allgather": r["fp8_params"] == "1",
+                     "pipeline_embedding_layer": slots, "pipeline_loss_layer": slots,
+                     "tp_comm_overlap": r["tp_comm_overlap"] == "1", "loss_impl": r["loss_impl"]},
+    }
+    if lora:
+        # target_modules ["linear_proj", "linear_qkv"]: the fused QKV and the output projection
+        out["lora"] = {"rank": int(r["lora_rank"]), "targets": r["lora_targets"].split(";")}
+    return out
+
+
+def _predict(r: dict[str, str], cat, fp8_recipe: str | None = None) -> float:
+    sc = resolve_job(job(r, fp8_recipe), cat)
+    o = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)
+    step = float(np.asarray(o["step_s"]).reshape(-1)[0])
+    return sc.training.tokens_per_step / step / sc.system.gpus
+
+
+def _rows() -> list[dict[str, str]]:
+    return list(csv.DictReader(DATA.open(encoding="utf-8")))
+
+
+def cases() -> list[Case]:
+    cat = load_catalog()
+    out = []
+    for r in _rows():
+        c = Case(r["id"], r["source_key"], "tokens_per_sec_per_gpu", float(r["tokens_per_sec_per_gpu"]))
+        c.predicted = _predict(r, cat)
+        out.append(c)
+    return out
+
+
+def mxfp8_alternative() -> list[tuple[str, float, float]]:
+    """(row, measured, predicted under MXFP8) for the rows whose FP8 recipe is assumed (v5.0 GB200 405B)."""
+    cat = load_catalog()
+    return [(r["id"], float(r["tokens_per_sec_per_gpu"]), _predict(r, cat, "mxfp8"))
+            for r in _rows() if r["accelerator"] in ("gb200", "gb300") and r["fp8_recipe"] == "delayed"
+            and r["task"] == "pretrain"]
+
+
+def fits() -> list[Fit]:
+    """Each row's predicted peak memory against the card's usable memory (every row ran on real hardware)."""
+    cat = load_catalog()
+    out = []
+    for r in _rows():
+        sc = resolve_job(job(r), cat)
+        out.append(fit_of(r["id"], sc.model, sc.training, sc.system, sc.strategy))
+    return out
+
+
+def scaling(cs: list[Case]) -> list[tuple[str, float, float]]:
+    """(pair, measured, predicted per-GPU throughput ratio) of one benchmark and system at two scales."""
+    by = {c.row_id: c for c in cs}
+    out = []
+    for c in cs:
+        stem, n = c.row_id.rsplit("_", 1)
+        smaller = [x for x in cs if x.row_id.rsplit("_", 1)[0] == stem and int(x.row_id.rsplit("_", 1)[1][:-3])
+                   < int(n[:-3])]
+        if smaller:
+            base = min(smaller, key=lambda x: int(x.row_id.rsplit("_", 1)[1][:-3]))
+            out.append((f"{stem} {n} / {base.row_id.rsplit('_', 1)[1]}", c.measured / base.measured,
+                        c.predicted / by[base.row_id].predicted))
+    return out
+
+
+def main() -> None:
+    cs = cases()
+    print(f"{'row':46s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
+    for c in cs:
+        print(f"{c.row_id:46s} {c.measured:9.0f} {c.predicted:9.0f} {100 * c.err:+7.1f}")
+    for rid, m, p in mxfp8_alternative():
+        print(f"  assumed recipe: {rid} under MXFP8 instead of delayed scaling: {p:.0f} ({100 * (p - m) / m:+.1f}%)")
+    print(f"\nMLPerf Training v5.0 / v5.1 NVIDIA (held out): n={len(cs)} MAPE {mape(cs):.1f}%, 0 refused")
+    for src in dict.fromkeys(c.source for c in cs):
+        sub = [c for c in cs if c.source == src]
+        print(f"  {src:52s} n={len(sub):2d} MAPE {mape(sub):5.1f}%")
+    for part in dict.fromkeys(c.row_id.split("_")[1] for c in cs):
+        sub = [c for c in cs if c.row_id.split("_")[1] == part]
+        print(f"  {part:8s} n={len(sub):2d} MAPE {mape(sub):5.1f}%")
+    print("one benchmark and system at two scales (per-GPU throughput ratio, measured vs predicted):")
+    for name, meas, pred in scaling(cs):
+        print(f"  {name:52s} measured {meas:.3f} predicted {pred:.3f}")
+    print("worst rows:")
+    for c in sorted(cs, key=lambda c: -abs(c.err))[:5]:
+        print(f"  {c.row_id:46s} {100 * c.err:+7.1f}%")
+    print_fits(fits(), "MLPerf Training v5.0 / v5.1 NVIDIA")
+
+
+if __name__ == "__main__":
+    main()

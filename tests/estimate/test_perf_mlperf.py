@@ -1,0 +1,39 @@
+"""Held-out MLPerf Training v5.0 / v5.1 NVIDIA rows (benchmarks/perf_mlperf.py): H100, B200, GB200 / GB300 NVL72,
+Llama 3.1 405B / 8B pre-training and Llama 2 70B LoRA, FP8; nothing fitted on these rows. The bounds are what the
+estimator reached when the source was added, with a margin, not tuned."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import perf_mlperf as pm  # noqa: E402
+from harness import mape  # noqa: E402
+
+
+def test_nvidia_mlperf_rows():
+    cs = pm.cases()
+    # every FP8 submission of the three benchmarks is in the file and none is refused
+    assert len(cs) == 20 and not any(c.skipped for c in cs)
+    by_src = {}
+    for c in cs:
+        by_src.setdefault(c.source, []).append(c)
+    # reached: 405B pre-training 2.6% (H100 -0.9..+4.4% from 512 to 8,192 GPUs, GB200 +5.1 / +5.5%)
+    assert mape(by_src["MLPerf Training v5.0 NVIDIA (Llama 3.1 405B pretrain)"]) <= 4.0
+    # reached: v5.0 LoRA 2.9% (9.5% while a frozen base stored in FP8 was re-cast every step)
+    assert mape(by_src["MLPerf Training v5.0 NVIDIA (Llama 2 70B LoRA)"]) <= 5.0
+    # reached: 9.9% over the 20 rows (44% before a LoRA job's frozen base stopped adding gradient buckets); the
+    # v5.1 LoRA rows -26..-36% (NeMo 25.09's stack, not a job option: docs/frameworks.md Known gaps)
+    assert mape(cs) <= 11.5
+    assert all(abs(c.err) < 0.4 for c in cs)
+
+
+def test_per_gpu_throughput_falls_with_scale_as_measured():
+    """H100 405B from 512 to 8,192 GPUs: the per-GPU throughput falls (measured 0.875 of the 512-GPU figure at
+    8,192, DP 64), and the estimate falls too."""
+    ratios = {name: (meas, pred) for name, meas, pred in pm.scaling(pm.cases())}
+    meas, pred = ratios["mlperf5.0_h100_llama31_405b_fp8 8192gpu / 512gpu"]
+    assert meas < 0.9 and pred < 0.95
