@@ -6,7 +6,10 @@ Rows: benchmarks/data/finetune_heldout.csv (source URL and locator, date, confid
 cell the source does not state). Each row goes through the public job path (resolve_job) with the row's
 framework style, method, LoRA rank and targets, optimizer, recompute, loss implementation, compile, activation
 offloading, optimizer-in-backward, CPU offload and (QLoRA) whether PEFT's fp32 upcast applies. Three kinds of figure:
-- tokens/s: the row's total (`tokens_scope` total) or per GPU; the estimate is tokens per step / step time;
+- tokens/s: the row's total (`tokens_scope` total) or per GPU; the estimate is tokens per step / step time,
+  real tokens (padding not counted) where the row runs unpacked samples (packing false with avg_tokens: each
+  micro-batch padded to its longest sample, lengths lognormal with the row's length_sigma; rows without
+  avg_tokens run every sample at seq_len);
 - peak memory: `GiB-active` rows (torch.cuda peak active bytes) are compared with the estimate's allocated bytes
   (total less CUDA context, NCCL buffers and allocator fragmentation); `GiB-allocator` rows (a caching-allocator
   statistic of unstated kind: torchtune's training.get_memory_stats reports active, allocated and reserved, all
@@ -66,6 +69,10 @@ def job(r: dict[str, str]) -> dict:
                      "optimizer_in_backward": _bool(r["optimizer_in_backward"]), "offload": r["offload"],
                      "framework": r["stack"]},
     }
+    if r["length_sigma"]:  # unpacked samples' spread (lognormal; estimate.sample_lengths)
+        out["data"]["length_sigma"] = num(r["length_sigma"])
+    if r["max_tokens"]:
+        out["data"]["max_tokens"] = num(r["max_tokens"])
     if r["optimizer_impl"]:
         out["strategy"]["optimizer_impl"] = r["optimizer_impl"]
     if r["kbit_upcast"]:
@@ -164,7 +171,7 @@ def report(cs: list[Case]) -> None:
 # what must agree for two rows to count as the same run on two GPUs
 LAYOUT = ("stack", "model", "gpu_count", "method", "lora_rank", "lora_targets", "precision", "fp8_recipe", "recompute",
           "activation_offload", "tp", "pp", "vpp", "micro_batch", "global_batch_seqs", "seq_len", "packing",
-          "avg_tokens")
+          "avg_tokens", "length_sigma", "max_tokens")
 
 
 def generation_pairs(cs: list[Case], new: str = "gb300", old: str = "gb200") -> list[tuple[str, float, float]]:
@@ -183,9 +190,27 @@ def generation_pairs(cs: list[Case], new: str = "gb300", old: str = "gb200") -> 
     return out
 
 
+def spread_sensitivity(sigmas: tuple[float, ...] = (0.0, 0.3, 1.0)) -> list[tuple[str, float, float, float]]:
+    """(row, length_sigma, measured, predicted tokens/s) of the unpacked-sample rows at other length spreads
+    than the row states (an assumption where the source publishes none): what that assumption moves."""
+    cat = load_catalog()
+    out = []
+    for r in csv.DictReader(DATA.open(encoding="utf-8")):
+        if _bool(r["packing"]) or not r["avg_tokens"] or not r["tokens_per_s"]:
+            continue
+        for sigma in sigmas:
+            for c in row_cases({**r, "length_sigma": str(sigma)}, cat):
+                if c.metric == "tokens_s":
+                    out.append((r["id"], sigma, c.measured, c.predicted))
+    return out
+
+
 def main() -> None:
     cs = cases()
     report(cs)
+    print("unpacked samples at other length spreads (length_sigma; tokens/s measured vs predicted):")
+    for rid, sigma, meas, pred in spread_sensitivity():
+        print(f"  {rid:32s} sigma {sigma:3.1f} measured {meas:9.1f} predicted {pred:9.1f} ({100 * (pred / meas - 1):+.1f}%)")
     print("GB300 / GB200 tokens/s at the same layout (equal rated peaks; measured vs predicted):")
     for rid, meas, pred in generation_pairs(cs):
         print(f"  {rid:36s} measured {meas:.3f} predicted {pred:.3f}")

@@ -31,7 +31,10 @@ def job(r: dict[str, str], packed: bool = True) -> dict:
     lora = r["task"] == "LoRA"
     out = {
         "model": MODELS[r["model"]], "method": "lora" if lora else "full", "seq_len": int(r["seq_len"]),
-        "data": {"samples": 1e5, "avg_tokens": SQUAD_AVG_TOKENS}, "packing": packed,
+        # the unpacked comparison keeps rows of seq_len full of tokens (data as a token count): only the attention
+        # span differs from the packed rows; data as samples without packing would pad each to its own length
+        "data": {"samples": 1e5, "avg_tokens": SQUAD_AVG_TOKENS} if packed else {"tokens": 1e5 * SQUAD_AVG_TOKENS},
+        "packing": packed,
         "global_batch": {"sequences": int(r["global_batch_seqs"])}, "precision": "fp8", "fp8_recipe": "delayed",
         "hardware": {"accelerator": "h100-sxm-80gb", "count": int(r["gpu_count"]), "network": "ib-ndr400"},
         "strategy": {"tp": int(r["tp"]), "pp": int(r["pp"]), "vpp": int(r["vpp"]),

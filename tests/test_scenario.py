@@ -72,6 +72,22 @@ def test_dpo_samples_are_pairs_so_tokens_double(catalog):
     assert sc.training.sequences_per_sample == 2
 
 
+def test_unpacked_samples_take_one_step_per_batch_of_samples_and_say_their_padding(catalog):
+    """Unpacked SFT data (samples x avg_tokens, no packing): a step is a batch of samples, whatever their length,
+    and the note states the dynamic padding assumed; packing keeps today's full rows."""
+    data = {"samples": 51_200, "avg_tokens": 300, "length_sigma": 0.8, "epochs": 2}
+    job = {**JOB, "data": data, "global_batch": {"sequences": 128}}
+    sc = resolve_job(job, catalog)
+    assert sc.training.per_sample_rows and sc.training.sample_tokens < 300
+    assert sc.steps == 51_200 * 2 // 128
+    assert any("padded to its longest sample" in n for n in sc.notes)
+    packed = resolve_job({**job, "packing": True}, catalog)
+    plain = resolve_job({**job, "packing": True, "data": {k: v for k, v in data.items() if k != "length_sigma"}},
+                        catalog)
+    assert not packed.training.per_sample_rows and packed.training == plain.training
+    assert evaluate(packed, catalog)["time"] == evaluate(plain, catalog)["time"]
+
+
 def test_hand_described_network_takes_the_shipped_fallbacks(catalog):
     comm = load_constants().raw["comm"]
     job = {**BASE, "hardware": {"accelerator": "h100-sxm-80gb", "count": 16, "per_node": 8,

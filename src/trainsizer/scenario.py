@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainsizer.errors import SpecError, StrategyError, TrainsizerError
 from trainsizer.estimate.inputs import Strategy, System, Training
+from trainsizer.estimate.sample_lengths import real_tokens
 from trainsizer.estimate.train_time import tokens_run, whole_steps
 from trainsizer.messages import msg
 from trainsizer.models import ModelArch, load_model
@@ -171,6 +172,10 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Catalog,
     if job.global_batch.tokens is not None and job.global_batch.tokens % job.seq_len:
         notes.append(msg("note_batch_tokens_rounded", tokens=job.global_batch.tokens, seq_len=job.seq_len,
                          sequences=training.global_batch_seqs, step_tokens=training.tokens_per_step))
+    if training.per_sample_rows:
+        notes.append(msg("note_unpacked_samples", mean=f"{training.sample_mean_tokens:g}",
+                         sigma=f"{training.sample_sigma:g}", cap=f"{training.row_cap:g}",
+                         real=f"{training.sample_tokens:.0f}"))
     listed = _listed_accelerators(job, catalog, origin)
     bare = Scenario(job=job, model=model, training=training, notes=tuple(notes))
     return bare if job.hardware is None else _with_hardware(job, catalog, origin, listed, bare)
@@ -208,7 +213,17 @@ def _training(job: Job) -> Training:
         moe_capacity_factor=job.moe_capacity_factor,
         fp8_recipe=job.fp8_recipe,
         attention_span=int(min(job.data.avg_tokens, job.seq_len)) if job.packing and job.data.avg_tokens else 0,
+        **_sample_rows(job),
     )
+
+
+def _sample_rows(job: Job) -> dict[str, float]:
+    """Unpacked samples (data as samples x avg_tokens, packing false): micro-batches padded to their longest
+    sample (Training.sample_mean_tokens / sample_sigma); anything else runs rows of seq_len."""
+    if job.packing or job.data.samples is None or job.data.avg_tokens is None:
+        return {}
+    return {"sample_mean_tokens": float(job.data.avg_tokens), "sample_sigma": float(job.data.length_sigma or 0.0),
+            "sample_max_tokens": float(job.data.max_tokens or 0.0)}
 
 
 def _listed_accelerators(job: Job, catalog: Catalog, origin: str) -> dict[str, set[str] | None]:
@@ -262,6 +277,10 @@ def _tokens_total(job: Job) -> float:
     one sequence (prompt + one response), so each sample is two sequences; `tokens` and `dataset_gb` already
     count everything processed."""
     total = job.data.tokens_total
+    if _sample_rows(job):  # unpacked samples are truncated at seq_len: each contributes E[min(L, seq_len)]
+        rows = _sample_rows(job)
+        cap = min(job.seq_len, rows["sample_max_tokens"] or job.seq_len)
+        total = job.data.samples * job.data.epochs * real_tokens(rows["sample_mean_tokens"], rows["sample_sigma"], cap)
     if job.method == "dpo" and job.data.samples is not None:
         total *= 2
     return total

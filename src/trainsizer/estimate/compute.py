@@ -212,7 +212,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     b = np.asarray(micro_batch, float)
     e = np.maximum(np.asarray(ep, float), 1.0)
     rc = np.asarray(recompute)
-    s = float(seq_len)
+    s = np.asarray(seq_len, float)  # positions per row (arrays: unpacked samples' padded rows per micro-batch)
     tok = b * s / c  # tokens entering this GPU's GEMMs (full TP-group sequence shard)
     bwd_gemm = 2.0 if trains_base_weights else 1.0
     d = _dense_parts(shapes, tok, t, np.asarray(sp, float), rates, np.asarray(split_projections, bool),
@@ -401,14 +401,16 @@ def _fp8_casts(tokens, k_in: float, n_out: float, weights: float, rates: Rates, 
             stream_time(tokens * n_out * cast, rates, kernels=per * n_bwd))
 
 
-def _attention_core(shapes: ModelShapes, tok, b, c, s: float, t, rates: Rates, *, flash: bool,
-                    flash_rate: float, flash_bwd_over_fwd: float, attention_span: float, flash_head_pad: Any = 1.0):
+def _attention_core(shapes: ModelShapes, tok, b, c, s: Any, t, rates: Rates, *, flash: bool,
+                    flash_rate: float, flash_bwd_over_fwd: float, attention_span: Any, flash_head_pad: Any = 1.0):
     """(forward, backward) seconds of one layer's attention core: FlashAttention by its FLOPs (on the head dims
     its kernel is compiled for: `flash_head_pad`, flash_head_dim_ratio), or eager batched GEMMs plus the
     softmax/dropout traffic over the s x s score matrix."""
     heads_l = shapes.heads / t
     if flash:
-        span = min(float(attention_span), s) if attention_span else s
+        # the span is the caller's (packed: the sample length; unpacked: per padded position, which may exceed
+        # the mean padded row when lengths vary, E[L^2] / E[max L]); 0 = the whole row
+        span = np.where(np.asarray(attention_span, float) > 0, attention_span, s)
         core_flops = (2.0 * tok * span * heads_l * (shapes.d_qk + shapes.d_v) * causal_fraction(span)
                       * flash_head_pad)
         a_fwd = core_flops / flash_rate + rates.kernel_fixed_s

@@ -72,12 +72,13 @@ def max_seq_len(
     limit: int = 1 << 22, options: MemoryOptions = DEFAULT_OPTIONS,
 ) -> FitResult:
     """Longest sequence length (a multiple of `granularity`, and of 2*cp under context parallelism) that
-    fits."""
+    fits: rows that long (unpacked samples' lengths set aside, Training.peak_row_tokens)."""
     cp = int(np.asarray(strategy.cp))
     step = int(np.lcm(granularity, 2 * cp)) if cp > 1 else granularity
+    full_rows = replace(training, sample_mean_tokens=0.0)
 
     def est(k: int) -> MemoryEstimate:
-        return estimate_memory(model, replace(training, seq_len=k * step), system, strategy, options,
+        return estimate_memory(model, replace(full_rows, seq_len=k * step), system, strategy, options,
                                check=False)
 
     k = _bisect(1, max(1, limit // step), lambda k: est(k).fits)

@@ -168,7 +168,7 @@ def causal_fraction(seq_len: float, block: float = 128.0) -> float:
 
     FlashAttention skips tiles above the diagonal and computes the diagonal tiles fully (Dao 2023, FA2 s3.1).
     """
-    return min(1.0, 0.5 * (1.0 + block / max(seq_len, 1.0)))
+    return np.minimum(1.0, 0.5 * (1.0 + block / np.maximum(seq_len, 1.0)))
 
 
 # ---------------------------------------------------------------------------- published closed forms

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from trainsizer.estimate.sample_lengths import real_tokens
 from trainsizer.messages import msg
 
 # The names a job file shares with the estimators: one definition in trainsizer.names, re-exported here.
@@ -72,6 +73,13 @@ class Training:
     # samples share a seq_len row and attend only within themselves (varlen attention), so the attention core
     # spans the average sample length. 0 = unpacked (or no shorter samples): the whole seq_len.
     attention_span: int = 0
+    # Unpacked samples (no packing; data given as samples x avg_tokens): each micro-batch is padded to its longest
+    # sample, truncated at seq_len (estimate.sample_lengths). `sample_mean_tokens` is the samples' mean length
+    # before truncation, `sample_sigma` the spread of ln(length) (lognormal; 0 = all samples that long).
+    # 0 = every row seq_len long (pre-training text, packed rows, or no per-sample description): today's rows.
+    sample_mean_tokens: float = 0.0
+    sample_sigma: float = 0.0
+    sample_max_tokens: float = 0.0  # the longest sample (data.max_tokens); 0 = unknown: as long as seq_len
 
     @property
     def trains_base_weights(self) -> bool:
@@ -89,9 +97,37 @@ class Training:
         return self.method == "dpo"
 
     @property
+    def per_sample_rows(self) -> bool:
+        """Rows padded per micro-batch to the longest sample (unpacked samples), not seq_len long."""
+        return self.sample_mean_tokens > 0
+
+    @property
+    def row_cap(self) -> float:
+        """The longest row of unpacked samples: seq_len, or the longest sample when shorter (data.max_tokens)."""
+        if self.sample_max_tokens > 0:
+            return float(min(self.seq_len, self.sample_max_tokens))
+        return float(self.seq_len)
+
+    @property
+    def peak_row_tokens(self) -> float:
+        """Positions per row of the longest micro-batch, what peak memory is planned for: seq_len, or for
+        unpacked samples the longest sample's length when data.max_tokens says it is shorter (one such sample pads
+        its whole micro-batch to it)."""
+        return self.row_cap if self.per_sample_rows else float(self.seq_len)
+
+    @property
+    def sample_tokens(self) -> float:
+        """Real (not padding) tokens of one sequence: E[min(L, seq_len)] for unpacked samples, else seq_len."""
+        if not self.per_sample_rows:
+            return float(self.seq_len)
+        return real_tokens(self.sample_mean_tokens, self.sample_sigma, self.row_cap)
+
+    @property
     def tokens_per_step(self) -> int:
-        """Tokens processed per optimizer step (both sequences of a DPO pair)."""
-        return self.seq_len * self.global_batch_seqs * self.sequences_per_sample
+        """Tokens processed per optimizer step (both sequences of a DPO pair): real tokens, not padding."""
+        if not self.per_sample_rows:
+            return self.seq_len * self.global_batch_seqs * self.sequences_per_sample
+        return max(1, round(self.sample_tokens * self.global_batch_seqs * self.sequences_per_sample))
 
 
 @dataclass(frozen=True)

@@ -358,7 +358,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     dpc, divisors = _shard_divisors(s)
     # tokens and micro-batches
     pairs = float(training.sequences_per_sample)  # DPO: chosen + rejected per sample
-    seq = float(training.seq_len)
+    seq = training.peak_row_tokens  # seq_len, or the longest unpacked sample (Training.peak_row_tokens)
     tokens = mb * seq / cp * pairs
     n_micro = pipeline.micro_batches(training.global_batch_seqs, d, mb)
     sp_div = np.where((t > 1) & (s["sequence_parallel"] > 0), t, 1.0)
@@ -490,7 +490,7 @@ def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, optio
     """Per-layer bytes of one micro-batch per strategy: (dense, MoE) with the chosen recompute (Megatron's
     selective re-running strategy.recompute_modules where given), and (dense, MoE) without it (the
     full-recompute working set); strategy.norm_kernel applied."""
-    seq = float(training.seq_len)
+    seq = training.peak_row_tokens  # seq_len, or the longest unpacked sample (Training.peak_row_tokens)
     # routed token-slots on the busiest GPU: top-k x capacity factor (Training.moe_capacity_factor)
     k = float(model.experts_per_token or 0) * float(training.moe_capacity_factor)
     # (profile, recompute) item set per strategy: row 3*profile + recompute of a 9-row table (row 6: zeros,

@@ -63,6 +63,10 @@ def check_training(training: Training) -> None:
         )
     if training.seq_len <= 0 or training.global_batch_seqs <= 0:
         raise SpecError("training.seq_len", msg("seq_and_batch_positive"))
+    if training.sample_mean_tokens < 0 or not 0 <= training.sample_sigma <= 3:
+        raise SpecError("training.sample_sigma", msg("sample_lengths_range"),
+                        value=(training.sample_mean_tokens, training.sample_sigma),
+                        allowed="sample_mean_tokens >= 0 (0 = rows of seq_len), 0 <= sample_sigma <= 3")
     if not training.moe_capacity_factor > 0:
         raise SpecError("training.moe_capacity_factor", msg("moe_capacity_positive"),
                         value=training.moe_capacity_factor, allowed="> 0: 1.0, 1.25, 2.0, ...")

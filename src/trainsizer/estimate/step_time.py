@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from trainsizer.errors import SpecError, TrainsizerError, did_you_mean, quoted
-from trainsizer.estimate import comm, compute, pipeline
+from trainsizer.estimate import comm, compute, pipeline, sample_lengths
 from trainsizer.estimate.calibration import Calibration, PerfConstants, load_constants, rates
 from trainsizer.estimate.flops import (
     forward_flops_per_token,
@@ -108,6 +108,10 @@ class PerfStyle:
     # after the first (_hp_grad_accum)
     fp16_grad_accum_bytes: float = 0.0
     split_projections: bool = False  # q, k, v and gate, up are separate nn.Linear GEMMs (torchtitan, HF Llama)
+    # padded micro-batches of unpacked samples: the attention kernel skips the padding, so each sample attends
+    # over its own length (transformers' _flash_attention_forward unpads by the attention mask: _upad_input,
+    # flash_attn_varlen_func); otherwise it runs over the padded rows (_rows)
+    unpads_padding: bool = False
     # eager RoPE: forward HBM bytes per element of q and k as the model code runs it (perf_constants.yaml
     # frameworks:; HF's rotate_half and torchtitan's complex product 20, torchtune's float stack 48)
     rope_eager_bytes: float = 20.0
@@ -329,8 +333,10 @@ class _Step:
     zero: np.ndarray
     sp: np.ndarray  # sequence parallel in effect (requested and TP > 1)
     m: np.ndarray  # micro-batches per step
-    tok: np.ndarray  # tokens of one micro-batch on one GPU (after CP)
+    tok: np.ndarray  # tokens of one micro-batch on one GPU (after CP), padding included
     act: float  # bytes per activation element on the wire
+    row: Any = 0.0  # positions per sequence row (seq_len, or the padded length of unpacked samples: _rows)
+    span: Any = 0.0  # keys a position attends over (0 = the whole row; Training.attention_span, _rows)
     strategy_dispatcher: str = "auto"  # Strategy.moe_dispatcher (one of MOE_DISPATCHERS)
     optimizer_impl: str = "fused"  # Strategy.optimizer_impl (one of OPTIMIZER_IMPLS; None = fused)
     loss_impl: str = "auto"  # Strategy.loss_impl (one of LOSS_IMPLS)
@@ -358,14 +364,31 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
     t, d, c, b = a["tp"], a["dp"], a["cp"], a["micro_batch"]
     # a micro-batch of b samples is b x sequences_per_sample sequences (DPO: chosen + rejected)
     seqs = float(training.sequences_per_sample)
+    row, span = _rows(training, b * seqs, fw.unpads_padding)
     return _Step(model=model, training=training, system=system, k=k, fw=fw, r=r, a=a, t=t, p=a["pp"],
                  v=np.maximum(a["vpp"], 1.0), d=d, c=c, e=np.maximum(a["ep"], 1.0), b=b, rc=a["recompute"],
                  zero=a["zero"], sp=(a["sequence_parallel"] > 0) & (t > 1),
                  m=pipeline.micro_batches(training.global_batch_seqs, d, b),
-                 tok=b * seqs * float(training.seq_len) / c, act=r.act_bytes,
+                 tok=b * seqs * row / c, act=r.act_bytes, row=row, span=span,
                  strategy_dispatcher=str(getattr(strategy, "moe_dispatcher", "auto")),
                  optimizer_impl=_optimizer_impl(strategy), loss_impl=str(getattr(strategy, "loss_impl", "auto")),
                  recompute_modules=getattr(strategy, "recompute_modules", None))
+
+
+def _rows(training: Training, sequences, unpads: Any) -> tuple[Any, Any]:
+    """(positions per row, attention span) for micro-batches of `sequences` rows. Unpacked samples
+    (Training.per_sample_rows) are padded to the longest of the micro-batch, E[max L] (sample_lengths); their
+    attention covers each sample's own length where the kernel skips the padding (`unpads`: transformers'
+    FlashAttention-2 path unpads the rows by the attention mask and runs flash_attn_varlen_func), E[L^2] per
+    sample, else the padded rows (SDPA / fused attention with is_causal over the padded batch), E[max L^2] per
+    row; as a span per padded position both divide by E[max L]. Other rows: seq_len and Training.attention_span."""
+    if not training.per_sample_rows:
+        return float(training.seq_len) + 0.0 * np.asarray(sequences, float), training.attention_span
+    mean, sigma, cut = training.sample_mean_tokens, training.sample_sigma, training.row_cap
+    row = sample_lengths.padded_tokens(mean, sigma, cut, sequences)
+    varlen = sample_lengths.squared_tokens(mean, sigma, cut) / row
+    padded = sample_lengths.padded_squared(mean, sigma, cut, sequences) / row
+    return row, np.where(np.asarray(unpads, bool), varlen, padded)
 
 
 def _rates(system: System, training: Training, k: PerfConstants, calibration: Calibration | None,
@@ -427,7 +450,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     model, training, k, r, t, rc = x.model, x.training, x.k, x.r, x.t, x.rc
     seqs = float(training.sequences_per_sample)
     bwd_ratio = r.flash_bwd_over_fwd if np.any(r.flash_bwd_over_fwd) else k.flash_bwd_over_fwd
-    lt = compute.layer_times(_shapes(model), training.seq_len, r, tp=t, cp=x.c, micro_batch=x.b * seqs, sp=x.sp,
+    lt = compute.layer_times(_shapes(model), x.row, r, tp=t, cp=x.c, micro_batch=x.b * seqs, sp=x.sp,
                              recompute=rc, ep=x.e, flash=training.flash_attention, flash_rate=r.flash_flops,
                              flash_bwd_over_fwd=bwd_ratio,
                              trains_base_weights=training.trains_base_weights,
@@ -435,7 +458,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              elementwise_passes=_elementwise_passes(x),
                              fp8_weight_casts=_fp8_weight_casts(x),
                              selective_op_policy=x.fw.selective_op_policy,
-                             attention_span=training.attention_span,
+                             attention_span=x.span,
                              split_projections=x.fw.split_projections, ce_unfused_fp32=_ce_unfused(x),
                              recompute_modules=x.recompute_modules,
                              flash_head_pad=compute.flash_head_dim_ratio(*model.head_dims, x.fw.attention_kernel))
@@ -1018,7 +1041,12 @@ def _flops(x: _Step, step: np.ndarray) -> dict[str, np.ndarray]:
     hardware FLOPs add the recompute; DPO's reference forward is work the algorithm needs, so it counts in
     both)."""
     model, training = x.model, x.training
+    # context per token: seq_len, or for unpacked samples E[L^2] / E[L], the keys a real token attends over on
+    # average (padding is neither model nor useful work: tokens_per_step counts real tokens)
     s = float(training.seq_len)
+    if training.per_sample_rows:
+        s = (sample_lengths.squared_tokens(training.sample_mean_tokens, training.sample_sigma, training.row_cap)
+             / training.sample_tokens)
     tokens = float(training.tokens_per_step)
     gpus = x.t * x.p * x.d * x.c
     ref_flops = forward_flops_per_token(model, s) if training.has_reference_model else 0.0

@@ -101,6 +101,12 @@ class DataSpec(_Strict):
     bytes_per_token: float = Field(DEFAULT_BYTES_PER_TOKEN, ge=0.5, le=64)
     samples: float | None = Field(None, ge=1, le=MAX_TOKENS)
     avg_tokens: float | None = Field(None, ge=1, le=10_000_000)
+    # spread of the sample lengths without packing: the standard deviation of ln(length), lengths lognormal
+    # with mean avg_tokens (estimate.sample_lengths); None = every sample avg_tokens long
+    length_sigma: float | None = Field(None, ge=0, le=3)
+    # the longest sample (tokens); None = unknown, as long as seq_len. Unpacked rows are never longer, and peak
+    # memory is planned for a micro-batch padded to min(max_tokens, seq_len)
+    max_tokens: float | None = Field(None, ge=1, le=10_000_000)
     epochs: float = Field(1.0, gt=0, le=10_000)
 
     @model_validator(mode="after")
@@ -111,6 +117,11 @@ class DataSpec(_Strict):
                                  given=msg("job_given", names=", ".join(given)) if given else ""))
         if self.samples is not None and self.avg_tokens is None:
             raise ValueError(msg("job_samples_need_avg"))
+        if self.max_tokens is not None and self.avg_tokens is not None and self.max_tokens < self.avg_tokens:
+            raise ValueError(msg("job_max_below_avg", max_tokens=f"{self.max_tokens:g}",
+                                 avg_tokens=f"{self.avg_tokens:g}"))
+        if (self.length_sigma is not None or self.max_tokens is not None) and self.samples is None:
+            raise ValueError(msg("job_length_sigma_needs_samples"))
         return self
 
     @property
@@ -288,7 +299,8 @@ class Job(_Strict):
     optimizer: Optimizer = "adamw"
     flash_attention: bool = True
     # sequence packing: samples shorter than seq_len share a row and attend within themselves (needs
-    # data.avg_tokens for their length)
+    # data.avg_tokens for their length). Without packing, data given as samples x avg_tokens runs each
+    # micro-batch padded to its longest sample (the collators' dynamic padding; estimate.sample_lengths)
     packing: bool = False
     # MoE routing imbalance: tokens an expert receives relative to a perfectly balanced router (1.0).
     moe_capacity_factor: float = Field(1.0, gt=0, le=16)

@@ -1,0 +1,68 @@
+"""Sample lengths of unpacked fine-tuning data, and the padded rows they run as.
+
+Without packing, the fine-tuning collators pad each micro-batch to its longest sample, not to the cutoff:
+transformers DataCollatorWithPadding / DataCollatorForSeq2Seq (padding=True, "longest"; LLaMA-Factory and
+TRL use them), torchtune padded_collate_sft, NeMo GPTSFTDataset (pad_to_max_length false). Samples longer
+than the cutoff (`seq_len`) are truncated to it. So a micro-batch of b samples runs b rows of max(L_1..L_b)
+positions, of which sum(L_i) are real tokens.
+
+Sample lengths are lognormal with mean `mean_tokens` (the data's average, before truncation) and `sigma`, the
+standard deviation of ln(length) (sigma 0: every sample `mean_tokens` long), a shape, not a fitted constant:
+the user states it. Expectations are taken on N equiprobable quantiles of that distribution (quadrature), so
+E[max of b] is exact for sampling with replacement from those N lengths:
+P(max = x_k) = (k / N)^b - ((k - 1) / N)^b for the sorted lengths x_1 <= ... <= x_N.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from statistics import NormalDist
+
+import numpy as np
+
+QUANTILES = 4096  # quadrature points (the tails past 1 / 8192 are folded into the extreme points)
+
+
+@lru_cache(maxsize=1)
+def _unit_normal_quantiles() -> np.ndarray:
+    nd = NormalDist()
+    return np.array([nd.inv_cdf((k + 0.5) / QUANTILES) for k in range(QUANTILES)])
+
+
+@lru_cache(maxsize=256)
+def _lengths(mean_tokens: float, sigma: float, cutoff: float) -> np.ndarray:
+    """Sorted sample lengths (N equiprobable quantiles), truncated at the cutoff."""
+    z = _unit_normal_quantiles()
+    raw = mean_tokens * np.exp(sigma * z - 0.5 * sigma * sigma)  # lognormal with mean `mean_tokens`
+    return np.minimum(raw, float(cutoff))
+
+
+def real_tokens(mean_tokens: float, sigma: float, cutoff: float) -> float:
+    """Expected tokens of one sample after truncation at the cutoff: E[min(L, cutoff)]."""
+    return float(np.mean(_lengths(mean_tokens, sigma, cutoff)))
+
+
+def squared_tokens(mean_tokens: float, sigma: float, cutoff: float) -> float:
+    """E[min(L, cutoff)^2]: what attention over each sample's own length costs, per sample."""
+    x = _lengths(mean_tokens, sigma, cutoff)
+    return float(np.mean(x * x))
+
+
+def _max_weights(b: np.ndarray) -> np.ndarray:
+    """P(the maximum of b draws is the k-th smallest of N equiprobable points), shape b.shape + (N,)."""
+    k = np.arange(1, QUANTILES + 1, dtype=float) / QUANTILES
+    bb = np.maximum(np.asarray(b, float), 1.0)[..., None]
+    return k ** bb - (k - 1.0 / QUANTILES) ** bb
+
+
+def padded_tokens(mean_tokens: float, sigma: float, cutoff: float, micro_batch) -> np.ndarray:
+    """Expected positions per row of a micro-batch of `micro_batch` samples padded to its longest one:
+    E[max(L_1..L_b)] (arrays of micro-batch sizes broadcast)."""
+    x = _lengths(mean_tokens, sigma, cutoff)
+    return np.asarray(_max_weights(micro_batch) @ x)
+
+
+def padded_squared(mean_tokens: float, sigma: float, cutoff: float, micro_batch) -> np.ndarray:
+    """E[max(L_1..L_b)^2]: attention over the padded rows (every row as long as the longest sample)."""
+    x = _lengths(mean_tokens, sigma, cutoff)
+    return np.asarray(_max_weights(micro_batch) @ (x * x))
