@@ -1,4 +1,4 @@
-"""Held-out check on AMD Instinct (MI325X, MI350X, MI355X; MI300X refused): MLPerf Training v5.1 and v5.0, AMD's
+"""Held-out check on AMD Instinct (MI300X, MI325X, MI350X, MI355X): MLPerf Training v5.1 and v5.0, AMD's
 closed submissions (published 2025-11-12 and 2025-06-04): Llama 3.1 8B pre-training (v5.1: MI355X, MI350X) and
 Llama 2 70B LoRA (v5.1: MI300X, MI325X, MI350X, MI355X; v5.0: MI300X, MI325X), all on one 8-GPU node, FP8. No constant was fitted on them: the AMD GEMM shares
 (perf_constants.yaml gemm.efficiency_max) come from measured matmul rates, the xGMI mesh from RCCL measurements.
@@ -9,9 +9,10 @@ saying what the submission does not state). The stack is NeMo / Megatron-Core wi
 (hipBLASLt FP8 GEMMs, CK fused attention), modelled as the `megatron-core` style; both benchmarks run data
 parallel 8 (TP = PP = CP = 1), so the xGMI mesh carries only the gradient reduce-scatter / all-gather.
 
-The MI300X LoRA rows recompute 21 of their 80 layers in full (activations_checkpoint_num_layers 21, block), which a
-job cannot state: they are refused, and their estimates with no recompute and with full recompute are printed as
-bounds.
+The MI300X LoRA rows recompute the first 21 of their 80 layers in full (NeMo activations_checkpoint_method block,
+activations_checkpoint_num_layers 21): strategy.recompute full with recompute_method block, recompute_num_layers 21
+(estimate/partial_recompute.py); their estimates with no recompute and with every layer recomputed are printed
+beside them as bounds.
 
 Run: python benchmarks/perf_amd.py
 """
@@ -33,7 +34,7 @@ RECOMPUTE = {"none": "none", "full": "full", "selective": "selective"}  # what a
 
 
 def job(r: dict[str, str], recompute: str | None = None) -> dict:
-    """The row as a job (recompute: the row's, or the one given for a refused row's bounds)."""
+    """The row as a job (recompute: the row's, or the one given, every layer alike, for a partial row's bounds)."""
     lora = r["task"] == "lora"
     out = {
         "model": r["model"], "method": "lora" if lora else "pretrain", "seq_len": int(r["seq_len"]),
@@ -48,9 +49,15 @@ def job(r: dict[str, str], recompute: str | None = None) -> dict:
                      # config's optim name picks mcore_distributed_optim only for several nodes)
                      "distributed_optimizer": not lora, "grad_reduce_in_fp32": False},
     }
+    if recompute is None and r["recompute_method"]:
+        out["strategy"] |= {"recompute_method": r["recompute_method"],
+                            "recompute_num_layers": int(r["recompute_num_layers"])}
     if lora:
         # target_modules ['attention']: the fused QKV (linear_qkv) and the output projection (linear_proj)
         out["lora"] = {"rank": int(r["lora_rank"]), "targets": r["lora_targets"].split(";")}
+        # megatron_gpt_peft_tuning_config.yaml: fp8_params ${FP8} (True in every config_*.sh): the frozen base built
+        # as FP8 tensors; disable_parameter_transpose_cache True (and ENABLE_TRANSPOSE_CACHE=0): no cached transpose
+        out["strategy"] |= {"fp8_param_allgather": True, "fp8_transpose_cache": False}
     return out
 
 
@@ -67,7 +74,7 @@ def cases() -> list[Case]:
     for r in csv.DictReader(DATA.open(encoding="utf-8")):
         c = Case(r["id"], r["source_key"], "tokens_per_sec_per_gpu", float(r["tokens_per_sec_per_gpu"]))
         if r["recompute"] not in RECOMPUTE:
-            c.skipped = f"recompute '{r['recompute']}' cannot be stated (partial full recompute)"
+            c.skipped = f"recompute '{r['recompute']}' cannot be stated"
         else:
             c.predicted = _predict(r, cat)
         out.append(c)
@@ -75,21 +82,39 @@ def cases() -> list[Case]:
 
 
 def bounds() -> list[tuple[str, float, float, float]]:
-    """(row, measured, predicted with no recompute, with full recompute) for the refused rows."""
+    """(row, measured, predicted with no recompute, with every layer recomputed) for the partial-recompute rows."""
     cat = load_catalog()
     return [(r["id"], float(r["tokens_per_sec_per_gpu"]), _predict(r, cat, "none"), _predict(r, cat, "full"))
-            for r in csv.DictReader(DATA.open(encoding="utf-8")) if r["recompute"] not in RECOMPUTE]
+            for r in csv.DictReader(DATA.open(encoding="utf-8")) if r["recompute_method"]]
 
 
 def fits() -> list[Fit]:
-    """Each runnable row's predicted peak memory against the card's usable memory (every row ran; the refused
-    rows' recompute cannot be stated, so neither can their memory)."""
+    """Each runnable row's predicted peak memory against the card's usable memory (every row ran)."""
     cat = load_catalog()
     out = []
     for r in csv.DictReader(DATA.open(encoding="utf-8")):
         if r["recompute"] in RECOMPUTE:
             sc = resolve_job(job(r), cat)
             out.append(fit_of(r["id"], sc.model, sc.training, sc.system, sc.strategy))
+    return out
+
+
+def fewest_block_layers() -> list[tuple[str, int, int | None]]:
+    """(row, its recompute_num_layers, the fewest block layers with which it is predicted to fit) for the
+    partial-recompute rows: a check of the memory estimate against the choice the submitter made."""
+    cat = load_catalog()
+    out = []
+    for r in csv.DictReader(DATA.open(encoding="utf-8")):
+        if r["recompute_method"] != "block":
+            continue
+        fewest = None
+        for n in range(0, 81):
+            row = r | {"recompute_num_layers": str(n)}
+            sc = resolve_job(job(row), cat)
+            if fit_of(r["id"], sc.model, sc.training, sc.system, sc.strategy).fits:
+                fewest = n
+                break
+        out.append((r["id"], int(r["recompute_num_layers"]), fewest))
     return out
 
 
@@ -114,8 +139,8 @@ def main() -> None:
         else:
             print(f"{c.row_id:48s} {c.measured:9.0f} {c.predicted:9.0f} {100 * c.err:+7.1f}")
     for rid, m, none, full in bounds():
-        print(f"  refused {rid}: no recompute {none:.0f} ({100 * (none - m) / m:+.1f}%), "
-              f"full recompute {full:.0f} ({100 * (full - m) / m:+.1f}%)")
+        print(f"  partial recompute {rid}: bounds no recompute {none:.0f} ({100 * (none - m) / m:+.1f}%), "
+              f"every layer {full:.0f} ({100 * (full - m) / m:+.1f}%)")
     scored = [c for c in cs if not c.skipped]
     print(f"\nMLPerf Training v5.0 / v5.1 AMD (held out): n={len(scored)} MAPE {mape(cs):.1f}%, "
           f"{len(cs) - len(scored)} refused")
@@ -132,6 +157,8 @@ def main() -> None:
     for c in sorted(scored, key=lambda c: -abs(c.err))[:3]:
         print(f"  {c.row_id:48s} {100 * c.err:+7.1f}%")
     print_fits(fits(), "MLPerf Training v5.0 / v5.1 AMD")
+    for rid, n, fewest in fewest_block_layers():
+        print(f"  {rid}: recomputes {n} layers (block); the fewest predicted to fit: {fewest}")
 
 
 if __name__ == "__main__":

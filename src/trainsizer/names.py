@@ -13,6 +13,10 @@ RECOMPUTE = ("none", "selective", "full")
 # ["core_attn"]): what "selective" re-runs in backward. core_attn, mlp, moe, shared_experts are checkpointed whole;
 # moe_act, layernorm and mla_up_proj keep their inputs and discard their outputs once used (CheckpointWithoutOutput).
 RECOMPUTE_MODULES = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts")
+# Partial full recompute (Megatron-Core recompute_method with recompute_granularity full and recompute_num_layers N;
+# NeMo activations_checkpoint_method / _num_layers): per model chunk, "uniform" checkpoints the layers in groups of N
+# (each group's input kept, every layer re-run), "block" the first N layers one by one (the others keep everything).
+RECOMPUTE_METHODS = ("uniform", "block")
 OFFLOAD = ("none", "optimizer", "optimizer+params")
 # Training frameworks whose memory and overlap behaviour the estimators model; "auto" picks one per strategy
 # (`estimate.framework` maps each name to a memory profile and a perf style; docs/frameworks.md).

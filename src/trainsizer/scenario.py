@@ -124,8 +124,10 @@ class Scenario:
             s = self.strategy
             out["strategy"] = {k: getattr(s, k) for k in (
                 "tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch", "recompute", "recompute_modules",
+                "recompute_method", "recompute_num_layers",
                 "offload", "sequence_parallel", "distributed_optimizer", "pipeline_embedding_layer",
                 "pipeline_loss_layer", "torch_compile", "loss_impl", "tp_comm_overlap", "fp8_param_allgather",
+                "fp8_transpose_cache",
                 "grad_reduce_in_fp32", "grad_reduce_overlap", "attention_kernel", "norm_kernel",
                 "moe_dispatcher", "moe_a2a_overlap", "activation_offload", "optimizer_in_backward", "optimizer_impl", "optimizer_precision", "kbit_upcast",
                 "framework")}
@@ -418,10 +420,12 @@ def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
     return Strategy(
         tp=s.tp, pp=s.pp, vpp=s.vpp, dp=dp, cp=s.cp, ep=s.ep, zero=zero, shard_group=shard_group,
         micro_batch=s.micro_batch, recompute=s.recompute, recompute_modules=s.recompute_modules, offload=s.offload,
+        recompute_method=s.recompute_method, recompute_num_layers=s.recompute_num_layers,
         sequence_parallel=s.sequence_parallel and s.tp > 1, distributed_optimizer=s.distributed_optimizer,
         pipeline_embedding_layer=s.pipeline_embedding_layer, pipeline_loss_layer=s.pipeline_loss_layer,
         torch_compile=s.torch_compile, loss_impl=s.loss_impl, tp_comm_overlap=s.tp_comm_overlap,
-        fp8_param_allgather=s.fp8_param_allgather, grad_reduce_in_fp32=s.grad_reduce_in_fp32,
+        fp8_param_allgather=s.fp8_param_allgather, fp8_transpose_cache=s.fp8_transpose_cache,
+        grad_reduce_in_fp32=s.grad_reduce_in_fp32,
         grad_reduce_overlap=s.grad_reduce_overlap,
         attention_kernel=s.attention_kernel, norm_kernel=s.norm_kernel,
         moe_dispatcher=s.moe_dispatcher, moe_a2a_overlap=s.moe_a2a_overlap,

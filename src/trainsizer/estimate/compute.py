@@ -189,7 +189,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                 elementwise_passes: Any = 1.0, fp8_weight_casts: Any = 1.0,
                 selective_op_policy: Any = False, attention_span: float = 0.0,
                 split_projections: Any = False, ce_unfused_fp32: Any = False,
-                recompute_modules: tuple[str, ...] | None = None, flash_head_pad: Any = 1.0) -> LayerTimes:
+                recompute_modules: tuple[str, ...] | None = None, flash_head_pad: Any = 1.0,
+                full_recompute_share: Any = 1.0) -> LayerTimes:
     """Compute seconds of one average decoder layer per micro-batch on one GPU.
 
     `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast. `moe_capacity_factor`: tokens
@@ -206,6 +207,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     arrays allowed): the loss upcasts the logits and runs Megatron's cross-entropy as separate kernels (CE_BYTES).
     `recompute_modules`: Megatron-Core's selective recompute by module (`_module_recompute`); None = the attention
     core. `flash_head_pad`: the flash kernel's executed over actual head-dim width (flash_head_dim_ratio).
+    `full_recompute_share`: the share of the layers full recompute re-runs (partial_recompute.py; 1 = all).
     """
     t = np.asarray(tp, float)
     c = np.asarray(cp, float)
@@ -238,7 +240,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
         shapes, tuple(recompute_modules), tok, t, rates, elementwise_passes, moe_capacity_factor,
         _module_parts(shapes, d, a_fwd, m_fwd_l, rates))
     sel = np.where(np.asarray(selective_op_policy, bool), op_recomp, a_recomp)
-    recomp = np.where(rc == 2, recomp_full_sum / L, np.where(rc == 1, sel, 0.0))
+    recomp = np.where(rc == 2, np.asarray(full_recompute_share, float) * recomp_full_sum / L,
+                      np.where(rc == 1, sel, 0.0))
     head_fwd, head_bwd = _lm_head(shapes, tok, t, d.seq_share, bwd_gemm, rates, ce_unfused_fp32)
     return LayerTimes(fwd=fwd_sum / L, bwd=bwd_sum / L + recomp, head_fwd=head_fwd, head_bwd=head_bwd,
                       attn_fwd=a_fwd)

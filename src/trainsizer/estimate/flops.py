@@ -137,12 +137,13 @@ def model_flops_per_token(model: ModelArch, seq_len: float, trains_base_weights:
 
 def hardware_flops_per_token(
     model: ModelArch, seq_len: float, recompute: Any = "none", trains_base_weights: bool = True,
-    recompute_modules: tuple[str, ...] | None = None,
+    recompute_modules: tuple[str, ...] | None = None, full_share: Any = 1.0,
 ) -> Any:
     """FLOPs actually issued per token, counting recompute (Narayanan Eq. 3; Korthikanti Eq. 8).
 
     `recompute`: a mode name (-> float) or an array of RECOMPUTE_CODE values (-> array, one per strategy);
-    `recompute_modules`: what selective re-runs (`selective_recompute_flops`).
+    `recompute_modules`: what selective re-runs (`selective_recompute_flops`); `full_share`: the share of the
+    layers full recompute re-runs (partial_recompute.py: Megatron's block method; 1 = every layer).
     Non-causal attention convention (what the papers count); see `causal_fraction` for the executed share.
     """
     if isinstance(recompute, str):
@@ -151,12 +152,12 @@ def hardware_flops_per_token(
 
             raise unknown_name("strategy.recompute", "recompute mode", recompute, RECOMPUTE_CODE)
         return float(hardware_flops_per_token(model, seq_len, RECOMPUTE_CODE[recompute], trains_base_weights,
-                                              recompute_modules))
+                                              recompute_modules, full_share))
     lf = layer_flops(model)
     fwd_layers = lf.gemm() + lf.attn_core(seq_len)
     bwd_mult = 2.0 if trains_base_weights else 1.0
     code = np.asarray(recompute)
-    recomputed = np.where(code == RECOMPUTE_CODE["full"], fwd_layers,
+    recomputed = np.where(code == RECOMPUTE_CODE["full"], fwd_layers * np.asarray(full_share, dtype=float),
                           np.where(code == RECOMPUTE_CODE["selective"],
                                    selective_recompute_flops(model, seq_len, recompute_modules), 0.0))
     # a frozen LM head (LoRA) needs its input gradient only, like the frozen decoder GEMMs

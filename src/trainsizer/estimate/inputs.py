@@ -203,6 +203,11 @@ class Strategy:
     # Megatron-Core recompute_modules (names.RECOMPUTE_MODULES): what "selective" re-runs; None = the attention
     # core (its default ["core_attn"]); one value for the whole batch
     recompute_modules: tuple[str, ...] | None = None
+    # partial full recompute (names.RECOMPUTE_METHODS; Megatron-Core recompute_method / recompute_num_layers), where
+    # recompute is full: per model chunk "uniform" checkpoints groups of N layers, "block" the first N; None = every
+    # layer on its own; one value for the whole batch (estimate/partial_recompute.py)
+    recompute_method: str | None = None
+    recompute_num_layers: int | None = None
     offload: Any = "none"
     sequence_parallel: Any = True  # Megatron SP; only matters when tp > 1
     distributed_optimizer: Any = False
@@ -220,6 +225,9 @@ class Strategy:
     # FP8 weight all-gather: torchtitan enable_fsdp_float8_all_gather (FSDP2); Megatron-Core --fp8-param-gather,
     # whose GEMM weights are stored in FP8 (no bf16 copy)
     fp8_param_allgather: Any = None
+    # the FP8 primary weights' transposes cached between uses (TE); False = Megatron-Core
+    # disable_parameter_transpose_cache (TELinear passes is_first_microbatch None: re-made at each use); None = kept
+    fp8_transpose_cache: Any = None
     # Megatron-Core grad_reduce_in_fp32 (None = the style's default: fp32 main_grad); false = bf16 gradient
     # buffer, reduced in bf16 (NeMo / Megatron-Bridge performance recipes); torchtitan mixed_precision_reduce
     grad_reduce_in_fp32: Any = None

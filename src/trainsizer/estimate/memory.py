@@ -65,6 +65,7 @@ from trainsizer.estimate.model_states import (
     param_layout,
     state_bytes,
 )
+from trainsizer.estimate.partial_recompute import chunk_shares
 from trainsizer.estimate.validate import (
     check_strategy,
     offload_layers_asked,
@@ -260,6 +261,7 @@ class _Batch:
     eager_sac: np.ndarray  # torchtitan per-op SAC without torch.compile (its recompute working set)
     bf16_grads: np.ndarray  # Megatron-Core gradient buffer in bf16 (grad_reduce_in_fp32 false), per strategy
     fp8_params: np.ndarray  # Megatron-Core FP8 primary weights (fp8_param_gather), per strategy
+    fp8_transpose_bytes: float  # ... their cached transpose per GEMM weight (0: disable_parameter_transpose_cache)
     grad_reduce_in_fp32: bool | None  # the job's option (None: the style's default)
     kbit_upcast: bool  # QLoRA: non-quantised weights in fp32 (PEFT prepare_model_for_kbit_training)
     head_cast: bool  # ... and run under autocast: the LM head's 16-bit weight cast is saved (`_head_weight_cast`)
@@ -277,6 +279,8 @@ class _Batch:
     moe_none: np.ndarray
     st: dict[str, Any]  # model-state bytes per parameter, per strategy's profile
     w16: float  # 16-bit weight copies (fp32 when training in fp32)
+    # Strategy.recompute_method / recompute_num_layers (one value per batch; partial_recompute.py)
+    partial_recompute: tuple[str | None, int | None] = (None, None)
 
     def ssum(self, cum: np.ndarray, start: np.ndarray, stop: np.ndarray, n: np.ndarray) -> np.ndarray:
         """Sum of a per-layer cumulative table over a stage's layers (interleaved: the stage's layer count at
@@ -394,11 +398,13 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, z=z, rec=rec, off=s["offload"],
                   name=name, mega=mega, titan=titan, kbit_upcast=upcast_w, head_cast=head_cast,
                   bf16_grads=bf16_grads,
-                  fp8_params=fp8_params, eager_sac=eager_sac, grad_reduce_in_fp32=g32, fresh_grads=fresh,
+                  fp8_params=fp8_params, fp8_transpose_bytes=_fp8_transpose_bytes(strategy), eager_sac=eager_sac, grad_reduce_in_fp32=g32, fresh_grads=fresh,
                   chunked_loss=chunked,
                   loss_bytes=loss_bytes, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro,
                   sp_div=sp_div, dense_b=dense_b, moe_b=moe_b, dense_none=dense_none, moe_none=moe_none, st=st,
-                  w16=float(act_bytes(training.precision)))
+                  w16=float(act_bytes(training.precision)),
+                  partial_recompute=(getattr(strategy, "recompute_method", None),
+                                     getattr(strategy, "recompute_num_layers", None)))
 
 
 def _profiles(training: Training, strategy: Strategy, options: MemoryOptions,
@@ -482,6 +488,17 @@ def _fp8_params(strategy: Strategy, name: str, mega: np.ndarray, z: np.ndarray) 
     style = "megatron-core" if name == "auto" else name
     default = fp8_primary_weights_default(style_option(style, "fp8_param_allgather"), z)
     return mega & default if name == "auto" else default
+
+
+def _fp8_transpose_bytes(strategy: Strategy) -> float:
+    """Bytes per GEMM weight of the FP8 primary weights' cached transpose (memory_constants.yaml fp8
+    param_cache_bytes_per_gemm_param): none under strategy.fp8_transpose_cache false, Megatron-Core's
+    disable_parameter_transpose_cache (TELinear.forward passes is_first_microbatch None, so Transformer Engine
+    re-makes the transpose for each backward instead of keeping it between micro-batches; NeMo and AMD's MLPerf
+    LoRA configs set it)."""
+    if getattr(strategy, "fp8_transpose_cache", None) is False:
+        return 0.0
+    return float(load_memory_constants()["fp8"]["param_cache_bytes_per_gemm_param"])
 
 
 def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, options: MemoryOptions, pre: _Pre,
@@ -725,7 +742,7 @@ def _full_states(b: _Batch, params: _StageParams, items: dict[str, Any]) -> _Sta
     items["master_weights"] = np.where(offload_opt, 0.0, st["master"] * opt_params)
     items["optimizer_states"] = np.where(offload_opt, 0.0, st["optimizer"] * opt_params)
     items["grad_fp32_copy"] = np.where(offload_opt, 0.0, st["grad_fp32_copy"] * opt_params)
-    cache = np.where(b.fp8_params, fp8c["param_cache_bytes_per_gemm_param"], st["fp8_cache"])
+    cache = np.where(b.fp8_params, b.fp8_transpose_bytes, st["fp8_cache"])
     items["fp8_weight_cache"] = np.where(b.z >= 3, 0.0, cache * (gemm_dense + p_exp))
     trainable_pg = p_dense + p_exp
     if training.method == "dpo":
@@ -745,6 +762,12 @@ def _adapter_states(b: _Batch, g: _Stage, params: _StageParams, items: dict[str,
     q_b, nq_b, qc_b = b.pre.base
     if training.method == "qlora" and not b.kbit_upcast:
         nq_b = b.w16  # e.g. torchtune: embeddings, norms and the output layer stay bf16 (no PEFT fp32 upcast)
+    if training.method == "lora" and np.any(b.fp8_params):
+        # FP8 primary weights under LoRA (NeMo fp8_params, Megatron-Core fp8_param_gather: te.fp8_model_init builds
+        # every TE linear's weight as an FP8 tensor, frozen or not): the 1-byte FP8 data, and its transpose for the
+        # input-gradient GEMM unless disable_parameter_transpose_cache re-makes it at each use
+        fp8_q = b.c["fp8"]["param_bytes_per_gemm_param"] + b.fp8_transpose_bytes
+        q_b = np.where(b.fp8_params, fp8_q, q_b)
     base = q_b * shard(gemm_dense, p_exp, 3) + nq_b * shard(nongemm_dense, 0.0, 3)
     items["base_weights_frozen"] = np.where(offload_par, 0.0, base)
     items["quant_constants"] = qc_b * shard(gemm_dense, p_exp, 3)
@@ -775,7 +798,13 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
     mtp = _on(g.is_last, float(model.mtp_layers), 0.0)
     n_moe = b.ssum(lay.cum_moe, g.start, g.stop, g.n_layers) + mtp
     n_all = g.n_layers + mtp
-    stage_layers = (n_all - n_moe) * b.dense_b + n_moe * b.moe_b
+    # recompute full: the layers Megatron's recompute_method checkpoints keep the full-recompute items, the others
+    # (block) every activation (partial_recompute.py; every layer checkpointed without a method)
+    part = chunk_shares(*b.partial_recompute, g.n_layers / np.maximum(b.v, 1.0))
+    full = rec == 2
+    dense_l = np.where(full, part.checkpointed * b.dense_b + part.kept * b.dense_none, b.dense_b)
+    moe_l = np.where(full, part.checkpointed * b.moe_b + part.kept * b.moe_none, b.moe_b)
+    stage_layers = (n_all - n_moe) * dense_l + n_moe * moe_l
     fl = in_flight_layer_microbatches(b.p, b.v, b.n_micro, g.rank)
     # interleaved: the embedding / loss slot takes a decoder layer's place in chunk 0 of the first rank / chunk v - 1
     # of the last, whose in-flight micro-batches are not the average chunk's (2p - 1 and 1 of fl x v)
@@ -793,10 +822,10 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
     has_moe = n_moe > 0
     working = np.where(has_moe, b.moe_none, b.dense_none)
     sac_rerun = np.maximum(working - np.where(has_moe, b.moe_b, b.dense_b), 0.0)
-    items["recompute_working_set"] = np.where(rec == 2, working, np.where(b.eager_sac, sac_rerun, 0.0))
+    items["recompute_working_set"] = np.where(full, part.working * working, np.where(b.eager_sac, sac_rerun, 0.0))
     rope = by_prof(lambda pr: hi[pr].rope_per_token)
     first_sp = by_prof(lambda pr: hi[pr].first_sp)
-    disc = by_prof(lambda pr: pre.discount[pr]) * (rec == 0)
+    disc = by_prof(lambda pr: pre.discount[pr]) * ((rec == 0) | (full & (part.checkpointed == 0)))
     emb_act = tokens * (rope + first_sp / sp_div)
     # the first layer's norm saves nothing when its input needs no gradient (LoRA, frozen embedding); the embedding
     # and the first layer are in chunk 0

@@ -46,6 +46,7 @@ from trainsizer.estimate.flops import (
 from trainsizer.estimate.framework import fp8_primary_weights_default
 from trainsizer.estimate.inputs import System, Training
 from trainsizer.estimate.model_states import check_training, lora_adapted_widths, lora_trainable_params
+from trainsizer.estimate.partial_recompute import strategy_chunk_shares
 from trainsizer.estimate.validate import check_strategy, require_one_strategy, strategy_arrays
 from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
@@ -341,13 +342,17 @@ class _Step:
     optimizer_impl: str = "fused"  # Strategy.optimizer_impl (one of OPTIMIZER_IMPLS; None = fused)
     loss_impl: str = "auto"  # Strategy.loss_impl (one of LOSS_IMPLS)
     recompute_modules: tuple[str, ...] | None = None  # Strategy.recompute_modules (Megatron-Core)
+    # the share of a chunk's layers whose forward runs again in the backward: 1 under full recompute of every layer,
+    # less under Megatron's block method (partial_recompute.py), 0 without full recompute
+    full_share: Any = 0.0
 
     @property
     def moe_rerun(self) -> np.ndarray:
         """The MoE block's forward runs again in backward: full recompute, or selective with recompute_modules
         "moe" (its dispatch and combine all-to-alls and per-expert kernels with it)."""
         again = self.recompute_modules is not None and "moe" in self.recompute_modules
-        return (self.rc == 2) | ((self.rc == 1) & again & ~np.asarray(self.fw.selective_op_policy, bool))
+        selective = (self.rc == 1) & again & ~np.asarray(self.fw.selective_op_policy, bool)
+        return np.where(selective, 1.0, self.full_share)
 
     @property
     def domain(self) -> int:
@@ -372,7 +377,9 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  tok=b * seqs * row / c, act=r.act_bytes, row=row, span=span,
                  strategy_dispatcher=str(getattr(strategy, "moe_dispatcher", "auto")),
                  optimizer_impl=_optimizer_impl(strategy), loss_impl=str(getattr(strategy, "loss_impl", "auto")),
-                 recompute_modules=getattr(strategy, "recompute_modules", None))
+                 recompute_modules=getattr(strategy, "recompute_modules", None),
+                 full_share=(a["recompute"] == 2) * strategy_chunk_shares(
+                     strategy, model.layers / np.maximum(a["pp"] * np.maximum(a["vpp"], 1.0), 1.0)).rerun)
 
 
 def _rows(training: Training, sequences, unpads: Any) -> tuple[Any, Any]:
@@ -460,7 +467,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              selective_op_policy=x.fw.selective_op_policy,
                              attention_span=x.span,
                              split_projections=x.fw.split_projections, ce_unfused_fp32=_ce_unfused(x),
-                             recompute_modules=x.recompute_modules,
+                             recompute_modules=x.recompute_modules, full_recompute_share=x.full_share,
                              flash_head_pad=compute.flash_head_dim_ratio(*model.head_dims, x.fw.attention_kernel))
     layer_mb = lt.fwd + lt.bwd
     if training.method == "qlora":
@@ -468,7 +475,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
         # write 2 B per weight element (Dettmers et al. 2023, QLoRA s3; bitsandbytes dequantize kernel).
         # Weight elements per average layer on this GPU: the dense GEMMs and every local expert (each one
         # that receives tokens is dequantised, not only a token's top-k).
-        passes = 2.0 + (rc == 2)
+        passes = 2.0 + x.full_share
         lf = layer_flops(model)
         dense_w = (lf.gemm() - lf.experts) / 2.0 / model.layers
         expert_w = _param_split(model)[1] / model.layers
@@ -494,7 +501,7 @@ def _lora_adapters(x: _Step) -> Any:
                               kernels=n_lin * lc["fwd_kernels"])
     bwd = compute.stream_time(elems(lc["bwd_in_elems"], lc["bwd_out_elems"]) * r.act_bytes, r,
                               kernels=n_lin * lc["bwd_kernels"])
-    return fwd * (1.0 + (x.rc == 2)) + bwd
+    return fwd * (1.0 + x.full_share) + bwd
 
 
 def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
@@ -521,7 +528,7 @@ def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
                                                       k.nvls_allreduce_gain), t_ar)
     sac_gathers = (x.rc == 1) & np.asarray(x.fw.selective_op_policy) & x.sp
     fwd, bwd = _tp_collectives_per_pass(x)
-    tp_per_layer = (fwd * (1.0 + (x.rc == 2)) + bwd + 1.0 * sac_gathers) * t_layer
+    tp_per_layer = (fwd * (1.0 + x.full_share) + bwd + 1.0 * sac_gathers) * t_layer
     if np.any(x.fw.tp_comm_overlap):  # hidden part still slows the GEMMs it overlaps (SM/HBM interference)
         tp_per_layer = tp_per_layer * _when(x.fw.tp_comm_overlap,
                                             1.0 - k.tp_overlap_fraction * (1.0 - k.overlap_interference), 1.0)
@@ -545,7 +552,7 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     """Host-bound regime: the CPU issues a layer's kernels no faster than host_s_per_layer_pass per pass
     (forward 1, recompute forward 1, backward 2 passes). GPU and host time of a layer combine as a soft
     maximum (gpu^q + host^q)^(1/q) (imperfect CPU run-ahead near the cross-over); returns the excess."""
-    host_layer = x.k.host_s_per_layer_pass * (3.0 + (x.rc == 2))
+    host_layer = x.k.host_s_per_layer_pass * (3.0 + x.full_share)
     gpu_layer = lt.fwd + lt.bwd + tp_per_layer
     q = x.k.host_gpu_blend_norm
     blend = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer
@@ -613,7 +620,7 @@ def _cp_comm(x: _Step, lt: compute.LayerTimes) -> np.ndarray:
     k_cp = comm.ranks_per_domain(c, x.t, x.domain)
     kv_bytes = x.tok * 2.0 * x.model.kv_dim / x.t * x.act * c
     cp_fwd = comm.all_gather_time(kv_bytes, c, k_cp, x.r, x.system)
-    return np.maximum(cp_fwd - lt.attn_fwd, 0.0) * (1.0 + 2.0 + (x.rc == 2))
+    return np.maximum(cp_fwd - lt.attn_fwd, 0.0) * (1.0 + 2.0 + x.full_share)
 
 
 def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
@@ -666,7 +673,7 @@ class _MicroBatch:
 def _micro_batch(x: _Step, lt: compute.LayerTimes, layer_mb: np.ndarray) -> _MicroBatch:
     """The slowest pipeline stage sets the pace (uneven splits: the first L mod p stages hold one more layer;
     the last stage holds the LM head + loss; the embedding lookup is a gather, not counted)."""
-    training, rc = x.training, x.rc
+    training = x.training
     t_ar, tp_per_layer = _tp_comm(x)
     host_excess = _host_excess(x, lt, tp_per_layer)
     cp_layer = _cp_comm(x, lt)
@@ -691,7 +698,7 @@ def _micro_batch(x: _Step, lt: compute.LayerTimes, layer_mb: np.ndarray) -> _Mic
     cp_mb = n_stage * cp_layer
     ep_mb = n_stage * ep_layer
     if training.has_reference_model:
-        ep_mb = ep_mb * (1.0 + 2.0 / (4.0 + 2.0 * (rc == 2)))
+        ep_mb = ep_mb * (1.0 + 2.0 / (4.0 + 2.0 * x.full_share))
     # overlapped with the compute of a paired micro-batch: DualPipe (DeepSeek-V3 s3.2.1), Megatron-Core's combined
     # 1F1B under moe_a2a_overlap (one forward and one backward micro-batch per step, their a2a on a comm stream)
     if np.any(x.fw.ep_overlap):
@@ -1051,7 +1058,8 @@ def _flops(x: _Step, step: np.ndarray) -> dict[str, np.ndarray]:
     gpus = x.t * x.p * x.d * x.c
     ref_flops = forward_flops_per_token(model, s) if training.has_reference_model else 0.0
     model_flops = (model_flops_per_token(model, s, training.trains_base_weights) + ref_flops) * tokens
-    hw_flops = (hardware_flops_per_token(model, s, x.rc, training.trains_base_weights, x.recompute_modules)
+    hw_flops = (hardware_flops_per_token(model, s, x.rc, training.trains_base_weights, x.recompute_modules,
+                                         x.full_share)
                 + ref_flops) * tokens
     peak = x.r.gemm_peak_flops
     return {

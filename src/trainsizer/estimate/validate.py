@@ -31,6 +31,9 @@ Origins (one line each):
   "ZeRO-Infinity".
 - QLoRA keeps NF4 weights with bf16/fp16 compute; FP8 GEMMs are not supported on NF4 weights:
   bitsandbytes docs (Linear4bit compute_dtype).
+- Partial full recompute (recompute_method uniform | block, recompute_num_layers N) is Megatron's (Megatron-LM
+  --recompute-method, Megatron-Core TransformerConfig, NeMo activations_checkpoint_method); TransformerConfig asks
+  for N "between 1 and num_layers_per_pipeline_rank" (block with 0 runs and checkpoints nothing).
 - Optimizer in backward cannot accumulate gradients over micro-batches: torchtune recipes assert
   gradient_accumulation_steps == 1 with optimizer_in_bwd.
 - TP across nodes is legal but communication-bound: Narayanan et al. 2021 (arXiv:2104.04473) Sec. 3.3.
@@ -59,7 +62,7 @@ from trainsizer.estimate.inputs import (
 )
 from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
-from trainsizer.names import RECOMPUTE_MODULES
+from trainsizer.names import RECOMPUTE_METHODS, RECOMPUTE_MODULES
 
 # Frameworks whose ZeRO-3 / full-shard path cannot run with pipeline parallelism (see module docstring).
 ZERO3_PP_REFUSED = ("deepspeed", "hf", "fsdp")
@@ -67,6 +70,10 @@ ZERO3_PP_REFUSED = ("deepspeed", "hf", "fsdp")
 PIPELINE_SLOT_FRAMEWORKS = ("megatron-core", "megatron", "deepseek-dualpipe")
 # Frameworks with Megatron-Core's per-module selective recompute (TransformerConfig.recompute_modules).
 RECOMPUTE_MODULE_FRAMEWORKS = ("megatron-core",)
+# Frameworks with Megatron's partial full recompute (recompute_method / recompute_num_layers); "auto" as below
+PARTIAL_RECOMPUTE_FRAMEWORKS = ("megatron-core", "megatron")
+# fp8_transpose_cache false is Megatron-Core's disable_parameter_transpose_cache; "auto" as below
+FP8_TRANSPOSE_CACHE_FRAMEWORKS = ("megatron-core",)
 # activation_offload: N (a layer count, not true) is Megatron-Core's cpu_offloading_num_layers; "auto" is judged
 # as the stack it resolves to (_resolves_to)
 OFFLOAD_LAYERS_FRAMEWORKS = ("megatron-core",)
@@ -99,6 +106,9 @@ RULES = (
     "activation_offload_layers_pp",
     "activation_offload_layers_recompute",
     "recompute_modules_framework",
+    "recompute_num_layers_framework",
+    "recompute_num_layers_range",
+    "fp8_transpose_cache_framework",
     "recompute_modules_model",
     "moe_a2a_overlap_framework",
     "moe_a2a_overlap_ep",
@@ -140,6 +150,9 @@ def strategy_codes(strategy: Strategy) -> tuple[np.ndarray, np.ndarray]:
     for module in getattr(strategy, "recompute_modules", None) or ():
         if module not in RECOMPUTE_MODULES:
             raise unknown_name("strategy.recompute_modules", "recompute module", module, RECOMPUTE_MODULES)
+    method = getattr(strategy, "recompute_method", None)
+    if method is not None and method not in RECOMPUTE_METHODS:
+        raise unknown_name("strategy.recompute_method", "recompute method", method, RECOMPUTE_METHODS)
     return np.asarray(strategy.recompute_code(), dtype=float), np.asarray(strategy.offload_code(), dtype=float)
 
 
@@ -243,7 +256,39 @@ def _shape_and_pipeline_rules(c: SimpleNamespace) -> _Rules:
 
 def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
     """Expert and context parallelism, batch split, ZeRO/FSDP and offload, and what each framework offers."""
-    return _sharding_rules(c) | _activation_offload_rules(c) | _stack_option_rules(c) | _moe_a2a_overlap_rules(c)
+    return (_sharding_rules(c) | _activation_offload_rules(c) | _stack_option_rules(c) | _moe_a2a_overlap_rules(c)
+            | _partial_recompute_rules(c))
+
+
+def _partial_recompute_rules(c: SimpleNamespace) -> _Rules:
+    """fp8_transpose_cache false: Megatron-Core's disable_parameter_transpose_cache (FP8_TRANSPOSE_CACHE_FRAMEWORKS).
+    recompute_method / recompute_num_layers N: Megatron's (PARTIAL_RECOMPUTE_FRAMEWORKS; "auto" as the stack it
+    resolves to), with N from 1 (0 for block) to the layers of the largest pipeline stage, the range Megatron-Core's
+    TransformerConfig states (num_layers_per_pipeline_rank); under interleaving each virtual stage checkpoints at
+    most its own layers (partial_recompute.py)."""
+    strategy, safe = c.strategy, c.safe
+    method, n = getattr(strategy, "recompute_method", None), getattr(strategy, "recompute_num_layers", None)
+    off = np.full(c.tp.shape, method is None and n is None)
+    stage = np.ceil(c.model.layers / safe(c.pp))
+    low = 1 if method == "uniform" else 0
+    no_cache = getattr(strategy, "fp8_transpose_cache", None) is False
+    return {
+        "fp8_transpose_cache_framework": (
+            np.full(c.tp.shape, not no_cache) | _resolves_to(c, FP8_TRANSPOSE_CACHE_FRAMEWORKS),
+            lambda v: msg("rule_fp8_transpose_cache_framework", framework=_stack_named(c, v),
+                          allowed=", ".join(FP8_TRANSPOSE_CACHE_FRAMEWORKS)),
+        ),
+        "recompute_num_layers_framework": (
+            off | _resolves_to(c, PARTIAL_RECOMPUTE_FRAMEWORKS),
+            lambda v: msg("rule_recompute_num_layers_framework", framework=_stack_named(c, v),
+                          allowed=", ".join(PARTIAL_RECOMPUTE_FRAMEWORKS)),
+        ),
+        "recompute_num_layers_range": (
+            off | ((n is not None) & (c.rec == 2) & (low <= (n or 0)) & ((n or 0) <= stage)),
+            lambda v: msg("rule_recompute_num_layers_range", n=n, stage=f"{np.ceil(c.model.layers / v['pp']):g}",
+                          layers=c.model.layers, pp=f"{v['pp']:g}"),
+        ),
+    }
 
 
 def _moe_a2a_overlap_rules(c: SimpleNamespace) -> _Rules:

@@ -28,6 +28,7 @@ from trainsizer.names import (
     OPTIMIZERS,
     PRECISIONS,
     RECOMPUTE,
+    RECOMPUTE_METHODS,
     RECOMPUTE_MODULES,
 )
 
@@ -36,6 +37,7 @@ Precision = Literal[PRECISIONS]
 Optimizer = Literal[OPTIMIZERS]
 Recompute = Literal[RECOMPUTE]
 RecomputeModule = Literal[RECOMPUTE_MODULES]
+RecomputeMethod = Literal[RECOMPUTE_METHODS]
 Offload = Literal[OFFLOAD]
 Currency = Literal["USD", "CNY"]
 Procurement = Literal["rent", "buy", "either"]
@@ -220,6 +222,11 @@ class StrategySpec(_Strict):
     # what "selective" recomputes, Megatron-Core recompute_modules (core_attn, moe_act, layernorm, mla_up_proj, mlp,
     # moe, shared_experts); null = the attention core (Megatron-Core's default ["core_attn"])
     recompute_modules: tuple[RecomputeModule, ...] | None = None
+    # partial full recompute, with recompute: full (Megatron-Core recompute_method / recompute_num_layers; NeMo
+    # activations_checkpoint_method / _num_layers): per model chunk, "uniform" checkpoints groups of N layers,
+    # "block" the first N layers (the rest keep their activations); null = every layer checkpointed on its own
+    recompute_method: RecomputeMethod | None = None
+    recompute_num_layers: int | None = Field(None, ge=0, le=100_000)
     offload: Offload = "none"
     sequence_parallel: bool = True
     distributed_optimizer: bool = False
@@ -240,6 +247,9 @@ class StrategySpec(_Strict):
     # all-gather, activation offloading to host memory, optimizer step fused into backward (no accumulation)
     tp_comm_overlap: bool | None = None
     fp8_param_allgather: bool | None = None
+    # FP8 primary weights' transposes kept between micro-batches (TE's cache); false = Megatron-Core / NeMo
+    # disable_parameter_transpose_cache (re-made at each use); null = kept
+    fp8_transpose_cache: bool | None = None
     # gradients accumulated and reduced in fp32 (Megatron-Core grad_reduce_in_fp32, torchtitan
     # mixed_precision_reduce); false = bf16 gradient buffers (NeMo / Megatron-Bridge performance recipes)
     grad_reduce_in_fp32: bool | None = None
@@ -273,6 +283,7 @@ class StrategySpec(_Strict):
     def _fsdp_is_zero3(self) -> StrategySpec:
         if self.recompute_modules is not None and self.recompute != "selective":
             raise ValueError(msg("job_recompute_modules_selective", recompute=self.recompute))
+        self._partial_recompute()
         offload = self.activation_offload
         if not isinstance(offload, bool) and offload < 1:
             raise ValueError(msg("job_activation_offload_layers", value=offload))
@@ -281,6 +292,21 @@ class StrategySpec(_Strict):
         if self.fsdp == "hybrid" and not self.shard_group:
             raise ValueError(msg("job_hybrid_shard_group"))
         return self
+
+
+    def _partial_recompute(self) -> None:
+        """recompute_method and recompute_num_layers come together, with recompute: full, as Megatron-Core's
+        TransformerConfig asks (recompute_granularity full needs both; selective needs neither); uniform groups
+        need N >= 1 (block N = 0 checkpoints no layer)."""
+        method, n = self.recompute_method, self.recompute_num_layers
+        if method is None and n is None:
+            return
+        if self.recompute != "full":
+            raise ValueError(msg("job_partial_recompute_full", recompute=self.recompute))
+        if method is None or n is None:
+            raise ValueError(msg("job_partial_recompute_pair", method=method, n=n))
+        if method == "uniform" and n < 1:
+            raise ValueError(msg("job_partial_recompute_uniform", n=n))
 
 
 class Job(_Strict):

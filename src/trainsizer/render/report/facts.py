@@ -106,7 +106,9 @@ def strategy_text(s: Mapping, lang: str = "en") -> str:
     parts = [f"{k.upper()}{s[k]}" for k in ("tp", "pp", "vpp", "dp", "cp", "ep") if s.get(k, 1) not in (None, 1)]
     if s.get("zero"):
         parts.append(f"ZeRO-{s['zero']}")
-    if s.get("recompute") not in (None, "none"):
+    if s.get("recompute") == "full" and s.get("recompute_method") is not None:
+        parts.append(t("st.recompute_partial", lang, method=s["recompute_method"], n=s.get("recompute_num_layers")))
+    elif s.get("recompute") not in (None, "none"):
         parts.append(t("st.recompute", lang, mode=s["recompute"]))
     if s.get("offload") not in (None, "none"):
         parts.append(t("st.offload", lang, mode=t(f"st.offload_mode.{s['offload']}", lang)))
