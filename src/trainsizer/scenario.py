@@ -81,6 +81,14 @@ class Scenario:
     def name(self) -> str:
         return self.job.name or f"{self.model.name} {self.job.method}"
 
+    def _sample_rows_summary(self) -> dict[str, Any] | None:
+        """Unpacked samples: what the rows were assumed to hold (Training.sample_*); None for rows of seq_len."""
+        tr = self.training
+        if not tr.per_sample_rows:
+            return None
+        return {"mean_tokens": tr.sample_mean_tokens, "length_sigma": tr.sample_sigma,
+                "cap_tokens": tr.row_cap, "real_tokens_per_sample": round(tr.sample_tokens, 1)}
+
     def summary(self) -> dict[str, Any]:
         job = self.job
         out: dict[str, Any] = {
@@ -100,6 +108,7 @@ class Scenario:
             "seq_len": job.seq_len,
             "global_batch_sequences": self.training.global_batch_seqs,
             "tokens_per_step": self.training.tokens_per_step,
+            "sample_rows": self._sample_rows_summary(),
             "tokens_total": self.training.tokens_total,
             "steps": self.steps,
             "goal": job.goal.model_dump(mode="json"),

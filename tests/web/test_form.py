@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from trainsizer.errors import SpecError
 from trainsizer.web.form import DEFAULTS, form_from_job, job_from_form
 from trainsizer.web.jobinput import validate_job
 from trainsizer.web.token import decode_job, encode_job
@@ -39,12 +40,28 @@ def test_every_input_has_a_label_and_help(client):
     html = client.get("/", params={"lang": "en"}).text
     names = set(re.findall(r'<(?:input|select)[^>]* name="([^"]+)"', html)) - {"lang", "model_json"}
     assert {"model", "model_config", "method", "lora.rank", "data.tokens", "data.dataset_gb", "data.samples",
-            "data.avg_tokens", "data.epochs", "seq_len", "batch_value", "precision", "goal.deadline_days",
+            "data.avg_tokens", "data.length_sigma", "data.max_tokens", "packing", "data.epochs", "seq_len", "batch_value", "precision", "goal.deadline_days",
             "goal.budget.amount", "goal.budget.currency", "goal.procurement", "constraints.include",
             "constraints.exclude", "constraints.market", "constraints.max_nodes", "constraints.rack_kw",
             "constraints.cooling", "text_language", "data.bytes_per_token"} <= names
     for name in names:
         assert f'id="{name}-help"' in html, name
+
+
+def test_unpacked_sample_lengths_and_packing_reach_the_job():
+    """The samples group carries the length spread, the longest sample and packing; a job's values come back."""
+    values = DEFAULTS | {"data_kind": "samples", "data.samples": "52002", "data.avg_tokens": "125",
+                         "data.length_sigma": "0.6", "data.max_tokens": "1024", "packing": "false"}
+    job = job_from_form(values, None)
+    assert job["data"] == {"samples": 52002, "avg_tokens": 125, "length_sigma": 0.6, "max_tokens": 1024, "epochs": 1}
+    assert "packing" not in job
+    validate_job(job)
+    packed = job_from_form(values | {"packing": "true"}, None)
+    assert packed["packing"] is True
+    back = form_from_job(packed)
+    assert back["packing"] == "true" and back["data.length_sigma"] == "0.6" and back["data_kind"] == "samples"
+    with pytest.raises(SpecError):
+        job_from_form(values | {"packing": "maybe"}, None)
 
 
 def test_defaults_are_a_valid_job():

@@ -55,14 +55,21 @@ def _max_weights(b: np.ndarray) -> np.ndarray:
     return k ** bb - (k - 1.0 / QUANTILES) ** bb
 
 
+def _expected_max(values: np.ndarray, micro_batch) -> np.ndarray:
+    """E[f(max of b draws)] for the sorted equiprobable `values` = f(x_k), per micro-batch size (a search's
+    array of strategies holds few distinct sizes: computed once each)."""
+    b = np.asarray(micro_batch, float)
+    sizes, where = np.unique(b, return_inverse=True)
+    return (_max_weights(sizes) @ values)[where].reshape(b.shape)
+
+
 def padded_tokens(mean_tokens: float, sigma: float, cutoff: float, micro_batch) -> np.ndarray:
     """Expected positions per row of a micro-batch of `micro_batch` samples padded to its longest one:
     E[max(L_1..L_b)] (arrays of micro-batch sizes broadcast)."""
-    x = _lengths(mean_tokens, sigma, cutoff)
-    return np.asarray(_max_weights(micro_batch) @ x)
+    return _expected_max(_lengths(mean_tokens, sigma, cutoff), micro_batch)
 
 
 def padded_squared(mean_tokens: float, sigma: float, cutoff: float, micro_batch) -> np.ndarray:
     """E[max(L_1..L_b)^2]: attention over the padded rows (every row as long as the longest sample)."""
     x = _lengths(mean_tokens, sigma, cutoff)
-    return np.asarray(_max_weights(micro_batch) @ (x * x))
+    return _expected_max(x * x, micro_batch)

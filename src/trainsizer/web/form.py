@@ -48,6 +48,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "lora.targets": (",".join(LORA_LINEAR_TARGETS[:4]), "all-linear"),
     "data_kind": ("tokens", "dataset_gb", "samples"),
     "batch_kind": ("sequences", "tokens"),
+    "packing": ("false", "true"),
     "text_language": tuple(text_languages()),
 }
 MULTI = ("constraints.include", "constraints.exclude")
@@ -89,10 +90,15 @@ def _data(values: Mapping[str, Any], out: dict[str, Any]) -> None:
     if kind not in CHOICES["data_kind"]:
         raise SpecError("form: data_kind", msg("spec_not_allowed"), value=kind, allowed=CHOICES["data_kind"])
     keys = {"tokens": ("data.tokens",), "dataset_gb": ("data.dataset_gb", "data.bytes_per_token"),
-            "samples": ("data.samples", "data.avg_tokens")}[kind]
+            "samples": ("data.samples", "data.avg_tokens", "data.length_sigma", "data.max_tokens")}[kind]
     for key in (*keys, "data.epochs"):
         if _text(values, key):
             _put(out, key, _text(values, key))
+    packing = _text(values, "packing") or "false"
+    if kind == "samples" and packing not in CHOICES["packing"]:
+        raise SpecError("form: packing", msg("spec_not_allowed"), value=packing, allowed=CHOICES["packing"])
+    if kind == "samples" and packing == "true":
+        out["packing"] = True
     if kind == "dataset_gb" and not _text(values, "data.bytes_per_token"):
         lang = _text(values, "text_language") or "en"
         if lang not in text_languages():
@@ -168,6 +174,7 @@ def form_from_job(job: Mapping[str, Any]) -> FormValues:
         values["model_json"] = json.dumps(job["model"], sort_keys=True)
     data = job.get("data", {}) if isinstance(job.get("data"), Mapping) else {}
     values["data_kind"] = next((k for k in ("tokens", "dataset_gb", "samples") if k in data), "tokens")
+    values["packing"] = "true" if job.get("packing") is True else "false"
     constraints = job.get("constraints") if isinstance(job.get("constraints"), Mapping) else {}
     values.setdefault("goal.budget.currency", str(constraints.get("currency", "USD")))
     batch = job.get("global_batch", {}) if isinstance(job.get("global_batch"), Mapping) else {}
