@@ -54,3 +54,19 @@ def test_tp_inside_the_domain_is_faster_than_across_hosts_of_8():
                      load_catalog())
     w = estimate_time(sc.model, sc.training, sc.system, sc.strategy).notes
     assert not any(n.startswith("tp_across_nodes") for n in w)
+
+
+@pytest.mark.parametrize("acc, per_node, host", [("gb200", 8, 4), ("gb300", 72, 4)])
+def test_per_node_above_the_tray_is_refused(acc, per_node, host):
+    """8 per node on an NVL72 rack (4-GPU trays) names the field, the tray size and what is allowed."""
+    job = _job(144, per_node=per_node)
+    job["hardware"]["accelerator"] = acc
+    with pytest.raises(SpecError) as err:
+        resolve_job(job, load_catalog())
+    assert err.value.where.endswith("hardware.per_node") and err.value.value == per_node
+    assert f"holds {host}" in str(err.value) and f"at most {host}" in str(err.value)
+
+
+def test_part_of_a_tray_per_node_is_a_job_on_part_of_each_host():
+    sc = resolve_job(_job(8, per_node=2), load_catalog())
+    assert sc.system.gpus_per_node == 2 and sc.system.nodes == 4

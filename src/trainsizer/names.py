@@ -65,6 +65,14 @@ OPTIMIZER_IMPLS = ("fused", "foreach")
 # --exp-avg-sq-dtype bf16); bf16 = no master copy, the bf16 weights updated in place with bf16 moments (Apex
 # DistributedFusedAdam dtype bf16 on a bf16 model, which NeMo 1's setup_optimization runs with store_params False).
 OPTIMIZER_PRECISIONS = ("fp32", "bf16-moments", "bf16")
+# The optimizers whose states optimizer_precision may change (AdamW's master copy and two moments); the others
+# keep fp32 only. One rule for the job file (spec) and the estimators' own callers (estimate.memory).
+ADAMW_PRECISION_OPTIMIZERS = ("adamw", "paged_adamw")
+
+
+def optimizer_precisions_for(optimizer: str) -> tuple[str, ...]:
+    """The optimizer_precision values `optimizer` allows."""
+    return OPTIMIZER_PRECISIONS if optimizer in ADAMW_PRECISION_OPTIMIZERS else ("fp32",)
 
 # LoRA: the modules an adapter may target (PEFT target_modules names of Llama-style models).
 LORA_LINEAR_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")  # all-linear

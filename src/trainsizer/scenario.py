@@ -297,9 +297,21 @@ def _tokens_total(job: Job) -> float:
     return total
 
 
+def check_per_node(acc: Any, per_node: int, where: str) -> None:
+    """A job's GPUs per node may not exceed what one host of the accelerator holds where the catalog fixes it
+    (`host_gpus`: a GB200 / GB300 NVL72 compute tray holds 4 GPUs, so 8 per node does not exist). Fewer is a
+    job using part of each host. The one check of hardware.per_node and of the plan's `--per-node` pin."""
+    host = getattr(acc, "host_gpus", None)
+    if host and per_node > host:
+        raise SpecError(where, msg("job_per_node_above_host", per_node=per_node, accelerator=acc.id, host=host),
+                        value=per_node, allowed=[msg("allowed_at_most", n=host)])
+
+
 def _hosts(hw: Any, acc: Any, origin: str) -> int:
     """GPUs per host: hardware.per_node, else the accelerator's catalog host size (GB200 NVL72 tray: 4).
     A job spanning hosts uses whole hosts (any number of them, not whole NVLink domains)."""
+    if hw.per_node:
+        check_per_node(acc, int(hw.per_node), f"{origin}: hardware.per_node")
     per_node = int(hw.per_node or getattr(acc, "gpus_per_host", 8))
     if hw.count > per_node and hw.count % per_node:
         raise SpecError(f"{origin}: hardware.count",
@@ -445,4 +457,4 @@ def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
     )
 
 
-__all__ = ["NetworkView", "Scenario", "TrainsizerError", "build_system", "resolve_job"]
+__all__ = ["NetworkView", "Scenario", "TrainsizerError", "build_system", "check_per_node", "resolve_job"]

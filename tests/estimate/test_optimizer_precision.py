@@ -74,3 +74,17 @@ def test_job_file_names_the_precisions():
     assert spec.optimizer_precision == "bf16-moments"
     with pytest.raises(ValueError):
         job.StrategySpec(optimizer_precision="fp16")
+
+
+def test_job_file_refuses_a_precision_its_optimizer_does_not_keep():
+    """The job file is refused at `check` (spec.Job) by the rule the estimators apply (names.optimizer_precisions_for),
+    naming the field, the precision and the optimizer; fp32 and AdamW stay allowed."""
+    from trainsizer.spec import load_job
+
+    base = {"model": "llama-3.1-8b", "method": "full", "data": {"tokens": 1e9}, "seq_len": 4096,
+            "global_batch": {"sequences": 64}, "hardware": {"accelerator": "h100-sxm-80gb", "count": 8}}
+    for opt in ("sgd", "adamw8bit", "adafactor"):
+        with pytest.raises(SpecError, match=f"optimizer_precision bf16-moments .*not to optimizer {opt}"):
+            load_job(base | {"optimizer": opt, "strategy": {"optimizer_precision": "bf16-moments"}})
+        assert load_job(base | {"optimizer": opt, "strategy": {"optimizer_precision": "fp32"}})
+    assert load_job(base | {"optimizer": "paged_adamw", "strategy": {"optimizer_precision": "bf16"}})

@@ -1,3 +1,6 @@
+import numpy as np
+
+
 def _ids(out):
     return {r.id for r in out.risks}
 
@@ -55,3 +58,32 @@ def test_server_short_of_host_needs_follows_the_node_block(blocks):
         if risk is not None:
             assert risk.evidence_msg.key == "risk_ev_server_short" and out.node.server in risk.evidence
             assert risk.severity == ("medium" if "ram_gib" in short else "low")
+
+
+def test_memory_risk_fires_exactly_where_the_search_floor_is_not_cleared():
+    """The plan's memory risk and the search's choice ask one test (search.config.leaves_floor): a layout
+    `choose` keeps as clearing the floor is never flagged, and one it could not clear always is."""
+    from types import SimpleNamespace
+
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from trainsizer.plan.buildout.risks import _memory
+    from trainsizer.search.config import leaves_floor, load_config
+    from trainsizer.search.engine import choose
+
+    floor = load_config().memory_headroom_min
+
+    @given(st.floats(1.0, 300.0), st.floats(0.5, 1.2))
+    def check(cap, share):
+        used = cap * share
+        mem = {"capacity_gib": cap, "per_gpu_gib": used, "fits": used <= cap}
+        flagged = _memory(SimpleNamespace(b=SimpleNamespace(evaluation={"memory": mem}))) is not None
+        # the fastest layout at `used`, a roomy one 1% slower: the search moves off the fastest exactly when
+        # the plan would flag it
+        i, fastest = choose(np.array([1.0, 1.01]), np.array([used, 0.5 * cap]), cap, 0.07, floor)
+        assert flagged == (i != fastest) == (not bool(leaves_floor(used, cap)))
+        if abs(share - (1.0 - floor)) > 1e-9:
+            assert bool(leaves_floor(used, cap)) == (share <= 1.0 - floor)
+
+    check()

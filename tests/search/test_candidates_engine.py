@@ -152,3 +152,19 @@ def test_scaling_stop_only_skips_counts_past_two_non_improving_steps():
         assert min(r.option.count for r in stopped) > max(r.option.count for r in ran)
         best_before = min(r.step_s for r in ran[:-2])
         assert all(r.step_s >= best_before / (1 + tie) for r in ran[-2:])
+
+
+def test_per_node_pin_above_a_tray_leaves_nvl72_out_or_is_refused():
+    """--per-node 8 pins 8-GPU servers: NVL72 (4-GPU trays) is left out and says why; with --accelerator gb200
+    as well the pin is an error naming the tray size (scenario.check_per_node, as for hardware.per_node)."""
+    from trainsizer.errors import SpecError
+
+    _, c = _cands({"cooling": "liquid"}, pins=Pins(per_node=8, count=16))
+    assert all(o.per_node == 8 or o.count < 8 for o in c.options)
+    assert [(r.code, dict(r.fields)) for r in c.excluded["gb200"]] == [("host", {"host": "4", "per_node": "8"})]
+    assert any(o.accelerator.id == "h100-sxm-80gb" for o in c.options)
+    with pytest.raises(SpecError, match="holds 4") as err:
+        _cands({"cooling": "liquid"}, pins=Pins(accelerator="gb200", per_node=8))
+    assert err.value.where == "--per-node"
+    _, c = _cands({"cooling": "liquid"}, pins=Pins(accelerator="gb200", per_node=4, count=16))
+    assert [(o.per_node, o.count) for o in c.options] == [(4, 16)] * len(c.options) and c.options

@@ -74,10 +74,7 @@ from trainsizer.estimate.validate import (
 )
 from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
-from trainsizer.names import NORM_KERNELS, OPTIMIZER_PRECISIONS
-
-# optimizers whose states strategy.optimizer_precision may change (AdamW's two moments)
-ADAMW_PRECISION_OPTIMIZERS = ("adamw", "paged_adamw")
+from trainsizer.names import NORM_KERNELS, OPTIMIZER_PRECISIONS, optimizer_precisions_for
 
 GIB = 2**30
 PROFILES = ("hf", "megatron")
@@ -339,12 +336,13 @@ def _optimizer_precision(strategy: Strategy, training: Training) -> str | None:
         from trainsizer.errors import unknown_name
 
         raise unknown_name("strategy.optimizer_precision", "optimizer precision", precision, OPTIMIZER_PRECISIONS)
-    if precision != "fp32" and training.optimizer not in ADAMW_PRECISION_OPTIMIZERS:
+    allowed = optimizer_precisions_for(training.optimizer)
+    if precision not in allowed:  # a job file is refused as early by spec.Job (the same rule, names.py)
         from trainsizer.errors import SpecError
 
         raise SpecError("strategy.optimizer_precision", msg("error_optimizer_precision_adamw",
                                                             optimizer=training.optimizer),
-                        value=precision, allowed=("fp32",))
+                        value=precision, allowed=allowed)
     return str(precision)
 
 

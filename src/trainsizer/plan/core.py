@@ -45,6 +45,7 @@ from trainsizer.plan.texts import in_language, ref, with_refs
 from trainsizer.scenario import Scenario, resolve_job
 from trainsizer.search import OptionResult, Pins, hardware_candidates, load_config, search_options
 from trainsizer.search import rank as ranking
+from trainsizer.search.config import leaves_floor
 from trainsizer.spec import Job
 
 DEFAULT_TOP = 10
@@ -126,9 +127,9 @@ def price(base: Scenario, r: OptionResult, catalog: Any) -> Priced:
                   catalog.scale_platform_of(r.option.accelerator.id))
 
 
-def _scored(i: int, p: Priced, floor: float) -> ranking.Scored:
+def _scored(i: int, p: Priced) -> ranking.Scored:
     r = p.result
-    roomy = bool(1.0 - r.mem_gib / r.system.memory_gib >= floor)
+    roomy = bool(leaves_floor(r.mem_gib, r.system.memory_gib))
     return ranking.Scored(i, p.train_days, p.cost, p.meets_deadline, p.within_budget, p.standing.rank_key, roomy)
 
 
@@ -279,8 +280,7 @@ class Ranked:
 def rank_searched(sr: Searched, tie_fraction: float) -> Ranked:
     """Options by the goal; ties (simplest first) and the Pareto front."""
     objective = ranking.objective(sr.scenario.job.goal)
-    floor = load_config().memory_headroom_min
-    scored = [_scored(i, p, floor) for i, p in enumerate(sr.priced)]
+    scored = [_scored(i, p) for i, p in enumerate(sr.priced)]
     ranked = ranking.rank(scored, objective)
     tied = ranking.ties(ranked, objective, tie_fraction)
     size = {i: (p.result.system.nodes, p.result.option.count) for i, p in enumerate(sr.priced)}

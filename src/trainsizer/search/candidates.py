@@ -18,7 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainsizer.scenario import NetworkView, Scenario, custom_network_view, network_view
+from trainsizer.errors import SpecError
+from trainsizer.scenario import NetworkView, Scenario, check_per_node, custom_network_view, network_view
 from trainsizer.search.config import SearchConfig, node_ladder
 from trainsizer.spec import NetworkSpec
 
@@ -44,7 +45,8 @@ class Reason:
     """Why an accelerator or server is not searched: a code and its fields (the plan words it, zh/en).
 
     Codes: pinned, exclude, include, announced (catalog status: not shipping yet), domestic (market
-    china-domestic), export (export-restricted for the China market), precision, cooling, rack_kw."""
+    china-domestic), export (export-restricted for the China market), precision, host (a pinned per-node
+    count its host does not hold), cooling, rack_kw."""
 
     code: str
     fields: tuple[tuple[str, str], ...] = ()
@@ -102,6 +104,21 @@ def _accelerator_reason(acc: Any, scenario: Scenario, listed: dict[str, set[str]
         return Reason("export")
     if not _precision_ok(acc, scenario.training.precision):
         return Reason("precision", (("precision", scenario.training.precision),))
+    return _host_reason(acc, pins)
+
+
+def _host_reason(acc: Any, pins: Pins) -> Reason | None:
+    """A pinned `--per-node` larger than the accelerator's host (scenario.check_per_node): an error when the
+    accelerator is pinned too, else the accelerator is left out with the reason (8 per node pins the HGX
+    servers; a GB200 NVL72 tray holds 4)."""
+    if pins.per_node is None:
+        return None
+    try:
+        check_per_node(acc, pins.per_node, "--per-node")
+    except SpecError:
+        if pins.accelerator is not None:
+            raise
+        return Reason("host", (("host", str(acc.host_gpus)), ("per_node", str(pins.per_node))))
     return None
 
 

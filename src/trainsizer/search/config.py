@@ -7,6 +7,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+import numpy as np
 import yaml
 
 
@@ -42,6 +43,16 @@ def load_config() -> SearchConfig:
         data_parallel_only_methods=tuple(raw.get("data_parallel_only_methods") or ()),
         memory_headroom_min=float(raw["memory_headroom_min"]),
     )
+
+
+def leaves_floor(used: Any, capacity: Any, floor: float | None = None) -> Any:
+    """Whether `used` of `capacity` GPU memory (one unit; arrays welcome) leaves the memory floor free:
+    used <= (1 - floor) x capacity, the floor being search.yaml memory_headroom_min unless given. The one test
+    of the floor: the search's choice of layout (`engine.choose`), the plan's ranking (`plan.core`) and the
+    build-out's memory risk (`plan.buildout.risks`) all ask it, so a layout the search keeps is never one its
+    own plan flags."""
+    f = load_config().memory_headroom_min if floor is None else floor
+    return np.asarray(used, dtype=float) <= (1.0 - f) * np.asarray(capacity, dtype=float)
 
 
 def node_ladder(max_nodes: int, steps_per_doubling: int = 2) -> list[int]:

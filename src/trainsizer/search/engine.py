@@ -37,7 +37,7 @@ from trainsizer.estimate.model_states import frozen_base_bytes, model_state_byte
 from trainsizer.models.arch import ModelArch
 from trainsizer.scenario import build_system
 from trainsizer.search.candidates import HardwareOption
-from trainsizer.search.config import SearchConfig
+from trainsizer.search.config import SearchConfig, leaves_floor
 from trainsizer.search.space import strategies
 
 _FIELDS = (*DEGREE_FIELDS, *MODE_FIELDS, *FLAG_FIELDS)
@@ -179,7 +179,7 @@ def search_option(model: ModelArch, training: Training, option: HardwareOption, 
         rows = np.flatnonzero(mem["fits"])
         if rows.size:
             fitting.append((_take(strat, rows), mem["mem_bytes"][rows]))
-            roomy = bool(np.any(mem["mem_bytes"][rows] <= (1.0 - cfg.memory_headroom_min) * system.memory_gib * GIB))
+            roomy = bool(np.any(leaves_floor(mem["mem_bytes"][rows], system.memory_gib * GIB, cfg.memory_headroom_min)))
     if fitting:
         fit, mem_bytes = _concat(fitting)
         return _best(model, training, system, option, fit, mem_bytes, evaluated, min_mem, bound / GIB, computed, cfg)
@@ -213,10 +213,10 @@ def choose(step_s: np.ndarray, mem_bytes: np.ndarray, capacity_bytes: float, ban
     fastest_step = float(np.nanmin(step_s))
     order = np.lexsort((mem_bytes, np.round(step_s / fastest_step, 3)))
     fastest = int(order[0])
-    free = 1.0 - mem_bytes / capacity_bytes
-    if free[fastest] >= floor:
+    clears = leaves_floor(mem_bytes, capacity_bytes, floor)
+    if clears[fastest]:
         return fastest, fastest
-    roomy = [int(j) for j in order if free[j] >= floor and step_s[j] <= fastest_step * (1.0 + band)]
+    roomy = [int(j) for j in order if clears[j] and step_s[j] <= fastest_step * (1.0 + band)]
     return (roomy[0] if roomy else fastest), fastest
 
 

@@ -30,6 +30,7 @@ from trainsizer.names import (
     RECOMPUTE,
     RECOMPUTE_METHODS,
     RECOMPUTE_MODULES,
+    optimizer_precisions_for,
 )
 
 Method = Literal[METHODS]
@@ -347,6 +348,9 @@ class Job(_Strict):
             raise ValueError(msg("job_packing_needs_samples"))
         if self.strategy is not None and self.hardware is None:
             raise ValueError(msg("job_strategy_without_hardware"))
+        precision = self.strategy.optimizer_precision if self.strategy is not None else None
+        if precision is not None and precision not in optimizer_precisions_for(self.optimizer):
+            raise ValueError(msg("job_optimizer_precision_adamw", precision=precision, optimizer=self.optimizer))
         return self
 
     @property

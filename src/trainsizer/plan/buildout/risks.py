@@ -10,7 +10,7 @@ from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block
 from trainsizer.plan.buildout.inputs import BuildInput
 from trainsizer.plan.texts import MessageRef, as_msg, listed
-from trainsizer.search.config import load_config
+from trainsizer.search.config import leaves_floor
 
 
 class Risk(Block):
@@ -149,9 +149,9 @@ def _deadline(c: Ctx) -> Risk | None:
 
 def _memory(c: Ctx) -> Risk | None:
     mem = c.b.evaluation.get("memory", {})
-    floor = load_config().memory_headroom_min  # the search's floor: one figure for the choice and the risk
     cap, used = mem.get("capacity_gib") or 0.0, mem.get("per_gpu_gib") or 0.0
-    if cap and (not mem.get("fits", True) or (cap - used) / cap < floor):
+    # the search's floor test: one figure and one test for the choice and the risk
+    if cap and (not mem.get("fits", True) or not leaves_floor(used, cap)):
         return Risk(id="gpu_memory_headroom", severity="high" if not mem.get("fits", True) else "medium",
                     evidence=msg("risk_ev_memory", used=f"{used:.1f}", cap=f"{cap:.1f}"), source="convention",
                     mitigation=msg("risk_fix_memory"))
