@@ -8,7 +8,8 @@ from trainsizer.catalogues import load
 from trainsizer.plan.explain import money
 from trainsizer.plan.messages import msg
 
-FIELDS = dict(fig="4 USD", next_fig="5 USD", goal="cheapest", next="h100-sxm x8", n=2, pct="10%", gap="12%", floor="5%")
+FIELDS = dict(fig="4 USD", next_fig="5 USD", goal="cheapest", next="h100-sxm x8", n=2, pct="10%", gap="12%", floor="5%",
+              cost="4 USD")
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -85,3 +85,22 @@ def test_pins_that_leave_no_option_explain_themselves(run_cli, tmp_path):
     data = json.loads(out)
     assert data["recommended"] is None and data["binding"]["constraint"] == "constraints"
     assert "whole number of nodes" in data["binding"]["detail"]
+
+
+def test_options_table_marks_a_layout_short_of_the_memory_floor(plan_of):
+    """An option whose best layout leaves less than the floor free is marked '!' with the reason under the table,
+    in either language; an option that keeps it is not."""
+    from rich.console import Console
+
+    from trainsizer.render.plan_view import print_plan
+
+    plan = plan_of(str(REPO / "examples" / "sft-70b-search.yaml")).model_dump(mode="json")
+    for short in (False, True):
+        p = {**plan, "options": [{**o, "leaves_memory_floor": not (short and i == 1)}
+                                 for i, o in enumerate(plan["options"])]}
+        for lang, word in (("en", "! its layout leaves less than"), ("zh", "! 其并行策略的显存余量不足")):
+            con = Console(record=True, width=200)
+            print_plan(p, lang, con)
+            out = con.export_text()
+            assert (word in out) == short
+            assert (f"{p['options'][1]['memory']['per_gpu_gib']:.1f} !" in out) == short

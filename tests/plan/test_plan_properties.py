@@ -46,6 +46,12 @@ def test_plan_invariants(job):
         roomy = lambda o: 1.0 - o.memory.per_gpu_gib / o.memory.capacity_gib >= floor - 1e-9  # noqa: E731
         if any(roomy(o) for o in plan.options if o.tie):
             assert roomy(plan.recommended)
+        for o in plan.options:  # the flag the options table marks is the plan's own floor verdict
+            assert o.leaves_memory_floor == roomy(o) or abs(1.0 - o.memory.per_gpu_gib / o.memory.capacity_gib - floor) < 1e-6
+        # among the ties that keep the floor, the recommended one costs no more than any other (rank.prefer_cheapest)
+        kept = [o for o in plan.options if o.tie and o.leaves_memory_floor and o.score.cost is not None]
+        if plan.recommended.leaves_memory_floor and plan.recommended.score.cost is not None and kept:
+            assert plan.recommended.score.cost <= min(o.score.cost for o in kept) + 1e-9
         tie = plan.recommended.score.uncertainty_fraction
         best = min(o.score.value for o in plan.options if o.tie or o.rank == 1)
         for o in plan.options:

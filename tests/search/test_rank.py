@@ -5,7 +5,16 @@ from types import SimpleNamespace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trainsizer.search.rank import Scored, objective, pareto, prefer_simple, rank, roomier_than_simplest, ties
+from trainsizer.search.rank import (
+    Scored,
+    objective,
+    pareto,
+    prefer_cheapest,
+    rank,
+    roomier_than_cheapest,
+    ties,
+    value,
+)
 
 points = st.lists(st.tuples(st.floats(0.1, 100), st.one_of(st.none(), st.floats(1, 1e6)), st.booleans()),
                   min_size=1, max_size=30)
@@ -40,7 +49,7 @@ def test_satisfying_options_rank_first_and_ties_are_close(items):
     if tied and ranked[0].cost is not None:
         assert all(t.cost is not None and t.cost <= ranked[0].cost * 1.07 for t in tied)
     size = {s.index: (1, s.index) for s in scored}
-    again = prefer_simple(ranked, tied, size)
+    again = prefer_cheapest(ranked, tied, size)
     assert sorted(s.index for s in again) == sorted(s.index for s in ranked)
 
 
@@ -51,13 +60,39 @@ def test_a_roomy_tied_option_goes_first(items):
     ranked = rank(scored, "cost")
     tied = ties(ranked, "cost", 0.07)
     size = {i: (n, 8 * n) for i, (_, _, n) in enumerate(items)}
-    out = prefer_simple(ranked, tied, size)
+    out = prefer_cheapest(ranked, tied, size)
     if len(tied) > 1 and any(s.roomy for s in tied):
         assert out[0].roomy
-        assert size[out[0].index] == min(size[s.index] for s in tied if s.roomy)
+        assert out[0].cost == min(s.cost for s in tied if s.roomy)
     head = out[:len(tied)] if len(tied) > 1 else out[:1]
-    assert roomier_than_simplest(head, size) == (
-        len(tied) > 1 and head[0].roomy and any(not s.roomy and size[s.index] < size[head[0].index] for s in tied))
+    assert roomier_than_cheapest(head, size) == (
+        len(tied) > 1 and head[0].roomy and any(not s.roomy and (s.cost, size[s.index]) < (head[0].cost, size[head[0].index])
+                                                for s in tied))
+
+
+tie_points = st.lists(st.tuples(st.floats(1.0, 1.06), st.one_of(st.none(), st.floats(100, 107)), st.booleans(),
+                                st.integers(1, 16)), min_size=2, max_size=12)
+
+
+@given(tie_points, st.sampled_from(["cost", "time", "cost_under_deadline", "time_within_budget"]))
+def test_the_recommended_tie_is_the_cheapest_roomy_one(items, goal):
+    """Among options the model cannot tell apart, the one listed first leaves the memory floor free if any does,
+    and of those it costs no more than any other (under a cost goal: it never costs more than the next one);
+    unpriced ones follow the priced, the simplest first."""
+    scored = [Scored(i, d, c, True, None, roomy=r) for i, (d, c, r, _) in enumerate(items)]
+    size = {i: (n, 8 * n) for i, (_, _, _, n) in enumerate(items)}
+    ranked = rank(scored, goal)
+    tied = ties(ranked, goal, 0.07)
+    out = prefer_cheapest(ranked, tied, size)
+    if len(tied) < 2:
+        return
+    first, pool = out[0], [s for s in tied if s.roomy] or tied
+    assert first in pool
+    assert value(first, "cost") == min(value(s, "cost") for s in pool)
+    if first.cost is None:
+        assert size[first.index] == min(size[s.index] for s in pool)
+    if goal.startswith("cost") and all(s.roomy for s in tied):
+        assert value(out[0], "cost") <= value(out[1], "cost")
 
 
 def test_objective_defaults():

@@ -166,7 +166,8 @@ def layout_label(s: Any) -> str:
     return " ".join(parts)
 
 
-def _full_option(p: Priced, rank_: int, score: Score, tie: bool, why: str, catalog: Any) -> PlanOption:
+def _full_option(p: Priced, rank_: int, score: Score, tie: bool, why: str, catalog: Any,
+                 roomy: bool | None = None) -> PlanOption:
     result = evaluate(p.scenario, catalog)
     r = p.result
     meets = Meets(deadline=p.meets_deadline, budget=p.within_budget)
@@ -174,7 +175,7 @@ def _full_option(p: Priced, rank_: int, score: Score, tie: bool, why: str, catal
     return PlanOption(
         id=r.option.key, rank=rank_, hardware=_hardware_out(r), strategy=StrategyOut(**strategy),
         memory=with_refs(result["memory"]), time=result["time"], cost=result["cost"], energy=result["energy"],
-        meets=meets, score=score, tie=tie, why=why, strategies_evaluated=r.evaluated,
+        meets=meets, score=score, tie=tie, leaves_memory_floor=roomy, why=why, strategies_evaluated=r.evaluated,
         strategies_feasible=r.feasible, notes=result["notes"], scale=scale_out(p.standing, p.platform),
     )
 
@@ -278,13 +279,13 @@ class Ranked:
 
 
 def rank_searched(sr: Searched, tie_fraction: float) -> Ranked:
-    """Options by the goal; ties (simplest first) and the Pareto front."""
+    """Options by the goal; ties (roomy, then cheapest, then simplest first) and the Pareto front."""
     objective = ranking.objective(sr.scenario.job.goal)
     scored = [_scored(i, p) for i, p in enumerate(sr.priced)]
     ranked = ranking.rank(scored, objective)
     tied = ranking.ties(ranked, objective, tie_fraction)
     size = {i: (p.result.system.nodes, p.result.option.count) for i, p in enumerate(sr.priced)}
-    ranked = ranking.prefer_simple(ranked, tied, size)
+    ranked = ranking.prefer_cheapest(ranked, tied, size)
     tied = [s for s in ranked if s in tied]
     return Ranked(objective, ranking.metric_of(objective), ranked, tied, ranking.pareto(scored))
 
@@ -310,7 +311,7 @@ def _options(sr: Searched, rk: Ranked, top: int, catalog: Any, lang: str,
         why = explain.why(s, rk.ranked, sr.priced, rk.metric, currency, cfg.tie_fraction, tie_ids, rk.satisfied,
                           lang)
         out.append(_full_option(sr.priced[s.index], rk.ranked.index(s) + 1, score,
-                                s.index in tie_ids and len(tie_ids) > 1, why, catalog))
+                                s.index in tie_ids and len(tie_ids) > 1, why, catalog, s.roomy))
     return out
 
 
@@ -425,4 +426,5 @@ def _summary(p: Priced, s: ranking.Scored) -> OptionSummary:
                          layout=layout_label(p.result.strategy), train_days=p.train_days, cost=p.cost,
                          cost_basis=p.basis,
                          currency=plan_currency(p.scenario) if p.cost is not None else None,
-                         meets=Meets(deadline=s.meets_deadline, budget=s.within_budget), scale=p.standing.level)
+                         meets=Meets(deadline=s.meets_deadline, budget=s.within_budget), scale=p.standing.level,
+                         leaves_memory_floor=s.roomy)

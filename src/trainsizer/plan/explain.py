@@ -57,7 +57,7 @@ def why(s: ranking.Scored, ranked: list[ranking.Scored], priced: list[Any], metr
     if s is best:
         if not feasible_ok:
             return msg("why_unsatisfied", lang)
-        text = _why_best(s, ranked, priced, fig, metric, pct, tie_ids, lang)
+        text = _why_best(s, ranked, priced, fig, metric, pct, tie_ids, currency, lang)
         return joined([text, layout], lang) if layout else text
     parts = []
     if s.meets_deadline is False:
@@ -74,7 +74,7 @@ def why(s: ranking.Scored, ranked: list[ranking.Scored], priced: list[Any], metr
 
 
 def _why_best(s: ranking.Scored, ranked: list[ranking.Scored], priced: list[Any], fig: Any, metric: str, pct: str,
-              tie_ids: set[int], lang: str) -> Any:
+              tie_ids: set[int], currency: str, lang: str) -> Any:
     goal = msg("word_cheapest" if metric == "cost" else "word_fastest", lang)
     if len(ranked) == 1:
         return msg("why_only_fit", lang, fig=fig(s))
@@ -83,9 +83,11 @@ def _why_best(s: ranking.Scored, ranked: list[ranking.Scored], priced: list[Any]
     if nxt.index in tie_ids:
         size = {x.index: (priced[x.index].result.system.nodes, priced[x.index].result.option.count) for x in ranked
                 if x.index in tie_ids}
-        roomy = ranking.roomier_than_simplest([x for x in ranked if x.index in tie_ids], size)
-        return msg("why_tie_roomy" if roomy else "why_tie", lang, fig=fig(s), n=len(tie_ids) - 1, pct=pct, goal=goal,
-                   next=key, next_fig=fig(nxt), floor=f"{load_config().memory_headroom_min:.0%}")
+        roomy = ranking.roomier_than_cheapest([x for x in ranked if x.index in tie_ids], size)
+        # unpriced ties are ordered by size alone (rank.prefer_cheapest): the sentence says so
+        key_ = ("why_tie_roomy" if roomy else "why_tie") + ("" if s.cost is not None else "_unpriced")
+        return msg(key_, lang, fig=fig(s), n=len(tie_ids) - 1, pct=pct, goal=goal, next=key, next_fig=fig(nxt),
+                   floor=f"{load_config().memory_headroom_min:.0%}", cost=money(s.cost, currency, lang))
     if not nxt.satisfies:
         return msg("why_only_satisfies", lang, fig=fig(s))
     gap = ranking.value(nxt, metric) / max(ranking.value(s, metric), 1e-12) - 1.0
@@ -276,7 +278,7 @@ def scale_notes(ranked: list[ranking.Scored], priced: list[Any], metric: str, cu
     by_figure = min((s for s in ranked if s.satisfies),
                     key=lambda s: (ranking.value(s, metric), s.scale, s.index))
     # only when documented scale decided it: a same-standing option behind the best is a tie put second by
-    # `rank.prefer_simple` (memory headroom, then simplest), which the why already says
+    # `rank.prefer_cheapest` (memory headroom, then cheapest, then simplest), which the why already says
     if by_figure is not best and by_figure.scale > best.scale \
             and ranking.value(by_figure, metric) < ranking.value(best, metric):
         p = priced[by_figure.index]

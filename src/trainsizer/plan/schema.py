@@ -2,7 +2,7 @@
 
 Stability: fields are only added (minor version) while `schema_version` starts with "1."; a field's meaning
 never changes within a major version. 1.1 added the `*_msg` fields: the catalogue message of each sentence,
-so a report renders one plan in either language (`plan.texts.localise`). Blocks marked "as `estimate --json`" carry the same keys as that
+so a report renders one plan in either language (`plan.texts.localise`); 1.2 added `leaves_memory_floor`. Blocks marked "as `estimate --json`" carry the same keys as that
 command's output (memory, time, cost, energy), so one reader handles both.
 
 Extension points: `PlanOption.build` and `Plan.build` hold the build-out blocks (bill of materials, node,
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trainsizer.plan.texts import MessageRef, WithTexts
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 MSG = ("the catalogue message the text beside it was written from: render it to read the plan in another "
        "language (plan/texts.py)")
@@ -140,6 +140,8 @@ class PlanOption(_Out):
     meets: Meets
     score: Score
     tie: bool = Field(description="within the model's uncertainty of the recommended option")
+    leaves_memory_floor: bool | None = Field(None, description="its layout leaves search.yaml memory_headroom_min of "
+                                             "GPU memory free (false: the plan's memory risk would flag it); 1.2")
     why: str = Field(description="how this option compares with the recommended one (or, for it, why it wins)")
     why_msg: MessageRef | None = Field(None, description=MSG)
     strategies_evaluated: int
@@ -215,6 +217,7 @@ class OptionSummary(_Out):
     currency: str | None
     meets: Meets
     scale: Literal["demonstrated", "designed", "beyond"] | None = None
+    leaves_memory_floor: bool | None = Field(None, description="as PlanOption.leaves_memory_floor; 1.2")
 
 
 class GoalOut(_Out):

@@ -12,6 +12,7 @@ from trainsizer.plan.texts import localise
 from trainsizer.render.console import console as wide_console
 from trainsizer.render.i18n import t
 from trainsizer.render.numbers import fmt_num, money
+from trainsizer.search.config import load_config
 
 
 def _days(v: float | None) -> str:
@@ -61,7 +62,8 @@ def _options_table(plan: dict[str, Any], lang: str) -> Table:
     for o in plan["options"]:
         cost_text = _cost(o, plan["goal"]["currency"], L)
         rank = f"{o['rank']}" + (t("paren", L).format(text=t("plan_tie", L)) if o["tie"] else "")
-        table.add_row(rank, o["id"], _layout(o["strategy"], L), f"{o['memory']['per_gpu_gib']:.1f}",
+        short = o.get("leaves_memory_floor") is False  # the plan's verdict (search.config.leaves_floor)
+        table.add_row(rank, o["id"], _layout(o["strategy"], L), f"{o['memory']['per_gpu_gib']:.1f}" + (" !" if short else ""),
                       _days(o["time"]["train_days"]), cost_text, _tick(o["meets"]["deadline"]),
                       _tick(o["meets"]["budget"]))
     return table
@@ -115,6 +117,8 @@ def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) 
         con.print(f"{t('plan_why', L)}{c}{rec['why']}")
     if plan["options"]:
         con.print(_options_table(plan, L))
+        if any(o.get("leaves_memory_floor") is False for o in plan["options"]):
+            con.print(t("plan_mem_short", L).format(floor=f"{load_config().memory_headroom_min:.0%}"))
     else:
         con.print(t("plan_no_option", L))
     if plan["ties"]:

@@ -82,22 +82,29 @@ def ties(ranked: list[Scored], objective_: str, fraction: float) -> list[Scored]
             if s.satisfies and s.scale == ranked[0].scale and value(s, metric) <= best * (1.0 + fraction)]
 
 
-def prefer_simple(ranked: list[Scored], tied: list[Scored], size: dict[int, tuple[int, int]]) -> list[Scored]:
-    """Within a tie the model cannot tell the options apart, so the one an expert would run goes first: one
-    whose layout leaves the GPU memory floor free (`Scored.roomy`) before one its own plan would flag, then the
-    simplest: fewest nodes, then fewest GPUs (`size`: index -> (nodes, gpus)); the rest keep their order."""
+def _tie_key(s: Scored, size: dict[int, tuple[int, int]]) -> tuple:
+    return value(s, "cost"), size[s.index]
+
+
+def prefer_cheapest(ranked: list[Scored], tied: list[Scored], size: dict[int, tuple[int, int]]) -> list[Scored]:
+    """Within a tie the model cannot tell the options apart on the goal's figure, so the one an expert would run
+    goes first: one whose layout leaves the GPU memory floor free (`Scored.roomy`) before one its own plan would
+    flag, then the cheapest (under a cost goal the best figure itself, so the recommended option never costs more
+    than the next; under a time goal the cheapest of the equally fast), then the simplest: fewest nodes, then
+    fewest GPUs (`size`: index -> (nodes, gpus)), which also orders unpriced options; the rest keep their order."""
     if len(tied) < 2:
         return ranked
     ids = {s.index for s in tied}
-    head = sorted(tied, key=lambda s: (not s.roomy, size[s.index], ranked.index(s)))
+    head = sorted(tied, key=lambda s: (not s.roomy, *_tie_key(s, size), ranked.index(s)))
     return head + [s for s in ranked if s.index not in ids]
 
 
-def roomier_than_simplest(tied: list[Scored], size: dict[int, tuple[int, int]]) -> bool:
-    """Whether `prefer_simple` put a roomy option before a simpler tied one that is short of memory headroom."""
+def roomier_than_cheapest(tied: list[Scored], size: dict[int, tuple[int, int]]) -> bool:
+    """Whether `prefer_cheapest` put a roomy option first where, without the memory floor, a tied option short of
+    headroom would have come first (a cheaper one, or among unpriced ones a simpler one)."""
     if len(tied) < 2 or not tied[0].roomy:
         return False
-    return any(not s.roomy and size[s.index] < size[tied[0].index] for s in tied)
+    return any(not s.roomy and _tie_key(s, size) < _tie_key(tied[0], size) for s in tied)
 
 
 def pareto(scored: list[Scored]) -> list[Scored]:

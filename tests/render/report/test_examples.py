@@ -72,3 +72,18 @@ def test_a_job_nothing_satisfies_explains_what_binds():
         shown = localise(plan, lang)["binding"]["relaxations"][0]["change"]   # the plan's text in `lang`
         assert shown in binding and (shown == plan["binding"]["relaxations"][0]["change"]) == (lang == "en")
         assert t("f.relaxations", lang) in binding
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_bom_units_are_words_in_either_language(lang):
+    """A BOM line's unit (per_server, per_nic, per_unit, ...) is read from the catalogue in the report and the
+    Excel BOM, never printed as its key."""
+    plan = _plan("sft-70b-search")
+    units = {ln["unit"] for ln in blocks(plan)["bom"]["lines"]}
+    assert {"per_server", "per_nic"} <= units
+    md, _ = render_markdown(plan, lang)
+    for u in units:
+        assert f"| {u} |" not in md and f"| {t(f'v.{u}', lang)} |" in md
+    ws = load_workbook(io.BytesIO(render_xlsx(plan, lang))).worksheets
+    cells = {str(c.value) for w in ws for row in w.iter_rows() for c in row if c.value is not None}
+    assert not units & cells and t("v.per_nic", lang) in cells

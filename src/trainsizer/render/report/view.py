@@ -139,7 +139,7 @@ def options_table(plan: Mapping, f: Fmt) -> Table:
         hw, mem, tm = o.get("hardware") or {}, o.get("memory") or {}, o.get("time") or {}
         _, price = pick_cost(o, kind)
         flags = ((t("recommended", L), i == rec), (t("tie_mark", L), bool(o.get("tie")) and i != rec),
-                 (t("pareto_mark", L), i in front))
+                 (t("pareto_mark", L), i in front), (t("memory_short_mark", L), o.get("leaves_memory_floor") is False))
         marks = " ".join(m for m, on in flags if on)
         meets = o.get("meets") or {}
         rows.append((f"#{i + 1}", marks, option_label(o),

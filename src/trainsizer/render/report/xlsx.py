@@ -24,7 +24,7 @@ from trainsizer.render.report.facts import (
     strategy_text,
 )
 from trainsizer.render.report.fmt import Fmt
-from trainsizer.render.report.i18n import t
+from trainsizer.render.report.i18n import has, t
 from trainsizer.render.report.sources import assumptions
 
 HEAD = Font(bold=True)
@@ -58,7 +58,9 @@ def _bom_line(ws: Worksheet, r: int, ln: Mapping, cur: str, lang: str) -> None:
     price = ln.get("unit_price") if isinstance(ln.get("unit_price"), Mapping) else {}
     line_cur = str(price.get("currency") or ln.get("currency") or cur)
     money = money_format(line_cur, lang)
-    for c, v in enumerate((ln.get("category"), ln.get("item"), ln.get("part"), ln.get("quantity"), ln.get("unit")), 1):
+    unit = ln.get("unit")
+    unit = t(f"v.{unit}", lang) if isinstance(unit, str) and has(f"v.{unit}") else unit  # per_nic -> 每块网卡
+    for c, v in enumerate((ln.get("category"), ln.get("item"), ln.get("part"), ln.get("quantity"), unit), 1):
         ws.cell(r, c, v)
     note = [str(ln["note"])] if ln.get("note") else []
     if price.get("low") is not None:
