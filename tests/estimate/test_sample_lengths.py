@@ -28,7 +28,8 @@ batches = st.integers(min_value=1, max_value=64)
 def test_padded_rows_hold_at_least_the_real_tokens(mean, sigma, cutoff, b):
     real = sl.real_tokens(mean, sigma, cutoff)
     padded = float(sl.padded_tokens(mean, sigma, cutoff, b))
-    assert real <= padded * (1 + 1e-9) <= cutoff * (1 + 1e-9)
+    # padded is a weighted mean of lengths <= cutoff: equal to it up to rounding (1879.0000000000002 vs 1879)
+    assert real <= padded * (1 + 1e-9) and padded <= cutoff * (1 + 1e-9)
     assert real <= min(mean, cutoff) * (1 + 1e-9)  # truncation only removes tokens
     # a longer micro-batch waits for a longer longest sample
     assert padded <= float(sl.padded_tokens(mean, sigma, cutoff, b + 1)) * (1 + 1e-9)
