@@ -88,6 +88,20 @@ def test_unpacked_samples_take_one_step_per_batch_of_samples_and_say_their_paddi
     assert evaluate(packed, catalog)["time"] == evaluate(plain, catalog)["time"]
 
 
+@settings(max_examples=25, deadline=None)
+@given(avg=st.floats(1.0, 20_000.0), sigma=st.floats(0.0, 3.0), longest=st.floats(1.0, 40_000.0))
+def test_packed_samples_ignore_their_length_spread(avg, sigma, longest):
+    """packing: true keeps today's rows of seq_len whatever the sample lengths say (only the packed attention
+    span reads avg_tokens)."""
+    data = {"samples": 1e7, "avg_tokens": avg}
+    job = {**JOB, "packing": True, "global_batch": {"sequences": 64}}
+    plain = resolve_job({**job, "data": data}, load_catalog()).training
+    described = resolve_job({**job, "data": {**data, "length_sigma": sigma, "max_tokens": max(longest, avg)}},
+                            load_catalog()).training
+    assert described == plain and not described.per_sample_rows
+    assert plain.tokens_per_step == 64 * 4096
+
+
 def test_hand_described_network_takes_the_shipped_fallbacks(catalog):
     comm = load_constants().raw["comm"]
     job = {**BASE, "hardware": {"accelerator": "h100-sxm-80gb", "count": 16, "per_node": 8,
