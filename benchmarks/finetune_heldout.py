@@ -205,12 +205,33 @@ def spread_sensitivity(sigmas: tuple[float, ...] = (0.0, 0.3, 1.0)) -> list[tupl
     return out
 
 
+# what-if lengths for the LLaMA-Factory long-context rows, whose dataset is not stated (not scored, not fitted)
+LF_WHATIF = ((2000, 1.0), (4000, 1.0), (8000, 0.5), (8000, 1.0), (16000, 1.0), (6000, 1.5))
+
+
+def lf_length_whatif() -> list[tuple[float, float, list[float]]]:
+    """(mean, sigma, tokens/s errors of the lf_ rows in cutoff order) with the rows' samples unpacked at those
+    lengths: whether any length distribution gives the wiki's tokens/s rising from 4K to 16K at batch 1."""
+    cat = load_catalog()
+    rows = [r for r in csv.DictReader(DATA.open(encoding="utf-8")) if r["id"].startswith("lf_")]
+    out = []
+    for mean, sigma in LF_WHATIF:
+        errs = [c.err for r in rows for c in row_cases({**r, "avg_tokens": str(mean), "length_sigma": str(sigma)}, cat)
+                if c.metric == "tokens_s"]
+        out.append((mean, sigma, errs))
+    return out
+
+
 def main() -> None:
     cs = cases()
     report(cs)
     print("unpacked samples at other length spreads (length_sigma; tokens/s measured vs predicted):")
     for rid, sigma, meas, pred in spread_sensitivity():
         print(f"  {rid:32s} sigma {sigma:3.1f} measured {meas:9.1f} predicted {pred:9.1f} ({100 * (pred / meas - 1):+.1f}%)")
+    print("LLaMA-Factory rows with unpacked samples of a given length distribution (what-if, dataset not stated; "
+          "tokens/s error at cutoff 1K 2K 4K 8K 16K 32K):")
+    for mean, sigma, errs in lf_length_whatif():
+        print(f"  mean {mean:6.0f} sigma {sigma:3.1f}  " + " ".join(f"{100 * e:+5.1f}%" for e in errs))
     print("GB300 / GB200 tokens/s at the same layout (equal rated peaks; measured vs predicted):")
     for rid, meas, pred in generation_pairs(cs):
         print(f"  {rid:36s} measured {meas:.3f} predicted {pred:.3f}")
