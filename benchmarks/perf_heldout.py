@@ -7,7 +7,8 @@ benchmarks/data/heldout_models.yaml (with their sources). Sources, by what they 
 - NVIDIA dgxc-benchmarking v25.04 Nemotron-4 15B / 340B on DGX H100, BF16 and FP8, 16-2,048 GPUs (a model family
   and a 256k vocabulary the dev set lacks; same NeMo stack as its dgxc Llama 3.1 rows).
 - NVIDIA NeMo user guide performance tables: 24.09 on DGX H100 (GPT-3 5B / 20B, Llama 2, Nemotron-4 340B, Llama 3
-  with CP), 25.02 on DGX B200 and 25.04 on DGX GB200 (Blackwell, FP8, other releases than Megatron-Bridge 25.11).
+  with CP), 25.02 on DGX B200 (and the one row read of its DGX H100 table: the same release on both GPUs) and 25.04
+  on DGX GB200 (Blackwell, FP8, other releases than Megatron-Bridge 25.11).
 - torchtitan June 2025 async-TP benchmarks (Llama 3 8B / 70B, FSDP 8-32 x TP 8, BF16 and Float8, vanilla vs async
   TP) on Grand Teton H100 (96 GB, 500 W) stated through a catalog overlay, as a user would.
 - Pythia (EleutherAI, GPT-NeoX: Megatron TP + DeepSpeed ZeRO-1, A100-40GB, 70M-12B): GPU-hours from logged
@@ -172,10 +173,13 @@ def system_pairs(cases: list[tuple[Case, str, dict[str, str]]], new: str = "gb20
     return out
 
 
-# Sources measured on one software release, each as (GPU, source): the NeMo 25.02 container ran on DGX H100 for
-# dgxc-benchmarking v25.04 (25.02.01) and on DGX B200 for the NeMo 25.02 performance page; compared on the FP8 rows
-# both list (delayed scaling, the one recipe NeMo 2.2 has)
-ONE_RELEASE = {"NeMo 25.02": (("H100", "NVIDIA dgxc Nemotron-4 (H100)"), ("B200", "NVIDIA NeMo 25.02 docs (B200 FP8)"))}
+# Sources measured on one software release, each side as (GPU, its sources): the NeMo 25.02 container ran on DGX
+# H100 for dgxc-benchmarking v25.04 (25.02.01) and for the 25.02 performance page's H100 table, and on DGX B200 for
+# that page's B200 table; compared on the FP8 rows (delayed scaling, the one recipe NeMo 2.2 has)
+ONE_RELEASE = {
+    "NeMo 25.02": (("H100", ("NVIDIA dgxc Nemotron-4 (H100)", "NVIDIA NeMo 25.02 docs (H100 FP8)")),
+                   ("B200", ("NVIDIA NeMo 25.02 docs (B200 FP8)",))),
+}
 
 
 def throughput_err(case: Case) -> float:
@@ -185,21 +189,22 @@ def throughput_err(case: Case) -> float:
     return case.predicted / case.measured - 1.0
 
 
-def one_release_two_gpus(cases: list[tuple[Case, str, dict[str, str]]]) -> list[tuple[str, str, list, list]]:
-    """(release, model, [(GPU, mean throughput error, rows)] per source) for the FP8 models both sources of one
-    release list, and "all FP8 rows": whether the model's error follows the release (the software) or the GPU
-    (the kernels that release ran on it)."""
+def one_release_two_gpus(cases: list[tuple[Case, str, dict[str, str]]]) -> list[tuple[str, str, list]]:
+    """(release, model, [(GPU, mean throughput error, rows)] per side) for the FP8 models both sides of one release
+    list, and "all FP8 rows": whether the model's error follows the release (the software) or the GPU (the kernels
+    that release ran on it)."""
     out = []
     for release, sides in ONE_RELEASE.items():
         errs: dict[tuple[str, str], list[float]] = defaultdict(list)
         for c, _, r in cases:
-            if not c.skipped and r["precision"] == "fp8":
-                for model in (r["model"], "all FP8 rows"):
-                    errs[(c.source, model)].append(throughput_err(c))
-        common = set.intersection(*({m for src, m in errs if src == source} for _, source in sides))
+            for gpu, sources in sides:
+                if not c.skipped and r["precision"] == "fp8" and c.source in sources:
+                    for model in (r["model"], "all FP8 rows"):
+                        errs[(gpu, model)].append(throughput_err(c))
+        common = set.intersection(*({m for g, m in errs if g == gpu} for gpu, _ in sides))
         for m in sorted(common):
-            out.append((release, m, [(gpu, float(np.mean(errs[(src, m)])), len(errs[(src, m)]))
-                                     for gpu, src in sides]))
+            out.append((release, m, [(gpu, float(np.mean(errs[(gpu, m)])), len(errs[(gpu, m)]))
+                                     for gpu, _ in sides]))
     return out
 
 

@@ -29,6 +29,9 @@ BOUNDS = {
     # attention was derived from cuDNN 9.13.1), every row too fast: the 25.02 stack is older than the cuDNN measured;
     # at one layout 25.02 -> 25.11 ran +17.8% (8B), +5.8% (405B) on B200. Not a constant to re-fit: a release gap
     "NVIDIA NeMo 25.02 docs (B200 FP8)": 13.0,
+    # the same page's H100 table (one row read: GPT-3 175B, the layout of the 24.09 row, 5% faster), too slow: on
+    # the same page the model's B200 / H100 is 2.12 against 1.85 measured (one_release_two_gpus)
+    "NVIDIA NeMo 25.02 docs (H100 FP8)": 12.0,
     # 7.3 with GB200's MAMF-derived GEMM share and cuDNN-derived attention (7.5 at the FA2 figure, 9.4 with 0.62)
     "NVIDIA NeMo 25.04 docs (GB200 FP8)": 9.5,
     "torchtitan async TP (H100 500 W)": 10.0,  # 7.1
@@ -116,15 +119,17 @@ def test_throughput_error_has_one_sign_for_step_and_rate_rows():
 
 
 def test_one_release_on_two_gpus(results):
-    """The NeMo 25.02 container on DGX H100 (dgxc v25.04, 25.02.01) and on DGX B200 (the 25.02 page): the FP8 models
-    both list (Nemotron-4 15B, 340B) and all FP8 rows, H100 first. On H100 that release's rows come out within a few
-    percent (+0.7% on average today); its B200 rows are the 25.02 source (+12.2%): the gap follows the GPU the
-    release ran on, not the release's framework settings (docs/frameworks.md, stack generations)."""
+    """The NeMo 25.02 container on DGX H100 (dgxc v25.04's 25.02.01 rows and the 25.02 page's H100 row) and on DGX B200
+    (the 25.02 page): the FP8 models both list (GPT-3 175B, Nemotron-4 15B, 340B) and all FP8 rows, H100 first. On
+    H100 that release's rows come out within a few percent on average (-1.0% today); its B200 rows are the 25.02
+    source (+12.2%): the gap follows the GPU the release ran on, not the release's framework settings
+    (docs/frameworks.md, NeMo 25.02)."""
     out = ph.one_release_two_gpus(results)
-    assert [m for _, m, _ in out] == ["all FP8 rows", "nemotron-4-15b", "nemotron-4-340b"]
+    assert [m for _, m, _ in out] == ["all FP8 rows", "gpt-3-175b", "nemotron-4-15b", "nemotron-4-340b"]
     for _, model, sides in out:
         assert [gpu for gpu, _, _ in sides] == ["H100", "B200"], model
     counts = {m: [n for _, _, n in sides] for _, m, sides in out}
-    assert counts == {"all FP8 rows": [5, 6], "nemotron-4-15b": [3, 1], "nemotron-4-340b": [2, 1]}
+    assert counts == {"all FP8 rows": [6, 6], "gpt-3-175b": [1, 1], "nemotron-4-15b": [3, 1],
+                      "nemotron-4-340b": [2, 1]}
     h100_all = out[0][2][0][1]
-    assert abs(h100_all) < 0.06  # today +0.7%
+    assert abs(h100_all) < 0.06  # today -1.0%
