@@ -29,10 +29,12 @@ class External:
 
 
 def _job(model: Any, tokens: float, seq: int, batch: dict, acc: str, count: int, network: Any, strategy: dict,
-         precision: str = "bf16") -> dict[str, Any]:
+         precision: str = "bf16", fabric: dict | None = None) -> dict[str, Any]:
+    hardware = {"accelerator": acc, "count": count, "per_node": 8, "network": network}
+    if fabric is not None:
+        hardware["fabric"] = fabric
     return {"model": model, "method": "pretrain", "data": {"tokens": tokens}, "seq_len": seq, "global_batch": batch,
-            "precision": precision, "hardware": {"accelerator": acc, "count": count, "per_node": 8, "network": network},
-            "strategy": strategy}
+            "precision": precision, "hardware": hardware, "strategy": strategy}
 
 
 LLAMA3 = "Llama 3 paper (Dubey et al. 2024, arXiv:2407.21783) Table 4"
@@ -43,7 +45,10 @@ LLAMA3_PIPELINE = {"vpp": 8, "pipeline_embedding_layer": True, "pipeline_loss_la
 # a 2024 stack: FlashAttention-2 (FA3 came out after pretraining), TP collectives not overlapped; the rest as
 # Megatron-Core (FSDP-style sharded optimizer, async p2p, overlapped gradient reduce-scatter)
 LLAMA3_STACK = {"distributed_optimizer": True, "framework": "megatron-core", "attention_kernel": "fa2",
-                "tp_comm_overlap": False}
+                "tp_comm_overlap": False, "grad_reduce_in_fp32": True}
+# s3.3.1: the 24K-GPU RoCE cluster, 192 racks of 16 GPUs per pod (3,072 GPUs) under full bisection, 1:7 at the
+# aggregation layer between pods
+LLAMA3_FABRIC = {"oversubscription": 7.0, "zone_gpus": 3072}
 
 # DeepSeek-V3's pretraining layout (the report s3.2-3.3): EP 64 over PP 16 DualPipe stages, BF16 moments
 DSV3_JOB = _job("deepseek-v3", 1.48e13, 4096, {"sequences": 15360}, "h800-sxm-80gb", 2048, "ib-ndr400",
@@ -57,7 +62,7 @@ STAGE_TERMS = ("compute", "tp_comm", "cp_comm", "ep_comm")
 CASES = [
     External("Llama-3.1-405B, 8,192 H100, 8K", LLAMA3, "mfu", 0.43,
              _job("llama-3.1-405b", 1.5e13, 8192, {"tokens": 16777216}, "h100-sxm-80gb", 8192, "ib-ndr400",
-                  {"tp": 8, "pp": 16, "dp": 64, **LLAMA3_PIPELINE, **LLAMA3_STACK}),
+                  {"tp": 8, "pp": 16, "dp": 64, **LLAMA3_PIPELINE, **LLAMA3_STACK}, fabric=LLAMA3_FABRIC),
              "the paper's pipeline (s3.3.2): one Transformer layer fewer on the first and last stages, \"the first "
              "model chunk on the first stage has only the embedding, and the last model chunk on the last stage has "
              "only output projection and loss\", i.e. one-layer chunks: 126 layers + 2 slots over 16 stages = vpp 8 "
@@ -69,15 +74,18 @@ CASES = [
              "collectives not overlapped with GEMMs (s3.3 describes asynchronous p2p and an exposed CP all-gather, "
              "nothing on TP overlap): "
              "vpp 8 alone +25.6% / +23.8% / +52.8% MFU, with FA2 +19.8% / +18.1% / +9.0%, with TP exposed "
-             "+14.7% / +13.2% / +7.2%. Left: the 8K rows' 13-15%, the size of the gap between NeMo releases at one "
-             "layout (docs/frameworks.md: 24.09 -> 25.04 +14.5% on Llama 3 8B); RoCE modelled as NDR400"),
+             "+14.7% / +13.2% / +7.2%; gradients reduce-scattered in fp32 (s3.3.2, grad_reduce_in_fp32) and the "
+             "fabric of s3.3.1 (3,072-GPU pods, 1:7 above them: hardware.fabric) +13.8% / +10.9% / +6.8%, the "
+             "fabric itself +0.03% / +0.4% step (rings crossing a pod stay under its uplinks). Left: the 8K rows' "
+             "11-14%, the size of the gap between NeMo releases at one layout (docs/frameworks.md: 24.09 -> 25.04 "
+             "+14.5% on Llama 3 8B); RoCE modelled as NDR400 (400 Gb/s per GPU both)"),
     External("Llama-3.1-405B, 16,384 H100, 8K", LLAMA3, "mfu", 0.41,
              _job("llama-3.1-405b", 1.5e13, 8192, {"tokens": 16777216}, "h100-sxm-80gb", 16384, "ib-ndr400",
-                  {"tp": 8, "pp": 16, "dp": 128, **LLAMA3_PIPELINE, **LLAMA3_STACK}),
+                  {"tp": 8, "pp": 16, "dp": 128, **LLAMA3_PIPELINE, **LLAMA3_STACK}, fabric=LLAMA3_FABRIC),
              "as above"),
     External("Llama-3.1-405B, 16,384 H100, 128K (CP 16)", LLAMA3, "mfu", 0.38,
              _job("llama-3.1-405b", 1.5e13, 131072, {"tokens": 16777216}, "h100-sxm-80gb", 16384, "ib-ndr400",
-                  {"tp": 8, "pp": 16, "dp": 8, "cp": 16, **LLAMA3_PIPELINE, **LLAMA3_STACK}),
+                  {"tp": 8, "pp": 16, "dp": 8, "cp": 16, **LLAMA3_PIPELINE, **LLAMA3_STACK}, fabric=LLAMA3_FABRIC),
              "as above"),
     External("DeepSeek-V3 pretraining, 2,048 H800", "DeepSeek-V3 report (arXiv:2412.19437) Table 1", "gpu_hours",
              2.664e6,

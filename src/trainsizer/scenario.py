@@ -8,7 +8,7 @@ quantity becomes tokens, the global batch becomes sequences, and the optional ha
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -127,6 +127,10 @@ class Scenario:
                     "nics_per_node": self.network.nics_per_node,
                     "gbps_per_nic": self.network.gbps_per_nic,
                     "node_gb_s": round(self.network.node_gb_s, 2),
+                },
+                "fabric": None if not self.system.zone_gpus else {
+                    "oversubscription": self.system.oversubscription,
+                    "zone_gpus": self.system.zone_gpus,
                 },
             }
         if self.strategy is not None:
@@ -265,7 +269,8 @@ def _with_hardware(job: Job, catalog: Catalog, origin: str, listed: dict[str, se
     per_node = _hosts(hw, acc, origin)
     notes.extend(_check_constraints(job, acc, listed, origin, per_node))
     network = _resolve_network(hw.network, hw.count > per_node, catalog, origin, per_node)
-    system = build_system(acc, hw.count, min(per_node, hw.count), network)
+    system = _with_fabric(build_system(acc, hw.count, min(per_node, hw.count), network), hw.fabric, per_node,
+                          origin)
     if system.scaleup_domain < (acc.scaleup_domain or 0) and hw.count > system.scaleup_domain:
         notes.append(msg("note_nvl_domains", accelerator=acc.id, gpus=hw.count, placed=system.scaleup_domain,
                          domain=acc.scaleup_domain, domains=hw.count // system.scaleup_domain, per_node=per_node))
@@ -305,6 +310,17 @@ def check_per_node(acc: Any, per_node: int, where: str) -> None:
     if host and per_node > host:
         raise SpecError(where, msg("job_per_node_above_host", per_node=per_node, accelerator=acc.id, host=host),
                         value=per_node, allowed=[msg("allowed_at_most", n=host)])
+
+
+def _with_fabric(system: System, fabric: Any, per_node: int, origin: str) -> System:
+    """`system` on the job's oversubscribed fabric (hardware.fabric), whose zones hold whole hosts."""
+    if fabric is None:
+        return system
+    if fabric.zone_gpus % per_node:
+        raise SpecError(f"{origin}: hardware.fabric.zone_gpus", msg("job_fabric_zone_whole_hosts",
+                                                                    zone=fabric.zone_gpus, per_node=per_node),
+                        value=fabric.zone_gpus, allowed=[msg("allowed_multiple_of", n=per_node)])
+    return replace(system, zone_gpus=fabric.zone_gpus, oversubscription=fabric.oversubscription)
 
 
 def _hosts(hw: Any, acc: Any, origin: str) -> int:

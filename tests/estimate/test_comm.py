@@ -126,3 +126,79 @@ def test_mesh_groups_never_beat_the_full_node(k, size):
     assert share[0] <= share[1] == 1.0
     # an all-to-all over k ranks sends (k - 1)/k of the buffer over k - 1 of the 7 links: 8/k times the 8-GPU time
     assert per_rank[0] == pytest.approx((per_rank[1] - s.intra_node_latency_s) * 8 / k + s.intra_node_latency_s)
+
+
+# --- oversubscribed fabric (System.zone_gpus / oversubscription; Llama 3 paper s3.3.1: 3,072-GPU pods, 1:7)
+def _zoned(gpus=8192, zone=3072, o=7.0):
+    from dataclasses import replace
+
+    return replace(h100_cluster(gpus=gpus), zone_gpus=zone, oversubscription=o)
+
+
+def test_non_blocking_fabric_has_every_member_in_one_zone():
+    s = h100_cluster(gpus=8192)
+    assert float(comm.zone_members(64, 128, s)) == 64
+    assert float(comm.p2p_zone_factor(512, 16, s)) == 1.0
+
+
+def test_ring_across_pods_keeps_the_nic_rate_while_enough_members_share_a_pod():
+    """DP outermost (Llama 3's order): a DP ring of 64 with stride 128 has 24 members per 3,072-GPU pod; the pod's
+    uplinks (3,072 / 7 NICs) carry the 128 rings that cross it at full rate."""
+    s, flat = _zoned(), h100_cluster(gpus=8192)
+    m = comm.zone_members(64, 128, s)
+    assert float(m) == 24
+    assert float(comm.reduce_scatter_time(6e9, 64, 1, _r(s), s, m)) == pytest.approx(
+        float(comm.reduce_scatter_time(6e9, 64, 1, _r(flat), flat)))
+
+
+def test_ring_with_one_member_per_zone_runs_at_nic_over_o():
+    s = _zoned(gpus=512, zone=8, o=4.0)
+    r = _r(s)
+    m = comm.zone_members(64, 8, s)
+    assert float(m) == 1
+    t0 = float(comm.reduce_scatter_time(8e9, 64, 1, r, s))
+    assert float(comm.reduce_scatter_time(8e9, 64, 1, r, s, m)) == pytest.approx(4.0 * t0, rel=0.01)
+
+
+def test_all_to_all_out_of_zone_share_goes_through_nic_over_o():
+    """EP 64 with 8 per node, 32-GPU zones at 2:1: half of each rank's bytes leave the zone at NIC / 2, slower
+    than the 56/64 the NIC sends in all."""
+    s = _zoned(gpus=64, zone=32, o=2.0)
+    r = _r(s)
+    nbytes = 4e9
+    flat = float(comm.all_to_all_time(nbytes, 64, 8, r, s))
+    zoned = float(comm.all_to_all_time(nbytes, 64, 8, r, s, comm.zone_members(64, 1, s)))
+    inter = nbytes / r.inter_nic
+    assert flat == pytest.approx(56 / 64 * inter, rel=0.01)
+    assert zoned == pytest.approx(2.0 * 32 / 64 * inter, rel=0.01)
+
+
+def test_forwarded_dispatch_slows_by_the_out_of_zone_share():
+    s = _zoned(gpus=64, zone=32, o=4.0)
+    r = _r(s)
+    m = comm.zone_members(64, 1, s)
+    t0 = float(comm.forwarded_all_to_all_time(1e9, 1e8, 64, 8, r, s))
+    t1 = float(comm.forwarded_all_to_all_time(1e9, 1e8, 64, 8, r, s, m))
+    assert t1 / t0 == pytest.approx(4.0 * 32 / 56, rel=0.02)  # (n - m) / (n - k) of the copies at NIC / 4
+
+
+def test_pipeline_hops_crossing_pods():
+    s = _zoned()
+    assert float(comm.p2p_zone_factor(8, 16, s)) == 1.0  # 128 ranks: inside one pod
+    # stride 512: one hop in 6 crosses, 512 flows through 3,072 / 7 NIC ports
+    assert float(comm.p2p_zone_factor(512, 16, s)) == pytest.approx(1 + 512 / 3072 * (512 * 7 / 3072 - 1))
+    assert float(comm.p2p_zone_factor(4096, 2, s)) == pytest.approx(7.0)  # every rank of the pod sends across
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=hs.sampled_from([2, 8, 64, 512]), stride=hs.sampled_from([1, 8, 64, 512]),
+       zone=hs.sampled_from([8, 64, 512, 4096]), o=hs.floats(1.0, 16.0))
+def test_oversubscription_never_speeds_a_collective_up(n, stride, zone, o):
+    s = _zoned(gpus=8192, zone=zone, o=o)
+    r = _r(s)
+    k = comm.ranks_per_domain(n, stride, 8)
+    m = comm.zone_members(n, stride, s)
+    for f in (comm.reduce_scatter_time, comm.all_to_all_time):
+        assert float(f(1e9, n, k, r, s, m)) >= float(f(1e9, n, k, r, s)) * (1 - 1e-12)
+    more = _zoned(gpus=8192, zone=zone, o=o * 2)
+    assert float(comm.all_to_all_time(1e9, n, k, r, more, m)) >= float(comm.all_to_all_time(1e9, n, k, r, s, m))

@@ -15,6 +15,14 @@
   domain, then NVLink carries every copy inside the receiving domain (DeepEP README "forwarding data from NVLink
   domain to RDMA domain").
 - Point-to-point: S / link + alpha.
+- Oversubscribed fabric (System.zone_gpus, oversubscription o; a pod under full bisection, o:1 above it: Llama 3's
+  24K-GPU RoCE cluster, 3,072-GPU pods at 1:7, arXiv:2407.21783 s3.3.1): a group with m members per zone and
+  n > m crosses zones. A ring crosses each zone's boundary once per direction, so its rate through that cut is
+  the ring's busbw, and every group placed alike crosses the same uplinks: Z/m groups share Z x NIC / o, so
+  busbw <= m x NIC / o (the inter-domain rule one level up). An all-to-all sends (n - m)/n of each rank's bytes
+  out of its zone, every rank at once, through NIC / o per rank. A pipeline hop with rank stride s crosses a
+  zone once in Z/s hops, s flows sharing Z x NIC / o (p2p_zone_factor). The ECMP hash collisions that Meta's
+  RoCE paper (Gangidi et al., SIGCOMM 2024) tunes away are not modelled.
 - Switchless full mesh (AMD xGMI on the 8-GPU UBB: 7 links per GPU, one to each peer, no switch): a group of k
   ranks of one domain drives only the k - 1 links between them, so its ring / all-to-all bandwidth is the
   8-GPU busbw x (k - 1) / links, and a point-to-point copy gets one link. Measured (RCCL all-reduce, 8x MI300X):
@@ -46,22 +54,54 @@ def mesh_share(k, system) -> np.ndarray:
     return np.clip((k - 1.0) / links, 1.0 / links, 1.0)
 
 
-def _busbw(n, k, rates: Rates, system=None):
-    """Ring bus bandwidth (bytes/s) of a group of n ranks with k per domain."""
+def zone_members(size, stride, system) -> np.ndarray:
+    """Members of a group (rank stride `stride`) inside one zone of an oversubscribed fabric; `size` (never
+    crossing) where the fabric is non-blocking."""
+    size = np.asarray(size, float)
+    zone = int(getattr(system, "zone_gpus", 0) or 0) if system is not None else 0
+    if zone <= 0 or float(getattr(system, "oversubscription", 1.0)) <= 1.0:
+        return size
+    return ranks_per_domain(size, stride, zone)
+
+
+def _oversub(system) -> float:
+    return max(1.0, float(getattr(system, "oversubscription", 1.0) or 1.0)) if system is not None else 1.0
+
+
+def p2p_zone_factor(stride, size, system) -> np.ndarray:
+    """Mean slowdown of a pipeline hop (stage rank stride `stride`, `size` stages) on an oversubscribed fabric: a
+    share min(1, s/Z) of the hops cross a zone, where min(s, Z) ranks send at once through Z x NIC / o."""
+    stride = np.asarray(stride, float)
+    zone = float(getattr(system, "zone_gpus", 0) or 0) if system is not None else 0.0
+    o = _oversub(system)
+    if zone <= 0 or o <= 1.0:
+        return np.ones_like(stride)
+    crosses = np.asarray(size, float) * stride > zone
+    share = np.minimum(1.0, stride / zone)
+    slow = np.maximum(1.0, np.minimum(stride, zone) * o / zone)
+    return np.where(crosses, 1.0 + share * (slow - 1.0), 1.0)
+
+
+def _busbw(n, k, rates: Rates, system=None, m=None):
+    """Ring bus bandwidth (bytes/s) of a group of n ranks with k per domain (m per fabric zone)."""
     multi = n > k
     intra = rates.intra_busbw * mesh_share(k, system)
-    return np.where(multi, np.minimum(np.where(k > 1, intra, np.inf), k * rates.inter_nic), intra)
+    bw = np.where(multi, np.minimum(np.where(k > 1, intra, np.inf), k * rates.inter_nic), intra)
+    if m is None:
+        return bw
+    m = np.asarray(m, float)
+    return np.where(n > m, np.minimum(bw, m * rates.inter_nic / _oversub(system)), bw)
 
 
 def _alpha(n, k, system):
     return np.where(n > k, system.inter_node_latency_s, system.intra_node_latency_s)
 
 
-def all_reduce_time(nbytes, n, k, rates: Rates, system, nvls_gain: float = 1.0):
-    """Seconds for an all-reduce of `nbytes` per rank over n ranks (k per domain)."""
+def all_reduce_time(nbytes, n, k, rates: Rates, system, nvls_gain: float = 1.0, m=None):
+    """Seconds for an all-reduce of `nbytes` per rank over n ranks (k per domain, m per fabric zone)."""
     n = np.asarray(n, float)
     k = np.asarray(k, float)
-    bw = _busbw(n, k, rates, system)
+    bw = _busbw(n, k, rates, system, m)
     if system.nvls:
         bw = np.where(n > k, bw, bw * nvls_gain)
     a = _alpha(n, k, system)
@@ -70,11 +110,11 @@ def all_reduce_time(nbytes, n, k, rates: Rates, system, nvls_gain: float = 1.0):
     return np.where(n > 1, t, 0.0)
 
 
-def reduce_scatter_time(nbytes, n, k, rates: Rates, system):
+def reduce_scatter_time(nbytes, n, k, rates: Rates, system, m=None):
     """Seconds for a reduce-scatter (or all-gather) whose full buffer is `nbytes`, over n ranks."""
     n = np.asarray(n, float)
     k = np.asarray(k, float)
-    bw = _busbw(n, k, rates, system)
+    bw = _busbw(n, k, rates, system, m)
     t = (n - 1.0) / np.maximum(n, 1.0) * np.asarray(nbytes, float) / bw + (n - 1.0) * _alpha(n, k, system)
     return np.where(n > 1, t, 0.0)
 
@@ -82,35 +122,43 @@ def reduce_scatter_time(nbytes, n, k, rates: Rates, system):
 all_gather_time = reduce_scatter_time
 
 
-def all_to_all_time(nbytes, n, k, rates: Rates, system):
-    """Seconds for an all-to-all where each rank holds `nbytes` spread evenly over the n ranks."""
+def all_to_all_time(nbytes, n, k, rates: Rates, system, m=None):
+    """Seconds for an all-to-all where each rank holds `nbytes` spread evenly over the n ranks (m per zone)."""
     n = np.asarray(n, float)
     k = np.asarray(k, float)
     s = np.asarray(nbytes, float)
     t_intra = (k - 1.0) / np.maximum(n, 1.0) * s / (rates.intra_busbw * mesh_share(k, system))
     t_inter = (n - k) / np.maximum(n, 1.0) * s / rates.inter_nic
+    if m is not None:  # the out-of-zone share through NIC / o
+        out = np.maximum(n - np.asarray(m, float), 0.0) / np.maximum(n, 1.0)
+        t_inter = np.maximum(t_inter, out * s * _oversub(system) / rates.inter_nic)
     lat = np.where(n > k, system.inter_node_latency_s, 0.0) + system.intra_node_latency_s
     t = np.maximum(t_intra, t_inter) + lat
     return np.where(n > 1, t, 0.0)
 
 
-def forwarded_all_to_all_time(net_bytes, nvlink_bytes, n, k, rates: Rates, system):
+def forwarded_all_to_all_time(net_bytes, nvlink_bytes, n, k, rates: Rates, system, m=None):
     """Seconds for an MoE dispatch / combine that sends `net_bytes` per rank over its NIC (one copy per remote
     domain) and forwards `nvlink_bytes` per rank over the scale-up links, the two overlapped (the faster waits);
-    a plain all-to-all inside one domain (n <= k)."""
+    a plain all-to-all inside one domain (n <= k). On an oversubscribed fabric the remote domains outside the
+    zone, (n - m) / (n - k) of them, take their copies through NIC / o."""
     n = np.asarray(n, float)
     k = np.asarray(k, float)
     t_inter = np.asarray(net_bytes, float) / rates.inter_nic
+    if m is not None:
+        out = np.maximum(n - np.asarray(m, float), 0.0) / np.maximum(n - k, 1.0)
+        t_inter = t_inter * np.maximum(1.0, out * _oversub(system))
     t_intra = np.asarray(nvlink_bytes, float) / (rates.intra_busbw * mesh_share(k, system))
     lat = system.inter_node_latency_s + system.intra_node_latency_s
     t = np.maximum(t_intra, t_inter) + lat
-    return np.where(n > k, t, all_to_all_time(nvlink_bytes, n, k, rates, system))
+    return np.where(n > k, t, all_to_all_time(nvlink_bytes, n, k, rates, system, m))
 
 
-def p2p_time(nbytes, same_domain, rates: Rates, system):
-    """Seconds for one send/recv of `nbytes` between neighbouring pipeline stages."""
+def p2p_time(nbytes, same_domain, rates: Rates, system, zone_factor=1.0):
+    """Seconds for one send/recv of `nbytes` between neighbouring pipeline stages (`zone_factor`: the mean
+    slowdown of its network hops on an oversubscribed fabric, p2p_zone_factor)."""
     s = np.asarray(nbytes, float)
     same = np.asarray(same_domain, bool)
-    bw = np.where(same, rates.intra_busbw * mesh_share(2, system), rates.inter_nic)
+    bw = np.where(same, rates.intra_busbw * mesh_share(2, system), rates.inter_nic / np.asarray(zone_factor, float))
     lat = np.where(same, system.intra_node_latency_s, system.inter_node_latency_s)
     return s / bw + lat

@@ -150,6 +150,10 @@ class System:
     # (e.g. one NDR400 NIC per GPU: 50 GB/s x 0.94 measured = 47; networks.yaml, scenario.NetworkView)
     inter_node_gb_s: float = 0.0
     inter_node_latency_s: float = 5e-6
+    # scale-out fabric oversubscribed above zones of `zone_gpus` (down:up = `oversubscription`); 0 / 1.0 =
+    # non-blocking (estimate.comm zone rules; spec.FabricSpec)
+    zone_gpus: int = 0
+    oversubscription: float = 1.0
     tdp_w: float = 700.0
     host_ram_gib: float = 0.0  # per node, for CPU offload
     pcie_gb_s: float = 25.0  # host<->device per GPU, one direction

@@ -517,15 +517,16 @@ def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
     LM head's collectives stay 16-bit."""
     k, t = x.k, x.t
     k_tp = comm.ranks_per_domain(t, 1.0, x.domain)
+    m_tp = comm.zone_members(t, 1.0, x.system)
     act_bytes = x.tok * x.model.hidden * x.act
-    t_ar = comm.all_reduce_time(act_bytes, t, k_tp, x.r, x.system, k.nvls_allreduce_gain)
+    t_ar = comm.all_reduce_time(act_bytes, t, k_tp, x.r, x.system, k.nvls_allreduce_gain, m_tp)
     t_layer = t_ar
     share = np.asarray(x.fw.fp8_tp_allgather, float)
     if x.training.precision == "fp8" and np.any(share > 0) and \
             k.fp8_recipe(x.system.accelerator, x.training.fp8_recipe)["name"] != "rowwise":
         shrink = 1.0 - share * (x.act - 1.0) / (2.0 * x.act)  # AG half of the bytes, `share` of it at 1 B
         t_layer = np.where(x.sp, comm.all_reduce_time(act_bytes * shrink, t, k_tp, x.r, x.system,
-                                                      k.nvls_allreduce_gain), t_ar)
+                                                      k.nvls_allreduce_gain, m_tp), t_ar)
     sac_gathers = (x.rc == 1) & np.asarray(x.fw.selective_op_policy) & x.sp
     fwd, bwd = _tp_collectives_per_pass(x)
     tp_per_layer = (fwd * (1.0 + x.full_share) + bwd + 1.0 * sac_gathers) * t_layer
@@ -619,7 +620,7 @@ def _cp_comm(x: _Step, lt: compute.LayerTimes) -> np.ndarray:
     c = x.c
     k_cp = comm.ranks_per_domain(c, x.t, x.domain)
     kv_bytes = x.tok * 2.0 * x.model.kv_dim / x.t * x.act * c
-    cp_fwd = comm.all_gather_time(kv_bytes, c, k_cp, x.r, x.system)
+    cp_fwd = comm.all_gather_time(kv_bytes, c, k_cp, x.r, x.system, comm.zone_members(c, x.t, x.system))
     return np.maximum(cp_fwd - lt.attn_fwd, 0.0) * (1.0 + 2.0 + x.full_share)
 
 
@@ -630,6 +631,7 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
     if not model.is_moe:
         return np.zeros_like(like)
     k_ep = comm.ranks_per_domain(x.e, x.t * x.c, x.domain)
+    m_ep = comm.zone_members(x.e, x.t * x.c, x.system)
     seq_share = np.where(x.sp, 1.0 / x.t, 1.0)
     # the busiest rank receives capacity_factor x the balanced share of routed tokens
     routed = model.experts_per_token * x.training.moe_capacity_factor
@@ -640,7 +642,7 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
     flex = np.asarray(x.fw.moe_host_sync) & ~moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t)
     routed = np.where(flex, np.minimum(ranks, routed), routed)
     per_copy = x.tok * seq_share * model.hidden * x.act
-    a2a = comm.all_to_all_time(per_copy * routed, x.e, k_ep, x.r, x.system)
+    a2a = comm.all_to_all_time(per_copy * routed, x.e, k_ep, x.r, x.system, m_ep)
     if np.any(flex & (x.e > k_ep)):
         # across domains they forward (DeepEP internode normal kernels, HybridEP): a token crosses the network once
         # to each remote domain holding one of its experts (expected count for balanced routing, the experts split
@@ -649,7 +651,8 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
         domains = np.maximum(x.e / k_ep, 1.0)
         remote = ep_ranks_per_token(model.experts, model.experts_per_token, domains) * (domains - 1.0) / domains
         fwd = comm.forwarded_all_to_all_time(per_copy * remote * x.training.moe_capacity_factor,
-                                             per_copy * ranks * (k_ep - 1.0) / k_ep, x.e, k_ep, x.r, x.system)
+                                             per_copy * ranks * (k_ep - 1.0) / k_ep, x.e, k_ep, x.r, x.system,
+                                             m_ep)
         a2a = np.where(flex, fwd, a2a)
     return a2a * (4.0 + 2.0 * x.moe_rerun) * model.moe_layer_count / model.layers
 
@@ -753,18 +756,20 @@ def _pipeline(x: _Step, t_mb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     bubble = frac * x.m * t_mb
     stride_pp = x.t * x.c * x.d
     same = stride_pp < x.domain
+    zone = comm.p2p_zone_factor(stride_pp, x.p, x.system)
     full = x.tok * x.model.hidden * x.act
-    t_p2p = comm.p2p_time(full * np.where(x.sp, 1.0 / x.t, 1.0), same, x.r, x.system)
+    t_p2p = comm.p2p_time(full * np.where(x.sp, 1.0 / x.t, 1.0), same, x.r, x.system, zone)
     slots = pipeline.p2p_transfers_on_critical_path(x.p, x.m, x.v) / 2.0
     # With TP > 1 (and no SP) each TP rank may send its 1/t share and the receiver all-gather the full tensor over
     # TP: Megatron-LM's scatter/gather optimisation (Narayanan 2021 s4.1; --scatter-gather-tensors-in-pipeline,
     # default since Feb 2021), DeepSpeed's PartitionedTensor (pipe/engine.py is_pipe_partitioned / _grad_partitioned)
     part_a = np.asarray(x.fw.p2p_partitioned_activations) & (x.t > 1) & ~x.sp
     part_g = np.asarray(x.fw.p2p_partitioned_grads) & (x.t > 1) & ~x.sp
-    t_part = comm.p2p_time(full / x.t, same, x.r, x.system)
+    t_part = comm.p2p_time(full / x.t, same, x.r, x.system, zone)
     t_act = np.where(part_a, t_part, t_p2p)
     t_grad = np.where(part_g, t_part, t_p2p)
-    t_ag = comm.all_gather_time(full, x.t, comm.ranks_per_domain(x.t, 1.0, x.domain), x.r, x.system)
+    t_ag = comm.all_gather_time(full, x.t, comm.ranks_per_domain(x.t, 1.0, x.domain), x.r, x.system,
+                                comm.zone_members(x.t, 1.0, x.system))
     f = x.k.p2p_exposed_fraction
     # one activation and one gradient transfer per slot of the schedule, each all-gathered at its receiver
     exposed = slots
@@ -796,6 +801,8 @@ class _Grads:
     k_dp: np.ndarray
     n_edp: np.ndarray  # expert-data-parallel ranks
     k_edp: np.ndarray
+    m_dp: np.ndarray  # DP / expert-DP members per fabric zone (comm.zone_members)
+    m_edp: np.ndarray
     shard_opt: np.ndarray  # optimizer sharded (ZeRO >= 1 or distributed optimizer)
     window: np.ndarray  # backward of the last micro-batch on the slowest stage (what reduction can hide in)
 
@@ -810,6 +817,7 @@ def _grads(x: _Step, lt: compute.LayerTimes, mb: _MicroBatch) -> _Grads:
     return _Grads(local_dense=p_dense / (t * x.p), local_expert=p_expert / (t * x.p * x.e),
                   train_frac=trainable / p_total, n_dp=n_dp, k_dp=comm.ranks_per_domain(n_dp, t, x.domain),
                   n_edp=n_edp, k_edp=comm.ranks_per_domain(n_edp, t * x.e, x.domain),
+                  m_dp=comm.zone_members(n_dp, t, x.system), m_edp=comm.zone_members(n_edp, t * x.e, x.system),
                   shard_opt=(x.zero >= 1) | (x.a["distributed_optimizer"] > 0),
                   window=mb.n_stage * lt.bwd + mb.head_w * lt.head_bwd)
 
@@ -824,17 +832,17 @@ def _dp_comm_replicated(x: _Step, g: _Grads) -> tuple[np.ndarray, np.ndarray]:
     g_exp = g.local_expert * g.train_frac * gb
     rs_or_ar = np.where(
         g.shard_opt & ~np.asarray(fw.zero1_grad_allreduce & (x.zero < 2)),
-        comm.reduce_scatter_time(g_dense, g.n_dp, g.k_dp, r, system) + comm.reduce_scatter_time(
-            g_exp, g.n_edp, g.k_edp, r, system),
-        comm.all_reduce_time(g_dense, g.n_dp, g.k_dp, r, system, k.nvls_allreduce_gain)
-        + comm.all_reduce_time(g_exp, g.n_edp, g.k_edp, r, system, k.nvls_allreduce_gain),
+        comm.reduce_scatter_time(g_dense, g.n_dp, g.k_dp, r, system, g.m_dp) + comm.reduce_scatter_time(
+            g_exp, g.n_edp, g.k_edp, r, system, g.m_edp),
+        comm.all_reduce_time(g_dense, g.n_dp, g.k_dp, r, system, k.nvls_allreduce_gain, g.m_dp)
+        + comm.all_reduce_time(g_exp, g.n_edp, g.k_edp, r, system, k.nvls_allreduce_gain, g.m_edp),
     )
     # FP8 primary weights (Megatron-Core fp8_param_gather, NeMo fp8_params): the updated shards travel as FP8
     p_bytes = np.where(np.asarray(fw.fp8_param_allgather) & (x.training.precision == "fp8"), 1.0, x.act)
     ag_params = np.where(
         g.shard_opt & (x.zero < 3),
-        comm.all_gather_time(g.local_dense * g.train_frac * p_bytes, g.n_dp, g.k_dp, r, system)
-        + comm.all_gather_time(g.local_expert * g.train_frac * p_bytes, g.n_edp, g.k_edp, r, system),
+        comm.all_gather_time(g.local_dense * g.train_frac * p_bytes, g.n_dp, g.k_dp, r, system, g.m_dp)
+        + comm.all_gather_time(g.local_expert * g.train_frac * p_bytes, g.n_edp, g.k_edp, r, system, g.m_edp),
         0.0,
     )
     bucket = np.maximum(fw.grad_bucket_params, np.asarray(fw.grad_bucket_params_per_dp_rank) * g.n_dp)
@@ -874,8 +882,9 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     gb = fw.grad_reduce_bytes
     # FP8 all-gather (torchtitan enable_fsdp_float8_all_gather): the linear weights travel as 1-byte FP8
     fp8_ag = np.asarray(fw.fp8_param_allgather) & (x.training.precision == "fp8")
-    z3_ag = comm.all_gather_time(p_local * np.where(fp8_ag, 1.0, x.act), n_sh, k_sh, r, system)
-    z3_rs = comm.reduce_scatter_time(p_local * g.train_frac * gb, n_sh, k_sh, r, system)
+    m_sh = comm.zone_members(n_sh, x.t, system)
+    z3_ag = comm.all_gather_time(p_local * np.where(fp8_ag, 1.0, x.act), n_sh, k_sh, r, system, m_sh)
+    z3_rs = comm.reduce_scatter_time(p_local * g.train_frac * gb, n_sh, k_sh, r, system, m_sh)
     if np.any(np.asarray(fw.zero3_bucket_params) > 0):
         bucket = np.asarray(fw.zero3_bucket_params, dtype=float)
         n_coll = np.where(bucket > 0, np.maximum(np.ceil(p_local / np.where(bucket > 0, bucket, 1.0)), 1.0),
@@ -893,7 +902,8 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
         z3_exposed_mb = z3_demand
     # hybrid shard: replicas all-reduce the sharded gradients once per step
     n_rep = np.maximum(g.n_dp / n_sh, 1.0)
-    hsdp = comm.all_reduce_time(p_local * g.train_frac * gb / n_sh, n_rep, 1.0, r, system)
+    hsdp = comm.all_reduce_time(p_local * g.train_frac * gb / n_sh, n_rep, 1.0, r, system,
+                                m=comm.zone_members(n_rep, x.t * n_sh, system))
     return x.m * z3_exposed_mb + np.maximum(hsdp - g.window, bucket_frac * hsdp)
 
 

@@ -3,6 +3,7 @@
 from trainsizer.spec.job import (
     Constraints,
     DataSpec,
+    FabricSpec,
     GlobalBatch,
     Goal,
     HardwareSpec,
@@ -16,6 +17,7 @@ from trainsizer.spec.load import load_job, read_mapping
 __all__ = [
     "Constraints",
     "DataSpec",
+    "FabricSpec",
     "GlobalBatch",
     "Goal",
     "HardwareSpec",

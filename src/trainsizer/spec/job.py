@@ -190,6 +190,16 @@ class NetworkSpec(_Strict):
     kind: NetworkKind = "ib"
 
 
+class FabricSpec(_Strict):
+    """The scale-out fabric's oversubscription: GPUs in one zone of `zone_gpus` (a pod under full bisection)
+    reach each other at the NIC rate; traffic leaving a zone shares its uplinks, `oversubscription` times fewer
+    than its GPUs' NIC ports (down:up; Llama 3 405B's RoCE cluster: 3,072-GPU pods, 1:7 above them, Llama 3
+    paper arXiv:2407.21783 s3.3.1). Absent: non-blocking, as the plan builds the compute fabric."""
+
+    oversubscription: float = Field(ge=1.0, le=64.0)
+    zone_gpus: int = Field(gt=0, le=MAX_GPUS)
+
+
 class HardwareSpec(_Strict):
     """`per_node`: GPUs per host (server, or compute tray of a rack-scale system: 4 on GB200 NVL72); None =
     the accelerator's catalog host size (8 unless the catalog says otherwise). The NVLink scale-up domain
@@ -199,6 +209,7 @@ class HardwareSpec(_Strict):
     count: int = Field(gt=0, le=MAX_GPUS)
     per_node: int | None = Field(None, gt=0, le=72)
     network: str | NetworkSpec | None = None
+    fabric: FabricSpec | None = None
 
     @model_validator(mode="after")
     def _whole_nodes(self) -> HardwareSpec:
