@@ -25,7 +25,7 @@ def with_default_strategy(scenario: Scenario) -> Scenario:
 
     system = scenario.system
     option = HardwareOption(accelerator=scenario.accelerator, server=None, per_node=system.gpus_per_node,
-                            count=system.gpus, network=scenario.network)
+                            count=system.gpus, network=scenario.network, fabric=scenario.job.hardware.fabric)
     result = search_option(scenario.model, scenario.training, option, load_config())
     if result.strategy is None:
         least = result.min_mem_gib if result.min_mem_gib == result.min_mem_gib else result.lower_bound_gib

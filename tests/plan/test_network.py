@@ -1,3 +1,5 @@
+import pytest
+
 from trainsizer.plan.buildout.network import network_block
 
 
@@ -51,3 +53,18 @@ def test_speed_without_catalog_switch_is_unsized_not_invented(build):
     net = network_block(build(hardware={"network": {"nics_per_node": 2, "gbps_per_nic": 50, "kind": "roce"}}))
     assert net.compute.topology == "unsized" and net.compute.leaves == 0
     assert "no roce switch" in net.compute.notes[0]
+
+
+def test_job_fabric_is_named_beside_the_non_blocking_tree(build):
+    """hardware.fabric (1:4 above one-node zones): the all-reduce row runs on it, and the compute fabric says the
+    estimate used it while its switch counts are a non-blocking tree's."""
+    plain = network_block(build(hardware={"count": 512}, global_batch={"sequences": 512}))
+    zoned = network_block(build(hardware={"count": 512, "fabric": {"oversubscription": 4, "zone_gpus": 8}},
+                                global_batch={"sequences": 512}))
+    assert (zoned.compute.leaves, zoned.compute.spines) == (plain.compute.leaves, plain.compute.spines)
+    assert not any("hardware.fabric" in str(n) for n in plain.compute.notes)
+    assert any("1:4" in str(n) and "8 GPUs" in str(n) for n in zoned.compute.notes)
+    # DP 512 with 8 per node: the ring's zone cut is one node's 8 NDR400 NICs (47 GB/s payload each) over 4
+    assert zoned.allreduce.busbw_gb_s == pytest.approx(8 * 47.0 / 4, rel=0.01)
+    assert zoned.allreduce.busbw_gb_s < plain.allreduce.busbw_gb_s
+    assert zoned.allreduce.time_s > plain.allreduce.time_s

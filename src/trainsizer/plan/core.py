@@ -227,12 +227,12 @@ def _pins(scenario: Scenario, catalog: Any, pins: Pins | None) -> Pins:
     base = Pins()
     if hw is not None:
         base = Pins(accelerator=catalog.resolve_accelerator_id(hw.accelerator), count=hw.count,
-                    per_node=hw.per_node, network=hw.network)
+                    per_node=hw.per_node, network=hw.network, fabric=hw.fabric)
     if pins is None:
         return base
     acc = catalog.resolve_accelerator_id(pins.accelerator) if pins.accelerator else base.accelerator
     return Pins(accelerator=acc, count=pins.count or base.count, per_node=pins.per_node or base.per_node,
-                network=pins.network or base.network)
+                network=pins.network or base.network, fabric=base.fabric)
 
 
 def _listed(scenario: Scenario, catalog: Any) -> dict[str, set[str] | None]:

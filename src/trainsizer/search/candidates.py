@@ -34,6 +34,7 @@ class Pins:
     count: int | None = None
     per_node: int | None = None
     network: str | NetworkSpec | None = None
+    fabric: Any = None  # the job's hardware.fabric (spec.FabricSpec): not searched, applied to every option
 
     @property
     def any(self) -> bool:
@@ -61,6 +62,7 @@ class HardwareOption:
     per_node: int
     count: int
     network: NetworkView | None
+    fabric: Any = None  # spec.FabricSpec: the job's oversubscribed fabric (None: non-blocking)
 
     @property
     def nodes(self) -> int:
@@ -238,7 +240,7 @@ def hardware_candidates(scenario: Scenario, catalog: Any, pins: Pins, listed: di
                     if n > per_node and n % per_node:
                         continue
                     out.options.append(HardwareOption(acc, server, min(per_node, n) if n <= per_node else per_node,
-                                                      n, net if n > per_node else None))
+                                                      n, net if n > per_node else None, pins.fabric))
     out.options = _dedupe(out.options)
     return out
 

@@ -114,6 +114,8 @@ def _one(strategy: Strategy, i: int) -> Strategy:
 
 def option_system(option: HardwareOption) -> System:
     system = build_system(option.accelerator, option.count, min(option.per_node, option.count), option.network)
+    if option.fabric is not None:  # the job's oversubscribed fabric, the same fact the scenario resolved
+        system = replace(system, zone_gpus=option.fabric.zone_gpus, oversubscription=option.fabric.oversubscription)
     ram = getattr(option.server, "ram_gib", None) if option.server is not None else None
     return replace(system, host_ram_gib=float(ram)) if ram else system
 

@@ -34,9 +34,10 @@ def allreduce(b: BuildInput) -> AllReduce | None:
     precision = b.scenario.training.precision
     r = rates(system, "bf16" if precision == "fp8" else precision)
     k = int(comm.ranks_per_domain(ranks, s.tp, system.domain_gpus))
+    m = comm.zone_members(ranks, s.tp, system)  # members per zone of the job's fabric (hardware.fabric)
     nbytes = gradient_bytes_per_rank(b)
-    t = float(comm.all_reduce_time(nbytes, ranks, k, r, system))
-    busbw = float(comm._busbw(ranks, k, r, system)) if hasattr(comm, "_busbw") else 0.0
+    t = float(comm.all_reduce_time(nbytes, ranks, k, r, system, m=m))
+    busbw = float(comm._busbw(ranks, k, r, system, m)) if hasattr(comm, "_busbw") else 0.0
     multi = ranks > k
     algo = msg("ar_algo_multi") if multi else msg("ar_algo_nvls") if system.nvls else msg("ar_algo_ring")
     step = float(b.evaluation["time"]["step_s"])

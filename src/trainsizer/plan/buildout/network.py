@@ -191,7 +191,16 @@ def compute_fabric(b: BuildInput) -> Fabric | None:
     min_rails = rules.value("fabric", "rail_optimised_min_nics")
     return switched_fabric(b.catalog, "compute", kind, b.nodes, nics, gbps, switch,
                            rules.value("fabric", "oversubscription_compute"), "superpod_h100_ra",
-                           rail=nics >= min_rails)
+                           rail=nics >= min_rails, notes=_job_fabric_note(b))
+
+
+def _job_fabric_note(b: BuildInput) -> tuple[Any, ...]:
+    """The job's own oversubscribed fabric (hardware.fabric), which the estimate ran on, beside the non-blocking
+    tree sized here: a buyer sees both (the tree is not re-sized to it)."""
+    zone, o = int(getattr(b.system, "zone_gpus", 0) or 0), float(getattr(b.system, "oversubscription", 1.0))
+    if zone <= 0 or o <= 1.0 or zone >= b.gpus:
+        return ()
+    return (msg("net_note_job_fabric", o=f"{o:g}", zone=zone),)
 
 
 def unsized(b: BuildInput, kind: str, nics: int, gbps: float) -> Fabric:
