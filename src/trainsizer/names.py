@@ -54,6 +54,12 @@ ATTENTION_KERNELS = ("fa1", "fa2", "native")
 # fp32 per-row statistics (Apex / Transformer Engine, torchtitan's Triton fused_rmsnorm, Liger); eager = PyTorch ops
 # (transformers LlamaRMSNorm, torchtitan's uncompiled rmsnorm): the fp32 upcast and the 16-bit output saved.
 NORM_KERNELS = ("fused", "eager")
+# How context-parallel ranks exchange K and V (Megatron-Core TransformerConfig.cp_comm_type names): p2p = a ring
+# exchange of K / V chunks, each step hidden behind the attention of the chunk before (TE AttnFuncWithCP, PyTorch
+# ring attention); all_gather = K / V all-gathered before the attention and again in backward, dK / dV
+# reduce-scattered after it, all on the critical path (Llama 3 paper s3.3.2; TE AttnFuncWithCPAndKVAllGather:
+# "KV all-gather between CP ranks is exposed").
+CP_COMM_TYPES = ("p2p", "all_gather")
 # How the optimizer step runs (time of torch.optim.AdamW): fused = one kernel per parameter group reading and writing
 # each state once (fused=True, Apex / TE FusedAdam, DeepSpeed FusedAdam, bitsandbytes); foreach = torch's
 # multi-tensor implementation, torch.optim.AdamW's default on CUDA when neither fused nor foreach is set: eight

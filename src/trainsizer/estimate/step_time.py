@@ -345,6 +345,7 @@ class _Step:
     # the share of a chunk's layers whose forward runs again in the backward: 1 under full recompute of every layer,
     # less under Megatron's block method (partial_recompute.py), 0 without full recompute
     full_share: Any = 0.0
+    cp_comm_type: str = "p2p"  # Strategy.cp_comm_type (one of CP_COMM_TYPES; None = p2p)
 
     @property
     def moe_rerun(self) -> np.ndarray:
@@ -379,7 +380,8 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  optimizer_impl=_optimizer_impl(strategy), loss_impl=str(getattr(strategy, "loss_impl", "auto")),
                  recompute_modules=getattr(strategy, "recompute_modules", None),
                  full_share=(a["recompute"] == 2) * strategy_chunk_shares(
-                     strategy, model.layers / np.maximum(a["pp"] * np.maximum(a["vpp"], 1.0), 1.0)).rerun)
+                     strategy, model.layers / np.maximum(a["pp"] * np.maximum(a["vpp"], 1.0), 1.0)).rerun,
+                 cp_comm_type=str(getattr(strategy, "cp_comm_type", None) or "p2p"))
 
 
 def _rows(training: Training, sequences, unpads: Any) -> tuple[Any, Any]:
@@ -616,12 +618,16 @@ def ep_ranks_per_token(experts: int, topk: int, ep: Any) -> np.ndarray:
 
 
 def _cp_comm(x: _Step, lt: compute.LayerTimes) -> np.ndarray:
-    """Context parallel per layer: ring exchange of K and V (fwd) and dK, dV (bwd), hidden behind attention."""
+    """Context parallel per layer: K and V to every CP rank (fwd), again with dK, dV back (bwd) -- 1 + 2
+    all-gather-equivalents, + the fully recomputed share. cp_comm_type p2p: a ring exchange hidden behind the
+    attention; all_gather: exposed (TE AttnFuncWithCPAndKVAllGather gathers K / V before the forward's attention
+    and again in backward, then reduce-scatters dK / dV; Llama 3 paper s3.3.2)."""
     c = x.c
     k_cp = comm.ranks_per_domain(c, x.t, x.domain)
     kv_bytes = x.tok * 2.0 * x.model.kv_dim / x.t * x.act * c
     cp_fwd = comm.all_gather_time(kv_bytes, c, k_cp, x.r, x.system, comm.zone_members(c, x.t, x.system))
-    return np.maximum(cp_fwd - lt.attn_fwd, 0.0) * (1.0 + 2.0 + x.full_share)
+    exposed = cp_fwd if x.cp_comm_type == "all_gather" else np.maximum(cp_fwd - lt.attn_fwd, 0.0)
+    return exposed * (1.0 + 2.0 + x.full_share)
 
 
 def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from trainsizer.messages import msg
 from trainsizer.names import (
     ATTENTION_KERNELS,
+    CP_COMM_TYPES,
     FP8_RECIPES,
     FRAMEWORKS,
     LORA_DEFAULT_TARGETS,
@@ -51,6 +52,7 @@ LossImpl = Literal[LOSS_IMPLS]
 MoeDispatcher = Literal[MOE_DISPATCHERS]
 AttentionKernel = Literal[ATTENTION_KERNELS]
 NormKernel = Literal[NORM_KERNELS]
+CpCommType = Literal[CP_COMM_TYPES]
 OptimizerImpl = Literal[OPTIMIZER_IMPLS]
 OptimizerPrecision = Literal[OPTIMIZER_PRECISIONS]
 
@@ -272,6 +274,9 @@ class StrategySpec(_Strict):
     attention_kernel: AttentionKernel | None = None
     # norm kernel: fused (Apex / TE / torchtitan fused_rmsnorm) | eager (PyTorch ops); null = the style's
     norm_kernel: NormKernel | None = None
+    # context-parallel K / V exchange: p2p (ring, hidden behind attention) | all_gather (exposed, Llama 3's);
+    # null = p2p
+    cp_comm_type: CpCommType | None = None
     # MoE token dispatcher (Megatron-Core): auto | alltoall | flex (DeepEP / HybridEP)
     moe_dispatcher: MoeDispatcher = "auto"
     # Megatron-Core EP all-to-all overlap (overlap_moe_expert_parallel_comm + delay_wgrad_compute: combined 1F1B,
