@@ -202,3 +202,20 @@ def test_oversubscription_never_speeds_a_collective_up(n, stride, zone, o):
         assert float(f(1e9, n, k, r, s, m)) >= float(f(1e9, n, k, r, s)) * (1 - 1e-12)
     more = _zoned(gpus=8192, zone=zone, o=o * 2)
     assert float(comm.all_to_all_time(1e9, n, k, r, more, m)) >= float(comm.all_to_all_time(1e9, n, k, r, s, m))
+
+
+def test_zone_smaller_than_the_scale_up_domain_does_not_touch_its_traffic():
+    """NVL72-like: 72 GPUs per NVLink domain, 36-GPU fabric zones at 1:4. A group inside the domain never uses the
+    scale-out fabric; one spanning two domains leaves its domain (and so its zones) at the domain's cut only."""
+    from dataclasses import replace
+
+    s = replace(h100_cluster(gpus=144), scaleup_domain=72, zone_gpus=36, oversubscription=4.0)
+    flat = replace(s, zone_gpus=0, oversubscription=1.0)
+    r = _r(s)
+    m_in = comm.zone_members(72, 1, s)
+    assert float(m_in) == 36
+    for f in (comm.reduce_scatter_time, comm.all_to_all_time):
+        assert float(f(1e9, 72, 72, r, s, m_in)) == pytest.approx(float(f(1e9, 72, 72, r, flat)))
+    m_two = comm.zone_members(144, 1, s)
+    assert float(comm.all_to_all_time(1e9, 144, 72, r, s, m_two)) == pytest.approx(
+        max(72 / 144 * 1e9 / r.inter_nic * 4.0, float(comm.all_to_all_time(1e9, 144, 72, r, flat))), rel=1e-3)

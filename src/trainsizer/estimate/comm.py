@@ -89,8 +89,14 @@ def _busbw(n, k, rates: Rates, system=None, m=None):
     bw = np.where(multi, np.minimum(np.where(k > 1, intra, np.inf), k * rates.inter_nic), intra)
     if m is None:
         return bw
-    m = np.asarray(m, float)
+    m = _net_members(m, k)
     return np.where(n > m, np.minimum(bw, m * rates.inter_nic / _oversub(system)), bw)
+
+
+def _net_members(m, k) -> np.ndarray:
+    """Members per zone as the network sees them: a scale-up domain's traffic never touches the scale-out fabric,
+    so a zone smaller than the domain (NVL72 trays in smaller zones) still holds the domain's k members."""
+    return np.maximum(np.asarray(m, float), np.asarray(k, float))
 
 
 def _alpha(n, k, system):
@@ -130,7 +136,7 @@ def all_to_all_time(nbytes, n, k, rates: Rates, system, m=None):
     t_intra = (k - 1.0) / np.maximum(n, 1.0) * s / (rates.intra_busbw * mesh_share(k, system))
     t_inter = (n - k) / np.maximum(n, 1.0) * s / rates.inter_nic
     if m is not None:  # the out-of-zone share through NIC / o
-        out = np.maximum(n - np.asarray(m, float), 0.0) / np.maximum(n, 1.0)
+        out = np.maximum(n - _net_members(m, k), 0.0) / np.maximum(n, 1.0)
         t_inter = np.maximum(t_inter, out * s * _oversub(system) / rates.inter_nic)
     lat = np.where(n > k, system.inter_node_latency_s, 0.0) + system.intra_node_latency_s
     t = np.maximum(t_intra, t_inter) + lat
@@ -146,7 +152,7 @@ def forwarded_all_to_all_time(net_bytes, nvlink_bytes, n, k, rates: Rates, syste
     k = np.asarray(k, float)
     t_inter = np.asarray(net_bytes, float) / rates.inter_nic
     if m is not None:
-        out = np.maximum(n - np.asarray(m, float), 0.0) / np.maximum(n - k, 1.0)
+        out = np.maximum(n - _net_members(m, k), 0.0) / np.maximum(n - k, 1.0)
         t_inter = t_inter * np.maximum(1.0, out * _oversub(system))
     t_intra = np.asarray(nvlink_bytes, float) / (rates.intra_busbw * mesh_share(k, system))
     lat = system.inter_node_latency_s + system.intra_node_latency_s
