@@ -116,6 +116,32 @@ def test_bad_input_messages(patch, fragments):
         assert fragment in message, message
 
 
+@pytest.mark.parametrize(
+    ("patch", "fragment"),
+    [
+        ({"seq_len": True}, "seq_len: must be a whole number"),
+        ({"data": {"samples": 10, "avg_tokens": True}}, "data.avg_tokens: must be a number"),
+        ({"data": {"samples": 10, "avg_tokens": 500, "length_sigma": True}}, "data.length_sigma: must be a number"),
+        ({"data": {"samples": 10, "avg_tokens": 500, "max_tokens": False}}, "data.max_tokens: must be a number"),
+        ({"hardware": {"accelerator": "x", "count": 8},
+          "strategy": {"recompute": "full", "recompute_method": "block", "recompute_num_layers": True}},
+         "strategy.recompute_num_layers: must be a whole number"),
+    ],
+)
+def test_true_or_false_is_no_number(patch, fragment):
+    """YAML true / false where a number belongs is refused, not read as 1 / 0."""
+    with pytest.raises(SpecError) as info:
+        load_job({**BASE, **patch})
+    assert fragment in str(info.value), str(info.value)
+
+
+def test_true_or_false_stays_allowed_where_a_field_takes_a_flag():
+    strategy = {"activation_offload": True, "fp8_transpose_cache": False, "torch_compile": False}
+    job = load_job({**BASE, "hardware": {"accelerator": "x", "count": 8}, "strategy": strategy})
+    assert job.strategy is not None and job.strategy.activation_offload is True
+    assert job.strategy.fp8_transpose_cache is False
+
+
 def test_missing_required_key_named():
     data = dict(BASE)
     del data["seq_len"]

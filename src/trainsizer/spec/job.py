@@ -6,9 +6,11 @@ presets are checked later, when the job is resolved against the catalog (`trains
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import types
+from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from trainsizer.messages import msg
 from trainsizer.names import (
@@ -75,6 +77,26 @@ MAX_RACK_KW = 2000.0  # kW per rack; the densest announced racks draw ~600 kW
 class _Strict(BaseModel):
     # inf and NaN are never a meaningful quantity in a job (YAML `.inf` would otherwise pass `gt=0`)
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _bool_is_no_number(cls, value: Any, info: ValidationInfo) -> Any:
+        """YAML true / false where a number belongs is an error: pydantic would read it as 1 / 0 (`seq_len: true`
+        ran a one-token job, `data.avg_tokens: true` one-token samples)."""
+        if isinstance(value, bool) and info.field_name in cls.model_fields:
+            kinds = _leaf_types(cls.model_fields[info.field_name].annotation)
+            if bool not in kinds and int in kinds and float not in kinds:
+                raise PydanticCustomError("int_type", "Input should be a valid integer")
+            if bool not in kinds and float in kinds:
+                raise PydanticCustomError("float_type", "Input should be a valid number")
+        return value
+
+
+def _leaf_types(annotation: Any) -> set[Any]:
+    """The types a (possibly Optional / union) field annotation admits at its top level."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        return {t for arg in get_args(annotation) for t in _leaf_types(arg)}
+    return {annotation}
 
 
 class LoraSpec(_Strict):
