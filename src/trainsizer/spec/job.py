@@ -343,7 +343,9 @@ class StrategySpec(_Strict):
         if self.recompute != "full":
             raise ValueError(msg("job_partial_recompute_full", recompute=self.recompute))
         if method is None or n is None:
-            raise ValueError(msg("job_partial_recompute_pair", method=method, n=n))
+            # null as the job file writes it (YAML), not Python's None
+            raise ValueError(msg("job_partial_recompute_pair", method="null" if method is None else method,
+                                 n="null" if n is None else n))
         if method == "uniform" and n < 1:
             raise ValueError(msg("job_partial_recompute_uniform", n=n))
 
