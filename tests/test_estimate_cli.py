@@ -59,6 +59,29 @@ def test_flags_override_the_job(run_cli):
     assert more_mb["memory"]["breakdown_gib"]["activations"] > base["memory"]["breakdown_gib"]["activations"]
 
 
+def test_partial_recompute_flags_override_the_job(run_cli, tmp_path):
+    """--recompute-method / --recompute-num-layers take what strategy.recompute_method / _num_layers take."""
+    job = tmp_path / "mcore.yaml"
+    job.write_text("model: llama-3.1-8b\ndata: {tokens: 1.0e9}\nseq_len: 4096\nglobal_batch: {sequences: 64}\n"
+                   "hardware: {accelerator: h100-sxm-80gb, count: 8, per_node: 8}\n"
+                   "strategy: {tp: 2, pp: 2, dp: 2, recompute: full, framework: megatron-core}\n")
+    every = _estimate(run_cli, str(job))
+    block = _estimate(run_cli, str(job), "--recompute-method", "block", "--recompute-num-layers", "4")
+    assert block["job"]["strategy"]["recompute_method"] == "block"
+    assert block["job"]["strategy"]["recompute_num_layers"] == 4
+    # 4 of a stage's 16 layers checkpointed: less recompute, more activations kept than every layer's
+    assert block["time"]["hardware_flops_per_step"] < every["time"]["hardware_flops_per_step"]
+    assert block["memory"]["breakdown_gib"]["activations"] > every["memory"]["breakdown_gib"]["activations"]
+    code, _, err = run_cli("estimate", str(job), "--recompute-method", "uniform", "--recompute-num-layers", "0")
+    assert code == 2 and "1 or more" in err and "Traceback" not in err
+    code, _, err = run_cli("estimate", str(job), "--recompute-num-layers", "2")
+    assert code == 2 and "go together" in err and "recompute_method null" in err
+    code, _, err = run_cli("estimate", str(job), "--recompute-method", "block", "--recompute-num-layers", "17")
+    assert code == 2 and "at most 16 decoder layers" in err
+    code, _, err = run_cli("--lang", "zh", "estimate", str(job), "--recompute-num-layers", "2")
+    assert code == 2 and "须同时给出" in err and "Traceback" not in err
+
+
 def test_bad_flag_value_names_the_field(run_cli):
     code, _, err = run_cli("estimate", SFT, "--recompute", "sometimes")
     assert code == 2 and "strategy.recompute" in err and "selective" in err

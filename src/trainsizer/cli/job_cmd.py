@@ -26,6 +26,11 @@ _OVERRIDES = [
     click.option("--fsdp", help="none | full | hybrid"),
     click.option("--micro-batch", "micro_batch", type=int),
     click.option("--recompute", help="none | selective | full"),
+    click.option("--recompute-method", "recompute_method",
+                 help="uniform | block: which layers full recompute checkpoints (strategy.recompute_method)."),
+    click.option("--recompute-num-layers", "recompute_num_layers", type=int,
+                 help="Layers per uniform group, or checkpointed per model chunk with block "
+                      "(strategy.recompute_num_layers)."),
     click.option("--offload", help="none | optimizer | optimizer+params"),
     click.option("--framework", help="auto | megatron | megatron-core | deepspeed | fsdp | hf | deepseek-dualpipe | torchtitan | torchtune"),
 ]

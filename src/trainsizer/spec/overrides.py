@@ -11,7 +11,7 @@ from typing import Any
 
 HARDWARE_KEYS = ("accelerator", "count", "per_node", "network")
 STRATEGY_KEYS = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "fsdp", "shard_group", "micro_batch", "recompute",
-                 "offload", "framework")
+                 "recompute_method", "recompute_num_layers", "offload", "framework")
 
 
 def apply_overrides(data: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
