@@ -16,8 +16,8 @@ from harness import mape  # noqa: E402
 
 def test_nvidia_mlperf_rows():
     cs = pm.cases()
-    # every FP8 submission of the three benchmarks is in the file and none is refused
-    assert len(cs) == 20 and not any(c.skipped for c in cs)
+    # NVIDIA's 20 FP8 submissions of the three benchmarks and 10 of other submitters on its code; none refused
+    assert len(cs) == 30 and not any(c.skipped for c in cs)
     by_src = {}
     for c in cs:
         by_src.setdefault(c.source, []).append(c)
@@ -25,9 +25,11 @@ def test_nvidia_mlperf_rows():
     assert mape(by_src["MLPerf Training v5.0 NVIDIA (Llama 3.1 405B pretrain)"]) <= 4.0
     # reached: v5.0 LoRA 2.9% (9.5% while a frozen base stored in FP8 was re-cast every step)
     assert mape(by_src["MLPerf Training v5.0 NVIDIA (Llama 2 70B LoRA)"]) <= 5.0
-    # reached: 9.9% over the 20 rows (44% before a LoRA job's frozen base stopped adding gradient buckets); the
-    # v5.1 LoRA rows -26..-36% (NeMo 25.09's stack, not a job option: docs/frameworks.md Known gaps)
-    assert mape(cs) <= 11.5
+    # reached: H200 405B (Nebius, 512 / 1,024 GPUs) +0.0 / +0.4%
+    assert mape([c for c in cs if "_h200_" in c.row_id]) <= 3.0
+    # reached: 10.2% over the 30 rows (9.9% over NVIDIA's 20; 44% before a LoRA job's frozen base stopped adding
+    # gradient buckets); the v5.1 LoRA rows -19..-36% (NeMo 25.09's stack, not a job option: docs Known gaps)
+    assert mape(cs) <= 12.0
     assert all(abs(c.err) < 0.4 for c in cs)
 
 
