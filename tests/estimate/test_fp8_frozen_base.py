@@ -54,3 +54,23 @@ def test_full_training_drops_the_cached_transpose():
 def test_refused_outside_megatron_core():
     with pytest.raises(StrategyError, match="fp8_transpose_cache_framework"):
         estimate_memory(LLAMA, LORA, MI325X, ST.with_(framework="hf", fp8_transpose_cache=False))
+
+
+def test_blackwell_per_tensor_fp8_keeps_no_transpose():
+    """cuBLASLt runs FP8 GEMMs in every layout on Blackwell (nvte_is_non_tn_fp8_gemm_supported), so under per-tensor
+    scaling Transformer Engine makes no transpose of an FP8 weight; MXFP8 keeps its column-wise copy, and Hopper
+    (TN-only FP8 GEMMs) its transpose. MLPerf v5.0 B200 / GB200 Llama 2 70B LoRA (fp8_params, delayed scaling)."""
+    b200 = System(accelerator="b200", gpus=8, gpus_per_node=8, memory_gib=180.0,
+                  peak_tflops={"bf16": 2250.0, "fp8": 4500.0}, hbm_gb_s=8000.0, intra_node_gb_s=900.0,
+                  inter_node_gb_s=50.0)
+
+    def gib(system: System, recipe: str) -> float:
+        training = Training(method="lora", precision="fp8", seq_len=8192, global_batch_seqs=8, lora_rank=16,
+                            lora_targets=("qkv_proj", "o_proj"), fp8_recipe=recipe)
+        st = ST.with_(fp8_param_allgather=True)
+        return estimate_memory(LLAMA, training, system, st).items_bytes["base_weights_frozen"] / GIB
+
+    # 1 byte per GEMM weight on Blackwell under delayed / tensorwise, 2 with MXFP8 or on a TN-only part
+    assert gib(b200, "delayed") == pytest.approx(0.5 * gib(b200, "mxfp8"), rel=0.02)
+    assert gib(b200, "tensorwise") == pytest.approx(gib(b200, "delayed"))
+    assert gib(MI325X, "delayed") == pytest.approx(gib(b200, "mxfp8"))

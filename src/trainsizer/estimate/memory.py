@@ -346,7 +346,8 @@ def _optimizer_precision(strategy: Strategy, training: Training) -> str | None:
     return str(precision)
 
 
-def _batch(model: ModelArch, training: Training, strategy: Strategy, options: MemoryOptions) -> _Batch:
+def _batch(model: ModelArch, training: Training, strategy: Strategy, options: MemoryOptions,
+           accelerator: str = "") -> _Batch:
     pre = _precompute(model, training, options)
     s = strategy_arrays(strategy)
     # one value for the whole batch: layers whose activations are offloaded (inf = every layer), fused optimizer
@@ -396,7 +397,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, z=z, rec=rec, off=s["offload"],
                   name=name, mega=mega, titan=titan, kbit_upcast=upcast_w, head_cast=head_cast,
                   bf16_grads=bf16_grads,
-                  fp8_params=fp8_params, fp8_transpose_bytes=_fp8_transpose_bytes(strategy), eager_sac=eager_sac, grad_reduce_in_fp32=g32, fresh_grads=fresh,
+                  fp8_params=fp8_params, fp8_transpose_bytes=_fp8_transpose_bytes(strategy, training, accelerator), eager_sac=eager_sac, grad_reduce_in_fp32=g32, fresh_grads=fresh,
                   chunked_loss=chunked,
                   loss_bytes=loss_bytes, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro,
                   sp_div=sp_div, dense_b=dense_b, moe_b=moe_b, dense_none=dense_none, moe_none=moe_none, st=st,
@@ -488,13 +489,19 @@ def _fp8_params(strategy: Strategy, name: str, mega: np.ndarray, z: np.ndarray) 
     return mega & default if name == "auto" else default
 
 
-def _fp8_transpose_bytes(strategy: Strategy) -> float:
+def _fp8_transpose_bytes(strategy: Strategy, training: Training | None = None, accelerator: str = "") -> float:
     """Bytes per GEMM weight of the FP8 primary weights' cached transpose (memory_constants.yaml fp8
     param_cache_bytes_per_gemm_param): none under strategy.fp8_transpose_cache false, Megatron-Core's
     disable_parameter_transpose_cache (TELinear.forward passes is_first_microbatch None, so Transformer Engine
     re-makes the transpose for each backward instead of keeping it between micro-batches; NeMo and AMD's MLPerf
-    LoRA configs set it)."""
+    LoRA configs set it); none either under per-tensor scaling (delayed, tensorwise) on a part whose FP8 GEMMs
+    take every layout (fp8.non_tn_fp8_gemm_families, Blackwell), where Transformer Engine makes no transpose.
+    "auto" is MXFP8 there (perf_constants.yaml fp8.default_recipe), which keeps its column-wise copy."""
     if getattr(strategy, "fp8_transpose_cache", None) is False:
+        return 0.0
+    c = load_memory_constants()["fp8"]
+    per_tensor = training is not None and training.fp8_recipe in ("delayed", "tensorwise")
+    if per_tensor and any(accelerator.lower().startswith(f) for f in c["non_tn_fp8_gemm_families"]):
         return 0.0
     return float(load_memory_constants()["fp8"]["param_cache_bytes_per_gemm_param"])
 
@@ -1084,7 +1091,7 @@ def _evaluate(
 
     Per stage: model states, activations, the QLoRA paged optimizer, overheads, then the optimizer-step
     peak."""
-    b = _batch(model, training, strategy, options)
+    b = _batch(model, training, strategy, options, system.accelerator)
     results: dict[str, Any] = {}
     for stage, g in _stages(b).items():
         items: dict[str, Any] = {}
