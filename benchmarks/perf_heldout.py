@@ -14,7 +14,8 @@ benchmarks/data/heldout_models.yaml (with their sources). Sources, by what they 
 - Pythia (EleutherAI, GPT-NeoX: Megatron TP + DeepSpeed ZeRO-1, A100-40GB, 70M-12B): GPU-hours from logged
   iteration time.
 - StarCoderBase 15.5B (BigCode Megatron-LM fork, A100-80GB, 512 GPUs, MQA, 8K): wall-clock GPU-hours.
-- SmolLM3 3B (Hugging Face nanotron, TP 2 x DP 192 on 384 H100, 11.2T tokens in 24 days): wall-clock GPU-hours.
+- SmolLM3 3B (Hugging Face nanotron, TP 2 x DP 192 on 384 H100, 11.2T tokens in 24 days): the tokens/s per GPU
+  its team monitored (Smol Training Playbook), which the 24 days' wall-clock matches.
 - GPT-NeoX-20B (EleutherAI, 96 A100-40GB, TP 2 x PP 4, ZeRO-1, no flash attention): its 117 TFLOP/s per GPU.
 Left out: the torchtitan float8 rowwise rows (the file itself flags their vanilla-TP baseline as a known bug,
 torchtitan issue 1207) and MoE rows (Mixtral in the NeMo tables; the `moe` work owns MoE time).

@@ -129,7 +129,8 @@ KIND_KEYS = {
     "optimizer": "kind_optimizer", "LoRA target module": "kind_lora_target", "platform": "kind_platform",
     "offload mode": "kind_offload", "FP8 scaling recipe": "kind_fp8_recipe", "evaluate_batch part": "kind_batch_part",
     "loss implementation": "kind_loss_impl", "attention kernel": "kind_attention_kernel",
-    "norm kernel": "kind_norm_kernel", "optimizer precision": "kind_optimizer_precision",
+    "norm kernel": "kind_norm_kernel", "activation kernel": "kind_activation_kernel",
+    "optimizer precision": "kind_optimizer_precision",
     "facility figure": "kind_facility_figure", "reliability figure": "kind_reliability_figure",
     "accelerator, server or switch": "kind_price_subject", "price subject (accelerator, server or switch)":
     "kind_price_subject", "source id": "kind_source", "price point": "kind_price_point",

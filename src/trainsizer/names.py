@@ -60,6 +60,11 @@ NORM_KERNELS = ("fused", "eager")
 # reduce-scattered after it, all on the critical path (Llama 3 paper s3.3.2; TE AttnFuncWithCPAndKVAllGather:
 # "KV all-gather between CP ranks is exposed").
 CP_COMM_TYPES = ("p2p", "all_gather")
+# MLP activation kernel (SwiGLU: SiLU and the gate product): fused = one kernel reading gate and up, writing the
+# product (Transformer Engine / Apex / Megatron bias_swiglu, torch.compile); eager = F.silu then the product as two
+# PyTorch ops, as nanotron's Qwen2MLP / LlamaMLP run it (self.act(gate_states) * up_states), which also keeps the
+# SiLU output for the product's backward.
+ACTIVATION_KERNELS = ("fused", "eager")
 # How the optimizer step runs (time of torch.optim.AdamW): fused = one kernel per parameter group reading and writing
 # each state once (fused=True, Apex / TE FusedAdam, DeepSpeed FusedAdam, bitsandbytes); foreach = torch's
 # multi-tensor implementation, torch.optim.AdamW's default on CUDA when neither fused nor foreach is set: eight

@@ -79,7 +79,8 @@ def gemm_time(m, n, k, rates: Rates, batch=1.0, fixed: bool = True, linear: bool
 
 
 def eager_elementwise_traffic(model: ModelArch, eager_bytes: dict[str, float], rope_bytes: Any,
-                              norm_kernel: str | None = None, fused_rest: bool = False) -> Any:
+                              norm_kernel: str | None = None, fused_rest: bool = False,
+                              act_kernel: str | None = None) -> Any:
     """HBM traffic of a decoder layer's element-wise work run as eager PyTorch ops, relative to the fused count of
     `layer_times` (2 B per element read or written: norms 4h, residual adds and masks 7h, RoPE 2 (q + k + v),
     activation `act_elems_per_inner` x ffn elements). Eager: an RMSNorm streams eager_bytes["rmsnorm"] per
@@ -88,7 +89,9 @@ def eager_elementwise_traffic(model: ModelArch, eager_bytes: dict[str, float], r
     model code (perf_constants.yaml gemm.eager_bytes_per_element), arrays of `rope_bytes` allowed.
     `norm_kernel` (strategy.norm_kernel): "fused" charges the two norms the fused count (one kernel: torchtitan's
     fused_rmsnorm, Liger, Apex / TE), "eager" the eager count; None = eager unless `fused_rest`, where the
-    framework's own kernels fuse RoPE, the activation and the norms (TE / Apex)."""
+    framework's own kernels fuse RoPE, the activation and the norms (TE / Apex). `act_kernel`
+    (strategy.activation_kernel) decides the SwiGLU the same way: "eager" its eager bytes under fused kernels too
+    (nanotron: fused RMSNorm and rotary, F.silu then the product), "fused" the fused count in an eager run."""
     shapes = ModelShapes.of(model)
     h, qkv, ffn = float(shapes.hidden), float(shapes.qkv_out), float(shapes.ffn)
     v_width = (qkv - h) / 2.0 if qkv > h else qkv / 3.0
@@ -98,7 +101,8 @@ def eager_elementwise_traffic(model: ModelArch, eager_bytes: dict[str, float], r
     eager_norm = norm_kernel == "eager" or (norm_kernel is None and not fused_rest)
     norms = 2.0 * eager_bytes["rmsnorm"] * h if model.norm == "rmsnorm" and eager_norm else fused_norms
     rope = fused_rope if fused_rest or model.position != "rope" else np.asarray(rope_bytes, float) * (qkv - v_width)
-    act = eager_bytes["swiglu"] * ffn if model.mlp == "swiglu" and not fused_rest else fused_act
+    eager_act = act_kernel == "eager" or (act_kernel is None and not fused_rest)
+    act = eager_bytes["swiglu"] * ffn if model.mlp == "swiglu" and eager_act else fused_act
     return (norms + rest + rope + act) / (fused_norms + rest + fused_rope + fused_act)
 
 

@@ -241,6 +241,8 @@ class Strategy:
     attention_kernel: Any = None  # "fa1" | "fa2" | "native" (names.ATTENTION_KERNELS); None = the style's
     norm_kernel: Any = None  # "fused" | "eager" (names.NORM_KERNELS); None = the style's; memory and step time
     cp_comm_type: Any = None  # "p2p" | "all_gather" (names.CP_COMM_TYPES); None = p2p; step time
+    # "fused" | "eager" (names.ACTIVATION_KERNELS): the SwiGLU activation; None = the style's; memory and step time
+    activation_kernel: Any = None
     moe_dispatcher: str = "auto"  # one of MOE_DISPATCHERS (Megatron-Core MoE token dispatcher); one per batch
     # Megatron-Core overlap_moe_expert_parallel_comm (combined 1F1B: the EP all-to-all of one micro-batch beside the
     # compute of another); None = the style's (off); one value for the whole batch

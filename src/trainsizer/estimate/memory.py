@@ -74,7 +74,7 @@ from trainsizer.estimate.validate import (
 )
 from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
-from trainsizer.names import NORM_KERNELS, OPTIMIZER_PRECISIONS, optimizer_precisions_for
+from trainsizer.names import ACTIVATION_KERNELS, NORM_KERNELS, OPTIMIZER_PRECISIONS, optimizer_precisions_for
 
 GIB = 2**30
 PROFILES = ("hf", "megatron")
@@ -549,9 +549,12 @@ def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, optio
     tab_d, tab_m = (pre.dense, pre.moe) if modules is None else _module_tables(model, training, options, tuple(modules))
     if compiled_tt:
         norm = norm - tokens * _compiled_silu_bytes(pre) / t
-    dense_b = pick(tab_d, row, 0) + np.where(keeps & (rec <= 1), norm, 0.0)
+    # strategy.activation_kernel: an eager SwiGLU keeps the SiLU output for the product's backward, a fused one not
+    # (the dense MLP's; MoE layers' experts keep their own kernels)
+    act = tokens * _act_kernel_delta(model, strategy, pre, mega, hf_eager=not compiled_tt) / t
+    dense_b = pick(tab_d, row, 0) + np.where(keeps & (rec <= 1), norm + act, 0.0)
     moe_b = pick(tab_m, row, 1) + np.where(keeps & (rec <= 1), norm, 0.0) if model.is_moe else dense_b
-    dense_none = pick(pre.dense, row_none, 0) + norm
+    dense_none = pick(pre.dense, row_none, 0) + norm + act
     moe_none = pick(pre.moe, row_none, 1) + norm if model.is_moe else dense_none
     return dense_b, moe_b, dense_none, moe_none
 
@@ -562,6 +565,25 @@ def _compiled_silu_bytes(pre: _Pre) -> float:
     layer (torch 2.13 Inductor, CPU; RMSNorm, K / V expanded before SDPA, SiLU gate): eager 45.4 h bytes per
     token, compiled 32.0 h (the norms' fp32 upcasts and the SiLU output gone), LoRA 42.4 h -> 33.0 h."""
     return float(pre.dense[("hf", 0)].detail.get("mlp_act_out", 0.0))
+
+
+def _act_kernel_delta(model: ModelArch, strategy: Strategy, pre: _Pre, mega: np.ndarray,
+                      hf_eager: bool = True) -> Any:
+    """Bytes per token per layer (before TP) by which strategy.activation_kernel (names.ACTIVATION_KERNELS)
+    changes what a dense SwiGLU saves from the memory profile's (megatron: fused, fc1 output and fc2 input; hf:
+    eager, gate, SiLU output and up, unless `hf_eager` is False: torchtune's compiled layers, which already drop
+    it): the SiLU output (`_compiled_silu_bytes`), added for "eager" where the profile's SwiGLU is fused, taken
+    away for "fused" where it is eager; 0 when the job leaves it to the style."""
+    kernel = getattr(strategy, "activation_kernel", None)
+    if kernel is None or model.mlp != "swiglu":
+        return 0.0
+    if kernel not in ACTIVATION_KERNELS:
+        from trainsizer.errors import unknown_name
+
+        raise unknown_name("strategy.activation_kernel", "activation kernel", kernel, ACTIVATION_KERNELS)
+    silu = _compiled_silu_bytes(pre)
+    profile_eager = {"megatron": False, "hf": hf_eager}
+    return _by_prof(mega, lambda pr: silu * ((kernel == "eager") - profile_eager[pr]))
 
 
 def _norm_kernel_delta(model: ModelArch, training: Training, strategy: Strategy, mega: np.ndarray,

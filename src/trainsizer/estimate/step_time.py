@@ -50,7 +50,13 @@ from trainsizer.estimate.partial_recompute import strategy_chunk_shares
 from trainsizer.estimate.validate import check_strategy, require_one_strategy, strategy_arrays
 from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
-from trainsizer.names import ATTENTION_KERNELS, MOE_DISPATCHERS, NORM_KERNELS, OPTIMIZER_IMPLS
+from trainsizer.names import (
+    ACTIVATION_KERNELS,
+    ATTENTION_KERNELS,
+    MOE_DISPATCHERS,
+    NORM_KERNELS,
+    OPTIMIZER_IMPLS,
+)
 
 PIPELINE_SCHEDULES = ("1f1b", "dualpipe")
 BREAKDOWN_KEYS = ("compute", "tp_comm", "cp_comm", "ep_comm", "dp_comm", "pp_bubble", "pp_comm", "optimizer",
@@ -88,6 +94,9 @@ class PerfStyle:
     # strategy.norm_kernel: "fused" | "eager" (names.NORM_KERNELS), the layer norms' kernel in the element-wise
     # traffic (_elementwise_passes); None = the style's (eager PyTorch ops unless fused_kernels or torch.compile)
     norm_kernel: str | None = None
+    # strategy.activation_kernel: "fused" | "eager" (names.ACTIVATION_KERNELS), the SwiGLU's kernel in the same
+    # traffic; None = the style's (as the rest of its element-wise work)
+    activation_kernel: str | None = None
     fused_kernels: bool = False  # the framework's own fused element-wise kernels (TE / Apex): eager or not
     fp8_weight_cache: bool = False  # FP8 weights cast once per step and reused by every micro-batch (TE)
     fp8_param_allgather: bool = False  # FSDP2 all-gathers FP8 weights (torchtitan enable_fsdp_float8_all_gather)
@@ -220,6 +229,13 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
 
             raise unknown_name("strategy.norm_kernel", "norm kernel", strategy.norm_kernel, NORM_KERNELS)
         changes["norm_kernel"] = str(strategy.norm_kernel)
+    if getattr(strategy, "activation_kernel", None) is not None:
+        if strategy.activation_kernel not in ACTIVATION_KERNELS:
+            from trainsizer.errors import unknown_name
+
+            raise unknown_name("strategy.activation_kernel", "activation kernel", strategy.activation_kernel,
+                               ACTIVATION_KERNELS)
+        changes["activation_kernel"] = str(strategy.activation_kernel)
     if getattr(strategy, "moe_a2a_overlap", None) is not None:  # Megatron-Core combined 1F1B (_micro_batch)
         changes["ep_overlap"] = bool(strategy.moe_a2a_overlap)
     return dataclasses.replace(style, **changes) if changes else style
@@ -427,11 +443,13 @@ def _elementwise_passes(x: _Step) -> Any:
     """HBM traffic of a layer's element-wise work relative to the fused count (compute.eager_elementwise_traffic):
     under torch.compile or the framework's own fused kernels (TE / Apex) 1; eager PyTorch op by op otherwise.
     strategy.norm_kernel, where given, decides the two norms either way: "fused" the fused count (torchtitan's
-    fused_rmsnorm in an eager run), "eager" the eager ops' (a model whose norm is left out of the fused kernels)."""
+    fused_rmsnorm in an eager run), "eager" the eager ops' (a model whose norm is left out of the fused kernels);
+    strategy.activation_kernel the SwiGLU likewise (nanotron's eager F.silu and product beside its fused norm)."""
     model, k, fw = x.model, x.k, x.fw
-    eager = compute.eager_elementwise_traffic(model, k.eager_bytes_per_element, fw.rope_eager_bytes, fw.norm_kernel)
+    eager = compute.eager_elementwise_traffic(model, k.eager_bytes_per_element, fw.rope_eager_bytes, fw.norm_kernel,
+                                              act_kernel=fw.activation_kernel)
     fused = compute.eager_elementwise_traffic(model, k.eager_bytes_per_element, fw.rope_eager_bytes, fw.norm_kernel,
-                                              fused_rest=True)
+                                              fused_rest=True, act_kernel=fw.activation_kernel)
     return np.where((x.a["torch_compile"] > 0) | np.asarray(fw.fused_kernels), fused, eager)
 
 

@@ -14,6 +14,7 @@ from pydantic_core import PydanticCustomError
 
 from trainsizer.messages import msg
 from trainsizer.names import (
+    ACTIVATION_KERNELS,
     ATTENTION_KERNELS,
     CP_COMM_TYPES,
     FP8_RECIPES,
@@ -55,6 +56,7 @@ MoeDispatcher = Literal[MOE_DISPATCHERS]
 AttentionKernel = Literal[ATTENTION_KERNELS]
 NormKernel = Literal[NORM_KERNELS]
 CpCommType = Literal[CP_COMM_TYPES]
+ActivationKernel = Literal[ACTIVATION_KERNELS]
 OptimizerImpl = Literal[OPTIMIZER_IMPLS]
 OptimizerPrecision = Literal[OPTIMIZER_PRECISIONS]
 
@@ -299,6 +301,9 @@ class StrategySpec(_Strict):
     # context-parallel K / V exchange: p2p (ring, hidden behind attention) | all_gather (exposed, Llama 3's);
     # null = p2p
     cp_comm_type: CpCommType | None = None
+    # MLP activation kernel (SwiGLU): fused (TE / Apex / compile) | eager (F.silu then the product: nanotron);
+    # null = the style's
+    activation_kernel: ActivationKernel | None = None
     # MoE token dispatcher (Megatron-Core): auto | alltoall | flex (DeepEP / HybridEP)
     moe_dispatcher: MoeDispatcher = "auto"
     # Megatron-Core EP all-to-all overlap (overlap_moe_expert_parallel_comm + delay_wgrad_compute: combined 1F1B,
