@@ -25,7 +25,9 @@ def assumptions(plan: Mapping, f: Fmt) -> list[tuple[str, str, str, str]]:
                      t("a.from_job", L), ""))
     for key in JOB_FIELDS:
         if job.get(key) is not None and key != "name":
-            rows.append((t(f"a.{key}", L), f.value(key, job[key]), t("a.from_job", L), ""))
+            value = f.num(round(job[key])) if key == "tokens_total" else f.value(key, job[key])
+            rows.append((t(f"a.{key}", L), value, t("a.from_job", L), ""))
+    rows.extend(_sample_rows(job, f))
     goal = job.get("goal") or {}
     if goal.get("deadline_days"):
         rows.append((t("a.deadline", L), f.days(goal["deadline_days"]), t("a.from_job", L), ""))
@@ -34,6 +36,17 @@ def assumptions(plan: Mapping, f: Fmt) -> list[tuple[str, str, str, str]]:
         rows.append((t("a.budget", L), f.money(budget["amount"], budget.get("currency", "")), t("a.from_job", L), ""))
     rows.extend(_price_rows(plan, f))
     return rows
+
+
+def _sample_rows(job: Mapping, f: Fmt) -> list[tuple[str, str, str, str]]:
+    """Unpacked samples: the length distribution behind tokens/s and the padded rows peak memory is planned for
+    (the plan's job.sample_rows; none for packed rows or a token count)."""
+    rows = job.get("sample_rows")
+    if not isinstance(rows, Mapping):
+        return []
+    value = t("a.sample_rows_value", f.lang, mean=f.num(rows.get("mean_tokens")), sigma=f.num(rows.get("length_sigma"), 2),
+              cap=f.num(rows.get("cap_tokens")), real=f.num(rows.get("real_tokens_per_sample")))
+    return [(t("a.sample_rows", f.lang), value, t("a.from_job", f.lang), "")]
 
 
 def _price_rows(plan: Mapping, f: Fmt) -> list[tuple[str, str, str, str]]:

@@ -1,0 +1,33 @@
+"""The report's assumptions table (render/report/sources.py): the job as the plan read it."""
+
+from __future__ import annotations
+
+from trainsizer.render.report.fmt import Fmt
+from trainsizer.render.report.sources import assumptions
+
+from .conftest import load_fixture
+
+SAMPLE_ROWS = {"mean_tokens": 900.0, "length_sigma": 0.8, "cap_tokens": 8192.0, "real_tokens_per_sample": 898.2}
+
+
+def _rows(plan: dict, lang: str) -> dict[str, str]:
+    return {what: value for what, value, _source, _date in assumptions(plan, Fmt(lang))}
+
+
+def test_unpacked_samples_are_an_assumption_in_both_languages():
+    plan = load_fixture()
+    plan["job"]["sample_rows"] = SAMPLE_ROWS
+    en, zh = _rows(plan, "en"), _rows(plan, "zh")
+    row = en["Unpacked samples (each micro-batch padded to its longest sample)"]
+    assert "mean 900 tokens" in row and "log-spread 0.80" in row and "8,192 tokens" in row and "898.2 real" in row
+    row = zh["未打包样本（每个微批次填充到其中最长的样本）"]
+    assert "均值 900 个 token" in row and "8,192 个 token" in row and "898.2 个真实 token" in row
+
+
+def test_rows_of_seq_len_have_no_sample_row_and_tokens_are_whole():
+    plan = load_fixture()
+    plan["job"].pop("sample_rows", None)
+    plan["job"]["tokens_total"] = 179_647_229.825
+    en = _rows(plan, "en")
+    assert not any(what.startswith("Unpacked samples") for what in en)
+    assert en["Training tokens"] == "179,647,230"
