@@ -145,14 +145,34 @@ def _draw(chart: Chart):
             ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_title(chart.title)
     ax.grid(alpha=0.3)
+    _legend(fig, ax, ax2)
+    fig.tight_layout()
+    return fig, plt
+
+
+# Entries a legend holds inside the plot; past that (a plan's scaling chart draws every searched accelerator, 40+
+# lines) it covered the lines and overflowed the figure, and matplotlib warned "Tight layout not applied" on
+# every `plan --report`: it then goes beside the plot in columns of at most _LEGEND_ROWS and the figure widens.
+_LEGEND_INSIDE = 10
+_LEGEND_ROWS = 28
+
+
+def _legend(fig, ax, ax2) -> None:
     handles, labels = ax.get_legend_handles_labels()
     if ax2 is not None:
         h2, l2 = ax2.get_legend_handles_labels()
         handles, labels = handles + h2, labels + l2
-    if handles:
+    if not handles:
+        return
+    if len(handles) <= _LEGEND_INSIDE:
         ax.legend(handles, labels, fontsize=8, loc="best")
-    fig.tight_layout()
-    return fig, plt
+        return
+    cols = -(-len(handles) // _LEGEND_ROWS)
+    rows = -(-len(handles) // cols)
+    width, height = fig.get_size_inches()
+    fig.set_size_inches(width + 2.5 * cols, max(height, 0.14 * rows + 1.2))
+    ax.legend(handles, labels, fontsize=7, ncol=cols, loc="upper left", borderaxespad=0,
+              bbox_to_anchor=(1.1 if ax2 is not None else 1.02, 1.0))
 
 
 def to_static(chart: Chart, fmt: str = "svg") -> bytes:
