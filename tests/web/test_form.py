@@ -64,6 +64,19 @@ def test_unpacked_sample_lengths_and_packing_reach_the_job():
         job_from_form(values | {"packing": "maybe"}, None)
 
 
+@pytest.mark.parametrize("field, value", [
+    ("data.length_sigma", "4"), ("data.length_sigma", "wide"), ("data.max_tokens", "-5"),
+    ("data.max_tokens", "100"),   # below avg_tokens 125: beside the longest sample, not the data kind
+])
+def test_bad_sample_length_is_shown_beside_its_input(client, field, value):
+    samples = {"data_kind": "samples", "data.samples": "52002", "data.avg_tokens": "125"}
+    for lang in ("en", "zh"):
+        r = client.post("/plan", data=GOOD | samples | {field: value, "lang": lang})
+        assert r.status_code == 422
+        errors = inline_errors(r.text)
+        assert list(errors) == [field], errors
+
+
 def test_defaults_are_a_valid_job():
     validate_job(job_from_form(DEFAULTS, None))
 

@@ -138,6 +138,15 @@ class DataSpec(_Strict):
     max_tokens: float | None = Field(None, ge=1, le=10_000_000)
     epochs: float = Field(1.0, gt=0, le=10_000)
 
+    @field_validator("max_tokens")
+    @classmethod
+    def _max_not_below_avg(cls, max_tokens: float | None, info: ValidationInfo) -> float | None:
+        """On the field itself, so the error (and the web form's message) names data.max_tokens."""
+        avg = info.data.get("avg_tokens")
+        if max_tokens is not None and avg is not None and max_tokens < avg:
+            raise ValueError(msg("job_max_below_avg", max_tokens=f"{max_tokens:g}", avg_tokens=f"{avg:g}"))
+        return max_tokens
+
     @model_validator(mode="after")
     def _one_quantity(self) -> DataSpec:
         given = [k for k in ("tokens", "dataset_gb", "samples") if getattr(self, k) is not None]
@@ -146,9 +155,6 @@ class DataSpec(_Strict):
                                  given=msg("job_given", names=", ".join(given)) if given else ""))
         if self.samples is not None and self.avg_tokens is None:
             raise ValueError(msg("job_samples_need_avg"))
-        if self.max_tokens is not None and self.avg_tokens is not None and self.max_tokens < self.avg_tokens:
-            raise ValueError(msg("job_max_below_avg", max_tokens=f"{self.max_tokens:g}",
-                                 avg_tokens=f"{self.avg_tokens:g}"))
         if (self.length_sigma is not None or self.max_tokens is not None) and self.samples is None:
             raise ValueError(msg("job_length_sigma_needs_samples"))
         return self
