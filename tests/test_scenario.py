@@ -86,6 +86,9 @@ def test_unpacked_samples_take_one_step_per_batch_of_samples_and_say_their_paddi
                         catalog)
     assert not packed.training.per_sample_rows and packed.training == plain.training
     assert evaluate(packed, catalog)["time"] == evaluate(plain, catalog)["time"]
+    # the spread a packed job does not use is said so, not dropped in silence
+    assert any("data.length_sigma and data.max_tokens" in n for n in packed.notes)
+    assert not any("data.length_sigma and data.max_tokens" in n for n in plain.notes + sc.notes)
 
 
 @settings(max_examples=25, deadline=None)

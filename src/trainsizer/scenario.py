@@ -192,6 +192,8 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Catalog,
         notes.append(msg("note_unpacked_samples", mean=f"{training.sample_mean_tokens:g}",
                          sigma=f"{training.sample_sigma:g}", cap=f"{training.row_cap:g}",
                          real=f"{training.sample_tokens:.0f}"))
+    if job.packing and (job.data.length_sigma is not None or job.data.max_tokens is not None):
+        notes.append(msg("note_packed_sample_lengths", seq_len=job.seq_len))
     listed = _listed_accelerators(job, catalog, origin)
     bare = Scenario(job=job, model=model, training=training, notes=tuple(notes))
     return bare if job.hardware is None else _with_hardware(job, catalog, origin, listed, bare)
