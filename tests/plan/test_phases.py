@@ -2,7 +2,8 @@ from trainsizer.plan.buildout.fabric import size_fat_tree
 
 
 def test_rollout_has_every_phase_with_sources(blocks, catalog):
-    ph = blocks().phases
+    ph = blocks(goal={"procurement": "buy"}).phases
+    assert ph.acquisition == "buy"
     assert [p.id for p in ph.rollout] == ["validate", "design", "order", "deploy", "bring_up", "acceptance",
                                           "production"]
     assert all(p.source in catalog.sources for p in ph.rollout)
@@ -11,7 +12,7 @@ def test_rollout_has_every_phase_with_sources(blocks, catalog):
 
 
 def test_scale_out_doubles_on_the_same_radix(blocks):
-    out = blocks(hardware={"count": 256}, global_batch={"sequences": 256})
+    out = blocks(hardware={"count": 256}, global_batch={"sequences": 256}, goal={"procurement": "buy"})
     so, net = out.phases.scale_out, out.network.compute
     assert so.double_nodes == 64
     t = size_fat_tree(64, 8, net.radix)
@@ -21,5 +22,30 @@ def test_scale_out_doubles_on_the_same_radix(blocks):
 
 
 def test_single_switch_to_two_tiers_says_recabling(blocks):
-    so = blocks(hardware={"count": 64}).phases.scale_out  # 8 nodes x 8 rails = 64 ports: one switch
+    so = blocks(hardware={"count": 64}, goal={"procurement": "buy"}).phases.scale_out  # 8 nodes x 8 rails: one switch
     assert "1 -> 2 tiers" in so.recabling
+
+
+def test_a_rented_cluster_is_reserved_not_ordered_or_racked(blocks, catalog):
+    """Renting, there is nothing to order, rack or cable: the roll-out reserves capacity, onboards and checks
+    the rented nodes; doubling asks the provider for nodes instead of adding switches."""
+    ph = blocks(goal={"procurement": "rent"}).phases
+    assert ph.acquisition == "rent"
+    assert [p.id for p in ph.rollout] == ["validate", "reserve", "onboard", "acceptance_rented", "production_rented"]
+    assert all(p.source in catalog.sources for p in ph.rollout)
+    assert ph.total_weeks[1] < blocks(goal={"procurement": "buy"}).phases.total_weeks[0]
+    assert ph.scale_out.recabling_msg.key == "phase_scale_rent" and ph.scale_out.double_leaves is None
+
+
+def test_either_rolls_out_the_way_the_plan_prices_the_job(build):
+    """procurement either: the roll-out of the cheaper of rent and buy, as the plan prices the job (job_cost)."""
+    from trainsizer.plan.buildout import build_blocks
+    from trainsizer.plan.core import job_cost
+
+    seen = set()
+    for tokens in (1e9, 1e13):  # a short job rents cheaper, a years-long one buys cheaper
+        b = build(goal={"procurement": "either", "deadline_days": None}, data={"tokens": tokens})
+        basis = job_cost(b.evaluation["cost"], b.currency)[1]
+        assert build_blocks(b).phases.acquisition == basis
+        seen.add(basis)
+    assert seen == {"rent", "buy"}

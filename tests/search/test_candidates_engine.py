@@ -168,3 +168,18 @@ def test_per_node_pin_above_a_tray_leaves_nvl72_out_or_is_refused():
     assert err.value.where == "--per-node"
     _, c = _cands({"cooling": "liquid"}, pins=Pins(accelerator="gb200", per_node=4, count=16))
     assert [(o.per_node, o.count) for o in c.options] == [(4, 16)] * len(c.options) and c.options
+
+
+def test_cooling_reason_reads_in_either_language():
+    """An air-only site leaves out liquid-cooled servers with the reason in words of the catalogue
+    (catalog Server.cooling_kind), not the vendor's English phrase."""
+    from trainsizer.messages import tr
+    from trainsizer.plan.explain import excluded
+
+    _, c = _cands({"cooling": "air"})
+    (why,) = c.excluded["gb200"]
+    assert why.code == "cooling" and dict(why.fields)["cooling"].key == "server_cooling_liquid"
+    assert "直接液冷" in excluded(c, "zh")["gb200"] and "(compute + switch trays)" not in excluded(c, "zh")["gb200"]
+    assert tr(dict(why.fields)["cooling"], "en") == "direct liquid"
+    kinds = {s.cooling_kind for s in load_catalog().servers.values()}
+    assert kinds <= {"air", "liquid", "air_or_liquid", "unknown"} and {"air", "liquid"} <= kinds

@@ -324,6 +324,18 @@ class Server(Record):
         """False for systems announced but not shipping: plans leave them out unless a job names them."""
         return self.status in PLANNABLE_BY_DEFAULT
 
+    @property
+    def cooling_kind(self) -> str:
+        """What `cooling` (the vendor's words, kept as written) says the server needs: liquid (liquid only),
+        air_or_liquid (both offered), air, or unknown (not published). The one reading of the field: the search's
+        constraints.cooling check, the facility block, and the words a plan prints in either language
+        (`server_cooling_<kind>` in data/messages.yaml)."""
+        text = self.cooling.lower()
+        air, liquid = "air" in text, "liquid" in text
+        if liquid:
+            return "air_or_liquid" if air else "liquid"
+        return "air" if air else "unknown"
+
 
 # ------------------------------------------------------------------------------------------------ network
 class Network(Record):

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainsizer.errors import SpecError
+from trainsizer.messages import msg
 from trainsizer.scenario import NetworkView, Scenario, check_per_node, custom_network_view, network_view
 from trainsizer.search.config import SearchConfig, node_ladder
 from trainsizer.spec import NetworkSpec
@@ -126,8 +127,8 @@ def _host_reason(acc: Any, pins: Pins) -> Reason | None:
 
 def _server_reason(server: Any, scenario: Scenario) -> Reason | None:
     c = scenario.job.constraints
-    if c.cooling == "air" and "air" not in server.cooling.lower():
-        return Reason("cooling", (("server", server.id), ("cooling", server.cooling)))
+    if c.cooling == "air" and server.cooling_kind not in ("air", "air_or_liquid"):
+        return Reason("cooling", (("server", server.id), ("cooling", msg(f"server_cooling_{server.cooling_kind}"))))
     if c.rack_kw is not None and server.power_max_w / 1000.0 > c.rack_kw:
         return Reason("rack_kw", (("server", server.id), ("kw", f"{server.power_max_w / 1000:.1f}"),
                                   ("rack_kw", f"{c.rack_kw:g}")))

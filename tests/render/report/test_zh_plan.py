@@ -36,7 +36,7 @@ Thakur rank ranks wheel wheels Excel Markdown
 
 
 # catalog fields that are names or quoted source data (English as the vendor or source writes them)
-NAME_FIELDS = ("name", "vendor", "arch", "form_factor", "cpu_model", "cooling", "nics", "market_note", "title",
+NAME_FIELDS = ("name", "vendor", "arch", "form_factor", "cpu_model", "nics", "market_note", "title",
                "medium", "generation", "scaleup_detail")
 
 

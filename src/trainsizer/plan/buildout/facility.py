@@ -90,9 +90,8 @@ COOLING_KEYS = {"liquid": "cooling_liquid", "liquid or rear-door heat exchanger"
 def _cooling(b: BuildInput, rack_kw: float) -> Cited:
     guide = rules.rule("facility", "air_rack_kw_limit_guides")
     vendor = rules.rule("facility", "air_rack_kw_limit_vendor")
-    srv_cooling = (b.server.cooling if b.server is not None else "") or ""
-    if "liquid" in srv_cooling.lower() and "air" not in srv_cooling.lower():
-        return cited("liquid", msg("cooling_rule_server", cooling=srv_cooling), "servers_yaml")
+    if b.server is not None and b.server.cooling_kind == "liquid":
+        return cited("liquid", msg("cooling_rule_server", cooling=msg("server_cooling_liquid")), "servers_yaml")
     if b.job.constraints.cooling == "liquid":  # the site's choice, not the server's: say so
         return cited("liquid", msg("cooling_rule_job"), "job")
     kw = f"{rack_kw:.1f}"

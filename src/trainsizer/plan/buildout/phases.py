@@ -1,6 +1,7 @@
-"""The `phases` block: roll-out (validate, design, order, deploy, bring-up, acceptance, production) with planning
-durations from phases.yaml, and the scale-out path (what doubling needs, what the fabric takes without
-re-cabling)."""
+"""The `phases` block: roll-out with planning durations from phases.yaml, by how the cluster is had: bought
+(validate, design, order, deploy, bring-up, acceptance, production) or rented (validate, reserve, onboard,
+acceptance of the rented nodes, production: nothing to order, rack or cable); and the scale-out path (what
+doubling needs, what the fabric takes without re-cabling; for a rented cluster, more nodes from the provider)."""
 
 from __future__ import annotations
 
@@ -35,24 +36,40 @@ class ScaleOut(Block):
 
 
 class PhasesBlock(Block):
+    acquisition: str = "buy"  # "rent" | "buy": which roll-out (`acquisition`)
     rollout: list[Phase]
     total_weeks: tuple[float, float]
     burn_in_hours: float
     scale_out: ScaleOut
 
 
+def acquisition(b: BuildInput) -> str:
+    """'rent' or 'buy': the job's goal.procurement, or under 'either' the cheaper of the two as the plan prices
+    the job (`plan.core.job_cost`; buy when neither has a price)."""
+    procurement = b.job.goal.procurement
+    if procurement in ("rent", "buy"):
+        return procurement
+    from trainsizer.plan.core import job_cost
+
+    return job_cost(b.evaluation.get("cost") or {}, b.currency)[1] or "buy"
+
+
 def phases_block(b: BuildInput, net: NetworkBlock) -> PhasesBlock:
     data = rules.raw("phases")
+    how = acquisition(b)
     roll = [Phase(id=p["id"], weeks_low=p["weeks"][0], weeks_high=p["weeks"][1], what=msg(f"phase_what_{p['id']}"),
-                  source=p["source"]) for p in data["phases"]]
+                  source=p["source"]) for p in data["rent_phases" if how == "rent" else "phases"]]
     total = (sum(p.weeks_low for p in roll), sum(p.weeks_high for p in roll))
-    return PhasesBlock(rollout=roll, total_weeks=total, burn_in_hours=rules.value("phases", "burn_in_hours"),
-                       scale_out=scale_out(b, net))
+    return PhasesBlock(acquisition=how, rollout=roll, total_weeks=total,
+                       burn_in_hours=rules.value("phases", "burn_in_hours"), scale_out=scale_out(b, net, how == "rent"))
 
 
-def scale_out(b: BuildInput, net: NetworkBlock) -> ScaleOut:
+def scale_out(b: BuildInput, net: NetworkBlock, rented: bool = False) -> ScaleOut:
     fab = net.compute
     double = b.nodes * 2
+    if rented:  # the provider's fabric: no switches of one's own to add or re-cable
+        return ScaleOut(nodes_now=b.nodes, nodes_without_new_leaf=None, double_nodes=double, double_leaves=None,
+                        double_spines=None, double_cores=None, double_tiers=None, recabling=msg("phase_scale_rent"))
     if fab is None or fab.radix is None:
         return ScaleOut(nodes_now=b.nodes, nodes_without_new_leaf=None, double_nodes=double, double_leaves=None,
                         double_spines=None, double_cores=None, double_tiers=None,
