@@ -57,7 +57,24 @@ PLAUSIBLE: dict[str, tuple[Any, ...]] = {
     "accelerator": ("h100-sxm-80gb", "a100-sxm-80gb", "h20", "l40s", "rtx-4090", "mi300x", "b200"),
     "count": (1, 2, 8, 16, 64),
     "model": ("llama-3.1-8b", "llama-3.1-70b", "qwen2.5-32b", "qwen2.5-7b", "mixtral-8x7b"),
+    "samples": (1_000, 52_002, 200_000), "avg_tokens": (50, 300, 900, 4_000, 20_000),
+    "length_sigma": (0, 0.3, 0.8, 1.5, 3), "max_tokens": (512, 2_048, 8_192, 32_768), "packing": (True, False),
+    "recompute_method": ("uniform", "block"), "recompute_num_layers": (0, 1, 2, 4, 8, 40),
+    "fp8_transpose_cache": (True, False),
+    "framework": ("auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "torchtitan", "torchtune"),
 }
+
+# Fields no example writes (unpacked samples with their lengths, partial full recompute, the FP8 transpose
+# cache): a quarter of the specs get one of these sections (merged into a strategy only where the example has
+# one) before their mutations, so that these fields are fuzzed too.
+SECTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("data", {"samples": 200_000, "avg_tokens": 900, "length_sigma": 0.8, "max_tokens": 8_192, "epochs": 2}),
+    ("data", {"samples": 52_002, "avg_tokens": 300, "length_sigma": 1.2}),
+    ("strategy", {"recompute": "full", "recompute_method": "block", "recompute_num_layers": 4,
+                  "framework": "megatron-core"}),
+    ("strategy", {"recompute": "full", "recompute_method": "uniform", "recompute_num_layers": 1,
+                  "fp8_transpose_cache": False, "framework": "megatron-core"}),
+)
 
 
 def _plausible(parent: dict, key: Any, rng: random.Random) -> None:
@@ -149,6 +166,12 @@ def _mutate_bytes(text: str, rng: random.Random) -> tuple[bytes, str]:
 def make_spec(rng: random.Random, bases: list[dict]) -> tuple[bytes, str]:
     """One mutated job file: (content, suffix)."""
     data = json.loads(json.dumps(rng.choice(bases)))
+    if rng.random() < 0.25:
+        section, fields = rng.choice(SECTIONS)
+        if section == "data":
+            data["data"] = dict(fields)
+        elif isinstance(data.get(section), dict):
+            data[section] = {**data[section], **fields}
     for _ in range(rng.randint(1, 3)):
         _mutate_data(data, rng, bases)
     text = yaml.safe_dump(data, allow_unicode=True, sort_keys=False)

@@ -64,3 +64,13 @@ def test_issue_15_crashers_are_one_paragraph_errors(name, folder):
     for cmd, outcome, detail in fuzz_specs.check_spec(ISSUE_15_CRASHERS[name], ".yaml", folder):
         assert outcome == "error", f"{cmd}: {outcome} {detail}"
         assert "\n" not in detail and detail.startswith("error: "), detail
+
+
+@pytest.mark.parametrize("section, fields", fuzz_specs.SECTIONS, ids=lambda v: v if isinstance(v, str) else "")
+def test_the_fields_no_example_writes_are_fuzzed_and_estimate(section, fields, folder):
+    """The sections make_spec adds (unpacked samples, partial recompute, the FP8 transpose cache) are valid on
+    an example with a Megatron-style layout: the fuzzer starts them from a job that estimates."""
+    base = next(b for b in BASES if b.get("strategy", {}).get("pp", 1) > 1)
+    data = {**base, "data": dict(fields)} if section == "data" else {**base, section: {**base[section], **fields}}
+    for cmd, outcome, detail in fuzz_specs.check_spec(yaml.safe_dump(data).encode(), ".yaml", folder):
+        assert outcome == "ok", f"{cmd}: {detail}"
