@@ -22,6 +22,10 @@ from trainsizer.estimate.step_time import estimate_time
 from trainsizer.messages import msg
 from trainsizer.scenario import Scenario
 
+# the unit_price units of the cost blocks (the JSON keeps these English words; reports translate them)
+UNIT_RENT = "per GPU-hour"
+UNIT_BUY = "per GPU (accelerator only)"
+
 if TYPE_CHECKING:
     from trainsizer.catalog.catalog import Catalog
 
@@ -118,7 +122,7 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
             notes.append(msg("note_rent_max_gpus", accelerator=system.accelerator, max_gpus=rent.max_gpus,
                              gpus=system.gpus))
     elif rent is not None and wants_rent:
-        block = _price_block(rent, gpu_hours, "per GPU-hour")
+        block = _price_block(rent, gpu_hours, UNIT_RENT)
         for k in ("low", "mid", "high"):
             block[k] = rent_cost(gpu_hours, getattr(rent, k), rent.currency).total
         block["currency"] = rent.currency
@@ -135,7 +139,7 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
         if per_gpu is None:
             notes.append(msg("note_no_buy_price", accelerator=system.accelerator))
         else:
-            block = _price_block(per_gpu, system.gpus, "per GPU (accelerator only)")
+            block = _price_block(per_gpu, system.gpus, UNIT_BUY)
             for k in ("low", "mid", "high"):
                 capex = getattr(per_gpu, k) * system.gpus
                 kwh_price = electricity.mid if electricity is not None else 0.0

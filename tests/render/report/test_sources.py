@@ -31,3 +31,13 @@ def test_rows_of_seq_len_have_no_sample_row_and_tokens_are_whole():
     en = _rows(plan, "en")
     assert not any(what.startswith("Unpacked samples") for what in en)
     assert en["Training tokens"] == "179,647,230"
+
+
+def test_price_units_read_in_the_reports_language():
+    from trainsizer.evaluate import UNIT_BUY, UNIT_RENT
+    from trainsizer.render.report.sources import unit_text
+
+    assert unit_text(UNIT_RENT, "zh") == "每 GPU 小时"
+    assert unit_text(UNIT_BUY, "zh") == "每张 GPU（仅加速卡）"
+    assert unit_text(UNIT_RENT, "en") == UNIT_RENT
+    assert unit_text("per node-month", "zh") == "per node-month"  # a unit it has no words for stays as written

@@ -80,9 +80,14 @@ def procurement(plan: Mapping) -> str:
 
 
 def pick_cost(o: Mapping, procurement: str) -> tuple[str, Mapping | None]:
-    """The cost block the job asked for (rent or buy; for 'either' the cheaper), else whichever there is."""
+    """The cost block the job asked for (rent or buy; for 'either' the one the plan ranked the option by,
+    score.cost_basis, which counts a purchase at its price, not at the amortised share in `buy.mid`; the
+    cheaper mid where a plan has no basis), else whichever there is."""
     cost = o.get("cost") or {}
     have = {k: cost[k] for k in ("rent", "buy") if isinstance(cost.get(k), Mapping)}
+    basis = (o.get("score") or {}).get("cost_basis")
+    if procurement == "either" and basis in have:
+        return basis, have[basis]
     if procurement == "either" and len(have) == 2:
         kind = min(have, key=lambda k: have[k].get("mid", have[k].get("typical")) or float("inf"))
         return kind, have[kind]

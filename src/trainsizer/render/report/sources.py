@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from trainsizer.evaluate import UNIT_BUY, UNIT_RENT
 from trainsizer.render.report.blocks import mid
 from trainsizer.render.report.facts import blocks, option_label, recommended
 from trainsizer.render.report.fmt import Fmt
@@ -61,8 +62,11 @@ def _price_rows(plan: Mapping, f: Fmt) -> list[tuple[str, str, str, str]]:
             block = cost.get(kind)
             if isinstance(block, Mapping) and isinstance(block.get("unit_price"), Mapping):
                 up = block["unit_price"]
+                money = f.money_range(up.get('low'), up.get('mid', up.get('typical')), up.get('high'),
+                                      cost.get('currency', ''))
+                gap = "" if money.endswith("）") else " "  # no space beside full-width punctuation (zh)
                 rows.append((f"{t(f'a.price_{kind}', L)}: {option_label(o)}",
-                             f"{f.money_range(up.get('low'), up.get('mid', up.get('typical')), up.get('high'), cost.get('currency', ''))} {up.get('unit', '')}",
+                             f"{money}{gap}{unit_text(up.get('unit'), L)}",
                              str(block.get("source", "")), str(block.get("date", ""))))
         energy = o.get("energy") or {}
         if energy.get("pue"):
@@ -75,3 +79,9 @@ def _price_rows(plan: Mapping, f: Fmt) -> list[tuple[str, str, str, str]]:
                                   str(price.get("currency") or line.get("currency") or "")) if price else ""
             rows.append((f"{t('sec.bom', L)}: {line.get('item', '')}".strip(), value, str(source), str(date or "")))
     return rows
+
+
+def unit_text(unit: object, lang: str) -> str:
+    """A cost block's price unit in the report's language (another unit, e.g. from an older plan, as written)."""
+    key = {UNIT_RENT: "a.unit_rent", UNIT_BUY: "a.unit_buy"}.get(str(unit or ""))
+    return t(key, lang) if key else str(unit or "")
