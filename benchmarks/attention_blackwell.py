@@ -35,6 +35,7 @@ DATA = Path(__file__).resolve().parent / "data" / "cudnn_sdpa_blackwell.csv"
 MAMF_BF16 = {"b200": 1745.0, "gb200": 1822.0}
 BASE_CUDNN = "9.13.1"  # pytorch:25.09-py3, Megatron-Bridge 25.11's base image
 BASE_SEQ = 8192
+FP8_CUDNN = "9.22.0"  # the one release with FP8 and BF16 rows at one head layout (cudnn-frontend fb682ce)
 SHARE_PAIRS = (("9.17.0", "128"), ("9.22.0", "64"), ("9.22.0", "128"))  # (cuDNN, q heads) with GB200 and GB300
 SHARE_SEQS = (4096, 8192)
 
@@ -86,6 +87,18 @@ def derived_constants(data: list[dict[str, str]] | None = None) -> dict[str, flo
             "softmax_share_fwd": sum(shares) / len(shares)}
 
 
+def fp8_speedups(data: list[dict[str, str]] | None = None) -> dict[str, tuple[float, float]]:
+    """(forward, backward) FP8 / BF16 throughput of cuDNN's causal attention on one part at one release: cuDNN
+    9.22.0, Llama 3.1 heads (64 q / 8 kv, d 128), batch 2, at BASE_SEQ (the length the BF16 rate above is taken
+    at). B200 / B300 are GB200's / GB300's dies (no FP8 rows of their own)."""
+    data = data if data is not None else rows()
+    out = {}
+    for gpu in ("gb200", "gb300"):
+        out[gpu] = tuple(tflops(data, gpu, FP8_CUDNN, BASE_SEQ, p, "64", "fp8")
+                         / tflops(data, gpu, FP8_CUDNN, BASE_SEQ, p, "64") for p in ("fwd", "bwd"))
+    return {"b200": out["gb200"], "gb200": out["gb200"], "b300": out["gb300"], "gb300": out["gb300"]}
+
+
 def main() -> None:
     data = rows()
     k = load_constants()
@@ -116,8 +129,17 @@ def main() -> None:
             used = "" if s in SHARE_SEQS else "  (not used: the Blackwell rows run 4K-8K)"
             print(f"  cuDNN {cudnn} heads {heads:>3s} s={s:5d}: bf16 fwd {f:.3f} bwd {b:.3f} fwd+bwd {big_r:.3f} "
                   f"share {sh:.3f}{used}")
-    print("FP8 attention forward, GB300 / GB200 (not modelled: the Transformer Engine recipes keep attention BF16;"
-          " NVIDIA's ~1.35x is this):")
+    print(f"\nFP8 / BF16 attention on one part (cuDNN {FP8_CUDNN}, 64 / 8 heads; strategy.fp8_attention, "
+          "perf_constants.yaml attention.fp8_attention_speedup):")
+    for gpu in ("gb200", "gb300"):
+        cells = [f"s={s}: fwd {tflops(data, gpu, FP8_CUDNN, s, 'fwd', '64', 'fp8') / tflops(data, gpu, FP8_CUDNN, s, 'fwd', '64'):.3f}"
+                 f" bwd {tflops(data, gpu, FP8_CUDNN, s, 'bwd', '64', 'fp8') / tflops(data, gpu, FP8_CUDNN, s, 'bwd', '64'):.3f}"
+                 for s in (4096, 8192, 16384, 32768)]
+        print(f"  {gpu}: " + "; ".join(cells))
+    for name, (f, b) in fp8_speedups(data).items():
+        print(f"  fp8_attention_speedup.{name:6s} derived fwd {f:.3f} bwd {b:.3f}, shipped "
+              f"{k.fp8_attention(name)[0]:.3f} / {k.fp8_attention(name)[1]:.3f}")
+    print("FP8 attention forward, GB300 / GB200 (NVIDIA's ~1.35x is this):")
     for heads in ("64", "128"):
         ratios = [tflops(data, "gb300", "9.22.0", s, "fwd", heads, "fp8")
                   / tflops(data, "gb200", "9.22.0", s, "fwd", heads, "fp8") for s in (4096, 8192, 16384, 32768)]

@@ -11,11 +11,15 @@ config_*.sh and its training script, and an `assumed` column saying what the sub
 job cannot say). The v5.1 FP4 (NVFP4) submissions -- every v5.1 405B run and the 8-GPU 8B and LoRA runs -- are not
 in the file: the estimator has no NVFP4 training recipe (docs/frameworks.md, Known gaps).
 
-What a job cannot state, printed beside the rows rather than fitted: the LoRA runs' FP8 dot-product attention
-(FP8_DPA, forward and backward), timed here in BF16; the CUDA graphs of the GB200 / GB300 runs (the estimate has no
-host launch cost for dense layers, so there is nothing for them to remove). The v5.0 GB200 405B rows source a
-config_common_blackwell.sh the submission does not include: their FP8 recipe is custom.yaml's default, delayed
-scaling; the MXFP8 estimate is printed beside them.
+What the rows state from the configs beyond the layout: FP8 dot-product attention (FP8_DPA with NVTE_FP8_DPA_BWD:
+strategy.fp8_attention, the LoRA runs), the SwiGLU input saved in FP8 (FP8_ACT: strategy.fp8_activation_store, the
+8-GPU LoRA runs), CUDA graphs (strategy.cuda_graphs: per-layer MCORE_CUDA_GRAPH under NeMo 25.04, full-iteration
+FULL_CUDA_GRAPH and the v5.1 LoRA code's MCORE_CUDA_GRAPH, whose CUDA_GRAPH_SCOPE defaults to full_iteration), and the
+LoRA runs' frozen base built in FP8 (custom_llama.py CustomLlamaModel.configure_model wraps the model in
+te.fp8_model_init whenever FP8 is on, in v5.0 and v5.1 alike; v5.1's FP8_PARAM_GATHER 0 is the optimizer's
+all-gather flag, not the weights' storage). The v5.0 GB200 405B rows source a config_common_blackwell.sh the
+submission does not include: their FP8 recipe is custom.yaml's default, delayed scaling; the MXFP8 estimate is
+printed beside them.
 
 Run: python benchmarks/perf_mlperf.py
 """
@@ -33,6 +37,10 @@ from trainsizer.estimate.step_time import step_time_arrays
 from trainsizer.scenario import resolve_job
 
 DATA = Path(__file__).resolve().parent / "data" / "nvidia_mlperf.csv"
+# the csv's cuda_graph column as strategy.cuda_graphs: MCORE_CUDA_GRAPH under NeMo 25.04 = Megatron-Core's per-layer
+# graphs (CudaGraphManager); FULL_CUDA_GRAPH, and MCORE_CUDA_GRAPH under the v5.1 LoRA code (CUDA_GRAPH_SCOPE
+# default full_iteration, FullCudaGraphWrapper in custom_callbacks.py) = one graph for the step's forward-backward
+CUDA_GRAPHS = {"none": "none", "mcore": "layer", "full-iteration": "full_iteration"}
 
 
 def job(r: dict[str, str], fp8_recipe: str | None = None) -> dict:
@@ -52,7 +60,11 @@ def job(r: dict[str, str], fp8_recipe: str | None = None) -> dict:
                      "distributed_optimizer": True, "grad_reduce_in_fp32": False,
                      "fp8_param_allgather": r["fp8_params"] == "1",
                      "pipeline_embedding_layer": slots, "pipeline_loss_layer": slots,
-                     "tp_comm_overlap": r["tp_comm_overlap"] == "1", "loss_impl": r["loss_impl"]},
+                     "tp_comm_overlap": r["tp_comm_overlap"] == "1", "loss_impl": r["loss_impl"],
+                     # FP8_DPA with NVTE_FP8_DPA_BWD; FP8_ACT (activation_func_fp8_input_store)
+                     "fp8_attention": r["fp8_attention"] == "1",
+                     "fp8_activation_store": r["fp8_activation_store"] == "1",
+                     "cuda_graphs": CUDA_GRAPHS[r["cuda_graph"]]},
     }
     if lora:
         # target_modules ["linear_proj", "linear_qkv"]: the fused QKV and the output projection

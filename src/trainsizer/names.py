@@ -65,6 +65,12 @@ CP_COMM_TYPES = ("p2p", "all_gather")
 # PyTorch ops, as nanotron's Qwen2MLP / LlamaMLP run it (self.act(gate_states) * up_states), which also keeps the
 # SiLU output for the product's backward.
 ACTIVATION_KERNELS = ("fused", "eager")
+# CUDA graphs (Megatron-Core enable_cuda_graph / cuda_graph_scope, NeMo / MLPerf MCORE_CUDA_GRAPH, FULL_CUDA_GRAPH):
+# none = eager launches; layer = one graph per transformer layer (cuda_graph_scope "full", CudaGraphManager: each
+# layer's replay is still called from Python, layer by layer); full_iteration = the whole forward-backward of a step
+# captured once and replayed as one graph (cuda_graph_scope "full_iteration", megatron/core/full_cuda_graph.py
+# FullCudaGraphWrapper): the host issues no per-layer kernels.
+CUDA_GRAPHS = ("none", "layer", "full_iteration")
 # How the optimizer step runs (time of torch.optim.AdamW): fused = one kernel per parameter group reading and writing
 # each state once (fused=True, Apex / TE FusedAdam, DeepSpeed FusedAdam, bitsandbytes); foreach = torch's
 # multi-tensor implementation, torch.optim.AdamW's default on CUDA when neither fused nor foreach is set: eight

@@ -23,14 +23,27 @@ def test_nvidia_mlperf_rows():
         by_src.setdefault(c.source, []).append(c)
     # reached: 405B pre-training 2.6% (H100 -0.9..+4.4% from 512 to 8,192 GPUs, GB200 +5.1 / +5.5%)
     assert mape(by_src["MLPerf Training v5.0 NVIDIA (Llama 3.1 405B pretrain)"]) <= 4.0
-    # reached: v5.0 LoRA 2.9% (9.5% while a frozen base stored in FP8 was re-cast every step)
-    assert mape(by_src["MLPerf Training v5.0 NVIDIA (Llama 2 70B LoRA)"]) <= 5.0
+    # reached: v5.0 LoRA 1.8% (2.9% with attention timed in BF16; 9.5% while a frozen base stored in FP8 was
+    # re-cast every step)
+    assert mape(by_src["MLPerf Training v5.0 NVIDIA (Llama 2 70B LoRA)"]) <= 4.0
+    # reached: v5.1 LoRA 7.4% (NVIDIA GB200 / GB300) and 9.4% (B200 / B300) with their FP8 attention, FP8 frozen
+    # base and full-iteration CUDA graphs stated; 30.9% / 21.0% before
+    assert mape(by_src["MLPerf Training v5.1 NVIDIA (Llama 2 70B LoRA)"]) <= 10.0
+    assert mape(by_src["MLPerf Training v5.1 other submitters, NVIDIA's implementation (Llama 2 70B LoRA)"]) <= 12.0
     # reached: H200 405B (Nebius, 512 / 1,024 GPUs) +0.0 / +0.4%
     assert mape([c for c in cs if "_h200_" in c.row_id]) <= 3.0
-    # reached: 10.2% over the 30 rows (9.9% over NVIDIA's 20; 44% before a LoRA job's frozen base stopped adding
-    # gradient buckets); the v5.1 LoRA rows -19..-36% (NeMo 25.09's stack, not a job option: docs Known gaps)
-    assert mape(cs) <= 12.0
-    assert all(abs(c.err) < 0.4 for c in cs)
+    # reached: 7.3% over the 30 rows (10.2% before the v5.1 LoRA runs' FP8 attention, FP8 base and graphs were
+    # stated; 44% before a LoRA job's frozen base stopped adding gradient buckets). Worst: the 8B on 512 GB200 /
+    # GB300 +41 / +39% once their full-iteration graph removes the host floor, which had stood in for what bounds
+    # their 0.09 s step (docs/frameworks.md Known gaps)
+    assert mape(cs) <= 9.0
+    assert all(abs(c.err) < 0.45 for c in cs)
+
+
+def test_every_run_fits():
+    """Every row ran on real hardware: the 8-GPU LoRA runs fit once their FP8 base, FP8 attention and FP8 SwiGLU
+    input are stated (v5.0 B200 / GB200 logged max_memory_usage 168.8 GB)."""
+    assert all(f.fits for f in pm.fits())
 
 
 def test_per_gpu_throughput_falls_with_scale_as_measured():

@@ -37,6 +37,8 @@ class PerfConstants:
     fa1_over_fa2: float  # FlashAttention (v1) throughput relative to FlashAttention-2 (attention section)
     softmax_share_fwd: float  # exponentials' share of a Blackwell attention forward (attention section)
     sfu_ex2_speedup: dict[str, float]  # SFU ex2 throughput relative to Blackwell, by family
+    # FP8 / BF16 fused-attention throughput (forward, backward) by family (attention.fp8_attention_speedup)
+    fp8_attention_speedup: dict[str, tuple[float, float]]
     hbm_efficiency: float
     intra_busbw_fraction: float
     intra_busbw_fraction_mesh: float  # the same on a switchless full mesh (AMD xGMI)
@@ -97,6 +99,13 @@ class PerfConstants:
         keys = [key for key in self.flash_bwd_over_fwd_native if acc.startswith(key)] if kernel == "native" else []
         return self.flash_bwd_over_fwd_native[max(keys, key=len)] if keys else self.flash_bwd_over_fwd
 
+    def fp8_attention(self, accelerator: str) -> tuple[float, float]:
+        """(forward, backward) throughput of FP8 fused attention relative to BF16 on this part's family
+        (strategy.fp8_attention); (1, 1) where no FP8 measurement is held (the BF16 rate is kept)."""
+        acc = accelerator.lower()
+        keys = [key for key in self.fp8_attention_speedup if acc.startswith(key)]
+        return self.fp8_attention_speedup[max(keys, key=len)] if keys else (1.0, 1.0)
+
     def attention_sfu(self, accelerator: str, kernel: str = "fa2") -> tuple[float, float]:
         """(attention forward time factor, backward / forward time ratio) for a part whose SFUs compute the
         softmax exponentials `sfu_ex2_speedup` times faster: the forward's exponential share s shrinks by that
@@ -137,6 +146,8 @@ def load_constants() -> PerfConstants:
         fa1_over_fa2=float(a["fa1_over_fa2"]),
         softmax_share_fwd=float(a["softmax_share_fwd"]),
         sfu_ex2_speedup={str(k): float(v) for k, v in a["sfu_ex2_speedup"].items()},
+        fp8_attention_speedup={str(k): (float(v["fwd"]), float(v["bwd"]))
+                               for k, v in a["fp8_attention_speedup"].items()},
         hbm_efficiency=float(m["hbm_efficiency"]),
         intra_busbw_fraction=float(c["intra_busbw_fraction"]),
         intra_busbw_fraction_mesh=float(c["intra_busbw_fraction_mesh"]),

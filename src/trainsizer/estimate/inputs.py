@@ -243,6 +243,13 @@ class Strategy:
     cp_comm_type: Any = None  # "p2p" | "all_gather" (names.CP_COMM_TYPES); None = p2p; step time
     # "fused" | "eager" (names.ACTIVATION_KERNELS): the SwiGLU activation; None = the style's; memory and step time
     activation_kernel: Any = None
+    # Transformer Engine FP8 dot-product attention (Megatron-Core fp8_dot_product_attention, NeMo FP8_DPA with
+    # NVTE_FP8_DPA_BWD): cuDNN's FP8 fused attention forward and backward, q / k / v / output saved in FP8; None = off
+    fp8_attention: Any = None
+    # Megatron-Core activation_func_fp8_input_store (NeMo FP8_ACT): the SwiGLU input saved in FP8; None = off; memory
+    fp8_activation_store: Any = None
+    # "none" | "layer" | "full_iteration" (names.CUDA_GRAPHS); None = none; one value for the whole batch
+    cuda_graphs: Any = None
     moe_dispatcher: str = "auto"  # one of MOE_DISPATCHERS (Megatron-Core MoE token dispatcher); one per batch
     # Megatron-Core overlap_moe_expert_parallel_comm (combined 1F1B: the EP all-to-all of one micro-batch beside the
     # compute of another); None = the style's (off); one value for the whole batch

@@ -552,11 +552,38 @@ def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, optio
     # strategy.activation_kernel: an eager SwiGLU keeps the SiLU output for the product's backward, a fused one not
     # (the dense MLP's; MoE layers' experts keep their own kernels)
     act = tokens * _act_kernel_delta(model, strategy, pre, mega, hf_eager=not compiled_tt) / t
-    dense_b = pick(tab_d, row, 0) + np.where(keeps & (rec <= 1), norm + act, 0.0)
-    moe_b = pick(tab_m, row, 1) + np.where(keeps & (rec <= 1), norm, 0.0) if model.is_moe else dense_b
-    dense_none = pick(pre.dense, row_none, 0) + norm + act
-    moe_none = pick(pre.moe, row_none, 1) + norm if model.is_moe else dense_none
+    dpa, fp8_act = _fp8_store_deltas(model, training, strategy, pre, mega)
+    dpa, fp8_act = tokens * dpa / t, tokens * fp8_act / t
+    dense_b = pick(tab_d, row, 0) + np.where(keeps & (rec <= 1), norm + act + fp8_act, 0.0) + np.where(
+        keeps & (rec == 0), dpa, 0.0)
+    moe_b = pick(tab_m, row, 1) + np.where(keeps & (rec <= 1), norm, 0.0) + np.where(
+        keeps & (rec == 0), dpa, 0.0) if model.is_moe else dense_b
+    dense_none = pick(pre.dense, row_none, 0) + norm + act + fp8_act + dpa
+    moe_none = pick(pre.moe, row_none, 1) + norm + dpa if model.is_moe else dense_none
     return dense_b, moe_b, dense_none, moe_none
+
+
+def _fp8_store_deltas(model: ModelArch, training: Training, strategy: Strategy, pre: _Pre,
+                      mega: np.ndarray) -> tuple[Any, Any]:
+    """Bytes per token per layer (before TP, negative: saved) of two Megatron-Core FP8 stores, 0 where the job
+    leaves them off or the memory profile is not Megatron's:
+    - strategy.fp8_attention (TE fp8_dot_product_attention with NVTE_FP8_DPA_BWD): the fused attention casts q, k
+      and v to FP8 and keeps them and its output in FP8 for the FP8 backward (TE FusedAttnFunc saves the FP8
+      q / k / v / out), 1 B instead of 2 per element; only without recompute (under selective recompute the core's
+      16-bit inputs are the checkpoint, under full only the layer input is kept);
+    - strategy.fp8_activation_store (activation_func_fp8_input_store): bias_swiglu_impl saves the SwiGLU input (fc1's
+      output, 2 x ffn wide) cast to torch.float8_e4m3fn (fused_bias_swiglu.py SwiGLUFunction, fp8_input_store), 1 B
+      instead of 2; dense MLPs (Megatron-Core MLP.forward passes it), without full recompute."""
+    detail = pre.dense[("megatron", 0)].detail
+    a = float(act_bytes(training.precision))
+    dpa = 0.0
+    if getattr(strategy, "fp8_attention", None) and training.precision == "fp8":
+        dpa = -(a - 1.0) / a * sum(detail.get(key, 0.0) for key in ("q", "k", "v", "attn_out"))
+    store = 0.0
+    if getattr(strategy, "fp8_activation_store", None) and model.mlp == "swiglu":
+        store = -(a - 1.0) / a * detail.get("mlp_fc1_out", 0.0)
+    return _by_prof(mega, lambda pr: dpa if pr == "megatron" else 0.0), _by_prof(
+        mega, lambda pr: store if pr == "megatron" else 0.0)
 
 
 def _compiled_silu_bytes(pre: _Pre) -> float:

@@ -362,6 +362,8 @@ class _Step:
     # less under Megatron's block method (partial_recompute.py), 0 without full recompute
     full_share: Any = 0.0
     cp_comm_type: str = "p2p"  # Strategy.cp_comm_type (one of CP_COMM_TYPES; None = p2p)
+    fp8_attention: bool = False  # Strategy.fp8_attention (None = off)
+    cuda_graphs: str = "none"  # Strategy.cuda_graphs (one of CUDA_GRAPHS; None = none)
 
     @property
     def moe_rerun(self) -> np.ndarray:
@@ -397,7 +399,9 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  recompute_modules=getattr(strategy, "recompute_modules", None),
                  full_share=(a["recompute"] == 2) * strategy_chunk_shares(
                      strategy, model.layers / np.maximum(a["pp"] * np.maximum(a["vpp"], 1.0), 1.0)).rerun,
-                 cp_comm_type=str(getattr(strategy, "cp_comm_type", None) or "p2p"))
+                 cp_comm_type=str(getattr(strategy, "cp_comm_type", None) or "p2p"),
+                 fp8_attention=bool(getattr(strategy, "fp8_attention", None)) and training.precision == "fp8",
+                 cuda_graphs=str(getattr(strategy, "cuda_graphs", None) or "none"))
 
 
 def _rows(training: Training, sequences, unpads: Any) -> tuple[Any, Any]:
@@ -477,9 +481,12 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     model, training, k, r, t, rc = x.model, x.training, x.k, x.r, x.t, x.rc
     seqs = float(training.sequences_per_sample)
     bwd_ratio = r.flash_bwd_over_fwd if np.any(r.flash_bwd_over_fwd) else k.flash_bwd_over_fwd
+    # FP8 attention (strategy.fp8_attention): the forward and the backward each at the part's measured FP8 / BF16
+    # throughput (perf_constants.yaml attention.fp8_attention_speedup)
+    fp8_fwd, fp8_bwd = k.fp8_attention(x.system.accelerator) if x.fp8_attention else (1.0, 1.0)
     lt = compute.layer_times(_shapes(model), x.row, r, tp=t, cp=x.c, micro_batch=x.b * seqs, sp=x.sp,
-                             recompute=rc, ep=x.e, flash=training.flash_attention, flash_rate=r.flash_flops,
-                             flash_bwd_over_fwd=bwd_ratio,
+                             recompute=rc, ep=x.e, flash=training.flash_attention, flash_rate=r.flash_flops * fp8_fwd,
+                             flash_bwd_over_fwd=bwd_ratio * fp8_fwd / fp8_bwd,
                              trains_base_weights=training.trains_base_weights,
                              moe_capacity_factor=training.moe_capacity_factor,
                              elementwise_passes=_elementwise_passes(x),
@@ -573,9 +580,11 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     """Host-bound regime: the CPU issues a layer's kernels no faster than host_s_per_layer_pass per pass
     (forward 1, recompute forward 1, backward 2 passes). GPU and host time of a layer combine as a soft
     maximum (gpu^q + host^q)^(1/q) (imperfect CPU run-ahead near the cross-over); returns the excess."""
-    host_layer = x.k.host_s_per_layer_pass * (3.0 + x.full_share)
     gpu_layer = lt.fwd + lt.bwd + tp_per_layer
     q = x.k.host_gpu_blend_norm
+    # a full-iteration CUDA graph (strategy.cuda_graphs) replays the step's forward-backward as one graph: the host
+    # issues no layer's kernels (per-layer graphs still replay layer by layer from Python, so they keep the floor)
+    host_layer = 0.0 if x.cuda_graphs == "full_iteration" else x.k.host_s_per_layer_pass * (3.0 + x.full_share)
     blend = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer
     if not x.model.is_moe or not np.any(x.fw.moe_host_sync):
         return blend

@@ -79,6 +79,9 @@ FP8_TRANSPOSE_CACHE_FRAMEWORKS = ("megatron-core",)
 OFFLOAD_LAYERS_FRAMEWORKS = ("megatron-core",)
 # moe_a2a_overlap is Megatron-Core's overlap_moe_expert_parallel_comm (combined 1F1B schedule); "auto" as above
 MOE_A2A_OVERLAP_FRAMEWORKS = ("megatron-core",)
+# Transformer Engine options Megatron-Core exposes: fp8_dot_product_attention, activation_func_fp8_input_store,
+# enable_cuda_graph / cuda_graph_scope (names.CUDA_GRAPHS); "auto" as above
+TE_GRAPH_FRAMEWORKS = ("megatron-core",)
 # Frameworks that replicate a single KV head (multi-query attention) on every TP rank.
 MQA_REPLICATED_KV_FRAMEWORKS = ("megatron",)
 
@@ -115,6 +118,8 @@ RULES = (
     "moe_a2a_overlap_recompute",
     "moe_a2a_overlap_vpp",
     "moe_a2a_overlap_precision",
+    "fp8_attention_precision",
+    "te_options_framework",
     "offload_needs_zero",
     "qlora_fp8",
     "recompute_code",
@@ -257,7 +262,29 @@ def _shape_and_pipeline_rules(c: SimpleNamespace) -> _Rules:
 def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
     """Expert and context parallelism, batch split, ZeRO/FSDP and offload, and what each framework offers."""
     return (_sharding_rules(c) | _activation_offload_rules(c) | _stack_option_rules(c) | _moe_a2a_overlap_rules(c)
-            | _partial_recompute_rules(c))
+            | _partial_recompute_rules(c) | _te_option_rules(c))
+
+
+def _te_option_rules(c: SimpleNamespace) -> _Rules:
+    """FP8 attention needs FP8 training (Transformer Engine runs fp8_dot_product_attention inside fp8_autocast
+    only: DotProductAttention reads the autocast recipe); FP8 attention, the FP8 SwiGLU input store and CUDA
+    graphs are Megatron-Core's (TE_GRAPH_FRAMEWORKS; "auto" as the stack it resolves to)."""
+    s = c.strategy
+    dpa = bool(getattr(s, "fp8_attention", None))
+    named = [f for f, on in (("fp8_attention", dpa), ("fp8_activation_store", bool(getattr(s, "fp8_activation_store",
+                                                                                              None))),
+                             ("cuda_graphs", getattr(s, "cuda_graphs", None) not in (None, "none"))) if on]
+    return {
+        "fp8_attention_precision": (
+            np.full(c.tp.shape, not dpa or c.training.precision == "fp8"),
+            lambda v: msg("rule_fp8_attention_precision", precision=c.training.precision),
+        ),
+        "te_options_framework": (
+            np.full(c.tp.shape, not named) | _resolves_to(c, TE_GRAPH_FRAMEWORKS),
+            lambda v: msg("rule_te_options_framework", options=", ".join(named), framework=_stack_named(c, v),
+                          allowed=", ".join(TE_GRAPH_FRAMEWORKS)),
+        ),
+    }
 
 
 def _partial_recompute_rules(c: SimpleNamespace) -> _Rules:

@@ -17,6 +17,7 @@ from trainsizer.names import (
     ACTIVATION_KERNELS,
     ATTENTION_KERNELS,
     CP_COMM_TYPES,
+    CUDA_GRAPHS,
     FP8_RECIPES,
     FRAMEWORKS,
     LORA_DEFAULT_TARGETS,
@@ -57,6 +58,7 @@ AttentionKernel = Literal[ATTENTION_KERNELS]
 NormKernel = Literal[NORM_KERNELS]
 CpCommType = Literal[CP_COMM_TYPES]
 ActivationKernel = Literal[ACTIVATION_KERNELS]
+CudaGraphs = Literal[CUDA_GRAPHS]
 OptimizerImpl = Literal[OPTIMIZER_IMPLS]
 OptimizerPrecision = Literal[OPTIMIZER_PRECISIONS]
 
@@ -310,6 +312,14 @@ class StrategySpec(_Strict):
     # MLP activation kernel (SwiGLU): fused (TE / Apex / compile) | eager (F.silu then the product: nanotron);
     # null = the style's
     activation_kernel: ActivationKernel | None = None
+    # FP8 dot-product attention (Transformer Engine / cuDNN, Megatron-Core fp8_dot_product_attention, NeMo FP8_DPA):
+    # forward and backward in FP8, q / k / v / output saved in FP8; needs precision fp8; null = off
+    fp8_attention: bool | None = None
+    # the SwiGLU input saved in FP8 (Megatron-Core activation_func_fp8_input_store, NeMo FP8_ACT); null = off
+    fp8_activation_store: bool | None = None
+    # CUDA graphs (Megatron-Core enable_cuda_graph + cuda_graph_scope): none | layer (one graph per layer) |
+    # full_iteration (the step's forward-backward as one graph: no per-layer host launches); null = none
+    cuda_graphs: CudaGraphs | None = None
     # MoE token dispatcher (Megatron-Core): auto | alltoall | flex (DeepEP / HybridEP)
     moe_dispatcher: MoeDispatcher = "auto"
     # Megatron-Core EP all-to-all overlap (overlap_moe_expert_parallel_comm + delay_wgrad_compute: combined 1F1B,
