@@ -9,7 +9,8 @@ offloading, optimizer-in-backward, CPU offload and (QLoRA) whether PEFT's fp32 u
 - tokens/s: the row's total (`tokens_scope` total) or per GPU; the estimate is tokens per step / step time,
   real tokens (padding not counted) where the row runs unpacked samples (packing false with avg_tokens: each
   micro-batch padded to its longest sample, lengths lognormal with the row's length_sigma; rows without
-  avg_tokens run every sample at seq_len);
+  avg_tokens run every sample at seq_len) or torchtune's next-fit packs (padding after the last sample that
+  fits); counted as the source counts them (`tokens_counted`: every position, or labelled tokens only);
 - peak memory: `GiB-active` rows (torch.cuda peak active bytes) are compared with the estimate's allocated bytes
   (total less CUDA context, NCCL buffers and allocator fragmentation); `GiB-allocator` rows (a caching-allocator
   statistic of unstated kind: torchtune's training.get_memory_stats reports active, allocated and reserved, all
@@ -132,9 +133,31 @@ def row_cases(r: dict[str, str], cat) -> list[Case]:
         out.append(Case(r["id"], src, "peak_gib", measured, predicted))
     if r["tokens_per_s"]:
         step = float(np.asarray(step_time_arrays(m, t, s, st)["step_s"]).reshape(-1)[0])
-        tps = t.tokens_per_step / step / (s.gpus if r["tokens_scope"] == "per_gpu" else 1)
+        tps = counted_tokens(r, t) / step / (s.gpus if r["tokens_scope"] == "per_gpu" else 1)
         out.append(Case(r["id"], src, "tokens_s", num(r["tokens_per_s"]), tps))
     return out
+
+
+# BOS and EOS: torchtune's Llama3Tokenizer.tokenize_messages masks both always ("bos and eos are always masked";
+# torchtune/models/llama3/_tokenizer.py at 30b8519 and 1814feb), so their labels are ignore_index
+LABEL_MASKED_PER_SAMPLE = 2
+
+
+def counted_tokens(r: dict[str, str], t) -> float:
+    """Tokens per step as the row's source counts them (`tokens_counted`): empty = the estimate's real sample
+    tokens (Training.tokens_per_step); `positions` = every position of the rows, padding included (torchtune's
+    recipes at 30b8519: batch["tokens"].numel()); `labelled` = positions whose label is not ignore_index (torchtune
+    at 1814feb: the real tokens less each sample's masked BOS / EOS)."""
+    how = r.get("tokens_counted", "")
+    if how == "positions":
+        if t.per_sample_rows:
+            raise ValueError(f"{r['id']}: tokens_counted positions is defined for packed or full rows only")
+        return float(t.seq_len * t.global_batch_seqs * t.sequences_per_sample)
+    if how == "labelled":
+        return t.tokens_per_step * (1.0 - LABEL_MASKED_PER_SAMPLE / num(r["avg_tokens"]))
+    if how:
+        raise ValueError(f"{r['id']}: tokens_counted {how!r} is not one of positions, labelled or empty")
+    return float(t.tokens_per_step)
 
 
 def cases() -> list[Case]:

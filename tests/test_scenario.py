@@ -170,3 +170,22 @@ def test_a_prefixed_unknown_name_lists_its_choices_in_chinese(catalog):
     zh = err.value.render("zh")
     assert "in all" in str(err.value) and "in all" not in zh
     assert "（共" in zh and "h100-sxm-80gb" in zh
+
+
+def test_torchtune_packs_next_fit_and_says_so(catalog):
+    """torchtune's PackedDataset packs in order and pads each pack once the next sample does not fit: a packed
+    torchtune job counts the packs' sample tokens (more steps for the same data), reads the length spread, and the
+    note says how full a pack is; the Hugging Face style (auto) keeps full rows."""
+    data = {"samples": 52_002, "avg_tokens": 135, "length_sigma": 0.6}
+    job = {**JOB, "packing": True, "data": data, "global_batch": {"sequences": 64}}
+    tt = resolve_job({**job, "strategy": {**JOB["strategy"], "framework": "torchtune"}}, catalog)
+    hf = resolve_job(job, catalog)
+    assert hf.training.pack_fill == 1.0 and hf.training.tokens_per_step == 64 * 4096
+    assert 0.97 < tt.training.pack_fill < 0.98  # about 97 tokens of padding per 4,096-token pack
+    assert tt.training.tokens_per_step == round(64 * 4096 * tt.training.pack_fill)
+    assert tt.steps > hf.steps
+    assert any("next fit" in n for n in tt.notes) and not any("next fit" in n for n in hf.notes)
+    assert not any("data.length_sigma and data.max_tokens" in n for n in tt.notes)
+    wider = resolve_job({**job, "data": {**data, "length_sigma": 1.2},
+                         "strategy": {**JOB["strategy"], "framework": "torchtune"}}, catalog)
+    assert wider.training.pack_fill < tt.training.pack_fill

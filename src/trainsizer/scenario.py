@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainsizer.errors import SpecError, StrategyError, TrainsizerError
 from trainsizer.estimate.inputs import Strategy, System, Training
-from trainsizer.estimate.sample_lengths import real_tokens
+from trainsizer.estimate.sample_lengths import next_fit_fill, real_tokens
 from trainsizer.estimate.train_time import tokens_run, whole_steps
 from trainsizer.messages import msg
 from trainsizer.models import ModelArch, load_model
@@ -192,7 +192,11 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Catalog,
         notes.append(msg("note_unpacked_samples", mean=f"{training.sample_mean_tokens:g}",
                          sigma=f"{training.sample_sigma:g}", cap=f"{training.row_cap:g}",
                          real=f"{training.sample_tokens:.0f}"))
-    if job.packing and (job.data.length_sigma is not None or job.data.max_tokens is not None):
+    if training.pack_fill < 1.0:
+        notes.append(msg("note_next_fit_packing", framework=job.strategy.framework, seq_len=job.seq_len,
+                         mean=f"{job.data.avg_tokens:g}", sigma=f"{job.data.length_sigma or 0.0:g}",
+                         real=f"{job.seq_len * training.pack_fill:.0f}", share=f"{100 * training.pack_fill:.1f}"))
+    elif job.packing and (job.data.length_sigma is not None or job.data.max_tokens is not None):
         notes.append(msg("note_packed_sample_lengths", seq_len=job.seq_len))
     listed = _listed_accelerators(job, catalog, origin)
     bare = Scenario(job=job, model=model, training=training, notes=tuple(notes))
@@ -231,8 +235,23 @@ def _training(job: Job) -> Training:
         moe_capacity_factor=job.moe_capacity_factor,
         fp8_recipe=job.fp8_recipe,
         attention_span=int(min(job.data.avg_tokens, job.seq_len)) if job.packing and job.data.avg_tokens else 0,
+        pack_fill=_pack_fill(job),
         **_sample_rows(job),
     )
+
+
+def _pack_fill(job: Job) -> float:
+    """Share of a packed row that holds sample tokens: below 1 where the job's framework packs next fit
+    (torchtune: perf style packs_next_fit) samples of a known mean length (data.samples x avg_tokens, the
+    spread from data.length_sigma, the longest sample data.max_tokens or seq_len); else full rows."""
+    from trainsizer.estimate.step_time import perf_style
+
+    framework = job.strategy.framework if job.strategy is not None else "auto"
+    if (not job.packing or job.data.samples is None or job.data.avg_tokens is None or framework == "auto"
+            or not perf_style(framework).packs_next_fit):
+        return 1.0
+    cap = min(job.seq_len, job.data.max_tokens or job.seq_len)
+    return next_fit_fill(float(job.data.avg_tokens), float(job.data.length_sigma or 0.0), float(cap)) * cap / job.seq_len
 
 
 def _sample_rows(job: Job) -> dict[str, float]:

@@ -80,6 +80,11 @@ class Training:
     sample_mean_tokens: float = 0.0
     sample_sigma: float = 0.0
     sample_max_tokens: float = 0.0  # the longest sample (data.max_tokens); 0 = unknown: as long as seq_len
+    # Packed samples: the share of a row's seq_len positions that hold sample tokens, the rest padding. 1.0 = full
+    # rows (first-fit-decreasing packers: NeMo, LLaMA-Factory; concatenated text); below 1 where the framework
+    # packs in order and pads each pack once the next sample does not fit (torchtune PackedDataset: next fit,
+    # sample_lengths.next_fit_fill). tokens_per_step counts the sample tokens, not the padding.
+    pack_fill: float = 1.0
 
     @property
     def trains_base_weights(self) -> bool:
@@ -124,8 +129,11 @@ class Training:
 
     @property
     def tokens_per_step(self) -> int:
-        """Tokens processed per optimizer step (both sequences of a DPO pair): real tokens, not padding."""
+        """Tokens processed per optimizer step (both sequences of a DPO pair): real tokens, not padding (neither
+        an unpacked micro-batch's nor a next-fit pack's)."""
         if not self.per_sample_rows:
+            if self.pack_fill < 1.0:  # packed rows with padding at the end of each pack
+                return max(1, round(self.seq_len * self.pack_fill * self.global_batch_seqs * self.sequences_per_sample))
             return self.seq_len * self.global_batch_seqs * self.sequences_per_sample
         return max(1, round(self.sample_tokens * self.global_batch_seqs * self.sequences_per_sample))
 

@@ -156,6 +156,9 @@ class PerfStyle:
     # rest of the backward, and the optimizer steps the host shards in place, so nothing is uploaded after the
     # step (the next forward's all-gather copies each shard in: _optimizer)
     fsdp2_cpu_offload: bool = False
+    # packed samples go into packs in order, each closed and padded once the next sample does not fit (next fit:
+    # torchtune PackedDataset); Training.pack_fill (scenario) reads it
+    packs_next_fit: bool = False
 
     def __post_init__(self) -> None:
         if not np.all(np.isin(self.attention_kernel, ATTENTION_KERNELS)):
