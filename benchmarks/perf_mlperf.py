@@ -2,14 +2,16 @@
 2025-06-04) and v5.1 (2025-11-12). NVIDIA's own: Llama 3.1 405B pre-training on 512 to 8,192 H100 and 256 / 512 GB200,
 Llama 3.1 8B pre-training on 72 and 512 GB200 / GB300, Llama 2 70B LoRA on 8 B200 and 8 to 512 GB200 / GB300; other
 submitters on the same code (v5.1): Nebius H200 405B on 512 / 1,024, University of Florida DGX B200 405B, 8B and LoRA
-on 8 to 448, Lenovo B300 LoRA on 8. All FP8, all NeMo / Megatron-Core with Transformer Engine (the `megatron-core`
-style). No constant was fitted on them.
+on 8 to 448, Lenovo B300 LoRA on 8. FP8, and NVFP4 where named below; all NeMo / Megatron-Core with Transformer
+Engine (the `megatron-core` style). No constant was fitted on them.
 
 Data: benchmarks/data/nvidia_mlperf.csv (one row per system, benchmark and scale: the median of the result logs'
 per-block train_step_time -- per-step where a log has no per-block figure --, the layout from the submission's
 config_*.sh and its training script, and an `assumed` column saying what the submission does not state or what a
-job cannot say). The v5.1 FP4 (NVFP4) submissions -- every v5.1 405B run and the 8-GPU 8B and LoRA runs -- are not
-in the file: the estimator has no NVFP4 training recipe (docs/frameworks.md, Known gaps).
+job cannot say). The v5.1 NVFP4 submissions (fp8_recipe nvfp4, Transformer Engine NVFP4BlockScaling; 9 rows, added
+after the recipe, held out like the rest): NVIDIA's Llama 3.1 405B on 512 GB300 and 512 / 2,560 / 5,120 GB200 and 8B on
+8 GB300 / GB200, Lenovo's 8B on 8 B300 and on two 8-B200 systems. Left out: the 8-GPU LoRA NVFP4 runs, which switch to
+FP8 mid-run (HEALING_ITER 350, HEALING_PRECISION FP8_DS in config_common_fp4.sh), so no block runs one recipe.
 
 What the rows state from the configs beyond the layout: FP8 dot-product attention (FP8_DPA with NVTE_FP8_DPA_BWD:
 strategy.fp8_attention, the LoRA runs), the SwiGLU input saved in FP8 (FP8_ACT: strategy.fp8_activation_store, the
@@ -126,6 +128,23 @@ def scaling(cs: list[Case]) -> list[tuple[str, float, float]]:
     return out
 
 
+PAIRS = (  # (numerator, denominator): the same benchmark, layout and code on two parts or recipes
+    ("mlperf5.1_gb300_llama31_8b_fp8_72gpu", "mlperf5.1_gb200_llama31_8b_fp8_72gpu"),
+    ("mlperf5.1_gb300_llama2_70b_lora_fp8_72gpu", "mlperf5.1_gb200_llama2_70b_lora_fp8_72gpu"),
+    ("mlperf5.1_gb300_llama31_8b_nvfp4_8gpu", "mlperf5.1_gb200_llama31_8b_nvfp4_8gpu"),
+    ("mlperf5.1_b300_llama31_8b_nvfp4_8gpu", "mlperf5.1_b200_llama31_8b_nvfp4_lenovo-sr680a_8gpu"),
+    # NVFP4 over FP8 current scaling, 8B on 8 B200 at MBS 2 (Lenovo's and University of Florida's DGX B200)
+    ("mlperf5.1_b200_llama31_8b_nvfp4_lenovo-sr680a_8gpu", "mlperf5.1_b200_llama31_8b_fp8_8gpu"),
+)
+
+
+def part_pairs(cs: list[Case]) -> list[tuple[str, float, float]]:
+    """(pair, measured, predicted per-GPU throughput ratio) of PAIRS present in the file."""
+    by = {c.row_id: c for c in cs}
+    return [(f"{a.replace('mlperf5.1_', '')} / {b.split('_')[1]}", by[a].measured / by[b].measured,
+             by[a].predicted / by[b].predicted) for a, b in PAIRS if a in by and b in by]
+
+
 def main() -> None:
     cs = cases()
     print(f"{'row':46s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
@@ -134,6 +153,9 @@ def main() -> None:
     for rid, m, p in mxfp8_alternative():
         print(f"  assumed recipe: {rid} under MXFP8 instead of delayed scaling: {p:.0f} ({100 * (p - m) / m:+.1f}%)")
     print(f"\nMLPerf Training v5.0 / v5.1 on NVIDIA's code (held out): n={len(cs)} MAPE {mape(cs):.1f}%, 0 refused")
+    fp8 = [c for c in cs if "_nvfp4_" not in c.row_id]
+    fp4 = [c for c in cs if "_nvfp4_" in c.row_id]
+    print(f"  FP8 rows n={len(fp8)} MAPE {mape(fp8):.1f}%; NVFP4 rows n={len(fp4)} MAPE {mape(fp4):.1f}%")
     for src in dict.fromkeys(c.source for c in cs):
         sub = [c for c in cs if c.source == src]
         print(f"  {src:88s} n={len(sub):2d} MAPE {mape(sub):5.1f}%")
@@ -143,6 +165,9 @@ def main() -> None:
     print("one benchmark and system at two scales (per-GPU throughput ratio, measured vs predicted):")
     for name, meas, pred in scaling(cs):
         print(f"  {name:52s} measured {meas:.3f} predicted {pred:.3f}")
+    print("same benchmark and layout on two parts (per-GPU throughput ratio, measured vs predicted):")
+    for name, meas, pred in part_pairs(cs):
+        print(f"  {name:60s} measured {meas:.3f} predicted {pred:.3f}")
     print("worst rows:")
     for c in sorted(cs, key=lambda c: -abs(c.err))[:5]:
         print(f"  {c.row_id:46s} {100 * c.err:+7.1f}%")

@@ -41,8 +41,10 @@ FRAMEWORKS = ("auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "d
 LOSS_IMPLS = ("auto", "upcast", "upcast-shift", "vocab-parallel", "vocab-parallel-unfused", "chunked", "fused", "native",
               "compiled", "compiled-fp32", "te")
 # FP8 scaling recipes (precision fp8): "auto" = the accelerator's default; the others are the recipes whose
-# figures estimate/data/perf_constants.yaml `fp8.recipes` holds (Transformer Engine / torchao names).
-FP8_RECIPES = ("auto", "delayed", "tensorwise", "rowwise", "mxfp8")
+# figures estimate/data/perf_constants.yaml `fp8.recipes` holds (Transformer Engine / torchao names). "nvfp4" is
+# Transformer Engine's NVFP4BlockScaling, which TE passes where the FP8 recipes go (te.autocast / fp8_autocast
+# fp8_recipe=): the linear layers' GEMMs in 4-bit E2M1 at the FP4 tensor-core peak (Blackwell only).
+FP8_RECIPES = ("auto", "delayed", "tensorwise", "rowwise", "mxfp8", "nvfp4")
 # Megatron-Core MoE token dispatcher: alltoall = MoEAlltoAllTokenDispatcher (token counts copied to the host each
 # MoE layer, per-expert splits issued by the CPU); flex = MoEFlexTokenDispatcher with DeepEP / HybridEP (fused
 # permute + dispatch kernels); auto = what Megatron-Bridge's 25.11 recipes use for that layout (step_time).

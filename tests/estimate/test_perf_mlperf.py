@@ -1,5 +1,5 @@
 """Held-out MLPerf Training v5.0 / v5.1 NVIDIA rows (benchmarks/perf_mlperf.py): H100, B200, GB200 / GB300 NVL72,
-Llama 3.1 405B / 8B pre-training and Llama 2 70B LoRA, FP8; nothing fitted on these rows. The bounds are what the
+Llama 3.1 405B / 8B pre-training and Llama 2 70B LoRA, FP8 and NVFP4; nothing fitted on these rows. The bounds are what the
 estimator reached when the source was added, with a margin, not tuned."""
 
 from __future__ import annotations
@@ -16,8 +16,12 @@ from harness import mape  # noqa: E402
 
 def test_nvidia_mlperf_rows():
     cs = pm.cases()
-    # NVIDIA's 20 FP8 submissions of the three benchmarks and 10 of other submitters on its code; none refused
-    assert len(cs) == 30 and not any(c.skipped for c in cs)
+    # NVIDIA's 20 FP8 submissions of the three benchmarks and 10 of other submitters on its code, and 9 NVFP4 ones
+    # (fp8_recipe nvfp4: NVIDIA's 405B and 8B, Lenovo's 8B); none refused
+    assert len(cs) == 39 and not any(c.skipped for c in cs)
+    # reached: NVFP4 10.4% over 9 rows, the 8B rows -2..-18%, the 405B -17..+3% (13.0% while FP8 attention was
+    # timed in BF16)
+    assert mape([c for c in cs if "_nvfp4_" in c.row_id]) <= 13.0
     by_src = {}
     for c in cs:
         by_src.setdefault(c.source, []).append(c)
@@ -32,11 +36,11 @@ def test_nvidia_mlperf_rows():
     assert mape(by_src["MLPerf Training v5.1 other submitters, NVIDIA's implementation (Llama 2 70B LoRA)"]) <= 12.0
     # reached: H200 405B (Nebius, 512 / 1,024 GPUs) +0.0 / +0.4%
     assert mape([c for c in cs if "_h200_" in c.row_id]) <= 3.0
-    # reached: 7.3% over the 30 rows (10.2% before the v5.1 LoRA runs' FP8 attention, FP8 base and graphs were
+    # reached: 7.3% over the 30 FP8 rows (10.2% before the v5.1 LoRA runs' FP8 attention, FP8 base and graphs were
     # stated; 44% before a LoRA job's frozen base stopped adding gradient buckets). Worst: the 8B on 512 GB200 /
     # GB300 +41 / +39% once their full-iteration graph removes the host floor, which had stood in for what bounds
     # their 0.09 s step (docs/frameworks.md Known gaps)
-    assert mape(cs) <= 9.0
+    assert mape([c for c in cs if "_nvfp4_" not in c.row_id]) <= 9.0
     assert all(abs(c.err) < 0.45 for c in cs)
 
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from trainsizer.estimate.inputs import Training, act_bytes
-from trainsizer.estimate.model_states import lora_targets, trainable
+from trainsizer.estimate.model_states import load_memory_constants, lora_targets, trainable
 from trainsizer.models.arch import ModelArch
 
 ATTENTION_IMPLS = ("flash", "sdpa", "eager")
@@ -119,7 +119,7 @@ class _Layer:
     @property
     def g(self) -> float:
         """Bytes per element of a saved GEMM input (FP8: the TE cast, see module docstring)."""
-        return 1.0 if self.training.precision == "fp8" else self.a
+        return saved_gemm_input_bytes(self.training)
 
     def W(self, module: str) -> bool:
         """Whether `module`'s weight (or its adapter) is trained, so its input is saved."""
@@ -535,8 +535,18 @@ def deepseek_selective_items(model: ModelArch, training: Training, *, moe: bool)
         # per routed slot: FP8 expert input, FP8 SwiGLU input, 16-bit expert output, routing weight, index
         routed = cache * h + cache * 2 * model.expert_ffn + a * h + a + 8.0
     else:
-        g = 1.0 if fp8 else a
+        g = saved_gemm_input_bytes(training)
         tp += 2 * a * model.ffn + g * model.ffn  # fc1 output (SwiGLU input) + fc2 input, as Megatron keeps them
     return LayerItems(sp=sp, tp=tp, s2=0.0, routed=routed,
                       detail={"norm_inputs_and_router": sp, "latents_attention_output_and_mlp": tp,
                               "routed_per_slot": routed})
+
+
+def saved_gemm_input_bytes(training: Training) -> float:
+    """Bytes per element of a linear layer's saved input: the 16-bit activation, the FP8 cast under FP8 (1 B), the
+    column-wise NVFP4 copy under fp8_recipe nvfp4 (memory_constants.yaml fp8 nvfp4_saved_input_bytes_per_element)."""
+    if training.precision != "fp8":
+        return float(act_bytes(training.precision))
+    if training.fp8_recipe == "nvfp4":
+        return float(load_memory_constants()["fp8"]["nvfp4_saved_input_bytes_per_element"])
+    return 1.0

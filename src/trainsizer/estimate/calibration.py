@@ -53,6 +53,7 @@ class PerfConstants:
     cpu_adam_bytes_per_param: float  # host bytes CPU-Adam streams per parameter at that rate
     fp8_recipes: dict[str, dict[str, float]] = field(default_factory=dict)  # fp8 section: recipe -> figures
     fp8_default_recipe: dict[str, str] = field(default_factory=dict)  # accelerator family -> recipe
+    fp4_recipes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # FP4-peak recipe -> families that run it
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def gemm_efficiency(self, accelerator: str) -> float:
@@ -163,6 +164,7 @@ def load_constants() -> PerfConstants:
         cpu_adam_bytes_per_param=float(d["offload"]["cpu_adam_bytes_per_param"]),
         fp8_recipes={str(n): {str(k): float(v) for k, v in r.items()} for n, r in d["fp8"]["recipes"].items()},
         fp8_default_recipe={str(k): str(v) for k, v in d["fp8"]["default_recipe"].items()},
+        fp4_recipes={str(k): tuple(str(f) for f in v) for k, v in d["fp8"].get("fp4_recipes", {}).items()},
         raw=d,
     )
 
@@ -272,6 +274,8 @@ def _gemm_rates(system: Any, precision: str, k: PerfConstants, cal: Calibration,
     cast_bytes = cast_kernels = 0.0
     if precision == "fp8":
         recipe = k.fp8_recipe(system.accelerator, fp8_recipe)
+        if recipe["name"] in k.fp4_recipes:  # NVFP4: the linear layers' GEMMs at the FP4 tensor-core peak
+            peak = fp4_peak(system, k, str(recipe["name"])) * 1e12
         eff *= recipe["gemm_efficiency_ratio"]
         cast_bytes = recipe.get("fused_cast_bytes_per_element", recipe["cast_bytes_per_element"]) if fused_cast \
             else recipe["cast_bytes_per_element"]
@@ -285,6 +289,26 @@ def _gemm_rates(system: Any, precision: str, k: PerfConstants, cal: Calibration,
         p16 = "bf16" if system.peak_tflops.get("bf16") else precision
         gemm16 = system.peak(p16) * 1e12 * eff16
     return gemm, gemm16, cast_bytes, cast_kernels
+
+
+def fp4_training(training: Any, constants: PerfConstants | None = None) -> bool:
+    """Whether the job's linear layers train at the FP4 peak (precision fp8 with an fp8.fp4_recipes recipe: NVFP4).
+    Such recipes keep 16-bit primary weights with a per-step NVFP4 copy (MLPerf Training v5.1 NVIDIA
+    config_common_fp4.sh: FP8_PARAM_GATHER False), so FP8 primary weights never apply to them."""
+    k = constants or load_constants()
+    return training.precision == "fp8" and training.fp8_recipe in k.fp4_recipes
+
+
+def fp4_peak(system: Any, k: PerfConstants, recipe: str) -> float:
+    """Dense FP4 TFLOP/s an FP4-peak recipe (NVFP4) runs its GEMMs at; refused on a part whose family does not run
+    the recipe (perf_constants.yaml fp8.fp4_recipes) or that has no FP4 tensor cores in the catalog."""
+    acc = system.accelerator.lower()
+    value = system.peak_tflops.get("fp4")
+    if not value or not any(acc.startswith(f) for f in k.fp4_recipes[recipe]):
+        raise SpecError("training.fp8_recipe", msg("fp4_recipe_unsupported", recipe=recipe,
+                                                    accelerator=system.accelerator),
+                        value=recipe, allowed=sorted(r for r in k.fp8_recipes if r not in k.fp4_recipes))
+    return float(value)
 
 
 def _flash_rate(system: Any, precision: str, k: PerfConstants, cal: Calibration,

@@ -47,6 +47,7 @@ from trainsizer.estimate.activations import (
     recompute_module_items,
     torchtitan_op_sac_items,
 )
+from trainsizer.estimate.calibration import fp4_training
 from trainsizer.estimate.framework import (
     DEFAULT_LOSS,
     auto_index,
@@ -383,7 +384,8 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     half = training.precision in ("bf16", "fp8")
     g32 = getattr(strategy, "grad_reduce_in_fp32", None)
     bf16_grads = mega & (g32 is False) & half
-    fp8_params = mega & _fp8_params(strategy, name, mega, z) & (training.precision == "fp8")
+    fp8_params = mega & _fp8_params(strategy, name, mega, z) & (training.precision == "fp8") & \
+        (not fp4_training(training))
     loss_impl = getattr(strategy, "loss_impl", "auto")
     loss_bytes = _loss_bytes(name, loss_impl, mega, titan & compiled, pre, bool(np.all(compiled)))
     chunked = loss_impl == "chunked" or (loss_impl == "auto" and DEFAULT_LOSS.get(name) == "chunked")

@@ -288,6 +288,8 @@ def state_bytes(training: Training, model: ModelArch | None, profile: str) -> St
     c = load_memory_constants()
     row = c["model_states"][profile][training.precision]
     fp8 = c["fp8"]["weight_cache_bytes_per_gemm_param"] if training.precision == "fp8" else 0.0
+    if training.precision == "fp8" and training.fp8_recipe == "nvfp4":  # row- and column-wise NVFP4 copies
+        fp8 = c["fp8"]["nvfp4_weight_cache_bytes_per_gemm_param"]
     return StateBytes(
         weights=float(row["weights"]),
         grads=float(row["grads"]),

@@ -36,7 +36,8 @@ import numpy as np
 
 from trainsizer.errors import SpecError, TrainsizerError, did_you_mean, quoted
 from trainsizer.estimate import comm, compute, pipeline, sample_lengths
-from trainsizer.estimate.calibration import Calibration, PerfConstants, load_constants, rates
+from trainsizer.estimate.activations import saved_gemm_input_bytes
+from trainsizer.estimate.calibration import Calibration, PerfConstants, fp4_training, load_constants, rates
 from trainsizer.estimate.flops import (
     forward_flops_per_token,
     hardware_flops_per_token,
@@ -386,6 +387,8 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
     k = constants or load_constants()
     check_training(training)
     fw = _style(strategy, framework_style, training.method in ("pretrain", "cpt"))
+    if fp4_training(training, k):  # NVFP4 keeps 16-bit primary weights (calibration.fp4_training)
+        fw = dataclasses.replace(fw, fp8_param_allgather=False)
     r = _rates(system, training, k, calibration, fw)
     a = strategy_arrays(strategy)
     t, d, c, b = a["tp"], a["dp"], a["cp"], a["micro_batch"]
@@ -554,7 +557,8 @@ def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
     share = np.asarray(x.fw.fp8_tp_allgather, float)
     if x.training.precision == "fp8" and np.any(share > 0) and \
             k.fp8_recipe(x.system.accelerator, x.training.fp8_recipe)["name"] != "rowwise":
-        shrink = 1.0 - share * (x.act - 1.0) / (2.0 * x.act)  # AG half of the bytes, `share` of it at 1 B
+        # AG half of the bytes, `share` of it quantized: FP8 1 B, NVFP4 0.5625 B (TE all-gathers the NVFP4 copy)
+        shrink = 1.0 - share * (x.act - saved_gemm_input_bytes(x.training)) / (2.0 * x.act)
         t_layer = np.where(x.sp, comm.all_reduce_time(act_bytes * shrink, t, k_tp, x.r, x.system,
                                                       k.nvls_allreduce_gain, m_tp), t_ar)
     sac_gathers = (x.rc == 1) & np.asarray(x.fw.selective_op_policy) & x.sp

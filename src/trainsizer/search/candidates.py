@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainsizer.errors import SpecError
+from trainsizer.estimate.calibration import load_constants
 from trainsizer.messages import msg
 from trainsizer.scenario import NetworkView, Scenario, check_per_node, custom_network_view, network_view
 from trainsizer.search.config import SearchConfig, node_ladder
@@ -83,8 +84,13 @@ class Candidates:
     notes: list[str] = field(default_factory=list)
 
 
-def _precision_ok(acc: Any, precision: str) -> bool:
+def _precision_ok(acc: Any, precision: str, fp8_recipe: str = "auto") -> bool:
+    """The accelerator has a dense tensor peak for the precision; an FP4-peak recipe (NVFP4) also needs the FP4
+    tensor cores of a family that runs it (perf_constants.yaml fp8.fp4_recipes), as the estimate requires."""
     key = "tf32" if precision == "fp32" and acc.tflops_dense.get("tf32") else precision
+    families = load_constants().fp4_recipes.get(fp8_recipe) if precision == "fp8" else None
+    if families is not None and not (acc.tflops_dense.get("fp4") and acc.id.lower().startswith(tuple(families))):
+        return False
     return bool(acc.tflops_dense.get(key))
 
 
@@ -105,8 +111,10 @@ def _accelerator_reason(acc: Any, scenario: Scenario, listed: dict[str, set[str]
         return Reason("domestic")
     if c.market in ("china", "china-domestic") and acc.china_export_restricted and not explicit:
         return Reason("export")
-    if not _precision_ok(acc, scenario.training.precision):
-        return Reason("precision", (("precision", scenario.training.precision),))
+    tr = scenario.training
+    if not _precision_ok(acc, tr.precision, tr.fp8_recipe):
+        return Reason("precision", (("precision", tr.fp8_recipe if tr.fp8_recipe in load_constants().fp4_recipes
+                                     and tr.precision == "fp8" else tr.precision),))
     return _host_reason(acc, pins)
 
 

@@ -405,6 +405,10 @@ class Job(_Strict):
             raise ValueError(msg("job_lora_without_lora", method=repr(self.method)))
         if self.method == "qlora" and self.precision in ("fp8", "fp32"):
             raise ValueError(msg("job_qlora_precision", precision=self.precision))
+        if self.fp8_recipe == "nvfp4" and self.precision != "fp8":
+            raise ValueError(msg("job_nvfp4_precision", precision=self.precision))
+        if self.fp8_recipe == "nvfp4" and self.strategy is not None and self.strategy.fp8_param_allgather:
+            raise ValueError(msg("job_nvfp4_param_allgather"))
         if self.packing and self.data.avg_tokens is None:
             raise ValueError(msg("job_packing_needs_samples"))
         if self.strategy is not None and self.hardware is None:
