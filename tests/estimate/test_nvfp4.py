@@ -91,3 +91,46 @@ def test_search_leaves_out_parts_without_nvfp4():
     assert accs and all(a.startswith(("b", "gb", "rtx-5090", "rtx-pro-6000", "rubin")) for a in accs)
     assert [r.code for r in c.excluded["h100-sxm-80gb"]] == ["precision"]
     assert [r.code for r in c.excluded["mi355x"]] == ["precision"]
+
+
+def _job_sc(bf16_layers: int, recipe: str = "nvfp4"):
+    st = {"dp": 8, "micro_batch": 2, "recompute": "none", "framework": "megatron-core", "distributed_optimizer": True}
+    return resolve_job(JOB | {"fp8_recipe": recipe, "bf16_layers": bf16_layers, "strategy": st,
+                              "hardware": {"accelerator": "b200", "count": 8}}, load_catalog())
+
+
+def test_bf16_layers_run_at_the_16bit_rate_and_save_16bit_inputs():
+    """Megatron-Core first_last_layers_bf16: the kept layers' GEMMs at the BF16 rate with no casts, their inputs
+    saved in 16 bit, no NVFP4 weight copy; between none and all of them the step and the memory move monotonically."""
+    from trainsizer.estimate.step_time import _bf16_layers
+
+    layers = _job_sc(0).model.layers  # 32
+    steps = [_step_s(_job_sc(n)) for n in (0, 4, layers)]
+    assert steps[0] < steps[1] < steps[2]
+    sc = _job_sc(layers)
+    r = rates(sc.system, "fp8", load_constants(), fp8_recipe="nvfp4")
+    allbf16 = _bf16_layers(r, sc.training, sc.model)
+    assert allbf16.gemm_flops == pytest.approx(r.gemm16_flops) and allbf16.fp8_cast_bytes == 0.0
+    mem = [estimate_memory(s.model, s.training, s.system, s.strategy).items_bytes for s in (_job_sc(0), _job_sc(4))]
+    assert float(mem[1]["fp8_weight_cache"]) == pytest.approx(float(mem[0]["fp8_weight_cache"]) * (1 - 4 / layers))
+    assert float(mem[1]["layer_activations"]) > float(mem[0]["layer_activations"])
+
+
+def test_bf16_layers_rules():
+    with pytest.raises(TrainsizerError, match="bf16_layers"):
+        _step_s(_job_sc(33))  # Llama 3.1 8B has 32 decoder layers
+    with pytest.raises(TrainsizerError, match="precision fp8"):
+        resolve_job(JOB | {"precision": "bf16", "bf16_layers": 2}, load_catalog())
+
+
+def test_plan_names_the_recipe_it_filtered_on():
+    """An NVFP4 plan's note on the parts left out names nvfp4, not fp8 (H100 has FP8 but no FP4 tensor cores)."""
+    from types import SimpleNamespace
+
+    from trainsizer.plan.core import _precision_label
+    from trainsizer.plan.explain import precision_notes
+
+    assert _precision_label(SimpleNamespace(precision="fp8", fp8_recipe="nvfp4")) == "nvfp4"
+    assert _precision_label(SimpleNamespace(precision="fp8", fp8_recipe="mxfp8")) == "fp8"
+    cands = SimpleNamespace(excluded={"h100-sxm-80gb": [SimpleNamespace(code="precision")]})
+    assert "nvfp4" in precision_notes(cands, "nvfp4")[0] and "h100-sxm-80gb" in precision_notes(cands, "nvfp4")[0]

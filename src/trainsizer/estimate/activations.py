@@ -119,7 +119,7 @@ class _Layer:
     @property
     def g(self) -> float:
         """Bytes per element of a saved GEMM input (FP8: the TE cast, see module docstring)."""
-        return saved_gemm_input_bytes(self.training)
+        return saved_gemm_input_bytes(self.training, self.model)
 
     def W(self, module: str) -> bool:
         """Whether `module`'s weight (or its adapter) is trained, so its input is saved."""
@@ -535,18 +535,37 @@ def deepseek_selective_items(model: ModelArch, training: Training, *, moe: bool)
         # per routed slot: FP8 expert input, FP8 SwiGLU input, 16-bit expert output, routing weight, index
         routed = cache * h + cache * 2 * model.expert_ffn + a * h + a + 8.0
     else:
-        g = saved_gemm_input_bytes(training)
+        g = saved_gemm_input_bytes(training, model)
         tp += 2 * a * model.ffn + g * model.ffn  # fc1 output (SwiGLU input) + fc2 input, as Megatron keeps them
     return LayerItems(sp=sp, tp=tp, s2=0.0, routed=routed,
                       detail={"norm_inputs_and_router": sp, "latents_attention_output_and_mlp": tp,
                               "routed_per_slot": routed})
 
 
-def saved_gemm_input_bytes(training: Training) -> float:
-    """Bytes per element of a linear layer's saved input: the 16-bit activation, the FP8 cast under FP8 (1 B), the
-    column-wise NVFP4 copy under fp8_recipe nvfp4 (memory_constants.yaml fp8 nvfp4_saved_input_bytes_per_element)."""
+def saved_gemm_input_bytes(training: Training, model: ModelArch | None = None) -> float:
+    """Bytes per element of a linear layer's saved input, averaged over the decoder layers: the 16-bit activation,
+    the FP8 cast under FP8 (1 B), the column-wise NVFP4 copy under fp8_recipe nvfp4 (memory_constants.yaml fp8
+    nvfp4_saved_input_bytes_per_element); the layers Training.bf16_layers keeps in BF16 save 16-bit inputs."""
+    a = float(act_bytes(training.precision))
     if training.precision != "fp8":
-        return float(act_bytes(training.precision))
-    if training.fp8_recipe == "nvfp4":
-        return float(load_memory_constants()["fp8"]["nvfp4_saved_input_bytes_per_element"])
-    return 1.0
+        return a
+    low = float(load_memory_constants()["fp8"]["nvfp4_saved_input_bytes_per_element"]) \
+        if training.fp8_recipe == "nvfp4" else 1.0
+    share = low_precision_share(training, model) if model is not None else 1.0
+    return share * low + (1.0 - share) * a
+
+
+def low_precision_share(training: Training, model: ModelArch) -> float:
+    """Share of the decoder layers that run the low-precision recipe: all but Training.bf16_layers (Megatron-Core
+    first_last_layers_bf16: num_layers_at_start_in_bf16 + num_layers_at_end_in_bf16, TransformerBlock builds those
+    layers outside the FP8 / FP4 autocast); 1 outside precision fp8."""
+    n = int(getattr(training, "bf16_layers", 0) or 0)
+    if training.precision != "fp8" or n == 0:
+        return 1.0
+    if n > model.layers:
+        from trainsizer.errors import SpecError
+        from trainsizer.messages import msg
+
+        raise SpecError("bf16_layers", msg("bf16_layers_range", n=n, layers=model.layers), value=n,
+                        allowed=f"0 to {model.layers}")
+    return 1.0 - n / model.layers

@@ -69,6 +69,10 @@ class Training:
     # FP8 scaling recipe (precision fp8 only): "auto" (the accelerator's default: MXFP8 on Blackwell, delayed
     # scaling elsewhere), "delayed", "tensorwise", "rowwise", "mxfp8" (perf_constants.yaml `fp8`).
     fp8_recipe: str = "auto"
+    # decoder layers kept in BF16 under precision fp8 (Megatron-Core first_last_layers_bf16: the first and last ones);
+    # 0 = all in the low precision. Their GEMMs run at the 16-bit rate with no casts, their saved inputs are 16-bit
+    # and they keep no low-precision weight copy (estimate.activations.low_precision_share)
+    bf16_layers: int = 0
     # Sequence packing (NeMo SFT packed_sequence, TRL packing with position ids, torchtune PackedDataset): short
     # samples share a seq_len row and attend only within themselves (varlen attention), so the attention core
     # spans the average sample length. 0 = unpacked (or no shorter samples): the whole seq_len.

@@ -290,6 +290,8 @@ def state_bytes(training: Training, model: ModelArch | None, profile: str) -> St
     fp8 = c["fp8"]["weight_cache_bytes_per_gemm_param"] if training.precision == "fp8" else 0.0
     if training.precision == "fp8" and training.fp8_recipe == "nvfp4":  # row- and column-wise NVFP4 copies
         fp8 = c["fp8"]["nvfp4_weight_cache_bytes_per_gemm_param"]
+    if model is not None and getattr(training, "bf16_layers", 0):  # BF16-kept layers keep no low-precision copy
+        fp8 *= 1.0 - training.bf16_layers / max(model.layers, 1)
     return StateBytes(
         weights=float(row["weights"]),
         grads=float(row["grads"]),

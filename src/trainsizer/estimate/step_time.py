@@ -36,7 +36,7 @@ import numpy as np
 
 from trainsizer.errors import SpecError, TrainsizerError, did_you_mean, quoted
 from trainsizer.estimate import comm, compute, pipeline, sample_lengths
-from trainsizer.estimate.activations import saved_gemm_input_bytes
+from trainsizer.estimate.activations import low_precision_share, saved_gemm_input_bytes
 from trainsizer.estimate.calibration import Calibration, PerfConstants, fp4_training, load_constants, rates
 from trainsizer.estimate.flops import (
     forward_flops_per_token,
@@ -389,7 +389,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
     fw = _style(strategy, framework_style, training.method in ("pretrain", "cpt"))
     if fp4_training(training, k):  # NVFP4 keeps 16-bit primary weights (calibration.fp4_training)
         fw = dataclasses.replace(fw, fp8_param_allgather=False)
-    r = _rates(system, training, k, calibration, fw)
+    r = _bf16_layers(_rates(system, training, k, calibration, fw), training, model)
     a = strategy_arrays(strategy)
     t, d, c, b = a["tp"], a["dp"], a["cp"], a["micro_batch"]
     # a micro-batch of b samples is b x sequences_per_sample sequences (DPO: chosen + rejected)
@@ -447,6 +447,17 @@ def _rates(system: System, training: Training, k: PerfConstants, calibration: Ca
         r = dataclasses.replace(r, fp8_cast_bytes=np.where(fused, on.fp8_cast_bytes, off.fp8_cast_bytes),
                                 fp8_cast_kernels=np.where(fused, on.fp8_cast_kernels, off.fp8_cast_kernels))
     return r
+
+
+def _bf16_layers(r: Any, training: Training, model: ModelArch) -> Any:
+    """The average decoder layer's linear GEMM rate and casts when Training.bf16_layers layers run in BF16 (Megatron-Core
+    first_last_layers_bf16): a share s of the layers at the low-precision rate, the rest at the 16-bit GEMM rate with
+    no casts (time-weighted: 1 / (s / low + (1 - s) / bf16))."""
+    s = low_precision_share(training, model)
+    if s >= 1.0:
+        return r
+    return dataclasses.replace(r, gemm_flops=1.0 / (s / r.gemm_flops + (1.0 - s) / r.gemm16_flops),
+                               fp8_cast_bytes=r.fp8_cast_bytes * s, fp8_cast_kernels=r.fp8_cast_kernels * s)
 
 
 def _elementwise_passes(x: _Step) -> Any:
@@ -558,7 +569,7 @@ def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
     if x.training.precision == "fp8" and np.any(share > 0) and \
             k.fp8_recipe(x.system.accelerator, x.training.fp8_recipe)["name"] != "rowwise":
         # AG half of the bytes, `share` of it quantized: FP8 1 B, NVFP4 0.5625 B (TE all-gathers the NVFP4 copy)
-        shrink = 1.0 - share * (x.act - saved_gemm_input_bytes(x.training)) / (2.0 * x.act)
+        shrink = 1.0 - share * (x.act - saved_gemm_input_bytes(x.training, x.model)) / (2.0 * x.act)
         t_layer = np.where(x.sp, comm.all_reduce_time(act_bytes * shrink, t, k_tp, x.r, x.system,
                                                       k.nvls_allreduce_gain, m_tp), t_ar)
     sac_gathers = (x.rc == 1) & np.asarray(x.fw.selective_op_policy) & x.sp

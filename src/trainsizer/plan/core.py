@@ -415,7 +415,7 @@ def _assemble(sr: Searched, rk: Ranked, options: list[PlanOption], recommended: 
         notes=list(sr.scenario.notes) + cands.notes + explain.plan_notes(sr.scenario, sr.pins, lang)
         + explain.scale_notes(rk.ranked, sr.priced, rk.metric, currency, lang)
         + explain.no_scale_evidence_notes(options, recommended, lang)
-        + explain.precision_notes(cands, sr.base.training.precision, lang),
+        + explain.precision_notes(cands, _precision_label(sr.base.training), lang),
     )
 
 
@@ -428,3 +428,11 @@ def _summary(p: Priced, s: ranking.Scored) -> OptionSummary:
                          currency=plan_currency(p.scenario) if p.cost is not None else None,
                          meets=Meets(deadline=s.meets_deadline, budget=s.within_budget), scale=p.standing.level,
                          leaves_memory_floor=s.roomy)
+
+
+def _precision_label(training: Any) -> str:
+    """The low precision a search filtered on: the job's precision, or its FP4-peak recipe (nvfp4), which the search
+    requires Blackwell FP4 tensor cores for (search.candidates._precision_ok)."""
+    if training.precision == "fp8" and training.fp8_recipe == "nvfp4":
+        return "nvfp4"
+    return str(training.precision)

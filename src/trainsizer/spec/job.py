@@ -384,6 +384,10 @@ class Job(_Strict):
     precision: Precision = "bf16"
     # FP8 scaling recipe (precision fp8): auto = MXFP8 on Blackwell, delayed scaling (Transformer Engine) elsewhere
     fp8_recipe: Fp8Recipe = "auto"
+    # decoder layers kept in BF16 under precision fp8 (FP8 or NVFP4 recipes), the first and last ones: Megatron-Core
+    # first_last_layers_bf16 with num_layers_at_start_in_bf16 + num_layers_at_end_in_bf16 (the NVFP4 paper keeps a
+    # few final layers in BF16); 0 = every decoder layer in the low precision
+    bf16_layers: int = Field(0, ge=0, le=100_000)
     optimizer: Optimizer = "adamw"
     flash_attention: bool = True
     # sequence packing: samples shorter than seq_len share a row and attend within themselves (needs
@@ -405,6 +409,8 @@ class Job(_Strict):
             raise ValueError(msg("job_lora_without_lora", method=repr(self.method)))
         if self.method == "qlora" and self.precision in ("fp8", "fp32"):
             raise ValueError(msg("job_qlora_precision", precision=self.precision))
+        if self.bf16_layers and self.precision != "fp8":
+            raise ValueError(msg("job_bf16_layers_precision", precision=self.precision))
         if self.fp8_recipe == "nvfp4" and self.precision != "fp8":
             raise ValueError(msg("job_nvfp4_precision", precision=self.precision))
         if self.fp8_recipe == "nvfp4" and self.strategy is not None and self.strategy.fp8_param_allgather:
