@@ -15,6 +15,9 @@ the shipped figures are these):
 - GB200 / GB300: the same kernel at GB200's measured MAMF (1822 vs B200's 1745 TFLOPS), as a share of 2,500;
 - softmax_share_fwd: the GB300 / GB200 forward + backward time ratio at one cuDNN release (BF16, 4K and 8K) against
   the model's (1 + B) / (1 + B - s) for GB300's doubled SFU ex2 rate.
+- fp8_attention_speedup (strategy.fp8_attention): FP8 / BF16 forward and backward throughput on one part at one
+  release, at 8K: GB200 / GB300 from the cuDNN 9.22.0 Llama 3.1 rows, H200 from benchmarks/data/cudnn_sdpa_hopper.csv
+  (cuDNN 9.19.1, NVIDIA/cudnn-frontend results/h200_919_only_cudnn).
 Nothing here is fitted on a training row; the training rows that check it are perf_blackwell.py (Megatron-Bridge
 25.11) and perf_heldout.py (NeMo 25.02 / 25.04).
 
@@ -30,6 +33,9 @@ from trainsizer.catalog import load_catalog
 from trainsizer.estimate.calibration import load_constants
 
 DATA = Path(__file__).resolve().parent / "data" / "cudnn_sdpa_blackwell.csv"
+# H200, cuDNN 9.19.1, BF16 and FP8 at one release (cudnn-frontend results/h200_919_only_cudnn): the Hopper FP8 ratios
+HOPPER = Path(__file__).resolve().parent / "data" / "cudnn_sdpa_hopper.csv"
+HOPPER_CUDNN = "9.19.1"
 # BF16 MAMF (maximum achievable matmul TFLOPS): Stas Bekman, ml-engineering compute/accelerator/README.md at 744d01e
 # (2026-08): B200 SXM 1745.0 (torch 2.7.1+cu128), GB200 1822.0 (2.10.0.dev20250916+cu130)
 MAMF_BF16 = {"b200": 1745.0, "gb200": 1822.0}
@@ -88,15 +94,18 @@ def derived_constants(data: list[dict[str, str]] | None = None) -> dict[str, flo
 
 
 def fp8_speedups(data: list[dict[str, str]] | None = None) -> dict[str, tuple[float, float]]:
-    """(forward, backward) FP8 / BF16 throughput of cuDNN's causal attention on one part at one release: cuDNN
-    9.22.0, Llama 3.1 heads (64 q / 8 kv, d 128), batch 2, at BASE_SEQ (the length the BF16 rate above is taken
-    at). B200 / B300 are GB200's / GB300's dies (no FP8 rows of their own)."""
+    """(forward, backward) FP8 / BF16 throughput of cuDNN's causal attention on one part at one release, Llama 3.1
+    heads (64 q / 8 kv, d 128), at BASE_SEQ (the length the BF16 rates are taken at): GB200 / GB300 at cuDNN 9.22.0
+    (batch 2), H200 at 9.19.1 (batch 1; its FP8 causal backward is slower than BF16's). B200 / B300 are GB200's /
+    GB300's dies and H100 / H800 H200's SMs (no FP8 rows of their own)."""
     data = data if data is not None else rows()
+    hopper = list(csv.DictReader(HOPPER.open(encoding="utf-8")))
     out = {}
-    for gpu in ("gb200", "gb300"):
-        out[gpu] = tuple(tflops(data, gpu, FP8_CUDNN, BASE_SEQ, p, "64", "fp8")
-                         / tflops(data, gpu, FP8_CUDNN, BASE_SEQ, p, "64") for p in ("fwd", "bwd"))
-    return {"b200": out["gb200"], "gb200": out["gb200"], "b300": out["gb300"], "gb300": out["gb300"]}
+    for gpu, rows_, cudnn in (("gb200", data, FP8_CUDNN), ("gb300", data, FP8_CUDNN), ("h200", hopper, HOPPER_CUDNN)):
+        out[gpu] = tuple(tflops(rows_, gpu, cudnn, BASE_SEQ, p, "64", "fp8") / tflops(rows_, gpu, cudnn, BASE_SEQ, p, "64")
+                         for p in ("fwd", "bwd"))
+    return {"b200": out["gb200"], "gb200": out["gb200"], "b300": out["gb300"], "gb300": out["gb300"],
+            "h100": out["h200"], "h800": out["h200"], "h200": out["h200"]}
 
 
 def main() -> None:
