@@ -189,3 +189,8 @@ def test_torchtune_packs_next_fit_and_says_so(catalog):
     wider = resolve_job({**job, "data": {**data, "length_sigma": 1.2},
                          "strategy": {**JOB["strategy"], "framework": "torchtune"}}, catalog)
     assert wider.training.pack_fill < tt.training.pack_fill
+    # data.max_tokens shortens the longest sample, not the pack: packs stay seq_len long and fill better
+    capped = resolve_job({**job, "data": {**data, "length_sigma": 1.2, "max_tokens": 512},
+                          "strategy": {**JOB["strategy"], "framework": "torchtune"}}, catalog)
+    assert wider.training.pack_fill < capped.training.pack_fill <= 1.0
+    assert (1.0 - capped.training.pack_fill) * 4096 < 512

@@ -244,15 +244,16 @@ def _training(job: Job) -> Training:
 def _pack_fill(job: Job) -> float:
     """Share of a packed row that holds sample tokens: below 1 where the job's framework packs next fit
     (torchtune: perf style packs_next_fit) samples of a known mean length (data.samples x avg_tokens, the
-    spread from data.length_sigma, the longest sample data.max_tokens or seq_len); else full rows."""
+    spread from data.length_sigma, the longest sample data.max_tokens or seq_len) into packs of seq_len; else full
+    rows."""
     from trainsizer.estimate.step_time import perf_style
 
     framework = job.strategy.framework if job.strategy is not None else "auto"
     if (not job.packing or job.data.samples is None or job.data.avg_tokens is None or framework == "auto"
             or not perf_style(framework).packs_next_fit):
         return 1.0
-    cap = min(job.seq_len, job.data.max_tokens or job.seq_len)
-    return next_fit_fill(float(job.data.avg_tokens), float(job.data.length_sigma or 0.0), float(cap)) * cap / job.seq_len
+    return next_fit_fill(float(job.data.avg_tokens), float(job.data.length_sigma or 0.0), float(job.seq_len),
+                         float(job.data.max_tokens or 0.0))
 
 
 def _sample_rows(job: Job) -> dict[str, float]:

@@ -77,14 +77,15 @@ def padded_squared(mean_tokens: float, sigma: float, cutoff: float, micro_batch)
 
 
 @lru_cache(maxsize=64)
-def next_fit_fill(mean_tokens: float, sigma: float, cap: float) -> float:
+def next_fit_fill(mean_tokens: float, sigma: float, cap: float, longest: float = 0.0) -> float:
     """Share of a packed row's `cap` positions that hold sample tokens when samples are packed in order and a
     pack is closed, and padded to `cap`, as soon as the next sample does not fit: next fit, as torchtune's
     PackedDataset._pack packs (split_across_pack False, the SFT default; the sample that overflows starts the
-    next pack). Samples are the N equiprobable lengths (truncated at `cap`) in a fixed pseudo-random order,
+    next pack). Samples are the N equiprobable lengths (truncated at `cap`, or at `longest` when that is
+    shorter: data.max_tokens) in a fixed pseudo-random order,
     enough of them for PACKING_PACKS packs, so the figure is the same on every run; the last, open pack is
     left out. First-fit-decreasing packers (NeMo, LLaMA-Factory) and concatenated text fill their rows."""
-    x = _lengths(mean_tokens, sigma, cap)
+    x = _lengths(mean_tokens, sigma, min(cap, longest) if longest > 0 else cap)
     items = int(min(PACKING_PACKS * cap / max(float(np.mean(x)), 1e-9) + 1, 64 * QUANTILES))
     rng = np.random.default_rng(0)
     order = np.concatenate([rng.permutation(QUANTILES) for _ in range(-(-items // QUANTILES))])[:items]
