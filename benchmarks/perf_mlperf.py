@@ -10,8 +10,9 @@ per-block train_step_time -- per-step where a log has no per-block figure --, th
 config_*.sh and its training script, and an `assumed` column saying what the submission does not state or what a
 job cannot say). The v5.1 NVFP4 submissions (fp8_recipe nvfp4, Transformer Engine NVFP4BlockScaling; 9 rows, added
 after the recipe, held out like the rest): NVIDIA's Llama 3.1 405B on 512 GB300 and 512 / 2,560 / 5,120 GB200 and 8B on
-8 GB300 / GB200, Lenovo's 8B on 8 B300 and on two 8-B200 systems. Left out: the 8-GPU LoRA NVFP4 runs, which switch to
-FP8 mid-run (HEALING_ITER 350, HEALING_PRECISION FP8_DS in config_common_fp4.sh), so no block runs one recipe.
+8 GB300 / GB200, Lenovo's 8B on 8 B300 and on two 8-B200 systems. Left out: the 8-GPU LoRA NVFP4 runs, which heal from
+FP4 to FP8 at step 350 (HEALING_ITER, HEALING_PRECISION FP8_DS in config_common_fp4.sh) and start from a pre-quantized
+frozen base (PRE_QUANTIZED_MODEL, custom_callbacks.py), which no job option states.
 
 What the rows state from the configs beyond the layout: FP8 dot-product attention (FP8_DPA with NVTE_FP8_DPA_BWD:
 strategy.fp8_attention, the LoRA runs), the SwiGLU input saved in FP8 (FP8_ACT: strategy.fp8_activation_store, the
