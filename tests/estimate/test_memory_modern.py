@@ -123,3 +123,22 @@ def test_context_parallel_ring_attention_buffers_grow_with_the_cp_degree():
     mega = estimate_memory(model, training, system, strategy.with_(framework="megatron-core", zero=1,
                                                                     distributed_optimizer=True), check=False)
     assert "cp_ring_attention_buffers" not in mega.items_bytes
+
+
+def test_all_gather_context_parallelism_holds_the_whole_sequences_k_v_for_one_layer():
+    """cp_comm_type all_gather (Megatron-Core / TE, Llama 3 s3.3.2): one layer's attention holds the whole
+    sequence's K and V gathered from every CP rank and, in its backward, the whole sequence's dK / dV; at their GQA
+    width, split by TP. p2p (the ring) holds neither; the step's other items do not change."""
+    from trainsizer.estimate.memory import estimate_memory
+
+    rows = {r["id"]: r for r in mm.rows()}
+    model, training, system, strategy = mm.configure(rows["torchtitan_mem_t6_cp8"])
+    mega = strategy.with_(framework="megatron-core", zero=1, distributed_optimizer=True)
+    ring = estimate_memory(model, training, system, mega, check=False).items_bytes
+    gathered = estimate_memory(model, training, system, mega.with_(cp_comm_type="all_gather"), check=False).items_bytes
+    assert "cp_allgather_kv_buffers" not in ring
+    whole_seq = training.seq_len * strategy.micro_batch  # tokens of the sequence every CP rank gathers
+    kv = (model.kv_dim + model.v_dim) / min(strategy.tp, model.kv_heads) * 2  # K + V of one token, 16-bit
+    assert gathered["cp_allgather_kv_buffers"] == pytest.approx(2 * whole_seq * kv)  # K / V, then dK / dV
+    assert {k: v for k, v in gathered.items() if k not in ("cp_allgather_kv_buffers", "fragmentation")} == \
+        pytest.approx({k: v for k, v in ring.items() if k != "fragmentation"})

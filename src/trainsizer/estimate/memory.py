@@ -117,6 +117,9 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
     "cp_ring_attention_buffers": ("activations", "context-parallel ring attention (PyTorch context_parallel, "
                                   "torchtitan): K / V of every CP rank all-gathered, fp32 dQ / dK / dV accumulators "
                                   "and dK / dV exchange buffers during one layer's attention backward"),
+    "cp_allgather_kv_buffers": ("activations", "all-gather context parallelism (cp_comm_type all_gather): the "
+                                "whole sequence's K / V gathered for one layer's attention and, in its backward, "
+                                "the whole sequence's dK / dV before their reduce-scatter"),
     "cuda_context": ("other", "CUDA context + kernels + cuBLAS workspace (outside the caching allocator)"),
     "nccl_buffers": ("other", "NCCL communicator buffers, one communicator per parallel dimension > 1"),
     "framework_buffers": ("other", "ZeRO-1/2 gradient buckets; ZeRO-3/FSDP gathered layers and their "
@@ -277,8 +280,9 @@ class _Batch:
     moe_none: np.ndarray
     st: dict[str, Any]  # model-state bytes per parameter, per strategy's profile
     w16: float  # 16-bit weight copies (fp32 when training in fp32)
-    # Strategy.recompute_method / recompute_num_layers (one value per batch; partial_recompute.py)
-    partial_recompute: tuple[str | None, int | None] = (None, None)
+    # Strategy.recompute_method (one per batch) / recompute_num_layers (one, or an array; partial_recompute.py)
+    partial_recompute: tuple[str | None, Any] = (None, None)
+    cp_all_gather: bool = False  # Strategy.cp_comm_type all_gather (one per batch; `_cp_allgather_buffers`)
 
     def ssum(self, cum: np.ndarray, start: np.ndarray, stop: np.ndarray, n: np.ndarray) -> np.ndarray:
         """Sum of a per-layer cumulative table over a stage's layers (interleaved: the stage's layer count at
@@ -405,7 +409,8 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   sp_div=sp_div, dense_b=dense_b, moe_b=moe_b, dense_none=dense_none, moe_none=moe_none, st=st,
                   w16=float(act_bytes(training.precision)),
                   partial_recompute=(getattr(strategy, "recompute_method", None),
-                                     getattr(strategy, "recompute_num_layers", None)))
+                                     getattr(strategy, "recompute_num_layers", None)),
+                  cp_all_gather=getattr(strategy, "cp_comm_type", None) == "all_gather")
 
 
 def _profiles(training: Training, strategy: Strategy, options: MemoryOptions,
@@ -900,6 +905,8 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
         items["head_weight_cast"] = _head_weight_cast(b, g)
     if np.any(b.titan & (b.cp > 1)):
         items["cp_ring_attention_buffers"] = np.where(b.titan & (b.cp > 1), _cp_ring_buffers(b), 0.0)
+    if b.cp_all_gather and np.any(~b.titan & (b.cp > 1)):
+        items["cp_allgather_kv_buffers"] = np.where(~b.titan & (b.cp > 1), _cp_allgather_buffers(b), 0.0)
 
 
 def _head_weight_cast(b: _Batch, g: _Stage) -> Any:
@@ -930,6 +937,19 @@ def _cp_ring_buffers(b: _Batch) -> Any:
                  + 4.0 * cc["fp32_dkv_exchange_copies"] * kv_w
                  + (4.0 * cc["fp32_qkv_grad_accumulators"] + a * cc["step_qkv_grad_copies"]) * (q_w + kv_w))
     return b.tokens * per_token / b.t
+
+
+def _cp_allgather_buffers(b: _Batch) -> Any:
+    """Bytes live during one layer's attention under all-gather context parallelism (strategy.cp_comm_type
+    all_gather: Megatron-Core / Transformer Engine AttnFuncWithCPAndKVAllGather, the Llama 3 paper's s3.3.2 scheme):
+    K and V of the whole sequence all-gathered before the attention (again in the backward, not kept between
+    layers), and in the backward the whole sequence's dK / dV until they are reduce-scattered
+    (memory_constants.yaml `context_parallel_all_gather`). K and V at their own (GQA) width; MLA's K and V widths."""
+    cc, model = b.c["context_parallel_all_gather"], b.model
+    kv_w = float(model.kv_dim + model.v_dim)
+    heads = b.t if model.attention == "mla" else np.minimum(b.t, max(model.kv_heads, 1))  # fewer K/V heads: copied
+    copies = cc["gathered_kv_copies"] + cc["full_dkv_copies"]
+    return b.tokens * b.cp * b.w16 * kv_w * copies / heads
 
 
 def offloaded_layers(asked: Any, n_layers: Any) -> Any:
