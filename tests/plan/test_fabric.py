@@ -75,3 +75,39 @@ def test_oversubscription_halves_spines():
 def test_bad_input(bad):
     with pytest.raises(SpecError):
         size_fat_tree(**bad)
+
+
+@given(nodes=st.integers(2, 2048), rails=st.sampled_from([1, 2, 8]), radix=st.sampled_from([40, 64, 128]),
+       zone=st.integers(1, 512), o=st.sampled_from([1.5, 2.0, 4.0, 7.0]))
+def test_a_zoned_fabric_is_wired_consistently_and_never_larger_than_the_non_blocking_one(nodes, rails, radix, zone, o):
+    """hardware.fabric's tree (fabric.size_zoned_tree): its port equations hold, it has no more switches or
+    switch-to-switch links than the non-blocking tree of the same nodes, a leaf-level zone never straddles two leaves,
+    and it says at which tier the oversubscription sits."""
+    from trainsizer.plan.buildout.fabric import size_zoned_tree
+
+    try:
+        full = size_fat_tree(nodes, rails, radix)
+    except SpecError:
+        return
+    t = size_zoned_tree(nodes, rails, radix, zone, o)
+    assert not port_violations(t)
+    assert t.switches <= full.switches
+    assert t.leaf_spine_links + t.spine_core_links <= full.leaf_spine_links + full.spine_core_links
+    assert t.oversubscribed_at in ("leaf", "spine", "none")
+    if t.oversubscribed_at == "leaf" and t.tiers > 1:
+        per_leaf = t.nodes_per_su if t.rail_optimised else t.leaf_down_ports // rails
+        assert per_leaf % zone == 0 and t.leaf_up * o >= t.leaf_down_used
+    if t.oversubscribed_at == "spine":
+        assert t.tiers == 3 and t.spine_up * o >= t.spine_down and t.cores < full.cores
+    if zone >= nodes or t.tiers == 1:
+        assert (t.leaves, t.spines, t.cores) == (full.leaves, full.spines, full.cores)
+
+
+def test_llama3_style_pods_thin_the_core_at_radix_64():
+    """512 nodes x 8 rails (4,096 GPUs), zones of 128 nodes (one 3-tier pod at radix 64) under 1:7: the pods keep
+    the RA's 128 leaves / 128 spines; the spines' uplinks drop from 32 to 5 each, so 10 cores instead of 64."""
+    from trainsizer.plan.buildout.fabric import size_zoned_tree
+
+    t = size_zoned_tree(512, 8, 64, 128, 7.0)
+    assert (t.tiers, t.leaves, t.spines, t.cores, t.oversubscribed_at) == (3, 128, 128, 10, "spine")
+    assert size_zoned_tree(512, 8, 64, 384, 7.0).oversubscribed_at == "none"  # 3,072-GPU zones: more than a pod

@@ -55,15 +55,22 @@ def test_speed_without_catalog_switch_is_unsized_not_invented(build):
     assert "no roce switch" in net.compute.notes[0]
 
 
-def test_job_fabric_is_named_beside_the_non_blocking_tree(build):
-    """hardware.fabric (1:4 above one-node zones): the all-reduce row runs on it, and the compute fabric says the
-    estimate used it while its switch counts are a non-blocking tree's."""
+def test_job_fabric_is_the_tree_the_build_out_sizes(build):
+    """hardware.fabric (1:4 above one-node zones): the all-reduce row runs on it, and the compute fabric is sized
+    for it: each leaf serves up to 64 x 4 / 5 = 51 nodes' rails at down:up 4 (whole one-node zones), so fewer leaves
+    and spines and leaf-spine cables than the non-blocking tree, and the note says what it saved."""
+    from trainsizer.plan.buildout.fabric import port_violations, size_zoned_tree
+
     plain = network_block(build(hardware={"count": 512}, global_batch={"sequences": 512}))
     zoned = network_block(build(hardware={"count": 512, "fabric": {"oversubscription": 4, "zone_gpus": 8}},
                                 global_batch={"sequences": 512}))
-    assert (zoned.compute.leaves, zoned.compute.spines) == (plain.compute.leaves, plain.compute.spines)
+    assert (plain.compute.leaves, plain.compute.spines) == (16, 8) and plain.compute.zone_nodes is None
+    c = zoned.compute
+    assert (c.leaves, c.spines, c.oversubscription, c.oversubscribed_at) == (16, 2, 4.0, "leaf")  # 32 nodes per leaf, 8 uplinks each
+    assert c.links["leaf_spine"] < plain.compute.links["leaf_spine"] and c.links["node_leaf"] == 512
     assert not any("hardware.fabric" in str(n) for n in plain.compute.notes)
-    assert any("1:4" in str(n) and "8 GPUs" in str(n) for n in zoned.compute.notes)
+    assert any("1:4" in str(n) and "16 leaf / 2 spine" in str(n) and "16 / 8 / 0" in str(n) for n in c.notes)
+    assert not port_violations(size_zoned_tree(64, 8, 64, 1, 4.0))
     # DP 512 with 8 per node: the ring's zone cut is one node's 8 NDR400 NICs (47 GB/s payload each) over 4
     assert zoned.allreduce.busbw_gb_s == pytest.approx(8 * 47.0 / 4, rel=0.01)
     assert zoned.allreduce.busbw_gb_s < plain.allreduce.busbw_gb_s

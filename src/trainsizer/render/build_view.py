@@ -141,7 +141,11 @@ def print_build(out: dict[str, Any], lang: str, console: Console | None = None) 
     con.print(bom_table(out["bom"], L, included))
     con.print(_kv(t("b_break_even", L), rent_rows(out["bom"], L), L))
     con.print(node_table(out["node"], L))
-    con.print(network_table(out["network"], L))
+    net_table = network_table(out["network"], L)
+    compute = out["network"].get("compute") or {}
+    if compute.get("zone_nodes") is not None:  # sized for the job's oversubscribed fabric: what it saved, or why not
+        net_table.caption, net_table.caption_justify = "\n".join(compute.get("notes") or []) or None, "left"
+    con.print(net_table)
     con.print(_kv(t("b_storage_title", L), storage_rows(out["storage"], L), L))
     con.print(_kv(t("b_facility_title", L), facility_rows(out["facility"], L), L))
     con.print(_kv(t("b_software_title", L), software_rows(out["software"], L), L))

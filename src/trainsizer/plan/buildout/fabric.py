@@ -14,7 +14,7 @@ Checked against RA-11333 Table 3 (1,024 / 2,048 / 4,096 GPUs -> 32/16, 64/32, 12
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trainsizer.errors import SpecError
 from trainsizer.messages import msg
@@ -39,6 +39,7 @@ class FatTree:
     spine_up: int  # ports per spine towards cores (used)
     pods: int
     nodes_per_su: int  # nodes one set of rail leaves serves
+    oversubscribed_at: str = "leaf"  # the tier whose uplinks carry `oversubscription`: leaf, or spine (`size_zoned_tree`)
 
     @property
     def endpoints(self) -> int:
@@ -75,8 +76,9 @@ def leaf_down_ports(radix: int, oversubscription: float) -> int:
 
 
 def size_fat_tree(nodes: int, rails: int, radix: int, oversubscription: float = 1.0,
-                  rail_optimised: bool | None = None) -> FatTree:
-    """The smallest fat tree (fewest tiers, then fewest switches) for `nodes` x `rails` endpoint ports."""
+                  rail_optimised: bool | None = None, leaf_nodes: int | None = None) -> FatTree:
+    """The smallest fat tree (fewest tiers, then fewest switches) for `nodes` x `rails` endpoint ports
+    (`leaf_nodes`: at most this many nodes under one leaf, or one set of rail leaves: whole zones, `size_zoned_tree`)."""
     if nodes < 1 or rails < 1:
         raise SpecError("fabric", msg("fab_no_ports"), value=(nodes, rails))
     if radix < 4:
@@ -90,6 +92,8 @@ def size_fat_tree(nodes: int, rails: int, radix: int, oversubscription: float = 
         return FatTree(1, radix, oversubscription, False, nodes, rails, 1, 0, 0, radix, endpoints, 0, 0, 0, 0,
                        radix // rails)
     d = leaf_down_ports(radix, oversubscription)
+    if leaf_nodes is not None:
+        d = min(d, leaf_nodes if rail else leaf_nodes * rails)
     if rail:
         per_rail = ceil_div(nodes, d)
         leaves = rails * per_rail
@@ -115,6 +119,34 @@ def size_fat_tree(nodes: int, rails: int, radix: int, oversubscription: float = 
     cores = ceil_div(spines * spine_down, radix)
     return FatTree(3, radix, oversubscription, rail, nodes, rails, leaves, spines, cores, d, busiest, up,
                    spine_down, spine_down, pods, nodes_per_su)
+
+
+def size_zoned_tree(nodes: int, rails: int, radix: int, zone_nodes: int, oversubscription: float,
+                    rail_optimised: bool | None = None) -> FatTree:
+    """The fat tree of a job's oversubscribed fabric (hardware.fabric: full bisection inside zones of `zone_nodes`
+    nodes, o:1 above them, as Llama 3's 3,072-GPU pods under a 1:7 aggregation layer, Llama 3 paper s3.3.1): the
+    lowest tier whose switches serve whole zones carries the oversubscription --
+    - the leaves, when a zone fits under one leaf (one set of rail leaves): each leaf takes up to R o / (1 + o)
+      nodes' ports, whole zones only, and ceil(D / o) uplinks (fewer leaves, spines and leaf-spine cables);
+    - the spines, when a zone fits in a pod of a 3-tier tree (R/2 leaves): leaves and spines as non-blocking,
+      each spine ceil(down / o) uplinks, so fewer cores and spine-core cables;
+    - none (the non-blocking tree, `oversubscribed_at` "none") when zones span more than a pod or the tree is one
+      switch: no tier has whole zones below it to thin (the estimate still charges o:1 between zones)."""
+    full = size_fat_tree(nodes, rails, radix, 1.0, rail_optimised)
+    o = oversubscription
+    if o <= 1.0 or zone_nodes >= nodes or full.tiers == 1:
+        return replace(full, oversubscribed_at="none")
+    rail = full.rail_optimised
+    under_leaf = leaf_down_ports(radix, o) // (1 if rail else rails)  # nodes under one leaf (set) at down:up o
+    if zone_nodes <= under_leaf:
+        return size_fat_tree(nodes, rails, radix, o, rail, leaf_nodes=under_leaf // zone_nodes * zone_nodes)
+    half = radix // 2
+    pod_nodes = (half // rails) * full.nodes_per_su if rail else half * (full.leaf_down_ports // rails)
+    if full.tiers == 3 and zone_nodes <= pod_nodes:
+        spine_up = ceil_div(full.spine_down, o)
+        return replace(full, oversubscription=o, spine_up=spine_up, cores=ceil_div(full.spines * spine_up, radix),
+                       oversubscribed_at="spine")
+    return replace(full, oversubscribed_at="none")
 
 
 def port_violations(t: FatTree) -> list[str]:

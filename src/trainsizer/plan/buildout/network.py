@@ -10,7 +10,7 @@ from pydantic import ConfigDict, Field
 from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block, Cited, cited
-from trainsizer.plan.buildout.fabric import FatTree, size_fat_tree
+from trainsizer.plan.buildout.fabric import FatTree, size_fat_tree, size_zoned_tree
 from trainsizer.plan.buildout.inputs import BuildInput
 from trainsizer.plan.buildout.links import PartCount, link_parts
 from trainsizer.plan.texts import MessageRef
@@ -49,6 +49,10 @@ class Fabric(Block):
     source: str
     notes: list[str] = []
     notes_msg: list[MessageRef | None] | None = None
+    # the job's oversubscribed fabric (hardware.fabric): nodes per full-bisection zone, and the tier whose uplinks
+    # carry `oversubscription` (leaf | spine | none: no tier serves whole zones, non-blocking); None: not asked
+    zone_nodes: int | None = None
+    oversubscribed_at: str | None = None
 
 
 class NvlinkDomain(Block):
@@ -158,11 +162,17 @@ def _topology(tree: FatTree) -> Any:
 
 def switched_fabric(catalog: Any, purpose: str, kind: str, nodes: int, ports: int, gbps: float, switch: Any,
                     oversub: float, source: str, extra_ports: int = 0, rail: bool | None = None,
-                    notes: tuple[Any, ...] = ()) -> Fabric:
-    """A fabric for `nodes` x `ports` endpoints (+ `extra_ports` single-port endpoints, e.g. storage servers)."""
+                    notes: tuple[Any, ...] = (), zone_nodes: int | None = None) -> Fabric:
+    """A fabric for `nodes` x `ports` endpoints (+ `extra_ports` single-port endpoints, e.g. storage servers);
+    `zone_nodes`: the job's full-bisection zones, `oversub` above them (`fabric.size_zoned_tree`)."""
     radix = switch.radix(gbps)
     extra_nodes = -(-extra_ports // ports) if extra_ports else 0
-    tree = size_fat_tree(nodes + extra_nodes, ports, radix, oversub, rail_optimised=rail)
+    if zone_nodes is not None:
+        tree = size_zoned_tree(nodes + extra_nodes, ports, radix, zone_nodes, oversub, rail_optimised=rail)
+        full = size_fat_tree(nodes + extra_nodes, ports, radix, 1.0, rail_optimised=rail)
+        notes = (*notes, _zoned_note(tree, full, zone_nodes, oversub))
+    else:
+        tree = size_fat_tree(nodes + extra_nodes, ports, radix, oversub, rail_optimised=rail)
     notes = [*notes, *([msg("net_note_storage_servers", extra=extra_nodes, ports=ports)] if extra_nodes else [])]
     return Fabric(
         purpose=purpose, kind=kind, topology=_topology(tree), ports_per_node=ports, gbps_per_port=gbps,
@@ -171,7 +181,19 @@ def switched_fabric(catalog: Any, purpose: str, kind: str, nodes: int, ports: in
         links={"node_leaf": tree.node_leaf_links, "leaf_spine": tree.leaf_spine_links,
                "spine_core": tree.spine_core_links},
         parts=fabric_parts(catalog, tree, gbps, one_rack=tree.tiers == 1),
-        max_nodes_without_new_leaf=tree.max_nodes_same_switches(), source=source, notes=notes)
+        max_nodes_without_new_leaf=tree.max_nodes_same_switches(), source=source, notes=notes,
+        zone_nodes=zone_nodes, oversubscribed_at=tree.oversubscribed_at if zone_nodes is not None else None)
+
+
+def _zoned_note(tree: FatTree, full: FatTree, zone_nodes: int, o: float) -> Any:
+    """What the job's oversubscribed fabric saves against the non-blocking tree of the same nodes, or why not."""
+    counts = {"leaves": tree.leaves, "spines": tree.spines, "cores": tree.cores,
+              "full_leaves": full.leaves, "full_spines": full.spines, "full_cores": full.cores}
+    if tree.oversubscribed_at == "none":
+        return msg("net_note_zoned_none", o=f"{o:g}", zone_nodes=zone_nodes, tiers=full.tiers)
+    return msg(f"net_note_zoned_{tree.oversubscribed_at}", o=f"{o:g}", zone_nodes=zone_nodes,
+               links=tree.leaf_spine_links + tree.spine_core_links,
+               full_links=full.leaf_spine_links + full.spine_core_links, **counts)
 
 
 def compute_fabric(b: BuildInput) -> Fabric | None:
@@ -189,18 +211,21 @@ def compute_fabric(b: BuildInput) -> Fabric | None:
     if switch is None:
         return unsized(b, kind, nics, gbps)
     min_rails = rules.value("fabric", "rail_optimised_min_nics")
+    zone, o = _job_fabric(b)
+    if zone is not None:  # the job's oversubscribed fabric, which the estimate ran on: sized as it is
+        return switched_fabric(b.catalog, "compute", kind, b.nodes, nics, gbps, switch, o, "superpod_h100_ra",
+                               rail=nics >= min_rails, zone_nodes=zone)
     return switched_fabric(b.catalog, "compute", kind, b.nodes, nics, gbps, switch,
                            rules.value("fabric", "oversubscription_compute"), "superpod_h100_ra",
-                           rail=nics >= min_rails, notes=_job_fabric_note(b))
+                           rail=nics >= min_rails)
 
 
-def _job_fabric_note(b: BuildInput) -> tuple[Any, ...]:
-    """The job's own oversubscribed fabric (hardware.fabric), which the estimate ran on, beside the non-blocking
-    tree sized here: a buyer sees both (the tree is not re-sized to it)."""
+def _job_fabric(b: BuildInput) -> tuple[int | None, float]:
+    """(nodes per zone, oversubscription) of the job's hardware.fabric, or (None, 1.0) for a non-blocking one."""
     zone, o = int(getattr(b.system, "zone_gpus", 0) or 0), float(getattr(b.system, "oversubscription", 1.0))
     if zone <= 0 or o <= 1.0 or zone >= b.gpus:
-        return ()
-    return (msg("net_note_job_fabric", o=f"{o:g}", zone=zone),)
+        return None, 1.0
+    return max(1, zone // max(b.per_node, 1)), o
 
 
 def unsized(b: BuildInput, kind: str, nics: int, gbps: float) -> Fabric:

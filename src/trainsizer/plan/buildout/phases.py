@@ -8,7 +8,7 @@ from __future__ import annotations
 from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block
-from trainsizer.plan.buildout.fabric import size_fat_tree
+from trainsizer.plan.buildout.fabric import size_fat_tree, size_zoned_tree
 from trainsizer.plan.buildout.inputs import BuildInput
 from trainsizer.plan.buildout.network import NetworkBlock
 from trainsizer.plan.texts import MessageRef
@@ -74,8 +74,12 @@ def scale_out(b: BuildInput, net: NetworkBlock, rented: bool = False) -> ScaleOu
         return ScaleOut(nodes_now=b.nodes, nodes_without_new_leaf=None, double_nodes=double, double_leaves=None,
                         double_spines=None, double_cores=None, double_tiers=None,
                         recabling=msg("phase_scale_none") if fab is None else msg("phase_scale_provider"))
-    t = size_fat_tree(double, fab.ports_per_node, fab.radix, fab.oversubscription,
-                      rail_optimised=bool(fab.topology_msg and fab.topology_msg.key == "net_topology_rail_fat_tree"))
+    rail = bool(fab.topology_msg and fab.topology_msg.key == "net_topology_rail_fat_tree")
+    if fab.zone_nodes is not None:  # the job's oversubscribed fabric grows as it was sized (fabric.size_zoned_tree)
+        t = size_zoned_tree(double, fab.ports_per_node, fab.radix, fab.zone_nodes, fab.oversubscription,
+                            rail_optimised=rail)
+    else:
+        t = size_fat_tree(double, fab.ports_per_node, fab.radix, fab.oversubscription, rail_optimised=rail)
     if t.tiers > fab.tiers:
         how = msg("phase_scale_tiers", now=fab.tiers, then=t.tiers)
     elif t.spines > fab.spines or t.leaves > fab.leaves:
