@@ -32,7 +32,8 @@ def with_default_strategy(scenario: Scenario) -> Scenario:
         raise SpecError("job: hardware", msg("job_no_strategy_fits", evaluated=result.evaluated,
                                              least=f"{least:.1f}", capacity=f"{system.memory_gib:.1f}"))
     strategy = result.strategy
-    shown = ", ".join(f"{k}={getattr(strategy, k)}" for k in SHOWN)
+    partial = ("recompute_method", "recompute_num_layers") if strategy.recompute_method is not None else ()
+    shown = ", ".join(f"{k}={getattr(strategy, k)}" for k in (*SHOWN, *partial))
     how = msg("note_default_strategy_how", evaluated=result.evaluated, feasible=result.feasible)
     if result.for_headroom:  # a slower strategy that keeps the memory floor free (search.engine.choose)
         how = msg("note_default_strategy_roomy", evaluated=result.evaluated, feasible=result.feasible,

@@ -8,6 +8,7 @@ module sits at the bottom of the layers (beside `errors`): every layer may build
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from functools import lru_cache
@@ -107,6 +108,20 @@ class Money(Msg):
 
 def msg(key: str, /, **params: Any) -> Msg:
     return Msg(key, **params)
+
+
+def duration(days: float) -> Msg:
+    """How long a job takes, for a person: days from one day on, hours under a day, minutes under an hour, so a
+    short job never reads "0.00 days" (JSON keeps `train_days` in days)."""
+    if not math.isfinite(days):
+        return msg("dur_days", n="∞" if days > 0 else "—")
+    if days >= 1.0:
+        return msg("dur_days", n=f"{days:,.1f}")
+    hours = days * 24.0
+    if hours >= 1.0:
+        return msg("dur_hours", n=f"{hours:.1f}")
+    minutes = hours * 60.0
+    return msg("dur_minutes", n=f"{minutes:.0f}" if minutes >= 10.0 else f"{minutes:.1f}")
 
 
 def tr(text: Any, lang: str) -> Any:

@@ -119,3 +119,23 @@ def test_report_names_the_partial_recompute_in_both_languages():
     assert "recompute full (block, 21 layers per chunk)" in strategy_text(s, "en")
     assert "完全重计算（block，每个模型分块 21 层）" in strategy_text(s, "zh")
     assert "recompute full mb1" in strategy_text(s | {"recompute_method": None}, "en")
+
+
+def test_one_n_per_strategy_in_a_batch_is_each_n_on_its_own():
+    """recompute_num_layers may be an array (the search's partial-recompute pass): every strategy of the batch gets
+    exactly the memory and step time of the same strategy with its N alone."""
+    import numpy as np
+
+    from trainsizer.estimate import evaluate_batch
+
+    ns = np.array([0.0, 3.0, 7.0, 16.0, 17.0])  # 17 > the stage's 16 layers: refused, as alone
+    batch = BASE.with_(tp=np.full(ns.size, 2.0), recompute="full", recompute_method="block", recompute_num_layers=ns)
+    out = evaluate_batch(LLAMA, TRAIN, H100, batch, threads=1)
+    for k, n in enumerate(ns):
+        alone = evaluate_batch(LLAMA, TRAIN, H100, BASE.with_(recompute="full", recompute_method="block",
+                                                            recompute_num_layers=int(n)), threads=1)
+        assert bool(out["valid"][k]) == bool(alone["valid"])
+        if alone["valid"]:
+            assert out["mem_bytes"][k] == pytest.approx(float(alone["mem_bytes"]))
+            assert out["step_s"][k] == pytest.approx(float(alone["step_s"]))
+    assert not out["valid"][-1] and out["valid"][:-1].all()

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from trainsizer.search.rank import (
     Scored,
+    front_basis,
     objective,
     pareto,
     prefer_cheapest,
@@ -102,3 +103,28 @@ def test_objective_defaults():
     assert objective(g()) == "cost"
     assert objective(g(objective="time")) == "time"
     assert objective(g(objective="time", budget=object())) == "time_within_budget"
+
+
+basis_points = st.lists(st.tuples(st.floats(0.01, 100), st.floats(1, 1e6), st.sampled_from(["rent", "buy"])),
+                        min_size=1, max_size=30)
+
+
+@given(basis_points, st.sampled_from(["rent", "buy"]), st.sampled_from([0.0, 0.07, 0.2]))
+def test_the_front_compares_one_cost_basis_and_buys_time_beyond_the_band(items, basis, band):
+    """Every point of the front is priced on `basis`; each one that costs more is faster than every cheaper point
+    by more than `band`; an option of that basis left off has a point no dearer and not `band` slower."""
+    scored = [Scored(i, d, c, None, None, basis=b) for i, (d, c, b) in enumerate(items)]
+    front = pareto(scored, basis, band)
+    assert all(s.basis == basis for s in front)
+    for fast, slow in zip(front, front[1:], strict=False):  # fastest first: dearer, and faster beyond the band
+        assert fast.cost >= slow.cost and fast.train_days * (1.0 + band) < slow.train_days
+    ids = {s.index for s in front}
+    for s in scored:
+        if s.basis == basis and s.index not in ids:
+            assert any(f.cost <= s.cost and s.train_days * (1.0 + band) >= f.train_days for f in front)
+
+
+def test_the_front_basis_is_the_best_ranked_priced_options():
+    ranked = [Scored(0, 1.0, None, None, None), Scored(1, 2.0, 5.0, None, None, basis="rent"),
+              Scored(2, 0.5, 9e6, None, None, basis="buy")]
+    assert front_basis(ranked) == "rent" and front_basis(ranked[:1]) is None

@@ -34,6 +34,8 @@ from trainsizer.estimate.validate import strategy_arrays, valid_mask
 from trainsizer.models.arch import ModelArch
 
 NUMERIC_FIELDS = (*DEGREE_FIELDS, *FLAG_FIELDS)
+# fields that are one value for a batch or, where an array, one per strategy (the search's partial-recompute pass)
+OPTIONAL_ARRAY_FIELDS = ("recompute_num_layers",)
 TIME_KEYS = ("step_s", "tokens_per_s", "mfu", "hfu", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
              "model_flops_per_step", "hardware_flops_per_step", "micro_batches", *BREAKDOWN_KEYS)
 # every key evaluate_batch returns (arrays of one entry per strategy)
@@ -65,20 +67,26 @@ def _tune_malloc() -> None:
 
 
 def _flatten(strategy: Strategy) -> tuple[Strategy, int, tuple[int, ...]]:
-    """The strategy with every numeric field a contiguous 1-D float array of one common length."""
+    """The strategy with every numeric field a contiguous 1-D float array of one common length (an optional
+    per-strategy field, `OPTIONAL_ARRAY_FIELDS`, too when it is an array)."""
     a = strategy_arrays(strategy)  # names checked here (SpecError), codes as floats
-    shape = a["tp"].shape
-    flat = {f: a[f].reshape(-1) for f in (*NUMERIC_FIELDS, *MODE_FIELDS)}
+    a |= {f: np.asarray(getattr(strategy, f), dtype=float) for f in _arrays_in(strategy)}
+    shape = np.broadcast_shapes(*(v.shape for v in a.values()))
+    flat = {f: (v if v.shape == shape else np.broadcast_to(v, shape)).reshape(-1) for f, v in a.items()}
     return replace(strategy, **flat), int(np.prod(shape)), shape
 
 
+def _arrays_in(strategy: Strategy) -> tuple[str, ...]:
+    return tuple(f for f in OPTIONAL_ARRAY_FIELDS if np.ndim(getattr(strategy, f, None)) > 0)
+
+
 def _slice(strategy: Strategy, lo: int, hi: int) -> Strategy:
-    changes = {f: getattr(strategy, f)[lo:hi] for f in (*NUMERIC_FIELDS, *MODE_FIELDS)}
+    changes = {f: getattr(strategy, f)[lo:hi] for f in (*NUMERIC_FIELDS, *MODE_FIELDS, *_arrays_in(strategy))}
     return replace(strategy, **changes)
 
 
 def _take(strategy: Strategy, rows: np.ndarray) -> Strategy:
-    changes = {f: getattr(strategy, f)[rows] for f in (*NUMERIC_FIELDS, *MODE_FIELDS)}
+    changes = {f: getattr(strategy, f)[rows] for f in (*NUMERIC_FIELDS, *MODE_FIELDS, *_arrays_in(strategy))}
     return replace(strategy, **changes)
 
 

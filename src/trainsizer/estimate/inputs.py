@@ -221,9 +221,10 @@ class Strategy:
     recompute_modules: tuple[str, ...] | None = None
     # partial full recompute (names.RECOMPUTE_METHODS; Megatron-Core recompute_method / recompute_num_layers), where
     # recompute is full: per model chunk "uniform" checkpoints groups of N layers, "block" the first N; None = every
-    # layer on its own; one value for the whole batch (estimate/partial_recompute.py)
+    # layer on its own; one method for the whole batch, N one value or an array of one per strategy
+    # (estimate/partial_recompute.py; the search's partial-recompute pass)
     recompute_method: str | None = None
-    recompute_num_layers: int | None = None
+    recompute_num_layers: Any = None
     offload: Any = "none"
     sequence_parallel: Any = True  # Megatron SP; only matters when tp > 1
     distributed_optimizer: Any = False

@@ -38,14 +38,15 @@ class ChunkShares:
 
 def chunk_shares(method: str | None, num_layers: int | None, chunk_layers: Any) -> ChunkShares:
     """What a chunk of `chunk_layers` decoder layers checkpoints, keeps and re-runs under recompute: full with
-    Megatron's `method` (names.RECOMPUTE_METHODS) and `num_layers` N (None: every layer on its own)."""
+    Megatron's `method` (names.RECOMPUTE_METHODS) and `num_layers` N (None: every layer on its own; an array: one N
+    per strategy, broadcast with `chunk_layers`)."""
     n = np.maximum(np.asarray(chunk_layers, dtype=float), 1.0)
     if method is None or num_layers is None:
         return ChunkShares(rerun=1.0, checkpointed=1.0, kept=0.0, working=1.0)
     if method == "uniform":
-        group = np.minimum(float(max(num_layers, 1)), n)
+        group = np.minimum(np.maximum(np.asarray(num_layers, dtype=float), 1.0), n)
         return ChunkShares(rerun=1.0, checkpointed=np.ceil(n / group - 1e-9) / n, kept=0.0, working=group)
-    k = np.minimum(float(num_layers), n)
+    k = np.minimum(np.asarray(num_layers, dtype=float), n)
     return ChunkShares(rerun=k / n, checkpointed=k / n, kept=1.0 - k / n,
                        working=np.where(k > 0, np.maximum(1.0 - (n - k), 0.0), 0.0))
 

@@ -298,6 +298,7 @@ def _partial_recompute_rules(c: SimpleNamespace) -> _Rules:
     off = np.full(c.tp.shape, method is None and n is None)
     stage = np.ceil(c.model.layers / safe(c.pp))
     low = 1 if method == "uniform" else 0
+    n_layers = np.asarray(0 if n is None else n, dtype=float)  # one N, or one per strategy (an array)
     no_cache = getattr(strategy, "fp8_transpose_cache", None) is False
     return {
         "fp8_transpose_cache_framework": (
@@ -311,7 +312,7 @@ def _partial_recompute_rules(c: SimpleNamespace) -> _Rules:
                           allowed=", ".join(PARTIAL_RECOMPUTE_FRAMEWORKS)),
         ),
         "recompute_num_layers_range": (
-            off | ((n is not None) & (c.rec == 2) & (low <= (n or 0)) & ((n or 0) <= stage)),
+            off | ((n is not None) & (c.rec == 2) & (low <= n_layers) & (n_layers <= stage)),
             lambda v: msg("rule_recompute_num_layers_range", n=n, stage=f"{np.ceil(c.model.layers / v['pp']):g}",
                           layers=c.model.layers, pp=f"{v['pp']:g}"),
         ),

@@ -23,7 +23,7 @@ from trainsizer.estimate.energy import energy
 from trainsizer.estimate.reliability import failure_figures
 from trainsizer.estimate.train_time import time_to_train
 from trainsizer.evaluate import evaluate, run_costs
-from trainsizer.messages import msg
+from trainsizer.messages import duration, msg
 from trainsizer.plan import explain
 from trainsizer.plan.messages import LANGS
 from trainsizer.plan.refine import refine_count
@@ -49,8 +49,9 @@ from trainsizer.search.config import leaves_floor
 from trainsizer.spec import Job
 
 DEFAULT_TOP = 10
-STRATEGY_KEYS = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch", "recompute", "offload",
-                 "sequence_parallel", "distributed_optimizer", "framework")
+STRATEGY_KEYS = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch", "recompute",
+                 "recompute_method", "recompute_num_layers", "offload", "sequence_parallel", "distributed_optimizer",
+                 "framework")
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,8 @@ def price(base: Scenario, r: OptionResult, catalog: Any) -> Priced:
 def _scored(i: int, p: Priced) -> ranking.Scored:
     r = p.result
     roomy = bool(leaves_floor(r.mem_gib, r.system.memory_gib))
-    return ranking.Scored(i, p.train_days, p.cost, p.meets_deadline, p.within_budget, p.standing.rank_key, roomy)
+    return ranking.Scored(i, p.train_days, p.cost, p.meets_deadline, p.within_budget, p.standing.rank_key, roomy,
+                          p.basis)
 
 
 def scale_out(st: Standing, plat: Platform | None) -> ScaleOut:
@@ -153,14 +155,14 @@ def _hardware_out(r: OptionResult) -> HardwareOut:
 
 
 def layout_label(s: Any) -> str:
-    """'tp8 pp4 vpp2 dp16 cp2 ep8 zero1 dopt mb1 rc=sel off=opt' with defaults left out."""
+    """'tp8 pp4 vpp2 dp16 cp2 ep8 zero1 dopt mb1 rc=full:block21 off=opt' with defaults left out."""
     parts = [f"{k}{getattr(s, k)}" for k in ("tp", "pp", "vpp", "dp", "cp", "ep") if getattr(s, k) != 1 or k == "dp"]
     if s.zero:
         parts.append(f"zero{s.zero}" + (f"/{s.shard_group}" if s.shard_group else ""))
     if s.distributed_optimizer:
         parts.append("dist-opt")
     parts.append(f"mb{s.micro_batch}")
-    parts.append(f"rc={s.recompute}")
+    parts.append(f"rc={s.recompute}" + (f":{s.recompute_method}{s.recompute_num_layers}" if s.recompute_method else ""))
     if s.offload != "none":
         parts.append(f"offload={s.offload}")
     return " ".join(parts)
@@ -287,7 +289,8 @@ def rank_searched(sr: Searched, tie_fraction: float) -> Ranked:
     size = {i: (p.result.system.nodes, p.result.option.count) for i, p in enumerate(sr.priced)}
     ranked = ranking.prefer_cheapest(ranked, tied, size)
     tied = [s for s in ranked if s in tied]
-    return Ranked(objective, ranking.metric_of(objective), ranked, tied, ranking.pareto(scored))
+    return Ranked(objective, ranking.metric_of(objective), ranked, tied,
+                  ranking.pareto(scored, ranking.front_basis(ranked), tie_fraction))
 
 
 def _options(sr: Searched, rk: Ranked, top: int, catalog: Any, lang: str,
@@ -364,9 +367,9 @@ def make_plan(job: str | Path | Mapping[str, Any] | Job | Scenario, catalog: Any
 def _refined_note(rf: Any, currency: str, lang: str) -> str:
     """What the count refinement found (plan.refine): the count, against the two ladder rungs."""
     return explain.msg("note_count_refined", lang, option=rf.priced.result.option.key,
-                       cost=explain.money(rf.priced.cost, currency, lang), days=f"{rf.priced.train_days:.1f}",
+                       cost=explain.money(rf.priced.cost, currency, lang), days=duration(rf.priced.train_days),
                        rung=rf.rung.result.option.key, rung_cost=explain.money(rf.rung.cost, currency, lang),
-                       lower=rf.lower.result.option.key, lower_days=f"{rf.lower.train_days:.1f}")
+                       lower=rf.lower.result.option.key, lower_days=duration(rf.lower.train_days))
 
 
 def _own_strategy_note(scenario: Scenario, catalog: Any, rec: PlanOption | None, lang: str) -> str | None:
@@ -386,9 +389,9 @@ def _own_strategy_note(scenario: Scenario, catalog: Any, rec: PlanOption | None,
     same = rec is not None and rec.hardware.count == scenario.system.gpus and \
         rec.hardware.accelerator == scenario.system.accelerator
     if not same or rec is None:
-        return explain.msg("note_own", lang, days=f"{days:.2f}")
+        return explain.msg("note_own", lang, days=duration(days))
     gain = days / rec.time.train_days - 1.0 if rec.time.train_days > 0 else 0.0
-    return explain.msg("note_own_vs", lang, days=f"{days:.2f}", best=f"{rec.time.train_days:.2f}",
+    return explain.msg("note_own_vs", lang, days=duration(days), best=duration(rec.time.train_days),
                        gain=f"{gain:+.0%}")
 
 
@@ -410,12 +413,13 @@ def _assemble(sr: Searched, rk: Ranked, options: list[PlanOption], recommended: 
         hardware_options=[_summary(sr.priced[s.index], s) for s in rk.ranked],
         ties=[sr.priced[s.index].result.option.key for s in rk.tied] if len(rk.tied) > 1 else [],
         pareto=[ParetoPoint(id=sr.priced[s.index].result.option.key, train_days=s.train_days, cost=s.cost,
-                            currency=currency) for s in rk.front],
+                            currency=currency, cost_basis=s.basis) for s in rk.front],
         binding=binding,
         notes=list(sr.scenario.notes) + cands.notes + explain.plan_notes(sr.scenario, sr.pins, lang)
         + explain.scale_notes(rk.ranked, sr.priced, rk.metric, currency, lang)
         + explain.no_scale_evidence_notes(options, recommended, lang)
-        + explain.precision_notes(cands, _precision_label(sr.base.training), lang),
+        + explain.precision_notes(cands, _precision_label(sr.base.training), lang)
+        + explain.front_notes(rk.ranked, rk.front, sr.priced, load_config().tie_fraction, lang),
     )
 
 

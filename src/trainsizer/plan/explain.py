@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from trainsizer.estimate.memory import GIB
-from trainsizer.messages import Money
+from trainsizer.messages import Money, duration
 from trainsizer.plan.messages import joined, msg
 from trainsizer.plan.schema import Binding, PlanOption, Relaxation, Tier
 from trainsizer.scenario import Scenario
@@ -50,7 +50,7 @@ def why(s: ranking.Scored, ranked: list[ranking.Scored], priced: list[Any], metr
     def fig(x: ranking.Scored) -> str:
         if metric == "cost":
             return money(x.cost, currency, lang)
-        return msg("fig_days", lang, days=f"{x.train_days:.1f}")
+        return msg("fig_days", lang, days=duration(x.train_days))
 
     pct = f"{tie_fraction:.0%}"
     layout = _layout_headroom(priced[s.index].result, lang)
@@ -61,7 +61,7 @@ def why(s: ranking.Scored, ranked: list[ranking.Scored], priced: list[Any], metr
         return joined([text, layout], lang) if layout else text
     parts = []
     if s.meets_deadline is False:
-        parts.append(msg("cmp_misses_deadline", lang, days=f"{s.train_days:.1f}"))
+        parts.append(msg("cmp_misses_deadline", lang, days=duration(s.train_days)))
     if s.within_budget is False:
         parts.append(msg("cmp_over_budget", lang, cost=money(s.cost, currency, lang)))
     if s.index in tie_ids:
@@ -69,7 +69,7 @@ def why(s: ranking.Scored, ranked: list[ranking.Scored], priced: list[Any], metr
     vb, vs = ranking.value(best, metric), ranking.value(s, metric)
     if math.isfinite(vb) and math.isfinite(vs) and vb > 0:
         parts.append(msg("cmp_cost" if metric == "cost" else "cmp_time", lang, delta=f"{vs / vb - 1.0:+.0%}"))
-    parts.append(msg("cmp_days_cost", lang, days=f"{s.train_days:.1f}", cost=money(s.cost, currency, lang)))
+    parts.append(msg("cmp_days_cost", lang, days=duration(s.train_days), cost=money(s.cost, currency, lang)))
     return joined([*parts, layout] if layout else parts, lang)
 
 
@@ -95,7 +95,21 @@ def _why_best(s: ranking.Scored, ranked: list[ranking.Scored], priced: list[Any]
 
 
 def _layout_headroom(r: OptionResult, lang: str) -> Any:
-    """The sentence for a layout the search chose over a faster one to keep the GPU memory floor free."""
+    """The sentences on the chosen layout: partial recompute (search.partial), and a layout chosen over a faster one
+    to keep the GPU memory floor free."""
+    parts = [p for p in (_partial_recompute(r, lang), _headroom(r, lang)) if p]
+    return joined(parts, lang) if parts else None
+
+
+def _partial_recompute(r: OptionResult, lang: str) -> Any:
+    s = r.strategy
+    if s is None or s.recompute_method is None or not r.chunk_layers:
+        return None
+    return msg("layout_partial_recompute", lang, n=s.recompute_num_layers, chunk=r.chunk_layers,
+               method=s.recompute_method, longer=f"{r.full_recompute_step_s / r.step_s - 1.0:.1%}")
+
+
+def _headroom(r: OptionResult, lang: str) -> Any:
     if not r.for_headroom:
         return None
     return msg("layout_for_headroom", lang, slower=f"{r.step_s / r.fastest_step_s - 1.0:.1%}",
@@ -132,7 +146,7 @@ def tier(rec: PlanOption, best: Any, priced: list[Any], results: list[OptionResu
         x = max(fitting_smaller, key=lambda x: x.option.count)
         days = next((p.train_days for p in priced if p.result is x), float("nan"))
         decided, text = "deadline", msg("tier_deadline", lang, acc=acc, deadline=f"{job.goal.deadline_days:g}",
-                                        fewer=x.option.count, days=f"{days:.1f}")
+                                        fewer=x.option.count, days=duration(days))
     elif objective in ("time", "time_within_budget") and job.goal.budget is not None:
         decided, text = "budget", msg("tier_budget", lang)
     else:
@@ -205,7 +219,7 @@ def _budget_binding(base: Scenario, priced: list[Any], lang: str) -> Binding:
     within = [p for p in priced if p.cost is not None and p.cost <= goal.budget.amount]
     relax = [Relaxation(change=msg("relax_budget", lang, cost=money(cheapest.cost, cur, lang)),
                         result=msg("relax_gives", lang, option=cheapest.result.option.key,
-                                   days=f"{cheapest.train_days:.1f}"))]
+                                   days=duration(cheapest.train_days)))]
     if within:
         slow = min(within, key=lambda p: p.train_days)
         relax.append(Relaxation(change=msg("relax_deadline", lang, days=math.ceil(slow.train_days)),
@@ -229,7 +243,7 @@ def _deadline_binding(base: Scenario, fastest: Any, deadline: float, c: Any, cfg
     need = math.ceil(r.option.count * ratio) if math.isfinite(ratio) else None
     allowed = c.max_gpus or (c.max_nodes * r.option.per_node if c.max_nodes else cfg.default_max_gpus)
     acc = r.option.accelerator.id
-    detail = msg("bind_deadline", lang, option=r.option.key, days=f"{fastest.train_days:.1f}",
+    detail = msg("bind_deadline", lang, option=r.option.key, days=duration(fastest.train_days),
                  deadline=f"{deadline:g}", need=f"{need:,}" if need is not None else msg("need_unknown", lang),
                  acc=acc, allowed=f"{allowed:,}")
     relax = []
@@ -283,7 +297,7 @@ def scale_notes(ranked: list[ranking.Scored], priced: list[Any], metric: str, cu
             and ranking.value(by_figure, metric) < ranking.value(best, metric):
         p = priced[by_figure.index]
         fig = money(by_figure.cost, currency, lang) if metric == "cost" else \
-            msg("fig_days", lang, days=f"{by_figure.train_days:.1f}")
+            msg("fig_days", lang, days=duration(by_figure.train_days))
         notes.append(msg("note_scale_passed_over", lang, option=p.result.option.key, fig=fig,
                          level=_level_text(p.standing, lang)))
     return notes
@@ -309,3 +323,20 @@ def precision_notes(cands: Any, precision: str, lang: str = "en") -> list[str]:
                   if reasons and all(r.code == "precision" for r in reasons))
     return [msg("note_precision_excluded", lang, accs=", ".join(only), precision=precision)] if only else []
 
+
+
+def front_notes(ranked: list[ranking.Scored], front: list[ranking.Scored], priced: list[Any], band: float,
+                lang: str = "en") -> list[str]:
+    """Options faster than the front's fastest point (by more than `band`, as the front counts faster) that it leaves out because they are priced only on the
+    other basis (search.rank.front_basis): named, so a fast option with no rental price (or no purchase price) is
+    not silently lost."""
+    if not front or front[0].basis is None:
+        return []
+    basis, fastest = front[0].basis, front[0].train_days
+    left = [s for s in sorted(ranked, key=lambda s: s.train_days)
+            if s.cost is not None and s.basis not in (None, basis) and s.train_days * (1.0 + band) < fastest]
+    if not left:
+        return []
+    ids = ", ".join(priced[s.index].result.option.key for s in left[:3])
+    return [msg("note_front_basis", lang, basis=msg(f"word_basis_{basis}", lang),
+                other=msg(f"word_basis_{left[0].basis}", lang), count=len(left), ids=ids)]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from trainsizer.messages import duration
 from trainsizer.plan.explain import money
 from trainsizer.plan.messages import msg
 from trainsizer.plan.schema import Binding, Relaxation
@@ -54,7 +55,7 @@ def _describe(found: tuple[Any, Any] | None, currency: str, lang: str) -> str:
         return msg("relaxed_nothing_fits", lang)
     p, ok = found
     key = "relaxed_satisfies" if ok else "relaxed_still_short"
-    return msg(key, lang, option=p.result.option.key, days=f"{p.train_days:.1f}",
+    return msg(key, lang, option=p.result.option.key, days=duration(p.train_days),
                cost=money(p.cost, currency, lang))
 
 

@@ -2,7 +2,8 @@
 
 Stability: fields are only added (minor version) while `schema_version` starts with "1."; a field's meaning
 never changes within a major version. 1.1 added the `*_msg` fields: the catalogue message of each sentence,
-so a report renders one plan in either language (`plan.texts.localise`); 1.2 added `leaves_memory_floor`. Blocks marked "as `estimate --json`" carry the same keys as that
+so a report renders one plan in either language (`plan.texts.localise`); 1.2 added `leaves_memory_floor`; 1.3
+`strategy.recompute_method` / `recompute_num_layers` (the search's partial recompute) and `pareto[].cost_basis`. Blocks marked "as `estimate --json`" carry the same keys as that
 command's output (memory, time, cost, energy), so one reader handles both.
 
 Extension points: `PlanOption.build` and `Plan.build` hold the build-out blocks (bill of materials, node,
@@ -18,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trainsizer.plan.texts import MessageRef, WithTexts
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 
 MSG = ("the catalogue message the text beside it was written from: render it to read the plan in another "
        "language (plan/texts.py)")
@@ -69,6 +70,10 @@ class StrategyOut(_Out):
     shard_group: int = Field(description="hybrid shard group size; 0: shard over all of DP")
     micro_batch: int
     recompute: str = Field(description="none | selective | full")
+    recompute_method: str | None = Field(None, description="with recompute full: Megatron's recompute_method (block: "
+                                         "the first recompute_num_layers layers of each model chunk re-run, the "
+                                         "others keep their activations); None: every layer re-run")
+    recompute_num_layers: int | None = Field(None, description="layers per model chunk under recompute_method")
     offload: str = Field(description="none | optimizer | optimizer+params")
     sequence_parallel: bool
     distributed_optimizer: bool
@@ -157,6 +162,8 @@ class ParetoPoint(_Out):
     train_days: float
     cost: float
     currency: str
+    cost_basis: str | None = Field(None, description="rent | buy: every point of the front is priced on one basis, "
+                                   "the best-ranked option's (search.rank.front_basis)")
 
 
 class Tier(_Out):

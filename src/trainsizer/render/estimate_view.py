@@ -5,12 +5,13 @@ Every label comes from the message catalogues and every number is formatted for 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from trainsizer.messages import tr
+from trainsizer.messages import duration, tr
 from trainsizer.render.i18n import t
 from trainsizer.render.numbers import fmt_num, fmt_share
 
@@ -38,6 +39,14 @@ def _memory(con: Console, mem: dict[str, Any], L: str) -> None:
     con.print(f"[{'green' if mem['fits'] else 'red'}]{verdict}[/]")
 
 
+def _time_value(key: str, value: Any, L: str) -> str:
+    if key in SHARES:
+        return fmt_share(value, L)
+    if key == "train_days" and isinstance(value, int | float) and math.isfinite(value):
+        return duration(value).tr(L)  # hours / minutes under a day
+    return fmt_num(value, L)
+
+
 def _time(con: Console, tm: dict[str, Any], L: str) -> None:
     step = tm.get("step_s")
     rows = [(t("step_s", L), fmt_num(step, L))]
@@ -45,7 +54,7 @@ def _time(con: Console, tm: dict[str, Any], L: str) -> None:
         if seconds:
             share = fmt_share(seconds / step, L) if step else "—"
             rows.append((f"  {t('breakdown', L)}{t('colon', L)}{t('bd_' + key, L)}", f"{fmt_num(seconds, L)} s ({share})"))
-    rows += [(t(k, L), fmt_share(tm[k], L) if k in SHARES else fmt_num(tm[k], L)) for k in TIME_ROWS if k in tm]
+    rows += [(t(k, L), _time_value(k, tm[k], L)) for k in TIME_ROWS if k in tm]
     con.print(_kv_table(t("time_title", L), rows, L))
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from trainsizer.messages import duration
 from trainsizer.plan.texts import localise
 from trainsizer.render.console import console as wide_console
 from trainsizer.render.i18n import t
@@ -15,8 +16,9 @@ from trainsizer.render.numbers import fmt_num, money
 from trainsizer.search.config import load_config
 
 
-def _days(v: float | None) -> str:
-    return "—" if v is None else (f"{v:,.1f}" if v >= 1 else f"{v:.2f}")
+def _days(v: float | None, lang: str) -> str:
+    """Days to train, or hours / minutes under a day (messages.duration)."""
+    return "—" if v is None or not math.isfinite(v) else duration(v).tr(lang)
 
 
 def _money(v: float | None, currency: str | None, lang: str) -> str:
@@ -37,7 +39,8 @@ def _layout(s: dict[str, Any], lang: str) -> str:
     if s["distributed_optimizer"]:
         parts.append("dist-opt")
     parts.append(f"mb{s['micro_batch']}")
-    parts.append(f"rc={s['recompute']}")
+    parts.append(f"rc={s['recompute']}" + (f":{s['recompute_method']}{s['recompute_num_layers']}"
+                                            if s.get("recompute_method") else ""))
     if s["offload"] != "none":
         parts.append(t(f"layout_offload.{s['offload']}", lang))
     return " ".join(parts)
@@ -64,7 +67,7 @@ def _options_table(plan: dict[str, Any], lang: str) -> Table:
         rank = f"{o['rank']}" + (t("paren", L).format(text=t("plan_tie", L)) if o["tie"] else "")
         short = o.get("leaves_memory_floor") is False  # the plan's verdict (search.config.leaves_floor)
         table.add_row(rank, o["id"], _layout(o["strategy"], L), f"{o['memory']['per_gpu_gib']:.1f}" + (" !" if short else ""),
-                      _days(o["time"]["train_days"]), cost_text, _tick(o["meets"]["deadline"]),
+                      _days(o["time"]["train_days"], L), cost_text, _tick(o["meets"]["deadline"]),
                       _tick(o["meets"]["budget"]))
     return table
 
@@ -74,7 +77,8 @@ def _pareto_table(plan: dict[str, Any], lang: str) -> Table:
     for key in ("plan_option", "plan_days", "plan_cost"):
         table.add_column(t(key, lang))
     for p in plan["pareto"]:
-        table.add_row(p["id"], _days(p["train_days"]), _money(p["cost"], p["currency"], lang))
+        basis = t("paren", lang).format(text=t("plan_basis_" + p["cost_basis"], lang)) if p.get("cost_basis") else ""
+        table.add_row(p["id"], _days(p["train_days"], lang), _money(p["cost"], p["currency"], lang) + basis)
     return table
 
 

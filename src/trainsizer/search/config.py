@@ -24,6 +24,7 @@ class SearchConfig:
     tiers: tuple[dict[str, Any], ...]
     data_parallel_only_methods: tuple[str, ...] = ()
     memory_headroom_min: float = 0.0  # least free share of GPU memory a layout should keep (search.yaml)
+    partial_recompute_max_saving: float = 0.25  # most of a full-recompute step that re-running fewer layers saves
 
 
 @lru_cache(maxsize=1)
@@ -42,6 +43,7 @@ def load_config() -> SearchConfig:
         tiers=tuple(raw["tiers"]),
         data_parallel_only_methods=tuple(raw.get("data_parallel_only_methods") or ()),
         memory_headroom_min=float(raw["memory_headroom_min"]),
+        partial_recompute_max_saving=float(raw.get("partial_recompute_max_saving", 0.25)),
     )
 
 

@@ -28,6 +28,7 @@ from trainsizer.estimate.inputs import (
     FLAG_FIELDS,
     MODE_FIELDS,
     RECOMPUTE,
+    RECOMPUTE_CODE,
     Strategy,
     System,
     Training,
@@ -36,6 +37,7 @@ from trainsizer.estimate.memory import GIB
 from trainsizer.estimate.model_states import frozen_base_bytes, model_state_bytes
 from trainsizer.models.arch import ModelArch
 from trainsizer.scenario import build_system
+from trainsizer.search import partial
 from trainsizer.search.candidates import HardwareOption
 from trainsizer.search.config import SearchConfig, leaves_floor
 from trainsizer.search.space import strategies
@@ -65,6 +67,10 @@ class OptionResult:
     fastest_step_s: float = float("nan")  # the fastest fitting strategy (the chosen one unless kept for headroom)
     fastest_mem_gib: float = float("nan")
     for_headroom: bool = False  # a slower strategy chosen to keep the GPU memory floor free (`choose`)
+    # a block partial-recompute choice (search.partial): the layers of its model chunk, and the step of the same
+    # layout re-running every layer (full recompute)
+    chunk_layers: int = 0
+    full_recompute_step_s: float = float("nan")
 
 
 @dataclass
@@ -94,9 +100,7 @@ def states_lower_bound_bytes(model: ModelArch, training: Training, gpus: int) ->
     return params * frozen_base_bytes(training)[0] / gpus
 
 
-def _take(strategy: Strategy, rows: np.ndarray) -> Strategy:
-    """The strategies at `rows` (fields left scalar stay scalar: they hold for every strategy)."""
-    return replace(strategy, **{f: np.asarray(v)[rows] for f in _FIELDS if np.ndim(v := getattr(strategy, f))})
+_take = partial.take
 
 
 def _one(strategy: Strategy, i: int) -> Strategy:
@@ -109,6 +113,9 @@ def _one(strategy: Strategy, i: int) -> Strategy:
     vals["offload"] = OFFLOAD_NAMES[int(vals["offload"])]
     for f in FLAG_FIELDS:
         vals[f] = bool(vals[f])
+    n = strategy.recompute_num_layers
+    if n is not None:  # the partial-recompute pass: one N per strategy
+        vals["recompute_num_layers"] = int(np.asarray(n)[i] if np.ndim(n) else n)
     return replace(strategy, **vals)
 
 
@@ -162,6 +169,7 @@ def search_option(model: ModelArch, training: Training, option: HardwareOption, 
             system.domain_gpus, cfg)
     evaluated, computed, min_mem = 0, 0, float("nan")
     fitting: list[tuple[Strategy, np.ndarray]] = []
+    plain: tuple[Strategy, np.ndarray] | None = None  # the pass without offload and its fits (search.partial)
     roomy = False  # some fitting strategy leaves the memory floor free
     for offload in (False, True):
         # CPU offload: on one node when nothing fits, and on any option when nothing that fits leaves the
@@ -182,9 +190,19 @@ def search_option(model: ModelArch, training: Training, option: HardwareOption, 
         if rows.size:
             fitting.append((_take(strat, rows), mem["mem_bytes"][rows]))
             roomy = bool(np.any(leaves_floor(mem["mem_bytes"][rows], system.memory_gib * GIB, cfg.memory_headroom_min)))
+        if not offload and rows.size and partial.searched(framework, training, cfg):
+            plain = (strat, mem["fits"])
     if fitting:
         fit, mem_bytes = _concat(fitting)
-        return _best(model, training, system, option, fit, mem_bytes, evaluated, min_mem, bound / GIB, computed, cfg)
+        t = evaluate_batch(model, training, system, fit, parts=("time",), threads=1)
+        groups = [(fit, mem_bytes, t, np.full(len(mem_bytes), np.nan))]
+        i, _ = choose(t["step_s"], mem_bytes, system.memory_gib * GIB, cfg.tie_fraction, cfg.memory_headroom_min)
+        if plain is not None and np.asarray(fit.recompute)[i] == RECOMPUTE_CODE["full"]:
+            # full recompute needed for memory: layouts that fit only under it, with Megatron's block method
+            found, judged = _partial_group(model, training, system, plain, t["step_s"], cfg)
+            groups += [found] if found is not None else []
+            evaluated += judged
+        return _best(model, training, system, option, groups, evaluated, min_mem, bound / GIB, computed, cfg)
     return OptionResult(option, system, evaluated, 0, min_mem_gib=min_mem, lower_bound_gib=bound / GIB,
                         memory_evaluations=computed)
 
@@ -222,21 +240,49 @@ def choose(step_s: np.ndarray, mem_bytes: np.ndarray, capacity_bytes: float, ban
     return (roomy[0] if roomy else fastest), fastest
 
 
-def _best(model: ModelArch, training: Training, system: System, option: HardwareOption, fit: Strategy,
-          mem_bytes: np.ndarray, evaluated: int, min_mem: float, bound_gib: float, computed: int,
-          cfg: SearchConfig) -> OptionResult:
-    t = evaluate_batch(model, training, system, fit, parts=("time",), threads=1)
-    step = t["step_s"]
+def _partial_group(model: ModelArch, training: Training, system: System, plain: tuple[Strategy, np.ndarray],
+                   step_s: np.ndarray, cfg: SearchConfig) -> tuple[tuple | None, int]:
+    """Block partial-recompute strategies (search.partial) with their bytes, step times and full-recompute steps,
+    and how many were judged; `step_s`: the step times of the fitting strategies, the pass without offload first (its full-recompute
+    rows bound what re-running fewer layers can gain)."""
+    strat, fits = plain
+    full_step = np.full(fits.shape, np.nan)
+    full_step[np.flatnonzero(fits)] = step_s[:int(fits.sum())]
+    return partial.partial_layouts(model, training, system, strat, fits, cfg, full_step, float(np.nanmin(step_s)))
+
+
+def _best(model: ModelArch, training: Training, system: System, option: HardwareOption, groups: list[tuple],
+          evaluated: int, min_mem: float, bound_gib: float, computed: int, cfg: SearchConfig) -> OptionResult:
+    """The strategy to run among every fitting one, by `choose`. `groups`: batches of strategies with their bytes,
+    step times and, for block partial recompute (search.partial), the step of the same layout re-running every
+    layer (NaN otherwise)."""
+    step = np.concatenate([g[2]["step_s"] for g in groups])
+    mem_bytes = np.concatenate([g[1] for g in groups])
     i, fastest = choose(step, mem_bytes, system.memory_gib * GIB, cfg.tie_fraction, cfg.memory_headroom_min)
     others = np.delete(step, i)
+    g, row = _locate([len(g[1]) for g in groups], i)
+    chosen, t = _one(groups[g][0], row), groups[g][2]
+    extra: dict[str, Any] = {}
+    if chosen.recompute_method is not None:
+        extra = {"chunk_layers": int(partial.chunk_layers(model, chosen)),
+                 "full_recompute_step_s": float(groups[g][3][row])}
     return OptionResult(
-        option, system, evaluated, int(len(step)), strategy=_one(fit, i), step_s=float(step[i]),
-        tokens_per_s=float(t["tokens_per_s"][i]), busy_fraction=float(t["compute"][i] / step[i]),
+        option, system, evaluated, int(len(step)), strategy=chosen, step_s=float(step[i]),
+        tokens_per_s=float(t["tokens_per_s"][row]), busy_fraction=float(t["compute"][row] / step[i]),
         mem_gib=float(mem_bytes[i] / GIB), min_mem_gib=min_mem, lower_bound_gib=bound_gib,
         runner_up_step_s=float(np.min(others)) if len(others) else float("nan"), memory_evaluations=computed,
         fastest_step_s=float(step[fastest]), fastest_mem_gib=float(mem_bytes[fastest] / GIB),
-        for_headroom=i != fastest,
+        for_headroom=i != fastest, **extra,
     )
+
+
+def _locate(sizes: list[int], i: int) -> tuple[int, int]:
+    """(group, row in it) of the i-th strategy of groups of `sizes` laid end to end."""
+    for g, n in enumerate(sizes):
+        if i < n:
+            return g, i
+        i -= n
+    raise IndexError(i)
 
 
 def _family(option: HardwareOption) -> tuple:

@@ -33,6 +33,7 @@ class Scored:
     within_budget: bool | None
     scale: int = 0  # catalog.scale.Standing.rank_key: 0 demonstrated, 1 designed, 2 + doublings beyond
     roomy: bool = True  # its layout leaves the GPU memory floor free (search.yaml memory_headroom_min)
+    basis: str | None = None  # what `cost` is: "rent" or "buy" (None: no price)
 
     @property
     def satisfies(self) -> bool:
@@ -107,14 +108,25 @@ def roomier_than_cheapest(tied: list[Scored], size: dict[int, tuple[int, int]]) 
     return any(not s.roomy and _tie_key(s, size) < _tie_key(tied[0], size) for s in tied)
 
 
-def pareto(scored: list[Scored]) -> list[Scored]:
-    """Options no other option beats on both days to train and cost (priced options only), fastest first."""
-    priced = sorted((s for s in scored if s.cost is not None and math.isfinite(s.train_days)),
-                    key=lambda s: (s.train_days, s.cost))
+def front_basis(ranked: list[Scored]) -> str | None:
+    """The cost basis the time / cost front compares: the best-ranked priced option's ("rent" or "buy"). A rental
+    bill and a purchase price are not one figure to trade days against: a $13M rack bought to finish a $6 rental
+    job a few minutes sooner is not a point on the user's trade-off."""
+    return next((s.basis for s in ranked if s.cost is not None and s.basis is not None), None)
+
+
+def pareto(scored: list[Scored], basis: str | None = None, band: float = 0.0) -> list[Scored]:
+    """The time / cost front, fastest first: from the cheapest priced option up, each option that is faster than
+    every cheaper one by more than `band` (0: strictly faster; the plan passes the tie fraction, the time model's
+    own uncertainty, so paying more for a step it cannot tell apart is not a point of the trade-off). With `basis`,
+    only the options priced on it ("rent" / "buy", `front_basis`)."""
+    priced = sorted((s for s in scored if s.cost is not None and math.isfinite(s.train_days)
+                     and (basis is None or s.basis == basis)),
+                    key=lambda s: (s.cost, s.train_days))
     front: list[Scored] = []
-    best_cost = math.inf
+    best_days = math.inf
     for s in priced:
-        if s.cost < best_cost:
+        if s.train_days * (1.0 + band) < best_days:
             front.append(s)
-            best_cost = s.cost
-    return front
+            best_days = s.train_days
+    return sorted(front, key=lambda s: (s.train_days, s.cost))

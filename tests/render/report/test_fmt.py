@@ -44,10 +44,11 @@ def test_chinese_large_amounts_carry_a_chinese_unit(x):
     assert text.startswith("¥") and ("万" in text or "亿" in text or "兆" in text)
 
 
-def test_short_jobs_read_in_plain_decimals_not_scientific_notation():
-    assert Fmt("zh").days(0.0908) == "0.091 天"
-    assert Fmt("en").days(0.02329) == "0.023 days"
-    assert Fmt("en").days(0.43) == "0.4 days" and Fmt("en").days(250.4) == "250 days"
+def test_short_jobs_read_in_hours_or_minutes_not_fractions_of_a_day():
+    assert Fmt("zh").days(0.0908) == "2.2 小时"
+    assert Fmt("en").days(0.02329) == "34 min" and Fmt("zh").days(0.004) == "5.8 分钟"
+    assert Fmt("en").days(0.43) == "10.3 h" and Fmt("en").days(250.4) == "250 days"
+    assert Fmt("en").days(1.0) == "1 day" and Fmt("en").days(3.25) == "3.2 days"
 
 
 @given(st.floats(min_value=1e-4, max_value=1e4))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from trainsizer.messages import duration
 from trainsizer.render import numbers
 
 # Field-name suffix -> unit printed after the number (CONVENTIONS.md's unit names).
@@ -87,10 +88,10 @@ class Fmt:
     def days(self, x: float | None) -> str:
         if x is None:
             return "—"
+        if 0 < x < 1:  # hours, or minutes under an hour (messages.duration), never "0.00 days"
+            return duration(x).tr(self.lang)
         unit = "天" if self.lang == "zh" else ("day" if x == 1 else "days")
-        # two significant figures under a tenth of a day (0.091 days), never "9.08E-2 天"
-        digits = 0 if x >= 100 else 1 if x >= 0.1 or x <= 0 else 1 - math.floor(math.log10(x))
-        return f"{self.num(x, digits)} {unit}"
+        return f"{self.num(x, 0 if x >= 100 else 1)} {unit}"
 
     def value(self, key: str, x: object) -> str:
         """A plan field's value, formatted by its type and the unit its name declares."""

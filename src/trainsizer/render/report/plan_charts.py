@@ -84,18 +84,28 @@ def _front(plan: Mapping, pts: list) -> list[tuple[float, float, str]]:
     return sorted((p[0], p[1], p[2]) for p in pts if p[3] in marked)
 
 
-def _searched(plan: Mapping) -> list[tuple[float, float, str]]:
-    """Every feasible hardware option the search kept (best strategy each), where it has a price."""
+def _searched(plan: Mapping, basis: str | None) -> list[tuple[float, float, str]]:
+    """Every feasible hardware option the search kept (best strategy each), where it has a price on `basis`."""
     return [(float(h["train_days"]), float(h["cost"]), str(h.get("id", ""))) for h in plan.get("hardware_options") or []
-            if isinstance(h, Mapping) and h.get("cost") is not None and h.get("train_days") is not None]
+            if isinstance(h, Mapping) and h.get("cost") is not None and h.get("train_days") is not None
+            and (basis is None or h.get("cost_basis") in (None, basis))]
+
+
+def front_basis(plan: Mapping) -> str | None:
+    """The one cost basis of the plan's front (pareto[].cost_basis; search.rank.front_basis): the chart plots the
+    options priced on it, so a purchase price does not share an axis with rental bills."""
+    return next((p["cost_basis"] for p in plan.get("pareto") or []
+                 if isinstance(p, Mapping) and p.get("cost_basis")), None)
 
 
 def pareto_chart(plan: Mapping, lang: str, currency: str) -> Chart:
-    pts = _points(plan)
+    basis = front_basis(plan)
+    pts = [p for p in _points(plan) if basis is None
+           or ((plan["options"][p[3]].get("score") or {}).get("cost_basis") in (None, basis))]
     front = _front(plan, pts)
     rec = recommended(plan)
     series = []
-    searched = _searched(plan)
+    searched = _searched(plan, basis)
     if searched:
         series.append(Series(t("chart.searched", lang), tuple(p[0] for p in searched), tuple(p[1] for p in searched),
                              mode="markers", text=tuple(p[2] for p in searched), color="#c7cdd8"))
