@@ -17,13 +17,20 @@ benchmarks/data/heldout_models.yaml (with their sources). Sources, by what they 
 - SmolLM3 3B (Hugging Face nanotron, TP 2 x DP 192 on 384 H100, 11.2T tokens in 24 days): the tokens/s per GPU
   its team monitored (Smol Training Playbook), which the 24 days' wall-clock matches.
 - GPT-NeoX-20B (EleutherAI, 96 A100-40GB, TP 2 x PP 4, ZeRO-1, no flash attention): its 117 TFLOP/s per GPU.
+- NeMo AutoModel (PyTorch FSDP2 + EP with DeepEP, TE kernels, H100 BF16): DeepSeek-V3 on 256 / 1,024 GPUs, Kimi K2,
+  Qwen3-30B-A3B, gpt-oss 20B / 120B (sliding-window attention on half the layers), Llama 3.1 70B with CP 2 -- MoE on a PyTorch-native stack, none of it in the dev set; its
+  forced-balance gate's round-robin routing is a job field (`moe_routing=round-robin` in strategy_extra).
+- OLMo-core (AI2; HSDP + torch.compile, BF16 and torchao float8; OLMo 2 1B / 7B / 13B, Llama 3 8B) on H100.
+- NeMo long-sequence tables: Llama 2 7B FP8 on H100 (NeMo 24.03) and Llama 3 8B FP8 on B200 (NeMo 25.04), 4K-1M
+  tokens with CP up to 32, in NeMo's model-FLOPs formula (`nemo_tflops_per_gpu`: non-causal attention, as NeMo
+  counted until August 2025, flops.nemo_llama_flops).
 Left out: the torchtitan float8 rowwise rows (the file itself flags their vanilla-TP baseline as a known bug,
 torchtitan issue 1207) and MoE rows (Mixtral in the NeMo tables; the `moe` work owns MoE time).
 
 Each row goes through the public job path (`resolve_job` + `evaluate`, the catalog and its overlays). Metrics:
 `tokens_per_s_per_gpu`, `step_time_s` (the estimate's step), `gpu_hours_logged` (tokens / throughput x GPUs: no
 failure goodput, as iteration-time-based figures) and `gpu_hours` (wall-clock with the estimate's goodput); `narayanan_tflops_per_gpu` (Narayanan et al. 2021 Eq. 3
-hardware FLOPs over the estimated step); `gptneox_tflops_per_gpu` (the FLOP/s GPT-NeoX logged until September 2023:
+hardware FLOPs over the estimated step); `nemo_tflops_per_gpu` (NeMo's Llama FLOP formula over the estimated step); `gptneox_tflops_per_gpu` (the FLOP/s GPT-NeoX logged until September 2023:
 6 x parameters + 60 s h L per token, flops.gptneox_logged_flops); `peak_memory_gib` (one logged peak: PyTorch's max_memory_reserved)
 against the memory estimate less the CUDA context and NCCL buffers, which live outside PyTorch's allocator;
 `allocated_after_step_gib` (the same log line's memory_allocated after the optimizer step) against the model states. A row
@@ -80,6 +87,7 @@ def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
     model: Any = models[row["model"]]["model"] if row["model"] in models else row["model"]
     extra = _extra(row["strategy_extra"])
     flash = extra.pop("flash_attention", True)
+    routing = extra.pop("moe_routing", None)  # job level, like flash_attention
     strategy = {"tp": whole(row["tp"], 1), "pp": whole(row["pp"], 1), "vpp": whole(row["vpp"], 1),
                 "cp": whole(row["cp"], 1), "ep": whole(row["ep"], 1), "micro_batch": whole(row["micro_batch"], 1),
                 "recompute": row["recompute"], "framework": row["framework"], **extra}
@@ -93,6 +101,8 @@ def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
     }
     if row["fp8_recipe"]:
         job["fp8_recipe"] = row["fp8_recipe"]
+    if routing:
+        job["moe_routing"] = routing
     return job
 
 
@@ -110,6 +120,10 @@ def predicted_metric(row: dict[str, str], result: dict[str, Any], model: Any) ->
     if metric == "narayanan_tflops_per_gpu":  # hardware FLOP/s with recompute, Narayanan et al. 2021 Eq. 3
         flops = F.narayanan_eq3_flops(whole(row["global_batch_seqs"]), whole(row["seq_len"]), model.layers,
                                       model.hidden, model.vocab)
+        return flops / float(t["step_s"]) / gpus / 1e12
+    if metric == "nemo_tflops_per_gpu":  # NeMo's own model-FLOPs formula (Llama families), non-causal attention
+        flops = F.nemo_llama_flops(whole(row["global_batch_seqs"]), whole(row["seq_len"]), model.layers, model.hidden,
+                                   model.kv_heads, model.heads, model.ffn, model.vocab)
         return flops / float(t["step_s"]) / gpus / 1e12
     if metric == "gptneox_tflops_per_gpu":  # GPT-NeoX's own logged FLOP/s (2021 - Sept 2023 formula)
         flops = F.gptneox_logged_flops(whole(row["global_batch_seqs"]), whole(row["seq_len"]), model.params_total,

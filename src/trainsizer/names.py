@@ -47,8 +47,17 @@ LOSS_IMPLS = ("auto", "upcast", "upcast-shift", "vocab-parallel", "vocab-paralle
 FP8_RECIPES = ("auto", "delayed", "tensorwise", "rowwise", "mxfp8", "nvfp4")
 # Megatron-Core MoE token dispatcher: alltoall = MoEAlltoAllTokenDispatcher (token counts copied to the host each
 # MoE layer, per-expert splits issued by the CPU); flex = MoEFlexTokenDispatcher with DeepEP / HybridEP (fused
-# permute + dispatch kernels); auto = what Megatron-Bridge's 25.11 recipes use for that layout (step_time).
+# permute + dispatch kernels); auto = what Megatron-Bridge's 25.11 recipes use for that layout (step_time). On the
+# PyTorch-native styles (torchtitan, FSDP) auto / alltoall = torchtitan's all_to_all of tokens permuted per expert and
+# flex = DeepEP (NeMo AutoModel's enable_deepep, torchtitan's deepep backend): one copy per EP rank, no host sync.
 MOE_DISPATCHERS = ("auto", "alltoall", "flex")
+# Which experts a balanced router gives a token (MoE dispatch: how many EP ranks and NVLink domains its top-k experts
+# span). random = k distinct experts uniformly at random: a trained router at balance, and Megatron-Core's
+# moe_router_force_load_balancing (random logits, moe_utils.apply_random_logits); round-robin = token i takes experts
+# k i ... k i + k - 1 (mod E), consecutive experts on as few ranks as possible: the forced-balance gates of NeMo
+# AutoModel (FakeBalancedGate, backend fake_balanced_gate) and torchtitan (debug moe_force_load_balance), which their
+# published benchmarks run.
+MOE_ROUTINGS = ("random", "round-robin")
 # Fused attention kernel generation (perf_constants.yaml `attention`): fa1 = FlashAttention v1 (2022 - mid-2023
 # stacks), fa2 = FlashAttention-2 / Triton, native = cuDNN fused attention / FlashAttention-3 on Hopper and later.
 ATTENTION_KERNELS = ("fa1", "fa2", "native")

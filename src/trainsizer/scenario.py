@@ -233,6 +233,7 @@ def _training(job: Job) -> Training:
         flash_attention=job.flash_attention,
         tokens_total=_tokens_total(job),
         moe_capacity_factor=job.moe_capacity_factor,
+        moe_routing=job.moe_routing,
         fp8_recipe=job.fp8_recipe,
         bf16_layers=job.bf16_layers,
         attention_span=int(min(job.data.avg_tokens, job.seq_len)) if job.packing and job.data.avg_tokens else 0,

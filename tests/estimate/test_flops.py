@@ -130,3 +130,24 @@ def test_gptneox_logged_flops_is_six_n_plus_its_attention_term():
     assert ours == pytest.approx(b * s * (6 * n + 60 * s * h * L), rel=1e-12)
     assert ours < F.narayanan_eq3_flops(b, s, L, h, 50432)
     assert F.gptneox_logged_flops(b, s, 2 * n, L, h) > ours
+
+
+def test_nemo_llama_flops_counts_attention_non_causal_and_gemms_as_six_n():
+    """NeMo's Llama formula (flops_formulas.llama2 / llama3 before the August 2025 causal discount): doubling the
+    sequence at a fixed token count adds exactly the non-causal attention term, 12 b L h s per extra s; without it
+    the rest is 6 x the GEMM parameters per token (Llama 3 8B: 128,256 vocabulary, GQA 8 of 32 heads)."""
+    m = llama8b()
+    args = (m.layers, m.hidden, m.kv_heads, m.heads, m.ffn, 128256)
+    one, two = F.nemo_llama_flops(2, 4096, *args), F.nemo_llama_flops(1, 8192, *args)
+    assert two - one == pytest.approx(12.0 * m.layers * m.hidden * 8192 * (8192 - 4096))
+    gemm_params = m.layers * (2 * m.hidden**2 * (1 + m.kv_heads / m.heads) + 3 * m.hidden * m.ffn) + m.hidden * 128256
+    attn = 12.0 * m.layers * m.hidden * 4096 * 4096 * 2
+    assert one - attn == pytest.approx(6.0 * gemm_params * 2 * 4096)
+
+
+def test_windowed_layers_count_window_keys():
+    """Non-causal convention: a token of a windowed layer sees min(seq, window) keys, the others seq."""
+    m = llama8b()
+    lf, lw = F.layer_flops(m), F.layer_flops(m.with_(sliding_window=1024, window_layers=8))
+    assert lw.attn_core(8192) == pytest.approx(lf.attn_core(8192) * (0.75 + 0.25 * 1024 / 8192))
+    assert lw.attn_core(512) == pytest.approx(lf.attn_core(512))

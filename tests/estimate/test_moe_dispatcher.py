@@ -20,7 +20,13 @@ from trainsizer.errors import SpecError, TrainsizerError
 from trainsizer.estimate.calibration import load_constants
 from trainsizer.estimate.compute import KERNELS
 from trainsizer.estimate.inputs import Strategy, Training
-from trainsizer.estimate.step_time import ep_ranks_per_token, estimate_time, moe_alltoall, step_time_arrays
+from trainsizer.estimate.step_time import (
+    ep_ranks_per_token,
+    estimate_time,
+    moe_alltoall,
+    round_robin_groups_per_token,
+    step_time_arrays,
+)
 from trainsizer.scenario import resolve_job
 
 from .test_perf_common import h100_cluster, llama8b, mixtral
@@ -64,13 +70,17 @@ def test_host_time_per_local_expert_for_both_dispatchers():
     assert (a2a4 - flex4) == pytest.approx(2.0 * (a2a - flex), rel=0.05)
     per = k.moe_host_s_per_expert_kernel
     assert (a2a - base) / (flex - base) == pytest.approx(per["alltoall"] / per["flex"], rel=0.05)
-    # dense models and non-Megatron styles are not affected
+    # dense models are not affected
     d = Strategy(tp=8, dp=8, framework="megatron-core")
     assert estimate_time(llama8b(), TR, s, d.with_(moe_dispatcher="alltoall")).step_s == estimate_time(
         llama8b(), TR, s, d.with_(moe_dispatcher="flex")).step_s
+    # the PyTorch-native styles have no host sync; their own EP ("auto") is torchtitan's all_to_all of one copy per
+    # expert, and only an explicit flex (DeepEP: NeMo AutoModel, torchtitan's deepep backend) sends one per rank
     fsdp = Strategy(dp=64, ep=8, zero=3, framework="torchtitan")
-    assert estimate_time(m, TR, s, fsdp.with_(moe_dispatcher="alltoall")).step_s == estimate_time(
-        m, TR, s, fsdp.with_(moe_dispatcher="flex")).step_s
+    auto, a2a, flex = (estimate_time(m, TR, s, fsdp.with_(moe_dispatcher=d)) for d in ("auto", "alltoall", "flex"))
+    assert auto.step_s == a2a.step_s
+    assert flex.breakdown_s["ep_comm"] < a2a.breakdown_s["ep_comm"]
+    assert flex.step_s < a2a.step_s
 
 
 def _moe_host(m, k, ep: int, dispatcher: str, cast_kernels: float) -> float:
@@ -174,3 +184,39 @@ def test_flex_across_nodes_forwards_one_network_copy_per_remote_node():
     flat = comm.all_to_all_time(per_copy * float(ep_ranks_per_token(128, 8, 8)), 8, 8, r, inside)
     assert estimate_time(m, TR, inside, st8).breakdown_s["ep_comm"] == pytest.approx(
         4 * layers * float(flat) * TR.global_batch_seqs / 8, rel=0.02)
+
+
+def test_round_robin_routing_spans_fewer_ranks_than_random():
+    """NeMo AutoModel's FakeBalancedGate and torchtitan's debug force-balance give token i the experts k i ... k i + k - 1
+    (mod E): DeepSeek-V3's 8 of 256 experts on EP 64 (4 per rank) sit on 2 ranks of one node, where 8 random experts
+    sit on 7.7 ranks of 5.3 nodes; Kimi K2's 8 of 384 on EP 32 (12 per rank) on 4 / 3 ranks on average."""
+    assert round_robin_groups_per_token(256, 8, 64) == pytest.approx(2.0)
+    assert round_robin_groups_per_token(256, 8, 8) == pytest.approx(1.0)
+    assert round_robin_groups_per_token(384, 8, 32) == pytest.approx(4.0 / 3.0)
+    assert ep_ranks_per_token(256, 8, 64) == pytest.approx(7.68, abs=0.01)
+    assert np.allclose(round_robin_groups_per_token(64, 4, np.array([1, 8, 64])), [1.0, 1.0, 4.0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(hs.integers(1, 6), hs.integers(0, 5), hs.integers(1, 8))
+def test_round_robin_never_spans_more_groups_than_random(log_e, log_g, k):
+    experts, groups = 2 ** (log_e + 3), 2 ** min(log_g, log_e + 3)
+    k = min(k, experts)
+    rr = float(round_robin_groups_per_token(experts, k, groups))
+    assert 1.0 <= rr <= min(k, groups) + 1e-9
+    assert rr <= float(ep_ranks_per_token(experts, k, groups)) + 1e-9
+
+
+def test_routing_pattern_changes_only_a_deepep_dispatch():
+    """round-robin shortens DeepEP's (flex) dispatch, whose copies follow the ranks a token's experts span; the
+    alltoall dispatcher sends one copy per expert whatever the pattern. A name outside MOE_ROUTINGS is refused."""
+    m, s = mixtral().with_(experts=64, experts_per_token=8, expert_ffn=1792), h100_cluster(64)
+    st = Strategy(dp=64, ep=16, zero=3, framework="torchtitan")
+    rr = dataclasses.replace(TR, moe_routing="round-robin")
+    flex, flex_rr = (estimate_time(m, t, s, st.with_(moe_dispatcher="flex")) for t in (TR, rr))
+    assert flex_rr.breakdown_s["ep_comm"] < flex.breakdown_s["ep_comm"]
+    a2a, a2a_rr = (estimate_time(m, t, s, st.with_(moe_dispatcher="alltoall")) for t in (TR, rr))
+    assert a2a_rr.step_s == a2a.step_s
+    with pytest.raises(SpecError) as err:
+        estimate_time(m, dataclasses.replace(TR, moe_routing="roundrobin"), s, st)
+    assert "training.moe_routing" in str(err.value) and "round-robin" in str(err.value)

@@ -52,6 +52,20 @@ BOUNDS = {
     "EleutherAI GPT-NeoX-20B (A100-40GB)": 21.0,
     # 5.4: Qwen3-30B-A3B EP 16 on HybridEP +5.8% (-21.3% before the forwarding across nodes), 405B -5.0%
     "Megatron-Bridge 26.06 docs (H100 FP8)": 8.0,
+    # 18.1 with the round-robin routing of its forced-balance gate: DeepSeek-V3 +11% / +33% (256 / 1,024 GPUs), Kimi K2
+    # +26%, Qwen3-30B-A3B +4%, gpt-oss 20B +6% / 120B +37% (too fast), Llama 3.1 70B CP 2 -10%; without gpt-oss 16.7,
+    # 11.3 under uniform random routing (-25 / -11 / -1 / -10%), 29.2 before an explicit DeepEP dispatcher
+    # (moe_dispatcher flex) counted on the torchtitan style
+    "NeMo AutoModel (H100 BF16, FSDP2 + EP)": 22.0,
+    # 8.5: 1B -7 / -9%, 7B and Llama 3 8B within 2%, 13B at micro-batch 1 +15% (BF16) / +32% (FP8), too fast
+    "AI2 OLMo-core (H100)": 12.0,
+    # 32.3, every row too fast, growing with the attention share (4K +6%, 1M +50%): NeMo 24.03's early-2024 attention
+    # kernels are slower than the cuDNN rate the model runs on Hopper (with the FA2 figure the rows come out -10% to
+    # -33%); a stack-generation gap (docs/frameworks.md), not a constant to fit here
+    "NVIDIA NeMo 24.03 long sequence (H100 FP8 CP)": 38.0,
+    # 12.1, every row too slow, growing with the attention share (8K -4%, 512K / 1M -17..-18%): NeMo 25.04's Blackwell
+    # attention runs faster than the model's derated cuDNN 9.13 rate at long sequences
+    "NVIDIA NeMo 25.04 long sequence (B200 FP8 CP)": 14.0,
     "NVIDIA dgxc Nemotron-4 peak memory (H100)": 12.0,  # 8.3 below PyTorch's reserved peak
     "NVIDIA dgxc Nemotron-4 memory after the step (H100)": 4.0,  # 0.8: model states with bf16 gradient buffers
 }
@@ -95,10 +109,12 @@ def test_async_tp_speeds_up_the_torchtitan_rows(results):
 
 
 def test_runs_that_ran_predicted_not_to_fit_do_not_grow(results):
-    """Known (today 4): the NeMo 24.09 GPT-3 20B / 175B, Nemotron-4 340B and Llama 3 8B CP 2 FP8 rows (Pythia
-    70M-410M at micro-batch 32 on 40 GB fit since GPT-NeoX's vocab-parallel loss is modelled)."""
+    """Known (today 1): NeMo AutoModel's gpt-oss 120B without activation checkpointing (95 GiB, 66 of them saved
+    activations of 8,192 tokens over 36 MoE layers). The other AutoModel MoE rows fit with the bf16 model AutoModel
+    builds, the NeMo 24.09 rows with the launcher's optimizer settings, Pythia 70M-410M at micro-batch 32 on 40 GB
+    since GPT-NeoX's vocab-parallel loss is modelled."""
     unfit = [c.row_id for c, mem, _ in results if "NOT FIT" in mem]
-    assert len(unfit) <= 4, unfit
+    assert len(unfit) <= 1, unfit
 
 
 def test_gb200_b200_pairs_are_the_rows_at_the_same_layout(results):

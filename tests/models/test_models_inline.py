@@ -81,6 +81,8 @@ def test_preset_with_overrides():
         ({"preset": "llama-9"}, "model.preset", "unknown model preset"),
         ({"preset": "qwen3-30b-a3b", "mlp_only_layers": [-1]}, "model.mlp_only_layers", "outside 0..47"),
         ({"preset": "qwen3-30b-a3b", "mlp_only_layers": [48]}, "model.mlp_only_layers", "outside 0..47"),
+        (dict(LLAMA2_7B, sliding_window=128, window_layers=33), "model.window_layers", "exceeds layers"),
+        (dict(LLAMA2_7B, window_layers=16), "model.window_layers", "needs sliding_window"),
     ],
 )
 def test_inline_errors_name_the_key(spec, key, fragment):
@@ -199,3 +201,10 @@ def test_mla_head_dim_defaults_to_qk_width():
                   kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=8)
     assert a.head_dim == 12 and a.v_dim == 32
     assert ModelArch(name="m", family="x", layers=1, hidden=64, heads=4, kv_heads=4, ffn=8, vocab=10).head_dim == 16
+
+
+def test_sliding_window_layers_share():
+    """Half of GPT-OSS 20B's 24 layers (layer_types alternating) use the 128-token window."""
+    m = load_model(dict(LLAMA2_7B, sliding_window=128, window_layers=16))
+    assert (m.sliding_window, m.window_share) == (128, 0.5)
+    assert load_model(dict(LLAMA2_7B)).window_share == 0.0

@@ -138,6 +138,9 @@ class ModelShapes:
     # MLA: share of the attention input GEMM weights in the q / kv up projections (what recompute_modules
     # mla_up_proj re-runs: linear_q_up_proj, or linear_q_proj without a q low rank, and linear_kv_up_proj); 0 else
     qkv_up_share: float = 0.0
+    # sliding-window attention (ModelArch.sliding_window): the window in tokens and the share of layers using it
+    window: int = 0
+    window_share: float = 0.0
 
     @classmethod
     def of(cls, model: ModelArch) -> ModelShapes:
@@ -168,6 +171,8 @@ class ModelShapes:
             layers=model.layers,
             router_fp32=model.router_fp32,
             qkv_up_share=_mla_up_share(model, attn_in),
+            window=model.sliding_window,
+            window_share=model.window_share,
         )
 
 
@@ -418,8 +423,14 @@ def _attention_core(shapes: ModelShapes, tok, b, c, s: Any, t, rates: Rates, *, 
         # the span is the caller's (packed: the sample length; unpacked: per padded position, which may exceed
         # the mean padded row when lengths vary, E[L^2] / E[max L]); 0 = the whole row
         span = np.where(np.asarray(attention_span, float) > 0, attention_span, s)
-        core_flops = (2.0 * tok * span * heads_l * (shapes.d_qk + shapes.d_v) * causal_fraction(span)
-                      * flash_head_pad)
+        keys = span * causal_fraction(span)  # keys a query attends over, causal, in 128-wide tiles
+        if shapes.window_share > 0:
+            # a windowed layer's query sees the last w positions: w (1 - w / 2 span) on average over the row, plus
+            # the tiles the band's two edges cut (FlashAttention window_size: tiles outside the band skipped)
+            w = np.minimum(float(shapes.window), span)
+            banded = np.where(w < span, w * (1.0 - w / (2.0 * span)) + 128.0, keys)
+            keys = (1.0 - shapes.window_share) * keys + shapes.window_share * np.minimum(banded, keys)
+        core_flops = 2.0 * tok * keys * heads_l * (shapes.d_qk + shapes.d_v) * flash_head_pad
         a_fwd = core_flops / flash_rate + rates.kernel_fixed_s
         return a_fwd, flash_bwd_over_fwd * a_fwd
     bh = b * heads_l

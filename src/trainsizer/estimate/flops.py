@@ -37,14 +37,21 @@ class LayerFlops:
     experts: float  # routed experts a token passes through (top-k)
     shared: float  # shared experts
     lm_head: float  # output projection (once, not per layer)
+    # sliding-window layers (ModelArch.sliding_window / window_share): their tokens see at most `window` keys
+    window: float = 0.0
+    window_share: float = 0.0
 
     def gemm(self) -> float:
         """All weight GEMMs of the decoder layers (no attention core, no LM head)."""
         return self.attn_proj + self.mlp_dense + self.router + self.experts + self.shared
 
     def attn_core(self, seq_len: float) -> float:
-        """Non-causal attention score + value FLOPs per token at context `seq_len`."""
-        return self.attn_core_per_ctx * seq_len
+        """Non-causal attention score + value FLOPs per token at context `seq_len`; a windowed layer's token sees
+        at most `window` keys."""
+        if self.window_share <= 0:
+            return self.attn_core_per_ctx * seq_len
+        ctx = (1.0 - self.window_share) * seq_len + self.window_share * np.minimum(seq_len, self.window)
+        return self.attn_core_per_ctx * ctx
 
 
 def _mlp_gemm_weights(model: ModelArch, inner: int) -> int:
@@ -113,7 +120,8 @@ def layer_flops(model: ModelArch) -> LayerFlops:
         if model.shared_expert_ffn:
             shared = 2.0 * _mlp_gemm_weights(model, model.shared_expert_ffn) * n_moe
     lm_head = 2.0 * model.hidden * model.vocab
-    return LayerFlops(attn, core, mlp, router, experts, shared, lm_head)
+    return LayerFlops(attn, core, mlp, router, experts, shared, lm_head, float(model.sliding_window),
+                      model.window_share)
 
 
 def forward_flops_per_token(model: ModelArch, seq_len: float) -> float:
@@ -198,6 +206,15 @@ def korthikanti_eq8_flops(batch: float, seq: float, layers: float, hidden: float
     `hardware_flops_per_token(..., "selective")` counts); kept as the paper's HFU definition for its tables.
     """
     return 72.0 * batch * seq * layers * hidden**2 * (1 + seq / (3 * hidden) + vocab / (12 * hidden * layers))
+
+
+def nemo_llama_flops(batch: float, seq: float, layers: float, hidden: float, query_groups: float, heads: float,
+                     ffn: float, vocab: float) -> float:
+    """NeMo's model FLOPs per iteration for the Llama 2 / 3 families (NVIDIA/NeMo nemo/utils/flops_formulas.py
+    llama2 / llama3, 2025): b s L h^2 (12 + 12 g / a + 18 f / h + 12 s / h + 6 V / (L h)); attention counted
+    non-causal (12 s / h), V the family's vocabulary (LLM_VOCAB_SIZE_MAP: 32,000 / 128,256)."""
+    return batch * seq * layers * hidden**2 * (12.0 + 12.0 * query_groups / heads + 18.0 * ffn / hidden
+                                              + 12.0 * seq / hidden + 6.0 * vocab / (layers * hidden))
 
 
 def llmfoundry_flops_per_seq(num_params: float, layers: float, d_model: float, seq: float) -> float:

@@ -66,6 +66,10 @@ class Training:
     # to capacity_factor x tokens*top_k/experts. Scales the dispatched (routed) activations, the expert GEMMs,
     # the token permutation and the EP all-to-all on the busiest GPU. A named input, not fitted.
     moe_capacity_factor: float = 1.0
+    # Which experts a balanced router gives a token (names.MOE_ROUTINGS): "random" (k distinct experts uniformly) or
+    # "round-robin" (token i: experts k i ... k i + k - 1 mod E, the forced-balance gates of NeMo AutoModel and
+    # torchtitan). Sets how many EP ranks / NVLink domains a DeepEP-style dispatch sends each token to.
+    moe_routing: str = "random"
     # FP8 scaling recipe (precision fp8 only): "auto" (the accelerator's default: MXFP8 on Blackwell, delayed
     # scaling elsewhere), "delayed", "tensorwise", "rowwise", "mxfp8" (perf_constants.yaml `fp8`).
     fp8_recipe: str = "auto"

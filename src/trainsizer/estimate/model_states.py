@@ -30,7 +30,7 @@ from trainsizer.errors import SpecError
 from trainsizer.estimate.inputs import OPTIMIZERS, PRECISIONS, Training, act_bytes
 from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
-from trainsizer.names import LORA_DEFAULT_TARGETS, LORA_LINEAR_TARGETS, LORA_TARGETS
+from trainsizer.names import LORA_DEFAULT_TARGETS, LORA_LINEAR_TARGETS, LORA_TARGETS, MOE_ROUTINGS
 
 LORA_TARGET_NAMES = LORA_TARGETS  # trainsizer.names
 LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "qkv_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -70,6 +70,8 @@ def check_training(training: Training) -> None:
     if not training.moe_capacity_factor > 0:
         raise SpecError("training.moe_capacity_factor", msg("moe_capacity_positive"),
                         value=training.moe_capacity_factor, allowed="> 0: 1.0, 1.25, 2.0, ...")
+    if training.moe_routing not in MOE_ROUTINGS:
+        raise unknown_name("training.moe_routing", "MoE routing pattern", training.moe_routing, MOE_ROUTINGS)
 
 
 def lora_targets(training: Training) -> frozenset[str]:

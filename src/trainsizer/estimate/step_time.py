@@ -28,6 +28,7 @@ Assembly (each term names its origin):
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any
@@ -662,6 +663,28 @@ def ep_ranks_per_token(experts: int, topk: int, ep: Any) -> np.ndarray:
     return e * (1.0 - miss)
 
 
+def round_robin_groups_per_token(experts: int, topk: int, groups: Any) -> np.ndarray:
+    """Distinct groups (EP ranks, or NVLink domains) a token's top-k experts span under round-robin routing (token i
+    takes experts k i ... k i + k - 1 mod E: NeMo AutoModel's FakeBalancedGate, torchtitan's debug force-balance),
+    the experts split evenly in order over `groups`: the mean over one period of the assignment."""
+    period = experts // math.gcd(topk, experts)
+    ids = ((np.arange(period)[:, None] * topk) + np.arange(topk)[None, :]) % experts
+
+    def one(n: float) -> float:
+        owner = np.floor(ids * max(float(n), 1.0) / experts)
+        return float(np.mean([len(np.unique(row)) for row in owner]))
+
+    return np.vectorize(one, otypes=[float])(np.asarray(groups, float))
+
+
+def _ranks_per_token(x: _Step, groups: Any) -> np.ndarray:
+    """Distinct groups a token is sent to under the job's routing pattern (Training.moe_routing)."""
+    m = x.model
+    if x.training.moe_routing == "round-robin":
+        return round_robin_groups_per_token(m.experts, m.experts_per_token, groups)
+    return ep_ranks_per_token(m.experts, m.experts_per_token, groups)
+
+
 def _cp_comm(x: _Step, lt: compute.LayerTimes) -> np.ndarray:
     """Context parallel per layer: K and V to every CP rank (fwd), again with dK, dV back (bwd) -- 1 + 2
     all-gather-equivalents, + the fully recomputed share. cp_comm_type p2p: a ring exchange hidden behind the
@@ -689,8 +712,12 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
     # DeepEP / HybridEP (Megatron-Core flex) send a token once to each EP rank holding one of its experts and
     # permute it to those experts there (DeepEP get_dispatch_layout: is_token_in_rank; NVIDIA's GB200 guide s2.5:
     # "no redundant communication"); the alltoall dispatcher permutes one copy per expert before sending
-    ranks = ep_ranks_per_token(model.experts, model.experts_per_token, x.e) * x.training.moe_capacity_factor
-    flex = np.asarray(x.fw.moe_host_sync) & ~moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t)
+    ranks = _ranks_per_token(x, x.e) * x.training.moe_capacity_factor
+    # Megatron-Core resolves "auto" per layout (moe_alltoall); the PyTorch-native stacks' own EP is torchtitan's
+    # all_to_all of tokens permuted per expert, so there only an explicit "flex" (DeepEP: NeMo AutoModel's
+    # enable_deepep / dispatcher deepep, torchtitan's deepep backend) sends one copy per rank
+    flex = np.where(np.asarray(x.fw.moe_host_sync), ~moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t),
+                    x.strategy_dispatcher == "flex")
     routed = np.where(flex, np.minimum(ranks, routed), routed)
     per_copy = x.tok * seq_share * model.hidden * x.act
     a2a = comm.all_to_all_time(per_copy * routed, x.e, k_ep, x.r, x.system, m_ep)
@@ -700,7 +727,7 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
         # evenly over the group's domains; DeepEP get_dispatch_layout num_tokens_per_rdma_rank), then NVLink carries
         # it to the ranks there: every rank copy but the receiver's own crosses NVLink once
         domains = np.maximum(x.e / k_ep, 1.0)
-        remote = ep_ranks_per_token(model.experts, model.experts_per_token, domains) * (domains - 1.0) / domains
+        remote = _ranks_per_token(x, domains) * (domains - 1.0) / domains
         fwd = comm.forwarded_all_to_all_time(per_copy * remote * x.training.moe_capacity_factor,
                                              per_copy * ranks * (k_ep - 1.0) / k_ep, x.e, k_ep, x.r, x.system,
                                              m_ep)

@@ -96,6 +96,10 @@ class ModelArch:
     mlp_only_layers: tuple[int, ...] = field(default=())  # Qwen-MoE: layers forced to a dense MLP
     moe_layer_offset: int = 1  # MoE where (index + offset) % moe_every == 0: Qwen 1, DeepSeek 0
     unknown_keys: tuple[str, ...] = field(default=())  # config.json keys the loader did not understand
+    # sliding-window attention (Mistral v0.1, Gemma 2 / 3, GPT-OSS, OLMo 3): `window_layers` of the layers attend only
+    # to the last `sliding_window` positions (0: no window); their attention core spans the window, not the row
+    sliding_window: int = 0
+    window_layers: int = 0
 
     def __post_init__(self) -> None:
         if self.head_dim == 0 and self.heads:
@@ -109,6 +113,13 @@ class ModelArch:
     @property
     def is_moe(self) -> bool:
         return self.experts > 0
+
+    @property
+    def window_share(self) -> float:
+        """Share of the decoder layers with a sliding attention window (0 without one)."""
+        if self.sliding_window <= 0 or self.layers <= 0:
+            return 0.0
+        return min(self.window_layers, self.layers) / self.layers
 
     @property
     def head_dims(self) -> tuple[int, int]:

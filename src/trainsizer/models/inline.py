@@ -63,6 +63,8 @@ class InlineModelSpec(BaseModel):
     qk_rope_head_dim: int | None = NonNeg
     v_head_dim: int | None = NonNeg
     mtp_layers: int | None = NonNeg
+    sliding_window: int | None = NonNeg
+    window_layers: int | None = NonNeg
 
 
 _KEYS = tuple(InlineModelSpec.model_fields)
@@ -162,6 +164,10 @@ def _check(v: dict[str, Any], where: str) -> None:
     if out_of_range:
         raise SpecError(f"{where}.mlp_only_layers", msg("model_layer_index_outside", last=layers - 1),
                         value=out_of_range, allowed=msg("model_layer_indices_below", layers=layers))
+    if v.get("window_layers", 0) > layers:
+        raise bad("window_layers", msg("model_exceeds", what="layers", n=layers))
+    if v.get("window_layers", 0) and not v.get("sliding_window"):
+        raise bad("window_layers", msg("model_window_layers_need_window"))
     probe = ModelArch(**v)
     dense = [i for i in range(layers) if not probe.layer_is_moe(i)]
     if dense and not v.get("ffn"):

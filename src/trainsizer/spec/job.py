@@ -26,6 +26,7 @@ from trainsizer.names import (
     LOSS_IMPLS,
     METHODS,
     MOE_DISPATCHERS,
+    MOE_ROUTINGS,
     NORM_KERNELS,
     OFFLOAD,
     OPTIMIZER_IMPLS,
@@ -54,6 +55,7 @@ Fp8Recipe = Literal[FP8_RECIPES]
 Framework = Literal[FRAMEWORKS]
 LossImpl = Literal[LOSS_IMPLS]
 MoeDispatcher = Literal[MOE_DISPATCHERS]
+MoeRouting = Literal[MOE_ROUTINGS]
 AttentionKernel = Literal[ATTENTION_KERNELS]
 NormKernel = Literal[NORM_KERNELS]
 CpCommType = Literal[CP_COMM_TYPES]
@@ -320,7 +322,8 @@ class StrategySpec(_Strict):
     # CUDA graphs (Megatron-Core enable_cuda_graph + cuda_graph_scope): none | layer (one graph per layer) |
     # full_iteration (the step's forward-backward as one graph: no per-layer host launches); null = none
     cuda_graphs: CudaGraphs | None = None
-    # MoE token dispatcher (Megatron-Core): auto | alltoall | flex (DeepEP / HybridEP)
+    # MoE token dispatcher: auto | alltoall | flex (DeepEP / HybridEP: Megatron-Core's flex, NeMo AutoModel's and
+    # torchtitan's DeepEP backend; on those PyTorch-native stacks auto = their all_to_all)
     moe_dispatcher: MoeDispatcher = "auto"
     # Megatron-Core EP all-to-all overlap (overlap_moe_expert_parallel_comm + delay_wgrad_compute: combined 1F1B,
     # one micro-batch's dispatch / combine beside another's compute); null = the framework's (off)
@@ -396,6 +399,10 @@ class Job(_Strict):
     packing: bool = False
     # MoE routing imbalance: tokens an expert receives relative to a perfectly balanced router (1.0).
     moe_capacity_factor: float = Field(1.0, gt=0, le=16)
+    # which experts a balanced router picks for a token (names.MOE_ROUTINGS): random (a trained router, Megatron-Core's
+    # forced balance) | round-robin (consecutive experts: NeMo AutoModel's fake_balanced_gate, torchtitan's debug
+    # force-balance in their benchmarks); sets how many EP ranks and nodes each token is sent to
+    moe_routing: MoeRouting = "random"
     goal: Goal = Goal()
     constraints: Constraints = Constraints()
     hardware: HardwareSpec | None = None
