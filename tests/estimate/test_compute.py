@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from trainsizer.estimate.calibration import Calibration, load_constants, rates
-from trainsizer.estimate.compute import ModelShapes, gemm_time, layer_times, optimizer_time
+from trainsizer.estimate.compute import ModelShapes, gemm_time, layer_times, linear_gemms, optimizer_time
 
 from .test_perf_common import a100_cluster, gpt, h100_cluster, mixtral
 
@@ -40,6 +40,17 @@ def test_gemm_time_monotone_and_bounded(m, n, k):
     t = float(gemm_time(m, n, k, r))
     assert t >= 2.0 * m * n * k / r.gemm_peak_flops  # never faster than the dense peak
     assert float(gemm_time(m + 64, n, k, r)) >= t
+
+
+@settings(max_examples=30, deadline=None)
+@given(m=hs.integers(1, 1 << 16), n=hs.integers(1, 1 << 15), k=hs.integers(1, 1 << 15))
+def test_linear_backward_is_dgrad_plus_wgrad_each_a_forward_under_the_roofline(m, n, k):
+    # the three GEMMs of a linear layer read and write the same operands: under the soft roofline each takes the
+    # forward's time (Narayanan 2021 s5.1: backward = 2x forward); a frozen weight has no wgrad
+    r = _rates()
+    fwd, bwd = linear_gemms(m, n, k, r)
+    assert float(bwd) == pytest.approx(2.0 * float(fwd), rel=1e-9)
+    assert float(linear_gemms(m, n, k, r, weights=False)[1]) == pytest.approx(float(fwd), rel=1e-9)
 
 
 def test_fp8_gemm_faster_than_bf16_but_below_double():

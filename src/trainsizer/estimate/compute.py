@@ -6,7 +6,9 @@ Model (each line names its origin):
   quadratic blend models the partial overlap of load and math near the ridge point). Small per-GPU GEMMs
   after a TP split fall below the ridge point and pay the fixed cost more often, so they run at a lower
   fraction of peak without a per-shape fit.
-- Backward GEMMs: dgrad + wgrad, each the same shape class as the forward (2x forward), Narayanan 2021 s5.1.
+- Backward GEMMs: dgrad (m x k output, inner n) + wgrad (k x n output, inner m = the tokens; none for frozen
+  weights), each timed on its own shape (`linear_gemms`); under the soft roofline each takes the forward's time
+  (2x forward, Narayanan 2021 s5.1).
 - Fused or split input projections: Megatron fuses q, k, v (and gate, up) into one GEMM; torchtitan, HF and
   torchtune models run them as separate nn.Linear GEMMs, each re-reading the layer input (`split_projections`).
 - FlashAttention: executed FLOPs = causal share of 4 s d per token and head, at a named fraction of the 16-bit
@@ -76,6 +78,20 @@ def gemm_time(m, n, k, rates: Rates, batch=1.0, fixed: bool = True, linear: bool
     t_mem = rates.act_bytes * (m * k + k * n + m * n) / rates.hbm_bytes_s
     t = batch * np.sqrt(t_flop * t_flop + t_mem * t_mem)
     return t + (rates.kernel_fixed_s if fixed else 0.0)
+
+
+def linear_gemms(m, n, k, rates: Rates, weights: bool = True, batch=1.0, linear: bool = True, flops: float = 0.0):
+    """(forward, backward) seconds of a linear layer's GEMMs, y (m x n) = x (m x k) W^T: the forward; dgrad
+    dx (m x k) = dy W, inner n; and, when the weights train (`weights`), wgrad dW = x^T dy, a k x n output over an
+    inner m, the tokens (Narayanan 2021 s5.1: the backward is 2x the forward FLOPs). Each is timed on its own
+    shape (the three read and write the same operands, so under the soft roofline each takes the forward's time;
+    a shape-dependent GEMM model, benchmarks/gemm_shape.py, sees a narrow layer's wgrad as few output tiles)."""
+    kw = dict(batch=batch, linear=linear, flops=flops)
+    fwd = gemm_time(m, n, k, rates, **kw)
+    bwd = gemm_time(m, k, n, rates, **kw)
+    if weights:
+        bwd = bwd + gemm_time(k, n, m, rates, **kw)
+    return fwd, bwd
 
 
 def eager_elementwise_traffic(model: ModelArch, eager_bytes: dict[str, float], rope_bytes: Any,
@@ -225,19 +241,19 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     rc = np.asarray(recompute)
     s = np.asarray(seq_len, float)  # positions per row (arrays: unpacked samples' padded rows per micro-batch)
     tok = b * s / c  # tokens entering this GPU's GEMMs (full TP-group sequence shard)
-    bwd_gemm = 2.0 if trains_base_weights else 1.0
+    weights = bool(trains_base_weights)
     d = _dense_parts(shapes, tok, t, np.asarray(sp, float), rates, np.asarray(split_projections, bool),
-                     elementwise_passes, fp8_weight_casts)
+                     elementwise_passes, fp8_weight_casts, weights)
     a_fwd, a_bwd = _attention_core(shapes, tok, b, c, s, t, rates, flash=flash, flash_rate=flash_rate,
                                    flash_bwd_over_fwd=flash_bwd_over_fwd, attention_span=attention_span,
                                    flash_head_pad=flash_head_pad)
     fwd_sum = shapes.n_dense * (d.fwd_gemm + a_fwd + d.fwd_ew)
-    bwd_sum = shapes.n_dense * (bwd_gemm * d.fwd_gemm + a_bwd + 2.0 * (d.fwd_ew - d.cast_fwd) + d.cast_bwd)
+    bwd_sum = shapes.n_dense * (d.bwd_gemm + a_bwd + 2.0 * (d.fwd_ew - d.cast_fwd) + d.cast_bwd)
     recomp_full_sum = shapes.n_dense * (d.fwd_gemm + a_fwd + d.fwd_ew)
     moe_g = moe_ew = m_fwd_l = 0.0
     if shapes.n_moe:
         moe_g, moe_ew, m_fwd_l, m_bwd_l = _moe_layer(
-            shapes, tok, t, e, rates, g_attn=d.g_attn, a_fwd=a_fwd, a_bwd=a_bwd, bwd_gemm=bwd_gemm,
+            shapes, tok, t, e, rates, g_attn=d.g_attn, b_attn=d.b_attn, a_fwd=a_fwd, a_bwd=a_bwd, weights=weights,
             attn_w=d.attn_w, ew_fwd_common=d.ew_fwd_common, elementwise_passes=elementwise_passes,
             fp8_weight_casts=fp8_weight_casts, moe_capacity_factor=moe_capacity_factor)
         fwd_sum = fwd_sum + shapes.n_moe * m_fwd_l
@@ -251,7 +267,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     sel = np.where(np.asarray(selective_op_policy, bool), op_recomp, a_recomp)
     recomp = np.where(rc == 2, np.asarray(full_recompute_share, float) * recomp_full_sum / L,
                       np.where(rc == 1, sel, 0.0))
-    head_fwd, head_bwd = _lm_head(shapes, tok, t, d.seq_share, bwd_gemm, rates, ce_unfused_fp32)
+    head_fwd, head_bwd = _lm_head(shapes, tok, t, d.seq_share, weights, rates, ce_unfused_fp32)
     return LayerTimes(fwd=fwd_sum / L, bwd=bwd_sum / L + recomp, head_fwd=head_fwd, head_bwd=head_bwd,
                       attn_fwd=a_fwd)
 
@@ -262,37 +278,46 @@ class _DenseParts:
 
     g_qkv: Any  # q, k, v projection GEMMs
     g_attn: Any  # + the output projection
+    b_attn: Any  # backward (dgrad + wgrad) of the attention projections
     g_dense: Any  # MLP GEMMs
     act_dense: Any  # MLP activation-function HBM bytes
     seq_share: Any  # share of the sequence a GPU's element-wise work covers (1/t under SP)
     ew_fwd_common: Any  # norm / residual / RoPE HBM bytes (both layer kinds)
     attn_w: Any  # attention weights per GPU (FP8 weight casts)
     fwd_gemm: Any  # attention + MLP GEMMs
+    bwd_gemm: Any  # their backward GEMMs (linear_gemms)
     fwd_ew: Any  # element-wise kernels + FP8 casts
     cast_fwd: Any  # FP8 casts in the forward
     cast_bwd: Any  # FP8 casts in the backward
 
 
 def _dense_parts(shapes: ModelShapes, tok, t, spf, rates: Rates, split, elementwise_passes,
-                 fp8_weight_casts) -> _DenseParts:
-    """GEMMs, element-wise traffic and FP8 casts of one dense layer (attention projections and MLP)."""
+                 fp8_weight_casts, weights: bool = True) -> _DenseParts:
+    """GEMMs (forward and backward: `weights` whether the base weights train), element-wise traffic and FP8 casts
+    of one dense layer (attention projections and MLP)."""
     h = shapes.hidden
     # --- attention projections (both layer kinds)
-    g_qkv = gemm_time(tok, shapes.qkv_out / t, h, rates)
+    g_qkv, b_qkv = linear_gemms(tok, shapes.qkv_out / t, h, rates, weights)
     if np.any(split) and shapes.qkv_out > h:  # q, k, v as 3 GEMMs (not for MLA's low-rank projections)
         kv_out = (shapes.qkv_out - h) / 2.0
-        g_qkv = np.where(split, gemm_time(tok, h / t, h, rates) + 2.0 * gemm_time(tok, kv_out / t, h, rates), g_qkv)
-    g_attn = g_qkv + gemm_time(tok, h, shapes.attn_out_in / t, rates)
+        q_f, q_b = linear_gemms(tok, h / t, h, rates, weights)
+        kv_f, kv_b = linear_gemms(tok, kv_out / t, h, rates, weights)
+        g_qkv, b_qkv = np.where(split, q_f + 2.0 * kv_f, g_qkv), np.where(split, q_b + 2.0 * kv_b, b_qkv)
+    o_f, o_b = linear_gemms(tok, h, shapes.attn_out_in / t, rates, weights)
+    g_attn, b_attn = g_qkv + o_f, b_qkv + o_b
     # --- element-wise, sequence-sharded with SP: 2 norms (r+w), 2 bias-dropout-residual (2r+w) + masks
     seq_share = np.where((spf > 0) & (t > 1), 1.0 / t, 1.0)
     ew_h = 11.0 * h * tok * seq_share
     ew_rope = 2.0 * (shapes.qkv_out / t) * tok
     ew_fwd_common = (ew_h + ew_rope) * rates.act_bytes * elementwise_passes
 
-    g_dense, act_dense = _mlp_time(shapes, shapes.ffn_up, shapes.ffn, tok, t, rates, elementwise_passes)
+    g_dense, act_dense, b_dense = _mlp_time(shapes, shapes.ffn_up, shapes.ffn, tok, t, rates, elementwise_passes,
+                                            weights=weights)
     if np.any(split) and shapes.ffn_up == 2 * shapes.ffn:  # gate and up as 2 GEMMs
-        g_dense = g_dense + np.where(split, 2.0 * gemm_time(tok, shapes.ffn / t, h, rates)
-                                     - gemm_time(tok, shapes.ffn_up / t, h, rates), 0.0)
+        one_f, one_b = linear_gemms(tok, shapes.ffn / t, h, rates, weights)
+        both_f, both_b = linear_gemms(tok, shapes.ffn_up / t, h, rates, weights)
+        g_dense = g_dense + np.where(split, 2.0 * one_f - both_f, 0.0)
+        b_dense = b_dense + np.where(split, 2.0 * one_b - both_b, 0.0)
     dense_fwd_g = g_attn + g_dense
     dense_fwd_ew = stream_time(ew_fwd_common + act_dense, rates, kernels=KERNELS["dense_elementwise"])
     # inputs of the linears: qkv and MLP-up share the normed hidden state (one cast each), o_proj and
@@ -302,9 +327,9 @@ def _dense_parts(shapes: ModelShapes, tok, t, spf, rates: Rates, split, elementw
                               (shapes.qkv_out + shapes.ffn_up) / t + 2.0 * h,
                               attn_w + (shapes.ffn_up * h + shapes.ffn * h) / t, rates, fp8_weight_casts)
     dense_fwd_ew = dense_fwd_ew + c_fwd
-    return _DenseParts(g_qkv=g_qkv, g_attn=g_attn, g_dense=g_dense, act_dense=act_dense, seq_share=seq_share,
-                       ew_fwd_common=ew_fwd_common, attn_w=attn_w, fwd_gemm=dense_fwd_g, fwd_ew=dense_fwd_ew,
-                       cast_fwd=c_fwd, cast_bwd=c_bwd)
+    return _DenseParts(g_qkv=g_qkv, g_attn=g_attn, b_attn=b_attn, g_dense=g_dense, act_dense=act_dense,
+                       seq_share=seq_share, ew_fwd_common=ew_fwd_common, attn_w=attn_w, fwd_gemm=dense_fwd_g,
+                       bwd_gemm=b_attn + b_dense, fwd_ew=dense_fwd_ew, cast_fwd=c_fwd, cast_bwd=c_bwd)
 
 
 def _module_parts(shapes: ModelShapes, d: _DenseParts, a_fwd, m_fwd_l, rates: Rates) -> dict[str, Any]:
@@ -344,21 +369,24 @@ def _module_recompute(shapes: ModelShapes, modules: tuple[str, ...], tok, t, rat
             act = shapes.act_elems_per_inner * shapes.expert_ffn / t * slots * rates.act_bytes * elementwise_passes
             out = out + moe_w * stream_time(act, rates)
         if "shared_experts" in modules and shapes.shared_ffn:
-            g_sh, act_sh = _mlp_time(shapes, shapes.shared_up, shapes.shared_ffn, tok, t, rates, elementwise_passes)
+            g_sh, act_sh, _ = _mlp_time(shapes, shapes.shared_up, shapes.shared_ffn, tok, t, rates,
+                                        elementwise_passes)
             out = out + moe_w * (g_sh + stream_time(act_sh, rates))
     return out
 
 
 def _mlp_time(shapes: ModelShapes, up: float, inner: float, tokens, t, rates: Rates, elementwise_passes,
-              batch=1.0):
-    """(GEMM seconds, activation-function HBM bytes) of one gated or plain MLP, TP-sharded by `t`."""
+              batch=1.0, weights: bool = True):
+    """(forward GEMM seconds, activation-function HBM bytes, backward GEMM seconds) of one gated or plain MLP,
+    TP-sharded by `t`."""
     h = shapes.hidden
-    g = gemm_time(tokens, up / t, h, rates, batch=batch) + gemm_time(tokens, h, inner / t, rates, batch=batch)
+    up_f, up_b = linear_gemms(tokens, up / t, h, rates, weights, batch=batch)
+    down_f, down_b = linear_gemms(tokens, h, inner / t, rates, weights, batch=batch)
     act = shapes.act_elems_per_inner * inner / t * tokens * batch * rates.act_bytes * elementwise_passes
-    return g, act
+    return up_f + down_f, act, up_b + down_b
 
 
-def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, g_attn, a_fwd, a_bwd, bwd_gemm: float, attn_w,
+def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, g_attn, b_attn, a_fwd, a_bwd, weights: bool, attn_w,
                ew_fwd_common, elementwise_passes, fp8_weight_casts, moe_capacity_factor):
     """(GEMM s, element-wise s, forward s, backward s) of one MoE layer: attention as in a dense layer, router,
     routed experts on the busiest GPU, shared expert, token permutation and FP8 casts."""
@@ -367,13 +395,14 @@ def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, g_attn, a_fwd, a
     # tokens per local expert: balanced routing x capacity factor (the busiest GPU sets the pace)
     m_e = tok * shapes.topk / local_exp * moe_capacity_factor
     # the gate: 16-bit, or fp32 on the CUDA cores (DeepSeek: torch.mm on float32, forward, dgrad and wgrad)
-    g_router = gemm_time(tok, shapes.experts, h, rates, linear=False,
-                         flops=rates.fp32_flops if shapes.router_fp32 else 0.0)
-    g_exp, act_exp = _mlp_time(shapes, shapes.expert_up, shapes.expert_ffn, m_e, t, rates, elementwise_passes,
-                               batch=local_exp)
-    g_sh = act_sh = 0.0
+    g_router, b_router = linear_gemms(tok, shapes.experts, h, rates, weights, linear=False,
+                                      flops=rates.fp32_flops if shapes.router_fp32 else 0.0)
+    g_exp, act_exp, b_exp = _mlp_time(shapes, shapes.expert_up, shapes.expert_ffn, m_e, t, rates,
+                                      elementwise_passes, batch=local_exp, weights=weights)
+    g_sh = act_sh = b_sh = 0.0
     if shapes.shared_ffn:
-        g_sh, act_sh = _mlp_time(shapes, shapes.shared_up, shapes.shared_ffn, tok, t, rates, elementwise_passes)
+        g_sh, act_sh, b_sh = _mlp_time(shapes, shapes.shared_up, shapes.shared_ffn, tok, t, rates,
+                                       elementwise_passes, weights=weights)
     # permute/unpermute of routed tokens: read+write h per routed copy, twice
     perm = 4.0 * h * tok * shapes.topk * moe_capacity_factor * rates.act_bytes
     moe_g = g_attn + g_router + g_exp + g_sh
@@ -390,7 +419,7 @@ def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, g_attn, a_fwd, a
                               fp8_weight_casts, (2.0, 2.0, 0.0))
     moe_ew = moe_ew + m_fwd + e_fwd
     fwd = moe_g + a_fwd + moe_ew
-    bwd = bwd_gemm * moe_g + a_bwd + 2.0 * (moe_ew - m_fwd - e_fwd) + m_bwd + e_bwd
+    bwd = b_attn + b_router + b_exp + b_sh + a_bwd + 2.0 * (moe_ew - m_fwd - e_fwd) + m_bwd + e_bwd
     return moe_g, moe_ew, fwd, bwd
 
 
@@ -457,13 +486,14 @@ def _op_policy_recompute(shapes: ModelShapes, tok, t, rates: Rates, dense_fwd_ew
         op_gemm * 0.0 + moe_ew + 0.5 * moe_g)) / shapes.layers
 
 
-def _lm_head(shapes: ModelShapes, tok, t, seq_share, bwd_gemm: float, rates: Rates, ce_unfused_fp32: Any = False):
+def _lm_head(shapes: ModelShapes, tok, t, seq_share, weights: bool, rates: Rates, ce_unfused_fp32: Any = False):
     """(forward, backward) seconds of the LM head: GEMM over the vocab shard + vocab-parallel cross-entropy
     on fp32 logits (fused: read the 16-bit logits, write fp32 softmax statistics; unfused: Megatron's kernels over
     an fp32 copy, `CE_BYTES`), and the final norm."""
     h = shapes.hidden
     v_l = shapes.vocab / t
-    head_g = gemm_time(tok, v_l, h, rates, linear=False)  # the LM head stays 16-bit under FP8 (TE, torchao)
+    # the LM head stays 16-bit under FP8 (TE, torchao); its weight trains with the base weights
+    head_g, head_b = linear_gemms(tok, v_l, h, rates, weights, linear=False)
     logits = tok * v_l
     fused_f, fused_b = CE_BYTES["fused"]
     unf_f, unf_b = CE_BYTES["unfused_fp32"]
@@ -473,7 +503,7 @@ def _lm_head(shapes: ModelShapes, tok, t, seq_share, bwd_gemm: float, rates: Rat
     ce_bwd = np.where(unfused, stream_time(logits * unf_b, rates, kernels=KERNELS["cross_entropy_unfused_bwd"]),
                       stream_time(logits * fused_b, rates, kernels=2.0 * KERNELS["cross_entropy"]))
     head_fwd = head_g + ce_fwd + stream_time(4.0 * h * tok * seq_share * rates.act_bytes, rates)  # final norm
-    return head_fwd, bwd_gemm * head_g + ce_bwd
+    return head_fwd, head_b + ce_bwd
 
 
 def optimizer_time(params_local, bytes_per_param: float, rates: Rates):
