@@ -186,6 +186,9 @@ def test_torchtune_packs_next_fit_and_says_so(catalog):
     assert tt.steps > hf.steps
     assert any("next fit" in n for n in tt.notes) and not any("next fit" in n for n in hf.notes)
     assert not any("data.length_sigma and data.max_tokens" in n for n in tt.notes)
+    packs = tt.summary()["pack_rows"]
+    assert packs["pack_tokens"] == 4096 and packs["real_tokens_per_pack"] == round(4096 * tt.training.pack_fill, 1)
+    assert hf.summary()["pack_rows"] is None
     wider = resolve_job({**job, "data": {**data, "length_sigma": 1.2},
                          "strategy": {**JOB["strategy"], "framework": "torchtune"}}, catalog)
     assert wider.training.pack_fill < tt.training.pack_fill

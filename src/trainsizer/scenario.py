@@ -89,6 +89,15 @@ class Scenario:
         return {"mean_tokens": tr.sample_mean_tokens, "length_sigma": tr.sample_sigma,
                 "cap_tokens": tr.row_cap, "real_tokens_per_sample": round(tr.sample_tokens, 1)}
 
+    def _pack_rows_summary(self) -> dict[str, Any] | None:
+        """Next-fit packs (torchtune): the samples assumed and the tokens a pack holds (Training.pack_fill); None
+        for full rows."""
+        tr, data = self.training, self.job.data
+        if tr.pack_fill >= 1.0:
+            return None
+        return {"mean_tokens": float(data.avg_tokens or 0.0), "length_sigma": float(data.length_sigma or 0.0),
+                "pack_tokens": tr.seq_len, "real_tokens_per_pack": round(tr.seq_len * tr.pack_fill, 1)}
+
     def summary(self) -> dict[str, Any]:
         job = self.job
         out: dict[str, Any] = {
@@ -109,6 +118,7 @@ class Scenario:
             "global_batch_sequences": self.training.global_batch_seqs,
             "tokens_per_step": self.training.tokens_per_step,
             "sample_rows": self._sample_rows_summary(),
+            "pack_rows": self._pack_rows_summary(),
             "tokens_total": self.training.tokens_total,
             "steps": self.steps,
             "goal": job.goal.model_dump(mode="json"),

@@ -24,12 +24,24 @@ def test_unpacked_samples_are_an_assumption_in_both_languages():
     assert "均值 900 个 token" in row and "8,192 个 token" in row and "898.2 个真实 token" in row
 
 
+def test_next_fit_packs_are_an_assumption_in_both_languages():
+    plan = load_fixture()
+    plan["job"]["pack_rows"] = {"mean_tokens": 135.0, "length_sigma": 0.6, "pack_tokens": 4096,
+                                "real_tokens_per_pack": 3998.1}
+    en, zh = _rows(plan, "en"), _rows(plan, "zh")
+    row = next(v for k, v in en.items() if k.startswith("Packed samples"))
+    assert "mean 135 tokens" in row and "log-spread 0.60" in row and "4,096 tokens" in row and "3,998.1" in row
+    row = next(v for k, v in zh.items() if k.startswith("打包样本"))
+    assert "均值 135 个 token" in row and "4,096 个 token" in row
+
+
 def test_rows_of_seq_len_have_no_sample_row_and_tokens_are_whole():
     plan = load_fixture()
     plan["job"].pop("sample_rows", None)
     plan["job"]["tokens_total"] = 179_647_229.825
     en = _rows(plan, "en")
     assert not any(what.startswith("Unpacked samples") for what in en)
+    assert not any(what.startswith("Packed samples") for what in en)
     assert en["Training tokens"] == "179,647,230"
 
 

@@ -29,6 +29,7 @@ def assumptions(plan: Mapping, f: Fmt) -> list[tuple[str, str, str, str]]:
             value = f.num(round(job[key])) if key == "tokens_total" else f.value(key, job[key])
             rows.append((t(f"a.{key}", L), value, t("a.from_job", L), ""))
     rows.extend(_sample_rows(job, f))
+    rows.extend(_pack_rows(job, f))
     goal = job.get("goal") or {}
     if goal.get("deadline_days"):
         rows.append((t("a.deadline", L), f.days(goal["deadline_days"]), t("a.from_job", L), ""))
@@ -48,6 +49,17 @@ def _sample_rows(job: Mapping, f: Fmt) -> list[tuple[str, str, str, str]]:
     value = t("a.sample_rows_value", f.lang, mean=f.num(rows.get("mean_tokens")), sigma=f.num(rows.get("length_sigma"), 2),
               cap=f.num(rows.get("cap_tokens")), real=f.num(rows.get("real_tokens_per_sample")))
     return [(t("a.sample_rows", f.lang), value, t("a.from_job", f.lang), "")]
+
+
+def _pack_rows(job: Mapping, f: Fmt) -> list[tuple[str, str, str, str]]:
+    """Next-fit packs (torchtune): the sample lengths behind each pack's padding, which runs but is not counted as
+    training tokens (the plan's job.pack_rows; none for full rows)."""
+    rows = job.get("pack_rows")
+    if not isinstance(rows, Mapping):
+        return []
+    value = t("a.pack_rows_value", f.lang, mean=f.num(rows.get("mean_tokens")), sigma=f.num(rows.get("length_sigma"), 2),
+              pack=f.num(rows.get("pack_tokens")), real=f.num(rows.get("real_tokens_per_pack")))
+    return [(t("a.pack_rows", f.lang), value, t("a.from_job", f.lang), "")]
 
 
 def _price_rows(plan: Mapping, f: Fmt) -> list[tuple[str, str, str, str]]:
