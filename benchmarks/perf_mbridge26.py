@@ -1,0 +1,155 @@
+"""Held-out check on the 2026 Megatron-Bridge releases: NVIDIA's published pre-training throughput of the 26.04 and
+26.06 NeMo containers (Llama 3 70B, Llama 3.1 405B, DeepSeek-V3, Qwen3 30B-A3B / 235B-A22B on DGX-GB300, -GB200,
+-B300, -B200, -H100; FP8 current scaling, MXFP8, NVFP4) as absolute tokens/s/GPU. Nothing is fitted on these rows.
+
+Data: benchmarks/data/megatron_bridge_26_perf.csv -- the tables of docs/performance-summary-archive.md at
+NVIDIA-NeMo/Megatron-Bridge commit 067f987d, one row per line, each stated from the workload base config the
+release's performance scripts load for it (scripts/performance/configs/*/*_workload_base_configs.py at v0.4.0 for
+26.04, v0.5.0 for 26.06; the V2 variant, else V1, as utils.get_workload_base_config picks; the 26.06 DeepSeek-V3
+GBS 15360 line is its _GBS15360 config). Every row's layout and batch equal its config's. From the config:
+Megatron-FSDP and cpu_offloading_num_layers (activations only: _set_recompute_overrides sets cpu_offloading_weights
+False), recompute_modules (DeepSeek-V3 runs recompute_granularity "selective"; Llama and Qwen3 recompute nothing),
+CUDA graphs (cuda_graph_impl full_iteration = the estimator's full_iteration; Transformer Engine graphs of parts of
+a layer, scopes attn / moe_router / moe_preprocess, are written none: the estimator has no partial graph; where the
+config sets none, the model recipe's cuda_graph_impl "none", recipes/llama/llama3.py, deepseek/deepseek_v3.py), the MoE
+dispatcher (flex where moe_flex_dispatcher_backend is set, else alltoall: utils/overrides.py
+set_workload_base_configs), moe_a2a_overlap and fp8_dot_product_attention. From the release's common settings
+(as perf_blackwell.py, the 25.11 rows): bf16 gradient reduce, TE cross-entropy, fp8_param_gather on for FP8-CS /
+MXFP8 and off for NVFP4 (training/mixed_precision.py bf16_with_nvfp4_mixed), the embedding and loss as pipeline
+layers for Llama 3.1 405B and Qwen3-235B-A22B. What the rows cannot state is in the `assumed` column (DeepSeek-V3's
+pp_layout, cutedsl_fused_grouped_mlp, partial CUDA graphs, the DGX-B300 network). GPT-OSS, Kimi-K2 and Nemotron 3
+have no preset here and are not in the file.
+
+Run: python benchmarks/perf_mbridge26.py
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from harness import Fit, fit_of, print_fits
+from perf_blackwell import DATA as OLD
+from perf_blackwell import MODELS, PIPELINE_SLOTS, SYSTEMS
+from perf_blackwell import cases as pb_cases
+from trainsizer.catalog import load_catalog
+from trainsizer.estimate.step_time import step_time_arrays
+from trainsizer.scenario import resolve_job
+
+DATA = Path(__file__).resolve().parent / "data" / "megatron_bridge_26_perf.csv"
+# DGX-B300: eight ConnectX-8 SuperNICs, 800 Gb/s per GPU (NVIDIA DGX B300 datasheet, 2025); assumed, see `assumed`
+SYSTEMS_26 = SYSTEMS | {"B300": ("b300", "ib-xdr800")}
+PRECISION = {"BF16": ("bf16", "auto"), "FP8-CS": ("fp8", "tensorwise"), "FP8-MX": ("fp8", "mxfp8"),
+             "NVFP4": ("fp8", "nvfp4")}
+
+
+def job(r: dict[str, str]) -> dict:
+    """The row as a job, with what its release's recipe sets."""
+    acc, net = SYSTEMS_26[r["system"]]
+    precision, recipe = PRECISION[r["precision"]]
+    pp = int(r["pp"])
+    slots = r["model"] in PIPELINE_SLOTS and pp > 1
+    modules = tuple(r["recompute_modules"].split())
+    offload = int(r["activation_offload"])
+    strategy = {
+        "tp": int(r["tp"]), "pp": pp, "cp": int(r["cp"]), "ep": int(r["ep"]), "vpp": max(int(r["vpp"]), 1),
+        "micro_batch": int(r["micro_batch"]), "recompute": "selective" if modules else "none",
+        "recompute_modules": modules or None, "distributed_optimizer": r["fsdp"] != "1",
+        "fsdp": "full" if r["fsdp"] == "1" else "none", "framework": "megatron-core",
+        "pipeline_embedding_layer": slots, "pipeline_loss_layer": slots,
+        "grad_reduce_in_fp32": False, "fp8_param_allgather": r["precision"] in ("FP8-CS", "FP8-MX"),
+        "loss_impl": "te", "activation_offload": offload or False, "cuda_graphs": r["cuda_graphs"],
+        "fp8_attention": r["fp8_attention"] == "1" or None,
+    }
+    if r["moe_dispatcher"]:
+        strategy |= {"moe_dispatcher": r["moe_dispatcher"], "moe_a2a_overlap": r["moe_a2a_overlap"] == "1"}
+    return {
+        "model": MODELS[r["model"]], "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": int(r["seq_len"]),
+        "global_batch": {"sequences": int(r["global_batch_seqs"])}, "precision": precision, "fp8_recipe": recipe,
+        "hardware": {"accelerator": acc, "count": int(r["gpu_count"]), "network": net},
+        "strategy": strategy,
+    }
+
+
+def rows() -> list[dict[str, str]]:
+    return list(csv.DictReader(DATA.open(encoding="utf-8")))
+
+
+def cases() -> list[tuple[str, str, float, float]]:
+    """(row id, system, measured, predicted tokens/s/GPU)."""
+    cat = load_catalog()
+    out = []
+    for r in rows():
+        sc = resolve_job(job(r), cat)
+        o = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)
+        step = float(np.asarray(o["step_s"]).reshape(-1)[0])
+        out.append((r["id"], r["system"], float(r["tokens_per_sec_per_gpu"]),
+                    sc.training.tokens_per_step / step / sc.system.gpus))
+    return out
+
+
+def fits() -> list[Fit]:
+    """Each row's predicted peak memory against the card's usable memory (every row ran on real hardware)."""
+    cat = load_catalog()
+    out = []
+    for r in rows():
+        sc = resolve_job(job(r), cat)
+        out.append(fit_of(r["id"], sc.model, sc.training, sc.system, sc.strategy))
+    return out
+
+
+LAYOUT = ("system", "model", "precision", "gpu_count", "global_batch_seqs", "micro_batch", "seq_len", "fsdp", "tp", "pp",
+          "cp", "vpp", "ep")
+
+
+def release_pairs(cs: list[tuple[str, str, float, float]]) -> list[tuple[str, float, float]]:
+    """(row, measured, predicted 26.x / 25.11 throughput) for the rows the 25.11 table (perf_blackwell.py) lists at
+    the same system, model, recipe, GPUs, batch and layout: what the newer release gained without a layout change,
+    and how much of it the recipe options the rows state (CUDA graphs, a2a overlap, FP8 attention) explain."""
+    def key(r: dict[str, str]) -> tuple:  # VP n/a is written 0 or 1
+        return tuple(str(max(int(r[k]), 1)) if k == "vpp" else r[k] for k in LAYOUT)
+
+    old = {key(r): r for r in csv.DictReader(OLD.open(encoding="utf-8"))}
+    old_pred = {rid: p for rid, _, _, p in pb_cases()} if old else {}
+    by = {r["id"]: r for r in rows()}
+    out = []
+    for rid, _, m, p in cs:
+        twin = old.get(key(by[rid]))
+        if twin:
+            out.append((rid, m / float(twin["tokens_per_sec_per_gpu"]), p / old_pred[twin["id"]]))
+    return out
+
+
+def group_mape(cs: list[tuple[str, str, float, float]], key) -> dict[str, tuple[int, float]]:
+    """{group: (n, MAPE %)} over the rows, grouped by key(row id, system)."""
+    groups: dict[str, list[float]] = {}
+    for rid, system, m, p in cs:
+        groups.setdefault(key(rid, system), []).append(abs(p - m) / m)
+    return {g: (len(e), 100 * float(np.mean(e))) for g, e in groups.items()}
+
+
+def main() -> None:
+    cs = cases()
+    print(f"{'row':56s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
+    for rid, _, m, p in cs:
+        print(f"{rid:56s} {m:9.0f} {p:9.0f} {100 * (p - m) / m:+7.1f}")
+    errs = np.array([abs(p - m) / m for _, _, m, p in cs])
+    print(f"\nMegatron-Bridge 26.04 / 26.06 (held out, nothing fitted): n={len(cs)} MAPE {100 * errs.mean():.1f}%")
+    by = {r["id"]: r for r in rows()}
+    for title, key in (("release", lambda rid, s: by[rid]["release"]), ("system", lambda rid, s: s),
+                       ("precision", lambda rid, s: by[rid]["precision"]), ("model", lambda rid, s: by[rid]["model"])):
+        for g, (n, mape) in group_mape(cs, key).items():
+            print(f"  {title:9s} {g:16s} n={n:2d} MAPE {mape:5.1f}%")
+    print("26.x over 25.11 at the same system, model, recipe, batch and layout (measured vs predicted):")
+    for rid, meas, pred in release_pairs(cs):
+        print(f"  {rid:56s} measured {meas:.3f} predicted {pred:.3f}")
+    print("worst rows:")
+    for rid, _, m, p in sorted(cs, key=lambda c: -abs(c[3] - c[2]) / c[2])[:6]:
+        print(f"  {rid:56s} {100 * (p - m) / m:+7.1f}%")
+    print_fits(fits(), "Megatron-Bridge 26.04 / 26.06")
+
+
+if __name__ == "__main__":
+    main()
