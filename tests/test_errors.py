@@ -54,3 +54,30 @@ def test_every_error_problem_in_src_is_a_catalogue_message():
             if name == "SpecError" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant | ast.JoinedStr):
                 literal.append(f"{path.relative_to(src)}:{node.lineno}")
     assert not literal, f"problems written as literal English: {literal}"
+
+
+def test_values_are_shown_as_the_job_file_spells_them():
+    """A value is quoted as the user wrote it in YAML / JSON (true, null), never as Python prints it (True, None)."""
+    from trainsizer.errors import NULL, shown_value
+
+    assert [shown_value(v) for v in (True, False, None, NULL, "4k", 8, 8.5, float("inf"), float("-inf"))] == \
+        ["true", "false", "null", "null", "'4k'", "8", "8.5", "inf", "-inf"]
+    assert shown_value([1, True, None]) == "[1, true, null]"
+    assert shown_value({"tp": True, "pp": [None]}) == "{tp: true, pp: [null]}"
+
+
+def test_a_yes_no_value_where_a_number_belongs_is_named_in_either_language():
+    err = SpecError("job.yaml: strategy.tp", "must be a whole number", value=True)
+    assert str(err) == "job.yaml: strategy.tp: must be a whole number (got true, a yes/no value)."
+    assert "True" not in err.render("zh") and "（得到 true，这是一个是/否值）" in err.render("zh")
+    assert "True" not in quoted(err) and "(got true)" in quoted(err)
+
+
+def test_a_null_value_is_shown_and_kept_none_for_scripts():
+    from trainsizer.errors import NULL
+
+    err = SpecError("job.yaml: model", "must be text", value=NULL)
+    assert err.value is None and str(err).endswith("(got null).")
+    assert str(err.at("other.yaml: model")).endswith("(got null).")
+    assert quoted(err).endswith("(got null)")
+    assert str(SpecError("job.yaml: model", "must be text")) == "job.yaml: model: must be text."

@@ -151,3 +151,44 @@ def test_fit_model_and_seq_len(run_cli):
     assert d["max_seq_len"]["value"] >= 2048  # the job's own 2048 fits
     assert d["max_model"]["params_total"] > 7e9
     assert d["max_model"]["per_gpu_gib"] <= 24.0
+
+
+def test_fit_says_why_when_nothing_fits(run_cli):
+    """A fit question with no answer says so, what its smallest value needs and the largest parts of it, in
+    both languages and in the JSON (not a bare 0)."""
+    lora = str(REPO / "examples" / "lora-8b-one-gpu.yaml")
+    code, out, err = run_cli("fit", lora, "--accelerator", "rtx-4090", "--what", "micro-batch", "--json")
+    assert code == 0, err
+    answer = json.loads(out)["max_micro_batch"]
+    short = answer["nothing_fits"]
+    assert answer["value"] == 0 and short["smallest"] == 1 and short["per_gpu_gib"] > short["capacity_gib"] == 24.0
+    assert short["per_gpu_gib"] == pytest.approx(sum(short["breakdown_gib"].values()), rel=1e-3)
+    code, out, _ = run_cli("fit", lora, "--accelerator", "rtx-4090", "--what", "micro-batch")
+    assert code == 0 and "none fits" in out and "no micro-batch fits: even 1 sequence per GPU needs" in out
+    assert "weights 15" in " ".join(out.split())
+    code, out, _ = run_cli("--lang", "zh", "fit", lora, "--accelerator", "rtx-4090")
+    assert code == 0 and "都放不下" in out and "没有能放下的微批次" in out
+    code, out, _ = run_cli("fit", lora, "--what", "micro-batch", "--json")
+    assert "nothing_fits" not in json.loads(out)["max_micro_batch"]  # on the L40S one fits
+
+
+def test_samples_cut_at_seq_len_are_a_warning_in_every_output(run_cli, tmp_path):
+    job = read_mapping(REPO / "examples" / "lora-8b-one-gpu.yaml")
+    job["data"] = {"samples": 2000, "avg_tokens": 8000}
+    path = tmp_path / "long.yaml"
+    path.write_text(json.dumps(job))
+    for lang, word in (("en", "WARNING: samples_truncated"), ("zh", "警告：samples_truncated")):
+        for command in ("check", "estimate"):
+            code, out, err = run_cli("--lang", lang, command, str(path))
+            assert code == 0, err
+            assert word in out, (lang, command)
+    notes = _estimate(run_cli, str(path))["notes"]
+    assert notes[0].startswith("samples_truncated: ") and "49%" in notes[0]
+
+
+def test_a_zero_flag_over_a_file_with_fsdp_is_refused_not_ignored(run_cli):
+    """`--zero 0` over the example's `fsdp: full` used to be dropped in silence (FSDP estimated anyway)."""
+    code, _, err = run_cli("estimate", SFT, "--zero", "0")
+    assert code == 2 and "fsdp: full" in err and "zero: 0" in err and "--fsdp none" in err
+    code, _, err = run_cli("estimate", SFT, "--zero", "0", "--fsdp", "none", "--offload", "none", "--json")
+    assert code == 0, err

@@ -15,6 +15,34 @@ from trainsizer.messages import render as render_message
 MAX_VALUE_CHARS = 80
 
 
+class _Null:
+    """A value the file gave as null (YAML `null` / `~`, JSON null): shown as "got null", where a SpecError's
+    value None means that no value is shown."""
+
+    def __repr__(self) -> str:
+        return "null"
+
+
+NULL = _Null()
+
+
+def shown_value(value: object) -> str:
+    """A value as the user wrote it in a YAML or JSON file: true / false, null, 'text', [a, b], {key: value};
+    never Python's spelling of them (True, None), which the user did not type."""
+    if value is None or isinstance(value, _Null):
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):  # floats as Python writes them: 8.5, inf, nan
+        return repr(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {shown_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple | set | frozenset):
+        items = sorted(value, key=str) if isinstance(value, set | frozenset) else value
+        return "[" + ", ".join(shown_value(v) for v in items) + "]"
+    return str(value)
+
+
 class TrainsizerError(Exception):
     """Base class for errors caused by user input or environment, not by a bug."""
 
@@ -38,7 +66,8 @@ class SpecError(TrainsizerError):
     ) -> None:
         self.where = where
         self.problem = problem
-        self.value = value
+        self._null = isinstance(value, _Null)  # given as null: shown, though `value` is None for scripts
+        self.value = None if self._null else value
         # a list of allowed names may hold catalogue messages ("... (40 in all)"): kept to translate them
         self._allowed_items = None if allowed is None or isinstance(allowed, str) else list(allowed)
         if self._allowed_items is not None:
@@ -53,17 +82,20 @@ class SpecError(TrainsizerError):
     def at(self, where: str, problem: str | None = None) -> SpecError:
         """The same error at another place (a file name before the field), its allowed names still translatable."""
         items = self._allowed_items
-        return SpecError(where, self.problem if problem is None else problem, value=self.value,
+        return SpecError(where, self.problem if problem is None else problem,
+                         value=NULL if self._null else self.value,
                          allowed=self.allowed if items is None else items, suggestion=self.suggestion)
 
     def render(self, lang: str) -> str:
         """The one-paragraph message in `lang` (the frame and any catalogue message are translated)."""
         out = _m("error_where", lang, where=tr(self.where, lang), problem=tr(self.problem, lang))
-        if self.value is not None:
-            shown = repr(self.value)
+        if self.value is not None or self._null:
+            shown = shown_value(NULL if self._null else self.value)
             if len(shown) > MAX_VALUE_CHARS:  # a 10 kB value in a one-paragraph error hides the message
                 shown = _m("error_value_too_long", lang, shown=shown[:MAX_VALUE_CHARS], chars=len(shown))
-            out += _m("error_got", lang, value=shown)
+            # a yes/no where a number or a name belongs reads as a slip of the pen in the user's words
+            key = "error_got_bool" if isinstance(self.value, bool) else "error_got"
+            out += _m(key, lang, value=shown)
         out += _m("error_end", lang)
         if self.suggestion:
             out += _m("error_suggestion", lang, suggestion=repr(self.suggestion))
@@ -98,9 +130,9 @@ def quoted(err: TrainsizerError) -> str:
     if isinstance(err, StrategyError):
         return msg("error_invalid_strategy", rule=err.rule, detail=err.detail)
     if isinstance(err, SpecError):
-        if err.value is None:
+        if err.value is None and not err._null:
             return msg("error_where", where=err.where, problem=err.problem)
-        shown = repr(err.value)
+        shown = shown_value(NULL if err._null else err.value)
         shown = shown if len(shown) <= MAX_VALUE_CHARS else shown[:MAX_VALUE_CHARS] + "..."
         return msg("error_where_got", where=err.where, problem=err.problem, value=shown)
     return str(err)

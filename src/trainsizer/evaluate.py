@@ -234,9 +234,11 @@ class FitAnswers(TypedDict, total=False):
     """What `reverse_questions` returns: the job's name and one entry per question asked."""
 
     job: str
-    max_micro_batch: dict[str, Any]  # value, per_gpu_gib
-    max_seq_len: dict[str, Any]  # value, per_gpu_gib
-    max_model: dict[str, Any]  # layers, params_total, per_gpu_gib, how
+    # value, per_gpu_gib; when nothing fits (value 0) nothing_fits: {smallest, per_gpu_gib, capacity_gib,
+    # breakdown_gib}, the memory the smallest value needs
+    max_micro_batch: dict[str, Any]
+    max_seq_len: dict[str, Any]  # as max_micro_batch
+    max_model: dict[str, Any]  # layers, params_total, per_gpu_gib, how (and nothing_fits)
 
 
 def evaluate(scenario: Scenario, catalog: Catalog, calibration: Calibration | None = None) -> EstimateResult:
@@ -277,22 +279,27 @@ def reverse_questions(scenario: Scenario, questions: tuple[str, ...]) -> FitAnsw
     sc = require_configuration(scenario)
     args = (sc.model, sc.training, sc.system, sc.strategy)
 
-    def gib(r: Any) -> float | None:
-        return r.estimate.to_dict()["per_gpu_gib"] if r.estimate else None
+    def gib(r: Any) -> dict[str, Any]:
+        out = {"per_gpu_gib": r.estimate.to_dict()["per_gpu_gib"] if r.estimate else None}
+        if r.at_smallest is not None:  # nothing fits: what the smallest value needs says why
+            mem = r.at_smallest.to_dict()
+            out["nothing_fits"] = {"smallest": r.smallest, "per_gpu_gib": mem["per_gpu_gib"],
+                                   "capacity_gib": mem["capacity_gib"], "breakdown_gib": mem["breakdown_gib"]}
+        return out
 
     out: FitAnswers = {"job": sc.name}
     for q in questions:
         if q == "micro-batch":
             r = max_micro_batch(*args)
-            out["max_micro_batch"] = {"value": r.value, "per_gpu_gib": gib(r)}
+            out["max_micro_batch"] = {"value": r.value, **gib(r)}
         elif q == "seq-len":
             r = max_seq_len(*args)
-            out["max_seq_len"] = {"value": r.value, "per_gpu_gib": gib(r)}
+            out["max_seq_len"] = {"value": r.value, **gib(r)}
         elif q == "model":
             r = max_layers(*args)
             out["max_model"] = {"layers": r.value,
                                 "params_total": sc.model.with_(layers=r.value).params_total if r.value else 0,
-                                "per_gpu_gib": gib(r), "how": f"{sc.model.name} architecture scaled in depth"}
+                                **gib(r), "how": f"{sc.model.name} architecture scaled in depth"}
         else:
             raise SpecError("--what", msg("fit_unknown_question"), value=q, allowed=["micro-batch", "seq-len", "model"])
     return out

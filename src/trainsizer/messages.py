@@ -106,6 +106,25 @@ class Money(Msg):
         return write_money(self.params["amount"], self.params["currency"], lang)
 
 
+TRANSLATED_KEY = "translated_text"
+
+
+class Translated(Msg):
+    """A text whose languages a data file gives, not the catalogue (the catalog's NIC and CPU descriptions,
+    plan/data/part_text.yaml): both kept, so a stored plan reads in either language."""
+
+    def __new__(cls, en: str, zh: str) -> Translated:
+        obj = str.__new__(cls, en)
+        obj.key, obj.params = TRANSLATED_KEY, {"en": en, "zh": zh}
+        return obj
+
+    def __reduce__(self) -> tuple:
+        return (Translated, (self.params["en"], self.params["zh"]))
+
+    def tr(self, lang: str) -> str:
+        return str(self.params.get(lang) or self.params["en"])
+
+
 def msg(key: str, /, **params: Any) -> Msg:
     return Msg(key, **params)
 
@@ -152,6 +171,8 @@ def stored(value: Any) -> Any:
     if isinstance(value, Mapping):
         if value.get("key") == MONEY_KEY:
             return Money(**value["params"])
+        if value.get("key") == TRANSLATED_KEY:
+            return Translated(**value["params"])
         if "key" in value and "params" in value:
             return msg(str(value["key"]), **{k: stored(v) for k, v in (value.get("params") or {}).items()})
         if set(value) == {"all"}:

@@ -198,6 +198,9 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Catalog,
     if job.global_batch.tokens is not None and job.global_batch.tokens % job.seq_len:
         notes.append(msg("note_batch_tokens_rounded", tokens=job.global_batch.tokens, seq_len=job.seq_len,
                          sequences=training.global_batch_seqs, step_tokens=training.tokens_per_step))
+    cut = _truncation_warning(job, training)
+    if cut is not None:
+        notes.insert(0, cut)  # first: it changes what the run trains on, not only how fast
     if training.per_sample_rows:
         notes.append(msg("note_unpacked_samples", mean=f"{training.sample_mean_tokens:g}",
                          sigma=f"{training.sample_sigma:g}", cap=f"{training.row_cap:g}",
@@ -211,6 +214,26 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Catalog,
     listed = _listed_accelerators(job, catalog, origin)
     bare = Scenario(job=job, model=model, training=training, notes=tuple(notes))
     return bare if job.hardware is None else _with_hardware(job, catalog, origin, listed, bare)
+
+
+# Below a hundredth of the data's tokens cut at seq_len, the cut moves the run's tokens, time and cost by less than
+# 1%: the unpacked-samples note says it; at or above it, a warning does (display threshold, not a model constant).
+TRUNCATION_WARN_SHARE = 0.01
+
+
+def _truncation_warning(job: Job, training: Training) -> str | None:
+    """A warning when unpacked samples longer than seq_len lose a material share of their tokens: the collators
+    truncate them (a real configuration, not an error), so the run trains on less data than the job states."""
+    if not training.per_sample_rows:
+        return None
+    mean, sigma = training.sample_mean_tokens, training.sample_sigma
+    uncut = real_tokens(mean, sigma, training.sample_max_tokens or float("inf"))
+    kept = training.sample_tokens
+    share = 1.0 - kept / uncut if uncut > 0 else 0.0
+    if share < TRUNCATION_WARN_SHARE:
+        return None
+    return msg("warn_samples_truncated", mean=f"{mean:g}", sigma=f"{sigma:g}", seq_len=job.seq_len,
+               share=f"{share:.0%}", kept=f"{kept:.0f}", uncut=f"{uncut:.0f}")
 
 
 def _read_job(source: Path | str | Mapping[str, Any] | Job, data: Mapping[str, Any] | None, origin: str) -> Job:

@@ -95,6 +95,8 @@ def test_batch_in_tokens_rounds_to_sequences():
          ["hardware.network", "nics_per_node"]),
         ({"hardware": {"accelerator": "x", "count": 8}, "strategy": {"tpp": 2}}, ["strategy.tpp", "'tp'"]),
         ({"hardware": {"accelerator": "x", "count": 8}, "strategy": {"zero": 2, "fsdp": "full"}}, ["fsdp", "zero"]),
+        ({"hardware": {"accelerator": "x", "count": 8}, "strategy": {"zero": 0, "fsdp": "full"}},
+         ["fsdp: full", "zero: 0", "--fsdp none"]),
         ({"goal": {"budget": {"amount": 5, "currency": "EUR"}}}, ["goal.budget.currency", "USD", "CNY"]),
         ({"hardware": {"accelerator": "x", "count": 8}, "strategy": {"activation_offload": 0}},
          ["activation_offload", "true", "cpu_offloading_num_layers"]),

@@ -10,9 +10,9 @@ from typing import Any
 import click
 
 from trainsizer.cli.app import AppState, cli, json_option
-from trainsizer.messages import tr
+from trainsizer.messages import msg, tr
 from trainsizer.render.console import echo_json, print_table
-from trainsizer.render.i18n import t
+from trainsizer.render.i18n import note_label, t
 from trainsizer.render.numbers import fmt_num, fmt_params
 
 _OVERRIDES = [
@@ -77,7 +77,7 @@ def check(app: AppState, job_file: Path, as_json: bool, **overrides: Any) -> Non
     rows = [(field_label(key, L), _shown(key, value, L)) for key, value in _flatten(summary) if key != "notes"]
     print_table(summary["name"], [t("item", L), t("value", L)], rows)
     for note in scenario.notes:
-        click.echo(f"  {t('note', L)}{t('colon', L)}{tr(note, L)}")
+        click.echo(f"  {note_label(getattr(note, 'key', None), L)}{t('colon', L)}{tr(note, L)}")
 
 
 def field_label(key: str, lang: str) -> str:
@@ -146,13 +146,33 @@ def fit(app: AppState, job_file: Path, questions: tuple[str, ...], as_json: bool
         echo_json(out)
         return
     L = app.lang
-    rows = []
+    rows, why = [], []
     for key, val in out.items():
-        if isinstance(val, dict):
-            shown = val.get("value", val.get("layers"))
-            extra = t("fit_params", L).format(params=fmt_params(val["params_total"], L)) \
-                if val.get("params_total") else ""
-            gib = f"{fmt_num(val['per_gpu_gib'], L)} GiB" if val.get("per_gpu_gib") else "—"
-            rows.append((t(key, L), f"{shown}{extra}", gib))
+        if not isinstance(val, dict):
+            continue
+        shown = val.get("value", val.get("layers"))
+        extra = t("fit_params", L).format(params=fmt_params(val["params_total"], L)) \
+            if val.get("params_total") else ""
+        gib = f"{fmt_num(val['per_gpu_gib'], L)} GiB" if val.get("per_gpu_gib") else "—"
+        if "nothing_fits" in val:
+            shown, extra, gib = t("fit_none", L), "", "—"
+            why.append(_nothing_fits(key, val["nothing_fits"], L))
+        rows.append((t(key, L), f"{shown}{extra}", gib))
     print_table(f"{t('fit_title', L)}{t('colon', L)}{scenario.name}", [t("item", L), t("value", L), t("memory", L)],
                 rows)
+    for line in why:
+        click.echo(f"  {t('note', L)}{t('colon', L)}{line}")
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+def _nothing_fits(key: str, info: dict[str, Any], lang: str) -> str:
+    """Why a fit question has no answer: what its smallest value needs per GPU, and the largest parts of it."""
+    parts = sorted(info["breakdown_gib"].items(), key=lambda kv: -kv[1])[:2]
+    # the breakdown's row labels, mid-sentence (lower case in English; Chinese has no case)
+    largest = t("list_sep", lang).join(f"{_lower_first(t(name, lang))} {fmt_num(g, lang)} GiB" for name, g in parts)
+    return tr(msg(f"fit_nothing_fits_{key}", smallest=fmt_num(info["smallest"], lang),
+                  need=fmt_num(info["per_gpu_gib"], lang), capacity=fmt_num(info["capacity_gib"], lang),
+                  largest=largest), lang)

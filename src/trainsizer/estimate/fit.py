@@ -26,15 +26,21 @@ from trainsizer.models.arch import ModelArch
 
 @dataclass(frozen=True)
 class FitResult:
-    """The largest value that fits (0 when even the smallest does not) and the estimate at that value."""
+    """The largest value that fits (0 when even the smallest does not) and the estimate at that value; when
+    nothing fits, the smallest value tried and its estimate (`smallest`, `at_smallest`), which say why."""
 
     value: int
     estimate: MemoryEstimate | None
     what: str
+    smallest: int = 0
+    at_smallest: MemoryEstimate | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {"what": self.what, "value": self.value,
-                "memory": self.estimate.to_dict() if self.estimate else None}
+        out: dict[str, object] = {"what": self.what, "value": self.value,
+                                  "memory": self.estimate.to_dict() if self.estimate else None}
+        if self.at_smallest is not None:
+            out["smallest"] = {"value": self.smallest, "memory": self.at_smallest.to_dict()}
+        return out
 
 
 def max_micro_batch(
@@ -47,7 +53,8 @@ def max_micro_batch(
     _, fits = memory_per_gpu_bytes(model, training, system, vec, options)
     ok = candidates[fits]
     if ok.size == 0:
-        return FitResult(0, None, "micro_batch")
+        return FitResult(0, None, "micro_batch", 1, estimate_memory(
+            model, training, system, replace(strategy, micro_batch=1), options, check=False))
     best = int(ok.max())
     return FitResult(best, estimate_memory(model, training, system, replace(strategy, micro_batch=best), options,
                                            check=False),
@@ -83,7 +90,7 @@ def max_seq_len(
 
     k = _bisect(1, max(1, limit // step), lambda k: est(k).fits)
     if k < 1:
-        return FitResult(0, None, "seq_len")
+        return FitResult(0, None, "seq_len", step, est(1))
     return FitResult(k * step, est(k), "seq_len")
 
 
@@ -100,7 +107,7 @@ def max_layers(
 
     n = _bisect(pp, max(pp, limit), lambda n: est(n).fits)
     if n < pp:
-        return FitResult(0, None, "layers")
+        return FitResult(0, None, "layers", pp, est(pp))
     return FitResult(n, est(n), "layers")
 
 

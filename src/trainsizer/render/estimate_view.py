@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from trainsizer.messages import duration, tr
-from trainsizer.render.i18n import t
+from trainsizer.render.i18n import note_label, t
 from trainsizer.render.numbers import fmt_num, fmt_share
 
 TIME_ROWS = ("tokens_per_s", "model_tflops_per_gpu", "mfu", "hardware_tflops_per_gpu", "hfu", "train_days",
@@ -114,4 +114,4 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
     if rows:
         con.print(_kv_table(t("cost_title", L), rows, L))
     for note in result.get("notes", []):
-        con.print(f"{t('note', L)}{t('colon', L)}{tr(note, L)}")
+        con.print(f"{note_label(getattr(note, 'key', None), L)}{t('colon', L)}{tr(note, L)}")

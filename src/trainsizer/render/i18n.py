@@ -40,3 +40,12 @@ def t(key: str, lang: str) -> str:
         raise MissingMessage(f"no {lang!r} text for message key {key!r}: add `{key}: {{en: ..., zh: ...}}` to "
                              "src/trainsizer/render/data/i18n.yaml (labels) or src/trainsizer/data/messages.yaml")
     return entry[lang]
+
+
+# Notes that change what the job trains on, not only how it runs, are shown as warnings (label "warning").
+WARNING_NOTES = frozenset({"warn_samples_truncated"})
+
+
+def note_label(key: str | None, lang: str) -> str:
+    """"warning" for a note whose message key is one of WARNING_NOTES, else "note"."""
+    return t("warning" if key in WARNING_NOTES else "note", lang)

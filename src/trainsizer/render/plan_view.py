@@ -11,7 +11,7 @@ from rich.table import Table
 from trainsizer.messages import duration
 from trainsizer.plan.texts import localise
 from trainsizer.render.console import console as wide_console
-from trainsizer.render.i18n import t
+from trainsizer.render.i18n import note_label, t
 from trainsizer.render.numbers import fmt_num, money
 from trainsizer.search.config import load_config
 
@@ -99,6 +99,7 @@ def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) 
     """The plan as tables: goal, tier, recommendation and why, options, Pareto front, binding, notes."""
     con = console or wide_console()
     L = lang
+    refs = plan.get("notes_msg") or []  # the notes' message keys (localise drops them)
     plan = localise(plan, lang, keep=False)
     goal = plan["goal"]
     c = t("colon", L)
@@ -135,5 +136,7 @@ def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) 
     if excluded:
         con.print(f"{t('plan_excluded', L)}{c}" + t("list_semicolon", L).join(
             k + t("paren", L).format(text=v) for k, v in excluded.items()))
-    for note in plan.get("notes", []):
-        con.print(f"{t('note', L)}{c}{note}")
+    for i, note in enumerate(plan.get("notes", [])):
+        ref = refs[i] if i < len(refs) else None
+        key = ref.get("key") if isinstance(ref, dict) else getattr(ref, "key", None)
+        con.print(f"{note_label(key, L)}{c}{note}")

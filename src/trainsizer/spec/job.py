@@ -350,7 +350,10 @@ class StrategySpec(_Strict):
         offload = self.activation_offload
         if not isinstance(offload, bool) and offload < 1:
             raise ValueError(msg("job_activation_offload_layers", value=offload))
-        if self.fsdp != "none" and self.zero not in (0, 3):
+        # zero 0 is the default beside fsdp; written out (a file's `zero: 0`, `--zero 0` over a file with fsdp) it
+        # asks for no sharding, which fsdp contradicts: refused, not ignored
+        explicit_zero0 = self.zero == 0 and "zero" in self.model_fields_set
+        if self.fsdp != "none" and (self.zero not in (0, 3) or explicit_zero0):
             raise ValueError(msg("job_fsdp_zero", fsdp=self.fsdp, zero=self.zero))
         if self.fsdp == "hybrid" and not self.shard_group:
             raise ValueError(msg("job_hybrid_shard_group"))

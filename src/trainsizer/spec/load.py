@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from trainsizer.errors import SpecError, did_you_mean
+from trainsizer.errors import NULL, SpecError, did_you_mean
 from trainsizer.messages import Msg, msg
 from trainsizer.spec.job import Job
 from trainsizer.spec.parse_problems import parse_problem
@@ -161,6 +161,8 @@ def validation_to_spec_error(err: ValidationError, model: type[BaseModel], origi
     # In a union (e.g. network: id | {nics_per_node, ...}) prefer the branch that matches the input's shape.
     shape_errors = {"string_type", "int_type", "float_type", "bool_type", "dict_type", "model_type", "tuple_type"}
     e = next((x for x in errors if x["type"] not in shape_errors), errors[0])
+    if e["type"] == "missing":  # a required key misspelt is missing and unknown at once: name the typo
+        e = next((x for x in errors if x["type"] == "extra_forbidden" and x["loc"][:-1] == e["loc"][:-1]), e)
     raw = tuple(e["loc"])
     kind, ctx = e["type"], e.get("ctx") or {}
     # Unions report one branch per error: drop pydantic's branch labels ('str', 'NetworkSpec',
@@ -173,6 +175,8 @@ def validation_to_spec_error(err: ValidationError, model: type[BaseModel], origi
     else:  # a rule about the whole job: "(top level)" in the reader's language
         where = msg("error_origin_top", origin=origin) if origin else msg("error_top_level")
     value = e.get("input")
+    if value is None and "input" in e:
+        value = NULL  # the file's `key: null` (or an empty `key:`): shown as "got null"
     if kind == "extra_forbidden":
         known = _field_names(model, loc)
         return SpecError(where, msg("spec_unknown_key"), allowed=known or None,

@@ -37,3 +37,31 @@ def test_a_short_legend_stays_inside_and_the_size_is_kept():
     assert legend_box.x1 <= ax.get_window_extent().x1 + 1
     assert tuple(fig.get_size_inches()) == (8, 4.2)
     plt.close(fig)
+
+
+def test_many_series_stay_distinguishable_in_both_backends():
+    """Past 10 series the palette repeats: colour + marker (lines) or colour + hatch (bars) stays unique up to 80
+    series, in the interactive chart and the static one alike; a scaling chart's MFU line keeps its
+    accelerator's colour and marker."""
+    from trainsizer.render.report.charts import plotly_figure
+    from trainsizer.render.report.plan_charts import scaling_chart
+
+    chart = _scaling(40)
+    fig, plt = _draw(chart)
+    lines = fig.axes[0].get_lines()
+    static = {(str(ln.get_color()), ln.get_marker()) for ln in lines}
+    assert len(lines) == 40 and len(static) == 40
+    plt.close(fig)
+    traces = plotly_figure(chart).data
+    assert len({(t.marker.color, t.marker.symbol) for t in traces[:40]}) == 40
+    bars = plotly_figure(Chart("b", "bars", "x", "y", tuple(Series(f"s{i}", ("a",), (1.0,)) for i in range(20))))
+    assert len({(t.marker.color, t.marker.pattern.shape) for t in bars.data}) == 20
+    bars = Chart("b", "bars", "x", "y", tuple(Series(f"s{i}", ("a",), (1.0,)) for i in range(20)), stacked=True)
+    fig, plt = _draw(bars)
+    patches = [p for c in fig.axes[0].containers for p in c.patches]
+    assert len({(tuple(p.get_facecolor()), p.get_hatch()) for p in patches}) == 20
+    plt.close(fig)
+    plan = {"scaling": [{"accelerator": f"acc-{i}", "count": c, "train_days": 10.0 / c, "mfu": 0.4}
+                        for i in range(12) for c in (8, 16)]}
+    series = scaling_chart(plan, "en").series
+    assert series[-2].style == series[-1].style == 11 and series[-1].dash

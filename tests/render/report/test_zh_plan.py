@@ -32,11 +32,13 @@ Tier OpenSM trainsizer accept plan json yaml schema Matplotlib Mermaid NVIDIA In
 Volta Ampere Hopper Blackwell Spectrum Quantum OSFP QSFP AOCs NVSwitch IMEX delta sqrt full none auto adamw
 selective rent either buy lora qlora pretrain bf16 fp16 fp8 nvidia Adam amdgpu SynapseAI
 Thakur rank ranks wheel wheels Excel Markdown
+Neoverse Grace Vera Kunpeng Xeon EPYC Platinum ConnectX SuperNIC BlueField
 """.split())
 
 
-# catalog fields that are names or quoted source data (English as the vendor or source writes them)
-NAME_FIELDS = ("name", "vendor", "arch", "form_factor", "cpu_model", "nics", "market_note", "title",
+# catalog fields that are names or quoted source data (English as the vendor or source writes them); the servers'
+# NIC and CPU descriptions are not among them: they read in Chinese (plan/data/part_text.yaml)
+NAME_FIELDS = ("name", "vendor", "arch", "form_factor", "market_note", "title",
                "medium", "generation", "scaleup_detail")
 
 

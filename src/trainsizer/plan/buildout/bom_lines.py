@@ -18,6 +18,7 @@ from trainsizer.plan.buildout.bom import (
 from trainsizer.plan.buildout.facility import FacilityBlock
 from trainsizer.plan.buildout.inputs import BuildInput
 from trainsizer.plan.buildout.network import NetworkBlock
+from trainsizer.plan.buildout.part_text import described
 from trainsizer.plan.buildout.storage import StorageBlock
 
 
@@ -35,12 +36,14 @@ def server_lines(b: BuildInput) -> list[BomLine]:
             out.append(line(msg("bom_item_gpus_no_server_price", name=b.accelerator.name), b.accelerator.id, b.gpus,
                             "per_gpu", gpu, msg("bom_note_chassis_unpriced")))
         inc = msg("bom_note_included", server=srv.id)
-        out += [line(msg("bom_item_cpus", model=srv.cpu_model), None, units, "per_server", None, inc),
+        out += [line(msg("bom_item_cpus", model=described("cpu", srv.cpu_model)), None, units, "per_server", None,
+                     inc),
                 line(msg("bom_item_ram", gib=f"{srv.ram_gib:g}" if srv.ram_gib else "?"), None, units, "per_server",
                      None, inc),
                 line(msg("bom_item_nvme", tb=f"{srv.nvme_tb:g}" if srv.nvme_tb else "?"), None, units, "per_server",
                      None, inc),
-                line(msg("bom_item_nics", count=srv.nics.count, gbps=f"{srv.nics.gbps:g}", model=srv.nics.model or ""),
+                line(msg("bom_item_nics", count=srv.nics.count, gbps=f"{srv.nics.gbps:g}",
+                         model=described("nic", srv.nics.model)),
                      None, units * srv.nics.count, "per_nic", None, inc)]
         return out
     gpu = catalog_price(cat, "purchase", b.accelerator.id, cur)

@@ -13,6 +13,11 @@ from functools import lru_cache
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf")
+# Past 10 series the colours repeat (a plan's scaling chart draws every accelerator searched, 40+): each block
+# of 10 series gets the next marker (lines) or hatch (bars), so 80 series stay apart. (plotly name, matplotlib)
+MARKERS = (("circle", "o"), ("square", "s"), ("diamond", "D"), ("triangle-up", "^"), ("triangle-down", "v"),
+           ("x", "X"), ("cross", "P"), ("star", "*"))
+HATCHES = (("", ""), ("/", "//"), ("\\", "\\\\"), ("x", "xx"), ("-", "--"), ("|", "||"), ("+", "++"), (".", ".."))
 CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Sans SC", "WenQuanYi Zen Hei", "Source Han Sans SC")
 
 
@@ -24,8 +29,15 @@ class Series:
     mode: str = "bar"            # bar | line | markers | lines+markers
     axis: str = "y"              # y | y2 (second y axis)
     text: tuple = ()             # hover labels, one per point
-    color: str = ""              # default: the palette colour of the series' position
+    color: str = ""              # default: the palette colour of the series' style
     dash: bool = False
+    style: int = -1              # colour + marker / hatch (series_style); default: the series' position
+
+
+def series_style(series: Series, position: int) -> tuple[str, int]:
+    """(colour, index into MARKERS / HATCHES) of a series: colours cycle every 10, the marker every 10 more."""
+    k = series.style if series.style >= 0 else position
+    return series.color or PALETTE[k % len(PALETTE)], (k // len(PALETTE)) % len(MARKERS)
 
 
 @dataclass(frozen=True)
@@ -44,20 +56,27 @@ class Chart:
 
 def to_plotly_div(chart: Chart) -> str:
     """An HTML <div> with the interactive chart; plotly.js itself is inlined once per page (plotly_js())."""
+    return plotly_figure(chart).to_html(full_html=False, include_plotlyjs=False, div_id=f"chart-{chart.id}",
+                                        config={"displaylogo": False, "responsive": True})
+
+
+def plotly_figure(chart: Chart):
+    """The chart as a plotly Figure."""
     import plotly.graph_objects as go
 
     fig = go.Figure()
     for i, s in enumerate(chart.series):
-        color = s.color or PALETTE[i % len(PALETTE)]
+        color, shape = series_style(s, i)
         kw = dict(name=s.name, hovertext=list(s.text) or None)
         if s.axis == "y2":
             kw["yaxis"] = "y2"
         if s.mode == "bar":
             x, y = (s.y, s.x) if chart.horizontal else (s.x, s.y)
             fig.add_trace(go.Bar(x=list(x), y=list(y), orientation="h" if chart.horizontal else "v",
-                                 marker_color=color, **kw))
+                                 marker=dict(color=color, pattern_shape=HATCHES[shape][0]), **kw))
         else:
-            fig.add_trace(go.Scatter(x=list(s.x), y=list(s.y), mode=s.mode, marker=dict(size=10, color=color),
+            fig.add_trace(go.Scatter(x=list(s.x), y=list(s.y), mode=s.mode,
+                                     marker=dict(size=10, color=color, symbol=MARKERS[shape][0]),
                                      line=dict(color=color, dash="dash" if s.dash else "solid"), **kw))
     x_title, y_title = (chart.y_label, chart.x_label) if chart.horizontal else (chart.x_label, chart.y_label)
     layout = dict(title=chart.title, xaxis_title=x_title, yaxis_title=y_title, template="plotly_white",
@@ -71,8 +90,7 @@ def to_plotly_div(chart: Chart) -> str:
     if chart.log_x:
         layout["xaxis_type"] = "log"
     fig.update_layout(**layout)
-    return fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"chart-{chart.id}",
-                       config={"displaylogo": False, "responsive": True})
+    return fig
 
 
 @lru_cache(maxsize=1)
@@ -109,7 +127,7 @@ def _draw(chart: Chart):
     base: dict = {}
     width = 0.8 / (1 if chart.stacked or not bars else len(bars))
     for i, s in enumerate(chart.series):
-        color = s.color or PALETTE[i % len(PALETTE)]
+        color, shape = series_style(s, i)
         target = ax2 if s.axis == "y2" and ax2 is not None else ax
         if s.mode == "bar":
             pos = list(range(len(s.x)))
@@ -118,17 +136,18 @@ def _draw(chart: Chart):
             bottom = [base.get(x, 0.0) for x in s.x] if chart.stacked else None
             draw = target.barh if chart.horizontal else target.bar
             kw = {"left": bottom} if chart.horizontal else {"bottom": bottom}
-            draw(pos, list(s.y), width if not chart.horizontal else 0.6, label=s.name, color=color, **kw)
+            draw(pos, list(s.y), width if not chart.horizontal else 0.6, label=s.name, color=color,
+                 hatch=HATCHES[shape][1] or None, **kw)
             if chart.stacked:
                 for x, y in zip(s.x, s.y, strict=True):
                     base[x] = base.get(x, 0.0) + (y or 0.0)
             ticks = (target.set_yticks if chart.horizontal else target.set_xticks)
             ticks(range(len(s.x)), [str(x) for x in s.x], **({} if chart.horizontal else {"rotation": 20}))
         else:
-            style = {"markers": "o", "lines": "-", "lines+markers": "o-"}.get(s.mode, "o-")
-            style = style.replace("-", "--") if s.dash else style
+            marker = MARKERS[shape][1] if s.mode != "lines" else None
+            line = "None" if s.mode == "markers" else ("--" if s.dash else "-")
             xs = list(range(len(s.x))) if s.x and isinstance(s.x[0], str) else list(s.x)
-            target.plot(xs, list(s.y), style, label=s.name, color=color)
+            target.plot(xs, list(s.y), label=s.name, color=color, marker=marker, linestyle=line)
     x_title, y_title = (chart.y_label, chart.x_label) if chart.horizontal else (chart.x_label, chart.y_label)
     ax.set_xlabel(x_title)
     ax.set_ylabel(y_title)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from trainsizer.render.report.blocks import mid
-from trainsizer.render.report.charts import PALETTE, Chart, Series
+from trainsizer.render.report.charts import Chart, Series
 from trainsizer.render.report.facts import option_index, option_label, pick_cost, procurement, recommended
 from trainsizer.render.report.i18n import field_label, t
 
@@ -156,12 +156,13 @@ def scaling_rows(plan: Mapping) -> dict[str, list[tuple[int, float, float | None
 def scaling_chart(plan: Mapping, lang: str) -> Chart:
     series = []
     for i, (acc, rows) in enumerate(scaling_rows(plan).items()):
-        xs, color = tuple(r[0] for r in rows), PALETTE[i % len(PALETTE)]
+        xs = tuple(r[0] for r in rows)
+        # one accelerator, one colour and marker (charts.series_style): its days line and its dashed MFU line
         series.append(Series(f"{acc}: {t('chart.days', lang)}", xs, tuple(r[1] for r in rows), mode="lines+markers",
-                             color=color))
+                             style=i))
         with_mfu = [r for r in rows if r[2] is not None]
         if with_mfu:
             series.append(Series(f"{acc}: MFU", tuple(r[0] for r in with_mfu), tuple(r[2] for r in with_mfu),
-                                 mode="lines+markers", axis="y2", color=color, dash=True))
+                                 mode="lines+markers", axis="y2", style=i, dash=True))
     return Chart("scaling", t("chart.scaling", lang), t("gpus", lang), t("chart.days", lang), tuple(series),
                  y2_label="MFU", log_x=True)

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from trainsizer.render.i18n import WARNING_NOTES
 from trainsizer.render.report import plan_charts
 from trainsizer.render.report.blocks import Table, block_tables, cell, limits_table, mid
 from trainsizer.render.report.charts import Chart
@@ -198,6 +199,18 @@ def _build_sections(plan: Mapping, f: Fmt) -> list[Section]:
     return out
 
 
+def _plan_notes(plan: Any, p: Mapping, lang: str) -> list[str]:
+    """The plan's notes in `lang`, those that change what the job trains on (render.i18n.WARNING_NOTES) marked
+    as warnings, as the CLI marks them."""
+    refs = as_dict(plan).get("notes_msg") or []
+    out = []
+    for i, note in enumerate(p.get("notes") or []):
+        ref = refs[i] if i < len(refs) else None
+        warn = isinstance(ref, Mapping) and ref.get("key") in WARNING_NOTES
+        out.append(f"{t('warning_prefix', lang)}{note}" if warn else note)
+    return out
+
+
 def build_view(plan: Any, lang: str) -> ReportView:
     """The whole report for `plan` in `lang` ('en' or 'zh')."""
     p, f = as_dict(plan, lang), Fmt(lang)
@@ -215,7 +228,7 @@ def build_view(plan: Any, lang: str) -> ReportView:
         sections.insert(0, Section("binding", t("sec.binding", lang), tuple(block_tables(
             t("sec.binding", lang), p["binding"], f, cur))))
     rec = recommended(p)
-    notes = [*(p.get("notes") or []), *((p["options"][rec].get("notes") or []) if rec is not None else [])]
+    notes = [*_plan_notes(plan, p, lang), *((p["options"][rec].get("notes") or []) if rec is not None else [])]
     sections.append(Section("notes", t("sec.notes", lang), text=tuple(str(n) for n in dict.fromkeys(notes))))
     sections.append(Section("sources", t("sec.sources", lang), (Table(
         t("sec.sources", lang), (t("what", lang), t("value", lang), t("source", lang), t("date", lang)),

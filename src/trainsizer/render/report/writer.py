@@ -69,7 +69,9 @@ def write_report(plan: Any, out_dir: Path | str, lang: str = "en", formats: Iter
     existing = [out / n for f in formats for n in targets[f] if (out / n).exists()]
     if existing and not force:
         raise SpecError(str(existing[0]), msg("report_exists"), allowed=msg("report_allowed_overwrite"))
-    files = _files(as_dict(plan, lang), lang, formats)
+    shown = as_dict(plan, lang)
+    shown["notes_msg"] = as_dict(plan).get("notes_msg")  # which notes are warnings (view._plan_notes)
+    files = _files(shown, lang, formats)
     written = []
     for rel, data in files.items():
         _atomic_write(out / rel, data)
