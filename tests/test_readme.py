@@ -16,3 +16,15 @@ def test_readme_job_block_checks(run_cli, tmp_path):
     job.write_text(block.group(1), encoding="utf-8")
     code, out, err = run_cli("check", str(job))
     assert code == 0, err
+
+
+def test_readme_library_block_runs_and_shows_the_error_it_promises(monkeypatch, capsys):
+    """The "As a library" block runs as pasted (from the repository root) and its try/except prints the
+    unknown-name error it is there to show (it printed 'data: required key is missing' before)."""
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"## As a library.*?```python\n(.*?)```", text, re.S)
+    assert block, "README lost its library block"
+    monkeypatch.chdir(README.parent)
+    exec(compile(block.group(1), "README.md", "exec"), {})  # noqa: S102 (the README's own code)
+    out = capsys.readouterr().out
+    assert "unknown model preset" in out and "'llama-9b'" in out

@@ -27,6 +27,9 @@ def with_default_strategy(scenario: Scenario) -> Scenario:
     option = HardwareOption(accelerator=scenario.accelerator, server=None, per_node=system.gpus_per_node,
                             count=system.gpus, network=scenario.network, fabric=scenario.job.hardware.fabric)
     result = search_option(scenario.model, scenario.training, option, load_config())
+    if result.strategy is None and not result.evaluated:  # no layout valid: the batch, not the memory
+        raise SpecError("job: hardware", msg("job_no_strategy_valid", gpus=system.gpus,
+                                             batch=scenario.training.global_batch_seqs))
     if result.strategy is None:
         least = result.min_mem_gib if result.min_mem_gib == result.min_mem_gib else result.lower_bound_gib
         raise SpecError("job: hardware", msg("job_no_strategy_fits", evaluated=result.evaluated,

@@ -312,6 +312,9 @@ def _listed_accelerators(job: Job, catalog: Catalog, origin: str) -> dict[str, s
                 listed[key].add(catalog.accelerator(name).id)
             except SpecError as err:
                 raise _prefixed(err, f"{origin}: constraints.{key}[{i}]") from None
+    both = sorted((listed["include"] or set()) & listed["exclude"])
+    if both:  # nothing of it could be searched; the job says two things (the plan listed every card as refused)
+        raise SpecError(f"{origin}: constraints", msg("job_include_exclude_both", ids=", ".join(both)))
     return listed
 
 

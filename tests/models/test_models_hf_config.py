@@ -408,8 +408,11 @@ def test_mlp_only_layers_out_of_range():
 def test_not_json(tmp_path):
     p = tmp_path / "config.json"
     p.write_text("{not json")
-    with pytest.raises(SpecError, match="not readable as JSON"):
+    with pytest.raises(SpecError, match="not readable as JSON") as err:
         load_model(str(p))
+    # where (line:column) and the parser's problem in the reader's words, not json's own text
+    assert f"{p}:1:2" in str(err.value) and "Expecting" not in str(err.value)
+    assert "Expecting" not in err.value.render("zh") and "无法按 JSON 读取" in err.value.render("zh")
 
 
 def test_top_level_not_object(tmp_path):

@@ -1,5 +1,6 @@
-"""The catalog's NIC and CPU descriptions read in Chinese in a --lang zh bill of materials (plan/buildout/part_text.py):
-every shipped server's has its entry, vendor part names kept, an overlay's own shown as written."""
+"""The catalog's NIC, CPU, part and switch descriptions read in Chinese in a --lang zh bill of materials
+(plan/buildout/part_text.py): every shipped one has its entry, vendor part names kept, an overlay's own shown as
+written."""
 
 from __future__ import annotations
 
@@ -26,6 +27,18 @@ def test_every_shipped_server_description_reads_in_chinese_with_its_part_names()
                 assert name in zh, (server.id, name, zh)
             seen += 1
     assert seen > 40
+
+
+def test_every_shipped_part_and_switch_name_reads_in_chinese_with_its_part_numbers():
+    cat = load_catalog()
+    names = [("part", p.name) for p in cat.parts.values()] + [("switch", s.name) for s in cat.switches.values()]
+    assert len(names) > 25
+    for kind, text in names:
+        zh = tr(described(kind, text), "zh")
+        assert str(described(kind, text)) == text
+        assert zh != text or not re.search(r"\b(cable|transceiver|side|rack|per|one|management|announced)\b", text), text
+        for name in re.findall(r"\b[A-Z][A-Za-z]*-?\d[\w+/.-]*", text):  # MCP7Y00-N0xx, QM9700, SN2201
+            assert name in zh, (text, name, zh)
 
 
 def test_a_description_without_an_entry_is_shown_as_written():

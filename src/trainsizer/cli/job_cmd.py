@@ -11,6 +11,7 @@ import click
 
 from trainsizer.cli.app import AppState, cli, json_option
 from trainsizer.messages import msg, tr
+from trainsizer.numbers import decimal
 from trainsizer.render.console import echo_json, print_table
 from trainsizer.render.i18n import note_label, t
 from trainsizer.render.numbers import fmt_num, fmt_params
@@ -150,7 +151,7 @@ def fit(app: AppState, job_file: Path, questions: tuple[str, ...], as_json: bool
     for key, val in out.items():
         if not isinstance(val, dict):
             continue
-        shown = val.get("value", val.get("layers"))
+        shown = decimal(val.get("value", val.get("layers")), L, "#,##0")
         extra = t("fit_params", L).format(params=fmt_params(val["params_total"], L)) \
             if val.get("params_total") else ""
         gib = f"{fmt_num(val['per_gpu_gib'], L)} GiB" if val.get("per_gpu_gib") else "—"

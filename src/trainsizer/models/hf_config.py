@@ -24,6 +24,7 @@ from typing import Any
 from trainsizer.errors import SpecError, unknown_name
 from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
+from trainsizer.spec.parse_problems import parse_problem
 
 # Keys that never change parameter counts or the shapes the estimators read, for every family.
 COMMON_IRRELEVANT = frozenset(
@@ -682,7 +683,9 @@ def read_config_file(path: str | Path) -> tuple[dict[str, Any], Path]:
         raise SpecError(str(p), msg("hf_no_config"))
     try:
         raw = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except json.JSONDecodeError as exc:  # where, and the parser's problem in the reader's language
+        raise SpecError(f"{p}:{exc.lineno}:{exc.colno}", msg("hf_not_json", detail=parse_problem(exc.msg))) from None
+    except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(str(p), msg("hf_not_json", detail=str(exc))) from None
     if not isinstance(raw, dict):
         raise SpecError(str(p), msg("hf_top_not_object"), value=type(raw).__name__)

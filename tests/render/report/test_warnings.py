@@ -22,4 +22,7 @@ def test_cut_samples_are_a_warning_in_the_report(tmp_path):
     write_report(stored, tmp_path, lang="zh", formats=("md", "html"))
     for name in ("report.md", "report.html"):
         assert "警告：samples_truncated：" in (tmp_path / name).read_text(encoding="utf-8"), name
-    assert render_markdown(plan, "en")[0].count("WARNING") == 1  # the other notes stay notes
+    # under the headline, and in the notes; the other notes stay notes
+    assert md.count("WARNING") == 2 and md.index("> **WARNING: samples_truncated") < md.index("## ")
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert html.index('<p class="warning">警告：samples_truncated') < html.index('id="summary"')

@@ -64,7 +64,8 @@ def fabric_lines(b: BuildInput, net: NetworkBlock) -> list[BomLine]:
         for tier, n in (("leaf", fab.leaves), ("spine", fab.spines), ("core", fab.cores)):
             if n:
                 out.append(line(msg("bom_item_switch", purpose=msg(f"fabric_{fab.purpose}"),
-                                    tier=msg(f"switch_tier_{tier}"), name=sw.name), sw.id, n, "per_switch", price))
+                                    tier=msg(f"switch_tier_{tier}"), name=described("switch", sw.name)), sw.id, n,
+                                "per_switch", price))
         merged: OrderedDict[str, int] = OrderedDict()
         for p in fab.parts:
             if p.part is not None:
@@ -72,7 +73,8 @@ def fabric_lines(b: BuildInput, net: NetworkBlock) -> list[BomLine]:
         for pid, qty in merged.items():
             part = cat.part(pid)
             out.append(line(msg("bom_item_part", purpose=msg(f"fabric_{fab.purpose}"), kind=msg(f"part_kind_{part.kind}"),
-                                name=part.name), pid, qty, "per_unit", part_price(cat, pid, cur)))
+                                name=described("part", part.name)), pid, qty, "per_unit",
+                            part_price(cat, pid, cur)))
     return out
 
 
@@ -80,7 +82,8 @@ def site_lines(b: BuildInput, storage: StorageBlock, fac: FacilityBlock) -> list
     cat, cur = b.catalog, b.currency
     out = []
     if storage.appliance:
-        out.append(line(msg("bom_item_storage", name=cat.part(storage.appliance).name), storage.appliance,
+        out.append(line(msg("bom_item_storage", name=described("part", cat.part(storage.appliance).name)),
+                        storage.appliance,
                         storage.appliances, "per_unit", part_price(cat, storage.appliance, cur),
                         msg("bom_note_usable", tb=storage.capacity_tb.value)))
     if b.nvl72:

@@ -1,6 +1,6 @@
-"""The catalog's NIC and CPU descriptions in the reader's language: the Chinese of their descriptive words
-(`plan/data/part_text.yaml`; vendor and part names kept) as a message that a plan stores and renders in either
-language. A description the file lacks (an overlay's own) is shown as written."""
+"""The catalog's NIC, CPU, part and switch descriptions in the reader's language: the Chinese of their
+descriptive words (`plan/data/part_text.yaml`; vendor and part names kept) as a message that a plan stores and
+renders in either language. A description the file lacks (an overlay's own) is shown as written."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ def _table(kind: str) -> dict[str, str]:
 
 
 def described(kind: str, text: str | None) -> Msg | str:
-    """`text` (a catalog `nics.model` for kind "nic", `cpu_model` for "cpu") as a message in both languages."""
+    """`text` (a catalog server's `nics.model` for kind "nic", its `cpu_model` for "cpu", a part's name for "part",
+    a switch's for "switch") as a message in both languages."""
     text = text or ""
     zh = _table(kind).get(text)
     return Translated(text, zh) if zh else text

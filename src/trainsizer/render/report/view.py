@@ -53,6 +53,7 @@ class ReportView:
     sections: tuple[Section, ...]
     charts: tuple[Chart, ...]
     plan: dict
+    warnings: tuple[str, ...] = ()  # notes that change what the job trains on, under the headline
 
 
 def headline(plan: Mapping, f: Fmt) -> str:
@@ -228,7 +229,9 @@ def build_view(plan: Any, lang: str) -> ReportView:
         sections.insert(0, Section("binding", t("sec.binding", lang), tuple(block_tables(
             t("sec.binding", lang), p["binding"], f, cur))))
     rec = recommended(p)
-    notes = [*_plan_notes(plan, p, lang), *((p["options"][rec].get("notes") or []) if rec is not None else [])]
+    plan_notes = _plan_notes(plan, p, lang)
+    warnings = tuple(n for n in plan_notes if n.startswith(t("warning_prefix", lang)))
+    notes = [*plan_notes, *((p["options"][rec].get("notes") or []) if rec is not None else [])]
     sections.append(Section("notes", t("sec.notes", lang), text=tuple(str(n) for n in dict.fromkeys(notes))))
     sections.append(Section("sources", t("sec.sources", lang), (Table(
         t("sec.sources", lang), (t("what", lang), t("value", lang), t("source", lang), t("date", lang)),
@@ -236,4 +239,4 @@ def build_view(plan: Any, lang: str) -> ReportView:
     job = p.get("job") or {}
     return ReportView(lang=lang, title=t("title", lang), subtitle=str(job.get("name") or ""),
                       headline=headline(p, f), facts=facts_table(p, f), sections=tuple(sections), charts=charts,
-                      plan=p)
+                      plan=p, warnings=warnings)

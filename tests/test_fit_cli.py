@@ -1,0 +1,22 @@
+"""`trainsizer fit` tables: exact whole numbers, grouped, in either language."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from conftest import REPO
+
+SFT = str(REPO / "examples" / "sft-70b-16gpu.yaml")
+
+
+def test_fit_prints_exact_grouped_whole_numbers(run_cli):
+    code, out, err = run_cli("fit", SFT, "--what", "seq-len", "--json")
+    assert code == 0, err
+    longest = json.loads(out)["max_seq_len"]["value"]
+    assert longest >= 10_000  # the example fits 17,536 tokens: grouping shows
+    for lang in ("en", "zh"):
+        code, out, err = run_cli("--lang", lang, "fit", SFT, "--what", "seq-len")
+        assert code == 0, err
+        assert f"{longest:,}" in out and "万" not in out, (lang, out)
+        assert not re.search(rf"\b{longest}\b", out)
