@@ -162,7 +162,7 @@ def _topology(tree: FatTree) -> Any:
 
 def switched_fabric(catalog: Any, purpose: str, kind: str, nodes: int, ports: int, gbps: float, switch: Any,
                     oversub: float, source: str, extra_ports: int = 0, rail: bool | None = None,
-                    notes: tuple[Any, ...] = (), zone_nodes: int | None = None) -> Fabric:
+                    notes: tuple[Any, ...] = (), zone_nodes: int | None = None, zone_gpus: int = 0) -> Fabric:
     """A fabric for `nodes` x `ports` endpoints (+ `extra_ports` single-port endpoints, e.g. storage servers);
     `zone_nodes`: the job's full-bisection zones, `oversub` above them (`fabric.size_zoned_tree`)."""
     radix = switch.radix(gbps)
@@ -170,7 +170,7 @@ def switched_fabric(catalog: Any, purpose: str, kind: str, nodes: int, ports: in
     if zone_nodes is not None:
         tree = size_zoned_tree(nodes + extra_nodes, ports, radix, zone_nodes, oversub, rail_optimised=rail)
         full = size_fat_tree(nodes + extra_nodes, ports, radix, 1.0, rail_optimised=rail)
-        notes = (*notes, _zoned_note(tree, full, zone_nodes, oversub))
+        notes = (*notes, _zoned_note(tree, full, zone_gpus or zone_nodes, oversub))
     else:
         tree = size_fat_tree(nodes + extra_nodes, ports, radix, oversub, rail_optimised=rail)
     notes = [*notes, *([msg("net_note_storage_servers", extra=extra_nodes, ports=ports)] if extra_nodes else [])]
@@ -185,13 +185,13 @@ def switched_fabric(catalog: Any, purpose: str, kind: str, nodes: int, ports: in
         zone_nodes=zone_nodes, oversubscribed_at=tree.oversubscribed_at if zone_nodes is not None else None)
 
 
-def _zoned_note(tree: FatTree, full: FatTree, zone_nodes: int, o: float) -> Any:
+def _zoned_note(tree: FatTree, full: FatTree, zone_gpus: int, o: float) -> Any:
     """What the job's oversubscribed fabric saves against the non-blocking tree of the same nodes, or why not."""
     counts = {"leaves": tree.leaves, "spines": tree.spines, "cores": tree.cores,
               "full_leaves": full.leaves, "full_spines": full.spines, "full_cores": full.cores}
     if tree.oversubscribed_at == "none":
-        return msg("net_note_zoned_none", o=f"{o:g}", zone_nodes=zone_nodes, tiers=full.tiers)
-    return msg(f"net_note_zoned_{tree.oversubscribed_at}", o=f"{o:g}", zone_nodes=zone_nodes,
+        return msg("net_note_zoned_none", o=f"{o:g}", zone=zone_gpus, tiers=full.tiers)
+    return msg(f"net_note_zoned_{tree.oversubscribed_at}", o=f"{o:g}", zone=zone_gpus,
                links=tree.leaf_spine_links + tree.spine_core_links,
                full_links=full.leaf_spine_links + full.spine_core_links, **counts)
 
@@ -214,7 +214,7 @@ def compute_fabric(b: BuildInput) -> Fabric | None:
     zone, o = _job_fabric(b)
     if zone is not None:  # the job's oversubscribed fabric, which the estimate ran on: sized as it is
         return switched_fabric(b.catalog, "compute", kind, b.nodes, nics, gbps, switch, o, "superpod_h100_ra",
-                               rail=nics >= min_rails, zone_nodes=zone)
+                               rail=nics >= min_rails, zone_nodes=zone, zone_gpus=zone * b.per_node)
     return switched_fabric(b.catalog, "compute", kind, b.nodes, nics, gbps, switch,
                            rules.value("fabric", "oversubscription_compute"), "superpod_h100_ra",
                            rail=nics >= min_rails)
