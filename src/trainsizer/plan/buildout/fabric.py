@@ -139,7 +139,14 @@ def size_zoned_tree(nodes: int, rails: int, radix: int, zone_nodes: int, oversub
     rail = full.rail_optimised
     under_leaf = leaf_down_ports(radix, o) // (1 if rail else rails)  # nodes under one leaf (set) at down:up o
     if zone_nodes <= under_leaf:
-        return size_fat_tree(nodes, rails, radix, o, rail, leaf_nodes=under_leaf // zone_nodes * zone_nodes)
+        try:
+            thin = size_fat_tree(nodes, rails, radix, o, rail, leaf_nodes=under_leaf // zone_nodes * zone_nodes)
+        except SpecError:  # whole zones per leaf leave ports idle: more leaves than three tiers hold
+            thin = full
+        # ... and may need more leaves than the non-blocking tree: keep that one where it is no larger
+        if thin is not full and thin.switches <= full.switches and \
+                thin.leaf_spine_links + thin.spine_core_links <= full.leaf_spine_links + full.spine_core_links:
+            return thin
     half = radix // 2
     pod_nodes = (half // rails) * full.nodes_per_su if rail else half * (full.leaf_down_ports // rails)
     if full.tiers == 3 and zone_nodes <= pod_nodes:
