@@ -70,3 +70,24 @@ def test_per_node_above_the_tray_is_refused(acc, per_node, host):
 def test_part_of_a_tray_per_node_is_a_job_on_part_of_each_host():
     sc = resolve_job(_job(8, per_node=2), load_catalog())
     assert sc.system.gpus_per_node == 2 and sc.system.nodes == 4
+
+
+@pytest.mark.parametrize("acc, per_node, limit", [("h100-sxm-80gb", 16, 8), ("mi300x", 16, 8), ("b200", 9, 8),
+                                                 ("ascend-910b", 16, 8), ("gb200", 8, 4)])
+def test_per_node_above_the_board_is_refused(acc, per_node, limit):
+    """An HGX / UBB board is the host of an SXM / OAM part: 16 H100 SXM per node does not exist, and would be
+    estimated as one 16-GPU host (catalog host_gpus_max)."""
+    job = {**JOB, "hardware": {"accelerator": acc, "count": 2 * per_node, "per_node": per_node,
+                               "network": "ib-ndr400"}}
+    with pytest.raises(SpecError, match=f"holds {limit}") as err:
+        resolve_job(job, load_catalog())
+    assert "hardware.per_node" in str(err.value)
+
+
+@pytest.mark.parametrize("acc, per_node", [("l40s", 10), ("rtx-4090", 10), ("h100-pcie-80gb", 8),
+                                           ("v100-sxm-32gb", 16), ("ascend-910c", 16), ("h100-sxm-80gb", 4)])
+def test_per_node_where_servers_hold_it(acc, per_node):
+    """PCIe cards have no board limit (10-card servers exist); DGX-2 holds 16 V100; fewer than a board is allowed."""
+    job = {**JOB, "hardware": {"accelerator": acc, "count": 2 * per_node, "per_node": per_node,
+                               "network": "ib-ndr400"}}
+    assert resolve_job(job, load_catalog()).system.gpus_per_node == per_node

@@ -365,9 +365,9 @@ def _tokens_total(job: Job) -> float:
 
 def check_per_node(acc: Any, per_node: int, where: str) -> None:
     """A job's GPUs per node may not exceed what one host of the accelerator holds where the catalog fixes it
-    (`host_gpus`: a GB200 / GB300 NVL72 compute tray holds 4 GPUs, so 8 per node does not exist). Fewer is a
-    job using part of each host. The one check of hardware.per_node and of the plan's `--per-node` pin."""
-    host = getattr(acc, "host_gpus", None)
+    (`host_gpus_max`: a GB200 / GB300 NVL72 compute tray holds 4 GPUs, an HGX H100 board 8, so 8 per node on
+    NVL72 and 16 on H100 SXM do not exist). Fewer is a job using part of each host. The one check of hardware.per_node and of the plan's `--per-node` pin."""
+    host = getattr(acc, "host_gpus_max", None)
     if host and per_node > host:
         raise SpecError(where, msg("job_per_node_above_host", per_node=per_node, accelerator=acc.id, host=host),
                         value=per_node, allowed=[msg("allowed_at_most", n=host)])

@@ -245,6 +245,17 @@ class Accelerator(Record):
         return self
 
     @property
+    def host_gpus_max(self) -> int | None:
+        """Most GPUs one host of the product holds: host_gpus; else, for parts on a board-level scale-up fabric
+        (NVLink / xGMI / HCCS on an HGX, UBB or Atlas board: the board is the host), the scale-up domain; None
+        where servers differ (PCIe cards: 1-10 per host)."""
+        if self.host_gpus:
+            return int(self.host_gpus)
+        if self.scaleup_tech in ("nvlink", "xgmi", "hccs"):
+            return int(self.scaleup_domain)
+        return None
+
+    @property
     def gpus_per_host(self) -> int:
         """GPUs per host / compute tray: host_gpus, else 8 (the HGX / DGX board)."""
         if self.host_gpus:

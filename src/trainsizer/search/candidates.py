@@ -129,7 +129,7 @@ def _host_reason(acc: Any, pins: Pins) -> Reason | None:
     except SpecError:
         if pins.accelerator is not None:
             raise
-        return Reason("host", (("host", str(acc.host_gpus)), ("per_node", str(pins.per_node))))
+        return Reason("host", (("host", str(acc.host_gpus_max)), ("per_node", str(pins.per_node))))
     return None
 
 
