@@ -79,6 +79,20 @@ def fit_of(row_id: str, model, training, system, strategy, options=None) -> Fit:
                bool(np.asarray(ok).reshape(-1)[0]))
 
 
+def job_fits(jobs) -> list[Fit]:
+    """Peak memory against the card's usable memory for (row id, job dict) pairs, each resolved on the built-in
+    catalog as a user's job file would be (every row ran on real hardware)."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.scenario import resolve_job
+
+    cat = load_catalog()
+    out = []
+    for row_id, job in jobs:
+        sc = resolve_job(job, cat)
+        out.append(fit_of(row_id, sc.model, sc.training, sc.system, sc.strategy))
+    return out
+
+
 def print_fits(fits: list[Fit], what: str) -> None:
     """Every run in the set was trained on real hardware, so each must be predicted to fit: print the count and
     every run predicted not to (one line per run, not per metric)."""

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import Fit, fit_of, print_fits
+from harness import Fit, job_fits, print_fits
 from perf_blackwell import DATA as OLD
 from perf_blackwell import MODELS, PIPELINE_SLOTS, SYSTEMS
 from perf_blackwell import cases as pb_cases
@@ -92,12 +92,7 @@ def cases() -> list[tuple[str, str, float, float]]:
 
 def fits() -> list[Fit]:
     """Each row's predicted peak memory against the card's usable memory (every row ran on real hardware)."""
-    cat = load_catalog()
-    out = []
-    for r in rows():
-        sc = resolve_job(job(r), cat)
-        out.append(fit_of(r["id"], sc.model, sc.training, sc.system, sc.strategy))
-    return out
+    return job_fits((r["id"], job(r)) for r in rows())
 
 
 LAYOUT = ("system", "model", "precision", "gpu_count", "global_batch_seqs", "micro_batch", "seq_len", "fsdp", "tp", "pp",

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import Case, Fit, fit_of, mape, print_fits
+from harness import Case, Fit, job_fits, mape, print_fits
 from trainsizer.catalog import load_catalog
 from trainsizer.estimate.step_time import step_time_arrays
 from trainsizer.scenario import resolve_job
@@ -106,12 +106,7 @@ def mxfp8_alternative() -> list[tuple[str, float, float]]:
 
 def fits() -> list[Fit]:
     """Each row's predicted peak memory against the card's usable memory (every row ran on real hardware)."""
-    cat = load_catalog()
-    out = []
-    for r in _rows():
-        sc = resolve_job(job(r), cat)
-        out.append(fit_of(r["id"], sc.model, sc.training, sc.system, sc.strategy))
-    return out
+    return job_fits((r["id"], job(r)) for r in _rows())
 
 
 def scaling(cs: list[Case]) -> list[tuple[str, float, float]]:
