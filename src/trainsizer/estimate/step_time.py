@@ -158,6 +158,13 @@ class PerfStyle:
     # rest of the backward, and the optimizer steps the host shards in place, so nothing is uploaded after the
     # step (the next forward's all-gather copies each shard in: _optimizer)
     fsdp2_cpu_offload: bool = False
+    # FSDP2 (fully_shard) copies on the compute stream around its collectives: after each all-gather the flat
+    # output is split into the unsharded parameters (foreach_all_gather_copy_out, split_with_sizes_copy) and
+    # before each reduce-scatter the unsharded gradients are chunk-cat into the reduce buffer in the reduce dtype
+    # (foreach_reduce_scatter_copy_in) -- both on the current stream, not the collective's (PyTorch
+    # torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py, read at main 010ae4a; so since FSDP2 in 2.4). FSDP1's flat parameter all-gathers
+    # into the unsharded storage itself and casts the gradient on its post-backward stream (_fsdp2_copies)
+    fsdp2_copies: bool = False
     # packed samples go into packs in order, each closed and padded once the next sample does not fit (next fit:
     # torchtune PackedDataset); Training.pack_fill (scenario) reads it
     packs_next_fit: bool = False
@@ -982,7 +989,27 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     n_rep = np.maximum(g.n_dp / n_sh, 1.0)
     hsdp = comm.all_reduce_time(p_local * g.train_frac * gb / n_sh, n_rep, 1.0, r, system,
                                 m=comm.zone_members(n_rep, x.t * n_sh, system))
-    return x.m * z3_exposed_mb + np.maximum(hsdp - g.window, bucket_frac * hsdp)
+    copies = _fsdp2_copies(x, p_local, np.where(fp8_ag, 1.0, x.act), g.train_frac * x.act, g.train_frac * gb)
+    return x.m * z3_exposed_mb + np.maximum(hsdp - g.window, bucket_frac * hsdp) + copies
+
+
+def _fsdp2_copies(x: _Step, p_local, ag_bytes, grad_bytes, reduce_bytes) -> np.ndarray:
+    """Seconds per step of FSDP2's copies on the compute stream (PerfStyle.fsdp2_copies), at the HBM streaming rate:
+    an all-gather's copy-out reads and writes the unsharded parameters (2 x `ag_bytes` per parameter); a
+    reduce-scatter's copy-in reads the gradient and writes it in the reduce dtype (`grad_bytes` + `reduce_bytes`).
+    Without pipelining, per micro-batch: an all-gather in forward and again in backward (reshard_after_forward)
+    and one reduce-scatter. Under pipelining (torchtitan reshard_after_forward = not pp_enabled; the schedule turns
+    gradient sync off until the last backward, torch.distributed.pipelining stage.py backward_maybe_with_nosync):
+    one all-gather a step, each micro-batch's gradient upcast to the reduce dtype (the first) or added into the
+    unsharded accumulator (the others: read it and the gradient, write it; FSDPParam.to_accumulated_grad_if_needed
+    / accumulate_unsharded_grad_if_needed), and one copy-in of the accumulator."""
+    on = np.asarray(x.fw.fsdp2_copies, bool)
+    if not np.any(on):
+        return np.zeros_like(np.asarray(x.m, float))
+    flat = x.m * (4.0 * ag_bytes + grad_bytes + reduce_bytes)
+    upcast = np.where(reduce_bytes > grad_bytes, grad_bytes + reduce_bytes, 0.0)
+    piped = 2.0 * ag_bytes + upcast + (x.m - 1.0) * (2.0 * reduce_bytes + grad_bytes) + 2.0 * reduce_bytes
+    return np.where(on, p_local * np.where(x.p > 1, piped, flat) / x.r.hbm_bytes_s, 0.0)
 
 
 def _zero3_on_demand(x: _Step, g: _Grads, mb: _MicroBatch, z3_ag, z3_rs, lat, p_local) -> np.ndarray:
