@@ -220,3 +220,20 @@ def test_routing_pattern_changes_only_a_deepep_dispatch():
     with pytest.raises(SpecError) as err:
         estimate_time(m, dataclasses.replace(TR, moe_routing="roundrobin"), s, st)
     assert "training.moe_routing" in str(err.value) and "round-robin" in str(err.value)
+
+
+@pytest.mark.parametrize("dispatcher", ["alltoall", "flex"])
+def test_full_iteration_graph_runs_the_moe_layer_sync_free(dispatcher):
+    """A full-iteration CUDA graph cannot hold a host sync (Megatron-Bridge v0.5.0 set_full_iter_cg_configs: a static
+    EP-rank token budget and device-side expert splits), so the per-expert host term is gone: the step's compute is
+    the GPU-only figure. Per-layer graphs and no graphs keep the term."""
+    m, s = mixtral().with_(experts=64, experts_per_token=8, expert_ffn=1792), h100_cluster(64)
+    st = Strategy(dp=64, ep=8, micro_batch=1, framework="megatron-core", moe_dispatcher=dispatcher)
+    k = load_constants()
+    for graphs in ("full_iteration", None, "none", "layer"):
+        one = st.with_(cuda_graphs=graphs)
+        with_sync, gpu_only = _compute_arrays(m, TR, s, one, k), _compute_arrays(m, TR, s, one, _zero_host(k))
+        if graphs == "full_iteration":
+            assert with_sync == gpu_only
+        else:
+            assert with_sync > gpu_only * 1.01

@@ -612,7 +612,7 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     # issues no layer's kernels (per-layer graphs still replay layer by layer from Python, so they keep the floor)
     host_layer = 0.0 if x.cuda_graphs == "full_iteration" else x.k.host_s_per_layer_pass * (3.0 + x.full_share)
     blend = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer
-    if not x.model.is_moe or not np.any(x.fw.moe_host_sync):
+    if not x.model.is_moe or not np.any(x.fw.moe_host_sync) or _moe_sync_free(x):
         return blend
     # Megatron-Core's dropless MoE layer syncs with the host every forward: the alltoall dispatcher copies the
     # expert token counts to the host before its all-to-all (MoEAlltoAllTokenDispatcher), the flex one waits for
@@ -628,6 +628,18 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     local_experts = np.maximum(x.model.experts / x.e, 1.0)
     per_expert = per_kernel * kernels * (1.0 + x.moe_rerun / 3.0)
     return _when(x.fw.moe_host_sync, blend + moe_share * local_experts * per_expert, blend)
+
+
+def _moe_sync_free(x: _Step) -> bool:
+    """A full-iteration CUDA graph holds no host sync, so an MoE layer captured in it runs sync-free: the graph is
+    replayed without the CPU, and each routed expert's launches are in it. Megatron-Core captures dropless MoE only
+    with a static budget of tokens per EP rank (moe_expert_rank_capacity_factor: HybridEP gets num_permuted_tokens
+    and skips its D2H count, token_dispatcher.py _HybridEPManager.setup_metadata) and experts that take the split
+    sizes on the device (TE op-fuser grouped MLP, experts.py _fused_forward); Megatron-Bridge v0.5.0 sets both with
+    full_iteration graphs (scripts/performance/configs/{qwen,deepseek}/*_llm_pretrain.py set_full_iter_cg_configs:
+    rank capacity 1.5 plus paged stashing, "Dropless MoE produces variable-shaped per-expert tensors that CG cannot
+    capture")."""
+    return x.cuda_graphs == "full_iteration"
 
 
 def _te_cast_kernels(x: _Step) -> float:
