@@ -36,6 +36,7 @@ Origins (one line each):
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from trainsizer.estimate.inputs import Training, act_bytes
@@ -111,6 +112,7 @@ class _Layer:
     impl: str
     dropout: bool
     style: dict  # memory_constants.yaml framework_profiles[profile]
+    deepep_experts: bool = False  # routed experts behind DeepEP (`_moe_mlp`): Megatron's per-slot layout
 
     @property
     def a(self) -> int:
@@ -154,13 +156,15 @@ def layer_items(
     impl: str,
     dropout: bool = False,
     style: dict | None = None,
+    deepep_experts: bool = False,
 ) -> LayerItems:
     """Saved-for-backward bytes per token of one decoder layer (one micro-batch).
 
     `profile`: hf (transformers eager modules) or megatron (Megatron-Core + Transformer Engine);
     `recompute`: none / selective (attention core recomputed) / full (only the layer input is kept);
     `impl`: flash (FlashAttention-2 / cuDNN / TE fused attention) / sdpa (torch scaled_dot_product_attention
-    flash or memory-efficient kernels: same saved tensors as flash) / eager (materialised softmax).
+    flash or memory-efficient kernels: same saved tensors as flash) / eager (materialised softmax);
+    `deepep_experts`: the routed experts run behind DeepEP on a PyTorch-native stack (`_moe_mlp`).
     """
     from trainsizer.estimate.model_states import load_memory_constants
 
@@ -169,7 +173,7 @@ def layer_items(
         return LayerItems(sp=a * model.hidden, tp=0.0, s2=0.0, routed=0.0,
                           detail={"layer_input_checkpoint": a * model.hidden})
     x = _Layer(model, training, profile, recompute, impl, dropout,
-               style or load_memory_constants()["framework_profiles"][profile])
+               style or load_memory_constants()["framework_profiles"][profile], deepep_experts)
     out = _Saved()
     _attention(x, out)
     out.detail["mlp_norm"] = x.norm(model.hidden)
@@ -302,7 +306,7 @@ def _dense_mlp(x: _Layer, out: _Saved) -> None:
 
 def _moe_mlp(x: _Layer, out: _Saved) -> None:
     """MoE layer: router (replicated over TP), routed token-slots (per slot: expert input, MLP, routing weight,
-    dispatch indices, and under hf the expert output), shared experts."""
+    dispatch indices, and under hf the expert output unless behind DeepEP), shared experts."""
     model, a, g, d = x.model, x.a, x.g, out.detail
     h = model.hidden
     E, k = model.experts, model.experts_per_token
@@ -316,11 +320,17 @@ def _moe_mlp(x: _Layer, out: _Saved) -> None:
     if x.W("gate_proj") or x.W("up_proj"):
         per_slot["expert_input"] = g * h
     before = dict(d)
-    _mlp(x, d, model.expert_ffn, "expert_")
+    # DeepEP experts on a PyTorch-native stack save what Megatron-Core's do (below): NeMo AutoModel's
+    # GroupedExpertsDeepEP (components/moe/layers.py at 8d9bfb90e) runs ops.gmm on the permuted tokens (saves
+    # them), the activation with the routing probabilities (weighted_bias_swiglu_impl / quick_geglu_deepep(x,
+    # permuted_probs): the fc1 output and the probability), ops.gmm again (its input), and the combine
+    # unpermutes without probabilities (token_unpermutation(output2)): no expert output, no weighted copy
+    hf = x.profile == "hf" and not x.deepep_experts
+    _mlp(x if not x.deepep_experts else dataclasses.replace(x, profile="megatron"), d, model.expert_ffn, "expert_")
     for key in list(d):
         if key not in before:
             per_slot[key] = d.pop(key)
-    if x.profile == "hf":
+    if hf:
         # transformers multiplies the expert output by its routing weight, which saves that output
         per_slot["expert_output"] = a * h
     # Megatron-Core (r0.13+) applies the routing probabilities inside the expert activation (TEGroupedMLP
@@ -328,10 +338,10 @@ def _moe_mlp(x: _Layer, out: _Saved) -> None:
     # unpermutes without them (token_dispatcher.py token_combine: unpermute(..., no probs)), so no expert
     # output is kept for the combine (megatron/core/transformer/moe/experts.py, core_r0.15.0)
     per_slot["routing_weight"] = a
-    if x.profile == "hf":  # index_add_ keeps its source (the weighted expert output) for the backward shape
+    if hf:  # index_add_ keeps its source (the weighted expert output) for the backward shape
         per_slot["weighted_output"] = a * h
-    # int64 token indices kept by the gather / index_add_ (hf: token and slot index; megatron: one map)
-    per_slot["dispatch_indices"] = 16 if x.profile == "hf" else 8
+    # int64 token indices kept by the gather / index_add_ (hf: token and slot index; megatron / DeepEP: one map)
+    per_slot["dispatch_indices"] = 16 if hf else 8
     out.routed = sum(per_slot.values())
     for key, v in per_slot.items():
         d[f"routed_{key}_per_slot"] = v

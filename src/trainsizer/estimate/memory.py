@@ -567,7 +567,27 @@ def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, optio
         keeps & (rec == 0), dpa, 0.0) if model.is_moe else dense_b
     dense_none = pick(pre.dense, row_none, 0) + norm + act + fp8_act + dpa
     moe_none = pick(pre.moe, row_none, 1) + norm + dpa if model.is_moe else dense_none
+    if model.is_moe and getattr(strategy, "moe_dispatcher", "auto") == "flex":
+        # DeepEP experts on the hf-profile (PyTorch-native) stacks: their routed slots save Megatron's layout
+        keep, full = _deepep_slot_delta(model, training, options)
+        moe_b = moe_b + np.where(~mega & (row <= 1), tokens * k * np.where(row == 1, keep[1], keep[0]) / t, 0.0)
+        moe_none = moe_none + np.where(~mega, tokens * k * full / t, 0.0)
     return dense_b, moe_b, dense_none, moe_none
+
+
+@lru_cache(maxsize=64)
+def _deepep_slot_delta(model: ModelArch, training: Training, options: MemoryOptions) -> tuple[tuple[float, float],
+                                                                                               float]:
+    """Bytes per routed token-slot that DeepEP experts (activations.layer_items deepep_experts) save less what the
+    hf profile's experts save: ((no recompute, selective), no recompute for the full-recompute working set)."""
+    impl = attention_impl(training, options.attention_impl)
+
+    def delta(rc: str) -> float:
+        kw = dict(moe=True, profile="hf", recompute=rc, impl=impl, dropout=options.dropout)
+        return layer_items(model, training, deepep_experts=True, **kw).routed - layer_items(model, training,
+                                                                                            **kw).routed
+    none = delta("none")
+    return (none, delta("selective")), none
 
 
 def _fp8_store_deltas(model: ModelArch, training: Training, strategy: Strategy, pre: _Pre,
