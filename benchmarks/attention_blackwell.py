@@ -41,6 +41,7 @@ HOPPER_CUDNN = "9.19.1"
 MAMF_BF16 = {"b200": 1745.0, "gb200": 1822.0}
 BASE_CUDNN = "9.13.1"  # pytorch:25.09-py3, Megatron-Bridge 25.11's base image
 BASE_SEQ = 8192
+LENGTHS = (4096, 8192, 16384, 32768, 65536, 131072)  # the lengths every B200 / GB300 release row was run at
 FP8_CUDNN = "9.22.0"  # the one release with FP8 and BF16 rows at one head layout (cudnn-frontend fb682ce)
 SHARE_PAIRS = (("9.17.0", "128"), ("9.22.0", "64"), ("9.22.0", "128"))  # (cuDNN, q heads) with GB200 and GB300
 SHARE_SEQS = (4096, 8192)
@@ -108,6 +109,16 @@ def fp8_speedups(data: list[dict[str, str]] | None = None) -> dict[str, tuple[fl
             "h100": out["h200"], "h800": out["h200"], "h200": out["h200"]}
 
 
+def length_curve(data: list[dict[str, str]] | None = None, gpu: str = "b200",
+                 cudnn: str = BASE_CUDNN) -> tuple[tuple[int, ...], tuple[float, ...], tuple[float, ...]]:
+    """(lengths, forward TFLOPS, backward TFLOPS) of cuDNN's causal BF16 attention against the sequence length on
+    one part at one release (128 q / 8 kv heads, d 128, batch 1): perf_constants.yaml
+    attention.native_length_scaling's Blackwell entry, read relative to BASE_SEQ."""
+    data = [r for r in (data if data is not None else rows()) if r["batch"] == "1"]
+    return (LENGTHS, tuple(tflops(data, gpu, cudnn, s, "fwd", "128") for s in LENGTHS),
+            tuple(tflops(data, gpu, cudnn, s, "bwd", "128") for s in LENGTHS))
+
+
 def main() -> None:
     data = rows()
     k = load_constants()
@@ -153,6 +164,14 @@ def main() -> None:
         ratios = [tflops(data, "gb300", "9.22.0", s, "fwd", heads, "fp8")
                   / tflops(data, "gb200", "9.22.0", s, "fwd", heads, "fp8") for s in (4096, 8192, 16384, 32768)]
         print(f"  cuDNN 9.22.0 heads {heads:>3s}: " + " ".join(f"{x:.3f}" for x in ratios))
+    print(f"\nrate against sequence length, relative to {BASE_SEQ} (perf_constants.yaml attention.native_length_scaling;"
+          " the estimate keeps the 8K rate below 8K):")
+    for gpu, cudnn in (("b200", "9.10.2"), ("b200", BASE_CUDNN), ("gb300", BASE_CUDNN), ("gb300", "9.17.0"),
+                       ("gb200", "9.17.0")):
+        lengths, f, b = length_curve(data, gpu, cudnn)
+        i = lengths.index(BASE_SEQ)
+        cells = " ".join(f"{n // 1024}K {x / f[i]:.2f}/{y / b[i]:.2f}" for n, x, y in zip(lengths, f, b, strict=True))
+        print(f"  {gpu:6s} cuDNN {cudnn:7s} fwd/bwd: {cells}")
     # held-out checks: what the derivation did not use
     t = {g: 1.0 / tflops(data, g, BASE_CUDNN, BASE_SEQ, "fwd", "128") + 2.5 / tflops(data, g, BASE_CUDNN, BASE_SEQ,
                                                                                     "bwd", "128")

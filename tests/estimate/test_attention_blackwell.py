@@ -33,6 +33,16 @@ def test_native_attention_share_is_the_derived_one(data, family):
     assert k.flash_fraction(family, "native") == pytest.approx(ab.derived_constants(data)[family], abs=5e-4)
 
 
+@pytest.mark.parametrize("family", ["b200", "b300", "gb200", "gb300"])
+def test_native_length_scaling_is_the_measured_curve(data, family):
+    """attention.native_length_scaling on Blackwell is cuDNN 9.13.1's B200 curve, the release the rate is taken at."""
+    k = load_constants()
+    lengths, fwd, bwd = k.native_length_scaling[family]
+    m_lengths, m_fwd, m_bwd = ab.length_curve(data, "b200", ab.BASE_CUDNN)
+    assert lengths == tuple(float(n) for n in m_lengths) and k.native_length_ref == ab.BASE_SEQ
+    assert fwd == pytest.approx(m_fwd) and bwd == pytest.approx(m_bwd)
+
+
 def test_softmax_share_is_the_derived_one(data):
     assert load_constants().softmax_share_fwd == pytest.approx(ab.derived_constants(data)["softmax_share_fwd"],
                                                                 abs=5e-4)

@@ -13,6 +13,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -39,6 +40,9 @@ class PerfConstants:
     sfu_ex2_speedup: dict[str, float]  # SFU ex2 throughput relative to Blackwell, by family
     # FP8 / BF16 fused-attention throughput (forward, backward) by family (attention.fp8_attention_speedup)
     fp8_attention_speedup: dict[str, tuple[float, float]]
+    # native kernels' measured rate by sequence length, by family: (lengths, fwd, bwd) (attention.native_length_scaling)
+    native_length_scaling: dict[str, tuple[tuple[float, ...], ...]]
+    native_length_ref: float  # the length flash_efficiency_native is taken at
     hbm_efficiency: float
     intra_busbw_fraction: float
     intra_busbw_fraction_mesh: float  # the same on a switchless full mesh (AMD xGMI)
@@ -107,6 +111,22 @@ class PerfConstants:
         keys = [key for key in self.fp8_attention_speedup if acc.startswith(key)]
         return self.fp8_attention_speedup[max(keys, key=len)] if keys else (1.0, 1.0)
 
+    def native_length_factors(self, accelerator: str, kernel: Any, length: Any) -> tuple[Any, Any]:
+        """(forward, backward) rate of the native kernels at a kernel call's sequence `length` relative to the
+        length flash_efficiency_native is taken at: log-linear between the family's measured lengths, the end values
+        beyond them, 1 below that length (attention.native_length_scaling); 1 for other kernels (an array of kernels
+        under framework auto) and families without data."""
+        acc = accelerator.lower()
+        keys = [key for key in self.native_length_scaling if acc.startswith(key)]
+        native = np.asarray(kernel) == "native"
+        if not keys or not np.any(native):
+            return 1.0, 1.0
+        lengths, fwd, bwd = self.native_length_scaling[max(keys, key=len)]
+        x, ref = np.log2(lengths), np.log2(self.native_length_ref)
+        at = np.maximum(np.log2(np.maximum(np.asarray(length, float), 1.0)), ref)
+        return tuple(np.where(native, np.interp(at, x, rate) / np.interp(ref, x, rate), 1.0)  # type: ignore[return-value]
+                     for rate in (fwd, bwd))
+
     def attention_sfu(self, accelerator: str, kernel: str = "fa2") -> tuple[float, float]:
         """(attention forward time factor, backward / forward time ratio) for a part whose SFUs compute the
         softmax exponentials `sfu_ex2_speedup` times faster: the forward's exponential share s shrinks by that
@@ -149,6 +169,10 @@ def load_constants() -> PerfConstants:
         sfu_ex2_speedup={str(k): float(v) for k, v in a["sfu_ex2_speedup"].items()},
         fp8_attention_speedup={str(k): (float(v["fwd"]), float(v["bwd"]))
                                for k, v in a["fp8_attention_speedup"].items()},
+        native_length_scaling={str(k): (tuple(map(float, v["lengths"])), tuple(map(float, v["fwd"])),
+                                        tuple(map(float, v["bwd"])))
+                               for k, v in a["native_length_scaling"].items() if k != "ref"},
+        native_length_ref=float(a["native_length_scaling"]["ref"]),
         hbm_efficiency=float(m["hbm_efficiency"]),
         intra_busbw_fraction=float(c["intra_busbw_fraction"]),
         intra_busbw_fraction_mesh=float(c["intra_busbw_fraction_mesh"]),

@@ -509,9 +509,11 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     # FP8 attention (strategy.fp8_attention): the forward and the backward each at the part's measured FP8 / BF16
     # throughput (perf_constants.yaml attention.fp8_attention_speedup)
     fp8_fwd, fp8_bwd = k.fp8_attention(x.system.accelerator) if x.fp8_attention else (1.0, 1.0)
+    len_fwd, len_bwd = _native_length(x)
     lt = compute.layer_times(_shapes(model), x.row, r, tp=t, cp=x.c, micro_batch=x.b * seqs, sp=x.sp,
-                             recompute=rc, ep=x.e, flash=training.flash_attention, flash_rate=r.flash_flops * fp8_fwd,
-                             flash_bwd_over_fwd=bwd_ratio * fp8_fwd / fp8_bwd,
+                             recompute=rc, ep=x.e, flash=training.flash_attention,
+                             flash_rate=r.flash_flops * fp8_fwd * len_fwd,
+                             flash_bwd_over_fwd=bwd_ratio * fp8_fwd / fp8_bwd * len_fwd / len_bwd,
                              trains_base_weights=training.trains_base_weights,
                              moe_capacity_factor=training.moe_capacity_factor,
                              elementwise_passes=_elementwise_passes(x),
@@ -535,6 +537,15 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
         layer_mb = layer_mb + passes * compute.stream_time(gemm_w * (0.5 + 2.0), r,
                                                           kernels=compute.KERNELS["nf4_dequantise"])
     return lt, layer_mb + _lora_adapters(x)
+
+
+def _native_length(x: _Step) -> tuple[Any, Any]:
+    """(forward, backward) rate of the native attention kernels at the length one kernel call runs, relative to the
+    length their efficiency is taken at (PerfConstants.native_length_factors): the attention span (the row where
+    none is given), over CP the rank's share -- Transformer Engine's ring (AttnFuncWithCP) runs each step on the
+    local chunks, span / cp queries against span / cp or span / 2 cp keys."""
+    span = np.where(np.asarray(x.span, float) > 0, x.span, x.row)
+    return x.k.native_length_factors(x.system.accelerator, x.fw.attention_kernel, span / x.c)
 
 
 def _lora_adapters(x: _Step) -> Any:
