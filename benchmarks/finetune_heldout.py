@@ -228,6 +228,23 @@ def spread_sensitivity(sigmas: tuple[float, ...] = (0.0, 0.3, 1.0)) -> list[tupl
     return out
 
 
+def needed_rates() -> list[tuple[str, float, float]]:
+    """(row, hardware TFLOP/s per GPU, share of the rated dense BF16 peak) that the measured tokens/s need with the
+    estimate's hardware FLOPs per step (recompute included), for the single-GPU BF16 rows: a share the card's
+    measured matmul rate cannot reach says the row's time is not the card's (catalog alt figures, perf_constants)."""
+    cat = load_catalog()
+    out = []
+    for r in csv.DictReader(DATA.open(encoding="utf-8")):
+        if r["precision"] != "bf16" or whole(r["gpu_count"]) != 1 or not r["tokens_per_s"]:
+            continue
+        sc = _scenario(r, cat)
+        arrays = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)
+        flops = float(np.asarray(arrays["hardware_flops_per_step"]).reshape(-1)[0])
+        rate = flops * num(r["tokens_per_s"]) / counted_tokens(r, sc.training) / 1e12
+        out.append((r["id"], rate, rate / sc.system.peak_tflops["bf16"]))
+    return out
+
+
 # what-if lengths for the LLaMA-Factory long-context rows, whose dataset is not stated (not scored, not fitted)
 LF_WHATIF = ((2000, 1.0), (4000, 1.0), (8000, 0.5), (8000, 1.0), (16000, 1.0), (6000, 1.5))
 
@@ -255,6 +272,9 @@ def main() -> None:
           "tokens/s error at cutoff 1K 2K 4K 8K 16K 32K):")
     for mean, sigma, errs in lf_length_whatif():
         print(f"  mean {mean:6.0f} sigma {sigma:3.1f}  " + " ".join(f"{100 * e:+5.1f}%" for e in errs))
+    print("hardware FLOP rate the measured tokens/s need (single-GPU BF16 rows; the estimate's FLOPs per step):")
+    for rid, rate, share in needed_rates():
+        print(f"  {rid:32s} {rate:6.1f} TFLOP/s = {share:.2f} of the rated BF16 peak")
     print("GB300 / GB200 tokens/s at the same layout (equal rated peaks; measured vs predicted):")
     for rid, meas, pred in generation_pairs(cs):
         print(f"  {rid:36s} measured {meas:.3f} predicted {pred:.3f}")
