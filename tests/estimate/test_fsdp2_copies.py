@@ -71,3 +71,21 @@ def test_copies_grow_with_micro_batches_and_never_shrink_the_step(mb, per_gpu):
     extra = _copies(seqs=8 * per_gpu, mb=mb)
     assert extra == pytest.approx(per_gpu / mb * 14 * llama8b().params_total / _hbm(), rel=1e-6)
     assert extra > 0
+
+
+def test_torchao_dgrad_transposes_the_gathered_fp8_weight_each_micro_batch():
+    """FP8 all-gather under torchao: the forward uses the gathered row-major FP8 weight as it is, the dgrad needs it
+    column-major, so each micro-batch copies it transposed (1 + 1 B per linear weight); a framework with an FP8
+    weight cache (Transformer Engine's transpose cache) does not."""
+    m = llama8b()
+    fp8 = Training(seq_len=4096, global_batch_seqs=8, precision="fp8", fp8_recipe="tensorwise")
+    st = Strategy(dp=8, zero=3, micro_batch=1, recompute="none")
+
+    def compute_s(cache: bool) -> float:
+        style = _style(True, fp8_param_allgather=True, fp8_weight_cache=cache)
+        return estimate_time(m, fp8, h100_cluster(8), st, framework_style=style).breakdown_s["compute"]
+
+    h, kv, f = m.hidden, m.kv_heads * m.hidden // m.heads, m.ffn
+    linear = m.layers * (h * (h + 2 * kv) + h * h + 3 * h * f)
+    extra = compute_s(False) - compute_s(True)
+    assert 2.0 * linear / _hbm() <= extra <= 2.0 * linear / _hbm() * 1.05 + 2e-3

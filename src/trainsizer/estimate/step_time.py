@@ -494,7 +494,11 @@ def _fp8_weight_casts(x: _Step) -> Any:
     base stored in FP8 (LoRA under NeMo's fp8_params / Megatron-Core fp8_param_gather: TE fp8_model_init creates
     the base weights as FP8 tensors at load) is never cast again, since no optimizer step changes it."""
     casts = np.where(np.asarray(x.fw.fp8_weight_cache), 1.0 / x.m, 1.0)
-    casts = casts / np.where(np.asarray(x.fw.fp8_param_allgather) & (x.zero >= 3), x.d * x.c, 1.0)
+    gathered = np.asarray(x.fw.fp8_param_allgather) & (x.zero >= 3)
+    casts = casts / np.where(gathered, x.d * x.c, 1.0)
+    # torchao's dgrad takes the gathered FP8 weight column-major: a transposed copy of it (read 1 B, write 1 B: half
+    # a 4-B cast) every micro-batch (torchao float8 preprocess_data: b.t().contiguous().t() for a row-major b)
+    casts = casts + np.where(gathered & ~np.asarray(x.fw.fp8_weight_cache), 0.5, 0.0)
     if x.training.trains_base_weights:
         return casts
     return np.where(np.asarray(x.fw.fp8_param_allgather), 0.0, casts)
