@@ -174,6 +174,8 @@ def layer_items(
                           detail={"layer_input_checkpoint": a * model.hidden})
     x = _Layer(model, training, profile, recompute, impl, dropout,
                style or load_memory_constants()["framework_profiles"][profile], deepep_experts)
+    if model.is_hybrid:
+        return _hybrid_items(x, moe)
     out = _Saved()
     _attention(x, out)
     out.detail["mlp_norm"] = x.norm(model.hidden)
@@ -183,6 +185,45 @@ def layer_items(
     else:
         _dense_mlp(x, out)
     return out.items()
+
+
+def _hybrid_items(x: _Layer, moe: bool) -> LayerItems:
+    """A hybrid model's layer (ModelArch.layer_pattern): an E layer (moe) is its norm and the MoE block; otherwise the
+    average over the pattern's M, * and - layers (each its own norm and one block: the Mamba-2 mixer's saved tensors,
+    estimate.mamba.mixer_saved_items; attention; the dense MLP), weighted by their counts. Megatron-Core's
+    recompute_modules drop items by name (`recompute_module_items`), so the names are the transformer layer's."""
+    model = x.model
+    if moe:
+        out = _Saved()
+        out.detail["mlp_norm"] = x.norm(model.hidden)
+        out.sp += out.detail["mlp_norm"]
+        _moe_mlp(x, out)
+        return out.items()
+    kinds = []
+    if model.mamba_layers:
+        from trainsizer.estimate.mamba import mixer_saved_items
+
+        sp, tp, d = mixer_saved_items(model, x.a, x.g, x.norm(model.hidden), x.training.trains_base_weights)
+        kinds.append((model.mamba_layers, _Saved(detail=d, sp=sp, tp=tp)))
+    if model.attention_layers:
+        att = _Saved()
+        _attention(x, att)
+        kinds.append((model.attention_layers, att))
+    if model.dense_mlp_layers:
+        mlp = _Saved()
+        mlp.detail["mlp_norm"] = x.norm(model.hidden)
+        mlp.sp += mlp.detail["mlp_norm"]
+        _dense_mlp(x, mlp)
+        kinds.append((model.dense_mlp_layers, mlp))
+    n = float(sum(k for k, _ in kinds)) or 1.0
+    avg = _Saved()
+    for k, part in kinds:
+        w = k / n
+        avg.sp, avg.tp, avg.s2, avg.routed = (avg.sp + w * part.sp, avg.tp + w * part.tp, avg.s2 + w * part.s2,
+                                              avg.routed + w * part.routed)
+        for key, v in part.detail.items():
+            avg.detail[key] = avg.detail.get(key, 0.0) + w * v
+    return avg.items()
 
 
 def _attention(x: _Layer, out: _Saved) -> None:

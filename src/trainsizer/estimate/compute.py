@@ -157,6 +157,8 @@ class ModelShapes:
     # sliding-window attention (ModelArch.sliding_window): the window in tokens and the share of layers using it
     window: int = 0
     window_share: float = 0.0
+    # a hybrid model (ModelArch.layer_pattern): its layers are single blocks (`_hybrid_sums`); None otherwise
+    hybrid: ModelArch | None = None
 
     @classmethod
     def of(cls, model: ModelArch) -> ModelShapes:
@@ -175,7 +177,7 @@ class ModelShapes:
             ffn_up=mult * model.ffn,
             ffn=model.ffn,
             act_elems_per_inner=3.0 if swiglu else 2.0,
-            n_dense=model.layers - model.moe_layer_count,
+            n_dense=model.dense_mlp_layers,
             n_moe=model.moe_layer_count,
             experts=model.experts,
             topk=model.experts_per_token,
@@ -189,6 +191,7 @@ class ModelShapes:
             qkv_up_share=_mla_up_share(model, attn_in),
             window=model.sliding_window,
             window_share=model.window_share,
+            hybrid=model if model.is_hybrid else None,
         )
 
 
@@ -247,6 +250,11 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     a_fwd, a_bwd = _attention_core(shapes, tok, b, c, s, t, rates, flash=flash, flash_rate=flash_rate,
                                    flash_bwd_over_fwd=flash_bwd_over_fwd, attention_span=attention_span,
                                    flash_head_pad=flash_head_pad)
+    if shapes.hybrid is not None:
+        return _hybrid_layer_times(shapes, d, a_fwd, a_bwd, tok, t, e, rates, rc, weights=weights,
+                                   elementwise_passes=elementwise_passes, fp8_weight_casts=fp8_weight_casts,
+                                   moe_capacity_factor=moe_capacity_factor, recompute_modules=recompute_modules,
+                                   full_recompute_share=full_recompute_share, ce_unfused_fp32=ce_unfused_fp32)
     fwd_sum = shapes.n_dense * (d.fwd_gemm + a_fwd + d.fwd_ew)
     bwd_sum = shapes.n_dense * (d.bwd_gemm + a_bwd + 2.0 * (d.fwd_ew - d.cast_fwd) + d.cast_bwd)
     recomp_full_sum = shapes.n_dense * (d.fwd_gemm + a_fwd + d.fwd_ew)
@@ -270,6 +278,60 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     head_fwd, head_bwd = _lm_head(shapes, tok, t, d.seq_share, weights, rates, ce_unfused_fp32)
     return LayerTimes(fwd=fwd_sum / L, bwd=bwd_sum / L + recomp, head_fwd=head_fwd, head_bwd=head_bwd,
                       attn_fwd=a_fwd)
+
+
+def _hybrid_layer_times(shapes: ModelShapes, d: _DenseParts, a_fwd, a_bwd, tok, t, e, rates: Rates, rc, *,
+                        weights: bool, elementwise_passes, fp8_weight_casts, moe_capacity_factor, recompute_modules,
+                        full_recompute_share, ce_unfused_fp32) -> LayerTimes:
+    """`layer_times` of a hybrid model: the average of its layers, each one block with its own norm and residual
+    (half of a transformer layer's 11 h element-wise bytes; Megatron-Core MambaLayer / TransformerLayer with one
+    submodule): M the Mamba-2 mixer (estimate.mamba.mixer_times), * the attention projections and core (+ RoPE),
+    - the dense MLP, E the MoE block (`_moe_layer` without attention). Selective recompute re-runs the attention
+    core of the * layers only; Megatron-Core's recompute_modules act on the blocks they name."""
+    from dataclasses import replace
+
+    from trainsizer.estimate.mamba import mixer_times
+
+    m = shapes.hybrid
+    h, L = shapes.hidden, float(shapes.layers)
+    n_m, n_a, n_d, n_e = m.mamba_layers, m.attention_layers, m.dense_mlp_layers, m.moe_layer_count
+    block_ew = 5.5 * h * tok * d.seq_share * rates.act_bytes * elementwise_passes
+    half_k = KERNELS["dense_elementwise"] / 2.0
+    rope = 2.0 * (shapes.qkv_out / t) * tok * rates.act_bytes * elementwise_passes
+    ca_f, ca_b = _fp8_casts(tok, h + shapes.attn_out_in / t, shapes.qkv_out / t + h, d.attn_w, rates,
+                            fp8_weight_casts, (2.0, 2.0, 2.0))
+    a_ew = stream_time(block_ew + rope, rates, kernels=half_k)
+    attn_f = d.g_attn + a_fwd + a_ew + ca_f
+    attn_b = d.b_attn + a_bwd + 2.0 * a_ew + ca_b
+    cm_f, cm_b = _fp8_casts(tok, h + shapes.ffn / t, shapes.ffn_up / t + h, (shapes.ffn_up * h + shapes.ffn * h) / t,
+                            rates, fp8_weight_casts, (2.0, 2.0, 2.0))
+    mlp_ew = stream_time(block_ew + d.act_dense, rates, kernels=half_k)
+    mlp_f = d.g_dense + mlp_ew + cm_f
+    mlp_b = (d.bwd_gemm - d.b_attn) + 2.0 * mlp_ew + cm_b
+    norm_ew = stream_time(block_ew, rates, kernels=2.0)
+    mx_f, mx_b = mixer_times(m, tok, t, rates, weights=weights, elementwise_passes=elementwise_passes,
+                             fp8_weight_casts=fp8_weight_casts) if n_m else (0.0, 0.0)
+    mamba_f, mamba_b = mx_f + norm_ew, mx_b + 2.0 * norm_ew
+    moe_f = moe_b = 0.0
+    if n_e:
+        bare = replace(shapes, qkv_out=0, attn_out_in=0)
+        _, _, moe_f, moe_b = _moe_layer(
+            bare, tok, t, e, rates, g_attn=0.0, b_attn=0.0, a_fwd=0.0, a_bwd=0.0, weights=weights, attn_w=0.0,
+            ew_fwd_common=block_ew, elementwise_passes=elementwise_passes, fp8_weight_casts=fp8_weight_casts,
+            moe_capacity_factor=moe_capacity_factor)
+    fwd_sum = n_m * mamba_f + n_a * attn_f + n_d * mlp_f + n_e * moe_f
+    bwd_sum = n_m * mamba_b + n_a * attn_b + n_d * mlp_b + n_e * moe_b
+    a_share = n_a / L
+    a_recomp = a_fwd * a_share
+    if recompute_modules is not None:
+        parts = {"a_fwd": a_fwd * a_share, "g_qkv": d.g_qkv * a_share, "g_dense": d.g_dense,
+                 "act_dense": d.act_dense, "seq_share": d.seq_share, "moe_only": moe_f}
+        a_recomp = _module_recompute(shapes, tuple(recompute_modules), tok, t, rates, elementwise_passes,
+                                     moe_capacity_factor, parts)
+    recomp = np.where(rc == 2, np.asarray(full_recompute_share, float) * fwd_sum / L, np.where(rc == 1, a_recomp, 0.0))
+    head_fwd, head_bwd = _lm_head(shapes, tok, t, d.seq_share, weights, rates, ce_unfused_fp32)
+    return LayerTimes(fwd=fwd_sum / L, bwd=bwd_sum / L + recomp, head_fwd=head_fwd, head_bwd=head_bwd,
+                      attn_fwd=a_fwd * a_share)
 
 
 @dataclass(frozen=True)

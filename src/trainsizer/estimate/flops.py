@@ -11,6 +11,9 @@ Conventions (each one names its source):
   recomputed forward: full recompute = every decoder layer again (not the LM head: Narayanan Eq. 3's
   V/(16 L h) term); selective = the attention core forward once (Korthikanti 2022 s5; their printed Eq. 8
   charges it 3x, see `korthikanti_eq8_flops`).
+- Mamba-2 layers of a hybrid model (ModelArch.layer_pattern): in_proj and out_proj are weight GEMMs; the SSD
+  chunked scan is `estimate.mamba.scan_flops_per_token` (Dao & Gu 2024, arXiv:2405.21060 s6), counted like the
+  attention core (not a weight GEMM, re-run by full recompute).
 - LoRA/QLoRA: frozen base weights need no weight gradient, so the backward of a frozen GEMM is 1x forward
   (dgrad only) -- standard autograd accounting (Hu et al. 2021, LoRA; trainable adapters neglected).
 """
@@ -40,10 +43,16 @@ class LayerFlops:
     # sliding-window layers (ModelArch.sliding_window / window_share): their tokens see at most `window` keys
     window: float = 0.0
     window_share: float = 0.0
+    mixer: float = 0.0  # Mamba-2 in_proj + out_proj GEMMs (hybrid models)
+    scan: float = 0.0  # Mamba-2 SSD scan, per token (no context dependence beyond the chunk)
 
     def gemm(self) -> float:
-        """All weight GEMMs of the decoder layers (no attention core, no LM head)."""
-        return self.attn_proj + self.mlp_dense + self.router + self.experts + self.shared
+        """All weight GEMMs of the decoder layers (no attention core, no SSD scan, no LM head)."""
+        return self.attn_proj + self.mlp_dense + self.router + self.experts + self.shared + self.mixer
+
+    def mixing(self, seq_len: float) -> float:
+        """Sequence-mixing work per token that is not a weight GEMM: the attention core and the SSD scan."""
+        return self.attn_core(seq_len) + self.scan
 
     def attn_core(self, seq_len: float) -> float:
         """Non-causal attention score + value FLOPs per token at context `seq_len`; a windowed layer's token sees
@@ -107,11 +116,12 @@ def selective_recompute_flops(model: ModelArch, seq_len: float, modules: tuple[s
 def layer_flops(model: ModelArch) -> LayerFlops:
     """Forward FLOPs per token (2 x weight elements of each GEMM), summed over all decoder layers."""
     n_moe = model.moe_layer_count
-    n_dense = model.layers - n_moe
-    attn = 2.0 * attention_gemm_weights(model) * model.layers
+    n_dense = model.dense_mlp_layers
+    n_attn = model.attention_layers
+    attn = 2.0 * attention_gemm_weights(model) * n_attn
     # QK^T: 2*d_qk per (query, key, head); AV: 2*d_v. MLA: d_qk = nope + rope, d_v = v_head_dim.
     d_qk, d_v = model.head_dims
-    core = 2.0 * model.heads * (d_qk + d_v) * model.layers
+    core = 2.0 * model.heads * (d_qk + d_v) * n_attn
     mlp = 2.0 * _mlp_gemm_weights(model, model.ffn) * n_dense
     router = experts = shared = 0.0
     if n_moe:
@@ -120,14 +130,20 @@ def layer_flops(model: ModelArch) -> LayerFlops:
         if model.shared_expert_ffn:
             shared = 2.0 * _mlp_gemm_weights(model, model.shared_expert_ffn) * n_moe
     lm_head = 2.0 * model.hidden * model.vocab
+    mixer = scan = 0.0
+    if model.mamba_layers:
+        from trainsizer.estimate.mamba import mixer_gemm_weights, scan_flops_per_token
+
+        mixer = 2.0 * mixer_gemm_weights(model) * model.mamba_layers
+        scan = scan_flops_per_token(model) * model.mamba_layers
     return LayerFlops(attn, core, mlp, router, experts, shared, lm_head, float(model.sliding_window),
-                      model.window_share)
+                      model.window_share, mixer, scan)
 
 
 def forward_flops_per_token(model: ModelArch, seq_len: float) -> float:
     """Model forward FLOPs per token (non-causal attention convention)."""
     lf = layer_flops(model)
-    return lf.gemm() + lf.attn_core(seq_len) + lf.lm_head
+    return lf.gemm() + lf.mixing(seq_len) + lf.lm_head
 
 
 def model_flops_per_token(model: ModelArch, seq_len: float, trains_base_weights: bool = True) -> float:
@@ -162,7 +178,7 @@ def hardware_flops_per_token(
         return float(hardware_flops_per_token(model, seq_len, RECOMPUTE_CODE[recompute], trains_base_weights,
                                               recompute_modules, full_share))
     lf = layer_flops(model)
-    fwd_layers = lf.gemm() + lf.attn_core(seq_len)
+    fwd_layers = lf.gemm() + lf.mixing(seq_len)
     bwd_mult = 2.0 if trains_base_weights else 1.0
     code = np.asarray(recompute)
     recomputed = np.where(code == RECOMPUTE_CODE["full"], fwd_layers * np.asarray(full_share, dtype=float),

@@ -612,6 +612,8 @@ def _tp_collectives_per_pass(x: _Step) -> tuple[Any, Any]:
     reduced once, backward still 2, as each branch's ColumnParallelLinear all-reduces its input gradient
     (copy_to_model_parallel_region); with sequence parallelism 1.5 and 1.5 (two input all-gathers and one output
     reduce-scatter forward, the converse backward)."""
+    if x.model.is_hybrid:  # one block per layer (Megatron-Core hybrid: M, *, - or E), one collective each way
+        return 1.0, 1.0
     if not x.model.parallel_residual:
         return 2.0, 2.0
     return np.where(x.sp, 1.5, 1.0), np.where(x.sp, 1.5, 2.0)
@@ -626,6 +628,8 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     # a full-iteration CUDA graph (strategy.cuda_graphs) replays the step's forward-backward as one graph: the host
     # issues no layer's kernels (per-layer graphs still replay layer by layer from Python, so they keep the floor)
     host_layer = 0.0 if x.cuda_graphs == "full_iteration" else x.k.host_s_per_layer_pass * (3.0 + x.full_share)
+    if x.model.is_hybrid:  # a hybrid layer is one block (M, *, - or E), about half a transformer layer's kernels
+        host_layer = 0.5 * host_layer
     blend = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer
     if not x.model.is_moe or not np.any(x.fw.moe_host_sync) or _moe_sync_free(x):
         return blend

@@ -82,6 +82,10 @@ MOE_A2A_OVERLAP_FRAMEWORKS = ("megatron-core",)
 # Transformer Engine options Megatron-Core exposes: fp8_dot_product_attention, activation_func_fp8_input_store,
 # enable_cuda_graph / cuda_graph_scope (names.CUDA_GRAPHS); "auto" as above
 TE_GRAPH_FRAMEWORKS = ("megatron-core",)
+# Stacks that run hybrid Mamba-2 / attention models as modelled (ModelArch.layer_pattern): Megatron-Core's MambaModel
+# (Megatron-Bridge, NeMo) and transformers' NemotronH (modeling_nemotron_h.py, mamba_ssm kernels) under the HF Trainer
+# or PyTorch FSDP; torchtitan, torchtune, DeepSpeed's Megatron and the 2020-22 Megatron-LM have no Mamba-2 layer
+HYBRID_FRAMEWORKS = ("megatron-core", "hf", "fsdp")
 # Frameworks that replicate a single KV head (multi-query attention) on every TP rank.
 MQA_REPLICATED_KV_FRAMEWORKS = ("megatron",)
 
@@ -124,6 +128,10 @@ RULES = (
     "qlora_fp8",
     "recompute_code",
     "offload_code",
+    "hybrid_framework",
+    "tp_divides_ssm",
+    "hybrid_cp",
+    "hybrid_adapters",
 )
 WARNINGS = ("tp_across_nodes", "ep_across_domains", "pp_uneven_layers", "vpp_uneven_layers")
 
@@ -262,7 +270,37 @@ def _shape_and_pipeline_rules(c: SimpleNamespace) -> _Rules:
 def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
     """Expert and context parallelism, batch split, ZeRO/FSDP and offload, and what each framework offers."""
     return (_sharding_rules(c) | _activation_offload_rules(c) | _stack_option_rules(c) | _moe_a2a_overlap_rules(c)
-            | _partial_recompute_rules(c) | _te_option_rules(c))
+            | _partial_recompute_rules(c) | _te_option_rules(c) | _hybrid_rules(c))
+
+
+def _hybrid_rules(c: SimpleNamespace) -> _Rules:
+    """A hybrid Mamba-2 / attention model: a stack that runs it (HYBRID_FRAMEWORKS); TP splits the mixer's heads and
+    B / C groups (Megatron-Core MambaMixer asserts nheads % tp == 0 and ngroups % tp == 0); context parallelism
+    (Megatron-Core MambaContextParallel: all-to-alls of the in_proj output and the scan output) and LoRA adapters on
+    in_proj / out_proj are not modelled yet, so they are refused rather than estimated as a transformer."""
+    model, tp, cp = c.model, c.tp, c.cp
+    hybrid = model.is_hybrid
+    heads, groups = max(model.ssm_heads, 1), max(model.ssm_groups, 1)
+    ssm_ok = (heads % c.safe(tp) == 0) & (groups % c.safe(tp) == 0) if model.mamba_layers else np.ones(tp.shape, bool)
+    adapters = c.training.method in ("lora", "qlora")
+    return {
+        "hybrid_framework": (
+            np.full(tp.shape, not hybrid) | _resolves_to(c, HYBRID_FRAMEWORKS),
+            lambda v: msg("rule_hybrid_framework", framework=_stack_named(c, v), allowed=", ".join(HYBRID_FRAMEWORKS)),
+        ),
+        "tp_divides_ssm": (
+            ssm_ok,
+            lambda v: msg("rule_tp_divides_ssm", tp=v["tp"], heads=model.ssm_heads, groups=model.ssm_groups),
+        ),
+        "hybrid_cp": (
+            np.full(tp.shape, not hybrid) | (cp <= 1),
+            lambda v: msg("rule_hybrid_cp", cp=v["cp"]),
+        ),
+        "hybrid_adapters": (
+            np.full(tp.shape, not (hybrid and adapters)),
+            lambda v: msg("rule_hybrid_adapters", method=c.training.method),
+        ),
+    }
 
 
 def _te_option_rules(c: SimpleNamespace) -> _Rules:

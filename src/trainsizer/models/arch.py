@@ -11,10 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 
-MLP_KINDS = ("swiglu", "gelu")
+# relu2: squared ReLU, two matrices like gelu (So et al. 2021, Primer; Nemotron-H / Nemotron 3 mlp_hidden_act)
+MLP_KINDS = ("swiglu", "gelu", "relu2")
 NORM_KINDS = ("rmsnorm", "layernorm")
 ATTENTION_KINDS = ("gqa", "mla")
 POSITION_KINDS = ("rope", "learned", "alibi")
+# Megatron-Core hybrid layer symbols (megatron/core/ssm/mamba_hybrid_layer_allocation.py Symbols; Nemotron-H's
+# hybrid_override_pattern): each character is one layer with its own pre-norm and residual
+HYBRID_SYMBOLS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 
 
 @dataclass(frozen=True)
@@ -29,14 +33,16 @@ class LayerParams:
     experts_active: int  # routed experts one token passes through
     shared: int  # shared experts (+ their gate)
     is_moe: bool
+    mixer: int = 0  # Mamba-2 mixer of a hybrid model's M layer (in_proj, conv1d, dt_bias, A_log, D, gated norm, out_proj)
 
     @property
     def total(self) -> int:
-        return self.attention + self.norms + self.mlp_dense + self.router + self.experts_total + self.shared
+        return self.attention + self.norms + self.mlp_dense + self.router + self.experts_total + self.shared + self.mixer
 
     @property
     def active(self) -> int:
-        return self.attention + self.norms + self.mlp_dense + self.router + self.experts_active + self.shared
+        return self.attention + self.norms + self.mlp_dense + self.router + self.experts_active + self.shared + \
+            self.mixer
 
 
 @dataclass(frozen=True)
@@ -100,6 +106,17 @@ class ModelArch:
     # to the last `sliding_window` positions (0: no window); their attention core spans the window, not the row
     sliding_window: int = 0
     window_layers: int = 0
+    # hybrid Mamba-2 / attention models (Megatron-Core MambaModel hybrid_override_pattern, Nemotron-H, Nemotron 3):
+    # one symbol of HYBRID_SYMBOLS per layer; "" = every layer is attention + MLP. The Mamba-2 mixer (Dao & Gu 2024,
+    # arXiv:2405.21060; Megatron-Core ssm/mamba_mixer.py): ssm_heads x ssm_head_dim = d_inner, ssm_state (N),
+    # ssm_groups (B / C groups), ssm_conv (depthwise conv1d width), ssm_chunk (the SSD scan's chunk length Q)
+    layer_pattern: str = ""
+    ssm_heads: int = 0
+    ssm_head_dim: int = 0
+    ssm_state: int = 0
+    ssm_groups: int = 1
+    ssm_conv: int = 4
+    ssm_chunk: int = 128
 
     def __post_init__(self) -> None:
         if self.head_dim == 0 and self.heads:
@@ -155,8 +172,49 @@ class ModelArch:
             return self.heads * self.v_head_dim
         return self.heads * self.head_dim
 
+    @property
+    def is_hybrid(self) -> bool:
+        return bool(self.layer_pattern)
+
+    def layer_kind(self, index: int) -> str:
+        """"layer" (attention + MLP) or, in a hybrid model, the layer's HYBRID_SYMBOLS kind."""
+        return HYBRID_SYMBOLS[self.layer_pattern[index]] if self.layer_pattern else "layer"
+
+    @cached_property
+    def attention_layers(self) -> int:
+        """Layers with an attention block (every layer unless hybrid)."""
+        return self.layer_pattern.count("*") if self.layer_pattern else self.layers
+
+    @cached_property
+    def dense_mlp_layers(self) -> int:
+        """Layers with a dense MLP."""
+        return self.layer_pattern.count("-") if self.layer_pattern else self.layers - self.moe_layer_count
+
+    @cached_property
+    def mamba_layers(self) -> int:
+        return self.layer_pattern.count("M")
+
+    @property
+    def ssm_inner(self) -> int:
+        """d_inner of the Mamba-2 mixer: heads x head dim."""
+        return self.ssm_heads * self.ssm_head_dim
+
+    @property
+    def ssm_in_proj_out(self) -> int:
+        """in_proj output width: z and x (d_inner each), B and C (groups x state each), dt (one per head)."""
+        return 2 * self.ssm_inner + 2 * self.ssm_groups * self.ssm_state + self.ssm_heads
+
+    def mamba_mixer_params(self) -> int:
+        """One Mamba-2 mixer (Megatron-Core MambaMixer; HF NemotronHMamba2Mixer): in_proj (no bias), depthwise conv1d
+        over x, B, C with bias, dt_bias / A_log / D per head, the gated RMSNorm over d_inner, out_proj (no bias)."""
+        conv_dim = self.ssm_inner + 2 * self.ssm_groups * self.ssm_state
+        return (self.hidden * self.ssm_in_proj_out + conv_dim * (self.ssm_conv + 1) + 3 * self.ssm_heads
+                + self.ssm_inner + self.ssm_inner * self.hidden)
+
     def layer_is_moe(self, index: int) -> bool:
         """Whether decoder layer `index` (0-based) has an MoE MLP."""
+        if self.layer_pattern:
+            return self.layer_pattern[index] == "E"
         if not self.is_moe or index < self.dense_layers or index in self.mlp_only_layers:
             return False
         return (index + self.moe_layer_offset) % self.moe_every == 0
@@ -208,26 +266,35 @@ class ModelArch:
         p = 2 * h * inner
         return p + (inner + h if self.mlp_bias else 0)
 
-    def layer_params(self, index: int) -> LayerParams:
-        attn = self.attention_params()
-        norms = 2 * self._norm_params()
-        if not self.layer_is_moe(index):
-            return LayerParams(attn, norms, self.mlp_params(self.ffn), 0, 0, 0, 0, False)
+    def _hybrid_layer_params(self, kind: str) -> LayerParams:
+        """One hybrid layer: its block and its own pre-norm (Megatron-Core MambaLayer / TransformerLayer)."""
+        norm = self._norm_params()
+        if kind == "mamba":
+            return LayerParams(0, norm, 0, 0, 0, 0, 0, False, mixer=self.mamba_mixer_params())
+        if kind == "attention":
+            return LayerParams(self.attention_params(), norm, 0, 0, 0, 0, 0, False)
+        if kind == "mlp":
+            return LayerParams(0, norm, self.mlp_params(self.ffn), 0, 0, 0, 0, False)
+        return self._moe_params(0, norm)
+
+    def _moe_params(self, attn: int, norms: int) -> LayerParams:
         one_expert = self.mlp_params(self.expert_ffn)
         router = self.hidden * self.experts + (self.experts if self.router_bias else 0)
         shared = self.mlp_params(self.shared_expert_ffn) if self.shared_expert_ffn else 0
         if self.shared_expert_gate:
             shared += self.hidden
-        return LayerParams(
-            attention=attn,
-            norms=norms,
-            mlp_dense=0,
-            router=router,
-            experts_total=self.experts * one_expert,
-            experts_active=self.experts_per_token * one_expert,
-            shared=shared,
-            is_moe=True,
-        )
+        return LayerParams(attention=attn, norms=norms, mlp_dense=0, router=router,
+                           experts_total=self.experts * one_expert, experts_active=self.experts_per_token * one_expert,
+                           shared=shared, is_moe=True)
+
+    def layer_params(self, index: int) -> LayerParams:
+        if self.layer_pattern:
+            return self._hybrid_layer_params(self.layer_kind(index))
+        attn = self.attention_params()
+        norms = 2 * self._norm_params()
+        if not self.layer_is_moe(index):
+            return LayerParams(attn, norms, self.mlp_params(self.ffn), 0, 0, 0, 0, False)
+        return self._moe_params(attn, norms)
 
     @cached_property
     def embedding_params(self) -> int:

@@ -6,7 +6,8 @@ the module shapes of the matching modeling file (`modeling_llama.py`, `modeling_
 `modeling_qwen3_moe.py`, `modeling_deepseek_v2.py` / DeepSeek-V3 `modeling_deepseek.py`, `modeling_gpt2.py`,
 `modeling_gpt_neox.py`, `modeling_gemma2.py`, `modeling_gemma3.py`, `modeling_phi3.py`, `modeling_glm.py`,
 `modeling_glm4.py`, `modeling_internlm3.py`; the remote-code files of ChatGLM, InternLM2 and Baichuan).
-State-space, recurrent and hybrid models (Mamba, RWKV, Jamba, ...) are refused by name. Every key of the file is either used, listed as known-irrelevant to sizing for
+Hybrid Mamba-2 / attention models in Megatron-Core's layout (`nemotron_h`, modeling_nemotron_h.py) are read with
+their layer pattern; other state-space, recurrent and hybrid models (Mamba, RWKV, Jamba, ...) are refused by name. Every key of the file is either used, listed as known-irrelevant to sizing for
 its family, or reported in `ModelArch.unknown_keys` (and a line in `ModelArch.notes`): nothing is ignored
 silently. Defaults for absent optional keys are the defaults of the `transformers` configuration class,
 and each default that was applied is recorded in `notes`. Works offline: only local files are read.
@@ -559,6 +560,68 @@ def _baichuan(c: ConfigReader) -> dict[str, Any]:
     return _gqa_core(c)
 
 
+_NEMOTRON_H_IRRELEVANT = _ROPE | _DROPOUT | {
+    "layer_norm_epsilon", "norm_eps", "rms_norm_eps", "rescale_prenorm_residual", "residual_in_fp32",
+    "time_step_floor", "time_step_max", "time_step_min", "time_step_limit", "time_step_rank", "mamba_ssm_cache_dtype",
+    "num_logits_to_keep", "use_mamba_kernels", "sliding_window", "mamba_hidden_act", "expand", "use_bias",
+    "use_conv_bias", "n_group", "topk_group", "norm_topk_prob", "routed_scaling_factor", "n_shared_experts",
+    "mamba_chunk_size"}
+
+
+def _nemotron_h(c: ConfigReader) -> dict[str, Any]:
+    """NemotronH (transformers modeling_nemotron_h.py; Megatron-Core MambaModel): one block per layer after
+    hybrid_override_pattern (M Mamba-2 mixer, * attention, - MLP, E MoE), each with its own RMSNorm. The mixer's
+    d_inner is mamba_num_heads x mamba_head_dim (`expand` is not read by the modeling code); attention is GQA with
+    head_dim (or attention_head_dim); MLPs use mlp_hidden_act (relu2: squared ReLU, two matrices); MoE layers route
+    to n_routed_experts (top num_experts_per_tok, sigmoid scores with a correction bias) beside one shared MLP of
+    moe_shared_expert_intermediate_size."""
+    from trainsizer.models.hybrid import check_layer_pattern, check_mixer
+
+    layers = c.req_int("num_hidden_layers")
+    c.used.add("hybrid_override_pattern")
+    pattern = c.raw.get("hybrid_override_pattern")
+    if not isinstance(pattern, str):
+        raise SpecError(c.where("hybrid_override_pattern"), msg("hf_string"), value=pattern)
+    check_layer_pattern(pattern, layers, c.where("hybrid_override_pattern"))
+    hidden, heads = c.req_int("hidden_size"), c.req_int("num_attention_heads")
+    kv_heads = c.opt_int("num_key_value_heads", heads, 1, note=False)
+    if heads % kv_heads:
+        raise SpecError(c.where("num_key_value_heads"), msg("hf_must_divide_heads", heads=heads), value=kv_heads)
+    key = "head_dim" if c.has("head_dim") or not c.has("attention_head_dim") else "attention_head_dim"
+    c.used.update({"head_dim", "attention_head_dim"})
+    head_dim = c.opt_int(key, hidden // heads, 1)
+    act = c.opt_str("mlp_hidden_act", c.opt_str("hidden_act", "relu2"))
+    if act != "relu2":
+        c.notes.append(msg("hf_plain_mlp", key="mlp_hidden_act", act=repr(act)))
+    bias = c.opt_bool("attention_bias", False)
+    if c.opt_bool("mamba_proj_bias", False):
+        raise SpecError(c.where("mamba_proj_bias"), msg("hybrid_proj_bias"), value=True)
+    kw: dict[str, Any] = dict(
+        layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
+        vocab=c.req_int("vocab_size"), max_position=c.opt_int("max_position_embeddings", 4096, 1),
+        mlp="relu2", norm="rmsnorm", position="rope",
+        ffn=c.opt_int("intermediate_size", 0, 0, note=False),
+        tied_embeddings=c.opt_bool("tie_word_embeddings", False), qkv_bias=bias, out_bias=bias,
+        mlp_bias=c.opt_bool("mlp_bias", False), layer_pattern=pattern)
+    if "M" in pattern:
+        kw.update(ssm_heads=c.req_int("mamba_num_heads"), ssm_head_dim=c.req_int("mamba_head_dim"),
+                  ssm_state=c.req_int("ssm_state_size"), ssm_groups=c.opt_int("n_groups", 8, 1),
+                  ssm_conv=c.opt_int("conv_kernel", 4, 1), ssm_chunk=c.opt_int("chunk_size", 128, 1))
+        check_mixer(kw["ssm_heads"], kw["ssm_groups"], c.where("n_groups"))
+    if "-" in pattern and kw["ffn"] < 1:
+        raise SpecError(c.where("intermediate_size"), msg("hf_missing_key"))
+    if "E" in pattern:
+        experts, k = c.req_int("n_routed_experts"), c.req_int("num_experts_per_tok")
+        _check_topk(c, "num_experts_per_tok", k, experts)
+        kw.update(experts=experts, experts_per_token=k, expert_ffn=c.req_int("moe_intermediate_size"),
+                  shared_expert_ffn=c.opt_int("moe_shared_expert_intermediate_size", 0, 0, note=False),
+                  router_bias=True, router_fp32=True)  # Megatron-Bridge NemotronHModelProvider moe_router_dtype "fp32"
+    c.used.update({"mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", "chunk_size",
+                   "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size",
+                   "moe_shared_expert_intermediate_size"})
+    return kw
+
+
 # Architectures that are not (only) transformers: their recurrences / state-space layers have no formulas here.
 # model_type -> (kind: message hf_arch_<kind>, name)
 NON_TRANSFORMER = {
@@ -568,7 +631,7 @@ NON_TRANSFORMER = {
     "retnet": ("retention", "RetNet"), "hyena": ("long_conv", "Hyena"),
     "striped_hyena": ("hybrid_hyena", "StripedHyena"), "jamba": ("hybrid_mamba", "Jamba"),
     "zamba": ("hybrid_mamba", "Zamba"), "zamba2": ("hybrid_mamba2", "Zamba2"), "bamba": ("hybrid_mamba2", "Bamba"),
-    "falcon_h1": ("hybrid_mamba2", "Falcon-H1"), "nemotron_h": ("hybrid_mamba2", "Nemotron-H"),
+    "falcon_h1": ("hybrid_mamba2", "Falcon-H1"),
     "granitemoehybrid": ("hybrid_mamba2", "Granite 4.0"), "lfm2": ("hybrid_conv", "LFM2"),
 }
 
@@ -607,6 +670,8 @@ FAMILIES: dict[str, Family] = {
     f.model_type: f
     for f in (
         Family("llama", _llama, COMMON_IRRELEVANT | _LLAMA_IRRELEVANT, "Llama 2 / 3 / 3.1"),
+        Family("nemotron_h", _nemotron_h, COMMON_IRRELEVANT | _NEMOTRON_H_IRRELEVANT,
+               "Nemotron-H / Nemotron 3 (hybrid Mamba-2 / attention, MoE)"),
         Family("mistral", _mistral, COMMON_IRRELEVANT | _LLAMA_IRRELEVANT | _SLIDING, "Mistral 7B"),
         Family(
             "mixtral", _mixtral, COMMON_IRRELEVANT | _LLAMA_IRRELEVANT | _SLIDING | _MOE_ROUTING, "Mixtral MoE"

@@ -35,7 +35,7 @@ class InlineModelSpec(BaseModel):
     ffn: int | None = NonNeg
     vocab: int | None = Pos
     head_dim: int | None = Pos
-    mlp: Literal["swiglu", "gelu"] | None = None
+    mlp: Literal["swiglu", "gelu", "relu2"] | None = None
     norm: Literal["rmsnorm", "layernorm"] | None = None
     position: Literal["rope", "learned", "alibi"] | None = None
     max_position: int | None = Pos
@@ -65,6 +65,14 @@ class InlineModelSpec(BaseModel):
     mtp_layers: int | None = NonNeg
     sliding_window: int | None = NonNeg
     window_layers: int | None = NonNeg
+    # hybrid Mamba-2 / attention (ModelArch.layer_pattern; Megatron-Core hybrid_override_pattern)
+    layer_pattern: str | None = None
+    ssm_heads: int | None = NonNeg  # 0: no Mamba-2 mixer (a pattern with M layers needs > 0)
+    ssm_head_dim: int | None = NonNeg
+    ssm_state: int | None = NonNeg
+    ssm_groups: int | None = Pos
+    ssm_conv: int | None = Pos
+    ssm_chunk: int | None = Pos
 
 
 _KEYS = tuple(InlineModelSpec.model_fields)
@@ -168,7 +176,26 @@ def _check(v: dict[str, Any], where: str) -> None:
         raise bad("window_layers", msg("model_exceeds", what="layers", n=layers))
     if v.get("window_layers", 0) and not v.get("sliding_window"):
         raise bad("window_layers", msg("model_window_layers_need_window"))
+    pattern = v.get("layer_pattern", "")
+    if pattern:
+        _check_hybrid(v, where)
     probe = ModelArch(**v)
-    dense = [i for i in range(layers) if not probe.layer_is_moe(i)]
+    dense = [i for i in range(layers) if probe.layer_kind(i) in ("layer", "mlp") and not probe.layer_is_moe(i)]
     if dense and not v.get("ffn"):
         raise bad("ffn", msg("model_ffn_required", layer=dense[0]))
+
+
+def _check_hybrid(v: dict[str, Any], where: str) -> None:
+    """A hybrid layer pattern: its symbols and length, the Mamba-2 mixer's widths where it has M layers, experts where
+    it has E layers (models/hybrid.py)."""
+    from trainsizer.models.hybrid import check_layer_pattern, check_mixer
+
+    pattern = v["layer_pattern"]
+    check_layer_pattern(pattern, v["layers"], f"{where}.layer_pattern")
+    if "M" in pattern:
+        for key in ("ssm_heads", "ssm_head_dim", "ssm_state"):
+            if not v.get(key):
+                raise SpecError(f"{where}.{key}", msg("hybrid_needs_mixer", key=key), value=v.get(key))
+        check_mixer(v["ssm_heads"], v.get("ssm_groups", 1), f"{where}.ssm_groups")
+    if "E" in pattern and not v.get("experts"):
+        raise SpecError(f"{where}.experts", msg("hybrid_needs_experts"), value=v.get("experts"))

@@ -1,0 +1,96 @@
+"""Held-out check on hybrid Mamba-2 / attention models: published pre-training throughput of Nemotron 3 Nano 30B-A3B
+(23 Mamba-2, 6 attention, 23 MoE layers) on DGX-GB300, -GB200, -B300, -B200 and -H100 from the Megatron-Bridge
+performance tables (26.02.01 to 26.08 NeMo containers), and one Nemotron-H 56B run on 256 H100 from NVIDIA's DGX Cloud
+benchmarking recipe. Nothing is fitted on these rows: the Mamba-2 mixer is costed from its shapes
+(trainsizer.estimate.mamba) on the same roofline and rates as every other kernel.
+
+Data: benchmarks/data/hybrid_perf.csv -- one row per table line, each stated from the workload base config the
+release's performance scripts load (scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py at
+v0.4.0 for 26.02.01 to 26.04.01, v0.5.0 for 26.06 / 26.06.01 -- the same layouts --, the perf_recipes of 067f987d for
+26.08): EP 8, MXFP8 on Blackwell with no recompute, FP8 current scaling on H100 with recompute_modules moe, layernorm,
+core_attn, moe_act; the HybridEP flex dispatcher; bf16 gradient reduce (set_nemotron_3_nano_common_configs). What the
+rows cannot state is in the `assumed` column (partial CUDA graphs, forced load balancing, the DGX-B300 network).
+
+Run: python benchmarks/perf_hybrid.py
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from harness import Fit, job_fits, print_fits
+from trainsizer.catalog import load_catalog
+from trainsizer.estimate.step_time import step_time_arrays
+from trainsizer.scenario import resolve_job
+
+DATA = Path(__file__).resolve().parent / "data" / "hybrid_perf.csv"
+# DGX systems as perf_blackwell.py / perf_mbridge26.py write them (DGX-B300: eight 800 Gb/s SuperNICs, assumed)
+SYSTEMS = {"GB300": ("gb300", "ib-xdr800"), "GB200": ("gb200", "ib-ndr400"), "B200": ("b200", "ib-ndr400"),
+           "B300": ("b300", "ib-xdr800"), "H100": ("h100-sxm-80gb", "ib-ndr400")}
+PRECISION = {"BF16": ("bf16", "auto"), "FP8-CS": ("fp8", "tensorwise"), "MXFP8": ("fp8", "mxfp8")}
+
+
+def job(r: dict[str, str]) -> dict:
+    """The row as a job, with what its recipe sets."""
+    acc, net = SYSTEMS[r["system"]]
+    precision, recipe = PRECISION[r["precision"]]
+    modules = tuple(r["recompute_modules"].split())
+    tp = int(r["tp"])
+    strategy = {
+        "tp": tp, "pp": int(r["pp"]), "cp": int(r["cp"]), "ep": int(r["ep"]), "micro_batch": int(r["micro_batch"]),
+        "recompute": "selective" if modules else "none", "recompute_modules": modules or None,
+        "distributed_optimizer": True, "framework": "megatron-core", "sequence_parallel": tp > 1,
+        "grad_reduce_in_fp32": False, "fp8_param_allgather": precision == "fp8", "loss_impl": "te",
+    }
+    if r["moe_dispatcher"]:
+        strategy["moe_dispatcher"] = r["moe_dispatcher"]
+    return {
+        "model": r["model"], "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": int(r["seq_len"]),
+        "global_batch": {"sequences": int(r["global_batch_seqs"])}, "precision": precision, "fp8_recipe": recipe,
+        "hardware": {"accelerator": acc, "count": int(r["gpu_count"]), "network": net},
+        "strategy": strategy,
+    }
+
+
+def rows() -> list[dict[str, str]]:
+    return list(csv.DictReader(DATA.open(encoding="utf-8")))
+
+
+def cases() -> list[tuple[str, str, float, float]]:
+    """(row id, system, measured, predicted tokens/s/GPU)."""
+    cat = load_catalog()
+    out = []
+    for r in rows():
+        sc = resolve_job(job(r), cat)
+        o = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)
+        step = float(np.asarray(o["step_s"]).reshape(-1)[0])
+        out.append((r["id"], r["system"], float(r["tokens_per_sec_per_gpu"]),
+                    sc.training.tokens_per_step / step / sc.system.gpus))
+    return out
+
+
+def fits() -> list[Fit]:
+    """Each row's predicted peak memory against the card's usable memory (every row ran on real hardware)."""
+    return job_fits((r["id"], job(r)) for r in rows())
+
+
+def main() -> None:
+    cs = cases()
+    print(f"{'row':56s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
+    for rid, _, m, p in cs:
+        print(f"{rid:56s} {m:9.0f} {p:9.0f} {100 * (p - m) / m:+7.1f}")
+    errs = np.array([abs(p - m) / m for _, _, m, p in cs])
+    print(f"\nhybrid Mamba-2 / attention (held out, nothing fitted): n={len(cs)} MAPE {100 * errs.mean():.1f}%")
+    groups: dict[str, list[float]] = {}
+    for _rid, system, m, p in cs:
+        groups.setdefault(system, []).append(abs(p - m) / m)
+    for g, e in groups.items():
+        print(f"  system {g:6s} n={len(e):2d} MAPE {100 * float(np.mean(e)):5.1f}%")
+    print_fits(fits(), "hybrid Mamba-2 / attention")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""The Mamba-2 mixer of a hybrid model's M layers: FLOPs, compute time and saved activations.
+
+Sources (one line each):
+- The mixer: Dao & Gu 2024 ("Transformers are SSMs", arXiv:2405.21060) s7 (Mamba-2 block); Megatron-Core
+  megatron/core/ssm/mamba_mixer.py MambaMixer: in_proj hidden -> z, x (d_inner each), B, C (ngroups x d_state each),
+  dt (nheads); depthwise causal conv1d over x, B, C; the SSD scan; a gated RMSNorm over d_inner (norm_before_gate
+  False); out_proj d_inner -> hidden. TP splits heads and groups (nheads % tp == 0, ngroups % tp == 0): in_proj is
+  column-parallel, out_proj row-parallel, conv1d / dt_bias / A_log / D / the norm weight are split with the heads.
+- The SSD scan, chunked with chunk length Q (s6, "the SSD algorithm"; mamba_ssm ops/triton/ssd_combined.py): per
+  chunk C B^T (Q x Q x N per group, _bmm_chunk_fwd), the masked (L o C B^T) X (Q x Q x P per head, _chunk_scan_fwd),
+  the chunk states B^T X (N x P over Q per head, _chunk_state_fwd), passed between chunks in fp32
+  (_state_passing_fwd) and read back as C h (Q x N x P per head). Forward FLOPs per token: 2 Q N G + H (2 Q P + 4 N P),
+  counted over the whole Q x Q block as the attention core is counted non-causal. Backward: each product's two
+  operand gradients (2x the forward), and the fused path re-runs the conv1d.
+- Saved for backward (mamba_split_conv1d_scan_combined, MambaSplitConv1dScanCombinedFn.forward save_for_backward,
+  the path MambaMixer._ssm_training takes with use_mem_eff_path): the in_proj output zxBCdt, the scan output before
+  the gate (out_x), the gated norm's fp32 rstd per group; the conv1d output is recomputed in backward. Around it:
+  the layer norm fused into in_proj (TELayerNormColumnParallelLinear: input + fp32 rstd, and in_proj's input) and
+  out_proj's input.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from trainsizer.models.arch import ModelArch
+
+
+def mixer_gemm_weights(model: ModelArch) -> int:
+    """Weight elements of one mixer's GEMMs: in_proj and out_proj (conv1d is depthwise, not a GEMM)."""
+    return model.hidden * model.ssm_in_proj_out + model.ssm_inner * model.hidden
+
+
+def scan_flops_per_token(model: ModelArch) -> float:
+    """Forward FLOPs per token of one layer's SSD chunked scan: 2 Q N G + H (2 Q P + 4 N P) (module docstring)."""
+    q, n, g = float(model.ssm_chunk), float(model.ssm_state), float(model.ssm_groups)
+    h, p = float(model.ssm_heads), float(model.ssm_head_dim)
+    return 2.0 * q * n * g + h * (2.0 * q * p + 4.0 * n * p)
+
+
+def mixer_times(model: ModelArch, tok: Any, t: Any, rates: Any, *, weights: bool = True, elementwise_passes: Any = 1.0,
+                fp8_weight_casts: Any = 1.0) -> tuple[Any, Any]:
+    """(forward, backward) seconds of one Mamba-2 mixer on one GPU for `tok` tokens, TP degree `t` (arrays):
+    in_proj and out_proj as linear GEMMs (FP8 under FP8 training), the SSD scan as batched 16-bit GEMMs of its chunk
+    shapes on the roofline plus its fp32 chunk states through HBM, and the conv1d, dt and gated-norm traffic. The
+    layer's pre-norm and residual are the caller's."""
+    from trainsizer.estimate.compute import _fp8_casts, gemm_time, linear_gemms, stream_time
+
+    h, di, inp = float(model.hidden), float(model.ssm_inner), float(model.ssm_in_proj_out)
+    q, n, g = float(model.ssm_chunk), float(model.ssm_state), float(model.ssm_groups)
+    heads, p = float(model.ssm_heads), float(model.ssm_head_dim)
+    t = np.asarray(t, float)
+    a = rates.act_bytes
+    in_f, in_b = linear_gemms(tok, inp / t, h, rates, weights)
+    out_f, out_b = linear_gemms(tok, h, di / t, rates, weights)
+    chunks = np.asarray(tok, float) / q
+    scan = (gemm_time(q, q, n, rates, batch=chunks * g / t, linear=False)
+            + gemm_time(q, p, q, rates, batch=chunks * heads / t, linear=False)
+            + gemm_time(n, p, q, rates, batch=chunks * heads / t, linear=False)
+            + gemm_time(q, p, n, rates, batch=chunks * heads / t, linear=False))
+    states = stream_time(3.0 * 4.0 * chunks * heads / t * p * n, rates)  # fp32 states: written, passed, read
+    conv_w = di + 2.0 * g * n
+    # conv1d + SiLU (read, write x B C), dt softplus / cumsum (fp32), gated norm (read y and z, write the output)
+    ew = (2.0 * conv_w * a + 3.0 * 4.0 * heads + 3.0 * di * a) / t * tok * elementwise_passes
+    ew_f = stream_time(ew, rates, kernels=3.0)
+    c_f, c_b = _fp8_casts(tok, h + di / t, inp / t + h, (inp * h + di * h) / t, rates, fp8_weight_casts,
+                          (2.0, 2.0, 2.0))
+    conv_again = stream_time(2.0 * conv_w * a / t * tok * elementwise_passes, rates)
+    fwd = in_f + out_f + scan + states + ew_f + c_f
+    bwd = in_b + out_b + 2.0 * (scan + states) + 2.0 * ew_f + conv_again + c_b
+    return fwd, bwd
+
+
+def mixer_saved_items(model: ModelArch, a: float, g: float, norm: float, trains: bool) -> tuple[float, float, dict]:
+    """(sequence-parallel bytes, TP-split bytes, named items) per token that one M layer keeps for backward (module
+    docstring): `a` the activation bytes, `g` a saved GEMM input's bytes (FP8: the cast), `norm` the fused pre-norm's
+    bytes, `trains` whether in_proj / out_proj train (their inputs are kept for the weight gradients)."""
+    h, di = model.hidden, model.ssm_inner
+    d = {"mamba_norm": norm}
+    if trains:
+        d["mamba_in_proj_input"] = g * h
+    d["mamba_zxbcdt"] = a * model.ssm_in_proj_out
+    d["mamba_scan_out"] = a * di
+    d["mamba_gated_norm_rstd"] = 4.0 * model.ssm_groups
+    if trains:
+        d["mamba_out_proj_input"] = g * di
+    sp = d["mamba_norm"] + d.get("mamba_in_proj_input", 0.0)
+    tp = sum(v for k, v in d.items() if k not in ("mamba_norm", "mamba_in_proj_input"))
+    return float(sp), float(tp), d

@@ -1,0 +1,129 @@
+"""The Mamba-2 mixer of hybrid models (estimate/mamba.py) and how a hybrid layer pattern enters FLOPs, step time and
+memory: an all-attention pattern ("*-" per transformer layer) is the plain transformer."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+
+from trainsizer.catalog import load_catalog
+from trainsizer.errors import StrategyError
+from trainsizer.estimate import flops as F
+from trainsizer.estimate.mamba import mixer_gemm_weights, mixer_saved_items, scan_flops_per_token
+from trainsizer.estimate.memory import DEFAULT_OPTIONS, memory_per_gpu_bytes
+from trainsizer.estimate.step_time import step_time_arrays
+from trainsizer.estimate.validate import check_strategy
+from trainsizer.models.arch import ModelArch
+from trainsizer.scenario import resolve_job
+
+
+def _spec(pattern: str, **kw) -> dict:
+    """Inline model keys of a small hybrid model (the job file's `model:` mapping)."""
+    base = dict(name="h", family="custom", layers=len(pattern), hidden=1024, heads=16, kv_heads=4, ffn=4096,
+                vocab=32000, mlp="relu2", layer_pattern=pattern, ssm_heads=32, ssm_head_dim=64, ssm_state=128,
+                ssm_groups=8)
+    return {k: v for k, v in (base | kw).items() if v is not None}
+
+
+def _hybrid(pattern: str, **kw) -> ModelArch:
+    return ModelArch(**_spec(pattern, **kw))
+
+
+def test_scan_flops_follow_the_chunked_algorithm():
+    m = _hybrid("M")
+    q, n, g, h, p = 128, 128, 8, 32, 64
+    assert scan_flops_per_token(m) == 2 * q * n * g + h * (2 * q * p + 4 * n * p)
+    # a longer chunk does more intra-chunk work per token and nothing else changes
+    assert scan_flops_per_token(m.with_(ssm_chunk=256)) - scan_flops_per_token(m) == 2 * 128 * (n * g + h * p)
+
+
+def test_mixer_weights_and_params_from_the_module_shapes():
+    m = _hybrid("M")
+    d_in, gn = 32 * 64, 8 * 128
+    assert m.ssm_in_proj_out == 2 * d_in + 2 * gn + 32
+    assert mixer_gemm_weights(m) == 1024 * (2 * d_in + 2 * gn + 32) + d_in * 1024
+    conv = (d_in + 2 * gn) * (4 + 1)
+    assert m.mamba_mixer_params() == mixer_gemm_weights(m) + conv + 3 * 32 + d_in
+    assert m.layer_params(0).total == m.mamba_mixer_params() + 1024  # + the layer's RMSNorm
+
+
+def test_forward_flops_count_each_block_once():
+    m = _hybrid("M*-E", experts=8, experts_per_token=2, expert_ffn=512)
+    lf = F.layer_flops(m)
+    assert lf.attn_proj == 2.0 * F.attention_gemm_weights(m)  # one attention layer
+    assert lf.mlp_dense == 2.0 * 2 * 1024 * 4096  # one relu2 MLP: two matrices
+    assert lf.mixer == 2.0 * mixer_gemm_weights(m) and lf.scan == scan_flops_per_token(m)
+    assert lf.experts == 2.0 * 2 * (2 * 1024 * 512)
+    s = 4096.0
+    assert F.forward_flops_per_token(m, s) == pytest.approx(lf.gemm() + lf.attn_core(s) + lf.scan + lf.lm_head)
+
+
+def test_saved_items_of_the_fused_mixer():
+    m = _hybrid("M")
+    sp, tp, d = mixer_saved_items(m, 2.0, 2.0, 2.0 * 1024 + 4, True)
+    assert d["mamba_zxbcdt"] == 2.0 * m.ssm_in_proj_out and d["mamba_scan_out"] == 2.0 * m.ssm_inner
+    assert sp == pytest.approx(2.0 * 1024 + 4 + 2.0 * 1024)
+    assert tp == pytest.approx(sum(v for k, v in d.items()) - sp)
+    # a frozen mixer keeps no GEMM inputs for weight gradients
+    _, tp_frozen, d_frozen = mixer_saved_items(m, 2.0, 2.0, 2.0 * 1024 + 4, False)
+    assert "mamba_out_proj_input" not in d_frozen and tp_frozen < tp
+
+
+def _job(model, *, tp=1, cp=1, framework="megatron-core", method="pretrain", count=8, recompute="none"):
+    return {"model": model, "method": method, "data": {"tokens": 1e9}, "seq_len": 4096,
+            "global_batch": {"sequences": 64}, "precision": "bf16",
+            "hardware": {"accelerator": "h100-sxm-80gb", "count": count, "network": "ib-ndr400"},
+            "strategy": {"tp": tp, "pp": 1, "cp": cp, "micro_batch": 1, "recompute": recompute,
+                         "framework": framework, "distributed_optimizer": True}}
+
+
+def _run(job):
+    sc = resolve_job(job, load_catalog())
+    step = float(np.asarray(step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)["step_s"]).reshape(-1)[0])
+    mem = float(np.asarray(memory_per_gpu_bytes(sc.model, sc.training, sc.system, sc.strategy,
+                                                DEFAULT_OPTIONS)[0]).reshape(-1)[0])
+    return sc, step, mem
+
+
+@settings(max_examples=12, deadline=None)
+@given(layers=hs.integers(2, 8), width=hs.sampled_from([1024, 2048]), tp=hs.sampled_from([1, 2]),
+       recompute=hs.sampled_from(["none", "selective"]))
+def test_an_all_attention_pattern_is_the_plain_transformer(layers, width, tp, recompute):
+    """Invariant: a hybrid model whose pattern is one attention and one MLP layer per transformer layer ("*-" x L)
+    has the transformer's parameters and FLOPs, and (without full recompute, which checkpoints every hybrid layer's
+    input: twice as many) the same step time and peak memory."""
+    common = dict(family="custom", hidden=width, heads=16, kv_heads=4, ffn=4 * width, vocab=32000, mlp="relu2")
+    plain_spec = dict(name="plain", layers=layers, **common)
+    hybrid_spec = dict(name="hybrid", layers=2 * layers, layer_pattern="*-" * layers, **common)
+    plain, hybrid = ModelArch(**plain_spec), ModelArch(**hybrid_spec)
+    assert hybrid.params_total == plain.params_total
+    assert F.forward_flops_per_token(hybrid, 4096) == pytest.approx(F.forward_flops_per_token(plain, 4096), rel=1e-12)
+    _, step_p, mem_p = _run(_job(plain_spec, tp=tp, recompute=recompute))
+    _, step_h, mem_h = _run(_job(hybrid_spec, tp=tp, recompute=recompute))
+    assert step_h == pytest.approx(step_p, rel=1e-9)
+    assert mem_h == pytest.approx(mem_p, rel=1e-9)
+
+
+def test_wider_mixers_cost_time_and_memory():
+    """More Mamba-2 heads (a wider d_inner: in_proj, out_proj, the scan and its saved tensors) cost more step time and
+    memory."""
+    _, step_a, mem_a = _run(_job(_spec("*M" * 4, ssm_heads=32)))
+    _, step_b, mem_b = _run(_job(_spec("*M" * 4, ssm_heads=64)))
+    assert step_b > step_a and mem_b > mem_a
+
+
+@pytest.mark.parametrize("change,rule", [
+    (dict(tp=4), "TP 4 must divide the Mamba-2 mixer's 32 heads and 2 groups"),
+    (dict(cp=2), "context parallelism (CP 2) of a hybrid Mamba-2 model"),
+    (dict(framework="torchtitan"), "has no Mamba-2 layer"),
+    (dict(method="lora"), "lora on a hybrid Mamba-2 model is not modelled yet"),
+])
+def test_what_is_not_modelled_is_refused_by_name(change, rule):
+    model = _spec("M*-E", heads=16, kv_heads=16, ssm_groups=2, experts=8, experts_per_token=2, expert_ffn=512)
+    with pytest.raises(StrategyError, match=re.escape(rule)):
+        sc = resolve_job(_job(model, **change), load_catalog())
+        check_strategy(sc.model, sc.training, sc.system, sc.strategy)
