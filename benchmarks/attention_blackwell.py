@@ -18,6 +18,8 @@ the shipped figures are these):
 - fp8_attention_speedup (strategy.fp8_attention): FP8 / BF16 forward and backward throughput on one part at one
   release, at 8K: GB200 / GB300 from the cuDNN 9.22.0 Llama 3.1 rows, H200 from benchmarks/data/cudnn_sdpa_hopper.csv
   (cuDNN 9.19.1, NVIDIA/cudnn-frontend results/h200_919_only_cudnn).
+- cudnn_release_speedup (strategy.cudnn_release 9.17): cuDNN 9.17.0 over 9.13.1 forward and backward on GB300 at 8K
+  (128 / 8 heads), the one part with both releases at one shape, for every Blackwell family.
 Nothing here is fitted on a training row; the training rows that check it are perf_blackwell.py (Megatron-Bridge
 25.11) and perf_heldout.py (NeMo 25.02 / 25.04).
 
@@ -119,6 +121,19 @@ def length_curve(data: list[dict[str, str]] | None = None, gpu: str = "b200",
             tuple(tflops(data, gpu, cudnn, s, "bwd", "128") for s in LENGTHS))
 
 
+RELEASE_CUDNN = "9.17.0"  # pytorch:25.11-py3; strategy.cudnn_release "9.17"
+
+
+def cudnn_release_speedups(data: list[dict[str, str]] | None = None) -> dict[str, tuple[float, float]]:
+    """(forward, backward) throughput of cuDNN RELEASE_CUDNN's causal BF16 attention over BASE_CUDNN's on GB300, the
+    one part with both releases at one shape (128 q / 8 kv heads, d 128, batch 1), at BASE_SEQ: the same SM100
+    kernels' gain, taken for B200 / B300 / GB200 too (perf_constants.yaml attention.cudnn_release_speedup)."""
+    data = data if data is not None else rows()
+    gb300 = tuple(tflops(data, "gb300", RELEASE_CUDNN, BASE_SEQ, p, "128") / tflops(data, "gb300", BASE_CUDNN, BASE_SEQ,
+                                                                                    p, "128") for p in ("fwd", "bwd"))
+    return {"b200": gb300, "b300": gb300, "gb200": gb300, "gb300": gb300}
+
+
 def main() -> None:
     data = rows()
     k = load_constants()
@@ -159,6 +174,11 @@ def main() -> None:
     for name, (f, b) in fp8_speedups(data).items():
         print(f"  fp8_attention_speedup.{name:6s} derived fwd {f:.3f} bwd {b:.3f}, shipped "
               f"{k.fp8_attention(name)[0]:.3f} / {k.fp8_attention(name)[1]:.3f}")
+    print(f"\ncuDNN {RELEASE_CUDNN} over {BASE_CUDNN}, GB300, 128 / 8 heads, s={BASE_SEQ} (strategy.cudnn_release 9.17):")
+    for name, (f, b) in cudnn_release_speedups(data).items():
+        shipped = k.cudnn_release(name, "9.17")
+        print(f"  cudnn_release_speedup.9.17.{name:6s} derived fwd {f:.3f} bwd {b:.3f}, shipped "
+              f"{shipped[0]:.3f} / {shipped[1]:.3f}")
     print("FP8 attention forward, GB300 / GB200 (NVIDIA's ~1.35x is this):")
     for heads in ("64", "128"):
         ratios = [tflops(data, "gb300", "9.22.0", s, "fwd", heads, "fp8")

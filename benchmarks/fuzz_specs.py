@@ -63,6 +63,7 @@ PLAUSIBLE: dict[str, tuple[Any, ...]] = {
     "fp8_transpose_cache": (True, False),
     "fp8_attention": (True, False), "fp8_activation_store": (True, False),
     "cuda_graphs": ("none", "layer", "full_iteration"),
+    "cudnn_release": ("9.13", "9.17", 9.17, "9.19"),
     "framework": ("auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "torchtitan", "torchtune"),
 }
 

@@ -13,7 +13,8 @@ CUDA graphs (cuda_graph_impl full_iteration = the estimator's full_iteration; Tr
 a layer, scopes attn / moe_router / moe_preprocess, are written none: the estimator has no partial graph; where the
 config sets none, the model recipe's cuda_graph_impl "none", recipes/llama/llama3.py, deepseek/deepseek_v3.py), the MoE
 dispatcher (flex where moe_flex_dispatcher_backend is set, else alltoall: utils/overrides.py
-set_workload_base_configs), moe_a2a_overlap and fp8_dot_product_attention. From the release's common settings
+set_workload_base_configs), moe_a2a_overlap and fp8_dot_product_attention. The Blackwell rows state cuDNN 9.17 for the fused attention (CUDNN_26:
+the images these releases build on are later than pytorch:25.11-py3, which ships 9.17.0). From the release's common settings
 (as perf_blackwell.py, the 25.11 rows): bf16 gradient reduce, TE cross-entropy, fp8_param_gather on for FP8-CS /
 MXFP8 and off for NVFP4 (training/mixed_precision.py bf16_with_nvfp4_mixed), the embedding and loss as pipeline
 layers for Llama 3.1 405B and Qwen3-235B-A22B. What the rows cannot state is in the `assumed` column (DeepSeek-V3's
@@ -43,6 +44,12 @@ DATA = Path(__file__).resolve().parent / "data" / "megatron_bridge_26_perf.csv"
 SYSTEMS_26 = SYSTEMS | {"B300": ("b300", "ib-xdr800")}
 PRECISION = {"BF16": ("bf16", "auto"), "FP8-CS": ("fp8", "tensorwise"), "FP8-MX": ("fp8", "mxfp8"),
              "NVFP4": ("fp8", "nvfp4")}
+# cuDNN of the releases' images: Megatron-Bridge v0.4.0 (26.04) builds on nvcr.io/nvidia/pytorch:26.02-py3, v0.5.0
+# (26.06) on 26.04-py3 (docker/Dockerfile.ci BASE_IMAGE); pytorch:25.11-py3 already ships 9.17.0 (cudnn_sdpa_blackwell.csv)
+# and a later image no older one: the Blackwell rows run the 9.17 attention rate (an assumption, a lower bound; the
+# 26.02 / 26.04 images' own release is not read). Hopper has no two-release measurement: H100 rows keep the base rate.
+CUDNN_26 = "9.17"
+BLACKWELL = ("GB300", "GB200", "B300", "B200")
 
 
 def job(r: dict[str, str]) -> dict:
@@ -62,6 +69,7 @@ def job(r: dict[str, str]) -> dict:
         "grad_reduce_in_fp32": False, "fp8_param_allgather": r["precision"] in ("FP8-CS", "FP8-MX"),
         "loss_impl": "te", "activation_offload": offload or False, "cuda_graphs": r["cuda_graphs"],
         "fp8_attention": r["fp8_attention"] == "1" or None,
+        "cudnn_release": CUDNN_26 if r["system"] in BLACKWELL else None,
     }
     if r["moe_dispatcher"]:
         strategy |= {"moe_dispatcher": r["moe_dispatcher"], "moe_a2a_overlap": r["moe_a2a_overlap"] == "1"}

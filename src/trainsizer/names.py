@@ -82,6 +82,10 @@ ACTIVATION_KERNELS = ("fused", "eager")
 # captured once and replayed as one graph (cuda_graph_scope "full_iteration", megatron/core/full_cuda_graph.py
 # FullCudaGraphWrapper): the host issues no per-layer kernels.
 CUDA_GRAPHS = ("none", "layer", "full_iteration")
+# cuDNN release whose fused attention (SDPA) a job runs, where NVIDIA published one part's rate at two releases at one
+# shape (perf_constants.yaml attention.cudnn_release_speedup): 9.13 = the release the Blackwell native-attention
+# rates are derived at (pytorch:25.09-py3, Megatron-Bridge 25.11); 9.17 = pytorch:25.11-py3's.
+CUDNN_RELEASES = ("9.13", "9.17")
 # How the optimizer step runs (time of torch.optim.AdamW): fused = one kernel per parameter group reading and writing
 # each state once (fused=True, Apex / TE FusedAdam, DeepSpeed FusedAdam, bitsandbytes); foreach = torch's
 # multi-tensor implementation, torch.optim.AdamW's default on CUDA when neither fused nor foreach is set: eight

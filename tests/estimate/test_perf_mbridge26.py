@@ -1,7 +1,8 @@
 """Megatron-Bridge 26.04 / 26.06 rows (benchmarks/perf_mbridge26.py: absolute tokens/s/GPU, held out, nothing fitted;
 each row stated from its release's workload base config). Bounds = the figures measured when the rows were added
 (2026-12-02: 12.1% over the 43 rows, 10.5% 26.04, 14.5% 26.06, worst -28.9%; 9.8% / 10.5% / 8.9%, worst -21.2%, once
-the MoE layer runs sync-free under a full-iteration graph) with a margin; the known gap: Blackwell rows predicted slower
+the MoE layer runs sync-free under a full-iteration graph; 8.2% / 8.7% / 7.5%, worst -18.8%, with the Blackwell rows'
+cuDNN 9.17 attention) with a margin; the known gap: Blackwell rows predicted slower
 than measured, most on GB300 (docs/frameworks.md, Known gaps)."""
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ def test_every_row_runs_end_to_end_within_the_measured_bounds():
     cs = mb.cases()
     assert len(cs) == 43  # every row in the file runs through the job path (B300, NVFP4, flex / alltoall EP, graphs)
     err = {rid: (p - m) / m for rid, _, m, p in cs}
-    assert 100 * np.mean(np.abs(list(err.values()))) <= 11.0  # reached: 9.8%
+    assert 100 * np.mean(np.abs(list(err.values()))) <= 9.5  # reached: 8.2%
     by_release = {rel: [abs(e) for rid, e in err.items() if f"_{rel}_" in rid] for rel in ("26.04", "26.06")}
     assert len(by_release["26.04"]) == 26 and len(by_release["26.06"]) == 17
-    assert 100 * np.mean(by_release["26.04"]) <= 12.0  # reached: 10.5%
-    assert 100 * np.mean(by_release["26.06"]) <= 10.5  # reached: 8.9%
-    assert max(abs(e) for e in err.values()) < 0.24  # reached: 21.2% (26.04 GB300 Llama 3 70B NVFP4)
+    assert 100 * np.mean(by_release["26.04"]) <= 10.0  # reached: 8.7%
+    assert 100 * np.mean(by_release["26.06"]) <= 9.0  # reached: 7.5%
+    assert max(abs(e) for e in err.values()) < 0.21  # reached: 18.8% (26.06 GB200 Llama 3.1 405B NVFP4)
 
 
 def test_no_measured_run_is_refused_or_predicted_not_to_fit():
@@ -37,11 +38,12 @@ def test_no_measured_run_is_refused_or_predicted_not_to_fit():
 
 def test_same_layout_rows_agree_with_the_25_11_benchmark():
     """A 26.x row at the 25.11 table's system, model, recipe, batch and layout, with no recipe option the 25.11 rows
-    lack, is the same job in both benchmarks: the predicted ratio is 1 (the two job builders agree); the 26.06 GB200
+    lack, is the same job in both benchmarks but for the cuDNN release of its image (9.17 against 25.11's base 9.13):
+    the predicted ratio is the attention's gain alone, 1-5% (the two job builders agree); the 26.06 GB200
     Qwen3-30B-A3B row adds full-iteration graphs, a2a overlap and FP8 attention and must come out faster."""
     pairs = {rid: (meas, pred) for rid, meas, pred in mb.release_pairs(mb.cases())}
     assert len(pairs) == 6
     by = {r["id"]: r for r in mb.rows()}
     for rid, (_, pred) in pairs.items():
         plain = by[rid]["cuda_graphs"] == "none" and by[rid]["moe_a2a_overlap"] == "0" and by[rid]["fp8_attention"] == "0"
-        assert abs(pred - 1.0) < 1e-9 if plain else pred > 1.05, rid
+        assert 1.0 < pred < 1.05 if plain else pred > 1.3, rid

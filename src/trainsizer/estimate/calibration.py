@@ -43,6 +43,9 @@ class PerfConstants:
     # native kernels' measured rate by sequence length, by family: (lengths, fwd, bwd) (attention.native_length_scaling)
     native_length_scaling: dict[str, tuple[tuple[float, ...], ...]]
     native_length_ref: float  # the length flash_efficiency_native is taken at
+    # fused-attention throughput (forward, backward) over the base release, by cuDNN release and family
+    # (attention.cudnn_release_speedup)
+    cudnn_release_speedup: dict[str, dict[str, tuple[float, float]]]
     hbm_efficiency: float
     intra_busbw_fraction: float
     intra_busbw_fraction_mesh: float  # the same on a switchless full mesh (AMD xGMI)
@@ -127,6 +130,17 @@ class PerfConstants:
         return tuple(np.where(native, np.interp(at, x, rate) / np.interp(ref, x, rate), 1.0)  # type: ignore[return-value]
                      for rate in (fwd, bwd))
 
+    def cudnn_release(self, accelerator: str, release: str | None) -> tuple[float, float] | None:
+        """(forward, backward) fused-attention throughput of cuDNN `release` over the base release on this part's
+        family (strategy.cudnn_release); (1, 1) for the base release (None / 9.13); None where the family has no
+        measurement at that release (validate.py refuses the job)."""
+        if release in (None, "9.13"):
+            return 1.0, 1.0
+        acc = accelerator.lower()
+        table = self.cudnn_release_speedup.get(str(release), {})
+        keys = [key for key in table if acc.startswith(key)]
+        return table[max(keys, key=len)] if keys else None
+
     def attention_sfu(self, accelerator: str, kernel: str = "fa2") -> tuple[float, float]:
         """(attention forward time factor, backward / forward time ratio) for a part whose SFUs compute the
         softmax exponentials `sfu_ex2_speedup` times faster: the forward's exponential share s shrinks by that
@@ -173,6 +187,8 @@ def load_constants() -> PerfConstants:
                                         tuple(map(float, v["bwd"])))
                                for k, v in a["native_length_scaling"].items() if k != "ref"},
         native_length_ref=float(a["native_length_scaling"]["ref"]),
+        cudnn_release_speedup={str(rel): {str(k): (float(v["fwd"]), float(v["bwd"])) for k, v in fam.items()}
+                               for rel, fam in a["cudnn_release_speedup"].items()},
         hbm_efficiency=float(m["hbm_efficiency"]),
         intra_busbw_fraction=float(c["intra_busbw_fraction"]),
         intra_busbw_fraction_mesh=float(c["intra_busbw_fraction_mesh"]),

@@ -267,6 +267,9 @@ class Strategy:
     fp8_activation_store: Any = None
     # "none" | "layer" | "full_iteration" (names.CUDA_GRAPHS); None = none; one value for the whole batch
     cuda_graphs: Any = None
+    # cuDNN release of the fused attention, "9.13" | "9.17" (names.CUDNN_RELEASES); None = 9.13, the release the
+    # Blackwell attention rates are derived at; step time
+    cudnn_release: Any = None
     moe_dispatcher: str = "auto"  # one of MOE_DISPATCHERS (Megatron-Core MoE token dispatcher); one per batch
     # Megatron-Core overlap_moe_expert_parallel_comm (combined 1F1B: the EP all-to-all of one micro-batch beside the
     # compute of another); None = the style's (off); one value for the whole batch

@@ -376,6 +376,7 @@ class _Step:
     cp_comm_type: str = "p2p"  # Strategy.cp_comm_type (one of CP_COMM_TYPES; None = p2p)
     fp8_attention: bool = False  # Strategy.fp8_attention (None = off)
     cuda_graphs: str = "none"  # Strategy.cuda_graphs (one of CUDA_GRAPHS; None = none)
+    cudnn_release: str | None = None  # Strategy.cudnn_release (one of CUDNN_RELEASES; None = the base release)
 
     @property
     def moe_rerun(self) -> np.ndarray:
@@ -415,7 +416,8 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                      strategy, model.layers / np.maximum(a["pp"] * np.maximum(a["vpp"], 1.0), 1.0)).rerun,
                  cp_comm_type=str(getattr(strategy, "cp_comm_type", None) or "p2p"),
                  fp8_attention=bool(getattr(strategy, "fp8_attention", None)) and training.precision == "fp8",
-                 cuda_graphs=str(getattr(strategy, "cuda_graphs", None) or "none"))
+                 cuda_graphs=str(getattr(strategy, "cuda_graphs", None) or "none"),
+                 cudnn_release=getattr(strategy, "cudnn_release", None))
 
 
 def _rows(training: Training, sequences, unpads: Any) -> tuple[Any, Any]:
@@ -511,13 +513,15 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     seqs = float(training.sequences_per_sample)
     bwd_ratio = r.flash_bwd_over_fwd if np.any(r.flash_bwd_over_fwd) else k.flash_bwd_over_fwd
     # FP8 attention (strategy.fp8_attention): the forward and the backward each at the part's measured FP8 / BF16
-    # throughput (perf_constants.yaml attention.fp8_attention_speedup)
+    # throughput (perf_constants.yaml attention.fp8_attention_speedup), times the cuDNN release's (_cudnn_release) and
+    # the kernel's rate at its sequence length (_native_length)
     fp8_fwd, fp8_bwd = k.fp8_attention(x.system.accelerator) if x.fp8_attention else (1.0, 1.0)
     len_fwd, len_bwd = _native_length(x)
+    rel_fwd, rel_bwd = _cudnn_release(x)
+    att_fwd, att_bwd = fp8_fwd * rel_fwd * len_fwd, fp8_bwd * rel_bwd * len_bwd
     lt = compute.layer_times(_shapes(model), x.row, r, tp=t, cp=x.c, micro_batch=x.b * seqs, sp=x.sp,
-                             recompute=rc, ep=x.e, flash=training.flash_attention,
-                             flash_rate=r.flash_flops * fp8_fwd * len_fwd,
-                             flash_bwd_over_fwd=bwd_ratio * fp8_fwd / fp8_bwd * len_fwd / len_bwd,
+                             recompute=rc, ep=x.e, flash=training.flash_attention, flash_rate=r.flash_flops * att_fwd,
+                             flash_bwd_over_fwd=bwd_ratio * att_fwd / att_bwd,
                              trains_base_weights=training.trains_base_weights,
                              moe_capacity_factor=training.moe_capacity_factor,
                              elementwise_passes=_elementwise_passes(x),
@@ -550,6 +554,15 @@ def _native_length(x: _Step) -> tuple[Any, Any]:
     local chunks, span / cp queries against span / cp or span / 2 cp keys."""
     span = np.where(np.asarray(x.span, float) > 0, x.span, x.row)
     return x.k.native_length_factors(x.system.accelerator, x.fw.attention_kernel, span / x.c)
+
+
+def _cudnn_release(x: _Step) -> tuple[Any, Any]:
+    """(forward, backward) throughput of the job's cuDNN release over the base one (perf_constants.yaml
+    attention.cudnn_release_speedup), for the native (cuDNN) attention kernel only; validate.py refuses a release
+    the part has no measurement at."""
+    fwd, bwd = x.k.cudnn_release(x.system.accelerator, x.cudnn_release) or (1.0, 1.0)
+    native = np.asarray(x.fw.attention_kernel) == "native"
+    return np.where(native, fwd, 1.0), np.where(native, bwd, 1.0)
 
 
 def _lora_adapters(x: _Step) -> Any:

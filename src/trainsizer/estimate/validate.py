@@ -124,6 +124,7 @@ RULES = (
     "moe_a2a_overlap_precision",
     "fp8_attention_precision",
     "te_options_framework",
+    "cudnn_release_part",
     "offload_needs_zero",
     "qlora_fp8",
     "recompute_code",
@@ -309,10 +310,12 @@ def _te_option_rules(c: SimpleNamespace) -> _Rules:
     graphs are Megatron-Core's (TE_GRAPH_FRAMEWORKS; "auto" as the stack it resolves to)."""
     s = c.strategy
     dpa = bool(getattr(s, "fp8_attention", None))
+    release = getattr(s, "cudnn_release", None)
     named = [f for f, on in (("fp8_attention", dpa), ("fp8_activation_store", bool(getattr(s, "fp8_activation_store",
                                                                                               None))),
-                             ("cuda_graphs", getattr(s, "cuda_graphs", None) not in (None, "none"))) if on]
-    return {
+                             ("cuda_graphs", getattr(s, "cuda_graphs", None) not in (None, "none")),
+                             ("cudnn_release", release not in (None, "9.13"))) if on]
+    return _cudnn_release_rule(c, release) | {
         "fp8_attention_precision": (
             np.full(c.tp.shape, not dpa or c.training.precision == "fp8"),
             lambda v: msg("rule_fp8_attention_precision", precision=c.training.precision),
@@ -323,6 +326,22 @@ def _te_option_rules(c: SimpleNamespace) -> _Rules:
                           allowed=", ".join(TE_GRAPH_FRAMEWORKS)),
         ),
     }
+
+
+def _cudnn_release_rule(c: SimpleNamespace, release: str | None) -> _Rules:
+    """A cuDNN release other than the base one needs a part whose family NVIDIA measured at it (perf_constants.yaml
+    attention.cudnn_release_speedup: Blackwell) and the native (cuDNN) attention kernel."""
+    from trainsizer.estimate.calibration import load_constants
+
+    kernel = getattr(c.strategy, "attention_kernel", None)
+    ok = release in (None, "9.13") or (load_constants().cudnn_release(c.system.accelerator, release) is not None
+                                        and kernel in (None, "native"))
+    measured = sorted(load_constants().cudnn_release_speedup.get(str(release), {}))
+    return {"cudnn_release_part": (
+        np.full(c.tp.shape, ok),
+        lambda v: msg("rule_cudnn_release_part", release=release, accelerator=c.system.accelerator,
+                      kernel=kernel or "native", families=", ".join(measured) or "-"),
+    )}
 
 
 def _partial_recompute_rules(c: SimpleNamespace) -> _Rules:

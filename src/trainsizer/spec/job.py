@@ -18,6 +18,7 @@ from trainsizer.names import (
     ATTENTION_KERNELS,
     CP_COMM_TYPES,
     CUDA_GRAPHS,
+    CUDNN_RELEASES,
     FP8_RECIPES,
     FRAMEWORKS,
     LORA_DEFAULT_TARGETS,
@@ -61,6 +62,7 @@ NormKernel = Literal[NORM_KERNELS]
 CpCommType = Literal[CP_COMM_TYPES]
 ActivationKernel = Literal[ACTIVATION_KERNELS]
 CudaGraphs = Literal[CUDA_GRAPHS]
+CudnnRelease = Literal[CUDNN_RELEASES]
 OptimizerImpl = Literal[OPTIMIZER_IMPLS]
 OptimizerPrecision = Literal[OPTIMIZER_PRECISIONS]
 
@@ -322,6 +324,9 @@ class StrategySpec(_Strict):
     # CUDA graphs (Megatron-Core enable_cuda_graph + cuda_graph_scope): none | layer (one graph per layer) |
     # full_iteration (the step's forward-backward as one graph: no per-layer host launches); null = none
     cuda_graphs: CudaGraphs | None = None
+    # cuDNN release of the fused attention (Blackwell parts, native kernel): 9.13 | 9.17; null = 9.13, the release the
+    # Blackwell attention rates are derived at
+    cudnn_release: CudnnRelease | None = None
     # MoE token dispatcher: auto | alltoall | flex (DeepEP / HybridEP: Megatron-Core's flex, NeMo AutoModel's and
     # torchtitan's DeepEP backend; on those PyTorch-native stacks auto = their all_to_all)
     moe_dispatcher: MoeDispatcher = "auto"
@@ -341,6 +346,12 @@ class StrategySpec(_Strict):
     # TRL's SFTTrainer calls); null = the framework's (hf yes, torchtune no); false e.g. for LLaMA-Factory
     kbit_upcast: bool | None = None
     framework: Framework = "auto"
+
+    @field_validator("cudnn_release", mode="before")
+    @classmethod
+    def _release_as_written(cls, value: Any) -> Any:
+        """YAML reads `cudnn_release: 9.17` as a number: taken as the release it spells."""
+        return f"{value:g}" if isinstance(value, float) and not isinstance(value, bool) else value
 
     @model_validator(mode="after")
     def _fsdp_is_zero3(self) -> StrategySpec:
