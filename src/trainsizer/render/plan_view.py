@@ -10,6 +10,7 @@ from rich.table import Table
 
 from trainsizer.messages import duration
 from trainsizer.plan.texts import localise
+from trainsizer.render import cost_basis
 from trainsizer.render.console import console as wide_console
 from trainsizer.render.i18n import note_label, t
 from trainsizer.render.numbers import fmt_num, money
@@ -46,13 +47,26 @@ def _layout(s: dict[str, Any], lang: str) -> str:
     return " ".join(parts)
 
 
-def _cost(option: dict[str, Any], currency: str, lang: str) -> str:
-    """What the job costs on this option (rent, or buy = purchase + electricity), in the plan's currency."""
-    score = option["score"]
-    if score.get("cost") is None:
+def _cost(option: dict[str, Any], procurement: str, lang: str) -> str:
+    """The figure the plan ranked the option by, with its basis (render.cost_basis: rent, buy at full price)."""
+    cost = cost_basis.ranked(option, procurement)
+    if cost is None:
         return "—"
-    basis = t("plan_basis_" + score["cost_basis"], lang)
-    return _money(score["cost"], currency, lang) + t("paren", lang).format(text=basis)
+    return _money(cost.mid, cost.currency, lang) + t("paren", lang).format(text=cost.label(lang))
+
+
+def _cost_line(option: dict[str, Any], procurement: str, lang: str) -> str | None:
+    """'$120,192 (buy, full price); $913 (buy, amortised over 4 years)': the amortised share beside a purchase."""
+    beside = cost_basis.amortised_beside(option, procurement)
+    if beside is None:
+        return None
+    return t("list_semicolon", lang).join(
+        (_cost(option, procurement, lang),
+         _money(beside.mid, beside.currency, lang) + t("paren", lang).format(text=beside.label(lang))))
+
+
+def _option(plan: dict[str, Any], option_id: str) -> dict[str, Any]:
+    return next((o for o in plan["options"] if o["id"] == option_id), {})
 
 
 def _options_table(plan: dict[str, Any], lang: str) -> Table:
@@ -63,7 +77,7 @@ def _options_table(plan: dict[str, Any], lang: str) -> Table:
                          ("plan_deadline", "center"), ("plan_budget", "center")):
         table.add_column(t(key, L), justify=justify)
     for o in plan["options"]:
-        cost_text = _cost(o, plan["goal"]["currency"], L)
+        cost_text = _cost(o, plan["goal"]["procurement"], L)
         rank = f"{o['rank']}" + (t("paren", L).format(text=t("plan_tie", L)) if o["tie"] else "")
         short = o.get("leaves_memory_floor") is False  # the plan's verdict (search.config.leaves_floor)
         table.add_row(rank, o["id"], _layout(o["strategy"], L), f"{o['memory']['per_gpu_gib']:.1f}" + (" !" if short else ""),
@@ -77,7 +91,8 @@ def _pareto_table(plan: dict[str, Any], lang: str) -> Table:
     for key in ("plan_option", "plan_days", "plan_cost"):
         table.add_column(t(key, lang))
     for p in plan["pareto"]:
-        basis = t("paren", lang).format(text=t("plan_basis_" + p["cost_basis"], lang)) if p.get("cost_basis") else ""
+        basis = t("paren", lang).format(text=cost_basis.basis_label(cost_basis.SCORE_BASIS[p["cost_basis"]], lang)
+                                         ) if p.get("cost_basis") else ""
         table.add_row(p["id"], _days(p["train_days"], lang), _money(p["cost"], p["currency"], lang) + basis)
     return table
 
@@ -120,6 +135,9 @@ def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) 
     if rec:
         con.print(f"[bold green]{t('plan_recommended', L)}[/]{c}{rec['id']}, {_layout(rec['strategy'], L)}")
         con.print(f"{t('plan_why', L)}{c}{rec['why']}")
+        line = _cost_line(_option(plan, rec["id"]), goal["procurement"], L)
+        if line:
+            con.print(f"{t('plan_cost', L)}{c}{line}")
     if plan["options"]:
         con.print(_options_table(plan, L))
         if any(o.get("leaves_memory_floor") is False for o in plan["options"]):

@@ -1,5 +1,5 @@
 """Facts read from a plan the same way by every part of the report: the recommended option, an option's
-label, the cost the job asked for (rent or buy), the currency, the build-out blocks.
+label, the currency, the build-out blocks.
 
 The plan is `trainsizer.plan.Plan` (docs/plan.schema.json) as a dict; a few older or hand-written shapes
 (recommended as an index, blocks at the top level) are read too.
@@ -77,24 +77,6 @@ def option_label(o: Mapping) -> str:
 def procurement(plan: Mapping) -> str:
     goal = plan.get("goal") or ((plan.get("job") or {}).get("goal")) or {}
     return str(goal.get("procurement") or "rent")
-
-
-def pick_cost(o: Mapping, procurement: str) -> tuple[str, Mapping | None]:
-    """The cost block the job asked for (rent or buy; for 'either' the one the plan ranked the option by,
-    score.cost_basis, which counts a purchase at its price, not at the amortised share in `buy.mid`; the
-    cheaper mid where a plan has no basis), else whichever there is."""
-    cost = o.get("cost") or {}
-    have = {k: cost[k] for k in ("rent", "buy") if isinstance(cost.get(k), Mapping)}
-    basis = (o.get("score") or {}).get("cost_basis")
-    if procurement == "either" and basis in have:
-        return basis, have[basis]
-    if procurement == "either" and len(have) == 2:
-        kind = min(have, key=lambda k: have[k].get("mid", have[k].get("typical")) or float("inf"))
-        return kind, have[kind]
-    for kind in (("buy", "rent") if procurement == "buy" else ("rent", "buy")):
-        if kind in have:
-            return kind, have[kind]
-    return "", None
 
 
 def currency(plan: Mapping) -> str:

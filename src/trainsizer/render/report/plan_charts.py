@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from trainsizer.render.report.blocks import mid
+from trainsizer.render import cost_basis
 from trainsizer.render.report.charts import Chart, Series
-from trainsizer.render.report.facts import option_index, option_label, pick_cost, procurement, recommended
+from trainsizer.render.report.facts import option_index, option_label, procurement, recommended
 from trainsizer.render.report.i18n import field_label, t
 
 
@@ -44,8 +44,8 @@ def ranked_cost(o: Mapping, kind: str) -> float | None:
         return float(score["cost"])
     if score.get("metric") == "cost" and isinstance(score.get("value"), int | float):
         return float(score["value"])
-    _, price = pick_cost(o, kind)
-    return float(mid(price)) if price is not None and mid(price) is not None else None
+    cost = cost_basis.ranked(o, kind)
+    return cost.mid if cost is not None else None
 
 
 def _points(plan: Mapping) -> list[tuple[float, float, str, int]]:
@@ -123,7 +123,9 @@ def pareto_chart(plan: Mapping, lang: str, currency: str) -> Chart:
     if deadline and costs:
         series.append(Series(t("chart.deadline", lang), (deadline, deadline), (min(costs), max(costs)), mode="lines",
                              color="#7f7f7f", dash=True))
-    return Chart("pareto", t("chart.pareto", lang), t("chart.days", lang), f"{t('cost', lang)} ({currency})",
+    axis = t("sep", lang).join([currency] + ([cost_basis.basis_label(cost_basis.SCORE_BASIS[basis], lang)]
+                                                   if basis in cost_basis.SCORE_BASIS else []))
+    return Chart("pareto", t("chart.pareto", lang), t("chart.days", lang), f"{t('cost', lang)}{t('paren', lang, text=axis)}",
                  tuple(series), log_x=True)
 
 

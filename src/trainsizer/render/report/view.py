@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from trainsizer.render import cost_basis
 from trainsizer.render.i18n import WARNING_NOTES
 from trainsizer.render.report import plan_charts
-from trainsizer.render.report.blocks import Table, block_tables, cell, limits_table, mid
+from trainsizer.render.report.blocks import Table, block_tables, cell, limits_table
 from trainsizer.render.report.charts import Chart
 from trainsizer.render.report.facts import (
     BUILD_BLOCKS,
@@ -21,13 +22,12 @@ from trainsizer.render.report.facts import (
     currency,
     network_name,
     option_label,
-    pick_cost,
     procurement,
     recommended,
     strategy_text,
 )
 from trainsizer.render.report.fmt import Fmt
-from trainsizer.render.report.i18n import t
+from trainsizer.render.report.i18n import has, t
 from trainsizer.render.report.sources import assumptions
 
 
@@ -56,28 +56,44 @@ class ReportView:
     warnings: tuple[str, ...] = ()  # notes that change what the job trains on, under the headline
 
 
+def _action(cost: cost_basis.Cost | None, plan: Mapping) -> str:
+    """'rent' or 'buy': the cost's basis, else what the job asked for."""
+    if cost is not None:
+        return "rent" if cost.basis == "rent" else "buy"
+    return procurement(plan) if procurement(plan) in ("rent", "buy") else "rent"
+
+
+def cost_text(cost: cost_basis.Cost | None, f: Fmt, *, basis: bool = True) -> str:
+    """'$2,604 ($2,572 – $2,637) (rent)': the figure, its range and, with `basis`, which basis it is on."""
+    if cost is None:
+        return "—"
+    text = f.money_range(cost.low, cost.mid, cost.high, cost.currency)
+    return f"{text}{t('paren', f.lang, text=cost.label(f.lang))}" if basis else text
+
+
 def headline(plan: Mapping, f: Fmt) -> str:
-    """'Rent 32 × H100 ... for about 3.2 days; about $9,198 ($4,600 – $17,000).' or why nothing fits."""
+    """'Rent 32 × H100 ... for about 3.2 days; cost (rent) about $9,198 ($4,600 – $17,000).' or why nothing
+    fits. A purchase says its full price (what the plan ranked) and, beside it, the job's amortised share."""
     L, rec = f.lang, recommended(plan)
     if rec is None:
         return t("headline.none", L)
     o = plan["options"][rec]
     hw = o.get("hardware") or {}
-    kind, price = pick_cost(o, procurement(plan))
-    cur = str((o.get("cost") or {}).get("currency") or currency(plan))
+    cost = cost_basis.ranked(o, procurement(plan))
     where = t("where.one", L) if (hw.get("nodes") or 1) == 1 else t(
         "where.many", L, nodes=f.num(hw.get("nodes")), per_node=f.num(hw.get("per_node")),
         network=network_name(hw) or "—")
-    if not kind:
-        kind = procurement(plan) if procurement(plan) in ("rent", "buy") else "rent"
-    values = dict(action=t(f"action.{kind}", L), count=f.num(hw.get("count")),
+    values = dict(action=t(f"action.{_action(cost, plan)}", L), count=f.num(hw.get("count")),
                   accelerator=hw.get("accelerator", "?"), where=where,
-                  days=f.days((o.get("time") or {}).get("train_days")),
-                  cost=f.money_range(price["low"], mid(price), price["high"], cur) if price else "—")
-    if price is None:
+                  days=f.days((o.get("time") or {}).get("train_days")))
+    if cost is None:
+        cur = str((o.get("cost") or {}).get("currency") or currency(plan))
         return t("headline.noprice", L, currency=cur or "—", **values)
-    if kind == "buy" and price.get("capex_total") is not None:
-        return t("headline.buy", L, capex=capex_text(price, cur, f), **values)
+    values.update(basis=cost.label(L), cost=cost_text(cost, f, basis=False))
+    beside = cost_basis.amortised_beside(o, procurement(plan))
+    if beside is not None:
+        return t("headline.buy", L, amortised_basis=beside.label(L), amortised=cost_text(beside, f, basis=False),
+                 **values)
     return t("headline", L, **values)
 
 
@@ -89,6 +105,22 @@ def capex_text(price: Mapping, cur: str, f: Fmt) -> str:
     return f.money(price["capex_total"], cur)
 
 
+def _cost_rows(o: Mapping, plan: Mapping, f: Fmt) -> list[tuple[str, str]]:
+    """How much, on the basis the plan ranked by; for a purchase also the accelerators' price and the job's
+    amortised share, each under its basis."""
+    L = f.lang
+    cost = cost_basis.ranked(o, procurement(plan))
+    if cost is None:
+        return [(t("fact.how_much", L, basis="—"), "—")]
+    buy = (o.get("cost") or {}).get("buy") or {}
+    rows = [(t("fact.capex", L), capex_text(buy, cost.currency, f))] if cost.basis == "buy_full" else []
+    for c in (cost, cost_basis.amortised_beside(o, procurement(plan))):
+        if c is not None:
+            key = f"fact.how_much.{c.basis}" if has(f"fact.how_much.{c.basis}") else "fact.how_much"
+            rows.append((t(key, L, basis=c.label(L)), cost_text(c, f, basis=False)))
+    return rows
+
+
 def facts_table(plan: Mapping, f: Fmt) -> Table:
     """What / how long / how much, and whether the goal is met."""
     L, rec = f.lang, recommended(plan)
@@ -96,16 +128,13 @@ def facts_table(plan: Mapping, f: Fmt) -> Table:
     if rec is not None:
         o = plan["options"][rec]
         hw, tm, meets = o.get("hardware") or {}, o.get("time") or {}, o.get("meets") or {}
-        kind, price = pick_cost(o, procurement(plan))
+        cost = cost_basis.ranked(o, procurement(plan))
         what = " · ".join(str(x) for x in (hw.get("accelerator_name") or hw.get("accelerator"), hw.get("server"),
                                               network_name(hw)) if x)
         rows += [(t("fact.what", L), f"{f.num(hw.get('count'))} × {what}"),
                  (t("fact.how_long", L), f.days(tm.get("train_days"))),
-                 *((t("fact.capex", L), capex_text(price, currency(plan), f))
-                   for _ in [0] if kind == "buy" and price.get("capex_total") is not None),
-                 (t(f"fact.how_much.{kind or 'rent'}", L),
-                  f.money_range(price["low"], mid(price), price["high"], currency(plan)) if price else "—"),
-                 (t("fact.procurement", L), t(f"action.{kind}", L) if kind else "—")]
+                 *_cost_rows(o, plan, f),
+                 (t("fact.procurement", L), t(f"action.{_action(cost, plan)}", L) if cost else "—")]
         for goal in ("deadline", "budget"):
             if meets.get(goal) is not None:
                 rows.append((t(f"fact.meets_{goal}", L), f.value("", meets[goal])))
@@ -135,11 +164,10 @@ def _tier_rows(plan: Mapping, f: Fmt) -> list[tuple[str, str]]:
 def options_table(plan: Mapping, f: Fmt) -> Table:
     L, rec = f.lang, recommended(plan)
     front = set(plan_charts.pareto_indices(plan))
-    cur, kind = currency(plan), procurement(plan)
+    kind = procurement(plan)
     rows = []
     for i, o in enumerate(plan.get("options") or []):
         hw, mem, tm = o.get("hardware") or {}, o.get("memory") or {}, o.get("time") or {}
-        _, price = pick_cost(o, kind)
         flags = ((t("recommended", L), i == rec), (t("tie_mark", L), bool(o.get("tie")) and i != rec),
                  (t("pareto_mark", L), i in front), (t("memory_short_mark", L), o.get("leaves_memory_floor") is False))
         marks = " ".join(m for m, on in flags if on)
@@ -149,7 +177,7 @@ def options_table(plan: Mapping, f: Fmt) -> Table:
                      strategy_text(o.get("strategy") or {}, L),
                      f"{f.qty(mem.get('per_gpu_gib'), 'GiB')} / {f.qty(mem.get('capacity_gib'), 'GiB')}",
                      f.qty(tm.get("step_s"), "s", 2), f.pct(tm.get("mfu")), f.days(tm.get("train_days")),
-                     f.money_range(price["low"], mid(price), price["high"], cur) if price else "—",
+                     cost_text(cost_basis.ranked(o, kind), f),
                      " ".join(t(f"meets.{k}.{bool(v)}", L) for k, v in meets.items() if v is not None)))
     cols = ("#", "", t("option", L), t("nodes_x_gpus", L), t("network", L), t("strategy", L),
             t("memory_per_gpu", L), t("step_time", L), "MFU", t("time_to_train", L), t("cost", L), t("goal", L))

@@ -13,7 +13,7 @@ from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
-from trainsizer.render import numbers
+from trainsizer.render import cost_basis, numbers
 from trainsizer.render.report.blocks import mid
 from trainsizer.render.report.facts import (
     as_dict,
@@ -155,7 +155,8 @@ def option_sheet(wb: Workbook, plan: Mapping, i: int, lang: str) -> None:
 
 
 def _cost_rows(ws: Worksheet, o: Mapping, row: int, lang: str) -> None:
-    """Cost = quantity × unit price, as formulas over the option's own figures."""
+    """Cost = quantity × unit price, as formulas over the option's own figures; a purchase adds the job's
+    electricity (full price, as the plan ranks it) and shows the amortised share under its own label."""
     cost = o.get("cost") or {}
     cur = str(cost.get("currency") or "")
     money = money_format(cur, lang)
@@ -174,8 +175,38 @@ def _cost_rows(ws: Worksheet, o: Mapping, row: int, lang: str) -> None:
             ws.cell(r + 1, 3 + k, f"=B{r}*{get_column_letter(3 + k)}{r}").number_format = money
         ws.cell(r, 6, block.get("source"))
         ws.cell(r, 7, block.get("date"))
-        ws.cell(r + 1, 1, f"{t(f'action.{kind}', lang)}: {t('total', lang)} ({cur})").font = HEAD
-        r += 3
+        if kind == "rent":
+            _cost_label(ws, r + 1, cost_basis.rent(o), lang)
+            r += 3
+            continue
+        ws.cell(r + 1, 1, f"{t('action.buy', lang)}: {t('total', lang)} ({cur})")
+        r = _buy_rows(ws, o, r + 2, money, lang)
+
+
+def _cost_label(ws: Worksheet, r: int, c: cost_basis.Cost | None, lang: str) -> None:
+    """'Cost (rent)' / 'Cost (buy, full price)': the basis, as the CLI and the report name it."""
+    if c is not None:
+        ws.cell(r, 1, f"{t('cost', lang)}{t('paren', lang, text=c.label(lang))} ({c.currency})").font = HEAD
+
+
+def _buy_rows(ws: Worksheet, o: Mapping, r: int, money: str, lang: str) -> int:
+    """Under the purchase total (row r - 1): the job's electricity, the full price (= purchase + electricity,
+    live) and the amortised share; the next free row."""
+    block = (o.get("cost") or {}).get("buy") or {}
+    if block.get("electricity") is None:
+        return r + 1
+    ws.cell(r, 1, t("x.electricity", lang))
+    for k in range(3):
+        col = get_column_letter(3 + k)
+        ws.cell(r, 3 + k, block["electricity"]).number_format = money
+        ws.cell(r + 1, 3 + k, f"={col}{r - 1}+{col}{r}").number_format = money
+    _cost_label(ws, r + 1, cost_basis.buy_full(o), lang)
+    amortised = cost_basis.buy_amortised(o)
+    if amortised is not None:
+        _cost_label(ws, r + 2, amortised, lang)
+        for k, v in enumerate((amortised.low, amortised.mid, amortised.high)):
+            ws.cell(r + 2, 3 + k, v).number_format = money
+    return r + 4
 
 
 def assumptions_sheet(wb: Workbook, plan: Mapping, lang: str) -> None:

@@ -1,0 +1,99 @@
+"""An option's cost as every output shows it (CLI plan table, report, Excel, web page), with the basis it is on:
+
+- rent: GPU-hours x price per GPU-hour (`cost.rent`);
+- buy_full: the accelerators' purchase price + this job's electricity, nothing credited for the hardware
+  afterwards: what the plan ranks options by and checks the budget against (plan.core.job_cost, `score.cost`);
+- buy_amortised: this job's share of the purchase, straight-line over `cost.buy.amortisation_years`, + its
+  electricity (evaluate._costs, `cost.buy.low / mid / high`).
+
+A plan's figure is the one it ranked the option by (`score.cost_basis`); the amortised share is shown beside a
+bought option, under its own label, never in its place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from trainsizer.render.i18n import t
+
+BASES = ("rent", "buy_full", "buy_amortised")
+# score.cost_basis / pareto[].cost_basis of a plan (plan.schema) -> the basis shown
+SCORE_BASIS = {"rent": "rent", "buy": "buy_full"}
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One cost figure (typical, with its low / high where the prices give them) and its basis."""
+
+    basis: str  # one of BASES
+    low: float | None
+    mid: float
+    high: float | None
+    currency: str
+    years: float | None = None  # amortisation period of buy_amortised
+
+    def label(self, lang: str) -> str:
+        """'rent' / 'buy, full price' / 'buy, amortised over 4 years' (en / zh)."""
+        return basis_label(self.basis, lang, self.years)
+
+
+def basis_label(basis: str, lang: str, years: float | None = None) -> str:
+    text = t(f"cost_basis_{basis}", lang)
+    return text.format(years=f"{years:g}") if basis == "buy_amortised" else text
+
+
+def _block(o: Mapping, kind: str) -> Mapping | None:
+    block = (o.get("cost") or {}).get(kind)
+    return block if isinstance(block, Mapping) and block.get("mid") is not None else None
+
+
+def _currency(o: Mapping, block: Mapping) -> str:
+    return str(block.get("currency") or (o.get("cost") or {}).get("currency") or "")
+
+
+def rent(o: Mapping) -> Cost | None:
+    block = _block(o, "rent")
+    if block is None:
+        return None
+    return Cost("rent", block.get("low"), float(block["mid"]), block.get("high"), _currency(o, block))
+
+
+def buy_full(o: Mapping) -> Cost | None:
+    """Purchase (quantity x unit price, low / typical / high) + the job's electricity (plan.core.job_cost)."""
+    block = _block(o, "buy")
+    if block is None or block.get("capex_total") is None:
+        return None
+    power = float(block.get("electricity") or 0.0)
+    up, qty = block.get("unit_price") or {}, block.get("quantity")
+    low, high = ((qty * up[k] + power if qty and up.get(k) is not None else None) for k in ("low", "high"))
+    return Cost("buy_full", low, float(block["capex_total"]) + power, high, _currency(o, block))
+
+
+def buy_amortised(o: Mapping) -> Cost | None:
+    block = _block(o, "buy")
+    if block is None:
+        return None
+    return Cost("buy_amortised", block.get("low"), float(block["mid"]), block.get("high"), _currency(o, block),
+                block.get("amortisation_years"))
+
+
+def ranked(o: Mapping, procurement: str = "rent") -> Cost | None:
+    """The figure the plan ranked the option by (score.cost_basis); a plan without one (hand-written or older):
+    the basis the job asked for, for `either` the cheaper."""
+    basis = (o.get("score") or {}).get("cost_basis")
+    if basis == "rent":
+        return rent(o)
+    if basis == "buy":
+        return buy_full(o) or buy_amortised(o)
+    found = [c for c in (rent(o) if procurement != "buy" else None,
+                         (buy_full(o) or buy_amortised(o)) if procurement != "rent" else None) if c]
+    if not found:
+        found = [c for c in (rent(o), buy_full(o) or buy_amortised(o)) if c]
+    return min(found, key=lambda c: c.mid) if found else None
+
+
+def amortised_beside(o: Mapping, procurement: str = "rent") -> Cost | None:
+    """The amortised share of a bought option, shown beside its full price (None for a rented one)."""
+    shown = ranked(o, procurement)
+    return buy_amortised(o) if shown is not None and shown.basis == "buy_full" else None
