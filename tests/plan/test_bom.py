@@ -66,3 +66,22 @@ def test_no_break_even_without_a_purchase_price_for_the_gpus_or_servers(blocks):
     assert {"oam-8x-mi325x", "mi325x"} <= set(bom.unpriced)
     assert bvr.rent_per_month and bvr.break_even_month is None
     assert "oam-8x-mi325x" in bvr.verdict and "months" not in bvr.verdict
+
+
+def test_network_lines_name_each_fabric_in_words_a_buyer_reads(blocks):
+    """The management fabrics are written out ('out-of-band management network', '带外管理网'), never the
+    engineers' 'oob'; part numbers stay as the catalog has them."""
+    import re
+
+    from trainsizer.messages import tr
+    from trainsizer.plan.texts import as_msg
+
+    bom = blocks().bom
+    oob = [ln for ln in bom.lines if ln.part in ("sn2201", "cable-rj45-cat6")]
+    assert oob, [ln.item for ln in bom.lines]
+    for ln in oob:
+        assert str(ln.item).startswith("out-of-band management network")
+        assert str(tr(as_msg(ln.item_msg), "zh")).startswith("带外管理网")
+    for ln in bom.lines:
+        assert not re.search(r"\boob\b", str(ln.item), re.I), ln.item
+        assert not ln.item_msg or not re.search(r"\boob\b", str(tr(as_msg(ln.item_msg), "zh")), re.I), ln.item
