@@ -81,3 +81,35 @@ def test_a_null_value_is_shown_and_kept_none_for_scripts():
     assert str(err.at("other.yaml: model")).endswith("(got null).")
     assert quoted(err).endswith("(got null)")
     assert str(SpecError("job.yaml: model", "must be text")) == "job.yaml: model: must be text."
+
+
+def test_a_file_location_takes_the_full_width_colon_in_chinese_only():
+    """'job.yaml: strategy.tp' in English; 'job.yaml：strategy.tp' in Chinese, where the rest of the sentence
+    is Chinese (errors.located, message error_at), in the error itself and where a sentence quotes it; a
+    'file:line' position and a field path alone are left as written."""
+    from trainsizer.messages import msg
+
+    err = SpecError("job.yaml: strategy.tp", msg("spec_finite"), value=0)
+    assert err.where == "job.yaml: strategy.tp" and str(err).startswith("job.yaml: strategy.tp: ")
+    zh = err.render("zh")
+    assert zh.startswith("job.yaml：strategy.tp：") and ": " not in zh
+    assert str(tr(quoted(err), "zh")).startswith("job.yaml：strategy.tp：")
+    assert err.at(err.where).render("zh") == zh
+    for where in ("job.yaml:12:3", "strategy.tp"):
+        assert SpecError(where, msg("spec_finite")).render("zh").startswith(where + "：")
+
+
+def test_a_job_file_error_reads_in_chinese_with_chinese_colons(tmp_path):
+    from trainsizer.spec.load import load_job
+
+    path = tmp_path / "job.yaml"
+    path.write_text("name: x\nmodel: llama-3.1-8b\nmethod: full\ndata: {tokens: 1e9}\nseq_len: 4096\n"
+                    "global_batch: {sequences: 64}\nhardware: {accelerator: h100-sxm-80gb, count: 8}\n"
+                    "strategy: {tp: 0}\n", encoding="utf-8")
+    try:
+        load_job(path)
+    except SpecError as err:
+        assert err.render("zh").startswith(f"{path}：strategy.tp：")
+        assert str(err).startswith(f"{path}: strategy.tp: ")
+    else:
+        raise AssertionError("tp 0 was accepted")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-from trainsizer.messages import msg, tr
+from trainsizer.messages import Msg, msg, tr
 from trainsizer.messages import render as render_message
 
 MAX_VALUE_CHARS = 80
@@ -24,6 +24,17 @@ class _Null:
 
 
 NULL = _Null()
+LOCATION_SEP = ": "  # between a file name and the field inside it ("job.yaml: strategy.tp")
+
+
+def located(where: str) -> str:
+    """A location 'file: field' as the catalogue message `error_at`, so a Chinese sentence writes the full-width
+    colon ('job.yaml：strategy.tp'); the English text is unchanged. A catalogue message, a field path alone or a
+    'file:line' position stays as it is."""
+    if not isinstance(where, str) or isinstance(where, Msg) or LOCATION_SEP not in where:
+        return where
+    origin, path = where.split(LOCATION_SEP, 1)
+    return msg("error_at", origin=origin, path=path)
 
 
 def shown_value(value: object) -> str:
@@ -64,7 +75,7 @@ class SpecError(TrainsizerError):
         allowed: str | Iterable[str] | None = None,
         suggestion: str | None = None,
     ) -> None:
-        self.where = where
+        self.where = located(where)
         self.problem = problem
         self._null = isinstance(value, _Null)  # given as null: shown, though `value` is None for scripts
         self.value = None if self._null else value

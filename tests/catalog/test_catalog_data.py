@@ -86,7 +86,8 @@ def test_no_unused_sources(cat):
     used = set()
     for _, rec in cat.records():
         used |= rec.source_ids()
-    used |= {r.source for _, r in rules.all_rules()} | {p["source"] for p in rules.raw("phases")["phases"]}
+    used |= {r.source for _, r in rules.all_rules()}
+    used |= {p["source"] for key in ("phases", "rent_phases") for p in rules.raw("phases")[key]}
     used |= scale.source_ids()  # the documented cluster sizes (catalog/evidence/scale.yaml)
     assert set(cat.sources) - used == set()
 

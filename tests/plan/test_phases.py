@@ -49,3 +49,16 @@ def test_either_rolls_out_the_way_the_plan_prices_the_job(build):
         assert build_blocks(b).phases.acquisition == basis
         seen.add(basis)
     assert seen == {"rent", "buy"}
+
+
+def test_the_rental_reservation_window_is_the_clouds_published_one(blocks, catalog):
+    """Reserving rented capacity takes from the same day to the 8 weeks ahead that the clouds' self-service GPU
+    reservations accept (cloud_gpu_reservations, dated), not an unsourced convention; the sentence says so."""
+    from trainsizer.messages import tr
+    from trainsizer.plan.texts import as_msg
+
+    reserve = next(p for p in blocks(goal={"procurement": "rent"}).phases.rollout if p.id == "reserve")
+    source = catalog.sources[reserve.source]
+    assert reserve.source != "convention" and source.date and source.url
+    assert (reserve.weeks_low, reserve.weeks_high) == (0, 8)
+    assert "8 weeks" in str(reserve.what) and "8 周" in str(tr(as_msg(reserve.what_msg), "zh"))
