@@ -116,20 +116,21 @@ def _gpus_present(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
     ok = fewest >= rec.gpu_count and not lost
     return ctx.result(f"{prefix}.gpus_present", "pass" if ok else "fail", measured=fewest,
                       threshold=rec.gpu_count, unit="GPUs", source=msg("acc_src_gpu_count_at_start"),
-                      why="no GPU lost" if ok else f"GPU lost during load (lost: {lost or 'count dropped'})",
+                      why=msg("acc_why_no_gpu_lost") if ok else msg(
+                          "acc_why_gpu_lost", lost=str(lost) if lost else msg("acc_why_count_dropped")),
                       details=_common(rec))
 
 
 def _xid(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
     crit = ctx.criteria
     if rec.xids_before is None or rec.xids_after is None:
-        return ctx.skipped(f"{prefix}.xid", "kernel log not readable (run as root to scan for XID errors)")
+        return ctx.skipped(f"{prefix}.xid", msg("acc_why_no_kernel_log"))
     critical = set(crit.critical_xids or [])
     new = [e for e in rec.xids_after[len(rec.xids_before):] if e.xid in critical]
     return ctx.result(f"{prefix}.xid", "fail" if new else "pass", measured=len(new), threshold=0,
                       unit="critical XIDs", source=crit.critical_xids_source,
-                      why=f"new critical XIDs {sorted({e.xid for e in new})}" if new
-                      else "no new critical XID")
+                      why=msg("acc_why_new_xids", xids=str(sorted({e.xid for e in new}))) if new
+                      else msg("acc_why_no_new_xid"))
 
 
 def _ecc(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
@@ -142,7 +143,7 @@ def _ecc(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
     new_ecc = {i: after[i] - before.get(i, 0) for i in after if after[i] > before.get(i, 0)}
     return ctx.result(f"{prefix}.ecc", "fail" if new_ecc else "pass", measured=sum(new_ecc.values()),
                       threshold=0, unit="new uncorrectable", source=suite_check(15, "acc_rule_delta_ecc"),
-                      why=f"new uncorrectable ECC errors {new_ecc}" if new_ecc else "no new uncorrectable ECC error")
+                      why=msg("acc_why_new_ecc", errors=str(new_ecc)) if new_ecc else msg("acc_why_no_new_ecc"))
 
 
 def _throttle(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
@@ -156,8 +157,8 @@ def _throttle(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
     return ctx.result(
         f"{prefix}.throttle", "fail" if throttled else "pass", measured=n_bad, threshold=0, unit="samples",
         source=msg("acc_src_dcgm_throttle"),
-        why=("thermal/power slowdown: " + "; ".join(f"GPU {i}: {', '.join(sorted(r))}" for i, r in throttled.items()))
-        if throttled else "no thermal/power slowdown")
+        why=msg("acc_why_slowdown", gpus="; ".join(f"GPU {i}: {', '.join(sorted(r))}" for i, r in throttled.items()))
+        if throttled else msg("acc_why_no_slowdown"))
 
 
 def _temperature(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
@@ -168,7 +169,7 @@ def _temperature(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
             if s.temp_c is not None:
                 temps[s.index] = max(temps.get(s.index, float("-inf")), s.temp_c)
     if not temps:
-        return ctx.skipped(f"{prefix}.temperature", "no temperature samples", limit=crit.temp_max_c)
+        return ctx.skipped(f"{prefix}.temperature", msg("acc_why_no_temperature"), limit=crit.temp_max_c)
     limit = crit.temp_max_c
     if rec.temp_limits:
         gpu_max = min(rec.temp_limits.values())
@@ -176,7 +177,7 @@ def _temperature(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
             limit = Limit.said(gpu_max, msg("acc_src_nvml_max_temp"))
     hottest = max(temps, key=temps.get)
     return ctx.at_most(f"{prefix}.temperature", temps[hottest], limit, "C",
-                       f"hottest GPU {hottest} peak", details={"peak_c": temps, **_common(rec)})
+                       msg("acc_what_hottest", gpu=hottest), details={"peak_c": temps, **_common(rec)})
 
 
 def _utilization(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
@@ -186,27 +187,27 @@ def _utilization(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
             if s.util_pct is not None:
                 utils.setdefault(s.index, []).append(s.util_pct)
     if not utils or rec.load == "none" and not rec.throughput:
-        return ctx.skipped(f"{prefix}.utilization", "no load applied or no utilisation samples")
+        return ctx.skipped(f"{prefix}.utilization", msg("acc_why_no_utilisation"))
     means = {i: round(statistics.fmean(v), 1) for i, v in utils.items()}
     low_i = min(means, key=means.get)
     return ctx.at_least(f"{prefix}.utilization", means[low_i],
                         Limit.said(95, suite_check(15, "acc_rule_utilisation")),
-                        "%", f"lowest mean GPU utilisation (GPU {low_i})", details={"mean_pct": means})
+                        "%", msg("acc_what_util_lowest", gpu=low_i), details={"mean_pct": means})
 
 
 def _throughput(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
     if not rec.throughput:
-        return ctx.skipped(f"{prefix}.throughput", f"no load throughput measured (load: {rec.load})")
+        return ctx.skipped(f"{prefix}.throughput", msg("acc_why_no_load_throughput", load=rec.load))
     med = statistics.median(rec.throughput.values())
     ratio, source = fleet_ratio(ctx.criteria)
     low_i = min(rec.throughput, key=rec.throughput.get)
     limit = Limit.said(round(ratio * med, 2), msg("acc_src_node_median", ratio=ratio, source=source))
     res = ctx.at_least(f"{prefix}.throughput", rec.throughput[low_i], limit, "TFLOP/s",
-                       f"slowest GPU {low_i} under load", details={"per_gpu": rec.throughput})
+                       msg("acc_what_slowest_under_load", gpu=low_i), details={"per_gpu": rec.throughput})
     if rec.load_errors:
         res.status = "fail"
-        res.why = "load stopped: " + "; ".join(f"GPU {i}: {e}" for i, e in sorted(rec.load_errors.items())) \
-            + f" ({res.why})"
+        ctx.add_why(res, msg("acc_why_load_stopped", errors="; ".join(
+            f"GPU {i}: {e}" for i, e in sorted(rec.load_errors.items()))), key="acc_why_because")
     return res
 
 
@@ -222,15 +223,15 @@ def run(ctx: Context, prefix: str, duration_s: float) -> list[CheckResult]:
     if ctx.telemetry is None:
         return [ctx.skipped(prefix, ctx.telemetry_why)]
     if duration_s <= 0:
-        return [ctx.skipped(prefix, "duration 0")]
+        return [ctx.skipped(prefix, msg("acc_why_duration_0"))]
     load = None
     if not ctx.telemetry.source.startswith("recorded"):
         try:
             import torch
         except ImportError:
-            return [ctx.skipped(prefix, "torch not installed: no load generator (pip install 'trainsizer[torch]')")]
+            return [ctx.skipped(prefix, msg("acc_why_no_torch_load"))]
         if not torch.cuda.is_available():
-            return [ctx.skipped(prefix, "no CUDA GPU visible to torch: no load to apply")]
+            return [ctx.skipped(prefix, msg("acc_why_no_cuda_load"))]
         load = GemmLoad(n=min(ctx.options.gemm_size, 8192))
     rec = record(ctx.telemetry, duration_s, ctx.options.sample_interval_s, load)
     return evaluate(ctx, prefix, rec)

@@ -17,6 +17,7 @@ from trainsizer.accept.context import Context
 from trainsizer.accept.criteria import suite_check
 from trainsizer.accept.results import CheckResult
 from trainsizer.accept.storage import base_dir, write_random
+from trainsizer.messages import msg
 
 NAMES = ("checkpoint.save", "checkpoint.restore", "checkpoint.integrity")
 
@@ -26,7 +27,7 @@ def run(ctx: Context, tamper: Callable[[list[Path]], None] | None = None) -> lis
     crit = ctx.criteria
     base = base_dir(ctx)
     if not base.is_dir():
-        return [ctx.result(n, "error", why=f"storage path {base} does not exist") for n in NAMES]
+        return [ctx.result(n, "error", why=msg("acc_why_path_missing", path=str(base))) for n in NAMES]
     size = int(crit.checkpoint_size_gb * 1e9) if crit.checkpoint_size_gb else ctx.options.checkpoint_size_bytes
     shards = max(1, ctx.options.checkpoint_shards)
     per = max(4096, size // shards // 4096 * 4096)
@@ -50,11 +51,13 @@ def run(ctx: Context, tamper: Callable[[list[Path]], None] | None = None) -> lis
     bad = [p.name for p in paths if read.get(p) != written[p]]
     return [
         ctx.at_most("checkpoint.save", round(save_s, 3), crit.checkpoint_save_s_max, "s",
-                    f"save {total / 1e9:.3g} GB in {shards} shards with fsync on {base}", details=details),
+                    msg("acc_what_ckpt_save", gb=f"{total / 1e9:.3g}", shards=shards, path=str(base)),
+                    details=details),
         ctx.at_most("checkpoint.restore", round(restore_s, 3), crit.checkpoint_restore_s_max, "s",
-                    f"cold restore, {coldcache.METHOD_NOTES[method]}", details=details),
+                    msg("acc_what_ckpt_restore", method=coldcache.METHOD_NOTES[method]), details=details),
         ctx.result("checkpoint.integrity", "fail" if bad else "pass", measured=len(bad), threshold=0,
                    unit="shards", source=suite_check(13, "acc_rule_digests"),
-                   why=f"SHA-256 mismatch in {bad}" if bad else f"SHA-256 of all {shards} shards match after restore",
+                   why=msg("acc_why_digests_mismatch", shards=str(bad)) if bad
+                   else msg("acc_why_digests_match", shards=shards),
                    details=details),
     ]

@@ -19,6 +19,7 @@ from trainsizer.accept import nccltests
 from trainsizer.accept.context import Context
 from trainsizer.accept.criteria import OPS
 from trainsizer.accept.results import CheckResult
+from trainsizer.messages import msg
 
 
 def torchrun_command(ctx: Context, out: Path, python: str = sys.executable) -> list[str]:
@@ -73,11 +74,10 @@ def _verdicts(ctx: Context, rows_by_op: dict[str, list[dict]], unsupported: dict
         name = f"collectives.{op}.{scope}"
         rows = rows_by_op.get(op, [])
         if meta["ranks"] < 2:
-            out.append(ctx.skipped(name, "1 rank: a collective moves no data (busbw is 0 by definition); "
-                                   "use --nproc >= 2", limit=getattr(limits, op)))
+            out.append(ctx.skipped(name, msg("acc_why_one_rank"), limit=getattr(limits, op)))
             continue
         if op in unsupported:
-            out.append(ctx.skipped(name, f"{meta['tool']} cannot run {op}: {unsupported[op]}",
+            out.append(ctx.skipped(name, msg("acc_why_cannot_run", tool=meta["tool"], op=op, reason=unsupported[op]),
                                    limit=getattr(limits, op)))
             continue
         if not rows:
@@ -88,13 +88,14 @@ def _verdicts(ctx: Context, rows_by_op: dict[str, list[dict]], unsupported: dict
         details = {**meta, "rows": rows, "size_bytes": largest,
                    "calibration": meta["backend"] == "nccl"}  # gloo/CPU figures are not a GPU fabric
         res = ctx.at_least(name, round(busbw, 3), getattr(limits, op), "GB/s",
-                           f"{op} busbw at {largest} B ({meta['tool']}, {meta['backend']}, {meta['ranks']} ranks)",
+                           msg("acc_what_busbw", op=op, size=largest, tool=meta["tool"], backend=meta["backend"],
+                               ranks=meta["ranks"]),
                            details=details)
         out.append(res)
     if rows_by_op:
         out.append(ctx.result(f"collectives.correctness.{scope}", "fail" if wrong else "pass", measured=wrong,
                               threshold=0, unit="wrong elements", source="nccl-tests #wrong == 0",
-                              why=f"{wrong} wrong elements across all sizes and collectives"))
+                              why=msg("acc_why_wrong_elements", wrong=wrong)))
     return out
 
 
@@ -113,8 +114,9 @@ def _nccl_tests(ctx: Context, ngpus: int) -> list[CheckResult] | None:
         parsed = nccltests.parse_text(text)
         if rc is None or not parsed.rows:  # this collective is an error; the others still count
             errors.append(ctx.result(f"collectives.{op}.intra", "error",
-                                     why=f"{Path(binary).name} {'timed out' if rc is None else f'exited {rc}'}: "
-                                     f"{text.strip()[-300:]}", details={"command": cmd}))
+                                     why=msg("acc_why_tool_timed_out", tool=Path(binary).name, output=text.strip()[-300:])
+                                     if rc is None else msg("acc_why_tool_exited", tool=Path(binary).name, rc=rc,
+                                                            output=text.strip()[-300:]), details={"command": cmd}))
             continue
         rows_by_op[op] = [{"size_bytes": r.size_bytes, "time_us": r.time_us, "algbw_gb_s": r.algbw_gb_s,
                            "busbw_gb_s": r.busbw_gb_s, "wrong": r.wrong} for r in parsed.rows]
@@ -136,17 +138,19 @@ def run(ctx: Context) -> list[CheckResult]:
         if done is not None:
             return done
     if torch is None:
-        return [ctx.skipped(n, "torch not installed (pip install 'trainsizer[torch]')") for n in names]
+        return [ctx.skipped(n, msg("acc_why_no_torch")) for n in names]
     if o.backend == "nccl" and not cuda:
-        return [ctx.skipped(n, "backend nccl needs CUDA GPUs; none visible to torch (use --backend gloo for CPU)")
+        return [ctx.skipped(n, msg("acc_why_nccl_needs_cuda"))
                 for n in names]
     with tempfile.TemporaryDirectory(prefix="trainsizer-coll-") as tmp:
         out = Path(tmp) / "collectives.json"
         cmd = torchrun_command(ctx, out)
         rc, text = _run(cmd, o.collective_timeout_s + 60)
         if rc is None or rc != 0 or not out.exists():
-            why = "timed out" if rc is None else f"torchrun exited {rc}"
-            return [ctx.result(n, "error", why=f"{why}: {text.strip()[-400:]}", details={"command": cmd})
+            output = text.strip()[-400:]
+            why = msg("acc_why_timed_out", output=output) if rc is None else msg(
+                "acc_why_tool_exited", tool="torchrun", rc=rc, output=output)
+            return [ctx.result(n, "error", why=why, details={"command": cmd})
                     for n in names]
         doc = json.loads(out.read_text())
     rows_by_op: dict[str, list[dict]] = {}

@@ -202,7 +202,7 @@ def _local(click_ctx: click.Context, p: SimpleNamespace, groups: list[str], opts
         if not p.quiet and not p.as_json:
             for c in checks:
                 status = render_message(f"accept_status_{c.status}", _lang(), {})
-                click.echo(f"  {status:7} {c.name}: {c.why}", err=True)
+                click.echo(f"  {status:7} {c.name}: {report.why_text(c, _lang())}", err=True)
 
     result = runner.run_checks(ctx, groups, out_path, on_check=progress)
     _finish(result, out_path, html_path, p.history, p.no_history, p.as_json, p.quiet)

@@ -9,7 +9,7 @@ from pathlib import Path
 from trainsizer.accept.criteria import AcceptanceCriteria, Limit
 from trainsizer.accept.results import CheckResult
 from trainsizer.accept.telemetry import GpuInfo, GpuTelemetry
-from trainsizer.messages import Msg, storable
+from trainsizer.messages import Msg, msg, storable, stored
 
 
 @dataclass
@@ -60,8 +60,20 @@ class Context:
             source=limit.source if limit is not None else source,
             source_msg=limit.source_msg if limit is not None else (storable(source) if isinstance(source, Msg)
                                                                   else None),
-            unit=unit, why=why, node=self.node, details=details or {},
+            unit=unit, why=why, why_msg=storable(why) if isinstance(why, Msg) else None, node=self.node,
+            details=details or {},
         )
+
+    @staticmethod
+    def explain(res: CheckResult, why: str) -> None:
+        """Replace a result's explanation; a catalogue message is kept for the reader's language."""
+        res.why, res.why_msg = why, storable(why) if isinstance(why, Msg) else None
+
+    def add_why(self, res: CheckResult, more: str, key: str = "acc_why_also") -> None:
+        """'<why>; <more>' (acc_why_also) or '<more> (<why>)' (acc_why_because), in either language."""
+        first = why_of(res)
+        self.explain(res, msg(key, first=first, then=more) if key == "acc_why_also" else msg(key, first=more,
+                                                                                                then=first))
 
     def skipped(self, name: str, why: str, **kw) -> CheckResult:
         return self.result(name, "skipped", why=why, **kw)
@@ -79,15 +91,22 @@ class Context:
     def _compare(self, name: str, measured: float | int | None, limit: Limit | None, unit: str, what: str,
                  details: dict | None, *, higher_is_better: bool) -> CheckResult:
         if measured is None:
-            return self.skipped(name, f"{what}: not measured", limit=limit, unit=unit, details=details)
+            return self.skipped(name, msg("acc_why_not_measured", what=what), limit=limit, unit=unit,
+                                details=details)
         if limit is None:
             return self.result(name, "skipped", measured=measured, unit=unit, details=details,
-                               why=f"{what}: measured {_fmt(measured)} {unit}; no threshold in the criteria")
+                               why=msg("acc_why_no_threshold", what=what, measured=_fmt(measured), unit=unit))
         m, v = float(measured), float(limit.value)
         ok = m >= v if higher_is_better else m <= v
         rel = (">=" if ok else "<") if higher_is_better else ("<=" if ok else ">")
         return self.result(name, "pass" if ok else "fail", measured=measured, limit=limit, unit=unit,
-                           details=details, why=f"{what} {_fmt(measured)} {rel} {_fmt(limit.value)} {unit}")
+                           details=details, why=msg("acc_why_compare", what=what, measured=_fmt(measured), rel=rel,
+                                                    limit=_fmt(limit.value), unit=unit))
+
+
+def why_of(res: CheckResult) -> str:
+    """A result's explanation as the catalogue message it was written from, else its text."""
+    return stored(res.why_msg) if res.why_msg else res.why
 
 
 def _fmt(v) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from trainsizer.accept.context import Context
 from trainsizer.accept.results import CheckResult
+from trainsizer.messages import msg
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ def parse(text: str) -> tuple[list[DiagResult], str | None]:
 
 def run(ctx: Context) -> list[CheckResult]:
     if shutil.which("dcgmi") is None:
-        return [ctx.skipped("dcgm.diag", "dcgmi not on PATH (DCGM not installed)")]
+        return [ctx.skipped("dcgm.diag", msg("acc_why_no_dcgmi"))]
     level = ctx.options.dcgm_level
     cmd = ["dcgmi", "diag", "-r", str(level), "-j"]
     try:
@@ -50,10 +51,10 @@ def run(ctx: Context) -> list[CheckResult]:
     except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
         return [ctx.result("dcgm.diag", "error", why=f"{' '.join(cmd)}: {exc}")]
     if err:
-        return [ctx.result("dcgm.diag", "error", why=f"DCGM runtime error: {err}")]
+        return [ctx.result("dcgm.diag", "error", why=msg("acc_why_dcgm_error", error=str(err)))]
     failed = [r for r in results if r.status.lower() == "fail"]
     details = {"level": level, "results": [r.__dict__ for r in results]}
     why = ("; ".join(f"{r.test} {r.entity}: {' '.join(r.warnings)[:120]}" for r in failed) if failed
-           else f"all {len(results)} results pass or skip at level {level}")
+           else msg("acc_why_dcgm_ok", n=len(results), level=level))
     return [ctx.result("dcgm.diag", "fail" if failed else "pass", measured=len(failed), threshold=0,
                        unit="failed tests", source="DCGM diag per-entity status", why=why, details=details)]

@@ -11,6 +11,7 @@ import uuid
 
 from trainsizer.accept.criteria import AcceptanceCriteria, fleet_ratio
 from trainsizer.accept.results import CheckResult, RunResult, calibration_from, verdict_of
+from trainsizer.messages import msg, storable
 
 FLEET_METRICS = ("gemm.bf16", "gemm.fp8", "hbm.bandwidth", "storage.read", "storage.write", "storage.dataset_read",
                  "thermal.throughput", "burnin.throughput")
@@ -29,8 +30,10 @@ def fleet_checks(checks: list[CheckResult], ratio: float, source: str) -> list[C
         out.append(CheckResult(
             name=f"fleet.{metric}", status="fail" if slow else "pass", measured=min(per_node.values()),
             threshold=round(ratio * med, 4), unit=unit, source=f"{ratio} x fleet median ({source})", node="fleet",
-            why=(f"nodes below {ratio} x median {med:.4g}: " + ", ".join(f"{n} {v:.4g}" for n, v in slow.items()))
-            if slow else f"all {len(per_node)} nodes within {ratio} x median {med:.4g}",
+            why=(why := msg("acc_why_fleet_slow", ratio=ratio, median=f"{med:.4g}",
+                            nodes=", ".join(f"{n} {v:.4g}" for n, v in slow.items())) if slow
+                 else msg("acc_why_fleet_ok", n=len(per_node), ratio=ratio, median=f"{med:.4g}")),
+            why_msg=storable(why),
             details={"per_node": per_node},
         ))
     return out

@@ -12,6 +12,7 @@ import time
 from trainsizer.accept.context import Context
 from trainsizer.accept.criteria import fleet_ratio
 from trainsizer.accept.results import CheckResult
+from trainsizer.messages import msg
 
 
 def gemm_flops(m: int, n: int, k: int) -> float:
@@ -63,7 +64,7 @@ def per_gpu_verdict(ctx: Context, name: str, per_gpu: dict[int, float], limit, u
     slow = [i for i, v in per_gpu.items() if v < ratio * med]
     if slow:
         res.status = "fail"
-        res.why += f"; GPUs {slow} below {ratio} x node median {med:.4g} {unit}"
+        ctx.add_why(res, msg("acc_why_stragglers", gpus=str(slow), ratio=ratio, median=f"{med:.4g}", unit=unit))
     return res
 
 
@@ -73,9 +74,9 @@ def run(ctx: Context) -> list[CheckResult]:
     try:
         import torch
     except ImportError:
-        return [ctx.skipped(n, "torch not installed (pip install 'trainsizer[torch]')") for n in names]
+        return [ctx.skipped(n, msg("acc_why_no_torch")) for n in names]
     if not torch.cuda.is_available():
-        return [ctx.skipped(n, "no CUDA GPU visible to torch", limit=limits.get(n.split(".")[1]), unit="TFLOP/s")
+        return [ctx.skipped(n, msg("acc_why_no_cuda"), limit=limits.get(n.split(".")[1]), unit="TFLOP/s")
                 for n in names]
     out = []
     n = ctx.options.gemm_size
@@ -94,9 +95,9 @@ def run(ctx: Context) -> list[CheckResult]:
                                   details={"per_gpu": per_gpu}))
             continue
         if not per_gpu:
-            out.append(ctx.skipped(name, "GPU has no fp8 tensor cores (compute capability < 8.9)",
+            out.append(ctx.skipped(name, msg("acc_why_no_fp8"),
                                    limit=limits.get(dtype_name)))
             continue
         out.append(per_gpu_verdict(ctx, name, per_gpu, limits.get(dtype_name), "TFLOP/s",
-                                   f"slowest GPU, {dtype_name} {n}^3 matmul"))
+                                   msg("acc_what_gemm", dtype=dtype_name, n=n)))
     return out

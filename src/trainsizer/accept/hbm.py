@@ -10,6 +10,7 @@ import time
 from trainsizer.accept.context import Context
 from trainsizer.accept.gemm import per_gpu_verdict, sync
 from trainsizer.accept.results import CheckResult
+from trainsizer.messages import msg
 
 
 def measure_copy_gb_s(torch, device, size_bytes: int, iters: int = 20, warmup: int = 3) -> float:
@@ -31,10 +32,10 @@ def run(ctx: Context) -> list[CheckResult]:
     try:
         import torch
     except ImportError:
-        return [ctx.skipped("hbm.bandwidth", "torch not installed (pip install 'trainsizer[torch]')")]
+        return [ctx.skipped("hbm.bandwidth", msg("acc_why_no_torch"))]
     if not torch.cuda.is_available():
-        return [ctx.skipped("hbm.bandwidth", "no CUDA GPU visible to torch", limit=limit, unit="GB/s")]
+        return [ctx.skipped("hbm.bandwidth", msg("acc_why_no_cuda"), limit=limit, unit="GB/s")]
     per_gpu = {i: round(measure_copy_gb_s(torch, torch.device("cuda", i), ctx.options.hbm_bytes), 1)
                for i in range(torch.cuda.device_count())}
     return [per_gpu_verdict(ctx, "hbm.bandwidth", per_gpu, limit, "GB/s",
-                            f"slowest GPU, copy of {ctx.options.hbm_bytes / 2**30:.3g} GiB (read + write)")]
+                            msg("acc_what_hbm", gib=f"{ctx.options.hbm_bytes / 2**30:.3g}"))]

@@ -15,12 +15,13 @@ from trainsizer.messages import msg
 
 def _verdict(ctx: Context, name: str, bad: dict, checked: int, what: str, **kw) -> CheckResult:
     if checked == 0:
-        return ctx.skipped(name, f"{what}: not reported by {ctx.telemetry.source}")
+        return ctx.skipped(name, msg("acc_why_not_reported_by", what=what, source=ctx.telemetry.source))
     if bad:
         return ctx.result(name, "fail", measured=len(bad), threshold=0, unit="GPUs",
-                          why=f"{what}: " + "; ".join(f"GPU {i}: {v}" for i, v in sorted(bad.items())),
+                          why=msg("acc_why_bad_gpus", what=what, gpus="; ".join(f"GPU {i}: {v}" for i, v in sorted(bad.items()))),
                           details={"bad": bad}, **kw)
-    return ctx.result(name, "pass", measured=0, threshold=0, unit="GPUs", why=f"{what}: none on {checked} GPUs", **kw)
+    return ctx.result(name, "pass", measured=0, threshold=0, unit="GPUs", why=msg("acc_why_none_on", what=what, checked=checked),
+                      **kw)
 
 
 def run(ctx: Context) -> list[CheckResult]:
@@ -35,25 +36,25 @@ def run(ctx: Context) -> list[CheckResult]:
     unc = {h.index: f"volatile {h.ecc_uncorrected_volatile}, aggregate {h.ecc_uncorrected_aggregate}"
            for h in hs if (h.ecc_uncorrected_volatile or 0) > 0 or (h.ecc_uncorrected_aggregate or 0) > 0}
     seen = sum(1 for h in hs if h.ecc_uncorrected_volatile is not None or h.ecc_uncorrected_aggregate is not None)
-    out.append(_verdict(ctx, names[0], unc, seen, "uncorrectable ECC errors", source=suite_check(2)))
+    out.append(_verdict(ctx, names[0], unc, seen, msg("acc_what_ecc_uncorrectable"), source=suite_check(2)))
 
     corr = [(h.index, h.ecc_corrected_volatile) for h in hs if h.ecc_corrected_volatile is not None]
     worst = max((c for _, c in corr), default=None)
-    out.append(ctx.at_most(names[1], worst, crit.ecc_corrected_max, "errors", "most corrected ECC errors on a GPU"))
+    out.append(ctx.at_most(names[1], worst, crit.ecc_corrected_max, "errors", msg("acc_what_ecc_corrected")))
 
     remap = {h.index: ", ".join(w for w, bad in (("remap pending", h.remap_pending),
                                                  ("remap failure", h.remap_failure)) if bad)
              for h in hs if h.remap_pending or h.remap_failure}
     seen = sum(1 for h in hs if h.remap_pending is not None or h.remap_failure is not None)
-    out.append(_verdict(ctx, names[2], remap, seen, "row remapping pending/failed", source=suite_check(2, "acc_rule_aznhc")))
+    out.append(_verdict(ctx, names[2], remap, seen, msg("acc_what_remap"), source=suite_check(2, "acc_rule_aznhc")))
 
     retired = {h.index: "retired pages pending" for h in hs if h.retired_pages_pending}
     seen = sum(1 for h in hs if h.retired_pages_pending is not None)
-    out.append(_verdict(ctx, names[3], retired, seen, "page retirement pending"))
+    out.append(_verdict(ctx, names[3], retired, seen, msg("acc_what_retired")))
 
     events = ctx.telemetry.xid_events()
     if events is None:
-        out.append(ctx.skipped(names[4], "kernel log not readable (run as root to scan for XID errors)"))
+        out.append(ctx.skipped(names[4], msg("acc_why_no_kernel_log")))
     else:
         critical = set(crit.critical_xids or [])
         hits = [e for e in events if e.xid in critical]
@@ -61,14 +62,14 @@ def run(ctx: Context) -> list[CheckResult]:
         out.append(ctx.result(
             names[4], "fail" if hits else "pass", measured=len(hits), threshold=0, unit="critical XIDs",
             source=crit.critical_xids_source,
-            why=(f"critical XIDs {sorted({e.xid for e in hits})} on "
-                 f"{sorted({e.pci for e in hits})}" if hits else f"no critical XID in the kernel log "
-                 f"(all XIDs seen: {seen_xids or 'none'})"),
+            why=(msg("acc_why_critical_xids", xids=str(sorted({e.xid for e in hits})),
+                     pci=str(sorted({e.pci for e in hits}))) if hits
+                 else msg("acc_why_no_critical_xid", seen=str(seen_xids) if seen_xids else msg("accept_none"))),
             details={"events": [{"pci": e.pci, "xid": e.xid, "message": e.message} for e in events[:50]]},
         ))
 
     reasons = {h.index: h.clock_event_reasons for h in hs if h.clock_event_reasons is not None}
     throttled = {i: ", ".join(reason_names(r & FAILING_REASONS)) for i, r in reasons.items() if r & FAILING_REASONS}
-    out.append(_verdict(ctx, names[5], throttled, len(reasons), "thermal/power clock slowdown",
+    out.append(_verdict(ctx, names[5], throttled, len(reasons), msg("acc_what_clock_slowdown"),
                         source=msg("acc_src_dcgm_failing_reasons")))
     return out

@@ -9,6 +9,7 @@ from trainsizer.accept.context import Context
 from trainsizer.accept.criteria import Limit, suite_check, version_at_least
 from trainsizer.accept.results import CheckResult
 from trainsizer.accept.telemetry import GpuInfo
+from trainsizer.messages import msg
 
 GIB = 2**30
 
@@ -34,18 +35,20 @@ def _version(ctx: Context, name: str, have: str | None, need: Limit | None, why_
     if have is None:
         return ctx.skipped(name, why_missing, limit=need)
     if need is None:
-        return ctx.result(name, "skipped", measured=have, why=f"found {have}; no minimum in the criteria")
+        return ctx.result(name, "skipped", measured=have, why=msg("acc_why_found_no_minimum", have=have))
     ok = version_at_least(have, str(need.value))
     return ctx.result(name, "pass" if ok else "fail", measured=have, limit=need,
-                      why=f"{have} {'>=' if ok else '<'} {need.value}")
+                      why=msg("acc_why_version", have=have, rel=">=" if ok else "<", need=need.value))
 
 
 def _equal(ctx: Context, name: str, measured: int, limit: Limit | None, what: str) -> CheckResult:
     if limit is None:
-        return ctx.result(name, "skipped", measured=measured, why=f"{what}: found {measured}; not in the criteria")
+        return ctx.result(name, "skipped", measured=measured,
+                          why=msg("acc_why_found_not_in_criteria", what=what, measured=measured))
     ok = measured == int(limit.value)
     return ctx.result(name, "pass" if ok else "fail", measured=measured, limit=limit,
-                      why=f"{what}: found {measured}, plan {'=' if ok else '!='} {limit.value}")
+                      why=msg("acc_why_found_plan", what=what, measured=measured, rel="=" if ok else "!=",
+                              planned=limit.value))
 
 
 def _no_telemetry(ctx: Context) -> list[CheckResult]:
@@ -61,13 +64,14 @@ def _gpu_model(ctx: Context, gpus: list[GpuInfo]) -> CheckResult:
     names = sorted({g.name for g in gpus})
     if crit.gpu_model is None:
         return ctx.result("inventory.gpu_model", "skipped", measured=", ".join(names),
-                          why="no GPU model in the criteria")
+                          why=msg("acc_why_no_gpu_model"))
     want = str(crit.gpu_model.value).lower()
     bad = [g.index for g in gpus if want not in g.name.lower()]
     return ctx.result(
         "inventory.gpu_model", "fail" if bad or not gpus else "pass", measured=", ".join(names),
         limit=crit.gpu_model,
-        why=f"GPUs {bad} are not {crit.gpu_model.value!r}" if bad else f"all GPUs match {want!r}",
+        why=msg("acc_why_gpus_not_model", gpus=str(bad), model=repr(crit.gpu_model.value)) if bad
+        else msg("acc_why_all_gpus_match", model=repr(want)),
     )
 
 
@@ -75,24 +79,25 @@ def _ecc_mode(ctx: Context, gpus: list[GpuInfo]) -> CheckResult:
     ecc = {g.index: g.ecc_enabled for g in gpus if g.ecc_enabled is not None}
     off = sorted(i for i, on in ecc.items() if not on)
     if not ecc:
-        return ctx.skipped("inventory.ecc_mode", "ECC mode not reported")
+        return ctx.skipped("inventory.ecc_mode", msg("acc_why_ecc_not_reported"))
     return ctx.result("inventory.ecc_mode", "fail" if off else "pass", measured=len(off), threshold=0,
                       unit="GPUs without ECC", source=suite_check(1, "acc_rule_ecc_enabled"),
-                      why=f"ECC disabled on GPUs {off}" if off else f"ECC enabled on all {len(ecc)} GPUs")
+                      why=msg("acc_why_ecc_off", gpus=str(off)) if off else msg("acc_why_ecc_on", n=len(ecc)))
 
 
 def _nvlink_up(ctx: Context, gpus: list[GpuInfo]) -> CheckResult:
     crit = ctx.criteria
     ups = [(g.index, g.nvlinks_up, g.nvlinks_total) for g in gpus if g.nvlinks_up is not None]
     if not ups:
-        return ctx.skipped("inventory.nvlink_up", "NVLink state not reported (no NVLink or no data)",
+        return ctx.skipped("inventory.nvlink_up", msg("acc_why_nvlink_not_reported"),
                            limit=crit.nvlinks_per_gpu)
     low = min(u for _, u, _ in ups)
     down = [i for i, u, t in ups if t is not None and u < t]
-    res = ctx.at_least("inventory.nvlink_up", low, crit.nvlinks_per_gpu, "links", "fewest NVLinks up on a GPU",
+    res = ctx.at_least("inventory.nvlink_up", low, crit.nvlinks_per_gpu, "links", msg("acc_what_nvlinks_up"),
                        details={"per_gpu": {i: u for i, u, _ in ups}})
     if down and res.status != "fail":
-        res.status, res.why = "fail", f"GPUs {down} have inactive NVLinks ({res.why})"
+        res.status = "fail"
+        ctx.add_why(res, msg("acc_why_inactive_nvlinks", gpus=str(down)), key="acc_why_because")
     return res
 
 
@@ -102,14 +107,14 @@ def _gpu_checks(ctx: Context) -> list[CheckResult]:
     gpus = ctx.gpus()
     mems = [g.memory_total_bytes / GIB for g in gpus if g.memory_total_bytes]
     return [
-        _equal(ctx, "inventory.gpu_count", len(gpus), crit.gpu_count, "GPUs"),
+        _equal(ctx, "inventory.gpu_count", len(gpus), crit.gpu_count, msg("acc_what_gpus")),
         _gpu_model(ctx, gpus),
         ctx.at_least("inventory.gpu_memory", round(min(mems), 1) if mems else None,
-                     crit.gpu_memory_gib_min, "GiB", "smallest GPU memory"),
+                     crit.gpu_memory_gib_min, "GiB", msg("acc_what_gpu_memory")),
         _version(ctx, "inventory.driver_version", ctx.telemetry.driver_version(),
-                 crit.driver_version_min, "driver version not reported"),
+                 crit.driver_version_min, msg("acc_why_driver_not_reported")),
         _version(ctx, "inventory.cuda_version", ctx.telemetry.cuda_version(),
-                 crit.cuda_version_min, "CUDA version not reported"),
+                 crit.cuda_version_min, msg("acc_why_cuda_not_reported")),
         _ecc_mode(ctx, gpus),
         _nvlink_up(ctx, gpus),
     ]
@@ -122,17 +127,17 @@ def _nic_checks(ctx: Context, info: host.HostInfo) -> list[CheckResult]:
     active = [n for n in rdma if n.up]
     nic_details = {"rdma": [asdict(n) for n in rdma]}
     if not rdma and crit.nic_count_min is None:
-        out.append(ctx.skipped("inventory.nics", "no RDMA NIC found and none required", details=nic_details))
+        out.append(ctx.skipped("inventory.nics", msg("acc_why_no_rdma_nic"), details=nic_details))
     else:
-        out.append(ctx.at_least("inventory.nics", len(active), crit.nic_count_min, "ports", "active RDMA ports",
+        out.append(ctx.at_least("inventory.nics", len(active), crit.nic_count_min, "ports", msg("acc_what_rdma_ports"),
                                 details=nic_details))
     speeds = [n.speed_gbps for n in active if n.speed_gbps is not None]
     if not speeds:
-        out.append(ctx.skipped("inventory.nic_speed", "no active RDMA port with a rate", limit=crit.nic_speed_gbps_min,
+        out.append(ctx.skipped("inventory.nic_speed", msg("acc_why_no_rdma_rate"), limit=crit.nic_speed_gbps_min,
                                unit="Gb/s"))
     else:
         out.append(ctx.at_least("inventory.nic_speed", min(speeds), crit.nic_speed_gbps_min, "Gb/s",
-                                "slowest active RDMA port"))
+                                msg("acc_what_rdma_slowest")))
     return out
 
 
@@ -140,9 +145,9 @@ def _host_checks(ctx: Context, info: host.HostInfo) -> list[CheckResult]:
     crit = ctx.criteria
     ram = round(info.ram_bytes / GIB, 1) if info.ram_bytes else None
     return [
-        ctx.at_least("inventory.cpu_cores", info.cpu_count, crit.cpu_cores_min, "CPUs", "logical CPUs"),
-        ctx.at_least("inventory.ram", ram, crit.ram_gib_min, "GiB", "RAM"),
-        ctx.at_least("inventory.disks", len(info.disks), crit.disks_min, "disks", "block devices",
+        ctx.at_least("inventory.cpu_cores", info.cpu_count, crit.cpu_cores_min, "CPUs", msg("acc_what_cpus")),
+        ctx.at_least("inventory.ram", ram, crit.ram_gib_min, "GiB", msg("acc_what_ram")),
+        ctx.at_least("inventory.disks", len(info.disks), crit.disks_min, "disks", msg("acc_what_disks"),
                      details={"disks": info.disks}),
     ]
 
@@ -151,5 +156,5 @@ def run(ctx: Context, info: host.HostInfo | None = None) -> list[CheckResult]:
     info = info or host.probe(ctx.options.sysfs_root)
     out = _no_telemetry(ctx) if ctx.telemetry is None else _gpu_checks(ctx)
     out.append(_version(ctx, "inventory.nccl_version", host.nccl_version(), ctx.criteria.nccl_version_min,
-                        "NCCL version unknown (needs torch with CUDA)"))
+                        msg("acc_why_nccl_unknown")))
     return out + _nic_checks(ctx, info) + _host_checks(ctx, info)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trainsizer.accept.results import CheckResult, RunResult, save, verdict_of
+from trainsizer.messages import msg, storable
 
 
 @dataclass
@@ -55,7 +56,8 @@ def isolate(nodes: list[str], test_pair: Callable[[str, str], bool]) -> Isolatio
 
 def to_result(iso: Isolation, run_id: str, started_at: str) -> RunResult:
     checks = [CheckResult(name=f"isolate.pair.{a}+{b}", status="pass" if ok else "fail", node="fleet",
-                          why=f"2-node collective {a} + {b} {'passed' if ok else 'failed'}") for a, b, ok in iso.tests]
+                          why=(why := msg("acc_why_pair", a=a, b=b, result=msg("acc_why_passed" if ok else "acc_why_failed"))),
+                          why_msg=storable(why)) for a, b, ok in iso.tests]
     status = "fail" if iso.bad else ("error" if iso.unresolved else "pass")
     why = (f"bad nodes: {', '.join(iso.bad)}" if iso.bad else
            f"every pair failed; cannot tell which of {iso.unresolved} is bad" if iso.unresolved

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from trainsizer.accept.context import Context
 from trainsizer.accept.results import CheckResult
+from trainsizer.messages import msg
 
 
 @dataclass(frozen=True)
@@ -71,10 +72,10 @@ def _devices(ctx: Context) -> list[str]:
 def run(ctx: Context) -> list[CheckResult]:
     limit = ctx.criteria.rdma_gbps_min
     if shutil.which("ib_write_bw") is None:
-        return [ctx.skipped("rdma.write_bw", "ib_write_bw not on PATH (install perftest)", limit=limit, unit="Gb/s")]
+        return [ctx.skipped("rdma.write_bw", msg("acc_why_no_ib_write_bw"), limit=limit, unit="Gb/s")]
     devs = _devices(ctx)
     if not devs:
-        return [ctx.skipped("rdma.write_bw", "no RDMA device in /sys/class/infiniband", limit=limit, unit="Gb/s")]
+        return [ctx.skipped("rdma.write_bw", msg("acc_why_no_rdma_device"), limit=limit, unit="Gb/s")]
     out = []
     for dev in devs:
         port = str(_free_port())  # not perftest's fixed 18515: another ib_write_bw may hold it
@@ -91,8 +92,8 @@ def run(ctx: Context) -> list[CheckResult]:
             server.wait(timeout=10)
         name = f"rdma.write_bw.{dev}"
         if not rows:
-            out.append(ctx.result(name, "error", why=f"ib_write_bw loopback on {dev} gave no result"))
+            out.append(ctx.result(name, "error", why=msg("acc_why_loopback_no_result", dev=dev)))
             continue
         out.append(ctx.at_least(name, rows[-1].bw_average_gbps, limit, "Gb/s",
-                                f"ib_write_bw loopback average on {dev} (8 MiB)"))
+                                msg("acc_what_rdma_loopback", dev=dev)))
     return out

@@ -29,7 +29,7 @@ def _m(key: str, lang: str, **params: object) -> str:
 
 
 def print_table(result: RunResult, console: Console | None = None, lang: str = "en") -> None:
-    """The run as a table in `lang` (frame, columns and statuses; each check's `why` is the check's text)."""
+    """The run as a table in `lang` (frame, columns, statuses, explanations and threshold sources)."""
     console = console or Console(width=None if sys.stdout.isatty() else 160)
     table = Table(title=escape(_m("accept_title", lang, verdict=_m(f"accept_status_{result.verdict}", lang).upper(),
                                   run=result.run_id, platform=result.platform or _m("accept_none", lang))),
@@ -42,13 +42,18 @@ def print_table(result: RunResult, console: Console | None = None, lang: str = "
         # measured text (tool output, paths like "[/dev/x]", "[rank0]:") is not rich markup: escape it
         table.add_row(*map(escape, (c.name, c.node or "")),
                       f"[{_STYLE[c.status]}]{_m(f'accept_status_{c.status}', lang)}[/]",
-                      *map(escape, (_fmt(c.measured), _fmt(c.threshold), c.unit or "", c.why,
+                      *map(escape, (_fmt(c.measured), _fmt(c.threshold), c.unit or "", why_text(c, lang),
                                     source_text(c, lang))))
     console.print(table)
     counts = {s: sum(1 for c in result.checks if c.status == s) for s in _STYLE}
     colon = _m("accept_colon", lang)
     console.print(" ".join(f"{_m(f'accept_status_{k}', lang)}{colon}{v}" for k, v in counts.items())
                   + f"   {_m('accept_criteria', lang)}{colon}{escape(_criteria_source(result.criteria_source, lang, result.platform))}")
+
+
+def why_text(check: CheckResult, lang: str) -> str:
+    """A check's explanation in the reader's language (its stored message), else as recorded."""
+    return str(tr(stored(check.why_msg), lang)) if check.why_msg else check.why
 
 
 def source_text(check: CheckResult, lang: str) -> str:
@@ -68,14 +73,13 @@ def _criteria_source(source: str, lang: str, platform: str | None = None) -> str
 
 
 def to_html(result: RunResult, lang: str = "en") -> str:
-    """The run as one HTML page in `lang` (frame, columns, statuses and threshold sources; each check's `why`
-    is the check's text, as stored)."""
+    """The run as one HTML page in `lang` (frame, columns, statuses, explanations and threshold sources)."""
     e = html.escape
     rows = "\n".join(
         f"<tr class='{e(c.status)}'><td>{e(c.name)}</td><td>{e(c.node or '')}</td>"
         f"<td>{e(_m(f'accept_status_{c.status}', lang))}</td>"
         f"<td>{e(_fmt(c.measured))}</td><td>{e(_fmt(c.threshold))}</td><td>{e(c.unit or '')}</td>"
-        f"<td>{e(c.why)}</td><td>{e(source_text(c, lang))}</td></tr>"
+        f"<td>{e(why_text(c, lang))}</td><td>{e(source_text(c, lang))}</td></tr>"
         for c in result.checks)
     head = "".join(f"<th>{e(_m(f'accept_col_{col}', lang))}</th>" for col in
                    ("check", "node", "status", "measured", "threshold", "unit", "why", "source"))

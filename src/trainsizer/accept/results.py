@@ -28,6 +28,8 @@ class CheckResult(BaseModel):
     threshold: float | int | str | None = None
     unit: str | None = None
     why: str = ""
+    # the catalogue message `why` was written from ({key, params}), so the report reads it in either language
+    why_msg: dict[str, Any] | None = None
     source: str | None = None
     # a plan's threshold: the catalogue message `source` was written from (criteria.Limit.source_msg), so the
     # report shows the source in the reader's language

@@ -16,6 +16,7 @@ import numpy as np
 from trainsizer.accept import coldcache, fio
 from trainsizer.accept.context import Context
 from trainsizer.accept.results import CheckResult
+from trainsizer.messages import msg
 
 BLOCK = coldcache.BLOCK
 
@@ -50,7 +51,7 @@ def dataset_read(ctx: Context, dataset: Path) -> CheckResult:
     """Cold read of the planned dataset's own files (up to the storage size), hashed as they are read."""
     crit = ctx.criteria
     if not dataset.exists():
-        return ctx.result("storage.dataset_read", "error", why=f"dataset path {dataset} does not exist")
+        return ctx.result("storage.dataset_read", "error", why=msg("acc_why_dataset_missing", path=str(dataset)))
     files = [dataset] if dataset.is_file() else sorted(f for f in dataset.rglob("*") if f.is_file())
     chosen, total = [], 0
     for f in files:
@@ -59,14 +60,15 @@ def dataset_read(ctx: Context, dataset: Path) -> CheckResult:
         chosen.append(f)
         total += f.stat().st_size
     if not total:
-        return ctx.skipped("storage.dataset_read", f"no data under {dataset}", limit=crit.storage_read_gb_s_min)
+        return ctx.skipped("storage.dataset_read", msg("acc_why_no_data", path=str(dataset)), limit=crit.storage_read_gb_s_min)
     try:
         seconds, _, method = coldcache.cold_read(chosen)
     except OSError as err:  # e.g. a file we may not read
-        return ctx.result("storage.dataset_read", "error", why=f"reading {err.filename or dataset}: {err.strerror}")
+        return ctx.result("storage.dataset_read", "error",
+                          why=msg("acc_why_read_error", path=str(err.filename or dataset), error=str(err.strerror)))
     return ctx.at_least("storage.dataset_read", round(total / seconds / 1e9, 4), crit.storage_read_gb_s_min, "GB/s",
-                        f"cold read of {len(chosen)} dataset files ({total / 1e9:.3g} GB) under {dataset}, "
-                        f"{coldcache.METHOD_NOTES[method]}",
+                        msg("acc_what_dataset_read", files=len(chosen), gb=f"{total / 1e9:.3g}", path=str(dataset),
+                            method=coldcache.METHOD_NOTES[method]),
                         details={"path": str(dataset), "files": len(chosen), "bytes": total, "cold_cache": method,
                                  "calibration": False})
 
@@ -82,7 +84,7 @@ def _throughput(ctx: Context) -> list[CheckResult]:
     crit = ctx.criteria
     base = base_dir(ctx)
     if not base.is_dir():
-        return [ctx.result(n, "error", why=f"storage path {base} does not exist")
+        return [ctx.result(n, "error", why=msg("acc_why_path_missing", path=str(base)))
                 for n in ("storage.write", "storage.read")]
     size = ctx.options.storage_size_bytes
     with tempfile.TemporaryDirectory(prefix="trainsizer-storage-", dir=base) as tmp:
@@ -94,13 +96,13 @@ def _throughput(ctx: Context) -> list[CheckResult]:
             except (RuntimeError, ValueError, OSError) as err:
                 return [ctx.result(n, "error", why=str(err)) for n in ("storage.write", "storage.read")]
             common = {"method": "fio", "fio_version": w.version, "path": str(base), "size_bytes": size}
-            note = "" if r_direct else "; LIMITATION: filesystem refused O_DIRECT, fio read buffered (may be warm)"
+            read_what = msg("acc_what_fio_read", direct=int(r_direct), path=str(base))
             return [
                 ctx.at_least("storage.write", round(w.gb_s, 4), crit.storage_write_gb_s_min, "GB/s",
-                             f"fio sequential write (direct={int(w_direct)}, end_fsync) on {base}",
+                             msg("acc_what_fio_write", direct=int(w_direct), path=str(base)),
                              details={**common, "direct": w_direct}),
                 ctx.at_least("storage.read", round(r.gb_s, 4), crit.storage_read_gb_s_min, "GB/s",
-                             f"fio sequential read (direct={int(r_direct)}) on {base}{note}",
+                             read_what if r_direct else msg("acc_what_fio_buffered", what=read_what),
                              details={**common, "direct": r_direct}),
             ]
         f = d / "stream.bin"
@@ -108,15 +110,16 @@ def _throughput(ctx: Context) -> list[CheckResult]:
             w_s, digest = write_random(f, size)
             r_s, digests, method = coldcache.cold_read([f])
         except OSError as err:  # e.g. no space left: an error of these two checks, not of the whole group
-            return [ctx.result(n, "error", why=f"{err.strerror or err} on {base}")
+            return [ctx.result(n, "error", why=msg("acc_why_io_error", error=str(err.strerror or err), path=str(base)))
                     for n in ("storage.write", "storage.read")]
         common = {"method": "python", "path": str(base), "size_bytes": size, "cold_cache": method}
         out = [
             ctx.at_least("storage.write", round(size / w_s / 1e9, 4), crit.storage_write_gb_s_min, "GB/s",
-                         f"sequential 4 MiB writes + fsync on {base} (fio not found)", details=common),
+                         msg("acc_what_py_write", path=str(base)), details=common),
             ctx.at_least("storage.read", round(size / r_s / 1e9, 4), crit.storage_read_gb_s_min, "GB/s",
-                         f"cold sequential read on {base}, {coldcache.METHOD_NOTES[method]}", details=common),
+                         msg("acc_what_py_read", path=str(base), method=coldcache.METHOD_NOTES[method]), details=common),
         ]
         if digests[f] != digest:
-            out[1].status, out[1].why = "fail", "data read back differs from data written (sha256)"
+            out[1].status = "fail"
+            ctx.explain(out[1], msg("acc_why_readback_differs"))
         return out
