@@ -15,3 +15,25 @@ def test_nvls_cell_only_for_an_nvlink_domain(lang: str) -> None:
     # a switchless xGMI mesh or a PCIe host has no NVLink SHARP to say yes or no to
     assert _nvls_cell({"tech": "xgmi", "nvls": False}, lang) == "—"
     assert _nvls_cell({"tech": "pcie", "nvls": False}, lang) == "—"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_scale_out_sentence_is_printed_whole_under_the_roll_out(lang: str) -> None:
+    """The scale-out path is a sentence, not a source: it was cut at 80 characters into the Source column."""
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from trainsizer.plan.texts import localise
+    from trainsizer.render.build_view import print_build
+
+    fixtures = Path(__file__).parent / "report" / "fixtures"
+    build = json.loads((fixtures / "plan_buildout_sft70b.json").read_text(encoding="utf-8"))["build"]
+    if lang == "en":  # a rented cluster's sentence (the fixture's own is short)
+        build["phases"]["scale_out"].update(recabling_msg=None, recabling=(
+            "rented: ask the provider for the extra nodes on the same fabric (non-blocking placement, same rails)"))
+    sentence = localise(build, lang, keep=False)["phases"]["scale_out"]["recabling"]
+    con = Console(record=True, width=400)
+    print_build(build, lang, console=con)
+    assert " ".join(sentence.split()) in " ".join(con.export_text().split())

@@ -78,7 +78,7 @@ def test_msg_is_english_text_and_translates():
 def test_spec_error_in_chinese():
     err = SpecError("job: data.tokens", msg("spec_finite"), value=float("inf"))
     assert str(err) == "job: data.tokens: must be a finite number (got inf)."
-    assert err.render("zh") == "job: data.tokens：必须是有限的数（得到 inf）。"
+    assert err.render("zh") == "job：data.tokens：必须是有限的数（得到 inf）。"
 
 
 # Chinese output of every command, example and bad input: tests/test_cli_zh.py

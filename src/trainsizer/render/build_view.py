@@ -156,10 +156,12 @@ def print_build(out: dict[str, Any], lang: str, console: Console | None = None) 
     con.print(_table(t("b_acceptance_title", L), [t("item", L), t("b_threshold", L), t("source", L)],
                      acceptance_rows(out["acceptance"]), L))
     ph = out["phases"]
-    con.print(_table(t("b_phases_title", L), [t("item", L), t("b_weeks", L), t("source", L)],
-                     [[t(f"b_phase_{p['id']}", L), (f"{p['weeks_low']:g}-{p['weeks_high']:g}" if p['weeks_high'] else "—"), p["source"]]
-                      for p in ph["rollout"]]
-                     + [[t("b_scale_out", L), "", ph["scale_out"]["recabling"][:80]]], L))
+    phases = _table(t("b_phases_title", L), [t("item", L), t("b_weeks", L), t("source", L)],
+                    [[t(f"b_phase_{p['id']}", L), (f"{p['weeks_low']:g}-{p['weeks_high']:g}" if p['weeks_high'] else "—"),
+                      p["source"]] for p in ph["rollout"]], L)
+    phases.caption = f"{t('b_scale_out', L)}{t('colon', L)}{ph['scale_out']['recabling']}"
+    phases.caption_justify = "left"
+    con.print(phases)
     thumbs = _table(t("b_thumbs_title", L), [t("item", L), t("b_guide", L), t("b_ours", L), t("b_agrees", L)],
                     [[x["topic"], x["guide_value"], x["ours"], t("b_yes", L) if x["agrees"] else t("b_no", L)]
                      for x in out["rules_of_thumb"]], L)

@@ -133,7 +133,7 @@ def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) 
         con.print(f"{t('plan_tier', L)}{c}[bold]{t('tier_' + tier['id'], L)}[/] — "
                   + t("plan_decided_by", L).format(resource=t("resource_" + tier["decided_by"], L)) + f"{c}{tier['why']}")
     if rec:
-        con.print(f"[bold green]{t('plan_recommended', L)}[/]{c}{rec['id']}, {_layout(rec['strategy'], L)}")
+        con.print(f"[bold green]{t('plan_recommended', L)}[/]{c}{rec['id']}{t('list_sep', L)}{_layout(rec['strategy'], L)}")
         con.print(f"{t('plan_why', L)}{c}{rec['why']}")
         line = _cost_line(_option(plan, rec["id"]), goal["procurement"], L)
         if line:

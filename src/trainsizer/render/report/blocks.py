@@ -54,6 +54,10 @@ def mid(price: Mapping) -> float | None:
     return price.get("typical", price.get("mid"))
 
 
+# The BOM's rent and buy-vs-rent amounts (plan/buildout/bom_lines.py): plain numbers in the block's currency.
+MONEY_FIELDS = frozenset({"per_month", "for_job", "running_per_month", "rent_per_month", "rent_for_job"})
+
+
 def cell(key: str, v: object, f: Fmt, currency: str) -> str:
     """One value as text: prices as ranges in their currency, limits with their source, units by name."""
     if is_price(v):
@@ -67,6 +71,8 @@ def cell(key: str, v: object, f: Fmt, currency: str) -> str:
                          for k, x in v.items() if x is not None)
     if isinstance(v, str) and has(f"v.{v}"):
         return t(f"v.{v}", f.lang)
+    if key in MONEY_FIELDS and currency and isinstance(v, int | float) and not isinstance(v, bool):
+        return f.money(v, currency)
     return f.value(key, v)
 
 

@@ -67,6 +67,13 @@ def network_name(hw: Mapping) -> str:
     return str(net or "")
 
 
+def option_number(o: Mapping, i: int) -> int:
+    """The option's rank in the plan, as the CLI's options table numbers it (options past the top ones are kept
+    for the Pareto front and keep their rank: 21, not 11); its place in the list where a plan has no rank."""
+    rank = o.get("rank")
+    return rank if isinstance(rank, int) and not isinstance(rank, bool) else i + 1
+
+
 def option_label(o: Mapping) -> str:
     if o.get("id"):
         return str(o["id"])

@@ -7,13 +7,13 @@ from collections.abc import Mapping
 
 from trainsizer.render import cost_basis
 from trainsizer.render.report.charts import Chart, Series
-from trainsizer.render.report.facts import option_index, option_label, procurement, recommended
+from trainsizer.render.report.facts import option_index, option_label, option_number, procurement, recommended
 from trainsizer.render.report.i18n import field_label, t
 
 
 def memory_chart(plan: Mapping, lang: str) -> Chart:
     options = plan.get("options") or []
-    labels = tuple(f"#{i + 1} {option_label(o)}" for i, o in enumerate(options))
+    labels = tuple(f"#{option_number(o, i)} {option_label(o)}" for i, o in enumerate(options))
     series = [Series(t(f"mem.{part}", lang), labels,
                      tuple((o.get("memory", {}).get("breakdown_gib") or {}).get(part, 0.0) for o in options))
               for part in ("weights", "gradients", "optimizer", "activations", "other")]
@@ -24,7 +24,7 @@ def memory_chart(plan: Mapping, lang: str) -> Chart:
 
 def time_chart(plan: Mapping, lang: str) -> Chart:
     options = plan.get("options") or []
-    labels = tuple(f"#{i + 1} {option_label(o)}" for i, o in enumerate(options))
+    labels = tuple(f"#{option_number(o, i)} {option_label(o)}" for i, o in enumerate(options))
     parts: list[str] = []
     for o in options:
         for k, v in (o.get("time", {}).get("breakdown_s") or {}).items():
@@ -54,7 +54,7 @@ def _points(plan: Mapping) -> list[tuple[float, float, str, int]]:
     for i, o in enumerate(plan.get("options") or []):
         days, cost = (o.get("time") or {}).get("train_days"), ranked_cost(o, kind)
         if days is not None and cost is not None:
-            out.append((float(days), cost, f"#{i + 1} {option_label(o)}", i))
+            out.append((float(days), cost, f"#{option_number(o, i)} {option_label(o)}", i))
     return out
 
 

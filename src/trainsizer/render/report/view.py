@@ -22,6 +22,7 @@ from trainsizer.render.report.facts import (
     currency,
     network_name,
     option_label,
+    option_number,
     procurement,
     recommended,
     strategy_text,
@@ -172,7 +173,7 @@ def options_table(plan: Mapping, f: Fmt) -> Table:
                  (t("pareto_mark", L), i in front), (t("memory_short_mark", L), o.get("leaves_memory_floor") is False))
         marks = " ".join(m for m, on in flags if on)
         meets = o.get("meets") or {}
-        rows.append((f"#{i + 1}", marks, option_label(o),
+        rows.append((f"#{option_number(o, i)}", marks, option_label(o),
                      f"{f.num(hw.get('nodes'))} × {f.num(hw.get('per_node'))}", network_name(hw),
                      strategy_text(o.get("strategy") or {}, L),
                      f"{f.qty(mem.get('per_gpu_gib'), 'GiB')} / {f.qty(mem.get('capacity_gib'), 'GiB')}",
@@ -191,7 +192,7 @@ def _memory_table(plan: Mapping, f: Fmt) -> Table:
     for i, o in enumerate(plan.get("options") or []):
         mem = o.get("memory") or {}
         b = mem.get("breakdown_gib") or {}
-        rows.append((f"#{i + 1} {option_label(o)}", *(f.qty(b.get(p), "GiB") for p in parts),
+        rows.append((f"#{option_number(o, i)} {option_label(o)}", *(f.qty(b.get(p), "GiB") for p in parts),
                      f.qty(mem.get("per_gpu_gib"), "GiB"), f.qty(mem.get("headroom_gib"), "GiB"),
                      str(mem.get("worst_gpu") or "")))
     cols = (t("option", L), *(t(f"mem.{p}", L) for p in parts), t("total", L), t("headroom", L), t("worst_gpu", L))
@@ -203,7 +204,7 @@ def _time_table(plan: Mapping, f: Fmt) -> Table:
     rows = []
     for i, o in enumerate(plan.get("options") or []):
         tm = o.get("time") or {}
-        rows.append((f"#{i + 1} {option_label(o)}", f.qty(tm.get("step_s"), "s", 2), f.num(tm.get("tokens_per_s"), 0),
+        rows.append((f"#{option_number(o, i)} {option_label(o)}", f.qty(tm.get("step_s"), "s", 2), f.num(tm.get("tokens_per_s"), 0),
                      f.pct(tm.get("mfu")), f.pct(tm.get("goodput")), f.num(tm.get("gpu_hours"), 0),
                      f.days(tm.get("train_days"))))
     cols = (t("option", L), t("step_time", L), t("tokens_per_s", L), "MFU", t("goodput", L), t("gpu_hours", L),

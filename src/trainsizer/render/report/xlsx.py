@@ -21,6 +21,7 @@ from trainsizer.render.report.facts import (
     currency,
     network_name,
     option_label,
+    option_number,
     strategy_text,
 )
 from trainsizer.render.report.fmt import Fmt
@@ -132,7 +133,7 @@ def _rent_rows(ws: Worksheet, bom: Mapping, row: int, money: str, lang: str) -> 
 
 def option_sheet(wb: Workbook, plan: Mapping, i: int, lang: str) -> None:
     o = plan["options"][i]
-    ws = wb.create_sheet(f"{t('option', lang)} {i + 1}"[:31])
+    ws = wb.create_sheet(f"{t('option', lang)} {option_number(o, i)}"[:31])
     hw, st, mem, tm = (o.get(k) or {} for k in ("hardware", "strategy", "memory", "time"))
     rows: list[tuple[str, Any]] = [
         (t("option", lang), option_label(o)), (t("x.accelerator", lang), hw.get("accelerator")),

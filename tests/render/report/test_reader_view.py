@@ -1,0 +1,46 @@
+"""What a procurement reader sees in the report agrees with the CLI and reads as money and units: option numbers
+are the plan's ranks, the BOM's rent figures are money, a label does not repeat the unit its figure prints."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainsizer.render.report.blocks import cell
+from trainsizer.render.report.fmt import UNIT_SUFFIXES, Fmt, unit_of
+from trainsizer.render.report.i18n import catalogue
+from trainsizer.render.report.view import build_view
+
+from .conftest import load_fixture
+
+
+def test_options_are_numbered_by_their_rank_as_in_the_cli():
+    plan = load_fixture()
+    plan["options"][-1]["rank"] = 21   # a Pareto point kept past the top options keeps its rank
+    view = build_view(plan, "en")
+    rows = view.sections[0].tables[0].rows
+    assert rows[-1][0] == "#21" and rows[0][0] == "#1"
+    memory = next(s for s in view.sections if s.id == "memory").tables[0].rows
+    assert memory[-1][0].startswith("#21 ")
+
+
+@pytest.mark.parametrize(("lang", "text"), [("en", "$46,136"), ("zh", "US$4.61万")])
+def test_rent_and_buy_vs_rent_amounts_are_money(lang, text):
+    for key in ("per_month", "rent_per_month"):
+        assert cell(key, 46136.0, Fmt(lang), "USD") == text
+    assert "$" not in cell("job_days", 1.72, Fmt(lang), "USD")   # a length, not money
+
+
+UNIT_WORDS = {"d": ("day", "天"), "mo": ("month", "月"), "h": ("hour", "小时"), "wk": ("week", "周"),
+              "kWh": ("kwh",), "GiB": ("gib",), "GB/s": ("gb/s",), "s": ("second", "秒")}
+
+
+def test_a_label_does_not_repeat_the_unit_its_figure_prints():
+    for key, entry in catalogue().items():
+        if not key.startswith("f."):
+            continue
+        unit = unit_of(key[2:])
+        words = UNIT_WORDS.get(unit, ())
+        for lang in ("en", "zh"):
+            label = entry[lang].lower()
+            assert not any(f"({w}" in label or f"（{w}" in label for w in words), (key, lang, entry[lang])
+    assert set(UNIT_WORDS) <= {u for _, u in UNIT_SUFFIXES}
