@@ -1,6 +1,10 @@
 """Held-out check on fine-tuning time and memory on the stacks people fine-tune with: torchtune (README tables,
 RTX 4090 / RTX A6000 / A100), Hugging Face + PEFT + FlashAttention-2 (Unsloth's longest-context table, the
 LLaMA-Factory wiki), and Megatron-Bridge 26.06 SFT / LoRA (GB300, GB200, H100). No constant is fitted on them.
+The 26.06 tables are every SFT / LoRA row Megatron-Bridge's docs/performance-summary.md has published (checked
+2026-12-02): its 25.09 to 26.02.01 pages, 26.04 (74695a06d), 26.04.01 (21d102f5e), 26.06.01 (381d0b825) and
+26.08 (4ab94dfad) list pre-training only, the later 26.06 edits (c270efc50, B300 8f341b04f) left both tables as
+they were, and #5024 (9f74f2876, 2026-07-23) took fine-tuning off the page.
 
 Rows: benchmarks/data/finetune_heldout.csv (source URL and locator, date, confidence, and in `assumed` every
 cell the source does not state). Each row goes through the public job path (resolve_job) with the row's
