@@ -32,7 +32,8 @@ def test_consumer_card_gemm_efficiency_follows_its_measured_matmul_rate():
                                                           (182.19, 234.66, 236.99), (134.08, 174.68, 178.86)))
     for acc, measured_share in (("rtx-4090", (151.5 + 160.2 + 158.5) / 3 / 165.2),
                                 ("rtx-5090", (rtx_5090_shares[1] + rtx_5090_shares[2]) / 2),
-                                ("rtx-a6000", (115.2 + 110.6 + 122.3) / 3 / 149.7)):
+                                ("rtx-a6000", (115.2 + 110.6 + 122.3) / 3 / 149.7),
+                                ("a10g", (62.48 + 66.59 + 69.47) / 3 / 70.0)):
         assert k.gemm_efficiency(acc) == pytest.approx(measured_share * a100_ratio, abs=0.01)
         assert k.gemm_efficiency(acc) < measured_share  # a training run's shapes never beat the square benchmark
     # the 4090 holds clocks above its rated boost (0.95 of its FP32-accumulate peak measured); H100 throttles
