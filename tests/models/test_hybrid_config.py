@@ -46,7 +46,7 @@ def test_bad_hybrid_configs_name_the_key(change, where, text):
     assert text in str(err.value)
 
 
-@pytest.mark.parametrize("model_type", ["jamba", "falcon_h1", "bamba", "zamba2", "granitemoehybrid", "rwkv6"])
+@pytest.mark.parametrize("model_type", ["jamba", "falcon_h1", "bamba", "zamba2", "rwkv6"])
 def test_other_hybrids_stay_refused_by_name(model_type):
     with pytest.raises(SpecError, match="which trainsizer does not model"):
         arch_from_hf_config({"model_type": model_type, "hidden_size": 768})
@@ -57,3 +57,42 @@ def test_errors_have_chinese_text():
     with pytest.raises(SpecError) as err:
         arch_from_hf_config(raw)
     assert "每层一个符号" in err.value.render("zh")
+
+
+GRANITE_TOY = {  # transformers' GraniteMoeHybrid documentation example (8 layers, 8 experts)
+    "model_type": "granitemoehybrid", "hidden_size": 512, "intermediate_size": 1024, "hidden_act": "silu",
+    "layer_types": ["mamba", "mamba", "mamba", "attention", "mamba", "mamba", "mamba", "attention"],
+    "mamba_chunk_size": 256, "mamba_conv_bias": True, "mamba_d_conv": 4, "mamba_d_head": 128, "mamba_d_state": 128,
+    "mamba_expand": 2, "mamba_n_groups": 1, "mamba_n_heads": 8, "mamba_proj_bias": False,
+    "max_position_embeddings": 4096, "num_attention_heads": 8, "num_experts_per_tok": 2, "num_hidden_layers": 8,
+    "num_key_value_heads": 8, "num_local_experts": 8, "position_embedding_type": "nope",
+    "shared_intermediate_size": 512, "tie_word_embeddings": True, "vocab_size": 49152}
+
+
+def test_granite_layers_are_a_mixer_then_an_moe_block():
+    m = arch_from_hf_config(GRANITE_TOY)
+    assert m.layer_pattern == "MEMEME*EMEMEME*E" and m.layers == 16
+    h, d_in, n = 512, 1024, 128
+    mixer = h * (2 * d_in + 2 * n + 8) + (d_in + 2 * n) * 5 + 3 * 8 + d_in + d_in * h
+    moe = h * 8 + 8 * 3 * h * 1024 + 3 * h * 512  # router, SwiGLU experts, the shared SwiGLU MLP
+    assert m.params_total == 6 * mixer + 2 * 4 * h * h + 8 * moe + 16 * h + 49152 * h + h
+    assert any("counted as two" in str(note) for note in m.notes)
+
+
+def test_granite_4_h_small_counts_as_published():
+    """ibm-granite/granite-4.0-h-small: 32B parameters, 9B active (its model card); widths as its config.json lists
+    them (36 Mamba-2 and 4 attention layers), mamba_n_heads / n_groups at the transformers defaults (128 / 1)."""
+    kinds = ["mamba"] * 5 + ["attention"] + (["mamba"] * 9 + ["attention"]) * 3 + ["mamba"] * 4
+    raw = {"model_type": "granitemoehybrid", "hidden_size": 4096, "num_hidden_layers": 40, "num_attention_heads": 32,
+           "num_key_value_heads": 8, "num_local_experts": 72, "num_experts_per_tok": 10,
+           "shared_intermediate_size": 1536, "intermediate_size": 768, "mamba_d_state": 128, "mamba_d_conv": 4,
+           "mamba_expand": 2, "tie_word_embeddings": True, "vocab_size": 100352, "layer_types": kinds}
+    m = arch_from_hf_config(raw)
+    assert m.params_total / 1e9 == pytest.approx(32, abs=0.5)
+    assert m.params_active / 1e9 == pytest.approx(9, abs=0.5)
+
+
+def test_granite_layer_types_must_match_the_layers():
+    with pytest.raises(SpecError, match="layer_types") as err:
+        arch_from_hf_config(GRANITE_TOY | {"layer_types": ["mamba"] * 7})
+    assert "each of the 8 layers" in str(err.value)

@@ -7,7 +7,7 @@ the module shapes of the matching modeling file (`modeling_llama.py`, `modeling_
 `modeling_gpt_neox.py`, `modeling_gemma2.py`, `modeling_gemma3.py`, `modeling_phi3.py`, `modeling_glm.py`,
 `modeling_glm4.py`, `modeling_internlm3.py`; the remote-code files of ChatGLM, InternLM2 and Baichuan).
 Hybrid Mamba-2 / attention models in Megatron-Core's layout (`nemotron_h`, modeling_nemotron_h.py) are read with
-their layer pattern; other state-space, recurrent and hybrid models (Mamba, RWKV, Jamba, ...) are refused by name. Every key of the file is either used, listed as known-irrelevant to sizing for
+their layer pattern, and Granite 4.0 H (`granitemoehybrid`) as that pattern; other state-space, recurrent and hybrid models (Mamba, RWKV, Jamba, ...) are refused by name. Every key of the file is either used, listed as known-irrelevant to sizing for
 its family, or reported in `ModelArch.unknown_keys` (and a line in `ModelArch.notes`): nothing is ignored
 silently. Defaults for absent optional keys are the defaults of the `transformers` configuration class,
 and each default that was applied is recorded in `notes`. Works offline: only local files are read.
@@ -622,6 +622,61 @@ def _nemotron_h(c: ConfigReader) -> dict[str, Any]:
     return kw
 
 
+_GRANITE_HYBRID_IRRELEVANT = _ROPE | _DROPOUT | {
+    "rms_norm_eps", "normalization_function", "embedding_multiplier", "logits_scaling", "residual_multiplier",
+    "attention_multiplier", "router_aux_loss_coef", "output_router_logits", "position_embedding_type",
+    "time_step_limit", "time_step_min", "time_step_max", "time_step_floor", "init_method"}
+
+
+def _granite_hybrid(c: ConfigReader) -> dict[str, Any]:
+    """GraniteMoeHybrid (transformers modeling_granitemoehybrid.py, Granite 4.0 H): each decoder layer is a mixer
+    (layer_types: mamba or attention, after input_layernorm) and then, after post_attention_layernorm, the shared SwiGLU
+    MLP of shared_intermediate_size plus, with num_local_experts > 0, the routed SwiGLU experts of intermediate_size
+    (top num_experts_per_tok, softmax router without bias). Written as Megatron-Core's pattern, two blocks per layer:
+    M or *, then E (MoE + shared MLP) or - (the shared MLP alone). The mixer: d_inner = mamba_expand x hidden,
+    mamba_n_heads heads of mamba_d_head (auto: d_inner / heads), mamba_n_groups, mamba_d_state, mamba_d_conv."""
+    from trainsizer.models.hybrid import check_mixer
+
+    n = c.req_int("num_hidden_layers")
+    c.used.add("layer_types")
+    kinds = c.raw.get("layer_types")
+    if not isinstance(kinds, list) or len(kinds) != n or any(k not in ("mamba", "attention") for k in kinds):
+        raise SpecError(c.where("layer_types"), msg("hybrid_layer_types", layers=n), value=kinds)
+    hidden, heads = _mha_width(c, "hidden_size", "num_attention_heads")
+    kv_heads = c.opt_int("num_key_value_heads", heads, 1, note=False)
+    if heads % kv_heads:
+        raise SpecError(c.where("num_key_value_heads"), msg("hf_must_divide_heads", heads=heads), value=kv_heads)
+    _gated_act(c)
+    experts = c.opt_int("num_local_experts", 0, 0, note=False)
+    shared = c.req_int("shared_intermediate_size")
+    pattern = "".join(("M" if k == "mamba" else "*") + ("E" if experts else "-") for k in kinds)
+    if c.opt_bool("mamba_proj_bias", False):
+        raise SpecError(c.where("mamba_proj_bias"), msg("hybrid_proj_bias"), value=True)
+    c.opt_bool("mamba_conv_bias", True)
+    inner = c.opt_int("mamba_expand", 2, 1) * hidden
+    ssm_heads = c.opt_int("mamba_n_heads", 128, 1)
+    head_dim = c.raw.get("mamba_d_head", "auto")
+    c.used.add("mamba_d_head")
+    head_dim = inner // ssm_heads if head_dim in ("auto", None) else c.req_int("mamba_d_head")
+    groups = c.opt_int("mamba_n_groups", 1, 1)
+    check_mixer(ssm_heads, groups, c.where("mamba_n_groups"))
+    bias = c.opt_bool("attention_bias", False)
+    kw: dict[str, Any] = dict(
+        layers=2 * n, hidden=hidden, heads=heads, kv_heads=kv_heads, vocab=c.req_int("vocab_size"),
+        max_position=c.opt_int("max_position_embeddings", 4096, 1), mlp="swiglu", norm="rmsnorm", position="rope",
+        ffn=shared, tied_embeddings=c.opt_bool("tie_word_embeddings", False), qkv_bias=bias, out_bias=bias,
+        layer_pattern=pattern, ssm_heads=ssm_heads, ssm_head_dim=head_dim, ssm_state=c.opt_int("mamba_d_state", 256, 1),
+        ssm_groups=groups, ssm_conv=c.opt_int("mamba_d_conv", 4, 1), ssm_chunk=c.opt_int("mamba_chunk_size", 256, 1))
+    if experts:
+        k = c.req_int("num_experts_per_tok")
+        _check_topk(c, "num_experts_per_tok", k, experts)
+        kw.update(experts=experts, experts_per_token=k, expert_ffn=c.req_int("intermediate_size"),
+                  shared_expert_ffn=shared)
+    c.used.update({"num_experts_per_tok", "intermediate_size"})
+    c.notes.append(msg("hybrid_granite_layers", n=n, blocks=2 * n))
+    return kw
+
+
 # Architectures that are not (only) transformers: their recurrences / state-space layers have no formulas here.
 # model_type -> (kind: message hf_arch_<kind>, name)
 NON_TRANSFORMER = {
@@ -631,8 +686,7 @@ NON_TRANSFORMER = {
     "retnet": ("retention", "RetNet"), "hyena": ("long_conv", "Hyena"),
     "striped_hyena": ("hybrid_hyena", "StripedHyena"), "jamba": ("hybrid_mamba", "Jamba"),
     "zamba": ("hybrid_mamba", "Zamba"), "zamba2": ("hybrid_mamba2", "Zamba2"), "bamba": ("hybrid_mamba2", "Bamba"),
-    "falcon_h1": ("hybrid_mamba2", "Falcon-H1"),
-    "granitemoehybrid": ("hybrid_mamba2", "Granite 4.0"), "lfm2": ("hybrid_conv", "LFM2"),
+    "falcon_h1": ("hybrid_mamba2", "Falcon-H1"), "lfm2": ("hybrid_conv", "LFM2"),
 }
 
 
@@ -672,6 +726,8 @@ FAMILIES: dict[str, Family] = {
         Family("llama", _llama, COMMON_IRRELEVANT | _LLAMA_IRRELEVANT, "Llama 2 / 3 / 3.1"),
         Family("nemotron_h", _nemotron_h, COMMON_IRRELEVANT | _NEMOTRON_H_IRRELEVANT,
                "Nemotron-H / Nemotron 3 (hybrid Mamba-2 / attention, MoE)"),
+        Family("granitemoehybrid", _granite_hybrid, COMMON_IRRELEVANT | _GRANITE_HYBRID_IRRELEVANT,
+               "Granite 4.0 H (hybrid Mamba-2 / attention, MoE)"),
         Family("mistral", _mistral, COMMON_IRRELEVANT | _LLAMA_IRRELEVANT | _SLIDING, "Mistral 7B"),
         Family(
             "mixtral", _mixtral, COMMON_IRRELEVANT | _LLAMA_IRRELEVANT | _SLIDING | _MOE_ROUTING, "Mixtral MoE"
