@@ -192,3 +192,20 @@ def test_a_zero_flag_over_a_file_with_fsdp_is_refused_not_ignored(run_cli):
     assert code == 2 and "fsdp: full" in err and "zero: 0" in err and "--fsdp none" in err
     code, _, err = run_cli("estimate", SFT, "--zero", "0", "--fsdp", "none", "--offload", "none", "--json")
     assert code == 0, err
+
+
+def test_a_purchase_shows_its_full_price_and_its_amortised_share_each_labelled(run_cli, tmp_path):
+    """`estimate` writes a bought job's cost as the plan does: 'buy, full price' and 'buy, amortised over 4
+    years', and the budget line says which basis it checked."""
+    import yaml
+
+    job = yaml.safe_load((REPO / "examples" / "sft-70b-16gpu.yaml").read_text(encoding="utf-8"))
+    job["goal"].update(procurement="buy", budget={"amount": 100000, "currency": "USD"})
+    path = tmp_path / "buy.yaml"
+    path.write_text(yaml.safe_dump(job), encoding="utf-8")
+    for lang, full, amortised in (("en", "Buy, full price", "Buy, amortised over 4 years"),
+                                  ("zh", "购买，全价", "购买，按 4 年折旧分摊")):
+        code, out, _ = run_cli("--lang", lang, "estimate", str(path))
+        assert code == 0 and full in out and amortised in out
+    d = _estimate(run_cli, str(path))
+    assert d["goal"]["cost_basis"] == "buy" and d["goal"]["within_budget"] is False

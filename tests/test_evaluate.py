@@ -136,3 +136,23 @@ def test_a_catalog_overlay_of_the_reliability_figures_changes_the_estimate(catal
     expected = reliability(sc.model.params_total, 512, 8, failures_per_gpu_day=24 / 25350, restart_s=1200,
                            checkpoint_bytes_per_param=16).goodput
     assert mine["goodput"] == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("procurement", ["buy", "either"])
+def test_the_budget_is_checked_on_the_plans_basis_not_the_amortised_share(catalog, procurement):
+    """A budget above the job's amortised share of a purchase but below its price: `trainsizer plan` counts the
+    purchase at full price (job_cost), so `estimate` says the same, and names the basis it checked."""
+    from trainsizer.evaluate import job_cost
+
+    job = {**JOB, "goal": {"deadline_days": 30, "procurement": procurement}}
+    costs = evaluate(resolve_job(job, catalog), catalog)["cost"]
+    buy = costs["buy"]
+    budget = (buy["mid"] + buy["capex_total"]) / 2   # between the amortised share and the purchase
+    job["goal"]["budget"] = {"amount": budget, "currency": "USD"}
+    out = evaluate(resolve_job(job, catalog), catalog)
+    cost, basis = job_cost(out["cost"], "USD")
+    assert (out["goal"]["cost_mid"], out["goal"]["cost_basis"]) == (cost, basis)
+    assert out["goal"]["within_budget"] == (cost <= budget)
+    if procurement == "buy":
+        assert basis == "buy" and cost == buy["capex_total"] + buy["electricity"]
+        assert out["goal"]["within_budget"] is False   # the amortised share (buy.mid) alone would have passed

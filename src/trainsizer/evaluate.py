@@ -158,6 +158,20 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
     return out
 
 
+def job_cost(costs: dict[str, Any], currency: str) -> tuple[float | None, str | None]:
+    """What the job costs in `currency` (typical prices) and how: rent = GPU-hours x price per GPU-hour; buy =
+    the accelerators' purchase price + the job's electricity (money spent to run this job by buying; what the
+    hardware is worth afterwards is not credited, and `cost.buy.mid` holds the amortised share instead); the
+    cheaper of the two when the procurement allows both. (None, None) without a price in `currency`."""
+    found = []
+    rent, buy = costs.get("rent"), costs.get("buy")
+    if rent and rent.get("currency") == currency:
+        found.append((float(rent["mid"]), "rent"))
+    if buy and buy.get("currency") == currency and buy.get("capex_total") is not None:
+        found.append((float(buy["capex_total"]) + float(buy.get("electricity") or 0.0), "buy"))
+    return min(found) if found else (None, None)
+
+
 def _goal(scenario: Scenario, train_days: float, costs: dict[str, Any]) -> dict[str, Any]:
     goal = scenario.job.goal
     out: dict[str, Any] = {}
@@ -165,13 +179,15 @@ def _goal(scenario: Scenario, train_days: float, costs: dict[str, Any]) -> dict[
         out["deadline_days"] = goal.deadline_days
         out["meets_deadline"] = bool(train_days <= goal.deadline_days)
     if goal.budget is not None:
-        options = [costs[k] for k in ("rent", "buy") if k in costs and costs[k].get("currency") == goal.budget.currency]
-        if options:
-            cheapest = min(o["mid"] for o in options)
+        # the budget is checked as `trainsizer plan` checks it: rent, or a purchase at its full price (job_cost),
+        # not at the amortised share in cost.buy.mid
+        cost, basis = job_cost(costs, goal.budget.currency)
+        if cost is not None:
             out["budget"] = goal.budget.amount
             out["budget_currency"] = goal.budget.currency
-            out["cost_mid"] = cheapest
-            out["within_budget"] = bool(cheapest <= goal.budget.amount)
+            out["cost_mid"] = cost
+            out["cost_basis"] = basis
+            out["within_budget"] = bool(cost <= goal.budget.amount)
     return out
 
 

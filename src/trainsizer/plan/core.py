@@ -22,7 +22,7 @@ from trainsizer.errors import SpecError
 from trainsizer.estimate.energy import energy
 from trainsizer.estimate.reliability import failure_figures
 from trainsizer.estimate.train_time import time_to_train
-from trainsizer.evaluate import evaluate, run_costs
+from trainsizer.evaluate import evaluate, job_cost, run_costs
 from trainsizer.messages import duration, msg
 from trainsizer.plan import explain
 from trainsizer.plan.messages import LANGS
@@ -92,20 +92,6 @@ class Priced:
 def plan_currency(scenario: Scenario) -> str:
     budget = scenario.job.goal.budget
     return budget.currency if budget else scenario.job.constraints.currency
-
-
-def job_cost(costs: dict[str, Any], currency: str) -> tuple[float | None, str | None]:
-    """What the job costs in `currency` (typical prices) and how: rent = GPU-hours x price per GPU-hour; buy =
-    the accelerators' purchase price + the job's electricity (money spent to run this job by buying; what the
-    hardware is worth afterwards is not credited, and `cost.buy.mid` holds the amortised share instead); the
-    cheaper of the two when the procurement allows both. (None, None) without a price in `currency`."""
-    found = []
-    rent, buy = costs.get("rent"), costs.get("buy")
-    if rent and rent.get("currency") == currency:
-        found.append((float(rent["mid"]), "rent"))
-    if buy and buy.get("currency") == currency and buy.get("capex_total") is not None:
-        found.append((float(buy["capex_total"]) + float(buy.get("electricity") or 0.0), "buy"))
-    return min(found) if found else (None, None)
 
 
 def _option_scenario(base: Scenario, r: OptionResult) -> Scenario:

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from trainsizer.messages import duration, tr
+from trainsizer.render import cost_basis
 from trainsizer.render.i18n import note_label, t
 from trainsizer.render.numbers import fmt_num, fmt_share
 
@@ -59,6 +60,8 @@ def _time(con: Console, tm: dict[str, Any], L: str) -> None:
 
 
 def _goal_value(key: str, value: Any, L: str) -> str:
+    if key == "cost_basis":
+        return cost_basis.basis_label(cost_basis.SCORE_BASIS.get(value, value), L)
     if isinstance(value, bool):
         return f"✓ {t('yes', L)}" if value else f"✗ {t('no', L)}"
     return fmt_num(value, L)
@@ -70,9 +73,14 @@ def _cost_rows(result: dict[str, Any], L: str) -> list[tuple[str, str]]:
     for mode in ("rent", "buy"):
         block = cost.get(mode)
         if block:
-            cur = block.get("currency", cost.get("currency", ""))
-            rows.append((f"{t(mode, L)} ({cur})", f"{fmt_num(block['low'], L)} – {fmt_num(block['high'], L)} "
-                                                  f"({t('typical', L)} {fmt_num(block['mid'], L)})"))
+            # a purchase at full price (what the plan ranks and the budget is checked against), then the
+            # job's amortised share, each under its basis (render.cost_basis)
+            shown = [cost_basis.rent(result)] if mode == "rent" else [cost_basis.buy_full(result),
+                                                                      cost_basis.buy_amortised(result)]
+            for c in (c for c in shown if c is not None):
+                label = c.label(L)
+                rows.append((f"{label[:1].upper()}{label[1:]} ({c.currency})", f"{fmt_num(c.low, L)} – {fmt_num(c.high, L)} "
+                                                             f"({t('typical', L)} {fmt_num(c.mid, L)})"))
             if block.get("date"):  # how old the price is; a year or more gets a warning
                 flags = [t("price_stale", L)] if block.get("stale") else []
                 flags += [t("price_projection", L)] if block.get("projection") else []
