@@ -87,3 +87,12 @@ def test_memory_risk_fires_exactly_where_the_search_floor_is_not_cleared():
             assert bool(leaves_floor(used, cap)) == (share <= 1.0 - floor)
 
     check()
+
+
+def test_an_unpriced_part_makes_a_purchase_budget_incomplete_not_a_rental(blocks):
+    """Renting, the job's cost is the rental; the BOM is the purchase it is compared with, so unpriced parts
+    there do not make the rented plan's budget incomplete (the buy-vs-rent verdict names them). Buying, they do."""
+    rented = blocks(goal={"procurement": "rent"}, hardware={"accelerator": "mi325x"})
+    bought = blocks(goal={"procurement": "buy"}, hardware={"accelerator": "mi325x"})
+    assert rented.bom.unpriced and bought.bom.unpriced
+    assert "budget_incomplete" not in _ids(rented) and "budget_incomplete" in _ids(bought)

@@ -37,3 +37,29 @@ def test_the_scale_out_sentence_is_printed_whole_under_the_roll_out(lang: str) -
     con = Console(record=True, width=400)
     print_build(build, lang, console=con)
     assert " ".join(sentence.split()) in " ".join(con.export_text().split())
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_bom_totals_sit_under_total_as_money(lang: str) -> None:
+    """The totals row reads low / typical / high in the Total column, in the plan's currency; it printed the
+    low and typical under 'Unit price (typical)' and the high under 'Total (typical)'."""
+    import json
+    from pathlib import Path
+
+    from trainsizer.plan.texts import localise
+    from trainsizer.render.build_view import bom_table, rent_rows
+    from trainsizer.render.numbers import money
+
+    fixtures = Path(__file__).parent / "report" / "fixtures"
+    bom = localise(json.loads((fixtures / "plan_buildout_sft70b.json").read_text(encoding="utf-8"))["build"]["bom"],
+                   lang, keep=False)
+    table = bom_table(bom, lang)
+    cells = [list(c.cells) for c in table.columns]
+    unit_price, total = cells[2][-1], cells[3][-1]
+    tot, cur = bom["totals"], bom["currency"]
+    assert unit_price == "" and total == " / ".join(money(tot[k], cur, lang) for k in ("low", "typical", "high"))
+    priced = [i for i, ln in enumerate(bom["lines"]) if ln["total"]]
+    assert priced and all(cells[3][i] == money(bom["lines"][i]["total"]["typical"], cur, lang) for i in priced)
+    rows, bvr = rent_rows(bom, lang), bom.get("buy_vs_rent") or {}
+    for (_, shown), key in zip(rows, ("rent_per_month", "rent_for_job"), strict=False):
+        assert shown == ("—" if bvr.get(key) is None else money(bvr[key], cur, lang))

@@ -117,7 +117,9 @@ class Score(_Out):
     uncertainty_fraction: float = Field(description="differences below this fraction are ties")
     cost: float | None = Field(None, description="what the job costs in the plan's currency: rent = GPU-hours x "
                                "price; buy = the accelerators' purchase price + the job's electricity")
-    cost_basis: Literal["rent", "buy"] | None = None
+    cost_basis: Literal["rent", "buy"] | None = Field(
+        None, description="which one `cost` is; every output labels it 'rent' or 'buy, full price' "
+        "(render.cost_basis); a purchase's amortised share is cost.buy.mid, labelled 'buy, amortised over N years'")
 
 
 class ScaleOut(_Out):

@@ -12,7 +12,7 @@ from rich.table import Table
 from trainsizer.plan.buildout.facility import COOLING_KEYS
 from trainsizer.plan.texts import localise
 from trainsizer.render.i18n import t
-from trainsizer.render.numbers import fmt_num
+from trainsizer.render.numbers import fmt_num, money
 
 
 def _table(title: str, headers: list[str], rows: list[list[Any]], L: str) -> Table:
@@ -35,24 +35,33 @@ def _included(ln: dict) -> bool:
 
 
 def bom_table(bom: dict, L: str, included: list[bool] | None = None) -> Table:
-    rows = []
+    """The bill of materials in its currency, as the report writes money ($13,550, US$1.36万); the totals row
+    gives low / typical / high in the Total column (the typical was printed under Unit price, the high under
+    Total)."""
+    rows, cur = [], bom["currency"]
     for i, ln in enumerate(bom["lines"]):
         p = ln["unit_price"]
-        price = "—" if p is None else fmt_num(p["typical"], L) + (f" ({t('b_converted', L)})" if p.get("converted") else "")
+        price = "—" if p is None else money(p["typical"], cur, L) + (
+            t("paren", L).format(text=t("b_converted", L)) if p.get("converted") else "")
         if (included or [])[i:i + 1] == [True] or (included is None and _included(ln)):
             price = t("b_included", L)
-        total = "—" if ln["total"] is None else fmt_num(ln["total"]["typical"], L)
+        total = "—" if ln["total"] is None else money(ln["total"]["typical"], cur, L)
         rows.append([ln["item"], ln["quantity"], price, total])
     tot = bom["totals"]
-    rows.append([t("b_totals", L) + f" ({bom['currency']})", "",
-                 f"{fmt_num(tot['low'], L)} / {fmt_num(tot['typical'], L)}", fmt_num(tot["high"], L)])
+    rows.append([t("b_totals", L), "", "", " / ".join(money(tot[k], cur, L) for k in ("low", "typical", "high"))])
     return _table(t("b_bom_title", L), [t("item", L), t("b_qty", L), t("b_unit_price", L), t("b_line_total", L)], rows, L)
 
 
 def rent_rows(bom: dict, L: str) -> list[tuple[str, Any]]:
     bvr = bom.get("buy_vs_rent") or {}
-    return [(t("b_rent_month", L), bvr.get("rent_per_month")), (t("b_rent_job", L), bvr.get("rent_for_job")),
+    cur = bom["currency"]
+    return [(t("b_rent_month", L), _money(bvr.get("rent_per_month"), cur, L)),
+            (t("b_rent_job", L), _money(bvr.get("rent_for_job"), cur, L)),
             (t("b_break_even", L), bvr.get("break_even_month"))]
+
+
+def _money(v: float | None, cur: str, L: str) -> str:
+    return "—" if v is None else money(v, cur, L)
 
 
 def node_table(node: dict, L: str) -> Table:

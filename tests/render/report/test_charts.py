@@ -65,3 +65,16 @@ def test_many_series_stay_distinguishable_in_both_backends():
                         for i in range(12) for c in (8, 16)]}
     series = scaling_chart(plan, "en").series
     assert series[-2].style == series[-1].style == 11 and series[-1].dash
+
+
+def test_a_long_legend_goes_under_the_plot_not_over_the_title():
+    """40 series (the scaling chart of a whole-catalog plan) put their legend below the x axis and make the
+    chart taller; a few keep it above the plot, under the title."""
+    from trainsizer.render.report.charts import Chart, Series, plotly_figure
+
+    def chart(n):
+        return Chart("c", "title", "x", "y", tuple(Series(f"s{i}", (1, 2), (i, i + 1)) for i in range(n)))
+
+    many, few = plotly_figure(chart(40)).layout, plotly_figure(chart(3)).layout
+    assert many.legend.y < 0 and many.legend.yanchor == "top" and many.height > few.height
+    assert few.legend.y >= 1.0 and few.height == 460

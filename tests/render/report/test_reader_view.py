@@ -44,3 +44,9 @@ def test_a_label_does_not_repeat_the_unit_its_figure_prints():
             label = entry[lang].lower()
             assert not any(f"({w}" in label or f"（{w}" in label for w in words), (key, lang, entry[lang])
     assert set(UNIT_WORDS) <= {u for _, u in UNIT_SUFFIXES}
+
+
+@pytest.mark.parametrize(("lang", "text"), [("en", "2 – 12 wk"), ("zh", "2 – 12 wk")])
+def test_a_low_high_pair_reads_as_a_range(lang, text):
+    assert Fmt(lang).value("total_weeks", [2.0, 12.0]) == text
+    assert Fmt(lang).value("critical_xids", [48, 56]) == "48, 56"   # a list stays a list

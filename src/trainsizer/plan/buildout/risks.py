@@ -9,6 +9,7 @@ from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block
 from trainsizer.plan.buildout.inputs import BuildInput
+from trainsizer.plan.buildout.phases import acquisition
 from trainsizer.plan.texts import MessageRef, as_msg, listed
 from trainsizer.search.config import leaves_floor
 
@@ -178,8 +179,11 @@ def _server_short(c: Ctx) -> Risk | None:
 
 
 def _unpriced(c: Ctx) -> Risk | None:
+    """A purchase whose bill of materials has parts without a price: its budget is incomplete. A rented cluster's
+    cost is the rental (priced); its BOM is the purchase alternative, and the buy-vs-rent verdict says what it
+    lacks."""
     bom = c.blocks.get("bom")
-    if bom is not None and bom.unpriced:
+    if bom is not None and bom.unpriced and acquisition(c.b) == "buy":
         return Risk(id="budget_incomplete", severity="low",
                     evidence=msg("risk_ev_unpriced", n=len(bom.unpriced), parts=listed(
                         [as_msg(m) if m else p for p, m in zip(bom.unpriced, bom.unpriced_msg or [None] * len(bom.unpriced), strict=True)][:4])),

@@ -80,8 +80,9 @@ def plotly_figure(chart: Chart):
                                      line=dict(color=color, dash="dash" if s.dash else "solid"), **kw))
     x_title, y_title = (chart.y_label, chart.x_label) if chart.horizontal else (chart.x_label, chart.y_label)
     layout = dict(title=chart.title, xaxis_title=x_title, yaxis_title=y_title, template="plotly_white",
-                  height=460, margin=dict(l=60, r=60, t=90, b=40),
-                  legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0))
+                  height=460, margin=dict(l=60, r=60, t=90, b=40), legend=_plotly_legend(len(chart.series)))
+    if len(chart.series) > _LEGEND_INSIDE:  # the legend's rows below the plot, and the page height for them
+        layout["height"] += _LEGEND_ROW_PX * -(-len(chart.series) // _LEGEND_PER_ROW)
     layout["xaxis"] = dict(automargin=True)
     if chart.stacked:
         layout["barmode"] = "stack"
@@ -91,6 +92,18 @@ def plotly_figure(chart: Chart):
         layout["xaxis_type"] = "log"
     fig.update_layout(**layout)
     return fig
+
+
+# A legend of many entries (a plan's scaling chart: two per searched accelerator, 40+) set above the plot grew
+# into the chart's title: past _LEGEND_INSIDE entries it goes under the x axis, about _LEGEND_PER_ROW a row.
+_LEGEND_PER_ROW = 4
+_LEGEND_ROW_PX = 22
+
+
+def _plotly_legend(entries: int) -> dict:
+    if entries > _LEGEND_INSIDE:
+        return dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0)
+    return dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0)
 
 
 @lru_cache(maxsize=1)

@@ -22,6 +22,9 @@ UNIT_SUFFIXES: tuple[tuple[str, str], ...] = (
 )
 
 
+# Fields that hold a (low, high) pair (plan/buildout/phases.py PhasesBlock.total_weeks).
+RANGE_FIELDS = frozenset({"total_weeks"})
+
 # Units also recognised inside a name ("gbps_per_nic", "node_kw_max"): none of them is an ordinary word.
 INNER_UNITS = ("_gib", "_gb_s", "_gbps", "_tb", "_gb", "_tflops", "_kwh", "_kw", "_kva", "_m2")
 
@@ -104,5 +107,7 @@ class Fmt:
                 return self.pct(float(x))
             return self.qty(x, unit_of(key), 2 if abs(x) < 10 else 1)
         if isinstance(x, list | tuple):
+            if key in RANGE_FIELDS and len(x) == 2 and all(isinstance(v, int | float) for v in x):
+                return f"{self.num(x[0])} – {self.value(key, x[1])}"   # (low, high): '2 – 12 wk', not '2 wk, 12 wk'
             return ", ".join(self.value(key, v) for v in x)
         return str(x)
