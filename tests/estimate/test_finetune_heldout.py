@@ -45,7 +45,8 @@ def test_held_out_fine_tuning_figures():
     # 12.5% with torchtune's next-fit packs (the padding each pack ends in is not training tokens), the sources'
     # counting (2024-09: every position; 2024-11: labelled tokens, BOS / EOS masked) and Alpaca's 135 positions
     # per sample (the Llama 3 chat tokens counted)
-    # 10.5% with the RTX A6000 rows without activation checkpointing (their peaks; -42% / -58% -> -25% / -39%)
+    # 10.1% with the RTX A6000 rows without activation checkpointing (their peaks; -42% / -58% -> -25% / -39%;
+    # 12.1% with their configs' full recompute)
     assert m("torchtune", "tokens_s") <= 11.5
     assert m("LLaMA-Factory", "tokens_s") <= 19.5  # reached: 17.6% (19.0% with eager traffic at a flat 2.2x; 27.5% without LoRA adapter costs)
     # reached: 7.3% (8.9% with QLoRA's AdamW states paged off the GPU; kbit_upcast false: no PEFT fp32 upcast)
