@@ -118,12 +118,24 @@ def test_wider_mixers_cost_time_and_memory():
 
 @pytest.mark.parametrize("change,rule", [
     (dict(tp=4), "TP 4 must divide the Mamba-2 mixer's 32 heads and 2 groups"),
-    (dict(cp=2), "context parallelism (CP 2) of a hybrid Mamba-2 model"),
+    (dict(cp=8, tp=1), "context parallelism CP 8 at TP 1 must give every CP rank whole Mamba-2 heads"),
     (dict(framework="torchtitan"), "has no Mamba-2 layer"),
     (dict(method="lora"), "lora on a hybrid Mamba-2 model is not modelled yet"),
 ])
 def test_what_is_not_modelled_is_refused_by_name(change, rule):
     model = _spec("M*-E", heads=16, kv_heads=16, ssm_groups=2, experts=8, experts_per_token=2, expert_ffn=512)
+    if change.get("cp"):
+        model |= {"ssm_heads": 4, "ssm_head_dim": 256}  # 4 heads over 8 CP ranks
     with pytest.raises(StrategyError, match=re.escape(rule)):
         sc = resolve_job(_job(model, **change), load_catalog())
         check_strategy(sc.model, sc.training, sc.system, sc.strategy)
+
+
+def test_context_parallel_adds_the_mixers_all_to_alls():
+    """CP 2 on a stack of Mamba-2 and MLP layers costs the mixers' all-to-alls (no attention core to hide them)."""
+    sc, _, _ = _run(_job(_spec("M-" * 4), count=8))
+    one = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)
+    sc2, _, _ = _run(_job(_spec("M-" * 4), count=8, cp=2))
+    two = step_time_arrays(sc2.model, sc2.training, sc2.system, sc2.strategy)
+    assert float(np.asarray(one["cp_comm"]).reshape(-1)[0]) == 0.0
+    assert float(np.asarray(two["cp_comm"]).reshape(-1)[0]) > 0.0

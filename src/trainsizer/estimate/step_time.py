@@ -745,8 +745,28 @@ def _cp_comm(x: _Step, lt: compute.LayerTimes) -> np.ndarray:
     k_cp = comm.ranks_per_domain(c, x.t, x.domain)
     kv_bytes = x.tok * 2.0 * x.model.kv_dim / x.t * x.act * c
     cp_fwd = comm.all_gather_time(kv_bytes, c, k_cp, x.r, x.system, comm.zone_members(c, x.t, x.system))
+    if x.model.is_hybrid:  # attention on the * layers only (lt.attn_fwd is already that share of a layer's)
+        cp_fwd = cp_fwd * x.model.attention_layers / x.model.layers
     exposed = cp_fwd if x.cp_comm_type == "all_gather" else np.maximum(cp_fwd - lt.attn_fwd, 0.0)
-    return exposed * (1.0 + 2.0 + x.full_share)
+    return exposed * (1.0 + 2.0 + x.full_share) + _mamba_cp_comm(x, k_cp)
+
+
+def _mamba_cp_comm(x: _Step, k_cp: Any) -> Any:
+    """Context parallel of a hybrid model's Mamba-2 layers, per average layer (Megatron-Core MambaContextParallel,
+    ssm/mamba_context_parallel.py): before the conv1d and the scan, z, x, B, C and dt each go through an all-to-all
+    from a sequence shard to a head shard of the whole sequence (B and C repeated when a TP rank holds fewer groups
+    than CP ranks), after it the scan output goes back; none of them overlapped. Forward, backward (the converse
+    exchanges of the gradients) and again under full recompute. 0 without Mamba-2 layers."""
+    m, c, t = x.model, x.c, x.t
+    if not m.mamba_layers:
+        return 0.0
+    groups_local = m.ssm_groups / t
+    repeat = np.maximum(c / np.maximum(groups_local, 1.0), 1.0)
+    widths = (m.ssm_inner / t, m.ssm_inner / t, groups_local * m.ssm_state * repeat,
+              groups_local * m.ssm_state * repeat, m.ssm_heads / t, m.ssm_inner / t)
+    zone = comm.zone_members(c, t, x.system)
+    per_pass = sum(comm.all_to_all_time(x.tok * w * x.act, c, k_cp, x.r, x.system, zone) for w in widths)
+    return per_pass * (2.0 + x.full_share) * m.mamba_layers / m.layers
 
 
 def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:

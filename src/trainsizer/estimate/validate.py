@@ -276,9 +276,9 @@ def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
 
 def _hybrid_rules(c: SimpleNamespace) -> _Rules:
     """A hybrid Mamba-2 / attention model: a stack that runs it (HYBRID_FRAMEWORKS); TP splits the mixer's heads and
-    B / C groups (Megatron-Core MambaMixer asserts nheads % tp == 0 and ngroups % tp == 0); context parallelism
-    (Megatron-Core MambaContextParallel: all-to-alls of the in_proj output and the scan output) and LoRA adapters on
-    in_proj / out_proj are not modelled yet, so they are refused rather than estimated as a transformer."""
+    B / C groups (Megatron-Core MambaMixer asserts nheads % tp == 0 and ngroups % tp == 0); context parallelism splits
+    the heads of each TP rank over CP too (`_mamba_cp_ok`); LoRA adapters on in_proj / out_proj are not modelled yet,
+    so they are refused rather than estimated as a transformer."""
     model, tp, cp = c.model, c.tp, c.cp
     hybrid = model.is_hybrid
     heads, groups = max(model.ssm_heads, 1), max(model.ssm_groups, 1)
@@ -294,8 +294,8 @@ def _hybrid_rules(c: SimpleNamespace) -> _Rules:
             lambda v: msg("rule_tp_divides_ssm", tp=v["tp"], heads=model.ssm_heads, groups=model.ssm_groups),
         ),
         "hybrid_cp": (
-            np.full(tp.shape, not hybrid) | (cp <= 1),
-            lambda v: msg("rule_hybrid_cp", cp=v["cp"]),
+            np.full(tp.shape, not hybrid) | (cp <= 1) | _mamba_cp_ok(model, tp, cp, c.safe),
+            lambda v: msg("rule_hybrid_cp", cp=v["cp"], tp=v["tp"], heads=model.ssm_heads, groups=model.ssm_groups),
         ),
         "hybrid_adapters": (
             np.full(tp.shape, not (hybrid and adapters)),
@@ -520,6 +520,17 @@ def _stack_option_rules(c: SimpleNamespace) -> _Rules:
             lambda v: msg("rule_offload_code", code=v["off"]),
         ),
     }
+
+
+def _mamba_cp_ok(model: ModelArch, tp: np.ndarray, cp: np.ndarray, safe: Any) -> np.ndarray:
+    """Megatron-Core MambaContextParallel: every CP rank gets whole heads (nheads / tp divisible by cp) and whole or
+    repeated groups (ngroups / tp divisible by cp, or cp by ngroups / tp). True without Mamba-2 layers."""
+    if not model.mamba_layers:
+        return np.ones(tp.shape, bool)
+    heads_tp, groups_tp = model.ssm_heads / safe(tp), model.ssm_groups / safe(tp)
+    whole = np.mod(heads_tp, safe(cp)) == 0
+    groups = np.where(groups_tp >= cp, np.mod(groups_tp, safe(cp)) == 0, np.mod(cp, np.maximum(groups_tp, 1.0)) == 0)
+    return whole & groups
 
 
 def _resolves_to(c: SimpleNamespace, frameworks: tuple[str, ...]) -> np.ndarray:
