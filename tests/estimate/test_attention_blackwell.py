@@ -41,6 +41,11 @@ def test_native_length_scaling_is_the_measured_curve(data, family):
     m_lengths, m_fwd, m_bwd = ab.length_curve(data, "b200", ab.BASE_CUDNN)
     assert lengths == tuple(float(n) for n in m_lengths) and k.native_length_ref == ab.BASE_SEQ
     assert fwd == pytest.approx(m_fwd) and bwd == pytest.approx(m_bwd)
+    # a later release (strategy.cudnn_release) reads its own curve: GB300's, the part its speedup is taken on
+    lengths, fwd, bwd = k.native_length_release[ab.RELEASE_CUDNN[:4]][family]
+    m_lengths, m_fwd, m_bwd = ab.length_curve(data, "gb300", ab.RELEASE_CUDNN)
+    assert lengths == tuple(float(n) for n in m_lengths)
+    assert fwd == pytest.approx(m_fwd) and bwd == pytest.approx(m_bwd)
 
 
 def test_softmax_share_is_the_derived_one(data):

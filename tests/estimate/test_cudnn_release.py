@@ -51,13 +51,15 @@ def test_shipped_speedups_are_the_measured_gb300_release_pair():
 @settings(max_examples=12, deadline=None)
 @given(seq_len=hs.sampled_from([2048, 4096, 8192, 16384]), acc=hs.sampled_from(["b200", "gb200", "gb300"]))
 def test_a_later_release_only_shortens_the_attention(seq_len, acc):
-    """The base release and an unset one are the same job; 9.17 is faster, and the time it saves grows with the
-    sequence (attention's share of the step grows with it, the GEMMs' does not)."""
+    """The base release and an unset one are the same job; 9.17 is faster, and up to 8K, where both releases run at
+    their 8K rates, the time it saves grows with the sequence (attention's share of the step grows with it, the GEMMs'
+    does not). Above 8K each release runs its own measured length curve (attention.native_length_scaling), and
+    9.17's lead narrows as measured (GB300, forward: 1.27x at 8K, 1.16x at 16K)."""
     base = _step(_job(acc, seq_len))
     assert _step(_job(acc, seq_len, cudnn_release="9.13")) == base
     later = _step(_job(acc, seq_len, cudnn_release="9.17"))
     assert later < base
-    if seq_len < 16384:
+    if 2 * seq_len <= 8192:
         longer = _step(_job(acc, 2 * seq_len)) / 2.0, _step(_job(acc, 2 * seq_len, cudnn_release="9.17")) / 2.0
         assert 1.0 - longer[1] / longer[0] > 1.0 - later / base
 

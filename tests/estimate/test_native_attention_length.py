@@ -29,6 +29,16 @@ def test_measured_ratios_above_the_reference_length():
     assert k.native_length_factors("gb300", "native", 2 ** 22) == pytest.approx((1355.4 / 1171.3, 1047.8 / 942.5))
 
 
+def test_a_later_cudnn_release_reads_its_own_curve():
+    """cuDNN 9.17 (strategy.cudnn_release) is flatter from 16K than 9.13.1: GB300's 9.17.0 rates, 32K over 8K."""
+    k = load_constants()
+    f, b = k.native_length_factors("gb200", "native", 32768, "9.17")
+    assert (f, b) == pytest.approx((2007.0 / 1899.0, 1438.0 / 1292.0))
+    assert f < k.native_length_factors("gb200", "native", 32768)[0]
+    assert k.native_length_factors("h100", "native", 16384, "9.17") == k.native_length_factors("h100", "native", 16384)
+    assert k.native_length_factors("b200", "native", 32768, "9.13") == k.native_length_factors("b200", "native", 32768)
+
+
 def test_other_kernels_families_and_short_lengths_keep_the_figure():
     k = load_constants()
     assert k.native_length_factors("b200", "fa2", 65536) == (1.0, 1.0)
@@ -70,7 +80,7 @@ def test_long_sequence_runs_at_the_kernels_long_sequence_rate(monkeypatch):
     """A 64K sequence over CP 2 runs 32K-long kernel calls: faster than at the 8K rate; at CP 8 the calls are 8K
     long and the step is the 8K rate's."""
     with_curve = {cp: _step_s(65536, cp) for cp in (2, 8)}
-    monkeypatch.setattr(PerfConstants, "native_length_factors", lambda self, acc, kernel, length: (1.0, 1.0))
+    monkeypatch.setattr(PerfConstants, "native_length_factors", lambda self, *args: (1.0, 1.0))
     flat = {cp: _step_s(65536, cp) for cp in (2, 8)}
     assert with_curve[2] < 0.95 * flat[2]
     assert with_curve[8] == pytest.approx(flat[8], rel=1e-12)

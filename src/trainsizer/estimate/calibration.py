@@ -43,6 +43,8 @@ class PerfConstants:
     # native kernels' measured rate by sequence length, by family: (lengths, fwd, bwd) (attention.native_length_scaling)
     native_length_scaling: dict[str, tuple[tuple[float, ...], ...]]
     native_length_ref: float  # the length flash_efficiency_native is taken at
+    # the same by cuDNN release (strategy.cudnn_release): release -> family -> (lengths, fwd, bwd)
+    native_length_release: dict[str, dict[str, tuple[tuple[float, ...], ...]]]
     # fused-attention throughput (forward, backward) over the base release, by cuDNN release and family
     # (attention.cudnn_release_speedup)
     cudnn_release_speedup: dict[str, dict[str, tuple[float, float]]]
@@ -114,17 +116,19 @@ class PerfConstants:
         keys = [key for key in self.fp8_attention_speedup if acc.startswith(key)]
         return self.fp8_attention_speedup[max(keys, key=len)] if keys else (1.0, 1.0)
 
-    def native_length_factors(self, accelerator: str, kernel: Any, length: Any) -> tuple[Any, Any]:
+    def native_length_factors(self, accelerator: str, kernel: Any, length: Any,
+                              release: str | None = None) -> tuple[Any, Any]:
         """(forward, backward) rate of the native kernels at a kernel call's sequence `length` relative to the
         length flash_efficiency_native is taken at: log-linear between the family's measured lengths, the end values
-        beyond them, 1 below that length (attention.native_length_scaling); 1 for other kernels (an array of kernels
-        under framework auto) and families without data."""
+        beyond them, 1 below that length (attention.native_length_scaling; a cuDNN `release` with its own curve
+        reads that one); 1 for other kernels (an array of kernels under framework auto) and families without data."""
         acc = accelerator.lower()
-        keys = [key for key in self.native_length_scaling if acc.startswith(key)]
+        table = {**self.native_length_scaling, **self.native_length_release.get(str(release), {})}
+        keys = [key for key in table if acc.startswith(key)]
         native = np.asarray(kernel) == "native"
         if not keys or not np.any(native):
             return 1.0, 1.0
-        lengths, fwd, bwd = self.native_length_scaling[max(keys, key=len)]
+        lengths, fwd, bwd = table[max(keys, key=len)]
         x, ref = np.log2(lengths), np.log2(self.native_length_ref)
         at = np.maximum(np.log2(np.maximum(np.asarray(length, float), 1.0)), ref)
         return tuple(np.where(native, np.interp(at, x, rate) / np.interp(ref, x, rate), 1.0)  # type: ignore[return-value]
@@ -149,6 +153,12 @@ class PerfConstants:
         s = self.softmax_share_fwd if r != 1.0 else 0.0
         fwd = 1.0 - s + s / r
         return fwd, (self.flash_bwd_ratio(accelerator, kernel) - s * (1.0 - 1.0 / r)) / fwd
+
+
+def _length_curves(table: dict[str, Any]) -> dict[str, tuple[tuple[float, ...], ...]]:
+    """attention.native_length_scaling's family entries as (lengths, forward, backward) tuples."""
+    return {str(k): (tuple(map(float, v["lengths"])), tuple(map(float, v["fwd"])), tuple(map(float, v["bwd"])))
+            for k, v in table.items() if k not in ("ref", "release")}
 
 
 def _by_family(table: dict[str, float], accelerator: str) -> float:
@@ -183,10 +193,10 @@ def load_constants() -> PerfConstants:
         sfu_ex2_speedup={str(k): float(v) for k, v in a["sfu_ex2_speedup"].items()},
         fp8_attention_speedup={str(k): (float(v["fwd"]), float(v["bwd"]))
                                for k, v in a["fp8_attention_speedup"].items()},
-        native_length_scaling={str(k): (tuple(map(float, v["lengths"])), tuple(map(float, v["fwd"])),
-                                        tuple(map(float, v["bwd"])))
-                               for k, v in a["native_length_scaling"].items() if k != "ref"},
+        native_length_scaling=_length_curves(a["native_length_scaling"]),
         native_length_ref=float(a["native_length_scaling"]["ref"]),
+        native_length_release={str(rel): _length_curves(fam)
+                               for rel, fam in a["native_length_scaling"].get("release", {}).items()},
         cudnn_release_speedup={str(rel): {str(k): (float(v["fwd"]), float(v["bwd"])) for k, v in fam.items()}
                                for rel, fam in a["cudnn_release_speedup"].items()},
         hbm_efficiency=float(m["hbm_efficiency"]),

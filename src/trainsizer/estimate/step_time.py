@@ -551,9 +551,9 @@ def _native_length(x: _Step) -> tuple[Any, Any]:
     """(forward, backward) rate of the native attention kernels at the length one kernel call runs, relative to the
     length their efficiency is taken at (PerfConstants.native_length_factors): the attention span (the row where
     none is given), over CP the rank's share -- Transformer Engine's ring (AttnFuncWithCP) runs each step on the
-    local chunks, span / cp queries against span / cp or span / 2 cp keys."""
+    local chunks, span / cp queries against span / cp or span / 2 cp keys; at the job's cuDNN release."""
     span = np.where(np.asarray(x.span, float) > 0, x.span, x.row)
-    return x.k.native_length_factors(x.system.accelerator, x.fw.attention_kernel, span / x.c)
+    return x.k.native_length_factors(x.system.accelerator, x.fw.attention_kernel, span / x.c, x.cudnn_release)
 
 
 def _cudnn_release(x: _Step) -> tuple[Any, Any]:
