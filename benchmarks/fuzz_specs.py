@@ -62,13 +62,13 @@ PLAUSIBLE: dict[str, tuple[Any, ...]] = {
     "recompute_method": ("uniform", "block"), "recompute_num_layers": (0, 1, 2, 4, 8, 40),
     "fp8_transpose_cache": (True, False),
     "fp8_attention": (True, False), "fp8_activation_store": (True, False),
-    "cuda_graphs": ("none", "layer", "full_iteration"),
+    "cuda_graphs": ("none", "layer", "full_iteration"), "local_batch": (1, 2, 3, 4, 8, 16),
     "cudnn_release": ("9.13", "9.17", 9.17, "9.19"),
     "framework": ("auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "torchtitan", "torchtune"),
 }
 
 # Fields no example writes (unpacked samples with their lengths, partial full recompute, the FP8 transpose
-# cache, CUDA graphs and the FP8 SwiGLU input store): a quarter of the specs get one of these sections (merged into a strategy only where the example has
+# cache, CUDA graphs, the FP8 SwiGLU input store and torchtitan's local batch): a quarter of the specs get one of these sections (merged into a strategy only where the example has
 # one) before their mutations, so that these fields are fuzzed too.
 SECTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("data", {"samples": 200_000, "avg_tokens": 900, "length_sigma": 0.8, "max_tokens": 8_192, "epochs": 2}),
@@ -78,6 +78,7 @@ SECTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("strategy", {"recompute": "full", "recompute_method": "uniform", "recompute_num_layers": 1,
                   "fp8_transpose_cache": False, "framework": "megatron-core"}),
     ("strategy", {"cuda_graphs": "full_iteration", "fp8_activation_store": True, "framework": "megatron-core"}),
+    ("strategy", {"local_batch": 1, "framework": "torchtitan"}),
 )
 
 

@@ -146,7 +146,8 @@ class Scenario:
         if self.strategy is not None:
             s = self.strategy
             out["strategy"] = {k: getattr(s, k) for k in (
-                "tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch", "recompute", "recompute_modules",
+                "tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch", "local_batch", "recompute",
+                "recompute_modules",
                 "recompute_method", "recompute_num_layers",
                 "offload", "sequence_parallel", "distributed_optimizer", "pipeline_embedding_layer",
                 "pipeline_loss_layer", "torch_compile", "loss_impl", "tp_comm_overlap", "fp8_param_allgather",
@@ -517,7 +518,7 @@ def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
     shard_group = s.shard_group or 0
     return Strategy(
         tp=s.tp, pp=s.pp, vpp=s.vpp, dp=dp, cp=s.cp, ep=s.ep, zero=zero, shard_group=shard_group,
-        micro_batch=s.micro_batch, recompute=s.recompute, recompute_modules=s.recompute_modules, offload=s.offload,
+        micro_batch=s.micro_batch, local_batch=s.local_batch, recompute=s.recompute, recompute_modules=s.recompute_modules, offload=s.offload,
         recompute_method=s.recompute_method, recompute_num_layers=s.recompute_num_layers,
         sequence_parallel=s.sequence_parallel and s.tp > 1, distributed_optimizer=s.distributed_optimizer,
         pipeline_embedding_layer=s.pipeline_embedding_layer, pipeline_loss_layer=s.pipeline_loss_layer,

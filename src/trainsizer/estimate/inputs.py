@@ -219,6 +219,10 @@ class Strategy:
     zero: Any = 0
     shard_group: Any = 0  # 0 = shard over all of DP; else hybrid-shard group size
     micro_batch: Any = 1
+    # sequences per DP rank one pipeline schedule runs (torchtitan / NeMo AutoModel local_batch_size): the step runs
+    # global / (dp x local_batch) schedules, each with its own fill and drain; None = one schedule a step (Megatron);
+    # one value for the whole batch of strategies
+    local_batch: Any = None
     recompute: Any = "selective"
     # Megatron-Core recompute_modules (names.RECOMPUTE_MODULES): what "selective" re-runs; None = the attention
     # core (its default ["core_attn"]); one value for the whole batch

@@ -273,6 +273,7 @@ class _Batch:
     divisors: dict[int, tuple[np.ndarray, np.ndarray]]  # ZeRO level -> (dense, expert) shard divisors
     tokens: np.ndarray  # tokens per micro-batch per GPU (before TP/SP)
     n_micro: np.ndarray
+    n_sched: np.ndarray  # micro-batches per pipeline schedule (pipeline.schedule_micro_batches: Strategy.local_batch)
     sp_div: np.ndarray  # TP degree under sequence parallelism, else 1
     dense_b: np.ndarray  # per-layer activation bytes of one micro-batch (chosen recompute)
     moe_b: np.ndarray
@@ -369,6 +370,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     seq = training.peak_row_tokens  # seq_len, or the longest unpacked sample (Training.peak_row_tokens)
     tokens = mb * seq / cp * pairs
     n_micro = pipeline.micro_batches(training.global_batch_seqs, d, mb)
+    n_sched = pipeline.schedule_micro_batches(n_micro, mb, getattr(strategy, "local_batch", None))
     sp_div = np.where((t > 1) & (s["sequence_parallel"] > 0), t, 1.0)
     upcast_w, (dense_b, moe_b, dense_none, moe_none) = _saved_layer_bytes(
         model, training, strategy, options, pre, name, mega, titan, rec, tokens, sp_div, t)
@@ -405,7 +407,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   bf16_grads=bf16_grads,
                   fp8_params=fp8_params, fp8_transpose_bytes=_fp8_transpose_bytes(strategy, training, accelerator), eager_sac=eager_sac, grad_reduce_in_fp32=g32, fresh_grads=fresh,
                   chunked_loss=chunked,
-                  loss_bytes=loss_bytes, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro,
+                  loss_bytes=loss_bytes, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro, n_sched=n_sched,
                   sp_div=sp_div, dense_b=dense_b, moe_b=moe_b, dense_none=dense_none, moe_none=moe_none, st=st,
                   w16=float(act_bytes(training.precision)),
                   partial_recompute=(getattr(strategy, "recompute_method", None),
@@ -886,11 +888,12 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
     dense_l = np.where(full, part.checkpointed * b.dense_b + part.kept * b.dense_none, b.dense_b)
     moe_l = np.where(full, part.checkpointed * b.moe_b + part.kept * b.moe_none, b.moe_b)
     stage_layers = (n_all - n_moe) * dense_l + n_moe * moe_l
-    fl = in_flight_layer_microbatches(b.p, b.v, b.n_micro, g.rank)
+    # in flight within one pipeline schedule (Strategy.local_batch: a step may run several)
+    fl = in_flight_layer_microbatches(b.p, b.v, b.n_sched, g.rank)
     # interleaved: the embedding / loss slot takes a decoder layer's place in chunk 0 of the first rank / chunk v - 1
     # of the last, whose in-flight micro-batches are not the average chunk's (2p - 1 and 1 of fl x v)
-    n0 = in_flight_chunk_microbatches(b.p, b.v, b.n_micro, g.rank, 0.0)
-    n_end = in_flight_chunk_microbatches(b.p, b.v, b.n_micro, g.rank, b.v - 1.0)
+    n0 = in_flight_chunk_microbatches(b.p, b.v, b.n_sched, g.rank, 0.0)
+    n_end = in_flight_chunk_microbatches(b.p, b.v, b.n_sched, g.rank, b.v - 1.0)
     multi = b.p > 1
     slot_fix = (_on(g.is_first, np.where(multi, b.s["pipeline_embedding_layer"], 0.0) * (fl - n0), 0.0)
                 + _on(g.is_last, np.where(multi, b.s["pipeline_loss_layer"], 0.0) * (fl - n_end), 0.0))
@@ -898,7 +901,7 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
     # Megatron-Core's combined 1F1B (moe_a2a_overlap) runs one more forward before its steady state, a chunk under
     # interleaving (schedules.py get_pp_rank_microbatches: num_warmup_microbatches + 1); without PP the next
     # micro-batch's forward pairs layer by layer with the backward that frees the previous one: one layer more
-    extra = np.where(b.v > 1, np.where(fl * b.v < b.n_micro * b.v, 1.0 / b.v, 0.0), 1.0 / np.maximum(n_all, 1.0))
+    extra = np.where(b.v > 1, np.where(fl * b.v < b.n_sched * b.v, 1.0 / b.v, 0.0), 1.0 / np.maximum(n_all, 1.0))
     items["layer_activations"] = items["layer_activations"] + b.s["moe_a2a_overlap"] * extra * stage_layers
     has_moe = n_moe > 0
     working = np.where(has_moe, b.moe_none, b.dense_none)

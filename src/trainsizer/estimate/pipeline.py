@@ -25,6 +25,16 @@ def micro_batches(global_batch, dp, micro_batch):
     return np.maximum(gb / (np.asarray(dp, float) * np.asarray(micro_batch, float)), 1.0)
 
 
+def schedule_micro_batches(m, micro_batch, local_batch=None):
+    """Micro-batches one pipeline schedule runs: the step's m, or local_batch / micro_batch where the stack runs one
+    schedule per local batch and accumulates gradients across them (Strategy.local_batch: torchtitan's and NeMo
+    AutoModel's local_batch_size; AutoModel's performance summary: 'GA: number of local-batches before optimizer
+    step'), never more than m."""
+    if local_batch is None:
+        return m
+    return np.minimum(m, float(local_batch) / np.asarray(micro_batch, float))
+
+
 def bubble_fraction(pp, m, vpp=1):
     """Idle fraction relative to the ideal time: (p-1)/(v*m); zero at p = 1."""
     p = np.asarray(pp, float)

@@ -377,6 +377,7 @@ class _Step:
     fp8_attention: bool = False  # Strategy.fp8_attention (None = off)
     cuda_graphs: str = "none"  # Strategy.cuda_graphs (one of CUDA_GRAPHS; None = none)
     cudnn_release: str | None = None  # Strategy.cudnn_release (one of CUDNN_RELEASES; None = the base release)
+    local_batch: Any = None  # Strategy.local_batch (sequences per DP rank per pipeline schedule; None = the step's)
 
     @property
     def moe_rerun(self) -> np.ndarray:
@@ -417,7 +418,8 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  cp_comm_type=str(getattr(strategy, "cp_comm_type", None) or "p2p"),
                  fp8_attention=bool(getattr(strategy, "fp8_attention", None)) and training.precision == "fp8",
                  cuda_graphs=str(getattr(strategy, "cuda_graphs", None) or "none"),
-                 cudnn_release=getattr(strategy, "cudnn_release", None))
+                 cudnn_release=getattr(strategy, "cudnn_release", None),
+                 local_batch=getattr(strategy, "local_batch", None))
 
 
 def _rows(training: Training, sequences, unpads: Any) -> tuple[Any, Any]:
@@ -897,18 +899,21 @@ def _hp_grad_accum(x: _Step, n_stage: np.ndarray) -> np.ndarray:
 
 def _pipeline(x: _Step, t_mb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(bubble, exposed p2p): 1F1B / interleaved bubble (p-1)/(v m) or DualPipe's (pipeline.py), and the
-    stage-to-stage activation transfers on the critical path."""
+    stage-to-stage activation transfers on the critical path; with m_s micro-batches per schedule
+    (pipeline.schedule_micro_batches) each of the m / m_s schedules of a step fills and drains the pipeline on its own."""
+    m_s = pipeline.schedule_micro_batches(x.m, x.b, x.local_batch)
+    runs = x.m / m_s
     if x.fw.pipeline_schedule == "dualpipe":
-        frac = pipeline.dualpipe_bubble_fraction(x.p, x.m)
+        frac = pipeline.dualpipe_bubble_fraction(x.p, m_s)
     else:
-        frac = pipeline.bubble_fraction(x.p, x.m, x.v)
+        frac = pipeline.bubble_fraction(x.p, m_s, x.v)
     bubble = frac * x.m * t_mb
     stride_pp = x.t * x.c * x.d
     same = stride_pp < x.domain
     zone = comm.p2p_zone_factor(stride_pp, x.p, x.system)
     full = x.tok * x.model.hidden * x.act
     t_p2p = comm.p2p_time(full * np.where(x.sp, 1.0 / x.t, 1.0), same, x.r, x.system, zone)
-    slots = pipeline.p2p_transfers_on_critical_path(x.p, x.m, x.v) / 2.0
+    slots = runs * pipeline.p2p_transfers_on_critical_path(x.p, m_s, x.v) / 2.0
     # With TP > 1 (and no SP) each TP rank may send its 1/t share and the receiver all-gather the full tensor over
     # TP: Megatron-LM's scatter/gather optimisation (Narayanan 2021 s4.1; --scatter-gather-tensors-in-pipeline,
     # default since Feb 2021), DeepSpeed's PartitionedTensor (pipe/engine.py is_pipe_partitioned / _grad_partitioned)
@@ -925,8 +930,8 @@ def _pipeline(x: _Step, t_mb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if np.any(x.fw.p2p_overlap):
         # overlapped (Megatron-Core overlap_p2p_comm, interleaved only): the warm-up / cool-down transfers stay
         # exposed; the hidden ones still cost overlap_interference of their time, as other overlapped collectives
-        unhidden = np.where(np.asarray(x.fw.p2p_overlap) & (x.v > 1), pipeline.p2p_transfers_unhidden(x.p) / 2.0,
-                            slots)
+        unhidden = np.where(np.asarray(x.fw.p2p_overlap) & (x.v > 1),
+                            runs * pipeline.p2p_transfers_unhidden(x.p) / 2.0, slots)
         exposed = unhidden + x.k.overlap_interference * (slots - unhidden)
     batched = exposed * ((t_act + t_grad) * f + (part_a + 1.0 * part_g) * t_ag)
     if not np.any(x.fw.serial_pipeline):

@@ -86,6 +86,10 @@ TE_GRAPH_FRAMEWORKS = ("megatron-core",)
 # (Megatron-Bridge, NeMo) and transformers' NemotronH (modeling_nemotron_h.py, mamba_ssm kernels) under the HF Trainer
 # or PyTorch FSDP; torchtitan, torchtune, DeepSpeed's Megatron and the 2020-22 Megatron-LM have no Mamba-2 layer
 HYBRID_FRAMEWORKS = ("megatron-core", "hf", "fsdp")
+# local_batch (one pipeline schedule per local batch, gradients accumulated across schedules): torchtitan's train
+# loop (local_batch_size, gradient accumulation over pp_schedule.step calls) and NeMo AutoModel's (benchmark.py:
+# ga_steps = global / (local_batch x dp) schedule steps), both on the torchtitan style; "auto" as above
+LOCAL_BATCH_FRAMEWORKS = ("torchtitan",)
 # Frameworks that replicate a single KV head (multi-query attention) on every TP rank.
 MQA_REPLICATED_KV_FRAMEWORKS = ("megatron",)
 
@@ -103,6 +107,8 @@ RULES = (
     "ep_divides_dp_cp",
     "cp_divides_seq",
     "batch_divisible",
+    "local_batch_divides",
+    "local_batch_framework",
     "zero_stage",
     "shard_group_divides_dp",
     "zero3_with_pp",
@@ -271,7 +277,7 @@ def _shape_and_pipeline_rules(c: SimpleNamespace) -> _Rules:
 def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
     """Expert and context parallelism, batch split, ZeRO/FSDP and offload, and what each framework offers."""
     return (_sharding_rules(c) | _activation_offload_rules(c) | _stack_option_rules(c) | _moe_a2a_overlap_rules(c)
-            | _partial_recompute_rules(c) | _te_option_rules(c) | _hybrid_rules(c))
+            | _partial_recompute_rules(c) | _te_option_rules(c) | _hybrid_rules(c) | _local_batch_rules(c))
 
 
 def _hybrid_rules(c: SimpleNamespace) -> _Rules:
@@ -300,6 +306,29 @@ def _hybrid_rules(c: SimpleNamespace) -> _Rules:
         "hybrid_adapters": (
             np.full(tp.shape, not (hybrid and adapters)),
             lambda v: msg("rule_hybrid_adapters", method=c.training.method),
+        ),
+    }
+
+
+def _local_batch_rules(c: SimpleNamespace) -> _Rules:
+    """strategy.local_batch divides the sequences a data-parallel rank takes per step (global batch / dp: whole
+    schedules, as torchtitan's and AutoModel's gradient-accumulation count global / (local x dp) must be), on the
+    stacks that run one pipeline schedule per local batch (LOCAL_BATCH_FRAMEWORKS)."""
+    lb = getattr(c.strategy, "local_batch", None)
+    if lb is None:
+        ok = np.ones(c.tp.shape, bool)
+        return {"local_batch_divides": (ok, lambda v: ""), "local_batch_framework": (ok, lambda v: "")}
+    per_rank = c.B / c.safe(c.dp)
+    return {
+        "local_batch_divides": (
+            np.mod(per_rank, lb) == 0,
+            lambda v: msg("rule_local_batch_divides", local_batch=lb, per_rank=f"{c.B / max(v['dp'], 1):g}",
+                          batch=c.B, dp=v["dp"]),
+        ),
+        "local_batch_framework": (
+            _resolves_to(c, LOCAL_BATCH_FRAMEWORKS),
+            lambda v: msg("rule_local_batch_framework", framework=_stack_named(c, v),
+                          allowed=", ".join(LOCAL_BATCH_FRAMEWORKS)),
         ),
     }
 

@@ -268,6 +268,10 @@ class StrategySpec(_Strict):
     # GPUs per hybrid-shard group; 0 or null: shard over all of DP (0 is what plans and `check` write)
     shard_group: int | None = Field(None, ge=0, le=MAX_GPUS)
     micro_batch: int = Field(1, gt=0, le=MAX_BATCH_SEQUENCES)
+    # sequences per data-parallel rank that one pipeline schedule runs (torchtitan / NeMo AutoModel
+    # local_batch_size): a step runs global_batch / (dp x local_batch) schedules, each filling and draining the
+    # pipeline, gradients accumulated across them; null = all of the step's micro-batches in one schedule
+    local_batch: int | None = Field(None, gt=0, le=MAX_BATCH_SEQUENCES)
     recompute: Recompute = "selective"
     # what "selective" recomputes, Megatron-Core recompute_modules (core_attn, moe_act, layernorm, mla_up_proj, mlp,
     # moe, shared_experts); null = the attention core (Megatron-Core's default ["core_attn"])
@@ -368,6 +372,9 @@ class StrategySpec(_Strict):
             raise ValueError(msg("job_fsdp_zero", fsdp=self.fsdp, zero=self.zero))
         if self.fsdp == "hybrid" and not self.shard_group:
             raise ValueError(msg("job_hybrid_shard_group"))
+        if self.local_batch is not None and self.local_batch % self.micro_batch:
+            raise ValueError(msg("job_local_batch_micro_batch", local_batch=self.local_batch,
+                                 micro_batch=self.micro_batch))
         return self
 
 
