@@ -98,3 +98,16 @@ def test_an_explanation_added_to_keeps_both_parts_in_either_language(h100_ctx):
     assert report.why_text(res, "zh") == ("最慢的 GPU，bf16 8192^3 矩阵乘：实测 500 TFLOP/s；判据中没有阈值；"
                                           "GPU [3] 低于节点中位数 700 TFLOP/s 的 0.9 倍")
     assert why_of(res) == res.why
+
+
+def test_telemetry_and_cache_notes_read_in_chinese(cpu_ctx):
+    """The reasons a check is skipped for lack of telemetry, and how a cold read emptied the cache, are part of
+    the explanation: in the reader's language too."""
+    from trainsizer.accept import checkpoint
+    from trainsizer.accept.telemetry import open_telemetry
+
+    _, why = open_telemetry("none")
+    assert why == "telemetry disabled (--telemetry none)" and "遥测已关闭" in why.tr("zh")
+    restore = next(c for c in checkpoint.run(cpu_ctx) if c.name == "checkpoint.restore")
+    assert restore.why.startswith("cold restore, ")
+    assert not re.search(r"page cache dropped|O_DIRECT \(|LIMITATION", report.why_text(restore, "zh"))

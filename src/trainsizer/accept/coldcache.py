@@ -12,6 +12,8 @@ import os
 import time
 from pathlib import Path
 
+from trainsizer.messages import msg
+
 BLOCK = 4 * 2**20
 
 
@@ -90,9 +92,5 @@ def cold_read(paths: list[Path], method: str | None = None) -> tuple[float, dict
     return time.perf_counter() - t0, digests, method
 
 
-METHOD_NOTES = {
-    "drop_caches": "page cache dropped (/proc/sys/vm/drop_caches)",
-    "o_direct": "read with O_DIRECT (drop_caches not permitted)",
-    "fadvise": "LIMITATION: drop_caches not permitted and O_DIRECT refused by the filesystem; pages evicted "
-               "with posix_fadvise(DONTNEED), which the kernel may not honour fully: the figure may be warm",
-}
+# How the cache was emptied, as the check's explanation says it (catalogue messages, en / zh)
+METHOD_NOTES = {method: msg(f"acc_cold_{method}") for method in ("drop_caches", "o_direct", "fadvise")}

@@ -182,11 +182,11 @@ def open_telemetry(kind: str = "auto") -> tuple[GpuTelemetry | None, str]:
 
     if kind not in TELEMETRY_KINDS:
         if Path(kind).is_file():
-            return RecordedTelemetry.from_file(kind), f"recorded telemetry {kind}"
+            return RecordedTelemetry.from_file(kind), msg("acc_tel_recorded", path=kind)
         raise SpecError("--telemetry", msg("acc_telemetry_kind"),
                         value=kind, allowed=[*TELEMETRY_KINDS, "<path.json>"])
     if kind == "none":
-        return None, "telemetry disabled (--telemetry none)"
+        return None, msg("acc_tel_disabled")
     reasons = []
     if kind in ("auto", "nvml"):
         try:
@@ -198,4 +198,4 @@ def open_telemetry(kind: str = "auto") -> tuple[GpuTelemetry | None, str]:
             return NvidiaSmiTelemetry.open(), "nvidia-smi"
         except SmiUnavailable as err:
             reasons.append(f"nvidia-smi: {err}")
-    return None, "no GPU telemetry (" + "; ".join(reasons) + ")"
+    return None, msg("acc_tel_none", reasons="; ".join(reasons))
