@@ -5,7 +5,7 @@ the module shapes of the matching modeling file (`modeling_llama.py`, `modeling_
 `modeling_mixtral.py`, `modeling_qwen2.py`, `modeling_qwen3.py`, `modeling_qwen2_moe.py`,
 `modeling_qwen3_moe.py`, `modeling_deepseek_v2.py` / DeepSeek-V3 `modeling_deepseek.py`, `modeling_gpt2.py`,
 `modeling_gpt_neox.py`, `modeling_gemma2.py`, `modeling_gemma3.py`, `modeling_phi3.py`, `modeling_glm.py`,
-`modeling_glm4.py`, `modeling_internlm3.py`; the remote-code files of ChatGLM, InternLM2 and Baichuan).
+`modeling_glm4.py`, `modeling_internlm3.py`, `modeling_gpt_oss.py`; the remote-code files of ChatGLM, InternLM2 and Baichuan).
 Hybrid Mamba-2 / attention models in Megatron-Core's layout (`nemotron_h`, modeling_nemotron_h.py) are read with
 their layer pattern, and Granite 4.0 H (`granitemoehybrid`) as that pattern; other state-space, recurrent and hybrid models (Mamba, RWKV, Jamba, ...) are refused by name. Every key of the file is either used, listed as known-irrelevant to sizing for
 its family, or reported in `ModelArch.unknown_keys` (and a line in `ModelArch.notes`): nothing is ignored
@@ -677,6 +677,47 @@ def _granite_hybrid(c: ConfigReader) -> dict[str, Any]:
     return kw
 
 
+def _window_layers(c: ConfigReader, n: int) -> dict[str, Any]:
+    """layer_types (transformers >= 4.54: one of sliding_attention / full_attention per layer) -> the ModelArch keys
+    sliding_window (the window) and window_layers (how many layers use it); without layer_types no layer is windowed."""
+    c.used.add("layer_types")
+    kinds = c.raw.get("layer_types")
+    if kinds is None:
+        return {}
+    if not isinstance(kinds, list) or len(kinds) != n or any(
+            k not in ("sliding_attention", "full_attention") for k in kinds):
+        raise SpecError(c.where("layer_types"), msg("hf_layer_types", layers=n), value=kinds)
+    windowed = kinds.count("sliding_attention")
+    if not windowed:
+        c.used.add("sliding_window")
+        return {}
+    return dict(sliding_window=c.req_int("sliding_window"), window_layers=windowed)
+
+
+_GPT_OSS_IRRELEVANT = _ROPE | _DROPOUT | {
+    "rms_norm_eps", "router_aux_loss_coef", "output_router_logits", "swiglu_limit", "swiglu_alpha",
+    "initial_context_length", "experts_per_token"}
+
+
+def _gpt_oss(c: ConfigReader) -> dict[str, Any]:
+    """GptOss (transformers modeling_gpt_oss.py, gpt-oss-20b / -120b): GQA with head_dim, q/k/v/o biases
+    (attention_bias), a learned sink logit per head (`sinks`: heads x layers parameters, one extra softmax column,
+    not counted: a note says so); every layer is MoE: router Linear(hidden, num_local_experts) with bias, top
+    num_experts_per_tok (`experts_per_token` is the same figure in OpenAI's own key), experts of intermediate_size with
+    biases (gate_up_proj_bias, down_proj_bias) and a clamped SwiGLU (swiglu_limit, swiglu_alpha: elementwise, costed
+    as SwiGLU); layer_types alternate sliding (sliding_window) and full attention."""
+    kw = _gqa_core(c, head_dim_default=64)
+    experts = c.req_int("num_local_experts")
+    k = c.req_int("num_experts_per_tok")
+    _check_topk(c, "num_experts_per_tok", k, experts)
+    bias = c.opt_bool("attention_bias", True)
+    c.notes.append(msg("hf_gpt_oss_sinks", params=f"{kw['heads'] * kw['layers']:,}"))
+    if isinstance(c.raw.get("quantization_config"), Mapping):
+        c.notes.append(msg("hf_released_quantized", method=str(c.raw["quantization_config"].get("quant_method"))))
+    return dict(kw, ffn=0, experts=experts, experts_per_token=k, expert_ffn=kw["ffn"], qkv_bias=bias, out_bias=bias,
+                mlp_bias=True, router_bias=True, **_window_layers(c, kw["layers"]))
+
+
 # Architectures that are not (only) transformers: their recurrences / state-space layers have no formulas here.
 # model_type -> (kind: message hf_arch_<kind>, name)
 NON_TRANSFORMER = {
@@ -728,6 +769,8 @@ FAMILIES: dict[str, Family] = {
                "Nemotron-H / Nemotron 3 (hybrid Mamba-2 / attention, MoE)"),
         Family("granitemoehybrid", _granite_hybrid, COMMON_IRRELEVANT | _GRANITE_HYBRID_IRRELEVANT,
                "Granite 4.0 H (hybrid Mamba-2 / attention, MoE)"),
+        Family("gpt_oss", _gpt_oss, COMMON_IRRELEVANT | _GPT_OSS_IRRELEVANT,
+               "gpt-oss (MoE, alternating sliding-window / full attention)"),
         Family("mistral", _mistral, COMMON_IRRELEVANT | _LLAMA_IRRELEVANT | _SLIDING, "Mistral 7B"),
         Family(
             "mixtral", _mixtral, COMMON_IRRELEVANT | _LLAMA_IRRELEVANT | _SLIDING | _MOE_ROUTING, "Mixtral MoE"
