@@ -38,10 +38,13 @@ def test_preset_is_every_layer_moe_with_half_the_layers_windowed():
     assert arch.unknown_keys == ()
 
 
-def test_without_layer_types_no_layer_is_windowed():
-    cfg = _config()
+def test_without_layer_types_every_other_layer_is_windowed():
+    """GptOssConfig's default layer_types: sliding on even indices, full on odd ones (noted)."""
+    cfg = _config(layers=6)
     del cfg["layer_types"]
-    assert arch_from_hf_config(cfg).window_layers == 0
+    arch = arch_from_hf_config(cfg)
+    assert (arch.sliding_window, arch.window_layers) == (8, 3)
+    assert any("layer_types" in n for n in arch.notes)
 
 
 @pytest.mark.parametrize("bad", [["sliding_attention"], ["chunked_attention"] * 4, "sliding_attention"])

@@ -5,7 +5,7 @@ the module shapes of the matching modeling file (`modeling_llama.py`, `modeling_
 `modeling_mixtral.py`, `modeling_qwen2.py`, `modeling_qwen3.py`, `modeling_qwen2_moe.py`,
 `modeling_qwen3_moe.py`, `modeling_deepseek_v2.py` / DeepSeek-V3 `modeling_deepseek.py`, `modeling_gpt2.py`,
 `modeling_gpt_neox.py`, `modeling_gemma2.py`, `modeling_gemma3.py`, `modeling_phi3.py`, `modeling_glm.py`,
-`modeling_glm4.py`, `modeling_internlm3.py`, `modeling_gpt_oss.py`; the remote-code files of ChatGLM, InternLM2 and Baichuan).
+`modeling_glm4.py`, `modeling_internlm3.py`, `modeling_gpt_oss.py`, `modeling_olmo2.py`, `modeling_olmo3.py`, `modeling_glm4_moe.py`; the remote-code files of ChatGLM, InternLM2 and Baichuan).
 Hybrid Mamba-2 / attention models in Megatron-Core's layout (`nemotron_h`, modeling_nemotron_h.py) are read with
 their layer pattern, and Granite 4.0 H (`granitemoehybrid`) as that pattern; other state-space, recurrent and hybrid models (Mamba, RWKV, Jamba, ...) are refused by name. Every key of the file is either used, listed as known-irrelevant to sizing for
 its family, or reported in `ModelArch.unknown_keys` (and a line in `ModelArch.notes`): nothing is ignored
@@ -677,21 +677,21 @@ def _granite_hybrid(c: ConfigReader) -> dict[str, Any]:
     return kw
 
 
-def _window_layers(c: ConfigReader, n: int) -> dict[str, Any]:
+def _window_layers(c: ConfigReader, n: int, window_default: int, period: int) -> dict[str, Any]:
     """layer_types (transformers >= 4.54: one of sliding_attention / full_attention per layer) -> the ModelArch keys
-    sliding_window (the window) and window_layers (how many layers use it); without layer_types no layer is windowed."""
+    sliding_window (the window) and window_layers (how many layers use it). Absent: the configuration class's default,
+    every `period`-th layer full and the others sliding (GptOssConfig period 2, Olmo3Config period 4), noted."""
     c.used.add("layer_types")
     kinds = c.raw.get("layer_types")
     if kinds is None:
-        return {}
+        kinds = ["full_attention" if (i + 1) % period == 0 else "sliding_attention" for i in range(n)]
+        c.notes.append(msg("hf_default_used", key="layer_types", default=f"1 full_attention every {period} layers"))
     if not isinstance(kinds, list) or len(kinds) != n or any(
             k not in ("sliding_attention", "full_attention") for k in kinds):
         raise SpecError(c.where("layer_types"), msg("hf_layer_types", layers=n), value=kinds)
     windowed = kinds.count("sliding_attention")
-    if not windowed:
-        c.used.add("sliding_window")
-        return {}
-    return dict(sliding_window=c.req_int("sliding_window"), window_layers=windowed)
+    window = c.opt_int("sliding_window", window_default, 1, note=bool(windowed))
+    return dict(sliding_window=window, window_layers=windowed) if windowed else {}
 
 
 _GPT_OSS_IRRELEVANT = _ROPE | _DROPOUT | {
@@ -715,7 +715,60 @@ def _gpt_oss(c: ConfigReader) -> dict[str, Any]:
     if isinstance(c.raw.get("quantization_config"), Mapping):
         c.notes.append(msg("hf_released_quantized", method=str(c.raw["quantization_config"].get("quant_method"))))
     return dict(kw, ffn=0, experts=experts, experts_per_token=k, expert_ffn=kw["ffn"], qkv_bias=bias, out_bias=bias,
-                mlp_bias=True, router_bias=True, **_window_layers(c, kw["layers"]))
+                mlp_bias=True, router_bias=True, **_window_layers(c, kw["layers"], 128, 2))
+
+
+_OLMO_IRRELEVANT = _ROPE | _DROPOUT | {"rms_norm_eps", "clip_qkv"}
+
+
+def _olmo(version: int) -> Adapter:
+    def adapter(c: ConfigReader) -> dict[str, Any]:
+        """OLMo 2 / OLMo 3 (transformers modeling_olmo2.py / modeling_olmo3.py; OLMo-core reordered_norm block):
+        Llama shapes (head_dim = hidden / heads unless given), q/k/v/o bias = attention_bias, SwiGLU MLP without
+        bias; the two RMSNorms sit after attention and after the MLP (on the branch, before the residual add) instead
+        of before them: the same weights, costed like pre-norm; q_norm / k_norm are RMSNorms over the whole q and k
+        projections (heads x head_dim and kv_heads x head_dim wide), not per head: ModelArch counts 2 x head_dim, the
+        rest is noted. OLMo 3 adds layer_types (3 sliding of every 4 by default) over sliding_window."""
+        kw = _gqa_core(c)
+        bias = c.opt_bool("attention_bias", False)
+        kw = dict(kw, qkv_bias=bias, out_bias=bias, qk_norm=True)
+        extra = (kw["heads"] + kw["kv_heads"] - 2) * kw["head_dim"] * kw["layers"]
+        c.notes.append(msg("hf_olmo_norms", params=f"{extra:,}"))
+        if version == 3:
+            kw.update(_window_layers(c, kw["layers"], 4096, 4))
+        return kw
+
+    return adapter
+
+
+_GLM4_MOE_IRRELEVANT = _ROPE | _DROPOUT | {
+    "rms_norm_eps", "routed_scaling_factor", "n_group", "topk_group", "norm_topk_prob", "output_router_logits",
+    "router_aux_loss_coef", "decoder_sparse_step"}  # decoder_sparse_step: an early Glm4MoeConfig key no modeling reads
+
+
+def _glm4_moe(c: ConfigReader) -> dict[str, Any]:
+    """Glm4Moe (transformers modeling_glm4_moe.py; GLM-4.5, GLM-4.5-Air, GLM-4.6): GQA with head_dim, q/k/v bias =
+    attention_bias (o_proj none), per-head q_norm / k_norm when use_qk_norm, partial rotary (no parameters); layers
+    before first_k_dense_replace use a dense SwiGLU of intermediate_size, the others route to n_routed_experts of
+    moe_intermediate_size (top num_experts_per_tok; sigmoid router in fp32 with e_score_correction_bias, as
+    DeepseekV3TopkRouter) beside one shared MLP of n_shared_experts x moe_intermediate_size;
+    num_nextn_predict_layers MTP modules are sized as DeepSeek-V3's (not in the headline count)."""
+    kw = _gqa_core(c, head_dim_default=128)
+    key = next((k for k in ("n_routed_experts", "num_experts", "num_local_experts") if c.has(k)), "n_routed_experts")
+    c.used.update({"n_routed_experts", "num_experts", "num_local_experts"})
+    experts = c.req_int(key)
+    k = c.req_int("num_experts_per_tok")
+    _check_topk(c, "num_experts_per_tok", k, experts)
+    expert_ffn = c.req_int("moe_intermediate_size")
+    layers = kw["layers"]
+    dense = c.opt_int("first_k_dense_replace", 1, 0)
+    if dense > layers:
+        raise SpecError(c.where("first_k_dense_replace"), msg("hf_layer_index_too_big", layers=layers), value=dense)
+    return dict(
+        kw, qkv_bias=c.opt_bool("attention_bias", False), qk_norm=c.opt_bool("use_qk_norm", False),
+        experts=experts, experts_per_token=k, expert_ffn=expert_ffn,
+        shared_expert_ffn=c.opt_int("n_shared_experts", 1, 0) * expert_ffn, dense_layers=dense, moe_layer_offset=0,
+        router_bias=True, router_fp32=True, mtp_layers=c.opt_int("num_nextn_predict_layers", 0, 0, note=False))
 
 
 # Architectures that are not (only) transformers: their recurrences / state-space layers have no formulas here.
@@ -728,6 +781,11 @@ NON_TRANSFORMER = {
     "striped_hyena": ("hybrid_hyena", "StripedHyena"), "jamba": ("hybrid_mamba", "Jamba"),
     "zamba": ("hybrid_mamba", "Zamba"), "zamba2": ("hybrid_mamba2", "Zamba2"), "bamba": ("hybrid_mamba2", "Bamba"),
     "falcon_h1": ("hybrid_mamba2", "Falcon-H1"), "lfm2": ("hybrid_conv", "LFM2"),
+    # transformers whose attention has no formula here (modeling_qwen3_next.py, MiniMax-Text-01 / M1 remote code,
+    # DeepSeek-V3.2-Exp inference/model.py, modeling_llama4.py)
+    "qwen3_next": ("linear_gated_deltanet", "Qwen3-Next"), "minimax": ("lightning", "MiniMax-Text-01"),
+    "minimax_m1": ("lightning", "MiniMax-M1"), "deepseek_v32": ("sparse_dsa", "DeepSeek-V3.2"),
+    "llama4": ("chunked", "Llama 4"), "llama4_text": ("chunked", "Llama 4"),
 }
 
 
@@ -771,6 +829,13 @@ FAMILIES: dict[str, Family] = {
                "Granite 4.0 H (hybrid Mamba-2 / attention, MoE)"),
         Family("gpt_oss", _gpt_oss, COMMON_IRRELEVANT | _GPT_OSS_IRRELEVANT,
                "gpt-oss (MoE, alternating sliding-window / full attention)"),
+        Family("olmo2", _olmo(2), COMMON_IRRELEVANT | _OLMO_IRRELEVANT, "OLMo 2 (post-norm placement, QK-norm)"),
+        Family("olmo3", _olmo(3), COMMON_IRRELEVANT | _OLMO_IRRELEVANT,
+               "OLMo 3 (OLMo 2 with sliding-window layers)"),
+        Family("glm4_moe", _glm4_moe, COMMON_IRRELEVANT | _GLM4_MOE_IRRELEVANT,
+               "GLM-4.5 / GLM-4.5-Air / GLM-4.6 (MoE, shared expert, MTP)"),
+        Family("kimi_k2", _deepseek(3), COMMON_IRRELEVANT | _DEEPSEEK_IRRELEVANT,
+               "Kimi K2 (DeepSeek-V3 architecture under its own model_type)"),
         Family("mistral", _mistral, COMMON_IRRELEVANT | _LLAMA_IRRELEVANT | _SLIDING, "Mistral 7B"),
         Family(
             "mixtral", _mixtral, COMMON_IRRELEVANT | _LLAMA_IRRELEVANT | _SLIDING | _MOE_ROUTING, "Mixtral MoE"
