@@ -268,3 +268,12 @@ def test_head_dims_of_mla_and_gqa_heads():
 
     assert load_preset("deepseek-v3").head_dims == (192, 128)
     assert load_preset("llama-3.1-8b").head_dims == (128, 128)
+
+
+def test_kimi_k2_against_its_card():
+    """Kimi-K2-Instruct card: 1T total (one significant digit), 32B activated. The count is 1,026.4B; without the
+    input embedding (as the card's activated figure reads) the active count is within 1% of 32B."""
+    arch = load_model("kimi-k2-instruct")
+    assert arch.family == "kimi_k2" and arch.attention == "mla" and arch.experts == 384
+    assert abs(arch.params_total - 1000 * B) <= 0.05 * 1000 * B
+    assert abs(arch.params_active - arch.embedding_params - 32 * B) <= 0.01 * 32 * B
