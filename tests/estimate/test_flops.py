@@ -151,3 +151,14 @@ def test_windowed_layers_count_window_keys():
     lf, lw = F.layer_flops(m), F.layer_flops(m.with_(sliding_window=1024, window_layers=8))
     assert lw.attn_core(8192) == pytest.approx(lf.attn_core(8192) * (0.75 + 0.25 * 1024 / 8192))
     assert lw.attn_core(512) == pytest.approx(lf.attn_core(512))
+
+
+def test_chunked_layers_count_the_mean_chunk_length():
+    """Non-causal convention: a token of a chunked layer sees its whole chunk; over a row of two chunks and a half
+    the mean chunk length is (2 C^2 + (C/2)^2) / 2.5 C; up to one chunk the row itself."""
+    m = llama8b()
+    lf, lc = F.layer_flops(m), F.layer_flops(m.with_(attention_chunk=1024, chunk_layers=24))
+    ctx = (2 * 1024**2 + 512**2) / 2560
+    assert lc.attn_core(2560) == pytest.approx(lf.attn_core(2560) * (0.25 + 0.75 * ctx / 2560))
+    assert lc.attn_core(1024) == pytest.approx(lf.attn_core(1024))
+    assert float(F.chunk_context(4096, 1024)) == pytest.approx(1024)

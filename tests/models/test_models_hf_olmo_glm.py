@@ -77,8 +77,7 @@ def test_presets_load_without_unknown_keys(name):
 
 
 @pytest.mark.parametrize(("model_type", "mechanism"), [
-    ("qwen3_next", "Gated DeltaNet"), ("minimax", "lightning"), ("deepseek_v32", "DeepSeek Sparse Attention"),
-    ("llama4", "chunked local attention")])
+    ("qwen3_next", "Gated DeltaNet"), ("minimax", "lightning"), ("deepseek_v32", "DeepSeek Sparse Attention")])
 def test_families_without_a_formula_are_refused_naming_the_mechanism(model_type, mechanism):
     with pytest.raises(SpecError, match=mechanism) as err:
         arch_from_hf_config({"model_type": model_type, "hidden_size": 64})
@@ -94,3 +93,36 @@ def test_kimi_k2_reads_as_deepseek_v3():
     kimi = arch_from_hf_config(cfg)
     ds = arch_from_hf_config({**cfg, "model_type": "deepseek_v3"})
     assert kimi.family == "kimi_k2" and kimi.params_total == ds.params_total and kimi.attention == "mla"
+
+
+def _llama4(**over):
+    cfg = {"model_type": "llama4_text", "hidden_size": 64, "intermediate_size": 32, "intermediate_size_mlp": 96,
+           "num_hidden_layers": 8, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 8,
+           "vocab_size": 1000, "num_local_experts": 4, "num_experts_per_tok": 1, "interleave_moe_layer_step": 2,
+           "attention_chunk_size": 64, "use_qk_norm": True, "no_rope_layer_interval": 4}
+    return {**cfg, **over}
+
+
+def test_llama4_interleaves_moe_and_chunks_the_rope_layers():
+    arch = arch_from_hf_config(_llama4())
+    h, q, kv = 64, 64, 16
+    attn = 2 * h * q + 2 * h * kv
+    dense = attn + 2 * h + 3 * h * 96
+    moe = attn + 2 * h + 4 * 3 * h * 32 + 3 * h * 32 + h * 4  # experts, shared expert, router without bias
+    assert arch.params_total == 4 * dense + 4 * moe + 2 * 1000 * h + h
+    assert [arch.layer_is_moe(i) for i in range(8)] == [False, True] * 4
+    assert (arch.attention_chunk, arch.chunk_layers) == (64, 6) and arch.unknown_keys == ()
+
+
+def test_llama4_multimodal_config_sizes_its_text_model():
+    arch = arch_from_hf_config({"model_type": "llama4", "text_config": _llama4(), "vision_config": {"hidden_size": 8}})
+    assert arch.params_total == arch_from_hf_config(_llama4()).params_total
+    assert any("vision" in n for n in arch.notes)
+    with pytest.raises(SpecError, match="text_config"):
+        arch_from_hf_config({"model_type": "llama4"})
+
+
+def test_llama4_layer_types_must_be_chunked_or_full():
+    with pytest.raises(SpecError, match="layer_types"):
+        arch_from_hf_config(_llama4(layer_types=["sliding_attention"] * 8))
+    assert arch_from_hf_config(_llama4(attention_chunk_size=None)).chunk_layers == 0

@@ -44,6 +44,8 @@ PUBLISHED = {
     "olmo-3-32b": ("32", None),  # model name / card
     "glm-4.5": ("355", "32"),  # GLM-4.5 technical report arXiv:2508.06471
     "glm-4.5-air": ("106", "12"),
+    "llama-4-scout-17b-16e": ("109", "17"),  # Llama 4 model cards (multimodal totals)
+    "llama-4-maverick-17b-128e": ("400", "17"),
     # Narayanan et al. 2021 Table 1, "Number of parameters (billion)"
     "megatron-gpt-1.7b": ("1.7", None),
     "megatron-gpt-3.6b": ("3.6", None),
@@ -78,6 +80,9 @@ EXCEPTIONS = {
     ("glm-4.5-air", "total"): "definition",  # 106.85 vs 106
     ("glm-4.5", "active"): "no_embeddings",  # 33.632 - 2 x 0.776 = 32.080 vs 32
     ("glm-4.5-air", "active"): "no_embeddings",  # 13.424 - 2 x 0.621 = 12.183 vs 12 (half a unit: 0.5)
+    ("llama-4-scout-17b-16e", "total"): "definition",  # 107.77 text model vs 109 with the vision encoder
+    ("llama-4-scout-17b-16e", "active"): "rounding",  # 17.17 vs 17
+    ("llama-4-maverick-17b-128e", "active"): "rounding",  # 17.18 vs 17
 }
 
 # Exact parameter counts of released checkpoints: model.safetensors.index.json total_size / 2 (bf16/fp16).

@@ -37,7 +37,12 @@ from typing import Any
 import numpy as np
 
 from trainsizer.estimate.calibration import Rates, load_constants
-from trainsizer.estimate.flops import attention_gemm_weights, causal_fraction, mla_up_proj_weights
+from trainsizer.estimate.flops import (
+    attention_gemm_weights,
+    causal_fraction,
+    chunk_causal_keys,
+    mla_up_proj_weights,
+)
 from trainsizer.models.arch import ModelArch
 
 # memory-bound kernels per pass of each element-wise stage (perf_constants.yaml `kernels:`)
@@ -157,6 +162,9 @@ class ModelShapes:
     # sliding-window attention (ModelArch.sliding_window): the window in tokens and the share of layers using it
     window: int = 0
     window_share: float = 0.0
+    # chunked attention (ModelArch.attention_chunk): the chunk in tokens and the share of layers using it
+    chunk: int = 0
+    chunk_share: float = 0.0
     # a hybrid model (ModelArch.layer_pattern): its layers are single blocks (`_hybrid_sums`); None otherwise
     hybrid: ModelArch | None = None
 
@@ -191,6 +199,8 @@ class ModelShapes:
             qkv_up_share=_mla_up_share(model, attn_in),
             window=model.sliding_window,
             window_share=model.window_share,
+            chunk=model.attention_chunk,
+            chunk_share=model.chunk_share,
             hybrid=model if model.is_hybrid else None,
         )
 
@@ -514,13 +524,17 @@ def _attention_core(shapes: ModelShapes, tok, b, c, s: Any, t, rates: Rates, *, 
         # the span is the caller's (packed: the sample length; unpacked: per padded position, which may exceed
         # the mean padded row when lengths vary, E[L^2] / E[max L]); 0 = the whole row
         span = np.where(np.asarray(attention_span, float) > 0, attention_span, s)
-        keys = span * causal_fraction(span)  # keys a query attends over, causal, in 128-wide tiles
+        full = span * causal_fraction(span)  # keys a query attends over, causal, in 128-wide tiles
+        keys = full
         if shapes.window_share > 0:
             # a windowed layer's query sees the last w positions: w (1 - w / 2 span) on average over the row, plus
             # the tiles the band's two edges cut (FlashAttention window_size: tiles outside the band skipped)
             w = np.minimum(float(shapes.window), span)
-            banded = np.where(w < span, w * (1.0 - w / (2.0 * span)) + 128.0, keys)
-            keys = (1.0 - shapes.window_share) * keys + shapes.window_share * np.minimum(banded, keys)
+            banded = np.where(w < span, w * (1.0 - w / (2.0 * span)) + 128.0, full)
+            keys = keys + shapes.window_share * (np.minimum(banded, full) - full)
+        if shapes.chunk_share > 0:
+            # a chunked layer's query sees the earlier keys of its own chunk: each chunk a causal row of its own
+            keys = keys + shapes.chunk_share * (np.minimum(chunk_causal_keys(span, float(shapes.chunk)), full) - full)
         core_flops = 2.0 * tok * keys * heads_l * (shapes.d_qk + shapes.d_v) * flash_head_pad
         a_fwd = core_flops / flash_rate + rates.kernel_fixed_s
         return a_fwd, flash_bwd_over_fwd * a_fwd

@@ -45,6 +45,9 @@ class LayerFlops:
     window_share: float = 0.0
     mixer: float = 0.0  # Mamba-2 in_proj + out_proj GEMMs (hybrid models)
     scan: float = 0.0  # Mamba-2 SSD scan, per token (no context dependence beyond the chunk)
+    # chunked-attention layers (ModelArch.attention_chunk / chunk_share): a token sees only its own chunk
+    chunk: float = 0.0
+    chunk_share: float = 0.0
 
     def gemm(self) -> float:
         """All weight GEMMs of the decoder layers (no attention core, no SSD scan, no LM head)."""
@@ -57,9 +60,12 @@ class LayerFlops:
     def attn_core(self, seq_len: float) -> float:
         """Non-causal attention score + value FLOPs per token at context `seq_len`; a windowed layer's token sees
         at most `window` keys."""
-        if self.window_share <= 0:
+        if self.window_share <= 0 and self.chunk_share <= 0:
             return self.attn_core_per_ctx * seq_len
-        ctx = (1.0 - self.window_share) * seq_len + self.window_share * np.minimum(seq_len, self.window)
+        ctx = (1.0 - self.window_share - self.chunk_share) * seq_len + self.window_share * np.minimum(
+            seq_len, self.window)
+        if self.chunk_share > 0:
+            ctx = ctx + self.chunk_share * chunk_context(seq_len, self.chunk)
         return self.attn_core_per_ctx * ctx
 
 
@@ -137,7 +143,7 @@ def layer_flops(model: ModelArch) -> LayerFlops:
         mixer = 2.0 * mixer_gemm_weights(model) * model.mamba_layers
         scan = scan_flops_per_token(model) * model.mamba_layers
     return LayerFlops(attn, core, mlp, router, experts, shared, lm_head, float(model.sliding_window),
-                      model.window_share, mixer, scan)
+                      model.window_share, mixer, scan, float(model.attention_chunk), model.chunk_share)
 
 
 def forward_flops_per_token(model: ModelArch, seq_len: float) -> float:
@@ -186,6 +192,25 @@ def hardware_flops_per_token(
                                    selective_recompute_flops(model, seq_len, recompute_modules), 0.0))
     # a frozen LM head (LoRA) needs its input gradient only, like the frozen decoder GEMMs
     return (1.0 + bwd_mult) * fwd_layers + (1.0 + bwd_mult) * lf.lm_head + recomputed
+
+
+def chunk_context(seq_len: Any, chunk: float) -> Any:
+    """Mean length of the chunk a position of a `seq_len` row falls in, for chunks of `chunk` positions (the last one
+    r = seq_len mod chunk long): (n chunk^2 + r^2) / seq_len; seq_len itself up to one chunk. Chunked attention's
+    non-causal context, as min(seq_len, window) is a sliding window's (Llama 4 chunked_attention layers)."""
+    s = np.maximum(np.asarray(seq_len, float), 1.0)
+    n = np.floor(s / chunk)
+    r = s - n * chunk
+    return (n * chunk * chunk + r * r) / s
+
+
+def chunk_causal_keys(span: Any, chunk: float) -> Any:
+    """Keys a query of a causal chunked-attention layer attends over, averaged over a `span`-long row, in 128-wide
+    tiles: each chunk is a causal row of its own, L x causal_fraction(L) keys per query (Llama 4 chunked layers)."""
+    s = np.maximum(np.asarray(span, float), 1.0)
+    n = np.floor(s / chunk)
+    r = s - n * chunk
+    return (n * chunk * chunk * causal_fraction(chunk) + r * r * causal_fraction(np.maximum(r, 1.0))) / s
 
 
 def causal_fraction(seq_len: float, block: float = 128.0) -> float:

@@ -106,6 +106,11 @@ class ModelArch:
     # to the last `sliding_window` positions (0: no window); their attention core spans the window, not the row
     sliding_window: int = 0
     window_layers: int = 0
+    # chunked local attention (Llama 4 attention_chunk_size; transformers modeling_llama4.py chunked_attention layers):
+    # `chunk_layers` of the layers split the row into blocks of `attention_chunk` positions and a query attends only
+    # to the earlier positions of its own block (0: no chunking)
+    attention_chunk: int = 0
+    chunk_layers: int = 0
     # hybrid Mamba-2 / attention models (Megatron-Core MambaModel hybrid_override_pattern, Nemotron-H, Nemotron 3):
     # one symbol of HYBRID_SYMBOLS per layer; "" = every layer is attention + MLP. The Mamba-2 mixer (Dao & Gu 2024,
     # arXiv:2405.21060; Megatron-Core ssm/mamba_mixer.py): ssm_heads x ssm_head_dim = d_inner, ssm_state (N),
@@ -137,6 +142,13 @@ class ModelArch:
         if self.sliding_window <= 0 or self.layers <= 0:
             return 0.0
         return min(self.window_layers, self.layers) / self.layers
+
+    @property
+    def chunk_share(self) -> float:
+        """Share of the decoder layers with chunked local attention (0 without it)."""
+        if self.attention_chunk <= 0 or self.layers <= 0:
+            return 0.0
+        return min(self.chunk_layers, self.layers) / self.layers
 
     @property
     def head_dims(self) -> tuple[int, int]:

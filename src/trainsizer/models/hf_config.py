@@ -5,7 +5,7 @@ the module shapes of the matching modeling file (`modeling_llama.py`, `modeling_
 `modeling_mixtral.py`, `modeling_qwen2.py`, `modeling_qwen3.py`, `modeling_qwen2_moe.py`,
 `modeling_qwen3_moe.py`, `modeling_deepseek_v2.py` / DeepSeek-V3 `modeling_deepseek.py`, `modeling_gpt2.py`,
 `modeling_gpt_neox.py`, `modeling_gemma2.py`, `modeling_gemma3.py`, `modeling_phi3.py`, `modeling_glm.py`,
-`modeling_glm4.py`, `modeling_internlm3.py`, `modeling_gpt_oss.py`, `modeling_olmo2.py`, `modeling_olmo3.py`, `modeling_glm4_moe.py`; the remote-code files of ChatGLM, InternLM2 and Baichuan).
+`modeling_glm4.py`, `modeling_internlm3.py`, `modeling_gpt_oss.py`, `modeling_olmo2.py`, `modeling_olmo3.py`, `modeling_glm4_moe.py`, `modeling_llama4.py`; the remote-code files of ChatGLM, InternLM2 and Baichuan).
 Hybrid Mamba-2 / attention models in Megatron-Core's layout (`nemotron_h`, modeling_nemotron_h.py) are read with
 their layer pattern, and Granite 4.0 H (`granitemoehybrid`) as that pattern; other state-space, recurrent and hybrid models (Mamba, RWKV, Jamba, ...) are refused by name. Every key of the file is either used, listed as known-irrelevant to sizing for
 its family, or reported in `ModelArch.unknown_keys` (and a line in `ModelArch.notes`): nothing is ignored
@@ -771,6 +771,67 @@ def _glm4_moe(c: ConfigReader) -> dict[str, Any]:
         router_bias=True, router_fp32=True, mtp_layers=c.opt_int("num_nextn_predict_layers", 0, 0, note=False))
 
 
+_LLAMA4_IRRELEVANT = _ROPE | _DROPOUT | {
+    "rms_norm_eps", "output_router_logits", "router_aux_loss_coef", "router_jitter_noise", "no_rope_layers",
+    "no_rope_layer_interval", "attn_temperature_tuning", "floor_scale", "attn_scale", "use_qk_norm"}
+
+
+def _llama4_text(c: ConfigReader) -> dict[str, Any]:
+    """Llama4TextConfig (transformers modeling_llama4.py): GQA with head_dim, q/k/v/o bias = attention_bias; the
+    layers in moe_layers (default every interleave_moe_layer_step-th) route each token to num_experts_per_tok of
+    num_local_experts SwiGLU experts of intermediate_size (no biases, router without bias) beside one shared SwiGLU
+    of intermediate_size, the others use a dense SwiGLU of intermediate_size_mlp; use_qk_norm is a weightless L2
+    norm and NoPE layers (no_rope_layers) skip the rotary embedding: neither changes parameters or GEMMs;
+    layer_types chunked_attention (default: the RoPE layers) attend within blocks of attention_chunk_size."""
+    kw = _gqa_core(c)
+    layers = kw["layers"]
+    bias = c.opt_bool("attention_bias", False)
+    experts = c.req_int("num_local_experts")
+    k = c.opt_int("num_experts_per_tok", 1, 1)
+    _check_topk(c, "num_experts_per_tok", k, experts)
+    step = c.opt_int("interleave_moe_layer_step", 1, 1)
+    moe = c.opt_int_list("moe_layers") if c.has("moe_layers") else tuple(range(step - 1, layers, step))
+    if any(i >= layers for i in moe):
+        raise SpecError(c.where("moe_layers"), msg("hf_layer_index_too_big", layers=layers), value=list(moe))
+    kw = dict(kw, ffn=c.opt_int("intermediate_size_mlp", 16384, 1), qkv_bias=bias, out_bias=bias, experts=experts,
+              experts_per_token=k, expert_ffn=kw["ffn"], shared_expert_ffn=kw["ffn"], moe_every=1, moe_layer_offset=1,
+              mlp_only_layers=tuple(i for i in range(layers) if i not in set(moe)))
+    return dict(kw, **_chunk_layers(c, layers))
+
+
+def _chunk_layers(c: ConfigReader, n: int) -> dict[str, Any]:
+    """layer_types chunked_attention / full_attention (Llama4TextConfig default: chunked unless every 4th layer)
+    -> attention_chunk (attention_chunk_size; null: no chunking) and chunk_layers."""
+    c.used.add("layer_types")
+    kinds = c.raw.get("layer_types")
+    if kinds is None:
+        kinds = ["full_attention" if (i + 1) % 4 == 0 else "chunked_attention" for i in range(n)]
+        c.notes.append(msg("hf_default_used", key="layer_types", default="1 full_attention every 4 layers"))
+    if not isinstance(kinds, list) or len(kinds) != n or any(
+            k not in ("chunked_attention", "full_attention") for k in kinds):
+        raise SpecError(c.where("layer_types"), msg("hf_layer_types_chunked", layers=n), value=kinds)
+    chunk = c.opt_int("attention_chunk_size", 0, 0, note=False)
+    chunked = kinds.count("chunked_attention")
+    return dict(attention_chunk=chunk, chunk_layers=chunked) if chunk and chunked else {}
+
+
+def _llama4(c: ConfigReader) -> dict[str, Any]:
+    """Llama4Config (multimodal): the language model is text_config; the vision tower and projector are not sized."""
+    text = c.raw.get("text_config")
+    c.used.update({"text_config", "vision_config", "boi_token_index", "eoi_token_index", "image_token_index",
+                   "tie_word_embeddings"})
+    if not isinstance(text, Mapping):
+        raise SpecError(c.where("text_config"), msg("hf_llama4_text_config"))
+    inner = ConfigReader(text, c.label + ":text_config")
+    kw = _llama4_text(inner)
+    unknown = inner.unknown(FAMILIES["llama4_text"].irrelevant)
+    c.notes.extend(inner.notes)
+    if unknown:
+        c.notes.append(msg("hf_text_config_unknown", keys=", ".join(unknown)))
+    c.notes.append(msg("hf_llama4_vision_not_counted"))
+    return kw
+
+
 # Architectures that are not (only) transformers: their recurrences / state-space layers have no formulas here.
 # model_type -> (kind: message hf_arch_<kind>, name)
 NON_TRANSFORMER = {
@@ -782,10 +843,9 @@ NON_TRANSFORMER = {
     "zamba": ("hybrid_mamba", "Zamba"), "zamba2": ("hybrid_mamba2", "Zamba2"), "bamba": ("hybrid_mamba2", "Bamba"),
     "falcon_h1": ("hybrid_mamba2", "Falcon-H1"), "lfm2": ("hybrid_conv", "LFM2"),
     # transformers whose attention has no formula here (modeling_qwen3_next.py, MiniMax-Text-01 / M1 remote code,
-    # DeepSeek-V3.2-Exp inference/model.py, modeling_llama4.py)
+    # DeepSeek-V3.2-Exp inference/model.py)
     "qwen3_next": ("linear_gated_deltanet", "Qwen3-Next"), "minimax": ("lightning", "MiniMax-Text-01"),
     "minimax_m1": ("lightning", "MiniMax-M1"), "deepseek_v32": ("sparse_dsa", "DeepSeek-V3.2"),
-    "llama4": ("chunked", "Llama 4"), "llama4_text": ("chunked", "Llama 4"),
 }
 
 
@@ -834,6 +894,9 @@ FAMILIES: dict[str, Family] = {
                "OLMo 3 (OLMo 2 with sliding-window layers)"),
         Family("glm4_moe", _glm4_moe, COMMON_IRRELEVANT | _GLM4_MOE_IRRELEVANT,
                "GLM-4.5 / GLM-4.5-Air / GLM-4.6 (MoE, shared expert, MTP)"),
+        Family("llama4_text", _llama4_text, COMMON_IRRELEVANT | _LLAMA4_IRRELEVANT,
+               "Llama 4 text model (MoE, chunked attention)"),
+        Family("llama4", _llama4, COMMON_IRRELEVANT, "Llama 4 (multimodal config: its text model is sized)"),
         Family("kimi_k2", _deepseek(3), COMMON_IRRELEVANT | _DEEPSEEK_IRRELEVANT,
                "Kimi K2 (DeepSeek-V3 architecture under its own model_type)"),
         Family("mistral", _mistral, COMMON_IRRELEVANT | _LLAMA_IRRELEVANT | _SLIDING, "Mistral 7B"),

@@ -65,6 +65,8 @@ class InlineModelSpec(BaseModel):
     mtp_layers: int | None = NonNeg
     sliding_window: int | None = NonNeg
     window_layers: int | None = NonNeg
+    attention_chunk: int | None = NonNeg
+    chunk_layers: int | None = NonNeg
     # hybrid Mamba-2 / attention (ModelArch.layer_pattern; Megatron-Core hybrid_override_pattern)
     layer_pattern: str | None = None
     ssm_heads: int | None = NonNeg  # 0: no Mamba-2 mixer (a pattern with M layers needs > 0)
