@@ -35,6 +35,13 @@ def test_models_show_table_in_chinese(run_cli):
     assert code == 0 and "模型预设" in out
 
 
+def test_models_show_labels_a_hybrid_pattern_and_hides_it_elsewhere(run_cli):
+    code, out, _ = run_cli("--lang", "zh", "models", "show", "nemotron-3-nano-30b-a3b")
+    assert code == 0 and "层模式" in out and "Mamba-2 头数" in out and "ssm_" not in out
+    code, out, _ = run_cli("models", "show", "llama-3.1-8b")
+    assert code == 0 and "Mamba-2" not in out and "ssm_" not in out
+
+
 def test_unknown_model_is_one_paragraph_error(run_cli):
     code, out, err = run_cli("models", "show", "llama-3.1-8")
     assert code == 2

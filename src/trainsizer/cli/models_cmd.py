@@ -49,8 +49,9 @@ def models_show(app: AppState, name: str, as_json: bool) -> None:
         return
     L = app.lang
     empty = (0, False, "", None, [], ())
-    rows = [(_label(k, L), _shown(k, v, L)) for k, v in data.items()
-            if k not in ("notes", "unknown_keys") and v not in empty]
+    # the Mamba-2 mixer's widths mean nothing without a hybrid layer pattern (their defaults are not zero)
+    hidden = ("notes", "unknown_keys") + (() if arch.is_hybrid else tuple(k for k in data if k.startswith("ssm_")))
+    rows = [(_label(k, L), _shown(k, v, L)) for k, v in data.items() if k not in hidden and v not in empty]
     print_table(arch.name, [t("item", L), t("value", L)], rows)
     if arch.notes:
         click.echo(f"{t('model_notes', L)}{t('colon', L)}")
