@@ -70,7 +70,10 @@ def flash_head_dim_ratio(d_qk: int, d_v: int, kernel: Any) -> Any:
     names = np.asarray(kernel)
     if names.ndim == 0:
         return ratio.get(str(names), 1.0)
-    return np.vectorize(lambda n: ratio.get(str(n), 1.0), otypes=[float])(names)
+    out = np.ones(names.shape)  # one comparison per compiled kernel, not a Python call per strategy
+    for name, r in ratio.items():
+        out[names == name] = r
+    return out
 
 
 def gemm_time(m, n, k, rates: Rates, batch=1.0, fixed: bool = True, linear: bool = True, flops: float = 0.0):
