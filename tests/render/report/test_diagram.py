@@ -58,3 +58,20 @@ def test_mermaid_has_tiers_links_and_grouped_racks():
     assert 'core ---|"' in text and 'spine ---|"' in text and 'leaf ---|"16,000 × 400 Gb/s"| racks' in text
     assert "r1[" in text and "r500[" in text and "more[" in text
     assert "r3[" not in text
+
+
+@pytest.mark.parametrize(("tech", "name"), [("xgmi", "xGMI"), ("nvlink", "NVLink"), ("hccs", "HCCS")])
+def test_an_amd_or_ascend_node_draws_its_scale_up_domain_under_its_own_name(tech, name):
+    """An 8-GPU xGMI mesh is the node's scale-up domain: the diagram drew none and its legend said 'NVLink
+    domain: not in this plan' beside a table that gave the domain 8 GPUs."""
+    from trainsizer.render.report.topology import topology
+
+    from .conftest import load_buildout
+
+    plan = load_buildout()
+    nvlink = plan["build"]["network"]["nvlink"]
+    nvlink.update(tech=tech, gpus_per_domain=8)
+    topo = topology(plan, "en")
+    assert topo.nvlink_domain_gpus == 8 and topo.scaleup_tech == tech
+    svg = render_svg(plan, "en")
+    assert f"{name} domain (8 GPUs)" in svg and "Scale-up domain: not in this plan" not in svg

@@ -17,7 +17,7 @@ from trainsizer.render.report.charts import PALETTE
 from trainsizer.render.report.facts import as_dict
 from trainsizer.render.report.fmt import Fmt
 from trainsizer.render.report.i18n import has, t
-from trainsizer.render.report.topology import Tier, Topology, topology
+from trainsizer.render.report.topology import SCALEUP_DOMAINS, Tier, Topology, topology
 
 W = 1280
 LEFT, RIGHT = 20, 1000          # racks and switches; storage/management to the right
@@ -224,7 +224,7 @@ def _legend(d: dw.Drawing, topo: Topology, y: float, f: Fmt) -> None:
     d.append(_text(LEFT + 14, y + 9, t("dg.gpu", L, accelerator=topo.accelerator), 11))
     d.append(dw.Rectangle(LEFT + 260, y, 16, GPU, fill="none", stroke="#2ca02c", stroke_dasharray="3,2"))
     dom = topo.nvlink_domain_gpus
-    d.append(_text(LEFT + 282, y + 9, t("dg.nvlink", L, n=f.num(dom)) if dom else t("dg.nvlink_unknown", L), 11))
+    d.append(_text(LEFT + 282, y + 9, t("dg.nvlink", L, n=f.num(dom), tech=SCALEUP_DOMAINS[topo.scaleup_tech]) if dom else t("dg.nvlink_unknown", L), 11))
     for r in range(min(topo.rails or topo.nics_per_node or 0, 8)):
         d.append(dw.Circle(LEFT + 560 + r * 10, y + 5, 3, fill=PALETTE[r % len(PALETTE)]))
     if topo.nics_per_node:

@@ -8,7 +8,7 @@ from trainsizer.render.report.diagram import TIER_RANK, rack_groups
 from trainsizer.render.report.facts import as_dict
 from trainsizer.render.report.fmt import Fmt
 from trainsizer.render.report.i18n import has, t
-from trainsizer.render.report.topology import Topology, topology
+from trainsizer.render.report.topology import SCALEUP_DOMAINS, Topology, topology
 
 
 def _q(text: str) -> str:
@@ -26,7 +26,8 @@ def _link(topo: Topology, a: str, b: str, f: Fmt) -> str:
 def _rack_lines(topo: Topology, f: Fmt) -> list[str]:
     L = f.lang
     per, real, shown = rack_groups(topo)
-    dom = t("dg.nvlink", L, n=f.num(topo.nvlink_domain_gpus)) if topo.nvlink_domain_gpus else ""
+    dom = t("dg.nvlink", L, n=f.num(topo.nvlink_domain_gpus), tech=SCALEUP_DOMAINS[topo.scaleup_tech]
+            ) if topo.nvlink_domain_gpus else ""
     lines = []
     for g in shown:
         if g is None:

@@ -47,6 +47,12 @@ class Topology:
     storage: str | None
     storage_gbps_per_node: float | None
     management: str | None
+    scaleup_tech: str = "nvlink"   # the GPUs' scale-up link the domain is built from (SCALEUP_DOMAINS)
+
+
+# Scale-up links whose domain the diagram draws (a whole node or more): NVLink, AMD's xGMI mesh, Huawei's HCCS.
+# An NVLink bridge pairs two cards and PCIe is no domain: neither is drawn.
+SCALEUP_DOMAINS = {"nvlink": "NVLink", "xgmi": "xGMI", "hccs": "HCCS"}
 
 
 def _int(v: object) -> int | None:
@@ -105,7 +111,8 @@ def _from_build(net: Mapping, sto: Mapping, lang: str = "en") -> dict:
                          if x)
     mgmt = " | ".join(x for x in (_fabric_text(net.get("inband"), lang), _fabric_text(net.get("oob"), lang)) if x)
     return dict(
-        nvlink_domain_gpus=_int(nvlink.get("gpus_per_domain")) if nvlink.get("tech") == "nvlink" else None,
+        nvlink_domain_gpus=_int(nvlink.get("gpus_per_domain")) if nvlink.get("tech") in SCALEUP_DOMAINS else None,
+        scaleup_tech=str(nvlink.get("tech")) if nvlink.get("tech") in SCALEUP_DOMAINS else "nvlink",
         nics_per_node=_int(compute.get("ports_per_node")), nic_gbps=_float(compute.get("gbps_per_port")),
         fabric=" ".join(x for x in (_word(compute.get("kind") or "", lang), topo) if x),
         rails=_int(compute.get("ports_per_node")) if rail else None, tiers=tiers, links=links,
