@@ -162,3 +162,15 @@ def test_chunked_layers_count_the_mean_chunk_length():
     assert lc.attn_core(2560) == pytest.approx(lf.attn_core(2560) * (0.25 + 0.75 * ctx / 2560))
     assert lc.attn_core(1024) == pytest.approx(lf.attn_core(1024))
     assert float(F.chunk_context(4096, 1024)) == pytest.approx(1024)
+
+
+@given(hs.integers(1, 1 << 20), hs.integers(1, 1 << 16))
+def test_chunked_attention_sees_no_more_than_the_row_or_the_chunk(seq, chunk):
+    """Invariant: a chunked layer's mean context is at most the row and at most the chunk, and equals the row up to
+    one chunk; its causal key count never exceeds a full causal row's."""
+    ctx = float(F.chunk_context(seq, chunk))
+    assert ctx <= min(seq, chunk) * (1 + 1e-12)
+    if seq <= chunk:
+        assert ctx == pytest.approx(seq)
+    keys = float(F.chunk_causal_keys(seq, chunk))
+    assert 0 < keys <= seq * float(F.causal_fraction(seq)) * (1 + 1e-12)

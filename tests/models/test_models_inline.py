@@ -83,6 +83,9 @@ def test_preset_with_overrides():
         ({"preset": "qwen3-30b-a3b", "mlp_only_layers": [48]}, "model.mlp_only_layers", "outside 0..47"),
         (dict(LLAMA2_7B, sliding_window=128, window_layers=33), "model.window_layers", "exceeds layers"),
         (dict(LLAMA2_7B, window_layers=16), "model.window_layers", "needs sliding_window"),
+        (dict(LLAMA2_7B, chunk_layers=16), "model.chunk_layers", "needs attention_chunk"),
+        (dict(LLAMA2_7B, sliding_window=128, window_layers=20, attention_chunk=512, chunk_layers=20),
+         "model.chunk_layers", "windowed or chunked"),
     ],
 )
 def test_inline_errors_name_the_key(spec, key, fragment):

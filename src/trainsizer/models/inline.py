@@ -178,6 +178,10 @@ def _check(v: dict[str, Any], where: str) -> None:
         raise bad("window_layers", msg("model_exceeds", what="layers", n=layers))
     if v.get("window_layers", 0) and not v.get("sliding_window"):
         raise bad("window_layers", msg("model_window_layers_need_window"))
+    if v.get("chunk_layers", 0) and not v.get("attention_chunk"):
+        raise bad("chunk_layers", msg("model_chunk_layers_need_chunk"))
+    if v.get("window_layers", 0) + v.get("chunk_layers", 0) > layers:  # a layer is windowed or chunked, not both
+        raise bad("chunk_layers", msg("model_window_chunk_exceed", layers=layers))
     pattern = v.get("layer_pattern", "")
     if pattern:
         _check_hybrid(v, where)
