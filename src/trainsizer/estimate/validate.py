@@ -221,6 +221,8 @@ def _rule_table(
                         dp=dp, cp=cp, ep=ep, zero=zero, sg=sg, mb=mb, rec=rec, off=off, fw=fw, slots=slots,
                         gpus=gpus, B=B, s=s, safe=safe, ffns=ffns, ffn_ok=ffn_ok, n_micro=n_micro, kv_ok=kv_ok,
                         dist_opt=a["distributed_optimizer"], pretraining=training.method in ("pretrain", "cpt"))
+    # "auto": the stack each strategy resolves to, once for every rule that asks (_resolves_to)
+    c.auto_idx = np.asarray(auto_index(tp, pp, cp, ep, c.dist_opt, zero, c.pretraining)) if fw == "auto" else None
     t = _shape_and_pipeline_rules(c) | _expert_sharding_and_stack_rules(c)
     t["_values"] = (None, lambda v: "")  # type: ignore[assignment]
     t["_arrays"] = dict(tp=tp, pp=pp, vpp=vpp, dp=dp, cp=cp, ep=ep, zero=zero, shard_group=sg,
@@ -567,8 +569,8 @@ def _resolves_to(c: SimpleNamespace, frameworks: tuple[str, ...]) -> np.ndarray:
     each strategy (framework.auto_index), not as the word "auto"."""
     if c.fw != "auto":
         return np.full(c.tp.shape, c.fw in frameworks)
-    picked = np.asarray(auto_index(c.tp, c.pp, c.cp, c.ep, c.dist_opt, c.zero, c.pretraining))
-    return np.isin(picked, [i for i, name in enumerate(AUTO_CHOICES) if name in frameworks])
+    member = np.array([name in frameworks for name in AUTO_CHOICES])  # by AUTO_CHOICES index
+    return np.asarray(member[c.auto_idx])
 
 
 def _stack_named(c: SimpleNamespace, v: dict[str, Any]) -> str:
