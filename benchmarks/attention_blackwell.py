@@ -124,6 +124,16 @@ def length_curve(data: list[dict[str, str]] | None = None, gpu: str = "b200",
 RELEASE_CUDNN = "9.17.0"  # pytorch:25.11-py3; strategy.cudnn_release "9.17"
 
 
+def fp8_speedups_mla(data: list[dict[str, str]] | None = None) -> dict[str, tuple[float, float]]:
+    """fp8_speedups at DeepSeek-V3's MLA heads (128 q / 128 kv, d_qk 192, d_v 128; cuDNN 9.22.0, batch 2, BASE_SEQ):
+    perf_constants.yaml attention.fp8_attention_speedup_by_head_dim["192"]."""
+    data = data if data is not None else rows()
+    out = {gpu: tuple(tflops(data, gpu, FP8_CUDNN, BASE_SEQ, p, "128", "fp8") / tflops(data, gpu, FP8_CUDNN, BASE_SEQ,
+                                                                                       p, "128") for p in ("fwd", "bwd"))
+           for gpu in ("gb200", "gb300")}
+    return {"b200": out["gb200"], "gb200": out["gb200"], "b300": out["gb300"], "gb300": out["gb300"]}
+
+
 def cudnn_release_speedups(data: list[dict[str, str]] | None = None) -> dict[str, tuple[float, float]]:
     """(forward, backward) throughput of cuDNN RELEASE_CUDNN's causal BF16 attention over BASE_CUDNN's on GB300, the
     one part with both releases at one shape (128 q / 8 kv heads, d 128, batch 1), at BASE_SEQ: the same SM100
@@ -179,6 +189,9 @@ def main() -> None:
         shipped = k.cudnn_release(name, "9.17")
         print(f"  cudnn_release_speedup.9.17.{name:6s} derived fwd {f:.3f} bwd {b:.3f}, shipped "
               f"{shipped[0]:.3f} / {shipped[1]:.3f}")
+    for name, (f, b) in fp8_speedups_mla(data).items():
+        print(f"  fp8_attention_speedup_by_head_dim.192.{name:6s} derived fwd {f:.3f} bwd {b:.3f}, shipped "
+              f"{k.fp8_attention(name, 192)[0]:.3f} / {k.fp8_attention(name, 192)[1]:.3f}")
     print("FP8 attention forward, GB300 / GB200 (NVIDIA's ~1.35x is this):")
     for heads in ("64", "128"):
         ratios = [tflops(data, "gb300", "9.22.0", s, "fwd", heads, "fp8")

@@ -54,6 +54,21 @@ def test_fp8_attention_speedup_is_the_measured_cudnn_ratio(family):
     assert load_constants().fp8_attention(family) == pytest.approx(ab.fp8_speedups()[family], abs=5e-4)
 
 
+@pytest.mark.parametrize("family", ["b200", "b300", "gb200", "gb300", "h100"])
+def test_mla_head_dim_takes_its_own_measured_ratio(family):
+    """d_qk 192 (DeepSeek-V3's MLA) has its own cuDNN FP8 / BF16 rows on Blackwell, where FP8 keeps more of its gain
+    (fewer exponentials per MMA FLOP); Hopper has Llama heads only, so there the family figure holds, as for any head
+    dim without rows."""
+    k = load_constants()
+    mla = ab.fp8_speedups_mla()
+    if family in mla:
+        assert k.fp8_attention(family, 192) == pytest.approx(mla[family], abs=5e-4)
+        assert k.fp8_attention(family, 192)[1] > k.fp8_attention(family)[1]
+    else:
+        assert k.fp8_attention(family, 192) == k.fp8_attention(family)
+    assert k.fp8_attention(family, 64) == k.fp8_attention(family, 128) == k.fp8_attention(family)
+
+
 def test_fp8_attention_shortens_only_the_attention_by_the_ratio():
     """Blackwell: the attention forward runs 1.30x, the backward 1.09x faster (GB200); the GEMMs are untouched.
     Hopper: cuDNN's FP8 causal backward is slower than BF16's (H200, 9.19.1), so the step gets longer; AMD parts have

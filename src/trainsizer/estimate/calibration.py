@@ -40,6 +40,9 @@ class PerfConstants:
     sfu_ex2_speedup: dict[str, float]  # SFU ex2 throughput relative to Blackwell, by family
     # FP8 / BF16 fused-attention throughput (forward, backward) by family (attention.fp8_attention_speedup)
     fp8_attention_speedup: dict[str, tuple[float, float]]
+    # the same by query / key head dim, then family, where it differs from Llama's 128
+    # (attention.fp8_attention_speedup_by_head_dim)
+    fp8_attention_speedup_by_head_dim: dict[str, dict[str, tuple[float, float]]]
     # native kernels' measured rate by sequence length, by family: (lengths, fwd, bwd) (attention.native_length_scaling)
     native_length_scaling: dict[str, tuple[tuple[float, ...], ...]]
     native_length_ref: float  # the length flash_efficiency_native is taken at
@@ -109,12 +112,16 @@ class PerfConstants:
         keys = [key for key in self.flash_bwd_over_fwd_native if acc.startswith(key)] if kernel == "native" else []
         return self.flash_bwd_over_fwd_native[max(keys, key=len)] if keys else self.flash_bwd_over_fwd
 
-    def fp8_attention(self, accelerator: str) -> tuple[float, float]:
+    def fp8_attention(self, accelerator: str, d_qk: int = 128) -> tuple[float, float]:
         """(forward, backward) throughput of FP8 fused attention relative to BF16 on this part's family
-        (strategy.fp8_attention); (1, 1) where no FP8 measurement is held (the BF16 rate is kept)."""
+        (strategy.fp8_attention), at the query / key head dim `d_qk` where one was measured (MLA's 192), else the
+        family's figure; (1, 1) where no FP8 measurement is held (the BF16 rate is kept)."""
         acc = accelerator.lower()
-        keys = [key for key in self.fp8_attention_speedup if acc.startswith(key)]
-        return self.fp8_attention_speedup[max(keys, key=len)] if keys else (1.0, 1.0)
+        for table in (self.fp8_attention_speedup_by_head_dim.get(str(d_qk), {}), self.fp8_attention_speedup):
+            keys = [key for key in table if acc.startswith(key)]
+            if keys:
+                return table[max(keys, key=len)]
+        return 1.0, 1.0
 
     def native_length_factors(self, accelerator: str, kernel: Any, length: Any,
                               release: str | None = None) -> tuple[Any, Any]:
@@ -193,6 +200,8 @@ def load_constants() -> PerfConstants:
         sfu_ex2_speedup={str(k): float(v) for k, v in a["sfu_ex2_speedup"].items()},
         fp8_attention_speedup={str(k): (float(v["fwd"]), float(v["bwd"]))
                                for k, v in a["fp8_attention_speedup"].items()},
+        fp8_attention_speedup_by_head_dim={str(d): {str(k): (float(v["fwd"]), float(v["bwd"])) for k, v in fam.items()}
+                                           for d, fam in a["fp8_attention_speedup_by_head_dim"].items()},
         native_length_scaling=_length_curves(a["native_length_scaling"]),
         native_length_ref=float(a["native_length_scaling"]["ref"]),
         native_length_release={str(rel): _length_curves(fam)

@@ -517,7 +517,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     # FP8 attention (strategy.fp8_attention): the forward and the backward each at the part's measured FP8 / BF16
     # throughput (perf_constants.yaml attention.fp8_attention_speedup), times the cuDNN release's (_cudnn_release) and
     # the kernel's rate at its sequence length (_native_length)
-    fp8_fwd, fp8_bwd = k.fp8_attention(x.system.accelerator) if x.fp8_attention else (1.0, 1.0)
+    fp8_fwd, fp8_bwd = k.fp8_attention(x.system.accelerator, model.head_dims[0]) if x.fp8_attention else (1.0, 1.0)
     len_fwd, len_bwd = _native_length(x)
     rel_fwd, rel_bwd = _cudnn_release(x)
     att_fwd, att_bwd = fp8_fwd * rel_fwd * len_fwd, fp8_bwd * rel_bwd * len_bwd
