@@ -5,7 +5,8 @@ NVFP4 beside MXFP8 or FP8 current scaling on the same system, GPUs, batch and pa
 Only the ratio of the two rows is compared: the recipes' recompute, offload and CUDA graph settings are the same for
 both rows and not read here, so the level of either row is not scored. The nvfp4 GEMM share (perf_constants.yaml
 fp8.recipes.nvfp4, 0.586) was derived from Transformer Engine's pre-quantized GEMM timings on B300, not from these
-rows; nothing is fitted on them.
+rows; nothing is fitted on them. Both rows state the cuDNN release perf_mbridge26.py states for these releases'
+Blackwell rows (CUDNN_26: 9.17, the attention of the images they build on).
 
 Data: benchmarks/data/mbridge_nvfp4_pairs.csv (source, commit and table per row).
 
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from perf_mbridge26 import CUDNN_26
 from trainsizer.catalog import load_catalog
 from trainsizer.estimate.step_time import step_time_arrays
 from trainsizer.scenario import resolve_job
@@ -38,7 +40,7 @@ def job(r: dict[str, str], recipe: str) -> dict:
         "strategy": {"tp": int(r["tp"]), "pp": int(r["pp"]), "cp": int(r["cp"]), "vpp": int(r["vpp"]),
                      "micro_batch": int(r["micro_batch"]), "recompute": "none", "framework": "megatron-core",
                      "distributed_optimizer": True, "grad_reduce_in_fp32": False,
-                     "pipeline_embedding_layer": slots, "pipeline_loss_layer": slots},
+                     "pipeline_embedding_layer": slots, "pipeline_loss_layer": slots, "cudnn_release": CUDNN_26},
     }
 
 
