@@ -139,3 +139,19 @@ def test_context_parallel_adds_the_mixers_all_to_alls():
     two = step_time_arrays(sc2.model, sc2.training, sc2.system, sc2.strategy)
     assert float(np.asarray(one["cp_comm"]).reshape(-1)[0]) == 0.0
     assert float(np.asarray(two["cp_comm"]).reshape(-1)[0]) > 0.0
+
+
+def test_pipeline_stages_weigh_their_own_layers():
+    """A pattern whose costly layers sit at one end makes that stage slower than the average; a uniform pattern, or no
+    pipeline, does not."""
+    from trainsizer.estimate.mamba import layer_costs, stage_imbalance
+
+    front = _hybrid("MMMM----")
+    costs = layer_costs(front, 4096)
+    assert costs[0] > costs[-1]
+    expected = 4 * costs[0] / (costs.sum() / 2)
+    assert float(stage_imbalance(front, 4096, 2, 1)) == pytest.approx(expected)
+    assert float(stage_imbalance(_hybrid("M-M-M-M-"), 4096, 2, 1)) == pytest.approx(1.0)
+    assert float(stage_imbalance(front, 4096, 1, 1)) == 1.0
+    # interleaving spreads the costly chunk: rank 0 holds chunks 0 and 2 ("MM", "--")
+    assert float(stage_imbalance(front, 4096, 2, 2)) == pytest.approx(1.0)

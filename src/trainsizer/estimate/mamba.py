@@ -89,3 +89,46 @@ def mixer_saved_items(model: ModelArch, a: float, g: float, norm: float, trains:
     sp = d["mamba_norm"] + d.get("mamba_in_proj_input", 0.0)
     tp = sum(v for k, v in d.items() if k not in ("mamba_norm", "mamba_in_proj_input"))
     return float(sp), float(tp), d
+
+
+def layer_costs(model: ModelArch, seq_len: float) -> np.ndarray:
+    """Forward FLOPs per token of each layer of a hybrid model, by its kind (the cost a pipeline split weighs): a Mamba-2
+    layer its mixer GEMMs and scan, an attention layer its projections and core at `seq_len`, an MLP or MoE layer its
+    (active) GEMMs (estimate.flops.layer_flops per kind)."""
+    from trainsizer.estimate.flops import layer_flops
+
+    lf = layer_flops(model)
+    per = {"mamba": (lf.mixer + lf.scan) / max(model.mamba_layers, 1),
+           "attention": (lf.attn_proj + float(lf.attn_core(seq_len))) / max(model.attention_layers, 1),
+           "mlp": lf.mlp_dense / max(model.dense_mlp_layers, 1),
+           "moe": (lf.router + lf.experts + lf.shared) / max(model.moe_layer_count, 1)}
+    return np.array([per[model.layer_kind(i)] for i in range(model.layers)])
+
+
+def stage_imbalance(model: ModelArch, seq_len: float, pp: Any, vpp: Any) -> Any:
+    """The most loaded pipeline rank's layer work over its layers at the pattern's average (1 without a pattern or
+    without PP): Megatron-Core splits a hybrid pattern into pp x vpp chunks of consecutive layers of (nearly) equal
+    count (chunk i of rank i mod pp), whatever the layers cost, so the rank whose chunks hold more attention or Mamba-2
+    layers than the average sets the pipeline's pace. Costs: `layer_costs`."""
+    if not model.is_hybrid:
+        return np.ones(np.broadcast(np.asarray(pp), np.asarray(vpp)).shape)
+    costs = layer_costs(model, seq_len)
+    cum = np.concatenate([[0.0], np.cumsum(costs)])
+    mean = cum[-1] / model.layers
+
+    def one(p: float, v: float) -> float:
+        p, v = int(p), max(int(v), 1)
+        if p <= 1:
+            return 1.0
+        edges = np.round(np.linspace(0, model.layers, p * v + 1)).astype(int)
+        work = np.zeros(p)
+        count = np.zeros(p)
+        for i in range(p * v):
+            work[i % p] += cum[edges[i + 1]] - cum[edges[i]]
+            count[i % p] += edges[i + 1] - edges[i]
+        return float(np.max(work / np.maximum(count * mean, 1e-30)))
+
+    p_arr, v_arr = np.broadcast_arrays(np.asarray(pp, float), np.maximum(np.asarray(vpp, float), 1.0))
+    pairs, inverse = np.unique(np.stack([p_arr.ravel(), v_arr.ravel()], axis=1), axis=0, return_inverse=True)
+    values = np.array([one(p, v) for p, v in pairs])
+    return values[np.asarray(inverse).ravel()].reshape(p_arr.shape)

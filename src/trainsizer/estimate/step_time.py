@@ -836,6 +836,10 @@ def _micro_batch(x: _Step, lt: compute.LayerTimes, layer_mb: np.ndarray) -> _Mic
     # a decoder layer's share of the stage's time, with its part of the fp32 gradient accumulation pass
     hp_layer = _hp_grad_accum(x, np.ones_like(layer_mb)) - _hp_grad_accum(x, np.zeros_like(layer_mb))
     unit = layer_mb + tp_per_layer + host_excess + cp_layer + ep_layer + hp_layer
+    if x.model.is_hybrid:  # the rank whose chunks hold the costlier layers sets the pace (mamba.stage_imbalance)
+        from trainsizer.estimate.mamba import stage_imbalance
+
+        unit = unit * stage_imbalance(x.model, float(x.training.seq_len), x.p, x.v)
     head_mb = lt.head_fwd + lt.head_bwd + 2.0 * t_ar
     head_on = (x.p <= 1) | (n_last * unit + head_mb >= n_first * unit)
     n_stage = np.where(head_on, n_last, n_first)
