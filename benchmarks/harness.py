@@ -93,6 +93,24 @@ def job_fits(jobs) -> list[Fit]:
     return out
 
 
+def job_tokens_per_gpu(jobs) -> list[tuple[str, float]]:
+    """Predicted training tokens/s per GPU for (row id, job dict) pairs, each resolved on the built-in catalog as a
+    user's job file would be: the tokens of one step over its step time, per GPU."""
+    import numpy as np
+
+    from trainsizer.catalog import load_catalog
+    from trainsizer.estimate.step_time import step_time_arrays
+    from trainsizer.scenario import resolve_job
+
+    cat = load_catalog()
+    out = []
+    for row_id, job in jobs:
+        sc = resolve_job(job, cat)
+        step_s = float(np.asarray(step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)["step_s"]).reshape(-1)[0])
+        out.append((row_id, sc.training.tokens_per_step / step_s / sc.system.gpus))
+    return out
+
+
 def print_fits(fits: list[Fit], what: str) -> None:
     """Every run in the set was trained on real hardware, so each must be predicted to fit: print the count and
     every run predicted not to (one line per run, not per metric)."""

@@ -31,13 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import Fit, job_fits, print_fits
+from harness import Fit, job_fits, job_tokens_per_gpu, print_fits
 from perf_blackwell import DATA as OLD
 from perf_blackwell import MODELS, PIPELINE_SLOTS, SYSTEMS
 from perf_blackwell import cases as pb_cases
-from trainsizer.catalog import load_catalog
-from trainsizer.estimate.step_time import step_time_arrays
-from trainsizer.scenario import resolve_job
 
 DATA = Path(__file__).resolve().parent / "data" / "megatron_bridge_26_perf.csv"
 # DGX-B300: eight ConnectX-8 SuperNICs, 800 Gb/s per GPU (NVIDIA DGX B300 datasheet, 2025); assumed, see `assumed`
@@ -87,15 +84,9 @@ def rows() -> list[dict[str, str]]:
 
 def cases() -> list[tuple[str, str, float, float]]:
     """(row id, system, measured, predicted tokens/s/GPU)."""
-    cat = load_catalog()
-    out = []
-    for r in rows():
-        sc = resolve_job(job(r), cat)
-        o = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)
-        step = float(np.asarray(o["step_s"]).reshape(-1)[0])
-        out.append((r["id"], r["system"], float(r["tokens_per_sec_per_gpu"]),
-                    sc.training.tokens_per_step / step / sc.system.gpus))
-    return out
+    rs = rows()
+    predicted = job_tokens_per_gpu((r["id"], job(r)) for r in rs)
+    return [(r["id"], r["system"], float(r["tokens_per_sec_per_gpu"]), p) for r, (_, p) in zip(rs, predicted, strict=True)]
 
 
 def fits() -> list[Fit]:
