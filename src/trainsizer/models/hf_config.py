@@ -481,18 +481,24 @@ def _gemma3_text(c: ConfigReader) -> dict[str, Any]:
 def _gemma3(c: ConfigReader) -> dict[str, Any]:
     """Gemma 3 multimodal (Gemma3Config): the language model is `text_config`; the SigLIP vision tower and
     the projector are not sized (a note says so)."""
+    c.used.update({"mm_tokens_per_image", "initializer_range"})
+    return _text_config(c, "gemma3_text", _gemma3_text, "hf_gemma3_text_config", "hf_vision_not_counted")
+
+
+def _text_config(c: ConfigReader, family: str, read, missing: str, vision_note: str) -> dict[str, Any]:
+    """A multimodal config's language model, read from `text_config` by its text family's adapter; the vision
+    tower and projector are not sized (the note `vision_note` says so)."""
     text = c.raw.get("text_config")
-    c.used.update({"text_config", "vision_config", "mm_tokens_per_image", "boi_token_index", "eoi_token_index",
-                   "image_token_index", "initializer_range"})
+    c.used.update({"text_config", "vision_config", "boi_token_index", "eoi_token_index", "image_token_index"})
     if not isinstance(text, Mapping):
-        raise SpecError(c.where("text_config"), msg("hf_gemma3_text_config"))
+        raise SpecError(c.where("text_config"), msg(missing))
     inner = ConfigReader(text, c.label + ":text_config")
-    kw = _gemma3_text(inner)
-    unknown = inner.unknown(FAMILIES["gemma3_text"].irrelevant)
+    kw = read(inner)
+    unknown = inner.unknown(FAMILIES[family].irrelevant)
     c.notes.extend(inner.notes)
     if unknown:
         c.notes.append(msg("hf_text_config_unknown", keys=", ".join(unknown)))
-    c.notes.append(msg("hf_vision_not_counted"))
+    c.notes.append(msg(vision_note))
     return kw
 
 
@@ -817,19 +823,8 @@ def _chunk_layers(c: ConfigReader, n: int) -> dict[str, Any]:
 
 def _llama4(c: ConfigReader) -> dict[str, Any]:
     """Llama4Config (multimodal): the language model is text_config; the vision tower and projector are not sized."""
-    text = c.raw.get("text_config")
-    c.used.update({"text_config", "vision_config", "boi_token_index", "eoi_token_index", "image_token_index",
-                   "tie_word_embeddings"})
-    if not isinstance(text, Mapping):
-        raise SpecError(c.where("text_config"), msg("hf_llama4_text_config"))
-    inner = ConfigReader(text, c.label + ":text_config")
-    kw = _llama4_text(inner)
-    unknown = inner.unknown(FAMILIES["llama4_text"].irrelevant)
-    c.notes.extend(inner.notes)
-    if unknown:
-        c.notes.append(msg("hf_text_config_unknown", keys=", ".join(unknown)))
-    c.notes.append(msg("hf_llama4_vision_not_counted"))
-    return kw
+    c.used.add("tie_word_embeddings")
+    return _text_config(c, "llama4_text", _llama4_text, "hf_llama4_text_config", "hf_llama4_vision_not_counted")
 
 
 # Architectures that are not (only) transformers: their recurrences / state-space layers have no formulas here.
