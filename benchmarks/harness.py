@@ -111,6 +111,23 @@ def job_tokens_per_gpu(jobs) -> list[tuple[str, float]]:
     return out
 
 
+def pretrain_job(r: dict, model, precision: str, recipe, acc: str, net, strategy: dict) -> dict:
+    """A pre-training job file for one published table row (a csv row with seq_len, global_batch_seqs, gpu_count):
+    the tokens do not matter to a throughput row, so 1e9."""
+    return {
+        "model": model, "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": int(r["seq_len"]),
+        "global_batch": {"sequences": int(r["global_batch_seqs"])}, "precision": precision, "fp8_recipe": recipe,
+        "hardware": {"accelerator": acc, "count": int(r["gpu_count"]), "network": net},
+        "strategy": strategy,
+    }
+
+
+def row_cases(rows: list[dict], job) -> list[tuple[str, str, float, float]]:
+    """(row id, system, measured, predicted tokens/s/GPU) for csv rows with id, system, tokens_per_sec_per_gpu."""
+    predicted = job_tokens_per_gpu((r["id"], job(r)) for r in rows)
+    return [(r["id"], r["system"], float(r["tokens_per_sec_per_gpu"]), p) for r, (_, p) in zip(rows, predicted, strict=True)]
+
+
 def print_fits(fits: list[Fit], what: str) -> None:
     """Every run in the set was trained on real hardware, so each must be predicted to fit: print the count and
     every run predicted not to (one line per run, not per metric)."""

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import Fit, job_fits, job_tokens_per_gpu, print_fits
+from harness import Fit, job_fits, pretrain_job, print_fits, row_cases
 from perf_blackwell import DATA as OLD
 from perf_blackwell import MODELS, PIPELINE_SLOTS, SYSTEMS
 from perf_blackwell import cases as pb_cases
@@ -70,12 +70,7 @@ def job(r: dict[str, str]) -> dict:
     }
     if r["moe_dispatcher"]:
         strategy |= {"moe_dispatcher": r["moe_dispatcher"], "moe_a2a_overlap": r["moe_a2a_overlap"] == "1"}
-    return {
-        "model": MODELS[r["model"]], "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": int(r["seq_len"]),
-        "global_batch": {"sequences": int(r["global_batch_seqs"])}, "precision": precision, "fp8_recipe": recipe,
-        "hardware": {"accelerator": acc, "count": int(r["gpu_count"]), "network": net},
-        "strategy": strategy,
-    }
+    return pretrain_job(r, MODELS[r["model"]], precision, recipe, acc, net, strategy)
 
 
 def rows() -> list[dict[str, str]]:
@@ -84,9 +79,7 @@ def rows() -> list[dict[str, str]]:
 
 def cases() -> list[tuple[str, str, float, float]]:
     """(row id, system, measured, predicted tokens/s/GPU)."""
-    rs = rows()
-    predicted = job_tokens_per_gpu((r["id"], job(r)) for r in rs)
-    return [(r["id"], r["system"], float(r["tokens_per_sec_per_gpu"]), p) for r, (_, p) in zip(rs, predicted, strict=True)]
+    return row_cases(rows(), job)
 
 
 def fits() -> list[Fit]:
