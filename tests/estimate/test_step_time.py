@@ -552,6 +552,27 @@ def test_every_gradient_bucket_pays_its_ring_latency_and_megatron_core_buckets_g
         m, tr, s, st, framework_style=flat).breakdown_s["dp_comm"]
 
 
+@pytest.mark.parametrize("moe", [False, True])
+def test_expert_gradient_collectives_pay_their_latency_only_when_the_model_has_experts(moe):
+    from dataclasses import replace
+
+    from trainsizer.estimate.step_time import perf_style
+
+    m, tr, s = (mixtral() if moe else llama8b()), Training(seq_len=4096, global_batch_seqs=512), h100_cluster(256)
+    st = Strategy(tp=1, dp=256, ep=8 if moe else 1, micro_batch=1, distributed_optimizer=True)
+    one_bucket = replace(perf_style("megatron"), dp_overlap=False, param_gather_overlap=False,
+                         grad_bucket_params=1e15)
+
+    def dp(system):
+        return estimate_time(m, tr, system, st, framework_style=one_bucket).breakdown_s["dp_comm"]
+
+    lat = s.inter_node_latency_s
+    # one gradient reduce-scatter and one parameter all-gather over the 256 DP ranks (255 network steps each);
+    # an MoE adds the same pair over its 256 / 8 = 32 expert-DP ranks (stride 8: still one per node)
+    rings = 2 * 255 + (2 * 31 if moe else 0)
+    assert dp(s) - dp(replace(s, inter_node_latency_s=0.0)) == pytest.approx(rings * lat, rel=1e-6)
+
+
 def test_megatron_core_hides_interleaved_p2p_but_not_plain_1f1b():
     from dataclasses import replace
 

@@ -988,19 +988,23 @@ def _dp_comm_replicated(x: _Step, g: _Grads) -> tuple[np.ndarray, np.ndarray]:
     gb = fw.grad_reduce_bytes
     g_dense = g.local_dense * g.train_frac * gb
     g_exp = g.local_expert * g.train_frac * gb
+    # expert gradients are reduced over the expert-DP group in their own collectives (Megatron-Core DDP: a
+    # separate bucket group for expert parameters); a model without routed experts issues none, so pays no latency
+    moe = g.local_expert * g.train_frac > 0.0
     rs_or_ar = np.where(
         g.shard_opt & ~np.asarray(fw.zero1_grad_allreduce & (x.zero < 2)),
-        comm.reduce_scatter_time(g_dense, g.n_dp, g.k_dp, r, system, g.m_dp) + comm.reduce_scatter_time(
-            g_exp, g.n_edp, g.k_edp, r, system, g.m_edp),
+        comm.reduce_scatter_time(g_dense, g.n_dp, g.k_dp, r, system, g.m_dp) + _when(moe, comm.reduce_scatter_time(
+            g_exp, g.n_edp, g.k_edp, r, system, g.m_edp), 0.0),
         comm.all_reduce_time(g_dense, g.n_dp, g.k_dp, r, system, k.nvls_allreduce_gain, g.m_dp)
-        + comm.all_reduce_time(g_exp, g.n_edp, g.k_edp, r, system, k.nvls_allreduce_gain, g.m_edp),
+        + _when(moe, comm.all_reduce_time(g_exp, g.n_edp, g.k_edp, r, system, k.nvls_allreduce_gain, g.m_edp), 0.0),
     )
     # FP8 primary weights (Megatron-Core fp8_param_gather, NeMo fp8_params): the updated shards travel as FP8
     p_bytes = np.where(np.asarray(fw.fp8_param_allgather) & (x.training.precision == "fp8"), 1.0, x.act)
     ag_params = np.where(
         g.shard_opt & (x.zero < 3),
         comm.all_gather_time(g.local_dense * g.train_frac * p_bytes, g.n_dp, g.k_dp, r, system, g.m_dp)
-        + comm.all_gather_time(g.local_expert * g.train_frac * p_bytes, g.n_edp, g.k_edp, r, system, g.m_edp),
+        + _when(moe, comm.all_gather_time(g.local_expert * g.train_frac * p_bytes, g.n_edp, g.k_edp, r, system,
+                                          g.m_edp), 0.0),
         0.0,
     )
     bucket = np.maximum(fw.grad_bucket_params, np.asarray(fw.grad_bucket_params_per_dp_rank) * g.n_dp)
