@@ -210,3 +210,13 @@ def test_chunked_layers_attend_within_their_chunk_only():
     whole = _lt(m.with_(attention_chunk=4096, chunk_layers=24), h100_cluster())
     assert 0.1 < float(chunked.attn_fwd / full.attn_fwd) < 0.2
     assert float(whole.attn_fwd) == pytest.approx(float(full.attn_fwd))
+
+
+def test_eager_attention_computes_the_whole_score_matrix_under_a_window():
+    """Without FlashAttention (eager matmul + masked softmax, as transformers' eager path and torchtune's Gemma 2
+    attention run it) the window is only a mask: the attention core costs what the full row costs."""
+    m = gpt(24, 4096, 32)
+    full = _lt(m, h100_cluster(), flash=False)
+    half = _lt(m.with_(sliding_window=128, window_layers=12), h100_cluster(), flash=False)
+    assert float(half.attn_fwd) == pytest.approx(float(full.attn_fwd))
+    assert float(half.fwd) == pytest.approx(float(full.fwd))

@@ -531,7 +531,9 @@ def _attention_core(shapes: ModelShapes, tok, b, c, s: Any, t, rates: Rates, *, 
         keys = full
         if shapes.window_share > 0:
             # a windowed layer's query sees the last w positions: w (1 - w / 2 span) on average over the row, plus
-            # the tiles the band's two edges cut (FlashAttention window_size: tiles outside the band skipped)
+            # the tiles the band's two edges cut (FlashAttention window_size, FlexAttention block masks, TE / cuDNN
+            # windows skip the tiles outside the band; the eager branch below, like SDPA given the window as a mask,
+            # computes every score)
             w = np.minimum(float(shapes.window), span)
             banded = np.where(w < span, w * (1.0 - w / (2.0 * span)) + 128.0, full)
             keys = keys + shapes.window_share * (np.minimum(banded, full) - full)

@@ -248,8 +248,9 @@ def _llama(c: ConfigReader) -> dict[str, Any]:
 
 
 def _mistral(c: ConfigReader) -> dict[str, Any]:
-    """modeling_mistral.py: Llama shapes without biases (sliding window does not change parameters)."""
-    return _gqa_core(c)
+    """modeling_mistral.py: Llama shapes without biases; every layer windowed by sliding_window (no parameters)."""
+    kw = _gqa_core(c)
+    return dict(kw, **_every_layer_window(c, kw["layers"], 4096))
 
 
 def _mixtral(c: ConfigReader) -> dict[str, Any]:
@@ -258,20 +259,21 @@ def _mixtral(c: ConfigReader) -> dict[str, Any]:
     experts = c.req_int("num_local_experts")
     k = c.req_int("num_experts_per_tok")
     _check_topk(c, "num_experts_per_tok", k, experts)
-    return dict(kw, experts=experts, experts_per_token=k, expert_ffn=kw["ffn"])
+    return dict(kw, experts=experts, experts_per_token=k, expert_ffn=kw["ffn"],
+                **_every_layer_window(c, kw["layers"], 0))
 
 
 def _qwen2(c: ConfigReader) -> dict[str, Any]:
     """modeling_qwen2.py: q/k/v projections carry a bias, o_proj does not."""
     kw = _gqa_core(c)
-    return dict(kw, qkv_bias=True)
+    return dict(kw, qkv_bias=True, **_qwen_window(c, kw["layers"]))
 
 
 def _qwen3(c: ConfigReader) -> dict[str, Any]:
     """modeling_qwen3.py: explicit head_dim (class default 128), q_norm/k_norm, attention_bias on q/k/v/o."""
     kw = _gqa_core(c, head_dim_default=128)
     bias = c.opt_bool("attention_bias", False)
-    return dict(kw, qkv_bias=bias, out_bias=bias, qk_norm=True)
+    return dict(kw, qkv_bias=bias, out_bias=bias, qk_norm=True, **_qwen_window(c, kw["layers"]))
 
 
 def _check_topk(c: ConfigReader, key: str, k: int, experts: int) -> None:
@@ -313,6 +315,7 @@ def _qwen2_moe(c: ConfigReader) -> dict[str, Any]:
         qkv_bias=c.opt_bool("qkv_bias", True),  # a config key since transformers 5
         shared_expert_ffn=shared,
         shared_expert_gate=shared > 0,
+        **_qwen_window(c, kw["layers"]),
     )
 
 
@@ -321,7 +324,8 @@ def _qwen3_moe(c: ConfigReader) -> dict[str, Any]:
     hidden_size // num_attention_heads)), routed experts only."""
     kw = _gqa_core(c)
     bias = c.opt_bool("attention_bias", False)
-    return dict(kw, **_qwen_moe_common(c), qkv_bias=bias, out_bias=bias, qk_norm=True)
+    return dict(kw, **_qwen_moe_common(c), qkv_bias=bias, out_bias=bias, qk_norm=True,
+                **_qwen_window(c, kw["layers"]))
 
 
 def _deepseek(version: int) -> Adapter:
@@ -462,7 +466,7 @@ def _gemma_act(c: ConfigReader) -> None:
     c.used.update({"hidden_act", "hidden_activation"})
 
 
-def _gemma2(c: ConfigReader) -> dict[str, Any]:
+def _gemma_core(c: ConfigReader) -> dict[str, Any]:
     """modeling_gemma2.py: Llama shapes with head_dim (default 256), gated GeLU MLP, tied embeddings (default),
     q/k/v/o bias = attention_bias, sandwich norms."""
     _gemma_act(c)
@@ -473,9 +477,22 @@ def _gemma2(c: ConfigReader) -> dict[str, Any]:
     return kw
 
 
+def _gemma2(c: ConfigReader) -> dict[str, Any]:
+    """Gemma2Config: sliding_window (default 4096) on every other layer, the even indices (layer_types)."""
+    kw = _gemma_core(c)
+    n = kw["layers"]
+    return dict(kw, **_window_layers(c, n, 4096, _alternating(n, 2), "1 full_attention every 2 layers"))
+
+
 def _gemma3_text(c: ConfigReader) -> dict[str, Any]:
-    """modeling_gemma3.py (Gemma3TextConfig): Gemma 2 plus q_norm / k_norm."""
-    return dict(_gemma2(c), qk_norm=True)
+    """modeling_gemma3.py (Gemma3TextConfig): the Gemma 2 shapes plus q_norm / k_norm; sliding_window (default
+    4096) on all but every sliding_window_pattern-th layer (default 6: five local, one global) unless layer_types
+    lists them."""
+    kw = _gemma_core(c)
+    n = kw["layers"]
+    period = c.opt_int("sliding_window_pattern", 6, 1, note=False)
+    return dict(kw, qk_norm=True,
+                **_window_layers(c, n, 4096, _alternating(n, period), f"1 full_attention every {period} layers"))
 
 
 def _gemma3(c: ConfigReader) -> dict[str, Any]:
@@ -504,8 +521,9 @@ def _text_config(c: ConfigReader, family: str, read, missing: str, vision_note: 
 
 def _phi3(c: ConfigReader) -> dict[str, Any]:
     """modeling_phi3.py (Phi-3, Phi-3.5, Phi-4, Phi-4-mini): fused qkv_proj and gate_up_proj hold the same
-    weights as Llama's separate projections; no biases."""
-    return _gqa_core(c)
+    weights as Llama's separate projections; no biases; sliding_window (Phi3Config default None) on every layer."""
+    kw = _gqa_core(c)
+    return dict(kw, **_every_layer_window(c, kw["layers"], 0))
 
 
 def _glm4(bias_default: bool, sandwich: bool) -> Adapter:
@@ -683,21 +701,53 @@ def _granite_hybrid(c: ConfigReader) -> dict[str, Any]:
     return kw
 
 
-def _window_layers(c: ConfigReader, n: int, window_default: int, period: int) -> dict[str, Any]:
-    """layer_types (transformers >= 4.54: one of sliding_attention / full_attention per layer) -> the ModelArch keys
-    sliding_window (the window) and window_layers (how many layers use it). Absent: the configuration class's default,
-    every `period`-th layer full and the others sliding (GptOssConfig period 2, Olmo3Config period 4), noted."""
-    c.used.add("layer_types")
-    kinds = c.raw.get("layer_types")
-    if kinds is None:
-        kinds = ["full_attention" if (i + 1) % period == 0 else "sliding_attention" for i in range(n)]
-        c.notes.append(msg("hf_default_used", key="layer_types", default=f"1 full_attention every {period} layers"))
-    if not isinstance(kinds, list) or len(kinds) != n or any(
-            k not in ("sliding_attention", "full_attention") for k in kinds):
+def _alternating(n: int, period: int) -> list[str]:
+    """transformers' alternating layer_types default: every `period`-th layer full, the others sliding
+    (GptOssConfig / Gemma2Config period 2, Olmo3Config 4, Gemma3TextConfig sliding_window_pattern, 6)."""
+    return ["full_attention" if (i + 1) % period == 0 else "sliding_attention" for i in range(n)]
+
+
+def _window_layers(c: ConfigReader, n: int, window_default: int, default: list[str], described: str,
+                   *, read_types: bool = True) -> dict[str, Any]:
+    """sliding_window (the window; absent: the configuration class's default `window_default`, noted; null or 0:
+    no window) and layer_types (transformers >= 4.54: one of sliding_attention / full_attention per layer; absent:
+    the class's `default`, noted as `described`) -> the ModelArch keys sliding_window and window_layers. A family
+    whose modeling file windows every layer (Mistral, Mixtral, Phi-3) passes read_types False: MistralConfig only
+    warns about layer_types, its attention takes config.sliding_window on every layer."""
+    c.used.update({"sliding_window", "layer_types"})
+    kinds = c.raw.get("layer_types") if read_types else None
+    if kinds is not None and (not isinstance(kinds, list) or len(kinds) != n or any(
+            k not in ("sliding_attention", "full_attention") for k in kinds)):
         raise SpecError(c.where("layer_types"), msg("hf_layer_types", layers=n), value=kinds)
-    windowed = kinds.count("sliding_attention")
-    window = c.opt_int("sliding_window", window_default, 1, note=bool(windowed))
-    return dict(sliding_window=window, window_layers=windowed) if windowed else {}
+    absent = "sliding_window" not in c.raw
+    window = window_default if absent else c.opt_int("sliding_window", 0, 0, note=False)
+    windowed = (kinds or default).count("sliding_attention")
+    if not window or not windowed:
+        return {}
+    if absent:
+        c.notes.append(msg("hf_default_used", key="sliding_window", default=window_default))
+    if kinds is None and read_types:
+        c.notes.append(msg("hf_default_used", key="layer_types", default=described))
+    return dict(sliding_window=window, window_layers=windowed)
+
+
+def _every_layer_window(c: ConfigReader, n: int, window_default: int) -> dict[str, Any]:
+    """Mistral / Mixtral / Phi-3 (modeling_mistral.py: sliding_window=config.sliding_window on every layer):
+    MistralConfig's default 4096 (Mistral 7B v0.1; v0.2 and later publish null), MixtralConfig's and Phi3Config's
+    None."""
+    return _window_layers(c, n, window_default, ["sliding_attention"] * n, "", read_types=False)
+
+
+def _qwen_window(c: ConfigReader, n: int) -> dict[str, Any]:
+    """Qwen2 / Qwen3 and their MoE configs (configuration_qwen2.py): sliding_window (default 4096) only when
+    use_sliding_window (default false), on the layers from max_window_layers (default 28) on, unless layer_types
+    lists them."""
+    c.used.update({"sliding_window", "layer_types", "max_window_layers"})
+    if not c.opt_bool("use_sliding_window", False):
+        return {}
+    first = c.opt_int("max_window_layers", 28, 0)
+    kinds = ["full_attention" if i < first else "sliding_attention" for i in range(n)]
+    return _window_layers(c, n, 4096, kinds, f"sliding from layer {first} (max_window_layers)")
 
 
 _GPT_OSS_IRRELEVANT = _ROPE | _DROPOUT | {
@@ -721,7 +771,8 @@ def _gpt_oss(c: ConfigReader) -> dict[str, Any]:
     if isinstance(c.raw.get("quantization_config"), Mapping):
         c.notes.append(msg("hf_released_quantized", method=str(c.raw["quantization_config"].get("quant_method"))))
     return dict(kw, ffn=0, experts=experts, experts_per_token=k, expert_ffn=kw["ffn"], qkv_bias=bias, out_bias=bias,
-                mlp_bias=True, router_bias=True, **_window_layers(c, kw["layers"], 128, 2))
+                mlp_bias=True, router_bias=True, **_window_layers(c, kw["layers"], 128, _alternating(kw["layers"], 2),
+                                                          "1 full_attention every 2 layers"))
 
 
 _OLMO_IRRELEVANT = _ROPE | _DROPOUT | {"rms_norm_eps", "clip_qkv"}
@@ -741,7 +792,8 @@ def _olmo(version: int) -> Adapter:
         extra = (kw["heads"] + kw["kv_heads"] - 2) * kw["head_dim"] * kw["layers"]
         c.notes.append(msg("hf_olmo_norms", params=f"{extra:,}"))
         if version == 3:
-            kw.update(_window_layers(c, kw["layers"], 4096, 4))
+            kw.update(_window_layers(c, kw["layers"], 4096, _alternating(kw["layers"], 4),
+                                     "1 full_attention every 4 layers"))
         return kw
 
     return adapter
