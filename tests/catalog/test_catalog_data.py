@@ -224,6 +224,16 @@ def test_prices(cat):
     assert cat.purchase_usd("v100-sxm2-32gb") is None
 
 
+def test_a_typical_price_at_an_end_of_its_range_says_why(cat):
+    """typical is the source's central figure; one equal to low or high (a list price is a ceiling, not a
+    centre) must be explained in the notes, else the record gives no typical and mid is the mean."""
+    for p in cat.prices.values():
+        if p.typical is not None and p.low < p.high and p.typical in (p.low, p.high):
+            assert "typical" in (p.notes or ""), p.id
+    gaudi3 = cat.purchase_usd("gaudi3")
+    assert gaudi3.low < gaudi3.mid < gaudi3.high
+
+
 def test_facility_and_reliability(cat):
     f = cat.facility
     assert f.electricity_usd_per_kwh.unit == "USD/kWh"

@@ -75,3 +75,17 @@ def test_job_fabric_is_the_tree_the_build_out_sizes(build):
     assert zoned.allreduce.busbw_gb_s == pytest.approx(8 * 47.0 / 4, rel=0.01)
     assert zoned.allreduce.busbw_gb_s < plain.allreduce.busbw_gb_s
     assert zoned.allreduce.time_s > plain.allreduce.time_s
+
+
+def test_a_management_part_is_described_for_every_link_it_serves(build):
+    """The OOB switches' uplinks reuse the in-band 100G AOC: its description names both uses, not only
+    'node to SN4600C' (an uplink runs switch to switch)."""
+    b = build(hardware={"count": 512}, global_batch={"sequences": 512})
+    net = network_block(b, storage_servers=4, pdus=40)
+    uplink = [p for p in net.oob.parts if "uplink" in str(p.role)]
+    assert uplink
+    for line in uplink:
+        name = b.catalog.part(line.part).name
+        assert "out-of-band" in name and "uplink" in name, name
+    for line in net.inband.parts:
+        assert "in-band" in b.catalog.part(line.part).name

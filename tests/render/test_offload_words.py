@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainsizer.names import OFFLOAD
+from trainsizer.names import OFFLOAD, RECOMPUTE
 from trainsizer.render.i18n import t as cli_t
 from trainsizer.render.plan_view import _layout
 from trainsizer.render.report.facts import strategy_text
@@ -34,3 +34,18 @@ def test_offload_mode_reads_as_before_in_english(mode):
 def test_no_offload_says_nothing_about_it():
     assert "offload" not in _layout(BASE | {"offload": "none"}, "en")
     assert "卸载" not in strategy_text(BASE | {"offload": "none"}, "zh")
+
+
+@pytest.mark.parametrize("mode", [m for m in RECOMPUTE if m != "none"])
+def test_recompute_mode_has_chinese_words(mode):
+    zh_line = strategy_text(BASE | {"recompute": mode, "offload": "none"}, "zh")
+    zh_layout = _layout(BASE | {"recompute": mode, "offload": "none"}, "zh")
+    for text in (zh_line, zh_layout):
+        assert "重计算" in text and mode not in text, text
+    assert strategy_text(BASE | {"recompute": mode, "offload": "none"}, "en") == f"ZeRO-3 recompute {mode} mb2"
+    assert _layout(BASE | {"recompute": mode, "offload": "none"}, "en").endswith(f"rc={mode}")
+
+
+def test_no_recompute_reads_in_both_languages():
+    assert "none" not in _layout(BASE | {"recompute": "none", "offload": "none"}, "zh")
+    assert _layout(BASE | {"recompute": "none", "offload": "none"}, "en").endswith("rc=none")

@@ -40,11 +40,15 @@ def _layout(s: dict[str, Any], lang: str) -> str:
     if s["distributed_optimizer"]:
         parts.append("dist-opt")
     parts.append(f"mb{s['micro_batch']}")
-    parts.append(f"rc={s['recompute']}" + (f":{s['recompute_method']}{s['recompute_num_layers']}"
-                                            if s.get("recompute_method") else ""))
+    # the modes are words in Chinese: set off from the codes and from each other ("mb4，完全重计算，卸载=…")
+    words = [t(f"layout_recompute.{s['recompute']}", lang) + (f":{s['recompute_method']}{s['recompute_num_layers']}"
+                                                             if s.get("recompute_method") else "")]
     if s["offload"] != "none":
-        parts.append(t(f"layout_offload.{s['offload']}", lang))
-    return " ".join(parts)
+        words.append(t(f"layout_offload.{s['offload']}", lang))
+    layout = " ".join(parts)
+    for word in words:
+        layout = t("layout_with_mode", lang).format(layout=layout, mode=word)
+    return layout
 
 
 def _cost(option: dict[str, Any], procurement: str, lang: str) -> str:

@@ -50,3 +50,16 @@ def test_a_label_does_not_repeat_the_unit_its_figure_prints():
 def test_a_low_high_pair_reads_as_a_range(lang, text):
     assert Fmt(lang).value("total_weeks", [2.0, 12.0]) == text
     assert Fmt(lang).value("critical_xids", [48, 56]) == "48, 56"   # a list stays a list
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_notes_heading_over_nothing(lang):
+    plan = load_fixture()
+    plan["notes"] = []
+    plan["notes_msg"] = []
+    for option in plan["options"]:
+        option["notes"] = []
+    assert "notes" not in [s.id for s in build_view(plan, lang).sections]
+    plan["notes"] = ["a note"]
+    notes = next(s for s in build_view(plan, lang).sections if s.id == "notes")
+    assert notes.text == ("a note",)

@@ -103,7 +103,7 @@ def strategy_text(s: Mapping, lang: str = "en") -> str:
     if s.get("recompute") == "full" and s.get("recompute_method") is not None:
         parts.append(t("st.recompute_partial", lang, method=s["recompute_method"], n=s.get("recompute_num_layers")))
     elif s.get("recompute") not in (None, "none"):
-        parts.append(t("st.recompute", lang, mode=s["recompute"]))
+        parts.append(t("st.recompute", lang, mode=t(f"st.recompute_mode.{s['recompute']}", lang)))
     if s.get("offload") not in (None, "none"):
         parts.append(t("st.offload", lang, mode=t(f"st.offload_mode.{s['offload']}", lang)))
     if s.get("micro_batch"):

@@ -261,7 +261,8 @@ def build_view(plan: Any, lang: str) -> ReportView:
     plan_notes = _plan_notes(plan, p, lang)
     warnings = tuple(n for n in plan_notes if n.startswith(t("warning_prefix", lang)))
     notes = [*plan_notes, *((p["options"][rec].get("notes") or []) if rec is not None else [])]
-    sections.append(Section("notes", t("sec.notes", lang), text=tuple(str(n) for n in dict.fromkeys(notes))))
+    if notes:  # no "Notes" heading over nothing
+        sections.append(Section("notes", t("sec.notes", lang), text=tuple(str(n) for n in dict.fromkeys(notes))))
     sections.append(Section("sources", t("sec.sources", lang), (Table(
         t("sec.sources", lang), (t("what", lang), t("value", lang), t("source", lang), t("date", lang)),
         tuple(assumptions(p, f))),)))
