@@ -38,7 +38,8 @@ from trainsizer.scenario import resolve_job
 
 DATA = Path(__file__).resolve().parent / "data" / "megatron_bridge_perf.csv"
 MODELS = {"LLAMA3_8B": "llama-3.1-8b", "LLAMA3_70B": "llama-3.1-70b", "LLAMA3.1_405B": "llama-3.1-405b",
-          "DeepSeekV3": "deepseek-v3", "Qwen3_30B_a3B": "qwen3-30b-a3b", "Qwen3_235B_a22B": "qwen3-235b-a22b"}
+          "DeepSeekV3": "deepseek-v3", "Qwen3_30B_a3B": "qwen3-30b-a3b", "Qwen3_235B_a22B": "qwen3-235b-a22b",
+          "GPT OSS 120B": "gpt-oss-120b"}
 SYSTEMS = {"GB300": ("gb300", "ib-xdr800"), "GB200": ("gb200", "ib-ndr400"), "B200": ("b200", "ib-ndr400"),
            "H100": ("h100-sxm-80gb", "ib-ndr400")}
 # rows a constant was fitted on (perf_constants.yaml gemm.moe_host_s_per_expert_kernel.alltoall)

@@ -1,0 +1,71 @@
+"""Held-out check on published runs no other benchmark holds (added 2026-12-02; nothing is fitted on them):
+
+- Megatron-Bridge 26.02 pre-training tables (benchmarks/data/heldout_2026b.csv): every line of the 26.02 NeMo
+  Container section of docs/performance-summary-archive.md at Megatron-Bridge commit 067f987d whose model has a
+  preset -- Llama 3 70B, Llama 3.1 405B, DeepSeek-V3, GPT-OSS 120B, Qwen3 30B-A3B / 235B-A22B on DGX-GB300, -GB200,
+  -B300, -B200 and -H100 in BF16, FP8 current scaling, MXFP8 and NVFP4 (33 rows). The release is v0.3.0
+  (tagged 2026-02-26, the day the 26.02 table was committed, c0b9a0003). Each row is stated from the workload base
+  config v0.3.0's scripts/performance loads for it (configs/*/*_workload_base_configs.py, the V2 variant else V1, as
+  utils.get_workload_base_config picks: every table layout, batch and GPU count equals its config's), with the same
+  reading of the config as perf_mbridge26.py (its `job` builds these rows): Megatron-FSDP and
+  cpu_offloading_num_layers, recompute_modules, CUDA graphs (cuda_graph_impl local with scope full_iteration =
+  full_iteration; Transformer Engine graphs of parts of a layer written none; no graphs where the config sets none:
+  v0.3.0's recipes leave Megatron-Core's default, none), the MoE dispatcher (flex where moe_flex_dispatcher_backend
+  is set, else alltoall) and moe_a2a_overlap. v0.3.0 has no FP8 attention option (fp8_attention 0). Its image is
+  nvcr.io/nvidia/pytorch:25.11-py3 (docker/Dockerfile.ci), whose cuDNN is 9.17.0: the Blackwell rows state cuDNN
+  9.17 as perf_mbridge26 does, here read, not assumed. What the rows cannot state is in their `assumed` column.
+  Kimi-K2 and Nemotron 3 are not in the 26.02 table; the 26.02.01 and 26.04.01 tables are left for later.
+
+Sign: (predicted - measured) / measured of tokens/s per GPU, + = predicted too fast.
+
+Run: python benchmarks/perf_heldout26.py
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from harness import Fit, job_fits, print_fits, row_cases
+from perf_mbridge26 import group_mape
+from perf_mbridge26 import job as mbridge_job
+
+DATA = Path(__file__).resolve().parent / "data" / "heldout_2026b.csv"
+
+
+def rows() -> list[dict[str, str]]:
+    return list(csv.DictReader(DATA.open(encoding="utf-8")))
+
+
+def cases() -> list[tuple[str, str, float, float]]:
+    """(row id, system, measured, predicted tokens/s/GPU)."""
+    return row_cases(rows(), mbridge_job)
+
+
+def fits() -> list[Fit]:
+    """Each row's predicted peak memory against the card's usable memory (every row ran on real hardware)."""
+    return job_fits((r["id"], mbridge_job(r)) for r in rows())
+
+
+def main() -> None:
+    cs = cases()
+    print(f"{'row':56s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
+    for rid, _, m, p in cs:
+        print(f"{rid:56s} {m:9.0f} {p:9.0f} {100 * (p - m) / m:+7.1f}")
+    errs = np.array([abs(p - m) / m for _, _, m, p in cs])
+    print(f"\nMegatron-Bridge 26.02 (held out, nothing fitted): n={len(cs)} MAPE {100 * errs.mean():.1f}%")
+    by = {r["id"]: r for r in rows()}
+    for title, key in (("system", lambda rid, s: s), ("precision", lambda rid, s: by[rid]["precision"]),
+                       ("model", lambda rid, s: by[rid]["model"])):
+        for g, (n, mape) in group_mape(cs, key).items():
+            print(f"  {title:9s} {g:16s} n={n:2d} MAPE {mape:5.1f}%")
+    print("worst rows:")
+    for rid, _, m, p in sorted(cs, key=lambda c: -abs(c[3] - c[2]) / c[2])[:8]:
+        print(f"  {rid:56s} {100 * (p - m) / m:+7.1f}%")
+    print_fits(fits(), "Megatron-Bridge 26.02")
+
+
+if __name__ == "__main__":
+    main()
