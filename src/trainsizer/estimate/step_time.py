@@ -165,6 +165,9 @@ class PerfStyle:
     # torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py, read at main 010ae4a; so since FSDP2 in 2.4). FSDP1's flat parameter all-gathers
     # into the unsharded storage itself and casts the gradient on its post-backward stream (_fsdp2_copies)
     fsdp2_copies: bool = False
+    # FSDP2 under torch.distributed.pipelining: the stage's parameters are gathered once a step and its gradients
+    # reduce-scattered once, after the last backward, and waited on (_fsdp_once_per_step)
+    pp_fsdp_once_per_step: bool = False
     # packed samples go into packs in order, each closed and padded once the next sample does not fit (next fit:
     # torchtune PackedDataset); Training.pack_fill (scenario) reads it
     packs_next_fit: bool = False
@@ -1034,8 +1037,9 @@ def _dp_comm_replicated(x: _Step, g: _Grads) -> tuple[np.ndarray, np.ndarray]:
 
 def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray) -> np.ndarray:
     """Exposed ZeRO-3 / FSDP time: per micro-batch 2 all-gathers + 1 reduce-scatter of the shard group's
-    parameters, prefetched one unit ahead; hybrid shard adds one all-reduce of the shards across replicas."""
-    k, r, system, fw, a = x.k, x.r, x.system, x.fw, x.a
+    parameters (`_zero3_collectives`), prefetched one unit ahead (under pipelining, `_fsdp_once_per_step`); hybrid
+    shard adds one all-reduce of the shards across replicas."""
+    r, system, fw, a = x.r, x.system, x.fw, x.a
     n_sh = np.where(a["shard_group"] > 0, np.minimum(a["shard_group"], g.n_dp), g.n_dp)
     k_sh = comm.ranks_per_domain(n_sh, x.t, x.domain)
     if not np.all(fw.zero3_nic_aggregation):  # inter-node part limited by one NIC per GPU
@@ -1043,10 +1047,8 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     p_local = g.local_dense + g.local_expert
     gb = fw.grad_reduce_bytes
     # FP8 all-gather (torchtitan enable_fsdp_float8_all_gather): the linear weights travel as 1-byte FP8
-    fp8_ag = np.asarray(fw.fp8_param_allgather) & (x.training.precision == "fp8")
-    m_sh = comm.zone_members(n_sh, x.t, system)
-    z3_ag = comm.all_gather_time(p_local * np.where(fp8_ag, 1.0, x.act), n_sh, k_sh, r, system, m_sh)
-    z3_rs = comm.reduce_scatter_time(p_local * g.train_frac * gb, n_sh, k_sh, r, system, m_sh)
+    ag_b = np.where(np.asarray(fw.fp8_param_allgather) & (x.training.precision == "fp8"), 1.0, x.act)
+    z3_ag, z3_rs = _zero3_collectives(x, g, n_sh, k_sh, ag_b)
     if np.any(np.asarray(fw.zero3_bucket_params) > 0):
         bucket = np.asarray(fw.zero3_bucket_params, dtype=float)
         n_coll = np.where(bucket > 0, np.maximum(np.ceil(p_local / np.where(bucket > 0, bucket, 1.0)), 1.0),
@@ -1057,17 +1059,65 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     z3_mb = 2.0 * z3_ag + z3_rs + 3.0 * np.maximum(n_coll - 1.0, 0.0) * lat
     z3_demand = _zero3_on_demand(x, g, mb, z3_ag, z3_rs, lat, p_local)
     if np.any(fw.zero3_prefetch):
-        z3_pre = np.maximum(z3_mb - mb.compute, 0.0) + z3_ag / np.maximum(n_coll, 1.0)
-        z3_pre = z3_pre + k.overlap_interference * np.maximum(z3_mb - z3_pre, 0.0)
+        z3_pre = _prefetched(x, z3_mb, mb.compute, z3_ag / np.maximum(n_coll, 1.0))
         z3_exposed_mb = _when(fw.zero3_prefetch, z3_pre, z3_demand)
     else:
         z3_exposed_mb = z3_demand
+    z3_step = x.m * z3_exposed_mb
+    if np.any(fw.pp_fsdp_once_per_step):
+        once = _fsdp_once_per_step(x, g, mb, z3_ag, z3_rs, n_coll, lat)
+        z3_step = np.where(np.asarray(fw.pp_fsdp_once_per_step, bool) & (x.p > 1), once, z3_step)
     # hybrid shard: replicas all-reduce the sharded gradients once per step
     n_rep = np.maximum(g.n_dp / n_sh, 1.0)
     hsdp = comm.all_reduce_time(p_local * g.train_frac * gb / n_sh, n_rep, 1.0, r, system,
                                 m=comm.zone_members(n_rep, x.t * n_sh, system))
-    copies = _fsdp2_copies(x, p_local, np.where(fp8_ag, 1.0, x.act), g.train_frac * x.act, g.train_frac * gb)
-    return x.m * z3_exposed_mb + np.maximum(hsdp - g.window, bucket_frac * hsdp) + copies
+    copies = _fsdp2_copies(x, p_local, ag_b, g.train_frac * x.act, g.train_frac * gb)
+    return z3_step + np.maximum(hsdp - g.window, bucket_frac * hsdp) + copies
+
+
+def _zero3_collectives(x: _Step, g: _Grads, n_sh, k_sh, ag_bytes) -> tuple[np.ndarray, np.ndarray]:
+    """(all-gather, reduce-scatter) seconds of one pass over a GPU's parameters: the dense ones over the shard group
+    (n_sh ranks, k_sh per domain), the routed experts over the expert shard group (`_expert_shard`), as the memory
+    estimate shards them; `ag_bytes` per gathered parameter, the style's reduce dtype per gradient."""
+    r, system, gb = x.r, x.system, x.fw.grad_reduce_bytes
+    m_sh = comm.zone_members(n_sh, x.t, system)
+    n_esh, k_esh, m_esh = _expert_shard(x, n_sh)
+    moe = g.local_expert > 0
+    ag = comm.all_gather_time(g.local_dense * ag_bytes, n_sh, k_sh, r, system, m_sh) + np.where(
+        moe, comm.all_gather_time(g.local_expert * ag_bytes, n_esh, k_esh, r, system, m_esh), 0.0)
+    rs = comm.reduce_scatter_time(g.local_dense * g.train_frac * gb, n_sh, k_sh, r, system, m_sh) + np.where(
+        moe, comm.reduce_scatter_time(g.local_expert * g.train_frac * gb, n_esh, k_esh, r, system, m_esh), 0.0)
+    return ag, rs
+
+
+def _expert_shard(x: _Step, n_sh) -> tuple[Any, Any, Any]:
+    """(ranks, ranks per domain, ranks per zone) of the group that FSDP shards a GPU's routed experts over: the
+    shard group's ranks holding the same experts, n_sh / ep (AutoModel's ep_shard mesh, dp x cp / ep,
+    components/moe/parallelizer.py apply_fsdp; torchtitan's dp_shard_mod_ep), at rank stride tp x ep; one rank
+    where EP already covers the shard group (AutoModel then leaves the experts out of FSDP: ignored_params)."""
+    n_esh = np.maximum(n_sh / x.e, 1.0)
+    return (n_esh, comm.ranks_per_domain(n_esh, x.t * x.e, x.domain),
+            comm.zone_members(n_esh, x.t * x.e, x.system))
+
+
+def _prefetched(x: _Step, comm_s, compute_s, first_s) -> np.ndarray:
+    """Exposed seconds of `comm_s` of FSDP collectives prefetched one unit ahead behind `compute_s`: what the
+    compute cannot hide, the first unit's all-gather (`first_s`), and overlap_interference of the hidden rest."""
+    exposed = np.maximum(comm_s - compute_s, 0.0) + first_s
+    return exposed + x.k.overlap_interference * np.maximum(comm_s - exposed, 0.0)
+
+
+def _fsdp_once_per_step(x: _Step, g: _Grads, mb: _MicroBatch, z3_ag, z3_rs, n_coll, lat) -> np.ndarray:
+    """Exposed FSDP2 seconds per step under pipelining (torch.distributed.pipelining): the stage's parameters stay
+    unsharded from the first forward to the last backward (torchtitan reshard_after_forward = not pp_enabled;
+    stage.py backward_maybe_with_nosync sets reshard_after_backward and requires_gradient_sync False on every
+    backward but the last; AutoModel's patched_backward_maybe_with_nosync, components/moe/fsdp_mixin.py, on
+    every one before the optimizer step), so one all-gather a step, prefetched behind the first micro-batch's
+    forward, and one reduce-scatter, issued after the last backward by post_backward() and waited on
+    (_root_post_backward_final_callback: the compute stream waits for the reduce-scatter event): exposed."""
+    fwd = np.maximum(mb.compute - g.window, 0.0)
+    ag = _prefetched(x, z3_ag + np.maximum(n_coll - 1.0, 0.0) * lat, fwd, z3_ag / np.maximum(n_coll, 1.0))
+    return ag + z3_rs + np.maximum(n_coll - 1.0, 0.0) * lat
 
 
 def _fsdp2_copies(x: _Step, p_local, ag_bytes, grad_bytes, reduce_bytes) -> np.ndarray:
