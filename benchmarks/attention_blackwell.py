@@ -122,6 +122,10 @@ def length_curve(data: list[dict[str, str]] | None = None, gpu: str = "b200",
 
 
 RELEASE_CUDNN = "9.17.0"  # pytorch:25.11-py3; strategy.cudnn_release "9.17"
+# the part whose measured curve each family's attention.native_length_scaling entry is, by cuDNN release: its own where
+# NVIDIA measured it, else its sibling die's (GB200 = B200's dies at 9.13.1, B200 = GB200's at 9.17.0; B300 = GB300's)
+CURVE_PART = {BASE_CUDNN: {"b200": "b200", "gb200": "b200", "b300": "gb300", "gb300": "gb300"},
+              RELEASE_CUDNN: {"b200": "gb200", "gb200": "gb200", "b300": "gb300", "gb300": "gb300"}}
 
 
 def fp8_speedups_mla(data: list[dict[str, str]] | None = None) -> dict[str, tuple[float, float]]:

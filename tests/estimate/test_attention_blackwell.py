@@ -35,15 +35,16 @@ def test_native_attention_share_is_the_derived_one(data, family):
 
 @pytest.mark.parametrize("family", ["b200", "b300", "gb200", "gb300"])
 def test_native_length_scaling_is_the_measured_curve(data, family):
-    """attention.native_length_scaling on Blackwell is cuDNN 9.13.1's B200 curve, the release the rate is taken at."""
+    """attention.native_length_scaling on Blackwell is cuDNN 9.13.1's curve (the release the rate is taken at) as
+    measured on the part itself, or on its sibling die where it was not (ab.CURVE_PART)."""
     k = load_constants()
     lengths, fwd, bwd = k.native_length_scaling[family]
-    m_lengths, m_fwd, m_bwd = ab.length_curve(data, "b200", ab.BASE_CUDNN)
+    m_lengths, m_fwd, m_bwd = ab.length_curve(data, ab.CURVE_PART[ab.BASE_CUDNN][family], ab.BASE_CUDNN)
     assert lengths == tuple(float(n) for n in m_lengths) and k.native_length_ref == ab.BASE_SEQ
     assert fwd == pytest.approx(m_fwd) and bwd == pytest.approx(m_bwd)
-    # a later release (strategy.cudnn_release) reads its own curve: GB300's, the part its speedup is taken on
+    # a later release (strategy.cudnn_release) reads its own curve, measured at that release
     lengths, fwd, bwd = k.native_length_release[ab.RELEASE_CUDNN[:4]][family]
-    m_lengths, m_fwd, m_bwd = ab.length_curve(data, "gb300", ab.RELEASE_CUDNN)
+    m_lengths, m_fwd, m_bwd = ab.length_curve(data, ab.CURVE_PART[ab.RELEASE_CUDNN][family], ab.RELEASE_CUDNN)
     assert lengths == tuple(float(n) for n in m_lengths)
     assert fwd == pytest.approx(m_fwd) and bwd == pytest.approx(m_bwd)
 

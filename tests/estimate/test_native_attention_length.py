@@ -26,14 +26,21 @@ def test_measured_ratios_above_the_reference_length():
     # between two measured lengths: log-linear; beyond the last: the last
     mid = k.native_length_factors("b200", "native", 16384 * 2 ** 0.5)[0]
     assert mid == pytest.approx((1332.4 + 1419.0) / 2 / 1171.3)
-    assert k.native_length_factors("gb300", "native", 2 ** 22) == pytest.approx((1355.4 / 1171.3, 1047.8 / 942.5))
+    assert k.native_length_factors("gb200", "native", 2 ** 22) == pytest.approx((1355.4 / 1171.3, 1047.8 / 942.5))
+    # a part NVIDIA measured itself reads its own curve: GB300 at cuDNN 9.13.1 (B300 takes it), 128K over 8K
+    assert k.native_length_factors("gb300", "native", 2 ** 22) == pytest.approx((1720.9 / 1495.7, 1280.0 / 1130.1))
+    assert k.native_length_factors("b300", "native", 2 ** 22) == k.native_length_factors("gb300", "native", 2 ** 22)
 
 
 def test_a_later_cudnn_release_reads_its_own_curve():
-    """cuDNN 9.17 (strategy.cudnn_release) is flatter from 16K than 9.13.1: GB300's 9.17.0 rates, 32K over 8K."""
+    """cuDNN 9.17 (strategy.cudnn_release) is flatter from 16K than 9.13.1: each part's own 9.17.0 rates, 32K over
+    8K (GB200's for GB200 / B200, GB300's for GB300 / B300)."""
     k = load_constants()
     f, b = k.native_length_factors("gb200", "native", 32768, "9.17")
-    assert (f, b) == pytest.approx((2007.0 / 1899.0, 1438.0 / 1292.0))
+    assert (f, b) == pytest.approx((1681.0 / 1584.0, 1348.0 / 1211.0))
+    assert k.native_length_factors("b200", "native", 32768, "9.17") == (f, b)
+    assert k.native_length_factors("gb300", "native", 32768, "9.17") == pytest.approx((2007.0 / 1899.0,
+                                                                                        1438.0 / 1292.0))
     assert f < k.native_length_factors("gb200", "native", 32768)[0]
     assert k.native_length_factors("h100", "native", 16384, "9.17") == k.native_length_factors("h100", "native", 16384)
     assert k.native_length_factors("b200", "native", 32768, "9.13") == k.native_length_factors("b200", "native", 32768)
