@@ -6,9 +6,11 @@ on 8 to 448, Lenovo B300 LoRA on 8. FP8, and NVFP4 where named below; all NeMo /
 Engine (the `megatron-core` style). No constant was fitted on them.
 
 Data: benchmarks/data/nvidia_mlperf.csv (one row per system, benchmark and scale: the median of the result logs'
-per-block train_step_time -- per-step where a log has no per-block figure --, the layout from the submission's
-config_*.sh and its training script, and an `assumed` column saying what the submission does not state or what a
-job cannot say). The v5.1 NVFP4 submissions (fp8_recipe nvfp4, Transformer Engine NVFP4BlockScaling; 9 rows, added
+per-step train_step_time -- custom_callbacks.py DeltaTimingCallback, host time from one train batch end to the next --,
+per-block where a log has no per-step figure (the LoRA runs); the layout from the submission's config_*.sh and its
+training script, and an `assumed` column saying what the submission does not state or what a job cannot say). A
+block's figure (mlperf_common logging.py: block time / steps) also counts the pause before each evaluation: at 5,120
+GB200 GPUs, whose blocks after the first are 15 steps, 5.3 s a block, 2.58 against 2.23 s a step; 0-1.5% elsewhere. The v5.1 NVFP4 submissions (fp8_recipe nvfp4, Transformer Engine NVFP4BlockScaling; 9 rows, added
 after the recipe, held out like the rest): NVIDIA's Llama 3.1 405B on 512 GB300 and 512 / 2,560 / 5,120 GB200 and 8B on
 8 GB300 / GB200, Lenovo's 8B on 8 B300 and on two 8-B200 systems. Left out: the 8-GPU LoRA NVFP4 runs, which heal from
 FP4 to FP8 at step 350 (HEALING_ITER, HEALING_PRECISION FP8_DS in config_common_fp4.sh) and start from a pre-quantized
