@@ -7,7 +7,9 @@ the predicted step time into the row's own metric definition (validation README)
 - Korthikanti 2022 MFU / HFU: Eq. 7 / Eq. 8; iteration times directly.
 - Megatron-Core (H100 weak scaling): model FLOPs (Megatron-Core `num_floating_point_operations`, = Eq. 7).
 - llm-foundry MFU: (6 N s + 12 L d s^2) per sequence, N = the row's NumParams; HFU uses 8 N and 16 L d s^2
-  when activation checkpointing is on; FP8 MFU against the FP8 peak.
+  when activation checkpointing is on; FP8 MFU against the FP8 peak. Each llm-foundry row runs the attention kernel
+  its table ran (_foundry_attention: attn_impl triton, or flash = FlashAttention-2 for the H100 Large Scale 1b / 3b /
+  7b / 70b rows; the csv notes say which).
 Rows whose parallel layout or batch is not stated are listed as skipped, with the reason.
 
 Run: python benchmarks/perf_validation.py
@@ -87,6 +89,16 @@ def _recompute(row: dict) -> str:
     return "none"
 
 
+def _foundry_attention(row: dict) -> str:
+    """The attention kernel an llm-foundry benchmark row ran (scripts/train/benchmarking): submit_benchmarks.py sets
+    attn_impl from --attn_impl, default triton (flash_attn_triton.py on triton-pre-mlir, a core dependency), which
+    sweep.sh does not set (b2a43a147, 2023-10-19: the H100 BF16 / FP8 and A100 tables; the A100 rows kept from
+    a7d6a4475, 2023-06, the same default); the H100 "Large Scale" table's sweep.py (5e85bd62d, 2024-01-06) sets
+    attn_impl flash for 1b / 3b / 7b / 70b, with .[gpu-flash2] (flash-attn 2.4.2), and triton for 13b / 30b."""
+    flash = "Large Scale" in row["source"] and row["model"] in ("MPT-1b", "MPT-3b", "MPT-7b", "MPT-70b")
+    return "fa2" if flash else "triton"
+
+
 # row id -> (model, training, system, strategy) of every row predict_row evaluated (the memory check's input)
 LAYOUTS: dict[str, tuple[ModelArch, Training, System, Strategy]] = {}
 
@@ -123,7 +135,8 @@ def predict_row(row: dict, selene_gb: int = 80) -> tuple[float, str]:
         mem = 40 if "A100-40GB" in row["gpu_type"] else 80
         system = dgx_h100(gpus) if "H100" in row["gpu_type"] else a100(gpus, mem)
         reduce_bytes = 2.0 if "mp=pure" in prec_txt else 4.0  # Composer DEFAULT reduces in fp32, PURE in bf16
-        fw = PerfStyle("fsdp", grad_bucket_params=2.5e7, grad_reduce_bytes=reduce_bytes)
+        fw = PerfStyle("fsdp", grad_bucket_params=2.5e7, grad_reduce_bytes=reduce_bytes,
+                       attention_kernel=_foundry_attention(row))
         # MPT's default loss_fn is fused_crossentropy, flash-attn's CrossEntropyLoss (llmfoundry/models/mpt/
         # modeling_mpt.py at 5e85bd62d, the tables' commit): 16-bit logits and per-row lse kept, 16-bit gradient
         loss = "compiled"

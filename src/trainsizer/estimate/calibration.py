@@ -33,6 +33,7 @@ class PerfConstants:
     moe_host_s_per_expert_kernel: dict[str, float]  # exposed host time per expert kernel, by dispatcher
     flash_efficiency: dict[str, float]
     flash_efficiency_native: dict[str, float]  # vendor-tuned fused attention (cuDNN / FA3) where it differs
+    flash_efficiency_triton: dict[str, float]  # FlashAttention in Triton (llm-foundry's attn_impl triton)
     flash_bwd_over_fwd: float
     flash_bwd_over_fwd_native: dict[str, float]  # the native kernels' ratio by family (Hopper); else the above
     fa1_over_fa2: float  # FlashAttention (v1) throughput relative to FlashAttention-2 (attention section)
@@ -46,6 +47,8 @@ class PerfConstants:
     # native kernels' measured rate by sequence length, by family: (lengths, fwd, bwd) (attention.native_length_scaling)
     native_length_scaling: dict[str, tuple[tuple[float, ...], ...]]
     native_length_ref: float  # the length flash_efficiency_native is taken at
+    triton_length: tuple[tuple[float, ...], tuple[float, ...]]  # Triton kernel's (lengths, rate) (triton_length_scaling)
+    triton_length_ref: float  # the length flash_efficiency_triton is taken at
     # the same by cuDNN release (strategy.cudnn_release): release -> family -> (lengths, fwd, bwd)
     native_length_release: dict[str, dict[str, tuple[tuple[float, ...], ...]]]
     # fused-attention throughput (forward, backward) over the base release, by cuDNN release and family
@@ -91,10 +94,12 @@ class PerfConstants:
     def flash_fraction(self, accelerator: str, kernel: str = "fa2") -> float:
         """Fused-attention forward fraction of the 16-bit dense peak for an accelerator family.
 
-        `kernel`: "fa2" (FlashAttention-2 / Triton generation), "native" (cuDNN fused attention / FA3, which
-        use Hopper TMA + wgmma; families without a native entry use the fa2 figure) or "fa1" (FlashAttention v1,
-        the fa2 figure times `fa1_over_fa2`).
+        `kernel`: "fa2" (FlashAttention-2), "native" (cuDNN fused attention / FA3, which use Hopper TMA + wgmma;
+        families without a native entry use the fa2 figure), "triton" (FlashAttention in Triton, its own figure) or
+        "fa1" (FlashAttention v1, the fa2 figure times `fa1_over_fa2`).
         """
+        if kernel == "triton":
+            return _by_family(self.flash_efficiency_triton, accelerator)
         if kernel == "fa1":
             return _by_family(self.flash_efficiency, accelerator) * self.fa1_over_fa2
         if kernel == "native" and self._has_native(accelerator):
@@ -140,6 +145,18 @@ class PerfConstants:
         at = np.maximum(np.log2(np.maximum(np.asarray(length, float), 1.0)), ref)
         return tuple(np.where(native, np.interp(at, x, rate) / np.interp(ref, x, rate), 1.0)  # type: ignore[return-value]
                      for rate in (fwd, bwd))
+
+    def triton_length_factor(self, kernel: Any, length: Any) -> Any:
+        """Rate of the Triton kernel at a kernel call's sequence `length` relative to the length flash_efficiency_triton
+        is taken at (attention.triton_length_scaling: log-linear between the measured lengths, the end values beyond
+        them); 1 for other kernels (an array of kernels under framework auto)."""
+        triton = np.asarray(kernel) == "triton"
+        if not np.any(triton):
+            return 1.0
+        lengths, rate = self.triton_length
+        at = np.log2(np.maximum(np.asarray(length, float), 1.0))
+        scale = np.interp(at, np.log2(lengths), rate) / np.interp(np.log2(self.triton_length_ref), np.log2(lengths), rate)
+        return np.where(triton, scale, 1.0)
 
     def cudnn_release(self, accelerator: str, release: str | None) -> tuple[float, float] | None:
         """(forward, backward) fused-attention throughput of cuDNN `release` over the base release on this part's
@@ -193,6 +210,7 @@ def load_constants() -> PerfConstants:
         moe_host_s_per_expert_kernel={str(k): float(v) for k, v in g["moe_host_s_per_expert_kernel"].items()},
         flash_efficiency={str(k): float(v) for k, v in a["flash_efficiency"].items()},
         flash_efficiency_native={str(k): float(v) for k, v in a["flash_efficiency_native"].items()},
+        flash_efficiency_triton={str(k): float(v) for k, v in a["flash_efficiency_triton"].items()},
         flash_bwd_over_fwd=float(a["flash_bwd_over_fwd"]),
         flash_bwd_over_fwd_native={str(k): float(v) for k, v in a["flash_bwd_over_fwd_native"].items()},
         fa1_over_fa2=float(a["fa1_over_fa2"]),
@@ -204,6 +222,9 @@ def load_constants() -> PerfConstants:
                                            for d, fam in a["fp8_attention_speedup_by_head_dim"].items()},
         native_length_scaling=_length_curves(a["native_length_scaling"]),
         native_length_ref=float(a["native_length_scaling"]["ref"]),
+        triton_length=(tuple(map(float, a["triton_length_scaling"]["lengths"])),
+                       tuple(map(float, a["triton_length_scaling"]["fwd_bwd"]))),
+        triton_length_ref=float(a["triton_length_scaling"]["ref"]),
         native_length_release={str(rel): _length_curves(fam)
                                for rel, fam in a["native_length_scaling"].get("release", {}).items()},
         cudnn_release_speedup={str(rel): {str(k): (float(v["fwd"]), float(v["bwd"])) for k, v in fam.items()}

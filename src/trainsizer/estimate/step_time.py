@@ -451,11 +451,11 @@ def _rates(system: System, training: Training, k: PerfConstants, calibration: Ca
     r = rates(system, training.precision, k, calibration, str(kernels.reshape(-1)[0]), training.fp8_recipe,
               bool(fused.reshape(-1)[0]))
     if kernels.ndim and not np.all(kernels == kernels.reshape(-1)[0]):
-        native = rates(system, training.precision, k, calibration, "native", training.fp8_recipe)
-        fa2 = rates(system, training.precision, k, calibration, "fa2", training.fp8_recipe)
-        r = dataclasses.replace(r, flash_flops=np.where(kernels == "native", native.flash_flops, fa2.flash_flops),
-                                flash_bwd_over_fwd=np.where(kernels == "native", native.flash_bwd_over_fwd,
-                                                            fa2.flash_bwd_over_fwd))
+        each = {str(name): rates(system, training.precision, k, calibration, str(name), training.fp8_recipe)
+                for name in np.unique(kernels)}
+        r = dataclasses.replace(r, **{field: np.select([kernels == name for name in each],
+                                                       [getattr(one, field) for one in each.values()])
+                                      for field in ("flash_flops", "flash_bwd_over_fwd")})
     if fused.ndim and not np.all(fused == fused.reshape(-1)[0]):
         on = rates(system, training.precision, k, calibration, fp8_recipe=training.fp8_recipe, fused_cast=True)
         off = rates(system, training.precision, k, calibration, fp8_recipe=training.fp8_recipe, fused_cast=False)
@@ -553,12 +553,15 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
 
 
 def _native_length(x: _Step) -> tuple[Any, Any]:
-    """(forward, backward) rate of the native attention kernels at the length one kernel call runs, relative to the
-    length their efficiency is taken at (PerfConstants.native_length_factors): the attention span (the row where
-    none is given), over CP the rank's share -- Transformer Engine's ring (AttnFuncWithCP) runs each step on the
-    local chunks, span / cp queries against span / cp or span / 2 cp keys; at the job's cuDNN release."""
-    span = np.where(np.asarray(x.span, float) > 0, x.span, x.row)
-    return x.k.native_length_factors(x.system.accelerator, x.fw.attention_kernel, span / x.c, x.cudnn_release)
+    """(forward, backward) rate of the native and Triton attention kernels at the length one kernel call runs,
+    relative to the length their efficiency is taken at (PerfConstants.native_length_factors, triton_length_factor):
+    the attention span (the row where none is given), over CP the rank's share -- Transformer Engine's ring
+    (AttnFuncWithCP) runs each step on the local chunks, span / cp queries against span / cp or span / 2 cp keys; at
+    the job's cuDNN release."""
+    span = np.where(np.asarray(x.span, float) > 0, x.span, x.row) / x.c
+    fwd, bwd = x.k.native_length_factors(x.system.accelerator, x.fw.attention_kernel, span, x.cudnn_release)
+    triton = x.k.triton_length_factor(x.fw.attention_kernel, span)
+    return fwd * triton, bwd * triton
 
 
 def _cudnn_release(x: _Step) -> tuple[Any, Any]:

@@ -310,7 +310,8 @@ class StrategySpec(_Strict):
     # gradient reduction overlapped with the backward; false = reduced after the last micro-batch's backward
     # (Megatron-LM's local DDP before --overlap-grad-reduce, 2020 - mid-2023; DeepSpeed ZeRO-0 / 1)
     grad_reduce_overlap: bool | None = None
-    # attention kernel generation: fa1 (FlashAttention v1, 2022 - mid-2023 stacks) | fa2 | native (cuDNN / FA3)
+    # attention kernel generation: fa1 (FlashAttention v1, 2022 - mid-2023 stacks) | fa2 | triton (FlashAttention in
+    # Triton: llm-foundry's attn_impl triton, 2023) | native (cuDNN / FA3)
     attention_kernel: AttentionKernel | None = None
     # norm kernel: fused (Apex / TE / torchtitan fused_rmsnorm) | eager (PyTorch ops); null = the style's
     norm_kernel: NormKernel | None = None
