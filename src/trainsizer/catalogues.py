@@ -15,6 +15,22 @@ from typing import Any
 LANGS = ("en", "zh")
 
 
+def default_lang() -> str:
+    """'zh' when the locale is Chinese, else 'en' (TRAINSIZER_LANG overrides)."""
+    import locale
+    import os
+
+    forced = os.environ.get("TRAINSIZER_LANG")
+    if forced in LANGS:
+        return forced
+    for var in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        value = os.environ.get(var)
+        if value:
+            return "zh" if value.lower().startswith("zh") else "en"
+    loc = locale.getlocale()[0] or ""
+    return "zh" if loc.lower().startswith("zh") else "en"
+
+
 @cache
 def load(path: str) -> dict[str, dict[str, Any]]:
     """The catalogue at `path` (relative to the trainsizer package); yaml is imported on first use so that

@@ -1,13 +1,26 @@
-"""Running a click command the trainsizer way: user errors print one paragraph (no traceback), exit 2."""
+"""Running a click command the trainsizer way: user errors print one paragraph (no traceback), exit 2; `--help` in
+the reader's language.
+
+Help: every command's and option's help comes from `data/cli_help.yaml` (en + zh; the click decorators carry
+none), click's own words ("Usage:", "Options", "[default: 10]") too, wrapped by the terminal cells a character
+takes (a Chinese character takes two). Commands made with `cls=HelpCommand` (or inside a `HelpGroup`) show it.
+The language: the root command's `--lang` (an eager option, so it is read before `--help`), else the one
+`run_command` was given, else the locale's.
+"""
 
 from __future__ import annotations
 
 import re
+import unicodedata
+from contextvars import ContextVar
+from typing import Any
 
 import click
 
+from trainsizer.catalogues import default_lang, load
 from trainsizer.errors import TrainsizerError, render_error
 from trainsizer.messages import render as render_message
+from trainsizer.names import FRAMEWORKS, OFFLOAD, RECOMPUTE, RECOMPUTE_METHODS
 
 
 def _m(key: str, lang: str, **params: object) -> str:
@@ -17,6 +30,7 @@ def _m(key: str, lang: str, **params: object) -> str:
 def run_command(command: click.Command, argv: list[str] | None = None, prog_name: str | None = None,
                 lang: str = "en") -> int:
     """Invoke `command` and turn its outcome into an exit status; errors are printed in `lang`."""
+    token = run_lang.set(lang)
     try:
         result = command.main(args=argv, prog_name=prog_name, standalone_mode=False)
     except TrainsizerError as err:
@@ -37,6 +51,8 @@ def run_command(command: click.Command, argv: list[str] | None = None, prog_name
         return 2
     except click.exceptions.Exit as err:
         return err.exit_code
+    finally:
+        run_lang.reset(token)
     return result if isinstance(result, int) else 0
 
 
@@ -86,3 +102,178 @@ def _bad_value(err: click.BadParameter, lang: str) -> str:
     if found.group("range"):
         return _m("error_not_in_range", lang, value=value, range=found.group("range"))
     return err.message
+
+
+# --------------------------------------------------------------------------------------------------------- --help
+HELP_FILE = "data/cli_help.yaml"
+# the name lists a help text may name as {frameworks}, {recompute}, ... (one definition: trainsizer.names)
+NAME_LISTS = {"frameworks": FRAMEWORKS, "recompute": RECOMPUTE, "recompute_methods": RECOMPUTE_METHODS,
+              "offload": OFFLOAD}
+run_lang: ContextVar[str | None] = ContextVar("trainsizer_help_lang", default=None)
+
+
+def help_lang(ctx: click.Context) -> str:
+    return ctx.find_root().params.get("lang") or run_lang.get() or default_lang()
+
+
+def command_key(ctx: click.Context) -> str:
+    """The command's entry in the help file: its path below the root ('catalog list'), the root's own name."""
+    path = []
+    while ctx.parent is not None:
+        path.append(ctx.command.name or "")
+        ctx = ctx.parent
+    return " ".join(reversed(path)) or str(ctx.command.name)
+
+
+def option_key(param: click.Parameter) -> str:
+    return next((o for o in param.opts if o.startswith("--")), param.opts[0])
+
+
+def help_text(command: str, key: str, lang: str) -> str | None:
+    """The help of `key` ('_' = the command itself, else an option '--top') of `command` in `lang`; options
+    several commands share come from `_shared`. None when the file has none (tests/test_cli_help.py fails)."""
+    texts = load(HELP_FILE)
+    entry = (texts.get(command) or {}).get(key) or (texts["_shared"].get(key) if key != "_" else None)
+    if entry is None:
+        return None
+    text = entry[lang]
+    for name, values in NAME_LISTS.items():
+        text = text.replace(f"{{{name}}}", " | ".join(values))
+    return text
+
+
+def click_word(key: str, lang: str) -> str:
+    return load(HELP_FILE)["_click"][key][lang]
+
+
+# ----------------------------------------------------------------------------------------- wrapping by cells
+def cells(text: str) -> int:
+    """Terminal cells `text` takes: two for a wide (East Asian) character, one for the rest."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+# a token: a run of narrow non-space characters with its trailing spaces, or one wide character with its own
+_TOKEN = re.compile(r"[^\s\u2e80-\uffef]+\s*|[\u2e80-\uffef]\s*|\s+")
+_NO_LINE_START = set("，。、；：）」』］！？,.;:)]")
+_NO_LINE_END = set("（「『［([")
+
+
+def wrap_cells(text: str, width: int) -> list[str]:
+    """`text` (one paragraph) in lines of at most `width` cells: breaks at spaces and beside wide characters;
+    no line starts with closing punctuation (it stays on the line before, a cell or two past `width`) or ends
+    with opening punctuation (it moves to the next line)."""
+    lines: list[str] = []
+    line = ""
+    for token in _TOKEN.findall(" ".join(text.split())):
+        if line and cells((line + token).rstrip()) > width and token[0] not in _NO_LINE_START:
+            line = line.rstrip()
+            carried = line[-1] if line[-1] in _NO_LINE_END and len(line) > 1 else ""
+            lines.append(line[:-1] if carried else line)
+            line = carried + token.lstrip()
+        else:
+            line += token
+    return [*lines, line.rstrip()] if line.strip() else lines
+
+
+class CellFormatter(click.HelpFormatter):
+    """click's formatter with text wrapped by terminal cells (wrap_cells), so Chinese help fits the width."""
+
+    def write_heading(self, heading: str) -> None:
+        self.write(f"{'':>{self.current_indent}}{heading}\n")  # the colon is the language's (help file)
+
+    def write_text(self, text: str) -> None:
+        indent = " " * self.current_indent
+        width = max(self.width - self.current_indent, 11)
+        paragraphs = ["\n".join(indent + line for line in wrap_cells(p, width)) for p in text.split("\n\n")]
+        self.write("\n\n".join(paragraphs) + "\n")
+
+    def write_dl(self, rows: Any, col_max: int = 30, col_spacing: int = 2) -> None:
+        rows = list(rows)
+        first_col = min(max(cells(first) for first, _ in rows), col_max) + col_spacing
+        for first, second in rows:
+            self.write(f"{'':>{self.current_indent}}{first}")
+            if not second:
+                self.write("\n")
+                continue
+            if cells(first) <= first_col - col_spacing:
+                self.write(" " * (first_col - cells(first)))
+            else:
+                self.write("\n" + " " * (first_col + self.current_indent))
+            lines = wrap_cells(second, max(self.width - first_col - 2, 10))
+            pad = " " * (first_col + self.current_indent)
+            self.write("\n".join([lines[0], *(pad + line for line in lines[1:])]) + "\n")
+
+
+# ----------------------------------------------------------------------------------------- the commands
+def _short(text: str) -> str:
+    """The first sentence of a command's help: its line in its group's command list."""
+    first = text.split("\n\n")[0]
+    found = re.search(r"(?<=[.])\s|(?<=。)", first)
+    return " ".join((first[:found.start()] if found else first).split())
+
+
+class HelpCommand(click.Command):
+    """A command whose --help comes from the help file, in the reader's language."""
+
+    def get_help(self, ctx: click.Context) -> str:
+        ctx.formatter_class = CellFormatter
+        return super().get_help(ctx)
+
+    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        pieces = self.collect_usage_pieces(ctx)
+        formatter.write_usage(ctx.command_path, " ".join(pieces), prefix=click_word("usage", help_lang(ctx)))
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        text = help_text(command_key(ctx), "_", help_lang(ctx))
+        if text:
+            formatter.write_paragraph()
+            with formatter.indentation():
+                formatter.write_text(text)
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        lang, key = help_lang(ctx), command_key(ctx)
+        rows = [_option_row(p, ctx, help_text(key, option_key(p), lang) or "", lang)
+                for p in self.get_params(ctx) if isinstance(p, click.Option) and not p.hidden]
+        if rows:
+            with formatter.section(click_word("options", lang)):
+                formatter.write_dl(rows)
+
+
+def _option_row(param: click.Option, ctx: click.Context, text: str, lang: str) -> tuple[str, str]:
+    """(flags and metavar, help with its [default: ...; required] in `lang`)."""
+    spec = param.get_help_record(ctx)
+    extra = param.get_help_extra(ctx) if hasattr(param, "get_help_extra") else {}
+    items = ([click_word("default", lang).format(value=extra["default"])] if "default" in extra else []) + \
+        ([str(extra["range"])] if "range" in extra else []) + \
+        ([click_word("required", lang)] if "required" in extra else [])
+    if items:
+        text = (text + click_word("extra", lang).format(items=click_word("extra_sep", lang).join(items))).strip()
+    flags = spec[0] if spec else option_key(param)
+    for word, entry in load(HELP_FILE)["_click_metavars"].items():  # "--count INTEGER": the type's name
+        if flags.endswith(f" {word}"):
+            return flags[:-len(word)] + entry[lang], text
+    return flags, text
+
+
+class HelpGroup(HelpCommand, click.Group):
+    """A group whose --help (its own, and its command list) comes from the help file; its subcommands are
+    HelpCommands and its subgroups of its own class."""
+
+    command_class = HelpCommand
+    group_class = type
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        HelpCommand.format_options(self, ctx, formatter)
+        self.format_commands(ctx, formatter)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        lang = help_lang(ctx)
+        below = f"{command_key(ctx)} " if ctx.parent is not None else ""
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, _short(help_text(below + name, "_", lang) or "")))
+        if rows:
+            with formatter.section(click_word("commands", lang)):
+                formatter.write_dl(rows)

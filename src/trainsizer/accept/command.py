@@ -20,6 +20,7 @@ from trainsizer.accept.context import Context, Options
 from trainsizer.accept.results import RunResult, load, save, write_atomic
 from trainsizer.accept.telemetry import open_telemetry
 from trainsizer.accept.units import parse_duration_s, parse_size_bytes
+from trainsizer.cli_support import HelpCommand
 from trainsizer.errors import SpecError
 from trainsizer.messages import msg
 from trainsizer.messages import render as render_message
@@ -209,53 +210,48 @@ def _local(click_ctx: click.Context, p: SimpleNamespace, groups: list[str], opts
     click_ctx.exit(1 if result.verdict == "fail" else 0)
 
 
-@click.command("accept", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--plan", "plan_path", type=click.Path(dir_okay=False), help="Plan (or criteria) JSON to accept against.")
-@click.option("--platform", help="Platform reference, e.g. h100-sxm-80gb (default: from the plan or the GPU name).")
-@click.option("--telemetry", default="auto", show_default=True,
-              help="auto | nvml | nvidia-smi | none | path of a recorded telemetry JSON.")
-@click.option("--only", multiple=True, help="Run only these checks (comma-separated or repeated).")
-@click.option("--skip", multiple=True, help="Skip these checks.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result JSON on stdout instead of the table.")
-@click.option("--out", help="Result file, rewritten after every check ({host} expands). "
-              "Default: accept-{host}-<time>.json in --results-dir")
-@click.option("--results-dir", "results", help="Folder for the default result file (default "
-              "$TRAINSIZER_RESULTS_DIR or ~/.local/share/trainsizer/results).")
-@click.option("--html", help="Also write an HTML report here ({host} expands).")
-@click.option("--history", help="SQLite history database (default $TRAINSIZER_ACCEPT_DB or "
-              "~/.local/share/trainsizer/accept-history.sqlite).")
-@click.option("--no-history", is_flag=True, help="Do not record or compare with the history.")
-@click.option("--quiet", is_flag=True, help="No table, no progress lines.")
-@click.option("--nproc", type=click.IntRange(1), help="Processes per node for collectives (default: GPUs, or 2).")
+# --help of the command and every option: data/cli_help.yaml `accept` (en + zh, cli_support.HelpCommand)
+@click.command("accept", cls=HelpCommand, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--plan", "plan_path", type=click.Path(dir_okay=False))
+@click.option("--platform")
+@click.option("--telemetry", default="auto", show_default=True)
+@click.option("--only", multiple=True)
+@click.option("--skip", multiple=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--out")
+@click.option("--results-dir", "results")
+@click.option("--html")
+@click.option("--history")
+@click.option("--no-history", is_flag=True)
+@click.option("--quiet", is_flag=True)
+@click.option("--nproc", type=click.IntRange(1))
 @click.option("--backend", type=click.Choice(["auto", "gloo", "nccl"]), default="auto", show_default=True)
 @click.option("--nnodes", type=click.IntRange(1), default=1, show_default=True)
-@click.option("--rdzv-endpoint", help="host:port of the torchrun c10d rendezvous (multi-node).")
+@click.option("--rdzv-endpoint")
 @click.option("--rdzv-id", default="trainsizer-accept", show_default=True)
-@click.option("--collective-max-size", help="Largest collective message (default 1GiB on GPUs, 4MiB on CPU).")
-@click.option("--storage-path", type=click.Path(file_okay=False), help="Planned storage path (default: temp dir).")
-@click.option("--dataset-path", type=click.Path(), help="Planned dataset (file or folder): read its files cold.")
+@click.option("--collective-max-size")
+@click.option("--storage-path", type=click.Path(file_okay=False))
+@click.option("--dataset-path", type=click.Path())
 @click.option("--storage-size", default="256MiB", show_default=True)
-@click.option("--checkpoint-size", default="256MiB", show_default=True,
-              help="Checkpoint size (a plan's checkpoint_size_gb wins).")
+@click.option("--checkpoint-size", default="256MiB", show_default=True)
 @click.option("--gemm-size", type=click.IntRange(64), default=8192, show_default=True)
-@click.option("--thermal", "thermal", default="1m", show_default=True, help="Thermal soak duration (plan: 30m).")
-@click.option("--burn-in", "burn_in", default="2m", show_default=True, help="Burn-in duration (plan: 24h).")
+@click.option("--thermal", "thermal", default="1m", show_default=True)
+@click.option("--burn-in", "burn_in", default="2m", show_default=True)
 @click.option("--sample-interval", default="1s", show_default=True)
 @click.option("--dcgm-level", type=click.IntRange(1, 4), default=1, show_default=True)
-@click.option("--merge", "merge_paths", multiple=True, help="Merge result files/folders instead of running checks.")
-@click.option("--slurm", "use_slurm", is_flag=True, help="Write and submit an sbatch script for --nodes nodes.")
-@click.option("--dry-run", is_flag=True, help="With --slurm: write the script only.")
-@click.option("--nodes", type=click.IntRange(1), default=1, show_default=True, help="With --slurm: node count.")
-@click.option("--partition", help="With --slurm: partition.")
-@click.option("--time-limit", default="02:00:00", show_default=True, help="With --slurm: job time limit.")
-@click.option("--gpus-per-node", type=click.IntRange(0), help="With --slurm: --gpus-per-node for sbatch.")
-@click.option("--slurm-dir", default="accept-slurm", show_default=True, help="With --slurm: output folder.")
-@click.option("--no-exclusive", is_flag=True, help="With --slurm: do not ask for whole nodes.")
-@click.option("--wait/--no-wait", default=False, help="With --slurm: wait for the job and print its report.")
+@click.option("--merge", "merge_paths", multiple=True)
+@click.option("--slurm", "use_slurm", is_flag=True)
+@click.option("--dry-run", is_flag=True)
+@click.option("--nodes", type=click.IntRange(1), default=1, show_default=True)
+@click.option("--partition")
+@click.option("--time-limit", default="02:00:00", show_default=True)
+@click.option("--gpus-per-node", type=click.IntRange(0))
+@click.option("--slurm-dir", default="accept-slurm", show_default=True)
+@click.option("--no-exclusive", is_flag=True)
+@click.option("--wait/--no-wait", default=False)
 @click.option("--wait-timeout", default="3h", show_default=True)
 @click.pass_context
 def accept(click_ctx: click.Context, **params: Any) -> None:
-    """Check delivered servers against the plan: pass/fail per check, with figure, threshold and source."""
     p = SimpleNamespace(**params)
     groups = runner.select(p.only, p.skip)
     folder = Path(p.results).expanduser() if p.results else results_dir()

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from trainsizer import __version__
+from trainsizer.cli_support import HelpGroup
 from trainsizer.render.i18n import LANGS, default_lang
 
 
@@ -28,7 +29,7 @@ class AppState:
         return self._catalog
 
 
-class LazyGroup(click.Group):
+class LazyGroup(HelpGroup):
     """A group whose heavy subcommands are imported when they run (or when help lists them)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -50,21 +51,15 @@ class LazyGroup(click.Group):
         return super().get_command(ctx, cmd_name)
 
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+# Every command's and option's --help: src/trainsizer/data/cli_help.yaml (en + zh), shown by cli_support.HelpGroup.
+json_option = click.option("--json", "as_json", is_flag=True)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(name="trainsizer", cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="trainsizer")
-@click.option("--lang", type=click.Choice(LANGS), default=None,
-              help="Language of tables and reports (default: from the locale).")
-@click.option(
-    "--catalog",
-    "overlays",
-    multiple=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Your own catalog file (YAML) overlaid on the built-in one: adds entries or overrides fields such as prices.",
-)
+# eager: read before an eager --help, whose page it chooses the language of
+@click.option("--lang", type=click.Choice(LANGS), default=None, is_eager=True)
+@click.option("--catalog", "overlays", multiple=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.pass_context
 def cli(ctx: click.Context, lang: str | None, overlays: tuple[Path, ...]) -> None:
-    """Size, cost and accept hardware for AI training jobs."""
     ctx.obj = AppState(lang=lang or default_lang(), overlays=overlays)

@@ -49,16 +49,12 @@ def write_out(result: dict[str, Any], out_dir: Path) -> list[Path]:
 @cli.command()
 @click.argument("job_file", type=click.Path(path_type=Path))
 @override_options
-@click.option("--server", help="Catalog server id holding the GPUs (default: the first that matches).")
-@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Write plan.json (for `trainsizer accept --plan`) and slurm.conf / gres.conf / topology.conf "
-                   "or pytorchjob.yaml here.")
+@click.option("--server")
+@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path))
 @json_option
 @click.pass_obj
 def build(app: AppState, job_file: Path, server: str | None, out_dir: Path | None, as_json: bool,
           **overrides: Any) -> None:
-    """The build-out of one configuration: what to order, how to wire it, where it goes, what runs on it,
-    what can go wrong and how to accept it."""
     from trainsizer.render.build_view import print_build
 
     result = build_result(app, job_file, server, overrides)

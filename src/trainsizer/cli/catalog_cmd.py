@@ -23,13 +23,14 @@ def _kind(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return KIND_NAMES[value.lower()]
 
 
+# KIND in the usage line: the help text names the kinds (the choices' 16 spellings would fill three lines)
 kind_argument = click.argument("kind", type=click.Choice(sorted(KIND_NAMES), case_sensitive=False),
-                               callback=_kind)
+                               callback=_kind, metavar="KIND")
 
 
 @cli.group()
 def catalog() -> None:
-    """The hardware catalog: accelerators, servers, networks, switches, storage and prices."""
+    pass
 
 
 @catalog.command("list")
@@ -37,7 +38,6 @@ def catalog() -> None:
 @json_option
 @click.pass_obj
 def catalog_list(app: AppState, kind: str, as_json: bool) -> None:
-    """List catalog entries of one KIND (singular or plural)."""
     from trainsizer.render.catalog_tables import catalog_rows
 
     title, columns, rows, records = catalog_rows(app.catalog, kind, app.lang)
@@ -75,8 +75,6 @@ def _price_records(cat: Any, entry_id: str) -> list[dict[str, Any]]:
 @json_option
 @click.pass_obj
 def catalog_show(app: AppState, kind: str, entry_id: str, as_json: bool) -> None:
-    """Show one catalog entry with its sources (title, URL, date), e.g. `catalog show accelerator h100-sxm-80gb`
-    or `catalog show prices h100-sxm-80gb` (every price of that accelerator)."""
     from trainsizer.render.catalog_card import print_card
     from trainsizer.render.i18n import t
 

@@ -16,24 +16,16 @@ from trainsizer.render.console import echo_json, print_table
 from trainsizer.render.i18n import note_label, t
 from trainsizer.render.numbers import fmt_num, fmt_params
 
+# the options that override a job file's hardware and strategy (their --help: data/cli_help.yaml `_shared`)
 _OVERRIDES = [
-    click.option("--accelerator", help="Catalog accelerator id (overrides hardware.accelerator)."),
-    click.option("--count", type=int, help="Number of GPUs (hardware.count)."),
-    click.option("--per-node", "per_node", type=int, help="GPUs per node (hardware.per_node)."),
-    click.option("--network", help="Catalog network id (hardware.network)."),
+    click.option("--accelerator"), click.option("--count", type=int), click.option("--per-node", "per_node", type=int),
+    click.option("--network"),
     click.option("--tp", type=int), click.option("--pp", type=int), click.option("--vpp", type=int),
     click.option("--dp", type=int), click.option("--cp", type=int), click.option("--ep", type=int),
-    click.option("--zero", type=int, help="ZeRO stage 0-3."),
-    click.option("--fsdp", help="none | full | hybrid"),
-    click.option("--micro-batch", "micro_batch", type=int),
-    click.option("--recompute", help="none | selective | full"),
-    click.option("--recompute-method", "recompute_method",
-                 help="uniform | block: which layers full recompute checkpoints (strategy.recompute_method)."),
-    click.option("--recompute-num-layers", "recompute_num_layers", type=int,
-                 help="Layers per uniform group, or checkpointed per model chunk with block "
-                      "(strategy.recompute_num_layers)."),
-    click.option("--offload", help="none | optimizer | optimizer+params"),
-    click.option("--framework", help="auto | megatron | megatron-core | deepspeed | fsdp | hf | deepseek-dualpipe | torchtitan | torchtune"),
+    click.option("--zero", type=int), click.option("--fsdp"), click.option("--micro-batch", "micro_batch", type=int),
+    click.option("--recompute"), click.option("--recompute-method", "recompute_method"),
+    click.option("--recompute-num-layers", "recompute_num_layers", type=int),
+    click.option("--offload"), click.option("--framework"),
 ]
 
 
@@ -67,7 +59,6 @@ def _flatten(d: dict, prefix: str = "") -> list[tuple[str, object]]:
 @json_option
 @click.pass_obj
 def check(app: AppState, job_file: Path, as_json: bool, **overrides: Any) -> None:
-    """Validate a job file and print the normalised job (model, data, hardware resolved)."""
     scenario = _scenario(app, job_file, overrides)
     summary = scenario.summary()
     if as_json:
@@ -106,15 +97,10 @@ def _shown(key: str, value: Any, lang: str) -> str:
 @cli.command()
 @click.argument("job_file", type=click.Path(path_type=Path))
 @override_options
-@click.option("--calibration", "calibration_file", type=click.Path(path_type=Path),
-              help="Measured figures (a `trainsizer accept` result file) that replace modelled efficiencies.")
+@click.option("--calibration", "calibration_file", type=click.Path(path_type=Path))
 @json_option
 @click.pass_obj
 def estimate(app: AppState, job_file: Path, calibration_file: Path | None, as_json: bool, **overrides: Any) -> None:
-    """Memory per GPU, step time, MFU, time-to-train, cost and energy of one configuration.
-
-    Hardware and strategy come from the job file; flags override them.
-    """
     from trainsizer.api import estimate as estimate_job
     from trainsizer.render.estimate_view import print_estimate
 
@@ -129,15 +115,10 @@ def estimate(app: AppState, job_file: Path, calibration_file: Path | None, as_js
 @cli.command()
 @click.argument("job_file", type=click.Path(path_type=Path))
 @override_options
-@click.option("--what", "questions", multiple=True, type=click.Choice(("micro-batch", "seq-len", "model")),
-              help="Which reverse question(s) to answer (default: all three).")
+@click.option("--what", "questions", multiple=True, type=click.Choice(("micro-batch", "seq-len", "model")))
 @json_option
 @click.pass_obj
 def fit(app: AppState, job_file: Path, questions: tuple[str, ...], as_json: bool, **overrides: Any) -> None:
-    """The largest micro-batch, sequence length and model (by depth) that fit the job's hardware and strategy.
-
-    Answers are memory limits; everything else in the job is kept.
-    """
     from trainsizer.api import FIT_QUESTIONS
     from trainsizer.api import fit as fit_job
 

@@ -12,14 +12,13 @@ from trainsizer.render.i18n import t
 
 @cli.group()
 def models() -> None:
-    """Model architectures: shipped presets and Hugging Face config.json files."""
+    pass
 
 
 @models.command("list")
 @json_option
 @click.pass_obj
 def models_list(app: AppState, as_json: bool) -> None:
-    """List the shipped model presets."""
     from trainsizer.models import list_presets
 
     presets = list_presets()
@@ -39,7 +38,6 @@ def models_list(app: AppState, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def models_show(app: AppState, name: str, as_json: bool) -> None:
-    """Show one model: a preset name, or a path to config.json (or its folder)."""
     from trainsizer.models import load_model
 
     arch = load_model(name)

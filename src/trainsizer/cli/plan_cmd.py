@@ -30,33 +30,25 @@ def _write(path: Path, data: Any, force: bool) -> None:
 
 @cli.command()
 @click.argument("job_file", type=click.Path(path_type=Path))
-@click.option("--accelerator", help="Search only this catalog accelerator (pins hardware.accelerator).")
-@click.option("--count", type=int, help="Search only this GPU count.")
-@click.option("--per-node", "per_node", type=int, help="GPUs per node.")
-@click.option("--network", help="Catalog network id for multi-node options.")
-@click.option("--max-nodes", "max_nodes", type=int, help="constraints.max_nodes")
-@click.option("--max-gpus", "max_gpus", type=int, help="constraints.max_gpus")
-@click.option("--deadline-days", "deadline_days", type=float, help="goal.deadline_days")
-@click.option("--budget", type=float, help="goal.budget.amount (in the job's budget currency)")
-@click.option("--procurement", type=click.Choice(("rent", "buy", "either")), help="goal.procurement")
-@click.option("--top", type=int, default=10, show_default=True, help="Options shown in full.")
-@click.option("--option", "option", type=int,
-              help="Build out the option of this rank (default 1, the recommended one): BOM, fabrics, storage, "
-                   "facility, software, risks, acceptance thresholds.")
-@click.option("--out", "out_file", type=click.Path(path_type=Path), help="Write the plan (JSON) to this file.")
-@click.option("--report", "report_dir", type=click.Path(path_type=Path),
-              help="Also write the reports (HTML, Markdown, Excel BOM, architecture SVG) into this folder.")
-@click.option("--force", is_flag=True, help="Overwrite --out (and --report files) if they exist.")
+@click.option("--accelerator")
+@click.option("--count", type=int)
+@click.option("--per-node", "per_node", type=int)
+@click.option("--network")
+@click.option("--max-nodes", "max_nodes", type=int)
+@click.option("--max-gpus", "max_gpus", type=int)
+@click.option("--deadline-days", "deadline_days", type=float)
+@click.option("--budget", type=float)
+@click.option("--procurement", type=click.Choice(("rent", "buy", "either")))
+@click.option("--top", type=int, default=10, show_default=True)
+@click.option("--option", "option", type=int)
+@click.option("--out", "out_file", type=click.Path(path_type=Path))
+@click.option("--report", "report_dir", type=click.Path(path_type=Path))
+@click.option("--force", is_flag=True)
 @json_option
 @click.pass_obj
 def plan(app: AppState, job_file: Path, accelerator: str | None, count: int | None, per_node: int | None,
          network: str | None, top: int, option: int | None, out_file: Path | None, report_dir: Path | None,
          force: bool, as_json: bool, **overrides: Any) -> None:
-    """What to buy or rent for a job: hardware x GPU count x network x strategy, ranked by the job's goal.
-
-    Prints the recommended option and why, the options with their best strategies, the Pareto front of
-    time to train vs cost, the job's tier and, when nothing satisfies the job, what binds.
-    """
     from trainsizer.plan.core import make_plan
     from trainsizer.render.plan_view import print_plan
     from trainsizer.search import Pins

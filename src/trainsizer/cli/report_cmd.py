@@ -8,14 +8,12 @@ import click
 
 from trainsizer.cli.app import AppState, cli
 
-FORMAT_HELP = "Formats to write (repeatable): html, md, xlsx, svg, pdf. Default: html, md, xlsx, svg."
-
 
 def report_options(fn):
-    """--format / --pdf / --force, shared by `report` and `plan --report`."""
-    fn = click.option("--force", is_flag=True, help="Overwrite report files that already exist.")(fn)
-    fn = click.option("--pdf", "with_pdf", is_flag=True, help="Also write report.pdf (needs the pdf extra).")(fn)
-    return click.option("--format", "formats", multiple=True, help=FORMAT_HELP)(fn)
+    """--format / --pdf / --force of `report`."""
+    fn = click.option("--force", is_flag=True)(fn)
+    fn = click.option("--pdf", "with_pdf", is_flag=True)(fn)
+    return click.option("--format", "formats", multiple=True)(fn)
 
 
 def write_reports(plan: object, out: Path, lang: str, formats: tuple[str, ...], with_pdf: bool, force: bool) -> None:
@@ -30,13 +28,11 @@ def write_reports(plan: object, out: Path, lang: str, formats: tuple[str, ...], 
 
 @cli.command()
 @click.argument("plan_file", type=click.Path(path_type=Path))
-@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path),
-              help="Folder for the reports (created if missing).")
+@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path))
 @report_options
 @click.pass_obj
 def report(app: AppState, plan_file: Path, out_dir: Path, formats: tuple[str, ...], with_pdf: bool,
            force: bool) -> None:
-    """Write a plan's reports (HTML, Markdown, Excel BOM, architecture SVG; PDF with --pdf) in --lang."""
     from trainsizer.render.report import load_plan_json
 
     write_reports(load_plan_json(plan_file), out_dir, app.lang, formats, with_pdf, force)

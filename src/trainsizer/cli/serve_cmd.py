@@ -5,22 +5,18 @@ from __future__ import annotations
 import click
 
 from trainsizer.cli.app import AppState
+from trainsizer.cli_support import HelpCommand
 
 
-@click.command()
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to listen on. The default serves this machine only; 0.0.0.0 serves the network.")
+@click.command(cls=HelpCommand)
+@click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
-@click.option("--workers", type=click.IntRange(1, 64), default=None,
-              help="Worker processes for plans (default: the CPU count, at most 4). Bounds concurrent work.")
-@click.option("--time-limit", "time_limit_s", type=click.FloatRange(1, 3600), default=30.0, show_default=True,
-              help="Seconds one plan, estimate or download may take before it is stopped with a clear error.")
-@click.option("--max-upload-kib", type=click.IntRange(1, 65536), default=1024, show_default=True,
-              help="Largest form submission (with its uploaded config.json), KiB.")
+@click.option("--workers", type=click.IntRange(1, 64), default=None)
+@click.option("--time-limit", "time_limit_s", type=click.FloatRange(1, 3600), default=30.0, show_default=True)
+@click.option("--max-upload-kib", type=click.IntRange(1, 65536), default=1024, show_default=True)
 @click.pass_obj
 def serve(app: AppState, host: str, port: int, workers: int | None, time_limit_s: float,
           max_upload_kib: int) -> None:
-    """Start the web page and HTTP API (open http://127.0.0.1:8000; API schema at /openapi.json)."""
     import uvicorn
 
     from trainsizer.web import ServeConfig, create_app

@@ -2,23 +2,9 @@
 
 from __future__ import annotations
 
-import locale
-import os
+from trainsizer.catalogues import LANGS, default_lang, load
 
-from trainsizer.catalogues import LANGS, load
-
-
-def default_lang() -> str:
-    """'zh' when the locale is Chinese, else 'en' (TRAINSIZER_LANG overrides)."""
-    forced = os.environ.get("TRAINSIZER_LANG")
-    if forced in LANGS:
-        return forced
-    for var in ("LC_ALL", "LC_MESSAGES", "LANG"):
-        value = os.environ.get(var)
-        if value:
-            return "zh" if value.lower().startswith("zh") else "en"
-    loc = locale.getlocale()[0] or ""
-    return "zh" if loc.lower().startswith("zh") else "en"
+__all__ = ["LANGS", "MissingMessage", "WARNING_NOTES", "default_lang", "note_label", "t"]
 
 
 def _table() -> dict[str, dict[str, str]]:
