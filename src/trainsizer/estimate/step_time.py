@@ -549,7 +549,26 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
         gemm_w = dense_w / t + expert_w / (t * x.e)
         layer_mb = layer_mb + passes * compute.stream_time(gemm_w * (0.5 + 2.0), r,
                                                           kernels=compute.KERNELS["nf4_dequantise"])
-    return lt, layer_mb + _lora_adapters(x)
+    return lt, layer_mb + _lora_adapters(x) + _expert_bias_time(x)
+
+
+def _expert_bias_time(x: _Step) -> Any:
+    """Seconds per average layer and micro-batch of routed experts' biases added outside the grouped GEMMs: NeMo
+    AutoModel's DeepEP experts (`moe_dispatcher: flex` on a PyTorch-native style, as activations.layer_items
+    deepep_experts) split each GEMM output per local expert, add its bias and concatenate the parts, eager, the down
+    projection's in fp32 (perf_constants.yaml gemm.expert_bias_deepep_bytes); a rank receives tokens x top-k routed
+    slots (balanced routing), the forward again where the MoE block is recomputed. Transformer Engine's
+    GroupedLinear (the Megatron-Core styles: fused_kernels) adds the bias in its GEMM epilogue."""
+    m = x.model
+    if not (m.is_moe and m.mlp_bias and x.strategy_dispatcher == "flex"):
+        return 0.0
+    b = x.k.expert_bias_deepep_bytes
+    gate_up = 2.0 * m.expert_ffn / x.t
+    fwd = gate_up * b["gate_up_forward"] + m.hidden * b["down_forward"]
+    bwd = gate_up * b["gate_up_backward"] + m.hidden * b["down_backward"]
+    slots = x.tok * m.experts_per_token * x.training.moe_capacity_factor * m.moe_layer_count / m.layers
+    t = compute.stream_time(slots * (fwd * (1.0 + x.moe_rerun) + bwd), x.r, kernels=0.0)
+    return np.where(np.asarray(x.fw.fused_kernels, bool), 0.0, t)
 
 
 def _native_length(x: _Step) -> tuple[Any, Any]:

@@ -1,0 +1,66 @@
+"""Expert biases behind DeepEP on the PyTorch-native styles (step_time._expert_bias_time): NeMo AutoModel's
+GroupedExpertsDeepEP adds each local expert's bias to its share of the grouped GEMM output by split, add and cat,
+eager, the down projection's in fp32 (the routing probabilities' dtype); Transformer Engine (the Megatron-Core styles)
+adds it in the GEMM epilogue, and an expert without biases pays nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+
+from trainsizer.estimate.calibration import load_constants
+from trainsizer.estimate.inputs import Strategy, Training
+from trainsizer.estimate.step_time import estimate_time
+
+from .test_perf_common import h100_cluster, mixtral
+
+K = load_constants()
+BIASED = dataclasses.replace(mixtral(), mlp_bias=True)
+
+
+def _compute(model=BIASED, dispatcher="flex", framework="torchtitan", recompute="none", seqs=8, mb=1) -> float:
+    training = Training(seq_len=4096, global_batch_seqs=seqs, precision="bf16")
+    st = Strategy(dp=8, ep=8, zero=3, micro_batch=mb, recompute=recompute, framework=framework,
+                  moe_dispatcher=dispatcher)
+    return estimate_time(model, training, h100_cluster(8), st).breakdown_s["compute"]
+
+
+def _hbm() -> float:
+    return h100_cluster().hbm_gb_s * 1e9 * K.hbm_efficiency
+
+
+def _bytes_per_slot(recomputed: bool) -> float:
+    b, m = K.expert_bias_deepep_bytes, BIASED
+    fwd = 2 * m.expert_ffn * b["gate_up_forward"] + m.hidden * b["down_forward"]
+    bwd = 2 * m.expert_ffn * b["gate_up_backward"] + m.hidden * b["down_backward"]
+    return fwd * (2.0 if recomputed else 1.0) + bwd
+
+
+def test_biased_experts_behind_deepep_stream_their_bias_passes():
+    """One 4,096-token micro-batch per GPU: 4,096 x top-2 routed slots on each rank in each of 32 layers."""
+    extra = _compute() - _compute(dispatcher="alltoall")
+    slots = 4096 * BIASED.experts_per_token * BIASED.layers
+    assert extra == pytest.approx(slots * _bytes_per_slot(False) / _hbm(), rel=1e-6)
+
+
+def test_full_recompute_runs_the_bias_forward_again():
+    extra = _compute(recompute="full") - _compute(dispatcher="alltoall", recompute="full")
+    slots = 4096 * BIASED.experts_per_token * BIASED.layers
+    assert extra == pytest.approx(slots * _bytes_per_slot(True) / _hbm(), rel=1e-6)
+
+
+def test_no_bias_or_transformer_engine_pays_nothing():
+    assert _compute(model=mixtral()) == _compute(model=mixtral(), dispatcher="alltoall")
+    assert _compute(framework="megatron-core") == _compute(model=mixtral(), framework="megatron-core")
+    assert _compute(dispatcher="alltoall") == _compute(model=mixtral(), dispatcher="alltoall")
+
+
+@settings(max_examples=10, deadline=None)
+@given(mb=hs.sampled_from([1, 2, 4]))
+def test_bias_time_grows_with_the_tokens_of_a_micro_batch(mb):
+    one = _compute() - _compute(dispatcher="alltoall")
+    more = _compute(seqs=8 * mb, mb=mb) - _compute(seqs=8 * mb, mb=mb, dispatcher="alltoall")
+    assert more == pytest.approx(mb * one, rel=1e-6)  # one micro-batch of mb sequences a step
