@@ -15,8 +15,9 @@
   nvcr.io/nvidia/pytorch:25.11-py3 (docker/Dockerfile.ci), whose cuDNN is 9.17.0: the Blackwell rows state cuDNN
   9.17 as perf_mbridge26 does, here read, not assumed. What the rows cannot state is in their `assumed` column.
   Kimi-K2 and Nemotron 3 are not in the 26.02 table; the 26.02.01 and 26.04.01 tables are left for later.
-- NeMo AutoModel LoRA fine-tuning table (benchmarks/data/heldout_2026b_peft.csv, the columns of
-  heldout_pretrain.csv plus method / lora_rank / lora_targets, built by perf_heldout.job_of): every row of
+- NeMo AutoModel (benchmarks/data/heldout_2026b_automodel.csv, the columns of heldout_pretrain.csv plus method /
+  lora_rank / lora_targets, built by perf_heldout.job_of): the Nemotron V3 Nano 30B pre-training row (8 H100, EP 8,
+  added at bb0c0bfb0; perf_heldout holds the table's other rows) and every row of
   docs/performance-summary.md 'Fine-Tuning (LoRA) Performance' as printed at Automodel commit e45812012 (DGX-H100,
   BF16, PyTorch FSDP2: Llama 3.1 8B and Qwen2.5 7B on 1 GPU, Llama 3.3 70B and Qwen2.5 32B at TP 2 on 8 and 16 GPUs),
   each stated from the config of the commit that added the row (507bfb751 for the 1-GPU rows, 2013a4dd6 for the
@@ -42,29 +43,30 @@ from perf_mbridge26 import group_mape
 from perf_mbridge26 import job as mbridge_job
 
 DATA = Path(__file__).resolve().parent / "data" / "heldout_2026b.csv"
-PEFT = Path(__file__).resolve().parent / "data" / "heldout_2026b_peft.csv"
+AUTOMODEL = Path(__file__).resolve().parent / "data" / "heldout_2026b_automodel.csv"
 
 
 def rows() -> list[dict[str, str]]:
     return list(csv.DictReader(DATA.open(encoding="utf-8")))
 
 
-def peft_rows() -> list[dict[str, str]]:
-    return list(csv.DictReader(PEFT.open(encoding="utf-8")))
+def automodel_rows() -> list[dict[str, str]]:
+    return list(csv.DictReader(AUTOMODEL.open(encoding="utf-8")))
 
 
-def peft_job(r: dict[str, str]) -> dict:
-    """A fine-tuning row as a job: perf_heldout's row job (no inline models here) with the row's method and LoRA."""
+def automodel_job(r: dict[str, str]) -> dict:
+    """An AutoModel row as a job: perf_heldout's row job (no inline models here) with the row's method and LoRA."""
     job = job_of(r, {})
     job["method"] = r["method"]
-    job["lora"] = {"rank": int(r["lora_rank"]), "targets": r["lora_targets"].split()}
+    if r["method"] == "lora":
+        job["lora"] = {"rank": int(r["lora_rank"]), "targets": r["lora_targets"].split()}
     return job
 
 
-def peft_cases() -> list[tuple[str, str, float, float]]:
-    """(row id, source key, measured, predicted tokens/s/GPU) of the fine-tuning rows."""
-    rs = peft_rows()
-    predicted = job_tokens_per_gpu((r["id"], peft_job(r)) for r in rs)
+def automodel_cases() -> list[tuple[str, str, float, float]]:
+    """(row id, source key, measured, predicted tokens/s/GPU) of the AutoModel rows."""
+    rs = automodel_rows()
+    predicted = job_tokens_per_gpu((r["id"], automodel_job(r)) for r in rs)
     return [(r["id"], r["source_key"], float(r["value"]), p) for r, (_, p) in zip(rs, predicted, strict=True)]
 
 
@@ -75,7 +77,7 @@ def cases() -> list[tuple[str, str, float, float]]:
 
 def fits() -> list[Fit]:
     """Each row's predicted peak memory against the card's usable memory (every row ran on real hardware)."""
-    return job_fits([(r["id"], mbridge_job(r)) for r in rows()] + [(r["id"], peft_job(r)) for r in peft_rows()])
+    return job_fits([(r["id"], mbridge_job(r)) for r in rows()] + [(r["id"], automodel_job(r)) for r in automodel_rows()])
 
 
 def main() -> None:
@@ -93,13 +95,14 @@ def main() -> None:
     print("worst rows:")
     for rid, _, m, p in sorted(cs, key=lambda c: -abs(c[3] - c[2]) / c[2])[:8]:
         print(f"  {rid:56s} {100 * (p - m) / m:+7.1f}%")
-    pc = peft_cases()
+    pc = automodel_cases()
     print(f"\n{'row':56s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
     for rid, _, m, p in pc:
         print(f"{rid:56s} {m:9.0f} {p:9.0f} {100 * (p - m) / m:+7.1f}")
-    perr = np.array([abs(p - m) / m for _, _, m, p in pc])
-    print(f"NeMo AutoModel LoRA, H100 (held out, nothing fitted): n={len(pc)} MAPE {100 * perr.mean():.1f}%")
-    print_fits(fits(), "Megatron-Bridge 26.02 and AutoModel LoRA")
+    for title, keep in (("LoRA", lambda rid: "_lora_" in rid), ("pre-training", lambda rid: "_lora_" not in rid)):
+        perr = np.array([abs(p - m) / m for rid, _, m, p in pc if keep(rid)])
+        print(f"NeMo AutoModel {title}, H100 (held out, nothing fitted): n={len(perr)} MAPE {100 * perr.mean():.1f}%")
+    print_fits(fits(), "Megatron-Bridge 26.02 and AutoModel")
 
 
 if __name__ == "__main__":
