@@ -2,7 +2,7 @@
 2025-06-04) and v5.1 (2025-11-12). NVIDIA's own: Llama 3.1 405B pre-training on 512 to 8,192 H100 and 256 / 512 GB200,
 Llama 3.1 8B pre-training on 72 and 512 GB200 / GB300, Llama 2 70B LoRA on 8 B200 and 8 to 512 GB200 / GB300; other
 submitters on the same code (v5.1): Nebius H200 405B on 512 / 1,024, University of Florida DGX B200 405B, 8B and LoRA
-on 8 to 448, Lenovo B300 LoRA on 8. FP8, and NVFP4 where named below; all NeMo / Megatron-Core with Transformer
+on 8 to 448 (the 8B at every scale it ran, 8 to 256 GPUs), Lenovo B300 LoRA on 8. FP8, and NVFP4 where named below; all NeMo / Megatron-Core with Transformer
 Engine (the `megatron-core` style). No constant was fitted on them.
 
 Data: benchmarks/data/nvidia_mlperf.csv (one row per system, benchmark and scale: the median of the result logs'
