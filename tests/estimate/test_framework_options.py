@@ -7,6 +7,8 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import SpecError, StrategyError
@@ -281,3 +283,43 @@ def test_grad_reduce_overlap_is_a_job_option_and_deepspeed_zero1_reduces_after_b
     job["strategy"]["grad_reduce_overlap"] = "sometimes"
     with pytest.raises(SpecError, match="grad_reduce_overlap"):
         resolve_job(job, load_catalog())
+
+
+def _unfused_extra_s(tp: int, seqs: int, mb: int) -> float:
+    """Step seconds that gradient_accumulation_fusion false adds to a Megatron-Core Llama 3.1 8B job on 8 H100."""
+    m, s = llama8b(), h100_cluster(8)
+    tr = Training(seq_len=4096, global_batch_seqs=seqs)
+    st = Strategy(tp=tp, dp=8 // tp, micro_batch=mb, recompute="full", distributed_optimizer=True,
+                  framework="megatron-core")
+    return (estimate_time(m, tr, s, st.with_(gradient_accumulation_fusion=False)).step_s
+            - estimate_time(m, tr, s, st).step_s)
+
+
+@settings(max_examples=12, deadline=None)
+@given(tp=hs.sampled_from([1, 2, 4, 8]), mb=hs.sampled_from([1, 2]), steps=hs.sampled_from([1, 2, 4]))
+def test_unfused_gradient_accumulation_costs_each_micro_batch_a_pass_over_the_local_weights(tp, mb, steps):
+    """false: each micro-batch adds its 16-bit weight gradients into the fp32 main gradient by a separate kernel
+    (10 B per local parameter): the added time grows with the micro-batches and shrinks with TP (pp 1: every
+    parameter on each GPU, split over TP)."""
+    seqs = (8 // tp) * mb * steps
+    extra = _unfused_extra_s(tp, seqs, mb)
+    assert extra > 0.0
+    one_tp_one_mb = _unfused_extra_s(1, 8, 1)
+    assert extra == pytest.approx(one_tp_one_mb * steps / tp, rel=1e-9)
+
+
+def test_fused_gradient_accumulation_is_the_megatron_default_and_a_job_option_megatron_has():
+    m, s = llama8b(), h100_cluster(8)
+    st = Strategy(tp=2, dp=4, micro_batch=1, recompute="full", distributed_optimizer=True, framework="megatron-core")
+    assert estimate_time(m, TR, s, st.with_(gradient_accumulation_fusion=True)).step_s == \
+        estimate_time(m, TR, s, st).step_s
+    with pytest.raises(StrategyError, match="gradient_accumulation_fusion_framework"):
+        estimate_time(m, TR, s, Strategy(dp=8, zero=3, framework="torchtitan", gradient_accumulation_fusion=False))
+    job = {"model": "llama-3.1-8b", "data": {"tokens": 1e9}, "seq_len": 8192, "global_batch": {"sequences": 64},
+           "hardware": {"accelerator": "h100-sxm-80gb", "count": 8},
+           "strategy": {"tp": 2, "gradient_accumulation_fusion": False, "framework": "megatron"}}
+    sc = resolve_job(job, load_catalog())
+    assert sc.strategy.gradient_accumulation_fusion is False
+    assert sc.summary()["strategy"]["gradient_accumulation_fusion"] is False
+    with pytest.raises(SpecError, match="gradient_accumulation_fusion: must be true or false"):
+        resolve_job({**job, "strategy": {"gradient_accumulation_fusion": "sometimes"}}, load_catalog())

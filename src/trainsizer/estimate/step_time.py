@@ -381,6 +381,7 @@ class _Step:
     cuda_graphs: str = "none"  # Strategy.cuda_graphs (one of CUDA_GRAPHS; None = none)
     cudnn_release: str | None = None  # Strategy.cudnn_release (one of CUDNN_RELEASES; None = the base release)
     local_batch: Any = None  # Strategy.local_batch (sequences per DP rank per pipeline schedule; None = the step's)
+    grad_accum_fusion: bool | None = None  # Strategy.gradient_accumulation_fusion (None = the style's)
 
     @property
     def moe_rerun(self) -> np.ndarray:
@@ -422,7 +423,8 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  fp8_attention=bool(getattr(strategy, "fp8_attention", None)) and training.precision == "fp8",
                  cuda_graphs=str(getattr(strategy, "cuda_graphs", None) or "none"),
                  cudnn_release=getattr(strategy, "cudnn_release", None),
-                 local_batch=getattr(strategy, "local_batch", None))
+                 local_batch=getattr(strategy, "local_batch", None),
+                 grad_accum_fusion=getattr(strategy, "gradient_accumulation_fusion", None))
 
 
 def _rows(training: Training, sequences, unpads: Any) -> tuple[Any, Any]:
@@ -898,20 +900,10 @@ def _overlapped_ep(ep: np.ndarray, compute: np.ndarray, sm_share: Any) -> np.nda
 
 
 def _hp_grad_accum(x: _Step, n_stage: np.ndarray) -> np.ndarray:
-    """Seconds per micro-batch of a framework's separate fp32 gradient accumulation pass (bf16, ZeRO <= 1):
-    DeepSpeed's BF16_Optimizer.update_hp_grads runs after every micro-batch's backward
-    (PipelineEngine._exec_backward_pass, BF16_Optimizer.backward) and adds each bf16 gradient, cast to fp32,
-    into the fp32 gradient (`hp_grad.add_(lp.grad.to(fp32))`: read 2 B, write and read a 4 B temporary, read and
-    write 4 B = 18 B per parameter, perf_constants.yaml). fp16 with ZeRO <= 1 and no such pass
-    (`fp16_grad_accum_bytes`, DeepSpeed v0.3's fp16 engine): autograd's AccumulateGrad adds each micro-batch's
-    16-bit weight gradient into `.grad` in place (read 2 + 2, write 2 = 6 B), on every micro-batch but the first of
-    a step, so (m - 1) / m of it per micro-batch. The stage's decoder layers plus the vocabulary matrix it holds
-    (first stage: embedding, last: LM head or the tied embedding; one stage: both)."""
-    nbytes = np.asarray(x.fw.hp_grad_accum_bytes, dtype=float)
-    if x.training.precision == "fp16":
-        nbytes = np.asarray(x.fw.fp16_grad_accum_bytes, dtype=float) * (x.m - 1.0) / x.m
-    elif x.training.precision != "bf16":
-        return np.zeros_like(n_stage)
+    """Seconds per micro-batch of a separate fp32 gradient accumulation pass (_grad_accum_bytes) over the stage's
+    decoder layers plus the vocabulary matrix it holds (first stage: embedding, last: LM head or the tied
+    embedding; one stage: both), trainable parameters only."""
+    nbytes = _grad_accum_bytes(x)
     if not np.any(nbytes > 0):
         return np.zeros_like(n_stage)
     model = x.model
@@ -922,8 +914,33 @@ def _hp_grad_accum(x: _Step, n_stage: np.ndarray) -> np.ndarray:
     vocab_local = np.where(x.p > 1, float(model.vocab * model.hidden),
                            float(model.embedding_params + model.lm_head_params)) / x.t
     local = (n_stage * layer_local + vocab_local) * trainable / p_total
-    on = x.zero <= 1
-    return np.where(on & (nbytes > 0), compute.stream_time(local * nbytes, x.r, kernels=0.0), 0.0)
+    return np.where(nbytes > 0, compute.stream_time(local * nbytes, x.r, kernels=0.0), 0.0)
+
+
+def _grad_accum_bytes(x: _Step) -> np.ndarray:
+    """HBM bytes per local parameter per micro-batch of the fp32 gradient accumulation pass. The job's
+    gradient_accumulation_fusion (Megatron) decides where it says: false, each micro-batch's 16-bit weight gradient
+    is added into the fp32 main gradient by its own kernel (Megatron-Core DistributedDataParallel's backward hook
+    `param.main_grad.add_(param.grad.data)`; nanotron's FP32GradientAccumulator hook `fp32_grad_buffer.add_(grad)`:
+    read 2 + 4, write 4 B, perf_constants.yaml optimizer.grad_accum_unfused_add_bytes); true, the weight-gradient
+    GEMM accumulates into it (none). Else the style's: DeepSpeed's BF16_Optimizer.update_hp_grads after every
+    micro-batch's backward (PipelineEngine._exec_backward_pass, BF16_Optimizer.backward) adds each bf16 gradient,
+    cast to fp32, into the fp32 gradient (`hp_grad.add_(lp.grad.to(fp32))`: read 2 B, write and read a 4 B
+    temporary, read and write 4 B = 18 B); fp16 with ZeRO <= 1 and no such pass (`fp16_grad_accum_bytes`, DeepSpeed
+    v0.3's fp16 engine): autograd's AccumulateGrad adds each micro-batch's 16-bit weight gradient into `.grad` in
+    place (read 2 + 2, write 2 = 6 B) on every micro-batch but the first of a step, so (m - 1) / m of it."""
+    zero = np.zeros_like(np.asarray(x.m, dtype=float))
+    if x.training.precision == "fp32":
+        return zero
+    if x.grad_accum_fusion is not None:
+        unfused = float(x.k.raw["optimizer"]["grad_accum_unfused_add_bytes"])
+        return zero + (0.0 if x.grad_accum_fusion else unfused)
+    nbytes = np.asarray(x.fw.hp_grad_accum_bytes, dtype=float)
+    if x.training.precision == "fp16":
+        nbytes = np.asarray(x.fw.fp16_grad_accum_bytes, dtype=float) * (x.m - 1.0) / x.m
+    elif x.training.precision != "bf16":
+        return zero
+    return np.where(x.zero <= 1, nbytes, 0.0) + zero
 
 
 def _pipeline(x: _Step, t_mb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -74,6 +74,9 @@ RECOMPUTE_MODULE_FRAMEWORKS = ("megatron-core",)
 PARTIAL_RECOMPUTE_FRAMEWORKS = ("megatron-core", "megatron")
 # fp8_transpose_cache false is Megatron-Core's disable_parameter_transpose_cache; "auto" as below
 FP8_TRANSPOSE_CACHE_FRAMEWORKS = ("megatron-core",)
+# gradient_accumulation_fusion is Megatron's (Megatron-LM --no-gradient-accumulation-fusion, Megatron-Core
+# ModelParallelConfig); nanotron's accumulate_grad_in_fp32 is run as the `megatron` style; "auto" as below
+GRAD_ACCUM_FUSION_FRAMEWORKS = ("megatron-core", "megatron")
 # activation_offload: N (a layer count, not true) is Megatron-Core's cpu_offloading_num_layers; "auto" is judged
 # as the stack it resolves to (_resolves_to)
 OFFLOAD_LAYERS_FRAMEWORKS = ("megatron-core",)
@@ -122,6 +125,7 @@ RULES = (
     "recompute_num_layers_framework",
     "recompute_num_layers_range",
     "fp8_transpose_cache_framework",
+    "gradient_accumulation_fusion_framework",
     "recompute_modules_model",
     "moe_a2a_overlap_framework",
     "moe_a2a_overlap_ep",
@@ -377,6 +381,7 @@ def _cudnn_release_rule(c: SimpleNamespace, release: str | None) -> _Rules:
 
 def _partial_recompute_rules(c: SimpleNamespace) -> _Rules:
     """fp8_transpose_cache false: Megatron-Core's disable_parameter_transpose_cache (FP8_TRANSPOSE_CACHE_FRAMEWORKS).
+    gradient_accumulation_fusion (either value): Megatron's (GRAD_ACCUM_FUSION_FRAMEWORKS).
     recompute_method / recompute_num_layers N: Megatron's (PARTIAL_RECOMPUTE_FRAMEWORKS; "auto" as the stack it
     resolves to), with N from 1 (0 for block) to the layers of the largest pipeline stage, the range Megatron-Core's
     TransformerConfig states (num_layers_per_pipeline_rank); under interleaving each virtual stage checkpoints at
@@ -388,7 +393,13 @@ def _partial_recompute_rules(c: SimpleNamespace) -> _Rules:
     low = 1 if method == "uniform" else 0
     n_layers = np.asarray(0 if n is None else n, dtype=float)  # one N, or one per strategy (an array)
     no_cache = getattr(strategy, "fp8_transpose_cache", None) is False
+    fusion_unset = getattr(strategy, "gradient_accumulation_fusion", None) is None
     return {
+        "gradient_accumulation_fusion_framework": (
+            np.full(c.tp.shape, fusion_unset) | _resolves_to(c, GRAD_ACCUM_FUSION_FRAMEWORKS),
+            lambda v: msg("rule_gradient_accumulation_fusion_framework", framework=_stack_named(c, v),
+                          allowed=", ".join(GRAD_ACCUM_FUSION_FRAMEWORKS)),
+        ),
         "fp8_transpose_cache_framework": (
             np.full(c.tp.shape, not no_cache) | _resolves_to(c, FP8_TRANSPOSE_CACHE_FRAMEWORKS),
             lambda v: msg("rule_fp8_transpose_cache_framework", framework=_stack_named(c, v),

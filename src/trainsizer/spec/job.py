@@ -310,6 +310,10 @@ class StrategySpec(_Strict):
     # gradient reduction overlapped with the backward; false = reduced after the last micro-batch's backward
     # (Megatron-LM's local DDP before --overlap-grad-reduce, 2020 - mid-2023; DeepSpeed ZeRO-0 / 1)
     grad_reduce_overlap: bool | None = None
+    # Megatron's gradient_accumulation_fusion: true = the weight-gradient GEMM accumulates into the fp32 main
+    # gradient; false = each micro-batch's 16-bit weight gradient is added into it by a separate kernel
+    # (--no-gradient-accumulation-fusion; nanotron's accumulate_grad_in_fp32); null = the framework's default
+    gradient_accumulation_fusion: bool | None = None
     # attention kernel generation: fa1 (FlashAttention v1, 2022 - mid-2023 stacks) | fa2 | triton (FlashAttention in
     # Triton: llm-foundry's attn_impl triton, 2023) | native (cuDNN / FA3)
     attention_kernel: AttentionKernel | None = None
