@@ -1070,6 +1070,23 @@ def activation_offload_bytes(model: ModelArch, training: Training, strategy: Str
     return offloaded_layers(asked, n_layers) * per_layer
 
 
+def paged_bytes_moved(model: ModelArch, training: Training, system: System, strategy: Strategy) -> Any:
+    """Bytes of a paged optimizer's states (paged_adamw, paged_adamw8bit: CUDA unified memory) that cross the host
+    link each way every step, on the worse pipeline stage: none while they fit in the card's memory beside the
+    stage's total (the caching allocator keeps what it reserved, so that room is all the pages get), all of them
+    once they do not: the UVM driver evicts the oldest-allocated 2 MB root chunk (open-gpu-kernel-modules
+    nvidia-uvm/uvm_pmm_gpu.c pick_root_chunk_to_evict), so a pass over states larger than the room finds none of
+    them resident, and its thrashing mitigation (uvm_perf_thrashing.c) pins thrashing pages to host memory and maps
+    them, which also reads and writes each state over the link once. 0 for other optimizers."""
+    if not training.optimizer.startswith("paged_"):
+        return 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = _evaluate(model, training, system, strategy, DEFAULT_OPTIONS, detail=False)
+    room = system.memory_gib * GIB
+    return np.maximum.reduce([np.where(st["paged"] > room - st["total"], st["paged"], 0.0)
+                              for st in r["stages"].values()])
+
+
 def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any) -> None:
     """CUDA context, NCCL buffers, ZeRO buckets / gathered layers and allocator fragmentation into `items`
     (memory_constants.yaml `framework_overhead`)."""
@@ -1164,16 +1181,18 @@ def _optimizer_step_peak(b: _Batch, items: dict[str, Any], total: Any, opt_param
     return total, step_peak
 
 
-def _paged_optimizer(b: _Batch, items: dict[str, Any], host: Any) -> Any:
+def _paged_optimizer(b: _Batch, items: dict[str, Any], host: Any) -> tuple[Any, Any]:
     """A paged optimizer by name (paged_adamw, paged_adamw8bit): the paged optimizer (bitsandbytes, CUDA unified
     memory) moves states page by page to the GPU during the update and evicts them under pressure (QLoRA Sec. 3),
-    so they do not set the GPU peak; they need host RAM. Returns the stage's host bytes. QLoRA alone does not page:
-    HF Trainer's default optim (adamw_torch), Unsloth's adamw_8bit, torchtune's QLoRA configs (torch.optim.AdamW)
-    and DeepSpeed's AdamW keep the adapters' states on the GPU; only the paged_* optimizers use unified memory."""
+    so they do not set the GPU peak; they need host RAM. Returns the stage's host bytes and its paged bytes. QLoRA
+    alone does not page: HF Trainer's default optim (adamw_torch), Unsloth's adamw_8bit, torchtune's QLoRA configs
+    (torch.optim.AdamW) and DeepSpeed's AdamW keep the adapters' states on the GPU; only the paged_* optimizers use
+    unified memory."""
+    paged = np.zeros(b.t.shape)
     if b.training.optimizer.startswith("paged_"):
-        host = host + items["optimizer_states"]
+        paged = items["optimizer_states"] + paged
         items["optimizer_states"] = np.zeros(b.t.shape)
-    return host
+    return host + paged, paged
 
 
 def _evaluate(
@@ -1191,14 +1210,14 @@ def _evaluate(
         items: dict[str, Any] = {}
         states = _model_states(b, g, items)
         _activations(b, g, items)
-        host = _paged_optimizer(b, items, states.host)
+        host, paged = _paged_optimizer(b, items, states.host)
         host = _offload_and_fuse(b, g, items, host)
         _backward_phases(b, g, items)
         if options.overheads:
             _overheads(b, items, states.trainable_pg)
         total, step_peak = _optimizer_step_peak(b, items, sum(items.values()), states.opt_params, detail)
         results[stage] = {"total": total, "host": host, "items": items if detail else None,
-                          "n_layers": g.n_layers, "step_peak": step_peak}
+                          "n_layers": g.n_layers, "step_peak": step_peak, "paged": paged}
     p = b.p
     first, last = results["first"]["total"], results["last"]["total"]
     worst_is_last = (last > first) & (p > 1)

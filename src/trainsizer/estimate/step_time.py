@@ -1288,7 +1288,7 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     g = _grads(x, lt, mb)
     dp_nonz3, bucket_frac = _dp_comm_replicated(x, g)
     dp_comm = np.where(x.zero >= 3, _dp_comm_zero3(x, g, mb, bucket_frac), dp_nonz3)
-    opt = _optimizer(x, g, mb) + _fp16_serial_checks(x, g, mb)
+    opt = _optimizer(x, g, mb) + _fp16_serial_checks(x, g, mb) + _paged_migration(x, strategy)
     data = np.full_like(opt, x.k.data_loading_exposed_s)
     m = x.m
     step = m * t_mb + bubble + pp_comm + dp_comm + opt + data
@@ -1322,6 +1322,21 @@ def _activation_offload(x: _Step, strategy: Any, mb: _MicroBatch) -> np.ndarray:
     each_way = moved / link
     exposed = np.maximum(each_way - mb.compute / 3.0, 0.0) + np.maximum(each_way - 2.0 * mb.compute / 3.0, 0.0)
     return exposed + 0.0 * mb.compute
+
+
+def _paged_migration(x: _Step, strategy: Any) -> Any:
+    """Host-link seconds of a paged optimizer's states each step (paged_adamw, paged_adamw8bit): bitsandbytes keeps
+    them in CUDA unified memory, prefetches each parameter's states to the GPU before its update on the default
+    stream and synchronises after it (bitsandbytes optim/optimizer.py Optimizer8bit.prefetch_state / step,
+    cudaMemPrefetchAsync), so the transfer is not hidden; once the states do not fit beside the GPU's own peak,
+    every state byte comes in and goes back (dirty) each step (memory.paged_bytes_moved), the two directions on
+    their own copy engines at once (assumed; one after the other would double it): moved bytes / the link's rate in
+    one direction (System.pcie_gb_s, the PCIe x16 figure: a lower bound on the time)."""
+    if not x.training.optimizer.startswith("paged_"):
+        return 0.0
+    from trainsizer.estimate.memory import paged_bytes_moved
+
+    return paged_bytes_moved(x.model, x.training, x.system, strategy) / (max(x.system.pcie_gb_s, 1e-3) * 1e9)
 
 
 def _flops(x: _Step, step: np.ndarray) -> dict[str, np.ndarray]:
