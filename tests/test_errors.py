@@ -113,3 +113,12 @@ def test_a_job_file_error_reads_in_chinese_with_chinese_colons(tmp_path):
         assert str(err).startswith(f"{path}: strategy.tp: ")
     else:
         raise AssertionError("tp 0 was accepted")
+
+
+def test_one_stray_last_character_lists_the_ids_the_rest_starts():
+    """'h100x' is an h100 with a typo, not the closest spelling 'h800-sxm-80gb'."""
+    err = unknown_name("hardware.accelerator", "accelerator", "h100x", IDS)
+    assert all(i in str(err) for i in IDS[:3]) and "h800" not in str(err) and "h100x" in str(err)
+    assert "以 h100 开头的有" in tr(err.problem, "zh")
+    assert unknown_name("x", "accelerator", "b200x", IDS).suggestion == "b200"
+    assert unknown_name("x", "accelerator", "zzzz", IDS).suggestion is None

@@ -87,6 +87,25 @@ def test_bad_flag_value_names_the_field(run_cli):
     assert code == 2 and "strategy.recompute" in err and "selective" in err
 
 
+@pytest.mark.parametrize(("args", "said"), [
+    (("estimate", SFT, "--zero", "5"), "error: --zero (strategy.zero): must be less than or equal to 3 (got 5)."),
+    (("fit", SFT, "--micro-batch", "0"), "error: --micro-batch (strategy.micro_batch): must be greater than 0"),
+    (("--lang", "zh", "plan", SFT, "--budget", "0"), "错误：--budget（goal.budget.amount）：必须大于 0"),
+    (("plan", SFT, "--deadline-days", "-3"), "error: --deadline-days (goal.deadline_days): "),
+])
+def test_a_bad_flag_value_is_blamed_on_the_flag_not_the_job_file(run_cli, args, said):
+    code, _, err = run_cli(*args)
+    assert code == 2 and err.startswith(said) and ".yaml" not in err.split("(got")[0]
+
+
+def test_a_bad_value_in_the_file_is_still_blamed_on_the_file(run_cli, tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text(open(SFT, encoding="utf-8").read().replace("strategy: {", "strategy: {zero: 7, ", 1),
+                   encoding="utf-8")
+    code, _, err = run_cli("estimate", str(job), "--tp", "1")
+    assert code == 2 and "job.yaml: strategy.zero" in err
+
+
 def test_impossible_strategy_names_the_rule(run_cli):
     code, _, err = run_cli("estimate", SFT, "--tp", "3", "--dp", "1", "--count", "3", "--per-node", "3",
                            "--fsdp", "none")

@@ -188,17 +188,26 @@ def unknown_name(where: str, kind: str, name: str, choices: Iterable[str],
     names that are not entries of their own: an ambiguous short name lists each entry once."""
     choices = sorted(choices)
     what = msg(KIND_KEYS[kind]) if kind in KIND_KEYS else kind
+
+    def starting(prefix: str) -> list[str]:
+        found = [c for c in choices if prefix and c.lower().startswith(prefix.lower())]
+        return sorted({aliases.get(c, c) for c in found}) if aliases else found
+
     # A short name that starts several ids ("h100") is ambiguous rather than misspelt: name the candidates.
-    starts = [c for c in choices if str(name) and c.lower().startswith(str(name).lower())]
-    if aliases:
-        starts = sorted({aliases.get(c, c) for c in starts})
+    starts = starting(str(name))
     if len(starts) > 1:
         return SpecError(where, msg("error_ambiguous_name", kind=what, names=", ".join(starts)), value=name)
+    # One stray character at the end ("h100x"): the ids the rest starts, not the closest spelling ("h800").
+    near = starting(str(name)[:-1]) if not starts and len(str(name)) > 3 else []
+    near = [c for c in near if c.lower() == str(name)[:-1].lower()] or near  # "b2000": b200 itself
+    if len(near) > 1:
+        return SpecError(where, msg("error_unknown_name_near", kind=what, prefix=str(name)[:-1],
+                                    names=", ".join(near)), value=name)
     shown = choices if len(choices) <= limit else [*choices[:limit], msg("error_more_choices", n=len(choices))]
     return SpecError(
         where,
         msg("error_unknown_name", kind=what),
         value=name,
         allowed=shown,
-        suggestion=starts[0] if starts else did_you_mean(name, choices),
+        suggestion=starts[0] if starts else did_you_mean(name, choices) or (near[0] if near else None),
     )

@@ -17,6 +17,14 @@ def test_unpriced_lines_are_named_not_counted(blocks):
     bom = blocks().bom
     unpriced = [ln for ln in bom.lines if ln.unit_price is None and not ln.note.startswith("included")]
     assert unpriced and {ln.part or ln.item for ln in unpriced} == set(bom.unpriced)
+    assert len(bom.unpriced) == len(set(bom.unpriced))  # a part on several lines is named once
+
+
+def test_a_part_on_several_fabrics_lines_is_named_once(blocks):
+    """The 2-node plan's compute and converged fabrics both use the 800G splitter: one part to quote."""
+    bom = blocks().bom
+    lines = [ln for ln in bom.lines if ln.part == "dac-osfp-800g-2x400g-3m"]
+    assert len(lines) == 2 and bom.unpriced.count("dac-osfp-800g-2x400g-3m") == 1
 
 
 def test_servers_switches_and_optics_are_on_the_bill(blocks):

@@ -3,6 +3,10 @@ estimate job.yaml`. Click only reads group options before the subcommand, so the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
 # Options of the `trainsizer` group that take a value; no subcommand defines an option of the same name.
 GLOBAL_VALUE_OPTIONS = ("--lang", "--catalog")
 
@@ -28,6 +32,34 @@ def hoist_global_options(args: list[str]) -> list[str]:
             rest.append(arg)
         i += 1
     return front + rest
+
+
+# Where each value flag lands in the job (spec.overrides, plan.core.apply_plan_overrides): an error about that field
+# names the flag the value came from, not the job file it was merged into.
+FLAG_PATHS = {
+    **{k: f"hardware.{k}" for k in ("accelerator", "count", "per_node", "network")},
+    **{k: f"strategy.{k}" for k in ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "fsdp", "micro_batch", "recompute",
+                                    "recompute_method", "recompute_num_layers", "offload", "framework")},
+    "max_nodes": "constraints.max_nodes", "max_gpus": "constraints.max_gpus", "deadline_days": "goal.deadline_days",
+    "budget": "goal.budget.amount", "procurement": "goal.procurement",
+}
+
+
+@contextmanager
+def flags_blamed(flags: dict[str, Any]) -> Iterator[None]:
+    """Re-raise a job error about a field a flag set (`--zero 5`) at the flag: '--zero (strategy.zero): ...'."""
+    from trainsizer.errors import SpecError
+    from trainsizer.messages import Msg, msg
+
+    try:
+        yield
+    except SpecError as err:
+        where = err.where
+        path = where.params.get("path") if isinstance(where, Msg) and where.key == "error_at" else str(where)
+        for key, value in flags.items():
+            if value is not None and FLAG_PATHS.get(key) == path:
+                raise err.at(msg("error_at_flag", flag="--" + key.replace("_", "-"), path=path)) from None
+        raise
 
 
 def chosen_lang(args: list[str]) -> str:

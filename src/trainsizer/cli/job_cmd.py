@@ -37,9 +37,11 @@ def override_options(fn: Callable) -> Callable:
 
 def _scenario(app: AppState, job_file: Path, overrides: dict[str, Any]) -> Any:
     from trainsizer.api import resolve
+    from trainsizer.cli.argv import flags_blamed
     from trainsizer.default_strategy import with_default_strategy
 
-    return with_default_strategy(resolve(job_file, app.catalog, overrides=overrides))
+    with flags_blamed(overrides):
+        return with_default_strategy(resolve(job_file, app.catalog, overrides=overrides))
 
 
 def _flatten(d: dict, prefix: str = "") -> list[tuple[str, object]]:

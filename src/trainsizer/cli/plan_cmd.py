@@ -62,16 +62,23 @@ def plan(app: AppState, job_file: Path, accelerator: str | None, count: int | No
     pins = Pins(accelerator=accelerator, count=count, per_node=per_node, network=network)
     if accelerator is not None:
         app.catalog.accelerator(accelerator)  # unknown names fail here, with suggestions
-    result = make_plan(job_file, app.catalog, pins=pins, top=top, overrides=overrides, lang=app.lang, option=option)
+    from trainsizer.cli.argv import flags_blamed
+
+    with flags_blamed(overrides):
+        result = make_plan(job_file, app.catalog, pins=pins, top=top, overrides=overrides, lang=app.lang,
+                           option=option)
     data = result.model_dump(mode="json")
     if out_file is not None:
         _write(out_file, data, force)
+    reports: list[Path] = []
     if report_dir is not None:
         from trainsizer.cli.report_cmd import write_reports
 
-        write_reports(data, report_dir, app.lang, (), False, force)
+        reports = write_reports(data, report_dir, app.lang, (), False, force)
     if as_json:
-        echo_json(data)
+        echo_json(data)  # stdout holds the JSON alone; the report files are named on stderr
+        for path in reports:
+            click.echo(t("wrote_file", app.lang).format(path=path), err=True)
         return
     print_plan(data, app.lang)
     if data.get("build"):
@@ -80,3 +87,5 @@ def plan(app: AppState, job_file: Path, accelerator: str | None, count: int | No
         print_build(data["build"], app.lang)
     if out_file is not None:
         click.echo(f"{t('plan_written', app.lang)} {out_file}")
+    for path in reports:
+        click.echo(t("wrote_file", app.lang).format(path=path))

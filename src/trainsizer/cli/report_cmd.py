@@ -16,14 +16,15 @@ def report_options(fn):
     return click.option("--format", "formats", multiple=True)(fn)
 
 
-def write_reports(plan: object, out: Path, lang: str, formats: tuple[str, ...], with_pdf: bool, force: bool) -> None:
+def write_reports(plan: object, out: Path, lang: str, formats: tuple[str, ...], with_pdf: bool,
+                  force: bool) -> list[Path]:
+    """The files written, for the caller to list (after its own output, and never into --json's)."""
     from trainsizer.render.report import DEFAULT_FORMATS, write_report
 
     chosen = tuple(formats) or DEFAULT_FORMATS
     if with_pdf:
         chosen = (*chosen, "pdf")
-    for path in write_report(plan, out, lang=lang, formats=chosen, force=force):
-        click.echo(str(path))
+    return list(write_report(plan, out, lang=lang, formats=chosen, force=force))
 
 
 @cli.command()
@@ -35,4 +36,5 @@ def report(app: AppState, plan_file: Path, out_dir: Path, formats: tuple[str, ..
            force: bool) -> None:
     from trainsizer.render.report import load_plan_json
 
-    write_reports(load_plan_json(plan_file), out_dir, app.lang, formats, with_pdf, force)
+    for path in write_reports(load_plan_json(plan_file), out_dir, app.lang, formats, with_pdf, force):
+        click.echo(str(path))

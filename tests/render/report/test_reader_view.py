@@ -63,3 +63,13 @@ def test_no_notes_heading_over_nothing(lang):
     plan["notes"] = ["a note"]
     notes = next(s for s in build_view(plan, lang).sections if s.id == "notes")
     assert notes.text == ("a note",)
+
+
+@pytest.mark.parametrize(("lang", "text"), [
+    ("en", "Ranks: 16; Exposed communication per step: 0.91 s; Exposed share of the step: 1.1%"),
+    ("zh", "rank 数：16；每步暴露的通信时间：0.91 s；暴露通信占单步比例：1.1%")])
+def test_a_nested_value_keeps_its_fields_units_and_shares(lang, text):
+    """The network block's all-reduce: a share reads as a percentage, seconds per step carry their unit, and
+    the fields are set off in the reader's punctuation."""
+    value = {"ranks": 16, "exposed_s_per_step": 0.91, "exposed_share_of_step": 0.0112}
+    assert cell("allreduce", value, Fmt(lang), "USD") == text

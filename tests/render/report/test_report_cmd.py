@@ -49,3 +49,15 @@ def test_plan_writes_its_reports_with_report(run_cli, tmp_path):
     assert "训练集群方案" in (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
     code, _, err = run_cli("plan", str(job), "--report", str(tmp_path / "r"))
     assert code == 2 and "already exists" in err
+
+
+def test_plan_json_with_report_stays_json(run_cli, tmp_path):
+    """`plan --json --report DIR`: stdout is the plan JSON alone; the files written are named on stderr (and
+    after the tables, as 'wrote ...', without --json)."""
+    job = FIXTURE.parents[4] / "examples" / "qlora-7b-one-gpu.yaml"
+    code, out, err = run_cli("plan", str(job), "--report", str(tmp_path / "r"), "--json")
+    assert code == 0, err
+    assert json.loads(out)["schema_version"] and "wrote " in err and "report.html" in err
+    code, out, _ = run_cli("--lang", "zh", "plan", str(job), "--report", str(tmp_path / "r2"))
+    assert code == 0 and out.rstrip().splitlines()[-1].startswith("已写入 ")
+    assert out.index("已写入") > out.index("推荐")

@@ -101,11 +101,12 @@ def line(item: Any, part: str | None, qty: float, unit: str, price: Price | None
 
 def totals(lines: list[BomLine]) -> tuple[dict[str, float], list[str]]:
     out = {"low": 0.0, "typical": 0.0, "high": 0.0}
-    unpriced = []
+    unpriced = []  # each part once: one cable part may serve several fabrics' lines
     for ln in lines:
         if ln.total is None:
-            if ln.quantity and not ln.note.startswith("included"):
-                unpriced.append(ln.part or (as_msg(ln.item_msg) if ln.item_msg else ln.item))
+            name = ln.part or (as_msg(ln.item_msg) if ln.item_msg else ln.item)
+            if ln.quantity and not ln.note.startswith("included") and name not in unpriced:
+                unpriced.append(name)
             continue
         for k in out:
             out[k] += ln.total[k]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from trainsizer.render.report.fmt import Fmt, unit_of
+from trainsizer.render.report.fmt import SHARE_SUFFIXES, Fmt, unit_of
 from trainsizer.render.report.i18n import field_label, has, t
 
 PRICE_KEYS = ("low", "high")
@@ -66,9 +66,11 @@ def cell(key: str, v: object, f: Fmt, currency: str) -> str:
     if is_limit(v) or is_derived(v):
         return cell(key, v["value"], f, currency)
     if isinstance(v, Mapping):
-        # Children without a unit of their own take the parent's ("ram_breakdown_gib": {"os_reserved": 32}).
-        return "; ".join(f"{field_label(k, f.lang)}: {cell(k if unit_of(k) else key, x, f, currency)}"
-                         for k, x in v.items() if x is not None)
+        # Children without a unit (or share) of their own take the parent's ("ram_breakdown_gib": {"os_reserved": 32}).
+        return t("sep.fields", f.lang).join(
+            f"{field_label(k, f.lang)}{t('sep.field', f.lang)}"
+            f"{cell(k if unit_of(k) or k.endswith(SHARE_SUFFIXES) else key, x, f, currency)}"
+            for k, x in v.items() if x is not None)
     if isinstance(v, str) and has(f"v.{v}"):
         return t(f"v.{v}", f.lang)
     if key in MONEY_FIELDS and currency and isinstance(v, int | float) and not isinstance(v, bool):

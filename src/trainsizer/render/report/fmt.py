@@ -18,9 +18,13 @@ from trainsizer.render import numbers
 UNIT_SUFFIXES: tuple[tuple[str, str], ...] = (
     ("_per_s", "/s"), ("_gib", "GiB"), ("_gb_s", "GB/s"), ("_gbps", "Gb/s"), ("_tb", "TB"), ("_gb", "GB"), ("_tflops", "TFLOP/s"),
     ("_kwh", "kWh"), ("_kw", "kW"), ("_w", "W"), ("_kva", "kVA"), ("_m2", "m²"), ("_ms", "ms"), ("_s", "s"),
+    ("_s_per_step", "s"),
     ("_min", "min"), ("_h", "h"), ("_days", "d"), ("_weeks", "wk"), ("_months", "mo"), ("_c", "°C"),
 )
 
+
+# Fields that hold a fraction, printed as a percentage.
+SHARE_SUFFIXES = ("_share", "_fraction", "_share_of_step", "mfu", "hfu", "goodput", "efficiency")
 
 # Fields that hold a (low, high) pair (plan/buildout/phases.py PhasesBlock.total_weeks).
 RANGE_FIELDS = frozenset({"total_weeks"})
@@ -103,7 +107,7 @@ class Fmt:
         if isinstance(x, bool):
             return ("是" if x else "否") if self.lang == "zh" else ("yes" if x else "no")
         if isinstance(x, int | float):
-            if key.endswith(("_share", "_fraction", "mfu", "hfu", "goodput", "efficiency")):
+            if key.endswith(SHARE_SUFFIXES):
                 return self.pct(float(x))
             return self.qty(x, unit_of(key), 2 if abs(x) < 10 else 1)
         if isinstance(x, list | tuple):
