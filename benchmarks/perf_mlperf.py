@@ -10,7 +10,10 @@ per-step train_step_time -- custom_callbacks.py DeltaTimingCallback, host time f
 per-block where a log has no per-step figure (the LoRA runs); the layout from the submission's config_*.sh and its
 training script, and an `assumed` column saying what the submission does not state or what a job cannot say). A
 block's figure (mlperf_common logging.py: block time / steps) also counts the pause before each evaluation: at 5,120
-GB200 GPUs, whose blocks after the first are 15 steps, 5.3 s a block, 2.58 against 2.23 s a step; 0-1.5% elsewhere. The v5.1 NVFP4 submissions (fp8_recipe nvfp4, Transformer Engine NVFP4BlockScaling; 9 rows, added
+GB200 GPUs, whose blocks after the first are 15 steps, 5.3 s a block, 2.58 against 2.23 s a step; 0-1.5% elsewhere.
+eval_step_s: the median of the logs' validation_step_time from each evaluation's fourth step on (the first ones run
+the graph capture), for the pre-training rows without a pipeline: a forward and the loss of the global batch, no
+backward and no gradient collective; printed beside the estimate's forward compute (step_time 'forward_compute'). The v5.1 NVFP4 submissions (fp8_recipe nvfp4, Transformer Engine NVFP4BlockScaling; 9 rows, added
 after the recipe, held out like the rest): NVIDIA's Llama 3.1 405B on 512 GB300 and 512 / 2,560 / 5,120 GB200 and 8B on
 8 GB300 / GB200, Lenovo's 8B on 8 B300 and on two 8-B200 systems. Left out: the 8-GPU LoRA NVFP4 runs, which heal from
 FP4 to FP8 at step 350 (HEALING_ITER, HEALING_PRECISION FP8_DS in config_common_fp4.sh) and start from a pre-quantized
@@ -82,6 +85,21 @@ def _predict(r: dict[str, str], cat, fp8_recipe: str | None = None) -> float:
     o = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)
     step = float(np.asarray(o["step_s"]).reshape(-1)[0])
     return sc.training.tokens_per_step / step / sc.system.gpus
+
+
+def forward_check() -> list[tuple[str, float, float]]:
+    """(row, logged evaluation step s, the estimate's forward compute s) for the rows whose
+    logs time evaluation steps without a pipeline (eval_step_s): one forward and the loss of the global batch under
+    the run's graphs, no backward and no gradient collective, so it checks the layer apart from the DP terms."""
+    cat = load_catalog()
+    out = []
+    for r in _rows():
+        if not r["eval_step_s"]:
+            continue
+        sc = resolve_job(job(r), cat)
+        o = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)
+        out.append((r["id"], float(r["eval_step_s"]), float(np.asarray(o["forward_compute"]).reshape(-1)[0])))
+    return out
 
 
 def _rows() -> list[dict[str, str]]:
@@ -166,6 +184,10 @@ def main() -> None:
     print("same benchmark and layout on two parts (per-GPU throughput ratio, measured vs predicted):")
     for name, meas, pred in part_pairs(cs):
         print(f"  {name:60s} measured {meas:.3f} predicted {pred:.3f}")
+    print("forward only: the logs' evaluation steps (forward + loss, no backward, no gradient collective) against the "
+          "estimate's forward compute (ms):")
+    for rid, ev, fwd in forward_check():
+        print(f"  {rid:50s} logged {1e3 * ev:6.1f} estimate {1e3 * fwd:6.1f} ({100 * (fwd - ev) / ev:+5.1f}%)")
     print("worst rows:")
     for c in sorted(cs, key=lambda c: -abs(c.err))[:5]:
         print(f"  {c.row_id:46s} {100 * c.err:+7.1f}%")

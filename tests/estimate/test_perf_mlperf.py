@@ -67,3 +67,13 @@ def test_b200_8b_series_flat_to_128_gpus():
     m32, p32 = ratios["mlperf5.1_b200_llama31_8b_fp8 32gpu / 8gpu"]
     m128, p128 = ratios["mlperf5.1_b200_llama31_8b_fp8 128gpu / 8gpu"]
     assert abs(m128 / m32 - 1.0) < 0.03 and abs(p128 / p32 - 1.0) < 0.03
+
+
+def test_forward_only_against_logged_evaluation_steps():
+    """The 8B rows' logged evaluation steps (a forward and the loss, no backward, no gradient collective) against the
+    estimate's forward compute. Reached: +9..+18% (the estimate slower) where a GPU runs 4,096 tokens or more a
+    micro-batch on FP8, -22 / -23% at 512 GB200 / GB300 (TP 2 x CP 4, 2,048 tokens: most of those rows' gap is in the
+    layer, docs/frameworks.md Known gaps), NVFP4 -2..+17%."""
+    fc = {rid: (fwd - ev) / ev for rid, ev, fwd in pm.forward_check()}
+    assert len(fc) == 15 and all(abs(e) < 0.30 for e in fc.values())
+    assert fc["mlperf5.1_gb200_llama31_8b_fp8_512gpu"] < 0.0 < fc["mlperf5.1_gb200_llama31_8b_fp8_72gpu"]

@@ -46,6 +46,27 @@ def test_scalar_and_vector_paths_agree():
         assert vec["step_s"][i] == pytest.approx(s.step_s, rel=1e-12)
 
 
+@settings(max_examples=30, deadline=None)
+@given(tp=hs.sampled_from([1, 2, 4, 8]), pp=hs.sampled_from([1, 2, 4]), mb=hs.sampled_from([1, 2, 4]),
+       rc=hs.sampled_from(["selective", "full"]))
+def test_forward_compute_is_a_share_of_the_compute(tp, pp, mb, rc):
+    """The forward passes alone (what an evaluation step runs) are part of the step's compute, and recompute, which
+    re-runs forwards inside the backward, leaves them as they are."""
+    from trainsizer.estimate.step_time import step_time_arrays
+
+    dp = 64 // (tp * pp)
+
+    def run(recompute):
+        return step_time_arrays(llama8b(), Training(seq_len=4096, global_batch_seqs=256), h100_cluster(),
+                                Strategy(tp=tp, pp=pp, dp=dp, micro_batch=mb, recompute=recompute))
+
+    o, base = run(rc), run("none")
+    fwd, comp = float(o["forward_compute"]), float(o["compute"])
+    assert 0.0 < fwd < comp
+    assert fwd == pytest.approx(float(base["forward_compute"]), rel=1e-12)
+    assert comp >= float(base["compute"]) * (1 - 1e-12)
+
+
 def test_bubble_zero_without_pipeline_and_positive_with():
     assert _est(tp=8, pp=1, dp=8).breakdown_s["pp_bubble"] == 0.0
     assert _est(tp=8, pp=4, dp=2).breakdown_s["pp_bubble"] > 0.0

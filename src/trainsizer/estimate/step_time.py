@@ -1296,6 +1296,9 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
         "micro_batches": m,
         "gpus": x.t * x.p * x.d * x.c,
         "compute": m * mb.compute,
+        # the forward passes alone (decoder layers and the LM head + loss on the slowest stage, no comm): what a
+        # forward-only step (evaluation) runs; benchmarks/perf_mlperf.py checks it against logged evaluation steps
+        "forward_compute": m * (mb.n_stage * lt.fwd + mb.head_w * lt.head_fwd),
         "tp_comm": m * mb.tp,
         "cp_comm": m * mb.cp,
         "ep_comm": m * mb.ep,
