@@ -167,8 +167,12 @@ def wrap_cells(text: str, width: int) -> list[str]:
     for token in _TOKEN.findall(" ".join(text.split())):
         if line and cells((line + token).rstrip()) > width and token[0] not in _NO_LINE_START:
             line = line.rstrip()
-            carried = line[-1] if line[-1] in _NO_LINE_END and len(line) > 1 else ""
-            lines.append(line[:-1] if carried else line)
+            kept = line.rstrip("".join(_NO_LINE_END) + " ")  # a run of opening punctuation moves on together
+            carried = line[len(kept):].lstrip() if kept else ""
+            lines.append(kept if carried else line)
+            if carried and cells(carried + token.rstrip()) > width:  # the run alone, rather than past the width
+                lines.append(carried)
+                carried = ""
             line = carried + token.lstrip()
         else:
             line += token
