@@ -24,6 +24,12 @@
   others): LoRA dim 16 on every linear layer, local batch 2, activation checkpointing, async TP, compile and
   sequence parallelism as each config sets; the `framework` is `torchtitan` (FSDP2 style) as perf_heldout's AutoModel
   pre-training rows.
+- MLPerf Training v5.0 / v5.1, MangoBoost's closed Llama 2 70B LoRA submissions on AMD Instinct
+  (benchmarks/data/heldout_2026b_mlperf.csv, the columns of amd_mlperf.csv plus `network`, built by perf_amd.job):
+  MI300X on 1, 2 and 4 nodes (v5.0), MI300X and MI325X on 1 and 2 nodes (v5.1), context parallel = the node count;
+  each row the median of the result logs' per-block samples/s (MLLOG tracked_stats throughput, as perf_amd's rows),
+  the layout and recompute from the submission's config_*.sh. The multi-node rows ran over each node's 8 GPUBoost
+  RDMA NICs (RoCEv2) of unstated speed: 400 Gb/s assumed.
 
 Sign: (predicted - measured) / measured of tokens/s per GPU, + = predicted too fast.
 
@@ -38,12 +44,14 @@ from pathlib import Path
 import numpy as np
 
 from harness import Fit, job_fits, job_tokens_per_gpu, print_fits, row_cases
+from perf_amd import job as amd_job
 from perf_heldout import job_of
 from perf_mbridge26 import group_mape
 from perf_mbridge26 import job as mbridge_job
 
 DATA = Path(__file__).resolve().parent / "data" / "heldout_2026b.csv"
 AUTOMODEL = Path(__file__).resolve().parent / "data" / "heldout_2026b_automodel.csv"
+MLPERF = Path(__file__).resolve().parent / "data" / "heldout_2026b_mlperf.csv"
 
 
 def rows() -> list[dict[str, str]]:
@@ -75,9 +83,29 @@ def cases() -> list[tuple[str, str, float, float]]:
     return row_cases(rows(), mbridge_job)
 
 
+def mlperf_rows() -> list[dict[str, str]]:
+    return list(csv.DictReader(MLPERF.open(encoding="utf-8")))
+
+
+def mlperf_job(r: dict[str, str]) -> dict:
+    """An MLPerf AMD row as a job: perf_amd's row job, with the row's network where it spans nodes."""
+    job = amd_job(r)
+    if r["network"]:
+        job["hardware"]["network"] = r["network"]
+    return job
+
+
+def mlperf_cases() -> list[tuple[str, str, float, float]]:
+    """(row id, source key, measured, predicted tokens/s/GPU) of the MLPerf rows."""
+    rs = mlperf_rows()
+    predicted = job_tokens_per_gpu((r["id"], mlperf_job(r)) for r in rs)
+    return [(r["id"], r["source_key"], float(r["tokens_per_sec_per_gpu"]), p) for r, (_, p) in zip(rs, predicted, strict=True)]
+
+
 def fits() -> list[Fit]:
     """Each row's predicted peak memory against the card's usable memory (every row ran on real hardware)."""
-    return job_fits([(r["id"], mbridge_job(r)) for r in rows()] + [(r["id"], automodel_job(r)) for r in automodel_rows()])
+    jobs = [(r["id"], mbridge_job(r)) for r in rows()] + [(r["id"], automodel_job(r)) for r in automodel_rows()]
+    return job_fits(jobs + [(r["id"], mlperf_job(r)) for r in mlperf_rows()])
 
 
 def main() -> None:
@@ -102,7 +130,18 @@ def main() -> None:
     for title, keep in (("LoRA", lambda rid: "_lora_" in rid), ("pre-training", lambda rid: "_lora_" not in rid)):
         perr = np.array([abs(p - m) / m for rid, _, m, p in pc if keep(rid)])
         print(f"NeMo AutoModel {title}, H100 (held out, nothing fitted): n={len(perr)} MAPE {100 * perr.mean():.1f}%")
-    print_fits(fits(), "Megatron-Bridge 26.02 and AutoModel")
+    mc = mlperf_cases()
+    print(f"\n{'row':56s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
+    for rid, _, m, p in mc:
+        print(f"{rid:56s} {m:9.0f} {p:9.0f} {100 * (p - m) / m:+7.1f}")
+    merr = np.array([abs(p - m) / m for _, _, m, p in mc])
+    print(f"MLPerf MangoBoost LoRA, AMD Instinct (held out, nothing fitted): n={len(mc)} MAPE {100 * merr.mean():.1f}%")
+    by_id = {rid: (m, p) for rid, _, m, p in mc}
+    for rid, (m, p) in by_id.items():  # the same submitter, release and GPU on one node
+        one = by_id.get(rid.rsplit("_", 1)[0] + "_8gpu")
+        if one and not rid.endswith("_8gpu"):
+            print(f"  per-GPU rate over one node: {rid:50s} measured {m / one[0]:.3f} predicted {p / one[1]:.3f}")
+    print_fits(fits(), "Megatron-Bridge 26.02, AutoModel and MLPerf MangoBoost")
 
 
 if __name__ == "__main__":
