@@ -48,13 +48,19 @@ def _time_value(key: str, value: Any, L: str) -> str:
     return fmt_num(value, L)
 
 
+def _seconds(seconds: float, L: str) -> str:
+    """A part of the step: in ms below 10 ms ('0.608 ms', not '6.08E-4 s')."""
+    return f"{fmt_num(seconds * 1000, L)} ms" if abs(seconds) < 0.01 else f"{fmt_num(seconds, L)} s"
+
+
 def _time(con: Console, tm: dict[str, Any], L: str) -> None:
     step = tm.get("step_s")
     rows = [(t("step_s", L), fmt_num(step, L))]
     for key, seconds in tm.get("breakdown_s", {}).items():
         if seconds:
             share = fmt_share(seconds / step, L) if step else "—"
-            rows.append((f"  {t('breakdown', L)}{t('colon', L)}{t('bd_' + key, L)}", f"{fmt_num(seconds, L)} s ({share})"))
+            rows.append((f"  {t('breakdown', L)}{t('colon', L)}{t('bd_' + key, L)}",
+                         _seconds(seconds, L) + t("paren", L).format(text=share)))
     rows += [(t(k, L), _time_value(k, tm[k], L)) for k in TIME_ROWS if k in tm]
     con.print(_kv_table(t("time_title", L), rows, L))
 
@@ -79,12 +85,13 @@ def _cost_rows(result: dict[str, Any], L: str) -> list[tuple[str, str]]:
                                                                       cost_basis.buy_amortised(result)]
             for c in (c for c in shown if c is not None):
                 label = c.label(L)
-                rows.append((f"{label[:1].upper()}{label[1:]} ({c.currency})", f"{fmt_num(c.low, L)} – {fmt_num(c.high, L)} "
-                                                             f"({t('typical', L)} {fmt_num(c.mid, L)})"))
+                typical = t("paren", L).format(text=f"{t('typical', L)} {fmt_num(c.mid, L)}")
+                rows.append((f"{label[:1].upper()}{label[1:]}" + t("paren", L).format(text=c.currency),
+                             f"{fmt_num(c.low, L)} – {fmt_num(c.high, L)}{typical}"))
             if block.get("date"):  # how old the price is; a year or more gets a warning
                 flags = [t("price_stale", L)] if block.get("stale") else []
                 flags += [t("price_projection", L)] if block.get("projection") else []
-                age = f"{block['date']} ({block.get('age_days', '?')} {t('days', L)})"
+                age = block["date"] + t("paren", L).format(text=f"{block.get('age_days', '?')} {t('days', L)}")
                 rows.append((f"  {t('price_date', L)}", " ".join([age, *[f"⚠ {f}" for f in flags]])))
     energy = result.get("energy") or {}
     if energy:
