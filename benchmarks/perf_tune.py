@@ -1,9 +1,9 @@
 """How the tuned efficiency constants were chosen: a coarse grid scored on throughput.csv (+ vTrain MAPE).
 
-Only five constants are tuned (GEMM efficiency_max for A100 and H100, FlashAttention efficiency for A100 and
-H100, the FP8 GEMM ratio of the delayed / tensorwise / MXFP8 recipes, scored with the NeMo and torchtitan rows of
+Only four constants are tuned (GEMM efficiency_max for A100 and H100, FlashAttention-2 efficiency for A100, the
+FP8 GEMM ratio of the delayed / tensorwise / MXFP8 recipes, scored with the NeMo and torchtitan rows of
 perf_modern.py as well); everything else is counted or taken from a measurement quoted in
-perf_constants.yaml. Run: python benchmarks/perf_tune.py
+perf_constants.yaml (H100's FA2 figure and the Triton kernel's since 2026-12-02). Run: python benchmarks/perf_tune.py
 """
 
 from __future__ import annotations
@@ -21,17 +21,16 @@ GRID = {
     "a100_gemm": (0.70, 0.74, 0.78),
     "h100_gemm": (0.58, 0.61, 0.64),
     "a100_flash": (0.45, 0.55),
-    "h100_flash": (0.22, 0.25, 0.30),
     "fp8_ratio": (0.80, 0.85, 0.90, 0.95),
 }
 
 
-def score(a100_gemm, h100_gemm, a100_flash, h100_flash, fp8_ratio, vt=None):
+def score(a100_gemm, h100_gemm, a100_flash, fp8_ratio, vt=None):
     k0 = load_constants()
     k = dataclasses.replace(
         k0,
         gemm_efficiency_max={**k0.gemm_efficiency_max, "a100": a100_gemm, "h100": h100_gemm},
-        flash_efficiency={**k0.flash_efficiency, "a100": a100_flash, "h100": h100_flash},
+        flash_efficiency={**k0.flash_efficiency, "a100": a100_flash},
         fp8_recipes={n: {**r, "gemm_efficiency_ratio": fp8_ratio if n != "rowwise" else r["gemm_efficiency_ratio"]}
                      for n, r in k0.fp8_recipes.items()},
     )

@@ -5,6 +5,7 @@ and kernels mixed in one batch of strategies (perf_constants.yaml attention.flas
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 
 import numpy as np
 import pytest
@@ -38,20 +39,24 @@ def test_triton_rates_are_the_measured_a100_figure_and_the_derived_hopper_one():
 
 def test_triton_length_factor_follows_the_measured_curve():
     k = load_constants()
-    assert k.triton_length_factor("triton", 2048) == pytest.approx(1.0)
-    assert k.triton_length_factor("triton", 512) == pytest.approx(50 / 68)
-    assert k.triton_length_factor("triton", 16384) == pytest.approx(80 / 68)
-    assert k.triton_length_factor("triton", 65536) == pytest.approx(80 / 68)  # the end value beyond
-    assert k.triton_length_factor("fa2", 65536) == 1.0
-    mixed = k.triton_length_factor(np.array(["triton", "native", "triton"]), np.array([8192, 8192, 1024]))
+    for part in ("a100-sxm-80gb", "h100-sxm", "mi300x"):  # one measured shape for every family
+        factor = partial(k.flash_length_factor, part, "triton")
+        assert factor(2048) == pytest.approx(1.0)
+        assert factor(512) == pytest.approx(50 / 68)
+        assert factor(16384) == pytest.approx(80 / 68)
+        assert factor(65536) == pytest.approx(80 / 68)  # the end value beyond
+    assert k.flash_length_factor("h100-sxm", "native", 65536) == 1.0  # the native kernels' own curve, elsewhere
+    mixed = k.flash_length_factor("a100-sxm-80gb", np.array(["triton", "native", "triton"]), np.array([8192, 8192, 1024]))
     assert list(mixed) == pytest.approx([78 / 68, 1.0, 61 / 68])
 
 
 @settings(max_examples=50, deadline=None)
 @given(hs.floats(min_value=64, max_value=2e6), hs.floats(min_value=1.0, max_value=4.0))
-def test_triton_rate_never_falls_with_length(length, grow):
+def test_flash_rates_never_fall_with_length(length, grow):
     k = load_constants()
-    assert k.triton_length_factor("triton", length * grow) >= k.triton_length_factor("triton", length)
+    for kernel in ("triton", "fa2"):
+        factor = partial(k.flash_length_factor, "h100-sxm", kernel)
+        assert factor(length * grow) >= factor(length)
 
 
 def test_triton_pads_a_head_dim_to_the_next_power_of_two():
@@ -88,3 +93,16 @@ def test_kernels_mixed_in_one_batch_match_each_alone():
                    .reshape(-1)[0]) for name in kernels]
     assert list(batch) == pytest.approx(alone, rel=1e-9)
     assert len(set(np.round(batch, 9))) == n
+
+
+def test_fa2_on_hopper_runs_its_measured_rate_and_length_curve():
+    """FA2's Hopper share is its measured causal forward at 8K (333 TFLOPS, FA3 paper Fig. 5), and its rate follows
+    the FA2 paper's H100 forward + backward figures (Fig. 7(d)) relative to 8K; FA2's A100 figure has no length."""
+    k = load_constants()
+    assert k.flash_fraction("h100-sxm", "fa2") == pytest.approx(333 / 989, rel=0.01)
+    assert k.flash_fraction("h200-sxm-141gb", "fa2") == k.flash_fraction("h100-sxm", "fa2")
+    factor = partial(k.flash_length_factor, "h100-sxm", "fa2")
+    assert factor(8192) == pytest.approx(1.0)
+    assert factor(2048) == pytest.approx(265 / 308)
+    assert factor(131072) == pytest.approx(328 / 308)
+    assert k.flash_length_factor("a100-sxm-80gb", "fa2", 2048) == 1.0

@@ -48,8 +48,8 @@ class PerfConstants:
     # native kernels' measured rate by sequence length, by family: (lengths, fwd, bwd) (attention.native_length_scaling)
     native_length_scaling: dict[str, tuple[tuple[float, ...], ...]]
     native_length_ref: float  # the length flash_efficiency_native is taken at
-    triton_length: tuple[tuple[float, ...], tuple[float, ...]]  # Triton kernel's (lengths, rate) (triton_length_scaling)
-    triton_length_ref: float  # the length flash_efficiency_triton is taken at
+    # FA2 / Triton kernels' measured rate by length: kernel -> (ref, family -> (lengths, rate)) (flash_length_scaling)
+    flash_length: dict[str, tuple[float, dict[str, tuple[tuple[float, ...], tuple[float, ...]]]]]
     # the same by cuDNN release (strategy.cudnn_release): release -> family -> (lengths, fwd, bwd)
     native_length_release: dict[str, dict[str, tuple[tuple[float, ...], ...]]]
     # fused-attention throughput (forward, backward) over the base release, by cuDNN release and family
@@ -147,17 +147,20 @@ class PerfConstants:
         return tuple(np.where(native, np.interp(at, x, rate) / np.interp(ref, x, rate), 1.0)  # type: ignore[return-value]
                      for rate in (fwd, bwd))
 
-    def triton_length_factor(self, kernel: Any, length: Any) -> Any:
-        """Rate of the Triton kernel at a kernel call's sequence `length` relative to the length flash_efficiency_triton
-        is taken at (attention.triton_length_scaling: log-linear between the measured lengths, the end values beyond
-        them); 1 for other kernels (an array of kernels under framework auto)."""
-        triton = np.asarray(kernel) == "triton"
-        if not np.any(triton):
-            return 1.0
-        lengths, rate = self.triton_length
+    def flash_length_factor(self, accelerator: str, kernel: Any, length: Any) -> Any:
+        """Rate of the FA2 / Triton kernels at a kernel call's sequence `length` relative to the length their
+        efficiency is taken at (attention.flash_length_scaling: log-linear between the measured lengths, the end values
+        beyond them); 1 for other kernels (an array of kernels under framework auto) and families without a curve."""
+        names = np.asarray(kernel)
         at = np.log2(np.maximum(np.asarray(length, float), 1.0))
-        scale = np.interp(at, np.log2(lengths), rate) / np.interp(np.log2(self.triton_length_ref), np.log2(lengths), rate)
-        return np.where(triton, scale, 1.0)
+        factor: Any = 1.0
+        for name, (ref, families) in self.flash_length.items():
+            curve = _family_entry(families, accelerator)
+            if curve is None or not np.any(names == name):
+                continue
+            x, rate = np.log2(curve[0]), curve[1]
+            factor = np.where(names == name, np.interp(at, x, rate) / np.interp(np.log2(ref), x, rate), factor)
+        return factor
 
     def cudnn_release(self, accelerator: str, release: str | None) -> tuple[float, float] | None:
         """(forward, backward) fused-attention throughput of cuDNN `release` over the base release on this part's
@@ -184,6 +187,13 @@ def _length_curves(table: dict[str, Any]) -> dict[str, tuple[tuple[float, ...], 
     """attention.native_length_scaling's family entries as (lengths, forward, backward) tuples."""
     return {str(k): (tuple(map(float, v["lengths"])), tuple(map(float, v["fwd"])), tuple(map(float, v["bwd"])))
             for k, v in table.items() if k not in ("ref", "release")}
+
+
+def _family_entry(table: dict[str, Any], accelerator: str) -> Any:
+    """The entry of the longest family key the accelerator starts with, else `default`, else None."""
+    acc = accelerator.lower()
+    keys = [key for key in table if key != "default" and acc.startswith(key)]
+    return table[max(keys, key=len)] if keys else table.get("default")
 
 
 def _by_family(table: dict[str, float], accelerator: str) -> float:
@@ -224,9 +234,10 @@ def load_constants() -> PerfConstants:
                                            for d, fam in a["fp8_attention_speedup_by_head_dim"].items()},
         native_length_scaling=_length_curves(a["native_length_scaling"]),
         native_length_ref=float(a["native_length_scaling"]["ref"]),
-        triton_length=(tuple(map(float, a["triton_length_scaling"]["lengths"])),
-                       tuple(map(float, a["triton_length_scaling"]["fwd_bwd"]))),
-        triton_length_ref=float(a["triton_length_scaling"]["ref"]),
+        flash_length={str(kernel): (float(t["ref"]), {str(fam): (tuple(map(float, c["lengths"])),
+                                                               tuple(map(float, c["fwd_bwd"])))
+                                                        for fam, c in t.items() if fam != "ref"})
+                      for kernel, t in a["flash_length_scaling"].items()},
         native_length_release={str(rel): _length_curves(fam)
                                for rel, fam in a["native_length_scaling"].get("release", {}).items()},
         cudnn_release_speedup={str(rel): {str(k): (float(v["fwd"]), float(v["bwd"])) for k, v in fam.items()}

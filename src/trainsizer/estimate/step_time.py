@@ -574,15 +574,15 @@ def _expert_bias_time(x: _Step) -> Any:
 
 
 def _native_length(x: _Step) -> tuple[Any, Any]:
-    """(forward, backward) rate of the native and Triton attention kernels at the length one kernel call runs,
-    relative to the length their efficiency is taken at (PerfConstants.native_length_factors, triton_length_factor):
+    """(forward, backward) rate of the attention kernels at the length one kernel call runs, relative to the length
+    their efficiency is taken at (PerfConstants.native_length_factors, flash_length_factor):
     the attention span (the row where none is given), over CP the rank's share -- Transformer Engine's ring
     (AttnFuncWithCP) runs each step on the local chunks, span / cp queries against span / cp or span / 2 cp keys; at
     the job's cuDNN release."""
     span = np.where(np.asarray(x.span, float) > 0, x.span, x.row) / x.c
     fwd, bwd = x.k.native_length_factors(x.system.accelerator, x.fw.attention_kernel, span, x.cudnn_release)
-    triton = x.k.triton_length_factor(x.fw.attention_kernel, span)
-    return fwd * triton, bwd * triton
+    flash = x.k.flash_length_factor(x.system.accelerator, x.fw.attention_kernel, span)
+    return fwd * flash, bwd * flash
 
 
 def _cudnn_release(x: _Step) -> tuple[Any, Any]:
