@@ -164,7 +164,7 @@ class ModelShapes:
     qkv_up_share: float = 0.0
     # sliding-window attention (ModelArch.sliding_window): the window in tokens and the share of layers using it
     window: int = 0
-    window_share: float = 0.0
+    window_share: Any = 0.0  # an array where the framework style decides per strategy (step_time._windowed_shapes)
     # chunked attention (ModelArch.attention_chunk): the chunk in tokens and the share of layers using it
     chunk: int = 0
     chunk_share: float = 0.0
@@ -529,7 +529,7 @@ def _attention_core(shapes: ModelShapes, tok, b, c, s: Any, t, rates: Rates, *, 
         span = np.where(np.asarray(attention_span, float) > 0, attention_span, s)
         full = span * causal_fraction(span)  # keys a query attends over, causal, in 128-wide tiles
         keys = full
-        if shapes.window_share > 0:
+        if np.any(np.asarray(shapes.window_share) > 0):
             # a windowed layer's query sees the last w positions: w (1 - w / 2 span) on average over the row, plus
             # the tiles the band's two edges cut (FlashAttention window_size, FlexAttention block masks, TE / cuDNN
             # windows skip the tiles outside the band; the eager branch below, like SDPA given the window as a mask,

@@ -171,6 +171,10 @@ class PerfStyle:
     # packed samples go into packs in order, each closed and padded once the next sample does not fit (next fit:
     # torchtune PackedDataset); Training.pack_fill (scenario) reads it
     packs_next_fit: bool = False
+    # a model's sliding windows (ModelArch.sliding_window) save attention work: the kernel skips the tiles outside
+    # the band (FlashAttention-2 window_size, FlexAttention block masks, TE / cuDNN); false: every layer runs the
+    # whole causal row (torchtune: its Mistral builder has no window, its Gemma 2 attention masks a full matmul)
+    sliding_windows: bool = True
 
     def __post_init__(self) -> None:
         if not np.all(np.isin(self.attention_kernel, ATTENTION_KERNELS)):
@@ -513,6 +517,15 @@ def _fp8_weight_casts(x: _Step) -> Any:
     return np.where(np.asarray(x.fw.fp8_param_allgather), 0.0, casts)
 
 
+def _windowed_shapes(x: _Step) -> compute.ModelShapes:
+    """The model's shapes with its sliding windows kept only where the style's kernel skips the tiles outside them
+    (PerfStyle.sliding_windows; arrays under auto)."""
+    shapes = _shapes(x.model)
+    if shapes.window_share <= 0 or np.all(x.fw.sliding_windows):
+        return shapes
+    return dataclasses.replace(shapes, window_share=np.where(x.fw.sliding_windows, shapes.window_share, 0.0))
+
+
 def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     """Compute time of one average decoder layer (compute.py) and its forward + backward for one micro-batch,
     with QLoRA's dequantisation of the NF4 weights."""
@@ -526,7 +539,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     len_fwd, len_bwd = _native_length(x)
     rel_fwd, rel_bwd = _cudnn_release(x)
     att_fwd, att_bwd = fp8_fwd * rel_fwd * len_fwd, fp8_bwd * rel_bwd * len_bwd
-    lt = compute.layer_times(_shapes(model), x.row, r, tp=t, cp=x.c, micro_batch=x.b * seqs, sp=x.sp,
+    lt = compute.layer_times(_windowed_shapes(x), x.row, r, tp=t, cp=x.c, micro_batch=x.b * seqs, sp=x.sp,
                              recompute=rc, ep=x.e, flash=training.flash_attention, flash_rate=r.flash_flops * att_fwd,
                              flash_bwd_over_fwd=bwd_ratio * att_fwd / att_bwd,
                              trains_base_weights=training.trains_base_weights,
