@@ -74,6 +74,18 @@ def test_forward_only_against_logged_evaluation_steps():
     estimate's forward compute. Reached: +9..+18% (the estimate slower) where a GPU runs 4,096 tokens or more a
     micro-batch on FP8, -22 / -23% at 512 GB200 / GB300 (TP 2 x CP 4, 2,048 tokens: most of those rows' gap is in the
     layer, docs/frameworks.md Known gaps), NVFP4 -2..+17%."""
-    fc = {rid: (fwd - ev) / ev for rid, ev, fwd in pm.forward_check()}
+    fc = {rid: (fwd - ev) / ev for rid, ev, fwd, _, _ in pm.forward_check()}
     assert len(fc) == 15 and all(abs(e) < 0.30 for e in fc.values())
     assert fc["mlperf5.1_gb200_llama31_8b_fp8_512gpu"] < 0.0 < fc["mlperf5.1_gb200_llama31_8b_fp8_72gpu"]
+
+
+def test_step_outside_the_layers_of_the_b200_8b_series():
+    """What the B200 8B steps spend outside the layers (the step less the logged forward times the estimate's layer /
+    forward ratio): about 48-54 ms from 32 to 128 GPUs, 82 ms at 256, 60 ms on two nodes against 42 on one at
+    micro-batch 2; the estimate's DP and optimizer terms stay at 13-33 ms. Reached, not a bound to tune to: the
+    test pins that the check runs on the full-iteration rows and that the 256-GPU jump is in this part."""
+    rest = {rid: (m, p) for rid, _, _, m, p in pm.forward_check() if m is not None}
+    assert len(rest) == 10
+    m128, _ = rest["mlperf5.1_b200_llama31_8b_fp8_128gpu"]
+    m256, p256 = rest["mlperf5.1_b200_llama31_8b_fp8_256gpu"]
+    assert m256 - m128 > 0.02 and p256 < m256
