@@ -30,6 +30,11 @@
   each row the median of the result logs' per-block samples/s (MLLOG tracked_stats throughput, as perf_amd's rows),
   the layout and recompute from the submission's config_*.sh. The multi-node rows ran over each node's 8 GPUBoost
   RDMA NICs (RoCEv2) of unstated speed: 400 Gb/s assumed.
+- MLPerf Training v5.0, IBM+CoreWeave+NVIDIA's closed Llama 3.1 405B pre-training on GB200 NVL72 (512, 1,024, 1,536,
+  2,048 and 2,496 GPUs; benchmarks/data/heldout_2026b_mlperf_nvidia.csv, the columns of nvidia_mlperf.csv, built by
+  perf_mlperf.job): NVIDIA's GB200 405B implementation of the same release (TP 4 PP 8 VPP 8 CP 2, full-iteration
+  CUDA graph), each row the median per-step train_step_time of the result logs as perf_mlperf's rows; every column
+  stated as perf_mlperf's NVIDIA GB200 512-GPU row states it (its 19.474 s against this cluster's 19.314 s).
 
 Sign: (predicted - measured) / measured of tokens/s per GPU, + = predicted too fast.
 
@@ -48,10 +53,12 @@ from perf_amd import job as amd_job
 from perf_heldout import job_of
 from perf_mbridge26 import group_mape
 from perf_mbridge26 import job as mbridge_job
+from perf_mlperf import job as nvidia_mlperf_job
 
 DATA = Path(__file__).resolve().parent / "data" / "heldout_2026b.csv"
 AUTOMODEL = Path(__file__).resolve().parent / "data" / "heldout_2026b_automodel.csv"
 MLPERF = Path(__file__).resolve().parent / "data" / "heldout_2026b_mlperf.csv"
+MLPERF_NVIDIA = Path(__file__).resolve().parent / "data" / "heldout_2026b_mlperf_nvidia.csv"
 
 
 def rows() -> list[dict[str, str]]:
@@ -102,10 +109,22 @@ def mlperf_cases() -> list[tuple[str, str, float, float]]:
     return [(r["id"], r["source_key"], float(r["tokens_per_sec_per_gpu"]), p) for r, (_, p) in zip(rs, predicted, strict=True)]
 
 
+def mlperf_nvidia_rows() -> list[dict[str, str]]:
+    return list(csv.DictReader(MLPERF_NVIDIA.open(encoding="utf-8")))
+
+
+def mlperf_nvidia_cases() -> list[tuple[str, str, float, float]]:
+    """(row id, source key, measured, predicted tokens/s/GPU) of the MLPerf rows on NVIDIA's implementation."""
+    rs = mlperf_nvidia_rows()
+    predicted = job_tokens_per_gpu((r["id"], nvidia_mlperf_job(r)) for r in rs)
+    return [(r["id"], r["source_key"], float(r["tokens_per_sec_per_gpu"]), p) for r, (_, p) in zip(rs, predicted, strict=True)]
+
+
 def fits() -> list[Fit]:
     """Each row's predicted peak memory against the card's usable memory (every row ran on real hardware)."""
     jobs = [(r["id"], mbridge_job(r)) for r in rows()] + [(r["id"], automodel_job(r)) for r in automodel_rows()]
-    return job_fits(jobs + [(r["id"], mlperf_job(r)) for r in mlperf_rows()])
+    jobs += [(r["id"], mlperf_job(r)) for r in mlperf_rows()]
+    return job_fits(jobs + [(r["id"], nvidia_mlperf_job(r)) for r in mlperf_nvidia_rows()])
 
 
 def main() -> None:
@@ -141,7 +160,16 @@ def main() -> None:
         one = by_id.get(rid.rsplit("_", 1)[0] + "_8gpu")
         if one and not rid.endswith("_8gpu"):
             print(f"  per-GPU rate over one node: {rid:50s} measured {m / one[0]:.3f} predicted {p / one[1]:.3f}")
-    print_fits(fits(), "Megatron-Bridge 26.02, AutoModel and MLPerf MangoBoost")
+    nc = mlperf_nvidia_cases()
+    print(f"\n{'row':56s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
+    for rid, _, m, p in nc:
+        print(f"{rid:56s} {m:9.0f} {p:9.0f} {100 * (p - m) / m:+7.1f}")
+    nerr = np.array([abs(p - m) / m for _, _, m, p in nc])
+    print(f"MLPerf IBM+CoreWeave 405B, GB200 (held out, nothing fitted): n={len(nc)} MAPE {100 * nerr.mean():.1f}%")
+    (_, _, m0, p0), (_, _, m1, p1) = nc[0], nc[-1]
+    gpus = [r["gpu_count"] for r in mlperf_nvidia_rows()]
+    print(f"  per-GPU rate at {gpus[-1]} over {gpus[0]} GPUs: measured {m1 / m0:.3f} predicted {p1 / p0:.3f}")
+    print_fits(fits(), "perf_heldout26")
 
 
 if __name__ == "__main__":
