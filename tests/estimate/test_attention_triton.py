@@ -27,9 +27,13 @@ TRITON_A100_2K, FA2_A100_2K, FA2_H100_2K = 68.0, 155.0, 265.0
 
 def test_triton_rates_are_the_measured_a100_figure_and_the_derived_hopper_one():
     """A forward + backward rate R (3.5x the forward FLOPs) is a forward share R (1 + bwd) / 3.5 of the peak, the
-    backward at flash_bwd_over_fwd; Hopper = the A100 Triton / FA2 ratio x FA2's measured H100 rate."""
+    backward FA2's ratio x 2 / 1.4 (FA2 paper s4.1: FA2 1.3-1.5x Triton's forward, 2x its backward); Hopper = the
+    A100 Triton / FA2 ratio x FA2's measured H100 rate."""
     k = load_constants()
-    to_fwd = (1.0 + k.flash_bwd_over_fwd) / 3.5
+    bwd = k.flash_bwd_ratio("a100-sxm-80gb", "triton")
+    assert bwd == pytest.approx(k.flash_bwd_over_fwd * 2.0 / 1.4, rel=1e-3)
+    assert k.flash_bwd_ratio("h100-sxm", "triton") == bwd
+    to_fwd = (1.0 + bwd) / 3.5
     assert k.flash_fraction("a100-sxm-80gb", "triton") == pytest.approx(TRITON_A100_2K * to_fwd / 312.0, rel=0.01)
     h100 = TRITON_A100_2K / FA2_A100_2K * FA2_H100_2K * to_fwd / 989.0
     for part in ("h100-sxm", "h800-sxm-80gb", "h200-sxm-141gb"):

@@ -35,6 +35,7 @@ class PerfConstants:
     flash_efficiency: dict[str, float]
     flash_efficiency_native: dict[str, float]  # vendor-tuned fused attention (cuDNN / FA3) where it differs
     flash_efficiency_triton: dict[str, float]  # FlashAttention in Triton (llm-foundry's attn_impl triton)
+    triton_bwd_over_fwd_vs_fa2: float  # its backward / forward time over FA2's (attention.flash_efficiency_triton)
     flash_bwd_over_fwd: float
     flash_bwd_over_fwd_native: dict[str, float]  # the native kernels' ratio by family (Hopper); else the above
     fa1_over_fa2: float  # FlashAttention (v1) throughput relative to FlashAttention-2 (attention section)
@@ -115,6 +116,8 @@ class PerfConstants:
         """Attention backward / forward time: the native kernels' measured ratio where the family has one (cuDNN /
         FA3 on Hopper: flash_bwd_over_fwd_native), else FlashAttention-2's (attention section)."""
         acc = accelerator.lower()
+        if kernel == "triton":
+            return self.flash_bwd_over_fwd * self.triton_bwd_over_fwd_vs_fa2
         keys = [key for key in self.flash_bwd_over_fwd_native if acc.startswith(key)] if kernel == "native" else []
         return self.flash_bwd_over_fwd_native[max(keys, key=len)] if keys else self.flash_bwd_over_fwd
 
@@ -223,6 +226,7 @@ def load_constants() -> PerfConstants:
         flash_efficiency={str(k): float(v) for k, v in a["flash_efficiency"].items()},
         flash_efficiency_native={str(k): float(v) for k, v in a["flash_efficiency_native"].items()},
         flash_efficiency_triton={str(k): float(v) for k, v in a["flash_efficiency_triton"].items()},
+        triton_bwd_over_fwd_vs_fa2=float(a["triton_bwd_over_fwd_vs_fa2"]),
         flash_bwd_over_fwd=float(a["flash_bwd_over_fwd"]),
         flash_bwd_over_fwd_native={str(k): float(v) for k, v in a["flash_bwd_over_fwd_native"].items()},
         fa1_over_fa2=float(a["fa1_over_fa2"]),
