@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pickle
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from trainsizer.messages import Money, stored
-from trainsizer.numbers import money
+from trainsizer.numbers import money, significant
 
 
 def test_cents_only_below_a_hundred():
@@ -29,3 +30,10 @@ def test_money_in_a_sentence_survives_json_and_pickle_and_changes_language():
     assert m == "$373" and m.tr("zh") == "US$373"
     assert stored({"key": m.key, "params": m.params}).tr("zh") == "US$373"
     assert pickle.loads(pickle.dumps(m)).tr("zh") == "US$373"
+
+
+@pytest.mark.parametrize(("x", "shown"), [(2.7e-05, "0.000027"), (0.00053, "0.00053"), (4.123, "4.1"),
+                                          (1234.5, "1234"), (0.0, "0"), (15.0, "15")])
+def test_a_figure_inside_a_sentence_keeps_two_significant_figures(x, shown):
+    """'tokens/s x bytes/token = 0.000027 GB/s', not '0.0000 GB/s' or '2.7e-05'."""
+    assert significant(x) == shown

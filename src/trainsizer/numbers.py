@@ -47,6 +47,15 @@ def fmt_num(value: Any, lang: str, *, digits: int = 3) -> str:
     return format_decimal(v, format=pattern, locale=loc)
 
 
+def significant(x: float, figures: int = 2) -> str:
+    """`x` to `figures` significant figures as a plain decimal, for a number inside a sentence: 0.000027, 4.1,
+    1234 (never 2.7e-05, nor 0.0000 for a small figure)."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    decimals = max(0, figures - 1 - math.floor(math.log10(abs(x))))
+    return f"{round(x, decimals):.{decimals}f}"
+
+
 def fmt_share(fraction: float | None, lang: str) -> str:
     """A fraction as a percentage with one decimal (0.353 -> 35.3%)."""
     if fraction is None or not math.isfinite(fraction):

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -59,3 +60,18 @@ def test_days_never_print_an_exponent(x):
 def test_a_money_range_takes_full_width_brackets_in_chinese():
     assert Fmt("zh").money_range(2704, 2739, 2774, "USD") == "US$2,739（US$2,704 – US$2,774）"
     assert Fmt("en").money_range(2704, 2739, 2774, "USD") == "$2,739 ($2,704 – $2,774)"
+
+
+@pytest.mark.parametrize(("x", "shown"), [(0.0508, "0.051"), (0.0063, "0.0063"), (0.000123, "0.00012"),
+                                          (0.5, "0.5"), (12.345, "12.3")])
+def test_small_figures_read_as_decimals_not_e_notation(x, shown):
+    """A 0.05 GiB gradient in the memory table is '0.051', never '5.08E-2'."""
+    assert Fmt("en").num(x) == shown and "E" not in Fmt("zh").num(x)
+
+
+@pytest.mark.parametrize(("unit", "en", "zh"), [("d", "1.7 d", "1.7 天"), ("mo", "1.7 mo", "1.7 个月"),
+                                                 ("wk", "1.7 wk", "1.7 周"), ("h", "1.7 h", "1.7 小时"),
+                                                 ("s", "1.7 s", "1.7 s"), ("GiB", "1.7 GiB", "1.7 GiB")])
+def test_time_units_read_in_the_readers_words(unit, en, zh):
+    """The rent block's 'job length' in Chinese is '1.7 天', not '1.7 d'; SI units stay."""
+    assert (Fmt("en").qty(1.7, unit), Fmt("zh").qty(1.7, unit)) == (en, zh)

@@ -46,7 +46,7 @@ def test_a_label_does_not_repeat_the_unit_its_figure_prints():
     assert set(UNIT_WORDS) <= {u for _, u in UNIT_SUFFIXES}
 
 
-@pytest.mark.parametrize(("lang", "text"), [("en", "2 – 12 wk"), ("zh", "2 – 12 wk")])
+@pytest.mark.parametrize(("lang", "text"), [("en", "2 – 12 wk"), ("zh", "2 – 12 周")])
 def test_a_low_high_pair_reads_as_a_range(lang, text):
     assert Fmt(lang).value("total_weeks", [2.0, 12.0]) == text
     assert Fmt(lang).value("critical_xids", [48, 56]) == "48, 56"   # a list stays a list
@@ -73,3 +73,18 @@ def test_a_nested_value_keeps_its_fields_units_and_shares(lang, text):
     the fields are set off in the reader's punctuation."""
     value = {"ranks": 16, "exposed_s_per_step": 0.91, "exposed_share_of_step": 0.0112}
     assert cell("allreduce", value, Fmt(lang), "USD") == text
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_an_empty_risk_list_is_nothing_found_not_a_missing_part(lang):
+    """A build-out that found no risk says so; 'not in this plan yet' is for a block the plan lacks."""
+    from trainsizer.render.report.i18n import t
+
+    from .conftest import load_buildout
+
+    plan = load_buildout()
+    plan["build"]["risks"] = []
+    risks = next(s for s in build_view(plan, lang).sections if s.id == "risks")
+    assert risks.text == (t("block_none", lang),) and not risks.missing
+    del plan["build"]["risks"]
+    assert next(s for s in build_view(plan, lang).sections if s.id == "risks").missing

@@ -16,6 +16,7 @@ blocking saves under a target share of time at the Young/Daly interval, and the 
 from __future__ import annotations
 
 from trainsizer.messages import msg
+from trainsizer.numbers import significant
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block, Cited, ceil_div, cited, from_rule
 from trainsizer.plan.buildout.inputs import BuildInput
@@ -114,7 +115,7 @@ def _read_need(b: BuildInput) -> Cited:
     floor = tier.read_gb_s_per_node.low if b.nodes == 1 else max(tier.read_gb_s_per_node.low,
                                                                  sus * tier.read_gb_s_per_su.low)
     need = b.tokens_per_s * rules.value("node", "stored_bytes_per_token") / 1e9
-    return cited(round(max(need, floor), 4), msg("storage_rule_read", need=f"{need:.4f}", floor=f"{floor:g}",
+    return cited(round(max(need, floor), 4), msg("storage_rule_read", need=significant(need), floor=f"{floor:g}",
                                                  tier=tier.id), "superpod_h100_ra")
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from trainsizer.messages import duration
 from trainsizer.render import numbers
+from trainsizer.render.report.i18n import has, t
 
 # Field-name suffix -> unit printed after the number (CONVENTIONS.md's unit names).
 UNIT_SUFFIXES: tuple[tuple[str, str], ...] = (
@@ -66,13 +67,14 @@ class Fmt:
         if isinstance(x, int) or float(x).is_integer():
             return numbers.decimal(int(round(x)), self.lang)
         pattern = "#,##0." + "0" * digits if digits > 0 else "#,##0"
-        if 0 < abs(x) < 10 ** -digits:
-            return numbers.decimal(x, self.lang, "0.###E0")
+        if 0 < abs(x) < 10 ** -digits:  # two significant figures, never E notation a reader must decode
+            return numbers.decimal(x, self.lang, "0." + "0" * (1 - math.floor(math.log10(abs(x)))))
         return numbers.decimal(x, self.lang, pattern)
 
     def qty(self, x: float | int | None, unit: str, digits: int = 1) -> str:
-        """A number with its unit (units are never converted)."""
-        return self.num(x, digits) if not unit else f"{self.num(x, digits)} {unit}"
+        """A number with its unit (units are never converted; a time unit in the reader's word, `unit.<u>`)."""
+        word = t(f"unit.{unit}", self.lang) if has(f"unit.{unit}") else unit
+        return self.num(x, digits) if not unit else f"{self.num(x, digits)} {word}"
 
     def pct(self, x: float | None, digits: int = 1) -> str:
         if x is None:

@@ -214,9 +214,13 @@ def _time_table(plan: Mapping, f: Fmt) -> Table:
 
 def _build_sections(plan: Mapping, f: Fmt) -> list[Section]:
     L, cur, out, present = f.lang, currency(plan), [], blocks(plan)
+    build = plan.get("build") if isinstance(plan.get("build"), Mapping) else {}
     for block in BUILD_BLOCKS:
         title = t(f"sec.{block}", L)
         value = present.get(block)
+        if value in (None, {}, []) and build.get(block) == []:  # computed, and nothing to list (no risk found)
+            out.append(Section(block, title, text=(t("block_none", L),)))
+            continue
         if value in (None, {}, []):
             out.append(Section(block, title, missing=t("block_missing", L), diagram=block == "network"))
             continue
