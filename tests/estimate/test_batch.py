@@ -12,7 +12,7 @@ from trainsizer.estimate.memory import estimate_memory
 from trainsizer.estimate.step_time import estimate_time
 from trainsizer.estimate.validate import valid_mask
 
-from .test_perf_common import h100_cluster, llama8b, mixtral
+from .test_perf_common import b200_cluster, h100_cluster, llama8b, mixtral
 
 GPUS = 64
 
@@ -47,12 +47,16 @@ CASES = [
     ("lora", llama8b(), Training(method="lora", lora_rank=16, seq_len=2048, global_batch_seqs=128), "hf"),
     ("qlora-megatron-core", llama8b(), Training(method="qlora", lora_rank=8, seq_len=2048,
                                                   global_batch_seqs=128), "megatron-core"),
+    # FP8 per-tensor casts on Blackwell differ by style under auto (Transformer Engine's write no transpose)
+    ("fp8-blackwell", llama8b(), Training(seq_len=4096, global_batch_seqs=256, precision="fp8",
+                                          fp8_recipe="tensorwise"), "auto"),
 ]
+SYSTEMS = {"fp8-blackwell": b200_cluster}
 
 
 @pytest.mark.parametrize("name, model, training, fw", CASES, ids=[c[0] for c in CASES])
 def test_batch_agrees_with_the_scalar_estimators(name, model, training, fw) -> None:
-    system = h100_cluster(GPUS)
+    system = SYSTEMS.get(name, h100_cluster)(GPUS)
     st = _grid(120, seed=len(name), moe=model.is_moe).with_(framework=fw)
     out = evaluate_batch(model, training, system, st, chunk=37, threads=2)  # odd chunks, threads: same answer
     assert set(KEYS) <= set(out) and all(v.shape == (120,) for v in out.values())

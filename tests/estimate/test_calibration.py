@@ -7,7 +7,7 @@ from trainsizer.estimate.calibration import Calibration, load_constants, rates
 from trainsizer.estimate.inputs import Strategy, Training
 from trainsizer.estimate.step_time import estimate_time
 
-from .test_perf_common import a100_cluster, h100_cluster, llama8b
+from .test_perf_common import a100_cluster, b200_cluster, h100_cluster, llama8b
 
 
 def test_constants_file_loads_and_is_sane():
@@ -118,3 +118,41 @@ def test_native_attention_backward_ratio_where_the_family_has_one():
     assert rates(h100, "bf16", attention_kernel="fa2").flash_bwd_over_fwd == k.flash_bwd_over_fwd
     b200 = dataclasses.replace(h100, accelerator="b200")
     assert rates(b200, "bf16", attention_kernel="native").flash_bwd_over_fwd == k.flash_bwd_over_fwd
+
+
+
+@pytest.mark.parametrize("recipe, free", [("delayed", 1.0), ("tensorwise", 1.0), ("mxfp8", 0.0), ("nvfp4", 0.0)])
+def test_transformer_engine_casts_write_no_fp8_transpose_on_blackwell(recipe, free):
+    """TE >= 2.0 makes no FP8 transpose under per-tensor scaling where FP8 GEMMs take every layout (Blackwell,
+    memory_constants.yaml fp8.non_tn_fp8_gemm_families): its casts write 1 B less per element; MXFP8 / NVFP4 keep
+    their column-wise copies; Hopper and torchao casts keep the transpose."""
+    from trainsizer.estimate.calibration import fp8_transpose_free
+
+    k = load_constants()
+    assert fp8_transpose_free("b200", k, recipe) == free and fp8_transpose_free("gb300", k, recipe) == free
+    assert fp8_transpose_free("h100-sxm", k, recipe if recipe != "nvfp4" else "delayed") == 0.0
+    te = rates(b200_cluster(), "fp8", fp8_recipe=recipe, te_quantizer=True)
+    other = rates(b200_cluster(), "fp8", fp8_recipe=recipe)
+    assert other.fp8_cast_bytes - te.fp8_cast_bytes == pytest.approx(free)
+    assert (other.fp8_weight_cast_bytes, te.fp8_weight_cast_bytes) == (4.0, 4.0 - free)
+    hopper = rates(h100_cluster(), "fp8", fp8_recipe="tensorwise", te_quantizer=True)
+    assert hopper.fp8_cast_bytes == rates(h100_cluster(), "fp8", fp8_recipe="tensorwise").fp8_cast_bytes
+    assert rates(b200_cluster(), "bf16", te_quantizer=True).fp8_cast_bytes == 0.0
+
+
+def test_a_te_style_fp8_step_on_blackwell_is_shorter_by_the_transposes_alone():
+    import dataclasses
+
+    from trainsizer.estimate.step_time import perf_style
+
+    m, s = llama8b(), b200_cluster()
+    tr = Training(seq_len=8192, global_batch_seqs=64, precision="fp8", fp8_recipe="tensorwise")
+    st = Strategy(tp=1, dp=8, micro_batch=2, framework="megatron-core", distributed_optimizer=True)
+    te = perf_style("megatron-core")
+    assert te.fp8_te_quantizer and not perf_style("torchtitan").fp8_te_quantizer
+    with_te = estimate_time(m, tr, s, st, framework_style=te).step_s
+    without = estimate_time(m, tr, s, st, framework_style=dataclasses.replace(te, fp8_te_quantizer=False)).step_s
+    assert 0.0 < without - with_te < 0.02 * without  # casts are a few percent of an 8B FP8 step
+    hopper = h100_cluster(8)
+    assert estimate_time(m, tr, hopper, st, framework_style=te).step_s == pytest.approx(
+        estimate_time(m, tr, hopper, st, framework_style=dataclasses.replace(te, fp8_te_quantizer=False)).step_s)

@@ -28,6 +28,12 @@ def h100_cluster(gpus=64, inter_gb_s=50.0, intra_gb_s=450.0, nvls=True) -> Syste
                   intra_node_gb_s=intra_gb_s, scaleup_domain=8, nvls=nvls, inter_node_gb_s=inter_gb_s)
 
 
+def b200_cluster(gpus=8, inter_gb_s=50.0) -> System:
+    return System(accelerator="b200", gpus=gpus, gpus_per_node=8, memory_gib=180,
+                  peak_tflops={"bf16": 2250.0, "fp16": 2250.0, "fp8": 4500.0, "fp4": 9000.0}, hbm_gb_s=7700.0,
+                  intra_node_gb_s=900.0, scaleup_domain=8, inter_node_gb_s=inter_gb_s)
+
+
 def a100_cluster(gpus=64, inter_gb_s=25.0) -> System:
     return System(accelerator="a100-sxm-80gb", gpus=gpus, gpus_per_node=8, memory_gib=80,
                   peak_tflops={"bf16": 312.0, "fp16": 312.0}, hbm_gb_s=2039.0, intra_node_gb_s=300.0,

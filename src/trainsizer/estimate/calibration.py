@@ -305,6 +305,7 @@ class Rates:
     gemm16_flops: float = 0.0  # FLOP/s of the 16-bit GEMMs kept out of FP8 (LM head, router); 0 = gemm_flops
     fp8_cast_bytes: float = 0.0  # HBM bytes per FP8 GEMM operand element for scaling + cast (0: not FP8)
     fp8_cast_kernels: float = 0.0  # kernels per FP8 cast of one tensor (by recipe)
+    fp8_weight_cast_bytes: float = 4.0  # HBM bytes per weight element of its FP8 cast (read 16-bit, write FP8 + transpose)
     flash_bwd_over_fwd: float = 0.0  # attention backward / forward time (0: the attention section's constant)
     # FP32 GEMMs on the CUDA cores (torch.mm on float32 without TF32, PyTorch's default): the fp32 MoE router;
     # 0 where the catalog has no FP32 figure (the router is then timed at the 16-bit rate)
@@ -329,18 +330,20 @@ def power_clock_factor(system: Any) -> float:
 
 def rates(system: Any, precision: str, constants: PerfConstants | None = None,
           calibration: Calibration | None = None, attention_kernel: str = "fa2", fp8_recipe: str = "auto",
-          fused_cast: bool = False) -> Rates:
+          fused_cast: bool = False, te_quantizer: bool = False) -> Rates:
     """Effective rates for `system` (a `trainsizer.estimate.inputs.System`) in `precision`.
 
     FP8: the linear layers' GEMMs at the FP8 peak x the bf16 efficiency x the recipe's GEMM ratio
     (perf_constants.yaml `fp8`), the other GEMMs at the 16-bit rate, and the recipe's cast bytes -- its
     `fused_cast_bytes_per_element` when the framework fuses the cast into the producing norm / activation kernel
-    (`fused_cast`, Transformer Engine LayerNormLinear) and the recipe has such a figure."""
+    (`fused_cast`, Transformer Engine LayerNormLinear) and the recipe has such a figure; less the transpose the
+    cast writes where Transformer Engine's quantizers make none (`te_quantizer`, fp8_transpose_free)."""
     k = constants or load_constants()
     cal = calibration or Calibration()
     peak = system.peak(precision) * 1e12
     eff16 = k.gemm_efficiency(system.accelerator) * power_clock_factor(system)
     gemm, gemm16, cast_bytes, cast_kernels = _gemm_rates(system, precision, k, cal, eff16, fp8_recipe, fused_cast)
+    transpose = fp8_transpose_free(system.accelerator, k, fp8_recipe) if precision == "fp8" and te_quantizer else 0.0
     p32 = system.peak_tflops.get("fp32")
     fp32 = float(p32) * 1e12 * eff16 if p32 else 0.0
     flash, bwd_over_fwd = _flash_rate(system, precision, k, cal, attention_kernel)
@@ -355,11 +358,26 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
         kernel_fixed_s=k.kernel_fixed_s,
         act_bytes=float(act_bytes(precision)),
         gemm16_flops=gemm16,
-        fp8_cast_bytes=cast_bytes,
+        fp8_cast_bytes=cast_bytes - transpose,
         fp8_cast_kernels=cast_kernels,
+        fp8_weight_cast_bytes=4.0 - transpose,
         flash_bwd_over_fwd=bwd_over_fwd,
         fp32_flops=fp32,
     )
+
+
+def fp8_transpose_free(accelerator: str, k: PerfConstants, fp8_recipe: str = "auto") -> float:
+    """Bytes per element of the FP8 transpose a cast does not write (the recipe's transpose_bytes_per_element) on
+    a part whose FP8 GEMMs take every layout (memory_constants.yaml fp8.non_tn_fp8_gemm_families): Transformer
+    Engine >= 2.0 makes no transpose there under per-tensor scaling (pytorch/csrc/extensions/quantizer.cpp
+    Float8Quantizer::create_tensor: create_transpose = columnwise_usage && !non_tn_fp8_gemm_supported(), SM >= 10.0);
+    0 elsewhere."""
+    from trainsizer.estimate.model_states import load_memory_constants
+
+    families = load_memory_constants()["fp8"]["non_tn_fp8_gemm_families"]
+    if not any(accelerator.lower().startswith(f) for f in families):
+        return 0.0
+    return float(k.fp8_recipe(accelerator, fp8_recipe).get("transpose_bytes_per_element", 0.0))
 
 
 def _gemm_rates(system: Any, precision: str, k: PerfConstants, cal: Calibration, eff16: float, fp8_recipe: str,

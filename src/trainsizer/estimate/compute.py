@@ -509,7 +509,7 @@ def _fp8_casts(tokens, k_in: float, n_out: float, weights: float, rates: Rates, 
     if not np.any(cast):
         return 0.0, 0.0
     wc = np.asarray(weight_casts, float)
-    w = weights * wc * 4.0  # read 16-bit, write fp8 + fp8 transpose
+    w = weights * wc * rates.fp8_weight_cast_bytes  # read 16-bit, write fp8 (+ its transpose where one is made)
     per = rates.fp8_cast_kernels
     n_fwd, n_bwd, n_w = tensors
     w_kernels = np.where(np.asarray(weights) > 0, n_w * wc, 0.0)

@@ -150,6 +150,9 @@ class PerfStyle:
     # cast costs the recipe's fused figure (perf_constants.yaml fp8 recipes); standalone te.Linear / torchao
     # casts read the 16-bit tensor again (_rates)
     fp8_cast_fused: bool = False
+    # the FP8 casts are Transformer Engine's quantizers (TE >= 2.0), which write no transpose on parts whose FP8
+    # GEMMs take every layout (calibration.fp8_transpose_free); torchao writes its own (float8 preprocess)
+    fp8_te_quantizer: bool = False
     # weights, gradients and optimizer states in the model dtype, no fp32 master (torchtune): the optimizer step
     # streams optimizer.model_dtype_bytes_per_param (_optimizer)
     model_dtype_states: bool = False
@@ -453,20 +456,22 @@ def _rates(system: System, training: Training, k: PerfConstants, calibration: Ca
     rate becomes an array), the job's FP8 recipe and whether the style fuses FP8 casts (an array under "auto"
     too)."""
     kernels = np.asarray(fw.attention_kernel)
-    fused = np.asarray(fw.fp8_cast_fused)
+    fused, te = np.broadcast_arrays(np.asarray(fw.fp8_cast_fused), np.asarray(fw.fp8_te_quantizer))
     r = rates(system, training.precision, k, calibration, str(kernels.reshape(-1)[0]), training.fp8_recipe,
-              bool(fused.reshape(-1)[0]))
+              bool(fused.reshape(-1)[0]), bool(te.reshape(-1)[0]))
     if kernels.ndim and not np.all(kernels == kernels.reshape(-1)[0]):
         each = {str(name): rates(system, training.precision, k, calibration, str(name), training.fp8_recipe)
                 for name in np.unique(kernels)}
         r = dataclasses.replace(r, **{field: np.select([kernels == name for name in each],
                                                        [getattr(one, field) for one in each.values()])
                                       for field in ("flash_flops", "flash_bwd_over_fwd")})
-    if fused.ndim and not np.all(fused == fused.reshape(-1)[0]):
-        on = rates(system, training.precision, k, calibration, fp8_recipe=training.fp8_recipe, fused_cast=True)
-        off = rates(system, training.precision, k, calibration, fp8_recipe=training.fp8_recipe, fused_cast=False)
-        r = dataclasses.replace(r, fp8_cast_bytes=np.where(fused, on.fp8_cast_bytes, off.fp8_cast_bytes),
-                                fp8_cast_kernels=np.where(fused, on.fp8_cast_kernels, off.fp8_cast_kernels))
+    pairs = {(bool(f), bool(t)) for f, t in zip(fused.reshape(-1), te.reshape(-1), strict=True)}
+    if len(pairs) > 1:  # styles differ by strategy (framework auto): each strategy its style's casts
+        each = {p: rates(system, training.precision, k, calibration, fp8_recipe=training.fp8_recipe, fused_cast=p[0],
+                         te_quantizer=p[1]) for p in pairs}
+        pick = [(fused == p[0]) & (te == p[1]) for p in each]
+        r = dataclasses.replace(r, **{name: np.select(pick, [getattr(one, name) for one in each.values()])
+                                      for name in ("fp8_cast_bytes", "fp8_cast_kernels", "fp8_weight_cast_bytes")})
     return r
 
 
