@@ -118,7 +118,7 @@ def test_report_names_the_partial_recompute_in_both_languages():
          "micro_batch": 1}
     assert "recompute full (block, 21 layers per chunk)" in strategy_text(s, "en")
     assert "完全重计算（block，每个模型分块 21 层）" in strategy_text(s, "zh")
-    assert "recompute full mb1" in strategy_text(s | {"recompute_method": None}, "en")
+    assert "mb1 recompute full" in strategy_text(s | {"recompute_method": None}, "en")
 
 
 def test_one_n_per_strategy_in_a_batch_is_each_n_on_its_own():

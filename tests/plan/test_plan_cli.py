@@ -104,3 +104,11 @@ def test_options_table_marks_a_layout_short_of_the_memory_floor(plan_of):
             out = con.export_text()
             assert (word in out) == short
             assert (f"{p['options'][1]['memory']['per_gpu_gib']:.1f} !" in out) == short
+
+
+def test_the_pinned_hardware_note_is_a_list_in_the_readers_punctuation(run_cli):
+    code, out, err = run_cli("--lang", "zh", "plan", QLORA, "--count", "1", "--accelerator", "l40s")
+    assert code == 0, err
+    assert "accelerator=l40s、count=1" in out and "l40s, count" not in out
+    code, out, _ = run_cli("plan", QLORA, "--count", "1", "--accelerator", "l40s")
+    assert "accelerator=l40s, count=1" in out

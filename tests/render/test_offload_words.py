@@ -27,7 +27,7 @@ def test_offload_mode_has_chinese_words(mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_offload_mode_reads_as_before_in_english(mode):
     assert _layout(BASE | {"offload": mode}, "en").endswith(f"offload={mode}")
-    assert strategy_text(BASE | {"offload": mode}, "en").endswith(f"offload {mode} mb2")
+    assert strategy_text(BASE | {"offload": mode}, "en").endswith(f"mb2 recompute full offload {mode}")
     assert cli_t(f"layout_offload.{mode}", "en") == f"offload={mode}"
 
 
@@ -42,7 +42,8 @@ def test_recompute_mode_has_chinese_words(mode):
     zh_layout = _layout(BASE | {"recompute": mode, "offload": "none"}, "zh")
     for text in (zh_line, zh_layout):
         assert "重计算" in text and mode not in text, text
-    assert strategy_text(BASE | {"recompute": mode, "offload": "none"}, "en") == f"ZeRO-3 recompute {mode} mb2"
+    assert strategy_text(BASE | {"recompute": mode, "offload": "none"}, "en") == f"ZeRO-3 mb2 recompute {mode}"
+    assert strategy_text(BASE | {"recompute": mode, "offload": "none"}, "zh").startswith("ZeRO-3 mb2，")
     assert _layout(BASE | {"recompute": mode, "offload": "none"}, "en").endswith(f"rc={mode}")
 
 

@@ -14,6 +14,7 @@ from trainsizer.estimate.memory import GIB
 from trainsizer.messages import Money, duration
 from trainsizer.plan.messages import joined, msg
 from trainsizer.plan.schema import Binding, PlanOption, Relaxation, Tier
+from trainsizer.plan.texts import listed
 from trainsizer.scenario import Scenario
 from trainsizer.search import rank as ranking
 from trainsizer.search.config import SearchConfig, load_config
@@ -178,7 +179,7 @@ def plan_notes(scenario: Scenario, pins: Any, lang: str = "en") -> list[str]:
     if pins.any:
         fixed = [f"{k}={v}" for k, v in (("accelerator", pins.accelerator), ("count", pins.count),
                                          ("per_node", pins.per_node), ("network", pins.network)) if v is not None]
-        notes.append(msg("note_pinned", lang, fixed=", ".join(fixed)))
+        notes.append(msg("note_pinned", lang, fixed=listed(fixed)))  # 'a=1, b=2' / 'a=1、b=2'
     if goal.procurement in ("buy", "either"):
         notes.append(msg("note_buy", lang, years=f"{AMORTISATION_YEARS:g}"))
     return notes

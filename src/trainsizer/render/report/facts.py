@@ -97,15 +97,21 @@ def currency(plan: Mapping) -> str:
 
 
 def strategy_text(s: Mapping, lang: str = "en") -> str:
-    parts = [f"{k.upper()}{s[k]}" for k in ("tp", "pp", "vpp", "dp", "cp", "ep") if s.get(k, 1) not in (None, 1)]
+    """'DP16 ZeRO-3 mb4 recompute full offload optimizer': the codes, then the modes, in the CLI plan table's
+    order; in Chinese the modes, being words, are set off: 'DP16 ZeRO-3 mb4，完全重计算，卸载优化器状态'."""
+    codes = [f"{k.upper()}{s[k]}" for k in ("tp", "pp", "vpp", "dp", "cp", "ep") if s.get(k, 1) not in (None, 1)]
     if s.get("zero"):
-        parts.append(f"ZeRO-{s['zero']}")
+        codes.append(f"ZeRO-{s['zero']}")
+    words = []
     if s.get("recompute") == "full" and s.get("recompute_method") is not None:
-        parts.append(t("st.recompute_partial", lang, method=s["recompute_method"], n=s.get("recompute_num_layers")))
+        words.append(t("st.recompute_partial", lang, method=s["recompute_method"], n=s.get("recompute_num_layers")))
     elif s.get("recompute") not in (None, "none"):
-        parts.append(t("st.recompute", lang, mode=t(f"st.recompute_mode.{s['recompute']}", lang)))
+        words.append(t("st.recompute", lang, mode=t(f"st.recompute_mode.{s['recompute']}", lang)))
     if s.get("offload") not in (None, "none"):
-        parts.append(t("st.offload", lang, mode=t(f"st.offload_mode.{s['offload']}", lang)))
+        words.append(t("st.offload", lang, mode=t(f"st.offload_mode.{s['offload']}", lang)))
     if s.get("micro_batch"):
-        parts.append(f"mb{s['micro_batch']}")
-    return " ".join(parts) or "DP1"
+        codes.append(f"mb{s['micro_batch']}")
+    line = " ".join(codes)
+    for word in words:
+        line = t("st.with_mode", lang, line=line, mode=word) if line else word
+    return line or "DP1"
