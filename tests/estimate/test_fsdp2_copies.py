@@ -89,3 +89,9 @@ def test_torchao_dgrad_transposes_the_gathered_fp8_weight_each_micro_batch():
     linear = m.layers * (h * (h + 2 * kv) + h * h + 3 * h * f)
     extra = compute_s(False) - compute_s(True)
     assert 2.0 * linear / _hbm() <= extra <= 2.0 * linear / _hbm() * 1.05 + 2e-3
+
+
+def test_one_rank_is_not_sharded_and_copies_nothing():
+    """FSDP over one rank is no FSDP: torchtitan wraps only when dp_shard x cp > 1, AutoModel skips at world size 1."""
+    assert _copies(gpus=1, seqs=4) == 0.0
+    assert _copies(gpus=2, seqs=4) > 0.0

@@ -1128,7 +1128,9 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     n_rep = np.maximum(g.n_dp / n_sh, 1.0)
     hsdp = comm.all_reduce_time(p_local * g.train_frac * gb / n_sh, n_rep, 1.0, r, system,
                                 m=comm.zone_members(n_rep, x.t * n_sh, system))
-    copies = _fsdp2_copies(x, p_local, ag_b, g.train_frac * x.act, g.train_frac * gb)
+    # a one-rank shard group is not wrapped at all (torchtitan ParallelDims.fsdp_enabled: dp_shard x cp > 1; NeMo
+    # AutoModel FSDP2Manager.parallelize returns the model unwrapped at world size 1), so it copies nothing
+    copies = np.where(n_sh > 1, _fsdp2_copies(x, p_local, ag_b, g.train_frac * x.act, g.train_frac * gb), 0.0)
     return z3_step + np.maximum(hsdp - g.window, bucket_frac * hsdp) + copies
 
 
