@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from trainsizer.catalog.loader import AS_GIVEN, NOT_GIVEN
+from trainsizer.render.cost_basis import price_age
 from trainsizer.render.i18n import t
 from trainsizer.render.numbers import fmt_num
 
@@ -84,6 +85,14 @@ def print_card(catalog: Any, record: dict[str, Any], kind_label: str, lang: str,
     table.add_column(t("value", L), overflow="fold", max_width=80)
     for key, value in card_rows(record, L):
         table.add_row(key, value)
+    age = record.get("age")
+    if isinstance(age, dict) and record.get("typical") is None and "low" in record and "high" in record:
+        # the figure the estimates use when the sources give no central one (catalog PriceRange.mid)
+        mean = fmt_num((record["low"] + record["high"]) / 2, L, digits=4)
+        table.add_row(t("card_typical", L), mean + t("paren", L).format(text=t("card_typical_mean", L)))
+    if isinstance(age, dict) and age.get("date"):  # a price: how old, and a warning past a year
+        table.add_row(t("price_date", L), price_age(age["date"], age.get("age_days", "?"), bool(age.get("stale")),
+                                                    bool(age.get("projection")), L))
     con.print(table)
     if record.get("aliases"):
         con.print(f"{t('aliases', L)}{t('colon', L)}{', '.join(record['aliases'])}")

@@ -18,6 +18,14 @@ from dataclasses import dataclass
 from trainsizer.render.i18n import t
 
 BASES = ("rent", "buy_full", "buy_amortised")
+
+
+def price_age(date: str, age_days: object, stale: bool, projection: bool, lang: str) -> str:
+    """'2025 (700 days) ⚠ older than a year': a price's date, its age, and the warnings the catalog gives it
+    (catalog.price_age: a year or more is stale); `estimate` and `catalog show prices` print it."""
+    flags = ([t("price_stale", lang)] if stale else []) + ([t("price_projection", lang)] if projection else [])
+    age = date + t("paren", lang).format(text=f"{age_days} {t('days', lang)}")
+    return " ".join([age, *(f"⚠ {f}" for f in flags)])
 # score.cost_basis / pareto[].cost_basis of a plan (plan.schema) -> the basis shown
 SCORE_BASIS = {"rent": "rent", "buy": "buy_full"}
 

@@ -89,10 +89,8 @@ def _cost_rows(result: dict[str, Any], L: str) -> list[tuple[str, str]]:
                 rows.append((f"{label[:1].upper()}{label[1:]}" + t("paren", L).format(text=c.currency),
                              f"{fmt_num(c.low, L)} – {fmt_num(c.high, L)}{typical}"))
             if block.get("date"):  # how old the price is; a year or more gets a warning
-                flags = [t("price_stale", L)] if block.get("stale") else []
-                flags += [t("price_projection", L)] if block.get("projection") else []
-                age = block["date"] + t("paren", L).format(text=f"{block.get('age_days', '?')} {t('days', L)}")
-                rows.append((f"  {t('price_date', L)}", " ".join([age, *[f"⚠ {f}" for f in flags]])))
+                rows.append((f"  {t('price_date', L)}", cost_basis.price_age(
+                    block["date"], block.get("age_days", "?"), bool(block.get("stale")), bool(block.get("projection")), L)))
     energy = result.get("energy") or {}
     if energy:
         rows.append((t("energy_kwh", L), fmt_num(energy.get("kwh"), L)))
