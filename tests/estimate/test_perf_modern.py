@@ -21,17 +21,18 @@ sys.path.insert(0, str(BENCH))
 import perf_modern as pm  # noqa: E402
 
 # torchtitan 9.1 since Hopper's FA2 runs at its measured rate and length curve (6.7 at the 0.25 tuned on llm-foundry's
-# Triton rows): its rows without CP move to within -14..+21% (most within 6%), its CP rows come out too fast
-BOUNDS = {"NeMo (dgxc) BF16": 6.0, "NeMo (dgxc) FP8": 9.0, "dgxc (all)": 7.5, "torchtitan": 9.5,
-          "torchtitan (all)": 9.5}  # reached: 2.7, 4.2, 3.5, 9.1 (issue target: 10% per source)
+# Triton rows): its rows without CP move to within -14..+21% (most within 6%), its CP rows come out too fast; 8.1
+# since PyTorch's ring attention is charged as its code runs (step_time._cp_torch_ring)
+BOUNDS = {"NeMo (dgxc) BF16": 6.0, "NeMo (dgxc) FP8": 9.0, "dgxc (all)": 7.5, "torchtitan": 8.5,
+          "torchtitan (all)": 8.5}  # reached: 2.7, 4.2, 3.5, 8.1 (issue target: 10% per source)
 
 
 def test_worst_modern_row(summary):
-    # reached: torchtitan 8B CP 8 +52.2% (8B CP 4 +44.5%, 405B CP 2-8 +25..+49%): under PyTorch's ring attention
-    # (torchtitan 9dec370: SDPA flash = FA2, all-gather rotater, load balancing) the 8B's time per token at CP 4 / 8 is
-    # 1.4 / 1.5x what its CP 1 / 2 rows extrapolate to linearly, which no modelled mechanism gives (docs/frameworks.md
-    # Known gaps); -19.5% (8B CP 2) at the 0.25 FA2 figure, which hid it
-    assert abs(summary["worst"][0][4]) <= 55.0, summary["worst"][0]
+    # reached: torchtitan 8B CP 8 +43.2% (8B CP 4 +36.6%, 405B CP 8 +30.8%; +52.2 / +44.5 / +49.3 before PyTorch's
+    # ring attention was charged as its code runs: step_time._cp_torch_ring): the 8B's time per token at CP 4 / 8 is
+    # still 1.4 / 1.5x what its CP 1 / 2 rows extrapolate to linearly, which no mechanism read in the code gives at one
+    # node (docs/frameworks.md Known gaps); -19.5% (8B CP 2) at the 0.25 FA2 figure, which hid it
+    assert abs(summary["worst"][0][4]) <= 46.0, summary["worst"][0]
 
 
 @pytest.fixture(scope="module")

@@ -222,6 +222,7 @@ class LayerTimes:
     head_fwd: object  # LM head + loss forward (last stage only)
     head_bwd: object
     attn_fwd: object  # attention-core forward of one layer (what CP ring exchange hides behind)
+    attn_bwd: object = 0.0  # attention-core backward of one layer (what PyTorch's ring hides its dK / dV behind)
 
 
 def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micro_batch, sp, recompute,
@@ -290,7 +291,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                       np.where(rc == 1, sel, 0.0))
     head_fwd, head_bwd = _lm_head(shapes, tok, t, d.seq_share, weights, rates, ce_unfused_fp32)
     return LayerTimes(fwd=fwd_sum / L, bwd=bwd_sum / L + recomp, head_fwd=head_fwd, head_bwd=head_bwd,
-                      attn_fwd=a_fwd)
+                      attn_fwd=a_fwd, attn_bwd=a_bwd)
 
 
 def _hybrid_layer_times(shapes: ModelShapes, d: _DenseParts, a_fwd, a_bwd, tok, t, e, rates: Rates, rc, *,
@@ -344,7 +345,7 @@ def _hybrid_layer_times(shapes: ModelShapes, d: _DenseParts, a_fwd, a_bwd, tok, 
     recomp = np.where(rc == 2, np.asarray(full_recompute_share, float) * fwd_sum / L, np.where(rc == 1, a_recomp, 0.0))
     head_fwd, head_bwd = _lm_head(shapes, tok, t, d.seq_share, weights, rates, ce_unfused_fp32)
     return LayerTimes(fwd=fwd_sum / L, bwd=bwd_sum / L + recomp, head_fwd=head_fwd, head_bwd=head_bwd,
-                      attn_fwd=a_fwd * a_share)
+                      attn_fwd=a_fwd * a_share, attn_bwd=a_bwd * a_share)
 
 
 @dataclass(frozen=True)

@@ -178,6 +178,10 @@ class PerfStyle:
     # the band (FlashAttention-2 window_size, FlexAttention block masks, TE / cuDNN); false: every layer runs the
     # whole causal row (torchtune: its Mistral builder has no window, its Gemma 2 attention masks a full matmul)
     sliding_windows: bool = True
+    # context parallelism is PyTorch's ring attention (torch/distributed/tensor/experimental/_attention.py) over a
+    # model that repeats K / V to the query heads before SDPA (torchtitan repeat_kv): _cp_torch_ring; otherwise
+    # Transformer Engine's ring (AttnFuncWithCP) over the model's K / V heads
+    cp_torch_ring: bool = False
 
     def __post_init__(self) -> None:
         if not np.all(np.isin(self.attention_kernel, ATTENTION_KERNELS)):
@@ -795,7 +799,32 @@ def _cp_comm(x: _Step, lt: compute.LayerTimes) -> np.ndarray:
     if x.model.is_hybrid:  # attention on the * layers only (lt.attn_fwd is already that share of a layer's)
         cp_fwd = cp_fwd * x.model.attention_layers / x.model.layers
     exposed = cp_fwd if x.cp_comm_type == "all_gather" else np.maximum(cp_fwd - lt.attn_fwd, 0.0)
-    return exposed * (1.0 + 2.0 + x.full_share) + _mamba_cp_comm(x, k_cp)
+    te = exposed * (1.0 + 2.0 + x.full_share)
+    if np.any(x.fw.cp_torch_ring):
+        te = np.where(np.asarray(x.fw.cp_torch_ring, bool), _cp_torch_ring(x, lt, k_cp), te)
+    return te + _mamba_cp_comm(x, k_cp)
+
+
+def _cp_torch_ring(x: _Step, lt: compute.LayerTimes, k_cp: Any) -> Any:
+    """PyTorch's context parallel per layer (torch/distributed/tensor/experimental/_attention.py, 2.6-2.7, as
+    torchtitan runs it; _ContextParallelOptions defaults convert_to_f32, enable_load_balance, rotate_method
+    ALL_GATHER). K and V travel at the query heads' width: torchtitan's Attention repeats them (repeat_kv) before
+    F.scaled_dot_product_attention. Forward (again under full recompute): one all-gather of K / V
+    (_AllGatherRotater), waited on after the local causal block, 1 / cp of the work; each later step's output and
+    lse merged into an fp32 copy (_SDPAMerger). Backward: the all-gather again, and dK / dV accumulated in fp32
+    and sent one rank on after every step (_AllToAllRotater, permute_tensor), each hidden behind the next step's
+    backward, the last waited on; its accumulations and copies stream (perf_constants.yaml cp_torch_ring)."""
+    c, m, k = x.c, x.model, x.k.raw["cp_torch_ring"]
+    elems = x.tok * m.q_dim / x.t  # one rank's (repeated) K, V or output elements
+    zone = comm.zone_members(c, x.t, x.system)
+    gather = comm.all_gather_time(elems * 2.0 * x.act * c, c, k_cp, x.r, x.system, zone)
+    a_fwd, a_bwd = lt.attn_fwd / c, lt.attn_bwd / c  # one ring step's share of the attention
+    dkv = comm.p2p_time(elems * 2.0 * k["dkv_bytes"], k_cp >= c, x.r, x.system)
+    fwd = np.maximum(gather - a_fwd, 0.0) + compute.stream_time(
+        elems * (k["merge_fwd_bytes"] * (c - 1.0) + k["merge_out_bytes"]), x.r, kernels=k["merge_fwd_kernels"] * (c - 1.0))
+    bwd = (np.maximum(gather - a_bwd, 0.0) + (c - 1.0) * np.maximum(dkv - a_bwd, 0.0) + dkv
+           + compute.stream_time(elems * k["bwd_bytes"] * c, x.r, kernels=k["bwd_kernels"] * c))
+    return np.where(c > 1, fwd * (1.0 + x.full_share) + bwd, 0.0) * m.attention_layers / m.layers
 
 
 def _mamba_cp_comm(x: _Step, k_cp: Any) -> Any:

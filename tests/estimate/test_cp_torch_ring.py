@@ -1,0 +1,52 @@
+"""PyTorch's ring attention under the torchtitan style (step_time._cp_torch_ring): K / V at the query heads' width
+(torchtitan's Attention repeats them before SDPA), one all-gather waited on after the local causal block, dK / dV in
+fp32 one rank on per ring step, fp32 merges; Megatron-Core keeps Transformer Engine's ring over the K / V heads."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainsizer.catalog import load_catalog
+from trainsizer.estimate.step_time import estimate_time, perf_style
+from trainsizer.scenario import resolve_job
+
+JOB = {"model": "llama-3.1-8b", "data": {"tokens": 1e9},
+       "hardware": {"accelerator": "h100-sxm-80gb", "count": 8, "network": "ib-ndr400"}}
+
+
+def _cp_comm(cp: int, framework: str = "torchtitan", style=None, model: str = "llama-3.1-8b",
+             seq: int = 32768, kv_heads: int | None = None) -> float:
+    sc = resolve_job({**JOB, "model": model, "seq_len": seq * cp, "global_batch": {"sequences": 8 // cp},
+                      "strategy": {"cp": cp, "dp": 8 // cp, "micro_batch": 1, "recompute": "full",
+                                   "framework": framework}}, load_catalog())
+    m = sc.model if kv_heads is None else replace(sc.model, kv_heads=kv_heads)
+    return estimate_time(m, sc.training, sc.system, sc.strategy, framework_style=style,
+                         memory_note=False).breakdown_s["cp_comm"]
+
+
+def test_torchtitan_ring_costs_more_than_transformer_engines_and_grows_with_cp():
+    """The ring's merges, its fp32 dK / dV and the last exchange are on the critical path (TE's ring: hidden)."""
+    te = replace(perf_style("torchtitan"), cp_torch_ring=False)
+    assert _cp_comm(8, style=te) == 0.0
+    costs = [_cp_comm(c) for c in (2, 4, 8)]
+    assert 0.0 < costs[0] < costs[1] < costs[2]
+
+
+def test_torch_ring_moves_kv_at_the_query_width():
+    """repeat_kv before SDPA: the K / V the ring gathers are as wide with 8 K / V heads as with 32."""
+    assert _cp_comm(8, seq=1024, kv_heads=32) == _cp_comm(8, seq=1024) > 0.0  # the gather exposed at 1K a rank
+
+
+def test_megatron_core_ring_is_not_the_torch_ring():
+    assert not perf_style("megatron-core").cp_torch_ring and perf_style("torchtitan").cp_torch_ring
+
+
+@settings(max_examples=12, deadline=None)
+@given(cp=st.sampled_from([1, 2, 4, 8]), seq=st.sampled_from([2048, 8192, 32768]))
+def test_torch_ring_cost_is_nonnegative_and_nothing_without_cp(cp, seq):
+    cost = _cp_comm(cp, seq=seq)
+    assert cost >= 0.0
+    assert (cost == 0.0) == (cp == 1)
