@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from trainsizer.errors import StrategyError
 from trainsizer.estimate.inputs import Strategy, System, Training
-from trainsizer.estimate.validate import RULES, check_strategy, valid_mask
+from trainsizer.estimate.validate import RULES, check_strategy, shard_groups, strategy_arrays, valid_mask
 from trainsizer.models.arch import ModelArch
 
 LLAMA70 = ModelArch(name="llama-3.1-70b", family="llama", layers=80, hidden=8192, heads=64, kv_heads=8,
@@ -211,3 +213,14 @@ def test_multi_query_attention_under_tp_runs_where_the_kv_head_is_replicated():
         check_strategy(STARCODER, train, sysm(512), st.with_(framework="megatron-core"))
     with pytest.raises(StrategyError, match="tp_divides_kv_heads"):  # GQA is not replicated
         check_strategy(LLAMA70, TRAIN, sysm(64), Strategy(tp=16, dp=4, framework="megatron"))
+
+
+@settings(max_examples=30, deadline=None)
+@given(dp=hs.sampled_from([1, 2, 4, 8, 16, 64]), cp=hs.sampled_from([1, 2]), ep=hs.sampled_from([1, 2, 4, 8, 64]),
+       sg=hs.sampled_from([0, 2, 8]))
+def test_experts_are_sharded_over_the_shard_group_less_ep(dp, cp, ep, sg):
+    """EP borrows from the shard group (torchtitan dp_shard_mod_ep, AutoModel ep_shard): a GPU's experts and its dense
+    weights are sharded over the same ranks in all (expert group x EP = the group), one rank at least."""
+    dense, expert = shard_groups(strategy_arrays(Strategy(dp=dp, cp=cp, ep=ep, zero=3, shard_group=sg)))
+    assert float(dense) == (min(sg, dp * cp) if sg else dp * cp)
+    assert float(expert) == max(float(dense) / ep, 1.0)

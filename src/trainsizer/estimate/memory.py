@@ -71,6 +71,7 @@ from trainsizer.estimate.validate import (
     check_strategy,
     offload_layers_asked,
     require_one_strategy,
+    shard_groups,
     strategy_arrays,
 )
 from trainsizer.messages import msg
@@ -432,12 +433,9 @@ def _profiles(training: Training, strategy: Strategy, options: MemoryOptions,
 
 def _shard_divisors(s: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]:
     """(DP x CP ranks, ZeRO level -> (dense, expert) shard divisors)."""
-    d, cp, ep, z, sg = s["dp"], s["cp"], s["ep"], s["zero"], s["shard_group"]
-    # shard groups (ZeRO / FSDP; hybrid shard when shard_group > 0); experts: DP / EP
-    dpc = d * cp
-    shard_d = np.where(sg > 0, np.minimum(sg, dpc), dpc)
-    edp = np.maximum(1.0, dpc / ep)
-    shard_e = np.where(sg > 0, np.minimum(sg, edp), edp)
+    z = s["zero"]
+    dpc = s["dp"] * s["cp"]
+    shard_d, shard_e = shard_groups(s)  # ZeRO / FSDP (hybrid shard when shard_group > 0); experts: the group / EP
     z1 = (z >= 1) | (s["distributed_optimizer"] > 0)
     divisors = {lvl: (np.where(act, shard_d, 1.0), np.where(act, shard_e, 1.0))
                 for lvl, act in ((3, z >= 3), (2, z >= 2), (1, z1))}

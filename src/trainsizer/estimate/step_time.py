@@ -49,7 +49,7 @@ from trainsizer.estimate.framework import fp8_primary_weights_default
 from trainsizer.estimate.inputs import System, Training
 from trainsizer.estimate.model_states import check_training, lora_adapted_widths, lora_trainable_params
 from trainsizer.estimate.partial_recompute import strategy_chunk_shares
-from trainsizer.estimate.validate import check_strategy, require_one_strategy, strategy_arrays
+from trainsizer.estimate.validate import check_strategy, require_one_strategy, shard_groups, strategy_arrays
 from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
 from trainsizer.names import (
@@ -1125,8 +1125,8 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     """Exposed ZeRO-3 / FSDP time: per micro-batch 2 all-gathers + 1 reduce-scatter of the shard group's
     parameters (`_zero3_collectives`), prefetched one unit ahead (under pipelining, `_fsdp_once_per_step`); hybrid
     shard adds one all-reduce of the shards across replicas."""
-    r, system, fw, a = x.r, x.system, x.fw, x.a
-    n_sh = np.where(a["shard_group"] > 0, np.minimum(a["shard_group"], g.n_dp), g.n_dp)
+    r, system, fw = x.r, x.system, x.fw
+    n_sh, n_esh = shard_groups(x.a)
     k_sh = comm.ranks_per_domain(n_sh, x.t, x.domain)
     if not np.all(fw.zero3_nic_aggregation):  # inter-node part limited by one NIC per GPU
         k_sh = _when(fw.zero3_nic_aggregation, k_sh, np.where(n_sh > k_sh, 1.0, k_sh))
@@ -1134,7 +1134,7 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     gb = fw.grad_reduce_bytes
     # FP8 all-gather (torchtitan enable_fsdp_float8_all_gather): the linear weights travel as 1-byte FP8
     ag_b = np.where(np.asarray(fw.fp8_param_allgather) & (x.training.precision == "fp8"), 1.0, x.act)
-    z3_ag, z3_rs = _zero3_collectives(x, g, n_sh, k_sh, ag_b)
+    z3_ag, z3_rs = _zero3_collectives(x, g, (n_sh, k_sh), _expert_shard(x, n_esh), ag_b)
     if np.any(np.asarray(fw.zero3_bucket_params) > 0):
         bucket = np.asarray(fw.zero3_bucket_params, dtype=float)
         n_coll = np.where(bucket > 0, np.maximum(np.ceil(p_local / np.where(bucket > 0, bucket, 1.0)), 1.0),
@@ -1163,13 +1163,14 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     return z3_step + np.maximum(hsdp - g.window, bucket_frac * hsdp) + copies
 
 
-def _zero3_collectives(x: _Step, g: _Grads, n_sh, k_sh, ag_bytes) -> tuple[np.ndarray, np.ndarray]:
+def _zero3_collectives(x: _Step, g: _Grads, dense: tuple, expert: tuple, ag_bytes) -> tuple[np.ndarray, np.ndarray]:
     """(all-gather, reduce-scatter) seconds of one pass over a GPU's parameters: the dense ones over the shard group
-    (n_sh ranks, k_sh per domain), the routed experts over the expert shard group (`_expert_shard`), as the memory
-    estimate shards them; `ag_bytes` per gathered parameter, the style's reduce dtype per gradient."""
+    (`dense`: ranks, ranks per domain), the routed experts over the expert shard group (`expert`: `_expert_shard`),
+    as the memory estimate shards them (validate.shard_groups); `ag_bytes` per gathered parameter, the style's
+    reduce dtype per gradient."""
     r, system, gb = x.r, x.system, x.fw.grad_reduce_bytes
+    (n_sh, k_sh), (n_esh, k_esh, m_esh) = dense, expert
     m_sh = comm.zone_members(n_sh, x.t, system)
-    n_esh, k_esh, m_esh = _expert_shard(x, n_sh)
     moe = g.local_expert > 0
     ag = comm.all_gather_time(g.local_dense * ag_bytes, n_sh, k_sh, r, system, m_sh) + np.where(
         moe, comm.all_gather_time(g.local_expert * ag_bytes, n_esh, k_esh, r, system, m_esh), 0.0)
@@ -1178,12 +1179,10 @@ def _zero3_collectives(x: _Step, g: _Grads, n_sh, k_sh, ag_bytes) -> tuple[np.nd
     return ag, rs
 
 
-def _expert_shard(x: _Step, n_sh) -> tuple[Any, Any, Any]:
-    """(ranks, ranks per domain, ranks per zone) of the group that FSDP shards a GPU's routed experts over: the
-    shard group's ranks holding the same experts, n_sh / ep (AutoModel's ep_shard mesh, dp x cp / ep,
-    components/moe/parallelizer.py apply_fsdp; torchtitan's dp_shard_mod_ep), at rank stride tp x ep; one rank
-    where EP already covers the shard group (AutoModel then leaves the experts out of FSDP: ignored_params)."""
-    n_esh = np.maximum(n_sh / x.e, 1.0)
+def _expert_shard(x: _Step, n_esh) -> tuple[Any, Any, Any]:
+    """(ranks, ranks per domain, ranks per zone) of the expert shard group of `n_esh` ranks (validate.shard_groups),
+    at rank stride tp x ep; one rank, so no traffic, where EP already covers the shard group (AutoModel then leaves
+    the experts out of FSDP: components/moe/parallelizer.py apply_fsdp ignored_params)."""
     return (n_esh, comm.ranks_per_domain(n_esh, x.t * x.e, x.domain),
             comm.zone_members(n_esh, x.t * x.e, x.system))
 

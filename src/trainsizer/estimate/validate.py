@@ -194,6 +194,17 @@ def strategy_arrays(strategy: Strategy) -> dict[str, np.ndarray]:
             else np.array(np.broadcast_to(v, shape), order="C") for k, v in values.items()}
 
 
+def shard_groups(s: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(dense, routed-expert) ranks that ZeRO / FSDP shards a GPU's parameters over (`strategy_arrays` fields): the
+    DP x CP ranks, or the hybrid-shard group (shard_group > 0); the experts over that group's ranks holding the same
+    experts, the group / EP, at least 1 (EP borrows from it: torchtitan's dp_shard_mod_ep, NeMo AutoModel's
+    ep_shard mesh, dp x cp / ep; Megatron's expert data-parallel group without hybrid sharding)."""
+    dpc = s["dp"] * s["cp"]
+    sg = s["shard_group"]
+    dense = np.where(sg > 0, np.minimum(sg, dpc), dpc)
+    return dense, np.maximum(dense / np.maximum(s["ep"], 1.0), 1.0)
+
+
 _FLAG_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Strategy) if f.name in FLAG_FIELDS}
 
 _Rules = dict[str, tuple[np.ndarray, Callable[[dict[str, Any]], str]]]
