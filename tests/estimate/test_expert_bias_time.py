@@ -1,7 +1,8 @@
 """Expert biases behind DeepEP on the PyTorch-native styles (step_time._expert_bias_time): NeMo AutoModel's
 GroupedExpertsDeepEP adds each local expert's bias to its share of the grouped GEMM output by split, add and cat,
-eager, the down projection's in fp32 (the routing probabilities' dtype); Transformer Engine (the Megatron-Core styles)
-adds it in the GEMM epilogue, and an expert without biases pays nothing."""
+eager, the down projection's in fp32 (the routing probabilities' dtype); Megatron-Core keeps fc1's bias in TE
+GroupedLinear's epilogue and adds fc2's the same eager way (TEGroupedMLP._apply_bias), in the probabilities' dtype; an
+expert without biases pays nothing."""
 
 from __future__ import annotations
 
@@ -54,8 +55,30 @@ def test_full_recompute_runs_the_bias_forward_again():
 
 def test_no_bias_or_transformer_engine_pays_nothing():
     assert _compute(model=mixtral()) == _compute(model=mixtral(), dispatcher="alltoall")
-    assert _compute(framework="megatron-core") == _compute(model=mixtral(), framework="megatron-core")
+    assert _compute(framework="megatron") == _compute(model=mixtral(), framework="megatron")
     assert _compute(dispatcher="alltoall") == _compute(model=mixtral(), dispatcher="alltoall")
+
+
+def _mcore_extra(dispatcher: str, recompute: str = "none") -> float:
+    return (_compute(framework="megatron-core", dispatcher=dispatcher, recompute=recompute)
+            - _compute(model=mixtral(), framework="megatron-core", dispatcher=dispatcher, recompute=recompute))
+
+
+@pytest.mark.parametrize(("dispatcher", "dtype"), [("alltoall", "bf16"), ("flex", "fp32")])
+def test_megatron_core_adds_the_fc2_bias_eager_in_the_probabilities_dtype(dispatcher, dtype):
+    """fc1's bias costs nothing (TE epilogue); fc2's streams its forward and backward bytes over each routed slot's
+    hidden-wide output: bf16 probabilities under alltoall, fp32 under flex (HybridEP / DeepEP)."""
+    b = K.expert_bias_mcore_bytes
+    per = BIASED.hidden * (b[f"down_forward_{dtype}"] + b[f"down_backward_{dtype}"])
+    slots = 4096 * BIASED.experts_per_token * BIASED.layers
+    assert _mcore_extra(dispatcher) == pytest.approx(slots * per / _hbm(), rel=1e-6)
+
+
+def test_megatron_core_bias_forward_runs_again_under_full_recompute():
+    b = K.expert_bias_mcore_bytes
+    again = _mcore_extra("alltoall", "full") - _mcore_extra("alltoall")
+    slots = 4096 * BIASED.experts_per_token * BIASED.layers
+    assert again == pytest.approx(slots * BIASED.hidden * b["down_forward_bf16"] / _hbm(), rel=1e-6)
 
 
 @settings(max_examples=10, deadline=None)

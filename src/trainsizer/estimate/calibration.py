@@ -32,6 +32,7 @@ class PerfConstants:
     eager_bytes_per_element: dict[str, float]  # forward HBM bytes per element of eager element-wise ops, by op
     moe_host_s_per_expert_kernel: dict[str, float]  # exposed host time per expert kernel, by dispatcher
     expert_bias_deepep_bytes: dict[str, float]  # HBM bytes per element of AutoModel's eager expert biases
+    expert_bias_mcore_bytes: dict[str, float]  # HBM bytes per element of Megatron-Core's eager fc2 expert bias
     flash_efficiency: dict[str, float]
     flash_efficiency_native: dict[str, float]  # vendor-tuned fused attention (cuDNN / FA3) where it differs
     flash_efficiency_triton: dict[str, float]  # FlashAttention in Triton (llm-foundry's attn_impl triton)
@@ -223,6 +224,7 @@ def load_constants() -> PerfConstants:
         eager_bytes_per_element={str(k): float(v) for k, v in g["eager_bytes_per_element"].items()},
         moe_host_s_per_expert_kernel={str(k): float(v) for k, v in g["moe_host_s_per_expert_kernel"].items()},
         expert_bias_deepep_bytes={str(k): float(v) for k, v in g["expert_bias_deepep_bytes"].items()},
+        expert_bias_mcore_bytes={str(k): float(v) for k, v in g["expert_bias_mcore_bytes"].items()},
         flash_efficiency={str(k): float(v) for k, v in a["flash_efficiency"].items()},
         flash_efficiency_native={str(k): float(v) for k, v in a["flash_efficiency_native"].items()},
         flash_efficiency_triton={str(k): float(v) for k, v in a["flash_efficiency_triton"].items()},

@@ -581,18 +581,33 @@ def _expert_bias_time(x: _Step) -> Any:
     AutoModel's DeepEP experts (`moe_dispatcher: flex` on a PyTorch-native style, as activations.layer_items
     deepep_experts) split each GEMM output per local expert, add its bias and concatenate the parts, eager, the down
     projection's in fp32 (perf_constants.yaml gemm.expert_bias_deepep_bytes); a rank receives tokens x top-k routed
-    slots (balanced routing), the forward again where the MoE block is recomputed. Transformer Engine's
-    GroupedLinear (the Megatron-Core styles: fused_kernels) adds the bias in its GEMM epilogue."""
+    slots (balanced routing), the forward again where the MoE block is recomputed. Megatron-Core (the styles with
+    moe_host_sync): TE GroupedLinear adds fc1's bias in its GEMM epilogue, fc2's is returned (skip_bias_add) and added
+    the same eager way (TEGroupedMLP._apply_bias, gemm.expert_bias_mcore_bytes); other fused styles pay nothing."""
     m = x.model
-    if not (m.is_moe and m.mlp_bias and x.strategy_dispatcher == "flex"):
+    if not (m.is_moe and m.mlp_bias):
         return 0.0
+    slots = x.tok * m.experts_per_token * x.training.moe_capacity_factor * m.moe_layer_count / m.layers
     b = x.k.expert_bias_deepep_bytes
     gate_up = 2.0 * m.expert_ffn / x.t
     fwd = gate_up * b["gate_up_forward"] + m.hidden * b["down_forward"]
     bwd = gate_up * b["gate_up_backward"] + m.hidden * b["down_backward"]
-    slots = x.tok * m.experts_per_token * x.training.moe_capacity_factor * m.moe_layer_count / m.layers
-    t = compute.stream_time(slots * (fwd * (1.0 + x.moe_rerun) + bwd), x.r, kernels=0.0)
-    return np.where(np.asarray(x.fw.fused_kernels, bool), 0.0, t)
+    deepep = compute.stream_time(slots * (fwd * (1.0 + x.moe_rerun) + bwd), x.r, kernels=0.0)
+    native = np.where(np.asarray(x.fw.fused_kernels, bool) | (x.strategy_dispatcher != "flex"), 0.0, deepep)
+    return np.where(np.asarray(x.fw.moe_host_sync, bool), _mcore_expert_bias_time(x, slots), native)
+
+
+def _mcore_expert_bias_time(x: _Step, slots: Any) -> Any:
+    """Megatron-Core's fc2 expert bias (TEGroupedMLP._apply_bias: per local expert t + b x p, torch.cat, .to(dtype)):
+    in the routing probabilities' dtype, fp32 under the flex dispatcher (HybridEP / DeepEP take fp32 probs,
+    token_dispatcher.py casts them), else the router's output dtype, 16-bit with the default moe_router_dtype (TE
+    fused_topk_with_score_function returns the logits' dtype); HBM bytes per element of a slot's hidden-wide output
+    (perf_constants.yaml gemm.expert_bias_mcore_bytes), the forward again where the MoE block is recomputed."""
+    b = x.k.expert_bias_mcore_bytes
+    flex = ~moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t)
+    fwd = np.where(flex, b["down_forward_fp32"], b["down_forward_bf16"])
+    bwd = np.where(flex, b["down_backward_fp32"], b["down_backward_bf16"])
+    return compute.stream_time(slots * x.model.hidden * (fwd * (1.0 + x.moe_rerun) + bwd), x.r, kernels=0.0)
 
 
 def _native_length(x: _Step) -> tuple[Any, Any]:
