@@ -112,3 +112,8 @@ def test_the_pinned_hardware_note_is_a_list_in_the_readers_punctuation(run_cli):
     assert "accelerator=l40s、count=1" in out and "l40s, count" not in out
     code, out, _ = run_cli("plan", QLORA, "--count", "1", "--accelerator", "l40s")
     assert "accelerator=l40s, count=1" in out
+
+
+def test_the_search_line_counts_options_in_english_grammar(run_cli):
+    code, out, _ = run_cli("plan", QLORA)
+    assert code == 0 and " on 1 hardware option (" in out and "option(s)" not in out

@@ -129,7 +129,8 @@ def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) 
     con.print(f"{t('plan_goal', L)}{c}{t('objective_' + goal['objective'], L)}"
               + t("paren", L).format(text=t("list_sep", L).join(x for x in limits if x)))
     s = plan["search"]
-    con.print(f"{t('plan_search', L)}{c}" + t("plan_search_line", L).format(
+    one = "_one" if s["hardware_options"] == 1 else ""  # "1 hardware option", "3 hardware options"
+    con.print(f"{t('plan_search', L)}{c}" + t("plan_search_line" + one, L).format(
         evaluated=f"{s['evaluated']:,}", options=s["hardware_options"], feasible=f"{s['feasible']:,}",
         seconds=f"{s['seconds']:.2f}"))
     rec, tier = plan.get("recommended"), plan.get("tier")
