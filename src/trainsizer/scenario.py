@@ -152,7 +152,7 @@ class Scenario:
                 "offload", "sequence_parallel", "distributed_optimizer", "pipeline_embedding_layer",
                 "pipeline_loss_layer", "torch_compile", "loss_impl", "tp_comm_overlap", "fp8_param_allgather",
                 "fp8_transpose_cache",
-                "grad_reduce_in_fp32", "grad_reduce_overlap", "gradient_accumulation_fusion", "attention_kernel", "norm_kernel", "cp_comm_type",
+                "grad_reduce_in_fp32", "grad_reduce_overlap", "gradient_accumulation_fusion", "attention_kernel", "norm_kernel", "cp_comm_type", "cp_repeat_kv",
                 "activation_kernel", "fp8_attention", "fp8_activation_store", "cuda_graphs", "cudnn_release",
                 "moe_dispatcher", "moe_a2a_overlap", "activation_offload", "optimizer_in_backward", "optimizer_impl", "optimizer_precision", "kbit_upcast",
                 "framework")}
@@ -527,7 +527,7 @@ def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
         grad_reduce_in_fp32=s.grad_reduce_in_fp32,
         grad_reduce_overlap=s.grad_reduce_overlap, gradient_accumulation_fusion=s.gradient_accumulation_fusion,
         attention_kernel=s.attention_kernel, norm_kernel=s.norm_kernel, cp_comm_type=s.cp_comm_type,
-        activation_kernel=s.activation_kernel, fp8_attention=s.fp8_attention,
+        cp_repeat_kv=s.cp_repeat_kv, activation_kernel=s.activation_kernel, fp8_attention=s.fp8_attention,
         fp8_activation_store=s.fp8_activation_store, cuda_graphs=s.cuda_graphs, cudnn_release=s.cudnn_release,
         moe_dispatcher=s.moe_dispatcher, moe_a2a_overlap=s.moe_a2a_overlap,
         activation_offload=s.activation_offload,

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trainsizer.catalog import load_catalog
+from trainsizer.errors import SpecError
 from trainsizer.estimate.step_time import estimate_time, perf_style
+from trainsizer.render.i18n import t
 from trainsizer.scenario import resolve_job
 
 JOB = {"model": "llama-3.1-8b", "data": {"tokens": 1e9},
@@ -50,3 +53,26 @@ def test_torch_ring_cost_is_nonnegative_and_nothing_without_cp(cp, seq):
     cost = _cp_comm(cp, seq=seq)
     assert cost >= 0.0
     assert (cost == 0.0) == (cp == 1)
+
+
+def _job(**strategy) -> dict:
+    return {**JOB, "seq_len": 8192, "global_batch": {"sequences": 1},
+            "strategy": {"cp": 8, "dp": 1, "micro_batch": 1, "framework": "torchtitan", **strategy}}
+
+
+def test_cp_repeat_kv_false_moves_the_kv_heads_and_is_echoed():
+    """strategy.cp_repeat_kv false (Hugging Face models: SDPA enable_gqa): the gather moves 8 K / V heads, not 32."""
+    times = {}
+    for repeat in (True, False):
+        sc = resolve_job(_job(cp_repeat_kv=repeat), load_catalog())
+        assert sc.summary()["strategy"]["cp_repeat_kv"] is repeat
+        times[repeat] = estimate_time(sc.model, sc.training, sc.system, sc.strategy,
+                                      memory_note=False).breakdown_s["cp_comm"]
+    assert 0.0 < times[False] < times[True]
+    assert _cp_comm(8, seq=1024) == _cp_comm(8, seq=1024, style=replace(perf_style("torchtitan"), cp_repeat_kv=True))
+
+
+def test_bad_cp_repeat_kv_is_a_clear_error_with_words_in_both_languages():
+    with pytest.raises(SpecError, match="cp_repeat_kv"):
+        resolve_job(_job(cp_repeat_kv="sometimes"), load_catalog())
+    assert t("field_strategy.cp_repeat_kv", "zh") != t("field_strategy.cp_repeat_kv", "en")

@@ -265,6 +265,7 @@ class Strategy:
     attention_kernel: Any = None  # "fa1" | "fa2" | "triton" | "native" (names.ATTENTION_KERNELS); None = the style's
     norm_kernel: Any = None  # "fused" | "eager" (names.NORM_KERNELS); None = the style's; memory and step time
     cp_comm_type: Any = None  # "p2p" | "all_gather" (names.CP_COMM_TYPES); None = p2p; step time
+    cp_repeat_kv: Any = None  # PyTorch ring's K / V at the query heads' width (repeat_kv); None = the style's; step time
     # "fused" | "eager" (names.ACTIVATION_KERNELS): the SwiGLU activation; None = the style's; memory and step time
     activation_kernel: Any = None
     # Transformer Engine FP8 dot-product attention (Megatron-Core fp8_dot_product_attention, NeMo FP8_DPA with

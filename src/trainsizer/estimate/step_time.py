@@ -182,6 +182,9 @@ class PerfStyle:
     # model that repeats K / V to the query heads before SDPA (torchtitan repeat_kv): _cp_torch_ring; otherwise
     # Transformer Engine's ring (AttnFuncWithCP) over the model's K / V heads
     cp_torch_ring: bool = False
+    # under cp_torch_ring the model repeats K / V to the query heads before SDPA (torchtitan's Llama repeat_kv), so
+    # the ring moves them at the query width; false: SDPA's enable_gqa (Hugging Face sdpa_attention_forward)
+    cp_repeat_kv: bool = False
 
     def __post_init__(self) -> None:
         if not np.all(np.isin(self.attention_kernel, ATTENTION_KERNELS)):
@@ -249,6 +252,8 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["dp_overlap_min_zero"] = 0.0
     if getattr(strategy, "attention_kernel", None) is not None:
         changes["attention_kernel"] = str(strategy.attention_kernel)
+    if getattr(strategy, "cp_repeat_kv", None) is not None:
+        changes["cp_repeat_kv"] = bool(strategy.cp_repeat_kv)
     if getattr(strategy, "norm_kernel", None) is not None:
         if strategy.norm_kernel not in NORM_KERNELS:
             from trainsizer.errors import unknown_name
@@ -823,22 +828,24 @@ def _cp_comm(x: _Step, lt: compute.LayerTimes) -> np.ndarray:
 def _cp_torch_ring(x: _Step, lt: compute.LayerTimes, k_cp: Any) -> Any:
     """PyTorch's context parallel per layer (torch/distributed/tensor/experimental/_attention.py, 2.6-2.7, as
     torchtitan runs it; _ContextParallelOptions defaults convert_to_f32, enable_load_balance, rotate_method
-    ALL_GATHER). K and V travel at the query heads' width: torchtitan's Attention repeats them (repeat_kv) before
-    F.scaled_dot_product_attention. Forward (again under full recompute): one all-gather of K / V
+    ALL_GATHER). K and V travel at the query heads' width where the model repeats them before SDPA (cp_repeat_kv:
+    torchtitan's Attention, repeat_kv), else at the K / V heads' (enable_gqa: Hugging Face models). Forward (again under full recompute): one all-gather of K / V
     (_AllGatherRotater), waited on after the local causal block, 1 / cp of the work; each later step's output and
     lse merged into an fp32 copy (_SDPAMerger). Backward: the all-gather again, and dK / dV accumulated in fp32
     and sent one rank on after every step (_AllToAllRotater, permute_tensor), each hidden behind the next step's
     backward, the last waited on; its accumulations and copies stream (perf_constants.yaml cp_torch_ring)."""
     c, m, k = x.c, x.model, x.k.raw["cp_torch_ring"]
-    elems = x.tok * m.q_dim / x.t  # one rank's (repeated) K, V or output elements
+    out = x.tok * m.q_dim / x.t  # one rank's output (and query) elements
+    kv = x.tok * np.where(np.asarray(x.fw.cp_repeat_kv, bool), m.q_dim, m.kv_dim) / x.t  # its K (or V) elements
     zone = comm.zone_members(c, x.t, x.system)
-    gather = comm.all_gather_time(elems * 2.0 * x.act * c, c, k_cp, x.r, x.system, zone)
+    gather = comm.all_gather_time(kv * 2.0 * x.act * c, c, k_cp, x.r, x.system, zone)
     a_fwd, a_bwd = lt.attn_fwd / c, lt.attn_bwd / c  # one ring step's share of the attention
-    dkv = comm.p2p_time(elems * 2.0 * k["dkv_bytes"], k_cp >= c, x.r, x.system)
+    dkv = comm.p2p_time(kv * 2.0 * k["dkv_bytes"], k_cp >= c, x.r, x.system)
     fwd = np.maximum(gather - a_fwd, 0.0) + compute.stream_time(
-        elems * (k["merge_fwd_bytes"] * (c - 1.0) + k["merge_out_bytes"]), x.r, kernels=k["merge_fwd_kernels"] * (c - 1.0))
+        (kv * k["kv_cat_bytes"] + out * k["merge_fwd_bytes"]) * (c - 1.0) + out * k["merge_out_bytes"], x.r,
+        kernels=k["merge_fwd_kernels"] * (c - 1.0))
     bwd = (np.maximum(gather - a_bwd, 0.0) + (c - 1.0) * np.maximum(dkv - a_bwd, 0.0) + dkv
-           + compute.stream_time(elems * k["bwd_bytes"] * c, x.r, kernels=k["bwd_kernels"] * c))
+           + compute.stream_time((kv * k["bwd_kv_bytes"] + out * k["bwd_q_bytes"]) * c, x.r, kernels=k["bwd_kernels"] * c))
     return np.where(c > 1, fwd * (1.0 + x.full_share) + bwd, 0.0) * m.attention_layers / m.layers
 
 

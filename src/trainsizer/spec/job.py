@@ -322,6 +322,10 @@ class StrategySpec(_Strict):
     # context-parallel K / V exchange: p2p (ring, hidden behind attention) | all_gather (exposed, Llama 3's);
     # null = p2p
     cp_comm_type: CpCommType | None = None
+    # PyTorch context parallel: the model repeats K / V to the query heads before SDPA (torchtitan's Llama repeat_kv),
+    # so its ring moves them at the query width; false = SDPA's enable_gqa (Hugging Face models on torch >= 2.5);
+    # null = the style's
+    cp_repeat_kv: bool | None = None
     # MLP activation kernel (SwiGLU): fused (TE / Apex / compile) | eager (F.silu then the product: nanotron);
     # null = the style's
     activation_kernel: ActivationKernel | None = None
