@@ -37,7 +37,9 @@
   stated as perf_mlperf's NVIDIA GB200 512-GPU row states it (its 19.474 s against this cluster's 19.314 s); and
   Oracle's Llama 2 70B LoRA on H200 (1 and 64 nodes; NVIDIA's v4.1 LoRA implementation, NeMo 24.09-alpha: TP 4 with
   sequence parallel and userbuffers overlap, CP 1 / 2, FP8 with fp8_params, no CUDA graphs), each row the median of the
-  logs' per-block samples/s (custom_callbacks.py: samples over the summed train-batch times).
+  logs' per-block samples/s (custom_callbacks.py: samples over the summed train-batch times); and Dell's runs of the
+  same code on one node of H200 SXM (two chassis) and H200 NVL (8 and 4 GPUs), TP 1 CP 2, each read from the resolved
+  config its logs print. The v4.1 code sets disable_parameter_transpose_cache: those rows state fp8_transpose_cache 0.
 
 Sign: (predicted - measured) / measured of tokens/s per GPU, + = predicted too fast.
 
@@ -116,10 +118,19 @@ def mlperf_nvidia_rows() -> list[dict[str, str]]:
     return list(csv.DictReader(MLPERF_NVIDIA.open(encoding="utf-8")))
 
 
+def mlperf_nvidia_job(r: dict[str, str]) -> dict:
+    """An MLPerf row on NVIDIA's code as a job: perf_mlperf's row job, with the FP8 weight-transpose cache the run's
+    config states where it says (`fp8_transpose_cache`, blank: perf_mlperf's default)."""
+    job = nvidia_mlperf_job(r)
+    if r["fp8_transpose_cache"]:
+        job["strategy"]["fp8_transpose_cache"] = r["fp8_transpose_cache"] == "1"
+    return job
+
+
 def mlperf_nvidia_cases() -> list[tuple[str, str, float, float]]:
     """(row id, source key, measured, predicted tokens/s/GPU) of the MLPerf rows on NVIDIA's implementation."""
     rs = mlperf_nvidia_rows()
-    predicted = job_tokens_per_gpu((r["id"], nvidia_mlperf_job(r)) for r in rs)
+    predicted = job_tokens_per_gpu((r["id"], mlperf_nvidia_job(r)) for r in rs)
     return [(r["id"], r["source_key"], float(r["tokens_per_sec_per_gpu"]), p) for r, (_, p) in zip(rs, predicted, strict=True)]
 
 
@@ -127,7 +138,7 @@ def fits() -> list[Fit]:
     """Each row's predicted peak memory against the card's usable memory (every row ran on real hardware)."""
     jobs = [(r["id"], mbridge_job(r)) for r in rows()] + [(r["id"], automodel_job(r)) for r in automodel_rows()]
     jobs += [(r["id"], mlperf_job(r)) for r in mlperf_rows()]
-    return job_fits(jobs + [(r["id"], nvidia_mlperf_job(r)) for r in mlperf_nvidia_rows()])
+    return job_fits(jobs + [(r["id"], mlperf_nvidia_job(r)) for r in mlperf_nvidia_rows()])
 
 
 def main() -> None:
