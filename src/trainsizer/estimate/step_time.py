@@ -578,7 +578,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
         gemm_w = dense_w / t + expert_w / (t * x.e)
         layer_mb = layer_mb + passes * compute.stream_time(gemm_w * (0.5 + 2.0), r,
                                                           kernels=compute.KERNELS["nf4_dequantise"])
-    return lt, layer_mb + _lora_adapters(x) + _expert_bias_time(x)
+    return lt, layer_mb + _lora_adapters(x) + _expert_bias_time(x) + _activation_clamp_time(x)
 
 
 def _expert_bias_time(x: _Step) -> Any:
@@ -613,6 +613,23 @@ def _mcore_expert_bias_time(x: _Step, slots: Any) -> Any:
     fwd = np.where(flex, b["down_forward_fp32"], b["down_forward_bf16"])
     bwd = np.where(flex, b["down_backward_fp32"], b["down_backward_bf16"])
     return compute.stream_time(slots * x.model.hidden * (fwd * (1.0 + x.moe_rerun) + bwd), x.r, kernels=0.0)
+
+
+def _activation_clamp_time(x: _Step) -> Any:
+    """Seconds per average layer and micro-batch of a clamped gated activation in Megatron-Core's routed experts
+    (ModelArch.activation_clamp; fused_bias_geglu.py weighted_bias_quick_geglu_impl with clamp_value, the
+    TEGroupedMLP path): both halves clamped and concatenated eager before the fused activation (perf_constants.yaml
+    gemm.activation_clamp_mcore_bytes, per intermediate element of a routed slot), the forward again where the
+    activation (recompute_modules moe_act) or the MoE block is recomputed. Other styles: nothing."""
+    m = x.model
+    if not (m.is_moe and m.activation_clamp) or not np.any(x.fw.moe_host_sync):
+        return 0.0
+    b = x.k.activation_clamp_mcore_bytes
+    act = x.recompute_modules is not None and "moe_act" in x.recompute_modules
+    again = np.where((x.rc == 1) & act, 1.0, x.moe_rerun)
+    slots = x.tok * m.experts_per_token * x.training.moe_capacity_factor * m.moe_layer_count / m.layers
+    per = m.expert_ffn / x.t * (b["forward"] * (1.0 + again) + b["backward"])
+    return np.where(np.asarray(x.fw.moe_host_sync, bool), compute.stream_time(slots * per, x.r, kernels=0.0), 0.0)
 
 
 def _native_length(x: _Step) -> tuple[Any, Any]:

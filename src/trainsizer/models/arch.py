@@ -71,6 +71,9 @@ class ModelArch:
     qkv_bias: bool = False
     out_bias: bool = False
     mlp_bias: bool = False
+    # the gated activation clamps both halves before it (gpt-oss swiglu_limit: glu at most the limit, linear within
+    # +-limit; Megatron-Core activation_func_clamp_value, estimate.step_time._activation_clamp_time)
+    activation_clamp: bool = False
     qk_norm: bool = False
     # attention and MLP read the same layer input and their outputs are added once (GPT-J; GPT-NeoX / Pythia
     # gpt_j_residual, HF GPTNeoXConfig use_parallel_residual; PaLM): under TP one forward all-reduce of the summed

@@ -760,8 +760,8 @@ def _gpt_oss(c: ConfigReader) -> dict[str, Any]:
     (attention_bias), a learned sink logit per head (`sinks`: heads x layers parameters, one extra softmax column,
     not counted: a note says so); every layer is MoE: router Linear(hidden, num_local_experts) with bias, top
     num_experts_per_tok (`experts_per_token` is the same figure in OpenAI's own key), experts of intermediate_size with
-    biases (gate_up_proj_bias, down_proj_bias) and a clamped SwiGLU (swiglu_limit, swiglu_alpha: elementwise, costed
-    as SwiGLU); layer_types alternate sliding (sliding_window) and full attention."""
+    biases (gate_up_proj_bias, down_proj_bias) and a clamped SwiGLU (swiglu_limit: activation_clamp; swiglu_alpha
+    elementwise, costed as SwiGLU); layer_types alternate sliding (sliding_window) and full attention."""
     kw = _gqa_core(c, head_dim_default=64)
     experts = c.req_int("num_local_experts")
     k = c.req_int("num_experts_per_tok")
@@ -771,7 +771,7 @@ def _gpt_oss(c: ConfigReader) -> dict[str, Any]:
     if isinstance(c.raw.get("quantization_config"), Mapping):
         c.notes.append(msg("hf_released_quantized", method=str(c.raw["quantization_config"].get("quant_method"))))
     return dict(kw, ffn=0, experts=experts, experts_per_token=k, expert_ffn=kw["ffn"], qkv_bias=bias, out_bias=bias,
-                mlp_bias=True, router_bias=True, **_window_layers(c, kw["layers"], 128, _alternating(kw["layers"], 2),
+                mlp_bias=True, router_bias=True, activation_clamp=c.has("swiglu_limit"), **_window_layers(c, kw["layers"], 128, _alternating(kw["layers"], 2),
                                                           "1 full_attention every 2 layers"))
 
 

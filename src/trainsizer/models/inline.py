@@ -43,6 +43,7 @@ class InlineModelSpec(BaseModel):
     qkv_bias: bool | None = None
     out_bias: bool | None = None
     mlp_bias: bool | None = None
+    activation_clamp: bool | None = None
     qk_norm: bool | None = None
     parallel_residual: bool | None = None
     experts: int | None = NonNeg
