@@ -38,8 +38,8 @@
   Oracle's Llama 2 70B LoRA on H200 (1 and 64 nodes; NVIDIA's v4.1 LoRA implementation, NeMo 24.09-alpha: TP 4 with
   sequence parallel and userbuffers overlap, CP 1 / 2, FP8 with fp8_params, no CUDA graphs), each row the median of the
   logs' per-block samples/s (custom_callbacks.py: samples over the summed train-batch times); and Dell's runs of the
-  same code on one node of H200 SXM (two chassis) and H200 NVL (8 and 4 GPUs), TP 1 CP 2, each read from the resolved
-  config its logs print. The v4.1 code sets disable_parameter_transpose_cache: those rows state fp8_transpose_cache 0.
+  same code on one node of H200 SXM (two chassis) and H200 NVL (8 and 4 GPUs), TP 1 CP 2, and Cisco's (v5.1) on 1 and 2
+  H200 SXM nodes, each read from the resolved config its logs print. The v4.1 code sets disable_parameter_transpose_cache: those rows state fp8_transpose_cache 0.
 
 Sign: (predicted - measured) / measured of tokens/s per GPU, + = predicted too fast.
 
