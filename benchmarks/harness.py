@@ -128,6 +128,17 @@ def row_cases(rows: list[dict], job) -> list[tuple[str, str, float, float]]:
     return [(r["id"], r["system"], float(r["tokens_per_sec_per_gpu"]), p) for r, (_, p) in zip(rows, predicted, strict=True)]
 
 
+def print_cases(cs: list[tuple[str, str, float, float]], blank_line: bool = False) -> np.ndarray:
+    """Print each (row id, key, measured, predicted) case with its signed error; return |predicted - measured| /
+    measured per case, for the caller's MAPE."""
+    if blank_line:
+        print()
+    print(f"{'row':56s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
+    for rid, _, m, p in cs:
+        print(f"{rid:56s} {m:9.0f} {p:9.0f} {100 * (p - m) / m:+7.1f}")
+    return np.array([abs(p - m) / m for _, _, m, p in cs])
+
+
 def print_fits(fits: list[Fit], what: str) -> None:
     """Every run in the set was trained on real hardware, so each must be predicted to fit: print the count and
     every run predicted not to (one line per run, not per metric)."""

@@ -53,7 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import Fit, job_fits, job_tokens_per_gpu, print_fits, row_cases
+from harness import Fit, job_fits, job_tokens_per_gpu, print_cases, print_fits, row_cases
 from perf_amd import job as amd_job
 from perf_heldout import job_of
 from perf_mbridge26 import group_mape
@@ -143,10 +143,7 @@ def fits() -> list[Fit]:
 
 def main() -> None:
     cs = cases()
-    print(f"{'row':56s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
-    for rid, _, m, p in cs:
-        print(f"{rid:56s} {m:9.0f} {p:9.0f} {100 * (p - m) / m:+7.1f}")
-    errs = np.array([abs(p - m) / m for _, _, m, p in cs])
+    errs = print_cases(cs)
     print(f"\nMegatron-Bridge 26.02 (held out, nothing fitted): n={len(cs)} MAPE {100 * errs.mean():.1f}%")
     by = {r["id"]: r for r in rows()}
     for title, key in (("system", lambda rid, s: s), ("precision", lambda rid, s: by[rid]["precision"]),
@@ -157,27 +154,20 @@ def main() -> None:
     for rid, _, m, p in sorted(cs, key=lambda c: -abs(c[3] - c[2]) / c[2])[:8]:
         print(f"  {rid:56s} {100 * (p - m) / m:+7.1f}%")
     pc = automodel_cases()
-    print(f"\n{'row':56s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
-    for rid, _, m, p in pc:
-        print(f"{rid:56s} {m:9.0f} {p:9.0f} {100 * (p - m) / m:+7.1f}")
+    print_cases(pc, blank_line=True)
     for title, keep in (("LoRA", lambda rid: "_lora_" in rid), ("pre-training", lambda rid: "_lora_" not in rid)):
         perr = np.array([abs(p - m) / m for rid, _, m, p in pc if keep(rid)])
         print(f"NeMo AutoModel {title}, H100 (held out, nothing fitted): n={len(perr)} MAPE {100 * perr.mean():.1f}%")
     mc = mlperf_cases()
-    print(f"\n{'row':56s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
-    for rid, _, m, p in mc:
-        print(f"{rid:56s} {m:9.0f} {p:9.0f} {100 * (p - m) / m:+7.1f}")
-    merr = np.array([abs(p - m) / m for _, _, m, p in mc])
-    print(f"MLPerf MangoBoost LoRA, AMD Instinct (held out, nothing fitted): n={len(mc)} MAPE {100 * merr.mean():.1f}%")
+    mc_errs = print_cases(mc, blank_line=True)
+    print(f"MLPerf MangoBoost LoRA, AMD Instinct (held out, nothing fitted): n={len(mc)} MAPE {100 * mc_errs.mean():.1f}%")
     by_id = {rid: (m, p) for rid, _, m, p in mc}
     for rid, (m, p) in by_id.items():  # the same submitter, release and GPU on one node
         one = by_id.get(rid.rsplit("_", 1)[0] + "_8gpu")
         if one and not rid.endswith("_8gpu"):
             print(f"  per-GPU rate over one node: {rid:50s} measured {m / one[0]:.3f} predicted {p / one[1]:.3f}")
     nc = mlperf_nvidia_cases()
-    print(f"\n{'row':56s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
-    for rid, _, m, p in nc:
-        print(f"{rid:56s} {m:9.0f} {p:9.0f} {100 * (p - m) / m:+7.1f}")
+    print_cases(nc, blank_line=True)
     for g, (n, mape) in group_mape(nc, lambda rid, key: key).items():
         print(f"{g} (held out, nothing fitted): n={n} MAPE {mape:.1f}%")
     ibm = [(int(r["gpu_count"]), m, p) for r, (_, _, m, p) in zip(mlperf_nvidia_rows(), nc, strict=True) if "_ibm_" in r["id"]]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import Fit, job_fits, pretrain_job, print_fits, row_cases
+from harness import Fit, job_fits, pretrain_job, print_cases, print_fits, row_cases
 
 DATA = Path(__file__).resolve().parent / "data" / "hybrid_perf.csv"
 # DGX systems as perf_blackwell.py / perf_mbridge26.py write them (DGX-B300: eight 800 Gb/s SuperNICs, assumed)
@@ -63,10 +63,7 @@ def fits() -> list[Fit]:
 
 def main() -> None:
     cs = cases()
-    print(f"{'row':56s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
-    for rid, _, m, p in cs:
-        print(f"{rid:56s} {m:9.0f} {p:9.0f} {100 * (p - m) / m:+7.1f}")
-    errs = np.array([abs(p - m) / m for _, _, m, p in cs])
+    errs = print_cases(cs)
     print(f"\nhybrid Mamba-2 / attention (held out, nothing fitted): n={len(cs)} MAPE {100 * errs.mean():.1f}%")
     groups: dict[str, list[float]] = {}
     for _rid, system, m, p in cs:

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import Fit, job_fits, pretrain_job, print_fits, row_cases
+from harness import Fit, job_fits, pretrain_job, print_cases, print_fits, row_cases
 from perf_blackwell import DATA as OLD
 from perf_blackwell import MODELS, PIPELINE_SLOTS, SYSTEMS
 from perf_blackwell import cases as pb_cases
@@ -119,10 +119,7 @@ def group_mape(cs: list[tuple[str, str, float, float]], key) -> dict[str, tuple[
 
 def main() -> None:
     cs = cases()
-    print(f"{'row':56s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
-    for rid, _, m, p in cs:
-        print(f"{rid:56s} {m:9.0f} {p:9.0f} {100 * (p - m) / m:+7.1f}")
-    errs = np.array([abs(p - m) / m for _, _, m, p in cs])
+    errs = print_cases(cs)
     print(f"\nMegatron-Bridge 26.04 / 26.06 (held out, nothing fitted): n={len(cs)} MAPE {100 * errs.mean():.1f}%")
     by = {r["id"]: r for r in rows()}
     for title, key in (("release", lambda rid, s: by[rid]["release"]), ("system", lambda rid, s: s),

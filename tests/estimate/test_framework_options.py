@@ -277,12 +277,17 @@ def test_grad_reduce_overlap_is_a_job_option_and_deepspeed_zero1_reduces_after_b
     job = {"model": "llama-3.1-8b", "data": {"tokens": 1e9}, "seq_len": 4096, "global_batch": {"sequences": 64},
            "hardware": {"accelerator": "h100-sxm-80gb", "count": 8},
            "strategy": {"zero": 1, "grad_reduce_overlap": False, "framework": "deepspeed"}}
+    _assert_yes_no_option(job, "grad_reduce_overlap", False)
+
+
+def _assert_yes_no_option(job: dict, option: str, value: bool) -> None:
+    """A job file's yes/no strategy option reaches the strategy and the JSON summary; any other value is refused,
+    naming the option."""
     sc = resolve_job(job, load_catalog())
-    assert sc.strategy.grad_reduce_overlap is False
-    assert sc.summary()["strategy"]["grad_reduce_overlap"] is False
-    job["strategy"]["grad_reduce_overlap"] = "sometimes"
-    with pytest.raises(SpecError, match="grad_reduce_overlap"):
-        resolve_job(job, load_catalog())
+    assert getattr(sc.strategy, option) is value
+    assert sc.summary()["strategy"][option] is value
+    with pytest.raises(SpecError, match=f"{option}: must be true or false"):
+        resolve_job({**job, "strategy": {**job["strategy"], option: "sometimes"}}, load_catalog())
 
 
 def _unfused_extra_s(tp: int, seqs: int, mb: int) -> float:
@@ -318,8 +323,4 @@ def test_fused_gradient_accumulation_is_the_megatron_default_and_a_job_option_me
     job = {"model": "llama-3.1-8b", "data": {"tokens": 1e9}, "seq_len": 8192, "global_batch": {"sequences": 64},
            "hardware": {"accelerator": "h100-sxm-80gb", "count": 8},
            "strategy": {"tp": 2, "gradient_accumulation_fusion": False, "framework": "megatron"}}
-    sc = resolve_job(job, load_catalog())
-    assert sc.strategy.gradient_accumulation_fusion is False
-    assert sc.summary()["strategy"]["gradient_accumulation_fusion"] is False
-    with pytest.raises(SpecError, match="gradient_accumulation_fusion: must be true or false"):
-        resolve_job({**job, "strategy": {"gradient_accumulation_fusion": "sometimes"}}, load_catalog())
+    _assert_yes_no_option(job, "gradient_accumulation_fusion", False)
