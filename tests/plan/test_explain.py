@@ -60,3 +60,12 @@ def test_options_without_any_scale_evidence_are_named_once(lang):
     assert "acme-x1, x2" in note and "rtx-4090" not in note and "h100" not in note and "scale_platforms" in note
     assert (lang == "zh") == ("文献记载" in note)
     assert no_scale_evidence_notes(shown[1:3], shown[1], lang) == []  # the recommended option's note says it
+
+
+def test_the_english_sentences_need_no_plural_hedge():
+    """A count reads right at 1 and at 3 ("other options within 7% of the cheapest: 1"), so no sentence hedges a
+    plural with "option(s)"."""
+    hedged = {k: v["en"] for k, v in load("plan/data/explain.yaml").items()
+              if isinstance(v, dict) and "(s)" in str(v.get("en", ""))}
+    assert not hedged, f"these sentences hedge a plural: {sorted(hedged)}"
+    assert "other options within 10% of the cheapest: 1," in str(msg("why_tie", "en", **{**FIELDS, "n": 1}))
