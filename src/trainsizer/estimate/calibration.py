@@ -83,12 +83,7 @@ class PerfConstants:
         """Figures of an FP8 scaling recipe ("auto": the accelerator family's default, e.g. MXFP8 on
         Blackwell, delayed scaling elsewhere)."""
         if recipe == "auto":
-            acc = accelerator.lower()
-            best, best_len = self.fp8_default_recipe.get("default", "delayed"), 0
-            for key, value in self.fp8_default_recipe.items():
-                if key != "default" and acc.startswith(key) and len(key) > best_len:
-                    best, best_len = value, len(key)
-            recipe = best
+            recipe = _family_entry(self.fp8_default_recipe, accelerator, self.fp8_default_recipe.get("default", "delayed"))
         if recipe not in self.fp8_recipes:
             from trainsizer.errors import unknown_name
 
@@ -117,21 +112,20 @@ class PerfConstants:
     def flash_bwd_ratio(self, accelerator: str, kernel: str = "fa2") -> float:
         """Attention backward / forward time: the native kernels' measured ratio where the family has one (cuDNN /
         FA3 on Hopper: flash_bwd_over_fwd_native), else FlashAttention-2's (attention section)."""
-        acc = accelerator.lower()
         if kernel == "triton":
             return self.flash_bwd_over_fwd * self.triton_bwd_over_fwd_vs_fa2
-        keys = [key for key in self.flash_bwd_over_fwd_native if acc.startswith(key)] if kernel == "native" else []
-        return self.flash_bwd_over_fwd_native[max(keys, key=len)] if keys else self.flash_bwd_over_fwd
+        if kernel == "native":
+            return _family_entry(self.flash_bwd_over_fwd_native, accelerator, self.flash_bwd_over_fwd)
+        return self.flash_bwd_over_fwd
 
     def fp8_attention(self, accelerator: str, d_qk: int = 128) -> tuple[float, float]:
         """(forward, backward) throughput of FP8 fused attention relative to BF16 on this part's family
         (strategy.fp8_attention), at the query / key head dim `d_qk` where one was measured (MLA's 192), else the
         family's figure; (1, 1) where no FP8 measurement is held (the BF16 rate is kept)."""
-        acc = accelerator.lower()
         for table in (self.fp8_attention_speedup_by_head_dim.get(str(d_qk), {}), self.fp8_attention_speedup):
-            keys = [key for key in table if acc.startswith(key)]
-            if keys:
-                return table[max(keys, key=len)]
+            hit = _family_entry(table, accelerator)
+            if hit is not None:
+                return hit
         return 1.0, 1.0
 
     def native_length_factors(self, accelerator: str, kernel: Any, length: Any,
@@ -140,13 +134,12 @@ class PerfConstants:
         length flash_efficiency_native is taken at: log-linear between the family's measured lengths, the end values
         beyond them, 1 below that length (attention.native_length_scaling; a cuDNN `release` with its own curve
         reads that one); 1 for other kernels (an array of kernels under framework auto) and families without data."""
-        acc = accelerator.lower()
         table = {**self.native_length_scaling, **self.native_length_release.get(str(release), {})}
-        keys = [key for key in table if acc.startswith(key)]
+        curve = _family_entry(table, accelerator)
         native = np.asarray(kernel) == "native"
-        if not keys or not np.any(native):
+        if curve is None or not np.any(native):
             return 1.0, 1.0
-        lengths, fwd, bwd = table[max(keys, key=len)]
+        lengths, fwd, bwd = curve
         x, ref = np.log2(lengths), np.log2(self.native_length_ref)
         at = np.maximum(np.log2(np.maximum(np.asarray(length, float), 1.0)), ref)
         return tuple(np.where(native, np.interp(at, x, rate) / np.interp(ref, x, rate), 1.0)  # type: ignore[return-value]
@@ -160,7 +153,7 @@ class PerfConstants:
         at = np.log2(np.maximum(np.asarray(length, float), 1.0))
         factor: Any = 1.0
         for name, (ref, families) in self.flash_length.items():
-            curve = _family_entry(families, accelerator)
+            curve = _family_entry(families, accelerator, families.get("default"))
             if curve is None or not np.any(names == name):
                 continue
             x, rate = np.log2(curve[0]), curve[1]
@@ -173,10 +166,7 @@ class PerfConstants:
         measurement at that release (validate.py refuses the job)."""
         if release in (None, "9.13"):
             return 1.0, 1.0
-        acc = accelerator.lower()
-        table = self.cudnn_release_speedup.get(str(release), {})
-        keys = [key for key in table if acc.startswith(key)]
-        return table[max(keys, key=len)] if keys else None
+        return _family_entry(self.cudnn_release_speedup.get(str(release), {}), accelerator)
 
     def attention_sfu(self, accelerator: str, kernel: str = "fa2") -> tuple[float, float]:
         """(attention forward time factor, backward / forward time ratio) for a part whose SFUs compute the
@@ -194,20 +184,17 @@ def _length_curves(table: dict[str, Any]) -> dict[str, tuple[tuple[float, ...], 
             for k, v in table.items() if k not in ("ref", "release")}
 
 
-def _family_entry(table: dict[str, Any], accelerator: str) -> Any:
-    """The entry of the longest family key the accelerator starts with, else `default`, else None."""
+def _family_entry(table: dict[str, Any], accelerator: str, fallback: Any = None) -> Any:
+    """The entry of the longest family key the accelerator's id starts with ("h100" for "h100-sxm-80gb"; "default"
+    is never a family), else `fallback`."""
     acc = accelerator.lower()
     keys = [key for key in table if key != "default" and acc.startswith(key)]
-    return table[max(keys, key=len)] if keys else table.get("default")
+    return table[max(keys, key=len)] if keys else fallback
 
 
 def _by_family(table: dict[str, float], accelerator: str) -> float:
-    acc = accelerator.lower()
-    best, best_len = table["default"], 0
-    for key, value in table.items():
-        if key != "default" and acc.startswith(key) and len(key) > best_len:
-            best, best_len = value, len(key)
-    return float(best)
+    """A per-family figure, the table's `default` where no family matches."""
+    return float(_family_entry(table, accelerator, table["default"]))
 
 
 @lru_cache(maxsize=1)
