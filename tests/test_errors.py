@@ -122,3 +122,13 @@ def test_one_stray_last_character_lists_the_ids_the_rest_starts():
     assert "以 h100 开头的有" in tr(err.problem, "zh")
     assert unknown_name("x", "accelerator", "b200x", IDS).suggestion == "b200"
     assert unknown_name("x", "accelerator", "zzzz", IDS).suggestion is None
+
+
+def test_allowed_names_are_enumerated_with_the_chinese_list_comma():
+    """Chinese lists names with 、; the allowed values and an ambiguous name's matches were joined with ', '."""
+    err = SpecError("method", "not an allowed value", value="ful", allowed=["pretrain", "full", "lora"])
+    assert "Allowed: pretrain, full, lora." in err.render("en")
+    assert "pretrain、full、lora" in err.render("zh") and ", " not in err.render("zh")
+    ambiguous = unknown_name("hardware.accelerator", "accelerator", "h100", IDS)
+    assert "h100-nvl-94gb、h100-pcie-80gb、h100-sxm-80gb" in ambiguous.render("zh")
+    assert "h100-nvl-94gb, h100-pcie-80gb, h100-sxm-80gb" in str(ambiguous)

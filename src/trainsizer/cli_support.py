@@ -19,6 +19,7 @@ import click
 
 from trainsizer.catalogues import default_lang, load
 from trainsizer.errors import TrainsizerError, render_error
+from trainsizer.messages import LIST_SEPARATORS
 from trainsizer.messages import render as render_message
 from trainsizer.names import FRAMEWORKS, OFFLOAD, RECOMPUTE, RECOMPUTE_METHODS
 
@@ -96,7 +97,7 @@ def _bad_value(err: click.BadParameter, lang: str) -> str:
         return err.message
     value = found.group("value")
     if isinstance(err.param.type, click.Choice):
-        return _m("error_not_one_of", lang, value=value, choices=", ".join(map(str, err.param.type.choices)))
+        return _m("error_not_one_of", lang, value=value, choices=LIST_SEPARATORS[lang].join(map(str, err.param.type.choices)))
     if found.group("number"):
         return _m("error_not_a_number", lang, value=value)
     if found.group("range"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-from trainsizer.messages import Msg, msg, tr
+from trainsizer.messages import Listing, Msg, msg, tr
 from trainsizer.messages import render as render_message
 
 MAX_VALUE_CHARS = 80
@@ -82,7 +82,7 @@ class SpecError(TrainsizerError):
         # a list of allowed names may hold catalogue messages ("... (40 in all)"): kept to translate them
         self._allowed_items = None if allowed is None or isinstance(allowed, str) else list(allowed)
         if self._allowed_items is not None:
-            allowed = ", ".join(str(a) for a in self._allowed_items)
+            allowed = Listing(self._allowed_items)
         self.allowed = allowed
         self.suggestion = suggestion
         super().__init__(self._render())
@@ -111,9 +111,7 @@ class SpecError(TrainsizerError):
         if self.suggestion:
             out += _m("error_suggestion", lang, suggestion=repr(self.suggestion))
         if self.allowed:
-            allowed = self.allowed if self._allowed_items is None else \
-                ", ".join(str(tr(a, lang)) for a in self._allowed_items)
-            out += _m("error_allowed", lang, allowed=allowed)
+            out += _m("error_allowed", lang, allowed=tr(self.allowed, lang))
         return out
 
 
@@ -196,13 +194,13 @@ def unknown_name(where: str, kind: str, name: str, choices: Iterable[str],
     # A short name that starts several ids ("h100") is ambiguous rather than misspelt: name the candidates.
     starts = starting(str(name))
     if len(starts) > 1:
-        return SpecError(where, msg("error_ambiguous_name", kind=what, names=", ".join(starts)), value=name)
+        return SpecError(where, msg("error_ambiguous_name", kind=what, names=Listing(starts)), value=name)
     # One stray character at the end ("h100x"): the ids the rest starts, not the closest spelling ("h800").
     near = starting(str(name)[:-1]) if not starts and len(str(name)) > 3 else []
     near = [c for c in near if c.lower() == str(name)[:-1].lower()] or near  # "b2000": b200 itself
     if len(near) > 1:
         return SpecError(where, msg("error_unknown_name_near", kind=what, prefix=str(name)[:-1],
-                                    names=", ".join(near)), value=name)
+                                    names=Listing(near)), value=name)
     shown = choices if len(choices) <= limit else [*choices[:limit], msg("error_more_choices", n=len(choices))]
     return SpecError(
         where,

@@ -125,6 +125,28 @@ class Translated(Msg):
         return str(self.params.get(lang) or self.params["en"])
 
 
+LISTING_KEY = "listed_items"
+# How each language separates the items of a list in a sentence: Chinese enumerates with the 顿号 "、"
+LIST_SEPARATORS = {"en": ", ", "zh": "、"}
+
+
+class Listing(Msg):
+    """Names or values listed in a sentence ("pretrain, cpt, full" / "pretrain、cpt、full"), each item translated
+    when it is a message itself."""
+
+    def __new__(cls, items: Any) -> Listing:
+        items = list(items)
+        obj = str.__new__(cls, LIST_SEPARATORS["en"].join(str(i) for i in items))
+        obj.key, obj.params = LISTING_KEY, {"items": items}
+        return obj
+
+    def __reduce__(self) -> tuple:
+        return (Listing, (self.params["items"],))
+
+    def tr(self, lang: str) -> str:
+        return LIST_SEPARATORS[lang].join(str(tr(i, lang)) for i in self.params["items"])
+
+
 def msg(key: str, /, **params: Any) -> Msg:
     return Msg(key, **params)
 
@@ -173,6 +195,8 @@ def stored(value: Any) -> Any:
             return Money(**value["params"])
         if value.get("key") == TRANSLATED_KEY:
             return Translated(**value["params"])
+        if value.get("key") == LISTING_KEY:
+            return Listing(stored(value["params"]["items"]))
         if "key" in value and "params" in value:
             return msg(str(value["key"]), **{k: stored(v) for k, v in (value.get("params") or {}).items()})
         if set(value) == {"all"}:

@@ -16,7 +16,7 @@ from trainsizer.errors import SpecError, StrategyError, TrainsizerError
 from trainsizer.estimate.inputs import Strategy, System, Training
 from trainsizer.estimate.sample_lengths import next_fit_fill, real_tokens
 from trainsizer.estimate.train_time import tokens_run, whole_steps
-from trainsizer.messages import msg
+from trainsizer.messages import Listing, msg
 from trainsizer.models import ModelArch, load_model
 from trainsizer.spec import Job, NetworkSpec, load_job
 from trainsizer.spec.load import parse_model
@@ -315,7 +315,7 @@ def _listed_accelerators(job: Job, catalog: Catalog, origin: str) -> dict[str, s
                 raise _prefixed(err, f"{origin}: constraints.{key}[{i}]") from None
     both = sorted((listed["include"] or set()) & listed["exclude"])
     if both:  # nothing of it could be searched; the job says two things (the plan listed every card as refused)
-        raise SpecError(f"{origin}: constraints", msg("job_include_exclude_both", ids=", ".join(both)))
+        raise SpecError(f"{origin}: constraints", msg("job_include_exclude_both", ids=Listing(both)))
     return listed
 
 

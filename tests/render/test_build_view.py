@@ -63,3 +63,27 @@ def test_bom_totals_sit_under_total_as_money(lang: str) -> None:
     rows, bvr = rent_rows(bom, lang), bom.get("buy_vs_rent") or {}
     for (_, shown), key in zip(rows, ("rent_per_month", "rent_for_job"), strict=False):
         assert shown == ("—" if bvr.get(key) is None else money(bvr[key], cur, lang))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_acceptance_rows_are_labelled_in_the_readers_language(lang: str) -> None:
+    """The CLI's acceptance table printed accept's JSON keys (gpu_memory_gib_min, busbw_intra_gb_s_min.all_reduce)
+    in both languages; it writes the report's labels, values with their units, and a figure's own source."""
+    import json
+    from pathlib import Path
+
+    from trainsizer.plan.texts import localise
+    from trainsizer.render.build_view import acceptance_rows
+    from trainsizer.render.report.i18n import t
+
+    fixtures = Path(__file__).parent / "report" / "fixtures"
+    acc = localise(json.loads((fixtures / "plan_buildout_sft70b.json").read_text(encoding="utf-8"))["build"]
+                   ["acceptance"], lang, keep=False)
+    rows = {name: (value, source) for name, value, source in acceptance_rows(acc, lang)}
+    assert not any("_" in name for name in rows)  # no JSON key shows through
+    assert rows[t("f.gpu_memory_gib_min", lang)][0].endswith(" GiB")
+    busbw = t("f.busbw_intra_gb_s_min", lang) + t("paren", lang, text="all-reduce")
+    assert rows[busbw][0].endswith(" GB/s")
+    xids_value, xids_source = rows[t("f.critical_xids", lang)]
+    assert xids_source.startswith("azure_nhc") and "azure_nhc" not in xids_value  # the list's source, beside it
+    assert t("f.critical_xids_source", lang) not in rows

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from trainsizer.errors import SpecError, did_you_mean
-from trainsizer.messages import msg
+from trainsizer.messages import Listing, msg
 
 ID_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 SOURCE_ID_PATTERN = r"^[a-z0-9_]+$"
@@ -117,7 +117,7 @@ def _check_tflops(value: Any) -> Any:
         return value
     bad = [k for k in value if k not in TFLOPS_KEYS]
     if bad:
-        raise ValueError(msg("rec_unknown_precision_key", key=repr(bad[0]), allowed=", ".join(TFLOPS_KEYS)))
+        raise ValueError(msg("rec_unknown_precision_key", key=repr(bad[0]), allowed=Listing(TFLOPS_KEYS)))
     for k, v in value.items():
         if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or v <= 0):
             raise ValueError(msg("rec_tflops_positive", key=k, value=repr(v), allowed="> 0 | null"))
@@ -192,7 +192,7 @@ class Accelerator(Record):
     def _coverage_keys(cls, value: dict[str, str]) -> dict[str, str]:
         bad = [k for k in value if k not in COVERAGE_KEYS]
         if bad:
-            raise ValueError(msg("rec_unknown_coverage_key", key=repr(bad[0]), allowed=", ".join(COVERAGE_KEYS)))
+            raise ValueError(msg("rec_unknown_coverage_key", key=repr(bad[0]), allowed=Listing(COVERAGE_KEYS)))
         return value
 
     @property

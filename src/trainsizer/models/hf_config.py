@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from trainsizer.errors import SpecError, unknown_name
-from trainsizer.messages import msg
+from trainsizer.messages import Listing, msg
 from trainsizer.models.arch import ModelArch
 from trainsizer.spec.parse_problems import parse_problem
 
@@ -514,7 +514,7 @@ def _text_config(c: ConfigReader, family: str, read, missing: str, vision_note: 
     unknown = inner.unknown(FAMILIES[family].irrelevant)
     c.notes.extend(inner.notes)
     if unknown:
-        c.notes.append(msg("hf_text_config_unknown", keys=", ".join(unknown)))
+        c.notes.append(msg("hf_text_config_unknown", keys=Listing(unknown)))
     c.notes.append(msg(vision_note))
     return kw
 
@@ -1067,7 +1067,7 @@ def arch_from_hf_config(
     unknown = reader.unknown(family.irrelevant)
     notes = list(reader.notes)
     if unknown:
-        notes.append(msg("hf_unknown_keys", n=len(unknown), model_type=model_type, keys=", ".join(unknown)))
+        notes.append(msg("hf_unknown_keys", n=len(unknown), model_type=model_type, keys=Listing(unknown)))
     return ModelArch(
         name=name or str(raw.get("_name_or_path") or model_type),
         family=model_type,

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from trainsizer.errors import SpecError, did_you_mean
-from trainsizer.messages import Msg, msg
+from trainsizer.messages import Listing, Msg, msg
 from trainsizer.models.arch import ModelArch
 
 Pos = Field(default=None, ge=1)
@@ -122,7 +122,7 @@ def arch_from_inline(spec: Mapping[str, Any], *, where: str = "model") -> ModelA
         if "heads" in given and "kv_heads" not in given and base.kv_heads == base.heads:
             values["kv_heads"] = given["heads"]
         values.update(given)
-        values["notes"] = (*base.notes, msg("model_preset_overrides", preset=base.name, keys=", ".join(sorted(given))))
+        values["notes"] = (*base.notes, msg("model_preset_overrides", preset=base.name, keys=Listing(sorted(given))))
         values["unknown_keys"] = ()
         if "name" not in given:
             values["name"] = f"{base.name}+custom"

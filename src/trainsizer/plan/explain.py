@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from trainsizer.estimate.memory import GIB
-from trainsizer.messages import Money, duration
+from trainsizer.messages import Listing, Money, duration
 from trainsizer.plan.messages import joined, msg
 from trainsizer.plan.schema import Binding, PlanOption, Relaxation, Tier
 from trainsizer.plan.texts import listed
@@ -312,7 +312,7 @@ def no_scale_evidence_notes(options: list[PlanOption], recommended: PlanOption |
     skip = recommended.hardware.accelerator if recommended is not None else None
     accs = sorted({o.hardware.accelerator for o in options
                    if o.scale.platform is None and o.scale.level != "demonstrated" and o.hardware.accelerator != skip})
-    return [msg("note_scale_no_evidence", lang, accs=", ".join(accs))] if accs else []
+    return [msg("note_scale_no_evidence", lang, accs=Listing(accs))] if accs else []
 
 
 def precision_notes(cands: Any, precision: str, lang: str = "en") -> list[str]:
@@ -322,7 +322,7 @@ def precision_notes(cands: Any, precision: str, lang: str = "en") -> list[str]:
         return []
     only = sorted(acc for acc, reasons in cands.excluded.items()
                   if reasons and all(r.code == "precision" for r in reasons))
-    return [msg("note_precision_excluded", lang, accs=", ".join(only), precision=precision)] if only else []
+    return [msg("note_precision_excluded", lang, accs=Listing(only), precision=precision)] if only else []
 
 
 
@@ -338,6 +338,6 @@ def front_notes(ranked: list[ranking.Scored], front: list[ranking.Scored], price
             if s.cost is not None and s.basis not in (None, basis) and s.train_days * (1.0 + band) < fastest]
     if not left:
         return []
-    ids = ", ".join(priced[s.index].result.option.key for s in left[:3])
+    ids = Listing(priced[s.index].result.option.key for s in left[:3])
     return [msg("note_front_basis", lang, basis=msg(f"word_basis_{basis}", lang),
                 other=msg(f"word_basis_{left[0].basis}", lang), count=len(left), ids=ids)]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from trainsizer.messages import duration
+from trainsizer.messages import Listing, duration
 from trainsizer.plan.explain import money
 from trainsizer.plan.messages import msg
 from trainsizer.plan.schema import Binding, Relaxation
@@ -84,7 +84,7 @@ def _deadline(sr: Any, catalog: Any, lang: str, currency: str) -> list[Relaxatio
         if fp8:
             scen = _with(sr, constraints={"include": tuple(fp8)}, training={"precision": "fp8"},
                          job={"precision": "fp8"})
-            out.append(Relaxation(change=msg("relax_fp8_on", lang, accs=", ".join(fp8)),
+            out.append(Relaxation(change=msg("relax_fp8_on", lang, accs=Listing(fp8)),
                                   result=_describe(_best(scen, catalog, sr.pins), currency, lang)))
     return out
 

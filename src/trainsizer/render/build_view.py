@@ -13,6 +13,8 @@ from trainsizer.plan.buildout.facility import COOLING_KEYS
 from trainsizer.plan.texts import localise
 from trainsizer.render.i18n import t
 from trainsizer.render.numbers import fmt_num, money
+from trainsizer.render.report.blocks import limits_table
+from trainsizer.render.report.fmt import Fmt
 
 
 def _table(title: str, headers: list[str], rows: list[list[Any]], L: str) -> Table:
@@ -131,16 +133,9 @@ def _short(text: str, width: int = 90) -> str:
     return textwrap.shorten(str(text), width, placeholder=" …")
 
 
-def acceptance_rows(acc: dict) -> list[list[Any]]:
-    rows = []
-    for key, v in acc.items():
-        if isinstance(v, dict) and "value" in v:
-            rows.append([key, str(v["value"]), _short(v["source"])])
-        elif isinstance(v, dict) and v and all(isinstance(x, dict) or x is None for x in v.values()):
-            for op, lim in v.items():
-                if lim:
-                    rows.append([f"{key}.{op}", str(lim["value"]), _short(lim["source"])])
-    return rows
+def acceptance_rows(acc: dict, L: str) -> list[list[Any]]:
+    """The report's acceptance rows (labels in the reader's language, values with their units), sources cut."""
+    return [[name, value, _short(source)] for name, value, source in limits_table("", acc, Fmt(L)).rows]
 
 
 def print_build(out: dict[str, Any], lang: str, console: Console | None = None) -> None:
@@ -163,7 +158,7 @@ def print_build(out: dict[str, Any], lang: str, console: Console | None = None) 
                      [[t(f"b_risk_{r['id']}", L), t(f"b_sev_{r['severity']}", L), r["evidence"], t(f"b_risk_{r['id']}_fix", L)]
                       for r in risks] or [[t("b_no_risks", L), "", "", ""]], L))
     con.print(_table(t("b_acceptance_title", L), [t("item", L), t("b_threshold", L), t("source", L)],
-                     acceptance_rows(out["acceptance"]), L))
+                     acceptance_rows(out["acceptance"], L), L))
     ph = out["phases"]
     phases = _table(t("b_phases_title", L), [t("item", L), t("b_weeks", L), t("source", L)],
                     [[t(f"b_phase_{p['id']}", L), (f"{p['weeks_low']:g}-{p['weeks_high']:g}" if p['weeks_high'] else "—"),

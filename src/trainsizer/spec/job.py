@@ -12,7 +12,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from trainsizer.messages import msg
+from trainsizer.messages import Listing, msg
 from trainsizer.names import (
     ACTIVATION_KERNELS,
     ATTENTION_KERNELS,
@@ -119,7 +119,7 @@ class LoraSpec(_Strict):
             return LORA_LINEAR_TARGETS
         bad = [t for t in targets if t not in LORA_TARGETS]
         if bad:
-            raise ValueError(msg("job_lora_target", target=repr(bad[0]), allowed=", ".join(LORA_TARGETS)))
+            raise ValueError(msg("job_lora_target", target=repr(bad[0]), allowed=Listing(LORA_TARGETS)))
         if not targets:
             raise ValueError(msg("job_lora_no_target"))
         return targets
@@ -158,7 +158,7 @@ class DataSpec(_Strict):
         given = [k for k in ("tokens", "dataset_gb", "samples") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(msg("job_one_data_quantity",
-                                 given=msg("job_given", names=", ".join(given)) if given else ""))
+                                 given=msg("job_given", names=Listing(given)) if given else ""))
         if self.samples is not None and self.avg_tokens is None:
             raise ValueError(msg("job_samples_need_avg"))
         if (self.length_sigma is not None or self.max_tokens is not None) and self.samples is None:

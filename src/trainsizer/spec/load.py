@@ -12,7 +12,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from trainsizer.errors import NULL, SpecError, did_you_mean
-from trainsizer.messages import Msg, msg
+from trainsizer.messages import Listing, Msg, msg
 from trainsizer.spec.job import Job
 from trainsizer.spec.parse_problems import parse_problem
 from trainsizer.spec.yaml_loader import DuplicateKeyError, load_yaml
@@ -194,7 +194,7 @@ def validation_to_spec_error(err: ValidationError, model: type[BaseModel], origi
         return SpecError(where, msg("spec_one_of", kinds=[msg(f"shape_{k}") for k in shapes]), value=value)
     if kind in ("model_type", "dict_type", "model_attributes_type"):
         known = _field_names(model, (*loc, "_"))
-        return SpecError(where, msg("spec_expected_mapping_of", keys=", ".join(known)) if known
+        return SpecError(where, msg("spec_expected_mapping_of", keys=Listing(known)) if known
                          else msg("spec_expected_mapping"), value=value)
     if isinstance(value, Mapping):
         value = None  # a whole sub-mapping is noise in a one-line message

@@ -115,21 +115,28 @@ def block_tables(caption: str, block: object, f: Fmt, currency: str = "") -> lis
     return tables
 
 
+def _op_label(key: str, lang: str) -> str:
+    """A threshold's collective or precision ('all-reduce', 'bf16'): `op.<key>` where the catalogue names it."""
+    return t(f"op.{key}", lang) if has(f"op.{key}") else key
+
+
 def limits_table(caption: str, criteria: Mapping, f: Fmt) -> Table:
     """Acceptance criteria (accept's schema): one row per threshold with the rule or source that sets it."""
     rows: list[tuple[str, str, str]] = []
 
     def walk(label: str, unit_key: str, node: Mapping) -> None:
         for key, v in node.items():
-            name = f"{label} ({key})" if label else field_label(key, f.lang)
+            name = label + t("paren", f.lang, text=_op_label(key, f.lang)) if label else field_label(key, f.lang)
             if is_limit(v):
                 # accept's names end in _min / _max (a bound, not minutes): the unit sits before it.
                 named = (unit_key or key).removesuffix("_min").removesuffix("_max")
                 rows.append((name, f.value(named, v["value"]), str(v["source"])))
             elif isinstance(v, Mapping) and v:
                 walk(field_label(key, f.lang), key, v)
+            elif key.removesuffix("_source") in node and key.endswith("_source"):
+                continue  # a plain figure's source (critical_xids_source): shown in that figure's row
             elif key not in ("schema_version", "source") and v not in (None, [], {}):
-                rows.append((field_label(key, f.lang), cell(key, v, f, ""), ""))
+                rows.append((field_label(key, f.lang), cell(key, v, f, ""), str(node.get(f"{key}_source") or "")))
 
     walk("", "", criteria)
     return Table(caption, (t("criterion", f.lang), t("threshold", f.lang), t("source", f.lang)), tuple(rows))
