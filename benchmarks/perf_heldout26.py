@@ -56,7 +56,7 @@ import numpy as np
 from harness import Fit, job_fits, job_tokens_per_gpu, print_cases, print_fits, row_cases
 from perf_amd import job as amd_job
 from perf_heldout import job_of
-from perf_mbridge26 import group_mape
+from perf_mbridge26 import group_mape, print_groups, print_worst
 from perf_mbridge26 import job as mbridge_job
 from perf_mlperf import job as nvidia_mlperf_job
 
@@ -145,14 +145,8 @@ def main() -> None:
     cs = cases()
     errs = print_cases(cs)
     print(f"\nMegatron-Bridge 26.02 (held out, nothing fitted): n={len(cs)} MAPE {100 * errs.mean():.1f}%")
-    by = {r["id"]: r for r in rows()}
-    for title, key in (("system", lambda rid, s: s), ("precision", lambda rid, s: by[rid]["precision"]),
-                       ("model", lambda rid, s: by[rid]["model"])):
-        for g, (n, mape) in group_mape(cs, key).items():
-            print(f"  {title:9s} {g:16s} n={n:2d} MAPE {mape:5.1f}%")
-    print("worst rows:")
-    for rid, _, m, p in sorted(cs, key=lambda c: -abs(c[3] - c[2]) / c[2])[:8]:
-        print(f"  {rid:56s} {100 * (p - m) / m:+7.1f}%")
+    print_groups(cs, {r["id"]: r for r in rows()}, ("system", "precision", "model"))
+    print_worst(cs, 8)
     pc = automodel_cases()
     print_cases(pc, blank_line=True)
     for title, keep in (("LoRA", lambda rid: "_lora_" in rid), ("pre-training", lambda rid: "_lora_" not in rid)):

@@ -117,21 +117,30 @@ def group_mape(cs: list[tuple[str, str, float, float]], key) -> dict[str, tuple[
     return {g: (len(e), 100 * float(np.mean(e))) for g, e in groups.items()}
 
 
+def print_groups(cs: list[tuple[str, str, float, float]], by: dict[str, dict[str, str]], columns: tuple[str, ...]) -> None:
+    """Print the MAPE per value of each csv column (`system` is the case's own key), rows looked up by id in `by`."""
+    for title in columns:
+        key = (lambda rid, s: s) if title == "system" else (lambda rid, s, t=title: by[rid][t])
+        for g, (n, mape) in group_mape(cs, key).items():
+            print(f"  {title:9s} {g:16s} n={n:2d} MAPE {mape:5.1f}%")
+
+
+def print_worst(cs: list[tuple[str, str, float, float]], count: int) -> None:
+    """Print the `count` rows with the largest |error|, signed."""
+    print("worst rows:")
+    for rid, _, m, p in sorted(cs, key=lambda c: -abs(c[3] - c[2]) / c[2])[:count]:
+        print(f"  {rid:56s} {100 * (p - m) / m:+7.1f}%")
+
+
 def main() -> None:
     cs = cases()
     errs = print_cases(cs)
     print(f"\nMegatron-Bridge 26.04 / 26.06 (held out, nothing fitted): n={len(cs)} MAPE {100 * errs.mean():.1f}%")
-    by = {r["id"]: r for r in rows()}
-    for title, key in (("release", lambda rid, s: by[rid]["release"]), ("system", lambda rid, s: s),
-                       ("precision", lambda rid, s: by[rid]["precision"]), ("model", lambda rid, s: by[rid]["model"])):
-        for g, (n, mape) in group_mape(cs, key).items():
-            print(f"  {title:9s} {g:16s} n={n:2d} MAPE {mape:5.1f}%")
+    print_groups(cs, {r["id"]: r for r in rows()}, ("release", "system", "precision", "model"))
     print("26.x over 25.11 at the same system, model, recipe, batch and layout (measured vs predicted):")
     for rid, meas, pred in release_pairs(cs):
         print(f"  {rid:56s} measured {meas:.3f} predicted {pred:.3f}")
-    print("worst rows:")
-    for rid, _, m, p in sorted(cs, key=lambda c: -abs(c[3] - c[2]) / c[2])[:6]:
-        print(f"  {rid:56s} {100 * (p - m) / m:+7.1f}%")
+    print_worst(cs, 6)
     print_fits(fits(), "Megatron-Bridge 26.04 / 26.06")
 
 

@@ -1,0 +1,59 @@
+"""Held-out rows added 2026-12-02, second batch (benchmarks/perf_heldout27.py; nothing fitted on them): the
+Megatron-Bridge 26.04.01 and 26.06.01 pre-training tables, each row stated from the workload base config its release
+loads. Bounds = the figures measured when the rows were added (14.6% over 41 rows; GPT-OSS 120B +13..+75% too fast,
+the other 34 rows 7.7%, worst -20.1%) with a margin: docs/frameworks.md says what is left."""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import perf_heldout27 as ph  # noqa: E402
+
+RECIPE_DTYPE = {"BF16": "_BF16_", "FP8-CS": "_FP8_CS_", "FP8-MX": "_FP8_MX_", "NVFP4": "_NVFP4_"}
+
+
+def test_every_row_names_its_source_recipe_and_date():
+    rs = ph.rows()
+    assert len({r["id"] for r in rs}) == len(rs)
+    for r in rs:
+        assert r["source"] and "067f987d" in r["source_locator"] and r["date"], r["id"]
+        assert r["release"] in ("26.04.01", "26.06.01") and f"_{r['release']}_" in r["id"], r["id"]
+        name = r["recipe_config"]  # the config the row was read from: its system and precision are the row's
+        assert f"_{r['system']}_" in name and RECIPE_DTYPE[r["precision"]] in name, r["id"]
+        assert name.endswith("(r0.4.0@c5d4ab462)" if r["release"] == "26.04.01" else "(v0.5.1)"), r["id"]
+        assert int(r["gpu_count"]) % (int(r["tp"]) * int(r["pp"]) * int(r["cp"])) == 0, r["id"]
+
+
+def test_table_flops_per_token_agree_within_a_release_and_model():
+    """The table's two figures of a line share one FLOP count per token for a model and release (a transposed or
+    mistyped cell breaks it): model TFLOP/s over tokens/s agrees within 4% across each (release, model) group (the
+    26.04.01 tokens/s are all multiples of 8, most of 32, so rounded: up to 1.2% on H100's 328; reached 3.1%)."""
+    groups = defaultdict(list)
+    for r in ph.rows():
+        groups[(r["release"], r["model"])].append(float(r["model_tflops_per_gpu"]) / float(r["tokens_per_sec_per_gpu"]))
+    for key, ratios in groups.items():
+        assert max(ratios) / min(ratios) < 1.04, key
+
+
+def test_every_row_runs_end_to_end_within_the_measured_bounds():
+    cs = ph.cases()
+    assert len(cs) == 41
+    err = {rid: (p - m) / m for rid, _, m, p in cs}
+    assert 100 * np.mean(np.abs(list(err.values()))) <= 16.5  # reached: 14.6%
+    rest = [abs(e) for rid, e in err.items() if "gpt_oss" not in rid]
+    assert len(rest) == 34 and 100 * np.mean(rest) <= 9.0  # reached: 7.7%
+    assert max(rest) < 0.23  # reached: -20.1% (26.04.01 GB200 Llama 3.1 405B NVFP4)
+    # known gap (docs/frameworks.md): GPT-OSS 120B on Megatron-Core predicted too fast, +13..+75%
+    assert all(0 < e < 0.85 for rid, e in err.items() if "gpt_oss" in rid)
+
+
+def test_no_measured_run_is_refused_or_predicted_not_to_fit():
+    refused = {f.row_id for f in ph.fits() if not f.fits}
+    assert not refused, refused
