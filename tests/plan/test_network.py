@@ -89,3 +89,21 @@ def test_a_management_part_is_described_for_every_link_it_serves(build):
         assert "out-of-band" in name and "uplink" in name, name
     for line in net.inband.parts:
         assert "in-band" in b.catalog.part(line.part).name
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_exposed_dp_time_is_labelled_as_the_whole_dp_term(build, lang):
+    """Under FSDP the exposed figure is the step model's whole data-parallel term (gathers in every micro-batch),
+    larger than the gradient all-reduce beside it: its label says so, in either language."""
+    from trainsizer.render.report.i18n import field_label
+
+    ar = network_block(build(global_batch={"sequences": 256})).allreduce
+    assert ar.exposed_s_per_step > ar.time_s
+    assert "ZeRO-3/FSDP" in field_label("exposed_s_per_step", lang)
+
+
+def test_allreduce_busbw_is_the_one_its_time_assumes(build):
+    """comm.ring_busbw is the bandwidth all_reduce_time divides by (the block asked hasattr(comm, '_busbw'))."""
+    ar = network_block(build()).allreduce
+    ring = 2 * 15 / 16 * ar.bytes_per_rank_gb / ar.busbw_gb_s
+    assert ring <= ar.time_s < ring * 1.01

@@ -93,6 +93,10 @@ def _busbw(n, k, rates: Rates, system=None, m=None):
     return np.where(n > m, np.minimum(bw, m * rates.inter_nic / _oversub(system)), bw)
 
 
+# The bus bandwidth a ring collective's time assumes, for callers outside the step model (the plan's all-reduce block)
+ring_busbw = _busbw
+
+
 def _net_members(m, k) -> np.ndarray:
     """Members per zone as the network sees them: a scale-up domain's traffic never touches the scale-out fabric,
     so a zone smaller than the domain (NVL72 trays in smaller zones) still holds the domain's k members."""

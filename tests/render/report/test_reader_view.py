@@ -66,8 +66,9 @@ def test_no_notes_heading_over_nothing(lang):
 
 
 @pytest.mark.parametrize(("lang", "text"), [
-    ("en", "Ranks: 16; Exposed communication per step: 0.91 s; Exposed share of the step: 1.1%"),
-    ("zh", "rank 数：16；每步暴露的通信时间：0.91 s；暴露通信占单步比例：1.1%")])
+    ("en", "Ranks: 16; Exposed data-parallel communication per step (gradient reduction + ZeRO-3/FSDP parameter "
+           "gathers): 0.91 s; Exposed data-parallel communication, share of the step: 1.1%"),
+    ("zh", "rank 数：16；每步暴露的数据并行通信时间（梯度归约 + ZeRO-3/FSDP 参数收集）：0.91 s；暴露的数据并行通信占单步比例：1.1%")])
 def test_a_nested_value_keeps_its_fields_units_and_shares(lang, text):
     """The network block's all-reduce: a share reads as a percentage, seconds per step carry their unit, and
     the fields are set off in the reader's punctuation."""

@@ -37,7 +37,7 @@ def allreduce(b: BuildInput) -> AllReduce | None:
     m = comm.zone_members(ranks, s.tp, system)  # members per zone of the job's fabric (hardware.fabric)
     nbytes = gradient_bytes_per_rank(b)
     t = float(comm.all_reduce_time(nbytes, ranks, k, r, system, m=m))
-    busbw = float(comm._busbw(ranks, k, r, system, m)) if hasattr(comm, "_busbw") else 0.0
+    busbw = float(comm.ring_busbw(ranks, k, r, system, m))
     multi = ranks > k
     algo = msg("ar_algo_multi") if multi else msg("ar_algo_nvls") if system.nvls else msg("ar_algo_ring")
     step = float(b.evaluation["time"]["step_s"])

@@ -74,8 +74,9 @@ class AllReduce(Block):
     algorithm: str
     algorithm_msg: MessageRef | None = None
     busbw_gb_s: float
-    time_s: float
-    exposed_s_per_step: float
+    time_s: float = Field(description="the gradient all-reduce alone, s (ring alpha-beta at busbw_gb_s)")
+    exposed_s_per_step: float = Field(description="the step model's whole exposed data-parallel term (time "
+                                      "breakdown_s.dp_comm), s: ZeRO-3 / FSDP gathers included, so it may exceed time_s")
     step_s: float
     exposed_share_of_step: float
     formula: str
