@@ -21,8 +21,9 @@
   docs/performance-summary.md 'Fine-Tuning (LoRA) Performance' as printed at Automodel commit e45812012 (DGX-H100,
   BF16, PyTorch FSDP2: Llama 3.1 8B and Qwen2.5 7B on 1 GPU, Llama 3.3 70B and Qwen2.5 32B at TP 2 on 8 and 16 GPUs),
   each stated from the config of the commit that added the row (507bfb751 for the 1-GPU rows, 2013a4dd6 for the
-  others): LoRA dim 16 on every linear layer, local batch 2, activation checkpointing, async TP, compile and
-  sequence parallelism as each config sets; the `framework` is `torchtitan` (FSDP2 style) as perf_heldout's AutoModel
+  others): LoRA dim 16 on every linear layer, AutoModel's eager LinearLoRA (lora.impl automodel; use_triton is
+  dropped where Transformer Engine imports) with the dropout each config sets (0.1 on the 8B, else 0), local batch 2,
+  activation checkpointing, async TP, compile and sequence parallelism as each config sets; the `framework` is `torchtitan` (FSDP2 style) as perf_heldout's AutoModel
   pre-training rows.
 - MLPerf Training v5.0 / v5.1, MangoBoost's closed Llama 2 70B LoRA submissions on AMD Instinct
   (benchmarks/data/heldout_2026b_mlperf.csv, the columns of amd_mlperf.csv plus `network`, built by perf_amd.job):
@@ -79,7 +80,8 @@ def automodel_job(r: dict[str, str]) -> dict:
     job = job_of(r, {})
     job["method"] = r["method"]
     if r["method"] == "lora":
-        job["lora"] = {"rank": int(r["lora_rank"]), "targets": r["lora_targets"].split()}
+        job["lora"] = {"rank": int(r["lora_rank"]), "targets": r["lora_targets"].split(),
+                       "dropout": float(r["lora_dropout"] or 0.0), "impl": r["lora_impl"] or None}
     return job
 
 

@@ -125,3 +125,9 @@ LORA_TARGETS = (
 # When a job names no targets: PEFT's default for Llama-style models (peft/utils/constants.py
 # TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING, "llama": ["q_proj", "v_proj"]).
 LORA_DEFAULT_TARGETS = ("q_proj", "v_proj")
+# LoRA adapter implementations (job lora.impl; perf_constants.yaml lora.impls): how an adapted linear runs its
+# adapter. peft: B(A(x)) scaled by alpha / r on its output, dropout on the input (PEFT LoraLayer, torchtune
+# LoRALinear, Megatron-Bridge LoRALinear); automodel: NeMo AutoModel's LinearLoRA, the scale on A's rank-wide output
+# and dropout on the adapter's output (PeftConfig dropout_position 'post'); automodel-triton: its TritonLinearLoRA
+# (use_triton, which AutoModel turns off wherever Transformer Engine imports: _peft/lora.py patch_linear_module).
+LORA_IMPLS = ("peft", "automodel", "automodel-triton")

@@ -264,6 +264,8 @@ def _training(job: Job) -> Training:
         global_batch_seqs=job.global_batch_sequences,
         lora_rank=job.lora.rank if job.lora else 0,
         lora_targets=tuple(job.lora.targets) if job.lora else (),
+        lora_dropout=job.lora.dropout if job.lora else 0.0,
+        lora_impl=(job.lora.impl or "peft") if job.lora else "peft",
         flash_attention=job.flash_attention,
         tokens_total=_tokens_total(job),
         moe_capacity_factor=job.moe_capacity_factor,

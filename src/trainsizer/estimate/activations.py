@@ -40,7 +40,13 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from trainsizer.estimate.inputs import Training, act_bytes
-from trainsizer.estimate.model_states import load_memory_constants, lora_targets, trainable
+from trainsizer.estimate.model_states import (
+    load_memory_constants,
+    lora_dropout_on_output,
+    lora_layer_widths,
+    lora_targets,
+    trainable,
+)
 from trainsizer.models.arch import ModelArch
 
 ATTENTION_IMPLS = ("flash", "sdpa", "eager")
@@ -184,7 +190,28 @@ def layer_items(
         _moe_mlp(x, out)
     else:
         _dense_mlp(x, out)
+    _lora_dropout(x, moe, out)
     return out.items()
+
+
+def _lora_dropout(x: _Layer, moe: bool, out: _Saved) -> None:
+    """LoRA dropout (lora.dropout > 0): native_dropout saves a 1-byte mask per element it drops over, on the adapter's
+    output (d_out: NeMo AutoModel's dropout_position 'post'), or on its input (d_in: PEFT / torchtune, whose A then
+    saves the dropped copy, act bytes, beside the input the other consumers keep); memory_constants.yaml
+    lora.dropout_on_output names the side. Dense adapters split by TP, routed-expert ones per slot."""
+    if x.training.lora_dropout <= 0:
+        return
+    d_in, d_out, e_in, e_out, _ = lora_layer_widths(x.model, x.training, moe)
+    on_out = lora_dropout_on_output(x.training)
+    per = 1.0 if on_out else 1.0 + x.a
+    dense, routed = per * (d_out if on_out else d_in), per * (e_out if on_out else e_in)
+    if dense:
+        out.detail["lora_dropout"] = dense
+        out.tp += dense
+    if routed:
+        k = max(x.model.experts_per_token, 1)
+        out.detail["lora_dropout_per_slot"] = routed / k
+        out.routed += routed / k
 
 
 def _hybrid_items(x: _Layer, moe: bool) -> LayerItems:

@@ -856,15 +856,17 @@ def _adapter_states(b: _Batch, g: _Stage, params: _StageParams, items: dict[str,
     le = ssum(lay.cum_lora_exp, start, stop, n) / (ep * t)
     cfg = b.c["lora"]
     # PEFT keeps A/B in fp32; torchtune builds the whole model, adapters included, in its training dtype
-    # (recipes/lora_finetune_*.py: `with training.set_default_dtype(self._dtype)`)
-    a_w, a_g = ((b.w16, b.w16) if b.name == "torchtune"
-                else (cfg["adapter_weight_bytes"], cfg["adapter_grad_bytes"]))
+    # (recipes/lora_finetune_*.py: `with training.set_default_dtype(self._dtype)`), NeMo AutoModel's adapters take the
+    # base weights' dtype (lora.model_dtype_impls), their AdamW moments too
+    model_dtype = b.name == "torchtune" or training.lora_impl in cfg["model_dtype_impls"]
+    a_w, a_g = (b.w16, b.w16) if model_dtype else (cfg["adapter_weight_bytes"], cfg["adapter_grad_bytes"])
+    opt_b = b.pre.opt_in_param_dtype if training.lora_impl in cfg["model_dtype_impls"] else st["optimizer"]
     items["lora_adapters"] = a_w * shard(ld, le, 3)
     trainable_pg = ld + le
     copies = (_on(g.is_first, lay.lora_embed_copy, 0.0) + _on(g.is_last, lay.lora_head_copy, 0.0)) / t
     items["trainable_copies"] = b.w16 * shard(copies, 0.0, 3)
     items["gradients"] = a_g * shard(ld, le, 2) + b.w16 * shard(copies, 0.0, 2)
-    opt = st["optimizer"] * shard(ld, le, 1) + b.pre.opt_in_param_dtype * shard(copies, 0.0, 1)
+    opt = opt_b * shard(ld, le, 1) + b.pre.opt_in_param_dtype * shard(copies, 0.0, 1)
     items["optimizer_states"] = np.where(offload_opt, 0.0, opt)
     host = np.where(offload_opt, opt + np.where(offload_par, base, 0.0), 0.0)
     return _States(host=host, opt_params=None, trainable_pg=trainable_pg)

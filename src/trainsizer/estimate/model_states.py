@@ -153,6 +153,22 @@ def lora_adapted_widths(model: ModelArch, training: Training) -> tuple[float, fl
     """Widths the LoRA adapters of an average layer read and write per token: (dense d_in, dense d_out, routed
     expert d_in, routed expert d_out, adapted linears), summed over the adapted linears (routed experts: the
     top-k a token passes). 0 without LoRA. The time model streams the adapters' activations with these."""
+    out = np.zeros(5)
+    for moe_layer, n_layers in ((False, model.layers - model.moe_layer_count), (True, model.moe_layer_count)):
+        out += n_layers * np.array(lora_layer_widths(model, training, moe_layer), float)
+    w_in, w_out, e_in, e_out, n_lin = (float(v) for v in out / model.layers)
+    return w_in, w_out, e_in, e_out, n_lin
+
+
+def lora_dropout_on_output(training: Training) -> bool:
+    """Whether the job's LoRA implementation drops out the adapter's output (else its input);
+    memory_constants.yaml lora.dropout_on_output."""
+    return bool(load_memory_constants()["lora"]["dropout_on_output"][training.lora_impl])
+
+
+def lora_layer_widths(model: ModelArch, training: Training, moe_layer: bool) -> tuple[float, ...]:
+    """`lora_adapted_widths` of one layer kind (dense or MoE): (d_in, d_out, routed d_in per token, routed d_out per
+    token, adapted linears)."""
     t = lora_targets(training)
     if not t:
         return 0.0, 0.0, 0.0, 0.0, 0.0
@@ -160,16 +176,13 @@ def lora_adapted_widths(model: ModelArch, training: Training) -> tuple[float, fl
     if "qkv_proj" in names:
         names = [n for n in names if n not in ("q_proj", "k_proj", "v_proj")]
     out = np.zeros(5)
-    for moe_layer, n_layers in ((False, model.layers - model.moe_layer_count), (True, model.moe_layer_count)):
-        shapes = _lora_linear_shapes(model, moe_layer)
-        for n in names:
-            for d_in, d_out, copies in shapes[n]:
-                routed = moe_layer and copies == model.experts and n in ("gate_proj", "up_proj", "down_proj")
-                k = model.experts_per_token if routed else copies
-                out += n_layers * np.array([0, 0, k * d_in, k * d_out, 1] if routed else
-                                           [k * d_in, k * d_out, 0, 0, k], float)
-    w_in, w_out, e_in, e_out, n_lin = (float(v) for v in out / model.layers)
-    return w_in, w_out, e_in, e_out, n_lin
+    shapes = _lora_linear_shapes(model, moe_layer)
+    for n in names:
+        for d_in, d_out, copies in shapes[n]:
+            routed = moe_layer and copies == model.experts and n in ("gate_proj", "up_proj", "down_proj")
+            k = model.experts_per_token if routed else copies
+            out += np.array([0, 0, k * d_in, k * d_out, 1] if routed else [k * d_in, k * d_out, 0, 0, k], float)
+    return tuple(float(v) for v in out)
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,12 @@ from trainsizer.estimate.flops import (
 )
 from trainsizer.estimate.framework import fp8_primary_weights_default
 from trainsizer.estimate.inputs import System, Training
-from trainsizer.estimate.model_states import check_training, lora_adapted_widths, lora_trainable_params
+from trainsizer.estimate.model_states import (
+    check_training,
+    lora_adapted_widths,
+    lora_dropout_on_output,
+    lora_trainable_params,
+)
 from trainsizer.estimate.partial_recompute import strategy_chunk_shares
 from trainsizer.estimate.validate import check_strategy, require_one_strategy, shard_groups, strategy_arrays
 from trainsizer.messages import msg
@@ -655,20 +660,30 @@ def _cudnn_release(x: _Step) -> tuple[Any, Any]:
 
 def _lora_adapters(x: _Step) -> Any:
     """Seconds of one average layer's LoRA adapters per micro-batch (perf_constants.yaml `lora:`): the
-    activations their memory-bound A / B GEMMs, scaling and add stream, forward (twice under full recompute)
-    and backward. Widths split over TP like the base linears'; routed-expert adapters over EP too."""
+    activations their memory-bound A / B GEMMs, scaling and add stream, as the job's implementation runs them
+    (lora.impl: `impls`, else the peft counts), and the adapter dropout where lora.dropout > 0, on the adapter's
+    input or output by implementation; forward (twice under full recompute) and backward. Widths split over TP like
+    the base linears'; routed-expert adapters over EP too."""
     w_in, w_out, e_in, e_out, n_lin = lora_adapted_widths(x.model, x.training)
     if n_lin == 0:
         return 0.0
     lc, t, r = x.k.raw["lora"], x.t, x.r
+    impl = x.training.lora_impl
+    c = lc["impls"].get(impl, lc)
 
     def elems(fi: float, fo: float) -> Any:
         return x.tok * ((fi * w_in + fo * w_out) / t + (fi * e_in + fo * e_out) / (t * x.e))
 
-    fwd = compute.stream_time(elems(lc["fwd_in_elems"], lc["fwd_out_elems"]) * r.act_bytes, r,
-                              kernels=n_lin * lc["fwd_kernels"])
-    bwd = compute.stream_time(elems(lc["bwd_in_elems"], lc["bwd_out_elems"]) * r.act_bytes, r,
-                              kernels=n_lin * lc["bwd_kernels"])
+    dropout = x.training.lora_dropout > 0
+    on_out = float(dropout and lora_dropout_on_output(x.training))
+    on_in = float(dropout) - on_out
+    drop_kernels = n_lin * float(dropout)
+    fwd = compute.stream_time(elems(c["fwd_in_elems"] + on_in * lc["dropout_fwd_elems"],
+                                    c["fwd_out_elems"] + on_out * lc["dropout_fwd_elems"]) * r.act_bytes, r,
+                              kernels=n_lin * c["fwd_kernels"] + drop_kernels)
+    bwd = compute.stream_time(elems(c["bwd_in_elems"] + on_in * lc["dropout_bwd_elems"],
+                                    c["bwd_out_elems"] + on_out * lc["dropout_bwd_elems"]) * r.act_bytes, r,
+                              kernels=n_lin * c["bwd_kernels"] + drop_kernels)
     return fwd * (1.0 + x.full_share) + bwd
 
 

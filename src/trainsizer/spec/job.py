@@ -22,6 +22,7 @@ from trainsizer.names import (
     FP8_RECIPES,
     FRAMEWORKS,
     LORA_DEFAULT_TARGETS,
+    LORA_IMPLS,
     LORA_LINEAR_TARGETS,
     LORA_TARGETS,
     LOSS_IMPLS,
@@ -64,6 +65,7 @@ ActivationKernel = Literal[ACTIVATION_KERNELS]
 CudaGraphs = Literal[CUDA_GRAPHS]
 CudnnRelease = Literal[CUDNN_RELEASES]
 OptimizerImpl = Literal[OPTIMIZER_IMPLS]
+LoraImpl = Literal[LORA_IMPLS]
 OptimizerPrecision = Literal[OPTIMIZER_PRECISIONS]
 
 # the names above come from trainsizer.names (shared with the estimators)
@@ -111,6 +113,11 @@ class LoraSpec(_Strict):
     rank: int = Field(16, gt=0, le=4096)
     alpha: float | None = Field(None, gt=0, le=1e6)
     targets: tuple[str, ...] = LORA_DEFAULT_TARGETS
+    # dropout probability on each adapter (PEFT lora_dropout, torchtune lora_dropout, NeMo AutoModel PeftConfig
+    # dropout); 0 = none (PEFT's nn.Identity, F.dropout returns its input at p 0)
+    dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    # adapter implementation (names.LORA_IMPLS): peft | automodel | automodel-triton; null = peft
+    impl: LoraImpl | None = None
 
     @field_validator("targets")
     @classmethod
