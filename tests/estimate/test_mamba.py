@@ -13,12 +13,23 @@ from hypothesis import strategies as hs
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import StrategyError
 from trainsizer.estimate import flops as F
-from trainsizer.estimate.mamba import mixer_gemm_weights, mixer_saved_items, scan_flops_per_token
+from trainsizer.estimate.calibration import load_constants, rates
+from trainsizer.estimate.mamba import (
+    MAMBA,
+    layout_copy_time,
+    mixer_gemm_weights,
+    mixer_saved_items,
+    mixer_times,
+    scan_flops_per_token,
+    scan_time,
+)
 from trainsizer.estimate.memory import DEFAULT_OPTIONS, memory_per_gpu_bytes
 from trainsizer.estimate.step_time import step_time_arrays
 from trainsizer.estimate.validate import check_strategy
 from trainsizer.models.arch import ModelArch
 from trainsizer.scenario import resolve_job
+
+from .test_perf_common import h100_cluster
 
 
 def _spec(pattern: str, **kw) -> dict:
@@ -71,6 +82,41 @@ def test_saved_items_of_the_fused_mixer():
     # a frozen mixer keeps no GEMM inputs for weight gradients
     _, tp_frozen, d_frozen = mixer_saved_items(m, 2.0, 2.0, 2.0 * 1024 + 4, False)
     assert "mamba_out_proj_input" not in d_frozen and tp_frozen < tp
+
+
+def _h100_rates():
+    return rates(h100_cluster(8), "bf16", load_constants())
+
+
+def test_the_scan_backward_reruns_the_forward_it_did_not_save():
+    """mamba_ssm's _mamba_chunk_scan_combined_bwd recomputes C B^T, the chunk states and their passing before its own
+    kernels: the counts hold the forward's group and state GEMMs again, and more than the two operand gradients of
+    each forward product (2x the forward) in time."""
+    fwd, bwd = MAMBA["scan_forward"], MAMBA["scan_backward"]
+    assert bwd["group"] >= 2 * fwd["group"] + 1 and bwd["qn"] >= 2 * fwd["qn"] + 1
+    assert bwd["state_passes"] > 2 * fwd["state_passes"]
+    m, r = _hybrid("M"), _h100_rates()
+    assert float(scan_time(m, 8192.0, 1, r, bwd)) > 2.0 * float(scan_time(m, 8192.0, 1, r, fwd))
+
+
+@settings(max_examples=20, deadline=None)
+@given(tokens=hs.sampled_from([4096.0, 8192.0, 32768.0]), sequences=hs.integers(0, 8), tp=hs.sampled_from([1, 2, 4]))
+def test_layout_copies_only_where_a_micro_batch_holds_several_sequences(tokens, sequences, tp):
+    """Invariant: Megatron-Core's (s, b, h) <-> (b, s, d) copies around the fused kernels cost nothing for one sequence
+    (a (s, 1, d) tensor is contiguous either way) or a batch-first stack (0), and for more read and write in_proj's
+    output and the scan output once forward and the output gradient once backward (2 B each way per element)."""
+    m, r = _hybrid("M"), _h100_rates()
+    fwd = float(layout_copy_time(m, tokens, tp, sequences, r, MAMBA["layout_copies_forward"]))
+    bwd = float(layout_copy_time(m, tokens, tp, sequences, r, MAMBA["layout_copies_backward"]))
+    if sequences <= 1:
+        assert fwd == bwd == 0.0
+        return
+    width = (m.ssm_in_proj_out + m.ssm_inner) / tp
+    assert fwd == pytest.approx(4.0 * width * tokens / r.hbm_bytes_s + 2 * r.kernel_fixed_s)
+    assert bwd == pytest.approx(4.0 * m.ssm_in_proj_out / tp * tokens / r.hbm_bytes_s + r.kernel_fixed_s)
+    one_f, one_b = mixer_times(m, tokens, tp, r, sequences=1)
+    several_f, several_b = mixer_times(m, tokens, tp, r, sequences=sequences)
+    assert float(several_f - one_f) == pytest.approx(fwd) and float(several_b - one_b) == pytest.approx(bwd)
 
 
 def _job(model, *, tp=1, cp=1, framework="megatron-core", method="pretrain", count=8, recompute="none"):
@@ -155,3 +201,28 @@ def test_pipeline_stages_weigh_their_own_layers():
     assert float(stage_imbalance(front, 4096, 1, 1)) == 1.0
     # interleaving spreads the costly chunk: rank 0 holds chunks 0 and 2 ("MM", "--")
     assert float(stage_imbalance(front, 4096, 2, 2)) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("micro_batch", [1, 2])
+def test_only_a_sequence_first_stack_pays_the_layout_copies(micro_batch):
+    """The megatron-core style keeps (s, b, h) activations (PerfStyle.sequence_first): at two sequences per micro-batch
+    its mixers copy across and the step is slower than the same style batch-first; at one sequence the two agree."""
+    import dataclasses
+
+    from trainsizer.estimate.step_time import perf_style
+
+    job = _job(_spec("M-" * 4))
+    job["strategy"]["micro_batch"] = micro_batch
+    sc = resolve_job(job, load_catalog())
+    mcore = perf_style("megatron-core")
+    assert mcore.sequence_first
+
+    def step(style):
+        out = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy, framework_style=style)
+        return float(np.asarray(out["step_s"]).reshape(-1)[0])
+
+    batch_first = step(dataclasses.replace(mcore, sequence_first=False))
+    if micro_batch == 1:
+        assert step(mcore) == pytest.approx(batch_first, rel=1e-12)
+    else:
+        assert step(mcore) > batch_first

@@ -232,7 +232,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                 selective_op_policy: Any = False, attention_span: float = 0.0,
                 split_projections: Any = False, ce_unfused_fp32: Any = False,
                 recompute_modules: tuple[str, ...] | None = None, flash_head_pad: Any = 1.0,
-                full_recompute_share: Any = 1.0) -> LayerTimes:
+                full_recompute_share: Any = 1.0, sequence_first: Any = False) -> LayerTimes:
     """Compute seconds of one average decoder layer per micro-batch on one GPU.
 
     `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast. `moe_capacity_factor`: tokens
@@ -250,6 +250,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     `recompute_modules`: Megatron-Core's selective recompute by module (`_module_recompute`); None = the attention
     core. `flash_head_pad`: the flash kernel's executed over actual head-dim width (flash_head_dim_ratio).
     `full_recompute_share`: the share of the layers full recompute re-runs (partial_recompute.py; 1 = all).
+    `sequence_first` (bool, arrays allowed): the framework keeps activations (s, b, h) (Megatron-Core; a hybrid
+    model's Mamba-2 mixers copy across, estimate.mamba.layout_copy_time).
     """
     t = np.asarray(tp, float)
     c = np.asarray(cp, float)
@@ -265,7 +267,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                                    flash_bwd_over_fwd=flash_bwd_over_fwd, attention_span=attention_span,
                                    flash_head_pad=flash_head_pad)
     if shapes.hybrid is not None:
-        return _hybrid_layer_times(shapes, d, a_fwd, a_bwd, tok, t, e, rates, rc, weights=weights,
+        return _hybrid_layer_times(shapes, d, a_fwd, a_bwd, tok, t, e, rates, rc, weights=weights, sequences=b * sequence_first,
                                    elementwise_passes=elementwise_passes, fp8_weight_casts=fp8_weight_casts,
                                    moe_capacity_factor=moe_capacity_factor, recompute_modules=recompute_modules,
                                    full_recompute_share=full_recompute_share, ce_unfused_fp32=ce_unfused_fp32)
@@ -295,7 +297,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
 
 
 def _hybrid_layer_times(shapes: ModelShapes, d: _DenseParts, a_fwd, a_bwd, tok, t, e, rates: Rates, rc, *,
-                        weights: bool, elementwise_passes, fp8_weight_casts, moe_capacity_factor, recompute_modules,
+                        weights: bool, sequences, elementwise_passes, fp8_weight_casts, moe_capacity_factor, recompute_modules,
                         full_recompute_share, ce_unfused_fp32) -> LayerTimes:
     """`layer_times` of a hybrid model: the average of its layers, each one block with its own norm and residual
     (half of a transformer layer's 11 h element-wise bytes; Megatron-Core MambaLayer / TransformerLayer with one
@@ -324,7 +326,7 @@ def _hybrid_layer_times(shapes: ModelShapes, d: _DenseParts, a_fwd, a_bwd, tok, 
     mlp_b = (d.bwd_gemm - d.b_attn) + 2.0 * mlp_ew + cm_b
     norm_ew = stream_time(block_ew, rates, kernels=2.0)
     mx_f, mx_b = mixer_times(m, tok, t, rates, weights=weights, elementwise_passes=elementwise_passes,
-                             fp8_weight_casts=fp8_weight_casts) if n_m else (0.0, 0.0)
+                             fp8_weight_casts=fp8_weight_casts, sequences=sequences) if n_m else (0.0, 0.0)
     mamba_f, mamba_b = mx_f + norm_ew, mx_b + 2.0 * norm_ew
     moe_f = moe_b = 0.0
     if n_e:

@@ -10,8 +10,12 @@ Sources (one line each):
   chunk C B^T (Q x Q x N per group, _bmm_chunk_fwd), the masked (L o C B^T) X (Q x Q x P per head, _chunk_scan_fwd),
   the chunk states B^T X (N x P over Q per head, _chunk_state_fwd), passed between chunks in fp32
   (_state_passing_fwd) and read back as C h (Q x N x P per head). Forward FLOPs per token: 2 Q N G + H (2 Q P + 4 N P),
-  counted over the whole Q x Q block as the attention core is counted non-causal. Backward: each product's two
-  operand gradients (2x the forward), and the fused path re-runs the conv1d.
+  counted over the whole Q x Q block as the attention core is counted non-causal. Backward: the kernels of
+  _mamba_chunk_scan_combined_bwd, which first recomputes the chunk states and C B^T (perf_constants.yaml mamba.scan_*,
+  kernel by kernel), and the fused path re-runs the conv1d.
+- Layout (Megatron-Core MambaMixer._ssm_training): activations are sequence-first, the fused kernels batch-first, so a
+  micro-batch of more than one sequence copies in_proj's output and the scan output across (perf_constants.yaml
+  mamba.layout_copies_*).
 - Saved for backward (mamba_split_conv1d_scan_combined, MambaSplitConv1dScanCombinedFn.forward save_for_backward,
   the path MambaMixer._ssm_training takes with use_mem_eff_path): the in_proj output zxBCdt, the scan output before
   the gate (out_x), the gated norm's fp32 rstd per group; the conv1d output is recomputed in backward. Around it:
@@ -25,7 +29,12 @@ from typing import Any
 
 import numpy as np
 
+from trainsizer.estimate.calibration import load_constants
 from trainsizer.models.arch import ModelArch
+
+# the SSD scan's kernels and the layout copies, counted from the code (perf_constants.yaml `mamba:`)
+MAMBA: dict[str, dict[str, float]] = {name: {k: float(v) for k, v in d.items()}
+                                      for name, d in load_constants().raw["mamba"].items()}
 
 
 def mixer_gemm_weights(model: ModelArch) -> int:
@@ -40,27 +49,53 @@ def scan_flops_per_token(model: ModelArch) -> float:
     return 2.0 * q * n * g + h * (2.0 * q * p + 4.0 * n * p)
 
 
-def mixer_times(model: ModelArch, tok: Any, t: Any, rates: Any, *, weights: bool = True, elementwise_passes: Any = 1.0,
-                fp8_weight_casts: Any = 1.0) -> tuple[Any, Any]:
-    """(forward, backward) seconds of one Mamba-2 mixer on one GPU for `tok` tokens, TP degree `t` (arrays):
-    in_proj and out_proj as linear GEMMs (FP8 under FP8 training), the SSD scan as batched 16-bit GEMMs of its chunk
-    shapes on the roofline plus its fp32 chunk states through HBM, and the conv1d, dt and gated-norm traffic. The
-    layer's pre-norm and residual are the caller's."""
-    from trainsizer.estimate.compute import _fp8_casts, gemm_time, linear_gemms, stream_time
+def scan_time(model: ModelArch, tok: Any, t: Any, rates: Any, kernels: dict[str, float]) -> Any:
+    """Seconds of one pass of the SSD chunked scan on one GPU (`kernels`: perf_constants.yaml mamba.scan_forward or
+    scan_backward): its group and head GEMMs per chunk as batched 16-bit GEMMs on the roofline, plus its chunk states'
+    passes through HBM (fp32, P x N per head and chunk)."""
+    from trainsizer.estimate.compute import gemm_time, stream_time
 
-    h, di, inp = float(model.hidden), float(model.ssm_inner), float(model.ssm_in_proj_out)
     q, n, g = float(model.ssm_chunk), float(model.ssm_state), float(model.ssm_groups)
     heads, p = float(model.ssm_heads), float(model.ssm_head_dim)
+    t = np.asarray(t, float)
+    chunks = np.asarray(tok, float) / q
+    return (kernels["group"] * gemm_time(q, q, n, rates, batch=chunks * g / t, linear=False)
+            + kernels["qq"] * gemm_time(q, p, q, rates, batch=chunks * heads / t, linear=False)
+            + kernels["qn"] * gemm_time(q, p, n, rates, batch=chunks * heads / t, linear=False)
+            + stream_time(kernels["state_passes"] * 4.0 * chunks * heads / t * p * n, rates))
+
+
+def layout_copy_time(model: ModelArch, tok: Any, t: Any, sequences: Any, rates: Any, copies: dict[str, float]) -> Any:
+    """Seconds of the sequence-first / batch-first copies of one pass (perf_constants.yaml mamba.layout_copies_*): read
+    and write each element once, only where a micro-batch holds more than one sequence (`sequences`; 0 where the
+    framework keeps activations batch-first)."""
+    from trainsizer.estimate.compute import stream_time
+
+    width = (copies["in_proj_out"] * model.ssm_in_proj_out + copies["inner"] * model.ssm_inner) / np.asarray(t, float)
+    kernels = float(copies["in_proj_out"] + copies["inner"])
+    copy = stream_time(2.0 * rates.act_bytes * width * np.asarray(tok, float), rates, kernels=kernels)
+    return np.where(np.asarray(sequences, float) > 1.0, copy, 0.0)
+
+
+def mixer_times(model: ModelArch, tok: Any, t: Any, rates: Any, *, weights: bool = True, elementwise_passes: Any = 1.0,
+                fp8_weight_casts: Any = 1.0, sequences: Any = 1.0) -> tuple[Any, Any]:
+    """(forward, backward) seconds of one Mamba-2 mixer on one GPU for `tok` tokens of `sequences` sequences per
+    sequence-first micro-batch (0: batch-first), TP degree `t` (arrays): in_proj and out_proj as linear GEMMs (FP8 under FP8 training), the SSD scan
+    (`scan_time`), the layout copies (`layout_copy_time`), and the conv1d, dt and gated-norm traffic. The layer's
+    pre-norm and residual are the caller's."""
+    from trainsizer.estimate.compute import _fp8_casts, linear_gemms, stream_time
+
+    h, di, inp = float(model.hidden), float(model.ssm_inner), float(model.ssm_in_proj_out)
+    n, g = float(model.ssm_state), float(model.ssm_groups)
+    heads = float(model.ssm_heads)
     t = np.asarray(t, float)
     a = rates.act_bytes
     in_f, in_b = linear_gemms(tok, inp / t, h, rates, weights)
     out_f, out_b = linear_gemms(tok, h, di / t, rates, weights)
-    chunks = np.asarray(tok, float) / q
-    scan = (gemm_time(q, q, n, rates, batch=chunks * g / t, linear=False)
-            + gemm_time(q, p, q, rates, batch=chunks * heads / t, linear=False)
-            + gemm_time(n, p, q, rates, batch=chunks * heads / t, linear=False)
-            + gemm_time(q, p, n, rates, batch=chunks * heads / t, linear=False))
-    states = stream_time(3.0 * 4.0 * chunks * heads / t * p * n, rates)  # fp32 states: written, passed, read
+    scan_f = scan_time(model, tok, t, rates, MAMBA["scan_forward"])
+    scan_b = scan_time(model, tok, t, rates, MAMBA["scan_backward"])
+    copy_f = layout_copy_time(model, tok, t, sequences, rates, MAMBA["layout_copies_forward"])
+    copy_b = layout_copy_time(model, tok, t, sequences, rates, MAMBA["layout_copies_backward"])
     conv_w = di + 2.0 * g * n
     # conv1d + SiLU (read, write x B C), dt softplus / cumsum (fp32), gated norm (read y and z, write the output)
     ew = (2.0 * conv_w * a + 3.0 * 4.0 * heads + 3.0 * di * a) / t * tok * elementwise_passes
@@ -68,8 +103,8 @@ def mixer_times(model: ModelArch, tok: Any, t: Any, rates: Any, *, weights: bool
     c_f, c_b = _fp8_casts(tok, h + di / t, inp / t + h, (inp * h + di * h) / t, rates, fp8_weight_casts,
                           (2.0, 2.0, 2.0))
     conv_again = stream_time(2.0 * conv_w * a / t * tok * elementwise_passes, rates)
-    fwd = in_f + out_f + scan + states + ew_f + c_f
-    bwd = in_b + out_b + 2.0 * (scan + states) + 2.0 * ew_f + conv_again + c_b
+    fwd = in_f + out_f + scan_f + copy_f + ew_f + c_f
+    bwd = in_b + out_b + scan_b + copy_b + 2.0 * ew_f + conv_again + c_b
     return fwd, bwd
 
 

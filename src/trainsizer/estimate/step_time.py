@@ -190,6 +190,9 @@ class PerfStyle:
     # under cp_torch_ring the model repeats K / V to the query heads before SDPA (torchtitan's Llama repeat_kv), so
     # the ring moves them at the query width; false: SDPA's enable_gqa (Hugging Face sdpa_attention_forward)
     cp_repeat_kv: bool = False
+    # activations are kept sequence-first (s, b, h), as Megatron-Core does; the Mamba-2 mixer then copies across to the
+    # batch-first fused kernels where a micro-batch holds several sequences (mamba.layout_copy_time)
+    sequence_first: bool = False
 
     def __post_init__(self) -> None:
         if not np.all(np.isin(self.attention_kernel, ATTENTION_KERNELS)):
@@ -566,7 +569,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              elementwise_passes=_elementwise_passes(x),
                              fp8_weight_casts=_fp8_weight_casts(x),
                              selective_op_policy=x.fw.selective_op_policy,
-                             attention_span=x.span,
+                             attention_span=x.span, sequence_first=x.fw.sequence_first,
                              split_projections=x.fw.split_projections, ce_unfused_fp32=_ce_unfused(x),
                              recompute_modules=x.recompute_modules, full_recompute_share=x.full_share,
                              flash_head_pad=compute.flash_head_dim_ratio(*model.head_dims, x.fw.attention_kernel))
