@@ -21,6 +21,25 @@
   that they are a known regression. The 26.02.01 table is not here: six of its 36 preset lines match no config of
   the r0.3.0 branch or any tag around it (e.g. Llama 3 70B MXFP8 on GB300 at MBS 2, PP 4 without VP).
 
+- MLPerf Training v5.1 closed submissions on NVIDIA's implementation by other submitters, not in perf_mlperf.py or
+  perf_heldout26.py (benchmarks/data/heldout_2026c_mlperf_nvidia.csv, 25 rows, the columns of
+  heldout_2026b_mlperf_nvidia.csv, built by perf_heldout26.mlperf_nvidia_job): Llama 2 70B LoRA FP8 by University of
+  Florida on 16, 32 and 128 B200 (its 8- and 64-GPU runs are perf_mlperf's), Nebius on 32 B200, Dell on 16 B200 and 8
+  H200 (TP 2), Lambda and Supermicro on 72 GB300, Wiwynn on 72 and 576 GB200; Llama 3.1 8B FP8 by Oracle on 64 B200,
+  Lambda on 72 GB300, Dell on 16 B200 (two systems) and 8 B300, Supermicro on 8 B200, HPE on 64 H200; Llama 3.1 8B
+  NVFP4 by Oracle, Dell, Supermicro (two systems) and Nebius on 8 B200, Nebius on 16 / 32 B200 and 8 B300. Each row is
+  the median of the result logs' train_step_time as perf_mlperf's rows take it (per step for the 8B, the first of each
+  log and the first after each evaluation left out; per block for LoRA), each column copied from the perf_mlperf row of
+  the same code and layout and then checked against the resolved config the logs print (micro-batch, TP / CP, FP8 / FP4
+  recipe, FP8 attention, FP8 SwiGLU input, CUDA graph scope, global batch): where a log and the submission's config file
+  disagree (Nebius's NVFP4 runs print full-iteration graphs, their files set FULL_CUDA_GRAPH 0; Nebius's 32-GPU LoRA
+  run prints CP 4 under a cp1 system name) the log is taken, and the `assumed` column says so. Networks from the
+  system files; where one is not stated (Dell) or its speed is not (Oracle RoCE, Supermicro) 400 Gb/s per GPU is
+  assumed. Left out: Nebius's LoRA NVFP4 runs (FP4 with healing, as perf_mlperf leaves NVIDIA's out), Cisco's hpf
+  runs (an older NeMo code on H100, PyTorch 23.09), Krai's and Cisco's v5.0-code LoRA runs (no per-step times; left for
+  later), GigaComputing (no train_step_time in its logs), Verda (its system file's '100GbE InfiniBand' states no
+  usable rate), the remaining 8-GPU B200 LoRA systems, and every v5.0 submission.
+
 Sign: (predicted - measured) / measured of tokens/s per GPU, + = predicted too fast.
 
 Run: python benchmarks/perf_heldout27.py
@@ -31,11 +50,24 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from harness import Fit, job_fits, print_cases, print_fits, row_cases
+from harness import Fit, job_fits, job_tokens_per_gpu, print_cases, print_fits, row_cases
+from perf_heldout26 import mlperf_nvidia_job
+from perf_mbridge26 import group_mape, print_groups, print_worst
 from perf_mbridge26 import job as mbridge_job
-from perf_mbridge26 import print_groups, print_worst
 
 DATA = Path(__file__).resolve().parent / "data" / "heldout_2026c_mbridge.csv"
+MLPERF = Path(__file__).resolve().parent / "data" / "heldout_2026c_mlperf_nvidia.csv"
+BASE_MLPERF = Path(__file__).resolve().parent / "data" / "nvidia_mlperf.csv"
+# per-GPU rate along one submitter's scale (series name, the smallest run of that code and layout family: a row of this
+# file or of perf_mlperf's nvidia_mlperf.csv, then the larger runs)
+SCALE_SERIES = (
+    ("University of Florida B200 LoRA", "mlperf5.1_b200_llama2_70b_lora_fp8_8gpu",
+     ("mlperf5.1_uf_b200_llama2_70b_lora_fp8_16gpu", "mlperf5.1_uf_b200_llama2_70b_lora_fp8_32gpu",
+      "mlperf5.1_b200_llama2_70b_lora_fp8_64gpu", "mlperf5.1_uf_b200_llama2_70b_lora_fp8_128gpu")),
+    ("Nebius B200 8B NVFP4", "mlperf5.1_nebius_b200_llama31_8b_nvfp4_8gpu",
+     ("mlperf5.1_nebius_b200_llama31_8b_nvfp4_16gpu", "mlperf5.1_nebius_b200_llama31_8b_nvfp4_32gpu")),
+    ("Wiwynn GB200 LoRA", "mlperf5.1_wiwynn_gb200_llama2_70b_lora_fp8_72gpu", ("mlperf5.1_wiwynn_gb200_llama2_70b_lora_fp8_576gpu",)),
+)
 
 
 def rows() -> list[dict[str, str]]:
@@ -47,9 +79,37 @@ def cases() -> list[tuple[str, str, float, float]]:
     return row_cases(rows(), mbridge_job)
 
 
+def mlperf_rows() -> list[dict[str, str]]:
+    return list(csv.DictReader(MLPERF.open(encoding="utf-8")))
+
+
+def mlperf_cases() -> list[tuple[str, str, float, float]]:
+    """(row id, submitter, measured, predicted tokens/s/GPU) of the MLPerf rows."""
+    rs = mlperf_rows()
+    predicted = job_tokens_per_gpu((r["id"], mlperf_nvidia_job(r)) for r in rs)
+    return [(r["id"], r["source"].split(", ")[1].removesuffix(" closed-division submission (mlcommons/training_results_v5.1)"),
+             float(r["tokens_per_sec_per_gpu"]), p) for r, (_, p) in zip(rs, predicted, strict=True)]
+
+
+def scale_ratios(cs: list[tuple[str, str, float, float]]) -> list[tuple[str, str, float, float]]:
+    """(series, row, measured, predicted per-GPU rate over the series' smallest run) along each SCALE_SERIES."""
+    by = {rid: (m, p) for rid, _, m, p in cs}
+    base_rows = [r for r in csv.DictReader(BASE_MLPERF.open(encoding="utf-8")) if r["id"] not in by]
+    wanted = {base for _, base, _ in SCALE_SERIES} | {rid for _, _, rest in SCALE_SERIES for rid in rest}
+    base_rows = [r | {"fp8_transpose_cache": ""} for r in base_rows if r["id"] in wanted]
+    for r, (_, p) in zip(base_rows, job_tokens_per_gpu((r["id"], mlperf_nvidia_job(r)) for r in base_rows), strict=True):
+        by[r["id"]] = (float(r["tokens_per_sec_per_gpu"]), p)
+    out = []
+    for name, base, rest in SCALE_SERIES:
+        m0, p0 = by[base]
+        out += [(name, rid, by[rid][0] / m0, by[rid][1] / p0) for rid in rest]
+    return out
+
+
 def fits() -> list[Fit]:
     """Each row's predicted peak memory against the card's usable memory (every row ran on real hardware)."""
-    return job_fits((r["id"], mbridge_job(r)) for r in rows())
+    jobs = [(r["id"], mbridge_job(r)) for r in rows()]
+    return job_fits(jobs + [(r["id"], mlperf_nvidia_job(r)) for r in mlperf_rows()])
 
 
 def main() -> None:
@@ -60,6 +120,18 @@ def main() -> None:
     print(f"  without GPT-OSS 120B: n={len(rest)} MAPE {100 * sum(rest) / len(rest):.1f}%")
     print_groups(cs, {r["id"]: r for r in rows()}, ("release", "system", "precision", "model"))
     print_worst(cs, 8)
+    mc = mlperf_cases()
+    errs = print_cases(mc, blank_line=True)
+    print(f"\nMLPerf v5.1 other submitters, NVIDIA's implementation (held out, nothing fitted): n={len(mc)} MAPE "
+          f"{100 * errs.mean():.1f}%")
+    for title, key in (("task", lambda rid, s: "LoRA" if "_lora_" in rid else ("8B NVFP4" if "_nvfp4_" in rid else "8B FP8")),
+                       ("submitter", lambda rid, s: s)):
+        for g, (n, mape) in group_mape(mc, key).items():
+            print(f"  {title:9s} {g:22s} n={n:2d} MAPE {mape:5.1f}%")
+    print_worst(mc, 8)
+    print("per-GPU rate over the smallest run of the same submitter, code and layout family (measured vs predicted):")
+    for name, rid, meas, pred in scale_ratios(mc):
+        print(f"  {name:32s} {rid:56s} measured {meas:.3f} predicted {pred:.3f}")
     print_fits(fits(), "perf_heldout27")
 
 

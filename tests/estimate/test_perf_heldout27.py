@@ -1,7 +1,8 @@
 """Held-out rows added 2026-12-02, second batch (benchmarks/perf_heldout27.py; nothing fitted on them): the
 Megatron-Bridge 26.04.01 and 26.06.01 pre-training tables, each row stated from the workload base config its release
 loads. Bounds = the figures measured when the rows were added (14.6% over 41 rows; GPT-OSS 120B +13..+75% too fast,
-the other 34 rows 7.7%, worst -20.1%) with a margin: docs/frameworks.md says what is left."""
+the other 34 rows 7.7%, worst -20.1%) with a margin; and 25 MLPerf v5.1 runs of other submitters on NVIDIA's code
+(6.8%; NVFP4 8 B200 -11.6..-12.9%, as perf_mlperf's Lenovo rows): docs/frameworks.md says what is left."""
 
 from __future__ import annotations
 
@@ -57,3 +58,34 @@ def test_every_row_runs_end_to_end_within_the_measured_bounds():
 def test_no_measured_run_is_refused_or_predicted_not_to_fit():
     refused = {f.row_id for f in ph.fits() if not f.fits}
     assert not refused, refused
+
+
+def test_mlperf_rows_name_their_logs_and_state_the_step_they_measure():
+    rs = ph.mlperf_rows()
+    assert len({r["id"] for r in rs}) == len(rs) == 25
+    for r in rs:
+        assert "training_results_v5.1 commit 441d65f4" in r["source_locator"] and "result_*.txt" in r["source_locator"], r["id"]
+        assert r["source"].startswith("MLCommons MLPerf Training v5.1") and r["date"] == "2025-11-12", r["id"]
+        gpus, gbs = int(r["gpu_count"]), int(r["global_batch_seqs"])
+        assert f"_{gpus}gpu" in r["id"] and (r["fp8_recipe"] == "nvfp4") == ("_nvfp4_" in r["id"]), r["id"]
+        # the throughput is the one step time over the run's batch and GPUs, and the batch splits over the layout
+        tps = gbs * int(r["seq_len"]) / float(r["step_s"]) / gpus
+        assert abs(tps - float(r["tokens_per_sec_per_gpu"])) < 0.2, r["id"]
+        dp = gpus // (int(r["tp"]) * int(r["cp"]))
+        assert gbs % (dp * int(r["micro_batch"])) == 0, r["id"]
+
+
+def test_mlperf_rows_run_end_to_end_within_the_measured_bounds():
+    cs = ph.mlperf_cases()
+    err = {rid: (p - m) / m for rid, _, m, p in cs}
+    assert 100 * np.mean(np.abs(list(err.values()))) <= 8.0  # reached: 6.8%
+    nvfp4 = [abs(e) for rid, e in err.items() if "_nvfp4_" in rid]
+    assert len(nvfp4) == 8 and max(nvfp4) < 0.15  # reached: -12.9% (8 B200, as perf_mlperf's Lenovo rows)
+    assert max(abs(e) for rid, e in err.items() if "_nvfp4_" not in rid) < 0.15  # reached: -12.5% (16 B200 LoRA)
+
+
+def test_scale_series_lose_per_gpu_rate_as_measured():
+    """Along each submitter's scale the per-GPU rate falls, measured and predicted; the estimate keeps more of it
+    (a known gap, docs/frameworks.md): predicted within 0.15 of measured and never below it by more than 0.01."""
+    for name, rid, meas, pred in ph.scale_ratios(ph.mlperf_cases()):
+        assert 0.7 < meas <= 1.0 and meas - 0.01 <= pred < meas + 0.15, (name, rid, meas, pred)
