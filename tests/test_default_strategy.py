@@ -24,7 +24,10 @@ def test_estimate_picks_a_strategy_and_says_so(run_cli, tmp_path):
     assert result["memory"]["fits"]
     strategy = result["job"]["strategy"]
     assert strategy["tp"] * strategy["pp"] * strategy["dp"] * strategy["cp"] == 16
-    assert any(n.startswith("no strategy in the job: using tp=") for n in result["notes"])
+    from trainsizer.layout_text import layout_text
+
+    # the note names the layout as the plan's tables and the report write it
+    assert any(n.startswith(f"no strategy in the job: using {layout_text(strategy)} (") for n in result["notes"])
 
 
 def test_a_given_strategy_is_kept(run_cli, tmp_path):

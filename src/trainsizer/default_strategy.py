@@ -9,10 +9,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from trainsizer.errors import SpecError
+from trainsizer.layout_text import layout_text
 from trainsizer.messages import msg
 from trainsizer.scenario import Scenario
-
-SHOWN = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "micro_batch", "recompute", "offload")
 
 
 def with_default_strategy(scenario: Scenario) -> Scenario:
@@ -35,14 +34,12 @@ def with_default_strategy(scenario: Scenario) -> Scenario:
         raise SpecError("job: hardware", msg("job_no_strategy_fits", evaluated=result.evaluated,
                                              least=f"{least:.1f}", capacity=f"{system.memory_gib:.1f}"))
     strategy = result.strategy
-    partial = ("recompute_method", "recompute_num_layers") if strategy.recompute_method is not None else ()
-    shown = ", ".join(f"{k}={getattr(strategy, k)}" for k in (*SHOWN, *partial))
     how = msg("note_default_strategy_how", evaluated=result.evaluated, feasible=result.feasible)
     if result.for_headroom:  # a slower strategy that keeps the memory floor free (search.engine.choose)
         how = msg("note_default_strategy_roomy", evaluated=result.evaluated, feasible=result.feasible,
                   floor=f"{load_config().memory_headroom_min:.0%}", cap=f"{system.memory_gib:.0f}",
                   slower=f"{result.step_s / result.fastest_step_s - 1.0:.1%}",
                   fast_used=f"{result.fastest_mem_gib:.1f}")
-    note = msg("note_default_strategy", strategy=shown, how=how)
+    note = msg("note_default_strategy", strategy=layout_text(strategy), how=how)
     return replace(scenario, strategy=strategy, notes=(*scenario.notes, note))
 

@@ -112,13 +112,13 @@ def test_job_file_refuses_incomplete_partial_recompute(strategy, words):
 
 
 def test_report_names_the_partial_recompute_in_both_languages():
-    from trainsizer.render.report.facts import strategy_text
+    from trainsizer.layout_text import layout_in
 
     s = {"tp": 1, "dp": 8, "recompute": "full", "recompute_method": "block", "recompute_num_layers": 21,
          "micro_batch": 1}
-    assert "recompute full (block, 21 layers per chunk)" in strategy_text(s, "en")
-    assert "完全重计算（block，每个模型分块 21 层）" in strategy_text(s, "zh")
-    assert "mb1 recompute full" in strategy_text(s | {"recompute_method": None}, "en")
+    assert "full recompute (block, 21 layers per chunk)" in layout_in(s, "en")
+    assert "完全重计算（block，每个模型分块 21 层）" in layout_in(s, "zh")
+    assert layout_in(s | {"recompute_method": None}, "en") == "DP8 mb1, full recompute"
 
 
 def test_one_n_per_strategy_in_a_batch_is_each_n_on_its_own():

@@ -60,7 +60,7 @@ def test_qlora_7b_on_4090s_takes_one_card():
                      build=False)
     assert plan.recommended.hardware.count == 1
     for o in plan.hardware_options:
-        assert o.layout.startswith("dp"), o.layout  # no tp / pp / cp / ep layout searched
+        assert o.layout.startswith("DP"), o.layout  # no TP / PP / CP / EP layout searched
 
 
 def test_fp8_job_names_the_16_bit_accelerators_it_left_out():

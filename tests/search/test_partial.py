@@ -67,11 +67,12 @@ def test_the_search_re_runs_only_the_layers_memory_needs():
                                                                  recompute_num_layers=None), threads=1)
     assert not none["fits"]
     # the plan says so, in either language, with the layout label naming the method and N
-    from trainsizer.plan.core import layout_label
+    from trainsizer.layout_text import layout_in
     from trainsizer.plan.explain import _layout_headroom
 
     n, chunk = s.recompute_num_layers, r.chunk_layers
-    assert f"rc=full:block{n}" in layout_label(s)
+    assert f"full recompute (block, {n} layers per chunk)" in layout_in(s, "en")
+    assert f"完全重计算（block，每个模型分块 {n} 层）" in layout_in(s, "zh")
     assert f"first {n} of each model chunk's {chunk} layers" in _layout_headroom(r, "en")
     assert f"{chunk} 层中只重计算前 {n} 层" in _layout_headroom(r, "zh")
 

@@ -23,6 +23,7 @@ from trainsizer.estimate.energy import energy
 from trainsizer.estimate.reliability import failure_figures
 from trainsizer.estimate.train_time import time_to_train
 from trainsizer.evaluate import evaluate, job_cost, run_costs
+from trainsizer.layout_text import layout_text
 from trainsizer.messages import duration, msg
 from trainsizer.plan import explain
 from trainsizer.plan.messages import LANGS
@@ -138,20 +139,6 @@ def _hardware_out(r: OptionResult) -> HardwareOut:
         network=None if net is None else NetworkOut(id=net.id, kind=net.kind, nics_per_node=net.nics_per_node,
                                                     gbps_per_nic=net.gbps_per_nic, node_gb_s=round(net.node_gb_s, 2)),
     )
-
-
-def layout_label(s: Any) -> str:
-    """'tp8 pp4 vpp2 dp16 cp2 ep8 zero1 dopt mb1 rc=full:block21 off=opt' with defaults left out."""
-    parts = [f"{k}{getattr(s, k)}" for k in ("tp", "pp", "vpp", "dp", "cp", "ep") if getattr(s, k) != 1 or k == "dp"]
-    if s.zero:
-        parts.append(f"zero{s.zero}" + (f"/{s.shard_group}" if s.shard_group else ""))
-    if s.distributed_optimizer:
-        parts.append("dist-opt")
-    parts.append(f"mb{s.micro_batch}")
-    parts.append(f"rc={s.recompute}" + (f":{s.recompute_method}{s.recompute_num_layers}" if s.recompute_method else ""))
-    if s.offload != "none":
-        parts.append(f"offload={s.offload}")
-    return " ".join(parts)
 
 
 def _full_option(p: Priced, rank_: int, score: Score, tie: bool, why: str, catalog: Any,
@@ -413,7 +400,7 @@ def _summary(p: Priced, s: ranking.Scored) -> OptionSummary:
     o = p.result.option
     return OptionSummary(id=o.key, accelerator=o.accelerator.id, count=o.count, nodes=p.result.system.nodes,
                          network=o.network.id if o.network is not None else None,
-                         layout=layout_label(p.result.strategy), train_days=p.train_days, cost=p.cost,
+                         layout=str(layout_text(p.result.strategy)), train_days=p.train_days, cost=p.cost,
                          cost_basis=p.basis,
                          currency=plan_currency(p.scenario) if p.cost is not None else None,
                          meets=Meets(deadline=s.meets_deadline, budget=s.within_budget), scale=p.standing.level,

@@ -219,7 +219,8 @@ class OptionSummary(_Out):
     count: int
     nodes: int
     network: str | None
-    layout: str = Field(description="tp/pp/dp/... of the best strategy, e.g. 'tp8 pp4 dp16 mb1 sel'")
+    layout: str = Field(description="the best strategy's layout for people (layout_text.py), e.g. 'TP8 PP4 DP16 "
+                        "dist-opt mb1, selective recompute'; the options list it field by field under `strategy`")
     train_days: float
     cost: float | None
     cost_basis: Literal["rent", "buy"] | None = None

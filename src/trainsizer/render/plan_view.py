@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from trainsizer.layout_text import layout_in
 from trainsizer.messages import duration
 from trainsizer.plan.texts import localise
 from trainsizer.render import cost_basis
@@ -31,24 +32,6 @@ def _money(v: float | None, currency: str | None, lang: str) -> str:
 
 def _tick(v: bool | None) -> str:
     return "—" if v is None else ("✓" if v else "✗")
-
-
-def _layout(s: dict[str, Any], lang: str) -> str:
-    parts = [f"{k}{s[k]}" for k in ("tp", "pp", "vpp", "dp", "cp", "ep") if s[k] != 1 or k == "dp"]
-    if s["zero"]:
-        parts.append(f"zero{s['zero']}" + (f"/{s['shard_group']}" if s["shard_group"] else ""))
-    if s["distributed_optimizer"]:
-        parts.append("dist-opt")
-    parts.append(f"mb{s['micro_batch']}")
-    # the modes are words in Chinese: set off from the codes and from each other ("mb4，完全重计算，卸载=…")
-    words = [t(f"layout_recompute.{s['recompute']}", lang) + (f":{s['recompute_method']}{s['recompute_num_layers']}"
-                                                             if s.get("recompute_method") else "")]
-    if s["offload"] != "none":
-        words.append(t(f"layout_offload.{s['offload']}", lang))
-    layout = " ".join(parts)
-    for word in words:
-        layout = t("layout_with_mode", lang).format(layout=layout, mode=word)
-    return layout
 
 
 def _cost(option: dict[str, Any], procurement: str, lang: str) -> str:
@@ -84,7 +67,7 @@ def _options_table(plan: dict[str, Any], lang: str) -> Table:
         cost_text = _cost(o, plan["goal"]["procurement"], L)
         rank = f"{o['rank']}" + (t("paren", L).format(text=t("plan_tie", L)) if o["tie"] else "")
         short = o.get("leaves_memory_floor") is False  # the plan's verdict (search.config.leaves_floor)
-        table.add_row(rank, o["id"], _layout(o["strategy"], L), f"{o['memory']['per_gpu_gib']:.1f}" + (" !" if short else ""),
+        table.add_row(rank, o["id"], layout_in(o["strategy"], L), f"{o['memory']['per_gpu_gib']:.1f}" + (" !" if short else ""),
                       _days(o["time"]["train_days"], L), cost_text, _tick(o["meets"]["deadline"]),
                       _tick(o["meets"]["budget"]))
     return table
@@ -138,7 +121,7 @@ def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) 
         con.print(f"{t('plan_tier', L)}{c}[bold]{t('tier_' + tier['id'], L)}[/] — "
                   + t("plan_decided_by", L).format(resource=t("resource_" + tier["decided_by"], L)) + f"{c}{tier['why']}")
     if rec:
-        con.print(f"[bold green]{t('plan_recommended', L)}[/]{c}{rec['id']}{t('list_sep', L)}{_layout(rec['strategy'], L)}")
+        con.print(f"[bold green]{t('plan_recommended', L)}[/]{c}{rec['id']}{t('list_sep', L)}{layout_in(rec['strategy'], L)}")
         con.print(f"{t('plan_why', L)}{c}{rec['why']}")
         line = _cost_line(_option(plan, rec["id"]), goal["procurement"], L)
         if line:

@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainsizer.plan.texts import localise
-from trainsizer.render.report.i18n import t
 
 BUILD_BLOCKS = ("bom", "network", "node", "storage", "facility", "software", "risks", "acceptance", "phases",
                 "rules_of_thumb")
@@ -94,24 +93,3 @@ def currency(plan: Mapping) -> str:
         if (o.get("cost") or {}).get("currency"):
             return o["cost"]["currency"]
     return ""
-
-
-def strategy_text(s: Mapping, lang: str = "en") -> str:
-    """'DP16 ZeRO-3 mb4 recompute full offload optimizer': the codes, then the modes, in the CLI plan table's
-    order; in Chinese the modes, being words, are set off: 'DP16 ZeRO-3 mb4，完全重计算，卸载优化器状态'."""
-    codes = [f"{k.upper()}{s[k]}" for k in ("tp", "pp", "vpp", "dp", "cp", "ep") if s.get(k, 1) not in (None, 1)]
-    if s.get("zero"):
-        codes.append(f"ZeRO-{s['zero']}")
-    words = []
-    if s.get("recompute") == "full" and s.get("recompute_method") is not None:
-        words.append(t("st.recompute_partial", lang, method=s["recompute_method"], n=s.get("recompute_num_layers")))
-    elif s.get("recompute") not in (None, "none"):
-        words.append(t("st.recompute", lang, mode=t(f"st.recompute_mode.{s['recompute']}", lang)))
-    if s.get("offload") not in (None, "none"):
-        words.append(t("st.offload", lang, mode=t(f"st.offload_mode.{s['offload']}", lang)))
-    if s.get("micro_batch"):
-        codes.append(f"mb{s['micro_batch']}")
-    line = " ".join(codes)
-    for word in words:
-        line = t("st.with_mode", lang, line=line, mode=word) if line else word
-    return line or "DP1"

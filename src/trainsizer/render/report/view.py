@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from trainsizer.layout_text import layout_in
 from trainsizer.render import cost_basis
 from trainsizer.render.i18n import WARNING_NOTES
 from trainsizer.render.report import plan_charts
@@ -25,7 +26,6 @@ from trainsizer.render.report.facts import (
     option_number,
     procurement,
     recommended,
-    strategy_text,
 )
 from trainsizer.render.report.fmt import Fmt
 from trainsizer.render.report.i18n import has, t
@@ -175,7 +175,7 @@ def options_table(plan: Mapping, f: Fmt) -> Table:
         meets = o.get("meets") or {}
         rows.append((f"#{option_number(o, i)}", marks, option_label(o),
                      f"{f.num(hw.get('nodes'))} × {f.num(hw.get('per_node'))}", network_name(hw),
-                     strategy_text(o.get("strategy") or {}, L),
+                     layout_in(o.get("strategy") or {}, L),
                      f"{f.qty(mem.get('per_gpu_gib'), 'GiB')} / {f.qty(mem.get('capacity_gib'), 'GiB')}",
                      f.qty(tm.get("step_s"), "s", 2), f.pct(tm.get("mfu")), f.days(tm.get("train_days")),
                      cost_text(cost_basis.ranked(o, kind), f),

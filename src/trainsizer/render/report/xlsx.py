@@ -13,6 +13,7 @@ from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
+from trainsizer.layout_text import layout_in
 from trainsizer.render import cost_basis, numbers
 from trainsizer.render.report.blocks import mid
 from trainsizer.render.report.facts import (
@@ -22,7 +23,6 @@ from trainsizer.render.report.facts import (
     network_name,
     option_label,
     option_number,
-    strategy_text,
 )
 from trainsizer.render.report.fmt import Fmt
 from trainsizer.render.report.i18n import has, t
@@ -139,7 +139,7 @@ def option_sheet(wb: Workbook, plan: Mapping, i: int, lang: str) -> None:
         (t("option", lang), option_label(o)), (t("x.accelerator", lang), hw.get("accelerator")),
         (t("x.server", lang), hw.get("server")), (t("gpus", lang), hw.get("count")),
         (t("nodes_x_gpus", lang), f"{hw.get('nodes')} × {hw.get('per_node')}"), (t("network", lang), network_name(hw)),
-        (t("strategy", lang), strategy_text(st, lang)), (f"{t('memory_per_gpu', lang)} (GiB)", mem.get("per_gpu_gib")),
+        (t("strategy", lang), layout_in(st, lang)), (f"{t('memory_per_gpu', lang)} (GiB)", mem.get("per_gpu_gib")),
         (f"{t('capacity', lang)} (GiB)", mem.get("capacity_gib")),
         *((f"{t(f'mem.{k}', lang)} (GiB)", v) for k, v in (mem.get("breakdown_gib") or {}).items()),
         (f"{t('step_time', lang)} (s)", tm.get("step_s")),

@@ -1,0 +1,58 @@
+"""A parallel layout as a person reads it, the one formatter of the CLI tables, the reports, the plan's JSON summary
+and the default-strategy note: the degrees and codes, then each mode in words ("TP8 PP2 DP4 ZeRO-1 dist-opt mb1,
+full recompute" / "TP8 PP2 DP4 ZeRO-1 dist-opt mb1，完全重计算"). JSON keeps the strategy's own fields.
+
+A `Msg` (or the codes alone, a plain str), so a stored plan's sentences read in either language. Sits beside
+`messages` at the bottom of the layers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from trainsizer.messages import Msg, msg, tr
+
+DEGREES = ("tp", "pp", "vpp", "dp", "cp", "ep")
+
+
+def _get(s: Any, key: str) -> Any:
+    return s.get(key) if isinstance(s, Mapping) else getattr(s, key, None)
+
+
+def layout_codes(s: Any) -> str:
+    """'TP8 PP2 VPP2 DP4 CP2 EP8 ZeRO-1 dist-opt mb1': a degree of 1 left out, except DP."""
+    codes = [f"{k.upper()}{_get(s, k)}" for k in DEGREES if _get(s, k) not in (None, 1) or k == "dp"]
+    if _get(s, "zero"):
+        codes.append(f"ZeRO-{_get(s, 'zero')}")
+    if _get(s, "distributed_optimizer"):
+        codes.append("dist-opt")
+    if _get(s, "micro_batch"):
+        codes.append(f"mb{_get(s, 'micro_batch')}")
+    return " ".join(c for c in codes if not c.endswith("None"))
+
+
+def _modes(s: Any) -> list[Msg]:
+    modes = [msg("layout_shard_group", n=_get(s, "shard_group"))] if _get(s, "shard_group") else []
+    recompute = _get(s, "recompute") or "none"
+    if recompute == "full" and _get(s, "recompute_method"):
+        modes.append(msg("layout_recompute_partial", method=_get(s, "recompute_method"),
+                         n=_get(s, "recompute_num_layers")))
+    else:
+        modes.append(msg(f"layout_recompute.{recompute}"))
+    if _get(s, "offload") not in (None, "none"):
+        modes.append(msg(f"layout_offload.{_get(s, 'offload')}"))
+    return modes
+
+
+def layout_text(s: Any) -> Msg | str:
+    """The layout of strategy `s` (a Strategy, the plan's StrategyOut, or its JSON mapping) for people."""
+    text: Msg | str = layout_codes(s)
+    for mode in _modes(s):
+        text = msg("layout_with_mode", layout=text, mode=mode)
+    return text
+
+
+def layout_in(s: Any, lang: str) -> str:
+    """`layout_text(s)` written in `lang`."""
+    return str(tr(layout_text(s), lang))

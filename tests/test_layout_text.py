@@ -1,0 +1,73 @@
+"""layout_text: one way to write a parallel layout for people, in the CLI plan, the report, the Excel sheet, the
+plan's JSON summary and the default-strategy note (they wrote 'tp8 dp2 rc=none', 'TP8 recompute full' and
+'tp=8, pp=1, ...'). Every recompute and offload mode has words in both languages."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trainsizer.layout_text import layout_codes, layout_in, layout_text
+from trainsizer.messages import storable, stored
+from trainsizer.names import OFFLOAD, RECOMPUTE
+
+BASE = {"tp": 1, "pp": 1, "vpp": 1, "dp": 1, "cp": 1, "ep": 1, "zero": 3, "shard_group": None,
+        "distributed_optimizer": False, "micro_batch": 2, "recompute": "full", "offload": "none"}
+
+STRATEGIES = st.fixed_dictionaries({
+    **{k: st.sampled_from([1, 2, 4, 8]) for k in ("tp", "pp", "vpp", "dp", "cp", "ep")},
+    "zero": st.sampled_from([0, 1, 2, 3]), "shard_group": st.sampled_from([None, 0, 8]),
+    "distributed_optimizer": st.booleans(), "micro_batch": st.integers(1, 16),
+    "recompute": st.sampled_from(RECOMPUTE), "offload": st.sampled_from(OFFLOAD)})
+
+
+@given(STRATEGIES)
+def test_both_languages_share_the_codes_and_only_the_words_differ(s):
+    codes = layout_codes(s)
+    en, zh = layout_in(s, "en"), layout_in(s, "zh")
+    assert en.startswith(codes) and zh.startswith(codes)
+    assert f"DP{s['dp']}" in codes and f"mb{s['micro_batch']}" in codes  # DP is always written, even DP1
+    for k in ("tp", "pp", "vpp", "cp", "ep"):
+        assert (f"{k.upper()}{s[k]}" in codes.split()) == (s[k] != 1)
+    assert "重计算" in zh and "recompute" in en
+    assert not any(w in zh[len(codes):] for w in ("recompute", "offload", "optimizer", "sharded"))
+
+
+@given(STRATEGIES)
+def test_a_stored_layout_reads_in_either_language(s):
+    """A plan keeps its sentences as messages: the default-strategy note's layout translates after a round trip."""
+    back = stored(storable(layout_text(s)))  # the recompute mode is always written: always a message
+    assert str(back) == layout_in(s, "en") and back.tr("zh") == layout_in(s, "zh")
+
+
+@pytest.mark.parametrize("mode", [m for m in OFFLOAD if m != "none"])
+def test_offload_mode_has_words_in_both_languages(mode):
+    zh, en = layout_in(BASE | {"offload": mode}, "zh"), layout_in(BASE | {"offload": mode}, "en")
+    assert "卸载" in zh and "优化器" in zh and ("参数" in zh) == ("params" in mode)
+    assert en == "DP1 ZeRO-3 mb2, full recompute, " + ("optimizer and parameters offloaded" if "params" in mode
+                                                       else "optimizer offloaded")
+
+
+def test_no_offload_says_nothing_about_it():
+    assert "offload" not in layout_in(BASE, "en") and "卸载" not in layout_in(BASE, "zh")
+
+
+@pytest.mark.parametrize("mode", RECOMPUTE)
+def test_recompute_mode_has_words_in_both_languages(mode):
+    s = BASE | {"recompute": mode}
+    assert layout_in(s, "zh").startswith("DP1 ZeRO-3 mb2，") and layout_in(s, "zh").endswith("重计算")
+    assert layout_in(s, "en") == "DP1 ZeRO-3 mb2, " + {"none": "no recompute", "selective": "selective recompute",
+                                                        "full": "full recompute"}[mode]
+
+
+def test_partial_recompute_names_its_method_and_layers():
+    s = BASE | {"recompute_method": "block", "recompute_num_layers": 21}
+    assert layout_in(s, "en").endswith("full recompute (block, 21 layers per chunk)")
+    assert layout_in(s, "zh").endswith("完全重计算（block，每个模型分块 21 层）")
+
+
+def test_a_shard_group_and_the_distributed_optimizer_are_named():
+    s = BASE | {"tp": 8, "pp": 2, "vpp": 4, "dp": 4, "zero": 1, "shard_group": 8, "distributed_optimizer": True}
+    assert layout_in(s, "en") == "TP8 PP2 VPP4 DP4 ZeRO-1 dist-opt mb2, sharded in groups of 8, full recompute"
+    assert layout_in(s, "zh") == "TP8 PP2 VPP4 DP4 ZeRO-1 dist-opt mb2，每 8 卡一组分片，完全重计算"
