@@ -8,7 +8,7 @@ from hypothesis import strategies as hs
 from trainsizer.estimate.calibration import Calibration, load_constants, rates
 from trainsizer.estimate.compute import ModelShapes, gemm_time, layer_times, linear_gemms, optimizer_time
 
-from .test_perf_common import a100_cluster, gpt, h100_cluster, mixtral
+from .test_perf_common import a100_cluster, gpt, h100_cluster, llama8b, mixtral
 
 
 def _rates(system=None, precision="bf16", cal=None):
@@ -220,3 +220,22 @@ def test_eager_attention_computes_the_whole_score_matrix_under_a_window():
     half = _lt(m.with_(sliding_window=128, window_layers=12), h100_cluster(), flash=False)
     assert float(half.attn_fwd) == pytest.approx(float(full.attn_fwd))
     assert float(half.fwd) == pytest.approx(float(full.fwd))
+
+
+@pytest.mark.parametrize("tp", [1, 8])
+def test_split_projections_sum_their_input_gradients_over_every_token(monkeypatch, tp):
+    """q, k, v (and gate, up) as separate linears: autograd adds their input gradients (read 3 + write 1, read 2 +
+    write 1 tensors of tokens x hidden) after the dgrads; under TP the input is the gathered one, so the sums do not
+    shrink with TP. Forward unchanged."""
+    from trainsizer.estimate import compute
+
+    m, sysm = llama8b(), h100_cluster()
+    with_sums = _lt(m, sysm, tp=tp, sp=1, split_projections=True)
+    monkeypatch.setattr(compute, "_input_grad_sum", lambda n, tok, h, rates: 0.0)
+    without = _lt(m, sysm, tp=tp, sp=1, split_projections=True)
+    r = _rates(sysm)
+    tok_h_bytes = 4096 * m.hidden * r.act_bytes
+    expected = (4 + 3) * tok_h_bytes / r.hbm_bytes_s + 2 * r.kernel_fixed_s
+    assert float(with_sums.bwd - without.bwd) == pytest.approx(expected, rel=1e-9)
+    assert float(with_sums.fwd) == pytest.approx(float(without.fwd), rel=1e-12)
+

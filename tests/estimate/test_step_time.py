@@ -658,20 +658,21 @@ def test_fused_fp8_casts_cost_less_than_standalone_ones():
             estimate_time(m, tr, s, st, framework_style=standalone).step_s, rel=1e-12)
 
 
-def test_torchtitan_gathers_forward_inputs_in_float8_with_tensorwise_scaling_only():
+def test_torchtitan_gathers_in_float8_with_tensorwise_scaling_only():
     from dataclasses import replace
 
     from trainsizer.estimate.step_time import perf_style
 
     m, s = llama8b(), h100_cluster(8)
     titan = replace(perf_style("torchtitan"), tp_comm_overlap=False)
-    assert 0.0 < titan.fp8_tp_allgather < perf_style("megatron-core").fp8_tp_allgather
+    # torchao: forward inputs cast before the gather, output gradients cast on their shard before the backward gather
+    assert titan.fp8_tp_allgather == perf_style("megatron-core").fp8_tp_allgather == 1.0
     none = replace(titan, fp8_tp_allgather=0.0)
     sp = Strategy(tp=8, dp=1, micro_batch=1, sequence_parallel=True, zero=3, framework="torchtitan")
     tw = Training(seq_len=8192, global_batch_seqs=8, precision="fp8", fp8_recipe="tensorwise")
     a = estimate_time(m, tw, s, sp, framework_style=titan).breakdown_s["tp_comm"]
     b = estimate_time(m, tw, s, sp, framework_style=none).breakdown_s["tp_comm"]
-    assert 0.85 * b < a < b  # one all-gather in four at 1 B: the forward inputs
+    assert 0.7 * b < a < 0.85 * b  # every all-gather at 1 B: a quarter of the bytes saved
     rw = Training(seq_len=8192, global_batch_seqs=8, precision="fp8", fp8_recipe="rowwise")
     assert estimate_time(m, rw, s, sp, framework_style=titan).breakdown_s["tp_comm"] == pytest.approx(
         estimate_time(m, rw, s, sp, framework_style=none).breakdown_s["tp_comm"], rel=1e-12)

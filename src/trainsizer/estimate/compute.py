@@ -10,7 +10,8 @@ Model (each line names its origin):
   weights), each timed on its own shape (`linear_gemms`); under the soft roofline each takes the forward's time
   (2x forward, Narayanan 2021 s5.1).
 - Fused or split input projections: Megatron fuses q, k, v (and gate, up) into one GEMM; torchtitan, HF and
-  torchtune models run them as separate nn.Linear GEMMs, each re-reading the layer input (`split_projections`).
+  torchtune models run them as separate nn.Linear GEMMs, each re-reading the layer input (`split_projections`),
+  whose input gradients autograd then sums (`_input_grad_sum`).
 - FlashAttention: executed FLOPs = causal share of 4 s d per token and head, at a named fraction of the 16-bit
   peak per accelerator family; backward = 2.5x the forward FLOPs at lower efficiency, 3.1x the time
   (Dao 2023, FlashAttention-2 s3-4).
@@ -380,7 +381,8 @@ def _dense_parts(shapes: ModelShapes, tok, t, spf, rates: Rates, split, elementw
         kv_out = (shapes.qkv_out - h) / 2.0
         q_f, q_b = linear_gemms(tok, h / t, h, rates, weights)
         kv_f, kv_b = linear_gemms(tok, kv_out / t, h, rates, weights)
-        g_qkv, b_qkv = np.where(split, q_f + 2.0 * kv_f, g_qkv), np.where(split, q_b + 2.0 * kv_b, b_qkv)
+        g_qkv = np.where(split, q_f + 2.0 * kv_f, g_qkv)
+        b_qkv = np.where(split, q_b + 2.0 * kv_b + _input_grad_sum(3, tok, h, rates), b_qkv)
     o_f, o_b = linear_gemms(tok, h, shapes.attn_out_in / t, rates, weights)
     g_attn, b_attn = g_qkv + o_f, b_qkv + o_b
     # --- element-wise, sequence-sharded with SP: 2 norms (r+w), 2 bias-dropout-residual (2r+w) + masks
@@ -395,7 +397,7 @@ def _dense_parts(shapes: ModelShapes, tok, t, spf, rates: Rates, split, elementw
         one_f, one_b = linear_gemms(tok, shapes.ffn / t, h, rates, weights)
         both_f, both_b = linear_gemms(tok, shapes.ffn_up / t, h, rates, weights)
         g_dense = g_dense + np.where(split, 2.0 * one_f - both_f, 0.0)
-        b_dense = b_dense + np.where(split, 2.0 * one_b - both_b, 0.0)
+        b_dense = b_dense + np.where(split, 2.0 * one_b - both_b + _input_grad_sum(2, tok, h, rates), 0.0)
     dense_fwd_g = g_attn + g_dense
     dense_fwd_ew = stream_time(ew_fwd_common + act_dense, rates, kernels=KERNELS["dense_elementwise"])
     # inputs of the linears: qkv and MLP-up share the normed hidden state (one cast each), o_proj and
@@ -408,6 +410,15 @@ def _dense_parts(shapes: ModelShapes, tok, t, spf, rates: Rates, split, elementw
     return _DenseParts(g_qkv=g_qkv, g_attn=g_attn, b_attn=b_attn, g_dense=g_dense, act_dense=act_dense,
                        seq_share=seq_share, ew_fwd_common=ew_fwd_common, attn_w=attn_w, fwd_gemm=dense_fwd_g,
                        bwd_gemm=b_attn + b_dense, fwd_ew=dense_fwd_ew, cast_fwd=c_fwd, cast_bwd=c_bwd)
+
+
+def _input_grad_sum(n: int, tok, h: int, rates: Rates):
+    """Seconds to sum the input gradients of `n` separate linears that read the same input (q, k, v or gate, up as
+    separate nn.Linear: autograd adds their dgrad outputs, one kernel reading n and writing one tensor of tok x h
+    under torch.compile; a fused qkv / gate-up GEMM has one dgrad and nothing to add). Under TP the input is the
+    gathered one, so the sum covers every token of the TP group (torch.autograd accumulation of a tensor used n
+    times; DTensor Partial gradients are added locally before their reduce-scatter)."""
+    return stream_time((n + 1.0) * tok * h * rates.act_bytes, rates)
 
 
 def _module_parts(shapes: ModelShapes, d: _DenseParts, a_fwd, m_fwd_l, rates: Rates) -> dict[str, Any]:

@@ -193,6 +193,10 @@ class PerfStyle:
     # activations are kept sequence-first (s, b, h), as Megatron-Core does; the Mamba-2 mixer then copies across to the
     # batch-first fused kernels where a micro-batch holds several sequences (mamba.layout_copy_time)
     sequence_first: bool = False
+    # sequence parallelism shards dim 1 of [batch, seq, hidden] activations (DTensor SequenceParallel, Shard(1):
+    # torchtitan), so with more than one row per micro-batch each TP all-gather is followed by a chunk-cat copy into
+    # [batch, seq] order and each reduce-scatter's input is chunk-cat into rank order (_sp_layout_copies)
+    sp_dim1_copies: bool = False
 
     def __post_init__(self) -> None:
         if not np.all(np.isin(self.attention_kernel, ATTENTION_KERNELS)):
@@ -586,7 +590,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
         gemm_w = dense_w / t + expert_w / (t * x.e)
         layer_mb = layer_mb + passes * compute.stream_time(gemm_w * (0.5 + 2.0), r,
                                                           kernels=compute.KERNELS["nf4_dequantise"])
-    return lt, layer_mb + _lora_adapters(x) + _expert_bias_time(x) + _activation_clamp_time(x)
+    return lt, layer_mb + _lora_adapters(x) + _expert_bias_time(x) + _activation_clamp_time(x) + _sp_layout_copies(x)
 
 
 def _expert_bias_time(x: _Step) -> Any:
@@ -707,9 +711,8 @@ def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
     act_bytes = x.tok * x.model.hidden * x.act
     t_ar = comm.all_reduce_time(act_bytes, t, k_tp, x.r, x.system, k.nvls_allreduce_gain, m_tp)
     t_layer = t_ar
-    share = np.asarray(x.fw.fp8_tp_allgather, float)
-    if x.training.precision == "fp8" and np.any(share > 0) and \
-            k.fp8_recipe(x.system.accelerator, x.training.fp8_recipe)["name"] != "rowwise":
+    share = _fp8_tp_gather_share(x)
+    if np.any(share > 0):
         # AG half of the bytes, `share` of it quantized: FP8 1 B, NVFP4 0.5625 B (TE all-gathers the NVFP4 copy)
         shrink = 1.0 - share * (x.act - saved_gemm_input_bytes(x.training, x.model)) / (2.0 * x.act)
         t_layer = np.where(x.sp, comm.all_reduce_time(act_bytes * shrink, t, k_tp, x.r, x.system,
@@ -721,6 +724,40 @@ def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
         tp_per_layer = tp_per_layer * _when(x.fw.tp_comm_overlap,
                                             1.0 - k.tp_overlap_fraction * (1.0 - k.overlap_interference), 1.0)
     return t_ar, tp_per_layer
+
+
+def _fp8_tp_gather_share(x: _Step) -> Any:
+    """Share of the sequence-parallel all-gathers that carry FP8 (PerfStyle.fp8_tp_allgather): FP8 training with a
+    recipe other than rowwise (torchtitan gathers rowwise in bf16), else 0."""
+    fp8 = x.training.precision == "fp8" and \
+        x.k.fp8_recipe(x.system.accelerator, x.training.fp8_recipe)["name"] != "rowwise"
+    return np.asarray(x.fw.fp8_tp_allgather, float) if fp8 else 0.0
+
+
+def _sp_layout_copies(x: _Step) -> np.ndarray:
+    """Seconds per layer and micro-batch of the copies around sequence-parallel collectives on dim 1
+    (PerfStyle.sp_dim1_copies): funcol all_gather_tensor gathers along dim 0 and, for gather_dim != 0, runs
+    torch.cat(torch.chunk(res, group_size, dim=0), dim=gather_dim) (a view only when the dims before gather_dim are 1),
+    and reduce_scatter_tensor cats the scatter_dim chunks into rank order first (PyTorch
+    torch/distributed/_functional_collectives.py, 2.4-2.9; torchtitan apply_tp: SequenceParallel / Shard(1), "we can
+    accelerate Sequence Parallel by folding the batch dimension and the sequence dimension", PR 437). Each copy reads
+    and writes the gathered tensor (tokens x hidden 16-bit). Counted: every forward and recompute collective and the
+    backward all-gathers; the backward reduce-scatters' cat takes the summed input gradients, an element-wise kernel
+    torch.compile writes in rank order, so it costs a copy only in eager runs. Async TP keeps them (the fused
+    all-gather matmul moves the gather dim to the front and back: torch/distributed/_symmetric_memory)."""
+    on = np.asarray(x.fw.sp_dim1_copies, bool) & x.sp & (x.b * x.training.sequences_per_sample > 1)
+    if not np.any(on):
+        return np.zeros_like(np.asarray(x.t, float))
+    fwd, bwd = _tp_collectives_per_pass(x)
+    sac = (x.rc == 1) & np.asarray(x.fw.selective_op_policy, bool)
+    eager = np.asarray(x.a["torch_compile"]) <= 0
+    gathers = fwd * (1.0 + x.full_share) + 2.0 * sac + bwd  # forward, recompute and backward all-gathers
+    scatters = fwd * (1.0 + x.full_share) + bwd * eager
+    copies = gathers + scatters
+    # the FP8 share of the gathers (_fp8_tp_gather_share) copies FP8 data
+    ag_bytes = x.act - _fp8_tp_gather_share(x) * (x.act - saved_gemm_input_bytes(x.training, x.model))
+    nbytes = 2.0 * x.tok * x.model.hidden * (gathers * ag_bytes + scatters * x.act)
+    return np.where(on, compute.stream_time(nbytes, x.r, kernels=copies), 0.0)
 
 
 def _tp_collectives_per_pass(x: _Step) -> tuple[Any, Any]:
