@@ -40,7 +40,13 @@
   sequence parallel and userbuffers overlap, CP 1 / 2, FP8 with fp8_params, no CUDA graphs), each row the median of the
   logs' per-block samples/s (custom_callbacks.py: samples over the summed train-batch times); and Dell's runs of the
   same code on one node of H200 SXM (two chassis) and H200 NVL (8 and 4 GPUs), TP 1 CP 2, and Cisco's (v5.1) on 1 and 2
-  H200 SXM nodes, each read from the resolved config its logs print. The v4.1 code sets disable_parameter_transpose_cache: those rows state fp8_transpose_cache 0.
+  H200 SXM nodes, each read from the resolved config its logs print; and SCITIX's run of Oracle's 64-GPU layout (TP 4,
+  CP 2, one micro-batch a GPU per step) on 8 H100 nodes with per-layer CUDA graphs (LAYER_CUDA_GRAPH: custom_callbacks.py
+  wraps each decoder layer in Transformer Engine make_graphed_callables), which splits Oracle's 512-GPU gap into what
+  graphs remove and what stays. The v4.1 code sets disable_parameter_transpose_cache: those rows state fp8_transpose_cache 0.
+
+The MLPerf rows on NVIDIA's code also print perf_mlperf's step lines (step = a x micro-batches + b over the rows of one
+benchmark, system and layout at several scales): IBM+CoreWeave's per-step b is where its per-GPU rate goes at scale.
 
 Sign: (predicted - measured) / measured of tokens/s per GPU, + = predicted too fast.
 
@@ -60,6 +66,7 @@ from perf_heldout import job_of
 from perf_mbridge26 import group_mape, print_groups, print_worst
 from perf_mbridge26 import job as mbridge_job
 from perf_mlperf import job as nvidia_mlperf_job
+from perf_mlperf import print_step_lines
 
 DATA = Path(__file__).resolve().parent / "data" / "heldout_2026b.csv"
 AUTOMODEL = Path(__file__).resolve().parent / "data" / "heldout_2026b_automodel.csv"
@@ -169,6 +176,7 @@ def main() -> None:
     ibm = [(int(r["gpu_count"]), m, p) for r, (_, _, m, p) in zip(mlperf_nvidia_rows(), nc, strict=True) if "_ibm_" in r["id"]]
     (g0, m0, p0), (g1, m1, p1) = ibm[0], ibm[-1]
     print(f"  IBM+CoreWeave per-GPU rate at {g1} over {g0} GPUs: measured {m1 / m0:.3f} predicted {p1 / p0:.3f}")
+    print_step_lines(mlperf_nvidia_rows(), {rid: (m, p) for rid, _, m, p in nc})
     print_fits(fits(), "perf_heldout26")
 
 

@@ -29,6 +29,12 @@ all-gather flag, not the weights' storage). The v5.0 GB200 405B rows source a co
 submission does not include: their FP8 recipe is custom.yaml's default, delayed scaling; the MXFP8 estimate is
 printed beside them.
 
+Where per-GPU throughput goes at scale (step_lines): the rows of one benchmark, system and layout at several scales
+differ only in m, the micro-batches a pipeline runs per step, so step = a m + b through them splits the step into the
+per-micro-batch time a and a per-step cost b, measured and predicted; strong scaling at a fixed global batch shrinks m,
+so b is what the per-GPU rate loses. The 405B series have the estimate's a within 2% on H100 / H200 (GB200 NVFP4: 23% too
+slow a micro-batch) and its b 0.16-0.17 s a step short on every part (IBM+CoreWeave's GB200, perf_heldout26: 0.20 s).
+
 Run: python benchmarks/perf_mlperf.py
 """
 
@@ -154,6 +160,45 @@ def scaling(cs: list[Case]) -> list[tuple[str, float, float]]:
     return out
 
 
+def micro_batches(r: dict[str, str]) -> float:
+    """Micro-batches a pipeline runs per step: global batch / (data parallel x micro-batch), data parallel = GPUs /
+    (TP x PP x CP)."""
+    dp = int(r["gpu_count"]) // (int(r["tp"]) * int(r["pp"]) * int(r["cp"]))
+    return int(r["global_batch_seqs"]) / (dp * int(r["micro_batch"]))
+
+
+def step_lines(rows: list[dict[str, str]], tokens_per_gpu: dict[str, tuple[float, float]]
+               ) -> list[tuple[str, int, tuple[float, float], tuple[float, float]]]:
+    """Where per-GPU throughput goes as a run scales out: for each benchmark and system run at two or more scales
+    with one layout (TP, PP, CP, VPP, micro-batch) and different micro-batch counts m, the least-squares line
+    step = a m + b through its rows (the step from tokens/s/GPU: global batch x sequence / rate / GPUs), measured
+    and predicted: a is the per-micro-batch time, b what a step costs whatever its m (pipeline fill and drain,
+    exposed gradient and parameter collectives, optimizer, host). Strong scaling at a fixed global batch shrinks m,
+    so b's share grows. Returns (group, rows, (a, b) measured, (a, b) predicted), seconds; tokens_per_gpu:
+    row id -> (measured, predicted)."""
+    groups: dict[tuple, list[dict[str, str]]] = {}
+    for r in rows:
+        key = (r["id"].rsplit("_", 1)[0], *(r[c] for c in ("tp", "pp", "cp", "vpp", "micro_batch")))
+        groups.setdefault(key, []).append(r)
+    out = []
+    for key, rs in groups.items():
+        m = np.array([micro_batches(r) for r in rs])
+        if len(set(m)) < 2:
+            continue
+        tokens = np.array([int(r["global_batch_seqs"]) * int(r["seq_len"]) / int(r["gpu_count"]) for r in rs])
+        lines = [tuple(np.polyfit(m, tokens / np.array([tokens_per_gpu[r["id"]][i] for r in rs]), 1))
+                 for i in (0, 1)]
+        out.append((key[0], len(rs), lines[0], lines[1]))
+    return out
+
+
+def print_step_lines(rows: list[dict[str, str]], tokens_per_gpu: dict[str, tuple[float, float]]) -> None:
+    print("step = a x micro-batches + b over one benchmark, system and layout at several scales (s):")
+    for name, n, (am, bm), (ap, bp) in step_lines(rows, tokens_per_gpu):
+        print(f"  {name:40s} n={n} per micro-batch measured {am:.4f} predicted {ap:.4f}; "
+              f"per step measured {bm:.3f} predicted {bp:.3f}")
+
+
 PAIRS = (  # (numerator, denominator): the same benchmark, layout and code on two parts or recipes
     ("mlperf5.1_gb300_llama31_8b_fp8_72gpu", "mlperf5.1_gb200_llama31_8b_fp8_72gpu"),
     ("mlperf5.1_gb300_llama2_70b_lora_fp8_72gpu", "mlperf5.1_gb200_llama2_70b_lora_fp8_72gpu"),
@@ -191,6 +236,7 @@ def main() -> None:
     print("one benchmark and system at two scales (per-GPU throughput ratio, measured vs predicted):")
     for name, meas, pred in scaling(cs):
         print(f"  {name:52s} measured {meas:.3f} predicted {pred:.3f}")
+    print_step_lines(_rows(), {c.row_id: (c.measured, c.predicted) for c in cs})
     print("same benchmark and layout on two parts (per-GPU throughput ratio, measured vs predicted):")
     for name, meas, pred in part_pairs(cs):
         print(f"  {name:60s} measured {meas:.3f} predicted {pred:.3f}")
