@@ -39,3 +39,23 @@ def test_english_estimate_keeps_its_brackets():
                                                          (0.05, "en", "0.05 s")])
 def test_a_part_of_the_step_reads_in_s_or_ms(seconds, lang, shown):
     assert _seconds(seconds, lang) == shown
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_estimate_says_which_hardware_and_layout_it_estimated(lang):
+    """The tables named neither: a job's own strategy (or the search's choice) was only in --json."""
+    from trainsizer.layout_text import layout_in
+    from trainsizer.render.i18n import t
+
+    result = estimate(resolve(EXAMPLE))
+    text = _shown(lang)
+    assert f"{t('plan_layout', lang)}{t('colon', lang)}{layout_in(result['job']['strategy'], lang)}" in text
+    assert ("1 x l40s (one node)" if lang == "en" else "1 张 l40s（单节点）") in text
+
+
+def test_a_multi_node_estimate_counts_its_nodes_and_names_the_network():
+    job = Path(__file__).resolve().parents[2] / "examples" / "sft-70b-16gpu.yaml"
+    out = StringIO()
+    print_estimate(estimate(resolve(job)), "en", Console(file=out, width=200, soft_wrap=False))
+    assert "Hardware: 16 x h100-sxm-80gb (2 nodes x 8 GPUs), ib-ndr400" in out.getvalue()
+    assert "Layout: DP16 ZeRO-3 mb1, full recompute, optimizer offloaded" in out.getvalue()

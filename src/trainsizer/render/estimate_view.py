@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from trainsizer.layout_text import layout_in
 from trainsizer.messages import duration, tr
 from trainsizer.render import cost_basis
 from trainsizer.render.i18n import note_label, t
@@ -106,11 +107,25 @@ def stack_label(fw: dict[str, Any], lang: str) -> str:
     return t(f"stack_{fw['assumed']}", lang)
 
 
+def _configuration(con: Console, job: dict[str, Any], L: str) -> None:
+    """What was estimated: the hardware and the layout (the job's own, or the one the search chose for it)."""
+    hw, strategy = job.get("hardware"), job.get("strategy")
+    if hw:
+        one = "_one" if hw["nodes"] == 1 else ""  # "(one node)", not "(1 nodes x 1 GPUs)"
+        where = t("estimate_hardware_line" + one, L).format(accelerator=hw["accelerator"], gpus=hw["gpus"],
+                                                      nodes=hw["nodes"], per_node=hw["gpus_per_node"])
+        network = (hw.get("network") or {}).get("id")
+        con.print(f"{t('plan_option', L)}{t('colon', L)}{where}" + (f"{t('list_sep', L)}{network}" if network else ""))
+    if strategy:
+        con.print(f"{t('plan_layout', L)}{t('colon', L)}{layout_in(strategy, L)}")
+
+
 def print_estimate(result: dict[str, Any], lang: str, console: Console | None = None) -> None:
     con = console or Console(soft_wrap=False)
     L = lang
     job = result.get("job", {})
     con.print(f"[bold]{job.get('name', '')}[/bold]")
+    _configuration(con, job, L)
     fw = result.get("framework")
     if fw:
         why = t("framework_auto_why", L).format(reason=t(fw["reason"], L)) if fw.get("reason") else ""
