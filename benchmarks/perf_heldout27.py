@@ -22,7 +22,7 @@
   the r0.3.0 branch or any tag around it (e.g. Llama 3 70B MXFP8 on GB300 at MBS 2, PP 4 without VP).
 
 - MLPerf Training v5.1 closed submissions on NVIDIA's implementation by other submitters, not in perf_mlperf.py or
-  perf_heldout26.py (benchmarks/data/heldout_2026c_mlperf_nvidia.csv, 25 rows, the columns of
+  perf_heldout26.py (benchmarks/data/heldout_2026c_mlperf_nvidia.csv, 25 v5.1 rows and 8 v5.0 rows below, the columns of
   heldout_2026b_mlperf_nvidia.csv, built by perf_heldout26.mlperf_nvidia_job): Llama 2 70B LoRA FP8 by University of
   Florida on 16, 32 and 128 B200 (its 8- and 64-GPU runs are perf_mlperf's), Nebius on 32 B200, Dell on 16 B200 and 8
   H200 (TP 2), Lambda and Supermicro on 72 GB300, Wiwynn on 72 and 576 GB200; Llama 3.1 8B FP8 by Oracle on 64 B200,
@@ -38,7 +38,13 @@
   assumed. Left out: Nebius's LoRA NVFP4 runs (FP4 with healing, as perf_mlperf leaves NVIDIA's out), Cisco's hpf
   runs (an older NeMo code on H100, PyTorch 23.09), Krai's and Cisco's v5.0-code LoRA runs (no per-step times; left for
   later), GigaComputing (no train_step_time in its logs), Verda (its system file's '100GbE InfiniBand' states no
-  usable rate), the remaining 8-GPU B200 LoRA systems, and every v5.0 submission.
+  usable rate) and the remaining 8-GPU B200 LoRA systems. MLPerf Training v5.0 (8 rows, Llama 2 70B LoRA on NVIDIA's
+  NeMo 25.04 code): Oracle on 4, 8 and 72 GB200 and 8 / 64 B200, Supermicro on 72 GB200 and 8 B200, Lambda on 8 B200,
+  each from perf_mlperf's NVIDIA v5.0 row of the same layout after resolving the submission's config_*.sh with its
+  config_common.sh (v5.0 logs print no config): the same environment as NVIDIA's config of that name, or the
+  differences said in `assumed` (Oracle's 4 GB200: CP 2, 4 micro-batches; 64 B200: CP 8 with per-layer graphs).
+  Left out of v5.0: Dell's GB200 runs and Supermicro's 16-B200 run (their configs are not in the submission), the H200
+  runs (v4.1 code, per-block throughput only: perf_heldout26 holds that kind).
 
 Sign: (predicted - measured) / measured of tokens/s per GPU, + = predicted too fast.
 
@@ -67,6 +73,9 @@ SCALE_SERIES = (
     ("Nebius B200 8B NVFP4", "mlperf5.1_nebius_b200_llama31_8b_nvfp4_8gpu",
      ("mlperf5.1_nebius_b200_llama31_8b_nvfp4_16gpu", "mlperf5.1_nebius_b200_llama31_8b_nvfp4_32gpu")),
     ("Wiwynn GB200 LoRA", "mlperf5.1_wiwynn_gb200_llama2_70b_lora_fp8_72gpu", ("mlperf5.1_wiwynn_gb200_llama2_70b_lora_fp8_576gpu",)),
+    ("Oracle GB200 LoRA (v5.0)", "mlperf5.0_oracle_gb200_llama2_70b_lora_fp8_4gpu",
+     ("mlperf5.0_oracle_gb200_llama2_70b_lora_fp8_8gpu", "mlperf5.0_oracle_gb200_llama2_70b_lora_fp8_72gpu")),
+    ("Oracle B200 LoRA (v5.0)", "mlperf5.0_oracle_b200_llama2_70b_lora_fp8_8gpu", ("mlperf5.0_oracle_b200_llama2_70b_lora_fp8_64gpu",)),
 )
 
 
@@ -87,7 +96,7 @@ def mlperf_cases() -> list[tuple[str, str, float, float]]:
     """(row id, submitter, measured, predicted tokens/s/GPU) of the MLPerf rows."""
     rs = mlperf_rows()
     predicted = job_tokens_per_gpu((r["id"], mlperf_nvidia_job(r)) for r in rs)
-    return [(r["id"], r["source"].split(", ")[1].removesuffix(" closed-division submission (mlcommons/training_results_v5.1)"),
+    return [(r["id"], r["source"].split(", ")[1].split(" closed-division")[0],
              float(r["tokens_per_sec_per_gpu"]), p) for r, (_, p) in zip(rs, predicted, strict=True)]
 
 
@@ -122,16 +131,17 @@ def main() -> None:
     print_worst(cs, 8)
     mc = mlperf_cases()
     errs = print_cases(mc, blank_line=True)
-    print(f"\nMLPerf v5.1 other submitters, NVIDIA's implementation (held out, nothing fitted): n={len(mc)} MAPE "
+    print(f"\nMLPerf v5.0 / v5.1 other submitters, NVIDIA's implementation (held out, nothing fitted): n={len(mc)} MAPE "
           f"{100 * errs.mean():.1f}%")
-    for title, key in (("task", lambda rid, s: "LoRA" if "_lora_" in rid else ("8B NVFP4" if "_nvfp4_" in rid else "8B FP8")),
+    for title, key in (("round", lambda rid, s: rid.split("_")[0]),
+                       ("task", lambda rid, s: "LoRA" if "_lora_" in rid else ("8B NVFP4" if "_nvfp4_" in rid else "8B FP8")),
                        ("submitter", lambda rid, s: s)):
         for g, (n, mape) in group_mape(mc, key).items():
             print(f"  {title:9s} {g:22s} n={n:2d} MAPE {mape:5.1f}%")
     print_worst(mc, 8)
     print("per-GPU rate over the smallest run of the same submitter, code and layout family (measured vs predicted):")
     for name, rid, meas, pred in scale_ratios(mc):
-        print(f"  {name:32s} {rid:56s} measured {meas:.3f} predicted {pred:.3f}")
+        print(f"  {name:28s} {rid:54s} measured {meas:.3f} predicted {pred:.3f}")
     print_fits(fits(), "perf_heldout27")
 
 

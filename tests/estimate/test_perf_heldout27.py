@@ -2,7 +2,7 @@
 Megatron-Bridge 26.04.01 and 26.06.01 pre-training tables, each row stated from the workload base config its release
 loads. Bounds = the figures measured when the rows were added (14.6% over 41 rows; GPT-OSS 120B +13..+75% too fast,
 the other 34 rows 7.7%, worst -20.1%) with a margin; and 25 MLPerf v5.1 runs of other submitters on NVIDIA's code
-(6.8%; NVFP4 8 B200 -11.6..-12.9%, as perf_mlperf's Lenovo rows): docs/frameworks.md says what is left."""
+and 8 v5.0 runs (5.8% over the 33; NVFP4 8 B200 -11.6..-12.9%, as perf_mlperf's Lenovo rows): docs/frameworks.md says what is left."""
 
 from __future__ import annotations
 
@@ -62,10 +62,12 @@ def test_no_measured_run_is_refused_or_predicted_not_to_fit():
 
 def test_mlperf_rows_name_their_logs_and_state_the_step_they_measure():
     rs = ph.mlperf_rows()
-    assert len({r["id"] for r in rs}) == len(rs) == 25
+    assert len({r["id"] for r in rs}) == len(rs) == 33
     for r in rs:
-        assert "training_results_v5.1 commit 441d65f4" in r["source_locator"] and "result_*.txt" in r["source_locator"], r["id"]
-        assert r["source"].startswith("MLCommons MLPerf Training v5.1") and r["date"] == "2025-11-12", r["id"]
+        v = r["id"].removeprefix("mlperf")[:3]  # the round: its repository commit and publication date
+        commit, date = {"5.1": ("441d65f4", "2025-11-12"), "5.0": ("0fdc28f", "2025-06-04")}[v]
+        assert f"training_results_v{v} commit {commit}" in r["source_locator"] and "result_*.txt" in r["source_locator"], r["id"]
+        assert r["source"].startswith(f"MLCommons MLPerf Training v{v}") and r["date"] == date, r["id"]
         gpus, gbs = int(r["gpu_count"]), int(r["global_batch_seqs"])
         assert f"_{gpus}gpu" in r["id"] and (r["fp8_recipe"] == "nvfp4") == ("_nvfp4_" in r["id"]), r["id"]
         # the throughput is the one step time over the run's batch and GPUs, and the batch splits over the layout
@@ -78,14 +80,17 @@ def test_mlperf_rows_name_their_logs_and_state_the_step_they_measure():
 def test_mlperf_rows_run_end_to_end_within_the_measured_bounds():
     cs = ph.mlperf_cases()
     err = {rid: (p - m) / m for rid, _, m, p in cs}
-    assert 100 * np.mean(np.abs(list(err.values()))) <= 8.0  # reached: 6.8%
+    assert 100 * np.mean(np.abs(list(err.values()))) <= 7.0  # reached: 5.8%
     nvfp4 = [abs(e) for rid, e in err.items() if "_nvfp4_" in rid]
     assert len(nvfp4) == 8 and max(nvfp4) < 0.15  # reached: -12.9% (8 B200, as perf_mlperf's Lenovo rows)
     assert max(abs(e) for rid, e in err.items() if "_nvfp4_" not in rid) < 0.15  # reached: -12.5% (16 B200 LoRA)
 
 
 def test_scale_series_lose_per_gpu_rate_as_measured():
-    """Along each submitter's scale the per-GPU rate falls, measured and predicted; the estimate keeps more of it
-    (a known gap, docs/frameworks.md): predicted within 0.15 of measured and never below it by more than 0.01."""
-    for name, rid, meas, pred in ph.scale_ratios(ph.mlperf_cases()):
-        assert 0.7 < meas <= 1.0 and meas - 0.01 <= pred < meas + 0.15, (name, rid, meas, pred)
+    """Along each submitter's scale the per-GPU rate falls, measured and predicted (the v5.1 series: the estimate
+    keeps more of it, a known gap, docs/frameworks.md): predicted within 0.12 of measured (reached: 0.107, University
+    of Florida's 64 B200 LoRA over its 8)."""
+    ratios = ph.scale_ratios(ph.mlperf_cases())
+    assert len(ratios) == 10
+    for name, rid, meas, pred in ratios:
+        assert 0.7 < meas < 1.01 and abs(pred - meas) < 0.12, (name, rid, meas, pred)
