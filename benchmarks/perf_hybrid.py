@@ -9,7 +9,9 @@ release's performance scripts load (scripts/performance/configs/nemotronh/nemotr
 v0.4.0 for 26.02.01 to 26.04.01, v0.5.0 for 26.06 / 26.06.01 -- the same layouts --, the perf_recipes of 067f987d for
 26.08): EP 8, MXFP8 on Blackwell with no recompute, FP8 current scaling on H100 with recompute_modules moe, layernorm,
 core_attn, moe_act; the HybridEP flex dispatcher; bf16 gradient reduce (set_nemotron_3_nano_common_configs). What the
-rows cannot state is in the `assumed` column (partial CUDA graphs, forced load balancing, the DGX-B300 network).
+rows cannot state is in the `assumed` column (partial CUDA graphs, forced load balancing, the DGX-B300 network). The
+Blackwell rows state cuDNN 9.17 for the fused attention, as perf_mbridge26's rows of the same releases do (CUDNN_26: the
+images v0.3.0 to v0.5.0 build on ship 9.17 or later).
 
 Run: python benchmarks/perf_hybrid.py
 """
@@ -22,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from harness import Fit, job_fits, pretrain_job, print_cases, print_fits, row_cases
+from perf_mbridge26 import BLACKWELL, CUDNN_26
 
 DATA = Path(__file__).resolve().parent / "data" / "hybrid_perf.csv"
 # DGX systems as perf_blackwell.py / perf_mbridge26.py write them (DGX-B300: eight 800 Gb/s SuperNICs, assumed)
@@ -41,6 +44,7 @@ def job(r: dict[str, str]) -> dict:
         "recompute": "selective" if modules else "none", "recompute_modules": modules or None,
         "distributed_optimizer": True, "framework": "megatron-core", "sequence_parallel": tp > 1,
         "grad_reduce_in_fp32": False, "fp8_param_allgather": precision == "fp8", "loss_impl": "te",
+        "cudnn_release": CUDNN_26 if r["system"] in BLACKWELL else None,
     }
     if r["moe_dispatcher"]:
         strategy["moe_dispatcher"] = r["moe_dispatcher"]

@@ -20,8 +20,9 @@ def test_every_row_runs_end_to_end_within_the_measured_bounds():
     cs = ph.cases()
     assert len(cs) == 21
     err = {rid: (p - m) / m for rid, _, m, p in cs}
-    assert 100 * np.mean(np.abs(list(err.values()))) <= 11.5  # reached: 10.0% (12.6% before the scan backward's
-    # recompute and Megatron-Core's layout copies were counted from the code, 2026-12-02)
+    assert 100 * np.mean(np.abs(list(err.values()))) <= 12.0  # reached: 10.8% (12.6% before the scan backward's
+    # recompute and Megatron-Core's layout copies were counted from the code, 10.0% before the Blackwell rows stated
+    # cuDNN 9.17, 2026-12-02)
     assert max(abs(e) for e in err.values()) < 0.22  # reached: 20.0% (26.02.01 H100)
 
 
