@@ -203,3 +203,31 @@ def test_no_pydantic_class_names_in_messages():
 def test_union_field_of_the_wrong_shape_names_the_shapes():
     with pytest.raises(SpecError, match=r"job: model: must be one of: mapping \| text \(got 5\)"):
         load_job({**BASE, "model": 5})
+
+
+@pytest.mark.parametrize(
+    ("patch", "fragment", "zh"),
+    [
+        ({"data": {"tokens": "2B"}}, "data.tokens: must be a number in digits or e-notation, without a k / M / B "
+                                     "multiplier: write 2B as 2e9", "请把 2B 写成 2e9"),
+        ({"goal": {"budget": {"amount": "500k", "currency": "USD"}}}, "write 500k as 500000", "请把 500k 写成 500000"),
+        ({"constraints": {"rack_kw": "20kW"}}, "the key's name gives the unit, so write 20kW as 20", "请把 20kW 写成 20"),
+        ({"goal": {"deadline_days": "14 days"}}, "write 14 days as 14", "请把 14 days 写成 14"),
+        ({"seq_len": "4k"}, "seq_len: must be a whole number in digits, without a k / M / B multiplier",
+         "不带 k / M / B 等倍数后缀"),
+        ({"seq_len": "long"}, "seq_len: must be a whole number (got 'long')", "必须是整数"),
+    ],
+)
+def test_a_number_written_as_people_say_it_gets_the_plain_number(patch, fragment, zh):
+    """'2B' tokens, '500k' dollars, '20kW' for rack_kw: the error says what to write instead, in either language."""
+    with pytest.raises(SpecError) as info:
+        load_job({**BASE, **patch})
+    assert fragment in str(info.value), str(info.value)
+    assert zh in info.value.render("zh"), info.value.render("zh")
+
+
+@given(st.floats(min_value=1e-3, max_value=1e15, allow_nan=False), st.sampled_from(["k", "M", "B", "T"]))
+def test_the_plain_number_suggested_reads_back_as_the_same_amount(number, word):
+    from trainsizer.spec.load import _MULTIPLIERS, _plain
+
+    assert float(_plain(number * _MULTIPLIERS[word])) == pytest.approx(number * _MULTIPLIERS[word], rel=1e-5)

@@ -198,7 +198,37 @@ def validation_to_spec_error(err: ValidationError, model: type[BaseModel], origi
                          else msg("spec_expected_mapping"), value=value)
     if isinstance(value, Mapping):
         value = None  # a whole sub-mapping is noise in a one-line message
-    return SpecError(where, _problem(e, kind, ctx), value=value)
+    written = _written_number(kind, value, str(loc[-1]) if loc else "")
+    return SpecError(where, written or _problem(e, kind, ctx), value=value)
+
+
+# "2B" tokens, "500k" USD, "20kW" for rack_kw, "14d" for deadline_days: a number written as people say it
+_NUMBER_WORD = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]+)\s*$")
+_MULTIPLIERS = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+_UNIT_WORDS = {"days": ("d", "day", "days"), "hours": ("h", "hr", "hour", "hours")}
+
+
+def _plain(number: float) -> str:
+    """As a job file writes it: 500000, 2e9, 1.5e12 (no '+' nor leading zero in the exponent)."""
+    return re.sub(r"e\+?0*(\d)", r"e\1", f"{number:g}")
+
+
+def _written_number(kind: str, value: Any, key: str) -> Msg | None:
+    """The problem of a number written with a multiplier or the unit its key already names, with the plain
+    number to write; None for anything else. A whole-number field gets no decimal guess ('4k' tokens of
+    context are often 4096)."""
+    found = _NUMBER_WORD.match(value) if isinstance(value, str) and kind in ("float_parsing", "int_parsing") else None
+    if found is None:
+        return None
+    number, word = float(found.group(1)), found.group(2)
+    unit = key.rsplit("_", 1)[-1].lower() if "_" in key else ""
+    if word.lower() == unit or word.lower() in _UNIT_WORDS.get(unit, ()):
+        return msg("spec_number_written", value=value, number=_plain(number))
+    if word in _MULTIPLIERS and kind == "float_parsing":
+        return msg("spec_number_multiplier", value=value, number=_plain(number * _MULTIPLIERS[word]))
+    if word in _MULTIPLIERS:
+        return msg("spec_int_multiplier")
+    return None
 
 
 _SHAPE_NAMES = {"string_type": "text", "dict_type": "mapping", "model_type": "mapping",
