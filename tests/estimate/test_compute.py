@@ -239,3 +239,21 @@ def test_split_projections_sum_their_input_gradients_over_every_token(monkeypatc
     assert float(with_sums.bwd - without.bwd) == pytest.approx(expected, rel=1e-9)
     assert float(with_sums.fwd) == pytest.approx(float(without.fwd), rel=1e-12)
 
+
+def test_fp8_inputs_gathered_in_fp8_are_cast_on_their_sequence_shard():
+    """Under SP a gather of FP8 data is cast before it: the qkv / MLP-up inputs (forward) and the o / MLP-down output
+    gradients (backward) cast 1 / t of the tokens; without SP, or in bf16, the share changes nothing."""
+    m, sysm = gpt(24, 4096, 32), h100_cluster()
+    r = _rates(sysm, precision="fp8")
+    k = load_constants()
+
+    def lt(share, sp=1, precision="fp8"):
+        rr = _rates(sysm, precision=precision)
+        return layer_times(ModelShapes.of(m), 4096, rr, flash_rate=rr.flash_flops, flash_bwd_over_fwd=k.flash_bwd_over_fwd,
+                           tp=8, cp=1, micro_batch=1, sp=sp, recompute=0, ep=1, flash=True, fp8_gathered_casts=share)
+
+    saved = 2.0 * m.hidden * 4096 * (1.0 - 1.0 / 8) * r.fp8_cast_bytes / r.hbm_bytes_s
+    assert float(lt(0.0).fwd - lt(1.0).fwd) == pytest.approx(saved, rel=1e-9)
+    assert float(lt(0.0).bwd - lt(1.0).bwd) == pytest.approx(saved, rel=1e-9)  # the o / down output gradients
+    assert float(lt(1.0, sp=0).fwd) == pytest.approx(float(lt(0.0, sp=0).fwd), rel=1e-12)
+    assert float(lt(1.0, precision="bf16").fwd) == pytest.approx(float(lt(0.0, precision="bf16").fwd), rel=1e-12)

@@ -233,7 +233,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                 selective_op_policy: Any = False, attention_span: float = 0.0,
                 split_projections: Any = False, ce_unfused_fp32: Any = False,
                 recompute_modules: tuple[str, ...] | None = None, flash_head_pad: Any = 1.0,
-                full_recompute_share: Any = 1.0, sequence_first: Any = False) -> LayerTimes:
+                full_recompute_share: Any = 1.0, sequence_first: Any = False,
+                fp8_gathered_casts: Any = 0.0) -> LayerTimes:
     """Compute seconds of one average decoder layer per micro-batch on one GPU.
 
     `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast. `moe_capacity_factor`: tokens
@@ -253,6 +254,11 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     `full_recompute_share`: the share of the layers full recompute re-runs (partial_recompute.py; 1 = all).
     `sequence_first` (bool, arrays allowed): the framework keeps activations (s, b, h) (Megatron-Core; a hybrid
     model's Mamba-2 mixers copy across, estimate.mamba.layout_copy_time).
+    `fp8_gathered_casts`: under sequence parallelism, the share of the sequence-parallel all-gathers that carry FP8
+    (step_time._fp8_tp_gather_share): a gather of FP8 data is cast before it, on the 1 / t sequence shard, so the
+    casts of the gathered linear inputs (qkv, MLP up) and output gradients (o, MLP down) cover 1 / t of the tokens
+    (Transformer Engine gather_along_first_dim(quantizer=...); torchao PrepareFloat8ModuleInput,
+    _NoopFwToFloat8BwDynamic).
     """
     t = np.asarray(tp, float)
     c = np.asarray(cp, float)
@@ -263,7 +269,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     tok = b * s / c  # tokens entering this GPU's GEMMs (full TP-group sequence shard)
     weights = bool(trains_base_weights)
     d = _dense_parts(shapes, tok, t, np.asarray(sp, float), rates, np.asarray(split_projections, bool),
-                     elementwise_passes, fp8_weight_casts, weights)
+                     elementwise_passes, fp8_weight_casts, weights, fp8_gathered_casts)
     a_fwd, a_bwd = _attention_core(shapes, tok, b, c, s, t, rates, flash=flash, flash_rate=flash_rate,
                                    flash_bwd_over_fwd=flash_bwd_over_fwd, attention_span=attention_span,
                                    flash_head_pad=flash_head_pad)
@@ -371,7 +377,7 @@ class _DenseParts:
 
 
 def _dense_parts(shapes: ModelShapes, tok, t, spf, rates: Rates, split, elementwise_passes,
-                 fp8_weight_casts, weights: bool = True) -> _DenseParts:
+                 fp8_weight_casts, weights: bool = True, fp8_gathered_casts: Any = 0.0) -> _DenseParts:
     """GEMMs (forward and backward: `weights` whether the base weights train), element-wise traffic and FP8 casts
     of one dense layer (attention projections and MLP)."""
     h = shapes.hidden
@@ -403,8 +409,10 @@ def _dense_parts(shapes: ModelShapes, tok, t, spf, rates: Rates, split, elementw
     # inputs of the linears: qkv and MLP-up share the normed hidden state (one cast each), o_proj and
     # MLP-down their own; outputs: qkv, o (h), up (+gate), down (h)
     attn_w = (shapes.qkv_out * h + h * shapes.attn_out_in) / t
-    c_fwd, c_bwd = _fp8_casts(tok, 2.0 * h + (shapes.attn_out_in + shapes.ffn) / t,
-                              (shapes.qkv_out + shapes.ffn_up) / t + 2.0 * h,
+    # the gathered ones (qkv and MLP-up inputs, o and MLP-down output gradients) cast on the sequence shard
+    g = 1.0 - np.asarray(fp8_gathered_casts, float) * (1.0 - seq_share)
+    c_fwd, c_bwd = _fp8_casts(tok, 2.0 * h * g + (shapes.attn_out_in + shapes.ffn) / t,
+                              (shapes.qkv_out + shapes.ffn_up) / t + 2.0 * h * g,
                               attn_w + (shapes.ffn_up * h + shapes.ffn * h) / t, rates, fp8_weight_casts)
     dense_fwd_ew = dense_fwd_ew + c_fwd
     return _DenseParts(g_qkv=g_qkv, g_attn=g_attn, b_attn=b_attn, g_dense=g_dense, act_dense=act_dense,

@@ -576,6 +576,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              attention_span=x.span, sequence_first=x.fw.sequence_first,
                              split_projections=x.fw.split_projections, ce_unfused_fp32=_ce_unfused(x),
                              recompute_modules=x.recompute_modules, full_recompute_share=x.full_share,
+                             fp8_gathered_casts=_fp8_tp_gather_share(x),
                              flash_head_pad=compute.flash_head_dim_ratio(*model.head_dims, x.fw.attention_kernel))
     layer_mb = lt.fwd + lt.bwd
     if training.method == "qlora":
