@@ -54,7 +54,8 @@ def job(r: dict[str, str], recompute: str | None = None) -> dict:
                             "recompute_num_layers": int(r["recompute_num_layers"])}
     if lora:
         # target_modules ['attention']: the fused QKV (linear_qkv) and the output projection (linear_proj)
-        out["lora"] = {"rank": int(r["lora_rank"]), "targets": r["lora_targets"].split(";")}
+        # LORA_A2A=1 in AMD's and MangoBoost's config_*.sh: NeMo's LoRA a2a_experimental (TP 1 here: no effect)
+        out["lora"] = {"rank": int(r["lora_rank"]), "targets": r["lora_targets"].split(";"), "a2a": True}
         # megatron_gpt_peft_tuning_config.yaml: fp8_params ${FP8} (True in every config_*.sh): the frozen base built
         # as FP8 tensors; disable_parameter_transpose_cache True (and ENABLE_TRANSPOSE_CACHE=0): no cached transpose
         out["strategy"] |= {"fp8_param_allgather": True, "fp8_transpose_cache": False}

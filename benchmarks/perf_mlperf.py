@@ -82,7 +82,9 @@ def job(r: dict[str, str], fp8_recipe: str | None = None) -> dict:
     }
     if lora:
         # target_modules ["linear_proj", "linear_qkv"]: the fused QKV and the output projection
-        out["lora"] = {"rank": int(r["lora_rank"]), "targets": r["lora_targets"].split(";")}
+        # LORA_A2A=1 in every submission's config_common.sh (NVIDIA v5.0 / v5.1, Oracle, Dell, Cisco): NeMo's LoRA
+        # a2a_experimental, the row-parallel adapter's output all-to-alled under sequence parallelism
+        out["lora"] = {"rank": int(r["lora_rank"]), "targets": r["lora_targets"].split(";"), "a2a": True}
     return out
 
 

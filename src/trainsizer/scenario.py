@@ -266,6 +266,7 @@ def _training(job: Job) -> Training:
         lora_targets=tuple(job.lora.targets) if job.lora else (),
         lora_dropout=job.lora.dropout if job.lora else 0.0,
         lora_impl=(job.lora.impl or "peft") if job.lora else "peft",
+        lora_a2a=job.lora.a2a if job.lora else False,
         flash_attention=job.flash_attention,
         tokens_total=_tokens_total(job),
         moe_capacity_factor=job.moe_capacity_factor,

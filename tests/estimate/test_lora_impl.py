@@ -167,3 +167,63 @@ def test_the_options_are_echoed_in_the_json_summary():
 
 def test_the_default_is_the_peft_count_the_development_set_runs():
     assert _step(_training()) == _step(dataclasses.replace(_training(), lora_impl="peft"))
+
+
+def _tp_step(training: Training, tp: int, sp: bool = True) -> float:
+    st = Strategy(tp=tp, dp=1, micro_batch=2, recompute="none", framework="megatron-core", sequence_parallel=sp)
+    return estimate_time(llama8b(), training, h100_cluster(tp), st).step_s
+
+
+def _adapter_s(training: Training, tp: int, sp: bool = True) -> float:
+    """Seconds of one layer's adapters per micro-batch in a TP job (step_time._lora_adapters, spied on)."""
+    from trainsizer.estimate import step_time
+
+    seen = []
+    real = step_time._lora_adapters
+
+    def spy(x):
+        v = real(x)
+        seen.append(float(v))
+        return v
+
+    step_time._lora_adapters = spy
+    try:
+        _tp_step(training, tp, sp)
+    finally:
+        step_time._lora_adapters = real
+    return seen[0]
+
+
+def test_under_tp_a_column_parallel_adapter_reads_its_whole_input_and_a_row_parallel_one_writes_its_whole_output():
+    col, row = _training(targets=("q_proj",)), _training(targets=("o_proj",))
+    h, q = 4096, 4096
+    # q_proj (column-parallel): A reads all of x on every rank, B writes 1 / t of q; o_proj (row-parallel): A reads
+    # 1 / t of its input, B writes (and the add reads and writes) the whole partial sum
+    per_rank_col = {t: (1 + 5) * h + (6 + 4) * q / t for t in (1, 2, 4)}
+    per_rank_row = {t: (1 + 5) * h / t + (6 + 4) * h for t in (1, 2, 4)}
+    launches = 10 * float(_rates().kernel_fixed_s)  # 4 forward and 6 backward kernels a layer, any width
+    for widths, tr in ((per_rank_col, col), (per_rank_row, row)):
+        s1, s4 = _adapter_s(tr, 1) - launches, _adapter_s(tr, 4) - launches
+        assert s4 / s1 == pytest.approx(widths[4] / widths[1], rel=0.03)
+
+
+def test_nemo_a2a_keeps_a_row_parallel_adapters_output_split_under_sequence_parallelism():
+    row = _training(targets=("o_proj",))
+    a2a = dataclasses.replace(row, lora_a2a=True)
+    assert _adapter_s(a2a, 4) < _adapter_s(row, 4)
+    assert _adapter_s(a2a, 4, sp=False) == _adapter_s(row, 4, sp=False)  # without SP it gathers the output whole
+    assert _adapter_s(a2a, 1) == _adapter_s(row, 1)
+    col = _training(targets=("q_proj",))
+    assert _adapter_s(dataclasses.replace(col, lora_a2a=True), 4) == _adapter_s(col, 4)
+
+
+def test_a2a_is_validated_and_echoed():
+    with pytest.raises(SpecError) as err:
+        load_job({**BASE_JOB, "lora": {"a2a": "sometimes"}})
+    assert "lora.a2a" in err.value.render("en") and "true or false" in err.value.render("en")
+    assert "true 或 false" in err.value.render("zh")
+    from trainsizer.catalog import load_catalog
+    from trainsizer.scenario import resolve_job
+
+    sc = resolve_job({**BASE_JOB, "lora": {"a2a": True}}, load_catalog())
+    assert sc.summary()["lora"]["a2a"] is True and sc.training.lora_a2a

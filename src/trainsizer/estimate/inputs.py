@@ -60,6 +60,7 @@ class Training:
     lora_targets: tuple[str, ...] = ()  # q_proj k_proj v_proj o_proj gate_proj up_proj down_proj
     lora_dropout: float = 0.0  # dropout probability on each adapter (0 = none)
     lora_impl: str = "peft"  # adapter implementation (names.LORA_IMPLS; perf_constants.yaml lora.impls)
+    lora_a2a: bool = False  # NeMo a2a_experimental: row-parallel adapters' outputs stay TP-split under SP
     flash_attention: bool = True
     tokens_total: float = 0.0  # tokens to train on (all epochs); 0 = unknown
     # MoE routing imbalance: tokens reaching the busiest expert / rank relative to balanced routing (1.0).

@@ -149,13 +149,20 @@ def lora_layer_params(model: ModelArch, training: Training, moe_layer: bool) -> 
     return dense, experts
 
 
-def lora_adapted_widths(model: ModelArch, training: Training) -> tuple[float, float, float, float, float]:
+# Linears whose input is split over TP (row-parallel: Megatron RowParallelLinear, DTensor RowwiseParallel); the others
+# are column-parallel, their output split
+ROW_PARALLEL_LINEARS = ("o_proj", "down_proj")
+
+
+def lora_adapted_widths(model: ModelArch, training: Training,
+                        only: tuple[str, ...] | None = None) -> tuple[float, float, float, float, float]:
     """Widths the LoRA adapters of an average layer read and write per token: (dense d_in, dense d_out, routed
     expert d_in, routed expert d_out, adapted linears), summed over the adapted linears (routed experts: the
-    top-k a token passes). 0 without LoRA. The time model streams the adapters' activations with these."""
+    top-k a token passes); `only`: over those linears alone. 0 without LoRA. The time model streams the adapters'
+    activations with these."""
     out = np.zeros(5)
     for moe_layer, n_layers in ((False, model.layers - model.moe_layer_count), (True, model.moe_layer_count)):
-        out += n_layers * np.array(lora_layer_widths(model, training, moe_layer), float)
+        out += n_layers * np.array(lora_layer_widths(model, training, moe_layer, only), float)
     w_in, w_out, e_in, e_out, n_lin = (float(v) for v in out / model.layers)
     return w_in, w_out, e_in, e_out, n_lin
 
@@ -166,13 +173,14 @@ def lora_dropout_on_output(training: Training) -> bool:
     return bool(load_memory_constants()["lora"]["dropout_on_output"][training.lora_impl])
 
 
-def lora_layer_widths(model: ModelArch, training: Training, moe_layer: bool) -> tuple[float, ...]:
+def lora_layer_widths(model: ModelArch, training: Training, moe_layer: bool,
+                      only: tuple[str, ...] | None = None) -> tuple[float, ...]:
     """`lora_adapted_widths` of one layer kind (dense or MoE): (d_in, d_out, routed d_in per token, routed d_out per
     token, adapted linears)."""
     t = lora_targets(training)
     if not t:
         return 0.0, 0.0, 0.0, 0.0, 0.0
-    names = [n for n in LINEAR_NAMES if n in t]
+    names = [n for n in LINEAR_NAMES if n in t and (only is None or n in only)]
     if "qkv_proj" in names:
         names = [n for n in names if n not in ("q_proj", "k_proj", "v_proj")]
     out = np.zeros(5)

@@ -48,6 +48,7 @@ from trainsizer.estimate.flops import (
 from trainsizer.estimate.framework import fp8_primary_weights_default
 from trainsizer.estimate.inputs import System, Training
 from trainsizer.estimate.model_states import (
+    ROW_PARALLEL_LINEARS,
     check_training,
     lora_adapted_widths,
     lora_dropout_on_output,
@@ -670,17 +671,27 @@ def _lora_adapters(x: _Step) -> Any:
     """Seconds of one average layer's LoRA adapters per micro-batch (perf_constants.yaml `lora:`): the
     activations their memory-bound A / B GEMMs, scaling and add stream, as the job's implementation runs them
     (lora.impl: `impls`, else the peft counts), and the adapter dropout where lora.dropout > 0, on the adapter's
-    input or output by implementation; forward (twice under full recompute) and backward. Widths split over TP like
-    the base linears'; routed-expert adapters over EP too."""
+    input or output by implementation; forward (twice under full recompute) and backward. Under TP a rank's adapter
+    streams the width its base linear is not split in: a column-parallel linear's whole input (A reads the full, under
+    sequence parallelism gathered, x: Megatron ColumnParallelLinear linear_in of NeMo's ParallelLinearAdapter; NeMo
+    AutoModel's ColwiseParallelLora shards lora_A's rank) and 1 / t of its output; a row-parallel one's
+    (model_states.ROW_PARALLEL_LINEARS) 1 / t of its input and the whole output, a partial sum added before the base
+    layer's reduce (NeMo linear_out gather_output True; AutoModel keeps lora_res Partial), 1 / t of it under sequence
+    parallelism with lora.a2a (NeMo a2a_experimental: lin_out_gather_output False, then an all-to-all, not charged);
+    routed-expert adapters over EP too."""
     w_in, w_out, e_in, e_out, n_lin = lora_adapted_widths(x.model, x.training)
     if n_lin == 0:
         return 0.0
+    rw_in, rw_out, re_in, re_out, _ = lora_adapted_widths(x.model, x.training, only=ROW_PARALLEL_LINEARS)
     lc, t, r = x.k.raw["lora"], x.t, x.r
+    row_out = np.where(x.sp & x.training.lora_a2a, 1.0 / t, 1.0)  # the row-parallel adapters' output share
     impl = x.training.lora_impl
     c = lc["impls"].get(impl, lc)
 
     def elems(fi: float, fo: float) -> Any:
-        return x.tok * ((fi * w_in + fo * w_out) / t + (fi * e_in + fo * e_out) / (t * x.e))
+        dense = fi * (w_in - rw_in + rw_in / t) + fo * ((w_out - rw_out) / t + row_out * rw_out)
+        experts = fi * (e_in - re_in + re_in / t) + fo * ((e_out - re_out) / t + row_out * re_out)
+        return x.tok * (dense + experts / x.e)
 
     dropout = x.training.lora_dropout > 0
     on_out = float(dropout and lora_dropout_on_output(x.training))

@@ -118,6 +118,9 @@ class LoraSpec(_Strict):
     dropout: float = Field(0.0, ge=0.0, lt=1.0)
     # adapter implementation (names.LORA_IMPLS): peft | automodel | automodel-triton; null = peft
     impl: LoraImpl | None = None
+    # NeMo's a2a_experimental (MLPerf LORA_A2A): under sequence parallelism a row-parallel linear's adapter keeps its
+    # output split over TP and all-to-alls it to the sequence-parallel layout instead of gathering it whole
+    a2a: bool = False
 
     @field_validator("targets")
     @classmethod
