@@ -78,7 +78,9 @@ def job(r: dict[str, str], fp8_recipe: str | None = None) -> dict:
                      # FP8_DPA with NVTE_FP8_DPA_BWD; FP8_ACT (activation_func_fp8_input_store)
                      "fp8_attention": r["fp8_attention"] == "1",
                      "fp8_activation_store": r["fp8_activation_store"] == "1",
-                     "cuda_graphs": CUDA_GRAPHS[r["cuda_graph"]]},
+                     "cuda_graphs": CUDA_GRAPHS[r["cuda_graph"]],
+                     # CP_COMM_TYPE a2a (the LoRA configs); blank: NeMo's default p2p ring
+                     "cp_comm_type": r.get("cp_comm_type") or None},
     }
     if lora:
         # target_modules ["linear_proj", "linear_qkv"]: the fused QKV and the output projection

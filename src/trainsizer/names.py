@@ -70,8 +70,9 @@ NORM_KERNELS = ("fused", "eager")
 # exchange of K / V chunks, each step hidden behind the attention of the chunk before (TE AttnFuncWithCP, PyTorch
 # ring attention); all_gather = K / V all-gathered before the attention and again in backward, dK / dV
 # reduce-scattered after it, all on the critical path (Llama 3 paper s3.3.2; TE AttnFuncWithCPAndKVAllGather:
-# "KV all-gather between CP ranks is exposed").
-CP_COMM_TYPES = ("p2p", "all_gather")
+# "KV all-gather between CP ranks is exposed"); a2a = Ulysses-style all-to-all of q, k, v to a head shard of the whole
+# sequence before the attention and of the output back after it (TE AttnFuncWithCPAndQKVOA2A).
+CP_COMM_TYPES = ("p2p", "all_gather", "a2a")
 # MLP activation kernel (SwiGLU: SiLU and the gate product): fused = one kernel reading gate and up, writing the
 # product (Transformer Engine / Apex / Megatron bias_swiglu, torch.compile); eager = F.silu then the product as two
 # PyTorch ops, as nanotron's Qwen2MLP / LlamaMLP run it (self.act(gate_states) * up_states), which also keeps the

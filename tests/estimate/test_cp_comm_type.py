@@ -27,10 +27,10 @@ def _cp(**strategy) -> tuple[dict, object]:
 
 def test_all_gather_exposes_three_gathers_per_layer_and_micro_batch():
     """Forward: K / V all-gathered (CP 8 across 8 nodes, TP 8 in each); backward: gathered again, dK / dV
-    reduce-scattered -- all on the critical path, where the ring hides them behind the attention."""
+    reduce-scattered -- all on the critical path, where the ring hides its exchanges behind the attention (and pays
+    its per-step corrections, step_time._cp_te_ring)."""
     ring, _ = _cp()
     gathered, sc = _cp(cp_comm_type="all_gather")
-    assert ring["cp_comm"] == 0.0  # 8K tokens per rank of 64K-context attention hide the ring
     system, model = sc.system, sc.model
     tok, c, tp = 65536 / 8, 8, 8
     kv_bytes = tok * 2 * model.kv_dim / tp * 2 * c

@@ -31,9 +31,9 @@ def _cp_comm(cp: int, framework: str = "torchtitan", style=None, model: str = "l
 
 
 def test_torchtitan_ring_costs_more_than_transformer_engines_and_grows_with_cp():
-    """The ring's merges, its fp32 dK / dV and the last exchange are on the critical path (TE's ring: hidden)."""
+    """The ring's fp32 merges, its fp32 dK / dV and the last exchange cost more than TE's 16-bit corrections."""
     te = replace(perf_style("torchtitan"), cp_torch_ring=False)
-    assert _cp_comm(8, style=te) == 0.0
+    assert 0.0 < _cp_comm(8, style=te) < _cp_comm(8)
     costs = [_cp_comm(c) for c in (2, 4, 8)]
     assert 0.0 < costs[0] < costs[1] < costs[2]
 

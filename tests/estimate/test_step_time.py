@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from trainsizer.errors import SpecError, StrategyError
-from trainsizer.estimate.calibration import Calibration, load_constants
+from trainsizer.estimate.calibration import Calibration, load_constants, rates
+from trainsizer.estimate.compute import stream_time
 from trainsizer.estimate.inputs import Strategy, Training
 from trainsizer.estimate.step_time import BREAKDOWN_KEYS, estimate_time, estimate_time_batch
 from trainsizer.messages import msg, tr
@@ -104,21 +105,42 @@ def test_moe_expert_parallel_has_all_to_all():
 
 
 def test_context_parallel_exposes_the_kv_ring_that_attention_cannot_hide():
-    """Measured rates pinned by a Calibration, so the figures follow by hand from comm.py and compute.py."""
+    """Measured rates pinned by a Calibration, so the figures follow by hand from comm.py and compute.py: Transformer
+    Engine's ring (step_time._cp_te_ring), CP 2 across nodes."""
     k = load_constants()
     cal = Calibration(flash_tflops=100.0, busbw_inter_gb_s=16.0)  # 16 GB/s per node / 8 GPUs = 2 GB/s per GPU
     tr = Training(seq_len=8192, global_batch_seqs=64)
     e = estimate_time(llama8b(), tr, h100_cluster(), Strategy(tp=8, cp=2, dp=4, micro_batch=1), cal)
-    # K and V of one CP rank: 4096 tokens x 2 x kv_dim 1024 / tp 8 x 2 B x cp 2 = 4 MiB; the two CP ranks sit
-    # on different nodes (stride tp = 8), so the all-gather runs at the NIC rate plus one network latency
-    ring_s = 0.5 * 4 * 2**20 / 2e9 + 5e-6
-    # causal flash forward of one layer: 2 x 4096 x 8192 x 4 heads x (128 + 128) x (1 + 128/8192)/2 FLOPs
+    # one step's exchange: K and V of one CP rank, 4096 tokens x kv_dim 1024 / tp 8 x 2 B each = 2 MiB, to the
+    # neighbour on the other node (stride tp = 8) at the NIC rate plus one network latency; the backward's carries
+    # dK / dV too
+    send_s = 2 * 4096 * 1024 / 8 * 2 / 2e9 + 5e-6
+    both_s = 2 * 2 * 4096 * 1024 / 8 * 2 / 2e9 + 5e-6
+    # causal forward of the rank's attention in one layer: 2 x 4096 x 8192 x 4 heads x (128 + 128) x (1 + 128/8192)/2
+    # FLOPs; a ring step runs half of it; cuDNN's backward 2.9x (flash_bwd_over_fwd_native, H100)
     attn_s = 2 * 4096 * 8192 * 4 * 256 * (1 + 128 / 8192) / 2 / 100e12 + k.kernel_fixed_s
-    # forward (1) + backward (2) ring exchanges per layer, 32 layers, 64 / 4 = 16 micro-batches
-    assert e.breakdown_s["cp_comm"] == pytest.approx(16 * 32 * 3 * (ring_s - attn_s), rel=1e-9)
-    longer = estimate_time(llama8b(), Training(seq_len=32768, global_batch_seqs=64), h100_cluster(),
+    exposed_s = (send_s - attn_s / 2) + (both_s - 2.9 * attn_s / 2) + send_s  # the last dK / dV waited on
+    c = k.raw["cp_te_ring"]
+    r = rates(h100_cluster(), "bf16", k, cal)
+
+    def work_s(tok: int) -> float:  # the per-step corrections and copies of a rank's `tok` tokens
+        q_el, kv_el = tok * 4096 / 8, tok * 1024 / 8
+        return float(stream_time(
+            kv_el * (c["fwd_kv_bytes"] + c["bwd_kv_bytes"] + c["bwd_kv_step_bytes"])
+            + q_el * (c["fwd_q_bytes"] + c["fwd_q_step_bytes"] + c["bwd_q_bytes"] + c["bwd_q_step_bytes"]),
+            r, kernels=c["fwd_kernels"] + c["fwd_kernels_step"] + c["bwd_kernels"] + c["bwd_kernels_step"]))
+
+    # 32 layers, 64 / 4 = 16 micro-batches
+    assert e.breakdown_s["cp_comm"] == pytest.approx(16 * 32 * (exposed_s + work_s(4096)), rel=1e-9)
+    longer = estimate_time(llama8b(), Training(seq_len=16384, global_batch_seqs=64), h100_cluster(),
                            Strategy(tp=8, cp=2, dp=4, micro_batch=1), cal)
-    assert longer.breakdown_s["cp_comm"] == 0.0  # 4x the ring, 16x the attention: fully hidden
+    # 2x the exchange, 4x the attention (8K a rank: cuDNN's length curve at its reference): each step's exchange
+    # exposed by less
+    send_l, both_l = 2 * (send_s - 5e-6) + 5e-6, 2 * (both_s - 5e-6) + 5e-6
+    attn_l = 2 * 8192 * 16384 * 4 * 256 * (1 + 128 / 16384) / 2 / 100e12 + k.kernel_fixed_s
+    exposed_l = max(send_l - attn_l / 2, 0.0) + max(both_l - 2.9 * attn_l / 2, 0.0) + send_l
+    assert exposed_l / send_l < exposed_s / send_s
+    assert longer.breakdown_s["cp_comm"] == pytest.approx(16 * 32 * (exposed_l + work_s(8192)), rel=1e-9)
 
 
 def test_zero3_gathers_parameters_twice_and_reduces_gradients_once_per_micro_batch():

@@ -650,9 +650,9 @@ def _native_length(x: _Step) -> tuple[Any, Any]:
     """(forward, backward) rate of the attention kernels at the length one kernel call runs, relative to the length
     their efficiency is taken at (PerfConstants.native_length_factors, flash_length_factor):
     the attention span (the row where none is given), over CP the rank's share -- Transformer Engine's ring
-    (AttnFuncWithCP) runs each step on the local chunks, span / cp queries against span / cp or span / 2 cp keys; at
-    the job's cuDNN release."""
-    span = np.where(np.asarray(x.span, float) > 0, x.span, x.row) / x.c
+    (AttnFuncWithCP) runs each step on the local chunks, span / cp queries against span / cp or span / 2 cp keys;
+    under cp_comm_type a2a the whole span on a head shard; at the job's cuDNN release."""
+    span = np.where(np.asarray(x.span, float) > 0, x.span, x.row) / (1.0 if x.cp_comm_type == "a2a" else x.c)
     fwd, bwd = x.k.native_length_factors(x.system.accelerator, x.fw.attention_kernel, span, x.cudnn_release)
     flash = x.k.flash_length_factor(x.system.accelerator, x.fw.attention_kernel, span)
     return fwd * flash, bwd * flash
@@ -892,21 +892,78 @@ def _ranks_per_token(x: _Step, groups: Any) -> np.ndarray:
 
 
 def _cp_comm(x: _Step, lt: compute.LayerTimes) -> np.ndarray:
-    """Context parallel per layer: K and V to every CP rank (fwd), again with dK, dV back (bwd) -- 1 + 2
-    all-gather-equivalents, + the fully recomputed share. cp_comm_type p2p: a ring exchange hidden behind the
-    attention; all_gather: exposed (TE AttnFuncWithCPAndKVAllGather gathers K / V before the forward's attention
-    and again in backward, then reduce-scatters dK / dV; Llama 3 paper s3.3.2)."""
+    """Context parallel per layer. cp_comm_type all_gather: K and V to every CP rank (fwd), again with dK, dV back
+    (bwd) -- 1 + 2 all-gather-equivalents, + the fully recomputed share, all exposed (TE
+    AttnFuncWithCPAndKVAllGather gathers K / V before the forward's attention and again in backward, then
+    reduce-scatters dK / dV; Llama 3 paper s3.3.2); p2p: Transformer Engine's ring, step by step (_cp_te_ring)."""
     c = x.c
     k_cp = comm.ranks_per_domain(c, x.t, x.domain)
-    kv_bytes = x.tok * 2.0 * x.model.kv_dim / x.t * x.act * c
-    cp_fwd = comm.all_gather_time(kv_bytes, c, k_cp, x.r, x.system, comm.zone_members(c, x.t, x.system))
-    if x.model.is_hybrid:  # attention on the * layers only (lt.attn_fwd is already that share of a layer's)
-        cp_fwd = cp_fwd * x.model.attention_layers / x.model.layers
-    exposed = cp_fwd if x.cp_comm_type == "all_gather" else np.maximum(cp_fwd - lt.attn_fwd, 0.0)
-    te = exposed * (1.0 + 2.0 + x.full_share)
+    if x.cp_comm_type == "all_gather":
+        kv_bytes = x.tok * 2.0 * x.model.kv_dim / x.t * x.act * c
+        te = comm.all_gather_time(kv_bytes, c, k_cp, x.r, x.system, comm.zone_members(c, x.t, x.system)) * (
+            (1.0 + 2.0 + x.full_share) * x.model.attention_layers / x.model.layers)
+    elif x.cp_comm_type == "a2a":
+        te = _cp_te_a2a(x, k_cp)
+    else:
+        te = _cp_te_ring(x, lt, k_cp)
     if np.any(x.fw.cp_torch_ring):
         te = np.where(np.asarray(x.fw.cp_torch_ring, bool), _cp_torch_ring(x, lt, k_cp), te)
     return te + _mamba_cp_comm(x, k_cp)
+
+
+def _cp_te_ring(x: _Step, lt: compute.LayerTimes, k_cp: Any) -> Any:
+    """Transformer Engine's context-parallel ring per layer (AttnFuncWithCPAndKVP2P, context_parallel.py, read at
+    v2.7; sbhd / bshd, causal, load-balanced chunks, 16-bit attention): cp steps a pass, each its own attention
+    call on the step's K / V, which the rank sent one rank on at the start of the step before; a step waits for its
+    K / V, so each exchange after the first is exposed by what it takes beyond one step's share of the attention
+    (forward: K and V; backward: K / V and the dK / dV passed along, the last dK / dV waited on after the loop),
+    on the link to the neighbour (one link of a switchless mesh; across nodes where the group leaves the domain).
+    Around the calls, element-wise passes counted from the code (perf_constants.yaml cp_te_ring): the forward's
+    K / V concatenation, softmax-lse and output corrections of every later step; the backward's K / V copy,
+    half-chunk copies, dQ / dK / dV concatenations and accumulations. Forward again under full recompute."""
+    c, m, k = x.c, x.model, x.k.raw["cp_te_ring"]
+    if not m.attention_layers:  # a stack of Mamba-2 / MLP layers: no attention, no ring
+        return 0.0
+    share = m.attention_layers / m.layers  # lt.attn_* are already that share of an average layer's
+    q_el, kv_el = x.tok * m.q_dim / x.t, x.tok * m.kv_dim / x.t  # one rank's query / output and K elements
+    same = k_cp >= c
+    send = comm.p2p_time(2.0 * kv_el * x.act, same, x.r, x.system)
+    a_fwd, a_bwd = lt.attn_fwd / (share * c), lt.attn_bwd / (share * c)  # one step's attention
+    later = c - 1.0
+    fwd = later * np.maximum(send - a_fwd, 0.0) + compute.stream_time(
+        kv_el * k["fwd_kv_bytes"] + q_el * (k["fwd_q_bytes"] + later * k["fwd_q_step_bytes"]), x.r,
+        kernels=k["fwd_kernels"] + later * k["fwd_kernels_step"])
+    both = comm.p2p_time(4.0 * kv_el * x.act, same, x.r, x.system)
+    bwd = later * np.maximum(both - a_bwd, 0.0) + send + compute.stream_time(
+        kv_el * (k["bwd_kv_bytes"] + later * k["bwd_kv_step_bytes"])
+        + q_el * (k["bwd_q_bytes"] + later * k["bwd_q_step_bytes"]), x.r,
+        kernels=k["bwd_kernels"] + later * k["bwd_kernels_step"])
+    return np.where(c > 1, fwd * (1.0 + x.full_share) + bwd, 0.0) * share
+
+
+def _cp_te_a2a(x: _Step, k_cp: Any) -> Any:
+    """Transformer Engine's all-to-all context parallelism per layer (AttnFuncWithCPAndQKVOA2A, context_parallel.py
+    flash_attn_a2a_communicate, read at v2.7): q, k and v each go through an all-to-all from a sequence shard to a
+    head shard of the whole sequence before the attention, the output back after it (forward); the output and its
+    gradient again before the attention backward, dq, dk and dv back after it; nothing to hide them behind. Each
+    tensor is made contiguous before its all-to-all and reordered after it (movedim + contiguous, index_select:
+    perf_constants.yaml cp_te_a2a), in FP8 under FP8 attention (q, k, v quantized before the all-to-all, the output
+    and the gradients FP8: NVTE_FP8_DPA_BWD). Forward again under full recompute."""
+    c, m, k = x.c, x.model, x.k.raw["cp_te_a2a"]
+    q_el, kv_el = x.tok * m.q_dim / x.t, x.tok * m.kv_dim / x.t
+    size = 1.0 if x.fp8_attention else x.act
+    zone = comm.zone_members(c, x.t, x.system)
+
+    def a2a(elems: Any) -> Any:
+        return comm.all_to_all_time(elems * size, c, k_cp, x.r, x.system, zone)
+
+    def passes(n_q: float, n_kv: float) -> Any:  # n_q query-wide and n_kv K-wide tensors through all-to-alls
+        return n_q * a2a(q_el) + n_kv * a2a(kv_el) + compute.stream_time(
+            (n_q * q_el + n_kv * kv_el) * size * k["touches_per_elem"], x.r,
+            kernels=(n_q + n_kv) * k["kernels_per_tensor"])
+
+    fwd, bwd = passes(2.0, 2.0), passes(3.0, 2.0)  # q, out + k, v; out, dout, dq + dk, dv
+    return np.where(c > 1, fwd * (1.0 + x.full_share) + bwd, 0.0) * m.attention_layers / m.layers
 
 
 def _cp_torch_ring(x: _Step, lt: compute.LayerTimes, k_cp: Any) -> Any:

@@ -109,6 +109,7 @@ RULES = (
     "ep_divides_experts",
     "ep_divides_dp_cp",
     "cp_divides_seq",
+    "cp_a2a_divides_heads",
     "batch_divisible",
     "local_batch_divides",
     "local_batch_framework",
@@ -294,7 +295,21 @@ def _shape_and_pipeline_rules(c: SimpleNamespace) -> _Rules:
 def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
     """Expert and context parallelism, batch split, ZeRO/FSDP and offload, and what each framework offers."""
     return (_sharding_rules(c) | _activation_offload_rules(c) | _stack_option_rules(c) | _moe_a2a_overlap_rules(c)
-            | _partial_recompute_rules(c) | _te_option_rules(c) | _hybrid_rules(c) | _local_batch_rules(c))
+            | _partial_recompute_rules(c) | _te_option_rules(c) | _hybrid_rules(c) | _local_batch_rules(c)
+            | _cp_a2a_rule(c))
+
+
+def _cp_a2a_rule(c: SimpleNamespace) -> _Rules:
+    """cp_comm_type a2a gives every CP rank whole query and K / V heads of its TP rank: Transformer Engine's
+    AttnFuncWithCPAndQKVOA2A asserts q.shape[-2] % cp_size == 0 and k.shape[-2] % cp_size == 0."""
+    model, tp, cp, safe = c.model, c.tp, c.cp, c.safe
+    kv = model.heads if model.attention == "mla" else model.kv_heads
+    whole = (np.mod(model.heads / safe(tp), safe(cp)) == 0) & (np.mod(kv / safe(tp), safe(cp)) == 0)
+    on = getattr(c.strategy, "cp_comm_type", None) == "a2a"
+    return {"cp_a2a_divides_heads": (
+        np.full(tp.shape, not on) | whole,
+        lambda v: msg("rule_cp_a2a_divides_heads", cp=v["cp"], tp=v["tp"], heads=model.heads, kv_heads=kv),
+    )}
 
 
 def _hybrid_rules(c: SimpleNamespace) -> _Rules:

@@ -329,8 +329,8 @@ class StrategySpec(_Strict):
     attention_kernel: AttentionKernel | None = None
     # norm kernel: fused (Apex / TE / torchtitan fused_rmsnorm) | eager (PyTorch ops); null = the style's
     norm_kernel: NormKernel | None = None
-    # context-parallel K / V exchange: p2p (ring, hidden behind attention) | all_gather (exposed, Llama 3's);
-    # null = p2p
+    # context-parallel K / V exchange: p2p (TE's ring, step by step) | all_gather (exposed, Llama 3's) | a2a
+    # (Ulysses-style all-to-all of q, k, v and the output); null = p2p
     cp_comm_type: CpCommType | None = None
     # PyTorch context parallel: the model repeats K / V to the query heads before SDPA (torchtitan's Llama repeat_kv),
     # so its ring moves them at the query width; false = SDPA's enable_gqa (Hugging Face models on torch >= 2.5);
