@@ -197,3 +197,13 @@ def test_edit_link_prefills_the_form(client):
     html = client.get("/", params={"job": encode_job(job), "lang": "en"}).text
     assert 'value="llama-3.1-70b"' in html and 'value="8192"' in html
     assert inline_errors(html) == {}
+
+
+def test_the_chinese_form_words_its_choices_and_brackets(client):
+    """A Chinese reader saw 'rent', 'global' and '只考虑这些加速卡 (可选)' with ASCII brackets."""
+    zh = client.get("/?lang=zh").text
+    assert '<option value="rent" selected>租用</option>' in zh and '<option value="buy">购买</option>' in zh
+    assert '<option value="global" selected>全球</option>' in zh and ">中国市场、国产优先</option>" in zh
+    assert "<em>（可选）</em>" in zh and "(可选)" not in zh
+    en = client.get("/?lang=en").text
+    assert '<option value="rent" selected>rent</option>' in en and "<em> (optional)</em>" in en

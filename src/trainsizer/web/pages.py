@@ -47,8 +47,10 @@ def _form_context(request: Request, lang: str, values: dict[str, Any], errors: d
     presets = [{"name": p.name, "family": p.family, "params": fmt_params(p.params_total)} for p in list_presets()]
     msgs = messages()
     objective_labels = {c: msgs[f"objective_{c}"][lang] for c in CHOICES["goal.objective"] if f"objective_{c}" in msgs}
+    # a choice's words in the reader's language (messages.yaml `choice.<field>.<value>`), the value itself otherwise
+    labels = {f: {c: msgs[f"choice.{f}.{c}"][lang] for c in cs if f"choice.{f}.{c}" in msgs} for f, cs in CHOICES.items()}
     return context(request, lang, values=values, errors=errors, choices=CHOICES, accelerators=accelerators,
-                   presets=presets, objective_labels=objective_labels)
+                   presets=presets, objective_labels=objective_labels, labels=labels)
 
 
 def render_form(request: Request, lang: str, values: dict[str, Any], errors: dict[str, str],
