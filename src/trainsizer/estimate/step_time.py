@@ -749,9 +749,9 @@ def _fp8_tp_gather_share(x: _Step) -> Any:
 def _sp_layout_copies(x: _Step) -> np.ndarray:
     """Seconds per layer and micro-batch of the copies around sequence-parallel collectives on dim 1
     (PerfStyle.sp_dim1_copies): funcol all_gather_tensor gathers along dim 0 and, for gather_dim != 0, runs
-    torch.cat(torch.chunk(res, group_size, dim=0), dim=gather_dim) (a view only when the dims before gather_dim are 1),
-    and reduce_scatter_tensor cats the scatter_dim chunks into rank order first (PyTorch
-    torch/distributed/_functional_collectives.py, 2.4-2.9; torchtitan apply_tp: SequenceParallel / Shard(1), "we can
+    torch.cat(torch.chunk(res, group_size, dim=0), dim=gather_dim) (recent releases take a view instead when the dims
+    before gather_dim are 1: one row), and reduce_scatter_tensor cats the scatter_dim chunks into rank order first
+    (PyTorch torch/distributed/_functional_collectives.py; torchtitan apply_tp: SequenceParallel / Shard(1), "we can
     accelerate Sequence Parallel by folding the batch dimension and the sequence dimension", PR 437). Each copy reads
     and writes the gathered tensor (tokens x hidden 16-bit). Counted: every forward and recompute collective and the
     backward all-gathers; the backward reduce-scatters' cat takes the summed input gradients, an element-wise kernel
