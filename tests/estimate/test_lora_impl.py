@@ -78,21 +78,7 @@ def test_dropout_sits_on_the_input_under_peft_and_on_the_output_under_automodel(
 
 
 def _rates():
-    from trainsizer.estimate import step_time
-
-    captured = {}
-    real = step_time._lora_adapters
-
-    def spy(x):
-        captured["r"] = x.r
-        return real(x)
-
-    step_time._lora_adapters = spy
-    try:
-        _step(_training())
-    finally:
-        step_time._lora_adapters = real
-    return captured["r"]
+    return _spy(_training(), 1)[0]
 
 
 def test_dropout_saves_a_one_byte_mask_on_its_side():
@@ -174,8 +160,9 @@ def _tp_step(training: Training, tp: int, sp: bool = True) -> float:
     return estimate_time(llama8b(), training, h100_cluster(tp), st).step_s
 
 
-def _adapter_s(training: Training, tp: int, sp: bool = True) -> float:
-    """Seconds of one layer's adapters per micro-batch in a TP job (step_time._lora_adapters, spied on)."""
+def _spy(training: Training, tp: int, sp: bool = True) -> tuple:
+    """(the job's rates, seconds of one layer's adapters per micro-batch) of a Megatron-Core job at TP `tp`, read
+    through a spy on step_time._lora_adapters."""
     from trainsizer.estimate import step_time
 
     seen = []
@@ -183,7 +170,7 @@ def _adapter_s(training: Training, tp: int, sp: bool = True) -> float:
 
     def spy(x):
         v = real(x)
-        seen.append(float(v))
+        seen.append((x.r, float(v)))
         return v
 
     step_time._lora_adapters = spy
@@ -192,6 +179,10 @@ def _adapter_s(training: Training, tp: int, sp: bool = True) -> float:
     finally:
         step_time._lora_adapters = real
     return seen[0]
+
+
+def _adapter_s(training: Training, tp: int, sp: bool = True) -> float:
+    return _spy(training, tp, sp)[1]
 
 
 def test_under_tp_a_column_parallel_adapter_reads_its_whole_input_and_a_row_parallel_one_writes_its_whole_output():
