@@ -1,26 +1,31 @@
 """Held-out check on published runs added 2026-12-02 (second batch; nothing is fitted on them):
 
-- Megatron-Bridge 26.04.01 and 26.06.01 pre-training tables (benchmarks/data/heldout_2026c_mbridge.csv): every line of
-  the 26.04.01 and 26.06.01 NeMo Container sections of docs/performance-summary-archive.md at Megatron-Bridge commit
-  067f987d whose model has a preset -- Llama 3 70B, Llama 3.1 405B, DeepSeek-V3, GPT-OSS 120B, Qwen3 30B-A3B /
-  235B-A22B on DGX-GB300, -GB200, -B300, -B200 and -H100 (41 rows). Kimi-K2 (its runs use the Muon optimizer, which no
-  job option states), Nemotron 3 Super (no preset) and Nemotron 3 Nano (perf_hybrid.py holds it) are left out.
-  Each row is stated from the workload base config its release's performance scripts load (the V2 variant, else V1,
-  as utils.get_workload_base_config picks): 26.04.01 from the r0.4.0 release branch at c5d4ab462 (2026-05-15, the
-  last change to scripts/performance before the table was committed at 17a381f95 on 2026-05-16; v0.4.0's configs
-  match only 31 of its 33 lines, DeepSeek-V3 on B300 / B200 having moved to PP 8), 26.06.01 from v0.5.1 (tagged
-  2026-07-20, the table committed at 381d0b825 the next day). Every table layout, batch and GPU count equals its
-  config's. The columns read the config exactly as perf_mbridge26.py's 26.04 / 26.06 rows do (its `job` builds these
-  rows; the reading reproduces every derived column of those rows from v0.4.0 / v0.5.0): Megatron-FSDP and
-  cpu_offloading_num_layers, recompute_modules, CUDA graphs (full_iteration where the config captures the whole
-  iteration; Transformer Engine graphs of parts of a layer written none), the MoE dispatcher (flex where
-  moe_flex_dispatcher_backend is set, else alltoall: utils/overrides.py set_workload_base_configs), moe_a2a_overlap and
+- Megatron-Bridge 26.02.01, 26.04.01 and 26.06.01 pre-training tables (benchmarks/data/heldout_2026c_mbridge.csv):
+  every line of those NeMo Container sections of docs/performance-summary-archive.md at Megatron-Bridge commit
+  067f987d whose model has a preset and whose layout a config of its release states -- Llama 3 70B, Llama 3.1 405B,
+  DeepSeek-V3, GPT-OSS 120B, Qwen3 30B-A3B / 235B-A22B on DGX-GB300, -GB200, -B300, -B200 and -H100 (66 rows). Kimi-K2
+  (its runs use the Muon optimizer, which no job option states), Nemotron 3 Super (no preset) and Nemotron 3 Nano
+  (perf_hybrid.py holds it) are left out. Each row is stated from the workload base config its release's performance
+  scripts load (the V2 variant, else V1, as utils.get_workload_base_config picks), at the release branch's state when
+  the table was committed: 26.02.01 from the r0.3.0 branch at 904597bd3 (2026-03-21, the GPT-OSS B300 / B200 config
+  update committed 42 s before the table at cfeddcd94; v0.3.1, tagged the day before, lacks it), 26.04.01 from r0.4.0 at
+  c5d4ab462 (2026-05-15, the last change to scripts/performance before the table's commit 17a381f95 on 2026-05-16;
+  v0.4.0's configs match only 31 of its 33 lines, DeepSeek-V3 on B300 / B200 having moved to PP 8), 26.06.01 from
+  v0.5.1 (tagged 2026-07-20, the table committed at 381d0b825 the next day). Every kept row's layout, batch and GPU
+  count equals its config's; 6 of the 31 preset lines of 26.02.01 match no config of the branch or of any tag around it
+  and are left out (GB300 Llama 3 70B NVFP4 at MBS 2 without PP and MXFP8 at MBS 2, PP 4 without VP; GB200 405B NVFP4
+  at VP 4, GB300 405B FP8 at TP 2 CP 2; H100 Qwen3 30B-A3B at PP 2 VP 12 EP 8; B300 Qwen3 235B-A22B at VP 4). The
+  columns read the config exactly as perf_mbridge26.py's 26.04 / 26.06 rows and perf_heldout26's 26.02 rows do (its
+  `job` builds these rows; the reading reproduces every derived column of the rows those benchmarks hold at an
+  unchanged config): Megatron-FSDP and cpu_offloading_num_layers, recompute_modules, CUDA graphs (full_iteration where
+  the config captures the whole iteration; Transformer Engine graphs of parts of a layer written none), the MoE
+  dispatcher (from 26.04: flex where moe_flex_dispatcher_backend is set, else alltoall, utils/overrides.py
+  set_workload_base_configs; at r0.3.0 each model's perf function sets it: DeepSeek-V3 and Qwen3 30B-A3B flex, Qwen3
+  235B-A22B flex on GB300 / GB200 and alltoall elsewhere, GPT-OSS the recipe's alltoall), moe_a2a_overlap and
   fp8_dot_product_attention. What the rows cannot state is in the `assumed` column (partial CUDA graphs, DeepSeek-V3's
-  pp_layout, cutedsl_fused_grouped_mlp, 405B NVFP4's parameter-gather overlap switched off on GB200, MXFP8's
-  fp8_output_proj under v0.5.1, the DGX-B300 network); the two 26.06.01 GPT-OSS lines carry the table's own footnote
-  that they are a known regression. The 26.02.01 table is not here: six of its 36 preset lines match no config of
-  the r0.3.0 branch or any tag around it (e.g. Llama 3 70B MXFP8 on GB300 at MBS 2, PP 4 without VP).
-
+  pp_layout, cutedsl_fused_grouped_mlp, 405B NVFP4's parameter-gather overlap switched off on GB200 under 26.04.01,
+  MXFP8's fp8_output_proj under v0.5.1, the DGX-B300 network); the two 26.06.01 GPT-OSS lines carry the table's own
+  footnote that they are a known regression.
 - MLPerf Training v5.1 closed submissions on NVIDIA's implementation by other submitters, not in perf_mlperf.py or
   perf_heldout26.py (benchmarks/data/heldout_2026c_mlperf_nvidia.csv, 25 v5.1 rows and 8 v5.0 rows below, the columns of
   heldout_2026b_mlperf_nvidia.csv, built by perf_heldout26.mlperf_nvidia_job): Llama 2 70B LoRA FP8 by University of
@@ -124,7 +129,7 @@ def fits() -> list[Fit]:
 def main() -> None:
     cs = cases()
     errs = print_cases(cs)
-    print(f"\nMegatron-Bridge 26.04.01 / 26.06.01 (held out, nothing fitted): n={len(cs)} MAPE {100 * errs.mean():.1f}%")
+    print(f"\nMegatron-Bridge 26.02.01 / 26.04.01 / 26.06.01 (held out, nothing fitted): n={len(cs)} MAPE {100 * errs.mean():.1f}%")
     rest = [e for (rid, _, _, _), e in zip(cs, errs, strict=True) if "gpt_oss" not in rid]
     print(f"  without GPT-OSS 120B: n={len(rest)} MAPE {100 * sum(rest) / len(rest):.1f}%")
     print_groups(cs, {r["id"]: r for r in rows()}, ("release", "system", "precision", "model"))
