@@ -87,3 +87,22 @@ def test_acceptance_rows_are_labelled_in_the_readers_language(lang: str) -> None
     xids_value, xids_source = rows[t("f.critical_xids", lang)]
     assert xids_source.startswith("azure_nhc") and "azure_nhc" not in xids_value  # the list's source, beside it
     assert t("f.critical_xids_source", lang) not in rows
+
+
+def test_chinese_fabric_names_and_file_lists_use_chinese_punctuation() -> None:
+    """'计算网络 (InfiniBand)' had ASCII brackets and 'slurm.conf, gres.conf' an English comma in a zh table."""
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from trainsizer.render.build_view import print_build
+
+    fixtures = Path(__file__).parent / "report" / "fixtures"
+    build = json.loads((fixtures / "plan_buildout_sft70b.json").read_text(encoding="utf-8"))["build"]
+    con = Console(record=True, width=400)
+    print_build(build, "zh", console=con)
+    text = con.export_text()
+    assert "（InfiniBand）" in text and " (InfiniBand)" not in text
+    files = list(build["software"]["files"])
+    assert len(files) > 1 and "、".join(files) in text

@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from trainsizer.messages import LIST_SEPARATORS
 from trainsizer.plan.buildout.facility import COOLING_KEYS
 from trainsizer.plan.texts import localise
 from trainsizer.render.i18n import t
@@ -80,7 +81,8 @@ def network_table(net: dict, L: str) -> Table:
     for key in ("compute", "storage", "inband", "oob"):
         f = net.get(key)
         if f:
-            rows.append([f"{t('fabric_' + f['purpose'], L)} ({t('fabric_kind_' + f['kind'], L)})", f["topology"],
+            rows.append([t("fabric_" + f["purpose"], L) + t("paren", L).format(text=t("fabric_kind_" + f["kind"], L)),
+                         f["topology"],
                          f["switch"] or "—",
                          f"{f['leaves']} / {f['spines']} / {f['cores']}", f"{f['ports_per_node']} x {f['gbps_per_port']:g}"])
     nv = net["nvlink"]
@@ -125,7 +127,7 @@ def software_rows(sw: dict, L: str) -> list[tuple[str, Any]]:
     return [(t("b_driver", L), sw["driver"]), (t("b_toolkit", L), sw["toolkit"]),
             (t("b_collectives", L), f"{sw['collectives']} {sw['collectives_version']}"), ("PyTorch", sw["pytorch"]),
             (t("b_framework", L), sw["framework"]["value"]), (t("b_scheduler", L), sw["scheduler"]["value"]),
-            (t("b_files", L), ", ".join(sw["files"]) or "—")]
+            (t("b_files", L), LIST_SEPARATORS[L].join(sw["files"]) or "—")]
 
 
 def _short(text: str, width: int = 90) -> str:
