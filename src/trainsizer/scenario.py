@@ -465,10 +465,14 @@ def _resolve_network(spec: str | NetworkSpec | None, multi_node: bool, catalog: 
         net = catalog.network(spec)
     except SpecError as err:
         raise _prefixed(err, f"{origin}: hardware.network") from None
-    # the catalog default is per 8-GPU HGX/DGX node (one NIC per GPU); other host sizes keep the NICs per GPU
-    # (GB200 NVL72 compute tray: 4 ConnectX-7 for its 4 GPUs, DGX GB200 user guide)
-    nics = max(1, round(net.nics_per_node_default * per_node / 8))
-    return network_view(net, nics)
+    return catalog_network_view(net, per_node)
+
+
+def catalog_network_view(net: Any, per_node: int) -> NetworkView:
+    """A catalog network on nodes of `per_node` GPUs: the catalog default is per 8-GPU HGX/DGX node (one NIC per
+    GPU); other host sizes keep the NICs per GPU (GB200 NVL72 compute tray: 4 ConnectX-7 for its 4 GPUs, DGX
+    GB200 user guide)."""
+    return network_view(net, max(1, round(net.nics_per_node_default * per_node / 8)))
 
 
 def build_system(acc: Accelerator, gpus: int, gpus_per_node: int, network: NetworkView | None) -> System:

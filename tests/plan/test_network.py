@@ -107,3 +107,27 @@ def test_allreduce_busbw_is_the_one_its_time_assumes(build):
     ar = network_block(build()).allreduce
     ring = 2 * 15 / 16 * ar.bytes_per_rank_gb / ar.busbw_gb_s
     assert ring <= ar.time_s < ring * 1.01
+
+
+def _nvl72(build):
+    return build(hardware={"accelerator": "gb200", "count": 128, "per_node": 4, "network": "ib-ndr400"},
+                 constraints={"cooling": "liquid"}, global_batch={"sequences": 128})
+
+
+def test_nvl72_tray_gets_its_share_of_the_rack_storage_nics(build):
+    """The GB200 NVL72 record counts 36 BlueField-3 storage NICs for the rack's 18 trays: a 4-GPU tray has 2
+    (DGX GB200 user guide), so 32 trays need 64 storage ports (+ the storage servers'), not 32 x 36."""
+    from trainsizer.plan.buildout.mgmt import storage_ports
+
+    b = _nvl72(build)
+    assert storage_ports(b) == (2, 400.0)
+    net = network_block(b, storage_servers=1)
+    assert net.storage.ports_per_node == 2 and net.storage.links["node_leaf"] == 32 * 2 + 2
+    assert net.compute.ports_per_node == 4 and net.compute.links["node_leaf"] == 128
+
+
+def test_hgx_storage_nics_are_the_servers(build):
+    from trainsizer.plan.buildout.mgmt import storage_ports
+
+    b = build()
+    assert storage_ports(b) == (b.server.storage_nics.count, float(b.server.storage_nics.gbps))

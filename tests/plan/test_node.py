@@ -25,3 +25,18 @@ def test_async_checkpoint_share_shrinks_with_nodes(build):
     eight = node_block(build(hardware={"count": 64}))
     assert eight.ram_breakdown_gib["async_checkpoint_staging"] == pytest.approx(
         two.ram_breakdown_gib["async_checkpoint_staging"] / 4, rel=0.01)
+
+
+def test_nvl72_tray_is_compared_with_its_share_of_the_rack(build):
+    """A node of an NVL72 rack is one 4-GPU tray with 2 Grace CPUs (144 cores) and 960 GiB of LPDDR5X: the
+    derived needs are checked against that share, not against the whole 72-GPU rack."""
+    b = build(hardware={"accelerator": "gb200", "count": 128, "per_node": 4, "network": "ib-ndr400"},
+              constraints={"cooling": "liquid"}, global_batch={"sequences": 128})
+    n = node_block(b)
+    assert (n.server_cpu_cores, n.server_ram_gib) == (2592 * 4 // 72, pytest.approx(17280 * 4 / 72))
+    assert n.notes_msg[0].key == "node_note_rack_tray"
+
+
+def test_part_of_an_hgx_server_still_has_the_whole_host(build):
+    n = node_block(build(hardware={"count": 4, "per_node": 4}))
+    assert n.server_cpu_cores == build().server.cpu_cores and n.notes_msg[0].key == "node_note_partial_server"

@@ -183,3 +183,13 @@ def test_cooling_reason_reads_in_either_language():
     assert tr(dict(why.fields)["cooling"], "en") == "direct liquid"
     kinds = {s.cooling_kind for s in load_catalog().servers.values()}
     assert kinds <= {"air", "liquid", "air_or_liquid", "unknown"} and {"air", "liquid"} <= kinds
+
+
+@pytest.mark.parametrize(("acc", "per_node", "nics"), [("gb200", 4, 4), ("h100-sxm-80gb", 8, 8)])
+def test_pinned_catalog_network_keeps_one_nic_per_gpu(acc, per_node, nics):
+    """A job's catalog network on a 4-GPU NVL72 tray has 4 NICs (DGX GB200: one ConnectX-7 per GPU), not the
+    8-GPU HGX default of 8, and the search sees the NICs `estimate` does (scenario.catalog_network_view)."""
+    sc, c = _cands({"cooling": "liquid"}, pins=Pins(accelerator=acc, per_node=per_node, count=64,
+                                                      network="ib-ndr400"),
+                   hardware={"accelerator": acc, "count": 64, "per_node": per_node, "network": "ib-ndr400"})
+    assert c.options and {o.network.nics_per_node for o in c.options} == {nics} == {sc.network.nics_per_node}

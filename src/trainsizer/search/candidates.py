@@ -21,7 +21,14 @@ from typing import Any
 from trainsizer.errors import SpecError
 from trainsizer.estimate.calibration import load_constants
 from trainsizer.messages import msg
-from trainsizer.scenario import NetworkView, Scenario, check_per_node, custom_network_view, network_view
+from trainsizer.scenario import (
+    NetworkView,
+    Scenario,
+    catalog_network_view,
+    check_per_node,
+    custom_network_view,
+    network_view,
+)
 from trainsizer.search.config import SearchConfig, node_ladder
 from trainsizer.spec import NetworkSpec
 
@@ -143,11 +150,11 @@ def _server_reason(server: Any, scenario: Scenario) -> Reason | None:
     return None
 
 
-def _pinned_network(spec: str | NetworkSpec, catalog: Any) -> NetworkView:
+def _pinned_network(spec: str | NetworkSpec, catalog: Any, per_node: int) -> NetworkView:
+    """The job's network on nodes of `per_node` GPUs (a catalog network keeps its NICs per GPU, as `estimate`)."""
     if isinstance(spec, NetworkSpec):
         return custom_network_view(spec)
-    net = catalog.network(spec)
-    return network_view(net, net.nics_per_node_default)
+    return catalog_network_view(catalog.network(spec), per_node)
 
 
 def _nic_kinds(server: Any) -> tuple[str, ...]:
@@ -223,7 +230,6 @@ def hardware_candidates(scenario: Scenario, catalog: Any, pins: Pins, listed: di
     max_gpus = c.max_gpus if c.max_gpus is not None else cfg.default_max_gpus
     if pins.count is not None:
         max_gpus = pins.count
-    pinned_net = _pinned_network(pins.network, catalog) if pins.network is not None else None
     for acc in sorted(catalog.accelerators.values(), key=lambda a: a.id):
         why = _accelerator_reason(acc, scenario, listed, pins)
         if why:
@@ -235,8 +241,8 @@ def hardware_candidates(scenario: Scenario, catalog: Any, pins: Pins, listed: di
             continue
         for server in servers or [None]:
             per_node = pins.per_node or _host_gpus(acc, server)
-            if pinned_net is not None:
-                nets: list[NetworkView | None] = [pinned_net]
+            if pins.network is not None:
+                nets: list[NetworkView | None] = [_pinned_network(pins.network, catalog, per_node)]
             elif server is not None:
                 nets = list(server_networks(server, catalog, out.dominated_networks, per_node)) or [None]
             else:

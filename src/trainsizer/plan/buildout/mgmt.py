@@ -14,10 +14,11 @@ from trainsizer.plan.buildout.network import Fabric, PartLine, pick_switch, swit
 
 
 def storage_ports(b: BuildInput) -> tuple[int, float]:
-    """Storage NICs per node and their speed: the server's, else the rule's."""
+    """Storage NICs per node and their speed: the server's, else the rule's. A rack-scale server record (GB200
+    NVL72: 36 BlueField-3 for 18 trays) is shared out over its nodes (trays of `per_node` GPUs: 2 per tray)."""
     nics = b.server.storage_nics if b.server is not None else None
     if nics is not None and nics.count > 0:
-        return int(nics.count), float(nics.gbps)
+        return max(1, round(nics.count * b.per_node / b.server.gpus)), float(nics.gbps)
     return int(rules.value("fabric", "storage_nics_per_node")), float(rules.value("fabric", "storage_nic_gbps"))
 
 

@@ -11,6 +11,8 @@ NVMe = container images + the node's dataset shard + staged checkpoint shards, w
 
 from __future__ import annotations
 
+from typing import Any
+
 from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block, Cited, ceil_div, cited
@@ -90,19 +92,30 @@ def nvme_tb(b: BuildInput) -> float:
     return need * rules.value("node", "nvme_headroom") / 1e12
 
 
+def _server_share(b: BuildInput) -> tuple[float | None, float | None, float | None, list[Any]]:
+    """The server's cores, RAM and NVMe that one node has. A rack-scale record (NVL72: 18 identical compute trays
+    of 4 GPUs, each with its own 2 Grace CPUs and LPDDR5X) is shared out per tray; a node that uses part of an
+    ordinary server still has the whole server's CPUs and memory."""
+    srv = b.server
+    if srv is None:
+        return None, None, None, []
+    if srv.gpus <= b.per_node:
+        return srv.cpu_cores, srv.ram_gib, srv.nvme_tb, []
+    if b.nvl72:
+        k = b.per_node / srv.gpus
+        cores, ram_gib, tb = (None if v is None else v * k for v in (srv.cpu_cores, srv.ram_gib, srv.nvme_tb))
+        return (None if cores is None else round(cores), ram_gib, tb, [msg("node_note_rack_tray", used=b.per_node, gpus=srv.gpus, server=srv.id)])
+    return (srv.cpu_cores, srv.ram_gib, srv.nvme_tb,
+            [msg("node_note_partial_server", used=b.per_node, gpus=srv.gpus, server=srv.id)])
+
+
 def node_block(b: BuildInput) -> NodeBlock:
     n_cores, core_parts = cores(b)
     ram_gib, ram_parts = ram(b)
     tb = nvme_tb(b)
     tier = b.catalog.storage_tier("node-nvme-gen4-raid0")
     srv = b.server
-    scale = b.per_node / srv.gpus if srv is not None and srv.gpus > b.per_node else 1.0
-    s_cores = srv.cpu_cores if srv is not None else None
-    s_ram = srv.ram_gib if srv is not None else None
-    s_nvme = srv.nvme_tb if srv is not None else None
-    notes = []
-    if scale != 1.0:
-        notes.append(msg("node_note_partial_server", used=b.per_node, gpus=srv.gpus, server=srv.id))
+    s_cores, s_ram, s_nvme, notes = _server_share(b)
     enough = {"cpu_cores": None if s_cores is None else s_cores >= n_cores,
               "ram_gib": None if s_ram is None else s_ram >= ram_gib,
               "nvme_tb": None if s_nvme is None else s_nvme >= tb}
