@@ -22,8 +22,9 @@ frozen base (PRE_QUANTIZED_MODEL, custom_callbacks.py), which no job option stat
 What the rows state from the configs beyond the layout: FP8 dot-product attention (FP8_DPA with NVTE_FP8_DPA_BWD:
 strategy.fp8_attention, the LoRA runs), the SwiGLU input saved in FP8 (FP8_ACT: strategy.fp8_activation_store, the
 8-GPU LoRA runs), CUDA graphs (strategy.cuda_graphs: per-layer MCORE_CUDA_GRAPH under NeMo 25.04, full-iteration
-FULL_CUDA_GRAPH and the v5.1 LoRA code's MCORE_CUDA_GRAPH, whose CUDA_GRAPH_SCOPE defaults to full_iteration), and the
-LoRA runs' frozen base built in FP8 (custom_llama.py CustomLlamaModel.configure_model wraps the model in
+FULL_CUDA_GRAPH and the v5.1 LoRA code's MCORE_CUDA_GRAPH, whose CUDA_GRAPH_SCOPE defaults to full_iteration), the
+LoRA runs' context parallelism as Transformer Engine's all-to-all (CP_COMM_TYPE a2a: the csv's cp_comm_type column,
+strategy.cp_comm_type; blank = NeMo's default p2p ring), and the LoRA runs' frozen base built in FP8 (custom_llama.py CustomLlamaModel.configure_model wraps the model in
 te.fp8_model_init whenever FP8 is on, in v5.0 and v5.1 alike; v5.1's FP8_PARAM_GATHER 0 is the optimizer's
 all-gather flag, not the weights' storage). The v5.0 GB200 405B rows source a config_common_blackwell.sh the
 submission does not include: their FP8 recipe is custom.yaml's default, delayed scaling; the MXFP8 estimate is
