@@ -249,7 +249,8 @@ def test_flash_kernels_run_a_head_dim_between_their_sizes_as_the_next_one_up():
     # same width and FLOPs: 32 heads of 80 pay the padded kernel, 20 heads of 128 do not
     for kernel in ("fa1", "fa2"):
         assert attention_s(32, kernel) > attention_s(20, kernel)
-    assert attention_s(32, "native") == pytest.approx(attention_s(20, "native"), rel=1e-12)
+    # cuDNN is not padded: heads of 80 pay only its narrow-head softmax share (calibration.narrow_head), below FA2's pad
+    assert 0 < attention_s(32, "native") - attention_s(20, "native") < attention_s(32, "fa2") - attention_s(20, "fa2")
     assert attention_s(32, "fa1") - attention_s(20, "fa1") > attention_s(32, "fa2") - attention_s(20, "fa2")
 
 

@@ -42,6 +42,10 @@ class PerfConstants:
     flash_bwd_over_fwd_native: dict[str, float]  # the native kernels' ratio by family (Hopper); else the above
     fa1_over_fa2: float  # FlashAttention (v1) throughput relative to FlashAttention-2 (attention section)
     softmax_share_fwd: float  # exponentials' share of a Blackwell attention forward (attention section)
+    # head-dim-independent (softmax) share of a native attention score's time at ref_head_dim, (forward, backward),
+    # and that head dim (attention.narrow_head)
+    narrow_head_share: tuple[float, float]
+    narrow_head_ref: float
     sfu_ex2_speedup: dict[str, float]  # SFU ex2 throughput relative to Blackwell, by family
     # FP8 / BF16 fused-attention throughput (forward, backward) by family (attention.fp8_attention_speedup)
     fp8_attention_speedup: dict[str, tuple[float, float]]
@@ -160,6 +164,30 @@ class PerfConstants:
             factor = np.where(names == name, np.interp(at, x, rate) / np.interp(np.log2(ref), x, rate), factor)
         return factor
 
+    def narrow_head(self, d_qk: int, d_v: int) -> tuple[float, float]:
+        """(forward, backward) time per FLOP of the native kernels at a mean head dim d = (d_qk + d_v) / 2 below
+        narrow_head_ref, relative to that head dim: (1 - s) + s ref / d, s the score's head-dim-independent
+        (softmax) share (attention.narrow_head); 1 at and above it."""
+        d = 0.5 * (d_qk + d_v)
+        if d >= self.narrow_head_ref or d <= 0:
+            return 1.0, 1.0
+        f, b = self.narrow_head_share
+        return 1.0 - f + f * self.narrow_head_ref / d, 1.0 - b + b * self.narrow_head_ref / d
+
+    def native_block_tiles(self, accelerator: str, release: str | None = None) -> tuple[float, float]:
+        """(forward, backward) fixed work of one query block of the native kernels, in 128-key tiles: a query block
+        that executes n key tiles takes n + c tile times, so its rate is n / (n + c) of a long row's. c is read from the
+        part's measured rate at the two shortest lengths L1, L2 of its curve (attention.native_length_scaling, the
+        release's where it has one), a causal row's query averaging n = (L / 2 + 64) / 128 tiles: with rho = rate(L1) /
+        rate(L2), c = n1 n2 (1 - rho) / (rho n2 - n1). (0, 0) for a family without a curve."""
+        table = {**self.native_length_scaling, **self.native_length_release.get(str(release), {})}
+        curve = _family_entry(table, accelerator)
+        if curve is None:
+            return 0.0, 0.0
+        lengths, fwd, bwd = curve
+        return (block_tiles(lengths[0], lengths[1], fwd[0] / fwd[1]),
+                block_tiles(lengths[0], lengths[1], bwd[0] / bwd[1]))
+
     def cudnn_release(self, accelerator: str, release: str | None) -> tuple[float, float] | None:
         """(forward, backward) fused-attention throughput of cuDNN `release` over the base release on this part's
         family (strategy.cudnn_release); (1, 1) for the base release (None / 9.13); None where the family has no
@@ -176,6 +204,20 @@ class PerfConstants:
         s = self.softmax_share_fwd if r != 1.0 else 0.0
         fwd = 1.0 - s + s / r
         return fwd, (self.flash_bwd_ratio(accelerator, kernel) - s * (1.0 - 1.0 / r)) / fwd
+
+
+def causal_tiles(length: Any) -> Any:
+    """128-key tiles a query of a causal row of `length` executes on average: (L / 2 + 64) / 128, the diagonal tile
+    whole (flops.causal_fraction)."""
+    return np.asarray(length, float) / 256.0 + 0.5
+
+
+def block_tiles(short: float, long: float, rho: float) -> float:
+    """Fixed work c of a query block, in key tiles, from a kernel's rate at two causal lengths (rho = rate(short) /
+    rate(long)): n / (n + c) at each, n = causal_tiles, so c = n1 n2 (1 - rho) / (rho n2 - n1); 0 where the shorter
+    length is not slower."""
+    n1, n2 = float(causal_tiles(short)), float(causal_tiles(long))
+    return max(n1 * n2 * (1.0 - rho) / (rho * n2 - n1), 0.0) if rho < 1.0 and rho * n2 > n1 else 0.0
 
 
 def _length_curves(table: dict[str, Any]) -> dict[str, tuple[tuple[float, ...], ...]]:
@@ -222,6 +264,8 @@ def load_constants() -> PerfConstants:
         flash_bwd_over_fwd_native={str(k): float(v) for k, v in a["flash_bwd_over_fwd_native"].items()},
         fa1_over_fa2=float(a["fa1_over_fa2"]),
         softmax_share_fwd=float(a["softmax_share_fwd"]),
+        narrow_head_share=(float(a["narrow_head"]["fwd_share"]), float(a["narrow_head"]["bwd_share"])),
+        narrow_head_ref=float(a["narrow_head"]["ref_head_dim"]),
         sfu_ex2_speedup={str(k): float(v) for k, v in a["sfu_ex2_speedup"].items()},
         fp8_attention_speedup={str(k): (float(v["fwd"]), float(v["bwd"]))
                                for k, v in a["fp8_attention_speedup"].items()},

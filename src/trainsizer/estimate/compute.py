@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from trainsizer.estimate.calibration import Rates, load_constants
+from trainsizer.estimate.calibration import Rates, causal_tiles, load_constants
 from trainsizer.estimate.flops import (
     attention_gemm_weights,
     causal_fraction,
@@ -234,7 +234,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                 split_projections: Any = False, ce_unfused_fp32: Any = False,
                 recompute_modules: tuple[str, ...] | None = None, flash_head_pad: Any = 1.0,
                 full_recompute_share: Any = 1.0, sequence_first: Any = False,
-                fp8_gathered_casts: Any = 0.0) -> LayerTimes:
+                fp8_gathered_casts: Any = 0.0, block_tiles: tuple[Any, Any] = (0.0, 0.0),
+                rate_length: Any = 0.0) -> LayerTimes:
     """Compute seconds of one average decoder layer per micro-batch on one GPU.
 
     `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast. `moe_capacity_factor`: tokens
@@ -259,6 +260,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     casts of the gathered linear inputs (qkv, MLP up) and output gradients (o, MLP down) cover 1 / t of the tokens
     (Transformer Engine gather_along_first_dim(quantizer=...); torchao PrepareFloat8ModuleInput,
     _NoopFwToFloat8BwDynamic).
+    `block_tiles` (forward, backward) and `rate_length`: a query block's fixed work in key tiles and the causal length
+    `flash_rate` is taken at (`window_block_rate`); (0, 0): none.
     """
     t = np.asarray(tp, float)
     c = np.asarray(cp, float)
@@ -272,7 +275,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                      elementwise_passes, fp8_weight_casts, weights, fp8_gathered_casts)
     a_fwd, a_bwd = _attention_core(shapes, tok, b, c, s, t, rates, flash=flash, flash_rate=flash_rate,
                                    flash_bwd_over_fwd=flash_bwd_over_fwd, attention_span=attention_span,
-                                   flash_head_pad=flash_head_pad)
+                                   flash_head_pad=flash_head_pad, block_tiles=block_tiles, rate_length=rate_length)
     if shapes.hybrid is not None:
         return _hybrid_layer_times(shapes, d, a_fwd, a_bwd, tok, t, e, rates, rc, weights=weights, sequences=b * sequence_first,
                                    elementwise_passes=elementwise_passes, fp8_weight_casts=fp8_weight_casts,
@@ -539,8 +542,25 @@ def _fp8_casts(tokens, k_in: float, n_out: float, weights: float, rates: Rates, 
             stream_time(tokens * n_out * cast, rates, kernels=per * n_bwd))
 
 
+def window_keys(window, span) -> Any:
+    """Keys a query of a row of `span` positions sees on average under a sliding `window` (< span): w (1 - w / 2
+    span), the first w queries seeing fewer."""
+    w = np.asarray(window, float)
+    return w * (1.0 - w / (2.0 * np.asarray(span, float)))
+
+
+def window_block_rate(keys, rate_length, tiles) -> Any:
+    """Rate of a kernel call whose queries each execute `keys` keys, relative to the causal row of `rate_length`
+    its rate is taken at, for a query block's fixed work of `tiles` key tiles (calibration.native_block_tiles): a block
+    of n tiles takes n + c tile times, n / (n + c) over the row's; 1 where c is 0 or the call is the longer."""
+    n, c = np.asarray(keys, float) / 128.0, np.asarray(tiles, float)
+    n_at = causal_tiles(rate_length)
+    return np.minimum((n / (n + c)) / (n_at / (n_at + c)), 1.0)
+
+
 def _attention_core(shapes: ModelShapes, tok, b, c, s: Any, t, rates: Rates, *, flash: bool,
-                    flash_rate: float, flash_bwd_over_fwd: float, attention_span: Any, flash_head_pad: Any = 1.0):
+                    flash_rate: float, flash_bwd_over_fwd: float, attention_span: Any, flash_head_pad: Any = 1.0,
+                    block_tiles: tuple[Any, Any] = (0.0, 0.0), rate_length: Any = 0.0):
     """(forward, backward) seconds of one layer's attention core: FlashAttention by its FLOPs (on the head dims
     its kernel is compiled for: `flash_head_pad`, flash_head_dim_ratio), or eager batched GEMMs plus the
     softmax/dropout traffic over the s x s score matrix."""
@@ -550,21 +570,26 @@ def _attention_core(shapes: ModelShapes, tok, b, c, s: Any, t, rates: Rates, *, 
         # the mean padded row when lengths vary, E[L^2] / E[max L]); 0 = the whole row
         span = np.where(np.asarray(attention_span, float) > 0, attention_span, s)
         full = span * causal_fraction(span)  # keys a query attends over, causal, in 128-wide tiles
-        keys = full
+        keys_fwd = keys_bwd = full
         if np.any(np.asarray(shapes.window_share) > 0):
             # a windowed layer's query sees the last w positions: w (1 - w / 2 span) on average over the row, plus
             # the tiles the band's two edges cut (FlashAttention window_size, FlexAttention block masks, TE / cuDNN
             # windows skip the tiles outside the band; the eager branch below, like SDPA given the window as a mask,
-            # computes every score)
+            # computes every score); its few tiles per query block run at window_block_rate of the row's rate
             w = np.minimum(float(shapes.window), span)
-            banded = np.where(w < span, w * (1.0 - w / (2.0 * span)) + 128.0, full)
-            keys = keys + shapes.window_share * (np.minimum(banded, full) - full)
+            banded = np.minimum(np.where(w < span, window_keys(w, span) + 128.0, full), full)
+            at = np.where(np.asarray(rate_length, float) > 0, rate_length, span)
+            rate_fwd, rate_bwd = (np.where(w < span, window_block_rate(banded, at, tiles), 1.0)
+                                  for tiles in block_tiles)
+            keys_fwd = full + shapes.window_share * (banded / rate_fwd - full)
+            keys_bwd = full + shapes.window_share * (banded / rate_bwd - full)
         if shapes.chunk_share > 0:
             # a chunked layer's query sees the earlier keys of its own chunk: each chunk a causal row of its own
-            keys = keys + shapes.chunk_share * (np.minimum(chunk_causal_keys(span, float(shapes.chunk)), full) - full)
-        core_flops = 2.0 * tok * keys * heads_l * (shapes.d_qk + shapes.d_v) * flash_head_pad
-        a_fwd = core_flops / flash_rate + rates.kernel_fixed_s
-        return a_fwd, flash_bwd_over_fwd * a_fwd
+            chunked = shapes.chunk_share * (np.minimum(chunk_causal_keys(span, float(shapes.chunk)), full) - full)
+            keys_fwd, keys_bwd = keys_fwd + chunked, keys_bwd + chunked
+        per_key = 2.0 * tok * heads_l * (shapes.d_qk + shapes.d_v) * flash_head_pad / flash_rate
+        a_fwd = keys_fwd * per_key + rates.kernel_fixed_s
+        return a_fwd, flash_bwd_over_fwd * (keys_bwd * per_key + rates.kernel_fixed_s)
     bh = b * heads_l
     sl = s / c
     a_fwd_g = (gemm_time(sl, s, shapes.d_qk, rates, batch=bh, linear=False)

@@ -561,11 +561,13 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     bwd_ratio = r.flash_bwd_over_fwd if np.any(r.flash_bwd_over_fwd) else k.flash_bwd_over_fwd
     # FP8 attention (strategy.fp8_attention): the forward and the backward each at the part's measured FP8 / BF16
     # throughput (perf_constants.yaml attention.fp8_attention_speedup), times the cuDNN release's (_cudnn_release) and
-    # the kernel's rate at its sequence length (_native_length)
+    # the kernel's rate at its sequence length (_native_length) and at the model's head dims (_narrow_head)
     fp8_fwd, fp8_bwd = k.fp8_attention(x.system.accelerator, model.head_dims[0]) if x.fp8_attention else (1.0, 1.0)
     len_fwd, len_bwd = _native_length(x)
     rel_fwd, rel_bwd = _cudnn_release(x)
-    att_fwd, att_bwd = fp8_fwd * rel_fwd * len_fwd, fp8_bwd * rel_bwd * len_bwd
+    head_fwd, head_bwd = _narrow_head(x)
+    att_fwd, att_bwd = fp8_fwd * rel_fwd * len_fwd / head_fwd, fp8_bwd * rel_bwd * len_bwd / head_bwd
+    tiles, rate_length = _native_blocks(x)
     lt = compute.layer_times(_windowed_shapes(x), x.row, r, tp=t, cp=x.c, micro_batch=x.b * seqs, sp=x.sp,
                              recompute=rc, ep=x.e, flash=training.flash_attention, flash_rate=r.flash_flops * att_fwd,
                              flash_bwd_over_fwd=bwd_ratio * att_fwd / att_bwd,
@@ -578,7 +580,8 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              split_projections=x.fw.split_projections, ce_unfused_fp32=_ce_unfused(x),
                              recompute_modules=x.recompute_modules, full_recompute_share=x.full_share,
                              fp8_gathered_casts=_fp8_tp_gather_share(x),
-                             flash_head_pad=compute.flash_head_dim_ratio(*model.head_dims, x.fw.attention_kernel))
+                             flash_head_pad=compute.flash_head_dim_ratio(*model.head_dims, x.fw.attention_kernel),
+                             block_tiles=tiles, rate_length=rate_length)
     layer_mb = lt.fwd + lt.bwd
     if training.method == "qlora":
         # NF4 weights are dequantised to 16-bit before every use (forward, backward, recompute): read 0.5 B,
@@ -656,6 +659,26 @@ def _native_length(x: _Step) -> tuple[Any, Any]:
     fwd, bwd = x.k.native_length_factors(x.system.accelerator, x.fw.attention_kernel, span, x.cudnn_release)
     flash = x.k.flash_length_factor(x.system.accelerator, x.fw.attention_kernel, span)
     return fwd * flash, bwd * flash
+
+
+def _narrow_head(x: _Step) -> tuple[Any, Any]:
+    """(forward, backward) time per FLOP of the native kernels at the model's head dims relative to 128
+    (calibration.narrow_head: a narrow head keeps each score's softmax work beside half the MMA work); 1 for other
+    kernels."""
+    fwd, bwd = x.k.narrow_head(*x.model.head_dims)
+    native = np.asarray(x.fw.attention_kernel) == "native"
+    return np.where(native, fwd, 1.0), np.where(native, bwd, 1.0)
+
+
+def _native_blocks(x: _Step) -> tuple[tuple[Any, Any], Any]:
+    """((forward, backward) fixed work of a native kernel's query block in key tiles, at the job's cuDNN release:
+    calibration.native_block_tiles; 0 for other kernels), and the causal length the attention rate is taken at (the
+    span over CP, at least the reference length: _native_length), for a windowed layer's rate
+    (compute.window_block_rate)."""
+    native = np.asarray(x.fw.attention_kernel) == "native"
+    tiles = x.k.native_block_tiles(x.system.accelerator, x.cudnn_release)
+    span = np.where(np.asarray(x.span, float) > 0, x.span, x.row) / x.c
+    return (np.where(native, tiles[0], 0.0), np.where(native, tiles[1], 0.0)), np.maximum(span, x.k.native_length_ref)
 
 
 def _cudnn_release(x: _Step) -> tuple[Any, Any]:
