@@ -48,8 +48,13 @@
   each from perf_mlperf's NVIDIA v5.0 row of the same layout after resolving the submission's config_*.sh with its
   config_common.sh (v5.0 logs print no config): the same environment as NVIDIA's config of that name, or the
   differences said in `assumed` (Oracle's 4 GB200: CP 2, 4 micro-batches; 64 B200: CP 8 with per-layer graphs).
-  Left out of v5.0: Dell's GB200 runs and Supermicro's 16-B200 run (their configs are not in the submission), the H200
-  runs (v4.1 code, per-block throughput only: perf_heldout26 holds that kind).
+  Left out of v5.0: Dell's GB200 runs and Supermicro's 16-B200 run (their configs are not in the submission).
+- H200 runs of NVIDIA's v4.1 LoRA code (the ft-llm code perf_heldout26's Oracle / Dell / Cisco rows ran; 6 rows, each
+  the median of the logs' per-block throughput, samples/s, the layout and options read from the hydra config each log
+  prints, every column else as perf_heldout26's Oracle 512-GPU row): HPE's v5.0 runs on 1, 2 and 4 nodes (TP 2, 4, 4;
+  FP8 attention and FP8 SwiGLU input) and Krai's v5.1 runs of the same code on 2, 4 and 8 nodes (TP 2, 4, 4; FP8
+  attention), each node 8 x NDR 400 Gb/s InfiniBand. Left out: Lenovo's 4-node and Dell's 2-node H200 runs (their logs
+  print no config).
 
 Sign: (predicted - measured) / measured of tokens/s per GPU, + = predicted too fast.
 
@@ -81,6 +86,10 @@ SCALE_SERIES = (
     ("Oracle GB200 LoRA (v5.0)", "mlperf5.0_oracle_gb200_llama2_70b_lora_fp8_4gpu",
      ("mlperf5.0_oracle_gb200_llama2_70b_lora_fp8_8gpu", "mlperf5.0_oracle_gb200_llama2_70b_lora_fp8_72gpu")),
     ("Oracle B200 LoRA (v5.0)", "mlperf5.0_oracle_b200_llama2_70b_lora_fp8_8gpu", ("mlperf5.0_oracle_b200_llama2_70b_lora_fp8_64gpu",)),
+    ("HPE H200 LoRA (v4.1 code)", "mlperf5.0_hpe_h200_llama2_70b_lora_fp8_8gpu",
+     ("mlperf5.0_hpe_h200_llama2_70b_lora_fp8_16gpu", "mlperf5.0_hpe_h200_llama2_70b_lora_fp8_32gpu")),
+    ("Krai H200 LoRA (v4.1 code)", "mlperf5.1_krai_h200_llama2_70b_lora_fp8_16gpu",
+     ("mlperf5.1_krai_h200_llama2_70b_lora_fp8_32gpu", "mlperf5.1_krai_h200_llama2_70b_lora_fp8_64gpu")),
 )
 
 
