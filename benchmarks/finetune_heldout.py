@@ -82,6 +82,8 @@ def job(r: dict[str, str]) -> dict:
         out["strategy"]["optimizer_impl"] = r["optimizer_impl"]
     if r["kbit_upcast"]:
         out["strategy"]["kbit_upcast"] = _bool(r["kbit_upcast"])
+    if r["shard_embedding_head_separately"]:  # torchtune custom_sharded_layers ['tok_embeddings', 'output']
+        out["strategy"]["shard_embedding_head_separately"] = _bool(r["shard_embedding_head_separately"])
     if r["fp8_recipe"]:
         out["fp8_recipe"] = r["fp8_recipe"]
     if whole(r["gpu_count"]) > 1:

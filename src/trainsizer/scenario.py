@@ -155,6 +155,7 @@ class Scenario:
                 "grad_reduce_in_fp32", "grad_reduce_overlap", "gradient_accumulation_fusion", "attention_kernel", "norm_kernel", "cp_comm_type", "cp_repeat_kv",
                 "activation_kernel", "fp8_attention", "fp8_activation_store", "cuda_graphs", "cudnn_release",
                 "moe_dispatcher", "moe_a2a_overlap", "activation_offload", "optimizer_in_backward", "optimizer_impl", "optimizer_precision", "kbit_upcast",
+                "shard_embedding_head_separately",
                 "framework")}
         if self.notes:
             out["notes"] = list(self.notes)
@@ -540,6 +541,7 @@ def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
         activation_offload=s.activation_offload,
         optimizer_in_backward=s.optimizer_in_backward, optimizer_impl=s.optimizer_impl,
         optimizer_precision=s.optimizer_precision, kbit_upcast=s.kbit_upcast,
+        shard_embedding_head_separately=s.shard_embedding_head_separately,
         framework=s.framework,
     )
 

@@ -295,6 +295,9 @@ class Strategy:
     # QLoRA: PEFT prepare_model_for_kbit_training casts the non-quantised weights (embeddings, norms, LM head) to
     # fp32, so the residual stream is fp32 too (None = the framework's: hf yes, torchtune no)
     kbit_upcast: Any = None
+    # torchtune FSDP2 custom_sharded_layers ['tok_embeddings', 'output']: the embedding and LM head as their own units
+    # (None / False: in the root unit, held gathered through forward and backward); one value for the whole batch
+    shard_embedding_head_separately: Any = None
     framework: str = "auto"  # one of FRAMEWORKS; one value for the whole batch of strategies
 
     @property

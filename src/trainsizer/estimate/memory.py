@@ -285,6 +285,7 @@ class _Batch:
     # Strategy.recompute_method (one per batch) / recompute_num_layers (one, or an array; partial_recompute.py)
     partial_recompute: tuple[str | None, Any] = (None, None)
     cp_all_gather: bool = False  # Strategy.cp_comm_type all_gather (one per batch; `_cp_allgather_buffers`)
+    head_own_unit: bool = False  # Strategy.shard_embedding_head_separately (one per batch; `_torchtune_fsdp2_end_units`)
 
     def ssum(self, cum: np.ndarray, start: np.ndarray, stop: np.ndarray, n: np.ndarray) -> np.ndarray:
         """Sum of a per-layer cumulative table over a stage's layers (interleaved: the stage's layer count at
@@ -407,7 +408,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   name=name, mega=mega, titan=titan, kbit_upcast=upcast_w, head_cast=head_cast,
                   bf16_grads=bf16_grads,
                   fp8_params=fp8_params, fp8_transpose_bytes=_fp8_transpose_bytes(strategy, training, accelerator), eager_sac=eager_sac, grad_reduce_in_fp32=g32, fresh_grads=fresh,
-                  chunked_loss=chunked,
+                  chunked_loss=chunked, head_own_unit=bool(getattr(strategy, "shard_embedding_head_separately", None)),
                   loss_bytes=loss_bytes, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro, n_sched=n_sched,
                   sp_div=sp_div, dense_b=dense_b, moe_b=moe_b, dense_none=dense_none, moe_none=moe_none, st=st,
                   w16=float(act_bytes(training.precision)),
@@ -1115,9 +1116,34 @@ def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any) -> None:
     if b.grad_reduce_in_fp32 is False:
         unsharded_grad = b.w16  # mixed_precision_reduce bf16: the reduce dtype is the parameters'
     pp_hold = np.where(b.titan & (z >= 3) & (p > 1), (b.w16 + unsharded_grad) * stage_params, 0.0)
+    held, loss_units = _torchtune_fsdp2_end_units(b, w_layer)
+    gathered = np.where(z >= 3, np.maximum(gathered, loss_units) + held, gathered)
     items["framework_buffers"] = buckets + np.where((z >= 3) | b.offload_par, np.maximum(gathered, pp_hold), 0.0)
     allocated = sum(val for key, val in items.items() if key not in ("cuda_context", "nccl_buffers"))
     items["fragmentation"] = oc["allocator_fragmentation_fraction"] * allocated
+
+
+def _torchtune_fsdp2_end_units(b: _Batch, w_layer: Any) -> tuple[Any, Any]:
+    """(held through the step, held in the loss phase) bytes of torchtune's FSDP2 units outside the decoder layers
+    (training/_distributed.py shard_model at 30b8519: fully_shard on each layers.i, on custom_sharded_layers, then
+    on the whole model, whose root unit keeps every parameter no child took). The root is never resharded after
+    forward (torch FSDP2 FSDPState._lazy_init: the root's post_forward_mesh_info = None), so by default the
+    embedding, final norm and LM head stay gathered from the first forward to the end of the backward, and their
+    unsharded gradients (full training) until the root's reduce-scatter at its end. With
+    `shard_embedding_head_separately` (custom_sharded_layers ['tok_embeddings', 'output']) the head is its own unit,
+    re-gathered in the LM-head backward beside its unsharded gradient (twice while a chunked head accumulates it,
+    as `_backward_phases`) and the last layer, prefetched (FSDP2 backward prefetch of the next unit)."""
+    zero = np.zeros(b.t.shape)
+    if b.name != "torchtune":
+        return zero, zero
+    lay, model = b.pre.layout, b.model
+    head_p = float(lay.lm_head_own) / b.t
+    grad = b.w16 if b.training.trains_base_weights else 0.0  # torchtune trains in the model dtype
+    if b.head_own_unit:
+        loss_units = (b.w16 + (1.0 + float(b.chunked_loss)) * grad) * head_p + w_layer
+        return zero + float(model.final_norm_params) * b.w16, loss_units
+    root_p = float(lay.embedding) / b.t + head_p + float(model.final_norm_params)
+    return zero + (b.w16 + grad) * root_p, zero
 
 
 def _deepspeed_zero3_live(b: _Batch, layer_p: Any, trainable_pg: Any) -> tuple[Any, Any]:
