@@ -60,3 +60,15 @@ def test_a_plan_without_bom_gets_a_note_not_a_made_up_bill(plan):
     del plan["bom"]
     ws = load_workbook(io.BytesIO(render_xlsx(plan, "en"))).worksheets[0]
     assert ws["A1"].value == t("x.bom_missing", "en") and ws.max_row == 1
+
+
+def test_a_chinese_option_sheet_writes_units_and_price_units_the_chinese_way(plan):
+    """'单步时间 (s)', '租用: per GPU-hour' and '激活卸载(PCIe,未重叠部分)': ASCII brackets, an English colon and an
+    English price unit in a Chinese sheet."""
+    wb = load_workbook(io.BytesIO(render_xlsx(plan, "zh")))
+    labels = [str(c.value) for c in wb[f"{t('option', 'zh')} 1"]["A"] if c.value is not None]
+    assert f"{t('step_time', 'zh')}（s）" in labels and any(x.endswith("（GiB）") for x in labels)
+    assert "租用：每卡时" in labels
+    assert not any(ch in x for x in labels for ch in "():,"), [x for x in labels if any(ch in x for ch in "():,")]
+    en = [str(c.value) for c in load_workbook(io.BytesIO(render_xlsx(plan, "en")))["Option 1"]["A"] if c.value]
+    assert "Step time (s)" in en and "Rent: per GPU-hour" in en

@@ -71,7 +71,7 @@ def _bom_line(ws: Worksheet, r: int, ln: Mapping, cur: str, lang: str) -> None:
     elif not note:
         note.append(t("x.unpriced", lang))
     if price.get("converted"):
-        note.append(f"{t('f.converted', lang)}: {price['converted']}")
+        note.append(f"{t('f.converted', lang)}{t('sep.field', lang)}{price['converted']}")
     for c, v in ((12, line_cur), (13, price.get("source") or ln.get("source")), (14, price.get("date") or ln.get("date")),
                  (15, "; ".join(note) or None)):
         ws.cell(r, c, v)
@@ -139,13 +139,13 @@ def option_sheet(wb: Workbook, plan: Mapping, i: int, lang: str) -> None:
         (t("option", lang), option_label(o)), (t("x.accelerator", lang), hw.get("accelerator")),
         (t("x.server", lang), hw.get("server")), (t("gpus", lang), hw.get("count")),
         (t("nodes_x_gpus", lang), f"{hw.get('nodes')} × {hw.get('per_node')}"), (t("network", lang), network_name(hw)),
-        (t("strategy", lang), layout_in(st, lang)), (f"{t('memory_per_gpu', lang)} (GiB)", mem.get("per_gpu_gib")),
-        (f"{t('capacity', lang)} (GiB)", mem.get("capacity_gib")),
-        *((f"{t(f'mem.{k}', lang)} (GiB)", v) for k, v in (mem.get("breakdown_gib") or {}).items()),
-        (f"{t('step_time', lang)} (s)", tm.get("step_s")),
-        *((f"{t(f'f.{k}', lang)} (s)", v) for k, v in (tm.get("breakdown_s") or {}).items()),
+        (t("strategy", lang), layout_in(st, lang)), (_in(t("memory_per_gpu", lang), "GiB", lang), mem.get("per_gpu_gib")),
+        (_in(t("capacity", lang), "GiB", lang), mem.get("capacity_gib")),
+        *((_in(t(f"mem.{k}", lang), "GiB", lang), v) for k, v in (mem.get("breakdown_gib") or {}).items()),
+        (_in(t("step_time", lang), "s", lang), tm.get("step_s")),
+        *((_in(t(f"f.{k}", lang), "s", lang), v) for k, v in (tm.get("breakdown_s") or {}).items()),
         ("MFU", tm.get("mfu")), (t("gpu_hours", lang), tm.get("gpu_hours")),
-        (f"{t('time_to_train', lang)} ({t('x.days', lang)})", tm.get("train_days")),
+        (_in(t("time_to_train", lang), t("x.days", lang), lang), tm.get("train_days")),
     ]
     _header(ws, 1, [t("item", lang), t("value", lang)])
     for r, (k, v) in enumerate(rows, 2):
@@ -153,6 +153,17 @@ def option_sheet(wb: Workbook, plan: Mapping, i: int, lang: str) -> None:
         ws.cell(r, 2, v)
     _cost_rows(ws, o, len(rows) + 3, lang)
     _widths(ws, [38, 40, 14, 14, 14, 30, 10])
+
+
+def _in(label: str, unit: str, lang: str) -> str:
+    """'Step time (s)' / '单步时间（s）': a label with its unit in the reader's brackets."""
+    return label + t("paren", lang, text=unit)
+
+
+def _price_unit(unit: str, lang: str) -> str:
+    """A price's unit in the reader's words ('per GPU-hour' -> '每卡时', `v.<unit>`), else as stored."""
+    key = "v." + unit.lower().replace(" ", "_").replace("-", "_")
+    return t(key, lang) if has(key) else unit
 
 
 def _cost_rows(ws: Worksheet, o: Mapping, row: int, lang: str) -> None:
@@ -169,7 +180,7 @@ def _cost_rows(ws: Worksheet, o: Mapping, row: int, lang: str) -> None:
         if not isinstance(block, Mapping) or not isinstance(block.get("unit_price"), Mapping):
             continue
         up = block["unit_price"]
-        ws.cell(r, 1, f"{t(f'action.{kind}', lang)}: {up.get('unit', '')}")
+        ws.cell(r, 1, f"{t(f'action.{kind}', lang)}{t('sep.field', lang)}{_price_unit(str(up.get('unit', '')), lang)}")
         ws.cell(r, 2, block.get("quantity"))
         for k, key in enumerate(("low", "mid", "high")):
             ws.cell(r, 3 + k, up.get(key, up.get("typical") if key == "mid" else None)).number_format = money
@@ -180,14 +191,14 @@ def _cost_rows(ws: Worksheet, o: Mapping, row: int, lang: str) -> None:
             _cost_label(ws, r + 1, cost_basis.rent(o), lang)
             r += 3
             continue
-        ws.cell(r + 1, 1, f"{t('action.buy', lang)}: {t('total', lang)} ({cur})")
+        ws.cell(r + 1, 1, _in(f"{t('action.buy', lang)}{t('sep.field', lang)}{t('total', lang)}", cur, lang))
         r = _buy_rows(ws, o, r + 2, money, lang)
 
 
 def _cost_label(ws: Worksheet, r: int, c: cost_basis.Cost | None, lang: str) -> None:
     """'Cost (rent)' / 'Cost (buy, full price)': the basis, as the CLI and the report name it."""
     if c is not None:
-        ws.cell(r, 1, f"{t('cost', lang)}{t('paren', lang, text=c.label(lang))} ({c.currency})").font = HEAD
+        ws.cell(r, 1, _in(f"{t('cost', lang)}{t('paren', lang, text=c.label(lang))}", c.currency, lang)).font = HEAD
 
 
 def _buy_rows(ws: Worksheet, o: Mapping, r: int, money: str, lang: str) -> int:
