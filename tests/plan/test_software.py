@@ -70,3 +70,23 @@ def test_architecture_outside_the_matrix_says_so(build):
     key, stack = stack_for(SimpleNamespace(arch="Feynman", vendor="nvidia", name="NVIDIA Feynman"))
     assert key == "unknown" and "reference compatibility matrix" in stack["driver_min"]
     assert stack["collectives"] == "NCCL"
+
+
+def test_nvl72_slurm_node_line_is_the_tray_not_the_job_minimum(build, catalog):
+    """slurm.conf declares what slurmd reports on a GB200 compute tray (2 Grace: 144 cores, the tray's share of
+    the rack's LPDDR5X), not the 21 cores the job needs, so jobs may use the whole tray."""
+    b = build(hardware={"accelerator": "gb200", "count": 128, "per_node": 4, "network": "ib-ndr400"},
+              constraints={"cooling": "liquid"}, global_batch={"sequences": 128})
+    node = next(e for e in parse_conf(_sw(b, cores=21, ram=249.0).files["slurm.conf"]) if "NodeName" in e)
+    rack = catalog.server("gb200-nvl72")
+    assert int(node["CoresPerSocket"]) * int(node["SocketsPerBoard"]) == rack.cpu_cores * 4 // 72 == 144
+    assert int(node["RealMemory"]) <= rack.ram_gib * 4 / 72 * 1024 and int(node["RealMemory"]) > 249 * 1024
+
+
+def test_newer_pytorch_of_a_stack_is_the_matrix_newest_release(build):
+    """Hopper and Blackwell plans name PyTorch 2.12 (cu130; NCCL 2.29.7), the newest release in the reference
+    matrix (software.yaml), not 2.11."""
+    sw = _sw(build())
+    assert "2.12 (cu130" in sw.pytorch and "2.11" not in sw.pytorch
+    sw = _sw(build(hardware={"accelerator": "b200"}))
+    assert "2.12 (cu130" in sw.pytorch

@@ -92,7 +92,7 @@ def nvme_tb(b: BuildInput) -> float:
     return need * rules.value("node", "nvme_headroom") / 1e12
 
 
-def _server_share(b: BuildInput) -> tuple[float | None, float | None, float | None, list[Any]]:
+def server_share(b: BuildInput) -> tuple[float | None, float | None, float | None, list[Any]]:
     """The server's cores, RAM and NVMe that one node has. A rack-scale record (NVL72: 18 identical compute trays
     of 4 GPUs, each with its own 2 Grace CPUs and LPDDR5X) is shared out per tray; a node that uses part of an
     ordinary server still has the whole server's CPUs and memory."""
@@ -115,7 +115,7 @@ def node_block(b: BuildInput) -> NodeBlock:
     tb = nvme_tb(b)
     tier = b.catalog.storage_tier("node-nvme-gen4-raid0")
     srv = b.server
-    s_cores, s_ram, s_nvme, notes = _server_share(b)
+    s_cores, s_ram, s_nvme, notes = server_share(b)
     enough = {"cpu_cores": None if s_cores is None else s_cores >= n_cores,
               "ram_gib": None if s_ram is None else s_ram >= ram_gib,
               "nvme_tb": None if s_nvme is None else s_nvme >= tb}

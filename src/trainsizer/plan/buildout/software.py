@@ -13,6 +13,7 @@ from trainsizer.plan.buildout import rules, slurm_files
 from trainsizer.plan.buildout.common import Block, Cited, cited
 from trainsizer.plan.buildout.inputs import BuildInput
 from trainsizer.plan.buildout.network import NetworkBlock
+from trainsizer.plan.buildout.node import server_share
 from trainsizer.plan.texts import MessageRef
 
 
@@ -105,9 +106,12 @@ def software_block(b: BuildInput, net: NetworkBlock, cores: int, ram_gib: float)
         topo = "block" if b.nvl72 else "tree"
         gres_name = "gpu" if vendor in ("nvidia", "amd") else "npu"
         # node lines describe the installed hardware (what `slurmd -C` reports), not the job's minimum
-        srv = b.server if b.server is not None and b.server.gpus == b.per_node else None
-        hw_cores = srv.cpu_cores if srv is not None and srv.cpu_cores else cores
-        hw_ram = srv.ram_gib if srv is not None and srv.ram_gib else ram_gib
+        # (an NVL72 node is a compute tray: its share of the rack record, 2 Grace = 144 cores, node.server_share)
+        srv_cores = srv_ram = None
+        if b.server is not None and (b.server.gpus == b.per_node or b.nvl72):
+            srv_cores, srv_ram = server_share(b)[:2]
+        hw_cores = srv_cores or cores
+        hw_ram = srv_ram or ram_gib
         files["slurm.conf"] = slurm_files.slurm_conf("trainsizer", b.nodes, hw_cores, hw_ram, b.per_node,
                                                      gres_type, gres_name, topo, imex=b.nvl72)
         files["gres.conf"] = slurm_files.gres_conf(vendor, b.nodes, b.per_node, gres_type)
