@@ -1049,12 +1049,16 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
     # Megatron-Core resolves "auto" per layout (moe_alltoall); the PyTorch-native stacks' own EP is torchtitan's
     # all_to_all of tokens permuted per expert, so there only an explicit "flex" (DeepEP: NeMo AutoModel's
     # enable_deepep / dispatcher deepep, torchtitan's deepep backend) sends one copy per rank
-    flex = np.where(np.asarray(x.fw.moe_host_sync), ~moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t),
+    host_sync = np.asarray(x.fw.moe_host_sync)
+    flex = np.where(host_sync, ~moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t),
                     x.strategy_dispatcher == "flex")
     routed = np.where(flex, np.minimum(ranks, routed), routed)
     per_copy = x.tok * seq_share * model.hidden * x.act
-    a2a = comm.all_to_all_time(per_copy * routed, x.e, k_ep, x.r, x.system, m_ep)
-    if np.any(flex & (x.e > k_ep)):
+
+    def a2a_at(r: Any) -> np.ndarray:
+        a2a = comm.all_to_all_time(per_copy * routed, x.e, k_ep, r, x.system, m_ep)
+        if not np.any(flex & (x.e > k_ep)):
+            return a2a
         # across domains they forward (DeepEP internode normal kernels, HybridEP): a token crosses the network once
         # to each remote domain holding one of its experts (expected count for balanced routing, the experts split
         # evenly over the group's domains; DeepEP get_dispatch_layout num_tokens_per_rdma_rank), then NVLink carries
@@ -1062,10 +1066,24 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
         domains = np.maximum(x.e / k_ep, 1.0)
         remote = _ranks_per_token(x, domains) * (domains - 1.0) / domains
         fwd = comm.forwarded_all_to_all_time(per_copy * remote * x.training.moe_capacity_factor,
-                                             per_copy * ranks * (k_ep - 1.0) / k_ep, x.e, k_ep, x.r, x.system,
-                                             m_ep)
-        a2a = np.where(flex, fwd, a2a)
+                                             per_copy * ranks * (k_ep - 1.0) / k_ep, x.e, k_ep, r, x.system, m_ep)
+        return np.where(flex, fwd, a2a)
+
+    a2a = a2a_at(x.r)
+    # the PyTorch-native stacks' flex is DeepEP itself: its normal kernels at their measured rates (deepep_rates)
+    deepep = flex & ~host_sync
+    if np.any(deepep):
+        a2a = np.where(deepep, a2a_at(deepep_rates(x.r, x.system, x.k)), a2a)
     return a2a * (4.0 + 2.0 * x.moe_rerun) * model.moe_layer_count / model.layers
+
+
+def deepep_rates(r: Any, system: System, k: PerfConstants) -> Any:
+    """Rates `r` with the scale-up and network ones DeepEP's normal dispatch / combine kernels reach
+    (perf_constants.yaml comm.deepep_normal_kernels, measured by DeepSeek on H800 + CX7): their NVLink payload as a
+    share of the link's rate per direction, their RDMA payload as a share of what NCCL moves on the same NIC."""
+    d = k.raw["comm"]["deepep_normal_kernels"]
+    return dataclasses.replace(r, intra_busbw=system.intra_node_gb_s * 1e9 * float(d["nvlink_fraction_of_link"]),
+                               inter_nic=r.inter_nic * float(d["rdma_fraction_of_nccl"]))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,100 @@
+"""The estimator's expert-parallel dispatch / combine against DeepEP's measured normal kernels.
+
+Rows: benchmarks/data/deepep_normal_kernels.csv, DeepSeek's own tables (deepseek-ai/DeepEP/docs/legacy.md for V1 on
+H800 + CX7, README.md for V2), each a dispatch (FP8: hidden bytes + one fp32 scale per 128 channels) or a combine
+(BF16) of `tokens` per rank, top-k of the experts, the tokens routed to at most `topk_nodes` nodes (DeepEP's
+tests: the top nodes by score, then the top-k experts among theirs), in DeepEP's logical bandwidth: the bytes of
+every token copy to a node (internode, RDMA) or to a rank (intranode, NVLink), the local one included, over the
+kernel's time.
+
+The estimate is the one step_time._ep_comm charges under `moe_dispatcher: flex` on a PyTorch-native style (DeepEP):
+copies counted as there (step_time.ep_ranks_per_token, here over the nodes the routing allows), timed by
+comm.forwarded_all_to_all_time / all_to_all_time at step_time.deepep_rates (perf_constants.yaml
+comm.deepep_normal_kernels, read off the V1 table's EP 8 / 32 / 64 rows, not fitted on any training row). The EP 16
+rows and the V2 rows are checks the rates were not read from.
+
+Run: python benchmarks/ep_dispatch.py
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from harness import Case, mape
+from trainsizer.catalog import load_catalog
+from trainsizer.estimate import comm
+from trainsizer.estimate.calibration import load_constants, rates
+from trainsizer.estimate.step_time import deepep_rates, ep_ranks_per_token
+from trainsizer.scenario import resolve_job
+
+ROWS = Path(__file__).resolve().parent / "data" / "deepep_normal_kernels.csv"
+SCALE_BLOCK = 128  # FP8 dispatch: one fp32 scale per 128 channels (DeepEP tests per_token_cast_to_fp8)
+
+
+def token_bytes(row: dict[str, str]) -> float:
+    hidden = int(row["hidden"])
+    return hidden + hidden / SCALE_BLOCK * 4.0 if row["dtype"] == "fp8" else 2.0 * hidden
+
+
+def system_of(row: dict[str, str], catalog):
+    """The row's GPUs through the public job path (the model and batch only make the job valid)."""
+    gpus = int(row["ep"])
+    job = {"model": "llama-3.1-8b", "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": 4096,
+           "global_batch": {"sequences": gpus}, "precision": "bf16",
+           "hardware": {"accelerator": row["accelerator"], "count": gpus, "network": row["network"]},
+           "strategy": {"tp": 1, "pp": 1}}
+    return resolve_job(job, catalog).system
+
+
+def estimate_gb_s(row: dict[str, str], catalog, deepep: bool = True) -> float:
+    """The estimate's logical bandwidth of the row's dispatch or combine, in GB/s (`deepep` False: at the NCCL
+    collectives' rates, as the estimate times every other dispatcher)."""
+    system = system_of(row, catalog)
+    r = rates(system, "bf16")
+    r = deepep_rates(r, system, load_constants()) if deepep else r
+    ep, k = int(row["ep"]), int(row["gpus_per_node"])
+    nodes = max(ep // k, 1)
+    allowed = min(nodes, int(row["topk_nodes"]))
+    pool = int(row["experts"]) * allowed // nodes  # the experts of the nodes a token may go to
+    topk = int(row["topk"])
+    ranks = float(ep_ranks_per_token(pool, topk, allowed * k))
+    per_copy = int(row["tokens"]) * token_bytes(row)
+    if nodes == 1:
+        t = float(comm.all_to_all_time(per_copy * ranks, ep, k, r, system))
+        return per_copy * ranks / t / 1e9
+    hit = float(ep_ranks_per_token(pool, topk, allowed))
+    t = float(comm.forwarded_all_to_all_time(per_copy * hit * (nodes - 1) / nodes, per_copy * ranks * (k - 1) / k,
+                                             ep, k, r, system))
+    return per_copy * hit / t / 1e9
+
+
+def cases() -> list[Case]:
+    catalog = load_catalog()
+    out = []
+    for row in csv.DictReader(ROWS.open(encoding="utf-8")):
+        case = Case(row["id"], f"DeepEP {row['version']} ({row['link']})", "logical_gb_s", float(row["logical_gb_s"]))
+        case.predicted = estimate_gb_s(row, catalog)
+        out.append(case)
+    return out
+
+
+def main() -> None:
+    cs = cases()
+    catalog = load_catalog()
+    nccl = [estimate_gb_s(row, catalog, deepep=False) for row in csv.DictReader(ROWS.open(encoding="utf-8"))]
+    print(f"{'row':28s} {'measured':>9s} {'estimate':>9s} {'error':>7s}   at NCCL rates   (GB/s, DeepEP's logical "
+          "bandwidth)")
+    for c, n in zip(cs, nccl, strict=True):
+        print(f"{c.row_id:28s} {c.measured:9.0f} {c.predicted:9.0f} {c.err * 100:+6.1f}%   {n:6.0f} "
+              f"{(n / c.measured - 1) * 100:+6.1f}%")
+    for source in sorted({c.source for c in cs}):
+        group = [c for c in cs if c.source == source]
+        print(f"  {source:22s} n={len(group):2d} MAPE {mape(group):5.1f}%")
+    print(f"  all                    n={len(cs):2d} MAPE {mape(cs):5.1f}%")
+    at_nccl = [Case(c.row_id, c.source, c.metric, c.measured, n) for c, n in zip(cs, nccl, strict=True)]
+    print(f"  all at the NCCL rates  n={len(cs):2d} MAPE {mape(at_nccl):5.1f}%")
+
+
+if __name__ == "__main__":
+    main()
