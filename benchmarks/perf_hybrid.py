@@ -30,7 +30,8 @@ DATA = Path(__file__).resolve().parent / "data" / "hybrid_perf.csv"
 # DGX systems as perf_blackwell.py / perf_mbridge26.py write them (DGX-B300: eight 800 Gb/s SuperNICs, assumed)
 SYSTEMS = {"GB300": ("gb300", "ib-xdr800"), "GB200": ("gb200", "ib-ndr400"), "B200": ("b200", "ib-ndr400"),
            "B300": ("b300", "ib-xdr800"), "H100": ("h100-sxm-80gb", "ib-ndr400")}
-PRECISION = {"BF16": ("bf16", "auto"), "FP8-CS": ("fp8", "tensorwise"), "MXFP8": ("fp8", "mxfp8")}
+PRECISION = {"BF16": ("bf16", "auto"), "FP8-CS": ("fp8", "tensorwise"), "FP8-DS": ("fp8", "delayed"),
+             "MXFP8": ("fp8", "mxfp8")}
 
 
 def job(r: dict[str, str]) -> dict:
