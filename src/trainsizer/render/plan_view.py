@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from trainsizer.layout_text import layout_in
-from trainsizer.messages import duration
+from trainsizer.messages import LIST_SEPARATORS, duration
 from trainsizer.plan.texts import localise
 from trainsizer.render import cost_basis
 from trainsizer.render.console import console as wide_console
@@ -73,6 +73,13 @@ def _options_table(plan: dict[str, Any], lang: str) -> Table:
     return table
 
 
+def _past_top_note(options: list[dict[str, Any]], lang: str) -> str | None:
+    """Why '#22' follows '#10' in the table: the plan lists the Pareto front and the ties past its top ranks."""
+    top = next((i for i, o in enumerate(options) if o["rank"] != i + 1), len(options))
+    past = [f"#{o['rank']}" for o in options[top:]]
+    return t("plan_past_top", lang).format(ranks=LIST_SEPARATORS[lang].join(past), top=top) if past else None
+
+
 def _pareto_table(plan: dict[str, Any], lang: str) -> Table:
     table = Table(title=t("plan_pareto_title", lang))
     for key in ("plan_option", "plan_days", "plan_cost"):
@@ -128,6 +135,9 @@ def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) 
             con.print(f"{t('plan_cost', L)}{c}{line}")
     if plan["options"]:
         con.print(_options_table(plan, L))
+        past = _past_top_note(plan["options"], L)
+        if past:
+            con.print(past)
         if any(o.get("leaves_memory_floor") is False for o in plan["options"]):
             con.print(t("plan_mem_short", L).format(floor=f"{load_config().memory_headroom_min:.0%}"))
     else:

@@ -1,0 +1,21 @@
+"""The plan's terminal tables (render/plan_view.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainsizer.render.plan_view import _past_top_note
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_ranks_listed_past_the_top_are_explained(lang: str) -> None:
+    """'#22' printed under '#10' without a word: the plan lists the Pareto front (and ties) past its top ranks."""
+    options = [{"rank": r} for r in (1, 2, 3, 22, 40)]
+    note = _past_top_note(options, lang)
+    assert note is not None and ("#22, #40" if lang == "en" else "#22、#40") in note and "3" in note
+    assert ("Pareto" if lang == "en" else "帕累托") in note
+
+
+def test_a_contiguous_table_needs_no_note() -> None:
+    assert _past_top_note([{"rank": r} for r in (1, 2, 3)], "en") is None
+    assert _past_top_note([], "zh") is None
