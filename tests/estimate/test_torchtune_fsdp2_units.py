@@ -1,7 +1,9 @@
 """torchtune's FSDP2 units outside the decoder layers (memory.py _torchtune_fsdp2_end_units): the root unit keeps the
 embedding, final norm and LM head gathered through the step unless they are their own units
 (Strategy.shard_embedding_head_separately, torchtune's custom_sharded_layers), which are gathered in the LM-head
-backward beside its gradient and the prefetched last layer."""
+backward beside its gradient. The gathered decoder layers are those of the peak phase
+(_torchtune_fsdp2_phase_units): the loss phase holds the last layer, prefetched; a layer phase the layer being run
+and the next one prefetched, with the unsharded gradient."""
 
 from __future__ import annotations
 
@@ -20,11 +22,15 @@ NODE = System(accelerator="a100-sxm-80gb", gpus=8, gpus_per_node=8, memory_gib=8
 LORA = {"lora_rank": 16, "lora_targets": ("q_proj", "k_proj", "v_proj")}
 
 
-def _buffers(framework: str = "torchtune", method: str = "lora", micro_batch: int = 2, **kw) -> float:
+def _items(framework: str = "torchtune", method: str = "lora", micro_batch: int = 2, **kw) -> dict[str, float]:
     training = Training(method=method, seq_len=2048, global_batch_seqs=8 * micro_batch,
                         **(LORA if method == "lora" else {}))
     st = Strategy(dp=8, zero=3, micro_batch=micro_batch, recompute="full", framework=framework, **kw)
-    return estimate_memory(MODEL, training, NODE, st, check=False).items_bytes["framework_buffers"]
+    return estimate_memory(MODEL, training, NODE, st, check=False).items_bytes
+
+
+def _buffers(framework: str = "torchtune", method: str = "lora", micro_batch: int = 2, **kw) -> float:
+    return _items(framework, method, micro_batch, **kw)["framework_buffers"]
 
 
 def _layer_bytes() -> float:
@@ -32,23 +38,49 @@ def _layer_bytes() -> float:
                   - MODEL.final_norm_params) / MODEL.layers
 
 
+ROOT = 2.0 * (MODEL.embedding_params + MODEL.lm_head_params + MODEL.final_norm_params)
+HEAD, NORM = 2.0 * MODEL.lm_head_params, 2.0 * MODEL.final_norm_params
+
+
 def test_lora_root_unit_stays_gathered():
-    """LoRA (frozen root): the 16-bit embedding, final norm and LM head on top of the two gathered layers; as their
-    own units, the head gathered in its backward beside the prefetched last layer instead."""
-    root = 2.0 * (MODEL.embedding_params + MODEL.lm_head_params + MODEL.final_norm_params)
-    layer, head, norm = _layer_bytes(), 2.0 * MODEL.lm_head_params, 2.0 * MODEL.final_norm_params
-    assert _buffers() == pytest.approx(2 * layer + root, rel=1e-3)
-    assert _buffers(shard_embedding_head_separately=True) == pytest.approx(max(2 * layer, head + layer) + norm,
-                                                                           rel=1e-3)
-
-
-def test_own_head_unit_is_gathered_with_its_gradient_and_the_next_layer():
-    """Full training, head its own unit: head weight + twice its gradient (chunked head) + one layer, when larger
-    than two gathered layers and a layer's gradient."""
-    own = _buffers(method="full", shard_embedding_head_separately=True)
+    """LoRA (frozen root): the 16-bit embedding, final norm and LM head beside two gathered layers where a layer's
+    backward is the peak (chunked loss), beside the one prefetched last layer where the loss phase is (fp32
+    logits of the unchunked loss)."""
     layer = _layer_bytes()
-    head = 2.0 * MODEL.lm_head_params
-    assert own == pytest.approx(max(3 * layer, 3 * head + layer) + 2.0 * MODEL.final_norm_params, rel=1e-3)
+    assert _items()["logits"] == 0.0  # the layer phase wins
+    assert _buffers() == pytest.approx(2 * layer + ROOT, rel=1e-3)
+    assert _items(loss_impl="compiled-fp32")["logits"] > 0.0  # the loss phase wins
+    assert _buffers(loss_impl="compiled-fp32") == pytest.approx(layer + ROOT, rel=1e-3)
+
+
+def test_own_head_unit_is_gathered_in_the_loss_phase_beside_the_last_layer():
+    """LoRA, head its own unit, loss phase: the head and the prefetched last layer (the root keeps the norm)."""
+    assert _items(shard_embedding_head_separately=True)["logits"] > 0.0
+    assert _buffers(shard_embedding_head_separately=True) == pytest.approx(HEAD + _layer_bytes() + NORM, rel=1e-3)
+
+
+def test_full_training_layer_phase_holds_two_layers_and_a_gradient():
+    """Full training, head its own unit, a layer's backward the peak: two layers and one layer's gradient."""
+    assert _items(method="full", shard_embedding_head_separately=True)["logits"] == 0.0
+    assert _buffers(method="full", shard_embedding_head_separately=True) == pytest.approx(
+        3 * _layer_bytes() + NORM, rel=1e-3)
+
+
+@settings(max_examples=12, deadline=None)
+@given(hs.sampled_from(["full", "lora"]), hs.integers(min_value=1, max_value=4), hs.booleans(),
+       hs.sampled_from(["chunked", "compiled-fp32"]))
+def test_gathered_units_are_the_peak_phases(method: str, micro_batch: int, own: bool, loss: str):
+    """Whichever phase is the peak, the gathered units are that phase's: never more than the layer phase's two
+    layers and gradient beside the held units, and one layer fewer where the loss phase wins (LoRA: no
+    gradients)."""
+    items = _items(method=method, micro_batch=micro_batch, shard_embedding_head_separately=own, loss_impl=loss)
+    layer = _layer_bytes()
+    held = NORM if own else ROOT * (2.0 if method == "full" else 1.0)
+    layer_phase = held + (3 if method == "full" else 2) * layer
+    if items["logits"] == 0.0 or method == "full":
+        assert items["framework_buffers"] <= max(layer_phase, held + 3 * HEAD + layer) * (1 + 1e-3)
+    else:
+        assert items["framework_buffers"] == pytest.approx(held + layer + (HEAD if own else 0.0), rel=1e-3)
 
 
 def test_other_styles_keep_their_wrapping():

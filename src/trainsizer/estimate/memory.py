@@ -1012,7 +1012,7 @@ def _offload_and_fuse(b: _Batch, g: _Stage, items: dict[str, Any], host: Any) ->
     return host
 
 
-def _backward_phases(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
+def _backward_phases(b: _Batch, g: _Stage, items: dict[str, Any], fsdp: tuple[Any, Any]) -> Any:
     """The backward's peak phase instead of the sum of what its phases hold, into `items` (the winning phase's
     items). The loss phase (the last stage's logits, loss temporaries and head input, from the end of the forward
     through the loss and LM-head backward) ends before the first decoder layer is re-run under full recompute, so
@@ -1025,9 +1025,11 @@ def _backward_phases(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
     first layer's activations and working set (or, with tied embeddings, the embedding's gradient added to the
     head's). Applied to torchtune, whose recipes were read for it (recipes/*_single_device.py _loss_step `del
     logits`, zero_grad(set_to_none=True)); tried on every style, the Hugging Face rows (Unsloth, LLaMA-Factory,
-    Qwen-1) and torchtitan's came out lower than measured (docs/frameworks.md), so the others keep the sum."""
+    Qwen-1) and torchtitan's came out lower than measured (docs/frameworks.md), so the others keep the sum.
+    `fsdp`: the (loss phase, layer phase) bytes of FSDP2's gathered units (`_torchtune_fsdp2_phase_units`), weighed
+    with each phase. Returns the mask of strategies whose loss phase wins (False where the sum is kept)."""
     if b.name != "torchtune":
-        return
+        return False
     acts, recomp, grads = items["layer_activations"], items["recompute_working_set"], items["gradients"]
     loss_keys = ("final_norm_and_head_input", "logits", "loss_backward_temporaries")
     loss = sum(items[k] for k in loss_keys)
@@ -1043,8 +1045,9 @@ def _backward_phases(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
     g_layer = np.where(fresh, head_g, grads)
     one_layer = acts / np.maximum(np.asarray(g.n_layers, dtype=float), 1.0)
     end_extra = np.maximum(recomp + one_layer, tied)
-    phases = np.stack(np.broadcast_arrays(acts + loss + g_loss, acts + recomp + g_layer,
-                                          np.where(fresh, grads + end_extra, -np.inf)))
+    fsdp_loss, fsdp_layer = fsdp
+    phases = np.stack(np.broadcast_arrays(acts + loss + g_loss + fsdp_loss, acts + recomp + g_layer + fsdp_layer,
+                                          np.where(fresh, grads + end_extra + fsdp_layer, -np.inf)))
     win = np.argmax(phases, axis=0)  # 0 loss, 1 layer, 2 end of the backward
     for k in loss_keys:
         items[k] = np.where(win == 0, items[k], 0.0)
@@ -1053,6 +1056,7 @@ def _backward_phases(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
     end_tied = (win == 2) & (tied > recomp + one_layer)
     items["layer_activations"] = np.where(win == 2, np.where(end_tied, 0.0, one_layer), acts)
     items["gradients"] = np.choose(win, np.broadcast_arrays(g_loss, g_layer, grads + np.where(end_tied, tied, 0.0)))
+    return win == 0
 
 
 def activation_offload_bytes(model: ModelArch, training: Training, strategy: Strategy,
@@ -1088,9 +1092,34 @@ def paged_bytes_moved(model: ModelArch, training: Training, system: System, stra
                               for st in r["stages"].values()])
 
 
-def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any) -> None:
+def _gathered_layer_bytes(b: _Batch) -> tuple[Any, Any]:
+    """(16-bit weights, unsharded gradient) bytes of the largest decoder layer on one GPU (TP / EP shards; the
+    weights in their stored format where the base is frozen)."""
+    lay = b.pre.layout
+    layer_p = lay.max_layer_tp / b.t + lay.max_layer_rep + lay.max_layer_exp / (b.ep * b.t)
+    full_train = b.training.trains_base_weights
+    return (b.w16 if full_train else b.pre.base[0]) * layer_p, (b.w16 if full_train else 0.0) * layer_p
+
+
+def _torchtune_fsdp2_phase_units(b: _Batch, options: MemoryOptions) -> tuple[Any, Any]:
+    """(loss phase, layer phase) bytes of the FSDP2 units torchtune holds gathered (ZeRO-3 strategies; 0 without
+    overheads): the root or head units (`_torchtune_fsdp2_end_units`) in both; in the layer phase the layer being
+    run and the one prefetched, with its unsharded gradient (memory_constants.yaml zero3_gathered_layers,
+    zero3_unsharded_grad_layers)."""
+    if b.name != "torchtune" or not options.overheads:
+        return 0.0, 0.0
+    oc = b.c["framework_overhead"]
+    w_layer, g_layer = _gathered_layer_bytes(b)
+    held, loss_units = _torchtune_fsdp2_end_units(b, w_layer)
+    layer = oc["zero3_gathered_layers"] * w_layer + oc["zero3_unsharded_grad_layers"] * g_layer
+    z3 = b.z >= 3
+    return np.where(z3, held + loss_units, 0.0), np.where(z3, held + layer, 0.0)
+
+
+def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any, loss_phase: Any) -> None:
     """CUDA context, NCCL buffers, ZeRO buckets / gathered layers and allocator fragmentation into `items`
-    (memory_constants.yaml `framework_overhead`)."""
+    (memory_constants.yaml `framework_overhead`); `loss_phase`: strategies whose peak is torchtune's loss phase
+    (`_backward_phases`), which hold the FSDP2 units of that phase."""
     oc, lay, t, p, ep, z = b.c["framework_overhead"], b.pre.layout, b.t, b.p, b.ep, b.z
     items["cuda_context"] = np.full(t.shape, (oc["cuda_context_gib"] + oc["cublas_workspace_gib"]) * GIB)
     n_comm = (t > 1).astype(float) + (p > 1) + (b.d > 1) + (b.cp > 1) + (ep > 1)
@@ -1101,8 +1130,7 @@ def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any) -> None:
     buckets = np.where((~b.mega) & ((z == 1) | (z == 2)) & (b.dpc > 1), bucket_elems * 2.0, 0.0)
     layer_p = lay.max_layer_tp / t + lay.max_layer_rep + lay.max_layer_exp / (ep * t)
     full_train = b.training.trains_base_weights
-    w_layer = (b.w16 if full_train else b.pre.base[0]) * layer_p
-    g_layer = (b.w16 if full_train else 0.0) * layer_p
+    w_layer, g_layer = _gathered_layer_bytes(b)
     gathered = oc["zero3_gathered_layers"] * w_layer + oc["zero3_unsharded_grad_layers"] * g_layer
     if b.name == "deepspeed":
         live_w, live_g = _deepspeed_zero3_live(b, layer_p, trainable_pg)
@@ -1116,8 +1144,9 @@ def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any) -> None:
     if b.grad_reduce_in_fp32 is False:
         unsharded_grad = b.w16  # mixed_precision_reduce bf16: the reduce dtype is the parameters'
     pp_hold = np.where(b.titan & (z >= 3) & (p > 1), (b.w16 + unsharded_grad) * stage_params, 0.0)
-    held, loss_units = _torchtune_fsdp2_end_units(b, w_layer)
-    gathered = np.where(z >= 3, np.maximum(gathered, loss_units) + held, gathered)
+    if b.name == "torchtune":  # the units of the peak phase (`_torchtune_fsdp2_phase_units`)
+        in_loss, in_layer = _torchtune_fsdp2_phase_units(b, DEFAULT_OPTIONS)
+        gathered = np.where(z >= 3, np.where(loss_phase, in_loss, in_layer), gathered)
     items["framework_buffers"] = buckets + np.where((z >= 3) | b.offload_par, np.maximum(gathered, pp_hold), 0.0)
     allocated = sum(val for key, val in items.items() if key not in ("cuda_context", "nccl_buffers"))
     items["fragmentation"] = oc["allocator_fragmentation_fraction"] * allocated
@@ -1132,7 +1161,9 @@ def _torchtune_fsdp2_end_units(b: _Batch, w_layer: Any) -> tuple[Any, Any]:
     unsharded gradients (full training) until the root's reduce-scatter at its end. With
     `shard_embedding_head_separately` (custom_sharded_layers ['tok_embeddings', 'output']) the head is its own unit,
     re-gathered in the LM-head backward beside its unsharded gradient (twice while a chunked head accumulates it,
-    as `_backward_phases`) and the last layer, prefetched (FSDP2 backward prefetch of the next unit)."""
+    as `_backward_phases`). Either way the loss phase holds one decoder layer, the last, prefetched when the unit
+    before it in the backward starts its backward (FSDPParamGroup.pre_backward -> _backward_prefetch: the unit
+    at post_forward_order[index - 1]); no layer is being run there."""
     zero = np.zeros(b.t.shape)
     if b.name != "torchtune":
         return zero, zero
@@ -1143,7 +1174,7 @@ def _torchtune_fsdp2_end_units(b: _Batch, w_layer: Any) -> tuple[Any, Any]:
         loss_units = (b.w16 + (1.0 + float(b.chunked_loss)) * grad) * head_p + w_layer
         return zero + float(model.final_norm_params) * b.w16, loss_units
     root_p = float(lay.embedding) / b.t + head_p + float(model.final_norm_params)
-    return zero + (b.w16 + grad) * root_p, zero
+    return zero + (b.w16 + grad) * root_p, zero + w_layer
 
 
 def _deepspeed_zero3_live(b: _Batch, layer_p: Any, trainable_pg: Any) -> tuple[Any, Any]:
@@ -1238,9 +1269,9 @@ def _evaluate(
         _activations(b, g, items)
         host, paged = _paged_optimizer(b, items, states.host)
         host = _offload_and_fuse(b, g, items, host)
-        _backward_phases(b, g, items)
+        loss_phase = _backward_phases(b, g, items, _torchtune_fsdp2_phase_units(b, options))
         if options.overheads:
-            _overheads(b, items, states.trainable_pg)
+            _overheads(b, items, states.trainable_pg, loss_phase)
         total, step_peak = _optimizer_step_peak(b, items, sum(items.values()), states.opt_params, detail)
         results[stage] = {"total": total, "host": host, "items": items if detail else None,
                           "n_layers": g.n_layers, "step_peak": step_peak, "paged": paged}
