@@ -31,10 +31,12 @@ def test_thresholds_follow_the_plan(blocks):
 
 
 def test_no_platform_row_gets_a_ring_rule(blocks):
+    """H800 (no row; NVSwitch with NVLS): gathers at the ring floor, the all-reduce at the NVLS floor."""
     acc = blocks(hardware={"accelerator": "h800-sxm-80gb"}).acceptance
     assert acc.platform is None
-    ar = acc.busbw_intra_gb_s_min.all_reduce
-    assert ar.value == pytest.approx(0.75 * 200) and "ring" in ar.source
+    ag = acc.busbw_intra_gb_s_min.all_gather
+    assert ag.value == pytest.approx(0.75 * 200) and "ring" in ag.source
+    assert acc.busbw_intra_gb_s_min.all_reduce.value == pytest.approx(0.9 * 200)
 
 
 def test_xgmi_mesh_ring_rule_passes_a_healthy_mi300x_node(blocks):
@@ -107,3 +109,30 @@ def test_accept_report_shows_a_plan_thresholds_source_in_the_readers_language(bl
     report.print_table(RunResult(run_id="r", started_at="2026-12-01T00:00:00", checks=[check]),
                        Console(file=out, width=1000), lang=lang)
     assert expected in out.getvalue()
+
+
+def test_gb200_reads_its_own_memory_not_b200s(blocks):
+    """GB200 reads B200's platform row (same NVLink 5 switch) but its own HBM: 0.99 x 186 GiB, not 0.99 x 180."""
+    acc = blocks(hardware={"accelerator": "gb200", "count": 128, "per_node": 4, "network": "ib-ndr400"},
+                 constraints={"cooling": "liquid"}, global_batch={"sequences": 128}).acceptance
+    assert acc.platform == "b200-sxm-180gb"
+    assert acc.gpu_memory_gib_min.value == pytest.approx(round(0.99 * 186, 1))
+    assert acc.gpu_memory_gib_min.source.startswith("plan:")
+
+
+def test_a_part_without_the_rows_switch_reads_no_row(catalog):
+    """H200 NVL (NVLink bridges, no NVSwitch, no NVLS) must not inherit H200 SXM's NVLS threshold."""
+    from trainsizer.plan.buildout.acceptance import platform_for
+
+    assert platform_for(catalog.accelerator("h200-nvl-141gb")) is None
+    assert platform_for(catalog.accelerator("h200-sxm-141gb")) == "h200-sxm-141gb"
+
+
+def test_nvswitch_part_without_a_row_gets_the_nvls_rule(blocks):
+    """B300 (no platform row, NVLS on its NVSwitch): the 8-GPU all-reduce floor is 0.9 x 900 GB/s (NVLS), the
+    gathers keep the ring floor 0.75 x 900."""
+    acc = blocks(hardware={"accelerator": "b300", "network": "ib-xdr800"}).acceptance
+    assert acc.platform is None
+    intra = acc.busbw_intra_gb_s_min
+    assert intra.all_reduce.value == pytest.approx(0.9 * 900) and "NVLS" in intra.all_reduce.source
+    assert intra.all_gather.value == pytest.approx(0.75 * 900)

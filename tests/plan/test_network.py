@@ -131,3 +131,18 @@ def test_hgx_storage_nics_are_the_servers(build):
 
     b = build()
     assert storage_ports(b) == (b.server.storage_nics.count, float(b.server.storage_nics.gbps))
+
+
+def test_one_domain_allreduce_runs_nvls(build):
+    """8 H100 on one NVSwitch: the all-reduce the plan expects is NVLS (ring busbw x perf_constants nvls gain), as
+    the step model times it, and its time divides by that busbw."""
+    from trainsizer.estimate import comm
+    from trainsizer.estimate.calibration import load_constants, rates
+
+    b = build(hardware={"count": 8, "network": None})
+    one = network_block(b).allreduce
+    ring_busbw = float(comm.ring_busbw(8, 8, rates(b.system, "bf16"), b.system)) / 1e9
+    assert one.ranks == one.ranks_per_domain == 8
+    assert one.busbw_gb_s == pytest.approx(ring_busbw * load_constants().nvls_allreduce_gain)
+    ring = 2 * 7 / 8 * one.bytes_per_rank_gb / one.busbw_gb_s
+    assert ring <= one.time_s < ring * 1.01

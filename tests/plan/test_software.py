@@ -90,3 +90,18 @@ def test_newer_pytorch_of_a_stack_is_the_matrix_newest_release(build):
     assert "2.12 (cu130" in sw.pytorch and "2.11" not in sw.pytorch
     sw = _sw(build(hardware={"accelerator": "b200"}))
     assert "2.12 (cu130" in sw.pytorch
+
+
+def test_sharp_only_where_it_pays(build):
+    """NCCL_COLLNET_ENABLE on a SHARP fabric only when the gradient all-reduce spans >= 4 NVLink domains: 2 nodes
+    gain nothing (a ring already sends S per NIC), 64 rail-optimised nodes do; RoCE never."""
+    from trainsizer.plan.buildout.network import network_block
+
+    def env(b):
+        return software_block(b, network_block(b), 64, 512.0).env
+
+    assert "NCCL_COLLNET_ENABLE" not in env(build())
+    big = build(hardware={"count": 512}, global_batch={"sequences": 512})
+    assert env(big)["NCCL_COLLNET_ENABLE"] == "1"
+    assert "NCCL_COLLNET_ENABLE" not in env(build(hardware={"count": 512, "network": "roce-400"},
+                                                  global_batch={"sequences": 512}))

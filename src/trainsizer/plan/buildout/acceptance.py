@@ -27,10 +27,15 @@ def rule_of(figure: Any) -> Any:
 
 
 def platform_for(acc) -> str | None:
-    """The platform table id for a catalog accelerator (same id, else by its name), or None."""
+    """The platform table id for a catalog accelerator: its own row, else the row its name matches when the part
+    has that row's NVLink switch (NVLS or not), else None. GB200 reads B200's row (same NVLink 5 switch, GEMM and
+    HBM floors that a 1,200 W part clears); H200 NVL (NVLink bridges, no switch) reads no H200 SXM row."""
     if acc.id in platforms.platform_ids():
         return acc.id
-    return platforms.detect(acc.name)
+    pid = platforms.detect(acc.name)
+    if pid is None or bool(platforms.get(pid).get("nvls")) != bool(acc.nvls):
+        return None
+    return pid
 
 
 def _version(text: str) -> str | None:
@@ -54,7 +59,8 @@ def acceptance_block(b: BuildInput, node: NodeBlock, net: NetworkBlock, storage:
     out.gpu_count = _plan(b.per_node, msg("acc_gpus_per_node", n=b.per_node))
     if out.gpu_model is None:
         out.gpu_model = _plan(b.accelerator.name, msg("acc_catalog_name"))
-    if out.gpu_memory_gib_min is None:
+    # the part's own memory: a row read for another part (GB200 on B200's) carries that part's label
+    if out.gpu_memory_gib_min is None or platforms.get(pid)["memory_label_gib"] != b.accelerator.memory_gib:
         ratio = d["memory_min_ratio"]["value"]
         out.gpu_memory_gib_min = _plan(round(b.accelerator.memory_gib * ratio, 1),
                                        msg("acc_memory", ratio=ratio, gib=b.accelerator.memory_gib,
@@ -76,17 +82,28 @@ def acceptance_block(b: BuildInput, node: NodeBlock, net: NetworkBlock, storage:
 
 
 def _intra(b: BuildInput, out: AcceptanceCriteria, d: dict) -> None:
-    """No platform row: ring busbw inside the node >= the ring ratio x the scale-up link per direction."""
+    """No platform row: ring busbw inside the node >= the ring ratio x the scale-up link per direction; the
+    all-reduce on an NVSwitch with NVLS, at NCCL's NVLS node size or above, >= the NVLS ratio x that link."""
     if out.busbw_intra_gb_s_min.all_reduce is not None or b.per_node < 2:
         return
     acc = b.accelerator
     link = acc.scaleup_gb_s_per_dir if acc.scaleup_tech not in ("pcie",) else acc.pcie_gb_s
+    ring = _ring_intra(acc, link, d)
+    ar, nvls = ring, d["nvls_min_gpus"]
+    if acc.nvls and b.per_node >= nvls["value"]:
+        ratio = d["nvls_min_ratio"]["value"]
+        ar = _plan(round(ratio * link, 1), msg("acc_nvls_intra", ratio=ratio, link=f"{link:g}", gpus=b.per_node,
+                                               min_gpus=nvls["value"], source=platforms.source_text(nvls["source"]),
+                                               acc=acc.id))
+    out.busbw_intra_gb_s_min = CollectiveLimits(all_reduce=ar, all_gather=ring, reduce_scatter=ring)
+
+
+def _ring_intra(acc, link: float, d: dict) -> Limit:
     # a switchless full mesh (AMD xGMI) rings at a lower share of its aggregate link rate than a switch
     key = "ring_min_ratio_mesh" if getattr(acc, "scaleup_mesh_links", None) else "ring_min_ratio"
     ratio = d[key]["value"]
-    ring = _plan(round(ratio * link, 1), msg("acc_ring_intra", ratio=ratio, link=f"{link:g}", tech=acc.scaleup_tech,
+    return _plan(round(ratio * link, 1), msg("acc_ring_intra", ratio=ratio, link=f"{link:g}", tech=acc.scaleup_tech,
                                              source=platforms.source_text(d[key]["source"]), acc=acc.id))
-    out.busbw_intra_gb_s_min = CollectiveLimits(all_reduce=ring, all_gather=ring, reduce_scatter=ring)
 
 
 def _fabric(b: BuildInput, out: AcceptanceCriteria, net: NetworkBlock, d: dict) -> None:

@@ -1,6 +1,7 @@
 """The gradient all-reduce the strategy needs, on the fabric chosen: the performance model's communication
-terms (estimate.comm ring/tree alpha-beta on the real topology, estimate.calibration.rates) applied to the
-data-parallel gradient reduction of one step, beside the exposed DP time the step-time model reports."""
+terms (estimate.comm ring/tree alpha-beta on the real topology, estimate.calibration.rates, NVLS gain inside one
+NVSwitch domain: perf_constants nvls_allreduce_gain) applied to the data-parallel gradient reduction of one step,
+beside the exposed DP time the step-time model reports."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def gradient_bytes_per_rank(b: BuildInput) -> float:
 def allreduce(b: BuildInput) -> AllReduce | None:
     """None when there is no data parallelism (nothing to reduce across replicas)."""
     from trainsizer.estimate import comm
-    from trainsizer.estimate.calibration import rates
+    from trainsizer.estimate.calibration import load_constants, rates
 
     s, system = b.strategy, b.system
     ranks = int(s.dp * s.cp)
@@ -36,9 +37,10 @@ def allreduce(b: BuildInput) -> AllReduce | None:
     k = int(comm.ranks_per_domain(ranks, s.tp, system.domain_gpus))
     m = comm.zone_members(ranks, s.tp, system)  # members per zone of the job's fabric (hardware.fabric)
     nbytes = gradient_bytes_per_rank(b)
-    t = float(comm.all_reduce_time(nbytes, ranks, k, r, system, m=m))
-    busbw = float(comm.ring_busbw(ranks, k, r, system, m))
+    gain = load_constants().nvls_allreduce_gain  # NVLS inside one NVSwitch domain, as the step model times it
+    t = float(comm.all_reduce_time(nbytes, ranks, k, r, system, gain, m=m))
     multi = ranks > k
+    busbw = float(comm.ring_busbw(ranks, k, r, system, m)) * (gain if system.nvls and not multi else 1.0)
     algo = msg("ar_algo_multi") if multi else msg("ar_algo_nvls") if system.nvls else msg("ar_algo_ring")
     step = float(b.evaluation["time"]["step_s"])
     exposed = float(b.evaluation["time"]["breakdown_s"].get("dp_comm", 0.0))

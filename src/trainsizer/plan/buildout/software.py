@@ -152,6 +152,18 @@ def _nccl_env(b: BuildInput, net: NetworkBlock, stack: dict) -> dict[str, str]:
     if b.network_kind == "roce":
         env["NCCL_IB_TC"] = "105"
         env["NCCL_IB_ROCE_VERSION_NUM"] = "2"
-    if net.sharp and b.network_kind == "ib" and b.nodes > 1:
+    if collnet_helps(b, net):
         env["NCCL_COLLNET_ENABLE"] = "1"
     return env
+
+
+def collnet_helps(b: BuildInput, net: NetworkBlock) -> bool:
+    """IB SHARP (NCCL CollNet, off by default) only where the fabric has it and it pays: SHARP-capable switches,
+    rail-aligned leaves (HPC-X: one aggregation flow per HCA rail), and a gradient all-reduce across at least
+    `collnet_min_domains` NVLink domains (each NIC then sends S once instead of the ring's 2 (N-1)/N S)."""
+    ar, fabric = net.allreduce, net.compute
+    if not (net.sharp and b.network_kind == "ib" and ar is not None and fabric is not None):
+        return False
+    rail = fabric.topology_msg is not None and fabric.topology_msg.key == "net_topology_rail_fat_tree"
+    domains = -(-ar.ranks // max(1, ar.ranks_per_domain))
+    return (rail or b.nics_per_node <= 1) and domains >= rules.value("software", "collnet_min_domains")
