@@ -22,7 +22,7 @@ and prints the development MAPE per source and the small-model rows of the devel
 
 The other families' shares follow the family they were derived from when refitted (perf_constants.yaml: B200 /
 GB200 / GB300 "assumed H100-like", the consumer and AMD parts through the A100's tuned / MAMF ratio). The
-mechanism is not shipped: see docs/frameworks.md Known gaps ("GEMM shape") for what this prints and why.
+mechanism is not shipped: see docs/known-gaps.md 5.8 ("GEMM shape") for what this prints and why.
 
 Run: python benchmarks/gemm_shape.py   (about 4-5 minutes: 4 refit grids of 16 development runs)
 """

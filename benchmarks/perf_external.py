@@ -79,7 +79,7 @@ CASES = [
              "fabric itself +0.03% / +0.4% step (rings crossing a pod stay under its uplinks); the 128K row's "
              "all-gather context parallelism, exposed (s3.3.2: \"the all-gather communication latency is exposed in "
              "the critical path\"; cp_comm_type all_gather) +3.0%. Left: the 8K rows' "
-             "11-14%, the size of the gap between NeMo releases at one layout (docs/frameworks.md: 24.09 -> 25.04 "
+             "11-14%, the size of the gap between NeMo releases at one layout (docs/known-gaps.md 5.1: 24.09 -> 25.04 "
              "+14.5% on Llama 3 8B); RoCE modelled as NDR400 (400 Gb/s per GPU both)"),
     External("Llama-3.1-405B, 16,384 H100, 8K", LLAMA3, "mfu", 0.41,
              _job("llama-3.1-405b", 1.5e13, 8192, {"tokens": 16777216}, "h100-sxm-80gb", 16384, "ib-ndr400",

@@ -39,7 +39,7 @@ def test_held_out_fine_tuning_figures():
     # 5.5% with the two RTX A6000 rows run without activation checkpointing, as their own peaks say (10.2% with
     # their configs' full recompute: -46% / -41%)
     # 6.6% with torchtune's FSDP2 root unit held gathered and the 70B full row's own head unit (70B LoRA and 405B
-    # QLoRA the wrong way, +13% / +32%: docs/frameworks.md)
+    # QLoRA the wrong way, +13% / +32%: docs/known-gaps.md 14)
     assert m("torchtune", "peak_gib") <= 7.0
     # reached: 13.5% (14.2% with eager element-wise traffic at a flat 2.2x; 15.8% with the default GEMM efficiency 0.62 on the RTX 4090 / A6000 instead of the 0.80 / 0.66
     # derived from measured matmul rates; 17.9% without the 3B full rows' foreach AdamW stated; 20.2% without LoRA adapter costs: 3B
@@ -64,7 +64,7 @@ def test_gb300_gb200_pair_without_attention():
     """The Megatron-Bridge 26.06 LoRA FP8 rows differ only in the GPU (Llama 3 70B, 8 GPUs, PP 2 x VPP 20, packed
     samples of about 250 tokens). Measured GB300 / GB200 1.205 with attention under 1% of the FLOPs, so Blackwell
     Ultra's doubled SFU softmax rate gives nothing here: the model's 1.07 is the GEMM shares alone (GB300 the default
-    0.62, GB200 its MAMF-derived 0.564; 1.00 with both at 0.62), the gap is outside attention (docs/frameworks.md)."""
+    0.62, GB200 its MAMF-derived 0.564; 1.00 with both at 0.62), the gap is outside attention (docs/known-gaps.md 1)."""
     pairs = fh.generation_pairs(fh.cases())
     assert [rid for rid, _, _ in pairs] == ["mb26.06_70b_lora_gb300_fp8"]
     _, measured, predicted = pairs[0]
@@ -83,7 +83,7 @@ def test_unpacked_alpaca_row_runs_padded_micro_batches():
 
 
 def test_no_length_distribution_gives_llama_factorys_rise_to_16k():
-    """docs/frameworks.md: the LLaMA-Factory wiki's long-context rows (dataset not stated) measure tokens/s rising
+    """docs/known-gaps.md 19: the LLaMA-Factory wiki's long-context rows (dataset not stated) measure tokens/s rising
     from 4K to 16K at batch 1; with their samples unpacked at any of the what-if lengths the 16K row stays more than
     20% too slow, so no length distribution explains it (printed, not scored, not fitted)."""
     grid = fh.lf_length_whatif()

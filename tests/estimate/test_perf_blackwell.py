@@ -58,7 +58,7 @@ def test_gb300_gb200_pairs_are_the_same_layout_and_gb300_is_not_slower():
     Qwen3-30B-A3B; the 405B, DeepSeek-V3 and Qwen3-235B rows differ in PP / EP / batch). Their rated BF16 / FP8
     peaks are equal; the model's ratio comes from the SFU softmax throughput and the GEMM shares (GB300 the default
     0.62, GB200 its MAMF-derived 0.564): above 1 and within 0.2 of what was measured (1.05-1.22; known gap,
-    docs/frameworks.md)."""
+    docs/known-gaps.md 1)."""
     pairs = pb.generation_pairs(pb.cases())
     assert sorted(name for name, _, _ in pairs) == ["llama3_70b_fp8-cs_64gpu", "llama3_8b_fp8-cs_8gpu",
                                                     "llama3_8b_fp8-mx_8gpu", "qwen3_30b_a3b_fp8-mx_8gpu"]

@@ -148,7 +148,7 @@ def test_one_release_on_two_gpus(results):
     (the 25.02 page): the FP8 models both list (GPT-3 175B, Nemotron-4 15B, 340B) and all FP8 rows, H100 first. On
     H100 that release's rows come out within a few percent on average (-1.0% today); its B200 rows are the 25.02
     source (+12.2%): the gap follows the GPU the release ran on, not the release's framework settings
-    (docs/frameworks.md, NeMo 25.02)."""
+    (docs/known-gaps.md 5.3, NeMo 25.02)."""
     out = ph.one_release_two_gpus(results)
     assert [m for _, m, _ in out] == ["all FP8 rows", "gpt-3-175b", "nemotron-4-15b", "nemotron-4-340b"]
     for _, model, sides in out:

@@ -5,7 +5,7 @@ fast, the other 28 rows 8.6%; AutoModel LoRA 16.9% over 6, all too slow, Nemotro
 11.1% over 7, the 4-node row +40.6%; MLPerf IBM+CoreWeave 405B on GB200
 6.0% over 5, +4.6..+7.5%; Oracle H200 LoRA -7.5% on 8 GPUs, +81.3% on 512;
 Dell H200 SXM / NVL 2.7% over 4;
-Cisco H200 5.0% over 2; SCITIX H100 +17.6%) with a margin: docs/frameworks.md says what is left."""
+Cisco H200 5.0% over 2; SCITIX H100 +17.6%) with a margin: docs/known-gaps.md 17 says what is left."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def test_mlperf_nvidia_rows_run_end_to_end_within_the_measured_bounds():
     cisco = [abs(e) for rid, e in err.items() if "_cisco_" in rid]
     assert len(cisco) == 2 and max(cisco) < 0.09  # reached: +6.3% (2 H200 nodes, TP 2)
     assert abs(err["mlperf5.0_oracle_h200_llama2_70b_lora_fp8_8gpu"]) < 0.10  # reached: -7.5%
-    # known gap (docs/frameworks.md): 64 H200 nodes, one micro-batch a GPU per 0.79 s step, predicted +81%
+    # known gap (docs/known-gaps.md 17 (f)): 64 H200 nodes, one micro-batch a GPU per 0.79 s step, predicted +81%
     assert err["mlperf5.0_oracle_h200_llama2_70b_lora_fp8_512gpu"] < 0.95
     # the same layout on 8 H100 nodes with per-layer CUDA graphs (SCITIX): reached +17.6%
     assert abs(err["mlperf5.0_scitix_h100_llama2_70b_lora_fp8_64gpu"]) < 0.21

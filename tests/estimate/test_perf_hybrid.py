@@ -1,7 +1,7 @@
 """Hybrid Mamba-2 / attention rows (benchmarks/perf_hybrid.py: Nemotron 3 Nano on the Megatron-Bridge 26.02.01 to 26.08
 tables, Nemotron-H 56B on 256 H100 from dgxc-benchmarking; held out, nothing fitted). Bounds = the figures measured
 when the rows were added (2026-12-02: 12.0% over the 21 rows; Blackwell +4 to +14%, H100 -16 to -19%, the 56B
-example run +18.5%) with a margin; docs/frameworks.md says what is left."""
+example run +18.5%) with a margin; docs/known-gaps.md 18 says what is left."""
 
 from __future__ import annotations
 

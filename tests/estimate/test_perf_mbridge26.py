@@ -3,7 +3,7 @@ each row stated from its release's workload base config). Bounds = the figures m
 (2026-12-02: 12.1% over the 43 rows, 10.5% 26.04, 14.5% 26.06, worst -28.9%; 9.8% / 10.5% / 8.9%, worst -21.2%, once
 the MoE layer runs sync-free under a full-iteration graph; 8.2% / 8.7% / 7.5%, worst -18.8%, with the Blackwell rows'
 cuDNN 9.17 attention; 8.0% / 8.7% / 7.0% with MLA's FP8 attention ratio) with a margin; the known gap: Blackwell rows predicted slower
-than measured, most on GB300 (docs/frameworks.md, Known gaps)."""
+than measured, most on GB300 (docs/known-gaps.md, 1)."""
 
 from __future__ import annotations
 

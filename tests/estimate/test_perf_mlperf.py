@@ -42,12 +42,12 @@ def test_nvidia_mlperf_rows():
     # reached: 6.8% over the 33 FP8 rows (10.2% before the v5.1 LoRA runs' FP8 attention, FP8 base and graphs were
     # stated; 44% before a LoRA job's frozen base stopped adding gradient buckets). Worst: the 8B on 512 GB200 /
     # GB300 +43 / +40% once their full-iteration graph removes the host floor, which had stood in for what bounds
-    # their 0.09 s step (docs/frameworks.md Known gaps); +31 / +28% once TE's CP 4 ring pays its per-step
+    # their 0.09 s step (docs/known-gaps.md 4 (c)); +31 / +28% once TE's CP 4 ring pays its per-step
     # corrections and copies (step_time._cp_te_ring). 7.1% over the 33 FP8 rows with the LoRA all-to-all charged
     assert mape([c for c in cs if "_nvfp4_" not in c.row_id]) <= 9.0
     # the two 8B runs on 512 GB200 / GB300 (+45.3 / +42.6% since FP8 inputs gathered under sequence parallelism are cast
     # on their shard, +44.7 / +42.0% before; from 72 to 512 GPUs their per-GPU rate measured 0.48 / 0.43, the model
-    # 0.68 / 0.65: docs/frameworks.md Known gaps) bounded apart; every other row within 45%
+    # 0.68 / 0.65: docs/known-gaps.md 4 (c)) bounded apart; every other row within 45%
     far = ("mlperf5.1_gb200_llama31_8b_fp8_512gpu", "mlperf5.1_gb300_llama31_8b_fp8_512gpu")
     assert all(abs(c.err) < 0.45 for c in cs if c.row_id not in far)
     assert all(abs(c.err) < 0.47 for c in cs if c.row_id in far)
@@ -86,7 +86,7 @@ def test_step_lines_split_a_series_into_micro_batch_and_step_costs():
 
 def test_405b_series_per_micro_batch_time_as_measured():
     """H100 / H200 405B at several scales: the estimate's time a micro-batch within 3% of the measured line's
-    (reached: 1.4% / 0.5%); its per-step cost is 0.16-0.17 s short (a known gap, docs/frameworks.md (e)): a mechanism
+    (reached: 1.4% / 0.5%); its per-step cost is 0.16-0.17 s short (a known gap, docs/known-gaps.md 17 (e)): a mechanism
     that closes it may reach the measured cost, not pass it by more than 50 ms."""
     cs = pm.cases()
     lines = {name: (meas, pred) for name, _, meas, pred in
@@ -100,7 +100,7 @@ def test_405b_series_per_micro_batch_time_as_measured():
 def test_b200_8b_series_flat_to_128_gpus():
     """University of Florida's DGX B200 8B runs at one layout (CP 2, one micro-batch a GPU) on 32 to 256 GPUs: the
     per-GPU rate measured within 3% from 32 to 128 GPUs and the estimate moves as little; the drop at 256 (0.85 of
-    the 32-GPU rate) is not modelled (docs/frameworks.md Known gaps)."""
+    the 32-GPU rate) is not modelled (docs/known-gaps.md 4 (c))."""
     ratios = {name: (meas, pred) for name, meas, pred in pm.scaling(pm.cases())}
     m32, p32 = ratios["mlperf5.1_b200_llama31_8b_fp8 32gpu / 8gpu"]
     m128, p128 = ratios["mlperf5.1_b200_llama31_8b_fp8 128gpu / 8gpu"]
@@ -111,7 +111,7 @@ def test_forward_only_against_logged_evaluation_steps():
     """The 8B rows' logged evaluation steps (a forward and the loss, no backward, no gradient collective) against the
     estimate's forward compute. Reached: +9..+18% (the estimate slower) where a GPU runs 4,096 tokens or more a
     micro-batch on FP8, -22 / -23% at 512 GB200 / GB300 (TP 2 x CP 4, 2,048 tokens: most of those rows' gap is in the
-    layer, docs/frameworks.md Known gaps), NVFP4 -2..+17%."""
+    layer, docs/known-gaps.md 4 (c)), NVFP4 -2..+17%."""
     fc = {rid: (fwd - ev) / ev for rid, ev, fwd, _, _ in pm.forward_check()}
     assert len(fc) == 15 and all(abs(e) < 0.30 for e in fc.values())
     assert fc["mlperf5.1_gb200_llama31_8b_fp8_512gpu"] < 0.0 < fc["mlperf5.1_gb200_llama31_8b_fp8_72gpu"]

@@ -31,7 +31,7 @@ def test_worst_modern_row(summary):
     # reached: torchtitan 8B CP 8 +43.2% (8B CP 4 +36.6%, 405B CP 8 +30.8%; +52.2 / +44.5 / +49.3 before PyTorch's
     # ring attention was charged as its code runs: step_time._cp_torch_ring): the 8B's time per token at CP 4 / 8 is
     # still 1.4 / 1.5x what its CP 1 / 2 rows extrapolate to linearly, which no mechanism read in the code gives at one
-    # node (docs/frameworks.md Known gaps); -19.5% (8B CP 2) at the 0.25 FA2 figure, which hid it
+    # node (docs/known-gaps.md 1, perf_heldout (c)); -19.5% (8B CP 2) at the 0.25 FA2 figure, which hid it
     assert abs(summary["worst"][0][4]) <= 46.0, summary["worst"][0]
 
 
