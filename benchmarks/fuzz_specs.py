@@ -201,6 +201,11 @@ def run_cli(args: list[str]) -> tuple[str, str]:
         return "crash", "".join(traceback.format_exception_only(type(exc), exc)).strip()
     if "Traceback" in err.getvalue():
         return "crash", err.getvalue()[-400:]
+    if code == 2 and "--json" in args:  # the error object on stdout; its message as the paragraph would print it
+        try:
+            return "error", "error: " + json.loads(out.getvalue(), parse_constant=_no_nan)["error"]["message"]
+        except (ValueError, KeyError, TypeError) as exc:
+            return "crash", f"invalid JSON error: {exc!r}: {out.getvalue()[-400:]}"
     if code == 2:
         return "error", err.getvalue().strip()
     if code != 0:

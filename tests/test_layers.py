@@ -13,7 +13,7 @@ PKG = Path(__file__).resolve().parents[1] / "src" / "trainsizer"
 # with the estimators, the error tree, the click runner that turns errors into exit status 2 (cli and
 # `trainsizer accept`), and `trainsizer.__version__`.
 RANK = {
-    "catalogues": 0, "names": 0, "numbers": 0, "messages": 1, "layout_text": 2, "errors": 2, "cli_support": 3,
+    "catalogues": 0, "names": 0, "numbers": 0, "jsonable": 0, "messages": 1, "layout_text": 2, "errors": 2, "cli_support": 3,
     "spec": 4,
     "catalog": 5, "models": 5,
     "estimate": 6,

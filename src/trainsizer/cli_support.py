@@ -1,5 +1,5 @@
-"""Running a click command the trainsizer way: user errors print one paragraph (no traceback), exit 2; `--help` in
-the reader's language.
+"""Running a click command the trainsizer way: user errors print one paragraph (no traceback), or with --json
+the HTTP API's error object on stdout, exit 2; `--help` in the reader's language.
 
 Help: every command's and option's help comes from `data/cli_help.yaml` (en + zh; the click decorators carry
 none), click's own words ("Usage:", "Options", "[default: 10]") too, wrapped by the terminal cells a character
@@ -10,6 +10,7 @@ The language: the root command's `--lang` (an eager option, so it is read before
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from contextvars import ContextVar
@@ -18,7 +19,8 @@ from typing import Any
 import click
 
 from trainsizer.catalogues import default_lang, load
-from trainsizer.errors import TrainsizerError, render_error
+from trainsizer.errors import ERROR_FIELDS, TrainsizerError, error_fields
+from trainsizer.jsonable import to_jsonable
 from trainsizer.messages import LIST_SEPARATORS
 from trainsizer.messages import render as render_message
 from trainsizer.names import FRAMEWORKS, OFFLOAD, RECOMPUTE, RECOMPUTE_METHODS
@@ -29,32 +31,64 @@ def _m(key: str, lang: str, **params: object) -> str:
 
 
 def run_command(command: click.Command, argv: list[str] | None = None, prog_name: str | None = None,
-                lang: str = "en") -> int:
-    """Invoke `command` and turn its outcome into an exit status; errors are printed in `lang`."""
+                lang: str = "en", as_json: bool = False) -> int:
+    """Invoke `command` and turn its outcome into an exit status; errors are printed in `lang`: one paragraph
+    on stderr, or with `as_json` (the line asked for --json) the object {"error": {kind, message, field, where,
+    value, allowed, suggestion, rule}} on stdout, the HTTP API's error body."""
     token = run_lang.set(lang)
     try:
         result = command.main(args=argv, prog_name=prog_name, standalone_mode=False)
-    except TrainsizerError as err:
-        click.echo(f"{_m('error_prefix', lang)}{render_error(err, lang)}", err=True)
-        return err.exit_code
-    except click.exceptions.Abort:
-        click.echo(_m("error_aborted", lang), err=True)
-        return 1
-    except click.UsageError as err:
-        # the same "error: ..." paragraph as every other bad input, with where to find the usage
-        ctx = err.ctx
-        hint = _m("error_see_help", lang, command=ctx.command_path) if ctx is not None else ""
-        text = _usage_text(err, lang).rstrip(".")
-        click.echo(f"{_m('error_prefix', lang)}{text}{hint}{_m('error_end', lang)}", err=True)
-        return 2
-    except click.ClickException as err:
-        click.echo(f"{_m('error_prefix', lang)}{_sentence(err.format_message())}", err=True)
-        return 2
+    except (TrainsizerError, click.exceptions.Abort, click.ClickException) as err:
+        code, fields = _failure(err, lang)
+        if as_json:
+            click.echo(json.dumps({"error": fields}, ensure_ascii=False, indent=2))
+        else:
+            prefix = "" if fields["kind"] == "aborted" else _m("error_prefix", lang)
+            click.echo(prefix + fields["message"], err=True)
+        return code
     except click.exceptions.Exit as err:
         return err.exit_code
     finally:
         run_lang.reset(token)
     return result if isinstance(result, int) else 0
+
+
+def wants_json(args: list[str]) -> bool:
+    """Whether the command line asks for --json (before a `--`): its errors are then JSON too."""
+    return "--json" in (args[:args.index("--")] if "--" in args else args)
+
+
+def _failure(err: Exception, lang: str) -> tuple[int, dict[str, Any]]:
+    """(exit status, the error's fields for scripts, `message` being the paragraph after "error: ")."""
+    if isinstance(err, TrainsizerError):
+        fields = error_fields(err, lang)
+        return err.exit_code, {**fields, "value": to_jsonable(fields["value"])}
+    if isinstance(err, click.exceptions.Abort):
+        return 1, {**ERROR_FIELDS, "kind": "aborted", "message": _m("error_aborted", lang)}
+    if isinstance(err, click.UsageError):
+        # the same "error: ..." paragraph as every other bad input, with where to find the usage
+        ctx = err.ctx
+        hint = _m("error_see_help", lang, command=ctx.command_path) if ctx is not None else ""
+        text = _usage_text(err, lang).rstrip(".")
+        return 2, {**ERROR_FIELDS, **_usage_parts(err), "kind": "usage",
+                   "message": f"{text}{hint}{_m('error_end', lang)}"}
+    return 2, {**ERROR_FIELDS, "kind": "usage", "message": _sentence(err.format_message())}
+
+
+def _usage_parts(err: click.UsageError) -> dict[str, Any]:
+    """A usage error's option (`where`), bad value, allowed choices and closest option, where click knows them."""
+    param = getattr(err, "param", None)
+    parts: dict[str, Any] = {}
+    if isinstance(err, click.NoSuchOption):
+        parts.update(where=err.option_name, suggestion=(err.possibilities or [None])[0])
+    elif param is not None:
+        parts["where"] = str(param.name).upper() if isinstance(param, click.Argument) else option_key(param)
+        if isinstance(param.type, click.Choice):
+            parts["allowed"] = LIST_SEPARATORS["en"].join(map(str, param.type.choices))
+    found = _CLICK_VALUE.fullmatch(str(getattr(err, "message", "")).strip())
+    if isinstance(err, click.BadParameter) and found is not None:
+        parts["value"] = found.group("value").strip("'")
+    return parts
 
 
 def _sentence(message: str) -> str:

@@ -7,7 +7,9 @@ paragraph (no traceback) and exits with status 2. Messages say what is wrong, wh
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
+from typing import Any
 
 from trainsizer.messages import Listing, Msg, msg, tr
 from trainsizer.messages import render as render_message
@@ -131,6 +133,41 @@ def render_error(err: TrainsizerError, lang: str) -> str:
     """`err` in `lang` when it knows how (SpecError, StrategyError); its English message otherwise."""
     render = getattr(err, "render", None)
     return render(lang) if callable(render) else str(err)
+
+
+_ORIGIN = re.compile(r"^(job|form|upload|body):\s*")
+_TAIL = re.compile(r"\s*\(.*\)$")
+_INDEX = re.compile(r"\[\d+\]")
+
+
+def field_of(where: str | None) -> str | None:
+    """The job path inside a SpecError's `where`: 'job.yaml: constraints.include[0]' -> 'constraints.include';
+    a flag's ('--zero (strategy.zero)') -> 'strategy.zero'."""
+    if not where:
+        return None
+    if isinstance(where, Msg) and where.key in ("error_at", "error_at_flag"):
+        where = str(where.params["path"])
+    path = _INDEX.sub("", _TAIL.sub("", _ORIGIN.sub("", where)))
+    path = path.split(":")[-1].strip()
+    return path or None
+
+
+# every field of an error for scripts, none set (the HTTP API's ErrorDetail has the same; tests check)
+ERROR_FIELDS: dict[str, Any] = dict.fromkeys(("kind", "message", "field", "where", "value", "allowed", "suggestion",
+                                              "rule"))
+
+
+def error_fields(err: TrainsizerError, lang: str) -> dict[str, Any]:
+    """`err` for scripts (`--json`, the HTTP API's `{"error": ...}`): `kind` (spec | strategy), `message` (the
+    paragraph the CLI prints after "error: ", in `lang`) and its parts: `field` (job path), `where`, `value`,
+    `allowed`, `suggestion`, `rule` (a strategy rule's id). The value as the file gave it (null for null)."""
+    out = {**ERROR_FIELDS, "kind": "spec", "message": render_error(err, lang)}
+    if isinstance(err, SpecError):
+        out.update(field=field_of(err.where), where=str(err.where), value=err.value,
+                   allowed=None if err.allowed is None else str(err.allowed), suggestion=err.suggestion)
+    elif isinstance(err, StrategyError):
+        out.update(kind="strategy", field="strategy", rule=err.rule)
+    return out
 
 
 def quoted(err: TrainsizerError) -> str:

@@ -10,7 +10,7 @@ import pytest
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import SpecError
 from trainsizer.evaluate import evaluate, reverse_questions
-from trainsizer.render.console import to_jsonable
+from trainsizer.jsonable import to_jsonable
 from trainsizer.scenario import resolve_job
 from trainsizer.spec import load_job
 

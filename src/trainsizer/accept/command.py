@@ -275,9 +275,10 @@ def accept(click_ctx: click.Context, **params: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m trainsizer.accept`: errors for bad input print one line and exit 2."""
-    from trainsizer.cli_support import run_command
+    from trainsizer.cli_support import run_command, wants_json
 
-    return run_command(accept, argv, prog_name="trainsizer accept")
+    args = list(sys.argv[1:] if argv is None else argv)
+    return run_command(accept, args, prog_name="trainsizer accept", as_json=wants_json(args))
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@ import click
 
 from trainsizer.cli.app import AppState, cli, json_option
 from trainsizer.errors import SpecError
+from trainsizer.jsonable import to_jsonable
 from trainsizer.messages import msg
-from trainsizer.render.console import echo_json, to_jsonable
+from trainsizer.render.console import echo_json
 from trainsizer.render.i18n import t
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -11,24 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-
-def to_jsonable(obj: Any) -> Any:
-    """Plain JSON types; NaN/inf become null (JSON has no NaN)."""
-    if hasattr(obj, "to_dict"):
-        return to_jsonable(obj.to_dict())
-    if hasattr(obj, "model_dump"):
-        return to_jsonable(obj.model_dump(mode="json"))
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple | set | frozenset):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
-        return to_jsonable(obj.item())
-    if isinstance(obj, str | int | bool) or obj is None:
-        return obj
-    return str(obj)
+from trainsizer.jsonable import to_jsonable
 
 
 def echo_json(obj: Any) -> None:

@@ -15,8 +15,8 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from trainsizer.errors import SpecError
+from trainsizer.jsonable import to_jsonable
 from trainsizer.messages import msg
-from trainsizer.render.console import to_jsonable
 from trainsizer.web.errors import ErrorBody, NotFound
 from trainsizer.web.i18n import lang_of
 from trainsizer.web.jobinput import parse_json_object, validate_job

@@ -6,14 +6,13 @@ Conditions of the server itself (too large, busy, time limit) get their own smal
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydantic import BaseModel
 
-from trainsizer.errors import SpecError, StrategyError, TrainsizerError, render_error
+from trainsizer.errors import TrainsizerError, error_fields, render_error
+from trainsizer.jsonable import to_jsonable
 from trainsizer.messages import msg, tr
-from trainsizer.render.console import to_jsonable
 
 
 class WebError(TrainsizerError):
@@ -60,7 +59,7 @@ class Refused(WebError):
 class ErrorDetail(BaseModel):
     """One refused request. `message` is the CLI's error paragraph; the other fields split it up."""
 
-    kind: str  # spec | strategy | limit | not_found | internal
+    kind: str  # spec | strategy | limit | not_found | internal (the CLI's --json also: usage | aborted)
     message: str
     field: str | None = None  # job path such as data.tokens or constraints.include
     where: str | None = None
@@ -74,36 +73,16 @@ class ErrorBody(BaseModel):
     error: ErrorDetail
 
 
-_ORIGIN = re.compile(r"^(job|form|upload|body):\s*")
-_TAIL = re.compile(r"\s*\(.*\)$")
-_INDEX = re.compile(r"\[\d+\]")
-
-
-def field_of(where: str | None) -> str | None:
-    """The job path inside a SpecError's `where`: 'job: constraints.include[0] (x)' -> 'constraints.include'."""
-    if not where:
-        return None
-    path = _INDEX.sub("", _TAIL.sub("", _ORIGIN.sub("", where)))
-    path = path.split(":")[-1].strip()
-    return path or None
-
-
 def error_detail(err: BaseException, lang: str = "en") -> ErrorDetail:
     """The JSON body of a refused request, its message in `lang`; never a traceback."""
     if isinstance(err, Refused):
         return ErrorDetail.model_validate(err.detail)
-    message = render_error(err, lang) if isinstance(err, TrainsizerError) else ""
-    if isinstance(err, SpecError):
-        return ErrorDetail(kind="spec", message=message, field=field_of(err.where), where=err.where,
-                           value=to_jsonable(err.value), allowed=err.allowed, suggestion=err.suggestion)
-    if isinstance(err, StrategyError):
-        return ErrorDetail(kind="strategy", message=message, field="strategy", rule=err.rule)
-    if isinstance(err, NotFound):
-        return ErrorDetail(kind="not_found", message=message, field=err.field)
     if isinstance(err, WebError):
-        return ErrorDetail(kind="limit", message=message, field=err.field)
+        return ErrorDetail(kind="not_found" if isinstance(err, NotFound) else "limit",
+                           message=render_error(err, lang), field=err.field)
     if isinstance(err, TrainsizerError):
-        return ErrorDetail(kind="spec", message=message)
+        fields = error_fields(err, lang)
+        return ErrorDetail(**{**fields, "value": to_jsonable(fields.get("value"))})
     return ErrorDetail(kind="internal", message=msg("web_internal_error").tr(lang))
 
 

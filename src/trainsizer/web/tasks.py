@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from trainsizer.errors import TrainsizerError
-from trainsizer.render.console import to_jsonable
+from trainsizer.jsonable import to_jsonable
 from trainsizer.web.errors import error_detail, status_of
 
 log = logging.getLogger("trainsizer.web")
