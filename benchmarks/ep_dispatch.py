@@ -8,7 +8,7 @@ every token copy to a node (internode, RDMA) or to a rank (intranode, NVLink), t
 kernel's time.
 
 The estimate is the one step_time._ep_comm charges under `moe_dispatcher: flex` on a PyTorch-native style (DeepEP):
-copies counted as there (step_time.ep_ranks_per_token, here over the nodes the routing allows), timed by
+copies counted as there (step_time.group_limited_units_per_token, the nodes as the routing's groups), timed by
 comm.forwarded_all_to_all_time / all_to_all_time at step_time.deepep_rates (perf_constants.yaml
 comm.deepep_normal_kernels, read off the V1 table's EP 8 / 32 / 64 rows, not fitted on any training row). The EP 16
 rows and the V2 rows are checks the rates were not read from.
@@ -25,7 +25,7 @@ from harness import Case, mape
 from trainsizer.catalog import load_catalog
 from trainsizer.estimate import comm
 from trainsizer.estimate.calibration import load_constants, rates
-from trainsizer.estimate.step_time import deepep_rates, ep_ranks_per_token
+from trainsizer.estimate.step_time import deepep_rates, group_limited_units_per_token
 from trainsizer.scenario import resolve_job
 
 ROWS = Path(__file__).resolve().parent / "data" / "deepep_normal_kernels.csv"
@@ -56,14 +56,13 @@ def estimate_gb_s(row: dict[str, str], catalog, deepep: bool = True) -> float:
     ep, k = int(row["ep"]), int(row["gpus_per_node"])
     nodes = max(ep // k, 1)
     allowed = min(nodes, int(row["topk_nodes"]))
-    pool = int(row["experts"]) * allowed // nodes  # the experts of the nodes a token may go to
-    topk = int(row["topk"])
-    ranks = float(ep_ranks_per_token(pool, topk, allowed * k))
+    experts, topk = int(row["experts"]), int(row["topk"])
+    ranks = float(group_limited_units_per_token(experts, topk, nodes, allowed, ep))
     per_copy = int(row["tokens"]) * token_bytes(row)
     if nodes == 1:
         t = float(comm.all_to_all_time(per_copy * ranks, ep, k, r, system))
         return per_copy * ranks / t / 1e9
-    hit = float(ep_ranks_per_token(pool, topk, allowed))
+    hit = float(group_limited_units_per_token(experts, topk, nodes, allowed, nodes))
     t = float(comm.forwarded_all_to_all_time(per_copy * hit * (nodes - 1) / nodes, per_copy * ranks * (k - 1) / k,
                                              ep, k, r, system))
     return per_copy * hit / t / 1e9

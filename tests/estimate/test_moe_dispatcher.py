@@ -23,6 +23,7 @@ from trainsizer.estimate.inputs import Strategy, Training
 from trainsizer.estimate.step_time import (
     ep_ranks_per_token,
     estimate_time,
+    group_limited_units_per_token,
     moe_alltoall,
     round_robin_groups_per_token,
     step_time_arrays,
@@ -237,3 +238,65 @@ def test_full_iteration_graph_runs_the_moe_layer_sync_free(dispatcher):
             assert with_sync == gpu_only
         else:
             assert with_sync > gpu_only * 1.01
+
+
+def _router_monte_carlo(experts: int, topk: int, groups: int, per_token: int, units: int, n: int = 4000) -> float:
+    """Distinct units a token reaches under Megatron-Core's group_limited_topk on random scores (force-balanced
+    routing, moe_utils.apply_random_logits): groups scored by their top k / per_token sigmoid scores, the best
+    per_token kept, the top k of their experts."""
+    rng = np.random.default_rng(0)
+    s = 1.0 / (1.0 + np.exp(-rng.standard_normal((n, experts))))
+    scores = np.sort(s.reshape(n, groups, -1), axis=-1)[:, :, -(topk // per_token):].sum(-1)
+    chosen = np.argsort(-scores, axis=1)[:, :per_token]
+    mask = np.zeros((n, groups), bool)
+    np.put_along_axis(mask, chosen, True, 1)
+    top = np.argsort(-np.where(np.repeat(mask, experts // groups, axis=1), s, -np.inf), axis=1)[:, :topk]
+    return float(np.mean([len(set(row)) for row in top // (experts // units)]))
+
+
+@pytest.mark.parametrize("units", [8, 16, 32, 64])
+def test_group_limited_routing_against_the_router(units):
+    """DeepSeek-V3's node-limited routing (n_group 8, topk_group 4; Megatron-Core group_limited_topk): a token's 8
+    experts lie in 4 of the 8 groups, so over 8 nodes it reaches at most 4 (no limit: 5.3). The count is within 6% of
+    the router run on random scores, and nearer to it than the count without the limit."""
+    limited = float(group_limited_units_per_token(256, 8, 8, 4, units))
+    free = float(ep_ranks_per_token(256, 8, units))
+    router = _router_monte_carlo(256, 8, 8, 4, units)
+    assert limited == pytest.approx(router, rel=0.06)
+    assert abs(limited - router) < abs(free - router)
+    if units == 8:
+        assert limited == pytest.approx(4.0) and free > 5.2
+
+
+@settings(max_examples=60, deadline=None)
+@given(hs.sampled_from([1, 2, 4, 8]), hs.integers(1, 8), hs.sampled_from([1, 2, 4, 8, 16, 32, 64]),
+       hs.integers(1, 8))
+def test_group_limited_routing_bounds(groups, per_token, units, topk):
+    """Never more units than the top-k or the units; over units that are the groups, at most the groups a token may
+    use; every group allowed is the unlimited count. (Not bounded by the unlimited count: the limit spreads a token's
+    experts over its chosen groups, so 2 experts in 2 of 4 groups span both halves more often than 2 free ones.)"""
+    per_token = min(per_token, groups)
+    limited = float(group_limited_units_per_token(256, topk, groups, per_token, units))
+    free = float(ep_ranks_per_token(256, topk, units))
+    assert 1.0 - 1e-9 <= limited <= min(topk, units) + 1e-9
+    if units == groups:
+        assert limited <= per_token + 1e-9
+    if per_token == groups:
+        assert limited == pytest.approx(free)
+
+
+def test_group_limited_routing_shortens_a_flex_dispatch_across_nodes():
+    """EP 64 over 8 nodes with the flex dispatcher: DeepSeek-V3's group limit (8 groups = the 8 nodes, 4 a token)
+    sends fewer network copies than the same model routed over every expert; the alltoall dispatcher sends one copy
+    per expert either way."""
+    from trainsizer.models import load_preset
+
+    v3 = load_preset("deepseek-v3")
+    free = v3.with_(expert_groups=1, expert_groups_per_token=1)
+    s = h100_cluster(64)
+    st = Strategy(dp=64, ep=64, micro_batch=1, framework="megatron-core", moe_dispatcher="flex")
+    ep = {name: estimate_time(m, TR, s, st).breakdown_s["ep_comm"] for name, m in (("v3", v3), ("free", free))}
+    assert ep["v3"] < 0.9 * ep["free"]
+    a2a = st.with_(moe_dispatcher="alltoall")
+    assert estimate_time(v3, TR, s, a2a).breakdown_s["ep_comm"] == pytest.approx(
+        estimate_time(free, TR, s, a2a).breakdown_s["ep_comm"])

@@ -247,6 +247,24 @@ def test_deepseek_v3(tmp_path):
     assert a.params_active == base + dense + 3 * (moe_common + 2 * 3 * 64 * 32)
     assert a.mtp_layers == 1 and a.attention == "mla" and a.head_dim == 12
     assert a.unknown_keys == ()
+    assert (a.expert_groups, a.expert_groups_per_token) == (2, 1)  # noaux_tc: n_group / topk_group
+
+
+@pytest.mark.parametrize(("method", "groups"), [("greedy", (1, 1)), ("group_limited_greedy", (2, 1))])
+def test_deepseek_v2_group_limited_routing_by_topk_method(method, groups):
+    a = arch_from_hf_config(dict(DEEPSEEK_V3, model_type="deepseek_v2", topk_method=method,
+                                 num_nextn_predict_layers=None))
+    assert (a.expert_groups, a.expert_groups_per_token) == groups
+
+
+@pytest.mark.parametrize(("key", "value", "where", "fragment"),
+                         [("n_group", 3, "n_routed_experts", "not divisible by n_group (3)"),
+                          ("topk_group", 3, "topk_group", "exceeds n_group")])
+def test_deepseek_v3_bad_expert_groups_name_the_key(key, value, where, fragment):
+    with pytest.raises(SpecError) as e:
+        arch_from_hf_config(dict(DEEPSEEK_V3, **{key: value}))
+    assert e.value.where.endswith(where)
+    assert fragment in str(e.value)
 
 
 def test_deepseek_v2_no_q_lora_and_layer_freq():

@@ -91,6 +91,11 @@ class ModelArch:
     # gate logits computed in fp32 (DeepSeek-V2/V3: HF DeepseekV3TopkRouter F.linear on float32 inputs and weight;
     # Megatron-Bridge DeepSeekModelProvider moe_router_dtype "fp32"): the router GEMM runs on the FP32 units
     router_fp32: bool = False
+    # group-limited routing (DeepSeek-V2 group_limited_greedy, V3 noaux_tc: HF n_group / topk_group; Megatron-Core
+    # moe_router_num_groups / moe_router_group_topk): the routed experts form `expert_groups` contiguous groups and a
+    # token's top-k are taken from the `expert_groups_per_token` groups with the highest scores (1 / 1: no limit)
+    expert_groups: int = 1
+    expert_groups_per_token: int = 1
     # Attention kind; MLA parameters (DeepSeek-V2/V3)
     attention: str = "gqa"
     q_lora_rank: int = 0  # 0: queries are not compressed

@@ -281,6 +281,23 @@ def _check_topk(c: ConfigReader, key: str, k: int, experts: int) -> None:
         raise SpecError(c.where(key), msg("hf_exceeds_experts", experts=experts), value=k)
 
 
+def _expert_groups(c: ConfigReader, experts: int, limited: bool) -> dict[str, int]:
+    """Group-limited routing (ModelArch.expert_groups): DeepSeek-V2's group_limited_greedy and V3's noaux_tc
+    (modeling_deepseek.py MoEGate / DeepseekV3TopkRouter: scores viewed as n_group groups, the topk_group best kept)
+    read n_group / topk_group; other methods route over every expert."""
+    if not limited:
+        c.used.update({"n_group", "topk_group"})
+        return {}
+    groups = c.opt_int("n_group", 1, 1, note=False)
+    per_token = c.opt_int("topk_group", 1, 1, note=False)
+    if experts % groups:
+        raise SpecError(c.where("n_routed_experts"), msg("hf_not_divisible", key="n_group", heads=groups),
+                        value=experts)
+    if per_token > groups:
+        raise SpecError(c.where("topk_group"), msg("hf_exceeds_groups", groups=groups), value=per_token)
+    return {"expert_groups": groups, "expert_groups_per_token": per_token}
+
+
 def _qwen_moe_common(c: ConfigReader) -> dict[str, Any]:
     """decoder_sparse_step / mlp_only_layers: layer i is MoE iff i not in mlp_only_layers and
     (i + 1) % decoder_sparse_step == 0 (modeling_qwen2_moe.py / modeling_qwen3_moe.py)."""
@@ -377,6 +394,7 @@ def _deepseek(version: int) -> Adapter:
                 moe_layer_offset=0,
                 router_bias=method == "noaux_tc",
                 router_fp32=True,  # MoEGate / DeepseekV3TopkRouter: F.linear on float32
+                **_expert_groups(c, experts, method in ("noaux_tc", "group_limited_greedy")),
             )
         else:
             for key in ("num_experts_per_tok", "moe_intermediate_size", "n_shared_experts", "topk_method",

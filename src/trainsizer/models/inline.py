@@ -57,6 +57,8 @@ class InlineModelSpec(BaseModel):
     mlp_only_layers: list[int] | None = None
     router_bias: bool | None = None
     router_fp32: bool | None = None
+    expert_groups: int | None = Pos  # group-limited routing (ModelArch.expert_groups)
+    expert_groups_per_token: int | None = Pos
     attention: Literal["gqa", "mla"] | None = None
     q_lora_rank: int | None = NonNeg
     kv_lora_rank: int | None = NonNeg
@@ -165,9 +167,17 @@ def _check(v: dict[str, Any], where: str) -> None:
             raise bad("experts_per_token", msg("model_exceeds", what="experts", n=experts))
         if not v.get("expert_ffn"):
             raise bad("expert_ffn", msg("model_required_with_experts"))
+        groups = v.get("expert_groups", 1)
+        if experts % groups:
+            raise bad("expert_groups", msg("model_must_divide_experts", experts=experts))
+        if v.get("expert_groups_per_token", 1) > groups:
+            raise bad("expert_groups_per_token", msg("model_exceeds", what="expert_groups", n=groups))
     else:
         for key in ("experts_per_token", "expert_ffn", "shared_expert_ffn", "dense_layers"):
             if v.get(key):
+                raise bad(key, msg("model_only_with_experts"))
+        for key in ("expert_groups", "expert_groups_per_token"):
+            if v.get(key, 1) > 1:
                 raise bad(key, msg("model_only_with_experts"))
     if v.get("dense_layers", 0) > layers:
         raise bad("dense_layers", msg("model_exceeds", what="layers", n=layers))
