@@ -34,7 +34,9 @@ Where per-GPU throughput goes at scale (step_lines): the rows of one benchmark, 
 differ only in m, the micro-batches a pipeline runs per step, so step = a m + b through them splits the step into the
 per-micro-batch time a and a per-step cost b, measured and predicted; strong scaling at a fixed global batch shrinks m,
 so b is what the per-GPU rate loses. The 405B series have the estimate's a within 2% on H100 / H200 (GB200 NVFP4: 23% too
-slow a micro-batch) and its b 0.16-0.17 s a step short on every part (IBM+CoreWeave's GB200, perf_heldout26: 0.20 s).
+slow a micro-batch) and its b 0.09-0.14 s a step short on every part (H100 0.14, H200 0.09, GB200 NVFP4 0.10;
+IBM+CoreWeave's GB200, perf_heldout26: 0.13 s), after the interleaved schedule's 2(p v - 1) fill and drain transfers
+(pipeline.p2p_transfers_unhidden; 2(p - 1) before 2026-12-02, when the gap was 0.16-0.20 s).
 
 Run: python benchmarks/perf_mlperf.py
 """

@@ -86,15 +86,16 @@ def test_step_lines_split_a_series_into_micro_batch_and_step_costs():
 
 def test_405b_series_per_micro_batch_time_as_measured():
     """H100 / H200 405B at several scales: the estimate's time a micro-batch within 3% of the measured line's
-    (reached: 1.4% / 0.5%); its per-step cost is 0.16-0.17 s short (a known gap, docs/known-gaps.md 17 (e)): a mechanism
-    that closes it may reach the measured cost, not pass it by more than 50 ms."""
+    (reached: 1.4% / 0.5%); its per-step cost is 0.14 / 0.09 s short with the interleaved schedule's fill and drain
+    transfers (0.17 / 0.16 s without them; the rest a known gap, docs/known-gaps.md 17 (e)): a mechanism that closes
+    it may reach the measured cost, not pass it by more than 50 ms."""
     cs = pm.cases()
     lines = {name: (meas, pred) for name, _, meas, pred in
              pm.step_lines(pm._rows(), {c.row_id: (c.measured, c.predicted) for c in cs})}
     for name in ("mlperf5.0_h100_llama31_405b_fp8", "mlperf5.1_h200_llama31_405b_fp8"):
         (am, bm), (ap, bp) = lines[name]
         assert abs(ap - am) / am < 0.03, name
-        assert 0.0 < bp < bm + 0.05, name
+        assert bm - 0.15 < bp < bm + 0.05, name
 
 
 def test_b200_8b_series_flat_to_128_gpus():

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as hs
 
@@ -38,6 +39,61 @@ def test_embedding_and_loss_slots_take_a_layer_each():
 
 @given(p=hs.integers(1, 64), m=hs.integers(1, 512), v=hs.integers(2, 8))
 def test_overlapped_interleaving_leaves_only_the_warm_up_and_cool_down_transfers(p, m, v):
-    unhidden = float(pipeline.p2p_transfers_unhidden(p))
-    assert unhidden == (2.0 * (p - 1) if p > 1 else 0.0)
+    unhidden = float(pipeline.p2p_transfers_unhidden(p, m, v))
     assert unhidden <= float(pipeline.p2p_transfers_on_critical_path(p, m, v))
+    if p > 1 and m >= p:
+        assert unhidden == 2.0 * (p * v - 1)
+    assert float(pipeline.p2p_transfers_unhidden(p)) == (2.0 * (p - 1) if p > 1 else 0.0)
+
+
+def _interleaved_makespan(p: int, v: int, m: int, fwd: float, bwd: float, hop: float) -> float:
+    """Replay Megatron-Core's interleaved 1F1B order (schedules.py: get_pp_rank_microbatches warm-up
+    (p - r - 1) x 2 + (v - 1) x p, get_model_chunk_id / microbatch ids in groups of p, one forward then one
+    backward in the steady state) with every stage-to-stage transfer taking `hop` after its sender finishes and
+    sends never blocking (overlap_p2p_comm); returns the step's makespan."""
+    total = m * v
+
+    def chunk(k: int, forward: bool) -> int:
+        c = (k // p) % v
+        return c if forward else v - 1 - c
+
+    orders = []
+    for r in range(p):
+        warm = min((p - r - 1) * 2 + (v - 1) * p, total)
+        seq = [(True, k) for k in range(warm)]
+        for k in range(total - warm):
+            seq += [(True, k + warm), (False, k)]
+        seq += [(False, k) for k in range(total - warm, total)]
+        orders.append([(fw, chunk(k, fw), (k // (p * v)) * p + k % p) for fw, k in seq])
+    done: dict[tuple, float] = {}
+    clock, pos = [0.0] * p, [0] * p
+    while any(pos[r] < len(orders[r]) for r in range(p)):
+        moved = False
+        for r in range(p):
+            while pos[r] < len(orders[r]):
+                fw, c, i = orders[r][pos[r]]
+                if fw:
+                    dep = (True, r - 1, c, i) if r > 0 else ((True, p - 1, c - 1, i) if c > 0 else None)
+                else:
+                    dep = (False, r + 1, c, i) if r < p - 1 else ((False, 0, c + 1, i) if c < v - 1 else None)
+                if dep is not None and dep not in done:
+                    break
+                clock[r] = max(clock[r], done[dep] + hop if dep else 0.0) + (fwd if fw else bwd)
+                done[(fw, r, c, i)] = clock[r]
+                pos[r] += 1
+                moved = True
+        assert moved
+    return max(clock)
+
+
+@pytest.mark.parametrize(("p", "v", "bwd"), [(2, 1, 2.0), (4, 1, 2.0), (4, 2, 2.0), (4, 4, 1.0), (8, 2, 3.0),
+                                             (8, 8, 2.0)])
+def test_unhidden_transfers_match_a_replay_of_the_interleaved_schedule(p, v, bwd):
+    """The replay's makespan is the ideal m v (f + b) plus the bubble (p - 1)(f + b) plus
+    p2p_transfers_unhidden hops to fill and drain, whatever m: the steady state hides every transfer."""
+    hop = 1e-3
+    for m in (p, 3 * p):
+        ideal = m * v * (1.0 + bwd) + (p - 1) * (1.0 + bwd)
+        hops = (_interleaved_makespan(p, v, m, 1.0, bwd, hop) - _interleaved_makespan(p, v, m, 1.0, bwd, 0.0)) / hop
+        assert _interleaved_makespan(p, v, m, 1.0, bwd, 0.0) == pytest.approx(ideal)
+        assert hops == pytest.approx(float(pipeline.p2p_transfers_unhidden(p, m, v)), abs=1e-6)

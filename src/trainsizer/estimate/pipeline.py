@@ -7,8 +7,9 @@
 - Point-to-point transfers: every micro-batch crosses each stage boundary forward and backward; interleaving
   multiplies the boundary crossings by v (Narayanan 2021 s2.2.2). The transfers on the critical path are
   2 per slot of the (v*m + p - 1)-slot schedule. Megatron-Core's overlap_p2p_comm (set by NeMo / Megatron-Bridge
-  whenever vpp > 1) posts each chunk's send / recv asynchronously, so only the 2(p - 1) warm-up / cool-down
-  transfers stay on the critical path.
+  whenever vpp > 1) posts each chunk's send / recv asynchronously, so only the warm-up / cool-down transfers stay
+  on the critical path: 2(p v - 1) of them, as its warm-up rounds of p micro-batches leave the ring of stages no
+  slack (p2p_transfers_unhidden).
 - Uneven splits (L not divisible by p or p*v; Megatron-Core --decoder-first/last-pipeline-num-layers): the
   steady state runs at the pace of the slowest stage, so time uses the most loaded stage's layers (plus the
   LM head on the last stage), never the average.
@@ -59,11 +60,21 @@ def p2p_transfers_on_critical_path(pp, m, vpp=1):
     return np.where(p > 1, 2.0 * (v * np.asarray(m, float) + p - 1.0), 0.0)
 
 
-def p2p_transfers_unhidden(pp):
-    """Sends/receives that an overlapped interleaved schedule cannot hide: the warm-up forwards and cool-down
-    backwards crossing the p - 1 stage boundaries once each, before any compute runs beside them."""
+def p2p_transfers_unhidden(pp, m=None, vpp=1):
+    """Sends/receives that an overlapped schedule cannot hide: the warm-up forwards and cool-down backwards that
+    fill and drain the pipeline, each waited on before any compute runs beside it. Under Megatron-Core's
+    interleaved schedule (schedules.py get_pp_rank_microbatches: rank r warms up with (p - r - 1) x 2 + (v - 1) x g
+    forwards; g = microbatch_group_size_per_vp_stage, default p) a warm-up round sends p micro-batches around the
+    ring of p stages, one per stage, so the ring holds no slack and every hop of every model chunk waits for its
+    transfer: 2 (p v - 1) transfers, 2 (p - 1) at v = 1 (an event replay of that order, tests/estimate/
+    test_pipeline.py, gives exactly this for any forward / backward ratio); never more than the step's
+    p2p_transfers_on_critical_path (`m` micro-batches)."""
     p = np.asarray(pp, float)
-    return np.where(p > 1, 2.0 * (p - 1.0), 0.0)
+    v = np.maximum(np.asarray(vpp, float), 1.0)
+    fill = 2.0 * (p * v - 1.0)
+    if m is not None:
+        fill = np.minimum(fill, p2p_transfers_on_critical_path(p, m, v))
+    return np.where(p > 1, fill, 0.0)
 
 
 def first_last_stage_layers(layers: int, pp, embedding_slot=0.0, loss_slot=0.0):

@@ -1252,9 +1252,10 @@ def _pipeline(x: _Step, t_mb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     exposed = slots
     if np.any(x.fw.p2p_overlap):
         # overlapped (Megatron-Core overlap_p2p_comm, interleaved only): the warm-up / cool-down transfers stay
-        # exposed; the hidden ones still cost overlap_interference of their time, as other overlapped collectives
+        # exposed (every chunk's hops: pipeline.p2p_transfers_unhidden); the hidden ones still cost
+        # overlap_interference of their time, as other overlapped collectives
         unhidden = np.where(np.asarray(x.fw.p2p_overlap) & (x.v > 1),
-                            runs * pipeline.p2p_transfers_unhidden(x.p) / 2.0, slots)
+                            runs * pipeline.p2p_transfers_unhidden(x.p, m_s, x.v) / 2.0, slots)
         exposed = unhidden + x.k.overlap_interference * (slots - unhidden)
     batched = exposed * ((t_act + t_grad) * f + (part_a + 1.0 * part_g) * t_ag)
     if not np.any(x.fw.serial_pipeline):
