@@ -34,7 +34,9 @@ def _training(impl: str = "peft", dropout: float = 0.0, targets=ALL) -> Training
 
 
 def _step(training: Training, model=None) -> float:
-    st = Strategy(dp=1, micro_batch=2, recompute="none", framework="torchtitan", zero=3)
+    """An eager torchtitan-style step (torch_compile off: the implementations' own counts; test_lora_compiled.py
+    has the compiled ones)."""
+    st = Strategy(dp=1, micro_batch=2, recompute="none", framework="torchtitan", zero=3, torch_compile=False)
     return estimate_time(model or llama8b(), training, h100_cluster(1), st).step_s
 
 

@@ -152,6 +152,8 @@ def lora_layer_params(model: ModelArch, training: Training, moe_layer: bool) -> 
 # Linears whose input is split over TP (row-parallel: Megatron RowParallelLinear, DTensor RowwiseParallel); the others
 # are column-parallel, their output split
 ROW_PARALLEL_LINEARS = ("o_proj", "down_proj")
+# the MLP input projections, whose output the activation function reads (and its backward needs)
+MLP_INPUT_LINEARS = ("gate_proj", "up_proj")
 
 
 def lora_adapted_widths(model: ModelArch, training: Training,

@@ -48,6 +48,7 @@ from trainsizer.estimate.flops import (
 from trainsizer.estimate.framework import fp8_primary_weights_default
 from trainsizer.estimate.inputs import System, Training
 from trainsizer.estimate.model_states import (
+    MLP_INPUT_LINEARS,
     ROW_PARALLEL_LINEARS,
     check_training,
     lora_adapted_widths,
@@ -693,7 +694,8 @@ def _cudnn_release(x: _Step) -> tuple[Any, Any]:
 def _lora_adapters(x: _Step) -> Any:
     """Seconds of one average layer's LoRA adapters per micro-batch (perf_constants.yaml `lora:`): the
     activations their memory-bound A / B GEMMs, scaling and add stream, as the job's implementation runs them
-    (lora.impl: `impls`, else the peft counts), and the adapter dropout where lora.dropout > 0, on the adapter's
+    (lora.impl: `impls`, else the peft counts; `compiled` inside a torch.compile'd layer), and the adapter dropout
+    where lora.dropout > 0, on the adapter's
     input or output by implementation; forward (twice under full recompute) and backward. Under TP a rank's adapter
     streams the width its base linear is not split in: a column-parallel linear's whole input (A reads the full, under
     sequence parallelism gathered, x: Megatron ColumnParallelLinear linear_in of NeMo's ParallelLinearAdapter; NeMo
@@ -709,7 +711,8 @@ def _lora_adapters(x: _Step) -> Any:
     lc, t, r = x.k.raw["lora"], x.t, x.r
     row_out = np.where(x.sp & x.training.lora_a2a, 1.0 / t, 1.0)  # the row-parallel adapters' output share
     impl = x.training.lora_impl
-    c = lc["impls"].get(impl, lc)
+    eager = lc["impls"].get(impl, lc)
+    compiled = lc["compiled"].get(impl)
 
     def elems(fi: float, fo: float) -> Any:
         dense = fi * (w_in - rw_in + rw_in / t) + fo * ((w_out - rw_out) / t + row_out * rw_out)
@@ -720,13 +723,23 @@ def _lora_adapters(x: _Step) -> Any:
     on_out = float(dropout and lora_dropout_on_output(x.training))
     on_in = float(dropout) - on_out
     drop_kernels = n_lin * float(dropout)
-    fwd = compute.stream_time(elems(c["fwd_in_elems"] + on_in * lc["dropout_fwd_elems"],
-                                    c["fwd_out_elems"] + on_out * lc["dropout_fwd_elems"]) * r.act_bytes, r,
-                              kernels=n_lin * c["fwd_kernels"] + drop_kernels)
-    bwd = compute.stream_time(elems(c["bwd_in_elems"] + on_in * lc["dropout_bwd_elems"],
-                                    c["bwd_out_elems"] + on_out * lc["dropout_bwd_elems"]) * r.act_bytes, r,
-                              kernels=n_lin * c["bwd_kernels"] + drop_kernels)
-    return fwd * (1.0 + x.full_share) + bwd
+
+    def seconds(c: dict, saved: Any = 0.0) -> Any:
+        fwd = compute.stream_time((elems(c["fwd_in_elems"] + on_in * lc["dropout_fwd_elems"],
+                                         c["fwd_out_elems"] + on_out * lc["dropout_fwd_elems"]) + saved) * r.act_bytes,
+                                  r, kernels=n_lin * c["fwd_kernels"] + drop_kernels)
+        bwd = compute.stream_time(elems(c["bwd_in_elems"] + on_in * lc["dropout_bwd_elems"],
+                                        c["bwd_out_elems"] + on_out * lc["dropout_bwd_elems"]) * r.act_bytes, r,
+                                  kernels=n_lin * c["bwd_kernels"] + drop_kernels)
+        return fwd * (1.0 + x.full_share) + bwd
+
+    # the layer compiled by torch.compile (lora.compiled); a style's own fused kernels leave the adapter eager
+    in_compiled = (np.asarray(x.a["torch_compile"]) > 0) & ~np.asarray(x.fw.fused_kernels, bool)
+    if compiled is None or not np.any(in_compiled):
+        return seconds(eager)
+    _, m_out, _, me_out, _ = lora_adapted_widths(x.model, x.training, only=MLP_INPUT_LINEARS)
+    saved = lc["compiled_mlp_input_saved_elems"] * x.tok * (m_out / t + me_out / (t * x.e))
+    return np.where(in_compiled, seconds(compiled, saved), seconds(eager))
 
 
 def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
