@@ -134,6 +134,9 @@ class PerfStyle:
     # eager RoPE: forward HBM bytes per element of q and k as the model code runs it (perf_constants.yaml
     # frameworks:; HF's rotate_half and torchtitan's complex product 20, torchtune's float stack 48)
     rope_eager_bytes: float = 20.0
+    # its fused RoPE takes no YaRN attention factor (Transformer Engine fused_apply_rotary_pos_emb), so a model whose
+    # factor is not 1 (ModelArch.rope_attention_factor) runs RoPE unfused (Megatron-Core: _rope_unfused_time)
+    rope_mscale_unfused: bool = False
     # ZeRO-1 all-reduces the gradients, not RS (DeepSpeed PipelineEngine v0.3 buffered_allreduce_fallback,
     # BF16_Optimizer); ZeRO-2 reduces in hooks either way
     zero1_grad_allreduce: bool = False
@@ -596,7 +599,8 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
         gemm_w = dense_w / t + expert_w / (t * x.e)
         layer_mb = layer_mb + passes * compute.stream_time(gemm_w * (0.5 + 2.0), r,
                                                           kernels=compute.KERNELS["nf4_dequantise"])
-    return lt, layer_mb + _lora_adapters(x) + _expert_bias_time(x) + _activation_clamp_time(x) + _sp_layout_copies(x)
+    return lt, (layer_mb + _lora_adapters(x) + _expert_bias_time(x) + _activation_clamp_time(x) + _rope_unfused_time(x)
+                + _sp_layout_copies(x))
 
 
 def _expert_bias_time(x: _Step) -> Any:
@@ -648,6 +652,22 @@ def _activation_clamp_time(x: _Step) -> Any:
     slots = x.tok * m.experts_per_token * x.training.moe_capacity_factor * m.moe_layer_count / m.layers
     per = m.expert_ffn / x.t * (b["forward"] * (1.0 + again) + b["backward"])
     return np.where(np.asarray(x.fw.moe_host_sync, bool), compute.stream_time(slots * per, x.r, kernels=0.0), 0.0)
+
+
+def _rope_unfused_time(x: _Step) -> Any:
+    """Seconds per average layer and micro-batch of RoPE run unfused: a model with a YaRN attention factor
+    (ModelArch.rope_attention_factor != 1, gpt-oss) on a style whose fused RoPE takes none (PerfStyle.
+    rope_mscale_unfused: Megatron-Core's apply_rotary_pos_emb falls back to _apply_rotary_pos_emb_bshd when mscale
+    != 1), over the q and k of this GPU's heads, beyond the fused kernel the layer already counts (perf_constants.yaml
+    gemm.rope_unfused_mcore_bytes); the forward again under full recompute. Attention layers only (a hybrid model's
+    share of them). Other styles and models: nothing."""
+    m = x.model
+    if m.rope_attention_factor == 1.0 or m.position != "rope" or m.attention != "gqa" or not np.any(x.fw.rope_mscale_unfused):
+        return 0.0
+    b = x.k.rope_unfused_mcore_bytes
+    width = (m.q_dim + m.kv_dim) / x.t * m.attention_layers / m.layers
+    t = compute.stream_time(x.tok * width * (b["forward"] * (1.0 + x.full_share) + b["backward"]), x.r, kernels=0.0)
+    return np.where(np.asarray(x.fw.rope_mscale_unfused, bool), t, 0.0)
 
 
 def _native_length(x: _Step) -> tuple[Any, Any]:

@@ -74,6 +74,11 @@ class ModelArch:
     # the gated activation clamps both halves before it (gpt-oss swiglu_limit: glu at most the limit, linear within
     # +-limit; Megatron-Core activation_func_clamp_value, estimate.step_time._activation_clamp_time)
     activation_clamp: bool = False
+    # YaRN's attention factor, multiplied into RoPE's cos / sin (transformers _compute_yarn_parameters attention_factor;
+    # Megatron-Core's concentration factor, the mscale it passes to apply_rotary_pos_emb): 1 = none. Transformer
+    # Engine's fused RoPE takes no such factor, so Megatron-Core runs RoPE unfused where it is not 1
+    # (estimate.step_time._rope_unfused_time)
+    rope_attention_factor: float = 1.0
     qk_norm: bool = False
     # attention and MLP read the same layer input and their outputs are added once (GPT-J; GPT-NeoX / Pythia
     # gpt_j_residual, HF GPTNeoXConfig use_parallel_residual; PaLM): under TP one forward all-reduce of the summed

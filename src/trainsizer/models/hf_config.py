@@ -768,6 +768,31 @@ def _qwen_window(c: ConfigReader, n: int) -> dict[str, Any]:
     return _window_layers(c, n, 4096, kinds, f"sliding from layer {first} (max_window_layers)")
 
 
+def _yarn_mscale(factor: float, mscale: float = 1.0) -> float:
+    """transformers modeling_rope_utils get_mscale (YaRN, Peng et al. 2023): 0.1 x mscale x ln(factor) + 1 above 1."""
+    return 0.1 * mscale * math.log(factor) + 1.0 if factor > 1.0 else 1.0
+
+
+def _yarn_attention_factor(c: ConfigReader) -> float:
+    """YaRN's attention factor from rope_scaling as transformers computes it (modeling_rope_utils.py
+    _compute_yarn_parameters): attention_factor when given, else get_mscale(factor, mscale) / get_mscale(factor,
+    mscale_all_dim) when both are given (DeepSeek-V3, Kimi K2: 1.0), else get_mscale(factor); 1.0 for other rope
+    types. Megatron-Core's _yarn_get_concentration_factor is the same rule (yarn_rotary_pos_embedding.py)."""
+    rope = c.raw.get("rope_scaling")
+    if not isinstance(rope, Mapping) or (rope.get("rope_type") or rope.get("type")) != "yarn":
+        return 1.0
+    def num(key: str) -> float | None:
+        v = rope.get(key)
+        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0 else None
+    factor = num("factor") or 1.0
+    given, mscale, all_dim = num("attention_factor"), num("mscale"), num("mscale_all_dim")
+    if given is not None:
+        return given
+    if mscale is not None and all_dim is not None:
+        return _yarn_mscale(factor, mscale) / _yarn_mscale(factor, all_dim)
+    return _yarn_mscale(factor)
+
+
 _GPT_OSS_IRRELEVANT = _ROPE | _DROPOUT | {
     "rms_norm_eps", "router_aux_loss_coef", "output_router_logits", "swiglu_limit", "swiglu_alpha",
     "initial_context_length", "experts_per_token"}
@@ -779,7 +804,8 @@ def _gpt_oss(c: ConfigReader) -> dict[str, Any]:
     not counted: a note says so); every layer is MoE: router Linear(hidden, num_local_experts) with bias, top
     num_experts_per_tok (`experts_per_token` is the same figure in OpenAI's own key), experts of intermediate_size with
     biases (gate_up_proj_bias, down_proj_bias) and a clamped SwiGLU (swiglu_limit: activation_clamp; swiglu_alpha
-    elementwise, costed as SwiGLU); layer_types alternate sliding (sliding_window) and full attention."""
+    elementwise, costed as SwiGLU); layer_types alternate sliding (sliding_window) and full attention; YaRN RoPE
+    (rope_scaling factor 32: attention factor 0.1 ln 32 + 1 = 1.35, rope_attention_factor)."""
     kw = _gqa_core(c, head_dim_default=64)
     experts = c.req_int("num_local_experts")
     k = c.req_int("num_experts_per_tok")
@@ -789,7 +815,8 @@ def _gpt_oss(c: ConfigReader) -> dict[str, Any]:
     if isinstance(c.raw.get("quantization_config"), Mapping):
         c.notes.append(msg("hf_released_quantized", method=str(c.raw["quantization_config"].get("quant_method"))))
     return dict(kw, ffn=0, experts=experts, experts_per_token=k, expert_ffn=kw["ffn"], qkv_bias=bias, out_bias=bias,
-                mlp_bias=True, router_bias=True, activation_clamp=c.has("swiglu_limit"), **_window_layers(c, kw["layers"], 128, _alternating(kw["layers"], 2),
+                mlp_bias=True, router_bias=True, activation_clamp=c.has("swiglu_limit"),
+                rope_attention_factor=_yarn_attention_factor(c), **_window_layers(c, kw["layers"], 128, _alternating(kw["layers"], 2),
                                                           "1 full_attention every 2 layers"))
 
 

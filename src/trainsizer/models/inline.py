@@ -44,6 +44,7 @@ class InlineModelSpec(BaseModel):
     out_bias: bool | None = None
     mlp_bias: bool | None = None
     activation_clamp: bool | None = None
+    rope_attention_factor: float | None = Field(default=None, gt=0)
     qk_norm: bool | None = None
     parallel_residual: bool | None = None
     experts: int | None = NonNeg
