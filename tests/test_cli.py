@@ -137,3 +137,12 @@ def test_china_market_note_for_restricted_part(run_cli, tmp_path):
     code, out, _ = run_cli("check", str(job), "--json")
     assert code == 0
     assert any("export-restricted" in n for n in json.loads(out)["notes"])
+
+
+@pytest.mark.parametrize(("lang", "shown"), [("en", "$300,000"), ("zh", "US$30万")])
+def test_check_writes_the_budget_as_one_sum_of_money(run_cli, lang, shown):
+    """Not 'budget 300,000' and 'budget currency USD' on two rows."""
+    job = next(p for p in EXAMPLES if p.name == "sft-70b-search.yaml")
+    code, out, _ = run_cli("--lang", lang, "check", str(job))
+    assert code == 0 and shown in out
+    assert "budget currency" not in out and "预算币种" not in out

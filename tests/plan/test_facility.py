@@ -48,3 +48,10 @@ def test_cny_job_prices_energy_in_cny(build, catalog):
     f = _fac(build(goal={"budget": {"amount": 1e7, "currency": "CNY"}}))
     assert f.currency == "CNY"
     assert f.annual_energy_cost["typical"] == pytest.approx(f.annual_kwh * catalog.facility.electricity_per_kwh("CNY").mid)
+
+
+def test_power_unit_says_whose_power_the_node_figures_are(build):
+    """An NVL72 server is the whole rack: its power is the rack's, not a tray's; other servers are nodes."""
+    assert _fac(build()).power_unit == "node"
+    f = _fac(build(hardware={"accelerator": "gb200", "count": 64, "per_node": 4}, constraints={"cooling": "liquid"}))
+    assert f.power_unit == "rack" and f.node_kw_max == f.rack_kw_max

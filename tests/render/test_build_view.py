@@ -106,3 +106,19 @@ def test_chinese_fabric_names_and_file_lists_use_chinese_punctuation() -> None:
     assert "（InfiniBand）" in text and " (InfiniBand)" not in text
     files = list(build["software"]["files"])
     assert len(files) > 1 and "、".join(files) in text
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_facility_power_is_labelled_by_its_unit(lang: str) -> None:
+    """NVL72: 120 kW is the rack's, so the row must not read 'Node power'; brackets are the reader's."""
+    from trainsizer.render.build_view import facility_rows
+    from trainsizer.render.i18n import t
+
+    f = {"node_kw_max": 120.0, "node_kw_typical": {"value": 90.0}, "rack_kw_budget": {"value": 132},
+         "racks": 4, "node_racks": 2, "network_racks": 1, "storage_racks": 1, "cooling": {"value": "liquid"},
+         "it_kw_max": 253.2, "it_kw_typical": 193.2, "pdus": 8, "ups_modules": 3, "ups_redundancy": {"value": "N+1"},
+         "floor_m2": {"value": 10}, "annual_kwh": 2.2e6, "annual_energy_cost": {"typical": 1.9e5}, "currency": "USD"}
+    assert facility_rows({**f, "power_unit": "rack"}, lang)[0][0] == t("b_rack_system_kw", lang)
+    assert facility_rows(f, lang)[0][0] == t("b_node_kw", lang)
+    cells = " ".join(f"{k} {v}" for k, v in facility_rows(f, lang))
+    assert ("(" not in cells) == (lang == "zh")

@@ -11,7 +11,7 @@ import click
 
 from trainsizer.cli.app import AppState, cli, json_option
 from trainsizer.messages import msg, tr
-from trainsizer.numbers import decimal
+from trainsizer.numbers import decimal, money
 from trainsizer.render.console import echo_json, print_table
 from trainsizer.render.i18n import note_label, t
 from trainsizer.render.numbers import fmt_num, fmt_params
@@ -48,7 +48,9 @@ def _flatten(d: dict, prefix: str = "") -> list[tuple[str, object]]:
     rows: list[tuple[str, object]] = []
     for k, v in d.items():
         key = f"{prefix}{k}"
-        if isinstance(v, dict):
+        if isinstance(v, dict) and set(v) == {"amount", "currency"}:  # a sum of money: one row, in its currency
+            rows.append((key, v))
+        elif isinstance(v, dict):
             rows.extend(_flatten(v, key + "."))
         elif v is not None:
             rows.append((key, v))
@@ -87,6 +89,8 @@ def _shown(key: str, value: Any, lang: str) -> str:
     """One value of the normalised job for people: counts in the reader's units, lists joined."""
     if isinstance(value, bool):
         return t("yes" if value else "no", lang)
+    if isinstance(value, dict):
+        return money(value["amount"], value["currency"], lang)
     if isinstance(value, list | tuple):
         return ", ".join(map(str, value)) or "—"
     if key.startswith("model.params_"):

@@ -113,14 +113,17 @@ def _cooling(value: str, L: str) -> str:
 
 
 def facility_rows(f: dict, L: str) -> list[tuple[str, Any]]:
-    return [(t("b_node_kw", L), f"{f['node_kw_max']:.2f} / {f['node_kw_typical']['value']:.2f}"),
+    power = "b_rack_system_kw" if f.get("power_unit") == "rack" else "b_node_kw"  # NVL72: the rack is the unit
+    return [(t(power, L), f"{f['node_kw_max']:.2f} / {f['node_kw_typical']['value']:.2f}"),
             (t("b_rack_budget", L), f["rack_kw_budget"]["value"]),
-            (t("b_racks", L), f"{f['racks']} ({f['node_racks']} / {f['network_racks']} / {f['storage_racks']})"),
+            (t("b_racks", L), f"{f['racks']}" + t("paren", L).format(
+                text=f"{f['node_racks']} / {f['network_racks']} / {f['storage_racks']}")),
             (t("b_cooling", L), _cooling(f["cooling"]["value"], L)),
             (t("b_it_kw", L), f"{f['it_kw_max']:.1f} / {f['it_kw_typical']:.1f}"),
-            (t("b_pdu_ups", L), f"{f['pdus']} / {f['ups_modules']} ({f['ups_redundancy']['value']})"),
+            (t("b_pdu_ups", L), f"{f['pdus']} / {f['ups_modules']}" + t("paren", L).format(
+                text=f["ups_redundancy"]["value"])),
             (t("b_floor", L), f["floor_m2"]["value"]), (t("b_energy_year", L), f["annual_kwh"]),
-            (t("b_energy_cost", L) + f" ({f['currency']})", f["annual_energy_cost"]["typical"])]
+            (t("b_energy_cost", L) + t("paren", L).format(text=f["currency"]), f["annual_energy_cost"]["typical"])]
 
 
 def software_rows(sw: dict, L: str) -> list[tuple[str, Any]]:

@@ -90,3 +90,18 @@ def test_phase_and_risk_names_come_from_the_cli_labels_only():
             assert catalogue()[f"v.{i}"] == cli[f"{prefix}{i}"], i
     assert not set(shared_labels()) & set(load(PATH)), "copied into render/report/data/i18n.yaml"
     assert not any(k.endswith("_fix") for k in shared_labels())
+
+
+def test_every_software_family_and_vendor_has_a_label():
+    """The software block names the accelerator family and vendor by their labels ('Blackwell', '华为'), not
+    the stack file's keys ('blackwell', 'huawei')."""
+    stacks = load("plan/data/software.yaml")["stacks"]["value"]
+    names = set(stacks) | {str(s["vendor"]) for s in stacks.values()}
+    assert not sorted(n for n in names if f"v.{n}" not in catalogue())
+
+
+def test_an_environment_variable_keeps_its_name():
+    from trainsizer.render.report.i18n import field_label
+
+    assert field_label("NCCL_NVLS_ENABLE", "zh") == "NCCL_NVLS_ENABLE"
+    assert field_label("nodes_per_rack", "zh") != "nodes_per_rack"

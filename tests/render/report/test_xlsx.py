@@ -72,3 +72,19 @@ def test_a_chinese_option_sheet_writes_units_and_price_units_the_chinese_way(pla
     assert not any(ch in x for x in labels for ch in "():,"), [x for x in labels if any(ch in x for ch in "():,")]
     en = [str(c.value) for c in load_workbook(io.BytesIO(render_xlsx(plan, "en")))["Option 1"]["A"] if c.value]
     assert "Step time (s)" in en and "Rent: per GPU-hour" in en
+
+
+def test_the_memory_row_holds_the_memory_and_its_label_says_only_that(plan):
+    """'单卡显存 / 容量' over one figure read as a ratio; the capacity has its own row."""
+    for lang in ("en", "zh"):
+        wb = load_workbook(io.BytesIO(render_xlsx(plan, lang)))
+        sheet = wb[f"{t('option', lang)} 1"]
+        labels = {str(row[0].value): row[1].value for row in sheet.iter_rows() if row[0].value}
+        assert not any(label.startswith(t("memory_per_gpu", lang)) for label in labels)
+        assert any(label.startswith(t("x.memory_per_gpu", lang)) for label in labels)
+
+
+def test_chinese_assumptions_use_the_full_width_colon(plan):
+    ws = load_workbook(io.BytesIO(render_xlsx(plan, "zh"))).worksheets[-1]
+    labels = [str(c.value) for c in ws["A"] if c.value]
+    assert labels and not any(": " in x for x in labels), [x for x in labels if ": " in x]

@@ -8,6 +8,8 @@ Network and storage racks hold the switches and appliances by rack units. UPS mo
 
 from __future__ import annotations
 
+from typing import Literal
+
 from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block, Cited, ceil_div, cited, from_rule
@@ -17,6 +19,8 @@ from trainsizer.plan.texts import MessageRef
 
 
 class FacilityBlock(Block):
+    # what node_kw_* are the power of: one node, or (NVL72) the whole rack system, the unit its trays come in
+    power_unit: Literal["node", "rack"] = "node"
     node_kw_max: float
     node_kw_typical: Cited
     rack_kw_budget: Cited
@@ -133,7 +137,8 @@ def facility_block(b: BuildInput, net: NetworkBlock, storage_appliances: int, st
     it_typ = units_nodes * node_kw * frac.value + net_kw
     return _assemble(b, dict(node_kw=node_kw, frac=frac, budget=budget, per_rack=per_rack, node_racks=node_racks,
                              net_racks=net_racks, storage_racks=storage_racks, racks=racks, rack_kw=rack_kw,
-                             net_kw=net_kw, it_max=it_max, it_typ=it_typ, over=over, notes=notes))
+                             net_kw=net_kw, it_max=it_max, it_typ=it_typ, over=over, notes=notes,
+                             unit="rack" if b.nvl72 else "node"))
 
 
 def _assemble(b: BuildInput, v: dict) -> FacilityBlock:
@@ -145,7 +150,7 @@ def _assemble(b: BuildInput, v: dict) -> FacilityBlock:
     price = b.catalog.facility.electricity_per_kwh(b.currency)
     m2 = rules.rule("facility", "floor_m2_per_rack")
     return FacilityBlock(
-        node_kw_max=v["node_kw"], node_kw_typical=cited(v["node_kw"] * v["frac"].value, v["frac"].note,
+        power_unit=v["unit"], node_kw_max=v["node_kw"], node_kw_typical=cited(v["node_kw"] * v["frac"].value, v["frac"].note,
                                                         v["frac"].source),
         rack_kw_budget=v["budget"], nodes_per_rack=v["per_rack"], node_racks=v["node_racks"],
         network_racks=v["net_racks"], storage_racks=v["storage_racks"], racks=racks, rack_kw_max=v["rack_kw"],

@@ -40,5 +40,8 @@ def has(key: str) -> bool:
 
 
 def field_label(key: str, lang: str) -> str:
-    """The label of a plan field (`f.<key>`); a field the catalogue lacks shows its own name."""
-    return t(f"f.{key}", lang) if has(f"f.{key}") else key.replace("_", " ")
+    """The label of a plan field (`f.<key>`); a field the catalogue lacks shows its own name, an environment
+    variable's (NCCL_NVLS_ENABLE, upper case) exactly as it is set."""
+    if has(f"f.{key}"):
+        return t(f"f.{key}", lang)
+    return key if key.isupper() else key.replace("_", " ")

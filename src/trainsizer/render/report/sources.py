@@ -77,7 +77,7 @@ def _price_rows(plan: Mapping, f: Fmt) -> list[tuple[str, str, str, str]]:
                 money = f.money_range(up.get('low'), up.get('mid', up.get('typical')), up.get('high'),
                                       cost.get('currency', ''))
                 gap = "" if money.endswith("）") else " "  # no space beside full-width punctuation (zh)
-                rows.append((f"{t(f'a.price_{kind}', L)}: {option_label(o)}",
+                rows.append((f"{t(f'a.price_{kind}', L)}{t('sep.field', L)}{option_label(o)}",
                              f"{money}{gap}{unit_text(up.get('unit'), L)}",
                              str(block.get("source", "")), str(block.get("date", ""))))
         energy = o.get("energy") or {}
@@ -89,7 +89,7 @@ def _price_rows(plan: Mapping, f: Fmt) -> list[tuple[str, str, str, str]]:
         if source:
             value = f.money_range(price.get("low"), mid(price), price.get("high"),
                                   str(price.get("currency") or line.get("currency") or "")) if price else ""
-            rows.append((f"{t('sec.bom', L)}: {line.get('item', '')}".strip(), value, str(source), str(date or "")))
+            rows.append((f"{t('sec.bom', L)}{t('sep.field', L)}{line.get('item', '')}".strip(), value, str(source), str(date or "")))
     return rows
 
 

@@ -228,9 +228,19 @@ def _build_sections(plan: Mapping, f: Fmt) -> list[Section]:
         code = tuple((str(k), str(v)) for k, v in files.items()) if isinstance(files, Mapping) else ()
         if code:
             value = {k: v for k, v in value.items() if k != "files"}
+        if block == "facility":
+            value = _facility(value)
         tables = [limits_table(title, value, f)] if block == "acceptance" else block_tables(title, value, f, cur)
         out.append(Section(block, title, tuple(tables), diagram=block == "network", code=code))
     return out
+
+
+def _facility(block: Mapping) -> dict[str, Any]:
+    """The facility block with its power figures named by what they are the power of: a node's, or (NVL72,
+    `power_unit` rack) the whole rack's."""
+    prefix = "rack_system_" if block.get("power_unit") == "rack" else "node_"
+    return {(prefix + k.removeprefix("node_") if k.startswith("node_kw") else k): v
+            for k, v in block.items() if k != "power_unit"}
 
 
 def _plan_notes(plan: Any, p: Mapping, lang: str) -> list[str]:

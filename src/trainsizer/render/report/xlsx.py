@@ -139,7 +139,7 @@ def option_sheet(wb: Workbook, plan: Mapping, i: int, lang: str) -> None:
         (t("option", lang), option_label(o)), (t("x.accelerator", lang), hw.get("accelerator")),
         (t("x.server", lang), hw.get("server")), (t("gpus", lang), hw.get("count")),
         (t("nodes_x_gpus", lang), f"{hw.get('nodes')} × {hw.get('per_node')}"), (t("network", lang), network_name(hw)),
-        (t("strategy", lang), layout_in(st, lang)), (_in(t("memory_per_gpu", lang), "GiB", lang), mem.get("per_gpu_gib")),
+        (t("strategy", lang), layout_in(st, lang)), (_in(t("x.memory_per_gpu", lang), "GiB", lang), mem.get("per_gpu_gib")),
         (_in(t("capacity", lang), "GiB", lang), mem.get("capacity_gib")),
         *((_in(t(f"mem.{k}", lang), "GiB", lang), v) for k, v in (mem.get("breakdown_gib") or {}).items()),
         (_in(t("step_time", lang), "s", lang), tm.get("step_s")),
