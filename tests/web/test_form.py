@@ -207,3 +207,19 @@ def test_the_chinese_form_words_its_choices_and_brackets(client):
     assert "<em>（可选）</em>" in zh and "(可选)" not in zh
     en = client.get("/?lang=en").text
     assert '<option value="rent" selected>rent</option>' in en and "<em> (optional)</em>" in en
+
+
+@pytest.mark.parametrize("field", ["method", "precision", "optimizer"])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_method_precision_and_optimizer_show_their_names_with_the_code_as_value(client, field, lang):
+    """The form listed 'lora', 'bf16', 'adamw': each choice now reads by its name, the code a job file writes
+    kept in brackets, and the value sent is still the code."""
+    from trainsizer.web.form import CHOICES
+
+    html = client.get("/", params={"lang": lang}).text
+    select = re.search(rf'<select id="{re.escape(field)}"[^>]*>(.*?)</select>', html, re.S).group(1)
+    options = dict(re.findall(r'<option value="([^"]*)"[^>]*>([^<]*)</option>', select))
+    assert set(options) == set(CHOICES[field])
+    open_, close = ("（", "）") if lang == "zh" else (" (", ")")
+    for code, shown in options.items():
+        assert shown.endswith(f"{open_}{code}{close}") and len(shown) > len(code) + 2, (code, shown)
