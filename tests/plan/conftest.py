@@ -34,7 +34,7 @@ def make_job(**changes) -> dict:
         "data": {"tokens": 1.0e9},
         "seq_len": 4096,
         "global_batch": {"sequences": 64},
-        "goal": {"deadline_days": 30, "procurement": "either"},
+        "goal": {"deadline_days": 30, "procurement": "buy"},
         "hardware": {"accelerator": "h100-sxm-80gb", "count": 16, "per_node": 8, "network": "ib-ndr400"},
         "strategy": {"tp": 1, "pp": 1, "fsdp": "full", "micro_batch": 1, "recompute": "selective"},
     }

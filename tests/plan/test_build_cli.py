@@ -26,7 +26,10 @@ def test_every_example_builds(example, run_cli):
     assert node["cpu_cores"]["value"] > 0 and node["ram_gib"]["value"] > 0 and node["nvme_tb"]["value"] > 0
     assert data["storage"]["tier"] and data["storage"]["capacity_tb"]["value"] > 0
     assert data["software"]["scheduler"]["value"] and data["software"]["driver"]
-    assert fac["node_kw_max"] > 0 and fac["cooling"]["value"] and fac["racks"] >= 1
+    assert fac["node_kw_max"] > 0 and fac["cooling"]["value"]
+    # racks of one's own only for a bought site bigger than a workstation
+    assert (fac["racks"] >= 1) == (fac["site"] in ("node", "cluster"))
+    assert (data["bom"]["acquisition"] == "rent") == (fac["site"] == "rented")
     assert data["bom"]["buy_vs_rent"]["verdict"]
     assert isinstance(data["risks"], list)
     assert len(data["phases"]["rollout"]) == {"buy": 7, "rent": 5}[data["phases"]["acquisition"]]

@@ -1,4 +1,6 @@
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.facility import facility_block
@@ -41,7 +43,9 @@ def test_energy_year_is_typical_kw_times_hours_times_pue(build, catalog):
     assert f.annual_kwh == pytest.approx(f.it_kw_typical * 8760 * catalog.facility.pue.mid)
     price = catalog.facility.electricity_per_kwh("USD")
     assert f.annual_energy_cost["typical"] == pytest.approx(f.annual_kwh * price.mid)
-    assert f.ups_modules == -(-f.it_kw_max // rules.value("facility", "ups_module_kw")) + 1
+    module = min(m for m in rules.value("facility", "ups_module_kw_options")
+                 if -(-f.it_kw_max // m) <= rules.value("facility", "ups_max_working_modules"))
+    assert f.ups_modules == -(-f.it_kw_max // module) + 1
 
 
 def test_cny_job_prices_energy_in_cny(build, catalog):
@@ -55,3 +59,65 @@ def test_power_unit_says_whose_power_the_node_figures_are(build):
     assert _fac(build()).power_unit == "node"
     f = _fac(build(hardware={"accelerator": "gb200", "count": 64, "per_node": 4}, constraints={"cooling": "liquid"}))
     assert f.power_unit == "rack" and f.node_kw_max == f.rack_kw_max
+
+
+def test_one_gpu_workstation_has_no_rack_pdu_or_storage_server(blocks):
+    """A bought 1 x L40S job is a workstation: its power is the GPU's share of a server (not the 8-GPU chassis the
+    catalog has), no rack, PDU, UPS module or NFS server; a standalone UPS of its kVA is optional."""
+    out = blocks(model="llama-3.1-8b", method="lora", goal={"procurement": "buy"},
+                 hardware={"accelerator": "l40s", "count": 1, "per_node": 1, "network": None},
+                 strategy={"tp": 1, "pp": 1, "fsdp": "none", "micro_batch": 1, "recompute": "full"},
+                 global_batch={"sequences": 8})
+    f, st = out.facility, out.storage
+    assert f.site == "workstation" and f.node_kw_max < rules.value("facility", "workstation_max_kw")
+    assert (f.racks, f.pdus, f.ups_modules) == (0, 0, 0) and f.ups_kva > 0
+    assert st.appliance is None and st.appliances == 0
+    items = [ln.part for ln in out.bom.lines]
+    assert "rack-42u" not in items and "pdu-rack-3ph" not in items and "nfs-server-nvme" not in items
+
+
+def test_one_rack_server_shares_a_rack_and_the_site_ups(blocks):
+    """One DGX H100 bought: a position in a shared rack (the NFS server in it too), A + B PDUs, the node's share
+    of the site UPS in kVA, not N+1 250 kW modules or a storage rack of its own."""
+    f = blocks(hardware={"count": 8, "network": None}).facility
+    assert f.site == "node" and f.racks == 1 and f.storage_racks == 0 and f.pdus == 2
+    assert f.ups_modules == 0 and f.ups_kva == pytest.approx(f.it_kw_max / rules.value("facility", "power_factor"))
+
+
+def test_rented_cluster_buys_no_power_and_lists_what_is_rented(blocks):
+    out = blocks(goal={"procurement": "rent"})
+    f, bom = out.facility, out.bom
+    assert f.site == "rented" and (f.racks, f.pdus, f.ups_modules, f.ups_kva) == (0, 0, 0, 0)
+    assert bom.acquisition == "rent"
+    gpus = bom.lines[0]
+    assert gpus.part == "h100-sxm-80gb" and gpus.unit == "per_gpu_hour" and gpus.total is not None
+    assert not {"rack-42u", "pdu-rack-3ph", "ups-module", "pfs-appliance-ai400x2"} & {ln.part for ln in bom.lines}
+    assert [ln.unit for ln in bom.lines[1:]] == ["per_tb_month", "per_gb", "per_unit"]  # storage, egress, scheduler
+    assert bom.buy_vs_rent.capex["typical"] > 0  # the purchase it replaces, priced for the comparison only
+
+
+def test_rack_density_follows_the_stated_cooling(blocks):
+    """No cooling stated: the vendor layout, 4 DGX H100 (10.2 kW) per rack with containment (SuperPOD H100); the
+    job saying air (a room without containment) gets 15 kW racks: 1 per rack."""
+    vendor = blocks(hardware={"count": 64}).facility
+    assert vendor.nodes_per_rack == 4 and vendor.rack_kw_budget.value == pytest.approx(40.8)
+    assert "containment" in vendor.cooling.value
+    air = blocks(hardware={"count": 64}, constraints={"cooling": "air"}).facility
+    assert air.nodes_per_rack == 1 and air.rack_kw_budget.value == 15
+
+
+def test_ups_modules_are_sized_to_the_load(blocks):
+    """2 DGX H100 (~21 kW IT): 10 kW modules, 3 + 1, not two 250 kW modules."""
+    f = blocks().facility
+    assert f.site == "cluster" and f.ups_modules == -(-f.it_kw_max // 10) + 1 <= 5
+
+
+@given(st.floats(min_value=0.1, max_value=20000))
+def test_ups_module_carries_the_load_in_a_few_unless_the_largest(it_kw):
+    from trainsizer.plan.buildout.facility import ups_module_kw
+
+    m = ups_module_kw(it_kw)
+    sizes = rules.value("facility", "ups_module_kw_options")
+    assert -(-it_kw // m) <= rules.value("facility", "ups_max_working_modules") or m == sizes[-1]
+    smaller = [s for s in sizes if s < m]
+    assert all(-(-it_kw // s) > rules.value("facility", "ups_max_working_modules") for s in smaller)

@@ -33,7 +33,8 @@ def test_option_n_builds_that_option():
     assert second.build is not None and plan.build == second.build
     assert plan.options[0].build is None
     assert plan.build["node"]["gpus_per_node"] == second.hardware.per_node
-    servers = [ln["part"] for ln in plan.build["bom"]["lines"] if ln["item"].startswith("GPU")]
+    # bought: the GPUs or their servers; rented: the GPUs by the hour
+    servers = [ln["part"] for ln in plan.build["bom"]["lines"] if ln["item"].startswith(("GPU", "rented"))]
     assert servers and (second.hardware.server in servers or second.hardware.accelerator in servers)
 
 

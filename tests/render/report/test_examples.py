@@ -78,9 +78,11 @@ def test_a_job_nothing_satisfies_explains_what_binds():
 def test_bom_units_are_words_in_either_language(lang):
     """A BOM line's unit (per_server, per_nic, per_unit, ...) is read from the catalogue in the report and the
     Excel BOM, never printed as its key."""
-    plan = _plan("sft-70b-search")
+    plan = _plan("sft-70b-search", procurement="buy")
     units = {ln["unit"] for ln in blocks(plan)["bom"]["lines"]}
     assert {"per_server", "per_nic"} <= units
+    for u in ("per_gpu_hour", "per_tb_month", "per_gb"):  # a rented plan's lines (bom_lines.rent_lines)
+        assert t(f"v.{u}", lang) != u
     md, _ = render_markdown(plan, lang)
     for u in units:
         assert f"| {u} |" not in md and f"| {t(f'v.{u}', lang)} |" in md

@@ -49,6 +49,7 @@ class BuyVsRent(Block):
 
 
 class BomBlock(Block):
+    acquisition: str = "buy"  # "rent": `lines` are what is rented and what the renter arranges, not a purchase
     currency: str
     lines: list[BomLine]
     totals: dict[str, float]

@@ -16,10 +16,11 @@ from trainsizer.plan.buildout.bom import (
     totals,
 )
 from trainsizer.plan.buildout.facility import FacilityBlock
-from trainsizer.plan.buildout.inputs import BuildInput
+from trainsizer.plan.buildout.inputs import BuildInput, acquisition
 from trainsizer.plan.buildout.network import NetworkBlock
 from trainsizer.plan.buildout.part_text import described
 from trainsizer.plan.buildout.storage import StorageBlock
+from trainsizer.plan.texts import as_msg
 
 
 def server_lines(b: BuildInput) -> list[BomLine]:
@@ -79,6 +80,8 @@ def fabric_lines(b: BuildInput, net: NetworkBlock) -> list[BomLine]:
 
 
 def site_lines(b: BuildInput, storage: StorageBlock, fac: FacilityBlock) -> list[BomLine]:
+    """Storage, NVLink trays and what the site needs of its own: racks, PDUs, UPS (none for a workstation's
+    rack or PDU; a standalone UPS for it, the site UPS share for one rack server, modules for a cluster)."""
     cat, cur = b.catalog, b.currency
     out = []
     if storage.appliance:
@@ -89,12 +92,41 @@ def site_lines(b: BuildInput, storage: StorageBlock, fac: FacilityBlock) -> list
     if b.nvl72:
         out.append(line(msg("bom_item_nvlink_trays"), "nvlink-switch-tray-nvl72", net_trays(b), "per_unit", None,
                         msg("bom_note_in_nvl72")))
-    out.append(line(msg("bom_item_racks"), "rack-42u", fac.racks, "per_unit", part_price(cat, "rack-42u", cur)))
-    out.append(line(msg("bom_item_pdus"), "pdu-rack-3ph", fac.pdus, "per_unit", part_price(cat, "pdu-rack-3ph", cur),
-                    msg("bom_note_pdu_kw", kw=f"{fac.pdu_kw_each:.1f}")))
-    out.append(line(msg("bom_item_ups", redundancy=fac.ups_redundancy.value), "ups-module", fac.ups_modules,
-                    "per_unit", part_price(cat, "ups-module", cur), msg("bom_note_kva", kva=f"{fac.ups_kva:.0f}")))
+    if fac.racks:
+        out.append(line(msg("bom_item_racks"), "rack-42u", fac.racks, "per_unit", part_price(cat, "rack-42u", cur)))
+    if fac.pdus:
+        out.append(line(msg("bom_item_pdus"), "pdu-rack-3ph", fac.pdus, "per_unit",
+                        part_price(cat, "pdu-rack-3ph", cur), msg("bom_note_pdu_kw", kw=f"{fac.pdu_kw_each:.1f}")))
+    kva = msg("bom_note_kva", kva=f"{fac.ups_kva:.1f}" if fac.ups_kva < 10 else f"{fac.ups_kva:.0f}")
+    if fac.ups_modules:
+        out.append(line(msg("bom_item_ups", redundancy=fac.ups_redundancy.value), "ups-module", fac.ups_modules,
+                        "per_unit", part_price(cat, "ups-module", cur), kva))
+    elif fac.ups_kva:
+        ups = fac.ups_redundancy
+        redundancy = as_msg(ups.rule_msg) if ups.rule_msg is not None else ups.rule
+        out.append(line(msg("bom_item_ups_capacity", redundancy=redundancy), "ups-module", 1, "per_unit",
+                        part_price(cat, "ups-module", cur), kva))
     return out
+
+
+def rent_lines(b: BuildInput, storage: StorageBlock) -> list[BomLine]:
+    """What a rented plan rents (the GPUs by the hour, from a provider of the fabric's class) and what the
+    renter still arranges and is quoted for: shared storage, egress of the last checkpoint, the scheduler (several
+    nodes)."""
+    cur, cat = b.currency, b.catalog
+    hours = b.train_days * 24.0
+    provider = (msg("bom_rent_provider_one") if b.nodes == 1 else
+                msg("bom_rent_provider_fabric", fabric=b.network.name if b.network is not None else b.network_kind))
+    rent = catalog_price(cat, "rent", b.accelerator.id, cur)
+    return [line(msg("bom_item_rent_gpus", nodes=b.nodes, per_node=b.per_node, name=b.accelerator.name,
+                     provider=provider), b.accelerator.id, round(b.gpus * hours, 1), "per_gpu_hour", rent,
+                 msg("bom_note_rent_hours", hours=f"{hours:.0f}", gpus=b.gpus)),
+            line(msg("bom_item_rent_storage", tier=storage.tier), None, storage.capacity_tb.value, "per_tb_month",
+                 None, msg("bom_note_rent_storage", read=f"{storage.loader_read_gb_s.value:g}",
+                           write=f"{storage.write_gb_s_sync.value:.3g}")),
+            line(msg("bom_item_rent_egress"), None, round(storage.checkpoint_gb, 3), "per_gb", None,
+                 msg("bom_note_rent_egress"))] + ([] if b.nodes == 1 else [
+            line(msg("bom_item_rent_scheduler"), None, 1, "per_unit", None, msg("bom_note_rent_scheduler"))])
 
 
 def net_trays(b: BuildInput) -> int:
@@ -127,15 +159,22 @@ def buy_vs_rent(b: BuildInput, capex: dict[str, float], fac: FacilityBlock,
 
 
 def bom_block(b: BuildInput, net: NetworkBlock, storage: StorageBlock, fac: FacilityBlock) -> BomBlock:
+    """A bought plan lists what to order; a rented one what it rents and what the renter still arranges (the
+    purchase it would replace is priced for the buy-vs-rent comparison only)."""
+    how = acquisition(b)
     compute = server_lines(b)
     lines = compute + fabric_lines(b, net) + site_lines(b, storage, fac)
-    tot, unpriced = totals(lines)
+    capex, unpriced = totals(lines)
     # the servers, or the GPUs when the server is unpriced: without them the purchase total is not a cluster's
     priced = any(ln.total is not None for ln in compute if ln.part is not None)
     missing = [] if priced else [ln.part for ln in compute if ln.part is not None]
-    rent, bvr = buy_vs_rent(b, tot, fac, missing)
-    notes = [msg("bom_note_priced_only")]
+    rent, bvr = buy_vs_rent(b, capex, fac, missing)
+    tot = capex
+    if how == "rent":
+        lines = rent_lines(b, storage)
+        tot, unpriced = totals(lines)
+    notes = [msg("bom_note_priced_only")] + ([msg("bom_note_rented")] if how == "rent" else [])
     if any(ln.unit_price and ln.unit_price.converted for ln in lines):
         notes.append(msg("bom_note_fx"))
-    return BomBlock(currency=b.currency, lines=lines, totals=tot, unpriced=unpriced, rent=rent, buy_vs_rent=bvr,
-                    notes=notes)
+    return BomBlock(acquisition=how, currency=b.currency, lines=lines, totals=tot, unpriced=unpriced, rent=rent,
+                    buy_vs_rent=bvr, notes=notes)

@@ -1,9 +1,14 @@
 """The `facility` block: power per node and rack, racks at the site's kW budget, air vs liquid, PDUs and UPS,
-floor space, and a year of energy and its cost.
-
-Nodes per rack = min(floor(rack kW / node max kW), floor(usable U / node U)); NVL72 racks are the unit itself.
-Network and storage racks hold the switches and appliances by rack units. UPS modules: ceil(IT kW / module) + 1
-(N+1). Energy per year = typical IT kW x 8,760 h x PUE (catalog pue), priced at the catalog electricity range.
+floor space, and a year of energy and its cost, sized to the site the plan needs (`site_scale`):
+- rented: the provider's data centre (no racks, PDUs or UPS of one's own; the energy figures are what owning would
+  draw, for the buy-vs-rent comparison);
+- workstation: one node on one ordinary circuit (facility.yaml workstation_max_kw): no rack, a standalone UPS;
+- node: one rack server in a shared rack: its rack position, A + B PDUs, its share of the site UPS;
+- cluster: nodes per rack = min(floor(rack kW / node max kW), floor(usable U / node U)) at the budget the job
+  states (constraints.rack_kw, constraints.cooling) or the vendor layout (air with containment, facility.yaml
+  default_cooling); NVL72 racks are the unit itself. Network and storage racks hold the switches and appliances
+  by rack units. UPS: ceil(IT kW / module) + 1 (N+1) modules of the smallest size that carries the load in a few.
+Energy per year = typical IT kW x 8,760 h x PUE (catalog pue), priced at the catalog electricity range.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from typing import Literal
 from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block, Cited, ceil_div, cited, from_rule
-from trainsizer.plan.buildout.inputs import BuildInput
+from trainsizer.plan.buildout.inputs import BuildInput, acquisition
 from trainsizer.plan.buildout.network import NetworkBlock
 from trainsizer.plan.texts import MessageRef
 
@@ -21,6 +26,7 @@ from trainsizer.plan.texts import MessageRef
 class FacilityBlock(Block):
     # what node_kw_* are the power of: one node, or (NVL72) the whole rack system, the unit its trays come in
     power_unit: Literal["node", "rack"] = "node"
+    site: str = "cluster"  # "rented" | "workstation" | "node" | "cluster" (`site_scale`)
     node_kw_max: float
     node_kw_typical: Cited
     rack_kw_budget: Cited
@@ -53,19 +59,44 @@ class FacilityBlock(Block):
 
 
 def node_kw_max(b: BuildInput) -> float:
-    if b.server is not None:
+    """The node's max power: its server's (the NVL72 rack for a rack-scale part); a job using part of a bigger
+    box, or no catalog server, scales the GPUs' TDP by the GPUs' share of a server's power."""
+    if b.server is not None and (b.server.gpus == b.per_node or b.nvl72):
         return b.server.power_max_w / 1000.0
     return b.per_node * b.accelerator.tdp_w / rules.value("facility", "gpu_share_of_server_power") / 1000.0
 
 
+def site_scale(b: BuildInput) -> str:
+    """'rented' (the provider's data centre), 'workstation' (one node on one circuit), 'node' (one rack server in
+    a shared rack) or 'cluster'."""
+    if acquisition(b) == "rent":
+        return "rented"
+    if b.nodes == 1 and not b.nvl72:
+        return "workstation" if node_kw_max(b) <= rules.value("facility", "workstation_max_kw") else "node"
+    return "cluster"
+
+
 def rack_budget(b: BuildInput) -> Cited:
+    """kW per rack: the site's (constraints.rack_kw), liquid (NVL72 or constraints.cooling liquid), a room
+    without containment (constraints.cooling air), else the vendor layout (air with hot/cold aisle containment)."""
     c = b.job.constraints
     if c.rack_kw is not None:
         return cited(c.rack_kw, msg("facility_rule_site_rack_kw"), "job")
     if b.nvl72 or c.cooling == "liquid":
         fig = b.catalog.facility.rack_kw_liquid
         return cited(fig.high, msg("facility_rule_liquid_rack"), ", ".join(fig.sources))
-    return from_rule(rules.rule("facility", "default_rack_kw_air"))
+    if c.cooling == "air":
+        return from_rule(rules.rule("facility", "default_rack_kw_air"))
+    vendor = rules.rule("facility", "air_rack_kw_limit_vendor")
+    return cited(vendor.value, msg("facility_rule_vendor_layout", kw=f"{vendor.value:g}",
+                                   note=rules.rule("facility", "default_cooling").note), vendor.source)
+
+
+def ups_module_kw(it_kw: float) -> float:
+    """The smallest modular-UPS power module that carries the IT load in at most a few working modules."""
+    most = rules.value("facility", "ups_max_working_modules")
+    sizes = rules.value("facility", "ups_module_kw_options")
+    return next((float(m) for m in sizes if ceil_div(it_kw, m) <= most), float(sizes[-1]))
 
 
 def network_power_kw(b: BuildInput, net: NetworkBlock) -> tuple[float, float]:
@@ -88,7 +119,8 @@ def network_power_kw(b: BuildInput, net: NetworkBlock) -> tuple[float, float]:
 
 # The cooling a rack needs (the block's `cooling.value`, compared by the risks) -> its catalogue message.
 COOLING_KEYS = {"liquid": "cooling_liquid", "liquid or rear-door heat exchanger": "cooling_rear_door",
-                "air with hot/cold aisle containment": "cooling_containment", "air": "cooling_air"}
+                "air with hot/cold aisle containment": "cooling_containment", "air": "cooling_air",
+                "room air": "cooling_room", "the provider's": "cooling_provider"}
 
 
 def _cooling(b: BuildInput, rack_kw: float) -> Cited:
@@ -109,6 +141,9 @@ def _cooling(b: BuildInput, rack_kw: float) -> Cited:
 
 
 def facility_block(b: BuildInput, net: NetworkBlock, storage_appliances: int, storage_u: float) -> FacilityBlock:
+    scale = site_scale(b)
+    if scale != "cluster":
+        return _small_site(b, net, scale, storage_u)
     node_kw = node_kw_max(b)
     frac = rules.rule("facility", "typical_draw_fraction")
     budget = rack_budget(b)
@@ -135,31 +170,73 @@ def facility_block(b: BuildInput, net: NetworkBlock, storage_appliances: int, st
     racks = node_racks + net_racks + storage_racks
     it_max = units_nodes * node_kw + net_kw
     it_typ = units_nodes * node_kw * frac.value + net_kw
+    module = ups_module_kw(it_max)
     return _assemble(b, dict(node_kw=node_kw, frac=frac, budget=budget, per_rack=per_rack, node_racks=node_racks,
                              net_racks=net_racks, storage_racks=storage_racks, racks=racks, rack_kw=rack_kw,
                              net_kw=net_kw, it_max=it_max, it_typ=it_typ, over=over, notes=notes,
-                             unit="rack" if b.nvl72 else "node"))
+                             unit="rack" if b.nvl72 else "node",
+                             cooling=_cooling(b, rack_kw), pdus=racks * rules.value("facility", "pdus_per_rack"),
+                             ups=from_rule(rules.rule("facility", "ups_redundancy")),
+                             ups_modules=ceil_div(it_max, module) + 1, site="cluster",
+                             ups_note=msg("facility_note_ups_modules", n=ceil_div(it_max, module), kw=f"{module:g}"),
+                             floor=None))
+
+
+def _small_site(b: BuildInput, net: NetworkBlock, scale: str, storage_u: float) -> FacilityBlock:
+    """A rented cluster, a workstation or one rack server: only what such a site needs of its own."""
+    node_kw = node_kw_max(b)
+    frac = rules.rule("facility", "typical_draw_fraction")
+    net_kw, net_u = network_power_kw(b, net)
+    it_max, it_typ = b.nodes * node_kw + net_kw, b.nodes * node_kw * frac.value + net_kw
+    m2 = rules.rule("facility", "workstation_floor_m2")
+    budget = rack_budget(b) if scale == "node" else cited(0.0, msg("facility_rule_no_rack"), "convention")
+    v = dict(node_kw=node_kw, frac=frac, budget=budget, per_rack=0, node_racks=0, net_racks=0,
+             storage_racks=0, racks=0, rack_kw=0.0, net_kw=net_kw, it_max=it_max, it_typ=it_typ, over=False,
+             pdus=0, ups_modules=0, site=scale, ups_note=None, unit="node",
+             floor=cited(0.0, msg("facility_floor_provider"), "convention"))
+    if scale == "rented":
+        return _assemble(b, {**v, "notes": [msg("facility_note_rented")],
+                             "cooling": cited("the provider's", msg("cooling_rule_provider"), "convention"),
+                             "ups": cited(msg("ups_value_provider"), msg("facility_ups_provider"), "convention")})
+    if scale == "workstation":
+        kw = f"{node_kw:.2f}"
+        return _assemble(b, {**v, "notes": [msg("facility_note_workstation", kw=kw,
+                                                     limit=f"{rules.value('facility', 'workstation_max_kw'):g}")],
+                             "cooling": cited("room air", msg("cooling_rule_room", kw=kw), "convention"),
+                             "ups": cited(msg("ups_value_standalone"), msg("facility_ups_standalone"), "convention"),
+                             "floor": cited(m2.value, m2.note, m2.source)})
+    # one rack server: a rack position in a shared rack (the node, its OOB switch, the NFS server if it fits)
+    node_u = b.server.rack_units if b.server is not None else 8
+    usable_u = rules.value("facility", "rack_usable_u")
+    racks = ceil_div(node_u + net_u + storage_u, usable_u)
+    m2 = rules.rule("facility", "floor_m2_per_rack")
+    return _assemble(b, {**v, "per_rack": 1, "node_racks": racks, "racks": racks, "rack_kw": it_max,
+                         "notes": [msg("facility_note_one_node", kw=f"{it_max:.1f}")],
+                         "cooling": _cooling(b, it_max), "pdus": rules.value("facility", "pdus_per_rack"),
+                         "ups": cited(msg("ups_value_site_share"), msg("facility_ups_share"), "uptime_tiers"),
+                         "floor": cited(racks * m2.value, msg("facility_floor_rule", racks=racks, m2=m2.value,
+                                                              note=m2.note), m2.source)})
 
 
 def _assemble(b: BuildInput, v: dict) -> FacilityBlock:
     racks, it_max, it_typ = v["racks"], v["it_max"], v["it_typ"]
-    module = rules.value("facility", "ups_module_kw")
     pf = rules.value("facility", "power_factor")
     pue_fig = b.catalog.facility.pue
     kwh = it_typ * rules.value("facility", "hours_per_year") * pue_fig.mid
     price = b.catalog.facility.electricity_per_kwh(b.currency)
     m2 = rules.rule("facility", "floor_m2_per_rack")
+    floor = v["floor"] or cited(racks * m2.value, msg("facility_floor_rule", racks=racks, m2=m2.value, note=m2.note),
+                                m2.source)
+    notes = v["notes"] + ([v["ups_note"]] if v["ups_note"] is not None else [])
     return FacilityBlock(
-        power_unit=v["unit"], node_kw_max=v["node_kw"], node_kw_typical=cited(v["node_kw"] * v["frac"].value, v["frac"].note,
-                                                        v["frac"].source),
+        power_unit=v["unit"], site=v["site"], node_kw_max=v["node_kw"],
+        node_kw_typical=cited(v["node_kw"] * v["frac"].value, v["frac"].note, v["frac"].source),
         rack_kw_budget=v["budget"], nodes_per_rack=v["per_rack"], node_racks=v["node_racks"],
         network_racks=v["net_racks"], storage_racks=v["storage_racks"], racks=racks, rack_kw_max=v["rack_kw"],
         network_kw=v["net_kw"], storage_kw_note=msg("facility_storage_kw_unknown"),
-        it_kw_max=it_max, it_kw_typical=it_typ, cooling=_cooling(b, v["rack_kw"]), over_rack_budget=v["over"],
-        pdus=racks * rules.value("facility", "pdus_per_rack"), pdu_kw_each=max(v["rack_kw"], v["budget"].value),
-        ups_redundancy=from_rule(rules.rule("facility", "ups_redundancy")),
-        ups_modules=ceil_div(it_max, module) + 1, ups_kva=it_max / pf,
-        floor_m2=cited(racks * m2.value, msg("facility_floor_rule", racks=racks, m2=m2.value, note=m2.note), m2.source),
-        pue=pue_fig.mid, annual_kwh=kwh,
+        it_kw_max=it_max, it_kw_typical=it_typ, cooling=v["cooling"], over_rack_budget=v["over"],
+        pdus=v["pdus"], pdu_kw_each=max(v["rack_kw"], v["budget"].value) if v["pdus"] else 0.0,
+        ups_redundancy=v["ups"], ups_modules=v["ups_modules"], ups_kva=0.0 if v["site"] == "rented" else it_max / pf,
+        floor_m2=floor, pue=pue_fig.mid, annual_kwh=kwh,
         annual_energy_cost={"low": kwh * price.low, "typical": kwh * price.mid, "high": kwh * price.high},
-        currency=b.currency, electricity_source=", ".join(price.sources), notes=v["notes"])
+        currency=b.currency, electricity_source=", ".join(price.sources), notes=notes)

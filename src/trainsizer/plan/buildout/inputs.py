@@ -86,6 +86,17 @@ class BuildInput:
         return float(self.evaluation["time"]["train_days"])
 
 
+def acquisition(b: BuildInput) -> str:
+    """'rent' or 'buy': the job's goal.procurement, or under 'either' the cheaper of the two as the plan prices
+    the job (`evaluate.job_cost`; buy when neither has a price)."""
+    procurement = b.job.goal.procurement
+    if procurement in ("rent", "buy"):
+        return procurement
+    from trainsizer.evaluate import job_cost
+
+    return job_cost(b.evaluation.get("cost") or {}, b.currency)[1] or "buy"
+
+
 def pick_server(catalog: Any, accelerator_id: str, per_node: int, server_id: str | None = None) -> Any:
     """The catalog server for this accelerator and node size: the one named, else the first that matches
     (catalog order: vendor reference systems first), else None (the plan then says what it assumed)."""

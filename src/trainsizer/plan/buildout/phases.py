@@ -9,7 +9,7 @@ from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block
 from trainsizer.plan.buildout.fabric import size_fat_tree, size_zoned_tree
-from trainsizer.plan.buildout.inputs import BuildInput
+from trainsizer.plan.buildout.inputs import BuildInput, acquisition
 from trainsizer.plan.buildout.network import NetworkBlock
 from trainsizer.plan.texts import MessageRef
 
@@ -41,17 +41,6 @@ class PhasesBlock(Block):
     total_weeks: tuple[float, float]
     burn_in_hours: float
     scale_out: ScaleOut
-
-
-def acquisition(b: BuildInput) -> str:
-    """'rent' or 'buy': the job's goal.procurement, or under 'either' the cheaper of the two as the plan prices
-    the job (`plan.core.job_cost`; buy when neither has a price)."""
-    procurement = b.job.goal.procurement
-    if procurement in ("rent", "buy"):
-        return procurement
-    from trainsizer.plan.core import job_cost
-
-    return job_cost(b.evaluation.get("cost") or {}, b.currency)[1] or "buy"
 
 
 def phases_block(b: BuildInput, net: NetworkBlock) -> PhasesBlock:

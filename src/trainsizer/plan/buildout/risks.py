@@ -8,6 +8,7 @@ from collections.abc import Callable
 from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block
+from trainsizer.plan.buildout.facility import COOLING_KEYS
 from trainsizer.plan.buildout.inputs import BuildInput
 from trainsizer.plan.buildout.phases import acquisition
 from trainsizer.plan.texts import MessageRef, as_msg, listed
@@ -81,7 +82,8 @@ def _rack_power(c: Ctx) -> Risk | None:
                     source="guide_000")
     if f.rack_kw_max > rules.value("facility", "air_rack_kw_limit_guides") and f.cooling.value != "liquid":
         return Risk(id="air_cooling_limit", severity="medium",
-                    evidence=msg("risk_ev_air_cooling", rack_kw=f"{f.rack_kw_max:.1f}", cooling=f.cooling.value),
+                    evidence=msg("risk_ev_air_cooling", rack_kw=f"{f.rack_kw_max:.1f}",
+                                 cooling=msg(COOLING_KEYS.get(f.cooling.value, "cooling_air"))),
                     mitigation=msg("risk_fix_air_cooling"),
                     source="guide_000")
     return None

@@ -92,9 +92,12 @@ def thumbs(b: BuildInput, blocks: dict) -> list[Thumb]:
     out = [_ram_thumb(b, node, gpu_mem), _cores_thumb(b, node)]
     r = rules.rule("rules_of_thumb", "air_rack_kw")
     lo, hi = _range(r.value)
-    out.append(Thumb(topic=msg("thumb_topic_air_rack"), guide=r.note, guide_value=f"{lo:g}-{hi:g} kW",
-                     ours=msg("thumb_ours_air_rack", kw=f"{fac.rack_kw_max:.1f}", cooling=msg(COOLING_KEYS[fac.cooling.value])),
-                     agrees=fac.rack_kw_max <= hi, why=fac.cooling.rule, why_msg=fac.cooling.rule_msg, source=r.source))
+    if fac.racks:  # a workstation or a rented cluster has no rack of its own to cool
+        out.append(Thumb(topic=msg("thumb_topic_air_rack"), guide=r.note, guide_value=f"{lo:g}-{hi:g} kW",
+                         ours=msg("thumb_ours_air_rack", kw=f"{fac.rack_kw_max:.1f}",
+                                  cooling=msg(COOLING_KEYS[fac.cooling.value])),
+                         agrees=fac.rack_kw_max <= hi, why=fac.cooling.rule, why_msg=fac.cooling.rule_msg,
+                         source=r.source))
     r = rules.rule("rules_of_thumb", "nvme_write_gb_s_min")
     st = blocks["storage"]
     per_node = st.write_gb_s_sync.value / b.nodes

@@ -121,9 +121,14 @@ def _read_need(b: BuildInput) -> Cited:
 
 def _tier(b: BuildInput, write_gb_s: float, read_gb_s: float) -> tuple:
     """(name, catalog tier id, kind, appliance part, count, aggregate read GB/s, notes)."""
+    from trainsizer.plan.buildout.facility import site_scale
+
     cat = b.catalog
     if b.nodes < rules.value("storage", "pfs_min_nodes"):
         nvme = cat.storage_tier("node-nvme-gen4-raid0")
+        if site_scale(b) == "workstation":  # its own NVMe holds data and checkpoints: no file server
+            return (msg("storage_tier_nvme_only"), nvme.id, nvme.kind, None, 0, nvme.read_gb_s_per_node.low,
+                    [msg("storage_note_workstation")])
         nfs = cat.part("nfs-server-nvme")
         notes = [msg("storage_note_local")]
         return (msg("storage_tier_local"), nvme.id, nvme.kind, nfs.id, 1, nvme.read_gb_s_per_node.low, notes)
