@@ -12,6 +12,7 @@ from importlib import resources
 
 import pytest
 
+from trainsizer.errors import SpecError
 from trainsizer.models import PresetInfo, list_presets, load_model
 from trainsizer.models.shipped import published_tolerance
 
@@ -282,3 +283,30 @@ def test_kimi_k2_against_its_card():
     assert arch.family == "kimi_k2" and arch.attention == "mla" and arch.experts == 384
     assert abs(arch.params_total - 1000 * B) <= 0.05 * 1000 * B
     assert abs(arch.params_active - arch.embedding_params - 32 * B) <= 0.01 * 32 * B
+
+
+@pytest.mark.parametrize("repo", ["meta-llama/Llama-3.1-8B", "META-LLAMA/llama-3.1-8b"])
+def test_a_presets_hugging_face_repo_id_names_the_preset(repo):
+    """A user writes the repo id they know; trainsizer does not download, so it names the preset that is it."""
+    with pytest.raises(SpecError) as err:
+        load_model(repo)
+    assert err.value.suggestion == "llama-3.1-8b" and "does not download" in str(err.value)
+
+
+def test_another_repo_id_says_how_to_get_its_config():
+    with pytest.raises(SpecError) as err:
+        load_model("Qwen/Qwen3-8B-not-shipped")
+    assert err.value.suggestion is None and "huggingface-cli download Qwen/Qwen3-8B-not-shipped config.json" in str(err.value)
+
+
+def test_a_path_to_a_json_file_is_still_a_missing_file():
+    with pytest.raises(SpecError, match="no such config.json"):
+        load_model("configs/missing.json")
+
+
+def test_every_hf_repo_in_the_index_finds_its_preset():
+    from trainsizer.models.shipped import _index, preset_for_repo
+
+    for name, meta in _index().items():
+        if meta.get("hf_repo"):
+            assert preset_for_repo(meta["hf_repo"]) == name

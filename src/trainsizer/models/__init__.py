@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from trainsizer.messages import msg
 from trainsizer.models.arch import LayerParams, ModelArch
 from trainsizer.models.hf_config import arch_from_hf_config, supported_families
 from trainsizer.models.inline import arch_from_inline
-from trainsizer.models.shipped import PresetInfo, list_presets, load_preset, preset_names
+from trainsizer.models.shipped import PresetInfo, list_presets, load_preset, preset_for_repo, preset_names
 
 __all__ = [
     "LayerParams",
@@ -32,6 +33,8 @@ __all__ = [
 ]
 
 
+# A Hugging Face repo id ('org/name'; huggingface_hub validate_repo_id: letters, digits, '-', '_', '.'), not a .json
+HF_REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*(?<!\.json)")
 # Longer than any preset name or sensible path (Linux caps a path component at 255 bytes).
 MAX_NAME_CHARS = 1024
 
@@ -64,6 +67,10 @@ def load_model(spec: str | Path | Mapping[str, Any], *, where: str = "model") ->
         raise SpecError(where, msg("model_name_too_long", chars=len(text), limit=MAX_NAME_CHARS),
                         value=text[:40] + "...")
     path = Path(text).expanduser()
+    if not _exists(path) and HF_REPO_ID.fullmatch(text):  # 'meta-llama/Llama-3.1-8B': a repo, not a file here
+        preset = preset_for_repo(text)
+        problem = msg("model_hf_repo_preset", preset=preset) if preset else msg("model_hf_repo_offline", repo=text)
+        raise SpecError(where, problem, value=text, suggestion=preset)
     if _exists(path) or text.endswith(".json") or "/" in text or "\\" in text:
         return arch_from_hf_config(path)
     raise unknown_name(where, "model preset (or path to a config.json)", text, preset_names())

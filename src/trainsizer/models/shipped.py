@@ -75,6 +75,12 @@ def preset_names() -> tuple[str, ...]:
     return tuple(files)
 
 
+def preset_for_repo(repo: str) -> str | None:
+    """The shipped preset whose config.json was read from the Hugging Face repo `repo` (case-insensitive)."""
+    return next((name for name, meta in _index().items()
+                 if str(meta.get("hf_repo") or "").lower() == repo.strip().lower()), None)
+
+
 def load_preset(name: str, *, where: str = "model") -> ModelArch:
     """A shipped preset by name (case-insensitive); `where` prefixes the error for an unknown name."""
     key = name.strip().lower()
