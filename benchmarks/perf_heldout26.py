@@ -176,7 +176,7 @@ def main() -> None:
     ibm = [(int(r["gpu_count"]), m, p) for r, (_, _, m, p) in zip(mlperf_nvidia_rows(), nc, strict=True) if "_ibm_" in r["id"]]
     (g0, m0, p0), (g1, m1, p1) = ibm[0], ibm[-1]
     print(f"  IBM+CoreWeave per-GPU rate at {g1} over {g0} GPUs: measured {m1 / m0:.3f} predicted {p1 / p0:.3f}")
-    print_step_lines(mlperf_nvidia_rows(), {rid: (m, p) for rid, _, m, p in nc})
+    print_step_lines(mlperf_nvidia_rows(), {rid: (m, p) for rid, _, m, p in nc}, mlperf_nvidia_job)
     print_fits(fits(), "perf_heldout26")
 
 

@@ -36,7 +36,8 @@ per-micro-batch time a and a per-step cost b, measured and predicted; strong sca
 so b is what the per-GPU rate loses. The 405B series have the estimate's a within 2% on H100 / H200 (GB200 NVFP4: 23% too
 slow a micro-batch) and its b 0.09-0.14 s a step short on every part (H100 0.14, H200 0.09, GB200 NVFP4 0.10;
 IBM+CoreWeave's GB200, perf_heldout26: 0.13 s), after the interleaved schedule's 2(p v - 1) fill and drain transfers
-(pipeline.p2p_transfers_unhidden; 2(p - 1) before 2026-12-02, when the gap was 0.16-0.20 s).
+(pipeline.p2p_transfers_unhidden; 2(p - 1) before 2026-12-02, when the gap was 0.16-0.20 s). Under each series the
+predicted b is split by term (step_terms: bubble, p2p, DP, optimizer, layers): on H100 0.168 + 0.037 + 0.246 s.
 
 Run: python benchmarks/perf_mlperf.py
 """
@@ -183,27 +184,56 @@ def step_lines(rows: list[dict[str, str]], tokens_per_gpu: dict[str, tuple[float
     exposed gradient and parameter collectives, optimizer, host). Strong scaling at a fixed global batch shrinks m,
     so b's share grows. Returns (group, rows, (a, b) measured, (a, b) predicted), seconds; tokens_per_gpu:
     row id -> (measured, predicted)."""
+    out = []
+    for name, rs in _series(rows).items():
+        m = np.array([micro_batches(r) for r in rs])
+        tokens = np.array([int(r["global_batch_seqs"]) * int(r["seq_len"]) / int(r["gpu_count"]) for r in rs])
+        lines = [tuple(np.polyfit(m, tokens / np.array([tokens_per_gpu[r["id"]][i] for r in rs]), 1))
+                 for i in (0, 1)]
+        out.append((name, len(rs), lines[0], lines[1]))
+    return out
+
+
+# the estimate's step terms (step_time_arrays) that step_terms splits the predicted b into; "other" = the rest
+STEP_TERMS = {"bubble": ("pp_bubble",), "p2p": ("pp_comm",), "DP": ("dp_comm",), "optimizer": ("optimizer",),
+              "layers": ("compute", "tp_comm", "cp_comm", "ep_comm", "act_offload")}
+
+
+def step_terms(rows: list[dict[str, str]], job_of=job) -> dict[str, dict[str, float]]:
+    """The predicted per-step cost b of each step_lines series split by term: for each term group of STEP_TERMS
+    (and "other", what the step holds beyond them), the intercept of its least-squares line against m over the
+    series' rows, so the groups add up to the predicted b. `job_of` builds a row's job (this file's `job`)."""
+    cat = load_catalog()
+    out: dict[str, dict[str, float]] = {}
+    for name, rs in _series(rows).items():
+        m = np.array([micro_batches(r) for r in rs])
+        arrays = []
+        for r in rs:
+            sc = resolve_job(job_of(r), cat)
+            arrays.append({k: float(np.asarray(v).reshape(-1)[0]) for k, v in
+                           step_time_arrays(sc.model, sc.training, sc.system, sc.strategy).items()})
+        parts = {g: np.array([sum(a[k] for k in keys) for a in arrays]) for g, keys in STEP_TERMS.items()}
+        parts["other"] = np.array([a["step_s"] for a in arrays]) - sum(parts.values())
+        out[name] = {g: float(np.polyfit(m, v, 1)[1]) for g, v in parts.items()}
+    return out
+
+
+def _series(rows: list[dict[str, str]]) -> dict[str, list[dict[str, str]]]:
+    """Rows of one benchmark, system and layout (TP, PP, CP, VPP, micro-batch) at two or more micro-batch counts."""
     groups: dict[tuple, list[dict[str, str]]] = {}
     for r in rows:
         key = (r["id"].rsplit("_", 1)[0], *(r[c] for c in ("tp", "pp", "cp", "vpp", "micro_batch")))
         groups.setdefault(key, []).append(r)
-    out = []
-    for key, rs in groups.items():
-        m = np.array([micro_batches(r) for r in rs])
-        if len(set(m)) < 2:
-            continue
-        tokens = np.array([int(r["global_batch_seqs"]) * int(r["seq_len"]) / int(r["gpu_count"]) for r in rs])
-        lines = [tuple(np.polyfit(m, tokens / np.array([tokens_per_gpu[r["id"]][i] for r in rs]), 1))
-                 for i in (0, 1)]
-        out.append((key[0], len(rs), lines[0], lines[1]))
-    return out
+    return {key[0]: rs for key, rs in groups.items() if len({micro_batches(r) for r in rs}) >= 2}
 
 
-def print_step_lines(rows: list[dict[str, str]], tokens_per_gpu: dict[str, tuple[float, float]]) -> None:
+def print_step_lines(rows: list[dict[str, str]], tokens_per_gpu: dict[str, tuple[float, float]], job_of=job) -> None:
     print("step = a x micro-batches + b over one benchmark, system and layout at several scales (s):")
+    terms = step_terms(rows, job_of)
     for name, n, (am, bm), (ap, bp) in step_lines(rows, tokens_per_gpu):
         print(f"  {name:40s} n={n} per micro-batch measured {am:.4f} predicted {ap:.4f}; "
               f"per step measured {bm:.3f} predicted {bp:.3f}")
+        print("    predicted b by term: " + ", ".join(f"{g} {v:.3f}" for g, v in terms[name].items()))
 
 
 PAIRS = (  # (numerator, denominator): the same benchmark, layout and code on two parts or recipes

@@ -98,6 +98,20 @@ def test_405b_series_per_micro_batch_time_as_measured():
         assert bm - 0.15 < bp < bm + 0.05, name
 
 
+def test_step_terms_add_up_to_the_predicted_per_step_cost():
+    """step_terms splits each series' predicted b by term; the terms add up to step_lines' predicted b, and the
+    interleaved 405B series (PP 8, VPP 8) hold a bubble and the pipeline's fill and drain transfers."""
+    cs = pm.cases()
+    lines = {name: pred for name, _, _, pred in
+             pm.step_lines(pm._rows(), {c.row_id: (c.measured, c.predicted) for c in cs})}
+    terms = pm.step_terms(pm._rows())
+    assert set(terms) == set(lines)
+    for name, (_, bp) in lines.items():
+        assert abs(sum(terms[name].values()) - bp) < 1e-6, name
+    h100 = terms["mlperf5.0_h100_llama31_405b_fp8"]
+    assert h100["bubble"] > 0.1 and h100["p2p"] > 0.02 and abs(h100["other"]) < 1e-6
+
+
 def test_b200_8b_series_flat_to_128_gpus():
     """University of Florida's DGX B200 8B runs at one layout (CP 2, one micro-batch a GPU) on 32 to 256 GPUs: the
     per-GPU rate measured within 3% from 32 to 128 GPUs and the estimate moves as little; the drop at 256 (0.85 of
