@@ -59,3 +59,17 @@ def test_a_multi_node_estimate_counts_its_nodes_and_names_the_network():
     print_estimate(estimate(resolve(job)), "en", Console(file=out, width=200, soft_wrap=False))
     assert "Hardware: 16 x h100-sxm-80gb (2 nodes x 8 GPUs), ib-ndr400" in out.getvalue()
     assert "Layout: DP16 ZeRO-3 mb1, full recompute, optimizer offloaded" in out.getvalue()
+
+
+@pytest.mark.parametrize(("lang", "budget", "cost"), [("en", "$500,000", "$"), ("zh", "US$50万", "US$")])
+def test_the_goal_writes_budget_and_cost_as_money_on_one_row_each(lang, budget, cost):
+    """Not 'budget 500,000' with 'budget currency USD' on a row of its own, nor a typical cost without its currency."""
+    job = EXAMPLE.parent / "sft-70b-16gpu.yaml"
+    out = StringIO()
+    print_estimate(estimate(resolve(job)), lang, Console(file=out, width=200, soft_wrap=False))
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in out.getvalue().splitlines()
+            if line.count("│") == 3}
+    goal = {k: v for k, v in rows.items() if k.startswith(("Goal", "目标"))}
+    assert budget in goal.values() and not any("currency" in k or "币种" in k for k in goal)
+    typical = [v for k, v in goal.items() if "typical cost" in k or "典型成本" in k]
+    assert typical and all(v.startswith(cost) for v in typical)

@@ -15,7 +15,7 @@ from trainsizer.layout_text import layout_in
 from trainsizer.messages import duration, tr
 from trainsizer.render import cost_basis
 from trainsizer.render.i18n import note_label, t
-from trainsizer.render.numbers import fmt_num, fmt_share
+from trainsizer.render.numbers import fmt_num, fmt_share, money
 
 TIME_ROWS = ("tokens_per_s", "model_tflops_per_gpu", "mfu", "hardware_tflops_per_gpu", "hfu", "train_days",
              "gpu_hours")
@@ -66,7 +66,13 @@ def _time(con: Console, tm: dict[str, Any], L: str) -> None:
     con.print(_kv_table(t("time_title", L), rows, L))
 
 
-def _goal_value(key: str, value: Any, L: str) -> str:
+# the goal's sums of money, written in the budget's currency (its own row would repeat it: "budget currency USD")
+GOAL_MONEY = ("budget", "cost_mid")
+
+
+def _goal_value(key: str, value: Any, L: str, currency: str | None = None) -> str:
+    if key in GOAL_MONEY and currency:
+        return money(value, currency, L)
     if key == "cost_basis":
         return cost_basis.basis_label(cost_basis.SCORE_BASIS.get(value, value), L)
     if isinstance(value, bool):
@@ -96,8 +102,11 @@ def _cost_rows(result: dict[str, Any], L: str) -> list[tuple[str, str]]:
     if energy:
         rows.append((t("energy_kwh", L), fmt_num(energy.get("kwh"), L)))
         rows.append((t("avg_power_kw", L), fmt_num(energy.get("avg_power_kw"), L)))
-    for k, v in (result.get("goal") or {}).items():
-        rows.append((f"{t('goal', L)}{t('colon', L)}{t('goal_' + k, L)}", _goal_value(k, v, L)))
+    goal = result.get("goal") or {}
+    for k, v in goal.items():
+        if k != "budget_currency":
+            rows.append((f"{t('goal', L)}{t('colon', L)}{t('goal_' + k, L)}",
+                         _goal_value(k, v, L, goal.get("budget_currency"))))
     return rows
 
 
@@ -129,7 +138,7 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
     fw = result.get("framework")
     if fw:
         why = t("framework_auto_why", L).format(reason=t(fw["reason"], L)) if fw.get("reason") else ""
-        con.print(f"{t('framework', L)}{t('colon', L)}{fw['assumed']}{why} — {stack_label(fw, L)}")
+        con.print(f"{t('framework', L)}{t('colon', L)}{fw['assumed']} — {stack_label(fw, L)}{why}")
         disp = fw.get("moe_dispatcher")
         if disp:
             auto = t("moe_dispatcher_auto_why", L) if disp["requested"] == "auto" else ""
