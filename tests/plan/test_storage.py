@@ -75,3 +75,17 @@ def test_async_save_copies_over_the_gpus_host_link(build, catalog):
     gb200, b200 = catalog.accelerator("gb200"), catalog.accelerator("b200")
     assert gb200.host_link_gb_s_per_dir == gb200.c2c_gb_s_per_dir > gb200.pcie_gb_s
     assert b200.c2c_gb_s_per_dir is None and b200.host_link_gb_s_per_dir == b200.pcie_gb_s
+
+
+def test_parallel_fs_count_covers_capacity_at_its_erasure_code(build, catalog):
+    """A multi-node plan's PFS holds the usable capacity at 8+2 (raw = usable / 0.8): a 2 PB-class dataset needs
+    more appliances than its bandwidth does; the note says which bound set the count."""
+    from trainsizer.plan.buildout.storage import storage_block
+
+    small = storage_block(build())
+    assert small.protection.value == "8+2"
+    assert small.capacity_raw_tb.value == pytest.approx(small.capacity_tb.value / 0.8, abs=0.02)
+    big = storage_block(build(data={"tokens": 4e14}))
+    app = catalog.part(big.appliance)
+    assert big.appliances >= -(-big.capacity_raw_tb.value // app.capacity_tb) > 1
+    assert big.appliances * app.capacity_tb * 0.8 >= big.capacity_tb.value

@@ -11,6 +11,9 @@ blocking saves under a target share of time at the Young/Daly interval, and the 
   checkpoint bytes / tau.
 - Loader read = tokens/s x stored bytes per token, floored at the RA-11333 "Good" tier per node.
 - Restore = checkpoint bytes / aggregate read bandwidth of the tier.
+- Raw capacity = usable / (d / (d + p)) at the tier's protection (storage.yaml pfs_protection, nfs_protection; a
+  workstation's own NVMe has none). Parallel-FS appliances = max(bandwidth need, raw capacity / appliance raw TB,
+  the family's minimum).
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ class StorageBlock(Block):
     dataset_tokenised_gb: float
     dataset_raw_gb: float
     capacity_tb: Cited
+    protection: Cited  # erasure code / RAID scheme (value "d+p", or "none")
+    capacity_raw_tb: Cited  # capacity_tb before protection: what the drives must hold
     loader_read_gb_s: Cited
     job_mtbf_h: float
     checkpoint_interval_min: Cited
@@ -91,11 +96,15 @@ def storage_block(b: BuildInput) -> StorageBlock:
     drain = ckpt / tau / 1e9
     # the copy crosses the GPU's host link: NVLink-C2C on GB200 / GB300, PCIe elsewhere
     g2h = float(b.accelerator.host_link_gb_s_per_dir or rules.value("storage", "gpu_to_host_gb_s"))
-    tier, tier_id, kind, app, n_app, tier_read, notes = _tier(b, write_sync, read.value)
+    tier, tier_id, kind, app, n_app, tier_read, notes, prot = _tier(b, write_sync, read.value, cap_tb)
+    raw_tb = cap_tb / _efficiency(prot.value)
     restore = ckpt / (tier_read * 1e9)
     return StorageBlock(
         tier=tier, tier_catalog_id=tier_id, kind=kind, checkpoint_gb=ckpt / 1e9, checkpoints_retained=from_rule(keep),
-        dataset_tokenised_gb=tok_b / 1e9, dataset_raw_gb=raw_b / 1e9, capacity_tb=capacity, loader_read_gb_s=read,
+        dataset_tokenised_gb=tok_b / 1e9, dataset_raw_gb=raw_b / 1e9, capacity_tb=capacity, protection=prot,
+        capacity_raw_tb=cited(round(raw_tb, 2), msg("storage_rule_raw", usable=f"{cap_tb:.3g}", scheme=prot.value),
+                              prot.source),
+        loader_read_gb_s=read,
         job_mtbf_h=mtbf / 3600.0,
         checkpoint_interval_min=cited(tau / 60.0, msg("storage_rule_interval", cap=f"{cap / 60:g}"), "daly_2006"),
         write_budget_s=cited(budget, msg("storage_rule_budget", s=s_rule.value), "young_1974"),
@@ -119,8 +128,21 @@ def _read_need(b: BuildInput) -> Cited:
                                                  tier=tier.id), "superpod_h100_ra")
 
 
-def _tier(b: BuildInput, write_gb_s: float, read_gb_s: float) -> tuple:
-    """(name, catalog tier id, kind, appliance part, count, aggregate read GB/s, notes)."""
+def _protection(name: str) -> Cited:
+    r = rules.rule("storage", name)
+    return cited(f"{r.value['data']}+{r.value['parity']}", r.note, r.source)
+
+
+def _efficiency(scheme: str) -> float:
+    """Usable share of raw capacity of a 'd+p' scheme (1 for 'none')."""
+    if scheme == "none":
+        return 1.0
+    d, p = (int(x) for x in scheme.split("+"))
+    return d / (d + p)
+
+
+def _tier(b: BuildInput, write_gb_s: float, read_gb_s: float, capacity_tb: float) -> tuple:
+    """(name, catalog tier id, kind, appliance part, count, aggregate read GB/s, notes, protection)."""
     from trainsizer.plan.buildout.facility import site_scale
 
     cat = b.catalog
@@ -128,14 +150,22 @@ def _tier(b: BuildInput, write_gb_s: float, read_gb_s: float) -> tuple:
         nvme = cat.storage_tier("node-nvme-gen4-raid0")
         if site_scale(b) == "workstation":  # its own NVMe holds data and checkpoints: no file server
             return (msg("storage_tier_nvme_only"), nvme.id, nvme.kind, None, 0, nvme.read_gb_s_per_node.low,
-                    [msg("storage_note_workstation")])
+                    [msg("storage_note_workstation")], cited("none", msg("storage_protection_none"), "convention"))
         nfs = cat.part("nfs-server-nvme")
         notes = [msg("storage_note_local")]
-        return (msg("storage_tier_local"), nvme.id, nvme.kind, nfs.id, 1, nvme.read_gb_s_per_node.low, notes)
+        return (msg("storage_tier_local"), nvme.id, nvme.kind, nfs.id, 1, nvme.read_gb_s_per_node.low, notes,
+                _protection("nfs_protection"))
     app = cat.part("pfs-appliance-ai400x2")
-    need = ceil_div(max(write_gb_s / app.write_gb_s, read_gb_s / app.read_gb_s), 1)
-    count = max(1, need)
+    prot = _protection("pfs_protection")
+    raw_tb = capacity_tb / _efficiency(prot.value)
+    by_bw = ceil_div(max(write_gb_s / app.write_gb_s, read_gb_s / app.read_gb_s), 1)
+    by_cap = ceil_div(raw_tb, app.capacity_tb) if app.capacity_tb else 1
+    least = rules.value("storage", "pfs_min_appliances")
+    count = max(by_bw, by_cap, least)
     notes = [msg("storage_note_sized", count=count, name=app.name, write=f"{write_gb_s:.1f}", app_write=f"{app.write_gb_s:g}",
-                 read=f"{read_gb_s:.1f}", app_read=f"{app.read_gb_s:g}"), msg("storage_note_any_pfs")]
+                 read=f"{read_gb_s:.1f}", app_read=f"{app.read_gb_s:g}"),
+             msg("storage_note_capacity", raw=f"{raw_tb:.3g}", app_tb=f"{app.capacity_tb:g}", by_cap=by_cap,
+                 by_bw=by_bw, least=least),
+             msg("storage_note_any_pfs")]
     return (msg("storage_tier_pfs"), "lustre-ddn", "parallel_fs",
-            app.id, count, count * app.read_gb_s, notes)
+            app.id, count, count * app.read_gb_s, notes, prot)
