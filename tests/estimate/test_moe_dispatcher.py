@@ -300,3 +300,20 @@ def test_group_limited_routing_shortens_a_flex_dispatch_across_nodes():
     a2a = st.with_(moe_dispatcher="alltoall")
     assert estimate_time(v3, TR, s, a2a).breakdown_s["ep_comm"] == pytest.approx(
         estimate_time(free, TR, s, a2a).breakdown_s["ep_comm"])
+
+
+@pytest.mark.parametrize("groups", [(8, 4), (1, 1)])
+def test_flex_scalar_and_vector_paths_agree_inside_and_across_nodes(groups):
+    """EP 8 (one node) beside EP 16 / 32 / 64 (2-8 nodes) in one batch give each strategy's scalar step time, with
+    and without DeepSeek-V3's group limit. Bug fix: a batch holding any EP that left the node timed the one-node
+    EP 8 as a forwarded dispatch too (the scalar path: the plain all-to-all)."""
+    from trainsizer.estimate.step_time import estimate_time_batch
+    from trainsizer.models import load_preset
+
+    v3 = load_preset("deepseek-v3").with_(expert_groups=groups[0], expert_groups_per_token=groups[1])
+    s, eps = h100_cluster(256), np.array([8, 16, 32, 64])
+    kw = dict(pp=4, vpp=1, micro_batch=1, recompute="full", framework="megatron-core", moe_dispatcher="flex")
+    vec = estimate_time_batch(v3, TR, s, Strategy(dp=np.full(4, 64), ep=eps, **kw))
+    for i, ep in enumerate(eps):
+        one = estimate_time(v3, TR, s, Strategy(dp=64, ep=int(ep), **kw))
+        assert vec["step_s"][i] == pytest.approx(one.step_s, rel=1e-12)

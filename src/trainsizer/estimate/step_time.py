@@ -1126,7 +1126,7 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
         remote = _ranks_per_token(x, domains) * (domains - 1.0) / domains
         fwd = comm.forwarded_all_to_all_time(per_copy * remote * x.training.moe_capacity_factor,
                                              per_copy * ranks * (k_ep - 1.0) / k_ep, x.e, k_ep, r, x.system, m_ep)
-        return np.where(flex, fwd, a2a)
+        return np.where(flex & (x.e > k_ep), fwd, a2a)  # inside one domain: the plain all-to-all, as the scalar path
 
     a2a = a2a_at(x.r)
     # the PyTorch-native stacks' flex is DeepEP itself: its normal kernels at their measured rates (deepep_rates)
