@@ -77,7 +77,7 @@ def test_chinese_help_pages_have_no_english_prose(run_cli, key):
     page = _page(run_cli, "--lang", "zh", *args, "--help")
     cmd = dict(_commands())[key]
     choices = {str(c) for p in cmd.params if isinstance(p.type, click.Choice) for c in p.type.choices}
-    syntax = {"OPTIONS", "COMMAND", "ARGS", "JOB_FILE", "PLAN_FILE", "KIND", "ENTRY_ID", "NAME", *choices}
+    syntax = {"JOB_FILE", "PLAN_FILE", "KIND", "ENTRY_ID", "NAME", *choices}  # argument names, as the text names them
     assert not english_words(page, syntax), page
     assert "用法：" in page and "选项：" in page
     assert all(cells(line) <= 82 or " " not in line.strip() for line in page.splitlines()), page
@@ -117,3 +117,10 @@ def test_wrapped_lines_fit_and_keep_every_character(text, width):
         assert cells(core) <= width or (" " not in core and sum(cells(c) == 2 for c in core) <= 1), lines
     assert not any(line.startswith(("，", "。", "）")) for line in lines[1:]), lines
     assert not any(line.endswith("（") and line.strip("（ ") for line in lines[:-1]), lines  # but a line of openers
+
+
+def test_the_usage_line_is_in_the_readers_words(run_cli):
+    """'用法：trainsizer [OPTIONS] COMMAND [ARGS]...' read half in English."""
+    assert _page(run_cli, "--lang", "zh", "--help").startswith("用法：trainsizer [选项] 命令 [参数]...")
+    assert _page(run_cli, "--lang", "zh", "estimate", "--help").startswith("用法：trainsizer estimate [选项] JOB_FILE")
+    assert _page(run_cli, "--help").startswith("Usage: trainsizer [OPTIONS] COMMAND [ARGS]...")

@@ -259,8 +259,9 @@ class HelpCommand(click.Command):
         return super().get_help(ctx)
 
     def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        pieces = self.collect_usage_pieces(ctx)
-        formatter.write_usage(ctx.command_path, " ".join(pieces), prefix=click_word("usage", help_lang(ctx)))
+        lang, words = help_lang(ctx), load(HELP_FILE)["_click_usage"]
+        pieces = [words[p][lang] if p in words else p for p in self.collect_usage_pieces(ctx)]
+        formatter.write_usage(ctx.command_path, " ".join(pieces), prefix=click_word("usage", lang))
 
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         text = help_text(command_key(ctx), "_", help_lang(ctx))

@@ -3,6 +3,8 @@ buys (measured by searching again)."""
 
 from __future__ import annotations
 
+import re
+
 from trainsizer.catalog import load_catalog
 from trainsizer.catalogues import LANGS
 from trainsizer.messages import catalogue
@@ -22,6 +24,9 @@ def test_deadline_binds_and_more_gpus_would_meet_it():
     lifted = [r for r in b.relaxations if "limit" in r.change]
     assert lifted and "satisfies the job" in lifted[0].result
     assert plan.options and all(o.meets.deadline is False for o in plan.options)  # best efforts still shown
+    deadline = [r.change for r in b.relaxations if "deadline" in r.change]
+    # the job field and its value ('deadline_days 3'), never '1 days'
+    assert deadline and all(re.fullmatch(r"deadline_days \d+", c) for c in deadline), deadline
 
 
 def test_memory_binds_and_lora_would_fit():
