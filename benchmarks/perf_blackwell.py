@@ -13,8 +13,8 @@ their levels; the summary prints that ratio, measured and predicted.
 Data: benchmarks/data/megatron_bridge_perf.csv (the page's tables as rows, with source, commit and notes).
 Each row goes end to end through the public job path (catalog accelerator and network, NVL72 trays and
 domains, framework megatron-core, FP8 recipe tensorwise for FP8-CS and mxfp8 for FP8-MX, FSDP = Megatron FSDP
-as ZeRO-3); recompute and activation offloading are not stated on the page and taken from the performance recipes
-at the page's commit (RECOMPUTE_MODULES, ACTIVATION_OFFLOAD below; none elsewhere); MoE routing is force-balanced there
+as ZeRO-3); recompute, activation offloading and CUDA graphs are not stated on the page and taken from the performance recipes
+at the page's commit (RECOMPUTE_MODULES, ACTIVATION_OFFLOAD, FULL_ITERATION_GRAPHS below; none elsewhere); MoE routing is force-balanced there
 (capacity factor 1); the MoE token dispatcher is left to "auto", which picks what the 25.11 recipes run
 (HybridEP on GB200 / GB300, the alltoall dispatcher on B200 and the H100 Qwen3 rows). GPT-OSS 120B (no preset here) and the H100 Qwen3-235B row (columns garbled on the page)
 are not in the file. Networks: GB300 ConnectX-8 800 Gb/s per GPU (ib-xdr800); GB200, B200, H100 400 Gb/s per
@@ -32,6 +32,7 @@ import numpy as np
 
 from harness import Fit, fit_of, print_fits
 from trainsizer.catalog import load_catalog
+from trainsizer.estimate.calibration import Calibration
 from trainsizer.estimate.flops import layer_flops
 from trainsizer.estimate.step_time import step_time_arrays
 from trainsizer.scenario import resolve_job
@@ -62,6 +63,11 @@ ACTIVATION_OFFLOAD = {("GB200", "LLAMA3_70B", "FP8-CS"): 40, ("GB300", "LLAMA3_7
 # ["mla_up_proj"]); the Qwen3 and Llama recipes recompute nothing (qwen3_llm_pretrain.py recompute_granularity None)
 RECOMPUTE_MODULES = {("GB300", "DeepSeekV3"): ("moe_act",), ("GB200", "DeepSeekV3"): ("mla_up_proj",),
                      ("B200", "DeepSeekV3"): ("mla_up_proj",)}
+# CUDA graphs: cuda_graph_impl "local" with cuda_graph_scope "full_iteration" (the estimator's full_iteration) in the
+# recipes at 00b7660 (llama3_workload_base_configs.py LLAMA3_8B_PRETRAIN_CONFIG_{GB300,GB200,B200}_FP8_CS_BASE_CONFIG;
+# FP8_MX the same object); the H100 8B and the 70B / 405B FP8 recipes set none; the MoE recipes' Transformer Engine
+# graphs of parts of a layer (moe_router, moe_preprocess, attn) are written none, as in perf_mbridge26.py
+FULL_ITERATION_GRAPHS = {("GB300", "LLAMA3_8B"), ("GB200", "LLAMA3_8B"), ("B200", "LLAMA3_8B")}
 # Rows run with the 25.11 release recipe's layout where the table's line is no recipe's (RECIPE below; the table's
 # layout is printed beside them). H100 Qwen3-30B-A3B FP8-CS: the table prints MBS 2, VP 24, GA 32 -- the 25.09
 # token-drop row's line unchanged -- but no recipe version has VP 24 (25.09 v0.1.0rc4 qwen3_30b_a3b_llm_pretrain.yaml
@@ -96,6 +102,7 @@ def job(r: dict[str, str], table_layout: bool = False) -> dict:
                      "grad_reduce_in_fp32": False, "fp8_param_allgather": precision == "fp8",
                      # set_common_perf_overrides: cross_entropy_fusion_impl = "te" (fusion on by default)
                      "loss_impl": "te",
+                     "cuda_graphs": "full_iteration" if (r["system"], r["model"]) in FULL_ITERATION_GRAPHS else "none",
                      "activation_offload": ACTIVATION_OFFLOAD.get((r["system"], r["model"], r["precision"]), False)}
         | recipe_layout,
     }
@@ -144,6 +151,39 @@ def flop_check() -> list[tuple[str, int, float, float]]:
         nvidia = float(r["model_tflops_per_gpu"]) * 1e12 / float(r["tokens_per_sec_per_gpu"])
         out.append((r["model"], s, nvidia, ours))
     return out
+
+
+# a rate no kernel reaches (TFLOP/s): with it the calibrated part's time is ~0, so the step less that run is its time
+_UNBOUNDED_TFLOPS = 1e9
+
+
+def step_split(rid: str) -> tuple[float, float, float]:
+    """(step, attention core, linear-layer GEMMs) seconds the model gives row `rid`: the step less the step with
+    that part at an unbounded rate (Calibration flash_tflops / gemm_tflops); what is left is the LM head, the
+    element-wise passes, the FP8 casts and the exposed communication."""
+    cat = load_catalog()
+    r = next(r for r in csv.DictReader(DATA.open(encoding="utf-8")) if r["id"] == rid)
+    sc = resolve_job(job(r), cat)
+
+    def step(cal: Calibration | None = None) -> float:
+        o = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy, calibration=cal)
+        return float(np.asarray(o["step_s"]).reshape(-1)[0])
+
+    full = step()
+    return (full, full - step(Calibration(flash_tflops=_UNBOUNDED_TFLOPS)),
+            full - step(Calibration(gemm_tflops=_UNBOUNDED_TFLOPS)))
+
+
+def pair_split(name: str, measured: float, new: str = "gb300", old: str = "gb200") -> str:
+    """One line: the model's `new` / `old` ratio by part for the pair `name` (attention core, linear GEMMs, the
+    rest) and the ratio the part outside attention would need for the measured pair ratio, the attention kept at
+    the model's (cuDNN's measured rates) and the `old` row at the model's time."""
+    (s1, a1, g1), (s0, a0, g0) = step_split(f"mbridge_25.11_{new}_{name}"), step_split(f"mbridge_25.11_{old}_{name}")
+    rest1, rest0 = s1 - a1 - g1, s0 - a0 - g0
+    need = (s0 - a0) / (s0 / measured - a1)
+    return (f"  {name:36s} attention {a1 / s1:.2f} of the step ({a0 / a1:.2f}x), linear GEMMs {g1 / s1:.2f} "
+            f"({g0 / g1:.2f}x), rest {rest1 / s1:.2f} ({rest0 / rest1:.2f}x); measured {measured:.3f} needs the "
+            f"non-attention part at {need:.2f}x")
 
 
 LAYOUT = ("precision", "global_batch_seqs", "micro_batch", "seq_len", "fsdp", "tp", "pp", "cp", "vpp", "ep")
@@ -210,8 +250,12 @@ def main() -> None:
         pred = np.mean([c[3] / x[3] for c, x in pairs])
         print(f"  FP8-CS / FP8-MX throughput, {len(pairs)} pairs at the same layout: measured {meas:.3f} predicted {pred:.3f}")
     print("GB300 / GB200 throughput at the same layout (equal rated peaks; measured vs predicted):")
-    for name, meas, pred in generation_pairs(cs):
+    gb_pairs = generation_pairs(cs)
+    for name, meas, pred in gb_pairs:
         print(f"  {name:36s} measured {meas:.3f} predicted {pred:.3f}")
+    print("GB300 / GB200 pairs by part (the model's GB300 time split and the GB200 / GB300 time ratio of each part):")
+    for name, meas, _ in gb_pairs:
+        print(pair_split(name, meas))
     print("GB200 / B200 throughput at the same layout (rated peaks 2.5 / 2.25 PF BF16; measured vs predicted):")
     for name, meas, pred in generation_pairs(cs, "gb200", "b200"):
         print(f"  {name:36s} measured {meas:.3f} predicted {pred:.3f}")

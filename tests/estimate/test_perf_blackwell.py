@@ -109,3 +109,27 @@ def test_the_mxfp8_ratio_gives_the_pairs_it_was_fitted_on():
     measured = np.mean([c[2] / x[2] for c, x in pairs])
     predicted = np.mean([c[3] / x[3] for c, x in pairs])
     assert abs(predicted / measured - 1) < 0.005, (measured, predicted)
+
+
+def test_the_8b_rows_run_full_iteration_graphs_as_their_recipes_do():
+    """The 25.11 recipes at the table's commit give the Llama 3 8B FP8 rows full-iteration CUDA graphs on GB300,
+    GB200 and B200 alike (FULL_ITERATION_GRAPHS); the H100 8B and the other rows none."""
+    rows = {r["id"]: r for r in pb.csv.DictReader(pb.DATA.open(encoding="utf-8"))}
+    graphs = {rid: pb.job(r)["strategy"]["cuda_graphs"] for rid, r in rows.items()}
+    assert graphs["mbridge_25.11_gb300_llama3_8b_fp8-cs_8gpu"] == "full_iteration"
+    assert graphs["mbridge_25.11_gb200_llama3_8b_fp8-mx_8gpu"] == "full_iteration"
+    assert graphs["mbridge_25.11_h100_llama3_8b_fp8-cs_8gpu"] == "none"
+    assert graphs["mbridge_25.11_gb300_llama3_70b_fp8-cs_64gpu"] == "none"
+
+
+def test_step_split_parts_are_positive_and_within_the_step():
+    """Attention core and linear GEMMs (each the step less the step with that part at an unbounded rate) are
+    positive and together less than the step; GB300's attention is faster than GB200's (doubled SFU ex2), as
+    cuDNN measures (1.09-1.12 forward + backward), not the 2x of the exponentials alone."""
+    s1, a1, g1 = pb.step_split("mbridge_25.11_gb300_llama3_8b_fp8-cs_8gpu")
+    s0, a0, g0 = pb.step_split("mbridge_25.11_gb200_llama3_8b_fp8-cs_8gpu")
+    for s, a, g in ((s1, a1, g1), (s0, a0, g0)):
+        assert 0 < a < s and 0 < g < s and a + g < s
+    assert 1.05 < a0 / a1 < 1.2
+    line = pb.pair_split("llama3_8b_fp8-cs_8gpu", 1.192)
+    assert "needs the non-attention part at" in line
