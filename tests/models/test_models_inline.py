@@ -92,6 +92,8 @@ def test_preset_with_overrides():
         (dict(LLAMA2_7B, sliding_window=128, window_layers=33), "model.window_layers", "exceeds layers"),
         (dict(LLAMA2_7B, window_layers=16), "model.window_layers", "needs sliding_window"),
         (dict(LLAMA2_7B, chunk_layers=16), "model.chunk_layers", "needs attention_chunk"),
+        (dict(LLAMA2_7B, rope_attention_factor=0.0), "model.rope_attention_factor", "greater than 0"),
+        (dict(LLAMA2_7B, rope_attention_factor="1.35"), "model.rope_attention_factor", "must be a number"),
         (dict(LLAMA2_7B, sliding_window=128, window_layers=20, attention_chunk=512, chunk_layers=20),
          "model.chunk_layers", "windowed or chunked"),
     ],
@@ -219,3 +221,8 @@ def test_sliding_window_layers_share():
     m = load_model(dict(LLAMA2_7B, sliding_window=128, window_layers=16))
     assert (m.sliding_window, m.window_share) == (128, 0.5)
     assert load_model(dict(LLAMA2_7B)).window_share == 0.0
+
+
+def test_rope_attention_factor_inline_overrides_the_preset():
+    assert load_model({"preset": "gpt-oss-20b", "rope_attention_factor": 1.0}).rope_attention_factor == 1.0
+    assert load_model(dict(LLAMA2_7B, rope_attention_factor=2)).rope_attention_factor == 2.0
