@@ -93,3 +93,12 @@ def test_network_lines_name_each_fabric_in_words_a_buyer_reads(blocks):
     for ln in bom.lines:
         assert not re.search(r"\boob\b", str(ln.item), re.I), ln.item
         assert not ln.item_msg or not re.search(r"\boob\b", str(tr(as_msg(ln.item_msg), "zh")), re.I), ln.item
+
+
+def test_server_sizes_are_grouped_and_an_unknown_one_is_said_not_questioned(blocks):
+    """'RAM 17280 GiB per server' and 'NVMe ? TB per server' (the GB200 NVL72 rack publishes no NVMe size)."""
+    bom = blocks(hardware={"accelerator": "gb200", "count": 64, "per_node": 4}, constraints={"cooling": "liquid"},
+                 goal={"procurement": "buy"}).bom
+    items = [str(ln.item) for ln in bom.lines]
+    assert "RAM 17,280 GiB per server" in items and "NVMe per server (size not in the catalog)" in items
+    assert not any("?" in item for item in items)

@@ -39,10 +39,10 @@ def server_lines(b: BuildInput) -> list[BomLine]:
         inc = msg("bom_note_included", server=srv.id)
         out += [line(msg("bom_item_cpus", model=described("cpu", srv.cpu_model)), None, units, "per_server", None,
                      inc),
-                line(msg("bom_item_ram", gib=f"{srv.ram_gib:g}" if srv.ram_gib else "?"), None, units, "per_server",
-                     None, inc),
-                line(msg("bom_item_nvme", tb=f"{srv.nvme_tb:g}" if srv.nvme_tb else "?"), None, units, "per_server",
-                     None, inc),
+                line(msg("bom_item_ram", gib=f"{srv.ram_gib:,g}") if srv.ram_gib else msg("bom_item_ram_unknown"),
+                     None, units, "per_server", None, inc),
+                line(msg("bom_item_nvme", tb=f"{srv.nvme_tb:,g}") if srv.nvme_tb else msg("bom_item_nvme_unknown"),
+                     None, units, "per_server", None, inc),
                 line(msg("bom_item_nics", count=srv.nics.count, gbps=f"{srv.nics.gbps:g}",
                          model=described("nic", srv.nics.model)),
                      None, units * srv.nics.count, "per_nic", None, inc)]
