@@ -32,7 +32,8 @@ def test_every_example_builds(example, run_cli):
     assert (data["bom"]["acquisition"] == "rent") == (fac["site"] == "rented")
     assert data["bom"]["buy_vs_rent"]["verdict"]
     assert isinstance(data["risks"], list)
-    assert len(data["phases"]["rollout"]) == {"buy": 7, "rent": 5}[data["phases"]["acquisition"]]
+    expected = {"rent": 5, "buy": 5 if fac["site"] == "workstation" else 7}
+    assert len(data["phases"]["rollout"]) == expected[data["phases"]["acquisition"]]
 
 
 def test_every_risk_and_phase_has_both_languages():
@@ -47,7 +48,8 @@ def test_every_risk_and_phase_has_both_languages():
     risk_ids = re.findall(r'Risk\(id="(\w+)"', (root / "plan" / "buildout" / "risks.py").read_text())
     assert len(risk_ids) >= 10
     keys = [f"b_risk_{r}" for r in risk_ids] + [f"b_risk_{r}_fix" for r in risk_ids]
-    keys += [f"b_phase_{p['id']}" for p in rules.raw("phases")["phases"] + rules.raw("phases")["rent_phases"]]
+    raw = rules.raw("phases")
+    keys += [f"b_phase_{p['id']}" for p in raw["phases"] + raw["rent_phases"] + raw["workstation_phases"]]
     for key in keys:
         assert table[key]["en"] and table[key]["zh"], key
 

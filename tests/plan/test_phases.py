@@ -62,3 +62,14 @@ def test_the_rental_reservation_window_is_the_clouds_published_one(blocks, catal
     assert reserve.source != "convention" and source.date and source.url
     assert (reserve.weeks_low, reserve.weeks_high) == (0, 8)
     assert "8 weeks" in str(reserve.what) and "8 周" in str(tr(as_msg(reserve.what_msg), "zh"))
+
+
+def test_a_bought_workstation_is_ordered_and_set_up_not_racked(blocks):
+    """A 1-GPU workstation bought: no design review, rack, cabling or fabric bring-up; a few weeks in all."""
+    ph = blocks(model="llama-3.1-8b", method="lora", goal={"procurement": "buy"},
+                hardware={"accelerator": "l40s", "count": 1, "per_node": 1, "network": None},
+                strategy={"tp": 1, "pp": 1, "fsdp": "none", "micro_batch": 1, "recompute": "full"},
+                global_batch={"sequences": 8}).phases
+    assert [p.id for p in ph.rollout] == ["validate", "order_workstation", "set_up_workstation",
+                                          "acceptance_workstation", "production"]
+    assert ph.total_weeks[1] <= 8

@@ -101,7 +101,8 @@ def test_data_files_and_their_catalogue_entries_say_the_same():
     from trainsizer.plan.buildout import rules
 
     cat = catalogue()
-    for phase in rules.raw("phases")["phases"] + rules.raw("phases")["rent_phases"]:
+    raw = rules.raw("phases")
+    for phase in raw["phases"] + raw["rent_phases"] + raw["workstation_phases"]:
         assert cat[f"phase_what_{phase['id']}"]["en"] == " ".join(phase["note"].split()), phase["id"]
     for key, text in rules.value("software", "frameworks").items():
         assert cat[f"framework_{key}"]["en"] == text, key

@@ -1,5 +1,6 @@
 """The `phases` block: roll-out with planning durations from phases.yaml, by how the cluster is had: bought
-(validate, design, order, deploy, bring-up, acceptance, production) or rented (validate, reserve, onboard,
+(validate, design, order, deploy, bring-up, acceptance, production), a bought workstation (validate, order,
+set up, acceptance, production: no rack, fabric or scheduler) or rented (validate, reserve, onboard,
 acceptance of the rented nodes, production: nothing to order, rack or cable); and the scale-out path (what
 doubling needs, what the fabric takes without re-cabling; for a rented cluster, more nodes from the provider)."""
 
@@ -46,8 +47,12 @@ class PhasesBlock(Block):
 def phases_block(b: BuildInput, net: NetworkBlock) -> PhasesBlock:
     data = rules.raw("phases")
     how = acquisition(b)
+    from trainsizer.plan.buildout.facility import site_scale
+
+    which = ("rent_phases" if how == "rent" else
+             "workstation_phases" if site_scale(b) == "workstation" else "phases")
     roll = [Phase(id=p["id"], weeks_low=p["weeks"][0], weeks_high=p["weeks"][1], what=msg(f"phase_what_{p['id']}"),
-                  source=p["source"]) for p in data["rent_phases" if how == "rent" else "phases"]]
+                  source=p["source"]) for p in data[which]]
     total = (sum(p.weeks_low for p in roll), sum(p.weeks_high for p in roll))
     return PhasesBlock(acquisition=how, rollout=roll, total_weeks=total,
                        burn_in_hours=rules.value("phases", "burn_in_hours"), scale_out=scale_out(b, net, how == "rent"))
