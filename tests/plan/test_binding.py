@@ -93,3 +93,16 @@ def test_time_within_budget_is_a_goal_objective():
     assert top.id == plan.recommended.id
     within = [o for o in plan.hardware_options if o.meets.budget and o.meets.deadline and o.scale == top.scale]
     assert plan.recommended.time.train_days <= min(o.train_days for o in within) * 1.07
+
+
+def test_a_batch_no_layout_splits_is_named_not_called_memory():
+    """512 sequences over 72 GB200 (8 x 9): no data-parallel degree of 72 divides 512, so nothing is laid out.
+    The plan says so, not that 72 GPUs of 186 GiB are too small for a 70B model."""
+    job = {"model": "llama-3.1-70b", "method": "pretrain", "data": {"tokens": 1e12}, "seq_len": 8192,
+           "global_batch": {"sequences": 512}, "precision": "bf16", "goal": {"procurement": "buy"},
+           "hardware": {"accelerator": "gb200", "count": 72, "per_node": 4, "network": "ib-ndr400"}}
+    b = make_plan(job, load_catalog(), top=1).binding
+    assert b.constraint == "constraints" and b.detail_msg.key == "bind_layout" and "512" in b.detail
+    assert b.relaxations[0].change_msg.key == "relax_batch"
+    job["global_batch"] = {"sequences": 576}
+    assert make_plan(job, load_catalog(), top=1).recommended is not None

@@ -202,6 +202,8 @@ def binding(base: Scenario, results: list[OptionResult], priced: list[Any], cand
         return Binding(constraint="constraints", detail=msg("bind_constraints", lang, why=why),
                        relaxations=[Relaxation(change=msg(key, lang), result=msg(key + "_buys", lang))])
     if not priced:
+        if results and all(r.evaluated == 0 and r.skipped is None for r in results):
+            return _layout_binding(base, results, lang)  # memory never got a say: no layout splits the batch
         return _memory_binding(base, results, lang)
     fastest = min(priced, key=lambda p: p.train_days)
     if goal.deadline_days is not None and fastest.train_days > goal.deadline_days:
@@ -253,6 +255,18 @@ def _deadline_binding(base: Scenario, fastest: Any, deadline: float, c: Any, cfg
                                 result=msg("relax_meets", lang, option=r.option.key)))
     return Binding(constraint="deadline", needed=None if need is None else float(need), allowed=float(allowed),
                    unit="GPUs", detail=detail, relaxations=relax)
+
+
+def _layout_binding(base: Scenario, results: list[OptionResult], lang: str) -> Binding:
+    """No strategy could be laid out on any option (none reached the memory check): the global batch does not
+    split into whole micro-batches over any data-parallel degree the GPU counts allow."""
+    big = _biggest(results)
+    assert big is not None
+    seqs = int(base.training.global_batch_seqs)
+    detail = msg("bind_layout", lang, option=big.option.key, seqs=f"{seqs:,}")
+    relax = [Relaxation(change=msg("relax_batch", lang, gpus=big.option.count),
+                        result=msg("relax_batch_buys", lang))]
+    return Binding(constraint="constraints", detail=detail, relaxations=relax)
 
 
 def _memory_binding(base: Scenario, results: list[OptionResult], lang: str) -> Binding:
