@@ -160,7 +160,9 @@ _UNBOUNDED_TFLOPS = 1e9
 def step_split(rid: str) -> tuple[float, float, float]:
     """(step, attention core, linear-layer GEMMs) seconds the model gives row `rid`: the step less the step with
     that part at an unbounded rate (Calibration flash_tflops / gemm_tflops); what is left is the LM head, the
-    element-wise passes, the FP8 casts and the exposed communication."""
+    element-wise passes, the FP8 casts and the exposed communication. Where communication or offloading hides behind
+    a part (the 70B's Megatron-FSDP gathers and activation offload), removing that part exposes it, so the parts of
+    such a row are not additive (its 'rest' then carries the offload difference between the two parts)."""
     cat = load_catalog()
     r = next(r for r in csv.DictReader(DATA.open(encoding="utf-8")) if r["id"] == rid)
     sc = resolve_job(job(r), cat)
