@@ -223,3 +223,10 @@ def test_method_precision_and_optimizer_show_their_names_with_the_code_as_value(
     open_, close = ("（", "）") if lang == "zh" else (" (", ")")
     for code, shown in options.items():
         assert shown.endswith(f"{open_}{code}{close}") and len(shown) > len(code) + 2, (code, shown)
+
+
+def test_the_accelerator_lists_use_the_pages_brackets(client):
+    zh = client.get("/", params={"lang": "zh"}).text
+    en = client.get("/", params={"lang": "en"}).text
+    assert re.search(r">h100-sxm-80gb（nvidia，\d+ GB）</option>", zh) and "h100-sxm-80gb (" not in zh
+    assert re.search(r">h100-sxm-80gb \(nvidia, \d+ GB\)</option>", en)
