@@ -1147,6 +1147,7 @@ def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any, loss_phase: 
     if b.name == "torchtune":  # the units of the peak phase (`_torchtune_fsdp2_phase_units`)
         in_loss, in_layer = _torchtune_fsdp2_phase_units(b, DEFAULT_OPTIONS)
         gathered = np.where(z >= 3, np.where(loss_phase, in_loss, in_layer), gathered)
+    gathered = gathered + np.where((z >= 3) & (p == 1) & (b.dpc > 1), _fsdp_root_unit(b), 0.0)
     items["framework_buffers"] = buckets + np.where((z >= 3) | b.offload_par, np.maximum(gathered, pp_hold), 0.0)
     allocated = sum(val for key, val in items.items() if key not in ("cuda_context", "nccl_buffers"))
     items["fragmentation"] = oc["allocator_fragmentation_fraction"] * allocated
@@ -1175,6 +1176,30 @@ def _torchtune_fsdp2_end_units(b: _Batch, w_layer: Any) -> tuple[Any, Any]:
         return zero + float(model.final_norm_params) * b.w16, loss_units
     root_p = float(lay.embedding) / b.t + head_p + float(model.final_norm_params)
     return zero + (b.w16 + grad) * root_p, zero + w_layer
+
+
+def _fsdp_root_unit(b: _Batch) -> Any:
+    """Bytes the FSDP root unit holds through the backward on the PyTorch-native styles other than torchtune's
+    (`_torchtune_fsdp2_end_units`), where the framework leaves the embedding, final norm and LM head in the root
+    (strategy.shard_embedding_head_separately null / false): torchtitan's apply_fsdp (parallelize_llama.py
+    2024-12 to 2025-06: fully_shard on each block, then on the whole model) and NeMo AutoModel's dense path
+    (parallelizer.py DefaultParallelizationStrategy: the root with reshard_after_forward False); FSDP2 never reshards
+    the root after forward (FSDPState._lazy_init: post_forward_mesh_info = None), nor FSDP1 (HF Trainer `fsdp`:
+    _runtime_utils._post_forward_reshard frees no root parameter). Their 16-bit copies stay gathered to the end of
+    the backward, and in full training the gradients made before it: FSDP2's per-parameter LM-head gradient,
+    FSDP1's whole flat gradient of the root. TP-sharded like the layers; one rank (no sharding: torchtitan
+    ParallelDims.fsdp_enabled, AutoModel at world size 1) and pipelining (every unit gathered: `_overheads`
+    pp_hold) hold nothing more. 0 on other styles or with the units sharded separately (OLMo-core, AutoModel's MoE
+    path: their own embedding and LM-head units)."""
+    fsdp1 = b.name == "fsdp"
+    if b.head_own_unit or b.name == "torchtune" or not (fsdp1 or np.any(b.titan)):
+        return 0.0
+    lay, model = b.pre.layout, b.model
+    head_p = float(lay.lm_head_own) / b.t
+    root_p = float(lay.embedding) / b.t + head_p + float(model.final_norm_params)
+    grad = b.w16 if b.training.trains_base_weights else 0.0
+    held = b.w16 * root_p + grad * (root_p if fsdp1 else head_p)
+    return held if fsdp1 else np.where(b.titan, held, 0.0)
 
 
 def _deepspeed_zero3_live(b: _Batch, layer_p: Any, trainable_pg: Any) -> tuple[Any, Any]:

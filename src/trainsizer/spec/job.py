@@ -368,9 +368,10 @@ class StrategySpec(_Strict):
     # QLoRA: non-quantised weights and the residual stream in fp32 (PEFT prepare_model_for_kbit_training, which
     # TRL's SFTTrainer calls); null = the framework's (hf yes, torchtune no); false e.g. for LLaMA-Factory
     kbit_upcast: bool | None = None
-    # torchtune FSDP2: the embedding and the LM head sharded as their own units (its custom_sharded_layers
-    # ['tok_embeddings', 'output']); null / false = the recipe's default, where the root unit holds them, gathered
-    # from the first forward to the end of the backward; other styles keep their own wrapping
+    # FSDP (torchtune, torchtitan-style stacks, HF Trainer fsdp): the embedding and the LM head sharded as their own
+    # units (torchtune's custom_sharded_layers ['tok_embeddings', 'output']; OLMo-core and AutoModel's MoE path do so);
+    # null / false = the root unit holds them (torchtune's and torchtitan's default, AutoModel's dense path, FSDP1's
+    # auto-wrap), gathered from the first forward to the end of the backward; other styles keep their own wrapping
     shard_embedding_head_separately: bool | None = None
     framework: Framework = "auto"
 

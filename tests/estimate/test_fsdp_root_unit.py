@@ -1,0 +1,69 @@
+"""The FSDP root unit on the PyTorch-native styles other than torchtune (memory.py _fsdp_root_unit): torchtitan's
+apply_fsdp and AutoModel's dense path leave the embedding, final norm and LM head in the root, which FSDP2 never
+reshards after forward, so their 16-bit copies (and in full training the LM head's gradient) stay on the GPU through
+the backward; FSDP1 (HF Trainer fsdp) keeps its root's whole flat parameter and flat gradient. Sharded as their own
+units (strategy shard_embedding_head_separately: OLMo-core, AutoModel's MoE path) they hold nothing more, nor on one
+rank or under pipelining."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+
+from trainsizer.estimate.inputs import Strategy, System, Training
+from trainsizer.estimate.memory import estimate_memory
+from trainsizer.models import load_model
+
+MODEL = load_model("llama-3.1-8b")
+NODE = System(accelerator="h100-sxm-80gb", gpus=8, gpus_per_node=8, memory_gib=80.0, peak_tflops={"bf16": 989.0},
+              hbm_gb_s=3350.0, intra_node_gb_s=450.0)
+ROOT = 2.0 * (MODEL.embedding_params + MODEL.lm_head_params + MODEL.final_norm_params)
+HEAD = 2.0 * MODEL.lm_head_params
+
+
+def _buffers(framework: str = "torchtitan", method: str = "pretrain", own: bool | None = None, dp: int = 8,
+             tp: int = 1, pp: int = 1) -> float:
+    training = Training(method=method, seq_len=4096, global_batch_seqs=8 * dp,
+                        **({"lora_rank": 16, "lora_targets": ("q_proj", "v_proj")} if method == "lora" else {}))
+    st = Strategy(dp=dp, tp=tp, pp=pp, zero=3, micro_batch=1, recompute="full", framework=framework,
+                  shard_embedding_head_separately=own)
+    system = NODE if dp * tp * pp <= 8 else System(**{**NODE.__dict__, "gpus": dp * tp * pp})
+    return estimate_memory(MODEL, training, system, st, check=False).items_bytes["framework_buffers"]
+
+
+def test_torchtitan_root_holds_the_16_bit_embedding_norm_head_and_the_head_gradient():
+    assert _buffers() - _buffers(own=True) == pytest.approx(ROOT + HEAD, rel=1e-6)
+
+
+def test_a_frozen_root_holds_its_weights_only():
+    assert _buffers(method="lora") - _buffers(method="lora", own=True) == pytest.approx(ROOT, rel=1e-6)
+
+
+def test_fsdp1_keeps_the_whole_flat_gradient_of_the_root():
+    assert _buffers("fsdp") - _buffers("fsdp", own=True) == pytest.approx(2 * ROOT, rel=1e-6)
+
+
+def test_tp_shards_the_root_like_the_layers():
+    assert _buffers(tp=2, dp=4) - _buffers(tp=2, dp=4, own=True) == pytest.approx(
+        (ROOT - 2.0 * MODEL.final_norm_params) / 2 + 2.0 * MODEL.final_norm_params + HEAD / 2, rel=1e-6)
+
+
+@pytest.mark.parametrize("kw", [{"dp": 1}, {"dp": 4, "pp": 2}])
+def test_one_rank_or_a_pipeline_holds_nothing_more(kw):
+    assert _buffers(**kw) == _buffers(own=True, **kw)
+
+
+@pytest.mark.parametrize("framework", ["megatron-core", "deepspeed", "torchtune"])
+def test_other_styles_keep_their_own_accounting(framework):
+    """Megatron-Core / DeepSpeed wrap differently; torchtune's root is _torchtune_fsdp2_end_units'."""
+    if framework == "torchtune":
+        assert _buffers(framework) - _buffers(framework, own=True) != pytest.approx(ROOT + HEAD, rel=1e-3)
+    else:
+        assert _buffers(framework) == _buffers(framework, own=True)
+
+
+@settings(max_examples=10, deadline=None)
+@given(hs.sampled_from(["pretrain", "lora"]), hs.sampled_from([2, 4, 8]))
+def test_the_root_never_holds_less_than_its_own_units(method: str, dp: int):
+    assert _buffers(method=method, dp=dp) >= _buffers(method=method, dp=dp, own=True)
