@@ -126,6 +126,11 @@ class PerfStyle:
     # fp16 with ZeRO <= 1: bytes per local parameter of autograd's in-place .grad accumulation on every micro-batch
     # after the first (_hp_grad_accum)
     fp16_grad_accum_bytes: float = 0.0
+    # passes of the step beyond the fused update's count (_step_passes): bytes per parameter this rank updates (the
+    # gradient norm's read, a separate master -> model weight copy) and per local trainable parameter (zeroing the
+    # full gradient buffer before the next step); perf_constants.yaml frameworks:
+    step_update_extra_bytes: float = 0.0
+    grad_buffer_zero_bytes: float = 0.0
     split_projections: bool = False  # q, k, v and gate, up are separate nn.Linear GEMMs (torchtitan, HF Llama)
     # padded micro-batches of unpacked samples: the attention kernel skips the padding, so each sample attends
     # over its own length (transformers' _flash_attention_forward unpads by the attention mask: _upad_input,
@@ -1534,7 +1539,7 @@ def _optimizer(x: _Step, g: _Grads, mb: _MicroBatch) -> np.ndarray:
         bpp = float(k.raw["optimizer"]["foreach_adamw_element_passes"]) * np.where(model_dtype, x.act, 4.0)
     upd = (g.local_dense * g.train_frac) / np.where(g.shard_opt, g.n_dp, 1.0) + (
         g.local_expert * g.train_frac) / np.where(g.shard_opt, g.n_edp, 1.0)
-    opt = compute.optimizer_time(upd, bpp, r)
+    opt = compute.optimizer_time(upd, bpp, r) + _step_passes(x, g, upd)
     off = x.a["offload"]
     pcie = max(system.pcie_gb_s, 1e-3) * 1e9
     # the CPU step streams host memory: CPU-Adam's rate scaled by the bytes this update moves per parameter
@@ -1550,6 +1555,17 @@ def _optimizer(x: _Step, g: _Grads, mb: _MicroBatch) -> np.ndarray:
     stream_in = 2.0 * (g.local_dense / shards + g.local_expert / np.where(x.zero >= 3, g.n_edp, 1.0)) * x.act / pcie
     param_off = x.m * np.maximum(stream_in - mb.compute, 0.0)
     return np.where(off >= 1, pcie_step + cpu_step, opt) + np.where(off >= 2, param_off, 0.0)
+
+
+def _step_passes(x: _Step, g: _Grads, upd: np.ndarray) -> np.ndarray:
+    """Seconds of the style's gradient / weight passes around the fused update (PerfStyle.step_update_extra_bytes
+    over the parameters this rank updates, grad_buffer_zero_bytes over its local trainable ones): Megatron-LM's
+    clip_grad_norm_fp32 reads every fp32 main gradient for the norm, _copy_main_params_to_model_params writes the
+    16-bit weights from the fp32 masters as its own pass and zero_grad_buffer clears the gradient buffer."""
+    fw = x.fw
+    local = (g.local_dense + g.local_expert) * g.train_frac
+    nbytes = upd * np.asarray(fw.step_update_extra_bytes, float) + local * np.asarray(fw.grad_buffer_zero_bytes, float)
+    return np.where(nbytes > 0, compute.stream_time(nbytes, x.r, kernels=0.0), 0.0)
 
 
 def param_tensors(model: ModelArch, layers: Any) -> Any:
