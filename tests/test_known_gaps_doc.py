@@ -51,3 +51,54 @@ def test_links_between_the_docs_resolve():
             assert target.exists(), (doc.name, name)
             heads = re.findall(r"^#+ (.+)$", target.read_text(encoding="utf-8"), flags=re.M)
             assert anchor in {_slug(h) for h in heads}, (doc.name, name, anchor)
+
+
+# "docs/frameworks.md X": X names what the reader looks for there (a heading, a style's row) or is prose
+FRAMEWORKS_REF = re.compile(r"frameworks\.md(?:'s)? (?=[A-Za-z`])([^),;:'\"\n]+)")
+GAP_BEFORE = re.compile(r"known gaps?[\W]{0,8}(?:docs/)?frameworks\.md", re.I)
+
+
+def _moved_from_frameworks(text: str) -> str | None:
+    """What a "frameworks.md X" reference names that moved in the 2026-12-02 split, or None: the Known gaps and
+    Validation sections went to known-gaps.md / validation.md, and the per-benchmark notes with them."""
+    benchmarks = set(re.findall(r"^## benchmarks/(\w+)\.py", (DOCS / "validation.md").read_text(encoding="utf-8"),
+                                flags=re.M))
+    first = re.sub(r"\W+$", "", text.split()[0]).lower()
+    if text.lower().startswith(("known gap", "validation")):
+        return "a gap is cited as docs/known-gaps.md N (x), a figure as docs/validation.md <benchmark>"
+    if first in benchmarks:
+        return f"{first}'s figures are in docs/validation.md, its gaps in docs/known-gaps.md"
+    return None
+
+
+def test_no_pointer_to_a_frameworks_section_that_moved():
+    """Code, data, tests and the README point to docs/frameworks.md only for what it still holds (the styles'
+    assumptions, the auto rule, the hybrid models); a gap or a figure is cited in known-gaps.md / validation.md."""
+    doc = (DOCS / "frameworks.md").read_text(encoding="utf-8")
+    heads = [re.sub(r"[`*]", "", h).lower() for h in re.findall(r"^#+ (.+)$", doc, flags=re.M)]
+    rows = {m.lower() for m in re.findall(r"^\| `([\w-]+)` \|", doc, flags=re.M)}
+    files = [p for d in ("src", "tests", "benchmarks") for p in (ROOT / d).rglob("*")
+             if p.suffix in (".py", ".yaml", ".csv") and p.is_file() and p.name != Path(__file__).name]
+    files.append(ROOT / "README.md")
+    bad = []
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        where = str(path.relative_to(ROOT))
+        bad += [f"{where}: '{m.group(0)}': cite docs/known-gaps.md N (x)" for m in GAP_BEFORE.finditer(text)]
+        for m in FRAMEWORKS_REF.finditer(text):
+            ref = m.group(1).strip()
+            if why := _moved_from_frameworks(ref):
+                bad.append(f"{where}: 'frameworks.md {ref}': {why}")
+            elif ref[0].isupper() or ref[0] == "`":  # a section or row name: it must exist
+                name = re.sub(r"[`*]", "", ref).lower()
+                if not (any(h.startswith(name) or name.startswith(h) for h in heads)
+                        or name.split()[0] in rows):
+                    bad.append(f"{where}: 'frameworks.md {ref}': no such heading or style row in docs/frameworks.md")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_moved_pointer_check_can_fail():
+    assert _moved_from_frameworks("perf_amd: it would lower")
+    assert _moved_from_frameworks("Known gaps")
+    assert _moved_from_frameworks("prints this table") is None
+    assert GAP_BEFORE.search("a known gap\n  # (docs/frameworks.md). MEASURED")

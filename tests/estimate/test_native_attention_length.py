@@ -51,7 +51,7 @@ def test_other_kernels_families_and_short_lengths_keep_the_figure():
     assert k.native_length_factors("b200", "fa2", 65536) == (1.0, 1.0)
     assert k.native_length_factors("a100-sxm-80gb", "native", 65536) == (1.0, 1.0)
     assert k.native_length_factors("mi300x", "native", 65536) == (1.0, 1.0)
-    for length in (512, 4096, 8192):  # kept at the 8K figure below it (the 4K shortfall is a known gap)
+    for length in (512, 4096, 8192):  # kept at the 8K figure below it (the 4K shortfall: docs/known-gaps.md 2 (c))
         assert k.native_length_factors("b200", "native", length) == pytest.approx((1.0, 1.0))
     # framework auto: one kernel per strategy
     f, b = k.native_length_factors("b200", np.array(["fa2", "native"]), np.array([32768.0, 32768.0]))

@@ -1025,7 +1025,7 @@ def _backward_phases(b: _Batch, g: _Stage, items: dict[str, Any], fsdp: tuple[An
     first layer's activations and working set (or, with tied embeddings, the embedding's gradient added to the
     head's). Applied to torchtune, whose recipes were read for it (recipes/*_single_device.py _loss_step `del
     logits`, zero_grad(set_to_none=True)); tried on every style, the Hugging Face rows (Unsloth, LLaMA-Factory,
-    Qwen-1) and torchtitan's came out lower than measured (docs/frameworks.md), so the others keep the sum.
+    Qwen-1) and torchtitan's came out lower than measured (docs/known-gaps.md 14), so the others keep the sum.
     `fsdp`: the (loss phase, layer phase) bytes of FSDP2's gathered units (`_torchtune_fsdp2_phase_units`), weighed
     with each phase. Returns the mask of strategies whose loss phase wins (False where the sum is kept)."""
     if b.name != "torchtune":
