@@ -131,6 +131,28 @@ def eager_elementwise_traffic(model: ModelArch, eager_bytes: dict[str, float], r
     return (norms + rest + rope + act) / (fused_norms + rest + fused_rope + fused_act)
 
 
+def moe_elementwise_traffic(model: ModelArch, eager_bytes: dict[str, float], rope_bytes: Any,
+                            norm_kernel: str | None = None, fused_rest: bool = False,
+                            act_kernel: str | None = None) -> tuple[Any, float]:
+    """`eager_elementwise_traffic` split for an MoE layer, whose parts are not the dense layer's mix: (the norms,
+    residual adds and RoPE relative to their fused count; one MLP activation's relative to its fused count, an
+    eager SwiGLU eager_bytes["swiglu"] against the fused 2 x 3 B per inner element, GeLU one kernel either way).
+    The dense layer's single ratio weighs in its own MLP's width, so taken for a routed expert it charged the
+    experts' activation the norms' and RoPE's eager ratio (gpt-oss: the eager RoPE's 1.7 on a compiled
+    activation)."""
+    shapes = ModelShapes.of(model)
+    h, qkv = float(shapes.hidden), float(shapes.qkv_out)
+    v_width = (qkv - h) / 2.0 if qkv > h else qkv / 3.0
+    fused_norms, rest, fused_rope = 2.0 * 4.0 * h, 2.0 * 7.0 * h, 2.0 * 2.0 * qkv
+    eager_norm = norm_kernel == "eager" or (norm_kernel is None and not fused_rest)
+    norms = 2.0 * eager_bytes["rmsnorm"] * h if model.norm == "rmsnorm" and eager_norm else fused_norms
+    rope = fused_rope if fused_rest or model.position != "rope" else np.asarray(rope_bytes, float) * (qkv - v_width)
+    common = (norms + rest + rope) / (fused_norms + rest + fused_rope)
+    eager_act = act_kernel == "eager" or (act_kernel is None and not fused_rest)
+    act = eager_bytes["swiglu"] / (2.0 * shapes.act_elems_per_inner) if model.mlp == "swiglu" and eager_act else 1.0
+    return common, act
+
+
 def stream_time(nbytes, rates: Rates, kernels=1.0):
     """Seconds to stream `nbytes` through HBM in `kernels` memory-bound kernels."""
     return np.asarray(nbytes, float) / rates.hbm_bytes_s + kernels * rates.kernel_fixed_s
@@ -235,7 +257,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                 recompute_modules: tuple[str, ...] | None = None, flash_head_pad: Any = 1.0,
                 full_recompute_share: Any = 1.0, sequence_first: Any = False,
                 fp8_gathered_casts: Any = 0.0, block_tiles: tuple[Any, Any] = (0.0, 0.0),
-                rate_length: Any = 0.0) -> LayerTimes:
+                rate_length: Any = 0.0, moe_passes: tuple[Any, Any, Any] | None = None) -> LayerTimes:
     """Compute seconds of one average decoder layer per micro-batch on one GPU.
 
     `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast. `moe_capacity_factor`: tokens
@@ -262,6 +284,9 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     _NoopFwToFloat8BwDynamic).
     `block_tiles` (forward, backward) and `rate_length`: a query block's fixed work in key tiles and the causal length
     `flash_rate` is taken at (`window_block_rate`); (0, 0): none.
+    `moe_passes` (common, routed, shared): an MoE layer's element-wise traffic relative to the fused count, in parts
+    (`moe_elementwise_traffic`): its norms, residuals and RoPE; the routed experts' activation; the shared experts'.
+    None = `elementwise_passes` for all three (the dense layer's ratio).
     """
     t = np.asarray(tp, float)
     c = np.asarray(cp, float)
@@ -276,19 +301,24 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     a_fwd, a_bwd = _attention_core(shapes, tok, b, c, s, t, rates, flash=flash, flash_rate=flash_rate,
                                    flash_bwd_over_fwd=flash_bwd_over_fwd, attention_span=attention_span,
                                    flash_head_pad=flash_head_pad, block_tiles=block_tiles, rate_length=rate_length)
+    if moe_passes is None:
+        moe_passes = (elementwise_passes,) * 3
     if shapes.hybrid is not None:
         return _hybrid_layer_times(shapes, d, a_fwd, a_bwd, tok, t, e, rates, rc, weights=weights, sequences=b * sequence_first,
                                    elementwise_passes=elementwise_passes, fp8_weight_casts=fp8_weight_casts,
+                                   moe_passes=moe_passes,
                                    moe_capacity_factor=moe_capacity_factor, recompute_modules=recompute_modules,
                                    full_recompute_share=full_recompute_share, ce_unfused_fp32=ce_unfused_fp32)
     fwd_sum = shapes.n_dense * (d.fwd_gemm + a_fwd + d.fwd_ew)
     bwd_sum = shapes.n_dense * (d.bwd_gemm + a_bwd + 2.0 * (d.fwd_ew - d.cast_fwd) + d.cast_bwd)
     recomp_full_sum = shapes.n_dense * (d.fwd_gemm + a_fwd + d.fwd_ew)
     moe_g = moe_ew = m_fwd_l = 0.0
+    # the MoE layer's norms, residuals and RoPE at their own ratio (d.ew_fwd_common carries the dense layer's)
+    moe_common_ew = d.ew_fwd_common * (np.asarray(moe_passes[0], float) / np.asarray(elementwise_passes, float))
     if shapes.n_moe:
         moe_g, moe_ew, m_fwd_l, m_bwd_l = _moe_layer(
             shapes, tok, t, e, rates, g_attn=d.g_attn, b_attn=d.b_attn, a_fwd=a_fwd, a_bwd=a_bwd, weights=weights,
-            attn_w=d.attn_w, ew_fwd_common=d.ew_fwd_common, elementwise_passes=elementwise_passes,
+            attn_w=d.attn_w, ew_fwd_common=moe_common_ew, act_passes=moe_passes[1:],
             fp8_weight_casts=fp8_weight_casts, moe_capacity_factor=moe_capacity_factor)
         fwd_sum = fwd_sum + shapes.n_moe * m_fwd_l
         bwd_sum = bwd_sum + shapes.n_moe * m_bwd_l
@@ -297,7 +327,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     op_recomp = _op_policy_recompute(shapes, tok, t, rates, d.fwd_ew, moe_ew, moe_g)
     a_recomp = a_fwd if recompute_modules is None else _module_recompute(
         shapes, tuple(recompute_modules), tok, t, rates, elementwise_passes, moe_capacity_factor,
-        _module_parts(shapes, d, a_fwd, m_fwd_l, rates))
+        _module_parts(shapes, d, a_fwd, m_fwd_l, rates, moe_common_ew), moe_passes[1:])
     sel = np.where(np.asarray(selective_op_policy, bool), op_recomp, a_recomp)
     recomp = np.where(rc == 2, np.asarray(full_recompute_share, float) * recomp_full_sum / L,
                       np.where(rc == 1, sel, 0.0))
@@ -308,7 +338,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
 
 def _hybrid_layer_times(shapes: ModelShapes, d: _DenseParts, a_fwd, a_bwd, tok, t, e, rates: Rates, rc, *,
                         weights: bool, sequences, elementwise_passes, fp8_weight_casts, moe_capacity_factor, recompute_modules,
-                        full_recompute_share, ce_unfused_fp32) -> LayerTimes:
+                        full_recompute_share, ce_unfused_fp32, moe_passes) -> LayerTimes:
     """`layer_times` of a hybrid model: the average of its layers, each one block with its own norm and residual
     (half of a transformer layer's 11 h element-wise bytes; Megatron-Core MambaLayer / TransformerLayer with one
     submodule): M the Mamba-2 mixer (estimate.mamba.mixer_times), * the attention projections and core (+ RoPE),
@@ -343,8 +373,8 @@ def _hybrid_layer_times(shapes: ModelShapes, d: _DenseParts, a_fwd, a_bwd, tok, 
         bare = replace(shapes, qkv_out=0, attn_out_in=0)
         _, _, moe_f, moe_b = _moe_layer(
             bare, tok, t, e, rates, g_attn=0.0, b_attn=0.0, a_fwd=0.0, a_bwd=0.0, weights=weights, attn_w=0.0,
-            ew_fwd_common=block_ew, elementwise_passes=elementwise_passes, fp8_weight_casts=fp8_weight_casts,
-            moe_capacity_factor=moe_capacity_factor)
+            ew_fwd_common=block_ew * (np.asarray(moe_passes[0], float) / np.asarray(elementwise_passes, float)),
+            act_passes=moe_passes[1:], fp8_weight_casts=fp8_weight_casts, moe_capacity_factor=moe_capacity_factor)
     fwd_sum = n_m * mamba_f + n_a * attn_f + n_d * mlp_f + n_e * moe_f
     bwd_sum = n_m * mamba_b + n_a * attn_b + n_d * mlp_b + n_e * moe_b
     a_share = n_a / L
@@ -353,7 +383,7 @@ def _hybrid_layer_times(shapes: ModelShapes, d: _DenseParts, a_fwd, a_bwd, tok, 
         parts = {"a_fwd": a_fwd * a_share, "g_qkv": d.g_qkv * a_share, "g_dense": d.g_dense,
                  "act_dense": d.act_dense, "seq_share": d.seq_share, "moe_only": moe_f}
         a_recomp = _module_recompute(shapes, tuple(recompute_modules), tok, t, rates, elementwise_passes,
-                                     moe_capacity_factor, parts)
+                                     moe_capacity_factor, parts, moe_passes[1:])
     recomp = np.where(rc == 2, np.asarray(full_recompute_share, float) * fwd_sum / L, np.where(rc == 1, a_recomp, 0.0))
     head_fwd, head_bwd = _lm_head(shapes, tok, t, d.seq_share, weights, rates, ce_unfused_fp32)
     return LayerTimes(fwd=fwd_sum / L, bwd=bwd_sum / L + recomp, head_fwd=head_fwd, head_bwd=head_bwd,
@@ -432,23 +462,25 @@ def _input_grad_sum(n: int, tok, h: int, rates: Rates):
     return stream_time((n + 1.0) * tok * h * rates.act_bytes, rates)
 
 
-def _module_parts(shapes: ModelShapes, d: _DenseParts, a_fwd, m_fwd_l, rates: Rates) -> dict[str, Any]:
+def _module_parts(shapes: ModelShapes, d: _DenseParts, a_fwd, m_fwd_l, rates: Rates, moe_common_ew) -> dict[str, Any]:
     """The forward pieces `_module_recompute` re-runs by module; moe_only: an MoE layer's time beyond its
-    attention."""
+    attention (`moe_common_ew`: its norm / residual / RoPE bytes)."""
     return {"a_fwd": a_fwd, "g_qkv": d.g_qkv, "g_dense": d.g_dense, "act_dense": d.act_dense,
             "seq_share": d.seq_share,
-            "moe_only": (m_fwd_l - d.g_attn - a_fwd - stream_time(d.ew_fwd_common, rates)) if shapes.n_moe else 0.0}
+            "moe_only": (m_fwd_l - d.g_attn - a_fwd - stream_time(moe_common_ew, rates)) if shapes.n_moe else 0.0}
 
 
 def _module_recompute(shapes: ModelShapes, modules: tuple[str, ...], tok, t, rates: Rates, elementwise_passes,
-                      moe_capacity_factor, parts: dict[str, Any]):
+                      moe_capacity_factor, parts: dict[str, Any], act_passes: tuple[Any, Any] | None = None):
     """Seconds of one average layer's forward re-run under Megatron-Core's selective recompute of `modules`
     (TransformerConfig.recompute_modules, names.RECOMPUTE_MODULES): core_attn the attention core; mla_up_proj the
     q / kv up-projection GEMMs (their share of the attention input GEMM); layernorm the separate norms (MLA's
     input norm, MoE layers' pre-MLP norm: read and write h per token); moe_act the routed experts' activation;
     mlp the dense MLPs; moe the whole MoE block but attention; shared_experts the shared MLP. Layer kinds are
-    weighted by their share of the layers."""
+    weighted by their share of the layers. `act_passes`: the routed and shared experts' activation traffic ratios
+    (None: `elementwise_passes`)."""
     L, h = float(shapes.layers), shapes.hidden
+    routed_passes, shared_passes = act_passes if act_passes is not None else (elementwise_passes,) * 2
     dense_w, moe_w = shapes.n_dense / L, shapes.n_moe / L
     out = 0.0 * np.asarray(tok, float)
     if "core_attn" in modules:
@@ -466,11 +498,11 @@ def _module_recompute(shapes: ModelShapes, modules: tuple[str, ...], tok, t, rat
     elif shapes.n_moe:
         if "moe_act" in modules:
             slots = tok * shapes.topk * moe_capacity_factor
-            act = shapes.act_elems_per_inner * shapes.expert_ffn / t * slots * rates.act_bytes * elementwise_passes
+            act = shapes.act_elems_per_inner * shapes.expert_ffn / t * slots * rates.act_bytes * routed_passes
             out = out + moe_w * stream_time(act, rates)
         if "shared_experts" in modules and shapes.shared_ffn:
             g_sh, act_sh, _ = _mlp_time(shapes, shapes.shared_up, shapes.shared_ffn, tok, t, rates,
-                                        elementwise_passes)
+                                        shared_passes)
             out = out + moe_w * (g_sh + stream_time(act_sh, rates))
     return out
 
@@ -487,9 +519,11 @@ def _mlp_time(shapes: ModelShapes, up: float, inner: float, tokens, t, rates: Ra
 
 
 def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, g_attn, b_attn, a_fwd, a_bwd, weights: bool, attn_w,
-               ew_fwd_common, elementwise_passes, fp8_weight_casts, moe_capacity_factor):
+               ew_fwd_common, act_passes, fp8_weight_casts, moe_capacity_factor):
     """(GEMM s, element-wise s, forward s, backward s) of one MoE layer: attention as in a dense layer, router,
-    routed experts on the busiest GPU, shared expert, token permutation and FP8 casts."""
+    routed experts on the busiest GPU, shared expert, token permutation and FP8 casts. `act_passes`: (routed,
+    shared) experts' activation traffic relative to the fused count."""
+    routed_passes, shared_passes = act_passes
     h = shapes.hidden
     local_exp = np.maximum(shapes.experts / e, 1.0)
     # tokens per local expert: balanced routing x capacity factor (the busiest GPU sets the pace)
@@ -498,11 +532,11 @@ def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, g_attn, b_attn, 
     g_router, b_router = linear_gemms(tok, shapes.experts, h, rates, weights, linear=False,
                                       flops=rates.fp32_flops if shapes.router_fp32 else 0.0)
     g_exp, act_exp, b_exp = _mlp_time(shapes, shapes.expert_up, shapes.expert_ffn, m_e, t, rates,
-                                      elementwise_passes, batch=local_exp, weights=weights)
+                                      routed_passes, batch=local_exp, weights=weights)
     g_sh = act_sh = b_sh = 0.0
     if shapes.shared_ffn:
         g_sh, act_sh, b_sh = _mlp_time(shapes, shapes.shared_up, shapes.shared_ffn, tok, t, rates,
-                                       elementwise_passes, weights=weights)
+                                       shared_passes, weights=weights)
     # permute/unpermute of routed tokens: read+write h per routed copy, twice
     perm = 4.0 * h * tok * shapes.topk * moe_capacity_factor * rates.act_bytes
     moe_g = g_attn + g_router + g_exp + g_sh

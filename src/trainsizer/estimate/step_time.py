@@ -531,6 +531,28 @@ def _elementwise_passes(x: _Step) -> Any:
     return np.where((x.a["torch_compile"] > 0) | np.asarray(fw.fused_kernels), fused, eager)
 
 
+def _moe_passes(x: _Step) -> tuple[Any, Any, Any] | None:
+    """An MoE layer's element-wise traffic relative to the fused count, by part (compute.moe_elementwise_traffic):
+    its norms, residuals and RoPE; the routed experts' activation; the shared experts' (and the dense MLP's) as
+    strategy.activation_kernel and the style say, eager unless torch.compile or the framework's fused kernels.
+    The routed experts' activation is compiled on its own behind DeepEP on a PyTorch-native style (`moe_dispatcher:
+    flex`, as activations.layer_items deepep_experts): NeMo AutoModel's GroupedExpertsDeepEP calls
+    weighted_bias_swiglu_impl (@torch.compile'd weighted_swiglu / weighted_swiglu_back, components/moe/megatron/
+    moe_utils.py) or the @torch.compile'd quick_geglu_deepep (gpt-oss), while its shared experts and dense layers
+    are the MLP class's eager F.silu(gate) * up (components/moe/layers.py at 8d9bfb90e). None for a dense model."""
+    model, k, fw = x.model, x.k, x.fw
+    if not model.is_moe:
+        return None
+    eager = compute.moe_elementwise_traffic(model, k.eager_bytes_per_element, fw.rope_eager_bytes, fw.norm_kernel,
+                                            act_kernel=fw.activation_kernel)
+    fused = compute.moe_elementwise_traffic(model, k.eager_bytes_per_element, fw.rope_eager_bytes, fw.norm_kernel,
+                                            fused_rest=True, act_kernel=fw.activation_kernel)
+    compiled = (x.a["torch_compile"] > 0) | np.asarray(fw.fused_kernels)
+    common, shared = (np.where(compiled, f, e) for f, e in zip(fused, eager, strict=True))
+    routed = np.where(x.strategy_dispatcher == "flex", 1.0, shared)
+    return common, routed, shared
+
+
 def _ce_unfused(x: _Step) -> Any:
     """The loss runs as separate kernels over an fp32 copy of the logits: the style's (Megatron-DeepSpeed, GPT-NeoX),
     or the job's loss_impl vocab-parallel-unfused (Megatron-LM's default, cross_entropy_loss_fusion false; nanotron)."""
@@ -582,7 +604,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              flash_bwd_over_fwd=bwd_ratio * att_fwd / att_bwd,
                              trains_base_weights=training.trains_base_weights,
                              moe_capacity_factor=training.moe_capacity_factor,
-                             elementwise_passes=_elementwise_passes(x),
+                             elementwise_passes=_elementwise_passes(x), moe_passes=_moe_passes(x),
                              fp8_weight_casts=_fp8_weight_casts(x),
                              selective_op_policy=x.fw.selective_op_policy,
                              attention_span=x.span, sequence_first=x.fw.sequence_first,
