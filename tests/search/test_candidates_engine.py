@@ -193,3 +193,17 @@ def test_pinned_catalog_network_keeps_one_nic_per_gpu(acc, per_node, nics):
                                                       network="ib-ndr400"),
                    hardware={"accelerator": acc, "count": 64, "per_node": per_node, "network": "ib-ndr400"})
     assert c.options and {o.network.nics_per_node for o in c.options} == {nics} == {sc.network.nics_per_node}
+
+
+@pytest.mark.parametrize("framework", ["hf", "torchtune", "fsdp"])
+def test_no_pipeline_layout_for_a_stack_without_a_pipeline_schedule(framework):
+    """8B LoRA on 2x RTX 5090 (32 GB, PCIe): the fastest fit under framework auto pipelines (Megatron-Core runs
+    it), but the HF Trainer / PEFT, torchtune and plain FSDP have no pipeline schedule: their search keeps pp = 1
+    (validate rule pipeline_framework) and still finds a layout that fits."""
+    job = {"method": "lora", "lora": {"rank": 16}}
+    sc, c = _cands(pins=Pins(accelerator="rtx-5090", count=2, per_node=2), **job)
+    opt = c.options[0]
+    auto = search_option(sc.model, sc.training, opt, load_config())
+    assert auto.strategy is not None and auto.strategy.pp > 1
+    named = search_option(sc.model, sc.training, opt, load_config(), framework)
+    assert named.strategy is not None and named.strategy.pp == 1 and named.strategy.vpp == 1

@@ -24,6 +24,12 @@ Origins (one line each):
   DeepSpeed, the HF Trainer (its ZeRO-3 is DeepSpeed or FSDP1) and FSDP1-style stacks; torchtitan composes
   FSDP2 with torch.distributed.pipelining (its 3D/4D layouts, torchtitan docs/composability.md), and "auto"
   resolves such a strategy to torchtitan.
+- Pipeline parallelism needs a stack with a pipeline schedule (PIPELINE_FRAMEWORKS): Megatron-LM / Megatron-Core
+  (schedules.py), DeepSpeed's PipelineEngine (runtime/pipe), torch.distributed.pipelining under torchtitan,
+  DualPipe. The HF Trainer / TRL / PEFT (DDP, DeepSpeed ZeRO or FSDP: the Trainer builds no PipelineModule),
+  plain PyTorch FSDP stacks and torchtune (FSDP2 recipes, tensor parallel at most) have none. The interleaved
+  schedule (vpp > 1) is Megatron's and torch.distributed.pipelining's (ScheduleInterleaved1F1B); DeepSpeed's
+  pipe/schedule.py has TrainSchedule (1F1B) only (INTERLEAVED_FRAMEWORKS).
 - pp * vpp model chunks may not exceed the decoder layers, except that Megatron-Core's
   account_for_embedding/loss_in_pipeline_split give the embedding and the loss a slot each (up to 2 more
   chunks; megatron/core/transformer/transformer_config.py); those options exist in the Megatron family only.
@@ -66,6 +72,10 @@ from trainsizer.names import RECOMPUTE_METHODS, RECOMPUTE_MODULES
 
 # Frameworks whose ZeRO-3 / full-shard path cannot run with pipeline parallelism (see module docstring).
 ZERO3_PP_REFUSED = ("deepspeed", "hf", "fsdp")
+# Frameworks that run a pipeline schedule (pp > 1) and those with an interleaved one (vpp > 1); "auto" is judged as
+# the stack it resolves to (_resolves_to). See the module docstring.
+PIPELINE_FRAMEWORKS = ("megatron", "megatron-core", "deepseek-dualpipe", "deepspeed", "torchtitan")
+INTERLEAVED_FRAMEWORKS = ("megatron", "megatron-core", "deepseek-dualpipe", "torchtitan")
 # Frameworks with Megatron-Core's embedding / loss pipeline slots ("auto": the stack it resolves to, _resolves_to).
 PIPELINE_SLOT_FRAMEWORKS = ("megatron-core", "megatron", "deepseek-dualpipe")
 # Frameworks with Megatron-Core's per-module selective recompute (TransformerConfig.recompute_modules).
@@ -115,6 +125,8 @@ RULES = (
     "local_batch_framework",
     "zero_stage",
     "shard_group_divides_dp",
+    "pipeline_framework",
+    "interleaved_framework",
     "zero3_with_pp",
     "pipeline_slots_need_megatron",
     "optimizer_in_backward_no_accumulation",
@@ -547,6 +559,16 @@ def _stack_option_rules(c: SimpleNamespace) -> _Rules:
     model, training, strategy, B = c.model, c.training, c.strategy, c.B
     tp, pp, zero, rec, off, fw, slots, n_micro = c.tp, c.pp, c.zero, c.rec, c.off, c.fw, c.slots, c.n_micro
     return {
+        "pipeline_framework": (
+            (pp <= 1) | _resolves_to(c, PIPELINE_FRAMEWORKS),
+            lambda v: msg("rule_pipeline_framework", pp=v["pp"], framework=_stack_named(c, v),
+                          allowed=", ".join(PIPELINE_FRAMEWORKS)),
+        ),
+        "interleaved_framework": (
+            (c.vpp <= 1) | _resolves_to(c, INTERLEAVED_FRAMEWORKS),
+            lambda v: msg("rule_interleaved_framework", vpp=v["vpp"], framework=_stack_named(c, v),
+                          allowed=", ".join(INTERLEAVED_FRAMEWORKS)),
+        ),
         "zero3_with_pp": (
             (zero < 3) | (pp <= 1) | (fw not in ZERO3_PP_REFUSED),
             lambda v: msg("rule_zero3_with_pp", framework=repr(fw), refused=", ".join(ZERO3_PP_REFUSED)),
