@@ -68,3 +68,32 @@ def test_experts_that_ep_already_shards_add_no_fsdp_traffic():
     assert one > two > eight > 0
     assert _dp(_style(), model=wide, gpus=8, pp=1, ep=8) == pytest.approx(eight, rel=1e-9)
     assert _dp(_style(), model=wide, gpus=8, pp=1, ep=2) > two
+
+
+def _dp_strategy(once, gpus=16, seqs=32, pp=4) -> float:
+    training = Training(seq_len=4096, global_batch_seqs=seqs, precision="bf16")
+    st = Strategy(dp=gpus // pp, pp=pp, zero=3, micro_batch=1, recompute="full", framework="torchtitan",
+                  pp_fsdp_once_per_step=once)
+    return estimate_time(llama8b(), training, h100_cluster(gpus), st).breakdown_s["dp_comm"]
+
+
+def test_strategy_turns_the_once_a_step_sync_off():
+    """NeMo AutoModel's MoE path without enable_fsdp_optimizations: the stage module (the ForCausalLM) is not an
+    FSDP module, so torch's pipeline stage runs a plain backward and FSDP2 reduce-scatters and reshards after every
+    micro-batch (strategy.pp_fsdp_once_per_step false)."""
+    assert _dp_strategy(None) == _dp_strategy(True)
+    assert _dp_strategy(False) > _dp_strategy(True)
+    assert _dp_strategy(False, seqs=64) > _dp_strategy(False, seqs=32)
+
+
+def test_per_micro_batch_sync_under_pipelining_gathers_once():
+    """reshard_after_forward = not pp_enabled: a micro-batch that syncs gathers in its forward only, so its
+    collectives and copies cost less than the unpipelined path's two gathers and one reduce-scatter."""
+    from trainsizer.estimate import step_time as st_mod
+
+    training = Training(seq_len=4096, global_batch_seqs=32, precision="bf16")
+    st = Strategy(dp=4, pp=4, zero=3, micro_batch=1, recompute="full", framework="torchtitan",
+                  pp_fsdp_once_per_step=False)
+    x = st_mod._step(llama8b(), training, h100_cluster(16), st, None, None, None)
+    piped = float(st_mod._fsdp2_copies(x, 1e9, 2.0, 2.0, 4.0))
+    assert piped == pytest.approx(float(x.m) * 1e9 * (2 * 2.0 + 2.0 + 4.0) / x.r.hbm_bytes_s)

@@ -268,6 +268,7 @@ class Strategy:
     attention_kernel: Any = None  # "fa1" | "fa2" | "triton" | "native" (names.ATTENTION_KERNELS); None = the style's
     norm_kernel: Any = None  # "fused" | "eager" (names.NORM_KERNELS); None = the style's; memory and step time
     cp_comm_type: Any = None  # "p2p" | "all_gather" | "a2a" (names.CP_COMM_TYPES); None = p2p; step time
+    pp_fsdp_once_per_step: Any = None  # FSDP2 under pipelining syncs once a step; None = the style's; step time
     cp_repeat_kv: Any = None  # PyTorch ring's K / V at the query heads' width (repeat_kv); None = the style's; step time
     # "fused" | "eager" (names.ACTIVATION_KERNELS): the SwiGLU activation; None = the style's; memory and step time
     activation_kernel: Any = None

@@ -289,6 +289,8 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
             raise unknown_name("strategy.activation_kernel", "activation kernel", strategy.activation_kernel,
                                ACTIVATION_KERNELS)
         changes["activation_kernel"] = str(strategy.activation_kernel)
+    if getattr(strategy, "pp_fsdp_once_per_step", None) is not None:  # _dp_comm_zero3
+        changes["pp_fsdp_once_per_step"] = bool(strategy.pp_fsdp_once_per_step)
     if getattr(strategy, "moe_a2a_overlap", None) is not None:  # Megatron-Core combined 1F1B (_micro_batch)
         changes["ep_overlap"] = bool(strategy.moe_a2a_overlap)
     return dataclasses.replace(style, **changes) if changes else style
@@ -1433,7 +1435,10 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     else:
         n_coll = mb.n_stage
     lat = (n_sh - 1.0) * np.where(n_sh > k_sh, system.inter_node_latency_s, system.intra_node_latency_s)
-    z3_mb = 2.0 * z3_ag + z3_rs + 3.0 * np.maximum(n_coll - 1.0, 0.0) * lat
+    # under pipelining FSDP2 keeps the parameters unsharded after forward (torchtitan and AutoModel:
+    # reshard_after_forward = not pp_enabled), so a micro-batch that syncs gathers once, in its forward
+    ag_passes = np.where(x.p > 1, 1.0, 2.0)
+    z3_mb = ag_passes * z3_ag + z3_rs + (ag_passes + 1.0) * np.maximum(n_coll - 1.0, 0.0) * lat
     z3_demand = _zero3_on_demand(x, g, mb, z3_ag, z3_rs, lat, p_local)
     if np.any(fw.zero3_prefetch):
         z3_pre = _prefetched(x, z3_mb, mb.compute, z3_ag / np.maximum(n_coll, 1.0))
@@ -1507,14 +1512,18 @@ def _fsdp2_copies(x: _Step, p_local, ag_bytes, grad_bytes, reduce_bytes) -> np.n
     gradient sync off until the last backward, torch.distributed.pipelining stage.py backward_maybe_with_nosync):
     one all-gather a step, each micro-batch's gradient upcast to the reduce dtype (the first) or added into the
     unsharded accumulator (the others: read it and the gradient, write it; FSDPParam.to_accumulated_grad_if_needed
-    / accumulate_unsharded_grad_if_needed), and one copy-in of the accumulator."""
+    / accumulate_unsharded_grad_if_needed), and one copy-in of the accumulator. Under pipelining without the
+    once-a-step sync (PerfStyle.pp_fsdp_once_per_step false): per micro-batch one all-gather (still no reshard after
+    forward) and one reduce-scatter."""
     on = np.asarray(x.fw.fsdp2_copies, bool)
     if not np.any(on):
         return np.zeros_like(np.asarray(x.m, float))
-    flat = x.m * (4.0 * ag_bytes + grad_bytes + reduce_bytes)
+    ag_passes = np.where(x.p > 1, 1.0, 2.0)
+    flat = x.m * (2.0 * ag_passes * ag_bytes + grad_bytes + reduce_bytes)
     upcast = np.where(reduce_bytes > grad_bytes, grad_bytes + reduce_bytes, 0.0)
     piped = 2.0 * ag_bytes + upcast + (x.m - 1.0) * (2.0 * reduce_bytes + grad_bytes) + 2.0 * reduce_bytes
-    return np.where(on, p_local * np.where(x.p > 1, piped, flat) / x.r.hbm_bytes_s, 0.0)
+    once = (x.p > 1) & np.asarray(x.fw.pp_fsdp_once_per_step, bool)
+    return np.where(on, p_local * np.where(once, piped, flat) / x.r.hbm_bytes_s, 0.0)
 
 
 def _zero3_on_demand(x: _Step, g: _Grads, mb: _MicroBatch, z3_ag, z3_rs, lat, p_local) -> np.ndarray:

@@ -336,6 +336,12 @@ class StrategySpec(_Strict):
     # so its ring moves them at the query width; false = SDPA's enable_gqa (Hugging Face models on torch >= 2.5);
     # null = the style's
     cp_repeat_kv: bool | None = None
+    # FSDP2 under pipelining: the stage's parameters gathered once a step and its gradients reduce-scattered once,
+    # after the last backward (torchtitan; NeMo AutoModel with BackendConfig enable_fsdp_optimizations); false =
+    # every micro-batch's backward reduce-scatters and reshards and the next forward gathers again (AutoModel's
+    # default: its stage module is not an FSDP module, so torch's pipeline stage runs a plain backward); null = the
+    # style's
+    pp_fsdp_once_per_step: bool | None = None
     # MLP activation kernel (SwiGLU): fused (TE / Apex / compile) | eager (F.silu then the product: nanotron);
     # null = the style's
     activation_kernel: ActivationKernel | None = None
