@@ -1,6 +1,6 @@
 """A parallel layout as a person reads it, the one formatter of the CLI tables, the reports, the plan's JSON summary
-and the default-strategy note: the degrees and codes, then each mode in words ("TP8 PP2 DP4 ZeRO-1 dist-opt mb1,
-full recompute" / "TP8 PP2 DP4 ZeRO-1 dist-opt mb1，完全重计算"). JSON keeps the strategy's own fields.
+and the default-strategy note: the degrees and codes, then each mode in words ("TP8 PP2 DP4 mb1, distributed
+optimizer, full recompute" / "TP8 PP2 DP4 mb1，分布式优化器，完全重计算"). JSON keeps the strategy's own fields.
 
 A `Msg` (or the codes alone, a plain str), so a stored plan's sentences read in either language. Sits beside
 `messages` at the bottom of the layers.
@@ -21,12 +21,11 @@ def _get(s: Any, key: str) -> Any:
 
 
 def layout_codes(s: Any) -> str:
-    """'TP8 PP2 VPP2 DP4 CP2 EP8 ZeRO-1 dist-opt mb1': a degree of 1 left out, except DP."""
+    """'TP8 PP2 VPP2 DP4 CP2 EP8 ZeRO-1 mb1': a degree of 1 left out, except DP. Megatron's distributed optimizer
+    is a mode, in words (`_modes`): its code ("dist-opt") is not one a reader knows."""
     codes = [f"{k.upper()}{_get(s, k)}" for k in DEGREES if _get(s, k) not in (None, 1) or k == "dp"]
     if _get(s, "zero"):
         codes.append(f"ZeRO-{_get(s, 'zero')}")
-    if _get(s, "distributed_optimizer"):
-        codes.append("dist-opt")
     if _get(s, "micro_batch"):
         codes.append(f"mb{_get(s, 'micro_batch')}")
     return " ".join(c for c in codes if not c.endswith("None"))
@@ -34,6 +33,8 @@ def layout_codes(s: Any) -> str:
 
 def _modes(s: Any) -> list[Msg]:
     modes = [msg("layout_shard_group", n=_get(s, "shard_group"))] if _get(s, "shard_group") else []
+    if _get(s, "distributed_optimizer"):
+        modes.append(msg("layout_distributed_optimizer"))
     recompute = _get(s, "recompute") or "none"
     if recompute == "full" and _get(s, "recompute_method"):
         modes.append(msg("layout_recompute_partial", method=_get(s, "recompute_method"),

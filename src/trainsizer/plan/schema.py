@@ -220,7 +220,7 @@ class OptionSummary(_Out):
     nodes: int
     network: str | None
     layout: str = Field(description="the best strategy's layout for people (layout_text.py), e.g. 'TP8 PP4 DP16 "
-                        "dist-opt mb1, selective recompute'; the options list it field by field under `strategy`")
+                        "mb1, distributed optimizer, selective recompute'; the options list it field by field under `strategy`")
     train_days: float
     cost: float | None
     cost_basis: Literal["rent", "buy"] | None = None
