@@ -123,7 +123,7 @@ def test_form_language_switch_keeps_values(page):
     page.goto(f"{page.base}/?lang=en")
     page.fill("input[name='seq_len']", "8192")
     page.click("#lang-switch")
-    page.wait_for_selector("text=序列长度")
+    page.wait_for_selector("label[for='seq_len']:has-text('序列长度')")  # the label (help texts say it too)
     assert page.input_value("input[name='seq_len']") == "8192"
     shot(page, "web-form-zh.png")
 
