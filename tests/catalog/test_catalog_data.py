@@ -302,3 +302,13 @@ def test_disagreeing_sources_are_recorded(cat):
     assert llama.details["unplanned_gpu_related_pct_by_counts"] == 64.0
     assert any("30.1%" in u for u in llama.unsure)
     assert any("one direction" in u for u in cat.switch("quantum-x800-q3400").unsure)
+
+
+def test_every_vendor_has_a_name_in_the_catalog(cat):
+    """One place names the vendors (accelerators.yaml `vendors`): every built-in accelerator's vendor code has
+    a record there; a code it does not list (an overlay's own vendor) is shown as written."""
+    codes = {a.vendor for a in cat.accelerators.values()}
+    assert codes <= set(cat.vendors), sorted(codes - set(cat.vendors))
+    assert cat.vendor_name("nvidia") == "NVIDIA" and cat.vendor_name("huawei", "zh") == "华为"
+    assert cat.vendor_name("amd", "zh") == "AMD"  # no Chinese name recorded: the English one
+    assert cat.vendor_name("acme") == "acme"

@@ -228,5 +228,17 @@ def test_method_precision_and_optimizer_show_their_names_with_the_code_as_value(
 def test_the_accelerator_lists_use_the_pages_brackets(client):
     zh = client.get("/", params={"lang": "zh"}).text
     en = client.get("/", params={"lang": "en"}).text
-    assert re.search(r">h100-sxm-80gb（nvidia，\d+ GB）</option>", zh) and "h100-sxm-80gb (" not in zh
-    assert re.search(r">h100-sxm-80gb \(nvidia, \d+ GB\)</option>", en)
+    assert re.search(r">h100-sxm-80gb（英伟达，\d+ GB）</option>", zh) and "h100-sxm-80gb (" not in zh
+    assert re.search(r">h100-sxm-80gb \(NVIDIA, \d+ GB\)</option>", en)
+
+
+@pytest.mark.parametrize("lang, names", [("en", ("NVIDIA", "AMD", "Intel", "Huawei")),
+                                         ("zh", ("英伟达", "AMD", "英特尔", "华为"))])
+def test_accelerator_choices_name_the_vendor(client, lang, names):
+    """The accelerator lists print the vendor's name from the catalog's `vendors` section, not its code."""
+    html = client.get("/", params={"lang": lang}).text
+    options = re.findall(r'<option value="[a-z0-9-]+"(?: selected)?>([^<]*GB[)）])</option>', html)
+    assert options
+    assert not [o for o in options if re.search(r"[(（](nvidia|amd|intel|huawei)[,，]", o)]
+    for name in names:
+        assert any(f"{name}，" in o or f"{name}," in o for o in options), name

@@ -117,6 +117,7 @@ class Catalog:
                  origins: dict[tuple[str, str], RawEntry]):
         self.overlays = overlays
         self.sources: dict[str, r.Source] = built["sources"]
+        self.vendors: dict[str, r.Vendor] = built["vendors"]
         self.accelerators: dict[str, r.Accelerator] = built["accelerators"]
         self.servers: dict[str, r.Server] = built["servers"]
         self.networks: dict[str, r.Network] = built["networks"]
@@ -155,6 +156,14 @@ class Catalog:
 
     def accelerator(self, id_or_alias: str) -> r.Accelerator:
         return self.accelerators[self.resolve_accelerator_id(id_or_alias)]
+
+    def vendor_name(self, code: str, lang: str = "en") -> str:
+        """The name people read for a vendor code ('nvidia' -> 'NVIDIA', zh 'NVIDIA（英伟达）') from the `vendors`
+        section; a code it does not list (an overlay's own vendor, 'not given') is shown as written."""
+        vendor = self.vendors.get(str(code).strip().lower())
+        if vendor is None:
+            return str(code)
+        return (vendor.name_zh or vendor.name) if lang == "zh" else vendor.name
 
     def server(self, server_id: str) -> r.Server:
         return _get(self.servers, server_id, "server")
@@ -278,6 +287,7 @@ class Catalog:
     def records(self) -> Iterable[tuple[str, r.Record]]:
         """(section, record) for every record with sources (all but the source registry)."""
         sections = {
+            "vendors": self.vendors,
             "accelerators": self.accelerators,
             "servers": self.servers,
             "networks": self.networks,

@@ -31,6 +31,7 @@ DATA_DIR = Path(__file__).parent / "data"
 
 SECTIONS: dict[str, type[BaseModel]] = {
     "sources": r.Source,
+    "vendors": r.Vendor,
     "accelerators": r.Accelerator,
     "servers": r.Server,
     "networks": r.Network,

@@ -124,6 +124,14 @@ def _check_tflops(value: Any) -> Any:
     return {**{k: None for k in TFLOPS_CORE_KEYS}, **{k: (None if v is None else float(v)) for k, v in value.items()}}
 
 
+class Vendor(Record):
+    """An accelerator vendor: the name people read for an accelerator's `vendor` code ('nvidia' -> 'NVIDIA'),
+    and its Chinese name where the vendor writes one."""
+
+    name: str
+    name_zh: str | None = None
+
+
 class Accelerator(Record):
     """One accelerator SKU. TFLOPS are dense; memory_gib is derived from the label (see below)."""
 

@@ -78,6 +78,8 @@ def print_card(catalog: Any, record: dict[str, Any], kind_label: str, lang: str,
                console: Console | None = None) -> None:
     con = console or Console(soft_wrap=False)
     L = lang
+    if isinstance(record.get("vendor"), str) and hasattr(catalog, "vendor_name"):  # the vendor's name, not its code
+        record = {**record, "vendor": catalog.vendor_name(record["vendor"], L)}
     name = record.get("name")
     title = f"{kind_label}{t('colon', L)}{record.get('id', '')}" + (f" — {name}" if name else "")
     table = Table(title=title)

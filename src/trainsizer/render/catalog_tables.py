@@ -22,7 +22,7 @@ def catalog_rows(cat: Any, kind: str, lang: str) -> tuple[str, list[str], list[t
         accs = sorted(cat.accelerators.values(), key=lambda a: (a.vendor, a.id))
         cols = [t("id", L), t("vendor", L), t("memory_label", L), t("memory_usable", L), t("bandwidth", L),
                 t("bf16_tflops", L), t("fp8_tflops", L), t("scaleup", L), t("tdp", L), t("status", L)]
-        rows = [(a.id, a.vendor, _fmt(a.memory_gb, L), _fmt(a.memory_gib, L), _fmt(a.memory_bw_tb_s, L),
+        rows = [(a.id, cat.vendor_name(a.vendor, L), _fmt(a.memory_gb, L), _fmt(a.memory_gib, L), _fmt(a.memory_bw_tb_s, L),
                  _fmt(a.tflops_dense.get("bf16"), L), _fmt(a.tflops_dense.get("fp8"), L), _fmt(a.scaleup_bw_bidir_gb_s, L),
                  _fmt(a.tdp_w, L), t(f"status_{a.status}", L)) for a in accs]
         return t("catalog_accelerators_title", L), cols, rows, [a.to_dict() for a in accs]

@@ -94,10 +94,17 @@ def test_phase_and_risk_names_come_from_the_cli_labels_only():
 
 def test_every_software_family_and_vendor_has_a_label():
     """The software block names the accelerator family and vendor by their labels ('Blackwell', '华为'), not
-    the stack file's keys ('blackwell', 'huawei')."""
+    the stack file's keys ('blackwell', 'huawei'): families from the report's labels, vendors from the catalog
+    (accelerators.yaml `vendors`, the one place vendor names are kept)."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.render.report.blocks import cell
+    from trainsizer.render.report.fmt import Fmt
+
     stacks = load("plan/data/software.yaml")["stacks"]["value"]
-    names = set(stacks) | {str(s["vendor"]) for s in stacks.values()}
-    assert not sorted(n for n in names if f"v.{n}" not in catalogue())
+    assert not sorted(n for n in stacks if f"v.{n}" not in catalogue())
+    vendors = {str(s["vendor"]) for s in stacks.values()}
+    assert vendors <= set(load_catalog().vendors)
+    assert cell("vendor", "huawei", Fmt("zh"), "") == "华为" and cell("vendor", "nvidia", Fmt("en"), "") == "NVIDIA"
 
 
 def test_an_environment_variable_keeps_its_name():

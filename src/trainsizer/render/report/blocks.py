@@ -58,6 +58,13 @@ def mid(price: Mapping) -> float | None:
 MONEY_FIELDS = frozenset({"per_month", "for_job", "running_per_month", "rent_per_month", "rent_for_job"})
 
 
+def _vendor_name(code: str, lang: str) -> str:
+    """A vendor code ('nvidia') as the built-in catalog names it ('NVIDIA'): one place for the names."""
+    from trainsizer.catalog import load_catalog
+
+    return load_catalog().vendor_name(code, lang)
+
+
 def cell(key: str, v: object, f: Fmt, currency: str) -> str:
     """One value as text: prices as ranges in their currency, limits with their source, units by name."""
     if is_price(v):
@@ -71,6 +78,8 @@ def cell(key: str, v: object, f: Fmt, currency: str) -> str:
             f"{field_label(k, f.lang)}{t('sep.field', f.lang)}"
             f"{cell(k if unit_of(k) or k.endswith(SHARE_SUFFIXES) else key, x, f, currency)}"
             for k, x in v.items() if x is not None)
+    if key == "vendor" and isinstance(v, str):
+        return _vendor_name(v, f.lang)
     if isinstance(v, str) and has(f"v.{v}"):
         return t(f"v.{v}", f.lang)
     if key in MONEY_FIELDS and currency and isinstance(v, int | float) and not isinstance(v, bool):
