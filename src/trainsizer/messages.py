@@ -28,7 +28,7 @@ SENTENCE_FILES = ("data/messages.yaml", "plan/data/explain.yaml", "plan/data/bui
                   "web/data/errors.yaml")
 # Plan rule files whose notes (a rule's reason, shown beside the figure it sets) carry a Chinese `note_zh`.
 RULE_FILES = ("plan/data/facility.yaml", "plan/data/storage.yaml", "plan/data/node.yaml", "plan/data/fabric.yaml",
-              "plan/data/software.yaml")
+              "plan/data/software.yaml", "plan/data/rules_of_thumb.yaml")
 
 
 @lru_cache(maxsize=1)

@@ -96,9 +96,14 @@ def test_network_lines_name_each_fabric_in_words_a_buyer_reads(blocks):
 
 
 def test_server_sizes_are_grouped_and_an_unknown_one_is_said_not_questioned(blocks):
-    """'RAM 17280 GiB per server' and 'NVMe ? TB per server' (the GB200 NVL72 rack publishes no NVMe size)."""
+    """'RAM 17280 GiB per server' and 'NVMe ? TB per server' (the GB200 NVL72 rack publishes no NVMe size). An
+    NVL72 rack is bought whole: its CPUs, memory and drives are counted per rack (as the rack line is), the memory
+    also per compute tray (a node of the plan)."""
     bom = blocks(hardware={"accelerator": "gb200", "count": 64, "per_node": 4}, constraints={"cooling": "liquid"},
                  goal={"procurement": "buy"}).bom
     items = [str(ln.item) for ln in bom.lines]
-    assert "RAM 17,280 GiB per server" in items and "NVMe per server (size not in the catalog)" in items
-    assert not any("?" in item for item in items)
+    assert "RAM 17,280 GiB per rack (960 GiB in each of its 18 compute trays)" in items
+    assert "NVMe per rack (size not in the catalog)" in items
+    assert not any("?" in item or "per server" in item for item in items)
+    included = [ln for ln in bom.lines if ln.part is None and "gb200-nvl72" in str(ln.note)]
+    assert included and {ln.unit for ln in included} <= {"per_rack", "per_nic"}

@@ -37,12 +37,17 @@ def server_lines(b: BuildInput) -> list[BomLine]:
             out.append(line(msg("bom_item_gpus_no_server_price", name=b.accelerator.name), b.accelerator.id, b.gpus,
                             "per_gpu", gpu, msg("bom_note_chassis_unpriced")))
         inc = msg("bom_note_included", server=srv.id)
-        out += [line(msg("bom_item_cpus", model=described("cpu", srv.cpu_model)), None, units, "per_server", None,
-                     inc),
-                line(msg("bom_item_ram", gib=f"{srv.ram_gib:,g}") if srv.ram_gib else msg("bom_item_ram_unknown"),
-                     None, units, "per_server", None, inc),
-                line(msg("bom_item_nvme", tb=f"{srv.nvme_tb:,g}") if srv.nvme_tb else msg("bom_item_nvme_unknown"),
-                     None, units, "per_server", None, inc),
+        # an NVL72 rack is bought whole: its CPUs, memory and drives counted per rack, the memory also per tray
+        per, rack = ("per_rack", "_rack") if b.nvl72 else ("per_server", "")
+        trays = max(1, srv.gpus // b.accelerator.gpus_per_host)
+        ram = {"gib": f"{srv.ram_gib:,g}"} if srv.ram_gib else {}
+        if ram and rack:
+            ram |= {"trays": trays, "tray_gib": f"{srv.ram_gib / trays:,g}"}
+        out += [line(msg("bom_item_cpus", model=described("cpu", srv.cpu_model)), None, units, per, None, inc),
+                line(msg(f"bom_item_ram{rack}", **ram) if ram else msg(f"bom_item_ram_unknown{rack}"),
+                     None, units, per, None, inc),
+                line(msg(f"bom_item_nvme{rack}", tb=f"{srv.nvme_tb:,g}") if srv.nvme_tb
+                     else msg(f"bom_item_nvme_unknown{rack}"), None, units, per, None, inc),
                 line(msg("bom_item_nics", count=srv.nics.count, gbps=f"{srv.nics.gbps:g}",
                          model=described("nic", srv.nics.model)),
                      None, units * srv.nics.count, "per_nic", None, inc)]

@@ -16,6 +16,7 @@ class Thumb(Block):
     topic: str
     topic_msg: MessageRef | None = None
     guide: str
+    guide_msg: MessageRef | None = None  # the guide's rule in the reader's language (quoted in Chinese, translated)
     guide_value: str
     ours: str
     ours_msg: MessageRef | None = None
@@ -30,19 +31,31 @@ def _host(parts: dict[str, float]) -> Any:
     return listed([msg("host_part", name=msg(f"host_{k}"), value=f"{v:g}") for k, v in parts.items() if v])
 
 
+# The guides' host rules are floors ("应达到 1.5-2 倍", "至少 8~16 个"): a server above the range agrees with them.
 def _range(v) -> tuple[float, float]:
     return (float(v[0]), float(v[1])) if isinstance(v, list) else (float(v), float("inf"))
 
 
+def _tray(b: BuildInput) -> bool:
+    """A node that is one compute tray of a rack-scale server (NVL72): its CPUs and memory are the tray's."""
+    return b.server is not None and b.nvl72 and b.server.gpus > b.per_node
+
+
 def _server_figures(b: BuildInput, node: Any) -> tuple[Any, float | None, int | None]:
-    """(server, its RAM, its cores) when the plan's server is known and covers what the job needs: that is
-    what the plan proposes to buy, so the guides' rules are read against it; otherwise the derived minimum."""
+    """(server, its RAM, its cores) per node when the plan's server is known and covers what the job needs:
+    that is what the plan proposes to buy, so the guides' rules are read against it; otherwise the derived
+    minimum. An NVL72 node is one compute tray: the node block's tray share of the rack (2 Grace CPUs and
+    their LPDDR5X per tray), not the whole rack, nor nothing."""
     srv = b.server
-    if srv is None or srv.gpus != b.per_node:
+    if srv is None or (srv.gpus != b.per_node and not _tray(b)):
         return None, None, None
-    ram = srv.ram_gib if srv.ram_gib and node.enough.get("ram_gib") else None
-    cores = srv.cpu_cores if srv.cpu_cores and node.enough.get("cpu_cores") else None
+    ram = node.server_ram_gib if node.server_ram_gib and node.enough.get("ram_gib") else None
+    cores = node.server_cpu_cores if node.server_cpu_cores and node.enough.get("cpu_cores") else None
     return srv, ram, cores
+
+
+def _server_label(b: BuildInput, srv: Any) -> Any:
+    return msg("thumb_server_tray", server=srv.id, gpus=b.per_node) if _tray(b) else srv.id
 
 
 def _ram_thumb(b: BuildInput, node: Any, gpu_mem: float) -> Thumb:
@@ -55,15 +68,17 @@ def _ram_thumb(b: BuildInput, node: Any, gpu_mem: float) -> Thumb:
     if srv_ram is None:
         return Thumb(topic=msg("thumb_topic_ram"), guide=r.note, guide_value=f"{lo:g}-{hi:g} x {gpu_mem:g} GiB",
                      ours=msg("thumb_ours_ram", gib=f"{need:g}", ratio=f"{ratio:.2f}"),
-                     agrees=lo <= ratio <= hi, why=why, source=r.source)
+                     agrees=lo <= ratio, why=why, source=r.source)
     buy = srv_ram / gpu_mem
-    if not lo <= buy <= hi:  # the guide's multiple of HBM against what the host really holds
-        why = msg("thumb_why_ram_rule", derived=why, lo_gib=f"{lo * gpu_mem:g}", hi_gib=f"{hi * gpu_mem:g}",
-                  need=f"{need:g}")
+    if buy < lo:  # the guide's multiple of HBM against what the host really holds
+        # a tray's memory is what its Grace CPUs carry (soldered LPDDR5X): nothing to add at order time
+        rule = dict(derived=why, lo_gib=f"{lo * gpu_mem:g}", hi_gib=f"{hi * gpu_mem:g}", need=f"{need:g}")
+        why = (msg("thumb_why_ram_tray", **rule, server_gib=f"{srv_ram:g}") if _tray(b)
+               else msg("thumb_why_ram_rule", **rule))
     return Thumb(topic=msg("thumb_topic_ram"), guide=r.note, guide_value=f"{lo:g}-{hi:g} x {gpu_mem:g} GiB",
-                 ours=msg("thumb_ours_ram_server", server=srv.id, server_gib=f"{srv_ram:g}",
+                 ours=msg("thumb_ours_ram_server", server=_server_label(b, srv), server_gib=f"{srv_ram:g}",
                           server_ratio=f"{buy:.2f}", gib=f"{need:g}", ratio=f"{ratio:.2f}"),
-                 agrees=lo <= buy <= hi, why=why, source=r.source)
+                 agrees=lo <= buy, why=why, source=r.source)
 
 
 def _cores_thumb(b: BuildInput, node: Any) -> Thumb:
@@ -76,12 +91,12 @@ def _cores_thumb(b: BuildInput, node: Any) -> Thumb:
     if srv_cores is None:
         return Thumb(topic=msg("thumb_topic_cores"), guide=r.note, guide_value=f"{lo:g}-{hi:g}",
                      ours=msg("thumb_ours_cores", cores=need, per_gpu=f"{per_gpu:.1f}"),
-                     agrees=lo <= per_gpu <= hi, why=why, source=r.source)
+                     agrees=lo <= per_gpu, why=why, source=r.source)
     buy = srv_cores / b.per_node
     return Thumb(topic=msg("thumb_topic_cores"), guide=r.note, guide_value=f"{lo:g}-{hi:g}",
-                 ours=msg("thumb_ours_cores_server", server=srv.id, server_cores=srv_cores,
+                 ours=msg("thumb_ours_cores_server", server=_server_label(b, srv), server_cores=srv_cores,
                           server_per_gpu=f"{buy:.1f}", cores=need, per_gpu=f"{per_gpu:.1f}"),
-                 agrees=lo <= buy <= hi, why=why, source=r.source)
+                 agrees=lo <= buy, why=why, source=r.source)
 
 
 def thumbs(b: BuildInput, blocks: dict) -> list[Thumb]:
