@@ -37,3 +37,24 @@ def test_money_in_a_sentence_survives_json_and_pickle_and_changes_language():
 def test_a_figure_inside_a_sentence_keeps_two_significant_figures(x, shown):
     """'tokens/s x bytes/token = 0.000027 GB/s', not '0.0000 GB/s' or '2.7e-05'."""
     assert significant(x) == shown
+
+
+def test_a_range_is_written_in_one_form():
+    """The ends of a range read like its typical value: a Chinese page never writes 'US$7,000 – US$1万'."""
+    from trainsizer.render.report.fmt import Fmt
+
+    zh, en = Fmt("zh"), Fmt("en")
+    assert zh.money_range(7000, 9000, 10001, "USD") == "US$9,000（US$7,000 – US$10,001）"
+    assert zh.money_range(7200, 12000, 15000, "USD") == "US$1.2万（US$0.72万 – US$1.5万）"
+    assert zh.money_range(7.22, 10.59, 29.26, "USD") == "US$10.59（US$7.22 – US$29.26）"
+    assert en.money_range(80, 99.5, 120, "USD") == "$99.50 ($80.00 – $120.00)"
+    assert money(8000, "CNY", "zh", like=12000) == "¥0.8万" and money(8000, "CNY", "zh") == "¥8,000"
+
+
+@pytest.mark.parametrize(("x", "shown"), [(5.3e-4, "0.00053"), (8.76e-5, "0.0000876"), (0.0123, "0.0123"),
+                                          (1.2e-7, "1.2E-7")])
+def test_a_small_figure_in_a_table_is_a_plain_decimal(x, shown):
+    """'Write GB/s (blocking save) 0.00053', not '5.3E-4' (scientific notation only below a millionth)."""
+    from trainsizer.numbers import fmt_num
+
+    assert fmt_num(x, "en") == shown and fmt_num(x, "zh") == shown

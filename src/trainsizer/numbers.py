@@ -22,6 +22,9 @@ from babel.numbers import (
 LOCALES = {"en": "en_US", "zh": "zh_Hans_CN"}
 # From here on a number is written compactly (1.2万 / 12.4K): where grouped digits stop being read at a glance.
 COMPACT_FROM = {"en": 1e6, "zh": 1e5}
+# Below this a number is written in scientific notation; above it as a plain decimal to `digits` significant
+# figures (0.00053 GB/s, not 5.3E-4, in a buyer's table).
+SCIENTIFIC_BELOW = 1e-6
 # Chinese sums of money read in 万 from 1万 on (¥1.23万), as prices are quoted.
 COMPACT_MONEY_ZH_FROM = 1e4
 
@@ -40,7 +43,7 @@ def fmt_num(value: Any, lang: str, *, digits: int = 3) -> str:
         return "0"
     if abs(v) >= COMPACT_FROM.get(lang, 1e6):
         return format_compact_decimal(v, locale=loc, fraction_digits=2)
-    if abs(v) < 10 ** -digits:
+    if abs(v) < SCIENTIFIC_BELOW:  # a figure this small has no plain reading left: 1.2E-7
         return format_decimal(v, format="0.##E0", locale=loc)
     decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
     pattern = "#,##0" + ("." + "#" * decimals if decimals else "")
@@ -94,13 +97,20 @@ def compact(x: float | int, lang: str, fraction_digits: int = 2) -> str:
 MONEY_WHOLE_FROM = 100.0
 
 
-def money(amount: float, currency: str, lang: str) -> str:
+def money(amount: float, currency: str, lang: str, *, like: float | None = None) -> str:
     """An amount in its own currency (never converted), by one rule everywhere: $3.97 below 100, whole units
-    from 100 ($373, $9,198), and in Chinese large sums in 万 / 亿 (¥229万) from 10,000 on."""
+    from 100 ($373, $9,198), and in Chinese large sums in 万 / 亿 (¥229万) from 10,000 on.
+
+    `like`: the figure whose size sets the form, so the ends of a range read like its typical value
+    ("US$9,000（US$7,000 – US$10,000）", "US$1.2万（US$0.72万 – US$1.5万）", never "US$7,000 – US$1万")."""
     loc = locale_of(lang)
-    if lang == "zh" and abs(amount) >= COMPACT_MONEY_ZH_FROM:
-        return format_compact_currency(amount, currency, locale=loc, fraction_digits=2)
-    if abs(amount) >= MONEY_WHOLE_FROM:
+    scale = abs(like) if like is not None and math.isfinite(like) else abs(amount)
+    if lang == "zh" and scale >= COMPACT_MONEY_ZH_FROM:
+        if abs(amount) >= COMPACT_MONEY_ZH_FROM:
+            return format_compact_currency(amount, currency, locale=loc, fraction_digits=2)
+        # CLDR has no 万 form below 1万 (it would write "US$8000"): the figure in 万 by hand
+        return f"{get_currency_symbol(currency, locale=loc)}{format_decimal(amount / 1e4, format='0.##', locale=loc)}万"
+    if scale >= MONEY_WHOLE_FROM:
         return format_currency(round(amount), currency, locale=loc, format="¤#,##0", currency_digits=False)
     return format_currency(amount, currency, locale=loc)
 

@@ -81,18 +81,21 @@ class Fmt:
             return "—"
         return numbers.decimal(100 * x, self.lang, "#,##0." + "0" * digits) + "%"
 
-    def money(self, amount: float | None, currency: str) -> str:
-        """An amount in its own currency (never converted), by the one rule of `numbers.money`."""
+    def money(self, amount: float | None, currency: str, like: float | None = None) -> str:
+        """An amount in its own currency (never converted), by the one rule of `numbers.money` (`like`: the
+        figure whose size sets the form, for the ends of a range)."""
         if amount is None or not math.isfinite(amount):
             return "—"
-        return numbers.money(amount, currency, self.lang)
+        return numbers.money(amount, currency, self.lang, like=like)
 
     def money_range(self, low: float | None, mid: float | None, high: float | None, currency: str) -> str:
-        """typical (low – high); one figure when the range is a single price."""
+        """typical (low – high), all three in the typical value's form; one figure when the range is one price."""
         if low is not None and low == high:
             return self.money(mid if mid is not None else low, currency)
-        span = f"{self.money(low, currency)} – {self.money(high, currency)}"
-        return f"{self.money(mid, currency)}（{span}）" if self.lang == "zh" else f"{self.money(mid, currency)} ({span})"
+        like = mid if mid is not None else high
+        span = f"{self.money(low, currency, like)} – {self.money(high, currency, like)}"
+        typical = self.money(mid, currency, like)
+        return f"{typical}（{span}）" if self.lang == "zh" else f"{typical} ({span})"
 
     def days(self, x: float | None) -> str:
         if x is None:
