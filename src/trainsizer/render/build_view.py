@@ -16,6 +16,8 @@ from trainsizer.render.i18n import t
 from trainsizer.render.numbers import fmt_num, money
 from trainsizer.render.report.blocks import limits_table
 from trainsizer.render.report.fmt import Fmt
+from trainsizer.render.report.i18n import has as report_has
+from trainsizer.render.report.i18n import t as report_t
 
 
 def _table(title: str, headers: list[str], rows: list[list[Any]], L: str) -> Table:
@@ -86,7 +88,8 @@ def network_table(net: dict, L: str) -> Table:
                          f["switch"] or "—",
                          f"{f['leaves']} / {f['spines']} / {f['cores']}", f"{f['ports_per_node']} x {f['gbps_per_port']:g}"])
     nv = net["nvlink"]
-    rows.append([t("b_nvlink", L), t("nvlink_domain_row", L).format(tech=nv["tech"], gpus=nv["gpus_per_domain"],
+    tech = report_t(f"v.{nv['tech']}", L) if report_has(f"v.{nv['tech']}") else nv["tech"]  # 'pcie' -> 'PCIe'
+    rows.append([t("b_nvlink", L), t("nvlink_domain_row", L).format(tech=tech, gpus=nv["gpus_per_domain"],
                                                                     domains=nv["domains"]),
                  _nvls_cell(nv, L), "",
                  f"{nv['gb_s_per_gpu_bidir']:g} GB/s"])

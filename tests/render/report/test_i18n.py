@@ -4,6 +4,7 @@ import re
 import string
 from pathlib import Path
 
+import pytest
 import yaml
 
 from trainsizer.catalogues import load
@@ -112,3 +113,15 @@ def test_an_environment_variable_keeps_its_name():
 
     assert field_label("NCCL_NVLS_ENABLE", "zh") == "NCCL_NVLS_ENABLE"
     assert field_label("nodes_per_rack", "zh") != "nodes_per_rack"
+
+
+@pytest.mark.parametrize("code", ["node_local", "nfs", "parallel_fs", "object", "nvlink", "nvlink-bridge", "pcie",
+                                  "xgmi", "hccs", "roce"])
+def test_storage_kinds_and_scale_up_techs_are_named_not_coded(code):
+    """The storage block's kind and the scale-up domain's technology read as words ('并行文件系统', 'PCIe'),
+    not the catalog's codes ('parallel_fs', 'pcie')."""
+    from trainsizer.render.report.blocks import cell
+    from trainsizer.render.report.fmt import Fmt
+
+    for lang in ("en", "zh"):
+        assert cell("kind", code, Fmt(lang), "") != code
