@@ -49,7 +49,15 @@ def test_a_label_does_not_repeat_the_unit_its_figure_prints():
 @pytest.mark.parametrize(("lang", "text"), [("en", "2 – 12 wk"), ("zh", "2 – 12 周")])
 def test_a_low_high_pair_reads_as_a_range(lang, text):
     assert Fmt(lang).value("total_weeks", [2.0, 12.0]) == text
-    assert Fmt(lang).value("critical_xids", [48, 56]) == "48, 56"   # a list stays a list
+    assert Fmt(lang).value("critical_xids", [48, 56]) == {"en": "48, 56", "zh": "48、56"}[lang]  # a list stays a list
+
+
+def test_a_chinese_list_has_no_english_comma():
+    """Names are listed with '、', clauses with their own punctuation (a BOM's notes) with '；'."""
+    zh = Fmt("zh")
+    assert zh.value("notes", ["合计只计入有价格的物料；需询价", "租用：以下各行是租用的资源"]) == \
+        "合计只计入有价格的物料；需询价；租用：以下各行是租用的资源"
+    assert zh.value("parts", ["fibre-mpo12-om4", "xcvr-osfp-800g-2xdr4"]) == "fibre-mpo12-om4、xcvr-osfp-800g-2xdr4"
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

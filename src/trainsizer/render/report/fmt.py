@@ -46,6 +46,14 @@ def unit_of(key: str) -> str:
     return ""
 
 
+def _joined(items: list[str], lang: str) -> str:
+    """A list in the reader's punctuation: ', ' in English; in Chinese '、' between names, '；' between clauses
+    that carry their own punctuation (a BOM's notes), never the English comma."""
+    if lang != "zh":
+        return ", ".join(items)
+    return ("；" if any(c in item for item in items for c in "，；：。") else "、").join(items)
+
+
 @dataclass(frozen=True)
 class Fmt:
     """Formatting for one language."""
@@ -118,5 +126,6 @@ class Fmt:
         if isinstance(x, list | tuple):
             if key in RANGE_FIELDS and len(x) == 2 and all(isinstance(v, int | float) for v in x):
                 return f"{self.num(x[0])} – {self.value(key, x[1])}"   # (low, high): '2 – 12 wk', not '2 wk, 12 wk'
-            return ", ".join(self.value(key, v) for v in x)
+            items = [self.value(key, v) for v in x]
+            return _joined(items, self.lang)
         return str(x)
