@@ -58,3 +58,12 @@ def test_a_small_figure_in_a_table_is_a_plain_decimal(x, shown):
     from trainsizer.numbers import fmt_num
 
     assert fmt_num(x, "en") == shown and fmt_num(x, "zh") == shown
+
+
+@pytest.mark.parametrize(("n", "en", "zh"), [(671e9, "671B", "6710亿"), (405.85e9, "405.9B", "4058.5亿"),
+                                             (13e9, "13B", "130亿"), (8.03e9, "8.03B", "80.3亿")])
+def test_a_parameter_count_reads_one_way(n, en, zh):
+    """The form's preset list: '671B' beside '405.9B', never '671.0B'; in Chinese 亿 (the zh form passes its lang)."""
+    from trainsizer.numbers import fmt_params
+
+    assert fmt_params(n, "en") == en and fmt_params(n, "zh") == zh

@@ -71,7 +71,8 @@ def fmt_params(n: float, lang: str = "en") -> str:
     if lang == "en":
         for div, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
             if abs(n) >= div:
-                return f"{n / div:.3g}{unit}" if n / div < 100 else f"{n / div:.1f}{unit}"
+                # 3 significant figures, one decimal from 100 on, never a trailing ".0" ('671B', '405.9B')
+                return (f"{n / div:.3g}" if n / div < 100 else f"{n / div:.1f}".removesuffix(".0")) + unit
         return str(int(n))
     return format_compact_decimal(n, locale=LOCALES.get(lang, "en_US"), fraction_digits=2)
 

@@ -44,7 +44,8 @@ def _form_context(request: Request, lang: str, values: dict[str, Any], errors: d
 
     cat = request.app.state.catalog
     accelerators = sorted(cat.accelerators.values(), key=lambda a: (a.vendor, a.id))
-    presets = [{"name": p.name, "family": p.family, "params": fmt_params(p.params_total)} for p in list_presets()]
+    presets = [{"name": p.name, "family": p.family, "params": fmt_params(p.params_total, lang)}
+               for p in list_presets()]
     msgs = messages()
     objective_labels = {c: msgs[f"objective_{c}"][lang] for c in CHOICES["goal.objective"] if f"objective_{c}" in msgs}
     # a choice's words in the reader's language (messages.yaml `choice.<field>.<value>`), the value itself otherwise
