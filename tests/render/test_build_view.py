@@ -122,3 +122,24 @@ def test_facility_power_is_labelled_by_its_unit(lang: str) -> None:
     assert facility_rows(f, lang)[0][0] == t("b_node_kw", lang)
     cells = " ".join(f"{k} {v}" for k, v in facility_rows(f, lang))
     assert ("(" not in cells) == (lang == "zh")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_storage_rows_show_protection_and_raw_capacity(lang: str) -> None:
+    """The storage table printed usable TB only: a buyer sizing drives needs the scheme and the raw TB too."""
+    from trainsizer.render.build_view import storage_rows
+    from trainsizer.render.i18n import t
+
+    def block(kind: str, scheme: str, usable: float, raw: float) -> dict:
+        fig = {"value": 1.0}
+        return {"tier": "x", "kind": kind, "capacity_tb": {"value": usable}, "protection": {"value": scheme},
+                "capacity_raw_tb": {"value": raw}, "checkpoint_gb": 1.0, "checkpoint_interval_min": fig,
+                "write_gb_s_sync": fig, "write_gb_s_async_drain": fig, "loader_read_gb_s": fig, "restore_s": fig}
+
+    pfs = dict(storage_rows(block("parallel_fs", "8+2", 40.0, 50.0), lang))
+    assert pfs[t("b_capacity_raw_tb", lang)] == 50.0 and pfs[t("b_capacity_tb", lang)] == 40.0
+    assert "8+2" in pfs[t("b_protection", lang)] and "80" in pfs[t("b_protection", lang)]
+    nfs = dict(storage_rows(block("local_nvme", "6+2", 3.0, 4.0), lang))
+    assert "RAID 6" in nfs[t("b_protection", lang)] and "75" in nfs[t("b_protection", lang)]
+    own = dict(storage_rows(block("local_nvme", "none", 1.0, 1.0), lang))
+    assert own[t("b_protection", lang)] == t("b_protection_none", lang)

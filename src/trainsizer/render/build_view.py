@@ -105,10 +105,28 @@ def _nvls_cell(nv: dict, L: str) -> str:
 
 
 def storage_rows(st: dict, L: str) -> list[tuple[str, Any]]:
-    return [(t("b_tier", L), st["tier"]), (t("b_capacity_tb", L), st["capacity_tb"]["value"]),
+    """The tier, then usable capacity, its protection (8+2 erasure code, RAID 6, none) and the raw TB the drives
+    must hold, before the bandwidth rows."""
+    rows = [(t("b_tier", L), st["tier"]), (t("b_capacity_tb", L), st["capacity_tb"]["value"])]
+    if st.get("protection") is not None:  # plans saved before the block carried them
+        rows += [(t("b_protection", L), _scheme(st, L)),
+                 (t("b_capacity_raw_tb", L), st["capacity_raw_tb"]["value"])]
+    return rows + [
             (t("b_checkpoint_gb", L), st["checkpoint_gb"]), (t("b_interval_min", L), st["checkpoint_interval_min"]["value"]),
             (t("b_write_sync", L), st["write_gb_s_sync"]["value"]), (t("b_write_async", L), st["write_gb_s_async_drain"]["value"]),
             (t("b_read_loader", L), st["loader_read_gb_s"]["value"]), (t("b_restore_s", L), st["restore_s"]["value"])]
+
+
+def _scheme(st: dict, L: str) -> str:
+    """'d+p' as the scheme it is: erasure code on a parallel file system, RAID 6 (p = 2) on one file server,
+    with its usable share; 'none' (a workstation's own NVMe) in the reader's language."""
+    value = st["protection"]["value"]
+    if value == "none":
+        return t("b_protection_none", L)
+    d, p = (int(x) for x in value.split("+"))
+    key = "b_protection_ec" if st.get("kind") == "parallel_fs" else \
+        "b_protection_raid6" if p == 2 else "b_protection_scheme"
+    return t(key, L).format(scheme=value, share=round(100 * d / (d + p)))
 
 
 def _cooling(value: str, L: str) -> str:
