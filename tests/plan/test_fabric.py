@@ -111,3 +111,54 @@ def test_llama3_style_pods_thin_the_core_at_radix_64():
     t = size_zoned_tree(512, 8, 64, 128, 7.0)
     assert (t.tiers, t.leaves, t.spines, t.cores, t.oversubscribed_at) == (3, 128, 128, 10, "spine")
     assert size_zoned_tree(512, 8, 64, 384, 7.0).oversubscribed_at == "none"  # 3,072-GPU zones: more than a pod
+
+
+# Rail groups (fabric.yaml rail_groups_max_switches = 2): one tier while whole rails fit one or two switches.
+# GB200 NVL72: 18 trays x 4 rails a rack; HGX: 8 rails a node; radix 64 (QM9700 at NDR 400).
+NVL72_RACKS = [  # racks -> tiers, leaves, spines, leaf-spine links
+    (1, 1, 2, 0, 0),     # 72 ports: rails 0-1 and 2-3 on two switches (36 ports each), no spine
+    (2, 2, 8, 3, 144),   # 36 trays a rail > 32 down-ports: two rail leaves a rail, 18 uplinks each
+    (4, 2, 12, 5, 288),
+    (8, 2, 20, 10, 580),  # 144 trays a rail over 5 leaves (29 on the busiest), 29 uplinks a leaf
+    (16, 2, 36, 18, 1152),
+]
+HGX_NODES = [(4, 1, 1, 0), (8, 1, 1, 0), (16, 1, 2, 0), (32, 2, 8, 4), (64, 2, 16, 8), (128, 2, 32, 16)]
+
+
+@pytest.mark.parametrize("racks, tiers, leaves, spines, links", NVL72_RACKS)
+def test_nvl72_racks_fabric_size(racks, tiers, leaves, spines, links):
+    t = size_fat_tree(18 * racks, 4, 64, rail_groups_max=2)
+    assert (t.tiers, t.leaves, t.spines, t.leaf_spine_links) == (tiers, leaves, spines, links)
+    assert port_violations(t) == [] and t.node_leaf_links == 72 * racks
+
+
+@pytest.mark.parametrize("nodes, tiers, leaves, spines", HGX_NODES)
+def test_hgx_nodes_fabric_size(nodes, tiers, leaves, spines):
+    t = size_fat_tree(nodes, 8, 64, rail_groups_max=2)
+    assert (t.tiers, t.leaves, t.spines) == (tiers, leaves, spines)
+    assert port_violations(t) == []
+
+
+def test_rail_groups_only_where_nvlink_forwards_cross_rail_traffic():
+    """Without the allowance (no NVLink domain spanning the rails) the same ports need leaves and spines."""
+    assert (size_fat_tree(18, 4, 64).tiers, size_fat_tree(18, 4, 64).spines) == (2, 2)
+    t = size_fat_tree(18, 4, 64, rail_groups_max=2)
+    assert t.rail_groups and t.max_nodes_same_switches() == 32  # two rails a switch: 64 // 2 trays
+    assert size_fat_tree(18, 4, 64, rail_optimised=False, rail_groups_max=2).tiers == 2
+
+
+@given(nodes=st.integers(1, 512), rails=st.sampled_from([2, 4, 8]), radix=st.sampled_from([40, 64, 128]),
+       groups=st.integers(0, 4))
+def test_rail_groups_are_wired_consistently_and_smaller_than_leaf_spine(nodes, rails, radix, groups):
+    try:
+        t = size_fat_tree(nodes, rails, radix, rail_groups_max=groups)
+        full = size_fat_tree(nodes, rails, radix)
+    except SpecError:
+        return
+    assert port_violations(t) == []
+    assert t.switches <= full.switches and t.leaves <= max(groups, full.leaves)
+    if t.rail_groups:
+        assert 2 <= t.leaves <= groups and t.leaf_spine_links == 0 and nodes <= radix
+    from dataclasses import replace
+    if t.rail_groups:  # a switch over its radix, or a rail cut in two, is caught
+        assert port_violations(replace(t, leaves=t.leaves - 1)) or t.leaves == 1

@@ -146,3 +146,30 @@ def test_one_domain_allreduce_runs_nvls(build):
     assert one.busbw_gb_s == pytest.approx(ring_busbw * load_constants().nvls_allreduce_gain)
     ring = 2 * 7 / 8 * one.bytes_per_rank_gb / one.busbw_gb_s
     assert ring <= one.time_s < ring * 1.01
+
+
+def test_one_nvl72_rack_is_two_rail_group_switches(build):
+    """One GB200 NVL72 rack: 72 compute NICs, 4 rails of 18 trays. Its NVLink domain spans all four rails, so the
+    compute fabric is one tier of two 64-port switches holding two whole rails each (not 4 leaves + 2 spines):
+    72 node links on 36 twin-port 2x400G DAC splitters, no leaf-spine optics, an embedded SM on each switch."""
+    b = build(hardware={"accelerator": "gb200", "count": 72, "per_node": 4, "network": "ib-ndr400"},
+              constraints={"cooling": "liquid"}, global_batch={"sequences": 72})
+    net = network_block(b)
+    c = net.compute
+    assert (c.tiers, c.leaves, c.spines, c.links["leaf_spine"]) == (1, 2, 0, 0)
+    assert c.topology_msg.key == "net_topology_rail_groups" and net.rails == 4
+    assert [(p.quantity, p.role) for p in c.parts] == [(36, "node-leaf cable")]
+    assert "each of the 2" in net.subnet_manager
+    two = network_block(build(hardware={"accelerator": "gb200", "count": 144, "per_node": 4, "network": "ib-ndr400"},
+                              constraints={"cooling": "liquid"}, global_batch={"sequences": 144})).compute
+    assert (two.tiers, two.leaves, two.spines) == (2, 8, 3)  # 144 ports: more than two switches' whole rails
+
+
+def test_rail_groups_need_nvlink_across_the_rails(build):
+    """A PCIe node (no NVLink to forward cross-rail traffic) keeps leaves and spines for the same ports."""
+    from trainsizer.plan.buildout.network import rail_groups_max
+
+    assert rail_groups_max(build()) == 2  # 8 H100 on NVSwitch, 8 NICs
+    b = build(hardware={"accelerator": "l40s", "count": 128, "per_node": 8, "network": "ib-ndr400"},
+              global_batch={"sequences": 128})
+    assert b.nics_per_node == 8 and rail_groups_max(b) == 0

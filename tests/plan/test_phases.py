@@ -21,9 +21,14 @@ def test_scale_out_doubles_on_the_same_radix(blocks):
     assert so.nodes_without_new_leaf >= out.network.compute.links["node_leaf"] // 8
 
 
-def test_single_switch_to_two_tiers_says_recabling(blocks):
-    so = blocks(hardware={"count": 64}, goal={"procurement": "buy"}).phases.scale_out  # 8 nodes x 8 rails: one switch
-    assert "1 -> 2 tiers" in so.recabling
+def test_one_tier_to_two_tiers_says_recabling(blocks):
+    """8 HGX nodes x 8 rails: one switch, doubled to two rail-group switches (whole rails move with their node
+    cables); 16 nodes on two rail groups, doubled to 32 nodes, need leaves and spines (fabric.yaml
+    rail_groups_max_switches)."""
+    so = blocks(hardware={"count": 64}, goal={"procurement": "buy"}).phases.scale_out
+    assert so.recabling_msg.key == "phase_scale_rail_groups" and (so.double_tiers, so.double_leaves) == (1, 2)
+    so = blocks(hardware={"count": 128}, global_batch={"sequences": 256}, goal={"procurement": "buy"}).phases.scale_out
+    assert "1 -> 2 tiers" in so.recabling and (so.double_leaves, so.double_spines) == (8, 4)
 
 
 def test_a_rented_cluster_is_reserved_not_ordered_or_racked(blocks, catalog):

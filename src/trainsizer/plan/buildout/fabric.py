@@ -9,6 +9,11 @@ Folded-Clos / fat-tree construction (Al-Fares et al. 2008; NVIDIA DGX SuperPOD R
 - 3 tiers: pods of R/2 leaves and u spines (spines R/2 down, R/2 up), C = ceil(S R/2 / R) core switches;
   at most R pods (R^3/4 endpoints at o = 1).
 Checked against RA-11333 Table 3 (1,024 / 2,048 / 4,096 GPUs -> 32/16, 64/32, 128/128/64 leaf/spine/core).
+- rail groups (one tier on a few switches): when every node's NVLink domain holds a GPU on every rail, NCCL's PXN
+  (NCCL env docs, NCCL_PXN_DISABLE / NCCL_P2P_PXN_LEVEL) moves cross-rail data over NVLink to the GPU on the
+  destination's rail, so the fabric needs only same-rail paths ("rail-only" network, Wang et al. 2023,
+  arXiv:2307.12169): each rail whole on one switch, floor(R / nodes) rails per switch, no spine -- taken while
+  it needs at most `max_groups` switches (fabric.yaml rail_groups_max_switches); above, leaf/spine as RA-11333.
 """
 
 from __future__ import annotations
@@ -61,10 +66,15 @@ class FatTree:
     def spine_core_links(self) -> int:
         return self.spines * self.spine_up if self.tiers == 3 else 0
 
+    @property
+    def rail_groups(self) -> bool:
+        """One tier over several switches, each holding whole rails (no switch-to-switch links)."""
+        return self.tiers == 1 and self.leaves > 1
+
     def max_nodes_same_switches(self) -> int:
         """Nodes this fabric takes before another leaf (or SU) is needed: filling the leaves already bought."""
         if self.tiers == 1:
-            return self.radix // max(1, self.rails)
+            return self.radix // max(1, ceil_div(self.rails, self.leaves))
         per_rail_leaves = self.leaves // self.rails if self.rail_optimised else self.leaves
         return per_rail_leaves * self.leaf_down_ports if self.rail_optimised else \
             self.leaves * self.leaf_down_ports // self.rails
@@ -75,10 +85,20 @@ def leaf_down_ports(radix: int, oversubscription: float) -> int:
     return int(math.floor(radix * oversubscription / (1.0 + oversubscription) + 1e-9))
 
 
+def rail_group_switches(nodes: int, rails: int, radix: int) -> int | None:
+    """Switches of a one-tier rail-group fabric (each rail whole on one switch, floor(R / nodes) rails a switch,
+    spread evenly), or None when one rail's nodes exceed a switch."""
+    per_switch = radix // nodes if nodes else 0
+    return ceil_div(rails, per_switch) if per_switch >= 1 else None
+
+
 def size_fat_tree(nodes: int, rails: int, radix: int, oversubscription: float = 1.0,
-                  rail_optimised: bool | None = None, leaf_nodes: int | None = None) -> FatTree:
+                  rail_optimised: bool | None = None, leaf_nodes: int | None = None,
+                  rail_groups_max: int = 0) -> FatTree:
     """The smallest fat tree (fewest tiers, then fewest switches) for `nodes` x `rails` endpoint ports
-    (`leaf_nodes`: at most this many nodes under one leaf, or one set of rail leaves: whole zones, `size_zoned_tree`)."""
+    (`leaf_nodes`: at most this many nodes under one leaf, or one set of rail leaves: whole zones, `size_zoned_tree`;
+    `rail_groups_max`: one tier on up to this many rail-group switches when NVLink carries cross-rail traffic,
+    0 = never)."""
     if nodes < 1 or rails < 1:
         raise SpecError("fabric", msg("fab_no_ports"), value=(nodes, rails))
     if radix < 4:
@@ -91,6 +111,11 @@ def size_fat_tree(nodes: int, rails: int, radix: int, oversubscription: float = 
     if endpoints <= radix:
         return FatTree(1, radix, oversubscription, False, nodes, rails, 1, 0, 0, radix, endpoints, 0, 0, 0, 0,
                        radix // rails)
+    groups = rail_group_switches(nodes, rails, radix) if rail and rails >= 2 and leaf_nodes is None else None
+    if groups is not None and groups <= rail_groups_max:
+        per_switch = ceil_div(rails, groups)  # rails on the busiest switch
+        return FatTree(1, radix, oversubscription, True, nodes, rails, groups, 0, 0, radix, nodes * per_switch,
+                       0, 0, 0, 0, radix // per_switch)
     d = leaf_down_ports(radix, oversubscription)
     if leaf_nodes is not None:
         d = min(d, leaf_nodes if rail else leaf_nodes * rails)
@@ -162,7 +187,14 @@ def port_violations(t: FatTree) -> list[str]:
     if t.leaves * (t.leaf_down_used if t.tiers > 1 else t.radix) < t.endpoints:
         bad.append("endpoint ports exceed leaf down ports")
     if t.tiers == 1:
-        return bad + (["single switch over its radix"] if t.endpoints > t.radix else [])
+        if t.leaves == 1:
+            return bad + (["single switch over its radix"] if t.endpoints > t.radix else [])
+        # rail groups: every rail whole on one switch, the busiest switch within its radix
+        if t.leaf_down_used > t.radix or t.leaf_down_used != t.nodes * ceil_div(t.rails, t.leaves):
+            bad.append("a rail-group switch over its radix or a rail split across switches")
+        if ceil_div(t.rails, ceil_div(t.rails, t.leaves)) != t.leaves:
+            bad.append("rail groups on more switches than the rails need")
+        return bad
     if t.leaf_down_used > t.leaf_down_ports or t.leaf_down_used + t.leaf_up > t.radix:
         bad.append("leaf uses more ports than it has")
     if t.leaf_up * t.oversubscription + 1e-9 < t.leaf_down_used:

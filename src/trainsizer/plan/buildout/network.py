@@ -156,6 +156,8 @@ def fabric_parts(catalog: Any, tree: FatTree, gbps: float, one_rack: bool) -> li
 
 
 def _topology(tree: FatTree) -> Any:
+    if tree.rail_groups:
+        return msg("net_topology_rail_groups", switches=tree.leaves)
     if tree.tiers == 1:
         return msg("net_topology_single")
     return msg("net_topology_rail_fat_tree" if tree.rail_optimised else "net_topology_fat_tree", tiers=tree.tiers)
@@ -163,9 +165,11 @@ def _topology(tree: FatTree) -> Any:
 
 def switched_fabric(catalog: Any, purpose: str, kind: str, nodes: int, ports: int, gbps: float, switch: Any,
                     oversub: float, source: str, extra_ports: int = 0, rail: bool | None = None,
-                    notes: tuple[Any, ...] = (), zone_nodes: int | None = None, zone_gpus: int = 0) -> Fabric:
+                    notes: tuple[Any, ...] = (), zone_nodes: int | None = None, zone_gpus: int = 0,
+                    rail_groups_max: int = 0, one_rack: bool = False) -> Fabric:
     """A fabric for `nodes` x `ports` endpoints (+ `extra_ports` single-port endpoints, e.g. storage servers);
-    `zone_nodes`: the job's full-bisection zones, `oversub` above them (`fabric.size_zoned_tree`)."""
+    `zone_nodes`: the job's full-bisection zones, `oversub` above them (`fabric.size_zoned_tree`);
+    `rail_groups_max`: one tier on up to this many rail-group switches (NVLink forwards cross-rail traffic)."""
     radix = switch.radix(gbps)
     extra_nodes = -(-extra_ports // ports) if extra_ports else 0
     if zone_nodes is not None:
@@ -173,7 +177,13 @@ def switched_fabric(catalog: Any, purpose: str, kind: str, nodes: int, ports: in
         full = size_fat_tree(nodes + extra_nodes, ports, radix, 1.0, rail_optimised=rail)
         notes = (*notes, _zoned_note(tree, full, zone_gpus or zone_nodes, oversub))
     else:
-        tree = size_fat_tree(nodes + extra_nodes, ports, radix, oversub, rail_optimised=rail)
+        tree = size_fat_tree(nodes + extra_nodes, ports, radix, oversub, rail_optimised=rail,
+                             rail_groups_max=rail_groups_max)
+    if tree.rail_groups:
+        full = size_fat_tree(nodes + extra_nodes, ports, radix, oversub, rail_optimised=rail)
+        notes = (*notes, msg("net_note_rail_groups", switches=tree.leaves, rails=ports,
+                             per_switch=-(-ports // tree.leaves), nodes=tree.max_nodes_same_switches(),
+                             full_leaves=full.leaves, full_spines=full.spines, links=full.leaf_spine_links))
     notes = [*notes, *([msg("net_note_storage_servers", extra=extra_nodes, ports=ports)] if extra_nodes else [])]
     return Fabric(
         purpose=purpose, kind=kind, topology=_topology(tree), ports_per_node=ports, gbps_per_port=gbps,
@@ -181,7 +191,8 @@ def switched_fabric(catalog: Any, purpose: str, kind: str, nodes: int, ports: in
         spines=tree.spines, cores=tree.cores, nodes_per_su=tree.nodes_per_su if tree.tiers > 1 else None,
         links={"node_leaf": tree.node_leaf_links, "leaf_spine": tree.leaf_spine_links,
                "spine_core": tree.spine_core_links},
-        parts=fabric_parts(catalog, tree, gbps, one_rack=tree.tiers == 1),
+        # one switch sits beside its nodes; rail-group switches reach a row unless the nodes are one rack
+        parts=fabric_parts(catalog, tree, gbps, one_rack=tree.tiers == 1 and (tree.leaves == 1 or one_rack)),
         max_nodes_without_new_leaf=tree.max_nodes_same_switches(), source=source, notes=notes,
         zone_nodes=zone_nodes, oversubscribed_at=tree.oversubscribed_at if zone_nodes is not None else None)
 
@@ -218,7 +229,19 @@ def compute_fabric(b: BuildInput) -> Fabric | None:
                                rail=nics >= min_rails, zone_nodes=zone, zone_gpus=zone * b.per_node)
     return switched_fabric(b.catalog, "compute", kind, b.nodes, nics, gbps, switch,
                            rules.value("fabric", "oversubscription_compute"), "superpod_h100_ra",
-                           rail=nics >= min_rails)
+                           rail=nics >= min_rails, rail_groups_max=rail_groups_max(b),
+                           one_rack=b.nvl72 and b.gpus <= int(b.accelerator.scaleup_domain))
+
+
+def rail_groups_max(b: BuildInput) -> int:
+    """Rail-group switches a one-tier compute fabric may take (fabric.yaml rail_groups_max_switches), 0 unless
+    every node's NVLink domain holds a GPU on each of its rails (one NIC per GPU on an NVSwitch node, or a
+    rack-scale domain), so NCCL PXN can carry cross-rail traffic over NVLink."""
+    acc = b.accelerator
+    domain = int(acc.scaleup_domain) if b.nvl72 else b.per_node
+    if acc.scaleup_tech != "nvlink" or b.nics_per_node < 2 or domain < b.nics_per_node:
+        return 0
+    return int(rules.value("fabric", "rail_groups_max_switches"))
 
 
 def _job_fabric(b: BuildInput) -> tuple[int | None, float]:
@@ -264,8 +287,10 @@ def network_block(b: BuildInput, storage_servers: int = 0, pdus: int = 0) -> Net
         sharp = b.catalog.switch(compute.switch).sharp
     sm = None
     if kind == "ib" and compute is not None:
-        sm = (msg("net_sm_embedded") if compute.leaves + compute.spines
-              < rules.value("fabric", "subnet_manager_min_switches") else msg("net_sm_ufm"))
+        groups = compute.topology_msg is not None and compute.topology_msg.key == "net_topology_rail_groups"
+        sm = (msg("net_sm_rail_groups", switches=compute.leaves) if groups else msg("net_sm_embedded")
+              if compute.leaves + compute.spines < rules.value("fabric", "subnet_manager_min_switches")
+              else msg("net_sm_ufm"))
     lossless = None
     if kind == "roce":
         r = rules.rule("fabric", "roce_lossless")
@@ -295,7 +320,7 @@ def summary(b: BuildInput, compute: Fabric | None, storage: Fabric | None, mgmt:
                 "gbps_per_node": f.ports_per_node * f.gbps_per_port / 8}
 
     rail = compute is not None and compute.topology_msg is not None and \
-        compute.topology_msg.key == "net_topology_rail_fat_tree"
+        compute.topology_msg.key in ("net_topology_rail_fat_tree", "net_topology_rail_groups")
     return {"topology": compute.topology if compute is not None else msg("net_topology_none"),
             "topology_msg": compute.topology_msg if compute is not None else None,
             "nics_per_node": b.nics_per_node, "gbps_per_nic": b.gbps_per_nic,

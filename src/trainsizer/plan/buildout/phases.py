@@ -11,7 +11,7 @@ from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block
 from trainsizer.plan.buildout.fabric import size_fat_tree, size_zoned_tree
 from trainsizer.plan.buildout.inputs import BuildInput, acquisition
-from trainsizer.plan.buildout.network import NetworkBlock
+from trainsizer.plan.buildout.network import NetworkBlock, rail_groups_max
 from trainsizer.plan.texts import MessageRef
 
 
@@ -68,14 +68,19 @@ def scale_out(b: BuildInput, net: NetworkBlock, rented: bool = False) -> ScaleOu
         return ScaleOut(nodes_now=b.nodes, nodes_without_new_leaf=None, double_nodes=double, double_leaves=None,
                         double_spines=None, double_cores=None, double_tiers=None,
                         recabling=msg("phase_scale_none") if fab is None else msg("phase_scale_provider"))
-    rail = bool(fab.topology_msg and fab.topology_msg.key == "net_topology_rail_fat_tree")
+    rail = bool(fab.topology_msg and fab.topology_msg.key in ("net_topology_rail_fat_tree", "net_topology_rail_groups"))
+    if fab.tiers == 1 and fab.leaves == 1:  # one switch has no rails; the grown fabric has them as compute_fabric sizes
+        rail = fab.ports_per_node >= rules.value("fabric", "rail_optimised_min_nics")
     if fab.zone_nodes is not None:  # the job's oversubscribed fabric grows as it was sized (fabric.size_zoned_tree)
         t = size_zoned_tree(double, fab.ports_per_node, fab.radix, fab.zone_nodes, fab.oversubscription,
                             rail_optimised=rail)
     else:
-        t = size_fat_tree(double, fab.ports_per_node, fab.radix, fab.oversubscription, rail_optimised=rail)
+        t = size_fat_tree(double, fab.ports_per_node, fab.radix, fab.oversubscription, rail_optimised=rail,
+                          rail_groups_max=rail_groups_max(b))
     if t.tiers > fab.tiers:
         how = msg("phase_scale_tiers", now=fab.tiers, then=t.tiers)
+    elif t.rail_groups and t.leaves > fab.leaves:  # whole rails move to the new switches: their node cables move
+        how = msg("phase_scale_rail_groups", added=t.leaves - fab.leaves, switches=t.leaves)
     elif t.spines > fab.spines or t.leaves > fab.leaves:
         how = msg("phase_scale_add", leaves=t.leaves - fab.leaves, spines=t.spines - fab.spines)
     else:
