@@ -136,3 +136,31 @@ def test_nvswitch_part_without_a_row_gets_the_nvls_rule(blocks):
     intra = acc.busbw_intra_gb_s_min
     assert intra.all_reduce.value == pytest.approx(0.9 * 900) and "NVLS" in intra.all_reduce.source
     assert intra.all_gather.value == pytest.approx(0.75 * 900)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_nvl72_floors_say_their_path_and_use_its_rate(blocks, lang):
+    """One NVL72 rack: its trays meet over NVLink (multi-node NVLink), so the across-node floor is the NVLink one
+    (0.75 x 900 GB/s), not 0.8 x the tray's 4 NICs (160 GB/s) that no test across those trays ever loads. Two
+    racks: the across-node floor is the NICs' and says to test it across racks. Every floor names its path."""
+    from trainsizer.plan.texts import say
+
+    def acc(count: int):
+        return blocks(hardware={"accelerator": "gb200", "count": count, "per_node": 4, "network": "ib-ndr400"},
+                      constraints={"cooling": "liquid"}, global_batch={"sequences": count}).acceptance
+
+    one, two = acc(72), acc(144)
+    intra = one.busbw_intra_gb_s_min.all_gather.value
+    assert one.busbw_inter_gb_s_min.all_gather.value == intra == pytest.approx(0.75 * 900)
+    assert two.busbw_inter_gb_s_min.all_reduce.value == pytest.approx(0.8 * 4 * 400 / 8)
+    assert one.rdma_gbps_min.value == two.rdma_gbps_min.value == pytest.approx(380)  # the NICs still checked
+    keys = {("one", "inter"): "acc_path_domain", ("two", "inter"): "acc_path_racks", ("one", "intra"): "acc_path_tray"}
+    for (which, scope), key in keys.items():
+        limits = getattr({"one": one, "two": two}[which], f"busbw_{scope}_gb_s_min")
+        for op in ("all_reduce", "all_gather", "reduce_scatter"):
+            stored = getattr(limits, op).source_msg
+            assert stored["key"] == "acc_on_path" and stored["params"]["path"]["key"] == key
+            assert "NVLink" in say(stored, lang)
+    hgx = blocks().acceptance
+    assert hgx.busbw_inter_gb_s_min.all_reduce.source_msg["params"]["path"]["key"] == "acc_path_nics"
+    assert hgx.busbw_intra_gb_s_min.all_reduce.source_msg["params"]["path"]["key"] == "acc_path_node"

@@ -11,8 +11,9 @@ from typing import Any
 
 from trainsizer.accept import criteria as crit_mod
 from trainsizer.accept import platforms
-from trainsizer.accept.criteria import AcceptanceCriteria, CollectiveLimits, Limit
+from trainsizer.accept.criteria import OPS, AcceptanceCriteria, CollectiveLimits, Limit
 from trainsizer.messages import msg
+from trainsizer.plan.buildout.common import ceil_div
 from trainsizer.plan.buildout.inputs import BuildInput
 from trainsizer.plan.buildout.network import NetworkBlock
 from trainsizer.plan.buildout.node import NodeBlock
@@ -76,7 +77,8 @@ def acceptance_block(b: BuildInput, node: NodeBlock, net: NetworkBlock, storage:
                 said = as_msg(stored) if stored is not None else text
                 setattr(out, field, _plan(v, msg("acc_software", source=sw.source, text=said)))
     _intra(b, out, d)
-    _fabric(b, out, net, d)
+    _fabric(b, out, net, d)  # reads the in-node floors before they carry their path
+    out.busbw_intra_gb_s_min = _on_path(out.busbw_intra_gb_s_min, _intra_path(b))
     _storage(b, out, storage)
     return out
 
@@ -106,18 +108,46 @@ def _ring_intra(acc, link: float, d: dict) -> Limit:
                                              source=platforms.source_text(d[key]["source"]), acc=acc.id))
 
 
+def _on_path(limits: CollectiveLimits, path: Any) -> CollectiveLimits:
+    """Each floor with the path its test runs over ahead of its source (NVLink inside a domain, the NICs across)."""
+    def one(limit: Limit | None) -> Limit | None:
+        if limit is None:
+            return None
+        source = as_msg(limit.source_msg) if limit.source_msg is not None else limit.source
+        return Limit.said(limit.value, msg("acc_on_path", path=path, source=source))
+    return CollectiveLimits(**{op: one(getattr(limits, op)) for op in OPS})
+
+
+def _intra_path(b: BuildInput) -> Any:
+    """The path of the in-node floors: the node's scale-up link; on NVL72 one tray of the rack's NVLink domain."""
+    acc = b.accelerator
+    if b.nvl72:
+        return msg("acc_path_tray", domain=int(acc.scaleup_domain))
+    return msg("acc_path_node", tech=acc.scaleup_tech)
+
+
 def _fabric(b: BuildInput, out: AcceptanceCriteria, net: NetworkBlock, d: dict) -> None:
+    """Across-node floors on the path the test crosses: trays of one NVL72 rack meet over NVLink (multi-node
+    NVLink), so their floor is the NVLink one; nodes in different NVLink domains meet over the compute NICs."""
     if b.nodes <= 1 or net.compute is None:
         return
     nics, gbps = b.nics_per_node, b.gbps_per_nic
     topology = as_msg(net.compute.topology_msg) if net.compute.topology_msg else net.compute.topology
     out.nic_count_min = _plan(nics, msg("acc_nics", nics=nics, topology=topology))
     out.nic_speed_gbps_min = _plan(gbps, msg("acc_nic_speed", gbps=f"{gbps:g}"))
-    ratio = d["inter_ring_min_ratio"]["value"]
-    agg = nics * gbps / 8
-    ring = _plan(round(ratio * agg, 1), msg("acc_ring_inter", ratio=ratio, nics=nics, gbps=f"{gbps:g}", agg=f"{agg:g}",
-                                            source=platforms.source_text(d["inter_ring_min_ratio"]["source"])))
-    out.busbw_inter_gb_s_min = CollectiveLimits(all_reduce=ring, all_gather=ring, reduce_scatter=ring)
+    domains = ceil_div(b.gpus, int(b.accelerator.scaleup_domain)) if b.nvl72 else b.nodes
+    if b.nvl72 and domains == 1:  # every tray in one rack: the across-node test never reaches the NICs
+        out.busbw_inter_gb_s_min = _on_path(out.busbw_intra_gb_s_min, msg(
+            "acc_path_domain", trays=b.nodes, domain=int(b.accelerator.scaleup_domain)))
+    else:
+        ratio = d["inter_ring_min_ratio"]["value"]
+        agg = nics * gbps / 8
+        ring = _plan(round(ratio * agg, 1), msg("acc_ring_inter", ratio=ratio, nics=nics, gbps=f"{gbps:g}",
+                                                agg=f"{agg:g}",
+                                                source=platforms.source_text(d["inter_ring_min_ratio"]["source"])))
+        path = msg("acc_path_racks", racks=domains) if b.nvl72 else msg("acc_path_nics")
+        out.busbw_inter_gb_s_min = _on_path(CollectiveLimits(all_reduce=ring, all_gather=ring, reduce_scatter=ring),
+                                            path)
     rr = d["rdma_min_ratio"]["value"]
     out.rdma_gbps_min = _plan(round(rr * gbps, 1), msg("acc_rdma", ratio=rr, gbps=f"{gbps:g}",
                                                        source=platforms.source_text(d["rdma_min_ratio"]["source"])))
