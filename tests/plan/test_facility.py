@@ -121,3 +121,34 @@ def test_ups_module_carries_the_load_in_a_few_unless_the_largest(it_kw):
     assert -(-it_kw // m) <= rules.value("facility", "ups_max_working_modules") or m == sizes[-1]
     smaller = [s for s in sizes if s < m]
     assert all(-(-it_kw // s) > rules.value("facility", "ups_max_working_modules") for s in smaller)
+
+
+def test_rear_door_cooling_sets_the_rack_density_and_the_water_it_needs(blocks):
+    """constraints.cooling rear-door: air-cooled servers, rear-door heat exchangers at 50 kW a rack (HPE/Motivair's
+    35-55 kW door family): 4 DGX H100 (40.8 kW) a rack, not the 15 kW of a room without containment; the doors'
+    water is >= 18 C from a CDU loop (IBM RDHx spec: above the room's dew point) at the heat-balance flow
+    (40.8 kW / (4.186 kJ/(kg K) x 10 K) = 58.5 L/min); no air-cooling risk is raised for a rack they carry."""
+    out = blocks(hardware={"count": 128}, global_batch={"sequences": 128}, constraints={"cooling": "rear-door"})
+    f = out.facility
+    assert f.rack_kw_budget.value == 50 and f.nodes_per_rack == 4 and f.rack_kw_max == pytest.approx(40.8)
+    assert f.cooling.value == "rear-door heat exchanger" and "constraints.cooling" in f.cooling.rule
+    assert f.water_supply_c.value == 18 and f.water_supply_c.source == "ibm_rdhx"
+    assert f.water_flow_l_min_per_rack.value == pytest.approx(40.8 / (4.186 * 10) * 60, abs=0.1)
+    assert not any(r.id == "air_cooling_limit" for r in out.risks)
+    air = blocks(hardware={"count": 128}, global_batch={"sequences": 128}, constraints={"cooling": "air"}).facility
+    assert air.water_supply_c is None and air.water_flow_l_min_per_rack is None
+    # the vendor's other option above its air layout names the doors' limit and their water
+    dense = blocks(hardware={"count": 64}, constraints={"rack_kw": 60}).facility  # 5 DGX: 51 kW
+    assert dense.cooling.value == "liquid or rear-door heat exchanger" and dense.water_supply_c is not None
+
+
+def test_rear_door_cooling_keeps_liquid_only_systems_out_of_the_search(catalog):
+    """Rear doors cool the air leaving air-cooled servers: a liquid-only NVL72 rack is refused, as under air."""
+    from types import SimpleNamespace
+
+    from trainsizer.search.candidates import _server_reason
+
+    nvl72 = catalog.servers["gb200-nvl72"]
+    for cooling, refused in (("rear-door", True), ("air", True), ("liquid", False)):
+        scenario = SimpleNamespace(job=SimpleNamespace(constraints=SimpleNamespace(cooling=cooling, rack_kw=None)))
+        assert (_server_reason(nvl72, scenario) is not None) == refused

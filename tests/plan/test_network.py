@@ -173,3 +173,15 @@ def test_rail_groups_need_nvlink_across_the_rails(build):
     b = build(hardware={"accelerator": "l40s", "count": 128, "per_node": 8, "network": "ib-ndr400"},
               global_batch={"sequences": 128})
     assert b.nics_per_node == 8 and rail_groups_max(b) == 0
+
+
+def test_nvl72_storage_and_inband_share_one_ethernet_fabric_at_any_size(build):
+    """DGX SuperPOD GB200 RA: storage and in-band ride one converged Ethernet fabric (the trays' BlueField-3 ports),
+    also past 32 nodes, where HGX clusters get RA-11333's separate storage fabric (InfiniBand on an IB job)."""
+    b = build(hardware={"accelerator": "gb200", "count": 576, "per_node": 4, "network": "ib-ndr400"},
+              constraints={"cooling": "liquid"}, global_batch={"sequences": 576})
+    net = network_block(b, storage_servers=2)
+    assert (net.storage.purpose, net.storage.kind, net.inband) == ("converged", "ethernet", None)
+    assert net.storage.source == "superpod_gb200_ra"
+    hgx = network_block(build(hardware={"count": 512}, global_batch={"sequences": 512}), storage_servers=2)
+    assert (hgx.storage.purpose, hgx.storage.kind) == ("storage", "ib") and hgx.inband is not None

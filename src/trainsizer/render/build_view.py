@@ -143,6 +143,9 @@ def facility_rows(f: dict, L: str) -> list[tuple[str, Any]]:
             (t("b_it_kw", L), f"{f['it_kw_max']:.1f} / {f['it_kw_typical']:.1f}"),
             (t("b_pdu_ups", L), f"{f['pdus']} / {f['ups_modules']}" + t("paren", L).format(
                 text=f["ups_redundancy"]["value"])),
+            *([(t("b_water", L), t("b_water_value", L).format(
+                c=f"{f['water_supply_c']['value']:g}", flow=f"{f['water_flow_l_min_per_rack']['value']:g}"))]
+              if f.get("water_supply_c") else []),
             (t("b_floor", L), f["floor_m2"]["value"]), (t("b_energy_year", L), f["annual_kwh"]),
             (t("b_energy_cost", L) + t("paren", L).format(text=f["currency"]), f["annual_energy_cost"]["typical"])]
 

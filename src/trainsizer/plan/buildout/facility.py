@@ -42,6 +42,9 @@ class FacilityBlock(Block):
     it_kw_max: float
     it_kw_typical: float
     cooling: Cited
+    # rear-door heat exchangers (chosen, or one of the two options): the facility water they need per rack
+    water_supply_c: Cited | None = None
+    water_flow_l_min_per_rack: Cited | None = None
     over_rack_budget: bool
     pdus: int
     pdu_kw_each: float
@@ -82,6 +85,9 @@ def rack_budget(b: BuildInput) -> Cited:
     c = b.job.constraints
     if c.rack_kw is not None:
         return cited(c.rack_kw, msg("facility_rule_site_rack_kw"), "job")
+    if c.cooling == "rear-door" and not b.nvl72:
+        r = rules.rule("facility", "rear_door_rack_kw")
+        return cited(r.value, msg("facility_rule_rear_door", kw=f"{r.value:g}", note=r.note), r.source)
     if b.nvl72 or c.cooling == "liquid":
         fig = b.catalog.facility.rack_kw_liquid
         return cited(fig.high, msg("facility_rule_liquid_rack"), ", ".join(fig.sources))
@@ -119,6 +125,7 @@ def network_power_kw(b: BuildInput, net: NetworkBlock) -> tuple[float, float]:
 
 # The cooling a rack needs (the block's `cooling.value`, compared by the risks) -> its catalogue message.
 COOLING_KEYS = {"liquid": "cooling_liquid", "liquid or rear-door heat exchanger": "cooling_rear_door",
+                "rear-door heat exchanger": "cooling_rear_door_only",
                 "air with hot/cold aisle containment": "cooling_containment", "air": "cooling_air",
                 "room air": "cooling_room", "the provider's": "cooling_provider"}
 
@@ -131,13 +138,30 @@ def _cooling(b: BuildInput, rack_kw: float) -> Cited:
     if b.job.constraints.cooling == "liquid":  # the site's choice, not the server's: say so
         return cited("liquid", msg("cooling_rule_job"), "job")
     kw = f"{rack_kw:.1f}"
+    door = rules.rule("facility", "rear_door_rack_kw")
+    if b.job.constraints.cooling == "rear-door":
+        return cited("rear-door heat exchanger", msg("cooling_rule_rear_door_job", rack_kw=kw, limit=f"{door.value:g}"),
+                     door.source)
     if rack_kw > vendor.value:
-        return cited("liquid or rear-door heat exchanger", msg("cooling_rule_vendor", rack_kw=kw, vendor=vendor.value),
-                     vendor.source)
+        return cited("liquid or rear-door heat exchanger", msg("cooling_rule_vendor", rack_kw=kw, vendor=vendor.value,
+                                                               limit=f"{door.value:g}"), vendor.source)
     if rack_kw > guide.value:
         return cited("air with hot/cold aisle containment", msg("cooling_rule_containment", rack_kw=kw,
                                                                 guide=guide.value, vendor=vendor.value), guide.source)
     return cited("air", msg("cooling_rule_air", rack_kw=kw, guide=guide.value), guide.source)
+
+
+def door_water(cooling: Cited, rack_kw: float) -> tuple[Cited | None, Cited | None]:
+    """(supply water C, flow L/min per rack) of rear-door heat exchangers carrying `rack_kw`, when the cooling is or
+    may be rear doors: supply above the room's dew point from a CDU loop (IBM RDHx spec), flow from the heat
+    balance Q = m c dT (water 4.186 kJ/(kg K), ~1 kg/L) at the door's rated water rise."""
+    if "rear-door" not in str(cooling.value) or rack_kw <= 0:
+        return None, None
+    supply, rise = rules.rule("facility", "rear_door_water_supply_c"), rules.rule("facility", "rear_door_water_rise_k")
+    flow = rack_kw / (4.186 * rise.value) * 60.0
+    return (cited(supply.value, supply.note, supply.source),
+            cited(round(flow, 1), msg("facility_rule_water_flow", kw=f"{rack_kw:.1f}", rise=f"{rise.value:g}",
+                                      flow=f"{flow:.0f}"), rise.source))
 
 
 def facility_block(b: BuildInput, net: NetworkBlock, storage_appliances: int, storage_u: float) -> FacilityBlock:
@@ -228,6 +252,7 @@ def _assemble(b: BuildInput, v: dict) -> FacilityBlock:
     floor = v["floor"] or cited(racks * m2.value, msg("facility_floor_rule", racks=racks, m2=m2.value, note=m2.note),
                                 m2.source)
     notes = v["notes"] + ([v["ups_note"]] if v["ups_note"] is not None else [])
+    supply, flow = door_water(v["cooling"], v["rack_kw"])
     return FacilityBlock(
         power_unit=v["unit"], site=v["site"], node_kw_max=v["node_kw"],
         node_kw_typical=cited(v["node_kw"] * v["frac"].value, v["frac"].note, v["frac"].source),
@@ -235,6 +260,7 @@ def _assemble(b: BuildInput, v: dict) -> FacilityBlock:
         network_racks=v["net_racks"], storage_racks=v["storage_racks"], racks=racks, rack_kw_max=v["rack_kw"],
         network_kw=v["net_kw"], storage_kw_note=msg("facility_storage_kw_unknown"),
         it_kw_max=it_max, it_kw_typical=it_typ, cooling=v["cooling"], over_rack_budget=v["over"],
+        water_supply_c=supply, water_flow_l_min_per_rack=flow,
         pdus=v["pdus"], pdu_kw_each=max(v["rack_kw"], v["budget"].value) if v["pdus"] else 0.0,
         ups_redundancy=v["ups"], ups_modules=v["ups_modules"], ups_kva=0.0 if v["site"] == "rented" else it_max / pf,
         floor_m2=floor, pue=pue_fig.mid, annual_kwh=kwh,

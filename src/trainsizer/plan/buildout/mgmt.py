@@ -1,5 +1,6 @@
 """Storage, in-band and out-of-band management fabrics (DGX SuperPOD RA-11333 four-fabric design; the
-enterprise RA's converged storage + in-band Ethernet for clusters below one scalable unit)."""
+enterprise RA's converged storage + in-band Ethernet for clusters below one scalable unit, and the DGX SuperPOD
+GB200 RA's converged Storage and In-band Ethernet Fabric for NVL72 racks at any size)."""
 
 from __future__ import annotations
 
@@ -32,11 +33,14 @@ def mgmt_fabrics(b: BuildInput, compute: Fabric | None, storage_servers: int,
     ports, gbps = storage_ports(b)
     if nodes <= 1 and not b.nvl72:
         storage = inband = None
-    elif nodes < rules.value("fabric", "separate_storage_fabric_min_nodes"):
+    elif nodes < rules.value("fabric", "separate_storage_fabric_min_nodes") or b.nvl72:
+        # GB200 NVL72 at any size: storage and in-band share one Ethernet fabric (DGX SuperPOD GB200 RA, "Storage
+        # and In-band Ethernet Fabric"; its trays' BlueField-3 ports are Ethernet)
         switch = pick_switch(b.catalog, "ethernet", gbps)
         storage = switched_fabric(b.catalog, "converged", "ethernet", nodes, ports, gbps, switch, 1.0,
-                                  "nv_enterprise_ra", extra_ports=storage_servers * ports, rail=False,
-                                  notes=(msg("net_note_converged"),))
+                                  "superpod_gb200_ra" if b.nvl72 else "nv_enterprise_ra",
+                                  extra_ports=storage_servers * ports, rail=False,
+                                  notes=(msg("net_note_converged_gb200" if b.nvl72 else "net_note_converged"),))
         inband = None
     else:
         kind = "ib" if b.network_kind == "ib" else "ethernet"

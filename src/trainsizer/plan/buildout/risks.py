@@ -80,7 +80,8 @@ def _rack_power(c: Ctx) -> Risk | None:
                                  rack_kw=f"{f.rack_kw_budget.value:g}"),
                     mitigation=msg("risk_fix_rack_power"),
                     source="guide_000")
-    if f.rack_kw_max > rules.value("facility", "air_rack_kw_limit_guides") and f.cooling.value != "liquid":
+    if f.rack_kw_max > rules.value("facility", "air_rack_kw_limit_guides") and \
+            f.cooling.value not in ("liquid", "rear-door heat exchanger"):  # rear doors carry it to their limit
         return Risk(id="air_cooling_limit", severity="medium",
                     evidence=msg("risk_ev_air_cooling", rack_kw=f"{f.rack_kw_max:.1f}",
                                  cooling=msg(COOLING_KEYS.get(f.cooling.value, "cooling_air"))),
