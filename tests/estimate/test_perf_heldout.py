@@ -165,3 +165,29 @@ def test_nemo_24_03_rows_state_the_flash_attention_their_launcher_ran():
     rows = [r for r in ph.rows() if r["id"].startswith("nemo_24.03_")]
     assert len(rows) == 9
     assert all("attention_kernel=fa2" in r["strategy_extra"].split(";") for r in rows)
+
+
+def test_fp8_bf16_pairs_are_the_rows_of_one_source_at_one_layout(results):
+    """Rows of one source that differ only in the precision (FP8 recipe and fp8_param_allgather aside) are paired, so
+    what FP8 gains is compared apart from each row's own error. OLMo-core's 1B / 7B / Llama 3 8B gains come out within
+    2% of the measured; its 13B at micro-batch 1 measures 1.20 where the model gives 1.36 (docs/known-gaps.md 25 (a))."""
+    pairs = {row: (mb, meas, pred) for row, mb, meas, pred in ph.precision_pairs(results)}
+    assert set(pairs) == {f"dgxc_v25.04_nemotron4_15b_fp8_{n}gpu" for n in (16, 256, 2048)} | {
+        f"dgxc_v25.04_nemotron4_340b_fp8_{n}gpu" for n in (256, 2048)} | {
+        f"torchtitan_2025-06_{m}_fp8_{tp}tp_{n}gpu" for m, n in (("8b", 64), ("70b", 256))
+        for tp in ("vanilla", "async")} | {f"olmocore_{m}_fp8_8gpu" for m in ("1b", "7b", "llama3_8b", "13b")}
+    for row, (_, meas, pred) in pairs.items():
+        assert 1.1 < meas < 1.6 and 1.1 < pred < 1.6, row  # FP8 is faster, a step time read as its inverse
+    for m in ("1b", "7b", "llama3_8b"):
+        _, meas, pred = pairs[f"olmocore_{m}_fp8_8gpu"]
+        assert abs(pred / meas - 1.0) < 0.03, m
+    _, meas, pred = pairs["olmocore_13b_fp8_8gpu"]
+    assert pred / meas < 1.2  # today +13.4%
+
+
+def test_precision_pairs_drop_only_fp8_settings():
+    assert ph._without_fp8_extra("fsdp=full;fp8_param_allgather=true;grad_reduce_in_fp32=true") == \
+        ph._without_fp8_extra("grad_reduce_in_fp32=true;fsdp=full")
+    assert ph._without_fp8_extra("fsdp=full") != ph._without_fp8_extra("fsdp=hybrid")
+    assert ph._rate(2.0, 1.0, "step_time_s") == pytest.approx(2.0)
+    assert ph._rate(100.0, 130.0, "tokens_per_s_per_gpu") == pytest.approx(1.3)
