@@ -209,3 +209,23 @@ def test_errors_are_in_the_language_asked_for(client):
     assert re.search(r"[\u4e00-\u9fff]", zh_header)
     missing = client.get("/api/catalog/prices/x", params={"lang": "zh"}).json()["error"]["message"]
     assert "/api/catalog/prices" in missing and re.search(r"[\u4e00-\u9fff]", missing)
+
+
+def test_api_docs_page_reads_in_chinese(client):
+    """Every text the docs page takes from the OpenAPI schema (summaries, descriptions, responses, parameters)
+    has its Chinese words (web/data/messages.yaml api_doc.*), and the page's own words are translated: a new
+    endpoint cannot slip in English onto the Chinese page."""
+    from trainsizer.web.app import create_app
+    from trainsizer.web.pages import _operations
+
+    en, zh = _operations(create_app().openapi(), "en"), _operations(create_app().openapi(), "zh")
+    untranslated = []
+    for e, z in zip(en, zh, strict=True):
+        pairs = [(e["summary"], z["summary"]), (e["description"], z["description"]),
+                 *[(a, b) for (_, a), (_, b) in zip(e["responses"], z["responses"], strict=True)],
+                 *[(p[k], q[k]) for p, q in zip(e["params"], z["params"], strict=True) for k in ("in", "description")]]
+        untranslated += [a for a, b in pairs if a and a == b]
+    assert untranslated == []
+    html = client.get("/api-docs", params={"lang": "zh"}).text
+    assert "允许的取值" in html and "请求体（JSON 格式的任务）" in html and "为任务规划硬件" in html
+    assert ">parameter<" not in html and "body (job as JSON)" not in html and "repeat for several" not in html

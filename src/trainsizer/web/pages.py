@@ -123,17 +123,31 @@ def _form_inputs() -> set[str]:
     return {k for k in messages() if not k.endswith("_help") and f"{k}_help" in messages()}
 
 
-def _allowed(schema: dict[str, Any], components: dict[str, Any]) -> str:
+def _allowed(schema: dict[str, Any], components: dict[str, Any], lang: str = "en") -> str:
     if "$ref" in schema:
         schema = components.get(schema["$ref"].rsplit("/", 1)[-1], {})
     if "items" in schema:
-        return _allowed(schema["items"], components) + " (repeat for several)"
+        return _allowed(schema["items"], components, lang) + messages()["api_repeat"][lang]
     if "enum" in schema:
         return ", ".join(map(str, schema["enum"]))
-    return str(schema.get("type", ""))
+    return _api_text(str(schema.get("type", "")), lang)
 
 
-def _operations(schema: dict[str, Any]) -> list[dict[str, Any]]:
+def _api_text(text: str, lang: str) -> str:
+    """An OpenAPI text (summary, description, response, parameter) in the reader's language: the schema is
+    English for programs; the docs page reads it from messages.yaml `api_doc.*` (matched on the English words;
+    tests/web/test_api.py checks that every text of the schema has one)."""
+    if lang == "en" or not text:
+        return text
+    found = _api_texts().get(" ".join(text.split()))
+    return found[lang] if found else text
+
+
+def _api_texts() -> dict[str, dict[str, str]]:
+    return {" ".join(v["en"].split()): v for k, v in messages().items() if k.startswith("api_doc.")}
+
+
+def _operations(schema: dict[str, Any], lang: str = "en") -> list[dict[str, Any]]:
     import json
 
     components = schema.get("components", {}).get("schemas", {})
@@ -144,11 +158,15 @@ def _operations(schema: dict[str, Any]) -> list[dict[str, Any]]:
             example = next(iter(body.get("examples", {}).values()), {}).get("value")
             ops.append({
                 "id": op.get("operationId", path), "method": method.upper(), "path": path,
-                "summary": op.get("summary", ""), "description": op.get("description", ""),
-                "params": [{"name": p["name"], "in": p["in"], "description": p.get("description", ""),
-                            "allowed": _allowed(p.get("schema", {}), components)} for p in op.get("parameters", [])],
+                "summary": _api_text(op.get("summary", ""), lang),
+                "description": _api_text(op.get("description", ""), lang),
+                "params": [{"name": p["name"], "in": _api_text(p["in"], lang),
+                            "description": _api_text(p.get("description", ""), lang),
+                            "allowed": _allowed(p.get("schema", {}), components, lang)}
+                           for p in op.get("parameters", [])],
                 "example": json.dumps(example, separators=(",", ":")) if example else "",
-                "responses": [(code, r.get("description", "")) for code, r in op.get("responses", {}).items()],
+                "responses": [(code, _api_text(r.get("description", ""), lang))
+                              for code, r in op.get("responses", {}).items()],
             })
     return ops
 
@@ -162,7 +180,7 @@ def favicon() -> Response:
 def api_docs(request: Request) -> HTMLResponse:
     """The API documentation, built here from the OpenAPI schema (no CDN-hosted viewer)."""
     lang = request_lang(request, request.query_params.get("lang"))
-    ops = _operations(request.app.openapi())
+    ops = _operations(request.app.openapi(), lang)
     return templates.TemplateResponse(request, "apidocs.html", context(request, lang, operations=ops))
 
 
