@@ -107,3 +107,16 @@ def test_server_sizes_are_grouped_and_an_unknown_one_is_said_not_questioned(bloc
     assert not any("?" in item or "per server" in item for item in items)
     included = [ln for ln in bom.lines if ln.part is None and "gb200-nvl72" in str(ln.note)]
     assert included and {ln.unit for ln in included} <= {"per_rack", "per_nic"}
+
+
+def test_sentences_of_plans_written_before_still_read():
+    """A plan stores its sentences as {key, params}: a new wording with new parameters took new keys
+    (bom_verdict_break_even_job, node_note_rack_tray_sourced), so a plan.json saved before renders in
+    either language (its old keys kept their parameters)."""
+    from trainsizer.plan.texts import say
+
+    old = [{"key": "bom_verdict_break_even", "params": {"months": "17.2", "job_months": "0.0"}},
+           {"key": "node_note_rack_tray", "params": {"used": 4, "gpus": 72, "server": "gb200-nvl72"}}]
+    for stored in old:
+        for lang in ("en", "zh"):
+            assert say(stored, lang)

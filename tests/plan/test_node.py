@@ -34,7 +34,7 @@ def test_nvl72_tray_is_compared_with_its_share_of_the_rack(build):
               constraints={"cooling": "liquid"}, global_batch={"sequences": 128})
     n = node_block(b)
     assert (n.server_cpu_cores, n.server_ram_gib) == (2592 * 4 // 72, pytest.approx(17280 * 4 / 72))
-    assert n.notes_msg[0].key == "node_note_rack_tray"
+    assert n.notes_msg[0].key == "node_note_rack_tray_sourced" and "nv_gb200_nvl72_table" in n.notes[0]
 
 
 def test_part_of_an_hgx_server_still_has_the_whole_host(build):

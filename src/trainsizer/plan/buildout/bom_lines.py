@@ -158,7 +158,7 @@ def buy_vs_rent(b: BuildInput, capex: dict[str, float], fac: FacilityBlock,
     verdict = (msg("bom_verdict_no_rent") if per_month is None else
                msg("bom_verdict_no_purchase_price", parts=", ".join(compute_unpriced)) if compute_unpriced else
                msg("bom_verdict_rent_cheaper") if even is None else
-               msg("bom_verdict_break_even", months=f"{even:.1f}", job=duration(b.train_days)))
+               msg("bom_verdict_break_even_job", months=f"{even:.1f}", job=duration(b.train_days)))
     return rent_block, BuyVsRent(capex=capex, running_per_month=running, rent_per_month=per_month,
                                  break_even_month=even, job_months=job_months, rent_for_job=for_job, verdict=verdict)
 

@@ -104,7 +104,7 @@ def server_share(b: BuildInput) -> tuple[float | None, float | None, float | Non
     if b.nvl72:
         k = b.per_node / srv.gpus
         cores, ram_gib, tb = (None if v is None else v * k for v in (srv.cpu_cores, srv.ram_gib, srv.nvme_tb))
-        note = msg("node_note_rack_tray", used=b.per_node, gpus=srv.gpus, server=srv.id, sources=", ".join(srv.sources))
+        note = msg("node_note_rack_tray_sourced", used=b.per_node, gpus=srv.gpus, server=srv.id, sources=", ".join(srv.sources))
         return (None if cores is None else round(cores), ram_gib, tb, [note])
     return (srv.cpu_cores, srv.ram_gib, srv.nvme_tb,
             [msg("node_note_partial_server", used=b.per_node, gpus=srv.gpus, server=srv.id)])
