@@ -97,3 +97,34 @@ def test_per_micro_batch_sync_under_pipelining_gathers_once():
     x = st_mod._step(llama8b(), training, h100_cluster(16), st, None, None, None)
     piped = float(st_mod._fsdp2_copies(x, 1e9, 2.0, 2.0, 4.0))
     assert piped == pytest.approx(float(x.m) * 1e9 * (2 * 2.0 + 2.0 + 4.0) / x.r.hbm_bytes_s)
+
+
+def _step_x(once, vpp=1, pp=4):
+    from trainsizer.estimate import step_time as st_mod
+
+    training = Training(seq_len=4096, global_batch_seqs=32, precision="bf16")
+    st = Strategy(dp=16 // pp, pp=pp, vpp=vpp, zero=3, micro_batch=1, recompute="full", framework="torchtitan",
+                  pp_fsdp_once_per_step=once)
+    return st_mod, st_mod._step(llama8b(), training, h100_cluster(16), st, None, None, None)
+
+
+def test_each_chunk_call_exposes_its_first_gather_and_last_reduce_scatter():
+    """FSDP2 waits for a backward call's reduce-scatters before it returns (_root_post_backward_final_callback) and
+    gathers a forward call's first unit before its compute: under pipelining with a sync every micro-batch, each of
+    the v chunks is a call of its own; without pipelining one call a micro-batch."""
+    st_mod, x = _step_x(False, vpp=2)
+    edges = float(st_mod._fsdp_call_edges(x, 8.0, 16.0, 8.0))
+    assert edges == pytest.approx(2 * (1.0 + 2.0))
+    _, one = _step_x(False, vpp=1, pp=1)
+    assert float(st_mod._fsdp_call_edges(one, 8.0, 16.0, 8.0)) == pytest.approx(1.0 + 2.0)
+
+
+def test_interleaving_adds_calls_when_syncing_every_micro_batch():
+    assert _dp_strategy_v(False, 2) > _dp_strategy_v(False, 1)
+
+
+def _dp_strategy_v(once, vpp) -> float:
+    training = Training(seq_len=4096, global_batch_seqs=32, precision="bf16")
+    st = Strategy(dp=4, pp=4, vpp=vpp, zero=3, micro_batch=1, recompute="full", framework="torchtitan",
+                  pp_fsdp_once_per_step=once)
+    return estimate_time(llama8b(), training, h100_cluster(16), st).breakdown_s["dp_comm"]

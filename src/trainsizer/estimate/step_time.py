@@ -186,6 +186,9 @@ class PerfStyle:
     # FSDP2 under torch.distributed.pipelining: the stage's parameters are gathered once a step and its gradients
     # reduce-scattered once, after the last backward, and waited on (_fsdp_once_per_step)
     pp_fsdp_once_per_step: bool = False
+    # FSDP2: a backward call waits for its reduce-scatters before it returns, so each call's last unit's
+    # reduce-scatter is exposed (_fsdp_call_edges)
+    fsdp_call_waits: bool = False
     # packed samples go into packs in order, each closed and padded once the next sample does not fit (next fit:
     # torchtune PackedDataset); Training.pack_fill (scenario) reads it
     packs_next_fit: bool = False
@@ -1441,7 +1444,7 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     z3_mb = ag_passes * z3_ag + z3_rs + (ag_passes + 1.0) * np.maximum(n_coll - 1.0, 0.0) * lat
     z3_demand = _zero3_on_demand(x, g, mb, z3_ag, z3_rs, lat, p_local)
     if np.any(fw.zero3_prefetch):
-        z3_pre = _prefetched(x, z3_mb, mb.compute, z3_ag / np.maximum(n_coll, 1.0))
+        z3_pre = _prefetched(x, z3_mb, mb.compute, _fsdp_call_edges(x, z3_ag, z3_rs, n_coll))
         z3_exposed_mb = _when(fw.zero3_prefetch, z3_pre, z3_demand)
     else:
         z3_exposed_mb = z3_demand
@@ -1481,6 +1484,19 @@ def _expert_shard(x: _Step, n_esh) -> tuple[Any, Any, Any]:
     the experts out of FSDP: components/moe/parallelizer.py apply_fsdp ignored_params)."""
     return (n_esh, comm.ranks_per_domain(n_esh, x.t * x.e, x.domain),
             comm.zone_members(n_esh, x.t * x.e, x.system))
+
+
+def _fsdp_call_edges(x: _Step, z3_ag, z3_rs, n_coll) -> np.ndarray:
+    """Seconds of a micro-batch's FSDP collectives no compute hides: the first unit's all-gather, and under pipelining
+    with a sync every micro-batch (PerfStyle.pp_fsdp_once_per_step false) each chunk's forward and backward are calls of
+    their own: a forward gathers its first unit before any compute (FSDP2 prefetches within a call only), and a
+    backward waits for its reduce-scatters before it returns (FSDPState._root_post_backward_final_callback: with
+    is_last_backward at its default every state's _finalize_backward waits on its post-reduce event), so its last
+    unit's reduce-scatter is exposed (PerfStyle.fsdp_call_waits: the FSDP2 styles); v chunks (virtual stages) each."""
+    unit_ag, unit_rs = z3_ag / np.maximum(n_coll, 1.0), z3_rs / np.maximum(n_coll, 1.0)
+    waits = np.asarray(x.fw.fsdp_call_waits, bool)
+    per_call = (x.p > 1) & ~np.asarray(x.fw.pp_fsdp_once_per_step, bool)
+    return np.where(per_call, x.v * (unit_ag + np.where(waits, unit_rs, 0.0)), unit_ag + np.where(waits, unit_rs, 0.0))
 
 
 def _prefetched(x: _Step, comm_s, compute_s, first_s) -> np.ndarray:
