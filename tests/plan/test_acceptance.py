@@ -44,7 +44,7 @@ def test_xgmi_mesh_ring_rule_passes_a_healthy_mi300x_node(blocks):
     # the switch ratio (0.75 x 448 = 336) would fail every healthy node
     acc = blocks(hardware={"accelerator": "mi325x"}).acceptance
     ar = acc.busbw_intra_gb_s_min.all_reduce
-    assert ar.value == pytest.approx(0.70 * 448) and ar.value <= 314 and "xgmi" in ar.source
+    assert ar.value == pytest.approx(0.70 * 448) and ar.value <= 314 and "xGMI" in ar.source
 
 
 def test_plan_file_loads_in_accept(blocks, tmp_path):
@@ -164,3 +164,18 @@ def test_nvl72_floors_say_their_path_and_use_its_rate(blocks, lang):
     hgx = blocks().acceptance
     assert hgx.busbw_inter_gb_s_min.all_reduce.source_msg["params"]["path"]["key"] == "acc_path_nics"
     assert hgx.busbw_intra_gb_s_min.all_reduce.source_msg["params"]["path"]["key"] == "acc_path_node"
+
+
+def test_every_scale_up_technology_reads_as_words(catalog):
+    """The in-node floors name their link ('xGMI (Infinity Fabric)', not the catalog code 'xgmi'), for every
+    technology an accelerator record may state, in both languages."""
+    from typing import get_args
+
+    from trainsizer.catalog.records import Accelerator
+    from trainsizer.plan.buildout.acceptance import scaleup_name
+
+    techs = get_args(Accelerator.model_fields["scaleup_tech"].annotation)
+    assert "xgmi" in techs
+    for tech in techs:
+        name = scaleup_name(type("A", (), {"scaleup_tech": tech})())
+        assert name.tr("en") != tech and name.tr("zh")

@@ -104,7 +104,7 @@ def _ring_intra(acc, link: float, d: dict) -> Limit:
     # a switchless full mesh (AMD xGMI) rings at a lower share of its aggregate link rate than a switch
     key = "ring_min_ratio_mesh" if getattr(acc, "scaleup_mesh_links", None) else "ring_min_ratio"
     ratio = d[key]["value"]
-    return _plan(round(ratio * link, 1), msg("acc_ring_intra", ratio=ratio, link=f"{link:g}", tech=acc.scaleup_tech,
+    return _plan(round(ratio * link, 1), msg("acc_ring_intra", ratio=ratio, link=f"{link:g}", tech=scaleup_name(acc),
                                              source=platforms.source_text(d[key]["source"]), acc=acc.id))
 
 
@@ -123,7 +123,12 @@ def _intra_path(b: BuildInput) -> Any:
     acc = b.accelerator
     if b.nvl72:
         return msg("acc_path_tray", domain=int(acc.scaleup_domain))
-    return msg("acc_path_node", tech=acc.scaleup_tech)
+    return msg("acc_path_node", tech=scaleup_name(acc))
+
+
+def scaleup_name(acc: Any) -> Any:
+    """The accelerator's scale-up technology as words ('NVLink', 'xGMI (Infinity Fabric)'), not its catalog code."""
+    return msg(f"scaleup_{acc.scaleup_tech}")
 
 
 def _fabric(b: BuildInput, out: AcceptanceCriteria, net: NetworkBlock, d: dict) -> None:
