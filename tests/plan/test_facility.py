@@ -151,4 +151,7 @@ def test_rear_door_cooling_keeps_liquid_only_systems_out_of_the_search(catalog):
     nvl72 = catalog.servers["gb200-nvl72"]
     for cooling, refused in (("rear-door", True), ("air", True), ("liquid", False)):
         scenario = SimpleNamespace(job=SimpleNamespace(constraints=SimpleNamespace(cooling=cooling, rack_kw=None)))
-        assert (_server_reason(nvl72, scenario) is not None) == refused
+        reason = _server_reason(nvl72, scenario)
+        assert (reason is not None) == refused
+        if refused:  # the refusal names the cooling the job asked for (it said 'air' for rear-door too)
+            assert dict(reason.fields)["asked"].key == f"job_cooling_{cooling}"

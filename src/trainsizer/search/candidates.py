@@ -143,7 +143,8 @@ def _host_reason(acc: Any, pins: Pins) -> Reason | None:
 def _server_reason(server: Any, scenario: Scenario) -> Reason | None:
     c = scenario.job.constraints
     if c.cooling in ("air", "rear-door") and server.cooling_kind not in ("air", "air_or_liquid"):  # doors cool air
-        return Reason("cooling", (("server", server.id), ("cooling", msg(f"server_cooling_{server.cooling_kind}"))))
+        return Reason("cooling", (("server", server.id), ("cooling", msg(f"server_cooling_{server.cooling_kind}")),
+                                  ("asked", msg(f"job_cooling_{c.cooling}"))))
     if c.rack_kw is not None and server.power_max_w / 1000.0 > c.rack_kw:
         return Reason("rack_kw", (("server", server.id), ("kw", f"{server.power_max_w / 1000:.1f}"),
                                   ("rack_kw", f"{c.rack_kw:g}")))
