@@ -66,7 +66,9 @@ def test_out_dir_writes_plan_and_scheduler_files(tmp_path, run_cli):
     ex = str(EXAMPLES[0].parent / "sft-70b-16gpu.yaml")
     code, out, _ = run_cli("build", ex, "--out-dir", str(tmp_path))
     assert code == 0
-    assert {p.name for p in tmp_path.iterdir()} == {"plan.json", "slurm.conf", "gres.conf", "topology.conf"}
+    # rented (goal.procurement rent): the provider's managed Slurm or Kubernetes, so both layouts to hand over
+    assert {p.name for p in tmp_path.iterdir()} == {"plan.json", "slurm.conf", "gres.conf", "topology.conf",
+                                                     "pytorchjob.yaml"}
 
 
 def test_job_without_hardware_is_a_clear_error(run_cli):

@@ -96,6 +96,40 @@ def test_rented_cluster_buys_no_power_and_lists_what_is_rented(blocks):
     assert bom.buy_vs_rent.capex["typical"] > 0  # the purchase it replaces, priced for the comparison only
 
 
+def test_sites_without_racks_have_no_rack_budget(blocks):
+    """Rented and workstation plans own no rack: no rack budget (not a budget of 0 kW); the workstation's budget
+    is its one wall circuit (facility.yaml workstation_max_kw, with its source)."""
+    assert blocks(goal={"procurement": "rent"}).facility.rack_kw_budget is None
+    ws = blocks(model="llama-3.1-8b", method="lora", goal={"procurement": "buy"},
+                hardware={"accelerator": "l40s", "count": 1, "per_node": 1, "network": None},
+                strategy={"tp": 1, "pp": 1, "fsdp": "none", "micro_batch": 1, "recompute": "full"},
+                global_batch={"sequences": 8}).facility
+    circuit = rules.rule("facility", "workstation_max_kw")
+    assert ws.rack_kw_budget is None and ws.circuit_kw_budget.value == circuit.value
+    assert ws.circuit_kw_budget.source == circuit.source and ws.node_kw_max <= ws.circuit_kw_budget.value
+    assert blocks(hardware={"count": 8, "network": None}).facility.circuit_kw_budget is None
+
+
+def test_rented_nvl72_draws_whole_racks_not_a_rack_per_tray(blocks):
+    """A rented NVL72 plan's power (what owning it would draw, for buy vs rent) is its racks', each the rack
+    system's power: 128 GPUs are 2 racks, not 32 trays of 120 kW each (it read 3,853 kW)."""
+    out = blocks(goal={"procurement": "rent"}, constraints={"cooling": "liquid"}, global_batch={"sequences": 128},
+                 hardware={"accelerator": "gb200", "count": 128, "per_node": 4})
+    f = out.facility
+    assert f.site == "rented" and f.power_unit == "rack"
+    assert f.it_kw_max == pytest.approx(2 * f.node_kw_max + f.network_kw)
+    assert f.it_kw_typical == pytest.approx(2 * f.node_kw_typical.value + f.network_kw)
+
+
+def test_one_rack_server_over_the_rack_budget_is_flagged(blocks):
+    """One rack server in a shared rack whose budget (constraints.rack_kw) is below the node's power: flagged,
+    with a note and the risk, as a cluster's node would be."""
+    out = blocks(hardware={"count": 8, "network": None}, constraints={"rack_kw": 8})
+    assert out.facility.site == "node" and out.facility.over_rack_budget
+    assert "rack_power_over_site_limit" in {r.id for r in out.risks}
+    assert not blocks(hardware={"count": 8, "network": None}, constraints={"rack_kw": 20}).facility.over_rack_budget
+
+
 def test_rack_density_follows_the_stated_cooling(blocks):
     """No cooling stated: the vendor layout, 4 DGX H100 (10.2 kW) per rack with containment (SuperPOD H100); the
     job saying air (a room without containment) gets 15 kW racks: 1 per rack."""

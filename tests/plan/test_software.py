@@ -105,3 +105,27 @@ def test_sharp_only_where_it_pays(build):
     assert env(big)["NCCL_COLLNET_ENABLE"] == "1"
     assert "NCCL_COLLNET_ENABLE" not in env(build(hardware={"count": 512, "network": "roce-400"},
                                                   global_batch={"sequences": 512}))
+
+
+def test_rented_cluster_gets_the_providers_scheduler_not_an_on_premises_one(build):
+    """A rented cluster's scheduler is the provider's (managed Slurm or Kubernetes): the block says so, what to ask
+    for (in en and zh), cites the providers' docs, and writes both layouts to hand over; nothing says 'on
+    premises'. NVL72 adds topology/block and IMEX."""
+    sw = _sw(build(goal={"procurement": "rent"}))
+    assert sw.scheduler.source == "cloud_managed_schedulers" and "Slurm >=" not in sw.scheduler.value
+    assert "premises" not in sw.scheduler.rule and "23.11" in sw.scheduler.rule
+    assert {"pytorchjob.yaml", "slurm.conf", "gres.conf"} <= set(sw.files)
+    from trainsizer.plan.texts import say
+
+    assert "服务商" in say(sw.scheduler.rule_msg.model_dump(), "zh")
+    nvl = _sw(build(goal={"procurement": "rent"}, constraints={"cooling": "liquid"}, global_batch={"sequences": 128},
+                    hardware={"accelerator": "gb200", "count": 128, "per_node": 4}))
+    assert "IMEX" in nvl.scheduler.rule and "topology.conf" in nvl.files
+    bought = _sw(build())
+    assert bought.scheduler.value.startswith("Slurm >=") and "pytorchjob.yaml" not in bought.files
+
+
+def test_one_rented_instance_needs_no_scheduler(build):
+    sw = _sw(build(goal={"procurement": "rent"}, hardware={"count": 8, "network": None}))
+    assert sw.scheduler.source == "cloud_managed_schedulers" and not sw.files
+    assert "torchrun" in sw.scheduler.rule

@@ -118,8 +118,8 @@ def test_facility_power_is_labelled_by_its_unit(lang: str) -> None:
          "racks": 4, "node_racks": 2, "network_racks": 1, "storage_racks": 1, "cooling": {"value": "liquid"},
          "it_kw_max": 253.2, "it_kw_typical": 193.2, "pdus": 8, "ups_modules": 3, "ups_redundancy": {"value": "N+1"},
          "floor_m2": {"value": 10}, "annual_kwh": 2.2e6, "annual_energy_cost": {"typical": 1.9e5}, "currency": "USD"}
-    assert facility_rows({**f, "power_unit": "rack"}, lang)[0][0] == t("b_rack_system_kw", lang)
-    assert facility_rows(f, lang)[0][0] == t("b_node_kw", lang)
+    assert facility_rows({**f, "power_unit": "rack"}, lang)[1][0] == t("b_rack_system_kw", lang)
+    assert facility_rows(f, lang)[1][0] == t("b_node_kw", lang)
     cells = " ".join(f"{k} {v}" for k, v in facility_rows(f, lang))
     assert ("(" not in cells) == (lang == "zh")
 
@@ -143,3 +143,26 @@ def test_storage_rows_show_protection_and_raw_capacity(lang: str) -> None:
     assert "RAID 6" in nfs[t("b_protection", lang)] and "75" in nfs[t("b_protection", lang)]
     own = dict(storage_rows(block("local_nvme", "none", 1.0, 1.0), lang))
     assert own[t("b_protection", lang)] == t("b_protection_none", lang)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_facility_rows_are_the_sites_own(lang: str) -> None:
+    """A rented plan shows no rack budget, racks, PDUs or floor space of its own and labels its energy as what
+    owning would draw; a workstation shows its wall circuit, not a rack budget of 0; a cluster its racks."""
+    from trainsizer.render.build_view import facility_rows
+    from trainsizer.render.i18n import t
+
+    base = {"node_kw_max": 10.2, "node_kw_typical": {"value": 7.65}, "racks": 0, "node_racks": 0,
+            "network_racks": 0, "storage_racks": 0, "cooling": {"value": "the provider's"}, "it_kw_max": 22.2,
+            "it_kw_typical": 17.1, "pdus": 0, "ups_modules": 0, "ups_redundancy": {"value": "x", "rule": "optional"},
+            "floor_m2": {"value": 0}, "annual_kwh": 1.9e5, "annual_energy_cost": {"typical": 1.6e4}, "currency": "USD"}
+    rented = [k for k, _ in facility_rows({**base, "site": "rented", "rack_kw_budget": None}, lang)]
+    for gone in ("b_rack_budget", "b_racks", "b_pdu_ups", "b_floor", "b_circuit_budget", "b_energy_year"):
+        assert t(gone, lang) not in rented
+    assert t("b_energy_year_owned", lang) in rented and t("b_site", lang) in rented
+    ws = dict(facility_rows({**base, "site": "workstation", "rack_kw_budget": None,
+                             "circuit_kw_budget": {"value": 3.7}}, lang))
+    assert ws[t("b_circuit_budget", lang)] == 3.7 and ws[t("b_ups", lang)] == "optional"
+    assert t("b_rack_budget", lang) not in ws and t("b_racks", lang) not in ws
+    cluster = dict(facility_rows({**base, "site": "cluster", "rack_kw_budget": {"value": 40.8}, "racks": 3}, lang))
+    assert cluster[t("b_rack_budget", lang)] == 40.8 and t("b_pdu_ups", lang) in cluster

@@ -134,27 +134,45 @@ def _cooling(value: str, L: str) -> str:
 
 
 def facility_rows(f: dict, L: str) -> list[tuple[str, Any]]:
+    """The facility rows that apply to the plan's site: racks, PDUs and a rack budget where the plan has racks of
+    its own (a cluster, one rack server), a wall circuit for a workstation, the provider's for a rented plan (its
+    power and energy are what owning the servers would draw, for buy vs rent)."""
+    site = f.get("site", "cluster")
     power = "b_rack_system_kw" if f.get("power_unit") == "rack" else "b_node_kw"  # NVL72: the rack is the unit
-    return [(t(power, L), f"{f['node_kw_max']:.2f} / {f['node_kw_typical']['value']:.2f}"),
-            (t("b_rack_budget", L), f["rack_kw_budget"]["value"]),
-            (t("b_racks", L), f"{f['racks']}" + t("paren", L).format(
-                text=f"{f['node_racks']} / {f['network_racks']} / {f['storage_racks']}")),
-            (t("b_cooling", L), _cooling(f["cooling"]["value"], L)),
-            (t("b_it_kw", L), f"{f['it_kw_max']:.1f} / {f['it_kw_typical']:.1f}"),
-            (t("b_pdu_ups", L), f"{f['pdus']} / {f['ups_modules']}" + t("paren", L).format(
-                text=f["ups_redundancy"]["value"])),
-            *([(t("b_water", L), t("b_water_value", L).format(
-                c=f"{f['water_supply_c']['value']:g}", flow=f"{f['water_flow_l_min_per_rack']['value']:g}"))]
-              if f.get("water_supply_c") else []),
-            (t("b_floor", L), f["floor_m2"]["value"]), (t("b_energy_year", L), f["annual_kwh"]),
-            (t("b_energy_cost", L) + t("paren", L).format(text=f["currency"]), f["annual_energy_cost"]["typical"])]
+    rows: list[tuple[str, Any]] = [(t("b_site", L), t(f"b_site_{site}", L)),
+                                   (t(power, L), f"{f['node_kw_max']:.2f} / {f['node_kw_typical']['value']:.2f}")]
+    if f.get("rack_kw_budget") is not None:
+        rows += [(t("b_rack_budget", L), f["rack_kw_budget"]["value"]),
+                 (t("b_racks", L), f"{f['racks']}" + t("paren", L).format(
+                     text=f"{f['node_racks']} / {f['network_racks']} / {f['storage_racks']}"))]
+    if f.get("circuit_kw_budget") is not None:
+        rows.append((t("b_circuit_budget", L), f["circuit_kw_budget"]["value"]))
+    rows += [(t("b_cooling", L), _cooling(f["cooling"]["value"], L)),
+             (t("b_it_kw", L), f"{f['it_kw_max']:.1f} / {f['it_kw_typical']:.1f}")]
+    if site in ("cluster", "node"):
+        rows.append((t("b_pdu_ups", L), f"{f['pdus']} / {f['ups_modules']}" + t("paren", L).format(
+            text=f["ups_redundancy"]["value"])))
+    elif site == "workstation":
+        rows.append((t("b_ups", L), f["ups_redundancy"]["rule"]))  # a standalone UPS of its kVA, optional
+    if f.get("water_supply_c"):
+        rows.append((t("b_water", L), t("b_water_value", L).format(
+            c=f"{f['water_supply_c']['value']:g}", flow=f"{f['water_flow_l_min_per_rack']['value']:g}")))
+    if site != "rented":
+        rows.append((t("b_floor", L), f["floor_m2"]["value"]))
+    owned = "_owned" if site == "rented" else ""
+    return rows + [(t("b_energy_year" + owned, L), f["annual_kwh"]),
+                   (t("b_energy_cost" + owned, L) + t("paren", L).format(text=f["currency"]),
+                    f["annual_energy_cost"]["typical"])]
 
 
 def software_rows(sw: dict, L: str) -> list[tuple[str, Any]]:
+    """The stack; a rented plan's scheduler is the provider's, so the row after it says what to ask them for."""
+    ask = ([(t("b_scheduler_ask", L), sw["scheduler"]["rule"])]
+           if sw["scheduler"].get("source") == "cloud_managed_schedulers" else [])
     return [(t("b_driver", L), sw["driver"]), (t("b_toolkit", L), sw["toolkit"]),
             (t("b_collectives", L), f"{sw['collectives']} {sw['collectives_version']}"), ("PyTorch", sw["pytorch"]),
             (t("b_framework", L), sw["framework"]["value"]), (t("b_scheduler", L), sw["scheduler"]["value"]),
-            (t("b_files", L), LIST_SEPARATORS[L].join(sw["files"]) or "—")]
+            *ask, (t("b_files", L), LIST_SEPARATORS[L].join(sw["files"]) or "—")]
 
 
 def _short(text: str, width: int = 90) -> str:

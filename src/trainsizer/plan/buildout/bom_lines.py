@@ -126,7 +126,7 @@ def rent_lines(b: BuildInput, storage: StorageBlock) -> list[BomLine]:
     return [line(msg("bom_item_rent_gpus", nodes=b.nodes, per_node=b.per_node, name=b.accelerator.name,
                      provider=provider), b.accelerator.id, round(b.gpus * hours, 1), "per_gpu_hour", rent,
                  msg("bom_note_rent_hours", hours=f"{hours:.0f}", gpus=b.gpus)),
-            line(msg("bom_item_rent_storage", tier=storage.tier), None, storage.capacity_tb.value, "per_tb_month",
+            line(msg("bom_item_rent_storage", tier=as_msg(storage.tier_msg) if storage.tier_msg else storage.tier), None, storage.capacity_tb.value, "per_tb_month",
                  None, msg("bom_note_rent_storage", read=f"{storage.loader_read_gb_s.value:g}",
                            write=f"{storage.write_gb_s_sync.value:.3g}")),
             line(msg("bom_item_rent_egress"), None, round(storage.checkpoint_gb, 3), "per_gb", None,

@@ -1,8 +1,9 @@
 """The `facility` block: power per node and rack, racks at the site's kW budget, air vs liquid, PDUs and UPS,
 floor space, and a year of energy and its cost, sized to the site the plan needs (`site_scale`):
-- rented: the provider's data centre (no racks, PDUs or UPS of one's own; the energy figures are what owning would
-  draw, for the buy-vs-rent comparison);
-- workstation: one node on one ordinary circuit (facility.yaml workstation_max_kw): no rack, a standalone UPS;
+- rented: the provider's data centre (no racks, PDUs or UPS of one's own, no rack budget; the power and energy
+  figures are what owning the same servers would draw, for the buy-vs-rent comparison: whole NVL72 racks);
+- workstation: one node on one ordinary circuit (facility.yaml workstation_max_kw, its budget instead of a rack's):
+  no rack, a standalone UPS;
 - node: one rack server in a shared rack: its rack position, A + B PDUs, its share of the site UPS;
 - cluster: nodes per rack = min(floor(rack kW / node max kW), floor(usable U / node U)) at the budget the job
   states (constraints.rack_kw, constraints.cooling) or the vendor layout (air with containment, facility.yaml
@@ -29,7 +30,8 @@ class FacilityBlock(Block):
     site: str = "cluster"  # "rented" | "workstation" | "node" | "cluster" (`site_scale`)
     node_kw_max: float
     node_kw_typical: Cited
-    rack_kw_budget: Cited
+    rack_kw_budget: Cited | None  # None where the plan has no rack of its own (rented, workstation)
+    circuit_kw_budget: Cited | None = None  # a workstation's one ordinary circuit (facility.yaml workstation_max_kw)
     nodes_per_rack: int
     node_racks: int
     network_racks: int
@@ -211,12 +213,14 @@ def _small_site(b: BuildInput, net: NetworkBlock, scale: str, storage_u: float) 
     node_kw = node_kw_max(b)
     frac = rules.rule("facility", "typical_draw_fraction")
     net_kw, net_u = network_power_kw(b, net)
-    it_max, it_typ = b.nodes * node_kw + net_kw, b.nodes * node_kw * frac.value + net_kw
+    # what owning these servers would draw: whole NVL72 racks (node_kw is the rack's), else the nodes
+    units = ceil_div(b.gpus, int(b.accelerator.scaleup_domain)) if b.nvl72 else b.nodes
+    it_max, it_typ = units * node_kw + net_kw, units * node_kw * frac.value + net_kw
     m2 = rules.rule("facility", "workstation_floor_m2")
-    budget = rack_budget(b) if scale == "node" else cited(0.0, msg("facility_rule_no_rack"), "convention")
+    budget = rack_budget(b) if scale == "node" else None
     v = dict(node_kw=node_kw, frac=frac, budget=budget, per_rack=0, node_racks=0, net_racks=0,
              storage_racks=0, racks=0, rack_kw=0.0, net_kw=net_kw, it_max=it_max, it_typ=it_typ, over=False,
-             pdus=0, ups_modules=0, site=scale, ups_note=None, unit="node",
+             pdus=0, ups_modules=0, site=scale, ups_note=None, unit="rack" if b.nvl72 else "node",
              floor=cited(0.0, msg("facility_floor_provider"), "convention"))
     if scale == "rented":
         return _assemble(b, {**v, "notes": [msg("facility_note_rented")],
@@ -224,8 +228,9 @@ def _small_site(b: BuildInput, net: NetworkBlock, scale: str, storage_u: float) 
                              "ups": cited(msg("ups_value_provider"), msg("facility_ups_provider"), "convention")})
     if scale == "workstation":
         kw = f"{node_kw:.2f}"
-        return _assemble(b, {**v, "notes": [msg("facility_note_workstation", kw=kw,
-                                                     limit=f"{rules.value('facility', 'workstation_max_kw'):g}")],
+        circuit = rules.rule("facility", "workstation_max_kw")
+        return _assemble(b, {**v, "notes": [msg("facility_note_workstation", kw=kw, limit=f"{circuit.value:g}")],
+                             "circuit": cited(circuit.value, msg("facility_rule_circuit", kw=kw), circuit.source),
                              "cooling": cited("room air", msg("cooling_rule_room", kw=kw), "convention"),
                              "ups": cited(msg("ups_value_standalone"), msg("facility_ups_standalone"), "convention"),
                              "floor": cited(m2.value, m2.note, m2.source)})
@@ -234,8 +239,11 @@ def _small_site(b: BuildInput, net: NetworkBlock, scale: str, storage_u: float) 
     usable_u = rules.value("facility", "rack_usable_u")
     racks = ceil_div(node_u + net_u + storage_u, usable_u)
     m2 = rules.rule("facility", "floor_m2_per_rack")
-    return _assemble(b, {**v, "per_rack": 1, "node_racks": racks, "racks": racks, "rack_kw": it_max,
-                         "notes": [msg("facility_note_one_node", kw=f"{it_max:.1f}")],
+    over = node_kw > budget.value  # the shared rack's budget (constraints.rack_kw, cooling, or the vendor layout)
+    notes = [msg("facility_note_one_node", kw=f"{it_max:.1f}")] + (
+        [msg("facility_note_node_over_budget", node_kw=f"{node_kw:.1f}", budget=f"{budget.value:g}")] if over else [])
+    return _assemble(b, {**v, "per_rack": 1, "node_racks": racks, "racks": racks, "rack_kw": it_max, "over": over,
+                         "notes": notes,
                          "cooling": _cooling(b, it_max), "pdus": rules.value("facility", "pdus_per_rack"),
                          "ups": cited(msg("ups_value_site_share"), msg("facility_ups_share"), "uptime_tiers"),
                          "floor": cited(racks * m2.value, msg("facility_floor_rule", racks=racks, m2=m2.value,
@@ -256,7 +264,7 @@ def _assemble(b: BuildInput, v: dict) -> FacilityBlock:
     return FacilityBlock(
         power_unit=v["unit"], site=v["site"], node_kw_max=v["node_kw"],
         node_kw_typical=cited(v["node_kw"] * v["frac"].value, v["frac"].note, v["frac"].source),
-        rack_kw_budget=v["budget"], nodes_per_rack=v["per_rack"], node_racks=v["node_racks"],
+        rack_kw_budget=v["budget"], circuit_kw_budget=v.get("circuit"), nodes_per_rack=v["per_rack"], node_racks=v["node_racks"],
         network_racks=v["net_racks"], storage_racks=v["storage_racks"], racks=racks, rack_kw_max=v["rack_kw"],
         network_kw=v["net_kw"], storage_kw_note=msg("facility_storage_kw_unknown"),
         it_kw_max=it_max, it_kw_typical=it_typ, cooling=v["cooling"], over_rack_budget=v["over"],

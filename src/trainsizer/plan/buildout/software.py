@@ -1,6 +1,8 @@
 """The `software` block: a driver / toolkit / collectives / PyTorch stack known to work on the accelerator
 (software.yaml, from the reference compatibility matrix), the framework that suits the strategy, and the
-scheduler with its generated configuration (Slurm files, or a Kubeflow PyTorchJob manifest)."""
+scheduler with its generated configuration (Slurm files, or a Kubeflow PyTorchJob manifest). A rented cluster's
+scheduler is the provider's (managed Slurm or Kubernetes): the block says what to ask for and writes both layouts;
+one rented instance needs none."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import yaml
 from trainsizer.messages import catalogue, msg
 from trainsizer.plan.buildout import rules, slurm_files
 from trainsizer.plan.buildout.common import Block, Cited, cited
-from trainsizer.plan.buildout.inputs import BuildInput
+from trainsizer.plan.buildout.inputs import BuildInput, acquisition
 from trainsizer.plan.buildout.network import NetworkBlock
 from trainsizer.plan.buildout.node import server_share
 from trainsizer.plan.texts import MessageRef
@@ -93,16 +95,27 @@ def software_block(b: BuildInput, net: NetworkBlock, cores: int, ram_gib: float)
     gres_type = b.accelerator.id.split("-")[0]
     kube_kinds = rules.value("software", "kubernetes_when")
     files: dict[str, str] = {}
-    if b.network_kind in kube_kinds:
+    kube, rented = b.network_kind in kube_kinds, acquisition(b) == "rent"
+    slurm_min = rules.value("software", "slurm_min_version")
+    provider = rules.rule("software", "rented_scheduler").source
+    if rented and b.nodes == 1:  # one instance: nothing to schedule
+        sched = cited(msg("sw_sched_rented_one"), msg("sw_why_rented_one"), provider)
+    elif rented:  # the provider runs the scheduler: what to ask for; the files are the layout to hand over
+        ask = msg("sw_ask_nvl72", imex=rules.value("software", "slurm_imex_version")) if b.nvl72 else ""
+        sched = cited(msg("sw_sched_rented"), msg("sw_why_rented", slurm=slurm_min, nvl72=ask), provider)
+    elif kube:
         sched = cited("Kubernetes + Kubeflow PyTorchJob", msg("sw_why_kubernetes", fabric=b.network_kind),
                       "kubeflow_pytorchjob")
+    else:
+        why = msg("sw_why_slurm_multi") if b.nodes > 1 else msg("sw_why_slurm_one")
+        sched = cited(f"Slurm >= {slurm_min}", why, "slurm_ref")
+    several = not rented or b.nodes > 1
+    if several and (kube or rented):
         resource = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "huawei": "huawei.com/Ascend910"}.get(vendor,
                                                                                                       "gpu")
         files["pytorchjob.yaml"] = pytorchjob("trainsizer-job", b.nodes, b.per_node, "REPLACE/with-your-image",
                                               resource)
-    else:
-        why = msg("sw_why_slurm_multi") if b.nodes > 1 else msg("sw_why_slurm_one")
-        sched = cited(f"Slurm >= {rules.value('software', 'slurm_min_version')}", why, "slurm_ref")
+    if several and (not kube or rented):
         topo = "block" if b.nvl72 else "tree"
         gres_name = "gpu" if vendor in ("nvidia", "amd") else "npu"
         # node lines describe the installed hardware (what `slurmd -C` reports), not the job's minimum

@@ -235,12 +235,24 @@ def _build_sections(plan: Mapping, f: Fmt) -> list[Section]:
     return out
 
 
+# Facility fields of racks, PDUs and UPS modules of one's own: left out where the site has none (a rented plan's
+# are the provider's, a workstation stands on one circuit; one rack server shares the site's UPS), not shown as 0.
+_RACK_FIELDS = ("nodes_per_rack", "node_racks", "network_racks", "storage_racks", "racks", "rack_kw_max",
+                "over_rack_budget", "pdus", "pdu_kw_each", "ups_modules")
+_NOT_AT_SITE = {"rented": frozenset(_RACK_FIELDS + ("floor_m2", "ups_kva")), "workstation": frozenset(_RACK_FIELDS),
+                "node": frozenset({"ups_modules"})}
+
+
 def _facility(block: Mapping) -> dict[str, Any]:
     """The facility block with its power figures named by what they are the power of: a node's, or (NVL72,
-    `power_unit` rack) the whole rack's."""
+    `power_unit` rack) the whole rack's; without the fields the site does not have."""
     prefix = "rack_system_" if block.get("power_unit") == "rack" else "node_"
-    return {(prefix + k.removeprefix("node_") if k.startswith("node_kw") else k): v
-            for k, v in block.items() if k != "power_unit"}
+    drop = _NOT_AT_SITE.get(str(block.get("site")), frozenset())
+    out = {(prefix + k.removeprefix("node_") if k.startswith("node_kw") else k): v
+           for k, v in block.items() if k != "power_unit" and k not in drop}
+    if out.get("site") == "node":  # `v.node` names a link end ('node') in the network block
+        out["site"] = "rack_server"
+    return out
 
 
 def _plan_notes(plan: Any, p: Mapping, lang: str) -> list[str]:
