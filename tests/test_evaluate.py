@@ -156,3 +156,19 @@ def test_the_budget_is_checked_on_the_plans_basis_not_the_amortised_share(catalo
     if procurement == "buy":
         assert basis == "buy" and cost == buy["capex_total"] + buy["electricity"]
         assert out["goal"]["within_budget"] is False   # the amortised share (buy.mid) alone would have passed
+
+
+def test_a_rental_priced_by_the_month_bills_the_month_for_a_short_job(catalog):
+    """The catalog's CNY H100 rental is 8-GPU nodes on monthly contracts (prices.yaml billed_gpus 8, min_hours
+    730): a job of a few hours pays 8 GPUs x 730 h, and a note says why; USD on-demand is GPU-hours x price."""
+    price = catalog.rent_per_gpu_hour("h100-sxm-80gb", currency="CNY")
+    assert (price.billed_gpus, price.min_hours) == (8, 730)
+    job = JOB | {"data": {"tokens": 2.0e8}, "constraints": {"currency": "CNY"}}
+    out = evaluate(resolve_job(job, catalog), catalog)
+    assert out["time"]["train_days"] * 24 < 730
+    assert out["cost"]["rent"]["quantity"] == pytest.approx(8 * 730)
+    assert out["cost"]["rent"]["mid"] == pytest.approx(8 * 730 * price.mid)
+    assert any("730 h" in n and "5,840 GPU-hours billed" in n for n in out["notes"])
+    usd = evaluate(resolve_job(JOB | {"data": {"tokens": 2.0e8}}, catalog), catalog)
+    assert usd["cost"]["rent"]["quantity"] == pytest.approx(usd["time"]["gpu_hours"])
+    assert not any("billed" in n for n in usd["notes"])

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from trainsizer.catalog.age import price_age
 from trainsizer.errors import SpecError
 from trainsizer.estimate.calibration import Calibration
-from trainsizer.estimate.cost import buy_cost, rent_cost
+from trainsizer.estimate.cost import billed_gpu_hours, buy_cost, rent_cost
 from trainsizer.estimate.energy import energy, load_energy_constants
 from trainsizer.estimate.memory import estimate_memory
 from trainsizer.estimate.reliability import failure_figures
@@ -122,9 +122,15 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
             notes.append(msg("note_rent_max_gpus", accelerator=system.accelerator, max_gpus=rent.max_gpus,
                              gpus=system.gpus))
     elif rent is not None and wants_rent:
-        block = _price_block(rent, gpu_hours, UNIT_RENT)
+        billed = gpu_hours
+        if rent.billed_gpus or rent.min_hours:  # whole rental units, at least the shortest term (prices.yaml)
+            billed = max(gpu_hours, billed_gpu_hours(system.gpus, wall_hours, rent.billed_gpus, rent.min_hours))
+            if billed > gpu_hours * (1 + 1e-9):
+                notes.append(msg("note_rent_billed", accelerator=system.accelerator, unit=rent.billed_gpus or 1,
+                                 hours=f"{rent.min_hours or 1:,g}", billed=f"{billed:,.0f}", used=f"{gpu_hours:,.0f}"))
+        block = _price_block(rent, billed, UNIT_RENT)
         for k in ("low", "mid", "high"):
-            block[k] = rent_cost(gpu_hours, getattr(rent, k), rent.currency).total
+            block[k] = rent_cost(billed, getattr(rent, k), rent.currency).total
         block["currency"] = rent.currency
         out["rent"] = block
         _note_stale(block, msg("what_rent_price", accelerator=system.accelerator), notes)

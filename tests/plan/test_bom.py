@@ -120,3 +120,25 @@ def test_sentences_of_plans_written_before_still_read():
     for stored in old:
         for lang in ("en", "zh"):
             assert say(stored, lang)
+
+
+def test_rented_line_bills_what_the_price_bills_and_matches_the_estimate(blocks, build):
+    """A short job on the CNY H100 rental (8-GPU nodes on monthly contracts): the rent line's quantity is the 730 h
+    billed, its note says why (en / zh), and the job's rent is the estimate's (evaluate) rent."""
+    from trainsizer.plan.texts import say
+
+    changes = dict(goal={"procurement": "rent"}, hardware={"count": 8, "network": None},
+                   constraints={"currency": "CNY"}, data={"tokens": 2.0e8})
+    out, b = blocks(**changes), build(**changes)
+    gpus = out.bom.lines[0]
+    assert gpus.quantity == pytest.approx(8 * 730) and b.train_days * 24 < 730
+    assert "730" in gpus.note and "730" in say(gpus.note_msg.model_dump(), "zh")
+    assert gpus.total["typical"] == pytest.approx(b.evaluation["cost"]["rent"]["mid"])
+    assert out.bom.buy_vs_rent.rent_for_job == pytest.approx(gpus.total["typical"])
+
+
+def test_rented_nvl72_line_names_trays_and_racks(blocks):
+    out = blocks(goal={"procurement": "rent"}, constraints={"cooling": "liquid"}, global_batch={"sequences": 128},
+                 hardware={"accelerator": "gb200", "count": 128, "per_node": 4})
+    item = out.bom.lines[0].item
+    assert "32 compute trays of 4 GPUs in 2 gb200-nvl72 racks" in item

@@ -96,3 +96,30 @@ def test_an_unpriced_part_makes_a_purchase_budget_incomplete_not_a_rental(blocks
     bought = blocks(goal={"procurement": "buy"}, hardware={"accelerator": "mi325x"})
     assert rented.bom.unpriced and bought.bom.unpriced
     assert "budget_incomplete" not in _ids(rented) and "budget_incomplete" in _ids(bought)
+
+
+def test_rack_risks_fire_only_where_the_plan_owns_a_rack(blocks):
+    """The same 8 kW rack budget flags a bought cluster's and one bought rack server's 10.2 kW node, never a rented
+    plan (the provider's racks) or a workstation (no rack)."""
+    tight = {"rack_kw": 8}
+    assert "rack_power_over_site_limit" in _ids(blocks(constraints=tight))
+    assert "rack_power_over_site_limit" in _ids(blocks(constraints=tight, hardware={"count": 8, "network": None}))
+    rented = blocks(constraints=tight, goal={"procurement": "rent"})
+    assert not _ids(rented) & {"rack_power_over_site_limit", "air_cooling_limit"}
+    ws = blocks(constraints=tight, model="llama-3.1-8b", method="lora", global_batch={"sequences": 8},
+                hardware={"accelerator": "l40s", "count": 1, "per_node": 1, "network": None},
+                strategy={"tp": 1, "pp": 1, "fsdp": "none", "micro_batch": 1, "recompute": "full"})
+    assert ws.facility.site == "workstation" and "rack_power_over_site_limit" not in _ids(ws)
+
+
+def test_a_rented_plans_mitigation_asks_the_provider(blocks):
+    """A rented cluster is changed by choosing an instance type, not by ordering parts: the slow-network risk's
+    mitigation says so in en and zh; the bought plan keeps its own."""
+    from trainsizer.plan.texts import say
+
+    rented = next(r for r in blocks(hardware={"network": "roce-25"}, goal={"procurement": "rent"}).risks
+                  if r.id == "multi_node_on_slow_network")
+    bought = next(r for r in blocks(hardware={"network": "roce-25"}).risks if r.id == "multi_node_on_slow_network")
+    assert rented.mitigation_msg.key == "risk_fix_slow_network_rented" and "instance type" in rented.mitigation
+    assert "实例" in say(rented.mitigation_msg.model_dump(), "zh")
+    assert bought.mitigation_msg.key == "risk_fix_slow_network"

@@ -525,6 +525,11 @@ class PriceRange(_Span):
     # Rent only: the largest allocation the listings behind this price offer (e.g. 8 = single servers with no
     # multi-node fabric). A larger job cannot be rented at this price; None = no limit is known.
     max_gpus: int | None = Field(default=None, ge=1)
+    # Rent only: how the listings behind the price bill (None: per GPU, per hour, as on-demand instances).
+    # billed_gpus: the GPUs of one rental unit (a superchip, an 8-GPU node under contract, a rack): a job rents
+    # whole units; min_hours: the shortest term billed (a monthly contract 730 h, an annual lease 8,760 h).
+    billed_gpus: int | None = Field(default=None, ge=1)
+    min_hours: float | None = Field(default=None, gt=0)
 
     @field_validator("currency", mode="before")
     @classmethod

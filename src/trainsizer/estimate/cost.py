@@ -38,6 +38,15 @@ def rent_cost(gpu_hours: float, price_per_gpu_hour: float, currency: str = "USD"
     return Cost(c, c, 0.0, "rent", currency)
 
 
+def billed_gpu_hours(gpus: int, wall_hours: float, billed_gpus: int | None = None,
+                     min_hours: float | None = None) -> float:
+    """GPU-hours a rental bills: whole units of `billed_gpus` (a node, a superchip, a rack) for the job's wall
+    hours or the shortest term `min_hours` (a monthly contract), whichever is longer: a 10-hour job on a node
+    rented by the month pays the month. Without either it is gpus x wall hours (on-demand, per GPU-hour)."""
+    unit = billed_gpus or 1
+    return -(-gpus // unit) * unit * max(wall_hours, min_hours or 0.0)
+
+
 def buy_cost(wall_hours: float, capex: float, energy_kwh: float, price_per_kwh: float, *, years: float = 4.0,
              utilisation: float = 1.0, currency: str = "USD") -> Cost:
     """Ownership: capex x job hours / (years x 8760 x utilisation) + energy x price per kWh.

@@ -202,7 +202,7 @@ def print_build(out: dict[str, Any], lang: str, console: Console | None = None) 
     con.print(_kv(t("b_software_title", L), software_rows(out["software"], L), L))
     risks = out["risks"]
     con.print(_table(t("b_risks_title", L), [t("item", L), t("b_severity", L), t("b_evidence", L), t("b_mitigation", L)],
-                     [[t(f"b_risk_{r['id']}", L), t(f"b_sev_{r['severity']}", L), r["evidence"], t(f"b_risk_{r['id']}_fix", L)]
+                     [[t(f"b_risk_{r['id']}", L), t(f"b_sev_{r['severity']}", L), r["evidence"], r["mitigation"]]
                       for r in risks] or [[t("b_no_risks", L), "", "", ""]], L))
     con.print(_table(t("b_acceptance_title", L), [t("item", L), t("b_threshold", L), t("source", L)],
                      acceptance_rows(out["acceptance"], L), L))

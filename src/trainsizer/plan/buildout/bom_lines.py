@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from trainsizer.estimate.cost import billed_gpu_hours
 from trainsizer.messages import duration, msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.bom import (
@@ -123,15 +124,34 @@ def rent_lines(b: BuildInput, storage: StorageBlock) -> list[BomLine]:
     provider = (msg("bom_rent_provider_one") if b.nodes == 1 else
                 msg("bom_rent_provider_fabric", fabric=b.network.name if b.network is not None else b.network_kind))
     rent = catalog_price(cat, "rent", b.accelerator.id, cur)
-    return [line(msg("bom_item_rent_gpus", nodes=b.nodes, per_node=b.per_node, name=b.accelerator.name,
-                     provider=provider), b.accelerator.id, round(b.gpus * hours, 1), "per_gpu_hour", rent,
-                 msg("bom_note_rent_hours", hours=f"{hours:.0f}", gpus=b.gpus)),
+    billed, terms = rent_billing(b)
+    note = msg("bom_note_rent_hours", hours=f"{hours:.0f}", gpus=b.gpus)
+    if billed > b.gpus * hours * (1 + 1e-9):  # whole rental units, the shortest term (prices.yaml)
+        note = msg("bom_note_rent_billed", used=note, unit=terms[0], min_hours=f"{terms[1]:,g}")
+    if b.nvl72:
+        domain = int(b.accelerator.scaleup_domain)
+        item = msg("bom_item_rent_nvl72", trays=b.nodes, per_node=b.per_node, racks=-(-b.gpus // domain),
+                   server=b.server.id if b.server is not None else b.accelerator.id, provider=provider)
+    else:
+        item = msg("bom_item_rent_gpus", nodes=b.nodes, per_node=b.per_node, name=b.accelerator.name,
+                   provider=provider)
+    return [line(item, b.accelerator.id, round(billed, 3), "per_gpu_hour", rent, note),
             line(msg("bom_item_rent_storage", tier=as_msg(storage.tier_msg) if storage.tier_msg else storage.tier), None, storage.capacity_tb.value, "per_tb_month",
                  None, msg("bom_note_rent_storage", read=f"{storage.loader_read_gb_s.value:g}",
                            write=f"{storage.write_gb_s_sync.value:.3g}")),
             line(msg("bom_item_rent_egress"), None, round(storage.checkpoint_gb, 3), "per_gb", None,
                  msg("bom_note_rent_egress"))] + ([] if b.nodes == 1 else [
             line(msg("bom_item_rent_scheduler"), None, 1, "per_unit", None, msg("bom_note_rent_scheduler"))])
+
+
+def rent_billing(b: BuildInput) -> tuple[float, tuple[int, float]]:
+    """(GPU-hours the rental bills, (GPUs per rental unit, shortest term h)): whole units for at least the
+    shortest term where the catalog's rental price says how its listings bill (prices.yaml billed_gpus /
+    min_hours), as `evaluate` prices the job; else the GPUs for the job's hours."""
+    hours = b.train_days * 24.0
+    rec = b.catalog.rent_per_gpu_hour(b.accelerator.id, b.currency) or b.catalog.rent_per_gpu_hour(b.accelerator.id)
+    unit, least = (rec.billed_gpus or 1, rec.min_hours or 0.0) if rec is not None else (1, 0.0)
+    return max(b.gpus * hours, billed_gpu_hours(b.gpus, hours, unit, least)), (unit, least)
 
 
 def net_trays(b: BuildInput) -> int:
@@ -150,7 +170,7 @@ def buy_vs_rent(b: BuildInput, capex: dict[str, float], fac: FacilityBlock,
     rent_block, per_month, for_job, even = None, None, None, None
     if rent is not None:
         per_month = b.gpus * hours * rent.typical
-        for_job = b.gpus * b.train_days * 24.0 * rent.typical
+        for_job = rent_billing(b)[0] * rent.typical
         rent_block = {"per_gpu_hour": rent.model_dump(), "per_month": per_month, "for_job": for_job,
                       "job_days": b.train_days}
         if per_month > running and capex["typical"] > 0 and not compute_unpriced:

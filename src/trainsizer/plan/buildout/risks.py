@@ -1,5 +1,8 @@
 """The `risks` block: the guides' pitfalls and more, each triggered by the plan's own numbers, with the
-evidence, a mitigation and the source of the rule. Only triggered risks are listed."""
+evidence, a mitigation and the source of the rule. Only triggered risks are listed, and only where they can
+happen: the rack power and air-cooling risks where the plan has racks of its own (a cluster, one rack server; the
+facility block's rack figures are 0 on a rented or workstation site), the unpriced-budget risk on a purchase; a
+rented plan's mitigations ask the provider instead of ordering parts."""
 
 from __future__ import annotations
 
@@ -23,6 +26,12 @@ class Risk(Block):
     mitigation: str
     mitigation_msg: MessageRef | None = None
     source: str
+
+
+def _by_site(b: BuildInput, key: str) -> str:
+    """The mitigation's message for how the cluster is had: a rented one is changed by asking the provider (an
+    instance type, a storage tier), not by ordering parts (`<key>_rented`)."""
+    return f"{key}_rented" if acquisition(b) == "rent" else key
 
 
 class Ctx:
@@ -51,7 +60,7 @@ def _slow_network(c: Ctx) -> Risk | None:
         return Risk(id="multi_node_on_slow_network", severity="high",
                     evidence=msg("risk_ev_slow_network", nodes=b.nodes, nics=b.nics_per_node,
                                  gbps=f"{b.gbps_per_nic:g}", have=f"{have:g}"),
-                    mitigation=msg("risk_fix_slow_network", need=need.value),
+                    mitigation=msg(_by_site(b, "risk_fix_slow_network"), need=need.value),
                     source=need.source)
     return None
 
@@ -131,7 +140,7 @@ def _loader(c: Ctx) -> Risk | None:
     if st.read_gb_s_tier < st.loader_read_gb_s.value:
         return Risk(id="storage_too_slow_for_loader", severity="high",
                     evidence=msg("risk_ev_loader", have=f"{st.read_gb_s_tier:g}", need=f"{st.loader_read_gb_s.value:g}"),
-                    mitigation=msg("risk_fix_loader"), source="superpod_h100_ra")
+                    mitigation=msg(_by_site(c.b, "risk_fix_loader")), source="superpod_h100_ra")
     return None
 
 
@@ -178,7 +187,7 @@ def _server_short(c: Ctx) -> Risk | None:
         return None
     return Risk(id="server_short_of_host_needs", severity="medium" if node.enough.get("ram_gib") is False else "low",
                 evidence=msg("risk_ev_server_short", server=node.server, parts=listed(short)),
-                mitigation=msg("risk_fix_server_short"), source="convention")
+                mitigation=msg(_by_site(c.b, "risk_fix_server_short")), source="convention")
 
 
 def _unpriced(c: Ctx) -> Risk | None:
