@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 
 JOB = {"model": "llama-3.1-70b", "method": "full", "data": {"tokens": 2.0e9}, "seq_len": 4096,
@@ -42,3 +43,34 @@ def test_nothing_fits_is_a_clear_error(run_cli, tmp_path):
     job = {**JOB, "model": "llama-3.1-405b", "hardware": {"accelerator": "rtx-4090", "count": 1, "per_node": 1}}
     code, _, err = run_cli("estimate", _write(tmp_path, job))
     assert code == 2 and "no parallel strategy fits this hardware" in err and "Traceback" not in err
+
+
+QLORA_8B = {"model": "llama-3.1-8b", "method": "qlora", "lora": {"rank": 16}, "data": {"tokens": 1.0e9},
+            "seq_len": 4096, "global_batch": {"sequences": 64},
+            "hardware": {"accelerator": "rtx-pro-6000", "count": 1, "per_node": 1}}
+
+
+def test_a_layout_that_fills_free_memory_names_the_least_that_fits(run_cli, tmp_path):
+    """8B QLoRA on one 96 GB card: the fastest layout (no recompute) takes ~60 GiB because the card has it; the
+    note says what the job needs at the least on that card (full recompute, micro-batch 1), and that layout,
+    given as the strategy, takes that much."""
+    code, out, err = run_cli("estimate", _write(tmp_path, QLORA_8B), "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    used = result["memory"]["per_gpu_gib"]
+    lean = [n for n in result["notes"] if n.startswith("that layout, the fastest that fits, takes")]
+    assert len(lean) == 1 and "full recompute" in lean[0] and "slower per step" in lean[0]
+    least = float(lean[0].split("the same parallel split is ")[1].split(" GiB")[0])
+    assert used >= 1.5 * least
+    job = {**QLORA_8B, "strategy": {"dp": 1, "micro_batch": 1, "recompute": "full"}}
+    code, out, err = run_cli("estimate", _write(tmp_path, job), "--json")
+    assert code == 0, err
+    assert json.loads(out)["memory"]["per_gpu_gib"] == pytest.approx(least, abs=0.06)
+
+
+def test_no_lean_note_when_the_layout_needs_its_memory(run_cli, tmp_path):
+    """The same job on a 24 GB card: the one layout that fits is the lean one; nothing to add."""
+    job = {**QLORA_8B, "hardware": {"accelerator": "rtx-4090", "count": 1, "per_node": 1}}
+    code, out, err = run_cli("estimate", _write(tmp_path, job), "--json")
+    assert code == 0, err
+    assert not any(n.startswith("that layout, the fastest that fits, takes") for n in json.loads(out)["notes"])

@@ -19,7 +19,7 @@ def with_default_strategy(scenario: Scenario) -> Scenario:
     if scenario.strategy is not None or scenario.system is None:
         return scenario
     from trainsizer.search.candidates import HardwareOption
-    from trainsizer.search.config import load_config
+    from trainsizer.search.config import load_config, names_lean_layout
     from trainsizer.search.engine import search_option
 
     system = scenario.system
@@ -40,6 +40,12 @@ def with_default_strategy(scenario: Scenario) -> Scenario:
                   floor=f"{load_config().memory_headroom_min:.0%}", cap=f"{system.memory_gib:.0f}",
                   slower=f"{result.step_s / result.fastest_step_s - 1.0:.1%}",
                   fast_used=f"{result.fastest_mem_gib:.1f}")
-    note = msg("note_default_strategy", strategy=layout_text(strategy), how=how)
-    return replace(scenario, strategy=strategy, notes=(*scenario.notes, note))
+    notes = [msg("note_default_strategy", strategy=layout_text(strategy), how=how)]
+    if result.lean_strategy is not None and names_lean_layout(result.mem_gib, result.lean_mem_gib):
+        # the fastest layout fills memory the job does not need (no recompute, a large micro-batch): say what the
+        # job needs at the least on this hardware, so 60 GiB for an 8B QLoRA does not read as its requirement
+        notes.append(msg("note_default_strategy_lean", used=f"{result.mem_gib:.1f}", cap=f"{system.memory_gib:.0f}",
+                         lean=f"{result.lean_mem_gib:.1f}", strategy=layout_text(result.lean_strategy),
+                         slower=f"{result.lean_step_s / result.step_s - 1.0:.0%}"))
+    return replace(scenario, strategy=strategy, notes=(*scenario.notes, *notes))
 

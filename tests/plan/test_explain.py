@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from trainsizer.catalogues import load
@@ -69,3 +71,38 @@ def test_the_english_sentences_need_no_plural_hedge():
               if isinstance(v, dict) and "(s)" in str(v.get("en", ""))}
     assert not hedged, f"these sentences hedge a plural: {sorted(hedged)}"
     assert "other options within 10% of the cheapest: 1," in str(msg("why_tie", "en", **{**FIELDS, "n": 1}))
+
+
+def test_a_one_gpu_tier_says_what_the_job_needs_at_the_least():
+    """8B QLoRA on one 96 GB card: the recommended (fastest) layout takes ~60 GiB because the card has it; the tier
+    line gives the least that fits, and the why line names that layout, in either language."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.plan.core import make_plan
+
+    job = {"name": "qlora", "model": "llama-3.1-8b", "method": "qlora", "lora": {"rank": 16},
+           "data": {"tokens": 1.0e9}, "seq_len": 4096, "global_batch": {"sequences": 64},
+           "goal": {"deadline_days": 7, "procurement": "rent"},
+           "hardware": {"accelerator": "rtx-pro-6000", "count": 1, "per_node": 1}}
+    for lang in ("en", "zh"):
+        plan = make_plan(job, load_catalog(), lang=lang)
+        used = plan.recommended.memory.per_gpu_gib
+        assert plan.tier.decided_by == "memory" and f"{used:.1f}" in plan.tier.why
+        least = float(re.search(r"(\d+\.\d) (?:of|/) 96 GiB", plan.tier.why).group(1))
+        assert used >= 1.5 * least
+        assert "DP1 mb1" in plan.recommended.why and f"{least:.1f}" in plan.recommended.why
+
+
+def test_a_pipelined_fine_tune_under_auto_names_the_stack_that_runs_it():
+    """8B LoRA on 2x RTX 5090: under framework auto the fastest fit pipelines (Megatron-Core runs it) and the why
+    line says so and how to plan for the HF Trainer / torchtune; with framework hf the plan does not pipeline."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.plan.core import make_plan
+
+    job = {"name": "lora", "model": "llama-3.1-8b", "method": "lora", "lora": {"rank": 16}, "data": {"tokens": 1.0e9},
+           "seq_len": 4096, "global_batch": {"sequences": 64}, "goal": {"deadline_days": 7, "procurement": "rent"},
+           "hardware": {"accelerator": "rtx-5090", "count": 2, "per_node": 2}}
+    plan = make_plan(job, load_catalog())
+    assert plan.recommended.strategy.pp > 1
+    assert "(megatron-core)" in plan.recommended.why and "strategy.framework" in plan.recommended.why
+    plan = make_plan({**job, "strategy": {"framework": "hf"}}, load_catalog())
+    assert plan.recommended.strategy.pp == 1 and "strategy.framework" not in plan.recommended.why

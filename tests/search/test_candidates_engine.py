@@ -207,3 +207,19 @@ def test_no_pipeline_layout_for_a_stack_without_a_pipeline_schedule(framework):
     assert auto.strategy is not None and auto.strategy.pp > 1
     named = search_option(sc.model, sc.training, opt, load_config(), framework)
     assert named.strategy is not None and named.strategy.pp == 1 and named.strategy.vpp == 1
+
+
+def test_the_lean_layout_is_the_least_memory_that_fits():
+    """OptionResult.lean_*: the fitting strategy with the least memory (what the job needs on that hardware), beside
+    the fastest that the search picks; brute force over the same space."""
+    sc, c = _cands(pins=Pins(accelerator="rtx-pro-6000", count=1, per_node=1), method="qlora",
+                   lora={"rank": 16})
+    opt = c.options[0]
+    r = search_option(sc.model, sc.training, opt, load_config())
+    system = option_system(opt)
+    out = evaluate_batch(sc.model, sc.training, system,
+                         strategies(sc.model, 4096, 64, 1, 1, system.domain_gpus, load_config()))
+    least = float(np.nanmin(out["mem_bytes"][out["feasible"]])) / GIB
+    assert r.lean_strategy is not None and r.lean_mem_gib == pytest.approx(least, rel=1e-9)
+    assert r.lean_strategy.recompute == "full" and r.strategy.recompute == "none"
+    assert r.lean_step_s >= r.step_s and r.mem_gib >= 1.5 * r.lean_mem_gib

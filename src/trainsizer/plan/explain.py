@@ -10,14 +10,18 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
+from trainsizer.estimate.framework import AUTO_CHOICES, auto_index_of
 from trainsizer.estimate.memory import GIB
+from trainsizer.layout_text import layout_text
 from trainsizer.messages import Listing, Money, duration
 from trainsizer.plan.messages import joined, msg
 from trainsizer.plan.schema import Binding, PlanOption, Relaxation, Tier
 from trainsizer.plan.texts import listed
 from trainsizer.scenario import Scenario
 from trainsizer.search import rank as ranking
-from trainsizer.search.config import SearchConfig, load_config
+from trainsizer.search.config import SearchConfig, load_config, names_lean_layout
 from trainsizer.search.engine import OptionResult, states_lower_bound_bytes
 
 COMM_KEYS = ("tp_comm", "cp_comm", "ep_comm", "dp_comm", "pp_comm")
@@ -54,7 +58,7 @@ def why(s: ranking.Scored, ranked: list[ranking.Scored], priced: list[Any], metr
         return msg("fig_days", lang, days=duration(x.train_days))
 
     pct = f"{tie_fraction:.0%}"
-    layout = _layout_headroom(priced[s.index].result, lang)
+    layout = _layout_headroom(priced[s.index].result, lang, priced[s.index].scenario.training.method)
     if s is best:
         if not feasible_ok:
             return msg("why_unsatisfied", lang)
@@ -95,10 +99,11 @@ def _why_best(s: ranking.Scored, ranked: list[ranking.Scored], priced: list[Any]
     return msg("why_best", lang, goal=goal, fig=fig(s), next=key, next_fig=fig(nxt), gap=f"{gap:.0%}")
 
 
-def _layout_headroom(r: OptionResult, lang: str) -> Any:
+def _layout_headroom(r: OptionResult, lang: str, method: str = "") -> Any:
     """The sentences on the chosen layout: partial recompute (search.partial), and a layout chosen over a faster one
     to keep the GPU memory floor free."""
-    parts = [p for p in (_partial_recompute(r, lang), _headroom(r, lang)) if p]
+    parts = [p for p in (_partial_recompute(r, lang), _headroom(r, lang), _lean(r, lang), _stack(r, method, lang))
+             if p]
     return joined(parts, lang) if parts else None
 
 
@@ -118,6 +123,25 @@ def _headroom(r: OptionResult, lang: str) -> Any:
                fast_used=f"{r.fastest_mem_gib:.1f}", cap=f"{r.system.memory_gib:.0f}")
 
 
+def _lean(r: OptionResult, lang: str) -> Any:
+    """The least memory that fits on this hardware, when the chosen (fastest) layout takes far more of it
+    (search.config.names_lean_layout): the chosen figure is not what the job needs."""
+    if r.strategy is None or r.lean_strategy is None or not names_lean_layout(r.mem_gib, r.lean_mem_gib):
+        return None
+    return msg("layout_lean", lang, used=f"{r.mem_gib:.1f}", lean=f"{r.lean_mem_gib:.1f}",
+               layout=layout_text(r.lean_strategy), slower=f"{r.lean_step_s / r.step_s - 1.0:.0%}")
+
+
+def _stack(r: OptionResult, method: str, lang: str) -> Any:
+    """A fine-tune's pipelined layout under framework auto: the stack it resolved to runs it, the ones most
+    fine-tunes use do not (estimate.validate PIPELINE_FRAMEWORKS), and how to plan for those."""
+    s = r.strategy
+    if s is None or s.framework != "auto" or s.pp <= 1 or method in ("pretrain", "cpt"):
+        return None
+    assumed = AUTO_CHOICES[int(np.asarray(auto_index_of(s)).reshape(-1)[0])]
+    return msg("layout_pipeline_stack", lang, pp=s.pp, stack=assumed)
+
+
 def tier_id(gpus: int, nodes: int, cfg: SearchConfig) -> str:
     for t in cfg.tiers:
         if ("max_gpus" in t and gpus <= t["max_gpus"]) or ("max_nodes" in t and nodes <= t["max_nodes"]):
@@ -135,7 +159,10 @@ def tier(rec: PlanOption, best: Any, priced: list[Any], results: list[OptionResu
     fitting_smaller = [x for x in smaller if x.strategy is not None]
     acc = r.option.accelerator.id
     job = best.scenario.job
-    if gpus == 1:
+    if gpus == 1 and r.lean_strategy is not None and names_lean_layout(r.mem_gib, r.lean_mem_gib):
+        decided, text = "memory", msg("tier_one_gpu_lean", lang, acc=acc, lean=f"{r.lean_mem_gib:.1f}",
+                                      cap=f"{rec.memory.capacity_gib:.0f}", used=f"{rec.memory.per_gpu_gib:.1f}")
+    elif gpus == 1:
         decided, text = "memory", msg("tier_one_gpu", lang, acc=acc, used=f"{rec.memory.per_gpu_gib:.1f}",
                                       cap=f"{rec.memory.capacity_gib:.0f}")
     elif smaller and not fitting_smaller:

@@ -25,6 +25,7 @@ class SearchConfig:
     data_parallel_only_methods: tuple[str, ...] = ()
     memory_headroom_min: float = 0.0  # least free share of GPU memory a layout should keep (search.yaml)
     partial_recompute_max_saving: float = 0.25  # most of a full-recompute step that re-running fewer layers saves
+    lean_note_ratio: float = 1.5  # chosen / least fitting memory from which notes name the lean layout (search.yaml)
 
 
 @lru_cache(maxsize=1)
@@ -44,6 +45,7 @@ def load_config() -> SearchConfig:
         data_parallel_only_methods=tuple(raw.get("data_parallel_only_methods") or ()),
         memory_headroom_min=float(raw["memory_headroom_min"]),
         partial_recompute_max_saving=float(raw.get("partial_recompute_max_saving", 0.25)),
+        lean_note_ratio=float(raw.get("lean_note_ratio", 1.5)),
     )
 
 
@@ -55,6 +57,14 @@ def leaves_floor(used: Any, capacity: Any, floor: float | None = None) -> Any:
     own plan flags."""
     f = load_config().memory_headroom_min if floor is None else floor
     return np.asarray(used, dtype=float) <= (1.0 - f) * np.asarray(capacity, dtype=float)
+
+
+def names_lean_layout(used_gib: float, lean_gib: float, cfg: SearchConfig | None = None) -> bool:
+    """Whether a chosen layout's memory (`used_gib`) is far enough above the least that fits on the same hardware
+    (`lean_gib`, OptionResult.lean_mem_gib) for the estimate and the plan to name the lean layout:
+    used >= search.yaml lean_note_ratio x lean."""
+    ratio = (cfg or load_config()).lean_note_ratio
+    return bool(np.isfinite(lean_gib) and lean_gib > 0 and used_gib >= ratio * lean_gib)
 
 
 def node_ladder(max_nodes: int, steps_per_doubling: int = 2) -> list[int]:

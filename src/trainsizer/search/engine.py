@@ -71,6 +71,12 @@ class OptionResult:
     # layout re-running every layer (full recompute)
     chunk_layers: int = 0
     full_recompute_step_s: float = float("nan")
+    # the fitting strategy of the chosen one's TP / PP / VPP / CP / EP that needs the least memory (the fastest of
+    # those within 0.1 GiB of it): what the job needs in that layout when memory is short, beside the fastest one
+    # that the search picks when it is not
+    lean_strategy: Strategy | None = None
+    lean_mem_gib: float = float("nan")
+    lean_step_s: float = float("nan")
 
 
 @dataclass
@@ -266,6 +272,16 @@ def _best(model: ModelArch, training: Training, system: System, option: Hardware
     if chosen.recompute_method is not None:
         extra = {"chunk_layers": int(partial.chunk_layers(model, chosen)),
                  "full_recompute_step_s": float(groups[g][3][row])}
+    # the lean layout keeps the chosen one's model-parallel shape (TP, PP, VPP, CP, EP): what differs is what a
+    # layout spends memory on when it is free (no recompute, larger micro-batches, less sharding of the states),
+    # not a TP 8 over PCIe that needs less memory and runs far slower
+    shape = [np.concatenate([np.broadcast_to(np.asarray(getattr(g[0], f), dtype=float), (len(g[1]),)) for g in groups])
+             for f in ("tp", "pp", "vpp", "cp", "ep")]
+    same = np.logical_and.reduce([a == a[i] for a in shape])
+    lean = int(np.lexsort((step, np.round(np.where(same, mem_bytes, np.inf) / GIB, 1)))[0])
+    lg, lrow = _locate([len(g[1]) for g in groups], lean)
+    extra |= {"lean_strategy": _one(groups[lg][0], lrow), "lean_mem_gib": float(mem_bytes[lean] / GIB),
+              "lean_step_s": float(step[lean])}
     return OptionResult(
         option, system, evaluated, int(len(step)), strategy=chosen, step_s=float(step[i]),
         tokens_per_s=float(t["tokens_per_s"][row]), busy_fraction=float(t["compute"][row] / step[i]),
