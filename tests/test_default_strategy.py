@@ -74,3 +74,23 @@ def test_no_lean_note_when_the_layout_needs_its_memory(run_cli, tmp_path):
     code, out, err = run_cli("estimate", _write(tmp_path, job), "--json")
     assert code == 0, err
     assert not any(n.startswith("that layout, the fastest that fits, takes") for n in json.loads(out)["notes"])
+
+
+@pytest.mark.parametrize("card", ["rtx-5090", "rtx-pro-6000"])
+def test_a_layout_under_the_memory_floor_says_so(run_cli, tmp_path, card):
+    """The estimate keeps the fastest fit even when it leaves less than search.yaml's memory floor free (nothing
+    that clears it is within the tie band: search.engine.choose); then, and only then, a note says so. 8B LoRA
+    (all linear layers) at 2,048 tokens on an RTX 5090 runs without recompute at ~31.8 of its 32 GiB."""
+    from trainsizer.search.config import leaves_floor
+
+    job = {**QLORA_8B, "method": "lora", "seq_len": 2048, "global_batch": {"sequences": 16},
+           "lora": {"rank": 16, "targets": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                            "down_proj"]},
+           "hardware": {"accelerator": card, "count": 1, "per_node": 1}}
+    code, out, err = run_cli("estimate", _write(tmp_path, job), "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    tight = not leaves_floor(result["memory"]["per_gpu_gib"], result["memory"]["capacity_gib"])
+    said = [n for n in result["notes"] if n.startswith("that layout leaves only")]
+    assert bool(said) == tight
+    assert tight == (card == "rtx-5090")

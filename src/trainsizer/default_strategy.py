@@ -19,7 +19,7 @@ def with_default_strategy(scenario: Scenario) -> Scenario:
     if scenario.strategy is not None or scenario.system is None:
         return scenario
     from trainsizer.search.candidates import HardwareOption
-    from trainsizer.search.config import load_config, names_lean_layout
+    from trainsizer.search.config import leaves_floor, load_config, names_lean_layout
     from trainsizer.search.engine import search_option
 
     system = scenario.system
@@ -41,6 +41,14 @@ def with_default_strategy(scenario: Scenario) -> Scenario:
                   slower=f"{result.step_s / result.fastest_step_s - 1.0:.1%}",
                   fast_used=f"{result.fastest_mem_gib:.1f}")
     notes = [msg("note_default_strategy", strategy=layout_text(strategy), how=how)]
+    cfg = load_config()
+    if not leaves_floor(result.mem_gib, system.memory_gib, cfg.memory_headroom_min):
+        # the fastest layout kept although it leaves less than the floor free (search.engine.choose: nothing that
+        # clears it is within the tie band); the plan's risks flag it (plan.buildout.risks), the estimate says so
+        free = system.memory_gib - result.mem_gib
+        notes.append(msg("note_default_strategy_tight", free=f"{free:.1f}", cap=f"{system.memory_gib:.0f}",
+                         share=f"{free / system.memory_gib:.1%}", floor=f"{cfg.memory_headroom_min:.0%}",
+                         band=f"{cfg.tie_fraction:.0%}"))
     if result.lean_strategy is not None and names_lean_layout(result.mem_gib, result.lean_mem_gib):
         # the fastest layout fills memory the job does not need (no recompute, a large micro-batch): say what the
         # job needs at the least on this hardware, so 60 GiB for an 8B QLoRA does not read as its requirement
