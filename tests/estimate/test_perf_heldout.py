@@ -61,7 +61,8 @@ BOUNDS = {
     # 11.3 under uniform random routing (-25 / -11 / -1 / -10%), 29.2 before an explicit DeepEP dispatcher
     # (moe_dispatcher flex) counted on the torchtitan style
     "NeMo AutoModel (H100 BF16, FSDP2 + EP)": 22.0,
-    # 8.5: 1B -7 / -9%, 7B and Llama 3 8B within 2%, 13B at micro-batch 1 +15% (BF16) / +32% (FP8), too fast
+    # 5.3: 1B -4 / -5%, 7B and Llama 3 8B within 1.3%, 13B at micro-batch 1 +8.0% (BF16) / +22.4% (FP8), too fast
+    # (8.5 when this bound was set; the 13B's FP8 gain: docs/known-gaps.md 25 (a))
     "AI2 OLMo-core (H100)": 12.0,
     # 2.9 with the FlashAttention-2 its launcher ran (NVTE_FUSED_ATTN 0: attention_kernel fa2) at FA2's measured H100
     # rate (0.337, FA3 paper Fig. 5) and length curve (FA2 paper Fig. 7(d), at span / cp): 4K -4.5%, 16K-1M -0..-3%;
@@ -182,7 +183,7 @@ def test_fp8_bf16_pairs_are_the_rows_of_one_source_at_one_layout(results):
         _, meas, pred = pairs[f"olmocore_{m}_fp8_8gpu"]
         assert abs(pred / meas - 1.0) < 0.03, m
     _, meas, pred = pairs["olmocore_13b_fp8_8gpu"]
-    assert pred / meas < 1.2  # today +13.4%
+    assert pred / meas < 1.2  # today +13.2%
 
 
 def test_precision_pairs_drop_only_fp8_settings():
