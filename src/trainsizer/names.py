@@ -93,6 +93,13 @@ CUDNN_RELEASES = ("9.13", "9.17")
 # multi-tensor implementation, torch.optim.AdamW's default on CUDA when neither fused nor foreach is set: eight
 # element-wise passes (perf_constants.yaml optimizer.foreach_adamw_element_passes).
 OPTIMIZER_IMPLS = ("fused", "foreach")
+# How replicated data parallelism holds the gradients (step time): torch = torch.nn.parallel.DistributedDataParallel
+# (gradient_as_bucket_view False, its default: every gradient copied into its bucket before the all-reduce and back
+# after it, reducer.cpp mark_variable_ready_dense / finalize_bucket_dense) with torch-style clipping
+# (torch.nn.utils.clip_grad_norm_: every gradient multiplied by the clamped coefficient, no host check): the HF
+# Trainer / accelerate, nanotron (its port, optim/clip_grads.py); megatron = Megatron's contiguous gradient buffer
+# (the buckets are the gradients; the scale runs only when the norm exceeds the threshold, clip_grads.py).
+DDP_IMPLS = ("torch", "megatron")
 # What AdamW keeps per parameter besides the 16-bit weights (memory): fp32 = an fp32 master copy and fp32 moments
 # (mixed precision, the default); bf16-moments = fp32 master, exp_avg / exp_avg_sq in bf16 (DeepSeek-V3 report s3.3.3
 # "Low-Precision Optimizer States"; Megatron-Core --use-precision-aware-optimizer --exp-avg-dtype bf16

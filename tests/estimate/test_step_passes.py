@@ -1,6 +1,8 @@
 """The step's gradient / weight passes beyond the fused update (step_time._step_passes): Megatron-LM's gradient norm
 read and separate master -> model weight copy over the parameters a rank updates, and its gradient buffer cleared
-over every local parameter (perf_constants.yaml frameworks: megatron step_update_extra_bytes / grad_buffer_zero_bytes)."""
+over every local parameter (perf_constants.yaml frameworks: megatron step_update_extra_bytes / grad_buffer_zero_bytes);
+Megatron-Core's the same, its bf16 gradient shard cast to fp32 and its buffer cleared in the reduce dtype; torch DDP's
+bucket copies and torch-style clipping (the HF Trainer; nanotron as megatron with strategy.ddp_impl torch)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
+from trainsizer.errors import StrategyError
 from trainsizer.estimate.calibration import load_constants
 from trainsizer.estimate.inputs import Strategy, Training
 from trainsizer.estimate.step_time import estimate_time, perf_style
@@ -36,12 +39,14 @@ def _hbm() -> float:
     return h100_cluster().hbm_gb_s * 1e9 * K.hbm_efficiency
 
 
-def test_megatron_counts_norm_copy_and_zero_other_styles_none():
+def test_megatron_counts_norm_copy_and_zero_the_fsdp_styles_none():
     mega = perf_style("megatron")
     assert (mega.step_update_extra_bytes, mega.grad_buffer_zero_bytes) == (8.0, 4.0)
-    for name in ("megatron-core", "torchtitan", "deepspeed", "hf", "torchtune"):
+    for name in ("torchtitan", "deepspeed", "torchtune", "fsdp"):
         style = perf_style(name)
         assert style.step_update_extra_bytes == 0.0 and style.grad_buffer_zero_bytes == 0.0
+        assert not (style.grad_buffer_reduce_dtype or style.main_grad_cast or style.torch_ddp
+                    or style.clip_scales_always)
 
 
 def test_replicated_optimizer_streams_12_bytes_per_local_parameter():
@@ -58,3 +63,70 @@ def test_distributed_optimizer_shards_the_norm_and_copy_not_the_zeroing():
 def test_passes_fall_with_tensor_parallelism(tp):
     """Each TP rank holds 1 / tp of the weights, so streams 1 / tp of the bytes (the embedding split too)."""
     assert _passes(tp=tp) == pytest.approx(_passes() / tp, rel=1e-6)
+
+
+def _step_bytes(framework: str, dp: int = 8, **extra) -> float:
+    """Optimizer seconds of a framework's Llama 3.1 8B job (tp 1) as HBM bytes per parameter of the model."""
+    training = Training(seq_len=4096, global_batch_seqs=dp, precision="bf16")
+    st = Strategy(dp=dp, micro_batch=1, recompute="full", framework=framework, **extra)
+    opt = estimate_time(llama8b(), training, h100_cluster(dp), st).breakdown_s["optimizer"]
+    return opt * _hbm() / llama8b().params_total
+
+
+FUSED = float(K.optimizer_bytes_per_param["adamw"])  # 30 B
+
+
+@pytest.mark.parametrize(("extra", "per_param"), [
+    # bf16 buffer (the NeMo performance recipes): 8 + 6 B (cast) over the 1 / 8 shard updated, 2 B zeroed
+    ({"distributed_optimizer": True}, (FUSED + 8 + 6) / 8 + 2),
+    # fp32 buffer: no cast, 4 B zeroed
+    ({"distributed_optimizer": True, "grad_reduce_in_fp32": True}, (FUSED + 8) / 8 + 4),
+    ({}, FUSED + 8 + 6 + 2),  # replicated optimizer: every local parameter updated
+])
+def test_megatron_core_norm_copy_cast_and_buffer_zeroing(extra, per_param):
+    """Megatron-Core core_r0.11.0: the shard of a bf16 gradient buffer cast to fp32 (2 + 4 B), the norm read (4 B)
+    and the master -> 16-bit parameter copy (4 B beyond the fused count's write) per updated parameter; the whole
+    local gradient buffer cleared in its dtype (zero_grad_buffer)."""
+    assert _step_bytes("megatron-core", **extra) == pytest.approx(per_param, abs=0.05)
+
+
+def test_hf_ddp_copies_each_gradient_into_its_bucket_and_back_and_clips_every_gradient():
+    """HF Trainer under torch DDP (ZeRO 0, 8 ranks): norm read 4 B, torch clip_grad_norm_'s multiply 4 + 4 B, DDP's
+    bucket copy in and out 2 x (2 + 2) B = 20 B per parameter beyond the fused update; one GPU has no DDP (12 B);
+    ZeRO-1 runs DeepSpeed, whose buckets are not torch DDP's (the clip over the 1 / 8 shard updated)."""
+    assert _step_bytes("hf") == pytest.approx(FUSED + 20, abs=0.05)
+    assert _step_bytes("hf", dp=1) == pytest.approx(FUSED + 12, abs=0.05)
+    assert _step_bytes("hf", zero=1) == pytest.approx((FUSED + 12) / 8, abs=0.05)
+
+
+def test_nanotron_torch_ddp_adds_bucket_copies_and_an_unconditional_clip_to_megatron():
+    """nanotron (framework megatron, strategy.ddp_impl torch): torch DDP's bucket copies (8 B) and its
+    clip_grad_norm's multiply of every fp32 gradient (8 B) beside Megatron's passes; ddp_impl megatron is the
+    style's own."""
+    mega = _step_bytes("megatron")
+    assert mega == pytest.approx(FUSED + 12, abs=0.05)
+    assert _step_bytes("megatron", ddp_impl="torch") == pytest.approx(mega + 16, abs=0.05)
+    assert _step_bytes("megatron", ddp_impl="megatron") == pytest.approx(mega, rel=1e-9)
+    assert _step_bytes("hf", ddp_impl="torch") == pytest.approx(_step_bytes("hf"), rel=1e-9)
+
+
+@pytest.mark.parametrize(("framework", "impl"), [
+    ("megatron-core", "torch"), ("torchtitan", "torch"), ("hf", "megatron"), ("deepspeed", "megatron")])
+def test_ddp_impl_refused_where_the_framework_does_not_run_it(framework, impl):
+    with pytest.raises(StrategyError, match="ddp_impl_framework") as err:
+        _step_bytes(framework, zero=3 if framework == "torchtitan" else 0, ddp_impl=impl)
+    assert impl in str(err.value) and "leave ddp_impl unset" in str(err.value)
+
+
+def test_ddp_impl_in_a_job_file_reaches_the_estimate_and_an_unknown_value_is_refused():
+    from trainsizer.catalog import load_catalog
+    from trainsizer.errors import SpecError
+    from trainsizer.scenario import resolve_job
+
+    job = {"model": "llama-3.1-8b", "data": {"tokens": 1e9}, "seq_len": 4096, "global_batch": {"sequences": 64},
+           "hardware": {"accelerator": "h100-sxm-80gb", "count": 8},
+           "strategy": {"tp": 2, "framework": "megatron", "ddp_impl": "torch"}}
+    sc = resolve_job(job, load_catalog())
+    assert sc.strategy.ddp_impl == "torch" and sc.summary()["strategy"]["ddp_impl"] == "torch"
+    with pytest.raises(SpecError, match="ddp_impl"):
+        resolve_job({**job, "strategy": {**job["strategy"], "ddp_impl": "apex"}}, load_catalog())

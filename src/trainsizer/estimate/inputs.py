@@ -291,6 +291,7 @@ class Strategy:
     activation_offload: bool | int = False
     optimizer_in_backward: bool = False  # each parameter stepped and its gradient freed in backward (torchtune)
     optimizer_impl: Any = None  # "fused" | "foreach" (names.OPTIMIZER_IMPLS); None = fused; time only
+    ddp_impl: Any = None  # "torch" | "megatron" (names.DDP_IMPLS); None = the style's; time only
     # AdamW states: "fp32" | "bf16-moments" | "bf16" (names.OPTIMIZER_PRECISIONS); None = fp32; memory only
     optimizer_precision: Any = None
     # QLoRA: PEFT prepare_model_for_kbit_training casts the non-quantised weights (embeddings, norms, LM head) to

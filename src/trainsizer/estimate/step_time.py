@@ -62,6 +62,7 @@ from trainsizer.models.arch import ModelArch
 from trainsizer.names import (
     ACTIVATION_KERNELS,
     ATTENTION_KERNELS,
+    DDP_IMPLS,
     MOE_DISPATCHERS,
     NORM_KERNELS,
     OPTIMIZER_IMPLS,
@@ -131,6 +132,18 @@ class PerfStyle:
     # full gradient buffer before the next step); perf_constants.yaml frameworks:
     step_update_extra_bytes: float = 0.0
     grad_buffer_zero_bytes: float = 0.0
+    # the gradient buffer cleared is the DDP buffer in the reduce dtype (grad_reduce_bytes per local trainable
+    # parameter: Megatron-Core zero_grad_buffer), not grad_buffer_zero_bytes
+    grad_buffer_reduce_dtype: bool = False
+    # the step casts its share of a 16-bit gradient buffer to fp32 main gradients (Megatron-Core
+    # _copy_model_grads_to_main_grads `shard_model_grad.float()`: read 2, write 4 B per updated parameter)
+    main_grad_cast: bool = False
+    # replicated data parallelism through torch DDP (strategy.ddp_impl torch; names.DDP_IMPLS): each 16-bit
+    # gradient copied into its bucket and back once a step (_step_passes)
+    torch_ddp: bool = False
+    # torch-style clipping: every gradient the update reads multiplied in place by the clamped coefficient,
+    # whether or not the norm exceeds the threshold (torch.nn.utils.clip_grad_norm_; _step_passes)
+    clip_scales_always: bool = False
     split_projections: bool = False  # q, k, v and gate, up are separate nn.Linear GEMMs (torchtitan, HF Llama)
     # padded micro-batches of unpacked samples: the attention kernel skips the padding, so each sample attends
     # over its own length (transformers' _flash_attention_forward unpads by the attention mask: _upad_input,
@@ -296,6 +309,13 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["pp_fsdp_once_per_step"] = bool(strategy.pp_fsdp_once_per_step)
     if getattr(strategy, "moe_a2a_overlap", None) is not None:  # Megatron-Core combined 1F1B (_micro_batch)
         changes["ep_overlap"] = bool(strategy.moe_a2a_overlap)
+    ddp = getattr(strategy, "ddp_impl", None)
+    if ddp is not None:  # torch DDP + torch-style clipping, or Megatron's gradient buffer (names.DDP_IMPLS)
+        if ddp not in DDP_IMPLS:
+            from trainsizer.errors import unknown_name
+
+            raise unknown_name("strategy.ddp_impl", "DDP implementation", ddp, DDP_IMPLS)
+        changes["torch_ddp"] = changes["clip_scales_always"] = ddp == "torch"
     return dataclasses.replace(style, **changes) if changes else style
 
 
@@ -1605,13 +1625,28 @@ def _optimizer(x: _Step, g: _Grads, mb: _MicroBatch) -> np.ndarray:
 
 
 def _step_passes(x: _Step, g: _Grads, upd: np.ndarray) -> np.ndarray:
-    """Seconds of the style's gradient / weight passes around the fused update (PerfStyle.step_update_extra_bytes
-    over the parameters this rank updates, grad_buffer_zero_bytes over its local trainable ones): Megatron-LM's
-    clip_grad_norm_fp32 reads every fp32 main gradient for the norm, _copy_main_params_to_model_params writes the
-    16-bit weights from the fp32 masters as its own pass and zero_grad_buffer clears the gradient buffer."""
+    """Seconds of the style's gradient / weight passes around the fused update, at the HBM streaming rate. Per
+    parameter this rank updates: PerfStyle.step_update_extra_bytes (Megatron-LM / Megatron-Core: clip_grad_norm_fp32
+    reads every fp32 main gradient for the norm, _copy_main_params_to_model_params writes the 16-bit weights from
+    the fp32 masters as its own pass; the HF Trainer: clip_grad_norm_'s norm read), Megatron-Core's cast of a
+    16-bit gradient buffer's shard to fp32 (main_grad_cast: 2 + 4 B) and torch-style clipping's in-place multiply
+    of every gradient (clip_scales_always: read + write, 4 B each, or the model dtype where the states are kept in
+    it). Per local trainable parameter: the gradient buffer cleared for the next step (grad_buffer_zero_bytes, or
+    the DDP buffer in its reduce dtype: grad_buffer_reduce_dtype) and, under torch DDP with replicated data
+    parallelism (ZeRO 0, more than one rank), each 16-bit gradient copied into its bucket and back (2 x (2 + 2) B:
+    torch/csrc/distributed/c10d/reducer.cpp mark_variable_ready_dense `bucket_view.copy_(grad)` and
+    finalize_bucket_dense, gradient_as_bucket_view False)."""
     fw = x.fw
     local = (g.local_dense + g.local_expert) * g.train_frac
-    nbytes = upd * np.asarray(fw.step_update_extra_bytes, float) + local * np.asarray(fw.grad_buffer_zero_bytes, float)
+    grad_b = np.where(np.asarray(fw.model_dtype_states), x.act, 4.0)  # the gradient the update reads
+    reduce_b = np.asarray(fw.grad_reduce_bytes, float)
+    per_upd = (np.asarray(fw.step_update_extra_bytes, float)
+               + np.where(np.asarray(fw.main_grad_cast) & (reduce_b < 4.0), reduce_b + 4.0, 0.0)
+               + np.where(np.asarray(fw.clip_scales_always), 2.0 * grad_b, 0.0))
+    zero_b = np.where(np.asarray(fw.grad_buffer_reduce_dtype), reduce_b, np.asarray(fw.grad_buffer_zero_bytes, float))
+    ddp = np.where(np.asarray(fw.torch_ddp) & (x.zero == 0) & (g.n_dp > 1), 4.0 * x.act, 0.0)
+    # a ZeRO-3 / FSDP rank keeps only its shard's gradient buffer
+    nbytes = upd * per_upd + local * (zero_b / np.where(x.zero >= 3, g.n_dp, 1.0) + ddp)
     return np.where(nbytes > 0, compute.stream_time(nbytes, x.r, kernels=0.0), 0.0)
 
 

@@ -87,6 +87,10 @@ FP8_TRANSPOSE_CACHE_FRAMEWORKS = ("megatron-core",)
 # gradient_accumulation_fusion is Megatron's (Megatron-LM --no-gradient-accumulation-fusion, Megatron-Core
 # ModelParallelConfig); nanotron's accumulate_grad_in_fp32 is run as the `megatron` style; "auto" as below
 GRAD_ACCUM_FUSION_FRAMEWORKS = ("megatron-core", "megatron")
+# ddp_impl (names.DDP_IMPLS) where a framework runs it: torch DDP under the HF Trainer / accelerate and nanotron
+# (run as framework megatron); Megatron's contiguous gradient buffer under Megatron-LM and Megatron-Core. "auto" as
+# below
+DDP_IMPL_FRAMEWORKS = {"torch": ("hf", "megatron"), "megatron": ("megatron-core", "megatron")}
 # activation_offload: N (a layer count, not true) is Megatron-Core's cpu_offloading_num_layers; "auto" is judged
 # as the stack it resolves to (_resolves_to)
 OFFLOAD_LAYERS_FRAMEWORKS = ("megatron-core",)
@@ -139,6 +143,7 @@ RULES = (
     "recompute_num_layers_range",
     "fp8_transpose_cache_framework",
     "gradient_accumulation_fusion_framework",
+    "ddp_impl_framework",
     "recompute_modules_model",
     "moe_a2a_overlap_framework",
     "moe_a2a_overlap_ep",
@@ -420,6 +425,7 @@ def _cudnn_release_rule(c: SimpleNamespace, release: str | None) -> _Rules:
 def _partial_recompute_rules(c: SimpleNamespace) -> _Rules:
     """fp8_transpose_cache false: Megatron-Core's disable_parameter_transpose_cache (FP8_TRANSPOSE_CACHE_FRAMEWORKS).
     gradient_accumulation_fusion (either value): Megatron's (GRAD_ACCUM_FUSION_FRAMEWORKS).
+    ddp_impl: torch where torch DDP runs (HF, nanotron as megatron), megatron on Megatron (DDP_IMPL_FRAMEWORKS).
     recompute_method / recompute_num_layers N: Megatron's (PARTIAL_RECOMPUTE_FRAMEWORKS; "auto" as the stack it
     resolves to), with N from 1 (0 for block) to the layers of the largest pipeline stage, the range Megatron-Core's
     TransformerConfig states (num_layers_per_pipeline_rank); under interleaving each virtual stage checkpoints at
@@ -432,7 +438,14 @@ def _partial_recompute_rules(c: SimpleNamespace) -> _Rules:
     n_layers = np.asarray(0 if n is None else n, dtype=float)  # one N, or one per strategy (an array)
     no_cache = getattr(strategy, "fp8_transpose_cache", None) is False
     fusion_unset = getattr(strategy, "gradient_accumulation_fusion", None) is None
+    ddp = getattr(strategy, "ddp_impl", None)
+    ddp_frameworks = DDP_IMPL_FRAMEWORKS.get(str(ddp), ())
     return {
+        "ddp_impl_framework": (
+            np.full(c.tp.shape, ddp is None) | _resolves_to(c, ddp_frameworks),
+            lambda v: msg("rule_ddp_impl_framework", impl=ddp, framework=_stack_named(c, v),
+                          allowed=", ".join(ddp_frameworks)),
+        ),
         "gradient_accumulation_fusion_framework": (
             np.full(c.tp.shape, fusion_unset) | _resolves_to(c, GRAD_ACCUM_FUSION_FRAMEWORKS),
             lambda v: msg("rule_gradient_accumulation_fusion_framework", framework=_stack_named(c, v),

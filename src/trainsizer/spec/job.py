@@ -19,6 +19,7 @@ from trainsizer.names import (
     CP_COMM_TYPES,
     CUDA_GRAPHS,
     CUDNN_RELEASES,
+    DDP_IMPLS,
     FP8_RECIPES,
     FRAMEWORKS,
     LORA_DEFAULT_TARGETS,
@@ -65,6 +66,7 @@ ActivationKernel = Literal[ACTIVATION_KERNELS]
 CudaGraphs = Literal[CUDA_GRAPHS]
 CudnnRelease = Literal[CUDNN_RELEASES]
 OptimizerImpl = Literal[OPTIMIZER_IMPLS]
+DdpImpl = Literal[DDP_IMPLS]
 LoraImpl = Literal[LORA_IMPLS]
 OptimizerPrecision = Literal[OPTIMIZER_PRECISIONS]
 
@@ -368,6 +370,10 @@ class StrategySpec(_Strict):
     optimizer_in_backward: bool = False
     # AdamW step: fused | foreach (torch.optim.AdamW without fused=True: multi-tensor passes); null = fused
     optimizer_impl: OptimizerImpl | None = None
+    # replicated data parallelism: torch (torch DDP: each gradient copied into its bucket and back, clipped by
+    # torch.nn.utils.clip_grad_norm_; the HF Trainer, nanotron) | megatron (Megatron's contiguous gradient buffer);
+    # null = the framework's (hf torch, megatron / megatron-core megatron)
+    ddp_impl: DdpImpl | None = None
     # AdamW's states: fp32 (fp32 master + moments) | bf16-moments (fp32 master, bf16 moments: DeepSeek-V3, Megatron-Core's
     # precision-aware optimizer) | bf16 (no master, bf16 moments: Apex DistributedFusedAdam dtype bf16); null = fp32
     optimizer_precision: OptimizerPrecision | None = None
