@@ -89,3 +89,18 @@ def test_parallel_fs_count_covers_capacity_at_its_erasure_code(build, catalog):
     app = catalog.part(big.appliance)
     assert big.appliances >= -(-big.capacity_raw_tb.value // app.capacity_tb) > 1
     assert big.appliances * app.capacity_tb * 0.8 >= big.capacity_tb.value
+
+
+def test_read_floor_never_asks_a_node_for_more_than_the_tiers_single_node_read(build, catalog):
+    """RA-11333 Table 6 'Good': 4 GB/s one node, 15 GB/s a 32-node SU. Two nodes floor at 2 x 4 = 8 GB/s (each
+    node's acceptance read 4 GB/s, the tier's single-node figure), not the SU's 15 (7.5 GB/s a node, above it);
+    one node 4; 18 nodes the SU's 15; 33 nodes two SUs' 30."""
+    from trainsizer.plan.buildout.storage import _read_need
+
+    tier = catalog.storage_tier("pfs-superpod-good")
+    assert (tier.read_gb_s_per_node.low, tier.read_gb_s_per_su.low) == (4, 15)
+    for gpus, floor in ((8, 4), (16, 8), (144, 15), (264, 30)):
+        b = build(hardware={"count": gpus}, global_batch={"sequences": gpus}, data={"tokens": 1e8})
+        need = _read_need(b)
+        assert need.value == pytest.approx(floor), gpus
+        assert need.value / b.nodes <= 4 or b.nodes == 1

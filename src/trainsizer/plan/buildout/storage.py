@@ -117,12 +117,14 @@ def storage_block(b: BuildInput) -> StorageBlock:
 
 
 def _read_need(b: BuildInput) -> Cited:
-    """Loader read bandwidth: the job's token stream, floored at the RA tier (one node alone: its single-node
-    figure; several: the per-SU aggregate for each started 32-node SU)."""
+    """Loader read bandwidth: the job's token stream, floored at the RA tier (RA-11333 Table 6): the per-SU
+    aggregate for each started 32-node SU, but no more than every node reading at the tier's single-node figure
+    (2 nodes: 2 x 4 GB/s, not a whole SU's 15 GB/s, which asked each node for more than the tier's own single-node
+    read), and never below one node's."""
     tier = b.catalog.storage_tier(rules.value("storage", "read_tier_for_text"))
     sus = ceil_div(b.nodes, rules.value("storage", "su_nodes"))
-    floor = tier.read_gb_s_per_node.low if b.nodes == 1 else max(tier.read_gb_s_per_node.low,
-                                                                 sus * tier.read_gb_s_per_su.low)
+    single = tier.read_gb_s_per_node.low
+    floor = max(single, min(b.nodes * single, sus * tier.read_gb_s_per_su.low))
     need = b.tokens_per_s * rules.value("node", "stored_bytes_per_token") / 1e9
     return cited(round(max(need, floor), 4), msg("storage_rule_read", need=significant(need), floor=f"{floor:g}",
                                                  tier=tier.id), "superpod_h100_ra")
