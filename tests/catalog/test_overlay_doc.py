@@ -80,3 +80,11 @@ def test_documented_scale_example_places_the_card(tmp_path):
     cat = load_catalog(overlays=[_example(tmp_path), path])
     st = scale.standing("acme-x1", 256, 8, cat)
     assert st.level == "demonstrated" and st.platform is not None and st.evidence.sources == ("our_quote_2026_11",)
+
+
+def test_an_overlay_names_a_new_vendor(tmp_path):
+    path = tmp_path / "o.yaml"
+    path.write_text("vendors:\n  acme: {name: ACME, name_zh: 艾克米}\n", encoding="utf-8")
+    cat = load_catalog(overlays=[path])
+    assert (cat.vendor_name("acme"), cat.vendor_name("acme", "zh")) == ("ACME", "艾克米")
+    assert cat.vendor_name("nvidia") == "NVIDIA"
