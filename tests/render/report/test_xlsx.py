@@ -88,3 +88,12 @@ def test_chinese_assumptions_use_the_full_width_colon(plan):
     ws = load_workbook(io.BytesIO(render_xlsx(plan, "zh"))).worksheets[-1]
     labels = [str(c.value) for c in ws["A"] if c.value]
     assert labels and not any(": " in x for x in labels), [x for x in labels if ": " in x]
+
+
+def test_a_bought_options_price_unit_reads_in_chinese():
+    """The option sheet wrote '购买：per GPU (accelerator only)' in a Chinese workbook (a bought workstation)."""
+    from trainsizer.evaluate import UNIT_BUY, UNIT_RENT
+    from trainsizer.render.report.xlsx import _price_unit
+
+    assert _price_unit(UNIT_BUY, "zh") == t("a.unit_buy", "zh") and _price_unit(UNIT_BUY, "en") == UNIT_BUY
+    assert _price_unit(UNIT_RENT, "zh") == "每卡时"

@@ -56,7 +56,8 @@ def server_lines(b: BuildInput) -> list[BomLine]:
     gpu = catalog_price(cat, "purchase", b.accelerator.id, cur)
     return [line(msg("bom_item_gpus", name=b.accelerator.name), b.accelerator.id, b.gpus, "per_gpu", gpu,
                  "" if gpu else msg("bom_note_no_gpu_price")),
-            line(msg("bom_item_host", gpus=b.per_node), None, b.nodes, "per_server", None,
+            line(msg("bom_item_host", gpus=b.per_node) if b.per_node > 1 else msg("bom_item_host_one"), None,
+                 b.nodes, "per_server", None,
                  msg("bom_note_no_catalog_server"))]
 
 

@@ -26,7 +26,7 @@ from trainsizer.render.report.facts import (
 )
 from trainsizer.render.report.fmt import Fmt
 from trainsizer.render.report.i18n import has, t
-from trainsizer.render.report.sources import assumptions
+from trainsizer.render.report.sources import assumptions, unit_text
 
 HEAD = Font(bold=True)
 FILL = PatternFill("solid", fgColor="DDE6F3")
@@ -163,7 +163,7 @@ def _in(label: str, unit: str, lang: str) -> str:
 def _price_unit(unit: str, lang: str) -> str:
     """A price's unit in the reader's words ('per GPU-hour' -> '每卡时', `v.<unit>`), else as stored."""
     key = "v." + unit.lower().replace(" ", "_").replace("-", "_")
-    return t(key, lang) if has(key) else unit
+    return t(key, lang) if has(key) else unit_text(unit, lang)  # 'per GPU (accelerator only)' -> 每张 GPU（仅加速卡）
 
 
 def _cost_rows(ws: Worksheet, o: Mapping, row: int, lang: str) -> None:
