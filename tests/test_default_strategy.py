@@ -94,3 +94,16 @@ def test_a_layout_under_the_memory_floor_says_so(run_cli, tmp_path, card):
     said = [n for n in result["notes"] if n.startswith("that layout leaves only")]
     assert bool(said) == tight
     assert tight == (card == "rtx-5090")
+
+
+def test_a_strategy_naming_only_the_framework_is_searched_on_that_stack(run_cli, tmp_path):
+    """strategy: {framework: hf} (or --framework alone) is a stack, not a layout: estimate searches the layouts hf
+    runs (8B LoRA on 2x RTX 5090: data parallel, not the default DP2 without recompute that does not fit)."""
+    job = {**QLORA_8B, "method": "lora", "strategy": {"framework": "hf"},
+           "hardware": {"accelerator": "rtx-5090", "count": 2, "per_node": 2}}
+    code, out, err = run_cli("estimate", _write(tmp_path, job), "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["memory"]["fits"] and result["framework"]["assumed"] == "hf"
+    assert result["job"]["strategy"]["pp"] == 1
+    assert any(n.startswith("no strategy in the job: using") for n in result["notes"])

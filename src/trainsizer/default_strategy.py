@@ -14,9 +14,17 @@ from trainsizer.messages import msg
 from trainsizer.scenario import Scenario
 
 
+def names_framework_only(scenario: Scenario) -> bool:
+    """Whether the job's strategy sets nothing but strategy.framework (the web form's framework choice, or
+    --framework alone): a stack to search the layouts of, not a layout."""
+    spec = scenario.job.strategy
+    return spec is not None and not (spec.model_fields_set - {"framework"})
+
+
 def with_default_strategy(scenario: Scenario) -> Scenario:
-    """`scenario` itself when it has a strategy or no hardware; else with the search's choice and a note."""
-    if scenario.strategy is not None or scenario.system is None:
+    """`scenario` itself when it has a strategy or no hardware; else with the search's choice and a note. A strategy
+    that names only the framework is searched too, among the layouts that framework runs."""
+    if scenario.system is None or (scenario.strategy is not None and not names_framework_only(scenario)):
         return scenario
     from trainsizer.search.candidates import HardwareOption
     from trainsizer.search.config import leaves_floor, load_config, names_lean_layout
@@ -25,7 +33,8 @@ def with_default_strategy(scenario: Scenario) -> Scenario:
     system = scenario.system
     option = HardwareOption(accelerator=scenario.accelerator, server=None, per_node=system.gpus_per_node,
                             count=system.gpus, network=scenario.network, fabric=scenario.job.hardware.fabric)
-    result = search_option(scenario.model, scenario.training, option, load_config())
+    framework = scenario.job.strategy.framework if scenario.job.strategy is not None else "auto"
+    result = search_option(scenario.model, scenario.training, option, load_config(), framework)
     if result.strategy is None and not result.evaluated:  # no layout valid: the batch, not the memory
         raise SpecError("job: hardware", msg("job_no_strategy_valid", gpus=system.gpus,
                                              batch=scenario.training.global_batch_seqs))

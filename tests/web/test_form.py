@@ -242,3 +242,23 @@ def test_accelerator_choices_name_the_vendor(client, lang, names):
     assert not [o for o in options if re.search(r"[(（](nvidia|amd|intel|huawei)[,，]", o)]
     for name in names:
         assert any(f"{name}，" in o or f"{name}," in o for o in options), name
+
+
+def test_the_training_framework_reaches_the_plan():
+    """The form's training framework: auto sends no strategy; hf sends a strategy that names only the framework,
+    which the plan searches on (no pipelined layout for 8B LoRA on 2x RTX 5090, and no "own strategy" note)
+    and which comes back into the form; a value outside the list is refused."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.plan.core import make_plan
+
+    assert "strategy" not in job_from_form(DEFAULTS, None)
+    job = job_from_form(DEFAULTS | {"strategy.framework": "hf"}, None)
+    assert job["strategy"] == {"framework": "hf"}
+    validate_job(job)
+    assert form_from_job(job)["strategy.framework"] == "hf"
+    job["hardware"] = {"accelerator": "rtx-5090", "count": 2, "per_node": 2}
+    plan = make_plan(job, load_catalog())
+    assert plan.recommended.strategy.pp == 1 and plan.recommended.strategy.framework == "hf"
+    assert not any("strategy" in n and ("not used" in n or "own" in n) for n in plan.notes)
+    with pytest.raises(SpecError):
+        job_from_form(DEFAULTS | {"strategy.framework": "keras"}, None)

@@ -347,10 +347,11 @@ def _refined_note(rf: Any, currency: str, lang: str) -> str:
 
 def _own_strategy_note(scenario: Scenario, catalog: Any, rec: PlanOption | None, lang: str) -> str | None:
     """The job's own strategy (when it gives hardware and strategy) against the plan's best on that hardware."""
+    from trainsizer.default_strategy import names_framework_only
     from trainsizer.errors import TrainsizerError, render_error
 
-    if scenario.system is None or scenario.strategy is None:
-        return None
+    if scenario.system is None or scenario.strategy is None or names_framework_only(scenario):
+        return None  # a strategy naming only the framework is no layout of its own: the search ran on that stack
     try:
         own = evaluate(scenario, catalog)
     except TrainsizerError as err:

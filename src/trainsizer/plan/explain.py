@@ -201,7 +201,8 @@ def plan_notes(scenario: Scenario, pins: Any, lang: str = "en") -> list[str]:
     goal = scenario.job.goal
     if goal.deadline_days is None and goal.budget is None and goal.objective is None:
         notes.append(msg("note_no_goal", lang))
-    if scenario.job.strategy is not None:
+    if scenario.job.strategy is not None and scenario.job.strategy.model_fields_set - {"framework"}:
+        # a strategy that names only the framework is used: the search keeps to the layouts that stack runs
         notes.append(msg("note_strategy", lang))
     if pins.any:
         fixed = [f"{k}={v}" for k, v in (("accelerator", pins.accelerator), ("count", pins.count),

@@ -481,7 +481,8 @@ class Job(_Strict):
             raise ValueError(msg("job_nvfp4_param_allgather"))
         if self.packing and self.data.avg_tokens is None:
             raise ValueError(msg("job_packing_needs_samples"))
-        if self.strategy is not None and self.hardware is None:
+        if self.strategy is not None and self.hardware is None and self.strategy.model_fields_set - {"framework"}:
+            # a strategy naming only the framework is a stack for the plan's search, no layout: no hardware needed
             raise ValueError(msg("job_strategy_without_hardware"))
         precision = self.strategy.optimizer_precision if self.strategy is not None else None
         if precision is not None and precision not in optimizer_precisions_for(self.optimizer):

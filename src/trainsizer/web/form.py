@@ -14,7 +14,7 @@ from typing import Any, get_args
 
 from trainsizer.errors import SpecError
 from trainsizer.messages import msg
-from trainsizer.names import LORA_LINEAR_TARGETS
+from trainsizer.names import FRAMEWORKS, LORA_LINEAR_TARGETS
 from trainsizer.spec.job import (
     Cooling,
     Currency,
@@ -32,7 +32,7 @@ FormValues = dict[str, str | list[str]]
 DEFAULTS: dict[str, str] = {
     "model": "llama-3.1-8b", "method": "lora", "lora.rank": "16", "lora.targets": ",".join(LORA_LINEAR_TARGETS[:4]), "data_kind": "tokens",
     "data.tokens": "1e9", "text_language": "en", "data.epochs": "1", "seq_len": "4096",
-    "batch_kind": "sequences", "batch_value": "64", "precision": "bf16", "optimizer": "adamw",
+    "batch_kind": "sequences", "batch_value": "64", "precision": "bf16", "optimizer": "adamw", "strategy.framework": "auto",
     "goal.deadline_days": "7", "goal.budget.currency": "USD", "goal.procurement": "rent", "goal.objective": "",
     "constraints.market": "global", "constraints.cooling": "",
 }
@@ -40,6 +40,9 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "method": get_args(Method),
     "precision": get_args(Precision),
     "optimizer": get_args(Optimizer),
+    # the training stack: "auto" picks one per layout and says so; naming one keeps the plan to layouts it runs
+    # (estimate.validate: no pipeline parallelism under hf / torchtune / fsdp)
+    "strategy.framework": FRAMEWORKS,
     "goal.budget.currency": get_args(Currency),
     "goal.procurement": get_args(Procurement),
     "goal.objective": ("", *(a for a in get_args(get_args(Goal.model_fields["objective"].annotation)[0]))),
@@ -130,6 +133,12 @@ def job_from_form(values: Mapping[str, Any], config_json: bytes | None) -> dict[
         if _text(values, "lora.targets"):
             _put(out, "lora.targets", [t.strip() for t in _text(values, "lora.targets").split(",") if t.strip()])
     _data(values, out)
+    framework = _text(values, "strategy.framework") or "auto"
+    if framework not in CHOICES["strategy.framework"]:
+        raise SpecError("form: strategy.framework", msg("spec_not_allowed"), value=framework,
+                        allowed=CHOICES["strategy.framework"])
+    if framework != "auto":  # a strategy that names the stack only: the plan still searches every layout it runs
+        _put(out, "strategy.framework", framework)
     batch_kind = _text(values, "batch_kind") or "sequences"
     if batch_kind not in CHOICES["batch_kind"]:
         raise SpecError("form: batch_kind", msg("spec_not_allowed"), value=batch_kind, allowed=CHOICES["batch_kind"])
