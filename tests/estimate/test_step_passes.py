@@ -130,3 +130,22 @@ def test_ddp_impl_in_a_job_file_reaches_the_estimate_and_an_unknown_value_is_ref
     assert sc.strategy.ddp_impl == "torch" and sc.summary()["strategy"]["ddp_impl"] == "torch"
     with pytest.raises(SpecError, match="ddp_impl"):
         resolve_job({**job, "strategy": {**job["strategy"], "ddp_impl": "apex"}}, load_catalog())
+
+
+@pytest.mark.parametrize("style", ["hf", "torchtune"])
+@pytest.mark.parametrize("m", [1, 2, 4])
+def test_autograd_accumulation_adds_each_later_micro_batch_into_grad(style, m):
+    """The HF Trainer (DDP's no_sync steps, or one GPU) and torchtune on one device accumulate in `.grad`: every
+    micro-batch after the first adds its bf16 gradients in place (AccumulateGrad, 2 + 2 read, 2 written), so a step
+    of m micro-batches pays 6 (m - 1) B per parameter; none with a single micro-batch or under ZeRO / FSDP."""
+    training = Training(seq_len=2048, global_batch_seqs=m, precision="bf16")
+    st = Strategy(dp=1, micro_batch=1, recompute="full")
+    on = perf_style(style)
+    off = dataclasses.replace(on, autograd_grad_accum=False)
+    system = h100_cluster(1)
+    extra = (estimate_time(llama8b(), training, system, st, framework_style=on).step_s
+             - estimate_time(llama8b(), training, system, st, framework_style=off).step_s)
+    assert extra == pytest.approx(6.0 * (m - 1) * llama8b().params_total / _hbm(), rel=1e-6, abs=1e-12)
+    sharded = Strategy(dp=1, micro_batch=1, recompute="full", zero=3)
+    assert estimate_time(llama8b(), training, system, sharded, framework_style=on).step_s == pytest.approx(
+        estimate_time(llama8b(), training, system, sharded, framework_style=off).step_s, rel=1e-12)

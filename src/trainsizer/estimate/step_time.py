@@ -144,6 +144,10 @@ class PerfStyle:
     # torch-style clipping: every gradient the update reads multiplied in place by the clamped coefficient,
     # whether or not the norm exceeds the threshold (torch.nn.utils.clip_grad_norm_; _step_passes)
     clip_scales_always: bool = False
+    # without ZeRO / FSDP, gradient accumulation in `.grad` through autograd: every micro-batch after the first of a
+    # step adds its 16-bit gradients into them in place (AccumulateGrad; torch DDP's no_sync micro-batches, the HF
+    # Trainer's and torchtune's accumulation steps): _grad_accum_bytes
+    autograd_grad_accum: bool = False
     split_projections: bool = False  # q, k, v and gate, up are separate nn.Linear GEMMs (torchtitan, HF Llama)
     # padded micro-batches of unpacked samples: the attention kernel skips the padding, so each sample attends
     # over its own length (transformers' _flash_attention_forward unpads by the attention mask: _upad_input,
@@ -1290,7 +1294,10 @@ def _grad_accum_bytes(x: _Step) -> np.ndarray:
     cast to fp32, into the fp32 gradient (`hp_grad.add_(lp.grad.to(fp32))`: read 2 B, write and read a 4 B
     temporary, read and write 4 B = 18 B); fp16 with ZeRO <= 1 and no such pass (`fp16_grad_accum_bytes`, DeepSpeed
     v0.3's fp16 engine): autograd's AccumulateGrad adds each micro-batch's 16-bit weight gradient into `.grad` in
-    place (read 2 + 2, write 2 = 6 B) on every micro-batch but the first of a step, so (m - 1) / m of it."""
+    place (read 2 + 2, write 2 = 6 B) on every micro-batch but the first of a step, so (m - 1) / m of it; the same
+    add in bf16 where a PyTorch-native style accumulates in `.grad` at ZeRO 0 (autograd_grad_accum: torch's
+    torch/csrc/autograd/functions/accumulate_grad.h; the HF Trainer's accumulation steps run under DDP's no_sync,
+    torchtune's recipes call backward per micro-batch and step once)."""
     zero = np.zeros_like(np.asarray(x.m, dtype=float))
     if x.training.precision == "fp32":
         return zero
@@ -1302,7 +1309,10 @@ def _grad_accum_bytes(x: _Step) -> np.ndarray:
         nbytes = np.asarray(x.fw.fp16_grad_accum_bytes, dtype=float) * (x.m - 1.0) / x.m
     elif x.training.precision != "bf16":
         return zero
-    return np.where(x.zero <= 1, nbytes, 0.0) + zero
+    # the same AccumulateGrad add (read 2 + 2, write 2 B) where a PyTorch-native stack accumulates at ZeRO 0
+    # (PerfStyle.autograd_grad_accum: the HF Trainer under DDP or on one GPU, torchtune on one device)
+    autograd = np.where(np.asarray(x.fw.autograd_grad_accum) & (x.zero == 0), 3.0 * x.act * (x.m - 1.0) / x.m, 0.0)
+    return np.where(x.zero <= 1, nbytes, 0.0) + autograd + zero
 
 
 def _pipeline(x: _Step, t_mb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
