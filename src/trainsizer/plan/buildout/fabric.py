@@ -14,6 +14,7 @@ Checked against RA-11333 Table 3 (1,024 / 2,048 / 4,096 GPUs -> 32/16, 64/32, 12
   destination's rail, so the fabric needs only same-rail paths ("rail-only" network, Wang et al. 2023,
   arXiv:2307.12169): each rail whole on one switch, floor(R / nodes) rails per switch, no spine -- taken while
   it needs at most `max_groups` switches (fabric.yaml rail_groups_max_switches); above, leaf/spine as RA-11333.
+  The estimate does not charge PXN's NVLink hop on cross-node all-to-all (docs/known-gaps.md 27).
 """
 
 from __future__ import annotations
