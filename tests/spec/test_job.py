@@ -205,6 +205,18 @@ def test_union_field_of_the_wrong_shape_names_the_shapes():
         load_job({**BASE, "model": 5})
 
 
+def test_a_mapping_where_a_number_belongs_is_shown_as_written():
+    """A field given a mapping (a slip of indentation) names what it got, as a list or a word would be."""
+    with pytest.raises(SpecError, match=r"job: seq_len: must be a whole number \(got \{nested: 2048\}\)"):
+        load_job({**BASE, "seq_len": {"nested": 2048}})
+
+
+def test_a_rule_over_a_whole_section_does_not_echo_the_section():
+    with pytest.raises(SpecError) as err:
+        load_job({**BASE, "method": "pretrain", "lora": {"rank": 8}})
+    assert "lora settings given" in str(err.value) and "(got {" not in str(err.value)
+
+
 @pytest.mark.parametrize(
     ("patch", "fragment", "zh"),
     [

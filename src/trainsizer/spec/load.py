@@ -196,8 +196,8 @@ def validation_to_spec_error(err: ValidationError, model: type[BaseModel], origi
         known = _field_names(model, (*loc, "_"))
         return SpecError(where, msg("spec_expected_mapping_of", keys=Listing(known)) if known
                          else msg("spec_expected_mapping"), value=value)
-    if isinstance(value, Mapping):
-        value = None  # a whole sub-mapping is noise in a one-line message
+    if isinstance(value, Mapping) and kind not in _SHAPE_NAMES:
+        value = None  # a rule's own message over a whole section names what it needs: the section is noise
     written = _written_number(kind, value, str(loc[-1]) if loc else "")
     return SpecError(where, written or _problem(e, kind, ctx), value=value)
 
