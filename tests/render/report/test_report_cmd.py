@@ -61,3 +61,12 @@ def test_plan_json_with_report_stays_json(run_cli, tmp_path):
     code, out, _ = run_cli("--lang", "zh", "plan", str(job), "--report", str(tmp_path / "r2"))
     assert code == 0 and out.rstrip().splitlines()[-1].startswith("已写入 ")
     assert out.index("已写入") > out.index("推荐")
+
+
+def test_a_folder_that_cannot_be_made_is_a_one_line_error(run_cli, tmp_path):
+    """--out under a file (or /proc, a read-only mount): exit 2 naming the folder, not an OSError traceback."""
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    out = tmp_path / "afile" / "reports"
+    code, _, err = run_cli("report", str(FIXTURE), "--out", str(out), "--format", "html")
+    assert code == 2 and "Traceback" not in err
+    assert str(out) in err and "cannot write there" in err

@@ -73,9 +73,12 @@ def write_report(plan: Any, out_dir: Path | str, lang: str = "en", formats: Iter
     shown["notes_msg"] = as_dict(plan).get("notes_msg")  # which notes are warnings (view._plan_notes)
     files = _files(shown, lang, formats)
     written = []
-    for rel, data in files.items():
-        _atomic_write(out / rel, data)
-        written.append(out / rel)
+    try:
+        for rel, data in files.items():
+            _atomic_write(out / rel, data)
+            written.append(out / rel)
+    except OSError as err:  # a folder that cannot be made or written (read-only, /proc, no space)
+        raise SpecError(str(out), msg("cli_cannot_write_there", reason=str(err.strerror or err))) from None
     return written
 
 
