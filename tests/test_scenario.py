@@ -25,6 +25,13 @@ def test_batch_larger_than_the_data_is_refused():
         resolve_job({**JOB, "data": {"tokens": 1e8}, "global_batch": {"sequences": 100_000}}, load_catalog())
 
 
+
+def test_a_run_of_less_than_one_token_says_how_much_it_has():
+    """A vanishing epochs count (fuzzed 2e-26) names the tokens it leaves, not '0.000 tokens'."""
+    with pytest.raises(SpecError, match=r"more than the whole run's 2e-17 tokens of data"):
+        resolve_job({**JOB, "data": {"tokens": 1e9, "epochs": 2e-26}, "global_batch": {"sequences": 8}},
+                    load_catalog())
+
 @settings(max_examples=15)
 @given(tokens=st.floats(1e6, 1e10), seqs=st.integers(1, 512).map(lambda n: 8 * n))
 def test_train_days_never_shorter_than_its_steps(tokens, seqs):

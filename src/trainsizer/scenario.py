@@ -351,7 +351,8 @@ def _check_batch_within_data(training: Training, origin: str) -> None:
     if training.tokens_total and training.tokens_per_step > training.tokens_total:
         raise SpecError(f"{origin}: global_batch",
                         msg("job_batch_beyond_data", step_tokens=f"{training.tokens_per_step:,}",
-                            total_tokens=f"{training.tokens_total:,.{0 if training.tokens_total >= 1 else 3}f}"))
+                            total_tokens=f"{training.tokens_total:,.0f}" if training.tokens_total >= 1
+                            else f"{training.tokens_total:.3g}"))
 
 
 def _tokens_total(job: Job) -> float:
