@@ -17,15 +17,18 @@ from trainsizer.cli_support import HelpCommand
 @click.pass_obj
 def serve(app: AppState, host: str, port: int, workers: int | None, time_limit_s: float,
           max_upload_kib: int) -> None:
-    import uvicorn
+    from trainsizer.render.i18n import t
 
-    from trainsizer.web import ServeConfig, create_app
+    try:  # the web extra (pyproject [web]: fastapi, uvicorn, python-multipart) is not in the base install
+        import uvicorn
+
+        from trainsizer.web import ServeConfig, create_app
+    except ImportError as err:
+        raise click.ClickException(t("serve_needs_web", app.lang).format(module=err.name or err)) from None
 
     kwargs = {"workers": workers} if workers else {}
     config = ServeConfig(task_timeout_s=time_limit_s, max_upload_bytes=max_upload_kib * 1024,
                          overlays=tuple(app.overlays), **kwargs)
     web_app = create_app(config)
-    from trainsizer.render.i18n import t
-
     click.echo(t("serve_started", app.lang).format(url=f"http://{host}:{port}", workers=config.workers))
     uvicorn.run(web_app, host=host, port=port, log_level="info", timeout_graceful_shutdown=5)
