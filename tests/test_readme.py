@@ -28,3 +28,17 @@ def test_readme_library_block_runs_and_shows_the_error_it_promises(monkeypatch, 
     exec(compile(block.group(1), "README.md", "exec"), {})  # noqa: S102 (the README's own code)
     out = capsys.readouterr().out
     assert "unknown model preset" in out and "'llama-9b'" in out
+
+
+def test_readme_accuracy_table_names_every_benchmark_and_its_links_resolve():
+    """The accuracy section has a row linked to each docs/validation.md benchmark section, every link lands on a
+    heading there, and every benchmarks/<name>.py it names exists."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("### Accuracy (benchmarks/"):text.index("## As a library")]
+    validation = (README.parent / "docs" / "validation.md").read_text(encoding="utf-8")
+    sections = set(re.findall(r"^## benchmarks/(\w+)\.py$", validation, flags=re.M))
+    linked = re.findall(r"\]\(docs/validation\.md#benchmarks(\w+?)py\)", section)
+    assert sections and set(linked) == sections, sorted(set(linked) ^ sections)
+    named = set(re.findall(r"`(\w+)\.py`", section)) | set(linked)
+    missing = [n for n in named if not (README.parent / "benchmarks" / f"{n}.py").exists()]
+    assert not missing, missing
