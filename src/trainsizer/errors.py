@@ -56,6 +56,12 @@ def shown_value(value: object) -> str:
     return str(value)
 
 
+
+def given(value: object) -> object:
+    """A value as the file gave it, for SpecError(value=...): a whole top level or section shown as written
+    (cut at MAX_VALUE_CHARS), never its Python type name ('list', 'str'); null stays visible as null."""
+    return NULL if value is None else value
+
 class TrainsizerError(Exception):
     """Base class for errors caused by user input or environment, not by a bug."""
 

@@ -160,7 +160,7 @@ def test_file_errors(tmp_path):
         load_job(bad)
     listy = tmp_path / "list.yaml"
     listy.write_text("- a\n- b\n")
-    with pytest.raises(SpecError, match="top level must be a mapping"):
+    with pytest.raises(SpecError, match=r"top level must be a mapping.* \(got \['a', 'b'\]\)"):  # not 'list'
         load_job(listy)
 
 

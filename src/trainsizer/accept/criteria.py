@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from trainsizer.accept import platforms
-from trainsizer.errors import SpecError
+from trainsizer.errors import SpecError, given
 from trainsizer.messages import Msg, msg, storable
 from trainsizer.spec.load import pydantic_problem
 from trainsizer.spec.parse_problems import parse_problem
@@ -227,7 +227,7 @@ def load(path: str | Path) -> AcceptanceCriteria:
         # a `trainsizer plan` file: the build-out of the recommended (or --option) option holds the criteria
         data, prefix = data["build"]["acceptance"], "build.acceptance."
     if not isinstance(data, dict):
-        raise SpecError(f"{path}", msg("acc_criteria_not_object"), value=type(data).__name__)
+        raise SpecError(f"{path}", msg("acc_criteria_not_object"), value=given(data))
     data.setdefault("source", f"plan {path.name}")
     try:
         return AcceptanceCriteria.model_validate(data)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from trainsizer.accept.xid import XidEvent, parse_xids
-from trainsizer.errors import SpecError
+from trainsizer.errors import SpecError, given
 from trainsizer.messages import msg
 
 # NVML clocks-event (throttle) reason bits, nvml.h `nvmlClocksEventReason*`.
@@ -147,17 +147,17 @@ class RecordedTelemetry:
 def _check_recorded(data: object, where: str) -> None:
     """Every record of a recorded telemetry file builds (a bad file is a SpecError, not a traceback later)."""
     if not isinstance(data, dict):
-        raise SpecError(f"--telemetry {where}", msg("acc_must_be_object"), value=type(data).__name__,
+        raise SpecError(f"--telemetry {where}", msg("acc_must_be_object"), value=given(data),
                         allowed="{gpus, health, samples, ...}")
     sections = [("gpus", GpuInfo, data.get("gpus", [])), ("health", GpuHealth, data.get("health", [])),
                 ("health_after", GpuHealth, data.get("health_after", []))]
     ticks = data.get("samples", [])
     if not isinstance(ticks, list):
-        raise SpecError(f"--telemetry {where}: samples", msg("acc_ticks_list"), value=type(ticks).__name__)
+        raise SpecError(f"--telemetry {where}: samples", msg("acc_ticks_list"), value=given(ticks))
     sections += [(f"samples[{i}]", GpuSample, tick) for i, tick in enumerate(ticks)]
     for key, cls, rows in sections:
         if not isinstance(rows, list):
-            raise SpecError(f"--telemetry {where}: {key}", msg("spec_list"), value=type(rows).__name__)
+            raise SpecError(f"--telemetry {where}: {key}", msg("spec_list"), value=given(rows))
         for j, row in enumerate(rows):
             try:
                 _build(cls, row)
@@ -166,7 +166,7 @@ def _check_recorded(data: object, where: str) -> None:
                                 allowed=[f.name for f in fields(cls)]) from None
     for key in ("xid_log", "xid_log_after"):
         if data.get(key) is not None and not isinstance(data[key], str):
-            raise SpecError(f"--telemetry {where}: {key}", msg("acc_kernel_log"), value=type(data[key]).__name__)
+            raise SpecError(f"--telemetry {where}: {key}", msg("acc_kernel_log"), value=given(data[key]))
 
 
 TELEMETRY_KINDS = ("auto", "nvml", "nvidia-smi", "none")

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from trainsizer.catalog import records as r
-from trainsizer.errors import SpecError, did_you_mean
+from trainsizer.errors import SpecError, did_you_mean, given
 from trainsizer.messages import Msg, msg
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -90,7 +90,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise SpecError(name, msg("cat_top_not_mapping"), value=type(data).__name__,
+        raise SpecError(name, msg("cat_top_not_mapping"), value=given(data),
                         allowed=list(SECTIONS))
     return _normalise(data)
 
@@ -104,7 +104,7 @@ def _check_sections(name: str, data: dict[str, Any]) -> None:
                             suggestion=did_you_mean(str(key), SECTIONS))
         if not isinstance(body, dict):
             raise SpecError(f"{name}: {key}", msg("cat_section_not_mapping"),
-                            value=type(body).__name__, allowed=msg("cat_allowed_mapping"))
+                            value=given(body), allowed=msg("cat_allowed_mapping"))
         for entry_id, rec in body.items():
             if not isinstance(entry_id, str):
                 raise SpecError(f"{name}: {key}", msg("cat_id_not_text"), value=entry_id,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainsizer.errors import SpecError, unknown_name
+from trainsizer.errors import SpecError, given, unknown_name
 from trainsizer.messages import Listing, msg
 from trainsizer.models.arch import ModelArch
 from trainsizer.spec.parse_problems import parse_problem
@@ -1072,7 +1072,7 @@ def read_config_file(path: str | Path) -> tuple[dict[str, Any], Path]:
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(str(p), msg("hf_not_json", detail=str(exc))) from None
     if not isinstance(raw, dict):
-        raise SpecError(str(p), msg("hf_top_not_object"), value=type(raw).__name__)
+        raise SpecError(str(p), msg("hf_top_not_object"), value=given(raw))
     return raw, p
 
 

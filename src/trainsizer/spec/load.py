@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from trainsizer.errors import NULL, SpecError, did_you_mean
+from trainsizer.errors import NULL, SpecError, did_you_mean, given
 from trainsizer.messages import Listing, Msg, msg
 from trainsizer.spec.job import Job
 from trainsizer.spec.parse_problems import parse_problem
@@ -115,7 +115,7 @@ def read_mapping(path: Path) -> dict[str, Any]:
     data = parse_text(read_text(path), str(path), path.suffix.lower() == ".json")
     if not isinstance(data, Mapping):
         raise SpecError(str(path), msg("file_top_not_mapping"),
-                        value=type(data).__name__)
+                        value=given(data))
     return dict(data)
 
 

@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from trainsizer.errors import SpecError, unknown_name
+from trainsizer.errors import SpecError, given, unknown_name
 from trainsizer.messages import msg
 from trainsizer.models import preset_names
 from trainsizer.spec import Job
@@ -34,7 +34,7 @@ def parse_json_object(raw: bytes, where: str, max_bytes: int) -> dict[str, Any]:
     except json.JSONDecodeError as err:
         raise SpecError(where, msg("web_bad_json", line=err.lineno, column=err.colno, detail=parse_problem(err.msg))) from None
     if not isinstance(data, Mapping):
-        raise SpecError(where, msg("cal_expected_object"), value=type(data).__name__)
+        raise SpecError(where, msg("cal_expected_object"), value=given(data))
     return dict(data)
 
 
