@@ -153,3 +153,16 @@ def test_a_stored_message_reads_back_in_both_languages(key, data):
     stored = json.loads(json.dumps(ref(written).model_dump()))
     assert say(stored, "en") == written
     assert say(stored, "zh") == render(key, "zh", params)
+
+
+def test_a_stored_message_an_older_version_wrote_reads_as_written():
+    # plan.json files stored before a sentence gained a field ({asked} of excluded_cooling) or lost its key
+    # must still render: the text as written, not a KeyError
+    node = {"why": "x needs liquid cooling; constraints.cooling is air",
+            "why_msg": {"key": "excluded_cooling", "params": {"server": "x", "cooling": "liquid"}},
+            "gone": "old words", "gone_msg": {"key": "no_such_sentence_any_more", "params": {}}}
+    out = localise(node, "zh", keep=False)
+    assert out == {"why": node["why"], "gone": "old words"}
+    complete = {"why": "", "why_msg": {"key": "excluded_cooling",
+                                       "params": {"server": "x", "cooling": "liquid", "asked": "air"}}}
+    assert localise(complete, "zh", keep=False)["why"] != ""

@@ -57,7 +57,12 @@ def say(message: Mapping[str, Any], lang: str) -> str:
 
 def _said(text: Any, message: Any, lang: str) -> Any:
     if isinstance(message, Mapping) and "key" in message:
-        return say(message, lang)
+        try:
+            return say(message, lang)
+        except KeyError:
+            # a plan.json from an earlier version whose sentence has since been removed or has gained a field:
+            # shown as written, in the plan's own language (as texts from before schema 1.1 are)
+            return text
     if isinstance(message, list) and isinstance(text, list) and len(message) == len(text):
         return [_said(t, m, lang) for t, m in zip(text, message, strict=True)]
     if isinstance(message, Mapping) and isinstance(text, Mapping):
