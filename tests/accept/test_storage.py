@@ -101,3 +101,14 @@ def test_a_failing_write_is_an_error_and_the_dataset_read_still_counts(cpu_ctx, 
     assert r["storage.write"].status == "error" and "No space left" in r["storage.write"].why
     assert r["storage.read"].status == "error"
     assert r["storage.dataset_read"].measured > 0
+
+
+def test_a_checkpoint_larger_than_the_free_space_is_not_written(cpu_ctx, monkeypatch):
+    # a plan's 494 GB checkpoint on a volume with 71 GB free: an error naming both, and nothing written
+    free = 71 * 10**9
+    monkeypatch.setattr(checkpoint.shutil, "disk_usage", lambda p: type("U", (), {"free": free})())
+    cpu_ctx.criteria.checkpoint_size_gb = 494.0
+    r = by_name(checkpoint.run(cpu_ctx))
+    assert {x.status for x in r.values()} == {"error"}
+    assert "494.0 GB" in r["checkpoint.save"].why and "71.0 GB" in r["checkpoint.save"].why
+    assert list(cpu_ctx.options.storage_path.iterdir()) == []

@@ -7,6 +7,7 @@ writes `__<rank>_0.distcp`), then read back cold and hashed: docs/acceptance.md 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -20,6 +21,8 @@ from trainsizer.accept.storage import base_dir, write_random
 from trainsizer.messages import msg
 
 NAMES = ("checkpoint.save", "checkpoint.restore", "checkpoint.integrity")
+# left free beside the test checkpoint, so the check never fills the volume it measures
+SPARE_BYTES = 2 * 2**30
 
 
 def run(ctx: Context, tamper: Callable[[list[Path]], None] | None = None) -> list[CheckResult]:
@@ -32,6 +35,12 @@ def run(ctx: Context, tamper: Callable[[list[Path]], None] | None = None) -> lis
     shards = max(1, ctx.options.checkpoint_shards)
     per = max(4096, size // shards // 4096 * 4096)
     total = per * shards
+    free = shutil.disk_usage(base).free
+    if free < total + SPARE_BYTES:  # a full disk fails every other job on it, so check before writing
+        why = msg("acc_why_no_space", path=str(base), size_gb=f"{total / 1e9:,.1f}",
+                  free_gb=f"{free / 1e9:,.1f}", spare_gib=SPARE_BYTES // 2**30)
+        return [ctx.result(n, "error", why=why, details={"path": str(base), "size_bytes": total,
+                                                         "free_bytes": free}) for n in NAMES]
     with tempfile.TemporaryDirectory(prefix="trainsizer-ckpt-", dir=base) as tmp:
         d = Path(tmp)
         paths = [d / f"__{i}_0.distcp" for i in range(shards)]
