@@ -106,4 +106,5 @@ def test_a_strategy_naming_only_the_framework_is_searched_on_that_stack(run_cli,
     result = json.loads(out)
     assert result["memory"]["fits"] and result["framework"]["assumed"] == "hf"
     assert result["job"]["strategy"]["pp"] == 1
-    assert any(n.startswith("no strategy in the job: using") for n in result["notes"])
+    assert any(n.startswith("the job names only the framework hf: using") for n in result["notes"])
+    assert not any(n.startswith("no strategy in the job") for n in result["notes"])

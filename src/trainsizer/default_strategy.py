@@ -49,7 +49,9 @@ def with_default_strategy(scenario: Scenario) -> Scenario:
                   floor=f"{load_config().memory_headroom_min:.0%}", cap=f"{system.memory_gib:.0f}",
                   slower=f"{result.step_s / result.fastest_step_s - 1.0:.1%}",
                   fast_used=f"{result.fastest_mem_gib:.1f}")
-    notes = [msg("note_default_strategy", strategy=layout_text(strategy), how=how)]
+    notes = [msg("note_default_strategy_framework", framework=framework, strategy=layout_text(strategy), how=how)
+             if names_framework_only(scenario) else
+             msg("note_default_strategy", strategy=layout_text(strategy), how=how)]
     cfg = load_config()
     if not leaves_floor(result.mem_gib, system.memory_gib, cfg.memory_headroom_min):
         # the fastest layout kept although it leaves less than the floor free (search.engine.choose: nothing that
