@@ -557,7 +557,12 @@ def _elementwise_passes(x: _Step) -> Any:
                                               act_kernel=fw.activation_kernel)
     fused = compute.eager_elementwise_traffic(model, k.eager_bytes_per_element, fw.rope_eager_bytes, fw.norm_kernel,
                                               fused_rest=True, act_kernel=fw.activation_kernel)
-    return np.where((x.a["torch_compile"] > 0) | np.asarray(fw.fused_kernels), fused, eager)
+    return np.where(_fused_elementwise(x), fused, eager)
+
+
+def _fused_elementwise(x: _Step) -> Any:
+    """Whether the element-wise ops run fused: torch.compile, or the framework's own fused kernels (TE / Apex)."""
+    return (x.a["torch_compile"] > 0) | np.asarray(x.fw.fused_kernels)
 
 
 def _moe_passes(x: _Step) -> tuple[Any, Any, Any] | None:
@@ -576,7 +581,7 @@ def _moe_passes(x: _Step) -> tuple[Any, Any, Any] | None:
                                             act_kernel=fw.activation_kernel)
     fused = compute.moe_elementwise_traffic(model, k.eager_bytes_per_element, fw.rope_eager_bytes, fw.norm_kernel,
                                             fused_rest=True, act_kernel=fw.activation_kernel)
-    compiled = (x.a["torch_compile"] > 0) | np.asarray(fw.fused_kernels)
+    compiled = _fused_elementwise(x)
     common, shared = (np.where(compiled, f, e) for f, e in zip(fused, eager, strict=True))
     routed = np.where(x.strategy_dispatcher == "flex", 1.0, shared)
     return common, routed, shared
