@@ -1,0 +1,150 @@
+"""Held-out check on MLPerf Training v6.0 (round logs of 2026-05; nothing is fitted on them): closed-division
+submissions on NVIDIA's NeMo 26.04 implementation and AMD's, read from a public copy of the round's results
+(github.com/Richardyu114/training_results_v6.0 at eabf23a0, its result logs, system files and configs; the official
+mlcommons/training_results_v6.0 cannot be fetched here, so every row names the copy's path and commit).
+
+Data: benchmarks/data/mlperf6.csv, one row per submitter, system and benchmark. Measured: the median of the
+per-block train_step_time of result_0.txt (callback_logging.py logs block time / steps, evaluation excluded; the
+first block, which holds the graph capture, left out). v6.0's logs print a per-step train_step_time only every 32nd
+step (LOG_EVERY_N_STEPS 32), and those steps run 1-3% slower than the block around them (the logged step also reduces
+the loss), so the per-block figure is the rate; v5.x rows took per-step figures where every step was logged
+(perf_mlperf.py). Throughput = global batch x sequence / step time / GPUs, as perf_mlperf.py. The layout (TP, PP, CP,
+VP, EP, micro-batch, global batch) comes from the config_*.sh the submission's README names and the log's
+global_batch_size / max_sequence_length; the GPU and network from the system file. Where a config sources commons
+the copy lacks, the row takes them from NVIDIA's v5.1 row of the same benchmark (or, GPT-OSS, Inventec's copy of the
+v6.0 commons) and the `assumed` column says so. A row the estimator cannot state is kept with its reason in `refused`
+(a part the catalog lacks, a precision no job can name).
+
+Rows are built with the v5.x job builders, not copies: the Llama rows (builder nvidia-llama) with
+perf_heldout26.mlperf_nvidia_job (perf_mlperf.job, the columns of nvidia_mlperf.csv); the MoE rows (builder
+mbridge-moe: DeepSeek-V3 671B and GPT-OSS 20B, both new in v6.0) with perf_mbridge26.job (the Megatron-Bridge 26.x
+recipe job: megatron-core, distributed optimizer, flex / alltoall dispatcher, a2a overlap, cuDNN 9.17 attention on
+Blackwell), with the row's FP8 weight all-gather, TP overlap and network.
+
+Printed beside the rows: perf_mlperf's step lines (step = a x micro-batches + b over the rows of one benchmark,
+system and layout at several scales, with the predicted b split by term), which show where a strong-scaling series
+loses its per-GPU rate.
+
+Sign: (predicted - measured) / measured of tokens/s per GPU, + = predicted too fast.
+
+Run: python benchmarks/perf_mlperf6.py
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from harness import Fit, job_fits, job_tokens_per_gpu
+from perf_heldout26 import mlperf_nvidia_job
+from perf_mbridge26 import group_mape
+from perf_mbridge26 import job as mbridge_job
+from trainsizer.errors import TrainsizerError
+
+DATA = Path(__file__).resolve().parent / "data" / "mlperf6.csv"
+BUILDERS = ("nvidia-llama", "mbridge-moe")
+# the csv's cuda_graph column as perf_mbridge26's cuda_graphs (strategy.cuda_graphs)
+GRAPHS = {"none": "none", "mcore": "layer", "full-iteration": "full_iteration"}
+# the Megatron-Bridge table's system / precision keys perf_mbridge26.job reads
+MB_SYSTEM = {"gb300": "GB300", "gb200": "GB200", "b300": "B300", "b200": "B200", "h100-sxm-80gb": "H100"}
+MB_PRECISION = {("fp8", "mxfp8"): "FP8-MX", ("fp8", "tensorwise"): "FP8-CS", ("fp8", "nvfp4"): "NVFP4",
+                ("bf16", ""): "BF16"}
+
+
+def rows() -> list[dict[str, str]]:
+    return list(csv.DictReader(DATA.open(encoding="utf-8")))
+
+
+def moe_job(r: dict[str, str]) -> dict:
+    """A MoE row as perf_mbridge26.job builds a Megatron-Bridge 26.x recipe row, then the row's own model preset,
+    network, FP8 weight all-gather and TP overlap (the MLPerf configs set them apart from the recipes)."""
+    mb = {"system": MB_SYSTEM[r["accelerator"]], "model": "DeepSeekV3",  # any preset of perf_blackwell.MODELS without
+          # pipeline slots; the row's own preset replaces it below
+          "precision": MB_PRECISION[(r["precision"], r["fp8_recipe"])], "fsdp": "0", "activation_offload": "0",
+          "cuda_graphs": GRAPHS[r["cuda_graph"]]}
+    mb |= {k: r[k] for k in ("gpu_count", "global_batch_seqs", "micro_batch", "seq_len", "tp", "pp", "cp", "vpp", "ep",
+                             "recompute_modules", "moe_dispatcher", "moe_a2a_overlap", "fp8_attention")}
+    job = mbridge_job(mb)
+    job["model"] = r["model"]
+    job["hardware"]["network"] = r["network"]
+    job["strategy"]["fp8_param_allgather"] = r["fp8_params"] == "1"
+    job["strategy"]["tp_comm_overlap"] = r["tp_comm_overlap"] == "1"
+    return job
+
+
+def job(r: dict[str, str]) -> dict:
+    """The row as a job file, through the v5.x builder its `builder` column names."""
+    if r["builder"] == "nvidia-llama":
+        return mlperf_nvidia_job(r)
+    if r["builder"] == "mbridge-moe":
+        return moe_job(r)
+    raise ValueError(f"{r['id']}: builder {r['builder']!r} is not one of {', '.join(BUILDERS)}")
+
+
+def _estimate(r: dict[str, str]) -> tuple[float | None, str]:
+    """(predicted tokens/s/GPU, "") or (None, why the row is refused): the csv's stated reason, else the
+    estimator's own error on resolving the job."""
+    if r["refused"]:
+        return None, r["refused"]
+    try:
+        return job_tokens_per_gpu([(r["id"], job(r))])[0][1], ""
+    except TrainsizerError as e:
+        return None, f"estimator: {e}"
+
+
+def results() -> list[tuple[dict[str, str], float | None, str]]:
+    """(row, predicted tokens/s/GPU or None, refusal reason) for every row of the csv."""
+    return [(r, *_estimate(r)) for r in rows()]
+
+
+def cases() -> list[tuple[str, str, float, float]]:
+    """(row id, submitter, measured, predicted tokens/s/GPU) of the estimated rows."""
+    return [(r["id"], r["submitter"], float(r["tokens_per_sec_per_gpu"]), p) for r, p, _ in results() if p is not None]
+
+
+def refused() -> list[tuple[str, str]]:
+    """(row id, reason) of the rows the estimator cannot state."""
+    return [(r["id"], why) for r, p, why in results() if p is None]
+
+
+def fits() -> list[Fit]:
+    """Each estimated row's predicted peak memory against the card's usable memory (every row ran on real hardware)."""
+    est = {rid for rid, _, _, _ in cases()}
+    return job_fits((r["id"], job(r)) for r in rows() if r["id"] in est)
+
+
+def main() -> None:
+    from harness import print_fits
+    from perf_mlperf import print_step_lines
+
+    res = results()
+    print(f"{'row':52s} {'measured':>9s} {'predicted':>9s} {'err%':>7s}")
+    for r, p, _ in res:
+        if p is not None:
+            m = float(r["tokens_per_sec_per_gpu"])
+            print(f"{r['id']:52s} {m:9.0f} {p:9.0f} {100 * (p - m) / m:+7.1f}")
+    cs = cases()
+    errs = np.array([abs(p - m) / m for _, _, m, p in cs])
+    ref = refused()
+    print(f"\nMLPerf Training v6.0 (held out, nothing fitted): n={len(cs)} MAPE {100 * errs.mean():.1f}%, "
+          f"{len(ref)} refused")
+    by = {r["id"]: r for r in rows()}
+    for title, key in (("submitter", lambda rid, s: s), ("benchmark", lambda rid, s: by[rid]["benchmark"]),
+                       ("system", lambda rid, s: by[rid]["accelerator"])):
+        for g, (n, m) in group_mape(cs, key).items():
+            print(f"  {title:9s} {g:28s} n={n:2d} MAPE {m:5.1f}%")
+    print("worst rows:")
+    for rid, _, m, p in sorted(cs, key=lambda c: -abs(c[3] - c[2]) / c[2])[:6]:
+        print(f"  {rid:52s} {100 * (p - m) / m:+7.1f}%")
+    est = {rid for rid, _, _, _ in cs}
+    print_step_lines([r for r in rows() if r["id"] in est], {rid: (m, p) for rid, _, m, p in cs}, job_of=job)
+    print("refused rows:")
+    for rid, why in ref:
+        print(f"  {rid}: {why}")
+    print_fits(fits(), "MLPerf Training v6.0")
+
+
+if __name__ == "__main__":
+    main()
