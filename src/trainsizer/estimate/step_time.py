@@ -852,7 +852,37 @@ def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
     if np.any(x.fw.tp_comm_overlap):  # hidden part still slows the GEMMs it overlaps (SM/HBM interference)
         tp_per_layer = tp_per_layer * _when(x.fw.tp_comm_overlap,
                                             1.0 - k.tp_overlap_fraction * (1.0 - k.overlap_interference), 1.0)
-    return t_ar, tp_per_layer
+    return t_ar, tp_per_layer + _amax_reductions(x, k_tp, m_tp)
+
+
+def _amax_reductions(x: _Step, k_tp: Any, m_tp: Any) -> Any:
+    """Seconds per layer and micro-batch of Transformer Engine's amax all-reduces over the TP group. Under current
+    scaling (Float8CurrentScaling) and NVFP4 with sequence parallelism, a column-parallel linear's input quantizer
+    and a row-parallel linear's output-gradient quantizer reduce their amax over the TP group before the cast, since
+    the gathered tensor needs one scale on every rank (module/linear.py, layernorm_linear.py, layernorm_mlp.py
+    _customize_quantizers_float8_current_scaling / _customize_quantizers_nvfp4: with_amax_reduction,
+    amax_reduction_group = tp_group; TE 2.x): one 4-byte all-reduce between the amax kernel and the cast, on the
+    critical path, per sequence-parallel all-gather of a linear's operand -- the qkv and MLP input in the forward
+    (again under full recompute), the output projection's and MLP output's gradient in the backward
+    (`_tp_collectives_per_pass`). The routed experts' grouped linears gather nothing over TP (their tokens arrive
+    through the dispatcher), so an MoE layer reduces for its attention block only. Timed as any all-reduce
+    (comm.all_reduce_time: latency-bound at 4 bytes); the low-precision share of the layers only
+    (Training.bf16_layers). Delayed scaling reduces its amax history once per pass, not per tensor: none here."""
+    recipe = x.k.fp8_recipe(x.system.accelerator, x.training.fp8_recipe)["name"] \
+        if x.training.precision == "fp8" else ""
+    on = np.asarray(x.fw.fp8_te_quantizer, bool) & x.sp & (x.t > 1)
+    if recipe not in ("tensorwise", "nvfp4") or not np.any(on):
+        return 0.0
+    fwd, bwd = _tp_collectives_per_pass(x)
+    m = x.model
+    moe = m.moe_layer_count / m.layers
+    if m.is_hybrid:  # one block a layer, an MoE block none
+        fwd = bwd = 1.0 - moe
+    elif m.is_moe:  # the MoE layers' MLP block gathers no linear operand over TP
+        fwd, bwd = fwd - 0.5 * fwd * moe, bwd - 0.5 * bwd * moe
+    t_amax = comm.all_reduce_time(4.0, x.t, k_tp, x.r, x.system, x.k.nvls_allreduce_gain, m_tp)
+    share = low_precision_share(x.training, m)
+    return np.where(on, (fwd * (1.0 + x.full_share) + bwd) * t_amax * share, 0.0)
 
 
 def _fp8_tp_gather_share(x: _Step) -> Any:
