@@ -106,3 +106,16 @@ def test_a_pipelined_fine_tune_under_auto_names_the_stack_that_runs_it():
     assert "(megatron-core)" in plan.recommended.why and "strategy.framework" in plan.recommended.why
     plan = make_plan({**job, "strategy": {"framework": "hf"}}, load_catalog())
     assert plan.recommended.strategy.pp == 1 and "strategy.framework" not in plan.recommended.why
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_tier_reason_does_not_restate_the_resource_as_a_label(lang):
+    """The CLI and report write "decided by compute: <why>": a reason that opens with its own label
+    ("compute-bound: ...", "计算受限：...") repeats what the line has just said."""
+    tiers = sorted(k for k in load("plan/data/explain.yaml") if k.startswith("tier_"))
+    assert "tier_compute" in tiers
+    label = re.compile(r"^[\w-]+:" if lang == "en" else r"^[^\s{]+：")
+    said = {k: str(msg(k, lang, acc="h100", used=1, lean=1, cap=80, gpus=16, fewer=8, need=90, deadline=14,
+                       days="3 days", comm=1.0, compute=2.0)) for k in tiers}
+    labelled = {k: s for k, s in said.items() if label.match(s)}
+    assert not labelled, labelled

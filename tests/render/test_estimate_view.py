@@ -73,3 +73,9 @@ def test_the_goal_writes_budget_and_cost_as_money_on_one_row_each(lang, budget, 
     assert budget in goal.values() and not any("currency" in k or "币种" in k for k in goal)
     typical = [v for k, v in goal.items() if "typical cost" in k or "典型成本" in k]
     assert typical and all(v.startswith(cost) for v in typical)
+
+
+@pytest.mark.parametrize(("lang", "row"), [("en", "GPU memory capacity"), ("zh", "显存容量")])
+def test_the_memory_table_says_what_the_capacity_is_of(lang, row):
+    """A bare "Capacity" / "容量" under the memory breakdown left the reader to guess: of the GPU's memory."""
+    assert re.search(rf"│ {row} +│ +48", _shown(lang)), _shown(lang)
