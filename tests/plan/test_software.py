@@ -129,3 +129,37 @@ def test_one_rented_instance_needs_no_scheduler(build):
     sw = _sw(build(goal={"procurement": "rent"}, hardware={"count": 8, "network": None}))
     assert sw.scheduler.source == "cloud_managed_schedulers" and not sw.files
     assert "torchrun" in sw.scheduler.rule
+
+
+def test_every_stack_text_with_words_reads_in_chinese():
+    """A stack's version with words or brackets ('580.65.06 (R580 LTSB, CUDA 13.x)') has its catalogue message
+    (stack_<family>_<field>), so a Chinese page writes it with full-width brackets; the Hopper row had none
+    and read '580.65.06 (R580 LTSB, CUDA 13.x)' among Chinese text."""
+    import re
+
+    from trainsizer.messages import Msg, render
+    from trainsizer.plan.buildout import rules
+    from trainsizer.plan.buildout.software import _said
+
+    # brackets, a clause or a word to translate; a name and its version ('ROCm 7.0.2') needs none
+    worded = re.compile(r"[(;:]| or |n/a")
+    missing = {}
+    for family, stack in rules.value("software", "stacks").items():
+        for field in ("driver_min", "cuda", "nccl", "pytorch", "notes"):
+            key = f"stack_notes_{family}" if field == "notes" else None
+            said = _said(family, field, stack, key)
+            if isinstance(said, Msg):
+                zh = render(said.key, "zh", said.params)
+                assert "(" not in zh and ")" not in zh, (said.key, zh)
+            elif worded.search(str(said)):
+                missing[f"{family}.{field}"] = said
+    assert not missing, f"no catalogue message (plan/data/buildout_text.yaml) matches these texts: {missing}"
+
+
+def test_the_offload_framework_reason_names_the_mode_in_words(build):
+    """The DeepSpeed row's reason read '卸载 optimizer+params' (the job's token) on a Chinese page."""
+    from trainsizer.plan.texts import say
+
+    framework = _sw(build(strategy={"fsdp": "none", "zero": 3, "offload": "optimizer+params"})).framework
+    assert framework.rule == "optimizer and parameters offloaded to host memory"
+    assert say(framework.rule_msg.model_dump(), "zh") == "卸载优化器状态与参数到主机内存"

@@ -66,7 +66,8 @@ def framework_for(b: BuildInput, vendor: str) -> Cited:
         key = "mindspeed" if vendor == "huawei" else "megatron"
         why = msg("sw_why_megatron", tp=s.tp, pp=s.pp, cp=s.cp, ep=s.ep)
     elif (s.offload if isinstance(s.offload, str) else "none") != "none":
-        key, why = "deepspeed", msg("sw_why_offload", offload=s.offload)
+        # the layout's own words for the mode ("optimizer and parameters offloaded"), not the job's token
+        key, why = "deepspeed", msg("sw_why_offload", offload=msg(f"layout_offload.{s.offload}"))
     elif (s.zero or 0) >= 3:
         key, why = "fsdp", msg("sw_why_fsdp")
     else:
