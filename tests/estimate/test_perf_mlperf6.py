@@ -24,7 +24,8 @@ def test_every_row_names_its_log_system_and_config():
     for r in rs:
         assert r["id"].startswith("mlperf6.0_") and f"_{r['gpu_count']}gpu" in r["id"], r["id"]
         assert COPY in r["source_locator"] and "/results/" in r["source_locator"], r["id"]
-        assert "/systems/" in r["source_locator"] and "config" in r["source_locator"], r["id"]
+        assert "/systems/" in r["source_locator"], r["id"]
+        assert r["refused"] or "config" in r["source_locator"], r["id"]  # an estimated row names the config it read
         assert r["source"].startswith("MLCommons MLPerf Training v6.0") and r["submitter"] in r["source"], r["id"]
         assert r["date"] and r["assumed"], r["id"]
         assert r["builder"] in pm.BUILDERS or r["refused"], r["id"]
