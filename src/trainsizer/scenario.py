@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trainsizer.catalog.market_notes import market_note
 from trainsizer.errors import SpecError, StrategyError, TrainsizerError
 from trainsizer.estimate.inputs import Strategy, System, Training
 from trainsizer.estimate.sample_lengths import next_fit_fill, real_tokens
@@ -450,7 +451,7 @@ def _check_constraints(job: Job, acc: Any, listed: dict[str, set[str] | None], o
     if c.market == "china-domestic" and not acc.domestic_china:
         notes.append(msg("note_not_domestic", accelerator=acc.id))
     if acc.market_note and c.market != "global":
-        notes.append(msg("note_market", accelerator=acc.id, note=acc.market_note))
+        notes.append(msg("note_market", accelerator=acc.id, note=market_note(acc.market_note)))
     return notes
 
 

@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 from trainsizer.catalog.loader import AS_GIVEN, NOT_GIVEN
+from trainsizer.catalog.market_notes import market_note
+from trainsizer.messages import tr
 from trainsizer.render.cost_basis import price_age
 from trainsizer.render.i18n import t
 from trainsizer.render.numbers import fmt_num
@@ -49,7 +51,8 @@ def card_rows(record: dict[str, Any], lang: str) -> list[tuple[str, str]]:
     for key in sorted(record):
         if key in PROVENANCE:
             continue
-        shown = _value(record[key], lang, key)
+        shown = tr(market_note(record[key]), lang) if key == "market_note" and record[key] else \
+            _value(record[key], lang, key)
         if shown is not None:
             rows.append((field_label(key, lang), shown))
     return rows
