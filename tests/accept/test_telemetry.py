@@ -154,8 +154,9 @@ def test_xid_parser():
 
 @pytest.mark.parametrize(("doc", "where"), [
     ([1, 2], "must be a JSON object"),
-    ({"gpus": [{"index": 0}]}, "gpus[0]: not a GpuInfo record"),
-    ({"gpus": [], "samples": [[{"temp_c": 50}]]}, "samples[0][0]: not a GpuSample record"),
+    ({"gpus": [{"index": 0}]}, "gpus[0].name: required key is missing from this GPU inventory entry."),
+    ({"gpus": [], "samples": [[{"temp_c": 50}]]}, "samples[0][0].index: required key is missing from this GPU sample."),
+    ({"health": [7]}, "health[0]: must be a mapping: one GPU health reading (got 7). Allowed: index, "),
     ({"health": {"index": 0}}, "health: must be a list"),
     ({"samples": [["not a sample"]]}, "samples[0][0]"),
 ])
@@ -164,6 +165,17 @@ def test_bad_recorded_telemetry_is_a_spec_error_at_open(tmp_path, doc, where):
     path.write_text(json.dumps(doc))
     with pytest.raises(SpecError, match=re.escape(where)):
         open_telemetry(str(path))
+
+
+def test_a_bad_telemetry_record_is_named_in_the_readers_words(tmp_path):
+    """The message names what the file gave and what it lacks, never the Python class (was 'not a GpuInfo record
+    (GpuInfo.__init__() missing 1 required positional argument: 'name')')."""
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"gpus": [{"index": 0}]}))
+    with pytest.raises(SpecError) as info:
+        open_telemetry(str(path))
+    assert "GpuInfo" not in str(info.value) and "__init__" not in str(info.value)
+    assert "gpus[0].name：这条 GPU 清单条目缺少必填的键。" in info.value.render("zh"), info.value.render("zh")
 
 
 def test_shipped_recordings_are_valid():

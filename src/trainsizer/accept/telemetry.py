@@ -6,7 +6,7 @@ Pattern: Meta gcm's device-telemetry Protocol with injected fakes (docs/acceptan
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Protocol
 
@@ -144,6 +144,10 @@ class RecordedTelemetry:
         return None if text is None else parse_xids(text)
 
 
+# each section's records in words (messages.yaml acc_record_*)
+_RECORD_WORDS = {GpuInfo: "acc_record_gpus", GpuHealth: "acc_record_health", GpuSample: "acc_record_sample"}
+
+
 def _check_recorded(data: object, where: str) -> None:
     """Every record of a recorded telemetry file builds (a bad file is a SpecError, not a traceback later)."""
     if not isinstance(data, dict):
@@ -158,12 +162,18 @@ def _check_recorded(data: object, where: str) -> None:
     for key, cls, rows in sections:
         if not isinstance(rows, list):
             raise SpecError(f"--telemetry {where}: {key}", msg("spec_list"), value=given(rows))
+        record = msg(_RECORD_WORDS[cls])
         for j, row in enumerate(rows):
-            try:
-                _build(cls, row)
-            except (TypeError, AttributeError) as err:
-                raise SpecError(f"--telemetry {where}: {key}[{j}]", msg("acc_bad_record", record=cls.__name__, detail=str(err)),
-                                allowed=[f.name for f in fields(cls)]) from None
+            # what the file gave, in its own terms: a row that is no mapping, or a key it lacks (never the
+            # Python class or the TypeError the dataclass would raise)
+            if not isinstance(row, dict):
+                raise SpecError(f"--telemetry {where}: {key}[{j}]", msg("acc_bad_record", record=record),
+                                value=given(row), allowed=[f.name for f in fields(cls)])
+            lacking = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
+                       and f.name not in row]
+            if lacking:
+                raise SpecError(f"--telemetry {where}: {key}[{j}].{lacking[0]}",
+                                msg("acc_record_key_missing", record=record))
     for key in ("xid_log", "xid_log_after"):
         if data.get(key) is not None and not isinstance(data[key], str):
             raise SpecError(f"--telemetry {where}: {key}", msg("acc_kernel_log"), value=given(data[key]))
