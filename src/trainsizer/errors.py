@@ -105,9 +105,15 @@ class SpecError(TrainsizerError):
                          value=NULL if self._null else self.value,
                          allowed=self.allowed if items is None else items, suggestion=self.suggestion)
 
-    def render(self, lang: str) -> str:
-        """The one-paragraph message in `lang` (the frame and any catalogue message are translated)."""
-        out = _m("error_where", lang, where=tr(self.where, lang), problem=tr(self.problem, lang))
+    def render(self, lang: str, *, located: bool = True) -> str:
+        """The one-paragraph message in `lang` (the frame and any catalogue message are translated).
+        `located=False`: without the field path in front, for a message shown beside its own input (the web
+        form), where the path would repeat what the input's label says."""
+        if located:
+            out = _m("error_where", lang, where=tr(self.where, lang), problem=tr(self.problem, lang))
+        else:
+            problem = str(tr(self.problem, lang))
+            out = problem[:1].upper() + problem[1:]
         if self.value is not None or self._null:
             shown = shown_value(NULL if self._null else self.value)
             if len(shown) > MAX_VALUE_CHARS:  # a 10 kB value in a one-paragraph error hides the message

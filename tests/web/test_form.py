@@ -118,14 +118,22 @@ def test_bad_include_names_the_accelerator(client):
     assert "constraints.include" in errors and "tpu-v9" in errors["constraints.include"]
 
 
-def test_message_is_the_cli_message(client):
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_message_is_the_cli_message_without_the_field_path(client, lang):
+    """Beside its input the message says what the CLI says, less "job: data.tokens: " (the input's label
+    already names the field)."""
     from trainsizer.errors import SpecError
     from trainsizer.spec import load_job
 
-    r = client.post("/plan", data=GOOD | {"data.tokens": "-3"})
+    r = client.post("/plan", data=GOOD | {"data.tokens": "-3", "lang": lang})
     with pytest.raises(SpecError) as err:
         load_job(job_from_form(GOOD | {"data.tokens": "-3"}, None))
-    assert inline_errors(r.text)["data.tokens"] == str(err.value)
+    cli = err.value.render(lang)
+    prefix = "job: data.tokens: " if lang == "en" else "job：data.tokens："
+    assert cli.startswith(prefix), cli
+    rest = cli[len(prefix):]
+    shown = inline_errors(r.text)["data.tokens"]
+    assert shown == rest[:1].upper() + rest[1:] and "data.tokens" not in shown, shown
 
 
 def test_user_input_is_escaped(client):

@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from starlette.datastructures import UploadFile
 
-from trainsizer.errors import TrainsizerError, render_error
+from trainsizer.errors import SpecError, TrainsizerError, render_error
 from trainsizer.messages import msg
 from trainsizer.render.console import fmt_params
 from trainsizer.scenario import resolve_job
@@ -115,8 +115,20 @@ async def submit(request: Request) -> Response:
         detail = error_detail(err, lang)
         key = error_input(detail.field)
         shown = key if key in _form_inputs() else "_"
-        return render_form(request, lang, values, {shown: detail.message}, status=status_of(err))
+        return render_form(request, lang, values, {shown: _beside(err, shown, detail.message, lang)},
+                           status=status_of(err))
     return RedirectResponse(f"/result?job={encode_job(job)}&lang={lang}", status_code=303)
+
+
+def _beside(err: TrainsizerError, shown: str, message: str, lang: str) -> str:
+    """An error shown beside the input of its own job field, without that field's path in front ("job:
+    data.tokens: must be ..." under the Tokens input repeated its label); one about anything else (a place
+    inside an uploaded config: "job: model (model:hidden_size)") keeps its location."""
+    where = str(err.where) if isinstance(err, SpecError) else ""
+    path = re.sub(r"\[\d+\]", "", where.removeprefix("job: "))
+    if shown == "_" or not where.startswith("job: ") or error_input(path) != shown:
+        return message
+    return err.render(lang, located=False)
 
 
 def _form_inputs() -> set[str]:
