@@ -21,8 +21,10 @@ def test_every_example_builds(example, run_cli):
     net, node, fac = data["network"], data["node"], data["facility"]
     assert net["nvlink"]["gpus_per_domain"] >= 1
     if data["job"]["hardware"]["nodes"] > 1:
-        assert net["compute"]["switch"] or net["compute"]["kind"] == "provider"
-        assert net["switches"] or net["compute"]["kind"] == "provider"
+        # switches to buy, or a cloud / rented fabric that is the provider's
+        provider = net["compute"]["kind"] == "provider" or net["compute"]["provided"]
+        assert provider == (data["bom"]["acquisition"] == "rent" or net["compute"]["kind"] == "provider")
+        assert (net["compute"]["switch"] and net["switches"]) or provider
     assert node["cpu_cores"]["value"] > 0 and node["ram_gib"]["value"] > 0 and node["nvme_tb"]["value"] > 0
     assert data["storage"]["tier"] and data["storage"]["capacity_tb"]["value"] > 0
     assert data["software"]["scheduler"]["value"] and data["software"]["driver"]

@@ -40,3 +40,22 @@ def test_nvl72_tray_is_compared_with_its_share_of_the_rack(build):
 def test_part_of_an_hgx_server_still_has_the_whole_host(build):
     n = node_block(build(hardware={"count": 4, "per_node": 4}))
     assert n.server_cpu_cores == build().server.cpu_cores and n.notes_msg[0].key == "node_note_partial_server"
+
+
+def test_a_workstation_is_not_headed_by_the_catalogs_bigger_rack_server(blocks):
+    """A bought 4 x L40S workstation is a box of its own 4 GPUs: the node block names no server (was pcie-8x-l40s,
+    an 8-card rack server, while the facility block said 'a workstation on one wall circuit') and says which
+    server it set aside; a 4-GPU node of a cluster of those servers keeps the server."""
+    out = blocks(model="llama-3.1-8b", method="lora", goal={"procurement": "buy"},
+                 hardware={"accelerator": "l40s", "count": 4, "per_node": 4, "network": None},
+                 strategy={"tp": 1, "pp": 1, "fsdp": "none", "micro_batch": 1, "recompute": "full"},
+                 global_batch={"sequences": 8})
+    assert out.facility.site == "workstation"
+    assert out.node.server is None and out.node.server_cpu_cores is None
+    notes = " ".join(str(n) for n in out.node.notes)
+    assert "pcie-8x-l40s" in notes and "workstation" in notes
+    cluster = blocks(model="llama-3.1-8b", method="lora", goal={"procurement": "buy"},
+                     hardware={"accelerator": "l40s", "count": 8, "per_node": 4, "network": "roce-100"},
+                     strategy={"tp": 1, "pp": 1, "fsdp": "none", "micro_batch": 1, "recompute": "full"},
+                     global_batch={"sequences": 8})
+    assert cluster.node.server == "pcie-8x-l40s"

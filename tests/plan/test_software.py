@@ -163,3 +163,33 @@ def test_the_offload_framework_reason_names_the_mode_in_words(build):
     framework = _sw(build(strategy={"fsdp": "none", "zero": 3, "offload": "optimizer+params"})).framework
     assert framework.rule == "optimizer and parameters offloaded to host memory"
     assert say(framework.rule_msg.model_dump(), "zh") == "卸载优化器状态与参数到主机内存"
+
+
+def _one_box(blocks, **hardware):
+    return blocks(model="llama-3.1-8b", method="lora", goal={"procurement": "buy"},
+                  hardware={"network": None, **hardware},
+                  strategy={"tp": 1, "pp": 1, "fsdp": "none", "micro_batch": 1, "recompute": "full"},
+                  global_batch={"sequences": 8})
+
+
+def test_a_workstation_needs_no_scheduler_and_gets_no_slurm_files(blocks):
+    """One bought 4 x L40S box is a workstation: torchrun starts the job, no Slurm (was 'Slurm >= 23.11' with
+    slurm.conf, while its roll-out said one node needs no scheduler)."""
+    out = _one_box(blocks, accelerator="l40s", count=4, per_node=4)
+    sw = out.software
+    assert out.facility.site == "workstation"
+    assert "torchrun" in sw.scheduler.value and "Slurm" not in sw.scheduler.value
+    assert not {"slurm.conf", "gres.conf", "pytorchjob.yaml"} & set(sw.files)
+
+
+def test_one_rack_server_needs_no_scheduler_but_may_queue_with_slurm(blocks):
+    """One bought DGX H100: torchrun starts the job; the one-node Slurm files stay as the optional queue of a box
+    several people share, and the reason says so."""
+    sw = blocks(hardware={"count": 8, "network": None}).software
+    assert "torchrun" in sw.scheduler.value and "Slurm" in sw.scheduler.rule
+    assert {"slurm.conf", "gres.conf"} <= set(sw.files)
+
+
+def test_a_cluster_still_gets_slurm(blocks):
+    sw = blocks().software
+    assert sw.scheduler.value.startswith("Slurm >= ") and "slurm.conf" in sw.files

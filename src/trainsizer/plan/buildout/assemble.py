@@ -9,10 +9,11 @@ from trainsizer.plan.buildout.bom import BomBlock
 from trainsizer.plan.buildout.bom_lines import bom_block
 from trainsizer.plan.buildout.common import Block
 from trainsizer.plan.buildout.facility import FacilityBlock, facility_block
-from trainsizer.plan.buildout.inputs import BuildInput, build_input
+from trainsizer.plan.buildout.inputs import BuildInput, acquisition, build_input
 from trainsizer.plan.buildout.network import NetworkBlock, network_block
 from trainsizer.plan.buildout.node import NodeBlock, node_block
 from trainsizer.plan.buildout.phases import PhasesBlock, phases_block
+from trainsizer.plan.buildout.rented import rented_network, rented_storage
 from trainsizer.plan.buildout.risks import Risk, risks_block
 from trainsizer.plan.buildout.rules_of_thumb import Thumb, thumbs
 from trainsizer.plan.buildout.software import SoftwareBlock, software_block
@@ -44,6 +45,8 @@ def build_blocks(b: BuildInput) -> BuildOut:
     net = network_block(b, storage_servers=storage.appliances if b.nodes > 1 else 0, pdus=fac.pdus)
     sw = software_block(b, net, int(node.cpu_cores.value), float(node.ram_gib.value))
     bom = bom_block(b, net, storage, fac)
+    if acquisition(b) == "rent":  # shown as the provider's; the owned sizing stays behind buy vs rent
+        net, storage = rented_network(b, net), rented_storage(storage)
     blocks: dict[str, Any] = {"node": node, "storage": storage, "network": net, "facility": fac, "bom": bom}
     return BuildOut(bom=bom, node=node, network=net, storage=storage, facility=fac, software=sw,
                     risks=risks_block(b, blocks), acceptance=acceptance_block(b, node, net, storage, sw),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from trainsizer.errors import SpecError
@@ -23,6 +23,8 @@ class BuildInput:
     evaluation: dict[str, Any]
     server: Any = None
     network: Any = None
+    # a catalog server set aside because the plan is a workstation holding fewer GPUs than that server (its id)
+    server_set_aside: str | None = None
 
     @property
     def job(self) -> Any:
@@ -126,4 +128,18 @@ def build_input(scenario: Scenario, catalog: Any, evaluation: dict[str, Any] | N
     network = None
     if scenario.network is not None and scenario.network.id != "custom":
         network = catalog.network(scenario.network.id)
-    return BuildInput(scenario=scenario, catalog=catalog, evaluation=evaluation, server=server, network=network)
+    b = BuildInput(scenario=scenario, catalog=catalog, evaluation=evaluation, server=server, network=network)
+    return workstation_host(b)
+
+
+def workstation_host(b: BuildInput) -> BuildInput:
+    """A bought workstation (facility site 'workstation': one node on one ordinary circuit) that holds fewer GPUs
+    than the catalog server of its accelerator is a box of its own GPUs, not that rack server (an 8-card 4U
+    chassis draws several kW): the plan sizes its host from the job (node block) and names the server it set
+    aside. A rack-scale record (an NVL72 tray) and a node that is part of a bigger server in a cluster keep it."""
+    from trainsizer.plan.buildout.facility import site_scale
+
+    srv = b.server
+    if srv is None or b.nvl72 or srv.gpus <= b.per_node or b.nodes != 1 or site_scale(b) != "workstation":
+        return b
+    return replace(b, server=None, server_set_aside=srv.id)

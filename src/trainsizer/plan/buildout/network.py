@@ -38,10 +38,11 @@ class Fabric(Block):
     switch: str | None
     radix: int | None
     oversubscription: float
-    tiers: int
-    leaves: int
-    spines: int
-    cores: int
+    # switch counts; None on the provider's fabric of a rented cluster (`provided`), whose switches are not the plan's
+    tiers: int | None
+    leaves: int | None
+    spines: int | None
+    cores: int | None
     nodes_per_su: int | None
     links: dict[str, int]
     parts: list[PartLine]
@@ -53,6 +54,8 @@ class Fabric(Block):
     # carry `oversubscription` (leaf | spine | none: no tier serves whole zones, non-blocking); None: not asked
     zone_nodes: int | None = None
     oversubscribed_at: str | None = None
+    # the provider's fabric of a rented cluster (plan.buildout.rented): described, nothing of it to buy
+    provided: bool = False
 
 
 class NvlinkDomain(Block):
@@ -316,8 +319,11 @@ def summary(b: BuildInput, compute: Fabric | None, storage: Fabric | None, mgmt:
     def named(f: Fabric | None) -> dict[str, Any] | None:
         if f is None:
             return None
-        return {"kind": f.kind, "tier": f.purpose, "name": f.switch or f.topology,
-                "gbps_per_node": f.ports_per_node * f.gbps_per_port / 8}
+        out = {"kind": f.kind, "tier": f.purpose, "name": f.switch or f.topology,
+               "gbps_per_node": f.ports_per_node * f.gbps_per_port / 8}
+        if f.switch is None and f.topology_msg is not None:  # a sentence: kept as its message (plan.texts)
+            out["name_msg"] = f.topology_msg.model_dump()
+        return out
 
     rail = compute is not None and compute.topology_msg is not None and \
         compute.topology_msg.key in ("net_topology_rail_fat_tree", "net_topology_rail_groups")

@@ -117,6 +117,9 @@ def node_block(b: BuildInput) -> NodeBlock:
     tier = b.catalog.storage_tier("node-nvme-gen4-raid0")
     srv = b.server
     s_cores, s_ram, s_nvme, notes = server_share(b)
+    if b.server_set_aside is not None:
+        held = b.catalog.server(b.server_set_aside).gpus
+        notes = [*notes, msg("node_note_workstation_host", gpus=b.per_node, server=b.server_set_aside, held=held)]
     enough = {"cpu_cores": None if s_cores is None else s_cores >= n_cores,
               "ram_gib": None if s_ram is None else s_ram >= ram_gib,
               "nvme_tb": None if s_nvme is None else s_nvme >= tb}

@@ -13,6 +13,7 @@ import yaml
 from trainsizer.messages import catalogue, msg
 from trainsizer.plan.buildout import rules, slurm_files
 from trainsizer.plan.buildout.common import Block, Cited, cited
+from trainsizer.plan.buildout.facility import site_scale
 from trainsizer.plan.buildout.inputs import BuildInput, acquisition
 from trainsizer.plan.buildout.network import NetworkBlock
 from trainsizer.plan.buildout.node import server_share
@@ -107,10 +108,14 @@ def software_block(b: BuildInput, net: NetworkBlock, cores: int, ram_gib: float)
     elif kube:
         sched = cited("Kubernetes + Kubeflow PyTorchJob", msg("sw_why_kubernetes", fabric=b.network_kind),
                       "kubeflow_pytorchjob")
+    elif b.nodes == 1 and not b.nvl72:  # one bought box: torchrun starts the job; nothing to place across nodes
+        workstation = site_scale(b) == "workstation"
+        sched = cited(msg("sw_sched_one_node"), msg("sw_why_workstation" if workstation else "sw_why_one_node"),
+                      rules.rule("software", "one_node_launcher").source)
     else:
-        why = msg("sw_why_slurm_multi") if b.nodes > 1 else msg("sw_why_slurm_one")
-        sched = cited(f"Slurm >= {slurm_min}", why, "slurm_ref")
-    several = not rented or b.nodes > 1
+        sched = cited(f"Slurm >= {slurm_min}", msg("sw_why_slurm_multi"), "slurm_ref")
+    # Slurm files: a cluster's, or the optional one-node queue of a shared rack server; none for a workstation
+    several = (not rented or b.nodes > 1) and not (b.nodes == 1 and not b.nvl72 and site_scale(b) == "workstation")
     if several and (kube or rented):
         resource = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "huawei": "huawei.com/Ascend910"}.get(vendor,
                                                                                                       "gpu")

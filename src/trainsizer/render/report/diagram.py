@@ -136,7 +136,8 @@ def _fabric(d: dw.Drawing, topo: Topology, y: float, nic_xy: list, f: Fmt, racks
             label += f" · {t('dg.per_node', L, n=f.num(topo.nics_per_node), gbps=f.num(topo.nic_gbps))}"
         d.append(dw.Rectangle(LEFT + 300, y, 400, 30, fill="#eef", stroke="#334", rx=4))
         d.append(_text(LEFT + 500, y + 19, label, 12, "middle"))
-        d.append(_text(LEFT, y + 19, t("dg.no_switches", L), 11, fill="#a33"))
+        d.append(_text(LEFT, y + 19, t("dg.provider_switches" if topo.provided else "dg.no_switches", L), 11,
+                       fill="#335" if topo.provided else "#a33"))
         for x, ny, r in nic_xy:
             d.append(dw.Line(x, ny, LEFT + 500, y + 30, stroke=PALETTE[r % len(PALETTE)], stroke_width=0.6,
                              stroke_opacity=0.6))

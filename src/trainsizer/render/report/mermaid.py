@@ -68,7 +68,8 @@ def render_mermaid(plan: Mapping, lang: str) -> str:
         label = _link(topo, "node", tiers[-1].name, f)
         out.append(f"  {leaf} ---|{_q(label)}| racks" if label else f"  {leaf} --- racks")
     elif topo.nodes > 1:
-        out.append(f"  fabric[{_q((topo.fabric or '—') + ' · ' + t('dg.no_switches', lang))}] --- racks")
+        none = t("dg.provider_switches" if topo.provided else "dg.no_switches", lang)
+        out.append(f"  fabric[{_q((topo.fabric or '—') + ' · ' + none)}] --- racks")
     out.append(f"  storage[({_q(t('dg.storage', lang) + ': ' + (topo.storage or t('dg.not_in_plan', lang)))})] -.- racks")
     out.append(f"  mgmt[{_q(t('dg.management', lang) + ': ' + (topo.management or t('dg.not_in_plan', lang)))}] -.- racks")
     return "\n".join(out) + "\n"

@@ -48,6 +48,7 @@ class Topology:
     storage_gbps_per_node: float | None
     management: str | None
     scaleup_tech: str = "nvlink"   # the GPUs' scale-up link the domain is built from (SCALEUP_DOMAINS)
+    provided: bool = False         # a rented cluster: the fabrics are the provider's, no switch of the plan's
 
 
 # Scale-up links whose domain the diagram draws (a whole node or more): NVLink, AMD's xGMI mesh, Huawei's HCCS.
@@ -95,6 +96,8 @@ def _fabric_text(block: object, lang: str = "en") -> str | None:
         parts.append(f"{block['ports_per_node']} × {block['gbps_per_port']:g} Gb/s")
     if block.get("switch"):
         parts.append(f"{block['switch']} × {block.get('leaves') or 1}")
+    elif block.get("provided"):
+        parts.append(t("dg.provided", lang))
     return " · ".join(p for p in parts if p) or None
 
 
@@ -116,7 +119,8 @@ def _from_build(net: Mapping, sto: Mapping, lang: str = "en") -> dict:
         nics_per_node=_int(compute.get("ports_per_node")), nic_gbps=_float(compute.get("gbps_per_port")),
         fabric=" ".join(x for x in (_word(compute.get("kind") or "", lang), topo) if x),
         rails=_int(compute.get("ports_per_node")) if rail else None, tiers=tiers, links=links,
-        storage=storage or None, storage_gbps_per_node=None, management=mgmt or None)
+        storage=storage or None, storage_gbps_per_node=None, management=mgmt or None,
+        provided=bool(compute.get("provided")))
 
 
 def _from_flat(net: Mapping, sto: Mapping, hw_net: Mapping, hw: Mapping) -> dict:

@@ -1,0 +1,54 @@
+"""A rented cluster's network and storage blocks describe the provider's fabrics and file system: nothing to buy
+(plan/buildout/rented.py); the owned sizing stays behind the buy-vs-rent comparison."""
+
+from __future__ import annotations
+
+from trainsizer.plan.buildout.bom_lines import fabric_lines
+
+
+def test_rented_fabrics_are_the_providers_with_no_switch_to_buy(blocks, build):
+    out = blocks(goal={"procurement": "rent"})
+    net = out.network
+    for fab in (net.compute, net.storage, net.inband, net.oob):
+        if fab is None:
+            continue
+        assert fab.provided and fab.switch is None and fab.parts == [] and fab.leaves is None
+    assert net.switches == [] and net.links == [] and net.sharp is None
+    assert "provider" in net.subnet_manager
+    # what to ask for: the ports and line rate the estimate ran on, on one non-blocking fabric
+    assert (net.compute.ports_per_node, net.compute.gbps_per_port) == (8, 400.0)
+    assert "non-blocking" in str(net.compute.notes[0])
+    # no fabric line of its own; the buy-vs-rent capex still counts the switches owning the cluster would take
+    assert fabric_lines(build(goal={"procurement": "rent"}), net) == []
+    bought = blocks(goal={"procurement": "buy"})
+    assert bought.network.compute.switch is not None and bought.network.compute.leaves >= 1
+    assert out.bom.buy_vs_rent.capex == bought.bom.totals
+
+
+def test_rented_storage_names_no_appliance_but_what_to_ask_for(blocks):
+    out = blocks(goal={"procurement": "rent"})
+    bought = blocks(goal={"procurement": "buy"})
+    st = out.storage
+    assert bought.storage.appliance is not None and bought.storage.appliances >= 1
+    assert st.appliance is None and st.appliances == 0
+    assert st.capacity_tb == bought.storage.capacity_tb and st.loader_read_gb_s == bought.storage.loader_read_gb_s
+    note = str(st.notes[0])
+    assert "no appliance to buy" in note and f"{st.loader_read_gb_s.value:g} GB/s read" in note
+
+
+def test_rented_texts_read_in_chinese_too(blocks):
+    """The rented fabric's topology and notes are catalogue messages, so a zh report renders them in Chinese."""
+    net = blocks(goal={"procurement": "rent"}).network
+    assert net.compute.topology_msg is not None and net.compute.topology_msg.key == "net_topology_rented"
+    assert net.compute.notes_msg and net.compute.notes_msg[0].key == "net_note_rented_compute"
+    assert net.subnet_manager_msg is not None
+
+
+def test_rented_diagram_draws_no_switch_tier(blocks):
+    """The architecture diagram of a rented plan shows the provider's fabric, not leaf switches to buy."""
+    from trainsizer.render.report.topology import _from_build
+
+    out = blocks(goal={"procurement": "rent"}).model_dump(mode="json", by_alias=True)
+    fields = _from_build(out["network"], out["storage"])
+    assert fields["tiers"] == () and fields["provided"] is True
+    assert "pfs-appliance" not in (fields["storage"] or "") and "the provider's" in fields["management"]
