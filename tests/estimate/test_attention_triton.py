@@ -101,7 +101,8 @@ def test_kernels_mixed_in_one_batch_match_each_alone():
 
 def test_fa2_on_hopper_runs_its_measured_rate_and_length_curve():
     """FA2's Hopper share is its measured causal forward at 8K (333 TFLOPS, FA3 paper Fig. 5), and its rate follows
-    the FA2 paper's H100 forward + backward figures (Fig. 7(d)) relative to 8K; FA2's A100 figure has no length."""
+    the FA2 paper's H100 forward + backward figures (Fig. 7(d)) relative to 8K; a family without a measured curve
+    has no length factor."""
     k = load_constants()
     assert k.flash_fraction("h100-sxm", "fa2") == pytest.approx(333 / 989, rel=0.01)
     assert k.flash_fraction("h200-sxm-141gb", "fa2") == k.flash_fraction("h100-sxm", "fa2")
@@ -109,4 +110,20 @@ def test_fa2_on_hopper_runs_its_measured_rate_and_length_curve():
     assert factor(8192) == pytest.approx(1.0)
     assert factor(2048) == pytest.approx(265 / 308)
     assert factor(131072) == pytest.approx(328 / 308)
-    assert k.flash_length_factor("a100-sxm-80gb", "fa2", 2048) == 1.0
+    assert k.flash_length_factor("mi300x", "fa2", 2048) == 1.0
+
+
+def test_fa2_on_a100_runs_its_measured_rate_and_length_curve():
+    """A100: FA2 at its measured causal forward + backward rate, head dim 128 (FA2 paper Fig. 4(d): 182 TFLOPS at
+    8K), read as a forward share at FA2's backward / forward time ratio, and its rate by length relative to 8K (155
+    at 2K, 189 at 16K); the A800 takes the A100's. FA1 keeps the figure it had (flash_efficiency_fa1), a family
+    without one the fa2 figure times fa1_over_fa2."""
+    k = load_constants()
+    to_fwd = (1.0 + k.flash_bwd_ratio("a100-sxm-80gb", "fa2")) / 3.5
+    assert k.flash_fraction("a100-sxm-80gb", "fa2") == pytest.approx(182 * to_fwd / 312, rel=0.01)
+    assert k.flash_fraction("a800-sxm-80gb", "fa2") == k.flash_fraction("a100-sxm-80gb", "fa2")
+    assert k.flash_length_factor("a100-sxm-80gb", "fa2", 2048) == pytest.approx(155 / 182)
+    assert k.flash_length_factor("a100-sxm-80gb", "fa2", 32768) == pytest.approx(189 / 182)
+    assert k.flash_fraction("a100-sxm-80gb", "fa1") == pytest.approx(0.225)
+    assert k.flash_length_factor("a100-sxm-80gb", "fa1", 2048) == 1.0
+    assert k.flash_fraction("h100-sxm", "fa1") == pytest.approx(k.flash_fraction("h100-sxm", "fa2") * k.fa1_over_fa2)

@@ -84,12 +84,15 @@ def test_unpacked_alpaca_row_runs_padded_micro_batches():
 
 def test_no_length_distribution_gives_llama_factorys_rise_to_16k():
     """docs/known-gaps.md 19: the LLaMA-Factory wiki's long-context rows (dataset not stated) measure tokens/s rising
-    from 4K to 16K at batch 1; with their samples unpacked at any of the what-if lengths the 16K row stays more than
-    20% too slow, so no length distribution explains it (printed, not scored, not fitted)."""
+    from 4K to 16K at batch 1 (8K -> 16K: 3,128 -> 3,542, x1.13); with their samples unpacked at any of the what-if
+    lengths the 16K row stays more than 15% too slow (20% before FA2's A100 rate was its measured one, 2026-12-03)
+    and the rise from 8K to 16K is not reproduced (the predicted ratio at least 10% under the measured one), so no
+    length distribution explains it (printed, not scored, not fitted)."""
     grid = fh.lf_length_whatif()
     assert len(grid) == len(fh.LF_WHATIF)
     for _, _, errs in grid:
-        assert len(errs) == 6 and errs[4] < -0.20
+        assert len(errs) == 6 and errs[4] < -0.15
+        assert (1.0 + errs[4]) / (1.0 + errs[3]) < 0.90
 
 
 def test_a6000_rows_ran_without_activation_checkpointing():

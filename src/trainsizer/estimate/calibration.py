@@ -42,6 +42,7 @@ class PerfConstants:
     flash_bwd_over_fwd: float
     flash_bwd_over_fwd_native: dict[str, float]  # the native kernels' ratio by family (Hopper); else the above
     fa1_over_fa2: float  # FlashAttention (v1) throughput relative to FlashAttention-2 (attention section)
+    flash_efficiency_fa1: dict[str, float]  # FlashAttention (v1) where measured on the family (else fa1_over_fa2)
     softmax_share_fwd: float  # exponentials' share of a Blackwell attention forward (attention section)
     # head-dim-independent (softmax) share of a native attention score's time at ref_head_dim, (forward, backward),
     # and that head dim (attention.narrow_head)
@@ -100,12 +101,14 @@ class PerfConstants:
 
         `kernel`: "fa2" (FlashAttention-2), "native" (cuDNN fused attention / FA3, which use Hopper TMA + wgmma;
         families without a native entry use the fa2 figure), "triton" (FlashAttention in Triton, its own figure) or
-        "fa1" (FlashAttention v1, the fa2 figure times `fa1_over_fa2`).
+        "fa1" (FlashAttention v1: its measured figure where the family has one, flash_efficiency_fa1, else the fa2
+        figure times `fa1_over_fa2`).
         """
         if kernel == "triton":
             return _by_family(self.flash_efficiency_triton, accelerator)
         if kernel == "fa1":
-            return _by_family(self.flash_efficiency, accelerator) * self.fa1_over_fa2
+            fa1 = _family_entry(self.flash_efficiency_fa1, accelerator)
+            return float(fa1) if fa1 is not None else _by_family(self.flash_efficiency, accelerator) * self.fa1_over_fa2
         if kernel == "native" and self._has_native(accelerator):
             return _by_family(self.flash_efficiency_native, accelerator)
         return _by_family(self.flash_efficiency, accelerator)
@@ -265,6 +268,7 @@ def load_constants() -> PerfConstants:
         flash_bwd_over_fwd=float(a["flash_bwd_over_fwd"]),
         flash_bwd_over_fwd_native={str(k): float(v) for k, v in a["flash_bwd_over_fwd_native"].items()},
         fa1_over_fa2=float(a["fa1_over_fa2"]),
+        flash_efficiency_fa1={str(k): float(v) for k, v in a["flash_efficiency_fa1"].items()},
         softmax_share_fwd=float(a["softmax_share_fwd"]),
         narrow_head_share=(float(a["narrow_head"]["fwd_share"]), float(a["narrow_head"]["bwd_share"])),
         narrow_head_ref=float(a["narrow_head"]["ref_head_dim"]),
