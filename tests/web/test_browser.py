@@ -138,3 +138,19 @@ def test_bad_value_shows_an_inline_message(page):
     assert page.locator("#job-form").is_visible()
     assert page.input_value("input[name='data.tokens']") == "-5"
     shot(page, "web-form-error.png")
+
+
+def test_the_file_input_speaks_the_page_language(page, tmp_path):
+    """Chromium's own file control reads "Choose File / No file chosen" whatever the page's language: the
+    form shows a labelled control in the page's words, which opens the native input (kept for the keyboard
+    and the upload) and names the chosen file."""
+    page.goto(f"{page.base}/?lang=zh")
+    pick = page.locator(".file-pick[data-for='model_config']")
+    assert pick.is_visible() and pick.inner_text().split() == ["选择文件", "未选择文件"]
+    assert not page.locator("#model_config").is_visible() or page.locator("#model_config").bounding_box()["width"] <= 1
+    config = tmp_path / "config.json"
+    config.write_text((Path(__file__).resolve().parents[2] / "examples/configs/tiny-llama/config.json").read_text())
+    with page.expect_file_chooser() as chooser:
+        page.click("label.file-button")
+    chooser.value.set_files(str(config))
+    assert page.inner_text("#model_config-chosen") == "config.json"
