@@ -67,3 +67,14 @@ def test_a_parameter_count_reads_one_way(n, en, zh):
     from trainsizer.numbers import fmt_params
 
     assert fmt_params(n, "en") == en and fmt_params(n, "zh") == zh
+
+
+@pytest.mark.parametrize(("x", "zh"), [(9_999, "9,999"), (10_000, "1万"), (12_345, "1.23万"), (54_321, "5.43万"),
+                                       (284_512_000, "2.85亿")])
+def test_the_cli_and_the_report_switch_to_wan_at_the_same_figure(x, zh):
+    """One rule for 万 (numbers.COMPACT_FROM): the report wrote 1.23万 where the CLI wrote 12,345 (the CLI
+    switched at 100,000, the report at 10,000)."""
+    from trainsizer.numbers import fmt_num
+    from trainsizer.render.report.fmt import Fmt
+
+    assert fmt_num(x, "zh") == Fmt("zh").num(x) == zh

@@ -20,13 +20,15 @@ from babel.numbers import (
 )
 
 LOCALES = {"en": "en_US", "zh": "zh_Hans_CN"}
-# From here on a number is written compactly (1.2万 / 12.4K): where grouped digits stop being read at a glance.
-COMPACT_FROM = {"en": 1e6, "zh": 1e5}
+# From here on a number is written compactly (1.23万 / 1.23M): in Chinese from 1万 on, the unit Chinese counts
+# and prices are read in; in English from a million. The one threshold of the CLI tables, the reports' counts
+# and money (`money`, `render.report.fmt.Fmt.num`); an English report writes its counts in full digits.
+COMPACT_FROM = {"en": 1e6, "zh": 1e4}
 # Below this a number is written in scientific notation; above it as a plain decimal to `digits` significant
 # figures (0.00053 GB/s, not 5.3E-4, in a buyer's table).
 SCIENTIFIC_BELOW = 1e-6
-# Chinese sums of money read in 万 from 1万 on (¥1.23万), as prices are quoted.
-COMPACT_MONEY_ZH_FROM = 1e4
+# Chinese sums of money read in 万 from 1万 on (¥1.23万), as prices are quoted: the same threshold.
+COMPACT_MONEY_ZH_FROM = COMPACT_FROM["zh"]
 
 
 def fmt_num(value: Any, lang: str, *, digits: int = 3) -> str:
@@ -42,7 +44,10 @@ def fmt_num(value: Any, lang: str, *, digits: int = 3) -> str:
     if v == 0:
         return "0"
     if abs(v) >= COMPACT_FROM.get(lang, 1e6):
-        return format_compact_decimal(v, locale=loc, fraction_digits=2)
+        # `digits` significant figures in the unit's count too (a catalog price 15,312 -> 1.531万 at 4)
+        whole = len(format_compact_decimal(abs(v), locale=loc, fraction_digits=0).lstrip("-").split(".")[0]
+                    .rstrip("万亿兆KMBT"))
+        return format_compact_decimal(v, locale=loc, fraction_digits=max(2, digits - whole))
     if abs(v) < SCIENTIFIC_BELOW:  # a figure this small has no plain reading left: 1.2E-7
         return format_decimal(v, format="0.##E0", locale=loc)
     decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))

@@ -65,12 +65,13 @@ class Fmt:
         return numbers.locale_of(self.lang)
 
     def num(self, x: float | int | None, digits: int = 1) -> str:
-        """A count or measure: 万/亿 past 10^4 in Chinese, thousands separators in English."""
+        """A count or measure: 万/亿 from `numbers.COMPACT_FROM` (1万) on in Chinese, as the CLI tables write
+        them; thousands separators in English."""
         if x is None or (isinstance(x, float) and not math.isfinite(x)):
             return "—"
         if isinstance(x, bool):
             return str(x)
-        if self.lang == "zh" and abs(x) >= 1e4:
+        if self.lang == "zh" and abs(x) >= numbers.COMPACT_FROM["zh"]:
             return numbers.compact(x, self.lang)
         if isinstance(x, int) or float(x).is_integer():
             return numbers.decimal(int(round(x)), self.lang)
