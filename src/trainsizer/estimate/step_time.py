@@ -51,6 +51,7 @@ from trainsizer.estimate.model_states import (
     MLP_INPUT_LINEARS,
     ROW_PARALLEL_LINEARS,
     check_training,
+    frozen_base_bytes,
     lora_adapted_widths,
     lora_dropout_on_output,
     lora_trainable_params,
@@ -1495,6 +1496,7 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     gb = fw.grad_reduce_bytes
     # FP8 all-gather (torchtitan enable_fsdp_float8_all_gather): the linear weights travel as 1-byte FP8
     ag_b = np.where(np.asarray(fw.fp8_param_allgather) & (x.training.precision == "fp8"), 1.0, x.act)
+    ag_b = _quantised_gather_bytes(x, ag_b)
     z3_ag, z3_rs = _zero3_collectives(x, g, (n_sh, k_sh), _expert_shard(x, n_esh), ag_b)
     if np.any(np.asarray(fw.zero3_bucket_params) > 0):
         bucket = np.asarray(fw.zero3_bucket_params, dtype=float)
@@ -1525,6 +1527,23 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     # AutoModel FSDP2Manager.parallelize returns the model unwrapped at world size 1), so it copies nothing
     copies = np.where(n_sh > 1, _fsdp2_copies(x, p_local, ag_b, g.train_frac * x.act, g.train_frac * gb), 0.0)
     return z3_step + np.maximum(hsdp - g.window, bucket_frac * hsdp) + copies
+
+
+def _quantised_gather_bytes(x: _Step, ag_bytes: Any) -> Any:
+    """Bytes per parameter a ZeRO-3 / FSDP all-gather moves and copies out. QLoRA's frozen base is sharded and
+    gathered in its stored form: the decoder's GEMM weights as NF4 data plus their block constants (model_states.
+    frozen_base_bytes: 0.5 + 0.016 B), the rest (embeddings, norms, LM head) at `ag_bytes` -- torchao's NF4Tensor
+    (torchtune QLoRA under FSDP2) gathers quantized_data, quantized_scalers and quantization_factor and rebuilds the
+    NF4 tensor after the gather (nf4tensor.py fsdp_pre_all_gather / fsdp_post_all_gather), bitsandbytes' Params4bit
+    under FSDP / ZeRO-3 travels as its packed storage (bnb_4bit_quant_storage). One figure per parameter, averaged
+    over the model's parameters. Other methods: `ag_bytes`."""
+    if x.training.method != "qlora":
+        return ag_bytes
+    nf4, _, constants = frozen_base_bytes(x.training)
+    total, expert = _param_split(x.model)
+    lf = layer_flops(x.model)
+    quantised = min((lf.gemm() - lf.experts) / 2.0 + expert, total)
+    return (quantised * (nf4 + constants) + (total - quantised) * np.asarray(ag_bytes, float)) / total
 
 
 def _zero3_collectives(x: _Step, g: _Grads, dense: tuple, expert: tuple, ag_bytes) -> tuple[np.ndarray, np.ndarray]:
