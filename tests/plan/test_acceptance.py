@@ -179,3 +179,13 @@ def test_every_scale_up_technology_reads_as_words(catalog):
     for tech in techs:
         name = scaleup_name(type("A", (), {"scaleup_tech": tech})())
         assert name.tr("en") != tech and name.tr("zh")
+
+
+def test_a_one_gpu_plan_counts_in_the_singular(blocks):
+    """A one-GPU, one-node plan's sources read 'plan: 1 GPUs per node', 'over 1 nodes'."""
+    acc = blocks(hardware={"count": 1, "per_node": 1, "network": None}, global_batch={"sequences": 8},
+                 method="lora", strategy={"fsdp": "none"}).acceptance
+    said = " ".join(str(x.source) for x in (acc.gpu_count, acc.storage_read_gb_s_min, acc.storage_write_gb_s_min,
+                                            acc.checkpoint_restore_s_max))
+    assert "plan: 1 GPU per node" in said and "on the one node" in said, said
+    assert "1 GPUs" not in said and "1 nodes" not in said, said

@@ -57,7 +57,7 @@ def acceptance_block(b: BuildInput, node: NodeBlock, net: NetworkBlock, storage:
     d = platforms.defaults()
     out.platform = pid
     out.source = f"trainsizer plan for {b.scenario.name}" + (f" (platform table {pid})" if pid else "")
-    out.gpu_count = _plan(b.per_node, msg("acc_gpus_per_node", n=b.per_node))
+    out.gpu_count = _plan(b.per_node, msg(_one("acc_gpus_per_node", b.per_node), n=b.per_node))
     if out.gpu_model is None:
         out.gpu_model = _plan(b.accelerator.name, msg("acc_catalog_name"))
     # the part's own memory: a row read for another part (GB200 on B200's) carries that part's label
@@ -158,16 +158,21 @@ def _fabric(b: BuildInput, out: AcceptanceCriteria, net: NetworkBlock, d: dict) 
                                                        source=platforms.source_text(d["rdma_min_ratio"]["source"])))
 
 
+def _one(key: str, n: int) -> str:
+    """The sentence for a count of one ('1 GPU per node', 'on the one node', never '1 GPUs', 'over 1 nodes')."""
+    return f"{key}_one" if n == 1 else key
+
+
 def _storage(b: BuildInput, out: AcceptanceCriteria, st: StorageBlock) -> None:
     n = b.nodes
     share = st.checkpoint_gb / n
     out.storage_read_gb_s_min = _plan(round(st.loader_read_gb_s.value / n, 4),
-                                      msg("acc_read", gb_s=f"{st.loader_read_gb_s.value:g}", n=n))
+                                      msg(_one("acc_read", n), gb_s=f"{st.loader_read_gb_s.value:g}", n=n))
     out.storage_write_gb_s_min = _plan(round(st.write_gb_s_sync.value / n, 4),
-                                       msg("acc_write", gb_s=f"{st.write_gb_s_sync.value:.3g}", n=n,
+                                       msg(_one("acc_write", n), gb_s=f"{st.write_gb_s_sync.value:.3g}", n=n,
                                            stall=f"{st.stall_share_target.value:g}"))
     out.checkpoint_size_gb = round(share, 3)
     out.checkpoint_save_s_max = _plan(round(st.write_budget_s.value, 1),
                                       msg("acc_save", rule=rule_of(st.write_budget_s)))
     out.checkpoint_restore_s_max = _plan(round(max(st.restore_s.value, 1.0), 1),
-                                         msg("acc_restore", gb=f"{share:.3g}", gb_s=f"{st.read_gb_s_tier:g}", n=n))
+                                         msg(_one("acc_restore", n), gb=f"{share:.3g}", gb_s=f"{st.read_gb_s_tier:g}", n=n))
