@@ -55,6 +55,16 @@ def fmt_num(value: Any, lang: str, *, digits: int = 3) -> str:
     return format_decimal(v, format=pattern, locale=loc)
 
 
+def fmt_count(value: Any, lang: str) -> str:
+    """A count of things a buyer orders or racks (GPUs, nodes, NICs, cables), written exactly in either language
+    (16,384, never 1.64万, which no purchase order can use); a fractional quantity (GPU-hours, TB-months) as
+    `fmt_num` writes it."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) \
+            and float(value).is_integer():
+        return format_decimal(int(value), locale=LOCALES.get(lang, "en_US"))
+    return fmt_num(value, lang)
+
+
 def significant(x: float, figures: int = 2) -> str:
     """`x` to `figures` significant figures as a plain decimal, for a number inside a sentence: 0.000027, 4.1,
     1234 (never 2.7e-05, nor 0.0000 for a small figure)."""

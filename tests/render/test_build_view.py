@@ -166,3 +166,18 @@ def test_facility_rows_are_the_sites_own(lang: str) -> None:
     assert t("b_rack_budget", lang) not in ws and t("b_racks", lang) not in ws
     cluster = dict(facility_rows({**base, "site": "cluster", "rack_kw_budget": {"value": 40.8}, "racks": 3}, lang))
     assert cluster[t("b_rack_budget", lang)] == 40.8 and t("b_pdu_ups", lang) in cluster
+
+
+@pytest.mark.parametrize(("lang", "shown"), [("en", "$2.95 (per GPU-hour)"), ("zh", "US$2.95（每卡时）")])
+def test_a_bom_unit_price_says_what_it_is_a_price_of(lang: str, shown: str) -> None:
+    """A rented line's 681 at $2.95 left the reader to guess hours or nodes: the unit price names its unit as
+    the report's Unit column does."""
+    from trainsizer.render.build_view import bom_table
+
+    bom = {"currency": "USD", "totals": {"low": 1.0, "typical": 2.0, "high": 3.0}, "lines": [
+        {"item": "rented", "quantity": 681.2, "unit": "per_gpu_hour", "total": {"typical": 2010.0},
+         "unit_price": {"low": 1.85, "typical": 2.95, "high": 6.88, "converted": None}, "note": ""},
+        {"item": "cable", "quantity": 3.0, "unit": "per_unit", "total": {"typical": 30.0},
+         "unit_price": {"low": 10.0, "typical": 10.0, "high": 10.0, "converted": None}, "note": ""}]}
+    prices = list(bom_table(bom, lang).columns[2].cells)
+    assert prices[0] == shown and prices[1] in ("$10.00", "US$10.00"), prices

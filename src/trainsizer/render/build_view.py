@@ -13,7 +13,7 @@ from trainsizer.messages import LIST_SEPARATORS
 from trainsizer.plan.buildout.facility import COOLING_KEYS
 from trainsizer.plan.texts import localise
 from trainsizer.render.i18n import t
-from trainsizer.render.numbers import fmt_num, money
+from trainsizer.render.numbers import fmt_count, fmt_num, money
 from trainsizer.render.report.blocks import limits_table
 from trainsizer.render.report.fmt import Fmt
 from trainsizer.render.report.i18n import has as report_has
@@ -48,10 +48,14 @@ def bom_table(bom: dict, L: str, included: list[bool] | None = None) -> Table:
         p = ln["unit_price"]
         price = "—" if p is None else money(p["typical"], cur, L) + (
             t("paren", L).format(text=t("b_converted", L)) if p.get("converted") else "")
+        unit = ln.get("unit")
+        if p is not None and unit not in (None, "per_unit") and report_has(f"v.{unit}"):
+            # what the price is of, as the report's Unit column says ('$2.95 (per GPU-hour)', a quantity in hours)
+            price += t("paren", L).format(text=report_t(f"v.{unit}", L))
         if (included or [])[i:i + 1] == [True] or (included is None and _included(ln)):
             price = t("b_included", L)
         total = "—" if ln["total"] is None else money(ln["total"]["typical"], cur, L)
-        rows.append([ln["item"], ln["quantity"], price, total])
+        rows.append([ln["item"], fmt_count(ln["quantity"], L), price, total])
     tot = bom["totals"]
     rows.append([t("b_totals", L), "", "", " / ".join(money(tot[k], cur, L) for k in ("low", "typical", "high"))])
     return _table(t("b_bom_title", L), [t("item", L), t("b_qty", L), t("b_unit_price", L), t("b_line_total", L)], rows, L)

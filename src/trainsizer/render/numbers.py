@@ -7,6 +7,7 @@ from trainsizer.numbers import (
     compact,
     currency_symbol,
     decimal,
+    fmt_count,
     fmt_num,
     fmt_params,
     fmt_share,
@@ -14,5 +15,5 @@ from trainsizer.numbers import (
     money,
 )
 
-__all__ = ["COMPACT_FROM", "LOCALES", "compact", "currency_symbol", "decimal", "fmt_num", "fmt_params",
+__all__ = ["COMPACT_FROM", "LOCALES", "compact", "currency_symbol", "decimal", "fmt_count", "fmt_num", "fmt_params",
            "fmt_share", "locale_of", "money"]

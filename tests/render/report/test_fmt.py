@@ -75,3 +75,16 @@ def test_small_figures_read_as_decimals_not_e_notation(x, shown):
 def test_time_units_read_in_the_readers_words(unit, en, zh):
     """The rent block's 'job length' in Chinese is '1.7 天', not '1.7 d'; SI units stay."""
     assert (Fmt("en").qty(1.7, unit), Fmt("zh").qty(1.7, unit)) == (en, zh)
+
+
+def test_a_large_measure_reads_in_whole_units():
+    """'Energy per year 2,103,500.3 kWh' in the English report: a tenth past 10,000 is noise."""
+    assert Fmt("en").qty(2_103_500.31, "kWh") == "2,103,500 kWh" and Fmt("en").num(9_999.25) == "9,999.2"
+
+
+def test_a_count_a_buyer_orders_is_exact_in_chinese_too():
+    """'1.64万 × NVIDIA H100' / a BOM line of '2.46万' transceivers: no purchase order can use a rounded count."""
+    zh = Fmt("zh")
+    assert zh.count(16_384) == "16,384" and zh.value("quantity", 24_576.0) == "24,576"
+    assert zh.value("nodes", 2048) == "2,048" and zh.num(16_384) == "1.64万"  # a measure still reads in 万
+    assert zh.count(681.4) == "681"  # a fractional quantity (GPU-hours) as a measure

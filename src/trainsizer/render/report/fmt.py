@@ -27,6 +27,12 @@ UNIT_SUFFIXES: tuple[tuple[str, str], ...] = (
 # Fields that hold a fraction, printed as a percentage.
 SHARE_SUFFIXES = ("_share", "_fraction", "_share_of_step", "mfu", "hfu", "goodput", "efficiency")
 
+# Fields that count what a buyer orders or racks (a BOM line's quantity, the build-out's node, rack, switch and PDU
+# counts): written exactly, never in 万 (plan/buildout blocks)
+COUNT_FIELDS = frozenset({"quantity", "count", "nodes", "gpus", "racks", "node_racks", "network_racks",
+                          "storage_racks", "pdus", "ups_modules", "appliances", "nodes_per_rack", "leaves", "spines",
+                          "cores", "cables", "switches"})
+
 # Fields that hold a (low, high) pair (plan/buildout/phases.py PhasesBlock.total_weeks).
 RANGE_FIELDS = frozenset({"total_weeks"})
 
@@ -73,12 +79,17 @@ class Fmt:
             return str(x)
         if self.lang == "zh" and abs(x) >= numbers.COMPACT_FROM["zh"]:
             return numbers.compact(x, self.lang)
-        if isinstance(x, int) or float(x).is_integer():
+        if isinstance(x, int) or float(x).is_integer() or abs(x) >= numbers.COMPACT_FROM["zh"]:
+            # whole units from 10,000 on: a tenth of a kWh in 2,103,500.3 kWh a year is noise
             return numbers.decimal(int(round(x)), self.lang)
         pattern = "#,##0." + "0" * digits if digits > 0 else "#,##0"
         if 0 < abs(x) < 10 ** -digits:  # two significant figures, never E notation a reader must decode
             return numbers.decimal(x, self.lang, "0." + "0" * (1 - math.floor(math.log10(abs(x)))))
         return numbers.decimal(x, self.lang, pattern)
+
+    def count(self, x: float | int | None) -> str:
+        """A count a buyer orders or racks (GPUs, nodes, NICs, cables), exactly: 16,384 in Chinese too."""
+        return "—" if x is None else numbers.fmt_count(x, self.lang)
 
     def qty(self, x: float | int | None, unit: str, digits: int = 1) -> str:
         """A number with its unit (units are never converted; a time unit in the reader's word, `unit.<u>`)."""
@@ -123,6 +134,8 @@ class Fmt:
         if isinstance(x, int | float):
             if key.endswith(SHARE_SUFFIXES):
                 return self.pct(float(x))
+            if key in COUNT_FIELDS:
+                return self.count(x)
             return self.qty(x, unit_of(key), 2 if abs(x) < 10 else 1)
         if isinstance(x, list | tuple):
             if key in RANGE_FIELDS and len(x) == 2 and all(isinstance(v, int | float) for v in x):

@@ -82,9 +82,9 @@ def headline(plan: Mapping, f: Fmt) -> str:
     hw = o.get("hardware") or {}
     cost = cost_basis.ranked(o, procurement(plan))
     where = t("where.one", L) if (hw.get("nodes") or 1) == 1 else t(
-        "where.many", L, nodes=f.num(hw.get("nodes")), per_node=f.num(hw.get("per_node")),
+        "where.many", L, nodes=f.count(hw.get("nodes")), per_node=f.count(hw.get("per_node")),
         network=network_name(hw) or "—")
-    values = dict(action=t(f"action.{_action(cost, plan)}", L), count=f.num(hw.get("count")),
+    values = dict(action=t(f"action.{_action(cost, plan)}", L), count=f.count(hw.get("count")),
                   accelerator=hw.get("accelerator", "?"), where=where,
                   days=f.days((o.get("time") or {}).get("train_days")))
     if cost is None:
@@ -132,7 +132,7 @@ def facts_table(plan: Mapping, f: Fmt) -> Table:
         cost = cost_basis.ranked(o, procurement(plan))
         what = " · ".join(str(x) for x in (hw.get("accelerator_name") or hw.get("accelerator"), hw.get("server"),
                                               network_name(hw)) if x)
-        rows += [(t("fact.what", L), f"{f.num(hw.get('count'))} × {what}"),
+        rows += [(t("fact.what", L), f"{f.count(hw.get('count'))} × {what}"),
                  (t("fact.how_long", L), f.days(tm.get("train_days"))),
                  *_cost_rows(o, plan, f),
                  (t("fact.procurement", L), t(f"action.{_action(cost, plan)}", L) if cost else "—")]
@@ -174,7 +174,7 @@ def options_table(plan: Mapping, f: Fmt) -> Table:
         marks = " ".join(m for m, on in flags if on)
         meets = o.get("meets") or {}
         rows.append((f"#{option_number(o, i)}", marks, option_label(o),
-                     f"{f.num(hw.get('nodes'))} × {f.num(hw.get('per_node'))}", network_name(hw),
+                     f"{f.count(hw.get('nodes'))} × {f.count(hw.get('per_node'))}", network_name(hw),
                      layout_in(o.get("strategy") or {}, L),
                      f"{f.qty(mem.get('per_gpu_gib'), 'GiB')} / {f.qty(mem.get('capacity_gib'), 'GiB')}",
                      f.qty(tm.get("step_s"), "s", 2), f.pct(tm.get("mfu")), f.days(tm.get("train_days")),
