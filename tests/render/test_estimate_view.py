@@ -79,3 +79,17 @@ def test_the_goal_writes_budget_and_cost_as_money_on_one_row_each(lang, budget, 
 def test_the_memory_table_says_what_the_capacity_is_of(lang, row):
     """A bare "Capacity" / "容量" under the memory breakdown left the reader to guess: of the GPU's memory."""
     assert re.search(rf"│ {row} +│ +48", _shown(lang)), _shown(lang)
+
+
+def test_a_single_price_is_one_figure_not_a_range():
+    """A rent priced from one quote read '409,702 – 409,702 (typical 409,702)'."""
+    job = Path(__file__).resolve().parents[2] / "examples" / "pretrain-70b-gb200-nvl72.yaml"
+    result = estimate(resolve(job))
+    rent = result["cost"]["rent"]
+    out = StringIO()
+    print_estimate(result, "en", Console(file=out, width=200, soft_wrap=False))
+    text = out.getvalue()
+    if rent["low"] == rent["high"]:
+        assert " – " not in next(line for line in text.splitlines() if "Rent (USD)" in line), text
+    else:
+        assert "(typical " in text

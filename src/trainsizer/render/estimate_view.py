@@ -93,8 +93,10 @@ def _cost_rows(result: dict[str, Any], L: str) -> list[tuple[str, str]]:
             for c in (c for c in shown if c is not None):
                 label = c.label(L)
                 typical = t("paren", L).format(text=f"{t('typical', L)} {fmt_num(c.mid, L)}")
-                rows.append((f"{label[:1].upper()}{label[1:]}" + t("paren", L).format(text=c.currency),
-                             f"{fmt_num(c.low, L)} – {fmt_num(c.high, L)}{typical}"))
+                # one price (a single quote: low = high) is one figure, not "409,702 – 409,702 (typical 409,702)"
+                shown_cost = fmt_num(c.mid, L) if fmt_num(c.low, L) == fmt_num(c.high, L) else \
+                    f"{fmt_num(c.low, L)} – {fmt_num(c.high, L)}{typical}"
+                rows.append((f"{label[:1].upper()}{label[1:]}" + t("paren", L).format(text=c.currency), shown_cost))
             if block.get("date"):  # how old the price is; a year or more gets a warning
                 rows.append((f"  {t('price_date', L)}", cost_basis.price_age(
                     block["date"], block.get("age_days", "?"), bool(block.get("stale")), bool(block.get("projection")), L)))

@@ -53,3 +53,11 @@ def test_price_units_read_in_the_reports_language():
     assert unit_text(UNIT_BUY, "zh") == "每张 GPU（仅加速卡）"
     assert unit_text(UNIT_RENT, "en") == UNIT_RENT
     assert unit_text("per node-month", "zh") == "per node-month"  # a unit it has no words for stays as written
+
+
+def test_the_model_row_takes_the_readers_brackets():
+    """'llama-3.1-70b (705.54亿)' in a Chinese workbook: a half-width bracket after Chinese figures."""
+    plan = load_fixture()
+    name = plan["job"]["model"]["name"]
+    assert _rows(plan, "zh")["模型（参数量）"].startswith(f"{name}（") and _rows(plan, "zh")["模型（参数量）"].endswith("）")
+    assert _rows(plan, "en")["Model (parameters)"].startswith(f"{name} (")

@@ -22,7 +22,7 @@ def assumptions(plan: Mapping, f: Fmt) -> list[tuple[str, str, str, str]]:
     job = plan.get("job") or {}
     model = job.get("model") or {}
     if model:
-        rows.append((t("a.model", L), f"{model.get('name')} ({f.num(model.get('params_total'))})",
+        rows.append((t("a.model", L), f"{model.get('name')}" + t("paren", L).format(text=f.num(model.get("params_total"))),
                      t("a.from_job", L), ""))
     for key in JOB_FIELDS:
         if job.get(key) is not None and key != "name":
