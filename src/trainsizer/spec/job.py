@@ -209,8 +209,7 @@ class GlobalBatch(_Strict):
 
 
 class Budget(_Strict):
-    # one whole unit of the currency ($1, ¥1) at least: a smaller budget is a typo (1e-300 passed `gt=0`)
-    amount: float = Field(ge=1, le=1e13)
+    amount: float = Field(gt=0, le=1e13)
     currency: Currency = "USD"
 
 
