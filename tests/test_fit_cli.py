@@ -20,3 +20,11 @@ def test_fit_prints_exact_grouped_whole_numbers(run_cli):
         assert code == 0, err
         assert f"{longest:,}" in out and "万" not in out, (lang, out)
         assert not re.search(rf"\b{longest}\b", out)
+
+
+def test_check_shows_the_jobs_whole_numbers_exactly(run_cli):
+    """`check` is the job as read: its tokens per step (1,048,576) read '104.86万' in Chinese."""
+    for lang in ("en", "zh"):
+        code, out, err = run_cli("--lang", lang, "check", SFT)
+        assert code == 0, err
+        assert "1,048,576" in out and "104.86万" not in out, out

@@ -78,3 +78,11 @@ def test_the_cli_and_the_report_switch_to_wan_at_the_same_figure(x, zh):
     from trainsizer.render.report.fmt import Fmt
 
     assert fmt_num(x, "zh") == Fmt("zh").num(x) == zh
+
+
+def test_a_catalog_figure_keeps_its_digits():
+    """A catalog row's figures as the file gives them: a price row read '8,000 | — | 1.5万' in Chinese."""
+    from trainsizer.numbers import fmt_num
+
+    assert fmt_num(15_000, "zh", digits=4, compact=False) == "15,000" and fmt_num(15_000, "zh") == "1.5万"
+    assert fmt_num(11_600.0, "zh", digits=4, compact=False) == "11,600"

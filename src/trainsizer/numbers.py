@@ -31,8 +31,10 @@ SCIENTIFIC_BELOW = 1e-6
 COMPACT_MONEY_ZH_FROM = COMPACT_FROM["zh"]
 
 
-def fmt_num(value: Any, lang: str, *, digits: int = 3) -> str:
-    """`value` rounded to about `digits` significant figures in the reader's convention ("—" for none)."""
+def fmt_num(value: Any, lang: str, *, digits: int = 3, compact: bool = True) -> str:
+    """`value` rounded to about `digits` significant figures in the reader's convention ("—" for none).
+    `compact=False`: grouped digits however large (a catalog's figures as its file gives them: a price row's
+    8,000 beside 15,000, not 8,000 beside 1.5万)."""
     if value is None:
         return "—"
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -43,7 +45,7 @@ def fmt_num(value: Any, lang: str, *, digits: int = 3) -> str:
     loc = LOCALES.get(lang, "en_US")
     if v == 0:
         return "0"
-    if abs(v) >= COMPACT_FROM.get(lang, 1e6):
+    if compact and abs(v) >= COMPACT_FROM.get(lang, 1e6):
         # `digits` significant figures in the unit's count too (a catalog price 15,312 -> 1.531万 at 4)
         whole = len(format_compact_decimal(abs(v), locale=loc, fraction_digits=0).lstrip("-").split(".")[0]
                     .rstrip("万亿兆KMBT"))

@@ -14,7 +14,7 @@ from trainsizer.messages import msg, tr
 from trainsizer.numbers import decimal, money
 from trainsizer.render.console import echo_json, print_table
 from trainsizer.render.i18n import note_label, t
-from trainsizer.render.numbers import fmt_num, fmt_params
+from trainsizer.render.numbers import fmt_count, fmt_num, fmt_params
 
 # the options that override a job file's hardware and strategy (their --help: data/cli_help.yaml `_shared`)
 _OVERRIDES = [
@@ -95,6 +95,8 @@ def _shown(key: str, value: Any, lang: str) -> str:
         return ", ".join(map(str, value)) or "—"
     if key.startswith("model.params_"):
         return fmt_params(value, lang)
+    if isinstance(value, int):  # a whole number of the job (tokens per step, steps, GPUs) as it is: 1,048,576
+        return fmt_count(value, lang)
     if isinstance(value, int | float):
         return fmt_num(value, lang, digits=4)
     return str(tr(value, lang))

@@ -35,7 +35,7 @@ def _value(v: Any, lang: str, key: str = "") -> str | None:
     if isinstance(v, str) and v in (NOT_GIVEN, AS_GIVEN):  # what the overlay loader writes
         return t("card_value_not_given" if v == NOT_GIVEN else "card_value_as_given", lang)
     if isinstance(v, int | float):
-        return fmt_num(v, lang, digits=4)
+        return fmt_num(v, lang, digits=4, compact=False)
     if isinstance(v, dict):
         parts = [f"{k} {_value(x, lang)}" for k, x in v.items() if _value(x, lang) is not None]
         return " · ".join(parts) or None
@@ -93,7 +93,7 @@ def print_card(catalog: Any, record: dict[str, Any], kind_label: str, lang: str,
     age = record.get("age")
     if isinstance(age, dict) and record.get("typical") is None and "low" in record and "high" in record:
         # the figure the estimates use when the sources give no central one (catalog PriceRange.mid)
-        mean = fmt_num((record["low"] + record["high"]) / 2, L, digits=4)
+        mean = fmt_num((record["low"] + record["high"]) / 2, L, digits=4, compact=False)
         table.add_row(t("card_typical", L), mean + t("paren", L).format(text=t("card_typical_mean", L)))
     if isinstance(age, dict) and age.get("date"):  # a price: how old, and a warning past a year
         table.add_row(t("price_date", L), price_age(age["date"], age.get("age_days", "?"), bool(age.get("stale")),

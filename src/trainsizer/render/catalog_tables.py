@@ -11,7 +11,7 @@ from trainsizer.render.numbers import fmt_num
 def _fmt(v: Any, lang: str) -> Any:
     """Numbers in the reader's convention (render.numbers); other values as they are."""
     if isinstance(v, int | float) and not isinstance(v, bool):
-        return fmt_num(v, lang, digits=4)
+        return fmt_num(v, lang, digits=4, compact=False)
     return v
 
 
