@@ -42,6 +42,26 @@ def test_models_show_labels_a_hybrid_pattern_and_hides_it_elsewhere(run_cli):
     assert code == 0 and "Mamba-2" not in out and "ssm_" not in out
 
 
+def test_models_show_labels_every_field_and_hides_moe_fields_of_a_dense_model(run_cli):
+    """'expert_groups', 'sliding_window' ... were shown as their keys; a dense model listed 'MoE every n layers 1'."""
+    from trainsizer.models import load_model, preset_names
+    from trainsizer.render.i18n import t
+
+    keys = {k for n in preset_names() for k in load_model(n).to_dict()} - {"notes", "unknown_keys"}
+    for lang in ("en", "zh"):
+        missing = []
+        for k in sorted(keys):
+            try:
+                t(f"model_{k}", lang)
+            except KeyError:
+                missing.append(k)
+        assert not missing, f"add model_<field> to src/trainsizer/render/data/i18n.yaml ({lang}): {missing}"
+    code, out, _ = run_cli("models", "show", "llama-3.1-8b")
+    assert code == 0 and "MoE" not in out and "expert" not in out
+    code, out, _ = run_cli("--lang", "zh", "models", "show", "deepseek-v3")
+    assert code == 0 and "专家分组数" in out and "expert_groups" not in out
+
+
 def test_unknown_model_is_one_paragraph_error(run_cli):
     code, out, err = run_cli("models", "show", "llama-3.1-8")
     assert code == 2

@@ -49,12 +49,17 @@ def models_show(app: AppState, name: str, as_json: bool) -> None:
     empty = (0, False, "", None, [], ())
     # the Mamba-2 mixer's widths mean nothing without a hybrid layer pattern (their defaults are not zero)
     hidden = ("notes", "unknown_keys") + (() if arch.is_hybrid else tuple(k for k in data if k.startswith("ssm_")))
+    # nor do the MoE routing fields of a dense model ("MoE every n layers 1", "expert groups 1" on Llama)
+    hidden += () if arch.is_moe else tuple(k for k in data if k.startswith(MOE_FIELDS))
     rows = [(_label(k, L), _shown(k, v, L)) for k, v in data.items() if k not in hidden and v not in empty]
     print_table(arch.name, [t("item", L), t("value", L)], rows)
     if arch.notes:
         click.echo(f"{t('model_notes', L)}{t('colon', L)}")
         for note in arch.notes:
             click.echo(f"  - {tr(note, L)}")
+
+
+MOE_FIELDS = ("moe_", "expert", "shared_expert", "router_")
 
 
 def _label(key: str, lang: str) -> str:
