@@ -92,6 +92,9 @@ def test_bad_flag_value_names_the_field(run_cli):
     (("fit", SFT, "--micro-batch", "0"), "error: --micro-batch (strategy.micro_batch): must be greater than 0"),
     (("--lang", "zh", "plan", SFT, "--budget", "0"), "错误：--budget（goal.budget.amount）：必须大于 0"),
     (("plan", SFT, "--deadline-days", "-3"), "error: --deadline-days (goal.deadline_days): "),
+    # plan's pins were blamed on a bare "accelerator:" / "network:" that named neither the flag nor the field
+    (("plan", SFT, "--accelerator", "zzz"), "error: --accelerator (hardware.accelerator): unknown accelerator"),
+    (("--lang", "zh", "plan", SFT, "--network", "ib-ndr40"), "错误：--network（hardware.network）：未知"),
 ])
 def test_a_bad_flag_value_is_blamed_on_the_flag_not_the_job_file(run_cli, args, said):
     code, _, err = run_cli(*args)

@@ -105,6 +105,8 @@ def test_server_sizes_are_grouped_and_an_unknown_one_is_said_not_questioned(bloc
     assert "RAM 17,280 GiB per rack (960 GiB in each of its 18 compute trays)" in items
     assert "NVMe per rack (size not in the catalog)" in items
     assert not any("?" in item or "per server" in item for item in items)
+    # the rack record is ordered as a rack system, not a "GPU server"
+    assert "GPU system NVIDIA GB200 NVL72 rack (DGX GB200)" in items and not any("GPU server" in i for i in items)
     included = [ln for ln in bom.lines if ln.part is None and "gb200-nvl72" in str(ln.note)]
     assert included and {ln.unit for ln in included} <= {"per_rack", "per_nic"}
 

@@ -61,8 +61,15 @@ def plan(app: AppState, job_file: Path, accelerator: str | None, count: int | No
     if out_file is not None and out_file.exists() and not force:
         raise SpecError("--out", msg("cli_file_exists"), value=str(out_file))
     pins = Pins(accelerator=accelerator, count=count, per_node=per_node, network=network)
-    if accelerator is not None:
-        app.catalog.accelerator(accelerator)  # unknown names fail here, with suggestions
+    # unknown names fail here, with suggestions, blamed on the flag ("--accelerator (hardware.accelerator)"), not
+    # on a bare "accelerator:" that names neither the flag nor the job's field
+    for flag, path, value, look_up in (("--accelerator", "hardware.accelerator", accelerator, app.catalog.accelerator),
+                                       ("--network", "hardware.network", network, app.catalog.network)):
+        if value is not None:
+            try:
+                look_up(value)
+            except SpecError as err:
+                raise err.at(msg("error_at_flag", flag=flag, path=path)) from None
     from trainsizer.cli.argv import flags_blamed
 
     with flags_blamed(overrides):

@@ -31,7 +31,9 @@ def server_lines(b: BuildInput) -> list[BomLine]:
     if srv is not None:
         units = -(-b.gpus // srv.gpus)
         price = catalog_price(cat, "purchase", srv.id, cur)
-        out = [line(msg("bom_item_server", name=srv.name), srv.id, units, "per_rack" if b.nvl72 else "per_server",
+        # an NVL72 record is the whole rack (18 trays and its NVLink switches): ordered as a rack system
+        item = msg("bom_item_rack_system" if b.nvl72 else "bom_item_server", name=srv.name)
+        out = [line(item, srv.id, units, "per_rack" if b.nvl72 else "per_server",
                     price, "" if price else msg("bom_note_no_server_price"))]
         if price is None:
             gpu = catalog_price(cat, "purchase", b.accelerator.id, cur)
