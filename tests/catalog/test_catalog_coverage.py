@@ -130,7 +130,7 @@ def test_catalog_price_age_api(cat):
     assert all(a.age_days > STALE_AFTER_DAYS for a in stale.values())
     assert cat.stale_prices(TODAY, stale_after_days=10_000) == {}
     with pytest.raises(SpecError, match="Did you mean"):
-        cat.price_age("rent-usd-h100-sxm-80g", TODAY)
+        cat.price_age("rent-usd-h100-sxn-80gb", TODAY)  # a prefix of two ids is ambiguous
 
 
 def test_projections_are_marked(cat):

@@ -209,8 +209,8 @@ def test_storage_tiers(cat):
 def test_prices(cat):
     keys = set()
     for p in cat.prices.values():
-        assert p.id == f"{p.kind}-{p.currency.lower()}-{p.subject}"
-        key = (p.kind, p.currency, p.subject)
+        assert p.id == f"{p.kind}-{p.currency.lower()}-{p.subject}" + (f"-{p.term}" if p.term else "")
+        key = (p.kind, p.currency, p.subject, p.term)
         assert key not in keys
         keys.add(key)
         assert p.low <= p.mid <= p.high

@@ -32,11 +32,11 @@ def test_override_price_records_overlay_as_source(tmp_path):
     for field in ("low", "high", "typical"):
         assert price.field_sources[field] == (src,)
     assert "unit" not in price.field_sources  # untouched fields keep their provenance
-    assert src in price.sources and "techplained_8xh100" in price.sources
+    assert src in price.sources and "mercatus_cloud_pricing_2026_05" in price.sources
     reg = cat.source(src)
     assert reg.url == path.resolve().as_uri() and reg.date == "2026-12-01"
     # the built-in catalog is untouched
-    assert load_catalog().rent_usd_per_gpu_hour("h100-sxm-80gb").low == 1.85
+    assert load_catalog().rent_usd_per_gpu_hour("h100-sxm-80gb").low == 1.99
     assert price.to_dict()["field_sources"]["low"] == [src]
 
 

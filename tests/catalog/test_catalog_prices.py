@@ -90,7 +90,7 @@ def test_ranges_are_ordered(cat):
 
 def test_price_ids_follow_convention(cat):
     for pid, p in cat.prices.items():
-        assert pid == f"{p.kind}-{p.currency.lower()}-{p.subject}", pid
+        assert pid == f"{p.kind}-{p.currency.lower()}-{p.subject}" + (f"-{p.term}" if p.term else ""), pid
 
 
 def test_accelerator_prices_use_accelerator_units(cat):
@@ -189,3 +189,14 @@ def test_h100_typical_rent_follows_the_market_indices(cat):
                                              "pp-h100-index-2026")]
     mids = sorted(p.mid for p in indices)
     assert rent.typical == pytest.approx(mids[1])  # the median of the three index readings
+
+
+def test_a_rent_range_is_on_one_billing_term(cat):
+    """A job's rental price is on demand; a committed-term (reserved) rate is its own record, read by the
+    buy-vs-rent comparison only: the H100 range read 1.85 (Lambda reserved) - 6.88 (AWS on demand), so a job of
+    hours was priced from a rate it cannot get."""
+    job = cat.rent_usd_per_gpu_hour("h100-sxm-80gb")
+    reserved = cat.rent_reserved_per_gpu_hour("h100-sxm-80gb")
+    assert job.term is None and reserved.term == "reserved" and reserved.min_hours >= 730
+    assert reserved.mid < job.mid and job.low > reserved.low
+    assert all(p.kind == "rent" and p.min_hours for p in cat.prices.values() if p.term == "reserved")

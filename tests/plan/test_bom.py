@@ -144,3 +144,25 @@ def test_rented_nvl72_line_names_trays_and_racks(blocks):
                  hardware={"accelerator": "gb200", "count": 128, "per_node": 4})
     item = out.bom.lines[0].item
     assert "32 compute trays of 4 GPUs in 2 gb200-nvl72 racks" in item
+
+
+def test_buy_vs_rent_weighs_a_purchase_against_a_reserved_term_and_the_job_pays_on_demand(blocks, catalog):
+    """A month of full use is rented on a committed term where the catalog lists one (H100: the 1-year reserved
+    rate), and the on-demand month is shown beside it; the job itself, hours long, pays on demand. Was: one
+    month at the on-demand typical from a range whose low was the reserved rate."""
+    out = blocks(goal={"procurement": "rent"})
+    bvr, rent = out.bom.buy_vs_rent, out.bom.rent
+    reserved = catalog.rent_reserved_per_gpu_hour("h100-sxm-80gb")
+    on_demand = catalog.rent_usd_per_gpu_hour("h100-sxm-80gb")
+    assert bvr.rent_per_month == pytest.approx(16 * 730 * reserved.typical)
+    assert bvr.rent_per_month_on_demand == pytest.approx(16 * 730 * on_demand.typical)
+    capex, running = bvr.capex["typical"], bvr.running_per_month
+    assert bvr.break_even_month == pytest.approx(capex / (bvr.rent_per_month - running))
+    assert "reserved" in bvr.rent_basis and bvr.rent_basis_msg.key == "bom_rent_basis_reserved"
+    assert rent["per_gpu_hour"]["typical"] == on_demand.typical  # the job's own rent
+    assert out.bom.lines[0].unit_price.typical == on_demand.typical
+
+
+def test_buy_vs_rent_without_a_reserved_rate_says_it_is_on_demand(blocks):
+    bvr = blocks(hardware={"accelerator": "b200"}, goal={"procurement": "rent"}).bom.buy_vs_rent
+    assert bvr.rent_per_month_on_demand is None and bvr.rent_basis_msg.key == "bom_rent_basis_on_demand"

@@ -236,8 +236,9 @@ class Catalog:
         choices = [*self.accelerator_ids(), *self.servers, *self.switches]
         raise unknown_name("price subject", "accelerator, server or switch", subject, choices)
 
-    def price(self, kind: str, subject: str, currency: str = "USD") -> r.PriceRange | None:
-        """Planning price range for (kind, subject, currency); None when the catalog has none.
+    def price(self, kind: str, subject: str, currency: str = "USD", term: str | None = None) -> r.PriceRange | None:
+        """Planning price range for (kind, subject, currency); None when the catalog has none. `term` None: the
+        price a job pays (on demand, or the only contract listed); "reserved": the committed-term rental rate.
 
         An overlay's record wins over a built-in one for the same subject (the last one loaded).
         """
@@ -248,9 +249,13 @@ class Catalog:
         sid = self._subject_id(subject)
         found = None
         for rec in self.prices.values():
-            if rec.kind == kind and rec.currency == cur and rec.subject == sid:
+            if rec.kind == kind and rec.currency == cur and rec.subject == sid and rec.term == term:
                 found = rec
         return found
+
+    def rent_reserved_per_gpu_hour(self, accelerator: str, currency: str = "USD") -> r.PriceRange | None:
+        """The committed-term (reserved) rental rate per GPU-hour, when the catalog lists one."""
+        return self.price("rent", self.resolve_accelerator_id(accelerator), currency, term="reserved")
 
     def rent_per_gpu_hour(self, accelerator: str, currency: str = "USD") -> r.PriceRange | None:
         return self.price("rent", self.resolve_accelerator_id(accelerator), currency)

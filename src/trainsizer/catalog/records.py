@@ -530,6 +530,11 @@ class PriceRange(_Span):
     # whole units; min_hours: the shortest term billed (a monthly contract 730 h, an annual lease 8,760 h).
     billed_gpus: int | None = Field(default=None, ge=1)
     min_hours: float | None = Field(default=None, gt=0)
+    # Rent only: the billing term every figure of the range is on (one range never mixes terms). None: on demand,
+    # what a job of hours or days pays; "reserved": a committed term of `min_hours` (a 1-year reservation), kept
+    # as its own record (id `<kind>-<currency>-<subject>-reserved`) beside the on-demand one and read by the
+    # buy-vs-rent comparison, never as a job's price (Catalog.price skips it unless asked).
+    term: Literal["reserved"] | None = None
 
     @field_validator("currency", mode="before")
     @classmethod

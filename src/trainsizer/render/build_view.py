@@ -64,7 +64,9 @@ def bom_table(bom: dict, L: str, included: list[bool] | None = None) -> Table:
 def rent_rows(bom: dict, L: str) -> list[tuple[str, Any]]:
     bvr = bom.get("buy_vs_rent") or {}
     cur = bom["currency"]
-    return [(t("b_rent_month", L), _money(bvr.get("rent_per_month"), cur, L)),
+    reserved = bvr.get("rent_per_month_on_demand") is not None  # the month is at a reserved rate: both shown
+    return [(t("b_rent_month_reserved" if reserved else "b_rent_month", L), _money(bvr.get("rent_per_month"), cur, L)),
+            *([(t("b_rent_month_on_demand", L), _money(bvr["rent_per_month_on_demand"], cur, L))] if reserved else []),
             (t("b_rent_job", L), _money(bvr.get("rent_for_job"), cur, L)),
             (t("b_break_even", L), bvr.get("break_even_month"))]
 

@@ -54,7 +54,8 @@ def _price_rows(cat: Any, L: str) -> tuple[str, list[str], list[tuple], list[dic
         age = cat.price_age(pr)
         acc = pr.subject if pr.subject in cat.accelerators else None
         records.append({"accelerator": acc, **pr.to_dict(), "age": age.to_dict()})
-        flags = [t("price_stale", L) if age.stale else "", t("price_projection", L) if pr.projection else ""]
+        flags = [t("price_stale", L) if age.stale else "", t("price_projection", L) if pr.projection else "",
+                 t("price_reserved", L) if pr.term == "reserved" else ""]
         rows.append((pr.subject, t(f"price_kind_{pr.kind}", L), pr.currency, _fmt(pr.low, L), _fmt(pr.typical, L),
                      _fmt(pr.high, L), t(f"price_unit_{pr.unit}", L),
                      pr.date, age.age_days, " ".join(f for f in flags if f)))

@@ -46,6 +46,11 @@ class BuyVsRent(Block):
     rent_for_job: float | None
     verdict: str
     verdict_msg: MessageRef | None = None
+    # the rate `rent_per_month` is at: a committed-term (reserved) one where the catalog lists it, a purchase being
+    # weighed against a year of full use; else on demand. The on-demand month beside it when they differ.
+    rent_basis: str | None = None
+    rent_basis_msg: MessageRef | None = None
+    rent_per_month_on_demand: float | None = None
 
 
 class BomBlock(Block):
@@ -77,12 +82,12 @@ def convert(p: Price, currency: str) -> Price:
                  date=p.date, converted=f"{p.currency} x {k:.4g} {currency}/{p.currency} ({rate.source}, {date})")
 
 
-def catalog_price(cat: Any, kind: str, subject: str, currency: str) -> Price | None:
-    rec = cat.price(kind, subject, currency)
+def catalog_price(cat: Any, kind: str, subject: str, currency: str, term: str | None = None) -> Price | None:
+    rec = cat.price(kind, subject, currency, term)
     if rec is not None:
         return _price(rec, currency)
     other = "USD" if currency == "CNY" else "CNY"
-    rec = cat.price(kind, subject, other)
+    rec = cat.price(kind, subject, other, term)
     return convert(_price(rec, other), currency) if rec is not None else None
 
 

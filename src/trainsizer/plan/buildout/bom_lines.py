@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from trainsizer.estimate.cost import billed_gpu_hours
-from trainsizer.messages import duration, msg
+from trainsizer.messages import Money, duration, msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.bom import (
     BomBlock,
@@ -171,19 +171,40 @@ def buy_vs_rent(b: BuildInput, capex: dict[str, float], fac: FacilityBlock,
     running = fac.annual_energy_cost["typical"] / 12.0
     job_months = b.train_days / (rules.value("facility", "hours_per_year") / 24.0 / 12.0)
     rent_block, per_month, for_job, even = None, None, None, None
+    on_demand, basis, even_od = None, None, None
+
+    def pays_back(month: float) -> float | None:
+        ok = month > running and capex["typical"] > 0 and not compute_unpriced
+        return capex["typical"] / (month - running) if ok else None
+
     if rent is not None:
-        per_month = b.gpus * hours * rent.typical
+        # the job pays on demand (its hours); a purchase is weighed against a month of full use at the
+        # committed-term rate where the catalog lists one (prices.yaml `term: reserved`), else on demand
+        reserved = catalog_price(cat, "rent", b.accelerator.id, cur, term="reserved")
+        on_demand = b.gpus * hours * rent.typical
+        per_month = b.gpus * hours * (reserved or rent).typical
         for_job = rent_billing(b)[0] * rent.typical
         rent_block = {"per_gpu_hour": rent.model_dump(), "per_month": per_month, "for_job": for_job,
                       "job_days": b.train_days}
-        if per_month > running and capex["typical"] > 0 and not compute_unpriced:
-            even = capex["typical"] / (per_month - running)
+        even, even_od = pays_back(per_month), pays_back(on_demand)
+        if reserved is not None:
+            rent_block["reserved_per_gpu_hour"] = reserved.model_dump()
+            rec = cat.rent_reserved_per_gpu_hour(b.accelerator.id, cur) or \
+                cat.rent_reserved_per_gpu_hour(b.accelerator.id, "CNY" if cur == "USD" else "USD")
+            basis = msg("bom_rent_basis_reserved", months=f"{(rec.min_hours or 0) / hours:.0f}",
+                        rate=Money(reserved.typical, cur), on_demand=Money(rent.typical, cur))
+        else:
+            basis = msg("bom_rent_basis_on_demand", rate=Money(rent.typical, cur))
     verdict = (msg("bom_verdict_no_rent") if per_month is None else
                msg("bom_verdict_no_purchase_price", parts=", ".join(compute_unpriced)) if compute_unpriced else
                msg("bom_verdict_rent_cheaper") if even is None else
+               msg("bom_verdict_break_even_reserved", months=f"{even:.1f}", job=duration(b.train_days),
+                   on_demand=f"{even_od:.1f}") if on_demand != per_month and even_od is not None else
                msg("bom_verdict_break_even_job", months=f"{even:.1f}", job=duration(b.train_days)))
     return rent_block, BuyVsRent(capex=capex, running_per_month=running, rent_per_month=per_month,
-                                 break_even_month=even, job_months=job_months, rent_for_job=for_job, verdict=verdict)
+                                 break_even_month=even, job_months=job_months, rent_for_job=for_job, verdict=verdict,
+                                 rent_basis=basis,
+                                 rent_per_month_on_demand=on_demand if on_demand != per_month else None)
 
 
 def bom_block(b: BuildInput, net: NetworkBlock, storage: StorageBlock, fac: FacilityBlock) -> BomBlock:

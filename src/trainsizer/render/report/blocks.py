@@ -55,7 +55,8 @@ def mid(price: Mapping) -> float | None:
 
 
 # The BOM's rent and buy-vs-rent amounts (plan/buildout/bom_lines.py): plain numbers in the block's currency.
-MONEY_FIELDS = frozenset({"per_month", "for_job", "running_per_month", "rent_per_month", "rent_for_job"})
+MONEY_FIELDS = frozenset({"per_month", "for_job", "running_per_month", "rent_per_month", "rent_for_job",
+                          "rent_per_month_on_demand"})
 
 
 def _vendor_name(code: str, lang: str) -> str:
