@@ -38,8 +38,11 @@ FRAMEWORKS = ("auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "d
 # vocab-parallel, the step time of the unfused kernels): Megatron-Core with cross_entropy_loss_fusion false, Megatron-LM's
 # default (megatron/core/tensor_parallel/cross_entropy.py VocabParallelCrossEntropy on .float()), Megatron-LM before
 # Megatron-Core (output.float()), nanotron's sharded_cross_entropy (dtype float).
+# chunked-nll = TRL SFTTrainer's loss_type chunked_nll (the SFTConfig default since TRL 1.7, trl#5846): the LM head and
+# loss per chunk of 256 labelled tokens under gradient checkpointing, in fp32 (h.float() @ w.float().t()), so no
+# logits are kept but each chunk makes an fp32 copy of the head weight (and, under autocast, its 16-bit cast).
 LOSS_IMPLS = ("auto", "upcast", "upcast-shift", "vocab-parallel", "vocab-parallel-unfused", "chunked", "fused", "native",
-              "compiled", "compiled-fp32", "te")
+              "compiled", "compiled-fp32", "te", "chunked-nll")
 # FP8 scaling recipes (precision fp8): "auto" = the accelerator's default; the others are the recipes whose
 # figures estimate/data/perf_constants.yaml `fp8.recipes` holds (Transformer Engine / torchao names). "nvfp4" is
 # Transformer Engine's NVFP4BlockScaling, which TE passes where the FP8 recipes go (te.autocast / fp8_autocast

@@ -112,6 +112,9 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
                "saves for backward"),
     "loss_backward_temporaries": ("activations", "logit-sized gradients live while the loss backward runs "
                                   "(fp32 NLL and log-softmax gradients; Megatron: the bf16 logits)"),
+    "loss_chunk_working_set": ("activations", "TRL's chunked_nll loss (loss_impl chunked-nll): one chunk's fp32 "
+                               "copy of the LM-head weight and its 16-bit autocast cast, or the cast and the chunk's "
+                               "fp32 logits and gradients, whichever is larger"),
     "head_weight_cast": ("weights", "QLoRA under PEFT's fp32 upcast and autocast: the 16-bit cast of the fp32 "
                          "LM-head weight, saved by its matmul until the head's backward (not held in the "
                          "optimizer step)"),
@@ -269,6 +272,7 @@ class _Batch:
     head_cast: bool  # ... and run under autocast: the LM head's 16-bit weight cast is saved (`_head_weight_cast`)
     fresh_grads: np.ndarray  # gradients created in this backward (`_backward_phases`), per strategy
     chunked_loss: bool  # the LM head runs chunk by chunk (torchtune's chunked output and loss)
+    chunked_nll: bool  # TRL's chunked_nll: per-chunk fp32 LM-head copies, no logits (`_chunked_nll_working_set`)
     loss_bytes: tuple[Any, Any]  # (saved, backward extra) bytes per logit element, per strategy
     dpc: np.ndarray  # DP x CP ranks (gradients and ZeRO shards span both)
     divisors: dict[int, tuple[np.ndarray, np.ndarray]]  # ZeRO level -> (dense, expert) shard divisors
@@ -408,7 +412,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   name=name, mega=mega, titan=titan, kbit_upcast=upcast_w, head_cast=head_cast,
                   bf16_grads=bf16_grads,
                   fp8_params=fp8_params, fp8_transpose_bytes=_fp8_transpose_bytes(strategy, training, accelerator), eager_sac=eager_sac, grad_reduce_in_fp32=g32, fresh_grads=fresh,
-                  chunked_loss=chunked, head_own_unit=bool(getattr(strategy, "shard_embedding_head_separately", None)),
+                  chunked_loss=chunked, chunked_nll=loss_impl == "chunked-nll", head_own_unit=bool(getattr(strategy, "shard_embedding_head_separately", None)),
                   loss_bytes=loss_bytes, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro, n_sched=n_sched,
                   sp_div=sp_div, dense_b=dense_b, moe_b=moe_b, dense_none=dense_none, moe_none=moe_none, st=st,
                   w16=float(act_bytes(training.precision)),
@@ -715,7 +719,7 @@ def _loss_bytes(name: str, impl: str, mega: np.ndarray, titan_compiled: Any, pre
     def named(which: str) -> tuple[float, float]:
         key = {"upcast": "hf", "upcast-shift": "hf_shift", "vocab-parallel": "megatron",
                "vocab-parallel-unfused": "megatron",
-               "compiled-fp32": "compiled_fp32"}.get(which, which)
+               "compiled-fp32": "compiled_fp32", "chunked-nll": "chunked_nll"}.get(which, which)
         key = "chunked_compiled" if key == "chunked" and compiled else key
         return float(lg[f"{key}_saved_bytes_per_element"]), float(lg[f"{key}_backward_extra_bytes_per_element"])
 
@@ -927,10 +931,29 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
     items["loss_backward_temporaries"] = logit_elems * lg_extra
     if b.head_cast:
         items["head_weight_cast"] = _head_weight_cast(b, g)
+    if b.chunked_nll:
+        items["loss_chunk_working_set"] = _chunked_nll_working_set(b, g)
     if np.any(b.titan & (b.cp > 1)):
         items["cp_ring_attention_buffers"] = np.where(b.titan & (b.cp > 1), _cp_ring_buffers(b), 0.0)
     if b.cp_all_gather and np.any(~b.titan & (b.cp > 1)):
         items["cp_allgather_kv_buffers"] = np.where(~b.titan & (b.cp > 1), _cp_allgather_buffers(b), 0.0)
+
+
+def _chunked_nll_working_set(b: _Batch, g: _Stage) -> Any:
+    """Bytes TRL's chunked_nll loss holds while one chunk runs (memory_constants.yaml logits.chunked_nll), on the last
+    stage: `_chunk` computes h.float() @ w.float().t(), an fp32 copy of the LM-head weight that autocast casts back to
+    16 bits for the matmul (bf16 / fp16 training; in fp32 no cast), both live at the cast; in the backward's re-run the
+    cast is saved beside the chunk's fp32 logits, log-softmax and gradients (at most chunk_tokens labelled tokens,
+    fewer when the micro-batch holds fewer). The head is the embedding weight when tied; TP does not apply (HF)."""
+    cn = b.c["logits"]["chunked_nll"]
+    lay, model = b.pre.layout, b.model
+    head_p = float(lay.lm_head_own if lay.lm_head_own else (lay.embedding if model.tied_embeddings else 0.0)) / b.t
+    half = b.training.precision != "fp32"  # in fp32, w.float() is the weight itself and autocast casts nothing
+    fp32_copy = float(cn["head_fp32_copy_bytes"]) if half else 0.0
+    cast = float(cn["head_autocast_copy_bytes"]) if half else 0.0
+    chunk = np.minimum(float(cn["chunk_tokens"]), b.tokens) * model.vocab / b.t * float(cn["chunk_bytes_per_element"])
+    peak = np.maximum((fp32_copy + cast) * head_p, cast * head_p + chunk)
+    return _on(g.is_last, peak, 0.0)
 
 
 def _head_weight_cast(b: _Batch, g: _Stage) -> Any:

@@ -52,6 +52,7 @@ from trainsizer.estimate.model_states import (
     ROW_PARALLEL_LINEARS,
     check_training,
     frozen_base_bytes,
+    load_memory_constants,
     lora_adapted_widths,
     lora_dropout_on_output,
     lora_trainable_params,
@@ -648,6 +649,8 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              fp8_gathered_casts=_fp8_tp_gather_share(x),
                              flash_head_pad=compute.flash_head_dim_ratio(*model.head_dims, x.fw.attention_kernel),
                              block_tiles=tiles, rate_length=rate_length)
+    if x.loss_impl == "chunked-nll":
+        lt = dataclasses.replace(lt, head_bwd=lt.head_bwd + _chunked_nll_time(x, lt))
     layer_mb = lt.fwd + lt.bwd
     if training.method == "qlora":
         # NF4 weights are dequantised to 16-bit before every use (forward, backward, recompute): read 0.5 B,
@@ -663,6 +666,25 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                                                           kernels=compute.KERNELS["nf4_dequantise"])
     return lt, (layer_mb + _lora_adapters(x) + _expert_bias_time(x) + _activation_clamp_time(x) + _rope_unfused_time(x)
                 + _sp_layout_copies(x))
+
+
+def _chunked_nll_time(x: _Step, lt: compute.LayerTimes) -> Any:
+    """Seconds per micro-batch TRL's chunked_nll loss (loss_impl chunked-nll) adds to the LM head: each chunk of 256
+    labelled tokens runs under torch.utils.checkpoint, so the head's GEMM and loss run again in the backward (the
+    head's forward time once more), and every run of a chunk copies the head weight to fp32 (`w.float()`: read 2 B,
+    write 4) and, under autocast, casts the copy back to 16 bits for the matmul (read 4, write 2): 12 B per head
+    weight per chunk and run, two runs (memory_constants.yaml logits.chunked_nll; trl/trainer/sft_trainer.py _chunk
+    at f2cd577). Every token is taken as labelled (a prompt-masked dataset runs fewer chunks); in fp32 `w.float()` is
+    the weight itself, no copy. The head is the embedding weight when tied."""
+    cn = load_memory_constants()["logits"]["chunked_nll"]
+    model = x.model
+    head_p = float(model.vocab * model.hidden) / x.t
+    chunks = np.ceil(np.asarray(x.tok, float) / float(cn["chunk_tokens"]))
+    # w.float(): read the 16-bit weight, write fp32; autocast's cast: read fp32, write 16-bit
+    per_run = 0.0 if x.training.precision == "fp32" else 2.0 * (float(cn["head_fp32_copy_bytes"])
+                                                                + float(cn["head_autocast_copy_bytes"]))
+    casts = compute.stream_time(2.0 * chunks * per_run * head_p, x.r, kernels=4.0 * chunks)
+    return lt.head_fwd + casts
 
 
 def _expert_bias_time(x: _Step) -> Any:

@@ -307,7 +307,8 @@ class StrategySpec(_Strict):
     # (torchtune, NeMo) | fused (Liger, Unsloth: no logits kept) | native (16-bit logits, no fp32 upcast) | compiled
     # (upcast + loss under torch.compile: 16-bit logits saved) | compiled-fp32 (a compiled loss over the fp32
     # logits the model returns: torchtune without chunking) | te (Transformer Engine cross-entropy: the gradient
-    # written into the 16-bit logits in the forward, nothing else kept)
+    # written into the 16-bit logits in the forward, nothing else kept) | chunked-nll (TRL SFTTrainer's chunked_nll,
+    # its default since TRL 1.7: no logits kept, per-chunk fp32 copies of the LM-head weight)
     loss_impl: LossImpl = "auto"
     # framework options (null = the framework's default): TP communication overlap / async TP, FP8 FSDP
     # all-gather, activation offloading to host memory, optimizer step fused into backward (no accumulation)
