@@ -243,3 +243,29 @@ def test_the_plain_number_suggested_reads_back_as_the_same_amount(number, word):
     from trainsizer.spec.load import _MULTIPLIERS, _plain
 
     assert float(_plain(number * _MULTIPLIERS[word])) == pytest.approx(number * _MULTIPLIERS[word], rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("goal", "en", "zh"),
+    [
+        ({"budget": {"amount": 1e-300}}, "goal.budget.amount: must be greater than or equal to 1 (got 1e-300). "
+                                         "Allowed: from 1 to 1e+13.", "必须不小于 1（得到 1e-300）。允许：1 到 1e+13。"),
+        ({"budget": {"amount": 0.5, "currency": "CNY"}}, "(got 0.5). Allowed: from 1 to 1e+13.", "允许：1 到 1e+13"),
+        ({"deadline_days": 1e-9}, "goal.deadline_days: must be greater than or equal to 0.001 (got 1e-09). "
+                                  "Allowed: from 0.001 to 3650.", "允许：0.001 到 3650。"),
+    ],
+)
+def test_an_absurdly_small_budget_or_deadline_names_the_allowed_range(goal, en, zh):
+    """A positive but absurd budget (1e-300 USD passed `gt=0` and ranked every option over budget) is refused,
+    naming the field, the value and the whole allowed range, in either language."""
+    with pytest.raises(SpecError) as info:
+        load_job({**BASE, "goal": goal})
+    assert en in str(info.value), str(info.value)
+    assert zh in info.value.render("zh"), info.value.render("zh")
+
+
+def test_an_open_lower_bound_reads_as_greater_than():
+    with pytest.raises(SpecError) as info:
+        load_job({**BASE, "seq_len": 0})
+    assert "seq_len: must be greater than 0 (got 0). Allowed: greater than 0, up to 10000000." in str(info.value)
+    assert "允许：大于 0，不超过 10000000。" in info.value.render("zh"), info.value.render("zh")

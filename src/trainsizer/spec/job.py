@@ -209,7 +209,8 @@ class GlobalBatch(_Strict):
 
 
 class Budget(_Strict):
-    amount: float = Field(gt=0, le=1e13)
+    # one whole unit of the currency ($1, ¥1) at least: a smaller budget is a typo (1e-300 passed `gt=0`)
+    amount: float = Field(ge=1, le=1e13)
     currency: Currency = "USD"
 
 

@@ -199,7 +199,40 @@ def validation_to_spec_error(err: ValidationError, model: type[BaseModel], origi
     if isinstance(value, Mapping) and kind not in _SHAPE_NAMES:
         value = None  # a rule's own message over a whole section names what it needs: the section is noise
     written = _written_number(kind, value, str(loc[-1]) if loc else "")
-    return SpecError(where, written or _problem(e, kind, ctx), value=value)
+    span = _bounds(model, loc) if kind in _BOUND_KINDS and not written else None
+    return SpecError(where, written or _problem(e, kind, ctx), value=value, allowed=span)
+
+
+# a number out of its field's bounds: the error names the whole allowed range, not only the bound it crossed
+_BOUND_KINDS = frozenset({"greater_than_equal", "greater_than", "less_than_equal", "less_than"})
+
+
+def _bounds(model: type[BaseModel], loc: tuple[Any, ...]) -> Msg | None:
+    """The range a bounded number field allows, as a catalogue message ('from 1 to 1e+13', 'greater than 0 and
+    at most 3'), read from the field's own constraints; None when the field has a bound on one side only or
+    the path does not lead to a model field (a list item, a union of models)."""
+    current: Any = model
+    names = [p for p in loc if isinstance(p, str)]
+    if not names or len(names) != len(loc):
+        return None
+    for i, part in enumerate(names):
+        fields = getattr(current, "model_fields", None)
+        if not fields or part not in fields:
+            return None
+        if i == len(names) - 1:
+            limits = {k: getattr(m, k) for m in fields[part].metadata for k in _LIMIT_KEYS if hasattr(m, k)}
+            low = next((k for k in ("ge", "gt") if k in limits), None)
+            high = next((k for k in ("le", "lt") if k in limits), None)
+            if low is None or high is None:
+                return None
+            return msg(f"spec_range_{low}_{high}", low=_limit(limits[low]), high=_limit(limits[high]))
+        ann = fields[part].annotation
+        current = next((a for a in getattr(ann, "__args__", (ann,)) if isinstance(a, type) and issubclass(a, BaseModel)), None)
+    return None
+
+
+def _limit(x: Any) -> str:
+    return f"{x:g}" if isinstance(x, float) else str(x)
 
 
 # "2B" tokens, "500k" USD, "20kW" for rack_kw, "14d" for deadline_days: a number written as people say it
@@ -262,7 +295,7 @@ def _problem(e: Mapping[str, Any], kind: str, ctx: Mapping[str, Any]) -> str:
         limit = next((ctx[k] for k in _LIMIT_KEYS if k in ctx), None)
         if kind == "int_parsing_size":
             limit = f"{2**63 - 1:.3g}"
-        return msg(_TYPE_MESSAGES[kind], limit=f"{limit:g}" if isinstance(limit, float) else limit)
+        return msg(_TYPE_MESSAGES[kind], limit=_limit(limit))
     text = _CLASS_NAME.sub("", e["msg"])
     if text.startswith("Value error, "):
         text = text[len("Value error, "):]
