@@ -3,9 +3,10 @@ pre-training rows (26.04 and 26.06 NeMo containers, GB300 / GB200 NVL72, Llama 3
 NVFP4 beside MXFP8 or FP8 current scaling on the same system, GPUs, batch and parallel layout.
 
 Only the ratio of the two rows is compared: the recipes' recompute, offload and CUDA graph settings are the same for
-both rows and not read here, so the level of either row is not scored. The nvfp4 GEMM share (perf_constants.yaml
-fp8.recipes.nvfp4, 0.586) was derived from Transformer Engine's pre-quantized GEMM timings on B300, not from these
-rows; nothing is fitted on them. Both rows state the cuDNN release perf_mbridge26.py states for these releases'
+both rows and not read here, so the level of either row is not scored. The NVFP4 GEMM rate (perf_constants.yaml
+fp8.recipes.nvfp4: 1.81x the part's per-tensor FP8 rate) was measured in Transformer Engine's pre-quantized GEMM
+timings on B300, not on these rows; nothing is fitted on them. benchmarks/fp8_pairs.py holds these pairs beside every
+other source's precision pairs. Both rows state the cuDNN release perf_mbridge26.py states for these releases'
 Blackwell rows (CUDNN_26: 9.17, the attention of the images they build on).
 
 Data: benchmarks/data/mbridge_nvfp4_pairs.csv (source, commit and table per row).

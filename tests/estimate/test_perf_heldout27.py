@@ -2,7 +2,8 @@
 Megatron-Bridge 26.02.01, 26.04.01 and 26.06.01 pre-training tables, each row stated from the workload base config its
 release loads. Bounds = the figures measured when the rows were added (13.3% over 66 rows; GPT-OSS 120B +10..+75% too
 fast, the other 54 rows 6.8%, worst -20.1%) with a margin; and 25 MLPerf v5.1 runs of other submitters on NVIDIA's code
-and 14 v5.0 / v4.1-code runs (6.7% over the 39; NVFP4 8 B200 -11.6..-12.9%, as perf_mlperf's Lenovo rows): docs/known-gaps.md says what is left."""
+and 14 v5.0 / v4.1-code runs (6.7% over the 39; NVFP4 8 B200 -11.6..-12.9%, as perf_mlperf's Lenovo rows, until NVFP4 ran
+at its measured ratio over per-tensor FP8, 2026-12-03: 5.4% over the 39): docs/known-gaps.md says what is left."""
 
 from __future__ import annotations
 
@@ -87,7 +88,9 @@ def test_mlperf_rows_run_end_to_end_within_the_measured_bounds():
     # at 32 / 128 GPUs closer to the measured (0.947 / 0.869 -> 0.901 / 0.814 against 0.869 / 0.783)
     assert 100 * np.mean(np.abs(list(err.values()))) <= 8.5
     nvfp4 = [abs(e) for rid, e in err.items() if "_nvfp4_" in rid]
-    assert len(nvfp4) == 8 and max(nvfp4) < 0.15  # reached: -12.9% (8 B200, as perf_mlperf's Lenovo rows)
+    # reached: -8.0% (Nebius's 8 B300); the 8 B200 rows -12.5..-13.7% until NVFP4 ran at its measured ratio over
+    # per-tensor FP8 (2026-12-03, docs/known-gaps.md 30), now -2.6..+3.5%
+    assert len(nvfp4) == 8 and max(nvfp4) < 0.11
     assert max(abs(e) for rid, e in err.items() if "_nvfp4_" not in rid) < 0.15  # reached: -13.0% (72 GB200 / GB300 LoRA)
 
 

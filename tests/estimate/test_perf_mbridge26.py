@@ -27,7 +27,9 @@ def test_every_row_runs_end_to_end_within_the_measured_bounds():
     assert len(by_release["26.04"]) == 26 and len(by_release["26.06"]) == 17
     assert 100 * np.mean(by_release["26.04"]) <= 10.0  # reached: 8.7%
     assert 100 * np.mean(by_release["26.06"]) <= 8.5  # reached: 7.0%
-    assert max(abs(e) for e in err.values()) < 0.21  # reached: 18.8% (26.06 GB200 Llama 3.1 405B NVFP4)
+    # reached: 17.4% (26.04 GB300 Llama 3 70B NVFP4); 18.8% (26.06 GB200 405B NVFP4, now -0.5%) until NVFP4 ran at its
+    # measured ratio over per-tensor FP8 (2026-12-03, docs/known-gaps.md 30)
+    assert max(abs(e) for e in err.values()) < 0.21
 
 
 def test_no_measured_run_is_refused_or_predicted_not_to_fit():

@@ -19,10 +19,11 @@ def test_nvidia_mlperf_rows():
     # NVIDIA's 20 FP8 submissions of the three benchmarks and 13 of other submitters on its code, and 9 NVFP4 ones
     # (fp8_recipe nvfp4: NVIDIA's 405B and 8B, Lenovo's 8B); none refused
     assert len(cs) == 42 and not any(c.skipped for c in cs)
-    # reached: NVFP4 11.7% over 9 rows, the 8B rows -3..-18%, the 405B -17..-7% (10.4% against the per-block
-    # times, whose 15-step blocks at 5,120 GPUs carry the pause before each evaluation; 13.0% while FP8 attention
-    # was timed in BF16)
-    assert mape([c for c in cs if "_nvfp4_" in c.row_id]) <= 13.0
+    # reached: NVFP4 4.8% over 9 rows (B200 / GB200 -9..+3%, B300 / GB300 -5..-10%) since NVFP4 runs at its measured
+    # kernel ratio over per-tensor FP8 (docs/known-gaps.md 30; 12.9% at 0.586 of the rated FP4 peak, every B200 / GB200
+    # row 13-19% too slow; 10.4% against the per-block times, whose 15-step blocks at 5,120 GPUs carry the pause before
+    # each evaluation; 13.0% while FP8 attention was timed in BF16)
+    assert mape([c for c in cs if "_nvfp4_" in c.row_id]) <= 8.0
     by_src = {}
     for c in cs:
         by_src.setdefault(c.source, []).append(c)

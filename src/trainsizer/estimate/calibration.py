@@ -430,9 +430,10 @@ def _gemm_rates(system: Any, precision: str, k: PerfConstants, cal: Calibration,
     cast_bytes = cast_kernels = 0.0
     if precision == "fp8":
         recipe = k.fp8_recipe(system.accelerator, fp8_recipe)
-        if recipe["name"] in k.fp4_recipes:  # NVFP4: the linear layers' GEMMs at the FP4 tensor-core peak
-            peak = fp4_peak(system, k, str(recipe["name"])) * 1e12
-        eff *= recipe["gemm_efficiency_ratio"]
+        if recipe["name"] in k.fp4_recipes:  # NVFP4: the linear layers' GEMMs on the FP4 tensor cores
+            peak, eff = _fp4_gemm_rate(system, k, str(recipe["name"]), eff16)
+        else:
+            eff *= recipe["gemm_efficiency_ratio"]
         cast_bytes = recipe.get("fused_cast_bytes_per_element", recipe["cast_bytes_per_element"]) if fused_cast \
             else recipe["cast_bytes_per_element"]
         cast_kernels = recipe.get("fused_cast_kernels_per_tensor", recipe["cast_kernels_per_tensor"]) if fused_cast \
@@ -445,6 +446,20 @@ def _gemm_rates(system: Any, precision: str, k: PerfConstants, cal: Calibration,
         p16 = "bf16" if system.peak_tflops.get("bf16") else precision
         gemm16 = system.peak(p16) * 1e12 * eff16
     return gemm, gemm16, cast_bytes, cast_kernels
+
+
+def _fp4_gemm_rate(system: Any, k: PerfConstants, recipe: str, eff16: float) -> tuple[float, float]:
+    """(peak FLOP/s, share of it) of an FP4-peak recipe's linear GEMMs (NVFP4): the part's per-tensor FP8 GEMM rate
+    (FP8 peak x the bf16 share x fp8.recipes.tensorwise gemm_efficiency_ratio) times the recipe's measured kernel
+    ratio over it (gemm_rate_over_tensorwise: Transformer Engine's GEMM profiling guide, B300, pre-quantized), at most
+    the FP4 peak at that share. Not a share of the rated FP4 peak: Blackwell Ultra's 1.46-1.5x FP4 peak over Blackwell
+    does not show in its NVFP4 GEMMs (B300 runs them at 0.39 of its FP4 peak where its FP8 GEMMs reach 0.63 of the FP8
+    peak) nor in NVFP4 training (MLPerf v5.1 Llama 3.1 8B, 8 GPUs: B300 / B200 1.09, GB300 / GB200 1.17).
+    docs/known-gaps.md 30. Refused where the part runs no such recipe (fp4_peak)."""
+    peak4 = fp4_peak(system, k, recipe) * 1e12
+    share8 = eff16 * k.fp8_recipes["tensorwise"]["gemm_efficiency_ratio"]
+    rate = k.fp8_recipes[recipe]["gemm_rate_over_tensorwise"] * system.peak("fp8") * 1e12 * share8
+    return peak4, min(rate, peak4 * share8) / peak4
 
 
 def fp4_training(training: Any, constants: PerfConstants | None = None) -> bool:
