@@ -53,8 +53,8 @@ def test_html_report_and_table_in_chinese(h100_ctx):
         page = page.replace(f"<td>{html.escape(str(c.measured))}</td>", "")
     text = re.sub(r"<[^>]+>|<style>.*?</style>|<pre>.*?</pre>", " ", re.sub(r"<style>.*?</style>|<pre>.*?</pre>",
                                                                            " ", page, flags=re.S))
-    words = {c.name for c in checks} | {c.unit or "" for c in checks} | {"node01", "r1", "h100-sxm-80gb", "aznhc",
-                                                                         "torch"}
+    # a unit that is a word ("ports", "links") reads in Chinese too: only symbols (GiB) stay as written
+    words = {c.name for c in checks} | {"node01", "r1", "h100-sxm-80gb", "aznhc", "torch"}
     english = english_words(text, [w for s in words for w in re.findall(r"[A-Za-z][\w.\-]*", s)], _prose())
     assert not english, (english, text)
     assert "<h1>Acceptance: PASS</h1>" in report.to_html(res)
@@ -83,6 +83,9 @@ def test_each_checks_explanation_reads_in_chinese_and_stays_english_in_the_file(
         assert report.why_text(c, "en") == c.why
         back = CheckResult.model_validate_json(c.model_dump_json())
         assert back.why == c.why and report.why_text(back, "zh") == zh
+    links = next(c for c in worded if c.name == "inventory.nvlink_up")
+    assert report.why_text(links, "zh").endswith("条链路") and links.why.endswith(" links") and links.unit == "links"
+    assert report.unit_text(links, "zh") == "条链路" and report.unit_text(links, "en") == "links"
     compare = next(c for c in worded if c.name == "inventory.gpu_memory")
     assert report.why_text(compare, "zh").startswith("最小的 GPU 显存 ")
     assert compare.why.startswith("smallest GPU memory ")

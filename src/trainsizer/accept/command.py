@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import click
+from rich.cells import cell_len
 
 from trainsizer.accept import criteria as criteria_mod
 from trainsizer.accept import fleet, report, runner, slurm, store
@@ -203,7 +204,9 @@ def _local(click_ctx: click.Context, p: SimpleNamespace, groups: list[str], opts
         if not p.quiet and not p.as_json:
             for c in checks:
                 status = render_message(f"accept_status_{c.status}", _lang(), {})
-                click.echo(f"  {status:7} {c.name}: {report.why_text(c, _lang())}", err=True)
+                # padded by display width: a Chinese status is two cells a character ("未通过" is 6, not 3)
+                pad = " " * max(0, 7 - cell_len(status))
+                click.echo(f"  {status}{pad} {c.name}: {report.why_text(c, _lang())}", err=True)
 
     result = runner.run_checks(ctx, groups, out_path, on_check=progress)
     _finish(result, out_path, html_path, p.history, p.no_history, p.as_json, p.quiet)

@@ -95,13 +95,28 @@ class Context:
                                 details=details)
         if limit is None:
             return self.result(name, "skipped", measured=measured, unit=unit, details=details,
-                               why=msg("acc_why_no_threshold", what=what, measured=_fmt(measured), unit=unit))
+                               why=msg("acc_why_no_threshold", what=what, measured=_fmt(measured),
+                                       unit=unit_word(unit)))
         m, v = float(measured), float(limit.value)
         ok = m >= v if higher_is_better else m <= v
         rel = (">=" if ok else "<") if higher_is_better else ("<=" if ok else ">")
         return self.result(name, "pass" if ok else "fail", measured=measured, limit=limit, unit=unit,
                            details=details, why=msg("acc_why_compare", what=what, measured=_fmt(measured), rel=rel,
-                                                    limit=_fmt(limit.value), unit=unit))
+                                                    limit=_fmt(limit.value), unit=unit_word(unit)))
+
+
+# A result's unit that is a word (the JSON keeps it as written, for scripts): its catalogue message, so a Chinese
+# table and sentence read "8 个端口", not "8 ports" (messages.yaml acc_unit_*); symbols (GiB, Gb/s) stay as they are
+UNIT_WORDS = {"ports": "acc_unit_ports", "links": "acc_unit_links", "CPUs": "acc_unit_cpus", "disks": "acc_unit_disks",
+              "errors": "acc_unit_errors", "GPUs": "acc_unit_gpus", "GPUs without ECC": "acc_unit_gpus_without_ecc",
+              "C": "acc_unit_c", "critical XIDs": "acc_unit_critical_xids", "new uncorrectable": "acc_unit_new_uncorrectable",
+              "samples": "acc_unit_samples", "shards": "acc_unit_shards", "failed tests": "acc_unit_failed_tests",
+              "nodes": "acc_unit_nodes", "wrong elements": "acc_unit_wrong_elements"}
+
+
+def unit_word(unit: str | None) -> str:
+    """`unit` as the reader's word (a catalogue message when it is one of UNIT_WORDS), else as written."""
+    return msg(UNIT_WORDS[unit]) if unit in UNIT_WORDS else (unit or "")
 
 
 def why_of(res: CheckResult) -> str:

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from trainsizer.accept.context import unit_word
 from trainsizer.accept.results import CheckResult, RunResult
 from trainsizer.messages import render as render_message
 from trainsizer.messages import stored, tr
@@ -28,6 +29,11 @@ def _m(key: str, lang: str, **params: object) -> str:
     return render_message(key, lang, params)
 
 
+def unit_text(c: CheckResult, lang: str) -> str:
+    """The unit column in the reader's words ('个端口' for 'ports'); the JSON keeps the unit as written."""
+    return str(tr(unit_word(c.unit), lang))
+
+
 def print_table(result: RunResult, console: Console | None = None, lang: str = "en") -> None:
     """The run as a table in `lang` (frame, columns, statuses, explanations and threshold sources)."""
     console = console or Console(width=None if sys.stdout.isatty() else 160)
@@ -42,7 +48,7 @@ def print_table(result: RunResult, console: Console | None = None, lang: str = "
         # measured text (tool output, paths like "[/dev/x]", "[rank0]:") is not rich markup: escape it
         table.add_row(*map(escape, (c.name, c.node or "")),
                       f"[{_STYLE[c.status]}]{_m(f'accept_status_{c.status}', lang)}[/]",
-                      *map(escape, (_fmt(c.measured), _fmt(c.threshold), c.unit or "", why_text(c, lang),
+                      *map(escape, (_fmt(c.measured), _fmt(c.threshold), unit_text(c, lang), why_text(c, lang),
                                     source_text(c, lang))))
     console.print(table)
     counts = {s: sum(1 for c in result.checks if c.status == s) for s in _STYLE}
@@ -78,7 +84,7 @@ def to_html(result: RunResult, lang: str = "en") -> str:
     rows = "\n".join(
         f"<tr class='{e(c.status)}'><td>{e(c.name)}</td><td>{e(c.node or '')}</td>"
         f"<td>{e(_m(f'accept_status_{c.status}', lang))}</td>"
-        f"<td>{e(_fmt(c.measured))}</td><td>{e(_fmt(c.threshold))}</td><td>{e(c.unit or '')}</td>"
+        f"<td>{e(_fmt(c.measured))}</td><td>{e(_fmt(c.threshold))}</td><td>{e(unit_text(c, lang))}</td>"
         f"<td>{e(why_text(c, lang))}</td><td>{e(source_text(c, lang))}</td></tr>"
         for c in result.checks)
     head = "".join(f"<th>{e(_m(f'accept_col_{col}', lang))}</th>" for col in
