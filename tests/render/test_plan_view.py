@@ -19,3 +19,13 @@ def test_ranks_listed_past_the_top_are_explained(lang: str) -> None:
 def test_a_contiguous_table_needs_no_note() -> None:
     assert _past_top_note([{"rank": r} for r in (1, 2, 3)], "en") is None
     assert _past_top_note([], "zh") is None
+
+
+def test_tied_options_are_listed_with_the_chinese_list_mark(run_cli) -> None:
+    """The ties line joined names with the clause comma '，' (list_sep); a list of names takes '、'."""
+    from conftest import REPO
+
+    code, out, err = run_cli("--lang", "zh", "plan", str(REPO / "examples" / "sft-70b-search.yaml"))
+    assert code == 0, err
+    line = next(ln for ln in out.splitlines() if ln.startswith("持平方案"))
+    assert "、" in line and "，" not in line.split("：", 1)[1], line

@@ -92,7 +92,7 @@ def network_table(net: dict, L: str) -> Table:
             rows.append([t("fabric_" + f["purpose"], L) + t("paren", L).format(text=t("fabric_kind_" + f["kind"], L)),
                          f["topology"],
                          f["switch"] or "—",
-                         "—" if f.get("provided") else f"{f['leaves']} / {f['spines']} / {f['cores']}", f"{f['ports_per_node']} x {f['gbps_per_port']:g}"])
+                         "—" if f.get("provided") else f"{f['leaves']} / {f['spines']} / {f['cores']}", f"{f['ports_per_node']} × {f['gbps_per_port']:g}"])
     nv = net["nvlink"]
     tech = report_t(f"v.{nv['tech']}", L) if report_has(f"v.{nv['tech']}") else nv["tech"]  # 'pcie' -> 'PCIe'
     rows.append([t("b_nvlink", L), t("nvlink_domain_row", L).format(tech=tech, gpus=nv["gpus_per_domain"],

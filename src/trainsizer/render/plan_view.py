@@ -143,7 +143,7 @@ def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) 
     else:
         con.print(t("plan_no_option", L))
     if plan["ties"]:
-        con.print(f"{t('plan_ties', L)}{c}{t('list_sep', L).join(plan['ties'])}")
+        con.print(f"{t('plan_ties', L)}{c}{LIST_SEPARATORS[L].join(plan['ties'])}")  # names: 、 in Chinese
     if plan["pareto"]:
         con.print(_pareto_table(plan, L))
     if plan.get("binding"):
