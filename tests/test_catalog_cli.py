@@ -74,3 +74,10 @@ def test_a_price_card_shows_its_age_and_the_figure_used(run_cli, lang, said):
     assert code == 0, err
     flat = "".join(out.replace("│", " ").split())  # the table wraps long cells
     assert all("".join(s.split()) in flat for s in said), out
+
+
+def test_a_cards_english_notes_are_labelled_as_quoted_in_chinese(run_cli):
+    """The catalog's notes are its recorded English prose: a Chinese card says so in the label."""
+    code, out, err = run_cli("--lang", "zh", "catalog", "show", "server", "gb200-nvl72")
+    assert code == 0, err
+    assert "备注（目录原文）：18 compute trays" in out.replace("\n", " "), out

@@ -119,3 +119,18 @@ def test_a_tier_reason_does_not_restate_the_resource_as_a_label(lang):
                        days="3 days", comm=1.0, compute=2.0)) for k in tiers}
     labelled = {k: s for k, s in said.items() if label.match(s)}
     assert not labelled, labelled
+
+
+def test_the_lean_one_gpu_tier_gives_both_figures_their_unit():
+    """'(the recommended layout, the fastest, takes 41.6)' had no unit in English (the Chinese had GiB)."""
+    for lang in ("en", "zh"):
+        said = str(msg("tier_one_gpu_lean", lang, acc="l40s", lean="24.3", cap=48, used="41.6"))
+        assert "41.6 GiB" in said and "24.3" in said, said
+
+
+def test_the_budget_binding_reads_without_stacked_brackets_in_chinese():
+    """'最便宜的方案（满足 14 天工期）（h100 ...）需要 ...，超出预算 US$100 的 1910%' stacked two brackets."""
+    extra = msg("bind_budget_extra", "zh", deadline=14)
+    said = str(msg("bind_budget", "zh", extra=extra, option="h100 x16", cost="US$2,010", over="1910%",
+                   budget="US$100"))
+    assert said.startswith("满足 14 天工期的最便宜的方案（h100 x16）") and "）（" not in said, said
