@@ -123,3 +123,15 @@ def test_a_rented_plans_mitigation_asks_the_provider(blocks):
     assert rented.mitigation_msg.key == "risk_fix_slow_network_rented" and "instance type" in rented.mitigation
     assert "实例" in say(rented.mitigation_msg.model_dump(), "zh")
     assert bought.mitigation_msg.key == "risk_fix_slow_network"
+
+
+def test_server_nics_slower_than_the_named_network_are_a_risk(blocks):
+    """A job naming ib-xdr800 for B200 nodes: the catalog's DGX B200 carries 8 x 400 Gb/s ConnectX-7, while the
+    fabric, its optics and the estimate run 800 Gb/s; the plan says so and names the networks at the server's rate.
+    On the server's own rate there is no such risk."""
+    fast = blocks(hardware={"accelerator": "b200", "network": "ib-xdr800"})
+    risk = next(r for r in fast.risks if r.id == "server_nics_slower_than_fabric")
+    assert risk.severity == "high" and "8 x 400 Gb/s" in risk.evidence and "ib-xdr800" in risk.evidence
+    assert "ib-ndr400" in risk.mitigation
+    same = blocks(hardware={"accelerator": "b200", "network": "ib-ndr400"})
+    assert "server_nics_slower_than_fabric" not in {r.id for r in same.risks}

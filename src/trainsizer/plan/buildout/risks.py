@@ -65,6 +65,26 @@ def _slow_network(c: Ctx) -> Risk | None:
     return None
 
 
+def _server_nics(c: Ctx) -> Risk | None:
+    """The catalog server's compute NICs run slower than the network the plan is built and timed on (a job that
+    names ib-xdr800 for DGX B200s, whose ConnectX-7 run 400 Gb/s): the order must carry NICs of the fabric's rate,
+    or the plan must run on the server's (the search pairs a server only with networks of its NIC rate; a network
+    the job names is taken as given)."""
+    b, srv = c.b, c.b.server
+    if srv is None or b.nodes <= 1 or srv.nics is None or not srv.nics.gbps or srv.nics.gbps >= b.gbps_per_nic:
+        return None
+    kind = b.network_kind
+    same_rate = sorted(n.id for n in b.catalog.networks.values()
+                       if n.gbps_per_nic == srv.nics.gbps and n.kind == kind)
+    return Risk(id="server_nics_slower_than_fabric", severity="high",
+                evidence=msg("risk_ev_server_nics", server=srv.id, count=srv.nics.count, gbps=f"{srv.nics.gbps:g}",
+                             model=srv.nics.model or "", network=b.network.id if b.network else kind,
+                             need=f"{b.gbps_per_nic:g}"),
+                mitigation=msg(_by_site(b, "risk_fix_server_nics"), need=f"{b.gbps_per_nic:g}",
+                               nets=", ".join(same_rate) or "—"),
+                source=srv.sources[0])
+
+
 def _checkpoint_stall(c: Ctx) -> Risk | None:
     st = c.blocks["storage"]
     if st.kind != "node_local":
@@ -205,7 +225,7 @@ def _unpriced(c: Ctx) -> Risk | None:
 
 
 RULES: tuple[Callable[[Ctx], Risk | None], ...] = (
-    _tp_across_pcie, _slow_network, _checkpoint_stall, _rack_power, _consumer, _export, _single_node, _loader,
+    _tp_across_pcie, _slow_network, _server_nics, _checkpoint_stall, _rack_power, _consumer, _export, _single_node, _loader,
     _deadline, _memory, _server_short, _unpriced)
 
 
