@@ -40,6 +40,18 @@ def test_consumer_card_gemm_efficiency_follows_its_measured_matmul_rate():
     assert k.gemm_efficiency("rtx-4090") > k.gemm_efficiency("h100-sxm-80gb")
 
 
+def test_grace_blackwell_gemm_shares_follow_their_measured_matmul_rates():
+    # derived, not fitted (perf_constants.yaml gemm.efficiency_max; docs/known-gaps.md 33): B200's share x each part's
+    # measured BF16 matmul rate over B200's (MAMF 1,745), over the rated-peak ratio (2,500 / 2,250). GB200: its MAMF
+    # 1,822; GB300: cuBLAS at its 1,400 W limit, up to 2,174 TFLOPS. Both parts are rated 2,500 dense, so their GEMM
+    # rates differ by what each sustains at its power limit, not by the catalog peak.
+    k = load_constants()
+    b200 = k.gemm_efficiency("b200")
+    for acc, measured in (("gb200", 1822.0), ("gb300", 2174.0)):
+        assert k.gemm_efficiency(acc) == pytest.approx(b200 * (measured / 1745.0) / (2500.0 / 2250.0), abs=0.001)
+    assert k.gemm_efficiency("gb300") / k.gemm_efficiency("gb200") == pytest.approx(2174.0 / 1822.0, rel=0.005)
+
+
 def test_rates_follow_system_and_calibration():
     r = rates(a100_cluster(), "bf16")
     assert r.gemm_peak_flops == 312e12
