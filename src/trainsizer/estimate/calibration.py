@@ -35,6 +35,7 @@ class PerfConstants:
     expert_bias_mcore_bytes: dict[str, float]  # HBM bytes per element of Megatron-Core's eager fc2 expert bias
     activation_clamp_mcore_bytes: dict[str, float]  # HBM bytes per element of its eager activation clamp
     rope_unfused_mcore_bytes: dict[str, float]  # HBM bytes per q / k element of its unfused RoPE (YaRN factor)
+    eager_swiglu_backward_bytes: dict[str, float]  # an eager SwiGLU's backward, bytes per inner element, by op
     flash_efficiency: dict[str, float]
     flash_efficiency_native: dict[str, float]  # vendor-tuned fused attention (cuDNN / FA3) where it differs
     flash_efficiency_triton: dict[str, float]  # FlashAttention in Triton (llm-foundry's attn_impl triton)
@@ -261,6 +262,7 @@ def load_constants() -> PerfConstants:
         expert_bias_mcore_bytes={str(k): float(v) for k, v in g["expert_bias_mcore_bytes"].items()},
         activation_clamp_mcore_bytes={str(k): float(v) for k, v in g["activation_clamp_mcore_bytes"].items()},
         rope_unfused_mcore_bytes={str(k): float(v) for k, v in g["rope_unfused_mcore_bytes"].items()},
+        eager_swiglu_backward_bytes={str(k): float(v) for k, v in g["eager_swiglu_backward_bytes"].items()},
         flash_efficiency={str(k): float(v) for k, v in a["flash_efficiency"].items()},
         flash_efficiency_native={str(k): float(v) for k, v in a["flash_efficiency_native"].items()},
         flash_efficiency_triton={str(k): float(v) for k, v in a["flash_efficiency_triton"].items()},

@@ -665,7 +665,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
         layer_mb = layer_mb + passes * compute.stream_time(gemm_w * (0.5 + 2.0), r,
                                                           kernels=compute.KERNELS["nf4_dequantise"])
     return lt, (layer_mb + _lora_adapters(x) + _expert_bias_time(x) + _activation_clamp_time(x) + _rope_unfused_time(x)
-                + _sp_layout_copies(x))
+                + _sp_layout_copies(x) + _eager_swiglu_backward_time(x))
 
 
 def _chunked_nll_time(x: _Step, lt: compute.LayerTimes) -> Any:
@@ -736,6 +736,29 @@ def _activation_clamp_time(x: _Step) -> Any:
     slots = x.tok * m.experts_per_token * x.training.moe_capacity_factor * m.moe_layer_count / m.layers
     per = m.expert_ffn / x.t * (b["forward"] * (1.0 + again) + b["backward"])
     return np.where(np.asarray(x.fw.moe_host_sync, bool), compute.stream_time(slots * per, x.r, kernels=0.0), 0.0)
+
+
+def _eager_swiglu_backward_time(x: _Step) -> Any:
+    """Seconds per average layer and micro-batch by which an eager SwiGLU's backward differs from the twice-its-forward
+    bytes the layer charges for element-wise work (compute.layer_times): autograd runs the product's two gradients,
+    silu_backward and, where gate and up come from one GEMM split in eager PyTorch (a style without
+    split_projections whose activation runs eager: nanotron's Qwen2MLP), the split's backward cat of both halves
+    (perf_constants.yaml gemm.eager_swiglu_backward_bytes: 18 B per inner element, 26 B with the cat, against 20).
+    Dense MLP layers only, over this GPU's share of the inner width; the routed and shared experts keep the layer's
+    count. Fused or compiled activations, and non-SwiGLU models: nothing."""
+    m = x.model
+    if m.mlp != "swiglu" or m.dense_mlp_layers == 0:
+        return 0.0
+    act = np.asarray(x.fw.activation_kernel if x.fw.activation_kernel is not None else "", dtype=object)
+    eager = (act == "eager") | ((act != "fused") & ~np.asarray(_fused_elementwise(x), bool))
+    if not np.any(eager):
+        return 0.0
+    b = x.k.eager_swiglu_backward_bytes
+    split = ~np.asarray(x.fw.split_projections, bool) & (b["split_cat"] > 0)  # one gate-up GEMM, split eager
+    per = b["products"] + b["silu"] + np.where(split, b["split_cat"], 0.0) - 2.0 * x.k.eager_bytes_per_element["swiglu"]
+    inner = x.tok * m.ffn / x.t * m.dense_mlp_layers / m.layers
+    t = compute.stream_time(inner * per, x.r, kernels=0.0) + np.where(split, x.r.kernel_fixed_s, 0.0)
+    return np.where(eager, t, 0.0)
 
 
 def _rope_unfused_time(x: _Step) -> Any:
