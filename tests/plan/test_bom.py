@@ -166,3 +166,15 @@ def test_buy_vs_rent_weighs_a_purchase_against_a_reserved_term_and_the_job_pays_
 def test_buy_vs_rent_without_a_reserved_rate_says_it_is_on_demand(blocks):
     bvr = blocks(hardware={"accelerator": "b200"}, goal={"procurement": "rent"}).bom.buy_vs_rent
     assert bvr.rent_per_month_on_demand is None and bvr.rent_basis_msg.key == "bom_rent_basis_on_demand"
+
+
+def test_a_break_even_over_priced_lines_only_says_it_is_a_lower_bound(blocks):
+    """One RTX 4090 bought: the host has no catalog price, so the break-even month counts the GPU alone; the
+    verdict says the month is over the priced lines only and names what is missing (was: a bare '7.8 months')."""
+    bvr = blocks(model="llama-3.1-8b", method="qlora", goal={"procurement": "buy"},
+                 hardware={"accelerator": "rtx-4090", "count": 1, "per_node": 1, "network": None},
+                 strategy={"tp": 1, "pp": 1, "fsdp": "none", "micro_batch": 1, "recompute": "full"},
+                 global_batch={"sequences": 8}).bom.buy_vs_rent
+    assert bvr.break_even_month is not None
+    assert bvr.verdict_msg.key == "bom_verdict_priced_only" and "host for the one GPU" in bvr.verdict
+    assert "later than this" in bvr.verdict

@@ -21,7 +21,7 @@ from trainsizer.plan.buildout.inputs import BuildInput, acquisition
 from trainsizer.plan.buildout.network import NetworkBlock
 from trainsizer.plan.buildout.part_text import described
 from trainsizer.plan.buildout.storage import StorageBlock
-from trainsizer.plan.texts import as_msg
+from trainsizer.plan.texts import as_msg, listed
 
 
 def server_lines(b: BuildInput) -> list[BomLine]:
@@ -162,9 +162,11 @@ def net_trays(b: BuildInput) -> int:
 
 
 def buy_vs_rent(b: BuildInput, capex: dict[str, float], fac: FacilityBlock,
-                compute_unpriced: list[str] | None = None) -> tuple[dict | None, BuyVsRent]:
+                compute_unpriced: list[str] | None = None,
+                unpriced: list | None = None) -> tuple[dict | None, BuyVsRent]:
     """Rent against buy; no break-even month when the GPUs or their servers have no purchase price
-    (`compute_unpriced`): the priced lines alone (switches, cables) would pay back in days."""
+    (`compute_unpriced`): the priced lines alone (switches, cables) would pay back in days. Other purchase lines
+    without a price (`unpriced`: a host, racks) leave the month a lower bound, and the verdict says so."""
     cur, cat = b.currency, b.catalog
     rent = catalog_price(cat, "rent", b.accelerator.id, cur)
     hours = rules.value("bom", "hours_per_month")
@@ -201,6 +203,8 @@ def buy_vs_rent(b: BuildInput, capex: dict[str, float], fac: FacilityBlock,
                msg("bom_verdict_break_even_reserved", months=f"{even:.1f}", job=duration(b.train_days),
                    on_demand=f"{even_od:.1f}") if on_demand != per_month and even_od is not None else
                msg("bom_verdict_break_even_job", months=f"{even:.1f}", job=duration(b.train_days)))
+    if even is not None and unpriced:
+        verdict = msg("bom_verdict_priced_only", verdict=verdict, n=len(unpriced), parts=listed(unpriced[:3]))
     return rent_block, BuyVsRent(capex=capex, running_per_month=running, rent_per_month=per_month,
                                  break_even_month=even, job_months=job_months, rent_for_job=for_job, verdict=verdict,
                                  rent_basis=basis,
@@ -217,7 +221,7 @@ def bom_block(b: BuildInput, net: NetworkBlock, storage: StorageBlock, fac: Faci
     # the servers, or the GPUs when the server is unpriced: without them the purchase total is not a cluster's
     priced = any(ln.total is not None for ln in compute if ln.part is not None)
     missing = [] if priced else [ln.part for ln in compute if ln.part is not None]
-    rent, bvr = buy_vs_rent(b, capex, fac, missing)
+    rent, bvr = buy_vs_rent(b, capex, fac, missing, unpriced)
     tot = capex
     if how == "rent":
         lines = rent_lines(b, storage)
