@@ -134,3 +134,20 @@ def test_the_budget_binding_reads_without_stacked_brackets_in_chinese():
     said = str(msg("bind_budget", "zh", extra=extra, option="h100 x16", cost="US$2,010", over="1910%",
                    budget="US$100"))
     assert said.startswith("满足 14 天工期的最便宜的方案（h100 x16）") and "）（" not in said, said
+
+
+def test_a_layout_kept_for_headroom_is_not_called_the_fastest_that_fits():
+    """70B full SFT on 16 H100 bought: the chosen layout is 2.3% slower than the fastest, kept to leave 5% of memory
+    free, and the next sentence called it 'its layout, the fastest that fits'. Now it reads 'it takes ...'."""
+    import yaml
+
+    from trainsizer.catalog import load_catalog
+    from trainsizer.plan.core import make_plan
+
+    from .conftest import REPO
+
+    job = yaml.safe_load((REPO / "examples" / "sft-70b-16gpu.yaml").read_text(encoding="utf-8"))
+    job["goal"] = {"deadline_days": 30, "procurement": "buy"}
+    why = make_plan(job, load_catalog()).recommended.why
+    assert "slower than the fastest that fits, chosen to keep" in why
+    assert "the fastest that fits, takes" not in why and "it takes" in why

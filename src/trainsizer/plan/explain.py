@@ -128,7 +128,9 @@ def _lean(r: OptionResult, lang: str) -> Any:
     (search.config.names_lean_layout): the chosen figure is not what the job needs."""
     if r.strategy is None or r.lean_strategy is None or not names_lean_layout(r.mem_gib, r.lean_mem_gib):
         return None
-    return msg("layout_lean", lang, used=f"{r.mem_gib:.1f}", lean=f"{r.lean_mem_gib:.1f}",
+    # a layout kept for headroom is not the fastest that fits (_headroom said so): the sentence must not call it that
+    return msg("layout_lean_kept" if r.for_headroom else "layout_lean", lang, used=f"{r.mem_gib:.1f}",
+               lean=f"{r.lean_mem_gib:.1f}",
                layout=layout_text(r.lean_strategy), slower=f"{r.lean_step_s / r.step_s - 1.0:.0%}")
 
 
