@@ -38,13 +38,14 @@ from pathlib import Path
 import numpy as np
 
 from harness import Fit, job_fits, job_tokens_per_gpu
+from perf_amd import job as amd_job
 from perf_heldout26 import mlperf_nvidia_job
 from perf_mbridge26 import group_mape
 from perf_mbridge26 import job as mbridge_job
 from trainsizer.errors import TrainsizerError
 
 DATA = Path(__file__).resolve().parent / "data" / "mlperf6.csv"
-BUILDERS = ("nvidia-llama", "mbridge-moe")
+BUILDERS = ("nvidia-llama", "mbridge-moe", "amd-primus")
 # the csv's cuda_graph column as perf_mbridge26's cuda_graphs (strategy.cuda_graphs)
 GRAPHS = {"none": "none", "mcore": "layer", "full-iteration": "full_iteration"}
 # the Megatron-Bridge table's system / precision keys perf_mbridge26.job reads
@@ -80,6 +81,8 @@ def job(r: dict[str, str]) -> dict:
         return mlperf_nvidia_job(r)
     if r["builder"] == "mbridge-moe":
         return moe_job(r)
+    if r["builder"] == "amd-primus":  # perf_amd's MLPerf v5.1 AMD rows (Megatron-Core on ROCm), no recompute
+        return amd_job(r | {"recompute": "none", "recompute_method": "", "recompute_num_layers": ""})
     raise ValueError(f"{r['id']}: builder {r['builder']!r} is not one of {', '.join(BUILDERS)}")
 
 

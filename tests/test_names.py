@@ -28,6 +28,7 @@ def test_the_job_file_fp8_recipes_are_the_ones_the_constants_describe():
     assert typing.get_args(job.Fp8Recipe) == names.FP8_RECIPES
     assert set(names.FP8_RECIPES) - {"auto"} == set(load_constants().fp8_recipes)
     assert set(load_constants().raw["fp8"]["default_recipe"].values()) <= set(names.FP8_RECIPES)
+    assert set(names.FP4_RECIPES) == set(load_constants().fp4_recipes) <= set(names.FP8_RECIPES)
 
 
 def test_a_job_accepts_every_lora_target_the_estimators_model():

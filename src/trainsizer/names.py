@@ -46,8 +46,13 @@ LOSS_IMPLS = ("auto", "upcast", "upcast-shift", "vocab-parallel", "vocab-paralle
 # FP8 scaling recipes (precision fp8): "auto" = the accelerator's default; the others are the recipes whose
 # figures estimate/data/perf_constants.yaml `fp8.recipes` holds (Transformer Engine / torchao names). "nvfp4" is
 # Transformer Engine's NVFP4BlockScaling, which TE passes where the FP8 recipes go (te.autocast / fp8_autocast
-# fp8_recipe=): the linear layers' GEMMs in 4-bit E2M1 at the FP4 tensor-core peak (Blackwell only).
-FP8_RECIPES = ("auto", "delayed", "tensorwise", "rowwise", "mxfp8", "nvfp4")
+# fp8_recipe=): the linear layers' GEMMs in 4-bit E2M1 at the FP4 tensor-core peak (Blackwell only). "mxfp4" is the
+# OCP MX FP4 recipe (E2M1, one E8M0 scale per 32 elements) AMD's Transformer Engine fork passes the same way
+# (MXFP4BlockScaling; Primus fp4_recipe mxfp4), on CDNA 4 (MI350X / MI355X) FP4 matrix cores.
+FP8_RECIPES = ("auto", "delayed", "tensorwise", "rowwise", "mxfp8", "nvfp4", "mxfp4")
+# the FP8_RECIPES whose GEMMs run on FP4 tensor cores (estimate/data/perf_constants.yaml fp8.fp4_recipes says on which
+# parts)
+FP4_RECIPES = ("nvfp4", "mxfp4")
 # Megatron-Core MoE token dispatcher: alltoall = MoEAlltoAllTokenDispatcher (token counts copied to the host each
 # MoE layer, per-expert splits issued by the CPU); flex = MoEFlexTokenDispatcher with DeepEP / HybridEP (fused
 # permute + dispatch kernels); auto = what Megatron-Bridge's 25.11 recipes use for that layout (step_time). On the

@@ -48,6 +48,7 @@ from trainsizer.estimate.model_states import (
     trainable,
 )
 from trainsizer.models.arch import ModelArch
+from trainsizer.names import FP4_RECIPES
 
 ATTENTION_IMPLS = ("flash", "sdpa", "eager")
 
@@ -622,13 +623,13 @@ def deepseek_selective_items(model: ModelArch, training: Training, *, moe: bool)
 
 def saved_gemm_input_bytes(training: Training, model: ModelArch | None = None) -> float:
     """Bytes per element of a linear layer's saved input, averaged over the decoder layers: the 16-bit activation,
-    the FP8 cast under FP8 (1 B), the column-wise NVFP4 copy under fp8_recipe nvfp4 (memory_constants.yaml fp8
-    nvfp4_saved_input_bytes_per_element); the layers Training.bf16_layers keeps in BF16 save 16-bit inputs."""
+    the FP8 cast under FP8 (1 B), the column-wise FP4 copy under fp8_recipe nvfp4 / mxfp4 (memory_constants.yaml fp8
+    <recipe>_saved_input_bytes_per_element); the layers Training.bf16_layers keeps in BF16 save 16-bit inputs."""
     a = float(act_bytes(training.precision))
     if training.precision != "fp8":
         return a
-    low = float(load_memory_constants()["fp8"]["nvfp4_saved_input_bytes_per_element"]) \
-        if training.fp8_recipe == "nvfp4" else 1.0
+    low = float(load_memory_constants()["fp8"][f"{training.fp8_recipe}_saved_input_bytes_per_element"]) \
+        if training.fp8_recipe in FP4_RECIPES else 1.0
     share = low_precision_share(training, model) if model is not None else 1.0
     return share * low + (1.0 - share) * a
 

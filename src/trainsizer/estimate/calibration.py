@@ -432,7 +432,7 @@ def _gemm_rates(system: Any, precision: str, k: PerfConstants, cal: Calibration,
     cast_bytes = cast_kernels = 0.0
     if precision == "fp8":
         recipe = k.fp8_recipe(system.accelerator, fp8_recipe)
-        if recipe["name"] in k.fp4_recipes:  # NVFP4: the linear layers' GEMMs on the FP4 tensor cores
+        if recipe["name"] in k.fp4_recipes:  # NVFP4 / MXFP4: the linear layers' GEMMs on the FP4 tensor cores
             peak, eff = _fp4_gemm_rate(system, k, str(recipe["name"]), eff16)
         else:
             eff *= recipe["gemm_efficiency_ratio"]
@@ -479,7 +479,8 @@ def fp4_peak(system: Any, k: PerfConstants, recipe: str) -> float:
     value = system.peak_tflops.get("fp4")
     if not value or not any(acc.startswith(f) for f in k.fp4_recipes[recipe]):
         raise SpecError("training.fp8_recipe", msg("fp4_recipe_unsupported", recipe=recipe,
-                                                    accelerator=system.accelerator),
+                                                    accelerator=system.accelerator,
+                                                    parts=", ".join(k.fp4_recipes[recipe])),
                         value=recipe, allowed=sorted(r for r in k.fp8_recipes if r not in k.fp4_recipes))
     return float(value)
 

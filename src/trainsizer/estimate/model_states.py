@@ -30,7 +30,13 @@ from trainsizer.errors import SpecError
 from trainsizer.estimate.inputs import OPTIMIZERS, PRECISIONS, Training, act_bytes
 from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
-from trainsizer.names import LORA_DEFAULT_TARGETS, LORA_LINEAR_TARGETS, LORA_TARGETS, MOE_ROUTINGS
+from trainsizer.names import (
+    FP4_RECIPES,
+    LORA_DEFAULT_TARGETS,
+    LORA_LINEAR_TARGETS,
+    LORA_TARGETS,
+    MOE_ROUTINGS,
+)
 
 LORA_TARGET_NAMES = LORA_TARGETS  # trainsizer.names
 LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "qkv_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -313,8 +319,8 @@ def state_bytes(training: Training, model: ModelArch | None, profile: str) -> St
     c = load_memory_constants()
     row = c["model_states"][profile][training.precision]
     fp8 = c["fp8"]["weight_cache_bytes_per_gemm_param"] if training.precision == "fp8" else 0.0
-    if training.precision == "fp8" and training.fp8_recipe == "nvfp4":  # row- and column-wise NVFP4 copies
-        fp8 = c["fp8"]["nvfp4_weight_cache_bytes_per_gemm_param"]
+    if training.precision == "fp8" and training.fp8_recipe in FP4_RECIPES:  # row- and column-wise FP4 copies
+        fp8 = c["fp8"][f"{training.fp8_recipe}_weight_cache_bytes_per_gemm_param"]
     if model is not None and getattr(training, "bf16_layers", 0):  # BF16-kept layers keep no low-precision copy
         fp8 *= 1.0 - training.bf16_layers / max(model.layers, 1)
     return StateBytes(

@@ -25,6 +25,7 @@ from trainsizer.estimate.train_time import time_to_train
 from trainsizer.evaluate import evaluate, job_cost, run_costs
 from trainsizer.layout_text import layout_text
 from trainsizer.messages import duration, msg
+from trainsizer.names import FP4_RECIPES
 from trainsizer.plan import explain
 from trainsizer.plan.messages import LANGS
 from trainsizer.plan.refine import refine_count
@@ -409,8 +410,8 @@ def _summary(p: Priced, s: ranking.Scored) -> OptionSummary:
 
 
 def _precision_label(training: Any) -> str:
-    """The low precision a search filtered on: the job's precision, or its FP4-peak recipe (nvfp4), which the search
-    requires Blackwell FP4 tensor cores for (search.candidates._precision_ok)."""
-    if training.precision == "fp8" and training.fp8_recipe == "nvfp4":
-        return "nvfp4"
+    """The low precision a search filtered on: the job's precision, or its FP4-peak recipe (nvfp4, mxfp4), which the
+    search requires the FP4 tensor cores of a part that runs it for (search.candidates._precision_ok)."""
+    if training.precision == "fp8" and training.fp8_recipe in FP4_RECIPES:
+        return str(training.fp8_recipe)
     return str(training.precision)

@@ -362,7 +362,7 @@ def no_scale_evidence_notes(options: list[PlanOption], recommended: PlanOption |
 def precision_notes(cands: Any, precision: str, lang: str = "en") -> list[str]:
     """Accelerators left out only because they lack the job's low precision (FP8 / FP4) are still candidates
     at 16 bits: name them so the comparison is asked for, not silently lost (e.g. Ascend for an FP8 job)."""
-    if precision not in ("fp8", "fp4", "nvfp4"):
+    if precision not in ("fp8", "fp4", "nvfp4", "mxfp4"):
         return []
     only = sorted(acc for acc, reasons in cands.excluded.items()
                   if reasons and all(r.code == "precision" for r in reasons))

@@ -20,6 +20,7 @@ from trainsizer.names import (
     CUDA_GRAPHS,
     CUDNN_RELEASES,
     DDP_IMPLS,
+    FP4_RECIPES,
     FP8_RECIPES,
     FRAMEWORKS,
     LORA_DEFAULT_TARGETS,
@@ -477,10 +478,10 @@ class Job(_Strict):
             raise ValueError(msg("job_qlora_precision", precision=self.precision))
         if self.bf16_layers and self.precision != "fp8":
             raise ValueError(msg("job_bf16_layers_precision", precision=self.precision))
-        if self.fp8_recipe == "nvfp4" and self.precision != "fp8":
-            raise ValueError(msg("job_nvfp4_precision", precision=self.precision))
-        if self.fp8_recipe == "nvfp4" and self.strategy is not None and self.strategy.fp8_param_allgather:
-            raise ValueError(msg("job_nvfp4_param_allgather"))
+        if self.fp8_recipe in FP4_RECIPES and self.precision != "fp8":
+            raise ValueError(msg("job_nvfp4_precision", precision=self.precision, recipe=self.fp8_recipe))
+        if self.fp8_recipe in FP4_RECIPES and self.strategy is not None and self.strategy.fp8_param_allgather:
+            raise ValueError(msg("job_nvfp4_param_allgather", recipe=self.fp8_recipe))
         if self.packing and self.data.avg_tokens is None:
             raise ValueError(msg("job_packing_needs_samples"))
         if self.strategy is not None and self.hardware is None and self.strategy.model_fields_set - {"framework"}:
