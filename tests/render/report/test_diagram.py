@@ -75,3 +75,23 @@ def test_an_amd_or_ascend_node_draws_its_scale_up_domain_under_its_own_name(tech
     assert topo.nvlink_domain_gpus == 8 and topo.scaleup_tech == tech
     svg = render_svg(plan, "en")
     assert f"{name} domain (8 GPUs)" in svg and "Scale-up domain: not in this plan" not in svg
+
+
+def test_two_nvl72_racks_are_drawn_as_two_racks_bought_or_rented():
+    """36 trays in 2 bought NVL72 racks read '… -1 more racks, -18 nodes' (the short form needs four groups); a
+    rented 32-tray job was drawn as 8 groups of 4 trays each labelled a 72-GPU NVLink domain. Both now draw their
+    racks: 2 racks, every tray, no ellipsis."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.plan.core import make_plan
+
+    job = {"name": "nvl72", "model": "llama-3.1-8b", "method": "full", "data": {"tokens": 1.0e9}, "seq_len": 4096,
+           "global_batch": {"sequences": 144}, "constraints": {"cooling": "liquid"},
+           "hardware": {"accelerator": "gb200", "count": 144, "network": "ib-ndr400"}}
+    for procurement, trays in (("buy", 36), ("rent", 36)):
+        plan = make_plan({**job, "goal": {"deadline_days": 30, "procurement": procurement}}, load_catalog())
+        data = plan.model_dump(mode="json", by_alias=True)
+        svg, mm = render_svg(data, "en"), render_mermaid(data, "en")
+        texts = _texts(svg)
+        assert "Rack 1" in texts and "Rack 2" in texts and "Rack 3" not in texts, procurement
+        assert _node_boxes(svg) == trays and not any("more" in s for s in texts)
+        assert "Rack 2: 18 nodes" in mm and "more" not in mm

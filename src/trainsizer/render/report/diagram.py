@@ -37,7 +37,8 @@ def rack_groups(topo: Topology) -> tuple[int, bool, list[int | None]]:
     # Racks for nodes, when the plan counts them, say how many nodes share a rack; else its nodes_per_rack.
     per = -(-topo.nodes // topo.racks) if topo.racks else topo.nodes_per_rack or min(topo.nodes, 4)
     groups = -(-topo.nodes // per)
-    if topo.nodes <= MAX_NODES_DRAWN and groups <= 8:
+    # three groups or fewer are drawn whole: the short form (first two, an ellipsis, the last) needs four
+    if groups <= 3 or (topo.nodes <= MAX_NODES_DRAWN and groups <= 8):
         return per, bool(topo.racks or topo.nodes_per_rack), list(range(groups))
     return per, bool(topo.racks or topo.nodes_per_rack), [0, 1, None, groups - 1]
 

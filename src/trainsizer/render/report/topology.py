@@ -157,8 +157,12 @@ def topology(plan: Mapping, lang: str = "en") -> Topology | None:
         fields["fabric"] = fields["fabric"] or str(hw_net.get("id") or "")
     else:
         fields = _from_flat(net, sto, hw_net, hw)
+    per_node = _int(hw.get("per_node")) or _int(hw.get("count")) or 1
+    racks = _int(fac.get("node_racks") or fac.get("racks"))
+    nvlink = net.get("nvlink") if isinstance(net.get("nvlink"), Mapping) else {}
+    if not racks and (fields.get("nvlink_domain_gpus") or 0) > per_node:
+        # a rack-scale NVLink domain (NVL72) with no rack of the plan's own (rented): its racks are the domains
+        racks = _int(nvlink.get("domains"))
     return Topology(
-        accelerator=str(hw.get("accelerator") or "?"), nodes=_int(hw.get("nodes")) or 1,
-        gpus_per_node=_int(hw.get("per_node")) or _int(hw.get("count")) or 1,
-        nodes_per_rack=_int(fac.get("nodes_per_rack")), racks=_int(fac.get("node_racks") or fac.get("racks")),
-        **fields)
+        accelerator=str(hw.get("accelerator") or "?"), nodes=_int(hw.get("nodes")) or 1, gpus_per_node=per_node,
+        nodes_per_rack=_int(fac.get("nodes_per_rack")), racks=racks, **fields)
