@@ -117,9 +117,20 @@ def test_context_parallel_exposes_the_kv_ring_that_attention_cannot_hide():
     send_s = 2 * 4096 * 1024 / 8 * 2 / 2e9 + 5e-6
     both_s = 2 * 2 * 4096 * 1024 / 8 * 2 / 2e9 + 5e-6
     # causal forward of the rank's attention in one layer: 2 x 4096 x 8192 x 4 heads x (128 + 128) x (1 + 128/8192)/2
-    # FLOPs; a ring step runs half of it; cuDNN's backward 2.9x (flash_bwd_over_fwd_native, H100)
-    attn_s = 2 * 4096 * 8192 * 4 * 256 * (1 + 128 / 8192) / 2 / 100e12 + k.kernel_fixed_s
-    exposed_s = (send_s - attn_s / 2) + (both_s - 2.9 * attn_s / 2) + send_s  # the last dK / dV waited on
+    # FLOPs; a ring step runs half of it; cuDNN's backward 2.9x (flash_bwd_over_fwd_native, H100); each ring step is
+    # its own call, a query block in 1.75 of them at CP 2, paying its c tiles each (step_time._cp_ring_calls)
+    c_fwd, c_bwd = k.native_block_tiles("h100-sxm")
+
+    def ring(c: float, row: int, call: int) -> float:
+        n, n_at = row / 256 + 0.5, max(call, 8192) / 256 + 0.5
+        return (n + 1.75 * c) / n * n_at / (n_at + c)
+
+    def attn(flops_s: float, row: int, call: int) -> tuple[float, float]:
+        f, b = ring(c_fwd, row, call), ring(c_bwd, row, call)
+        return flops_s * f + k.kernel_fixed_s, 2.9 * (flops_s * b + k.kernel_fixed_s * b / f)
+
+    attn_f, attn_b = attn(2 * 4096 * 8192 * 4 * 256 * (1 + 128 / 8192) / 2 / 100e12, 8192, 4096)
+    exposed_s = (send_s - attn_f / 2) + (both_s - attn_b / 2) + send_s  # the last dK / dV waited on
     c = k.raw["cp_te_ring"]
     r = rates(h100_cluster(), "bf16", k, cal)
 
@@ -137,8 +148,8 @@ def test_context_parallel_exposes_the_kv_ring_that_attention_cannot_hide():
     # 2x the exchange, 4x the attention (8K a rank: cuDNN's length curve at its reference): each step's exchange
     # exposed by less
     send_l, both_l = 2 * (send_s - 5e-6) + 5e-6, 2 * (both_s - 5e-6) + 5e-6
-    attn_l = 2 * 8192 * 16384 * 4 * 256 * (1 + 128 / 16384) / 2 / 100e12 + k.kernel_fixed_s
-    exposed_l = max(send_l - attn_l / 2, 0.0) + max(both_l - 2.9 * attn_l / 2, 0.0) + send_l
+    attn_lf, attn_lb = attn(2 * 8192 * 16384 * 4 * 256 * (1 + 128 / 16384) / 2 / 100e12, 16384, 8192)
+    exposed_l = max(send_l - attn_lf / 2, 0.0) + max(both_l - attn_lb / 2, 0.0) + send_l
     assert exposed_l / send_l < exposed_s / send_s
     assert longer.breakdown_s["cp_comm"] == pytest.approx(16 * 32 * (exposed_l + work_s(8192)), rel=1e-9)
 

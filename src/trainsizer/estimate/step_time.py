@@ -38,7 +38,14 @@ import numpy as np
 from trainsizer.errors import SpecError, TrainsizerError, did_you_mean, quoted
 from trainsizer.estimate import comm, compute, pipeline, sample_lengths
 from trainsizer.estimate.activations import low_precision_share, saved_gemm_input_bytes
-from trainsizer.estimate.calibration import Calibration, PerfConstants, fp4_training, load_constants, rates
+from trainsizer.estimate.calibration import (
+    Calibration,
+    PerfConstants,
+    causal_tiles,
+    fp4_training,
+    load_constants,
+    rates,
+)
 from trainsizer.estimate.flops import (
     forward_flops_per_token,
     hardware_flops_per_token,
@@ -633,7 +640,9 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     len_fwd, len_bwd = _native_length(x)
     rel_fwd, rel_bwd = _cudnn_release(x)
     head_fwd, head_bwd = _narrow_head(x)
-    att_fwd, att_bwd = fp8_fwd * rel_fwd * len_fwd / head_fwd, fp8_bwd * rel_bwd * len_bwd / head_bwd
+    ring_fwd, ring_bwd = _cp_ring_calls(x)
+    att_fwd = fp8_fwd * rel_fwd * len_fwd / (head_fwd * ring_fwd)
+    att_bwd = fp8_bwd * rel_bwd * len_bwd / (head_bwd * ring_bwd)
     tiles, rate_length = _native_blocks(x)
     lt = compute.layer_times(_windowed_shapes(x), x.row, r, tp=t, cp=x.c, micro_batch=x.b * seqs, sp=x.sp,
                              recompute=rc, ep=x.e, flash=training.flash_attention, flash_rate=r.flash_flops * att_fwd,
@@ -787,6 +796,28 @@ def _native_length(x: _Step) -> tuple[Any, Any]:
     fwd, bwd = x.k.native_length_factors(x.system.accelerator, x.fw.attention_kernel, span, x.cudnn_release)
     flash = x.k.flash_length_factor(x.system.accelerator, x.fw.attention_kernel, span)
     return fwd * flash, bwd * flash
+
+
+def _cp_ring_calls(x: _Step) -> tuple[Any, Any]:
+    """(forward, backward) time of the native attention kernels under Transformer Engine's context-parallel ring over
+    what their rate at the call length gives: each ring step is its own kernel call (AttnFuncWithCPAndKVP2P), and a
+    call pays every query block's fixed work again (calibration.native_block_tiles: c key tiles a block, read from the
+    part's measured rate at its two shortest lengths). With 2 cp load-balanced chunks a rank, its late chunk attends
+    in all cp steps and its early chunk in 1 + r of them (rank r: step 0 and the steps bringing K / V of an earlier
+    rank), (3 cp + 1) / 4 calls a query block on average. A query block of the row's n causal tiles (calibration.
+    causal_tiles) so takes n + k c tile times; the rate applied is taken at the call length (rate_length, at least the
+    reference: _native_blocks), whose blocks hold n' tiles and one c: factor (n + k c) / n x n' / (n' + c). 1 without
+    CP, for the all-to-all and all-gather CP (one call a query block) and PyTorch's ring, and for other kernels."""
+    ring = (x.c > 1) & (x.cp_comm_type not in ("a2a", "all_gather")) & ~np.asarray(x.fw.cp_torch_ring, bool)
+    native = np.asarray(x.fw.attention_kernel) == "native"
+    if not np.any(ring & native):
+        return 1.0, 1.0
+    (c_fwd, c_bwd), rate_length = _native_blocks(x)
+    span = np.where(np.asarray(x.span, float) > 0, x.span, x.row)
+    n, n_at = causal_tiles(span), causal_tiles(rate_length)
+    calls = (3.0 * x.c + 1.0) / 4.0
+    return tuple(np.where(ring & native, (n + calls * c) / n * n_at / (n_at + c), 1.0)  # type: ignore[return-value]
+                 for c in (c_fwd, c_bwd))
 
 
 def _narrow_head(x: _Step) -> tuple[Any, Any]:
