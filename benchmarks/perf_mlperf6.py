@@ -19,7 +19,8 @@ Rows are built with the v5.x job builders, not copies: the Llama rows (builder n
 perf_heldout26.mlperf_nvidia_job (perf_mlperf.job, the columns of nvidia_mlperf.csv); the MoE rows (builder
 mbridge-moe: DeepSeek-V3 671B and GPT-OSS 20B, both new in v6.0) with perf_mbridge26.job (the Megatron-Bridge 26.x
 recipe job: megatron-core, distributed optimizer, flex / alltoall dispatcher, a2a overlap, cuDNN 9.17 attention on
-Blackwell), with the row's FP8 weight all-gather, TP overlap and network.
+Blackwell), with the row's FP8 weight all-gather, TP overlap and network; a model whose run trains another vocabulary than the
+released checkpoint's (GPT-OSS 20B: the benchmark's Llama 3.1 tokenizer) is stated with it (RUN_VOCAB).
 
 Printed beside the rows: perf_mlperf's step lines (step = a x micro-batches + b over the rows of one benchmark,
 system and layout at several scales, with the predicted b split by term), which show where a strong-scaling series
@@ -33,6 +34,8 @@ Run: python benchmarks/perf_mlperf6.py
 from __future__ import annotations
 
 import csv
+import json
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +61,22 @@ def rows() -> list[dict[str, str]]:
     return list(csv.DictReader(DATA.open(encoding="utf-8")))
 
 
+# The vocabulary a row's run trains with where it is not the preset's released checkpoint's. MLPerf's GPT-OSS 20B trains
+# gpt-oss-20b's layers on C4 with the benchmark's Llama 3.1 tokenizer: vocab_size 128,256 (NVIDIA/benchmarks/gpt_oss_20b/
+# implementations/nemo/pretrain.py get_model, GPTModelProvider(vocab_size=128256), in the copy at eabf23a0), not the
+# released checkpoint's 201,088 (config.json): its embedding, LM head, loss and their gradients and optimizer state.
+RUN_VOCAB = {"gpt-oss-20b": 128256}
+
+
+def model(name: str) -> str | dict:
+    """The row's model preset by name, or its config.json with the vocabulary its run trains (RUN_VOCAB)."""
+    if name not in RUN_VOCAB:
+        return name
+    path = resources.files("trainsizer.models").joinpath("presets", f"{name}.json")
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    return raw | {"vocab_size": RUN_VOCAB[name]}
+
+
 def moe_job(r: dict[str, str]) -> dict:
     """A MoE row as perf_mbridge26.job builds a Megatron-Bridge 26.x recipe row, then the row's own model preset,
     network, FP8 weight all-gather and TP overlap (the MLPerf configs set them apart from the recipes)."""
@@ -68,7 +87,7 @@ def moe_job(r: dict[str, str]) -> dict:
     mb |= {k: r[k] for k in ("gpu_count", "global_batch_seqs", "micro_batch", "seq_len", "tp", "pp", "cp", "vpp", "ep",
                              "recompute_modules", "moe_dispatcher", "moe_a2a_overlap", "fp8_attention")}
     job = mbridge_job(mb)
-    job["model"] = r["model"]
+    job["model"] = model(r["model"])
     job["hardware"]["network"] = r["network"]
     job["strategy"]["fp8_param_allgather"] = r["fp8_params"] == "1"
     job["strategy"]["tp_comm_overlap"] = r["tp_comm_overlap"] == "1"

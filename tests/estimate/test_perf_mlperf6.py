@@ -60,3 +60,22 @@ def test_a_refused_row_says_why_and_an_unknown_builder_is_an_error():
     assert pm._estimate(r | {"refused": "the catalog has no such part"}) == (None, "the catalog has no such part")
     with pytest.raises(ValueError, match="builder"):
         pm.job(r | {"builder": "nope"})
+
+
+def test_gpt_oss_rows_train_the_benchmark_tokenizer_vocabulary():
+    """MLPerf's GPT-OSS 20B trains gpt-oss-20b's layers with the benchmark's Llama 3.1 tokenizer (vocab_size 128,256 in
+    NVIDIA's pretrain.py get_model): the rows state that vocabulary and keep the rest of the preset; other models are
+    stated by their preset name."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.models import load_model
+    from trainsizer.scenario import resolve_job
+
+    preset = load_model("gpt-oss-20b")
+    gpt = [r for r in pm.rows() if r["model"] == "gpt-oss-20b" and not r["refused"]]
+    assert gpt
+    for r in gpt:
+        m = resolve_job(pm.job(r), load_catalog()).model
+        assert m.vocab == 128256 != preset.vocab, r["id"]
+        assert (m.hidden, m.layers, m.experts, m.experts_per_token) == (preset.hidden, preset.layers, preset.experts,
+                                                                         preset.experts_per_token), r["id"]
+    assert pm.model("deepseek-v3") == "deepseek-v3"
