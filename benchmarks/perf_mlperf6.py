@@ -97,7 +97,10 @@ def moe_job(r: dict[str, str]) -> dict:
 def job(r: dict[str, str]) -> dict:
     """The row as a job file, through the v5.x builder its `builder` column names."""
     if r["builder"] == "nvidia-llama":
-        return mlperf_nvidia_job(r)
+        j = mlperf_nvidia_job(r)
+        if not r["network"]:  # one node, data parallel 1: no network carries anything (Krai's 4 GH200)
+            del j["hardware"]["network"]
+        return j
     if r["builder"] == "mbridge-moe":
         return moe_job(r)
     if r["builder"] == "amd-primus":  # perf_amd's MLPerf v5.1 AMD rows (Megatron-Core on ROCm), no recompute
