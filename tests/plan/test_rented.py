@@ -52,3 +52,17 @@ def test_rented_diagram_draws_no_switch_tier(blocks):
     fields = _from_build(out["network"], out["storage"])
     assert fields["tiers"] == () and fields["provided"] is True
     assert "pfs-appliance" not in (fields["storage"] or "") and "the provider's" in fields["management"]
+
+
+def test_one_rented_node_rents_a_persistent_volume_not_local_nvme(blocks):
+    """A single rented instance has no shared storage to rent; its local NVMe ends with the instance, so the line
+    asks for a persistent volume (it read 'shared storage to rent: local NVMe + NFS'). Several nodes keep the tier."""
+    from trainsizer.plan.texts import say
+
+    one = blocks(goal={"procurement": "rent"}, hardware={"count": 8, "network": None})
+    line = next(ln for ln in one.bom.lines if ln.unit == "per_tb_month")
+    assert "persistent" in line.item and "NFS" not in line.item
+    assert line.item_msg is not None and "持久存储" in say(line.item_msg.model_dump(), "zh")
+    many = blocks(goal={"procurement": "rent"})
+    line = next(ln for ln in many.bom.lines if ln.unit == "per_tb_month")
+    assert line.item.startswith("shared storage to rent")

@@ -139,12 +139,20 @@ def rent_lines(b: BuildInput, storage: StorageBlock) -> list[BomLine]:
         item = msg("bom_item_rent_gpus", nodes=b.nodes, per_node=b.per_node, name=b.accelerator.name,
                    provider=provider)
     return [line(item, b.accelerator.id, round(billed, 3), "per_gpu_hour", rent, note),
-            line(msg("bom_item_rent_storage", tier=as_msg(storage.tier_msg) if storage.tier_msg else storage.tier), None, storage.capacity_tb.value, "per_tb_month",
+            line(_rent_storage_item(b, storage), None, storage.capacity_tb.value, "per_tb_month",
                  None, msg("bom_note_rent_storage", read=f"{storage.loader_read_gb_s.value:g}",
                            write=f"{storage.write_gb_s_sync.value:.3g}")),
             line(msg("bom_item_rent_egress"), None, round(storage.checkpoint_gb, 3), "per_gb", None,
                  msg("bom_note_rent_egress"))] + ([] if b.nodes == 1 else [
             line(msg("bom_item_rent_scheduler"), None, 1, "per_unit", None, msg("bom_note_rent_scheduler"))])
+
+
+def _rent_storage_item(b: BuildInput, storage: StorageBlock):
+    """One rented node keeps nothing shared, but its local NVMe goes with the instance: what it rents is a
+    persistent volume for the data and the checkpoints, not the 'local NVMe + NFS' tier an owned node would build."""
+    if b.nodes == 1:
+        return msg("bom_item_rent_storage_one")
+    return msg("bom_item_rent_storage", tier=as_msg(storage.tier_msg) if storage.tier_msg else storage.tier)
 
 
 def rent_billing(b: BuildInput) -> tuple[float, tuple[int, float]]:
