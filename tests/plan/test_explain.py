@@ -151,3 +151,27 @@ def test_a_layout_kept_for_headroom_is_not_called_the_fastest_that_fits():
     why = make_plan(job, load_catalog()).recommended.why
     assert "slower than the fastest that fits, chosen to keep" in why
     assert "the fastest that fits, takes" not in why and "it takes" in why
+
+
+@pytest.mark.parametrize("gpus,per_node,tier", [
+    (1, 1, "single-gpu"), (8, 8, "single-node"), (64, 8, "few-nodes"), (128, 8, "few-nodes"),
+    (128, 4, "few-nodes"), (72, 4, "few-nodes"), (1024, 8, "large-cluster"), (1024, 4, "large-cluster"),
+    (10_000, 8, "large-cluster"), (136, 8, "large-cluster")])
+def test_tier_counts_gpus_so_a_128_gpu_nvl72_job_is_not_a_large_cluster(gpus, per_node, tier):
+    """Guide 000's pretraining cluster is 4-16 nodes of 8 GPUs: 128 GPUs read the same on HGX servers and on
+    NVL72's 4-GPU trays (32 of them), and the words do not call 128 GPUs a large cluster."""
+    from trainsizer.plan.explain import tier_id
+    from trainsizer.search.config import load_config
+
+    assert tier_id(gpus, -(-gpus // per_node), load_config()) == tier
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_tier_line_says_how_many_gpus_and_nodes(lang):
+    from trainsizer.render.i18n import t
+    from trainsizer.render.plan_view import _tier_size
+
+    said = t("tier_few-nodes", lang) + _tier_size({"id": "few-nodes", "gpus": 128, "nodes": 32}, lang)
+    assert "128" in said and "32" in said
+    assert ("large" not in said) if lang == "en" else ("大规模" not in said)
+    assert _tier_size({"id": "single-gpu", "gpus": 1, "nodes": 1}, lang) == ""

@@ -42,6 +42,15 @@ def _cost(option: dict[str, Any], procurement: str, lang: str) -> str:
     return _money(cost.mid, cost.currency, lang) + t("paren", lang).format(text=cost.label(lang))
 
 
+def _tier_size(tier: dict, L: str) -> str:
+    """' (128 GPUs on 32 nodes)' after a multi-GPU tier's name: the words alone do not say where 'small' ends."""
+    gpus, nodes = tier.get("gpus"), tier.get("nodes")
+    if not gpus or gpus <= 1 or not nodes:
+        return ""
+    return t("paren", L).format(text=t("tier_size" + ("_one" if nodes == 1 else ""), L).format(
+        gpus=f"{gpus:,}", nodes=f"{nodes:,}"))
+
+
 def _cost_line(option: dict[str, Any], procurement: str, lang: str) -> str | None:
     """'$120,192 (buy, full price); $913 (buy, amortised over 4 years)': the amortised share beside a purchase."""
     beside = cost_basis.amortised_beside(option, procurement)
@@ -125,7 +134,7 @@ def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) 
         seconds=f"{s['seconds']:.2f}"))
     rec, tier = plan.get("recommended"), plan.get("tier")
     if tier:
-        con.print(f"{t('plan_tier', L)}{c}[bold]{t('tier_' + tier['id'], L)}[/] — "
+        con.print(f"{t('plan_tier', L)}{c}[bold]{t('tier_' + tier['id'], L)}[/]{_tier_size(tier, L)} — "
                   + t("plan_decided_by", L).format(resource=t("resource_" + tier["decided_by"], L)) + f"{c}{tier['why']}")
     if rec:
         con.print(f"[bold green]{t('plan_recommended', L)}[/]{c}{rec['id']}{t('list_sep', L)}{layout_in(rec['strategy'], L)}")

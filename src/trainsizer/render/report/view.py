@@ -156,7 +156,10 @@ def _tier_rows(plan: Mapping, f: Fmt) -> list[tuple[str, str]]:
     """The job's tier and the resource that decides its size (the plan's `tier` block, or flat fields)."""
     L, tier = f.lang, plan.get("tier")
     if isinstance(tier, Mapping):
-        rows = [(t("fact.tier", L), cell("tier", tier.get("id"), f, "")),
+        one = "_one" if tier.get("nodes") == 1 else ""
+        size = (t("fact.tier_size" + one, L, gpus=f.num(tier["gpus"]), nodes=f.num(tier["nodes"]))
+                if (tier.get("gpus") or 0) > 1 and tier.get("nodes") else "")
+        rows = [(t("fact.tier", L), cell("tier", tier.get("id"), f, "") + size),
                 (t("fact.decided_by", L), cell("decided_by", tier.get("decided_by"), f, ""))]
         return rows + ([(t("fact.tier_why", L), str(tier["why"]))] if tier.get("why") else [])
     return [(t(f"fact.{k}", L), cell(k, plan[k], f, "")) for k in ("tier", "decided_by") if plan.get(k)]
