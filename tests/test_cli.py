@@ -166,3 +166,45 @@ def test_check_writes_the_budget_as_one_sum_of_money(run_cli, lang, shown):
     code, out, _ = run_cli("--lang", lang, "check", str(job))
     assert code == 0 and shown in out
     assert "budget currency" not in out and "预算币种" not in out
+
+
+def test_check_in_chinese_says_what_the_jobs_named_choices_mean(run_cli):
+    """zh `check` reads the job's words (method, procurement, cooling, recompute, offload, framework) in
+    Chinese and keeps the word the job file wrote in brackets; English shows the word as written."""
+    job = next(p for p in EXAMPLES if p.name == "sft-70b-16gpu.yaml")
+    code, out, _ = run_cli("--lang", "zh", "check", str(job))
+    assert code == 0
+    for shown in ("全参数微调（full）", "租用（rent）", "风冷（air）", "完全重计算（full）",
+                  "卸载优化器状态（optimizer）", "按并行布局自动选择（auto）", "整个数据并行组（0）"):
+        assert shown in out, shown
+    code, out, _ = run_cli("check", str(job))
+    assert code == 0 and "（" not in out and "full" in out
+
+
+def test_every_named_choice_of_a_job_reads_in_chinese():
+    """Each value a job field can take that `check` shows by name has its zh entry (or the shared auto / none)."""
+    from typing import get_args
+
+    from trainsizer import names
+    from trainsizer.render.i18n import t
+
+    fields = {"method": names.METHODS, "strategy.recompute": names.RECOMPUTE, "strategy.offload": names.OFFLOAD,
+              "strategy.framework": names.FRAMEWORKS}
+    from trainsizer.spec.job import Cooling, NetworkKind, Procurement
+
+    fields |= {"goal.procurement": get_args(Procurement), "constraints.cooling": get_args(Cooling),
+               "hardware.network.kind": get_args(NetworkKind)}
+    for key, values in fields.items():
+        for v in values:
+            zh = next((t(k, "zh") for k in (f"value.{key}.{v}", f"value.{v}") if _has(k)), None)
+            assert zh is not None and f"（{v}）" in zh, (key, v)
+
+
+def _has(key):
+    from trainsizer.render.i18n import MissingMessage, t
+
+    try:
+        t(key, "zh")
+    except MissingMessage:
+        return False
+    return True

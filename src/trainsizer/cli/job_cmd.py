@@ -93,13 +93,28 @@ def _shown(key: str, value: Any, lang: str) -> str:
         return money(value["amount"], value["currency"], lang)
     if isinstance(value, list | tuple):
         return ", ".join(map(str, value)) or "—"
+    if isinstance(value, int) and value == 0 and key == "strategy.shard_group":
+        return t("value.strategy.shard_group.0", lang)
     if key.startswith("model.params_"):
         return fmt_params(value, lang)
     if isinstance(value, int):  # a whole number of the job (tokens per step, steps, GPUs) as it is: 1,048,576
         return fmt_count(value, lang)
     if isinstance(value, int | float):
         return fmt_num(value, lang, digits=4)
+    if isinstance(value, str):
+        return _named_value(key, value, lang)
     return str(tr(value, lang))
+
+
+def _named_value(key: str, value: str, lang: str) -> str:
+    """A named choice of the job ("full", "rent", "auto") as `value.<field>.<word>` reads it in `lang`, else
+    `value.<word>` (auto, none), else the word itself (ids of models and parts, names the reader wrote)."""
+    for k in (f"value.{key}.{value}", f"value.{value}"):
+        try:
+            return t(k, lang)
+        except KeyError:
+            continue
+    return value
 
 
 @cli.command()
