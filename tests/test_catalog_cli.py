@@ -81,3 +81,28 @@ def test_a_cards_english_notes_are_labelled_as_quoted_in_chinese(run_cli):
     code, out, err = run_cli("--lang", "zh", "catalog", "show", "server", "gb200-nvl72")
     assert code == 0, err
     assert "备注（目录原文）：18 compute trays" in out.replace("\n", " "), out
+
+
+def test_a_chinese_card_says_the_catalogs_enumerations_in_chinese():
+    """The words the catalog records as codes (memory unit and how GiB was derived, scale-up tech, network and
+    storage kind, price unit and term, management role, a range's low / high) read in Chinese on a zh card;
+    the English of each is only where the catalog records prose, and those rows say it is quoted."""
+    import re
+
+    from trainsizer.render.catalog_card import card_rows
+
+    cat = load_catalog()
+    records = [r.to_dict() for table in (cat.accelerators, cat.servers, cat.networks, cat.switches,
+                                         cat.storage_tiers) for r in table.values()]
+    records += [cat.price_record(pid).to_dict() for pid in cat.prices]
+    codes = {"memory_label_unit", "memory_gib_basis", "scaleup_tech", "kind", "unit", "term", "role", "confidence"}
+    names = ("InfiniBand", "NFS", "AWS EFA", "NVLink", "HCCS", "Infinity Fabric（xGMI）")  # proper names
+    left = set()
+    for r in records:
+        for key in codes & set(r):
+            value = next(iter(dict(card_rows({key: r[key]}, "zh")).values()), "")
+            if value and not re.search(r"[\u4e00-\u9fff]", value) and value not in names:
+                left.add((key, value))
+    assert not left, sorted(left)
+    shown = dict(card_rows(cat.storage_tiers[next(iter(cat.storage_tiers))].to_dict(), "zh"))
+    assert not any(re.search(r"\blow \d|\bhigh \d", v) for v in shown.values()), shown

@@ -15,8 +15,22 @@ from trainsizer.render.cost_basis import price_age
 from trainsizer.render.i18n import t
 from trainsizer.render.numbers import fmt_num
 
-WORDS = {**{("confidence", c): f"card_value_{c}" for c in ("high", "medium", "low")},
-         **{("status", c): f"card_value_{c}" for c in ("shipping", "announced", "discontinued")}}
+WORDS = {**{("confidence", c): f"card_value_{c}" for c in ("high", "medium", "low", "very_low")},
+         **{("status", c): f"card_value_{c}" for c in ("shipping", "announced", "discontinued")},
+         **{("memory_label_unit", c): f"card_value_unit_{c}" for c in ("gib", "gb")},
+         **{("scaleup_tech", c): f"card_value_tech_{c}"
+            for c in ("nvlink", "nvlink-bridge", "pcie", "xgmi", "hccs", "roce", "other")},
+         **{("kind", c): f"card_value_kind_{c}" for c in ("ib", "roce", "efa", "ethernet", "nvlink", "node_local",
+                                                         "nfs", "parallel_fs", "object", "purchase", "rent")},
+         **{("unit", c): f"price_unit_{c}" for c in ("per_gpu", "per_gpu_hour", "per_rack", "per_server",
+                                                      "per_switch")},
+         ("term", "reserved"): "card_value_term_reserved",
+         **{("role", c): f"card_value_role_{c.replace(' ', '_')}"
+            for c in ("in-band management", "out-of-band management")}}
+# the keys of a figure given as a range or a NIC block ("low 4 · high 4", "count 2 · gbps 400 · model ...")
+SUBKEYS = ("low", "typical", "high", "count", "gbps", "model")
+# records.py Accelerator._derive_memory_gib: how memory_gib was derived (the two forms it writes)
+BASIS_PREFIXES = {"label": "card_value_basis_label", "usable (vendor platform table)": "card_value_basis_usable"}
 # Provenance fields: printed in their own sections below the figures.
 PROVENANCE = ("id", "name", "aliases", "sources", "alt_values", "field_sources", "none_known", "unsure", "notes",
               "age")
@@ -32,16 +46,28 @@ def _value(v: Any, lang: str, key: str = "") -> str | None:
         return str(v)  # a year, not a quantity: no grouping ("2,022")
     if isinstance(v, str) and (key, v) in WORDS:  # enumerations in the reader's words
         return t(WORDS[(key, v)], lang)
+    if isinstance(v, str) and key == "memory_gib_basis":
+        return _basis(v, lang)
     if isinstance(v, str) and v in (NOT_GIVEN, AS_GIVEN):  # what the overlay loader writes
         return t("card_value_not_given" if v == NOT_GIVEN else "card_value_as_given", lang)
     if isinstance(v, int | float):
         return fmt_num(v, lang, digits=4, compact=False)
     if isinstance(v, dict):
-        parts = [f"{k} {_value(x, lang)}" for k, x in v.items() if _value(x, lang) is not None]
+        parts = [f"{t('card_sub_' + k, lang) if k in SUBKEYS else k} {_value(x, lang)}" for k, x in v.items()
+                 if _value(x, lang) is not None]
         return " · ".join(parts) or None
     if isinstance(v, list | tuple):
         return ", ".join(str(_value(x, lang)) for x in v)
     return str(v)
+
+
+def _basis(v: str, lang: str) -> str:
+    """memory_gib_basis in the reader's words: "label, binary: ..." / "usable (...), decimal: ..."."""
+    what, _, rest = v.partition(", ")
+    kind = "binary" if rest.startswith("binary") else "decimal" if rest.startswith("decimal") else None
+    if what not in BASIS_PREFIXES or kind is None:
+        return t("card_value_basis_given", lang) if v == "given" else v
+    return t(BASIS_PREFIXES[what], lang) + t("list_sep", lang) + t(f"card_value_basis_{kind}", lang)
 
 
 def card_rows(record: dict[str, Any], lang: str) -> list[tuple[str, str]]:

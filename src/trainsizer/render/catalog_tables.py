@@ -35,7 +35,8 @@ def catalog_rows(cat: Any, kind: str, lang: str) -> tuple[str, list[str], list[t
     if kind == "networks":
         nets = sorted(cat.networks.values(), key=lambda n: (n.kind, n.gbps_per_nic))
         cols = [t("id", L), t("kind", L), t("gbps_per_nic", L), t("nic", L), t("latency_us", L)]
-        rows = [(n.id, n.kind, _fmt(n.gbps_per_nic, L), n.nic, _fmt(n.latency_us, L)) for n in nets]
+        rows = [(n.id, t(f"card_value_kind_{n.kind}", L), _fmt(n.gbps_per_nic, L), n.nic, _fmt(n.latency_us, L))
+                for n in nets]
         return t("catalog_networks_title", L), cols, rows, [n.to_dict() for n in nets]
     if kind in ("switches", "storage"):
         recs = cat.switches if kind == "switches" else cat.storage_tiers
