@@ -126,11 +126,14 @@ def test_b200_8b_series_flat_to_128_gpus():
 def test_forward_only_against_logged_evaluation_steps():
     """The 8B rows' logged evaluation steps (a forward and the loss, no backward, no gradient collective) against the
     estimate's forward compute. Reached: +9..+18% (the estimate slower) where a GPU runs 4,096 tokens or more a
-    micro-batch on FP8, -22 / -23% at 512 GB200 / GB300 (TP 2 x CP 4, 2,048 tokens: most of those rows' gap is in the
-    layer, docs/known-gaps.md 4 (c)), NVFP4 -2..+17%."""
+    micro-batch on FP8, NVFP4 -2..+17%. At 512 GB200 / GB300 (TP 2 x CP 4, 2,048 tokens, 16 heads a GPU) +9.0 / -2.1%
+    against +11.8 / +13.7% at 72 since the attention grid is timed (step_time._attention_grid: a ring step's 64-128 CTAs
+    on 152 SMs); -17.2 / -22.8% before, the 512-GPU forward then 29 / 37 points off its 72-GPU row, now 3 / 16."""
     fc = {rid: (fwd - ev) / ev for rid, ev, fwd, _, _ in pm.forward_check()}
     assert len(fc) == 15 and all(abs(e) < 0.30 for e in fc.values())
-    assert fc["mlperf5.1_gb200_llama31_8b_fp8_512gpu"] < 0.0 < fc["mlperf5.1_gb200_llama31_8b_fp8_72gpu"]
+    for part in ("gb200", "gb300"):
+        at_512, at_72 = (fc[f"mlperf5.1_{part}_llama31_8b_fp8_{n}gpu"] for n in (512, 72))
+        assert abs(at_512 - at_72) < 0.18
 
 
 def test_step_outside_the_layers_of_the_b200_8b_series():

@@ -193,6 +193,12 @@ class PerfConstants:
         return (block_tiles(lengths[0], lengths[1], fwd[0] / fwd[1]),
                 block_tiles(lengths[0], lengths[1], bwd[0] / bwd[1]))
 
+    def attention_grid(self, accelerator: str) -> tuple[float, float, float] | None:
+        """(SMs, query rows a forward CTA owns, key rows a backward CTA owns) of the native attention kernels on this
+        part's family (attention.grid); None for a family without an entry."""
+        hit = _family_entry(self.raw.get("attention", {}).get("grid", {}), accelerator)
+        return None if hit is None else (float(hit["sms"]), float(hit["q_rows"]), float(hit["k_rows"]))
+
     def cudnn_release(self, accelerator: str, release: str | None) -> tuple[float, float] | None:
         """(forward, backward) fused-attention throughput of cuDNN `release` over the base release on this part's
         family (strategy.cudnn_release); (1, 1) for the base release (None / 9.13); None where the family has no

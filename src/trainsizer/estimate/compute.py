@@ -592,6 +592,40 @@ def window_block_rate(keys, rate_length, tiles) -> Any:
     return np.minimum((n / (n + c)) / (n_at / (n_at + c)), 1.0)
 
 
+def _grid_causal(blocks, heads, sms) -> Any:
+    """Time of a causal attention call whose grid is n = `blocks` row blocks x `heads` (heads x sequences) CTAs, one a
+    SM, over its time at the full-grid rate: block i runs i of the n (a query block the keys up to it; backward, a key
+    block the queries from it), so the call lasts at least its longest CTA, n of a mean (n + 1) / 2: max(1, 2 sms /
+    (heads (n + 1)))."""
+    n = np.maximum(np.ceil(np.asarray(blocks, float)), 1.0)
+    return np.maximum(1.0, 2.0 * sms / (np.asarray(heads, float) * (n + 1.0)))
+
+
+def _grid_even(blocks, heads, sms) -> Any:
+    """The same for an unmasked call, whose blocks each run the same work: max(1, sms / (n heads))."""
+    n = np.maximum(np.ceil(np.asarray(blocks, float)), 1.0)
+    return np.maximum(1.0, sms / (n * np.asarray(heads, float)))
+
+
+def attention_grid_factors(length, heads, cp, ring, sms: float, q_rows: float, k_rows: float) -> tuple[Any, Any]:
+    """(forward, backward) time of one layer's fused attention over its time at the full-grid rate, for calls of
+    `length` query / key positions over `heads` (query heads on this GPU x sequences), one CTA a SM (perf_constants
+    attention.grid: `sms`, query rows a forward CTA owns, key rows a backward CTA owns). Without a ring: one causal call.
+    Transformer Engine's load-balanced ring (`ring`, cp > 1; AttnFuncWithCPAndKVP2P): `length` is the rank's 2 chunks;
+    step 0 is causal over them, each later step runs, on one rank or another, the unmasked half-length call (the late
+    chunk's queries against the whole K / V, or all queries against the early K / V chunk: the forward's and the
+    backward's under-filled grid); the steps carry equal FLOPs, and each lasts as long as its slowest rank."""
+    c = np.maximum(np.asarray(cp, float), 1.0)
+    ring = np.asarray(ring, bool) & (c > 1)
+    out = []
+    for rows in (q_rows, k_rows):
+        blocks = np.asarray(length, float) / rows
+        causal = _grid_causal(blocks, heads, sms)
+        steps = (causal + (c - 1.0) * _grid_even(blocks / 2.0, heads, sms)) / c
+        out.append(np.where(ring, steps, causal))
+    return out[0], out[1]
+
+
 def _attention_core(shapes: ModelShapes, tok, b, c, s: Any, t, rates: Rates, *, flash: bool,
                     flash_rate: float, flash_bwd_over_fwd: float, attention_span: Any, flash_head_pad: Any = 1.0,
                     block_tiles: tuple[Any, Any] = (0.0, 0.0), rate_length: Any = 0.0):

@@ -641,8 +641,9 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     rel_fwd, rel_bwd = _cudnn_release(x)
     head_fwd, head_bwd = _narrow_head(x)
     ring_fwd, ring_bwd = _cp_ring_calls(x)
-    att_fwd = fp8_fwd * rel_fwd * len_fwd / (head_fwd * ring_fwd)
-    att_bwd = fp8_bwd * rel_bwd * len_bwd / (head_bwd * ring_bwd)
+    grid_fwd, grid_bwd = _attention_grid(x)
+    att_fwd = fp8_fwd * rel_fwd * len_fwd / (head_fwd * ring_fwd * grid_fwd)
+    att_bwd = fp8_bwd * rel_bwd * len_bwd / (head_bwd * ring_bwd * grid_bwd)
     tiles, rate_length = _native_blocks(x)
     lt = compute.layer_times(_windowed_shapes(x), x.row, r, tp=t, cp=x.c, micro_batch=x.b * seqs, sp=x.sp,
                              recompute=rc, ep=x.e, flash=training.flash_attention, flash_rate=r.flash_flops * att_fwd,
@@ -818,6 +819,27 @@ def _cp_ring_calls(x: _Step) -> tuple[Any, Any]:
     calls = (3.0 * x.c + 1.0) / 4.0
     return tuple(np.where(ring & native, (n + calls * c) / n * n_at / (n_at + c), 1.0)  # type: ignore[return-value]
                  for c in (c_fwd, c_bwd))
+
+
+def _attention_grid(x: _Step) -> tuple[Any, Any]:
+    """(forward, backward) time of the native attention kernels over their full-grid rate where a call launches fewer
+    CTAs than the part has SMs, or not many more (compute.attention_grid_factors; perf_constants attention.grid): a
+    call covers the attention span (packed samples: each its own rows of the grid, row / span of them a sequence) over
+    the query heads on this GPU, heads / tp (/ cp under the all-to-all CP); Transformer Engine's p2p ring runs span / cp
+    positions a call. 1 for other kernels, PyTorch's ring, the all-gather CP and families without grid data
+    (docs/known-gaps.md 38)."""
+    grid = x.k.attention_grid(x.system.accelerator)
+    native = np.asarray(x.fw.attention_kernel) == "native"
+    torch_ring = np.asarray(x.fw.cp_torch_ring, bool) & (x.c > 1)
+    if grid is None or not np.any(native) or x.cp_comm_type == "all_gather" or np.all(torch_ring):
+        return 1.0, 1.0
+    span = np.where(np.asarray(x.span, float) > 0, x.span, x.row)
+    a2a = x.cp_comm_type == "a2a"
+    heads = _shapes(x.model).heads / (x.t * (x.c if a2a else 1.0)) * x.b * float(x.training.sequences_per_sample)
+    heads = heads * np.asarray(x.row, float) / span
+    fwd, bwd = compute.attention_grid_factors(span / (1.0 if a2a else x.c), heads, x.c, not a2a, *grid)
+    use = native & ~torch_ring
+    return np.where(use, fwd, 1.0), np.where(use, bwd, 1.0)
 
 
 def _narrow_head(x: _Step) -> tuple[Any, Any]:
