@@ -162,6 +162,19 @@ def test_megatron_embedding_and_loss_slots_allow_two_more_chunks():
     assert bool(valid_mask(model, TRAIN, sysx, both))
 
 
+
+def test_deepspeed_pipeline_counts_the_embeddings_as_layers():
+    """Megatron-DeepSpeed's --pp-partition-method 'type:transformer|embedding' partitions the tied embedding layers at
+    both ends as layers: GLM-130B's 70 layers + 2 over PP 8 (9 x 8 - 2, arXiv:2210.02414 s3) is a run that was made,
+    accepted without an uneven-split warning; without the slots the same split warns; torchtitan still refuses."""
+    model = LLAMA70.with_(layers=70)
+    st = Strategy(tp=8, pp=8, dp=1, framework="deepspeed")
+    both = st.with_(pipeline_embedding_layer=True, pipeline_loss_layer=True)
+    assert check_strategy(model, TRAIN, sysm(64), both) == []
+    assert any(w.startswith("pp_uneven_layers") for w in check_strategy(model, TRAIN, sysm(64), st))
+    with pytest.raises(StrategyError, match="pipeline_slots_need_megatron"):
+        check_strategy(model, TRAIN, sysm(64), both.with_(framework="torchtitan"))
+
 def test_ep_beyond_the_domain_warns():
     w = check_strategy(MOE, TRAIN, sysm(64), Strategy(tp=4, dp=16, ep=4))
     assert any(x.startswith("ep_across_domains") for x in w)

@@ -32,7 +32,8 @@ Origins (one line each):
   pipe/schedule.py has TrainSchedule (1F1B) only (INTERLEAVED_FRAMEWORKS).
 - pp * vpp model chunks may not exceed the decoder layers, except that Megatron-Core's
   account_for_embedding/loss_in_pipeline_split give the embedding and the loss a slot each (up to 2 more
-  chunks; megatron/core/transformer/transformer_config.py); those options exist in the Megatron family only.
+  chunks; megatron/core/transformer/transformer_config.py); those options exist in the Megatron family and in
+  DeepSpeed's pipeline partitioning (Megatron-DeepSpeed --pp-partition-method 'type:transformer|embedding').
 - ZeRO-Offload needs ZeRO >= 1 and parameter offload needs ZeRO-3: DeepSpeed docs "ZeRO-Offload" /
   "ZeRO-Infinity".
 - QLoRA keeps NF4 weights with bf16/fp16 compute; FP8 GEMMs are not supported on NF4 weights:
@@ -77,7 +78,10 @@ ZERO3_PP_REFUSED = ("deepspeed", "hf", "fsdp")
 PIPELINE_FRAMEWORKS = ("megatron", "megatron-core", "deepseek-dualpipe", "deepspeed", "torchtitan")
 INTERLEAVED_FRAMEWORKS = ("megatron", "megatron-core", "deepseek-dualpipe", "torchtitan")
 # Frameworks with Megatron-Core's embedding / loss pipeline slots ("auto": the stack it resolves to, _resolves_to).
-PIPELINE_SLOT_FRAMEWORKS = ("megatron-core", "megatron", "deepseek-dualpipe")
+# DeepSpeed's PipelineModule counts them too under Megatron-DeepSpeed's --pp-partition-method
+# 'type:transformer|embedding' (the tied embedding layers at both ends partitioned as layers: BLOOM-176B's 70 layers
+# + 2 over PP 12, bigscience-workshop/bigscience train/tr11-176B-ml; GLM-130B's 9 x 8 - 2 = 70, arXiv:2210.02414 s3).
+PIPELINE_SLOT_FRAMEWORKS = ("megatron-core", "megatron", "deepseek-dualpipe", "deepspeed")
 # Frameworks with Megatron-Core's per-module selective recompute (TransformerConfig.recompute_modules).
 RECOMPUTE_MODULE_FRAMEWORKS = ("megatron-core",)
 # Frameworks with Megatron's partial full recompute (recompute_method / recompute_num_layers); "auto" as below
