@@ -172,3 +172,44 @@ def test_a_rental_priced_by_the_month_bills_the_month_for_a_short_job(catalog):
     usd = evaluate(resolve_job(JOB | {"data": {"tokens": 2.0e8}}, catalog), catalog)
     assert usd["cost"]["rent"]["quantity"] == pytest.approx(usd["time"]["gpu_hours"])
     assert not any("billed" in n for n in usd["notes"])
+
+
+def _long(tokens: float, accelerator: str = "h100-sxm-80gb") -> dict:
+    return JOB | {"data": {"tokens": tokens}, "goal": {"procurement": "rent"},
+                  "hardware": {"accelerator": accelerator, "count": 8, "per_node": 8}}
+
+
+def test_a_job_longer_than_a_committed_term_rents_the_term_at_the_reserved_rate(catalog):
+    """known-gaps 34 (a): a job of over a year reserves the catalog's 1-year term (prices.yaml term: reserved)
+    and rents only what is left on demand, cheaper than the whole job on demand; the note names the term."""
+    od = catalog.rent_per_gpu_hour("h100-sxm-80gb", currency="USD")
+    term = catalog.rent_reserved_per_gpu_hour("h100-sxm-80gb", "USD")
+    out = evaluate(resolve_job(_long(2.2e12), catalog), catalog)  # about 420 days
+    hours = out["time"]["gpu_hours"]
+    assert hours / 8 > term.min_hours  # the job outlasts one term
+    rent = out["cost"]["rent"]
+    res = rent["reserved"]
+    assert res["terms"] == 1 and res["quantity"] == pytest.approx(8 * term.min_hours)
+    assert rent["quantity"] == pytest.approx(hours - 8 * term.min_hours)
+    assert rent["mid"] == pytest.approx(rent["quantity"] * od.mid + res["quantity"] * term.mid)
+    assert rent["mid"] < hours * od.mid
+    assert any("12-month reservation" in n for n in out["notes"])
+
+
+def test_a_short_job_stays_on_demand_and_a_long_one_without_a_term_price_says_so(catalog):
+    short = evaluate(resolve_job(_long(2.0e9), catalog), catalog)
+    assert "reserved" not in short["cost"]["rent"]
+    assert short["cost"]["rent"]["quantity"] == pytest.approx(short["time"]["gpu_hours"])
+    assert catalog.rent_reserved_per_gpu_hour("h200-sxm-141gb", "USD") is None
+    long = evaluate(resolve_job(_long(2.2e12, "h200-sxm-141gb"), catalog), catalog)
+    assert long["time"]["train_days"] > 365 and "reserved" not in long["cost"]["rent"]
+    assert any("no committed-term price" in n for n in long["notes"])
+
+
+@pytest.mark.parametrize(("months", "terms", "left_months"), [(6, 0, 6), (11, 1, 0), (13, 1, 1), (23, 2, 0)])
+def test_committed_terms_are_the_cheapest_whole_terms(months, terms, left_months):
+    from trainsizer.estimate.cost import committed_terms
+
+    h = 730.0
+    got = committed_terms(8, months * h, 8 * months * h, 2.95, 2.35, 12 * h)
+    assert got[0] == terms and got[1] == pytest.approx(8 * left_months * h)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from trainsizer.catalog.age import price_age
 from trainsizer.errors import SpecError
 from trainsizer.estimate.calibration import Calibration
-from trainsizer.estimate.cost import billed_gpu_hours, buy_cost, rent_cost
+from trainsizer.estimate.cost import HOURS_PER_YEAR, billed_gpu_hours, buy_cost, committed_terms, rent_cost
 from trainsizer.estimate.energy import energy, load_energy_constants
 from trainsizer.estimate.memory import estimate_memory
 from trainsizer.estimate.reliability import failure_figures
@@ -128,10 +128,16 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
             if billed > gpu_hours * (1 + 1e-9):
                 notes.append(msg("note_rent_billed", accelerator=system.accelerator, unit=rent.billed_gpus or 1,
                                  hours=f"{rent.min_hours or 1:,g}", billed=f"{billed:,.0f}", used=f"{gpu_hours:,.0f}"))
-        block = _price_block(rent, billed, UNIT_RENT)
+        term, terms, billed = _rent_term(catalog, system, rent, billed, wall_hours, notes)
+        block = _price_block(rent, billed, UNIT_RENT)  # the hours rented on demand
+        reserved = _price_block(term, system.gpus * terms * float(term.min_hours), UNIT_RENT) if terms else None
         for k in ("low", "mid", "high"):
-            block[k] = rent_cost(billed, getattr(rent, k), rent.currency).total
+            block[k] = rent_cost(billed, getattr(rent, k), rent.currency).total + (
+                rent_cost(reserved["quantity"], getattr(term, k), term.currency).total if reserved else 0.0)
         block["currency"] = rent.currency
+        if reserved is not None:  # whole committed terms (prices.yaml term: reserved), beside the on-demand hours
+            reserved.update(terms=terms, term_hours=term.min_hours)
+            block["reserved"] = reserved
         out["rent"] = block
         _note_stale(block, msg("what_rent_price", accelerator=system.accelerator), notes)
     elif rent is None and wants_rent:
@@ -162,6 +168,26 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
             _note_stale(block, msg("what_buy_price", accelerator=system.accelerator), notes)
             notes.append(msg("note_buy_scope"))
     return out
+
+
+def _rent_term(catalog: Catalog, system: Any, rent: Any, billed: float, wall_hours: float,
+               notes: list[str]) -> tuple[Any, int, float]:
+    """(the committed-term price, whole terms reserved, GPU-hours left on demand): the catalog's committed-term
+    rate (prices.yaml `term: reserved`, a term of min_hours) for the whole terms that make the job cheaper than on
+    demand (estimate.cost.committed_terms), else (None, 0, the on-demand hours). A job of a year or more without a
+    committed-term price in the catalog says it is priced on demand (docs/known-gaps.md 34 (a))."""
+    term = catalog.rent_reserved_per_gpu_hour(system.accelerator, rent.currency)
+    if term is not None and term.min_hours:
+        n, left = committed_terms(system.gpus, wall_hours, billed, rent.mid, term.mid, float(term.min_hours))
+        if n:
+            notes.append(msg("note_rent_reserved", accelerator=system.accelerator, terms=n,
+                             months=f"{float(term.min_hours) / HOURS_PER_YEAR * 12:.0f}",
+                             rate=f"{term.mid:,.2f} {term.currency}", on_demand=f"{rent.mid:,.2f} {rent.currency}",
+                             days=f"{wall_hours / 24.0:,.0f}", left=f"{left:,.0f}"))
+            return term, n, left
+    elif wall_hours >= HOURS_PER_YEAR:
+        notes.append(msg("note_rent_no_term", accelerator=system.accelerator, days=f"{wall_hours / 24.0:,.0f}"))
+    return None, 0, billed
 
 
 def job_cost(costs: dict[str, Any], currency: str) -> tuple[float | None, str | None]:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from trainsizer.plan.buildout.bom_lines import fabric_lines
 
 
@@ -66,3 +68,25 @@ def test_one_rented_node_rents_a_persistent_volume_not_local_nvme(blocks):
     many = blocks(goal={"procurement": "rent"})
     line = next(ln for ln in many.bom.lines if ln.unit == "per_tb_month")
     assert line.item.startswith("shared storage to rent")
+
+
+def test_a_rental_longer_than_a_term_lists_the_reserved_term_and_the_rest_as_evaluate_prices_it(blocks, build):
+    """known-gaps 34 (a): the BOM rents whole committed terms at the reserved rate and the rest on demand, the
+    two lines adding up to what `evaluate` charges the job; the buy-vs-rent 'rent for this job' is that sum."""
+    from trainsizer.evaluate import evaluate
+    from trainsizer.scenario import resolve_job
+
+    from .conftest import make_job
+
+    changes = {"goal": {"procurement": "rent", "deadline_days": None}, "data": {"tokens": 4.4e12},
+               "method": "pretrain"}
+    b = build(**changes)
+    assert b.train_days > 365
+    out = blocks(**changes)
+    rented = [ln for ln in out.bom.lines if ln.unit == "per_gpu_hour"]
+    assert len(rented) == 2 and rented[0].unit_price.typical < rented[1].unit_price.typical
+    assert "12-month committed term" in str(rented[0].item)
+    cost = evaluate(resolve_job(make_job(**changes), b.catalog), b.catalog)["cost"]["rent"]
+    total = sum(ln.total["typical"] for ln in rented)
+    assert total == pytest.approx(cost["mid"], rel=1e-6)
+    assert out.bom.buy_vs_rent.rent_for_job == pytest.approx(cost["mid"], rel=1e-6)

@@ -47,6 +47,21 @@ def billed_gpu_hours(gpus: int, wall_hours: float, billed_gpus: int | None = Non
     return -(-gpus // unit) * unit * max(wall_hours, min_hours or 0.0)
 
 
+def committed_terms(gpus: int, wall_hours: float, on_demand_gpu_hours: float, on_demand_rate: float,
+                    term_rate: float, term_hours: float) -> tuple[int, float]:
+    """(whole committed terms reserved, GPU-hours still rented on demand): the cheapest of all on demand, the whole
+    terms the job fills with the rest of its hours on demand, and whole terms covering all of it. A reservation bills
+    its whole term (`term_hours`, a 1-year contract 8,760 h) used or not, so an 11-month job reserves a year when
+    2.35 x 12 < 2.95 x 11 per GPU, and a 13-month job reserves one year and rents its last month on demand."""
+    options = [(0, on_demand_gpu_hours)]
+    if term_hours > 0 and wall_hours > 0:
+        whole = int(wall_hours // term_hours)
+        if whole >= 1:
+            options.append((whole, gpus * (wall_hours - whole * term_hours)))
+        options.append((whole + (1 if wall_hours > whole * term_hours else 0), 0.0))
+    return min(options, key=lambda o: (gpus * o[0] * term_hours * term_rate + o[1] * on_demand_rate, o[0]))
+
+
 def buy_cost(wall_hours: float, capex: float, energy_kwh: float, price_per_kwh: float, *, years: float = 4.0,
              utilisation: float = 1.0, currency: str = "USD") -> Cost:
     """Ownership: capex x job hours / (years x 8760 x utilisation) + energy x price per kWh.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from trainsizer.estimate.cost import billed_gpu_hours
+from trainsizer.estimate.cost import billed_gpu_hours, committed_terms
 from trainsizer.messages import Money, duration, msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.bom import (
@@ -128,6 +128,7 @@ def rent_lines(b: BuildInput, storage: StorageBlock) -> list[BomLine]:
                 msg("bom_rent_provider_fabric", fabric=b.network.name if b.network is not None else b.network_kind))
     rent = catalog_price(cat, "rent", b.accelerator.id, cur)
     billed, terms = rent_billing(b)
+    reserved, n, term_hours, billed = rent_split(b, rent, billed)
     note = msg("bom_note_rent_hours", hours=f"{hours:.0f}", gpus=b.gpus)
     if billed > b.gpus * hours * (1 + 1e-9):  # whole rental units, the shortest term (prices.yaml)
         note = msg("bom_note_rent_billed", used=note, unit=terms[0], min_hours=f"{terms[1]:,g}")
@@ -138,7 +139,13 @@ def rent_lines(b: BuildInput, storage: StorageBlock) -> list[BomLine]:
     else:
         item = msg("bom_item_rent_gpus", nodes=b.nodes, per_node=b.per_node, name=b.accelerator.name,
                    provider=provider)
-    return [line(item, b.accelerator.id, round(billed, 3), "per_gpu_hour", rent, note),
+    gpus_lines = [line(item, b.accelerator.id, round(billed, 3), "per_gpu_hour", rent, note)] if billed > 0 else []
+    if n:  # whole committed terms, priced at the catalog's reserved rate (evaluate prices the job the same way)
+        gpus_lines.insert(0, line(msg("bom_item_rent_reserved", item=item, terms=n,
+                                      months=f"{term_hours / rules.value('facility', 'hours_per_year') * 12:.0f}"),
+                                  b.accelerator.id, round(b.gpus * n * term_hours, 3), "per_gpu_hour", reserved,
+                                  msg("bom_note_rent_reserved", left=f"{billed:,.0f}")))
+    return gpus_lines + [
             line(_rent_storage_item(b, storage), None, storage.capacity_tb.value, "per_tb_month",
                  None, msg("bom_note_rent_storage", read=f"{storage.loader_read_gb_s.value:g}",
                            write=f"{storage.write_gb_s_sync.value:.3g}")),
@@ -163,6 +170,20 @@ def rent_billing(b: BuildInput) -> tuple[float, tuple[int, float]]:
     rec = b.catalog.rent_per_gpu_hour(b.accelerator.id, b.currency) or b.catalog.rent_per_gpu_hour(b.accelerator.id)
     unit, least = (rec.billed_gpus or 1, rec.min_hours or 0.0) if rec is not None else (1, 0.0)
     return max(b.gpus * hours, billed_gpu_hours(b.gpus, hours, unit, least)), (unit, least)
+
+
+def rent_split(b: BuildInput, rent, billed: float) -> tuple:
+    """(the committed-term price, whole terms, term hours, GPU-hours left on demand): the split `evaluate` prices the
+    job with (estimate.cost.committed_terms at the typical prices); no terms without a reserved price."""
+    cur, cat = b.currency, b.catalog
+    reserved = catalog_price(cat, "rent", b.accelerator.id, cur, term="reserved")
+    rec = cat.rent_reserved_per_gpu_hour(b.accelerator.id, cur) or \
+        cat.rent_reserved_per_gpu_hour(b.accelerator.id, "CNY" if cur == "USD" else "USD")
+    if rent is None or reserved is None or rec is None or not rec.min_hours:
+        return None, 0, 0.0, billed
+    term_hours = float(rec.min_hours)
+    n, left = committed_terms(b.gpus, b.train_days * 24.0, billed, rent.typical, reserved.typical, term_hours)
+    return reserved, n, term_hours, left
 
 
 def net_trays(b: BuildInput) -> int:
@@ -193,7 +214,8 @@ def buy_vs_rent(b: BuildInput, capex: dict[str, float], fac: FacilityBlock,
         reserved = catalog_price(cat, "rent", b.accelerator.id, cur, term="reserved")
         on_demand = b.gpus * hours * rent.typical
         per_month = b.gpus * hours * (reserved or rent).typical
-        for_job = rent_billing(b)[0] * rent.typical
+        res, n, term_hours, left = rent_split(b, rent, rent_billing(b)[0])
+        for_job = left * rent.typical + (b.gpus * n * term_hours * res.typical if n else 0.0)
         rent_block = {"per_gpu_hour": rent.model_dump(), "per_month": per_month, "for_job": for_job,
                       "job_days": b.train_days}
         even, even_od = pays_back(per_month), pays_back(on_demand)

@@ -80,6 +80,13 @@ def _price_rows(plan: Mapping, f: Fmt) -> list[tuple[str, str, str, str]]:
                 rows.append((f"{t(f'a.price_{kind}', L)}{t('sep.field', L)}{option_label(o)}",
                              f"{money}{gap}{unit_text(up.get('unit'), L)}",
                              str(block.get("source", "")), str(block.get("date", ""))))
+                res = block.get("reserved")
+                if isinstance(res, Mapping) and isinstance(res.get("unit_price"), Mapping):
+                    ru = res["unit_price"]
+                    rmoney = f.money_range(ru.get("low"), ru.get("mid"), ru.get("high"), cost.get("currency", ""))
+                    rows.append((f"{t('a.price_rent_reserved', L)}{t('sep.field', L)}{option_label(o)}",
+                                 f"{rmoney}{'' if rmoney.endswith('）') else ' '}{unit_text(ru.get('unit'), L)}",
+                                 str(res.get("source", "")), str(res.get("date", ""))))
         energy = o.get("energy") or {}
         if energy.get("pue"):
             rows.append((t("a.pue", L), f.num(energy["pue"], 2), t("a.catalog", L), ""))

@@ -187,6 +187,19 @@ def _cost_rows(ws: Worksheet, o: Mapping, row: int, lang: str) -> None:
             ws.cell(r + 1, 3 + k, f"=B{r}*{get_column_letter(3 + k)}{r}").number_format = money
         ws.cell(r, 6, block.get("source"))
         ws.cell(r, 7, block.get("date"))
+        res = block.get("reserved") if kind == "rent" else None
+        if isinstance(res, Mapping) and isinstance(res.get("unit_price"), Mapping):
+            # whole committed terms at the reserved rate, beside the hours on demand: the total adds both rows
+            ws.cell(r + 1, 1, f"{t('action.rent', lang)}{t('sep.field', lang)}"
+                              f"{t('x.reserved', lang, terms=res.get('terms'))}")
+            ws.cell(r + 1, 2, res.get("quantity"))
+            for k, key in enumerate(("low", "mid", "high")):
+                col = get_column_letter(3 + k)
+                ws.cell(r + 1, 3 + k, res["unit_price"].get(key)).number_format = money
+                ws.cell(r + 2, 3 + k, f"=B{r}*{col}{r}+B{r + 1}*{col}{r + 1}").number_format = money
+            ws.cell(r + 1, 6, res.get("source"))
+            ws.cell(r + 1, 7, res.get("date"))
+            r += 1
         if kind == "rent":
             _cost_label(ws, r + 1, cost_basis.rent(o), lang)
             r += 3
