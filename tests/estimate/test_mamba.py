@@ -3,6 +3,7 @@ memory: an all-attention pattern ("*-" per transformer layer) is the plain trans
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
@@ -226,3 +227,50 @@ def test_only_a_sequence_first_stack_pays_the_layout_copies(micro_batch):
         assert step(mcore) == pytest.approx(batch_first, rel=1e-12)
     else:
         assert step(mcore) > batch_first
+
+
+def _one_gpu_rates(accelerator: str, precision: str = "bf16"):
+    job = {"model": "llama-3.1-8b", "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": 4096,
+           "global_batch": {"sequences": 8}, "precision": precision, "hardware": {"accelerator": accelerator, "count": 1}}
+    return rates(resolve_job(job, load_catalog()).system, precision, load_constants())
+
+
+def test_blackwell_runs_the_ssd_scan_at_hoppers_rate_per_sm_clock():
+    """perf_constants.yaml mamba.scan_sm_bound: on Blackwell the SSD kernels' tiles run at H100 SXM's roofline rates
+    scaled by SMs x clock (the rated FP32 peaks, GB200 80 / H100 67 TF), not at the part's doubled tensor rate and HBM;
+    H200 (same SMs as H100, more HBM) keeps H100's rate; A100 (another SM design) and the linear GEMMs keep their own."""
+    m = _hybrid("M")
+    h100, h200, gb200, a100 = (_one_gpu_rates(a) for a in ("h100-sxm-80gb", "h200-sxm-141gb", "gb200", "a100-sxm-80gb"))
+    assert gb200.ssd_gemm_flops == pytest.approx(h100.gemm16_flops * 80 / 67)
+    assert gb200.ssd_hbm_bytes_s == pytest.approx(h100.hbm_bytes_s * 80 / 67)
+    assert h200.ssd_hbm_bytes_s == pytest.approx(h100.hbm_bytes_s) and h100.hbm_bytes_s < h200.hbm_bytes_s
+    assert a100.ssd_gemm_flops == a100.ssd_hbm_bytes_s == 0.0
+    kern = MAMBA["scan_backward"]
+    own = float(scan_time(m, 32768.0, 1, dataclasses.replace(gb200, ssd_gemm_flops=0.0, ssd_hbm_bytes_s=0.0), kern))
+    capped, on_h100 = float(scan_time(m, 32768.0, 1, gb200, kern)), float(scan_time(m, 32768.0, 1, h100, kern))
+    assert own < capped < on_h100
+    assert float(scan_time(m, 32768.0, 1, h200, kern)) == pytest.approx(on_h100, rel=0.02)
+    # the mixer's in_proj / out_proj GEMMs and element-wise work do not move: only the scan does
+    plain = dataclasses.replace(gb200, ssd_gemm_flops=0.0, ssd_hbm_bytes_s=0.0)
+    f_cap, b_cap = mixer_times(m, 32768.0, 1, gb200)
+    f_own, b_own = mixer_times(m, 32768.0, 1, plain)
+    scan_f = float(scan_time(m, 32768.0, 1, gb200, MAMBA["scan_forward"]) - scan_time(m, 32768.0, 1, plain,
+                                                                                       MAMBA["scan_forward"]))
+    assert float(f_cap - f_own) == pytest.approx(scan_f) and float(b_cap - b_own) == pytest.approx(capped - own)
+
+
+@pytest.mark.parametrize("accelerator", ["h100-sxm-80gb", "h100-pcie-80gb", "h100-nvl-94gb", "h200-sxm-141gb", "h20",
+                                         "gh200-96gb", "b200", "gb200", "b300", "gb300", "a100-sxm-80gb", "mi300x"])
+@pytest.mark.parametrize("precision", ["bf16", "fp8"])
+def test_the_per_sm_rate_never_makes_the_scan_faster(accelerator, precision):
+    """Invariant: the per-SM rate is a floor on the scan's time, never a speed-up, on any part and precision."""
+    try:
+        r = _one_gpu_rates(accelerator, precision)
+    except Exception:  # a part without that precision
+        pytest.skip(f"{accelerator} has no {precision}")
+    assert (r.ssd_gemm_flops or r.gemm16_flops) <= r.gemm16_flops
+    assert (r.ssd_hbm_bytes_s or r.hbm_bytes_s) <= r.hbm_bytes_s
+    m = _hybrid("M")
+    plain = dataclasses.replace(r, ssd_gemm_flops=0.0, ssd_hbm_bytes_s=0.0)
+    assert float(scan_time(m, 8192.0, 1, r, MAMBA["scan_forward"])) >= float(
+        scan_time(m, 8192.0, 1, plain, MAMBA["scan_forward"]))

@@ -359,6 +359,10 @@ class Rates:
     # FP32 GEMMs on the CUDA cores (torch.mm on float32 without TF32, PyTorch's default): the fp32 MoE router;
     # 0 where the catalog has no FP32 figure (the router is then timed at the 16-bit rate)
     fp32_flops: float = 0.0
+    # the Mamba-2 SSD scan's tile GEMMs and their HBM traffic where they run at a per-SM rate below the part's own
+    # (perf_constants.yaml mamba.scan_sm_bound, `_ssd_rates`); 0 = gemm16_flops / hbm_bytes_s
+    ssd_gemm_flops: float = 0.0
+    ssd_hbm_bytes_s: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.gemm16_flops:
@@ -397,6 +401,7 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
     fp32 = float(p32) * 1e12 * eff16 if p32 else 0.0
     flash, bwd_over_fwd = _flash_rate(system, precision, k, cal, attention_kernel)
     hbm, intra, inter = _memory_and_link_rates(system, k, cal)
+    ssd_gemm, ssd_hbm = _ssd_rates(system, k, gemm16, hbm)
     return Rates(
         gemm_flops=gemm,
         gemm_peak_flops=peak,
@@ -412,7 +417,27 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
         fp8_weight_cast_bytes=4.0 - transpose,
         flash_bwd_over_fwd=bwd_over_fwd,
         fp32_flops=fp32,
+        ssd_gemm_flops=ssd_gemm,
+        ssd_hbm_bytes_s=ssd_hbm,
     )
+
+
+def _ssd_rates(system: Any, k: PerfConstants, gemm16: float, hbm: float) -> tuple[float, float]:
+    """(16-bit GEMM FLOP/s, HBM bytes/s) of the Mamba-2 SSD scan's Triton kernels on a part whose family is in
+    perf_constants.yaml mamba.scan_sm_bound.families (Hopper and Blackwell datacenter parts), (0, 0) elsewhere: the reference
+    part's rates (H100 SXM: its rated BF16 x gemm efficiency, its HBM x hbm_efficiency) times the ratio of SMs x clock,
+    read as the rated FP32 (CUDA-core) peaks (128 FP32 lanes per SM on both architectures), at most the part's own.
+    Why: the yaml's comment (the kernels' time follows the SMs and their clock, not the per-SM tensor rate Blackwell
+    doubled, nor the HBM of H200 or Blackwell)."""
+    cfg = k.raw.get("mamba", {}).get("scan_sm_bound")
+    p32 = system.peak_tflops.get("fp32")
+    if not cfg or not p32 or not any(system.accelerator.lower().startswith(f) for f in cfg["families"]):
+        return 0.0, 0.0
+    ref = cfg["reference"]
+    sm_clock = float(p32) * power_clock_factor(system) / float(ref["fp32_tflops"])
+    ref_gemm = float(ref["bf16_tflops"]) * 1e12 * k.gemm_efficiency(str(ref["part"])) * sm_clock
+    ref_hbm = float(ref["hbm_tb_s"]) * 1e12 * k.hbm_efficiency * sm_clock
+    return min(gemm16, ref_gemm), min(hbm, ref_hbm)
 
 
 def fp8_transpose_free(accelerator: str, k: PerfConstants, fp8_recipe: str = "auto") -> float:

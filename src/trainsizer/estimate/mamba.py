@@ -34,7 +34,7 @@ from trainsizer.models.arch import ModelArch
 
 # the SSD scan's kernels and the layout copies, counted from the code (perf_constants.yaml `mamba:`)
 MAMBA: dict[str, dict[str, float]] = {name: {k: float(v) for k, v in d.items()}
-                                      for name, d in load_constants().raw["mamba"].items()}
+                                      for name, d in load_constants().raw["mamba"].items() if name != "scan_sm_bound"}
 
 
 def mixer_gemm_weights(model: ModelArch) -> int:
@@ -52,9 +52,15 @@ def scan_flops_per_token(model: ModelArch) -> float:
 def scan_time(model: ModelArch, tok: Any, t: Any, rates: Any, kernels: dict[str, float]) -> Any:
     """Seconds of one pass of the SSD chunked scan on one GPU (`kernels`: perf_constants.yaml mamba.scan_forward or
     scan_backward): its group and head GEMMs per chunk as batched 16-bit GEMMs on the roofline, plus its chunk states'
-    passes through HBM (fp32, P x N per head and chunk)."""
+    passes through HBM (fp32, P x N per head and chunk); on Hopper / Blackwell at the per-SM rate of perf_constants.yaml
+    mamba.scan_sm_bound (Rates.ssd_gemm_flops / ssd_hbm_bytes_s)."""
+    from dataclasses import replace
+
     from trainsizer.estimate.compute import gemm_time, stream_time
 
+    if rates.ssd_gemm_flops or rates.ssd_hbm_bytes_s:  # a per-SM rate (calibration._ssd_rates)
+        rates = replace(rates, gemm16_flops=rates.ssd_gemm_flops or rates.gemm16_flops,
+                        hbm_bytes_s=rates.ssd_hbm_bytes_s or rates.hbm_bytes_s)
     q, n, g = float(model.ssm_chunk), float(model.ssm_state), float(model.ssm_groups)
     heads, p = float(model.ssm_heads), float(model.ssm_head_dim)
     t = np.asarray(t, float)
