@@ -213,3 +213,19 @@ def test_committed_terms_are_the_cheapest_whole_terms(months, terms, left_months
     h = 730.0
     got = committed_terms(8, months * h, 8 * months * h, 2.95, 2.35, 12 * h)
     assert got[0] == terms and got[1] == pytest.approx(8 * left_months * h)
+
+
+@pytest.mark.parametrize(("accelerator", "gpus", "bought"), [("h20", 1, 8), ("ascend-910b", 2, 8), ("h20", 8, 8),
+                                                             ("l20", 1, 1), ("rtx-4090", 2, 2)])
+def test_a_module_part_is_bought_with_its_server(catalog, accelerator, gpus, bought):
+    """One H20 (SXM on an HGX board) or one Ascend 910B (OAM in an Atlas 800T A2) cannot be bought for a
+    workstation: a purchase for fewer modules than its server pays for the server's 8, and says so; PCIe cards
+    are bought one by one."""
+    job = JOB | {"goal": {"procurement": "buy"}, "constraints": {"currency": "CNY", "market": "china"},
+                 "hardware": {"accelerator": accelerator, "count": gpus, "per_node": gpus},
+                 "strategy": {"tp": 1, "pp": 1, "dp": gpus, "zero": 3, "micro_batch": 1, "recompute": "full"}}
+    out = evaluate(resolve_job(job, catalog), catalog)
+    price = catalog.purchase(accelerator, currency="CNY")
+    buy = out["cost"]["buy"]
+    assert buy["quantity"] == bought and buy["capex_total"] == pytest.approx(bought * price.mid)
+    assert any("module sold in its server" in n for n in out["notes"]) == (bought > gpus)

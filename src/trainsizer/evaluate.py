@@ -151,9 +151,13 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
         if per_gpu is None:
             notes.append(msg("note_no_buy_price", accelerator=system.accelerator))
         else:
-            block = _price_block(per_gpu, system.gpus, UNIT_BUY)
+            bought, server = bought_gpus(catalog, system.accelerator, system.gpus)
+            if server is not None:
+                notes.append(msg("note_buy_whole_server", accelerator=system.accelerator, server=server.id,
+                                 unit=server.gpus, gpus=system.gpus))
+            block = _price_block(per_gpu, bought, UNIT_BUY)
             for k in ("low", "mid", "high"):
-                capex = getattr(per_gpu, k) * system.gpus
+                capex = getattr(per_gpu, k) * bought
                 kwh_price = electricity.mid if electricity is not None else 0.0
                 c = buy_cost(wall_hours, capex, kwh, kwh_price, years=AMORTISATION_YEARS, currency=per_gpu.currency)
                 block[k] = c.total
@@ -188,6 +192,25 @@ def _rent_term(catalog: Catalog, system: Any, rent: Any, billed: float, wall_hou
     elif wall_hours >= HOURS_PER_YEAR:
         notes.append(msg("note_rent_no_term", accelerator=system.accelerator, days=f"{wall_hours / 24.0:,.0f}"))
     return None, 0, billed
+
+
+def module_part(acc: Any) -> bool:
+    """A module on a baseboard (SXM, OAM, a superchip board), sold inside its server, not a PCIe card a buyer puts
+    in any box: the catalog's form factor says which (accelerators.yaml form_factor: 'PCIe ...' for the cards)."""
+    return not str(getattr(acc, "form_factor", "") or "").strip().lower().startswith("pcie")
+
+
+def bought_gpus(catalog: Catalog, accelerator: str, gpus: int) -> tuple[int, Any]:
+    """(GPUs a purchase pays for, the server that makes it more than `gpus`, else None): a job on fewer modules
+    than the smallest catalog server of a module part (an HGX / OAM baseboard of 8, an NVL72 rack) buys that
+    server's modules: one H20 or Ascend 910B cannot be bought for a workstation. PCIe cards, and jobs that fill
+    whole servers, buy their own GPUs."""
+    acc = catalog.accelerator(accelerator)
+    servers = catalog.servers_for(acc.id) if module_part(acc) else []
+    smallest = min(servers, key=lambda s: s.gpus, default=None)
+    if smallest is None or gpus >= smallest.gpus:
+        return gpus, None
+    return smallest.gpus, smallest
 
 
 def job_cost(costs: dict[str, Any], currency: str) -> tuple[float | None, str | None]:

@@ -175,3 +175,31 @@ def test_the_tier_line_says_how_many_gpus_and_nodes(lang):
     assert "128" in said and "32" in said
     assert ("large" not in said) if lang == "en" else ("大规模" not in said)
     assert _tier_size({"id": "single-gpu", "gpus": 1, "nodes": 1}, lang) == ""
+
+
+def test_not_searched_names_each_reason_once():
+    from trainsizer.render.plan_view import excluded_text
+
+    said = excluded_text({"a": "export", "b": "export", "c": "announced", "d": "export"}, "en")
+    assert said == "export: a, b, d; announced: c"
+
+
+def test_a_global_plan_leaves_out_china_market_parts_unless_named():
+    """H20 / H800 / L20 are NVIDIA's China SKUs and Ascend a Chinese domestic part: a global buyer is not offered
+    them (DeepSeek-V3-style pretraining on 1,024 GPUs came out on H20 before); naming one plans it."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.scenario import resolve_job
+    from trainsizer.search.candidates import Pins, _accelerator_reason
+
+    cat = load_catalog()
+    job = {"model": "llama-3.1-8b", "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": 4096,
+           "global_batch": {"sequences": 64}}
+    listed = {"exclude": set(), "include": None}
+    for market, china_only in (("global", True), ("china", False)):
+        sc = resolve_job(job | {"constraints": {"market": market}}, cat)
+        for acc in ("h20", "h800-sxm-80gb", "l20", "ascend-910b"):
+            r = _accelerator_reason(cat.accelerator(acc), sc, listed, Pins())
+            assert (r is not None and r.code == "china_only") == china_only, (market, acc, r)
+        assert _accelerator_reason(cat.accelerator("h100-sxm-80gb"), sc, listed, Pins()) is None or market != "global"
+    sc = resolve_job(job | {"constraints": {"include": ["h20"]}}, cat)
+    assert _accelerator_reason(cat.accelerator("h20"), sc, {"exclude": set(), "include": {"h20"}}, Pins()) is None

@@ -42,6 +42,16 @@ def _cost(option: dict[str, Any], procurement: str, lang: str) -> str:
     return _money(cost.mid, cost.currency, lang) + t("paren", lang).format(text=cost.label(lang))
 
 
+def excluded_text(excluded: dict[str, str], L: str) -> str:
+    """'why: a, b, c; why2: d': accelerators left out for the same reason listed once after it (the China-market
+    export rule leaves out some thirty parts: one reason, not thirty), the reasons in order of first appearance."""
+    by_reason: dict[str, list[str]] = {}
+    for acc, why in excluded.items():
+        by_reason.setdefault(why, []).append(acc)
+    return t("list_semicolon", L).join(why + t("colon", L) + t("list_sep", L).join(accs)
+                                       for why, accs in by_reason.items())
+
+
 def _tier_size(tier: dict, L: str) -> str:
     """' (128 GPUs on 32 nodes)' after a multi-GPU tier's name: the words alone do not say where 'small' ends."""
     gpus, nodes = tier.get("gpus"), tier.get("nodes")
@@ -159,8 +169,7 @@ def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) 
         _binding(plan, con, L)
     excluded = s.get("excluded_accelerators") or {}
     if excluded:
-        con.print(f"{t('plan_excluded', L)}{c}" + t("list_semicolon", L).join(
-            k + t("paren", L).format(text=v) for k, v in excluded.items()))
+        con.print(f"{t('plan_excluded', L)}{c}" + excluded_text(excluded, L))
     for i, note in enumerate(plan.get("notes", [])):
         ref = refs[i] if i < len(refs) else None
         key = ref.get("key") if isinstance(ref, dict) else getattr(ref, "key", None)

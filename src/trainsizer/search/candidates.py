@@ -55,7 +55,8 @@ class Reason:
     """Why an accelerator or server is not searched: a code and its fields (the plan words it, zh/en).
 
     Codes: pinned, exclude, include, announced (catalog status: not shipping yet), domestic (market
-    china-domestic), export (export-restricted for the China market), precision, host (a pinned per-node
+    china-domestic), export (export-restricted for the China market), china_only (a China-market part, market
+    global), precision, host (a pinned per-node
     count its host does not hold), cooling, rack_kw."""
 
     code: str
@@ -118,6 +119,10 @@ def _accelerator_reason(acc: Any, scenario: Scenario, listed: dict[str, set[str]
         return Reason("domestic")
     if c.market in ("china", "china-domestic") and acc.china_export_restricted and not explicit:
         return Reason("export")
+    if c.market == "global" and (acc.china_market_sku or acc.domestic_china) and not explicit:
+        # H20 / H800 / A800 / L20 / RTX PRO 6000D are NVIDIA's China SKUs and Ascend is a Chinese domestic part
+        # (catalog china_market_sku / domestic_china): not what a buyer outside China is offered
+        return Reason("china_only")
     tr = scenario.training
     if not _precision_ok(acc, tr.precision, tr.fp8_recipe):
         return Reason("precision", (("precision", tr.fp8_recipe if tr.fp8_recipe in load_constants().fp4_recipes

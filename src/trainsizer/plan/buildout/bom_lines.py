@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from trainsizer.estimate.cost import billed_gpu_hours, committed_terms
+from trainsizer.evaluate import module_part
 from trainsizer.messages import Money, duration, msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.bom import (
@@ -26,19 +27,22 @@ from trainsizer.plan.texts import as_msg, listed
 
 def server_lines(b: BuildInput) -> list[BomLine]:
     cur, cat, srv = b.currency, b.catalog, b.server
-    if srv is not None and srv.gpus > b.per_node and not b.nvl72:
-        srv = None  # the job uses part of a bigger box: price the GPUs, not the chassis
+    partial = srv is not None and srv.gpus > b.per_node and not b.nvl72
+    if partial and not module_part(b.accelerator):
+        srv = None  # the job uses part of a bigger box of PCIe cards: price the GPUs, not the chassis
+    # a module part (SXM / OAM) comes in its server: the job on part of it still buys the whole (evaluate.bought_gpus)
     if srv is not None:
         units = -(-b.gpus // srv.gpus)
         price = catalog_price(cat, "purchase", srv.id, cur)
         # an NVL72 record is the whole rack (18 trays and its NVLink switches): ordered as a rack system
         item = msg("bom_item_rack_system" if b.nvl72 else "bom_item_server", name=srv.name)
+        used = msg("bom_note_server_part_used", gpus=b.gpus, server_gpus=srv.gpus) if partial else ""
         out = [line(item, srv.id, units, "per_rack" if b.nvl72 else "per_server",
-                    price, "" if price else msg("bom_note_no_server_price"))]
+                    price, used or ("" if price else msg("bom_note_no_server_price")))]
         if price is None:
             gpu = catalog_price(cat, "purchase", b.accelerator.id, cur)
-            out.append(line(msg("bom_item_gpus_no_server_price", name=b.accelerator.name), b.accelerator.id, b.gpus,
-                            "per_gpu", gpu, msg("bom_note_chassis_unpriced")))
+            out.append(line(msg("bom_item_gpus_no_server_price", name=b.accelerator.name), b.accelerator.id,
+                            units * srv.gpus if partial else b.gpus, "per_gpu", gpu, msg("bom_note_chassis_unpriced")))
         inc = msg("bom_note_included", server=srv.id)
         # an NVL72 rack is bought whole: its CPUs, memory and drives counted per rack, the memory also per tray
         per, rack = ("per_rack", "_rack") if b.nvl72 else ("per_server", "")

@@ -140,6 +140,9 @@ def workstation_host(b: BuildInput) -> BuildInput:
     from trainsizer.plan.buildout.facility import site_scale
 
     srv = b.server
-    if srv is None or b.nvl72 or srv.gpus <= b.per_node or b.nodes != 1 or site_scale(b) != "workstation":
+    from trainsizer.evaluate import module_part
+
+    if srv is None or b.nvl72 or srv.gpus <= b.per_node or b.nodes != 1 or site_scale(b) != "workstation" \
+            or module_part(b.accelerator):
         return b
     return replace(b, server=None, server_set_aside=srv.id)
