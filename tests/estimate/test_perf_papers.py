@@ -1,0 +1,81 @@
+"""Paper-reported training runs (benchmarks/perf_papers.py): held out, nothing fitted on them.
+
+Every row is a run that was made with the layout its paper states, so each must be estimated (no refusal) and fit.
+The bounds are the per-source figures at landing with a margin: a regression past one means a mechanism moved these
+runs and the commit must say so (held-out figures are reported, not tuned to). The known weak rows (BloombergGPT's
+proprietary SageMaker stack, GLM-130B's 2022 stack, docs/known-gaps.md 44) are bounded loosely on purpose.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import perf_papers as pp  # noqa: E402
+from harness import mape  # noqa: E402
+from trainsizer.models.inline import arch_from_inline  # noqa: E402
+
+# source -> MAPE bound (%); reached at landing in the comment
+BOUNDS = {
+    "MegaScale 2024: Megatron-LM baseline (A100)": 13.0,  # 9.8, every row too fast (+0.7..+16.9%)
+    "Nemotron-4 15B report (H100)": 17.0,  # 13.1, too fast (+11..+23%)
+    "Nemotron-4 340B report (H100)": 12.0,  # 8.8, too fast (+9..+11%)
+    "GLM-130B 2022 (A100 40GB)": 31.0,  # 24.3, too fast
+    "BloombergGPT 2023 (A100 40GB)": 120.0,  # 97.5 in step time (-49.4% throughput): DeepSpeed ZeRO-3 as of 2021
+}
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return pp.run_all()
+
+
+def test_every_paper_run_is_estimated_and_fits(cases):
+    refused = [c.row_id for c, _, _ in cases if c.skipped]
+    assert not refused, refused
+    unfit = [c.row_id for c, r, _ in cases if not r["memory"]["fits"]]
+    assert not unfit, unfit
+
+
+def test_per_source_mape_within_bounds(cases):
+    by_source: dict[str, list] = {}
+    for c, _, _ in cases:
+        by_source.setdefault(c.source, []).append(c)
+    assert set(by_source) == set(BOUNDS), set(by_source) ^ set(BOUNDS)
+    for source, cs in by_source.items():
+        assert mape(cs) <= BOUNDS[source], (source, round(mape(cs), 1))
+
+
+def test_rows_name_their_paper_table_date_and_assumptions():
+    """Each row: the paper (arXiv id and URL), where in it the figure is, its date, and what it does not state."""
+    for row in pp.rows():
+        assert "arXiv:" in row["source"] and "https://arxiv.org/abs/" in row["source"], row["id"]
+        assert row["source_locator"] and row["assumed"], row["id"]
+        assert row["date"][:2] == "20" and len(row["date"]) == 10, row["id"]
+        if row["metric"] in pp.MFU_METRICS:
+            assert float(row["peak_tflops"]) > 0, row["id"]
+
+
+def test_megascale_mfu_convention_reproduces_its_table_2():
+    """The MFU numerator perf_papers charges MegaScale's 530B rows (6 x all parameters + 12 L h s per token) gives
+    back Table 2's MFU of the 175B Megatron-LM rows from the table's own iteration times (53.0% at 256 GPUs, batch
+    768, 40.0 s; 41.2% at 12,288 GPUs, batch 6,144, 8.57 s) at the A100's 312 TFLOP/s."""
+    model = arch_from_inline(pp.models()["megascale-gpt-175b"]["model"])
+    per_token = pp.model_flops_per_token("mfu_6n_total_pct", model, 2048)
+    for gpus, batch, step, mfu in ((256, 768, 40.0, 53.0), (12288, 6144, 8.57, 41.2)):
+        got = 100 * per_token * batch * 2048 / step / gpus / 312e12
+        assert got == pytest.approx(mfu, abs=0.15), (gpus, got)
+
+
+def test_inline_models_match_the_papers_parameter_counts():
+    """The shapes written for the papers' models land on the parameter counts the papers state."""
+    arch = pp.models()
+    stated = {"bloomberggpt-50b": 50.6e9, "megascale-gpt-175b": 175e9, "megascale-gpt-530b": 530e9,
+              "glm-130b": 130e9}
+    for key, params in stated.items():
+        got = arch_from_inline(arch[key]["model"]).params_total
+        assert got == pytest.approx(params, rel=0.015), (key, got)
