@@ -67,6 +67,16 @@ def rows() -> list[dict[str, str]]:
 # released checkpoint's 201,088 (config.json): its embedding, LM head, loss and their gradients and optimizer state.
 RUN_VOCAB = {"gpt-oss-20b": 128256}
 
+# Megatron-Core options a row's benchmark code sets apart from the Megatron-Bridge recipe job. GPT-OSS 20B (NVIDIA's
+# v6.0 implementation, NeMo 26.04 with Megatron-Core 26.04-alpha.rc2 and Transformer Engine v2.15, its Dockerfile):
+# every readable config of the round (NVIDIA's 512-GPU config_GB300_128x4x1xtp2pp1cp4ep8.sh, CoreWeave's, Dell's
+# XE9780 and Inventec's EP 1 configs) sets USE_TE_OPS True and NVTE_CUTEDSL_FUSED_GROUPED_MLP 1, and pretrain.py then
+# sets moe_mlp_glu_interleave_size 32, so TEGroupedMLP._is_fused_impl_supported holds (quick_gelu with its clamp via
+# TE 2.15's ScaledClampedQGeGLU, expert TP 1) and the experts run TE's fused grouped MLP (the full-iteration graphs
+# need it: the unfused GroupedLinear takes host split sizes); config_common.sh sets FUSED_QKV_ROPE True
+# (fused_single_qkv_rope); conf/gpt_oss.yaml's cp_comm_type defaults to a2a and no config sets CP_COMM_TYPE.
+RUN_STRATEGY = {"gpt-oss-20b": {"moe_fused_grouped_mlp": True, "fused_qkv_rope": True, "cp_comm_type": "a2a"}}
+
 
 def model(name: str) -> str | dict:
     """The row's model preset by name, or its config.json with the vocabulary its run trains (RUN_VOCAB)."""
@@ -79,7 +89,8 @@ def model(name: str) -> str | dict:
 
 def moe_job(r: dict[str, str]) -> dict:
     """A MoE row as perf_mbridge26.job builds a Megatron-Bridge 26.x recipe row, then the row's own model preset,
-    network, FP8 weight all-gather and TP overlap (the MLPerf configs set them apart from the recipes)."""
+    network, FP8 weight all-gather and TP overlap (the MLPerf configs set them apart from the recipes), and its
+    benchmark code's Megatron-Core options (RUN_STRATEGY)."""
     mb = {"system": MB_SYSTEM[r["accelerator"]], "model": "DeepSeekV3",  # any preset of perf_blackwell.MODELS without
           # pipeline slots; the row's own preset replaces it below
           "precision": MB_PRECISION[(r["precision"], r["fp8_recipe"])], "fsdp": "0", "activation_offload": "0",
@@ -91,6 +102,7 @@ def moe_job(r: dict[str, str]) -> dict:
     job["hardware"]["network"] = r["network"]
     job["strategy"]["fp8_param_allgather"] = r["fp8_params"] == "1"
     job["strategy"]["tp_comm_overlap"] = r["tp_comm_overlap"] == "1"
+    job["strategy"] |= RUN_STRATEGY.get(r["model"], {})
     return job
 
 

@@ -286,6 +286,12 @@ class Strategy:
     # Megatron-Core overlap_moe_expert_parallel_comm (combined 1F1B: the EP all-to-all of one micro-batch beside the
     # compute of another); None = the style's (off); one value for the whole batch
     moe_a2a_overlap: Any = None
+    # Megatron-Core use_transformer_engine_op_fuser with NVTE_CUTEDSL_FUSED_GROUPED_MLP: the routed experts' fc1, gated
+    # activation and fc2 with their biases in Transformer Engine's fused grouped MLP (MXFP8 on SM100); None = off
+    moe_fused_grouped_mlp: Any = None
+    # Megatron-Core fused_single_qkv_rope: RoPE on the unsplit qkv in one TE kernel, which takes no YaRN mscale, so a
+    # model with an attention factor (gpt-oss) runs no unfused RoPE; None = off
+    fused_qkv_rope: Any = None
     # saved activations moved to host memory: True = every layer's (torchtune), N = the first N decoder layers of
     # a model chunk (Megatron-Core cpu_offloading_num_layers); one value for the whole batch
     activation_offload: bool | int = False

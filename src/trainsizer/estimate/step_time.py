@@ -180,6 +180,12 @@ class PerfStyle:
     # as separate kernels over fp32 logits (compute._lm_head; Megatron-LM 2020-2023, Megatron-DeepSpeed, GPT-NeoX)
     ce_unfused_fp32: bool = False
     moe_host_sync: bool = False  # its alltoall MoE token dispatcher synchronises with the host (_host_excess)
+    # the routed experts run Transformer Engine's fused grouped MLP (Megatron-Core use_transformer_engine_op_fuser with
+    # NVTE_CUTEDSL_FUSED_GROUPED_MLP: TEGroupedMLP._fused_forward, MXFP8 on SM100): fc1 with its bias, the gated
+    # activation (clamped quick-GeGLU included) and fc2 with its probability-scaled bias run in cuDNN CuTe DSL grouped
+    # GEMM epilogues, so the eager fc2 bias and clamp of the TEGroupedMLP path do not run (_expert_bias_time,
+    # _activation_clamp_time)
+    moe_fused_grouped_mlp: bool = False
     # Megatron-Core overlap_p2p_comm: with an interleaved schedule (vpp > 1) the next chunk's send / recv is posted
     # asynchronously and waited on only when that chunk runs, so the steady state hides the transfers (_pipeline)
     p2p_overlap: bool = False
@@ -322,6 +328,10 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["pp_fsdp_once_per_step"] = bool(strategy.pp_fsdp_once_per_step)
     if getattr(strategy, "moe_a2a_overlap", None) is not None:  # Megatron-Core combined 1F1B (_micro_batch)
         changes["ep_overlap"] = bool(strategy.moe_a2a_overlap)
+    if getattr(strategy, "moe_fused_grouped_mlp", None) is not None:  # TE's fused grouped MLP (_expert_bias_time)
+        changes["moe_fused_grouped_mlp"] = bool(strategy.moe_fused_grouped_mlp)
+    if getattr(strategy, "fused_qkv_rope", None):  # Megatron-Core fused_single_qkv_rope (_rope_unfused_time)
+        changes["rope_mscale_unfused"] = False
     ddp = getattr(strategy, "ddp_impl", None)
     if ddp is not None:  # torch DDP + torch-style clipping, or Megatron's gradient buffer (names.DDP_IMPLS)
         if ddp not in DDP_IMPLS:
@@ -704,7 +714,9 @@ def _expert_bias_time(x: _Step) -> Any:
     projection's in fp32 (perf_constants.yaml gemm.expert_bias_deepep_bytes); a rank receives tokens x top-k routed
     slots (balanced routing), the forward again where the MoE block is recomputed. Megatron-Core (the styles with
     moe_host_sync): TE GroupedLinear adds fc1's bias in its GEMM epilogue, fc2's is returned (skip_bias_add) and added
-    the same eager way (TEGroupedMLP._apply_bias, gemm.expert_bias_mcore_bytes); other fused styles pay nothing."""
+    the same eager way (TEGroupedMLP._apply_bias, gemm.expert_bias_mcore_bytes), unless the experts run TE's fused
+    grouped MLP (strategy.moe_fused_grouped_mlp: fc2's bias scaled by the probabilities in the GEMM epilogue); other
+    fused styles pay nothing."""
     m = x.model
     if not (m.is_moe and m.mlp_bias):
         return 0.0
@@ -715,7 +727,8 @@ def _expert_bias_time(x: _Step) -> Any:
     bwd = gate_up * b["gate_up_backward"] + m.hidden * b["down_backward"]
     deepep = compute.stream_time(slots * (fwd * (1.0 + x.moe_rerun) + bwd), x.r, kernels=0.0)
     native = np.where(np.asarray(x.fw.fused_kernels, bool) | (x.strategy_dispatcher != "flex"), 0.0, deepep)
-    return np.where(np.asarray(x.fw.moe_host_sync, bool), _mcore_expert_bias_time(x, slots), native)
+    mcore = np.where(np.asarray(x.fw.moe_fused_grouped_mlp, bool), 0.0, _mcore_expert_bias_time(x, slots))
+    return np.where(np.asarray(x.fw.moe_host_sync, bool), mcore, native)
 
 
 def _mcore_expert_bias_time(x: _Step, slots: Any) -> Any:
@@ -736,7 +749,8 @@ def _activation_clamp_time(x: _Step) -> Any:
     (ModelArch.activation_clamp; fused_bias_geglu.py weighted_bias_quick_geglu_impl with clamp_value, the
     TEGroupedMLP path): both halves clamped and concatenated eager before the fused activation (perf_constants.yaml
     gemm.activation_clamp_mcore_bytes, per intermediate element of a routed slot), the forward again where the
-    activation (recompute_modules moe_act) or the MoE block is recomputed. Other styles: nothing."""
+    activation (recompute_modules moe_act) or the MoE block is recomputed. Other styles, and TE's fused grouped MLP
+    (strategy.moe_fused_grouped_mlp: ScaledClampedQGeGLU in the CuTe DSL GEMM epilogue): nothing."""
     m = x.model
     if not (m.is_moe and m.activation_clamp) or not np.any(x.fw.moe_host_sync):
         return 0.0
@@ -745,7 +759,8 @@ def _activation_clamp_time(x: _Step) -> Any:
     again = np.where((x.rc == 1) & act, 1.0, x.moe_rerun)
     slots = x.tok * m.experts_per_token * x.training.moe_capacity_factor * m.moe_layer_count / m.layers
     per = m.expert_ffn / x.t * (b["forward"] * (1.0 + again) + b["backward"])
-    return np.where(np.asarray(x.fw.moe_host_sync, bool), compute.stream_time(slots * per, x.r, kernels=0.0), 0.0)
+    eager = np.asarray(x.fw.moe_host_sync, bool) & ~np.asarray(x.fw.moe_fused_grouped_mlp, bool)
+    return np.where(eager, compute.stream_time(slots * per, x.r, kernels=0.0), 0.0)
 
 
 def _eager_swiglu_backward_time(x: _Step) -> Any:
@@ -777,7 +792,9 @@ def _rope_unfused_time(x: _Step) -> Any:
     rope_mscale_unfused: Megatron-Core's apply_rotary_pos_emb falls back to _apply_rotary_pos_emb_bshd when mscale
     != 1), over the q and k of this GPU's heads, beyond the fused kernel the layer already counts (perf_constants.yaml
     gemm.rope_unfused_mcore_bytes); the forward again under full recompute. Attention layers only (a hybrid model's
-    share of them). Other styles and models: nothing."""
+    share of them). Other styles and models, and Megatron-Core's fused_single_qkv_rope (strategy.fused_qkv_rope:
+    TE's apply_fused_qkv_rotary_pos_emb on the unsplit qkv, which takes no mscale, attention.py at 26.04-alpha.rc2):
+    nothing."""
     m = x.model
     if m.rope_attention_factor == 1.0 or m.position != "rope" or m.attention != "gqa" or not np.any(x.fw.rope_mscale_unfused):
         return 0.0

@@ -103,6 +103,9 @@ MOE_A2A_OVERLAP_FRAMEWORKS = ("megatron-core",)
 # Transformer Engine options Megatron-Core exposes: fp8_dot_product_attention, activation_func_fp8_input_store,
 # enable_cuda_graph / cuda_graph_scope (names.CUDA_GRAPHS); "auto" as above
 TE_GRAPH_FRAMEWORKS = ("megatron-core",)
+# Transformer Engine registers its fused grouped MLP (ForwardGroupedMLP_CuTeGEMMSwiGLU_MXFP8) for MXFP8 on compute
+# capability 10 only (transformer_engine/pytorch/ops/fused/forward_grouped_mlp.py is_supported, v2.15): these parts
+FUSED_GROUPED_MLP_PARTS = ("b200", "b300", "gb200", "gb300")
 # Stacks that run hybrid Mamba-2 / attention models as modelled (ModelArch.layer_pattern): Megatron-Core's MambaModel
 # (Megatron-Bridge, NeMo) and transformers' NemotronH (modeling_nemotron_h.py, mamba_ssm kernels) under the HF Trainer
 # or PyTorch FSDP; torchtitan, torchtune, DeepSpeed's Megatron and the 2020-22 Megatron-LM have no Mamba-2 layer
@@ -155,6 +158,7 @@ RULES = (
     "moe_a2a_overlap_vpp",
     "moe_a2a_overlap_precision",
     "fp8_attention_precision",
+    "moe_fused_grouped_mlp_recipe",
     "te_options_framework",
     "cudnn_release_part",
     "offload_needs_zero",
@@ -388,19 +392,36 @@ def _local_batch_rules(c: SimpleNamespace) -> _Rules:
 
 def _te_option_rules(c: SimpleNamespace) -> _Rules:
     """FP8 attention needs FP8 training (Transformer Engine runs fp8_dot_product_attention inside fp8_autocast
-    only: DotProductAttention reads the autocast recipe); FP8 attention, the FP8 SwiGLU input store and CUDA
-    graphs are Megatron-Core's (TE_GRAPH_FRAMEWORKS; "auto" as the stack it resolves to)."""
+    only: DotProductAttention reads the autocast recipe); TE's fused grouped MLP needs MXFP8 on an SM100 part
+    (FUSED_GROUPED_MLP_PARTS); FP8 attention, the FP8 SwiGLU input store, CUDA graphs, the fused grouped MLP and the
+    fused qkv RoPE are Megatron-Core's (TE_GRAPH_FRAMEWORKS; "auto" as the stack it resolves to)."""
     s = c.strategy
     dpa = bool(getattr(s, "fp8_attention", None))
     release = getattr(s, "cudnn_release", None)
     named = [f for f, on in (("fp8_attention", dpa), ("fp8_activation_store", bool(getattr(s, "fp8_activation_store",
                                                                                               None))),
                              ("cuda_graphs", getattr(s, "cuda_graphs", None) not in (None, "none")),
-                             ("cudnn_release", release not in (None, "9.13"))) if on]
+                             ("cudnn_release", release not in (None, "9.13")),
+                             ("moe_fused_grouped_mlp", bool(getattr(s, "moe_fused_grouped_mlp", None))),
+                             ("fused_qkv_rope", bool(getattr(s, "fused_qkv_rope", None)))) if on]
+    fused_mlp = bool(getattr(s, "moe_fused_grouped_mlp", None))
+    acc = str(c.system.accelerator).lower()
+    recipe = getattr(c.training, "fp8_recipe", "auto")
+    if fused_mlp and c.training.precision == "fp8":  # "auto" as the part's default recipe (calibration.fp8_recipe)
+        from trainsizer.estimate.calibration import load_constants
+
+        recipe = load_constants().fp8_recipe(acc, recipe)["name"]
+    mlp_ok = not fused_mlp or (c.training.precision == "fp8" and recipe == "mxfp8"
+                               and any(acc.startswith(part) for part in FUSED_GROUPED_MLP_PARTS))
     return _cudnn_release_rule(c, release) | {
         "fp8_attention_precision": (
             np.full(c.tp.shape, not dpa or c.training.precision == "fp8"),
             lambda v: msg("rule_fp8_attention_precision", precision=c.training.precision),
+        ),
+        "moe_fused_grouped_mlp_recipe": (
+            np.full(c.tp.shape, mlp_ok),
+            lambda v: msg("rule_moe_fused_grouped_mlp_recipe", precision=c.training.precision, recipe=recipe,
+                          accelerator=c.system.accelerator, allowed=", ".join(FUSED_GROUPED_MLP_PARTS)),
         ),
         "te_options_framework": (
             np.full(c.tp.shape, not named) | _resolves_to(c, TE_GRAPH_FRAMEWORKS),

@@ -367,6 +367,12 @@ class StrategySpec(_Strict):
     # Megatron-Core EP all-to-all overlap (overlap_moe_expert_parallel_comm + delay_wgrad_compute: combined 1F1B,
     # one micro-batch's dispatch / combine beside another's compute); null = the framework's (off)
     moe_a2a_overlap: bool | None = None
+    # Transformer Engine's fused grouped MLP for the routed experts (Megatron-Core use_transformer_engine_op_fuser with
+    # NVTE_CUTEDSL_FUSED_GROUPED_MLP=1; MXFP8 on B200 / B300 / GB200 / GB300): the biases and the gated activation in
+    # the cuDNN grouped GEMM epilogues; null = off (TEGroupedMLP)
+    moe_fused_grouped_mlp: bool | None = None
+    # Megatron-Core fused_single_qkv_rope (NeMo FUSED_QKV_ROPE): RoPE in one TE kernel on the unsplit qkv; null = off
+    fused_qkv_rope: bool | None = None
     # saved activations to host memory: true = every layer's (torchtune enable_activation_offloading), N = the
     # first N decoder layers of the model chunk (Megatron-Core cpu_offloading_num_layers), false = none
     activation_offload: bool | int = False
