@@ -14,7 +14,7 @@ from trainsizer.estimate.calibration import load_constants
 from trainsizer.estimate.compute import attention_grid_factors
 from trainsizer.estimate.inputs import Strategy, Training
 
-from .test_perf_common import b200_cluster, h100_cluster, llama8b
+from .test_perf_common import a100_cluster, b200_cluster, h100_cluster, llama8b
 
 K = load_constants()
 
@@ -59,10 +59,10 @@ def test_more_sequences_a_call_fill_the_grid():
     assert float(st._attention_grid(_x(4, 4, micro_batch=4))[0]) < float(st._attention_grid(_x(4, 4))[0])
 
 
-@pytest.mark.parametrize("kw", [dict(tp=1, cp=1), dict(tp=4, cp=4, system=h100_cluster(16)),
+@pytest.mark.parametrize("kw", [dict(tp=1, cp=1), dict(tp=4, cp=4, system=a100_cluster(16)),
                                 dict(tp=4, cp=4, framework="torchtitan"), dict(tp=4, cp=4, cp_comm_type="all_gather")])
 def test_no_grid_term_without_its_data_or_its_kernel(kw):
-    """8K over 32 heads fills B200's grid; Hopper has no grid entry; torchtitan runs another kernel; the all-gather CP
+    """8K over 32 heads fills B200's grid; Ampere has no grid entry; torchtitan runs another kernel; the all-gather CP
     is not read."""
     assert tuple(float(v) for v in st._attention_grid(_x(**kw))) == (1.0, 1.0)
 
@@ -81,3 +81,11 @@ def test_the_grid_slows_the_step_where_it_is_short():
     k = dataclasses.replace(K, raw={**K.raw, "attention": {**K.raw["attention"], "grid": {}}})
     lt_none, _ = st._layer_time(dataclasses.replace(x, k=k))
     assert float(lt_grid.attn_fwd) > float(lt_none.attn_fwd) and float(lt_grid.attn_bwd) > float(lt_none.attn_bwd)
+
+
+def test_hopper_grids_128_query_rows_a_cta():
+    """H100 (FlashAttention-3's tiles, 132 SMs): the same TP 4 x CP 4 job, 16 forward query blocks a ring call."""
+    fwd, bwd = (float(v) for v in st._attention_grid(_x(4, 4, system=h100_cluster(16))))
+    assert K.attention_grid("h100-sxm-80gb") == (132.0, 128.0, 128.0)
+    want = tuple(float(v) for v in attention_grid_factors(2048, 8, 4, True, 132.0, 128.0, 128.0))
+    assert (fwd, bwd) == pytest.approx(want) and fwd > 1.0
