@@ -29,9 +29,18 @@ def degrees(row: dict[str, str]) -> tuple[int, int, int, int, int]:
     return gpus, tp, pp, cp, whole(row["dp"]) or gpus // (tp * pp * cp)
 
 
+def usable_gib(accelerator: str) -> float:
+    """What a process gets on the catalog part (Accelerator.memory_gib: the driver-visible total where the catalog
+    has a reading, catalog/data/accelerators.yaml memory_driver), the capacity the search and the plan check."""
+    from trainsizer.catalog import load_catalog
+
+    return float(load_catalog().accelerator(accelerator).memory_gib)
+
+
 def dgx_h100(gpus: int) -> System:
-    """DGX H100: 700 W SXM5 80 GB, NVLink4 450 GB/s per direction, NVLS, 8 x NDR400 (50 GB/s per GPU)."""
-    return System(accelerator="h100-sxm", gpus=gpus, gpus_per_node=8, memory_gib=80,
+    """DGX H100: 700 W SXM5 80 GB (79.2 GiB to CUDA), NVLink4 450 GB/s per direction, NVLS, 8 x NDR400 (50 GB/s per
+    GPU)."""
+    return System(accelerator="h100-sxm", gpus=gpus, gpus_per_node=8, memory_gib=usable_gib("h100-sxm-80gb"),
                   peak_tflops={"bf16": 989.0, "fp16": 989.0, "fp8": 1979.0, "tf32": 494.0},
                   hbm_gb_s=3350.0, intra_node_gb_s=450.0, scaleup_domain=8, nvls=True, inter_node_gb_s=ndr400(),
                   tdp_w=700.0)

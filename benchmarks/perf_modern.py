@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from fabrics import hdr200, ndr400
-from harness import Case, Fit, degrees, dgx_h100, fit_of, mape, num, print_fits, whole
+from harness import Case, Fit, degrees, dgx_h100, fit_of, mape, num, print_fits, usable_gib, whole
 from trainsizer.estimate import flops as F
 from trainsizer.estimate.inputs import Strategy, System, Training
 from trainsizer.estimate.step_time import PerfStyle, perf_style, step_time_arrays
@@ -72,7 +72,7 @@ def h200(gpus: int) -> System:
 def a100(gpus: int) -> System:
     """DGX A100 80 GB, NVLink3 300 GB/s per direction, 8 x HDR200 (25 GB/s per GPU; assumed for torchtitan's
     2024 A100 runs, which do not state the network)."""
-    return System(accelerator="a100-sxm-80gb", gpus=gpus, gpus_per_node=8, memory_gib=80,
+    return System(accelerator="a100-sxm-80gb", gpus=gpus, gpus_per_node=8, memory_gib=usable_gib("a100-sxm-80gb"),
                   peak_tflops={"bf16": 312.0, "fp16": 312.0, "tf32": 156.0}, hbm_gb_s=2039.0,
                   intra_node_gb_s=300.0, scaleup_domain=8, nvls=False, inter_node_gb_s=hdr200(), tdp_w=400.0)
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from fabrics import hdr200, payload_gb_s
-from harness import Case, Fit, dgx_h100, fit_of, mape, num, print_fits, whole
+from harness import Case, Fit, dgx_h100, fit_of, mape, num, print_fits, usable_gib, whole
 from trainsizer.estimate import flops as F
 from trainsizer.estimate.inputs import Strategy, System, Training
 from trainsizer.estimate.memory import MemoryOptions
@@ -46,7 +46,8 @@ DATA = Path(__file__).resolve().parent / "data"
 
 
 def a100(gpus: int, mem_gb: int = 80, nic_gb_s: float | None = None, power_limit_w: float = 0.0) -> System:
-    return System(accelerator=f"a100-sxm-{mem_gb}gb", gpus=gpus, gpus_per_node=8, memory_gib=mem_gb,
+    return System(accelerator=f"a100-sxm-{mem_gb}gb", gpus=gpus, gpus_per_node=8,
+                  memory_gib=usable_gib(f"a100-sxm-{mem_gb}gb"),
                   peak_tflops={"bf16": 312.0, "fp16": 312.0, "tf32": 156.0},
                   hbm_gb_s=2039.0 if mem_gb == 80 else 1555.0, intra_node_gb_s=300.0, scaleup_domain=8,
                   nvls=False, inter_node_gb_s=hdr200() if nic_gb_s is None else nic_gb_s, tdp_w=400.0,
@@ -343,7 +344,7 @@ def zero3_560_check() -> str:
         gib = float(np.asarray(worst).reshape(-1)[0]) / GIB
         out.append(f"{gpus} GPUs {gib:.1f} GiB")
     return ("  529.6B ZeRO-3, micro-batch 4 (paper: did not fit on 560 GPUs, ran on 640): predicted "
-            + ", ".join(out) + f" of {system.memory_gib:.0f}")
+            + ", ".join(out) + f" of {system.memory_gib:.1f} (what CUDA gives a process)")
 
 
 def summary(cases: list[Case]) -> dict:

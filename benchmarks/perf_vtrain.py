@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from fabrics import hdr200
+from harness import usable_gib
 from trainsizer.estimate.inputs import Strategy, System, Training
 from trainsizer.estimate.step_time import step_time_arrays
 from trainsizer.models.arch import ModelArch
@@ -37,7 +38,7 @@ def load(path: Path = DATA / "vtrain_single_node.csv") -> dict[str, np.ndarray]:
 
 def system(gpus: int) -> System:
     """One A100-SXM4 node (NVLink3 300 GB/s per direction). vTrain does not say 40 or 80 GB; 80 GB assumed."""
-    return System(accelerator="a100-sxm-80gb", gpus=gpus, gpus_per_node=8, memory_gib=80,
+    return System(accelerator="a100-sxm-80gb", gpus=gpus, gpus_per_node=8, memory_gib=usable_gib("a100-sxm-80gb"),
                   peak_tflops={"fp16": 312.0, "bf16": 312.0}, hbm_gb_s=2039.0, intra_node_gb_s=300.0,
                   scaleup_domain=8, inter_node_gb_s=hdr200(), tdp_w=400.0)
 

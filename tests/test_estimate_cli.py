@@ -183,7 +183,7 @@ def test_fit_says_why_when_nothing_fits(run_cli):
     assert code == 0, err
     answer = json.loads(out)["max_micro_batch"]
     short = answer["nothing_fits"]
-    assert answer["value"] == 0 and short["smallest"] == 1 and short["per_gpu_gib"] > short["capacity_gib"] == 24.0
+    assert answer["value"] == 0 and short["smallest"] == 1 and short["per_gpu_gib"] > short["capacity_gib"] == 23.643  # what CUDA gives
     assert short["per_gpu_gib"] == pytest.approx(sum(short["breakdown_gib"].values()), rel=1e-3)
     code, out, _ = run_cli("fit", lora, "--accelerator", "rtx-4090", "--what", "micro-batch")
     assert code == 0 and "none fits" in out and "no micro-batch fits: even 1 sequence per GPU needs" in out

@@ -40,7 +40,8 @@ def test_memory_and_time_sections_are_the_estimators_own(catalog):
     sc = resolve_job(JOB, catalog)
     out = evaluate(sc, catalog)
     args = (sc.model, sc.training, sc.system, sc.strategy)
-    assert out["memory"] == estimate_memory(*args).to_dict()
+    # the estimator's own section, and where its capacity comes from (test below)
+    assert {k: v for k, v in out["memory"].items() if k != "capacity_basis"} == estimate_memory(*args).to_dict()
     expected_time = estimate_time(*args).to_dict()
     expected_time.pop("notes")
     assert out["time"] == expected_time
@@ -229,3 +230,22 @@ def test_a_module_part_is_bought_with_its_server(catalog, accelerator, gpus, bou
     buy = out["cost"]["buy"]
     assert buy["quantity"] == bought and buy["capex_total"] == pytest.approx(bought * price.mid)
     assert any("module sold in its server" in n for n in out["notes"]) == (bought > gpus)
+
+
+def test_capacity_is_what_the_driver_gives_and_says_so(catalog):
+    """The fit is judged on what CUDA hands a process on the card (catalog memory_driver), and the result says where
+    the capacity comes from in en and zh (docs/known-gaps.md 42)."""
+    from trainsizer.evaluate import capacity_note
+    from trainsizer.messages import tr
+
+    mem = evaluate(resolve_job(JOB, catalog), catalog)["memory"]
+    basis = mem["capacity_basis"]
+    assert mem["capacity_gib"] == pytest.approx(79.205, abs=1e-3) and basis["label_gib"] == 80
+    assert basis["kind"] == "driver" and basis["smi_total_gib"] == pytest.approx(79.647, abs=1e-3)
+    note = capacity_note(basis)
+    assert "79.2 GiB" in tr(note, "en") and "nvidia-smi shows 79.6 GiB" in tr(note, "en")
+    assert "CUDA 交给进程" in tr(note, "zh")
+    h200 = {**JOB, "hardware": {**JOB["hardware"], "accelerator": "h200-sxm-141gb"}}
+    label = evaluate(resolve_job(h200, catalog), catalog)["memory"]["capacity_basis"]
+    assert label["kind"] == "label" and label["capacity_gib"] == 141
+    assert "no reading" in tr(capacity_note(label), "en") and "标称值" in tr(capacity_note(label), "zh")

@@ -46,7 +46,7 @@ def with_default_strategy(scenario: Scenario) -> Scenario:
     how = msg("note_default_strategy_how", evaluated=result.evaluated, feasible=result.feasible)
     if result.for_headroom:  # a slower strategy that keeps the memory floor free (search.engine.choose)
         how = msg("note_default_strategy_roomy", evaluated=result.evaluated, feasible=result.feasible,
-                  floor=f"{load_config().memory_headroom_min:.0%}", cap=f"{system.memory_gib:.0f}",
+                  floor=f"{load_config().memory_headroom_min:.0%}", cap=f"{system.memory_gib:.1f}",
                   slower=f"{result.step_s / result.fastest_step_s - 1.0:.1%}",
                   fast_used=f"{result.fastest_mem_gib:.1f}")
     notes = [msg("note_default_strategy_framework", framework=framework, strategy=layout_text(strategy), how=how)
@@ -57,13 +57,13 @@ def with_default_strategy(scenario: Scenario) -> Scenario:
         # the fastest layout kept although it leaves less than the floor free (search.engine.choose: nothing that
         # clears it is within the tie band); the plan's risks flag it (plan.buildout.risks), the estimate says so
         free = system.memory_gib - result.mem_gib
-        notes.append(msg("note_default_strategy_tight", free=f"{free:.1f}", cap=f"{system.memory_gib:.0f}",
+        notes.append(msg("note_default_strategy_tight", free=f"{free:.1f}", cap=f"{system.memory_gib:.1f}",
                          share=f"{free / system.memory_gib:.1%}", floor=f"{cfg.memory_headroom_min:.0%}",
                          band=f"{cfg.tie_fraction:.0%}"))
     if result.lean_strategy is not None and names_lean_layout(result.mem_gib, result.lean_mem_gib):
         # the fastest layout fills memory the job does not need (no recompute, a large micro-batch): say what the
         # job needs at the least on this hardware, so 60 GiB for an 8B QLoRA does not read as its requirement
-        notes.append(msg("note_default_strategy_lean", used=f"{result.mem_gib:.1f}", cap=f"{system.memory_gib:.0f}",
+        notes.append(msg("note_default_strategy_lean", used=f"{result.mem_gib:.1f}", cap=f"{system.memory_gib:.1f}",
                          lean=f"{result.lean_mem_gib:.1f}", strategy=layout_text(result.lean_strategy),
                          slower=f"{result.lean_step_s / result.step_s - 1.0:.0%}"))
     return replace(scenario, strategy=strategy, notes=(*scenario.notes, *notes))

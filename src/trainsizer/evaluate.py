@@ -312,6 +312,49 @@ class FitAnswers(TypedDict, total=False):
     max_model: dict[str, Any]  # layers, params_total, per_gpu_gib, how (and nothing_fits)
 
 
+def capacity_basis(catalog: Catalog, accelerator: str, capacity_gib: float) -> dict[str, Any] | None:
+    """Where the fit check's capacity comes from (catalog Accelerator.memory_gib): `driver` (what the runtime hands a
+    process, or the driver tool's total, catalog memory_driver), `label` (no reading found: the label or the
+    vendor's usable figure) or `given` (an overlay's memory_gib); None for a part not in the catalog."""
+    try:
+        acc = catalog.accelerator(accelerator)
+    except SpecError:
+        return None
+    driver = acc.memory_driver
+    kind = "given" if acc.memory_gib_basis in ("given", "as given in the overlay") else \
+        "driver" if acc.memory_driver_gib is not None else "label"
+    return {"kind": kind, "accelerator": acc.id, "name": acc.name, "capacity_gib": round(capacity_gib, 3),
+            "label_gib": round(acc.memory_label_gib, 3), "label_gb": acc.memory_gb,
+            "tool": driver.tool if driver else None,
+            "smi_total_gib": round(driver.smi_total_gib, 3) if driver and driver.smi_total_gib else None,
+            "cuda_total_gib": driver.cuda_total_gib if driver else None,
+            "ecc": driver.ecc if driver else None}
+
+
+def capacity_note(basis: Mapping[str, Any] | None) -> Any:
+    """The sentence a reader gets beside the memory headroom: what the capacity is (en / zh)."""
+    if not basis:
+        return None
+    common = {"cap": f"{basis['capacity_gib']:.1f}", "name": basis["accelerator"], "label": f"{basis['label_gb']:g}"}
+    if basis["kind"] == "driver":
+        if basis.get("smi_total_gib") and basis.get("cuda_total_gib"):
+            return msg("mem_capacity_driver", **common, tool=basis["tool"], smi=f"{basis['smi_total_gib']:.1f}")
+        return msg("mem_capacity_driver_tool", **common, tool=basis["tool"] or "nvidia-smi")
+    return msg("mem_capacity_given" if basis["kind"] == "given" else "mem_capacity_label", **common)
+
+
+def capacity_notes(results: Any) -> list[Any]:
+    """`capacity_note` once per accelerator of several results (a plan's options: what its GiB/GPU column and
+    headroom are measured against)."""
+    seen, out = set(), []
+    for r in results or ():
+        basis = (r.get("memory") or {}).get("capacity_basis")
+        if basis and basis.get("accelerator") not in seen:
+            seen.add(basis.get("accelerator"))
+            out.append(capacity_note(basis))
+    return out
+
+
 def evaluate(scenario: Scenario, catalog: Catalog, calibration: Calibration | None = None) -> EstimateResult:
     """Memory, time, cost, energy and goal for a scenario with hardware and strategy."""
     require_configuration(scenario)
@@ -333,7 +376,7 @@ def evaluate(scenario: Scenario, catalog: Catalog, calibration: Calibration | No
     return {
         "job": scenario.summary(),
         "framework": framework_assumed(scenario),
-        "memory": mem.to_dict(),
+        "memory": mem.to_dict() | {"capacity_basis": capacity_basis(catalog, system.accelerator, system.memory_gib)},
         "time": time_dict,
         "cost": costs,
         "energy": energy_dict,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -109,3 +111,29 @@ def test_ambiguous_short_names_are_not_aliases(cat):
     for name in ("h100", "a100", "h200"):
         with pytest.raises(SpecError, match=f"ambiguous accelerator: matches {name}-"):
             cat.accelerator(name)
+
+
+def test_driver_reading_is_the_fit_capacity():
+    """memory_driver: CUDA's total wins over nvidia-smi's, which wins over the label (known-gaps 42)."""
+    smi = _acc(memory_driver={"smi_total_mib": 81559, "tool": "nvidia-smi", "sources": ["memory"], "date": "2026"})
+    assert smi.memory_gib == pytest.approx(79.647) and "nvidia-smi total 81,559 MiB" in smi.memory_gib_basis
+    both = _acc(memory_driver={"smi_total_mib": 81559, "cuda_total_gib": 79.205, "tool": "nvidia-smi",
+                               "sources": ["memory"], "date": "2026"})
+    assert both.memory_gib == 79.205 and both.memory_driver_gib == 79.205
+    none = _acc(memory_driver={"note": "no public reading found; the label is used"})
+    assert none.memory_gib == 80 and none.memory_driver_gib is None
+    assert "memory" in both.source_ids()
+
+
+@pytest.mark.parametrize(("driver", "words"), [
+    ({"smi_total_mib": 81559, "tool": "nvidia-smi"}, "its sources and a date"),  # a figure without its source
+    ({"smi_total_mib": 81559, "sources": ["memory"], "date": "2026"}, "the tool that printed it"),
+    ({}, "needs a note saying why"),  # neither a reading nor why not
+    ({"smi_total_mib": 60000, "tool": "nvidia-smi", "sources": ["memory"], "date": "2026"}, "90%..100%"),
+    ({"smi_total_mib": 90000, "tool": "nvidia-smi", "sources": ["memory"], "date": "2026"}, "90%..100%"),
+    ({"smi_total_mib": 81000, "cuda_total_gib": 79.5, "tool": "nvidia-smi", "sources": ["memory"], "date": "2026"},
+     "above the tool's total"),
+])
+def test_driver_reading_is_checked(driver, words):
+    with pytest.raises(ValueError, match=re.escape(words)):
+        _acc(memory_driver=driver)

@@ -137,8 +137,12 @@ def test_h100_headline_figures(cat):
 
 def test_memory_gib_derivation(cat):
     for acc in cat.accelerators.values():
+        driver = acc.memory_driver_gib
         shown = acc.memory_usable_gb if acc.memory_usable_gb is not None else acc.memory_gb
-        if acc.memory_label_unit == "gib":
+        if driver is not None:
+            assert acc.memory_gib == pytest.approx(driver, abs=1e-3)
+            assert acc.memory_gib_basis.startswith("driver-visible")
+        elif acc.memory_label_unit == "gib":
             assert acc.memory_gib == shown
         else:
             assert acc.memory_gib == pytest.approx(shown * 1e9 / 2**30, rel=1e-4)
@@ -147,13 +151,43 @@ def test_memory_gib_derivation(cat):
 
 
 def test_usable_vs_label_memory_is_consistent(cat):
-    """Fit uses the usable figure; the label (installed HBM) stays in the record (issue 14)."""
-    expected = {"b200": (192, 180), "gb200": (192, 186), "b300": (288, 270), "gb300": (288, 279)}
+    """Without a driver reading, fit uses the vendor's usable figure; the label (installed HBM) stays in the record
+    (issue 14). B200 has a reading: 178.35 GiB to CUDA, below the HGX table's 180."""
+    expected = {"gb200": (192, 186), "b300": (288, 270), "gb300": (288, 279)}
     for acc_id, (label, usable) in expected.items():
         acc = cat.accelerator(acc_id)
         assert (acc.memory_gb, acc.memory_gib) == (label, usable), acc_id
         assert "usable" in acc.memory_gib_basis
         assert acc.memory_label_gib == label
+    b200 = cat.accelerator("b200")
+    assert (b200.memory_gb, b200.memory_usable_gb, b200.memory_gib) == (192, 180, 178.35)
+
+
+def test_every_part_says_what_the_driver_shows(cat):
+    """Every accelerator carries memory_driver: a sourced reading, or a note that none was found (known-gaps 42)."""
+    for acc in cat.accelerators.values():
+        d = acc.memory_driver
+        assert d is not None, acc.id
+        if d.usable_gib is None:
+            assert d.note and "label is used" in d.note, acc.id
+            continue
+        assert d.sources and d.date, acc.id
+        assert set(d.sources) <= set(cat.sources), acc.id
+        assert 0.9 * acc.memory_label_gib <= d.usable_gib <= acc.memory_label_gib, acc.id
+        if d.cuda_total_gib and d.smi_total_mib:
+            assert d.cuda_total_gib <= d.smi_total_mib / 1024, acc.id
+
+
+def test_driver_visible_totals_of_the_common_parts(cat):
+    """What a process gets, not the label: CUDA's total where read (deviceQuery / PyTorch's "total capacity"),
+    below nvidia-smi's total, below the label (thamada/nvidia-smi gls @c4c8a463 and the issues in sources.yaml)."""
+    got = {a: cat.accelerator(a).memory_gib for a in ("h100-sxm-80gb", "a100-sxm-80gb", "rtx-4090", "rtx-5090",
+                                                        "l40s", "mi300x")}
+    assert got == {"h100-sxm-80gb": 79.205, "a100-sxm-80gb": 79.256, "rtx-4090": 23.643, "rtx-5090": 31.36,
+                   "l40s": 44.521, "mi300x": 191.984}
+    h100 = cat.accelerator("h100-sxm-80gb").memory_driver
+    assert h100.smi_total_mib == 81559 and h100.tool == "nvidia-smi"
+    assert cat.accelerator("l40s").memory_driver.ecc is True  # in-band ECC on GDDR6: a sixteenth less
 
 
 def test_pcie_only_cards_use_pcie_scaleup(cat):

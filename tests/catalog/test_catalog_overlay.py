@@ -162,3 +162,25 @@ def test_bad_tflops_key(tmp_path):
         load_catalog([path])
     msg = str(info.value)
     assert "bad.yaml: accelerators.h100-sxm-80gb.tflops_dense" in msg and "'bf17'" in msg and "bf16" in msg
+
+
+def test_overlay_that_changes_the_label_drops_the_old_driver_reading(tmp_path):
+    """torchtitan's H100s are 96 GB parts: an overlay that says so is not held to the 80 GB part's nvidia-smi reading
+    (it would be 79.2 GiB of a 96 GiB card); with its own reading that one is used."""
+    base = load_catalog().accelerator("h100-sxm-80gb")
+    assert base.memory_gib == pytest.approx(79.205)
+    label_only = load_catalog([_write(tmp_path, "accelerators:\n  h100-sxm-80gb: {memory_gb: 96}\n",
+                                      name="h96.yaml")]).accelerator("h100-sxm-80gb")
+    assert label_only.memory_gib == 96 and label_only.memory_driver is None
+    own = load_catalog([_write(tmp_path, """
+        sources:
+          my_smi_log: {title: our nvidia-smi log of the 96 GB part, date: '2026-12'}
+        accelerators:
+          h100-sxm-80gb:
+            memory_gb: 96
+            memory_driver: {smi_total_mib: 97871, tool: nvidia-smi, sources: [my_smi_log], date: '2026-12'}
+    """, name="h96r.yaml")]).accelerator("h100-sxm-80gb")
+    assert own.memory_gib == pytest.approx(97871 / 1024, abs=1e-3)
+    other = load_catalog([_write(tmp_path, "accelerators:\n  h100-sxm-80gb: {tdp_w: 500}\n",
+                                 name="h500.yaml")]).accelerator("h100-sxm-80gb")
+    assert other.memory_gib == base.memory_gib  # the memory itself not touched: the reading stays

@@ -189,3 +189,12 @@ def test_a_one_gpu_plan_counts_in_the_singular(blocks):
                                             acc.checkpoint_restore_s_max))
     assert "plan: 1 GPU per node" in said and "on the one node" in said, said
     assert "1 GPUs" not in said and "1 nodes" not in said, said
+
+
+def test_memory_floor_is_the_catalogs_driver_reading(blocks):
+    """An H100 80GB shows 81,559 MiB in nvidia-smi (catalog memory_driver; the plan's fit rests on it): the floor is
+    that total, 79.6 GiB, not 0.99 x the 80 GB label (79.2, which a card short of what the plan assumed passes)."""
+    acc = blocks().acceptance
+    assert acc.gpu_memory_gib_min.value == pytest.approx(79.6)
+    assert "81,559 MiB" in acc.gpu_memory_gib_min.source and "thamada_nvsmi_gls" in acc.gpu_memory_gib_min.source
+    # a part without a reading keeps the label rule (GB200: 0.99 x the 186 GB of its platform table, above)

@@ -87,7 +87,7 @@ def test_a_one_gpu_tier_says_what_the_job_needs_at_the_least():
         plan = make_plan(job, load_catalog(), lang=lang)
         used = plan.recommended.memory.per_gpu_gib
         assert plan.tier.decided_by == "memory" and f"{used:.1f}" in plan.tier.why
-        least = float(re.search(r"(\d+\.\d) (?:of|/) 96 GiB", plan.tier.why).group(1))
+        least = float(re.search(r"(\d+\.\d) (?:of|/) 96\.0 GiB", plan.tier.why).group(1))
         assert used >= 1.5 * least
         assert "DP1 mb1" in plan.recommended.why and f"{least:.1f}" in plan.recommended.why
 
@@ -137,8 +137,10 @@ def test_the_budget_binding_reads_without_stacked_brackets_in_chinese():
 
 
 def test_a_layout_kept_for_headroom_is_not_called_the_fastest_that_fits():
-    """70B full SFT on 16 H100 bought: the chosen layout is 2.3% slower than the fastest, kept to leave 5% of memory
-    free, and the next sentence called it 'its layout, the fastest that fits'. Now it reads 'it takes ...'."""
+    """Full SFT bought: the chosen layout is slower than the fastest, kept to leave 5% of memory free, and the next
+    sentence called it 'its layout, the fastest that fits'. Now it reads 'it takes ...'. (70B on 16 H100 was the case
+    until the fit check read the 79.2 GiB CUDA gives a process: there only offloaded layouts fit now, docs/known-gaps.md
+    42; 8B at 2,048 tokens on one 8-GPU node is: 78.2 GiB fastest, 57.1 kept.)"""
     import yaml
 
     from trainsizer.catalog import load_catalog
@@ -148,6 +150,8 @@ def test_a_layout_kept_for_headroom_is_not_called_the_fastest_that_fits():
 
     job = yaml.safe_load((REPO / "examples" / "sft-70b-16gpu.yaml").read_text(encoding="utf-8"))
     job["goal"] = {"deadline_days": 30, "procurement": "buy"}
+    job["model"], job["seq_len"] = "llama-3.1-8b", 2048
+    job["hardware"]["count"], job["hardware"]["per_node"], job["strategy"]["dp"] = 8, 8, 8
     why = make_plan(job, load_catalog()).recommended.why
     assert "slower than the fastest that fits, chosen to keep" in why
     assert "the fastest that fits, takes" not in why and "it takes" in why

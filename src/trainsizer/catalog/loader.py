@@ -223,7 +223,13 @@ def apply_overlay(raw: dict[str, dict[str, RawEntry]], path: Path) -> None:
                 rec["members"] = list(dict.fromkeys([*existing.data.get("members", ()), *rec["members"]]))
             if section in _SPAN_SECTIONS and ("low" in rec or "high" in rec) and "typical" not in rec:
                 rec["typical"] = None  # the old central value belongs to the old range and source
-            merged, changed = _deep_merge(existing.data, rec)
+            if section == "accelerators" and "memory_driver" not in rec and \
+                    any(k in rec for k in ("memory_gb", "memory_usable_gb", "memory_label_unit")):
+                rec["memory_driver"] = None  # the driver reading belongs to the old memory: the new label is used
+            base = existing.data
+            if section == "accelerators" and isinstance(rec.get("memory_driver"), dict):
+                base = {**base, "memory_driver": None}  # a new reading replaces the old one whole
+            merged, changed = _deep_merge(base, rec)
             field_sources = dict(merged.get("field_sources", {}))
             for leaf in changed:
                 field_sources[leaf] = [src_id, *user_sources]

@@ -111,6 +111,10 @@ TFLOPS_KEYS = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "fp32_matrix
 TFLOPS_CORE_KEYS = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp4")
 
 
+def _positive(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and x > 0
+
+
 def _check_tflops(value: Any) -> Any:
     """tflops_dense: {precision: dense TFLOP/s or None}; core keys always present (None = not published)."""
     if not isinstance(value, dict):
@@ -132,8 +136,57 @@ class Vendor(Record):
     name_zh: str | None = None
 
 
+# Least share of the label a driver-visible total may be: the driver keeps a few per cent for itself (H100 80GB:
+# 81,559 of 81,920 MiB; B200: 183,359 of 196,608), and in-band ECC on GDDR a sixteenth (L40S, RTX A6000: 46,068 of
+# 49,152 MiB); a total below this is taken for a figure of another part (e.g. an overlay that changed the label).
+DRIVER_MIN_LABEL_SHARE = 0.9
+
+
+class DriverMemory(_Frozen):
+    """The device memory a process is given, read on the delivered part, with its sources and date. Two readings:
+    `smi_total_mib`, the total nvidia-smi / rocm-smi print (NVML memory.total; what the acceptance suite reads), and
+    `cuda_total_gib`, what the runtime hands a process (cudaMemGetInfo's total = PyTorch's "total capacity" in its
+    out-of-memory message = deviceQuery's totalGlobalMem), which is less again: nvidia-smi -q lists the difference as
+    "Reserved" (H100 80GB HBM3: 81,559 MiB shown, 81,106 MiB to CUDA). The fit check uses `cuda_total_gib` where
+    the catalog has it, else `smi_total_mib` (the driver's reserved part then not subtracted). GDDR cards with
+    in-band ECC lose a sixteenth more while ECC is on (`ecc`: the state of the reading). No reading found: both
+    None, and `note` says so (the label is then used)."""
+
+    smi_total_mib: float | None = Field(default=None, gt=0)
+    cuda_total_gib: float | None = Field(default=None, gt=0)
+    tool: Literal["nvidia-smi", "rocm-smi", "hl-smi", "npu-smi"] | None = None
+    ecc: bool | None = None
+    sources: tuple[str, ...] = ()
+    date: str | None = Field(default=None, pattern=DATE_PATTERN)
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _said(self) -> DriverMemory:
+        if (self.smi_total_mib or self.cuda_total_gib) and not (self.sources and self.date):
+            raise ValueError(msg("rec_driver_memory_unsourced", allowed="sources, date"))
+        if self.smi_total_mib and not self.tool:
+            raise ValueError(msg("rec_driver_memory_unsourced", allowed="tool"))
+        if self.smi_total_mib is None and self.cuda_total_gib is None and not self.note:
+            raise ValueError(msg("rec_driver_memory_no_note",
+                                 allowed="smi_total_mib / cuda_total_gib, or a note saying none was found"))
+        if self.smi_total_mib and self.cuda_total_gib and self.cuda_total_gib > self.smi_total_mib / 1024.0:
+            raise ValueError(msg("rec_driver_cuda_above_smi", cuda=self.cuda_total_gib,
+                                 smi=f"{self.smi_total_mib / 1024.0:.2f}", allowed="cuda_total_gib <= smi_total_mib / 1024"))
+        return self
+
+    @property
+    def smi_total_gib(self) -> float | None:
+        return None if self.smi_total_mib is None else self.smi_total_mib / 1024.0
+
+    @property
+    def usable_gib(self) -> float | None:
+        """What a process can allocate: the runtime's total where read, else the tool's total."""
+        return self.cuda_total_gib or self.smi_total_gib
+
+
 class Accelerator(Record):
-    """One accelerator SKU. TFLOPS are dense; memory_gib is derived from the label (see below)."""
+    """One accelerator SKU. TFLOPS are dense; memory_gib is derived from the driver-visible total where the
+    catalog has one, else from the label (see below)."""
 
     name: str
     vendor: str
@@ -146,10 +199,13 @@ class Accelerator(Record):
     # installed, 180 in the HGX table), in the label's unit. None = the label is what the GPU exposes.
     memory_usable_gb: float | None = Field(default=None, gt=0)
     memory_label_unit: Literal["gib", "gb"] = "gib"
-    # Usable device memory in GiB: the capacity every fit check uses. Derived unless given, from
-    # memory_usable_gb when set, else from the label: the figure itself when the label is a binary size
-    # (memory_label_unit 'gib': HBM stacks / GDDR chips come in 2**30-byte multiples, the "GB" on the label is
-    # GiB), figure * 10**9 / 2**30 when decimal ('gb'). Driver/framework reservations are the estimator's concern.
+    # The total the driver shows a process (nvidia-smi / rocm-smi), with its source and date (DriverMemory).
+    memory_driver: DriverMemory | None = None
+    # Usable device memory in GiB: the capacity every fit check uses. Derived unless given: from the
+    # driver-visible total (memory_driver.total_mib / 1024) where the catalog has one; else from memory_usable_gb
+    # when set, else from the label: the figure itself when the label is a binary size (memory_label_unit 'gib':
+    # HBM stacks / GDDR chips come in 2**30-byte multiples, the "GB" on the label is GiB), figure * 10**9 / 2**30
+    # when decimal ('gb'). What a process itself takes (CUDA context, workspaces) is the estimator's concern.
     memory_gib: float = Field(gt=0)
     memory_gib_basis: str
     memory_type: str
@@ -231,6 +287,16 @@ class Accelerator(Record):
             return data
         if data.get("memory_gib") is not None:
             return data if "memory_gib_basis" in data else {**data, "memory_gib_basis": "given"}
+        driver = data.get("memory_driver")
+        driver = dict(driver) if isinstance(driver, dict) else (driver.model_dump() if driver is not None else {})
+        cuda, smi = driver.get("cuda_total_gib"), driver.get("smi_total_mib")
+        if _positive(cuda):
+            return {**data, "memory_gib": float(cuda),
+                    "memory_gib_basis": "driver-visible: the total CUDA / HIP gives a process (cudaMemGetInfo)"}
+        if _positive(smi):
+            return {**data, "memory_gib": round(smi / 1024.0, 3),
+                    "memory_gib_basis": f"driver-visible: {driver.get('tool')} total {smi:,.0f} MiB / 1024 (the "
+                                        "driver's reserved part not read, not subtracted)"}
         usable = data.get("memory_usable_gb")
         field = "memory_usable_gb" if usable is not None else "memory_gb"
         gb = data.get(field)
@@ -250,7 +316,25 @@ class Accelerator(Record):
         if self.memory_usable_gb is not None and self.memory_usable_gb > self.memory_gb:
             raise ValueError(msg("rec_usable_above_label", usable=self.memory_usable_gb, label=self.memory_gb,
                                  allowed="memory_usable_gb <= memory_gb"))
+        label = self.memory_label_gib
+        for total in (self.memory_driver.smi_total_gib, self.memory_driver.cuda_total_gib) if self.memory_driver \
+                else ():
+            if total is not None and not DRIVER_MIN_LABEL_SHARE * label <= total <= label:
+                raise ValueError(msg("rec_driver_memory_vs_label", total=f"{total:.2f}", label=f"{label:g}",
+                                     share=f"{DRIVER_MIN_LABEL_SHARE:.0%}",
+                                     allowed=f"{DRIVER_MIN_LABEL_SHARE:g} x {label:g} GiB .. {label:g} GiB"))
         return self
+
+    def source_ids(self) -> set[str]:
+        ids = super().source_ids()
+        if self.memory_driver:
+            ids.update(self.memory_driver.sources)
+        return ids
+
+    @property
+    def memory_driver_gib(self) -> float | None:
+        """What a process can allocate, where the catalog has a reading (None: the label is used)."""
+        return self.memory_driver.usable_gib if self.memory_driver else None
 
     @property
     def host_gpus_max(self) -> int | None:

@@ -1171,7 +1171,13 @@ def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any, loss_phase: 
         in_loss, in_layer = _torchtune_fsdp2_phase_units(b, DEFAULT_OPTIONS)
         gathered = np.where(z >= 3, np.where(loss_phase, in_loss, in_layer), gathered)
     gathered = gathered + np.where((z >= 3) & (p == 1) & (b.dpc > 1), _fsdp_root_unit(b), 0.0)
-    items["framework_buffers"] = buckets + np.where((z >= 3) | b.offload_par, np.maximum(gathered, pp_hold), 0.0)
+    # Nothing is gathered where nothing is sharded: at one data-parallel rank torchtitan applies no FSDP
+    # (parallel_dims.fsdp_enabled = dp_shard > 1 or cp > 1), NeMo AutoModel returns the model unwrapped
+    # (FSDP2Manager.parallelize at world size 1), FSDP1 switches to NO_SHARD ("FSDP is switching to use NO_SHARD ...
+    # since the world size is 1", torch/distributed/fsdp/_init_utils.py) and torchtune runs its single-device
+    # recipes; DeepSpeed ZeRO-3 still partitions into one shard and gathers each module into its own buffer.
+    sharded = (z >= 3) & ((b.dpc > 1) | (b.name == "deepspeed"))
+    items["framework_buffers"] = buckets + np.where(sharded | b.offload_par, np.maximum(gathered, pp_hold), 0.0)
     allocated = sum(val for key, val in items.items() if key not in ("cuda_context", "nccl_buffers"))
     items["fragmentation"] = oc["allocator_fragmentation_fraction"] * allocated
 

@@ -360,7 +360,7 @@ def _own_strategy_note(scenario: Scenario, catalog: Any, rec: PlanOption | None,
     days = own["time"]["train_days"]
     if not own["memory"]["fits"]:
         return explain.msg("note_own_no_fit", lang, need=f"{own['memory']['per_gpu_gib']:.1f}",
-                           cap=f"{own['memory']['capacity_gib']:.0f}")
+                           cap=f"{own['memory']['capacity_gib']:.1f}")
     same = rec is not None and rec.hardware.count == scenario.system.gpus and \
         rec.hardware.accelerator == scenario.system.accelerator
     if not same or rec is None:

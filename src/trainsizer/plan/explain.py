@@ -120,7 +120,7 @@ def _headroom(r: OptionResult, lang: str) -> Any:
         return None
     return msg("layout_for_headroom", lang, slower=f"{r.step_s / r.fastest_step_s - 1.0:.1%}",
                floor=f"{load_config().memory_headroom_min:.0%}", used=f"{r.mem_gib:.1f}",
-               fast_used=f"{r.fastest_mem_gib:.1f}", cap=f"{r.system.memory_gib:.0f}")
+               fast_used=f"{r.fastest_mem_gib:.1f}", cap=f"{r.system.memory_gib:.1f}")
 
 
 def _lean(r: OptionResult, lang: str) -> Any:
@@ -163,15 +163,15 @@ def tier(rec: PlanOption, best: Any, priced: list[Any], results: list[OptionResu
     job = best.scenario.job
     if gpus == 1 and r.lean_strategy is not None and names_lean_layout(r.mem_gib, r.lean_mem_gib):
         decided, text = "memory", msg("tier_one_gpu_lean", lang, acc=acc, lean=f"{r.lean_mem_gib:.1f}",
-                                      cap=f"{rec.memory.capacity_gib:.0f}", used=f"{rec.memory.per_gpu_gib:.1f}")
+                                      cap=f"{rec.memory.capacity_gib:.1f}", used=f"{rec.memory.per_gpu_gib:.1f}")
     elif gpus == 1:
         decided, text = "memory", msg("tier_one_gpu", lang, acc=acc, used=f"{rec.memory.per_gpu_gib:.1f}",
-                                      cap=f"{rec.memory.capacity_gib:.0f}")
+                                      cap=f"{rec.memory.capacity_gib:.1f}")
     elif smaller and not fitting_smaller:
         x = max(smaller, key=lambda x: x.option.count)
         need = x.min_mem_gib if math.isfinite(x.min_mem_gib) else x.lower_bound_gib
         decided, text = "memory", msg("tier_memory", lang, gpus=gpus, acc=acc, fewer=x.option.count,
-                                      need=f"{need:.0f}", cap=f"{r.system.memory_gib:.0f}")
+                                      need=f"{need:.0f}", cap=f"{r.system.memory_gib:.1f}")
     elif job.goal.deadline_days is not None and _missing(fitting_smaller, priced, job.goal.deadline_days):
         x = max(fitting_smaller, key=lambda x: x.option.count)
         days = next((p.train_days for p in priced if p.result is x), float("nan"))
@@ -305,7 +305,7 @@ def _memory_binding(base: Scenario, results: list[OptionResult], lang: str) -> B
     cap = big.system.memory_gib
     per_gpu = states_lower_bound_bytes(base.model, base.training, big.option.count) / GIB
     need = math.ceil(per_gpu * big.option.count / cap)
-    detail = msg("bind_memory", lang, option=big.option.key, cap=f"{cap:.0f}", per_gpu=f"{per_gpu:.0f}",
+    detail = msg("bind_memory", lang, option=big.option.key, cap=f"{cap:.1f}", per_gpu=f"{per_gpu:.0f}",
                  gpus=big.option.count, need=f"{need:,}")
     relax = [Relaxation(change=msg("relax_gpus", lang, need=f"{need:,}", acc=big.option.accelerator.id),
                         result=msg("relax_gpus_buys", lang))]

@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from trainsizer.evaluate import capacity_note
 from trainsizer.layout_text import layout_in
 from trainsizer.messages import duration, tr
 from trainsizer.render import cost_basis
@@ -37,6 +38,9 @@ def _memory(con: Console, mem: dict[str, Any], L: str) -> None:
              (t("headroom", L), fmt_num(mem["headroom_gib"], L))]
     con.print(_kv_table(t("memory_title", L) + t("paren", L).format(text="GiB"), rows, L))
     con.print(f"{t('worst_gpu', L)}{t('colon', L)}{tr(mem.get('worst_gpu', ''), L)}")
+    basis = capacity_note(mem.get("capacity_basis"))
+    if basis is not None:
+        con.print(tr(basis, L))
     verdict = t("fits", L) if mem["fits"] else t("does_not_fit", L)
     con.print(f"[{'green' if mem['fits'] else 'red'}]{verdict}[/]")
 

@@ -8,8 +8,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from trainsizer.evaluate import capacity_notes
 from trainsizer.layout_text import layout_in
-from trainsizer.messages import LIST_SEPARATORS, duration
+from trainsizer.messages import LIST_SEPARATORS, duration, tr
 from trainsizer.plan.texts import localise
 from trainsizer.render import cost_basis
 from trainsizer.render.console import console as wide_console
@@ -159,6 +160,8 @@ def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) 
             con.print(past)
         if any(o.get("leaves_memory_floor") is False for o in plan["options"]):
             con.print(t("plan_mem_short", L).format(floor=f"{load_config().memory_headroom_min:.0%}"))
+        for line in capacity_notes(plan["options"]):
+            con.print(tr(line, L))
     else:
         con.print(t("plan_no_option", L))
     if plan["ties"]:

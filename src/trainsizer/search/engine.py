@@ -10,8 +10,11 @@ Work per option (vectorised with `estimate.evaluate_batch`):
    one GPU; when they do not, no strategy can, and the option is skipped without enumerating anything
    (unless the job is one node, where CPU offload may still rescue it).
 2. Rules and memory of every strategy of `search.space` in one call; time only for those that fit.
-3. A second pass with CPU offload: options of one node where nothing fits, and any option where nothing that
-   fits leaves the memory floor free (then an offloaded layout within the tie band may be chosen, `choose`).
+3. A second pass with CPU offload: options where nothing fits, and any option where nothing that fits leaves
+   the memory floor free (then an offloaded layout within the tie band may be chosen, `choose`). Options of
+   several nodes where nothing fits try it too: with the fit judged on what the driver gives a process (79.2 GiB
+   on an H100 80GB), 70B full SFT on 16 H100 has no layout without offload, and ZeRO-Offload / FSDP CPU offload
+   is how such a job runs (examples/sft-70b-16gpu.yaml).
 """
 
 from __future__ import annotations
@@ -178,9 +181,9 @@ def search_option(model: ModelArch, training: Training, option: HardwareOption, 
     plain: tuple[Strategy, np.ndarray] | None = None  # the pass without offload and its fits (search.partial)
     roomy = False  # some fitting strategy leaves the memory floor free
     for offload in (False, True):
-        # CPU offload: on one node when nothing fits, and on any option when nothing that fits leaves the
-        # memory floor free (an offloaded layout within the tie band is then the one to run, `choose`)
-        if offload and (roomy or (not one_node and not fitting)):
+        # CPU offload: when nothing fits, and when nothing that fits leaves the memory floor free (an offloaded
+        # layout within the tie band is then the one to run, `choose`)
+        if offload and roomy:
             break
         strat, mem, fresh = _memory(model, training, system, args, framework, offload, cache)
         if strat is None or mem is None:

@@ -6,6 +6,7 @@ checkpoint figures per node (the node's share of the aggregate the storage block
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -60,8 +61,18 @@ def acceptance_block(b: BuildInput, node: NodeBlock, net: NetworkBlock, storage:
     out.gpu_count = _plan(b.per_node, msg(_one("acc_gpus_per_node", b.per_node), n=b.per_node))
     if out.gpu_model is None:
         out.gpu_model = _plan(b.accelerator.name, msg("acc_catalog_name"))
-    # the part's own memory: a row read for another part (GB200 on B200's) carries that part's label
-    if out.gpu_memory_gib_min is None or platforms.get(pid)["memory_label_gib"] != b.accelerator.memory_gib:
+    # the part's own memory: what the driver shows where the catalog has a reading of it (catalog memory_driver):
+    # the plan's fit check rests on it, so a delivered card that shows less (another driver, ECC turned on, a
+    # different SKU) gives a process less than the plan assumed; else the label (a row read for another part,
+    # GB200 on B200's, carries that part's label)
+    drv = b.accelerator.memory_driver
+    if drv is not None and drv.smi_total_mib:
+        shown = drv.smi_total_mib / 1024.0
+        out.gpu_memory_gib_min = _plan(math.floor(shown * 10) / 10,
+                                       msg("acc_memory_driver", tool=drv.tool, mib=f"{drv.smi_total_mib:,.0f}",
+                                           gib=f"{shown:.2f}", sources=", ".join(drv.sources), date=drv.date,
+                                           check=crit_mod.suite_check(1)))
+    elif out.gpu_memory_gib_min is None or platforms.get(pid)["memory_label_gib"] != b.accelerator.memory_gib:
         ratio = d["memory_min_ratio"]["value"]
         out.gpu_memory_gib_min = _plan(round(b.accelerator.memory_gib * ratio, 1),
                                        msg("acc_memory", ratio=ratio, gib=b.accelerator.memory_gib,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from trainsizer.evaluate import capacity_note
 from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block
@@ -186,7 +187,9 @@ def _memory(c: Ctx) -> Risk | None:
     # the search's floor test: one figure and one test for the choice and the risk
     if cap and (not mem.get("fits", True) or not leaves_floor(used, cap)):
         return Risk(id="gpu_memory_headroom", severity="high" if not mem.get("fits", True) else "medium",
-                    evidence=msg("risk_ev_memory", used=f"{used:.1f}", cap=f"{cap:.1f}"), source="convention",
+                    evidence=msg("risk_ev_memory_basis", used=f"{used:.1f}", cap=f"{cap:.1f}", basis=basis)
+                    if (basis := capacity_note(mem.get("capacity_basis"))) is not None else
+                    msg("risk_ev_memory", used=f"{used:.1f}", cap=f"{cap:.1f}"), source="convention",
                     mitigation=msg("risk_fix_memory"))
     return None
 

@@ -10,7 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from trainsizer.evaluate import capacity_notes
 from trainsizer.layout_text import layout_in
+from trainsizer.messages import tr
 from trainsizer.render import cost_basis
 from trainsizer.render.i18n import WARNING_NOTES
 from trainsizer.render.report import plan_charts
@@ -277,7 +279,8 @@ def build_view(plan: Any, lang: str) -> ReportView:
     charts = (plan_charts.memory_chart(p, lang), plan_charts.time_chart(p, lang),
               plan_charts.pareto_chart(p, lang, cur), plan_charts.scaling_chart(p, lang))
     sections = [Section("options", t("sec.options", lang), (options_table(p, f),)),
-                Section("memory", t("sec.memory", lang), (_memory_table(p, f),), charts=("memory",)),
+                Section("memory", t("sec.memory", lang), (_memory_table(p, f),), charts=("memory",),
+                        text=tuple(str(tr(n, lang)) for n in capacity_notes(p.get("options")))),
                 Section("time", t("sec.time", lang), (_time_table(p, f),), charts=("time",)),
                 Section("pareto", t("sec.pareto", lang), charts=("pareto",)),
                 Section("scaling", t("sec.scaling", lang), charts=("scaling",),
