@@ -63,6 +63,10 @@ def _value(v: Any, lang: str, key: str = "") -> str | None:
 
 def _basis(v: str, lang: str) -> str:
     """memory_gib_basis in the reader's words: "label, binary: ..." / "usable (...), decimal: ..."."""
+    if v.startswith("driver-visible: the total CUDA"):  # records.py: from memory_driver.cuda_total_gib
+        return t("card_value_basis_driver_cuda", lang)
+    if v.startswith("driver-visible: "):  # from memory_driver.smi_total_mib: "driver-visible: <tool> total ..."
+        return t("card_value_basis_driver_tool", lang).format(tool=v.split()[1])
     what, _, rest = v.partition(", ")
     kind = "binary" if rest.startswith("binary") else "decimal" if rest.startswith("decimal") else None
     if what not in BASIS_PREFIXES or kind is None:
