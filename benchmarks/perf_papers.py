@@ -4,8 +4,8 @@ published runs that are not in the development set"). Nothing here is fitted: do
 Rows: benchmarks/data/papers.csv, one published figure each, with the paper (arXiv id and URL), the table or section
 it is read from, the paper's date, and every setting the paper does not state in `assumed`. Architectures without a
 shipped preset: benchmarks/data/papers_models.yaml (and heldout_models.yaml for Nemotron-4). Sources:
-- MegaScale (Jiang et al. 2024, arXiv:2402.15627) Table 2 / Figure 9: the Megatron-LM baseline (commit 285068c8)
-  on 256-12,288 A100s, GPT 175B (TP 8, PP 8, six interleaved stages) and 530B (TP 8, PP 35, three), 8 x 200 Gb/s
+- MegaScale (Jiang et al. 2024, arXiv:2402.15627) Tables 2-3 / Figure 9: the Megatron-LM baseline (commit
+  285068c8) on 256-12,288 A100s, GPT 175B (TP 8, PP 8, six interleaved stages) and 530B (TP 8, PP 35, three), 8 x 200 Gb/s
   RoCE per node. MegaScale's own rows are left out: parallel blocks, sliding-window attention of unstated width,
   LAMB and its custom overlaps are not a configuration a user could state.
 - Nemotron-4 15B report (arXiv:2402.16819) Table 2: TP 8 x DP 96-288 on 768-2,304 H100, iteration time.
