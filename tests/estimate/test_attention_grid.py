@@ -89,3 +89,8 @@ def test_hopper_grids_128_query_rows_a_cta():
     assert K.attention_grid("h100-sxm-80gb") == (132.0, 128.0, 128.0)
     want = tuple(float(v) for v in attention_grid_factors(2048, 8, 4, True, 132.0, 128.0, 128.0))
     assert (fwd, bwd) == pytest.approx(want) and fwd > 1.0
+
+
+def test_no_heads_no_grid_term():
+    """A model without attention heads (a pure Mamba stack) has no call to time: 1, no division by zero."""
+    assert tuple(float(v) for v in attention_grid_factors(2048, 0.0, 4, True, 152, 256, 128)) == (1.0, 1.0)

@@ -617,12 +617,15 @@ def attention_grid_factors(length, heads, cp, ring, sms: float, q_rows: float, k
     backward's under-filled grid); the steps carry equal FLOPs, and each lasts as long as its slowest rank."""
     c = np.maximum(np.asarray(cp, float), 1.0)
     ring = np.asarray(ring, bool) & (c > 1)
+    h = np.asarray(heads, float)
+    some = h > 0  # a model without attention heads (a pure Mamba stack) has no call to time
+    h = np.where(some, h, 1.0)
     out = []
     for rows in (q_rows, k_rows):
         blocks = np.asarray(length, float) / rows
-        causal = _grid_causal(blocks, heads, sms)
-        steps = (causal + (c - 1.0) * _grid_even(blocks / 2.0, heads, sms)) / c
-        out.append(np.where(ring, steps, causal))
+        causal = _grid_causal(blocks, h, sms)
+        steps = (causal + (c - 1.0) * _grid_even(blocks / 2.0, h, sms)) / c
+        out.append(np.where(some, np.where(ring, steps, causal), 1.0))
     return out[0], out[1]
 
 
