@@ -16,7 +16,8 @@ v6.0 commons) and the `assumed` column says so. A row the estimator cannot state
 (a part the catalog lacks, a precision no job can name).
 
 Rows are built with the v5.x job builders, not copies: the Llama rows (builder nvidia-llama) with
-perf_heldout26.mlperf_nvidia_job (perf_mlperf.job, the columns of nvidia_mlperf.csv); the MoE rows (builder
+perf_heldout26.mlperf_nvidia_job (perf_mlperf.job, the columns of nvidia_mlperf.csv), on Blackwell with the NeMo 26.04
+image's cuDNN 9.17 attention (v5.1's 25.09 image ran 9.13.1, the base rate); the MoE rows (builder
 mbridge-moe: DeepSeek-V3 671B and GPT-OSS 20B, both new in v6.0) with perf_mbridge26.job (the Megatron-Bridge 26.x
 recipe job: megatron-core, distributed optimizer, flex / alltoall dispatcher, a2a overlap, cuDNN 9.17 attention on
 Blackwell), with the row's FP8 weight all-gather, TP overlap and network; a model whose run trains another vocabulary than the
@@ -43,12 +44,16 @@ import numpy as np
 from harness import Fit, job_fits, job_tokens_per_gpu
 from perf_amd import job as amd_job
 from perf_heldout26 import mlperf_nvidia_job
-from perf_mbridge26 import group_mape
+from perf_mbridge26 import CUDNN_26, group_mape
 from perf_mbridge26 import job as mbridge_job
 from trainsizer.errors import TrainsizerError
 
 DATA = Path(__file__).resolve().parent / "data" / "mlperf6.csv"
 BUILDERS = ("nvidia-llama", "mbridge-moe", "amd-primus")
+# Blackwell parts whose Llama rows run the NeMo 26.04 image's cuDNN (>= 9.17, as perf_mbridge26.CUDNN_26 states for the
+# Megatron-Bridge 26.x images and this file's MoE rows): every NVIDIA-implementation row of the round names an
+# ngc26.04 NeMo system or submits that implementation (docs/known-gaps.md 40, item (c))
+BLACKWELL_PARTS = ("gb300", "gb200", "b300", "b200")
 # the csv's cuda_graph column as perf_mbridge26's cuda_graphs (strategy.cuda_graphs)
 GRAPHS = {"none": "none", "mcore": "layer", "full-iteration": "full_iteration"}
 # the Megatron-Bridge table's system / precision keys perf_mbridge26.job reads
@@ -110,6 +115,8 @@ def job(r: dict[str, str]) -> dict:
     """The row as a job file, through the v5.x builder its `builder` column names."""
     if r["builder"] == "nvidia-llama":
         j = mlperf_nvidia_job(r)
+        if r["accelerator"].startswith(BLACKWELL_PARTS):  # the 26.04 image's attention, as the MoE rows'
+            j["strategy"]["cudnn_release"] = CUDNN_26
         if not r["network"]:  # one node, data parallel 1: no network carries anything (Krai's 4 GH200)
             del j["hardware"]["network"]
         return j

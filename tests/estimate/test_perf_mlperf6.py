@@ -97,3 +97,20 @@ def test_gpt_oss_rows_state_the_benchmark_codes_fused_paths():
         assert bool(sc.strategy.moe_fused_grouped_mlp) == bool(sc.strategy.fused_qkv_rope) == gpt, r["id"]
         assert (sc.strategy.cp_comm_type == "a2a") == gpt, r["id"]
         check_strategy(sc.model, sc.training, sc.system, sc.strategy)
+
+
+def test_llama_rows_on_blackwell_run_the_26_04_image_cudnn_as_the_moe_rows():
+    """Every NVIDIA-implementation row of v6.0 runs the NeMo 26.04 image, whose cuDNN (>= 9.17) the Megatron-Bridge 26.x
+    rows and this file's MoE rows already state: the Llama rows on Blackwell state it too (known-gaps 40 (c)); the
+    rows off Blackwell keep the base rate (no second release measured there)."""
+    from perf_mbridge26 import CUDNN_26
+
+    checked = set()
+    for r in pm.rows():
+        if r["refused"] or r["builder"] not in ("nvidia-llama", "mbridge-moe"):
+            continue
+        release = pm.job(r)["strategy"].get("cudnn_release")
+        blackwell = r["accelerator"].startswith(pm.BLACKWELL_PARTS)
+        assert release == (CUDNN_26 if blackwell else None), r["id"]
+        checked.add((r["builder"], blackwell))
+    assert {("nvidia-llama", True), ("mbridge-moe", True), ("nvidia-llama", False)} <= checked
