@@ -1,7 +1,7 @@
 """Held-out check on hybrid Mamba-2 / attention models: published pre-training throughput of Nemotron 3 Nano 30B-A3B
 (23 Mamba-2, 6 attention, 23 MoE layers) on DGX-GB300, -GB200, -B300, -B200 and -H100 from the Megatron-Bridge
-performance tables (26.02.01 to 26.08 NeMo containers), and one Nemotron-H 56B run on 256 H100 from NVIDIA's DGX Cloud
-benchmarking recipe. Nothing is fitted on these rows: the Mamba-2 mixer is costed from its shapes
+performance tables (26.02.01 to 26.08 NeMo containers), and two Nemotron-H 56B runs from NVIDIA's DGX Cloud
+benchmarking recipe (256 H100, release 25.07; 128 GB200, release 25.10: each README's example step time). Nothing is fitted on these rows: the Mamba-2 mixer is costed from its shapes
 (trainsizer.estimate.mamba) on the same roofline and rates as every other kernel.
 
 Data: benchmarks/data/hybrid_perf.csv -- one row per table line, each stated from the workload base config the
@@ -11,7 +11,8 @@ v0.4.0 for 26.02.01 to 26.04.01, v0.5.0 for 26.06 / 26.06.01 -- the same layouts
 core_attn, moe_act; the HybridEP flex dispatcher; bf16 gradient reduce (set_nemotron_3_nano_common_configs). What the
 rows cannot state is in the `assumed` column (partial CUDA graphs, forced load balancing, the DGX-B300 network). The
 Blackwell rows state cuDNN 9.17 for the fused attention, as perf_mbridge26's rows of the same releases do (CUDNN_26: the
-images v0.3.0 to v0.5.0 build on ship 9.17 or later).
+images v0.3.0 to v0.5.0 build on ship 9.17 or later); a row's `cudnn_release` / `cuda_graphs` cells, where set, state
+its own (the GB200 56B run: NeMo 25.09's container, cuDNN 9.13, per-layer graphs).
 
 Also a cross-GPU check of the Mamba-2 mixer alone (nothing fitted, not in the MAPE): a pure Mamba-2 1.4B trained on one
 A100, H200 and GB200 (state-spaces/mamba issue #904; benchmarks/data/mamba2_arch_ratio.csv): the issue's FLOP count is
@@ -56,8 +57,10 @@ def job(r: dict[str, str]) -> dict:
         "recompute": "selective" if modules else "none", "recompute_modules": modules or None,
         "distributed_optimizer": True, "framework": "megatron-core", "sequence_parallel": tp > 1,
         "grad_reduce_in_fp32": False, "fp8_param_allgather": precision == "fp8", "loss_impl": "te",
-        "cudnn_release": CUDNN_26 if r["system"] in BLACKWELL else None,
+        "cudnn_release": r["cudnn_release"] or (CUDNN_26 if r["system"] in BLACKWELL else None),
     }
+    if r["cuda_graphs"]:
+        strategy["cuda_graphs"] = r["cuda_graphs"]
     if r["moe_dispatcher"]:
         strategy["moe_dispatcher"] = r["moe_dispatcher"]
     return pretrain_job(r, r["model"], precision, recipe, acc, net, strategy)
