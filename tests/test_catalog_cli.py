@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from conftest import EXAMPLES
 from trainsizer.catalog import load_catalog
 
 
@@ -106,3 +107,17 @@ def test_a_chinese_card_says_the_catalogs_enumerations_in_chinese():
     assert not left, sorted(left)
     shown = dict(card_rows(cat.storage_tiers[next(iter(cat.storage_tiers))].to_dict(), "zh"))
     assert not any(re.search(r"\blow \d|\bhigh \d", v) for v in shown.values()), shown
+
+
+
+@pytest.mark.parametrize(("lang", "said"), [("en", ("h100-sxm-80gb (80 GB, SXM / NVLink)", "h100-pcie-80gb (80 GB, PCIe",
+                                                     "h100-nvl-94gb (94 GB, PCIe", "compares them all")),
+                                            ("zh", ("h100-sxm-80gb（80 GB，SXM / NVLink）", "比较全部"))])
+def test_an_ambiguous_accelerator_says_what_tells_the_choices_apart(run_cli, lang, said):
+    """`--accelerator h100` is one of three parts: the error names each with its memory and form (SXM / NVLink or
+    PCIe), and says a plan without an accelerator compares them; no default is picked (each differs in memory,
+    interconnect and price)."""
+    code, _, err = run_cli("--lang", lang, "estimate", str(next(p for p in EXAMPLES if p.name == "sft-70b-16gpu.yaml")), "--accelerator",
+                           "h100")
+    flat = " ".join(err.split())
+    assert code == 2 and all(s in flat for s in said), err

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from trainsizer.messages import Listing, Msg, msg, tr
@@ -230,9 +230,11 @@ KIND_KEYS = {
 
 
 def unknown_name(where: str, kind: str, name: str, choices: Iterable[str],
-                 aliases: dict[str, str] | None = None, limit: int = 12) -> SpecError:
+                 aliases: dict[str, str] | None = None, limit: int = 12,
+                 describe: Callable[[str], object] | None = None) -> SpecError:
     """Error for a name not found among `choices`, with a suggestion. `aliases` (alias -> id) are accepted
-    names that are not entries of their own: an ambiguous short name lists each entry once."""
+    names that are not entries of their own: an ambiguous short name lists each entry once, each as `describe`
+    words it when given (what tells the entries apart: "h100-sxm-80gb (80 GB, SXM / NVLink)")."""
     choices = sorted(choices)
     what = msg(KIND_KEYS[kind]) if kind in KIND_KEYS else kind
 
@@ -243,6 +245,9 @@ def unknown_name(where: str, kind: str, name: str, choices: Iterable[str],
     # A short name that starts several ids ("h100") is ambiguous rather than misspelt: name the candidates.
     starts = starting(str(name))
     if len(starts) > 1:
+        if describe is not None:
+            return SpecError(where, msg("error_ambiguous_described", kind=what,
+                                        names=Listing([describe(s) for s in starts])), value=name)
         return SpecError(where, msg("error_ambiguous_name", kind=what, names=Listing(starts)), value=name)
     # One stray character at the end ("h100x"): the ids the rest starts, not the closest spelling ("h800").
     near = starting(str(name)[:-1]) if not starts and len(str(name)) > 3 else []

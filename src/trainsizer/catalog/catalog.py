@@ -152,7 +152,13 @@ class Catalog:
         if key in self._alias:
             return self._alias[key]
         raise unknown_name(msg("kind_accelerator"), "accelerator", id_or_alias, self.accelerator_ids(),
-                           aliases=self._alias)
+                           aliases=self._alias, describe=self._accelerator_choice)
+
+    def _accelerator_choice(self, acc_id: str) -> object:
+        """An accelerator as an ambiguous name lists it: what tells 'h100-sxm-80gb' from 'h100-pcie-80gb'."""
+        acc = self.accelerators[acc_id]
+        return msg("accelerator_choice", id=acc.id, memory=f"{acc.memory_gb:g}",
+                   link=msg(f"accelerator_link.{acc.scaleup_tech}"))
 
     def accelerator(self, id_or_alias: str) -> r.Accelerator:
         return self.accelerators[self.resolve_accelerator_id(id_or_alias)]

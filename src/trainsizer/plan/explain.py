@@ -296,7 +296,24 @@ def _layout_binding(base: Scenario, results: list[OptionResult], lang: str) -> B
     detail = msg("bind_layout", lang, option=big.option.key, seqs=f"{seqs:,}")
     relax = [Relaxation(change=msg("relax_batch", lang, gpus=big.option.count),
                         result=msg("relax_batch_buys", lang))]
+    fewer = layout_count(big.option.count, big.option.per_node, seqs)
+    if fewer is not None:
+        relax.append(Relaxation(change=msg("relax_layout_count", lang, gpus=f"{fewer:,}", asked=f"{big.option.count:,}",
+                                           nodes=f"{fewer // big.option.per_node:,}", per_node=big.option.per_node),
+                                result=msg("relax_batch_buys", lang)))
     return Binding(constraint="constraints", detail=detail, relaxations=relax)
+
+
+def layout_count(gpus: int, per_node: int, seqs: int) -> int | None:
+    """The largest GPU count below `gpus`, whole hosts of `per_node`, that splits into a data-parallel degree
+    dividing the global batch of `seqs` sequences times a power-of-two model-parallel group (TP x PP x CP of 1, 2,
+    4, ...): 72 GB200 with 512 sequences -> 64 (16 trays: the MLPerf NVL72 runs use 64 of a rack's 72, SEGMENT=16),
+    10,240 H100 with 2,048 -> 8,192. None when no such count exists."""
+    for n in range(gpus - gpus % per_node - (per_node if gpus % per_node == 0 else 0), 0, -per_node):
+        rest = n // math.gcd(n, seqs)
+        if rest & (rest - 1) == 0:
+            return n
+    return None
 
 
 def _memory_binding(base: Scenario, results: list[OptionResult], lang: str) -> Binding:
