@@ -218,3 +218,19 @@ def test_a_count_no_layout_splits_names_the_largest_that_does(gpus, per_node, se
     from trainsizer.plan.explain import layout_count
 
     assert layout_count(gpus, per_node, seqs) == fewer
+
+
+
+def test_a_domestic_buy_runs_every_processor_its_server_purchase_pays_for():
+    """Ascend 910C is bought in 16-processor servers: 8, 4 or 2 of them cost what 16 cost (evaluate.bought_gpus),
+    so the plan recommends the 16 and lists each single-node option once (not once per server record)."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.plan.core import make_plan
+
+    job = {"model": "qwen2.5-14b", "method": "full", "data": {"samples": 100000, "avg_tokens": 1500, "epochs": 3},
+           "seq_len": 4096, "global_batch": {"sequences": 64}, "goal": {"deadline_days": 7, "procurement": "buy"},
+           "constraints": {"market": "china-domestic", "include": ["ascend-910c"]}}
+    plan = make_plan(job, load_catalog(), build=False)
+    assert plan.recommended.hardware.count == 16
+    ids = [o.id for o in plan.options]
+    assert len(ids) == len(set(ids)), ids

@@ -119,8 +119,9 @@ def price(base: Scenario, r: OptionResult, catalog: Any) -> Priced:
 def _scored(i: int, p: Priced) -> ranking.Scored:
     r = p.result
     roomy = bool(leaves_floor(r.mem_gib, r.system.memory_gib))
+    bought = (p.costs.get("buy") or {}).get("quantity") if p.basis == "buy" else None
     return ranking.Scored(i, p.train_days, p.cost, p.meets_deadline, p.within_budget, p.standing.rank_key, roomy,
-                          p.basis)
+                          p.basis, idle_bought=bool(bought and bought > r.option.count))
 
 
 def scale_out(st: Standing, plat: Platform | None) -> ScaleOut:

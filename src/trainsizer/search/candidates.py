@@ -15,7 +15,7 @@ is dominated and dropped.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trainsizer.errors import SpecError
@@ -73,6 +73,7 @@ class HardwareOption:
     count: int
     network: NetworkView | None
     fabric: Any = None  # spec.FabricSpec: the job's oversubscribed fabric (None: non-blocking)
+    named_server: bool = False  # the key names the server: another server record gives the same accelerator x count
 
     @property
     def nodes(self) -> int:
@@ -81,7 +82,8 @@ class HardwareOption:
     @property
     def key(self) -> str:
         net = f" {self.network.id}" if self.network is not None and self.nodes > 1 else ""
-        return f"{self.accelerator.id} x{self.count}{net}"
+        server = f" {self.server.id}" if self.named_server and self.server is not None else ""
+        return f"{self.accelerator.id} x{self.count}{net}{server}"
 
 
 @dataclass
@@ -262,16 +264,29 @@ def hardware_candidates(scenario: Scenario, catalog: Any, pins: Pins, listed: di
                         continue
                     out.options.append(HardwareOption(acc, server, min(per_node, n) if n <= per_node else per_node,
                                                       n, net if n > per_node else None, pins.fabric))
-    out.options = _dedupe(out.options)
+    out.options = _named(_dedupe(out.options))
     return out
 
 
+def _named(options: list[HardwareOption]) -> list[HardwareOption]:
+    """Options whose 'accelerator xN network' would read the same (Ascend 910C across nodes of an Atlas 800T A3 and
+    of a CloudMatrix 384) name their server too."""
+    seen: dict[str, int] = {}
+    for o in options:
+        seen[o.key] = seen.get(o.key, 0) + 1
+    return [replace(o, named_server=True) if seen[o.key] > 1 else o for o in options]
+
+
 def _dedupe(options: list[HardwareOption]) -> list[HardwareOption]:
-    """One option per physical layout: single-node options do not depend on the scale-out network."""
+    """One option per physical layout: single-node options do not depend on the scale-out network, nor on which
+    of the accelerator's server records holds the node (Ascend 910C on 8 processors is one Atlas 800T A3 node
+    whether the catalog lists it as that server or as a CloudMatrix 384 supernode: the first record, the vendor's
+    reference server, is kept; two options reading 'ascend-910c x8' were listed before)."""
     seen: set[tuple] = set()
     kept = []
     for o in options:
-        key = (o.accelerator.id, o.server.id if o.server else None, o.per_node, o.count,
+        single = o.count <= o.per_node
+        key = (o.accelerator.id, None if single else (o.server.id if o.server else None), o.per_node, o.count,
                o.network.id if o.network else None)
         if key not in seen:
             seen.add(key)

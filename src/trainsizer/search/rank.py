@@ -34,6 +34,7 @@ class Scored:
     scale: int = 0  # catalog.scale.Standing.rank_key: 0 demonstrated, 1 designed, 2 + doublings beyond
     roomy: bool = True  # its layout leaves the GPU memory floor free (search.yaml memory_headroom_min)
     basis: str | None = None  # what `cost` is: "rent" or "buy" (None: no price)
+    idle_bought: bool = False  # a purchase that pays for more GPUs than the option runs (a module's whole server)
 
     @property
     def satisfies(self) -> bool:
@@ -84,13 +85,14 @@ def ties(ranked: list[Scored], objective_: str, fraction: float) -> list[Scored]
 
 
 def _tie_key(s: Scored, size: dict[int, tuple[int, int]]) -> tuple:
-    return value(s, "cost"), size[s.index]
+    return s.idle_bought, value(s, "cost"), size[s.index]
 
 
 def prefer_cheapest(ranked: list[Scored], tied: list[Scored], size: dict[int, tuple[int, int]]) -> list[Scored]:
     """Within a tie the model cannot tell the options apart on the goal's figure, so the one an expert would run
     goes first: one whose layout leaves the GPU memory floor free (`Scored.roomy`) before one its own plan would
-    flag, then the cheapest (under a cost goal the best figure itself, so the recommended option never costs more
+    flag, then one that runs every GPU its purchase pays for (`Scored.idle_bought`: 8 of a 16-processor server
+    bought whole cost what 16 cost, and take twice as long), then the cheapest (under a cost goal the best figure itself, so the recommended option never costs more
     than the next; under a time goal the cheapest of the equally fast), then the simplest: fewest nodes, then
     fewest GPUs (`size`: index -> (nodes, gpus)), which also orders unpriced options; the rest keep their order."""
     if len(tied) < 2:
