@@ -208,3 +208,12 @@ def _has(key):
     except MissingMessage:
         return False
     return True
+
+
+
+def test_a_hardware_block_without_an_accelerator_says_how_to_pin_only_the_count(run_cli, tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text("model: llama-3.1-8b\nmethod: pretrain\ndata: {tokens: 1.0e9}\nseq_len: 4096\n"
+                   "global_batch: {sequences: 64}\nhardware: {count: 1024}\n")
+    code, _, err = run_cli("plan", str(job))
+    assert code == 2 and "hardware.accelerator" in err and "--count" in err, err
