@@ -527,7 +527,7 @@ def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
     zero = 3 if s.fsdp != "none" else s.zero
     shard_group = s.shard_group or 0
     return Strategy(
-        tp=s.tp, pp=s.pp, vpp=s.vpp, dp=dp, cp=s.cp, ep=s.ep, zero=zero, shard_group=shard_group,
+        tp=s.tp, pp=s.pp, vpp=s.vpp, dp=dp, cp=s.cp, ep=s.ep, etp=s.etp, zero=zero, shard_group=shard_group,
         micro_batch=s.micro_batch, local_batch=s.local_batch, recompute=s.recompute, recompute_modules=s.recompute_modules, offload=s.offload,
         recompute_method=s.recompute_method, recompute_num_layers=s.recompute_num_layers,
         sequence_parallel=s.sequence_parallel and s.tp > 1, distributed_optimizer=s.distributed_optimizer,

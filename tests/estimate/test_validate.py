@@ -197,7 +197,8 @@ def test_strategy_arrays_is_the_one_conversion() -> None:
     from trainsizer.estimate.validate import strategy_arrays
 
     one = strategy_arrays(Strategy(tp=2, dp=4, recompute="full", offload="optimizer"))
-    assert set(one) == {*DEGREE_FIELDS, *MODE_FIELDS, *FLAG_FIELDS}
+    assert set(one) == {*DEGREE_FIELDS, *MODE_FIELDS, *FLAG_FIELDS, "etp"}  # etp resolved (validate.expert_tp)
+    assert one["etp"] == 2.0  # "auto" at tp 2 is Megatron-Core: expert TP = tp
     assert all(v.shape == () and v.dtype == float for v in one.values())
     assert (one["tp"], one["dp"], one["sequence_parallel"]) == (2.0, 4.0, 1.0)
     assert one["recompute"] == RECOMPUTE_CODE["full"] and one["offload"] == OFFLOAD_CODE["optimizer"]

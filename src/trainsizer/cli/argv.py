@@ -38,7 +38,7 @@ def hoist_global_options(args: list[str]) -> list[str]:
 # names the flag the value came from, not the job file it was merged into.
 FLAG_PATHS = {
     **{k: f"hardware.{k}" for k in ("accelerator", "count", "per_node", "network")},
-    **{k: f"strategy.{k}" for k in ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "fsdp", "micro_batch", "recompute",
+    **{k: f"strategy.{k}" for k in ("tp", "pp", "vpp", "dp", "cp", "ep", "etp", "zero", "fsdp", "micro_batch", "recompute",
                                     "recompute_method", "recompute_num_layers", "offload", "framework")},
     "max_nodes": "constraints.max_nodes", "max_gpus": "constraints.max_gpus", "deadline_days": "goal.deadline_days",
     "budget": "goal.budget.amount", "procurement": "goal.procurement",

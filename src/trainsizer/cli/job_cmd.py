@@ -22,6 +22,7 @@ _OVERRIDES = [
     click.option("--network"),
     click.option("--tp", type=int), click.option("--pp", type=int), click.option("--vpp", type=int),
     click.option("--dp", type=int), click.option("--cp", type=int), click.option("--ep", type=int),
+    click.option("--etp", type=int),
     click.option("--zero", type=int), click.option("--fsdp"), click.option("--micro-batch", "micro_batch", type=int),
     click.option("--recompute"), click.option("--recompute-method", "recompute_method"),
     click.option("--recompute-num-layers", "recompute_num_layers", type=int),

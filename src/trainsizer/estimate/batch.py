@@ -34,8 +34,9 @@ from trainsizer.estimate.validate import strategy_arrays, valid_mask
 from trainsizer.models.arch import ModelArch
 
 NUMERIC_FIELDS = (*DEGREE_FIELDS, *FLAG_FIELDS)
-# fields that are one value for a batch or, where an array, one per strategy (the search's partial-recompute pass)
-OPTIONAL_ARRAY_FIELDS = ("recompute_num_layers",)
+# fields that are one value for a batch or, where an array, one per strategy (the search's partial-recompute pass;
+# etp as resolved by validate.strategy_arrays)
+OPTIONAL_ARRAY_FIELDS = ("recompute_num_layers", "etp")
 TIME_KEYS = ("step_s", "tokens_per_s", "mfu", "hfu", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
              "model_flops_per_step", "hardware_flops_per_step", "micro_batches", *BREAKDOWN_KEYS)
 # every key evaluate_batch returns (arrays of one entry per strategy)

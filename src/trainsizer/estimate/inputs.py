@@ -219,6 +219,9 @@ class Strategy:
     dp: Any = 1
     cp: Any = 1
     ep: Any = 1
+    # expert tensor-parallel degree (Megatron-Core expert_tensor_parallel_size): None = the framework's default
+    # (validate.expert_tp); one value for the whole batch
+    etp: Any = None
     zero: Any = 0
     shard_group: Any = 0  # 0 = shard over all of DP; else hybrid-shard group size
     micro_batch: Any = 1

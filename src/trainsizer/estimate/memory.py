@@ -257,6 +257,7 @@ class _Batch:
     d: np.ndarray
     cp: np.ndarray
     ep: np.ndarray
+    et: np.ndarray  # the routed experts' TP degree (validate.expert_tp: strategy.etp, or the framework's default)
     z: np.ndarray
     rec: np.ndarray
     off: np.ndarray
@@ -408,7 +409,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     # gradient is created by this backward, as the activations it needs are freed
     fresh = (name == "torchtune") & (n_micro < 1.5) & (p <= 1) & ((z == 0) | (z >= 3))
     return _Batch(model=model, training=training, options=options, pre=pre, c=load_memory_constants(), s=s,
-                  t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, z=z, rec=rec, off=s["offload"],
+                  t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, et=s["etp"], z=z, rec=rec, off=s["offload"],
                   name=name, mega=mega, titan=titan, kbit_upcast=upcast_w, head_cast=head_cast,
                   bf16_grads=bf16_grads,
                   fp8_params=fp8_params, fp8_transpose_bytes=_fp8_transpose_bytes(strategy, training, accelerator), eager_sac=eager_sac, grad_reduce_in_fp32=g32, fresh_grads=fresh,
@@ -774,7 +775,7 @@ class _StageParams:
     """Parameters of one stage on one GPU before ZeRO sharding (per strategy)."""
 
     dense: Any  # TP-split and replicated (embedding / head on the end stages)
-    experts: Any  # routed experts, split over EP x TP
+    experts: Any  # routed experts, split over EP x expert TP
     gemm_dense: Any  # the dense linear weights (NF4 / FP8 targets); router kept with norms
     nongemm_dense: Any  # embedding, head, norms and the other replicated parameters
 
@@ -792,7 +793,7 @@ def _stage_params(b: _Batch, g: _Stage) -> _StageParams:
     layers_rep = ssum(lay.cum_rep, start, stop, n) + _on(g.is_last, lay.mtp_rep, 0.0)
     layers_exp = ssum(lay.cum_exp, start, stop, n) + _on(g.is_last, lay.mtp_exp, 0.0)
     p_dense = (layers_tp + emb + head) / t + layers_rep + fnorm
-    p_exp = layers_exp / (ep * t)
+    p_exp = layers_exp / (ep * b.et)
     gemm_dense = layers_tp / t  # linear weights (NF4 / FP8 targets); router kept with norms
     nongemm_dense = (emb + head) / t + layers_rep + fnorm
     return _StageParams(dense=p_dense, experts=p_exp, gemm_dense=gemm_dense, nongemm_dense=nongemm_dense)
@@ -858,7 +859,7 @@ def _adapter_states(b: _Batch, g: _Stage, params: _StageParams, items: dict[str,
     items["base_weights_frozen"] = np.where(offload_par, 0.0, base)
     items["quant_constants"] = qc_b * shard(gemm_dense, p_exp, 3)
     ld = ssum(lay.cum_lora_dense, start, stop, n) / t
-    le = ssum(lay.cum_lora_exp, start, stop, n) / (ep * t)
+    le = ssum(lay.cum_lora_exp, start, stop, n) / (ep * b.et)
     cfg = b.c["lora"]
     # PEFT keeps A/B in fp32; torchtune builds the whole model, adapters included, in its training dtype
     # (recipes/lora_finetune_*.py: `with training.set_default_dtype(self._dtype)`), NeMo AutoModel's adapters take the
@@ -1029,7 +1030,7 @@ def _offload_and_fuse(b: _Batch, g: _Stage, items: dict[str, Any], host: Any) ->
     fused = b.s["optimizer_in_backward"] > 0
     if np.any(fused) and b.training.trains_base_weights:
         lay = b.pre.layout
-        layer_p = lay.max_layer_tp / b.t + lay.max_layer_rep + lay.max_layer_exp / (b.ep * b.t)
+        layer_p = lay.max_layer_tp / b.t + lay.max_layer_rep + lay.max_layer_exp / (b.ep * b.et)
         layer_g = b.st["grads"] * layer_p
         items["gradients"] = np.where(fused, np.minimum(items["gradients"], layer_g), items["gradients"])
     return host
@@ -1119,7 +1120,7 @@ def _gathered_layer_bytes(b: _Batch) -> tuple[Any, Any]:
     """(16-bit weights, unsharded gradient) bytes of the largest decoder layer on one GPU (TP / EP shards; the
     weights in their stored format where the base is frozen)."""
     lay = b.pre.layout
-    layer_p = lay.max_layer_tp / b.t + lay.max_layer_rep + lay.max_layer_exp / (b.ep * b.t)
+    layer_p = lay.max_layer_tp / b.t + lay.max_layer_rep + lay.max_layer_exp / (b.ep * b.et)
     full_train = b.training.trains_base_weights
     return (b.w16 if full_train else b.pre.base[0]) * layer_p, (b.w16 if full_train else 0.0) * layer_p
 
@@ -1151,7 +1152,7 @@ def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any, loss_phase: 
     h2 = float(b.model.hidden) ** 2
     bucket_elems = np.minimum(oc["zero_bucket_hidden_squares"] * h2, trainable_pg)
     buckets = np.where((~b.mega) & ((z == 1) | (z == 2)) & (b.dpc > 1), bucket_elems * 2.0, 0.0)
-    layer_p = lay.max_layer_tp / t + lay.max_layer_rep + lay.max_layer_exp / (ep * t)
+    layer_p = lay.max_layer_tp / t + lay.max_layer_rep + lay.max_layer_exp / (ep * b.et)
     full_train = b.training.trains_base_weights
     w_layer, g_layer = _gathered_layer_bytes(b)
     gathered = oc["zero3_gathered_layers"] * w_layer + oc["zero3_unsharded_grad_layers"] * g_layer

@@ -446,6 +446,7 @@ class _Step:
     d: np.ndarray
     c: np.ndarray
     e: np.ndarray
+    et: np.ndarray  # the routed experts' TP degree (validate.expert_tp)
     b: np.ndarray
     rc: np.ndarray
     zero: np.ndarray
@@ -496,7 +497,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
     seqs = float(training.sequences_per_sample)
     row, span = _rows(training, b * seqs, fw.unpads_padding)
     return _Step(model=model, training=training, system=system, k=k, fw=fw, r=r, a=a, t=t, p=a["pp"],
-                 v=np.maximum(a["vpp"], 1.0), d=d, c=c, e=np.maximum(a["ep"], 1.0), b=b, rc=a["recompute"],
+                 v=np.maximum(a["vpp"], 1.0), d=d, c=c, e=np.maximum(a["ep"], 1.0), et=np.maximum(a["etp"], 1.0), b=b, rc=a["recompute"],
                  zero=a["zero"], sp=(a["sequence_parallel"] > 0) & (t > 1),
                  m=pipeline.micro_batches(training.global_batch_seqs, d, b),
                  tok=b * seqs * row / c, act=r.act_bytes, row=row, span=span,
@@ -681,7 +682,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
         lf = layer_flops(model)
         dense_w = (lf.gemm() - lf.experts) / 2.0 / model.layers
         expert_w = _param_split(model)[1] / model.layers
-        gemm_w = dense_w / t + expert_w / (t * x.e)
+        gemm_w = dense_w / t + expert_w / (x.et * x.e)
         layer_mb = layer_mb + passes * compute.stream_time(gemm_w * (0.5 + 2.0), r,
                                                           kernels=compute.KERNELS["nf4_dequantise"])
     return lt, (layer_mb + _lora_adapters(x) + _expert_bias_time(x) + _activation_clamp_time(x) + _rope_unfused_time(x)
@@ -1427,7 +1428,7 @@ def _hp_grad_accum(x: _Step, n_stage: np.ndarray) -> np.ndarray:
     p_total, p_expert = _param_split(model)
     trainable = p_total if x.training.trains_base_weights else lora_trainable_params(model, x.training)
     dense_layer = (model.params_non_embedding - p_expert) / model.layers
-    layer_local = dense_layer / x.t + p_expert / model.layers / (x.t * x.e)
+    layer_local = dense_layer / x.t + p_expert / model.layers / (x.et * x.e)
     vocab_local = np.where(x.p > 1, float(model.vocab * model.hidden),
                            float(model.embedding_params + model.lm_head_params)) / x.t
     local = (n_stage * layer_local + vocab_local) * trainable / p_total
@@ -1519,7 +1520,7 @@ class _Grads:
     """Parameters on one GPU and the groups their gradients are reduced over."""
 
     local_dense: np.ndarray  # dense parameters per GPU (after TP and PP)
-    local_expert: np.ndarray  # routed-expert parameters per GPU (after TP, PP and EP)
+    local_expert: np.ndarray  # routed-expert parameters per GPU (after expert TP, PP and EP)
     train_frac: float  # trainable share of all parameters (LoRA: adapters only)
     n_dp: np.ndarray  # gradients are reduced over DP x CP (CP ranks hold the same weights)
     k_dp: np.ndarray
@@ -1537,11 +1538,13 @@ def _grads(x: _Step, lt: compute.LayerTimes, mb: _MicroBatch) -> _Grads:
     p_dense = p_total - p_expert
     trainable = p_total if x.training.trains_base_weights else lora_trainable_params(model, x.training)
     n_dp = x.d * x.c
-    n_edp = np.maximum(n_dp / x.e, 1.0)
-    return _Grads(local_dense=p_dense / (t * x.p), local_expert=p_expert / (t * x.p * x.e),
+    # the expert-data-parallel group: world / (pp x ep x etp) ranks (Megatron-Core core/parallel_state.py
+    # initialize_model_parallel expert_data_parallel_size), its ranks ep x etp apart (expert grid order tp-ep-dp-pp)
+    n_edp = np.maximum(n_dp * t / (x.e * x.et), 1.0)
+    return _Grads(local_dense=p_dense / (t * x.p), local_expert=p_expert / (x.et * x.p * x.e),
                   train_frac=trainable / p_total, n_dp=n_dp, k_dp=comm.ranks_per_domain(n_dp, t, x.domain),
-                  n_edp=n_edp, k_edp=comm.ranks_per_domain(n_edp, t * x.e, x.domain),
-                  m_dp=comm.zone_members(n_dp, t, x.system), m_edp=comm.zone_members(n_edp, t * x.e, x.system),
+                  n_edp=n_edp, k_edp=comm.ranks_per_domain(n_edp, x.et * x.e, x.domain),
+                  m_dp=comm.zone_members(n_dp, t, x.system), m_edp=comm.zone_members(n_edp, x.et * x.e, x.system),
                   shard_opt=(x.zero >= 1) | (x.a["distributed_optimizer"] > 0),
                   window=mb.n_stage * lt.bwd + mb.head_w * lt.head_bwd)
 
@@ -1679,10 +1682,10 @@ def _zero3_collectives(x: _Step, g: _Grads, dense: tuple, expert: tuple, ag_byte
 
 def _expert_shard(x: _Step, n_esh) -> tuple[Any, Any, Any]:
     """(ranks, ranks per domain, ranks per zone) of the expert shard group of `n_esh` ranks (validate.shard_groups),
-    at rank stride tp x ep; one rank, so no traffic, where EP already covers the shard group (AutoModel then leaves
+    at rank stride expert TP x ep; one rank, so no traffic, where EP already covers the shard group (AutoModel then leaves
     the experts out of FSDP: components/moe/parallelizer.py apply_fsdp ignored_params)."""
-    return (n_esh, comm.ranks_per_domain(n_esh, x.t * x.e, x.domain),
-            comm.zone_members(n_esh, x.t * x.e, x.system))
+    return (n_esh, comm.ranks_per_domain(n_esh, x.et * x.e, x.domain),
+            comm.zone_members(n_esh, x.et * x.e, x.system))
 
 
 def _fsdp_call_edges(x: _Step, z3_ag, z3_rs, n_coll) -> np.ndarray:

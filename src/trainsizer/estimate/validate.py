@@ -129,6 +129,9 @@ RULES = (
     "ep_needs_moe",
     "ep_divides_experts",
     "ep_divides_dp_cp",
+    "etp_ep_divide_gpus",
+    "etp_divides_ffn",
+    "etp_torchtitan",
     "cp_divides_seq",
     "cp_a2a_divides_heads",
     "batch_divisible",
@@ -214,21 +217,50 @@ def strategy_arrays(strategy: Strategy) -> dict[str, np.ndarray]:
     values["recompute"], values["offload"] = rec, off
     for f in FLAG_FIELDS:  # a duck-typed strategy may leave a flag out: the Strategy default then
         values[f] = np.asarray(getattr(strategy, f, _FLAG_DEFAULTS[f]), dtype=float)
+    values["etp"] = expert_tp(strategy, values)
     shape = np.broadcast_shapes(*(v.shape for v in values.values()))
     # np.ascontiguousarray would turn one strategy (0-d) into shape (1,): keep 0-d as 0-d
     return {k: v if v.shape == shape and v.flags.c_contiguous
             else np.array(np.broadcast_to(v, shape), order="C") for k, v in values.items()}
 
 
+# frameworks whose routed experts under EP are not tensor-parallel unless asked (expert TP 1 by default): torchtitan
+# (torchtitan/config/job_config.py Parallelism.expert_tensor_parallel_degree = 1, "no effect when ep = 1": without EP
+# its TP plan splits the experts as the dense MLP). The others split them as their dense layers: Megatron-Core's
+# rule (megatron/training/arguments.py and core/parallel_state.py initialize_model_parallel:
+# expert_tensor_parallel_size None -> tensor_model_parallel_size), and so far every other style (docs/known-gaps.md 45)
+EXPERT_TP1_FRAMEWORKS = ("torchtitan",)
+
+
+def expert_tp(strategy: Any, values: dict[str, np.ndarray]) -> np.ndarray:
+    """The routed experts' tensor-parallel degree per strategy: `strategy.etp` where given, else the framework's
+    default (`EXPERT_TP1_FRAMEWORKS`: 1 under EP, tp without; the rest: tp). "auto" takes the default of the stack
+    each strategy resolves to (framework.auto_index; the pretraining flag only matters at tp 1, where both are 1)."""
+    etp = getattr(strategy, "etp", None)
+    if etp is not None:
+        return np.asarray(etp, dtype=float)
+    tp, ep = values["tp"], values["ep"]
+    fw = getattr(strategy, "framework", "auto")
+    if fw == "auto":
+        idx = auto_index(tp, values["pp"], values["cp"], ep, values["distributed_optimizer"] > 0, values["zero"])
+        tp1 = np.isin(np.asarray(AUTO_CHOICES)[np.asarray(idx)], EXPERT_TP1_FRAMEWORKS)
+    else:
+        tp1 = np.asarray(fw in EXPERT_TP1_FRAMEWORKS)
+    return np.where(tp1 & (ep > 1), 1.0, tp)
+
+
 def shard_groups(s: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(dense, routed-expert) ranks that ZeRO / FSDP shards a GPU's parameters over (`strategy_arrays` fields): the
     DP x CP ranks, or the hybrid-shard group (shard_group > 0); the experts over that group's ranks holding the same
-    experts, the group / EP, at least 1 (EP borrows from it: torchtitan's dp_shard_mod_ep, NeMo AutoModel's
-    ep_shard mesh, dp x cp / ep; Megatron's expert data-parallel group without hybrid sharding)."""
+    experts, the group x tp / (EP x expert TP), at least 1 (EP borrows from it: torchtitan's dp_shard_mod_ep, NeMo
+    AutoModel's ep_shard mesh, dp x cp / ep, and under expert TP 1 the TP ranks too, torchtitan's dp_shard_in_ep x
+    tp; Megatron's expert data-parallel group without hybrid sharding, world / (pp x ep x etp): core/parallel_state.py
+    initialize_model_parallel expert_data_parallel_size)."""
     dpc = s["dp"] * s["cp"]
     sg = s["shard_group"]
     dense = np.where(sg > 0, np.minimum(sg, dpc), dpc)
-    return dense, np.maximum(dense / np.maximum(s["ep"], 1.0), 1.0)
+    etp = s.get("etp", s["tp"])
+    return dense, np.maximum(dense * s["tp"] / np.maximum(s["ep"] * etp, 1.0), 1.0)
 
 
 _FLAG_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Strategy) if f.name in FLAG_FIELDS}
@@ -248,25 +280,28 @@ def _rule_table(
     gpus = tp * pp * dp * cp
     B, s = training.global_batch_seqs, training.seq_len
     safe = lambda x: np.where(x > 0, x, 1)  # noqa: E731  (avoid division by zero in masks)
+    etp = a["etp"]
     ffns = [model.ffn] if model.dense_layers or not model.is_moe or model.moe_every > 1 else []
     if model.is_moe:
         ffns += [model.expert_ffn] + ([model.shared_expert_ffn] if model.shared_expert_ffn else [])
     ffn_ok = np.ones(tp.shape, dtype=bool)
-    for f_ in ffns:
-        ffn_ok &= (f_ % safe(tp)) == 0
+    for i, f_ in enumerate(ffns):
+        # the routed experts split over the expert TP degree: checked here where it is tp, else by etp_divides_ffn
+        routed = model.is_moe and i == len(ffns) - 1 - bool(model.shared_expert_ffn)
+        ffn_ok &= ((f_ % safe(tp)) == 0) | (routed & (etp != tp))
     n_micro = B / safe(mb * dp)
     kv_ok = (model.kv_heads % safe(tp) == 0) if model.attention != "mla" else np.ones(tp.shape, bool)
     if model.kv_heads == 1 and fw in MQA_REPLICATED_KV_FRAMEWORKS:
         kv_ok = np.ones(tp.shape, bool)
     c = SimpleNamespace(model=model, training=training, system=system, strategy=strategy, tp=tp, pp=pp, vpp=vpp,
-                        dp=dp, cp=cp, ep=ep, zero=zero, sg=sg, mb=mb, rec=rec, off=off, fw=fw, slots=slots,
-                        gpus=gpus, B=B, s=s, safe=safe, ffns=ffns, ffn_ok=ffn_ok, n_micro=n_micro, kv_ok=kv_ok,
+                        dp=dp, cp=cp, ep=ep, etp=etp, zero=zero, sg=sg, mb=mb, rec=rec, off=off, fw=fw,
+                        slots=slots, gpus=gpus, B=B, s=s, safe=safe, ffns=ffns, ffn_ok=ffn_ok, n_micro=n_micro, kv_ok=kv_ok,
                         dist_opt=a["distributed_optimizer"], pretraining=training.method in ("pretrain", "cpt"))
     # "auto": the stack each strategy resolves to, once for every rule that asks (_resolves_to)
     c.auto_idx = np.asarray(auto_index(tp, pp, cp, ep, c.dist_opt, zero, c.pretraining)) if fw == "auto" else None
     t = _shape_and_pipeline_rules(c) | _expert_sharding_and_stack_rules(c)
     t["_values"] = (None, lambda v: "")  # type: ignore[assignment]
-    t["_arrays"] = dict(tp=tp, pp=pp, vpp=vpp, dp=dp, cp=cp, ep=ep, zero=zero, shard_group=sg,
+    t["_arrays"] = dict(tp=tp, pp=pp, vpp=vpp, dp=dp, cp=cp, ep=ep, etp=etp, zero=zero, shard_group=sg,
                         micro_batch=mb, rec=rec, off=off, slots=slots,
                         dist_opt=a["distributed_optimizer"])  # type: ignore[assignment]
     return t
@@ -539,8 +574,23 @@ def _sharding_rules(c: SimpleNamespace) -> _Rules:
             lambda v: msg("rule_ep_divides_experts", ep=v["ep"], experts=model.experts),
         ),
         "ep_divides_dp_cp": (
-            np.mod(dp * cp, safe(ep)) == 0,
+            (c.etp != c.tp) | (np.mod(dp * cp, safe(ep)) == 0),
             lambda v: msg("rule_ep_divides_dp_cp", ep=v["ep"], dp_cp=v["dp"] * v["cp"]),
+        ),
+        # expert TP other than TP: Megatron-Core's expert grid, world % (etp x ep x pp) == 0 (core/parallel_state.py
+        # initialize_model_parallel raises RuntimeError otherwise), i.e. ep x etp divides tp x dp x cp
+        "etp_ep_divide_gpus": (
+            (c.etp == c.tp) | (np.mod(c.tp * dp * cp, safe(ep * c.etp)) == 0),
+            lambda v: msg("rule_etp_ep_divide_gpus", ep=v["ep"], etp=v["etp"], tp_dp_cp=v["tp"] * v["dp"] * v["cp"]),
+        ),
+        "etp_divides_ffn": (
+            (c.etp == c.tp) | ~np.asarray(c.model.is_moe) | (max(c.model.expert_ffn, 1) % safe(c.etp) == 0),
+            lambda v: msg("rule_etp_divides_ffn", etp=v["etp"], size=c.model.expert_ffn),
+        ),
+        # torchtitan supports expert TP 1 or = tp only (job_config.py Parallelism.expert_tensor_parallel_degree)
+        "etp_torchtitan": (
+            (c.fw != "torchtitan") | (c.etp == 1) | (c.etp == c.tp),
+            lambda v: msg("rule_etp_torchtitan", etp=v["etp"], tp=v["tp"]),
         ),
         "cp_divides_seq": (
             (cp <= 1) | (s % safe(2 * cp) == 0),
@@ -736,8 +786,9 @@ def check_strategy(model: ModelArch, training: Training, system: System, strateg
     warnings = []
     if values["tp"] > system.domain_gpus:
         warnings.append(msg("warn_tp_across_nodes", tp=values["tp"], domain=system.domain_gpus))
-    if values["ep"] > 1 and values["tp"] * values["ep"] > system.domain_gpus:
-        warnings.append(msg("warn_ep_across_domains", tp_ep=values["tp"] * values["ep"],
+    # the EP group's ranks lie expert-TP apart (Megatron-Core's expert grid tp-ep-dp-pp, tp = the expert TP)
+    if values["ep"] > 1 and values["etp"] * values["ep"] > system.domain_gpus:
+        warnings.append(msg("warn_ep_across_domains", tp_ep=values["etp"] * values["ep"],
                             domain=system.domain_gpus))
     slots = values["slots"] if values["pp"] > 1 else 0
     split = model.layers + slots

@@ -277,6 +277,10 @@ class StrategySpec(_Strict):
     dp: int | None = Field(None, gt=0, le=MAX_GPUS)  # None: whatever the GPU count leaves
     cp: int = Field(1, gt=0, le=MAX_GPUS)
     ep: int = Field(1, gt=0, le=MAX_GPUS)
+    # expert tensor parallel: the TP degree of the routed experts (Megatron-Core expert_tensor_parallel_size,
+    # torchtitan expert_tensor_parallel_degree); null = the framework's default (estimate.validate.expert_tp:
+    # Megatron-Core = tp, torchtitan and DeepSpeed 1)
+    etp: int | None = Field(None, gt=0, le=MAX_GPUS)
     zero: int = Field(0, ge=0, le=3)
     fsdp: Fsdp = "none"
     # GPUs per hybrid-shard group; 0 or null: shard over all of DP (0 is what plans and `check` write)

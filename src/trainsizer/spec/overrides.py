@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 HARDWARE_KEYS = ("accelerator", "count", "per_node", "network")
-STRATEGY_KEYS = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "fsdp", "shard_group", "micro_batch", "recompute",
+STRATEGY_KEYS = ("tp", "pp", "vpp", "dp", "cp", "ep", "etp", "zero", "fsdp", "shard_group", "micro_batch", "recompute",
                  "recompute_method", "recompute_num_layers", "offload", "framework")
 
 

@@ -1,0 +1,75 @@
+"""Expert tensor parallelism (strategy.etp): the routed experts' TP degree apart from the dense layers'
+(Megatron-Core expert_tensor_parallel_size, torchtitan expert_tensor_parallel_degree)."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainsizer.errors import StrategyError
+from trainsizer.estimate.inputs import Strategy, System, Training
+from trainsizer.estimate.memory import estimate_memory
+from trainsizer.estimate.step_time import estimate_time
+from trainsizer.estimate.validate import check_strategy, shard_groups, strategy_arrays
+from trainsizer.models import load_model
+
+DSV3 = load_model("deepseek-v3")
+QWEN = load_model("qwen3-30b-a3b")
+TR = Training(method="pretrain", precision="bf16", seq_len=4096, global_batch_seqs=1024)
+H100 = System(accelerator="h100-sxm-80gb", gpus=1024, gpus_per_node=8, memory_gib=80.0,
+              peak_tflops={"bf16": 989.0}, hbm_gb_s=3350.0, intra_node_gb_s=450.0, inter_node_gb_s=50.0)
+
+
+def _dsv3(**kw) -> Strategy:
+    return Strategy(**{"tp": 2, "pp": 16, "dp": 32, "ep": 32, "recompute": "full", "distributed_optimizer": True,
+                       "framework": "megatron-core", **kw})
+
+
+def test_defaults_are_each_frameworks():
+    assert strategy_arrays(_dsv3())["etp"] == 2.0  # Megatron-Core: expert_tensor_parallel_size None -> tp
+    titan = dict(tp=2, dp=512, zero=3, framework="torchtitan")
+    assert strategy_arrays(Strategy(ep=8, **titan))["etp"] == 1.0  # torchtitan's default 1 under EP
+    assert strategy_arrays(Strategy(ep=1, **titan))["etp"] == 2.0  # ... without EP its TP plan splits the experts
+    assert strategy_arrays(_dsv3(etp=1))["etp"] == 1.0  # what the job says wins
+
+
+def test_expert_params_and_grads_split_over_ep_x_etp():
+    base = estimate_memory(DSV3, TR, H100, _dsv3(), check=False).items_bytes
+    etp1 = estimate_memory(DSV3, TR, H100, _dsv3(etp=1), check=False).items_bytes
+    assert etp1["weights"] > 1.3 * base["weights"]  # the routed experts are most of a stage's weights: about doubled
+    assert etp1["grad_accum_buffer"] > 1.3 * base["grad_accum_buffer"]  # Megatron-Core's fp32 main gradients
+    # the distributed optimizer shards the experts' states over the expert-DP group, world / (pp x ep x etp): twice
+    # as large at etp 1, so a GPU's share of the optimizer states does not change
+    for item in ("optimizer_states", "master_weights"):
+        assert etp1[item] == pytest.approx(base[item], rel=1e-9)
+
+
+def test_expert_dp_group_is_world_over_pp_ep_etp():
+    dense, expert = shard_groups(strategy_arrays(_dsv3()))
+    assert (dense, expert) == (32.0, 1.0)  # 1024 / (16 x 32 x 2)
+    dense, expert = shard_groups(strategy_arrays(_dsv3(etp=1)))
+    assert (dense, expert) == (32.0, 2.0)  # 1024 / (16 x 32 x 1)
+
+
+def test_expert_gradient_reduction_grows_with_the_experts_a_gpu_holds():
+    base = estimate_time(DSV3, TR, H100, _dsv3(), memory_note=False).breakdown_s["dp_comm"]
+    etp1 = estimate_time(DSV3, TR, H100, _dsv3(etp=1), memory_note=False).breakdown_s["dp_comm"]
+    assert etp1 > base
+
+
+def test_rules():
+    with pytest.raises(StrategyError) as err:  # Megatron-Core: world % (etp x ep x pp) == 0
+        check_strategy(DSV3, TR, H100, _dsv3(etp=4))
+    assert err.value.rule == "etp_ep_divide_gpus" and "etp=4" in str(err.value)
+    with pytest.raises(StrategyError) as err:  # Qwen3-30B-A3B's experts are 768 wide
+        check_strategy(QWEN, TR, H100, Strategy(tp=1, dp=1024, ep=8, etp=5, framework="megatron-core"))
+    assert err.value.rule in ("etp_ep_divide_gpus", "etp_divides_ffn")
+    h8 = System(accelerator="h100-sxm-80gb", gpus=40, gpus_per_node=8, memory_gib=80.0,
+                peak_tflops={"bf16": 989.0}, hbm_gb_s=3350.0, intra_node_gb_s=450.0, inter_node_gb_s=50.0)
+    with pytest.raises(StrategyError) as err:
+        check_strategy(QWEN, TR, h8, Strategy(tp=1, dp=40, ep=8, etp=5, framework="megatron-core"))
+    assert err.value.rule == "etp_divides_ffn"
+    with pytest.raises(StrategyError) as err:  # torchtitan: etp 1 or tp
+        check_strategy(QWEN, TR, H100, Strategy(tp=4, dp=256, ep=8, etp=2, zero=3, framework="torchtitan"))
+    assert err.value.rule == "etp_torchtitan"
+    # expert TP 1 with TP 2 lets EP span the TP ranks (Megatron-Core's expert grid): ep 64 over dp 32
+    check_strategy(DSV3, TR, H100, _dsv3(ep=64, etp=1))
