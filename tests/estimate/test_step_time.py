@@ -737,3 +737,20 @@ def test_a_costlier_loss_never_shortens_a_pipelined_step(vocab):
     unfused = replace(fused, ce_unfused_fp32=True)
     assert estimate_time(m, tr, s, st, framework_style=unfused).step_s >= \
         estimate_time(m, tr, s, st, framework_style=fused).step_s
+
+
+def test_mxfp8_primary_weights_gather_bf16_from_the_gradient_buffer():
+    """Megatron-Core all-gathers MXFP8 primary weights in BF16 (the shared gradient buffer), then casts them: the
+    parameter all-gather costs what a BF16 gather does, while per-tensor FP8 primary weights gather 1 B."""
+    from .test_perf_common import b200_cluster
+
+    m, s = llama8b(), b200_cluster(64)
+    st = Strategy(dp=64, micro_batch=1, distributed_optimizer=True, framework="megatron-core")
+
+    def dp(recipe: str, gathered: bool) -> float:
+        tr = Training(seq_len=4096, global_batch_seqs=64, precision="fp8", fp8_recipe=recipe)
+        return estimate_time(m, tr, s, st.with_(fp8_param_allgather=gathered)).breakdown_s["dp_comm"]
+
+    assert dp("tensorwise", True) < dp("tensorwise", False)
+    assert dp("mxfp8", True) == pytest.approx(dp("mxfp8", False), rel=1e-12)
+    assert dp("mxfp8", True) > dp("tensorwise", True)

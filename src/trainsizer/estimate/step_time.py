@@ -1567,8 +1567,10 @@ def _dp_comm_replicated(x: _Step, g: _Grads) -> tuple[np.ndarray, np.ndarray]:
         comm.all_reduce_time(g_dense, g.n_dp, g.k_dp, r, system, k.nvls_allreduce_gain, g.m_dp)
         + _when(moe, comm.all_reduce_time(g_exp, g.n_edp, g.k_edp, r, system, k.nvls_allreduce_gain, g.m_edp), 0.0),
     )
-    # FP8 primary weights (Megatron-Core fp8_param_gather, NeMo fp8_params): the updated shards travel as FP8
-    p_bytes = np.where(np.asarray(fw.fp8_param_allgather) & (x.training.precision == "fp8"), 1.0, x.act)
+    # FP8 primary weights (Megatron-Core fp8_param_gather, NeMo fp8_params): the updated shards travel as FP8, or
+    # as BF16 under MXFP8 (_primary_weight_gather_bytes)
+    p_bytes = np.where(np.asarray(fw.fp8_param_allgather) & (x.training.precision == "fp8"),
+                       _primary_weight_gather_bytes(x), x.act)
     ag_params = np.where(
         g.shard_opt & (x.zero < 3),
         comm.all_gather_time(g.local_dense * g.train_frac * p_bytes, g.n_dp, g.k_dp, r, system, g.m_dp)
@@ -1599,6 +1601,22 @@ def _dp_comm_replicated(x: _Step, g: _Grads) -> tuple[np.ndarray, np.ndarray]:
     exposed = grad_exposed + ag_exposed + k.overlap_interference * (rs_or_ar - grad_exposed + ag_params
                                                                     - ag_exposed)
     return exposed, bucket_frac
+
+
+def _primary_weight_gather_bytes(x: _Step) -> float:
+    """Bytes a parameter takes in the distributed optimizer's parameter all-gather under FP8 primary weights
+    (fp8_param_allgather, FP8 training): 1, the FP8 data, under per-tensor scaling; 2 under MXFP8, whose weights
+    Megatron-Core gathers in BF16: an MXFP8 parameter's bucket maps param_data onto the shared gradient buffer
+    (bf16, or half an fp32 one viewed as bf16), the optimizer copies its fp32 master shard there
+    (_copy_main_params_to_param_buffer), the all-gather runs on it and _post_param_sync casts each gathered weight
+    to MXFP8 (copy_tensors_to_quantized_params; param_and_grad_buffer.py _ParamAndGradBuffer shared_buffer,
+    distrib_optimizer.py, at Megatron-LM 26.04-alpha.rc2: the shared buffer is made for any MXFP8 parameter under
+    the distributed optimizer, with or without reuse_grad_buf_for_mxfp8_param_ag). That cast of every local weight
+    once a step is the FP8 weight cast _fp8_weight_casts already charges."""
+    if x.training.precision != "fp8":
+        return 1.0
+    recipe = x.k.fp8_recipe(x.system.accelerator, x.training.fp8_recipe)["name"]
+    return 2.0 if recipe == "mxfp8" else 1.0
 
 
 def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray) -> np.ndarray:
