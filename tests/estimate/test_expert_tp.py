@@ -73,3 +73,35 @@ def test_rules():
     assert err.value.rule == "etp_torchtitan"
     # expert TP 1 with TP 2 lets EP span the TP ranks (Megatron-Core's expert grid): ep 64 over dp 32
     check_strategy(DSV3, TR, H100, _dsv3(ep=64, etp=1))
+
+
+def _qwen(**kw) -> Strategy:
+    return Strategy(**{"tp": 2, "dp": 512, "ep": 8, "recompute": "selective", "distributed_optimizer": True,
+                       "framework": "megatron-core", **kw})
+
+
+def test_etp1_moe_layers_skip_the_mlp_tp_collectives_without_shared_experts():
+    # Qwen3-30B-A3B has no shared expert: at etp 1 its MoE layers' tokens stay split over TP (no gather / scatter)
+    tp = estimate_time(QWEN, TR, H100, _qwen(), memory_note=False).breakdown_s["tp_comm"]
+    tp1 = estimate_time(QWEN, TR, H100, _qwen(etp=1), memory_note=False).breakdown_s["tp_comm"]
+    assert tp1 == pytest.approx(0.5 * tp, rel=0.05)  # attention's pair stays, the MLP branch's goes
+    # DeepSeek-V3's shared experts are a dense TP MLP: they keep the pair
+    d = estimate_time(DSV3, TR, H100, _dsv3(), memory_note=False).breakdown_s["tp_comm"]
+    d1 = estimate_time(DSV3, TR, H100, _dsv3(etp=1), memory_note=False).breakdown_s["tp_comm"]
+    assert d1 == pytest.approx(d, rel=1e-9)
+
+
+def test_expert_gemms_run_at_the_etp_shard():
+    from trainsizer.estimate import compute
+    from trainsizer.estimate.step_time import _step
+
+    x = _step(QWEN, TR, H100, _qwen(), None, None, None)
+    assert x.et == 2.0 and _step(QWEN, TR, H100, _qwen(etp=1), None, None, None).et == 1.0
+    kw = dict(tp=2, cp=1, micro_batch=1, sp=True, recompute=0, ep=8, flash=True, flash_rate=1e15,
+              flash_bwd_over_fwd=2.5)
+    shapes = compute.ModelShapes.of(QWEN)
+    lt_tp = compute.layer_times(shapes, 4096, x.r, **kw)
+    assert compute.layer_times(shapes, 4096, x.r, etp=2, **kw).fwd == lt_tp.fwd  # etp = tp: as before
+    lt_1 = compute.layer_times(shapes, 4096, x.r, etp=1, **kw)
+    # the same FLOPs at other shapes (M / 2, N x 2): a different time, neither zero nor double
+    assert lt_1.fwd != lt_tp.fwd and 0.5 < lt_1.fwd / lt_tp.fwd < 2.0

@@ -257,7 +257,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                 recompute_modules: tuple[str, ...] | None = None, flash_head_pad: Any = 1.0,
                 full_recompute_share: Any = 1.0, sequence_first: Any = False,
                 fp8_gathered_casts: Any = 0.0, block_tiles: tuple[Any, Any] = (0.0, 0.0),
-                rate_length: Any = 0.0, moe_passes: tuple[Any, Any, Any] | None = None) -> LayerTimes:
+                rate_length: Any = 0.0, moe_passes: tuple[Any, Any, Any] | None = None, etp: Any = None) -> LayerTimes:
     """Compute seconds of one average decoder layer per micro-batch on one GPU.
 
     `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast. `moe_capacity_factor`: tokens
@@ -287,8 +287,11 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     `moe_passes` (common, routed, shared): an MoE layer's element-wise traffic relative to the fused count, in parts
     (`moe_elementwise_traffic`): its norms, residuals and RoPE; the routed experts' activation; the shared experts'.
     None = `elementwise_passes` for all three (the dense layer's ratio).
+    `etp`: the routed experts' TP degree (Strategy.etp resolved); None = tp. The experts run at that shard's shapes
+    on tok x etp / tp routed tokens (`_moe_layer`).
     """
     t = np.asarray(tp, float)
+    et = t if etp is None else np.maximum(np.asarray(etp, float), 1.0)
     c = np.asarray(cp, float)
     b = np.asarray(micro_batch, float)
     e = np.maximum(np.asarray(ep, float), 1.0)
@@ -317,7 +320,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     moe_common_ew = d.ew_fwd_common * (np.asarray(moe_passes[0], float) / np.asarray(elementwise_passes, float))
     if shapes.n_moe:
         moe_g, moe_ew, m_fwd_l, m_bwd_l = _moe_layer(
-            shapes, tok, t, e, rates, g_attn=d.g_attn, b_attn=d.b_attn, a_fwd=a_fwd, a_bwd=a_bwd, weights=weights,
+            shapes, tok, t, e, rates, et=et, g_attn=d.g_attn, b_attn=d.b_attn, a_fwd=a_fwd, a_bwd=a_bwd, weights=weights,
             attn_w=d.attn_w, ew_fwd_common=moe_common_ew, act_passes=moe_passes[1:],
             fp8_weight_casts=fp8_weight_casts, moe_capacity_factor=moe_capacity_factor)
         fwd_sum = fwd_sum + shapes.n_moe * m_fwd_l
@@ -518,38 +521,44 @@ def _mlp_time(shapes: ModelShapes, up: float, inner: float, tokens, t, rates: Ra
     return up_f + down_f, act, up_b + down_b
 
 
-def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, g_attn, b_attn, a_fwd, a_bwd, weights: bool, attn_w,
+def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, et=None, g_attn, b_attn, a_fwd, a_bwd, weights: bool, attn_w,
                ew_fwd_common, act_passes, fp8_weight_casts, moe_capacity_factor):
     """(GEMM s, element-wise s, forward s, backward s) of one MoE layer: attention as in a dense layer, router,
     routed experts on the busiest GPU, shared expert, token permutation and FP8 casts. `act_passes`: (routed,
-    shared) experts' activation traffic relative to the fused count."""
+    shared) experts' activation traffic relative to the fused count. `et`: the experts' TP degree (None = t): with
+    et = t the tokens of the TP group reach each rank's expert shards (Megatron-Core's all-to-all dispatcher gathers
+    the received tokens over the expert-TP group, moe/token_dispatcher.py MoEAlltoAllTokenDispatcher), with et < t
+    each TP rank dispatches its own 1 / t of them to experts split et ways (et = 1: whole experts): tok x et / t
+    routed tokens per GPU at expert widths / et, the same FLOPs at other GEMM shapes."""
     routed_passes, shared_passes = act_passes
     h = shapes.hidden
+    et = t if et is None else et
     local_exp = np.maximum(shapes.experts / e, 1.0)
+    tok_e = tok * et / t  # tokens whose routed copies reach this GPU's experts
     # tokens per local expert: balanced routing x capacity factor (the busiest GPU sets the pace)
-    m_e = tok * shapes.topk / local_exp * moe_capacity_factor
+    m_e = tok_e * shapes.topk / local_exp * moe_capacity_factor
     # the gate: 16-bit, or fp32 on the CUDA cores (DeepSeek: torch.mm on float32, forward, dgrad and wgrad)
     g_router, b_router = linear_gemms(tok, shapes.experts, h, rates, weights, linear=False,
                                       flops=rates.fp32_flops if shapes.router_fp32 else 0.0)
-    g_exp, act_exp, b_exp = _mlp_time(shapes, shapes.expert_up, shapes.expert_ffn, m_e, t, rates,
+    g_exp, act_exp, b_exp = _mlp_time(shapes, shapes.expert_up, shapes.expert_ffn, m_e, et, rates,
                                       routed_passes, batch=local_exp, weights=weights)
     g_sh = act_sh = b_sh = 0.0
     if shapes.shared_ffn:
         g_sh, act_sh, b_sh = _mlp_time(shapes, shapes.shared_up, shapes.shared_ffn, tok, t, rates,
                                        shared_passes, weights=weights)
     # permute/unpermute of routed tokens: read+write h per routed copy, twice
-    perm = 4.0 * h * tok * shapes.topk * moe_capacity_factor * rates.act_bytes
+    perm = 4.0 * h * tok_e * shapes.topk * moe_capacity_factor * rates.act_bytes
     moe_g = g_attn + g_router + g_exp + g_sh
     moe_ew = stream_time(ew_fwd_common + act_exp + act_sh + perm, rates, kernels=KERNELS["moe_elementwise"])
     # FP8 casts: attention as in a dense layer; routed tokens into and out of the experts; every local
     # expert's weights
-    ex_tok = tok * shapes.topk * moe_capacity_factor
+    ex_tok = tok_e * shapes.topk * moe_capacity_factor
     sh_w = (shapes.shared_up * h + shapes.shared_ffn * h) / t
     m_fwd, m_bwd = _fp8_casts(tok, 2.0 * h + shapes.attn_out_in / t + shapes.shared_ffn / t,
                               shapes.qkv_out / t + h + shapes.shared_up / t + h,
-                              attn_w + sh_w + local_exp * (shapes.expert_up * h + shapes.expert_ffn * h) / t,
+                              attn_w + sh_w + local_exp * (shapes.expert_up * h + shapes.expert_ffn * h) / et,
                               rates, fp8_weight_casts)
-    e_fwd, e_bwd = _fp8_casts(ex_tok, h + shapes.expert_ffn / t, shapes.expert_up / t + h, 0.0, rates,
+    e_fwd, e_bwd = _fp8_casts(ex_tok, h + shapes.expert_ffn / et, shapes.expert_up / et + h, 0.0, rates,
                               fp8_weight_casts, (2.0, 2.0, 0.0))
     moe_ew = moe_ew + m_fwd + e_fwd
     fwd = moe_g + a_fwd + moe_ew

@@ -669,7 +669,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              recompute_modules=x.recompute_modules, full_recompute_share=x.full_share,
                              fp8_gathered_casts=_fp8_tp_gather_share(x),
                              flash_head_pad=compute.flash_head_dim_ratio(*model.head_dims, x.fw.attention_kernel),
-                             block_tiles=tiles, rate_length=rate_length)
+                             block_tiles=tiles, rate_length=rate_length, etp=x.et)
     if x.loss_impl == "chunked-nll":
         lt = dataclasses.replace(lt, head_bwd=lt.head_bwd + _chunked_nll_time(x, lt))
     layer_mb = lt.fwd + lt.bwd
@@ -965,7 +965,7 @@ def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
                                                       k.nvls_allreduce_gain, m_tp), t_ar)
     sac_gathers = (x.rc == 1) & np.asarray(x.fw.selective_op_policy) & x.sp
     fwd, bwd = _tp_collectives_per_pass(x)
-    tp_per_layer = (fwd * (1.0 + x.full_share) + bwd + 1.0 * sac_gathers) * t_layer
+    tp_per_layer = (fwd * (1.0 + x.full_share) + bwd + 1.0 * sac_gathers - _etp1_moe_collectives(x)) * t_layer
     if np.any(x.fw.tp_comm_overlap):  # hidden part still slows the GEMMs it overlaps (SM/HBM interference)
         tp_per_layer = tp_per_layer * _when(x.fw.tp_comm_overlap,
                                             1.0 - k.tp_overlap_fraction * (1.0 - k.overlap_interference), 1.0)
@@ -1034,6 +1034,19 @@ def _sp_layout_copies(x: _Step) -> np.ndarray:
     ag_bytes = x.act - _fp8_tp_gather_share(x) * (x.act - saved_gemm_input_bytes(x.training, x.model))
     nbytes = 2.0 * x.tok * x.model.hidden * (gathers * ag_bytes + scatters * x.act)
     return np.where(on, compute.stream_time(nbytes, x.r, kernels=copies), 0.0)
+
+
+def _etp1_moe_collectives(x: _Step) -> Any:
+    """TP all-reduce-equivalents per average layer that an MoE layer without shared experts skips at expert TP 1
+    under sequence parallelism: its tokens stay split over the TP ranks through router, dispatch, experts and combine
+    (Megatron-Core's expert grid: the EP group spans the TP ranks, no expert-TP gather of the received tokens,
+    moe/token_dispatcher.py), so the MLP branch's all-gather / reduce-scatter pair, forward (again under full
+    recompute) and backward, is not run. Shared experts are a dense TP MLP and keep it."""
+    m = x.model
+    if not m.is_moe or m.shared_expert_ffn or m.parallel_residual:
+        return 0.0
+    skip = (x.et <= 1.0) & (x.t > 1.0) & x.sp
+    return np.where(skip, (2.0 + x.full_share) * m.moe_layer_count / m.layers, 0.0)
 
 
 def _tp_collectives_per_pass(x: _Step) -> tuple[Any, Any]:
@@ -1304,8 +1317,9 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
     model = x.model
     if not model.is_moe:
         return np.zeros_like(like)
-    k_ep = comm.ranks_per_domain(x.e, x.t * x.c, x.domain)
-    m_ep = comm.zone_members(x.e, x.t * x.c, x.system)
+    # the EP group's ranks lie expert-TP x CP apart (Megatron-Core's expert grid: tp-ep-dp-pp with tp = the expert TP)
+    k_ep = comm.ranks_per_domain(x.e, x.et * x.c, x.domain)
+    m_ep = comm.zone_members(x.e, x.et * x.c, x.system)
     seq_share = np.where(x.sp, 1.0 / x.t, 1.0)
     # the busiest rank receives capacity_factor x the balanced share of routed tokens
     routed = model.experts_per_token * x.training.moe_capacity_factor
