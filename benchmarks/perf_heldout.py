@@ -48,6 +48,7 @@ from __future__ import annotations
 import csv
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -138,8 +139,10 @@ def predicted_metric(row: dict[str, str], result: dict[str, Any], model: Any) ->
     raise ValueError(f"{row['id']}: unknown metric {metric!r}")
 
 
-def run_row(row: dict[str, str], models: dict[str, Any], catalogs: dict[str, Any]) -> tuple[Case, str]:
-    """(scored case, memory note); a refused row comes back skipped with the estimator's error."""
+def estimate_row(row: dict[str, str], models: dict[str, Any], catalogs: dict[str, Any],
+                 predict: Callable[[dict[str, str], dict[str, Any], Any], float]) -> tuple[Case, dict[str, Any]]:
+    """(case scored by `predict(row, result, model)`, the estimate's result or {} when refused: the case then
+    comes back skipped with the estimator's error). `catalogs` caches one catalog per overlay file."""
     case = Case(row["id"], row["source_key"], row["metric"], float(row["value"]))
     overlay = row["overlay"]
     if overlay not in catalogs:
@@ -149,8 +152,16 @@ def run_row(row: dict[str, str], models: dict[str, Any], catalogs: dict[str, Any
         result = evaluate(scenario, catalogs[overlay])
     except TrainsizerError as err:
         case.skipped = f"REFUSED: {err}"
+        return case, {}
+    case.predicted = predict(row, result, scenario.model)
+    return case, result
+
+
+def run_row(row: dict[str, str], models: dict[str, Any], catalogs: dict[str, Any]) -> tuple[Case, str]:
+    """(scored case, memory note); a refused row comes back skipped with the estimator's error."""
+    case, result = estimate_row(row, models, catalogs, predicted_metric)
+    if not result:
         return case, ""
-    case.predicted = predicted_metric(row, result, scenario.model)
     mem = result["memory"]
     return case, f"{'fits' if mem['fits'] else 'DOES NOT FIT'} ({mem['per_gpu_gib']:.0f} GiB)"
 

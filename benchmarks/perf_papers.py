@@ -15,7 +15,7 @@ shipped preset: benchmarks/data/papers_models.yaml (and heldout_models.yaml for 
 Left out (docs/known-gaps.md 44): OPT-175B's 147 TFLOP/s (FLOP convention not stated), Falcon (paper text not at
 hand here), BLOOM (already in the development set, perf_validation), GPT-NeoX-20B (perf_heldout).
 
-Each row goes through the public job path (perf_heldout.job_of: `resolve_job` + `evaluate`). Metrics: `step_time_s`
+Each row goes through the public job path (perf_heldout.estimate_row: `resolve_job` + `evaluate`). Metrics: `step_time_s`
 (the estimate's step); `mfu_6n_total_pct` (MegaScale's MFU: 6 x all parameters + 12 L h s FLOPs per token, the
 convention that reproduces its Table 2 MFU from its tokens/s, over `peak_tflops`); `palm_mfu_pct` (PaLM appendix B:
 6 x non-embedding parameters + 12 L h s, over `peak_tflops`). Errors are signed throughput errors, + = predicted too
@@ -36,12 +36,8 @@ from typing import Any
 import yaml
 
 from harness import Case, mape, whole
-from perf_heldout import job_of
-from trainsizer.catalog import load_catalog
-from trainsizer.errors import TrainsizerError
+from perf_heldout import estimate_row
 from trainsizer.estimate import flops as F
-from trainsizer.evaluate import evaluate
-from trainsizer.scenario import resolve_job
 
 DATA = Path(__file__).resolve().parent / "data"
 ROWS = DATA / "papers.csv"
@@ -91,18 +87,7 @@ def throughput_err(case: Case) -> float:
 
 def run_row(row: dict[str, str], arch: dict[str, Any], catalogs: dict[str, Any]) -> tuple[Case, dict[str, Any]]:
     """(case, the estimate's result or {} when refused)."""
-    case = Case(row["id"], row["source_key"], row["metric"], float(row["value"]))
-    overlay = row["overlay"]
-    if overlay not in catalogs:
-        catalogs[overlay] = load_catalog([DATA / overlay] if overlay else [])
-    try:
-        scenario = resolve_job(job_of(row, arch), catalogs[overlay])
-        result = evaluate(scenario, catalogs[overlay])
-    except TrainsizerError as err:
-        case.skipped = f"REFUSED: {err}"
-        return case, {}
-    case.predicted = predicted_metric(row, result, scenario.model)
-    return case, result
+    return estimate_row(row, arch, catalogs, predicted_metric)
 
 
 def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
