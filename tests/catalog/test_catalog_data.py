@@ -346,3 +346,20 @@ def test_every_vendor_has_a_name_in_the_catalog(cat):
     assert cat.vendor_name("nvidia") == "NVIDIA" and cat.vendor_name("huawei", "zh") == "华为"
     assert cat.vendor_name("amd", "zh") == "AMD"  # no Chinese name recorded: the English one
     assert cat.vendor_name("acme") == "acme"
+
+
+@pytest.mark.parametrize("sku, parent", [("rtx-4090d", "rtx-4090"), ("rtx-5090d-v2", "rtx-5090")])
+def test_china_geforce_skus_sit_under_the_tpp_line(cat, sku, parent):
+    # US ECCN 3A090 (Oct-2023): TPP = dense rate x bit length, the highest over precisions, must stay under 4,800.
+    # The parent cards are over it (GeForce FP8 / FP4 with FP16 accumulate = 2x the catalog's FP32-accumulate
+    # rate on Ada); their China SKUs are under it, and keep the parent's market tags reversed.
+    def tpp(acc):
+        t = cat.accelerator(acc).tflops_dense
+        fp8_fp16acc = 2 * t["fp8"] if acc.startswith("rtx-4090") else t["fp8"]
+        return max(fp8_fp16acc * 8, (t["fp4"] or 0) * 4)
+
+    assert tpp(parent) > 4800 > tpp(sku) > 4600
+    a, p = cat.accelerator(sku), cat.accelerator(parent)
+    assert a.china_market_sku and not a.china_export_restricted and p.china_export_restricted
+    assert a.memory_gb == 24 and a.tflops_dense["bf16"] <= p.tflops_dense["bf16"]
+    assert cat.price("purchase", sku, "CNY").low > 10000

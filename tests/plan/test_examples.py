@@ -101,3 +101,19 @@ def test_qlora_7b_searched_in_its_market_is_one_card():
     plan = make_plan(_without_hardware("qlora-7b-one-gpu.yaml"), load_catalog(), top=3, lang="zh")
     assert plan.recommended.hardware.count == 1 and plan.tier.id == "single-gpu"
     assert "出口受限" in plan.search.excluded_accelerators["h100-sxm-80gb"]
+
+
+def test_china_workstation_qlora_buys_a_china_market_consumer_card():
+    # known-gaps 43 (a): under market china the RTX 4090 / 5090 are export-restricted; a 7B QLoRA to buy under
+    # CNY 30,000 gets the China SKU (RTX 4090 D at its CNY 12,999 launch price), not nothing (an L20 at CNY 75,000)
+    from trainsizer.plan.core import make_plan
+
+    from .conftest import example_job
+
+    job = example_job("qlora-7b-one-gpu.yaml", goal={"deadline_days": 7, "procurement": "buy",
+                                                     "budget": {"amount": 30000, "currency": "CNY"}})
+    plan = make_plan(job, build=False)
+    rec = plan.recommended
+    assert rec is not None and rec.meets.budget and rec.meets.deadline
+    assert rec.hardware.accelerator in ("rtx-4090d", "rtx-5090d-v2") and rec.hardware.count == 1
+    assert plan.search.excluded_accelerators.get("rtx-4090")  # the global SKU stays out of a China plan
