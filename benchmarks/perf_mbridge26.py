@@ -13,7 +13,7 @@ CUDA graphs (cuda_graph_impl full_iteration = the estimator's full_iteration; Tr
 a layer, scopes attn / moe_router / moe_preprocess, are written none: the estimator has no partial graph; where the
 config sets none, the model recipe's cuda_graph_impl "none", recipes/llama/llama3.py, deepseek/deepseek_v3.py), the MoE
 dispatcher (flex where moe_flex_dispatcher_backend is set, else alltoall: utils/overrides.py
-set_workload_base_configs), moe_a2a_overlap and fp8_dot_product_attention. The Blackwell rows state cuDNN 9.17 for the fused attention (CUDNN_26:
+set_workload_base_configs), moe_a2a_overlap and fp8_dot_product_attention; the routed experts' TP degree 1 (ETP_RECIPE). The Blackwell rows state cuDNN 9.17 for the fused attention (CUDNN_26:
 the images these releases build on are later than pytorch:25.11-py3, which ships 9.17.0). From the release's common settings
 (as perf_blackwell.py, the 25.11 rows): bf16 gradient reduce, TE cross-entropy, fp8_param_gather on for FP8-CS /
 MXFP8 and off for NVFP4 (training/mixed_precision.py bf16_with_nvfp4_mixed), the embedding and loss as pipeline
@@ -46,6 +46,13 @@ PRECISION = {"BF16": ("bf16", "auto"), "FP8-CS": ("fp8", "tensorwise"), "FP8-MX"
 # and a later image no older one: the Blackwell rows run the 9.17 attention rate (an assumption, a lower bound; the
 # 26.02 / 26.04 images' own release is not read). Hopper has no two-release measurement: H100 rows keep the base rate.
 CUDNN_26 = "9.17"
+# Expert tensor parallelism of the MoE rows (strategy.etp): every MoE family's WorkloadBaseConfig sets
+# expert_tensor_parallel_size=1 and no preset of the rows overrides it (scripts/performance/configs/deepseek/
+# deepseek_workload_base_configs.py, qwen/qwen3_workload_base_configs.py, gpt_oss/gpt_oss_workload_base_configs.py at
+# v0.3.0, r0.3.0 904597bd3, v0.4.0, r0.4.0 c5d4ab462, v0.5.0, v0.5.1), and utils/overrides.py set_workload_base_configs
+# copies it onto cfg.model.expert_tensor_parallel_size. Only the TP 2 rows (H100 Qwen3-235B-A22B) differ from
+# Megatron-Core's default etp = tp (known-gaps 45 (c)).
+ETP_RECIPE = 1
 BLACKWELL = ("GB300", "GB200", "B300", "B200")
 
 
@@ -69,7 +76,8 @@ def job(r: dict[str, str]) -> dict:
         "cudnn_release": CUDNN_26 if r["system"] in BLACKWELL else None,
     }
     if r["moe_dispatcher"]:
-        strategy |= {"moe_dispatcher": r["moe_dispatcher"], "moe_a2a_overlap": r["moe_a2a_overlap"] == "1"}
+        strategy |= {"moe_dispatcher": r["moe_dispatcher"], "moe_a2a_overlap": r["moe_a2a_overlap"] == "1",
+                     "etp": ETP_RECIPE}
     return pretrain_job(r, MODELS[r["model"]], precision, recipe, acc, net, strategy)
 
 

@@ -80,7 +80,13 @@ RUN_VOCAB = {"gpt-oss-20b": 128256}
 # TE 2.15's ScaledClampedQGeGLU, expert TP 1) and the experts run TE's fused grouped MLP (the full-iteration graphs
 # need it: the unfused GroupedLinear takes host split sizes); config_common.sh sets FUSED_QKV_ROPE True
 # (fused_single_qkv_rope); conf/gpt_oss.yaml's cp_comm_type defaults to a2a and no config sets CP_COMM_TYPE.
-RUN_STRATEGY = {"gpt-oss-20b": {"moe_fused_grouped_mlp": True, "fused_qkv_rope": True, "cp_comm_type": "a2a"}}
+# Expert TP 1 on every MoE row (strategy.etp; the TP 2 rows differ from Megatron-Core's default etp = tp): DeepSeek-V3,
+# NVIDIA's and Google's GB200 configs (config_GB200_*xtp2pp4ep32cp1_mxfp8_full_cg.sh) set no EXPERT_TENSOR_PARALLEL,
+# conf/model/671b.yaml defaults it to 1 and pretrain.py create_config sets model_cfg.expert_tensor_parallel_size
+# from it; GPT-OSS 20B, pretrain.py get_model sets etp = 1 whatever the config (conf/gpt_oss.yaml's
+# EXPERT_TENSOR_PARALLEL unused), NVIDIA's GB300 512-GPU TP 2 row included.
+RUN_STRATEGY = {"gpt-oss-20b": {"moe_fused_grouped_mlp": True, "fused_qkv_rope": True, "cp_comm_type": "a2a", "etp": 1},
+                "deepseek-v3": {"etp": 1}}
 
 
 def model(name: str) -> str | dict:
