@@ -16,7 +16,9 @@ dispatcher (flex where moe_flex_dispatcher_backend is set, else alltoall: utils/
 set_workload_base_configs), moe_a2a_overlap and fp8_dot_product_attention; the routed experts' TP degree 1 (ETP_RECIPE). The Blackwell rows state cuDNN 9.17 for the fused attention (CUDNN_26:
 the images these releases build on are later than pytorch:25.11-py3, which ships 9.17.0). From the release's common settings
 (as perf_blackwell.py, the 25.11 rows): bf16 gradient reduce, TE cross-entropy, fp8_param_gather on for FP8-CS /
-MXFP8 and off for NVFP4 (training/mixed_precision.py bf16_with_nvfp4_mixed), the embedding and loss as pipeline
+MXFP8 and off for NVFP4 (training/mixed_precision.py bf16_with_nvfp4_mixed), TP communication overlap off for NVFP4
+(configs/llama/llama3*_llm_pretrain.py: tp_comm_overlap False if nvfp4; the estimator's default under NVFP4 on TE
+styles, step_time._fp4_style), the embedding and loss as pipeline
 layers for Llama 3.1 405B and Qwen3-235B-A22B. What the rows cannot state is in the `assumed` column (DeepSeek-V3's
 pp_layout, cutedsl_fused_grouped_mlp, partial CUDA graphs, the DGX-B300 network). GPT-OSS, Kimi-K2 and Nemotron 3
 have no preset here and are not in the file.

@@ -150,3 +150,40 @@ def test_plan_names_the_recipe_it_filtered_on():
     assert _precision_label(SimpleNamespace(precision="fp8", fp8_recipe="mxfp8")) == "fp8"
     cands = SimpleNamespace(excluded={"h100-sxm-80gb": [SimpleNamespace(code="precision")]})
     assert "nvfp4" in precision_notes(cands, "nvfp4")[0] and "h100-sxm-80gb" in precision_notes(cands, "nvfp4")[0]
+
+
+def _tp_comm_s(sc) -> float:
+    o = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)
+    return float(np.asarray(o["tp_comm"]).reshape(-1)[0])
+
+
+def test_tp_comm_overlap_off_by_default_under_nvfp4():
+    """Transformer Engine's userbuffers all-gather takes FP8 / MXFP8 quantizers only (module/base.py
+    fill_userbuffers_buffer_for_all_gather raises for NVFP4), and Megatron-Bridge's NVFP4 recipes set
+    tp_comm_overlap False: under NVFP4 a TE style's TP collectives are exposed unless the job states otherwise."""
+    tp = {"dp": 4, "tp": 2, "sequence_parallel": True}
+    default, off, on = (_sc("gb200", "nvfp4", **tp), _sc("gb200", "nvfp4", tp_comm_overlap=False, **tp),
+                        _sc("gb200", "nvfp4", tp_comm_overlap=True, **tp))
+    assert _tp_comm_s(default) == pytest.approx(_tp_comm_s(off))
+    assert _tp_comm_s(on) < _tp_comm_s(off)  # an explicit setting is honoured (e.g. a cuBLASMp build)
+    # the FP8 recipes keep the style's overlap
+    mx_default, mx_off = _sc("gb200", "mxfp8", **tp), _sc("gb200", "mxfp8", tp_comm_overlap=False, **tp)
+    assert _tp_comm_s(mx_default) < _tp_comm_s(mx_off)
+
+
+def test_nvfp4_overlap_default_leaves_styles_without_te_quantizers():
+    """torchtitan's async TP is not TE's userbuffers: a style without TE quantizers keeps its overlap under NVFP4."""
+    import dataclasses
+
+    from trainsizer.estimate.step_time import perf_style
+
+    sc = _sc("gb200", "nvfp4", dp=4, tp=2, sequence_parallel=True)
+    tt = perf_style("torchtitan")
+    assert not tt.fp8_te_quantizer
+
+    def tp_s(overlap: bool) -> float:
+        o = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy,
+                             framework_style=dataclasses.replace(tt, tp_comm_overlap=overlap))
+        return float(np.asarray(o["tp_comm"]).reshape(-1)[0])
+
+    assert tp_s(True) < tp_s(False)

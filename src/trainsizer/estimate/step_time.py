@@ -489,7 +489,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
     check_training(training)
     fw = _style(strategy, framework_style, training.method in ("pretrain", "cpt"))
     if fp4_training(training, k):  # NVFP4 keeps 16-bit primary weights (calibration.fp4_training)
-        fw = dataclasses.replace(fw, fp8_param_allgather=False)
+        fw = _fp4_style(fw, strategy)
     r = _bf16_layers(_rates(system, training, k, calibration, fw), training, model)
     a = strategy_arrays(strategy)
     t, d, c, b = a["tp"], a["dp"], a["cp"], a["micro_batch"]
@@ -512,6 +512,22 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  cudnn_release=getattr(strategy, "cudnn_release", None),
                  local_batch=getattr(strategy, "local_batch", None),
                  grad_accum_fusion=getattr(strategy, "gradient_accumulation_fusion", None))
+
+
+def _fp4_style(fw: PerfStyle, strategy: Any) -> PerfStyle:
+    """The style under an NVFP4 recipe: 16-bit primary weights (no FP8 parameter all-gather), and on Transformer
+    Engine styles no TP communication overlap unless the job states it. TE's userbuffers all-gather takes FP8 and
+    MXFP8 quantizers only and raises "Unsupported quantizer for Userbuffers" for any other
+    (transformer_engine/pytorch/module/base.py fill_userbuffers_buffer_for_all_gather at d0067d0, 2026-08), and
+    Megatron-Bridge's performance recipes set tp_comm_overlap False under nvfp4 (scripts/performance/configs/llama/
+    llama3_llm_pretrain.py, llama31_llm_pretrain.py, since 1420e3fa9 "nvfp4 for dense models", 2025-11, through
+    v0.5.1), as NVIDIA's MLPerf NVFP4 configs run (nvidia_mlperf.csv tp_comm_overlap 0). Counted, not fitted."""
+    changes: dict = {"fp8_param_allgather": False}
+    if getattr(strategy, "tp_comm_overlap", None) is None:
+        te = np.asarray(fw.fp8_te_quantizer, bool)
+        changes["tp_comm_overlap"] = np.asarray(fw.tp_comm_overlap, bool) & ~te if te.ndim else \
+            bool(fw.tp_comm_overlap) and not bool(te)
+    return dataclasses.replace(fw, **changes)
 
 
 def _rows(training: Training, sequences, unpads: Any) -> tuple[Any, Any]:
