@@ -21,7 +21,9 @@ from trainsizer.models.inline import arch_from_inline  # noqa: E402
 
 # source -> MAPE bound (%); reached at landing in the comment
 BOUNDS = {
-    "MegaScale 2024: Megatron-LM baseline (A100)": 13.0,  # 9.7, every row too fast (+0.7..+16.9%)
+    # 7.9 since 2026-12-03 (data parallelism as Megatron-LM 285068c8 runs it: reduce-scatter after the backward, in
+    # fp32; 9.7 before), too fast (-0.1..+13.0%)
+    "MegaScale 2024: Megatron-LM baseline (A100)": 11.0,
     "Nemotron-4 15B report (H100)": 17.0,  # 13.1, too fast (+11..+23%)
     "Nemotron-4 340B report (H100)": 12.0,  # 8.8, too fast (+9..+11%)
     "GLM-130B 2022 (A100 40GB)": 31.0,  # 24.3, too fast
