@@ -154,6 +154,31 @@ def test_several_nodes_need_a_network(catalog):
     assert err.value.where == "job: hardware.network"
 
 
+def test_a_job_inside_one_nvl72_domain_needs_no_network(catalog):
+    # known-gaps 43 (c): 72 GB200 on the 18 trays of one NVL72 rack meet over NVLink; no compute network is asked
+    # for, the note says why (en + zh), and the estimate is the one it has with any network (none is crossed)
+    from trainsizer.messages import render
+
+    job = {**BASE, "global_batch": {"sequences": 576},
+           "hardware": {"accelerator": "gb200", "count": 72}, "strategy": {"tp": 4, "dp": 18, "micro_batch": 1}}
+    sc = resolve_job(job, catalog)
+    assert sc.network is None and sc.system.gpus_per_node == 4 and sc.system.scaleup_domain == 72
+    note = next(n for n in sc.notes if getattr(n, "key", "") == "note_one_scaleup_domain")
+    assert "72-GPU NVLink domain" in note and "无需计算网络" in render(note.key, "zh", note.params)
+    slow = resolve_job({**job, "hardware": {**job["hardware"], "network": {"nics_per_node": 1, "gbps_per_nic": 1,
+                                                                           "kind": "ethernet"}}}, catalog)
+    fast = resolve_job({**job, "hardware": {**job["hardware"], "network": "ib-ndr400"}}, catalog)
+    steps = [evaluate(s, catalog)["time"]["step_s"] for s in (sc, slow, fast)]
+    assert steps[0] == pytest.approx(steps[1], rel=1e-12) == pytest.approx(steps[2], rel=1e-12)
+
+
+@pytest.mark.parametrize("acc, count", [("gb200", 144), ("h100-sxm-80gb", 16), ("mi300x", 16)])
+def test_a_job_beyond_one_scaleup_domain_still_needs_a_network(catalog, acc, count):
+    job = {**BASE, "hardware": {"accelerator": acc, "count": count}}
+    with pytest.raises(SpecError, match="needs its network"):
+        resolve_job(job, catalog)
+
+
 def test_excluded_accelerator_is_refused_by_its_field(catalog):
     job = {**BASE, "constraints": {"exclude": ["h100-sxm-80gb"]},
            "hardware": {"accelerator": "h100-sxm-80gb", "count": 8, "per_node": 8}}

@@ -335,7 +335,10 @@ def _with_hardware(job: Job, catalog: Catalog, origin: str, listed: dict[str, se
     notes = list(bare.notes)
     per_node = _hosts(hw, acc, origin)
     notes.extend(_check_constraints(job, acc, listed, origin, per_node))
-    network = _resolve_network(hw.network, hw.count > per_node, catalog, origin, per_node)
+    network = _resolve_network(hw.network, spans_scaleout(acc, hw.count, per_node), catalog, origin, per_node)
+    if network is None and hw.count > per_node:
+        notes.append(msg("note_one_scaleup_domain", accelerator=acc.id, gpus=hw.count, per_node=per_node,
+                         domain=acc.scaleup_domain))
     system = _with_fabric(build_system(acc, hw.count, min(per_node, hw.count), network), hw.fabric, per_node,
                           origin)
     if system.scaleup_domain < (acc.scaleup_domain or 0) and hw.count > system.scaleup_domain:
@@ -403,6 +406,14 @@ def _hosts(hw: Any, acc: Any, origin: str) -> int:
                             per_node=per_node, accelerator=acc.id), value=hw.count,
                         allowed=[msg("allowed_multiple_of", n=per_node)])
     return per_node
+
+
+def spans_scaleout(acc: Any, gpus: int, per_node: int) -> bool:
+    """True when a job of `gpus` needs a scale-out (compute) network: it spans hosts and does not fit one
+    scale-up domain. The hosts of a rack-scale system (GB200 / GB300 NVL72: 18 trays of 4 in one 72-GPU NVLink
+    domain, NVIDIA GB200 NVL72 product page) reach each other over NVLink, so a job of up to one domain crosses
+    no NIC but for storage and management."""
+    return gpus > max(per_node, int(getattr(acc, "scaleup_domain", None) or 0))
 
 
 def job_domain_gpus(domain: int, per_host: int, gpus: int) -> int:

@@ -185,3 +185,17 @@ def test_nvl72_storage_and_inband_share_one_ethernet_fabric_at_any_size(build):
     assert net.storage.source == "superpod_gb200_ra"
     hgx = network_block(build(hardware={"count": 512}, global_batch={"sequences": 512}), storage_servers=2)
     assert (hgx.storage.purpose, hgx.storage.kind) == ("storage", "ib") and hgx.inband is not None
+
+
+def test_one_nvl72_rack_without_a_network_buys_no_compute_fabric(blocks):
+    """72 GB200 written without hardware.network (known-gaps 43 (c)): no compute fabric, no slow-network risk (no
+    NIC is crossed), the across-tray acceptance floor on the NVLink path; storage and management fabrics stay."""
+    out = blocks(hardware={"accelerator": "gb200", "count": 72, "per_node": 4, "network": None},
+                 constraints={"cooling": "liquid"}, global_batch={"sequences": 72})
+    net = out.network
+    assert net.compute is None and net.storage is not None and net.nvlink.gpus_per_domain == 72
+    assert "multi_node_on_slow_network" not in {r["id"] if isinstance(r, dict) else r.id for r in out.risks}
+    acc = out.acceptance
+    assert acc.busbw_inter_gb_s_min.all_gather.value == acc.busbw_intra_gb_s_min.all_gather.value
+    assert not acc.nic_count_min.source.startswith("plan:")  # no compute network: NIC floors not the plan's
+

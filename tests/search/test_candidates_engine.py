@@ -185,6 +185,22 @@ def test_per_node_pin_above_a_tray_leaves_nvl72_out_or_is_refused():
     assert [(o.per_node, o.count) for o in c.options] == [(4, 16)] * len(c.options) and c.options
 
 
+def test_nvl72_options_inside_one_rack_buy_no_compute_network():
+    """Up to 72 GB200 on the trays of one NVL72 rack meet over NVLink: the option carries no compute network (one
+    option, not one per fabric); past one rack it has one; a network the job pins is kept (known-gaps 43 (c))."""
+    _, c = _cands({"cooling": "liquid", "include": ["gb200"]})
+    gb = [o for o in c.options if o.accelerator.id == "gb200"]
+    inside = [o for o in gb if o.count <= 72]
+    assert any(o.nodes > 1 for o in inside) and all(o.network is None for o in inside)
+    assert len({o.count for o in inside}) == len(inside)
+    assert all(o.network is not None for o in gb if o.count > 72) and any(o.count > 72 for o in gb)
+    _, c = _cands({"cooling": "liquid"}, pins=Pins(accelerator="gb200", count=72))
+    assert [(o.count, o.network) for o in c.options] == [(72, None)]
+    _, c = _cands({"cooling": "liquid"}, pins=Pins(accelerator="gb200", count=64, network="ib-ndr400"),
+                  hardware={"accelerator": "gb200", "count": 64, "network": "ib-ndr400"})
+    assert c.options and all(o.network is not None for o in c.options)
+
+
 def test_cooling_reason_reads_in_either_language():
     """An air-only site leaves out liquid-cooled servers with the reason in words of the catalogue
     (catalog Server.cooling_kind), not the vendor's English phrase."""

@@ -28,6 +28,7 @@ from trainsizer.scenario import (
     check_per_node,
     custom_network_view,
     network_view,
+    spans_scaleout,
 )
 from trainsizer.search.config import SearchConfig, node_ladder
 from trainsizer.spec import NetworkSpec
@@ -258,14 +259,23 @@ def hardware_candidates(scenario: Scenario, catalog: Any, pins: Pins, listed: di
             for net in nets:
                 counts = _counts(per_node, net is not None, max_gpus, c.max_nodes, cfg)
                 if pins.count is not None:
-                    counts = [pins.count] if (pins.count <= per_node or net is not None) else []
+                    counts = [pins.count] if (net is not None or not spans_scaleout(acc, pins.count, per_node)) else []
                 for n in counts:
                     if n > per_node and n % per_node:
                         continue
                     out.options.append(HardwareOption(acc, server, min(per_node, n) if n <= per_node else per_node,
-                                                      n, net if n > per_node else None, pins.fabric))
+                                                      n, _option_network(acc, net, n, per_node, pins), pins.fabric))
     out.options = _named(_dedupe(out.options))
     return out
+
+
+def _option_network(acc: Any, net: NetworkView | None, count: int, per_node: int, pins: Pins) -> NetworkView | None:
+    """The compute network an option of `count` GPUs uses: none inside one host, nor inside one rack-scale NVLink
+    domain (scenario.spans_scaleout: up to 72 GB200 / GB300 on the trays of one NVL72 rack reach each other over
+    NVLink, so the option buys no compute fabric) unless the job pins one."""
+    if pins.network is not None and count > per_node:
+        return net
+    return net if spans_scaleout(acc, count, per_node) else None
 
 
 def _named(options: list[HardwareOption]) -> list[HardwareOption]:

@@ -145,7 +145,12 @@ def scaleup_name(acc: Any) -> Any:
 def _fabric(b: BuildInput, out: AcceptanceCriteria, net: NetworkBlock, d: dict) -> None:
     """Across-node floors on the path the test crosses: trays of one NVL72 rack meet over NVLink (multi-node
     NVLink), so their floor is the NVLink one; nodes in different NVLink domains meet over the compute NICs."""
-    if b.nodes <= 1 or net.compute is None:
+    if b.nodes <= 1:
+        return
+    if net.compute is None:  # no compute network: a job inside one rack-scale NVLink domain (no NIC floors)
+        if b.nvl72:
+            out.busbw_inter_gb_s_min = _on_path(out.busbw_intra_gb_s_min, msg(
+                "acc_path_domain", trays=b.nodes, domain=int(b.accelerator.scaleup_domain)))
         return
     nics, gbps = b.nics_per_node, b.gbps_per_nic
     topology = as_msg(net.compute.topology_msg) if net.compute.topology_msg else net.compute.topology

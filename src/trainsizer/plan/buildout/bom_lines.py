@@ -129,6 +129,7 @@ def rent_lines(b: BuildInput, storage: StorageBlock) -> list[BomLine]:
     cur, cat = b.currency, b.catalog
     hours = b.train_days * 24.0
     provider = (msg("bom_rent_provider_one") if b.nodes == 1 else
+                msg("bom_rent_provider_domain") if b.scenario.network is None else
                 msg("bom_rent_provider_fabric", fabric=b.network.name if b.network is not None else b.network_kind))
     rent = catalog_price(cat, "rent", b.accelerator.id, cur)
     billed, terms = rent_billing(b)

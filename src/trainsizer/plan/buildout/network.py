@@ -212,7 +212,9 @@ def _zoned_note(tree: FatTree, full: FatTree, zone_gpus: int, o: float) -> Any:
 
 
 def compute_fabric(b: BuildInput) -> Fabric | None:
-    if b.nodes <= 1 and not b.nvl72:
+    """The compute (scale-out) fabric; None on one node and for a job inside one rack-scale NVLink domain that
+    names no network (scenario.spans_scaleout)."""
+    if (b.nodes <= 1 and not b.nvl72) or b.scenario.network is None:
         return None
     kind = b.network_kind or "ib"
     nics, gbps = b.nics_per_node, b.gbps_per_nic

@@ -57,7 +57,7 @@ def _slow_network(c: Ctx) -> Risk | None:
     b = c.b
     need = rules.rule("risks", "min_node_gbps_multi_node")
     have = b.nics_per_node * b.gbps_per_nic
-    if b.nodes > 1 and have < need.value:
+    if b.nodes > 1 and have < need.value and b.scenario.network is not None:  # none: one NVLink domain
         return Risk(id="multi_node_on_slow_network", severity="high",
                     evidence=msg("risk_ev_slow_network", nodes=b.nodes, nics=b.nics_per_node,
                                  gbps=f"{b.gbps_per_nic:g}", have=f"{have:g}"),
