@@ -57,6 +57,11 @@ def a100(gpus: int, mem_gb: int = 80, nic_gb_s: float | None = None, power_limit
 # Megatron-DeepSpeed in bf16 with ZeRO-1 (BLOOM, MT-NLG): DeepSpeed's BF16_Optimizer accumulates the gradients in
 # fp32 and all-reduces them (engine._bf16_reduce_grads -> buffered_allreduce_fallback), then all-gathers
 MEGATRON_DEEPSPEED_BF16 = replace(perf_style("deepspeed"), grad_reduce_bytes=4.0, zero1_grad_allreduce=True)
+# DeepSpeed stage 3 as Narayanan et al. ran it in early 2021 (v0.3.x): fetch_sub_module waits on every gather in
+# flight and synchronizes the device (stage3.py _synchronize_communication, v0.3.13-v0.5.10), per-parameter
+# all-gathers; the stage-3 prefetch queue came with v0.6.0 (PR #1453, January 2022): step_time._zero3_on_demand,
+# docs/known-gaps.md 51
+DEEPSPEED_ZERO3_2021 = replace(perf_style("deepspeed"), zero3_prefetch=False, zero3_nic_aggregation=False)
 
 
 def _source_key(row: dict) -> str:
@@ -166,7 +171,7 @@ def predict_row(row: dict, selene_gb: int = 80) -> tuple[float, str]:
         # gpt_model.py, megatron/mpu/cross_entropy.py)
         loss = "vocab-parallel-unfused"
         if src == "Narayanan21 T2 ZeRO-3":
-            fw = "deepspeed"
+            fw = DEEPSPEED_ZERO3_2021
         elif src == "MT-NLG":  # Megatron-DeepSpeed: DeepSpeed PipelineEngine, ZeRO-1, bf16 (2021)
             zero = 1
             # DeepSpeed <= v0.5.4 (2021): activations sent TP-partitioned, gradients whole (is_grad_partitioned =

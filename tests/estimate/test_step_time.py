@@ -544,7 +544,8 @@ def test_deepspeed_zero3_gathers_per_module_and_hides_the_reduce_scatter_in_back
 
     m, tr, s = gpt(layers=24, hidden=4096, heads=32), Training(seq_len=2048, global_batch_seqs=64), a100_cluster(64)
     st = Strategy(tp=1, dp=64, zero=3, micro_batch=1, recompute="full")
-    ds = perf_style("deepspeed")
+    # DeepSpeed v0.3-v0.5 (2021): every fetch waits on the gathers in flight (the on-demand path)
+    ds = replace(perf_style("deepspeed"), zero3_prefetch=False, zero3_nic_aggregation=False)
     base = estimate_time(m, tr, s, st, framework_style=ds).breakdown_s["dp_comm"]
     no_overlap = estimate_time(m, tr, s, st, framework_style=replace(ds, zero3_rs_overlap=False))
     one_unit = estimate_time(m, tr, s, st, framework_style=replace(ds, zero3_fetch_units_per_layer=1.0))
@@ -552,6 +553,32 @@ def test_deepspeed_zero3_gathers_per_module_and_hides_the_reduce_scatter_in_back
     # more coalesced all-gathers per layer pay more ring latencies: 2 passes x 24 layers x 5 extra units
     lat = 63 * s.inter_node_latency_s
     assert base - one_unit.breakdown_s["dp_comm"] == pytest.approx(2 * 24 * 5 * lat, rel=1e-6)
+
+
+def test_deepspeed_zero3_since_v0_6_prefetches_module_by_module():
+    from dataclasses import replace
+
+    from trainsizer.estimate.step_time import perf_style
+
+    m, tr, s = gpt(layers=24, hidden=4096, heads=32), Training(seq_len=2048, global_batch_seqs=512), a100_cluster(64)
+    st = Strategy(tp=1, dp=64, zero=3, micro_batch=8, recompute="full")
+    ds = perf_style("deepspeed")
+    # the PartitionedParameterCoordinator (v0.6.0+) prefetches on its own stream over every NIC of a node
+    assert ds.zero3_prefetch and ds.zero3_nic_aggregation and ds.zero3_fetch_units_per_layer == 6
+    old = replace(ds, zero3_prefetch=False, zero3_nic_aggregation=False)
+    now = estimate_time(m, tr, s, st, framework_style=ds)
+    then = estimate_time(m, tr, s, st, framework_style=old)
+    # 8 sequences a GPU of a 1.3B-parameter layer stack: the gathers hide behind the compute, where 2021's
+    # on-demand fetches expose them
+    assert now.breakdown_s["dp_comm"] < 0.25 * then.breakdown_s["dp_comm"]
+    assert now.breakdown_s["compute"] == pytest.approx(then.breakdown_s["compute"], rel=1e-12)
+    # where nothing hides them (one sequence of a tiny model's work on many ranks), the six ring latencies a
+    # layer are paid: more exposed than one collective a layer
+    small = Strategy(tp=1, dp=64, zero=3, micro_batch=1, recompute="full")
+    tr_small = Training(seq_len=128, global_batch_seqs=64)
+    six = estimate_time(m, tr_small, s, small, framework_style=ds).breakdown_s["dp_comm"]
+    one = estimate_time(m, tr_small, s, small, framework_style=replace(ds, zero3_fetch_units_per_layer=1.0))
+    assert six > one.breakdown_s["dp_comm"]
 
 
 def test_torchtitan_per_op_sac_re_runs_the_tp_all_gathers():

@@ -99,8 +99,9 @@ class PerfStyle:
     zero3_prefetch: bool = True  # ZeRO-3/FSDP param all-gathers prefetched one unit ahead
     zero3_bucket_params: float = 0.0  # parameters per ZeRO-3 collective; 0 = one per decoder layer
     zero3_nic_aggregation: bool = True  # ZeRO-3 rings spread over all NICs of a node (NCCL multi-channel)
-    # ZeRO-3 without prefetch (_zero3_on_demand): coalesced all-gathers per decoder layer and pass (0: one), and
-    # whether the gradient reduce-scatter still overlaps the backward (DeepSpeed overlap_comm)
+    # coalesced ZeRO-3 all-gathers per decoder layer and pass (0: one; DeepSpeed fetches module by module),
+    # prefetched or not, and without prefetch (_zero3_on_demand) whether the gradient reduce-scatter still overlaps
+    # the backward (DeepSpeed overlap_comm)
     zero3_fetch_units_per_layer: float = 0.0
     zero3_rs_overlap: bool = False
     grad_reduce_bytes: float = 2.0  # bytes per gradient element on the wire
@@ -1668,8 +1669,9 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
         bucket = np.asarray(fw.zero3_bucket_params, dtype=float)
         n_coll = np.where(bucket > 0, np.maximum(np.ceil(p_local / np.where(bucket > 0, bucket, 1.0)), 1.0),
                           mb.n_stage)
-    else:
-        n_coll = mb.n_stage
+    else:  # one collective per decoder layer, or per module where the style fetches module by module (DeepSpeed)
+        units = np.asarray(fw.zero3_fetch_units_per_layer, dtype=float)
+        n_coll = np.where(units > 0, units, 1.0) * mb.n_stage
     lat = (n_sh - 1.0) * np.where(n_sh > k_sh, system.inter_node_latency_s, system.intra_node_latency_s)
     # under pipelining FSDP2 keeps the parameters unsharded after forward (torchtitan and AutoModel:
     # reshard_after_forward = not pp_enabled), so a micro-batch that syncs gathers once, in its forward
@@ -1793,13 +1795,16 @@ def _fsdp2_copies(x: _Step, p_local, ag_bytes, grad_bytes, reduce_bytes) -> np.n
 
 
 def _zero3_on_demand(x: _Step, g: _Grads, mb: _MicroBatch, z3_ag, z3_rs, lat, p_local) -> np.ndarray:
-    """Exposed ZeRO-3 seconds per micro-batch without prefetch (DeepSpeed stage 3 as of 2021: the prefetch bucket,
-    5e7 parameters, is a few % of a large layer): each module's parameters are all-gathered on demand in one
-    coalesced call (`zero3_fetch_units_per_layer` per decoder layer, in forward and again in backward), exposed,
-    each paying its ring latency; gradients are reduce-scattered in `grad_bucket_params` buckets, overlapped with
-    the backward when `zero3_rs_overlap` (stage 3 overlap_comm, default on) at `overlap_interference` of their
-    time. deepspeed/runtime/zero/partition_parameters.py `_allgather_params`, stage3.py `fetch_sub_module`,
-    zero/constants.py (v0.3.13, April 2021)."""
+    """Exposed ZeRO-3 seconds per micro-batch without prefetch (PerfStyle.zero3_prefetch false): DeepSpeed stage 3
+    v0.3-v0.5 (2021), whose fetch_sub_module waits on every gather in flight, the prefetched one included, and
+    synchronizes the device (stage3.py _synchronize_communication: torch.cuda.synchronize()), gathering parameter
+    by parameter (partition_parameters.py _allgather_param); since v0.6.0 (PR #1453, January 2022) stage 3
+    prefetches (`_prefetched`). Each module's parameters are all-gathered on demand in one call
+    (`zero3_fetch_units_per_layer` per decoder layer, in forward and again in backward), exposed, each paying its
+    ring latency; gradients are reduce-scattered in `grad_bucket_params` buckets, overlapped with the backward when
+    `zero3_rs_overlap` (stage 3 overlap_comm, default on) at `overlap_interference` of their time.
+    deepspeed/runtime/zero/stage3.py `fetch_sub_module`, zero/constants.py (v0.3.13, April 2021). Checked on
+    Narayanan 2021 Table 2's ZeRO-3 rows (perf_validation), which state it."""
     fw = x.fw
     units = np.asarray(fw.zero3_fetch_units_per_layer, dtype=float)
     n_ag = np.where(units > 0, units, 1.0) * mb.n_stage  # all-gathers per pass
