@@ -82,13 +82,36 @@ def _qwen(**kw) -> Strategy:
 
 def test_etp1_moe_layers_skip_the_mlp_tp_collectives_without_shared_experts():
     # Qwen3-30B-A3B has no shared expert: at etp 1 its MoE layers' tokens stay split over TP (no gather / scatter)
-    tp = estimate_time(QWEN, TR, H100, _qwen(), memory_note=False).breakdown_s["tp_comm"]
-    tp1 = estimate_time(QWEN, TR, H100, _qwen(etp=1), memory_note=False).breakdown_s["tp_comm"]
-    assert tp1 == pytest.approx(0.5 * tp, rel=0.05)  # attention's pair stays, the MLP branch's goes
-    # DeepSeek-V3's shared experts are a dense TP MLP: they keep the pair
-    d = estimate_time(DSV3, TR, H100, _dsv3(), memory_note=False).breakdown_s["tp_comm"]
-    d1 = estimate_time(DSV3, TR, H100, _dsv3(etp=1), memory_note=False).breakdown_s["tp_comm"]
-    assert d1 == pytest.approx(d, rel=1e-9)
+    from trainsizer.estimate.step_time import _moe_tp_collectives, _step
+
+    skip, routed = _moe_tp_collectives(_step(QWEN, TR, H100, _qwen(etp=1), None, None, None))
+    assert float(skip) == pytest.approx(2.0) and float(routed) == 0.0  # every layer MoE: fwd + bwd pair, no routed
+    # DeepSeek-V3's shared experts are a dense TP MLP: they keep the pair (no skip) under either dispatcher
+    for dispatcher in ("alltoall", "flex"):
+        skip, routed = _moe_tp_collectives(_step(DSV3, TR, H100, _dsv3(etp=1, moe_dispatcher=dispatcher), None, None,
+                                                 None))
+        assert float(skip) == 0.0 and float(routed) == 0.0
+
+
+def test_etp_tp_gathers_the_routed_copies_over_the_expert_tp_group_under_alltoall():
+    """Megatron-Core's alltoall dispatcher at etp = tp all-gathers the received routed copies (tokens x top-k x h) over
+    the expert-TP group and reduce-scatters the experts' output: top-k times the dense MLP's pair."""
+    tp = {etp: estimate_time(QWEN, TR, H100, _qwen(etp=etp, moe_dispatcher="alltoall"), memory_note=False)
+          .breakdown_s["tp_comm"] for etp in (1, 2)}
+    # etp 1: the attention's pair only; etp 2: + the routed pair, 8 copies a token (about 8 x the attention's)
+    assert 5.0 < (tp[2] - tp[1]) / tp[1] < 9.0
+    d = {etp: estimate_time(DSV3, TR, H100, _dsv3(etp=etp, moe_dispatcher="alltoall"), memory_note=False)
+         .breakdown_s["tp_comm"] for etp in (1, 2)}
+    assert d[2] > 2.0 * d[1]  # shared experts' pair at both, the routed copies' on top at etp 2
+
+
+def test_etp_tp_under_flex_dispatches_over_the_tp_x_ep_group():
+    """The flex dispatcher (DeepEP / HybridEP) at etp = tp sends each token to every expert-TP rank of its experts over
+    the TP x EP group: no expert-TP collective, a larger all-to-all."""
+    runs = {etp: estimate_time(QWEN, TR, H100, _qwen(etp=etp, moe_dispatcher="flex"), memory_note=False).breakdown_s
+            for etp in (1, 2)}
+    assert runs[2]["tp_comm"] == pytest.approx(runs[1]["tp_comm"], rel=1e-9)
+    assert runs[2]["ep_comm"] > 1.5 * runs[1]["ep_comm"]  # 2 copies a rank, and the group of 16 leaves the node
 
 
 def test_expert_gemms_run_at_the_etp_shard():

@@ -982,7 +982,8 @@ def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
                                                       k.nvls_allreduce_gain, m_tp), t_ar)
     sac_gathers = (x.rc == 1) & np.asarray(x.fw.selective_op_policy) & x.sp
     fwd, bwd = _tp_collectives_per_pass(x)
-    tp_per_layer = (fwd * (1.0 + x.full_share) + bwd + 1.0 * sac_gathers - _etp1_moe_collectives(x)) * t_layer
+    moe_skip, moe_routed = _moe_tp_collectives(x)
+    tp_per_layer = (fwd * (1.0 + x.full_share) + bwd + 1.0 * sac_gathers - moe_skip) * t_layer + moe_routed
     if np.any(x.fw.tp_comm_overlap):  # hidden part still slows the GEMMs it overlaps (SM/HBM interference)
         tp_per_layer = tp_per_layer * _when(x.fw.tp_comm_overlap,
                                             1.0 - k.tp_overlap_fraction * (1.0 - k.overlap_interference), 1.0)
@@ -1053,17 +1054,42 @@ def _sp_layout_copies(x: _Step) -> np.ndarray:
     return np.where(on, compute.stream_time(nbytes, x.r, kernels=copies), 0.0)
 
 
-def _etp1_moe_collectives(x: _Step) -> Any:
-    """TP all-reduce-equivalents per average layer that an MoE layer without shared experts skips at expert TP 1
-    under sequence parallelism: its tokens stay split over the TP ranks through router, dispatch, experts and combine
-    (Megatron-Core's expert grid: the EP group spans the TP ranks, no expert-TP gather of the received tokens,
-    moe/token_dispatcher.py), so the MLP branch's all-gather / reduce-scatter pair, forward (again under full
-    recompute) and backward, is not run. Shared experts are a dense TP MLP and keep it."""
+def _moe_tp_collectives(x: _Step) -> tuple[Any, Any]:
+    """(TP all-reduce-equivalents per average layer that the MoE layers do not run on their tokens x hidden, seconds
+    per average layer of the routed tokens' expert-TP collectives) under sequence parallelism, where the dense count
+    (`_tp_collectives_per_pass`) gives each MoE layer's MLP branch an all-gather / reduce-scatter pair of tokens x
+    hidden, forward (again under full recompute) and backward. Shared experts are a dense TP MLP and keep theirs.
+    - Expert TP 1: the tokens stay split over the TP ranks through router, dispatch, experts and combine (the EP
+      group spans the TP ranks), so no pair for the routed experts.
+    - Megatron-Core at expert TP > 1 (PerfStyle.moe_host_sync), alltoall dispatcher: after the EP all-to-all each
+      rank all-gathers the received routed copies over the expert-TP group, and reduce-scatters the experts' output
+      before the combine (moe/token_dispatcher.py MoEAlltoAllTokenDispatcher.dispatch_postprocess:
+      gather_from_sequence_parallel_region(global_input_tokens, group=self.tp_group), combine_preprocess:
+      reduce_scatter_to_sequence_parallel_region; tp_group = the expert-TP group; Megatron-LM d98e8a6): the pair
+      moves tokens x etp / tp x top-k (x the capacity factor on the busiest rank) x hidden, 16-bit, over etp ranks
+      (the expert grid's fastest dimension), instead of tokens x hidden.
+    - Megatron-Core at expert TP > 1, flex dispatcher (DeepEP / HybridEP): no expert-TP collective; the dispatch
+      goes over the TP x EP group to every expert-TP rank of a token's experts (MoEFlexTokenDispatcher:
+      group=tp_ep_group, router_topk=tp_size x topk), timed in `_ep_comm`.
+    Other frameworks at expert TP > 1 keep the dense count."""
     m = x.model
-    if not m.is_moe or m.shared_expert_ffn or m.parallel_residual:
-        return 0.0
-    skip = (x.et <= 1.0) & (x.t > 1.0) & x.sp
-    return np.where(skip, (2.0 + x.full_share) * m.moe_layer_count / m.layers, 0.0)
+    if not m.is_moe or m.parallel_residual:
+        return 0.0, 0.0
+    on = (x.t > 1.0) & x.sp
+    passes = (2.0 + x.full_share) * m.moe_layer_count / m.layers
+    mcore = np.asarray(x.fw.moe_host_sync, bool)
+    split = x.et > 1.0
+    alltoall = moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t)
+    # the routed experts' own pair goes at etp 1, and with Megatron-Core at etp > 1 (replaced below or by the flex
+    # dispatch); without shared experts the MoE layer's MLP branch then has no tokens x hidden pair at all
+    drop = on & (~split | mcore) & (not m.shared_expert_ffn)
+    k_et = comm.ranks_per_domain(x.et, 1.0, x.domain)
+    m_et = comm.zone_members(x.et, 1.0, x.system)
+    copies = m.experts_per_token * x.training.moe_capacity_factor
+    routed_bytes = x.tok * (x.et / x.t) * copies * m.hidden * x.act
+    pair = comm.all_reduce_time(routed_bytes, x.et, k_et, x.r, x.system, 1.0, m_et)
+    routed = np.where(on & split & mcore & alltoall, passes * pair, 0.0)
+    return np.where(drop, passes, 0.0), routed
 
 
 def _tp_collectives_per_pass(x: _Step) -> tuple[Any, Any]:
@@ -1334,9 +1360,6 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
     model = x.model
     if not model.is_moe:
         return np.zeros_like(like)
-    # the EP group's ranks lie expert-TP x CP apart (Megatron-Core's expert grid: tp-ep-dp-pp with tp = the expert TP)
-    k_ep = comm.ranks_per_domain(x.e, x.et * x.c, x.domain)
-    m_ep = comm.zone_members(x.e, x.et * x.c, x.system)
     seq_share = np.where(x.sp, 1.0 / x.t, 1.0)
     # the busiest rank receives capacity_factor x the balanced share of routed tokens
     routed = model.experts_per_token * x.training.moe_capacity_factor
@@ -1350,22 +1373,31 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
     host_sync = np.asarray(x.fw.moe_host_sync)
     flex = np.where(host_sync, ~moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t),
                     x.strategy_dispatcher == "flex")
-    routed = np.where(flex, np.minimum(ranks, routed), routed)
+    # Megatron-Core's flex dispatcher at expert TP > 1 sends over the TP x EP group, a token to every expert-TP rank
+    # of its experts (MoEFlexTokenDispatcher: group=tp_ep_group, router_topk=tp_size x topk; `_moe_tp_collectives`)
+    wide = flex & host_sync & (x.et > 1.0)
+    ranks = ranks * np.where(wide, x.et, 1.0)
+    n_ep = np.where(wide, x.e * x.et, x.e)
+    # the EP group's ranks lie expert-TP x CP apart (Megatron-Core's expert grid: tp-ep-dp-pp with tp = the expert TP)
+    stride = np.where(wide, x.c, x.et * x.c)
+    k_ep = comm.ranks_per_domain(n_ep, stride, x.domain)
+    m_ep = comm.zone_members(n_ep, stride, x.system)
+    routed = np.where(flex, np.minimum(ranks, routed * np.where(wide, x.et, 1.0)), routed)
     per_copy = x.tok * seq_share * model.hidden * x.act
 
     def a2a_at(r: Any) -> np.ndarray:
-        a2a = comm.all_to_all_time(per_copy * routed, x.e, k_ep, r, x.system, m_ep)
-        if not np.any(flex & (x.e > k_ep)):
+        a2a = comm.all_to_all_time(per_copy * routed, n_ep, k_ep, r, x.system, m_ep)
+        if not np.any(flex & (n_ep > k_ep)):
             return a2a
         # across domains they forward (DeepEP internode normal kernels, HybridEP): a token crosses the network once
         # to each remote domain holding one of its experts (expected count for balanced routing, the experts split
         # evenly over the group's domains; DeepEP get_dispatch_layout num_tokens_per_rdma_rank), then NVLink carries
         # it to the ranks there: every rank copy but the receiver's own crosses NVLink once
-        domains = np.maximum(x.e / k_ep, 1.0)
+        domains = np.maximum(n_ep / k_ep, 1.0)
         remote = _ranks_per_token(x, domains) * (domains - 1.0) / domains
         fwd = comm.forwarded_all_to_all_time(per_copy * remote * x.training.moe_capacity_factor,
-                                             per_copy * ranks * (k_ep - 1.0) / k_ep, x.e, k_ep, r, x.system, m_ep)
-        return np.where(flex & (x.e > k_ep), fwd, a2a)  # inside one domain: the plain all-to-all, as the scalar path
+                                             per_copy * ranks * (k_ep - 1.0) / k_ep, n_ep, k_ep, r, x.system, m_ep)
+        return np.where(flex & (n_ep > k_ep), fwd, a2a)  # inside one domain: the plain all-to-all, as the scalar path
 
     a2a = a2a_at(x.r)
     # the PyTorch-native stacks' flex is DeepEP itself: its normal kernels at their measured rates (deepep_rates)
