@@ -325,3 +325,30 @@ def test_fused_gradient_accumulation_is_the_megatron_default_and_a_job_option_me
            "hardware": {"accelerator": "h100-sxm-80gb", "count": 8},
            "strategy": {"tp": 2, "gradient_accumulation_fusion": False, "framework": "megatron"}}
     _assert_yes_no_option(job, "gradient_accumulation_fusion", False)
+
+
+def test_grad_bucket_params_is_a_job_option_and_small_buckets_pay_the_ring_latency_per_bucket():
+    """Each gradient bucket is its own reduce-scatter (and parameter all-gather) of n - 1 ring steps: Megatron-Core
+    sizes buckets max(4e7, 1e6 x DP) since 0fda386c (2024-04-11) so their count falls as DP grows; a job that states
+    the old 4e7 (or its --ddp-bucket-size) pays more latency the more ranks it has."""
+    m = llama8b()
+    tr = Training(seq_len=4096, global_batch_seqs=1024)
+
+    def dp_s(dp: int, **kw) -> float:
+        st = Strategy(tp=8, dp=dp, micro_batch=1, distributed_optimizer=True, framework="megatron-core", **kw)
+        return estimate_time(m, tr, h100_cluster(8 * dp), st).breakdown_s["dp_comm"]
+
+    assert dp_s(256, grad_bucket_params=256e6) == pytest.approx(dp_s(256))  # the default, stated
+    fixed = [dp_s(dp, grad_bucket_params=4e7) for dp in (64, 128, 256)]
+    scaled = [dp_s(dp) for dp in (64, 128, 256)]
+    assert all(f >= d for f, d in zip(fixed, scaled, strict=True))
+    assert fixed[2] - fixed[0] > scaled[2] - scaled[0]  # fixed buckets: the latency grows with the ranks
+    job = {"model": "llama-3.1-8b", "data": {"tokens": 1e9}, "seq_len": 4096, "global_batch": {"sequences": 64},
+           "hardware": {"accelerator": "h100-sxm-80gb", "count": 16, "network": "ib-ndr400"},
+           "strategy": {"tp": 8, "distributed_optimizer": True, "framework": "megatron-core",
+                        "grad_bucket_params": 4e7}}
+    sc = resolve_job(job, load_catalog())
+    assert sc.strategy.grad_bucket_params == 4e7
+    assert sc.summary()["strategy"]["grad_bucket_params"] == 4e7
+    with pytest.raises(SpecError, match="grad_bucket_params"):
+        resolve_job({**job, "strategy": {**job["strategy"], "grad_bucket_params": 0}}, load_catalog())

@@ -265,6 +265,8 @@ class Strategy:
     # gradient reduction overlapped with the backward (None = the style's); False = after the last backward
     # (Megatron-LM local DDP before Megatron-Core's --overlap-grad-reduce; DeepSpeed ZeRO-0 / 1)
     grad_reduce_overlap: Any = None
+    # parameters per gradient bucket (Megatron-Core --ddp-bucket-size; None = the style's: step_time._dp_comm_replicated)
+    grad_bucket_params: Any = None
     # Megatron gradient_accumulation_fusion (None = the style's): False = each micro-batch's 16-bit weight gradient
     # added into the fp32 main gradient by its own kernel (step_time._hp_grad_accum); True = fused into the wgrad GEMM
     gradient_accumulation_fusion: Any = None

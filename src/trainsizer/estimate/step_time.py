@@ -308,6 +308,10 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
     if overlap is not None:  # reduced in backward hooks at every ZeRO stage, or after the last backward
         changes["dp_overlap"] = bool(overlap)
         changes["dp_overlap_min_zero"] = 0.0
+    bucket = getattr(strategy, "grad_bucket_params", None)
+    if bucket is not None:  # the job's bucket size, as given: Megatron-Core scales it with DP only when unset
+        changes["grad_bucket_params"] = float(bucket)
+        changes["grad_bucket_params_per_dp_rank"] = 0.0
     if getattr(strategy, "attention_kernel", None) is not None:
         changes["attention_kernel"] = str(strategy.attention_kernel)
     if getattr(strategy, "cp_repeat_kv", None) is not None:

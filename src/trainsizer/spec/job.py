@@ -329,6 +329,10 @@ class StrategySpec(_Strict):
     # gradient reduction overlapped with the backward; false = reduced after the last micro-batch's backward
     # (Megatron-LM's local DDP before --overlap-grad-reduce, 2020 - mid-2023; DeepSpeed ZeRO-0 / 1)
     grad_reduce_overlap: bool | None = None
+    # parameters per gradient bucket, each its own collective (Megatron-Core --ddp-bucket-size / DDP bucket_size,
+    # DeepSpeed reduce_bucket_size); null = the framework's default (Megatron-Core since 2024-04: max(4e7, 1e6 x
+    # DP), 4e7 before)
+    grad_bucket_params: float | None = Field(None, ge=1e5, le=1e12)
     # Megatron's gradient_accumulation_fusion: true = the weight-gradient GEMM accumulates into the fp32 main
     # gradient; false = each micro-batch's 16-bit weight gradient is added into it by a separate kernel
     # (--no-gradient-accumulation-fusion; nanotron's accumulate_grad_in_fp32); null = the framework's default
