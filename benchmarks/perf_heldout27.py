@@ -22,10 +22,12 @@
   dispatcher (from 26.04: flex where moe_flex_dispatcher_backend is set, else alltoall, utils/overrides.py
   set_workload_base_configs; at r0.3.0 each model's perf function sets it: DeepSeek-V3 and Qwen3 30B-A3B flex, Qwen3
   235B-A22B flex on GB300 / GB200 and alltoall elsewhere, GPT-OSS the recipe's alltoall), moe_a2a_overlap and
-  fp8_dot_product_attention. What the rows cannot state is in the `assumed` column (partial CUDA graphs, DeepSeek-V3's
-  pp_layout, cutedsl_fused_grouped_mlp, 405B NVFP4's parameter-gather overlap switched off on GB200 under 26.04.01,
-  MXFP8's fp8_output_proj under v0.5.1, the DGX-B300 network); the two 26.06.01 GPT-OSS lines carry the table's own
-  footnote that they are a known regression.
+  fp8_dot_product_attention, and TE's fused grouped MLP where the config sets cutedsl_fused_grouped_mlp
+  (perf_mbridge26.CUTEDSL_CONFIGS). What the rows cannot state is in the `assumed` column (partial CUDA graphs,
+  DeepSeek-V3's pp_layout, the CuTe DSL kernels' rate, 405B NVFP4's parameter-gather overlap switched off on GB200 under
+  26.04.01, MXFP8's fp8_output_proj under v0.5.1, the DGX-B300 network); the two 26.06.01 GPT-OSS lines carry the
+  table's own footnote that they are a known regression (cudnn-frontend issue 256, the CuTe DSL grouped MLP's dGLU
+  backward; not modelled: they are the 26.06 lines' jobs, docs/known-gaps.md 41 (6)).
 - MLPerf Training v5.1 closed submissions on NVIDIA's implementation by other submitters, not in perf_mlperf.py or
   perf_heldout26.py (benchmarks/data/heldout_2026c_mlperf_nvidia.csv, 25 v5.1 rows and 8 v5.0 rows below, the columns of
   heldout_2026b_mlperf_nvidia.csv, built by perf_heldout26.mlperf_nvidia_job): Llama 2 70B LoRA FP8 by University of

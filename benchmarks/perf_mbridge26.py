@@ -19,9 +19,11 @@ the images these releases build on are later than pytorch:25.11-py3, which ships
 MXFP8 and off for NVFP4 (training/mixed_precision.py bf16_with_nvfp4_mixed), TP communication overlap off for NVFP4
 (configs/llama/llama3*_llm_pretrain.py: tp_comm_overlap False if nvfp4; the estimator's default under NVFP4 on TE
 styles, step_time._fp4_style), the embedding and loss as pipeline
-layers for Llama 3.1 405B and Qwen3-235B-A22B. What the rows cannot state is in the `assumed` column (DeepSeek-V3's
-pp_layout, cutedsl_fused_grouped_mlp, partial CUDA graphs, the DGX-B300 network). GPT-OSS, Kimi-K2 and Nemotron 3
-have no preset here and are not in the file.
+layers for Llama 3.1 405B and Qwen3-235B-A22B. Where the config sets cutedsl_fused_grouped_mlp the row states TE's
+fused grouped MLP (strategy.moe_fused_grouped_mlp, CUTEDSL_CONFIGS). What the rows cannot state is in the `assumed`
+column (DeepSeek-V3's pp_layout, the CuTe DSL kernels' rate, partial CUDA graphs, the DGX-B300 network). GPT-OSS 120B:
+the 26.06 table's three lines (added 2026-12-03; the 26.04 table's are perf_heldout27's 26.04.01 lines at the same
+layouts); Kimi-K2 and Nemotron 3 have no preset here and are not in the file.
 
 Run: python benchmarks/perf_mbridge26.py
 """
@@ -56,6 +58,33 @@ CUDNN_26 = "9.17"
 # Megatron-Core's default etp = tp (known-gaps 45 (c)).
 ETP_RECIPE = 1
 BLACKWELL = ("GB300", "GB200", "B300", "B200")
+# The workload base configs that set cutedsl_fused_grouped_mlp, read at Megatron-Bridge v0.5.0 (fcbb6031, the 26.06
+# rows) and v0.5.1 (the 26.06.01 rows): every constant of scripts/performance/configs/{deepseek,gpt_oss,qwen}/
+# *_workload_base_configs.py whose cutedsl_fused_grouped_mlp is True (V1 / V2 and the replace()s built on them).
+# utils/overrides.py set_workload_base_configs then sets use_transformer_engine_op_fuser True and
+# moe_mlp_glu_interleave_size 32 and perf_plugins.py NVTE_CUTEDSL_FUSED_GROUPED_MLP=1; at the v0.5.x Megatron-Core pin
+# (Megatron-LM 458c8d0e, experts.py TEGroupedMLP.__init__) the op fuser asserts _is_fused_impl_supported, so these
+# rows ran TE's fused grouped MLP (strategy.moe_fused_grouped_mlp: no eager fc2 bias or clamp; only gpt-oss, with
+# expert biases and a clamped activation, moves). The 26.06.01 table footnotes its GPT-OSS lines as cudnn-frontend
+# issue 256, the regression of that very kernel's dGLU backward: docs/known-gaps.md 41 (6).
+CUTEDSL_CONFIGS = {
+    "v0.5.0": {"DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_V1", "DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V1",
+               "DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_V2", "DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V2",
+               "DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_GBS15360", "GPT_OSS_120B_PRETRAIN_CONFIG_GB300_FP8_MX_V2",
+               "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_FP8_MX_V2", "QWEN3_235B_A22B_PRETRAIN_CONFIG_GB300_FP8_MX_V2",
+               "QWEN3_235B_A22B_PRETRAIN_CONFIG_GB200_FP8_MX_V2", "QWEN3_30B_A3B_PRETRAIN_CONFIG_GB300_FP8_MX_V1",
+               "QWEN3_30B_A3B_PRETRAIN_CONFIG_GB200_FP8_MX_V1", "QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_FP8_MX_V1"},
+    "v0.5.1": {"DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_V2", "DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V2",
+               "GPT_OSS_120B_PRETRAIN_CONFIG_GB300_FP8_MX_V2", "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_FP8_MX_V2",
+               "QWEN3_235B_A22B_PRETRAIN_CONFIG_GB300_FP8_MX_V2", "QWEN3_235B_A22B_PRETRAIN_CONFIG_GB200_FP8_MX_V2",
+               "QWEN3_30B_A3B_PRETRAIN_CONFIG_GB300_FP8_MX_V1", "QWEN3_30B_A3B_PRETRAIN_CONFIG_GB200_FP8_MX_V1"},
+}
+
+
+def fused_grouped_mlp(r: dict[str, str]) -> bool:
+    """Whether the row's config sets cutedsl_fused_grouped_mlp (CUTEDSL_CONFIGS): its recipe_config is 'NAME (tag)'."""
+    name, _, tag = r["recipe_config"].partition(" (")
+    return name in CUTEDSL_CONFIGS.get(tag.rstrip(")"), set())
 
 
 def job(r: dict[str, str]) -> dict:
@@ -77,6 +106,8 @@ def job(r: dict[str, str]) -> dict:
         "fp8_attention": r["fp8_attention"] == "1" or None,
         "cudnn_release": CUDNN_26 if r["system"] in BLACKWELL else None,
     }
+    if fused_grouped_mlp(r):
+        strategy["moe_fused_grouped_mlp"] = True
     if r["moe_dispatcher"]:
         strategy |= {"moe_dispatcher": r["moe_dispatcher"], "moe_a2a_overlap": r["moe_a2a_overlap"] == "1",
                      "etp": ETP_RECIPE}

@@ -57,7 +57,24 @@ def test_every_row_runs_end_to_end_within_the_measured_bounds():
     # rows state their recipes' expert TP 1 (+15.3% at Megatron-Core's default etp = tp; known-gaps 45 (c))
     assert max(rest) < 0.31
     # known gap (docs/known-gaps.md 17 (a)): GPT-OSS 120B on Megatron-Core predicted too fast, +13..+75%
-    assert all(abs(e) < 0.85 for rid, e in err.items() if "gpt_oss" in rid)
+    assert all(abs(e) < 0.85 for rid, e in err.items() if "gpt_oss" in rid and "_26.06.01_" not in rid)
+    # the two 26.06.01 lines run the CuTe DSL grouped MLP (stated) and carry the table's own footnote, the
+    # cudnn-frontend issue 256 dGLU regression, not modelled (docs/known-gaps.md 41 (6)): reached +98.9 / +98.4%
+    regressed = [e for rid, e in err.items() if "gpt_oss" in rid and "_26.06.01_" in rid]
+    assert len(regressed) == 2 and all(0.5 < e < 1.1 for e in regressed)
+
+
+def test_regressed_gpt_oss_lines_are_the_26_06_jobs():
+    """The 26.06.01 GPT-OSS lines ran the 26.06 lines' config (GPT_OSS_120B_PRETRAIN_CONFIG_*_FP8_MX_V2 unchanged
+    from v0.5.0 to v0.5.1): the same job, the same prediction; the measured ratio (0.61 / 0.63) is the release's
+    regression alone."""
+    import perf_mbridge26 as mb
+
+    new = {r["system"]: r for r in ph.rows() if r["release"] == "26.06.01" and "gpt_oss" in r["id"]}
+    old = {r["system"]: r for r in mb.rows() if r["release"] == "26.06" and "gpt_oss" in r["id"] and r["system"] in new}
+    assert set(new) == set(old) == {"GB300", "GB200"}
+    for s in new:  # perf_heldout27 builds its rows with perf_mbridge26.job
+        assert mb.job(new[s]) == mb.job(old[s]), s
 
 
 def test_no_measured_run_is_refused_or_predicted_not_to_fit():
