@@ -83,7 +83,7 @@ CUTEDSL_CONFIGS = {
 
 def fused_grouped_mlp(r: dict[str, str]) -> bool:
     """Whether the row's config sets cutedsl_fused_grouped_mlp (CUTEDSL_CONFIGS): its recipe_config is 'NAME (tag)'."""
-    name, _, tag = r["recipe_config"].partition(" (")
+    name, _, tag = r.get("recipe_config", "").partition(" (")
     return name in CUTEDSL_CONFIGS.get(tag.rstrip(")"), set())
 
 
