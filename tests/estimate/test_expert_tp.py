@@ -128,3 +128,25 @@ def test_expert_gemms_run_at_the_etp_shard():
     lt_1 = compute.layer_times(shapes, 4096, x.r, etp=1, **kw)
     # the same FLOPs at other shapes (M / 2, N x 2): a different time, neither zero nor double
     assert lt_1.fwd != lt_tp.fwd and 0.5 < lt_1.fwd / lt_tp.fwd < 2.0
+
+
+def _acts(model, **kw) -> float:
+    return estimate_memory(model, TR, H100, Strategy(**kw), check=False).items_bytes["layer_activations"]
+
+
+def test_routed_slots_keep_their_hidden_wide_items_per_expert_tp_rank():
+    """Megatron-Core at etp > 1: a GPU keeps the routed slots of its expert-TP group (tokens x top-k x etp / tp), with
+    their hidden-wide expert input, routing weight and dispatch map whole; the expert-wide items split over etp."""
+    mc = dict(tp=2, dp=512, ep=8, distributed_optimizer=True, framework="megatron-core")
+    base = _acts(QWEN, etp=1, recompute="none", **mc)
+    delta = _acts(QWEN, etp=2, recompute="none", **mc) - base
+    assert delta > 0.05 * base
+    # the moe_act recompute drops an expert-wide item (fc2's input): the same delta; "moe" checkpoints the layer: none
+    sel = dict(recompute="selective", **mc)
+    act = {etp: _acts(QWEN, etp=etp, recompute_modules=("moe_act",), **sel) for etp in (1, 2)}
+    assert act[2] - act[1] == pytest.approx(delta, rel=1e-6)
+    moe = {etp: _acts(QWEN, etp=etp, recompute_modules=("moe",), **sel) for etp in (1, 2)}
+    assert moe[2] == pytest.approx(moe[1], rel=1e-12)
+    # torchtitan (its own EP, not Megatron-Core's dispatcher): unchanged
+    titan = dict(tp=2, dp=512, ep=8, zero=3, recompute="none", framework="torchtitan")
+    assert _acts(QWEN, etp=2, **titan) == pytest.approx(_acts(QWEN, etp=1, **titan), rel=1e-12)

@@ -380,7 +380,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     n_sched = pipeline.schedule_micro_batches(n_micro, mb, getattr(strategy, "local_batch", None))
     sp_div = np.where((t > 1) & (s["sequence_parallel"] > 0), t, 1.0)
     upcast_w, (dense_b, moe_b, dense_none, moe_none) = _saved_layer_bytes(
-        model, training, strategy, options, pre, name, mega, titan, rec, tokens, sp_div, t)
+        model, training, strategy, options, pre, name, mega, titan, rec, tokens, sp_div, t, s["etp"])
     # DeepSpeed's bf16 / fp16 engine casts the module to 16 bit (engine.py _configure_distributed_model:
     # module.bfloat16()) and runs no autocast: no fp32 head to cast
     head_cast = training.method == "qlora" and _kbit_upcast(strategy, name)[1] and name != "deepspeed"
@@ -450,12 +450,13 @@ def _shard_divisors(s: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[int, tup
 
 def _saved_layer_bytes(model: ModelArch, training: Training, strategy: Strategy, options: MemoryOptions, pre: _Pre,
                        name: str, mega: np.ndarray, titan: np.ndarray, rec: np.ndarray, tokens: np.ndarray,
-                       sp_div: np.ndarray, t: np.ndarray) -> tuple[bool, tuple[Any, Any, Any, Any]]:
+                       sp_div: np.ndarray, t: np.ndarray, et: Any = None) -> tuple[bool, tuple[Any, Any, Any, Any]]:
     """(QLoRA fp32 upcast of the non-quantised weights, per-layer saved bytes of one micro-batch: dense and MoE
-    with the chosen recompute, and without it), with the fp32 residual checkpoint and torchtitan's extras."""
+    with the chosen recompute, and without it), with the fp32 residual checkpoint and torchtitan's extras. `et`: the
+    routed experts' TP degree (None = t)."""
     upcast_w, upcast_res = _kbit_upcast(strategy, name)
     dense_b, moe_b, dense_none, moe_none = _layer_bytes(model, training, strategy, options, pre, name, mega, titan,
-                                                        rec, tokens, sp_div, t)
+                                                        rec, tokens, sp_div, t, et)
     residual = _fp32_residual_checkpoint(model, training, upcast_res, mega, rec, tokens / sp_div)
     dense_b, moe_b = dense_b + residual, moe_b + residual
     if np.any(titan):
@@ -521,13 +522,19 @@ def _fp8_transpose_bytes(strategy: Strategy, training: Training | None = None, a
 
 def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, options: MemoryOptions, pre: _Pre,
                  name: str, mega: np.ndarray, titan: np.ndarray, rec: np.ndarray, tokens: np.ndarray,
-                 sp_div: np.ndarray, t: np.ndarray) -> tuple[Any, Any, Any, Any]:
+                 sp_div: np.ndarray, t: np.ndarray, et: Any = None) -> tuple[Any, Any, Any, Any]:
     """Per-layer bytes of one micro-batch per strategy: (dense, MoE) with the chosen recompute (Megatron's
     selective re-running strategy.recompute_modules where given), and (dense, MoE) without it (the
-    full-recompute working set); strategy.norm_kernel applied."""
+    full-recompute working set); strategy.norm_kernel applied.
+    Routed token-slots: tokens x top-k / t a GPU, each slot's items as saved (expert TP 1: a TP rank dispatches its
+    own 1 / t of the tokens, its experts whole). With Megatron-Core at expert TP et > 1 a GPU receives tokens x top-k
+    x et / t slots (its expert-TP group's, all-gathered by the alltoall dispatcher or sent to every expert-TP rank by
+    the flex one: step_time._moe_tp_collectives), and keeps their full-width items -- the experts' hidden-wide input,
+    the routing weight and the dispatch map (`_routed_unsplit`) -- while the expert-wide ones split over et."""
     seq = training.peak_row_tokens  # seq_len, or the longest unpacked sample (Training.peak_row_tokens)
     # routed token-slots on the busiest GPU: top-k x capacity factor (Training.moe_capacity_factor)
     k = float(model.experts_per_token or 0) * float(training.moe_capacity_factor)
+    et_over = np.maximum(np.asarray(t if et is None else et, float), 1.0)  # slots a GPU keeps, over expert TP 1
     # (profile, recompute) item set per strategy: row 3*profile + recompute of a 9-row table (row 6: zeros,
     # for recompute codes outside 0..2, which validate rejects)
     # row 7: torchtitan's per-op selective AC (its "selective"); row 8: DeepSeek-V3's (deepseek-dualpipe)
@@ -548,7 +555,8 @@ def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, optio
         s2 += [r.s2 for r in extra]
         sp_c = np.array([r.sp for r in sets + extra])
         rest = np.array([r.tp + r.routed * k + s2_r * seq for r, s2_r in zip(sets + extra, s2, strict=True)])
-        return tokens * (sp_c[rows] / sp_div + rest[rows] / t)
+        gathered = np.array([_routed_unsplit(r) * k for r in sets + extra])[rows] * np.where(mega, et_over - 1.0, 0.0)
+        return tokens * (sp_c[rows] / sp_div + (rest[rows] + gathered) / t)
 
     # strategy.norm_kernel: the two layer norms save what that kernel saves instead of the profile's, where the
     # item set keeps them (no recompute, Megatron / HF selective) and in the working set
@@ -579,6 +587,17 @@ def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, optio
         moe_b = moe_b + np.where(~mega & (row <= 1), tokens * k * np.where(row == 1, keep[1], keep[0]) / t, 0.0)
         moe_none = moe_none + np.where(~mega, tokens * k * full / t, 0.0)
     return dense_b, moe_b, dense_none, moe_none
+
+
+# per-slot items of the routed experts not split by expert TP (activations._moe_mlp): the hidden-wide expert input
+# (fc1's saved input), the routing weight and the dispatch map
+_UNSPLIT_SLOT_ITEMS = ("routed_expert_input_per_slot", "routed_routing_weight_per_slot",
+                       "routed_dispatch_indices_per_slot")
+
+
+def _routed_unsplit(items: LayerItems) -> float:
+    """Bytes per routed token-slot of `items` that expert TP does not split (_UNSPLIT_SLOT_ITEMS, as kept)."""
+    return float(sum(items.detail.get(key, 0.0) for key in _UNSPLIT_SLOT_ITEMS))
 
 
 @lru_cache(maxsize=64)
