@@ -19,7 +19,8 @@ benchmarks/data/heldout_models.yaml (with their sources). Sources, by what they 
 - GPT-NeoX-20B (EleutherAI, 96 A100-40GB, TP 2 x PP 4, ZeRO-1, no flash attention): its 117 TFLOP/s per GPU.
 - NeMo AutoModel (PyTorch FSDP2 + EP with DeepEP, TE kernels, H100 BF16): DeepSeek-V3 on 256 / 1,024 GPUs, Kimi K2,
   Qwen3-30B-A3B, gpt-oss 20B / 120B (sliding-window attention on half the layers), Llama 3.1 70B with CP 2 -- MoE on a PyTorch-native stack, none of it in the dev set; its
-  forced-balance gate's round-robin routing is a job field (`moe_routing=round-robin` in strategy_extra).
+  forced-balance gate (FakeBalancedGate: round-robin experts, no gate GEMM) is a job field (`moe_routing=fake-balanced`
+  in strategy_extra).
 - OLMo-core (AI2; HSDP + torch.compile, BF16 and torchao float8; OLMo 2 1B / 7B / 13B, Llama 3 8B) on H100.
 - NeMo long-sequence tables: Llama 2 7B FP8 on H100 (NeMo 24.03) and Llama 3 8B FP8 on B200 (NeMo 25.04), 4K-1M
   tokens with CP up to 32, in NeMo's model-FLOPs formula (`nemo_tflops_per_gpu`: non-causal attention, as NeMo

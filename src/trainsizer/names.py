@@ -64,8 +64,11 @@ MOE_DISPATCHERS = ("auto", "alltoall", "flex")
 # moe_router_force_load_balancing (random logits, moe_utils.apply_random_logits); round-robin = token i takes experts
 # k i ... k i + k - 1 (mod E), consecutive experts on as few ranks as possible: the forced-balance gates of NeMo
 # AutoModel (FakeBalancedGate, backend fake_balanced_gate) and torchtitan (debug moe_force_load_balance), which their
-# published benchmarks run.
-MOE_ROUTINGS = ("random", "round-robin")
+# published benchmarks run. torchtitan's still runs the gate GEMM and gathers the scores of the experts it assigns
+# (TokenChoiceTopKRouter._debug_force_load_balance_routing); AutoModel's FakeBalancedGate computes no logits at all
+# (components/moe/layers.py: torch.arange(tokens x k) % E and uniform weights, at 89e3a9fdd, 8d9bfb90e, bb0c0bfb0):
+# fake-balanced = the round-robin experts with no router GEMM.
+MOE_ROUTINGS = ("random", "round-robin", "fake-balanced")
 # Fused attention kernel generation (perf_constants.yaml `attention`): fa1 = FlashAttention v1 (2022 - mid-2023
 # stacks), fa2 = FlashAttention-2, triton = the 2022 FlashAttention in Triton (flash_attn_triton.py on triton-pre-mlir:
 # llm-foundry's attn_impl triton, 2023), native = cuDNN fused attention / FlashAttention-3 on Hopper and later.

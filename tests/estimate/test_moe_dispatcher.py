@@ -223,6 +223,21 @@ def test_routing_pattern_changes_only_a_deepep_dispatch():
     assert "training.moe_routing" in str(err.value) and "round-robin" in str(err.value)
 
 
+def test_fake_balanced_gate_runs_no_router_gemm():
+    """NeMo AutoModel's FakeBalancedGate (moe_routing fake-balanced) gives the round-robin experts without computing
+    logits: the dispatch is round-robin's, the step loses the gate GEMM's time, and no E-wide fp32 probabilities are
+    saved for backward."""
+    from trainsizer.estimate.memory import memory_per_gpu_bytes
+
+    m, s = mixtral().with_(experts=64, experts_per_token=8, expert_ffn=1792), h100_cluster(64)
+    st = Strategy(dp=64, ep=16, zero=3, framework="torchtitan", moe_dispatcher="flex", recompute="none")
+    rr, fake = (dataclasses.replace(TR, moe_routing=r) for r in ("round-robin", "fake-balanced"))
+    t_rr, t_fake = (estimate_time(m, t, s, st) for t in (rr, fake))
+    assert t_fake.breakdown_s["ep_comm"] == t_rr.breakdown_s["ep_comm"]
+    assert t_fake.step_s < t_rr.step_s
+    assert memory_per_gpu_bytes(m, fake, s, st)[0] < memory_per_gpu_bytes(m, rr, s, st)[0]
+
+
 @pytest.mark.parametrize("dispatcher", ["alltoall", "flex"])
 def test_full_iteration_graph_runs_the_moe_layer_sync_free(dispatcher):
     """A full-iteration CUDA graph cannot hold a host sync (Megatron-Bridge v0.5.0 set_full_iter_cg_configs: a static

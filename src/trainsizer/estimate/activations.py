@@ -382,7 +382,8 @@ def _moe_mlp(x: _Layer, out: _Saved) -> None:
     if x.training.trains_base_weights or x.W("gate_proj") or x.W("up_proj"):
         d["mlp_input"] = g * h
         out.sp += g * h
-    d["router_probs_fp32"] = 4 * E
+    # NeMo AutoModel's FakeBalancedGate (moe_routing fake-balanced) computes no scores: no E-wide probabilities
+    d["router_probs_fp32"] = 0 if x.training.moe_routing == "fake-balanced" else 4 * E
     d["router_topk_indices"] = 8 * k
     out.sp += d["router_probs_fp32"] + d["router_topk_indices"]
     per_slot: dict[str, float] = {}

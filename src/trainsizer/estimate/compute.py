@@ -257,7 +257,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                 recompute_modules: tuple[str, ...] | None = None, flash_head_pad: Any = 1.0,
                 full_recompute_share: Any = 1.0, sequence_first: Any = False,
                 fp8_gathered_casts: Any = 0.0, block_tiles: tuple[Any, Any] = (0.0, 0.0),
-                rate_length: Any = 0.0, moe_passes: tuple[Any, Any, Any] | None = None, etp: Any = None) -> LayerTimes:
+                rate_length: Any = 0.0, moe_passes: tuple[Any, Any, Any] | None = None, etp: Any = None,
+                router_gemm: bool = True) -> LayerTimes:
     """Compute seconds of one average decoder layer per micro-batch on one GPU.
 
     `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast. `moe_capacity_factor`: tokens
@@ -289,6 +290,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     None = `elementwise_passes` for all three (the dense layer's ratio).
     `etp`: the routed experts' TP degree (Strategy.etp resolved); None = tp. The experts run at that shard's shapes
     on tok x etp / tp routed tokens (`_moe_layer`).
+    `router_gemm`: the MoE gate computes its logits (False: NeMo AutoModel's FakeBalancedGate, Training.moe_routing
+    "fake-balanced", assigns experts without a GEMM).
     """
     t = np.asarray(tp, float)
     et = t if etp is None else np.maximum(np.asarray(etp, float), 1.0)
@@ -311,7 +314,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                                    elementwise_passes=elementwise_passes, fp8_weight_casts=fp8_weight_casts,
                                    moe_passes=moe_passes,
                                    moe_capacity_factor=moe_capacity_factor, recompute_modules=recompute_modules,
-                                   full_recompute_share=full_recompute_share, ce_unfused_fp32=ce_unfused_fp32)
+                                   full_recompute_share=full_recompute_share, ce_unfused_fp32=ce_unfused_fp32,
+                                   router_gemm=router_gemm)
     fwd_sum = shapes.n_dense * (d.fwd_gemm + a_fwd + d.fwd_ew)
     bwd_sum = shapes.n_dense * (d.bwd_gemm + a_bwd + 2.0 * (d.fwd_ew - d.cast_fwd) + d.cast_bwd)
     recomp_full_sum = shapes.n_dense * (d.fwd_gemm + a_fwd + d.fwd_ew)
@@ -322,7 +326,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
         moe_g, moe_ew, m_fwd_l, m_bwd_l = _moe_layer(
             shapes, tok, t, e, rates, et=et, g_attn=d.g_attn, b_attn=d.b_attn, a_fwd=a_fwd, a_bwd=a_bwd, weights=weights,
             attn_w=d.attn_w, ew_fwd_common=moe_common_ew, act_passes=moe_passes[1:],
-            fp8_weight_casts=fp8_weight_casts, moe_capacity_factor=moe_capacity_factor)
+            fp8_weight_casts=fp8_weight_casts, moe_capacity_factor=moe_capacity_factor, router_gemm=router_gemm)
         fwd_sum = fwd_sum + shapes.n_moe * m_fwd_l
         bwd_sum = bwd_sum + shapes.n_moe * m_bwd_l
         recomp_full_sum = recomp_full_sum + shapes.n_moe * m_fwd_l
@@ -341,7 +345,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
 
 def _hybrid_layer_times(shapes: ModelShapes, d: _DenseParts, a_fwd, a_bwd, tok, t, e, rates: Rates, rc, *,
                         weights: bool, sequences, elementwise_passes, fp8_weight_casts, moe_capacity_factor, recompute_modules,
-                        full_recompute_share, ce_unfused_fp32, moe_passes) -> LayerTimes:
+                        full_recompute_share, ce_unfused_fp32, moe_passes, router_gemm: bool = True) -> LayerTimes:
     """`layer_times` of a hybrid model: the average of its layers, each one block with its own norm and residual
     (half of a transformer layer's 11 h element-wise bytes; Megatron-Core MambaLayer / TransformerLayer with one
     submodule): M the Mamba-2 mixer (estimate.mamba.mixer_times), * the attention projections and core (+ RoPE),
@@ -377,7 +381,8 @@ def _hybrid_layer_times(shapes: ModelShapes, d: _DenseParts, a_fwd, a_bwd, tok, 
         _, _, moe_f, moe_b = _moe_layer(
             bare, tok, t, e, rates, g_attn=0.0, b_attn=0.0, a_fwd=0.0, a_bwd=0.0, weights=weights, attn_w=0.0,
             ew_fwd_common=block_ew * (np.asarray(moe_passes[0], float) / np.asarray(elementwise_passes, float)),
-            act_passes=moe_passes[1:], fp8_weight_casts=fp8_weight_casts, moe_capacity_factor=moe_capacity_factor)
+            act_passes=moe_passes[1:], fp8_weight_casts=fp8_weight_casts, moe_capacity_factor=moe_capacity_factor,
+            router_gemm=router_gemm)
     fwd_sum = n_m * mamba_f + n_a * attn_f + n_d * mlp_f + n_e * moe_f
     bwd_sum = n_m * mamba_b + n_a * attn_b + n_d * mlp_b + n_e * moe_b
     a_share = n_a / L
@@ -522,7 +527,7 @@ def _mlp_time(shapes: ModelShapes, up: float, inner: float, tokens, t, rates: Ra
 
 
 def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, et=None, g_attn, b_attn, a_fwd, a_bwd, weights: bool, attn_w,
-               ew_fwd_common, act_passes, fp8_weight_casts, moe_capacity_factor):
+               ew_fwd_common, act_passes, fp8_weight_casts, moe_capacity_factor, router_gemm: bool = True):
     """(GEMM s, element-wise s, forward s, backward s) of one MoE layer: attention as in a dense layer, router,
     routed experts on the busiest GPU, shared expert, token permutation and FP8 casts. `act_passes`: (routed,
     shared) experts' activation traffic relative to the fused count. `et`: the experts' TP degree (None = t): with
@@ -537,9 +542,12 @@ def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, et=None, g_attn,
     tok_e = tok * et / t  # tokens whose routed copies reach this GPU's experts
     # tokens per local expert: balanced routing x capacity factor (the busiest GPU sets the pace)
     m_e = tok_e * shapes.topk / local_exp * moe_capacity_factor
-    # the gate: 16-bit, or fp32 on the CUDA cores (DeepSeek: torch.mm on float32, forward, dgrad and wgrad)
+    # the gate: 16-bit, or fp32 on the CUDA cores (DeepSeek: torch.mm on float32, forward, dgrad and wgrad); none
+    # where the gate assigns experts without logits (`router_gemm` False: AutoModel's FakeBalancedGate)
     g_router, b_router = linear_gemms(tok, shapes.experts, h, rates, weights, linear=False,
                                       flops=rates.fp32_flops if shapes.router_fp32 else 0.0)
+    if not router_gemm:
+        g_router = b_router = 0.0
     g_exp, act_exp, b_exp = _mlp_time(shapes, shapes.expert_up, shapes.expert_ffn, m_e, et, rates,
                                       routed_passes, batch=local_exp, weights=weights)
     g_sh = act_sh = b_sh = 0.0

@@ -70,8 +70,9 @@ class Training:
     # the token permutation and the EP all-to-all on the busiest GPU. A named input, not fitted.
     moe_capacity_factor: float = 1.0
     # Which experts a balanced router gives a token (names.MOE_ROUTINGS): "random" (k distinct experts uniformly) or
-    # "round-robin" (token i: experts k i ... k i + k - 1 mod E, the forced-balance gates of NeMo AutoModel and
-    # torchtitan). Sets how many EP ranks / NVLink domains a DeepEP-style dispatch sends each token to.
+    # "round-robin" (token i: experts k i ... k i + k - 1 mod E, torchtitan's debug force-balance, which still runs the
+    # gate GEMM) or "fake-balanced" (the same experts from NeMo AutoModel's FakeBalancedGate, no gate GEMM). Sets how
+    # many EP ranks / NVLink domains a DeepEP-style dispatch sends each token to, and whether the router GEMM runs.
     moe_routing: str = "random"
     # FP8 scaling recipe (precision fp8 only): "auto" (the accelerator's default: MXFP8 on Blackwell, delayed
     # scaling elsewhere), "delayed", "tensorwise", "rowwise", "mxfp8" (perf_constants.yaml `fp8`).

@@ -690,7 +690,8 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              recompute_modules=x.recompute_modules, full_recompute_share=x.full_share,
                              fp8_gathered_casts=_fp8_tp_gather_share(x),
                              flash_head_pad=compute.flash_head_dim_ratio(*model.head_dims, x.fw.attention_kernel),
-                             block_tiles=tiles, rate_length=rate_length, etp=x.et)
+                             block_tiles=tiles, rate_length=rate_length, etp=x.et,
+                             router_gemm=training.moe_routing != "fake-balanced")
     if x.loss_impl == "chunked-nll":
         lt = dataclasses.replace(lt, head_bwd=lt.head_bwd + _chunked_nll_time(x, lt))
     layer_mb = lt.fwd + lt.bwd
@@ -1219,7 +1220,8 @@ def group_limited_units_per_token(experts: int, topk: int, groups: int, groups_p
 
 def round_robin_groups_per_token(experts: int, topk: int, groups: Any) -> np.ndarray:
     """Distinct groups (EP ranks, or NVLink domains) a token's top-k experts span under round-robin routing (token i
-    takes experts k i ... k i + k - 1 mod E: NeMo AutoModel's FakeBalancedGate, torchtitan's debug force-balance),
+    takes experts k i ... k i + k - 1 mod E: NeMo AutoModel's FakeBalancedGate, torchtitan's debug force-balance;
+    Training.moe_routing round-robin / fake-balanced),
     the experts split evenly in order over `groups`: the mean over one period of the assignment."""
     period = experts // math.gcd(topk, experts)
     ids = ((np.arange(period)[:, None] * topk) + np.arange(topk)[None, :]) % experts
@@ -1232,10 +1234,11 @@ def round_robin_groups_per_token(experts: int, topk: int, groups: Any) -> np.nda
 
 
 def _ranks_per_token(x: _Step, groups: Any) -> np.ndarray:
-    """Distinct groups a token is sent to under the job's routing pattern (Training.moe_routing): round-robin, or the
+    """Distinct groups a token is sent to under the job's routing pattern (Training.moe_routing): round-robin (or
+    fake-balanced, the same experts), or the
     model's router on balanced scores, group-limited where the model limits it (group_limited_units_per_token)."""
     m = x.model
-    if x.training.moe_routing == "round-robin":
+    if x.training.moe_routing in ("round-robin", "fake-balanced"):
         return round_robin_groups_per_token(m.experts, m.experts_per_token, groups)
     return group_limited_units_per_token(m.experts, m.experts_per_token, m.expert_groups, m.expert_groups_per_token,
                                          groups)

@@ -474,8 +474,9 @@ class Job(_Strict):
     # MoE routing imbalance: tokens an expert receives relative to a perfectly balanced router (1.0).
     moe_capacity_factor: float = Field(1.0, gt=0, le=16)
     # which experts a balanced router picks for a token (names.MOE_ROUTINGS): random (a trained router, Megatron-Core's
-    # forced balance) | round-robin (consecutive experts: NeMo AutoModel's fake_balanced_gate, torchtitan's debug
-    # force-balance in their benchmarks); sets how many EP ranks and nodes each token is sent to
+    # forced balance) | round-robin (consecutive experts: torchtitan's debug force-balance, the gate GEMM still run) |
+    # fake-balanced (the same experts from NeMo AutoModel's fake_balanced_gate, which runs no gate GEMM); sets how many
+    # EP ranks and nodes each token is sent to
     moe_routing: MoeRouting = "random"
     goal: Goal = Goal()
     constraints: Constraints = Constraints()
