@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 
 def _ids(out):
@@ -135,3 +136,24 @@ def test_server_nics_slower_than_the_named_network_are_a_risk(blocks):
     assert "ib-ndr400" in risk.mitigation
     same = blocks(hardware={"accelerator": "b200", "network": "ib-ndr400"})
     assert "server_nics_slower_than_fabric" not in {r.id for r in same.risks}
+
+
+@pytest.mark.parametrize(("acc", "precision", "model", "flagged"), [
+    ("mi300x", "fp8", "qwen3-30b-a3b", True),      # FP8 MoE off the SM90 / SM100 kernels' targets
+    ("h100-sxm-80gb", "fp8", "qwen3-30b-a3b", False),  # Hopper: DeepGEMM / DeepEP run there
+    ("mi300x", "bf16", "qwen3-30b-a3b", False),    # BF16: no FP8 MoE kernel needed
+    ("mi300x", "fp8", "llama-3.1-8b", False),      # dense: no expert GEMMs or dispatch
+])
+def test_fp8_moe_off_the_kernels_targets_is_a_named_risk(blocks, acc, precision, model, flagged):
+    """known-gaps 43 (e): a documented risk line (risks.yaml fp8_moe_kernel_parts, sourced to the DeepGEMM / DeepEP
+    READMEs), readable in Chinese; the ranking does not weigh it."""
+    from trainsizer.messages import render
+
+    out = blocks(hardware={"accelerator": acc, "count": 8, "per_node": 8, "network": None}, model=model,
+                 method="pretrain", precision=precision, global_batch={"sequences": 64},
+                 strategy={"tp": 1, "pp": 1, "fsdp": "full", "micro_batch": 1, "recompute": "full"})
+    risk = next((r for r in out.risks if r.id == "fp8_moe_stack_unproven"), None)
+    assert (risk is not None) == flagged
+    if flagged:
+        assert risk.source == "deepgemm_readme" and "SM90 / SM100" in risk.evidence and acc in risk.evidence
+        assert "排序未考虑" in render(risk.evidence_msg.key, "zh", risk.evidence_msg.params)

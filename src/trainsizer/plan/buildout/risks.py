@@ -145,6 +145,21 @@ def _export(c: Ctx) -> Risk | None:
     return None
 
 
+def _fp8_moe_stack(c: Ctx) -> Risk | None:
+    """FP8 training of an MoE model on a part outside the FP8 MoE kernels' targets (risks.yaml
+    fp8_moe_kernel_parts: DeepGEMM / DeepEP run on NVIDIA SM90 / SM100): the estimate times its expert GEMMs and
+    dispatch as if an equivalent stack ran there, which no published run on the part shows. A risk line only: the
+    search and ranking do not weigh it (docs/known-gaps.md 43 (e))."""
+    b = c.b
+    parts = rules.rule("risks", "fp8_moe_kernel_parts")
+    acc = b.accelerator
+    if b.job.precision != "fp8" or not b.scenario.model.experts or acc.id.startswith(tuple(parts.value)):
+        return None
+    return Risk(id="fp8_moe_stack_unproven", severity="medium",
+                evidence=msg("risk_ev_fp8_moe_stack", acc=acc.id, arch=acc.arch, experts=b.scenario.model.experts),
+                mitigation=msg(_by_site(b, "risk_fix_fp8_moe_stack")), source=parts.source)
+
+
 def _single_node(c: Ctx) -> Risk | None:
     b = c.b
     limit = rules.rule("risks", "single_node_gpus_max")
@@ -228,7 +243,8 @@ def _unpriced(c: Ctx) -> Risk | None:
 
 
 RULES: tuple[Callable[[Ctx], Risk | None], ...] = (
-    _tp_across_pcie, _slow_network, _server_nics, _checkpoint_stall, _rack_power, _consumer, _export, _single_node, _loader,
+    _tp_across_pcie, _slow_network, _server_nics, _checkpoint_stall, _rack_power, _consumer, _export, _fp8_moe_stack, _single_node,
+    _loader,
     _deadline, _memory, _server_short, _unpriced)
 
 
