@@ -211,9 +211,13 @@ def _has(key):
 
 
 
-def test_a_hardware_block_without_an_accelerator_says_how_to_pin_only_the_count(run_cli, tmp_path):
+def test_a_hardware_block_without_an_accelerator_pins_only_the_count(run_cli, tmp_path):
+    # known-gaps 43 (b): plan searches the accelerators at the pinned count; estimate asks for the accelerator
     job = tmp_path / "job.yaml"
     job.write_text("model: llama-3.1-8b\nmethod: pretrain\ndata: {tokens: 1.0e9}\nseq_len: 4096\n"
-                   "global_batch: {sequences: 64}\nhardware: {count: 1024}\n")
-    code, _, err = run_cli("plan", str(job))
-    assert code == 2 and "hardware.accelerator" in err and "--count" in err, err
+                   "global_batch: {sequences: 64}\nhardware: {count: 64}\n")
+    code, out, err = run_cli("plan", str(job), "--json")
+    options = json.loads(out)["options"]
+    assert code == 0 and options and {o["hardware"]["count"] for o in options} == {64}, err
+    code, _, err = run_cli("estimate", str(job))
+    assert code == 2 and "hardware.accelerator" in err and "--accelerator" in err, err

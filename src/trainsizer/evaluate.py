@@ -257,7 +257,10 @@ def run_costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours
 def require_configuration(scenario: Scenario) -> Scenario:
     """The scenario itself, if it names one configuration (hardware and strategy); else a clear error."""
     if scenario.system is None or scenario.strategy is None:
-        missing = msg("job_missing_hardware_and_strategy" if scenario.system is None else "job_missing_strategy")
+        hw = scenario.job.hardware
+        missing = msg("job_missing_strategy" if scenario.system is not None else
+                      "job_missing_accelerator" if hw is not None and hw.accelerator is None else
+                      "job_missing_hardware_and_strategy")
         raise SpecError("job", msg("job_needs_configuration", missing=missing))
     return scenario
 

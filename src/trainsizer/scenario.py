@@ -216,7 +216,11 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Catalog,
         notes.append(msg("note_packed_sample_lengths", seq_len=job.seq_len))
     listed = _listed_accelerators(job, catalog, origin)
     bare = Scenario(job=job, model=model, training=training, notes=tuple(notes))
-    return bare if job.hardware is None else _with_hardware(job, catalog, origin, listed, bare)
+    if job.hardware is None:
+        return bare
+    if job.hardware.accelerator is None:  # only a GPU count (per node, network): the plan's search pins them
+        return replace(bare, notes=(*bare.notes, msg("note_count_only", gpus=job.hardware.count)))
+    return _with_hardware(job, catalog, origin, listed, bare)
 
 
 # Below a hundredth of the data's tokens cut at seq_len, the cut moves the run's tokens, time and cost by less than

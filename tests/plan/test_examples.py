@@ -117,3 +117,23 @@ def test_china_workstation_qlora_buys_a_china_market_consumer_card():
     assert rec is not None and rec.meets.budget and rec.meets.deadline
     assert rec.hardware.accelerator in ("rtx-4090d", "rtx-5090d-v2") and rec.hardware.count == 1
     assert plan.search.excluded_accelerators.get("rtx-4090")  # the global SKU stays out of a China plan
+
+
+def test_a_job_file_may_pin_only_the_gpu_count():
+    # known-gaps 43 (b): `hardware: {count: N}` is what `plan --count N` was; estimate names the missing accelerator
+    from trainsizer.catalog import load_catalog
+    from trainsizer.errors import SpecError
+    from trainsizer.evaluate import require_configuration
+    from trainsizer.plan.core import make_plan
+    from trainsizer.scenario import resolve_job
+
+    from .conftest import example_job
+
+    job = example_job("sft-70b-search.yaml", hardware={"count": 64})
+    plan = make_plan(job, build=False)
+    assert plan.options and {o.hardware.count for o in plan.options} == {64}
+    assert len({o.hardware.accelerator for o in plan.options}) > 2
+    assert plan.recommended is None or plan.recommended.hardware.count == 64
+    with pytest.raises(SpecError) as err:
+        require_configuration(resolve_job(job, load_catalog()))  # what estimate / fit / build ask for
+    assert "hardware.accelerator" in str(err.value) and "trainsizer plan" in str(err.value)

@@ -151,6 +151,18 @@ def test_missing_required_key_named():
         load_job(data)
 
 
+def test_hardware_may_pin_only_the_gpu_count():
+    """known-gaps 43 (b): "1,024 GPUs, any accelerator" is a hardware block without an accelerator (the plan's
+    search pins the count); a parallel layout still needs the accelerator it is checked on (en + zh)."""
+    job = load_job({**BASE, "hardware": {"count": 1024}})
+    assert job.hardware is not None and job.hardware.accelerator is None and job.hardware.count == 1024
+    assert load_job({**BASE, "hardware": {"count": 64}, "strategy": {"framework": "torchtitan"}}).strategy
+    with pytest.raises(SpecError) as info:
+        load_job({**BASE, "hardware": {"count": 64}, "strategy": {"tp": 8}})
+    assert "needs hardware.accelerator" in str(info.value)
+    assert "hardware.accelerator" in info.value.render("zh") and "布局" in info.value.render("zh")
+
+
 def test_file_errors(tmp_path):
     with pytest.raises(SpecError, match="file not found"):
         load_job(tmp_path / "nope.yaml")

@@ -203,7 +203,8 @@ def _pins(scenario: Scenario, catalog: Any, pins: Pins | None) -> Pins:
     hw = scenario.job.hardware
     base = Pins()
     if hw is not None:
-        base = Pins(accelerator=catalog.resolve_accelerator_id(hw.accelerator), count=hw.count,
+        base = Pins(accelerator=catalog.resolve_accelerator_id(hw.accelerator) if hw.accelerator else None,
+                    count=hw.count,
                     per_node=hw.per_node, network=hw.network, fabric=hw.fabric)
     if pins is None:
         return base

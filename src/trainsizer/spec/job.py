@@ -255,9 +255,11 @@ class FabricSpec(_Strict):
 class HardwareSpec(_Strict):
     """`per_node`: GPUs per host (server, or compute tray of a rack-scale system: 4 on GB200 NVL72); None =
     the accelerator's catalog host size (8 unless the catalog says otherwise). The NVLink scale-up domain
-    (72 on NVL72) comes from the catalog; a job may use part of one and any whole number of hosts."""
+    (72 on NVL72) comes from the catalog; a job may use part of one and any whole number of hosts.
+    `accelerator` None ("1,024 GPUs, any accelerator"): `trainsizer plan` searches the catalog with the count (and
+    per_node, network, fabric when given) pinned; estimate, fit and build need an accelerator."""
 
-    accelerator: str
+    accelerator: str | None = None
     count: int = Field(gt=0, le=MAX_GPUS)
     per_node: int | None = Field(None, gt=0, le=72)
     network: str | NetworkSpec | None = None
@@ -502,6 +504,9 @@ class Job(_Strict):
         if self.strategy is not None and self.hardware is None and self.strategy.model_fields_set - {"framework"}:
             # a strategy naming only the framework is a stack for the plan's search, no layout: no hardware needed
             raise ValueError(msg("job_strategy_without_hardware"))
+        if self.strategy is not None and self.hardware is not None and self.hardware.accelerator is None \
+                and self.strategy.model_fields_set - {"framework"}:
+            raise ValueError(msg("job_strategy_without_accelerator"))
         precision = self.strategy.optimizer_precision if self.strategy is not None else None
         if precision is not None and precision not in optimizer_precisions_for(self.optimizer):
             raise ValueError(msg("job_optimizer_precision_adamw", precision=precision, optimizer=self.optimizer))

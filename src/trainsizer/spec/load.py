@@ -182,8 +182,6 @@ def validation_to_spec_error(err: ValidationError, model: type[BaseModel], origi
         return SpecError(where, msg("spec_unknown_key"), allowed=known or None,
                          suggestion=did_you_mean(str(loc[-1]), known) if known else None)
     if kind == "missing":
-        if loc == ("hardware", "accelerator"):  # "1,024 GPUs, any accelerator": what a plan takes instead
-            return SpecError(where, msg("spec_missing_accelerator"))
         return SpecError(where, msg("spec_missing"))
     if kind == "literal_error":
         expected = str(ctx.get("expected", ""))

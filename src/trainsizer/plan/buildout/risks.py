@@ -149,7 +149,7 @@ def _fp8_moe_stack(c: Ctx) -> Risk | None:
     """FP8 training of an MoE model on a part outside the FP8 MoE kernels' targets (risks.yaml
     fp8_moe_kernel_parts: DeepGEMM / DeepEP run on NVIDIA SM90 / SM100): the estimate times its expert GEMMs and
     dispatch as if an equivalent stack ran there, which no published run on the part shows. A risk line only: the
-    search and ranking do not weigh it (docs/known-gaps.md 43 (e))."""
+    search and ranking do not weigh it (docs/known-gaps.md 43, item (e))."""
     b = c.b
     parts = rules.rule("risks", "fp8_moe_kernel_parts")
     acc = b.accelerator
