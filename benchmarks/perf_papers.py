@@ -10,7 +10,8 @@ shipped preset: benchmarks/data/papers_models.yaml (and heldout_models.yaml for 
   LAMB and its custom overlaps are not a configuration a user could state.
 - Nemotron-4 15B report (arXiv:2402.16819) Table 2: TP 8 x DP 96-288 on 768-2,304 H100, iteration time.
 - Nemotron-4 340B report (arXiv:2406.11704) Table 2: TP 8 x PP 12 (interleaved) x DP 16-64 on 1,536-6,144 H100.
-- GLM-130B (arXiv:2210.02414) s3: 768 A100 40GB, TP 4 x PP 8, DeepSpeed pipeline, FP16, MFU 32.5% (PaLM).
+- GLM-130B (arXiv:2210.02414) s3: 768 A100 40GB, TP 4 x PP 8, DeepSpeed pipeline, FP16, MFU 32.5% (PaLM); its
+  training notes (github:THUDM/GLM-130B logs/main-log-en.md): the same layout's step at batch 4,224 and 6,144.
 - BloombergGPT (arXiv:2303.17564) s3.4: 512 A100 40GB on p4d (EFA), ZeRO-3 over 128-GPU groups (MiCS), 32.5 s a
   step, written as DeepSpeed's MiCS (stage 3 with a 128-GPU shard group).
 Left out (docs/known-gaps.md 44): OPT-175B's 147 TFLOP/s (FLOP convention not stated), Falcon (paper text not at
