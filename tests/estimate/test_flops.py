@@ -174,3 +174,17 @@ def test_chunked_attention_sees_no_more_than_the_row_or_the_chunk(seq, chunk):
         assert ctx == pytest.approx(seq)
     keys = float(F.chunk_causal_keys(seq, chunk))
     assert 0 < keys <= seq * float(F.causal_fraction(seq)) * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("recompute, modules, router_passes", [("none", None, 3.0), ("full", None, 4.0),
+                                                                ("selective", ("moe",), 4.0),
+                                                                ("selective", ("core_attn",), 3.0)])
+def test_fake_gate_issues_no_router_flops(recompute, modules, router_passes):
+    """NeMo AutoModel's FakeBalancedGate runs no gate GEMM: the issued FLOPs lose the router's in every pass it would
+    have run (forward, input and weight gradients, and a recompute that re-runs the MoE block); model FLOPs keep it."""
+    m = mixtral()
+    lf = F.layer_flops(m)
+    with_gate = F.hardware_flops_per_token(m, 4096, recompute, True, modules)
+    fake = F.hardware_flops_per_token(m, 4096, recompute, True, modules, router_gemm=False)
+    assert lf.router > 0
+    assert with_gate - fake == pytest.approx(router_passes * lf.router)

@@ -167,14 +167,16 @@ def model_flops_per_token(model: ModelArch, seq_len: float, trains_base_weights:
 
 def hardware_flops_per_token(
     model: ModelArch, seq_len: float, recompute: Any = "none", trains_base_weights: bool = True,
-    recompute_modules: tuple[str, ...] | None = None, full_share: Any = 1.0,
+    recompute_modules: tuple[str, ...] | None = None, full_share: Any = 1.0, router_gemm: bool = True,
 ) -> Any:
     """FLOPs actually issued per token, counting recompute (Narayanan Eq. 3; Korthikanti Eq. 8).
 
     `recompute`: a mode name (-> float) or an array of RECOMPUTE_CODE values (-> array, one per strategy);
     `recompute_modules`: what selective re-runs (`selective_recompute_flops`); `full_share`: the share of the
     layers full recompute re-runs (partial_recompute.py: Megatron's block method; 1 = every layer).
-    Non-causal attention convention (what the papers count); see `causal_fraction` for the executed share.
+    `router_gemm` False: the MoE gate runs no GEMM (NeMo AutoModel's FakeBalancedGate, moe_routing fake-balanced), so
+    its FLOPs are not issued, in any pass. Non-causal attention convention (what the papers count); see
+    `causal_fraction` for the executed share.
     """
     if isinstance(recompute, str):
         if recompute not in RECOMPUTE_CODE:
@@ -182,7 +184,7 @@ def hardware_flops_per_token(
 
             raise unknown_name("strategy.recompute", "recompute mode", recompute, RECOMPUTE_CODE)
         return float(hardware_flops_per_token(model, seq_len, RECOMPUTE_CODE[recompute], trains_base_weights,
-                                              recompute_modules, full_share))
+                                              recompute_modules, full_share, router_gemm))
     lf = layer_flops(model)
     fwd_layers = lf.gemm() + lf.mixing(seq_len)
     bwd_mult = 2.0 if trains_base_weights else 1.0
@@ -191,7 +193,13 @@ def hardware_flops_per_token(
                           np.where(code == RECOMPUTE_CODE["selective"],
                                    selective_recompute_flops(model, seq_len, recompute_modules), 0.0))
     # a frozen LM head (LoRA) needs its input gradient only, like the frozen decoder GEMMs
-    return (1.0 + bwd_mult) * fwd_layers + (1.0 + bwd_mult) * lf.lm_head + recomputed
+    issued = (1.0 + bwd_mult) * fwd_layers + (1.0 + bwd_mult) * lf.lm_head + recomputed
+    if router_gemm:
+        return issued
+    router_again = np.where(code == RECOMPUTE_CODE["full"], np.asarray(full_share, dtype=float),
+                            np.where((code == RECOMPUTE_CODE["selective"]) & ("moe" in (recompute_modules or ())),
+                                     1.0, 0.0))
+    return issued - lf.router * (1.0 + bwd_mult + router_again)
 
 
 def chunk_context(seq_len: Any, chunk: float) -> Any:

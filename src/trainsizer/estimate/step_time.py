@@ -2042,7 +2042,7 @@ def _flops(x: _Step, step: np.ndarray) -> dict[str, np.ndarray]:
     ref_flops = forward_flops_per_token(model, s) if training.has_reference_model else 0.0
     model_flops = (model_flops_per_token(model, s, training.trains_base_weights) + ref_flops) * tokens
     hw_flops = (hardware_flops_per_token(model, s, x.rc, training.trains_base_weights, x.recompute_modules,
-                                         x.full_share)
+                                         x.full_share, router_gemm=training.moe_routing != "fake-balanced")
                 + ref_flops) * tokens
     peak = x.r.gemm_peak_flops
     return {
