@@ -77,6 +77,7 @@ def acceptance_block(b: BuildInput, node: NodeBlock, net: NetworkBlock, storage:
         out.gpu_memory_gib_min = _plan(round(b.accelerator.memory_gib * ratio, 1),
                                        msg("acc_memory", ratio=ratio, gib=b.accelerator.memory_gib,
                                            check=crit_mod.suite_check(1)))
+    _host_nics(b, out, d)
     out.cpu_cores_min = _plan(node.cpu_cores.value, msg("acc_node_block", rule=rule_of(node.cpu_cores)))
     out.ram_gib_min = _plan(node.ram_gib.value, msg("acc_node_block", rule=rule_of(node.ram_gib)))
     if sw.vendor == "nvidia":
@@ -92,6 +93,24 @@ def acceptance_block(b: BuildInput, node: NodeBlock, net: NetworkBlock, storage:
     out.busbw_intra_gb_s_min = _on_path(out.busbw_intra_gb_s_min, _intra_path(b))
     _storage(b, out, storage)
     return out
+
+
+def _host_nics(b: BuildInput, out: AcceptanceCriteria, d: dict) -> None:
+    """The compute NICs one host of the plan's catalog server carries, where the platform row read for it says
+    otherwise (a row read for another part: GB200 NVL72 trays on the DGX B200 row hold 4 ConnectX-7, one per GPU,
+    not the DGX's 8; servers.yaml gb200-nvl72 nics). A compute network the plan sizes sets them again (_fabric)."""
+    srv = b.server
+    if srv is None or srv.nics is None or not srv.gpus or out.nic_count_min is None:
+        return
+    nics = max(1, round(srv.nics.count * b.per_node / srv.gpus))
+    gbps = float(srv.nics.gbps)
+    if out.nic_count_min.value == nics and out.nic_speed_gbps_min is not None and out.nic_speed_gbps_min.value == gbps:
+        return
+    out.nic_count_min = _plan(nics, msg("acc_nics_server", nics=nics, server=srv.id, per_node=b.per_node))
+    out.nic_speed_gbps_min = _plan(gbps, msg("acc_nic_speed", gbps=f"{gbps:g}"))
+    rr = d["rdma_min_ratio"]["value"]
+    out.rdma_gbps_min = _plan(round(rr * gbps, 1), msg("acc_rdma", ratio=rr, gbps=f"{gbps:g}",
+                                                       source=platforms.source_text(d["rdma_min_ratio"]["source"])))
 
 
 def _intra(b: BuildInput, out: AcceptanceCriteria, d: dict) -> None:
