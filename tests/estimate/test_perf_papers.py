@@ -31,8 +31,8 @@ BOUNDS = {
     "GLM-130B 2022 (A100 40GB)": 31.0,  # 24.3, too fast
     # 19.6, too fast (+26.6 / +22.2%): the run's speed test at two batches (known-gaps 44 (d))
     "GLM-130B training notes 2022 (A100 40GB)": 26.0,
-    # 42.5 in step time (+73.8% throughput) since 2026-12-03 (DeepSpeed's v0.6+ stage-3 prefetch, MiCS shard group;
-    # 97.5 with the 2021 on-demand gathers): known-gaps 44 (e), 51
+    # 42.0 in step time (+72.4% throughput) since 2026-12-03 (DeepSpeed's v0.6+ stage-3 prefetch, MiCS shard group,
+    # the re-gather under full recompute; 97.5 with the 2021 on-demand gathers): known-gaps 44 (e), 51
     "BloombergGPT 2023 (A100 40GB)": 55.0,
 }
 

@@ -581,6 +581,32 @@ def test_deepspeed_zero3_since_v0_6_prefetches_module_by_module():
     assert six > one.breakdown_s["dp_comm"]
 
 
+def test_deepspeed_zero3_regathers_what_it_released_after_the_recompute():
+    from dataclasses import replace
+
+    from trainsizer.estimate.step_time import perf_style
+
+    ds = perf_style("deepspeed")
+    assert ds.zero3_max_reuse_distance_params == 1e9  # stage3_max_reuse_distance's default
+    keep_all = replace(ds, zero3_max_reuse_distance_params=0.0)
+    tr, s = Training(seq_len=2048, global_batch_seqs=64), a100_cluster(64)
+    full = Strategy(tp=1, dp=64, zero=3, micro_batch=1, recompute="full")
+    # hidden 12,288: a layer of ~1.8B parameters, of which the last MLP linear (4 h^2) lies within half the distance
+    # of its backward; the rest is released after the recompute and gathered a third time
+    big = gpt(layers=8, hidden=12288, heads=96)
+    more = estimate_time(big, tr, s, full, framework_style=ds).breakdown_s["dp_comm"]
+    less = estimate_time(big, tr, s, full, framework_style=keep_all).breakdown_s["dp_comm"]
+    assert more > less
+    # without recompute nothing is gathered a third time
+    none = full.with_(recompute="none")
+    assert estimate_time(big, tr, s, none, framework_style=ds).breakdown_s["dp_comm"] == pytest.approx(
+        estimate_time(big, tr, s, none, framework_style=keep_all).breakdown_s["dp_comm"], rel=1e-12)
+    # hidden 4,096: a whole layer (~200M parameters) lies within half the distance, so it is kept
+    small = gpt(layers=8, hidden=4096, heads=32)
+    assert estimate_time(small, tr, s, full, framework_style=ds).breakdown_s["dp_comm"] == pytest.approx(
+        estimate_time(small, tr, s, full, framework_style=keep_all).breakdown_s["dp_comm"], rel=1e-12)
+
+
 def test_torchtitan_per_op_sac_re_runs_the_tp_all_gathers():
     from dataclasses import replace
 

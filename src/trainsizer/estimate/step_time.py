@@ -104,6 +104,10 @@ class PerfStyle:
     # the backward (DeepSpeed overlap_comm)
     zero3_fetch_units_per_layer: float = 0.0
     zero3_rs_overlap: bool = False
+    # stage3_max_reuse_distance of a style that fetches and releases module by module (DeepSpeed): under full recompute
+    # a module whose next use lies further in the trace is released after the recompute and gathered again for its
+    # backward (_zero3_regathered_share); 0 = every gathered unit is kept from the recompute to its backward (FSDP)
+    zero3_max_reuse_distance_params: float = 0.0
     grad_reduce_bytes: float = 2.0  # bytes per gradient element on the wire
     ep_overlap: bool = False  # EP all-to-all hidden behind another micro-batch's compute (DualPipe-style)
     # share of the GPU's SMs the overlapped all-to-all kernels hold while in flight, taken from that compute
@@ -1713,9 +1717,12 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
         n_coll = np.where(units > 0, units, 1.0) * mb.n_stage
     lat = (n_sh - 1.0) * np.where(n_sh > k_sh, system.inter_node_latency_s, system.intra_node_latency_s)
     # under pipelining FSDP2 keeps the parameters unsharded after forward (torchtitan and AutoModel:
-    # reshard_after_forward = not pp_enabled), so a micro-batch that syncs gathers once, in its forward
-    ag_passes = np.where(x.p > 1, 1.0, 2.0)
+    # reshard_after_forward = not pp_enabled), so a micro-batch that syncs gathers once, in its forward; DeepSpeed
+    # gathers a share of each layer a third time under full recompute (the prefetched path; not the 2021 one)
+    ag_passes = np.where(x.p > 1, 1.0, 2.0) + _zero3_regathered_share(x) * x.full_share
     z3_mb = ag_passes * z3_ag + z3_rs + (ag_passes + 1.0) * np.maximum(n_coll - 1.0, 0.0) * lat
+    # the on-demand path (DeepSpeed v0.3-v0.5) keeps two passes: its one-NIC bound was checked on Narayanan 2021's
+    # rows without the re-gather (docs/known-gaps.md 51, item f)
     z3_demand = _zero3_on_demand(x, g, mb, z3_ag, z3_rs, lat, p_local)
     if np.any(fw.zero3_prefetch):
         z3_pre = _prefetched(x, z3_mb, mb.compute, _fsdp_call_edges(x, z3_ag, z3_rs, n_coll))
@@ -1734,6 +1741,27 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     # AutoModel FSDP2Manager.parallelize returns the model unwrapped at world size 1), so it copies nothing
     copies = np.where(n_sh > 1, _fsdp2_copies(x, p_local, ag_b, g.train_frac * x.act, g.train_frac * gb), 0.0)
     return z3_step + np.maximum(hsdp - g.window, bucket_frac * hsdp) + copies
+
+
+def _zero3_regathered_share(x: _Step) -> Any:
+    """Share of a decoder layer's parameters DeepSpeed ZeRO-3 gathers again for the backward after gathering them
+    for the recompute (full recompute; PerfStyle.zero3_max_reuse_distance_params > 0). Each module's parameters
+    are released after its forward unless they recur within stage3_max_reuse_distance elements of the trace
+    (partitioned_param_coordinator.py __params_to_release, v0.6+; stage3.py _keep_for_later, v0.3): between a
+    module's recompute and its backward the trace runs the rest of the layer twice (its recompute, then its
+    backward), so a module is kept when the parameters after it in the layer are under half the distance -- the
+    layer's last min(layer, max(largest module, distance / 2)) parameters, as memory._deepspeed_zero3_live holds
+    them. Per TP rank; averaged over the layers. 0 on other styles."""
+    reuse = float(x.fw.zero3_max_reuse_distance_params)
+    if reuse <= 0.0:
+        return 0.0
+    m = x.model
+    layer = sum(float(m.layer_params(i).total) for i in range(m.layers)) / max(m.layers, 1) / x.t
+    h = float(m.hidden)
+    inner = max(m.ffn, m.expert_ffn, m.shared_expert_ffn)
+    largest = max(h * inner, h * (m.q_dim + 2 * m.kv_dim)) / x.t
+    kept = np.minimum(layer, np.maximum(largest, reuse / 2.0))
+    return np.maximum(1.0 - kept / np.maximum(layer, 1.0), 0.0)
 
 
 def _quantised_gather_bytes(x: _Step, ag_bytes: Any) -> Any:
