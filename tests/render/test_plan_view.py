@@ -29,3 +29,13 @@ def test_tied_options_are_listed_with_the_chinese_list_mark(run_cli) -> None:
     assert code == 0, err
     line = next(ln for ln in out.splitlines() if ln.startswith("持平方案"))
     assert "、" in line and "，" not in line.split("：", 1)[1], line
+
+
+@pytest.mark.parametrize(("days", "shown"), [("1", "(1 day, "), ("3", "(3 days, ")])
+def test_a_one_day_deadline_reads_in_the_singular(run_cli, days, shown) -> None:
+    from conftest import REPO
+
+    code, out, err = run_cli("plan", str(REPO / "examples" / "qlora-7b-one-gpu.yaml"), "--deadline-days", days)
+    assert code == 0, err
+    goal = next(ln for ln in out.splitlines() if ln.startswith("Goal:"))
+    assert shown in goal, goal

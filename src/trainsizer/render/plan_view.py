@@ -133,7 +133,8 @@ def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) 
     goal = plan["goal"]
     c = t("colon", L)
     con.print(f"[bold]{t('plan_title', L)}{c}{plan['job'].get('name', '')}[/bold]")
-    limits = [t("goal_days", L).format(days=f"{goal['deadline_days']:g}") if goal.get("deadline_days") else None,
+    days = goal.get("deadline_days")
+    limits = [t("goal_days_one" if days == 1 else "goal_days", L).format(days=f"{days:g}") if days else None,
               _money(goal.get("budget"), goal["currency"], L) if goal.get("budget") else None,
               t("procurement_" + goal["procurement"], L)]
     con.print(f"{t('plan_goal', L)}{c}{t('objective_' + goal['objective'], L)}"
