@@ -95,3 +95,21 @@ def test_two_nvl72_racks_are_drawn_as_two_racks_bought_or_rented():
         assert "Rack 1" in texts and "Rack 2" in texts and "Rack 3" not in texts, procurement
         assert _node_boxes(svg) == trays and not any("more" in s for s in texts)
         assert "Rack 2: 18 nodes" in mm and "more" not in mm
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_one_nvl72_rack_without_a_network_is_drawn_on_nvlink_alone(lang):
+    """72 GB200 written without hardware.network (known-gaps 43): no compute fabric; the title and the fabric box
+    say the trays meet on NVLink alone, not a bare dash."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.plan.core import make_plan
+
+    job = {"name": "nvl72", "model": "llama-3.1-8b", "method": "full", "data": {"tokens": 1.0e9}, "seq_len": 4096,
+           "global_batch": {"sequences": 72}, "constraints": {"cooling": "liquid"},
+           "goal": {"deadline_days": 30, "procurement": "rent"}, "hardware": {"accelerator": "gb200", "count": 72}}
+    data = make_plan(job, load_catalog()).model_dump(mode="json", by_alias=True)
+    assert data["build"]["network"]["compute"] is None
+    texts = _texts(render_svg(data, lang))
+    word = "NVLink only" if lang == "en" else "仅 NVLink"
+    assert word in texts[0] and any(s.startswith(word) for s in texts[1:]) and not texts[0].endswith("—")
+    assert word in render_mermaid(data, lang)

@@ -160,6 +160,8 @@ def topology(plan: Mapping, lang: str = "en") -> Topology | None:
     per_node = _int(hw.get("per_node")) or _int(hw.get("count")) or 1
     racks = _int(fac.get("node_racks") or fac.get("racks"))
     nvlink = net.get("nvlink") if isinstance(net.get("nvlink"), Mapping) else {}
+    if not fields["fabric"] and net.get("compute") is None and (fields.get("nvlink_domain_gpus") or 0) > per_node:
+        fields["fabric"] = t("dg.nvlink_only", lang)  # hosts of one rack-scale NVLink domain: no compute network
     if not racks and (fields.get("nvlink_domain_gpus") or 0) > per_node:
         # a rack-scale NVLink domain (NVL72) with no rack of the plan's own (rented): its racks are the domains
         racks = _int(nvlink.get("domains"))
