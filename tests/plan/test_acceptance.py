@@ -112,12 +112,13 @@ def test_accept_report_shows_a_plan_thresholds_source_in_the_readers_language(bl
 
 
 def test_gb200_reads_its_own_memory_not_b200s(blocks):
-    """GB200 reads B200's platform row (same NVLink 5 switch) but its own HBM: 0.99 x 186 GiB, not 0.99 x 180."""
+    """GB200 reads B200's platform row (same NVLink 5 switch) but its own HBM: the catalog's nvidia-smi total of a
+    GB200 (189,471 MiB -> 185.0 GiB, rounded down), not the B200's (183,359 MiB -> 179.0)."""
     acc = blocks(hardware={"accelerator": "gb200", "count": 128, "per_node": 4, "network": "ib-ndr400"},
                  constraints={"cooling": "liquid"}, global_batch={"sequences": 128}).acceptance
     assert acc.platform == "b200-sxm-180gb"
-    assert acc.gpu_memory_gib_min.value == pytest.approx(round(0.99 * 186, 1))
-    assert acc.gpu_memory_gib_min.source.startswith("plan:")
+    assert acc.gpu_memory_gib_min.value == pytest.approx(185.0)
+    assert acc.gpu_memory_gib_min.source.startswith("plan:") and "189,471" in acc.gpu_memory_gib_min.source
 
 
 def test_a_part_without_the_rows_switch_reads_no_row(catalog):
