@@ -73,3 +73,10 @@ def test_a_shard_group_and_the_distributed_optimizer_are_named():
                                   "full recompute")
     assert layout_in(s, "zh") == "TP8 PP2 VPP4 DP4 ZeRO-1 mb2，每 8 卡一组分片，分布式优化器，完全重计算"
     assert "dist-opt" not in layout_codes(s)  # a code word no buyer knows
+
+
+def test_expert_tp_is_written_where_it_is_not_tp():
+    moe = BASE | {"tp": 4, "ep": 8, "dp": 8}
+    assert layout_codes(moe | {"etp": 1}).split()[:4] == ["TP4", "DP8", "EP8", "ETP1"]
+    assert "ETP" not in layout_codes(moe | {"etp": 4}) and "ETP" not in layout_codes(moe)
+    assert "ETP" not in layout_codes(BASE | {"tp": 4, "etp": 1})  # no EP: no routed-expert split to name

@@ -21,9 +21,12 @@ def _get(s: Any, key: str) -> Any:
 
 
 def layout_codes(s: Any) -> str:
-    """'TP8 PP2 VPP2 DP4 CP2 EP8 ZeRO-1 mb1': a degree of 1 left out, except DP. Megatron's distributed optimizer
+    """'TP8 PP2 VPP2 DP4 CP2 EP8 ETP1 ZeRO-1 mb1': a degree of 1 left out, except DP; expert TP only where it is
+    not TP (under EP). Megatron's distributed optimizer
     is a mode, in words (`_modes`): its code ("dist-opt") is not one a reader knows."""
     codes = [f"{k.upper()}{_get(s, k)}" for k in DEGREES if _get(s, k) not in (None, 1) or k == "dp"]
+    if _get(s, "etp") not in (None, _get(s, "tp")) and (_get(s, "ep") or 1) > 1:
+        codes.append(f"ETP{_get(s, 'etp')}")  # expert TP, written where it is not the TP degree
     if _get(s, "zero"):
         codes.append(f"ZeRO-{_get(s, 'zero')}")
     if _get(s, "micro_batch"):

@@ -51,3 +51,38 @@ def test_data_parallel_only_layouts():
     assert len(rows) and set(rows[:, 0]) == {1.0} and set(rows[:, 1]) == {1.0} and set(rows[:, 4]) == {1.0}
     assert len(layouts(model, 2048, 64, 16, 8, 8, load_config())) > len(rows)
     assert "qlora" in load_config().data_parallel_only_methods
+
+
+def test_a_dense_model_gets_no_expert_tp_axis():
+    from trainsizer.search.space import layouts
+
+    cfg = load_config()
+    with_choice = layouts(LLAMA8, 4096, 1024, 64, 8, 8, cfg, expert_tp_choice=True)
+    assert np.array_equal(with_choice, layouts(LLAMA8, 4096, 1024, 64, 8, 8, cfg))
+    assert strategies(LLAMA8, 4096, 1024, 64, 8, 8, cfg).etp is None
+
+
+def _moe_rows(framework):
+    s = strategies(MOE, 4096, 1024, 64, 8, 8, load_config(), framework=framework)
+    return _rows(s), np.asarray(s.etp, dtype=float)
+
+
+def test_moe_layouts_at_tp_and_ep_are_tried_at_expert_tp_1_and_tp():
+    """Megatron-Core (what "auto" runs at TP > 1) and torchtitan run expert TP 1 or tp under EP: both are tried,
+    each layout once per expert TP; without EP or TP the framework's default (tp; torchtitan 1 under EP)."""
+    for framework in ("auto", "megatron-core", "torchtitan"):
+        rows, etp = _moe_rows(framework)
+        both = (rows[:, 0] > 1) & (rows[:, 5] > 1)
+        assert both.any() and np.all((etp[both] == 1) | (etp[both] == rows[both, 0]))
+        assert set(etp[both]) >= {1.0} and np.any(etp[both] == rows[both, 0])
+        assert np.sum(both & (etp == 1)) == np.sum(both & (etp == rows[:, 0]))  # one of each per layout
+        default = np.where((rows[:, 5] > 1) & (framework == "torchtitan"), 1.0, rows[:, 0])
+        assert np.array_equal(etp[~both], default[~both])
+        full = np.column_stack([rows, etp])
+        assert len(np.unique(full, axis=0)) == len(full)
+
+
+def test_a_framework_without_expert_tp_keeps_tp():
+    rows, etp = _moe_rows("deepspeed")
+    assert np.array_equal(etp, rows[:, 0])
+    assert len(rows) < len(_moe_rows("megatron-core")[0])

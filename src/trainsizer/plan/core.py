@@ -51,7 +51,7 @@ from trainsizer.search.config import leaves_floor
 from trainsizer.spec import Job
 
 DEFAULT_TOP = 10
-STRATEGY_KEYS = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch", "recompute",
+STRATEGY_KEYS = ("tp", "pp", "vpp", "dp", "cp", "ep", "etp", "zero", "shard_group", "micro_batch", "recompute",
                  "recompute_method", "recompute_num_layers", "offload", "sequence_parallel", "distributed_optimizer",
                  "framework")
 

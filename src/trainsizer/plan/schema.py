@@ -66,6 +66,8 @@ class StrategyOut(_Out):
     dp: int
     cp: int
     ep: int
+    etp: int | None = Field(None, description="the routed experts' tensor-parallel degree (Megatron-Core "
+                            "expert_tensor_parallel_size); None: a dense model")
     zero: int = Field(description="ZeRO stage 0-3 (FSDP full shard = 3)")
     shard_group: int = Field(description="hybrid shard group size; 0: shard over all of DP")
     micro_batch: int

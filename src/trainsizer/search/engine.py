@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from trainsizer.estimate import evaluate_batch
+from trainsizer.estimate.batch import OPTIONAL_ARRAY_FIELDS
 from trainsizer.estimate.inputs import (
     DEGREE_FIELDS,
     FLAG_FIELDS,
@@ -122,9 +123,10 @@ def _one(strategy: Strategy, i: int) -> Strategy:
     vals["offload"] = OFFLOAD_NAMES[int(vals["offload"])]
     for f in FLAG_FIELDS:
         vals[f] = bool(vals[f])
-    n = strategy.recompute_num_layers
-    if n is not None:  # the partial-recompute pass: one N per strategy
-        vals["recompute_num_layers"] = int(np.asarray(n)[i] if np.ndim(n) else n)
+    for f in OPTIONAL_ARRAY_FIELDS:  # the partial-recompute pass's N; a MoE search's expert TP (search.space)
+        n = getattr(strategy, f)
+        if n is not None:
+            vals[f] = int(np.asarray(n)[i] if np.ndim(n) else n)
     return replace(strategy, **vals)
 
 
@@ -223,7 +225,7 @@ def _concat(parts: list[tuple[Strategy, np.ndarray]]) -> tuple[Strategy, np.ndar
     sizes = [len(m) for _, m in parts]
     first = parts[0][0]
     vals = {}
-    for f in _FIELDS:
+    for f in (*_FIELDS, *(f for f in OPTIONAL_ARRAY_FIELDS if getattr(first, f) is not None)):
         vs = [getattr(s, f) for s, _ in parts]
         if all(np.ndim(v) == 0 for v in vs) and len({float(v) for v in vs}) == 1:
             continue  # the same for every strategy: stays scalar
@@ -275,11 +277,11 @@ def _best(model: ModelArch, training: Training, system: System, option: Hardware
     if chosen.recompute_method is not None:
         extra = {"chunk_layers": int(partial.chunk_layers(model, chosen)),
                  "full_recompute_step_s": float(groups[g][3][row])}
-    # the lean layout keeps the chosen one's model-parallel shape (TP, PP, VPP, CP, EP): what differs is what a
+    # the lean layout keeps the chosen one's model-parallel shape (TP, PP, VPP, CP, EP, expert TP): what differs is what a
     # layout spends memory on when it is free (no recompute, larger micro-batches, less sharding of the states),
     # not a TP 8 over PCIe that needs less memory and runs far slower
     shape = [np.concatenate([np.broadcast_to(np.asarray(getattr(g[0], f), dtype=float), (len(g[1]),)) for g in groups])
-             for f in ("tp", "pp", "vpp", "cp", "ep")]
+             for f in ("tp", "pp", "vpp", "cp", "ep", "etp") if getattr(groups[0][0], f) is not None]
     same = np.logical_and.reduce([a == a[i] for a in shape])
     lean = int(np.lexsort((step, np.round(np.where(same, mem_bytes, np.inf) / GIB, 1)))[0])
     lg, lrow = _locate([len(g[1]) for g in groups], lean)

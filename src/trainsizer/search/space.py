@@ -14,21 +14,34 @@ and traffic there, Korthikanti et al. 2022). Layout families follow what the fra
   leaves the memory floor free, search.yaml memory_headroom_min):
   DeepSpeed ZeRO-Offload of the optimizer (ZeRO 1-3) and ZeRO-Infinity-style parameter offload (ZeRO-3).
 
+Expert TP (`Strategy.etp`, the routed experts' TP degree): on a MoE layout with TP > 1 and EP > 1 under a framework
+that runs both (`EXPERT_TP_SEARCH_FRAMEWORKS`) both etp 1 and etp = tp are tried, one more axis only there; every
+other layout keeps the framework's default (validate.expert_tp). NVIDIA's MoE recipes run etp 1 at TP > 1
+(Megatron-Bridge recipes expert_tensor_parallel_size=1; MLPerf Training v6.0 DeepSeek-V3 / GPT-OSS, known-gaps 45).
+
 Every combination is then crossed with the micro-batch sizes and the three recompute modes.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
 
 from trainsizer.estimate.inputs import OFFLOAD_CODE, Strategy
+from trainsizer.estimate.validate import expert_tp
 from trainsizer.models.arch import ModelArch
 from trainsizer.search.config import SearchConfig
 
 # columns of a layout row before the micro-batch / recompute cross product
-_COLS = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "distributed_optimizer", "offload")
+# (etp 0: the framework's default, filled in by `strategies`)
+_COLS = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "distributed_optimizer", "offload", "etp")
+# frameworks whose routed experts run at expert TP 1 or tp under EP, either chosen: Megatron-Core
+# (core/parallel_state.py initialize_model_parallel expert_tensor_parallel_size, any divisor of the grid; "auto"
+# resolves every TP > 1 layout of the search to it) and torchtitan (job_config.py
+# Parallelism.expert_tensor_parallel_degree: 1 or tp); validate.py rules etp_* hold the same
+EXPERT_TP_SEARCH_FRAMEWORKS = ("auto", "megatron-core", "torchtitan")
 OFF_NONE, OFF_OPT, OFF_PARAMS = OFFLOAD_CODE["none"], OFFLOAD_CODE["optimizer"], OFFLOAD_CODE["optimizer+params"]
 
 
@@ -57,20 +70,22 @@ def _shard_modes(megatron: bool, dp: int, cp: int, per_node: int, offload: bool)
 
 
 def layouts(model: ModelArch, seq_len: int, global_batch: int, gpus: int, per_node: int, domain: int,
-            cfg: SearchConfig, offload: bool = False, dp_only: bool = False) -> np.ndarray:
+            cfg: SearchConfig, offload: bool = False, dp_only: bool = False,
+            expert_tp_choice: bool = False) -> np.ndarray:
     """Layout rows (columns `_COLS`), one per distinct layout, before micro-batch and recompute.
-    `dp_only`: data parallel layouts only (methods whose frameworks have no model parallelism)."""
+    `dp_only`: data parallel layouts only (methods whose frameworks have no model parallelism);
+    `expert_tp_choice`: MoE layouts at TP > 1 and EP > 1 come at etp 1 and etp = tp (module docstring)."""
     experts = model.experts if model.is_moe and not dp_only else 1
     max_tp, max_pp = (1, 1) if dp_only else (cfg.max_tp, cfg.max_pp)
     cp_min = seq_len + 1 if dp_only else cfg.cp_min_tokens_per_rank  # no CP degree > 1 keeps that many
     return _layouts(model.heads, model.layers, experts, seq_len, global_batch, gpus, per_node, domain,
-                    max_tp, max_pp, cp_min, cfg.vpp_values, offload)
+                    max_tp, max_pp, cp_min, cfg.vpp_values, offload, expert_tp_choice and experts > 1)
 
 
 @lru_cache(maxsize=4096)
 def _layouts(heads: int, layers: int, experts: int, seq_len: int, global_batch: int, gpus: int, per_node: int,
              domain: int, max_tp: int, max_pp: int, cp_min: int, vpp_values: tuple[int, ...],
-             offload: bool) -> np.ndarray:
+             offload: bool, expert_tp_choice: bool = False) -> np.ndarray:
     """`layouts` on plain numbers, cached: accelerators of one node shape share their layouts."""
     rows: list[tuple[int, ...]] = []
     tps = [t for t in _pow2_upto(min(max_tp, domain, gpus)) if heads % t == 0]
@@ -88,10 +103,11 @@ def _layouts(heads: int, layers: int, experts: int, seq_len: int, global_batch: 
                 eps = [e for e in _pow2_upto(experts) if experts % e == 0 and (dp * cp) % e == 0]
                 for ep in eps:
                     megatron = tp > 1 or pp > 1 or cp > 1 or ep > 1
+                    etps = (1, tp) if expert_tp_choice and tp > 1 and ep > 1 else (0,)
                     for zero, sg, dist, off in _shard_modes(megatron, dp, cp, per_node, offload):
                         if zero == 3 and pp > 1:
                             continue
-                        rows.extend((tp, pp, v, dp, cp, ep, zero, sg, dist, off) for v in vpps)
+                        rows.extend((tp, pp, v, dp, cp, ep, zero, sg, dist, off, et) for et in etps for v in vpps)
     out = np.array(rows, dtype=float).reshape(-1, len(_COLS))
     out.setflags(write=False)  # shared by every caller through the cache
     return out
@@ -101,7 +117,8 @@ def strategies(model: ModelArch, seq_len: int, global_batch: int, gpus: int, per
                cfg: SearchConfig, framework: str = "auto", offload: bool = False,
                dp_only: bool = False) -> Strategy | None:
     """All strategies for one hardware option as one array-valued `Strategy` (None: no layout at all)."""
-    base = layouts(model, seq_len, global_batch, gpus, per_node, domain, cfg, offload, dp_only)
+    base = layouts(model, seq_len, global_batch, gpus, per_node, domain, cfg, offload, dp_only,
+                   expert_tp_choice=framework in EXPERT_TP_SEARCH_FRAMEWORKS)
     if not len(base):
         return None
     mbs = np.array(cfg.micro_batches, dtype=float)
@@ -114,9 +131,13 @@ def strategies(model: ModelArch, seq_len: int, global_batch: int, gpus: int, per
     rec = np.arange(3, dtype=float)
     li, mi, ri = np.repeat(li, 3), np.repeat(mi, 3), np.tile(rec, len(mi))
     cols = {name: base[li, k] for k, name in enumerate(_COLS)}
-    return Strategy(
+    strat = Strategy(
         tp=cols["tp"], pp=cols["pp"], vpp=cols["vpp"], dp=cols["dp"], cp=cols["cp"], ep=cols["ep"],
         zero=cols["zero"], shard_group=cols["shard_group"], micro_batch=mbs[mi], recompute=ri,
         offload=cols["offload"], sequence_parallel=(cols["tp"] > 1).astype(float),
         distributed_optimizer=cols["distributed_optimizer"], framework=framework,
     )
+    if not model.is_moe:
+        return strat  # dense: no routed experts, etp left unset
+    default = expert_tp(strat, cols)  # stated on every MoE strategy, so the chosen one shows it
+    return replace(strat, etp=np.where(cols["etp"] > 0, cols["etp"], default))
