@@ -78,3 +78,33 @@ def test_a_long_legend_goes_under_the_plot_not_over_the_title():
     many, few = plotly_figure(chart(40)).layout, plotly_figure(chart(3)).layout
     assert many.legend.y < 0 and many.legend.yanchor == "top" and many.height > few.height
     assert few.legend.y >= 1.0 and few.height == 460
+
+
+def test_a_cjk_font_missing_from_matplotlibs_cached_list_is_found_on_the_system():
+    """A CJK font installed after matplotlib cached its font list is registered from its file, and only CJK files are."""
+    from trainsizer.render.report.charts import _add_system_cjk_fonts
+
+    added: list[str] = []
+
+    class FakeManager:
+        def addfont(self, path):
+            added.append(path)
+
+    class FakeProps:
+        def __init__(self, fname):
+            self.fname = fname
+
+        def get_name(self):
+            return "Noto Sans CJK JP" if "CJK" in self.fname else "DejaVu Sans"
+
+    class FakeFontManager:
+        fontManager = FakeManager()
+        FontProperties = FakeProps
+
+        @staticmethod
+        def findSystemFonts():
+            return ["/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+                    "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"]
+
+    assert _add_system_cjk_fonts(FakeFontManager) == {"Noto Sans CJK JP"}
+    assert added == ["/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"]

@@ -119,7 +119,26 @@ def _font_family() -> list[str]:
     from matplotlib import font_manager
 
     names = {f.name for f in font_manager.fontManager.ttflist}
+    if not any(n in names for n in CJK_FONTS):
+        # matplotlib caches the system's font list on first use (~/.cache/matplotlib), so a CJK font installed
+        # after that (e.g. apt-get install fonts-noto-cjk) is missing from it until the cache is rebuilt
+        names |= _add_system_cjk_fonts(font_manager)
     return [n for n in CJK_FONTS if n in names] + ["DejaVu Sans"]
+
+
+def _add_system_cjk_fonts(font_manager) -> set[str]:
+    """Register the system's CJK font files the cached font list lacks; the family names added."""
+    added: set[str] = set()
+    for path in font_manager.findSystemFonts():
+        stem = path.rsplit("/", 1)[-1].lower()
+        if not any(key in stem for key in ("cjk", "wqy", "sourcehansans", "notosanssc")):
+            continue
+        try:
+            font_manager.fontManager.addfont(path)
+            added.add(font_manager.FontProperties(fname=path).get_name())
+        except (OSError, RuntimeError, ValueError):
+            continue  # an unreadable font file: the next one may do
+    return added
 
 
 def cjk_font_available() -> bool:
