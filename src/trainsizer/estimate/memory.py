@@ -61,6 +61,7 @@ from trainsizer.estimate.model_states import (
     ParamLayout,
     StateBytes,
     check_training,
+    deepspeed_zero3_kept_params,
     frozen_base_bytes,
     load_memory_constants,
     param_layout,
@@ -1262,9 +1263,8 @@ def _deepspeed_zero3_live(b: _Batch, layer_p: Any, trainable_pg: Any) -> tuple[A
     inner = max(m.ffn, m.expert_ffn, m.shared_expert_ffn)
     largest = max(h * inner, h * (m.q_dim + 2 * m.kv_dim)) / b.t  # fc1 / fc2 (or w1, w2, w3), fused QKV
     head = float(m.vocab) * h / b.t
-    reuse = float(oc["deepspeed_zero3_max_reuse_distance_params"]) / 2.0
-    live_w = np.maximum(head, np.minimum(layer_p, np.maximum(largest, reuse)))
-    live_w = live_w + float(oc["deepspeed_zero3_prefetch_bucket_params"])
+    kept = deepspeed_zero3_kept_params(m, b.t, layer_p, float(oc["deepspeed_zero3_max_reuse_distance_params"]))
+    live_w = np.maximum(head, kept) + float(oc["deepspeed_zero3_prefetch_bucket_params"])
     live_g = 2.0 * np.maximum(np.maximum(head, largest), float(oc["deepspeed_zero3_reduce_bucket_params"]))
     return live_w, np.minimum(live_g, trainable_pg)
 

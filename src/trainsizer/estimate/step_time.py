@@ -58,6 +58,7 @@ from trainsizer.estimate.model_states import (
     MLP_INPUT_LINEARS,
     ROW_PARALLEL_LINEARS,
     check_training,
+    deepspeed_zero3_kept_params,
     frozen_base_bytes,
     load_memory_constants,
     lora_adapted_widths,
@@ -1749,18 +1750,15 @@ def _zero3_regathered_share(x: _Step) -> Any:
     are released after its forward unless they recur within stage3_max_reuse_distance elements of the trace
     (partitioned_param_coordinator.py __params_to_release, v0.6+; stage3.py _keep_for_later, v0.3): between a
     module's recompute and its backward the trace runs the rest of the layer twice (its recompute, then its
-    backward), so a module is kept when the parameters after it in the layer are under half the distance -- the
-    layer's last min(layer, max(largest module, distance / 2)) parameters, as memory._deepspeed_zero3_live holds
-    them. Per TP rank; averaged over the layers. 0 on other styles."""
+    backward), so a module is kept when the parameters after it in the layer are under half the distance
+    (model_states.deepspeed_zero3_kept_params, which the memory estimate holds live). Per TP rank; averaged over
+    the layers. 0 on other styles."""
     reuse = float(x.fw.zero3_max_reuse_distance_params)
     if reuse <= 0.0:
         return 0.0
     m = x.model
     layer = sum(float(m.layer_params(i).total) for i in range(m.layers)) / max(m.layers, 1) / x.t
-    h = float(m.hidden)
-    inner = max(m.ffn, m.expert_ffn, m.shared_expert_ffn)
-    largest = max(h * inner, h * (m.q_dim + 2 * m.kv_dim)) / x.t
-    kept = np.minimum(layer, np.maximum(largest, reuse / 2.0))
+    kept = deepspeed_zero3_kept_params(m, x.t, layer, reuse)
     return np.maximum(1.0 - kept / np.maximum(layer, 1.0), 0.0)
 
 
