@@ -84,12 +84,14 @@ def _extra(text: str) -> dict[str, Any]:
 
 
 def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
-    """The row as a user's job file. `strategy_extra` may also carry the job-level `flash_attention`; a network
+    """The row as a user's job file. `strategy_extra` may also carry the job-level `flash_attention` and the
+    hardware's `per_node` (GPUs a host, where the catalog's host size is not the run's: DGX-2's 16 V100); a network
     written as `key=value;...` is an inline network (NICs per node, Gb/s per NIC, kind)."""
     model: Any = models[row["model"]]["model"] if row["model"] in models else row["model"]
     extra = _extra(row["strategy_extra"])
     flash = extra.pop("flash_attention", True)
     routing = extra.pop("moe_routing", None)  # job level, like flash_attention
+    per_node = extra.pop("per_node", None)  # hardware level
     strategy = {"tp": whole(row["tp"], 1), "pp": whole(row["pp"], 1), "vpp": whole(row["vpp"], 1),
                 "cp": whole(row["cp"], 1), "ep": whole(row["ep"], 1), "micro_batch": whole(row["micro_batch"], 1),
                 "recompute": row["recompute"], "framework": row["framework"], **extra}
@@ -101,6 +103,8 @@ def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
         "hardware": {"accelerator": row["accelerator"], "count": whole(row["gpu_count"]), "network": network},
         "strategy": strategy,
     }
+    if per_node:
+        job["hardware"]["per_node"] = per_node
     if row["fp8_recipe"]:
         job["fp8_recipe"] = row["fp8_recipe"]
     if routing:

@@ -14,13 +14,18 @@ shipped preset: benchmarks/data/papers_models.yaml (and heldout_models.yaml for 
   training notes (github:THUDM/GLM-130B logs/main-log-en.md): the same layout's step at batch 4,224 and 6,144.
 - BloombergGPT (arXiv:2303.17564) s3.4: 512 A100 40GB on p4d (EFA), ZeRO-3 over 128-GPU groups (MiCS), 32.5 s a
   step, written as DeepSpeed's MiCS (stage 3 with a 128-GPU shard group).
+- ZeRO++ (arXiv:2306.10209) and DeepSpeed's ZeRO++ blog (2023-06-22, Figures 6-8): the ZeRO-3 baseline of
+  Megatron-DeepSpeed GPTs of 18B-138B on 384 V100 (DGX-2 nodes of 16) at 1K / 2K tokens a GPU over 1, 2, 4 and
+  8 x 100 Gb/s InfiniBand a node, in the TFLOPs Megatron-DeepSpeed logs (Narayanan 2021 Eq. 3 with recompute,
+  `narayanan_tflops_per_gpu`: the ZeRO++ tutorial's own baseline log reproduces from its step time).
 Left out (docs/known-gaps.md 44): OPT-175B's 147 TFLOP/s (FLOP convention not stated), Falcon (paper text not at
 hand here), BLOOM (already in the development set, perf_validation), GPT-NeoX-20B (perf_heldout).
 
 Each row goes through the public job path (perf_heldout.estimate_row: `resolve_job` + `evaluate`). Metrics: `step_time_s`
 (the estimate's step); `mfu_6n_total_pct` (MegaScale's MFU: 6 x all parameters + 12 L h s FLOPs per token, the
 convention that reproduces its Table 2 MFU from its tokens/s, over `peak_tflops`); `palm_mfu_pct` (PaLM appendix B:
-6 x non-embedding parameters + 12 L h s, over `peak_tflops`). Errors are signed throughput errors, + = predicted too
+6 x non-embedding parameters + 12 L h s, over `peak_tflops`); the FLOP/s conventions of perf_heldout
+(`narayanan_tflops_per_gpu`, ...). Errors are signed throughput errors, + = predicted too
 fast (for a step time: published / predicted - 1; for an MFU: predicted / published - 1). A refused row is printed
 as REFUSED with the error: each is a bug to report.
 
@@ -39,6 +44,7 @@ import yaml
 
 from harness import Case, mape, whole
 from perf_heldout import estimate_row
+from perf_heldout import predicted_metric as heldout_metric
 from trainsizer.estimate import flops as F
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -77,7 +83,7 @@ def predicted_metric(row: dict[str, str], result: dict[str, Any], model: Any) ->
         tokens = whole(row["global_batch_seqs"]) * seq
         flops = model_flops_per_token(row["metric"], model, seq) * tokens
         return 100.0 * flops / step_s / gpus / (float(row["peak_tflops"]) * 1e12)
-    raise ValueError(f"{row['id']}: unknown metric {row['metric']!r}")
+    return heldout_metric(row, result, model)  # the FLOP/s conventions perf_heldout scores (Narayanan Eq. 3, ...)
 
 
 def throughput_err(case: Case) -> float:
