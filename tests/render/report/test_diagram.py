@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -113,3 +114,40 @@ def test_one_nvl72_rack_without_a_network_is_drawn_on_nvlink_alone(lang):
     word = "NVLink only" if lang == "en" else "仅 NVLink"
     assert word in texts[0] and any(s.startswith(word) for s in texts[1:]) and not texts[0].endswith("—")
     assert word in render_mermaid(data, lang)
+
+
+def _connector_reach(svg: str) -> tuple[set, list, list]:
+    """Points the storage / management connectors reach from a rack group's right edge, the group boxes and
+    the side boxes (x, top, bottom)."""
+    root = ET.fromstring(svg)
+    rects = list(root.iter(f"{NS}rect"))
+    groups = [r for r in rects if r.get("fill") == "white" and r.get("stroke")]
+    side = [r for r in rects if r.get("fill") in ("#fff8e6", "#eef7ee")]
+    segs = [tuple(round(float(v), 1) for v in re.findall(r"-?[\d.]+", ln.get("d")))   # drawsvg: "Mx,y Lx,y"
+            for ln in root.iter(f"{NS}path") if ln.get("stroke") == "#886"]
+    starts = {(x, y) for g in groups for s in segs for x, y in (s[:2], s[2:])
+              if abs(x - round(float(g.get("x")) + float(g.get("width")), 1)) < 0.2
+              and float(g.get("y")) <= y <= float(g.get("y")) + float(g.get("height"))}
+    reached, grew = set(starts), True
+    while grew:                                  # segments sharing an end point are one connector
+        new = {p for s in segs if s[:2] in reached or s[2:] in reached for p in (s[:2], s[2:])} - reached
+        reached |= new
+        grew = bool(new)
+    boxes = [(float(r.get("x")), float(r.get("y")), float(r.get("y")) + float(r.get("height"))) for r in side]
+    return reached, groups, boxes
+
+
+@pytest.mark.parametrize("plan", ["single", "fixture", "large"])
+def test_storage_and_management_connectors_reach_the_racks(plan):
+    """A small plan's racks end far left of the side boxes: the connectors must still join them, not dangle."""
+    made = {"single": single_node_plan, "fixture": load_fixture, "large": lambda: large_plan(64)}[plan]()
+    reached, groups, boxes = _connector_reach(render_svg(made, "en"))
+    assert groups and len(boxes) == 2
+    for x, top, bottom in boxes:
+        assert any(abs(px - x) < 0.2 and top <= py <= bottom for px, py in reached), (plan, x, top, reached)
+
+
+def test_one_node_title_names_one_node_and_no_fabric():
+    texts = _texts(render_svg(single_node_plan(), "en"))
+    assert any(s.startswith("1 node · 8 × ") for s in texts)
+    assert not any("1 nodes" in s or s.endswith("· —") for s in texts)

@@ -62,8 +62,9 @@ def _draw_node(d: dw.Drawing, x: float, y: float, w: float, topo: Topology, node
         nic_xy.append((cx, y + NODE_H - 8, r))
 
 
-def _draw_racks(d: dw.Drawing, topo: Topology, y0: float, f: Fmt) -> tuple[float, list]:
-    """Racks (or drawing groups) of nodes; returns the bottom y and NIC positions (x, y, rail)."""
+def _draw_racks(d: dw.Drawing, topo: Topology, y0: float, f: Fmt) -> tuple[float, float, list]:
+    """Racks (or drawing groups) of nodes; returns the bottom y, the right edge of the last group and NIC
+    positions (x, y, rail)."""
     L = f.lang
     per, real, shown = rack_groups(topo)
     rw = min(190.0, (RIGHT - LEFT - 10 * len(shown)) / len(shown))
@@ -91,7 +92,7 @@ def _draw_racks(d: dw.Drawing, topo: Topology, y0: float, f: Fmt) -> tuple[float
             span = min(per, dom // topo.gpus_per_node)
             d.append(dw.Rectangle(x + 2, y0 + 19, rw - 4, span * NODE_H + 2, fill="none", stroke="#2ca02c",
                                   stroke_dasharray="4,2", stroke_width=1.5))
-    return y0 + height, nic_xy
+    return y0 + height, LEFT + len(shown) * (rw + 10) - 10, nic_xy
 
 
 def _switch_row(d: dw.Drawing, tier: Tier, y: float, f: Fmt, rails: int | None) -> list[tuple[float, float, int]]:
@@ -163,12 +164,24 @@ def _fabric(d: dw.Drawing, topo: Topology, y: float, nic_xy: list, f: Fmt, racks
     return bottom
 
 
-def _side(d: dw.Drawing, topo: Topology, y: float, h: float, f: Fmt) -> None:
-    """Storage and management networks, beside the racks."""
+def title(topo: Topology, f: Fmt) -> str:
+    """The drawing's title: nodes, GPUs and the compute fabric (none named inside one node)."""
+    key = "dg.title" if topo.nodes > 1 else "dg.title_one_node"
+    return t(key, f.lang, nodes=f.num(topo.nodes), gpus=f.num(topo.nodes * topo.gpus_per_node),
+             accelerator=topo.accelerator, fabric=topo.fabric or "—")
+
+
+def _side(d: dw.Drawing, topo: Topology, y: float, h: float, f: Fmt, racks_right: float) -> None:
+    """Storage and management networks, beside the racks, each joined to the racks: a line from the racks'
+    right edge to a bus at RIGHT, and from the bus to each box (small plans leave a gap before RIGHT)."""
     L = f.lang
     x = RIGHT + 30
+    tops = [y + i * (h / 2 + 5) for i in range(2)]
+    dashed = {"stroke": "#886", "stroke_dasharray": "4,3"}
+    d.append(dw.Line(racks_right, y + 30, RIGHT, y + 30, **dashed))
+    d.append(dw.Line(RIGHT, y + 30, RIGHT, tops[-1] + 30, **dashed))
     for i, (key, label) in enumerate((("dg.storage", topo.storage), ("dg.management", topo.management))):
-        top = y + i * (h / 2 + 5)
+        top = tops[i]
         d.append(dw.Rectangle(x, top, W - x - 20, h / 2 - 10, fill="#fff8e6" if i == 0 else "#eef7ee",
                               stroke="#886", rx=6))
         d.append(_text(x + 8, top + 18, t(key, L), 12, font_weight="bold"))
@@ -179,7 +192,7 @@ def _side(d: dw.Drawing, topo: Topology, y: float, h: float, f: Fmt) -> None:
         for k, line in enumerate(lines[:room]):
             d.append(_text(x + 8, top + 34 + 13 * k, line if k < room - 1 or len(lines) <= room else line + " …", 10,
                            fill="#444" if label else "#a33"))
-        d.append(dw.Line(RIGHT, top + 30, x, top + 30, stroke="#886", stroke_dasharray="4,3"))
+        d.append(dw.Line(RIGHT, top + 30, x, top + 30, **dashed))
 
 
 def _wrap(text: str, width: int) -> list[str]:
@@ -207,15 +220,13 @@ def render_svg(plan: Mapping, lang: str) -> str:
     legend_y = racks_y + side_h + 20
     d = dw.Drawing(W, legend_y + 60)
     d.append(dw.Rectangle(0, 0, W, legend_y + 60, fill="white"))
-    title = t("dg.title", lang, nodes=f.num(topo.nodes), gpus=f.num(topo.nodes * topo.gpus_per_node),
-              accelerator=topo.accelerator, fabric=topo.fabric or "—")
-    d.append(_text(LEFT, 26, title, 15, font_weight="bold"))
-    bottom, nic_xy = _draw_racks(d, topo, racks_y, f)
+    d.append(_text(LEFT, 26, title(topo, f), 15, font_weight="bold"))
+    bottom, racks_right, nic_xy = _draw_racks(d, topo, racks_y, f)
     if topo.nodes > 1:
         _fabric(d, topo, 50, nic_xy, f, racks_y)
     else:
         d.append(_text(LEFT, 60, t("dg.single_node", lang), 12))
-    _side(d, topo, racks_y, side_h, f)
+    _side(d, topo, racks_y, side_h, f, racks_right)
     _legend(d, topo, legend_y, f)
     return d.as_svg()
 

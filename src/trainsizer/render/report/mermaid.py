@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from trainsizer.render.report.diagram import TIER_RANK, rack_groups
+from trainsizer.render.report.diagram import TIER_RANK, rack_groups, title
 from trainsizer.render.report.facts import as_dict
 from trainsizer.render.report.fmt import Fmt
 from trainsizer.render.report.i18n import has, t
@@ -48,8 +48,7 @@ def render_mermaid(plan: Mapping, lang: str) -> str:
     if topo is None:
         return f"flowchart TB\n  none[{_q(t('dg.none', lang))}]\n"
     out = ["flowchart TB"]
-    title = t("dg.title", lang, nodes=f.num(topo.nodes), gpus=f.num(topo.nodes * topo.gpus_per_node),
-              accelerator=topo.accelerator, fabric=topo.fabric or "—")
+    head = title(topo, f)
     tiers = sorted(topo.tiers, key=lambda s: TIER_RANK.get(s.name, 1.5))
     for tier in tiers:
         name = t(f"dg.tier.{tier.name}", lang) if has(f"dg.tier.{tier.name}") else tier.name
@@ -60,7 +59,7 @@ def render_mermaid(plan: Mapping, lang: str) -> str:
         label = _link(topo, upper.name, lower.name, f)
         out.append(f"  {upper.name.replace('-', '_')} ---|{_q(label)}| {lower.name.replace('-', '_')}" if label else
                    f"  {upper.name.replace('-', '_')} --- {lower.name.replace('-', '_')}")
-    out.append(f"  subgraph racks[{_q(title)}]")
+    out.append(f"  subgraph racks[{_q(head)}]")
     out.extend(_rack_lines(topo, f))
     out.append("  end")
     if tiers:
