@@ -76,3 +76,13 @@ def test_auto_in_a_batch_is_elementwise() -> None:
         np.testing.assert_array_equal(auto[sel], one[sel])
         mem, _ = memory_per_gpu_bytes(m, tr, s, st.with_(framework=style))
         np.testing.assert_array_equal(mem_auto[sel], mem[sel])
+
+
+def test_style_number_reads_the_value_the_step_time_style_holds() -> None:
+    # the memory estimate reads DeepSpeed's reuse distance and reduce bucket through style_number; the step time
+    # through PerfStyle: one copy in perf_constants.yaml, read to the same float by both
+    ds = PERF_STYLES["deepspeed"]
+    for key in ("zero3_max_reuse_distance_params", "grad_bucket_params"):
+        assert fw.style_number("deepspeed", key) == getattr(ds, key) > 0.0
+    with pytest.raises(KeyError):
+        fw.style_number("fsdp", "zero3_max_reuse_distance_params")  # FSDP keeps every gathered unit: not set

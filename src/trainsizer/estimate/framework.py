@@ -107,14 +107,26 @@ def perf_styles(name: str) -> tuple[str, ...] | str:
     return tuple(PERF_STYLE[c] for c in AUTO_CHOICES) if name == "auto" else PERF_STYLE[name]
 
 
+def _style_entry(name: str) -> dict[str, Any]:
+    """What a framework's perf style sets in perf_constants.yaml `frameworks:` ({} where it sets nothing)."""
+    from trainsizer.estimate.calibration import load_constants
+
+    check_framework(name)
+    return load_constants().raw.get("frameworks", {}).get(PERF_STYLE.get(name, name)) or {}
+
+
 def style_option(name: str, key: str) -> bool:
     """A boolean option of a framework's perf style (perf_constants.yaml `frameworks:`; False where the style
     does not set it), e.g. `fp8_param_allgather` for the memory estimate, which must resolve a job's unset
     option to the same default as the step time."""
-    from trainsizer.estimate.calibration import load_constants
+    return bool(_style_entry(name).get(key, False))
 
-    check_framework(name)
-    return bool((load_constants().raw.get("frameworks", {}).get(PERF_STYLE.get(name, name)) or {}).get(key, False))
+
+def style_number(name: str, key: str) -> float:
+    """A number a framework's perf style sets (perf_constants.yaml `frameworks:`), e.g. DeepSpeed's
+    stage3_max_reuse_distance and reduce_bucket_size for the memory estimate, so both estimates read one copy
+    of the framework's default. KeyError where the style does not set it: the caller names a key that exists."""
+    return float(_style_entry(name)[key])
 
 
 def fp8_primary_weights_default(style_on: Any, zero: Any) -> Any:

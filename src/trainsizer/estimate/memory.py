@@ -54,6 +54,7 @@ from trainsizer.estimate.framework import (
     check_framework,
     fp8_primary_weights_default,
     memory_profile,
+    style_number,
     style_option,
 )
 from trainsizer.estimate.inputs import LOSS_IMPLS, Strategy, System, Training, act_bytes
@@ -62,6 +63,7 @@ from trainsizer.estimate.model_states import (
     StateBytes,
     check_training,
     deepspeed_zero3_kept_params,
+    deepspeed_zero3_largest_module_params,
     frozen_base_bytes,
     load_memory_constants,
     param_layout,
@@ -1257,15 +1259,14 @@ def _deepspeed_zero3_live(b: _Batch, layer_p: Any, trainable_pg: Any) -> tuple[A
     per submodule (memory_constants.yaml framework_overhead deepspeed_zero3_*): the embedding / LM head, or the
     layer's modules reused within half the reuse distance (at least its largest linear), plus the prefetch
     bucket; two reduce buckets of gradients (at most the GPU's trainable parameters), or two of the largest
-    module when it is larger."""
+    module when it is larger. The reuse distance and the reduce bucket are the DeepSpeed perf style's
+    (perf_constants.yaml frameworks.deepspeed), which the step time reads too."""
     oc, m = b.c["framework_overhead"], b.model
-    h = float(m.hidden)
-    inner = max(m.ffn, m.expert_ffn, m.shared_expert_ffn)
-    largest = max(h * inner, h * (m.q_dim + 2 * m.kv_dim)) / b.t  # fc1 / fc2 (or w1, w2, w3), fused QKV
-    head = float(m.vocab) * h / b.t
-    kept = deepspeed_zero3_kept_params(m, b.t, layer_p, float(oc["deepspeed_zero3_max_reuse_distance_params"]))
+    largest = deepspeed_zero3_largest_module_params(m, b.t)
+    head = float(m.vocab) * float(m.hidden) / b.t
+    kept = deepspeed_zero3_kept_params(m, b.t, layer_p, style_number(b.name, "zero3_max_reuse_distance_params"))
     live_w = np.maximum(head, kept) + float(oc["deepspeed_zero3_prefetch_bucket_params"])
-    live_g = 2.0 * np.maximum(np.maximum(head, largest), float(oc["deepspeed_zero3_reduce_bucket_params"]))
+    live_g = 2.0 * np.maximum(np.maximum(head, largest), style_number(b.name, "grad_bucket_params"))
     return live_w, np.minimum(live_g, trainable_pg)
 
 

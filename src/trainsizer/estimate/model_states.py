@@ -49,16 +49,22 @@ def load_memory_constants() -> dict[str, Any]:
     return yaml.safe_load(text)
 
 
+def deepspeed_zero3_largest_module_params(model: ModelArch, tp: Any) -> Any:
+    """Parameters (per TP rank) of a decoder layer's largest module, the unit DeepSpeed ZeRO-3 gathers and reduces
+    whole: fc1 / fc2 (or w1, w2, w3) or the fused QKV."""
+    h = float(model.hidden)
+    inner = max(model.ffn, model.expert_ffn, model.shared_expert_ffn)
+    return max(h * inner, h * (model.q_dim + 2 * model.kv_dim)) / tp
+
+
 def deepspeed_zero3_kept_params(model: ModelArch, tp: Any, layer_params: Any, reuse_distance_params: float) -> Any:
     """Parameters of a decoder layer (per TP rank) that DeepSpeed ZeRO-3 keeps gathered from one use to the next:
     a module is released after its fetch unless it recurs within stage3_max_reuse_distance elements of the trace,
     and between a module's two uses the trace runs the rest of the layer twice, so the layer's last
     min(layer, max(largest module, distance / 2)) parameters stay (partitioned_param_coordinator.py
-    __params_to_release, v0.6+; stage3.py _keep_for_later, v0.3). The largest module is fc1 / fc2 (or w1, w2, w3)
-    or the fused QKV. Used by the memory estimate (what stays live) and the step time (what is gathered again)."""
-    h = float(model.hidden)
-    inner = max(model.ffn, model.expert_ffn, model.shared_expert_ffn)
-    largest = max(h * inner, h * (model.q_dim + 2 * model.kv_dim)) / tp
+    __params_to_release, v0.6+; stage3.py _keep_for_later, v0.3). Used by the memory estimate (what stays live)
+    and the step time (what is gathered again)."""
+    largest = deepspeed_zero3_largest_module_params(model, tp)
     return np.minimum(layer_params, np.maximum(largest, reuse_distance_params / 2.0))
 
 
