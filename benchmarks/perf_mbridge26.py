@@ -18,7 +18,7 @@ the images these releases build on are later than pytorch:25.11-py3, which ships
 (as perf_blackwell.py, the 25.11 rows): bf16 gradient reduce, TE cross-entropy, fp8_param_gather on for FP8-CS /
 MXFP8 and off for NVFP4 (training/mixed_precision.py bf16_with_nvfp4_mixed), TP communication overlap off for NVFP4
 (configs/llama/llama3*_llm_pretrain.py: tp_comm_overlap False if nvfp4; the estimator's default under NVFP4 on TE
-styles, step_time._fp4_style), the embedding and loss as pipeline
+styles, step_time._recipe_style), the embedding and loss as pipeline
 layers for Llama 3.1 405B and Qwen3-235B-A22B. Where the config sets cutedsl_fused_grouped_mlp the row states TE's
 fused grouped MLP (strategy.moe_fused_grouped_mlp, CUTEDSL_CONFIGS). What the rows cannot state is in the `assumed`
 column (DeepSeek-V3's pp_layout, the CuTe DSL kernels' rate, partial CUDA graphs, the DGX-B300 network). GPT-OSS 120B:

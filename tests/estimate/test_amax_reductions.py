@@ -26,7 +26,7 @@ def _tp(recipe: str | None, tp: int = 2, sp: bool = True, recompute: str = "none
     style = dataclasses.replace(perf_style("megatron-core"), fp8_te_quantizer=te)
     training = Training(seq_len=4096, global_batch_seqs=8 // tp, precision="fp8" if recipe else "bf16",
                         fp8_recipe=recipe, bf16_layers=bf16_layers)
-    # the TP overlap stated, so NVFP4's default (no userbuffers under TE: step_time._fp4_style) does not enter
+    # the TP overlap stated, so NVFP4's default (no userbuffers under TE: step_time._recipe_style) does not enter
     st = Strategy(tp=tp, dp=8 // tp, micro_batch=1, recompute=recompute, sequence_parallel=sp,
                   distributed_optimizer=True, tp_comm_overlap=True)
     return estimate_time(model or llama8b(), training, b200_cluster(8), st,

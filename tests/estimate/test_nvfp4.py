@@ -171,6 +171,27 @@ def test_tp_comm_overlap_off_by_default_under_nvfp4():
     assert _tp_comm_s(mx_default) < _tp_comm_s(mx_off)
 
 
+def test_the_recipes_userbuffers_entry_decides_the_overlap_default():
+    """Which recipes lose TE's TP overlap is the recipe's te_userbuffers_all_gather entry (perf_constants.yaml), not
+    a rule on FP4: a recipe marked so loses it, FP8 or not, and NVFP4 marked otherwise keeps it."""
+    import dataclasses
+
+    from trainsizer.estimate.calibration import load_constants
+
+    k = load_constants()
+    sc = _sc("gb200", "mxfp8", dp=4, tp=2, sequence_parallel=True)
+    nv = _sc("gb200", "nvfp4", dp=4, tp=2, sequence_parallel=True)
+
+    def tp_s(case, recipe: str, takes: float) -> float:
+        recipes = k.fp8_recipes | {recipe: k.fp8_recipes[recipe] | {"te_userbuffers_all_gather": takes}}
+        o = step_time_arrays(case.model, case.training, case.system, case.strategy,
+                             constants=dataclasses.replace(k, fp8_recipes=recipes))
+        return float(np.asarray(o["tp_comm"]).reshape(-1)[0])
+
+    assert tp_s(sc, "mxfp8", 0.0) > tp_s(sc, "mxfp8", 1.0) == pytest.approx(_tp_comm_s(sc))
+    assert tp_s(nv, "nvfp4", 1.0) < tp_s(nv, "nvfp4", 0.0) == pytest.approx(_tp_comm_s(nv))
+
+
 def test_nvfp4_overlap_default_leaves_styles_without_te_quantizers():
     """torchtitan's async TP is not TE's userbuffers: a style without TE quantizers keeps its overlap under NVFP4."""
     import dataclasses

@@ -19,7 +19,7 @@ def test_nvfp4_speedup_over_fp8_at_one_layout():
     # every pair measures NVFP4 faster, and so does the estimate
     assert all(m > 1.2 and p > 1.2 for _, m, p in rows)
     # reached: mean |error| of the ratio 4.9%, worst 12.6% (the 26.04 GB200 70B pair over MXFP8) since NVFP4 runs
-    # without TE's userbuffers TP overlap (step_time._fp4_style); 8.0% / 14.9% before; 9.4% / 14.5% at 0.586 of the
+    # without TE's userbuffers TP overlap (step_time._recipe_style); 8.0% / 14.9% before; 9.4% / 14.5% at 0.586 of the
     # rated FP4 peak, before NVFP4 ran at its measured kernel ratio over FP8 (docs/known-gaps.md 30)
     err = [abs(p - m) / m for _, m, p in rows]
     assert sum(err) / len(err) <= 0.07 and max(err) <= 0.15

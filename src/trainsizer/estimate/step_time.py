@@ -498,8 +498,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
     k = constants or load_constants()
     check_training(training)
     fw = _style(strategy, framework_style, training.method in ("pretrain", "cpt"))
-    if fp4_training(training, k):  # NVFP4 keeps 16-bit primary weights (calibration.fp4_training)
-        fw = _fp4_style(fw, strategy)
+    fw = _recipe_style(fw, strategy, training, system, k)
     r = _bf16_layers(_rates(system, training, k, calibration, fw), training, model)
     a = strategy_arrays(strategy)
     t, d, c, b = a["tp"], a["dp"], a["cp"], a["micro_batch"]
@@ -524,20 +523,20 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  grad_accum_fusion=getattr(strategy, "gradient_accumulation_fusion", None))
 
 
-def _fp4_style(fw: PerfStyle, strategy: Any) -> PerfStyle:
-    """The style under an NVFP4 recipe: 16-bit primary weights (no FP8 parameter all-gather), and on Transformer
-    Engine styles no TP communication overlap unless the job states it. TE's userbuffers all-gather takes FP8 and
-    MXFP8 quantizers only and raises "Unsupported quantizer for Userbuffers" for any other
-    (transformer_engine/pytorch/module/base.py fill_userbuffers_buffer_for_all_gather at d0067d0, 2026-08), and
-    Megatron-Bridge's performance recipes set tp_comm_overlap False under nvfp4 (scripts/performance/configs/llama/
-    llama3_llm_pretrain.py, llama31_llm_pretrain.py, since 1420e3fa9 "nvfp4 for dense models", 2025-11, through
-    v0.5.1), as NVIDIA's MLPerf NVFP4 configs run (nvidia_mlperf.csv tp_comm_overlap 0). Counted, not fitted."""
-    changes: dict = {"fp8_param_allgather": False}
-    if getattr(strategy, "tp_comm_overlap", None) is None:
+def _recipe_style(fw: PerfStyle, strategy: Any, training: Training, system: System, k: PerfConstants) -> PerfStyle:
+    """The style under the job's low-precision recipe: an FP4-peak recipe keeps 16-bit primary weights, so no FP8
+    parameter all-gather (calibration.fp4_training, which the memory estimate reads too); a recipe whose quantizer
+    Transformer Engine's userbuffers do not take (perf_constants.yaml fp8.recipes te_userbuffers_all_gather: NVFP4)
+    runs a TE style (fp8_te_quantizer) without TP communication overlap unless the job states it."""
+    changes: dict = {}
+    if fp4_training(training, k):
+        changes["fp8_param_allgather"] = False
+    if training.precision == "fp8" and getattr(strategy, "tp_comm_overlap", None) is None and \
+            not k.fp8_recipe(system.accelerator, training.fp8_recipe).get("te_userbuffers_all_gather", 1.0):
         te = np.asarray(fw.fp8_te_quantizer, bool)
         changes["tp_comm_overlap"] = np.asarray(fw.tp_comm_overlap, bool) & ~te if te.ndim else \
             bool(fw.tp_comm_overlap) and not bool(te)
-    return dataclasses.replace(fw, **changes)
+    return dataclasses.replace(fw, **changes) if changes else fw
 
 
 def _rows(training: Training, sequences, unpads: Any) -> tuple[Any, Any]:
