@@ -28,6 +28,14 @@
   26.04.01, MXFP8's fp8_output_proj under v0.5.1, the DGX-B300 network); the two 26.06.01 GPT-OSS lines carry the
   table's own footnote that they are a known regression (cudnn-frontend issue 256, the CuTe DSL grouped MLP's dGLU
   backward; not modelled: they are the 26.06 lines' jobs, docs/known-gaps.md 41 (6)).
+  Added 2026-12-03: the 25.11 table's four GPT-OSS 120B lines (BF16; the release's other models are perf_blackwell's
+  development rows), each from the config that states its layout, read as above: GB300 (MBS 2) and GB200 (MBS 1) at
+  8,192 tokens and global batch 1,280 from branch gaod/r0.2.0_test at 4a82e1651 (2025-12-06, the only config state
+  with that layout: seq_length 8192 set in gpt_oss_llm_pretrain.py, GB200 on HybridEP, three days before those lines
+  replaced the table's 4K ones), B200 and H100 at 4,096 tokens and global batch 512 from the v0.2.0 tag, where the
+  table prints EP 8 for B200 (every config sets 64; its rate is 26.02's EP 64 line's) and MBS 4 / GA 2 for H100 (no
+  layout at PP 4; the config's MBS 1): the `assumed` column gives the table's reading's figure. The v0.2.0 image is
+  pytorch:25.09-py3, cuDNN 9.13.1 (perf_mbridge26.CUDNN_BY_RELEASE). docs/known-gaps.md 41 (9).
 - MLPerf Training v5.1 closed submissions on NVIDIA's implementation by other submitters, not in perf_mlperf.py or
   perf_heldout26.py (benchmarks/data/heldout_2026c_mlperf_nvidia.csv, 25 v5.1 rows and 8 v5.0 rows below, the columns of
   heldout_2026b_mlperf_nvidia.csv, built by perf_heldout26.mlperf_nvidia_job): Llama 2 70B LoRA FP8 by University of
@@ -140,7 +148,7 @@ def fits() -> list[Fit]:
 def main() -> None:
     cs = cases()
     errs = print_cases(cs)
-    print(f"\nMegatron-Bridge 26.02.01 / 26.04.01 / 26.06.01 (held out, nothing fitted): n={len(cs)} MAPE {100 * errs.mean():.1f}%")
+    print(f"\nMegatron-Bridge 26.02.01 / 26.04.01 / 26.06.01, 25.11 GPT-OSS (held out, nothing fitted): n={len(cs)} MAPE {100 * errs.mean():.1f}%")
     rest = [e for (rid, _, _, _), e in zip(cs, errs, strict=True) if "gpt_oss" not in rid]
     print(f"  without GPT-OSS 120B: n={len(rest)} MAPE {100 * sum(rest) / len(rest):.1f}%")
     print_groups(cs, {r["id"]: r for r in rows()}, ("release", "system", "precision", "model"))

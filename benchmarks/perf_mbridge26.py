@@ -50,6 +50,9 @@ PRECISION = {"BF16": ("bf16", "auto"), "FP8-CS": ("fp8", "tensorwise"), "FP8-MX"
 # and a later image no older one: the Blackwell rows run the 9.17 attention rate (an assumption, a lower bound; the
 # 26.02 / 26.04 images' own release is not read). Hopper has no two-release measurement: H100 rows keep the base rate.
 CUDNN_26 = "9.17"
+# Releases whose image ships another cuDNN: Megatron-Bridge v0.2.0 (25.11, perf_heldout27's GPT-OSS lines) builds on
+# nvcr.io/nvidia/pytorch:25.09-py3 (docker/Dockerfile.ci), cuDNN 9.13.1: the base release (None), as perf_blackwell's rows.
+CUDNN_BY_RELEASE = {"25.11": None}
 # Expert tensor parallelism of the MoE rows (strategy.etp): every MoE family's WorkloadBaseConfig sets
 # expert_tensor_parallel_size=1 and no preset of the rows overrides it (scripts/performance/configs/deepseek/
 # deepseek_workload_base_configs.py, qwen/qwen3_workload_base_configs.py, gpt_oss/gpt_oss_workload_base_configs.py at
@@ -104,7 +107,7 @@ def job(r: dict[str, str]) -> dict:
         "grad_reduce_in_fp32": False, "fp8_param_allgather": r["precision"] in ("FP8-CS", "FP8-MX"),
         "loss_impl": "te", "activation_offload": offload or False, "cuda_graphs": r["cuda_graphs"],
         "fp8_attention": r["fp8_attention"] == "1" or None,
-        "cudnn_release": CUDNN_26 if r["system"] in BLACKWELL else None,
+        "cudnn_release": CUDNN_BY_RELEASE.get(r["release"], CUDNN_26) if r["system"] in BLACKWELL else None,
     }
     if fused_grouped_mlp(r):
         strategy["moe_fused_grouped_mlp"] = True
