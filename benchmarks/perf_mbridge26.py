@@ -107,7 +107,7 @@ def job(r: dict[str, str]) -> dict:
         "grad_reduce_in_fp32": False, "fp8_param_allgather": r["precision"] in ("FP8-CS", "FP8-MX"),
         "loss_impl": "te", "activation_offload": offload or False, "cuda_graphs": r["cuda_graphs"],
         "fp8_attention": r["fp8_attention"] == "1" or None,
-        "cudnn_release": CUDNN_BY_RELEASE.get(r["release"], CUDNN_26) if r["system"] in BLACKWELL else None,
+        "cudnn_release": CUDNN_BY_RELEASE.get(r.get("release", ""), CUDNN_26) if r["system"] in BLACKWELL else None,
     }
     if fused_grouped_mlp(r):
         strategy["moe_fused_grouped_mlp"] = True
