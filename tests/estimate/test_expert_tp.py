@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from trainsizer.errors import StrategyError
@@ -150,3 +152,23 @@ def test_routed_slots_keep_their_hidden_wide_items_per_expert_tp_rank():
     # torchtitan (its own EP, not Megatron-Core's dispatcher): unchanged
     titan = dict(tp=2, dp=512, ep=8, zero=3, recompute="none", framework="torchtitan")
     assert _acts(QWEN, etp=2, **titan) == pytest.approx(_acts(QWEN, etp=1, **titan), rel=1e-12)
+
+
+def _ep_s(system: System, **kw) -> float:
+    from trainsizer.estimate.step_time import _ep_comm, _step
+
+    x = _step(QWEN, TR, system, Strategy(**{"framework": "megatron-core", "moe_dispatcher": "alltoall", **kw}), None,
+              None, None)
+    return float(_ep_comm(x, x.m))
+
+
+def test_ep_group_spans_the_cp_ranks():
+    """The expert grid has no CP dimension (Megatron-Core's expert RankGenerator: cp = 1, order tp-cp-ep-dp-pp), so an EP
+    group of 8 at expert TP 1 is 8 neighbouring ranks whatever the CP: one 8-GPU node, its all-to-all off the network."""
+    slow_net = dataclasses.replace(H100, inter_node_gb_s=5.0)
+    for cp in (1, 2, 4):
+        layout = dict(tp=1, cp=cp, dp=1024 // cp, ep=8)
+        assert _ep_s(slow_net, **layout) == pytest.approx(_ep_s(H100, **layout), rel=1e-12)
+    # at expert TP 2 the EP ranks lie 2 apart: a group of 8 spans two nodes and does use the network
+    wide = dict(tp=2, cp=2, dp=256, ep=8, etp=2)
+    assert _ep_s(slow_net, **wide) > 2.0 * _ep_s(H100, **wide)

@@ -1389,8 +1389,10 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
     wide = flex & host_sync & (x.et > 1.0)
     ranks = ranks * np.where(wide, x.et, 1.0)
     n_ep = np.where(wide, x.e * x.et, x.e)
-    # the EP group's ranks lie expert-TP x CP apart (Megatron-Core's expert grid: tp-ep-dp-pp with tp = the expert TP)
-    stride = np.where(wide, x.c, x.et * x.c)
+    # the EP group's ranks lie expert-TP apart, the TP x EP group's next to each other: the expert grid has no CP
+    # dimension, so EP spans the CP ranks (Megatron-Core parallel_state.initialize_model_parallel: the expert
+    # RankGenerator takes tp = expert TP and cp = 1 in the order tp-cp-ep-dp-pp; torchtitan's ep = dp_shard_in_ep x cp)
+    stride = np.where(wide, 1.0, x.et)
     k_ep = comm.ranks_per_domain(n_ep, stride, x.domain)
     m_ep = comm.zone_members(n_ep, stride, x.system)
     routed = np.where(flex, np.minimum(ranks, routed * np.where(wide, x.et, 1.0)), routed)
