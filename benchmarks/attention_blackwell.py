@@ -12,7 +12,13 @@ the shipped figures are these):
   Megatron-Bridge 25.11 builds on: docker/Dockerfile.ci at 00b7660) as a share of the rated BF16 peak, x the B200
   GEMM derate (gemm.efficiency_max / measured MAMF share), the step that turns a microbenchmark into sustained
   training throughput for the GEMMs too;
-- GB200 / GB300: the same kernel at GB200's measured MAMF (1822 vs B200's 1745 TFLOPS), as a share of 2,500;
+- GB200 / GB300: the same kernel at each part's measured sustained matmul rate over B200's (GB200 its MAMF 1822,
+  GB300 cuBLAS at its 1,400 W limit 2174, against B200's 1745 TFLOPS), as a share of 2,500. cuDNN's benchmark times
+  one kernel at a time between profiler set-ups, short of the ~5 ms of back-to-back work after which a Blackwell
+  part's SM clock falls to its power limit (flashinfer PR #2899: B200 1,965 -> ~1,580 MHz, attention -15%), so its
+  rates are at the maximum clock (the check at the end: GB300 / B200 measured 1.22, as clocks x SMs x the SFU, not
+  as the sustained rates); a training step runs attention among its GEMMs at the power limit, at the part's
+  sustained rate, which the Grace parts hold higher than B200 by what their power allows (known-gaps 33, 53);
 - softmax_share_fwd: the GB300 / GB200 forward + backward time ratio at one cuDNN release (BF16, 4K and 8K) against
   the model's (1 + B) / (1 + B - s) for GB300's doubled SFU ex2 rate.
 - fp8_attention_speedup (strategy.fp8_attention): FP8 / BF16 forward and backward throughput on one part at one
@@ -39,8 +45,14 @@ DATA = Path(__file__).resolve().parent / "data" / "cudnn_sdpa_blackwell.csv"
 HOPPER = Path(__file__).resolve().parent / "data" / "cudnn_sdpa_hopper.csv"
 HOPPER_CUDNN = "9.19.1"
 # BF16 MAMF (maximum achievable matmul TFLOPS): Stas Bekman, ml-engineering compute/accelerator/README.md at 744d01e
-# (2026-08): B200 SXM 1745.0 (torch 2.7.1+cu128), GB200 1822.0 (2.10.0.dev20250916+cu130)
-MAMF_BF16 = {"b200": 1745.0, "gb200": 1822.0}
+# (2026-08): B200 SXM 1745.0 (torch 2.7.1+cu128), GB200 1822.0 (2.10.0.dev20250916+cu130); GB300 is not in that
+# table: 2174.0, the top of the cuBLAS GEMM rates on a GB300 at its 1,400 W limit with the SM clock locked at its
+# 2,070 MHz maximum (facebookexperimental/triton PR #2023, 2026-07-14), the figure gemm.efficiency_max gb300 is
+# derived from (tests/estimate/test_calibration.py)
+MAMF_BF16 = {"b200": 1745.0, "gb200": 1822.0, "gb300": 2174.0}
+# Maximum SM clocks (MHz) and SMs: B200 148 at 1,965, GB200 152 at 2,062 (ByteDance-Seed/VeOmni PR #986), GB300 152
+# at 2,070 (triton PR #2023 / #2768): what a single unthrottled kernel runs at
+MAX_CLOCK_SMS = {"b200": 1965.0 * 148, "gb200": 2062.0 * 152, "gb300": 2070.0 * 152}
 BASE_CUDNN = "9.13.1"  # pytorch:25.09-py3, Megatron-Bridge 25.11's base image
 BASE_SEQ = 8192
 LENGTHS = (4096, 8192, 16384, 32768, 65536, 131072)  # the lengths every B200 / GB300 release row was run at
@@ -86,14 +98,21 @@ def derived_constants(data: list[dict[str, str]] | None = None) -> dict[str, flo
     cat = load_catalog([])
     k = load_constants()
     peak_b200 = cat.accelerators["b200"].tflops_dense["bf16"]
-    peak_gb200 = cat.accelerators["gb200"].tflops_dense["bf16"]
     fwd = tflops(data, "b200", BASE_CUDNN, BASE_SEQ, "fwd", "128")
     derate = k.gemm_efficiency("b200") / (MAMF_BF16["b200"] / peak_b200)
     b200 = fwd / peak_b200 * derate
-    gb200 = b200 * peak_b200 * (MAMF_BF16["gb200"] / MAMF_BF16["b200"]) / peak_gb200
+    grace = {g: b200 * peak_b200 * (MAMF_BF16[g] / MAMF_BF16["b200"]) / cat.accelerators[g].tflops_dense["bf16"]
+             for g in ("gb200", "gb300")}
     shares = [share_of_pair(data, c, h, s)[3] for c, h in SHARE_PAIRS for s in SHARE_SEQS]
-    return {"b200": b200, "b300": b200, "gb200": gb200, "gb300": gb200,
+    return {"b200": b200, "b300": b200, "gb200": grace["gb200"], "gb300": grace["gb300"],
             "softmax_share_fwd": sum(shares) / len(shares)}
+
+
+def burst_and_sustained(sfu_ratio: float) -> tuple[float, float]:
+    """GB300 / B200 attention throughput as single unthrottled kernels run it (maximum clock x SMs) and as a
+    power-limited step runs it (the sustained matmul rates), each times GB300's SFU gain `sfu_ratio`."""
+    return (sfu_ratio * MAX_CLOCK_SMS["gb300"] / MAX_CLOCK_SMS["b200"],
+            sfu_ratio * MAMF_BF16["gb300"] / MAMF_BF16["b200"])
 
 
 def fp8_speedups(data: list[dict[str, str]] | None = None) -> dict[str, tuple[float, float]]:
@@ -216,8 +235,10 @@ def main() -> None:
     rate = {g: k.flash_fraction(g, "native") * cat.accelerators[g].tflops_dense["bf16"] for g in ("b200", "gb300")}
     model_b = (1.0 + k.flash_bwd_over_fwd) / rate["b200"]
     model_g = (fwd_m + fwd_m * bwd_over) / rate["gb300"]
-    print(f"\ncheck, cuDNN {BASE_CUDNN} at 8K: GB300 / B200 forward + backward measured {t['b200'] / t['gb300']:.3f}, "
-          f"model {model_b / model_g:.3f}")
+    burst, sustained = burst_and_sustained(model_r)
+    print(f"\ncheck, cuDNN {BASE_CUDNN} at 8K: GB300 / B200 forward + backward measured {t['b200'] / t['gb300']:.3f}; "
+          f"at the maximum clocks x SMs x the SFU's {model_r:.3f}: {burst:.3f}; at the sustained matmul rates x the "
+          f"SFU's: {sustained:.3f} (the model's training rates, {model_b / model_g:.3f})")
     for s in (4096, 8192, 16384, 32768):
         old = tflops(data, "b200", "9.10.2", s, "fwd", "128")
         new = tflops(data, "b200", BASE_CUDNN, s, "fwd", "128")

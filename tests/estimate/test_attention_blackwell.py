@@ -67,6 +67,27 @@ def test_share_inverts_the_model_ratio(data):
     assert b == pytest.approx(k.flash_bwd_over_fwd, rel=0.1)
 
 
+def test_grace_parts_run_attention_at_their_sustained_matmul_rates():
+    """In a step, attention runs among the GEMMs at the power limit: GB300's base rate over GB200's is its sustained
+    GEMM share over GB200's (both from the measured matmul rates, 2,174 / 1,822), with the SFU gain on top."""
+    k = load_constants()
+    attention = k.flash_fraction("gb300", "native") / k.flash_fraction("gb200", "native")
+    assert attention == pytest.approx(k.gemm_efficiency("gb300") / k.gemm_efficiency("gb200"), rel=0.005)
+    assert attention == pytest.approx(ab.MAMF_BF16["gb300"] / ab.MAMF_BF16["gb200"], rel=0.005)
+
+
+def test_cudnn_rates_are_single_kernels_at_the_maximum_clock(data):
+    """cuDNN's benchmark times one kernel between profiler set-ups: GB300 / B200 at one release sits at the parts'
+    clock x SMs ratio times the SFU gain, well below their sustained matmul ratio times it."""
+    k = load_constants()
+    fwd_m, bwd_over = k.attention_sfu("gb300")
+    burst, sustained = ab.burst_and_sustained((1.0 + k.flash_bwd_over_fwd) / (fwd_m + fwd_m * bwd_over))
+    t = {g: 1.0 / ab.tflops(data, g, ab.BASE_CUDNN, ab.BASE_SEQ, "fwd", "128")
+         + 2.5 / ab.tflops(data, g, ab.BASE_CUDNN, ab.BASE_SEQ, "bwd", "128") for g in ("b200", "gb300")}
+    measured = t["b200"] / t["gb300"]
+    assert abs(measured - burst) < 0.05 < sustained - measured
+
+
 def test_a_missing_or_doubled_row_is_an_error(data):
     with pytest.raises(ValueError, match="0 rows"):
         ab.tflops(data, "b200", "9.99.0", 8192, "fwd", "128")

@@ -127,12 +127,13 @@ def test_the_8b_rows_run_full_iteration_graphs_as_their_recipes_do():
 
 def test_step_split_parts_are_positive_and_within_the_step():
     """Attention core and linear GEMMs (each the step less the step with that part at an unbounded rate) are
-    positive and together less than the step; GB300's attention is faster than GB200's (doubled SFU ex2), as
-    cuDNN measures (1.09-1.12 forward + backward), not the 2x of the exponentials alone."""
+    positive and together less than the step; GB300's attention is faster than GB200's by its doubled SFU ex2, as
+    cuDNN measures single kernels (1.09-1.12 forward + backward, not the 2x of the exponentials alone), times the
+    sustained rate its 1,400 W holds in a step (2,174 / 1,822 = 1.19, as its GEMMs): 1.25-1.40, not more."""
     s1, a1, g1 = pb.step_split("mbridge_25.11_gb300_llama3_8b_fp8-cs_8gpu")
     s0, a0, g0 = pb.step_split("mbridge_25.11_gb200_llama3_8b_fp8-cs_8gpu")
     for s, a, g in ((s1, a1, g1), (s0, a0, g0)):
         assert 0 < a < s and 0 < g < s and a + g < s
-    assert 1.05 < a0 / a1 < 1.2
+    assert 1.25 < a0 / a1 < 1.4
     line = pb.pair_split("llama3_8b_fp8-cs_8gpu", 1.192)
     assert "needs the non-attention part at" in line
