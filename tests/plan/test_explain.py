@@ -234,3 +234,25 @@ def test_a_domestic_buy_runs_every_processor_its_server_purchase_pays_for():
     assert plan.recommended.hardware.count == 16
     ids = [o.id for o in plan.options]
     assert len(ids) == len(set(ids)), ids
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_an_offloaded_layout_says_why_nothing_fits_on_the_gpus_and_from_how_many_it_would(lang):
+    """Mixtral 8x7B full SFT pinned to 8 H100: every layout that fits offloads (the only option that fits, 38 s a
+    step, where 16 GPUs fit without offload): the why line says the model states, sharded over all 8, need more than
+    a GPU holds, and from how many GPUs they fit on the GPUs; a job whose states fit says nothing of the kind."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.plan.core import make_plan
+
+    job = {"name": "moe", "model": "mixtral-8x7b", "method": "full", "data": {"tokens": 1.0e9}, "seq_len": 4096,
+           "global_batch": {"sequences": 256}, "goal": {"procurement": "rent"},
+           "hardware": {"accelerator": "h100-sxm-80gb", "count": 8}}
+    plan = make_plan(job, load_catalog(), lang=lang)
+    why = str(plan.recommended.why)
+    assert plan.recommended.strategy.offload != "none"
+    need, cap, more = re.search(r"(\d+\.\d) GiB[^\d]+(\d+\.\d) GiB[^\d]+(\d+)", why).groups()
+    assert float(need) > float(cap) == pytest.approx(plan.recommended.memory.capacity_gib, abs=0.05)
+    assert int(more) == -(-8 * float(need) // float(cap)) and int(more) > 8
+    assert ("offloads to the CPU" if lang == "en" else "卸载到 CPU") in why
+    small = make_plan({**job, "model": "llama-3.1-8b"}, load_catalog(), lang=lang)
+    assert "CPU" not in str(small.recommended.why)

@@ -157,3 +157,14 @@ def test_fp8_moe_off_the_kernels_targets_is_a_named_risk(blocks, acc, precision,
     if flagged:
         assert risk.source == "deepgemm_readme" and "SM90 / SM100" in risk.evidence and acc in risk.evidence
         assert "排序未考虑" in render(risk.evidence_msg.key, "zh", risk.evidence_msg.params)
+
+
+def test_tp_over_pcie_names_no_nvlink_domain_for_a_card_without_one(blocks):
+    """TP 2 on 8 RTX 5090 in one box: the evidence read 'tp 2 over pcie (NVLink domain 8 GPUs)', an NVLink domain
+    the card does not have (the node is the network block's domain of a PCIe card)."""
+    out = blocks(hardware={"accelerator": "rtx-5090", "count": 8, "network": None}, strategy={"fsdp": "none", "tp": 2})
+    r = next(r for r in out.risks if r.id == "tp_across_slow_links")
+    assert "NVLink domain" not in r.evidence and "no NVLink" in r.evidence and "rtx-5090" in r.evidence
+    out = blocks(hardware={"accelerator": "rtx-a6000", "count": 8, "network": None}, strategy={"fsdp": "none", "tp": 4})
+    r = next(r for r in out.risks if r.id == "tp_across_slow_links")
+    assert "NVLink domain 2 GPUs" in r.evidence

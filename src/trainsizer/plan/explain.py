@@ -102,9 +102,22 @@ def _why_best(s: ranking.Scored, ranked: list[ranking.Scored], priced: list[Any]
 def _layout_headroom(r: OptionResult, lang: str, method: str = "") -> Any:
     """The sentences on the chosen layout: partial recompute (search.partial), and a layout chosen over a faster one
     to keep the GPU memory floor free."""
-    parts = [p for p in (_partial_recompute(r, lang), _headroom(r, lang), _lean(r, lang), _stack(r, method, lang))
-             if p]
+    parts = [p for p in (_offloaded(r, method, lang), _partial_recompute(r, lang), _headroom(r, lang), _lean(r, lang),
+                         _stack(r, method, lang)) if p]
     return joined(parts, lang) if parts else None
+
+
+def _offloaded(r: OptionResult, method: str, lang: str) -> Any:
+    """An offloaded layout on GPUs that cannot hold the model states even sharded over all of them (the search's
+    lower bound, engine.states_lower_bound_bytes): no layout fits on the GPUs alone, and from how many GPUs the
+    states would (the bound scales as 1 / GPUs; activations come on top, so it is a floor)."""
+    s, cap = r.strategy, r.system.memory_gib
+    if s is None or s.offload == "none" or not r.lower_bound_gib > cap:
+        return None
+    gpus = r.option.count
+    key = "layout_offload_base" if method in ("lora", "qlora") else "layout_offload_states"
+    return msg(key, lang, gpus=gpus, need=f"{r.lower_bound_gib:.1f}", cap=f"{cap:.1f}",
+               more=math.ceil(gpus * r.lower_bound_gib / cap))
 
 
 def _partial_recompute(r: OptionResult, lang: str) -> Any:

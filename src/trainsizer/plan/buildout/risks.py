@@ -43,11 +43,19 @@ class Ctx:
 
 
 def _tp_across_pcie(c: Ctx) -> Risk | None:
+    """TP beyond the GPUs' fast links. A PCIe card's node is drawn as its 'domain' (network.nvlink_domain), but
+    its own link is none (pcie) or a bridged pair (nvlink-bridge): the evidence names that, not an NVLink domain
+    of the node's size."""
     s, acc = c.b.strategy, c.b.accelerator
     domain = c.blocks["network"].nvlink.gpus_per_domain
     if s.tp > 1 and (acc.scaleup_tech in ("pcie", "nvlink-bridge") or s.tp > domain):
+        if acc.scaleup_tech == "pcie":
+            evidence = msg("risk_ev_tp_no_nvlink", tp=s.tp, acc=acc.id)
+        else:
+            linked = int(acc.scaleup_domain) if acc.scaleup_tech == "nvlink-bridge" else domain
+            evidence = msg("risk_ev_tp_slow_links", tp=s.tp, tech=acc.scaleup_tech, domain=linked)
         return Risk(id="tp_across_slow_links", severity="high",
-                    evidence=msg("risk_ev_tp_slow_links", tp=s.tp, tech=acc.scaleup_tech, domain=domain),
+                    evidence=evidence,
                     mitigation=msg("risk_fix_tp_slow_links"),
                     source="guide_000")
     return None
