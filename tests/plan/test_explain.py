@@ -256,3 +256,22 @@ def test_an_offloaded_layout_says_why_nothing_fits_on_the_gpus_and_from_how_many
     assert ("offloads to the CPU" if lang == "en" else "卸载到 CPU") in why
     small = make_plan({**job, "model": "llama-3.1-8b"}, load_catalog(), lang=lang)
     assert "CPU" not in str(small.recommended.why)
+
+
+def test_an_offloaded_layout_whose_states_fit_gives_the_least_a_layout_on_the_gpus_needs():
+    """The 70B SFT example on 16 H100: the states sharded over 16 fit (65.7 GiB), but no layout without offload does,
+    by a hair; the why line gives that least figure against the capacity, so the reader sees how close it is."""
+    import yaml
+
+    from trainsizer.catalog import load_catalog
+    from trainsizer.plan.core import make_plan
+
+    from .conftest import REPO
+
+    job = yaml.safe_load((REPO / "examples" / "sft-70b-16gpu.yaml").read_text(encoding="utf-8"))
+    plan = make_plan(job, load_catalog())
+    why = str(plan.recommended.why)
+    assert plan.recommended.strategy.offload != "none" and "model states" not in why
+    least, cap = map(float, re.search(r"without offload needs is (\d+\.\d) GiB per GPU against (\d+\.\d) GiB",
+                                      why).groups())
+    assert least > cap == pytest.approx(plan.recommended.memory.capacity_gib, abs=0.05)

@@ -108,16 +108,20 @@ def _layout_headroom(r: OptionResult, lang: str, method: str = "") -> Any:
 
 
 def _offloaded(r: OptionResult, method: str, lang: str) -> Any:
-    """An offloaded layout on GPUs that cannot hold the model states even sharded over all of them (the search's
-    lower bound, engine.states_lower_bound_bytes): no layout fits on the GPUs alone, and from how many GPUs the
-    states would (the bound scales as 1 / GPUs; activations come on top, so it is a floor)."""
+    """Why a layout offloads to the CPU when no layout fits on the GPUs alone: the model states sharded over all of
+    them (the search's lower bound, engine.states_lower_bound_bytes, which scales as 1 / GPUs: from how many GPUs
+    they fit, activations on top) or, when those fit, the least any layout without offload needs."""
     s, cap = r.strategy, r.system.memory_gib
-    if s is None or s.offload == "none" or not r.lower_bound_gib > cap:
+    if s is None or s.offload == "none":
         return None
     gpus = r.option.count
-    key = "layout_offload_base" if method in ("lora", "qlora") else "layout_offload_states"
-    return msg(key, lang, gpus=gpus, need=f"{r.lower_bound_gib:.1f}", cap=f"{cap:.1f}",
-               more=math.ceil(gpus * r.lower_bound_gib / cap))
+    if r.lower_bound_gib > cap:
+        key = "layout_offload_base" if method in ("lora", "qlora") else "layout_offload_states"
+        return msg(key, lang, gpus=gpus, need=f"{r.lower_bound_gib:.1f}", cap=f"{cap:.1f}",
+                   more=math.ceil(gpus * r.lower_bound_gib / cap))
+    if r.min_mem_on_gpu_gib > cap:
+        return msg("layout_offload_least", lang, gpus=gpus, least=f"{r.min_mem_on_gpu_gib:.1f}", cap=f"{cap:.1f}")
+    return None
 
 
 def _partial_recompute(r: OptionResult, lang: str) -> Any:

@@ -64,6 +64,7 @@ class OptionResult:
     busy_fraction: float = 1.0  # compute share of the step (for energy)
     mem_gib: float = float("nan")  # worst GPU of the best strategy
     min_mem_gib: float = float("nan")  # least memory of any valid strategy (how far from fitting)
+    min_mem_on_gpu_gib: float = float("nan")  # least of any valid strategy without CPU offload (why offload)
     lower_bound_gib: float = 0.0  # model states sharded over every GPU
     skipped: str | None = None  # why no strategy was enumerated
     runner_up_step_s: float = float("nan")  # fastest of the other strategies on this option
@@ -178,7 +179,7 @@ def search_option(model: ModelArch, training: Training, option: HardwareOption, 
                             skipped="model states alone exceed GPU memory at this count")
     args = (model, training.seq_len, training.global_batch_seqs, option.count, system.gpus_per_node,
             system.domain_gpus, cfg)
-    evaluated, computed, min_mem = 0, 0, float("nan")
+    evaluated, computed, min_mem, on_gpu = 0, 0, float("nan"), float("nan")
     fitting: list[tuple[Strategy, np.ndarray]] = []
     plain: tuple[Strategy, np.ndarray] | None = None  # the pass without offload and its fits (search.partial)
     roomy = False  # some fitting strategy leaves the memory floor free
@@ -197,6 +198,7 @@ def search_option(model: ModelArch, training: Training, option: HardwareOption, 
         if valid.any():
             least = float(np.nanmin(mem["mem_bytes"][valid])) / GIB
             min_mem = least if not np.isfinite(min_mem) else min(min_mem, least)
+            on_gpu = on_gpu if offload else least
         rows = np.flatnonzero(mem["fits"])
         if rows.size:
             fitting.append((_take(strat, rows), mem["mem_bytes"][rows]))
@@ -213,9 +215,10 @@ def search_option(model: ModelArch, training: Training, option: HardwareOption, 
             found, judged = _partial_group(model, training, system, plain, t["step_s"], cfg)
             groups += [found] if found is not None else []
             evaluated += judged
-        return _best(model, training, system, option, groups, evaluated, min_mem, bound / GIB, computed, cfg)
+        return replace(_best(model, training, system, option, groups, evaluated, min_mem, bound / GIB, computed, cfg),
+                       min_mem_on_gpu_gib=on_gpu)
     return OptionResult(option, system, evaluated, 0, min_mem_gib=min_mem, lower_bound_gib=bound / GIB,
-                        memory_evaluations=computed)
+                        memory_evaluations=computed, min_mem_on_gpu_gib=on_gpu)
 
 
 def _concat(parts: list[tuple[Strategy, np.ndarray]]) -> tuple[Strategy, np.ndarray]:
