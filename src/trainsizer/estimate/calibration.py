@@ -425,7 +425,7 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
 def _ssd_rates(system: Any, k: PerfConstants, gemm16: float, hbm: float) -> tuple[float, float]:
     """(16-bit GEMM FLOP/s, HBM bytes/s) of the Mamba-2 SSD scan's Triton kernels on a part whose family is in
     perf_constants.yaml mamba.scan_sm_bound.families (Hopper and Blackwell datacenter parts), (0, 0) elsewhere: the reference
-    part's rates (H100 SXM: its rated BF16 x gemm efficiency, its HBM x hbm_efficiency) times the ratio of SMs x clock,
+    part's rates (H100 SXM: its catalog BF16 peak x gemm efficiency, its HBM x hbm_efficiency) times the ratio of SMs x clock,
     read as the rated FP32 (CUDA-core) peaks (128 FP32 lanes per SM on both architectures), at most the part's own.
     Why: the yaml's comment (the kernels' time follows the SMs and their clock, not the per-SM tensor rate Blackwell
     doubled, nor the HBM of H200 or Blackwell)."""
@@ -433,11 +433,19 @@ def _ssd_rates(system: Any, k: PerfConstants, gemm16: float, hbm: float) -> tupl
     p32 = system.peak_tflops.get("fp32")
     if not cfg or not p32 or not any(system.accelerator.lower().startswith(f) for f in cfg["families"]):
         return 0.0, 0.0
-    ref = cfg["reference"]
-    sm_clock = float(p32) * power_clock_factor(system) / float(ref["fp32_tflops"])
-    ref_gemm = float(ref["bf16_tflops"]) * 1e12 * k.gemm_efficiency(str(ref["part"])) * sm_clock
-    ref_hbm = float(ref["hbm_tb_s"]) * 1e12 * k.hbm_efficiency * sm_clock
+    ref = _catalog_part(str(cfg["reference"]["part"]))
+    sm_clock = float(p32) * power_clock_factor(system) / float(ref.tflops_dense["fp32"])
+    ref_gemm = float(ref.tflops_dense["bf16"]) * 1e12 * k.gemm_efficiency(ref.id) * sm_clock
+    ref_hbm = float(ref.memory_bw_tb_s) * 1e12 * k.hbm_efficiency * sm_clock
     return min(gemm16, ref_gemm), min(hbm, ref_hbm)
+
+
+def _catalog_part(part: str) -> Any:
+    """An accelerator of the built-in catalog (its rated peaks and HBM): a reference part a constant is stated
+    against, read where the catalog holds the figures rather than copied into perf_constants.yaml."""
+    from trainsizer.catalog.catalog import load_catalog
+
+    return load_catalog().accelerator(part)
 
 
 def fp8_transpose_free(accelerator: str, k: PerfConstants, fp8_recipe: str = "auto") -> float:
