@@ -8,7 +8,7 @@ import pytest
 
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import SpecError
-from trainsizer.estimate.energy import load_energy_constants
+from trainsizer.estimate.energy import default_pue, load_energy_constants
 from trainsizer.estimate.memory import estimate_memory
 from trainsizer.estimate.step_time import estimate_time
 from trainsizer.evaluate import evaluate
@@ -70,7 +70,8 @@ def test_energy_is_gpus_times_board_power_times_node_overhead_times_pue(catalog)
 
 def test_without_a_catalog_pue_the_shipped_fallback_is_used(catalog):
     out = evaluate(resolve_job(JOB, catalog), _NoPue(catalog))
-    assert out["energy"]["pue"] == load_energy_constants()["pue_fallback"]
+    # the fallback is the built-in catalog's figure, not a copy of it
+    assert out["energy"]["pue"] == default_pue() == load_catalog().facility.pue.mid
 
 
 def test_rent_cost_is_gpu_hours_times_the_catalog_price_and_the_deadline_is_checked(catalog):

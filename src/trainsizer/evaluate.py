@@ -15,7 +15,7 @@ from trainsizer.catalog.age import price_age
 from trainsizer.errors import SpecError
 from trainsizer.estimate.calibration import Calibration
 from trainsizer.estimate.cost import HOURS_PER_YEAR, billed_gpu_hours, buy_cost, committed_terms, rent_cost
-from trainsizer.estimate.energy import energy, load_energy_constants
+from trainsizer.estimate.energy import default_pue, energy
 from trainsizer.estimate.memory import estimate_memory
 from trainsizer.estimate.reliability import failure_figures
 from trainsizer.estimate.step_time import estimate_time
@@ -372,7 +372,7 @@ def evaluate(scenario: Scenario, catalog: Catalog, calibration: Calibration | No
     wall_hours = tm.train_days * 24.0
     busy = time_dict["breakdown_s"]["compute"] / tm.step_s if tm.step_s > 0 else 1.0
     pue_range = catalog.facility.pue
-    pue = pue_range.mid if pue_range else float(load_energy_constants()["pue_fallback"])
+    pue = pue_range.mid if pue_range else default_pue()
     en = energy(system.gpus, wall_hours, system.tdp_w, utilisation=busy, pue=pue)
     costs = _costs(scenario, catalog, tm.gpu_hours, wall_hours, en.kwh, notes)
     energy_dict = en.to_dict() | {"pue": pue, "busy_fraction": busy}

@@ -8,8 +8,8 @@
 - Facility: x PUE (Patterson et al. 2021 "Carbon emissions and large neural network training": PUE 1.1-1.6).
 - kWh = GPUs x per-GPU facility power x hours / 1000.
 
-The defaults (idle fraction, node overhead, PUE when the catalog has none) live in
-`data/energy_constants.yaml` with their sources.
+The defaults (idle fraction, node overhead) live in `data/energy_constants.yaml` with their sources; PUE where
+the job's catalog gives none is the built-in catalog's facility `pue` figure (`default_pue`).
 """
 
 from __future__ import annotations
@@ -30,6 +30,14 @@ def load_energy_constants() -> dict[str, Any]:
 
     text = resources.files("trainsizer.estimate").joinpath("data/energy_constants.yaml").read_text()
     return yaml.safe_load(text)
+
+
+def default_pue() -> float:
+    """PUE where the job's catalog gives none: the built-in catalog's facility `pue` figure, its typical value
+    (facility.yaml, with its sources), so the fallback is that figure and not a copy of it."""
+    from trainsizer.catalog.catalog import load_catalog
+
+    return float(load_catalog().facility.pue.mid)
 
 
 @dataclass(frozen=True)
@@ -54,7 +62,7 @@ def energy(gpus: int, wall_hours: float, tdp_w: float, *, utilisation: float = 0
            node_overhead_fraction: float | None = None, idle_fraction: float | None = None) -> Energy:
     """Facility energy (kWh) of `gpus` GPUs running for `wall_hours`; None takes the shipped constant."""
     k = load_energy_constants()
-    pue = float(k["pue_fallback"]) if pue is None else pue
+    pue = default_pue() if pue is None else pue
     if node_overhead_fraction is None:
         node_overhead_fraction = float(k["node_overhead_fraction"])
     if pue < 1.0:
