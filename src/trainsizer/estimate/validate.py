@@ -383,10 +383,7 @@ def _hybrid_rules(c: SimpleNamespace) -> _Rules:
     ssm_ok = (heads % c.safe(tp) == 0) & (groups % c.safe(tp) == 0) if model.mamba_layers else np.ones(tp.shape, bool)
     adapters = c.training.method in ("lora", "qlora")
     return {
-        "hybrid_framework": (
-            np.full(tp.shape, not hybrid) | _resolves_to(c, HYBRID_FRAMEWORKS),
-            lambda v: msg("rule_hybrid_framework", framework=_stack_named(c, v), allowed=", ".join(HYBRID_FRAMEWORKS)),
-        ),
+        "hybrid_framework": _stack_rule(c, not hybrid, HYBRID_FRAMEWORKS, "hybrid_framework"),
         "tp_divides_ssm": (
             ssm_ok,
             lambda v: msg("rule_tp_divides_ssm", tp=v["tp"], heads=model.ssm_heads, groups=model.ssm_groups),
@@ -417,11 +414,7 @@ def _local_batch_rules(c: SimpleNamespace) -> _Rules:
             lambda v: msg("rule_local_batch_divides", local_batch=lb, per_rank=f"{c.B / max(v['dp'], 1):g}",
                           batch=c.B, dp=v["dp"]),
         ),
-        "local_batch_framework": (
-            _resolves_to(c, LOCAL_BATCH_FRAMEWORKS),
-            lambda v: msg("rule_local_batch_framework", framework=_stack_named(c, v),
-                          allowed=", ".join(LOCAL_BATCH_FRAMEWORKS)),
-        ),
+        "local_batch_framework": _stack_rule(c, False, LOCAL_BATCH_FRAMEWORKS, "local_batch_framework"),
     }
 
 
@@ -458,11 +451,8 @@ def _te_option_rules(c: SimpleNamespace) -> _Rules:
             lambda v: msg("rule_moe_fused_grouped_mlp_recipe", precision=c.training.precision, recipe=recipe,
                           accelerator=c.system.accelerator, allowed=", ".join(FUSED_GROUPED_MLP_PARTS)),
         ),
-        "te_options_framework": (
-            np.full(c.tp.shape, not named) | _resolves_to(c, TE_GRAPH_FRAMEWORKS),
-            lambda v: msg("rule_te_options_framework", options=", ".join(named), framework=_stack_named(c, v),
-                          allowed=", ".join(TE_GRAPH_FRAMEWORKS)),
-        ),
+        "te_options_framework": _stack_rule(c, not named, TE_GRAPH_FRAMEWORKS, "te_options_framework",
+                                            options=", ".join(named)),
     }
 
 
@@ -501,26 +491,13 @@ def _partial_recompute_rules(c: SimpleNamespace) -> _Rules:
     ddp = getattr(strategy, "ddp_impl", None)
     ddp_frameworks = DDP_IMPL_FRAMEWORKS.get(str(ddp), ())
     return {
-        "ddp_impl_framework": (
-            np.full(c.tp.shape, ddp is None) | _resolves_to(c, ddp_frameworks),
-            lambda v: msg("rule_ddp_impl_framework", impl=ddp, framework=_stack_named(c, v),
-                          allowed=", ".join(ddp_frameworks)),
-        ),
-        "gradient_accumulation_fusion_framework": (
-            np.full(c.tp.shape, fusion_unset) | _resolves_to(c, GRAD_ACCUM_FUSION_FRAMEWORKS),
-            lambda v: msg("rule_gradient_accumulation_fusion_framework", framework=_stack_named(c, v),
-                          allowed=", ".join(GRAD_ACCUM_FUSION_FRAMEWORKS)),
-        ),
-        "fp8_transpose_cache_framework": (
-            np.full(c.tp.shape, not no_cache) | _resolves_to(c, FP8_TRANSPOSE_CACHE_FRAMEWORKS),
-            lambda v: msg("rule_fp8_transpose_cache_framework", framework=_stack_named(c, v),
-                          allowed=", ".join(FP8_TRANSPOSE_CACHE_FRAMEWORKS)),
-        ),
-        "recompute_num_layers_framework": (
-            off | _resolves_to(c, PARTIAL_RECOMPUTE_FRAMEWORKS),
-            lambda v: msg("rule_recompute_num_layers_framework", framework=_stack_named(c, v),
-                          allowed=", ".join(PARTIAL_RECOMPUTE_FRAMEWORKS)),
-        ),
+        "ddp_impl_framework": _stack_rule(c, ddp is None, ddp_frameworks, "ddp_impl_framework", impl=ddp),
+        "gradient_accumulation_fusion_framework": _stack_rule(c, fusion_unset, GRAD_ACCUM_FUSION_FRAMEWORKS,
+                                                              "gradient_accumulation_fusion_framework"),
+        "fp8_transpose_cache_framework": _stack_rule(c, not no_cache, FP8_TRANSPOSE_CACHE_FRAMEWORKS,
+                                                     "fp8_transpose_cache_framework"),
+        "recompute_num_layers_framework": _stack_rule(c, off, PARTIAL_RECOMPUTE_FRAMEWORKS,
+                                                      "recompute_num_layers_framework"),
         "recompute_num_layers_range": (
             off | ((n is not None) & (c.rec == 2) & (low <= n_layers) & (n_layers <= stage)),
             lambda v: msg("rule_recompute_num_layers_range", n=n, stage=f"{np.ceil(c.model.layers / v['pp']):g}",
@@ -536,11 +513,7 @@ def _moe_a2a_overlap_rules(c: SimpleNamespace) -> _Rules:
     off = np.full(c.tp.shape, not on)
     precision = c.training.precision
     return {
-        "moe_a2a_overlap_framework": (
-            off | _resolves_to(c, MOE_A2A_OVERLAP_FRAMEWORKS),
-            lambda v: msg("rule_moe_a2a_overlap_framework", framework=_stack_named(c, v),
-                          allowed=", ".join(MOE_A2A_OVERLAP_FRAMEWORKS)),
-        ),
+        "moe_a2a_overlap_framework": _stack_rule(c, off, MOE_A2A_OVERLAP_FRAMEWORKS, "moe_a2a_overlap_framework"),
         "moe_a2a_overlap_ep": (
             off | ((c.ep > 1) & c.model.is_moe),
             lambda v: msg("rule_moe_a2a_overlap_ep", ep=v["ep"]),
@@ -625,11 +598,8 @@ def _activation_offload_rules(c: SimpleNamespace) -> _Rules:
             lambda v: msg("rule_activation_offload_layers", n=asked,
                           chunk=f"{model.layers / (v['pp'] * v['vpp']):g}", layers=model.layers),
         ),
-        "activation_offload_layers_framework": (
-            ~n | _resolves_to(c, OFFLOAD_LAYERS_FRAMEWORKS),
-            lambda v: msg("rule_activation_offload_layers_framework", framework=_stack_named(c, v),
-                          allowed=", ".join(OFFLOAD_LAYERS_FRAMEWORKS)),
-        ),
+        "activation_offload_layers_framework": _stack_rule(c, ~n, OFFLOAD_LAYERS_FRAMEWORKS,
+                                                           "activation_offload_layers_framework"),
         "activation_offload_layers_pp": (
             ~n | (pp <= 1),
             lambda v: msg("rule_activation_offload_layers_pp", n=asked, pp=v["pp"]),
@@ -647,16 +617,8 @@ def _stack_option_rules(c: SimpleNamespace) -> _Rules:
     model, training, strategy, B = c.model, c.training, c.strategy, c.B
     tp, pp, zero, rec, off, fw, slots, n_micro = c.tp, c.pp, c.zero, c.rec, c.off, c.fw, c.slots, c.n_micro
     return {
-        "pipeline_framework": (
-            (pp <= 1) | _resolves_to(c, PIPELINE_FRAMEWORKS),
-            lambda v: msg("rule_pipeline_framework", pp=v["pp"], framework=_stack_named(c, v),
-                          allowed=", ".join(PIPELINE_FRAMEWORKS)),
-        ),
-        "interleaved_framework": (
-            (c.vpp <= 1) | _resolves_to(c, INTERLEAVED_FRAMEWORKS),
-            lambda v: msg("rule_interleaved_framework", vpp=v["vpp"], framework=_stack_named(c, v),
-                          allowed=", ".join(INTERLEAVED_FRAMEWORKS)),
-        ),
+        "pipeline_framework": _stack_rule(c, pp <= 1, PIPELINE_FRAMEWORKS, "pipeline_framework", "pp"),
+        "interleaved_framework": _stack_rule(c, c.vpp <= 1, INTERLEAVED_FRAMEWORKS, "interleaved_framework", "vpp"),
         "zero3_with_pp": (
             (zero < 3) | (pp <= 1) | (fw not in ZERO3_PP_REFUSED),
             lambda v: msg("rule_zero3_with_pp", framework=repr(fw), refused=", ".join(ZERO3_PP_REFUSED)),
@@ -665,21 +627,14 @@ def _stack_option_rules(c: SimpleNamespace) -> _Rules:
             np.full(tp.shape, not getattr(strategy, "optimizer_in_backward", False)) | (n_micro <= 1),
             lambda v: msg("rule_optimizer_in_backward", batch=B, micro_batch=v["micro_batch"], dp=v["dp"]),
         ),
-        "recompute_modules_framework": (
-            np.full(tp.shape, getattr(strategy, "recompute_modules", None) is None)
-            | _resolves_to(c, RECOMPUTE_MODULE_FRAMEWORKS),
-            lambda v: msg("rule_recompute_modules_framework", framework=_stack_named(c, v),
-                          allowed=", ".join(RECOMPUTE_MODULE_FRAMEWORKS)),
-        ),
+        "recompute_modules_framework": _stack_rule(c, getattr(strategy, "recompute_modules", None) is None,
+                                                   RECOMPUTE_MODULE_FRAMEWORKS, "recompute_modules_framework"),
         "recompute_modules_model": (
             np.full(tp.shape, _modules_misfit(model, strategy) is None),
             lambda v: msg("rule_recompute_modules_model", model=model.name, **_modules_misfit(model, strategy)),
         ),
-        "pipeline_slots_need_megatron": (
-            (slots == 0) | _resolves_to(c, PIPELINE_SLOT_FRAMEWORKS),
-            lambda v: msg("rule_pipeline_slots_need_megatron", framework=_stack_named(c, v),
-                          allowed=", ".join(PIPELINE_SLOT_FRAMEWORKS)),
-        ),
+        "pipeline_slots_need_megatron": _stack_rule(c, slots == 0, PIPELINE_SLOT_FRAMEWORKS,
+                                                    "pipeline_slots_need_megatron"),
         "offload_needs_zero": (
             (off == 0) | ((off == 1) & (zero >= 1)) | ((off == 2) & (zero >= 3)),
             lambda v: msg("rule_offload_needs_zero", offload=OFFLOAD[int(v["off"])] if 0 <= v["off"] < 3
@@ -709,6 +664,16 @@ def _mamba_cp_ok(model: ModelArch, tp: np.ndarray, cp: np.ndarray, safe: Any) ->
     whole = np.mod(heads_tp, safe(cp)) == 0
     groups = np.where(groups_tp >= cp, np.mod(groups_tp, safe(cp)) == 0, np.mod(cp, np.maximum(groups_tp, 1.0)) == 0)
     return whole & groups
+
+
+def _stack_rule(c: SimpleNamespace, free: Any, frameworks: tuple[str, ...], key: str, *values: str,
+                **fields: Any) -> tuple[np.ndarray, Callable[[dict[str, Any]], str]]:
+    """A rule that an option runs only on the stacks offering it: holds where `free` (the option unused) or the
+    strategy's stack is one of `frameworks`; its refusal (message rule_<key>) names the stack and `frameworks`,
+    with `fields` and the strategy's own `values` (e.g. "pp")."""
+    return (np.asarray(free | _resolves_to(c, frameworks), bool),
+            lambda v: msg(f"rule_{key}", framework=_stack_named(c, v), allowed=", ".join(frameworks), **fields,
+                          **{name: v[name] for name in values}))
 
 
 def _resolves_to(c: SimpleNamespace, frameworks: tuple[str, ...]) -> np.ndarray:
