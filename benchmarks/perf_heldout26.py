@@ -63,7 +63,7 @@ import numpy as np
 from harness import Fit, job_fits, job_tokens_per_gpu, print_cases, print_fits, row_cases
 from perf_amd import job as amd_job
 from perf_heldout import job_of
-from perf_mbridge26 import group_mape, print_groups, print_worst
+from perf_mbridge26 import group_mape, print_groups, print_missing_per_token_layer, print_worst
 from perf_mbridge26 import job as mbridge_job
 from perf_mlperf import job as nvidia_mlperf_job
 from perf_mlperf import print_step_lines
@@ -156,6 +156,7 @@ def main() -> None:
     print(f"\nMegatron-Bridge 26.02 (held out, nothing fitted): n={len(cs)} MAPE {100 * errs.mean():.1f}%")
     print_groups(cs, {r["id"]: r for r in rows()}, ("system", "precision", "model"))
     print_worst(cs, 8)
+    print_missing_per_token_layer(cs, {r["id"]: r for r in rows()})
     pc = automodel_cases()
     print_cases(pc, blank_line=True)
     for title, keep in (("LoRA", lambda rid: "_lora_" in rid), ("pre-training", lambda rid: "_lora_" not in rid)):

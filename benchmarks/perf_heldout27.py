@@ -78,7 +78,7 @@ from pathlib import Path
 
 from harness import Fit, job_fits, job_tokens_per_gpu, print_cases, print_fits, row_cases
 from perf_heldout26 import mlperf_nvidia_job
-from perf_mbridge26 import group_mape, print_groups, print_worst
+from perf_mbridge26 import group_mape, print_groups, print_missing_per_token_layer, print_worst
 from perf_mbridge26 import job as mbridge_job
 
 DATA = Path(__file__).resolve().parent / "data" / "heldout_2026c_mbridge.csv"
@@ -153,6 +153,7 @@ def main() -> None:
     print(f"  without GPT-OSS 120B: n={len(rest)} MAPE {100 * sum(rest) / len(rest):.1f}%")
     print_groups(cs, {r["id"]: r for r in rows()}, ("release", "system", "precision", "model"))
     print_worst(cs, 8)
+    print_missing_per_token_layer(cs, {r["id"]: r for r in rows()})
     mc = mlperf_cases()
     errs = print_cases(mc, blank_line=True)
     print(f"\nMLPerf v5.0 / v5.1 other submitters, NVIDIA's implementation (held out, nothing fitted): n={len(mc)} MAPE "

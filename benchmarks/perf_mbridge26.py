@@ -169,6 +169,24 @@ def print_groups(cs: list[tuple[str, str, float, float]], by: dict[str, dict[str
             print(f"  {title:9s} {g:16s} n={n:2d} MAPE {mape:5.1f}%")
 
 
+def print_missing_per_token_layer(cs: list[tuple[str, str, float, float]], by: dict[str, dict[str, str]],
+                                  model: str = "GPT OSS 120B") -> None:
+    """For one model's rows, the GPU time a run took beyond the prediction per token and decoder layer, in us:
+    (1 / measured - 1 / predicted tokens/s/GPU) over the model's layers, the GPU-seconds a token costs beyond the
+    estimate (docs/known-gaps.md 41): a cost the estimate lacks per token and layer keeps this figure across parts,
+    layouts and releases, a per-step or per-layer one does not."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.scenario import resolve_job
+
+    mine = [(rid, m, p) for rid, _, m, p in cs if by[rid]["model"] == model]
+    if not mine:
+        return
+    layers = resolve_job(job(by[mine[0][0]]), load_catalog()).model.layers
+    print(f"{model}: GPU time beyond the prediction per token and layer (us; + = the run took longer):")
+    for rid, m, p in mine:
+        print(f"  {rid:56s} {1e6 * (1.0 / m - 1.0 / p) / layers:+.3f}")
+
+
 def print_worst(cs: list[tuple[str, str, float, float]], count: int) -> None:
     """Print the `count` rows with the largest |error|, signed."""
     print("worst rows:")
@@ -185,6 +203,7 @@ def main() -> None:
     for rid, meas, pred in release_pairs(cs):
         print(f"  {rid:56s} measured {meas:.3f} predicted {pred:.3f}")
     print_worst(cs, 6)
+    print_missing_per_token_layer(cs, {r["id"]: r for r in rows()})
     print_fits(fits(), "Megatron-Bridge 26.04 / 26.06")
 
 
