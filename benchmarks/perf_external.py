@@ -78,9 +78,11 @@ CASES = [
              "fabric of s3.3.1 (3,072-GPU pods, 1:7 above them: hardware.fabric) +13.8% / +10.9% / +6.8%, the "
              "fabric itself +0.03% / +0.4% step (rings crossing a pod stay under its uplinks); the 128K row's "
              "all-gather context parallelism, exposed (s3.3.2: \"the all-gather communication latency is exposed in "
-             "the critical path\"; cp_comm_type all_gather) +3.0%. Left: the 8K rows' "
-             "11-14%, the size of the gap between NeMo releases at one layout (docs/known-gaps.md 5.1: 24.09 -> 25.04 "
-             "+14.5% on Llama 3 8B); RoCE modelled as NDR400 (400 Gb/s per GPU both)"),
+             "the critical path\"; cp_comm_type all_gather) +3.0%. Since 2026-12-03 a middle stage's 8 layers set "
+             "the pace, not the last stage's 7 layers and the LM head (126 + 2 slots = 8 a stage, one fewer on the "
+             "two end stages only: pipeline.most_loaded_stage_layers): +15.2% / +10.1% / +20.4% -> +9.7% / +5.0% / "
+             "+9.5%. Left: the 8K rows' per-micro-batch time about 10% short (docs/known-gaps.md 46); RoCE "
+             "modelled as NDR400 (400 Gb/s per GPU both)"),
     External("Llama-3.1-405B, 16,384 H100, 8K", LLAMA3, "mfu", 0.41,
              _job("llama-3.1-405b", 1.5e13, 8192, {"tokens": 16777216}, "h100-sxm-80gb", 16384, "ib-ndr400",
                   {"tp": 8, "pp": 16, "dp": 128, **LLAMA3_PIPELINE, **LLAMA3_STACK}, fabric=LLAMA3_FABRIC),

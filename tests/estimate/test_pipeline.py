@@ -97,3 +97,23 @@ def test_unhidden_transfers_match_a_replay_of_the_interleaved_schedule(p, v, bwd
         hops = (_interleaved_makespan(p, v, m, 1.0, bwd, hop) - _interleaved_makespan(p, v, m, 1.0, bwd, 0.0)) / hop
         assert _interleaved_makespan(p, v, m, 1.0, bwd, 0.0) == pytest.approx(ideal)
         assert hops == pytest.approx(float(pipeline.p2p_transfers_unhidden(p, m, v)), abs=1e-6)
+
+
+def test_a_middle_stage_holds_one_layer_more_than_the_end_stages_under_slots():
+    """Megatron-Core get_num_layers_to_build: (L + slots) // p slots a rank, one fewer decoder layer only on the
+    rank whose slot the embedding or the loss takes. Llama 3 405B at PP 16: 126 + 2 = 128 slots, 7 | 8 x 14 | 7."""
+    first, last = pipeline.first_last_stage_layers(126, 16, 1, 1)
+    assert (float(first), float(last)) == (7, 7)
+    assert float(pipeline.most_loaded_stage_layers(126, 16, 1, 1)) == 8
+    assert float(pipeline.most_loaded_stage_layers(126, 2, 1, 1)) == 63  # two stages: no middle one
+    assert float(pipeline.most_loaded_stage_layers(30, 4)) == 8  # no slots: the first stage, ceil(L / p)
+
+
+@given(layers=hs.integers(1, 130), p=hs.integers(1, 32), e=hs.integers(0, 1), lo=hs.integers(0, 1))
+def test_the_most_loaded_stage_is_never_below_either_end(layers, p, e, lo):
+    first, last = pipeline.first_last_stage_layers(layers, p, e, lo)
+    most = float(pipeline.most_loaded_stage_layers(layers, p, e, lo))
+    assert most >= float(first) and most >= float(last)
+    assert most <= np.ceil((layers + (e + lo) * (p > 1)) / p)
+    if e == lo == 0:
+        assert most == float(first)

@@ -807,3 +807,18 @@ def test_mxfp8_primary_weights_gather_bf16_from_the_gradient_buffer():
     assert dp("tensorwise", True) < dp("tensorwise", False)
     assert dp("mxfp8", True) == pytest.approx(dp("mxfp8", False), rel=1e-12)
     assert dp("mxfp8", True) > dp("tensorwise", True)
+
+
+def test_embedding_and_loss_slots_leave_the_middle_stages_their_full_count():
+    """Under Megatron-Core's embedding / loss slots the end stages hold one decoder layer fewer and the middle ones
+    (L + 2) / p (pipeline.most_loaded_stage_layers): with an LM head far cheaper than a layer, the slowest stage is a
+    middle one, as in the uneven split without slots (first stages ceil(L / p)), not the last stage's layers plus
+    its head."""
+    model = gpt(layers=30, hidden=8192, heads=64, vocab=8192)
+    training = Training(seq_len=2048, global_batch_seqs=64)
+    base = dict(tp=8, pp=4, dp=2, micro_batch=1, framework="megatron-core", distributed_optimizer=True)
+    slots = estimate_time(model, training, h100_cluster(), Strategy(**base, pipeline_embedding_layer=True,
+                                                                     pipeline_loss_layer=True))
+    plain = estimate_time(model, training, h100_cluster(), Strategy(**base))
+    assert slots.breakdown_s["compute"] == pytest.approx(plain.breakdown_s["compute"], rel=1e-9)
+    assert slots.breakdown_s["tp_comm"] == pytest.approx(plain.breakdown_s["tp_comm"], rel=1e-9)

@@ -92,3 +92,22 @@ def first_last_stage_layers(layers: int, pp, embedding_slot=0.0, loss_slot=0.0):
     first = np.maximum(np.ceil(total / p) - e, 0.0)
     last = np.where(p > 1, np.maximum(np.floor(total / p) - lo, 0.0), float(layers))
     return first, last
+
+
+def most_loaded_stage_layers(layers: int, pp, embedding_slot=0.0, loss_slot=0.0):
+    """Decoder layers of the most loaded pipeline stage, first, last and middle ones alike. Without slots that is
+    the first stage (ceil(L/p)); with Megatron-Core's embedding / loss slots a middle stage (p > 2) builds all
+    (L + slots) / p of its slots as decoder layers, one more than the end stage whose slot the embedding or the
+    loss takes (transformer_block.py get_num_layers_to_build / get_transformer_layer_offset: num_layers += 1 per
+    slot, num_layers // pp a rank, one fewer on the first / last rank only). Under the uneven fallback the
+    first (L + slots) mod p stages hold one more slot, so stage 1 holds ceil((L + slots) / p) unless only one
+    stage does."""
+    p = np.maximum(np.asarray(pp, float), 1.0)
+    first, last = first_last_stage_layers(layers, p, embedding_slot, loss_slot)
+    e = np.where(p > 1, np.asarray(embedding_slot, float), 0.0)
+    lo = np.where(p > 1, np.asarray(loss_slot, float), 0.0)
+    total = layers + e + lo
+    extra = np.mod(total, p)
+    middle = np.where((extra == 0) | (extra >= 2), np.ceil(total / p), np.floor(total / p))
+    middle = np.where(p > 2, middle, 0.0)
+    return np.maximum(np.maximum(first, last), middle)

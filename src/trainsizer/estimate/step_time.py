@@ -1446,36 +1446,57 @@ class _MicroBatch:
 
 
 def _micro_batch(x: _Step, lt: compute.LayerTimes, layer_mb: np.ndarray) -> _MicroBatch:
-    """The slowest pipeline stage sets the pace (uneven splits: the first L mod p stages hold one more layer;
-    the last stage holds the LM head + loss; the embedding lookup is a gather, not counted)."""
-    training = x.training
+    """The slowest pipeline stage sets the pace: the last stage (its decoder layers + the LM head and loss) or the
+    most loaded other one, whichever takes longer a micro-batch (uneven splits: the first L mod p stages hold one
+    more layer; under embedding / loss slots a middle stage holds one layer more than either end stage:
+    pipeline.most_loaded_stage_layers; the embedding lookup is a gather, not counted)."""
     t_ar, tp_per_layer = _tp_comm(x)
-    host_excess = _host_excess(x, lt, tp_per_layer)
-    cp_layer = _cp_comm(x, lt)
-    ep_layer = _ep_comm(x, tp_per_layer)
-    n_first, n_last = pipeline.first_last_stage_layers(x.model.layers, x.p, x.a["pipeline_embedding_layer"], x.a["pipeline_loss_layer"])
-    # a decoder layer's share of the stage's time, with its part of the fp32 gradient accumulation pass
-    hp_layer = _hp_grad_accum(x, np.ones_like(layer_mb)) - _hp_grad_accum(x, np.zeros_like(layer_mb))
-    unit = layer_mb + tp_per_layer + host_excess + cp_layer + ep_layer + hp_layer
+    per_layer = _StageLayer(layer_mb, tp_per_layer, _host_excess(x, lt, tp_per_layer), _cp_comm(x, lt),
+                            _ep_comm(x, tp_per_layer))
     if x.model.is_hybrid:  # the rank whose chunks hold the costlier layers sets the pace (mamba.stage_imbalance)
         from trainsizer.estimate.mamba import stage_imbalance
 
-        unit = unit * stage_imbalance(x.model, float(x.training.seq_len), x.p, x.v)
-    head_mb = lt.head_fwd + lt.head_bwd + 2.0 * t_ar
-    head_on = (x.p <= 1) | (n_last * unit + head_mb >= n_first * unit)
-    n_stage = np.where(head_on, n_last, n_first)
-    head_w = head_on.astype(float)
-    compute_mb = n_stage * layer_mb + head_w * (lt.head_fwd + lt.head_bwd)
-    tp_mb = n_stage * tp_per_layer + head_w * 2.0 * t_ar
+        per_layer = per_layer.scaled(stage_imbalance(x.model, float(x.training.seq_len), x.p, x.v))
+    slots = (x.model.layers, x.p, x.a["pipeline_embedding_layer"], x.a["pipeline_loss_layer"])
+    last = _stage_micro_batch(x, lt, per_layer, t_ar, pipeline.first_last_stage_layers(*slots)[1], 1.0)
+    other = _stage_micro_batch(x, lt, per_layer, t_ar, pipeline.most_loaded_stage_layers(*slots), 0.0)
+    take_last = (x.p <= 1) | (last.total >= other.total)
+    return _MicroBatch(*(np.where(take_last, getattr(last, f.name), getattr(other, f.name))
+                         for f in dataclasses.fields(_MicroBatch)))
+
+
+@dataclass(frozen=True)
+class _StageLayer:
+    """Seconds per decoder layer and micro-batch on a stage, by term."""
+
+    compute: Any
+    tp: Any
+    host: Any
+    cp: Any
+    ep: Any
+
+    def scaled(self, factor: Any) -> _StageLayer:
+        return _StageLayer(*(getattr(self, f.name) * factor for f in dataclasses.fields(self)))
+
+
+def _stage_micro_batch(x: _Step, lt: compute.LayerTimes, per: _StageLayer, t_ar: Any, n_stage: Any,
+                       head_w: float) -> _MicroBatch:
+    """One micro-batch on a stage of `n_stage` decoder layers, with the LM head and loss where head_w is 1."""
+    training = x.training
+    n_stage = np.asarray(n_stage, float) + np.zeros_like(np.asarray(per.compute, float))
+    head_w = np.full(n_stage.shape, head_w)
+    compute_mb = n_stage * per.compute + head_w * (lt.head_fwd + lt.head_bwd)
+    tp_mb = n_stage * per.tp + head_w * 2.0 * t_ar
     if training.has_reference_model:
         # DPO reference policy: one more forward of the same layers on the same tokens, with its forward
         # TP all-reduces (2 per layer, 1 with a parallel residual) and EP all-to-alls (dispatch + combine), under
         # no_grad
         compute_mb = compute_mb + n_stage * lt.fwd + head_w * lt.head_fwd
         tp_mb = tp_mb + (n_stage * _tp_collectives_per_pass(x)[0] + head_w) * t_ar
-    compute_mb = compute_mb + n_stage * host_excess + _hp_grad_accum(x, n_stage)
-    cp_mb = n_stage * cp_layer
-    ep_mb = n_stage * ep_layer
+    # with its part of the fp32 gradient accumulation pass
+    compute_mb = compute_mb + n_stage * per.host + _hp_grad_accum(x, n_stage)
+    cp_mb = n_stage * per.cp
+    ep_mb = n_stage * per.ep
     if training.has_reference_model:
         ep_mb = ep_mb * (1.0 + 2.0 / (4.0 + 2.0 * x.full_share))
     # overlapped with the compute of a paired micro-batch: DualPipe (DeepSeek-V3 s3.2.1), Megatron-Core's combined
