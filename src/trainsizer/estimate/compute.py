@@ -118,17 +118,11 @@ def eager_elementwise_traffic(model: ModelArch, eager_bytes: dict[str, float], r
     (strategy.activation_kernel) decides the SwiGLU the same way: "eager" its eager bytes under fused kernels too
     (nanotron: fused RMSNorm and rotary, F.silu then the product), "fused" the fused count in an eager run."""
     shapes = ModelShapes.of(model)
-    h, qkv, ffn = float(shapes.hidden), float(shapes.qkv_out), float(shapes.ffn)
-    v_width = (qkv - h) / 2.0 if qkv > h else qkv / 3.0
-    fused_norms, rest = 2.0 * 4.0 * h, 2.0 * 7.0 * h
-    fused_rope = 2.0 * 2.0 * qkv
+    ffn = float(shapes.ffn)
+    common, fused_common = _norm_residual_rope_bytes(model, shapes, eager_bytes, rope_bytes, norm_kernel, fused_rest)
     fused_act = 2.0 * shapes.act_elems_per_inner * ffn
-    eager_norm = norm_kernel == "eager" or (norm_kernel is None and not fused_rest)
-    norms = 2.0 * eager_bytes["rmsnorm"] * h if model.norm == "rmsnorm" and eager_norm else fused_norms
-    rope = fused_rope if fused_rest or model.position != "rope" else np.asarray(rope_bytes, float) * (qkv - v_width)
-    eager_act = act_kernel == "eager" or (act_kernel is None and not fused_rest)
-    act = eager_bytes["swiglu"] * ffn if model.mlp == "swiglu" and eager_act else fused_act
-    return (norms + rest + rope + act) / (fused_norms + rest + fused_rope + fused_act)
+    act = eager_bytes["swiglu"] * ffn if model.mlp == "swiglu" and _runs_eager(act_kernel, fused_rest) else fused_act
+    return (common + act) / (fused_common + fused_act)
 
 
 def moe_elementwise_traffic(model: ModelArch, eager_bytes: dict[str, float], rope_bytes: Any,
@@ -141,16 +135,29 @@ def moe_elementwise_traffic(model: ModelArch, eager_bytes: dict[str, float], rop
     experts' activation the norms' and RoPE's eager ratio (gpt-oss: the eager RoPE's 1.7 on a compiled
     activation)."""
     shapes = ModelShapes.of(model)
+    common, fused_common = _norm_residual_rope_bytes(model, shapes, eager_bytes, rope_bytes, norm_kernel, fused_rest)
+    eager_act = model.mlp == "swiglu" and _runs_eager(act_kernel, fused_rest)
+    act = eager_bytes["swiglu"] / (2.0 * shapes.act_elems_per_inner) if eager_act else 1.0
+    return common / fused_common, act
+
+
+def _runs_eager(kernel: str | None, fused_rest: bool) -> bool:
+    """Whether an element-wise op runs as eager PyTorch ops: its kernel named "eager" (strategy.norm_kernel /
+    activation_kernel), or not named where the framework's own kernels do not fuse it."""
+    return kernel == "eager" or (kernel is None and not fused_rest)
+
+
+def _norm_residual_rope_bytes(model: ModelArch, shapes: ModelShapes, eager_bytes: dict[str, float], rope_bytes: Any,
+                              norm_kernel: str | None, fused_rest: bool) -> tuple[Any, float]:
+    """(HBM bytes as run, fused bytes) per token of a layer's element-wise work other than the MLP activation: the
+    two norms, the residual adds and masks, RoPE on q and k (counts of `eager_elementwise_traffic`)."""
     h, qkv = float(shapes.hidden), float(shapes.qkv_out)
     v_width = (qkv - h) / 2.0 if qkv > h else qkv / 3.0
     fused_norms, rest, fused_rope = 2.0 * 4.0 * h, 2.0 * 7.0 * h, 2.0 * 2.0 * qkv
-    eager_norm = norm_kernel == "eager" or (norm_kernel is None and not fused_rest)
-    norms = 2.0 * eager_bytes["rmsnorm"] * h if model.norm == "rmsnorm" and eager_norm else fused_norms
+    eager_norm = model.norm == "rmsnorm" and _runs_eager(norm_kernel, fused_rest)
+    norms = 2.0 * eager_bytes["rmsnorm"] * h if eager_norm else fused_norms
     rope = fused_rope if fused_rest or model.position != "rope" else np.asarray(rope_bytes, float) * (qkv - v_width)
-    common = (norms + rest + rope) / (fused_norms + rest + fused_rope)
-    eager_act = act_kernel == "eager" or (act_kernel is None and not fused_rest)
-    act = eager_bytes["swiglu"] / (2.0 * shapes.act_elems_per_inner) if model.mlp == "swiglu" and eager_act else 1.0
-    return common, act
+    return norms + rest + rope, fused_norms + rest + fused_rope
 
 
 def stream_time(nbytes, rates: Rates, kernels=1.0):
