@@ -317,6 +317,13 @@ class _Batch:
     def offload_par(self) -> np.ndarray:
         return self.off >= 2
 
+    @property
+    def largest_layer_params(self) -> np.ndarray:
+        """Parameters of the largest decoder layer on one GPU: its TP-sharded and replicated parts and its experts'
+        share (EP x expert TP)."""
+        lay = self.pre.layout
+        return lay.max_layer_tp / self.t + lay.max_layer_rep + lay.max_layer_exp / (self.ep * self.et)
+
 
 def _state_bytes(mega: np.ndarray, pre: _Pre, name: str, training: Training, bf16_grads: np.ndarray,
                  precision: str | None = None) -> dict:
@@ -1051,9 +1058,7 @@ def _offload_and_fuse(b: _Batch, g: _Stage, items: dict[str, Any], host: Any) ->
         items["layer_activations"] = np.where(off > 0, keep, acts)
     fused = b.s["optimizer_in_backward"] > 0
     if np.any(fused) and b.training.trains_base_weights:
-        lay = b.pre.layout
-        layer_p = lay.max_layer_tp / b.t + lay.max_layer_rep + lay.max_layer_exp / (b.ep * b.et)
-        layer_g = b.st["grads"] * layer_p
+        layer_g = b.st["grads"] * b.largest_layer_params
         items["gradients"] = np.where(fused, np.minimum(items["gradients"], layer_g), items["gradients"])
     return host
 
@@ -1141,8 +1146,7 @@ def paged_bytes_moved(model: ModelArch, training: Training, system: System, stra
 def _gathered_layer_bytes(b: _Batch) -> tuple[Any, Any]:
     """(16-bit weights, unsharded gradient) bytes of the largest decoder layer on one GPU (TP / EP shards; the
     weights in their stored format where the base is frozen)."""
-    lay = b.pre.layout
-    layer_p = lay.max_layer_tp / b.t + lay.max_layer_rep + lay.max_layer_exp / (b.ep * b.et)
+    layer_p = b.largest_layer_params
     full_train = b.training.trains_base_weights
     return (b.w16 if full_train else b.pre.base[0]) * layer_p, (b.w16 if full_train else 0.0) * layer_p
 
@@ -1166,7 +1170,7 @@ def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any, loss_phase: 
     """CUDA context, NCCL buffers, ZeRO buckets / gathered layers and allocator fragmentation into `items`
     (memory_constants.yaml `framework_overhead`); `loss_phase`: strategies whose peak is torchtune's loss phase
     (`_backward_phases`), which hold the FSDP2 units of that phase."""
-    oc, lay, t, p, ep, z = b.c["framework_overhead"], b.pre.layout, b.t, b.p, b.ep, b.z
+    oc, t, p, ep, z = b.c["framework_overhead"], b.t, b.p, b.ep, b.z
     items["cuda_context"] = np.full(t.shape, (oc["cuda_context_gib"] + oc["cublas_workspace_gib"]) * GIB)
     n_comm = (t > 1).astype(float) + (p > 1) + (b.d > 1) + (b.cp > 1) + (ep > 1)
     per_comm = oc["nccl_buffsize_bytes"] * oc["nccl_channels"] * oc["nccl_directions"]
@@ -1174,7 +1178,7 @@ def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any, loss_phase: 
     h2 = float(b.model.hidden) ** 2
     bucket_elems = np.minimum(oc["zero_bucket_hidden_squares"] * h2, trainable_pg)
     buckets = np.where((~b.mega) & ((z == 1) | (z == 2)) & (b.dpc > 1), bucket_elems * 2.0, 0.0)
-    layer_p = lay.max_layer_tp / t + lay.max_layer_rep + lay.max_layer_exp / (ep * b.et)
+    layer_p = b.largest_layer_params
     full_train = b.training.trains_base_weights
     w_layer, g_layer = _gathered_layer_bytes(b)
     gathered = oc["zero3_gathered_layers"] * w_layer + oc["zero3_unsharded_grad_layers"] * g_layer
