@@ -481,6 +481,20 @@ class _Step:
     grad_accum_fusion: bool | None = None  # Strategy.gradient_accumulation_fusion (None = the style's)
 
     @property
+    def routed_slots(self) -> Any:
+        """Expert-token slots per micro-batch of an average layer: tokens x top-k x capacity factor, over the MoE
+        layers' share of the layers."""
+        m = self.model
+        return self.tok * m.experts_per_token * self.training.moe_capacity_factor * m.moe_layer_count / m.layers
+
+    @property
+    def trainable_params(self) -> float:
+        """Parameters the job trains: all, or the LoRA adapters' where the base is frozen."""
+        if self.training.trains_base_weights:
+            return _param_split(self.model)[0]
+        return lora_trainable_params(self.model, self.training)
+
+    @property
     def moe_rerun(self) -> np.ndarray:
         """The MoE block's forward runs again in backward: full recompute, or selective with recompute_modules
         "moe" (its dispatch and combine all-to-alls and per-expert kernels with it)."""
@@ -747,7 +761,7 @@ def _expert_bias_time(x: _Step) -> Any:
     m = x.model
     if not (m.is_moe and m.mlp_bias):
         return 0.0
-    slots = x.tok * m.experts_per_token * x.training.moe_capacity_factor * m.moe_layer_count / m.layers
+    slots = x.routed_slots
     b = x.k.expert_bias_deepep_bytes
     gate_up = 2.0 * m.expert_ffn / x.t
     fwd = gate_up * b["gate_up_forward"] + m.hidden * b["down_forward"]
@@ -784,7 +798,7 @@ def _activation_clamp_time(x: _Step) -> Any:
     b = x.k.activation_clamp_mcore_bytes
     act = x.recompute_modules is not None and "moe_act" in x.recompute_modules
     again = np.where((x.rc == 1) & act, 1.0, x.moe_rerun)
-    slots = x.tok * m.experts_per_token * x.training.moe_capacity_factor * m.moe_layer_count / m.layers
+    slots = x.routed_slots
     per = m.expert_ffn / x.t * (b["forward"] * (1.0 + again) + b["backward"])
     eager = np.asarray(x.fw.moe_host_sync, bool) & ~np.asarray(x.fw.moe_fused_grouped_mlp, bool)
     return np.where(eager, compute.stream_time(slots * per, x.r, kernels=0.0), 0.0)
@@ -1523,7 +1537,7 @@ def _hp_grad_accum(x: _Step, n_stage: np.ndarray) -> np.ndarray:
         return np.zeros_like(n_stage)
     model = x.model
     p_total, p_expert = _param_split(model)
-    trainable = p_total if x.training.trains_base_weights else lora_trainable_params(model, x.training)
+    trainable = x.trainable_params
     dense_layer = (model.params_non_embedding - p_expert) / model.layers
     layer_local = dense_layer / x.t + p_expert / model.layers / (x.et * x.e)
     vocab_local = np.where(x.p > 1, float(model.vocab * model.hidden),
@@ -1633,7 +1647,7 @@ def _grads(x: _Step, lt: compute.LayerTimes, mb: _MicroBatch) -> _Grads:
     model, t = x.model, x.t
     p_total, p_expert = _param_split(model)
     p_dense = p_total - p_expert
-    trainable = p_total if x.training.trains_base_weights else lora_trainable_params(model, x.training)
+    trainable = x.trainable_params
     n_dp = x.d * x.c
     # the expert-data-parallel group: world / (pp x ep x etp) ranks (Megatron-Core core/parallel_state.py
     # initialize_model_parallel expert_data_parallel_size), its ranks ep x etp apart (expert grid order tp-ep-dp-pp)
