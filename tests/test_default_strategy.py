@@ -109,3 +109,23 @@ def test_a_strategy_naming_only_the_framework_is_searched_on_that_stack(run_cli,
     assert result["job"]["strategy"]["pp"] == 1
     assert any(n.startswith("the job names only the framework hf: using") for n in result["notes"])
     assert not any(n.startswith("no strategy in the job") for n in result["notes"])
+
+
+def test_an_offloaded_default_layout_says_why_nothing_fits_on_the_gpus(run_cli, tmp_path):
+    """Mixtral 8x7B full SFT on 8 H100 without a strategy: every layout that fits offloads; the estimate's note says
+    the states sharded over all 8 exceed a GPU and from how many GPUs they fit, as the plan's why line does (one
+    function, search.engine.offload_reason). The 70B job on 16 H100 above: the states fit but no layout without
+    offload does, and the note gives the least such a layout needs; an 8B job fits on the GPUs and has no such note."""
+    job = {**JOB, "model": "mixtral-8x7b", "hardware": {"accelerator": "h100-sxm-80gb", "count": 8}}
+    code, out, err = run_cli("estimate", _write(tmp_path, job), "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["job"]["strategy"]["offload"] != "none"
+    said = [n for n in result["notes"] if "offloads to the CPU" in n]
+    assert len(said) == 1 and "sharded over all 8 GPUs" in said[0] and "from 9 GPUs" in said[0]
+    code, out, err = run_cli("estimate", _write(tmp_path, JOB), "--json")
+    said = [n for n in json.loads(out)["notes"] if "offloads to the CPU" in n]
+    assert len(said) == 1 and "the least any layout without offload needs is" in said[0]
+    job = {**JOB, "model": "llama-3.1-8b", "hardware": {"accelerator": "h100-sxm-80gb", "count": 8}}
+    code, out, err = run_cli("estimate", _write(tmp_path, job), "--json")
+    assert not any("offloads to the CPU" in n for n in json.loads(out)["notes"])

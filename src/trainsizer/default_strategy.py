@@ -28,7 +28,7 @@ def with_default_strategy(scenario: Scenario) -> Scenario:
         return scenario
     from trainsizer.search.candidates import HardwareOption
     from trainsizer.search.config import leaves_floor, load_config, names_lean_layout
-    from trainsizer.search.engine import search_option
+    from trainsizer.search.engine import offload_reason, search_option
 
     system = scenario.system
     option = HardwareOption(accelerator=scenario.accelerator, server=None, per_node=system.gpus_per_node,
@@ -60,6 +60,9 @@ def with_default_strategy(scenario: Scenario) -> Scenario:
         notes.append(msg("note_default_strategy_tight", free=f"{free:.1f}", cap=f"{system.memory_gib:.1f}",
                          share=f"{free / system.memory_gib:.1%}", floor=f"{cfg.memory_headroom_min:.0%}",
                          band=f"{cfg.tie_fraction:.0%}"))
+    why = offload_reason(result, frozen_base=not scenario.training.trains_base_weights)
+    if why:  # nothing fits on the GPUs alone: the states (or the least layout) against the capacity
+        notes.append(msg(why[0], **why[1]))
     if result.lean_strategy is not None and names_lean_layout(result.mem_gib, result.lean_mem_gib):
         # the fastest layout fills memory the job does not need (no recompute, a large micro-batch): say what the
         # job needs at the least on this hardware, so 60 GiB for an 8B QLoRA does not read as its requirement

@@ -199,3 +199,12 @@ def test_one_nvl72_rack_without_a_network_buys_no_compute_fabric(blocks):
     assert acc.busbw_inter_gb_s_min.all_gather.value == acc.busbw_intra_gb_s_min.all_gather.value
     assert acc.nic_count_min.value == 4 and "gb200-nvl72" in acc.nic_count_min.source  # the tray, not DGX B200
 
+
+
+def test_a_geforce_node_states_the_host_staged_rate_the_estimate_times(build):
+    """8 RTX 5090 in one box: the driver refuses PCIe peer-to-peer, so the block carries the host-staged rate beside the
+    link's 126 GB/s; an HGX node has none."""
+    net = network_block(build(hardware={"accelerator": "rtx-5090", "count": 8, "network": None}))
+    assert net.nvlink.tech == "pcie" and net.nvlink.host_staged_gb_s_per_dir == 20.0
+    assert net.nvlink.gb_s_per_gpu_bidir == 126.0
+    assert network_block(build()).nvlink.host_staged_gb_s_per_dir is None

@@ -59,3 +59,13 @@ def test_a_workstation_is_not_headed_by_the_catalogs_bigger_rack_server(blocks):
                      strategy={"tp": 1, "pp": 1, "fsdp": "none", "micro_batch": 1, "recompute": "full"},
                      global_batch={"sequences": 8})
     assert cluster.node.server == "pcie-8x-l40s"
+
+
+def test_a_box_no_catalog_server_holds_is_stated_as_an_assumption(build):
+    """8 RTX 5090: no catalog server record holds the card, so the 8 to a box is the search's assumption; the node
+    block says so with the GPU power the chassis must carry. A catalog server's node says nothing of the kind."""
+    node = node_block(build(hardware={"accelerator": "rtx-5090", "count": 8, "network": None}))
+    assert node.server is None and node.gpus_per_node == 8
+    said = " ".join(str(n) for n in node.notes)
+    assert "no catalog server holds rtx-5090" in said and "8 x 575 W (4.6 kW" in said
+    assert not any("no catalog server" in str(n) for n in node_block(build()).notes)

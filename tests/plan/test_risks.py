@@ -139,7 +139,8 @@ def test_server_nics_slower_than_the_named_network_are_a_risk(blocks):
 
 
 @pytest.mark.parametrize(("acc", "precision", "model", "flagged"), [
-    ("mi300x", "fp8", "qwen3-30b-a3b", True),      # FP8 MoE off the SM90 / SM100 kernels' targets
+    ("mi300x", "fp8", "qwen3-30b-a3b", True),      # FP8 MoE off the SM90 / SM100 kernels' targets (AMD's own stack)
+    ("rtx-pro-6000", "fp8", "qwen3-30b-a3b", True),  # SM120: outside DeepGEMM / DeepEP, no vendor MoE stack named
     ("h100-sxm-80gb", "fp8", "qwen3-30b-a3b", False),  # Hopper: DeepGEMM / DeepEP run there
     ("mi300x", "bf16", "qwen3-30b-a3b", False),    # BF16: no FP8 MoE kernel needed
     ("mi300x", "fp8", "llama-3.1-8b", False),      # dense: no expert GEMMs or dispatch
@@ -155,8 +156,12 @@ def test_fp8_moe_off_the_kernels_targets_is_a_named_risk(blocks, acc, precision,
     risk = next((r for r in out.risks if r.id == "fp8_moe_stack_unproven"), None)
     assert (risk is not None) == flagged
     if flagged:
-        assert risk.source == "deepgemm_readme" and "SM90 / SM100" in risk.evidence and acc in risk.evidence
+        assert "SM90 / SM100" in risk.evidence and acc in risk.evidence
         assert "排序未考虑" in render(risk.evidence_msg.key, "zh", risk.evidence_msg.params)
+        # an AMD part names its vendor's FP8 MoE operators (Primus-Turbo), sourced to their README
+        amd = acc.startswith("mi3")
+        assert (risk.source, "Primus-Turbo" in risk.evidence) == (("primus_turbo_readme", True) if amd
+                                                                  else ("deepgemm_readme", False))
 
 
 def test_tp_over_pcie_names_no_nvlink_domain_for_a_card_without_one(blocks):

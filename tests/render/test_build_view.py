@@ -181,3 +181,14 @@ def test_a_bom_unit_price_says_what_it_is_a_price_of(lang: str, shown: str) -> N
          "unit_price": {"low": 10.0, "typical": 10.0, "high": 10.0, "converted": None}, "note": ""}]}
     prices = list(bom_table(bom, lang).columns[2].cells)
     assert prices[0] == shown and prices[1] in ("$10.00", "US$10.00"), prices
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_scale_up_rate_names_the_host_staged_rate_where_peer_to_peer_is_off(lang: str) -> None:
+    """'126 GB/s' alone for 8 RTX 5090 read as a fast link; the estimate times 20 GB/s a direction through host memory."""
+    from trainsizer.render.build_view import _scaleup_rate
+
+    geforce = {"gb_s_per_gpu_bidir": 126.0, "host_staged_gb_s_per_dir": 20.0}
+    assert "126 GB/s" in _scaleup_rate(geforce, lang) and "20 GB/s" in _scaleup_rate(geforce, lang)
+    assert _scaleup_rate({"gb_s_per_gpu_bidir": 900.0, "host_staged_gb_s_per_dir": None}, lang) == "900 GB/s"
+    assert _scaleup_rate({"gb_s_per_gpu_bidir": 900.0}, lang) == "900 GB/s"   # a plan saved before the field

@@ -22,7 +22,7 @@ from trainsizer.plan.texts import listed
 from trainsizer.scenario import Scenario
 from trainsizer.search import rank as ranking
 from trainsizer.search.config import SearchConfig, load_config, names_lean_layout
-from trainsizer.search.engine import OptionResult, states_lower_bound_bytes
+from trainsizer.search.engine import OptionResult, offload_reason, states_lower_bound_bytes
 
 COMM_KEYS = ("tp_comm", "cp_comm", "ep_comm", "dp_comm", "pp_comm")
 
@@ -108,20 +108,9 @@ def _layout_headroom(r: OptionResult, lang: str, method: str = "") -> Any:
 
 
 def _offloaded(r: OptionResult, method: str, lang: str) -> Any:
-    """Why a layout offloads to the CPU when no layout fits on the GPUs alone: the model states sharded over all of
-    them (the search's lower bound, engine.states_lower_bound_bytes, which scales as 1 / GPUs: from how many GPUs
-    they fit, activations on top) or, when those fit, the least any layout without offload needs."""
-    s, cap = r.strategy, r.system.memory_gib
-    if s is None or s.offload == "none":
-        return None
-    gpus = r.option.count
-    if r.lower_bound_gib > cap:
-        key = "layout_offload_base" if method in ("lora", "qlora") else "layout_offload_states"
-        return msg(key, lang, gpus=gpus, need=f"{r.lower_bound_gib:.1f}", cap=f"{cap:.1f}",
-                   more=math.ceil(gpus * r.lower_bound_gib / cap))
-    if r.min_mem_on_gpu_gib > cap:
-        return msg("layout_offload_least", lang, gpus=gpus, least=f"{r.min_mem_on_gpu_gib:.1f}", cap=f"{cap:.1f}")
-    return None
+    """Why the layout offloads to the CPU when nothing fits on the GPUs alone (search.engine.offload_reason)."""
+    why = offload_reason(r, frozen_base=method in ("lora", "qlora"))
+    return msg(why[0], lang, **why[1]) if why else None
 
 
 def _partial_recompute(r: OptionResult, lang: str) -> Any:

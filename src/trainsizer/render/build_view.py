@@ -81,7 +81,11 @@ def node_table(node: dict, L: str) -> Table:
             [t("b_ram_gib", L), node["ram_gib"]["value"], node["server_ram_gib"], yes[node["enough"]["ram_gib"]]],
             [t("b_nvme_tb", L), node["nvme_tb"]["value"], node["server_nvme_tb"], yes[node["enough"]["nvme_tb"]]]]
     title = t("b_node_title", L) + (f" — {node['server']}" if node["server"] else "")
-    return _table(title, [t("item", L), t("b_derived", L), t("b_server", L), t("b_enough", L)], rows, L)
+    table = _table(title, [t("item", L), t("b_derived", L), t("b_server", L), t("b_enough", L)], rows, L)
+    # what the server column rests on (a workstation sized from the job, a share of a rack tray, a box no catalog
+    # server holds): under the table, as the report writes it
+    table.caption, table.caption_justify = "\n".join(str(n) for n in node.get("notes") or []) or None, "left"
+    return table
 
 
 def network_table(net: dict, L: str) -> Table:
@@ -97,10 +101,17 @@ def network_table(net: dict, L: str) -> Table:
     tech = report_t(f"v.{nv['tech']}", L) if report_has(f"v.{nv['tech']}") else nv["tech"]  # 'pcie' -> 'PCIe'
     rows.append([t("b_nvlink", L), t("nvlink_domain_row", L).format(tech=tech, gpus=nv["gpus_per_domain"],
                                                                     domains=nv["domains"]),
-                 _nvls_cell(nv, L), "",
-                 f"{nv['gb_s_per_gpu_bidir']:g} GB/s"])
+                 _nvls_cell(nv, L), "", _scaleup_rate(nv, L)])
     return _table(t("b_network_title", L), [t("b_fabric", L), t("b_topology", L), t("b_switch", L),
                                             t("b_leaf_spine_core", L), t("b_ports", L)], rows, L)
+
+
+def _scaleup_rate(nv: dict, L: str) -> str:
+    """The link's rate, and where the driver stages GPU-to-GPU copies through host memory (GeForce), that rate: the
+    one the estimate times."""
+    rate = f"{nv['gb_s_per_gpu_bidir']:g} GB/s"
+    staged = nv.get("host_staged_gb_s_per_dir")  # plans saved before the field have none
+    return t("scaleup_host_staged", L).format(link=rate, staged=f"{staged:g}") if staged else rate
 
 
 def _nvls_cell(nv: dict, L: str) -> str:

@@ -19,6 +19,7 @@ Work per option (vectorised with `estimate.evaluate_batch`):
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -219,6 +220,24 @@ def search_option(model: ModelArch, training: Training, option: HardwareOption, 
                        min_mem_on_gpu_gib=on_gpu)
     return OptionResult(option, system, evaluated, 0, min_mem_gib=min_mem, lower_bound_gib=bound / GIB,
                         memory_evaluations=computed, min_mem_on_gpu_gib=on_gpu)
+
+
+def offload_reason(r: OptionResult, frozen_base: bool) -> tuple[str, dict[str, Any]] | None:
+    """Why the chosen layout offloads to the CPU, as a message key and its fields, when no layout fits on the GPUs
+    alone: the model states sharded over all of them exceed a GPU (states_lower_bound_bytes, which scales as 1 / GPUs:
+    from how many GPUs they would fit, activations on top; `frozen_base`: LoRA / QLoRA, whose states are the frozen
+    base) or, when they fit, the least any layout without offload needs. None when the layout does not offload or a
+    layout without offload fits."""
+    s, cap, gpus = r.strategy, r.system.memory_gib, r.option.count
+    if s is None or s.offload == "none":
+        return None
+    if r.lower_bound_gib > cap:
+        return ("layout_offload_base" if frozen_base else "layout_offload_states",
+                {"gpus": gpus, "need": f"{r.lower_bound_gib:.1f}", "cap": f"{cap:.1f}",
+                 "more": math.ceil(gpus * r.lower_bound_gib / cap)})
+    if r.min_mem_on_gpu_gib > cap:
+        return "layout_offload_least", {"gpus": gpus, "least": f"{r.min_mem_on_gpu_gib:.1f}", "cap": f"{cap:.1f}"}
+    return None
 
 
 def _concat(parts: list[tuple[Strategy, np.ndarray]]) -> tuple[Strategy, np.ndarray]:

@@ -66,6 +66,9 @@ class NvlinkDomain(Block):
     nvls: bool
     nvlink_switch_trays: int
     source: str
+    # GeForce: the driver refuses PCIe peer-to-peer, so GPU-to-GPU copies go through host memory at this rate (the
+    # catalog's host_staged_gb_s_per_dir, what the estimate times), not at the link's gb_s_per_gpu_bidir
+    host_staged_gb_s_per_dir: float | None = None
 
 
 class AllReduce(Block):
@@ -273,7 +276,8 @@ def nvlink_domain(b: BuildInput) -> NvlinkDomain:
     trays = rules.value("fabric", "nvl72_switch_trays") * domains if b.nvl72 else 0
     return NvlinkDomain(tech=acc.scaleup_tech, gpus_per_domain=min(domain, b.gpus), domains=domains,
                         gb_s_per_gpu_bidir=float(acc.scaleup_bw_bidir_gb_s), nvls=bool(acc.nvls),
-                        nvlink_switch_trays=trays, source=", ".join(acc.sources))
+                        nvlink_switch_trays=trays, source=", ".join(acc.sources),
+                        host_staged_gb_s_per_dir=acc.host_staged_gb_s_per_dir)
 
 
 def network_block(b: BuildInput, storage_servers: int = 0, pdus: int = 0) -> NetworkBlock:

@@ -120,6 +120,11 @@ def node_block(b: BuildInput) -> NodeBlock:
     if b.server_set_aside is not None:
         held = b.catalog.server(b.server_set_aside).gpus
         notes = [*notes, msg("node_note_workstation_host", gpus=b.per_node, server=b.server_set_aside, held=held)]
+    elif srv is None and b.per_node > 1:
+        # the search's box for a card no catalog server holds (search.candidates._host_gpus): an assumption to state
+        acc = b.accelerator
+        notes = [*notes, msg("node_note_no_server", acc=acc.id, gpus=b.per_node,
+                             kw=f"{b.per_node * acc.tdp_w / 1000:.1f}", tdp=f"{acc.tdp_w:g}")]
     enough = {"cpu_cores": None if s_cores is None else s_cores >= n_cores,
               "ram_gib": None if s_ram is None else s_ram >= ram_gib,
               "nvme_tb": None if s_nvme is None else s_nvme >= tb}

@@ -156,16 +156,20 @@ def _export(c: Ctx) -> Risk | None:
 def _fp8_moe_stack(c: Ctx) -> Risk | None:
     """FP8 training of an MoE model on a part outside the FP8 MoE kernels' targets (risks.yaml
     fp8_moe_kernel_parts: DeepGEMM / DeepEP run on NVIDIA SM90 / SM100): the estimate times its expert GEMMs and
-    dispatch as if an equivalent stack ran there, which no published run on the part shows. A risk line only: the
+    dispatch as if an equivalent stack ran there; AMD's parts have their vendor's own (risks.yaml
+    fp8_moe_vendor_stack_parts), which the evidence names, unmeasured here all the same. A risk line only: the
     search and ranking do not weigh it (docs/known-gaps.md 43, item (e))."""
     b = c.b
     parts = rules.rule("risks", "fp8_moe_kernel_parts")
     acc = b.accelerator
     if b.job.precision != "fp8" or not b.scenario.model.experts or acc.id.startswith(tuple(parts.value)):
         return None
+    vendor = rules.rule("risks", "fp8_moe_vendor_stack_parts")
+    own = acc.id.startswith(tuple(vendor.value))  # AMD's own FP8 MoE operators (Primus-Turbo), not DeepGEMM / DeepEP
     return Risk(id="fp8_moe_stack_unproven", severity="medium",
-                evidence=msg("risk_ev_fp8_moe_stack", acc=acc.id, arch=acc.arch, experts=b.scenario.model.experts),
-                mitigation=msg(_by_site(b, "risk_fix_fp8_moe_stack")), source=parts.source)
+                evidence=msg("risk_ev_fp8_moe_vendor_stack" if own else "risk_ev_fp8_moe_stack", acc=acc.id,
+                             arch=acc.arch, experts=b.scenario.model.experts),
+                mitigation=msg(_by_site(b, "risk_fix_fp8_moe_stack")), source=vendor.source if own else parts.source)
 
 
 def _single_node(c: Ctx) -> Risk | None:
