@@ -275,3 +275,23 @@ def test_an_offloaded_layout_whose_states_fit_gives_the_least_a_layout_on_the_gp
     least, cap = map(float, re.search(r"without offload needs is (\d+\.\d) GiB per GPU against (\d+\.\d) GiB",
                                       why).groups())
     assert least > cap == pytest.approx(plan.recommended.memory.capacity_gib, abs=0.05)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_pinned_gpu_count_is_what_decides_the_tier(lang):
+    """Mixtral 8x7B pinned to 8 H100 read 'decided by compute: the step is mostly math on the GPUs', though no other
+    count was searched: the job's pin sets the size (decided_by constraints, with the count). Unpinned, the search's
+    own reason stays; a one-GPU job keeps its memory reason."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.plan.core import make_plan
+
+    job = {"name": "moe", "model": "mixtral-8x7b", "method": "full", "data": {"tokens": 1.0e9}, "seq_len": 4096,
+           "global_batch": {"sequences": 256}, "goal": {"procurement": "rent"},
+           "hardware": {"accelerator": "h100-sxm-80gb", "count": 8}}
+    tier = make_plan(job, load_catalog(), lang=lang).tier
+    assert tier.decided_by == "constraints" and "8" in tier.why and "hardware.count" in tier.why
+    from trainsizer.search.candidates import Pins
+
+    unpinned = {k: v for k, v in job.items() if k != "hardware"}
+    free = make_plan(unpinned, load_catalog(), lang=lang, pins=Pins(accelerator="h100-sxm-80gb"), build=False).tier
+    assert free.decided_by != "constraints" and free.gpus > 8

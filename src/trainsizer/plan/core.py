@@ -326,7 +326,7 @@ def make_plan(job: str | Path | Mapping[str, Any] | Job | Scenario, catalog: Any
     if not rk.satisfied:
         binding = quantify(explain.binding(sr.base, sr.results, sr.priced, sr.cands, cfg, lang), sr, catalog, lang)
     tier = (explain.tier(recommended, sr.priced[rk.ranked[0].index], sr.priced, sr.results, rk.objective, cfg,
-                         lang) if recommended else None)
+                         lang, sr.pins.count) if recommended else None)
     plan = _assemble(sr, rk, options, recommended, tier, binding, time.perf_counter() - start, lang)
     own = _own_strategy_note(scenario, catalog, recommended, lang)
     if refined is not None:

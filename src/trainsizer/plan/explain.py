@@ -158,8 +158,9 @@ def tier_id(gpus: int, nodes: int, cfg: SearchConfig) -> str:
 
 
 def tier(rec: PlanOption, best: Any, priced: list[Any], results: list[OptionResult], objective: str,
-         cfg: SearchConfig, lang: str = "en") -> Tier:
-    """The guides' tier of the recommended option and the resource that sets its size."""
+         cfg: SearchConfig, lang: str = "en", pinned_count: int | None = None) -> Tier:
+    """The guides' tier of the recommended option and the resource that sets its size (`pinned_count`: the GPU
+    count the job or a flag fixes, which then sets it: no other count was searched)."""
     gpus, nodes = rec.hardware.count, rec.hardware.nodes
     r = best.result
     family = [x for x in results if _family(x) == _family(r)]
@@ -173,6 +174,8 @@ def tier(rec: PlanOption, best: Any, priced: list[Any], results: list[OptionResu
     elif gpus == 1:
         decided, text = "memory", msg("tier_one_gpu", lang, acc=acc, used=f"{rec.memory.per_gpu_gib:.1f}",
                                       cap=f"{rec.memory.capacity_gib:.1f}")
+    elif pinned_count == gpus:
+        decided, text = "constraints", msg("tier_pinned", lang, gpus=f"{gpus:,}")
     elif smaller and not fitting_smaller:
         x = max(smaller, key=lambda x: x.option.count)
         need = x.min_mem_gib if math.isfinite(x.min_mem_gib) else x.lower_bound_gib
