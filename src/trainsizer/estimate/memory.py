@@ -20,7 +20,10 @@ deepspeed/runtime/zero/stage_1_and_2.py `step`), whichever is larger; `MemoryEst
 Worst GPU: the first pipeline stage (embedding, most micro-batches in flight, and under an uneven split one
 more layer: `pipeline.first_last_stage_layers`) or the last (LM head, final norm, logits); middle stages hold
 fewer in-flight micro-batches and no embedding or head, so they are never above both (MoE models with dense
-leading layers excepted, where stage 1 may hold slightly more weights).
+leading layers excepted, where stage 1 may hold slightly more weights), except under Megatron-Core's embedding /
+loss slots: there a middle stage holds one decoder layer more (`pipeline.most_loaded_stage_layers`) and, with
+interleaving, a full chunk 0 where the first stage's holds only the embedding, so stage 1 can peak above both
+(3-6 GiB on the NeMo 405B layouts; not evaluated here: docs/known-gaps.md 46).
 """
 
 from __future__ import annotations
