@@ -160,18 +160,29 @@ def lora_layer_params(model: ModelArch, training: Training, moe_layer: bool) -> 
     if not t:
         return 0, 0
     shapes = _lora_linear_shapes(model, moe_layer)
-    names = [n for n in LINEAR_NAMES if n in t]
-    if "qkv_proj" in names:
-        names = [n for n in names if n not in ("q_proj", "k_proj", "v_proj")]
     dense = experts = 0
-    for n in names:
+    for n in _lora_adapted_names(t):
         for d_in, d_out, copies in shapes[n]:
             p = r * (d_in + d_out) * copies
-            if moe_layer and copies == model.experts and n in ("gate_proj", "up_proj", "down_proj"):
+            if _routed_linear(model, moe_layer, n, copies):
                 experts += p
             else:
                 dense += p
     return dense, experts
+
+
+def _lora_adapted_names(targets: Any, only: tuple[str, ...] | None = None) -> list[str]:
+    """The linears the adapters sit on, in LINEAR_NAMES order (`only`: of those alone); a fused qkv_proj target
+    stands for q, k and v, which are then not adapted again."""
+    names = [n for n in LINEAR_NAMES if n in targets and (only is None or n in only)]
+    if "qkv_proj" in names:
+        names = [n for n in names if n not in ("q_proj", "k_proj", "v_proj")]
+    return names
+
+
+def _routed_linear(model: ModelArch, moe_layer: bool, name: str, copies: int) -> bool:
+    """Whether a linear of `_lora_linear_shapes` is a routed expert's (one copy per expert in an MoE layer's MLP)."""
+    return moe_layer and copies == model.experts and name in ("gate_proj", "up_proj", "down_proj")
 
 
 # Linears whose input is split over TP (row-parallel: Megatron RowParallelLinear, DTensor RowwiseParallel); the others
@@ -207,14 +218,11 @@ def lora_layer_widths(model: ModelArch, training: Training, moe_layer: bool,
     t = lora_targets(training)
     if not t:
         return 0.0, 0.0, 0.0, 0.0, 0.0
-    names = [n for n in LINEAR_NAMES if n in t and (only is None or n in only)]
-    if "qkv_proj" in names:
-        names = [n for n in names if n not in ("q_proj", "k_proj", "v_proj")]
     out = np.zeros(5)
     shapes = _lora_linear_shapes(model, moe_layer)
-    for n in names:
+    for n in _lora_adapted_names(t, only):
         for d_in, d_out, copies in shapes[n]:
-            routed = moe_layer and copies == model.experts and n in ("gate_proj", "up_proj", "down_proj")
+            routed = _routed_linear(model, moe_layer, n, copies)
             k = model.experts_per_token if routed else copies
             out += np.array([0, 0, k * d_in, k * d_out, 1] if routed else [k * d_in, k * d_out, 0, 0, k], float)
     return tuple(float(v) for v in out)
