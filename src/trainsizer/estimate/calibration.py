@@ -137,14 +137,19 @@ class PerfConstants:
                 return hit
         return 1.0, 1.0
 
+    def _native_curve(self, accelerator: str, release: str | None) -> Any:
+        """(lengths, forward rates, backward rates) the native kernels were measured at on the part's family, at
+        the cuDNN `release` where it has its own curve (attention.native_length_scaling); None without data."""
+        table = {**self.native_length_scaling, **self.native_length_release.get(str(release), {})}
+        return _family_entry(table, accelerator)
+
     def native_length_factors(self, accelerator: str, kernel: Any, length: Any,
                               release: str | None = None) -> tuple[Any, Any]:
         """(forward, backward) rate of the native kernels at a kernel call's sequence `length` relative to the
         length flash_efficiency_native is taken at: log-linear between the family's measured lengths, the end values
         beyond them, 1 below that length (attention.native_length_scaling; a cuDNN `release` with its own curve
         reads that one); 1 for other kernels (an array of kernels under framework auto) and families without data."""
-        table = {**self.native_length_scaling, **self.native_length_release.get(str(release), {})}
-        curve = _family_entry(table, accelerator)
+        curve = self._native_curve(accelerator, release)
         native = np.asarray(kernel) == "native"
         if curve is None or not np.any(native):
             return 1.0, 1.0
@@ -185,8 +190,7 @@ class PerfConstants:
         part's measured rate at the two shortest lengths L1, L2 of its curve (attention.native_length_scaling, the
         release's where it has one), a causal row's query averaging n = (L / 2 + 64) / 128 tiles: with rho = rate(L1) /
         rate(L2), c = n1 n2 (1 - rho) / (rho n2 - n1). (0, 0) for a family without a curve."""
-        table = {**self.native_length_scaling, **self.native_length_release.get(str(release), {})}
-        curve = _family_entry(table, accelerator)
+        curve = self._native_curve(accelerator, release)
         if curve is None:
             return 0.0, 0.0
         lengths, fwd, bwd = curve
