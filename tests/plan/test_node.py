@@ -69,3 +69,7 @@ def test_a_box_no_catalog_server_holds_is_stated_as_an_assumption(build):
     said = " ".join(str(n) for n in node.notes)
     assert "no catalog server holds rtx-5090" in said and "8 x 575 W (4.6 kW" in said
     assert not any("no catalog server" in str(n) for n in node_block(build()).notes)
+    rented = node_block(build(hardware={"accelerator": "rtx-5090", "count": 8, "network": None},
+                              goal={"procurement": "rent"}))
+    said = " ".join(str(n) for n in rented.notes)
+    assert "share one instance" in said and "builder" not in said

@@ -16,7 +16,7 @@ from typing import Any
 from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block, Cited, ceil_div, cited
-from trainsizer.plan.buildout.inputs import BuildInput
+from trainsizer.plan.buildout.inputs import BuildInput, acquisition
 from trainsizer.plan.buildout.storage import checkpoint_bytes, dataset_bytes
 from trainsizer.plan.texts import MessageRef
 
@@ -123,7 +123,8 @@ def node_block(b: BuildInput) -> NodeBlock:
     elif srv is None and b.per_node > 1:
         # the search's box for a card no catalog server holds (search.candidates._host_gpus): an assumption to state
         acc = b.accelerator
-        notes = [*notes, msg("node_note_no_server", acc=acc.id, gpus=b.per_node,
+        key = "node_note_no_server_rented" if acquisition(b) == "rent" else "node_note_no_server"
+        notes = [*notes, msg(key, acc=acc.id, gpus=b.per_node,
                              kw=f"{b.per_node * acc.tdp_w / 1000:.1f}", tdp=f"{acc.tdp_w:g}")]
     enough = {"cpu_cores": None if s_cores is None else s_cores >= n_cores,
               "ram_gib": None if s_ram is None else s_ram >= ram_gib,
