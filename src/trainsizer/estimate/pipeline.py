@@ -77,6 +77,14 @@ def p2p_transfers_unhidden(pp, m=None, vpp=1):
     return np.where(p > 1, fill, 0.0)
 
 
+def _slots(layers: int, pp, embedding_slot, loss_slot):
+    """(p >= 1, embedding slot, loss slot, layers + slots): the slots count only where the model is pipelined."""
+    p = np.maximum(np.asarray(pp, float), 1.0)
+    e = np.where(p > 1, np.asarray(embedding_slot, float), 0.0)
+    lo = np.where(p > 1, np.asarray(loss_slot, float), 0.0)
+    return p, e, lo, layers + e + lo
+
+
 def first_last_stage_layers(layers: int, pp, embedding_slot=0.0, loss_slot=0.0):
     """(layers on the first stage, layers on the last stage) of an L-over-p split where the first L mod p
     stages get one more layer: (ceil(L/p), floor(L/p)); (L, L) at p = 1 (one stage holds everything).
@@ -85,10 +93,7 @@ def first_last_stage_layers(layers: int, pp, embedding_slot=0.0, loss_slot=0.0):
     split / account_for_loss_in_pipeline_split count the input embedding (first stage) and the LM head + loss
     (last stage) as one layer slot each, so L + slots are split and those stages hold one decoder layer fewer
     (megatron/core/transformer/transformer_block.py `get_num_layers_to_build`)."""
-    p = np.maximum(np.asarray(pp, float), 1.0)
-    e = np.where(p > 1, np.asarray(embedding_slot, float), 0.0)
-    lo = np.where(p > 1, np.asarray(loss_slot, float), 0.0)
-    total = layers + e + lo
+    p, e, lo, total = _slots(layers, pp, embedding_slot, loss_slot)
     first = np.maximum(np.ceil(total / p) - e, 0.0)
     last = np.where(p > 1, np.maximum(np.floor(total / p) - lo, 0.0), float(layers))
     return first, last
@@ -102,11 +107,8 @@ def most_loaded_stage_layers(layers: int, pp, embedding_slot=0.0, loss_slot=0.0)
     slot, num_layers // pp a rank, one fewer on the first / last rank only). Under the uneven fallback the
     first (L + slots) mod p stages hold one more slot, so stage 1 holds ceil((L + slots) / p) unless only one
     stage does."""
-    p = np.maximum(np.asarray(pp, float), 1.0)
+    p, _, _, total = _slots(layers, pp, embedding_slot, loss_slot)
     first, last = first_last_stage_layers(layers, p, embedding_slot, loss_slot)
-    e = np.where(p > 1, np.asarray(embedding_slot, float), 0.0)
-    lo = np.where(p > 1, np.asarray(loss_slot, float), 0.0)
-    total = layers + e + lo
     extra = np.mod(total, p)
     middle = np.where((extra == 0) | (extra >= 2), np.ceil(total / p), np.floor(total / p))
     middle = np.where(p > 2, middle, 0.0)
