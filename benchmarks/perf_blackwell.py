@@ -163,9 +163,13 @@ def step_split(rid: str) -> tuple[float, float, float]:
     element-wise passes, the FP8 casts and the exposed communication. Where communication or offloading hides behind
     a part (the 70B's Megatron-FSDP gathers and activation offload), removing that part exposes it, so the parts of
     such a row are not additive (its 'rest' then carries the offload difference between the two parts)."""
-    cat = load_catalog()
     r = next(r for r in csv.DictReader(DATA.open(encoding="utf-8")) if r["id"] == rid)
-    sc = resolve_job(job(r), cat)
+    return job_split(job(r))
+
+
+def job_split(j: dict) -> tuple[float, float, float]:
+    """(step, attention core, linear-layer GEMMs) seconds of job `j`, as step_split."""
+    sc = resolve_job(j, load_catalog())
 
     def step(cal: Calibration | None = None) -> float:
         o = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy, calibration=cal)

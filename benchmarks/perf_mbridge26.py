@@ -37,7 +37,7 @@ import numpy as np
 
 from harness import Fit, job_fits, pretrain_job, print_cases, print_fits, row_cases
 from perf_blackwell import DATA as OLD
-from perf_blackwell import MODELS, PIPELINE_SLOTS, SYSTEMS
+from perf_blackwell import MODELS, PIPELINE_SLOTS, SYSTEMS, job_split
 from perf_blackwell import cases as pb_cases
 
 DATA = Path(__file__).resolve().parent / "data" / "megatron_bridge_26_perf.csv"
@@ -153,6 +153,30 @@ def release_pairs(cs: list[tuple[str, str, float, float]]) -> list[tuple[str, fl
     return out
 
 
+LAYOUT_DEGREES = ("tp", "pp", "cp", "vpp", "micro_batch", "activation_offload")
+
+
+def part_pairs(cs: list[tuple[str, str, float, float]], new: str = "GB300",
+               old: str = "GB200") -> list[tuple[str, float, float, float, float]]:
+    """(row, measured, predicted `new` / `old` throughput, the predicted ratio with the `new` row run at the `old`
+    row's layout, the `new` step's attention share) for the dense rows listed on both parts at one release and
+    precision, each at its own recipe's layout (GB300 runs the 405B at PP 8 where GB200 runs PP 16, the 70B at TP 1
+    where GB200 runs TP 2, or offloads 20 layers' activations where GB200 offloads 40): whether the layouts or the
+    attention (Blackwell Ultra's doubled SFU) carry the gap (docs/known-gaps.md 53 (h))."""
+    by, pred = {r["id"]: r for r in rows()}, {rid: p for rid, _, _, p in cs}
+    out = []
+    for rid, system, m, p in cs:
+        twin = rid.replace(f"_{new.lower()}_", f"_{old.lower()}_")
+        if system != new or twin not in by or not by[rid]["model"].startswith("LLAMA"):
+            continue
+        moved = by[rid] | {k: by[twin][k] for k in LAYOUT_DEGREES}
+        step, attn, _ = job_split(job(by[rid]))
+        at_twin = job_split(job(moved))[0]
+        out.append((rid, m / float(by[twin]["tokens_per_sec_per_gpu"]), p / pred[twin], p / pred[twin] * step / at_twin,
+                    attn / step))
+    return out
+
+
 def group_mape(cs: list[tuple[str, str, float, float]], key) -> dict[str, tuple[int, float]]:
     """{group: (n, MAPE %)} over the rows, grouped by key(row id, system)."""
     groups: dict[str, list[float]] = {}
@@ -202,6 +226,10 @@ def main() -> None:
     print("26.x over 25.11 at the same system, model, recipe, batch and layout (measured vs predicted):")
     for rid, meas, pred in release_pairs(cs):
         print(f"  {rid:56s} measured {meas:.3f} predicted {pred:.3f}")
+    print("GB300 / GB200 at each part's own recipe layout (dense; measured vs predicted, predicted with GB300 at "
+          "GB200's layout, GB300's attention share of its step):")
+    for rid, meas, pr, same, share in part_pairs(cs):
+        print(f"  {rid:56s} measured {meas:.3f} predicted {pr:.3f} at one layout {same:.3f} attention {share:.2f}")
     print_worst(cs, 6)
     print_missing_per_token_layer(cs, {r["id"]: r for r in rows()})
     print_fits(fits(), "Megatron-Bridge 26.04 / 26.06")
