@@ -69,8 +69,13 @@ def test_shipped_block_tiles_come_from_the_curves():
         (block_tiles(lengths[0], lengths[1], fwd[0] / fwd[1]), block_tiles(lengths[0], lengths[1], bwd[0] / bwd[1])))
 
 
+def _window_csv(dtype: str | None = None):
+    rows = list(csv.DictReader(WINDOW.open(encoding="utf-8")))
+    return [r for r in rows if dtype is None or r["data_type"] == dtype]
+
+
 def _windowed_rows():
-    return [r for r in csv.DictReader(WINDOW.open(encoding="utf-8")) if int(r["seq_len"]) <= 16384]
+    return [r for r in _window_csv("bf16") if int(r["seq_len"]) <= 16384]
 
 
 @pytest.mark.parametrize("row", _windowed_rows(), ids=lambda r: f"{r['gpu']}-{r['seq_len']}-{r['pass']}")
@@ -115,3 +120,56 @@ def test_gpt_oss_attention_slows_under_the_native_kernel_only():
     bare = dataclasses.replace(k, narrow_head_share=(0.0, 0.0), native_length_scaling={}, native_length_release={})
     assert _gpt_oss_step("native") > _gpt_oss_step("native", bare)
     assert _gpt_oss_step("fa2") == pytest.approx(_gpt_oss_step("fa2", bare))
+
+
+def _window_ms(gpu: str, dtype: str, seq: int, pass_: str) -> float:
+    hits = [float(r["time_ms"]) for r in _window_csv(dtype)
+            if r["gpu"] == gpu and int(r["seq_len"]) == seq and r["pass"] == pass_]
+    assert len(hits) == 1
+    return hits[0]
+
+
+@pytest.mark.parametrize("gpu", ["gb200", "gb300"])
+def test_measured_fp8_window_backward_grows_with_the_square_of_the_length(gpu):
+    """cuDNN 9.22's FP8 and MXFP8 backward of the windowed GPT-OSS kernel takes 3.6-3.9x as long at twice the length
+    from 4K to 32K, the causal row's growth, where the BF16 backward and the FP8 forward (the window's) take at most
+    2.1x: the FP8 backward runs the whole row (step_time._window_backward_skips)."""
+    for lo in (4096, 8192, 16384):
+        for dtype in ("fp8", "mxfp8"):
+            assert _window_ms(gpu, dtype, 2 * lo, "bwd") / _window_ms(gpu, dtype, lo, "bwd") > 3.5
+            assert _window_ms(gpu, dtype, 2 * lo, "fwd") / _window_ms(gpu, dtype, lo, "fwd") < 2.1
+        assert _window_ms(gpu, "bf16", 2 * lo, "bwd") / _window_ms(gpu, "bf16", lo, "bwd") < 2.1
+
+
+def _gpt_oss_attention_ms(accelerator: str, fp8_attention: bool, window: bool) -> tuple[float, float]:
+    """(forward, backward) ms of GPT-OSS 120B's average layer's attention core for a micro-batch of 4 x 4,096 tokens
+    (64 heads: the cuDNN benchmark's 2 x 128 heads at 4K), MXFP8 on Megatron-Core."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.estimate import step_time
+
+    job = {"model": "gpt-oss-120b", "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": 4096,
+           "global_batch": {"sequences": 512}, "precision": "fp8", "fp8_recipe": "mxfp8",
+           "hardware": {"accelerator": accelerator, "count": 64, "network": "ib-ndr400"},
+           "strategy": {"ep": 64, "micro_batch": 4, "framework": "megatron-core", "fp8_attention": fp8_attention,
+                        "cudnn_release": "9.17"}}
+    sc = resolve_job(job, load_catalog())
+    model = sc.model if window else dataclasses.replace(sc.model, sliding_window=0)
+    x = step_time._step(model, sc.training, sc.system, sc.strategy, None, None, None)
+    lt, _ = step_time._layer_time(x)
+    return tuple(1e3 * float(np.asarray(v).reshape(-1)[0]) for v in (lt.attn_fwd, lt.attn_bwd))
+
+
+@pytest.mark.parametrize("gpu", ["gb200", "gb300"])
+def test_fp8_window_backward_is_charged_the_causal_row(gpu):
+    """Under fp8_attention a windowed layer's backward costs what a full layer's does, its forward still the band's;
+    BF16 keeps the band both ways (half of GPT-OSS's layers are windowed). The windowed layer's FP8 backward (1.80 ms
+    on GB200, 1.25 on GB300) is 0.85-1.04x the measured FP8 kernel at that shape (1,731 / 1,480 us) and 0.67-0.87x
+    the MXFP8 one (2,080 / 1,871 us)."""
+    fwd_w, bwd_w = _gpt_oss_attention_ms(gpu, True, True)
+    fwd_f, bwd_f = _gpt_oss_attention_ms(gpu, True, False)
+    assert bwd_w == pytest.approx(bwd_f, rel=1e-9)
+    assert fwd_w < 0.75 * fwd_f
+    bf16_w, bf16_f = _gpt_oss_attention_ms(gpu, False, True)[1], _gpt_oss_attention_ms(gpu, False, False)[1]
+    assert bf16_w < 0.75 * bf16_f  # half the layers windowed
+    for dtype in ("fp8", "mxfp8"):
+        assert 0.6 < bwd_f / _window_ms(gpu, dtype, 4096, "bwd") < 1.1

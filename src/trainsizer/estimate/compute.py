@@ -265,7 +265,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                 full_recompute_share: Any = 1.0, sequence_first: Any = False,
                 fp8_gathered_casts: Any = 0.0, block_tiles: tuple[Any, Any] = (0.0, 0.0),
                 rate_length: Any = 0.0, moe_passes: tuple[Any, Any, Any] | None = None, etp: Any = None,
-                router_gemm: bool = True) -> LayerTimes:
+                router_gemm: bool = True, window_backward_skips: Any = True) -> LayerTimes:
     """Compute seconds of one average decoder layer per micro-batch on one GPU.
 
     `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast. `moe_capacity_factor`: tokens
@@ -292,6 +292,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     _NoopFwToFloat8BwDynamic).
     `block_tiles` (forward, backward) and `rate_length`: a query block's fixed work in key tiles and the causal length
     `flash_rate` is taken at (`window_block_rate`); (0, 0): none.
+    `window_backward_skips` (bool, arrays allowed): the backward kernel skips the key tiles outside a sliding window
+    as the forward does; False: it runs the layer's whole causal row (step_time._window_backward_skips).
     `moe_passes` (common, routed, shared): an MoE layer's element-wise traffic relative to the fused count, in parts
     (`moe_elementwise_traffic`): its norms, residuals and RoPE; the routed experts' activation; the shared experts'.
     None = `elementwise_passes` for all three (the dense layer's ratio).
@@ -313,7 +315,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                      elementwise_passes, fp8_weight_casts, weights, fp8_gathered_casts)
     a_fwd, a_bwd = _attention_core(shapes, tok, b, c, s, t, rates, flash=flash, flash_rate=flash_rate,
                                    flash_bwd_over_fwd=flash_bwd_over_fwd, attention_span=attention_span,
-                                   flash_head_pad=flash_head_pad, block_tiles=block_tiles, rate_length=rate_length)
+                                   flash_head_pad=flash_head_pad, block_tiles=block_tiles, rate_length=rate_length,
+                                   window_backward_skips=window_backward_skips)
     if moe_passes is None:
         moe_passes = (elementwise_passes,) * 3
     if shapes.hybrid is not None:
@@ -655,7 +658,8 @@ def attention_grid_factors(length, heads, cp, ring, sms: float, q_rows: float, k
 
 def _attention_core(shapes: ModelShapes, tok, b, c, s: Any, t, rates: Rates, *, flash: bool,
                     flash_rate: float, flash_bwd_over_fwd: float, attention_span: Any, flash_head_pad: Any = 1.0,
-                    block_tiles: tuple[Any, Any] = (0.0, 0.0), rate_length: Any = 0.0):
+                    block_tiles: tuple[Any, Any] = (0.0, 0.0), rate_length: Any = 0.0,
+                    window_backward_skips: Any = True):
     """(forward, backward) seconds of one layer's attention core: FlashAttention by its FLOPs (on the head dims
     its kernel is compiled for: `flash_head_pad`, flash_head_dim_ratio), or eager batched GEMMs plus the
     softmax/dropout traffic over the s x s score matrix."""
@@ -677,7 +681,7 @@ def _attention_core(shapes: ModelShapes, tok, b, c, s: Any, t, rates: Rates, *, 
             rate_fwd, rate_bwd = (np.where(w < span, window_block_rate(banded, at, tiles), 1.0)
                                   for tiles in block_tiles)
             keys_fwd = full + shapes.window_share * (banded / rate_fwd - full)
-            keys_bwd = full + shapes.window_share * (banded / rate_bwd - full)
+            keys_bwd = full + np.where(window_backward_skips, shapes.window_share, 0.0) * (banded / rate_bwd - full)
         if shapes.chunk_share > 0:
             # a chunked layer's query sees the earlier keys of its own chunk: each chunk a causal row of its own
             chunked = shapes.chunk_share * (np.minimum(chunk_causal_keys(span, float(shapes.chunk)), full) - full)

@@ -709,7 +709,8 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              fp8_gathered_casts=_fp8_tp_gather_share(x),
                              flash_head_pad=compute.flash_head_dim_ratio(*model.head_dims, x.fw.attention_kernel),
                              block_tiles=tiles, rate_length=rate_length, etp=x.et,
-                             router_gemm=training.moe_routing != "fake-balanced")
+                             router_gemm=training.moe_routing != "fake-balanced",
+                             window_backward_skips=_window_backward_skips(x))
     if x.loss_impl == "chunked-nll":
         lt = dataclasses.replace(lt, head_bwd=lt.head_bwd + _chunked_nll_time(x, lt))
     layer_mb = lt.fwd + lt.bwd
@@ -898,6 +899,17 @@ def _attention_grid(x: _Step) -> tuple[Any, Any]:
     fwd, bwd = compute.attention_grid_factors(span / (1.0 if a2a else x.c), heads, x.c, not a2a, *grid)
     use = native & ~torch_ring
     return np.where(use, fwd, 1.0), np.where(use, bwd, 1.0)
+
+
+def _window_backward_skips(x: _Step) -> Any:
+    """Whether a windowed layer's attention backward skips the key tiles outside its window, as its forward does.
+    cuDNN's FP8 SDPA backward (fp8_attention: Transformer Engine's FusedAttention, the only FP8 backend, which takes a
+    window in FP8 on sm100 from cuDNN 9.21: dot_product_attention/utils.py get_attention_backend at v2.15) does not:
+    cudnn-frontend's GPT-OSS benchmark (d 64, window 128, cuDNN 9.22; benchmarks/data/cudnn_sdpa_window.csv) times its
+    FP8 and MXFP8 backward growing with the square of the length (GB200 FP8 0.54, 1.73, 6.18, 23.2, 90.3 ms from 2K to
+    32K: the causal row's FLOPs at 0.8-1.0 PFLOPS), where the BF16 backward and the FP8 forward grow with the length."""
+    native = np.asarray(x.fw.attention_kernel) == "native"
+    return ~(native & bool(x.fp8_attention))
 
 
 def _narrow_head(x: _Step) -> tuple[Any, Any]:
