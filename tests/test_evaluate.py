@@ -250,3 +250,17 @@ def test_capacity_is_what_the_driver_gives_and_says_so(catalog):
     label = evaluate(resolve_job(h800, catalog), catalog)["memory"]["capacity_basis"]
     assert label["kind"] == "label" and label["capacity_gib"] == 80
     assert "no reading" in tr(capacity_note(label), "en") and "标称值" in tr(capacity_note(label), "zh")
+
+
+def test_capacity_note_names_the_parts_runtime(catalog):
+    """An AMD part's capacity is what HIP (ROCm) hands a process, read with rocm-smi: the sentence names that
+    runtime in en and zh, never CUDA."""
+    from trainsizer.evaluate import capacity_note
+    from trainsizer.messages import tr
+
+    amd = {**JOB, "hardware": {**JOB["hardware"], "accelerator": "mi300x"}}
+    basis = evaluate(resolve_job(amd, catalog), catalog)["memory"]["capacity_basis"]
+    assert basis["kind"] == "driver" and basis["tool"] == "rocm-smi"
+    en, zh = tr(capacity_note(basis), "en"), tr(capacity_note(basis), "zh")
+    assert "what HIP (ROCm) hands a process" in en and "the HIP (ROCm) context" in en and "CUDA" not in en
+    assert "HIP (ROCm) 交给进程" in zh and "CUDA" not in zh

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from trainsizer.catalog.age import price_age
+from trainsizer.catalog.records import DRIVER_TOOL_RUNTIME
 from trainsizer.errors import SpecError
 from trainsizer.estimate.calibration import Calibration
 from trainsizer.estimate.cost import HOURS_PER_YEAR, billed_gpu_hours, buy_cost, committed_terms, rent_cost
@@ -341,7 +342,8 @@ def capacity_note(basis: Mapping[str, Any] | None) -> Any:
     common = {"cap": f"{basis['capacity_gib']:.1f}", "name": basis["accelerator"], "label": f"{basis['label_gb']:g}"}
     if basis["kind"] == "driver":
         if basis.get("smi_total_gib") and basis.get("cuda_total_gib"):
-            return msg("mem_capacity_driver", **common, tool=basis["tool"], smi=f"{basis['smi_total_gib']:.1f}")
+            return msg("mem_capacity_driver", **common, tool=basis["tool"], smi=f"{basis['smi_total_gib']:.1f}",
+                       runtime=DRIVER_TOOL_RUNTIME.get(basis["tool"] or "nvidia-smi", "CUDA"))
         return msg("mem_capacity_driver_tool", **common, tool=basis["tool"] or "nvidia-smi")
     return msg("mem_capacity_given" if basis["kind"] == "given" else "mem_capacity_label", **common)
 

@@ -47,6 +47,15 @@ def test_xgmi_mesh_ring_rule_passes_a_healthy_mi300x_node(blocks):
     assert ar.value == pytest.approx(0.70 * 448) and ar.value <= 314 and "xGMI" in ar.source
 
 
+def test_xid_list_is_for_nvidia_parts_only(blocks):
+    """An Xid is the NVIDIA driver's error report (NVRM: Xid in the kernel log): an AMD plan's thresholds carry no
+    Xid list (it read 'Critical Xid errors 48, 56, ...' for MI325X nodes), an NVIDIA plan's keep it."""
+    amd = blocks(hardware={"accelerator": "mi325x"}).acceptance
+    assert amd.critical_xids is None and amd.critical_xids_source is None
+    nvidia = blocks().acceptance
+    assert nvidia.critical_xids and 79 in nvidia.critical_xids and "azurehpc" in nvidia.critical_xids_source
+
+
 def test_plan_file_loads_in_accept(blocks, tmp_path):
     out = blocks()
     path = tmp_path / "plan.json"

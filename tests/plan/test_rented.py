@@ -53,7 +53,22 @@ def test_rented_diagram_draws_no_switch_tier(blocks):
     out = blocks(goal={"procurement": "rent"}).model_dump(mode="json", by_alias=True)
     fields = _from_build(out["network"], out["storage"])
     assert fields["tiers"] == () and fields["provided"] is True
-    assert "pfs-appliance" not in (fields["storage"] or "") and "the provider's" in fields["management"]
+    assert "pfs-appliance" not in (fields["storage"] or "") and "run by the provider" in fields["management"]
+
+
+def test_rented_fabric_reads_as_one_phrase(blocks):
+    """The diagram's fabric label of a rented plan is one phrase in en and zh ('RoCE fabric run by the provider
+    (rented)'), not the kind glued to the table's topology sentence ('InfiniBand the provider's: nothing to buy')."""
+    from trainsizer.render.report.topology import _from_build
+    from trainsizer.plan.texts import say
+
+    out = blocks(goal={"procurement": "rent"})
+    dumped = out.model_dump(mode="json", by_alias=True)
+    assert _from_build(dumped["network"], dumped["storage"])["fabric"] == "InfiniBand fabric run by the provider (rented)"
+    assert _from_build(dumped["network"], dumped["storage"], "zh")["fabric"] == "服务商提供的 InfiniBand 网络（租用）"
+    topology = out.network.compute.topology_msg.model_dump()
+    assert say(topology, "en") == "rented, run by the provider: nothing to buy"
+    assert say(topology, "zh") == "租用，由服务商提供：无需采购"
 
 
 def test_one_rented_node_rents_a_persistent_volume_not_local_nvme(blocks):

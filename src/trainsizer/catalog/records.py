@@ -142,6 +142,11 @@ class Vendor(Record):
 DRIVER_MIN_LABEL_SHARE = 0.9
 
 
+# The runtime that hands a process its device memory, by the tool the reading came from (what a sentence about
+# that reading names): CUDA on NVIDIA, HIP on AMD ROCm, the Intel Gaudi software (SynapseAI) on Gaudi, CANN on Ascend.
+DRIVER_TOOL_RUNTIME = {"nvidia-smi": "CUDA", "rocm-smi": "HIP (ROCm)", "hl-smi": "SynapseAI", "npu-smi": "CANN"}
+
+
 class DriverMemory(_Frozen):
     """The device memory a process is given, read on the delivered part, with its sources and date. Two readings:
     `smi_total_mib`, the total nvidia-smi / rocm-smi print (NVML memory.total; what the acceptance suite reads), and

@@ -101,6 +101,15 @@ def _fabric_text(block: object, lang: str = "en") -> str | None:
     return " · ".join(p for p in parts if p) or None
 
 
+def _compute_fabric_text(compute: Mapping, topo: str, lang: str) -> str:
+    """'InfiniBand rail-optimised fat tree'; a rented fabric as one phrase ('RoCE fabric run by the provider
+    (rented)'), not its kind glued to the table's topology sentence."""
+    kind = _word(compute.get("kind") or "", lang)
+    if compute.get("provided") and kind:
+        return t("dg.fabric_provided", lang, kind=kind)
+    return " ".join(x for x in (kind, topo) if x)
+
+
 def _from_build(net: Mapping, sto: Mapping, lang: str = "en") -> dict:
     """Topology fields from the build-out's network block (compute / storage / inband / oob / nvlink)."""
     compute = net.get("compute") if isinstance(net.get("compute"), Mapping) else {}
@@ -117,7 +126,7 @@ def _from_build(net: Mapping, sto: Mapping, lang: str = "en") -> dict:
         nvlink_domain_gpus=_int(nvlink.get("gpus_per_domain")) if nvlink.get("tech") in SCALEUP_DOMAINS else None,
         scaleup_tech=str(nvlink.get("tech")) if nvlink.get("tech") in SCALEUP_DOMAINS else "nvlink",
         nics_per_node=_int(compute.get("ports_per_node")), nic_gbps=_float(compute.get("gbps_per_port")),
-        fabric=" ".join(x for x in (_word(compute.get("kind") or "", lang), topo) if x),
+        fabric=_compute_fabric_text(compute, topo, lang),
         rails=_int(compute.get("ports_per_node")) if rail else None, tiers=tiers, links=links,
         storage=storage or None, storage_gbps_per_node=None, management=mgmt or None,
         provided=bool(compute.get("provided")))
