@@ -59,8 +59,8 @@ def test_rented_diagram_draws_no_switch_tier(blocks):
 def test_rented_fabric_reads_as_one_phrase(blocks):
     """The diagram's fabric label of a rented plan is one phrase in en and zh ('RoCE fabric run by the provider
     (rented)'), not the kind glued to the table's topology sentence ('InfiniBand the provider's: nothing to buy')."""
-    from trainsizer.render.report.topology import _from_build
     from trainsizer.plan.texts import say
+    from trainsizer.render.report.topology import _from_build
 
     out = blocks(goal={"procurement": "rent"})
     dumped = out.model_dump(mode="json", by_alias=True)
