@@ -1,0 +1,119 @@
+"""Held-out check on published runs added 2026-12-03 (third batch; nothing is fitted on them): PyTorch-native stacks
+(torchtitan with TorchAO's Float8 / MXFP8) on Blackwell, which no other benchmark holds.
+
+Data: benchmarks/data/heldout_2026d.csv, in heldout_pretrain.csv's columns (perf_heldout.job_of builds each job, so a
+row reads as a user's job file; every assumed setting is in its `assumed` column):
+- TorchAO's MX README, "Training e2e benchmarks on NVIDIA B200" (pytorch/ao torchao/prototype/mx_formats/README.md,
+  PR 2777, 2025-08-15): Llama 3 8B on one host of 8 "power limited" B200, torchtitan at 6fc499f6 (FSDP2 over 8, local
+  batch 1 x 8,192, per-op SAC, torch.compile), bf16 and four low-precision recipes (Float8 tensorwise with the float8
+  all-gather, MXFP8 through cuBLAS with the scale rounded down or up, Float8 rowwise): median tokens/s and the logged
+  peak memory (torchtitan's max_reserved_gib). The power limit is not stated: 750 W is taken (the team's B200 hosts,
+  benchmarks/data/b200_750w_overlay.yaml), so the rows carry `confidence` low.
+- torchtitan's MXFP8 documentation (docs/mxfp8.md, PR 2096, 2025-12-03; its configuration list also in TorchAO's
+  moe_training README): Llama 4 Scout on a GB200 cluster, bf16 and MXFP8 (routed experts' grouped GEMMs and most
+  linears), FSDP + EP 16, no activation checkpointing, torch.compile. The two lists of that run disagree (512 vs 256
+  GPUs, local batch 10 vs 1): 256 GPUs and local batch 1 are taken, the only reading whose memory fits; `low`.
+Left out (the source does not state enough to run, docs/known-gaps.md 57):
+- PyTorch + Nebius, DeepSeek-V3 671B on 256 B200 with torchtitan (651 / 859 / 918 tokens/s a GPU: BF16, + DeepEP,
+  + MXFP8 grouped GEMMs; PyTorch blog, 2026-03): the layout, batch and recompute of those runs were not readable here.
+- AMD + PyTorch, DeepSeek-V3 671B and Llama 4 Scout on 128-1,024 MI325X with torchtitan and Primus-Turbo (PyTorch blog
+  "Efficient MoE Pre-training at Scale with TorchTitan", 2025-12-01): speed-ups and scaling efficiency only, no
+  per-GPU rate read.
+- The Crusoe B200 MXFP8 blog (Llama 3 70B, HSDP2 + CP 2 on up to 1,856 B200): MXFP8 / BF16 speed-ups (1.22-1.28x)
+  without the rates.
+- TorchAO's 4-B200 Llama 4 Scout runs: a 2-layer model (48 -> 2 layers to fit one host), not a preset.
+
+Printed: each row (published, predicted, error), per-source MAPE, the worst rows with the estimate's time breakdown,
+the FP8 / BF16 gain at one layout measured and modelled, refused rows (each a bug: these runs were made) and rows whose
+measured run the memory estimate says does not fit.
+
+Sign: (predicted - published) / published; for tokens/s + = predicted too fast, for memory + = predicted too large.
+
+Run: python benchmarks/perf_heldout28.py
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+import perf_heldout as ph
+from harness import Case, mape
+
+DATA = Path(__file__).resolve().parent / "data" / "heldout_2026d.csv"
+BREAKDOWN = ("compute", "tp_comm", "cp_comm", "ep_comm", "dp_comm", "pp_bubble", "pp_comm", "optimizer")
+
+
+def rows() -> list[dict[str, str]]:
+    return list(csv.DictReader(DATA.open(encoding="utf-8")))
+
+
+def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
+    """(case, the estimate's result or {} when refused, row) for every row, in file order."""
+    models = yaml.safe_load(ph.MODELS.read_text(encoding="utf-8"))
+    catalogs: dict[str, Any] = {}
+    return [(*ph.estimate_row(r, models, catalogs, ph.predicted_metric), r) for r in rows()]
+
+
+def cases() -> list[Case]:
+    return [c for c, _, _ in run_all()]
+
+
+def by_source(cs: list[Case]) -> dict[str, list[Case]]:
+    out: dict[str, list[Case]] = defaultdict(list)
+    for c in cs:
+        out[c.source].append(c)
+    return dict(out)
+
+
+def breakdown(result: dict[str, Any]) -> str:
+    """The estimate's step split, in ms (parts over 0.5 ms)."""
+    t = result["time"]
+    parts = [(k, 1e3 * float(t["breakdown_s"].get(k, 0.0))) for k in BREAKDOWN]
+    return f"step {1e3 * float(t['step_s']):.0f} ms = " + ", ".join(f"{k} {v:.0f}" for k, v in parts if v >= 0.5)
+
+
+def print_rows(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> None:
+    print(f"{'row':62s} {'metric':20s} {'published':>10s} {'predicted':>10s} {'error':>8s}")
+    for c, result, _ in run:
+        pred = f"{c.predicted:10.4g}" if not c.skipped else f"{'-':>10s}"
+        err = f"{c.err:+8.1%}" if not c.skipped else f"{'-':>8s}"
+        fit = "" if not result else ("" if result["memory"]["fits"] else "  DOES NOT FIT")
+        print(f"{c.row_id:62s} {c.metric:20s} {c.measured:10.4g} {pred} {err}{fit}  {c.skipped or ''}")
+
+
+def main() -> None:
+    run = run_all()
+    print_rows(run)
+    cs = [c for c, _, _ in run]
+    timed = [c for c in cs if c.metric not in ph.MEMORY_METRICS]
+    print(f"\nHeld-out PyTorch-native Blackwell runs (nothing fitted): time n={len(timed)} MAPE {mape(timed):.1f}%")
+    for source, group in by_source(cs).items():
+        n_ok = sum(not c.skipped for c in group)
+        worst = max((abs(c.err) for c in group if not c.skipped), default=math.nan)
+        print(f"  {source:44s} n={n_ok:2d}/{len(group):2d} MAPE {mape(group):5.1f}%  worst {100 * worst:5.1f}%")
+    print("worst time rows, with the estimate's step:")
+    done = [(c, res) for c, res, _ in run if not c.skipped and c.metric not in ph.MEMORY_METRICS]
+    for c, res in sorted(done, key=lambda cr: -abs(cr[0].err))[:5]:
+        print(f"  {c.row_id:58s} {c.err:+7.1%}  {breakdown(res)}")
+    print("FP8 / BF16 throughput at one layout (measured vs predicted, and how far the modelled gain is off):")
+    triples = [(c, "", r) for c, _, r in run]
+    for row_id, mb, meas, pred in ph.precision_pairs(triples):
+        print(f"  {row_id:58s} micro-batch {mb:>2s}  measured {meas:.3f} predicted {pred:.3f}  {pred / meas - 1.0:+6.1%}")
+    refused = [c for c in cs if c.skipped]
+    print(f"refused rows (runs that were made: each is a bug): {len(refused)}")
+    for c in refused:
+        print(f"  {c.row_id}: {c.skipped}")
+    unfit = [c.row_id for c, res, _ in run if res and not res["memory"]["fits"]]
+    print(f"rows whose measured run the memory estimate says does not fit: {len(unfit)}")
+    for rid in unfit:
+        print(f"  {rid}")
+
+
+if __name__ == "__main__":
+    main()
