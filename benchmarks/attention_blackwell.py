@@ -115,6 +115,17 @@ def burst_and_sustained(sfu_ratio: float) -> tuple[float, float]:
             sfu_ratio * MAMF_BF16["gb300"] / MAMF_BF16["b200"])
 
 
+def mxfp8_speedups(data: list[dict[str, str]] | None = None, heads: str = "64") -> dict[str, tuple[float, float]]:
+    """(forward, backward) MXFP8 / BF16 throughput of cuDNN's causal attention, as fp8_speedups (heads "64": Llama
+    3.1's d 128, perf_constants.yaml attention.mxfp8_attention_speedup; "128": DeepSeek-V3's MLA, its "192" entry):
+    GB200 / GB300 at cuDNN 9.22.0 (batch 2) at BASE_SEQ, B200 / B300 their dies. Blackwell only (MXFP8 is sm100's)."""
+    data = data if data is not None else rows()
+    out = {gpu: tuple(tflops(data, gpu, FP8_CUDNN, BASE_SEQ, p, heads, "mxfp8") / tflops(data, gpu, FP8_CUDNN, BASE_SEQ,
+                                                                                         p, heads) for p in ("fwd", "bwd"))
+           for gpu in ("gb200", "gb300")}
+    return {"b200": out["gb200"], "gb200": out["gb200"], "b300": out["gb300"], "gb300": out["gb300"]}
+
+
 def fp8_speedups(data: list[dict[str, str]] | None = None) -> dict[str, tuple[float, float]]:
     """(forward, backward) FP8 / BF16 throughput of cuDNN's causal attention on one part at one release, Llama 3.1
     heads (64 q / 8 kv, d 128), at BASE_SEQ (the length the BF16 rates are taken at): GB200 / GB300 at cuDNN 9.22.0

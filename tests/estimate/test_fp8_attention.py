@@ -54,6 +54,25 @@ def test_fp8_attention_speedup_is_the_measured_cudnn_ratio(family):
     assert load_constants().fp8_attention(family) == pytest.approx(ab.fp8_speedups()[family], abs=5e-4)
 
 
+@pytest.mark.parametrize("family", ["b200", "b300", "gb200", "gb300"])
+def test_mxfp8_attention_takes_cudnns_mxfp8_ratio(family):
+    """Under the MXFP8 recipe attention runs cuDNN's MXFP8 kernel (Transformer Engine >= 2.15): the shipped MXFP8 /
+    BF16 ratios are the same files' mxfp8 rows, at Llama's heads and at MLA's; the MXFP8 backward is slower than the
+    per-tensor FP8 one on every Blackwell family (1.13-1.31x the time at 8K), no faster than BF16's at d 128."""
+    k = load_constants()
+    assert k.fp8_attention(family, 128, "mxfp8") == pytest.approx(ab.mxfp8_speedups()[family], abs=5e-4)
+    assert k.fp8_attention(family, 192, "mxfp8") == pytest.approx(ab.mxfp8_speedups(heads="128")[family], abs=5e-4)
+    for d in (128, 192):
+        mx, per_tensor = k.fp8_attention(family, d, "mxfp8"), k.fp8_attention(family, d, "tensorwise")
+        assert mx[1] < per_tensor[1] / 1.1 and mx[0] < per_tensor[0]
+    assert k.fp8_attention(family, 128, "mxfp8")[1] < 1.0
+
+
+def test_mxfp8_attention_keeps_the_per_tensor_ratio_where_none_was_measured():
+    k = load_constants()
+    assert k.fp8_attention("h100", 128, "mxfp8") == k.fp8_attention("h100", 128)
+
+
 @pytest.mark.parametrize("family", ["b200", "b300", "gb200", "gb300", "h100"])
 def test_mla_head_dim_takes_its_own_measured_ratio(family):
     """d_qk 192 (DeepSeek-V3's MLA) has its own cuDNN FP8 / BF16 rows on Blackwell, where FP8 keeps more of its gain

@@ -55,6 +55,9 @@ class PerfConstants:
     # the same by query / key head dim, then family, where it differs from Llama's 128
     # (attention.fp8_attention_speedup_by_head_dim)
     fp8_attention_speedup_by_head_dim: dict[str, dict[str, tuple[float, float]]]
+    # MXFP8 / BF16 fused-attention throughput, by family and by head dim (attention.mxfp8_attention_speedup*)
+    mxfp8_attention_speedup: dict[str, tuple[float, float]]
+    mxfp8_attention_speedup_by_head_dim: dict[str, dict[str, tuple[float, float]]]
     # native kernels' measured rate by sequence length, by family: (lengths, fwd, bwd) (attention.native_length_scaling)
     native_length_scaling: dict[str, tuple[tuple[float, ...], ...]]
     native_length_ref: float  # the length flash_efficiency_native is taken at
@@ -127,11 +130,15 @@ class PerfConstants:
             return _family_entry(self.flash_bwd_over_fwd_native, accelerator, self.flash_bwd_over_fwd)
         return self.flash_bwd_over_fwd
 
-    def fp8_attention(self, accelerator: str, d_qk: int = 128) -> tuple[float, float]:
+    def fp8_attention(self, accelerator: str, d_qk: int = 128, recipe: str = "") -> tuple[float, float]:
         """(forward, backward) throughput of FP8 fused attention relative to BF16 on this part's family
         (strategy.fp8_attention), at the query / key head dim `d_qk` where one was measured (MLA's 192), else the
-        family's figure; (1, 1) where no FP8 measurement is held (the BF16 rate is kept)."""
-        for table in (self.fp8_attention_speedup_by_head_dim.get(str(d_qk), {}), self.fp8_attention_speedup):
+        family's figure; under the resolved FP8 `recipe` "mxfp8" cuDNN's MXFP8 kernel's figures where the family has
+        them; (1, 1) where no FP8 measurement is held (the BF16 rate is kept)."""
+        tables = (self.fp8_attention_speedup_by_head_dim.get(str(d_qk), {}), self.fp8_attention_speedup)
+        if recipe == "mxfp8":
+            tables = (self.mxfp8_attention_speedup_by_head_dim.get(str(d_qk), {}), self.mxfp8_attention_speedup, *tables)
+        for table in tables:
             hit = _family_entry(table, accelerator)
             if hit is not None:
                 return hit
@@ -289,6 +296,10 @@ def load_constants() -> PerfConstants:
                                for k, v in a["fp8_attention_speedup"].items()},
         fp8_attention_speedup_by_head_dim={str(d): {str(k): (float(v["fwd"]), float(v["bwd"])) for k, v in fam.items()}
                                            for d, fam in a["fp8_attention_speedup_by_head_dim"].items()},
+        mxfp8_attention_speedup={str(k): (float(v["fwd"]), float(v["bwd"]))
+                                 for k, v in a["mxfp8_attention_speedup"].items()},
+        mxfp8_attention_speedup_by_head_dim={str(d): {str(k): (float(v["fwd"]), float(v["bwd"])) for k, v in fam.items()}
+                                             for d, fam in a["mxfp8_attention_speedup_by_head_dim"].items()},
         native_length_scaling=_length_curves(a["native_length_scaling"]),
         native_length_ref=float(a["native_length_scaling"]["ref"]),
         flash_length={str(kernel): (float(t["ref"]), {str(fam): (tuple(map(float, c["lengths"])),

@@ -684,9 +684,10 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     seqs = float(training.sequences_per_sample)
     bwd_ratio = r.flash_bwd_over_fwd if np.any(r.flash_bwd_over_fwd) else k.flash_bwd_over_fwd
     # FP8 attention (strategy.fp8_attention): the forward and the backward each at the part's measured FP8 / BF16
-    # throughput (perf_constants.yaml attention.fp8_attention_speedup), times the cuDNN release's (_cudnn_release) and
-    # the kernel's rate at its sequence length (_native_length) and at the model's head dims (_narrow_head)
-    fp8_fwd, fp8_bwd = k.fp8_attention(x.system.accelerator, model.head_dims[0]) if x.fp8_attention else (1.0, 1.0)
+    # throughput (perf_constants.yaml attention.fp8_attention_speedup; MXFP8's under that recipe), times the cuDNN
+    # release's (_cudnn_release) and the kernel's rate at its sequence length (_native_length) and head dims (_narrow_head)
+    recipe = k.fp8_recipe(x.system.accelerator, training.fp8_recipe)["name"] if x.fp8_attention else ""
+    fp8_fwd, fp8_bwd = k.fp8_attention(x.system.accelerator, model.head_dims[0], recipe) if x.fp8_attention else (1.0, 1.0)
     len_fwd, len_bwd = _native_length(x)
     rel_fwd, rel_bwd = _cudnn_release(x)
     head_fwd, head_bwd = _narrow_head(x)
