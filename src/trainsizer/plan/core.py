@@ -28,6 +28,7 @@ from trainsizer.messages import duration, msg
 from trainsizer.names import FP4_RECIPES
 from trainsizer.plan import explain
 from trainsizer.plan.messages import LANGS
+from trainsizer.plan.next_count import NextCount, next_count
 from trainsizer.plan.refine import refine_count
 from trainsizer.plan.schema import (
     GoalOut,
@@ -327,12 +328,17 @@ def make_plan(job: str | Path | Mapping[str, Any] | Job | Scenario, catalog: Any
         binding = quantify(explain.binding(sr.base, sr.results, sr.priced, sr.cands, cfg, lang), sr, catalog, lang)
     tier = (explain.tier(recommended, sr.priced[rk.ranked[0].index], sr.priced, sr.results, rk.objective, cfg,
                          lang, sr.pins.count) if recommended else None)
+    beyond = next_count(sr, rk.ranked[0].index, catalog, cfg.tie_fraction) if rk.ranked else None
     plan = _assemble(sr, rk, options, recommended, tier, binding, time.perf_counter() - start, lang)
     own = _own_strategy_note(scenario, catalog, recommended, lang)
     if refined is not None:
         own = [n for n in (_refined_note(refined, plan_currency(sr.base), lang), own) if n]
     else:
         own = [own] if own else []
+    if beyond is not None:
+        own.append(_next_count_note(beyond, plan_currency(sr.base), lang))
+        if beyond.found is not None:
+            plan = plan.model_copy(update={"next_count": _summary(beyond.found, _scored(len(sr.priced), beyond.found))})
     for note in own:
         stored = plan.notes_msg or [None] * len(plan.notes)
         plan = plan.model_copy(update={"notes": [*plan.notes, note], "notes_msg": [*stored, ref(note)]})
@@ -346,6 +352,18 @@ def _refined_note(rf: Any, currency: str, lang: str) -> str:
                        cost=explain.money(rf.priced.cost, currency, lang), days=duration(rf.priced.train_days),
                        rung=rf.rung.result.option.key, rung_cost=explain.money(rf.rung.cost, currency, lang),
                        lower=rf.lower.result.option.key, lower_days=duration(rf.lower.train_days))
+
+
+def _next_count_note(nc: NextCount, currency: str, lang: str) -> str:
+    """The pinned count where every layout offloads, against the next count that fits on the GPUs alone."""
+    pinned = dict(count=nc.pinned.result.option.count, pinned_days=duration(nc.pinned.train_days),
+                  pinned_cost=explain.money(nc.pinned.cost, currency, lang))
+    if nc.found is None:
+        return explain.msg("note_next_count_none", lang, last=nc.last_count, **pinned)
+    r = nc.found.result
+    return explain.msg("note_next_count", lang, option=r.option.key, layout=layout_text(r.strategy),
+                       days=duration(nc.found.train_days), cost=explain.money(nc.found.cost, currency, lang),
+                       **pinned)
 
 
 def _own_strategy_note(scenario: Scenario, catalog: Any, rec: PlanOption | None, lang: str) -> str | None:

@@ -3,7 +3,8 @@
 Stability: fields are only added (minor version) while `schema_version` starts with "1."; a field's meaning
 never changes within a major version. 1.1 added the `*_msg` fields: the catalogue message of each sentence,
 so a report renders one plan in either language (`plan.texts.localise`); 1.2 added `leaves_memory_floor`; 1.3
-`strategy.recompute_method` / `recompute_num_layers` (the search's partial recompute) and `pareto[].cost_basis`. Blocks marked "as `estimate --json`" carry the same keys as that
+`strategy.recompute_method` / `recompute_num_layers` (the search's partial recompute) and `pareto[].cost_basis`; 1.4
+`next_count` (a pinned count's next count that fits without offload). Blocks marked "as `estimate --json`" carry the same keys as that
 command's output (memory, time, cost, energy), so one reader handles both.
 
 Extension points: `PlanOption.build` and `Plan.build` hold the build-out blocks (bill of materials, node,
@@ -19,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trainsizer.plan.texts import MessageRef, WithTexts
 
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 
 MSG = ("the catalogue message the text beside it was written from: render it to read the plan in another "
        "language (plan/texts.py)")
@@ -255,6 +256,10 @@ class Plan(_Out):
     ties: list[str] = Field(description="ids of options tied with the recommended one")
     pareto: list[ParetoPoint] = Field(description="time-to-train vs cost front, fastest first")
     binding: Binding | None = Field(description="when nothing satisfies the job: what binds, by how much")
+    next_count: OptionSummary | None = Field(None, description="when the job pins the GPU count and every layout "
+                                             "at it offloads to the CPU: the next larger count of the same hardware "
+                                             "that fits on the GPUs alone, searched and priced as every option but "
+                                             "not ranked (plan/next_count.py); 1.4")
     notes: list[str] = []
     notes_msg: list[MessageRef | None] | None = Field(None, description=MSGS)
     build: dict[str, Any] | None = Field(None, description="build-out blocks of the recommended option")

@@ -1,0 +1,79 @@
+"""The next GPU count of a pinned option that fits on the GPUs alone.
+
+A job that pins its GPU count (hardware.count or --count) is searched at that count only. When every layout there
+offloads to the CPU (`search.engine.offload_reason`), what a buyer asks next is what a few more servers would do.
+Whole servers of the same accelerator above the pinned count are searched and priced exactly as the plan's own
+options (`plan.core.search_job` with the count pinned there: its networks where the job gives none, as a count
+beyond one node needs one), smallest first, from the count the model states alone need
+(`states_lower_bound_bytes` over the count, a lower bound: activations come on top), until one runs a layout
+without offload; the best such option there by the job's goal is stated beside the pinned count (a note and
+`Plan.next_count`). It does not join the ranking, which keeps the job's count. Probes stop after MAX_PROBES counts
+and at the job's node / GPU limits.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from trainsizer.plan.refine import _unit
+from trainsizer.search.engine import offload_reason
+
+MAX_PROBES = 12  # counts tried above the pinned one: one search of one accelerator's options each
+
+
+@dataclass(frozen=True)
+class NextCount:
+    """The pinned option, and the next count that fits without offload (None: none within the probes)."""
+
+    pinned: Any  # plan.core.Priced at the job's count
+    found: Any | None  # plan.core.Priced at the next count, or None
+    last_count: int  # the largest count probed
+
+
+def _first_count(r: Any, unit: int) -> int:
+    """One server more than the pinned count, or the whole servers the model states alone need if more."""
+    cap = r.system.memory_gib
+    states = math.ceil(r.option.count * r.lower_bound_gib / cap) if cap > 0 and r.lower_bound_gib > cap else 0
+    return max(r.option.count + unit, -(-states // unit) * unit)
+
+
+def _allowed(count: int, per_node: int, constraints: Any) -> bool:
+    if constraints.max_gpus is not None and count > constraints.max_gpus:
+        return False
+    return constraints.max_nodes is None or -(-count // per_node) <= constraints.max_nodes
+
+
+def _best_without_offload(sr: Any, r: Any, count: int, catalog: Any, tie_fraction: float) -> Any | None:
+    """The best option by the job's goal at `count` GPUs of `r`'s accelerator among those whose layout does not
+    offload; None when none does."""
+    from trainsizer.plan.core import rank_searched, search_job
+
+    pins = replace(sr.pins, accelerator=r.option.accelerator.id, count=count)
+    found = search_job(sr.scenario, catalog, pins)
+    found.priced = [p for p in found.priced if p.result.strategy.offload == "none"]
+    if not found.priced:
+        return None
+    return found.priced[rank_searched(found, tie_fraction).ranked[0].index]
+
+
+def next_count(sr: Any, best_index: int, catalog: Any, tie_fraction: float) -> NextCount | None:
+    """The next count of the recommended option's hardware where a layout fits without offload, when the job pins
+    the count and every layout at it offloads (see module docstring); None when that is not the case or the job's
+    node / GPU limits allow no larger count."""
+    job = sr.scenario.job
+    pinned = sr.priced[best_index]
+    r = pinned.result
+    if sr.pins.count is None or offload_reason(r, frozen_base=job.method in ("lora", "qlora")) is None:
+        return None
+    unit, count, last = _unit(r), _first_count(r, _unit(r)), r.option.count
+    for _ in range(MAX_PROBES):
+        if not _allowed(count, r.option.per_node, job.constraints):
+            break
+        last = count
+        found = _best_without_offload(sr, r, count, catalog, tie_fraction)
+        if found is not None:
+            return NextCount(pinned, found, count)
+        count += unit
+    return NextCount(pinned, None, last) if last > r.option.count else None  # None: the limits allow no larger count

@@ -1,0 +1,53 @@
+"""A pinned GPU count where every layout offloads to the CPU: the plan prices the next count of the same hardware
+that fits on the GPUs alone (plan/next_count.py), beside the pinned count, without ranking it."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import REPO
+from trainsizer.plan.core import make_plan
+from trainsizer.plan.texts import say
+from trainsizer.search import Pins
+
+SFT_70B = str(REPO / "examples" / "sft-70b-16gpu.yaml")
+
+
+@pytest.fixture(scope="module")
+def pinned_plan():
+    return make_plan(SFT_70B, build=False)
+
+
+def _note(plan, key):
+    return next((m for m in plan.notes_msg or [] if m is not None and m.key == key), None)
+
+
+def test_pinned_count_that_offloads_gets_the_next_fitting_count_priced(pinned_plan):
+    rec, nxt = pinned_plan.recommended, pinned_plan.next_count
+    assert rec.hardware.count == 16 and rec.strategy.offload != "none"  # the job's count, as pinned
+    assert nxt is not None and nxt.count > 16 and nxt.count % 8 == 0 and nxt.accelerator == rec.hardware.accelerator
+    assert "offload" not in nxt.layout and nxt.cost is not None and nxt.train_days > 0
+    assert all(o.count == 16 for o in pinned_plan.hardware_options)  # not ranked: the job keeps its count
+    note = _note(pinned_plan, "note_next_count").model_dump()
+    en, zh = say(note, "en"), say(note, "zh")
+    assert "the job pins 16 GPUs" in en and nxt.id in en and "hardware.count" in en
+    assert "作业固定为 16 张卡" in zh and nxt.id in zh
+
+
+def test_the_next_count_is_what_the_plan_finds_when_it_is_pinned_there(pinned_plan):
+    """Searched and priced as every option: pinning the job at that count recommends the same figures."""
+    nxt = pinned_plan.next_count
+    there = make_plan(SFT_70B, build=False, pins=Pins(count=nxt.count))
+    assert there.recommended.id == nxt.id
+    assert there.recommended.time.train_days == pytest.approx(nxt.train_days)
+    assert there.next_count is None  # it fits without offload: nothing to add
+
+
+def test_no_next_count_when_the_count_is_not_pinned_or_the_limits_allow_none():
+    import yaml
+
+    job = yaml.safe_load(open(SFT_70B, encoding="utf-8"))
+    job["constraints"]["max_nodes"] = 2  # 16 GPUs = 2 nodes: no larger count allowed
+    limited = make_plan(job, build=False)
+    assert limited.next_count is None and _note(limited, "note_next_count") is None
+    assert _note(limited, "note_next_count_none") is None
