@@ -1,5 +1,5 @@
 """Held-out check on published runs added 2026-12-03 (third batch; nothing is fitted on them): PyTorch-native stacks
-(torchtitan with TorchAO's Float8 / MXFP8) on Blackwell, which no other benchmark holds.
+(torchtitan with TorchAO's Float8 / MXFP8 on Blackwell, torchtitan's DeepEP on H100), which no other benchmark holds.
 
 Data: benchmarks/data/heldout_2026d.csv, in heldout_pretrain.csv's columns (perf_heldout.job_of builds each job, so a
 row reads as a user's job file; every assumed setting is in its `assumed` column):
@@ -12,7 +12,12 @@ row reads as a user's job file; every assumed setting is in its `assumed` column
 - torchtitan's MXFP8 documentation (docs/mxfp8.md, PR 2096, 2025-12-03; its configuration list also in TorchAO's
   moe_training README): Llama 4 Scout on a GB200 cluster, bf16 and MXFP8 (routed experts' grouped GEMMs and most
   linears), FSDP + EP 16, no activation checkpointing, torch.compile. The two lists of that run disagree (512 vs 256
-  GPUs, local batch 10 vs 1): 256 GPUs and local batch 1 are taken, the only reading whose memory fits; `low`.
+  GPUs, local batch 10 vs 1): 256 GPUs and local batch 1 are taken, the only reading whose memory fits (PyTorch's
+  later blog on the same model and cluster, a run with full AC, states 64 nodes / 256 devices and local batch 1); `low`.
+- torchtitan PR 2107 "Integrate DeepEP to torchtitan" (merged 2025-12-17 as 36a4b6942, whose commit message holds the
+  PR text): DeepSeek-V3 671B on 512 H100 (64 nodes), FSDP 64 x PP 8 (Interleaved1F1B) x EP 32, local batch 16 x 4,096,
+  full AC, compile, forced load balance; one logged line each with DeepEP and with the standard all-to-all: tokens/s
+  and peak memory (`medium`: the layout is stated in full, the network is not).
 Left out (the source does not state enough to run, docs/known-gaps.md 57):
 - PyTorch + Nebius, DeepSeek-V3 671B on 256 B200 with torchtitan (651 / 859 / 918 tokens/s a GPU: BF16, + DeepEP,
   + MXFP8 grouped GEMMs; PyTorch blog, 2026-03): the layout, batch and recompute of those runs were not readable here.
@@ -22,9 +27,12 @@ Left out (the source does not state enough to run, docs/known-gaps.md 57):
 - The Crusoe B200 MXFP8 blog (Llama 3 70B, HSDP2 + CP 2 on up to 1,856 B200): MXFP8 / BF16 speed-ups (1.22-1.28x)
   without the rates.
 - TorchAO's 4-B200 Llama 4 Scout runs: a 2-layer model (48 -> 2 layers to fit one host), not a preset.
+- NousResearch torchtitan PR 19 (Qwen3-30B-A3B with DeepEP on 8-128 B200, 13,856-14,796 tokens/s a GPU): sequence
+  length and the strong-scaling batch not readable; torchtitan commit e4b1220d7 (Qwen3-32B on "2x GB200", FlexAttention
+  document masks): GPU count ambiguous (2 GPUs cannot hold its FSDP states).
 
 Printed: each row (published, predicted, error), per-source MAPE, the worst rows with the estimate's time breakdown,
-the FP8 / BF16 gain at one layout measured and modelled, refused rows (each a bug: these runs were made) and rows whose
+the FP8 / BF16 gain and the DeepEP / all-to-all gain at one layout measured and modelled, refused rows (each a bug: these runs were made) and rows whose
 measured run the memory estimate says does not fit.
 
 Sign: (predicted - published) / published; for tokens/s + = predicted too fast, for memory + = predicted too large.
@@ -71,6 +79,23 @@ def by_source(cs: list[Case]) -> dict[str, list[Case]]:
     return dict(out)
 
 
+def dispatcher_pairs(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[tuple[str, float, float]]:
+    """(flex row, measured, predicted flex / alltoall throughput) for time rows that differ only in the MoE
+    dispatcher (moe_dispatcher in strategy_extra): what DeepEP gains over the all-to-all at one layout."""
+    def rest(r: dict[str, str]) -> tuple:
+        extra = ";".join(s for s in r["strategy_extra"].split(";") if not s.startswith("moe_dispatcher="))
+        return (r["source_key"], r["metric"], extra) + tuple(r[k] for k in ph.LAYOUT if k != "strategy_extra")
+    done = [(c, r) for c, res, r in run if res and c.metric not in ph.MEMORY_METRICS]
+    out = []
+    for c, r in done:
+        if "moe_dispatcher=flex" not in r["strategy_extra"]:
+            continue
+        for base, br in done:
+            if "moe_dispatcher=alltoall" in br["strategy_extra"] and rest(br) == rest(r):
+                out.append((r["id"], c.measured / base.measured, c.predicted / base.predicted))
+    return out
+
+
 def breakdown(result: dict[str, Any]) -> str:
     """The estimate's step split, in ms (parts over 0.5 ms)."""
     t = result["time"]
@@ -92,7 +117,7 @@ def main() -> None:
     print_rows(run)
     cs = [c for c, _, _ in run]
     timed = [c for c in cs if c.metric not in ph.MEMORY_METRICS]
-    print(f"\nHeld-out PyTorch-native Blackwell runs (nothing fitted): time n={len(timed)} MAPE {mape(timed):.1f}%")
+    print(f"\nHeld-out PyTorch-native runs (nothing fitted): time n={len(timed)} MAPE {mape(timed):.1f}%")
     for source, group in by_source(cs).items():
         n_ok = sum(not c.skipped for c in group)
         worst = max((abs(c.err) for c in group if not c.skipped), default=math.nan)
@@ -105,6 +130,9 @@ def main() -> None:
     triples = [(c, "", r) for c, _, r in run]
     for row_id, mb, meas, pred in ph.precision_pairs(triples):
         print(f"  {row_id:58s} micro-batch {mb:>2s}  measured {meas:.3f} predicted {pred:.3f}  {pred / meas - 1.0:+6.1%}")
+    print("DeepEP (flex) / all-to-all throughput at one layout (measured vs predicted):")
+    for row_id, meas, pred in dispatcher_pairs(run):
+        print(f"  {row_id:58s} measured {meas:.3f} predicted {pred:.3f}  {pred / meas - 1.0:+6.1%}")
     refused = [c for c in cs if c.skipped]
     print(f"refused rows (runs that were made: each is a bug): {len(refused)}")
     for c in refused:
