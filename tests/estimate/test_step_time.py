@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -667,6 +668,20 @@ def test_every_gradient_bucket_pays_its_ring_latency_and_megatron_core_buckets_g
     flat = replace(core, grad_bucket_params_per_dp_rank=0.0)
     assert estimate_time(m, tr, s, st, framework_style=core).breakdown_s["dp_comm"] < estimate_time(
         m, tr, s, st, framework_style=flat).breakdown_s["dp_comm"]
+
+
+def test_megatron_gradient_bucket_is_stated_once():
+    """Megatron-Core's 40M-parameter bucket is one value in perf_constants.yaml (the megatron style's, which the
+    Megatron-Core styles alias), not also a Python default; a style that states none is refused by name."""
+    from trainsizer.estimate.step_time import PERF_STYLES, PerfStyle, _load_perf_styles, perf_style
+
+    assert math.isnan(PerfStyle("x").grad_bucket_params)  # no number in the code
+    assert all(math.isfinite(s.grad_bucket_params) for s in PERF_STYLES.values())
+    assert perf_style("megatron-core").grad_bucket_params == perf_style("megatron").grad_bucket_params == 4e7
+    assert perf_style("deepseek-dualpipe").grad_bucket_params == 4e7
+    with pytest.raises(SpecError, match="grad_bucket_params") as err:
+        _load_perf_styles({"mine": {"fused_kernels": True}})
+    assert "frameworks.mine.grad_bucket_params" in str(err.value.where)
 
 
 @pytest.mark.parametrize("moe", [False, True])

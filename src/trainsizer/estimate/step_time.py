@@ -93,7 +93,9 @@ class PerfStyle:
     name: str
     tp_comm_overlap: bool = False  # Megatron-Core --tp-comm-overlap (userbuffers)
     dp_overlap: bool = True  # gradient reduction bucketed and overlapped with backward
-    grad_bucket_params: float = 4e7  # parameters per gradient bucket (the last one is exposed)
+    # parameters per gradient bucket (the last one is exposed): every style states its own (perf_constants.yaml
+    # `frameworks:`, _load_perf_styles refuses one without), so no number here
+    grad_bucket_params: float = math.nan
     # buckets grow with the DP size so ring chunks stay bandwidth-bound (Megatron-Core DDP: max(4e7, 1e6 x dp))
     grad_bucket_params_per_dp_rank: float = 0.0
     param_gather_overlap: bool = False  # distributed-optimizer param all-gather hidden in next forward
@@ -260,13 +262,16 @@ class PerfStyle:
                             suggestion=did_you_mean(self.pipeline_schedule, PIPELINE_SCHEDULES))
 
 
-def _load_perf_styles() -> dict[str, PerfStyle]:
-    """Perf styles from perf_constants.yaml (`frameworks:`), values coerced to the field types."""
-    raw = load_constants().raw.get("frameworks", {})
+def _load_perf_styles(raw: dict[str, Any] | None = None) -> dict[str, PerfStyle]:
+    """Perf styles from perf_constants.yaml (`frameworks:`, or `raw`), values coerced to the field types; a style
+    must state its gradient bucket (the one field with no default)."""
+    raw = load_constants().raw.get("frameworks", {}) if raw is None else raw
     defaults = PerfStyle("defaults")
     out = {}
     for name, opts in raw.items():
         typed = {key: type(getattr(defaults, key))(val) for key, val in (opts or {}).items()}
+        if "grad_bucket_params" not in typed:
+            raise SpecError(f"frameworks.{name}.grad_bucket_params", msg("error_style_needs_bucket", style=name))
         out[name] = PerfStyle(name, **typed)
     return out
 
