@@ -84,6 +84,25 @@ CUTEDSL_CONFIGS = {
 }
 
 
+# The config functions that set fp8_output_proj (the LM head in MXFP8: strategy.fp8_lm_head) when the recipe is MXFP8,
+# read at v0.5.0 / v0.5.1 (scripts/performance/configs/{deepseek,gpt_oss}/*_llm_pretrain.py: deepseek_v3_pretrain_config_
+# gb300 / gb200 (v0.5.1 also b300), gpt_oss_120b_pretrain_config_gb300 / gb200; none at v0.4.x), as the workload base
+# config name prefixes that load them.
+FP8_OUTPUT_PROJ = {
+    "v0.5.0": ("DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_", "DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_",
+               "GPT_OSS_120B_PRETRAIN_CONFIG_GB300_", "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_"),
+    "v0.5.1": ("DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_", "DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_",
+               "DEEPSEEK_V3_PRETRAIN_CONFIG_B300_", "GPT_OSS_120B_PRETRAIN_CONFIG_GB300_",
+               "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_"),
+}
+
+
+def fp8_output_proj(r: dict[str, str]) -> bool:
+    """Whether the row's config function sets fp8_output_proj (FP8_OUTPUT_PROJ), which applies under MXFP8 only."""
+    name, _, tag = r.get("recipe_config", "").partition(" (")
+    return r["precision"] == "FP8-MX" and name.startswith(FP8_OUTPUT_PROJ.get(tag.rstrip(")"), ()))
+
+
 def fused_grouped_mlp(r: dict[str, str]) -> bool:
     """Whether the row's config sets cutedsl_fused_grouped_mlp (CUTEDSL_CONFIGS): its recipe_config is 'NAME (tag)'."""
     name, _, tag = r.get("recipe_config", "").partition(" (")
@@ -111,6 +130,8 @@ def job(r: dict[str, str]) -> dict:
     }
     if fused_grouped_mlp(r):
         strategy["moe_fused_grouped_mlp"] = True
+    if fp8_output_proj(r):
+        strategy["fp8_lm_head"] = True
     if r["moe_dispatcher"]:
         strategy |= {"moe_dispatcher": r["moe_dispatcher"], "moe_a2a_overlap": r["moe_a2a_overlap"] == "1",
                      "etp": ETP_RECIPE}

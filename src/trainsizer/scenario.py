@@ -154,7 +154,7 @@ class Scenario:
                 "pipeline_loss_layer", "torch_compile", "loss_impl", "tp_comm_overlap", "fp8_param_allgather",
                 "fp8_transpose_cache",
                 "grad_reduce_in_fp32", "grad_reduce_overlap", "grad_bucket_params", "gradient_accumulation_fusion", "attention_kernel", "norm_kernel", "cp_comm_type", "cp_repeat_kv", "pp_fsdp_once_per_step",
-                "activation_kernel", "fp8_attention", "fp8_activation_store", "cuda_graphs", "cudnn_release",
+                "activation_kernel", "fp8_attention", "fp8_activation_store", "fp8_lm_head", "cuda_graphs", "cudnn_release",
                 "moe_dispatcher", "moe_a2a_overlap", "moe_fused_grouped_mlp", "fused_qkv_rope", "activation_offload", "optimizer_in_backward", "optimizer_impl", "ddp_impl", "optimizer_precision", "kbit_upcast",
                 "shard_embedding_head_separately",
                 "framework")}
@@ -554,7 +554,7 @@ def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
         gradient_accumulation_fusion=s.gradient_accumulation_fusion,
         attention_kernel=s.attention_kernel, norm_kernel=s.norm_kernel, cp_comm_type=s.cp_comm_type,
         cp_repeat_kv=s.cp_repeat_kv, pp_fsdp_once_per_step=s.pp_fsdp_once_per_step, activation_kernel=s.activation_kernel, fp8_attention=s.fp8_attention,
-        fp8_activation_store=s.fp8_activation_store, cuda_graphs=s.cuda_graphs, cudnn_release=s.cudnn_release,
+        fp8_activation_store=s.fp8_activation_store, fp8_lm_head=s.fp8_lm_head, cuda_graphs=s.cuda_graphs, cudnn_release=s.cudnn_release,
         moe_dispatcher=s.moe_dispatcher, moe_a2a_overlap=s.moe_a2a_overlap,
         moe_fused_grouped_mlp=s.moe_fused_grouped_mlp, fused_qkv_rope=s.fused_qkv_rope,
         activation_offload=s.activation_offload,

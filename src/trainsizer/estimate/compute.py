@@ -733,6 +733,18 @@ def _lm_head(shapes: ModelShapes, tok, t, seq_share, weights: bool, rates: Rates
     return head_fwd, head_b + ce_bwd
 
 
+def fp8_lm_head_delta(shapes: ModelShapes, tok, t, weights: bool, rates: Rates, weight_casts: Any) -> tuple[Any, Any]:
+    """(forward, backward) seconds the LM head's GEMMs change by when they run in FP8 (Megatron-Core fp8_output_proj:
+    TELMHeadColumnParallelLinear, a TE Linear under the MXFP8 autocast): the three GEMMs at the FP8 rate instead of the
+    16-bit one `_lm_head` charges, plus the casts of its input (forward), its output gradient over the vocab shard
+    (backward) and its weight (`weight_casts` a micro-batch), one tensor each (`_fp8_casts`)."""
+    h, v_l = shapes.hidden, shapes.vocab / t
+    f8_f, f8_b = linear_gemms(tok, v_l, h, rates, weights, linear=True)
+    b16_f, b16_b = linear_gemms(tok, v_l, h, rates, weights, linear=False)
+    c_f, c_b = _fp8_casts(tok, h, v_l, v_l * h, rates, weight_casts, tensors=(1.0, 1.0, 1.0))
+    return f8_f - b16_f + c_f, f8_b - b16_b + c_b
+
+
 def optimizer_time(params_local, bytes_per_param: float, rates: Rates):
     """Fused optimizer step: stream `bytes_per_param` for each locally updated parameter (HBM-bound)."""
     return stream_time(np.asarray(params_local, float) * bytes_per_param, rates,

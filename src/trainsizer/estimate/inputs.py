@@ -283,6 +283,8 @@ class Strategy:
     fp8_attention: Any = None
     # Megatron-Core activation_func_fp8_input_store (NeMo FP8_ACT): the SwiGLU input saved in FP8; None = off; memory
     fp8_activation_store: Any = None
+    # Megatron-Core fp8_output_proj: the LM head's GEMMs in MXFP8 (TELMHeadColumnParallelLinear); None = off; step time
+    fp8_lm_head: Any = None
     # "none" | "layer" | "full_iteration" (names.CUDA_GRAPHS); None = none; one value for the whole batch
     cuda_graphs: Any = None
     # cuDNN release of the fused attention, "9.13" | "9.17" (names.CUDNN_RELEASES); None = 9.13, the release the

@@ -480,6 +480,7 @@ class _Step:
     full_share: Any = 0.0
     cp_comm_type: str = "p2p"  # Strategy.cp_comm_type (one of CP_COMM_TYPES; None = p2p)
     fp8_attention: bool = False  # Strategy.fp8_attention (None = off)
+    fp8_lm_head: bool = False  # Strategy.fp8_lm_head (None = off)
     cuda_graphs: str = "none"  # Strategy.cuda_graphs (one of CUDA_GRAPHS; None = none)
     cudnn_release: str | None = None  # Strategy.cudnn_release (one of CUDNN_RELEASES; None = the base release)
     local_batch: Any = None  # Strategy.local_batch (sequences per DP rank per pipeline schedule; None = the step's)
@@ -536,6 +537,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                      strategy, model.layers / np.maximum(a["pp"] * np.maximum(a["vpp"], 1.0), 1.0)).rerun,
                  cp_comm_type=str(getattr(strategy, "cp_comm_type", None) or "p2p"),
                  fp8_attention=bool(getattr(strategy, "fp8_attention", None)) and training.precision == "fp8",
+                 fp8_lm_head=bool(getattr(strategy, "fp8_lm_head", None)) and training.precision == "fp8",
                  cuda_graphs=str(getattr(strategy, "cuda_graphs", None) or "none"),
                  cudnn_release=getattr(strategy, "cudnn_release", None),
                  local_batch=getattr(strategy, "local_batch", None),
@@ -719,6 +721,10 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              window_backward_skips=_window_backward_skips(x))
     if x.loss_impl == "chunked-nll":
         lt = dataclasses.replace(lt, head_bwd=lt.head_bwd + _chunked_nll_time(x, lt))
+    if x.fp8_lm_head:  # Megatron-Core fp8_output_proj (validate.py: MXFP8 only)
+        d_fwd, d_bwd = compute.fp8_lm_head_delta(_shapes(model), x.tok, t, training.trains_base_weights, r,
+                                                 _fp8_weight_casts(x))
+        lt = dataclasses.replace(lt, head_fwd=lt.head_fwd + d_fwd, head_bwd=lt.head_bwd + d_bwd)
     layer_mb = lt.fwd + lt.bwd
     if training.method == "qlora":
         # NF4 weights are dequantised to 16-bit before every use (forward, backward, recompute): read 0.5 B,

@@ -162,6 +162,7 @@ RULES = (
     "moe_a2a_overlap_precision",
     "fp8_attention_precision",
     "moe_fused_grouped_mlp_recipe",
+    "fp8_lm_head_recipe",
     "te_options_framework",
     "cudnn_release_part",
     "offload_needs_zero",
@@ -420,7 +421,8 @@ def _local_batch_rules(c: SimpleNamespace) -> _Rules:
 
 def _te_option_rules(c: SimpleNamespace) -> _Rules:
     """FP8 attention needs FP8 training (Transformer Engine runs fp8_dot_product_attention inside fp8_autocast
-    only: DotProductAttention reads the autocast recipe); TE's fused grouped MLP needs MXFP8 on an SM100 part
+    only: DotProductAttention reads the autocast recipe); the MXFP8 LM head (fp8_lm_head) needs the MXFP8 recipe
+    (Megatron-Core fp8_utils.is_mxfp8_output_proj_active); TE's fused grouped MLP needs MXFP8 on an SM100 part
     (FUSED_GROUPED_MLP_PARTS); FP8 attention, the FP8 SwiGLU input store, CUDA graphs, the fused grouped MLP and the
     fused qkv RoPE are Megatron-Core's (TE_GRAPH_FRAMEWORKS; "auto" as the stack it resolves to)."""
     s = c.strategy
@@ -431,11 +433,13 @@ def _te_option_rules(c: SimpleNamespace) -> _Rules:
                              ("cuda_graphs", getattr(s, "cuda_graphs", None) not in (None, "none")),
                              ("cudnn_release", release not in (None, "9.13")),
                              ("moe_fused_grouped_mlp", bool(getattr(s, "moe_fused_grouped_mlp", None))),
-                             ("fused_qkv_rope", bool(getattr(s, "fused_qkv_rope", None)))) if on]
+                             ("fused_qkv_rope", bool(getattr(s, "fused_qkv_rope", None))),
+                             ("fp8_lm_head", bool(getattr(s, "fp8_lm_head", None)))) if on]
     fused_mlp = bool(getattr(s, "moe_fused_grouped_mlp", None))
+    head = bool(getattr(s, "fp8_lm_head", None))
     acc = str(c.system.accelerator).lower()
     recipe = getattr(c.training, "fp8_recipe", "auto")
-    if fused_mlp and c.training.precision == "fp8":  # "auto" as the part's default recipe (calibration.fp8_recipe)
+    if (fused_mlp or head) and c.training.precision == "fp8":  # "auto": the part's default (calibration.fp8_recipe)
         from trainsizer.estimate.calibration import load_constants
 
         recipe = load_constants().fp8_recipe(acc, recipe)["name"]
@@ -450,6 +454,10 @@ def _te_option_rules(c: SimpleNamespace) -> _Rules:
             np.full(c.tp.shape, mlp_ok),
             lambda v: msg("rule_moe_fused_grouped_mlp_recipe", precision=c.training.precision, recipe=recipe,
                           accelerator=c.system.accelerator, allowed=", ".join(FUSED_GROUPED_MLP_PARTS)),
+        ),
+        "fp8_lm_head_recipe": (
+            np.full(c.tp.shape, not head or (c.training.precision == "fp8" and recipe == "mxfp8")),
+            lambda v: msg("rule_fp8_lm_head_recipe", precision=c.training.precision, recipe=recipe),
         ),
         "te_options_framework": _stack_rule(c, not named, TE_GRAPH_FRAMEWORKS, "te_options_framework",
                                             options=", ".join(named)),

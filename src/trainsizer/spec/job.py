@@ -365,6 +365,9 @@ class StrategySpec(_Strict):
     fp8_attention: bool | None = None
     # the SwiGLU input saved in FP8 (Megatron-Core activation_func_fp8_input_store, NeMo FP8_ACT); null = off
     fp8_activation_store: bool | None = None
+    # the LM head's GEMMs in MXFP8 (Megatron-Core fp8_output_proj: TELMHeadColumnParallelLinear); needs precision fp8
+    # with fp8_recipe mxfp8; null = off (the head stays 16-bit)
+    fp8_lm_head: bool | None = None
     # CUDA graphs (Megatron-Core enable_cuda_graph + cuda_graph_scope): none | layer (one graph per layer) |
     # full_iteration (the step's forward-backward as one graph: no per-layer host launches); null = none
     cuda_graphs: CudaGraphs | None = None
