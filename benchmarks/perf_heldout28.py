@@ -18,6 +18,9 @@ row reads as a user's job file; every assumed setting is in its `assumed` column
   PR text): DeepSeek-V3 671B on 512 H100 (64 nodes), FSDP 64 x PP 8 (Interleaved1F1B) x EP 32, local batch 16 x 4,096,
   full AC, compile, forced load balance; one logged line each with DeepEP and with the standard all-to-all: tokens/s
   and peak memory (`medium`: the layout is stated in full, the network is not).
+- torchtitan PR 3105 (FSDP symmetric memory; merged 2026-05-26 as 58b034444): Llama 3 8B, Qwen3 32B and GPT-OSS 20B
+  on 4 GB200 (one tray), FSDP 4, each model's default config of that commit (local batch, sequence, AC, chunked
+  loss), torch.compile on and off; the symm_mem off column (`medium`).
 Left out (the source does not state enough to run, docs/known-gaps.md 57):
 - PyTorch + Nebius, DeepSeek-V3 671B on 256 B200 with torchtitan (651 / 859 / 918 tokens/s a GPU: BF16, + DeepEP,
   + MXFP8 grouped GEMMs; PyTorch blog, 2026-03): the layout, batch and recompute of those runs were not readable here.
@@ -32,7 +35,7 @@ Left out (the source does not state enough to run, docs/known-gaps.md 57):
   document masks): GPU count ambiguous (2 GPUs cannot hold its FSDP states).
 
 Printed: each row (published, predicted, error), per-source MAPE, the worst rows with the estimate's time breakdown,
-the FP8 / BF16 gain and the DeepEP / all-to-all gain at one layout measured and modelled, refused rows (each a bug: these runs were made) and rows whose
+the FP8 / BF16, DeepEP / all-to-all and compile / eager gains at one layout measured and modelled, refused rows (each a bug: these runs were made) and rows whose
 measured run the memory estimate says does not fit.
 
 Sign: (predicted - published) / published; for tokens/s + = predicted too fast, for memory + = predicted too large.
@@ -79,19 +82,21 @@ def by_source(cs: list[Case]) -> dict[str, list[Case]]:
     return dict(out)
 
 
-def dispatcher_pairs(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[tuple[str, float, float]]:
-    """(flex row, measured, predicted flex / alltoall throughput) for time rows that differ only in the MoE
-    dispatcher (moe_dispatcher in strategy_extra): what DeepEP gains over the all-to-all at one layout."""
+def option_pairs(run: list[tuple[Case, dict[str, Any], dict[str, str]]], key: str, on: str,
+                 off: str) -> list[tuple[str, float, float]]:
+    """(row with key=on, measured, predicted throughput over the row with key=off) for time rows of one source that
+    differ only in that strategy_extra setting: what it gains at one layout (moe_dispatcher flex over alltoall:
+    DeepEP over the all-to-all; torch_compile true over false)."""
     def rest(r: dict[str, str]) -> tuple:
-        extra = ";".join(s for s in r["strategy_extra"].split(";") if not s.startswith("moe_dispatcher="))
+        extra = ";".join(s for s in r["strategy_extra"].split(";") if not s.startswith(f"{key}="))
         return (r["source_key"], r["metric"], extra) + tuple(r[k] for k in ph.LAYOUT if k != "strategy_extra")
     done = [(c, r) for c, res, r in run if res and c.metric not in ph.MEMORY_METRICS]
     out = []
     for c, r in done:
-        if "moe_dispatcher=flex" not in r["strategy_extra"]:
+        if f"{key}={on}" not in r["strategy_extra"]:
             continue
         for base, br in done:
-            if "moe_dispatcher=alltoall" in br["strategy_extra"] and rest(br) == rest(r):
+            if f"{key}={off}" in br["strategy_extra"] and rest(br) == rest(r):
                 out.append((r["id"], c.measured / base.measured, c.predicted / base.predicted))
     return out
 
@@ -130,9 +135,11 @@ def main() -> None:
     triples = [(c, "", r) for c, _, r in run]
     for row_id, mb, meas, pred in ph.precision_pairs(triples):
         print(f"  {row_id:58s} micro-batch {mb:>2s}  measured {meas:.3f} predicted {pred:.3f}  {pred / meas - 1.0:+6.1%}")
-    print("DeepEP (flex) / all-to-all throughput at one layout (measured vs predicted):")
-    for row_id, meas, pred in dispatcher_pairs(run):
-        print(f"  {row_id:58s} measured {meas:.3f} predicted {pred:.3f}  {pred / meas - 1.0:+6.1%}")
+    for title, key, on, off in (("DeepEP (flex) / all-to-all", "moe_dispatcher", "flex", "alltoall"),
+                                ("torch.compile on / off", "torch_compile", "true", "false")):
+        print(f"{title} throughput at one layout (measured vs predicted):")
+        for row_id, meas, pred in option_pairs(run, key, on, off):
+            print(f"  {row_id:58s} measured {meas:.3f} predicted {pred:.3f}  {pred / meas - 1.0:+6.1%}")
     refused = [c for c in cs if c.skipped]
     print(f"refused rows (runs that were made: each is a bug): {len(refused)}")
     for c in refused:

@@ -1,5 +1,6 @@
 """Held-out rows added 2026-12-03, third batch (benchmarks/perf_heldout28.py; nothing fitted on them): torchtitan with
-TorchAO's Float8 / MXFP8 on B200 and GB200, and torchtitan's DeepSeek-V3 with DeepEP on 512 H100. Bounds = the figures measured when the rows were added, with a margin; the
+TorchAO's Float8 / MXFP8 on B200 and GB200, torchtitan's DeepSeek-V3 with DeepEP on 512 H100, and torchtitan's 2026-05
+default configs (Llama 3 8B, Qwen3 32B, GPT-OSS 20B) on 4 GB200. Bounds = the figures measured when the rows were added, with a margin; the
 rows come out far too fast (docs/known-gaps.md 57), so the bounds guard against a regression, not an accuracy claim.
 What the rows do show (the FP8 / BF16 and DeepEP / all-to-all gains at one layout) is held tighter."""
 
@@ -26,6 +27,7 @@ BOUNDS = {
     "TorchAO MX README peak memory (8 B200)": 26.0,  # 20.9: +20..+22%, too large
     "torchtitan DeepEP PR (512 H100 DeepSeek-V3)": 66.0,  # 58.6: +57 / +60%, too fast
     "torchtitan DeepEP PR (512 H100 DeepSeek-V3) peak memory": 12.0,  # 7.0: +9.2 / +4.8%
+    "torchtitan FSDP symm-mem PR (4 GB200)": 40.0,  # 33.6: dense 2.9-7.0%, GPT-OSS 20B +76 / +108%
 }
 
 
@@ -37,15 +39,15 @@ def run():
 def test_every_row_names_its_source_url_date_and_assumptions():
     rs = p28.rows()
     assert list(rs[0]) == list(ph.rows()[0])  # heldout_pretrain.csv's columns: perf_heldout.job_of reads them
-    assert len({r["id"] for r in rs}) == len(rs) == 16
+    assert len({r["id"] for r in rs}) == len(rs) == 22
     models = yaml.safe_load(ph.MODELS.read_text(encoding="utf-8"))
     for r in rs:
         assert r["source"] and r["source_locator"] and r["assumed"], r["id"]
         assert re.search(r"pytorch/(ao|torchtitan) ", r["source"]), r["id"]  # the repository the table is in
         assert re.search(r"\b(commit|PR) ", r["source_locator"]), r["id"]
         assert re.fullmatch(r"20\d\d-\d\d-\d\d", r["date"]), r["id"]
-        # power limit / GPU count not stated (TorchAO, Scout); the DeepEP rows state their layout in full
-        assert r["confidence"] == ("medium" if "_dsv3_" in r["id"] else "low"), r["id"]
+        # power limit / GPU count not stated (TorchAO, Scout); the DeepEP and 4-GB200 rows state their layout in full
+        assert r["confidence"] == ("medium" if "_dsv3_" in r["id"] or "_2026-05_" in r["id"] else "low"), r["id"]
         assert float(r["value"]) > 0 and r["metric"] in ("tokens_per_s_per_gpu", "peak_memory_gib"), r["id"]
         assert r["model"] in models or (BENCH.parent / "src/trainsizer/models/presets" / f"{r['model']}.json").exists()
         assert not r["overlay"] or (BENCH / "data" / r["overlay"]).exists(), r["id"]
@@ -77,7 +79,18 @@ def test_fp8_gain_over_bf16_at_one_layout(run):
 
 def test_deepep_gain_over_the_all_to_all_at_one_layout(run):
     """DeepSeek-V3 on 512 H100: DeepEP over torchtitan's all-to-all measured 1.673x, predicted 1.641x (reached -1.9%)."""
-    pairs = p28.dispatcher_pairs(run)
+    pairs = p28.option_pairs(run, "moe_dispatcher", "flex", "alltoall")
     assert len(pairs) == 1
     (_, meas, pred), = pairs
     assert abs(pred / meas - 1.0) < 0.06
+
+
+def test_dense_torchtitan_on_gb200_within_the_development_bound(run):
+    """torchtitan's 2026-05 default configs on 4 GB200, dense models: Llama 3 8B and Qwen3 32B, compiled and eager,
+    within 10% (reached +2.9 / -3.3 / -4.4 / +7.0%): the issue's held-out criterion met on a 2026 PyTorch stack.
+    GPT-OSS 20B on the same tray is the known GPT-OSS gap (+76 / +108%, docs/known-gaps.md 57), bounded loosely."""
+    errs = {c.row_id: c.err for c, _, _ in run if "_2026-05_gb200_" in c.row_id}
+    assert len(errs) == 6
+    dense = [e for rid, e in errs.items() if "gpt_oss" not in rid]
+    assert len(dense) == 4 and max(abs(e) for e in dense) < 0.10
+    assert all(0.0 < e < 1.3 for rid, e in errs.items() if "gpt_oss" in rid)
