@@ -96,6 +96,32 @@ def test_power_cap_lowers_tensor_rates_by_the_cube_root():
     assert r1.hbm_bytes_s == r0.hbm_bytes_s and r1.gemm_peak_flops == r0.gemm_peak_flops
 
 
+def test_power_cap_on_blackwell_follows_the_measured_linear_power_rate_line():
+    """A Blackwell part capped below its TDP runs GEMMs at (cap/TDP - share) / (1 - share) of its rate: the line
+    through a GB300's measured cuBLAS rates (617 TFLOPS at 500 W, 2,174 at 1,400 W), which also gives GB200's
+    measured MAMF (1,822) at 1,200 W. Steeper than the cube-root law Hopper keeps; a cap at or below the static
+    floor is an error, not a zero rate."""
+    from dataclasses import replace
+
+    from trainsizer.errors import SpecError
+    from trainsizer.estimate.calibration import load_constants, power_clock_factor, rates
+    from trainsizer.estimate.inputs import System
+
+    share = load_constants().raw["gemm"]["power_cap_static_share"]["gb300"]
+    gb300 = System(accelerator="gb300", gpus=4, gpus_per_node=4, memory_gib=279.0, peak_tflops={"bf16": 2500.0},
+                   hbm_gb_s=8000.0, intra_node_gb_s=900.0, tdp_w=1400.0)
+    assert power_clock_factor(replace(gb300, power_limit_w=500.0)) == pytest.approx(617 / 2174, rel=0.01)
+    assert 2174 * power_clock_factor(replace(gb300, power_limit_w=1200.0)) == pytest.approx(1822, rel=0.01)
+    b200 = replace(gb300, accelerator="b200", tdp_w=1000.0, power_limit_w=750.0)
+    assert power_clock_factor(b200) == pytest.approx((0.75 - share) / (1 - share))
+    assert power_clock_factor(b200) < 0.75 ** (1 / 3)
+    r0, r1 = rates(replace(b200, power_limit_w=0.0), "bf16"), rates(b200, "bf16")
+    assert r1.gemm_flops / r0.gemm_flops == pytest.approx(power_clock_factor(b200))
+    assert r1.hbm_bytes_s == r0.hbm_bytes_s
+    with pytest.raises(SpecError):
+        power_clock_factor(replace(b200, power_limit_w=50.0))
+
+
 def test_blackwell_ultra_sfu_speeds_up_the_attention_forward_more_than_the_backward():
     """GB300 / B300 compute softmax exponentials twice as fast as GB200: the BF16 forward gains 1 / (1 - s/2) with the
     exponential share s = 0.378 derived from NVIDIA's cuDNN SDPA on both parts (1.23x), the backward only the same

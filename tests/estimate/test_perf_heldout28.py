@@ -22,7 +22,8 @@ from harness import mape  # noqa: E402
 
 # source -> MAPE bound (%); reached at landing in the comment
 BOUNDS = {
-    "TorchAO MX README (8 B200, power limited)": 95.0,  # 83.0: +54..+95%, too fast (known-gaps 57)
+    "TorchAO MX README (8 B200, power limited)": 60.0,  # 53.3: +28..+64%, too fast (known-gaps 57); 83.0 before the
+    # Blackwell power-cap law (perf_constants.yaml gemm.power_cap_static_share)
     "torchtitan MXFP8 docs (GB200 Llama 4 Scout)": 45.0,  # 37.1: +37%, too fast
     "TorchAO MX README peak memory (8 B200)": 26.0,  # 20.9: +20..+22%, too large
     "torchtitan DeepEP PR (512 H100 DeepSeek-V3)": 66.0,  # 58.6: +57 / +60%, too fast
@@ -68,13 +69,17 @@ def test_per_source_mape_within_bounds(run):
 
 def test_fp8_gain_over_bf16_at_one_layout(run):
     """The recipe's gain over bf16 is what these rows measure best (the absolute rate hangs on an unstated power
-    limit): tensorwise and MXFP8 within 6% of the measured 1.16-1.25x (reached 0.3-4.1%); rowwise predicted slower
-    than bf16 against 1.04x measured (reached -17.9%, known-gaps 57), bounded so it cannot get worse unseen."""
+    limit): tensorwise and MXFP8 within 6% of the measured 1.20-1.25x (reached 0.3-4.0%); the RCEIL row within 8%
+    (reached 6.5%: the MXFP8 job with the scale rounded up, 3.3% slower measured, which no job setting states, so it
+    is the MXFP8 row's +3.0% plus that); rowwise predicted slower than bf16 against 1.04x measured (reached -16.7%,
+    known-gaps 57), bounded so it cannot get worse unseen. Since the Blackwell power-cap law (2026-12-04) the capped
+    GEMMs are slower and the HBM-bound casts are not, so each recipe's modelled gain rose 1.3-3 points."""
     pairs = {rid: (meas, pred) for rid, _, meas, pred in ph.precision_pairs([(c, "", r) for c, _, r in run])}
     assert len(pairs) == 5
     for rid, (meas, pred) in pairs.items():
         off = pred / meas - 1.0
-        assert abs(off) < (0.22 if "rowwise" in rid else 0.06), (rid, off)
+        bound = 0.22 if "rowwise" in rid else 0.08 if "rceil" in rid else 0.06
+        assert abs(off) < bound, (rid, off)
 
 
 def test_deepep_gain_over_the_all_to_all_at_one_layout(run):

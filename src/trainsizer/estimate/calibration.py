@@ -384,16 +384,24 @@ class Rates:
             object.__setattr__(self, "gemm16_flops", self.gemm_flops)
 
 
-def power_clock_factor(system: Any) -> float:
-    """Sustained tensor-clock ratio of a part capped below its TDP: (limit / TDP)^(1/3).
+def power_clock_factor(system: Any, constants: PerfConstants | None = None) -> float:
+    """Sustained tensor-rate ratio of a part capped below its TDP.
 
-    Origin: CMOS dynamic power P = C V^2 f with voltage scaling about linearly with frequency across the DVFS
-    range, so P ~ f^3 (Horowitz et al. 2005 / the usual DVFS model); a GEMM-bound GPU already runs at its
-    power limit, so the clock follows the cap. Not fitted (e.g. H100 at 500 of 700 W: 0.894)."""
+    Families in perf_constants.yaml gemm.power_cap_static_share (Blackwell): linear in power above a static floor,
+    (limit / TDP - share) / (1 - share), the line through a GB300's cuBLAS rates measured at 500 and 1,400 W (the
+    yaml's comment). Others: (limit / TDP)^(1/3), from CMOS dynamic power P = C V^2 f with voltage about linear in
+    frequency across the DVFS range, so P ~ f^3 (Horowitz et al. 2005 / the usual DVFS model); a GEMM-bound GPU
+    already runs at its power limit, so the clock follows the cap (H100 at 500 of 700 W: 0.894)."""
     limit, tdp = float(getattr(system, "power_limit_w", 0.0) or 0.0), float(system.tdp_w or 0.0)
     if limit <= 0 or tdp <= 0 or limit >= tdp:
         return 1.0
-    return (limit / tdp) ** (1.0 / 3.0)
+    k = constants or load_constants()
+    share = _family_entry(k.raw.get("gemm", {}).get("power_cap_static_share", {}), system.accelerator)
+    if share is None:
+        return (limit / tdp) ** (1.0 / 3.0)
+    if limit <= share * tdp:
+        raise SpecError("accelerator.power_limit_w", msg("spec_gt", limit=round(share * tdp)), value=limit)
+    return (limit / tdp - float(share)) / (1.0 - float(share))
 
 
 def rates(system: Any, precision: str, constants: PerfConstants | None = None,
@@ -409,7 +417,7 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
     k = constants or load_constants()
     cal = calibration or Calibration()
     peak = system.peak(precision) * 1e12
-    eff16 = k.gemm_efficiency(system.accelerator) * power_clock_factor(system)
+    eff16 = k.gemm_efficiency(system.accelerator) * power_clock_factor(system, k)
     gemm, gemm16, cast_bytes, cast_kernels = _gemm_rates(system, precision, k, cal, eff16, fp8_recipe, fused_cast)
     transpose = fp8_transpose_free(system.accelerator, k, fp8_recipe) if precision == "fp8" and te_quantizer else 0.0
     p32 = system.peak_tflops.get("fp32")
@@ -449,7 +457,7 @@ def _ssd_rates(system: Any, k: PerfConstants, gemm16: float, hbm: float) -> tupl
     if not cfg or not p32 or not any(system.accelerator.lower().startswith(f) for f in cfg["families"]):
         return 0.0, 0.0
     ref = _catalog_part(str(cfg["reference"]["part"]))
-    sm_clock = float(p32) * power_clock_factor(system) / float(ref.tflops_dense["fp32"])
+    sm_clock = float(p32) * power_clock_factor(system, k) / float(ref.tflops_dense["fp32"])
     ref_gemm = float(ref.tflops_dense["bf16"]) * 1e12 * k.gemm_efficiency(ref.id) * sm_clock
     ref_hbm = float(ref.memory_bw_tb_s) * 1e12 * k.hbm_efficiency * sm_clock
     return min(gemm16, ref_gemm), min(hbm, ref_hbm)
@@ -548,7 +556,7 @@ def _flash_rate(system: Any, precision: str, k: PerfConstants, cal: Calibration,
         attn_precision = precision
     attn_peak = system.peak(attn_precision) * 1e12
     attn_eff = k.flash_fraction(system.accelerator, attention_kernel) * (
-        k.fp32_efficiency_ratio if precision == "fp32" else 1.0) * power_clock_factor(system)
+        k.fp32_efficiency_ratio if precision == "fp32" else 1.0) * power_clock_factor(system, k)
     sfu_fwd, bwd_over_fwd = k.attention_sfu(system.accelerator, attention_kernel)
     flash = cal.flash_tflops * 1e12 if cal.flash_tflops else attn_peak * attn_eff / sfu_fwd
     return flash, bwd_over_fwd
