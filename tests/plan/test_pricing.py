@@ -38,3 +38,21 @@ def test_a_plan_strategy_block_is_a_job_strategy_and_estimates_the_same(catalog)
     assert got["time"]["train_days"] == pytest.approx(rec.time.train_days, rel=1e-12)
     with pytest.raises(SpecError, match="hybrid needs shard_group"):
         api.estimate(make_job(strategy={"fsdp": "hybrid", "shard_group": 0}), catalog)
+
+
+def test_an_option_priced_only_in_the_other_currency_says_so():
+    """H800 has CNY prices only: a USD plan leaves it unpriced in the table while the BOM converts the price, so a
+    note says why and how to rank by it (en / zh); in CNY it is priced and nothing is said."""
+    from trainsizer.plan.texts import say
+
+    job = {"name": "h800 usd", "model": "llama-3.1-8b", "method": "lora", "data": {"tokens": 1.0e8}, "seq_len": 2048,
+           "global_batch": {"sequences": 32}, "goal": {"procurement": "buy"},
+           "constraints": {"market": "china"}, "hardware": {"accelerator": "h800-sxm-80gb", "count": 8}}
+    usd = make_plan(job, build=False)
+    assert usd.hardware_options[0].cost is None
+    note = next(m for m in usd.notes_msg if m is not None and m.key == "note_price_other_currency").model_dump()
+    assert "h800-sxm-80gb has a price in CNY only" in say(note, "en") and "constraints.currency: CNY" in say(note, "en")
+    assert "只有 CNY 价格" in say(note, "zh")
+    cny = make_plan({**job, "constraints": {"market": "china", "currency": "CNY"}}, build=False)
+    assert cny.hardware_options[0].cost is not None
+    assert not any(m is not None and m.key == "note_price_other_currency" for m in cny.notes_msg)

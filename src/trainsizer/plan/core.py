@@ -329,7 +329,7 @@ def make_plan(job: str | Path | Mapping[str, Any] | Job | Scenario, catalog: Any
     tier = (explain.tier(recommended, sr.priced[rk.ranked[0].index], sr.priced, sr.results, rk.objective, cfg,
                          lang, sr.pins.count) if recommended else None)
     beyond = next_count(sr, rk.ranked[0].index, catalog, cfg.tie_fraction) if rk.ranked else None
-    plan = _assemble(sr, rk, options, recommended, tier, binding, time.perf_counter() - start, lang)
+    plan = _assemble(sr, rk, options, recommended, tier, binding, time.perf_counter() - start, lang, catalog)
     own = _own_strategy_note(scenario, catalog, recommended, lang)
     if refined is not None:
         own = [n for n in (_refined_note(refined, plan_currency(sr.base), lang), own) if n]
@@ -391,8 +391,9 @@ def _own_strategy_note(scenario: Scenario, catalog: Any, rec: PlanOption | None,
 
 
 def _assemble(sr: Searched, rk: Ranked, options: list[PlanOption], recommended: PlanOption | None, tier: Any,
-              binding: Any, seconds: float, lang: str) -> Plan:
+              binding: Any, seconds: float, lang: str, catalog: Any) -> Plan:
     goal, currency, stats, cands = sr.scenario.job.goal, plan_currency(sr.base), sr.stats, sr.cands
+    summaries = [_summary(sr.priced[s.index], s) for s in rk.ranked]
     return Plan(
         job=sr.base.summary(),
         goal=GoalOut(objective=rk.objective, deadline_days=goal.deadline_days,
@@ -405,7 +406,7 @@ def _assemble(sr: Searched, rk: Ranked, options: list[PlanOption], recommended: 
                          hardware_options_feasible=len(sr.priced), excluded_accelerators=explain.excluded(cands, lang),
                          dominated_networks=cands.dominated_networks),
         tier=tier, recommended=recommended, options=options,
-        hardware_options=[_summary(sr.priced[s.index], s) for s in rk.ranked],
+        hardware_options=summaries,
         ties=[sr.priced[s.index].result.option.key for s in rk.tied] if len(rk.tied) > 1 else [],
         pareto=[ParetoPoint(id=sr.priced[s.index].result.option.key, train_days=s.train_days, cost=s.cost,
                             currency=currency, cost_basis=s.basis) for s in rk.front],
@@ -414,7 +415,8 @@ def _assemble(sr: Searched, rk: Ranked, options: list[PlanOption], recommended: 
         + explain.scale_notes(rk.ranked, sr.priced, rk.metric, currency, lang)
         + explain.no_scale_evidence_notes(options, recommended, lang)
         + explain.precision_notes(cands, _precision_label(sr.base.training), lang)
-        + explain.front_notes(rk.ranked, rk.front, sr.priced, load_config().tie_fraction, lang),
+        + explain.front_notes(rk.ranked, rk.front, sr.priced, load_config().tie_fraction, lang)
+        + explain.other_currency_notes(summaries, catalog, currency, lang),
     )
 
 

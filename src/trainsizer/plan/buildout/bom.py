@@ -1,8 +1,9 @@
 """The `bom` block: what to order, with dated, sourced price ranges in the job's currency, totals, the rent
 alternative and the buy-vs-rent break-even.
 
-A USD price is converted to CNY only when the catalog has no CNY range, and the line says so with the rate and
-its date. A line without a sourced price is listed with `unit_price: null` and left out of the totals (named in
+A price is converted between USD and CNY only when the catalog has none in the job's currency, and the line says
+so with the rate and its date (the options and the ranking are not converted: the plan notes such a part,
+`plan.explain.other_currency_notes`). A line without a sourced price is listed with `unit_price: null` and left out of the totals (named in
 `unpriced`). Break-even month = capex / (rent per month - running cost per month) (simple payback).
 """
 
