@@ -51,3 +51,21 @@ def test_no_next_count_when_the_count_is_not_pinned_or_the_limits_allow_none():
     limited = make_plan(job, build=False)
     assert limited.next_count is None and _note(limited, "note_next_count") is None
     assert _note(limited, "note_next_count_none") is None
+
+
+def test_nothing_fits_prices_the_first_count_from_the_states_need():
+    """Nothing fits 405B full SFT on 16 H100: the binding's 'more GPUs: >= N' row names the first count from N up
+    that fits, searched and priced (it read 'the model states fit; activations need more')."""
+    import re
+
+    job = {"name": "405b on 16", "model": "llama-3.1-405b", "method": "full", "data": {"tokens": 1.0e9},
+           "seq_len": 4096, "global_batch": {"sequences": 256}, "goal": {"deadline_days": 30, "procurement": "rent"},
+           "hardware": {"accelerator": "h100-sxm-80gb", "count": 16, "network": "ib-ndr400"}}
+    plan = make_plan(job, build=False)
+    b = plan.binding
+    assert b.constraint == "memory" and plan.recommended is None
+    first = b.relaxations[0]
+    count = int(re.search(r"h100-sxm-80gb x(\d+)", first.result).group(1))
+    assert count >= b.needed and count % 8 == 0 and "$" in first.result
+    assert "x" + str(count) in say(first.result_msg.model_dump(), "zh")
+    assert say(first.change_msg.model_dump(), "en").startswith("more GPUs")

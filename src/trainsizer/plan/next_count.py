@@ -9,6 +9,9 @@ beyond one node needs one), smallest first, from the count the model states alon
 without offload; the best such option there by the job's goal is stated beside the pinned count (a note and
 `Plan.next_count`). It does not join the ranking, which keeps the job's count. Probes stop after MAX_PROBES counts
 and at the job's node / GPU limits.
+
+When nothing fits at all, the binding's "more GPUs" relaxation names the count the model states alone need; the
+same probe (`first_fitting`, any layout, the node / GPU limits lifted) prices the first count that fits there.
 """
 
 from __future__ import annotations
@@ -45,17 +48,32 @@ def _allowed(count: int, per_node: int, constraints: Any) -> bool:
     return constraints.max_nodes is None or -(-count // per_node) <= constraints.max_nodes
 
 
-def _best_without_offload(sr: Any, r: Any, count: int, catalog: Any, tie_fraction: float) -> Any | None:
-    """The best option by the job's goal at `count` GPUs of `r`'s accelerator among those whose layout does not
-    offload; None when none does."""
+def _best_at(scenario: Any, sr: Any, r: Any, count: int, catalog: Any, tie_fraction: float,
+             on_gpus: bool) -> Any | None:
+    """The best option by the job's goal at `count` GPUs of `r`'s accelerator (`on_gpus`: among those whose layout
+    does not offload); None when none fits."""
     from trainsizer.plan.core import rank_searched, search_job
 
     pins = replace(sr.pins, accelerator=r.option.accelerator.id, count=count)
-    found = search_job(sr.scenario, catalog, pins)
-    found.priced = [p for p in found.priced if p.result.strategy.offload == "none"]
+    found = search_job(scenario, catalog, pins)
+    if on_gpus:
+        found.priced = [p for p in found.priced if p.result.strategy.offload == "none"]
     if not found.priced:
         return None
     return found.priced[rank_searched(found, tie_fraction).ranked[0].index]
+
+
+def first_fitting(scenario: Any, sr: Any, r: Any, need: int, catalog: Any, tie_fraction: float) -> Any | None:
+    """The first count of whole servers of `r`'s accelerator from `need` GPUs up where any layout fits, searched
+    and priced in `scenario` (the binding's relaxation: its node / GPU limits lifted); None within MAX_PROBES."""
+    unit = _unit(r)
+    count = max(unit, -(-need // unit) * unit)
+    for _ in range(MAX_PROBES):
+        found = _best_at(scenario, sr, r, count, catalog, tie_fraction, on_gpus=False)
+        if found is not None:
+            return found
+        count += unit
+    return None
 
 
 def next_count(sr: Any, best_index: int, catalog: Any, tie_fraction: float) -> NextCount | None:
@@ -72,7 +90,7 @@ def next_count(sr: Any, best_index: int, catalog: Any, tie_fraction: float) -> N
         if not _allowed(count, r.option.per_node, job.constraints):
             break
         last = count
-        found = _best_without_offload(sr, r, count, catalog, tie_fraction)
+        found = _best_at(sr.scenario, sr, r, count, catalog, tie_fraction, on_gpus=True)
         if found is not None:
             return NextCount(pinned, found, count)
         count += unit

@@ -2,8 +2,8 @@
 
 - deadline binds: the fastest accelerator without the node / GPU limit (up to the search's largest count),
   and FP8 instead of BF16/FP16 on the accelerators of the fastest options (when they have an FP8 peak);
-- memory binds (nothing fits): more GPUs of the largest-memory accelerator, and LoRA instead of a full
-  fine-tune;
+- memory binds (nothing fits): the first count from the model states' need that fits (plan.next_count), more GPUs of
+  the largest-memory accelerator, and LoRA instead of a full fine-tune;
 - budget binds: already concrete (the cheapest option's cost; the deadline the budget affords).
 
 Each re-search is the same search on a smaller candidate set, so the answer is the plan's own, not a rule
@@ -18,7 +18,9 @@ from typing import Any
 from trainsizer.messages import Listing, duration
 from trainsizer.plan.explain import money
 from trainsizer.plan.messages import msg
+from trainsizer.plan.next_count import first_fitting
 from trainsizer.plan.schema import Binding, Relaxation
+from trainsizer.plan.texts import as_msg
 from trainsizer.search import Pins, load_config
 
 LORA_DEFAULT_RANK = 16  # spec.LoraSpec default
@@ -112,6 +114,24 @@ def _memory(sr: Any, catalog: Any, lang: str, currency: str) -> list[Relaxation]
     return out
 
 
+def _more_gpus(binding: Binding, sr: Any, catalog: Any, lang: str, currency: str) -> list[Relaxation]:
+    """The binding's first row ('more GPUs: >= N') priced at the first count from N up that fits (the node / GPU
+    limits lifted, `next_count.first_fitting`); unchanged when none is found within its probes."""
+    from trainsizer.plan.explain import _biggest
+
+    big, rows = _biggest(sr.results), list(binding.relaxations)
+    if big is None or not rows or binding.needed is None:
+        return rows
+    scen = _with(sr, constraints={"max_nodes": None, "max_gpus": None, "include": (big.option.accelerator.id,)})
+    p = first_fitting(scen, sr, big, int(binding.needed), catalog, load_config().tie_fraction)
+    if p is not None:
+        ok = p.meets_deadline is not False and p.within_budget is not False
+        first = rows[0]
+        rows[0] = Relaxation(change=as_msg(first.change_msg) if first.change_msg is not None else first.change,
+                             result=_describe((p, ok), currency, lang))
+    return rows
+
+
 def quantify(binding: Binding, sr: Any, catalog: Any, lang: str = "en") -> Binding:
     """`binding` with the relaxations the re-searches measured appended."""
     from trainsizer.plan.core import plan_currency
@@ -121,6 +141,7 @@ def quantify(binding: Binding, sr: Any, catalog: Any, lang: str = "en") -> Bindi
         extra = _deadline(sr, catalog, lang, currency)
     elif binding.constraint == "memory":
         extra = _memory(sr, catalog, lang, currency)
+        binding = binding.model_copy(update={"relaxations": _more_gpus(binding, sr, catalog, lang, currency)})
     else:
         extra = []
     return binding.model_copy(update={"relaxations": [*binding.relaxations, *extra]})
