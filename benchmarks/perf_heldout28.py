@@ -1,5 +1,6 @@
 """Held-out check on published runs added 2026-12-03 (third batch; nothing is fitted on them): PyTorch-native stacks
-(torchtitan with TorchAO's Float8 / MXFP8 on Blackwell, torchtitan's DeepEP on H100), which no other benchmark holds.
+(torchtitan with TorchAO's Float8 / MXFP8 on Blackwell, H100 and MI300X, torchtitan's DeepEP on H100, torchtitan's 2026
+defaults on GB200), which no other benchmark holds.
 
 Data: benchmarks/data/heldout_2026d.csv, in heldout_pretrain.csv's columns (perf_heldout.job_of builds each job, so a
 row reads as a user's job file; every assumed setting is in its `assumed` column):
@@ -21,6 +22,11 @@ row reads as a user's job file; every assumed setting is in its `assumed` column
 - torchtitan PR 3105 (FSDP symmetric memory; merged 2026-05-26 as 58b034444): Llama 3 8B, Qwen3 32B and GPT-OSS 20B
   on 4 GB200 (one tray), FSDP 4, each model's default config of that commit (local batch, sequence, AC, chunked
   loss), torch.compile on and off; the symm_mem off column (`medium`).
+- TorchAO's float8 README "Training benchmarks" (pytorch/ao, PR 1793 2025-03-12 for 8 H100, PR 2736 2025-08-11 for
+  8 MI300X): Llama 3 8B in the same single-host torchtitan setting as the MX rows (FSDP 8, 1 x 8,192, per-op SAC,
+  compile), bf16 / Float8 tensorwise with the float8 all-gather / Float8 rowwise: tokens/s and peak memory. The H100
+  variant and power are not stated: the team's Grand Teton H100 (96 GB, 500 W) taken, `low`; MI300X at stock, `medium`.
+  The MI300X rowwise_with_gw_hp row is left out (the weight-gradient GEMM in bf16 is not a job setting).
 Left out (the source does not state enough to run, docs/known-gaps.md 57):
 - PyTorch + Nebius, DeepSeek-V3 671B on 256 B200 with torchtitan (651 / 859 / 918 tokens/s a GPU: BF16, + DeepEP,
   + MXFP8 grouped GEMMs; PyTorch blog, 2026-03): the layout, batch and recompute of those runs were not readable here.
