@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from trainsizer.estimate import memory
 from trainsizer.estimate.activations import deepseek_selective_items, layer_items
 from trainsizer.estimate.inputs import Strategy, System, Training
-from trainsizer.estimate.memory import estimate_memory
 from trainsizer.models import load_model
 
 DSV3 = load_model("deepseek-v3")
@@ -38,9 +38,12 @@ def test_bf16_training_caches_16_bit():
 
 
 def _mem(framework: str, recompute: str = "selective"):
+    """The first stage's saved activations (3 dense + 1 MoE layer); under Megatron-Core the worst GPU is stage 1
+    (4 MoE layers), under DualPipe the ends, so the stage is fixed here rather than read from the worst GPU."""
     strategy = Strategy(pp=16, dp=128, ep=64, micro_batch=1, recompute=recompute, distributed_optimizer=True,
                         framework=framework)
-    return estimate_memory(DSV3, FP8, H800, strategy, check=False).items_bytes["layer_activations"]
+    r = memory._evaluate(DSV3, FP8, H800, strategy, memory.DEFAULT_OPTIONS, detail=True)
+    return float(r["stages"]["first"]["items"]["layer_activations"].reshape(-1)[0])
 
 
 def test_deepseek_framework_uses_its_own_selective_recompute():

@@ -117,3 +117,17 @@ def test_the_most_loaded_stage_is_never_below_either_end(layers, p, e, lo):
     assert most <= np.ceil((layers + (e + lo) * (p > 1)) / p)
     if e == lo == 0:
         assert most == float(first)
+
+
+@given(layers=hs.integers(1, 130), p=hs.integers(1, 32), e=hs.integers(0, 1), lo=hs.integers(0, 1))
+def test_stage_layer_ranges_tile_the_model_and_the_most_loaded_is_their_max(layers, p, e, lo):
+    """Every decoder layer sits on exactly one rank, in order; the end stages and the most loaded stage agree with
+    the rank-by-rank split."""
+    ranges = [tuple(float(x) for x in pipeline.stage_layer_range(layers, p, r, e, lo)) for r in range(p)]
+    assert ranges[0][0] == 0 and ranges[-1][1] == layers
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+    sizes = [stop - start for start, stop in ranges]
+    first, last = pipeline.first_last_stage_layers(layers, p, e, lo)
+    assert (sizes[0], sizes[-1]) == (float(first), float(last))
+    if layers + (e + lo) * (p > 1) >= p:  # every rank holds a slot (Megatron-Core needs as many)
+        assert float(pipeline.most_loaded_stage_layers(layers, p, e, lo)) == max(sizes)

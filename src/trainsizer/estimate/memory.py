@@ -17,13 +17,13 @@ Peak phase: the forward/backward peak (model states + activations) or, for DeepS
 the optimizer-step peak (model states + the flattened gradient partition and its fp32 cast, activations freed;
 deepspeed/runtime/zero/stage_1_and_2.py `step`), whichever is larger; `MemoryEstimate.peak_phase` says which.
 
-Worst GPU: the first pipeline stage (embedding, most micro-batches in flight, and under an uneven split one
-more layer: `pipeline.first_last_stage_layers`) or the last (LM head, final norm, logits); middle stages hold
-fewer in-flight micro-batches and no embedding or head, so they are never above both (MoE models with dense
-leading layers excepted, where stage 1 may hold slightly more weights), except under Megatron-Core's embedding /
-loss slots: there a middle stage holds one decoder layer more (`pipeline.most_loaded_stage_layers`) and, with
-interleaving, a full chunk 0 where the first stage's holds only the embedding, so stage 1 can peak above both
-(3-6 GiB on the NeMo 405B layouts; not evaluated here: docs/known-gaps.md 46).
+Worst GPU: the pipeline stage that holds the most of the first (embedding, the most micro-batches in flight,
+and under an uneven split one more layer: `pipeline.stage_layer_range`), the last (LM head, final norm, logits)
+and stage 1, the middle stage with the most micro-batches in flight and the most layers: under Megatron-Core's
+embedding / loss slots it holds one decoder layer more than either end and, with interleaving, a full chunk 0
+where the first stage's holds only the embedding, so it can peak above both (3-6 GiB on the NeMo 405B layouts,
+docs/known-gaps.md 46). Later middle stages hold no more layers and fewer micro-batches; on models whose layers
+differ (dense leading layers, hybrids) a later stage's heavier layers are not evaluated.
 """
 
 from __future__ import annotations
@@ -780,16 +780,29 @@ class _Stage:
     is_last: Any
 
 
+# DualPipe places stages r and p - 1 - r on one rank (DeepSeek-V3 report s3.2.1, Table 2: 2x parameters, PP + 1
+# micro-batches of activations), so no rank holds stage 1 alone with the 1F1B counts the middle stage is given here;
+# its ranks are evaluated as the end stages (docs/known-gaps.md 56)
+MIRRORED_STAGE_SCHEDULES = ("deepseek-dualpipe",)
+
+
 def _stages(b: _Batch) -> dict[str, _Stage]:
-    """The first and the last pipeline stage (uneven split: the first L mod p stages hold one more layer)."""
+    """The pipeline stages that can hold the most: the first (embedding, the most micro-batches in flight), the last
+    (LM head, logits) and, where any strategy has p > 2, stage 1: of the middle stages it holds the most
+    micro-batches in flight (Megatron-Core / torch 1F1B and interleaved warm-ups fall with the rank) and the most
+    layers (`pipeline.stage_layer_range`), one more than either end under Megatron-Core's embedding / loss slots,
+    and a full chunk 0 where the first stage's holds only the embedding."""
     L, p = b.model.layers, b.p
-    n_first, n_last = pipeline.first_last_stage_layers(L, p, b.s["pipeline_embedding_layer"], b.s["pipeline_loss_layer"])
-    first_stop, last_start = n_first.astype(np.int64), (L - n_last).astype(np.int64)
+    slots = (b.s["pipeline_embedding_layer"], b.s["pipeline_loss_layer"])
     single = p <= 1
-    return {
-        "first": _Stage(np.zeros_like(first_stop), first_stop, n_first, 0.0, True, single),
-        "last": _Stage(last_start, np.full(last_start.shape, L, dtype=np.int64), n_last, p - 1, single, True),
-    }
+    stages = {}
+    for name, rank, is_first, is_last in (("first", 0.0, True, single), ("middle", 1.0, False, False),
+                                          ("last", p - 1.0, single, True)):
+        if name == "middle" and (not np.any(p > 2) or b.name in MIRRORED_STAGE_SCHEDULES):
+            continue
+        start, stop = pipeline.stage_layer_range(L, p, rank, *slots)
+        stages[name] = _Stage(start.astype(np.int64), stop.astype(np.int64), stop - start, rank, is_first, is_last)
+    return stages
 
 
 @dataclass(frozen=True)
@@ -1334,37 +1347,53 @@ def _paged_optimizer(b: _Batch, items: dict[str, Any], host: Any) -> tuple[Any, 
     return host + paged, paged
 
 
+def _stage_bytes(b: _Batch, g: _Stage, options: MemoryOptions, detail: bool) -> dict[str, Any]:
+    """One stage's total, host bytes and (detail=True) items: model states, activations, the QLoRA paged optimizer,
+    overheads, then the optimizer-step peak."""
+    items: dict[str, Any] = {}
+    states = _model_states(b, g, items)
+    _activations(b, g, items)
+    host, paged = _paged_optimizer(b, items, states.host)
+    host = _offload_and_fuse(b, g, items, host)
+    loss_phase = _backward_phases(b, g, items, _torchtune_fsdp2_phase_units(b, options))
+    if options.overheads:
+        _overheads(b, items, states.trainable_pg, loss_phase)
+    total, step_peak = _optimizer_step_peak(b, items, sum(items.values()), states.opt_params, detail)
+    return {"total": total, "host": host, "items": items if detail else None, "n_layers": g.n_layers,
+            "step_peak": step_peak, "paged": paged}
+
+
 def _evaluate(
     model: ModelArch, training: Training, system: System, strategy: Strategy, options: MemoryOptions,
     detail: bool,
 ) -> dict[str, Any]:
-    """Bytes per GPU on the first and the last pipeline stage for every strategy (numpy, no Python loops
-    over strategies). Returns totals, the worst stage, and (detail=True) every item per stage.
-
-    Per stage: model states, activations, the QLoRA paged optimizer, overheads, then the optimizer-step
-    peak."""
+    """Bytes per GPU on the first, the last and (p > 2) the middle pipeline stage that can hold the most, for
+    every strategy (numpy, no Python loops over strategies). Returns totals, the worst stage, and (detail=True)
+    every item per stage (`_stage_bytes`)."""
     b = _batch(model, training, strategy, options, system.accelerator)
     results: dict[str, Any] = {}
     for stage, g in _stages(b).items():
-        items: dict[str, Any] = {}
-        states = _model_states(b, g, items)
-        _activations(b, g, items)
-        host, paged = _paged_optimizer(b, items, states.host)
-        host = _offload_and_fuse(b, g, items, host)
-        loss_phase = _backward_phases(b, g, items, _torchtune_fsdp2_phase_units(b, options))
-        if options.overheads:
-            _overheads(b, items, states.trainable_pg, loss_phase)
-        total, step_peak = _optimizer_step_peak(b, items, sum(items.values()), states.opt_params, detail)
-        results[stage] = {"total": total, "host": host, "items": items if detail else None,
-                          "n_layers": g.n_layers, "step_peak": step_peak, "paged": paged}
-    p = b.p
-    first, last = results["first"]["total"], results["last"]["total"]
-    worst_is_last = (last > first) & (p > 1)
-    worst = np.where(worst_is_last, last, first)
-    step_peak = np.where(worst_is_last, results["last"]["step_peak"], results["first"]["step_peak"])
-    host = np.maximum(results["first"]["host"], results["last"]["host"])
-    return {"worst": worst, "worst_is_last": worst_is_last, "step_peak": step_peak, "host": host,
+        results[stage] = _stage_bytes(b, g, options, detail)
+    worst_stage, worst = _worst_stage(b.p, results)
+    per_stage = np.broadcast_arrays(*(results[k]["step_peak"] for k in results))
+    step_peak = np.choose(worst_stage, per_stage)
+    host = np.max(_over_stages(b.p, results, "host", 0.0), axis=0)
+    return {"worst": worst, "worst_stage": worst_stage, "step_peak": step_peak, "host": host,
             "stages": results, "mega": b.mega, "arrays": b.s}
+
+
+def _over_stages(p: np.ndarray, results: dict[str, dict[str, Any]], key: str, absent: float) -> np.ndarray:
+    """`key` of every evaluated stage stacked (stage, strategy), `absent` where a strategy has no such stage (the
+    last needs p > 1, stage 1 as a middle stage p > 2)."""
+    exists = {"first": True, "middle": p > 2, "last": p > 1}
+    return np.stack(np.broadcast_arrays(*(np.where(exists[k], v[key], absent) for k, v in results.items())))
+
+
+def _worst_stage(p: np.ndarray, results: dict[str, dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    """(index into `results` of the stage that holds the most, its total) per strategy; the first on a tie."""
+    totals = _over_stages(p, results, "total", -np.inf)
+    worst_stage = np.argmax(totals, axis=0)
+    return worst_stage, np.take_along_axis(totals, worst_stage[None], axis=0)[0]
 
 
 def memory_per_gpu_bytes(
@@ -1394,7 +1423,7 @@ class MemoryEstimate:
     items_bytes: dict[str, float]  # the worst GPU's named items
     worst_gpu: str
     worst_stage: int
-    stage_bytes: dict[str, float]  # total of the first and the last pipeline stage
+    stage_bytes: dict[str, float]  # total of the first, the last and (p > 2) the middle stage 1
     host_bytes_per_node: float
     host_capacity_bytes: float
     memory_profile: str  # hf | megatron (`PROFILES`), from the framework through `estimate.framework`
@@ -1436,6 +1465,10 @@ class MemoryEstimate:
         }
 
 
+# the pipeline rank of each evaluated stage (`_stages`) in a p-stage pipeline
+STAGE_RANK = {"first": lambda p: 0, "middle": lambda p: 1, "last": lambda p: p - 1}
+
+
 def _describe(model: ModelArch, stage: str, p: int, n_layers: int, training: Training) -> str:
     parts = []
     if stage == "first" or p == 1:
@@ -1445,7 +1478,7 @@ def _describe(model: ModelArch, stage: str, p: int, n_layers: int, training: Tra
         parts.append(msg("part_head_fp32_logits" if training.precision != "fp32" else "part_head_logits"))
     if p == 1:
         return msg("worst_every_gpu", parts=tuple(parts))
-    return msg("worst_stage", index=0 if stage == "first" else p - 1, stages=p, parts=tuple(parts))
+    return msg("worst_stage", index=STAGE_RANK[stage](p), stages=p, parts=tuple(parts))
 
 
 def estimate_memory(
@@ -1460,8 +1493,7 @@ def estimate_memory(
     require_one_strategy(strategy, "estimate_memory", "memory_per_gpu_bytes")
     warnings = check_strategy(model, training, system, strategy) if check else []
     r = _evaluate(model, training, system, strategy, options, detail=True)
-    last = bool(r["worst_is_last"].reshape(-1)[0])
-    stage = "last" if last else "first"
+    stage = list(r["stages"])[int(np.asarray(r["worst_stage"]).reshape(-1)[0])]
     sd = r["stages"][stage]
     items = {k: float(np.asarray(val).reshape(-1)[0]) for k, val in sd["items"].items()}
     if not items.get("optimizer_step_grad_buffers"):
@@ -1477,13 +1509,14 @@ def estimate_memory(
     if int(np.asarray(strategy.vpp)) > 1:
         notes.append(msg("note_interleaved_average_layer"))
     per_node = min(system.gpus_per_node, max(system.gpus, 1))
+    stages = {k: v for k, v in r["stages"].items() if k != "middle" or p > 2}  # stage 1 is a middle one at p > 2
     return MemoryEstimate(
         per_gpu_bytes=float(r["worst"].reshape(-1)[0]),
         capacity_bytes=float(system.memory_gib * GIB),
         items_bytes=items,
         worst_gpu=_describe(model, stage, p, n_layers, training),
-        worst_stage=(p - 1) if last else 0,
-        stage_bytes={k: float(np.asarray(v["total"]).reshape(-1)[0]) for k, v in r["stages"].items()},
+        worst_stage=STAGE_RANK[stage](p),
+        stage_bytes={k: float(np.asarray(v["total"]).reshape(-1)[0]) for k, v in stages.items()},
         host_bytes_per_node=float(r["host"].reshape(-1)[0]) * per_node,
         host_capacity_bytes=float(system.host_ram_gib * GIB),
         memory_profile="megatron" if mega else "hf",

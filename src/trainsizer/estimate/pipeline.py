@@ -85,6 +85,23 @@ def _slots(layers: int, pp, embedding_slot, loss_slot):
     return p, e, lo, layers + e + lo
 
 
+def stage_layer_range(layers: int, pp, rank, embedding_slot=0.0, loss_slot=0.0):
+    """(first, one past the last) decoder layer that pipeline rank `rank` builds: L + slots split over p ranks, the
+    first (L + slots) mod p ranks holding one slot more, the embedding slot taking rank 0's first and the loss slot
+    the last rank's last (megatron/core/transformer/transformer_block.py get_transformer_layer_offset /
+    get_num_layers_to_build: num_layers += 1 per slot, num_layers // pp a rank, one fewer on the first / last)."""
+    p, e, _, total = _slots(layers, pp, embedding_slot, loss_slot)
+    r = np.minimum(np.asarray(rank, float), p - 1.0)
+    per, extra = np.floor(total / p), np.mod(total, p)
+
+    def slots_before(k):
+        return k * per + np.minimum(k, extra)
+
+    start = np.clip(slots_before(r) - e, 0.0, float(layers))
+    stop = np.clip(slots_before(r + 1.0) - e, 0.0, float(layers))
+    return start, stop
+
+
 def first_last_stage_layers(layers: int, pp, embedding_slot=0.0, loss_slot=0.0):
     """(layers on the first stage, layers on the last stage) of an L-over-p split where the first L mod p
     stages get one more layer: (ceil(L/p), floor(L/p)); (L, L) at p = 1 (one stage holds everything).
@@ -92,24 +109,21 @@ def first_last_stage_layers(layers: int, pp, embedding_slot=0.0, loss_slot=0.0):
     `embedding_slot` / `loss_slot` (0 or 1, arrays allowed): Megatron-Core account_for_embedding_in_pipeline_
     split / account_for_loss_in_pipeline_split count the input embedding (first stage) and the LM head + loss
     (last stage) as one layer slot each, so L + slots are split and those stages hold one decoder layer fewer
-    (megatron/core/transformer/transformer_block.py `get_num_layers_to_build`)."""
-    p, e, lo, total = _slots(layers, pp, embedding_slot, loss_slot)
-    first = np.maximum(np.ceil(total / p) - e, 0.0)
-    last = np.where(p > 1, np.maximum(np.floor(total / p) - lo, 0.0), float(layers))
-    return first, last
+    (`stage_layer_range`)."""
+    p = np.maximum(np.asarray(pp, float), 1.0)
+    f0, f1 = stage_layer_range(layers, p, 0.0, embedding_slot, loss_slot)
+    l0, l1 = stage_layer_range(layers, p, p - 1.0, embedding_slot, loss_slot)
+    return f1 - f0, l1 - l0
 
 
 def most_loaded_stage_layers(layers: int, pp, embedding_slot=0.0, loss_slot=0.0):
     """Decoder layers of the most loaded pipeline stage, first, last and middle ones alike. Without slots that is
     the first stage (ceil(L/p)); with Megatron-Core's embedding / loss slots a middle stage (p > 2) builds all
     (L + slots) / p of its slots as decoder layers, one more than the end stage whose slot the embedding or the
-    loss takes (transformer_block.py get_num_layers_to_build / get_transformer_layer_offset: num_layers += 1 per
-    slot, num_layers // pp a rank, one fewer on the first / last rank only). Under the uneven fallback the
-    first (L + slots) mod p stages hold one more slot, so stage 1 holds ceil((L + slots) / p) unless only one
-    stage does."""
-    p, _, _, total = _slots(layers, pp, embedding_slot, loss_slot)
+    loss takes. Under the uneven fallback the first (L + slots) mod p stages hold one more slot, so stage 1, the
+    middle stage with the most, holds ceil((L + slots) / p) unless only one stage does."""
+    p = np.maximum(np.asarray(pp, float), 1.0)
     first, last = first_last_stage_layers(layers, p, embedding_slot, loss_slot)
-    extra = np.mod(total, p)
-    middle = np.where((extra == 0) | (extra >= 2), np.ceil(total / p), np.floor(total / p))
-    middle = np.where(p > 2, middle, 0.0)
+    m0, m1 = stage_layer_range(layers, p, 1.0, embedding_slot, loss_slot)
+    middle = np.where(p > 2, m1 - m0, 0.0)
     return np.maximum(np.maximum(first, last), middle)
