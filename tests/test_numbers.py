@@ -86,3 +86,12 @@ def test_a_catalog_figure_keeps_its_digits():
 
     assert fmt_num(15_000, "zh", digits=4, compact=False) == "15,000" and fmt_num(15_000, "zh") == "1.5万"
     assert fmt_num(11_600.0, "zh", digits=4, compact=False) == "11,600"
+
+
+@pytest.mark.parametrize(("gib", "lang", "shown"), [(139.8, "en", "139.8"), (11.0, "en", "11.0"), (114.66, "zh", "114.7"),
+                                                    (1234.5, "en", "1,234.5"), (0.049, "en", "0.049"), (0.0, "en", "0"),
+                                                    (None, "en", "—")])
+def test_fmt_gib_writes_a_tenth_of_a_gib(gib, lang, shown):
+    from trainsizer.numbers import fmt_gib
+
+    assert fmt_gib(gib, lang) == shown

@@ -67,6 +67,16 @@ def fmt_count(value: Any, lang: str) -> str:
     return fmt_num(value, lang)
 
 
+def fmt_gib(value: Any, lang: str) -> str:
+    """A GiB figure of one GPU's memory to 0.1 GiB, as the capacity sentence ("139.8 GiB") and the plan's
+    GiB/GPU column write it, so a table's total, capacity and headroom add up as printed (114.7 + 25.1 = 139.8,
+    where three significant figures read 115 + 25.1 = 140); a figure under 0.1 GiB to two significant ones."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or abs(value) < 0.1:
+        return fmt_num(value, lang, digits=2)
+    return format_decimal(round(float(value), 1), format="#,##0.0", locale=LOCALES.get(lang, "en_US"))
+
+
 def significant(x: float, figures: int = 2) -> str:
     """`x` to `figures` significant figures as a plain decimal, for a number inside a sentence: 0.000027, 4.1,
     1234 (never 2.7e-05, nor 0.0000 for a small figure)."""

@@ -118,8 +118,11 @@ def test_power_cap_on_blackwell_follows_the_measured_linear_power_rate_line():
     r0, r1 = rates(replace(b200, power_limit_w=0.0), "bf16"), rates(b200, "bf16")
     assert r1.gemm_flops / r0.gemm_flops == pytest.approx(power_clock_factor(b200))
     assert r1.hbm_bytes_s == r0.hbm_bytes_s
-    with pytest.raises(SpecError):
+    with pytest.raises(SpecError) as err:
         power_clock_factor(replace(b200, power_limit_w=50.0))
+    # the message names the floor and where it comes from, not a bare number
+    assert err.value.where.endswith("accelerators.b200.power_limit_w")
+    assert f"{share * 1000:.0f} W" in err.value.problem and f"static floor of {share:g}" in err.value.problem
 
 
 def test_blackwell_ultra_sfu_speeds_up_the_attention_forward_more_than_the_backward():

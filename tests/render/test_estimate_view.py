@@ -96,3 +96,14 @@ def test_a_single_price_is_one_figure_not_a_range():
         assert " – " not in next(line for line in text.splitlines() if "Rent (USD)" in line), text
     else:
         assert "(typical " in text
+
+
+def test_memory_table_writes_gib_to_a_tenth_so_its_rows_add_up():
+    """The memory table's total, capacity and headroom read as the capacity sentence writes them (139.8 GiB,
+    not "140" beside "139.8"), so total + headroom = capacity as printed, to the last tenth's rounding."""
+    text = _shown("en")
+    rows = {m.group(1).strip(): float(m.group(2).replace(",", ""))
+            for m in re.finditer(r"│ ([A-Za-z ()]+?)\s*│\s*([\d,]+\.\d)\s*│", text)}
+    assert {"Total", "GPU memory capacity", "Headroom"} <= rows.keys(), rows
+    assert rows["Total"] + rows["Headroom"] == pytest.approx(rows["GPU memory capacity"], abs=0.11)
+    assert f"capacity {rows['GPU memory capacity']:.1f} GiB" in text

@@ -400,7 +400,9 @@ def power_clock_factor(system: Any, constants: PerfConstants | None = None) -> f
     if share is None:
         return (limit / tdp) ** (1.0 / 3.0)
     if limit <= share * tdp:
-        raise SpecError("accelerator.power_limit_w", msg("spec_gt", limit=round(share * tdp)), value=limit)
+        raise SpecError(f"accelerators.{system.accelerator}.power_limit_w", msg(
+            "power_limit_below_static_floor", floor_w=f"{share * tdp:,.0f}", accelerator=system.accelerator,
+            share=f"{float(share):g}", tdp_w=f"{tdp:,.0f}"), value=limit)
     return (limit / tdp - float(share)) / (1.0 - float(share))
 
 

@@ -16,7 +16,7 @@ from trainsizer.layout_text import layout_in
 from trainsizer.messages import duration, tr
 from trainsizer.render import cost_basis
 from trainsizer.render.i18n import note_label, t
-from trainsizer.render.numbers import fmt_num, fmt_share, money
+from trainsizer.render.numbers import fmt_gib, fmt_num, fmt_share, money
 
 TIME_ROWS = ("tokens_per_s", "model_tflops_per_gpu", "mfu", "hardware_tflops_per_gpu", "hfu", "train_days",
              "gpu_hours")
@@ -33,9 +33,9 @@ def _kv_table(title: str, rows: list[tuple[str, str]], lang: str) -> Table:
 
 
 def _memory(con: Console, mem: dict[str, Any], L: str) -> None:
-    rows = [(t(k, L), fmt_num(v, L)) for k, v in mem["breakdown_gib"].items()]
-    rows += [(t("total", L), fmt_num(mem["per_gpu_gib"], L)), (t("capacity", L), fmt_num(mem["capacity_gib"], L)),
-             (t("headroom", L), fmt_num(mem["headroom_gib"], L))]
+    rows = [(t(k, L), fmt_gib(v, L)) for k, v in mem["breakdown_gib"].items()]
+    rows += [(t("total", L), fmt_gib(mem["per_gpu_gib"], L)), (t("capacity", L), fmt_gib(mem["capacity_gib"], L)),
+             (t("headroom", L), fmt_gib(mem["headroom_gib"], L))]
     con.print(_kv_table(t("memory_title", L) + t("paren", L).format(text="GiB"), rows, L))
     con.print(f"{t('worst_gpu', L)}{t('colon', L)}{tr(mem.get('worst_gpu', ''), L)}")
     basis = capacity_note(mem.get("capacity_basis"))

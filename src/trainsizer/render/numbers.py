@@ -8,6 +8,7 @@ from trainsizer.numbers import (
     currency_symbol,
     decimal,
     fmt_count,
+    fmt_gib,
     fmt_num,
     fmt_params,
     fmt_share,
@@ -15,5 +16,5 @@ from trainsizer.numbers import (
     money,
 )
 
-__all__ = ["COMPACT_FROM", "LOCALES", "compact", "currency_symbol", "decimal", "fmt_count", "fmt_num", "fmt_params",
+__all__ = ["COMPACT_FROM", "LOCALES", "compact", "currency_symbol", "decimal", "fmt_count", "fmt_gib", "fmt_num", "fmt_params",
            "fmt_share", "locale_of", "money"]
