@@ -181,6 +181,26 @@ def test_the_tier_line_says_how_many_gpus_and_nodes(lang):
     assert _tier_size({"id": "single-gpu", "gpus": 1, "nodes": 1}, lang) == ""
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_an_nvl72_tier_counts_trays_and_racks_not_nodes(lang, plan_of):
+    """128 GB200 on NVL72 are 32 trays of 4 in 2 racks (72-GPU NVLink domains, 64 placed in each): the tier says
+    so in the plan's JSON and in the CLI and report lines, where "128 GPUs on 32 nodes" called trays nodes. A
+    job on 8-GPU HGX servers (the domain is one node) keeps "on N nodes"."""
+    from trainsizer.render.plan_view import _tier_size
+
+    from .conftest import REPO
+
+    tier = plan_of(str(REPO / "examples" / "pretrain-70b-gb200-nvl72.yaml")).tier
+    assert (tier.gpus, tier.nodes, tier.per_node) == (128, 32, 4)
+    assert (tier.scaleup_domains, tier.scaleup_domain_gpus) == (2, 72)
+    said = _tier_size(tier.model_dump(), lang)
+    assert all(n in said for n in ("128", "32", "2", "72"))
+    assert ("trays" in said and "nodes" not in said) if lang == "en" else ("托盘" in said and "个节点" not in said)
+    hgx = plan_of(str(REPO / "examples" / "sft-70b-16gpu.yaml")).tier
+    assert hgx.scaleup_domains is None and hgx.per_node == 8
+    assert _tier_size(hgx.model_dump(), "en") == " (16 GPUs on 2 nodes)"
+
+
 def test_not_searched_names_each_reason_once():
     from trainsizer.render.plan_view import excluded_text
 

@@ -77,9 +77,14 @@ def p2p_transfers_unhidden(pp, m=None, vpp=1):
     return np.where(p > 1, fill, 0.0)
 
 
+def _stages(pp):
+    """Pipeline stages as floats, at least one (pp 0 or unset reads as one stage holding every layer)."""
+    return np.maximum(np.asarray(pp, float), 1.0)
+
+
 def _slots(layers: int, pp, embedding_slot, loss_slot):
     """(p >= 1, embedding slot, loss slot, layers + slots): the slots count only where the model is pipelined."""
-    p = np.maximum(np.asarray(pp, float), 1.0)
+    p = _stages(pp)
     e = np.where(p > 1, np.asarray(embedding_slot, float), 0.0)
     lo = np.where(p > 1, np.asarray(loss_slot, float), 0.0)
     return p, e, lo, layers + e + lo
@@ -110,7 +115,7 @@ def first_last_stage_layers(layers: int, pp, embedding_slot=0.0, loss_slot=0.0):
     split / account_for_loss_in_pipeline_split count the input embedding (first stage) and the LM head + loss
     (last stage) as one layer slot each, so L + slots are split and those stages hold one decoder layer fewer
     (`stage_layer_range`)."""
-    p = np.maximum(np.asarray(pp, float), 1.0)
+    p = _stages(pp)
     f0, f1 = stage_layer_range(layers, p, 0.0, embedding_slot, loss_slot)
     l0, l1 = stage_layer_range(layers, p, p - 1.0, embedding_slot, loss_slot)
     return f1 - f0, l1 - l0
@@ -122,7 +127,7 @@ def most_loaded_stage_layers(layers: int, pp, embedding_slot=0.0, loss_slot=0.0)
     (L + slots) / p of its slots as decoder layers, one more than the end stage whose slot the embedding or the
     loss takes. Under the uneven fallback the first (L + slots) mod p stages hold one more slot, so stage 1, the
     middle stage with the most, holds ceil((L + slots) / p) unless only one stage does."""
-    p = np.maximum(np.asarray(pp, float), 1.0)
+    p = _stages(pp)
     first, last = first_last_stage_layers(layers, p, embedding_slot, loss_slot)
     m0, m1 = stage_layer_range(layers, p, 1.0, embedding_slot, loss_slot)
     middle = np.where(p > 2, m1 - m0, 0.0)

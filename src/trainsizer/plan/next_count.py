@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from trainsizer.plan.refine import _unit
+from trainsizer.plan.refine import purchase_unit
 from trainsizer.search.engine import offload_reason
 
 MAX_PROBES = 12  # counts tried above the pinned one: one search of one accelerator's options each
@@ -66,7 +66,7 @@ def _best_at(scenario: Any, sr: Any, r: Any, count: int, catalog: Any, tie_fract
 def first_fitting(scenario: Any, sr: Any, r: Any, need: int, catalog: Any, tie_fraction: float) -> Any | None:
     """The first count of whole servers of `r`'s accelerator from `need` GPUs up where any layout fits, searched
     and priced in `scenario` (the binding's relaxation: its node / GPU limits lifted); None within MAX_PROBES."""
-    unit = _unit(r)
+    unit = purchase_unit(r)
     count = max(unit, -(-need // unit) * unit)
     for _ in range(MAX_PROBES):
         found = _best_at(scenario, sr, r, count, catalog, tie_fraction, on_gpus=False)
@@ -85,7 +85,8 @@ def next_count(sr: Any, best_index: int, catalog: Any, tie_fraction: float) -> N
     r = pinned.result
     if sr.pins.count is None or offload_reason(r, frozen_base=job.method in ("lora", "qlora")) is None:
         return None
-    unit, count, last = _unit(r), _first_count(r, _unit(r)), r.option.count
+    unit = purchase_unit(r)
+    count, last = _first_count(r, unit), r.option.count
     for _ in range(MAX_PROBES):
         if not _allowed(count, r.option.per_node, job.constraints):
             break

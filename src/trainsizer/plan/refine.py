@@ -34,7 +34,7 @@ def _family(r: OptionResult) -> tuple:
             o.network.id if o.network is not None else None, o.per_node)
 
 
-def _unit(r: OptionResult) -> int:
+def purchase_unit(r: OptionResult) -> int:
     """GPUs bought together: a server (a whole NVL72 rack, not a tray of it), else a node."""
     o = r.option
     gpus = int(getattr(o.server, "gpus", 0) or 0)
@@ -72,7 +72,7 @@ def refine_count(sr: Any, best_index: int, catalog: Any, cfg: Any, tie_fraction:
         return None  # not the deadline that sized it
     framework = job.strategy.framework if job.strategy is not None else "auto"
     found = None
-    for count in _probes(lower.result.option.count, r.option.count, _unit(r)):
+    for count in _probes(lower.result.option.count, r.option.count, purchase_unit(r)):
         res = search_option(sr.base.model, sr.base.training, replace(r.option, count=count), cfg, framework)
         if res.strategy is None:
             continue

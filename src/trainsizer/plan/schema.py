@@ -4,7 +4,8 @@ Stability: fields are only added (minor version) while `schema_version` starts w
 never changes within a major version. 1.1 added the `*_msg` fields: the catalogue message of each sentence,
 so a report renders one plan in either language (`plan.texts.localise`); 1.2 added `leaves_memory_floor`; 1.3
 `strategy.recompute_method` / `recompute_num_layers` (the search's partial recompute) and `pareto[].cost_basis`; 1.4
-`next_count` (a pinned count's next count that fits without offload). Blocks marked "as `estimate --json`" carry the same keys as that
+`next_count` (a pinned count's next count that fits without offload); 1.5 `tier.per_node` / `scaleup_domains` /
+`scaleup_domain_gpus` (an NVL72 job's racks beside its trays). Blocks marked "as `estimate --json`" carry the same keys as that
 command's output (memory, time, cost, energy), so one reader handles both.
 
 Extension points: `PlanOption.build` and `Plan.build` hold the build-out blocks (bill of materials, node,
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trainsizer.plan.texts import MessageRef, WithTexts
 
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 
 MSG = ("the catalogue message the text beside it was written from: render it to read the plan in another "
        "language (plan/texts.py)")
@@ -175,6 +176,10 @@ class Tier(_Out):
     id: TierId
     gpus: int
     nodes: int
+    per_node: int | None = Field(None, description="GPUs per node (a host, an NVL72 compute tray)")
+    scaleup_domains: int | None = Field(None, description="scale-up domains the GPUs take (2 NVL72 racks for 128 "
+                                        "GB200); None: the domain is one node, so nodes says it")
+    scaleup_domain_gpus: int | None = Field(None, description="GPUs one scale-up domain holds (72 on GB200 NVL72)")
     decided_by: Resource = Field(description="what sets the size of the recommended option")
     why: str
     why_msg: MessageRef | None = Field(None, description=MSG)

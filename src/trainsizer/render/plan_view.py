@@ -16,6 +16,7 @@ from trainsizer.render import cost_basis
 from trainsizer.render.console import console as wide_console
 from trainsizer.render.i18n import note_label, t
 from trainsizer.render.numbers import fmt_num, money
+from trainsizer.render.tier_size import tier_size_key
 from trainsizer.search.config import load_config
 
 
@@ -58,8 +59,10 @@ def _tier_size(tier: dict, L: str) -> str:
     gpus, nodes = tier.get("gpus"), tier.get("nodes")
     if not gpus or gpus <= 1 or not nodes:
         return ""
-    return t("paren", L).format(text=t("tier_size" + ("_one" if nodes == 1 else ""), L).format(
-        gpus=f"{gpus:,}", nodes=f"{nodes:,}"))
+    key, extra = tier_size_key(tier)
+    return t("paren", L).format(text=t(key, L).format(gpus=f"{gpus:,}", nodes=f"{nodes:,}",
+                                                        **{k: f"{v:,}" for k, v in extra.items()}))
+
 
 
 def _cost_line(option: dict[str, Any], procurement: str, lang: str) -> str | None:

@@ -32,6 +32,7 @@ from trainsizer.render.report.facts import (
 from trainsizer.render.report.fmt import Fmt
 from trainsizer.render.report.i18n import has, t
 from trainsizer.render.report.sources import assumptions
+from trainsizer.render.tier_size import tier_size_key
 
 
 @dataclass(frozen=True)
@@ -158,8 +159,9 @@ def _tier_rows(plan: Mapping, f: Fmt) -> list[tuple[str, str]]:
     """The job's tier and the resource that decides its size (the plan's `tier` block, or flat fields)."""
     L, tier = f.lang, plan.get("tier")
     if isinstance(tier, Mapping):
-        one = "_one" if tier.get("nodes") == 1 else ""
-        size = (t("fact.tier_size" + one, L, gpus=f.num(tier["gpus"]), nodes=f.num(tier["nodes"]))
+        key, extra = tier_size_key(tier)
+        size = (t("fact." + key, L, gpus=f.num(tier["gpus"]), nodes=f.num(tier["nodes"]),
+                  **{k: f.num(v) for k, v in extra.items()})
                 if (tier.get("gpus") or 0) > 1 and tier.get("nodes") else "")
         rows = [(t("fact.tier", L), cell("tier", tier.get("id"), f, "") + size),
                 (t("fact.decided_by", L), cell("decided_by", tier.get("decided_by"), f, ""))]
