@@ -30,7 +30,8 @@ BOUNDS = {
     "torchtitan DeepEP PR (512 H100 DeepSeek-V3) peak memory": 12.0,  # 7.0: +9.2 / +4.8%
     "torchtitan FSDP symm-mem PR (4 GB200)": 40.0,  # 33.6: dense 2.9-7.0%, GPT-OSS 20B +76 / +108%
     "TorchAO float8 README (8 H100)": 14.0,  # 9.8: bf16 +5.9, tensorwise +4.1, rowwise -19.4%
-    "TorchAO float8 README (8 MI300X)": 55.0,  # 46.8: +47.9 / +75.2 / +17.5%, too fast
+    "TorchAO float8 README (8 MI300X)": 15.0,  # 11.3: bf16 +6.9, tensorwise +15.2, rowwise -11.9% since PyTorch
+    # SDPA's ROCm kernels (attention.flash_efficiency_sdpa, known-gaps 59); 46.8 before (+47.9 / +75.2 / +17.5%)
     "TorchAO float8 README (8 H100) peak memory": 18.0,  # 14.6: -14.5..-14.7%, too small
     "TorchAO float8 README (8 MI300X) peak memory": 8.0,  # 4.1
 }
@@ -79,7 +80,7 @@ def test_fp8_gain_over_bf16_at_one_layout(run):
     setting states). Since the Blackwell power-cap law (2026-12-04) the capped GEMMs are slower and the HBM-bound casts
     are not, so each B200 recipe's modelled gain rose 1.3-3 points. Known gaps (docs/known-gaps.md 57), bounded so they
     cannot grow unseen: rowwise predicted slower than bf16 where it measured 1.04-1.10x (B200 / H100 / MI300X),
-    MI300X tensorwise +18.4%."""
+    MI300X tensorwise +7.7% (+18.4% before SDPA's ROCm attention rate: the attention both precisions share)."""
     pairs = {rid: (meas, pred) for rid, _, meas, pred in ph.precision_pairs([(c, "", r) for c, _, r in run])}
     assert len(pairs) == 9
     for rid, (meas, pred) in pairs.items():

@@ -193,3 +193,21 @@ def test_one_rack_server_needs_no_scheduler_but_may_queue_with_slurm(blocks):
 def test_a_cluster_still_gets_slurm(blocks):
     sw = blocks().software
     assert sw.scheduler.value.startswith("Slurm >= ") and "slurm.conf" in sw.files
+
+
+def test_an_amd_plan_says_when_its_time_assumes_pytorch_sdpa_on_rocm(build):
+    """An FSDP pre-training job resolves to torchtitan, whose attention is PyTorch SDPA: on ROCm AOTriton at the rate
+    of AMD's TorchTitan profile, well below Primus-Turbo / Transformer Engine; the plan says so on AMD parts only,
+    and not where the job states the vendor kernels."""
+    from trainsizer.plan.texts import say
+
+    amd = build(method="pretrain", hardware={"accelerator": "mi300x"})
+    rule = _sw(amd).framework
+    assert "AOTriton" in rule.rule and "attention_kernel native" in rule.rule
+    assert "AOTriton" in say(rule.rule_msg.model_dump(), "zh")
+    native = build(method="pretrain", hardware={"accelerator": "mi300x"}, strategy={"attention_kernel": "native"})
+    assert "AOTriton" not in _sw(native).framework.rule
+    assert "AOTriton" not in _sw(build(method="pretrain")).framework.rule
+    assert "AOTriton" not in _sw(build(hardware={"accelerator": "mi300x"}, strategy={"fsdp": "none", "tp": 8})).framework.rule
+    # CDNA 4: no AOTriton rate was read, the time is FA2's, so the note would be wrong there (docs/known-gaps.md 59)
+    assert "AOTriton" not in _sw(build(method="pretrain", hardware={"accelerator": "mi355x"})).framework.rule

@@ -40,6 +40,10 @@ class PerfConstants:
     flash_efficiency_native: dict[str, float]  # vendor-tuned fused attention (cuDNN / FA3) where it differs
     flash_efficiency_triton: dict[str, float]  # FlashAttention in Triton (llm-foundry's attn_impl triton)
     triton_bwd_over_fwd_vs_fa2: float  # its backward / forward time over FA2's (attention.flash_efficiency_triton)
+    # PyTorch SDPA's flash backend where it is not FlashAttention-2 (ROCm: AOTriton), by family: forward share of the
+    # 16-bit peak and backward / forward time (attention.flash_efficiency_sdpa, flash_bwd_over_fwd_sdpa)
+    flash_efficiency_sdpa: dict[str, float]
+    flash_bwd_over_fwd_sdpa: dict[str, float]
     flash_bwd_over_fwd: float
     flash_bwd_over_fwd_native: dict[str, float]  # the native kernels' ratio by family (Hopper); else the above
     fa1_over_fa2: float  # FlashAttention (v1) throughput relative to FlashAttention-2 (attention section)
@@ -104,10 +108,13 @@ class PerfConstants:
         """Fused-attention forward fraction of the 16-bit dense peak for an accelerator family.
 
         `kernel`: "fa2" (FlashAttention-2), "native" (cuDNN fused attention / FA3, which use Hopper TMA + wgmma;
-        families without a native entry use the fa2 figure), "triton" (FlashAttention in Triton, its own figure) or
+        families without a native entry use the fa2 figure), "triton" (FlashAttention in Triton, its own figure),
+        "sdpa" (PyTorch SDPA's flash backend: AOTriton's figure on ROCm families, flash_efficiency_sdpa, else FA2's) or
         "fa1" (FlashAttention v1: its measured figure where the family has one, flash_efficiency_fa1, else the fa2
         figure times `fa1_over_fa2`).
         """
+        if kernel == "sdpa":
+            return float(_family_entry(self.flash_efficiency_sdpa, accelerator, self.flash_fraction(accelerator)))
         if kernel == "triton":
             return _by_family(self.flash_efficiency_triton, accelerator)
         if kernel == "fa1":
@@ -123,7 +130,10 @@ class PerfConstants:
 
     def flash_bwd_ratio(self, accelerator: str, kernel: str = "fa2") -> float:
         """Attention backward / forward time: the native kernels' measured ratio where the family has one (cuDNN /
-        FA3 on Hopper: flash_bwd_over_fwd_native), else FlashAttention-2's (attention section)."""
+        FA3 on Hopper: flash_bwd_over_fwd_native), PyTorch SDPA's where it is not FA2 (flash_bwd_over_fwd_sdpa: ROCm),
+        else FlashAttention-2's (attention section)."""
+        if kernel == "sdpa":
+            return float(_family_entry(self.flash_bwd_over_fwd_sdpa, accelerator, self.flash_bwd_over_fwd))
         if kernel == "triton":
             return self.flash_bwd_over_fwd * self.triton_bwd_over_fwd_vs_fa2
         if kernel == "native":
@@ -169,8 +179,9 @@ class PerfConstants:
     def flash_length_factor(self, accelerator: str, kernel: Any, length: Any) -> Any:
         """Rate of the FA2 / Triton kernels at a kernel call's sequence `length` relative to the length their
         efficiency is taken at (attention.flash_length_scaling: log-linear between the measured lengths, the end values
-        beyond them); 1 for other kernels (an array of kernels under framework auto) and families without a curve."""
-        names = np.asarray(kernel)
+        beyond them); 1 for other kernels (an array of kernels under framework auto) and families without a curve.
+        PyTorch SDPA runs FA2's curve where it runs FA2 (no family has both a curve and an SDPA figure of its own)."""
+        names = np.where(np.asarray(kernel) == "sdpa", "fa2", np.asarray(kernel))
         at = np.log2(np.maximum(np.asarray(length, float), 1.0))
         factor: Any = 1.0
         for name, (ref, families) in self.flash_length.items():
@@ -284,6 +295,8 @@ def load_constants() -> PerfConstants:
         flash_efficiency_native={str(k): float(v) for k, v in a["flash_efficiency_native"].items()},
         flash_efficiency_triton={str(k): float(v) for k, v in a["flash_efficiency_triton"].items()},
         triton_bwd_over_fwd_vs_fa2=float(a["triton_bwd_over_fwd_vs_fa2"]),
+        flash_efficiency_sdpa={str(k): float(v) for k, v in a["flash_efficiency_sdpa"].items()},
+        flash_bwd_over_fwd_sdpa={str(k): float(v) for k, v in a["flash_bwd_over_fwd_sdpa"].items()},
         flash_bwd_over_fwd=float(a["flash_bwd_over_fwd"]),
         flash_bwd_over_fwd_native={str(k): float(v) for k, v in a["flash_bwd_over_fwd_native"].items()},
         fa1_over_fa2=float(a["fa1_over_fa2"]),

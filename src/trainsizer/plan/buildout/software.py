@@ -73,8 +73,26 @@ def framework_for(b: BuildInput, vendor: str) -> Cited:
         key, why = "fsdp", msg("sw_why_fsdp")
     else:
         key, why = "ddp", msg("sw_why_ddp")
+    if vendor == "amd" and times_rocm_sdpa(b):
+        why = msg("sw_why_rocm_sdpa", why=why)
     name = msg(f"framework_{key}")  # its English is the rule file's `frameworks` entry (a test checks)
     return cited(name if str(name) == fw[key] else fw[key], why, "software_stack_ref")
+
+
+def times_rocm_sdpa(b: BuildInput) -> bool:
+    """Whether the estimate timed attention as PyTorch SDPA's flash backend (attention_kernel sdpa: the torchtitan /
+    torchtune styles, or the job's own choice) at a rate of its own on this part, AOTriton's on CDNA 3, a fraction of
+    the vendor kernels' (perf_constants.yaml attention.flash_efficiency_sdpa): a figure the AMD plan should say it
+    assumes. A part without that figure (CDNA 4) is timed at FlashAttention-2's."""
+    from trainsizer.estimate.calibration import load_constants
+    from trainsizer.estimate.step_time import perf_style
+
+    kernel = getattr(b.strategy, "attention_kernel", None)
+    style = (b.evaluation.get("framework") or {}).get("perf_style")
+    if (kernel or (perf_style(style).attention_kernel if style else None)) != "sdpa":
+        return False
+    k, part = load_constants(), b.system.accelerator
+    return k.flash_fraction(part, "sdpa") != k.flash_fraction(part, "fa2")
 
 
 def pytorchjob(name: str, nodes: int, gpus: int, image: str, resource: str) -> str:

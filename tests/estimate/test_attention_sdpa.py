@@ -1,0 +1,79 @@
+"""PyTorch SDPA's flash backend (attention_kernel sdpa, the torchtitan / torchtune styles): FlashAttention-2 on NVIDIA,
+AOTriton on ROCm at the rate read from AMD's published TorchTitan profile (benchmarks/attention_rocm.py,
+perf_constants.yaml attention.flash_efficiency_sdpa), not tuned on a training row."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from trainsizer.catalog import load_catalog
+from trainsizer.estimate.calibration import load_constants
+from trainsizer.estimate.compute import flash_head_dim_ratio
+from trainsizer.estimate.step_time import estimate_time, perf_style
+from trainsizer.scenario import resolve_job
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import attention_rocm as ar  # noqa: E402
+
+
+@pytest.mark.parametrize("family", ["mi300x", "mi325x"])
+def test_rocm_sdpa_figures_are_the_profile_derivation(family):
+    """The shipped share and backward ratio are what the Primus profile (MI325X, 70B, 8K, full AC) gives with the
+    estimate's FLOP counts and the family's GEMM share: the attention rates as fractions of the GEMM rate of the
+    same run."""
+    k, derived = load_constants(), ar.derived_constants()[family]
+    assert k.flash_fraction(family, "sdpa") == pytest.approx(derived["share"], abs=5e-4)
+    assert k.flash_bwd_ratio(family, "sdpa") == pytest.approx(derived["bwd_over_fwd"], abs=5e-3)
+
+
+def test_rocm_sdpa_runs_below_the_gemms_and_the_other_kernels():
+    """The profile's attention forward runs at about 1 / 2.8 of the GEMM rate, the backward at about 1 / 5.9: slower
+    per FLOP than the FA2 / CK figure the other styles take on the part, the backward most."""
+    x_fwd, x_bwd = ar.gemm_over_attention()
+    assert 2.5 < x_fwd < 3.2 and 5.5 < x_bwd < 6.3
+    k = load_constants()
+    for family in ("mi300x", "mi325x"):
+        assert k.flash_fraction(family, "sdpa") < 0.6 * k.flash_fraction(family, "fa2")
+        assert k.flash_bwd_ratio(family, "sdpa") > 1.5 * k.flash_bwd_ratio(family, "fa2")
+
+
+@pytest.mark.parametrize("part", ["h100-sxm", "a100-sxm-80gb", "b200", "mi355x"])
+def test_sdpa_is_flashattention2_where_no_family_figure_is_held(part):
+    """On NVIDIA torch compiles FA2's kernels into SDPA: every FA2 figure (share, backward ratio, length curve, head
+    dims) holds; CDNA 4 has no AOTriton measurement and keeps the fa2 figures too."""
+    k = load_constants()
+    assert k.flash_fraction(part, "sdpa") == k.flash_fraction(part, "fa2")
+    assert k.flash_bwd_ratio(part, "sdpa") == k.flash_bwd_ratio(part, "fa2")
+    for length in (2048, 8192, 65536):
+        assert k.flash_length_factor(part, "sdpa", length) == k.flash_length_factor(part, "fa2", length)
+    mixed = np.broadcast_to(k.flash_length_factor(part, np.array(["sdpa", "native"]), np.array([2048, 2048])), (2,))
+    assert mixed[0] == pytest.approx(k.flash_length_factor(part, "fa2", 2048))
+    assert flash_head_dim_ratio(80, 80, "sdpa") == flash_head_dim_ratio(80, 80, "fa2") > 1.0
+
+
+def test_pytorch_native_styles_call_sdpa():
+    assert perf_style("torchtitan").attention_kernel == "sdpa"
+    assert perf_style("torchtune").attention_kernel == "sdpa"
+    assert perf_style("megatron-core").attention_kernel == "native"
+
+
+def _step(accelerator: str, kernel: str | None = None) -> float:
+    strategy = {"micro_batch": 1, "framework": "torchtitan", "zero": 3, "recompute": "selective",
+                **({"attention_kernel": kernel} if kernel else {})}
+    job = {"model": "llama-3.1-8b", "data": {"tokens": 1e9}, "seq_len": 8192, "global_batch": {"sequences": 8},
+           "hardware": {"accelerator": accelerator, "count": 8}, "strategy": strategy}
+    sc = resolve_job(job, load_catalog())
+    return estimate_time(sc.model, sc.training, sc.system, sc.strategy).step_s
+
+
+def test_torchtitan_on_mi300x_is_slower_than_with_vendor_kernels_and_unchanged_on_h100():
+    """A torchtitan job on MI300X times SDPA's ROCm kernels unless it states the vendor-tuned ones (Primus-Turbo /
+    Transformer Engine: attention_kernel native); on H100 SDPA is FA2, so the style's step is the fa2 step."""
+    assert _step("mi300x") > 1.2 * _step("mi300x", "native")
+    assert _step("mi300x", "sdpa") == _step("mi300x")
+    assert _step("h100-sxm-80gb", "sdpa") == pytest.approx(_step("h100-sxm-80gb", "fa2"), rel=1e-12)
