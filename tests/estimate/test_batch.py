@@ -121,3 +121,24 @@ def test_bad_input_that_is_not_the_strategy_still_raises() -> None:
         evaluate_batch(llama8b(), Training(), h100_cluster(GPUS), Strategy(dp=np.array([64]), recompute="sometimes"))
     with pytest.raises(SpecError):
         evaluate_batch(llama8b(), Training(), h100_cluster(GPUS), Strategy(dp=np.array([64]), framework="jax"))
+
+
+def test_stated_end_stage_layers_one_implementation_for_batch_and_scalar() -> None:
+    """strategy.pp_last_stage_layers moves layers to the middle ranks in both paths alike: 32 layers at PP 4 with
+    5 on the last rank leave 9 a middle rank. Llama 3 8B's LM head (128,256 x 4,096, over two layers of GEMM) and
+    loss sit on the last rank, so 9 layers pace the step where 8 + the head did: faster than the even split."""
+    model, training = llama8b(), Training(seq_len=4096, global_batch_seqs=256)
+    system = h100_cluster(GPUS)
+    tp, mb = np.array([1, 2, 4, 8, 2]), np.array([1, 1, 2, 1, 2])
+    st = Strategy(tp=tp, pp=np.full(5, 4), dp=GPUS // (4 * tp), micro_batch=mb, distributed_optimizer=np.ones(5),
+                  framework="megatron-core", pp_last_stage_layers=5)
+    out = evaluate_batch(model, training, system, st, chunk=2, threads=1)
+    assert out["valid"].all()
+    for i in range(5):
+        one = Strategy(tp=int(tp[i]), pp=4, dp=GPUS // (4 * int(tp[i])), micro_batch=int(mb[i]),
+                       distributed_optimizer=True, framework="megatron-core", pp_last_stage_layers=5)
+        assert out["mem_bytes"][i] == pytest.approx(estimate_memory(model, training, system, one).per_gpu_bytes,
+                                                    rel=1e-12)
+        assert out["step_s"][i] == pytest.approx(estimate_time(model, training, system, one).step_s, rel=1e-12)
+        even = estimate_time(model, training, system, one.with_(pp_last_stage_layers=None)).step_s
+        assert out["step_s"][i] < even

@@ -131,3 +131,39 @@ def test_stage_layer_ranges_tile_the_model_and_the_most_loaded_is_their_max(laye
     assert (sizes[0], sizes[-1]) == (float(first), float(last))
     if layers + (e + lo) * (p > 1) >= p:  # every rank holds a slot (Megatron-Core needs as many)
         assert float(pipeline.most_loaded_stage_layers(layers, p, e, lo)) == max(sizes)
+
+
+def test_stated_end_stages_hold_their_layers_and_the_middle_ones_the_rest():
+    """Megatron-Core num_layers_in_first/last_pipeline_stage, or a layout's per-rank counts: Megatron-Bridge's
+    DeepSeek-V3 `Et*4|(t*4|)*14tmL` at PP 4 x VP 4 gives the last rank 4 + 4 + 4 + 1 = 13 of the 61 layers, the
+    others 16; at PP 8 x VP 4 `Et|(tt|)*30mL` gives 7 / 8 x 6 / 6."""
+    ranges = [tuple(float(x) for x in pipeline.stage_layer_range(61, 4, r, last_layers=13)) for r in range(4)]
+    assert ranges == [(0, 16), (16, 32), (32, 48), (48, 61)]
+    first, last = pipeline.first_last_stage_layers(61, 8, first_layers=7, last_layers=6)
+    assert (float(first), float(last)) == (7, 6)
+    assert float(pipeline.most_loaded_stage_layers(61, 8, first_layers=7, last_layers=6)) == 8
+    assert float(pipeline.most_loaded_stage_layers(61, 16, last_layers=1)) == 4
+    # stated on one rank of two: the other holds the rest; at p = 1 nothing is split
+    assert [float(x) for x in pipeline.first_last_stage_layers(61, 2, last_layers=29)] == [32, 29]
+    assert [float(x) for x in pipeline.first_last_stage_layers(61, 1, last_layers=29)] == [61, 61]
+
+
+@given(p=hs.integers(2, 16), per=hs.integers(1, 8), f=hs.integers(0, 9), lo=hs.integers(0, 9))
+def test_stated_edges_tile_the_model(p, per, f, lo):
+    """Every layer on one rank, in order, for any stated first / last counts (0 = not stated) whose rest splits
+    evenly over the middle ranks."""
+    first, last = f or None, lo or None
+    middle = p - (first is not None) - (last is not None)
+    layers = (f or 0) + (lo or 0) + per * middle
+    if middle == 0 and layers == 0:
+        return
+    ranges = [tuple(float(x) for x in pipeline.stage_layer_range(layers, p, r, 0, 0, first, last))
+              for r in range(p)]
+    assert ranges[0][0] == 0 and ranges[-1][1] == layers
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+    sizes = [stop - start for start, stop in ranges]
+    if first is not None:
+        assert sizes[0] == first
+    if last is not None:
+        assert sizes[-1] == last
+    assert float(pipeline.most_loaded_stage_layers(layers, p, 0, 0, first, last)) == max(sizes)

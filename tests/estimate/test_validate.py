@@ -251,3 +251,40 @@ def test_experts_are_sharded_over_the_shard_group_less_ep(dp, cp, ep, sg):
     dense, expert = shard_groups(strategy_arrays(Strategy(dp=dp, cp=cp, ep=ep, zero=3, shard_group=sg)))
     assert float(dense) == (min(sg, dp * cp) if sg else dp * cp)
     assert float(expert) == max(float(dense) / ep, 1.0)
+
+
+DSV3_LIKE = LLAMA70.with_(layers=61)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "rule", "words"),
+    [
+        (Strategy(tp=8, pp=4, dp=2, pp_last_stage_layers=13, framework="torchtitan"), "pp_stage_layers_framework",
+         "torchtitan"),
+        (Strategy(tp=8, pp=1, dp=8, pp_last_stage_layers=13, framework="megatron-core"),
+         "pp_stage_layers_pipelined", "pp=1"),
+        (Strategy(tp=8, pp=4, dp=2, pp_last_stage_layers=13, pipeline_loss_layer=True, framework="megatron-core"),
+         "pp_stage_layers_pipelined", "account_for"),
+        (Strategy(tp=8, pp=4, dp=2, pp_last_stage_layers=12, framework="megatron-core"), "pp_stage_layers_split",
+         "leave 49 of the 61 layers for 3 middle stage(s) x vpp 1"),
+        (Strategy(tp=8, pp=4, vpp=4, dp=2, pp_last_stage_layers=13, pp_first_stage_layers=14,
+                  framework="megatron-core"), "pp_stage_layers_split", "2 middle stage(s) x vpp 4"),
+        (Strategy(tp=8, pp=2, dp=4, pp_last_stage_layers=29, pp_first_stage_layers=30, framework="megatron-core"),
+         "pp_stage_layers_split", "0 middle stage(s)"),
+    ],
+)
+def test_stated_stage_layers_refused_with_the_reason(strategy, rule, words) -> None:
+    with pytest.raises(StrategyError) as err:
+        check_strategy(DSV3_LIKE, TRAIN, sysm(64), strategy)
+    assert err.value.rule == rule
+    assert words in str(err.value)
+    assert not valid_mask(DSV3_LIKE, TRAIN, sysm(64), strategy).reshape(-1)[0]
+
+
+def test_stated_stage_layers_accepted_without_the_uneven_split_warning() -> None:
+    """Megatron-Bridge's DeepSeek-V3 layouts at the rank level: the last rank 64 / p - 3 layers (PP 4 x VP 4: 13,
+    PP 2 x VP 8: 29 with no middle rank), neither a multiple of vpp (a layout's chunks may differ)."""
+    for pp, vpp, dp, last in ((4, 4, 2, 13), (2, 8, 4, 29), (8, 1, 1, 5)):
+        s = Strategy(tp=8, pp=pp, vpp=vpp, dp=dp, pp_last_stage_layers=last, framework="megatron-core")
+        assert check_strategy(DSV3_LIKE, TRAIN, sysm(64), s) == []
+    assert check_strategy(DSV3_LIKE, TRAIN, sysm(64), Strategy(tp=8, pp=4, dp=2, framework="megatron-core"))

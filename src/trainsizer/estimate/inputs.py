@@ -248,6 +248,11 @@ class Strategy:
     # pp * vpp may exceed the decoder layers by up to 2 and the outer stages hold fewer decoder layers.
     pipeline_embedding_layer: Any = False
     pipeline_loss_layer: Any = False
+    # decoder layers the first / last pipeline rank holds, all its chunks together (Megatron-Core
+    # num_layers_in_first/last_pipeline_stage or a pipeline_model_parallel_layout; pipeline.stage_layer_range): the
+    # other ranks split the rest evenly; None = not stated (the split above); one value for the whole batch
+    pp_first_stage_layers: int | None = None
+    pp_last_stage_layers: int | None = None
     # element-wise work in fused kernels: torch.compile (torchtitan, HF torch_compile) or a framework's own
     # fused kernels (Transformer Engine, Apex); False = eager PyTorch, one kernel per op (PyTorch frameworks)
     torch_compile: Any = True

@@ -296,6 +296,7 @@ class _Batch:
     # Strategy.recompute_method (one per batch) / recompute_num_layers (one, or an array; partial_recompute.py)
     partial_recompute: tuple[str | None, Any] = (None, None)
     cp_all_gather: bool = False  # Strategy.cp_comm_type all_gather (one per batch; `_cp_allgather_buffers`)
+    stage_edges: tuple[Any, Any] = (None, None)  # the end ranks' stated decoder layers (pipeline.stated_edges)
     head_own_unit: bool = False  # Strategy.shard_embedding_head_separately (one per batch; `_torchtune_fsdp2_end_units`)
 
     def ssum(self, cum: np.ndarray, start: np.ndarray, stop: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -432,7 +433,8 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   w16=float(act_bytes(training.precision)),
                   partial_recompute=(getattr(strategy, "recompute_method", None),
                                      getattr(strategy, "recompute_num_layers", None)),
-                  cp_all_gather=getattr(strategy, "cp_comm_type", None) == "all_gather")
+                  cp_all_gather=getattr(strategy, "cp_comm_type", None) == "all_gather",
+                  stage_edges=pipeline.stated_edges(strategy))
 
 
 def _profiles(training: Training, strategy: Strategy, options: MemoryOptions,
@@ -800,7 +802,7 @@ def _stages(b: _Batch) -> dict[str, _Stage]:
                                           ("last", p - 1.0, single, True)):
         if name == "middle" and (not np.any(p > 2) or b.name in MIRRORED_STAGE_SCHEDULES):
             continue
-        start, stop = pipeline.stage_layer_range(L, p, rank, *slots)
+        start, stop = pipeline.stage_layer_range(L, p, rank, *slots, *b.stage_edges)
         stages[name] = _Stage(start.astype(np.int64), stop.astype(np.int64), stop - start, rank, is_first, is_last)
     return stages
 

@@ -13,6 +13,10 @@
 - Uneven splits (L not divisible by p or p*v; Megatron-Core --decoder-first/last-pipeline-num-layers): the
   steady state runs at the pace of the slowest stage, so time uses the most loaded stage's layers (plus the
   LM head on the last stage), never the average.
+- Stated end stages (Strategy.pp_first_stage_layers / pp_last_stage_layers: Megatron-Core
+  num_layers_in_first_pipeline_stage / num_layers_in_last_pipeline_stage, or a pipeline_model_parallel_layout's
+  per-rank counts): those ranks hold the stated decoder layers, the others the rest split evenly
+  (megatron/core/transformer/transformer_block.py get_num_layers_to_build: layers_to_distribute // middle stages).
 """
 
 from __future__ import annotations
@@ -90,11 +94,46 @@ def _slots(layers: int, pp, embedding_slot, loss_slot):
     return p, e, lo, layers + e + lo
 
 
-def stage_layer_range(layers: int, pp, rank, embedding_slot=0.0, loss_slot=0.0):
+def _edge(layers_stated) -> np.ndarray:
+    """A stated end stage's decoder layers as floats, NaN where none is stated (None)."""
+    if layers_stated is None:
+        return np.asarray(np.nan)
+    return np.asarray(layers_stated, float)
+
+
+def _stated_edges(layers: int, p, rank, first_layers, last_layers):
+    """(start, stop, stated) of rank `rank` where the first / last rank's decoder layers are stated: those ranks
+    hold them, the others (middle ranks, and the first one when only the last is stated) (L - stated) / their
+    count each."""
+    f, la = _edge(first_layers), _edge(last_layers)
+    has_f, has_l = ~np.isnan(f), ~np.isnan(la)
+    fv, lv = np.where(has_f, f, 0.0), np.where(has_l, la, 0.0)
+    middle = p - has_f - has_l
+    per = np.where(middle > 0, (layers - fv - lv) / np.maximum(middle, 1.0), 0.0)
+
+    def start_of(k):
+        past_first = has_f & (k > 0)
+        return np.where(past_first, fv, 0.0) + (k - past_first) * per
+
+    start = np.clip(start_of(rank), 0.0, float(layers))
+    stop = np.where(rank >= p - 1.0, float(layers), np.clip(start_of(rank + 1.0), 0.0, float(layers)))
+    return start, stop, (has_f | has_l) & (p > 1)
+
+
+def stated_edges(strategy) -> tuple:
+    """(first, last) rank's decoder layers a strategy states (Strategy.pp_first_stage_layers / pp_last_stage_layers;
+    None where not stated), as `stage_layer_range` takes them."""
+    return getattr(strategy, "pp_first_stage_layers", None), getattr(strategy, "pp_last_stage_layers", None)
+
+
+def stage_layer_range(layers: int, pp, rank, embedding_slot=0.0, loss_slot=0.0, first_layers=None,
+                      last_layers=None):
     """(first, one past the last) decoder layer that pipeline rank `rank` builds: L + slots split over p ranks, the
     first (L + slots) mod p ranks holding one slot more, the embedding slot taking rank 0's first and the loss slot
     the last rank's last (megatron/core/transformer/transformer_block.py get_transformer_layer_offset /
-    get_num_layers_to_build: num_layers += 1 per slot, num_layers // pp a rank, one fewer on the first / last)."""
+    get_num_layers_to_build: num_layers += 1 per slot, num_layers // pp a rank, one fewer on the first / last).
+    `first_layers` / `last_layers` (None = not stated): the decoder layers the first / last rank holds, all its
+    model chunks together (`_stated_edges`; Strategy.pp_first_stage_layers / pp_last_stage_layers)."""
     p, e, _, total = _slots(layers, pp, embedding_slot, loss_slot)
     r = np.minimum(np.asarray(rank, float), p - 1.0)
     per, extra = np.floor(total / p), np.mod(total, p)
@@ -104,31 +143,39 @@ def stage_layer_range(layers: int, pp, rank, embedding_slot=0.0, loss_slot=0.0):
 
     start = np.clip(slots_before(r) - e, 0.0, float(layers))
     stop = np.clip(slots_before(r + 1.0) - e, 0.0, float(layers))
-    return start, stop
+    if first_layers is None and last_layers is None:
+        return start, stop
+    s_start, s_stop, stated = _stated_edges(layers, p, r, first_layers, last_layers)
+    return np.where(stated, s_start, start), np.where(stated, s_stop, stop)
 
 
-def first_last_stage_layers(layers: int, pp, embedding_slot=0.0, loss_slot=0.0):
+def first_last_stage_layers(layers: int, pp, embedding_slot=0.0, loss_slot=0.0, first_layers=None,
+                            last_layers=None):
     """(layers on the first stage, layers on the last stage) of an L-over-p split where the first L mod p
     stages get one more layer: (ceil(L/p), floor(L/p)); (L, L) at p = 1 (one stage holds everything).
 
     `embedding_slot` / `loss_slot` (0 or 1, arrays allowed): Megatron-Core account_for_embedding_in_pipeline_
     split / account_for_loss_in_pipeline_split count the input embedding (first stage) and the LM head + loss
     (last stage) as one layer slot each, so L + slots are split and those stages hold one decoder layer fewer
-    (`stage_layer_range`)."""
+    (`stage_layer_range`); `first_layers` / `last_layers`: the end ranks' stated decoder layers."""
     p = _stages(pp)
-    f0, f1 = stage_layer_range(layers, p, 0.0, embedding_slot, loss_slot)
-    l0, l1 = stage_layer_range(layers, p, p - 1.0, embedding_slot, loss_slot)
+    edges = (embedding_slot, loss_slot, first_layers, last_layers)
+    f0, f1 = stage_layer_range(layers, p, 0.0, *edges)
+    l0, l1 = stage_layer_range(layers, p, p - 1.0, *edges)
     return f1 - f0, l1 - l0
 
 
-def most_loaded_stage_layers(layers: int, pp, embedding_slot=0.0, loss_slot=0.0):
+def most_loaded_stage_layers(layers: int, pp, embedding_slot=0.0, loss_slot=0.0, first_layers=None,
+                             last_layers=None):
     """Decoder layers of the most loaded pipeline stage, first, last and middle ones alike. Without slots that is
     the first stage (ceil(L/p)); with Megatron-Core's embedding / loss slots a middle stage (p > 2) builds all
     (L + slots) / p of its slots as decoder layers, one more than the end stage whose slot the embedding or the
     loss takes. Under the uneven fallback the first (L + slots) mod p stages hold one more slot, so stage 1, the
-    middle stage with the most, holds ceil((L + slots) / p) unless only one stage does."""
+    middle stage with the most, holds ceil((L + slots) / p) unless only one stage does. Stated end stages
+    (`first_layers` / `last_layers`): the middle ones hold the rest evenly."""
     p = _stages(pp)
-    first, last = first_last_stage_layers(layers, p, embedding_slot, loss_slot)
-    m0, m1 = stage_layer_range(layers, p, 1.0, embedding_slot, loss_slot)
+    edges = (embedding_slot, loss_slot, first_layers, last_layers)
+    first, last = first_last_stage_layers(layers, p, *edges)
+    m0, m1 = stage_layer_range(layers, p, 1.0, *edges)
     middle = np.where(p > 2, m1 - m0, 0.0)
     return np.maximum(np.maximum(first, last), middle)

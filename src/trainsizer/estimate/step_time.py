@@ -484,6 +484,7 @@ class _Step:
     cuda_graphs: str = "none"  # Strategy.cuda_graphs (one of CUDA_GRAPHS; None = none)
     cudnn_release: str | None = None  # Strategy.cudnn_release (one of CUDNN_RELEASES; None = the base release)
     local_batch: Any = None  # Strategy.local_batch (sequences per DP rank per pipeline schedule; None = the step's)
+    stage_edges: tuple[Any, Any] = (None, None)  # the end ranks' stated decoder layers (pipeline.stated_edges)
     grad_accum_fusion: bool | None = None  # Strategy.gradient_accumulation_fusion (None = the style's)
 
     @property
@@ -541,6 +542,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  cuda_graphs=str(getattr(strategy, "cuda_graphs", None) or "none"),
                  cudnn_release=getattr(strategy, "cudnn_release", None),
                  local_batch=getattr(strategy, "local_batch", None),
+                 stage_edges=pipeline.stated_edges(strategy),
                  grad_accum_fusion=getattr(strategy, "gradient_accumulation_fusion", None))
 
 
@@ -1495,7 +1497,7 @@ def _micro_batch(x: _Step, lt: compute.LayerTimes, layer_mb: np.ndarray) -> _Mic
         from trainsizer.estimate.mamba import stage_imbalance
 
         per_layer = per_layer.scaled(stage_imbalance(x.model, float(x.training.seq_len), x.p, x.v))
-    slots = (x.model.layers, x.p, x.a["pipeline_embedding_layer"], x.a["pipeline_loss_layer"])
+    slots = (x.model.layers, x.p, x.a["pipeline_embedding_layer"], x.a["pipeline_loss_layer"], *x.stage_edges)
     last = _stage_micro_batch(x, lt, per_layer, t_ar, pipeline.first_last_stage_layers(*slots)[1], 1.0)
     other = _stage_micro_batch(x, lt, per_layer, t_ar, pipeline.most_loaded_stage_layers(*slots), 0.0)
     take_last = (x.p <= 1) | (last.total >= other.total)

@@ -82,6 +82,11 @@ INTERLEAVED_FRAMEWORKS = ("megatron", "megatron-core", "deepseek-dualpipe", "tor
 # 'type:transformer|embedding' (the tied embedding layers at both ends partitioned as layers: BLOOM-176B's 70 layers
 # + 2 over PP 12, bigscience-workshop/bigscience train/tr11-176B-ml; GLM-130B's 9 x 8 - 2 = 70, arXiv:2210.02414 s3).
 PIPELINE_SLOT_FRAMEWORKS = ("megatron-core", "megatron", "deepseek-dualpipe", "deepspeed")
+# Frameworks where the first / last pipeline rank's decoder layers can be stated (strategy.pp_first_stage_layers /
+# pp_last_stage_layers): Megatron-Core num_layers_in_first_pipeline_stage / num_layers_in_last_pipeline_stage and
+# pipeline_model_parallel_layout (Megatron-Bridge's DeepSeek-V3 recipes), Megatron-LM's
+# --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers; "auto" as above
+STAGE_LAYERS_FRAMEWORKS = ("megatron-core", "megatron")
 # Frameworks with Megatron-Core's per-module selective recompute (TransformerConfig.recompute_modules).
 RECOMPUTE_MODULE_FRAMEWORKS = ("megatron-core",)
 # Frameworks with Megatron's partial full recompute (recompute_method / recompute_num_layers); "auto" as below
@@ -143,6 +148,9 @@ RULES = (
     "interleaved_framework",
     "zero3_with_pp",
     "pipeline_slots_need_megatron",
+    "pp_stage_layers_framework",
+    "pp_stage_layers_pipelined",
+    "pp_stage_layers_split",
     "optimizer_in_backward_no_accumulation",
     "activation_offload_layers",
     "activation_offload_layers_framework",
@@ -357,6 +365,7 @@ def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
     """Expert and context parallelism, batch split, ZeRO/FSDP and offload, and what each framework offers."""
     return (_sharding_rules(c) | _activation_offload_rules(c) | _stack_option_rules(c) | _moe_a2a_overlap_rules(c)
             | _partial_recompute_rules(c) | _te_option_rules(c) | _hybrid_rules(c) | _local_batch_rules(c)
+            | _stage_layers_rules(c)
             | _cp_a2a_rule(c))
 
 
@@ -396,6 +405,41 @@ def _hybrid_rules(c: SimpleNamespace) -> _Rules:
         "hybrid_adapters": (
             np.full(tp.shape, not (hybrid and adapters)),
             lambda v: msg("rule_hybrid_adapters", method=c.training.method),
+        ),
+    }
+
+
+def _stage_layers_rules(c: SimpleNamespace) -> _Rules:
+    """strategy.pp_first_stage_layers / pp_last_stage_layers (the end ranks' decoder layers, all their chunks): a
+    Megatron stack (STAGE_LAYERS_FRAMEWORKS), pp > 1 and no embedding / loss slots (Megatron-Core's
+    TransformerConfig refuses num_layers_in_first/last_pipeline_stage with account_for_*_in_pipeline_split), and the
+    remaining layers split evenly over the middle ranks x vpp, none left without a middle rank (its "Mismatch:
+    middle layers remaining" check). The end ranks' layers need not divide by vpp: a pipeline_model_parallel_layout
+    gives a rank's chunks any counts (Megatron-Bridge's DeepSeek-V3 `Et*4|(t*4|)*14tmL`: 29 layers on the last of
+    PP 2 x VP 8)."""
+    first = getattr(c.strategy, "pp_first_stage_layers", None)
+    last = getattr(c.strategy, "pp_last_stage_layers", None)
+    if first is None and last is None:
+        ok = np.ones(c.tp.shape, bool)
+        return {k: (ok, lambda v: "") for k in ("pp_stage_layers_framework", "pp_stage_layers_pipelined",
+                                                  "pp_stage_layers_split")}
+    pp, vpp = c.pp, np.maximum(c.vpp, 1)
+    middle = pp - (first is not None) - (last is not None)
+    rest = c.model.layers - (first or 0) - (last or 0)
+    per = rest / c.safe(middle * vpp)
+    split_ok = (rest >= 0) & np.where(middle > 0, (per >= 1) & (np.mod(per, 1.0) == 0), rest == 0)
+    stated = msg("part_stage_layers", first="-" if first is None else first, last="-" if last is None else last)
+    return {
+        "pp_stage_layers_framework": _stack_rule(c, False, STAGE_LAYERS_FRAMEWORKS, "pp_stage_layers_framework"),
+        "pp_stage_layers_pipelined": (
+            (pp > 1) & (c.slots == 0),
+            lambda v: msg("rule_pp_stage_layers_pipelined", stated=stated, pp=v["pp"], slots=v["slots"]),
+        ),
+        "pp_stage_layers_split": (
+            split_ok,
+            lambda v: msg("rule_pp_stage_layers_split", stated=stated, layers=c.model.layers,
+                          rest=c.model.layers - (first or 0) - (last or 0),
+                          middle=v["pp"] - (first is not None) - (last is not None), vpp=max(v["vpp"], 1)),
         ),
     }
 
@@ -767,7 +811,10 @@ def check_strategy(model: ModelArch, training: Training, system: System, strateg
     split = model.layers + slots
     what = msg("warn_layers_and_slots", layers=model.layers, slots=slots) if slots else \
         msg("part_layers", n=model.layers)
-    if split % values["pp"]:
+    stated = (getattr(strategy, "pp_first_stage_layers", None), getattr(strategy, "pp_last_stage_layers", None))
+    if stated != (None, None):
+        pass  # the end ranks' layers are stated, the middle ones even (_stage_layers_rules)
+    elif split % values["pp"]:
         warnings.append(msg("warn_pp_uneven_layers", what=what, pp=values["pp"]))
     elif values["vpp"] > 1 and split % (values["pp"] * values["vpp"]):
         warnings.append(msg("warn_vpp_uneven_layers", what=what, chunks=values["pp"] * values["vpp"]))

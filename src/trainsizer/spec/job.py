@@ -307,6 +307,11 @@ class StrategySpec(_Strict):
     # Megatron-Core account_for_embedding/loss_in_pipeline_split (the embedding / the loss take a layer slot)
     pipeline_embedding_layer: bool = False
     pipeline_loss_layer: bool = False
+    # decoder layers on the first / last pipeline rank, all its model chunks together (Megatron-Core
+    # num_layers_in_first/last_pipeline_stage, or the per-rank counts of a pipeline_model_parallel_layout such as
+    # Megatron-Bridge's DeepSeek-V3 `Et*4|(t*4|)*14tmL`); the other ranks split the rest evenly; null = not stated
+    pp_first_stage_layers: int | None = Field(None, gt=0, le=100_000)
+    pp_last_stage_layers: int | None = Field(None, gt=0, le=100_000)
     # fused element-wise kernels (torch.compile or the framework's own); false = eager PyTorch
     torch_compile: bool = True
     # loss over the vocabulary: auto (the framework's) | upcast (HF) | upcast-shift (HF transformers 4.46-4.47:
