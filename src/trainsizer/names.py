@@ -73,8 +73,9 @@ MOE_ROUTINGS = ("random", "round-robin", "fake-balanced")
 # stacks), fa2 = FlashAttention-2, triton = the 2022 FlashAttention in Triton (flash_attn_triton.py on triton-pre-mlir:
 # llm-foundry's attn_impl triton, 2023), native = cuDNN fused attention / FlashAttention-3 on Hopper and later
 # (on ROCm: Transformer Engine's CK / AITER kernels), sdpa = PyTorch's SDPA flash backend (FA2 on NVIDIA, AOTriton on
-# ROCm).
-ATTENTION_KERNELS = ("fa1", "fa2", "triton", "native", "sdpa")
+# ROCm), flex = PyTorch FlexAttention's Triton template (torch.compile'd flex_attention over a block mask: torchtitan's
+# gpt_oss).
+ATTENTION_KERNELS = ("fa1", "fa2", "triton", "native", "sdpa", "flex")
 # Norm kernel (memory: what a layer's two norms save for backward): fused = one kernel saving its 16-bit input and
 # fp32 per-row statistics (Apex / Transformer Engine, torchtitan's Triton fused_rmsnorm, Liger); eager = PyTorch ops
 # (transformers LlamaRMSNorm, torchtitan's uncompiled rmsnorm): the fp32 upcast and the 16-bit output saved.

@@ -28,7 +28,7 @@ BOUNDS = {
     "TorchAO MX README peak memory (8 B200)": 26.0,  # 20.9: +20..+22%, too large
     "torchtitan DeepEP PR (512 H100 DeepSeek-V3)": 66.0,  # 58.6: +57 / +60%, too fast
     "torchtitan DeepEP PR (512 H100 DeepSeek-V3) peak memory": 12.0,  # 7.0: +9.2 / +4.8%
-    "torchtitan FSDP symm-mem PR (4 GB200)": 40.0,  # 33.6: dense 2.9-7.0%, GPT-OSS 20B +76 / +108%
+    "torchtitan FSDP symm-mem PR (4 GB200)": 30.0,  # 22.9: dense 2.9-7.0%, GPT-OSS 20B +45 / +75% (FlexAttention)
     "TorchAO float8 README (8 H100)": 14.0,  # 9.8: bf16 +5.9, tensorwise +4.1, rowwise -19.4%
     "TorchAO float8 README (8 MI300X)": 15.0,  # 11.3: bf16 +6.9, tensorwise +15.2, rowwise -11.9% since PyTorch
     # SDPA's ROCm kernels (attention.flash_efficiency_sdpa, known-gaps 59); 46.8 before (+47.9 / +75.2 / +17.5%)
@@ -100,9 +100,10 @@ def test_deepep_gain_over_the_all_to_all_at_one_layout(run):
 def test_dense_torchtitan_on_gb200_within_the_development_bound(run):
     """torchtitan's 2026-05 default configs on 4 GB200, dense models: Llama 3 8B and Qwen3 32B, compiled and eager,
     within 10% (reached +2.9 / -3.3 / -4.4 / +7.0%): the issue's held-out criterion met on a 2026 PyTorch stack.
-    GPT-OSS 20B on the same tray is the known GPT-OSS gap (+76 / +108%, docs/known-gaps.md 57), bounded loosely."""
+    GPT-OSS 20B on the same tray is the known GPT-OSS gap (+45 / +75% with FlexAttention's measured rate, +76 / +108%
+    before; docs/known-gaps.md 52), bounded loosely."""
     errs = {c.row_id: c.err for c, _, _ in run if "_2026-05_gb200_" in c.row_id}
     assert len(errs) == 6
     dense = [e for rid, e in errs.items() if "gpt_oss" not in rid]
     assert len(dense) == 4 and max(abs(e) for e in dense) < 0.10
-    assert all(0.0 < e < 1.3 for rid, e in errs.items() if "gpt_oss" in rid)
+    assert all(0.0 < e < 0.9 for rid, e in errs.items() if "gpt_oss" in rid)

@@ -44,6 +44,8 @@ class PerfConstants:
     # 16-bit peak and backward / forward time (attention.flash_efficiency_sdpa, flash_bwd_over_fwd_sdpa)
     flash_efficiency_sdpa: dict[str, float]
     flash_bwd_over_fwd_sdpa: dict[str, float]
+    flash_efficiency_flex: dict[str, float]  # FlexAttention's Triton template, where measured (attention section)
+    flex_bwd_over_fwd: dict[str, float]  # its backward / forward time, where measured
     flash_bwd_over_fwd: float
     flash_bwd_over_fwd_native: dict[str, float]  # the native kernels' ratio by family (Hopper); else the above
     fa1_over_fa2: float  # FlashAttention (v1) throughput relative to FlashAttention-2 (attention section)
@@ -109,14 +111,17 @@ class PerfConstants:
 
         `kernel`: "fa2" (FlashAttention-2), "native" (cuDNN fused attention / FA3, which use Hopper TMA + wgmma;
         families without a native entry use the fa2 figure), "triton" (FlashAttention in Triton, its own figure),
-        "sdpa" (PyTorch SDPA's flash backend: AOTriton's figure on ROCm families, flash_efficiency_sdpa, else FA2's) or
-        "fa1" (FlashAttention v1: its measured figure where the family has one, flash_efficiency_fa1, else the fa2
-        figure times `fa1_over_fa2`).
+        "sdpa" (PyTorch SDPA's flash backend: AOTriton's figure on ROCm families, flash_efficiency_sdpa, else FA2's),
+        "flex" (FlexAttention's Triton template: flash_efficiency_flex where measured, else FA2's) or "fa1"
+        (FlashAttention v1: its measured figure where the family has one, flash_efficiency_fa1, else the fa2 figure
+        times `fa1_over_fa2`).
         """
         if kernel == "sdpa":
             return float(_family_entry(self.flash_efficiency_sdpa, accelerator, self.flash_fraction(accelerator)))
         if kernel == "triton":
             return _by_family(self.flash_efficiency_triton, accelerator)
+        if kernel == "flex":
+            return float(_family_entry(self.flash_efficiency_flex, accelerator, self.flash_fraction(accelerator)))
         if kernel == "fa1":
             fa1 = _family_entry(self.flash_efficiency_fa1, accelerator)
             return float(fa1) if fa1 is not None else _by_family(self.flash_efficiency, accelerator) * self.fa1_over_fa2
@@ -131,11 +136,13 @@ class PerfConstants:
     def flash_bwd_ratio(self, accelerator: str, kernel: str = "fa2") -> float:
         """Attention backward / forward time: the native kernels' measured ratio where the family has one (cuDNN /
         FA3 on Hopper: flash_bwd_over_fwd_native), PyTorch SDPA's where it is not FA2 (flash_bwd_over_fwd_sdpa: ROCm),
-        else FlashAttention-2's (attention section)."""
+        FlexAttention's where measured (flex_bwd_over_fwd), else FlashAttention-2's (attention section)."""
         if kernel == "sdpa":
             return float(_family_entry(self.flash_bwd_over_fwd_sdpa, accelerator, self.flash_bwd_over_fwd))
         if kernel == "triton":
             return self.flash_bwd_over_fwd * self.triton_bwd_over_fwd_vs_fa2
+        if kernel == "flex":
+            return float(_family_entry(self.flex_bwd_over_fwd, accelerator, self.flash_bwd_over_fwd))
         if kernel == "native":
             return _family_entry(self.flash_bwd_over_fwd_native, accelerator, self.flash_bwd_over_fwd)
         return self.flash_bwd_over_fwd
@@ -297,6 +304,8 @@ def load_constants() -> PerfConstants:
         triton_bwd_over_fwd_vs_fa2=float(a["triton_bwd_over_fwd_vs_fa2"]),
         flash_efficiency_sdpa={str(k): float(v) for k, v in a["flash_efficiency_sdpa"].items()},
         flash_bwd_over_fwd_sdpa={str(k): float(v) for k, v in a["flash_bwd_over_fwd_sdpa"].items()},
+        flash_efficiency_flex={str(k): float(v) for k, v in a["flash_efficiency_flex"].items()},
+        flex_bwd_over_fwd={str(k): float(v) for k, v in a["flex_bwd_over_fwd"].items()},
         flash_bwd_over_fwd=float(a["flash_bwd_over_fwd"]),
         flash_bwd_over_fwd_native={str(k): float(v) for k, v in a["flash_bwd_over_fwd_native"].items()},
         fa1_over_fa2=float(a["fa1_over_fa2"]),

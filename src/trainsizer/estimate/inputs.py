@@ -276,7 +276,7 @@ class Strategy:
     # Megatron gradient_accumulation_fusion (None = the style's): False = each micro-batch's 16-bit weight gradient
     # added into the fp32 main gradient by its own kernel (step_time._hp_grad_accum); True = fused into the wgrad GEMM
     gradient_accumulation_fusion: Any = None
-    attention_kernel: Any = None  # "fa1" | "fa2" | "triton" | "native" | "sdpa" (names.ATTENTION_KERNELS); None = the style's
+    attention_kernel: Any = None  # "fa1" | "fa2" | "triton" | "native" | "sdpa" | "flex" (names.ATTENTION_KERNELS); None = the style's
     norm_kernel: Any = None  # "fused" | "eager" (names.NORM_KERNELS); None = the style's; memory and step time
     cp_comm_type: Any = None  # "p2p" | "all_gather" | "a2a" (names.CP_COMM_TYPES); None = p2p; step time
     pp_fsdp_once_per_step: Any = None  # FSDP2 under pipelining syncs once a step; None = the style's; step time

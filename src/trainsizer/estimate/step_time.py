@@ -927,12 +927,12 @@ def _window_backward_skips(x: _Step) -> Any:
 
 
 def _narrow_head(x: _Step) -> tuple[Any, Any]:
-    """(forward, backward) time per FLOP of the native kernels at the model's head dims relative to 128
-    (calibration.narrow_head: a narrow head keeps each score's softmax work beside half the MMA work); 1 for other
-    kernels."""
+    """(forward, backward) time per FLOP of the native kernels and FlexAttention's at the model's head dims relative
+    to 128, the head dim their rates were measured at (calibration.narrow_head: a narrow head keeps each score's
+    softmax work beside half the MMA work); 1 for other kernels."""
     fwd, bwd = x.k.narrow_head(*x.model.head_dims)
-    native = np.asarray(x.fw.attention_kernel) == "native"
-    return np.where(native, fwd, 1.0), np.where(native, bwd, 1.0)
+    at_128 = np.isin(np.asarray(x.fw.attention_kernel), ("native", "flex"))
+    return np.where(at_128, fwd, 1.0), np.where(at_128, bwd, 1.0)
 
 
 def _native_blocks(x: _Step) -> tuple[tuple[Any, Any], Any]:

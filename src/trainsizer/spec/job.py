@@ -345,7 +345,7 @@ class StrategySpec(_Strict):
     # (--no-gradient-accumulation-fusion; nanotron's accumulate_grad_in_fp32); null = the framework's default
     gradient_accumulation_fusion: bool | None = None
     # attention kernel generation: fa1 (FlashAttention v1, 2022 - mid-2023 stacks) | fa2 | triton (FlashAttention in
-    # Triton: llm-foundry's attn_impl triton, 2023) | native (cuDNN / FA3)
+    # Triton: llm-foundry's attn_impl triton, 2023) | native (cuDNN / FA3) | flex (FlexAttention's Triton template)
     attention_kernel: AttentionKernel | None = None
     # norm kernel: fused (Apex / TE / torchtitan fused_rmsnorm) | eager (PyTorch ops); null = the style's
     norm_kernel: NormKernel | None = None

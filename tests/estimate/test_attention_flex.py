@@ -1,0 +1,59 @@
+"""FlexAttention's Triton template (attention_kernel flex: torchtitan's gpt_oss): its rate read from torchtitan's
+measured GB200 kernel table (perf_constants.yaml attention.flash_efficiency_flex), FA2's figures where no family entry
+is held, and a narrow head's softmax work charged as on the native kernels."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from trainsizer.estimate.calibration import load_constants
+from trainsizer.estimate.flops import causal_fraction
+from trainsizer.estimate.inputs import Strategy, System, Training
+from trainsizer.estimate.step_time import perf_style, step_time_arrays
+from trainsizer.models.arch import ModelArch
+
+# torchtitan e4b1220d7 (PR 3462), "Triton FlexAttention | standard_doc_ids" on GB200, Qwen3-32B heads, d 128, 8K
+FLEX_GB200_FWD_MS, FLEX_GB200_FWD_TFS, FLEX_GB200_BWD_MS = 1.116, 392.57, 3.473
+GB200_BF16_TFLOPS = 2500.0
+
+
+def gb200_tray(gpus=4) -> System:
+    return System(accelerator="gb200", gpus=gpus, gpus_per_node=4, memory_gib=184,
+                  peak_tflops={"bf16": GB200_BF16_TFLOPS, "fp16": GB200_BF16_TFLOPS, "fp8": 5000.0},
+                  hbm_gb_s=8000.0, intra_node_gb_s=900.0, scaleup_domain=72, inter_node_gb_s=50.0)
+
+
+def test_flex_rates_are_the_measured_gb200_figures_and_fa2_where_none_is_held():
+    k = load_constants()
+    assert k.flash_fraction("gb200", "flex") * GB200_BF16_TFLOPS == pytest.approx(FLEX_GB200_FWD_TFS, rel=0.01)
+    assert k.flash_bwd_ratio("gb200", "flex") == pytest.approx(FLEX_GB200_BWD_MS / FLEX_GB200_FWD_MS, rel=0.01)
+    assert k.flash_fraction("b200", "flex") == k.flash_fraction("gb200", "flex")  # the same die
+    assert k.flash_fraction("gb200", "flex") < 0.5 * k.flash_fraction("gb200", "fa2")
+    for part in ("h100-sxm", "a100-sxm-80gb", "mi300x", "gb300"):  # no measurement of the kernel there
+        assert k.flash_fraction(part, "flex") == k.flash_fraction(part, "fa2")
+        assert k.flash_bwd_ratio(part, "flex") == k.flash_bwd_ratio(part, "fa2")
+
+
+@pytest.mark.parametrize("heads", [32, 64])  # head dim 128 and 64 at hidden 4,096
+def test_flex_forward_costs_its_rate_and_a_narrow_heads_softmax(heads):
+    """Against FA2 on the same job, the forward attention time moves by the causal FLOPs x (n / flex - 1 / fa2), n the
+    narrow-head time per FLOP (calibration.narrow_head: 1 at 128) that the flex rate, measured at 128, carries."""
+    k = load_constants()
+    model = ModelArch(name="dense", family="llama", layers=4, hidden=4096, heads=heads, kv_heads=8, ffn=14336,
+                      vocab=128256, max_position=8192)
+    tr, system = Training(seq_len=8192, global_batch_seqs=4), gb200_tray()
+    st = Strategy(dp=4, zero=3, micro_batch=1, framework="torchtitan")
+
+    def forward(kernel: str) -> float:
+        style = dataclasses.replace(perf_style("torchtitan"), attention_kernel=kernel)
+        return float(np.asarray(step_time_arrays(model, tr, system, st, framework_style=style)["forward_compute"]))
+
+    flops = model.layers * 4.0 * 8192 * 8192 * causal_fraction(8192) * heads * model.head_dim
+    narrow = k.narrow_head(model.head_dim, model.head_dim)[0]
+    peak = GB200_BF16_TFLOPS * 1e12
+    expected = flops * (narrow / (k.flash_fraction("gb200", "flex") * peak) - 1.0 / (k.flash_fraction("gb200", "fa2") * peak))
+    assert forward("flex") - forward("fa2") == pytest.approx(expected, rel=0.01)
+    assert narrow == (1.0 if heads == 32 else pytest.approx(1.396, rel=1e-3))
