@@ -77,3 +77,22 @@ def test_torchtitan_on_mi300x_is_slower_than_with_vendor_kernels_and_unchanged_o
     assert _step("mi300x") > 1.2 * _step("mi300x", "native")
     assert _step("mi300x", "sdpa") == _step("mi300x")
     assert _step("h100-sxm-80gb", "sdpa") == pytest.approx(_step("h100-sxm-80gb", "fa2"), rel=1e-12)
+
+
+def _notes(accelerator: str, kernel: str | None = None) -> list[str]:
+    strategy = {"micro_batch": 1, "framework": "torchtitan", "zero": 3, "recompute": "selective",
+                **({"attention_kernel": kernel} if kernel else {})}
+    job = {"model": "llama-3.1-8b", "data": {"tokens": 1e9}, "seq_len": 8192, "global_batch": {"sequences": 8},
+           "hardware": {"accelerator": accelerator, "count": 8}, "strategy": strategy}
+    sc = resolve_job(job, load_catalog())
+    return [str(n) for n in estimate_time(sc.model, sc.training, sc.system, sc.strategy).notes]
+
+
+def test_the_estimate_says_when_it_timed_rocm_sdpa():
+    """The reader of an AMD torchtitan estimate learns the attention is PyTorch SDPA's ROCm kernels and how to state
+    the vendor ones; not on NVIDIA, not with attention_kernel native, not on CDNA 4 (timed at FA2's figure)."""
+    assert any("AOTriton" in n and "attention_kernel native" in n for n in _notes("mi300x"))
+    for accelerator, kernel in (("mi300x", "native"), ("h100-sxm-80gb", None), ("mi355x", None)):
+        assert not any("AOTriton" in n for n in _notes(accelerator, kernel)), accelerator
+    k = load_constants()
+    assert k.sdpa_own_rate("mi325x") and not k.sdpa_own_rate("mi355x") and not k.sdpa_own_rate("h100-sxm-80gb")

@@ -129,6 +129,11 @@ class PerfConstants:
             return _by_family(self.flash_efficiency_native, accelerator)
         return _by_family(self.flash_efficiency, accelerator)
 
+    def sdpa_own_rate(self, accelerator: str) -> bool:
+        """Whether PyTorch SDPA's flash backend runs at a figure of its own on this part (ROCm's AOTriton on CDNA 3,
+        attention.flash_efficiency_sdpa), not FlashAttention-2's."""
+        return _family_entry(self.flash_efficiency_sdpa, accelerator) is not None
+
     def _has_native(self, accelerator: str) -> bool:
         acc = accelerator.lower()
         return any(acc.startswith(key) for key in self.flash_efficiency_native if key != "default")

@@ -2162,7 +2162,8 @@ def estimate_time(model: ModelArch, training: Training, system: System, strategy
                            framework_style=framework_style)
     f = {key: float(np.asarray(val).reshape(-1)[0]) for key, val in out.items()}
     gpus = int(round(f["gpus"]))
-    notes = tuple(warnings)
+    pretraining = training.method in ("pretrain", "cpt")
+    notes = tuple(warnings) + _sdpa_note(system, _style(strategy, framework_style, pretraining))
     if memory_note:
         notes += _memory_note(model, training, system, strategy)
     # whole steps: a run is never shorter than the steps it takes (a partial last batch is one more step)
@@ -2186,6 +2187,16 @@ def estimate_time(model: ModelArch, training: Training, system: System, strategy
         goodput=ttt.goodput,
         notes=notes,
     )
+
+
+def _sdpa_note(system: System, fw: PerfStyle) -> tuple[str, ...]:
+    """What a reader on an AMD part needs beside the time: attention was timed as PyTorch SDPA's ROCm kernels
+    (AOTriton, perf_constants.yaml attention.flash_efficiency_sdpa), not the vendor-tuned ones a Primus-Turbo / TE
+    run would state as attention_kernel native."""
+    kernel = str(np.asarray(fw.attention_kernel).reshape(-1)[0])
+    if kernel != "sdpa" or not load_constants().sdpa_own_rate(system.accelerator):
+        return ()
+    return (msg("note_sdpa_rocm", accelerator=system.accelerator),)
 
 
 def _memory_note(model: ModelArch, training: Training, system: System, strategy) -> tuple[str, ...]:

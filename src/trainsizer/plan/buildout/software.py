@@ -91,8 +91,7 @@ def times_rocm_sdpa(b: BuildInput) -> bool:
     style = (b.evaluation.get("framework") or {}).get("perf_style")
     if (kernel or (perf_style(style).attention_kernel if style else None)) != "sdpa":
         return False
-    k, part = load_constants(), b.system.accelerator
-    return k.flash_fraction(part, "sdpa") != k.flash_fraction(part, "fa2")
+    return load_constants().sdpa_own_rate(b.system.accelerator)
 
 
 def pytorchjob(name: str, nodes: int, gpus: int, image: str, resource: str) -> str:
