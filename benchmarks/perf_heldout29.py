@@ -8,11 +8,32 @@ row reads as a user's job file; every assumed setting is in its `assumed` column
   FSDP 8 / 16 and FSDP x TP 4 / 8 at local batch 1-32, full AC, eager (one row compiled): one logged line each, tokens/s
   and peak memory. The power limit is not stated: the same team's Grand Teton H100 (96 GB, 500 W) taken
   (benchmarks/data/grand_teton_h100_overlay.yaml, as perf_heldout's torchtitan rows); `medium`.
-Left out (the source does not state enough to run; docs/known-gaps.md 57 (l)):
-- the rows of that PR that ran out of memory (no figure).
+- torchtitan PR 3914 "Add an NVFP4 quantization converter" (merged 2026-08-05 as bcc09297a; its nvfp4.md): Llama 3 8B
+  on 4 GB200, FSDP 4, local batch 32 x 2,048, eager with model compilation, llama3_8b()'s per-op SAC and chunked loss:
+  BF16 and MXFP8 (every Linear, the LM head included) tokens/s and peak memory at step 760; `medium`.
+- PyTorch + Nebius, DeepSeek-V3 671B on 256 B200 with torchtitan (pytorch.org blog 'Enabling Up to 41% Faster
+  Pre-training', 2026-03; its recipes in nebius/ml-cookbook pytorch-dsv3-mxfp8: train_671b.sh states TP 2, PP 2, EP 32,
+  expert TP 1, FSDP 64, local batch 64 x 8,192, full AC, compile, forced balance; torchtitan 1a36996b): BF16 with the
+  standard all-to-all (651 tokens/s a GPU) and with DeepEP (859); `medium` (the InfiniBand rate is not stated).
+Left out (the source does not state enough to run, or the job cannot state what ran; docs/known-gaps.md 57 (l),
+(m), (n)):
+- the rows of PR 1690 that ran out of memory (no figure).
+- Nebius's MXFP8 + DeepEP row (918 tokens/s): MXFP8 on the routed experts' grouped GEMMs only, which no job field
+  states (precision fp8 runs every linear of a layer in the recipe: attention and the shared expert would be charged
+  in MXFP8 where they ran in bf16).
+- PR 3914's NVFP4 rows: nvfp4.md's recipe keeps the last 15% of the layers and the LM head in bf16 (30,040 tokens/s,
+  110.95 GiB), the PR's Table 1 gives another NVFP4 run (31,758, 103.00 GiB) whose layer split is not stated; no job
+  field states a per-layer split. Its Qwen3 8B rows (BF16 20,913 / MXFP8 27,587) come from an SFT base config
+  (sft_qwen3_8b_math, varlen attention) whose random-init variant is not in the commit.
+- mlc-ai/pith-train issue 79 (2026-07-22): a user's torchtitan Qwen3-30B-A3B on 8 B200 (FSDP 8, EP 1, 8 x 8,192,
+  'selective activation checkpointing', 8 loss chunks, compiled: 19.52k tokens/s, 141.79 GiB): the kind of selective
+  AC is not stated and the estimate brackets the measured peak (full AC 114.5 GiB, per-op SAC 305.9): not a row.
+- torchtitan ab5ed59f8 (MoE gate in fp32, 8 B200: 12,437 / 10,050 tokens/s without / with full AC): the model and batch
+  are not stated. torchtitan PRs 4604 / 4605 (Lambda's GPT-OSS 120B / Qwen3-30B-A3B sweeps on 8 B200, 2026-09, closed):
+  TFLOP/s only, their configs in a fork's config_registry.py not read here.
 
 Printed: each row (published, predicted, error), per-source MAPE, the worst rows with the estimate's time breakdown,
-the compile / eager gain at one layout, refused rows (each a bug: these runs were made) and rows whose measured run
+the MXFP8 / BF16, DeepEP / all-to-all and compile / eager gains at one layout, refused rows (each a bug: these runs were made) and rows whose measured run
 the memory estimate says does not fit.
 
 Sign: (predicted - published) / published; for tokens/s + = predicted too fast, for memory + = predicted too large.
@@ -61,9 +82,14 @@ def main() -> None:
     done = [(c, res) for c, res, _ in run if not c.skipped and c.metric not in ph.MEMORY_METRICS]
     for c, res in sorted(done, key=lambda cr: -abs(cr[0].err))[:5]:
         print(f"  {c.row_id:58s} {c.err:+7.1%}  {p28.breakdown(res)}")
-    print("torch.compile on / off throughput at one layout (measured vs predicted):")
-    for row_id, meas, pred in p28.option_pairs(run, "torch_compile", "true", "false"):
+    print("FP8 / BF16 throughput at one layout (measured vs predicted):")
+    for row_id, _, meas, pred in ph.precision_pairs([(c, "", r) for c, _, r in run]):
         print(f"  {row_id:58s} measured {meas:.3f} predicted {pred:.3f}  {pred / meas - 1.0:+6.1%}")
+    for title, key, on, off in (("DeepEP (flex) / all-to-all", "moe_dispatcher", "flex", "alltoall"),
+                                ("torch.compile on / off", "torch_compile", "true", "false")):
+        print(f"{title} throughput at one layout (measured vs predicted):")
+        for row_id, meas, pred in p28.option_pairs(run, key, on, off):
+            print(f"  {row_id:58s} measured {meas:.3f} predicted {pred:.3f}  {pred / meas - 1.0:+6.1%}")
     refused = [c for c in cs if c.skipped]
     print(f"refused rows (runs that were made: each is a bug): {len(refused)}")
     for c in refused:
