@@ -15,6 +15,13 @@ row reads as a user's job file; every assumed setting is in its `assumed` column
   Pre-training', 2026-03; its recipes in nebius/ml-cookbook pytorch-dsv3-mxfp8: train_671b.sh states TP 2, PP 2, EP 32,
   expert TP 1, FSDP 64, local batch 64 x 8,192, full AC, compile, forced balance; torchtitan 1a36996b): BF16 with the
   standard all-to-all (651 tokens/s a GPU) and with DeepEP (859); `medium` (the InfiniBand rate is not stated).
+- Megatron-Bridge's 26.08 pre-training table (docs/performance-summary.md at 4ab94dfad, 2026-08-11; its own columns,
+  benchmarks/data/heldout_2026e_mbridge.csv, built by perf_mbridge26.job as perf_heldout27's rows): the two GPT-OSS 120B
+  MXFP8 lines (64 GB300 / GB200), whose configs (src/megatron/bridge/perf_recipes/gpt_oss/<system>/gpt_oss.py, identical
+  at the v0.6.0 tag) state the 26.06.01 lines' jobs exactly: the same run without the regression those lines were
+  footnoted with (cudnn-frontend issue 256; docs/known-gaps.md 41). The table's other lines with a preset (DeepSeek-V3,
+  Qwen3 30B-A3B / 235B-A22B on GB300 / GB200) repeat the 26.06.01 layouts at rates within 2.5% of those lines
+  (perf_heldout27 holds them) and are not added; DeepSeek-V4 Flash and the Nemotron 3 lines have no preset.
 Left out (the source does not state enough to run, or the job cannot state what ran; docs/known-gaps.md 57 (l),
 (m), (n)):
 - the rows of PR 1690 that ran out of memory (no figure).
@@ -52,9 +59,11 @@ import yaml
 
 import perf_heldout as ph
 import perf_heldout28 as p28
-from harness import Case, mape
+from harness import Case, Fit, job_fits, mape, print_cases, print_fits, row_cases
+from perf_mbridge26 import job as mbridge_job
 
 DATA = Path(__file__).resolve().parent / "data" / "heldout_2026e.csv"
+MBRIDGE = Path(__file__).resolve().parent / "data" / "heldout_2026e_mbridge.csv"
 
 
 def rows() -> list[dict[str, str]]:
@@ -66,6 +75,19 @@ def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
     models = yaml.safe_load(ph.MODELS.read_text(encoding="utf-8"))
     catalogs: dict[str, Any] = {}
     return [(*ph.estimate_row(r, models, catalogs, ph.predicted_metric), r) for r in rows()]
+
+
+def mbridge_rows() -> list[dict[str, str]]:
+    return list(csv.DictReader(MBRIDGE.open(encoding="utf-8")))
+
+
+def mbridge_cases() -> list[tuple[str, str, float, float]]:
+    """(row id, system, measured, predicted tokens/s/GPU) of the Megatron-Bridge 26.08 rows."""
+    return row_cases(mbridge_rows(), mbridge_job)
+
+
+def mbridge_fits() -> list[Fit]:
+    return job_fits((r["id"], mbridge_job(r)) for r in mbridge_rows())
 
 
 def main() -> None:
@@ -98,6 +120,10 @@ def main() -> None:
     print(f"rows whose measured run the memory estimate says does not fit: {len(unfit)}")
     for rid in unfit:
         print(f"  {rid}")
+    mc = mbridge_cases()
+    errs = print_cases(mc, blank_line=True)
+    print(f"\nMegatron-Bridge 26.08 GPT-OSS 120B (held out, nothing fitted): n={len(mc)} MAPE {100 * errs.mean():.1f}%")
+    print_fits(mbridge_fits(), "Megatron-Bridge 26.08")
 
 
 if __name__ == "__main__":

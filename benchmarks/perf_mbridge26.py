@@ -81,6 +81,10 @@ CUTEDSL_CONFIGS = {
                "GPT_OSS_120B_PRETRAIN_CONFIG_GB300_FP8_MX_V2", "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_FP8_MX_V2",
                "QWEN3_235B_A22B_PRETRAIN_CONFIG_GB300_FP8_MX_V2", "QWEN3_235B_A22B_PRETRAIN_CONFIG_GB200_FP8_MX_V2",
                "QWEN3_30B_A3B_PRETRAIN_CONFIG_GB300_FP8_MX_V1", "QWEN3_30B_A3B_PRETRAIN_CONFIG_GB200_FP8_MX_V1"},
+    # v0.6.0 (the 26.08 rows of perf_heldout29): configs are functions in src/megatron/bridge/perf_recipes/*/<system>/;
+    # the GPT-OSS 120B MXFP8 ones set NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 and use_transformer_engine_op_fuser
+    # (gpt_oss/common.py _apply_gpt_oss_120b_full_iter_fp8mx_configs); only the rows held are listed
+    "v0.6.0": {"gpt_oss_120b_pretrain_64gpu_gb300_fp8mx_config", "gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config"},
 }
 
 
@@ -94,6 +98,8 @@ FP8_OUTPUT_PROJ = {
     "v0.5.1": ("DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_", "DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_",
                "DEEPSEEK_V3_PRETRAIN_CONFIG_B300_", "GPT_OSS_120B_PRETRAIN_CONFIG_GB300_",
                "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_"),
+    # v0.6.0: gpt_oss/common.py _apply_gpt_oss_120b_full_iter_fp8mx_configs sets fp8_output_proj (the rows held)
+    "v0.6.0": ("gpt_oss_120b_pretrain_64gpu_gb300_", "gpt_oss_120b_pretrain_64gpu_gb200_"),
 }
 
 

@@ -90,3 +90,22 @@ def test_deepep_gain_over_the_all_to_all_at_one_layout(run):
     assert len(pairs) == 1
     (_, meas, pred), = pairs
     assert 0.0 < pred / meas - 1.0 < 0.70
+
+
+def test_mbridge_26_08_gpt_oss_rows_are_the_26_06_01_jobs_without_the_regression():
+    """The 26.08 GPT-OSS 120B lines state the 26.06.01 lines' jobs (same layout, batch and recipe settings), so the
+    estimate is the same and only the measured rate moved (1.63 / 1.57x: the regression those lines were footnoted
+    with). Time within 26% (reached +20.0 / +22.5%, the GPT-OSS gap of docs/known-gaps.md 41); both runs fit."""
+    import perf_heldout27 as p27
+    from perf_mbridge26 import job
+
+    old = {r["system"]: r for r in p27.rows() if r["release"] == "26.06.01" and r["model"] == "GPT OSS 120B"}
+    rs = p29.mbridge_rows()
+    assert len(rs) == 2
+    for r in rs:
+        assert "4ab94dfad" in r["source_locator"] and r["release"] == "26.08", r["id"]
+        assert job(r) == job(old[r["system"]]), r["id"]
+        assert float(r["tokens_per_sec_per_gpu"]) > 1.5 * float(old[r["system"]]["tokens_per_sec_per_gpu"])
+    errs = [abs(p - m) / m for _, _, m, p in p29.mbridge_cases()]
+    assert max(errs) < 0.26
+    assert all(f.fits for f in p29.mbridge_fits())
