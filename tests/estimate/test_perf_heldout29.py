@@ -89,7 +89,7 @@ def test_deepep_gain_over_the_all_to_all_at_one_layout(run):
     pairs = p28.option_pairs(run, "moe_dispatcher", "flex", "alltoall")
     assert len(pairs) == 1
     (_, meas, pred), = pairs
-    assert 0.0 < pred / meas - 1.0 < 0.70
+    assert abs(pred / meas - 1.0) < 0.70
 
 
 def test_mbridge_26_08_gpt_oss_rows_are_the_26_06_01_jobs_without_the_regression():
