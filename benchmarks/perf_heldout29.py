@@ -8,6 +8,10 @@ row reads as a user's job file; every assumed setting is in its `assumed` column
   FSDP 8 / 16 and FSDP x TP 4 / 8 at local batch 1-32, full AC, eager (one row compiled): one logged line each, tokens/s
   and peak memory. The power limit is not stated: the same team's Grand Teton H100 (96 GB, 500 W) taken
   (benchmarks/data/grand_teton_h100_overlay.yaml, as perf_heldout's torchtitan rows); `medium`.
+- torchtitan PR 1881 "[SimpleFSDP] add manual bucketing pass" (merged 2025-11-15 as d9bdfbb20, the PR text in its
+  commit message): Llama 3 8B on H100 96 GB, the FSDP2 rows of its table (eager, batch 1, llama3_8b.toml's 8,192 tokens
+  and per-op SAC): FSDP 8 and FSDP 4 x TP 2 on one host, FSDP 64 on 8 hosts; tokens/s and peak memory; Grand Teton
+  overlay as the PR 1690 rows; `medium`. Its SimpleFSDP rows (a compiler-based FSDP under aot_eager) are left out.
 - torchtitan PR 3914 "Add an NVFP4 quantization converter" (merged 2026-08-05 as bcc09297a; its nvfp4.md): Llama 3 8B
   on 4 GB200, FSDP 4, local batch 32 x 2,048, eager with model compilation, llama3_8b()'s per-op SAC and chunked loss:
   BF16 and MXFP8 (every Linear, the LM head included) tokens/s and peak memory at step 760; `medium`.

@@ -1,5 +1,6 @@
 """Held-out rows added 2026-12-04, fourth batch (benchmarks/perf_heldout29.py; nothing fitted on them): torchtitan's
-Qwen3 32B on 8-64 H100 96 GB (PR 1690), torchtitan's Llama 3 8B BF16 / MXFP8 on 4 GB200 (PR 3914) and PyTorch + Nebius's
+Qwen3 32B on 8-64 H100 96 GB (PR 1690), its eager FSDP2 Llama 3 8B on 8 / 64 H100 96 GB (PR 1881), its Llama 3 8B BF16 /
+MXFP8 on 4 GB200 (PR 3914) and PyTorch + Nebius's
 DeepSeek-V3 on 256 B200. Bounds = the figures measured when the rows were added, with a margin: the Qwen3 FSDP-only rows
 come out too slow, its FSDP x TP rows and the DeepSeek-V3 rows too fast (docs/known-gaps.md 57 (l), (m)), so those
 bounds guard against a regression, not an accuracy claim; the 4-GB200 Llama 3 8B rows are held to the development
@@ -29,6 +30,8 @@ BOUNDS = {
     "torchtitan NVFP4 PR (4 GB200 Llama 3 8B)": 10.0,  # 5.6: BF16 +4.2, MXFP8 +7.1%
     "torchtitan NVFP4 PR (4 GB200 Llama 3 8B) peak memory": 10.0,  # 5.5: +7.1 / +3.8%
     "PyTorch + Nebius blog (256 B200 DeepSeek-V3)": 95.0,  # 84.2: all-to-all +42.3, DeepEP +126.1%, too fast
+    "torchtitan SimpleFSDP PR, FSDP2 rows (H100 96 GB)": 20.0,  # 14.8: FSDP 8 -24.6, FSDP 64 +9.3, FSDP 4 x TP 2 -10.5%
+    "torchtitan SimpleFSDP PR, FSDP2 rows (H100 96 GB) peak memory": 12.0,  # 7.2: +4.9 / +16.0 / -0.8%
 }
 # measured runs the memory estimate says do not fit: the 4-GB200 Llama 3 8B runs peaked at 94.7 / 97.6% of the
 # 184.3 GiB card, and the estimate is 3.8-7.1% above (docs/known-gaps.md 57 (n))
@@ -43,7 +46,7 @@ def run():
 def test_every_row_names_its_source_url_date_and_assumptions():
     rs = p29.rows()
     assert list(rs[0]) == list(ph.rows()[0])  # heldout_pretrain.csv's columns: perf_heldout.job_of reads them
-    assert len({r["id"] for r in rs}) == len(rs) == 22
+    assert len({r["id"] for r in rs}) == len(rs) == 28
     models = yaml.safe_load(ph.MODELS.read_text(encoding="utf-8"))
     for r in rs:
         assert r["source"] and r["source_locator"] and r["assumed"], r["id"]
