@@ -4,6 +4,7 @@ the DGX H100 system, one compared row, and MAPE."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -118,6 +119,25 @@ def job_tokens_per_gpu(jobs) -> list[tuple[str, float]]:
         step_s = float(np.asarray(step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)["step_s"]).reshape(-1)[0])
         out.append((row_id, sc.training.tokens_per_step / step_s / sc.system.gpus))
     return out
+
+
+def layout_stage_layers(layout: str, pp: int) -> dict[str, int]:
+    """A Megatron-Core pipeline_model_parallel_layout (megatron/core/transformer/pipeline_parallel_layer_layout.py:
+    `|` between model chunks, E embedding, t decoder layer, m MTP, L loss, `X*n` / `(...)*n` repeats, `,` a
+    separator) as the job fields that state it: the first and the last pipeline rank's decoder layers, all their
+    chunks together (chunk c on rank c mod pp, the interleaved order). Refused where the middle ranks differ (the
+    job states the ends only)."""
+    flat = layout.replace(",", "").replace(" ", "")
+    while "(" in flat:
+        flat = re.sub(r"\(([^()]*)\)\*(\d+)", lambda g: g.group(1) * int(g.group(2)), flat)
+    flat = re.sub(r"([EtmL])\*(\d+)", lambda g: g.group(1) * int(g.group(2)), flat)
+    chunks = flat.split("|")
+    if len(chunks) % pp:
+        raise ValueError(f"layout {layout!r}: {len(chunks)} chunks do not split over pp {pp}")
+    ranks = [sum(c.count("t") for c in chunks[r::pp]) for r in range(pp)]
+    if len(set(ranks[1:-1])) > 1:
+        raise ValueError(f"layout {layout!r}: middle ranks hold {ranks[1:-1]} layers, not one count")
+    return {"pp_first_stage_layers": ranks[0], "pp_last_stage_layers": ranks[-1]} if pp > 1 else {}
 
 
 def pretrain_job(r: dict, model, precision: str, recipe, acc: str, net, strategy: dict) -> dict:

@@ -18,7 +18,10 @@ at the page's commit (RECOMPUTE_MODULES, ACTIVATION_OFFLOAD, FULL_ITERATION_GRAP
 (capacity factor 1); the MoE token dispatcher is left to "auto", which picks what the 25.11 recipes run
 (HybridEP on GB200 / GB300, the alltoall dispatcher on B200 and the H100 Qwen3 rows). GPT-OSS 120B (no preset here) and the H100 Qwen3-235B row (columns garbled on the page)
 are not in the file. Networks: GB300 ConnectX-8 800 Gb/s per GPU (ib-xdr800); GB200, B200, H100 400 Gb/s per
-GPU (ib-ndr400).
+GPU (ib-ndr400). DeepSeek-V3 rows run the recipe's pipeline layout where the recipe names one for the row's PP x VP
+(DSV3_RECIPE_LAYOUTS: the MTP layer and the loss on the last rank, three decoder layers fewer there); the GB300
+PP 2 x VP 4 and GB200 MXFP8 PP 8 x VP 4 rows have none (the recipe at the page's commit runs PP 4 x VP 4) and take the
+estimator's even split, the MTP layer on its last rank.
 
 Run: python benchmarks/perf_blackwell.py
 """
@@ -30,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import Fit, fit_of, print_fits
+from harness import Fit, fit_of, layout_stage_layers, print_fits
 from trainsizer.catalog import load_catalog
 from trainsizer.estimate.calibration import Calibration
 from trainsizer.estimate.flops import layer_flops
@@ -53,6 +56,24 @@ PRECISION = {"BF16": ("bf16", "auto"), "FP8-CS": ("fp8", "tensorwise"), "FP8-MX"
 # account_for_loss_in_pipeline_split True, v0.2.0: recipes/llama/llama3.py llama31_405b_pretrain_config,
 # recipes/qwen/qwen3_moe.py qwen3_235b_a22b_pretrain_config): 126 + 2 and 94 + 2 layers over PP x VPP
 PIPELINE_SLOTS = ("LLAMA3.1_405B", "Qwen3_235B_a22B")
+# DeepSeek-V3's pipeline layout in Megatron-Bridge's recipes by (pp, vpp), as Megatron-Core layout strings
+# (harness.layout_stage_layers): recipes/deepseek/deepseek_v3.py layout_map, the same at 00b7660 (the 25.11 tables),
+# v0.3.0 (26.02), r0.3.0 904597bd3 (26.02.01), v0.4.0 (26.04) and v0.5.0 ((4, 1) E+16 | 16 | 16 | 13 + mtp + loss;
+# (8, 1), (4, 2) E+8 | 8 x 6 | 5 + mtp + loss; (16, 1), (8, 2), (4, 4) E+4 | 4 x 14 | 1 + mtp + loss); (2, 8) the
+# GB300 configs' pp_layout (scripts/performance/configs/deepseek/deepseek_workload_base_configs.py GB300_V1 / V2,
+# v0.3.0-v0.5.0). Other pairs have none in the recipe (the 25.11 table's GB300 PP 2 x VP 4 and GB200 MXFP8 PP 8 x VP 4,
+# whose recipe at 00b7660 runs PP 4 x VP 4): left to the estimator's even split
+DSV3_RECIPE_LAYOUTS = {(4, 1): "Et*16|t*16|t*16|t*13mL", (8, 1): "Et*8|(t*8|)*6t*5mL", (4, 2): "Et*8|(t*8|)*6t*5mL",
+                       (16, 1): "Et*4|(t*4|)*14tmL", (8, 2): "Et*4|(t*4|)*14tmL", (4, 4): "Et*4|(t*4|)*14tmL",
+                       (2, 8): "Et*4|(t*4|)*14tmL"}
+
+
+def recipe_layout(model: str, pp: int, vpp: int) -> dict[str, int]:
+    """The strategy fields of the recipe's pipeline layout for a Megatron-Bridge row (DeepSeek-V3 only)."""
+    layout = DSV3_RECIPE_LAYOUTS.get((pp, max(vpp, 1))) if model == "DeepSeekV3" else None
+    return layout_stage_layers(layout, pp) if layout else {}
+
+
 # Megatron-FSDP rows: cpu_offloading_num_layers of the performance recipe the table was measured with
 # (scripts/performance/configs/llama/llama3_workload_base_configs.py at the docs commit 00b7660:
 # LLAMA3_70B_GB200_FP8_CS 40, LLAMA3_70B_GB300_FP8_CS 20; _set_recompute_overrides sets cpu_offloading_weights
@@ -86,7 +107,7 @@ def job(r: dict[str, str], table_layout: bool = False) -> dict:
     tp, pp, cp, ep, vpp = (int(r[k]) for k in ("tp", "pp", "cp", "ep", "vpp"))
     slots = r["model"] in PIPELINE_SLOTS and pp > 1
     modules = RECOMPUTE_MODULES.get((r["system"], r["model"]))
-    recipe_layout = {} if table_layout else RECIPE_LAYOUT.get(r["id"], {})
+    recipe_layout_fields = {} if table_layout else RECIPE_LAYOUT.get(r["id"], {})
     return {
         "model": MODELS[r["model"]], "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": int(r["seq_len"]),
         "global_batch": {"sequences": int(r["global_batch_seqs"])}, "precision": precision, "fp8_recipe": recipe,
@@ -104,7 +125,7 @@ def job(r: dict[str, str], table_layout: bool = False) -> dict:
                      "loss_impl": "te",
                      "cuda_graphs": "full_iteration" if (r["system"], r["model"]) in FULL_ITERATION_GRAPHS else "none",
                      "activation_offload": ACTIVATION_OFFLOAD.get((r["system"], r["model"], r["precision"]), False)}
-        | recipe_layout,
+        | recipe_layout(r["model"], pp, vpp) | recipe_layout_fields,
     }
 
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from harness import Fit, job_fits, pretrain_job, print_cases, print_fits, row_cases
 from perf_blackwell import DATA as OLD
-from perf_blackwell import MODELS, PIPELINE_SLOTS, SYSTEMS, job_split
+from perf_blackwell import MODELS, PIPELINE_SLOTS, SYSTEMS, job_split, recipe_layout
 from perf_blackwell import cases as pb_cases
 
 DATA = Path(__file__).resolve().parent / "data" / "megatron_bridge_26_perf.csv"
@@ -134,6 +134,7 @@ def job(r: dict[str, str]) -> dict:
         "fp8_attention": r["fp8_attention"] == "1" or None,
         "cudnn_release": CUDNN_BY_RELEASE.get(r.get("release", ""), CUDNN_26) if r["system"] in BLACKWELL else None,
     }
+    strategy |= recipe_layout(r["model"], pp, int(r["vpp"]))
     if fused_grouped_mlp(r):
         strategy["moe_fused_grouped_mlp"] = True
     if fp8_output_proj(r):

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import Fit, job_fits, job_tokens_per_gpu
+from harness import Fit, job_fits, job_tokens_per_gpu, layout_stage_layers
 from perf_amd import job as amd_job
 from perf_heldout26 import mlperf_nvidia_job
 from perf_mbridge26 import CUDNN_26, group_mape
@@ -98,6 +98,12 @@ def model(name: str) -> str | dict:
     return raw | {"vocab_size": RUN_VOCAB[name]}
 
 
+# the pipeline layout each MLPerf v6.0 config states (PIPELINE_LAYOUT, e.g. NVIDIA's and CoreWeave's
+# config_GB300_*xtp1pp4ep32cp1_mxfp8_full_cg.sh, Google's config_GB200_64x4x480xtp2pp4ep32cp1_mxfp8_full_cg.sh): 16 / 16 /
+# 16 / 13 decoder layers a rank, the MTP layer and the loss on the last; the GPT-OSS configs run PP 1
+PIPELINE_LAYOUT = {"deepseek-v3": "Et*4|(t*4|)*14tmL"}
+
+
 def moe_job(r: dict[str, str]) -> dict:
     """A MoE row as perf_mbridge26.job builds a Megatron-Bridge 26.x recipe row, then the row's own model preset,
     network, FP8 weight all-gather and TP overlap (the MLPerf configs set them apart from the recipes), and its
@@ -114,6 +120,10 @@ def moe_job(r: dict[str, str]) -> dict:
     job["strategy"]["fp8_param_allgather"] = r["fp8_params"] == "1"
     job["strategy"]["tp_comm_overlap"] = r["tp_comm_overlap"] == "1"
     job["strategy"] |= RUN_STRATEGY.get(r["model"], {})
+    for key in ("pp_first_stage_layers", "pp_last_stage_layers"):  # the config's layout, not the recipe's
+        job["strategy"].pop(key, None)
+    if r["model"] in PIPELINE_LAYOUT:
+        job["strategy"] |= layout_stage_layers(PIPELINE_LAYOUT[r["model"]], int(r["pp"]))
     return job
 
 

@@ -12,11 +12,14 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
 import perf_mbridge26 as mb  # noqa: E402
+from harness import layout_stage_layers  # noqa: E402
+from perf_blackwell import recipe_layout  # noqa: E402
 
 
 def test_every_row_runs_end_to_end_within_the_measured_bounds():
@@ -80,3 +83,20 @@ def test_gb300_gb200_pairs_at_their_own_layouts():
         assert 1.15 < one_layout < 1.20 and abs(predicted / one_layout - 1.0) < 0.06, rid
         assert 0.05 < attention < 0.25, rid
         assert measured > predicted, rid
+
+
+def test_deepseek_v3_rows_state_their_recipe_pipeline_layout():
+    """Megatron-Bridge's DeepSeek-V3 layouts as the job's end-rank layers (harness.layout_stage_layers,
+    perf_blackwell.DSV3_RECIPE_LAYOUTS): the last rank holds 64 / p - 3 decoder layers beside the MTP layer and the
+    loss; a layout whose middle ranks differ cannot be stated; the 25.11 table's GB300 PP 2 x VP 4, a pair no recipe
+    names, stays on the estimator's even split."""
+    assert layout_stage_layers("Et*4|(t*4|)*14tmL", 2) == {"pp_first_stage_layers": 32, "pp_last_stage_layers": 29}
+    assert layout_stage_layers("Et*4|(t*4|)*14tmL", 16) == {"pp_first_stage_layers": 4, "pp_last_stage_layers": 1}
+    assert layout_stage_layers("Et|(tt|)*30,mL", 8) == {"pp_first_stage_layers": 7, "pp_last_stage_layers": 6}
+    with pytest.raises(ValueError, match="middle ranks"):
+        layout_stage_layers("Et*4|t*5|t*4|tmL", 4)
+    rows = {r["id"]: r for r in mb.rows()}
+    strategy = mb.job(rows["mbridge_26.04_gb300_deepseekv3_fp8-mx_256gpu"])["strategy"]
+    assert (strategy["pp_first_stage_layers"], strategy["pp_last_stage_layers"]) == (32, 29)
+    assert recipe_layout("DeepSeekV3", 16, 0) == {"pp_first_stage_layers": 4, "pp_last_stage_layers": 1}
+    assert recipe_layout("DeepSeekV3", 2, 4) == {} and recipe_layout("LLAMA3_70B", 4, 4) == {}

@@ -733,6 +733,19 @@ def _lm_head(shapes: ModelShapes, tok, t, seq_share, weights: bool, rates: Rates
     return head_fwd, head_b + ce_bwd
 
 
+def mtp_projection(hidden: int, tok, t, seq_share, weights: bool, rates: Rates) -> tuple[Any, Any]:
+    """(forward, backward) seconds of one multi-token-prediction module's input side (Megatron-Core
+    multi_token_prediction.py MultiTokenPredictionLayer: enorm over the shifted embedding and hnorm over the hidden
+    states, each reading and writing h a token; torch.cat of the two, 2h read and written; eh_proj, a
+    column-parallel linear 2h -> h (h / t a GPU) run outside the FP8 context, so 16-bit). The element-wise work
+    covers the sequence shard under sequence parallelism (`seq_share`); the backward streams it twice (as the
+    decoder layer's element-wise backward). eh_proj's TP all-gathers are not charged."""
+    h = float(hidden)
+    g_f, g_b = linear_gemms(tok, h / np.asarray(t, float), 2.0 * h, rates, weights, linear=False)
+    ew = stream_time(8.0 * h * tok * seq_share * rates.act_bytes, rates, kernels=3.0)
+    return g_f + ew, g_b + 2.0 * ew
+
+
 def fp8_lm_head_delta(shapes: ModelShapes, tok, t, weights: bool, rates: Rates, weight_casts: Any) -> tuple[Any, Any]:
     """(forward, backward) seconds the LM head's GEMMs change by when they run in FP8 (Megatron-Core fp8_output_proj:
     TELMHeadColumnParallelLinear, a TE Linear under the MXFP8 autocast): the three GEMMs at the FP8 rate instead of the

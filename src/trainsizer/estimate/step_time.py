@@ -1473,12 +1473,14 @@ def deepep_rates(r: Any, system: System, k: PerfConstants) -> Any:
 class _MicroBatch:
     """One micro-batch (forward + backward) on the slowest pipeline stage, by term."""
 
-    n_stage: np.ndarray  # decoder layers on that stage
-    head_w: np.ndarray  # 1.0 where that stage holds the LM head + loss
+    n_stage: np.ndarray  # decoder layers on that stage (with the multi-token-prediction modules' on the last)
+    head_w: np.ndarray  # LM-head + loss passes of that stage: 1 + MTP modules on the last, 0 elsewhere
     compute: np.ndarray
     tp: np.ndarray
     cp: np.ndarray
     ep: np.ndarray
+    # seconds a micro-batch on the most loaded stage that holds no LM head (its total), whichever stage paces
+    headless_total: Any = 0.0
 
     @property
     def total(self) -> np.ndarray:
@@ -1489,7 +1491,8 @@ def _micro_batch(x: _Step, lt: compute.LayerTimes, layer_mb: np.ndarray) -> _Mic
     """The slowest pipeline stage sets the pace: the last stage (its decoder layers + the LM head and loss) or the
     most loaded other one, whichever takes longer a micro-batch (uneven splits: the first L mod p stages hold one
     more layer; under embedding / loss slots a middle stage holds one layer more than either end stage:
-    pipeline.most_loaded_stage_layers; the embedding lookup is a gather, not counted)."""
+    pipeline.most_loaded_stage_layers; the embedding lookup is a gather, not counted). The last stage also runs
+    the model's multi-token-prediction modules (`_stage_micro_batch` `mtp`), where memory.py holds them."""
     t_ar, tp_per_layer = _tp_comm(x)
     per_layer = _StageLayer(layer_mb, tp_per_layer, _host_excess(x, lt, tp_per_layer), _cp_comm(x, lt),
                             _ep_comm(x, tp_per_layer))
@@ -1498,10 +1501,24 @@ def _micro_batch(x: _Step, lt: compute.LayerTimes, layer_mb: np.ndarray) -> _Mic
 
         per_layer = per_layer.scaled(stage_imbalance(x.model, float(x.training.seq_len), x.p, x.v))
     slots = (x.model.layers, x.p, x.a["pipeline_embedding_layer"], x.a["pipeline_loss_layer"], *x.stage_edges)
-    last = _stage_micro_batch(x, lt, per_layer, t_ar, pipeline.first_last_stage_layers(*slots)[1], 1.0)
+    n_first, n_last = pipeline.first_last_stage_layers(*slots)
+    last = _stage_micro_batch(x, lt, per_layer, t_ar, n_last, 1.0, mtp=float(x.model.mtp_layers))
+    if np.any(np.asarray(x.fw.pipeline_schedule) == "dualpipe"):
+        last = _dualpipe_end_rank(x, last, _stage_micro_batch(x, lt, per_layer, t_ar, n_first, 0.0))
     other = _stage_micro_batch(x, lt, per_layer, t_ar, pipeline.most_loaded_stage_layers(*slots), 0.0)
     take_last = (x.p <= 1) | (last.total >= other.total)
-    return _MicroBatch(*(np.where(take_last, getattr(last, f.name), getattr(other, f.name))
+    paced = _MicroBatch(*(np.where(take_last, getattr(last, f.name), getattr(other, f.name))
+                          for f in dataclasses.fields(_MicroBatch)))
+    return dataclasses.replace(paced, headless_total=other.total)
+
+
+def _dualpipe_end_rank(x: _Step, last: _MicroBatch, first: _MicroBatch) -> _MicroBatch:
+    """Under DualPipe the rank holding the last stage holds the first too (DeepSeek-V3 report s3.2.1, Table 2:
+    stages r and p - 1 - r on one rank), and half the micro-batches enter from each end, so each of its stages
+    runs half of them: per micro-batch it takes the mean of the two (the middle ranks' pairs are taken at the most
+    loaded stage, an upper bound)."""
+    dual = (np.asarray(x.fw.pipeline_schedule) == "dualpipe") & (x.p > 1)
+    return _MicroBatch(*(np.where(dual, 0.5 * (getattr(last, f.name) + getattr(first, f.name)), getattr(last, f.name))
                          for f in dataclasses.fields(_MicroBatch)))
 
 
@@ -1520,12 +1537,22 @@ class _StageLayer:
 
 
 def _stage_micro_batch(x: _Step, lt: compute.LayerTimes, per: _StageLayer, t_ar: Any, n_stage: Any,
-                       head_w: float) -> _MicroBatch:
-    """One micro-batch on a stage of `n_stage` decoder layers, with the LM head and loss where head_w is 1."""
+                       head_w: float, mtp: float = 0.0) -> _MicroBatch:
+    """One micro-batch on a stage of `n_stage` decoder layers, with the LM head and loss where head_w is 1, and
+    `mtp` multi-token-prediction modules (ModelArch.mtp_layers on the last stage, as memory.py holds them). Each
+    module (Megatron-Core multi_token_prediction.py, DeepSeek-V3 report s2.2) runs its input side
+    (compute.mtp_projection: two norms and eh_proj 2h -> h, again under full recompute, whose _checkpointed_forward
+    re-runs it), one transformer layer, timed as the model's average decoder layer (its terms: compute, TP, host,
+    CP, EP), and the shared LM head with its loss once more."""
     training = x.training
-    n_stage = np.asarray(n_stage, float) + np.zeros_like(np.asarray(per.compute, float))
-    head_w = np.full(n_stage.shape, head_w)
+    n_stage = np.asarray(n_stage, float) + mtp + np.zeros_like(np.asarray(per.compute, float))
+    head_w = np.full(n_stage.shape, head_w * (1.0 + mtp))
     compute_mb = n_stage * per.compute + head_w * (lt.head_fwd + lt.head_bwd)
+    if mtp:
+        seq_share = np.where(np.asarray(x.sp, float) > 0, 1.0 / x.t, 1.0)
+        p_fwd, p_bwd = compute.mtp_projection(x.model.hidden, x.tok, x.t, seq_share, training.trains_base_weights,
+                                              x.r)
+        compute_mb = compute_mb + mtp * (p_fwd * (1.0 + x.full_share) + p_bwd)
     tp_mb = n_stage * per.tp + head_w * 2.0 * t_ar
     if training.has_reference_model:
         # DPO reference policy: one more forward of the same layers on the same tokens, with its forward
@@ -2071,6 +2098,9 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
         # the forward passes alone (decoder layers and the LM head + loss on the slowest stage, no comm): what a
         # forward-only step (evaluation) runs; benchmarks/perf_mlperf.py checks it against logged evaluation steps
         "forward_compute": m * (mb.n_stage * lt.fwd + mb.head_w * lt.head_fwd),
+        # one micro-batch's forward + backward on the most loaded stage without the LM head (compute, TP / CP / EP
+        # comm): what a profile of a middle pipeline rank shows (benchmarks/perf_external.py, DeepSeek's DualPipe pair)
+        "headless_stage_mb_s": mb.headless_total + 0.0 * m,
         "tp_comm": m * mb.tp,
         "cp_comm": m * mb.cp,
         "ep_comm": m * mb.ep,
