@@ -31,8 +31,8 @@ def score(a100_gemm, h100_gemm, a100_flash, fp8_ratio, vt=None):
         k0,
         gemm_efficiency_max={**k0.gemm_efficiency_max, "a100": a100_gemm, "h100": h100_gemm},
         flash_efficiency={**k0.flash_efficiency, "a100": a100_flash},
-        fp8_recipes={n: {**r, "gemm_efficiency_ratio": fp8_ratio if n != "rowwise" else r["gemm_efficiency_ratio"]}
-                     for n, r in k0.fp8_recipes.items()},
+        # rowwise follows: its GEMMs are the tensorwise kernels (perf_constants.yaml fp8.recipes.rowwise)
+        fp8_recipes={n: {**r, "gemm_efficiency_ratio": fp8_ratio} for n, r in k0.fp8_recipes.items()},
     )
     original = st.load_constants
     st.load_constants = lambda: k

@@ -136,10 +136,31 @@ def test_fp8_cast_kernels_are_counted_per_tensor_by_recipe():
         assert r.fp8_cast_kernels == per_tensor == k.fp8_recipes[recipe]["cast_kernels_per_tensor"]
         # no bytes: only the kernels' fixed cost is left; 4 activations (+ 4 weights cast once) forward,
         # 4 output gradients backward
+        # (torchao rowwise re-casts the 4 weights in backward along their other axis)
         fwd, bwd = _fp8_casts(0.0, 0.0, 0.0, 1e-30, r, 1.0)
         assert float(fwd) == pytest.approx(per_tensor * 8 * k.kernel_fixed_s, rel=1e-6)
-        assert float(bwd) == pytest.approx(per_tensor * 4 * k.kernel_fixed_s)
+        recast = 4 if recipe == "rowwise" else 0
+        assert float(bwd) == pytest.approx(per_tensor * (4 + recast) * k.kernel_fixed_s)
     assert _fp8_casts(1e6, 4096.0, 4096.0, 1e6, rates(h100_cluster(), "bf16"), 1.0) == (0.0, 0.0)
+
+
+def test_torchao_rowwise_runs_tensorwise_gemms_and_casts_each_weight_twice():
+    """torchao rowwise: the forward's row-scaled CUTLASS GEMM and the backward's cuBLAS tensorwise GEMMs (the
+    slow-accumulation workaround in float8_ops.addmm_float8_unwrapped) run at the tensorwise rate; the cost of the
+    recipe is its casts: every activation and gradient twice (10 B), the weight along in_features in forward (5 B)
+    and again along out_features with the wgrad output's rescale in backward (9 B)."""
+    from trainsizer.estimate.compute import _fp8_casts
+
+    tw = rates(h100_cluster(), "fp8", fp8_recipe="tensorwise")
+    rw = rates(h100_cluster(), "fp8", fp8_recipe="rowwise")
+    assert rw.gemm_flops == tw.gemm_flops
+    assert (rw.fp8_cast_bytes, rw.fp8_weight_cast_bytes, rw.fp8_weight_bwd_bytes) == (10.0, 5.0, 9.0)
+    assert tw.fp8_weight_bwd_bytes == 0.0 == rates(h100_cluster(), "bf16").fp8_weight_bwd_bytes
+    weights = 2e8
+    _, bwd_none = _fp8_casts(8192.0, 4096.0, 4096.0, 0.0, rw, 1.0)
+    _, bwd_w = _fp8_casts(8192.0, 4096.0, 4096.0, weights, rw, 1.0)
+    extra = weights * 9.0 / rw.hbm_bytes_s
+    assert float(bwd_w - bwd_none) == pytest.approx(extra + 4 * rw.fp8_cast_kernels * rw.kernel_fixed_s, rel=1e-6)
 
 
 def test_fused_fp8_cast_figures_by_recipe():

@@ -22,16 +22,18 @@ from harness import mape  # noqa: E402
 
 # source -> MAPE bound (%); reached at landing in the comment
 BOUNDS = {
-    "TorchAO MX README (8 B200, power limited)": 60.0,  # 53.3: +28..+64%, too fast (known-gaps 57); 83.0 before the
-    # Blackwell power-cap law (perf_constants.yaml gemm.power_cap_static_share)
+    "TorchAO MX README (8 B200, power limited)": 68.0,  # 63.1: +54..+78%, too fast (known-gaps 57); 83.0 before the
+    # Blackwell power-cap law (perf_constants.yaml gemm.power_cap_static_share); 53.3 while the rowwise row ran at the
+    # 0.45 GEMM ratio tuned on torchtitan's TP rowwise rows (+28%, now +78% as the other recipes: known-gaps 60)
     "torchtitan MXFP8 docs (GB200 Llama 4 Scout)": 45.0,  # 37.1: +37%, too fast
     "TorchAO MX README peak memory (8 B200)": 26.0,  # 20.9: +20..+22%, too large
     "torchtitan DeepEP PR (512 H100 DeepSeek-V3)": 66.0,  # 58.6: +57 / +60%, too fast
     "torchtitan DeepEP PR (512 H100 DeepSeek-V3) peak memory": 12.0,  # 7.0: +9.2 / +4.8%
     "torchtitan FSDP symm-mem PR (4 GB200)": 30.0,  # 22.9: dense 2.9-7.0%, GPT-OSS 20B +45 / +75% (FlexAttention)
-    "TorchAO float8 README (8 H100)": 14.0,  # 9.8: bf16 +5.9, tensorwise +4.1, rowwise -19.4%
-    "TorchAO float8 README (8 MI300X)": 15.0,  # 11.3: bf16 +6.9, tensorwise +15.2, rowwise -11.9% since PyTorch
-    # SDPA's ROCm kernels (attention.flash_efficiency_sdpa, known-gaps 59); 46.8 before (+47.9 / +75.2 / +17.5%)
+    "TorchAO float8 README (8 H100)": 8.0,  # 4.9: bf16 +5.9, tensorwise +4.1, rowwise +4.9% (-19.4% at the 0.45 ratio)
+    "TorchAO float8 README (8 MI300X)": 15.0,  # 12.1: bf16 +6.9, tensorwise +15.2, rowwise +14.1% since PyTorch
+    # SDPA's ROCm kernels (attention.flash_efficiency_sdpa, known-gaps 59) and rowwise's GEMMs at the tensorwise rate
+    # (known-gaps 60; 11.3 with rowwise -11.9% at the 0.45); 46.8 before (+47.9 / +75.2 / +17.5%)
     "TorchAO float8 README (8 H100) peak memory": 18.0,  # 14.6: -14.5..-14.7%, too small
     "TorchAO float8 README (8 MI300X) peak memory": 8.0,  # 4.1
 }
@@ -78,14 +80,16 @@ def test_fp8_gain_over_bf16_at_one_layout(run):
     limit): on NVIDIA parts tensorwise and MXFP8 within 6% of the measured 1.20-1.25x (reached 0.3-4.0%); the B200
     RCEIL row within 8% (reached 6.5%: the MXFP8 job with the scale rounded up, 3.3% slower measured, which no job
     setting states). Since the Blackwell power-cap law (2026-12-04) the capped GEMMs are slower and the HBM-bound casts
-    are not, so each B200 recipe's modelled gain rose 1.3-3 points. Known gaps (docs/known-gaps.md 57), bounded so they
-    cannot grow unseen: rowwise predicted slower than bf16 where it measured 1.04-1.10x (B200 / H100 / MI300X),
-    MI300X tensorwise +7.7% (+18.4% before SDPA's ROCm attention rate: the attention both precisions share)."""
+    are not, so each B200 recipe's modelled gain rose 1.3-3 points. Rowwise, its GEMMs at the tensorwise rate as torchao
+    dispatches them (known-gaps 60): H100 1.091 against 1.100 measured, MI300X 1.169 against 1.096; B200 1.198 against
+    1.040 (known-gaps 57 and 60), bounded so it cannot grow unseen; MI300X tensorwise +7.7% (+18.4% before SDPA's ROCm
+    attention rate: the attention both precisions share)."""
     pairs = {rid: (meas, pred) for rid, _, meas, pred in ph.precision_pairs([(c, "", r) for c, _, r in run])}
     assert len(pairs) == 9
     for rid, (meas, pred) in pairs.items():
         off = pred / meas - 1.0
-        bound = 0.27 if "rowwise" in rid or "_mi300x_" in rid else 0.08 if "rceil" in rid else 0.06
+        bound = 0.20 if "_b200_" in rid and "rowwise" in rid else 0.10 if "_mi300x_" in rid else \
+            0.08 if "rceil" in rid else 0.06
         assert abs(off) < bound, (rid, off)
 
 

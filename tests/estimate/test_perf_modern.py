@@ -22,9 +22,12 @@ import perf_modern as pm  # noqa: E402
 
 # torchtitan 9.1 since Hopper's FA2 runs at its measured rate and length curve (6.7 at the 0.25 tuned on llm-foundry's
 # Triton rows): its rows without CP move to within -14..+21% (most within 6%), its CP rows come out too fast; 8.0
-# since PyTorch's ring attention is charged as its code runs (step_time._cp_torch_ring)
-BOUNDS = {"NeMo (dgxc) BF16": 6.0, "NeMo (dgxc) FP8": 9.0, "dgxc (all)": 7.5, "torchtitan": 8.5,
-          "torchtitan (all)": 8.5}  # reached: 2.7, 4.2, 3.5, 8.0 (issue target: 10% per source)
+# since PyTorch's ring attention is charged as its code runs (step_time._cp_torch_ring); 8.7 since torchao rowwise's
+# GEMMs run at the tensorwise ratio as its code dispatches them (perf_constants.yaml fp8.recipes.rowwise; 8.3 at the
+# 0.45 tuned on the four TP 8 rowwise rows, whose own benchmark page flags their vanilla-TP rowwise baseline as a bug,
+# torchtitan issue 1207: they now read +9..+23%, docs/known-gaps.md 60)
+BOUNDS = {"NeMo (dgxc) BF16": 6.0, "NeMo (dgxc) FP8": 9.0, "dgxc (all)": 7.5, "torchtitan": 9.0,
+          "torchtitan (all)": 9.0}  # reached: 4.1, 5.4, 4.8, 8.7 (issue target: 10% per source)
 
 
 def test_worst_modern_row(summary):

@@ -397,6 +397,9 @@ class Rates:
     fp8_cast_bytes: float = 0.0  # HBM bytes per FP8 GEMM operand element for scaling + cast (0: not FP8)
     fp8_cast_kernels: float = 0.0  # kernels per FP8 cast of one tensor (by recipe)
     fp8_weight_cast_bytes: float = 4.0  # HBM bytes per weight element of its FP8 cast (read 16-bit, write FP8 + transpose)
+    # HBM bytes per weight element the backward adds (torchao rowwise: the weight re-cast along its other axis and
+    # the weight-gradient GEMM's output rescaled; fp8.recipes weight_backward_bytes_per_element); 0 elsewhere
+    fp8_weight_bwd_bytes: float = 0.0
     flash_bwd_over_fwd: float = 0.0  # attention backward / forward time (0: the attention section's constant)
     # FP32 GEMMs on the CUDA cores (torch.mm on float32 without TF32, PyTorch's default): the fp32 MoE router;
     # 0 where the catalog has no FP32 figure (the router is then timed at the 16-bit rate)
@@ -449,6 +452,7 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
     eff16 = k.gemm_efficiency(system.accelerator) * power_clock_factor(system, k)
     gemm, gemm16, cast_bytes, cast_kernels = _gemm_rates(system, precision, k, cal, eff16, fp8_recipe, fused_cast)
     transpose = fp8_transpose_free(system.accelerator, k, fp8_recipe) if precision == "fp8" and te_quantizer else 0.0
+    w_fwd, w_bwd = _weight_cast_bytes(system, precision, k, fp8_recipe)
     p32 = system.peak_tflops.get("fp32")
     fp32 = float(p32) * 1e12 * eff16 if p32 else 0.0
     flash, bwd_over_fwd = _flash_rate(system, precision, k, cal, attention_kernel)
@@ -466,12 +470,24 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
         gemm16_flops=gemm16,
         fp8_cast_bytes=cast_bytes - transpose,
         fp8_cast_kernels=cast_kernels,
-        fp8_weight_cast_bytes=4.0 - transpose,
+        fp8_weight_cast_bytes=w_fwd - transpose,
+        fp8_weight_bwd_bytes=w_bwd,
         flash_bwd_over_fwd=bwd_over_fwd,
         fp32_flops=fp32,
         ssd_gemm_flops=ssd_gemm,
         ssd_hbm_bytes_s=ssd_hbm,
     )
+
+
+def _weight_cast_bytes(system: Any, precision: str, k: PerfConstants, fp8_recipe: str) -> tuple[float, float]:
+    """(forward, backward) HBM bytes per weight element of a micro-batch's FP8 weight casts: the recipe's
+    weight_cast_bytes_per_element (4: read 16-bit, write FP8 + its transpose) and weight_backward_bytes_per_element
+    (0), perf_constants.yaml fp8.recipes; (4, 0) outside FP8, where no cast is charged."""
+    if precision != "fp8":
+        return 4.0, 0.0
+    recipe = k.fp8_recipe(system.accelerator, fp8_recipe)
+    return (float(recipe.get("weight_cast_bytes_per_element", 4.0)),
+            float(recipe.get("weight_backward_bytes_per_element", 0.0)))
 
 
 def _ssd_rates(system: Any, k: PerfConstants, gemm16: float, hbm: float) -> tuple[float, float]:

@@ -599,8 +599,10 @@ def _fp8_casts(tokens, k_in: float, n_out: float, weights: float, rates: Rates, 
     per = rates.fp8_cast_kernels
     n_fwd, n_bwd, n_w = tensors
     w_kernels = np.where(np.asarray(weights) > 0, n_w * wc, 0.0)
+    w_bwd = weights * wc * rates.fp8_weight_bwd_bytes  # torchao rowwise: the backward's weight re-cast and rescale
+    w_bwd_kernels = np.where(np.asarray(w_bwd) > 0, w_kernels, 0.0)
     return (stream_time(tokens * k_in * cast + w, rates, kernels=per * (n_fwd + w_kernels)),
-            stream_time(tokens * n_out * cast, rates, kernels=per * n_bwd))
+            stream_time(tokens * n_out * cast + w_bwd, rates, kernels=per * (n_bwd + w_bwd_kernels)))
 
 
 def window_keys(window, span) -> Any:

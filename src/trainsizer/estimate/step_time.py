@@ -599,7 +599,8 @@ def _rates(system: System, training: Training, k: PerfConstants, calibration: Ca
                          te_quantizer=p[1]) for p in pairs}
         pick = [(fused == p[0]) & (te == p[1]) for p in each]
         r = dataclasses.replace(r, **{name: np.select(pick, [getattr(one, name) for one in each.values()])
-                                      for name in ("fp8_cast_bytes", "fp8_cast_kernels", "fp8_weight_cast_bytes")})
+                                      for name in ("fp8_cast_bytes", "fp8_cast_kernels", "fp8_weight_cast_bytes",
+                                                   "fp8_weight_bwd_bytes")})
     return r
 
 
