@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from trainsizer.estimate.calibration import load_constants
+from trainsizer.estimate.compute import flash_head_dim_ratio
 from trainsizer.estimate.flops import causal_fraction
 from trainsizer.estimate.inputs import Strategy, System, Training
 from trainsizer.estimate.step_time import perf_style, step_time_arrays
@@ -57,3 +58,12 @@ def test_flex_forward_costs_its_rate_and_a_narrow_heads_softmax(heads):
     expected = flops * (narrow / (k.flash_fraction("gb200", "flex") * peak) - 1.0 / (k.flash_fraction("gb200", "fa2") * peak))
     assert forward("flex") - forward("fa2") == pytest.approx(expected, rel=0.01)
     assert narrow == (1.0 if heads == 32 else pytest.approx(1.396, rel=1e-3))
+
+
+def test_flex_pads_each_head_dim_to_a_power_of_two():
+    """torch/_inductor/kernel/flex/common.py set_head_dim_values: QK_HEAD_DIM_ROUNDED and V_HEAD_DIM_ROUNDED are
+    next_power_of_two of each, the tiles' width: MLA's 192 / 128 runs 256 / 128; GPT-OSS's 64 as is."""
+    assert flash_head_dim_ratio(192, 128, "flex") == pytest.approx((256 + 128) / (192 + 128))
+    assert flash_head_dim_ratio(64, 64, "flex") == 1.0
+    assert flash_head_dim_ratio(80, 80, "flex") == pytest.approx(128 / 80)
+    assert flash_head_dim_ratio(192, 128, "native") == 1.0
