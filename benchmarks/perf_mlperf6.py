@@ -102,6 +102,10 @@ def model(name: str) -> str | dict:
 # config_GB300_*xtp1pp4ep32cp1_mxfp8_full_cg.sh, Google's config_GB200_64x4x480xtp2pp4ep32cp1_mxfp8_full_cg.sh): 16 / 16 /
 # 16 / 13 decoder layers a rank, the MTP layer and the loss on the last; the GPT-OSS configs run PP 1
 PIPELINE_LAYOUT = {"deepseek-v3": "Et*4|(t*4|)*14tmL"}
+# the configs that set FP8_OUTPUT_PROJ (Megatron-Core fp8_output_proj: the LM head under the MXFP8 autocast), by model
+# and part: the DeepSeek-V3 GB300 ones (NVIDIA's theia and CoreWeave's config_GB300_*.sh); the GB200 ones (NVIDIA's
+# tyche, Google's) leave it unset (each row's `assumed` column)
+FP8_OUTPUT_PROJ = {("deepseek-v3", "gb300")}
 
 
 def moe_job(r: dict[str, str]) -> dict:
@@ -124,6 +128,7 @@ def moe_job(r: dict[str, str]) -> dict:
         job["strategy"].pop(key, None)
     if r["model"] in PIPELINE_LAYOUT:
         job["strategy"] |= layout_stage_layers(PIPELINE_LAYOUT[r["model"]], int(r["pp"]))
+    job["strategy"]["fp8_lm_head"] = (r["model"], r["accelerator"]) in FP8_OUTPUT_PROJ
     return job
 
 
