@@ -9,12 +9,14 @@ import dataclasses
 import numpy as np
 import pytest
 
+from trainsizer.catalog import load_catalog
 from trainsizer.estimate.calibration import load_constants
 from trainsizer.estimate.compute import flash_head_dim_ratio
 from trainsizer.estimate.flops import causal_fraction
 from trainsizer.estimate.inputs import Strategy, System, Training
-from trainsizer.estimate.step_time import perf_style, step_time_arrays
+from trainsizer.estimate.step_time import estimate_time, perf_style, step_time_arrays
 from trainsizer.models.arch import ModelArch
+from trainsizer.scenario import resolve_job
 
 # torchtitan e4b1220d7 (PR 3462), "Triton FlexAttention | standard_doc_ids" on GB200, Qwen3-32B heads, d 128, 8K
 FLEX_GB200_FWD_MS, FLEX_GB200_FWD_TFS, FLEX_GB200_BWD_MS = 1.116, 392.57, 3.473
@@ -67,3 +69,20 @@ def test_flex_pads_each_head_dim_to_a_power_of_two():
     assert flash_head_dim_ratio(64, 64, "flex") == 1.0
     assert flash_head_dim_ratio(80, 80, "flex") == pytest.approx(128 / 80)
     assert flash_head_dim_ratio(192, 128, "native") == 1.0
+
+
+def test_torchtitan_runs_gpt_oss_attention_as_flex_unless_the_job_states_a_kernel():
+    """torchtitan's gpt_oss Attention asserts FlexAttention (PerfStyle.flex_attention_families): the torchtitan style
+    times its attention as flex by itself; a stated kernel wins; other families keep the style's kernel."""
+
+    def step(model: str, **extra) -> float:
+        job = {"model": model, "data": {"tokens": 1e9}, "seq_len": 8192, "global_batch": {"sequences": 4},
+               "hardware": {"accelerator": "gb200", "count": 4},
+               "strategy": {"micro_batch": 1, "framework": "torchtitan", "recompute": "full", **extra}}
+        sc = resolve_job(job, load_catalog())
+        return estimate_time(sc.model, sc.training, sc.system, sc.strategy).step_s
+
+    style = perf_style("torchtitan").attention_kernel
+    assert step("gpt-oss-20b") == step("gpt-oss-20b", attention_kernel="flex")
+    assert step("gpt-oss-20b") > step("gpt-oss-20b", attention_kernel=style)
+    assert step("llama-3.1-8b") == step("llama-3.1-8b", attention_kernel=style)

@@ -118,6 +118,10 @@ class PerfStyle:
     ep_overlap_sm_share: float = 0.0
     pipeline_schedule: str = "1f1b"  # "1f1b" (incl. interleaved via vpp) or "dualpipe" (DeepSeek-V3)
     attention_kernel: str = "fa2"  # "fa2" (FlashAttention-2 / Triton), "native" (cuDNN fused / FA3), "fa1" (v1)
+    # model families (ModelArch.family, comma-separated) whose module in this framework runs FlexAttention whatever
+    # the style's kernel (torchtitan's gpt_oss Attention asserts it): their attention_kernel is flex unless the job
+    # states one (_model_attention_kernel)
+    flex_attention_families: str = ""
     # strategy.norm_kernel: "fused" | "eager" (names.NORM_KERNELS), the layer norms' kernel in the element-wise
     # traffic (_elementwise_passes); None = the style's (eager PyTorch ops unless fused_kernels or torch.compile)
     norm_kernel: str | None = None
@@ -519,7 +523,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
     k = constants or load_constants()
     check_training(training)
     fw = _style(strategy, framework_style, training.method in ("pretrain", "cpt"))
-    fw = _recipe_style(fw, strategy, training, system, k)
+    fw = _model_attention_kernel(_recipe_style(fw, strategy, training, system, k), strategy, model)
     r = _bf16_layers(_rates(system, training, k, calibration, fw), training, model)
     a = strategy_arrays(strategy)
     t, d, c, b = a["tp"], a["dp"], a["cp"], a["micro_batch"]
@@ -544,6 +548,20 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  local_batch=getattr(strategy, "local_batch", None),
                  stage_edges=pipeline.stated_edges(strategy),
                  grad_accum_fusion=getattr(strategy, "gradient_accumulation_fusion", None))
+
+
+def _model_attention_kernel(fw: PerfStyle, strategy: Any, model: ModelArch) -> PerfStyle:
+    """The style's attention kernel for this model: flex where the framework's module for the model's family runs
+    FlexAttention (PerfStyle.flex_attention_families; an array under auto, one entry a strategy), unless the job
+    states strategy.attention_kernel."""
+    if getattr(strategy, "attention_kernel", None) is not None:
+        return fw
+    families = np.asarray(fw.flex_attention_families)
+    runs = np.vectorize(lambda listed: model.family in str(listed).split(","), otypes=[bool])(families)
+    if not np.any(runs):
+        return fw
+    kernel = "flex" if runs.ndim == 0 else np.where(runs, "flex", np.broadcast_to(fw.attention_kernel, runs.shape))
+    return dataclasses.replace(fw, attention_kernel=kernel)
 
 
 def _recipe_style(fw: PerfStyle, strategy: Any, training: Training, system: System, k: PerfConstants) -> PerfStyle:
