@@ -149,9 +149,27 @@ def test_catalog_network_uses_its_own_planning_efficiency(catalog):
 
 def test_several_nodes_need_a_network(catalog):
     job = {**BASE, "hardware": {"accelerator": "h100-sxm-80gb", "count": 16, "per_node": 8}}
-    with pytest.raises(SpecError, match="needs its network") as err:
+    with pytest.raises(SpecError, match="span 2 nodes") as err:
         resolve_job(job, catalog)
     assert err.value.where == "job: hardware.network"
+    # what to add: the catalog's networks, and that the plan chooses one (known-gaps 43 (n))
+    assert "ib-ndr400" in str(err.value) and "trainsizer plan" in str(err.value)
+
+
+def test_the_plan_searches_the_network_a_multi_node_job_leaves_out(catalog):
+    """`plan` with an accelerator and a multi-node count but no network searches the networks, as it does for
+    `hardware: {count: N}` (it was refused); the note says so (en / zh) and the count stays pinned."""
+    from trainsizer.messages import render
+    from trainsizer.plan.core import make_plan
+
+    job = {**BASE, "hardware": {"accelerator": "h100-sxm-80gb", "count": 16}}
+    sc = resolve_job(job, catalog, network_searched=True)
+    note = next(n for n in sc.notes if getattr(n, "key", "") == "note_network_searched")
+    assert "16 h100-sxm-80gb on 2 nodes" in note and "hardware.network" in render(note.key, "zh", note.params)
+    plan = make_plan(job, catalog, build=False)
+    rec = plan.recommended
+    assert rec.hardware.count == 16 and rec.hardware.accelerator == "h100-sxm-80gb"
+    assert rec.hardware.network is not None
 
 
 def test_a_job_inside_one_nvl72_domain_needs_no_network(catalog):
@@ -175,7 +193,7 @@ def test_a_job_inside_one_nvl72_domain_needs_no_network(catalog):
 @pytest.mark.parametrize("acc, count", [("gb200", 144), ("h100-sxm-80gb", 16), ("mi300x", 16)])
 def test_a_job_beyond_one_scaleup_domain_still_needs_a_network(catalog, acc, count):
     job = {**BASE, "hardware": {"accelerator": acc, "count": count}}
-    with pytest.raises(SpecError, match="needs its network"):
+    with pytest.raises(SpecError, match="hardware.network"):
         resolve_job(job, catalog)
 
 

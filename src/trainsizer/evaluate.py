@@ -78,8 +78,7 @@ def load_calibration(path: Path | str, precision: str) -> Calibration:
 
 
 def _currency(scenario: Scenario) -> str:
-    budget = scenario.job.goal.budget
-    return budget.currency if budget else scenario.job.constraints.currency
+    return scenario.job.currency
 
 
 def _price_block(price: Any, quantity: float, per: str) -> dict[str, Any]:
@@ -103,6 +102,14 @@ def _note_stale(block: dict[str, Any], what: str, notes: list[str]) -> None:
         notes.append(msg("note_price_projection", what=what))
 
 
+def _in_other_currency(lookup: Any, accelerator: str, currency: str) -> Any:
+    """The catalog's price of `accelerator` in a currency other than the job's (USD / CNY), or None."""
+    from trainsizer.catalog.catalog import CURRENCIES
+
+    return next((p for c in CURRENCIES if c != currency
+                 if (p := lookup(accelerator, currency=c)) is not None), None)
+
+
 def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: float, kwh: float,
            notes: list[str]) -> dict[str, Any]:
     system = scenario.system
@@ -112,10 +119,11 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
     procurement = scenario.job.goal.procurement
 
     rent = catalog.rent_per_gpu_hour(system.accelerator, currency=currency)
-    if rent is None and currency != "USD":
-        rent = catalog.rent_per_gpu_hour(system.accelerator, currency="USD")
+    if rent is None:  # the catalog's other currency, said and kept in it (the plan converts it to rank: plan.core)
+        rent = _in_other_currency(catalog.rent_per_gpu_hour, system.accelerator, currency)
         if rent is not None:
-            notes.append(msg("note_rent_in_usd", currency=currency, accelerator=system.accelerator))
+            notes.append(msg("note_rent_in_other_currency", currency=currency, accelerator=system.accelerator,
+                             other=rent.currency))
     wants_rent = procurement in ("rent", "either")
     if rent is not None and rent.max_gpus is not None and system.gpus > rent.max_gpus:
         # The listings behind the price are single servers: a larger job has no rental price, not a cheap one.
@@ -146,8 +154,11 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
 
     if procurement in ("buy", "either"):
         per_gpu = catalog.purchase(system.accelerator, currency=currency)
-        if per_gpu is None and currency != "USD":
-            per_gpu = catalog.purchase(system.accelerator, currency="USD")
+        if per_gpu is None:
+            per_gpu = _in_other_currency(catalog.purchase, system.accelerator, currency)
+            if per_gpu is not None:
+                notes.append(msg("note_buy_in_other_currency", currency=currency, accelerator=system.accelerator,
+                                 other=per_gpu.currency))
         electricity = catalog.facility.electricity_per_kwh(per_gpu.currency if per_gpu else currency)
         if per_gpu is None:
             notes.append(msg("note_no_buy_price", accelerator=system.accelerator))

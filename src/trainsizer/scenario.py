@@ -186,11 +186,13 @@ def resolve_model(spec: str | Mapping[str, Any], origin: str) -> ModelArch:
 
 
 def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Catalog,
-                data: Mapping[str, Any] | None = None) -> Scenario:
+                data: Mapping[str, Any] | None = None, *, network_searched: bool = False) -> Scenario:
     """A `Scenario` from a job file, mapping or `Job`, using `catalog` for hardware names.
 
     `data`, when given, is the already-read (and possibly overridden) content of the file `source`; errors
-    still name that file and relative model paths resolve beside it.
+    still name that file and relative model paths resolve beside it. `network_searched` (the plan): a job whose
+    hardware spans several nodes without `hardware.network` is left for the search to choose the network, as
+    `hardware: {count: N}` is, instead of being refused.
     """
     origin = "job" if isinstance(source, Mapping | Job) else str(source)
     job = _read_job(source, data, origin)
@@ -214,13 +216,15 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Catalog,
                          real=f"{job.seq_len * training.pack_fill:.0f}", share=f"{100 * training.pack_fill:.1f}"))
     elif job.packing and (job.data.length_sigma is not None or job.data.max_tokens is not None):
         notes.append(msg("note_packed_sample_lengths", seq_len=job.seq_len))
+    if job.currency_from_market:
+        notes.append(msg("note_currency_market", currency=job.currency, market=job.constraints.market))
     listed = _listed_accelerators(job, catalog, origin)
     bare = Scenario(job=job, model=model, training=training, notes=tuple(notes))
     if job.hardware is None:
         return bare
     if job.hardware.accelerator is None:  # only a GPU count (per node, network): the plan's search pins them
         return replace(bare, notes=(*bare.notes, msg("note_count_only", gpus=job.hardware.count)))
-    return _with_hardware(job, catalog, origin, listed, bare)
+    return _with_hardware(job, catalog, origin, listed, bare, network_searched)
 
 
 # Below a hundredth of the data's tokens cut at seq_len, the cut moves the run's tokens, time and cost by less than
@@ -329,7 +333,7 @@ def _listed_accelerators(job: Job, catalog: Catalog, origin: str) -> dict[str, s
 
 
 def _with_hardware(job: Job, catalog: Catalog, origin: str, listed: dict[str, set[str] | None],
-                   bare: Scenario) -> Scenario:
+                   bare: Scenario, network_searched: bool = False) -> Scenario:
     """`bare` (model and training only) placed on the job's `hardware:` and, when given, its strategy."""
     hw = job.hardware
     try:
@@ -339,7 +343,11 @@ def _with_hardware(job: Job, catalog: Catalog, origin: str, listed: dict[str, se
     notes = list(bare.notes)
     per_node = _hosts(hw, acc, origin)
     notes.extend(_check_constraints(job, acc, listed, origin, per_node))
-    network = _resolve_network(hw.network, spans_scaleout(acc, hw.count, per_node), catalog, origin, per_node)
+    spans = spans_scaleout(acc, hw.count, per_node)
+    if spans and hw.network is None and network_searched:  # the plan pins accelerator and count, searches networks
+        return replace(bare, notes=(*notes, msg("note_network_searched", gpus=hw.count, accelerator=acc.id,
+                                                 nodes=-(-hw.count // per_node))))
+    network = _resolve_network(hw.network, spans, catalog, origin, per_node, hw.count)
     if network is None and hw.count > per_node:
         notes.append(msg("note_one_scaleup_domain", accelerator=acc.id, gpus=hw.count, per_node=per_node,
                          domain=acc.scaleup_domain))
@@ -471,11 +479,12 @@ def _check_constraints(job: Job, acc: Any, listed: dict[str, set[str] | None], o
 
 
 def _resolve_network(spec: str | NetworkSpec | None, multi_node: bool, catalog: Catalog, origin: str,
-                     per_node: int = 8) -> NetworkView | None:
+                     per_node: int = 8, gpus: int = 0) -> NetworkView | None:
     if spec is None:
         if multi_node:
             raise SpecError(f"{origin}: hardware.network",
-                            msg("job_needs_network"))
+                            msg("job_needs_network", gpus=gpus, per_node=per_node, nodes=-(-gpus // max(per_node, 1))),
+                            allowed=sorted(catalog.networks))
         return None
     if isinstance(spec, NetworkSpec):
         return custom_network_view(spec)

@@ -40,19 +40,40 @@ def test_a_plan_strategy_block_is_a_job_strategy_and_estimates_the_same(catalog)
         api.estimate(make_job(strategy={"fsdp": "hybrid", "shard_group": 0}), catalog)
 
 
-def test_an_option_priced_only_in_the_other_currency_says_so():
-    """H800 has CNY prices only: a USD plan leaves it unpriced in the table while the BOM converts the price, so a
-    note says why and how to rank by it (en / zh); in CNY it is priced and nothing is said."""
+def test_an_option_priced_only_in_the_other_currency_is_converted_and_says_so():
+    """H800 has CNY prices only: a USD plan ranks it at its CNY cost converted at the bill of materials' dated rate
+    (it was left unpriced while the BOM converted it), the table labels the figure 'converted' and a note names the
+    rate (en / zh); in CNY it is priced as the catalog gives it and nothing is said."""
+    from trainsizer.plan.buildout.bom import fx
     from trainsizer.plan.texts import say
+    from trainsizer.render.cost_basis import ranked
 
     job = {"name": "h800 usd", "model": "llama-3.1-8b", "method": "lora", "data": {"tokens": 1.0e8}, "seq_len": 2048,
            "global_batch": {"sequences": 32}, "goal": {"procurement": "buy"},
-           "constraints": {"market": "china"}, "hardware": {"accelerator": "h800-sxm-80gb", "count": 8}}
+           "constraints": {"market": "china", "currency": "USD"},
+           "hardware": {"accelerator": "h800-sxm-80gb", "count": 8}}
     usd = make_plan(job, build=False)
-    assert usd.hardware_options[0].cost is None
-    note = next(m for m in usd.notes_msg if m is not None and m.key == "note_price_other_currency").model_dump()
-    assert "h800-sxm-80gb has a price in CNY only" in say(note, "en") and "constraints.currency: CNY" in say(note, "en")
-    assert "只有 CNY 价格" in say(note, "zh")
     cny = make_plan({**job, "constraints": {"market": "china", "currency": "CNY"}}, build=False)
-    assert cny.hardware_options[0].cost is not None
+    k, label = fx("CNY", "USD")
+    assert usd.hardware_options[0].cost == pytest.approx(cny.hardware_options[0].cost * k)
+    note = next(m for m in usd.notes_msg if m is not None and m.key == "note_price_other_currency").model_dump()
+    assert "h800-sxm-80gb has a price in CNY only" in say(note, "en") and label in say(note, "en")
+    assert "constraints.currency: CNY" in say(note, "en") and "只有 CNY 价格" in say(note, "zh")
+    shown = ranked(usd.recommended.model_dump(mode="json"), "buy")
+    assert shown.currency == "USD" and shown.converted and "converted" in shown.label("en")
     assert not any(m is not None and m.key == "note_price_other_currency" for m in cny.notes_msg)
+    assert not ranked(cny.recommended.model_dump(mode="json"), "buy").converted
+
+
+def test_a_china_market_job_without_a_currency_is_priced_in_cny_and_says_so():
+    """market: china without a currency priced in USD, leaving the China SKUs (H800 in CNY only) unpriced: the
+    market's currency now prices it, and a note says so and how to ask for USD (en / zh)."""
+    from trainsizer.plan.texts import say
+
+    job = {"name": "h800 china", "model": "llama-3.1-8b", "method": "lora", "data": {"tokens": 1.0e8},
+           "seq_len": 2048, "global_batch": {"sequences": 32}, "goal": {"procurement": "buy"},
+           "constraints": {"market": "china"}, "hardware": {"accelerator": "h800-sxm-80gb", "count": 8}}
+    plan = make_plan(job, build=False)
+    assert plan.hardware_options[0].cost is not None and plan.goal.currency == "CNY"
+    note = next(m for m in plan.notes_msg if m is not None and m.key == "note_currency_market").model_dump()
+    assert "constraints.currency: USD" in say(note, "en") and "按 CNY 计价" in say(note, "zh")

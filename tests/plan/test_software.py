@@ -56,6 +56,19 @@ def test_amd_and_ascend_stacks(build):
     assert "davinci" in npu.files["gres.conf"] and "Gres=npu:" in npu.files["slurm.conf"]
 
 
+def test_a_megatron_layout_names_each_vendors_stack(build):
+    """TP 8 on MI300X runs ROCm's Megatron-LM (AMD Primus, Transformer Engine for ROCm), not NVIDIA's Megatron-Core
+    with Transformer Engine; the row carries its own source and says what the estimate timed (en / zh)."""
+    from trainsizer.messages import Msg, render
+
+    amd = _sw(build(hardware={"accelerator": "mi300x"}, strategy={"fsdp": "none", "tp": 8})).framework
+    nv = _sw(build(strategy={"fsdp": "none", "tp": 8})).framework
+    assert "ROCm" in str(amd.value) and "Primus" in str(amd.value) and amd.source == "rocm_primus_megatron"
+    assert "Megatron-Core" in str(nv.value) and "ROCm" not in str(nv.value) and nv.source == "software_stack_ref"
+    if isinstance(amd.value, Msg):
+        assert "ROCm" in render(amd.value.key, "zh", amd.value.params)
+
+
 def test_framework_follows_strategy(build):
     assert "FSDP" in _sw(build()).framework.value
     assert "Megatron" in _sw(build(strategy={"fsdp": "none", "tp": 8})).framework.value

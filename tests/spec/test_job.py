@@ -281,3 +281,19 @@ def test_an_open_lower_bound_reads_as_greater_than():
         load_job({**BASE, "seq_len": 0})
     assert "seq_len: must be greater than 0 (got 0). Allowed: greater than 0, up to 10000000." in str(info.value)
     assert "允许：大于 0，不超过 10000000。" in info.value.render("zh"), info.value.render("zh")
+
+
+def test_one_currency_per_job():
+    """A budget without a currency is read in constraints.currency (it was read in USD beside CNY); a job naming two
+    currencies is refused (the ranking converts no price); unnamed, the market's currency prices the job."""
+    job = Job(**BASE, goal={"budget": {"amount": 1.5e6}}, constraints={"currency": "CNY"})
+    assert job.goal.budget.currency == "CNY" and job.currency == "CNY" and not job.currency_from_market
+    with pytest.raises(ValueError, match="goal.budget.currency is USD and constraints.currency CNY"):
+        Job(**BASE, goal={"budget": {"amount": 1.5e6, "currency": "USD"}}, constraints={"currency": "CNY"})
+    china = Job(**BASE, constraints={"market": "china"})
+    assert china.currency == "CNY" and china.currency_from_market
+    said = Job(**BASE, constraints={"market": "china", "currency": "USD"})
+    assert said.currency == "USD" and not said.currency_from_market
+    assert Job(**BASE).currency == "USD" and not Job(**BASE).currency_from_market
+    budget_only = Job(**BASE, goal={"budget": {"amount": 1e5, "currency": "CNY"}})
+    assert budget_only.constraints.currency == "CNY" and not budget_only.currency_from_market

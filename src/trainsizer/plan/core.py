@@ -67,9 +67,10 @@ class Priced:
     gpu_hours: float
     costs: dict[str, Any]
     goal: dict[str, Any]
-    cost: float | None  # what the job costs in the plan's currency (`job_cost`); None: no price in it
+    cost: float | None  # what the job costs in the plan's currency (`job_cost`); None: no price in either currency
     basis: str | None  # "rent" or "buy": which one `cost` is
     platform: Platform | None = None  # the catalog's documented-scale platform of the accelerator
+    converted: str | None = None  # the FX label where `cost` was converted from the other currency (bom.fx)
 
     @property
     def standing(self) -> Standing:
@@ -93,8 +94,7 @@ class Priced:
 
 
 def plan_currency(scenario: Scenario) -> str:
-    budget = scenario.job.goal.budget
-    return budget.currency if budget else scenario.job.constraints.currency
+    return scenario.job.currency
 
 
 def _option_scenario(base: Scenario, r: OptionResult) -> Scenario:
@@ -112,9 +112,27 @@ def price(base: Scenario, r: OptionResult, catalog: Any) -> Priced:
     en = energy(system.gpus, ttt.train_days * 24.0, system.tdp_w, utilisation=r.busy_fraction,
                 pue=pue.mid if pue else None)
     costs, goal, _ = run_costs(sc, catalog, ttt.gpu_hours, ttt.train_days * 24.0, en.kwh)
-    cost, basis = job_cost(costs, plan_currency(base))
+    cost, basis, converted = converted_cost(costs, plan_currency(base))
     return Priced(r, sc, ttt.train_days, ttt.gpu_hours, costs, goal, cost, basis,
-                  catalog.scale_platform_of(r.option.accelerator.id))
+                  catalog.scale_platform_of(r.option.accelerator.id), converted)
+
+
+def converted_cost(costs: dict[str, Any], currency: str) -> tuple[float | None, str | None, str | None]:
+    """(cost, basis, FX label): the job's cost in `currency` (`job_cost`), else its cost in the other catalog currency
+    converted at the bill of materials' dated rate (buildout.bom.fx), so a part the catalog prices in CNY only (H800)
+    is ranked in a USD plan at the figure its BOM shows, not left unpriced; the label says it was converted."""
+    from trainsizer.catalog.catalog import CURRENCIES
+    from trainsizer.plan.buildout.bom import fx
+
+    cost, basis = job_cost(costs, currency)
+    if cost is not None:
+        return cost, basis, None
+    for other in (c for c in CURRENCIES if c != currency):
+        cost, basis = job_cost(costs, other)
+        if cost is not None:
+            k, label = fx(other, currency)
+            return cost * k, basis, label
+    return None, None, None
 
 
 def _scored(i: int, p: Priced) -> ranking.Scored:
@@ -167,10 +185,10 @@ def _load(job: Any, catalog: Any, overrides: Mapping[str, Any] | None) -> Scenar
         data = read_mapping(Path(job))
         if overrides:
             data = apply_plan_overrides(data, overrides)
-        return resolve_job(job, catalog, data=data)
+        return resolve_job(job, catalog, data=data, network_searched=True)
     if isinstance(job, Mapping) and overrides:
-        return resolve_job(apply_plan_overrides(job, overrides), catalog)
-    return resolve_job(job, catalog)
+        return resolve_job(apply_plan_overrides(job, overrides), catalog, network_searched=True)
+    return resolve_job(job, catalog, network_searched=True)
 
 
 def apply_plan_overrides(data: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -416,7 +434,7 @@ def _assemble(sr: Searched, rk: Ranked, options: list[PlanOption], recommended: 
         + explain.no_scale_evidence_notes(options, recommended, lang)
         + explain.precision_notes(cands, _precision_label(sr.base.training), lang)
         + explain.front_notes(rk.ranked, rk.front, sr.priced, load_config().tie_fraction, lang)
-        + explain.other_currency_notes(summaries, catalog, currency, lang),
+        + explain.other_currency_notes([sr.priced[s.index] for s in rk.ranked], currency, lang),
     )
 
 

@@ -216,18 +216,17 @@ def _missing(smaller: list[OptionResult], priced: list[Any], deadline: float) ->
     return any(p.result is x and p.train_days > deadline for p in priced)
 
 
-def other_currency_notes(hardware_options: list[Any], catalog: Any, currency: str, lang: str = "en") -> list[str]:
-    """An option left unpriced in the plan's currency whose accelerator the catalog prices in the other one (H800
-    in CNY only, in a USD plan): the table says 'no price' while the bill of materials converts that price at its
-    dated rate (buildout.bom.convert), so the note says why and how to rank by it."""
+def other_currency_notes(priced: list[Any], currency: str, lang: str = "en") -> list[str]:
+    """An option whose cost was converted from the other currency (H800 priced in CNY only, in a USD plan:
+    core.converted_cost, at the bill of materials' dated rate): the note names the part and the rate, and how to
+    rank by its own price."""
+    seen: dict[str, str] = {}
+    for p in priced:
+        if p.converted and p.result.option.accelerator.id not in seen:
+            seen[p.result.option.accelerator.id] = p.converted
     other = "CNY" if currency == "USD" else "USD"
-    seen: list[str] = []
-    for o in hardware_options:
-        if o.cost is not None or o.accelerator in seen:
-            continue
-        if any(catalog.price(kind, o.accelerator, other) is not None for kind in ("purchase", "rent")):
-            seen.append(o.accelerator)
-    return [msg("note_price_other_currency", lang, acc=a, currency=currency, other=other) for a in seen]
+    return [msg("note_price_other_currency", lang, acc=a, currency=currency, other=other, rate=rate)
+            for a, rate in seen.items()]
 
 
 def plan_notes(scenario: Scenario, pins: Any, lang: str = "en") -> list[str]:

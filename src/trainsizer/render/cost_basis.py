@@ -40,10 +40,12 @@ class Cost:
     high: float | None
     currency: str
     years: float | None = None  # amortisation period of buy_amortised
+    converted: bool = False  # from the catalog's other currency, as the plan ranked it (plan.core.converted_cost)
 
     def label(self, lang: str) -> str:
-        """'rent' / 'buy, full price' / 'buy, amortised over 4 years' (en / zh)."""
-        return basis_label(self.basis, lang, self.years)
+        """'rent' / 'buy, full price' / 'buy, amortised over 4 years' (en / zh); ', converted' where it was."""
+        text = basis_label(self.basis, lang, self.years)
+        return t("cost_converted", lang).format(label=text) if self.converted else text
 
 
 def basis_label(basis: str, lang: str, years: float | None = None) -> str:
@@ -87,8 +89,19 @@ def buy_amortised(o: Mapping) -> Cost | None:
 
 
 def ranked(o: Mapping, procurement: str = "rent") -> Cost | None:
-    """The figure the plan ranked the option by (score.cost_basis); a plan without one (hand-written or older):
-    the basis the job asked for, for `either` the cheaper."""
+    """The figure the plan ranked the option by (score.cost_basis), in the plan's currency (a part priced in the
+    other one converted as the plan converted it: score.cost); a plan without one (hand-written or older): the basis
+    the job asked for, for `either` the cheaper."""
+    cost, score = _ranked(o, procurement), o.get("score") or {}
+    if cost is None or not score.get("currency") or score["currency"] == cost.currency or not score.get("cost") \
+            or not cost.mid:
+        return cost
+    k = float(score["cost"]) / cost.mid
+    return Cost(cost.basis, cost.low * k if cost.low is not None else None, float(score["cost"]),
+                cost.high * k if cost.high is not None else None, str(score["currency"]), cost.years, converted=True)
+
+
+def _ranked(o: Mapping, procurement: str) -> Cost | None:
     basis = (o.get("score") or {}).get("cost_basis")
     if basis == "rent":
         return rent(o)

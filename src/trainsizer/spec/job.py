@@ -9,7 +9,15 @@ from __future__ import annotations
 import types
 from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from trainsizer.messages import Listing, msg
@@ -224,6 +232,12 @@ class Goal(_Strict):
     objective: Literal["time", "cost", "cost_under_deadline", "time_within_budget"] | None = None
 
 
+# The currency a job is priced in when it names none (constraints.currency, goal.budget.currency): the market's. A
+# China-market buyer is quoted in CNY and the catalog prices China SKUs (H800, H20, RTX 4090 D) in CNY only, so a USD
+# default there left them unpriced; the job's notes say when the market chose it (scenario.note_currency_market).
+MARKET_CURRENCY: dict[str, Currency] = {"global": "USD", "china": "CNY", "china-domestic": "CNY"}
+
+
 class Constraints(_Strict):
     exclude: tuple[str, ...] = ()
     include: tuple[str, ...] | None = None
@@ -232,7 +246,7 @@ class Constraints(_Strict):
     rack_kw: float | None = Field(None, ge=0.1, le=MAX_RACK_KW)
     cooling: Cooling | None = None
     existing_network: str | None = None
-    currency: Currency = "USD"
+    currency: Currency = "USD"  # unset: the budget's, else the market's (Job._one_currency)
     market: Literal["global", "china", "china-domestic"] = "global"
 
 
@@ -492,6 +506,39 @@ class Job(_Strict):
     constraints: Constraints = Constraints()
     hardware: HardwareSpec | None = None
     strategy: StrategySpec | None = None
+    # where the job's one currency came from: "job" (constraints.currency or goal.budget.currency) or "market"
+    _currency_from: str = PrivateAttr("job")
+
+    @model_validator(mode="after")
+    def _one_currency(self) -> Job:
+        """One currency prices and ranks the job (the catalog's prices are not converted in the ranking): the one
+        the job gives in goal.budget.currency or constraints.currency (both: they must agree), else its market's
+        (MARKET_CURRENCY). Both fields are set to it, so a budget written without a currency is read in the
+        constraints' (it was read in USD beside constraints.currency CNY)."""
+        budget, c = self.goal.budget, self.constraints
+        in_budget = budget.currency if budget is not None and "currency" in budget.model_fields_set else None
+        in_constraints = c.currency if "currency" in c.model_fields_set else None
+        if in_budget and in_constraints and in_budget != in_constraints:
+            raise ValueError(msg("job_currencies_differ", budget=in_budget, currency=in_constraints))
+        currency = in_budget or in_constraints or MARKET_CURRENCY[c.market]
+        if not (in_budget or in_constraints) and currency != MARKET_CURRENCY["global"]:
+            self._currency_from = "market"
+        if budget is not None and budget.currency != currency:
+            goal = self.goal.model_copy(update={"budget": budget.model_copy(update={"currency": currency})})
+            object.__setattr__(self, "goal", goal)
+        if c.currency != currency:
+            object.__setattr__(self, "constraints", c.model_copy(update={"currency": currency}))
+        return self
+
+    @property
+    def currency(self) -> str:
+        """The currency every price of the job is read in (see _one_currency)."""
+        return self.constraints.currency
+
+    @property
+    def currency_from_market(self) -> bool:
+        """The job gave no currency and its market (china) chose one other than USD: the notes say so."""
+        return self._currency_from == "market"
 
     @model_validator(mode="after")
     def _method_rules(self) -> Job:

@@ -110,7 +110,7 @@ async def submit(request: Request) -> Response:
     try:
         job = job_from_form(values, upload)
         # Names (model preset, accelerators) are looked up now, so a wrong one is shown beside its input.
-        resolve_job(validate_job(job), request.app.state.catalog)
+        resolve_job(validate_job(job), request.app.state.catalog, network_searched=True)  # the form asks for a plan
     except TrainsizerError as err:
         detail = error_detail(err, lang)
         key = error_input(detail.field)

@@ -72,15 +72,21 @@ def _price(rec: Any, currency: str) -> Price:
                  source=", ".join(rec.sources), date=str(rec.date))
 
 
+def fx(source: str, target: str) -> tuple[float, str]:
+    """(target units per source unit, its label) at the rule's dated FX rate: the one rate the bill of materials and
+    the plan's ranking convert a USD / CNY price with (the catalog prices in those two)."""
+    rate = rules.rule("bom", "fx_cny_per_usd")
+    k = 1.0 if source == target else rate.value if (source, target) == ("USD", "CNY") else 1.0 / rate.value
+    return k, f"{source} x {k:.4g} {target}/{source} ({rate.source}, {rules.value('bom', 'fx_date')})"
+
+
 def convert(p: Price, currency: str) -> Price:
-    """A USD price in CNY at the rule's FX rate, labelled; other pairs are refused (the catalog has USD/CNY)."""
+    """A USD price in CNY (or back) at the rule's FX rate, labelled (`fx`)."""
     if p.currency == currency:
         return p
-    rate = rules.rule("bom", "fx_cny_per_usd")
-    date = rules.value("bom", "fx_date")
-    k = rate.value if (p.currency, currency) == ("USD", "CNY") else 1.0 / rate.value
+    k, label = fx(p.currency, currency)
     return Price(low=p.low * k, typical=p.typical * k, high=p.high * k, currency=currency, source=p.source,
-                 date=p.date, converted=f"{p.currency} x {k:.4g} {currency}/{p.currency} ({rate.source}, {date})")
+                 date=p.date, converted=label)
 
 
 def catalog_price(cat: Any, kind: str, subject: str, currency: str, term: str | None = None) -> Price | None:

@@ -61,8 +61,7 @@ class BuildInput:
 
     @property
     def currency(self) -> str:
-        budget = self.job.goal.budget
-        return budget.currency if budget else self.job.constraints.currency
+        return self.job.currency
 
     @property
     def nics_per_node(self) -> int:

@@ -61,10 +61,11 @@ def stack_for(acc: Any) -> tuple[str, dict]:
 def framework_for(b: BuildInput, vendor: str) -> Cited:
     s = b.strategy
     fw = rules.value("software", "frameworks")
+    by_vendor = rules.rule("software", "megatron_by_vendor")  # the Megatron-style stack of each vendor's parts
     if not b.scenario.training.trains_base_weights:
         key, why = "peft", msg("sw_why_peft", method=b.job.method)
     elif s.tp > 1 or s.pp > 1 or s.cp > 1 or s.ep > 1 or s.distributed_optimizer:
-        key = "mindspeed" if vendor == "huawei" else "megatron"
+        key = by_vendor.value.get(vendor, "megatron")
         why = msg("sw_why_megatron", tp=s.tp, pp=s.pp, cp=s.cp, ep=s.ep)
     elif (s.offload if isinstance(s.offload, str) else "none") != "none":
         # the layout's own words for the mode ("optimizer and parameters offloaded"), not the job's token
@@ -76,7 +77,8 @@ def framework_for(b: BuildInput, vendor: str) -> Cited:
     if vendor == "amd" and times_rocm_sdpa(b):
         why = msg("sw_why_rocm_sdpa", why=why)
     name = msg(f"framework_{key}")  # its English is the rule file's `frameworks` entry (a test checks)
-    return cited(name if str(name) == fw[key] else fw[key], why, "software_stack_ref")
+    source = by_vendor.source if key == by_vendor.value.get("amd") else "software_stack_ref"
+    return cited(name if str(name) == fw[key] else fw[key], why, source)
 
 
 def times_rocm_sdpa(b: BuildInput) -> bool:
