@@ -373,13 +373,15 @@ def _refined_note(rf: Any, currency: str, lang: str) -> str:
 
 
 def _next_count_note(nc: NextCount, currency: str, lang: str) -> str:
-    """The pinned count where every layout offloads, against the next count that fits on the GPUs alone."""
+    """The pinned count where every layout offloads, against the next count that fits on the GPUs alone; or a pinned
+    count that fits, against a neighbouring count that beats it (NextCount.nearby)."""
     pinned = dict(count=nc.pinned.result.option.count, pinned_days=duration(nc.pinned.train_days),
                   pinned_cost=explain.money(nc.pinned.cost, currency, lang))
     if nc.found is None:
         return explain.msg("note_next_count_none", lang, last=nc.last_count, **pinned)
     r = nc.found.result
-    return explain.msg("note_next_count", lang, option=r.option.key, layout=layout_text(r.strategy),
+    return explain.msg("note_nearby_count" if nc.nearby else "note_next_count", lang, option=r.option.key,
+                       layout=layout_text(r.strategy),
                        days=duration(nc.found.train_days), cost=explain.money(nc.found.cost, currency, lang),
                        **pinned)
 

@@ -10,6 +10,11 @@ without offload; the best such option there by the job's goal is stated beside t
 `Plan.next_count`). It does not join the ranking, which keeps the job's count. Probes stop after MAX_PROBES counts
 and at the job's node / GPU limits.
 
+A pinned count that fits without offload is set beside the whole servers one below and one above it (`nearby`):
+when one of them is faster by more than the ranking's tie band and costs no more (or cheaper by more than the band and
+no slower) by the job's own cost measure (GPU-hours where either is unpriced), the pinned count splits the job poorly
+(24 H100 where 16 or 32 divide the batch) and the plan says so, as for offload.
+
 When nothing fits at all, the binding's "more GPUs" relaxation names the count the model states alone need; the
 same probe (`first_fitting`, any layout, the node / GPU limits lifted) prices the first count that fits there.
 """
@@ -33,6 +38,7 @@ class NextCount:
     pinned: Any  # plan.core.Priced at the job's count
     found: Any | None  # plan.core.Priced at the next count, or None
     last_count: int  # the largest count probed
+    nearby: bool = False  # found is a neighbouring count that beats a pinned count which fits (not an offload's next)
 
 
 def _first_count(r: Any, unit: int) -> int:
@@ -83,8 +89,10 @@ def next_count(sr: Any, best_index: int, catalog: Any, tie_fraction: float) -> N
     job = sr.scenario.job
     pinned = sr.priced[best_index]
     r = pinned.result
-    if sr.pins.count is None or offload_reason(r, frozen_base=job.method in ("lora", "qlora")) is None:
+    if sr.pins.count is None:
         return None
+    if offload_reason(r, frozen_base=job.method in ("lora", "qlora")) is None:
+        return _nearby(sr, pinned, catalog, tie_fraction)
     unit = purchase_unit(r)
     count, last = _first_count(r, unit), r.option.count
     for _ in range(MAX_PROBES):
@@ -96,3 +104,27 @@ def next_count(sr: Any, best_index: int, catalog: Any, tie_fraction: float) -> N
             return NextCount(pinned, found, count)
         count += unit
     return NextCount(pinned, None, last) if last > r.option.count else None  # None: the limits allow no larger count
+
+
+def _nearby(sr: Any, pinned: Any, catalog: Any, tie_fraction: float) -> NextCount | None:
+    """One whole server below and one above the pinned count: the first that beats it on the job's goal axes
+    (`_beats`), searched and priced as the plan's options; None when neither does (the module docstring)."""
+    r = pinned.result
+    unit, count = purchase_unit(r), r.option.count
+    for other in (count - unit, count + unit):
+        if other < unit or not _allowed(other, r.option.per_node, sr.scenario.job.constraints):
+            continue
+        found = _best_at(sr.scenario, sr, r, other, catalog, tie_fraction, on_gpus=False)
+        if found is not None and _beats(found, pinned, tie_fraction):
+            return NextCount(pinned, found, other, nearby=True)
+    return None
+
+
+def _beats(a: Any, b: Any, tie_fraction: float) -> bool:
+    """`a` is faster than `b` by more than the tie band for no more money, or cheaper by more than it for no more
+    time. Money is the plan's cost (`Priced.cost`) where both have one, else GPU-hours (what rent is billed on)."""
+    priced = a.cost is not None and b.cost is not None
+    spend_a, spend_b = (a.cost, b.cost) if priced else (a.gpu_hours, b.gpu_hours)
+    faster = a.train_days < b.train_days * (1.0 - tie_fraction) and spend_a <= spend_b
+    cheaper = spend_a < spend_b * (1.0 - tie_fraction) and a.train_days <= b.train_days
+    return bool(faster or cheaper)

@@ -264,7 +264,9 @@ class Plan(_Out):
     next_count: OptionSummary | None = Field(None, description="when the job pins the GPU count and every layout "
                                              "at it offloads to the CPU: the next larger count of the same hardware "
                                              "that fits on the GPUs alone, searched and priced as every option but "
-                                             "not ranked (plan/next_count.py); 1.4")
+                                             "not ranked (plan/next_count.py); 1.4. Since 1.5 also, when the pinned "
+                                             "count fits: a whole server fewer or more that is faster for no more "
+                                             "money or cheaper for no more time, beyond the tie band")
     notes: list[str] = []
     notes_msg: list[MessageRef | None] | None = Field(None, description=MSGS)
     build: dict[str, Any] | None = Field(None, description="build-out blocks of the recommended option")
