@@ -28,3 +28,12 @@ def test_check_shows_the_jobs_whole_numbers_exactly(run_cli):
         code, out, err = run_cli("--lang", lang, "check", SFT)
         assert code == 0, err
         assert "1,048,576" in out and "104.86万" not in out, out
+
+
+def test_fit_writes_gib_to_a_tenth_as_the_estimate_does(run_cli):
+    """The memory column read "76 GiB" beside "78.9 GiB" (three significant figures): a tenth of a GiB, as the
+    estimate's memory table and the capacity sentence write it."""
+    code, out, err = run_cli("fit", SFT, "--what", "micro-batch", "--what", "seq-len")
+    assert code == 0, err
+    shown = re.findall(r"([\d,.]+) GiB", out)
+    assert len(shown) >= 2 and all(re.fullmatch(r"[\d,]+\.\d", g) for g in shown), shown

@@ -288,8 +288,10 @@ def test_one_currency_per_job():
     currencies is refused (the ranking converts no price); unnamed, the market's currency prices the job."""
     job = Job(**BASE, goal={"budget": {"amount": 1.5e6}}, constraints={"currency": "CNY"})
     assert job.goal.budget.currency == "CNY" and job.currency == "CNY" and not job.currency_from_market
-    with pytest.raises(ValueError, match="goal.budget.currency is USD and constraints.currency CNY"):
-        Job(**BASE, goal={"budget": {"amount": 1.5e6, "currency": "USD"}}, constraints={"currency": "CNY"})
+    with pytest.raises(SpecError, match="constraints.currency is CNY, but goal.budget.currency is USD") as err:
+        load_job({**BASE, "goal": {"budget": {"amount": 1.5e6, "currency": "USD"}},
+                          "constraints": {"currency": "CNY"}})
+    assert err.value.where.endswith("constraints")
     china = Job(**BASE, constraints={"market": "china"})
     assert china.currency == "CNY" and china.currency_from_market
     said = Job(**BASE, constraints={"market": "china", "currency": "USD"})

@@ -14,7 +14,7 @@ from trainsizer.messages import msg, tr
 from trainsizer.numbers import decimal, money
 from trainsizer.render.console import echo_json, print_table
 from trainsizer.render.i18n import note_label, t
-from trainsizer.render.numbers import fmt_count, fmt_num, fmt_params
+from trainsizer.render.numbers import fmt_count, fmt_gib, fmt_num, fmt_params
 
 # the options that override a job file's hardware and strategy (their --help: data/cli_help.yaml `_shared`)
 _OVERRIDES = [
@@ -159,7 +159,7 @@ def fit(app: AppState, job_file: Path, questions: tuple[str, ...], as_json: bool
         shown = decimal(val.get("value", val.get("layers")), L, "#,##0")
         extra = t("fit_params", L).format(params=fmt_params(val["params_total"], L)) \
             if val.get("params_total") else ""
-        gib = f"{fmt_num(val['per_gpu_gib'], L)} GiB" if val.get("per_gpu_gib") else "—"
+        gib = f"{fmt_gib(val['per_gpu_gib'], L)} GiB" if val.get("per_gpu_gib") else "—"
         if "nothing_fits" in val:
             shown, extra, gib = t("fit_none", L), "", "—"
             why.append(_nothing_fits(key, val["nothing_fits"], L))
@@ -178,7 +178,7 @@ def _nothing_fits(key: str, info: dict[str, Any], lang: str) -> str:
     """Why a fit question has no answer: what its smallest value needs per GPU, and the largest parts of it."""
     parts = sorted(info["breakdown_gib"].items(), key=lambda kv: -kv[1])[:2]
     # the breakdown's row labels, mid-sentence (lower case in English; Chinese has no case)
-    largest = t("list_sep", lang).join(f"{_lower_first(t(name, lang))} {fmt_num(g, lang)} GiB" for name, g in parts)
+    largest = t("list_sep", lang).join(f"{_lower_first(t(name, lang))} {fmt_gib(g, lang)} GiB" for name, g in parts)
     return tr(msg(f"fit_nothing_fits_{key}", smallest=fmt_num(info["smallest"], lang),
-                  need=fmt_num(info["per_gpu_gib"], lang), capacity=fmt_num(info["capacity_gib"], lang),
+                  need=fmt_gib(info["per_gpu_gib"], lang), capacity=fmt_gib(info["capacity_gib"], lang),
                   largest=largest), lang)

@@ -509,17 +509,26 @@ class Job(_Strict):
     # where the job's one currency came from: "job" (constraints.currency or goal.budget.currency) or "market"
     _currency_from: str = PrivateAttr("job")
 
+    @field_validator("constraints")
+    @classmethod
+    def _currency_agrees_with_budget(cls, c: Constraints, info: ValidationInfo) -> Constraints:
+        """On the field, so the error names constraints.currency beside the budget's (not the top level)."""
+        goal = info.data.get("goal")
+        budget = goal.budget if goal is not None else None
+        if budget is not None and "currency" in budget.model_fields_set and "currency" in c.model_fields_set \
+                and budget.currency != c.currency:
+            raise ValueError(msg("job_currencies_differ", budget=budget.currency, currency=c.currency))
+        return c
+
     @model_validator(mode="after")
     def _one_currency(self) -> Job:
-        """One currency prices and ranks the job (the catalog's prices are not converted in the ranking): the one
-        the job gives in goal.budget.currency or constraints.currency (both: they must agree), else its market's
+        """One currency prices the job and holds its budget: the one it gives in goal.budget.currency or
+        constraints.currency (both: they must agree, `_currency_agrees_with_budget`), else its market's
         (MARKET_CURRENCY). Both fields are set to it, so a budget written without a currency is read in the
         constraints' (it was read in USD beside constraints.currency CNY)."""
         budget, c = self.goal.budget, self.constraints
         in_budget = budget.currency if budget is not None and "currency" in budget.model_fields_set else None
-        in_constraints = c.currency if "currency" in c.model_fields_set else None
-        if in_budget and in_constraints and in_budget != in_constraints:
-            raise ValueError(msg("job_currencies_differ", budget=in_budget, currency=in_constraints))
+        in_constraints = c.currency if "currency" in c.model_fields_set else None  # agrees (the field's check)
         currency = in_budget or in_constraints or MARKET_CURRENCY[c.market]
         if not (in_budget or in_constraints) and currency != MARKET_CURRENCY["global"]:
             self._currency_from = "market"

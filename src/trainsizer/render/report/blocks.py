@@ -66,6 +66,15 @@ def _vendor_name(code: str, lang: str) -> str:
     return load_catalog().vendor_name(code, lang)
 
 
+# Fields of a scale-up domain that only an NVLink domain has: an xGMI / HCCS domain's row leaves them out (it read
+# "NVLink SHARP (NVLS): no; NVLink switch trays: 0" for MI300X)
+NVLINK_ONLY = ("nvls", "nvlink_switch_trays")
+
+
+def _shown(v: Mapping, k: str) -> bool:
+    return v[k] is not None and not (k in NVLINK_ONLY and "tech" in v and not str(v["tech"]).startswith("nvlink"))
+
+
 def cell(key: str, v: object, f: Fmt, currency: str) -> str:
     """One value as text: prices as ranges in their currency, limits with their source, units by name."""
     if is_price(v):
@@ -78,7 +87,7 @@ def cell(key: str, v: object, f: Fmt, currency: str) -> str:
         return t("sep.fields", f.lang).join(
             f"{field_label(k, f.lang)}{t('sep.field', f.lang)}"
             f"{cell(k if unit_of(k) or k.endswith(SHARE_SUFFIXES) else key, x, f, currency)}"
-            for k, x in v.items() if x is not None)
+            for k, x in v.items() if _shown(v, k))
     if key == "vendor" and isinstance(v, str):
         return _vendor_name(v, f.lang)
     if isinstance(v, str) and has(f"v.{v}"):
