@@ -131,6 +131,7 @@ class Scenario:
                 "gpus": self.system.gpus,
                 "gpus_per_node": self.system.gpus_per_node,
                 "nodes": self.system.nodes,
+                **scaleup_domains(self.accelerator, self.system),
                 "memory_gib_per_gpu": self.system.memory_gib,
                 "network": None if self.network is None else {
                     "id": self.network.id,
@@ -418,6 +419,17 @@ def _hosts(hw: Any, acc: Any, origin: str) -> int:
                             per_node=per_node, accelerator=acc.id), value=hw.count,
                         allowed=[msg("allowed_multiple_of", n=per_node)])
     return per_node
+
+
+def scaleup_domains(acc: Any, system: Any) -> dict[str, int]:
+    """{scaleup_domains, scaleup_domain_gpus} where one scale-up domain spans several hosts (an NVL72 rack of 18
+    trays: a buyer counts racks there, not trays); {} where a domain is one host. The job's GPUs are placed
+    `system.scaleup_domain` per domain (`job_domain_gpus`)."""
+    domain, per_node, gpus = int(getattr(acc, "scaleup_domain", 0) or 0), system.gpus_per_node, system.gpus
+    if domain <= per_node or gpus <= per_node:
+        return {}
+    placed = max(1, min(int(system.scaleup_domain), domain))
+    return {"scaleup_domains": -(-gpus // placed), "scaleup_domain_gpus": domain}
 
 
 def spans_scaleout(acc: Any, gpus: int, per_node: int) -> bool:

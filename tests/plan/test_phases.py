@@ -44,8 +44,8 @@ def test_a_rented_cluster_is_reserved_not_ordered_or_racked(blocks, catalog):
 
 def test_either_rolls_out_the_way_the_plan_prices_the_job(build):
     """procurement either: the roll-out of the cheaper of rent and buy, as the plan prices the job (job_cost)."""
+    from trainsizer.evaluate import job_cost
     from trainsizer.plan.buildout import build_blocks
-    from trainsizer.plan.core import job_cost
 
     seen = set()
     for tokens in (1e9, 1e13):  # a short job rents cheaper, a years-long one buys cheaper

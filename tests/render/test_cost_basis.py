@@ -11,7 +11,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trainsizer.plan.core import job_cost
+from trainsizer.evaluate import job_cost
 from trainsizer.render import cost_basis
 from trainsizer.render.numbers import money
 

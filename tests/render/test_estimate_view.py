@@ -107,3 +107,19 @@ def test_memory_table_writes_gib_to_a_tenth_so_its_rows_add_up():
     assert {"Total", "GPU memory capacity", "Headroom"} <= rows.keys(), rows
     assert rows["Total"] + rows["Headroom"] == pytest.approx(rows["GPU memory capacity"], abs=0.11)
     assert f"capacity {rows['GPU memory capacity']:.1f} GiB" in text
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_an_nvl72_estimate_counts_trays_in_racks_not_nodes(lang):
+    """128 GB200 read "(32 nodes x 4 GPUs)": the hardware line counts trays and the NVL72 racks (scale-up domains)
+    they sit in, from the JSON's hardware.scaleup_domains, as the plan's tier does."""
+    nvl = Path(__file__).resolve().parents[2] / "examples" / "pretrain-70b-gb200-nvl72.yaml"
+    result = estimate(resolve(nvl))
+    hw = result["job"]["hardware"]
+    assert (hw["scaleup_domains"], hw["scaleup_domain_gpus"]) == (2, 72)
+    out = StringIO()
+    print_estimate(result, lang, Console(file=out, width=200, soft_wrap=False))
+    line = next(x for x in out.getvalue().splitlines() if "gb200" in x)
+    assert "32" in line and "72" in line
+    assert ("trays" in line and "nodes" not in line) if lang == "en" else ("托盘" in line and "个节点" not in line)
+    assert "scaleup_domains" not in estimate(resolve(EXAMPLE))["job"]["hardware"]  # one L40S: a domain is a host

@@ -19,7 +19,7 @@ from trainsizer.messages import Listing, Money, duration
 from trainsizer.plan.messages import joined, msg
 from trainsizer.plan.schema import Binding, PlanOption, Relaxation, Tier
 from trainsizer.plan.texts import listed
-from trainsizer.scenario import Scenario
+from trainsizer.scenario import Scenario, scaleup_domains
 from trainsizer.search import rank as ranking
 from trainsizer.search.config import SearchConfig, load_config, names_lean_layout
 from trainsizer.search.engine import OptionResult, offload_reason, states_lower_bound_bytes
@@ -195,17 +195,12 @@ def tier(rec: PlanOption, best: Any, priced: list[Any], results: list[OptionResu
         text = (msg("tier_network", lang, comm=f"{comm:.2f}", compute=f"{bd.get('compute', 0.0):.2f}")
                 if decided == "network" else msg("tier_compute", lang))
     return Tier(id=tier_id(gpus, nodes, cfg), gpus=gpus, nodes=nodes, decided_by=decided, why=text,
-                **_domains(r, gpus))
+                **_domains(r))
 
 
-def _domains(r: OptionResult, gpus: int) -> dict[str, int]:
-    """The scale-up domains a job takes where one spans several nodes (an NVL72 rack of 18 trays): a buyer counts
-    racks there, not trays. The job's GPUs are placed `system.scaleup_domain` per domain (scenario's placement)."""
-    per_node, domain = r.option.per_node, int(r.option.accelerator.scaleup_domain or 0)
-    if domain <= per_node or gpus <= per_node:
-        return {"per_node": per_node}
-    placed = max(1, min(int(r.system.scaleup_domain), domain))
-    return {"per_node": per_node, "scaleup_domains": -(-gpus // placed), "scaleup_domain_gpus": domain}
+def _domains(r: OptionResult) -> dict[str, int]:
+    """GPUs per node and, where a scale-up domain spans several nodes, the domains the job takes (NVL72 racks)."""
+    return {"per_node": r.option.per_node, **scaleup_domains(r.option.accelerator, r.system)}
 
 
 def _missing(smaller: list[OptionResult], priced: list[Any], deadline: float) -> bool:

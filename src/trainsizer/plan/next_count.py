@@ -3,7 +3,7 @@
 A job that pins its GPU count (hardware.count or --count) is searched at that count only. When every layout there
 offloads to the CPU (`search.engine.offload_reason`), what a buyer asks next is what a few more servers would do.
 Whole servers of the same accelerator above the pinned count are searched and priced exactly as the plan's own
-options (`plan.core.search_job` with the count pinned there: its networks where the job gives none, as a count
+options (`plan.searched.search_job` with the count pinned there: its networks where the job gives none, as a count
 beyond one node needs one), smallest first, from the count the model states alone need
 (`states_lower_bound_bytes` over the count, a lower bound: activations come on top), until one runs a layout
 without offload; the best such option there by the job's goal is stated beside the pinned count (a note and
@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from trainsizer.plan.refine import purchase_unit
+from trainsizer.plan.searched import rank_searched, search_job
 from trainsizer.search.engine import offload_reason
 
 MAX_PROBES = 12  # counts tried above the pinned one: one search of one accelerator's options each
@@ -35,8 +36,8 @@ MAX_PROBES = 12  # counts tried above the pinned one: one search of one accelera
 class NextCount:
     """The pinned option, and the next count that fits without offload (None: none within the probes)."""
 
-    pinned: Any  # plan.core.Priced at the job's count
-    found: Any | None  # plan.core.Priced at the next count, or None
+    pinned: Any  # plan.searched.Priced at the job's count
+    found: Any | None  # plan.searched.Priced at the next count, or None
     last_count: int  # the largest count probed
     nearby: bool = False  # found is a neighbouring count that beats a pinned count which fits (not an offload's next)
 
@@ -58,8 +59,6 @@ def _best_at(scenario: Any, sr: Any, r: Any, count: int, catalog: Any, tie_fract
              on_gpus: bool) -> Any | None:
     """The best option by the job's goal at `count` GPUs of `r`'s accelerator (`on_gpus`: among those whose layout
     does not offload); None when none fits."""
-    from trainsizer.plan.core import rank_searched, search_job
-
     pins = replace(sr.pins, accelerator=r.option.accelerator.id, count=count)
     found = search_job(scenario, catalog, pins)
     if on_gpus:

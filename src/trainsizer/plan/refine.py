@@ -5,7 +5,7 @@ so when a deadline binds, the rung that first meets it can hold up to half again
 needs. Renting, that costs little (the GPU-hours barely change with the count); buying, the capex grows with
 it. So when the job's figure is cost and the next smaller rung of the recommended family fits but misses the
 deadline, whole servers between the two rungs are searched and priced exactly as every option is
-(`search.search_option`, `plan.core.price`); the cheapest that satisfies the job joins the options when it is
+(`search.search_option`, `plan.searched.price`); the cheapest that satisfies the job joins the options when it is
 cheaper than the rung by more than the tie fraction (a smaller difference the model cannot tell apart).
 """
 
@@ -23,7 +23,7 @@ MAX_PROBES = 24  # counts tried between two rungs: ~0.1 s each on the largest op
 class Refined:
     """A count found between two rungs, and the rungs it was found between (for the plan's note)."""
 
-    priced: Any  # plan.core.Priced of the new count
+    priced: Any  # plan.searched.Priced of the new count
     lower: Any  # Priced of the smaller rung (misses the deadline)
     rung: Any  # Priced of the rung the search recommended
 

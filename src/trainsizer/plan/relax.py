@@ -20,6 +20,7 @@ from trainsizer.plan.explain import money
 from trainsizer.plan.messages import msg
 from trainsizer.plan.next_count import first_fitting
 from trainsizer.plan.schema import Binding, Relaxation
+from trainsizer.plan.searched import plan_currency, rank_searched, search_job
 from trainsizer.plan.texts import as_msg
 from trainsizer.search import Pins, load_config
 
@@ -41,8 +42,6 @@ def _with(sr: Any, *, constraints: dict[str, Any] | None = None, training: dict[
 
 def _best(scenario: Any, catalog: Any, pins: Pins) -> tuple[Any, Any] | None:
     """(best priced option, whether it satisfies the job) of a re-search; None when nothing fits."""
-    from trainsizer.plan.core import rank_searched, search_job
-
     sr = search_job(scenario, catalog, pins)
     if not sr.priced:
         return None
@@ -134,8 +133,6 @@ def _more_gpus(binding: Binding, sr: Any, catalog: Any, lang: str, currency: str
 
 def quantify(binding: Binding, sr: Any, catalog: Any, lang: str = "en") -> Binding:
     """`binding` with the relaxations the re-searches measured appended."""
-    from trainsizer.plan.core import plan_currency
-
     currency = plan_currency(sr.base)
     if binding.constraint == "deadline":
         extra = _deadline(sr, catalog, lang, currency)

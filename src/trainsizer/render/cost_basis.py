@@ -2,7 +2,7 @@
 
 - rent: GPU-hours x price per GPU-hour (`cost.rent`);
 - buy_full: the accelerators' purchase price + this job's electricity, nothing credited for the hardware
-  afterwards: what the plan ranks options by and checks the budget against (plan.core.job_cost, `score.cost`);
+  afterwards: what the plan ranks options by and checks the budget against (evaluate.job_cost, `score.cost`);
 - buy_amortised: this job's share of the purchase, straight-line over `cost.buy.amortisation_years`, + its
   electricity (evaluate._costs, `cost.buy.low / mid / high`).
 
@@ -70,7 +70,7 @@ def rent(o: Mapping) -> Cost | None:
 
 
 def buy_full(o: Mapping) -> Cost | None:
-    """Purchase (quantity x unit price, low / typical / high) + the job's electricity (plan.core.job_cost)."""
+    """Purchase (quantity x unit price, low / typical / high) + the job's electricity (evaluate.job_cost)."""
     block = _block(o, "buy")
     if block is None or block.get("capex_total") is None:
         return None

@@ -127,8 +127,11 @@ def _configuration(con: Console, job: dict[str, Any], L: str) -> None:
     hw, strategy = job.get("hardware"), job.get("strategy")
     if hw:
         one = "_one" if hw["nodes"] == 1 else ""  # "(one node)", not "(1 nodes x 1 GPUs)"
-        where = t("estimate_hardware_line" + one, L).format(accelerator=hw["accelerator"], gpus=hw["gpus"],
-                                                      nodes=hw["nodes"], per_node=hw["gpus_per_node"])
+        if hw.get("scaleup_domains"):  # NVL72: trays in racks, not nodes
+            one = "_domains" + ("_one" if hw["scaleup_domains"] == 1 else "")
+        where = t("estimate_hardware_line" + one, L).format(
+            accelerator=hw["accelerator"], gpus=hw["gpus"], nodes=hw["nodes"], per_node=hw["gpus_per_node"],
+            domains=hw.get("scaleup_domains"), domain=hw.get("scaleup_domain_gpus"))
         network = (hw.get("network") or {}).get("id")
         con.print(f"{t('plan_option', L)}{t('colon', L)}{where}" + (f"{t('list_sep', L)}{network}" if network else ""))
     if strategy:
