@@ -26,9 +26,10 @@ row reads as a user's job file; every assumed setting is in its `assumed` column
   footnoted with (cudnn-frontend issue 256; docs/known-gaps.md 41). The table's other lines with a preset (DeepSeek-V3,
   Qwen3 30B-A3B / 235B-A22B on GB300 / GB200) repeat the 26.06.01 layouts at rates within 2.5% of those lines
   (perf_heldout27 holds them) and are not added; DeepSeek-V4 Flash and the Nemotron 3 lines have no preset.
-- MLPerf Training v6.0, HPE's GPT-OSS 20B on 16 and 32 GB300 of one NVL72 (the round's public copy, as perf_mlperf6:
-  benchmarks/data/heldout_2026e_mlperf6.csv in mlperf6.csv's columns, built by perf_mlperf6.job): NVIDIA's code and
-  commons at micro-batch 2, data parallel only; each row the median of its log's per-block train_step_time. Printed
+- MLPerf Training v6.0, HPE's GPT-OSS 20B on 16 and 32 GB300 of one NVL72 and Lambda's on 72 (the round's public copy,
+  as perf_mlperf6: benchmarks/data/heldout_2026e_mlperf6.csv in mlperf6.csv's columns, built by perf_mlperf6.job):
+  NVIDIA's code and commons, HPE at micro-batch 2 data parallel only, Lambda at NVIDIA's 72-GPU layout (CP 2 x EP 4,
+  micro-batch 1); each row the median of its log's per-block train_step_time. Printed
   beside perf_mlperf6's NVIDIA GB300 rows of the same code (8, 72, 512 GPUs) as one series of per-GPU rates.
 Left out (the source does not state enough to run, or the job cannot state what ran; docs/known-gaps.md 57 (l),
 (m), (n)):
@@ -116,7 +117,7 @@ def mlperf_cases(rs: list[dict[str, str]] | None = None) -> list[tuple[str, str,
 
 
 def gpt_oss_series() -> list[tuple[str, str, float, float]]:
-    """GPT-OSS 20B on GB300 under NVIDIA's v6.0 code: perf_mlperf6's NVIDIA rows and this file's HPE rows, by GPUs."""
+    """GPT-OSS 20B on GB300 under NVIDIA's v6.0 code: perf_mlperf6's NVIDIA rows and this file's rows, by GPUs."""
     base = [r for r in mlperf6_rows() if r["id"] in GPT_OSS_SERIES]
     rs = sorted(base + mlperf_rows(), key=lambda r: int(r["gpu_count"]))
     return mlperf_cases(rs)
@@ -158,14 +159,14 @@ def main() -> None:
     print_fits(mbridge_fits(), "Megatron-Bridge 26.08")
     hc = mlperf_cases()
     errs = print_cases(hc, blank_line=True)
-    print(f"\nMLPerf v6.0 HPE GPT-OSS 20B on GB300 (held out, nothing fitted): n={len(hc)} MAPE {100 * errs.mean():.1f}%")
+    print(f"\nMLPerf v6.0 HPE / Lambda GPT-OSS 20B on GB300 (held out, nothing fitted): n={len(hc)} MAPE {100 * errs.mean():.1f}%")
     print("GPT-OSS 20B on GB300, NVIDIA's v6.0 code, by GPUs (perf_mlperf6's NVIDIA rows and these):")
     rows = {r["id"]: r for r in mlperf6_rows() + mlperf_rows()}
     for rid, who, meas, pred in gpt_oss_series():
         r = rows[rid]
         print(f"  {who:7s} {r['gpu_count']:>4s} GPUs micro-batch {r['micro_batch']} global {r['global_batch_seqs']:>3s}  "
               f"measured {meas:8.0f} predicted {pred:8.0f}  {pred / meas - 1.0:+6.1%}")
-    print_fits(job_fits((r["id"], mlperf6_job(r)) for r in mlperf_rows()), "MLPerf v6.0 HPE")
+    print_fits(job_fits((r["id"], mlperf6_job(r)) for r in mlperf_rows()), "MLPerf v6.0 HPE / Lambda")
 
 
 if __name__ == "__main__":

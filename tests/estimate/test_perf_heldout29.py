@@ -115,13 +115,19 @@ def test_mbridge_26_08_gpt_oss_rows_are_the_26_06_01_jobs_without_the_regression
     assert all(f.fits for f in p29.mbridge_fits())
 
 
-def test_mlperf6_hpe_gpt_oss_rows_and_the_gb300_series():
-    """HPE's GPT-OSS 20B on 16 / 32 GB300 (NVIDIA's v6.0 code, micro-batch 2): within 10% (reached +6.1 / +3.7%), both
-    fit. Measured, 16 -> 32 GPUs keeps the per-GPU rate (46,310 -> 46,496): the +47% of perf_mlperf6's 72-GPU row (micro-
-    batch 1) is not the GPU count within the domain (docs/known-gaps.md 57 (q))."""
+def test_mlperf6_hpe_lambda_gpt_oss_rows_and_the_gb300_series():
+    """HPE's GPT-OSS 20B on 16 / 32 GB300 (NVIDIA's v6.0 code, micro-batch 2, data parallel): within 10% (reached +6.1 /
+    +3.7%). Measured, 16 -> 32 GPUs keeps the per-GPU rate (46,310 -> 46,496). Lambda's 72-GPU run at NVIDIA's layout
+    (CP 2 x EP 4, micro-batch 1) measures NVIDIA's rate within 1% (25,225 vs 25,181) and is predicted as far off (+46.8%):
+    the gap is the layout's, not a submitter's or the GPU count's (docs/known-gaps.md 57 (q)); bounded loosely. All fit."""
     cs = {rid: (m, p) for rid, _, m, p in p29.mlperf_cases()}
-    assert len(cs) == 2 and all(abs(p / m - 1.0) < 0.10 for m, p in cs.values())
-    m16, m32 = cs["mlperf6.0_hpe_gb300_gpt_oss_20b_mxfp8_16gpu"][0], cs["mlperf6.0_hpe_gb300_gpt_oss_20b_mxfp8_32gpu"][0]
+    assert len(cs) == 3
+    hpe = {rid: mp for rid, mp in cs.items() if "_hpe_" in rid}
+    assert len(hpe) == 2 and all(abs(p / m - 1.0) < 0.10 for m, p in hpe.values())
+    m16, m32 = hpe["mlperf6.0_hpe_gb300_gpt_oss_20b_mxfp8_16gpu"][0], hpe["mlperf6.0_hpe_gb300_gpt_oss_20b_mxfp8_32gpu"][0]
     assert abs(m32 / m16 - 1.0) < 0.02
+    series = {rid: (m, p) for rid, _, m, p in p29.gpt_oss_series()}
+    lam, nv = series["mlperf6.0_lambda_gb300_gpt_oss_20b_mxfp8_72gpu"], series["mlperf6.0_gb300_gpt_oss_20b_mxfp8_72gpu"]
+    assert abs(lam[0] / nv[0] - 1.0) < 0.01 and 0.0 < lam[1] / lam[0] - 1.0 < 0.60
     assert all(f.fits for f in job_fits((r["id"], mlperf6_job(r)) for r in p29.mlperf_rows()))
-    assert [int(rid.rsplit("_", 1)[1][:-3]) for rid, _, _, _ in p29.gpt_oss_series()] == [8, 16, 32, 72, 512]
+    assert sorted(int(rid.rsplit("_", 1)[1][:-3]) for rid in series) == [8, 16, 32, 72, 72, 512]
