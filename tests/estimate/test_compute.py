@@ -144,6 +144,30 @@ def test_fp8_cast_kernels_are_counted_per_tensor_by_recipe():
     assert _fp8_casts(1e6, 4096.0, 4096.0, 1e6, rates(h100_cluster(), "bf16"), 1.0) == (0.0, 0.0)
 
 
+def test_eager_rope_and_qk_norm_run_over_every_query_and_key_head():
+    """Qwen3 32B's 64 query heads of 128 are wider than its hidden 5,120: eager RoPE streams its bytes over the
+    (64 + 8) x 128 query and key widths, and its qk-norm (an RMSNorm a head, before RoPE) adds the eager RMSNorm's 36 B
+    per element of them, one fused norm kernel's 4 B under norm_kernel "fused", nothing when compiled (Inductor fuses
+    the norm into the RoPE kernel)."""
+    from trainsizer.estimate.compute import eager_elementwise_traffic
+    from trainsizer.models.arch import ModelArch
+
+    eager_b = load_constants().eager_bytes_per_element
+    kw = dict(name="q", family="custom", layers=64, hidden=5120, heads=64, kv_heads=8, head_dim=128, ffn=25600,
+              vocab=151936)
+    plain, qk = ModelArch(**kw), ModelArch(**kw, qk_norm=True)
+    h, qkv, ffn, qk_w = 5120, 8192 + 2 * 1024, 25600, (64 + 8) * 128
+    fused_total = 22 * h + 4 * qkv + 6 * ffn
+    base = 86 * h + 20 * qk_w + 10 * ffn
+    assert float(eager_elementwise_traffic(plain, eager_b, 20.0)) == pytest.approx(base / fused_total)
+    assert float(eager_elementwise_traffic(qk, eager_b, 20.0)) == pytest.approx((base + 36 * qk_w) / fused_total)
+    assert float(eager_elementwise_traffic(qk, eager_b, 20.0, "fused")) == pytest.approx(
+        (base - 64 * h + 4 * qk_w) / fused_total)
+    assert float(eager_elementwise_traffic(qk, eager_b, 20.0, fused_rest=True)) == pytest.approx(1.0)
+    assert float(eager_elementwise_traffic(qk, eager_b, 20.0, "eager", fused_rest=True)) == pytest.approx(
+        (86 * h + 4 * qkv + 6 * ffn + 36 * qk_w) / fused_total)
+
+
 def test_torchao_rowwise_runs_tensorwise_gemms_and_casts_each_weight_twice():
     """torchao rowwise: the forward's row-scaled CUTLASS GEMM and the backward's cuBLAS tensorwise GEMMs (the
     slow-accumulation workaround in float8_ops.addmm_float8_unwrapped) run at the tensorwise rate; the cost of the

@@ -66,3 +66,17 @@ def test_shared_experts_follow_activation_kernel_behind_deepep():
 def test_torch_compile_fuses_every_part():
     assert _compute("alltoall", None, compile_=True) == pytest.approx(_compute("alltoall", "fused", compile_=True))
     assert _compute("alltoall", None) > _compute("alltoall", None, compile_=True)
+
+
+def test_a_clamped_swiglu_streams_its_eager_ops():
+    """gpt-oss clamps both halves before its SwiGLU (torchtitan gpt_oss/moe.py swiglu, transformers GptOssExperts):
+    eager, two clamps, alpha x, sigmoid, two products and the + 1 stream 32 B per inner element against SwiGLU's 10;
+    compiled or fused, the same 6 as any SwiGLU."""
+    m = dataclasses.replace(mixtral(), activation_clamp=True)
+    assert EAGER["swiglu_clamped"] == 32.0
+    assert moe_elementwise_traffic(m, EAGER, 20.0, "fused", act_kernel="eager")[1] == pytest.approx(32.0 / 6.0)
+    assert moe_elementwise_traffic(m, EAGER, 20.0, "fused", act_kernel="fused")[1] == 1.0
+    assert moe_elementwise_traffic(m, EAGER, 20.0, fused_rest=True)[1] == 1.0
+    plain = moe_elementwise_traffic(mixtral(), EAGER, 20.0, "fused", act_kernel="eager")[1]
+    assert plain == pytest.approx(10.0 / 6.0)
+    assert _compute("alltoall", "eager", m) > _compute("alltoall", "eager")

@@ -121,7 +121,8 @@ def eager_elementwise_traffic(model: ModelArch, eager_bytes: dict[str, float], r
     ffn = float(shapes.ffn)
     common, fused_common = _norm_residual_rope_bytes(model, shapes, eager_bytes, rope_bytes, norm_kernel, fused_rest)
     fused_act = 2.0 * shapes.act_elems_per_inner * ffn
-    act = eager_bytes["swiglu"] * ffn if model.mlp == "swiglu" and _runs_eager(act_kernel, fused_rest) else fused_act
+    act = _eager_swiglu_bytes(model, eager_bytes) * ffn if model.mlp == "swiglu" and _runs_eager(act_kernel, fused_rest) \
+        else fused_act
     return (common + act) / (fused_common + fused_act)
 
 
@@ -137,8 +138,14 @@ def moe_elementwise_traffic(model: ModelArch, eager_bytes: dict[str, float], rop
     shapes = ModelShapes.of(model)
     common, fused_common = _norm_residual_rope_bytes(model, shapes, eager_bytes, rope_bytes, norm_kernel, fused_rest)
     eager_act = model.mlp == "swiglu" and _runs_eager(act_kernel, fused_rest)
-    act = eager_bytes["swiglu"] / (2.0 * shapes.act_elems_per_inner) if eager_act else 1.0
+    act = _eager_swiglu_bytes(model, eager_bytes) / (2.0 * shapes.act_elems_per_inner) if eager_act else 1.0
     return common / fused_common, act
+
+
+def _eager_swiglu_bytes(model: ModelArch, eager_bytes: dict[str, float]) -> float:
+    """Forward HBM bytes per inner element of an eager SwiGLU: the clamped one where the model clamps its halves
+    (ModelArch.activation_clamp: gpt-oss), else the plain one (perf_constants.yaml gemm.eager_bytes_per_element)."""
+    return eager_bytes["swiglu_clamped"] if model.activation_clamp else eager_bytes["swiglu"]
 
 
 def _runs_eager(kernel: str | None, fused_rest: bool) -> bool:
@@ -153,11 +160,29 @@ def _norm_residual_rope_bytes(model: ModelArch, shapes: ModelShapes, eager_bytes
     two norms, the residual adds and masks, RoPE on q and k (counts of `eager_elementwise_traffic`)."""
     h, qkv = float(shapes.hidden), float(shapes.qkv_out)
     v_width = (qkv - h) / 2.0 if qkv > h else qkv / 3.0
+    # the widths RoPE (and qk-norm) run over: every query and key head (a query projection wider than the hidden size:
+    # Qwen3 32B's 64 x 128, GPT-OSS's 64 x 64); MLA: the estimate's q + k share of its projection
+    qk = qkv - v_width if model.attention == "mla" else float(model.q_dim + model.kv_dim)
     fused_norms, rest, fused_rope = 2.0 * 4.0 * h, 2.0 * 7.0 * h, 2.0 * 2.0 * qkv
     eager_norm = model.norm == "rmsnorm" and _runs_eager(norm_kernel, fused_rest)
     norms = 2.0 * eager_bytes["rmsnorm"] * h if eager_norm else fused_norms
-    rope = fused_rope if fused_rest or model.position != "rope" else np.asarray(rope_bytes, float) * (qkv - v_width)
-    return norms + rest + rope, fused_norms + rest + fused_rope
+    rope = fused_rope if fused_rest or model.position != "rope" else np.asarray(rope_bytes, float) * qk
+    return norms + rest + rope + _qk_norm_bytes(model, qk, eager_bytes, eager_norm, fused_rest), \
+        fused_norms + rest + fused_rope
+
+
+def _qk_norm_bytes(model: ModelArch, qk: float, eager_bytes: dict[str, float], eager_norm: bool,
+                   fused_rest: bool) -> float:
+    """Forward HBM bytes per token of qk-norm (an RMSNorm over each query and key head: Qwen3, OLMo 2; torchtitan
+    GQAttention.forward runs q_norm / k_norm, then RoPE) beyond the fused count: none where the element-wise work is
+    fused (Inductor fuses the per-head norm into the RoPE kernel that reads and writes q and k anyway); eager, the
+    eager RMSNorm's ops, or one fused norm kernel's read and write (4 B) under norm_kernel "fused" (PyTorch's
+    F.rms_norm on CUDA: aten._fused_rms_norm, PyTorch PR 153666, 2.8+)."""
+    if not model.qk_norm:
+        return 0.0
+    if eager_norm:
+        return eager_bytes["rmsnorm"] * qk
+    return 0.0 if fused_rest else 4.0 * qk
 
 
 def stream_time(nbytes, rates: Rates, kernels=1.0):
