@@ -96,3 +96,19 @@ def test_the_estimate_says_when_it_timed_rocm_sdpa():
         assert not any("AOTriton" in n for n in _notes(accelerator, kernel)), accelerator
     k = load_constants()
     assert k.sdpa_own_rate("mi325x") and not k.sdpa_own_rate("mi355x") and not k.sdpa_own_rate("h100-sxm-80gb")
+
+
+def test_no_sdpa_note_where_the_model_runs_flexattention():
+    """torchtitan's gpt_oss asserts FlexAttention (PerfStyle.flex_attention_families): its MI300X step is timed as
+    flex, so the estimate must not say SDPA's ROCm kernels timed it; stated sdpa is timed and noted as such."""
+    def notes(kernel: str | None) -> list[str]:
+        strategy = {"micro_batch": 1, "framework": "torchtitan", "zero": 3, **({"attention_kernel": kernel} if kernel
+                                                                               else {})}
+        job = {"model": "gpt-oss-20b", "data": {"tokens": 1e9}, "seq_len": 8192, "global_batch": {"sequences": 8},
+               "hardware": {"accelerator": "mi300x", "count": 8}, "strategy": strategy}
+        sc = resolve_job(job, load_catalog())
+        return [str(n) for n in estimate_time(sc.model, sc.training, sc.system, sc.strategy).notes]
+
+    assert not any("AOTriton" in n for n in notes(None))
+    assert not any("AOTriton" in n for n in notes("flex"))
+    assert any("AOTriton" in n for n in notes("sdpa"))

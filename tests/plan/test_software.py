@@ -224,3 +224,10 @@ def test_an_amd_plan_says_when_its_time_assumes_pytorch_sdpa_on_rocm(build):
     assert "AOTriton" not in _sw(build(hardware={"accelerator": "mi300x"}, strategy={"fsdp": "none", "tp": 8})).framework.rule
     # CDNA 4: no AOTriton rate was read, the time is FA2's, so the note would be wrong there (docs/known-gaps.md 59)
     assert "AOTriton" not in _sw(build(method="pretrain", hardware={"accelerator": "mi355x"})).framework.rule
+
+
+def test_an_amd_plan_for_a_flexattention_model_does_not_claim_sdpa(build):
+    """torchtitan's gpt_oss runs FlexAttention whatever the style's kernel: its AMD plan was not timed as SDPA."""
+    oss = build(method="pretrain", model="gpt-oss-20b", hardware={"accelerator": "mi300x"})
+    assert oss.evaluation["framework"]["perf_style"] == "torchtitan"
+    assert "AOTriton" not in _sw(oss).framework.rule

@@ -2212,7 +2212,7 @@ def estimate_time(model: ModelArch, training: Training, system: System, strategy
     f = {key: float(np.asarray(val).reshape(-1)[0]) for key, val in out.items()}
     gpus = int(round(f["gpus"]))
     pretraining = training.method in ("pretrain", "cpt")
-    notes = tuple(warnings) + _sdpa_note(system, _style(strategy, framework_style, pretraining))
+    notes = tuple(warnings) + _sdpa_note(system, attention_kernel_of(strategy, model, framework_style, pretraining))
     if memory_note:
         notes += _memory_note(model, training, system, strategy)
     # whole steps: a run is never shorter than the steps it takes (a partial last batch is one more step)
@@ -2238,11 +2238,18 @@ def estimate_time(model: ModelArch, training: Training, system: System, strategy
     )
 
 
-def _sdpa_note(system: System, fw: PerfStyle) -> tuple[str, ...]:
+def attention_kernel_of(strategy: Any, model: ModelArch, framework_style: str | PerfStyle | None = None,
+                        pretraining: bool = False) -> str:
+    """The attention kernel one strategy's step is timed with: the job's strategy.attention_kernel, else its style's
+    for the model's family (`_model_attention_kernel`: torchtitan's gpt_oss runs FlexAttention, not SDPA)."""
+    fw = _model_attention_kernel(_style(strategy, framework_style, pretraining), strategy, model)
+    return str(np.asarray(fw.attention_kernel).reshape(-1)[0])
+
+
+def _sdpa_note(system: System, kernel: str) -> tuple[str, ...]:
     """What a reader on an AMD part needs beside the time: attention was timed as PyTorch SDPA's ROCm kernels
     (AOTriton, perf_constants.yaml attention.flash_efficiency_sdpa), not the vendor-tuned ones a Primus-Turbo / TE
     run would state as attention_kernel native."""
-    kernel = str(np.asarray(fw.attention_kernel).reshape(-1)[0])
     if kernel != "sdpa" or not load_constants().sdpa_own_rate(system.accelerator):
         return ()
     return (msg("note_sdpa_rocm", accelerator=system.accelerator),)

@@ -87,11 +87,11 @@ def times_rocm_sdpa(b: BuildInput) -> bool:
     the vendor kernels' (perf_constants.yaml attention.flash_efficiency_sdpa): a figure the AMD plan should say it
     assumes. A part without that figure (CDNA 4) is timed at FlashAttention-2's."""
     from trainsizer.estimate.calibration import load_constants
-    from trainsizer.estimate.step_time import perf_style
+    from trainsizer.estimate.step_time import attention_kernel_of
 
-    kernel = getattr(b.strategy, "attention_kernel", None)
+    stated = getattr(b.strategy, "attention_kernel", None)
     style = (b.evaluation.get("framework") or {}).get("perf_style")
-    if (kernel or (perf_style(style).attention_kernel if style else None)) != "sdpa":
+    if (stated or (attention_kernel_of(b.strategy, b.scenario.model, style) if style else None)) != "sdpa":
         return False
     return load_constants().sdpa_own_rate(b.system.accelerator)
 
