@@ -271,6 +271,13 @@ DSV3_LIKE = LLAMA70.with_(layers=61)
                   framework="megatron-core"), "pp_stage_layers_split", "2 middle stage(s) x vpp 4"),
         (Strategy(tp=8, pp=2, dp=4, pp_last_stage_layers=29, pp_first_stage_layers=30, framework="megatron-core"),
          "pp_stage_layers_split", "0 middle stage(s)"),
+        # the totals that would split: 61 - 3k (3 middle ranks, vpp 1) nearest 12; 61 itself with no middle rank
+        (Strategy(tp=8, pp=4, dp=2, pp_last_stage_layers=12, framework="megatron-core"), "pp_stage_layers_split",
+         "allowed nearest: 10 / 13 layers"),
+        (Strategy(tp=8, pp=2, dp=4, pp_last_stage_layers=29, pp_first_stage_layers=30, framework="megatron-core"),
+         "pp_stage_layers_split", "allowed nearest: 61 layers"),
+        (Strategy(tp=8, pp=4, dp=2, pp_first_stage_layers=200, framework="megatron-core"), "pp_stage_layers_split",
+         "state 200 decoder layers, more than the model's 61 (allowed nearest: 55 / 58 layers"),
     ],
 )
 def test_stated_stage_layers_refused_with_the_reason(strategy, rule, words) -> None:

@@ -435,13 +435,25 @@ def _stage_layers_rules(c: SimpleNamespace) -> _Rules:
             (pp > 1) & (c.slots == 0),
             lambda v: msg("rule_pp_stage_layers_pipelined", stated=stated, pp=v["pp"], slots=v["slots"]),
         ),
-        "pp_stage_layers_split": (
-            split_ok,
-            lambda v: msg("rule_pp_stage_layers_split", stated=stated, layers=c.model.layers,
-                          rest=c.model.layers - (first or 0) - (last or 0),
-                          middle=v["pp"] - (first is not None) - (last is not None), vpp=max(v["vpp"], 1)),
-        ),
+        "pp_stage_layers_split": (split_ok, lambda v: _stage_layers_split_text(c.model.layers, first, last, v)),
     }
+
+
+def _stage_layers_split_text(layers: int, first: int | None, last: int | None, v: dict[str, Any]) -> str:
+    """Why stated end-rank layers do not split (rule_pp_stage_layers_split, or _exceed where they pass the model's
+    layers), with the stated totals nearest the job's that leave each middle rank's chunks whole layers."""
+    stated_sum, vpp = (first or 0) + (last or 0), max(int(v["vpp"]), 1)
+    middle = int(v["pp"]) - (first is not None) - (last is not None)
+    chunks = middle * vpp
+    fits = [layers - k * chunks for k in range(1, layers // chunks + 1)] if chunks > 0 else [layers]
+    nearest = " / ".join(str(n) for n in sorted(sorted((n for n in fits if n >= 1),
+                                                       key=lambda n: abs(n - stated_sum))[:2])) or "-"
+    stated = msg("part_stage_layers", first="-" if first is None else first, last="-" if last is None else last)
+    if stated_sum > layers:
+        return msg("rule_pp_stage_layers_exceed", stated=stated, stated_sum=stated_sum, layers=layers,
+                   nearest=nearest)
+    return msg("rule_pp_stage_layers_split", stated=stated, layers=layers, rest=layers - stated_sum, middle=middle,
+               vpp=vpp, nearest=nearest)
 
 
 def _local_batch_rules(c: SimpleNamespace) -> _Rules:
