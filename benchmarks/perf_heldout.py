@@ -171,6 +171,14 @@ def run_row(row: dict[str, str], models: dict[str, Any], catalogs: dict[str, Any
     return case, f"{'fits' if mem['fits'] else 'DOES NOT FIT'} ({mem['per_gpu_gib']:.0f} GiB)"
 
 
+def estimate_rows(rs: list[dict[str, str]]) -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
+    """(case, the estimate's result or {} when refused, row) for every row of `rs` (this file's columns), in order:
+    the held-out files that print each row's breakdown (perf_heldout28, perf_heldout29)."""
+    models = yaml.safe_load(MODELS.read_text(encoding="utf-8"))
+    catalogs: dict[str, Any] = {}
+    return [(*estimate_row(r, models, catalogs, predicted_metric), r) for r in rs]
+
+
 def rows() -> list[dict[str, str]]:
     return list(csv.DictReader(ROWS.open(encoding="utf-8")))
 

@@ -57,8 +57,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 import perf_heldout as ph
 from harness import Case, mape
 
@@ -72,9 +70,7 @@ def rows() -> list[dict[str, str]]:
 
 def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
     """(case, the estimate's result or {} when refused, row) for every row, in file order."""
-    models = yaml.safe_load(ph.MODELS.read_text(encoding="utf-8"))
-    catalogs: dict[str, Any] = {}
-    return [(*ph.estimate_row(r, models, catalogs, ph.predicted_metric), r) for r in rows()]
+    return ph.estimate_rows(rows())
 
 
 def cases() -> list[Case]:
@@ -141,12 +137,18 @@ def main() -> None:
     triples = [(c, "", r) for c, _, r in run]
     for row_id, mb, meas, pred in ph.precision_pairs(triples):
         print(f"  {row_id:58s} micro-batch {mb:>2s}  measured {meas:.3f} predicted {pred:.3f}  {pred / meas - 1.0:+6.1%}")
+    print_pairs_and_refusals(run)
+
+
+def print_pairs_and_refusals(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> None:
+    """The DeepEP / all-to-all and compile / eager gains at one layout, refused rows and rows the memory estimate
+    says do not fit (perf_heldout29 prints the same)."""
     for title, key, on, off in (("DeepEP (flex) / all-to-all", "moe_dispatcher", "flex", "alltoall"),
                                 ("torch.compile on / off", "torch_compile", "true", "false")):
         print(f"{title} throughput at one layout (measured vs predicted):")
         for row_id, meas, pred in option_pairs(run, key, on, off):
             print(f"  {row_id:58s} measured {meas:.3f} predicted {pred:.3f}  {pred / meas - 1.0:+6.1%}")
-    refused = [c for c in cs if c.skipped]
+    refused = [c for c, _, _ in run if c.skipped]
     print(f"refused rows (runs that were made: each is a bug): {len(refused)}")
     for c in refused:
         print(f"  {c.row_id}: {c.skipped}")

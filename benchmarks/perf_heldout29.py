@@ -64,8 +64,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 import perf_heldout as ph
 import perf_heldout28 as p28
 from harness import Case, Fit, job_fits, job_tokens_per_gpu, mape, print_cases, print_fits, row_cases
@@ -87,9 +85,7 @@ def rows() -> list[dict[str, str]]:
 
 def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
     """(case, the estimate's result or {} when refused, row) for every row, in file order."""
-    models = yaml.safe_load(ph.MODELS.read_text(encoding="utf-8"))
-    catalogs: dict[str, Any] = {}
-    return [(*ph.estimate_row(r, models, catalogs, ph.predicted_metric), r) for r in rows()]
+    return ph.estimate_rows(rows())
 
 
 def mbridge_rows() -> list[dict[str, str]]:
@@ -140,19 +136,7 @@ def main() -> None:
     print("FP8 / BF16 throughput at one layout (measured vs predicted):")
     for row_id, _, meas, pred in ph.precision_pairs([(c, "", r) for c, _, r in run]):
         print(f"  {row_id:58s} measured {meas:.3f} predicted {pred:.3f}  {pred / meas - 1.0:+6.1%}")
-    for title, key, on, off in (("DeepEP (flex) / all-to-all", "moe_dispatcher", "flex", "alltoall"),
-                                ("torch.compile on / off", "torch_compile", "true", "false")):
-        print(f"{title} throughput at one layout (measured vs predicted):")
-        for row_id, meas, pred in p28.option_pairs(run, key, on, off):
-            print(f"  {row_id:58s} measured {meas:.3f} predicted {pred:.3f}  {pred / meas - 1.0:+6.1%}")
-    refused = [c for c in cs if c.skipped]
-    print(f"refused rows (runs that were made: each is a bug): {len(refused)}")
-    for c in refused:
-        print(f"  {c.row_id}: {c.skipped}")
-    unfit = [c.row_id for c, res, _ in run if res and not res["memory"]["fits"]]
-    print(f"rows whose measured run the memory estimate says does not fit: {len(unfit)}")
-    for rid in unfit:
-        print(f"  {rid}")
+    p28.print_pairs_and_refusals(run)
     mc = mbridge_cases()
     errs = print_cases(mc, blank_line=True)
     print(f"\nMegatron-Bridge 26.08 GPT-OSS 120B (held out, nothing fitted): n={len(mc)} MAPE {100 * errs.mean():.1f}%")
