@@ -262,11 +262,11 @@ DSV3_LIKE = LLAMA70.with_(layers=61)
         (Strategy(tp=8, pp=4, dp=2, pp_last_stage_layers=13, framework="torchtitan"), "pp_stage_layers_framework",
          "torchtitan"),
         (Strategy(tp=8, pp=1, dp=8, pp_last_stage_layers=13, framework="megatron-core"),
-         "pp_stage_layers_pipelined", "pp=1"),
+         "pp_stage_layers_pipelined", "pp=1 has no first or last stage"),
         (Strategy(tp=8, pp=4, dp=2, pp_last_stage_layers=13, pipeline_loss_layer=True, framework="megatron-core"),
-         "pp_stage_layers_pipelined", "account_for"),
+         "pp_stage_layers_pipelined", "not allowed beside pipeline_embedding_layer / pipeline_loss_layer (1 set)"),
         (Strategy(tp=8, pp=4, dp=2, pp_last_stage_layers=12, framework="megatron-core"), "pp_stage_layers_split",
-         "leave 49 of the 61 layers for 3 middle stage(s) x vpp 1"),
+         "49 of the 61 layers are left for 3 middle stage(s) x vpp 1"),
         (Strategy(tp=8, pp=4, vpp=4, dp=2, pp_last_stage_layers=13, pp_first_stage_layers=14,
                   framework="megatron-core"), "pp_stage_layers_split", "2 middle stage(s) x vpp 4"),
         (Strategy(tp=8, pp=2, dp=4, pp_last_stage_layers=29, pp_first_stage_layers=30, framework="megatron-core"),
@@ -277,7 +277,7 @@ DSV3_LIKE = LLAMA70.with_(layers=61)
         (Strategy(tp=8, pp=2, dp=4, pp_last_stage_layers=29, pp_first_stage_layers=30, framework="megatron-core"),
          "pp_stage_layers_split", "allowed nearest: 61 layers"),
         (Strategy(tp=8, pp=4, dp=2, pp_first_stage_layers=200, framework="megatron-core"), "pp_stage_layers_split",
-         "state 200 decoder layers, more than the model's 61 (allowed nearest: 55 / 58 layers"),
+         "pp_first_stage_layers 200: 200 decoder layers stated, more than the model's 61 (allowed nearest: 55 / 58"),
     ],
 )
 def test_stated_stage_layers_refused_with_the_reason(strategy, rule, words) -> None:

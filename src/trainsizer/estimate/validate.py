@@ -428,15 +428,22 @@ def _stage_layers_rules(c: SimpleNamespace) -> _Rules:
     rest = c.model.layers - (first or 0) - (last or 0)
     per = rest / c.safe(middle * vpp)
     split_ok = (rest >= 0) & np.where(middle > 0, (per >= 1) & (np.mod(per, 1.0) == 0), rest == 0)
-    stated = msg("part_stage_layers", first="-" if first is None else first, last="-" if last is None else last)
+    stated = _stated_layers_text(first, last)
     return {
         "pp_stage_layers_framework": _stack_rule(c, False, STAGE_LAYERS_FRAMEWORKS, "pp_stage_layers_framework"),
         "pp_stage_layers_pipelined": (
             (pp > 1) & (c.slots == 0),
-            lambda v: msg("rule_pp_stage_layers_pipelined", stated=stated, pp=v["pp"], slots=v["slots"]),
+            lambda v: (msg("rule_pp_stage_layers_pipelined", stated=stated, pp=v["pp"]) if v["pp"] <= 1 else
+                       msg("rule_pp_stage_layers_slots", stated=stated, slots=v["slots"])),
         ),
         "pp_stage_layers_split": (split_ok, lambda v: _stage_layers_split_text(c.model.layers, first, last, v)),
     }
+
+
+def _stated_layers_text(first: int | None, last: int | None) -> str:
+    """The stated end-rank fields as the job wrote them ("pp_last_stage_layers 13"), the unstated one left out."""
+    return " / ".join(f"{name} {n}" for name, n in (("pp_first_stage_layers", first), ("pp_last_stage_layers", last))
+                      if n is not None)
 
 
 def _stage_layers_split_text(layers: int, first: int | None, last: int | None, v: dict[str, Any]) -> str:
@@ -448,7 +455,7 @@ def _stage_layers_split_text(layers: int, first: int | None, last: int | None, v
     fits = [layers - k * chunks for k in range(1, layers // chunks + 1)] if chunks > 0 else [layers]
     nearest = " / ".join(str(n) for n in sorted(sorted((n for n in fits if n >= 1),
                                                        key=lambda n: abs(n - stated_sum))[:2])) or "-"
-    stated = msg("part_stage_layers", first="-" if first is None else first, last="-" if last is None else last)
+    stated = _stated_layers_text(first, last)
     if stated_sum > layers:
         return msg("rule_pp_stage_layers_exceed", stated=stated, stated_sum=stated_sum, layers=layers,
                    nearest=nearest)
