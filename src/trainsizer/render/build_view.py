@@ -99,8 +99,7 @@ def network_table(net: dict, L: str) -> Table:
                          "—" if f.get("provided") else f"{f['leaves']} / {f['spines']} / {f['cores']}", f"{f['ports_per_node']} × {f['gbps_per_port']:g}"])
     nv = net["nvlink"]
     tech = report_t(f"v.{nv['tech']}", L) if report_has(f"v.{nv['tech']}") else nv["tech"]  # 'pcie' -> 'PCIe'
-    rows.append([t("b_nvlink", L), t("nvlink_domain_row", L).format(tech=tech, gpus=nv["gpus_per_domain"],
-                                                                    domains=nv["domains"]),
+    rows.append([t("b_nvlink", L), _domain_row(nv, tech, L),
                  _nvls_cell(nv, L), "", _scaleup_rate(nv, L)])
     return _table(t("b_network_title", L), [t("b_fabric", L), t("b_topology", L), t("b_switch", L),
                                             t("b_leaf_spine_core", L), t("b_ports", L)], rows, L)
@@ -112,6 +111,14 @@ def _scaleup_rate(nv: dict, L: str) -> str:
     rate = f"{nv['gb_s_per_gpu_bidir']:g} GB/s"
     staged = nv.get("host_staged_gb_s_per_dir")  # plans saved before the field have none
     return t("scaleup_host_staged", L).format(link=rate, staged=f"{staged:g}") if staged else rate
+
+
+def _domain_row(nv: dict, tech: str, L: str) -> str:
+    """'NVLink: 2 x 72-GPU domain', and the job's share of each where it uses part of one (64 of 72 on 128 GB200;
+    a plan before schema 1.6 has no share)."""
+    size, used = nv.get("domain_size_gpus") or nv["gpus_per_domain"], nv.get("job_gpus_per_domain")
+    row = t("nvlink_domain_row", L).format(tech=tech, gpus=size, domains=nv["domains"])
+    return row + (t("nvlink_domain_used", L).format(used=used) if used and used < size else "")
 
 
 def _nvls_cell(nv: dict, L: str) -> str:

@@ -151,3 +151,31 @@ def test_one_node_title_names_one_node_and_no_fabric():
     texts = _texts(render_svg(single_node_plan(), "en"))
     assert any(s.startswith("1 node · 8 × ") for s in texts)
     assert not any("1 nodes" in s or s.endswith("· —") for s in texts)
+
+
+@pytest.mark.parametrize(("gpus", "legend", "legend_zh"), [
+    (128, "NVLink domain (64 of 72 GPUs used)", "NVLink 域（72 张卡，本作业用 64 张）"),
+    (64, "NVLink domain (64 of 72 GPUs used)", "NVLink 域（72 张卡，本作业用 64 张）"),
+    (144, "NVLink domain (72 GPUs)", "NVLink 域（72 张卡）"),
+])
+def test_an_nvl72_legend_says_what_the_job_uses_of_each_domain(gpus, legend, legend_zh):
+    """128 GB200 are placed 64 in each of 2 NVL72 racks (scenario.job_domain_gpus); the legend read 'NVLink domain
+    (72 GPUs)' beside 16 trays a rack, and a 64-GPU job's read '(64 GPUs)' for a 72-GPU domain. The title counts
+    trays, and the build table gives the job's share of each domain."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.plan.core import make_plan
+    from trainsizer.render.build_view import _domain_row
+
+    job = {"name": "nvl72", "model": "llama-3.1-8b", "method": "full", "data": {"tokens": 1.0e9}, "seq_len": 4096,
+           "global_batch": {"sequences": 576}, "constraints": {"cooling": "liquid"},
+           "goal": {"deadline_days": 30, "procurement": "rent"},
+           "hardware": {"accelerator": "gb200", "count": gpus, "network": "ib-ndr400"}}
+    data = make_plan(job, load_catalog()).model_dump(mode="json", by_alias=True)
+    nvlink = data["build"]["network"]["nvlink"]
+    assert nvlink["domain_size_gpus"] == 72 and nvlink["job_gpus_per_domain"] == min(gpus, 64 if gpus == 128 else 72)
+    texts = _texts(render_svg(data, "en"))
+    assert legend in texts and texts[0].startswith(f"{gpus // 4} trays")
+    assert legend_zh in _texts(render_svg(data, "zh"))
+    assert legend in render_mermaid(data, "en")
+    row = _domain_row(nvlink, "NVLink", "en")
+    assert row.startswith("NVLink: ") and row.endswith(", 64 GPUs of the job in each") == (gpus != 144)

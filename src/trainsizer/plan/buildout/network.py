@@ -14,6 +14,7 @@ from trainsizer.plan.buildout.fabric import FatTree, size_fat_tree, size_zoned_t
 from trainsizer.plan.buildout.inputs import BuildInput
 from trainsizer.plan.buildout.links import PartCount, link_parts
 from trainsizer.plan.texts import MessageRef
+from trainsizer.scenario import job_domain_gpus
 
 PROVIDER_KINDS = ("efa",)
 
@@ -69,6 +70,11 @@ class NvlinkDomain(Block):
     # GeForce: the driver refuses PCIe peer-to-peer, so GPU-to-GPU copies go through host memory at this rate (the
     # catalog's host_staged_gb_s_per_dir, what the estimate times), not at the link's gb_s_per_gpu_bidir
     host_staged_gb_s_per_dir: float | None = None
+    # a rack-scale domain (NVL72): its own size, where gpus_per_domain is the job's share when the job fits one
+    # domain; and the job's GPUs in each domain (scenario.job_domain_gpus, the placement the estimate times: 128
+    # GB200 are 64 in each of 2 racks of 72). None where the domain is one host (schema 1.6)
+    domain_size_gpus: int | None = None
+    job_gpus_per_domain: int | None = None
 
 
 class AllReduce(Block):
@@ -274,10 +280,12 @@ def nvlink_domain(b: BuildInput) -> NvlinkDomain:
     domain = int(acc.scaleup_domain) if b.nvl72 else b.per_node
     domains = -(-b.gpus // domain)
     trays = rules.value("fabric", "nvl72_switch_trays") * domains if b.nvl72 else 0
+    placed = job_domain_gpus(domain, b.per_node, b.gpus) if b.nvl72 else None
     return NvlinkDomain(tech=acc.scaleup_tech, gpus_per_domain=min(domain, b.gpus), domains=domains,
                         gb_s_per_gpu_bidir=float(acc.scaleup_bw_bidir_gb_s), nvls=bool(acc.nvls),
                         nvlink_switch_trays=trays, source=", ".join(acc.sources),
-                        host_staged_gb_s_per_dir=acc.host_staged_gb_s_per_dir)
+                        host_staged_gb_s_per_dir=acc.host_staged_gb_s_per_dir,
+                        domain_size_gpus=domain if b.nvl72 else None, job_gpus_per_domain=placed)
 
 
 def network_block(b: BuildInput, storage_servers: int = 0, pdus: int = 0) -> NetworkBlock:

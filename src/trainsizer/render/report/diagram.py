@@ -164,9 +164,23 @@ def _fabric(d: dw.Drawing, topo: Topology, y: float, nic_xy: list, f: Fmt, racks
     return bottom
 
 
+def domain_text(topo: Topology, f: Fmt) -> str:
+    """The scale-up domain's legend: its size, and what the job uses of it where that is less (a buyer of 128 GB200
+    reads 'NVLink domain (64 of 72 GPUs used)', not a 72-GPU domain the job fills)."""
+    tech = SCALEUP_DOMAINS[topo.scaleup_tech]
+    size, used = topo.domain_size_gpus or topo.nvlink_domain_gpus, topo.job_gpus_per_domain
+    gpus = topo.nodes * topo.gpus_per_node
+    if not used or used >= (size or 0):
+        return t("dg.nvlink", f.lang, n=f.num(size), tech=tech)
+    if gpus <= used or gpus % used == 0 and -(-gpus // (size or 1)) == gpus // used:
+        return t("dg.nvlink_part", f.lang, n=f.num(size), used=f.num(used), tech=tech)
+    return t("dg.nvlink_spread", f.lang, n=f.num(size), used=f.num(used), tech=tech, gpus=f.num(gpus))
+
+
 def title(topo: Topology, f: Fmt) -> str:
-    """The drawing's title: nodes, GPUs and the compute fabric (none named inside one node)."""
-    key = "dg.title" if topo.nodes > 1 else "dg.title_one_node"
+    """The drawing's title: nodes (trays of a rack-scale domain), GPUs and the compute fabric (none named inside one
+    node)."""
+    key = ("dg.title_trays" if topo.domain_size_gpus else "dg.title") if topo.nodes > 1 else "dg.title_one_node"
     return t(key, f.lang, nodes=f.num(topo.nodes), gpus=f.num(topo.nodes * topo.gpus_per_node),
              accelerator=topo.accelerator, fabric=topo.fabric or "—")
 
@@ -236,8 +250,8 @@ def _legend(d: dw.Drawing, topo: Topology, y: float, f: Fmt) -> None:
     d.append(dw.Rectangle(LEFT, y, GPU, GPU, fill="#76b900"))
     d.append(_text(LEFT + 14, y + 9, t("dg.gpu", L, accelerator=topo.accelerator), 11))
     d.append(dw.Rectangle(LEFT + 260, y, 16, GPU, fill="none", stroke="#2ca02c", stroke_dasharray="3,2"))
-    dom = topo.nvlink_domain_gpus
-    d.append(_text(LEFT + 282, y + 9, t("dg.nvlink", L, n=f.num(dom), tech=SCALEUP_DOMAINS[topo.scaleup_tech]) if dom else t("dg.nvlink_unknown", L), 11))
+    d.append(_text(LEFT + 282, y + 9, domain_text(topo, f) if topo.nvlink_domain_gpus else t("dg.nvlink_unknown", L),
+                   11))
     for r in range(min(topo.rails or topo.nics_per_node or 0, 8)):
         d.append(dw.Circle(LEFT + 560 + r * 10, y + 5, 3, fill=PALETTE[r % len(PALETTE)]))
     if topo.nics_per_node:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from trainsizer.render.report.diagram import TIER_RANK, rack_groups, title
+from trainsizer.render.report.diagram import TIER_RANK, domain_text, rack_groups, title
 from trainsizer.render.report.facts import as_dict
 from trainsizer.render.report.fmt import Fmt
 from trainsizer.render.report.i18n import has, t
-from trainsizer.render.report.topology import SCALEUP_DOMAINS, Topology, topology
+from trainsizer.render.report.topology import Topology, topology
 
 
 def _q(text: str) -> str:
@@ -26,8 +26,7 @@ def _link(topo: Topology, a: str, b: str, f: Fmt) -> str:
 def _rack_lines(topo: Topology, f: Fmt) -> list[str]:
     L = f.lang
     per, real, shown = rack_groups(topo)
-    dom = t("dg.nvlink", L, n=f.num(topo.nvlink_domain_gpus), tech=SCALEUP_DOMAINS[topo.scaleup_tech]
-            ) if topo.nvlink_domain_gpus else ""
+    dom = domain_text(topo, f) if topo.nvlink_domain_gpus else ""
     lines = []
     for g in shown:
         if g is None:
