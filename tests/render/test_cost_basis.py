@@ -37,6 +37,21 @@ def test_the_shown_figure_is_the_one_the_plan_ranked_by():
     assert cost_basis.amortised_beside(option("rent"), "either") is None
 
 
+def test_a_converted_purchase_shows_its_amortised_share_in_the_plans_currency_too():
+    """A part priced in CNY only, bought in a USD plan (known-gaps 55 (a)): the full price was shown converted and
+    its amortised share beside it in CN¥ ('$71,568,372 (buy, full price, converted); CN¥20,480,502 (buy,
+    amortised over 4 years)' for 2,048 H800); both are now in the plan's currency, at the one rate."""
+    cny = {**BUY, "currency": "CNY"}
+    o = {"cost": {"currency": "CNY", "buy": cny},
+         "score": {"metric": "cost", "cost_basis": "buy", "cost": 8565.83 * 0.1393, "currency": "USD"}}
+    full, share = cost_basis.ranked(o, "buy"), cost_basis.amortised_beside(o, "buy")
+    assert (full.currency, full.converted) == (share.currency, share.converted) == ("USD", True)
+    assert share.mid == pytest.approx(2.85 * 0.1393) and share.high == pytest.approx(3.0 * 0.1393)
+    assert share.label("en") == "buy, amortised over 4 years, converted"
+    same = {**o, "score": {**o["score"], "cost": 8565.83, "currency": "CNY"}}
+    assert not cost_basis.amortised_beside(same, "buy").converted and cost_basis.amortised_beside(same, "buy").mid == 2.85
+
+
 def test_without_a_ranked_basis_the_job_asked_for_decides():
     assert cost_basis.ranked(option(), "rent").basis == "rent"
     assert cost_basis.ranked(option(), "buy").basis == "buy_full"

@@ -39,3 +39,25 @@ def test_a_one_day_deadline_reads_in_the_singular(run_cli, days, shown) -> None:
     assert code == 0, err
     goal = next(ln for ln in out.splitlines() if ln.startswith("Goal:"))
     assert shown in goal, goal
+
+
+def test_a_converted_pareto_point_says_so() -> None:
+    """The Pareto table gave a CNY-only part's cost in the plan's USD without the 'converted' the options table
+    and the cost line carry (known-gaps 55 (a))."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from trainsizer.render.plan_view import _pareto_table
+
+    o = {"id": "h800 x8", "cost": {"currency": "CNY", "rent": {"low": 9.0, "mid": 10.0, "high": 11.0, "currency": "CNY"}},
+         "score": {"metric": "cost", "cost_basis": "rent", "cost": 1.393, "currency": "USD"}}
+    plan = {"goal": {"procurement": "rent"}, "options": [o],
+            "pareto": [{"id": "h800 x8", "train_days": 2.0, "cost": 1.393, "currency": "USD", "cost_basis": "rent"}]}
+    con = Console(file=StringIO(), width=200)
+    con.print(_pareto_table(plan, "en"))
+    assert "(rent, converted)" in con.file.getvalue()
+    o["score"]["currency"], o["score"]["cost"] = "CNY", 10.0
+    con = Console(file=StringIO(), width=200)
+    con.print(_pareto_table(plan, "en"))
+    assert "converted" not in con.file.getvalue() and "(rent)" in con.file.getvalue()

@@ -92,13 +92,24 @@ def ranked(o: Mapping, procurement: str = "rent") -> Cost | None:
     """The figure the plan ranked the option by (score.cost_basis), in the plan's currency (a part priced in the
     other one converted as the plan converted it: score.cost); a plan without one (hand-written or older): the basis
     the job asked for, for `either` the cheaper."""
-    cost, score = _ranked(o, procurement), o.get("score") or {}
+    cost = _ranked(o, procurement)
+    k = _rate(o, cost)
+    return cost if cost is None or k is None else _converted(cost, k, str(o["score"]["currency"]))
+
+
+def _rate(o: Mapping, cost: Cost | None) -> float | None:
+    """Plan-currency units per unit of `cost` (the ranked figure) where the plan converted it (score.cost in another
+    currency than the option's catalog price), else None."""
+    score = o.get("score") or {}
     if cost is None or not score.get("currency") or score["currency"] == cost.currency or not score.get("cost") \
             or not cost.mid:
-        return cost
-    k = float(score["cost"]) / cost.mid
-    return Cost(cost.basis, cost.low * k if cost.low is not None else None, float(score["cost"]),
-                cost.high * k if cost.high is not None else None, str(score["currency"]), cost.years, converted=True)
+        return None
+    return float(score["cost"]) / cost.mid
+
+
+def _converted(cost: Cost, k: float, currency: str) -> Cost:
+    return Cost(cost.basis, cost.low * k if cost.low is not None else None, cost.mid * k,
+                cost.high * k if cost.high is not None else None, currency, cost.years, converted=True)
 
 
 def _ranked(o: Mapping, procurement: str) -> Cost | None:
@@ -115,6 +126,10 @@ def _ranked(o: Mapping, procurement: str) -> Cost | None:
 
 
 def amortised_beside(o: Mapping, procurement: str = "rent") -> Cost | None:
-    """The amortised share of a bought option, shown beside its full price (None for a rented one)."""
-    shown = ranked(o, procurement)
-    return buy_amortised(o) if shown is not None and shown.basis == "buy_full" else None
+    """The amortised share of a bought option, shown beside its full price (None for a rented one), in the currency
+    the full price is shown in: a part the catalog prices in the other currency converted at the rate the plan
+    converted its full price (one FX rate, buildout.bom.fx, on the catalog figures both are made of)."""
+    full = _ranked(o, procurement)
+    share = buy_amortised(o) if full is not None and full.basis == "buy_full" else None
+    k = _rate(o, full)
+    return share if share is None or k is None else _converted(share, k, str(o["score"]["currency"]))

@@ -108,10 +108,18 @@ def _pareto_table(plan: dict[str, Any], lang: str) -> Table:
     for key in ("plan_option", "plan_days", "plan_cost"):
         table.add_column(t(key, lang))
     for p in plan["pareto"]:
-        basis = t("paren", lang).format(text=cost_basis.basis_label(cost_basis.SCORE_BASIS[p["cost_basis"]], lang)
-                                         ) if p.get("cost_basis") else ""
+        label = cost_basis.basis_label(cost_basis.SCORE_BASIS[p["cost_basis"]], lang) if p.get("cost_basis") else ""
+        if label and _converted(plan, p):
+            label = t("cost_converted", lang).format(label=label)
+        basis = t("paren", lang).format(text=label) if label else ""
         table.add_row(p["id"], _days(p["train_days"], lang), _money(p["cost"], p["currency"], lang) + basis)
     return table
+
+
+def _converted(plan: dict[str, Any], point: dict[str, Any]) -> bool:
+    """Whether a Pareto point's cost was converted from the catalog's other currency, as its option says."""
+    shown = cost_basis.ranked(_option(plan, point["id"]), plan["goal"]["procurement"])
+    return bool(shown and shown.converted)
 
 
 def _binding(plan: dict[str, Any], con: Console, lang: str) -> None:
