@@ -256,6 +256,7 @@ class Strategy:
     # element-wise work in fused kernels: torch.compile (torchtitan, HF torch_compile) or a framework's own
     # fused kernels (Transformer Engine, Apex); False = eager PyTorch, one kernel per op (PyTorch frameworks)
     torch_compile: Any = True
+    compile_loss: bool | None = None  # torchtitan CompileConfig components holds "loss"; None = with torch_compile
     loss_impl: str = "auto"  # one of LOSS_IMPLS, one value for the whole batch of strategies
     # Framework options (one value for the whole batch; None = the framework style's default):
     tp_comm_overlap: Any = None  # TP communication overlapped with GEMMs (Megatron --tp-comm-overlap, async TP)

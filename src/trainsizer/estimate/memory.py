@@ -121,6 +121,10 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
     "loss_chunk_working_set": ("activations", "TRL's chunked_nll loss (loss_impl chunked-nll): one chunk's fp32 "
                                "copy of the LM-head weight and its 16-bit autocast cast, or the cast and the chunk's "
                                "fp32 logits and gradients, whichever is larger"),
+    "loss_chunk_buffers": ("activations", "torchtitan's chunked loss (loss_impl chunked: ChunkedCELoss / "
+                           "ChunkedLossWrapper): the fp32 buffer its GradAccumulator fills with each chunk's "
+                           "hidden-state gradient, and the contiguous 16-bit copies of the hidden-state chunks "
+                           "(micro-batch above 1), live through the chunk loop"),
     "head_weight_cast": ("weights", "QLoRA under PEFT's fp32 upcast and autocast: the 16-bit cast of the fp32 "
                          "LM-head weight, saved by its matmul until the head's backward (not held in the "
                          "optimizer step)"),
@@ -280,6 +284,7 @@ class _Batch:
     fresh_grads: np.ndarray  # gradients created in this backward (`_backward_phases`), per strategy
     chunked_loss: bool  # the LM head runs chunk by chunk (torchtune's chunked output and loss)
     chunked_nll: bool  # TRL's chunked_nll: per-chunk fp32 LM-head copies, no logits (`_chunked_nll_working_set`)
+    titan_chunked: np.ndarray  # torchtitan's chunked loss: head and loss forward + backward a chunk at a time
     loss_bytes: tuple[Any, Any]  # (saved, backward extra) bytes per logit element, per strategy
     dpc: np.ndarray  # DP x CP ranks (gradients and ZeRO shards span both)
     divisors: dict[int, tuple[np.ndarray, np.ndarray]]  # ZeRO level -> (dense, expert) shard divisors
@@ -414,9 +419,14 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     fp8_params = mega & _fp8_params(strategy, name, mega, z) & (training.precision == "fp8") & \
         (not fp4_training(training))
     loss_impl = getattr(strategy, "loss_impl", "auto")
-    loss_bytes = _loss_bytes(name, loss_impl, mega, titan & compiled, pre, bool(np.all(compiled)))
+    titan_chunked = titan & (loss_impl == "chunked")
+    # torchtitan compiles its loss with the model unless CompileConfig components leave it out (strategy.compile_loss)
+    asked = getattr(strategy, "compile_loss", None)
+    titan_loss_compiled = titan & (compiled if asked is None else bool(asked))
+    loss_bytes = _loss_bytes(name, loss_impl, mega, titan_loss_compiled, pre, bool(np.all(compiled)), titan_chunked)
     chunked = loss_impl == "chunked" or (loss_impl == "auto" and DEFAULT_LOSS.get(name) == "chunked")
     loss_bytes = _logit_extras(training, strategy, name, loss_bytes, titan & (t > 1), z)
+    loss_bytes = _chunk_at_a_time(loss_bytes, titan_chunked, titan_loss_compiled, training)
     st = _state_bytes(mega, pre, name, training, bf16_grads, _optimizer_precision(strategy, training))
     # torchtune's recipes free the gradients after each step (optimizer.zero_grad(set_to_none=True); with
     # optimizer_in_bwd each parameter's in its hook): with one micro-batch per step and no pipeline, each
@@ -427,7 +437,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   name=name, mega=mega, titan=titan, kbit_upcast=upcast_w, head_cast=head_cast,
                   bf16_grads=bf16_grads,
                   fp8_params=fp8_params, fp8_transpose_bytes=_fp8_transpose_bytes(strategy, training, accelerator), eager_sac=eager_sac, grad_reduce_in_fp32=g32, fresh_grads=fresh,
-                  chunked_loss=chunked, chunked_nll=loss_impl == "chunked-nll", head_own_unit=bool(getattr(strategy, "shard_embedding_head_separately", None)),
+                  chunked_loss=chunked, chunked_nll=loss_impl == "chunked-nll", titan_chunked=titan_chunked, head_own_unit=bool(getattr(strategy, "shard_embedding_head_separately", None)),
                   loss_bytes=loss_bytes, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro, n_sched=n_sched,
                   sp_div=sp_div, dense_b=dense_b, moe_b=moe_b, dense_none=dense_none, moe_none=moe_none, st=st,
                   w16=float(act_bytes(training.precision)),
@@ -478,6 +488,7 @@ def _saved_layer_bytes(model: ModelArch, training: Training, strategy: Strategy,
         dense_none, moe_none = _titan_block_extras(model, training, pre, titan, tokens, t, sp_div, dense_none,
                                                    moe_none)
         dense_b = np.where(titan & (rec == 0), dense_none, dense_b)
+        dense_b = dense_b - _compiled_sac_unread(model, training, strategy, titan, rec, tokens, sp_div)
         moe_b = np.where(titan & (rec == 0), moe_none, moe_b) if model.is_moe else dense_b
     if name == "torchtune":
         # torchtune's MultiHeadAttention expands K and V to every query head (k.unsqueeze(2).expand(...).flatten(1, 2),
@@ -503,6 +514,34 @@ def _logit_extras(training: Training, strategy: Strategy, name: str, loss_bytes:
         # _exec_forward_pass; _exec_backward_pass returns after backward(loss) on the last stage)
         loss_bytes = (loss_bytes[0] + np.where(z <= 1, float(act_bytes(training.precision)), 0.0), loss_bytes[1])
     return loss_bytes
+
+
+def _chunk_at_a_time(loss_bytes: tuple[Any, Any], titan_chunked: np.ndarray, titan_compiled: np.ndarray,
+                     training: Training) -> tuple[Any, Any]:
+    """`loss_bytes` (its inner loss's saved and backward-extra bytes per logit element) under torchtitan's chunked
+    loss (memory_constants.yaml logits.torchtitan_chunked; components/loss.py ChunkedCELoss 786e26f8e, 2026-04-27,
+    ChunkedLossWrapper since 9530a874d): each chunk's LM head, loss and backward run before the next chunk, so no
+    logit survives the loop (saved 0) and one chunk's tensors are live at a time: the inner loss's saved and
+    backward tensors, and in eager code the loop's 16-bit chunk logits beside its fp32 upcast (compiled, the saved
+    16-bit logits are that tensor), over num_chunks of the micro-batch's logit elements."""
+    if not np.any(titan_chunked):
+        return loss_bytes
+    saved, extra = loss_bytes
+    n = float(load_memory_constants()["logits"]["torchtitan_chunked"]["num_chunks"])
+    held = np.where(titan_compiled, 0.0, float(act_bytes(training.precision)))
+    return np.where(titan_chunked, 0.0, saved), np.where(titan_chunked, (saved + extra + held) / n, extra)
+
+
+def _titan_chunk_buffers(b: _Batch) -> Any:
+    """Bytes of torchtitan's chunked loss outside its logits (memory_constants.yaml logits.torchtitan_chunked):
+    GradAccumulator's fp32 buffer of the hidden states' gradient (zeros_like(hidden_states, float32)) and the
+    chunks' `.contiguous()` copies, which copy where a micro-batch holds more than one sequence (a split along the
+    sequence of [B, L, D] is not contiguous then); the hidden states are whole on every TP rank (the chunks enter
+    the LM head replicated), CP-split."""
+    tc = b.c["logits"]["torchtitan_chunked"]
+    copies = np.where(b.s["micro_batch"] > 1, float(tc["chunk_copy_bytes_per_element"]), 0.0)
+    per = float(tc["grad_accumulator_bytes_per_element"]) + copies
+    return np.where(b.titan_chunked, b.tokens * float(b.model.hidden) * per, 0.0)
 
 
 def _fp8_params(strategy: Strategy, name: str, mega: np.ndarray, z: np.ndarray) -> Any:
@@ -714,6 +753,19 @@ def _titan_block_extras(model: ModelArch, training: Training, pre: _Pre, titan: 
     return dense_none, moe_none
 
 
+def _compiled_sac_unread(model: ModelArch, training: Training, strategy: Strategy, titan: np.ndarray,
+                         rec: np.ndarray, tokens: Any, sp_div: Any) -> Any:
+    """Bytes per dense block that torchtitan's per-op SAC keeps in eager code but not under torch.compile: the w2
+    output. Eager, the SAC dispatch mode caches the output of every op its policy marks MUST_SAVE
+    (torch/utils/checkpoint.py _CachingTorchDispatchMode), w2's mm among them (`torchtitan_op_sac_items`);
+    compiled (torchtitan's apply_compile compiles each AC-wrapped block), AOTAutograd's partitioner saves only what
+    the backward graph reads, and nothing in the block's backward reads w2's output (the residual add's backward
+    needs no input). MoE blocks are left as counted."""
+    compiled = np.asarray(getattr(strategy, "torch_compile", True), dtype=bool)
+    w2_out = tokens / sp_div * float(act_bytes(training.precision)) * model.hidden
+    return np.where(titan & (rec == 1) & compiled, w2_out, 0.0)
+
+
 def _kbit_upcast(strategy: Strategy, name: str) -> tuple[bool, bool]:
     """(non-quantised QLoRA weights in fp32, fp32 residual stream): the job's strategy.kbit_upcast, else the
     framework's: PEFT prepare_model_for_kbit_training under hf (both), none in torchtune; DeepSpeed's 16-bit
@@ -739,12 +791,13 @@ def _fp32_residual_checkpoint(model: ModelArch, training: Training, fp32_residua
 
 
 def _loss_bytes(name: str, impl: str, mega: np.ndarray, titan_compiled: Any, pre: _Pre,
-                compiled: bool) -> tuple[Any, Any]:
+                compiled: bool, titan_chunked: Any = False) -> tuple[Any, Any]:
     """(saved, backward-extra) bytes per logit element: the job's loss_impl, else the framework's own (torchtune
     chunked; torchtitan under torch.compile compiles its loss, `titan_compiled` per strategy), else by memory
     profile (megatron vocab-parallel, hf upcast). The chunked loss under torch.compile (`compiled`) is compiled
     chunk by chunk (torchtune training.compile_loss compiles CEWithChunkedOutputLoss.compute_cross_entropy).
-    memory_constants.yaml `logits`."""
+    Under torchtitan (`titan_chunked`) chunked is its ChunkedLossWrapper, whose inner CrossEntropyLoss is returned
+    here (compiled with the model, else the eager upcast) for `_chunk_at_a_time`. memory_constants.yaml `logits`."""
     if impl not in LOSS_IMPLS:
         from trainsizer.errors import unknown_name
 
@@ -759,7 +812,12 @@ def _loss_bytes(name: str, impl: str, mega: np.ndarray, titan_compiled: Any, pre
         return float(lg[f"{key}_saved_bytes_per_element"]), float(lg[f"{key}_backward_extra_bytes_per_element"])
 
     if impl != "auto":
-        return named(impl)
+        saved, extra = named(impl)
+        if impl == "chunked" and np.any(titan_chunked):
+            (c_saved, c_extra), (e_saved, e_extra) = named("compiled"), named("upcast")
+            saved = np.where(titan_chunked, np.where(titan_compiled, c_saved, e_saved), saved)
+            extra = np.where(titan_chunked, np.where(titan_compiled, c_extra, e_extra), extra)
+        return saved, extra
     if name in DEFAULT_LOSS:
         return named(DEFAULT_LOSS[name])
     saved = _by_prof(mega, lambda pr: pre.heads[pr].logits_saved_per_vocab)
@@ -981,6 +1039,8 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
         items["head_weight_cast"] = _head_weight_cast(b, g)
     if b.chunked_nll:
         items["loss_chunk_working_set"] = _chunked_nll_working_set(b, g)
+    if np.any(b.titan_chunked):
+        items["loss_chunk_buffers"] = _on(g.is_last, _titan_chunk_buffers(b), 0.0)
     if np.any(b.titan & (b.cp > 1)):
         items["cp_ring_attention_buffers"] = np.where(b.titan & (b.cp > 1), _cp_ring_buffers(b), 0.0)
     if b.cp_all_gather and np.any(~b.titan & (b.cp > 1)):

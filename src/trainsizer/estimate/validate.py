@@ -93,6 +93,8 @@ RECOMPUTE_MODULE_FRAMEWORKS = ("megatron-core",)
 PARTIAL_RECOMPUTE_FRAMEWORKS = ("megatron-core", "megatron")
 # fp8_transpose_cache false is Megatron-Core's disable_parameter_transpose_cache; "auto" as below
 FP8_TRANSPOSE_CACHE_FRAMEWORKS = ("megatron-core",)
+# compile_loss is torchtitan's CompileConfig components (the model and the loss compiled apart); "auto" as below
+COMPILE_LOSS_FRAMEWORKS = ("torchtitan",)
 # gradient_accumulation_fusion is Megatron's (Megatron-LM --no-gradient-accumulation-fusion, Megatron-Core
 # ModelParallelConfig); nanotron's accumulate_grad_in_fp32 is run as the `megatron` style; "auto" as below
 GRAD_ACCUM_FUSION_FRAMEWORKS = ("megatron-core", "megatron")
@@ -160,6 +162,7 @@ RULES = (
     "recompute_num_layers_framework",
     "recompute_num_layers_range",
     "fp8_transpose_cache_framework",
+    "compile_loss_framework",
     "gradient_accumulation_fusion_framework",
     "ddp_impl_framework",
     "recompute_modules_model",
@@ -545,6 +548,7 @@ def _cudnn_release_rule(c: SimpleNamespace, release: str | None) -> _Rules:
 
 def _partial_recompute_rules(c: SimpleNamespace) -> _Rules:
     """fp8_transpose_cache false: Megatron-Core's disable_parameter_transpose_cache (FP8_TRANSPOSE_CACHE_FRAMEWORKS).
+    compile_loss (either value): torchtitan's CompileConfig components (COMPILE_LOSS_FRAMEWORKS).
     gradient_accumulation_fusion (either value): Megatron's (GRAD_ACCUM_FUSION_FRAMEWORKS).
     ddp_impl: torch where torch DDP runs (HF, nanotron as megatron), megatron on Megatron (DDP_IMPL_FRAMEWORKS).
     recompute_method / recompute_num_layers N: Megatron's (PARTIAL_RECOMPUTE_FRAMEWORKS; "auto" as the stack it
@@ -558,6 +562,7 @@ def _partial_recompute_rules(c: SimpleNamespace) -> _Rules:
     low = 1 if method == "uniform" else 0
     n_layers = np.asarray(0 if n is None else n, dtype=float)  # one N, or one per strategy (an array)
     no_cache = getattr(strategy, "fp8_transpose_cache", None) is False
+    compile_loss_unset = getattr(strategy, "compile_loss", None) is None
     fusion_unset = getattr(strategy, "gradient_accumulation_fusion", None) is None
     ddp = getattr(strategy, "ddp_impl", None)
     ddp_frameworks = DDP_IMPL_FRAMEWORKS.get(str(ddp), ())
@@ -567,6 +572,8 @@ def _partial_recompute_rules(c: SimpleNamespace) -> _Rules:
                                                               "gradient_accumulation_fusion_framework"),
         "fp8_transpose_cache_framework": _stack_rule(c, not no_cache, FP8_TRANSPOSE_CACHE_FRAMEWORKS,
                                                      "fp8_transpose_cache_framework"),
+        "compile_loss_framework": _stack_rule(c, compile_loss_unset, COMPILE_LOSS_FRAMEWORKS,
+                                              "compile_loss_framework"),
         "recompute_num_layers_framework": _stack_rule(c, off, PARTIAL_RECOMPUTE_FRAMEWORKS,
                                                       "recompute_num_layers_framework"),
         "recompute_num_layers_range": (

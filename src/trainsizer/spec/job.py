@@ -328,6 +328,10 @@ class StrategySpec(_Strict):
     pp_last_stage_layers: int | None = Field(None, gt=0, le=100_000)
     # fused element-wise kernels (torch.compile or the framework's own); false = eager PyTorch
     torch_compile: bool = True
+    # torchtitan's CompileConfig components: whether the loss is compiled (components holds "loss"), independent of
+    # the model; null = with torch_compile (components' default ["model", "loss"]); llama3_8b_mxfp8 compiles the
+    # model only (components ["model"]): false
+    compile_loss: bool | None = None
     # loss over the vocabulary: auto (the framework's) | upcast (HF) | upcast-shift (HF transformers 4.46-4.47:
     # the shifted fp32 copy too) | vocab-parallel (Megatron) | vocab-parallel-unfused (Megatron-LM's default kernels:
     # separate ops over an fp32 copy, cross_entropy_loss_fusion false; nanotron) | chunked
