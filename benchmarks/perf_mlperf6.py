@@ -12,8 +12,10 @@ the loss), so the per-block figure is the rate; v5.x rows took per-step figures 
 VP, EP, micro-batch, global batch) comes from the config_*.sh the submission's README names and the log's
 global_batch_size / max_sequence_length; the GPU and network from the system file. Where a config sources commons
 the copy lacks, the row takes them from NVIDIA's v5.1 row of the same benchmark (or, GPT-OSS, Inventec's copy of the
-v6.0 commons) and the `assumed` column says so. A row the estimator cannot state is kept with its reason in `refused`
-(a part the catalog lacks, a precision no job can name).
+v6.0 commons) and the `assumed` column says so. The partners' logs on the NeMo 26.04 image print Megatron-Bridge's
+configuration summary (every setting that differs from Megatron-Core's default): their rows take the layout, recipe,
+graph scope and recompute from it where the config is missing or disagrees (known-gaps 57). A row the estimator cannot
+state is kept with its reason in `refused` (a part the catalog lacks, a precision no job can name).
 
 Rows are built with the v5.x job builders, not copies: the Llama rows (builder nvidia-llama) with
 perf_heldout26.mlperf_nvidia_job (perf_mlperf.job, the columns of nvidia_mlperf.csv), on Blackwell with the NeMo 26.04
@@ -59,7 +61,9 @@ GRAPHS = {"none": "none", "mcore": "layer", "full-iteration": "full_iteration"}
 # the Megatron-Bridge table's system / precision keys perf_mbridge26.job reads
 MB_SYSTEM = {"gb300": "GB300", "gb200": "GB200", "b300": "B300", "b200": "B200", "h100-sxm-80gb": "H100"}
 MB_PRECISION = {("fp8", "mxfp8"): "FP8-MX", ("fp8", "tensorwise"): "FP8-CS", ("fp8", "nvfp4"): "NVFP4",
-                ("bf16", ""): "BF16"}
+                ("bf16", ""): "BF16",
+                # per-tensor FP8 GEMMs as the table's FP8-CS; moe_job then states the row's own scaling recipe
+                ("fp8", "delayed"): "FP8-CS"}
 
 
 def rows() -> list[dict[str, str]]:
@@ -84,7 +88,10 @@ RUN_VOCAB = {"gpt-oss-20b": 128256}
 # NVIDIA's and Google's GB200 configs (config_GB200_*xtp2pp4ep32cp1_mxfp8_full_cg.sh) set no EXPERT_TENSOR_PARALLEL,
 # conf/model/671b.yaml defaults it to 1 and pretrain.py create_config sets model_cfg.expert_tensor_parallel_size
 # from it; GPT-OSS 20B, pretrain.py get_model sets etp = 1 whatever the config (conf/gpt_oss.yaml's
-# EXPERT_TENSOR_PARALLEL unused), NVIDIA's GB300 512-GPU TP 2 row included.
+# EXPERT_TENSOR_PARALLEL unused), NVIDIA's GB300 512-GPU TP 2 row included. The csv's fused_grouped_mlp column says
+# where a config leaves the fused grouped MLP off: 0 where the commons' USE_TE_OPS False stands (Dell's GB300 EP 2
+# config sets neither option; Cisco's H100 config sets NVTE_CUTEDSL_FUSED_GROUPED_MLP 0 and USE_TE_OPS False);
+# blank or 1 as every other readable config of the round.
 RUN_STRATEGY = {"gpt-oss-20b": {"moe_fused_grouped_mlp": True, "fused_qkv_rope": True, "cp_comm_type": "a2a", "etp": 1},
                 "deepseek-v3": {"etp": 1}}
 
@@ -120,10 +127,16 @@ def moe_job(r: dict[str, str]) -> dict:
                              "recompute_modules", "moe_dispatcher", "moe_a2a_overlap", "fp8_attention")}
     job = mbridge_job(mb)
     job["model"] = model(r["model"])
-    job["hardware"]["network"] = r["network"]
+    job["fp8_recipe"] = r["fp8_recipe"] or job["fp8_recipe"]
+    if r["network"]:
+        job["hardware"]["network"] = r["network"]
+    else:  # one node, data parallel inside it: no network carries anything (as the Llama rows)
+        del job["hardware"]["network"]
     job["strategy"]["fp8_param_allgather"] = r["fp8_params"] == "1"
     job["strategy"]["tp_comm_overlap"] = r["tp_comm_overlap"] == "1"
     job["strategy"] |= RUN_STRATEGY.get(r["model"], {})
+    if r.get("fused_grouped_mlp") == "0":  # the config leaves USE_TE_OPS / NVTE_CUTEDSL_FUSED_GROUPED_MLP off
+        job["strategy"]["moe_fused_grouped_mlp"] = False
     for key in ("pp_first_stage_layers", "pp_last_stage_layers"):  # the config's layout, not the recipe's
         job["strategy"].pop(key, None)
     if r["model"] in PIPELINE_LAYOUT:
