@@ -11,7 +11,8 @@ The estimate is the one step_time._ep_comm charges under `moe_dispatcher: flex` 
 copies counted as there (step_time.group_limited_units_per_token, the nodes as the routing's groups), timed by
 comm.forwarded_all_to_all_time / all_to_all_time at step_time.deepep_rates (perf_constants.yaml
 comm.deepep_normal_kernels, read off the V1 table's EP 8 / 32 / 64 rows, not fitted on any training row). The EP 16
-rows and the V2 rows are checks the rates were not read from.
+rows and the V2 rows are checks the rates were not read from, the SM100 CX7 EP 8 x 2 pair (B200 across two nodes,
+90 / 91 GB/s) among them.
 
 Run: python benchmarks/ep_dispatch.py
 """

@@ -84,13 +84,21 @@ def by_source(cs: list[Case]) -> dict[str, list[Case]]:
     return dict(out)
 
 
+# settings a strategy_extra option brings with it in the framework's code: torchtitan's DeepEP backend at 1a36996b
+# dispatches the TP group's whole token set (moe_tp_token_split false), its all-to-all a TP rank's share
+COMPANIONS = {"moe_dispatcher": ("moe_tp_token_split",)}
+
+
 def option_pairs(run: list[tuple[Case, dict[str, Any], dict[str, str]]], key: str, on: str,
                  off: str) -> list[tuple[str, float, float]]:
     """(row with key=on, measured, predicted throughput over the row with key=off) for time rows of one source that
     differ only in that strategy_extra setting: what it gains at one layout (moe_dispatcher flex over alltoall:
-    DeepEP over the all-to-all; torch_compile true over false)."""
+    DeepEP over the all-to-all; torch_compile true over false). Settings that come with the key's value in the
+    framework's code (COMPANIONS) may differ too."""
+    skip = (key, *COMPANIONS.get(key, ()))
+
     def rest(r: dict[str, str]) -> tuple:
-        extra = ";".join(s for s in r["strategy_extra"].split(";") if not s.startswith(f"{key}="))
+        extra = ";".join(s for s in r["strategy_extra"].split(";") if s.split("=")[0] not in skip)
         return (r["source_key"], r["metric"], extra) + tuple(r[k] for k in ph.LAYOUT if k != "strategy_extra")
     done = [(c, r) for c, res, r in run if res and c.metric not in ph.MEMORY_METRICS]
     out = []

@@ -31,7 +31,8 @@ BOUNDS = {
     "torchtitan NVFP4 PR (4 GB200 Llama 3 8B)": 10.0,  # 5.6: BF16 +4.2, MXFP8 +7.1%
     "torchtitan NVFP4 PR (4 GB200 Llama 3 8B) peak memory": 10.0,  # 5.4: -4.0 / -6.9% (+7.1 / +3.8% and said not to
     # fit before torchtitan's chunked loss and compiled per-op SAC were modelled: known-gaps 63)
-    "PyTorch + Nebius blog (256 B200 DeepSeek-V3)": 95.0,  # 84.2: all-to-all +42.3, DeepEP +126.1%, too fast
+    # 48.9: all-to-all +42.3, DeepEP +55.6%, too fast (84.2 before DeepEP's TP-replicated dispatch, 57 (m))
+    "PyTorch + Nebius blog (256 B200 DeepSeek-V3)": 55.0,
     "torchtitan SimpleFSDP PR, FSDP2 rows (H100 96 GB)": 20.0,  # 14.8: FSDP 8 -24.6, FSDP 64 +9.3, FSDP 4 x TP 2 -10.5%
     "torchtitan SimpleFSDP PR, FSDP2 rows (H100 96 GB) peak memory": 12.0,  # 7.2: +4.9 / +16.0 / -0.8%
 }
@@ -89,12 +90,13 @@ def test_mxfp8_gain_over_bf16_at_one_layout(run):
 
 
 def test_deepep_gain_over_the_all_to_all_at_one_layout(run):
-    """DeepSeek-V3 on 256 B200: DeepEP over torchtitan's all-to-all measured 1.320, predicted 2.097 (+58.9%: the
-    all-to-all's charge, docs/known-gaps.md 57 (m)); bounded so the gap cannot grow unseen."""
+    """DeepSeek-V3 on 256 B200: DeepEP over torchtitan's all-to-all measured 1.320, predicted 1.443 (+9.3%; 2.097
+    while DeepEP's dispatch was taken as split over the TP ranks, which torchtitan's DeepEP path at 1a36996b does not
+    do: docs/known-gaps.md 62); the pair differs in the dispatcher and what comes with it (moe_tp_token_split)."""
     pairs = p28.option_pairs(run, "moe_dispatcher", "flex", "alltoall")
     assert len(pairs) == 1
     (_, meas, pred), = pairs
-    assert abs(pred / meas - 1.0) < 0.70
+    assert abs(pred / meas - 1.0) < 0.15
 
 
 def test_mbridge_26_08_gpt_oss_rows_are_the_26_06_01_jobs_without_the_regression():

@@ -290,7 +290,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                 full_recompute_share: Any = 1.0, sequence_first: Any = False,
                 fp8_gathered_casts: Any = 0.0, block_tiles: tuple[Any, Any] = (0.0, 0.0),
                 rate_length: Any = 0.0, moe_passes: tuple[Any, Any, Any] | None = None, etp: Any = None,
-                router_gemm: bool = True, window_backward_skips: Any = True) -> LayerTimes:
+                router_gemm: bool = True, window_backward_skips: Any = True,
+                tp_token_split: Any = True) -> LayerTimes:
     """Compute seconds of one average decoder layer per micro-batch on one GPU.
 
     `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast. `moe_capacity_factor`: tokens
@@ -324,6 +325,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     None = `elementwise_passes` for all three (the dense layer's ratio).
     `etp`: the routed experts' TP degree (Strategy.etp resolved); None = tp. The experts run at that shard's shapes
     on tok x etp / tp routed tokens (`_moe_layer`).
+    `tp_token_split` (bool, arrays allowed): at etp < tp each TP rank dispatches its 1 / tp of the TP group's tokens;
+    False: every TP rank dispatches them all (PerfStyle.moe_tp_token_split), so tok routed tokens reach a GPU.
     `router_gemm`: the MoE gate computes its logits (False: NeMo AutoModel's FakeBalancedGate, Training.moe_routing
     "fake-balanced", assigns experts without a GEMM).
     """
@@ -361,7 +364,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
         moe_g, moe_ew, m_fwd_l, m_bwd_l = _moe_layer(
             shapes, tok, t, e, rates, et=et, g_attn=d.g_attn, b_attn=d.b_attn, a_fwd=a_fwd, a_bwd=a_bwd, weights=weights,
             attn_w=d.attn_w, ew_fwd_common=moe_common_ew, act_passes=moe_passes[1:],
-            fp8_weight_casts=fp8_weight_casts, moe_capacity_factor=moe_capacity_factor, router_gemm=router_gemm)
+            fp8_weight_casts=fp8_weight_casts, moe_capacity_factor=moe_capacity_factor, router_gemm=router_gemm,
+            tp_token_split=tp_token_split)
         fwd_sum = fwd_sum + shapes.n_moe * m_fwd_l
         bwd_sum = bwd_sum + shapes.n_moe * m_bwd_l
         recomp_full_sum = recomp_full_sum + shapes.n_moe * m_fwd_l
@@ -562,19 +566,22 @@ def _mlp_time(shapes: ModelShapes, up: float, inner: float, tokens, t, rates: Ra
 
 
 def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, et=None, g_attn, b_attn, a_fwd, a_bwd, weights: bool, attn_w,
-               ew_fwd_common, act_passes, fp8_weight_casts, moe_capacity_factor, router_gemm: bool = True):
+               ew_fwd_common, act_passes, fp8_weight_casts, moe_capacity_factor, router_gemm: bool = True,
+               tp_token_split: Any = True):
     """(GEMM s, element-wise s, forward s, backward s) of one MoE layer: attention as in a dense layer, router,
     routed experts on the busiest GPU, shared expert, token permutation and FP8 casts. `act_passes`: (routed,
     shared) experts' activation traffic relative to the fused count. `et`: the experts' TP degree (None = t): with
     et = t the tokens of the TP group reach each rank's expert shards (Megatron-Core's all-to-all dispatcher gathers
     the received tokens over the expert-TP group, moe/token_dispatcher.py MoEAlltoAllTokenDispatcher), with et < t
     each TP rank dispatches its own 1 / t of them to experts split et ways (et = 1: whole experts): tok x et / t
-    routed tokens per GPU at expert widths / et, the same FLOPs at other GEMM shapes."""
+    routed tokens per GPU at expert widths / et, the same FLOPs at other GEMM shapes; `tp_token_split` False: each
+    TP rank dispatches all of them (tok routed tokens per GPU whatever et)."""
     routed_passes, shared_passes = act_passes
     h = shapes.hidden
     et = t if et is None else et
     local_exp = np.maximum(shapes.experts / e, 1.0)
-    tok_e = tok * et / t  # tokens whose routed copies reach this GPU's experts
+    # tokens whose routed copies reach this GPU's experts
+    tok_e = np.where(np.asarray(tp_token_split, bool), tok * et / t, tok)
     # tokens per local expert: balanced routing x capacity factor (the busiest GPU sets the pace)
     m_e = tok_e * shapes.topk / local_exp * moe_capacity_factor
     # the gate: 16-bit, or fp32 on the CUDA cores (DeepSeek: torch.mm on float32, forward, dgrad and wgrad); none

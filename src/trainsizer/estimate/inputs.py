@@ -282,6 +282,7 @@ class Strategy:
     cp_comm_type: Any = None  # "p2p" | "all_gather" | "a2a" (names.CP_COMM_TYPES); None = p2p; step time
     pp_fsdp_once_per_step: Any = None  # FSDP2 under pipelining syncs once a step; None = the style's; step time
     cp_repeat_kv: Any = None  # PyTorch ring's K / V at the query heads' width (repeat_kv); None = the style's; step time
+    moe_tp_token_split: Any = None  # expert TP 1: TP ranks dispatch 1 / tp of the tokens each; None = the style's; step time
     # "fused" | "eager" (names.ACTIVATION_KERNELS): the SwiGLU activation; None = the style's; memory and step time
     activation_kernel: Any = None
     # Transformer Engine FP8 dot-product attention (Megatron-Core fp8_dot_product_attention, NeMo FP8_DPA with

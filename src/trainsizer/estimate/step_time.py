@@ -247,6 +247,12 @@ class PerfStyle:
     # under cp_torch_ring the model repeats K / V to the query heads before SDPA (torchtitan's Llama repeat_kv), so
     # the ring moves them at the query width; false: SDPA's enable_gqa (Hugging Face sdpa_attention_forward)
     cp_repeat_kv: bool = False
+    # at expert TP 1 under TP each TP rank dispatches its 1 / tp of the MoE layer's tokens (torchtitan's
+    # ReordererSequenceParallel, later its dispatchers' sp_size; Megatron-Core's sequence-parallel shard); false:
+    # every TP rank dispatches, computes and combines the TP group's whole token set (torchtitan's DeepEP path at
+    # 1a36996b, 2026-02: DeepEPMoE sets its reorderer to None, so apply_moe_ep_tp's ReordererSequenceParallel entry
+    # matches no module, and the MoE input is all-gathered to Replicate; split from 963c20cba, 2026-05-20)
+    moe_tp_token_split: bool = True
     # activations are kept sequence-first (s, b, h), as Megatron-Core does; the Mamba-2 mixer then copies across to the
     # batch-first fused kernels where a micro-batch holds several sequences (mamba.layout_copy_time)
     sequence_first: bool = False
@@ -330,6 +336,8 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["attention_kernel"] = str(strategy.attention_kernel)
     if getattr(strategy, "cp_repeat_kv", None) is not None:
         changes["cp_repeat_kv"] = bool(strategy.cp_repeat_kv)
+    if getattr(strategy, "moe_tp_token_split", None) is not None:  # _layer_time, _ep_comm
+        changes["moe_tp_token_split"] = bool(strategy.moe_tp_token_split)
     if getattr(strategy, "norm_kernel", None) is not None:
         if strategy.norm_kernel not in NORM_KERNELS:
             from trainsizer.errors import unknown_name
@@ -739,7 +747,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              flash_head_pad=compute.flash_head_dim_ratio(*model.head_dims, x.fw.attention_kernel),
                              block_tiles=tiles, rate_length=rate_length, etp=x.et,
                              router_gemm=training.moe_routing != "fake-balanced",
-                             window_backward_skips=_window_backward_skips(x))
+                             window_backward_skips=_window_backward_skips(x), tp_token_split=x.fw.moe_tp_token_split)
     if x.loss_impl == "chunked-nll":
         lt = dataclasses.replace(lt, head_bwd=lt.head_bwd + _chunked_nll_time(x, lt))
     if x.fp8_lm_head:  # Megatron-Core fp8_output_proj (validate.py: MXFP8 only)
@@ -1430,7 +1438,8 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
     model = x.model
     if not model.is_moe:
         return np.zeros_like(like)
-    seq_share = np.where(x.sp, 1.0 / x.t, 1.0)
+    # each TP rank dispatches its sequence shard, or the TP group's whole token set (PerfStyle.moe_tp_token_split)
+    seq_share = np.where(x.sp & np.asarray(x.fw.moe_tp_token_split, bool), 1.0 / x.t, 1.0)
     # the busiest rank receives capacity_factor x the balanced share of routed tokens
     routed = model.experts_per_token * x.training.moe_capacity_factor
     # DeepEP / HybridEP (Megatron-Core flex) send a token once to each EP rank holding one of its experts and

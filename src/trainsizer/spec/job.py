@@ -374,6 +374,10 @@ class StrategySpec(_Strict):
     # so its ring moves them at the query width; false = SDPA's enable_gqa (Hugging Face models on torch >= 2.5);
     # null = the style's
     cp_repeat_kv: bool | None = None
+    # MoE at expert TP 1 under TP: each TP rank dispatches its 1 / tp of the layer's tokens (torchtitan's
+    # ReordererSequenceParallel / sp_size, Megatron-Core); false = every TP rank dispatches, computes and combines the
+    # TP group's whole token set (torchtitan's DeepEP backend before 963c20cba, 2026-05-20); null = the style's
+    moe_tp_token_split: bool | None = None
     # FSDP2 under pipelining: the stage's parameters gathered once a step and its gradients reduce-scattered once,
     # after the last backward (torchtitan; NeMo AutoModel with BackendConfig enable_fsdp_optimizations); false =
     # every micro-batch's backward reduce-scatters and reshards and the next forward gathers again (AutoModel's
