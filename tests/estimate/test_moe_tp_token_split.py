@@ -4,11 +4,13 @@ DeepEP backend at 1a36996b, whose DeepEPMoE has no reorderer for ReordererSequen
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import SpecError
-from trainsizer.estimate.step_time import estimate_time
+from trainsizer.estimate.step_time import estimate_time, perf_style
 from trainsizer.render.i18n import t
 from trainsizer.scenario import resolve_job
 
@@ -22,9 +24,10 @@ def _job(tp: int, **strategy) -> dict:
                                 "framework": "torchtitan", "moe_dispatcher": "flex", **strategy}}
 
 
-def _breakdown(tp: int, **strategy) -> dict[str, float]:
+def _breakdown(tp: int, style=None, **strategy) -> dict[str, float]:
     sc = resolve_job(_job(tp, **strategy), load_catalog())
-    return estimate_time(sc.model, sc.training, sc.system, sc.strategy, memory_note=False).breakdown_s
+    return estimate_time(sc.model, sc.training, sc.system, sc.strategy, framework_style=style,
+                         memory_note=False).breakdown_s
 
 
 def test_replicated_dispatch_doubles_the_routed_traffic_and_adds_expert_work_at_tp_2():
@@ -45,3 +48,14 @@ def test_the_option_is_echoed_and_a_bad_value_is_a_clear_error_in_both_languages
     with pytest.raises(SpecError, match="moe_tp_token_split"):
         resolve_job(_job(2, moe_tp_token_split="sometimes"), load_catalog())
     assert t("field_strategy.moe_tp_token_split", "zh") != t("field_strategy.moe_tp_token_split", "en")
+
+
+def test_torchtitan_expert_tp_dispatches_the_tp_groups_tokens_from_every_tp_rank():
+    """torchtitan's ExpertTensorParallel at etp = tp all-to-alls the all-gathered MoE input from each TP rank (the
+    'redundant all-to-all' of c4b409af2): twice the bytes of a sequence-shard dispatch at TP 2; Megatron-Core's
+    alltoall dispatcher sends the sequence shard and all-gathers after (_moe_tp_collectives)."""
+    shard = replace(perf_style("torchtitan"), etp_dispatch_replicated=False)
+    for dispatcher in ("alltoall", "flex"):
+        split, whole = (_breakdown(2, style, etp=2, moe_dispatcher=dispatcher)["ep_comm"] for style in (shard, None))
+        assert 1.8 * split < whole <= 2.0 * split
+    assert perf_style("torchtitan").etp_dispatch_replicated and not perf_style("megatron-core").etp_dispatch_replicated

@@ -253,6 +253,9 @@ class PerfStyle:
     # 1a36996b, 2026-02: DeepEPMoE sets its reorderer to None, so apply_moe_ep_tp's ReordererSequenceParallel entry
     # matches no module, and the MoE input is all-gathered to Replicate; split from 963c20cba, 2026-05-20)
     moe_tp_token_split: bool = True
+    # at expert TP > 1 every TP rank dispatches the TP group's whole token set over the EP group (torchtitan's
+    # ExpertTensorParallel); false: its sequence shard, the expert-TP gather after (Megatron-Core, _moe_tp_collectives)
+    etp_dispatch_replicated: bool = False
     # activations are kept sequence-first (s, b, h), as Megatron-Core does; the Mamba-2 mixer then copies across to the
     # batch-first fused kernels where a micro-batch holds several sequences (mamba.layout_copy_time)
     sequence_first: bool = False
@@ -1438,8 +1441,11 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
     model = x.model
     if not model.is_moe:
         return np.zeros_like(like)
-    # each TP rank dispatches its sequence shard, or the TP group's whole token set (PerfStyle.moe_tp_token_split)
-    seq_share = np.where(x.sp & np.asarray(x.fw.moe_tp_token_split, bool), 1.0 / x.t, 1.0)
+    # each TP rank dispatches its sequence shard, or the TP group's whole token set (PerfStyle.moe_tp_token_split at
+    # expert TP 1, etp_dispatch_replicated above it)
+    whole = np.where(x.et > 1.0, np.asarray(x.fw.etp_dispatch_replicated, bool),
+                     ~np.asarray(x.fw.moe_tp_token_split, bool))
+    seq_share = np.where(x.sp & ~whole, 1.0 / x.t, 1.0)
     # the busiest rank receives capacity_factor x the balanced share of routed tokens
     routed = model.experts_per_token * x.training.moe_capacity_factor
     # DeepEP / HybridEP (Megatron-Core flex) send a token once to each EP rank holding one of its experts and
