@@ -111,3 +111,17 @@ def test_a_gpu_whose_load_crashes_fails_throughput(h100_ctx, monkeypatch):
     assert rec.throughput == {0: 0.0} and 0 in rec.load_errors
     t = by_name(burnin.evaluate(h100_ctx, "burnin", rec))["burnin.throughput"]
     assert t.status == "fail" and t.why.startswith("load stopped: GPU 0:")
+
+
+def test_an_amd_burn_in_fails_on_new_amdgpu_ras_lines(cpu_ctx):
+    """An AMD node's burn-in reads amdgpu's RAS / reset lines where an NVIDIA node's reads Xid: the recorded MI300A
+    node logs 2 new uncorrectable errors in its HBM (umc) during the run."""
+    tel = recorded("mi300a-burnin-ras.json")
+    cpu_ctx.telemetry = tel
+    clock = FakeClock()
+    rec = burnin.record(tel, 5, 1, None, clock, clock.sleep)
+    r = by_name(burnin.evaluate(cpu_ctx, "burnin", rec))
+    assert "burnin.xid" not in r
+    ras = r["burnin.amdgpu_ras"]
+    assert ras.status == "fail" and ras.measured == 1 and "uncorrectable" in ras.why
+    assert r["burnin.ecc"].status == "fail"

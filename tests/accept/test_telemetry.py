@@ -159,6 +159,8 @@ def test_xid_parser():
     ({"health": [7]}, "health[0]: must be a mapping: one GPU health reading (got 7). Allowed: index, "),
     ({"health": {"index": 0}}, "health: must be a list"),
     ({"samples": [["not a sample"]]}, "samples[0][0]"),
+    ({"vendor": "intel"}, "vendor: not a GPU vendor a recorded telemetry file can name"),
+    ({"vendor": "amd", "amdgpu_log": ["a line"]}, "amdgpu_log: must be kernel log text"),
 ])
 def test_bad_recorded_telemetry_is_a_spec_error_at_open(tmp_path, doc, where):
     path = tmp_path / "t.json"

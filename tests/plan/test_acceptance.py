@@ -56,6 +56,16 @@ def test_xid_list_is_for_nvidia_parts_only(blocks):
     assert nvidia.critical_xids and 79 in nvidia.critical_xids and "azurehpc" in nvidia.critical_xids_source
 
 
+def test_amd_plans_name_the_amdgpu_kernel_log_events_that_fail_a_node(blocks):
+    """In the place of Xid, an AMD plan lists the amdgpu RAS / reset lines `trainsizer accept` fails a node on;
+    an NVIDIA plan carries no such list."""
+    amd = blocks(hardware={"accelerator": "mi325x"}).acceptance
+    assert amd.critical_amdgpu_events == ["uncorrectable", "deferred", "reset", "reset_failed"]
+    assert "node-scraper" in amd.critical_amdgpu_events_source
+    nvidia = blocks().acceptance
+    assert nvidia.critical_amdgpu_events is None and nvidia.critical_amdgpu_events_source is None
+
+
 def test_plan_file_loads_in_accept(blocks, tmp_path):
     out = blocks()
     path = tmp_path / "plan.json"

@@ -29,6 +29,8 @@ class BurnInRecord:
     health_after: list[GpuHealth] = field(default_factory=list)
     xids_before: list | None = None
     xids_after: list | None = None
+    amdgpu_before: list | None = None  # an AMD node's amdgpu RAS / reset lines (accept.amdgpu_log)
+    amdgpu_after: list | None = None
     throughput: dict[int, float] = field(default_factory=dict)
     load: str = "none"
     load_errors: dict[int, str] = field(default_factory=dict)  # GPU -> why its load stopped early
@@ -86,6 +88,7 @@ def record(tel: GpuTelemetry, duration_s: float, interval_s: float, load=None,
     gpus = tel.gpus()
     rec = BurnInRecord(duration_s=duration_s, gpu_count=len(gpus), load=getattr(load, "name", "none"),
                        health_before=tel.health(), xids_before=tel.xid_events(),
+                       amdgpu_before=tel.amdgpu_events(),
                        temp_limits={g.index: g.temp_limit_c for g in gpus if g.temp_limit_c})
     if load:
         load.start()
@@ -102,6 +105,7 @@ def record(tel: GpuTelemetry, duration_s: float, interval_s: float, load=None,
             rec.load_errors = dict(getattr(load, "errors", {}))
     rec.health_after = tel.health()
     rec.xids_after = tel.xid_events()
+    rec.amdgpu_after = tel.amdgpu_events()
     return rec
 
 
@@ -121,7 +125,21 @@ def _gpus_present(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
                       details=_common(rec))
 
 
+def _amdgpu(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
+    crit = ctx.criteria
+    if rec.amdgpu_before is None or rec.amdgpu_after is None:
+        return ctx.skipped(f"{prefix}.amdgpu_ras", msg("acc_why_no_kernel_log_amd"))
+    critical = set(crit.critical_amdgpu_events or [])
+    new = [e for e in rec.amdgpu_after[len(rec.amdgpu_before):] if e.kind in critical]
+    return ctx.result(f"{prefix}.amdgpu_ras", "fail" if new else "pass", measured=len(new), threshold=0,
+                      unit="critical amdgpu events", source=crit.critical_amdgpu_events_source,
+                      why=msg("acc_why_new_amdgpu_events", kinds=", ".join(sorted({e.kind for e in new}))) if new
+                      else msg("acc_why_no_new_amdgpu_event"))
+
+
 def _xid(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
+    if ctx.telemetry is not None and ctx.telemetry.vendor == "amd":
+        return _amdgpu(ctx, prefix, rec)
     crit = ctx.criteria
     if rec.xids_before is None or rec.xids_after is None:
         return ctx.skipped(f"{prefix}.xid", msg("acc_why_no_kernel_log"))

@@ -109,7 +109,8 @@ class Context:
 # table and sentence read "8 个端口", not "8 ports" (messages.yaml acc_unit_*); symbols (GiB, Gb/s) stay as they are
 UNIT_WORDS = {"ports": "acc_unit_ports", "links": "acc_unit_links", "CPUs": "acc_unit_cpus", "disks": "acc_unit_disks",
               "errors": "acc_unit_errors", "GPUs": "acc_unit_gpus", "GPUs without ECC": "acc_unit_gpus_without_ecc",
-              "C": "acc_unit_c", "critical XIDs": "acc_unit_critical_xids", "new uncorrectable": "acc_unit_new_uncorrectable",
+              "C": "acc_unit_c", "critical XIDs": "acc_unit_critical_xids",
+              "critical amdgpu events": "acc_unit_critical_amdgpu_events", "new uncorrectable": "acc_unit_new_uncorrectable",
               "samples": "acc_unit_samples", "shards": "acc_unit_shards", "failed tests": "acc_unit_failed_tests",
               "nodes": "acc_unit_nodes", "wrong elements": "acc_unit_wrong_elements"}
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from trainsizer.accept import platforms
+from trainsizer.accept.amdgpu_log import AMDGPU_EVENT_KINDS
 from trainsizer.errors import SpecError, given
 from trainsizer.messages import Msg, msg, storable
 from trainsizer.spec.load import pydantic_problem
@@ -83,6 +84,9 @@ class AcceptanceCriteria(BaseModel):
     # 2. health
     critical_xids: list[int] | None = None
     critical_xids_source: str | None = None
+    # the amdgpu kernel-log events (accept.amdgpu_log.AMDGPU_EVENT_KINDS) that fail an AMD node, where Xid does not apply
+    critical_amdgpu_events: list[str] | None = None
+    critical_amdgpu_events_source: str | None = None
     ecc_corrected_max: Limit | None = None
     # 3. compute (per GPU)
     gemm_tflops_min: dict[Literal["bf16", "fp8"], Limit] = Field(default_factory=dict)
@@ -108,6 +112,15 @@ class AcceptanceCriteria(BaseModel):
         "ram_gib_min", "disks_min", "ecc_corrected_max", "hbm_gb_s_min", "rdma_gbps_min", "storage_read_gb_s_min",
         "storage_write_gb_s_min", "checkpoint_save_s_max", "checkpoint_restore_s_max", "temp_max_c",
         "fleet_min_ratio")(_numeric)
+
+    @field_validator("critical_amdgpu_events")
+    @classmethod
+    def _amdgpu_kinds(cls, value: list[str] | None) -> list[str] | None:
+        unknown = [k for k in value or [] if k not in AMDGPU_EVENT_KINDS]
+        if unknown:
+            raise ValueError(msg("acc_amdgpu_event_kind", kinds=", ".join(unknown),
+                                 allowed=", ".join(AMDGPU_EVENT_KINDS)))
+        return value
 
     @field_validator("gemm_tflops_min")
     @classmethod
@@ -135,6 +148,8 @@ def generic() -> AcceptanceCriteria:
         source=str(msg("acc_criteria_defaults")),
         critical_xids=list(d["critical_xids"]["value"]),
         critical_xids_source=platforms.source_text(d["critical_xids"]["source"]),
+        critical_amdgpu_events=list(d["critical_amdgpu_events"]["value"]),
+        critical_amdgpu_events_source=platforms.source_text(d["critical_amdgpu_events"]["source"]),
         ecc_corrected_max=_lim(d["ecc_corrected_max"]["value"], d["ecc_corrected_max"]["source"]),
         temp_max_c=_lim(d["temp_max_c"]["value"], d["temp_max_c"]["source"]),
         fleet_min_ratio=_lim(d["fleet_min_ratio"]["value"], d["fleet_min_ratio"]["source"]),

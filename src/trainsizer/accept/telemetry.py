@@ -10,6 +10,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Protocol
 
+from trainsizer.accept.amdgpu_log import AmdgpuEvent, parse_amdgpu_events
 from trainsizer.accept.xid import XidEvent, parse_xids
 from trainsizer.errors import SpecError, given
 from trainsizer.messages import msg
@@ -71,9 +72,11 @@ class GpuSample:
 
 
 class GpuTelemetry(Protocol):
-    """What the checks read from the GPUs; None for a figure the source cannot give."""
+    """What the checks read from the GPUs; None for a figure the source cannot give. `vendor` (TELEMETRY_VENDORS)
+    says which driver's kernel-log report the health checks read: Xid lines (nvidia) or amdgpu's RAS lines (amd)."""
 
     source: str
+    vendor: str
 
     def driver_version(self) -> str | None: ...
 
@@ -87,6 +90,11 @@ class GpuTelemetry(Protocol):
 
     def xid_events(self) -> list[XidEvent] | None: ...
 
+    def amdgpu_events(self) -> list[AmdgpuEvent] | None: ...
+
+
+TELEMETRY_VENDORS = ("nvidia", "amd")
+
 
 def _build(cls, data: dict):
     names = {f.name for f in fields(cls)}
@@ -99,12 +107,17 @@ class RecordedTelemetry:
 
     `samples` is a list of ticks, each a list of per-GPU samples; `sample()` returns the next tick and then
     holds the last one. `health_after` (optional) is returned by `health()` once the ticks are used up,
-    which is how a new ECC error during burn-in is recorded.
+    which is how a new ECC error during burn-in is recorded. `vendor` ("nvidia" unless given) chooses the kernel
+    log it plays back: `xid_log` / `xid_log_after`, or `amdgpu_log` / `amdgpu_log_after` for an AMD node.
     """
 
     data: dict
     source: str = "recorded"
     _tick: int = field(default=0, init=False)
+
+    @property
+    def vendor(self) -> str:
+        return self.data.get("vendor", "nvidia")
 
     @classmethod
     def from_file(cls, path: str | Path) -> RecordedTelemetry:
@@ -137,11 +150,19 @@ class RecordedTelemetry:
         self._tick += 1
         return [_build(GpuSample, s) for s in tick]
 
-    def xid_events(self) -> list[XidEvent] | None:
+    def _log(self, name: str) -> str | None:
+        """The recorded kernel log `name`, or `name`_after once the sample ticks are used up."""
         ticks = self.data.get("samples", [])
-        key = "xid_log_after" if ticks and self._tick >= len(ticks) and "xid_log_after" in self.data else "xid_log"
-        text = self.data.get(key)
+        after = f"{name}_after"
+        return self.data.get(after if ticks and self._tick >= len(ticks) and after in self.data else name)
+
+    def xid_events(self) -> list[XidEvent] | None:
+        text = self._log("xid_log")
         return None if text is None else parse_xids(text)
+
+    def amdgpu_events(self) -> list[AmdgpuEvent] | None:
+        text = self._log("amdgpu_log")
+        return None if text is None else parse_amdgpu_events(text)
 
 
 # each section's records in words (messages.yaml acc_record_*)
@@ -174,19 +195,24 @@ def _check_recorded(data: object, where: str) -> None:
             if lacking:
                 raise SpecError(f"--telemetry {where}: {key}[{j}].{lacking[0]}",
                                 msg("acc_record_key_missing", record=record))
-    for key in ("xid_log", "xid_log_after"):
+    for key in ("xid_log", "xid_log_after", "amdgpu_log", "amdgpu_log_after"):
         if data.get(key) is not None and not isinstance(data[key], str):
             raise SpecError(f"--telemetry {where}: {key}", msg("acc_kernel_log"), value=given(data[key]))
+    if data.get("vendor", "nvidia") not in TELEMETRY_VENDORS:
+        raise SpecError(f"--telemetry {where}: vendor", msg("acc_telemetry_vendor"), value=given(data["vendor"]),
+                        allowed=list(TELEMETRY_VENDORS))
 
 
-TELEMETRY_KINDS = ("auto", "nvml", "nvidia-smi", "none")
+TELEMETRY_KINDS = ("auto", "nvml", "nvidia-smi", "amd-smi", "none")
 
 
 def open_telemetry(kind: str = "auto") -> tuple[GpuTelemetry | None, str]:
     """A telemetry source, or None and why there is none (e.g. no driver): never raises for a missing GPU.
 
-    `kind` is auto|nvml|nvidia-smi|none or a path to a recorded JSON file.
+    `kind` is auto|nvml|nvidia-smi|amd-smi|none or a path to a recorded JSON file; auto tries NVIDIA's sources,
+    then AMD's.
     """
+    from trainsizer.accept.telemetry_amd import AmdSmiTelemetry, AmdSmiUnavailable
     from trainsizer.accept.telemetry_nvml import NvmlTelemetry, NvmlUnavailable
     from trainsizer.accept.telemetry_smi import NvidiaSmiTelemetry, SmiUnavailable
 
@@ -208,4 +234,9 @@ def open_telemetry(kind: str = "auto") -> tuple[GpuTelemetry | None, str]:
             return NvidiaSmiTelemetry.open(), "nvidia-smi"
         except SmiUnavailable as err:
             reasons.append(f"nvidia-smi: {err}")
+    if kind in ("auto", "amd-smi"):
+        try:
+            return AmdSmiTelemetry.open(), "amd-smi"
+        except AmdSmiUnavailable as err:
+            reasons.append(f"amd-smi: {err}")
     return None, msg("acc_tel_none", reasons="; ".join(reasons))

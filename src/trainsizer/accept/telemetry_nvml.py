@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from trainsizer.accept.amdgpu_log import AmdgpuEvent
 from trainsizer.accept.telemetry import GpuHealth, GpuInfo, GpuSample
 from trainsizer.accept.xid import XidEvent, kernel_xids
 
@@ -24,6 +25,7 @@ def _text(v: Any) -> str:
 class NvmlTelemetry:
     nvml: Any
     source: str = "NVML"
+    vendor: str = "nvidia"
 
     @classmethod
     def open(cls, nvml: Any = None) -> NvmlTelemetry:
@@ -142,3 +144,6 @@ class NvmlTelemetry:
 
     def xid_events(self) -> list[XidEvent] | None:
         return kernel_xids()
+
+    def amdgpu_events(self) -> list[AmdgpuEvent] | None:
+        return None  # an NVIDIA driver writes Xid lines, not amdgpu's

@@ -11,6 +11,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from trainsizer.accept.amdgpu_log import AmdgpuEvent
 from trainsizer.accept.telemetry import GpuHealth, GpuInfo, GpuSample
 from trainsizer.accept.xid import XidEvent, kernel_xids
 
@@ -112,6 +113,7 @@ def parse_cuda_version(text: str) -> str | None:
 class NvidiaSmiTelemetry:
     run: Callable[[list[str]], str] = _run
     source: str = "nvidia-smi"
+    vendor: str = "nvidia"
 
     @classmethod
     def open(cls) -> NvidiaSmiTelemetry:
@@ -203,3 +205,6 @@ class NvidiaSmiTelemetry:
 
     def xid_events(self) -> list[XidEvent] | None:
         return kernel_xids()
+
+    def amdgpu_events(self) -> list[AmdgpuEvent] | None:
+        return None  # an NVIDIA driver writes Xid lines, not amdgpu's

@@ -60,6 +60,8 @@ def acceptance_block(b: BuildInput, node: NodeBlock, net: NetworkBlock, storage:
     out.source = f"trainsizer plan for {b.scenario.name}" + (f" (platform table {pid})" if pid else "")
     if sw.vendor != "nvidia":  # an Xid is the NVIDIA driver's error report (NVRM: Xid): no such list elsewhere
         out.critical_xids = out.critical_xids_source = None
+    if sw.vendor != "amd":  # amdgpu's RAS / reset lines: the AMD driver's report in the place of Xid
+        out.critical_amdgpu_events = out.critical_amdgpu_events_source = None
     out.gpu_count = _plan(b.per_node, msg(_one("acc_gpus_per_node", b.per_node), n=b.per_node))
     if out.gpu_model is None:
         out.gpu_model = _plan(b.accelerator.name, msg("acc_catalog_name"))

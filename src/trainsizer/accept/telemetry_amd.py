@@ -1,0 +1,196 @@
+"""GpuTelemetry from AMD's `amd-smi` command line (JSON output), for Instinct parts.
+
+Commands and fields: AMD SMI CLI (ROCm/amdsmi amdsmi_cli/amdsmi_commands.py, README and CHANGELOG; ROCm/rocm-systems
+projects/amdsmi/docs/how-to/amdsmi-cli-tool.md):
+- `amd-smi static --asic --bus --vram --driver --limit --json`: asic.market_name / asic_serial, bus.bdf, vram.size
+  (MB, i.e. MiB: the library's vram_size is bytes / 2**20), driver.version, limit.slowdown_hotspot_temperature;
+- `amd-smi list --json`: gpu, bdf, uuid;
+- `amd-smi metric --ecc --json`: ecc.total_correctable_count / total_uncorrectable_count / total_deferred_count
+  (amdsmi_get_gpu_total_ecc_count: errors accumulated since the driver loaded);
+- `amd-smi bad-pages --pending --json`: pending retired pages, or "No bad pages found.";
+- `amd-smi metric --usage --power --clock --temperature --json` for the burn-in samples.
+amd-smi prints a list of per-GPU objects (`[{"gpu": 0, ...}]`, ROCm 6.x) or wraps it as `{"gpu_data": [...]}`
+(later releases), and a figure as a bare number, "N/A", "<n> <unit>" or `{"value": n, "unit": u}`: all are read.
+No GPU here: the parsers are pure functions, tested on samples written from AMD's documented output.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from trainsizer.accept.amdgpu_log import AmdgpuEvent, kernel_amdgpu_events
+from trainsizer.accept.telemetry import GpuHealth, GpuInfo, GpuSample
+from trainsizer.accept.xid import XidEvent
+
+STATIC_CMD = ["amd-smi", "static", "--asic", "--bus", "--vram", "--driver", "--limit", "--json"]
+LIST_CMD = ["amd-smi", "list", "--json"]
+ECC_CMD = ["amd-smi", "metric", "--ecc", "--json"]
+PENDING_PAGES_CMD = ["amd-smi", "bad-pages", "--pending", "--json"]
+SAMPLE_CMD = ["amd-smi", "metric", "--usage", "--power", "--clock", "--temperature", "--ecc", "--json"]
+NO_BAD_PAGES = "No bad pages found."  # amdsmi_commands.bad_pages: bad_pages_not_found
+
+
+class AmdSmiUnavailable(Exception):
+    pass
+
+
+def _run(cmd: list[str]) -> str:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise AmdSmiUnavailable(f"{' '.join(cmd[:2])} failed: {err}") from None
+    if proc.returncode != 0:
+        raise AmdSmiUnavailable(f"{' '.join(cmd[:2])} exited {proc.returncode}: "
+                                f"{(proc.stderr or proc.stdout).strip()[:200]}")
+    return proc.stdout
+
+
+def per_gpu(text: str) -> dict[int, dict[str, Any]]:
+    """amd-smi JSON (a list of per-GPU objects, or that list under "gpu_data") -> {gpu index: object}."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise AmdSmiUnavailable(f"amd-smi printed no JSON ({err.msg})") from None
+    if isinstance(data, dict):
+        data = data.get("gpu_data", [])
+    if not isinstance(data, list):
+        raise AmdSmiUnavailable("amd-smi JSON is neither a list nor {gpu_data: [...]}")
+    return {int(g["gpu"]): g for g in data if isinstance(g, dict) and isinstance(g.get("gpu"), int)}
+
+
+def number(value: Any) -> float | None:
+    """A figure as amd-smi prints it: 12, "12", "550 W", {"value": 12, "unit": "W"}; None for N/A."""
+    if isinstance(value, dict):
+        value = value.get("value")
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    m = re.match(r"\s*(-?\d+(?:\.\d+)?)", str(value))
+    return float(m[1]) if m else None
+
+
+def _count(value: Any) -> int | None:
+    n = number(value)
+    return None if n is None else int(n)
+
+
+def _text(value: Any) -> str:
+    return "" if value in (None, "N/A") else str(value)
+
+
+def parse_static(static_text: str, list_text: str | None = None) -> list[GpuInfo]:
+    uuids = {i: g.get("uuid", "") for i, g in per_gpu(list_text).items()} if list_text else {}
+    out = []
+    for i, g in sorted(per_gpu(static_text).items()):
+        asic, bus, vram, limit = (g.get(k) if isinstance(g.get(k), dict) else {}
+                                  for k in ("asic", "bus", "vram", "limit"))
+        size_mib = number(vram.get("size"))
+        out.append(GpuInfo(
+            index=i, name=_text(asic.get("market_name")) or "?", uuid=_text(uuids.get(i)),
+            serial=_text(asic.get("asic_serial")), pci_bus_id=_text(bus.get("bdf")).lower(),
+            memory_total_bytes=int(size_mib * 2**20) if size_mib is not None else 0,
+            temp_limit_c=number(limit.get("slowdown_hotspot_temperature")),
+        ))
+    return out
+
+
+def parse_driver_version(static_text: str) -> str | None:
+    for _, g in sorted(per_gpu(static_text).items()):
+        driver = g.get("driver")
+        if isinstance(driver, dict) and _text(driver.get("version")):
+            return str(driver["version"])
+    return None
+
+
+def _ecc_counts(gpu: dict[str, Any]) -> tuple[int | None, int | None]:
+    """(uncorrectable, correctable) of one GPU's `ecc` object. A deferred error is an uncorrectable one whose
+    poisoned data the driver handles when it is read (amdgpu RAS), so it counts as uncorrectable."""
+    ecc = gpu.get("ecc") if isinstance(gpu.get("ecc"), dict) else {}
+    unc, deferred = _count(ecc.get("total_uncorrectable_count")), _count(ecc.get("total_deferred_count"))
+    return (None if unc is None else unc + (deferred or 0)), _count(ecc.get("total_correctable_count"))
+
+
+def parse_ecc(ecc_text: str) -> dict[int, tuple[int | None, int | None]]:
+    """`amd-smi metric --ecc --json` -> {gpu: (uncorrectable, correctable)}."""
+    return {i: _ecc_counts(g) for i, g in per_gpu(ecc_text).items()}
+
+
+def parse_pending_pages(text: str) -> dict[int, bool | None]:
+    """`amd-smi bad-pages --pending --json` -> {gpu: a page waits to be retired}; None where amd-smi says N/A."""
+    out: dict[int, bool | None] = {}
+    for i, g in per_gpu(text).items():
+        pending = g.get("pending")
+        out[i] = None if pending in (None, "N/A") else bool(pending) and pending != NO_BAD_PAGES
+    return out
+
+
+def parse_samples(text: str) -> list[GpuSample]:
+    out = []
+    for i, g in sorted(per_gpu(text).items()):
+        temp, power, usage, clock = (g.get(k) if isinstance(g.get(k), dict) else {}
+                                     for k in ("temperature", "power", "usage", "clock"))
+        gfx_clock = clock.get("gfx_0") if isinstance(clock.get("gfx_0"), dict) else {}
+        out.append(GpuSample(index=i, temp_c=number(temp.get("hotspot")), power_w=number(power.get("socket_power")),
+                             util_pct=number(usage.get("gfx_activity")), sm_clock_mhz=number(gfx_clock.get("clk")),
+                             ecc_uncorrected_volatile=_ecc_counts(g)[0]))
+    return out
+
+
+@dataclass
+class AmdSmiTelemetry:
+    """Instinct GPUs through amd-smi; the kernel log read for amdgpu's RAS and reset lines, not for Xid."""
+
+    run: Callable[[list[str]], str] = _run
+    source: str = "amd-smi"
+    vendor: str = "amd"
+
+    @classmethod
+    def open(cls) -> AmdSmiTelemetry:
+        if shutil.which("amd-smi") is None:
+            raise AmdSmiUnavailable("not on PATH")
+        tel = cls()
+        if not per_gpu(tel.run(STATIC_CMD)):
+            raise AmdSmiUnavailable("lists no GPU")
+        return tel
+
+    def driver_version(self) -> str | None:
+        return parse_driver_version(self.run(STATIC_CMD))
+
+    def cuda_version(self) -> str | None:
+        return None  # a ROCm node has no CUDA; the plan sets no CUDA floor on AMD parts
+
+    def gpus(self) -> list[GpuInfo]:
+        try:
+            listed = self.run(LIST_CMD)
+        except AmdSmiUnavailable:
+            listed = None
+        return parse_static(self.run(STATIC_CMD), listed)
+
+    def health(self) -> list[GpuHealth]:
+        ecc = parse_ecc(self.run(ECC_CMD))
+        try:
+            pending = parse_pending_pages(self.run(PENDING_PAGES_CMD))
+        except AmdSmiUnavailable:
+            pending = {}
+        # AMD retires a bad HBM page (amd-smi bad-pages) where NVIDIA remaps a row: no remap figures here
+        return [GpuHealth(index=i, ecc_uncorrected_volatile=unc, ecc_corrected_volatile=cor,
+                          retired_pages_pending=pending.get(i)) for i, (unc, cor) in sorted(ecc.items())]
+
+    def sample(self) -> list[GpuSample]:
+        try:
+            return parse_samples(self.run(SAMPLE_CMD))
+        except AmdSmiUnavailable:
+            return []
+
+    def xid_events(self) -> list[XidEvent] | None:
+        return None  # Xid is the NVIDIA driver's report; amdgpu_events() reads the AMD driver's
+
+    def amdgpu_events(self) -> list[AmdgpuEvent] | None:
+        return kernel_amdgpu_events()

@@ -1,0 +1,109 @@
+"""amd-smi telemetry on samples written from AMD's documented output (tests/fixtures/accept/amd-smi/README.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainsizer.accept import amdgpu_log, health, telemetry_amd, xid
+from trainsizer.accept.context import Context, Options
+from trainsizer.accept.criteria import generic
+from trainsizer.accept.telemetry import open_telemetry
+from trainsizer.accept.telemetry_amd import AmdSmiTelemetry, AmdSmiUnavailable
+
+from .conftest import fixture_text
+
+
+def amd_smi_runner(ecc: str = "metric-ecc-clean.json"):
+    """Plays back the amd-smi samples for the commands AmdSmiTelemetry issues."""
+    outputs = {tuple(telemetry_amd.STATIC_CMD): "static-mi300a.json", tuple(telemetry_amd.LIST_CMD): "list.json",
+               tuple(telemetry_amd.ECC_CMD): ecc, tuple(telemetry_amd.PENDING_PAGES_CMD): "bad-pages-pending.json",
+               tuple(telemetry_amd.SAMPLE_CMD): "metric-sample.json"}
+
+    def run(cmd: list[str]) -> str:
+        if tuple(cmd) not in outputs:
+            raise AmdSmiUnavailable(f"unexpected command {cmd}")
+        return fixture_text(f"amd-smi/{outputs[tuple(cmd)]}")
+    return run
+
+
+def test_inventory_from_static_and_list():
+    tel = AmdSmiTelemetry(run=amd_smi_runner())
+    g = tel.gpus()
+    assert [x.pci_bus_id for x in g] == ["0000:01:00.0", "0001:01:00.0", "0002:01:00.0", "0003:01:00.0"]
+    assert g[0].name == "AMD Instinct MI300A" and g[1].uuid == "b6ff74a0-0000-1000-80ae-7c8cefe1f084"
+    assert g[0].memory_total_bytes == 96432 * 2**20 and g[0].temp_limit_c == 100.0
+    assert g[0].nvlinks_up is None  # xGMI is not NVLink: the NVLink check skips
+    assert tel.driver_version() == "6.19.4" and tel.cuda_version() is None
+
+
+def test_health_from_ecc_counts_and_pending_pages():
+    h = AmdSmiTelemetry(run=amd_smi_runner("metric-ecc-faulty.json")).health()
+    assert [(x.ecc_uncorrected_volatile, x.ecc_corrected_volatile) for x in h] == [(0, 0), (0, 12), (1, 0),
+                                                                                   (None, None)]
+    assert [x.retired_pages_pending for x in h] == [False, True, False, None]
+    assert all(x.remap_pending is None and x.clock_event_reasons is None for x in h)
+
+
+def test_deferred_errors_count_as_uncorrectable():
+    text = '[{"gpu": 0, "ecc": {"total_correctable_count": 0, "total_uncorrectable_count": 0, ' \
+           '"total_deferred_count": 3}}]'
+    assert telemetry_amd.parse_ecc(text) == {0: (3, 0)}
+
+
+def test_samples():
+    s = AmdSmiTelemetry(run=amd_smi_runner()).sample()
+    assert [(x.power_w, x.temp_c, x.sm_clock_mhz, x.util_pct) for x in s][:2] == [(49.0, 27.0, 43.0, 2.0),
+                                                                                  (42.0, 29.0, 47.0, 2.0)]
+    assert s[0].ecc_uncorrected_volatile == 0
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (12, 12.0), ("550 W", 550.0), ({"value": 100, "unit": "C"}, 100.0), ("N/A", None), (None, None),
+    ({"value": "N/A", "unit": "C"}, None), (True, None)])
+def test_figures_in_every_form_amd_smi_prints(value, expected):
+    assert telemetry_amd.number(value) == expected
+
+
+def test_output_that_is_no_json_is_unavailable_not_a_traceback():
+    with pytest.raises(AmdSmiUnavailable, match="no JSON"):
+        telemetry_amd.per_gpu("ERROR: amdgpu driver not loaded")
+    with pytest.raises(AmdSmiUnavailable, match="neither a list"):
+        telemetry_amd.per_gpu('"N/A"')
+
+
+def test_health_checks_on_an_amd_node_read_amdgpu_lines_not_xid(tmp_path, monkeypatch):
+    log = fixture_text("kernel/dmesg-amdgpu.txt")
+    monkeypatch.setattr(amdgpu_log, "read_kernel_log", lambda: (log, "dmesg"))
+    monkeypatch.setattr(xid, "read_kernel_log", lambda: (log, "dmesg"))
+    ctx = Context(criteria=generic(), telemetry=AmdSmiTelemetry(run=amd_smi_runner("metric-ecc-faulty.json")),
+                  telemetry_why="amd-smi", options=Options(storage_path=tmp_path), node="mi300a01")
+    r = {x.name: x for x in health.run(ctx)}
+    assert "health.xid" not in r
+    ras = r["health.amdgpu_ras"]
+    assert ras.status == "fail" and ras.measured == 4  # 2 uncorrectable in umc, a reset, 1 deferred, a failed reset
+    assert "0002:01:00.0" in ras.why and "node-scraper" in ras.source
+    assert r["health.ecc_uncorrectable"].status == "fail" and "GPU 2" in r["health.ecc_uncorrectable"].why
+    assert r["health.ecc_corrected"].status == "pass" and r["health.ecc_corrected"].measured == 12
+    assert r["health.retired_pages"].status == "fail" and "GPU 1" in r["health.retired_pages"].why
+    assert r["health.remapped_rows"].status == "skipped" and "amd-smi" in r["health.remapped_rows"].why
+    assert r["health.throttle"].status == "skipped"
+
+
+def test_a_clean_amd_node_passes_and_an_unreadable_log_skips(tmp_path, monkeypatch):
+    ctx = Context(criteria=generic(), telemetry=AmdSmiTelemetry(run=amd_smi_runner()), telemetry_why="amd-smi",
+                  options=Options(storage_path=tmp_path), node="mi300a01")
+    monkeypatch.setattr(amdgpu_log, "read_kernel_log", lambda: ("amdgpu 0000:01:00.0: amdgpu: MEM ECC is active.\n",
+                                                                "dmesg"))
+    r = {x.name: x for x in health.run(ctx)}
+    assert r["health.amdgpu_ras"].status == "pass" and r["health.ecc_uncorrectable"].status == "pass"
+    monkeypatch.setattr(amdgpu_log, "read_kernel_log", lambda: (None, "not permitted"))
+    skipped = {x.name: x for x in health.run(ctx)}["health.amdgpu_ras"]
+    assert skipped.status == "skipped" and "amdgpu" in skipped.why
+
+
+def test_without_amd_smi_the_probe_skips_with_a_reason(monkeypatch):
+    monkeypatch.setattr(telemetry_amd.shutil, "which", lambda name: None)
+    with pytest.raises(AmdSmiUnavailable, match="not on PATH"):
+        AmdSmiTelemetry.open()
+    tel, why = open_telemetry("amd-smi")
+    assert tel is None and "amd-smi: not on PATH" in why
