@@ -23,11 +23,23 @@ of one pass 2.5 x R_fwd / R_bwd. MI300X takes the ratio measured on MI325X: the 
 its clock under load set by its 750 W limit for the GEMMs and attention alike. Nothing is fitted on a training row;
 the rows that check it are perf_heldout28's TorchAO float8 runs on 8 MI300X (torchtitan, torch 2.9 nightly).
 
+CDNA 4 (MI355X, MI350X) is MEASURED, not derived from a profile: HipKittens' PyTorch baseline on MI355X
+(HazyResearch/HipKittens f09e968, analysis/attn/{fwd,bkwd}/plot.py, October 2025, torch's
+F.scaled_dot_product_attention in AMD's rocm/7.0-preview pytorch_training_mi35x_beta image; arXiv 2511.08083),
+benchmarks/data/sdpa_rocm_cdna4.csv: bf16, batch 16, 16 heads, d 128, causal, at 8K the forward at 630 TFLOPS and
+the backward at 224 (its FLOPs 2.5x the forward's): a forward share of the part's 16-bit peak and a backward / forward
+time of 2.5 x 630 / 224. MI350X: the same die, wheel and kernels, the same share of its own rated peak (its lower
+clock slows attention and GEMMs alike, docs/known-gaps.md 21).
+
 Run: python benchmarks/attention_rocm.py
 """
 
 from __future__ import annotations
 
+import csv
+from pathlib import Path
+
+from trainsizer.catalog import load_catalog
 from trainsizer.estimate.calibration import load_constants
 from trainsizer.estimate.flops import causal_fraction, layer_flops
 from trainsizer.models import load_model
@@ -38,6 +50,9 @@ MODEL, SEQ = "llama-3.1-70b", 8192
 FORWARD_PASSES = 2.0  # full activation checkpointing: forward and recompute
 BWD_FLOPS_OVER_FWD = 2.5  # FlashAttention backward FLOPs over its forward's (the attention section's convention)
 FAMILIES = ("mi300x", "mi325x")  # CDNA 3: the profiled part and its same-die sibling
+CDNA4_DATA = Path(__file__).resolve().parent / "data" / "sdpa_rocm_cdna4.csv"
+CDNA4_MEASURED, CDNA4_FAMILIES = "mi355x", ("mi355x", "mi350x")  # the measured part, then its same-die sibling
+CDNA4_AT = {"seq_len": 8192, "q_heads": 16, "causal": 1}  # the row taken: 8K causal, Llama's d 128, as on CDNA 3
 
 
 def gemm_over_attention() -> tuple[float, float]:
@@ -60,6 +75,23 @@ def derived_constants() -> dict[str, dict[str, float]]:
             for f in FAMILIES}
 
 
+def cdna4_rates() -> dict[str, float]:
+    """{"fwd": TFLOPS, "bwd": TFLOPS} of torch SDPA on MI355X at CDNA4_AT (benchmarks/data/sdpa_rocm_cdna4.csv)."""
+    with CDNA4_DATA.open(encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f) if all(int(r[k]) == v for k, v in CDNA4_AT.items())]
+    return {r["pass"]: float(r["tflops"]) for r in rows}
+
+
+def cdna4_constants() -> dict[str, dict[str, float]]:
+    """{family: {"share", "bwd_over_fwd"}} on CDNA 4: the measured forward over the MI355X's 16-bit peak, the
+    backward / forward time 2.5 x forward rate / backward rate; MI350X the same (its own peak, the same die)."""
+    rates = cdna4_rates()
+    peak = load_catalog().accelerators[CDNA4_MEASURED].tflops_dense["bf16"]
+    share = rates["fwd"] / peak
+    return {f: {"share": share, "bwd_over_fwd": BWD_FLOPS_OVER_FWD * rates["fwd"] / rates["bwd"]}
+            for f in CDNA4_FAMILIES}
+
+
 def main() -> None:
     x_fwd, x_bwd = gemm_over_attention()
     print(f"Primus TorchTitan 'no optimizations', Llama 3.1 70B, MI325X, {SEQ} tokens, full AC:")
@@ -70,6 +102,14 @@ def main() -> None:
               f"backward / forward time {c['bwd_over_fwd']:.3f} (fa2 figures: {k.flash_fraction(family, 'fa2'):.3f}, "
               f"{k.flash_bwd_ratio(family, 'fa2'):.2f}); shipped {k.flash_fraction(family, 'sdpa'):.4f}, "
               f"{k.flash_bwd_ratio(family, 'sdpa'):.3f}")
+
+    rates = cdna4_rates()
+    print(f"HipKittens' torch SDPA baseline, MI355X, bf16, 16 x 16 heads, d 128, causal 8K: forward {rates['fwd']:.0f}, "
+          f"backward {rates['bwd']:.0f} TFLOPS")
+    for family, c in cdna4_constants().items():
+        print(f"  {family}: SDPA forward share {c['share']:.4f}, backward / forward time {c['bwd_over_fwd']:.3f} "
+              f"(fa2 figures: {k.flash_fraction(family, 'fa2'):.3f}, {k.flash_bwd_ratio(family, 'fa2'):.2f}); "
+              f"shipped {k.flash_fraction(family, 'sdpa'):.4f}, {k.flash_bwd_ratio(family, 'sdpa'):.3f}")
 
 
 if __name__ == "__main__":

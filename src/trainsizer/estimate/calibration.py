@@ -134,6 +134,11 @@ class PerfConstants:
         attention.flash_efficiency_sdpa), not FlashAttention-2's."""
         return _family_entry(self.flash_efficiency_sdpa, accelerator) is not None
 
+    def sdpa_rate_words(self, accelerator: str) -> dict[str, str]:
+        """The SDPA figures of a part as a note states them: {"share": "25%", "bwd": "7.0"}."""
+        return {"share": f"{self.flash_fraction(accelerator, 'sdpa'):.0%}",
+                "bwd": f"{self.flash_bwd_ratio(accelerator, 'sdpa'):.1f}"}
+
     def _has_native(self, accelerator: str) -> bool:
         acc = accelerator.lower()
         return any(acc.startswith(key) for key in self.flash_efficiency_native if key != "default")

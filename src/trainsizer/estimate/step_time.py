@@ -2265,9 +2265,10 @@ def _sdpa_note(system: System, kernel: str) -> tuple[str, ...]:
     """What a reader on an AMD part needs beside the time: attention was timed as PyTorch SDPA's ROCm kernels
     (AOTriton, perf_constants.yaml attention.flash_efficiency_sdpa), not the vendor-tuned ones a Primus-Turbo / TE
     run would state as attention_kernel native."""
-    if kernel != "sdpa" or not load_constants().sdpa_own_rate(system.accelerator):
+    k = load_constants()
+    if kernel != "sdpa" or not k.sdpa_own_rate(system.accelerator):
         return ()
-    return (msg("note_sdpa_rocm", accelerator=system.accelerator),)
+    return (msg("note_sdpa_rocm", accelerator=system.accelerator, **k.sdpa_rate_words(system.accelerator)),)
 
 
 def _memory_note(model: ModelArch, training: Training, system: System, strategy) -> tuple[str, ...]:

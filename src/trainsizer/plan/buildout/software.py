@@ -75,7 +75,9 @@ def framework_for(b: BuildInput, vendor: str) -> Cited:
     else:
         key, why = "ddp", msg("sw_why_ddp")
     if vendor == "amd" and times_rocm_sdpa(b):
-        why = msg("sw_why_rocm_sdpa", why=why)
+        from trainsizer.estimate.calibration import load_constants
+
+        why = msg("sw_why_rocm_sdpa", why=why, **load_constants().sdpa_rate_words(b.system.accelerator))
     name = msg(f"framework_{key}")  # its English is the rule file's `frameworks` entry (a test checks)
     source = by_vendor.source if key == by_vendor.value.get("amd") else "software_stack_ref"
     return cited(name if str(name) == fw[key] else fw[key], why, source)
@@ -83,9 +85,9 @@ def framework_for(b: BuildInput, vendor: str) -> Cited:
 
 def times_rocm_sdpa(b: BuildInput) -> bool:
     """Whether the estimate timed attention as PyTorch SDPA's flash backend (attention_kernel sdpa: the torchtitan /
-    torchtune styles, or the job's own choice) at a rate of its own on this part, AOTriton's on CDNA 3, a fraction of
-    the vendor kernels' (perf_constants.yaml attention.flash_efficiency_sdpa): a figure the AMD plan should say it
-    assumes. A part without that figure (CDNA 4) is timed at FlashAttention-2's."""
+    torchtune styles, or the job's own choice) at a rate of its own on this part, AOTriton's on CDNA 3 and CDNA 4, a
+    fraction of the vendor kernels' (perf_constants.yaml attention.flash_efficiency_sdpa): a figure the AMD plan should
+    say it assumes. A part without that figure is timed at FlashAttention-2's."""
     from trainsizer.estimate.calibration import load_constants
     from trainsizer.estimate.step_time import attention_kernel_of
 
