@@ -89,11 +89,18 @@ class PerfConstants:
     fp8_recipes: dict[str, dict[str, float]] = field(default_factory=dict)  # fp8 section: recipe -> figures
     fp8_default_recipe: dict[str, str] = field(default_factory=dict)  # accelerator family -> recipe
     fp4_recipes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # FP4-peak recipe -> families that run it
+    # torch._grouped_mm's rate over the dense GEMM rate of the same part and precision, by family
+    # (gemm.grouped_mm_over_dense)
+    grouped_mm_over_dense_table: dict[str, float] = field(default_factory=lambda: {"default": 1.0})
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def gemm_efficiency(self, accelerator: str) -> float:
         """Large-GEMM fraction of dense peak for a catalog accelerator id (longest family prefix wins)."""
         return _by_family(self.gemm_efficiency_max, accelerator)
+
+    def grouped_mm_over_dense(self, accelerator: str) -> float:
+        """torch._grouped_mm's GEMM rate over the dense one on this part (gemm.grouped_mm_over_dense)."""
+        return _by_family(self.grouped_mm_over_dense_table, accelerator)
 
     def fp8_recipe(self, accelerator: str, recipe: str = "auto") -> dict[str, float]:
         """Figures of an FP8 scaling recipe ("auto": the accelerator family's default, e.g. MXFP8 on
@@ -297,6 +304,7 @@ def load_constants() -> PerfConstants:
     g, a, m, c = d["gemm"], d["attention"], d["memory"], d["comm"]
     return PerfConstants(
         gemm_efficiency_max={str(k): float(v) for k, v in g["efficiency_max"].items()},
+        grouped_mm_over_dense_table={str(k): float(v) for k, v in g["grouped_mm_over_dense"].items()},
         fp32_efficiency_ratio=float(g["fp32_efficiency_ratio"]),
         kernel_fixed_s=float(g["kernel_fixed_s"]),
         host_s_per_layer_pass=float(g["host_s_per_layer_pass"]),
@@ -413,6 +421,9 @@ class Rates:
     # (perf_constants.yaml mamba.scan_sm_bound, `_ssd_rates`); 0 = gemm16_flops / hbm_bytes_s
     ssd_gemm_flops: float = 0.0
     ssd_hbm_bytes_s: float = 0.0
+    # FLOP/s of the routed experts' grouped GEMMs where the style runs torch._grouped_mm (step_time._grouped_mm_rate);
+    # 0 = gemm_flops
+    grouped_gemm_flops: Any = 0.0
 
     def __post_init__(self) -> None:
         if not self.gemm16_flops:

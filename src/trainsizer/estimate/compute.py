@@ -32,6 +32,7 @@ Model (each line names its origin):
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -590,7 +591,7 @@ def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, et=None, g_attn,
                                       flops=rates.fp32_flops if shapes.router_fp32 else 0.0)
     if not router_gemm:
         g_router = b_router = 0.0
-    g_exp, act_exp, b_exp = _mlp_time(shapes, shapes.expert_up, shapes.expert_ffn, m_e, et, rates,
+    g_exp, act_exp, b_exp = _mlp_time(shapes, shapes.expert_up, shapes.expert_ffn, m_e, et, _expert_rates(rates),
                                       routed_passes, batch=local_exp, weights=weights)
     g_sh = act_sh = b_sh = 0.0
     if shapes.shared_ffn:
@@ -614,6 +615,15 @@ def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, et=None, g_attn,
     fwd = moe_g + a_fwd + moe_ew
     bwd = b_attn + b_router + b_exp + b_sh + a_bwd + 2.0 * (moe_ew - m_fwd - e_fwd) + m_bwd + e_bwd
     return moe_g, moe_ew, fwd, bwd
+
+
+def _expert_rates(rates: Rates) -> Rates:
+    """`rates` with the routed experts' grouped-GEMM rate as the linear GEMM rate, where the style sets one
+    (Rates.grouped_gemm_flops: torch._grouped_mm)."""
+    grouped = np.asarray(rates.grouped_gemm_flops, float)
+    if not np.any(grouped > 0):
+        return rates
+    return dataclasses.replace(rates, gemm_flops=np.where(grouped > 0, grouped, rates.gemm_flops))
 
 
 def _fp8_casts(tokens, k_in: float, n_out: float, weights: float, rates: Rates, weight_casts: Any,

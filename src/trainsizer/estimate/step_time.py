@@ -198,6 +198,10 @@ class PerfStyle:
     # GEMM epilogues, so the eager fc2 bias and clamp of the TEGroupedMLP path do not run (_expert_bias_time,
     # _activation_clamp_time)
     moe_fused_grouped_mlp: bool = False
+    # the routed experts run PyTorch's grouped GEMM (torch._grouped_mm; torchtitan models/moe/moe.py
+    # _run_experts_grouped_mm), at its measured share of the dense rate (perf_constants.yaml gemm.grouped_mm_over_dense,
+    # _grouped_mm_rate); false: the dense GEMM rate (Transformer Engine's GroupedLinear, Megatron-Core)
+    moe_torch_grouped_mm: bool = False
     # Megatron-Core overlap_p2p_comm: with an interleaved schedule (vpp > 1) the next chunk's send / recv is posted
     # asynchronously and waited on only when that chunk runs, so the steady state hides the transfers (_pipeline)
     p2p_overlap: bool = False
@@ -535,7 +539,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
     check_training(training)
     fw = _style(strategy, framework_style, training.method in ("pretrain", "cpt"))
     fw = _model_attention_kernel(_recipe_style(fw, strategy, training, system, k), strategy, model)
-    r = _bf16_layers(_rates(system, training, k, calibration, fw), training, model)
+    r = _grouped_mm_rate(_bf16_layers(_rates(system, training, k, calibration, fw), training, model), system, k, fw)
     a = strategy_arrays(strategy)
     t, d, c, b = a["tp"], a["dp"], a["cp"], a["micro_batch"]
     # a micro-batch of b samples is b x sequences_per_sample sequences (DPO: chosen + rejected)
@@ -631,6 +635,17 @@ def _rates(system: System, training: Training, k: PerfConstants, calibration: Ca
                                       for name in ("fp8_cast_bytes", "fp8_cast_kernels", "fp8_weight_cast_bytes",
                                                    "fp8_weight_bwd_bytes")})
     return r
+
+
+def _grouped_mm_rate(r: Any, system: System, k: PerfConstants, fw: PerfStyle) -> Any:
+    """The routed experts' GEMM rate where the style runs torch._grouped_mm (PerfStyle.moe_torch_grouped_mm): the
+    dense rate of the precision (FP8: the recipe's) x its measured share of it on the part
+    (gemm.grouped_mm_over_dense; benchmarks/grouped_mm.py derives it from TorchAO's B200 table)."""
+    on = np.asarray(fw.moe_torch_grouped_mm, bool)
+    if not np.any(on):
+        return r
+    grouped = r.gemm_flops * k.grouped_mm_over_dense(system.accelerator)
+    return dataclasses.replace(r, grouped_gemm_flops=np.where(on, grouped, r.gemm_flops))
 
 
 def _bf16_layers(r: Any, training: Training, model: ModelArch) -> Any:
