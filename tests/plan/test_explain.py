@@ -315,3 +315,18 @@ def test_a_pinned_gpu_count_is_what_decides_the_tier(lang):
     unpinned = {k: v for k, v in job.items() if k != "hardware"}
     free = make_plan(unpinned, load_catalog(), lang=lang, pins=Pins(accelerator="h100-sxm-80gb"), build=False).tier
     assert free.decided_by != "constraints" and free.gpus > 8
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_stated_end_stage_layers_are_said_to_be_searched_as_an_even_split(lang):
+    """A Megatron-Bridge DeepSeek-V3 layout states the end ranks' layers; the plan searches even splits only, and its
+    note said nothing but 'the job's strategy is not used' (known-gaps 43 (o))."""
+    from types import SimpleNamespace
+
+    from trainsizer.plan.explain import _stage_layers_note
+
+    spec = SimpleNamespace(pp_first_stage_layers=None, pp_last_stage_layers=13)
+    (note,) = _stage_layers_note(spec, lang)
+    assert "pp_last_stage_layers 13" in note and "pp_first_stage_layers" not in note
+    assert ("evenly" in note and "`estimate`" in note) if lang == "en" else ("平均" in note and "`estimate`" in note)
+    assert _stage_layers_note(SimpleNamespace(pp_first_stage_layers=None, pp_last_stage_layers=None), lang) == []

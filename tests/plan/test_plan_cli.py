@@ -117,3 +117,18 @@ def test_the_pinned_hardware_note_is_a_list_in_the_readers_punctuation(run_cli):
 def test_the_search_line_counts_options_in_english_grammar(run_cli):
     code, out, _ = run_cli("plan", QLORA)
     assert code == 0 and " on 1 hardware option (" in out and "option(s)" not in out
+
+
+def test_the_recommended_options_own_notes_are_printed_as_the_report_lists_them(run_cli):
+    """The recommended option's notes (its estimate's: a dated price, an uneven pipeline split, the attention rate
+    assumed) were in the JSON and the report but not in the CLI's tables; each is printed once."""
+    code, out, err = run_cli("plan", QLORA, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    own = [n for n in data["recommended"]["notes"] if n not in data["notes"]]
+    assert own, "the example's option has notes of its own (a dated purchase price)"
+    code, out, _ = run_cli("plan", QLORA)
+    lines = " ".join(out.split())
+    for note in own:
+        assert " ".join(note.split())[:60] in lines
+    assert lines.count(" ".join(own[0].split())[:60]) == 1

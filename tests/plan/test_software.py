@@ -233,3 +233,18 @@ def test_an_amd_plan_for_a_flexattention_model_does_not_claim_sdpa(build):
     oss = build(method="pretrain", model="gpt-oss-20b", hardware={"accelerator": "mi300x"})
     assert oss.evaluation["framework"]["perf_style"] == "torchtitan"
     assert "AOTriton" not in _sw(oss).framework.rule
+
+
+def test_a_stack_the_job_names_is_the_one_the_plan_names(build):
+    """A torchtitan EP layout read 'Megatron-Core (NeMo / Megatron-LM) with Transformer Engine' (its ep > 1), a
+    torchtune LoRA 'Hugging Face Transformers + PEFT': the job named its stack, and the estimate timed that one."""
+    from trainsizer.plan.texts import say
+
+    titan = _sw(build(method="pretrain", model="gpt-oss-20b", strategy={"framework": "torchtitan", "zero": 3,
+                                                                          "ep": 8})).framework
+    assert str(titan.value).startswith("torchtitan") and titan.source == "torchtitan_repo"
+    assert "strategy.framework torchtitan" in str(titan.rule)
+    assert "按作业所设" in say(titan.value_msg.model_dump(), "zh")
+    tune = _sw(build(method="lora", strategy={"framework": "torchtune", "fsdp": "none"})).framework
+    assert str(tune.value).startswith("torchtune") and tune.source == "torchtune_repo"
+    assert "Megatron" in str(_sw(build(strategy={"fsdp": "none", "tp": 8})).framework.value)

@@ -146,6 +146,11 @@ class PerfConstants:
         return {"share": f"{self.flash_fraction(accelerator, 'sdpa'):.0%}",
                 "bwd": f"{self.flash_bwd_ratio(accelerator, 'sdpa'):.1f}"}
 
+    def flex_own_rate(self, accelerator: str) -> bool:
+        """Whether FlexAttention's Triton template runs at a figure measured on this part (attention.
+        flash_efficiency_flex: B200 / GB200), not FlashAttention-2's."""
+        return _family_entry(self.flash_efficiency_flex, accelerator) is not None
+
     def _has_native(self, accelerator: str) -> bool:
         acc = accelerator.lower()
         return any(acc.startswith(key) for key in self.flash_efficiency_native if key != "default")

@@ -792,7 +792,8 @@ def mtp_projection(hidden: int, tok, t, seq_share, weights: bool, rates: Rates) 
 
 def fp8_lm_head_delta(shapes: ModelShapes, tok, t, weights: bool, rates: Rates, weight_casts: Any) -> tuple[Any, Any]:
     """(forward, backward) seconds the LM head's GEMMs change by when they run in FP8 (Megatron-Core fp8_output_proj:
-    TELMHeadColumnParallelLinear, a TE Linear under the MXFP8 autocast): the three GEMMs at the FP8 rate instead of the
+    TELMHeadColumnParallelLinear, a TE Linear under the MXFP8 autocast; torchtitan's MXFP8LinearConverter, a torchao
+    MXFP8 Linear that casts the same three operands): the three GEMMs at the FP8 rate instead of the
     16-bit one `_lm_head` charges, plus the casts of its input (forward), its output gradient over the vocab shard
     (backward) and its weight (`weight_casts` a micro-batch), one tensor each (`_fp8_casts`)."""
     h, v_l = shapes.hidden, shapes.vocab / t

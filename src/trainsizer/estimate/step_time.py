@@ -768,7 +768,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              window_backward_skips=_window_backward_skips(x), tp_token_split=x.fw.moe_tp_token_split)
     if x.loss_impl == "chunked-nll":
         lt = dataclasses.replace(lt, head_bwd=lt.head_bwd + _chunked_nll_time(x, lt))
-    if x.fp8_lm_head:  # Megatron-Core fp8_output_proj (validate.py: MXFP8 only)
+    if x.fp8_lm_head:  # Megatron-Core fp8_output_proj, torchtitan's MXFP8 converter (validate.py: MXFP8 only)
         d_fwd, d_bwd = compute.fp8_lm_head_delta(_shapes(model), x.tok, t, training.trains_base_weights, r,
                                                  _fp8_weight_casts(x))
         lt = dataclasses.replace(lt, head_fwd=lt.head_fwd + d_fwd, head_bwd=lt.head_bwd + d_bwd)
@@ -2277,10 +2277,16 @@ def attention_kernel_of(strategy: Any, model: ModelArch, framework_style: str | 
 
 
 def _sdpa_note(system: System, kernel: str) -> tuple[str, ...]:
-    """What a reader on an AMD part needs beside the time: attention was timed as PyTorch SDPA's ROCm kernels
-    (AOTriton, perf_constants.yaml attention.flash_efficiency_sdpa), not the vendor-tuned ones a Primus-Turbo / TE
-    run would state as attention_kernel native."""
+    """What a reader needs beside the time where the attention kernel's own rate is not the one timed: FlexAttention
+    off the parts it was measured on runs at FlashAttention-2's figures (perf_constants.yaml attention.
+    flash_efficiency_flex); on an AMD part, attention was timed as PyTorch SDPA's ROCm kernels (AOTriton,
+    attention.flash_efficiency_sdpa), not the vendor-tuned ones a Primus-Turbo / TE run would state as native."""
     k = load_constants()
+    if kernel == "flex" and not k.flex_own_rate(system.accelerator):
+        measured = sorted(k.flash_efficiency_flex)
+        ratio = k.flash_fraction(measured[0], "flex") / k.flash_fraction(measured[0], "fa2")
+        return (msg("note_flex_at_fa2", accelerator=system.accelerator, measured=" / ".join(measured),
+                    ratio=f"{ratio:.2f}"),)
     if kernel != "sdpa" or not k.sdpa_own_rate(system.accelerator):
         return ()
     return (msg("note_sdpa_rocm", accelerator=system.accelerator, **k.sdpa_rate_words(system.accelerator)),)

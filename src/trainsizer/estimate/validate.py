@@ -121,6 +121,20 @@ HYBRID_FRAMEWORKS = ("megatron-core", "hf", "fsdp")
 # loop (local_batch_size, gradient accumulation over pp_schedule.step calls) and NeMo AutoModel's (benchmark.py:
 # ga_steps = global / (local_batch x dp) schedule steps), both on the torchtitan style; "auto" as above
 LOCAL_BATCH_FRAMEWORKS = ("torchtitan",)
+# PyTorch's own attention kernels (attention_kernel sdpa: torch scaled_dot_product_attention; flex:
+# torch.nn.attention.flex_attention) and the stacks that call them: torchtitan, torchtune, transformers' sdpa /
+# flex_attention attn_implementation under the HF Trainer, FSDP or DeepSpeed, and DualPipe's PyTorch modules.
+# Megatron-Core (NeMo, Megatron-Bridge) and Megatron-LM call neither: their attention is Transformer Engine's
+# DotProductAttention (flash-attn: fa2 / fa1; cuDNN fused or FA3: native; TE's unfused path) or Megatron's own
+# unfused core attention (megatron/core/transformer/dot_product_attention.py, attention_backend flash / fused /
+# unfused / local). "auto" as the stack it resolves to.
+TORCH_ATTENTION_KERNELS = ("sdpa", "flex")
+TORCH_ATTENTION_FRAMEWORKS = ("torchtitan", "torchtune", "hf", "fsdp", "deepspeed", "deepseek-dualpipe")
+# fp8_lm_head: the LM head's GEMMs in MXFP8. Megatron-Core's fp8_output_proj (TELMHeadColumnParallelLinear under the
+# MXFP8 autocast) and torchtitan's MXFP8LinearConverter, which converts every Linear, the output projection included,
+# unless its fqns filter it (llama3_8b_mxfp8 lists none; known-gaps 57 (n)). Megatron-LM, DeepSpeed, the HF Trainer,
+# FSDP and torchtune keep the head in 16 bit. "auto" as the stack it resolves to.
+FP8_LM_HEAD_FRAMEWORKS = ("megatron-core", "torchtitan")
 # Frameworks that replicate a single KV head (multi-query attention) on every TP rank.
 MQA_REPLICATED_KV_FRAMEWORKS = ("megatron",)
 
@@ -175,6 +189,8 @@ RULES = (
     "moe_fused_grouped_mlp_recipe",
     "fp8_lm_head_recipe",
     "te_options_framework",
+    "fp8_lm_head_framework",
+    "attention_kernel_framework",
     "cudnn_release_part",
     "offload_needs_zero",
     "qlora_fp8",
@@ -490,7 +506,9 @@ def _te_option_rules(c: SimpleNamespace) -> _Rules:
     only: DotProductAttention reads the autocast recipe); the MXFP8 LM head (fp8_lm_head) needs the MXFP8 recipe
     (Megatron-Core fp8_utils.is_mxfp8_output_proj_active); TE's fused grouped MLP needs MXFP8 on an SM100 part
     (FUSED_GROUPED_MLP_PARTS); FP8 attention, the FP8 SwiGLU input store, CUDA graphs, the fused grouped MLP and the
-    fused qkv RoPE are Megatron-Core's (TE_GRAPH_FRAMEWORKS; "auto" as the stack it resolves to)."""
+    fused qkv RoPE are Megatron-Core's (TE_GRAPH_FRAMEWORKS; "auto" as the stack it resolves to), the MXFP8 LM head
+    Megatron-Core's and torchtitan's (FP8_LM_HEAD_FRAMEWORKS), PyTorch's attention kernels the PyTorch stacks'
+    (TORCH_ATTENTION_FRAMEWORKS)."""
     s = c.strategy
     dpa = bool(getattr(s, "fp8_attention", None))
     release = getattr(s, "cudnn_release", None)
@@ -499,8 +517,7 @@ def _te_option_rules(c: SimpleNamespace) -> _Rules:
                              ("cuda_graphs", getattr(s, "cuda_graphs", None) not in (None, "none")),
                              ("cudnn_release", release not in (None, "9.13")),
                              ("moe_fused_grouped_mlp", bool(getattr(s, "moe_fused_grouped_mlp", None))),
-                             ("fused_qkv_rope", bool(getattr(s, "fused_qkv_rope", None))),
-                             ("fp8_lm_head", bool(getattr(s, "fp8_lm_head", None)))) if on]
+                             ("fused_qkv_rope", bool(getattr(s, "fused_qkv_rope", None)))) if on]
     fused_mlp = bool(getattr(s, "moe_fused_grouped_mlp", None))
     head = bool(getattr(s, "fp8_lm_head", None))
     acc = str(c.system.accelerator).lower()
@@ -527,7 +544,17 @@ def _te_option_rules(c: SimpleNamespace) -> _Rules:
         ),
         "te_options_framework": _stack_rule(c, not named, TE_GRAPH_FRAMEWORKS, "te_options_framework",
                                             options=", ".join(named)),
+        "fp8_lm_head_framework": _stack_rule(c, not head, FP8_LM_HEAD_FRAMEWORKS, "fp8_lm_head_framework"),
+        "attention_kernel_framework": _attention_kernel_rule(c),
     }
+
+
+def _attention_kernel_rule(c: SimpleNamespace) -> tuple[np.ndarray, Callable[[dict[str, Any]], str]]:
+    """A stated sdpa / flex kernel needs a stack that calls PyTorch's attention (TORCH_ATTENTION_FRAMEWORKS); the
+    refusal says what a Megatron stack runs instead."""
+    kernel = getattr(c.strategy, "attention_kernel", None)
+    return _stack_rule(c, kernel not in TORCH_ATTENTION_KERNELS, TORCH_ATTENTION_FRAMEWORKS,
+                       "attention_kernel_framework", kernel=kernel)
 
 
 def _cudnn_release_rule(c: SimpleNamespace, release: str | None) -> _Rules:

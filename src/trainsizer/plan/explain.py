@@ -234,6 +234,7 @@ def plan_notes(scenario: Scenario, pins: Any, lang: str = "en") -> list[str]:
     if scenario.job.strategy is not None and scenario.job.strategy.model_fields_set - {"framework"}:
         # a strategy that names only the framework is used: the search keeps to the layouts that stack runs
         notes.append(msg("note_strategy", lang))
+        notes += _stage_layers_note(scenario.job.strategy, lang)
     if pins.any:
         fixed = [f"{k}={v}" for k, v in (("accelerator", pins.accelerator), ("count", pins.count),
                                          ("per_node", pins.per_node), ("network", pins.network)) if v is not None]
@@ -241,6 +242,14 @@ def plan_notes(scenario: Scenario, pins: Any, lang: str = "en") -> list[str]:
     if goal.procurement in ("buy", "either"):
         notes.append(msg("note_buy", lang, years=f"{AMORTISATION_YEARS:g}"))
     return notes
+
+
+def _stage_layers_note(spec: Any, lang: str) -> list[str]:
+    """The search splits the layers evenly (search.space); a job that states the end ranks' layers
+    (pp_first_stage_layers / pp_last_stage_layers) is told its split is not what the plan's options run."""
+    stated = [f"{name} {n}" for name in ("pp_first_stage_layers", "pp_last_stage_layers")
+              if (n := getattr(spec, name, None)) is not None]
+    return [msg("note_stage_layers_even", lang, stated=listed(stated))] if stated else []
 
 
 def _biggest(results: list[OptionResult]) -> OptionResult | None:

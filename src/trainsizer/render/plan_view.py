@@ -116,6 +116,13 @@ def _pareto_table(plan: dict[str, Any], lang: str) -> Table:
     return table
 
 
+def _option_notes(plan: dict[str, Any], rec: dict[str, Any] | None) -> list[str]:
+    """The recommended option's own notes (its estimate's: an uneven pipeline split, a dated price, the attention
+    rate assumed) that the plan's notes do not already say; the report lists them too."""
+    said = set(plan.get("notes") or [])
+    return list(dict.fromkeys(n for n in ((rec or {}).get("notes") or []) if n not in said))
+
+
 def _converted(plan: dict[str, Any], point: dict[str, Any]) -> bool:
     """Whether a Pareto point's cost was converted from the catalog's other currency, as its option says."""
     shown = cost_basis.ranked(_option(plan, point["id"]), plan["goal"]["procurement"])
@@ -189,3 +196,5 @@ def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) 
         ref = refs[i] if i < len(refs) else None
         key = ref.get("key") if isinstance(ref, dict) else getattr(ref, "key", None)
         con.print(f"{note_label(key, L)}{c}{note}")
+    for note in _option_notes(plan, rec):
+        con.print(f"{note_label(None, L)}{c}{note}")

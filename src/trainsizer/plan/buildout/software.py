@@ -59,28 +59,35 @@ def stack_for(acc: Any) -> tuple[str, dict]:
 
 
 def framework_for(b: BuildInput, vendor: str) -> Cited:
-    s = b.strategy
     fw = rules.value("software", "frameworks")
     by_vendor = rules.rule("software", "megatron_by_vendor")  # the Megatron-style stack of each vendor's parts
-    if not b.scenario.training.trains_base_weights:
-        key, why = "peft", msg("sw_why_peft", method=b.job.method)
-    elif s.tp > 1 or s.pp > 1 or s.cp > 1 or s.ep > 1 or s.distributed_optimizer:
-        key = by_vendor.value.get(vendor, "megatron")
-        why = msg("sw_why_megatron", tp=s.tp, pp=s.pp, cp=s.cp, ep=s.ep)
-    elif (s.offload if isinstance(s.offload, str) else "none") != "none":
-        # the layout's own words for the mode ("optimizer and parameters offloaded"), not the job's token
-        key, why = "deepspeed", msg("sw_why_offload", offload=msg(f"layout_offload.{s.offload}"))
-    elif (s.zero or 0) >= 3:
-        key, why = "fsdp", msg("sw_why_fsdp")
-    else:
-        key, why = "ddp", msg("sw_why_ddp")
+    key, why, source = _framework_key(b, vendor, by_vendor.value)
     if vendor == "amd" and times_rocm_sdpa(b):
         from trainsizer.estimate.calibration import load_constants
 
         why = msg("sw_why_rocm_sdpa", why=why, **load_constants().sdpa_rate_words(b.system.accelerator))
     name = msg(f"framework_{key}")  # its English is the rule file's `frameworks` entry (a test checks)
-    source = by_vendor.source if key == by_vendor.value.get("amd") else "software_stack_ref"
+    source = source or (by_vendor.source if key == by_vendor.value.get("amd") else "software_stack_ref")
     return cited(name if str(name) == fw[key] else fw[key], why, source)
+
+
+def _framework_key(b: BuildInput, vendor: str, by_vendor: dict) -> tuple[str, Any, str | None]:
+    """(key of `frameworks`, why, its own source or None): the stack the job names where the layout would misname it
+    (stated_frameworks: a torchtitan EP layout is not Megatron-Core), else the stack the layout and method suggest."""
+    s = b.strategy
+    stated = rules.value("software", "stated_frameworks")
+    if s.framework in stated:
+        return s.framework, msg("sw_why_stated", framework=s.framework), stated[s.framework]
+    if not b.scenario.training.trains_base_weights:
+        return "peft", msg("sw_why_peft", method=b.job.method), None
+    if s.tp > 1 or s.pp > 1 or s.cp > 1 or s.ep > 1 or s.distributed_optimizer:
+        return by_vendor.get(vendor, "megatron"), msg("sw_why_megatron", tp=s.tp, pp=s.pp, cp=s.cp, ep=s.ep), None
+    if (s.offload if isinstance(s.offload, str) else "none") != "none":
+        # the layout's own words for the mode ("optimizer and parameters offloaded"), not the job's token
+        return "deepspeed", msg("sw_why_offload", offload=msg(f"layout_offload.{s.offload}")), None
+    if (s.zero or 0) >= 3:
+        return "fsdp", msg("sw_why_fsdp"), None
+    return "ddp", msg("sw_why_ddp"), None
 
 
 def times_rocm_sdpa(b: BuildInput) -> bool:
