@@ -73,11 +73,12 @@ def framework_for(b: BuildInput, vendor: str) -> Cited:
 
 def _framework_key(b: BuildInput, vendor: str, by_vendor: dict) -> tuple[str, Any, str | None]:
     """(key of `frameworks`, why, its own source or None): the stack the job names where the layout would misname it
-    (stated_frameworks: a torchtitan EP layout is not Megatron-Core), else the stack the layout and method suggest."""
+    (software.yaml stated_<framework>: a torchtitan EP layout is not Megatron-Core), else the stack the layout and
+    method suggest."""
     s = b.strategy
-    stated = rules.value("software", "stated_frameworks")
-    if s.framework in stated:
-        return s.framework, msg("sw_why_stated", framework=s.framework), stated[s.framework]
+    stated = _stated_rule(s.framework)
+    if stated is not None:
+        return stated.value, msg("sw_why_stated", framework=s.framework), stated.source
     if not b.scenario.training.trains_base_weights:
         return "peft", msg("sw_why_peft", method=b.job.method), None
     if s.tp > 1 or s.pp > 1 or s.cp > 1 or s.ep > 1 or s.distributed_optimizer:
@@ -88,6 +89,12 @@ def _framework_key(b: BuildInput, vendor: str, by_vendor: dict) -> tuple[str, An
     if (s.zero or 0) >= 3:
         return "fsdp", msg("sw_why_fsdp"), None
     return "ddp", msg("sw_why_ddp"), None
+
+
+def _stated_rule(framework: str) -> Any:
+    """software.yaml `stated_<framework>` where the plan names a stack the job states, else None."""
+    name = f"stated_{framework}"
+    return rules.rule("software", name) if name in rules.raw("software") else None
 
 
 def times_rocm_sdpa(b: BuildInput) -> bool:
