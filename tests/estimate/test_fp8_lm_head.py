@@ -59,9 +59,12 @@ def test_fp8_head_needs_the_mxfp8_recipe(recipe, precision):
         estimate_time(sc.model, sc.training, sc.system, sc.strategy, memory_note=False)
 
 
-def test_fp8_head_is_megatron_cores():
-    with pytest.raises(TrainsizerError, match="Megatron-Core"):
-        sc = _scenario(fp8_lm_head=True, framework="torchtitan", ep=1, zero=3)
+def test_fp8_head_is_megatron_cores_and_torchtitans():
+    """torchtitan's MXFP8LinearConverter converts the output layer too (known-gaps 55 (g)); FSDP keeps it 16-bit."""
+    sc = _scenario(fp8_lm_head=True, framework="torchtitan", ep=1, zero=3)
+    assert estimate_time(sc.model, sc.training, sc.system, sc.strategy, memory_note=False).step_s > 0
+    with pytest.raises(TrainsizerError, match="megatron-core, torchtitan"):
+        sc = _scenario(fp8_lm_head=True, framework="fsdp", ep=1, zero=3)
         estimate_time(sc.model, sc.training, sc.system, sc.strategy, memory_note=False)
 
 
