@@ -92,3 +92,19 @@ def test_hopper_is_unchanged():
                   peak_tflops={"bf16": 989.0, "fp16": 989.0, "fp8": 1979.0}, hbm_gb_s=3350.0, intra_node_gb_s=450.0,
                   inter_node_gb_s=50.0)
     assert _forward(h100, True) == _forward(h100, False)
+
+
+def _forward_stated(framework: str, stated) -> float:
+    st = Strategy(dp=16, zero=3 if framework == "torchtitan" else 1, ep=16, micro_batch=1, framework=framework,
+                  moe_torch_grouped_mm=stated)
+    out = step_time_arrays(_moe(), Training(seq_len=8192, global_batch_seqs=16), _gb200(), st)
+    return float(np.asarray(out["forward_compute"]))
+
+
+def test_a_stated_kernel_wins_over_the_style():
+    """strategy.moe_torch_grouped_mm: false on torchtitan (TE's GroupedLinear there) is the dense rate; true on
+    megatron-core is the grouped share; null keeps each style's."""
+    assert _forward_stated("torchtitan", None) > _forward_stated("torchtitan", False)
+    assert _forward_stated("torchtitan", None) == pytest.approx(_forward_stated("torchtitan", True))
+    assert _forward_stated("megatron-core", True) > _forward_stated("megatron-core", None)
+    assert _forward_stated("megatron-core", None) == pytest.approx(_forward_stated("megatron-core", False))

@@ -304,6 +304,9 @@ class Strategy:
     # Megatron-Core use_transformer_engine_op_fuser with NVTE_CUTEDSL_FUSED_GROUPED_MLP: the routed experts' fc1, gated
     # activation and fc2 with their biases in Transformer Engine's fused grouped MLP (MXFP8 on SM100); None = off
     moe_fused_grouped_mlp: Any = None
+    # the routed experts run torch._grouped_mm (PerfStyle.moe_torch_grouped_mm, its share of the dense rate) or not;
+    # None = the style's (torchtitan: true); one value for the whole batch
+    moe_torch_grouped_mm: Any = None
     # Megatron-Core fused_single_qkv_rope: RoPE on the unsplit qkv in one TE kernel, which takes no YaRN mscale, so a
     # model with an attention factor (gpt-oss) runs no unfused RoPE; None = off
     fused_qkv_rope: Any = None

@@ -364,6 +364,8 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["ep_overlap"] = bool(strategy.moe_a2a_overlap)
     if getattr(strategy, "moe_fused_grouped_mlp", None) is not None:  # TE's fused grouped MLP (_expert_bias_time)
         changes["moe_fused_grouped_mlp"] = bool(strategy.moe_fused_grouped_mlp)
+    if getattr(strategy, "moe_torch_grouped_mm", None) is not None:  # the experts' grouped GEMM (_grouped_mm_rate)
+        changes["moe_torch_grouped_mm"] = bool(strategy.moe_torch_grouped_mm)
     if getattr(strategy, "fused_qkv_rope", None):  # Megatron-Core fused_single_qkv_rope (_rope_unfused_time)
         changes["rope_mscale_unfused"] = False
     ddp = getattr(strategy, "ddp_impl", None)

@@ -411,6 +411,10 @@ class StrategySpec(_Strict):
     # NVTE_CUTEDSL_FUSED_GROUPED_MLP=1; MXFP8 on B200 / B300 / GB200 / GB300): the biases and the gated activation in
     # the cuDNN grouped GEMM epilogues; null = off (TEGroupedMLP)
     moe_fused_grouped_mlp: bool | None = None
+    # the routed experts' grouped GEMM: true = PyTorch's torch._grouped_mm (torchtitan's MoE, NeMo AutoModel's experts
+    # torch_mm), at its measured share of the dense rate on Blackwell; false = a kernel at the dense GEMM rate
+    # (Transformer Engine's GroupedLinear, grouped_gemm's gmm: AutoModel's default); null = the framework's
+    moe_torch_grouped_mm: bool | None = None
     # Megatron-Core fused_single_qkv_rope (NeMo FUSED_QKV_ROPE): RoPE in one TE kernel on the unsplit qkv; null = off
     fused_qkv_rope: bool | None = None
     # saved activations to host memory: true = every layer's (torchtune enable_activation_offloading), N = the
