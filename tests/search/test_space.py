@@ -85,4 +85,25 @@ def test_moe_layouts_at_tp_and_ep_are_tried_at_expert_tp_1_and_tp():
 def test_a_framework_without_expert_tp_keeps_tp():
     rows, etp = _moe_rows("deepspeed")
     assert np.array_equal(etp, rows[:, 0])
-    assert len(rows) < len(_moe_rows("megatron-core")[0])
+    assert len(np.unique(rows, axis=0)) == len(rows)  # each layout once: no expert-TP axis
+
+
+def test_a_named_fsdp_stack_shards_its_model_parallel_layouts_with_fsdp():
+    """A plan for a `framework: torchtitan` job recommended 'DP8 EP8, distributed optimizer' (Megatron's sharding,
+    which torchtitan lacks) and never FSDP with TP / EP; its model-parallel layouts now take ZeRO / FSDP (ZeRO-3 with
+    PP too, its 3D / 4D layouts), other named FSDP stacks without ZeRO-3 + PP, "auto" and Megatron as before."""
+    def modes(framework):
+        rows = _rows(strategies(MOE, 4096, 1024, 64, 8, 8, load_config(), framework=framework))
+        mp = (rows[:, 0] > 1) | (rows[:, 1] > 1) | (rows[:, 4] > 1) | (rows[:, 5] > 1)
+        return rows, mp
+
+    col = {"pp": 1, "zero": 6, "distributed_optimizer": 11}  # _rows' columns
+    for framework in ("torchtitan", "hf", "deepspeed"):
+        rows, mp = modes(framework)
+        assert not rows[mp, col["distributed_optimizer"]].any(), framework
+        assert set(rows[mp & (rows[:, col["pp"]] == 1), col["zero"]]) == {0.0, 1.0, 2.0, 3.0}, framework
+        zero3_pp = (rows[:, col["zero"]] == 3) & (rows[:, col["pp"]] > 1)
+        assert zero3_pp.any() == (framework == "torchtitan"), framework
+    for framework in ("auto", "megatron-core"):
+        rows, mp = modes(framework)
+        assert rows[mp, col["distributed_optimizer"]].any() and not rows[mp, col["zero"]].any(), framework

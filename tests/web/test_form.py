@@ -270,3 +270,22 @@ def test_the_training_framework_reaches_the_plan():
     assert not any("strategy" in n and ("not used" in n or "own" in n) for n in plan.notes)
     with pytest.raises(SpecError):
         job_from_form(DEFAULTS | {"strategy.framework": "keras"}, None)
+
+
+def test_the_currency_defaults_to_the_markets_as_a_job_file_does():
+    """The form sent constraints.currency USD whatever the market, so a China-market plan from the web page priced in
+    USD where the same job file gets CNY (spec.Job._one_currency); its default is now the market's."""
+    china = job_from_form(DEFAULTS | {"constraints.market": "china", "goal.budget.amount": "100000"}, None)
+    assert "currency" not in china.get("constraints", {}) and "currency" not in china["goal"]["budget"]
+    assert validate_job(china).currency == "CNY"
+    assert validate_job(job_from_form(DEFAULTS, None)).currency == "USD"
+    usd = job_from_form(DEFAULTS | {"constraints.market": "china", "goal.budget.currency": "USD"}, None)
+    assert validate_job(usd).currency == "USD"
+    assert form_from_job(china)["goal.budget.currency"] == ""
+    with pytest.raises(SpecError):
+        job_from_form(DEFAULTS | {"goal.budget.currency": "EUR"}, None)
+
+
+@pytest.mark.parametrize(("lang", "label"), [("en", "by market (USD; CNY in China)"), ("zh", "按市场")])
+def test_the_market_currency_choice_is_labelled(client, lang, label):
+    assert label in client.get("/", params={"lang": lang}).text

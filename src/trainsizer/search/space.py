@@ -5,7 +5,12 @@ vpp > 1 only with pp > 1; EP only on MoE models and only dividing the experts an
 where there is data parallelism to shard over; sequence parallelism always on with TP (it only saves memory
 and traffic there, Korthikanti et al. 2022). Layout families follow what the frameworks run:
 
-- Megatron-style (TP, PP, CP or EP > 1): plain data parallel or the distributed optimizer (ZeRO-1 over DP).
+- Megatron-style (TP, PP, CP or EP > 1): plain data parallel or the distributed optimizer (ZeRO-1 over DP), under
+  "auto" (which resolves such layouts to Megatron-Core) and the Megatron stacks.
+- The same layouts under a stack the job names that shards with ZeRO / FSDP instead (`FSDP_SHARD_FRAMEWORKS`:
+  torchtitan's FSDP2 with TP / PP / CP / EP, its 3D / 4D layouts, docs/composability.md; DeepSpeed, the HF
+  Trainer, FSDP, torchtune): the data-parallel family's ZeRO 0-3 and hybrid shard, ZeRO-3 with PP for torchtitan
+  only (validate.ZERO3_PP_REFUSED); none of them has Megatron's distributed optimizer.
 - Data parallel only (the HF Trainer / DeepSpeed / FSDP world): ZeRO 0-3, and FSDP hybrid shard within a
   node when DP spans several nodes.
 - Methods whose frameworks are data parallel only (search.yaml `data_parallel_only_methods`: QLoRA): the data
@@ -42,6 +47,10 @@ _COLS = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "distribute
 # resolves every TP > 1 layout of the search to it) and torchtitan (job_config.py
 # Parallelism.expert_tensor_parallel_degree: 1 or tp); validate.py rules etp_* hold the same
 EXPERT_TP_SEARCH_FRAMEWORKS = ("auto", "megatron-core", "torchtitan")
+# named stacks whose model-parallel layouts shard with ZeRO / FSDP, not the distributed optimizer (module docstring)
+FSDP_SHARD_FRAMEWORKS = ("torchtitan", "torchtune", "hf", "fsdp", "deepspeed")
+# of those, the stacks that compose FSDP (ZeRO-3) with a pipeline schedule (validate.ZERO3_PP_REFUSED: not the others)
+FSDP_PP_FRAMEWORKS = ("torchtitan",)
 OFF_NONE, OFF_OPT, OFF_PARAMS = OFFLOAD_CODE["none"], OFFLOAD_CODE["optimizer"], OFFLOAD_CODE["optimizer+params"]
 
 
@@ -71,22 +80,26 @@ def _shard_modes(megatron: bool, dp: int, cp: int, per_node: int, offload: bool)
 
 def layouts(model: ModelArch, seq_len: int, global_batch: int, gpus: int, per_node: int, domain: int,
             cfg: SearchConfig, offload: bool = False, dp_only: bool = False,
-            expert_tp_choice: bool = False) -> np.ndarray:
+            expert_tp_choice: bool = False, framework: str = "auto") -> np.ndarray:
     """Layout rows (columns `_COLS`), one per distinct layout, before micro-batch and recompute.
     `dp_only`: data parallel layouts only (methods whose frameworks have no model parallelism);
-    `expert_tp_choice`: MoE layouts at TP > 1 and EP > 1 come at etp 1 and etp = tp (module docstring)."""
+    `expert_tp_choice`: MoE layouts at TP > 1 and EP > 1 come at etp 1 and etp = tp (module docstring);
+    `framework`: a stack in FSDP_SHARD_FRAMEWORKS shards its model-parallel layouts with ZeRO / FSDP."""
     experts = model.experts if model.is_moe and not dp_only else 1
     max_tp, max_pp = (1, 1) if dp_only else (cfg.max_tp, cfg.max_pp)
     cp_min = seq_len + 1 if dp_only else cfg.cp_min_tokens_per_rank  # no CP degree > 1 keeps that many
+    shards = "fsdp-pp" if framework in FSDP_PP_FRAMEWORKS else "fsdp" if framework in FSDP_SHARD_FRAMEWORKS else "megatron"
     return _layouts(model.heads, model.layers, experts, seq_len, global_batch, gpus, per_node, domain,
-                    max_tp, max_pp, cp_min, cfg.vpp_values, offload, expert_tp_choice and experts > 1)
+                    max_tp, max_pp, cp_min, cfg.vpp_values, offload, expert_tp_choice and experts > 1, shards)
 
 
 @lru_cache(maxsize=4096)
 def _layouts(heads: int, layers: int, experts: int, seq_len: int, global_batch: int, gpus: int, per_node: int,
              domain: int, max_tp: int, max_pp: int, cp_min: int, vpp_values: tuple[int, ...],
-             offload: bool, expert_tp_choice: bool = False) -> np.ndarray:
-    """`layouts` on plain numbers, cached: accelerators of one node shape share their layouts."""
+             offload: bool, expert_tp_choice: bool = False, shards: str = "megatron") -> np.ndarray:
+    """`layouts` on plain numbers, cached: accelerators of one node shape share their layouts. `shards`: how a
+    model-parallel layout shards its states: "megatron" (none or the distributed optimizer), "fsdp" (ZeRO 0-3,
+    hybrid shard), "fsdp-pp" (the same, ZeRO-3 with PP too)."""
     rows: list[tuple[int, ...]] = []
     tps = [t for t in _pow2_upto(min(max_tp, domain, gpus)) if heads % t == 0]
     cps = [c for c in _pow2_upto(gpus) if c == 1 or (seq_len // c >= cp_min and seq_len % (2 * c) == 0)]
@@ -102,10 +115,10 @@ def _layouts(heads: int, layers: int, experts: int, seq_len: int, global_batch: 
                 vpps = [1] if pp == 1 else [v for v in vpp_values if pp * v <= layers]
                 eps = [e for e in _pow2_upto(experts) if experts % e == 0 and (dp * cp) % e == 0]
                 for ep in eps:
-                    megatron = tp > 1 or pp > 1 or cp > 1 or ep > 1
+                    megatron = shards == "megatron" and (tp > 1 or pp > 1 or cp > 1 or ep > 1)
                     etps = (1, tp) if expert_tp_choice and tp > 1 and ep > 1 else (0,)
                     for zero, sg, dist, off in _shard_modes(megatron, dp, cp, per_node, offload):
-                        if zero == 3 and pp > 1:
+                        if zero == 3 and pp > 1 and shards != "fsdp-pp":
                             continue
                         rows.extend((tp, pp, v, dp, cp, ep, zero, sg, dist, off, et) for et in etps for v in vpps)
     out = np.array(rows, dtype=float).reshape(-1, len(_COLS))
@@ -118,7 +131,7 @@ def strategies(model: ModelArch, seq_len: int, global_batch: int, gpus: int, per
                dp_only: bool = False) -> Strategy | None:
     """All strategies for one hardware option as one array-valued `Strategy` (None: no layout at all)."""
     base = layouts(model, seq_len, global_batch, gpus, per_node, domain, cfg, offload, dp_only,
-                   expert_tp_choice=framework in EXPERT_TP_SEARCH_FRAMEWORKS)
+                   expert_tp_choice=framework in EXPERT_TP_SEARCH_FRAMEWORKS, framework=framework)
     if not len(base):
         return None
     mbs = np.array(cfg.micro_batches, dtype=float)

@@ -33,7 +33,7 @@ DEFAULTS: dict[str, str] = {
     "model": "llama-3.1-8b", "method": "lora", "lora.rank": "16", "lora.targets": ",".join(LORA_LINEAR_TARGETS[:4]), "data_kind": "tokens",
     "data.tokens": "1e9", "text_language": "en", "data.epochs": "1", "seq_len": "4096",
     "batch_kind": "sequences", "batch_value": "64", "precision": "bf16", "optimizer": "adamw", "strategy.framework": "auto",
-    "goal.deadline_days": "7", "goal.budget.currency": "USD", "goal.procurement": "rent", "goal.objective": "",
+    "goal.deadline_days": "7", "goal.budget.currency": "", "goal.procurement": "rent", "goal.objective": "",
     "constraints.market": "global", "constraints.cooling": "",
 }
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -43,7 +43,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     # the training stack: "auto" picks one per layout and says so; naming one keeps the plan to layouts it runs
     # (estimate.validate: no pipeline parallelism under hf / torchtune / fsdp)
     "strategy.framework": FRAMEWORKS,
-    "goal.budget.currency": get_args(Currency),
+    # "": the market's currency (spec.Job._one_currency: CNY for the China markets, else USD), as a job file without one
+    "goal.budget.currency": ("", *get_args(Currency)),
     "goal.procurement": get_args(Procurement),
     "goal.objective": ("", *(a for a in get_args(get_args(Goal.model_fields["objective"].annotation)[0]))),
     "constraints.market": ("global", "china", "china-domestic"),
@@ -145,10 +146,15 @@ def job_from_form(values: Mapping[str, Any], config_json: bytes | None) -> dict[
     out["global_batch"] = {}
     if _text(values, "batch_value"):
         _put(out, f"global_batch.{batch_kind}", _text(values, "batch_value"))
-    currency = _text(values, "goal.budget.currency") or "USD"
+    currency = _text(values, "goal.budget.currency")  # "": the market's
+    if currency and currency not in CHOICES["goal.budget.currency"]:
+        raise SpecError("form: goal.budget.currency", msg("spec_not_allowed"), value=currency,
+                        allowed=[c for c in CHOICES["goal.budget.currency"] if c])
     if _text(values, "goal.budget.amount"):
-        _put(out, "goal.budget", {"amount": _text(values, "goal.budget.amount"), "currency": currency})
-    _put(out, "constraints.currency", currency)  # prices in the budget's currency even without a budget
+        _put(out, "goal.budget", {"amount": _text(values, "goal.budget.amount"), **({"currency": currency} if currency
+                                                                                   else {})})
+    if currency:
+        _put(out, "constraints.currency", currency)  # prices in the budget's currency even without a budget
     for key in MULTI:
         chosen = [v for v in _list(values, key) if v]
         if chosen:
@@ -185,7 +191,7 @@ def form_from_job(job: Mapping[str, Any]) -> FormValues:
     values["data_kind"] = next((k for k in ("tokens", "dataset_gb", "samples") if k in data), "tokens")
     values["packing"] = "true" if job.get("packing") is True else "false"
     constraints = job.get("constraints") if isinstance(job.get("constraints"), Mapping) else {}
-    values.setdefault("goal.budget.currency", str(constraints.get("currency", "USD")))
+    values.setdefault("goal.budget.currency", str(constraints.get("currency", "")))  # "": the market's
     batch = job.get("global_batch", {}) if isinstance(job.get("global_batch"), Mapping) else {}
     kind = "tokens" if "tokens" in batch else "sequences"
     values["batch_kind"], values["batch_value"] = kind, str(batch.get(kind, ""))

@@ -49,7 +49,8 @@ def _form_context(request: Request, lang: str, values: dict[str, Any], errors: d
     msgs = messages()
     objective_labels = {c: msgs[f"objective_{c}"][lang] for c in CHOICES["goal.objective"] if f"objective_{c}" in msgs}
     # a choice's words in the reader's language (messages.yaml `choice.<field>.<value>`), the value itself otherwise
-    labels = {f: {c: msgs[f"choice.{f}.{c}"][lang] for c in cs if f"choice.{f}.{c}" in msgs} for f, cs in CHOICES.items()}
+    labels = {f: {c: msgs[f"choice.{f}.{c or 'auto'}"][lang] for c in cs if f"choice.{f}.{c or 'auto'}" in msgs}
+              for f, cs in CHOICES.items()}
     vendors = {a.vendor: cat.vendor_name(a.vendor, lang) for a in accelerators}  # the catalog's names, not codes
     return context(request, lang, values=values, errors=errors, choices=CHOICES, accelerators=accelerators,
                    vendors=vendors, presets=presets, objective_labels=objective_labels, labels=labels)
