@@ -17,7 +17,7 @@ from trainsizer.errors import SpecError
 from trainsizer.estimate.calibration import Calibration
 from trainsizer.estimate.cost import HOURS_PER_YEAR, billed_gpu_hours, buy_cost, committed_terms, rent_cost
 from trainsizer.estimate.energy import default_pue, energy
-from trainsizer.estimate.memory import estimate_memory
+from trainsizer.estimate.memory import GIB, estimate_memory
 from trainsizer.estimate.reliability import failure_figures
 from trainsizer.estimate.step_time import estimate_time
 from trainsizer.messages import msg
@@ -29,6 +29,7 @@ UNIT_BUY = "per GPU (accelerator only)"
 
 if TYPE_CHECKING:
     from trainsizer.catalog.catalog import Catalog
+    from trainsizer.estimate.accuracy import JobClass
 
 # Straight-line amortisation period for bought GPU servers (typical 4-5 year depreciation of AI servers;
 # SemiAnalysis / Epoch "cost of training" use 4 years).
@@ -313,6 +314,7 @@ class EstimateResult(TypedDict):
     energy: dict[str, Any]  # Energy.to_dict() + pue, busy_fraction
     goal: dict[str, Any]  # deadline and budget checks
     calibration: dict[str, Any] | None  # the measured figures used, if any
+    accuracy: dict[str, Any]  # the job's class and its held-out accuracy band (accuracy)
     notes: list[str]
 
 
@@ -398,8 +400,31 @@ def evaluate(scenario: Scenario, catalog: Catalog, calibration: Calibration | No
         "energy": energy_dict,
         "goal": _goal(scenario, tm.train_days, costs),
         "calibration": calibration.model_dump() if calibration else None,
+        "accuracy": accuracy(scenario, catalog, tm.tokens_per_s, tm.train_days, mem.per_gpu_bytes / GIB),
         "notes": notes,
     }
+
+
+def job_class_of(scenario: Scenario, catalog: Catalog) -> JobClass:
+    """The job's accuracy class (estimate.accuracy.job_class) on the part the catalog names: the one classifier the
+    estimate and benchmarks/accuracy_bands.py share."""
+    from trainsizer.estimate.accuracy import job_class
+
+    arch = catalog.accelerator(scenario.system.accelerator).arch
+    return job_class(scenario.model, scenario.training, scenario.system, scenario.strategy, arch)
+
+
+def accuracy(scenario: Scenario, catalog: Catalog, tokens_per_s: float, train_days: float,
+             per_gpu_gib: float) -> dict[str, Any]:
+    """How far off the estimate is likely to be: the job's class and the held-out band of time and of peak memory
+    (estimate/data/accuracy_bands.yaml), with the tokens/s, days and GiB the band's 10th..90th percentile imply."""
+    from trainsizer.estimate.accuracy import band_for, memory_range, time_range
+
+    cls = job_class_of(scenario, catalog)
+    time, memory = band_for(cls, "time"), band_for(cls, "memory")
+    time["range"] = time_range(time, tokens_per_s, train_days)
+    memory["range"] = memory_range(memory, per_gpu_gib)
+    return {"class": cls.keys()[0], "time": time, "memory": memory}
 
 
 def reverse_questions(scenario: Scenario, questions: tuple[str, ...]) -> FitAnswers:

@@ -1,0 +1,248 @@
+"""Accuracy bands: how far off the estimate is on published runs it was not fitted on, per job class.
+
+Runs the held-out benchmarks' own rows through their own code (their row lists, job builders and predictions; this
+file holds no row), classes each row's job with the estimate's classifier (evaluate.job_class_of ->
+estimate.accuracy.job_class, the function a user's job goes through), and writes per class the signed errors'
+statistics to src/trainsizer/estimate/data/accuracy_bands.yaml, which the estimate and the plan report beside their
+figures.
+
+Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..29, perf_mlperf, perf_mlperf6,
+perf_mbridge26, perf_hybrid, perf_amd, perf_finetune, finetune_heldout, perf_external, perf_papers. The development
+set (perf_validation, perf_modern, perf_vtrain, perf_blackwell, memory_*) is NOT used: constants were fitted on it, so
+its errors understate what a new job sees. The pair checks (fp8_pairs, nvfp4_pairs) score ratios, not runs: not used.
+
+Quantities: time = throughput, signed (predicted - measured) / measured of a rate (tokens/s, TFLOP/s, MFU) or
+measured / predicted - 1 of a duration (step time, GPU-hours): + = predicted too fast. memory = a published peak
+(PyTorch's reserved / allocated peak, as each benchmark scores it), + = predicted too large. Left out: refused rows,
+memory after the step (model states, not a peak), the longest sequence that fits, the DualPipe F&B pair (one stage's
+kernel time).
+
+Classes (estimate/accuracy.py): stack family / model kind / GPU family / scale, each band at the finest level with at
+least MIN_ROWS rows; every row counts once, so a source with many rows weighs more.
+
+Run: python benchmarks/accuracy_bands.py            (prints the table)
+     python benchmarks/accuracy_bands.py --write    (and rewrites the data file)
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from trainsizer.catalog import load_catalog
+from trainsizer.estimate.accuracy import QUANTITIES
+from trainsizer.evaluate import job_class_of
+from trainsizer.scenario import resolve_job
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "src" / "trainsizer" / "estimate" / "data" / "accuracy_bands.yaml"
+DATA = Path(__file__).resolve().parent / "data"
+MIN_ROWS = 8  # fewer rows than this: the class falls back to a coarser one (a 10th / 90th percentile of 8 is thin)
+RATE_METRICS = ("tokens_per_s_per_gpu", "tokens_per_sec_per_gpu", "tokens_s", "narayanan_tflops_per_gpu",
+                "nemo_tflops_per_gpu", "gptneox_tflops_per_gpu", "mfu_6n_total_pct", "palm_mfu_pct", "mfu")
+DURATION_METRICS = ("step_time_s", "gpu_hours", "gpu_hours_logged")
+PEAK_METRICS = ("peak_memory_gib", "peak_gib")
+LEFT_OUT = ("allocated_after_step_gib", "max_seq", "fb_pair_s", "fits", "refused")
+
+
+@dataclass
+class Row:
+    """One scored held-out figure: its benchmark, id, metric, measured and predicted value, and its job."""
+
+    benchmark: str
+    row_id: str
+    metric: str
+    measured: float
+    predicted: float
+    job: dict[str, Any]
+    overlay: str = ""  # a catalog overlay file under benchmarks/data the row's job is resolved on
+
+    @property
+    def quantity(self) -> str | None:
+        if self.metric in RATE_METRICS or self.metric in DURATION_METRICS:
+            return "time"
+        if self.metric in PEAK_METRICS:
+            return "memory"
+        if self.metric in LEFT_OUT:
+            return None
+        raise ValueError(f"{self.benchmark} {self.row_id}: metric {self.metric!r} is not sorted into a quantity")
+
+    @property
+    def err(self) -> float:
+        """Signed error: + = predicted too fast (time) or too large (memory)."""
+        if self.metric in DURATION_METRICS:
+            return self.measured / self.predicted - 1.0
+        return self.predicted / self.measured - 1.0
+
+
+def _heldout_style(name: str, run: list, models: dict[str, Any]) -> list[Row]:
+    """Rows of the files in perf_heldout's columns: (case, result, row) triples, jobs from perf_heldout.job_of."""
+    import perf_heldout as ph
+
+    return [Row(name, c.row_id, c.metric, c.measured, c.predicted, ph.job_of(r, models), r["overlay"])
+            for c, _, r in run if not c.skipped]
+
+
+def _tokens_style(name: str, cases: list[tuple[str, str, float, float]], rows: list[dict[str, str]], job) -> list[Row]:
+    """Rows scored as (row id, key, measured, predicted tokens/s/GPU), jobs from the benchmark's own builder."""
+    by_id = {r["id"]: r for r in rows}
+    return [Row(name, rid, "tokens_per_s_per_gpu", m, p, job(by_id[rid])) for rid, _, m, p in cases]
+
+
+def _case_style(name: str, cases: list, rows: list[dict[str, str]], job) -> list[Row]:
+    """Rows scored as harness.Case lists (one row may give several cases), jobs from the benchmark's builder."""
+    by_id = {r["id"]: r for r in rows}
+    return [Row(name, c.row_id, c.metric, c.measured, c.predicted, job(by_id[c.row_id])) for c in cases if not c.skipped]
+
+
+def collect() -> list[Row]:
+    """Every scored held-out figure, each benchmark through its own functions."""
+    import csv
+
+    import finetune_heldout as fh
+    import perf_amd
+    import perf_external as pe
+    import perf_finetune as pf
+    import perf_heldout as ph
+    import perf_heldout26 as h26
+    import perf_heldout27 as h27
+    import perf_heldout28 as h28
+    import perf_heldout29 as h29
+    import perf_hybrid
+    import perf_mbridge26 as mb
+    import perf_mlperf
+    import perf_mlperf6 as m6
+    import perf_papers as pp
+
+    models = yaml.safe_load(ph.MODELS.read_text(encoding="utf-8"))
+    out = _heldout_style("perf_heldout", [(c, {}, r) for c, _, r in ph.run_all()], models)
+    out += _heldout_style("perf_heldout28", h28.run_all(), models)
+    out += _heldout_style("perf_heldout29", h29.run_all(), models)
+    out += _heldout_style("perf_papers", pp.run_all(), pp.models())
+    out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)
+    out += _tokens_style("perf_heldout26", h26.automodel_cases(), h26.automodel_rows(), h26.automodel_job)
+    out += _tokens_style("perf_heldout26", h26.mlperf_cases(), h26.mlperf_rows(), h26.mlperf_job)
+    out += _tokens_style("perf_heldout26", h26.mlperf_nvidia_cases(), h26.mlperf_nvidia_rows(), h26.mlperf_nvidia_job)
+    out += _tokens_style("perf_heldout27", h27.cases(), h27.rows(), mb.job)
+    out += _tokens_style("perf_heldout27", h27.mlperf_cases(), h27.mlperf_rows(), h26.mlperf_nvidia_job)
+    out += _tokens_style("perf_heldout29", h29.mbridge_cases(), h29.mbridge_rows(), mb.job)
+    out += _tokens_style("perf_heldout29", h29.mlperf_cases(), h29.mlperf_rows(), m6.job)
+    out += _tokens_style("perf_mlperf6", m6.cases(), m6.rows(), m6.job)
+    out += _tokens_style("perf_mbridge26", mb.cases(), mb.rows(), mb.job)
+    out += _tokens_style("perf_hybrid", perf_hybrid.cases(), perf_hybrid.rows(), perf_hybrid.job)
+    out += _case_style("perf_amd", perf_amd.cases(), list(csv.DictReader(perf_amd.DATA.open(encoding="utf-8"))),
+                       perf_amd.job)
+    out += _case_style("perf_mlperf", perf_mlperf.cases(), perf_mlperf._rows(), perf_mlperf.job)
+    out += _case_style("finetune_heldout", fh.cases(), list(csv.DictReader(fh.DATA.open(encoding="utf-8"))), fh.job)
+    pf_rows = list(csv.DictReader(pf.DATA.open(encoding="utf-8")))
+    out += _tokens_style("perf_finetune", [(rid, "", m, p) for rid, m, p in pf.cases()], pf_rows, pf.job)
+    cat = load_catalog()
+    out += [Row("perf_external", c.name, c.metric, c.published, pe.run_case(c, cat)[0], c.job) for c in pe.CASES]
+    return out
+
+
+def classify(rows: list[Row]) -> list[tuple[Row, tuple[str, ...]]]:
+    """(row, its class keys finest first) for the rows with a quantity, each job resolved as a user's would be."""
+    catalogs: dict[str, Any] = {}
+    out = []
+    for row in rows:
+        if row.quantity is None:
+            continue
+        if row.overlay not in catalogs:
+            catalogs[row.overlay] = load_catalog([DATA / row.overlay] if row.overlay else [])
+        cat = catalogs[row.overlay]
+        out.append((row, job_class_of(resolve_job(row.job, cat), cat).keys()))
+    return out
+
+
+def stats(rows: list[Row]) -> dict[str, Any]:
+    """A class's band: n, MAPE, median signed error, 10th / 90th percentile signed, 90th percentile of |error| (%),
+    and its rows by benchmark."""
+    e = 100.0 * np.array([r.err for r in rows])
+    by_bench: dict[str, int] = defaultdict(int)
+    for r in rows:
+        by_bench[r.benchmark] += 1
+
+    def pct(x: float) -> float:
+        return round(float(x), 1)
+
+    return {"n": len(rows), "mape_pct": pct(np.mean(np.abs(e))), "median_pct": pct(np.median(e)),
+            "signed_p10_pct": pct(np.percentile(e, 10)), "signed_p90_pct": pct(np.percentile(e, 90)),
+            "abs_p90_pct": pct(np.percentile(np.abs(e), 90)), "sources": dict(sorted(by_bench.items()))}
+
+
+def bands(classed: list[tuple[Row, tuple[str, ...]]]) -> dict[str, Any]:
+    """{"bands": {quantity: {class: stats}}, "family_rows": {quantity: {stack: n}}}: every class at every level
+    with at least MIN_ROWS rows (and fewer than its parent class)."""
+    out: dict[str, Any] = {"bands": {}, "family_rows": {}}
+    for q in QUANTITIES:
+        groups: dict[str, list[Row]] = defaultdict(list)
+        for row, keys in classed:
+            if row.quantity == q:
+                for key in keys:
+                    groups[key].append(row)
+        # a class holding the same rows as its parent adds nothing: the lookup falls back to the parent
+        out["bands"][q] = {k: stats(v) for k, v in sorted(groups.items())
+                           if len(v) >= MIN_ROWS and len(v) != len(groups.get(k.rpartition("/")[0], ()))}
+        out["family_rows"][q] = {k: len(v) for k, v in sorted(groups.items()) if "/" not in k}
+    return out
+
+
+def commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+HEADER = """\
+# Accuracy bands of the estimate per job class, measured on held-out published runs (nothing fitted on them).
+# Written by benchmarks/accuracy_bands.py --write; do not edit by hand (tests/estimate/test_accuracy_bands.py
+# checks, in a slow test, that these figures are what the benchmark computes now).
+# The development set (perf_validation, perf_modern, perf_vtrain, perf_blackwell, memory_*) is not used: the
+# estimate's constants were fitted on it. Signed errors in percent: time + = predicted too fast (tokens/s),
+# memory + = predicted too large (peak). A class is stack/kind/gpu/scale (estimate/accuracy.py); only classes with
+# at least min_rows rows are listed; family_rows counts every scored row per stack family.
+"""
+
+
+def document(computed: dict[str, Any]) -> dict[str, Any]:
+    return {"made_on": {"commit": commit(), "date": datetime.now(UTC).date().isoformat()},
+            "min_rows": MIN_ROWS, **computed}
+
+
+def print_table(computed: dict[str, Any]) -> None:
+    for q in QUANTITIES:
+        print(f"\n{q} (signed %, + = predicted too {'fast' if q == 'time' else 'large'}); family rows "
+              f"{computed['family_rows'][q]}")
+        print(f"{'class':40s} {'n':>4s} {'MAPE':>6s} {'median':>7s} {'p10':>7s} {'p90':>7s} {'|e| p90':>8s}  sources")
+        for key, s in computed["bands"][q].items():
+            src = ", ".join(f"{b} {n}" for b, n in s["sources"].items())
+            print(f"{key:40s} {s['n']:4d} {s['mape_pct']:6.1f} {s['median_pct']:+7.1f} {s['signed_p10_pct']:+7.1f} "
+                  f"{s['signed_p90_pct']:+7.1f} {s['abs_p90_pct']:8.1f}  {src}")
+
+
+def compute() -> dict[str, Any]:
+    return bands(classify(collect()))
+
+
+def main() -> None:
+    computed = compute()
+    print_table(computed)
+    if "--write" in sys.argv[1:]:
+        OUT.write_text(HEADER + yaml.safe_dump(document(computed), sort_keys=False, allow_unicode=True),
+                       encoding="utf-8")
+        print(f"\nwrote {OUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""Accuracy bands (estimate/accuracy.py, estimate/data/accuracy_bands.yaml, benchmarks/accuracy_bands.py): the
+classifier on typical jobs, the data file's shape, the fallback to a coarser class, the ranges the estimate reports,
+and (slow) that the committed file is what the benchmark computes now."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainsizer.catalog import load_catalog
+from trainsizer.estimate.accuracy import (
+    GPU_FAMILIES,
+    KINDS,
+    QUANTITIES,
+    SCALES,
+    STACK_FAMILY,
+    JobClass,
+    band_for,
+    bands_file,
+    memory_range,
+    time_range,
+)
+from trainsizer.evaluate import evaluate, job_class_of
+from trainsizer.scenario import resolve_job
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _job(model: str, acc: str, count: int, strategy: dict, method: str = "pretrain", **extra) -> dict:
+    job = {"model": model, "method": method, "data": {"tokens": 1e11}, "seq_len": 4096,
+           "global_batch": {"sequences": 64}, "precision": "bf16",
+           "hardware": {"accelerator": acc, "count": count}, "strategy": strategy, **extra}
+    if count > 8:
+        job["hardware"]["network"] = "ib-ndr400"
+    return job
+
+
+NEMO_H100 = _job("llama-3.1-70b", "h100-sxm-80gb", 64, {"tp": 4, "pp": 2, "framework": "megatron-core"})
+TITAN_B200_MOE = _job("qwen3-30b-a3b", "b200", 8, {"fsdp": "full", "ep": 8, "framework": "torchtitan"})
+QLORA_4090 = _job("llama-3.1-8b", "rtx-4090", 1, {"recompute": "full"}, method="qlora",
+                  lora={"rank": 16, "targets": ["q_proj", "v_proj"]})
+
+
+def _class(job: dict) -> JobClass:
+    cat = load_catalog()
+    return job_class_of(resolve_job(job, cat), cat)
+
+
+def test_classifier_on_typical_jobs():
+    assert _class(NEMO_H100) == JobClass("megatron", "dense", "hopper", "multi")
+    assert _class(TITAN_B200_MOE) == JobClass("pytorch", "moe", "blackwell", "node")
+    assert _class(QLORA_4090) == JobClass("hf", "dense", "ada", "node")
+
+
+def test_auto_is_classed_by_the_stack_it_assumed():
+    auto = {**NEMO_H100, "strategy": {"tp": 4, "pp": 2}}
+    assert _class(auto).stack == "megatron"
+
+
+def test_class_keys_go_from_fine_to_coarse():
+    assert JobClass("pytorch", "moe", "blackwell", "node").keys() == (
+        "pytorch/moe/blackwell/node", "pytorch/moe/blackwell", "pytorch/moe", "pytorch")
+
+
+def test_data_file_is_well_formed_and_every_class_reachable():
+    data = bands_file()
+    assert data["min_rows"] >= 5 and data["made_on"]["commit"] and data["made_on"]["date"]
+    reachable = (set(STACK_FAMILY.values()), set(KINDS), set(GPU_FAMILIES) | {"other"}, set(SCALES))
+    for q in QUANTITIES:
+        assert set(data["family_rows"][q]) <= reachable[0]
+        for key, band in data["bands"][q].items():
+            parts = key.split("/")
+            assert all(p in allowed for p, allowed in zip(parts, reachable, strict=False)), key
+            assert band["n"] >= data["min_rows"] and sum(band["sources"].values()) == band["n"]
+            assert band["n"] <= data["family_rows"][q][parts[0]]
+            assert band["signed_p10_pct"] <= band["median_pct"] <= band["signed_p90_pct"]
+            assert band["mape_pct"] > 0.0 and abs(band["median_pct"]) <= band["abs_p90_pct"] + 0.05
+
+
+FAKE = {"min_rows": 8, "family_rows": {"time": {"megatron": 30, "deepspeed": 3}, "memory": {}},
+        "bands": {"time": {"megatron": {"n": 30, "mape_pct": 8.0, "median_pct": 2.0, "signed_p10_pct": -5.0,
+                                        "signed_p90_pct": 10.0, "abs_p90_pct": 11.0, "sources": {"x": 30}}},
+                  "memory": {}}}
+
+
+def test_a_class_without_rows_falls_back_to_a_coarser_one():
+    band = band_for(JobClass("megatron", "moe", "rubin", "multi"), "time", FAKE)
+    assert band["matched"] == "megatron" and band["n"] == 30
+
+
+def test_a_family_with_too_few_rows_gives_no_figure():
+    band = band_for(JobClass("deepspeed", "dense", "ampere", "multi"), "time", FAKE)
+    assert band["matched"] is None and band["n"] == 3 and "mape_pct" not in band
+    assert time_range(band, 1000.0, 10.0) == {} and memory_range(band, 50.0) == {}
+
+
+def test_ranges_follow_the_signed_errors():
+    band = band_for(JobClass("megatron", "dense", "hopper", "multi"), "time", FAKE)
+    r = time_range(band, 1000.0, 10.0)
+    # predicted 10% too fast at the 90th percentile: the run likely takes up to 11 days at 909 tokens/s
+    assert r["train_days"] == pytest.approx([9.5, 11.0])
+    assert r["tokens_per_s"] == pytest.approx([1000.0 / 1.10, 1000.0 / 0.95])
+    assert memory_range(band, 55.0)["per_gpu_gib"] == pytest.approx([50.0, 55.0 / 0.95])
+
+
+def test_estimate_reports_its_class_and_band():
+    cat = load_catalog()
+    result = evaluate(resolve_job(NEMO_H100, cat), cat)
+    acc = result["accuracy"]
+    assert acc["class"] == "megatron/dense/hopper/multi"
+    band = acc["time"]
+    assert band["matched"] is not None and band["n"] >= band["min_rows"]
+    assert band["range"] == time_range(band, result["time"]["tokens_per_s"], result["time"]["train_days"])
+    if band["signed_p10_pct"] < 0.0 < band["signed_p90_pct"]:
+        low, high = band["range"]["train_days"]
+        assert low < result["time"]["train_days"] < high
+
+
+@pytest.mark.slow
+def test_committed_bands_are_what_the_benchmark_computes_now():
+    sys.path.insert(0, str(BENCH))
+    import accuracy_bands  # noqa: PLC0415
+
+    computed = accuracy_bands.compute()
+    data = bands_file()
+    assert computed["family_rows"] == data["family_rows"]
+    for q in QUANTITIES:
+        assert set(computed["bands"][q]) == set(data["bands"][q]), q
+        for key, band in computed["bands"][q].items():
+            for field, value in band.items():
+                if field == "sources" or field == "n":
+                    assert value == data["bands"][q][key][field], (q, key, field)
+                else:
+                    assert value == pytest.approx(data["bands"][q][key][field], abs=0.11), (q, key, field)
