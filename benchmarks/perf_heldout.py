@@ -71,7 +71,7 @@ _BOOL = {"true": True, "false": False}
 # A logged peak is torch.cuda.max_memory_reserved() (NeMo MegatronStrategy, NEMO_LOG_MEMORY_USAGE): the caching
 # allocator's segments, fragmentation included; the CUDA context and NCCL's buffers are allocated outside it
 OUTSIDE_ALLOCATOR = ("cuda_context", "nccl_buffers")
-MEMORY_METRICS = ("peak_memory_gib", "allocated_after_step_gib")
+MEMORY_METRICS = ("peak_memory_gib", "allocated_after_step_gib", "device_memory_used_gib")
 
 
 def _extra(text: str) -> dict[str, Any]:
@@ -141,6 +141,8 @@ def predicted_metric(row: dict[str, str], result: dict[str, Any], model: Any) ->
         return float(result["memory"]["per_gpu_gib"]) - outside
     if metric == "allocated_after_step_gib":  # memory_allocated() after the step: the model states alone
         return sum(float(items[k]["gib"]) for k in STEP_STATE_ITEMS if k in items)
+    if metric == "device_memory_used_gib":  # torch.cuda.mem_get_info()'s total less free: the whole estimate
+        return float(result["memory"]["per_gpu_gib"])
     raise ValueError(f"{row['id']}: unknown metric {metric!r}")
 
 

@@ -1,0 +1,89 @@
+"""Held-out check on published runs added 2026-12-04 (fifth batch; nothing is fitted on them): training stacks whose
+held-out evidence was thin, AMD's first. Each row is stated as the authors wrote it.
+
+Data: benchmarks/data/heldout_2026f_*.csv, in heldout_pretrain.csv's columns (perf_heldout.job_of builds each job, so a
+row reads as a user's job file; every assumed setting is in its `assumed` column):
+- heldout_2026f_amd.csv: AMD's Primus "MoE package" (AMD-AGI/Primus examples/moe_package/README.md at b3699abf7,
+  2025-12-16): DeepSeek-V2-Lite on one node of 8 MI355X (BF16, 4,096 tokens, EP 8) at micro-batch 1 / 2 / 4 / 8 / 12,
+  then with Transformer Engine's fused cross-entropy and with Primus-Turbo's DeepEP, each with tokens/s a GPU and the
+  device memory in use (the chart's usage ratio of the 287.98 GiB HIP total); DeepSeek-V2 (236B) on 4 nodes of 8 MI355X
+  (PP 4 x EP 8, micro-batch 1, global batch 256): the 1F1B baseline, + fused loss, + DeepEP. The stack is Primus's
+  Megatron-LM backend with Transformer Engine for ROCm (the megatron-core style); the run scripts and configs beside the
+  README give the layout. Left out (no job field states them): the README's later bars, which add Primus-Turbo's
+  sync-free MoE (stage 1: router and permutation fusion, no device-to-host sync), NUMA binding / a larger kernarg pool
+  ('LaunchOpt') and UCCL-EP; the V2 bars with VPP 3 / 5 come after 'LaunchOpt'.
+
+Printed: each row (published, predicted, error), per-source MAPE, the worst rows with the estimate's step breakdown,
+the micro-batch series (per-GPU rate against micro-batch 1, measured and predicted), the fused-loss and DeepEP gains at
+one layout, refused rows (each a bug: these runs were made) and rows whose measured run the memory estimate says does not
+fit.
+
+Sign: (predicted - published) / published; for tokens/s + = predicted too fast, for memory + = predicted too large.
+
+Run: python benchmarks/perf_heldout30.py
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import Any
+
+import perf_heldout as ph
+import perf_heldout28 as p28
+from harness import Case, mape
+
+DATA = Path(__file__).resolve().parent / "data"
+FILES = (DATA / "heldout_2026f_amd.csv",)
+
+
+def rows() -> list[dict[str, str]]:
+    return [r for f in FILES for r in csv.DictReader(f.open(encoding="utf-8"))]
+
+
+def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
+    """(case, the estimate's result or {} when refused, row) for every row, in file order."""
+    return ph.estimate_rows(rows())
+
+
+def micro_batch_series(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[tuple[str, int, float, float]]:
+    """(row id, micro-batch, measured, predicted per-GPU rate over the series' micro-batch 1 row) for time rows of one
+    source and stack that differ only in the micro-batch (and the accumulation steps that come with it)."""
+    def key(r: dict[str, str]) -> tuple:
+        return (r["source_key"], r["metric"], r["strategy_extra"], r["model"], r["gpu_count"], r["global_batch_seqs"])
+    done = [(c, r) for c, res, r in run if res and c.metric not in ph.MEMORY_METRICS]
+    base = {key(r): c for c, r in done if r["micro_batch"] == "1"}
+    return [(r["id"], int(r["micro_batch"]), c.measured / base[key(r)].measured, c.predicted / base[key(r)].predicted)
+            for c, r in done if key(r) in base]
+
+
+def print_gains(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> None:
+    print("micro-batch series (per-GPU rate over micro-batch 1, measured vs predicted):")
+    for row_id, mbs, meas, pred in micro_batch_series(run):
+        print(f"  {row_id:58s} mbs {mbs:2d} measured {meas:.3f} predicted {pred:.3f}  {pred / meas - 1.0:+6.1%}")
+    print("Transformer Engine's fused cross-entropy over Megatron-Core's unfused one at one layout:")
+    for row_id, meas, pred in p28.option_pairs(run, "loss_impl", "te", "vocab-parallel-unfused"):
+        print(f"  {row_id:58s} measured {meas:.3f} predicted {pred:.3f}  {pred / meas - 1.0:+6.1%}")
+
+
+def main() -> None:
+    run = run_all()
+    p28.print_rows(run)
+    cs = [c for c, _, _ in run]
+    timed = [c for c in cs if c.metric not in ph.MEMORY_METRICS]
+    print(f"\nHeld-out runs, fifth batch (nothing fitted): time n={len(timed)} MAPE {mape(timed):.1f}%")
+    for source, group in p28.by_source(cs).items():
+        n_ok = sum(not c.skipped for c in group)
+        worst = max((abs(c.err) for c in group if not c.skipped), default=math.nan)
+        print(f"  {source:58s} n={n_ok:2d}/{len(group):2d} MAPE {mape(group):5.1f}%  worst {100 * worst:5.1f}%")
+    print("worst time rows, with the estimate's step:")
+    done = [(c, res) for c, res, _ in run if not c.skipped and c.metric not in ph.MEMORY_METRICS]
+    for c, res in sorted(done, key=lambda cr: -abs(cr[0].err))[:5]:
+        print(f"  {c.row_id:58s} {c.err:+7.1%}  {p28.breakdown(res)}")
+    print_gains(run)
+    p28.print_pairs_and_refusals(run)
+
+
+if __name__ == "__main__":
+    main()
