@@ -154,7 +154,7 @@ def test_uploaded_config_is_the_model(client):
 
 
 @pytest.mark.parametrize("content, words", [(b"not json", "not valid JSON"), (b"[1]", "JSON object"),
-                                            (b'{"model_type": "llama"}', "model")])
+                                            (b'{"model_type": "llama"}', "hidden_size: missing required key")])
 def test_bad_upload_is_an_inline_message(client, content, words):
     r = client.post("/plan", data=GOOD, files={"model_config": ("config.json", content)})
     assert r.status_code == 422
@@ -289,3 +289,75 @@ def test_the_currency_defaults_to_the_markets_as_a_job_file_does():
 @pytest.mark.parametrize(("lang", "label"), [("en", "by market (USD; CNY in China)"), ("zh", "按市场")])
 def test_the_market_currency_choice_is_labelled(client, lang, label):
     assert label in client.get("/", params={"lang": lang}).text
+
+
+def _config(**changes) -> bytes:
+    import json
+
+    config = json.loads((REPO / "examples/configs/tiny-llama/config.json").read_text(encoding="utf-8"))
+    return json.dumps({**config, **changes}).encode()
+
+
+def test_an_upload_is_kept_when_another_field_is_wrong(client):
+    """A browser never refills a file input: the form sent back keeps the parsed upload (and says so), and
+    sending it again with the field fixed plans the uploaded model, not an empty one."""
+    r = client.post("/plan", data=GOOD | {"model": "", "data.tokens": "-1"},
+                    files={"model_config": ("config.json", _config())})
+    assert r.status_code == 422 and list(inline_errors(r.text)) == ["data.tokens"]
+    kept = re.search(r'<input type="hidden" name="model_json" value="([^"]+)">', r.text)
+    assert kept and "the config.json uploaded before is kept" in r.text
+    import html
+
+    again = client.post("/plan", data=GOOD | {"model": "", "model_json": html.unescape(kept.group(1))},
+                        follow_redirects=False)
+    assert again.status_code == 303, inline_errors(again.text)
+    job = decode_job(again.headers["location"].split("job=")[1].split("&")[0], 100_000)
+    assert job["model"]["model_type"] == "llama"
+
+
+@pytest.mark.parametrize("lang, words", [("en", "hidden_size: must be >= 1 (got -64)"),
+                                         ("zh", "hidden_size：必须 >= 1（得到 -64）")])
+def test_a_bad_key_in_an_uploaded_config_is_shown_beside_the_upload(client, lang, words):
+    r = client.post("/plan", data=GOOD | {"model": "", "lang": lang},
+                    files={"model_config": ("config.json", _config(hidden_size=-64))})
+    assert r.status_code == 422
+    errors = inline_errors(r.text)
+    import html
+
+    assert list(errors) == ["model_config"] and words in html.unescape(errors["model_config"]), errors
+    assert "job" not in errors["model_config"]
+
+
+def test_a_config_pasted_into_the_model_box_is_the_model(client):
+    r = client.post("/plan", data=GOOD | {"model": _config().decode()}, follow_redirects=False)
+    assert r.status_code == 303, inline_errors(r.text)
+    job = decode_job(r.headers["location"].split("job=")[1].split("&")[0], 100_000)
+    assert job["model"]["model_type"] == "llama"
+
+
+@pytest.mark.parametrize("pasted, words", [('{"hidden_size": 64,, }', "not valid JSON"),
+                                           (None, "num_hidden_layers: missing required key")])
+def test_a_bad_pasted_config_is_shown_beside_the_model_box_and_kept(client, pasted, words):
+    import json
+
+    if pasted is None:
+        config = json.loads(_config())
+        del config["num_hidden_layers"]
+        pasted = json.dumps(config)
+    r = client.post("/plan", data=GOOD | {"model": pasted})
+    assert r.status_code == 422
+    errors = inline_errors(r.text)
+    assert list(errors) == ["model"] and words in errors["model"], errors
+    import html
+
+    box = re.search(r'<input id="model" name="model" list="presets" value="([^"]*)"', r.text)
+    assert box and html.unescape(box.group(1)) == pasted  # what was pasted is still in the box
+
+
+@pytest.mark.parametrize("field", ["goal.budget.amount", "data.tokens", "constraints.max_nodes"])
+def test_a_number_typed_in_any_box_is_quoted_as_a_number(client, field):
+    """The budget box's value reached the job as text, so its message read "(got '-100')" where every
+    other box's reads "(got -100)", as a job file's does."""
+    r = client.post("/plan", data=GOOD | {field: "-100"})
+    assert r.status_code == 422
+    assert "(got -100)" in inline_errors(r.text)[field]

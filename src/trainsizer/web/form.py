@@ -125,6 +125,9 @@ def job_from_form(values: Mapping[str, Any], config_json: bytes | None) -> dict[
 
     if config_json:  # an uploaded config.json: parsed as data, never opened as a path
         out["model"] = parse_json_object(config_json, "model_config", max_bytes=len(config_json))
+    elif pasted_config(values):  # a config.json pasted into the model box: no preset name starts with "{"
+        raw = _text(values, "model").encode()
+        out["model"] = parse_json_object(raw, "model", max_bytes=len(raw))
     elif _text(values, "model_json") and not _text(values, "model"):  # a config carried over from an edit
         raw = _text(values, "model_json").encode()
         out["model"] = parse_json_object(raw, "model_config", max_bytes=len(raw))
@@ -151,8 +154,8 @@ def job_from_form(values: Mapping[str, Any], config_json: bytes | None) -> dict[
         raise SpecError("form: goal.budget.currency", msg("spec_not_allowed"), value=currency,
                         allowed=[c for c in CHOICES["goal.budget.currency"] if c])
     if _text(values, "goal.budget.amount"):
-        _put(out, "goal.budget", {"amount": _text(values, "goal.budget.amount"), **({"currency": currency} if currency
-                                                                                   else {})})
+        amount = _scalar(_text(values, "goal.budget.amount"))  # a number, as every other box's (messages quote it so)
+        _put(out, "goal.budget", {"amount": amount, **({"currency": currency} if currency else {})})
     if currency:
         _put(out, "constraints.currency", currency)  # prices in the budget's currency even without a budget
     for key in MULTI:
@@ -160,6 +163,31 @@ def job_from_form(values: Mapping[str, Any], config_json: bytes | None) -> dict[
         if chosen:
             _put(out, key, chosen)
     return out
+
+
+def pasted_config(values: Mapping[str, Any]) -> bool:
+    return _text(values, "model").startswith("{")
+
+
+def config_kept(values: Mapping[str, Any], config_json: bytes | None) -> dict[str, Any]:
+    """The form's values to show again after an error, an uploaded config.json among them as the hidden
+    `model_json` (a browser never refills a file input, so the upload would otherwise be lost). An upload
+    that is not a JSON object is not kept: its own message says why."""
+    from trainsizer.web.jobinput import parse_json_object
+
+    if not config_json:
+        return dict(values)
+    try:
+        config = parse_json_object(config_json, "model_config", max_bytes=len(config_json))
+    except SpecError:
+        return dict(values)
+    return {**values, "model": "", "model_json": json.dumps(config, sort_keys=True)}  # the upload replaced the preset
+
+
+def config_input(values: Mapping[str, Any]) -> str:
+    """The input a problem inside the model's config belongs to: the upload (or the one kept from before),
+    else the model box it was pasted into."""
+    return "model_config" if _text(values, "model_json") and not _text(values, "model") else "model"
 
 
 def _list(values: Mapping[str, Any], key: str) -> list[str]:

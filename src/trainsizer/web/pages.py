@@ -19,7 +19,16 @@ from trainsizer.render.console import fmt_params
 from trainsizer.scenario import resolve_job
 from trainsizer.web.downloads import PAGE
 from trainsizer.web.errors import NotFound, TooLarge, error_detail, status_of
-from trainsizer.web.form import CHOICES, DEFAULTS, MULTI, error_input, form_from_job, job_from_form
+from trainsizer.web.form import (
+    CHOICES,
+    DEFAULTS,
+    MULTI,
+    config_input,
+    config_kept,
+    error_input,
+    form_from_job,
+    job_from_form,
+)
 from trainsizer.web.i18n import lang_of, messages, pick_lang, translator
 from trainsizer.web.jobinput import validate_job
 from trainsizer.web.token import decode_job, encode_job, job_key
@@ -113,20 +122,35 @@ async def submit(request: Request) -> Response:
         # Names (model preset, accelerators) are looked up now, so a wrong one is shown beside its input.
         resolve_job(validate_job(job), request.app.state.catalog, network_searched=True)  # the form asks for a plan
     except TrainsizerError as err:
+        values = config_kept(values, upload)
         detail = error_detail(err, lang)
         key = error_input(detail.field)
+        if key == "model" and _in_config(err):
+            key = config_input(values)
         shown = key if key in _form_inputs() else "_"
         return render_form(request, lang, values, {shown: _beside(err, shown, detail.message, lang)},
                            status=status_of(err))
     return RedirectResponse(f"/result?job={encode_job(job)}&lang={lang}", status_code=303)
 
 
+_CONFIG_KEY = re.compile(r"^job: model \(model:([^)]+)\)$")  # a key inside a config.json given as the model
+
+
+def _in_config(err: TrainsizerError) -> str | None:
+    match = _CONFIG_KEY.match(str(err.where)) if isinstance(err, SpecError) else None
+    return match.group(1) if match else None
+
+
 def _beside(err: TrainsizerError, shown: str, message: str, lang: str) -> str:
     """An error shown beside the input of its own job field, without that field's path in front ("job:
-    data.tokens: must be ..." under the Tokens input repeated its label); one about anything else (a place
-    inside an uploaded config: "job: model (model:hidden_size)") keeps its location."""
+    data.tokens: must be ..." under the Tokens input repeated its label); one about a key inside the
+    config.json beside the config's input names that key alone ("hidden_size: must be >= 1"); one about
+    anything else keeps its location."""
     where = str(err.where) if isinstance(err, SpecError) else ""
     path = re.sub(r"\[\d+\]", "", where.removeprefix("job: "))
+    config_key = _in_config(err)
+    if isinstance(err, SpecError) and config_key and shown in ("model", "model_config"):
+        return err.at(config_key).render(lang)
     if shown == "_" or not where.startswith("job: ") or error_input(path) != shown:
         return message
     return err.render(lang, located=False)
