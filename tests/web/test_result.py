@@ -135,3 +135,28 @@ def test_result_page_writes_money_one_way(client, result):
         html = client.get("/result", params={"job": token, "lang": lang}).text
         assert not re.search(r"\d USD|\d CNY", html), re.search(r".{80}\d USD.{20}", html)
         assert re.search(r"(US)?\$\d", html)
+
+
+def test_excel_figures_are_the_pages_in_the_prices_own_currency(client):
+    """A China-market plan (CNY) renting a card the catalog prices in USD only: the Excel option sheet wrote the
+    USD rate and total under a ¥ format (0.475 USD per GPU-hour read "¥0", the USD total read as yuan) and had no
+    row with the CNY figure the page ranks and shows. Now the USD block is in US$ with cents, and the converted
+    figure is the page's, at the rate the plan used."""
+    import openpyxl
+
+    job = {**{k: v for k, v in GOOD.items() if k != "goal.budget.currency"}, "constraints.market": "china",
+           "constraints.include": ["rtx-a6000"], "lang": "en"}
+    r = client.post("/plan", data=job)
+    assert r.status_code == 200, r.text[:500]
+    token = str(r.url).split("job=")[1].split("&")[0]
+    plan = client.get("/download/json", params={"job": token}).json()
+    rec = plan["recommended"]
+    assert rec["score"]["currency"] == "CNY" and rec["cost"]["rent"]["currency"] == "USD"
+    book = openpyxl.load_workbook(io.BytesIO(client.get("/download/xlsx", params={"job": token}).content))
+    rows = {str(row[0].value): row for row in book["Option 1"].iter_rows() if row[0].value}
+    rate = rows["Rent: per GPU-hour"]
+    assert rate[3].value == rec["cost"]["rent"]["unit_price"]["mid"] and rate[3].number_format == '"$"#,##0.00'
+    assert rows["Cost (rent) (USD)"][3].number_format == '"$"#,##0.00'
+    converted = rows["Cost (rent, converted) (CNY)"]
+    assert converted[3].value == pytest.approx(rec["score"]["cost"]) and "CN¥" in converted[3].number_format
+    assert rows["MFU"][1].number_format == "0.0%"

@@ -107,6 +107,12 @@ def _rate(o: Mapping, cost: Cost | None) -> float | None:
     return float(score["cost"]) / cost.mid
 
 
+def fx_rate(o: Mapping, procurement: str = "rent") -> float | None:
+    """Plan-currency units per unit of the catalog's currency where the plan converted the option's ranked figure
+    (the BOM's dated rate, recovered from the plan's own figures), else None."""
+    return _rate(o, _ranked(o, procurement))
+
+
 def _converted(cost: Cost, k: float, currency: str) -> Cost:
     return Cost(cost.basis, cost.low * k if cost.low is not None else None, cost.mid * k,
                 cost.high * k if cost.high is not None else None, currency, cost.years, converted=True)

@@ -23,6 +23,7 @@ from trainsizer.render.report.facts import (
     network_name,
     option_label,
     option_number,
+    procurement,
 )
 from trainsizer.render.report.fmt import Fmt
 from trainsizer.render.report.i18n import has, t
@@ -34,8 +35,14 @@ PRICES = ("low", "typical", "high")
 
 
 def money_format(cur: str, lang: str) -> str:
+    """Cents shown: a rent of 0.475 per GPU-hour or a job's 9.29 of electricity rounded to whole units read 0 and 9."""
     symbol = numbers.currency_symbol(cur, lang) if cur else ""
-    return f'"{symbol}"#,##0' if symbol else "#,##0"
+    return f'"{symbol}"#,##0.00' if symbol else "#,##0.00"
+
+
+# The option sheet's figures as the page writes them (the cell keeps the full value).
+UNIT_FORMATS = {"GiB": "#,##0.0", "s": "#,##0.00"}
+PERCENT, HOURS, DAYS = "0.0%", "#,##0", "#,##0.00"
 
 
 def _header(ws: Worksheet, row: int, labels: list[str]) -> None:
@@ -148,10 +155,14 @@ def option_sheet(wb: Workbook, plan: Mapping, i: int, lang: str) -> None:
         (_in(t("time_to_train", lang), t("x.days", lang), lang), tm.get("train_days")),
     ]
     _header(ws, 1, [t("item", lang), t("value", lang)])
+    formats = {"MFU": PERCENT, t("gpu_hours", lang): HOURS, rows[-1][0]: DAYS}
     for r, (k, v) in enumerate(rows, 2):
         ws.cell(r, 1, k)
-        ws.cell(r, 2, v)
-    _cost_rows(ws, o, len(rows) + 3, lang)
+        cell = ws.cell(r, 2, v)
+        unit = next((u for u in UNIT_FORMATS if k.endswith(t("paren", lang, text=u))), None)
+        if isinstance(v, int | float) and not isinstance(v, bool) and (k in formats or unit):
+            cell.number_format = formats.get(k) or UNIT_FORMATS[unit]
+    _cost_rows(ws, o, len(rows) + 3, lang, procurement(plan))
     _widths(ws, [38, 40, 14, 14, 14, 30, 10])
 
 
@@ -166,12 +177,12 @@ def _price_unit(unit: str, lang: str) -> str:
     return t(key, lang) if has(key) else unit_text(unit, lang)  # 'per GPU (accelerator only)' -> 每张 GPU（仅加速卡）
 
 
-def _cost_rows(ws: Worksheet, o: Mapping, row: int, lang: str) -> None:
-    """Cost = quantity × unit price, as formulas over the option's own figures; a purchase adds the job's
-    electricity (full price, as the plan ranks it) and shows the amortised share under its own label."""
+def _cost_rows(ws: Worksheet, o: Mapping, row: int, lang: str, kind_asked: str) -> None:
+    """Cost = quantity × unit price, as formulas over the option's own figures, in the currency of the catalog's
+    prices; a purchase adds the job's electricity (full price, as the plan ranks it) and shows the amortised
+    share under its own label. A price in the other currency is then converted as the page shows it."""
     cost = o.get("cost") or {}
     cur = str(cost.get("currency") or "")
-    money = money_format(cur, lang)
     _header(ws, row, [t("cost", lang), t("x.quantity_unit", lang), t("x.unit_low", lang), t("x.unit_typical", lang),
                       t("x.unit_high", lang), t("f.source", lang), t("f.date", lang)])
     r = row + 1
@@ -179,6 +190,7 @@ def _cost_rows(ws: Worksheet, o: Mapping, row: int, lang: str) -> None:
         block = cost.get(kind)
         if not isinstance(block, Mapping) or not isinstance(block.get("unit_price"), Mapping):
             continue
+        money = money_format(str(block.get("currency") or cur), lang)  # the price's own, not the plan's
         up = block["unit_price"]
         ws.cell(r, 1, f"{t(f'action.{kind}', lang)}{t('sep.field', lang)}{_price_unit(str(up.get('unit', '')), lang)}")
         ws.cell(r, 2, block.get("quantity"))
@@ -204,8 +216,29 @@ def _cost_rows(ws: Worksheet, o: Mapping, row: int, lang: str) -> None:
             _cost_label(ws, r + 1, cost_basis.rent(o), lang)
             r += 3
             continue
-        ws.cell(r + 1, 1, _in(f"{t('action.buy', lang)}{t('sep.field', lang)}{t('total', lang)}", cur, lang))
+        ws.cell(r + 1, 1, _in(f"{t('action.buy', lang)}{t('sep.field', lang)}{t('total', lang)}",
+                              str(block.get("currency") or cur), lang))
         r = _buy_rows(ws, o, r + 2, money, lang)
+    _converted_rows(ws, o, r, lang, kind_asked)
+
+
+def _converted_rows(ws: Worksheet, o: Mapping, r: int, lang: str, kind_asked: str) -> None:
+    """The ranked figure (and a purchase's amortised share) in the plan's currency where the catalog prices the
+    part in the other one: the figures the page, the CLI and the ranking show, with the rate they were made at."""
+    k = cost_basis.fx_rate(o, kind_asked)
+    shown = cost_basis.ranked(o, kind_asked)
+    if k is None or shown is None:
+        return
+    source = next(c.currency for c in (cost_basis.rent(o), cost_basis.buy_full(o), cost_basis.buy_amortised(o))
+                  if c is not None and c.currency != shown.currency)
+    ws.cell(r, 1, t("x.fx_rate", lang, to=shown.currency, source=source))
+    ws.cell(r, 2, k).number_format = "0.00##"
+    money = money_format(shown.currency, lang)
+    for i, c in enumerate(x for x in (shown, cost_basis.amortised_beside(o, kind_asked)) if x is not None):
+        _cost_label(ws, r + 1 + i, c, lang)
+        for j, v in enumerate((c.low, c.mid, c.high)):
+            if v is not None:
+                ws.cell(r + 1 + i, 3 + j, v).number_format = money
 
 
 def _cost_label(ws: Worksheet, r: int, c: cost_basis.Cost | None, lang: str) -> None:
