@@ -7,7 +7,7 @@ import pytest
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import SpecError
 from trainsizer.estimate import estimate_time
-from trainsizer.scenario import job_domain_gpus, resolve_job
+from trainsizer.scenario import domain_shares, job_domain_gpus, resolve_job
 
 JOB = {"model": "llama-3.1-70b", "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": 8192,
        "global_batch": {"sequences": 256}}
@@ -19,12 +19,12 @@ def _job(count: int, **hw) -> dict:
 
 
 @pytest.mark.parametrize("count, domain", [(4, 4), (36, 36), (72, 72), (128, 64), (256, 64), (144, 72),
-                                           (1152, 72), (100, 20)])
+                                           (1152, 72), (100, 48)])
 def test_whole_tray_jobs_of_any_size(count, domain):
     sc = resolve_job(_job(count), load_catalog())
     assert sc.system.gpus_per_node == min(4, count)  # the catalog's tray size, not 8 and not 72
     assert sc.system.scaleup_domain == domain
-    assert sc.system.gpus % sc.system.scaleup_domain == 0 or count < 72
+    assert sc.system.gpus % sc.system.scaleup_domain == 0 or count < 72 or count == 100  # 100: 52 + 48
     est = estimate_time(sc.model, sc.training, sc.system, sc.strategy)
     assert est.step_s > 0
 
@@ -46,6 +46,31 @@ def test_domain_placement_rule():
     assert job_domain_gpus(2, 8, 16) == 2  # bridged pairs inside a PCIe host: unchanged
     assert job_domain_gpus(72, 4, 128) == 64
     assert job_domain_gpus(72, 4, 40) == 40
+
+
+@pytest.mark.parametrize("gpus, shares", [
+    (128, (64, 64)), (144, (72, 72)), (256, (64,) * 4), (576, (72,) * 8), (512, (64,) * 8),
+    # an even share that leaves 2 trays of a rack free (NVIDIA's 16 of 18) is kept, one more rack than the fewest
+    (2496, (64,) * 39),
+    # no even share of at least 16 trays divides 200: the fewest racks, in whole 8-GPU groups (was 5 racks of 40)
+    (200, (72, 64, 64)), (100, (52, 48))])
+def test_domain_shares_are_the_racks_bought(gpus, shares):
+    """55 (f): the placement the estimate times is the racks the plan buys: every GPU placed, whole trays, and no
+    more racks than the fewest unless each keeps at most 2 trays free."""
+    got = domain_shares(72, 4, gpus)
+    assert got == shares and sum(got) == gpus and all(s % 4 == 0 and s <= 72 for s in got)
+    assert len(got) == -(-gpus // 72) or min(got) >= 64
+    assert job_domain_gpus(72, 4, gpus) == min(shares)
+
+
+def test_packed_placement_keeps_groups_of_its_tile_whole():
+    """200 GB200 in 3 racks: each rack holds whole 8-GPU groups (TP 8 never straddles), and the estimate times the
+    smallest rack's share, with a note naming the racks (en / zh)."""
+    assert all(s % 8 == 0 for s in domain_shares(72, 4, 200))
+    sc = resolve_job(_job(200), load_catalog())
+    assert sc.system.scaleup_domain == 64
+    said = [str(n) for n in sc.notes if "72 + 64 + 64" in str(n)]
+    assert said and "3 racks" in said[0] and "5 racks of 40" in said[0]
 
 
 def test_tp_inside_the_domain_is_faster_than_across_hosts_of_8():

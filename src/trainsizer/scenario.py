@@ -7,6 +7,7 @@ quantity becomes tokens, the global batch becomes sequences, and the optional ha
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -354,9 +355,7 @@ def _with_hardware(job: Job, catalog: Catalog, origin: str, listed: dict[str, se
                          domain=acc.scaleup_domain))
     system = _with_fabric(build_system(acc, hw.count, min(per_node, hw.count), network), hw.fabric, per_node,
                           origin)
-    if system.scaleup_domain < (acc.scaleup_domain or 0) and hw.count > system.scaleup_domain:
-        notes.append(msg("note_nvl_domains", accelerator=acc.id, gpus=hw.count, placed=system.scaleup_domain,
-                         domain=acc.scaleup_domain, domains=hw.count // system.scaleup_domain, per_node=per_node))
+    notes += _placement_notes(acc, system, per_node)
     strategy = _resolve_strategy(job, hw.count, origin) if job.strategy is not None else None
     return Scenario(job=job, model=bare.model, training=bare.training, accelerator=acc, network=network,
                     system=system, strategy=strategy, notes=tuple(notes))
@@ -423,13 +422,31 @@ def _hosts(hw: Any, acc: Any, origin: str) -> int:
 
 def scaleup_domains(acc: Any, system: Any) -> dict[str, int]:
     """{scaleup_domains, scaleup_domain_gpus} where one scale-up domain spans several hosts (an NVL72 rack of 18
-    trays: a buyer counts racks there, not trays); {} where a domain is one host. The job's GPUs are placed
-    `system.scaleup_domain` per domain (`job_domain_gpus`)."""
+    trays: a buyer counts racks there, not trays); {} where a domain is one host. The domains are those the job is
+    placed in (`domain_shares`), the racks its plan buys."""
     domain, per_node, gpus = int(getattr(acc, "scaleup_domain", 0) or 0), system.gpus_per_node, system.gpus
     if domain <= per_node or gpus <= per_node:
         return {}
-    placed = max(1, min(int(system.scaleup_domain), domain))
-    return {"scaleup_domains": -(-gpus // placed), "scaleup_domain_gpus": domain}
+    return {"scaleup_domains": len(domain_shares(domain, per_node, gpus)), "scaleup_domain_gpus": domain}
+
+
+def _placement_notes(acc: Any, system: Any, per_node: int) -> list[str]:
+    """How a job larger than one multi-host scale-up domain is placed in domains (domain_shares), in the words a buyer
+    needs: how many racks, what each holds, and why where it is not the fewest full racks."""
+    domain, gpus = int(acc.scaleup_domain or 0), system.gpus
+    if domain <= per_node or gpus <= domain:
+        return []
+    shares = domain_shares(domain, per_node, gpus)
+    fewest, placed = -(-gpus // domain), min(shares)
+    said = dict(accelerator=acc.id, gpus=gpus, placed=placed, domain=domain, domains=len(shares), per_node=per_node)
+    if len(set(shares)) > 1:
+        even = max(d for d in range(per_node, domain + 1, per_node) if gpus % d == 0)
+        tile = math.gcd(*shares)
+        return [msg("note_nvl_domains_packed", **said, shares=" + ".join(str(s) for s in shares), tile=tile,
+                    even=even, even_domains=gpus // even)]
+    if len(shares) > fewest:
+        return [msg("note_nvl_domains_spare", **said, spare=(domain - placed) // per_node, fewest=fewest)]
+    return [msg("note_nvl_domains", **said)] if placed < domain else []
 
 
 def spans_scaleout(acc: Any, gpus: int, per_node: int) -> bool:
@@ -440,22 +457,46 @@ def spans_scaleout(acc: Any, gpus: int, per_node: int) -> bool:
     return gpus > max(per_node, int(getattr(acc, "scaleup_domain", None) or 0))
 
 
-def job_domain_gpus(domain: int, per_host: int, gpus: int) -> int:
-    """GPUs of the job that share one scale-up domain (placement of a job on rack-scale systems).
+# Hosts of a rack-scale domain a large job may leave idle in each domain it takes: NVIDIA places jobs of 128 GPUs
+# or more on GB200 NVL72 in Slurm segments of 16 of a rack's 18 trays (NVIDIA Technical Blog, "Unlock Exascale
+# Performance on NVIDIA GB200 NVL72 with Slurm Topology-Aware Job Scheduling", 2025, read 2026-12-04), as its MLPerf
+# runs do (64 GPUs a rack: 512 GB200 in 8 racks)
+SPARE_HOSTS_PER_DOMAIN = 2
 
-    A job smaller than a domain sits in part of one. A larger job is spread over domains so that each holds
-    the same whole number of hosts and no domain holds a partial share of a power-of-two parallel group: the
-    largest multiple of the host size that divides the GPU count and fits a domain (GB200 NVL72, 4-GPU trays:
-    128 GPUs -> 2 domains x 64, 256 -> 4 x 64, 144 -> 2 x 72). Domains no larger than a host are unchanged."""
+
+def domain_shares(domain: int, per_host: int, gpus: int) -> tuple[int, ...]:
+    """The job's GPUs in each scale-up domain it takes (one entry a domain: an NVL72 rack), the placement the estimate
+    times and the plan buys: a partial rack is powered and cabled whole, and a TP / EP group never straddles racks
+    (DP / PP cross them).
+
+    Each domain holds the same whole number of hosts, the largest share that divides the job (128 GB200 -> 64 + 64,
+    256 -> 4 x 64, 144 -> 72 + 72, 576 -> 8 x 72, 2,496 -> 39 x 64), so every power-of-two group the share holds
+    tiles it. Where that even share needs more domains than the fewest that hold the job and leaves more than
+    SPARE_HOSTS_PER_DOMAIN hosts of each idle (200 GB200: 5 racks of 40 against 3), the job fills the fewest domains
+    instead, in whole tiles of the largest power-of-two number of hosts that divides it and still fits them (200:
+    25 tiles of 8 GPUs over 3 racks, 72 + 64 + 64). Domains no larger than a host, and jobs inside one domain, are one
+    share of `domain` (the host's) or of `gpus`."""
+    if domain <= per_host:
+        return (domain,) * max(1, -(-gpus // max(domain, 1)))
+    if gpus <= domain:
+        return (max(gpus, 1),)
+    even = max(d for d in range(per_host, domain + 1, per_host) if gpus % d == 0 or d == per_host)
+    fewest = -(-gpus // domain)
+    if gpus // even == fewest or even >= domain - SPARE_HOSTS_PER_DOMAIN * per_host:
+        return (even,) * (gpus // even)
+    tile = per_host
+    while gpus % (tile * 2) == 0 and fewest * (domain // (tile * 2)) * tile * 2 >= gpus:
+        tile *= 2
+    tiles = gpus // tile
+    return tuple(tile * (tiles // fewest + (i < tiles % fewest)) for i in range(fewest))
+
+
+def job_domain_gpus(domain: int, per_host: int, gpus: int) -> int:
+    """GPUs of the job in each scale-up domain as the estimate times it (System.scaleup_domain): the smallest share
+    of `domain_shares` (its groups' fewest members in one domain)."""
     if domain <= per_host:
         return domain
-    if gpus <= domain:
-        return max(gpus, 1)
-    best = per_host
-    for d in range(per_host, domain + 1, per_host):
-        if gpus % d == 0:
-            best = d
-    return best
+    return min(domain_shares(domain, per_host, gpus))
 
 
 def _check_constraints(job: Job, acc: Any, listed: dict[str, set[str] | None], origin: str,

@@ -117,7 +117,10 @@ def _domain_row(nv: dict, tech: str, L: str) -> str:
     """'NVLink: 2 x 72-GPU domain', and the job's share of each where it uses part of one (64 of 72 on 128 GB200;
     a plan before schema 1.6 has no share)."""
     size, used = nv.get("domain_size_gpus") or nv["gpus_per_domain"], nv.get("job_gpus_per_domain")
+    shares = nv.get("job_gpus_by_domain") or []  # schema 1.7: each rack's share where they differ (72 + 64 + 64)
     row = t("nvlink_domain_row", L).format(tech=tech, gpus=size, domains=nv["domains"])
+    if len(set(shares)) > 1:
+        return row + t("nvlink_domain_shares", L).format(shares=" + ".join(str(g) for g in shares), used=used)
     return row + (t("nvlink_domain_used", L).format(used=used) if used and used < size else "")
 
 

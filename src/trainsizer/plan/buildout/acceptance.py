@@ -179,7 +179,7 @@ def _fabric(b: BuildInput, out: AcceptanceCriteria, net: NetworkBlock, d: dict) 
     topology = as_msg(net.compute.topology_msg) if net.compute.topology_msg else net.compute.topology
     out.nic_count_min = _plan(nics, msg("acc_nics", nics=nics, topology=topology))
     out.nic_speed_gbps_min = _plan(gbps, msg("acc_nic_speed", gbps=f"{gbps:g}"))
-    domains = ceil_div(b.gpus, int(b.accelerator.scaleup_domain)) if b.nvl72 else b.nodes
+    domains = b.racks if b.nvl72 else b.nodes
     if b.nvl72 and domains == 1:  # every tray in one rack: the across-node test never reaches the NICs
         out.busbw_inter_gb_s_min = _on_path(out.busbw_intra_gb_s_min, msg(
             "acc_path_domain", trays=b.nodes, domain=int(b.accelerator.scaleup_domain)))

@@ -32,7 +32,7 @@ def server_lines(b: BuildInput) -> list[BomLine]:
         srv = None  # the job uses part of a bigger box of PCIe cards: price the GPUs, not the chassis
     # a module part (SXM / OAM) comes in its server: the job on part of it still buys the whole (evaluate.bought_gpus)
     if srv is not None:
-        units = -(-b.gpus // srv.gpus)
+        units = b.racks if b.nvl72 else -(-b.gpus // srv.gpus)  # NVL72: the racks the job is placed in
         price = catalog_price(cat, "purchase", srv.id, cur)
         # an NVL72 record is the whole rack (18 trays and its NVLink switches): ordered as a rack system
         item = msg("bom_item_rack_system" if b.nvl72 else "bom_item_server", name=srv.name)
@@ -138,8 +138,7 @@ def rent_lines(b: BuildInput, storage: StorageBlock) -> list[BomLine]:
     if billed > b.gpus * hours * (1 + 1e-9):  # whole rental units, the shortest term (prices.yaml)
         note = msg("bom_note_rent_billed", used=note, unit=terms[0], min_hours=f"{terms[1]:,g}")
     if b.nvl72:
-        domain = int(b.accelerator.scaleup_domain)
-        item = msg("bom_item_rent_nvl72", trays=b.nodes, per_node=b.per_node, racks=-(-b.gpus // domain),
+        item = msg("bom_item_rent_nvl72", trays=b.nodes, per_node=b.per_node, racks=b.racks,
                    server=b.server.id if b.server is not None else b.accelerator.id, provider=provider)
     else:
         item = msg("bom_item_rent_gpus", nodes=b.nodes, per_node=b.per_node, name=b.accelerator.name,
@@ -192,7 +191,7 @@ def rent_split(b: BuildInput, rent, billed: float) -> tuple:
 
 
 def net_trays(b: BuildInput) -> int:
-    return rules.value("fabric", "nvl72_switch_trays") * -(-b.gpus // int(b.accelerator.scaleup_domain))
+    return rules.value("fabric", "nvl72_switch_trays") * b.racks
 
 
 def buy_vs_rent(b: BuildInput, capex: dict[str, float], fac: FacilityBlock,

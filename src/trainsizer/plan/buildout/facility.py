@@ -177,7 +177,7 @@ def facility_block(b: BuildInput, net: NetworkBlock, storage_appliances: int, st
     notes: list[str] = []
     if b.nvl72:  # the rack is the unit: its power shelves are the rack's max power; nodes are its trays
         domain = int(b.accelerator.scaleup_domain)
-        per_rack, node_racks, rack_kw = max(1, domain // b.per_node), ceil_div(b.gpus, domain), node_kw
+        per_rack, node_racks, rack_kw = max(1, domain // b.per_node), b.racks, node_kw
         over = node_kw > budget.value
         units_nodes = node_racks
     else:
@@ -214,7 +214,7 @@ def _small_site(b: BuildInput, net: NetworkBlock, scale: str, storage_u: float) 
     frac = rules.rule("facility", "typical_draw_fraction")
     net_kw, net_u = network_power_kw(b, net)
     # what owning these servers would draw: whole NVL72 racks (node_kw is the rack's), else the nodes
-    units = ceil_div(b.gpus, int(b.accelerator.scaleup_domain)) if b.nvl72 else b.nodes
+    units = b.racks if b.nvl72 else b.nodes
     it_max, it_typ = units * node_kw + net_kw, units * node_kw * frac.value + net_kw
     m2 = rules.rule("facility", "workstation_floor_m2")
     budget = rack_budget(b) if scale == "node" else None

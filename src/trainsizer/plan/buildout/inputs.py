@@ -7,7 +7,7 @@ from typing import Any
 
 from trainsizer.errors import SpecError
 from trainsizer.messages import msg
-from trainsizer.scenario import Scenario
+from trainsizer.scenario import Scenario, domain_shares
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,19 @@ class BuildInput:
     def nvl72(self) -> bool:
         """A rack-scale NVLink domain (GB200/GB300 NVL72): racks of 72 GPUs in trays of 4."""
         return int(self.accelerator.scaleup_domain or 0) >= 72
+
+    @property
+    def rack_shares(self) -> tuple[int, ...]:
+        """The job's GPUs in each NVL72 rack it takes (scenario.domain_shares: the placement the estimate times);
+        () off NVL72. The plan buys, powers, cables and accepts these racks."""
+        if not self.nvl72:
+            return ()
+        return domain_shares(int(self.accelerator.scaleup_domain), self.per_node, self.gpus)
+
+    @property
+    def racks(self) -> int:
+        """NVL72 racks the job takes (0 off NVL72)."""
+        return len(self.rack_shares)
 
     @property
     def currency(self) -> str:

@@ -75,6 +75,9 @@ class NvlinkDomain(Block):
     # GB200 are 64 in each of 2 racks of 72). None where the domain is one host (schema 1.6)
     domain_size_gpus: int | None = None
     job_gpus_per_domain: int | None = None
+    # the job's GPUs in each rack it takes, the racks the plan buys (scenario.domain_shares: 200 GB200 are 72 + 64 +
+    # 64 in 3 racks, timed at the smallest share, job_gpus_per_domain). None where the domain is one host (schema 1.7)
+    job_gpus_by_domain: list[int] | None = None
 
 
 class AllReduce(Block):
@@ -278,14 +281,15 @@ def unsized(b: BuildInput, kind: str, nics: int, gbps: float) -> Fabric:
 def nvlink_domain(b: BuildInput) -> NvlinkDomain:
     acc = b.accelerator
     domain = int(acc.scaleup_domain) if b.nvl72 else b.per_node
-    domains = -(-b.gpus // domain)
+    domains = b.racks if b.nvl72 else -(-b.gpus // domain)
     trays = rules.value("fabric", "nvl72_switch_trays") * domains if b.nvl72 else 0
     placed = job_domain_gpus(domain, b.per_node, b.gpus) if b.nvl72 else None
     return NvlinkDomain(tech=acc.scaleup_tech, gpus_per_domain=min(domain, b.gpus), domains=domains,
                         gb_s_per_gpu_bidir=float(acc.scaleup_bw_bidir_gb_s), nvls=bool(acc.nvls),
                         nvlink_switch_trays=trays, source=", ".join(acc.sources),
                         host_staged_gb_s_per_dir=acc.host_staged_gb_s_per_dir,
-                        domain_size_gpus=domain if b.nvl72 else None, job_gpus_per_domain=placed)
+                        domain_size_gpus=domain if b.nvl72 else None, job_gpus_per_domain=placed,
+                        job_gpus_by_domain=list(b.rack_shares) if b.nvl72 else None)
 
 
 def network_block(b: BuildInput, storage_servers: int = 0, pdus: int = 0) -> NetworkBlock:

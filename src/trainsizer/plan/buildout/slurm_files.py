@@ -8,6 +8,8 @@ topology/block with one block per NVL72 rack (CoreWeave SUNK recommendation).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import ceil_div
 
@@ -74,12 +76,15 @@ def topology_tree(nodes: int, nodes_per_su: int, spines: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def topology_block(nodes: int, block_nodes: int) -> str:
+def topology_block(trays: Sequence[int]) -> str:
+    """One block a rack, naming the job's trays in it (`trays`: the job's trays in each rack, the placement the
+    estimate times); the base block size is the smallest rack's share, so a segment of it never leaves a rack."""
+    nodes = sum(trays)
     width = max(3, len(str(nodes)))
-    blocks = ceil_div(nodes, block_nodes)
-    lines = [f"BlockName=nvl72_r{i + 1:02d} Nodes={hostlist('gpu', i * block_nodes + 1, min(nodes, (i + 1) * block_nodes), width)}"
-             for i in range(blocks)]
-    lines.append(f"BlockSizes={block_nodes}")
+    starts = [sum(trays[:i]) for i in range(len(trays))]
+    lines = [f"BlockName=nvl72_r{i + 1:02d} Nodes={hostlist('gpu', first + 1, first + n, width)}"
+             for i, (first, n) in enumerate(zip(starts, trays))]
+    lines.append(f"BlockSizes={min(trays)}")
     return "\n".join(lines) + "\n"
 
 

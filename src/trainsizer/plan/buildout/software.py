@@ -170,7 +170,7 @@ def software_block(b: BuildInput, net: NetworkBlock, cores: int, ram_gib: float)
                                                      gres_type, gres_name, topo, imex=b.nvl72)
         files["gres.conf"] = slurm_files.gres_conf(vendor, b.nodes, b.per_node, gres_type)
         if b.nvl72:
-            files["topology.conf"] = slurm_files.topology_block(b.nodes, 72 // b.per_node if b.per_node < 72 else 1)
+            files["topology.conf"] = slurm_files.topology_block([g // b.per_node for g in b.rack_shares])
         elif net.compute is not None and net.compute.tiers >= 1 and b.nodes > 1:
             su = net.compute.nodes_per_su or b.nodes
             files["topology.conf"] = slurm_files.topology_tree(b.nodes, min(su, b.nodes), net.compute.spines)

@@ -34,13 +34,32 @@ def _text(x: float, y: float, s: str, size: int = 12, anchor: str = "start", **k
 
 def rack_groups(topo: Topology) -> tuple[int, bool, list[int | None]]:
     """(nodes per group, groups are real racks, shown group indices with None for the ellipsis)."""
-    # Racks for nodes, when the plan counts them, say how many nodes share a rack; else its nodes_per_rack.
-    per = -(-topo.nodes // topo.racks) if topo.racks else topo.nodes_per_rack or min(topo.nodes, 4)
+    # Racks for nodes, when the plan counts them, say how many nodes share a rack; else its nodes_per_rack. An NVL72
+    # plan's racks hold the job's trays as it is placed (72 + 64 + 64 GPUs: 18, 16 and 16 trays)
+    trays = _trays_by_rack(topo)
+    per = max(trays) if trays else -(-topo.nodes // topo.racks) if topo.racks else \
+        topo.nodes_per_rack or min(topo.nodes, 4)
     groups = -(-topo.nodes // per)
     # three groups or fewer are drawn whole: the short form (first two, an ellipsis, the last) needs four
     if groups <= 3 or (topo.nodes <= MAX_NODES_DRAWN and groups <= 8):
         return per, bool(topo.racks or topo.nodes_per_rack), list(range(groups))
     return per, bool(topo.racks or topo.nodes_per_rack), [0, 1, None, groups - 1]
+
+
+def _trays_by_rack(topo: Topology) -> list[int]:
+    """The job's hosts in each rack where the plan places it rack by rack (NVL72), else []."""
+    shares = topo.job_gpus_by_domain
+    if not shares or (topo.racks and len(shares) != topo.racks) or sum(shares) != topo.nodes * topo.gpus_per_node:
+        return []
+    return [g // topo.gpus_per_node for g in shares]
+
+
+def group_nodes(topo: Topology, g: int, per: int) -> tuple[int, int]:
+    """(first node, nodes) of drawing group `g`: the rack's own trays where the plan places the job rack by rack."""
+    trays = _trays_by_rack(topo)
+    if trays:
+        return sum(trays[:g]), trays[g]
+    return g * per, min(per, topo.nodes - g * per)
 
 
 def _draw_node(d: dw.Drawing, x: float, y: float, w: float, topo: Topology, node: int, nic_xy: list) -> None:
@@ -80,16 +99,16 @@ def _draw_racks(d: dw.Drawing, topo: Topology, y0: float, f: Fmt) -> tuple[float
             d.append(_text(x + rw / 2, y0 + height / 2 + 22, t("dg.more_racks" if real else "dg.more", L, groups=f.num(left_out),
                                                                     nodes=f.num(nodes_out)), 11, "middle"))
             continue
-        first = g * per
+        first, count = group_nodes(topo, g, per)
         d.append(dw.Rectangle(x, y0, rw, height, fill="white", stroke="#333" if real else "#999",
                               stroke_width=1.5, stroke_dasharray=None if real else "5,3", rx=4))
         label = t("dg.rack" if real else "dg.group", L, n=f.num(g + 1))
         d.append(_text(x + 4, y0 + 15, label, 11))
-        for i in range(min(per, topo.nodes - first)):
+        for i in range(count):
             _draw_node(d, x + 5, y0 + 22 + i * NODE_H, rw - 10, topo, first + i, nic_xy)
         dom = topo.nvlink_domain_gpus
         if dom and dom > topo.gpus_per_node:
-            span = min(per, dom // topo.gpus_per_node)
+            span = min(count, dom // topo.gpus_per_node)
             d.append(dw.Rectangle(x + 2, y0 + 19, rw - 4, span * NODE_H + 2, fill="none", stroke="#2ca02c",
                                   stroke_dasharray="4,2", stroke_width=1.5))
     return y0 + height, LEFT + len(shown) * (rw + 10) - 10, nic_xy
@@ -172,9 +191,11 @@ def domain_text(topo: Topology, f: Fmt) -> str:
     gpus = topo.nodes * topo.gpus_per_node
     if not used or used >= (size or 0):
         return t("dg.nvlink", f.lang, n=f.num(size), tech=tech)
-    if gpus <= used or gpus % used == 0 and -(-gpus // (size or 1)) == gpus // used:
+    shares = topo.job_gpus_by_domain
+    if gpus <= used or (len(set(shares)) == 1 if shares else gpus % used == 0):
         return t("dg.nvlink_part", f.lang, n=f.num(size), used=f.num(used), tech=tech)
-    return t("dg.nvlink_spread", f.lang, n=f.num(size), used=f.num(used), tech=tech, gpus=f.num(gpus))
+    return t("dg.nvlink_spread", f.lang, n=f.num(size), used=f.num(used), tech=tech, gpus=f.num(gpus),
+             shares=" + ".join(f.num(g) for g in shares) if shares else f.num(used))
 
 
 def title(topo: Topology, f: Fmt) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from trainsizer.render.report.diagram import TIER_RANK, domain_text, rack_groups, title
+from trainsizer.render.report.diagram import TIER_RANK, domain_text, group_nodes, rack_groups, title
 from trainsizer.render.report.facts import as_dict
 from trainsizer.render.report.fmt import Fmt
 from trainsizer.render.report.i18n import has, t
@@ -34,7 +34,7 @@ def _rack_lines(topo: Topology, f: Fmt) -> list[str]:
             left = -(-topo.nodes // per) - 3
             lines.append(f"    more[{_q('… ' + t(key, L, groups=f.num(left), nodes=f.num(per * left)))}]")
             continue
-        nodes = min(per, topo.nodes - g * per)
+        nodes = group_nodes(topo, g, per)[1]
         head = t("dg.rack" if real else "dg.group", L, n=f.num(g + 1))
         body = t("mm.nodes", L, nodes=f.num(nodes), gpus=f.num(topo.gpus_per_node), accelerator=topo.accelerator)
         lines.append(f"    r{g + 1}[{_q(f'{head}: {body}' + (f' · {dom}' if dom else ''))}]")

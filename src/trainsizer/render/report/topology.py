@@ -51,6 +51,7 @@ class Topology:
     provided: bool = False         # a rented cluster: the fabrics are the provider's, no switch of the plan's
     domain_size_gpus: int | None = None  # a rack-scale domain's own size (72 on NVL72); None: nvlink_domain_gpus
     job_gpus_per_domain: int | None = None  # the job's GPUs in each such domain (64 of 72 for 128 GB200)
+    job_gpus_by_domain: tuple[int, ...] = ()  # where they differ: each rack's (72, 64, 64 for 200 GB200)
 
 
 # Scale-up links whose domain the diagram draws (a whole node or more): NVLink, AMD's xGMI mesh, Huawei's HCCS.
@@ -132,7 +133,8 @@ def _from_build(net: Mapping, sto: Mapping, lang: str = "en") -> dict:
         rails=_int(compute.get("ports_per_node")) if rail else None, tiers=tiers, links=links,
         storage=storage or None, storage_gbps_per_node=None, management=mgmt or None,
         provided=bool(compute.get("provided")), domain_size_gpus=_int(nvlink.get("domain_size_gpus")),
-        job_gpus_per_domain=_int(nvlink.get("job_gpus_per_domain")))
+        job_gpus_per_domain=_int(nvlink.get("job_gpus_per_domain")),
+        job_gpus_by_domain=tuple(int(g) for g in nvlink.get("job_gpus_by_domain") or ()))
 
 
 def _from_flat(net: Mapping, sto: Mapping, hw_net: Mapping, hw: Mapping) -> dict:
