@@ -14,7 +14,6 @@ from trainsizer.accept import criteria as crit_mod
 from trainsizer.accept import platforms
 from trainsizer.accept.criteria import OPS, AcceptanceCriteria, CollectiveLimits, Limit
 from trainsizer.messages import msg
-from trainsizer.plan.buildout.common import ceil_div
 from trainsizer.plan.buildout.inputs import BuildInput
 from trainsizer.plan.buildout.network import NetworkBlock
 from trainsizer.plan.buildout.node import NodeBlock

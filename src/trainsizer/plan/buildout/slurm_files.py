@@ -83,7 +83,7 @@ def topology_block(trays: Sequence[int]) -> str:
     width = max(3, len(str(nodes)))
     starts = [sum(trays[:i]) for i in range(len(trays))]
     lines = [f"BlockName=nvl72_r{i + 1:02d} Nodes={hostlist('gpu', first + 1, first + n, width)}"
-             for i, (first, n) in enumerate(zip(starts, trays))]
+             for i, (first, n) in enumerate(zip(starts, trays, strict=True))]
     lines.append(f"BlockSizes={min(trays)}")
     return "\n".join(lines) + "\n"
 
