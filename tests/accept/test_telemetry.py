@@ -161,6 +161,9 @@ def test_xid_parser():
     ({"samples": [["not a sample"]]}, "samples[0][0]"),
     ({"vendor": "intel"}, "vendor: not a GPU vendor a recorded telemetry file can name"),
     ({"vendor": "amd", "amdgpu_log": ["a line"]}, "amdgpu_log: must be kernel log text"),
+    # a log no check of the file's vendor plays back: said, not left for the log check to report "not readable"
+    ({"vendor": "amd", "xid_log": ""}, "xid_log: the kernel log of the other vendor's driver"),
+    ({"amdgpu_log_after": "amdgpu 0000:01:00.0: amdgpu: GPU reset begin!"}, "vendor is nvidia (unset: nvidia)"),
 ])
 def test_bad_recorded_telemetry_is_a_spec_error_at_open(tmp_path, doc, where):
     path = tmp_path / "t.json"
@@ -178,6 +181,15 @@ def test_a_bad_telemetry_record_is_named_in_the_readers_words(tmp_path):
         open_telemetry(str(path))
     assert "GpuInfo" not in str(info.value) and "__init__" not in str(info.value)
     assert "gpus[0].name：这条 GPU 清单条目缺少必填的键。" in info.value.render("zh"), info.value.render("zh")
+
+
+def test_a_log_of_the_other_vendor_names_the_files_own_logs(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"vendor": "amd", "xid_log_after": "NVRM: Xid (PCI:0000:5d:00): 79, GPU fell off"}))
+    with pytest.raises(SpecError) as info:
+        open_telemetry(str(path))
+    assert "Allowed: amdgpu_log, amdgpu_log_after." in str(info.value)
+    assert "vendor 为 amd" in info.value.render("zh")
 
 
 def test_shipped_recordings_are_valid():

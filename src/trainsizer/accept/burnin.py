@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from trainsizer.accept.context import Context
 from trainsizer.accept.criteria import Limit, fleet_ratio, suite_check
+from trainsizer.accept.health import log_report
 from trainsizer.accept.results import CheckResult
 from trainsizer.accept.telemetry import FAILING_REASONS, GpuHealth, GpuSample, GpuTelemetry, reason_names
 from trainsizer.messages import msg
@@ -125,30 +126,18 @@ def _gpus_present(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
                       details=_common(rec))
 
 
-def _amdgpu(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
-    crit = ctx.criteria
-    if rec.amdgpu_before is None or rec.amdgpu_after is None:
-        return ctx.skipped(f"{prefix}.amdgpu_ras", msg("acc_why_no_kernel_log_amd"))
-    critical = set(crit.critical_amdgpu_events or [])
-    new = [e for e in rec.amdgpu_after[len(rec.amdgpu_before):] if e.kind in critical]
-    return ctx.result(f"{prefix}.amdgpu_ras", "fail" if new else "pass", measured=len(new), threshold=0,
-                      unit="critical amdgpu events", source=crit.critical_amdgpu_events_source,
-                      why=msg("acc_why_new_amdgpu_events", kinds=", ".join(sorted({e.kind for e in new}))) if new
-                      else msg("acc_why_no_new_amdgpu_event"))
-
-
-def _xid(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
-    if ctx.telemetry is not None and ctx.telemetry.vendor == "amd":
-        return _amdgpu(ctx, prefix, rec)
-    crit = ctx.criteria
-    if rec.xids_before is None or rec.xids_after is None:
-        return ctx.skipped(f"{prefix}.xid", msg("acc_why_no_kernel_log"))
-    critical = set(crit.critical_xids or [])
-    new = [e for e in rec.xids_after[len(rec.xids_before):] if e.xid in critical]
-    return ctx.result(f"{prefix}.xid", "fail" if new else "pass", measured=len(new), threshold=0,
-                      unit="critical XIDs", source=crit.critical_xids_source,
-                      why=msg("acc_why_new_xids", xids=str(sorted({e.xid for e in new}))) if new
-                      else msg("acc_why_no_new_xid"))
+def _kernel_log(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
+    """No new critical event of the node driver's kernel-log report (health.LOG_REPORTS) during the load."""
+    report = log_report(ctx)
+    name = f"{prefix}.{report.check}"
+    before, after = getattr(rec, f"{report.record}_before"), getattr(rec, f"{report.record}_after")
+    if before is None or after is None:
+        return ctx.skipped(name, msg(report.no_log))
+    critical, source = report.critical(ctx.criteria)
+    new = [e for e in after[len(before):] if report.key(e) in critical]
+    return ctx.result(name, "fail" if new else "pass", measured=len(new), threshold=0, unit=report.unit,
+                      source=source, why=msg(report.new, found=report.words({report.key(e) for e in new})) if new
+                      else msg(report.no_new))
 
 
 def _ecc(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
@@ -229,7 +218,7 @@ def _throughput(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
     return res
 
 
-_CHECKS = (_gpus_present, _xid, _ecc, _throttle, _temperature, _utilization, _throughput)
+_CHECKS = (_gpus_present, _kernel_log, _ecc, _throttle, _temperature, _utilization, _throughput)
 
 
 def evaluate(ctx: Context, prefix: str, rec: BurnInRecord) -> list[CheckResult]:

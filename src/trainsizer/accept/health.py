@@ -7,6 +7,10 @@ only above a high bar.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
 from trainsizer.accept.context import Context
 from trainsizer.accept.criteria import suite_check
 from trainsizer.accept.results import CheckResult
@@ -25,50 +29,73 @@ def _verdict(ctx: Context, name: str, bad: dict, checked: int, what: str, **kw) 
                       **kw)
 
 
-def log_check_name(ctx: Context) -> str:
-    """The kernel-log check of the node's driver: Xid lines (NVIDIA) or amdgpu's RAS / reset lines (AMD)."""
-    return "health.amdgpu_ras" if ctx.telemetry is not None and ctx.telemetry.vendor == "amd" else "health.xid"
+@dataclass(frozen=True)
+class LogReport:
+    """A GPU driver's error report in the kernel log, judged the same way at health and burn-in: NVIDIA's Xid lines
+    (accept/xid.py), or amdgpu's RAS and GPU-reset lines on an AMD node, which has no Xid (accept/amdgpu_log.py)."""
+
+    check: str  # the check's name after "health." / "<stage>."
+    unit: str
+    reader: str  # the GpuTelemetry method that reads the events, or None where the log cannot be read
+    record: str  # burn-in's BurnInRecord keeps them as <record>_before / <record>_after
+    criteria: str  # the AcceptanceCriteria list of critical values (its source: <criteria>_source)
+    key: Callable[[Any], Any]  # an event's value that list holds
+    words: Callable[[Iterable[Any]], str]  # a set of values or PCI addresses as a reason writes it
+    details: Callable[[Any], dict]  # one event in the result's details
+    no_log: str  # messages.yaml keys: the log cannot be read; critical events / none (health); new / none (burn-in)
+    found: str
+    clean: str
+    new: str
+    no_new: str
+
+    def events(self, tel: Any) -> list | None:
+        return getattr(tel, self.reader)()
+
+    def critical(self, crit: Any) -> tuple[set, str | None]:
+        return set(getattr(crit, self.criteria) or []), getattr(crit, f"{self.criteria}_source")
 
 
-def _amdgpu(ctx: Context, name: str) -> CheckResult:
-    events = ctx.telemetry.amdgpu_events()
+LOG_REPORTS = {
+    "nvidia": LogReport(
+        check="xid", unit="critical XIDs", reader="xid_events", record="xids", criteria="critical_xids",
+        key=lambda e: e.xid, words=lambda v: str(sorted(v)),
+        details=lambda e: {"pci": e.pci, "xid": e.xid, "message": e.message},
+        no_log="acc_why_no_kernel_log", found="acc_why_critical_xids", clean="acc_why_no_critical_xid",
+        new="acc_why_new_xids", no_new="acc_why_no_new_xid"),
+    "amd": LogReport(
+        check="amdgpu_ras", unit="critical amdgpu events", reader="amdgpu_events", record="amdgpu",
+        criteria="critical_amdgpu_events", key=lambda e: e.kind, words=lambda v: ", ".join(sorted(v)),
+        details=lambda e: {"pci": e.pci, "kind": e.kind, "count": e.count, "block": e.block, "message": e.message},
+        no_log="acc_why_no_kernel_log_amd", found="acc_why_amdgpu_events", clean="acc_why_no_amdgpu_event",
+        new="acc_why_new_amdgpu_events", no_new="acc_why_no_new_amdgpu_event"),
+}
+
+
+def log_report(ctx: Context) -> LogReport:
+    """The kernel-log report of the node's driver (telemetry.vendor; NVIDIA's where no telemetry says)."""
+    return LOG_REPORTS["amd" if ctx.telemetry is not None and ctx.telemetry.vendor == "amd" else "nvidia"]
+
+
+def _kernel_log(ctx: Context, name: str, report: LogReport) -> CheckResult:
+    events = report.events(ctx.telemetry)
     if events is None:
-        return ctx.skipped(name, msg("acc_why_no_kernel_log_amd"))
-    critical = set(ctx.criteria.critical_amdgpu_events or [])
-    hits = [e for e in events if e.kind in critical]
-    kinds = sorted({e.kind for e in events})
+        return ctx.skipped(name, msg(report.no_log))
+    critical, source = report.critical(ctx.criteria)
+    hits = [e for e in events if report.key(e) in critical]
+    seen = {report.key(e) for e in events}
     return ctx.result(
-        name, "fail" if hits else "pass", measured=len(hits), threshold=0, unit="critical amdgpu events",
-        source=ctx.criteria.critical_amdgpu_events_source,
-        why=(msg("acc_why_amdgpu_events", kinds=", ".join(sorted({e.kind for e in hits})),
-                 pci=", ".join(sorted({e.pci for e in hits}))) if hits
-             else msg("acc_why_no_amdgpu_event", seen=", ".join(kinds) if kinds else msg("accept_none"))),
-        details={"events": [{"pci": e.pci, "kind": e.kind, "count": e.count, "block": e.block, "message": e.message}
-                            for e in events[:50]]},
-    )
-
-
-def _xid(ctx: Context, name: str) -> CheckResult:
-    events = ctx.telemetry.xid_events()
-    if events is None:
-        return ctx.skipped(name, msg("acc_why_no_kernel_log"))
-    crit = ctx.criteria
-    critical = set(crit.critical_xids or [])
-    hits = [e for e in events if e.xid in critical]
-    seen_xids = sorted({e.xid for e in events})
-    return ctx.result(
-        name, "fail" if hits else "pass", measured=len(hits), threshold=0, unit="critical XIDs",
-        source=crit.critical_xids_source,
-        why=(msg("acc_why_critical_xids", xids=str(sorted({e.xid for e in hits})),
-                 pci=str(sorted({e.pci for e in hits}))) if hits
-             else msg("acc_why_no_critical_xid", seen=str(seen_xids) if seen_xids else msg("accept_none"))),
-        details={"events": [{"pci": e.pci, "xid": e.xid, "message": e.message} for e in events[:50]]},
+        name, "fail" if hits else "pass", measured=len(hits), threshold=0, unit=report.unit, source=source,
+        why=(msg(report.found, found=report.words({report.key(e) for e in hits}),
+                 pci=report.words({e.pci for e in hits})) if hits
+             else msg(report.clean, seen=report.words(seen) if seen else msg("accept_none"))),
+        details={"events": [report.details(e) for e in events[:50]]},
     )
 
 
 def run(ctx: Context) -> list[CheckResult]:
+    report = log_report(ctx)
     names = ["health.ecc_uncorrectable", "health.ecc_corrected", "health.remapped_rows", "health.retired_pages",
-             log_check_name(ctx), "health.throttle"]
+             f"health.{report.check}", "health.throttle"]
     if ctx.telemetry is None:
         return [ctx.skipped(n, ctx.telemetry_why) for n in names]
     crit = ctx.criteria
@@ -94,7 +121,7 @@ def run(ctx: Context) -> list[CheckResult]:
     seen = sum(1 for h in hs if h.retired_pages_pending is not None)
     out.append(_verdict(ctx, names[3], retired, seen, msg("acc_what_retired")))
 
-    out.append(_amdgpu(ctx, names[4]) if names[4] == "health.amdgpu_ras" else _xid(ctx, names[4]))
+    out.append(_kernel_log(ctx, names[4], report))
 
     reasons = {h.index: h.clock_event_reasons for h in hs if h.clock_event_reasons is not None}
     throttled = {i: ", ".join(reason_names(r & FAILING_REASONS)) for i, r in reasons.items() if r & FAILING_REASONS}

@@ -94,6 +94,8 @@ class GpuTelemetry(Protocol):
 
 
 TELEMETRY_VENDORS = ("nvidia", "amd")
+# the kernel log a recorded file plays back for each vendor's driver (RecordedTelemetry._log): Xid lines, amdgpu's lines
+RECORDED_LOGS = {"nvidia": ("xid_log", "xid_log_after"), "amd": ("amdgpu_log", "amdgpu_log_after")}
 
 
 def _build(cls, data: dict):
@@ -108,7 +110,8 @@ class RecordedTelemetry:
     `samples` is a list of ticks, each a list of per-GPU samples; `sample()` returns the next tick and then
     holds the last one. `health_after` (optional) is returned by `health()` once the ticks are used up,
     which is how a new ECC error during burn-in is recorded. `vendor` ("nvidia" unless given) chooses the kernel
-    log it plays back: `xid_log` / `xid_log_after`, or `amdgpu_log` / `amdgpu_log_after` for an AMD node.
+    log it plays back (RECORDED_LOGS): `xid_log` / `xid_log_after`, or `amdgpu_log` / `amdgpu_log_after` for an AMD
+    node; the other vendor's keys are refused at open.
     """
 
     data: dict
@@ -195,12 +198,17 @@ def _check_recorded(data: object, where: str) -> None:
             if lacking:
                 raise SpecError(f"--telemetry {where}: {key}[{j}].{lacking[0]}",
                                 msg("acc_record_key_missing", record=record))
-    for key in ("xid_log", "xid_log_after", "amdgpu_log", "amdgpu_log_after"):
+    vendor = data.get("vendor", "nvidia")
+    if vendor not in TELEMETRY_VENDORS:
+        raise SpecError(f"--telemetry {where}: vendor", msg("acc_telemetry_vendor"), value=given(vendor),
+                        allowed=list(TELEMETRY_VENDORS))
+    for key in (k for logs in RECORDED_LOGS.values() for k in logs):
         if data.get(key) is not None and not isinstance(data[key], str):
             raise SpecError(f"--telemetry {where}: {key}", msg("acc_kernel_log"), value=given(data[key]))
-    if data.get("vendor", "nvidia") not in TELEMETRY_VENDORS:
-        raise SpecError(f"--telemetry {where}: vendor", msg("acc_telemetry_vendor"), value=given(data["vendor"]),
-                        allowed=list(TELEMETRY_VENDORS))
+        # another vendor's log would be played back by no check, and the node's own log check would say "skipped"
+        if key in data and key not in RECORDED_LOGS[vendor]:
+            raise SpecError(f"--telemetry {where}: {key}", msg("acc_kernel_log_vendor", vendor=vendor),
+                            allowed=list(RECORDED_LOGS[vendor]))
 
 
 TELEMETRY_KINDS = ("auto", "nvml", "nvidia-smi", "amd-smi", "none")

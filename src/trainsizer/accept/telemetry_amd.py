@@ -8,7 +8,8 @@ projects/amdsmi/docs/how-to/amdsmi-cli-tool.md):
 - `amd-smi metric --ecc --json`: ecc.total_correctable_count / total_uncorrectable_count / total_deferred_count
   (amdsmi_get_gpu_total_ecc_count: errors accumulated since the driver loaded);
 - `amd-smi bad-pages --pending --json`: pending retired pages, or "No bad pages found.";
-- `amd-smi metric --usage --power --clock --temperature --json` for the burn-in samples.
+- `amd-smi metric --usage --power --clock --temperature --ecc --json` for the burn-in samples (the ECC counts too,
+  as NVIDIA's samples carry the volatile uncorrectable count).
 amd-smi prints a list of per-GPU objects (`[{"gpu": 0, ...}]`, ROCm 6.x) or wraps it as `{"gpu_data": [...]}`
 (later releases), and a figure as a bare number, "N/A", "<n> <unit>" or `{"value": n, "unit": u}`: all are read.
 No GPU here: the parsers are pure functions, tested on samples written from AMD's documented output.
