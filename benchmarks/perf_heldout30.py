@@ -12,6 +12,12 @@ row reads as a user's job file; every assumed setting is in its `assumed` column
   README give the layout. Left out (no job field states them): the README's later bars, which add Primus-Turbo's
   sync-free MoE (stage 1: router and permutation fusion, no device-to-host sync), NUMA binding / a larger kernarg pool
   ('LaunchOpt') and UCCL-EP; the V2 bars with VPP 3 / 5 come after 'LaunchOpt'.
+  Beside them, AMD's performance-results page's Llama 3.1 8B FP8 on 8 nodes of MI325X (Megatron-LM, data parallel,
+  micro-batch 2 x 8,192: 16,186 tokens/s a GPU), as AMD's Primus projection blog quotes it (docs/tech_blogs/projection/
+  projection.md at 2eb9dc7d, 2026-03-26); the page itself is not readable here. Its other rows are not rows: Llama 3.1
+  70B FP8 / BF16 on FSDP (batch 4 / 1) state no recompute (the estimate brackets them); Mixtral 8x22B on 64 MI355X
+  (PP 4 x VPP 2 x EP 8, batch 2) states no global batch or recompute and does not fit without recompute
+  (docs/known-gaps.md 59 (c)).
 
 Printed: each row (published, predicted, error), per-source MAPE, the worst rows with the estimate's step breakdown,
 the micro-batch series (per-GPU rate against micro-batch 1, measured and predicted), the fused-loss and DeepEP gains at
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import csv
 import math
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -49,13 +56,15 @@ def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
 
 def micro_batch_series(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[tuple[str, int, float, float]]:
     """(row id, micro-batch, measured, predicted per-GPU rate over the series' micro-batch 1 row) for time rows of one
-    source and stack that differ only in the micro-batch (and the accumulation steps that come with it)."""
+    source and stack that differ only in the micro-batch (and the accumulation steps that come with it); series of one
+    row are left out."""
     def key(r: dict[str, str]) -> tuple:
         return (r["source_key"], r["metric"], r["strategy_extra"], r["model"], r["gpu_count"], r["global_batch_seqs"])
     done = [(c, r) for c, res, r in run if res and c.metric not in ph.MEMORY_METRICS]
     base = {key(r): c for c, r in done if r["micro_batch"] == "1"}
+    size = Counter(key(r) for _, r in done)
     return [(r["id"], int(r["micro_batch"]), c.measured / base[key(r)].measured, c.predicted / base[key(r)].predicted)
-            for c, r in done if key(r) in base]
+            for c, r in done if key(r) in base and size[key(r)] > 1]
 
 
 def print_gains(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> None:
