@@ -106,3 +106,14 @@ def test_a_batch_no_layout_splits_is_named_not_called_memory():
     assert b.relaxations[0].change_msg.key == "relax_batch"
     job["global_batch"] = {"sequences": 576}
     assert make_plan(job, load_catalog(), top=1).recommended is not None
+
+
+def test_three_nodes_split_a_power_of_two_batch_through_a_pipeline_of_three():
+    """24 H100 (3 x 8) and 64 sequences: a pipeline of 3 (search.yaml pp_odd_factors) leaves DP 8, which divides
+    the batch; with power-of-two pipelines only, the plan answered "no parallel layout" (known-gaps 65 (d))."""
+    job = {"model": "llama-3.1-8b", "method": "pretrain", "data": {"tokens": 1e10}, "seq_len": 4096,
+           "global_batch": {"sequences": 64}, "precision": "bf16", "goal": {"procurement": "rent"},
+           "hardware": {"accelerator": "h100-sxm-80gb", "count": 24, "per_node": 8, "network": "ib-ndr400"}}
+    rec = make_plan(job, load_catalog(), top=1, build=False).recommended
+    assert rec is not None and rec.strategy.pp % 3 == 0 and 64 % rec.strategy.dp == 0
+

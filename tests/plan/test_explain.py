@@ -231,10 +231,12 @@ def test_a_global_plan_leaves_out_china_market_parts_unless_named():
 
 
 @pytest.mark.parametrize(("gpus", "per_node", "seqs", "fewer"), [(72, 4, 512, 64), (10_240, 8, 2048, 8192),
-                                                                 (24, 8, 64, 16), (8, 8, 3, None)])
+                                                                 (24, 8, 64, 16), (8, 8, 3, None),
+                                                                 (400, 8, 2048, 384)])
 def test_a_count_no_layout_splits_names_the_largest_that_does(gpus, per_node, seqs, fewer):
     """A whole GB200 NVL72 rack (72 GPUs) cannot split a 512-sequence batch: the plan also offers 64 GPUs (16
-    trays), as NVIDIA's NVL72 runs use; 10,240 H100 with 2,048 sequences -> 8,192."""
+    trays), as NVIDIA's NVL72 runs use; 10,240 H100 with 2,048 sequences -> 8,192; 400 -> 384, the 3 in the
+    pipeline (search.yaml pp_odd_factors)."""
     from trainsizer.plan.explain import layout_count
 
     assert layout_count(gpus, per_node, seqs) == fewer

@@ -107,3 +107,27 @@ def test_a_named_fsdp_stack_shards_its_model_parallel_layouts_with_fsdp():
     for framework in ("auto", "megatron-core"):
         rows, mp = modes(framework)
         assert rows[mp, col["distributed_optimizer"]].any() and not rows[mp, col["zero"]].any(), framework
+
+
+def test_pipeline_degrees_include_three_times_powers_of_two():
+    """search.yaml pp_odd_factors [3]: BLOOM's PP 12 and the 1.5x ladder rungs' factor 3 (known-gaps 65 (d))."""
+    from trainsizer.search.space import model_parallel_group, pipeline_degrees
+
+    assert pipeline_degrees(64, (3,)) == [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
+    assert pipeline_degrees(64, ()) == [1, 2, 4, 8, 16, 32, 64]
+    assert pipeline_degrees(2, (3,)) == [1, 2]
+    assert load_config().pp_odd_factors == (3,)
+    assert [n for n in range(1, 50) if model_parallel_group(n, (3,))] == [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48]
+
+
+def test_a_count_of_three_times_a_power_of_two_splits_a_power_of_two_batch_through_the_pipeline():
+    """384 GPUs (3 x 128) and 2,048 sequences: BLOOM 176B ran TP 4 x PP 12 x DP 8. With power-of-two pipeline
+    degrees only, the 3 fell into DP, which 2,048 does not divide, and no layout existed."""
+    model = load_model("llama-3.1-70b")
+    s = strategies(model, 2048, 2048, 384, 8, 8, load_config())
+    assert s is not None
+    rows = _rows(s)
+    assert np.all(rows[:, 1] % 3 == 0)  # the 3 is in PP: DP, TP and CP are powers of two
+    assert np.any((rows[:, 0] == 4) & (rows[:, 1] == 12) & (rows[:, 3] == 8))  # BLOOM's own layout
+    assert np.all(2048 % (rows[:, 8] * rows[:, 3]) == 0)
+

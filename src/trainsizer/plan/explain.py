@@ -23,6 +23,7 @@ from trainsizer.scenario import Scenario, scaleup_domains
 from trainsizer.search import rank as ranking
 from trainsizer.search.config import SearchConfig, load_config, names_lean_layout
 from trainsizer.search.engine import OptionResult, offload_reason, states_lower_bound_bytes
+from trainsizer.search.space import model_parallel_group
 
 COMM_KEYS = ("tp_comm", "cp_comm", "ep_comm", "dp_comm", "pp_comm")
 
@@ -343,12 +344,13 @@ def _layout_binding(base: Scenario, results: list[OptionResult], lang: str) -> B
 
 def layout_count(gpus: int, per_node: int, seqs: int) -> int | None:
     """The largest GPU count below `gpus`, whole hosts of `per_node`, that splits into a data-parallel degree
-    dividing the global batch of `seqs` sequences times a power-of-two model-parallel group (TP x PP x CP of 1, 2,
-    4, ...): 72 GB200 with 512 sequences -> 64 (16 trays: the MLPerf NVL72 runs use 64 of a rack's 72, SEGMENT=16),
-    10,240 H100 with 2,048 -> 8,192. None when no such count exists."""
+    dividing the global batch of `seqs` sequences times a model-parallel group the search tries (TP x PP x CP of a
+    power of two, or 3 x one with the 3 in PP: search.space.model_parallel_group): 72 GB200 with 512 sequences ->
+    64 (16 trays: the MLPerf NVL72 runs use 64 of a rack's 72, SEGMENT=16), 10,240 H100 with 2,048 -> 8,192. None
+    when no such count exists."""
+    odd = load_config().pp_odd_factors
     for n in range(gpus - gpus % per_node - (per_node if gpus % per_node == 0 else 0), 0, -per_node):
-        rest = n // math.gcd(n, seqs)
-        if rest & (rest - 1) == 0:
+        if model_parallel_group(n // math.gcd(n, seqs), odd):
             return n
     return None
 

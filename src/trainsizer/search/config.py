@@ -26,6 +26,7 @@ class SearchConfig:
     memory_headroom_min: float = 0.0  # least free share of GPU memory a layout should keep (search.yaml)
     partial_recompute_max_saving: float = 0.25  # most of a full-recompute step that re-running fewer layers saves
     lean_note_ratio: float = 1.5  # chosen / least fitting memory from which notes name the lean layout (search.yaml)
+    pp_odd_factors: tuple[int, ...] = ()  # pipeline degrees f x 2^k besides powers of two (search.yaml)
 
 
 @lru_cache(maxsize=1)
@@ -46,6 +47,7 @@ def load_config() -> SearchConfig:
         memory_headroom_min=float(raw["memory_headroom_min"]),
         partial_recompute_max_saving=float(raw.get("partial_recompute_max_saving", 0.25)),
         lean_note_ratio=float(raw.get("lean_note_ratio", 1.5)),
+        pp_odd_factors=tuple(int(v) for v in raw.get("pp_odd_factors") or ()),
     )
 
 

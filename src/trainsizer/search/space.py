@@ -62,6 +62,18 @@ def _pow2_upto(limit: int) -> list[int]:
     return out
 
 
+def pipeline_degrees(limit: int, odd_factors: tuple[int, ...]) -> list[int]:
+    """Pipeline degrees tried up to `limit`: the powers of two and each odd factor times one (search.yaml
+    pp_odd_factors: 3 -> 3, 6, 12, 24, 48)."""
+    return sorted({f * p for f in (1, *odd_factors) for p in _pow2_upto(limit // f)})
+
+
+def model_parallel_group(n: int, odd_factors: tuple[int, ...]) -> bool:
+    """Whether `n` GPUs form a TP x PP x CP group the search can try: a power of two, or an odd factor of the
+    pipeline degrees times one (limits on each degree aside)."""
+    return any(n % f == 0 and (n // f) & (n // f - 1) == 0 for f in (1, *odd_factors))
+
+
 def _shard_modes(megatron: bool, dp: int, cp: int, per_node: int, offload: bool) -> list[tuple[int, int, int, int]]:
     """(zero, shard_group, distributed_optimizer, offload code) choices for one layout."""
     if offload:
@@ -90,20 +102,22 @@ def layouts(model: ModelArch, seq_len: int, global_batch: int, gpus: int, per_no
     cp_min = seq_len + 1 if dp_only else cfg.cp_min_tokens_per_rank  # no CP degree > 1 keeps that many
     shards = "fsdp-pp" if framework in FSDP_PP_FRAMEWORKS else "fsdp" if framework in FSDP_SHARD_FRAMEWORKS else "megatron"
     return _layouts(model.heads, model.layers, experts, seq_len, global_batch, gpus, per_node, domain,
-                    max_tp, max_pp, cp_min, cfg.vpp_values, offload, expert_tp_choice and experts > 1, shards)
+                    max_tp, max_pp, cp_min, cfg.vpp_values, offload, expert_tp_choice and experts > 1, shards,
+                    cfg.pp_odd_factors)
 
 
 @lru_cache(maxsize=4096)
 def _layouts(heads: int, layers: int, experts: int, seq_len: int, global_batch: int, gpus: int, per_node: int,
              domain: int, max_tp: int, max_pp: int, cp_min: int, vpp_values: tuple[int, ...],
-             offload: bool, expert_tp_choice: bool = False, shards: str = "megatron") -> np.ndarray:
+             offload: bool, expert_tp_choice: bool = False, shards: str = "megatron",
+             pp_odd_factors: tuple[int, ...] = ()) -> np.ndarray:
     """`layouts` on plain numbers, cached: accelerators of one node shape share their layouts. `shards`: how a
     model-parallel layout shards its states: "megatron" (none or the distributed optimizer), "fsdp" (ZeRO 0-3,
     hybrid shard), "fsdp-pp" (the same, ZeRO-3 with PP too)."""
     rows: list[tuple[int, ...]] = []
     tps = [t for t in _pow2_upto(min(max_tp, domain, gpus)) if heads % t == 0]
     cps = [c for c in _pow2_upto(gpus) if c == 1 or (seq_len // c >= cp_min and seq_len % (2 * c) == 0)]
-    pps = _pow2_upto(min(max_pp, layers, gpus))
+    pps = pipeline_degrees(min(max_pp, layers, gpus), pp_odd_factors)
     for tp in tps:
         for cp in cps:
             for pp in pps:
