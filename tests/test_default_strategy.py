@@ -111,6 +111,31 @@ def test_a_strategy_naming_only_the_framework_is_searched_on_that_stack(run_cli,
     assert not any(n.startswith("no strategy in the job") for n in result["notes"])
 
 
+SMALL = {"model": "llama-3.1-8b", "data": {"tokens": 1.0e9}, "seq_len": 4096, "global_batch": {"sequences": 64},
+         "hardware": {"accelerator": "h100-sxm-80gb", "count": 8}}
+
+
+def test_a_strategy_of_stack_options_alone_says_it_runs_the_default_layout(run_cli, tmp_path):
+    """torchtitan's options without a layout (tp, dp, zero, ...) were estimated as plain DP8 without ZeRO and no word
+    said so; the note names the options, the layout taken and how to get the search's."""
+    job = {**SMALL, "strategy": {"framework": "torchtitan", "compile_loss": False, "attention_kernel": "sdpa"}}
+    code, out, err = run_cli("estimate", _write(tmp_path, job), "--json")
+    assert code == 0, err
+    notes = [n for n in json.loads(out)["notes"] if "but no layout" in n]
+    assert len(notes) == 1 and "attention_kernel, compile_loss" in notes[0] and "DP8 mb1" in notes[0], notes
+    assert "strategy.framework" in notes[0]
+    code, out, err = run_cli("estimate", _write(tmp_path, job), "--lang", "zh")
+    assert code == 0 and "未给并行布局" in out, out
+
+
+@pytest.mark.parametrize("strategy", [{"framework": "torchtitan", "compile_loss": False, "zero": 3},
+                                      {"framework": "torchtitan"}, {"micro_batch": 2}])
+def test_no_default_layout_note_where_a_layout_field_is_stated_or_the_stack_is_searched(run_cli, tmp_path, strategy):
+    code, out, err = run_cli("estimate", _write(tmp_path, {**SMALL, "strategy": strategy}), "--json")
+    assert code == 0, err
+    assert not any("but no layout" in n for n in json.loads(out)["notes"])
+
+
 def test_an_offloaded_default_layout_says_why_nothing_fits_on_the_gpus(run_cli, tmp_path):
     """Mixtral 8x7B full SFT on 8 H100 without a strategy: every layout that fits offloads; the estimate's note says
     the states sharded over all 8 exceed a GPU and from how many GPUs they fit, as the plan's why line does (one

@@ -21,11 +21,31 @@ def names_framework_only(scenario: Scenario) -> bool:
     return spec is not None and not (spec.model_fields_set - {"framework"})
 
 
-def with_default_strategy(scenario: Scenario) -> Scenario:
-    """`scenario` itself when it has a strategy or no hardware; else with the search's choice and a note. A strategy
-    that names only the framework is searched too, among the layouts that framework runs."""
-    if scenario.system is None or (scenario.strategy is not None and not names_framework_only(scenario)):
+# the strategy fields that make a layout (the search's layout columns, the micro-batch and recompute); a strategy
+# that states none of them is estimated at their defaults
+LAYOUT_FIELDS = frozenset(("tp", "pp", "vpp", "dp", "cp", "ep", "etp", "zero", "fsdp", "shard_group",
+                           "distributed_optimizer", "offload", "micro_batch", "local_batch", "recompute"))
+
+
+def _defaults_note(scenario: Scenario) -> Scenario:
+    """`scenario` with a note where its strategy states stack options (compile_loss, moe_torch_grouped_mm, ...) but no
+    layout field: it is estimated at the defaults (no ZeRO, micro-batch 1), not searched as a framework alone is."""
+    spec = scenario.job.strategy
+    if spec is None or spec.model_fields_set & LAYOUT_FIELDS:
         return scenario
+    options = ", ".join(sorted(spec.model_fields_set - {"framework"}))
+    return replace(scenario, notes=(*scenario.notes, msg("note_strategy_no_layout", options=options,
+                                                         strategy=layout_text(scenario.strategy))))
+
+
+def with_default_strategy(scenario: Scenario) -> Scenario:
+    """`scenario` itself when it has a strategy or no hardware (with a note where that strategy states no layout);
+    else with the search's choice and a note. A strategy that names only the framework is searched too, among the
+    layouts that framework runs."""
+    if scenario.system is None:
+        return scenario
+    if scenario.strategy is not None and not names_framework_only(scenario):
+        return _defaults_note(scenario)
     from trainsizer.search.candidates import HardwareOption
     from trainsizer.search.config import leaves_floor, load_config, names_lean_layout
     from trainsizer.search.engine import offload_reason, search_option
