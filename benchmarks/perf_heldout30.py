@@ -18,6 +18,9 @@ row reads as a user's job file; every assumed setting is in its `assumed` column
   70B FP8 / BF16 on FSDP (batch 4 / 1) state no recompute (the estimate brackets them); Mixtral 8x22B on 64 MI355X
   (PP 4 x VPP 2 x EP 8, batch 2) states no global batch or recompute and does not fit without recompute
   (docs/known-gaps.md 59 (c)).
+  Primus's GPT-OSS 20B MLPerf-style run on 8 MI355X (AMD-AGI/Primus PR 923, merged 2026-08-07 as 68256bd3: "929 ms/step
+  at steady state"; examples/mlperf/gpt_oss_20b's config at that commit: EP 1, micro-batch 4, global batch 32, 8,192
+  tokens, FP8 current scaling with Primus-Turbo's ragged FP8 grouped GEMM).
 
 Printed: each row (published, predicted, error), per-source MAPE, the worst rows with the estimate's step breakdown,
 the micro-batch series (per-GPU rate against micro-batch 1, measured and predicted), the fused-loss and DeepEP gains at
