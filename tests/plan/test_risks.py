@@ -173,3 +173,18 @@ def test_tp_over_pcie_names_no_nvlink_domain_for_a_card_without_one(blocks):
     out = blocks(hardware={"accelerator": "rtx-a6000", "count": 8, "network": None}, strategy={"fsdp": "none", "tp": 4})
     r = next(r for r in out.risks if r.id == "tp_across_slow_links")
     assert "NVLink domain 2 GPUs" in r.evidence
+
+
+def test_a_deadline_the_estimate_meets_but_its_accuracy_band_does_not_is_a_risk(build, blocks):
+    """evaluate.accuracy: held-out runs of the job's class ran up to signed_p90_pct slower than estimated; a deadline
+    between the estimate and that slow end is a medium risk, one past the slow end none."""
+    b = build()
+    band = b.evaluation["accuracy"]["time"]
+    days, slower = b.train_days, band["signed_p90_pct"]
+    assert band["matched"] is not None and slower > 0.0
+    risk = next(r for r in blocks(goal={"deadline_days": days * (1.0 + slower / 200.0)}).risks
+                if r.id == "deadline_accuracy_band")
+    assert risk.severity == "medium" and band["matched"] in risk.evidence and risk.evidence_msg.key == "risk_ev_deadline_band"
+    assert "deadline_accuracy_band" not in _ids(blocks(goal={"deadline_days": days * (1.0 + slower / 100.0) * 1.02}))
+    missed = _ids(blocks(goal={"deadline_days": days * 0.9}))  # the estimate itself misses: deadline_slack says so
+    assert "deadline_slack" in missed and "deadline_accuracy_band" not in missed

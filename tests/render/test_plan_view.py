@@ -61,3 +61,15 @@ def test_a_converted_pareto_point_says_so() -> None:
     con = Console(file=StringIO(), width=200)
     con.print(_pareto_table(plan, "en"))
     assert "converted" not in con.file.getvalue() and "(rent)" in con.file.getvalue()
+
+
+
+@pytest.mark.parametrize("lang,words", [("en", "Likely error"), ("zh", "可能误差")])
+def test_the_recommended_option_shows_its_accuracy_band(run_cli, lang, words):
+    """The plan prints the held-out band of the recommended option's class (the estimate's accuracy line)."""
+    from conftest import REPO
+
+    code, out, err = run_cli("--lang", lang, "plan", str(REPO / "examples" / "sft-70b-16gpu.yaml"))
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert words in flat and "hf/dense/hopper/multi" in flat

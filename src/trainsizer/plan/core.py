@@ -92,6 +92,7 @@ def _full_option(p: Priced, rank_: int, score: Score, tie: bool, why: str, catal
         memory=with_refs(result["memory"]), time=result["time"], cost=result["cost"], energy=result["energy"],
         meets=meets, score=score, tie=tie, leaves_memory_floor=roomy, why=why, strategies_evaluated=r.evaluated,
         strategies_feasible=r.feasible, notes=result["notes"], scale=scale_out(p.standing, p.platform),
+        accuracy=result["accuracy"],
     )
 
 

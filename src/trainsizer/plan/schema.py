@@ -7,7 +7,8 @@ so a report renders one plan in either language (`plan.texts.localise`); 1.2 add
 `next_count` (a pinned count's next count that fits without offload); 1.5 `tier.per_node` / `scaleup_domains` /
 `scaleup_domain_gpus` (an NVL72 job's racks beside its trays); 1.6 the build-out's `network.nvlink.domain_size_gpus` /
 `job_gpus_per_domain` (what an NVL72 job uses of each rack's domain); 1.7 `network.nvlink.job_gpus_by_domain` (its GPUs in
-each rack it buys). Blocks marked "as `estimate --json`" carry the same keys as that
+each rack it buys); 1.8 `options[].accuracy` (the option's held-out accuracy band, as `estimate --json` accuracy).
+Blocks marked "as `estimate --json`" carry the same keys as that
 command's output (memory, time, cost, energy), so one reader handles both.
 
 Extension points: `PlanOption.build` and `Plan.build` hold the build-out blocks (bill of materials, node,
@@ -23,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trainsizer.plan.texts import MessageRef, WithTexts
 
-SCHEMA_VERSION = "1.7"
+SCHEMA_VERSION = "1.8"
 
 MSG = ("the catalogue message the text beside it was written from: render it to read the plan in another "
        "language (plan/texts.py)")
@@ -162,6 +163,8 @@ class PlanOption(_Out):
     notes: list[str] = []
     notes_msg: list[MessageRef | None] | None = Field(None, description=MSGS)
     scale: ScaleOut | None = None
+    accuracy: dict[str, Any] | None = Field(None, description="as `estimate --json` accuracy: the option's job class "
+                                            "and the error band of held-out published runs of that class; 1.8")
     build: dict[str, Any] | None = Field(None, description="build-out blocks for this option, by block name")
 
 

@@ -70,6 +70,25 @@ def _time(con: Console, tm: dict[str, Any], L: str) -> None:
     con.print(_kv_table(t("time_title", L), rows, L))
 
 
+def accuracy_line(acc: dict[str, Any], L: str) -> str:
+    """One line: the held-out band of the job's class (evaluate.accuracy), with the days its 10th..90th percentile
+    imply; a class whose stack family has too few held-out runs says so and gives no figure."""
+    band = acc["time"]
+    if band.get("matched") is None:
+        return t("accuracy_none", L).format(cls=acc["class"], n=band["n"], min=band["min_rows"])
+    days = band["range"]["train_days"]
+    line = t("accuracy_band", L).format(cls=band["matched"], n=band["n"], mape=f"{band['mape_pct']:.1f}%",
+                                        median=f"{band['median_pct']:+.1f}%", low=_time_value("train_days", days[0], L),
+                                        high=_time_value("train_days", days[1], L))
+    if band["matched"] != acc["class"]:
+        line += t("accuracy_coarser", L).format(cls=acc["class"], min=band["min_rows"])
+    mem = acc.get("memory") or {}
+    if mem.get("matched") is not None:
+        line += t("accuracy_memory", L).format(n=mem["n"], mape=f"{mem['mape_pct']:.1f}%",
+                                               median=f"{mem['median_pct']:+.1f}%")
+    return line
+
+
 # the goal's sums of money, written in the budget's currency (its own row would repeat it: "budget currency USD")
 GOAL_MONEY = ("budget", "cost_mid")
 
@@ -156,6 +175,8 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
         _memory(con, result["memory"], L)
     if result.get("time"):
         _time(con, result["time"], L)
+    if result.get("accuracy"):
+        con.print(accuracy_line(result["accuracy"], L))
     rows = _cost_rows(result, L)
     if rows:
         con.print(_kv_table(t("cost_title", L), rows, L))

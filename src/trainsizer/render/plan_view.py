@@ -14,6 +14,7 @@ from trainsizer.messages import LIST_SEPARATORS, duration, tr
 from trainsizer.plan.texts import localise
 from trainsizer.render import cost_basis
 from trainsizer.render.console import console as wide_console
+from trainsizer.render.estimate_view import accuracy_line
 from trainsizer.render.i18n import note_label, t
 from trainsizer.render.numbers import fmt_num, money
 from trainsizer.render.tier_size import tier_size_key
@@ -172,6 +173,9 @@ def print_plan(plan: dict[str, Any], lang: str, console: Console | None = None) 
         line = _cost_line(_option(plan, rec["id"]), goal["procurement"], L)
         if line:
             con.print(f"{t('plan_cost', L)}{c}{line}")
+        accuracy = _option(plan, rec["id"]).get("accuracy")
+        if accuracy:  # how far off its time to train is likely to be (held-out runs of its class)
+            con.print(accuracy_line(accuracy, L))
     if plan["options"]:
         con.print(_options_table(plan, L))
         past = _past_top_note(plan["options"], L)

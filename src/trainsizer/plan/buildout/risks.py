@@ -208,6 +208,25 @@ def _deadline(c: Ctx) -> Risk | None:
     return None
 
 
+def _deadline_band(c: Ctx) -> Risk | None:
+    """The estimate meets the deadline but the slow end of its class's held-out error band does not (evaluate.accuracy:
+    held-out published runs of this stack, model kind, GPU family and scale ran that much slower than estimated)."""
+    b, goal = c.b, c.b.job.goal
+    band = (b.evaluation.get("accuracy") or {}).get("time") or {}
+    if goal.deadline_days is None or band.get("matched") is None or b.train_days > goal.deadline_days:
+        return None
+    rule = rules.rule("risks", "deadline_accuracy_band")
+    slower_pct = band[f"signed_p{rule.value}_pct"]
+    slow_days = b.train_days * (1.0 + slower_pct / 100.0)
+    if slow_days <= goal.deadline_days:
+        return None
+    return Risk(id="deadline_accuracy_band", severity="medium",
+                evidence=msg("risk_ev_deadline_band", days=f"{b.train_days:.1f}", deadline=f"{goal.deadline_days:g}",
+                             cls=band["matched"], n=band["n"], pct=rule.value, slower=f"{slower_pct:.1f}",
+                             slow=f"{slow_days:.1f}"),
+                mitigation=msg("risk_fix_deadline_band"), source=rule.source)
+
+
 def _memory(c: Ctx) -> Risk | None:
     mem = c.b.evaluation.get("memory", {})
     cap, used = mem.get("capacity_gib") or 0.0, mem.get("per_gpu_gib") or 0.0
@@ -257,7 +276,7 @@ def _unpriced(c: Ctx) -> Risk | None:
 RULES: tuple[Callable[[Ctx], Risk | None], ...] = (
     _tp_across_pcie, _slow_network, _server_nics, _checkpoint_stall, _rack_power, _consumer, _export, _fp8_moe_stack, _single_node,
     _loader,
-    _deadline, _memory, _server_short, _unpriced)
+    _deadline, _deadline_band, _memory, _server_short, _unpriced)
 
 
 def risks_block(b: BuildInput, blocks: dict) -> list[Risk]:
