@@ -130,22 +130,28 @@ def print_rows(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> None:
 def main() -> None:
     run = run_all()
     print_rows(run)
-    cs = [c for c, _, _ in run]
-    timed = [c for c in cs if c.metric not in ph.MEMORY_METRICS]
-    print(f"\nHeld-out PyTorch-native runs (nothing fitted): time n={len(timed)} MAPE {mape(timed):.1f}%")
-    for source, group in by_source(cs).items():
-        n_ok = sum(not c.skipped for c in group)
-        worst = max((abs(c.err) for c in group if not c.skipped), default=math.nan)
-        print(f"  {source:44s} n={n_ok:2d}/{len(group):2d} MAPE {mape(group):5.1f}%  worst {100 * worst:5.1f}%")
-    print("worst time rows, with the estimate's step:")
-    done = [(c, res) for c, res, _ in run if not c.skipped and c.metric not in ph.MEMORY_METRICS]
-    for c, res in sorted(done, key=lambda cr: -abs(cr[0].err))[:5]:
-        print(f"  {c.row_id:58s} {c.err:+7.1%}  {breakdown(res)}")
+    print_summary(run, "Held-out PyTorch-native runs (nothing fitted)", 44)
     print("FP8 / BF16 throughput at one layout (measured vs predicted, and how far the modelled gain is off):")
     triples = [(c, "", r) for c, _, r in run]
     for row_id, mb, meas, pred in ph.precision_pairs(triples):
         print(f"  {row_id:58s} micro-batch {mb:>2s}  measured {meas:.3f} predicted {pred:.3f}  {pred / meas - 1.0:+6.1%}")
     print_pairs_and_refusals(run)
+
+
+def print_summary(run: list[tuple[Case, dict[str, Any], dict[str, str]]], title: str, width: int) -> None:
+    """The time MAPE over the run, each source's MAPE and worst row (names padded to `width`), and the five worst time
+    rows with the estimate's step (perf_heldout29 / 30 print the same)."""
+    cs = [c for c, _, _ in run]
+    timed = [c for c in cs if c.metric not in ph.MEMORY_METRICS]
+    print(f"\n{title}: time n={len(timed)} MAPE {mape(timed):.1f}%")
+    for source, group in by_source(cs).items():
+        n_ok = sum(not c.skipped for c in group)
+        worst = max((abs(c.err) for c in group if not c.skipped), default=math.nan)
+        print(f"  {source:{width}s} n={n_ok:2d}/{len(group):2d} MAPE {mape(group):5.1f}%  worst {100 * worst:5.1f}%")
+    print("worst time rows, with the estimate's step:")
+    done = [(c, res) for c, res, _ in run if not c.skipped and c.metric not in ph.MEMORY_METRICS]
+    for c, res in sorted(done, key=lambda cr: -abs(cr[0].err))[:5]:
+        print(f"  {c.row_id:58s} {c.err:+7.1%}  {breakdown(res)}")
 
 
 def print_pairs_and_refusals(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> None:

@@ -60,13 +60,12 @@ Run: python benchmarks/perf_heldout29.py
 from __future__ import annotations
 
 import csv
-import math
 from pathlib import Path
 from typing import Any
 
 import perf_heldout as ph
 import perf_heldout28 as p28
-from harness import Case, Fit, job_fits, job_tokens_per_gpu, mape, print_cases, print_fits, row_cases
+from harness import Case, Fit, job_fits, job_tokens_per_gpu, print_cases, print_fits, row_cases
 from perf_mbridge26 import job as mbridge_job
 from perf_mlperf6 import job as mlperf6_job
 from perf_mlperf6 import rows as mlperf6_rows
@@ -122,17 +121,7 @@ def gpt_oss_series() -> list[tuple[str, str, float, float]]:
 def main() -> None:
     run = run_all()
     p28.print_rows(run)
-    cs = [c for c, _, _ in run]
-    timed = [c for c in cs if c.metric not in ph.MEMORY_METRICS]
-    print(f"\nHeld-out runs, fourth batch (nothing fitted): time n={len(timed)} MAPE {mape(timed):.1f}%")
-    for source, group in p28.by_source(cs).items():
-        n_ok = sum(not c.skipped for c in group)
-        worst = max((abs(c.err) for c in group if not c.skipped), default=math.nan)
-        print(f"  {source:52s} n={n_ok:2d}/{len(group):2d} MAPE {mape(group):5.1f}%  worst {100 * worst:5.1f}%")
-    print("worst time rows, with the estimate's step:")
-    done = [(c, res) for c, res, _ in run if not c.skipped and c.metric not in ph.MEMORY_METRICS]
-    for c, res in sorted(done, key=lambda cr: -abs(cr[0].err))[:5]:
-        print(f"  {c.row_id:58s} {c.err:+7.1%}  {p28.breakdown(res)}")
+    p28.print_summary(run, "Held-out runs, fourth batch (nothing fitted)", 52)
     print("FP8 / BF16 throughput at one layout (measured vs predicted):")
     for row_id, _, meas, pred in ph.precision_pairs([(c, "", r) for c, _, r in run]):
         print(f"  {row_id:58s} measured {meas:.3f} predicted {pred:.3f}  {pred / meas - 1.0:+6.1%}")

@@ -35,14 +35,13 @@ Run: python benchmarks/perf_heldout30.py
 from __future__ import annotations
 
 import csv
-import math
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import perf_heldout as ph
 import perf_heldout28 as p28
-from harness import Case, mape
+from harness import Case
 
 DATA = Path(__file__).resolve().parent / "data"
 FILES = (DATA / "heldout_2026f_amd.csv",)
@@ -82,17 +81,7 @@ def print_gains(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> None:
 def main() -> None:
     run = run_all()
     p28.print_rows(run)
-    cs = [c for c, _, _ in run]
-    timed = [c for c in cs if c.metric not in ph.MEMORY_METRICS]
-    print(f"\nHeld-out runs, fifth batch (nothing fitted): time n={len(timed)} MAPE {mape(timed):.1f}%")
-    for source, group in p28.by_source(cs).items():
-        n_ok = sum(not c.skipped for c in group)
-        worst = max((abs(c.err) for c in group if not c.skipped), default=math.nan)
-        print(f"  {source:58s} n={n_ok:2d}/{len(group):2d} MAPE {mape(group):5.1f}%  worst {100 * worst:5.1f}%")
-    print("worst time rows, with the estimate's step:")
-    done = [(c, res) for c, res, _ in run if not c.skipped and c.metric not in ph.MEMORY_METRICS]
-    for c, res in sorted(done, key=lambda cr: -abs(cr[0].err))[:5]:
-        print(f"  {c.row_id:58s} {c.err:+7.1%}  {p28.breakdown(res)}")
+    p28.print_summary(run, "Held-out runs, fifth batch (nothing fitted)", 58)
     print_gains(run)
     p28.print_pairs_and_refusals(run)
 
