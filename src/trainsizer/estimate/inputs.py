@@ -307,6 +307,9 @@ class Strategy:
     # the routed experts run torch._grouped_mm (PerfStyle.moe_torch_grouped_mm, its share of the dense rate) or not;
     # None = the style's (torchtitan: true); one value for the whole batch
     moe_torch_grouped_mm: Any = None
+    # the routed experts take their splits on the device (PerfStyle.moe_sync_free: no per-expert host launches after
+    # the MoE layer's host sync); None = the style's (off); one value for the whole batch
+    moe_sync_free: Any = None
     # Megatron-Core fused_single_qkv_rope: RoPE on the unsplit qkv in one TE kernel, which takes no YaRN mscale, so a
     # model with an attention factor (gpt-oss) runs no unfused RoPE; None = off
     fused_qkv_rope: Any = None

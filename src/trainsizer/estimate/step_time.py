@@ -202,6 +202,9 @@ class PerfStyle:
     # _run_experts_grouped_mm), at its measured share of the dense rate (perf_constants.yaml gemm.grouped_mm_over_dense,
     # _grouped_mm_rate); false: the dense GEMM rate (Transformer Engine's GroupedLinear, Megatron-Core)
     moe_torch_grouped_mm: bool = False
+    # the routed experts take their token splits on the device (Primus-Turbo's ragged grouped GEMM: one kernel, no
+    # .tolist() host sync), so the per-expert launches after the MoE layer's host sync are not exposed (_moe_sync_free)
+    moe_sync_free: bool = False
     # Megatron-Core overlap_p2p_comm: with an interleaved schedule (vpp > 1) the next chunk's send / recv is posted
     # asynchronously and waited on only when that chunk runs, so the steady state hides the transfers (_pipeline)
     p2p_overlap: bool = False
@@ -366,6 +369,8 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["moe_fused_grouped_mlp"] = bool(strategy.moe_fused_grouped_mlp)
     if getattr(strategy, "moe_torch_grouped_mm", None) is not None:  # the experts' grouped GEMM (_grouped_mm_rate)
         changes["moe_torch_grouped_mm"] = bool(strategy.moe_torch_grouped_mm)
+    if getattr(strategy, "moe_sync_free", None) is not None:  # device-side expert splits (_moe_sync_free)
+        changes["moe_sync_free"] = bool(strategy.moe_sync_free)
     if getattr(strategy, "fused_qkv_rope", None):  # Megatron-Core fused_single_qkv_rope (_rope_unfused_time)
         changes["rope_mscale_unfused"] = False
     ddp = getattr(strategy, "ddp_impl", None)
@@ -1241,8 +1246,10 @@ def _moe_sync_free(x: _Step) -> bool:
     sizes on the device (TE op-fuser grouped MLP, experts.py _fused_forward); Megatron-Bridge v0.5.0 sets both with
     full_iteration graphs (scripts/performance/configs/{qwen,deepseek}/*_llm_pretrain.py set_full_iter_cg_configs:
     rank capacity 1.5 plus paged stashing, "Dropless MoE produces variable-shaped per-expert tensors that CG cannot
-    capture")."""
-    return x.cuda_graphs == "full_iteration"
+    capture"). Without graphs, experts that take their splits on the device (strategy.moe_sync_free: Primus-Turbo's
+    ragged grouped GEMM, AMD-AGI/Primus PR 923) launch one kernel for all local experts after no host sync; the
+    layer keeps its per-pass host floor."""
+    return x.cuda_graphs == "full_iteration" or bool(np.any(x.fw.moe_sync_free))
 
 
 def _te_cast_kernels(x: _Step) -> float:

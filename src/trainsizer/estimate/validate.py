@@ -505,8 +505,8 @@ def _te_option_rules(c: SimpleNamespace) -> _Rules:
     """FP8 attention needs FP8 training (Transformer Engine runs fp8_dot_product_attention inside fp8_autocast
     only: DotProductAttention reads the autocast recipe); the MXFP8 LM head (fp8_lm_head) needs the MXFP8 recipe
     (Megatron-Core fp8_utils.is_mxfp8_output_proj_active); TE's fused grouped MLP needs MXFP8 on an SM100 part
-    (FUSED_GROUPED_MLP_PARTS); FP8 attention, the FP8 SwiGLU input store, CUDA graphs, the fused grouped MLP and the
-    fused qkv RoPE are Megatron-Core's (TE_GRAPH_FRAMEWORKS; "auto" as the stack it resolves to), the MXFP8 LM head
+    (FUSED_GROUPED_MLP_PARTS); FP8 attention, the FP8 SwiGLU input store, CUDA graphs, the fused grouped MLP, the
+    device-side expert splits (moe_sync_free: Primus-Turbo on Megatron-LM) and the fused qkv RoPE are Megatron-Core's (TE_GRAPH_FRAMEWORKS; "auto" as the stack it resolves to), the MXFP8 LM head
     Megatron-Core's and torchtitan's (FP8_LM_HEAD_FRAMEWORKS), PyTorch's attention kernels the PyTorch stacks'
     (TORCH_ATTENTION_FRAMEWORKS)."""
     s = c.strategy
@@ -517,6 +517,7 @@ def _te_option_rules(c: SimpleNamespace) -> _Rules:
                              ("cuda_graphs", getattr(s, "cuda_graphs", None) not in (None, "none")),
                              ("cudnn_release", release not in (None, "9.13")),
                              ("moe_fused_grouped_mlp", bool(getattr(s, "moe_fused_grouped_mlp", None))),
+                             ("moe_sync_free", bool(getattr(s, "moe_sync_free", None))),
                              ("fused_qkv_rope", bool(getattr(s, "fused_qkv_rope", None)))) if on]
     fused_mlp = bool(getattr(s, "moe_fused_grouped_mlp", None))
     head = bool(getattr(s, "fp8_lm_head", None))

@@ -415,6 +415,11 @@ class StrategySpec(_Strict):
     # torch_mm), at its measured share of the dense rate on Blackwell; false = a kernel at the dense GEMM rate
     # (Transformer Engine's GroupedLinear, grouped_gemm's gmm: AutoModel's default); null = the framework's
     moe_torch_grouped_mm: bool | None = None
+    # the routed experts take their token split sizes on the device (Primus-Turbo's ragged grouped GEMM,
+    # use_turbo_ragged_grouped_gemm: one kernel for all local experts, no .tolist() host sync, no FP8 padding): the MoE
+    # layer issues no per-expert launches after a host sync; null / false = Transformer Engine's GroupedLinear (a host
+    # list of splits, kernels launched expert by expert)
+    moe_sync_free: bool | None = None
     # Megatron-Core fused_single_qkv_rope (NeMo FUSED_QKV_ROPE): RoPE in one TE kernel on the unsplit qkv; null = off
     fused_qkv_rope: bool | None = None
     # saved activations to host memory: true = every layer's (torchtune enable_activation_offloading), N = the

@@ -1,0 +1,41 @@
+"""strategy.moe_sync_free: routed experts that take their token splits on the device (Primus-Turbo's ragged grouped GEMM,
+AMD-AGI/Primus PR 923) issue no per-expert launches after the MoE layer's host sync (step_time._moe_sync_free); the
+layer keeps its per-pass host floor, and the option is Megatron-Core's (refused under other frameworks)."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainsizer.catalog import load_catalog
+from trainsizer.errors import TrainsizerError
+from trainsizer.evaluate import evaluate
+from trainsizer.scenario import resolve_job
+
+CAT = load_catalog([])
+
+
+def _job(model: str = "gpt-oss-20b", **strategy) -> dict:
+    return {"model": model, "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": 8192,
+            "global_batch": {"sequences": 32}, "precision": "fp8", "fp8_recipe": "tensorwise",
+            "hardware": {"accelerator": "mi355x", "count": 8},
+            "strategy": {"micro_batch": 4, "recompute": "none", "framework": "megatron-core", **strategy}}
+
+
+def _step(**kw) -> float:
+    job = _job(**kw)
+    return float(evaluate(resolve_job(job, CAT), CAT)["time"]["step_s"])
+
+
+def test_sync_free_experts_drop_the_per_expert_host_cost_and_keep_the_layer_floor():
+    plain, free, graphed = _step(), _step(moe_sync_free=True), _step(cuda_graphs="full_iteration")
+    assert graphed < free < plain  # a full-iteration graph also drops the per-layer host floor
+    assert _step(moe_sync_free=False) == plain
+
+
+def test_sync_free_changes_nothing_for_a_dense_model():
+    assert _step(model="llama-3.1-8b", moe_sync_free=True) == _step(model="llama-3.1-8b")
+
+
+def test_sync_free_is_refused_outside_megatron_core():
+    with pytest.raises(TrainsizerError, match="moe_sync_free"):
+        _step(framework="torchtitan", moe_sync_free=True)
