@@ -6,14 +6,14 @@ estimate.accuracy.job_class, the function a user's job goes through), and writes
 statistics to src/trainsizer/estimate/data/accuracy_bands.yaml, which the estimate and the plan report beside their
 figures.
 
-Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..29, perf_mlperf, perf_mlperf6,
+Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..30, perf_mlperf, perf_mlperf6,
 perf_mbridge26, perf_hybrid, perf_amd, perf_finetune, finetune_heldout, perf_external, perf_papers. The development
 set (perf_validation, perf_modern, perf_vtrain, perf_blackwell, memory_*) is NOT used: constants were fitted on it, so
 its errors understate what a new job sees. The pair checks (fp8_pairs, nvfp4_pairs) score ratios, not runs: not used.
 
 Quantities: time = throughput, signed (predicted - measured) / measured of a rate (tokens/s, TFLOP/s, MFU) or
 measured / predicted - 1 of a duration (step time, GPU-hours): + = predicted too fast. memory = a published peak
-(PyTorch's reserved / allocated peak, as each benchmark scores it), + = predicted too large. Left out: refused rows,
+(PyTorch's reserved / allocated peak or the device's used memory, as each benchmark scores it), + = predicted too large. Left out: refused rows,
 memory after the step (model states, not a peak), the longest sequence that fits, the DualPipe F&B pair (one stage's
 kernel time).
 
@@ -49,7 +49,8 @@ MIN_ROWS = 8  # fewer rows than this: the class falls back to a coarser one (a 1
 RATE_METRICS = ("tokens_per_s_per_gpu", "tokens_per_sec_per_gpu", "tokens_s", "narayanan_tflops_per_gpu",
                 "nemo_tflops_per_gpu", "gptneox_tflops_per_gpu", "mfu_6n_total_pct", "palm_mfu_pct", "mfu")
 DURATION_METRICS = ("step_time_s", "gpu_hours", "gpu_hours_logged")
-PEAK_METRICS = ("peak_memory_gib", "peak_gib")
+# a published peak: PyTorch's reserved / allocated peak, or the device's used memory (torch.cuda.mem_get_info)
+PEAK_METRICS = ("peak_memory_gib", "peak_gib", "device_memory_used_gib")
 LEFT_OUT = ("allocated_after_step_gib", "max_seq", "fb_pair_s", "fits", "refused")
 
 
@@ -116,6 +117,7 @@ def collect() -> list[Row]:
     import perf_heldout27 as h27
     import perf_heldout28 as h28
     import perf_heldout29 as h29
+    import perf_heldout30 as h30
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -126,6 +128,7 @@ def collect() -> list[Row]:
     out = _heldout_style("perf_heldout", [(c, {}, r) for c, _, r in ph.run_all()], models)
     out += _heldout_style("perf_heldout28", h28.run_all(), models)
     out += _heldout_style("perf_heldout29", h29.run_all(), models)
+    out += _heldout_style("perf_heldout30", h30.run_all(), models)
     out += _heldout_style("perf_papers", pp.run_all(), pp.models())
     out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)
     out += _tokens_style("perf_heldout26", h26.automodel_cases(), h26.automodel_rows(), h26.automodel_job)
@@ -180,9 +183,9 @@ def stats(rows: list[Row]) -> dict[str, Any]:
 
 
 def bands(classed: list[tuple[Row, tuple[str, ...]]]) -> dict[str, Any]:
-    """{"bands": {quantity: {class: stats}}, "family_rows": {quantity: {stack: n}}}: every class at every level
+    """{"bands": {quantity: {class: stats}}, "kind_rows": {quantity: {stack/kind: n}}}: every class at every level
     with at least MIN_ROWS rows (and fewer than its parent class)."""
-    out: dict[str, Any] = {"bands": {}, "family_rows": {}}
+    out: dict[str, Any] = {"bands": {}, "kind_rows": {}}
     for q in QUANTITIES:
         groups: dict[str, list[Row]] = defaultdict(list)
         for row, keys in classed:
@@ -192,7 +195,7 @@ def bands(classed: list[tuple[Row, tuple[str, ...]]]) -> dict[str, Any]:
         # a class holding the same rows as its parent adds nothing: the lookup falls back to the parent
         out["bands"][q] = {k: stats(v) for k, v in sorted(groups.items())
                            if len(v) >= MIN_ROWS and len(v) != len(groups.get(k.rpartition("/")[0], ()))}
-        out["family_rows"][q] = {k: len(v) for k, v in sorted(groups.items()) if "/" not in k}
+        out["kind_rows"][q] = {k: len(v) for k, v in sorted(groups.items()) if k.count("/") == 1}
     return out
 
 
@@ -211,7 +214,8 @@ HEADER = """\
 # The development set (perf_validation, perf_modern, perf_vtrain, perf_blackwell, memory_*) is not used: the
 # estimate's constants were fitted on it. Signed errors in percent: time + = predicted too fast (tokens/s),
 # memory + = predicted too large (peak). A class is stack/kind/gpu/scale (estimate/accuracy.py); only classes with
-# at least min_rows rows are listed; family_rows counts every scored row per stack family.
+# at least min_rows rows are listed; kind_rows counts every scored row per stack family and model kind (the
+# coarsest class: below min_rows there, a job gets no band).
 """
 
 
@@ -222,8 +226,8 @@ def document(computed: dict[str, Any]) -> dict[str, Any]:
 
 def print_table(computed: dict[str, Any]) -> None:
     for q in QUANTITIES:
-        print(f"\n{q} (signed %, + = predicted too {'fast' if q == 'time' else 'large'}); family rows "
-              f"{computed['family_rows'][q]}")
+        print(f"\n{q} (signed %, + = predicted too {'fast' if q == 'time' else 'large'}); rows by stack/kind "
+              f"{computed['kind_rows'][q]}")
         print(f"{'class':40s} {'n':>4s} {'MAPE':>6s} {'median':>7s} {'p10':>7s} {'p90':>7s} {'|e| p90':>8s}  sources")
         for key, s in computed["bands"][q].items():
             src = ", ".join(f"{b} {n}" for b, n in s["sources"].items())

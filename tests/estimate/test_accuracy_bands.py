@@ -61,7 +61,7 @@ def test_auto_is_classed_by_the_stack_it_assumed():
 
 def test_class_keys_go_from_fine_to_coarse():
     assert JobClass("pytorch", "moe", "blackwell", "node").keys() == (
-        "pytorch/moe/blackwell/node", "pytorch/moe/blackwell", "pytorch/moe", "pytorch")
+        "pytorch/moe/blackwell/node", "pytorch/moe/blackwell", "pytorch/moe")
 
 
 def test_data_file_is_well_formed_and_every_class_reachable():
@@ -69,25 +69,30 @@ def test_data_file_is_well_formed_and_every_class_reachable():
     assert data["min_rows"] >= 5 and data["made_on"]["commit"] and data["made_on"]["date"]
     reachable = (set(STACK_FAMILY.values()), set(KINDS), set(GPU_FAMILIES) | {"other"}, set(SCALES))
     for q in QUANTITIES:
-        assert set(data["family_rows"][q]) <= reachable[0]
+        assert {k.split("/")[0] for k in data["kind_rows"][q]} <= reachable[0]
         for key, band in data["bands"][q].items():
             parts = key.split("/")
             assert all(p in allowed for p, allowed in zip(parts, reachable, strict=False)), key
             assert band["n"] >= data["min_rows"] and sum(band["sources"].values()) == band["n"]
-            assert band["n"] <= data["family_rows"][q][parts[0]]
+            assert len(parts) >= 2 and band["n"] <= data["kind_rows"][q]["/".join(parts[:2])]
             assert band["signed_p10_pct"] <= band["median_pct"] <= band["signed_p90_pct"]
             assert band["mape_pct"] > 0.0 and abs(band["median_pct"]) <= band["abs_p90_pct"] + 0.05
 
 
-FAKE = {"min_rows": 8, "family_rows": {"time": {"megatron": 30, "deepspeed": 3}, "memory": {}},
-        "bands": {"time": {"megatron": {"n": 30, "mape_pct": 8.0, "median_pct": 2.0, "signed_p10_pct": -5.0,
+FAKE = {"min_rows": 8, "kind_rows": {"time": {"megatron/dense": 30, "deepspeed/dense": 3}, "memory": {}},
+        "bands": {"time": {"megatron/dense": {"n": 30, "mape_pct": 8.0, "median_pct": 2.0, "signed_p10_pct": -5.0,
                                         "signed_p90_pct": 10.0, "abs_p90_pct": 11.0, "sources": {"x": 30}}},
                   "memory": {}}}
 
 
 def test_a_class_without_rows_falls_back_to_a_coarser_one():
-    band = band_for(JobClass("megatron", "moe", "rubin", "multi"), "time", FAKE)
-    assert band["matched"] == "megatron" and band["n"] == 30
+    band = band_for(JobClass("megatron", "dense", "rubin", "multi"), "time", FAKE)
+    assert band["matched"] == "megatron/dense" and band["n"] == 30
+
+
+def test_an_moe_job_gets_no_band_from_dense_rows():
+    band = band_for(JobClass("megatron", "moe", "hopper", "multi"), "time", FAKE)
+    assert band["matched"] is None and band["n"] == 0
 
 
 def test_a_family_with_too_few_rows_gives_no_figure():
@@ -125,7 +130,7 @@ def test_committed_bands_are_what_the_benchmark_computes_now():
 
     computed = accuracy_bands.compute()
     data = bands_file()
-    assert computed["family_rows"] == data["family_rows"]
+    assert computed["kind_rows"] == data["kind_rows"]
     for q in QUANTITIES:
         assert set(computed["bands"][q]) == set(data["bands"][q]), q
         for key, band in computed["bands"][q].items():

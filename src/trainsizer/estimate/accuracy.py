@@ -7,7 +7,8 @@ part's architecture) and the scale (one host, one scale-up domain, more). `job_c
 estimate calls it on a user's job, the band benchmark on each published run's job.
 
 A class with fewer than the file's `min_rows` held-out rows falls back to a coarser one (scale dropped first, then
-the GPU family, then the model kind); a stack family with too few rows has no band, and says so.
+the GPU family); the coarsest is the stack family and model kind (MoE and dense jobs err differently: an MoE row does
+not speak for a dense job), and with too few rows there the job has no band, and says so.
 
 The estimate's own figures do not move: the band is reported beside them.
 """
@@ -40,9 +41,10 @@ class JobClass:
     scale: str
 
     def keys(self) -> tuple[str, ...]:
-        """Finest first: the class names a band may be stored under (stack/kind/gpu/scale, ... , stack)."""
+        """Finest first: the class names a band may be stored under (stack/kind/gpu/scale, stack/kind/gpu,
+        stack/kind)."""
         parts = (self.stack, self.kind, self.gpu, self.scale)
-        return tuple("/".join(parts[:n]) for n in range(4, 0, -1))
+        return tuple("/".join(parts[:n]) for n in range(4, 1, -1))
 
 
 def gpu_family(arch: str) -> str:
@@ -82,15 +84,15 @@ def bands_file() -> dict[str, Any]:
 
 def band_for(cls: JobClass, quantity: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
     """{"matched" (the class whose band is given, or None), "min_rows", "n", and the band's figures} for `quantity`
-    ("time" or "memory"); without a band of enough rows for the stack family, n is that family's count and no
-    figure is given."""
+    ("time" or "memory"); without a band of enough rows for the stack family and model kind, n is their count and
+    no figure is given."""
     data = data or bands_file()
     classes = data["bands"][quantity]
     out: dict[str, Any] = {"min_rows": data["min_rows"]}
     for key in cls.keys():
         if key in classes:
             return out | {"matched": key} | classes[key]
-    return out | {"matched": None, "n": data["family_rows"][quantity].get(cls.stack, 0)}
+    return out | {"matched": None, "n": data["kind_rows"][quantity].get(cls.keys()[-1], 0)}
 
 
 def time_range(band: dict[str, Any], tokens_per_s: float, train_days: float) -> dict[str, Any]:
