@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from trainsizer.accept import health, xid
+from trainsizer.accept import health, inventory, xid
 from trainsizer.accept.telemetry_smi import NvidiaSmiTelemetry
 
-from .conftest import fixture_text
+from .conftest import fixture_text, recorded
 from .test_telemetry import smi_runner
 
 
@@ -40,3 +40,13 @@ def test_unreadable_kernel_log_is_skipped(h100_ctx, monkeypatch):
 
 def test_no_telemetry_skips_everything(cpu_ctx):
     assert all(r.status == "skipped" for r in health.run(cpu_ctx))
+
+
+def test_an_amd_node_is_told_it_retires_pages_and_runs_no_cuda(h100_ctx):
+    """On AMD the row-remap check and the CUDA version say why they do not apply (AMD retires HBM pages, ROCm has no
+    CUDA), not NVIDIA's 'not reported' (known-gaps 43 (p))."""
+    h100_ctx.telemetry = recorded("mi300a-burnin-ras.json")
+    remap = by_name(health.run(h100_ctx))["health.remapped_rows"]
+    assert remap.status == "skipped" and "health.retired_pages" in remap.why and "not reported" not in remap.why
+    cuda = by_name(inventory.run(h100_ctx))["inventory.cuda_version"]
+    assert cuda.status == "skipped" and "ROCm" in cuda.why

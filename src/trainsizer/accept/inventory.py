@@ -113,8 +113,8 @@ def _gpu_checks(ctx: Context) -> list[CheckResult]:
                      crit.gpu_memory_gib_min, "GiB", msg("acc_what_gpu_memory")),
         _version(ctx, "inventory.driver_version", ctx.telemetry.driver_version(),
                  crit.driver_version_min, msg("acc_why_driver_not_reported")),
-        _version(ctx, "inventory.cuda_version", ctx.telemetry.cuda_version(),
-                 crit.cuda_version_min, msg("acc_why_cuda_not_reported")),
+        _version(ctx, "inventory.cuda_version", ctx.telemetry.cuda_version(), crit.cuda_version_min,
+                 msg("acc_why_no_cuda_amd" if ctx.telemetry.vendor == "amd" else "acc_why_cuda_not_reported")),
         _ecc_mode(ctx, gpus),
         _nvlink_up(ctx, gpus),
     ]
