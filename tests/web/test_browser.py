@@ -154,3 +154,20 @@ def test_the_file_input_speaks_the_page_language(page, tmp_path):
         page.click("label.file-button")
     chooser.value.set_files(str(config))
     assert page.inner_text("#model_config-chosen") == "config.json"
+
+
+def test_a_chosen_config_survives_the_language_switch(page):
+    """The language switch sends the form by GET, which carries no file: a config.json chosen on the English form
+    was gone on the Chinese one (and the default preset planned instead). Its text now travels as the hidden
+    model_json, the preset box empties (the file replaces it), and the switched form plans the file's model."""
+    config = Path(__file__).resolve().parents[2] / "examples/configs/tiny-llama/config.json"
+    page.goto(f"{page.base}/?lang=en")
+    page.set_input_files("#model_config", str(config))
+    page.wait_for_function("() => (document.querySelector(\"input[name='model_json']\") || {}).value")
+    assert page.input_value("#model") == ""
+    page.click("#lang-switch")
+    page.wait_for_selector("label[for='seq_len']:has-text('序列长度')")
+    assert page.inner_text("#model_config-chosen") == "保留之前给出的 config.json"
+    page.click("#submit")
+    page.wait_for_selector("#headline", timeout=PLAN_TIMEOUT_MS)
+    assert "model_type: llama" in page.text_content("#job-yaml")

@@ -305,7 +305,7 @@ def test_an_upload_is_kept_when_another_field_is_wrong(client):
                     files={"model_config": ("config.json", _config())})
     assert r.status_code == 422 and list(inline_errors(r.text)) == ["data.tokens"]
     kept = re.search(r'<input type="hidden" name="model_json" value="([^"]+)">', r.text)
-    assert kept and "the config.json uploaded before is kept" in r.text
+    assert kept and "the config.json given before is kept" in r.text
     import html
 
     again = client.post("/plan", data=GOOD | {"model": "", "model_json": html.unescape(kept.group(1))},
