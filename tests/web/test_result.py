@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 
 import pytest
@@ -160,3 +161,44 @@ def test_excel_figures_are_the_pages_in_the_prices_own_currency(client):
     converted = rows["Cost (rent, converted) (CNY)"]
     assert converted[3].value == pytest.approx(rec["score"]["cost"]) and "CN¥" in converted[3].number_format
     assert rows["MFU"][1].number_format == "0.0%"
+
+
+def test_a_download_that_fails_is_a_page_for_a_browser_and_json_for_a_program(client, result):
+    """The page's links carried `download`, so a failed file (a time limit on a busy server) was saved as a
+    broken file ("pdf.json" holding the error). Now the link is plain (content-disposition makes the file) and a
+    browser asking for one that cannot be made gets a page with the message and a way back."""
+    r, token = result
+    assert re.search(r'id="download-xlsx" href="[^"]+">', r.text) and " download>" not in r.text
+    page = client.get("/download/pdf", params={"job": "garbage!", "lang": "zh"}, headers={"accept": "text/html"})
+    assert page.status_code == 422 and page.headers["content-type"].startswith("text/html")
+    assert 'id="download-error"' in page.text and "文件未能生成" in page.text and 'id="back-to-plan"' in page.text
+    program = client.get("/download/pdf", params={"job": "garbage!"}, headers={"accept": "application/json"})
+    assert program.status_code == 422 and "not a job link" in program.json()["error"]["message"]
+    ok = client.get("/download/xlsx", params={"job": token}, headers={"accept": "text/html"})
+    assert ok.status_code == 200 and "attachment" in ok.headers["content-disposition"]
+
+
+def test_a_file_past_the_time_limit_says_the_plan_is_made_and_how_to_get_the_file():
+    """The time limit's message told the user to narrow the job ("fix the accelerator or GPU count") when only
+    the PDF of a finished plan was slow."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from trainsizer.messages import msg
+    from trainsizer.web.errors import TimeLimit
+    from trainsizer.web.results import Results
+
+    class SlowRender:
+        config = SimpleNamespace(task_timeout_s=30.0)
+
+        async def run(self, name, payload):
+            if name == "plan":
+                return {"plan": {"schema_version": "x"}, "json": b"{}"}
+            raise TimeLimit(msg("web_time_limit", task=name, seconds="30"))
+
+    with pytest.raises(TimeLimit) as err:
+        asyncio.run(Results(SlowRender(), 8).file({"model": "llama-3.1-8b"}, "pdf", "en"))
+    text = err.value.render("en")
+    assert "making the PDF file took longer than this server's limit of 30 s" in text
+    assert "trainsizer report plan.json" in text and "narrow the job" not in text
+    assert "生成 PDF 文件超过了本服务器 30 秒的时限" in err.value.render("zh")

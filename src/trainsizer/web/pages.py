@@ -282,7 +282,22 @@ async def result_page(request: Request) -> HTMLResponse:
 
 @router.get("/download/{fmt}")
 async def download(request: Request, fmt: str) -> Response:
-    """One file of a plan: json, html, md (zip with chart images), xlsx, svg, pdf (when installed), yaml."""
+    """One file of a plan: json, html, md (zip with chart images), xlsx, svg, pdf (when installed), yaml.
+    A browser following the page's link gets a page saying why when the file cannot be made; a program the
+    JSON error, as from the API."""
+    try:
+        return await _download(request, fmt)
+    except TrainsizerError as err:
+        if "text/html" not in request.headers.get("accept", ""):
+            raise
+        lang = request_lang(request, request.query_params.get("lang"))
+        token = request.query_params.get("job", "")
+        back = f"/result?job={token}&lang={lang}" if token else None
+        ctx = context(request, lang, message=render_error(err, lang), back=back)
+        return templates.TemplateResponse(request, "message.html", ctx, status_code=status_of(err))
+
+
+async def _download(request: Request, fmt: str) -> Response:
     from trainsizer.web.downloads import FORMATS
 
     if fmt == "yaml":

@@ -11,7 +11,9 @@ import json
 from collections import OrderedDict
 from typing import Any
 
+from trainsizer.messages import msg
 from trainsizer.plan.texts import localise
+from trainsizer.web.errors import TimeLimit
 from trainsizer.web.pool import WorkerPool
 from trainsizer.web.token import job_key
 
@@ -91,5 +93,9 @@ class Results:
         if fmt == "json":
             return await self.plan_json(job, lang)
         plan = await self.plan(job, lang)
-        return await self._once(("file", job_key(job), fmt, lang), self._files, "render",
-                                {"plan": plan, "fmt": fmt, "lang": lang})
+        try:
+            return await self._once(("file", job_key(job), fmt, lang), self._files, "render",
+                                    {"plan": plan, "fmt": fmt, "lang": lang})
+        except TimeLimit:  # the plan is made: say so, and how to get the file anyway (not "narrow the job")
+            seconds = f"{self.pool.config.task_timeout_s:g}"
+            raise TimeLimit(msg("web_time_limit_file", fmt=fmt.upper(), seconds=seconds)) from None
