@@ -202,3 +202,20 @@ def test_a_file_past_the_time_limit_says_the_plan_is_made_and_how_to_get_the_fil
     assert "making the PDF file took longer than this server's limit of 30 s" in text
     assert "trainsizer report plan.json" in text and "narrow the job" not in text
     assert "生成 PDF 文件超过了本服务器 30 秒的时限" in err.value.render("zh")
+
+
+def test_the_bill_of_materials_follows_the_basis_the_option_was_ranked_on(client):
+    """procurement either, a CNY plan, a card the catalog prices in USD rent only (rtx-a6000): the plan ranks it
+    rented at the converted price, but its bill of materials said "Acquisition: buy" with a total of 0 (the
+    basis was read in the plan's currency only). It is now the rented BOM, its total the page's figure."""
+    job = {**{k: v for k, v in GOOD.items() if k != "goal.budget.currency"}, "constraints.market": "china",
+           "constraints.include": ["rtx-a6000"], "goal.procurement": "either", "lang": "en"}
+    r = client.post("/plan", data=job)
+    assert r.status_code == 200, r.text[:500]
+    token = str(r.url).split("job=")[1].split("&")[0]
+    plan = client.get("/download/json", params={"job": token}).json()
+    rec = plan["recommended"]
+    assert rec["score"]["cost_basis"] == "rent" and rec["cost"]["rent"]["currency"] == "USD"
+    bom = plan["build"]["bom"]
+    assert bom["acquisition"] == "rent" and bom["currency"] == "CNY"
+    assert bom["totals"]["typical"] == pytest.approx(rec["score"]["cost"], rel=1e-4)  # its unit price rounded to 4 places

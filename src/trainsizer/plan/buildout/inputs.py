@@ -102,13 +102,21 @@ class BuildInput:
 
 def acquisition(b: BuildInput) -> str:
     """'rent' or 'buy': the job's goal.procurement, or under 'either' the cheaper of the two as the plan prices
-    the job (`evaluate.job_cost`; buy when neither has a price)."""
+    the job (`evaluate.job_cost`; buy when neither has a price). A part the catalog prices in the other currency
+    only is ranked on that price converted (plan.searched.converted_cost), so its basis is read there too: a
+    CNY plan renting rtx-a6000 (USD rent, no purchase price) got a "buy" bill of materials totalling 0."""
     procurement = b.job.goal.procurement
     if procurement in ("rent", "buy"):
         return procurement
+    from trainsizer.catalog.catalog import CURRENCIES
     from trainsizer.evaluate import job_cost
 
-    return job_cost(b.evaluation.get("cost") or {}, b.currency)[1] or "buy"
+    costs = b.evaluation.get("cost") or {}
+    for currency in (b.currency, *(c for c in CURRENCIES if c != b.currency)):
+        basis = job_cost(costs, currency)[1]
+        if basis:
+            return basis
+    return "buy"
 
 
 def pick_server(catalog: Any, accelerator_id: str, per_node: int, server_id: str | None = None) -> Any:
