@@ -80,3 +80,14 @@ def test_expert_tp_is_written_where_it_is_not_tp():
     assert layout_codes(moe | {"etp": 1}).split()[:4] == ["TP4", "DP8", "EP8", "ETP1"]
     assert "ETP" not in layout_codes(moe | {"etp": 4}) and "ETP" not in layout_codes(moe)
     assert "ETP" not in layout_codes(BASE | {"tp": 4, "etp": 1})  # no EP: no routed-expert split to name
+
+
+def test_stated_end_stages_and_fsdp_sharding_are_named():
+    """The search's uneven Megatron split names its end ranks' layers; torchtitan's ZeRO-2 / 3 are FSDP's (55 (j))."""
+    s = BASE | {"tp": 2, "pp": 8, "dp": 4, "pp_first_stage_layers": 7, "pp_last_stage_layers": 6}
+    assert layout_in(s, "en").endswith("first / last pipeline stage 7 / 6 layers")
+    assert layout_in(s, "zh").endswith("流水线首 / 末级 7 / 6 层")
+    assert "pipeline stage" not in layout_in(BASE | {"pp": 8}, "en")
+    titan = BASE | {"dp": 8, "ep": 8, "zero": 2, "framework": "torchtitan"}
+    assert layout_in(titan, "en").endswith("FSDP without resharding after forward")
+    assert "FSDP" not in layout_in(titan | {"framework": "deepspeed"}, "en")  # DeepSpeed's ZeRO-2 is ZeRO-2

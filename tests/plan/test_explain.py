@@ -320,9 +320,10 @@ def test_a_pinned_gpu_count_is_what_decides_the_tier(lang):
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_stated_end_stage_layers_are_said_to_be_searched_as_an_even_split(lang):
-    """A Megatron-Bridge DeepSeek-V3 layout states the end ranks' layers; the plan searches even splits only, and its
-    note said nothing but 'the job's strategy is not used' (known-gaps 43 (o))."""
+def test_stated_end_stage_layers_are_said_to_be_searched_as_the_plan_splits(lang):
+    """A Megatron-Bridge DeepSeek-V3 layout states the end ranks' layers; the plan searches its own splits (even, or
+    the end stages Megatron needs stated, 55 (j)), and its note said nothing but 'the job's strategy is not used'
+    (known-gaps 43 (o))."""
     from types import SimpleNamespace
 
     from trainsizer.plan.explain import _stage_layers_note
@@ -332,3 +333,22 @@ def test_stated_end_stage_layers_are_said_to_be_searched_as_an_even_split(lang):
     assert "pp_last_stage_layers 13" in note and "pp_first_stage_layers" not in note
     assert ("evenly" in note and "`estimate`" in note) if lang == "en" else ("平均" in note and "`estimate`" in note)
     assert _stage_layers_note(SimpleNamespace(pp_first_stage_layers=None, pp_last_stage_layers=None), lang) == []
+
+
+def test_a_plan_states_the_end_stages_of_its_uneven_layout():
+    """DeepSeek-V3's 61 layers split over no pipeline evenly: the plan's recommended pipelined layout states the end
+    ranks' layers Megatron-Core needs (it refuses an unstated uneven split), in its JSON and its layout words."""
+    import yaml
+
+    from trainsizer.catalog import load_catalog
+    from trainsizer.plan.core import make_plan
+
+    from .conftest import REPO
+
+    job = yaml.safe_load((REPO / "examples" / "pretrain-deepseek-v3.yaml").read_text(encoding="utf-8"))
+    job.pop("strategy")  # "auto": Megatron-Core for pipelined layouts
+    plan = make_plan(job, load_catalog())
+    s = plan.options[0].strategy  # rank 1, the recommended option
+    assert s.pp > 1 and s.pp_first_stage_layers and s.pp_last_stage_layers
+    middle = (61 - s.pp_first_stage_layers - s.pp_last_stage_layers) / ((s.pp - 2) * s.vpp)
+    assert middle == int(middle) and s.pp_last_stage_layers <= s.pp_first_stage_layers

@@ -132,3 +132,12 @@ def test_the_recommended_options_own_notes_are_printed_as_the_report_lists_them(
     for note in own:
         assert " ".join(note.split())[:60] in lines
     assert lines.count(" ".join(own[0].split())[:60]) == 1
+
+
+@pytest.mark.parametrize(("lang", "same"), [("en", "as long as the plan's best"), ("zh", "与方案最佳相同")])
+def test_the_jobs_own_strategy_as_fast_as_the_plans_is_said_so(run_cli, lang, same):
+    """The QLoRA example's own layout times as the plan's best: it read '(the job's takes +0% as long)' (55 (k))."""
+    code, out, err = run_cli("--lang", lang, "plan", QLORA)
+    assert code == 0, err
+    lines = "".join(out.split())
+    assert "".join(same.split()) in lines and "+0%" not in lines

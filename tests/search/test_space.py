@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
@@ -101,7 +103,9 @@ def test_a_named_fsdp_stack_shards_its_model_parallel_layouts_with_fsdp():
     for framework in ("torchtitan", "hf", "deepspeed"):
         rows, mp = modes(framework)
         assert not rows[mp, col["distributed_optimizer"]].any(), framework
-        assert set(rows[mp & (rows[:, col["pp"]] == 1), col["zero"]]) == {0.0, 1.0, 2.0, 3.0}, framework
+        # FSDP / FSDP2 has no optimizer-only stage: torchtitan is not offered ZeRO-1 (known-gaps 55 (j))
+        stages = {0.0, 2.0, 3.0} if framework == "torchtitan" else {0.0, 1.0, 2.0, 3.0}
+        assert set(rows[mp & (rows[:, col["pp"]] == 1), col["zero"]]) == stages, framework
         zero3_pp = (rows[:, col["zero"]] == 3) & (rows[:, col["pp"]] > 1)
         assert zero3_pp.any() == (framework == "torchtitan"), framework
     for framework in ("auto", "megatron-core"):
@@ -131,3 +135,37 @@ def test_a_count_of_three_times_a_power_of_two_splits_a_power_of_two_batch_throu
     assert np.any((rows[:, 0] == 4) & (rows[:, 1] == 12) & (rows[:, 3] == 8))  # BLOOM's own layout
     assert np.all(2048 % (rows[:, 8] * rows[:, 3]) == 0)
 
+
+def test_end_stage_split_is_the_one_megatron_runs():
+    """Megatron-Core asserts that pp (x vpp) divides the layers unless the end ranks' layers are stated: an uneven
+    layout states them, each middle rank the fewest whole chunks, the last rank the lighter end (55 (j))."""
+    from trainsizer.search.space import end_stage_layers
+
+    assert end_stage_layers(61, 8, 1) == (7, 6)  # DeepSeek-V3: 7 + 6 x 8 + 6
+    assert end_stage_layers(61, 8, 2) == (7, 6)  # middle ranks 8 = 4 chunks of 2
+    assert end_stage_layers(126, 8, 1) == (15, 15)  # Llama 3.1 405B: 15 + 6 x 16 + 15
+    assert end_stage_layers(61, 2, 1) == (31, 30)
+    assert end_stage_layers(80, 8, 2) == (0, 0)  # even: nothing stated
+    assert end_stage_layers(61, 32, 1) is None  # 30 ranks of 2 leave 1 layer for two end ranks
+
+
+def test_an_uneven_megatron_layout_states_its_end_stages_and_is_valid():
+    """The search's DeepSeek-V3 layouts under "auto" / Megatron-Core: every pipelined one either splits the 61 layers
+    evenly (never: 61 is prime) or states end stages the rule table accepts; torchtitan keeps its own split."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.estimate.batch import evaluate_batch
+    from trainsizer.estimate.inputs import Training
+    from trainsizer.scenario import build_system
+
+    system = build_system(load_catalog().accelerator("h100-sxm-80gb"), 256, 8, None)
+    training = Training(method="pretrain", precision="bf16", seq_len=4096, global_batch_seqs=1024)
+    for framework in ("auto", "megatron-core"):
+        s = strategies(MOE, 4096, 1024, 256, 8, 8, load_config(), framework=framework)
+        first, last, pp = (np.asarray(getattr(s, f)) for f in ("pp_first_stage_layers", "pp_last_stage_layers", "pp"))
+        assert np.all((first > 0) == (pp > 1)) and np.all(last[pp > 1] >= 1), framework
+        stated = evaluate_batch(MOE, training, system, s, parts=("valid",))["valid"]
+        even = evaluate_batch(MOE, training, system, replace(s, pp_first_stage_layers=None, pp_last_stage_layers=None),
+                              parts=("valid",))["valid"]
+        assert np.array_equal(stated, even), framework  # no rule refuses a stated split the fallback would pass
+    titan = strategies(MOE, 4096, 1024, 256, 8, 8, load_config(), framework="torchtitan")
+    assert not np.asarray(titan.pp_first_stage_layers).any()

@@ -35,8 +35,8 @@ from trainsizer.models.arch import ModelArch
 
 NUMERIC_FIELDS = (*DEGREE_FIELDS, *FLAG_FIELDS)
 # fields that are one value for a batch or, where an array, one per strategy (the search's partial-recompute pass;
-# etp as resolved by validate.strategy_arrays)
-OPTIONAL_ARRAY_FIELDS = ("recompute_num_layers", "etp")
+# etp as resolved by validate.strategy_arrays; the search's stated pipeline end stages, 0 where none is stated)
+OPTIONAL_ARRAY_FIELDS = ("recompute_num_layers", "etp", "pp_first_stage_layers", "pp_last_stage_layers")
 TIME_KEYS = ("step_s", "tokens_per_s", "mfu", "hfu", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
              "model_flops_per_step", "hardware_flops_per_step", "micro_batches", *BREAKDOWN_KEYS)
 # every key evaluate_batch returns (arrays of one entry per strategy)

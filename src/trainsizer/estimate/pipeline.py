@@ -95,10 +95,11 @@ def _slots(layers: int, pp, embedding_slot, loss_slot):
 
 
 def _edge(layers_stated) -> np.ndarray:
-    """A stated end stage's decoder layers as floats, NaN where none is stated (None)."""
+    """A stated end stage's decoder layers as floats, NaN where none is stated (None, or 0 in a search's arrays)."""
     if layers_stated is None:
         return np.asarray(np.nan)
-    return np.asarray(layers_stated, float)
+    x = np.asarray(layers_stated, float)
+    return np.where(x > 0, x, np.nan)
 
 
 def _stated_edges(layers: int, p, rank, first_layers, last_layers):

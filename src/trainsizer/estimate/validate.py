@@ -442,20 +442,25 @@ def _stage_layers_rules(c: SimpleNamespace) -> _Rules:
         ok = np.ones(c.tp.shape, bool)
         return {k: (ok, lambda v: "") for k in ("pp_stage_layers_framework", "pp_stage_layers_pipelined",
                                                   "pp_stage_layers_split")}
+    # a job states ints; the search states arrays, 0 where a layout splits evenly (search.space.end_stage_layers)
+    f, la = (np.asarray(0.0 if n is None else n, float) for n in (first, last))
+    has_f, has_l = f > 0, la > 0
+    unstated = ~(has_f | has_l)
     pp, vpp = c.pp, np.maximum(c.vpp, 1)
-    middle = pp - (first is not None) - (last is not None)
-    rest = c.model.layers - (first or 0) - (last or 0)
+    middle = pp - has_f - has_l
+    rest = c.model.layers - f - la
     per = rest / c.safe(middle * vpp)
-    split_ok = (rest >= 0) & np.where(middle > 0, (per >= 1) & (np.mod(per, 1.0) == 0), rest == 0)
-    stated = _stated_layers_text(first, last)
+    split_ok = unstated | (rest >= 0) & np.where(middle > 0, (per >= 1) & (np.mod(per, 1.0) == 0), rest == 0)
+    said = tuple(None if np.ndim(n) or not n else int(n) for n in (first, last))  # a job's own ints, for its text
+    stated = _stated_layers_text(*said)
     return {
-        "pp_stage_layers_framework": _stack_rule(c, False, STAGE_LAYERS_FRAMEWORKS, "pp_stage_layers_framework"),
+        "pp_stage_layers_framework": _stack_rule(c, unstated, STAGE_LAYERS_FRAMEWORKS, "pp_stage_layers_framework"),
         "pp_stage_layers_pipelined": (
-            (pp > 1) & (c.slots == 0),
+            unstated | (pp > 1) & (c.slots == 0),
             lambda v: (msg("rule_pp_stage_layers_pipelined", stated=stated, pp=v["pp"]) if v["pp"] <= 1 else
                        msg("rule_pp_stage_layers_slots", stated=stated, slots=v["slots"])),
         ),
-        "pp_stage_layers_split": (split_ok, lambda v: _stage_layers_split_text(c.model.layers, first, last, v)),
+        "pp_stage_layers_split": (split_ok, lambda v: _stage_layers_split_text(c.model.layers, *said, v)),
     }
 
 
@@ -866,7 +871,7 @@ def check_strategy(model: ModelArch, training: Training, system: System, strateg
     what = msg("warn_layers_and_slots", layers=model.layers, slots=slots) if slots else \
         msg("part_layers", n=model.layers)
     stated = (getattr(strategy, "pp_first_stage_layers", None), getattr(strategy, "pp_last_stage_layers", None))
-    if stated != (None, None):
+    if any(n for n in stated if n is not None and np.ndim(n) == 0):
         pass  # the end ranks' layers are stated, the middle ones even (_stage_layers_rules)
     elif split % values["pp"]:
         warnings.append(msg("warn_pp_uneven_layers", what=what, pp=values["pp"]))

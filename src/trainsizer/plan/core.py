@@ -59,7 +59,7 @@ from trainsizer.spec import Job
 DEFAULT_TOP = 10
 STRATEGY_KEYS = ("tp", "pp", "vpp", "dp", "cp", "ep", "etp", "zero", "shard_group", "micro_batch", "recompute",
                  "recompute_method", "recompute_num_layers", "offload", "sequence_parallel", "distributed_optimizer",
-                 "framework")
+                 "framework", "pp_first_stage_layers", "pp_last_stage_layers")
 
 
 def scale_out(st: Standing, plat: Platform | None) -> ScaleOut:
@@ -270,6 +270,8 @@ def _own_strategy_note(scenario: Scenario, catalog: Any, rec: PlanOption | None,
     if not same or rec is None:
         return explain.msg("note_own", lang, days=duration(days))
     gain = days / rec.time.train_days - 1.0 if rec.time.train_days > 0 else 0.0
+    if abs(gain) < 0.005:  # '+0% as long' read as a difference
+        return explain.msg("note_own_same", lang, days=duration(days))
     return explain.msg("note_own_vs", lang, days=duration(days), best=duration(rec.time.train_days),
                        gain=f"{gain:+.0%}")
 

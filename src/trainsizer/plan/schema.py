@@ -7,7 +7,8 @@ so a report renders one plan in either language (`plan.texts.localise`); 1.2 add
 `next_count` (a pinned count's next count that fits without offload); 1.5 `tier.per_node` / `scaleup_domains` /
 `scaleup_domain_gpus` (an NVL72 job's racks beside its trays); 1.6 the build-out's `network.nvlink.domain_size_gpus` /
 `job_gpus_per_domain` (what an NVL72 job uses of each rack's domain); 1.7 `network.nvlink.job_gpus_by_domain` (its GPUs in
-each rack it buys); 1.8 `options[].accuracy` (the option's held-out accuracy band, as `estimate --json` accuracy).
+each rack it buys); 1.8 `options[].accuracy` (the option's held-out accuracy band, as `estimate --json` accuracy);
+1.9 `strategy.pp_first_stage_layers` / `pp_last_stage_layers` (the search's uneven pipeline splits).
 Blocks marked "as `estimate --json`" carry the same keys as that
 command's output (memory, time, cost, energy), so one reader handles both.
 
@@ -24,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trainsizer.plan.texts import MessageRef, WithTexts
 
-SCHEMA_VERSION = "1.8"
+SCHEMA_VERSION = "1.9"
 
 MSG = ("the catalogue message the text beside it was written from: render it to read the plan in another "
        "language (plan/texts.py)")
@@ -85,6 +86,11 @@ class StrategyOut(_Out):
     sequence_parallel: bool
     distributed_optimizer: bool
     framework: str = Field(description="framework named in the job, or 'auto' (chosen per strategy)")
+    pp_first_stage_layers: int | None = Field(None, description="the first pipeline rank's decoder layers where the "
+                                              "layout states them (Megatron-Core num_layers_in_first_pipeline_stage: "
+                                              "layers that do not divide by pp x vpp); None: an even split")
+    pp_last_stage_layers: int | None = Field(None, description="the last pipeline rank's decoder layers (Megatron-Core "
+                                             "num_layers_in_last_pipeline_stage); None: an even split")
 
 
 class MemoryOut(_Open):

@@ -129,6 +129,9 @@ def _one(strategy: Strategy, i: int) -> Strategy:
         n = getattr(strategy, f)
         if n is not None:
             vals[f] = int(np.asarray(n)[i] if np.ndim(n) else n)
+    for f in ("pp_first_stage_layers", "pp_last_stage_layers"):  # 0: the search's even split, none stated
+        if f in vals:
+            vals[f] = vals[f] or None
     return replace(strategy, **vals)
 
 

@@ -24,6 +24,18 @@ that runs both (`EXPERT_TP_SEARCH_FRAMEWORKS`) both etp 1 and etp = tp are tried
 other layout keeps the framework's default (validate.expert_tp). NVIDIA's MoE recipes run etp 1 at TP > 1
 (Megatron-Bridge recipes expert_tensor_parallel_size=1; MLPerf Training v6.0 DeepSeek-V3 / GPT-OSS, known-gaps 45).
 
+Pipeline end stages (`Strategy.pp_first_stage_layers` / `pp_last_stage_layers`): Megatron-Core builds L / p layers a
+rank and asserts that p (and each rank's layers by vpp) divides them unless the end ranks' layers are stated
+(transformer_block.py get_num_layers_to_build: "num_layers should be divisible by pipeline_model_parallel_size"). So
+under the Megatron stacks (`END_STAGE_FRAMEWORKS`) a pipelined layout whose layers do not split evenly comes with
+the split Megatron users state (`end_stage_layers`: the middle ranks hold the fewest whole chunks that leave the
+rest to the two end ranks, the last rank, which also runs the LM head and the loss, the lighter): DeepSeek-V3's 61
+layers at PP 8 run 7 + 6 x 8 + 6, Llama 3.1 405B's 126 at PP 8 15 + 6 x 16 + 15; where no such split exists the
+layout is left out. The other stacks keep the split their estimate times (the first L mod p ranks one layer more).
+
+Stacks without optimizer-only sharding (`NO_ZERO1_FRAMEWORKS`: FSDP / FSDP2 shard the states with the gradients,
+FULL_SHARD or SHARD_GRAD_OP, reshard_after_forward True or False) are not offered ZeRO-1.
+
 Every combination is then crossed with the micro-batch sizes and the three recompute modes.
 """
 
@@ -35,13 +47,15 @@ from functools import lru_cache
 import numpy as np
 
 from trainsizer.estimate.inputs import OFFLOAD_CODE, Strategy
-from trainsizer.estimate.validate import expert_tp
+from trainsizer.estimate.validate import STAGE_LAYERS_FRAMEWORKS, expert_tp
 from trainsizer.models.arch import ModelArch
 from trainsizer.search.config import SearchConfig
 
 # columns of a layout row before the micro-batch / recompute cross product
 # (etp 0: the framework's default, filled in by `strategies`)
-_COLS = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "distributed_optimizer", "offload", "etp")
+# (pp_first / pp_last 0: the even split, no end stage stated)
+_COLS = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "distributed_optimizer", "offload", "etp",
+         "pp_first", "pp_last")
 # frameworks whose routed experts run at expert TP 1 or tp under EP, either chosen: Megatron-Core
 # (core/parallel_state.py initialize_model_parallel expert_tensor_parallel_size, any divisor of the grid; "auto"
 # resolves every TP > 1 layout of the search to it) and torchtitan (job_config.py
@@ -51,6 +65,12 @@ EXPERT_TP_SEARCH_FRAMEWORKS = ("auto", "megatron-core", "torchtitan")
 FSDP_SHARD_FRAMEWORKS = ("torchtitan", "torchtune", "hf", "fsdp", "deepspeed")
 # of those, the stacks that compose FSDP (ZeRO-3) with a pipeline schedule (validate.ZERO3_PP_REFUSED: not the others)
 FSDP_PP_FRAMEWORKS = ("torchtitan",)
+# stacks whose uneven pipeline splits are stated end stages (module docstring); "auto" resolves pipelined layouts to
+# Megatron-Core
+END_STAGE_FRAMEWORKS = ("auto", *STAGE_LAYERS_FRAMEWORKS)
+# stacks that shard with FSDP / FSDP2 and have no ZeRO-1 (torch.distributed.fsdp ShardingStrategy: FULL_SHARD,
+# SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD; FSDP2 fully_shard reshard_after_forward; torchtitan, torchtune on FSDP2)
+NO_ZERO1_FRAMEWORKS = ("torchtitan", "torchtune", "fsdp")
 OFF_NONE, OFF_OPT, OFF_PARAMS = OFFLOAD_CODE["none"], OFFLOAD_CODE["optimizer"], OFFLOAD_CODE["optimizer+params"]
 
 
@@ -74,17 +94,20 @@ def model_parallel_group(n: int, odd_factors: tuple[int, ...]) -> bool:
     return any(n % f == 0 and (n // f) & (n // f - 1) == 0 for f in (1, *odd_factors))
 
 
-def _shard_modes(megatron: bool, dp: int, cp: int, per_node: int, offload: bool) -> list[tuple[int, int, int, int]]:
-    """(zero, shard_group, distributed_optimizer, offload code) choices for one layout."""
+def _shard_modes(megatron: bool, dp: int, cp: int, per_node: int, offload: bool,
+                 zero1: bool = True) -> list[tuple[int, int, int, int]]:
+    """(zero, shard_group, distributed_optimizer, offload code) choices for one layout (`zero1`: the stack has an
+    optimizer-only stage)."""
+    stages = (0, 1, 2, 3) if zero1 else (0, 2, 3)
     if offload:
         if megatron:
             return []
-        return [(1, 0, 0, OFF_OPT), (2, 0, 0, OFF_OPT), (3, 0, 0, OFF_OPT), (3, 0, 0, OFF_PARAMS)]
+        return [(z, 0, 0, OFF_OPT) for z in stages if z] + [(3, 0, 0, OFF_PARAMS)]
     if dp * cp == 1:
         return [(0, 0, 0, OFF_NONE)]
     if megatron:
         return [(0, 0, 0, OFF_NONE), (0, 0, 1, OFF_NONE)]
-    modes = [(z, 0, 0, OFF_NONE) for z in (0, 1, 2, 3)]
+    modes = [(z, 0, 0, OFF_NONE) for z in stages]
     if dp > per_node and dp % per_node == 0:
         modes.append((3, per_node, 0, OFF_NONE))  # FSDP hybrid shard: shard in a node, replicate across
     return modes
@@ -103,17 +126,33 @@ def layouts(model: ModelArch, seq_len: int, global_batch: int, gpus: int, per_no
     shards = "fsdp-pp" if framework in FSDP_PP_FRAMEWORKS else "fsdp" if framework in FSDP_SHARD_FRAMEWORKS else "megatron"
     return _layouts(model.heads, model.layers, experts, seq_len, global_batch, gpus, per_node, domain,
                     max_tp, max_pp, cp_min, cfg.vpp_values, offload, expert_tp_choice and experts > 1, shards,
-                    cfg.pp_odd_factors)
+                    cfg.pp_odd_factors, framework in END_STAGE_FRAMEWORKS, framework not in NO_ZERO1_FRAMEWORKS)
+
+
+def end_stage_layers(layers: int, pp: int, vpp: int) -> tuple[int, int] | None:
+    """(first, last) rank's decoder layers of the split Megatron users state where `layers` do not divide into pp x vpp
+    whole chunks: each middle rank holds M layers, the fewest multiple of vpp from ceil(L / pp) up that leaves the
+    two end ranks 2..2M layers, the first the larger half (the last also runs the LM head and the loss); (0, 0) where
+    the layers split evenly, None where no split leaves each end rank a layer (validate._stage_layers_rules)."""
+    if pp <= 1 or layers % (pp * vpp) == 0:
+        return 0, 0
+    m = vpp * -(-layers // (pp * vpp))
+    rest = layers - (pp - 2) * m
+    if rest < 2:
+        return None
+    first = min(m, -(-rest // 2))
+    return first, rest - first
 
 
 @lru_cache(maxsize=4096)
 def _layouts(heads: int, layers: int, experts: int, seq_len: int, global_batch: int, gpus: int, per_node: int,
              domain: int, max_tp: int, max_pp: int, cp_min: int, vpp_values: tuple[int, ...],
              offload: bool, expert_tp_choice: bool = False, shards: str = "megatron",
-             pp_odd_factors: tuple[int, ...] = ()) -> np.ndarray:
+             pp_odd_factors: tuple[int, ...] = (), end_stages: bool = False, zero1: bool = True) -> np.ndarray:
     """`layouts` on plain numbers, cached: accelerators of one node shape share their layouts. `shards`: how a
     model-parallel layout shards its states: "megatron" (none or the distributed optimizer), "fsdp" (ZeRO 0-3,
-    hybrid shard), "fsdp-pp" (the same, ZeRO-3 with PP too)."""
+    hybrid shard), "fsdp-pp" (the same, ZeRO-3 with PP too); `end_stages`: an uneven pipeline split states its end
+    ranks' layers (`end_stage_layers`); `zero1`: ZeRO-1 is offered."""
     rows: list[tuple[int, ...]] = []
     tps = [t for t in _pow2_upto(min(max_tp, domain, gpus)) if heads % t == 0]
     cps = [c for c in _pow2_upto(gpus) if c == 1 or (seq_len // c >= cp_min and seq_len % (2 * c) == 0)]
@@ -127,14 +166,17 @@ def _layouts(heads: int, layers: int, experts: int, seq_len: int, global_batch: 
                 if dp > global_batch:
                     continue
                 vpps = [1] if pp == 1 else [v for v in vpp_values if pp * v <= layers]
+                ends = {v: end_stage_layers(layers, pp, v) if end_stages else (0, 0) for v in vpps}
+                vpps = [v for v in vpps if ends[v] is not None]
                 eps = [e for e in _pow2_upto(experts) if experts % e == 0 and (dp * cp) % e == 0]
                 for ep in eps:
                     megatron = shards == "megatron" and (tp > 1 or pp > 1 or cp > 1 or ep > 1)
                     etps = (1, tp) if expert_tp_choice and tp > 1 and ep > 1 else (0,)
-                    for zero, sg, dist, off in _shard_modes(megatron, dp, cp, per_node, offload):
+                    for zero, sg, dist, off in _shard_modes(megatron, dp, cp, per_node, offload, zero1):
                         if zero == 3 and pp > 1 and shards != "fsdp-pp":
                             continue
-                        rows.extend((tp, pp, v, dp, cp, ep, zero, sg, dist, off, et) for et in etps for v in vpps)
+                        rows.extend((tp, pp, v, dp, cp, ep, zero, sg, dist, off, et, *ends[v])
+                                    for et in etps for v in vpps)
     out = np.array(rows, dtype=float).reshape(-1, len(_COLS))
     out.setflags(write=False)  # shared by every caller through the cache
     return out
@@ -163,6 +205,7 @@ def strategies(model: ModelArch, seq_len: int, global_batch: int, gpus: int, per
         zero=cols["zero"], shard_group=cols["shard_group"], micro_batch=mbs[mi], recompute=ri,
         offload=cols["offload"], sequence_parallel=(cols["tp"] > 1).astype(float),
         distributed_optimizer=cols["distributed_optimizer"], framework=framework,
+        pp_first_stage_layers=cols["pp_first"], pp_last_stage_layers=cols["pp_last"],
     )
     if not model.is_moe:
         return strat  # dense: no routed experts, etp left unset

@@ -95,7 +95,7 @@ def test_two_nvl72_racks_are_drawn_as_two_racks_bought_or_rented():
         texts = _texts(svg)
         assert "Rack 1" in texts and "Rack 2" in texts and "Rack 3" not in texts, procurement
         assert _node_boxes(svg) == trays and not any("more" in s for s in texts)
-        assert "Rack 2: 18 nodes" in mm and "more" not in mm
+        assert "Rack 2: 18 trays" in mm and "more" not in mm  # trays, as the title says
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -36,7 +36,8 @@ def _rack_lines(topo: Topology, f: Fmt) -> list[str]:
             continue
         nodes = group_nodes(topo, g, per)[1]
         head = t("dg.rack" if real else "dg.group", L, n=f.num(g + 1))
-        body = t("mm.nodes", L, nodes=f.num(nodes), gpus=f.num(topo.gpus_per_node), accelerator=topo.accelerator)
+        body = t("mm.trays" if topo.domain_size_gpus else "mm.nodes", L, nodes=f.num(nodes),
+                 gpus=f.num(topo.gpus_per_node), accelerator=topo.accelerator)
         lines.append(f"    r{g + 1}[{_q(f'{head}: {body}' + (f' · {dom}' if dom else ''))}]")
     return lines
 
