@@ -97,3 +97,16 @@ def test_an_empty_risk_list_is_nothing_found_not_a_missing_part(lang):
     assert risks.text == (t("block_none", lang),) and not risks.missing
     del plan["build"]["risks"]
     assert next(s for s in build_view(plan, lang).sections if s.id == "risks").missing
+
+
+@pytest.mark.parametrize(("lang", "label"), [("en", "Likely time to train"), ("zh", "可能的训练时长")])
+def test_the_summary_gives_the_likely_days_of_the_options_accuracy_band(lang, label):
+    """plan options[].accuracy: the days its 10th..90th percentile imply, beside the estimate's; none without a band."""
+    from trainsizer.render.report.view import _likely_days
+
+    band = {"matched": "megatron/dense/hopper", "n": 83, "range": {"train_days": [29.1, 33.7]}}
+    rows = _likely_days({"accuracy": {"time": band}}, Fmt(lang))
+    assert len(rows) == 1 and label in rows[0][0] and "megatron/dense/hopper" in rows[0][0]
+    assert rows[0][1] == f"{Fmt(lang).days(29.1)} – {Fmt(lang).days(33.7)}"
+    assert _likely_days({"accuracy": {"time": {"matched": None, "n": 3}}}, Fmt(lang)) == []
+    assert _likely_days({}, Fmt(lang)) == []

@@ -125,6 +125,16 @@ def _cost_rows(o: Mapping, plan: Mapping, f: Fmt) -> list[tuple[str, str]]:
     return rows
 
 
+def _likely_days(option: Mapping, f: Fmt) -> list[tuple[str, str]]:
+    """The days the option's held-out accuracy band implies (plan options[].accuracy, 10th..90th percentile); none
+    where its class has too few held-out runs."""
+    band = ((option.get("accuracy") or {}).get("time")) or {}
+    if band.get("matched") is None:
+        return []
+    low, high = band["range"]["train_days"]
+    return [(t("fact.likely_days", f.lang, cls=band["matched"], n=f.num(band["n"])), f"{f.days(low)} – {f.days(high)}")]
+
+
 def facts_table(plan: Mapping, f: Fmt) -> Table:
     """What / how long / how much, and whether the goal is met."""
     L, rec = f.lang, recommended(plan)
@@ -137,6 +147,7 @@ def facts_table(plan: Mapping, f: Fmt) -> Table:
                                               network_name(hw)) if x)
         rows += [(t("fact.what", L), f"{f.count(hw.get('count'))} × {what}"),
                  (t("fact.how_long", L), f.days(tm.get("train_days"))),
+                 *_likely_days(o, f),
                  *_cost_rows(o, plan, f),
                  (t("fact.procurement", L), t(f"action.{_action(cost, plan)}", L) if cost else "—")]
         for goal in ("deadline", "budget"):
