@@ -138,6 +138,16 @@ def test_result_page_writes_money_one_way(client, result):
         assert re.search(r"(US)?\$\d", html)
 
 
+def _plan_cny_a6000(client, **fields):
+    """A China-market (CNY) plan on rtx-a6000, a card the catalog prices in USD only: its job token and plan JSON."""
+    job = {**{k: v for k, v in GOOD.items() if k != "goal.budget.currency"}, "constraints.market": "china",
+           "constraints.include": ["rtx-a6000"], "lang": "en", **fields}
+    r = client.post("/plan", data=job)
+    assert r.status_code == 200, r.text[:500]
+    token = str(r.url).split("job=")[1].split("&")[0]
+    return token, client.get("/download/json", params={"job": token}).json()
+
+
 def test_excel_figures_are_the_pages_in_the_prices_own_currency(client):
     """A China-market plan (CNY) renting a card the catalog prices in USD only: the Excel option sheet wrote the
     USD rate and total under a ¥ format (0.475 USD per GPU-hour read "¥0", the USD total read as yuan) and had no
@@ -145,12 +155,7 @@ def test_excel_figures_are_the_pages_in_the_prices_own_currency(client):
     figure is the page's, at the rate the plan used."""
     import openpyxl
 
-    job = {**{k: v for k, v in GOOD.items() if k != "goal.budget.currency"}, "constraints.market": "china",
-           "constraints.include": ["rtx-a6000"], "lang": "en"}
-    r = client.post("/plan", data=job)
-    assert r.status_code == 200, r.text[:500]
-    token = str(r.url).split("job=")[1].split("&")[0]
-    plan = client.get("/download/json", params={"job": token}).json()
+    token, plan = _plan_cny_a6000(client)
     rec = plan["recommended"]
     assert rec["score"]["currency"] == "CNY" and rec["cost"]["rent"]["currency"] == "USD"
     book = openpyxl.load_workbook(io.BytesIO(client.get("/download/xlsx", params={"job": token}).content))
@@ -208,12 +213,7 @@ def test_the_bill_of_materials_follows_the_basis_the_option_was_ranked_on(client
     """procurement either, a CNY plan, a card the catalog prices in USD rent only (rtx-a6000): the plan ranks it
     rented at the converted price, but its bill of materials said "Acquisition: buy" with a total of 0 (the
     basis was read in the plan's currency only). It is now the rented BOM, its total the page's figure."""
-    job = {**{k: v for k, v in GOOD.items() if k != "goal.budget.currency"}, "constraints.market": "china",
-           "constraints.include": ["rtx-a6000"], "goal.procurement": "either", "lang": "en"}
-    r = client.post("/plan", data=job)
-    assert r.status_code == 200, r.text[:500]
-    token = str(r.url).split("job=")[1].split("&")[0]
-    plan = client.get("/download/json", params={"job": token}).json()
+    _, plan = _plan_cny_a6000(client, **{"goal.procurement": "either"})
     rec = plan["recommended"]
     assert rec["score"]["cost_basis"] == "rent" and rec["cost"]["rent"]["currency"] == "USD"
     bom = plan["build"]["bom"]
