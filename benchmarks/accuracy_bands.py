@@ -184,7 +184,8 @@ def stats(rows: list[Row]) -> dict[str, Any]:
 
 def bands(classed: list[tuple[Row, tuple[str, ...]]]) -> dict[str, Any]:
     """{"bands": {quantity: {class: stats}}, "kind_rows": {quantity: {stack/kind: n}}}: every class at every level
-    with at least MIN_ROWS rows (and fewer than its parent class)."""
+    with at least MIN_ROWS rows, those holding the same rows as their parent too (the lookup matches the job's own
+    class, and a coarser one only where the finer has too few rows: what the estimate's line says)."""
     out: dict[str, Any] = {"bands": {}, "kind_rows": {}}
     for q in QUANTITIES:
         groups: dict[str, list[Row]] = defaultdict(list)
@@ -192,9 +193,7 @@ def bands(classed: list[tuple[Row, tuple[str, ...]]]) -> dict[str, Any]:
             if row.quantity == q:
                 for key in keys:
                     groups[key].append(row)
-        # a class holding the same rows as its parent adds nothing: the lookup falls back to the parent
-        out["bands"][q] = {k: stats(v) for k, v in sorted(groups.items())
-                           if len(v) >= MIN_ROWS and len(v) != len(groups.get(k.rpartition("/")[0], ()))}
+        out["bands"][q] = {k: stats(v) for k, v in sorted(groups.items()) if len(v) >= MIN_ROWS}
         out["kind_rows"][q] = {k: len(v) for k, v in sorted(groups.items()) if k.count("/") == 1}
     return out
 

@@ -123,6 +123,18 @@ def test_estimate_reports_its_class_and_band():
         assert low < result["time"]["train_days"] < high
 
 
+def test_a_class_with_its_parents_runs_is_matched_as_itself():
+    # finetune_heldout's A100 fine-tunes are all one-host runs: the class hf/dense/ampere/node holds every run of
+    # hf/dense/ampere (21 time, 20 memory). Such a class was left out of the file, so a one-A100 LoRA job matched
+    # hf/dense/ampere and its line said its own class "has fewer than 8 such runs"
+    lora_a100 = _job("llama-3.1-8b", "a100-sxm-80gb", 1, {"recompute": "full"}, method="lora")
+    cat = load_catalog()
+    acc = evaluate(resolve_job(lora_a100, cat), cat)["accuracy"]
+    assert acc["class"] == "hf/dense/ampere/node"
+    assert acc["time"]["matched"] == acc["memory"]["matched"] == "hf/dense/ampere/node"
+    assert acc["time"]["n"] >= acc["time"]["min_rows"]
+
+
 @pytest.mark.slow
 def test_committed_bands_are_what_the_benchmark_computes_now():
     sys.path.insert(0, str(BENCH))
