@@ -149,6 +149,24 @@ def test_end_stage_split_is_the_one_megatron_runs():
     assert end_stage_layers(61, 32, 1) is None  # 30 ranks of 2 leave 1 layer for two end ranks
 
 
+def test_interleaved_end_stages_are_whole_chunks_where_the_layers_allow():
+    """Megatron-Core's TransformerConfig refuses num_layers_in_first / last_pipeline_stage that vpp does not divide:
+    where the rest divides by vpp, the end ranks take whole chunks (the layout runs with the plain flags)."""
+    from trainsizer.search.space import end_stage_layers
+
+    assert end_stage_layers(126, 8, 2) == (16, 14)  # was 15 + 15: refused by the flags at VPP 2
+    assert end_stage_layers(80, 3, 4) == (28, 24)  # was 26 + 26
+    for layers, pp, vpp in ((126, 8, 2), (80, 3, 2), (80, 3, 4), (80, 6, 4), (94, 12, 2), (64, 3, 2), (64, 6, 4)):
+        split = end_stage_layers(layers, pp, vpp)
+        assert split is not None and split != (0, 0), (layers, pp, vpp)
+        first, last = split
+        middle = (layers - first - last) / (pp - 2)
+        assert first % vpp == 0 and last % vpp == 0 and middle % vpp == 0, (layers, pp, vpp, split)
+        assert middle >= first >= last >= vpp, (layers, pp, vpp, split)
+    assert end_stage_layers(61, 8, 2) == (7, 6)  # 61 is odd: only a layout states it, as NVIDIA's recipes do
+    assert end_stage_layers(126, 8, 4) == (15, 15)  # 126 is no multiple of 4: likewise
+
+
 def test_an_uneven_megatron_layout_states_its_end_stages_and_is_valid():
     """The search's DeepSeek-V3 layouts under "auto" / Megatron-Core: every pipelined one either splits the 61 layers
     evenly (never: 61 is prime) or states end stages the rule table accepts; torchtitan keeps its own split."""

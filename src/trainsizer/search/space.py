@@ -133,14 +133,19 @@ def end_stage_layers(layers: int, pp: int, vpp: int) -> tuple[int, int] | None:
     """(first, last) rank's decoder layers of the split Megatron users state where `layers` do not divide into pp x vpp
     whole chunks: each middle rank holds M layers, the fewest multiple of vpp from ceil(L / pp) up that leaves the
     two end ranks 2..2M layers, the first the larger half (the last also runs the LM head and the loss); (0, 0) where
-    the layers split evenly, None where no split leaves each end rank a layer (validate._stage_layers_rules)."""
+    the layers split evenly, None where no split leaves each end rank a layer (validate._stage_layers_rules).
+    Under an interleaved schedule the end ranks get whole chunks of vpp layers where the rest divides so, as
+    Megatron-Core's num_layers_in_first / last_pipeline_stage must (TransformerConfig: "number of layers at first
+    stage ... must be divisible by virtual pipeline parallel degree"): 126 layers at PP 8 x VPP 2 run 16 + 6 x 16 +
+    14, not 15 + 15, which only a pipeline_model_parallel_layout states."""
     if pp <= 1 or layers % (pp * vpp) == 0:
         return 0, 0
     m = vpp * -(-layers // (pp * vpp))
     rest = layers - (pp - 2) * m
     if rest < 2:
         return None
-    first = min(m, -(-rest // 2))
+    unit = vpp if rest % vpp == 0 and rest >= 2 * vpp else 1
+    first = min(m, unit * -(-rest // (2 * unit)))
     return first, rest - first
 
 
