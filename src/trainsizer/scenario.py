@@ -202,6 +202,7 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Catalog,
     notes = [msg("note_model_config", note=n) for n in model.notes]
     training = _training(job)
     _check_batch_within_data(training, origin)
+    notes += _past_positions_note(job, model)
     if job.global_batch.tokens is not None and job.global_batch.tokens % job.seq_len:
         notes.append(msg("note_batch_tokens_rounded", tokens=job.global_batch.tokens, seq_len=job.seq_len,
                          sequences=training.global_batch_seqs, step_tokens=training.tokens_per_step))
@@ -227,6 +228,15 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Catalog,
     if job.hardware.accelerator is None:  # only a GPU count (per node, network): the plan's search pins them
         return replace(bare, notes=(*bare.notes, msg("note_count_only", gpus=job.hardware.count)))
     return _with_hardware(job, catalog, origin, listed, bare, network_searched)
+
+
+def _past_positions_note(job: Job, model: ModelArch) -> list[str]:
+    """A note where seq_len exceeds the model's positions (max_position_embeddings; 0 = an inline model that states
+    none): context extension is a legitimate run, so it is said, not refused."""
+    if not model.max_position or job.seq_len <= model.max_position:
+        return []
+    return [msg("note_seq_len_past_positions", seq_len=f"{job.seq_len:,}", positions=f"{model.max_position:,}",
+                ratio=f"{job.seq_len / model.max_position:.3g}", how=msg(f"part_positions_{model.position}"))]
 
 
 # Below a hundredth of the data's tokens cut at seq_len, the cut moves the run's tokens, time and cost by less than

@@ -66,7 +66,7 @@ class ModelArch:
     mlp: str = "swiglu"
     norm: str = "rmsnorm"
     position: str = "rope"
-    max_position: int = 4096
+    max_position: int = 4096  # positions the model was trained at (max_position_embeddings); 0 = not stated (inline)
     tied_embeddings: bool = False
     qkv_bias: bool = False
     out_bias: bool = False

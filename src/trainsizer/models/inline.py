@@ -138,6 +138,8 @@ def arch_from_inline(spec: Mapping[str, Any], *, where: str = "model") -> ModelA
         values.setdefault("family", "custom")
         values.setdefault("kv_heads", values["heads"])
         values.setdefault("ffn", 0)
+        if values.get("position", "rope") != "learned":  # 0: no positions stated (a learned table needs its size)
+            values.setdefault("max_position", 0)
         values["source"] = "inline"
     _check(values, where)
     return ModelArch(**values)
