@@ -12,11 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainsizer.messages import Msg, msg, tr
+from trainsizer.names import FSDP_FRAMEWORKS
 
 DEGREES = ("tp", "pp", "vpp", "dp", "cp", "ep")
-# stacks whose ZeRO-2 / ZeRO-3 are FSDP's sharding (FSDP2 fully_shard reshard_after_forward False / True; FSDP1
-# SHARD_GRAD_OP / FULL_SHARD), named so beside the ZeRO code
-FSDP_WORDS = ("torchtitan", "torchtune", "fsdp")
 
 
 def _get(s: Any, key: str) -> Any:
@@ -52,7 +50,7 @@ def _modes(s: Any) -> list[Msg]:
     first, last = _get(s, "pp_first_stage_layers"), _get(s, "pp_last_stage_layers")
     if first or last:
         modes.append(msg("layout_end_stages", first=first or "-", last=last or "-"))
-    if _get(s, "framework") in FSDP_WORDS and _get(s, "zero") in (2, 3):
+    if _get(s, "framework") in FSDP_FRAMEWORKS and _get(s, "zero") in (2, 3):
         modes.append(msg(f"layout_fsdp.{_get(s, 'zero')}"))
     return modes
 

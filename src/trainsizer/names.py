@@ -22,6 +22,10 @@ OFFLOAD = ("none", "optimizer", "optimizer+params")
 # (`estimate.framework` maps each name to a memory profile and a perf style; docs/frameworks.md).
 FRAMEWORKS = ("auto", "megatron", "megatron-core", "deepspeed", "fsdp", "hf", "deepseek-dualpipe", "torchtitan",
               "torchtune")
+# The frameworks that shard with PyTorch FSDP / FSDP2 (torch.distributed.fsdp ShardingStrategy FULL_SHARD /
+# SHARD_GRAD_OP / NO_SHARD / HYBRID_SHARD; FSDP2 fully_shard reshard_after_forward True / False): their ZeRO-3 / ZeRO-2
+# are FSDP's sharding (named so in a layout's words) and they have no optimizer-only stage, ZeRO-1 (not searched)
+FSDP_FRAMEWORKS = ("torchtitan", "torchtune", "fsdp")
 # How the loss is computed over the vocabulary (memory of the logits; memory_constants.yaml `logits`): auto = the
 # framework's own; upcast = fp32 logits of the whole micro-batch (HF Trainer); vocab-parallel = Megatron's fused
 # cross-entropy; chunked = bf16 logits, fp32 per chunk (torchtune CEWithChunkedOutputLoss, NeMo); fused = LM head

@@ -33,7 +33,7 @@ rest to the two end ranks, the last rank, which also runs the LM head and the lo
 layers at PP 8 run 7 + 6 x 8 + 6, Llama 3.1 405B's 126 at PP 8 15 + 6 x 16 + 15; where no such split exists the
 layout is left out. The other stacks keep the split their estimate times (the first L mod p ranks one layer more).
 
-Stacks without optimizer-only sharding (`NO_ZERO1_FRAMEWORKS`: FSDP / FSDP2 shard the states with the gradients,
+Stacks without optimizer-only sharding (`names.FSDP_FRAMEWORKS`: FSDP / FSDP2 shard the states with the gradients,
 FULL_SHARD or SHARD_GRAD_OP, reshard_after_forward True or False) are not offered ZeRO-1.
 
 Every combination is then crossed with the micro-batch sizes and the three recompute modes.
@@ -49,6 +49,7 @@ import numpy as np
 from trainsizer.estimate.inputs import OFFLOAD_CODE, Strategy
 from trainsizer.estimate.validate import STAGE_LAYERS_FRAMEWORKS, expert_tp
 from trainsizer.models.arch import ModelArch
+from trainsizer.names import FSDP_FRAMEWORKS
 from trainsizer.search.config import SearchConfig
 
 # columns of a layout row before the micro-batch / recompute cross product
@@ -68,9 +69,6 @@ FSDP_PP_FRAMEWORKS = ("torchtitan",)
 # stacks whose uneven pipeline splits are stated end stages (module docstring); "auto" resolves pipelined layouts to
 # Megatron-Core
 END_STAGE_FRAMEWORKS = ("auto", *STAGE_LAYERS_FRAMEWORKS)
-# stacks that shard with FSDP / FSDP2 and have no ZeRO-1 (torch.distributed.fsdp ShardingStrategy: FULL_SHARD,
-# SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD; FSDP2 fully_shard reshard_after_forward; torchtitan, torchtune on FSDP2)
-NO_ZERO1_FRAMEWORKS = ("torchtitan", "torchtune", "fsdp")
 OFF_NONE, OFF_OPT, OFF_PARAMS = OFFLOAD_CODE["none"], OFFLOAD_CODE["optimizer"], OFFLOAD_CODE["optimizer+params"]
 
 
@@ -126,7 +124,7 @@ def layouts(model: ModelArch, seq_len: int, global_batch: int, gpus: int, per_no
     shards = "fsdp-pp" if framework in FSDP_PP_FRAMEWORKS else "fsdp" if framework in FSDP_SHARD_FRAMEWORKS else "megatron"
     return _layouts(model.heads, model.layers, experts, seq_len, global_batch, gpus, per_node, domain,
                     max_tp, max_pp, cp_min, cfg.vpp_values, offload, expert_tp_choice and experts > 1, shards,
-                    cfg.pp_odd_factors, framework in END_STAGE_FRAMEWORKS, framework not in NO_ZERO1_FRAMEWORKS)
+                    cfg.pp_odd_factors, framework in END_STAGE_FRAMEWORKS, framework not in FSDP_FRAMEWORKS)
 
 
 def end_stage_layers(layers: int, pp: int, vpp: int) -> tuple[int, int] | None:
