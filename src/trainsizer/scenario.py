@@ -565,12 +565,16 @@ def catalog_network_view(net: Any, per_node: int) -> NetworkView:
     return network_view(net, max(1, round(net.nics_per_node_default * per_node / 8)))
 
 
+def bridge_smaller_than_host(acc: Accelerator, gpus_per_node: int) -> bool:
+    """An NVLink bridge joins 2-4 cards; a ring over more GPUs of the host crosses PCIe, its slowest hop."""
+    return acc.scaleup_tech == "nvlink-bridge" and gpus_per_node > (acc.scaleup_domain or 0)
+
+
 def build_system(acc: Accelerator, gpus: int, gpus_per_node: int, network: NetworkView | None) -> System:
     """The estimators' view of `gpus` accelerators of one catalog type."""
     scaleup = acc.scaleup_gb_s_per_dir or 0.0
     fabric = bool(scaleup) and acc.scaleup_tech not in (None, "pcie", "none")
-    # An NVLink bridge joins 2-4 cards; a ring over more GPUs of the host crosses PCIe, its slowest hop.
-    bridged_only = acc.scaleup_tech == "nvlink-bridge" and gpus_per_node > (acc.scaleup_domain or 0)
+    bridged_only = bridge_smaller_than_host(acc, gpus_per_node)
     # Without a fabric, GPU-to-GPU traffic is PCIe peer-to-peer, or host-staged copies where the driver
     # disables peer-to-peer (catalog host_staged_gb_s_per_dir: GeForce).
     host_link = acc.host_staged_gb_s_per_dir or acc.pcie_gb_s

@@ -102,3 +102,23 @@ def test_single_rank_is_skipped():
     rows = {"all_reduce": [{"size_bytes": 1024, "time_us": 1.0, "algbw_gb_s": 1.0, "busbw_gb_s": 0.0, "wrong": 0}]}
     res = collectives._verdicts(ctx_for(), rows, {}, "intra", {"tool": "t", "backend": "nccl", "ranks": 1})
     assert res[0].status == "skipped" and "1 rank" in res[0].why
+
+
+def test_a_node_with_smaller_scale_up_domains_is_also_tested_per_domain(monkeypatch):
+    """Criteria naming 2-GPU domains (NVLink-bridged pairs): the whole node's ring is judged on the node's floor, and
+    the rings of each pair, run at once in groups of 2 consecutive ranks, on the domain's floor."""
+    monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")
+    ctx = ctx_for(nproc=4)
+    ctx.criteria.scaleup_domain_gpus = 2
+    ctx.criteria.busbw_domain_gb_s_min = CollectiveLimits(all_reduce=Limit(value=1e-6, source="test: bridge"))
+    r = by_name(collectives.run(ctx))
+    node, pair = r["collectives.all_reduce.intra"], r["collectives.all_reduce.domain"]
+    assert node.details["ranks"] == 4 and "group_size" not in node.details
+    assert pair.status == "pass" and pair.source == "test: bridge" and pair.details["group_size"] == 2
+    assert "2 groups of 2" in pair.why
+    # busbw over each group of 2: all-reduce busbw = algbw x 2(2-1)/2 = algbw
+    assert all(row["busbw_gb_s"] == pytest.approx(row["algbw_gb_s"]) for row in pair.details["rows"])
+    assert r["collectives.correctness.domain"].status == "pass"
+    odd = ctx_for(nproc=3)
+    odd.criteria.scaleup_domain_gpus = 2
+    assert collectives._domain(odd)[0].status == "skipped"

@@ -218,3 +218,35 @@ def test_memory_floor_is_the_catalogs_driver_reading(blocks):
     assert acc.gpu_memory_gib_min.value == pytest.approx(79.6)
     assert "81,559 MiB" in acc.gpu_memory_gib_min.source and "thamada_nvsmi_gls" in acc.gpu_memory_gib_min.source
     # a part without a reading keeps the label rule (GB200: 0.99 x the 186 GB of its platform table, above)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_bridge_smaller_than_the_node_gets_floors_for_each_path(blocks, lang):
+    """8 RTX A6000 whose NVLink bridges join pairs (catalog scaleup_domain 2): a ring over all 8 crosses PCIe, so the
+    node's floor is the ring ratio x the PCIe link the estimate times it at (it was 0.75 x the 56.25 GB/s bridge,
+    which a healthy machine fails); each bridged pair gets the bridge floor, on the path its test runs."""
+    from trainsizer.plan.texts import say
+
+    out = blocks(hardware={"accelerator": "rtx-a6000", "count": 8, "network": None})
+    acc, pcie = out.acceptance, 31.5
+    intra, domain = acc.busbw_intra_gb_s_min, acc.busbw_domain_gb_s_min
+    assert intra.all_reduce.value == intra.all_gather.value == pytest.approx(0.75 * pcie, abs=0.05)
+    assert acc.scaleup_domain_gpus == 2
+    assert domain.all_reduce.value == domain.reduce_scatter.value == pytest.approx(0.75 * 56.25, abs=0.05)
+    assert intra.all_reduce.source_msg["params"]["path"]["key"] == "acc_path_node_host"
+    assert domain.all_reduce.source_msg["params"]["path"]["key"] == "acc_path_bridge"
+    assert "PCIe" in say(intra.all_reduce.source_msg, lang) and "NVLink" in say(domain.all_gather.source_msg, lang)
+    again = AcceptanceCriteria.model_validate(json.loads(acc.model_dump_json()))
+    assert again.busbw_domain_gb_s_min == domain and again.scaleup_domain_gpus == 2
+    pair = blocks(hardware={"accelerator": "rtx-a6000", "count": 2, "per_node": 2, "network": None},
+                  strategy={"fsdp": "full"}).acceptance  # the bridge spans the node: one floor, the bridge's
+    assert pair.scaleup_domain_gpus is None and pair.busbw_domain_gb_s_min.all_reduce is None
+    assert pair.busbw_intra_gb_s_min.all_reduce.value == pytest.approx(0.75 * 56.25, abs=0.05)
+
+
+def test_a_geforce_nodes_ring_floor_is_the_host_staged_rate(blocks):
+    """GeForce drivers refuse PCIe peer-to-peer (catalog host_staged_gb_s_per_dir): the node's ring is timed at the
+    host-staged rate, and its floor follows it rather than the PCIe link a healthy box never reaches."""
+    acc = blocks(hardware={"accelerator": "rtx-4090", "count": 8, "network": None}).acceptance
+    assert acc.busbw_intra_gb_s_min.all_reduce.value == pytest.approx(0.75 * 10.0)
+    assert "peer-to-peer" in acc.busbw_intra_gb_s_min.all_reduce.source

@@ -26,7 +26,10 @@ def _sync(torch, device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _bench(torch, dist, op: str, size_bytes: int, iters: int, warmup: int, device, rank: int, world: int) -> dict:
+def _bench(torch, dist, op: str, size_bytes: int, iters: int, warmup: int, device, rank: int, world: int,
+           group=None) -> dict:
+    """One collective over `world` ranks (of `group`, else all), `rank` this process's rank in it; the time is the
+    slowest rank's of the whole job, so with groups it is the slowest group's."""
     elems = max(world, size_bytes // 4 // world * world)  # float32, divisible by the world size
     size = elems * 4
     chunk = elems // world
@@ -34,7 +37,7 @@ def _bench(torch, dist, op: str, size_bytes: int, iters: int, warmup: int, devic
         buf = torch.full((elems,), float(rank + 1), dtype=torch.float32, device=device)
 
         def step():
-            dist.all_reduce(buf)
+            dist.all_reduce(buf, group=group)
 
         def check() -> int:
             buf.fill_(float(rank + 1))
@@ -46,7 +49,7 @@ def _bench(torch, dist, op: str, size_bytes: int, iters: int, warmup: int, devic
         expected = torch.arange(1, world + 1, dtype=torch.float32, device=device).repeat_interleave(chunk)
 
         def step():
-            dist.all_gather_into_tensor(buf, src)
+            dist.all_gather_into_tensor(buf, src, group=group)
 
         def check() -> int:
             step()
@@ -56,7 +59,7 @@ def _bench(torch, dist, op: str, size_bytes: int, iters: int, warmup: int, devic
         buf = torch.empty((chunk,), dtype=torch.float32, device=device)
 
         def step():
-            dist.reduce_scatter_tensor(buf, src)
+            dist.reduce_scatter_tensor(buf, src, group=group)
 
         def check() -> int:
             step()
@@ -90,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--timeout-s", type=float, default=120)
+    ap.add_argument("--group-size", type=int, default=0,
+                    help="run in groups of this many consecutive ranks, all at once (a scale-up domain smaller than "
+                         "the node: NVLink-bridged pairs); 0 = one group of all ranks")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
 
@@ -108,6 +114,14 @@ def main(argv: list[str] | None = None) -> int:
         device = torch.device("cuda", local_rank)
     else:
         device = torch.device("cpu")
+    group, group_rank, group_world = None, rank, world
+    if 0 < args.group_size < world:
+        if world % args.group_size:
+            raise SystemExit(f"--group-size {args.group_size} does not divide the {world} ranks")
+        # every rank creates every group (torch.distributed.new_group is collective over the job)
+        groups = [dist.new_group(list(range(first, first + args.group_size)))
+                  for first in range(0, world, args.group_size)]
+        group, group_rank, group_world = groups[rank // args.group_size], rank % args.group_size, args.group_size
     hosts: list = [None] * world
     dist.all_gather_object(hosts, socket.gethostname().split(".")[0])
     sizes, s = [], args.min_bytes
@@ -119,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     for op in [o for o in args.ops.split(",") if o]:
         for size in sizes:
             try:
-                results.append(_bench(torch, dist, op, size, args.iters, args.warmup, device, rank, world))
+                results.append(_bench(torch, dist, op, size, args.iters, args.warmup, device, group_rank,
+                                      group_world, group))
             except (RuntimeError, NotImplementedError) as err:
                 if "not supported" in str(err).lower() or "not implemented" in str(err).lower() \
                         or isinstance(err, NotImplementedError):
@@ -128,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise
     dist.barrier()
     if local_rank == 0:
-        doc = {"backend": args.backend, "world_size": world, "nnodes": len(set(hosts)) if hosts else 1,
+        doc = {"backend": args.backend, "world_size": world, "group_size": group_world,
+               "nnodes": len(set(hosts)) if hosts else 1,
                "local_world_size": int(os.environ.get("LOCAL_WORLD_SIZE", world)),
                "group_world_size": int(os.environ.get("GROUP_WORLD_SIZE", 1)),
                "hosts": sorted(set(hosts)), "results": results, "unsupported": unsupported,

@@ -22,8 +22,9 @@ from trainsizer.accept.results import CheckResult
 from trainsizer.messages import msg
 
 
-def torchrun_command(ctx: Context, out: Path, python: str = sys.executable) -> list[str]:
-    """torchrun invocation of the benchmark (standalone on one node, c10d rendezvous across nodes)."""
+def torchrun_command(ctx: Context, out: Path, python: str = sys.executable, group_size: int = 0) -> list[str]:
+    """torchrun invocation of the benchmark (standalone on one node, c10d rendezvous across nodes); in groups of
+    `group_size` ranks when given (the scale-up domains of a node)."""
     o = ctx.options
     cmd = [python, "-m", "torch.distributed.run", f"--nproc-per-node={o.nproc}"]
     if o.nnodes == 1 and not o.rdzv_endpoint:
@@ -34,7 +35,7 @@ def torchrun_command(ctx: Context, out: Path, python: str = sys.executable) -> l
     cmd += ["-m", "trainsizer.accept.collective_bench", f"--backend={o.backend}",
             f"--max-bytes={o.collective_max_bytes}", f"--min-bytes={min(2**16, o.collective_max_bytes)}",
             f"--iters={o.collective_iters}", f"--timeout-s={o.collective_timeout_s}", f"--out={out}"]
-    return cmd
+    return cmd + ([f"--group-size={group_size}"] if group_size else [])
 
 
 def _run(cmd: list[str], timeout_s: float, env: dict | None = None) -> tuple[int | None, str]:
@@ -67,7 +68,7 @@ def _kill_group(pgid: int) -> None:
 
 def _verdicts(ctx: Context, rows_by_op: dict[str, list[dict]], unsupported: dict[str, str], scope: str,
               meta: dict) -> list[CheckResult]:
-    limits = ctx.criteria.busbw_intra_gb_s_min if scope == "intra" else ctx.criteria.busbw_inter_gb_s_min
+    limits = getattr(ctx.criteria, f"busbw_{scope}_gb_s_min")
     out = []
     wrong = 0
     for op in OPS:
@@ -87,10 +88,11 @@ def _verdicts(ctx: Context, rows_by_op: dict[str, list[dict]], unsupported: dict
         wrong += sum(r.get("wrong") or 0 for r in rows)
         details = {**meta, "rows": rows, "size_bytes": largest,
                    "calibration": meta["backend"] == "nccl"}  # gloo/CPU figures are not a GPU fabric
-        res = ctx.at_least(name, round(busbw, 3), getattr(limits, op), "GB/s",
-                           msg("acc_what_busbw", op=op, size=largest, tool=meta["tool"], backend=meta["backend"],
-                               ranks=meta["ranks"]),
-                           details=details)
+        what = msg("acc_what_busbw", op=op, size=largest, tool=meta["tool"], backend=meta["backend"],
+                   ranks=meta["ranks"])
+        if meta.get("group_size"):
+            what = msg("acc_what_busbw_groups", what=what, size=meta["group_size"], groups=meta["ranks"] // meta["group_size"])
+        res = ctx.at_least(name, round(busbw, 3), getattr(limits, op), "GB/s", what, details=details)
         out.append(res)
     if rows_by_op:
         out.append(ctx.result(f"collectives.correctness.{scope}", "fail" if wrong else "pass", measured=wrong,
@@ -136,15 +138,36 @@ def run(ctx: Context) -> list[CheckResult]:
     if o.backend == "nccl" and scope == "intra" and cuda:
         done = _nccl_tests(ctx, torch.cuda.device_count())
         if done is not None:
-            return done
+            return done + _domain(ctx)
     if torch is None:
         return [ctx.skipped(n, msg("acc_why_no_torch")) for n in names]
     if o.backend == "nccl" and not cuda:
         return [ctx.skipped(n, msg("acc_why_nccl_needs_cuda"))
                 for n in names]
+    out = _torchrun(ctx, scope)
+    return out + (_domain(ctx) if scope == "intra" else [])
+
+
+def _domain(ctx: Context) -> list[CheckResult]:
+    """The rings inside each scale-up domain of a node whose domain is smaller than the node (NVLink-bridged pairs
+    of PCIe cards), all at once, judged on the bridge's floors; none where the criteria name no such domain."""
+    k, nproc = ctx.criteria.scaleup_domain_gpus, ctx.options.nproc
+    if k is None or nproc <= k:
+        return []
+    if nproc % k:
+        limits = ctx.criteria.busbw_domain_gb_s_min
+        return [ctx.skipped(f"collectives.{op}.domain", msg("acc_why_domain_not_whole", nproc=nproc, domain=k),
+                            limit=getattr(limits, op)) for op in OPS]
+    return _torchrun(ctx, "domain", group_size=k)
+
+
+def _torchrun(ctx: Context, scope: str, group_size: int = 0) -> list[CheckResult]:
+    """The torch benchmark under torchrun, judged on the floors of `scope` (intra / domain / inter)."""
+    o = ctx.options
+    names = [f"collectives.{op}.{scope}" for op in OPS]
     with tempfile.TemporaryDirectory(prefix="trainsizer-coll-") as tmp:
         out = Path(tmp) / "collectives.json"
-        cmd = torchrun_command(ctx, out)
+        cmd = torchrun_command(ctx, out, group_size=group_size)
         rc, text = _run(cmd, o.collective_timeout_s + 60)
         if rc is None or rc != 0 or not out.exists():
             output = text.strip()[-400:]
@@ -158,4 +181,6 @@ def run(ctx: Context) -> list[CheckResult]:
         rows_by_op.setdefault(r["op"], []).append({k: v for k, v in r.items() if k != "op"})
     meta = {"tool": "torch.distributed under torchrun", "backend": doc["backend"], "ranks": doc["world_size"],
             "nnodes": doc["nnodes"], "hosts": doc["hosts"], "command": cmd}
+    if group_size:
+        meta["group_size"] = group_size
     return _verdicts(ctx, rows_by_op, doc.get("unsupported", {}), scope, meta)

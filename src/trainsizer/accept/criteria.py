@@ -20,6 +20,8 @@ from trainsizer.spec.load import pydantic_problem
 from trainsizer.spec.parse_problems import parse_problem
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter")
+# the collectives' floors by the path a test runs over: one node, one scale-up domain inside a node, across nodes
+BUSBW_SCOPES = ("intra", "domain", "inter")
 
 
 def suite_check(number: int, rule: str | None = None) -> Msg:
@@ -94,6 +96,11 @@ class AcceptanceCriteria(BaseModel):
     # 4. collectives (busbw, nccl-tests definition) and RDMA wire
     busbw_intra_gb_s_min: CollectiveLimits = Field(default_factory=CollectiveLimits)
     busbw_inter_gb_s_min: CollectiveLimits = Field(default_factory=CollectiveLimits)
+    # a node whose scale-up domain is smaller than the node (NVLink bridges join 2 of its 8 PCIe cards): the GPUs of
+    # one domain, and the floors of a ring inside each domain (all domains tested at once); busbw_intra is then the
+    # whole node's ring, which crosses the slower host link
+    scaleup_domain_gpus: int | None = Field(default=None, ge=2)
+    busbw_domain_gb_s_min: CollectiveLimits = Field(default_factory=CollectiveLimits)
     rdma_gbps_min: Limit | None = None
     # 5. storage
     storage_path: str | None = None
@@ -212,7 +219,7 @@ def merged(plan: AcceptanceCriteria, base: AcceptanceCriteria) -> AcceptanceCrit
     out = base.model_copy(deep=True)
     for field in AcceptanceCriteria.model_fields:
         value = getattr(plan, field)
-        if field in ("busbw_intra_gb_s_min", "busbw_inter_gb_s_min"):
+        if field in tuple(f"busbw_{scope}_gb_s_min" for scope in BUSBW_SCOPES):
             limits = getattr(out, field)
             for op in OPS:
                 if getattr(value, op) is not None:

@@ -20,6 +20,7 @@ from trainsizer.plan.buildout.node import NodeBlock
 from trainsizer.plan.buildout.software import SoftwareBlock
 from trainsizer.plan.buildout.storage import StorageBlock
 from trainsizer.plan.texts import as_msg, ref
+from trainsizer.scenario import bridge_smaller_than_host
 
 
 def rule_of(figure: Any) -> Any:
@@ -117,27 +118,39 @@ def _host_nics(b: BuildInput, out: AcceptanceCriteria, d: dict) -> None:
 
 
 def _intra(b: BuildInput, out: AcceptanceCriteria, d: dict) -> None:
-    """No platform row: ring busbw inside the node >= the ring ratio x the scale-up link per direction; the
-    all-reduce on an NVSwitch with NVLS, at NCCL's NVLS node size or above, >= the NVLS ratio x that link."""
+    """No platform row: ring busbw inside the node >= the ring ratio x the link the node's ring crosses (the estimate's
+    intra-node rate: the scale-up link, or the host link where there is none or a bridge joins fewer GPUs than the node
+    holds); the all-reduce on an NVSwitch with NVLS, at NCCL's NVLS node size or above, >= the NVLS ratio x that link.
+    A bridge smaller than the node gets its own floors, a ring inside each bridged group at the bridge's rate."""
     if out.busbw_intra_gb_s_min.all_reduce is not None or b.per_node < 2:
         return
     acc = b.accelerator
-    link = acc.scaleup_gb_s_per_dir if acc.scaleup_tech not in ("pcie",) else acc.pcie_gb_s
-    ring = _ring_intra(acc, link, d)
+    bridged = bridge_smaller_than_host(acc, b.per_node)
+    on_host = bridged or acc.scaleup_tech == "pcie"
+    tech = msg("scaleup_host_staged") if on_host and acc.host_staged_gb_s_per_dir else \
+        msg("scaleup_pcie") if on_host else scaleup_name(acc)
+    ring = _ring_intra(acc, float(b.system.intra_node_gb_s), d, tech)
     ar, nvls = ring, d["nvls_min_gpus"]
     if acc.nvls and b.per_node >= nvls["value"]:
-        ratio = d["nvls_min_ratio"]["value"]
+        ratio, link = d["nvls_min_ratio"]["value"], acc.scaleup_gb_s_per_dir
         ar = _plan(round(ratio * link, 1), msg("acc_nvls_intra", ratio=ratio, link=f"{link:g}", gpus=b.per_node,
                                                min_gpus=nvls["value"], source=platforms.source_text(nvls["source"]),
                                                acc=acc.id))
     out.busbw_intra_gb_s_min = CollectiveLimits(all_reduce=ar, all_gather=ring, reduce_scatter=ring)
+    if bridged:
+        bridge = _ring_intra(acc, acc.scaleup_gb_s_per_dir, d, scaleup_name(acc))
+        out.scaleup_domain_gpus = int(acc.scaleup_domain)
+        out.busbw_domain_gb_s_min = _on_path(CollectiveLimits(all_reduce=bridge, all_gather=bridge,
+                                                              reduce_scatter=bridge),
+                                             msg("acc_path_bridge", domain=int(acc.scaleup_domain), tech=scaleup_name(acc),
+                                                 groups=b.per_node // int(acc.scaleup_domain)))
 
 
-def _ring_intra(acc, link: float, d: dict) -> Limit:
+def _ring_intra(acc, link: float, d: dict, tech: Any) -> Limit:
     # a switchless full mesh (AMD xGMI) rings at a lower share of its aggregate link rate than a switch
     key = "ring_min_ratio_mesh" if getattr(acc, "scaleup_mesh_links", None) else "ring_min_ratio"
     ratio = d[key]["value"]
-    return _plan(round(ratio * link, 1), msg("acc_ring_intra", ratio=ratio, link=f"{link:g}", tech=scaleup_name(acc),
+    return _plan(round(ratio * link, 1), msg("acc_ring_intra", ratio=ratio, link=f"{link:g}", tech=tech,
                                              source=platforms.source_text(d[key]["source"]), acc=acc.id))
 
 
@@ -152,10 +165,13 @@ def _on_path(limits: CollectiveLimits, path: Any) -> CollectiveLimits:
 
 
 def _intra_path(b: BuildInput) -> Any:
-    """The path of the in-node floors: the node's scale-up link; on NVL72 one tray of the rack's NVLink domain."""
+    """The path of the in-node floors: the node's scale-up link; on NVL72 one tray of the rack's NVLink domain; all
+    GPUs of a node whose bridges join fewer of them, over the host link its ring crosses."""
     acc = b.accelerator
     if b.nvl72:
         return msg("acc_path_tray", domain=int(acc.scaleup_domain))
+    if bridge_smaller_than_host(acc, b.per_node):
+        return msg("acc_path_node_host", gpus=b.per_node, domain=int(acc.scaleup_domain), tech=scaleup_name(acc))
     return msg("acc_path_node", tech=scaleup_name(acc))
 
 
