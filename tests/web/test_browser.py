@@ -102,9 +102,11 @@ def test_language_switch_and_excel_download(page, tmp_path):
     fill(page, TIERS["single-gpu"])
     page.click("#submit")
     page.wait_for_selector("#headline", timeout=PLAN_TIMEOUT_MS)
+    assert "Likely error" in page.inner_text("table")  # the recommended option's held-out band (as the CLI)
     page.click("#lang-switch")
     page.wait_for_selector("#headline", timeout=PLAN_TIMEOUT_MS)
     assert page.locator("html").get_attribute("lang") == "zh-CN"
+    assert "可能误差" in page.inner_text("table")
     assert re.search(r"[\u4e00-\u9fff]", page.inner_text("#headline"))
     shot(page, "web-result-zh.png")
     with page.expect_download(timeout=PLAN_TIMEOUT_MS) as info:

@@ -16,7 +16,7 @@ from trainsizer.layout_text import layout_in
 from trainsizer.messages import duration, tr
 from trainsizer.render import cost_basis
 from trainsizer.render.i18n import note_label, t
-from trainsizer.render.numbers import fmt_gib, fmt_num, fmt_share, money
+from trainsizer.render.numbers import fmt_count, fmt_gib, fmt_num, fmt_share, money
 
 TIME_ROWS = ("tokens_per_s", "model_tflops_per_gpu", "mfu", "hardware_tflops_per_gpu", "hfu", "train_days",
              "gpu_hours")
@@ -70,22 +70,35 @@ def _time(con: Console, tm: dict[str, Any], L: str) -> None:
     con.print(_kv_table(t("time_title", L), rows, L))
 
 
-def accuracy_line(acc: dict[str, Any], L: str) -> str:
-    """One line: the held-out band of the job's class (evaluate.accuracy), with the days its 10th..90th percentile
-    imply; a class whose stack family has too few held-out runs says so and gives no figure."""
+def accuracy_figures(acc: dict[str, Any], L: str) -> str:
+    """The held-out band of the job's class (evaluate.accuracy) in words: MAPE, median, n and class, a coarser
+    class's note and the peak-memory band; a class whose stack family has too few held-out runs says so and gives
+    no figure. The CLI's accuracy line and the report's summary both write it."""
     band = acc["time"]
     if band.get("matched") is None:
-        return t("accuracy_none", L).format(cls=acc["class"], n=band["n"], min=band["min_rows"])
-    days = band["range"]["train_days"]
-    line = t("accuracy_band", L).format(cls=band["matched"], n=band["n"], mape=f"{band['mape_pct']:.1f}%",
-                                        median=f"{band['median_pct']:+.1f}%", low=_time_value("train_days", days[0], L),
-                                        high=_time_value("train_days", days[1], L))
+        return t("accuracy_none", L).format(cls=acc["class"], n=fmt_count(band["n"], L), min=band["min_rows"])
+    text = t("accuracy_figures", L).format(cls=band["matched"], n=fmt_count(band["n"], L),
+                                           mape=f"{band['mape_pct']:.1f}%", median=f"{band['median_pct']:+.1f}%")
     if band["matched"] != acc["class"]:
-        line += t("accuracy_coarser", L).format(cls=acc["class"], min=band["min_rows"])
+        text += t("accuracy_coarser", L).format(cls=acc["class"], min=band["min_rows"])
     mem = acc.get("memory") or {}
     if mem.get("matched") is not None:
-        line += t("accuracy_memory", L).format(n=mem["n"], mape=f"{mem['mape_pct']:.1f}%",
+        text += t("accuracy_memory", L).format(n=fmt_count(mem["n"], L), mape=f"{mem['mape_pct']:.1f}%",
                                                median=f"{mem['median_pct']:+.1f}%")
+    return text
+
+
+def accuracy_label(L: str) -> str:
+    return t("accuracy_label", L)
+
+
+def accuracy_line(acc: dict[str, Any], L: str) -> str:
+    """One line: `accuracy_figures`, with the days the band's 10th..90th percentile imply."""
+    line = accuracy_label(L) + t("colon", L) + accuracy_figures(acc, L)
+    days = (acc["time"].get("range") or {}).get("train_days")
+    if acc["time"].get("matched") is not None and days:
+        line += t("accuracy_days", L).format(low=_time_value("train_days", days[0], L),
+                                             high=_time_value("train_days", days[1], L))
     return line
 
 

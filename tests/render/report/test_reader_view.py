@@ -99,14 +99,40 @@ def test_an_empty_risk_list_is_nothing_found_not_a_missing_part(lang):
     assert next(s for s in build_view(plan, lang).sections if s.id == "risks").missing
 
 
-@pytest.mark.parametrize(("lang", "label"), [("en", "Likely time to train"), ("zh", "可能的训练时长")])
-def test_the_summary_gives_the_likely_days_of_the_options_accuracy_band(lang, label):
-    """plan options[].accuracy: the days its 10th..90th percentile imply, beside the estimate's; none without a band."""
-    from trainsizer.render.report.view import _likely_days
+ACCURACY = {"class": "megatron/dense/hopper/node",
+            "time": {"matched": "megatron/dense/hopper", "min_rows": 8, "n": 83, "mape_pct": 5.9, "median_pct": 1.4,
+                     "range": {"train_days": [29.1, 33.7]}},
+            "memory": {"matched": None, "min_rows": 8, "n": 1, "range": {}}}
 
-    band = {"matched": "megatron/dense/hopper", "n": 83, "range": {"train_days": [29.1, 33.7]}}
-    rows = _likely_days({"accuracy": {"time": band}}, Fmt(lang))
-    assert len(rows) == 1 and label in rows[0][0] and "megatron/dense/hopper" in rows[0][0]
-    assert rows[0][1] == f"{Fmt(lang).days(29.1)} – {Fmt(lang).days(33.7)}"
-    assert _likely_days({"accuracy": {"time": {"matched": None, "n": 3}}}, Fmt(lang)) == []
-    assert _likely_days({}, Fmt(lang)) == []
+
+@pytest.mark.parametrize(("lang", "error", "likely"), [("en", "Likely error", "Likely time to train"),
+                                                       ("zh", "可能误差", "可能的训练时长")])
+def test_the_summary_gives_the_options_accuracy_band_and_its_likely_days(lang, error, likely):
+    """plan options[].accuracy: the class, its held-out MAPE and n (the CLI's words), a coarser class's note, and the
+    days its 10th..90th percentile imply beside the estimate's."""
+    from trainsizer.render.report.view import _accuracy_rows
+
+    rows = dict(_accuracy_rows({"accuracy": ACCURACY}, Fmt(lang)))
+    assert list(rows) == [error, next(k for k in rows if k.startswith(likely))]
+    assert all(x in rows[error] for x in ("megatron/dense/hopper", "5.9%", "+1.4%", "83", "megatron/dense/hopper/node"))
+    assert rows[next(k for k in rows if k.startswith(likely))] == f"{Fmt(lang).days(29.1)} – {Fmt(lang).days(33.7)}"
+
+
+@pytest.mark.parametrize(("lang", "words"), [("en", "no band"), ("zh", "不给误差范围")])
+def test_a_class_without_a_band_says_so_and_gives_no_days(lang, words):
+    from trainsizer.render.report.view import _accuracy_rows
+
+    acc = {"class": "pytorch/hybrid/hopper/node", "time": {"matched": None, "min_rows": 8, "n": 1, "range": {}}}
+    rows = _accuracy_rows({"accuracy": acc}, Fmt(lang))
+    assert len(rows) == 1 and words in rows[0][1] and "pytorch/hybrid/hopper/node" in rows[0][1]
+    assert _accuracy_rows({}, Fmt(lang)) == []
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_summary_writes_the_accuracy_band_as_the_cli_does(lang):
+    """One text: the report's row is the CLI line's figures (render.estimate_view.accuracy_figures)."""
+    from trainsizer.render.estimate_view import accuracy_figures, accuracy_line
+    from trainsizer.render.report.view import _accuracy_rows
+
+    figures = _accuracy_rows({"accuracy": ACCURACY}, Fmt(lang))[0][1]
+    assert figures == accuracy_figures(ACCURACY, lang) and figures in accuracy_line(ACCURACY, lang)

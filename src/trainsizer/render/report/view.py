@@ -14,6 +14,7 @@ from trainsizer.evaluate import capacity_notes
 from trainsizer.layout_text import layout_in
 from trainsizer.messages import tr
 from trainsizer.render import cost_basis
+from trainsizer.render.estimate_view import accuracy_figures, accuracy_label
 from trainsizer.render.i18n import WARNING_NOTES
 from trainsizer.render.report import plan_charts
 from trainsizer.render.report.blocks import Table, block_tables, cell, limits_table
@@ -125,14 +126,18 @@ def _cost_rows(o: Mapping, plan: Mapping, f: Fmt) -> list[tuple[str, str]]:
     return rows
 
 
-def _likely_days(option: Mapping, f: Fmt) -> list[tuple[str, str]]:
-    """The days the option's held-out accuracy band implies (plan options[].accuracy, 10th..90th percentile); none
-    where its class has too few held-out runs."""
-    band = ((option.get("accuracy") or {}).get("time")) or {}
-    if band.get("matched") is None:
+def _accuracy_rows(option: Mapping, f: Fmt) -> list[tuple[str, str]]:
+    """How far off the estimate is likely to be (plan options[].accuracy, as the CLI's accuracy line writes it) and
+    the days its class's 10th..90th percentile imply; a class with too few held-out runs says so and gives no days.
+    None for a plan made before options carried it."""
+    acc = option.get("accuracy")
+    if not acc:
         return []
-    low, high = band["range"]["train_days"]
-    return [(t("fact.likely_days", f.lang, cls=band["matched"], n=f.num(band["n"])), f"{f.days(low)} – {f.days(high)}")]
+    rows = [(accuracy_label(f.lang), accuracy_figures(acc, f.lang))]
+    days = (acc["time"].get("range") or {}).get("train_days")
+    if acc["time"].get("matched") is not None and days:
+        rows.append((t("fact.likely_days", f.lang), f"{f.days(days[0])} – {f.days(days[1])}"))
+    return rows
 
 
 def facts_table(plan: Mapping, f: Fmt) -> Table:
@@ -147,7 +152,7 @@ def facts_table(plan: Mapping, f: Fmt) -> Table:
                                               network_name(hw)) if x)
         rows += [(t("fact.what", L), f"{f.count(hw.get('count'))} × {what}"),
                  (t("fact.how_long", L), f.days(tm.get("train_days"))),
-                 *_likely_days(o, f),
+                 *_accuracy_rows(o, f),
                  *_cost_rows(o, plan, f),
                  (t("fact.procurement", L), t(f"action.{_action(cost, plan)}", L) if cost else "—")]
         for goal in ("deadline", "budget"):
