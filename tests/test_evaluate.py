@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import pytest
@@ -264,3 +265,53 @@ def test_capacity_note_names_the_parts_runtime(catalog):
     en, zh = tr(capacity_note(basis), "en"), tr(capacity_note(basis), "zh")
     assert "what HIP (ROCm) hands a process" in en and "the HIP (ROCm) context" in en and "CUDA" not in en
     assert "HIP (ROCm) 交给进程" in zh and "CUDA" not in zh
+
+
+# A 14B full fine-tune on one 24 GB card: only ZeRO-3 with optimizer + parameter offload fits, its states in host RAM
+OFFLOAD_JOB = {"model": "qwen2.5-14b", "method": "full", "data": {"samples": 50000, "avg_tokens": 1024, "epochs": 3},
+               "seq_len": 4096, "global_batch": {"sequences": 64}, "precision": "bf16", "optimizer": "adamw",
+               "goal": {"deadline_days": 7, "procurement": "buy"},
+               "hardware": {"accelerator": "rtx-4090", "count": 1, "per_node": 1},
+               "strategy": {"tp": 1, "pp": 1, "dp": 1, "zero": 3, "micro_batch": 1, "recompute": "full",
+                            "offload": "optimizer+params"}}
+
+
+def _with(job, **changes):
+    return {**job, **{k: {**job.get(k, {}), **v} if isinstance(v, dict) else v for k, v in changes.items()}}
+
+
+def test_a_purchase_adds_the_host_ram_an_offloaded_layout_needs(catalog):
+    out = evaluate(resolve_job(OFFLOAD_JOB, catalog), catalog)
+    buy, need = out["cost"]["buy"], out["memory"]["host_gib_per_node"]
+    ram = buy["host_ram"]
+    price = catalog.part("ram-ddr5-rdimm-gib").price["USD"]
+    assert need > 200 and ram["gib"] == math.ceil(need) and ram["host_gib_per_node"] == 0
+    assert ram["mid"] == pytest.approx(ram["gib"] * price.mid) and ram["source"] and ram["date"]
+    card = catalog.purchase("rtx-4090").mid
+    assert buy["capex_total"] == pytest.approx(card + ram["mid"])
+    assert any("DDR5 RDIMM" in n and f"{ram['gib']:,.0f} GiB" in n for n in out["notes"])
+    # the same layout without offload keeps nothing on the host and adds nothing
+    plain = evaluate(resolve_job(_with(JOB, goal={"procurement": "buy"}), catalog), catalog)
+    assert "host_ram" not in plain["cost"]["buy"]
+
+
+def test_a_budget_the_card_alone_meets_but_not_with_its_host_ram_fails(catalog):
+    card = catalog.purchase("rtx-4090").mid
+    job = _with(OFFLOAD_JOB, goal={"budget": {"amount": card + 500, "currency": "USD"}})
+    goal = evaluate(resolve_job(job, catalog), catalog)["goal"]
+    assert goal["within_budget"] is False and goal["cost_mid"] > card + 500
+
+
+def test_a_module_part_server_of_known_ram_holds_the_offloaded_states(catalog):
+    job = _with(OFFLOAD_JOB, hardware={"accelerator": "h100-sxm-80gb", "count": 8, "per_node": 8},
+                strategy={"dp": 8})
+    out = evaluate(resolve_job(job, catalog), catalog)
+    assert "host_ram" not in out["cost"]["buy"]
+    assert out["cost"]["buy"]["capex_total"] == pytest.approx(8 * catalog.purchase("h100-sxm-80gb").mid)
+    assert any("within the catalog server's 2,048 GiB" in n for n in out["notes"])
+
+
+def test_a_rented_offloaded_layout_says_what_ram_to_ask_for(catalog):
+    out = evaluate(resolve_job(_with(OFFLOAD_JOB, goal={"procurement": "rent"}), catalog), catalog)
+    assert "rent" in out["cost"] and "buy" not in out["cost"]
+    assert any("the RAM of the instances behind the rtx-4090 rent price" in n for n in out["notes"])

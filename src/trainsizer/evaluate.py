@@ -7,6 +7,7 @@ catalog's prices and facility figures, which the estimators take as plain argume
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -26,10 +27,14 @@ from trainsizer.scenario import Scenario
 # the unit_price units of the cost blocks (the JSON keeps these English words; reports translate them)
 UNIT_RENT = "per GPU-hour"
 UNIT_BUY = "per GPU (accelerator only)"
+UNIT_HOST_RAM = "per GiB of host RAM"
 
 if TYPE_CHECKING:
     from trainsizer.catalog.catalog import Catalog
     from trainsizer.estimate.accuracy import JobClass
+
+# the catalog part that prices host memory per GiB (catalog/data/parts.yaml, kind host_memory)
+HOST_RAM_PART = "ram-ddr5-rdimm-gib"
 
 # Straight-line amortisation period for bought GPU servers (typical 4-5 year depreciation of AI servers;
 # SemiAnalysis / Epoch "cost of training" use 4 years).
@@ -111,8 +116,54 @@ def _in_other_currency(lookup: Any, accelerator: str, currency: str) -> Any:
                  if (p := lookup(accelerator, currency=c)) is not None), None)
 
 
+def host_ram_block(catalog: Catalog, system: Any, host_gib_per_node: float, currency: str,
+                   notes: list[str]) -> dict[str, Any] | None:
+    """The host memory a purchase adds for the states a layout keeps in host RAM (ZeRO-Offload / FSDP CPU offload,
+    paged optimizers: the memory estimate's host bytes a node) beyond what the node's host is known to have
+    (`known_host_ram_gib`), priced per GiB (catalog part HOST_RAM_PART); None when nothing is added. What the same
+    job needs of a host without the offload (OS, processes, buffers: the build-out's node block) is the base
+    host's, not counted here."""
+    if host_gib_per_node <= 0:
+        return None
+    need, host = math.ceil(host_gib_per_node), known_host_ram_gib(catalog, system)
+    extra = max(0, need - math.floor(host))
+    if extra == 0:
+        notes.append(msg("note_host_ram_in_host", gib=f"{need:,}", host=f"{host:,.0f}"))
+        return None
+    gib = float(extra * system.nodes)
+    price = catalog.part(HOST_RAM_PART).price.get(currency)
+    if price is None:
+        notes.append(msg("note_host_ram_unpriced", gib=f"{need:,}", total=f"{gib:,.0f}", currency=currency,
+                         part=HOST_RAM_PART))
+        return None
+    notes.append(msg("note_host_ram_priced" if host <= 0 else "note_host_ram_priced_beyond", gib=f"{need:,}",
+                     host=f"{host:,.0f}", total=f"{gib:,.0f}", nodes=system.nodes, node_gib=f"{extra:,}",
+                     rate=f"{price.mid:,.2f} {currency}", cost=f"{gib * price.mid:,.0f} {currency}",
+                     source=", ".join(price.sources), date=price.date))
+    return {"gib": gib, "quantity": gib, "gib_per_node": float(extra), "need_gib_per_node": round(host_gib_per_node, 2),
+            "host_gib_per_node": host, "nodes": system.nodes, "part": HOST_RAM_PART,
+            "unit_price": {"low": price.low, "mid": price.mid, "high": price.high, "unit": UNIT_HOST_RAM},
+            "source": ", ".join(price.sources), "date": price.date, "currency": currency,
+            **{k: gib * getattr(price, k) for k in ("low", "mid", "high")}}
+
+
+def known_host_ram_gib(catalog: Catalog, system: Any) -> float:
+    """RAM a node's host is known to have: the system's (the option's catalog server, search.engine.option_system),
+    else, for a module part (bought in its server: `bought_gpus`), the least of its catalog servers' RAM a node (an
+    NVL72 record's share per tray); 0 where no figure is known (a PCIe card's workstation or box)."""
+    if system.host_ram_gib > 0:
+        return float(system.host_ram_gib)
+    acc = catalog.accelerator(system.accelerator)
+    if not module_part(acc):
+        return 0.0
+    rack = int(acc.scaleup_domain or 0) >= 72  # a rack record shared out per tray (buildout.node.server_share)
+    rams = [s.ram_gib * (system.gpus_per_node / s.gpus if rack and s.gpus > system.gpus_per_node else 1.0)
+            for s in catalog.servers_for(acc.id) if s.ram_gib]
+    return float(min(rams, default=0.0))
+
+
 def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: float, kwh: float,
-           notes: list[str]) -> dict[str, Any]:
+           notes: list[str], host_gib_per_node: float = 0.0) -> dict[str, Any]:
     system = scenario.system
     assert system is not None
     currency = _currency(scenario)
@@ -152,6 +203,9 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
         _note_stale(block, msg("what_rent_price", accelerator=system.accelerator), notes)
     elif rent is None and wants_rent:
         notes.append(msg("note_no_rent_price", accelerator=system.accelerator))
+    if wants_rent and "rent" in out and host_gib_per_node > known_host_ram_gib(catalog, system):
+        # the rent prices are per GPU-hour from listings whose RAM the catalog does not hold: say what to ask for
+        notes.append(msg("note_host_ram_rent", gib=f"{host_gib_per_node:,.0f}", accelerator=system.accelerator))
 
     if procurement in ("buy", "either"):
         per_gpu = catalog.purchase(system.accelerator, currency=currency)
@@ -169,8 +223,9 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
                 notes.append(msg("note_buy_whole_server", accelerator=system.accelerator, server=server.id,
                                  unit=server.gpus, gpus=system.gpus))
             block = _price_block(per_gpu, bought, UNIT_BUY)
+            ram = host_ram_block(catalog, system, host_gib_per_node, per_gpu.currency, notes)
             for k in ("low", "mid", "high"):
-                capex = getattr(per_gpu, k) * bought
+                capex = getattr(per_gpu, k) * bought + (ram[k] if ram else 0.0)
                 kwh_price = electricity.mid if electricity is not None else 0.0
                 c = buy_cost(wall_hours, capex, kwh, kwh_price, years=AMORTISATION_YEARS, currency=per_gpu.currency)
                 block[k] = c.total
@@ -181,6 +236,8 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
             block["currency"] = per_gpu.currency
             block["amortisation_years"] = AMORTISATION_YEARS
             block["electricity_per_kwh"] = electricity.mid if electricity is not None else None
+            if ram is not None:
+                block["host_ram"] = ram
             out["buy"] = block
             _note_stale(block, msg("what_buy_price", accelerator=system.accelerator), notes)
             notes.append(msg("note_buy_scope"))
@@ -228,7 +285,7 @@ def bought_gpus(catalog: Catalog, accelerator: str, gpus: int) -> tuple[int, Any
 
 def job_cost(costs: dict[str, Any], currency: str) -> tuple[float | None, str | None]:
     """What the job costs in `currency` (typical prices) and how: rent = GPU-hours x price per GPU-hour; buy =
-    the accelerators' purchase price + the job's electricity (money spent to run this job by buying; what the
+    the accelerators' purchase price + the host RAM an offloaded layout adds (`host_ram_block`) + the job's electricity (money spent to run this job by buying; what the
     hardware is worth afterwards is not credited, and `cost.buy.mid` holds the amortised share instead); the
     cheaper of the two when the procurement allows both. (None, None) without a price in `currency`."""
     found = []
@@ -259,11 +316,12 @@ def _goal(scenario: Scenario, train_days: float, costs: dict[str, Any]) -> dict[
     return out
 
 
-def run_costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: float, kwh: float
-              ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
-    """(cost blocks, goal check, notes) of a run of known length: what `evaluate` reports, for the search."""
+def run_costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: float, kwh: float,
+              host_gib_per_node: float = 0.0) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """(cost blocks, goal check, notes) of a run of known length: what `evaluate` reports, for the search.
+    `host_gib_per_node`: the states the layout keeps in host RAM (MemoryEstimate.host_bytes_per_node in GiB)."""
     notes: list[str] = []
-    costs = _costs(scenario, catalog, gpu_hours, wall_hours, kwh, notes)
+    costs = _costs(scenario, catalog, gpu_hours, wall_hours, kwh, notes, host_gib_per_node)
     return costs, _goal(scenario, wall_hours / 24.0, costs), notes
 
 
@@ -389,7 +447,7 @@ def evaluate(scenario: Scenario, catalog: Catalog, calibration: Calibration | No
     pue_range = catalog.facility.pue
     pue = pue_range.mid if pue_range else default_pue()
     en = energy(system.gpus, wall_hours, system.tdp_w, utilisation=busy, pue=pue)
-    costs = _costs(scenario, catalog, tm.gpu_hours, wall_hours, en.kwh, notes)
+    costs = _costs(scenario, catalog, tm.gpu_hours, wall_hours, en.kwh, notes, mem.host_bytes_per_node / GIB)
     energy_dict = en.to_dict() | {"pue": pue, "busy_fraction": busy}
     return {
         "job": scenario.summary(),

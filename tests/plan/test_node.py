@@ -14,9 +14,14 @@ def test_offload_needs_host_ram_and_cores(build):
     plain = node_block(build())
     off = node_block(build(strategy={"offload": "optimizer"}))
     assert off.ram_breakdown_gib["offloaded_states"] > 0 == plain.ram_breakdown_gib["offloaded_states"]
-    # 12 B/param of fp32 master + Adam, sharded over dp 16, for 8 GPUs of the node
+    # the memory estimate's host figure, the one the plan prices (evaluate.host_ram_block): one fact, not two
+    b = build(strategy={"offload": "optimizer"})
+    assert off.ram_breakdown_gib["offloaded_states"] == pytest.approx(b.evaluation["memory"]["host_gib_per_node"],
+                                                                      abs=0.01)
+    # fp32 master + Adam moments (12 B/param) + ZeRO-Offload's fp32 gradient partition (4 B/param), sharded over
+    # dp 16, for the node's 8 GPUs
     params = 8.03e9
-    assert off.ram_breakdown_gib["offloaded_states"] == pytest.approx(params * 12 / 16 * 8 / 2**30, rel=0.02)
+    assert off.ram_breakdown_gib["offloaded_states"] == pytest.approx(params * 16 / 16 * 8 / 2**30, rel=0.02)
     assert off.cpu_cores_breakdown["cpu_adam_offload"] >= 1
 
 

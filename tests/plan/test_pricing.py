@@ -77,3 +77,24 @@ def test_a_china_market_job_without_a_currency_is_priced_in_cny_and_says_so():
     assert plan.hardware_options[0].cost is not None and plan.goal.currency == "CNY"
     note = next(m for m in plan.notes_msg if m is not None and m.key == "note_currency_market").model_dump()
     assert "constraints.currency: USD" in say(note, "en") and "按 CNY 计价" in say(note, "zh")
+
+
+FT14 = {"model": "qwen2.5-14b", "method": "full", "data": {"samples": 50000, "avg_tokens": 1024, "epochs": 3},
+        "seq_len": 4096, "global_batch": {"sequences": 64}, "precision": "bf16", "optimizer": "adamw",
+        "goal": {"deadline_days": 7, "procurement": "buy"}, "hardware": {"accelerator": "rtx-4090", "count": 1}}
+
+
+def test_the_ranking_prices_a_bought_offloaded_option_with_its_host_ram(catalog):
+    """One RTX 4090 holds a 14B full fine-tune only with ZeRO-3 offload: the ranked cost is the card, the host RAM
+    its states need (evaluate.host_ram_block) and the electricity, and a budget the card alone meets is not met."""
+    card = catalog.purchase("rtx-4090").mid
+    plan = make_plan(FT14, catalog, top=1, build=True)
+    o = plan.options[0]
+    ram = o.cost.model_dump()["buy"]["host_ram"]
+    assert o.strategy.offload == "optimizer+params" and ram["gib"] > 200
+    assert o.score.cost == pytest.approx(card + ram["mid"] + o.cost.model_dump()["buy"]["electricity"])
+    line = next(ln for ln in plan.build["bom"]["lines"] if ln["part"] == "ram-ddr5-rdimm-gib")
+    assert line["quantity"] == ram["gib"] and line["total"]["typical"] == pytest.approx(ram["mid"])
+    tight = make_plan({**FT14, "goal": {**FT14["goal"], "budget": {"amount": card + 500, "currency": "USD"}}},
+                      catalog, top=1, build=False)
+    assert tight.options[0].meets.budget is False

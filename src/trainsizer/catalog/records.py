@@ -548,7 +548,7 @@ class Part(Record):
 
     name: str
     kind: Literal["cable", "transceiver", "rack", "pdu", "ups", "storage_server", "subnet_manager",
-                  "nvlink_switch"]
+                  "nvlink_switch", "host_memory"]
     medium: str | None = None  # dac | acc | mmf | smf (cables and optics)
     gbps: float | None = Field(default=None, gt=0)
     reach_m: float | None = Field(default=None, gt=0)

@@ -70,14 +70,23 @@ def rent(o: Mapping) -> Cost | None:
 
 
 def buy_full(o: Mapping) -> Cost | None:
-    """Purchase (quantity x unit price, low / typical / high) + the job's electricity (evaluate.job_cost)."""
+    """Purchase (quantity x unit price, + the host RAM an offloaded layout adds, low / typical / high) + the job's
+    electricity (evaluate.job_cost)."""
     block = _block(o, "buy")
     if block is None or block.get("capex_total") is None:
         return None
     power = float(block.get("electricity") or 0.0)
-    up, qty = block.get("unit_price") or {}, block.get("quantity")
-    low, high = ((qty * up[k] + power if qty and up.get(k) is not None else None) for k in ("low", "high"))
+    low, high = ((v + power if v is not None else None) for v in capex_bounds(block))
     return Cost("buy_full", low, float(block["capex_total"]) + power, high, _currency(o, block))
+
+
+def capex_bounds(block: Mapping) -> tuple[float | None, float | None]:
+    """(low, high) purchase price of a buy block: quantity x the unit price's low / high + the host RAM block's
+    (evaluate.host_ram_block); None where the unit price gives no such bound."""
+    up, qty = block.get("unit_price") or {}, block.get("quantity")
+    ram = block.get("host_ram") or {}
+    return tuple(qty * up[k] + float(ram.get(k) or 0.0) if qty and up.get(k) is not None else None
+                 for k in ("low", "high"))  # type: ignore[return-value]
 
 
 def buy_amortised(o: Mapping) -> Cost | None:

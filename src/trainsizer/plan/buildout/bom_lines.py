@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 
 from trainsizer.estimate.cost import billed_gpu_hours, committed_terms
-from trainsizer.evaluate import module_part
+from trainsizer.evaluate import HOST_RAM_PART, known_host_ram_gib, module_part
 from trainsizer.messages import Money, duration, msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.bom import (
@@ -20,6 +21,7 @@ from trainsizer.plan.buildout.bom import (
 from trainsizer.plan.buildout.facility import FacilityBlock
 from trainsizer.plan.buildout.inputs import BuildInput, acquisition
 from trainsizer.plan.buildout.network import NetworkBlock
+from trainsizer.plan.buildout.node import offloaded_gib_per_node
 from trainsizer.plan.buildout.part_text import described
 from trainsizer.plan.buildout.storage import StorageBlock
 from trainsizer.plan.texts import as_msg, listed
@@ -64,7 +66,19 @@ def server_lines(b: BuildInput) -> list[BomLine]:
                  "" if gpu else msg("bom_note_no_gpu_price")),
             line(msg("bom_item_host", gpus=b.per_node) if b.per_node > 1 else msg("bom_item_host_one"), None,
                  b.nodes, "per_server", None,
-                 msg("bom_note_no_catalog_server"))]
+                 msg("bom_note_no_catalog_server")),
+            *host_ram_lines(b)]
+
+
+def host_ram_lines(b: BuildInput) -> list[BomLine]:
+    """The host RAM an offloaded layout adds to a host the catalog does not describe, priced per GiB as the plan's
+    ranking prices it (evaluate.host_ram_block: a host of known RAM holds the states within it)."""
+    gib = offloaded_gib_per_node(b)
+    per_node = max(0, math.ceil(gib) - math.floor(known_host_ram_gib(b.catalog, b.system))) if gib > 0 else 0
+    if not per_node:
+        return []
+    return [line(msg("bom_item_host_ram", gib=f"{per_node:,}"), HOST_RAM_PART, per_node * b.nodes, "per_gib",
+                 part_price(b.catalog, HOST_RAM_PART, b.currency), msg("bom_note_host_ram"))]
 
 
 def fabric_lines(b: BuildInput, net: NetworkBlock) -> list[BomLine]:

@@ -17,7 +17,7 @@ from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block, Cited, ceil_div, cited
 from trainsizer.plan.buildout.inputs import BuildInput, acquisition
-from trainsizer.plan.buildout.storage import checkpoint_bytes, dataset_bytes
+from trainsizer.plan.buildout.storage import checkpoint_bytes, dataset_bytes, local_tier_id
 from trainsizer.plan.texts import MessageRef
 
 GIB = 2**30
@@ -41,17 +41,12 @@ class NodeBlock(Block):
     notes_msg: list[MessageRef | None] | None = None
 
 
-def _offload_bytes_per_gpu(b: BuildInput) -> float:
-    """Optimizer states (12 B/param, + 2 B/param of weights when params are offloaded too) held on the host,
-    per GPU: ZeRO shards them over data parallel (ZeRO-Offload, Ren et al. 2021)."""
-    s = b.strategy
-    offload = s.offload if isinstance(s.offload, str) else "none"
-    if offload == "none":
-        return 0.0
-    params = float(b.scenario.model.params_total) / (s.tp * s.pp)
-    shard = s.dp if (s.zero or 0) >= 1 or s.distributed_optimizer else 1
-    per_param = 12.0 + (2.0 if offload == "optimizer+params" else 0.0)
-    return params * per_param / shard
+def offloaded_gib_per_node(b: BuildInput) -> float:
+    """The optimizer / parameter states the layout keeps in host RAM, GiB a node: the memory estimate's figure
+    (MemoryEstimate.host_bytes_per_node: ZeRO-Offload's fp32 master weights, Adam moments and fp32 gradients, + the
+    16-bit weights under parameter offload, sharded as the strategy shards them), the one the plan prices
+    (evaluate.host_ram_block)."""
+    return float((b.evaluation.get("memory") or {}).get("host_gib_per_node") or 0.0)
 
 
 def cores(b: BuildInput) -> tuple[int, dict[str, float]]:
@@ -61,7 +56,7 @@ def cores(b: BuildInput) -> tuple[int, dict[str, float]]:
     text_bytes_s = b.tokens_per_s / b.nodes * b.job.data.bytes_per_token
     tokenise = ceil_div(text_bytes_s, rules.value("node", "tokenizer_bytes_per_s_per_process"))
     adam = 0.0
-    if _offload_bytes_per_gpu(b) > 0:
+    if offloaded_gib_per_node(b) > 0:
         step_s = float(b.evaluation["time"]["step_s"])
         params_node = float(b.scenario.model.params_total) / (b.strategy.tp * b.strategy.pp) * g / max(1, b.strategy.dp)
         adam = ceil_div(params_node / max(step_s, 1e-9), rules.value("node", "cpu_adam_params_per_s_per_core"))
@@ -79,7 +74,7 @@ def ram(b: BuildInput) -> tuple[float, dict[str, float]]:
         "training_processes": g * rules.value("node", "process_host_gib_per_gpu"),
         "pinned_buffers": g * rules.value("node", "pinned_buffer_gib_per_gpu"),
         "async_checkpoint_staging": ckpt_share,
-        "offloaded_states": _offload_bytes_per_gpu(b) * g / GIB,
+        "offloaded_states": offloaded_gib_per_node(b),
         "dataset_page_cache": tok / b.nodes / GIB * rules.value("node", "page_cache_fraction_of_dataset_shard"),
     }
     return sum(parts.values()), parts
@@ -114,7 +109,7 @@ def node_block(b: BuildInput) -> NodeBlock:
     n_cores, core_parts = cores(b)
     ram_gib, ram_parts = ram(b)
     tb = nvme_tb(b)
-    tier = b.catalog.storage_tier("node-nvme-gen4-raid0")
+    tier = b.catalog.storage_tier(local_tier_id(b))
     srv = b.server
     s_cores, s_ram, s_nvme, notes = server_share(b)
     if b.server_set_aside is not None:

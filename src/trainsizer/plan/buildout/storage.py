@@ -143,13 +143,20 @@ def _efficiency(scheme: str) -> float:
     return d / (d + p)
 
 
+def local_tier_id(b: BuildInput) -> str:
+    """The catalog tier of a node's own NVMe: a workstation's one drive, else a rack server's local array."""
+    from trainsizer.plan.buildout.facility import site_scale
+
+    return rules.value("storage", "workstation_local_tier" if site_scale(b) == "workstation" else "local_tier")
+
+
 def _tier(b: BuildInput, write_gb_s: float, read_gb_s: float, capacity_tb: float) -> tuple:
     """(name, catalog tier id, kind, appliance part, count, aggregate read GB/s, notes, protection)."""
     from trainsizer.plan.buildout.facility import site_scale
 
     cat = b.catalog
     if b.nodes < rules.value("storage", "pfs_min_nodes"):
-        nvme = cat.storage_tier("node-nvme-gen4-raid0")
+        nvme = cat.storage_tier(local_tier_id(b))
         if site_scale(b) == "workstation":  # its own NVMe holds data and checkpoints: no file server
             return (msg("storage_tier_nvme_only"), nvme.id, nvme.kind, None, 0, nvme.read_gb_s_per_node.low,
                     [msg("storage_note_workstation")], cited("none", msg("storage_protection_none"), "convention"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from trainsizer.evaluate import UNIT_BUY, UNIT_RENT
+from trainsizer.evaluate import UNIT_BUY, UNIT_HOST_RAM, UNIT_RENT
 from trainsizer.render.report.blocks import mid
 from trainsizer.render.report.facts import blocks, option_label, recommended
 from trainsizer.render.report.fmt import Fmt
@@ -80,11 +80,12 @@ def _price_rows(plan: Mapping, f: Fmt) -> list[tuple[str, str, str, str]]:
                 rows.append((f"{t(f'a.price_{kind}', L)}{t('sep.field', L)}{option_label(o)}",
                              f"{money}{gap}{unit_text(up.get('unit'), L)}",
                              str(block.get("source", "")), str(block.get("date", ""))))
-                res = block.get("reserved")
+                res = block.get("reserved" if kind == "rent" else "host_ram")
                 if isinstance(res, Mapping) and isinstance(res.get("unit_price"), Mapping):
                     ru = res["unit_price"]
                     rmoney = f.money_range(ru.get("low"), ru.get("mid"), ru.get("high"), cost.get("currency", ""))
-                    rows.append((f"{t('a.price_rent_reserved', L)}{t('sep.field', L)}{option_label(o)}",
+                    label = "a.price_rent_reserved" if kind == "rent" else "a.price_host_ram"
+                    rows.append((f"{t(label, L)}{t('sep.field', L)}{option_label(o)}",
                                  f"{rmoney}{'' if rmoney.endswith('）') else ' '}{unit_text(ru.get('unit'), L)}",
                                  str(res.get("source", "")), str(res.get("date", ""))))
         energy = o.get("energy") or {}
@@ -102,5 +103,5 @@ def _price_rows(plan: Mapping, f: Fmt) -> list[tuple[str, str, str, str]]:
 
 def unit_text(unit: object, lang: str) -> str:
     """A cost block's price unit in the report's language (another unit, e.g. from an older plan, as written)."""
-    key = {UNIT_RENT: "a.unit_rent", UNIT_BUY: "a.unit_buy"}.get(str(unit or ""))
+    key = {UNIT_RENT: "a.unit_rent", UNIT_BUY: "a.unit_buy", UNIT_HOST_RAM: "a.unit_host_ram"}.get(str(unit or ""))
     return t(key, lang) if key else str(unit or "")

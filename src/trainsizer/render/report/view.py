@@ -103,10 +103,11 @@ def headline(plan: Mapping, f: Fmt) -> str:
 
 
 def capex_text(price: Mapping, cur: str, f: Fmt) -> str:
-    """The purchase price of the accelerators (quantity × unit price range), as the estimate prices it."""
-    up, qty = price.get("unit_price") or {}, price.get("quantity")
-    if qty and up.get("low") is not None and up.get("high") is not None:
-        return f.money_range(qty * up["low"], price["capex_total"], qty * up["high"], cur)
+    """The purchase price of the accelerators (quantity × unit price range) and of the host RAM an offloaded layout
+    adds, as the estimate prices it."""
+    low, high = cost_basis.capex_bounds(price)
+    if low is not None and high is not None:
+        return f.money_range(low, price["capex_total"], high, cur)
     return f.money(price["capex_total"], cur)
 
 

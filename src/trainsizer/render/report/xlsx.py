@@ -199,11 +199,12 @@ def _cost_rows(ws: Worksheet, o: Mapping, row: int, lang: str, kind_asked: str) 
             ws.cell(r + 1, 3 + k, f"=B{r}*{get_column_letter(3 + k)}{r}").number_format = money
         ws.cell(r, 6, block.get("source"))
         ws.cell(r, 7, block.get("date"))
-        res = block.get("reserved") if kind == "rent" else None
+        # rent: whole committed terms at the reserved rate, beside the hours on demand; buy: the host RAM an
+        # offloaded layout adds, beside the accelerators (evaluate.host_ram_block); the total adds both rows
+        res = block.get("reserved" if kind == "rent" else "host_ram")
         if isinstance(res, Mapping) and isinstance(res.get("unit_price"), Mapping):
-            # whole committed terms at the reserved rate, beside the hours on demand: the total adds both rows
-            ws.cell(r + 1, 1, f"{t('action.rent', lang)}{t('sep.field', lang)}"
-                              f"{t('x.reserved', lang, terms=res.get('terms'))}")
+            what = t("x.reserved", lang, terms=res.get("terms")) if kind == "rent" else t("x.host_ram", lang)
+            ws.cell(r + 1, 1, f"{t(f'action.{kind}', lang)}{t('sep.field', lang)}{what}")
             ws.cell(r + 1, 2, res.get("quantity"))
             for k, key in enumerate(("low", "mid", "high")):
                 col = get_column_letter(3 + k)
