@@ -93,6 +93,18 @@ def test_every_rule_has_its_refusal_message() -> None:
     assert [r for r in RULES if r not in own_key and f"rule_{r}" not in catalogue()] == []
 
 
+def test_moe_options_on_a_dense_model_are_said_to_change_nothing() -> None:
+    # stated on a dense model they were accepted without a word (the step time is the same with or without them)
+    st = Strategy(tp=8, pp=4, dp=2, framework="megatron-core", moe_dispatcher="flex", moe_sync_free=True)
+    w = check_strategy(LLAMA70, TRAIN, sysm(64), st)
+    assert [x for x in w if x.startswith("moe_options_dense")] == [
+        "moe_options_dense: llama-3.1-70b has no routed experts, so moe_dispatcher, moe_sync_free change nothing "
+        "here (the estimate is the same without them)"]
+    assert check_strategy(LLAMA70, TRAIN, sysm(64), Strategy(tp=8, pp=4, dp=2, moe_sync_free=False)) != []
+    moe = Strategy(tp=1, pp=1, dp=64, ep=4, framework="megatron-core", moe_dispatcher="flex", moe_sync_free=True)
+    assert not any(x.startswith("moe_options_dense") for x in check_strategy(MOE, TRAIN, sysm(64), moe))
+
+
 def test_warnings() -> None:
     w = check_strategy(LLAMA70, TRAIN, sysm(64), Strategy(tp=8, pp=4, dp=2))
     assert w == []

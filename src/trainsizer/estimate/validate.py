@@ -67,7 +67,7 @@ from trainsizer.estimate.inputs import (
     System,
     Training,
 )
-from trainsizer.messages import msg
+from trainsizer.messages import Listing, msg
 from trainsizer.models.arch import ModelArch
 from trainsizer.names import RECOMPUTE_METHODS, RECOMPUTE_MODULES
 
@@ -849,6 +849,19 @@ def valid_mask(model: ModelArch, training: Training, system: System, strategy: S
     return mask
 
 
+# strategy options that act on routed experts only (their dispatch, grouped GEMM and host sync), with the value that
+# means "not stated"; moe_a2a_overlap is refused on a dense model (moe_a2a_overlap_ep)
+MOE_ONLY_OPTIONS = (("moe_dispatcher", "auto"), ("moe_tp_token_split", None), ("moe_fused_grouped_mlp", None),
+                    ("moe_torch_grouped_mm", None), ("moe_sync_free", None))
+
+
+def unused_moe_options(model: ModelArch, strategy: Strategy) -> list[str]:
+    """The MoE-only options a strategy states for a model without routed experts (they change nothing there)."""
+    if model.is_moe:
+        return []
+    return [name for name, unset in MOE_ONLY_OPTIONS if getattr(strategy, name, unset) not in (unset, None)]
+
+
 def check_strategy(model: ModelArch, training: Training, system: System, strategy: Strategy) -> list[str]:
     """Raise StrategyError(rule, detail) for the first broken rule of one strategy; return warnings."""
     table = _rule_table(model, training, system, strategy)
@@ -870,6 +883,9 @@ def check_strategy(model: ModelArch, training: Training, system: System, strateg
     split = model.layers + slots
     what = msg("warn_layers_and_slots", layers=model.layers, slots=slots) if slots else \
         msg("part_layers", n=model.layers)
+    unused = unused_moe_options(model, strategy)
+    if unused:
+        warnings.append(msg("warn_moe_options_dense", options=Listing(unused), model=model.name))
     stated = (getattr(strategy, "pp_first_stage_layers", None), getattr(strategy, "pp_last_stage_layers", None))
     if any(n for n in stated if n is not None and np.ndim(n) == 0):
         pass  # the end ranks' layers are stated, the middle ones even (_stage_layers_rules)
