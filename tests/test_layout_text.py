@@ -88,6 +88,11 @@ def test_stated_end_stages_and_fsdp_sharding_are_named():
     assert layout_in(s, "en").endswith("first / last pipeline stage 7 / 6 layers")
     assert layout_in(s, "zh").endswith("流水线首 / 末级 7 / 6 层")
     assert "pipeline stage" not in layout_in(BASE | {"pp": 8}, "en")
+    # at VPP 2, 7 + 6 are not whole virtual stages: Megatron-Core's num_layers flags refuse them, a layout sets them
+    assert layout_in(s | {"vpp": 2}, "en").endswith("7 / 6 layers (not whole virtual stages: set by "
+                                                    "pipeline_model_parallel_layout)")
+    assert "pipeline_model_parallel_layout" in layout_in(s | {"vpp": 2}, "zh")
+    assert layout_in(s | {"vpp": 2, "pp_first_stage_layers": 8}, "en").endswith("8 / 6 layers")
     titan = BASE | {"dp": 8, "ep": 8, "zero": 2, "framework": "torchtitan"}
     assert layout_in(titan, "en").endswith("FSDP without resharding after forward")
     assert "FSDP" not in layout_in(titan | {"framework": "deepspeed"}, "en")  # DeepSpeed's ZeRO-2 is ZeRO-2

@@ -49,7 +49,11 @@ def _modes(s: Any) -> list[Msg]:
         modes.append(msg(f"layout_offload.{_get(s, 'offload')}"))
     first, last = _get(s, "pp_first_stage_layers"), _get(s, "pp_last_stage_layers")
     if first or last:
-        modes.append(msg("layout_end_stages", first=first or "-", last=last or "-"))
+        # Megatron-Core's num_layers_in_first / last_pipeline_stage take whole chunks of vpp layers only
+        # (TransformerConfig); other counts are written as a pipeline_model_parallel_layout
+        vpp = int(_get(s, "vpp") or 1)
+        key = "layout_end_stages_by_layout" if any(n and n % vpp for n in (first, last)) else "layout_end_stages"
+        modes.append(msg(key, first=first or "-", last=last or "-"))
     if _get(s, "framework") in FSDP_FRAMEWORKS and _get(s, "zero") in (2, 3):
         modes.append(msg(f"layout_fsdp.{_get(s, 'zero')}"))
     return modes
