@@ -115,14 +115,15 @@ SMALL = {"model": "llama-3.1-8b", "data": {"tokens": 1.0e9}, "seq_len": 4096, "g
          "hardware": {"accelerator": "h100-sxm-80gb", "count": 8}}
 
 
-def test_a_strategy_of_stack_options_alone_says_it_runs_the_default_layout(run_cli, tmp_path):
-    """torchtitan's options without a layout (tp, dp, zero, ...) were estimated as plain DP8 without ZeRO and no word
-    said so; the note names the options, the layout taken and how to get the search's."""
-    job = {**SMALL, "strategy": {"framework": "torchtitan", "compile_loss": False, "attention_kernel": "sdpa"}}
+def test_a_strategy_of_layout_details_alone_says_it_runs_the_default_layout(run_cli, tmp_path):
+    """Details of a layout without one (sequence_parallel, pipeline end stages, ...: spec.LAYOUT_DETAIL_FIELDS) are
+    estimated at the defaults, DP8 without ZeRO, and the note says so (a strategy of stack options alone is searched
+    on that stack since 43 (q): tests/search/test_stack_options.py)."""
+    job = {**SMALL, "strategy": {"framework": "torchtitan", "compile_loss": False, "sequence_parallel": False}}
     code, out, err = run_cli("estimate", _write(tmp_path, job), "--json")
     assert code == 0, err
     notes = [n for n in json.loads(out)["notes"] if "but no layout" in n]
-    assert len(notes) == 1 and "attention_kernel, compile_loss" in notes[0] and "DP8 mb1" in notes[0], notes
+    assert len(notes) == 1 and "compile_loss, sequence_parallel" in notes[0] and "DP8 mb1" in notes[0], notes
     assert "strategy.framework" in notes[0]
     code, out, err = run_cli("estimate", _write(tmp_path, job), "--lang", "zh")
     assert code == 0 and "未给并行布局" in out, out

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from trainsizer.errors import SpecError
-from trainsizer.layout_text import layout_text
+from trainsizer.errors import SpecError, StrategyError
+from trainsizer.layout_text import layout_text, stack_options_text
 from trainsizer.messages import msg
 from trainsizer.scenario import Scenario
+from trainsizer.spec import LAYOUT_FIELDS, STACK_OPTION_FIELDS, stated_stack_options
 
 
 def names_framework_only(scenario: Scenario) -> bool:
@@ -21,15 +22,17 @@ def names_framework_only(scenario: Scenario) -> bool:
     return spec is not None and not (spec.model_fields_set - {"framework"})
 
 
-# the strategy fields that make a layout (the search's layout columns, the micro-batch and recompute); a strategy
-# that states none of them is estimated at their defaults
-LAYOUT_FIELDS = frozenset(("tp", "pp", "vpp", "dp", "cp", "ep", "etp", "zero", "fsdp", "shard_group",
-                           "distributed_optimizer", "offload", "micro_batch", "local_batch", "recompute"))
+def names_no_layout(scenario: Scenario) -> bool:
+    """Whether the job's strategy states its stack only (strategy.framework and stack options,
+    spec.STACK_OPTION_FIELDS): searched among the layouts that stack runs, the options carried into each."""
+    spec = scenario.job.strategy
+    return spec is not None and not (spec.model_fields_set - STACK_OPTION_FIELDS - {"framework"})
 
 
 def _defaults_note(scenario: Scenario) -> Scenario:
-    """`scenario` with a note where its strategy states stack options (compile_loss, moe_torch_grouped_mm, ...) but no
-    layout field: it is estimated at the defaults (no ZeRO, micro-batch 1), not searched as a framework alone is."""
+    """`scenario` with a note where its strategy states details of a layout (sequence_parallel, pipeline end stages,
+    recompute_modules, ...; spec.LAYOUT_DETAIL_FIELDS) but no layout field: it is estimated at the defaults (no ZeRO,
+    micro-batch 1), not searched as a stack alone is."""
     spec = scenario.job.strategy
     if spec is None or spec.model_fields_set & LAYOUT_FIELDS:
         return scenario
@@ -38,13 +41,23 @@ def _defaults_note(scenario: Scenario) -> Scenario:
                                                          strategy=layout_text(scenario.strategy))))
 
 
+def _chosen_note(scenario: Scenario, framework: str, options: tuple, strategy: str, how: str) -> str:
+    """What the search chose, for a job without a strategy, one naming its framework, or one stating stack options."""
+    if options:
+        return msg("note_default_strategy_stack", framework=framework, options=stack_options_text(options),
+                   strategy=strategy, how=how)
+    if names_framework_only(scenario):
+        return msg("note_default_strategy_framework", framework=framework, strategy=strategy, how=how)
+    return msg("note_default_strategy", strategy=strategy, how=how)
+
+
 def with_default_strategy(scenario: Scenario) -> Scenario:
     """`scenario` itself when it has a strategy or no hardware (with a note where that strategy states no layout);
-    else with the search's choice and a note. A strategy that names only the framework is searched too, among the
-    layouts that framework runs."""
+    else with the search's choice and a note. A strategy that names only its stack (the framework, stack options) is
+    searched too, among the layouts that framework runs, the options carried into each."""
     if scenario.system is None:
         return scenario
-    if scenario.strategy is not None and not names_framework_only(scenario):
+    if scenario.strategy is not None and not names_no_layout(scenario):
         return _defaults_note(scenario)
     from trainsizer.search.candidates import HardwareOption
     from trainsizer.search.config import leaves_floor, load_config, names_lean_layout
@@ -53,8 +66,12 @@ def with_default_strategy(scenario: Scenario) -> Scenario:
     system = scenario.system
     option = HardwareOption(accelerator=scenario.accelerator, server=None, per_node=system.gpus_per_node,
                             count=system.gpus, network=scenario.network, fabric=scenario.job.hardware.fabric)
-    framework = scenario.job.strategy.framework if scenario.job.strategy is not None else "auto"
-    result = search_option(scenario.model, scenario.training, option, load_config(), framework)
+    spec = scenario.job.strategy
+    framework = spec.framework if spec is not None else "auto"
+    options = stated_stack_options(spec)
+    result = search_option(scenario.model, scenario.training, option, load_config(), framework, options=options)
+    if result.refused_by_options and result.options_refusal is not None:  # the stated options hold on no layout
+        raise StrategyError(*result.options_refusal)
     if result.strategy is None and not result.evaluated:  # no layout valid: the batch, not the memory
         raise SpecError("job: hardware", msg("job_no_strategy_valid", gpus=system.gpus,
                                              batch=scenario.training.global_batch_seqs))
@@ -69,9 +86,10 @@ def with_default_strategy(scenario: Scenario) -> Scenario:
                   floor=f"{load_config().memory_headroom_min:.0%}", cap=f"{system.memory_gib:.1f}",
                   slower=f"{result.step_s / result.fastest_step_s - 1.0:.1%}",
                   fast_used=f"{result.fastest_mem_gib:.1f}")
-    notes = [msg("note_default_strategy_framework", framework=framework, strategy=layout_text(strategy), how=how)
-             if names_framework_only(scenario) else
-             msg("note_default_strategy", strategy=layout_text(strategy), how=how)]
+    notes = [_chosen_note(scenario, framework, options, layout_text(strategy), how)]
+    if result.dropped_by_options and result.options_refusal is not None:
+        notes.append(msg("note_stack_options_dropped", dropped=result.dropped_by_options,
+                         evaluated=result.evaluated, reason=result.options_refusal[1]))
     cfg = load_config()
     if not leaves_floor(result.mem_gib, system.memory_gib, cfg.memory_headroom_min):
         # the fastest layout kept although it leaves less than the floor free (search.engine.choose: nothing that

@@ -17,6 +17,13 @@ from trainsizer.names import FSDP_FRAMEWORKS
 DEGREES = ("tp", "pp", "vpp", "dp", "cp", "ep")
 
 
+def stack_options_text(options: Any) -> str:
+    """'compile_loss false, moe_torch_grouped_mm true': stated stack options as a job file writes them."""
+    def word(v: Any) -> str:
+        return "null" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+    return ", ".join(f"{k} {word(v)}" for k, v in options)
+
+
 def _get(s: Any, key: str) -> Any:
     return s.get(key) if isinstance(s, Mapping) else getattr(s, key, None)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from trainsizer.catalog.scale import Platform, Standing
-from trainsizer.errors import SpecError
+from trainsizer.errors import SpecError, StrategyError
 from trainsizer.evaluate import evaluate
 from trainsizer.layout_text import layout_text
 from trainsizer.messages import duration, msg
@@ -54,7 +54,7 @@ from trainsizer.plan.texts import in_language, ref, with_refs
 from trainsizer.scenario import Scenario, resolve_job
 from trainsizer.search import OptionResult, Pins, load_config
 from trainsizer.search import rank as ranking
-from trainsizer.spec import Job
+from trainsizer.spec import Job, stated_stack_options
 
 DEFAULT_TOP = 10
 STRATEGY_KEYS = ("tp", "pp", "vpp", "dp", "cp", "ep", "etp", "zero", "shard_group", "micro_batch", "recompute",
@@ -193,6 +193,7 @@ def make_plan(job: str | Path | Mapping[str, Any] | Job | Scenario, catalog: Any
     catalog = catalog if catalog is not None else load_catalog()
     scenario = _load(job, catalog, overrides)
     sr = search_job(scenario, catalog, _pins(scenario, catalog, pins))
+    _refused_by_options(sr.results)
     cfg = load_config()
     rk = rank_searched(sr, cfg.tie_fraction)
     refined = None
@@ -228,6 +229,14 @@ def make_plan(job: str | Path | Mapping[str, Any] | Job | Scenario, catalog: Any
     return in_language(plan, lang)
 
 
+def _refused_by_options(results: list[OptionResult]) -> None:
+    """The job's stated stack options hold on no layout of any option searched (the rest skipped for memory): the
+    rule they break, as `estimate` names it for a stated layout."""
+    refused = [r for r in results if r.refused_by_options]
+    if refused and all(r.refused_by_options or r.skipped for r in results) and refused[0].options_refusal:
+        raise StrategyError(*refused[0].options_refusal)
+
+
 def _refined_note(rf: Any, currency: str, lang: str) -> str:
     """What the count refinement found (plan.refine): the count, against the two ladder rungs."""
     return explain.msg("note_count_refined", lang, option=rf.priced.result.option.key,
@@ -252,11 +261,11 @@ def _next_count_note(nc: NextCount, currency: str, lang: str) -> str:
 
 def _own_strategy_note(scenario: Scenario, catalog: Any, rec: PlanOption | None, lang: str) -> str | None:
     """The job's own strategy (when it gives hardware and strategy) against the plan's best on that hardware."""
-    from trainsizer.default_strategy import names_framework_only
+    from trainsizer.default_strategy import names_no_layout
     from trainsizer.errors import TrainsizerError, render_error
 
-    if scenario.system is None or scenario.strategy is None or names_framework_only(scenario):
-        return None  # a strategy naming only the framework is no layout of its own: the search ran on that stack
+    if scenario.system is None or scenario.strategy is None or names_no_layout(scenario):
+        return None  # a strategy naming only its stack is no layout of its own: the search ran on that stack
     try:
         own = evaluate(scenario, catalog)
     except TrainsizerError as err:
@@ -290,7 +299,9 @@ def _assemble(sr: Searched, rk: Ranked, options: list[PlanOption], recommended: 
                          hardware_options=stats.options, hardware_options_pruned=stats.options_pruned_by_memory,
                          hardware_options_not_scaling=stats.options_pruned_by_scaling,
                          hardware_options_feasible=len(sr.priced), excluded_accelerators=explain.excluded(cands, lang),
-                         dominated_networks=cands.dominated_networks),
+                         dominated_networks=cands.dominated_networks,
+                         stack_options=dict(stated_stack_options(sr.scenario.job.strategy)),
+                         layouts_dropped_by_stack_options=stats.dropped_by_options),
         tier=tier, recommended=recommended, options=options,
         hardware_options=summaries,
         ties=[sr.priced[s.index].result.option.key for s in rk.tied] if len(rk.tied) > 1 else [],
@@ -298,6 +309,7 @@ def _assemble(sr: Searched, rk: Ranked, options: list[PlanOption], recommended: 
                             currency=currency, cost_basis=s.basis) for s in rk.front],
         binding=binding,
         notes=list(sr.scenario.notes) + cands.notes + explain.plan_notes(sr.scenario, sr.pins, lang)
+        + explain.stack_notes(stated_stack_options(sr.scenario.job.strategy), stats, lang)
         + explain.scale_notes(rk.ranked, sr.priced, rk.metric, currency, lang)
         + explain.no_scale_evidence_notes(options, recommended, lang)
         + explain.precision_notes(cands, _precision_label(sr.base.training), lang)

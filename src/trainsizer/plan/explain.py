@@ -14,7 +14,7 @@ import numpy as np
 
 from trainsizer.estimate.framework import AUTO_CHOICES, auto_index_of
 from trainsizer.estimate.memory import GIB
-from trainsizer.layout_text import layout_text
+from trainsizer.layout_text import layout_text, stack_options_text
 from trainsizer.messages import Listing, Money, duration
 from trainsizer.plan.messages import joined, msg
 from trainsizer.plan.schema import Binding, PlanOption, Relaxation, Tier
@@ -24,6 +24,7 @@ from trainsizer.search import rank as ranking
 from trainsizer.search.config import SearchConfig, load_config, names_lean_layout
 from trainsizer.search.engine import OptionResult, offload_reason, states_lower_bound_bytes
 from trainsizer.search.space import model_parallel_group
+from trainsizer.spec import LAYOUT_DETAIL_FIELDS, LAYOUT_FIELDS
 
 COMM_KEYS = ("tp_comm", "cp_comm", "ep_comm", "dp_comm", "pp_comm")
 
@@ -232,9 +233,11 @@ def plan_notes(scenario: Scenario, pins: Any, lang: str = "en") -> list[str]:
     goal = scenario.job.goal
     if goal.deadline_days is None and goal.budget is None and goal.objective is None:
         notes.append(msg("note_no_goal", lang))
-    if scenario.job.strategy is not None and scenario.job.strategy.model_fields_set - {"framework"}:
-        # a strategy that names only the framework is used: the search keeps to the layouts that stack runs
-        notes.append(msg("note_strategy", lang))
+    layout = scenario.job.strategy.model_fields_set & (LAYOUT_FIELDS | LAYOUT_DETAIL_FIELDS) \
+        if scenario.job.strategy is not None else set()
+    if layout:
+        # the framework and the stack options are used (the search keeps to that stack, `stack_notes`); the layout not
+        notes.append(msg("note_strategy", lang, fields=", ".join(sorted(layout))))
         notes += _stage_layers_note(scenario.job.strategy, lang)
     if pins.any:
         fixed = [f"{k}={v}" for k, v in (("accelerator", pins.accelerator), ("count", pins.count),
@@ -242,6 +245,18 @@ def plan_notes(scenario: Scenario, pins: Any, lang: str = "en") -> list[str]:
         notes.append(msg("note_pinned", lang, fixed=listed(fixed)))  # 'a=1, b=2' / 'a=1、b=2'
     if goal.procurement in ("buy", "either"):
         notes.append(msg("note_buy", lang, years=f"{AMORTISATION_YEARS:g}"))
+    return notes
+
+
+def stack_notes(options: tuple, stats: Any, lang: str) -> list[str]:
+    """The stated stack options the search carried into every layout (spec.stated_stack_options), and how many
+    strategies they left out, with the first one's refusal (search.engine `_memory`)."""
+    if not options:
+        return []
+    notes = [msg("note_stack_options", lang, options=stack_options_text(options))]
+    if stats.dropped_by_options and stats.options_refusal is not None:
+        notes.append(msg("note_stack_options_dropped", lang, dropped=stats.dropped_by_options,
+                         evaluated=stats.evaluated, reason=stats.options_refusal[1]))
     return notes
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from trainsizer.search import OptionResult, search_option
+from trainsizer.spec import stated_stack_options
 
 MAX_PROBES = 24  # counts tried between two rungs: ~0.1 s each on the largest options
 
@@ -73,7 +74,8 @@ def refine_count(sr: Any, best_index: int, catalog: Any, cfg: Any, tie_fraction:
     framework = job.strategy.framework if job.strategy is not None else "auto"
     found = None
     for count in _probes(lower.result.option.count, r.option.count, purchase_unit(r)):
-        res = search_option(sr.base.model, sr.base.training, replace(r.option, count=count), cfg, framework)
+        res = search_option(sr.base.model, sr.base.training, replace(r.option, count=count), cfg, framework,
+                            options=stated_stack_options(job.strategy))
         if res.strategy is None:
             continue
         p = price(sr.base, res, catalog)

@@ -8,7 +8,8 @@ so a report renders one plan in either language (`plan.texts.localise`); 1.2 add
 `scaleup_domain_gpus` (an NVL72 job's racks beside its trays); 1.6 the build-out's `network.nvlink.domain_size_gpus` /
 `job_gpus_per_domain` (what an NVL72 job uses of each rack's domain); 1.7 `network.nvlink.job_gpus_by_domain` (its GPUs in
 each rack it buys); 1.8 `options[].accuracy` (the option's held-out accuracy band, as `estimate --json` accuracy);
-1.9 `strategy.pp_first_stage_layers` / `pp_last_stage_layers` (the search's uneven pipeline splits).
+1.9 `strategy.pp_first_stage_layers` / `pp_last_stage_layers` (the search's uneven pipeline splits); 1.10
+`search.stack_options` / `layouts_dropped_by_stack_options` (the job's stack options carried into the search).
 Blocks marked "as `estimate --json`" carry the same keys as that
 command's output (memory, time, cost, energy), so one reader handles both.
 
@@ -25,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trainsizer.plan.texts import MessageRef, WithTexts
 
-SCHEMA_VERSION = "1.9"
+SCHEMA_VERSION = "1.10"
 
 MSG = ("the catalogue message the text beside it was written from: render it to read the plan in another "
        "language (plan/texts.py)")
@@ -228,6 +229,11 @@ class SearchOut(_Out):
     excluded_accelerators: dict[str, str] = Field(description="accelerator id -> why it was not searched")
     excluded_accelerators_msg: dict[str, MessageRef | None] | None = Field(None, description=MSGS)
     dominated_networks: list[str] = []
+    stack_options: dict[str, Any] = Field({}, description="the stack options the job's strategy states (compile_loss, "
+                                          "attention_kernel, moe_torch_grouped_mm, ...: spec.STACK_OPTION_FIELDS), "
+                                          "carried into every layout searched; its layout fields are not")
+    layouts_dropped_by_stack_options: int = Field(0, description="strategies left out because a stated stack option "
+                                                  "does not hold on them (the estimate's rules)")
 
 
 class OptionSummary(_Out):

@@ -16,6 +16,7 @@ from trainsizer.scenario import Scenario
 from trainsizer.search import OptionResult, Pins, hardware_candidates, load_config, search_options
 from trainsizer.search import rank as ranking
 from trainsizer.search.config import leaves_floor
+from trainsizer.spec import stated_stack_options
 
 
 @dataclass(frozen=True)
@@ -140,8 +141,10 @@ def search_job(scenario: Scenario, catalog: Any, pins: Pins) -> Searched:
     base = replace(scenario, accelerator=None, network=None, system=None, strategy=None)
     cfg = load_config()
     cands = hardware_candidates(base, catalog, pins, _listed(scenario, catalog), cfg)
-    framework = scenario.job.strategy.framework if scenario.job.strategy is not None else "auto"
-    results, stats = search_options(base.model, base.training, cands.options, cfg, framework)
+    spec = scenario.job.strategy
+    framework = spec.framework if spec is not None else "auto"
+    results, stats = search_options(base.model, base.training, cands.options, cfg, framework,
+                                    stated_stack_options(spec))
     priced = [price(base, r, catalog) for r in results if r.strategy is not None]
     return Searched(scenario, base, pins, cands, results, stats, priced)
 

@@ -15,6 +15,11 @@ Work per option (vectorised with `estimate.evaluate_batch`):
    several nodes where nothing fits try it too: with the fit judged on what the driver gives a process (79.2 GiB
    on an H100 80GB), 70B full SFT on 16 H100 has no layout without offload, and ZeRO-Offload / FSDP CPU offload
    is how such a job runs (examples/sft-70b-16gpu.yaml).
+
+Stack options the job states (spec.STACK_OPTION_FIELDS: compile_loss, attention_kernel, moe_torch_grouped_mm, ...)
+are carried into every strategy tried, as one value for the batch (the estimate's Strategy takes them so), and the
+rules judge each strategy with them: a layout an option does not hold on (moe_a2a_overlap without EP, compile_loss
+on a layout "auto" resolves to Megatron-Core) is left out, counted, and the first one's refusal kept to say why.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from trainsizer.errors import StrategyError
 from trainsizer.estimate import evaluate_batch
 from trainsizer.estimate.batch import OPTIONAL_ARRAY_FIELDS
 from trainsizer.estimate.inputs import (
@@ -40,6 +46,7 @@ from trainsizer.estimate.inputs import (
 )
 from trainsizer.estimate.memory import GIB
 from trainsizer.estimate.model_states import frozen_base_bytes, model_state_bytes
+from trainsizer.estimate.validate import check_strategy, valid_mask
 from trainsizer.models.arch import ModelArch
 from trainsizer.scenario import build_system
 from trainsizer.search import partial
@@ -49,6 +56,7 @@ from trainsizer.search.space import strategies
 
 _FIELDS = (*DEGREE_FIELDS, *MODE_FIELDS, *FLAG_FIELDS)
 OFFLOAD_NAMES = ("none", "optimizer", "optimizer+params")
+StackOptions = tuple[tuple[str, Any], ...]  # spec.stated_stack_options: (field, value) pairs
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,15 @@ class OptionResult:
     lean_strategy: Strategy | None = None
     lean_mem_gib: float = float("nan")
     lean_step_s: float = float("nan")
+    # strategies the stated stack options left out (valid without them, refused with them) and the first one's
+    # refusal (rule, sentence)
+    dropped_by_options: int = 0
+    options_refusal: tuple[str, str] | None = None
+
+    @property
+    def refused_by_options(self) -> bool:
+        """No strategy valid here, and some only because of the stated stack options."""
+        return self.strategy is None and self.dropped_by_options > 0 and not math.isfinite(self.min_mem_gib)
 
 
 @dataclass
@@ -96,6 +113,8 @@ class SearchStats:
     time_evaluations: int = 0  # step-time evaluations (fitting strategies only)
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    dropped_by_options: int = 0  # OptionResult.dropped_by_options, summed
+    options_refusal: tuple[str, str] | None = None  # the first option's
 
 
 def states_lower_bound_bytes(model: ModelArch, training: Training, gpus: int) -> float:
@@ -147,20 +166,25 @@ MemoryCache = dict[tuple, tuple[Strategy, dict[str, np.ndarray]]]
 
 
 def _memory(model: ModelArch, training: Training, system: System, args: tuple, framework: str, offload: bool,
-            cache: MemoryCache | None) -> tuple[Strategy | None, dict[str, np.ndarray] | None, bool]:
-    """(strategies, rules + memory verdicts, whether they were computed now) for one option.
+            cache: MemoryCache | None,
+            options: StackOptions = ()) -> tuple[Strategy | None, dict[str, np.ndarray] | None, bool]:
+    """(strategies, rules + memory verdicts, whether they were computed now) for one option, the stated stack
+    `options` carried into every strategy (verdict "dropped": valid without them, not with them).
 
     Rules and per-GPU bytes depend on the job and the strategy and, of the hardware, only on the GPU count,
     GPUs per node and scale-up domain (validate.py, memory.py), so options of the same shape share one
     evaluation (exact duplicates evaluated once); `fits` is then the bytes against this accelerator's memory,
     as `memory_per_gpu_bytes` decides it. The offload pass also checks host RAM, so it is not shared."""
-    key = (system.gpus, system.gpus_per_node, system.domain_gpus, framework)
+    key = (system.gpus, system.gpus_per_node, system.domain_gpus, framework, options)
     if offload or cache is None or key not in cache:
         dp_only = training.method in args[-1].data_parallel_only_methods
-        strat = strategies(*args, framework=framework, offload=offload, dp_only=dp_only)
-        if strat is None:
+        plain = strategies(*args, framework=framework, offload=offload, dp_only=dp_only)
+        if plain is None:
             return None, None, False
+        strat = replace(plain, **dict(options))
         mem = evaluate_batch(model, training, system, strat, parts=("valid", "memory"), threads=1)
+        if options:
+            mem["dropped"] = valid_mask(model, training, system, plain) & ~mem["valid"]
         if not offload and cache is not None:
             cache[key] = (strat, mem)
         return strat, mem, True
@@ -168,13 +192,28 @@ def _memory(model: ModelArch, training: Training, system: System, args: tuple, f
     mem_bytes = shared["mem_bytes"]
     with np.errstate(invalid="ignore"):
         fits = shared["valid"] & np.isfinite(mem_bytes) & (mem_bytes <= system.memory_gib * GIB)
-    return strat, {"valid": shared["valid"], "mem_bytes": mem_bytes, "fits": fits}, False
+    out = {"valid": shared["valid"], "mem_bytes": mem_bytes, "fits": fits}
+    if "dropped" in shared:
+        out["dropped"] = shared["dropped"]
+    return strat, out, False
+
+
+def _refusal(model: ModelArch, training: Training, system: System, strat: Strategy,
+             row: int) -> tuple[str, str] | None:
+    """(rule, sentence) of the rule the `row`-th strategy breaks (None where it breaks none: valid_mask and
+    check_strategy read one rule table, so only a bug gets there, and then no reason is given rather than a wrong one)."""
+    try:
+        check_strategy(model, training, system, _one(strat, row))
+    except StrategyError as err:
+        return err.rule, err.detail
+    return None
 
 
 def search_option(model: ModelArch, training: Training, option: HardwareOption, cfg: SearchConfig,
-                  framework: str = "auto", cache: MemoryCache | None = None) -> OptionResult:
+                  framework: str = "auto", cache: MemoryCache | None = None,
+                  options: StackOptions = ()) -> OptionResult:
     """The fastest fitting strategy on one hardware option (`cache`: memory verdicts shared by options of
-    the same shape, see `_memory`)."""
+    the same shape, see `_memory`; `options`: the job's stated stack options, carried into every strategy)."""
     system = option_system(option)
     bound = states_lower_bound_bytes(model, training, option.count)
     one_node = option.count <= option.per_node
@@ -187,14 +226,18 @@ def search_option(model: ModelArch, training: Training, option: HardwareOption, 
     fitting: list[tuple[Strategy, np.ndarray]] = []
     plain: tuple[Strategy, np.ndarray] | None = None  # the pass without offload and its fits (search.partial)
     roomy = False  # some fitting strategy leaves the memory floor free
+    dropped, refusal = 0, None  # strategies the stack options left out, the first one's refusal
     for offload in (False, True):
         # CPU offload: when nothing fits, and when nothing that fits leaves the memory floor free (an offloaded
         # layout within the tie band is then the one to run, `choose`)
         if offload and roomy:
             break
-        strat, mem, fresh = _memory(model, training, system, args, framework, offload, cache)
+        strat, mem, fresh = _memory(model, training, system, args, framework, offload, cache, options)
         if strat is None or mem is None:
             continue
+        if "dropped" in mem and mem["dropped"].any():
+            dropped += int(mem["dropped"].sum())
+            refusal = refusal or _refusal(model, training, system, strat, int(np.flatnonzero(mem["dropped"])[0]))
         n = int(np.asarray(strat.tp).size)
         evaluated += n
         computed += n if fresh else 0
@@ -220,9 +263,10 @@ def search_option(model: ModelArch, training: Training, option: HardwareOption, 
             groups += [found] if found is not None else []
             evaluated += judged
         return replace(_best(model, training, system, option, groups, evaluated, min_mem, bound / GIB, computed, cfg),
-                       min_mem_on_gpu_gib=on_gpu)
+                       min_mem_on_gpu_gib=on_gpu, dropped_by_options=dropped, options_refusal=refusal)
     return OptionResult(option, system, evaluated, 0, min_mem_gib=min_mem, lower_bound_gib=bound / GIB,
-                        memory_evaluations=computed, min_mem_on_gpu_gib=on_gpu)
+                        memory_evaluations=computed, min_mem_on_gpu_gib=on_gpu, dropped_by_options=dropped,
+                        options_refusal=refusal)
 
 
 def offload_reason(r: OptionResult, frozen_base: bool) -> tuple[str, dict[str, Any]] | None:
@@ -338,8 +382,9 @@ def _family(option: HardwareOption) -> tuple:
 
 
 def search_options(model: ModelArch, training: Training, options: list[HardwareOption], cfg: SearchConfig,
-                   framework: str = "auto") -> tuple[list[OptionResult], SearchStats]:
-    """`search_option` on every option; returns results (same order) and totals.
+                   framework: str = "auto", stack: StackOptions = ()) -> tuple[list[OptionResult], SearchStats]:
+    """`search_option` on every option (`stack`: the job's stated stack options); returns results (same order) and
+    totals.
 
     Scaling stop (dominance): options come in ascending GPU count per family; once two larger counts in a row
     shorten the best step by less than the tie fraction, the larger counts of that family are skipped: they
@@ -357,7 +402,7 @@ def search_options(model: ModelArch, training: Training, options: list[HardwareO
                                         skipped="more GPUs stopped shortening the step"))
             stats.options_pruned_by_scaling += 1
             continue
-        r = search_option(model, training, option, cfg, framework, cache)
+        r = search_option(model, training, option, cfg, framework, cache, stack)
         if r.strategy is not None:
             single = best.get((*fam[:2], "*"), float("inf"))
             so_far = min(best.get(fam, float("inf")), single)
@@ -371,6 +416,8 @@ def search_options(model: ModelArch, training: Training, options: list[HardwareO
         stats.memory_evaluations += r.memory_evaluations
         stats.time_evaluations += r.feasible
         stats.options_pruned_by_memory += r.skipped is not None
+        stats.dropped_by_options += r.dropped_by_options
+        stats.options_refusal = stats.options_refusal or r.options_refusal
         results.append(r)
     stats.seconds = time.perf_counter() - start
     return results, stats

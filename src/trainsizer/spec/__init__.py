@@ -1,6 +1,9 @@
 """Job input: the pydantic models of a job file and their loader."""
 
 from trainsizer.spec.job import (
+    LAYOUT_DETAIL_FIELDS,
+    LAYOUT_FIELDS,
+    STACK_OPTION_FIELDS,
     Constraints,
     DataSpec,
     FabricSpec,
@@ -11,6 +14,7 @@ from trainsizer.spec.job import (
     LoraSpec,
     NetworkSpec,
     StrategySpec,
+    stated_stack_options,
 )
 from trainsizer.spec.load import load_job, read_mapping
 
@@ -25,6 +29,10 @@ __all__ = [
     "LoraSpec",
     "NetworkSpec",
     "StrategySpec",
+    "LAYOUT_DETAIL_FIELDS",
+    "LAYOUT_FIELDS",
+    "STACK_OPTION_FIELDS",
     "load_job",
     "read_mapping",
+    "stated_stack_options",
 ]

@@ -489,6 +489,29 @@ class StrategySpec(_Strict):
             raise ValueError(msg("job_partial_recompute_uniform", n=n))
 
 
+# StrategySpec's fields by what the search does with them (framework aside), each field in one group
+# (tests/spec/test_strategy_fields.py). The layout the search chooses: degrees, sharding, offload of the states,
+# micro-batch, recompute (default_strategy, plan: a strategy stating one of them is a layout of its own).
+LAYOUT_FIELDS = frozenset(("tp", "pp", "vpp", "dp", "cp", "ep", "etp", "zero", "fsdp", "shard_group",
+                           "distributed_optimizer", "offload", "micro_batch", "local_batch", "recompute"))
+# Details of a stated layout that the search sets itself or leaves at their defaults (the pipeline split and its
+# slots, sequence parallelism with TP, what recompute re-runs): not carried into the search.
+LAYOUT_DETAIL_FIELDS = frozenset(("sequence_parallel", "recompute_modules", "recompute_method", "recompute_num_layers",
+                                  "pipeline_embedding_layer", "pipeline_loss_layer", "pp_first_stage_layers",
+                                  "pp_last_stage_layers"))
+# The stack's options (kernels, compile, overlap, FP8 and MoE options, the loss, the optimizer, activation offload):
+# the search carries the stated ones into every layout it tries (search.engine), and the rules judge them there.
+STACK_OPTION_FIELDS = frozenset(StrategySpec.model_fields) - LAYOUT_FIELDS - LAYOUT_DETAIL_FIELDS - {"framework"}
+
+
+def stated_stack_options(spec: StrategySpec | None) -> tuple[tuple[str, Any], ...]:
+    """The stack options `spec` states as (field, value) pairs by field name: hashable, as the search caches on
+    them; () without a strategy."""
+    if spec is None:
+        return ()
+    return tuple((f, getattr(spec, f)) for f in sorted(spec.model_fields_set & STACK_OPTION_FIELDS))
+
+
 class Job(_Strict):
     """One training job. See examples/ for complete files."""
 
@@ -582,11 +605,12 @@ class Job(_Strict):
             raise ValueError(msg("job_nvfp4_param_allgather", recipe=self.fp8_recipe))
         if self.packing and self.data.avg_tokens is None:
             raise ValueError(msg("job_packing_needs_samples"))
-        if self.strategy is not None and self.hardware is None and self.strategy.model_fields_set - {"framework"}:
-            # a strategy naming only the framework is a stack for the plan's search, no layout: no hardware needed
+        layout = self.strategy.model_fields_set - STACK_OPTION_FIELDS - {"framework"} if self.strategy else set()
+        if self.hardware is None and layout:
+            # a strategy naming only its stack (the framework, stack options) is for the plan's search, no layout:
+            # no hardware needed
             raise ValueError(msg("job_strategy_without_hardware"))
-        if self.strategy is not None and self.hardware is not None and self.hardware.accelerator is None \
-                and self.strategy.model_fields_set - {"framework"}:
+        if self.hardware is not None and self.hardware.accelerator is None and layout:
             raise ValueError(msg("job_strategy_without_accelerator"))
         precision = self.strategy.optimizer_precision if self.strategy is not None else None
         if precision is not None and precision not in optimizer_precisions_for(self.optimizer):
