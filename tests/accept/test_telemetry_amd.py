@@ -108,3 +108,90 @@ def test_without_amd_smi_the_probe_skips_with_a_reason(monkeypatch):
         AmdSmiTelemetry.open()
     tel, why = open_telemetry("amd-smi")
     assert tel is None and "amd-smi: not on PATH" in why
+
+
+def _amd_runner_with(extra: dict[tuple, str], ecc: str = "metric-ecc-clean.json"):
+    """amd_smi_runner plus the version, RAS, xGMI link and xGMI error samples (text given inline or a fixture name)."""
+    base = amd_smi_runner(ecc)
+    files = {tuple(telemetry_amd.VERSION_CMD): "version.json", tuple(telemetry_amd.RAS_CMD): "static-ras.json",
+             tuple(telemetry_amd.XGMI_LINK_CMD): "xgmi-links.json",
+             tuple(telemetry_amd.XGMI_ERR_CMD): "metric-xgmi-err.json"}
+
+    def run(cmd: list[str]) -> str:
+        key = tuple(cmd)
+        if key in extra:
+            return extra[key]
+        return fixture_text(f"amd-smi/{files[key]}") if key in files else base(cmd)
+    return run
+
+
+def test_rocm_version_ecc_state_and_xgmi_links_from_amd_smi():
+    tel = AmdSmiTelemetry(run=_amd_runner_with({}))
+    assert tel.rocm_version() == "7.0.2"
+    g = tel.gpus()
+    assert [x.ecc_enabled for x in g] == [True, True, True, False]  # GPU 3: the older list form, UMC disabled
+    assert [(x.xgmi_links_up, x.xgmi_links_total) for x in g] == [(3, 3), (3, 3), (2, 3), (2, 3)]
+    assert all(x.nvlinks_up is None for x in g)
+    assert [h.xgmi_error_status for h in tel.health()] == [telemetry_amd.XGMI_NO_ERRORS] * 4
+    # an amd-smi without these commands: the figures are None and the checks skip, nothing raises
+    bare = AmdSmiTelemetry(run=amd_smi_runner())
+    assert bare.rocm_version() is None and bare.gpus()[0].xgmi_links_up is None
+    assert telemetry_amd.parse_xgmi_links('[{"gpu": 0, "link_status": ["SELF", "U", "X"]}]') == {0: (1, 2)}
+
+
+def test_inventory_on_an_amd_node_names_rocm_rccl_and_xgmi(tmp_path, monkeypatch):
+    """The NVIDIA checks' AMD counterparts: ROCm's release (not CUDA), RCCL's version (not NCCL's), xGMI links up
+    (not NVLinks), the HBM's ECC state from amd-smi's RAS block."""
+    from trainsizer.accept import host, inventory
+    from trainsizer.accept.criteria import Limit
+
+    monkeypatch.setattr(host, "nccl_version", lambda: None)
+    crit = generic()
+    crit.rocm_version_min = Limit(value="7.0.2", source="test")
+    crit.xgmi_links_per_gpu = Limit(value=3, source="test")
+    ctx = Context(criteria=crit, telemetry=AmdSmiTelemetry(run=_amd_runner_with({})), telemetry_why="amd-smi",
+                  options=Options(storage_path=tmp_path), node="mi300a01")
+    r = {x.name: x for x in inventory.run(ctx, host.HostInfo(cpu_count=96, ram_bytes=2**40, disks=[], nics=[]))}
+    assert not {"inventory.cuda_version", "inventory.nvlink_up", "inventory.nccl_version"} & set(r)
+    assert r["inventory.rocm_version"].status == "pass" and r["inventory.rocm_version"].measured == "7.0.2"
+    xgmi = r["inventory.xgmi_up"]
+    assert xgmi.status == "fail" and xgmi.measured == 2 and "[2, 3]" in xgmi.why and "xGMI" in xgmi.why
+    assert r["inventory.ecc_mode"].status == "fail" and "[3]" in r["inventory.ecc_mode"].why
+    rccl = r["inventory.rccl_version"]
+    assert rccl.status == "skipped" and "RCCL" in rccl.why and "ROCm" in rccl.why
+
+
+def test_an_xgmi_error_fails_the_gpu_and_corrected_ecc_is_named_in_amds_words(tmp_path, monkeypatch):
+    monkeypatch.setattr(amdgpu_log, "read_kernel_log", lambda: ("", "dmesg"))
+    faulty = '[{"gpu": 0, "xgmi_err": "AMDSMI_XGMI_STATUS_NO_ERRORS"}, {"gpu": 1, "xgmi_err": ' \
+             '"AMDSMI_XGMI_STATUS_MULTIPLE_ERRORS"}, {"gpu": 2, "xgmi_err": "N/A"}]'
+    tel = AmdSmiTelemetry(run=_amd_runner_with({tuple(telemetry_amd.XGMI_ERR_CMD): faulty}, "metric-ecc-faulty.json"))
+    ctx = Context(criteria=generic(), telemetry=tel, telemetry_why="amd-smi", options=Options(storage_path=tmp_path),
+                  node="mi300a01")
+    r = {x.name: x for x in health.run(ctx)}
+    xgmi = r["health.xgmi_errors"]
+    assert xgmi.status == "fail" and "GPU 1" in xgmi.why and "MULTIPLE_ERRORS" in xgmi.why
+    assert "azure_gpu_amd_xgmi" in xgmi.source
+    corrected = r["health.ecc_corrected"]
+    assert corrected.status == "pass" and "node-scraper" in corrected.why and "GPU 1: 12" in corrected.why
+    assert "AMD publishes no fail bar" in corrected.source
+    clean = Context(criteria=generic(), telemetry=AmdSmiTelemetry(run=_amd_runner_with({})), telemetry_why="amd-smi",
+                    options=Options(storage_path=tmp_path), node="mi300a01")
+    assert {x.name: x for x in health.run(clean)}["health.xgmi_errors"].status == "pass"
+
+
+def test_an_mi300x_node_outside_a_plan_is_judged_on_amds_and_azures_mi300x_figures():
+    """The platform row: RVS's GST targets as the GEMM floors, Azure's MI300X RCCL figure, 7 xGMI links, the amdgpu
+    kernel-log events and no Xid list."""
+    from trainsizer.accept import criteria
+
+    crit = criteria.resolve(None, None, "AMD Instinct MI300X")
+    assert crit.platform == "mi300x"
+    assert crit.gemm_tflops_min["bf16"].value == 500 and "gst_single.conf" in crit.gemm_tflops_min["bf16"].source
+    assert crit.gemm_tflops_min["fp8"].value == 1000 and crit.hbm_gb_s_min is None
+    intra = crit.busbw_intra_gb_s_min
+    assert intra.all_reduce.value == 314 and intra.all_gather.value == pytest.approx(0.70 * 448, abs=0.05)
+    assert crit.xgmi_links_per_gpu.value == 7 and crit.nvlinks_per_gpu is None
+    assert crit.critical_xids is None and crit.critical_amdgpu_events
+    h100 = criteria.resolve(None, None, "NVIDIA H100 80GB HBM3")
+    assert h100.critical_xids and h100.critical_amdgpu_events is None and h100.xgmi_links_per_gpu is None

@@ -250,3 +250,18 @@ def test_a_geforce_nodes_ring_floor_is_the_host_staged_rate(blocks):
     acc = blocks(hardware={"accelerator": "rtx-4090", "count": 8, "network": None}).acceptance
     assert acc.busbw_intra_gb_s_min.all_reduce.value == pytest.approx(0.75 * 10.0)
     assert "peer-to-peer" in acc.busbw_intra_gb_s_min.all_reduce.source
+
+
+def test_amd_plans_set_rocm_rccl_and_xgmi_floors(blocks):
+    """An AMD plan's software floors are the ROCm release and RCCL's version of its software block (no amdgpu
+    version: the block names the ROCm release that ships it), and every GPU's 7 xGMI links; MI300X reads its platform
+    row (RVS's GEMM targets)."""
+    for part in ("mi325x", "mi300x"):
+        acc = blocks(hardware={"accelerator": part}).acceptance
+        assert acc.rocm_version_min.value == "7.0.2" and "ROCm 7.0.2" in acc.rocm_version_min.source
+        assert acc.nccl_version_min.value == "2.26.6"
+        assert acc.driver_version_min is None and acc.cuda_version_min is None
+        assert acc.xgmi_links_per_gpu.value == 7 and acc.nvlinks_per_gpu is None
+    mi300x = blocks(hardware={"accelerator": "mi300x"}).acceptance
+    assert mi300x.platform == "mi300x" and mi300x.gemm_tflops_min["bf16"].value == 500
+    assert mi300x.busbw_intra_gb_s_min.all_reduce.value == 314 and mi300x.critical_xids is None

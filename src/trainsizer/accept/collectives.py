@@ -91,7 +91,8 @@ def _verdicts(ctx: Context, rows_by_op: dict[str, list[dict]], unsupported: dict
         what = msg("acc_what_busbw", op=op, size=largest, tool=meta["tool"], backend=meta["backend"],
                    ranks=meta["ranks"])
         if meta.get("group_size"):
-            what = msg("acc_what_busbw_groups", what=what, size=meta["group_size"], groups=meta["ranks"] // meta["group_size"])
+            what = msg("acc_what_busbw_groups", what=what, size=meta["group_size"],
+                       groups=meta["ranks"] // meta["group_size"])
         res = ctx.at_least(name, round(busbw, 3), getattr(limits, op), "GB/s", what, details=details)
         out.append(res)
     if rows_by_op:

@@ -76,8 +76,11 @@ class AcceptanceCriteria(BaseModel):
     gpu_memory_gib_min: Limit | None = None
     driver_version_min: Limit | None = None
     cuda_version_min: Limit | None = None
+    # NCCL's version on an NVIDIA node, RCCL's (which numbers itself as the NCCL API it implements) on an AMD one
     nccl_version_min: Limit | None = None
+    rocm_version_min: Limit | None = None
     nvlinks_per_gpu: Limit | None = None
+    xgmi_links_per_gpu: Limit | None = None
     nic_count_min: Limit | None = None
     nic_speed_gbps_min: Limit | None = None
     cpu_cores_min: Limit | None = None
@@ -115,7 +118,8 @@ class AcceptanceCriteria(BaseModel):
     fleet_min_ratio: Limit | None = None
 
     _numbers = field_validator(
-        "gpu_count", "gpu_memory_gib_min", "nvlinks_per_gpu", "nic_count_min", "nic_speed_gbps_min", "cpu_cores_min",
+        "gpu_count", "gpu_memory_gib_min", "nvlinks_per_gpu", "xgmi_links_per_gpu", "nic_count_min",
+        "nic_speed_gbps_min", "cpu_cores_min",
         "ram_gib_min", "disks_min", "ecc_corrected_max", "hbm_gb_s_min", "rdma_gbps_min", "storage_read_gb_s_min",
         "storage_write_gb_s_min", "checkpoint_save_s_max", "checkpoint_restore_s_max", "temp_max_c",
         "fleet_min_ratio")(_numeric)
@@ -175,13 +179,20 @@ def from_platform(platform_id: str, *, gpus_per_node: int | None = None) -> Acce
     crit.gpu_model = Limit.said(p["match"][0], msg("acc_src_platform", platform=platform_id))
     mem = {"value": p["memory_label_gib"], "source": msg("acc_src_memory_label", platform=platform_id)}
     crit.gpu_memory_gib_min = _scaled(mem, d["memory_min_ratio"], 1)
-    crit.nvlinks_per_gpu = _lim(p["nvlinks_per_gpu"]["value"], p["nvlinks_per_gpu"]["source"])
+    for field, key in (("nvlinks_per_gpu", "nvlinks_per_gpu"), ("xgmi_links_per_gpu", "xgmi_links_per_gpu")):
+        if key in p:
+            setattr(crit, field, _lim(p[key]["value"], p[key]["source"]))
     crit.nic_count_min = _lim(p["nics_per_node"]["value"], p["nics_per_node"]["source"])
     crit.nic_speed_gbps_min = _lim(p["nic_line_rate_gbps"]["value"], p["nic_line_rate_gbps"]["source"])
-    crit.gemm_tflops_min = {k: _scaled(v, d["gemm_min_ratio"]) for k, v in p["gemm_ref_tflops"].items()}
-    crit.hbm_gb_s_min = _scaled(p["hbm_spec_gb_s"], d["hbm_min_ratio"], 0)
-    nvlink = p["nvlink_uni_gb_s"]
-    ring = _scaled(nvlink, d["ring_min_ratio"])
+    # a reference x the cited ratio (Bekman's MAMF), or the vendor's own pass mark as it stands (AMD RVS GST targets)
+    crit.gemm_tflops_min = {**{k: _scaled(v, d["gemm_min_ratio"]) for k, v in p.get("gemm_ref_tflops", {}).items()},
+                            **{k: _lim(v["value"], v["source"]) for k, v in p.get("gemm_min_tflops", {}).items()}}
+    crit.hbm_gb_s_min = _scaled(p["hbm_spec_gb_s"], d["hbm_min_ratio"], 0) if "hbm_spec_gb_s" in p else None
+    _vendor_lists(crit, p.get("vendor", "nvidia"))
+    # a switchless xGMI mesh rings at a lower share of its links than an NVSwitch port (docs/acceptance.md check 9)
+    link, ratio = (p["xgmi_uni_gb_s"], d["ring_min_ratio_mesh"]) if "xgmi_uni_gb_s" in p else \
+        (p["nvlink_uni_gb_s"], d["ring_min_ratio"])
+    ring = _scaled(link, ratio)
     nvls = p.get("nvls")
     if nvls and n >= nvls["min_gpus"]:
         ar = _lim(p["allreduce_nvls_min_gb_s"]["value"], p["allreduce_nvls_min_gb_s"]["source"])
@@ -203,6 +214,14 @@ def from_platform(platform_id: str, *, gpus_per_node: int | None = None) -> Acce
     crit.busbw_inter_gb_s_min = CollectiveLimits(all_reduce=inter, all_gather=inter, reduce_scatter=inter)
     crit.rdma_gbps_min = _scaled(p["nic_line_rate_gbps"], d["rdma_min_ratio"])
     return crit
+
+
+def _vendor_lists(crit: AcceptanceCriteria, vendor: str) -> None:
+    """A platform row's kernel-log list: critical Xids on NVIDIA, amdgpu's RAS / reset events on AMD, not both."""
+    if vendor != "nvidia":
+        crit.critical_xids = crit.critical_xids_source = None
+    if vendor != "amd":
+        crit.critical_amdgpu_events = crit.critical_amdgpu_events_source = None
 
 
 def fleet_ratio(crit: AcceptanceCriteria | None) -> tuple[float, str]:

@@ -15,6 +15,7 @@ from trainsizer.accept.context import Context
 from trainsizer.accept.criteria import suite_check
 from trainsizer.accept.results import CheckResult
 from trainsizer.accept.telemetry import FAILING_REASONS, reason_names
+from trainsizer.accept.telemetry_amd import XGMI_NO_ERRORS
 from trainsizer.messages import msg
 
 
@@ -92,6 +93,14 @@ def _kernel_log(ctx: Context, name: str, report: LogReport) -> CheckResult:
     )
 
 
+def _xgmi_errors(ctx: Context, hs: list) -> CheckResult:
+    """AMD Instinct: any xGMI error state fails the GPU (Azure's AMD health check: check_gpu_xgmi)."""
+    states = {h.index: h.xgmi_error_status for h in hs if h.xgmi_error_status is not None}
+    bad = {i: s for i, s in states.items() if s != XGMI_NO_ERRORS}
+    return _verdict(ctx, "health.xgmi_errors", bad, len(states), msg("acc_what_xgmi_errors"),
+                    source=msg("acc_src_azure_xgmi"))
+
+
 def run(ctx: Context) -> list[CheckResult]:
     report = log_report(ctx)
     names = ["health.ecc_uncorrectable", "health.ecc_corrected", "health.remapped_rows", "health.retired_pages",
@@ -110,6 +119,9 @@ def run(ctx: Context) -> list[CheckResult]:
     corr = [(h.index, h.ecc_corrected_volatile) for h in hs if h.ecc_corrected_volatile is not None]
     worst = max((c for _, c in corr), default=None)
     out.append(ctx.at_most(names[1], worst, crit.ecc_corrected_max, "errors", msg("acc_what_ecc_corrected")))
+    if ctx.telemetry.vendor == "amd" and worst and out[-1].status == "pass":
+        # AMD publishes no fail bar: its node-scraper logs any corrected count as a warning, so the GPUs are named
+        ctx.add_why(out[-1], msg("acc_why_ecc_corrected_amd", gpus=", ".join(f"GPU {i}: {c}" for i, c in corr if c)))
 
     remap = {h.index: ", ".join(w for w, bad in (("remap pending", h.remap_pending),
                                                  ("remap failure", h.remap_failure)) if bad)
@@ -126,6 +138,8 @@ def run(ctx: Context) -> list[CheckResult]:
     out.append(_verdict(ctx, names[3], retired, seen, msg("acc_what_retired")))
 
     out.append(_kernel_log(ctx, names[4], report))
+    if ctx.telemetry.vendor == "amd":
+        out.append(_xgmi_errors(ctx, hs))
 
     reasons = {h.index: h.clock_event_reasons for h in hs if h.clock_event_reasons is not None}
     throttled = {i: ", ".join(reason_names(r & FAILING_REASONS)) for i, r in reasons.items() if r & FAILING_REASONS}

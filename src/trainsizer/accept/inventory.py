@@ -79,7 +79,8 @@ def _ecc_mode(ctx: Context, gpus: list[GpuInfo]) -> CheckResult:
     ecc = {g.index: g.ecc_enabled for g in gpus if g.ecc_enabled is not None}
     off = sorted(i for i, on in ecc.items() if not on)
     if not ecc:
-        return ctx.skipped("inventory.ecc_mode", msg("acc_why_ecc_not_reported"))
+        return ctx.skipped("inventory.ecc_mode", msg("acc_why_ecc_not_reported_amd" if ctx.telemetry.vendor == "amd"
+                                                     else "acc_why_ecc_not_reported"))
     return ctx.result("inventory.ecc_mode", "fail" if off else "pass", measured=len(off), threshold=0,
                       unit="GPUs without ECC", source=suite_check(1, "acc_rule_ecc_enabled"),
                       why=msg("acc_why_ecc_off", gpus=str(off)) if off else msg("acc_why_ecc_on", n=len(ecc)))
@@ -101,8 +102,33 @@ def _nvlink_up(ctx: Context, gpus: list[GpuInfo]) -> CheckResult:
     return res
 
 
+def _xgmi_up(ctx: Context, gpus: list[GpuInfo]) -> CheckResult:
+    """AMD Instinct: the xGMI links each GPU has to its peers, up (amd-smi xgmi -l), in the place of NVLinks."""
+    crit = ctx.criteria
+    ups = [(g.index, g.xgmi_links_up, g.xgmi_links_total) for g in gpus if g.xgmi_links_up is not None]
+    if not ups:
+        return ctx.skipped("inventory.xgmi_up", msg("acc_why_xgmi_not_reported"), limit=crit.xgmi_links_per_gpu)
+    down = [i for i, u, t in ups if t is not None and u < t]
+    res = ctx.at_least("inventory.xgmi_up", min(u for _, u, _ in ups), crit.xgmi_links_per_gpu, "links",
+                       msg("acc_what_xgmi_up"), details={"per_gpu": {i: u for i, u, _ in ups}})
+    if down:  # which GPUs, whether or not the count already failed
+        res.status = "fail"
+        ctx.add_why(res, msg("acc_why_xgmi_down", gpus=str(down)), key="acc_why_because")
+    return res
+
+
+def _toolkit(ctx: Context) -> CheckResult:
+    """CUDA's version on an NVIDIA node; on an AMD node the ROCm release (amd-smi version), whose amdgpu it ships."""
+    tel, crit = ctx.telemetry, ctx.criteria
+    if tel.vendor == "amd":
+        return _version(ctx, "inventory.rocm_version", tel.rocm_version(), crit.rocm_version_min,
+                        msg("acc_why_rocm_not_reported"))
+    return _version(ctx, "inventory.cuda_version", tel.cuda_version(), crit.cuda_version_min,
+                    msg("acc_why_cuda_not_reported"))
+
+
 def _gpu_checks(ctx: Context) -> list[CheckResult]:
-    """The GPUs as the telemetry reports them: count, model, memory, driver, CUDA, ECC, NVLink."""
+    """The GPUs as the telemetry reports them: count, model, memory, driver, CUDA (ROCm), ECC, NVLink (xGMI)."""
     crit = ctx.criteria
     gpus = ctx.gpus()
     mems = [g.memory_total_bytes / GIB for g in gpus if g.memory_total_bytes]
@@ -113,10 +139,9 @@ def _gpu_checks(ctx: Context) -> list[CheckResult]:
                      crit.gpu_memory_gib_min, "GiB", msg("acc_what_gpu_memory")),
         _version(ctx, "inventory.driver_version", ctx.telemetry.driver_version(),
                  crit.driver_version_min, msg("acc_why_driver_not_reported")),
-        _version(ctx, "inventory.cuda_version", ctx.telemetry.cuda_version(), crit.cuda_version_min,
-                 msg("acc_why_no_cuda_amd" if ctx.telemetry.vendor == "amd" else "acc_why_cuda_not_reported")),
+        _toolkit(ctx),
         _ecc_mode(ctx, gpus),
-        _nvlink_up(ctx, gpus),
+        _xgmi_up(ctx, gpus) if ctx.telemetry.vendor == "amd" else _nvlink_up(ctx, gpus),
     ]
 
 
@@ -155,6 +180,8 @@ def _host_checks(ctx: Context, info: host.HostInfo) -> list[CheckResult]:
 def run(ctx: Context, info: host.HostInfo | None = None) -> list[CheckResult]:
     info = info or host.probe(ctx.options.sysfs_root)
     out = _no_telemetry(ctx) if ctx.telemetry is None else _gpu_checks(ctx)
-    out.append(_version(ctx, "inventory.nccl_version", host.nccl_version(), ctx.criteria.nccl_version_min,
-                        msg("acc_why_nccl_unknown")))
+    amd = ctx.telemetry is not None and ctx.telemetry.vendor == "amd"
+    # a ROCm build of torch answers torch.cuda.nccl.version() with RCCL's version
+    out.append(_version(ctx, "inventory.rccl_version" if amd else "inventory.nccl_version", host.nccl_version(),
+                        ctx.criteria.nccl_version_min, msg("acc_why_rccl_unknown" if amd else "acc_why_nccl_unknown")))
     return out + _nic_checks(ctx, info) + _host_checks(ctx, info)

@@ -44,6 +44,10 @@ class GpuInfo:
     nvlinks_total: int | None = None
     ecc_enabled: bool | None = None
     temp_limit_c: float | None = None  # NVML GPU max operating temp (fallback: slowdown temp)
+    # AMD Instinct: xGMI links to the GPU's peers that are up, of those it has (amd-smi xgmi -l), where NVIDIA's
+    # parts report NVLinks
+    xgmi_links_up: int | None = None
+    xgmi_links_total: int | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,8 @@ class GpuHealth:
     remap_failure: bool | None = None
     retired_pages_pending: bool | None = None
     clock_event_reasons: int | None = None
+    # AMD Instinct: amd-smi's xGMI error state (amdsmi_xgmi_status_t name; AMDSMI_XGMI_STATUS_NO_ERRORS when clean)
+    xgmi_error_status: str | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,8 @@ class GpuTelemetry(Protocol):
     def driver_version(self) -> str | None: ...
 
     def cuda_version(self) -> str | None: ...
+
+    def rocm_version(self) -> str | None: ...
 
     def gpus(self) -> list[GpuInfo]: ...
 
@@ -136,6 +144,9 @@ class RecordedTelemetry:
 
     def cuda_version(self) -> str | None:
         return self.data.get("cuda_version")
+
+    def rocm_version(self) -> str | None:
+        return self.data.get("rocm_version")
 
     def gpus(self) -> list[GpuInfo]:
         return [_build(GpuInfo, g) for g in self.data.get("gpus", [])]

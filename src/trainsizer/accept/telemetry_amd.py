@@ -9,7 +9,13 @@ projects/amdsmi/docs/how-to/amdsmi-cli-tool.md):
   (amdsmi_get_gpu_total_ecc_count: errors accumulated since the driver loaded);
 - `amd-smi bad-pages --pending --json`: pending retired pages, or "No bad pages found.";
 - `amd-smi metric --usage --power --clock --temperature --ecc --json` for the burn-in samples (the ECC counts too,
-  as NVIDIA's samples carry the volatile uncorrectable count).
+  as NVIDIA's samples carry the volatile uncorrectable count);
+- `amd-smi version --json`: rocm_version (what AMD's Cluster Validation Suite preflight compares, ROCm/cvs);
+- `amd-smi static --ras --json`: ras.ecc_block_state (UMC = the HBM's memory controller: ENABLED / DISABLED, a dict
+  or a list of {block, status} by release);
+- `amd-smi xgmi -l --json`: per GPU a link_status list, U (up) / D (down) / X (disabled) / SELF, as a list or under
+  "link_status" (the shapes AMD's node-scraper reads, nodescraper/plugins/inband/amdsmi);
+- `amd-smi metric --xgmi-err --json`: xgmi_err, the amdsmi_xgmi_status_t name (amdsmi.h).
 amd-smi prints a list of per-GPU objects (`[{"gpu": 0, ...}]`, ROCm 6.x) or wraps it as `{"gpu_data": [...]}`
 (later releases), and a figure as a bare number, "N/A", "<n> <unit>" or `{"value": n, "unit": u}`: all are read.
 No GPU here: the parsers are pure functions, tested on samples written from AMD's documented output.
@@ -22,7 +28,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from trainsizer.accept.amdgpu_log import AmdgpuEvent, kernel_amdgpu_events
@@ -34,7 +40,12 @@ LIST_CMD = ["amd-smi", "list", "--json"]
 ECC_CMD = ["amd-smi", "metric", "--ecc", "--json"]
 PENDING_PAGES_CMD = ["amd-smi", "bad-pages", "--pending", "--json"]
 SAMPLE_CMD = ["amd-smi", "metric", "--usage", "--power", "--clock", "--temperature", "--ecc", "--json"]
+VERSION_CMD = ["amd-smi", "version", "--json"]
+RAS_CMD = ["amd-smi", "static", "--ras", "--json"]
+XGMI_LINK_CMD = ["amd-smi", "xgmi", "-l", "--json"]
+XGMI_ERR_CMD = ["amd-smi", "metric", "--xgmi-err", "--json"]
 NO_BAD_PAGES = "No bad pages found."  # amdsmi_commands.bad_pages: bad_pages_not_found
+XGMI_NO_ERRORS = "AMDSMI_XGMI_STATUS_NO_ERRORS"  # amdsmi.h amdsmi_xgmi_status_t
 
 
 class AmdSmiUnavailable(Exception):
@@ -102,6 +113,57 @@ def parse_static(static_text: str, list_text: str | None = None) -> list[GpuInfo
     return out
 
 
+def _optional(run: Callable[[list[str]], str], cmd: list[str]) -> str | None:
+    """A command's output, or None where this amd-smi or part does not give it (the check then skips)."""
+    try:
+        return run(cmd)
+    except AmdSmiUnavailable:
+        return None
+
+
+def parse_rocm_version(text: str) -> str | None:
+    """`amd-smi version --json` (one object, or a list of one) -> its rocm_version."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    data = data[0] if isinstance(data, list) and data else data
+    return _text(data.get("rocm_version")) or None if isinstance(data, dict) else None
+
+
+def parse_ecc_enabled(text: str) -> dict[int, bool | None]:
+    """`amd-smi static --ras --json` -> {gpu: ECC on the HBM (block UMC) enabled}; None where not reported."""
+    out: dict[int, bool | None] = {}
+    for i, g in per_gpu(text).items():
+        state = (g.get("ras") if isinstance(g.get("ras"), dict) else {}).get("ecc_block_state")
+        if isinstance(state, list):
+            state = {s.get("block"): s.get("status") for s in state if isinstance(s, dict)}
+        umc = state.get("UMC") if isinstance(state, dict) else None
+        out[i] = None if umc in (None, "N/A") else str(umc).upper() == "ENABLED"
+    return out
+
+
+def parse_xgmi_links(text: str) -> dict[int, tuple[int, int]]:
+    """`amd-smi xgmi -l --json` -> {gpu: (links up, links to peers)}: every entry but SELF is a peer's link."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise AmdSmiUnavailable(f"amd-smi printed no JSON ({err.msg})") from None
+    rows = data.get("link_status", []) if isinstance(data, dict) else data
+    out = {}
+    for g in rows if isinstance(rows, list) else []:
+        links = g.get("link_status") if isinstance(g, dict) else None
+        if isinstance(g.get("gpu"), int) and isinstance(links, list):
+            peers = [str(s).upper() for s in links if str(s).upper() != "SELF"]
+            out[g["gpu"]] = (sum(s == "U" for s in peers), len(peers))
+    return out
+
+
+def parse_xgmi_errors(text: str) -> dict[int, str | None]:
+    """`amd-smi metric --xgmi-err --json` -> {gpu: the xGMI error state's name}; None where amd-smi says N/A."""
+    return {i: _text(g.get("xgmi_err")) or None for i, g in per_gpu(text).items()}
+
+
 def parse_driver_version(static_text: str) -> str | None:
     for _, g in sorted(per_gpu(static_text).items()):
         driver = g.get("driver")
@@ -167,12 +229,17 @@ class AmdSmiTelemetry:
     def cuda_version(self) -> str | None:
         return None  # a ROCm node has no CUDA; the plan sets no CUDA floor on AMD parts
 
+    def rocm_version(self) -> str | None:
+        text = _optional(self.run, VERSION_CMD)
+        return parse_rocm_version(text) if text else None
+
     def gpus(self) -> list[GpuInfo]:
-        try:
-            listed = self.run(LIST_CMD)
-        except AmdSmiUnavailable:
-            listed = None
-        return parse_static(self.run(STATIC_CMD), listed)
+        gpus = parse_static(self.run(STATIC_CMD), _optional(self.run, LIST_CMD))
+        ras, xgmi = _optional(self.run, RAS_CMD), _optional(self.run, XGMI_LINK_CMD)
+        ecc = parse_ecc_enabled(ras) if ras else {}
+        links = parse_xgmi_links(xgmi) if xgmi else {}
+        return [replace(g, ecc_enabled=ecc.get(g.index), xgmi_links_up=links.get(g.index, (None, None))[0],
+                        xgmi_links_total=links.get(g.index, (None, None))[1]) for g in gpus]
 
     def health(self) -> list[GpuHealth]:
         ecc = parse_ecc(self.run(ECC_CMD))
@@ -180,9 +247,12 @@ class AmdSmiTelemetry:
             pending = parse_pending_pages(self.run(PENDING_PAGES_CMD))
         except AmdSmiUnavailable:
             pending = {}
+        xgmi_text = _optional(self.run, XGMI_ERR_CMD)
+        xgmi = parse_xgmi_errors(xgmi_text) if xgmi_text else {}
         # AMD retires a bad HBM page (amd-smi bad-pages) where NVIDIA remaps a row: no remap figures here
         return [GpuHealth(index=i, ecc_uncorrected_volatile=unc, ecc_corrected_volatile=cor,
-                          retired_pages_pending=pending.get(i)) for i, (unc, cor) in sorted(ecc.items())]
+                          retired_pages_pending=pending.get(i), xgmi_error_status=xgmi.get(i))
+                for i, (unc, cor) in sorted(ecc.items())]
 
     def sample(self) -> list[GpuSample]:
         try:

@@ -54,6 +54,9 @@ class NvmlTelemetry:
         v = self._call("nvmlSystemGetDriverVersion")
         return None if v is None else _text(v)
 
+    def rocm_version(self) -> str | None:
+        return None  # an NVIDIA node runs CUDA
+
     def cuda_version(self) -> str | None:
         v = self._call("nvmlSystemGetCudaDriverVersion_v2") or self._call("nvmlSystemGetCudaDriverVersion")
         return None if v is None else f"{v // 1000}.{(v % 1000) // 10}"

@@ -137,6 +137,9 @@ class NvidiaSmiTelemetry:
         rows = self._query()
         return _value(rows[0]["driver_version"]) if rows else None
 
+    def rocm_version(self) -> str | None:
+        return None  # an NVIDIA node runs CUDA
+
     def cuda_version(self) -> str | None:
         try:
             return parse_cuda_version(self.run(["nvidia-smi"]))

@@ -22,6 +22,15 @@ from trainsizer.plan.buildout.storage import StorageBlock
 from trainsizer.plan.texts import as_msg, ref
 from trainsizer.scenario import bridge_smaller_than_host
 
+# the software block's versions a plan sets as floors, by vendor: NVIDIA's driver, CUDA and NCCL; on AMD the ROCm
+# release (its amdgpu comes with it: the block names no amdgpu version, so no driver floor) and RCCL, whose version
+# follows the NCCL API it implements (inventory.rccl_version reads it)
+SOFTWARE_FLOORS = {
+    "nvidia": (("driver_version_min", "driver"), ("cuda_version_min", "toolkit"),
+               ("nccl_version_min", "collectives_version")),
+    "amd": (("rocm_version_min", "toolkit"), ("nccl_version_min", "collectives_version")),
+}
+
 
 def rule_of(figure: Any) -> Any:
     """A derived figure's rule as a message when it has one (so it translates), else its text."""
@@ -84,19 +93,25 @@ def acceptance_block(b: BuildInput, node: NodeBlock, net: NetworkBlock, storage:
     _host_nics(b, out, d)
     out.cpu_cores_min = _plan(node.cpu_cores.value, msg("acc_node_block", rule=rule_of(node.cpu_cores)))
     out.ram_gib_min = _plan(node.ram_gib.value, msg("acc_node_block", rule=rule_of(node.ram_gib)))
-    if sw.vendor == "nvidia":
-        for field, key in (("driver_version_min", "driver"), ("cuda_version_min", "toolkit"),
-                           ("nccl_version_min", "collectives_version")):
-            text, stored = getattr(sw, key), getattr(sw, f"{key}_msg")
-            v = _version(text)
-            if v:
-                said = as_msg(stored) if stored is not None else text
-                setattr(out, field, _plan(v, msg("acc_software", source=sw.source, text=said)))
+    for field, key in SOFTWARE_FLOORS.get(sw.vendor, ()):
+        text, stored = getattr(sw, key), getattr(sw, f"{key}_msg")
+        v = _version(text)
+        if v:
+            said = as_msg(stored) if stored is not None else text
+            setattr(out, field, _plan(v, msg("acc_software", source=sw.source, text=said)))
+    _xgmi_links(b, out)
     _intra(b, out, d)
     _fabric(b, out, net, d)  # reads the in-node floors before they carry their path
     out.busbw_intra_gb_s_min = _on_path(out.busbw_intra_gb_s_min, _intra_path(b))
     _storage(b, out, storage)
     return out
+
+
+def _xgmi_links(b: BuildInput, out: AcceptanceCriteria) -> None:
+    """A switchless xGMI mesh: every GPU's links to its peers (catalog scaleup_mesh_links), where no row says."""
+    links = getattr(b.accelerator, "scaleup_mesh_links", None)
+    if b.accelerator.scaleup_tech == "xgmi" and links and out.xgmi_links_per_gpu is None:
+        out.xgmi_links_per_gpu = _plan(int(links), msg("acc_xgmi_links", links=int(links), acc=b.accelerator.id))
 
 
 def _host_nics(b: BuildInput, out: AcceptanceCriteria, d: dict) -> None:
@@ -142,8 +157,8 @@ def _intra(b: BuildInput, out: AcceptanceCriteria, d: dict) -> None:
         out.scaleup_domain_gpus = int(acc.scaleup_domain)
         out.busbw_domain_gb_s_min = _on_path(CollectiveLimits(all_reduce=bridge, all_gather=bridge,
                                                               reduce_scatter=bridge),
-                                             msg("acc_path_bridge", domain=int(acc.scaleup_domain), tech=scaleup_name(acc),
-                                                 groups=b.per_node // int(acc.scaleup_domain)))
+                                             msg("acc_path_bridge", domain=int(acc.scaleup_domain),
+                                                 tech=scaleup_name(acc), groups=b.per_node // int(acc.scaleup_domain)))
 
 
 def _ring_intra(acc, link: float, d: dict, tech: Any) -> Limit:
