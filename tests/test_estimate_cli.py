@@ -90,7 +90,7 @@ def test_bad_flag_value_names_the_field(run_cli):
 @pytest.mark.parametrize(("args", "said"), [
     (("estimate", SFT, "--zero", "5"), "error: --zero (strategy.zero): must be less than or equal to 3 (got 5)."),
     (("fit", SFT, "--micro-batch", "0"), "error: --micro-batch (strategy.micro_batch): must be greater than 0"),
-    (("--lang", "zh", "plan", SFT, "--budget", "0"), "错误：--budget（goal.budget.amount）：必须不小于 1（得到 0.0）。允许：1 到 1e+13。"),
+    (("--lang", "zh", "plan", SFT, "--budget", "0"), "错误：--budget（goal.budget.amount）：必须不小于 1（得到 0）。允许：1 到 10万亿。"),
     (("plan", SFT, "--deadline-days", "-3"), "error: --deadline-days (goal.deadline_days): "),
     # plan's pins were blamed on a bare "accelerator:" / "network:" that named neither the flag nor the field
     (("plan", SFT, "--accelerator", "zzz"), "error: --accelerator (hardware.accelerator): unknown accelerator"),

@@ -95,3 +95,16 @@ def test_fmt_gib_writes_a_tenth_of_a_gib(gib, lang, shown):
     from trainsizer.numbers import fmt_gib
 
     assert fmt_gib(gib, lang) == shown
+
+
+@pytest.mark.parametrize(("x", "en", "zh"), [(1e12, "1T", "1万亿"), (1e8, "100M", "1亿"), (1e-6, "0.000001", "0.000001"),
+                                             (123456789.5, "123.4567895M", "1.234567895亿"), (2048, "2,048", "2,048"),
+                                             (-6.075798597676019e307, "-6.07579859767602E307", "-6.07579859767602E307")])
+def test_a_number_quoted_in_a_sentence_is_the_tables_numbers_unrounded(x, en, zh):
+    """messages.Number (a value the user typed, a field's bounds): 1万亿 on a Chinese page, never 1000000000000.0
+    nor 1e+12; past the largest unit (and where Babel's rounding overflows) scientific."""
+    from trainsizer.messages import Number
+
+    n = Number(x)
+    assert n == en and n.tr("zh") == zh
+    assert stored({"key": n.key, "params": n.params}).tr("zh") == zh and pickle.loads(pickle.dumps(n)).tr("zh") == zh

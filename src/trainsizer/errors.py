@@ -7,11 +7,12 @@ paragraph (no traceback) and exits with status 2. Messages say what is wrong, wh
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from trainsizer.messages import Listing, Msg, msg, tr
+from trainsizer.messages import Listing, Msg, Number, msg, tr
 from trainsizer.messages import render as render_message
 
 MAX_VALUE_CHARS = 80
@@ -41,20 +42,26 @@ def located(where: str) -> str:
 
 def shown_value(value: object) -> str:
     """A value as the user wrote it in a YAML or JSON file: true / false, null, 'text', [a, b], {key: value};
-    never Python's spelling of them (True, None), which the user did not type."""
+    never Python's spelling of them (True, None), which the user did not type. A number alone is written in the
+    reader's numbers (messages.Number: 1万亿 / 1T, where Python wrote 1000000000000.0)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return Number(value)
+    return _as_written(value)
+
+
+def _as_written(value: object) -> str:
     if value is None or isinstance(value, _Null):
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, str | int | float):  # floats as Python writes them: 8.5, inf, nan
+    if isinstance(value, str | int | float):  # inside a mapping or a list, as the file spells it: 8.5, inf, nan
         return repr(value)
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {shown_value(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{k}: {_as_written(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list | tuple | set | frozenset):
         items = sorted(value, key=str) if isinstance(value, set | frozenset) else value
-        return "[" + ", ".join(shown_value(v) for v in items) + "]"
+        return "[" + ", ".join(_as_written(v) for v in items) + "]"
     return str(value)
-
 
 
 def given(value: object) -> object:

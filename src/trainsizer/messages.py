@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from trainsizer.numbers import fmt_exact
 from trainsizer.numbers import money as write_money
 
 LANGS = ("en", "zh")
@@ -106,6 +107,26 @@ class Money(Msg):
         return write_money(self.params["amount"], self.params["currency"], lang)
 
 
+NUMBER_KEY = "number_value"
+
+
+class Number(Msg):
+    """A number inside a sentence (a value the user gave, a field's allowed range), written exactly in each reader's
+    convention by `numbers.fmt_exact`, the tables' formatter: 1万亿 in Chinese, 1T in English, where Python wrote
+    1000000000000.0 and '{:g}' 1e+08."""
+
+    def __new__(cls, value: float) -> Number:
+        obj = str.__new__(cls, fmt_exact(value, "en"))
+        obj.key, obj.params = NUMBER_KEY, {"value": value}
+        return obj
+
+    def __reduce__(self) -> tuple:
+        return (Number, (self.params["value"],))
+
+    def tr(self, lang: str) -> str:
+        return fmt_exact(self.params["value"], lang)
+
+
 TRANSLATED_KEY = "translated_text"
 
 
@@ -193,6 +214,8 @@ def stored(value: Any) -> Any:
     if isinstance(value, Mapping):
         if value.get("key") == MONEY_KEY:
             return Money(**value["params"])
+        if value.get("key") == NUMBER_KEY:
+            return Number(**value["params"])
         if value.get("key") == TRANSLATED_KEY:
             return Translated(**value["params"])
         if value.get("key") == LISTING_KEY:

@@ -57,6 +57,24 @@ def fmt_num(value: Any, lang: str, *, digits: int = 3, compact: bool = True) -> 
     return format_decimal(v, format=pattern, locale=loc)
 
 
+# Significant digits a double keeps through decimal text (IEEE 754: 15): a number quoted back is never rounded.
+EXACT_DIGITS = 15
+
+
+# From here on a quoted number is written in scientific notation: past the largest compact unit either language
+# has (T / 万亿) the units would pile up digits, and 15 significant digits of a 1e300 overflow Babel's rounding.
+EXACT_SCIENTIFIC_FROM = 1e15
+
+
+def fmt_exact(value: Any, lang: str) -> str:
+    """A number quoted in a sentence (a value the user typed, a field's bounds): `fmt_num`'s convention (万 / 亿 in
+    Chinese, K / M / B / T in English), unrounded."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) >= EXACT_SCIENTIFIC_FROM \
+            and math.isfinite(value):
+        return format_decimal(value, format="0." + "#" * (EXACT_DIGITS - 1) + "E0", locale=LOCALES.get(lang, "en_US"))
+    return fmt_num(value, lang, digits=EXACT_DIGITS)
+
+
 def fmt_count(value: Any, lang: str) -> str:
     """A count of things a buyer orders or racks (GPUs, nodes, NICs, cables), written exactly in either language
     (16,384, never 1.64万, which no purchase order can use); a fractional quantity (GPU-hours, TB-months) as

@@ -260,11 +260,11 @@ def test_the_plain_number_suggested_reads_back_as_the_same_amount(number, word):
 @pytest.mark.parametrize(
     ("goal", "en", "zh"),
     [
-        ({"budget": {"amount": 1e-300}}, "goal.budget.amount: must be greater than or equal to 1 (got 1e-300). "
-                                         "Allowed: from 1 to 1e+13.", "必须不小于 1（得到 1e-300）。允许：1 到 1e+13。"),
-        ({"budget": {"amount": 0.5, "currency": "CNY"}}, "(got 0.5). Allowed: from 1 to 1e+13.", "允许：1 到 1e+13"),
-        ({"deadline_days": 1e-9}, "goal.deadline_days: must be greater than or equal to 0.001 (got 1e-09). "
-                                  "Allowed: from 0.001 to 3650.", "允许：0.001 到 3650。"),
+        ({"budget": {"amount": 1e-300}}, "goal.budget.amount: must be greater than or equal to 1 (got 1E-300). "
+                                         "Allowed: from 1 to 10T.", "必须不小于 1（得到 1E-300）。允许：1 到 10万亿。"),
+        ({"budget": {"amount": 0.5, "currency": "CNY"}}, "(got 0.5). Allowed: from 1 to 10T.", "允许：1 到 10万亿"),
+        ({"deadline_days": 1e-9}, "goal.deadline_days: must be greater than or equal to 0.001 (got 1E-9). "
+                                  "Allowed: from 0.001 to 3,650.", "允许：0.001 到 3,650。"),
     ],
 )
 def test_an_absurdly_small_budget_or_deadline_names_the_allowed_range(goal, en, zh):
@@ -279,8 +279,8 @@ def test_an_absurdly_small_budget_or_deadline_names_the_allowed_range(goal, en, 
 def test_an_open_lower_bound_reads_as_greater_than():
     with pytest.raises(SpecError) as info:
         load_job({**BASE, "seq_len": 0})
-    assert "seq_len: must be greater than 0 (got 0). Allowed: greater than 0, up to 10000000." in str(info.value)
-    assert "允许：大于 0，不超过 10000000。" in info.value.render("zh"), info.value.render("zh")
+    assert "seq_len: must be greater than 0 (got 0). Allowed: greater than 0, up to 10M." in str(info.value)
+    assert "允许：大于 0，不超过 1000万。" in info.value.render("zh"), info.value.render("zh")
 
 
 def test_one_currency_per_job():
@@ -299,3 +299,17 @@ def test_one_currency_per_job():
     assert Job(**BASE).currency == "USD" and not Job(**BASE).currency_from_market
     budget_only = Job(**BASE, goal={"budget": {"amount": 1e5, "currency": "CNY"}})
     assert budget_only.constraints.currency == "CNY" and not budget_only.currency_from_market
+
+
+@pytest.mark.parametrize(("patch", "en", "zh"), [
+    ({"data": {"dataset_gb": -1}}, "(got -1). Allowed: from 0.000001 to 100M.", "（得到 -1）。允许：0.000001 到 1亿。"),
+    ({"global_batch": {"sequences": 1e12}}, "(got 1T).", "（得到 1万亿）。"),
+    ({"seq_len": 123456789.5}, "(got 123.4567895M).", "（得到 1.234567895亿）。"),
+])
+def test_numbers_in_messages_are_written_as_the_tables_write_them(patch, en, zh):
+    """A bound or a typed value in the reader's numbers (numbers.fmt_exact: 万 / 亿 in Chinese, M / T in English,
+    never rounded): the range read '1e-06 到 1e+08' and a batch of 1e12 was quoted back as 1000000000000.0."""
+    with pytest.raises(SpecError) as info:
+        load_job({**BASE, **patch})
+    assert en in str(info.value), str(info.value)
+    assert zh in info.value.render("zh"), info.value.render("zh")

@@ -361,3 +361,17 @@ def test_a_number_typed_in_any_box_is_quoted_as_a_number(client, field):
     r = client.post("/plan", data=GOOD | {field: "-100"})
     assert r.status_code == 422
     assert "(got -100)" in inline_errors(r.text)[field]
+
+
+@pytest.mark.parametrize(("lang", "typed", "said"), [
+    ("zh", {"batch_value": "1e12"}, ("batch_value", "（得到 1万亿）")),
+    ("en", {"batch_value": "1e12"}, ("batch_value", "(got 1T)")),
+    ("zh", {"data_kind": "dataset_gb", "data.dataset_gb": "-1"}, ("data.dataset_gb", "0.000001 到 1亿")),
+])
+def test_numbers_beside_an_input_are_the_pages_numbers(client, lang, typed, said):
+    """known-gaps 67 (e): a batch of 1e12 was quoted back as 1000000000000.0 and the dataset's range read
+    "1e-06 到 1e+08" on a page whose tables write 万 / 亿 (numbers.fmt_exact, as the tables' fmt_num)."""
+    r = client.post("/plan", data=GOOD | typed | {"lang": lang})
+    assert r.status_code == 422
+    field, words = said
+    assert words in inline_errors(r.text)[field], inline_errors(r.text)

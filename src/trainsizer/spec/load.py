@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -12,7 +13,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from trainsizer.errors import NULL, SpecError, did_you_mean, given
-from trainsizer.messages import Listing, Msg, msg
+from trainsizer.messages import Listing, Msg, Number, msg
 from trainsizer.spec.job import Job
 from trainsizer.spec.parse_problems import parse_problem
 from trainsizer.spec.yaml_loader import DuplicateKeyError, load_yaml
@@ -231,8 +232,9 @@ def _bounds(model: type[BaseModel], loc: tuple[Any, ...]) -> Msg | None:
     return None
 
 
-def _limit(x: Any) -> str:
-    return f"{x:g}" if isinstance(x, float) else str(x)
+def _limit(x: Any) -> Any:
+    """A bound as the reader's numbers write it (messages.Number: 1亿 / 100M, never 1e+08)."""
+    return Number(x) if isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) else str(x)
 
 
 # "2B" tokens, "500k" USD, "20kW" for rack_kw, "14d" for deadline_days: a number written as people say it

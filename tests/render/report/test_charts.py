@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import warnings
 
+import pytest
+
 from trainsizer.render.report.charts import Chart, Series, _draw, to_static
 
 
@@ -108,3 +110,32 @@ def test_a_cjk_font_missing_from_matplotlibs_cached_list_is_found_on_the_system(
 
     assert _add_system_cjk_fonts(FakeFontManager) == {"Noto Sans CJK JP"}
     assert added == ["/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"]
+
+
+def _money(lang: str) -> Chart:
+    """A time / cost chart in CNY: 2.3万 .. 71万 (the pareto chart's money axis, plan_charts.pareto_chart)."""
+    return Chart("pareto", "t", "days", "CNY", (Series("options", (3.0, 9.0, 20.0), (23_000.0, 180_000.0, 710_000.0),
+                                                       mode="markers", text=("a", "b", "c")),), log_x=True, y_lang=lang)
+
+
+@pytest.mark.parametrize(("lang", "unit", "not_unit"), [("zh", "万", "k"), ("en", ",000", "万")])
+def test_a_money_axis_writes_its_ticks_as_the_tables_write_numbers(lang, unit, not_unit):
+    """plotly's own ticks are SI ("700k"): a Chinese page whose tables write 70万 got "700k" on its chart axis."""
+    from trainsizer.render.numbers import fmt_num
+    from trainsizer.render.report.charts import plotly_figure
+
+    axis = plotly_figure(_money(lang)).layout.yaxis
+    assert axis.tickmode == "array" and list(axis.ticktext) == [fmt_num(v, lang) for v in axis.tickvals]
+    assert min(axis.tickvals) <= 23_000 and max(axis.tickvals) >= 710_000
+    assert any(unit in x for x in axis.ticktext) and not any(not_unit in x for x in axis.ticktext)
+    fig, plt = _draw(_money(lang))
+    assert fig.axes[0].yaxis.get_major_formatter()(700_000, 0) == fmt_num(700_000, lang)
+    plt.close(fig)
+
+
+def test_nice_ticks_are_round_steps_that_cover_the_range():
+    from trainsizer.render.report.charts import nice_ticks
+
+    assert nice_ticks(23_000, 710_000) == [0, 200_000, 400_000, 600_000, 800_000]
+    assert nice_ticks(1.2, 1.9) == pytest.approx([1.0, 1.2, 1.4, 1.6, 1.8, 2.0])
+    assert nice_ticks(5.0, 5.0) == [5.0]

@@ -8,8 +8,11 @@ reports show the same numbers.
 from __future__ import annotations
 
 import io
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
+
+from trainsizer.render.numbers import fmt_num
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf")
@@ -52,6 +55,27 @@ class Chart:
     y2_label: str = ""
     log_x: bool = False
     notes: tuple[str, ...] = field(default=())
+    y_lang: str = ""  # the y axis's ticks in this language's numbers (fmt_num: 70万 / 700,000); "": the library's
+
+
+# Ticks a y axis written by fmt_num gets (plotly takes the values and their texts; matplotlib formats its own)
+_Y_TICKS = 6
+
+
+def nice_ticks(low: float, high: float, count: int = _Y_TICKS) -> list[float]:
+    """About `count` round values (1, 2 or 5 times a power of ten apart) covering low..high."""
+    if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
+        return [low] if math.isfinite(low) else []
+    raw = (high - low) / count
+    power = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    first = math.floor(low / step)
+    return [k * step for k in range(first, math.ceil(high / step) + 1)]
+
+
+def _y_values(chart: Chart) -> list[float]:
+    return [float(y) for s in chart.series if s.axis == "y" for y in s.y
+            if isinstance(y, int | float) and math.isfinite(y)]
 
 
 def to_plotly_div(chart: Chart) -> str:
@@ -70,6 +94,9 @@ def plotly_figure(chart: Chart):
         kw = dict(name=s.name, hovertext=list(s.text) or None)
         if s.axis == "y2":
             kw["yaxis"] = "y2"
+        elif chart.y_lang:  # the hover writes the y value as the axis does
+            kw["customdata"] = [fmt_num(y, chart.y_lang) for y in s.y]
+            kw["hovertemplate"] = ("%{hovertext}<br>" if s.text else "") + "%{x:.3~g} · %{customdata}<extra>%{fullData.name}</extra>"
         if s.mode == "bar":
             x, y = (s.y, s.x) if chart.horizontal else (s.x, s.y)
             fig.add_trace(go.Bar(x=list(x), y=list(y), orientation="h" if chart.horizontal else "v",
@@ -90,6 +117,10 @@ def plotly_figure(chart: Chart):
         layout["yaxis2"] = dict(title=chart.y2_label, overlaying="y", side="right", tickformat=".0%")
     if chart.log_x:
         layout["xaxis_type"] = "log"
+    ys = _y_values(chart)
+    if chart.y_lang and ys:  # plotly's own ticks are SI ("700k"), which a Chinese page's tables write 70万
+        ticks = nice_ticks(min(ys), max(ys))
+        layout["yaxis"] = dict(tickmode="array", tickvals=ticks, ticktext=[fmt_num(v, chart.y_lang) for v in ticks])
     fig.update_layout(**layout)
     return fig
 
@@ -183,6 +214,8 @@ def _draw(chart: Chart):
     x_title, y_title = (chart.y_label, chart.x_label) if chart.horizontal else (chart.x_label, chart.y_label)
     ax.set_xlabel(x_title)
     ax.set_ylabel(y_title)
+    if chart.y_lang:
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: fmt_num(v, chart.y_lang)))
     if ax2 is not None:
         ax2.set_ylabel(chart.y2_label)
         ax2.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))

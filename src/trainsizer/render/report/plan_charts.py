@@ -126,7 +126,7 @@ def pareto_chart(plan: Mapping, lang: str, currency: str) -> Chart:
     axis = t("sep", lang).join([currency] + ([cost_basis.basis_label(cost_basis.SCORE_BASIS[basis], lang)]
                                                    if basis in cost_basis.SCORE_BASIS else []))
     return Chart("pareto", t("chart.pareto", lang), t("chart.days", lang), f"{t('cost', lang)}{t('paren', lang, text=axis)}",
-                 tuple(series), log_x=True)
+                 tuple(series), log_x=True, y_lang=lang)
 
 
 def scaling_rows(plan: Mapping) -> dict[str, list[tuple[int, float, float | None]]]:
