@@ -65,12 +65,13 @@ def test_estimate_searches_a_stack_stated_with_options(run_cli, tmp_path):
     assert code == 0, err
     result = json.loads(out)
     assert result["memory"]["fits"] and result["framework"]["assumed"] == "torchtitan"
-    said = [n for n in result["notes"] if n.startswith("the job states the stack torchtitan with")]
-    assert len(said) == 1 and "attention_kernel sdpa, compile_loss false" in said[0], result["notes"]
+    said = [n for n in result["notes"] if n.startswith("the job's strategy states attention_kernel sdpa, compile_loss "
+                                                       "false (framework torchtitan) but no layout: using")]
+    assert len(said) == 1, result["notes"]
     assert not any("but no layout (tp" in n for n in result["notes"])
     code, out, err = run_cli("estimate", _write(tmp_path, job), "--lang", "zh")
     flat = "".join(out.split())  # the table wraps the note
-    assert code == 0 and "作业指定了框架torchtitan及选项attention_kernelsdpa,compile_lossfalse" in flat, err
+    assert code == 0 and "设定了attention_kernelsdpa,compile_lossfalse（框架torchtitan），但未给并行布局" in flat, err
 
 
 def test_estimate_says_which_layouts_an_option_left_out(run_cli, tmp_path):
