@@ -156,7 +156,7 @@ def known_host_ram_gib(catalog: Catalog, system: Any) -> float:
     acc = catalog.accelerator(system.accelerator)
     if not module_part(acc):
         return 0.0
-    rack = int(acc.scaleup_domain or 0) >= 72  # a rack record shared out per tray (buildout.node.server_share)
+    rack = acc.rack_nvlink  # a rack record shared out per tray (buildout.node.server_share)
     rams = [s.ram_gib * (system.gpus_per_node / s.gpus if rack and s.gpus > system.gpus_per_node else 1.0)
             for s in catalog.servers_for(acc.id) if s.ram_gib]
     return float(min(rams, default=0.0))

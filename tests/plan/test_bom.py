@@ -178,3 +178,17 @@ def test_a_break_even_over_priced_lines_only_says_it_is_a_lower_bound(blocks):
     assert bvr.break_even_month is not None
     assert bvr.verdict_msg.key == "bom_verdict_priced_only" and "host for the one GPU" in bvr.verdict
     assert "later than this" in bvr.verdict
+
+
+def test_a_supernode_part_is_bought_as_its_servers_not_as_nvl72_racks(blocks, catalog):
+    """Ascend 910C's scale-up domain spans 768 dies over Huawei's own fabric, but its catalog server holds 16: the
+    plan buys four servers for 64 dies, and no NVLink switch tray. Read as an NVL72 rack (domain >= 72) it bought
+    one server for 64 dies and nine NVLink switch trays."""
+    acc = catalog.accelerator("ascend-910c")
+    assert int(acc.scaleup_domain) >= 72 and not acc.rack_nvlink
+    assert catalog.accelerator("gb200").rack_nvlink
+    b = blocks(hardware={"accelerator": "ascend-910c", "count": 64, "per_node": 16, "network": "roce-200"},
+               strategy={"tp": 8, "pp": 1, "micro_batch": 1, "recompute": "selective"})
+    servers = [ln for ln in b.bom.lines if ln.part in {s.id for s in catalog.servers_for("ascend-910c")}]
+    assert [ln.quantity for ln in servers] == [4]
+    assert not [ln for ln in b.bom.lines if ln.part == "nvlink-switch-tray-nvl72"]

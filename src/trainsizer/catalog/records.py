@@ -353,6 +353,13 @@ class Accelerator(Record):
         return None
 
     @property
+    def rack_nvlink(self) -> bool:
+        """A rack-scale NVLink domain sold as a rack system (GB200 / GB300 NVL72: 18 compute trays of 4 GPUs in one
+        72-GPU NVLink domain, NVLink switch trays and power shelves in the rack): a plan buys, powers and cables whole
+        racks. Not Huawei's supernode (ascend-910c: a 768-die domain over its own fabric, sold as 16-die servers)."""
+        return self.scaleup_tech == "nvlink" and int(self.scaleup_domain or 0) >= 72
+
+    @property
     def gpus_per_host(self) -> int:
         """GPUs per host / compute tray: host_gpus, else 8 (the HGX / DGX board)."""
         if self.host_gpus:

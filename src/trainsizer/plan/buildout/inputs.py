@@ -56,8 +56,8 @@ class BuildInput:
 
     @property
     def nvl72(self) -> bool:
-        """A rack-scale NVLink domain (GB200/GB300 NVL72): racks of 72 GPUs in trays of 4."""
-        return int(self.accelerator.scaleup_domain or 0) >= 72
+        """A rack-scale NVLink domain (GB200/GB300 NVL72): racks of 72 GPUs in trays of 4 (Accelerator.rack_nvlink)."""
+        return bool(self.accelerator.rack_nvlink)
 
     @property
     def rack_shares(self) -> tuple[int, ...]:
