@@ -126,7 +126,7 @@ def host_ram_block(catalog: Catalog, system: Any, host_gib_per_node: float, curr
     if host_gib_per_node <= 0:
         return None
     need, host = math.ceil(host_gib_per_node), known_host_ram_gib(catalog, system)
-    extra = max(0, need - math.floor(host))
+    extra = host_ram_added_gib(catalog, system, host_gib_per_node)
     if extra == 0:
         notes.append(msg("note_host_ram_in_host", gib=f"{need:,}", host=f"{host:,.0f}"))
         return None
@@ -145,6 +145,15 @@ def host_ram_block(catalog: Catalog, system: Any, host_gib_per_node: float, curr
             "unit_price": {"low": price.low, "mid": price.mid, "high": price.high, "unit": UNIT_HOST_RAM},
             "source": ", ".join(price.sources), "date": price.date, "currency": currency,
             **{k: gib * getattr(price, k) for k in ("low", "mid", "high")}}
+
+
+def host_ram_added_gib(catalog: Catalog, system: Any, host_gib_per_node: float) -> int:
+    """Whole GiB of host RAM a node's purchase adds for `host_gib_per_node` of offloaded states: what they need beyond
+    the host's known RAM (`known_host_ram_gib`), 0 when it holds them. The ranked price (`host_ram_block`) and the bill
+    of materials (buildout.bom_lines.host_ram_lines) both read it."""
+    if host_gib_per_node <= 0:
+        return 0
+    return max(0, math.ceil(host_gib_per_node) - math.floor(known_host_ram_gib(catalog, system)))
 
 
 def known_host_ram_gib(catalog: Catalog, system: Any) -> float:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
 
 from trainsizer.estimate.cost import billed_gpu_hours, committed_terms
-from trainsizer.evaluate import HOST_RAM_PART, known_host_ram_gib, module_part
+from trainsizer.evaluate import HOST_RAM_PART, host_ram_added_gib, module_part
 from trainsizer.messages import Money, duration, msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.bom import (
@@ -73,8 +72,7 @@ def server_lines(b: BuildInput) -> list[BomLine]:
 def host_ram_lines(b: BuildInput) -> list[BomLine]:
     """The host RAM an offloaded layout adds to a host the catalog does not describe, priced per GiB as the plan's
     ranking prices it (evaluate.host_ram_block: a host of known RAM holds the states within it)."""
-    gib = offloaded_gib_per_node(b)
-    per_node = max(0, math.ceil(gib) - math.floor(known_host_ram_gib(b.catalog, b.system))) if gib > 0 else 0
+    per_node = host_ram_added_gib(b.catalog, b.system, offloaded_gib_per_node(b))
     if not per_node:
         return []
     return [line(msg("bom_item_host_ram", gib=f"{per_node:,}"), HOST_RAM_PART, per_node * b.nodes, "per_gib",
