@@ -137,6 +137,8 @@ def test_rocm_version_ecc_state_and_xgmi_links_from_amd_smi():
     bare = AmdSmiTelemetry(run=amd_smi_runner())
     assert bare.rocm_version() is None and bare.gpus()[0].xgmi_links_up is None
     assert telemetry_amd.parse_xgmi_links('[{"gpu": 0, "link_status": ["SELF", "U", "X"]}]') == {0: (1, 2)}
+    # an entry that is not a GPU object is passed over, as per_gpu does (it raised AttributeError)
+    assert telemetry_amd.parse_xgmi_links('["oops", null, {"gpu": 1, "link_status": ["U", "D"]}]') == {1: (1, 2)}
 
 
 def test_inventory_on_an_amd_node_names_rocm_rccl_and_xgmi(tmp_path, monkeypatch):

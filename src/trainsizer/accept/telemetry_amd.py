@@ -153,7 +153,7 @@ def parse_xgmi_links(text: str) -> dict[int, tuple[int, int]]:
     out = {}
     for g in rows if isinstance(rows, list) else []:
         links = g.get("link_status") if isinstance(g, dict) else None
-        if isinstance(g.get("gpu"), int) and isinstance(links, list):
+        if isinstance(links, list) and isinstance(g.get("gpu"), int):  # a non-object entry is passed over
             peers = [str(s).upper() for s in links if str(s).upper() != "SELF"]
             out[g["gpu"]] = (sum(s == "U" for s in peers), len(peers))
     return out
