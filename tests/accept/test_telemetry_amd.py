@@ -197,3 +197,22 @@ def test_an_mi300x_node_outside_a_plan_is_judged_on_amds_and_azures_mi300x_figur
     assert crit.critical_xids is None and crit.critical_amdgpu_events
     h100 = criteria.resolve(None, None, "NVIDIA H100 80GB HBM3")
     assert h100.critical_xids and h100.critical_amdgpu_events is None and h100.xgmi_links_per_gpu is None
+
+
+def test_throttle_status_fails_a_gpu_on_a_thermal_violation_not_on_its_power_cap(tmp_path, monkeypatch):
+    """amd-smi metric --throttle (README sample's keys; per-XCP lists on later releases): GPU 1 at its power cap (PPT)
+    passes, as DCGM passes SW_POWER_CAP; GPU 2's HBM and per-XCP thermal violations fail it; GPU 3 reports N/A."""
+    assert telemetry_amd.parse_violations(fixture_text("amd-smi/metric-throttle.json")) == {
+        0: (), 1: ("ppt",), 2: ("gfx_clk_below_host_limit_thermal", "hbm_thermal"), 3: None}
+    monkeypatch.setattr(amdgpu_log, "read_kernel_log", lambda: ("", "dmesg"))
+    tel = AmdSmiTelemetry(run=_amd_runner_with(
+        {tuple(telemetry_amd.THROTTLE_CMD): fixture_text("amd-smi/metric-throttle.json")}))
+    ctx = Context(criteria=generic(), telemetry=tel, telemetry_why="amd-smi", options=Options(storage_path=tmp_path),
+                  node="mi300a01")
+    throttle = {x.name: x for x in health.run(ctx)}["health.throttle"]
+    assert throttle.status == "fail" and throttle.measured == 1 and "GPU 2" in throttle.why
+    assert "GPU 1" not in throttle.why and "hbm_thermal" in throttle.why and "derived" in throttle.source
+    without = {x.name: x for x in health.run(Context(
+        criteria=generic(), telemetry=AmdSmiTelemetry(run=_amd_runner_with({})), telemetry_why="amd-smi",
+        options=Options(storage_path=tmp_path), node="mi300a01"))}["health.throttle"]
+    assert without.status == "skipped"

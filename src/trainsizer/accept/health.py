@@ -141,8 +141,28 @@ def run(ctx: Context) -> list[CheckResult]:
     if ctx.telemetry.vendor == "amd":
         out.append(_xgmi_errors(ctx, hs))
 
+    out.append(_amd_throttle(ctx, hs) if ctx.telemetry.vendor == "amd" else _throttle(ctx, hs))
+    return out
+
+
+def _throttle(ctx: Context, hs: list) -> CheckResult:
     reasons = {h.index: h.clock_event_reasons for h in hs if h.clock_event_reasons is not None}
     throttled = {i: ", ".join(reason_names(r & FAILING_REASONS)) for i, r in reasons.items() if r & FAILING_REASONS}
-    out.append(_verdict(ctx, names[5], throttled, len(reasons), msg("acc_what_clock_slowdown"),
-                        source=msg("acc_src_dcgm_failing_reasons")))
-    return out
+    return _verdict(ctx, "health.throttle", throttled, len(reasons), msg("acc_what_clock_slowdown"),
+                    source=msg("acc_src_dcgm_failing_reasons"))
+
+
+# amd-smi's violations that fail a GPU: the thermal and hardware-asserted ones, as DCGM fails HW_SLOWDOWN / SW_THERMAL /
+# HW_THERMAL; the power-cap ones (ppt, gfx_clk_below_host_limit_power) and low utilization do not, as DCGM passes
+# SW_POWER_CAP. AMD publishes no such list: this is DCGM's rule read onto AMD's names [derived]
+AMD_FAILING_VIOLATIONS = ("prochot", "socket_thermal", "vr_thermal", "hbm_thermal",
+                          "gfx_clk_below_host_limit_thermal", "gfx_clk_below_host_limit_thm")
+
+
+def _amd_throttle(ctx: Context, hs: list) -> CheckResult:
+    """AMD Instinct: the thermal violations amd-smi metric --throttle reports active fail the GPU."""
+    states = {h.index: h.violations_active for h in hs if h.violations_active is not None}
+    bad = {i: ", ".join(v for v in active if v in AMD_FAILING_VIOLATIONS) for i, active in states.items()
+           if set(active) & set(AMD_FAILING_VIOLATIONS)}
+    return _verdict(ctx, "health.throttle", bad, len(states), msg("acc_what_amd_violations"),
+                    source=msg("acc_src_amd_violations", failing=", ".join(AMD_FAILING_VIOLATIONS)))

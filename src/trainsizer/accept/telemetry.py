@@ -63,6 +63,9 @@ class GpuHealth:
     clock_event_reasons: int | None = None
     # AMD Instinct: amd-smi's xGMI error state (amdsmi_xgmi_status_t name; AMDSMI_XGMI_STATUS_NO_ERRORS when clean)
     xgmi_error_status: str | None = None
+    # AMD Instinct: the violations amd-smi metric --throttle reports ACTIVE (prochot, ppt, socket_thermal, ...; the
+    # *_violation_status keys less the suffix), where NVIDIA's parts report clock_event_reasons; None = not reported
+    violations_active: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,10 @@ projects/amdsmi/docs/how-to/amdsmi-cli-tool.md):
   or a list of {block, status} by release);
 - `amd-smi xgmi -l --json`: per GPU a link_status list, U (up) / D (down) / X (disabled) / SELF, as a list or under
   "link_status" (the shapes AMD's node-scraper reads, nodescraper/plugins/inband/amdsmi);
-- `amd-smi metric --xgmi-err --json`: xgmi_err, the amdsmi_xgmi_status_t name (amdsmi.h).
+- `amd-smi metric --xgmi-err --json`: xgmi_err, the amdsmi_xgmi_status_t name (amdsmi.h);
+- `amd-smi metric --throttle --json`: throttle.<name>_violation_status, "ACTIVE" / "NOT ACTIVE" / "N/A" (amd-smi's
+  README sample: PROCHOT, PPT, SOCKET_THERMAL, VR_THERMAL, HBM_THERMAL, GFX_CLK_BELOW_HOST_LIMIT), per XCP as
+  {"XCP_0": [...]} lists on later releases, or a bool where the library gives one.
 amd-smi prints a list of per-GPU objects (`[{"gpu": 0, ...}]`, ROCm 6.x) or wraps it as `{"gpu_data": [...]}`
 (later releases), and a figure as a bare number, "N/A", "<n> <unit>" or `{"value": n, "unit": u}`: all are read.
 No GPU here: the parsers are pure functions, tested on samples written from AMD's documented output.
@@ -44,6 +47,7 @@ VERSION_CMD = ["amd-smi", "version", "--json"]
 RAS_CMD = ["amd-smi", "static", "--ras", "--json"]
 XGMI_LINK_CMD = ["amd-smi", "xgmi", "-l", "--json"]
 XGMI_ERR_CMD = ["amd-smi", "metric", "--xgmi-err", "--json"]
+THROTTLE_CMD = ["amd-smi", "metric", "--throttle", "--json"]
 NO_BAD_PAGES = "No bad pages found."  # amdsmi_commands.bad_pages: bad_pages_not_found
 XGMI_NO_ERRORS = "AMDSMI_XGMI_STATUS_NO_ERRORS"  # amdsmi.h amdsmi_xgmi_status_t
 
@@ -164,6 +168,32 @@ def parse_xgmi_errors(text: str) -> dict[int, str | None]:
     return {i: _text(g.get("xgmi_err")) or None for i, g in per_gpu(text).items()}
 
 
+def _active(value: Any) -> bool | None:
+    """A violation status as amd-smi prints it: "ACTIVE" / "NOT ACTIVE" / "N/A", a bool, or any of these in per-XCP
+    lists or a {value, unit} object; True if any part is active, None if none is reported."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        parts = [_active(v) for v in value]
+        return True if True in parts else False if False in parts else None
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().upper()
+    return True if text == "ACTIVE" else False if text == "NOT ACTIVE" else None
+
+
+def parse_violations(text: str) -> dict[int, tuple[str, ...] | None]:
+    """`amd-smi metric --throttle --json` -> {gpu: the violations active}; None where none is reported."""
+    out: dict[int, tuple[str, ...] | None] = {}
+    suffix = "_violation_status"
+    for i, g in per_gpu(text).items():
+        throttle = g.get("throttle") if isinstance(g.get("throttle"), dict) else {}
+        states = {k.removesuffix(suffix): _active(v) for k, v in throttle.items() if k.endswith(suffix)}
+        known = {k: v for k, v in states.items() if v is not None}
+        out[i] = tuple(sorted(k for k, v in known.items() if v)) if known else None
+    return out
+
+
 def parse_driver_version(static_text: str) -> str | None:
     for _, g in sorted(per_gpu(static_text).items()):
         driver = g.get("driver")
@@ -249,9 +279,12 @@ class AmdSmiTelemetry:
             pending = {}
         xgmi_text = _optional(self.run, XGMI_ERR_CMD)
         xgmi = parse_xgmi_errors(xgmi_text) if xgmi_text else {}
+        throttle_text = _optional(self.run, THROTTLE_CMD)
+        violations = parse_violations(throttle_text) if throttle_text else {}
         # AMD retires a bad HBM page (amd-smi bad-pages) where NVIDIA remaps a row: no remap figures here
         return [GpuHealth(index=i, ecc_uncorrected_volatile=unc, ecc_corrected_volatile=cor,
-                          retired_pages_pending=pending.get(i), xgmi_error_status=xgmi.get(i))
+                          retired_pages_pending=pending.get(i), xgmi_error_status=xgmi.get(i),
+                          violations_active=violations.get(i))
                 for i, (unc, cor) in sorted(ecc.items())]
 
     def sample(self) -> list[GpuSample]:
