@@ -6,7 +6,7 @@ estimate.accuracy.job_class, the function a user's job goes through), and writes
 statistics to src/trainsizer/estimate/data/accuracy_bands.yaml, which the estimate and the plan report beside their
 figures.
 
-Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..30, perf_mlperf, perf_mlperf6,
+Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..31, perf_mlperf, perf_mlperf6,
 perf_mbridge26, perf_hybrid, perf_amd, perf_finetune, finetune_heldout, perf_external, perf_papers. The development
 set (perf_validation, perf_modern, perf_vtrain, perf_blackwell, memory_*) is NOT used: constants were fitted on it, so
 its errors understate what a new job sees. The pair checks (fp8_pairs, nvfp4_pairs) score ratios, not runs: not used.
@@ -118,6 +118,7 @@ def collect() -> list[Row]:
     import perf_heldout28 as h28
     import perf_heldout29 as h29
     import perf_heldout30 as h30
+    import perf_heldout31 as h31
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -129,6 +130,7 @@ def collect() -> list[Row]:
     out += _heldout_style("perf_heldout28", h28.run_all(), models)
     out += _heldout_style("perf_heldout29", h29.run_all(), models)
     out += _heldout_style("perf_heldout30", h30.run_all(), models)
+    out += _heldout_style("perf_heldout31", h31.run_all(), models)
     out += _heldout_style("perf_papers", pp.run_all(), pp.models())
     out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)
     out += _tokens_style("perf_heldout26", h26.automodel_cases(), h26.automodel_rows(), h26.automodel_job)

@@ -1,0 +1,69 @@
+"""Held-out check on published runs added 2026-12-04 (sixth batch; nothing is fitted on them): the sharded-data-parallel
+stacks fine-tuning teams run, on several Hopper hosts, where the held-out set had no rows (docs/known-gaps.md 66 (a)).
+Each row is stated as the authors wrote it.
+
+Data: benchmarks/data/heldout_2026g_*.csv, in heldout_pretrain.csv's columns (perf_heldout.job_of builds each job; every
+assumed setting is in its `assumed` column):
+- heldout_2026g_zero3.csv: DeepSpeed's DeepCompile benchmark (deepspeedai/DeepSpeedExamples benchmarks/deepcompile at
+  b76c7ccd, 2025-04-15; the DeepSpeed blog blogs/deepcompile): Hugging Face Llama-3-70B and Mixtral-8x7B on 4 nodes of
+  8 H100 through accelerate, DeepSpeed ZeRO-3 (>= 0.16.6, eager) and accelerate's FSDP1 (FULL_SHARD), full activation
+  checkpointing, micro-batch 1 / 2 / 4 at 512 / 1,024 / 2,048 tokens, and ZeRO-3 at 2-16 accumulation steps: tokens/s
+  a GPU read off the benchmark's own charts. The network is not stated (written as 8 x NDR 400 a node).
+- heldout_2026g_fms.csv: IBM / PyTorch FMS-FSDP (pytorch.org blog 2024-03-13, fms-fsdp README at ed74fd5dd): Llama 2
+  7B / 34B / 70B under PyTorch FSDP1 (HSDP for 7B) on 128 A100 and 96 H100, batch 2 x 4,096 a GPU, eager, and the 7B
+  rows with torch.compile. Rows at an unstated selective-checkpointing ratio (13B; the README's compiled 13B-70B) are
+  left out.
+
+Printed: each row (published, predicted, error), per-source MAPE, the worst rows with the estimate's step breakdown,
+the ZeRO-3 / FSDP pair at one layout (measured and predicted ratio), refused rows (each a bug: these runs were made).
+
+Sign: (predicted - published) / published; + = predicted too fast.
+
+Run: python benchmarks/perf_heldout31.py
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+import perf_heldout as ph
+import perf_heldout28 as p28
+from harness import Case
+
+DATA = Path(__file__).resolve().parent / "data"
+FILES = (DATA / "heldout_2026g_zero3.csv", DATA / "heldout_2026g_fms.csv")
+
+
+def rows() -> list[dict[str, str]]:
+    return [r for f in FILES for r in csv.DictReader(f.open(encoding="utf-8"))]
+
+
+def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
+    """(case, the estimate's result or {} when refused, row) for every row, in file order."""
+    return ph.estimate_rows(rows())
+
+
+def zero3_over_fsdp(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[tuple[str, float, float]]:
+    """(ZeRO-3 row id, measured, predicted ZeRO-3 / FSDP rate) for rows that differ only in the sharding engine."""
+    def key(r: dict[str, str]) -> tuple:
+        return (r["model"], r["micro_batch"], r["seq_len"], r["global_batch_seqs"])
+    done = [(c, r) for c, res, r in run if res]
+    fsdp = {key(r): c for c, r in done if "fsdp=full" in r["strategy_extra"] and r["framework"] == "hf"}
+    return [(r["id"], c.measured / fsdp[key(r)].measured, c.predicted / fsdp[key(r)].predicted)
+            for c, r in done if "zero=3" in r["strategy_extra"] and key(r) in fsdp]
+
+
+def main() -> None:
+    run = run_all()
+    p28.print_rows(run)
+    p28.print_summary(run, "Held-out runs, sixth batch (nothing fitted)", 58)
+    print("ZeRO-3 over FSDP at one layout (measured vs predicted):")
+    for row_id, meas, pred in zero3_over_fsdp(run):
+        print(f"  {row_id:58s} measured {meas:.3f} predicted {pred:.3f}  {pred / meas - 1.0:+6.1%}")
+    p28.print_pairs_and_refusals(run)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""Held-out rows added 2026-12-04, sixth batch (benchmarks/perf_heldout31.py; nothing fitted on them): DeepSpeed's
+DeepCompile benchmark (HF Llama-3-70B and Mixtral-8x7B on 32 H100 through accelerate: DeepSpeed ZeRO-3 and FSDP1,
+2025-04) and IBM / PyTorch FMS-FSDP (Llama 2 7B / 34B / 70B on 128 A100 and 96 H100, 2024). Bounds = the figures
+measured when the rows were added, with a margin: the HF rows on 32 H100 come out far too fast (docs/known-gaps.md 69),
+so their bounds guard against a regression, not an accuracy claim; FMS-FSDP's are held at the development bound."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from .heldout_rows import check_rows_sourced
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import perf_heldout as ph  # noqa: E402
+import perf_heldout28 as p28  # noqa: E402
+import perf_heldout31 as p31  # noqa: E402
+from harness import mape  # noqa: E402
+
+# source -> MAPE bound (%); reached at landing in the comment
+BOUNDS = {
+    "DeepCompile benchmark, ZeRO-3 (32 H100, HF Llama-3-70B)": 65.0,  # 55.4: +17.5..+78.9%
+    "DeepCompile benchmark, FSDP (32 H100, HF Llama-3-70B)": 65.0,  # 56.9: +24.7..+90.5%
+    "DeepCompile benchmark, ZeRO-3 (32 H100, HF Mixtral-8x7B)": 170.0,  # 149.9: +147..+153%
+    "DeepCompile benchmark, FSDP (32 H100, HF Mixtral-8x7B)": 130.0,  # 114.5: +103..+131%
+    "FMS-FSDP blog (128 A100, eager)": 10.0,  # 9.1: -9.5..+13.7%
+    "FMS-FSDP blog (96 H100, eager)": 10.0,  # 8.9: -1.0..+24.5%
+    "FMS-FSDP README (compiled)": 10.0,  # 9.1: +3.9 / +14.3%
+}
+
+
+@pytest.fixture(scope="module")
+def run():
+    return p31.run_all()
+
+
+def test_every_row_names_its_source_url_date_and_assumptions():
+    check_rows_sourced(p31.rows(), list(ph.rows()[0]), ph.MODELS, 34, ("tokens_per_s_per_gpu",))
+
+
+def test_every_row_is_estimated_none_refused_and_every_run_fits(run):
+    assert not [(c.row_id, c.skipped) for c, _, _ in run if c.skipped]
+    assert all(res["memory"]["fits"] for _, res, _ in run)  # every run was made
+
+
+def test_per_source_mape_within_bounds(run):
+    groups = p28.by_source([c for c, _, _ in run])
+    assert set(groups) == set(BOUNDS)
+    for source, bound in BOUNDS.items():
+        assert mape(groups[source]) <= bound, (source, mape(groups[source]))
+
+
+def test_zero3_over_fsdp_at_one_layout(run):
+    """The Llama-3-70B runs measure DeepSpeed ZeRO-3 4.7-7.9% faster than accelerate's FSDP1 at every layout; the
+    estimate times the two alike (the hf style prefetches both one decoder layer ahead): -4.5..-7.3%. Mixtral's ZeRO-3
+    runs are 7-20% slower than FSDP's (docs/known-gaps.md 69)."""
+    pairs = p31.zero3_over_fsdp(run)
+    assert len(pairs) == 11
+    llama = [(meas, pred) for rid, meas, pred in pairs if "llama3" in rid]
+    assert all(1.04 < meas < 1.09 and pred == pytest.approx(1.0, abs=0.01) for meas, pred in llama)
+    assert all(meas < 0.95 for rid, meas, _ in pairs if "mixtral" in rid)
