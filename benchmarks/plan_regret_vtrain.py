@@ -28,7 +28,19 @@ import perf_vtrain as pvt  # noqa: E402
 from trainsizer.estimate import evaluate_batch  # noqa: E402
 from trainsizer.estimate.inputs import Strategy, Training  # noqa: E402
 from trainsizer.models.arch import ModelArch  # noqa: E402
+from trainsizer.plan.searched import tie_fraction_of  # noqa: E402
 from trainsizer.search import load_config  # noqa: E402
+
+
+def plan_tie_fraction() -> float:
+    """The tie fraction a plan for these runs uses: their job class's (estimate.accuracy.job_class on the runs'
+    model kind, A100 part, one-host scale and the Megatron stack perf_vtrain models)."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.estimate.accuracy import STACK_FAMILY, JobClass, gpu_family, job_scale
+
+    arch = load_catalog().accelerator(pvt.system(8).accelerator).arch
+    cls = JobClass(STACK_FAMILY["megatron"], "dense", gpu_family(arch), job_scale(8, 8, 8))
+    return tie_fraction_of(cls, load_config().tie_fraction)
 
 
 def fits(d: dict[str, np.ndarray]) -> np.ndarray:
@@ -51,7 +63,7 @@ def fits(d: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def evaluate(tie_fraction: float | None = None) -> dict:
-    tie = load_config().tie_fraction if tie_fraction is None else tie_fraction
+    tie = plan_tie_fraction() if tie_fraction is None else tie_fraction
     d = pvt.load()
     pred, meas, ok = pvt.predict(d), d["ms"], fits(d)
     groups = np.stack([d["hidden"], d["layers"], d["heads"], d["seq"], d["gpus"], d["gbs"]], axis=1)

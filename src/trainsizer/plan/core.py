@@ -156,7 +156,7 @@ def _options(sr: Searched, rk: Ranked, top: int, catalog: Any, lang: str,
              option: int | None = None) -> list[PlanOption]:
     """The top options, the ties, the Pareto points and the one `option` names, evaluated in full, in rank
     order."""
-    cfg, currency = load_config(), plan_currency(sr.base)
+    currency = plan_currency(sr.base)
     tie_ids = {s.index for s in rk.tied}
     shown = list(rk.ranked[:max(top, 1)])
     if option is not None and rk.ranked[option - 1] not in shown:
@@ -168,9 +168,9 @@ def _options(sr: Searched, rk: Ranked, top: int, catalog: Any, lang: str,
         v = ranking.value(s, rk.metric)
         p = sr.priced[s.index]
         score = Score(metric=rk.metric, value=v if v != float("inf") else None,
-                      currency=currency if rk.metric == "cost" else None, uncertainty_fraction=cfg.tie_fraction,
+                      currency=currency if rk.metric == "cost" else None, uncertainty_fraction=rk.fraction,
                       cost=p.cost, cost_basis=p.basis)
-        why = explain.why(s, rk.ranked, sr.priced, rk.metric, currency, cfg.tie_fraction, tie_ids, rk.satisfied,
+        why = explain.why(s, rk.ranked, sr.priced, rk.metric, currency, rk.fraction, tie_ids, rk.satisfied,
                           lang)
         out.append(_full_option(sr.priced[s.index], rk.ranked.index(s) + 1, score,
                                 s.index in tie_ids and len(tie_ids) > 1, why, catalog, s.roomy))
@@ -313,7 +313,7 @@ def _assemble(sr: Searched, rk: Ranked, options: list[PlanOption], recommended: 
         + explain.scale_notes(rk.ranked, sr.priced, rk.metric, currency, lang)
         + explain.no_scale_evidence_notes(options, recommended, lang)
         + explain.precision_notes(cands, _precision_label(sr.base.training), lang)
-        + explain.front_notes(rk.ranked, rk.front, sr.priced, load_config().tie_fraction, lang)
+        + explain.front_notes(rk.ranked, rk.front, sr.priced, rk.fraction, lang)
         + explain.other_currency_notes([sr.priced[s.index] for s in rk.ranked], currency, lang),
     )
 

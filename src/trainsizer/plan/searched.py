@@ -149,6 +149,26 @@ def search_job(scenario: Scenario, catalog: Any, pins: Pins) -> Searched:
     return Searched(scenario, base, pins, cands, results, stats, priced)
 
 
+def tie_fraction_of(cls: Any, floor: float) -> float:
+    """The fraction within which two options' figures are a tie when the best-ranked one is of job class `cls`
+    (estimate.accuracy.JobClass): its class's held-out MAPE (estimate/data/accuracy_bands.yaml, the same statistic
+    as `floor`, search.yaml tie_fraction: the development set's MAPE) where that is wider; `floor` for a class with
+    no band. A difference the estimate's error on runs like this one covers does not tell which is faster or
+    cheaper."""
+    from trainsizer.estimate.accuracy import band_for
+
+    band = band_for(cls, "time")
+    return floor if band.get("matched") is None else max(floor, band["mape_pct"] / 100.0)
+
+
+def _tie_fraction(p: Priced, floor: float) -> float:
+    from trainsizer.estimate.accuracy import job_class
+
+    sc = p.scenario
+    return tie_fraction_of(job_class(sc.model, sc.training, sc.system, sc.strategy, p.result.option.accelerator.arch),
+                           floor)
+
+
 @dataclass
 class Ranked:
     objective: str
@@ -156,6 +176,7 @@ class Ranked:
     ranked: list[ranking.Scored]
     tied: list[ranking.Scored]
     front: list[ranking.Scored]
+    fraction: float = 0.0  # the tie fraction used (tie_fraction_of the best-ranked option)
 
     @property
     def satisfied(self) -> bool:
@@ -163,13 +184,16 @@ class Ranked:
 
 
 def rank_searched(sr: Searched, tie_fraction: float) -> Ranked:
-    """Options by the goal; ties (roomy, then cheapest, then simplest first) and the Pareto front."""
+    """Options by the goal; ties (roomy, then cheapest, then simplest first) within the best-ranked option's
+    `tie_fraction_of` (`tie_fraction` its floor), and the Pareto front."""
     objective = ranking.objective(sr.scenario.job.goal)
     scored = [score_of(i, p) for i, p in enumerate(sr.priced)]
     ranked = ranking.rank(scored, objective)
+    if ranked:
+        tie_fraction = _tie_fraction(sr.priced[ranked[0].index], tie_fraction)
     tied = ranking.ties(ranked, objective, tie_fraction)
     size = {i: (p.result.system.nodes, p.result.option.count) for i, p in enumerate(sr.priced)}
     ranked = ranking.prefer_cheapest(ranked, tied, size)
     tied = [s for s in ranked if s in tied]
     return Ranked(objective, ranking.metric_of(objective), ranked, tied,
-                  ranking.pareto(scored, ranking.front_basis(ranked), tie_fraction))
+                  ranking.pareto(scored, ranking.front_basis(ranked), tie_fraction), tie_fraction)
