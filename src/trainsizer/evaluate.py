@@ -158,17 +158,30 @@ def host_ram_added_gib(catalog: Catalog, system: Any, host_gib_per_node: float) 
 
 def known_host_ram_gib(catalog: Catalog, system: Any) -> float:
     """RAM a node's host is known to have: the system's (the option's catalog server, search.engine.option_system),
-    else, for a module part (bought in its server: `bought_gpus`), the least of its catalog servers' RAM a node (an
-    NVL72 record's share per tray); 0 where no figure is known (a PCIe card's workstation or box)."""
+    else, for a module part (bought in its server: `bought_gpus`), the least of its catalog servers' RAM a node; 0
+    where no figure is known (a PCIe card's workstation or box)."""
     if system.host_ram_gib > 0:
         return float(system.host_ram_gib)
     acc = catalog.accelerator(system.accelerator)
     if not module_part(acc):
         return 0.0
-    rack = acc.rack_nvlink  # a rack record shared out per tray (buildout.node.server_share)
-    rams = [s.ram_gib * (system.gpus_per_node / s.gpus if rack and s.gpus > system.gpus_per_node else 1.0)
-            for s in catalog.servers_for(acc.id) if s.ram_gib]
-    return float(min(rams, default=0.0))
+    rams = (server_ram_per_node(acc, s, system.gpus_per_node) for s in catalog.servers_for(acc.id))
+    return float(min((r for r in rams if r), default=0.0))
+
+
+def server_ram_per_node(acc: Any, server: Any, per_node: int) -> float | None:
+    """The RAM a node of `server` has: a rack-scale NVLink record (NVL72: trays of 4, Accelerator.rack_nvlink) shared
+    out per tray (buildout.node.server_share); a PCIe card in part of a bigger box none of it, as the plan prices the card without
+    that server (a workstation sized from the job: buildout.bom_lines.server_lines); None where the server states
+    none."""
+    if server is None or not server.ram_gib:
+        return None
+    if server.gpus > per_node:
+        if acc.rack_nvlink:
+            return float(server.ram_gib) * per_node / server.gpus
+        if not module_part(acc):
+            return None
+    return float(server.ram_gib)
 
 
 def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: float, kwh: float,

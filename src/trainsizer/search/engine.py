@@ -47,6 +47,7 @@ from trainsizer.estimate.inputs import (
 from trainsizer.estimate.memory import GIB
 from trainsizer.estimate.model_states import frozen_base_bytes, model_state_bytes
 from trainsizer.estimate.validate import check_strategy, valid_mask
+from trainsizer.evaluate import server_ram_per_node
 from trainsizer.models.arch import ModelArch
 from trainsizer.scenario import build_system
 from trainsizer.search import partial
@@ -158,8 +159,8 @@ def option_system(option: HardwareOption) -> System:
     system = build_system(option.accelerator, option.count, min(option.per_node, option.count), option.network)
     if option.fabric is not None:  # the job's oversubscribed fabric, the same fact the scenario resolved
         system = replace(system, zone_gpus=option.fabric.zone_gpus, oversubscription=option.fabric.oversubscription)
-    ram = getattr(option.server, "ram_gib", None) if option.server is not None else None
-    return replace(system, host_ram_gib=float(ram)) if ram else system
+    ram = server_ram_per_node(option.accelerator, option.server, system.gpus_per_node)
+    return replace(system, host_ram_gib=ram) if ram else system
 
 
 MemoryCache = dict[tuple, tuple[Strategy, dict[str, np.ndarray]]]
