@@ -22,7 +22,7 @@ from trainsizer.estimate.memory import GIB, estimate_memory
 from trainsizer.estimate.reliability import failure_figures
 from trainsizer.estimate.step_time import estimate_time
 from trainsizer.messages import msg
-from trainsizer.scenario import Scenario
+from trainsizer.scenario import Scenario, placed_domain_gpus
 
 # the unit_price units of the cost blocks (the JSON keeps these English words; reports translate them)
 UNIT_RENT = "per GPU-hour"
@@ -206,14 +206,20 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
                              gpus=system.gpus))
     elif rent is not None and wants_rent:
         billed = gpu_hours
-        if rent.billed_gpus or rent.min_hours:  # whole rental units, at least the shortest term (prices.yaml)
+        rented = rented_gpus(scenario.accelerator, system.gpus, system.gpus_per_node, rent)
+        if rented > system.gpus:  # whole racks (prices.yaml billed_whole_domains), as the bill of materials rents
+            billed = max(gpu_hours, billed_gpu_hours(rented, wall_hours, rent.billed_gpus, rent.min_hours))
+            notes.append(msg("note_rent_whole_racks", accelerator=system.accelerator, gpus=system.gpus,
+                             rented=rented, racks=rented // int(scenario.accelerator.scaleup_domain),
+                             billed=f"{billed:,.0f}", used=f"{gpu_hours:,.0f}"))
+        elif rent.billed_gpus or rent.min_hours:  # whole rental units, at least the shortest term (prices.yaml)
             billed = max(gpu_hours, billed_gpu_hours(system.gpus, wall_hours, rent.billed_gpus, rent.min_hours))
             if billed > gpu_hours * (1 + 1e-9):
                 notes.append(msg("note_rent_billed", accelerator=system.accelerator, unit=rent.billed_gpus or 1,
                                  hours=f"{rent.min_hours or 1:,g}", billed=f"{billed:,.0f}", used=f"{gpu_hours:,.0f}"))
-        term, terms, billed = _rent_term(catalog, system, rent, billed, wall_hours, notes)
+        term, terms, billed = _rent_term(catalog, system, rented, rent, billed, wall_hours, notes)
         block = _price_block(rent, billed, UNIT_RENT)  # the hours rented on demand
-        reserved = _price_block(term, system.gpus * terms * float(term.min_hours), UNIT_RENT) if terms else None
+        reserved = _price_block(term, rented * terms * float(term.min_hours), UNIT_RENT) if terms else None
         for k in ("low", "mid", "high"):
             block[k] = rent_cost(billed, getattr(rent, k), rent.currency).total + (
                 rent_cost(reserved["quantity"], getattr(term, k), term.currency).total if reserved else 0.0)
@@ -240,10 +246,13 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
         if per_gpu is None:
             notes.append(msg("note_no_buy_price", accelerator=system.accelerator))
         else:
-            bought, server = bought_gpus(catalog, system.accelerator, system.gpus)
+            bought, server = bought_gpus(catalog, system.accelerator, system.gpus, system.gpus_per_node)
             if server is not None:
                 notes.append(msg("note_buy_whole_server", accelerator=system.accelerator, server=server.id,
                                  unit=server.gpus, gpus=system.gpus))
+            elif bought > system.gpus:
+                notes.append(msg("note_buy_whole_racks", accelerator=system.accelerator, gpus=system.gpus,
+                                 bought=bought, racks=bought // int(scenario.accelerator.scaleup_domain)))
             block = _price_block(per_gpu, bought, UNIT_BUY)
             ram = host_ram_block(catalog, system, host_gib_per_node, per_gpu.currency, notes)
             for k in ("low", "mid", "high"):
@@ -266,15 +275,16 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
     return out
 
 
-def _rent_term(catalog: Catalog, system: Any, rent: Any, billed: float, wall_hours: float,
+def _rent_term(catalog: Catalog, system: Any, rented: int, rent: Any, billed: float, wall_hours: float,
                notes: list[str]) -> tuple[Any, int, float]:
     """(the committed-term price, whole terms reserved, GPU-hours left on demand): the catalog's committed-term
     rate (prices.yaml `term: reserved`, a term of min_hours) for the whole terms that make the job cheaper than on
     demand (estimate.cost.committed_terms), else (None, 0, the on-demand hours). A job of a year or more without a
-    committed-term price in the catalog says it is priced on demand (docs/known-gaps.md 34 (a))."""
+    committed-term price in the catalog says it is priced on demand (docs/known-gaps.md 34 (a)). `rented`: the GPUs the
+    rental pays for (rented_gpus)."""
     term = catalog.rent_reserved_per_gpu_hour(system.accelerator, rent.currency)
     if term is not None and term.min_hours:
-        n, left = committed_terms(system.gpus, wall_hours, billed, rent.mid, term.mid, float(term.min_hours))
+        n, left = committed_terms(rented, wall_hours, billed, rent.mid, term.mid, float(term.min_hours))
         if n:
             notes.append(msg("note_rent_reserved", accelerator=system.accelerator, terms=n,
                              months=f"{float(term.min_hours) / HOURS_PER_YEAR * 12:.0f}",
@@ -292,17 +302,31 @@ def module_part(acc: Any) -> bool:
     return not str(getattr(acc, "form_factor", "") or "").strip().lower().startswith("pcie")
 
 
-def bought_gpus(catalog: Catalog, accelerator: str, gpus: int) -> tuple[int, Any]:
+def bought_gpus(catalog: Catalog, accelerator: str, gpus: int, per_node: int) -> tuple[int, Any]:
     """(GPUs a purchase pays for, the server that makes it more than `gpus`, else None): a job on fewer modules
     than the smallest catalog server of a module part (an HGX / OAM baseboard of 8, an NVL72 rack) buys that
-    server's modules: one H20 or Ascend 910B cannot be bought for a workstation. PCIe cards, and jobs that fill
-    whole servers, buy their own GPUs."""
+    server's modules: one H20 or Ascend 910B cannot be bought for a workstation. A job larger than one multi-host
+    scale-up domain buys the whole racks it is placed in (scenario.placed_domain_gpus: 128 GB200 -> 2 racks = 144),
+    as the bill of materials orders them. PCIe cards, and jobs that fill whole servers, buy their own GPUs."""
     acc = catalog.accelerator(accelerator)
+    domain = int(getattr(acc, "scaleup_domain", 0) or 0)
+    if domain > per_node and gpus > domain:
+        return placed_domain_gpus(domain, per_node, gpus), None
     servers = catalog.servers_for(acc.id) if module_part(acc) else []
     smallest = min(servers, key=lambda s: s.gpus, default=None)
     if smallest is None or gpus >= smallest.gpus:
         return gpus, None
     return smallest.gpus, smallest
+
+
+def rented_gpus(acc: Any, gpus: int, per_node: int, rent: Any) -> int:
+    """GPUs a rental pays for: where the rental price's listings rent whole scale-up domains (prices.yaml
+    billed_whole_domains: CoreWeave deploys GB200 NVL72 instances as full racks of 18 trays), a job larger than one
+    domain rents the racks it is placed in (scenario.placed_domain_gpus); else the job's own GPUs."""
+    domain = int(getattr(acc, "scaleup_domain", 0) or 0)
+    if rent is None or not getattr(rent, "billed_whole_domains", False) or gpus <= domain or domain <= per_node:
+        return gpus
+    return placed_domain_gpus(domain, per_node, gpus)
 
 
 def job_cost(costs: dict[str, Any], currency: str) -> tuple[float | None, str | None]:

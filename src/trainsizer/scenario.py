@@ -456,7 +456,9 @@ def _placement_notes(acc: Any, system: Any, per_node: int) -> list[str]:
                     even=even, even_domains=gpus // even)]
     if len(shares) > fewest:
         return [msg("note_nvl_domains_spare", **said, spare=(domain - placed) // per_node, fewest=fewest)]
-    return [msg("note_nvl_domains", **said)] if placed < domain else []
+    if placed == domain:
+        return [msg("note_nvl_domains_full", **said)]
+    return [msg("note_nvl_domains", **said, spare=(domain - placed) // per_node)]
 
 
 def spans_scaleout(acc: Any, gpus: int, per_node: int) -> bool:
@@ -499,6 +501,15 @@ def domain_shares(domain: int, per_host: int, gpus: int) -> tuple[int, ...]:
         tile *= 2
     tiles = gpus // tile
     return tuple(tile * (tiles // fewest + (i < tiles % fewest)) for i in range(fewest))
+
+
+def placed_domain_gpus(domain: int, per_host: int, gpus: int) -> int:
+    """GPUs of the whole scale-up domains the job is placed in (`domain_shares`; an NVL72 rack is bought, powered and,
+    where rented by the rack, rented whole): 128 GB200 -> 2 racks = 144, 2,496 -> 39 racks = 2,808, 64 -> 72; the
+    job's own GPUs where a domain is one host."""
+    if domain <= per_host:
+        return gpus
+    return len(domain_shares(domain, per_host, gpus)) * domain
 
 
 def job_domain_gpus(domain: int, per_host: int, gpus: int) -> int:

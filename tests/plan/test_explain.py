@@ -230,16 +230,28 @@ def test_a_global_plan_leaves_out_china_market_parts_unless_named():
 
 
 
-@pytest.mark.parametrize(("gpus", "per_node", "seqs", "fewer"), [(72, 4, 512, 64), (10_240, 8, 2048, 8192),
+@pytest.mark.parametrize(("gpus", "per_node", "seqs", "fewer"), [(72, 4, 512, 64), (10_240, 8, 2048, 8960),
                                                                  (24, 8, 64, 16), (8, 8, 3, None),
                                                                  (400, 8, 2048, 384)])
 def test_a_count_no_layout_splits_names_the_largest_that_does(gpus, per_node, seqs, fewer):
     """A whole GB200 NVL72 rack (72 GPUs) cannot split a 512-sequence batch: the plan also offers 64 GPUs (16
-    trays), as NVIDIA's NVL72 runs use; 10,240 H100 with 2,048 sequences -> 8,192; 400 -> 384, the 3 in the
-    pipeline (search.yaml pp_odd_factors)."""
+    trays), as NVIDIA's NVL72 runs use; 10,240 H100 with 2,048 sequences -> 8,960 (PP 35 = 5 x 7, MT-NLG's, x DP
+    256; 8,192 before pp_odd_factors held 5 and 7); 400 -> 384, the 3 in the pipeline (search.yaml pp_odd_factors)."""
     from trainsizer.plan.explain import layout_count
 
     assert layout_count(gpus, per_node, seqs) == fewer
+
+
+def test_the_count_named_takes_a_pipeline_the_layers_split_into():
+    """144 GB200 with 512 sequences: 140 (PP 35) leaves Llama 3.1 70B's 80 layers no end-stage split
+    (search.space.end_stage_layers), so the search would find no layout there: 128 is named; MT-NLG's 105 layers
+    take PP 35."""
+    from trainsizer.plan.explain import layout_count
+
+    assert layout_count(144, 4, 512) == 140
+    assert layout_count(144, 4, 512, 80) == 128
+    assert layout_count(10_240, 8, 2048, 105) == 8960
+    assert layout_count(10_240, 8, 2048, 80) == 8192
 
 
 

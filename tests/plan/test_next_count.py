@@ -75,15 +75,16 @@ def test_nothing_fits_prices_the_first_count_from_the_states_need():
 
 def _qwen_on(count):
     return {"name": f"72b on {count}", "model": "qwen2.5-72b", "method": "pretrain", "data": {"tokens": 2.0e10},
-            "seq_len": 4096, "global_batch": {"sequences": 160}, "goal": {"procurement": "rent"},
+            "seq_len": 4096, "global_batch": {"sequences": 96}, "goal": {"procurement": "rent"},
             "hardware": {"accelerator": "h100-sxm-80gb", "count": count, "network": "ib-ndr400"}}
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_pinned_count_that_fits_but_splits_poorly_gets_the_nearby_count_that_beats_it(lang):
-    """160 sequences on 40 H100 fit without offload but split poorly: 32 H100 (a server fewer), searched and priced
-    as every option, is faster and cheaper, so the plan says so beside the pinned count (known-gaps 43 (n)); it
-    does not join the ranking. On 32 no neighbour beats it and nothing is said."""
+    """96 sequences on 40 H100 fit without offload but split poorly (PP 5 x TP 4 x DP 2 at best): 48 H100 (a server
+    more), searched and priced as every option, is faster and cheaper, so the plan says so beside the pinned count
+    (known-gaps 43 (n)); it does not join the ranking. On 48 no neighbour beats it and nothing is said. (With 160
+    sequences, the case before search.yaml pp_odd_factors held 5, 40 splits as PP 5 x DP 2 and is the better count.)"""
     plan = make_plan(_qwen_on(40), build=False, lang=lang)
     rec, nxt = plan.recommended, plan.next_count
     assert rec.hardware.count == 40 and rec.strategy.offload == "none"
@@ -93,5 +94,5 @@ def test_a_pinned_count_that_fits_but_splits_poorly_gets_the_nearby_count_that_b
     assert all(o.count == 40 for o in plan.hardware_options)
     note = say(_note(plan, "note_nearby_count").model_dump(), lang)
     assert nxt.id in note and ("the job pins 40 GPUs" in note if lang == "en" else "作业固定为 40 张卡" in note)
-    well = make_plan(_qwen_on(32), build=False)
+    well = make_plan(_qwen_on(48), build=False)
     assert well.next_count is None and _note(well, "note_nearby_count") is None

@@ -42,3 +42,77 @@ def test_200_gb200_draws_and_says_the_racks_it_buys():
     assert "72 + 64 + 64" in _domain_row(nv, "NVLink", "zh")
     assert _domain_row({**nv, "job_gpus_by_domain": [64, 64], "domains": 2}, "NVLink", "en").endswith(
         "64 GPUs of the job in each")
+
+
+def _priced(build, acc: str, gpus: int, procurement: str):
+    b = build(hardware={"accelerator": acc, "count": gpus, "per_node": 4, "network": "ib-ndr400"},
+              constraints={"cooling": "liquid"}, global_batch={"sequences": gpus},
+              goal={"deadline_days": 365, "procurement": procurement},
+              strategy={"tp": 4, "pp": 1, "fsdp": "none", "zero": 1, "micro_batch": 1, "recompute": "full"})
+    return b, b.evaluation["cost"]
+
+
+@pytest.mark.parametrize("acc", ["gb200", "gb300"])
+@pytest.mark.parametrize("gpus", [64, 128, 144, 200, 576])
+def test_the_ranking_buys_the_racks_the_bom_orders(build, acc, gpus):
+    """55 (l): the ranking's purchase (evaluate.job_cost, the buy block's quantity) pays for the GPUs of every rack
+    the BOM orders, not the job's GPUs: 128 GB200 buy 2 racks = 144 GPUs' worth."""
+    from trainsizer.plan.buildout import build_blocks
+
+    b, cost = _priced(build, acc, gpus, "buy")
+    racks = [ln for ln in build_blocks(b).bom.lines if str(ln.unit) == "per_rack" and ln.part][0].quantity
+    assert cost["buy"]["quantity"] == racks * 72 >= gpus
+    assert cost["buy"]["capex_total"] == pytest.approx(cost["buy"]["unit_price"]["mid"] * racks * 72)
+
+
+@pytest.mark.parametrize("gpus, racks", [(128, 2), (144, 2), (200, 3)])
+def test_rented_gb200_bills_its_whole_racks(build, gpus, racks):
+    """CoreWeave deploys GB200 NVL72 instances only as full racks (prices.yaml billed_whole_domains): a job larger than
+    one rack rents every rack it is placed in, in the ranking and in the BOM's rent line alike."""
+    from trainsizer.plan.buildout import build_blocks
+
+    b, cost = _priced(build, "gb200", gpus, "rent")
+    hours = b.train_days * 24.0
+    assert cost["rent"]["quantity"] == pytest.approx(racks * 72 * hours)
+    line = [ln for ln in build_blocks(b).bom.lines if str(ln.unit) == "per_gpu_hour"][0]
+    assert line.quantity == pytest.approx(cost["rent"]["quantity"], abs=1e-3)
+    assert line.total["typical"] == pytest.approx(cost["rent"]["mid"], rel=1e-4)
+
+
+def test_a_job_inside_one_rack_rents_by_the_superchip(build):
+    """Inside one rack the price's own unit holds (Spheron: a superchip of 2 GPUs): 64 GB200 pay for 64."""
+    b, cost = _priced(build, "gb200", 64, "rent")
+    assert cost["rent"]["quantity"] == pytest.approx(64 * b.train_days * 24.0)
+
+
+def test_hgx_parts_buy_their_own_gpus(build):
+    """No multi-host domain, no racks: 16 H100 buy 16."""
+    b = build()
+    assert b.evaluation["cost"]["buy"]["quantity"] == 16
+
+
+@pytest.mark.parametrize("gpus, full", [(72, 1), (128, 0), (144, 2), (200, 1), (576, 8)])
+def test_racks_filled_on_every_tray_are_flagged_without_spares(blocks, gpus, full):
+    """55 (l): a rack the job fills on all 18 trays keeps no spare (a tray of another rack is outside its NVLink
+    domain): the risks say so with the failures expected there; racks placed 64 of 72 keep 2 trays as spares."""
+    out = _nvl72(blocks, "gb200", gpus)
+    risk = next((r for r in out.risks if r.id == "nvl72_no_spare_trays"), None)
+    assert (risk is not None) == bool(full)
+    if risk is not None:
+        assert f"{full} of the {len(domain_shares(72, 4, gpus))} NVL72 racks" in str(risk.evidence)
+        assert "16 of each rack's 18 trays" in str(risk.mitigation)
+
+
+@pytest.mark.parametrize("gpus, words", [(128, "the 2 trays left free in each rack are its spares"),
+                                         (144, "no rack keeps a spare tray")])
+def test_the_placement_note_says_what_spares_the_racks_keep(gpus, words):
+    from trainsizer.catalog import load_catalog
+    from trainsizer.scenario import resolve_job
+
+    from .conftest import make_job
+
+    job = make_job(hardware={"accelerator": "gb200", "count": gpus, "per_node": 4, "network": "ib-ndr400"},
+                   constraints={"cooling": "liquid"}, global_batch={"sequences": gpus},
+                   strategy={"tp": 4, "pp": 1, "fsdp": "none", "zero": 1, "micro_batch": 1, "recompute": "full"})
+    notes = " ".join(str(n) for n in resolve_job(job, load_catalog()).notes)
+    assert words in notes

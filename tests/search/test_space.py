@@ -113,15 +113,35 @@ def test_a_named_fsdp_stack_shards_its_model_parallel_layouts_with_fsdp():
         assert rows[mp, col["distributed_optimizer"]].any() and not rows[mp, col["zero"]].any(), framework
 
 
-def test_pipeline_degrees_include_three_times_powers_of_two():
-    """search.yaml pp_odd_factors [3]: BLOOM's PP 12 and the 1.5x ladder rungs' factor 3 (known-gaps 65 (d))."""
-    from trainsizer.search.space import model_parallel_group, pipeline_degrees
+def test_pipeline_degrees_include_odd_factors_times_powers_of_two():
+    """search.yaml pp_odd_factors [3, 5, 7]: BLOOM's PP 12, the 1.5x ladder rungs' factor 3 (known-gaps 65 (d)) and
+    MT-NLG 530B's PP 35 = 5 x 7 (known-gaps 55 (l)): each product of distinct factors times a power of two."""
+    from trainsizer.search.space import model_parallel_group, odd_multipliers, pipeline_degrees
 
     assert pipeline_degrees(64, (3,)) == [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
     assert pipeline_degrees(64, ()) == [1, 2, 4, 8, 16, 32, 64]
     assert pipeline_degrees(2, (3,)) == [1, 2]
-    assert load_config().pp_odd_factors == (3,)
+    assert odd_multipliers((3, 5, 7)) == [1, 3, 5, 7, 15, 21, 35, 105]
+    assert pipeline_degrees(40, (3, 5, 7)) == [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 15, 16, 20, 21, 24, 28, 30, 32,
+                                               35, 40]
+    assert load_config().pp_odd_factors == (3, 5, 7)
     assert [n for n in range(1, 50) if model_parallel_group(n, (3,))] == [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48]
+    assert not model_parallel_group(9, (3, 5, 7)) and not model_parallel_group(25, (3, 5, 7))
+
+
+def test_mt_nlg_layout_is_searched_at_its_published_count():
+    """MT-NLG 530B (105 layers, 128 heads) on 4,480 A100 with 1,920 sequences ran TP 8 x PP 35 x DP 16 (Smith et al.
+    2022): the search offers it, 3 layers a stage, no stated end stages; an uneven degree states its ends
+    (search.space.end_stage_layers), as Megatron-Core requires."""
+    from trainsizer.search.space import _layouts, end_stage_layers
+
+    cfg = load_config()
+    rows = _layouts(128, 105, 1, 2048, 1920, 4480, 8, 8, cfg.max_tp, cfg.max_pp, cfg.cp_min_tokens_per_rank,
+                    cfg.vpp_values, False, False, "megatron", cfg.pp_odd_factors, True, True)
+    mtnlg = rows[(rows[:, 0] == 8) & (rows[:, 1] == 35) & (rows[:, 2] == 1)]
+    assert len(mtnlg) and set(mtnlg[:, 3]) == {16} and set(mtnlg[:, -2]) == set(mtnlg[:, -1]) == {0}
+    assert end_stage_layers(126, 5, 1) == (24, 24)  # Llama 3.1 405B at PP 5: 24 + 3 x 26 + 24
+    assert end_stage_layers(126, 7, 2) == (0, 0)  # 126 = 7 x 2 x 9: even
 
 
 def test_a_count_of_three_times_a_power_of_two_splits_a_power_of_two_batch_through_the_pipeline():

@@ -89,6 +89,10 @@ class Reliability:
     def checkpoint_bytes_per_param(self) -> r.Figure:
         return self.figure("checkpoint-bytes-per-param")
 
+    @property
+    def hot_spare_fraction(self) -> r.Figure:
+        return self.figure("hot-spare-fraction")
+
     def job_mtbf_hours(self, nodes: int, failures_per_1000_node_days: float | None = None) -> float:
         """Job MTBF with nodes in series: 24 h / (N_nodes * r_f) (Kokolis et al. 2024, arXiv:2410.21680)."""
         if nodes < 1:

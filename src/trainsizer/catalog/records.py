@@ -626,6 +626,9 @@ class PriceRange(_Span):
     # whole units; min_hours: the shortest term billed (a monthly contract 730 h, an annual lease 8,760 h).
     billed_gpus: int | None = Field(default=None, ge=1)
     min_hours: float | None = Field(default=None, gt=0)
+    # Rent only: the listings rent a multi-host scale-up domain whole (an NVL72 rack of 18 trays), so a job larger
+    # than one domain pays for every rack it is placed in (evaluate.rented_gpus); a job inside one rack bills as above.
+    billed_whole_domains: bool = False
     # Rent only: the billing term every figure of the range is on (one range never mixes terms). None: on demand,
     # what a job of hours or days pays; "reserved": a committed term of `min_hours` (a 1-year reservation), kept
     # as its own record (id `<kind>-<currency>-<subject>-reserved`) beside the on-demand one and read by the

@@ -23,7 +23,7 @@ from trainsizer.scenario import Scenario, scaleup_domains
 from trainsizer.search import rank as ranking
 from trainsizer.search.config import SearchConfig, load_config, names_lean_layout
 from trainsizer.search.engine import OptionResult, offload_reason, states_lower_bound_bytes
-from trainsizer.search.space import model_parallel_group
+from trainsizer.search.space import end_stage_layers, model_parallel_group
 from trainsizer.spec import LAYOUT_DETAIL_FIELDS, LAYOUT_FIELDS
 
 COMM_KEYS = ("tp_comm", "cp_comm", "ep_comm", "dp_comm", "pp_comm")
@@ -349,7 +349,7 @@ def _layout_binding(base: Scenario, results: list[OptionResult], lang: str) -> B
     detail = msg("bind_layout", lang, option=big.option.key, seqs=f"{seqs:,}")
     relax = [Relaxation(change=msg("relax_batch", lang, gpus=big.option.count),
                         result=msg("relax_batch_buys", lang))]
-    fewer = layout_count(big.option.count, big.option.per_node, seqs)
+    fewer = layout_count(big.option.count, big.option.per_node, seqs, base.model.layers)
     if fewer is not None:
         relax.append(Relaxation(change=msg("relax_layout_count", lang, gpus=f"{fewer:,}", asked=f"{big.option.count:,}",
                                            nodes=f"{fewer // big.option.per_node:,}", per_node=big.option.per_node),
@@ -357,17 +357,25 @@ def _layout_binding(base: Scenario, results: list[OptionResult], lang: str) -> B
     return Binding(constraint="constraints", detail=detail, relaxations=relax)
 
 
-def layout_count(gpus: int, per_node: int, seqs: int) -> int | None:
+def layout_count(gpus: int, per_node: int, seqs: int, layers: int | None = None) -> int | None:
     """The largest GPU count below `gpus`, whole hosts of `per_node`, that splits into a data-parallel degree
     dividing the global batch of `seqs` sequences times a model-parallel group the search tries (TP x PP x CP of a
-    power of two, or 3 x one with the 3 in PP: search.space.model_parallel_group): 72 GB200 with 512 sequences ->
-    64 (16 trays: the MLPerf NVL72 runs use 64 of a rack's 72, SEGMENT=16), 10,240 H100 with 2,048 -> 8,192. None
-    when no such count exists."""
+    power of two, or an odd multiplier times one, the odd factor in PP: search.space.model_parallel_group), whose
+    pipeline of that odd factor splits the model's `layers` (search.space.end_stage_layers: 80 layers take no PP
+    35): 72 GB200 with 512 sequences -> 64 (16 trays: the MLPerf NVL72 runs use 64 of a rack's 72, SEGMENT=16),
+    10,240 H100 with 2,048 -> 8,960 (PP 35) for a model of 105 layers. None when no such count exists."""
     odd = load_config().pp_odd_factors
     for n in range(gpus - gpus % per_node - (per_node if gpus % per_node == 0 else 0), 0, -per_node):
-        if model_parallel_group(n // math.gcd(n, seqs), odd):
+        group = n // math.gcd(n, seqs)
+        if model_parallel_group(group, odd) and _pipeline_splits(group & -group, group, layers):
             return n
     return None
+
+
+def _pipeline_splits(pow2: int, group: int, layers: int | None) -> bool:
+    """Whether a pipeline of the group's odd factor (`group` / its power-of-two part `pow2`) splits `layers`."""
+    f = group // pow2
+    return layers is None or f == 1 or (f <= layers and end_stage_layers(layers, f, 1) is not None)
 
 
 def _memory_binding(base: Scenario, results: list[OptionResult], lang: str) -> Binding:

@@ -80,16 +80,25 @@ def _pow2_upto(limit: int) -> list[int]:
     return out
 
 
+def odd_multipliers(odd_factors: tuple[int, ...]) -> list[int]:
+    """1 and every product of distinct odd factors (search.yaml pp_odd_factors [3, 5, 7] -> 1, 3, 5, 7, 15, 21, 35,
+    105): a pipeline degree is one of these times a power of two (MT-NLG 530B's PP 35 = 5 x 7)."""
+    out = {1}
+    for f in dict.fromkeys(odd_factors):
+        out |= {m * f for m in out}
+    return sorted(out)
+
+
 def pipeline_degrees(limit: int, odd_factors: tuple[int, ...]) -> list[int]:
-    """Pipeline degrees tried up to `limit`: the powers of two and each odd factor times one (search.yaml
-    pp_odd_factors: 3 -> 3, 6, 12, 24, 48)."""
-    return sorted({f * p for f in (1, *odd_factors) for p in _pow2_upto(limit // f)})
+    """Pipeline degrees tried up to `limit`: each odd multiplier times a power of two (search.yaml pp_odd_factors:
+    3 -> 3, 6, 12, 24, 48; 5 x 7 -> 35)."""
+    return sorted({f * p for f in odd_multipliers(odd_factors) for p in _pow2_upto(limit // f)})
 
 
 def model_parallel_group(n: int, odd_factors: tuple[int, ...]) -> bool:
-    """Whether `n` GPUs form a TP x PP x CP group the search can try: a power of two, or an odd factor of the
-    pipeline degrees times one (limits on each degree aside)."""
-    return any(n % f == 0 and (n // f) & (n // f - 1) == 0 for f in (1, *odd_factors))
+    """Whether `n` GPUs form a TP x PP x CP group the search can try: a power of two times an odd multiplier of the
+    pipeline degrees (limits on each degree aside)."""
+    return any(n % f == 0 and (n // f) & (n // f - 1) == 0 for f in odd_multipliers(odd_factors))
 
 
 def _shard_modes(megatron: bool, dp: int, cp: int, per_node: int, offload: bool,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from trainsizer.estimate.cost import billed_gpu_hours, committed_terms
-from trainsizer.evaluate import HOST_RAM_PART, host_ram_added_gib, module_part
+from trainsizer.evaluate import HOST_RAM_PART, host_ram_added_gib, module_part, rented_gpus
 from trainsizer.messages import Money, duration, msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.bom import (
@@ -147,7 +147,9 @@ def rent_lines(b: BuildInput, storage: StorageBlock) -> list[BomLine]:
     billed, terms = rent_billing(b)
     reserved, n, term_hours, billed = rent_split(b, rent, billed)
     note = msg("bom_note_rent_hours", hours=f"{hours:.0f}", gpus=b.gpus)
-    if billed > b.gpus * hours * (1 + 1e-9):  # whole rental units, the shortest term (prices.yaml)
+    if b.nvl72 and terms[0] > b.gpus:  # the racks the job is placed in, rented whole (prices.yaml billed_whole_domains)
+        note = msg("bom_note_rent_racks", used=note, racks=b.racks, rented=terms[0])
+    elif billed > b.gpus * hours * (1 + 1e-9):  # whole rental units, the shortest term (prices.yaml)
         note = msg("bom_note_rent_billed", used=note, unit=terms[0], min_hours=f"{terms[1]:,g}")
     if b.nvl72:
         item = msg("bom_item_rent_nvl72", trays=b.nodes, per_node=b.per_node, racks=b.racks,
@@ -159,7 +161,7 @@ def rent_lines(b: BuildInput, storage: StorageBlock) -> list[BomLine]:
     if n:  # whole committed terms, priced at the catalog's reserved rate (evaluate prices the job the same way)
         gpus_lines.insert(0, line(msg("bom_item_rent_reserved", item=item, terms=n,
                                       months=f"{term_hours / rules.value('facility', 'hours_per_year') * 12:.0f}"),
-                                  b.accelerator.id, round(b.gpus * n * term_hours, 3), "per_gpu_hour", reserved,
+                                  b.accelerator.id, round(_rented(b) * n * term_hours, 3), "per_gpu_hour", reserved,
                                   msg("bom_note_rent_reserved", left=f"{billed:,.0f}")))
     return gpus_lines + [
             line(_rent_storage_item(b, storage), None, storage.capacity_tb.value, "per_tb_month",
@@ -184,8 +186,18 @@ def rent_billing(b: BuildInput) -> tuple[float, tuple[int, float]]:
     min_hours), as `evaluate` prices the job; else the GPUs for the job's hours."""
     hours = b.train_days * 24.0
     rec = b.catalog.rent_per_gpu_hour(b.accelerator.id, b.currency) or b.catalog.rent_per_gpu_hour(b.accelerator.id)
+    gpus = _rented(b)
+    if gpus > b.gpus:  # whole NVL72 racks (prices.yaml billed_whole_domains), as `evaluate` prices the job
+        return max(b.gpus * hours, billed_gpu_hours(gpus, hours, rec.billed_gpus, rec.min_hours)), (gpus, rec.min_hours or 0.0)
     unit, least = (rec.billed_gpus or 1, rec.min_hours or 0.0) if rec is not None else (1, 0.0)
     return max(b.gpus * hours, billed_gpu_hours(b.gpus, hours, unit, least)), (unit, least)
+
+
+def _rented(b: BuildInput) -> int:
+    """GPUs the rental pays for (evaluate.rented_gpus: an NVL72 job's whole racks where the price rents them whole)."""
+    cat = b.catalog
+    rec = cat.rent_per_gpu_hour(b.accelerator.id, b.currency) or cat.rent_per_gpu_hour(b.accelerator.id)
+    return rented_gpus(b.accelerator, b.gpus, b.per_node, rec)
 
 
 def rent_split(b: BuildInput, rent, billed: float) -> tuple:
@@ -198,7 +210,7 @@ def rent_split(b: BuildInput, rent, billed: float) -> tuple:
     if rent is None or reserved is None or rec is None or not rec.min_hours:
         return None, 0, 0.0, billed
     term_hours = float(rec.min_hours)
-    n, left = committed_terms(b.gpus, b.train_days * 24.0, billed, rent.typical, reserved.typical, term_hours)
+    n, left = committed_terms(_rented(b), b.train_days * 24.0, billed, rent.typical, reserved.typical, term_hours)
     return reserved, n, term_hours, left
 
 
@@ -228,10 +240,10 @@ def buy_vs_rent(b: BuildInput, capex: dict[str, float], fac: FacilityBlock,
         # the job pays on demand (its hours); a purchase is weighed against a month of full use at the
         # committed-term rate where the catalog lists one (prices.yaml `term: reserved`), else on demand
         reserved = catalog_price(cat, "rent", b.accelerator.id, cur, term="reserved")
-        on_demand = b.gpus * hours * rent.typical
-        per_month = b.gpus * hours * (reserved or rent).typical
+        on_demand = _rented(b) * hours * rent.typical
+        per_month = _rented(b) * hours * (reserved or rent).typical
         res, n, term_hours, left = rent_split(b, rent, rent_billing(b)[0])
-        for_job = left * rent.typical + (b.gpus * n * term_hours * res.typical if n else 0.0)
+        for_job = left * rent.typical + (_rented(b) * n * term_hours * res.typical if n else 0.0)
         rent_block = {"per_gpu_hour": rent.model_dump(), "per_month": per_month, "for_job": for_job,
                       "job_days": b.train_days}
         even, even_od = pays_back(per_month), pays_back(on_demand)

@@ -16,6 +16,7 @@ from trainsizer.plan.buildout.facility import COOLING_KEYS
 from trainsizer.plan.buildout.inputs import BuildInput
 from trainsizer.plan.buildout.phases import acquisition
 from trainsizer.plan.texts import MessageRef, as_msg, listed
+from trainsizer.scenario import SPARE_HOSTS_PER_DOMAIN
 from trainsizer.search.config import leaves_floor
 
 
@@ -259,6 +260,30 @@ def _server_short(c: Ctx) -> Risk | None:
                 mitigation=msg(_by_site(c.b, "risk_fix_server_short")), source="convention")
 
 
+def _nvl72_spares(c: Ctx) -> Risk | None:
+    """NVL72 racks the job fills, 18 of 18 trays, keep no spare: a TP / EP group cannot take a tray of another rack
+    (outside its NVLink domain), so a failed tray stops the job until it is swapped in its rack (CoreWeave replaces
+    NVL72 nodes in place and plans for 2 unavailable a rack; NVIDIA's Slurm segments of 16 of 18 trays leave 2), where
+    the restart model counts minutes on a spare node. Racks the placement leaves trays free in keep those as spares."""
+    b = c.b
+    per_node, domain = b.per_node, int(b.accelerator.scaleup_domain or 0)
+    full = sum(1 for s in b.rack_shares if s >= domain)
+    if not full:
+        return None
+    rel = b.catalog.reliability
+    failures = full * domain * b.train_days * 24.0 / rel.per_gpu_mtbf_hours.mid
+    spare = SPARE_HOSTS_PER_DOMAIN
+    alt = -(-b.gpus // per_node // (domain // per_node - spare))
+    return Risk(id="nvl72_no_spare_trays", severity="medium",
+                evidence=msg("risk_ev_nvl72_spares", full=full, racks=b.racks, trays=domain // per_node,
+                             failures=f"{failures:.1f}", days=f"{b.train_days:.0f}",
+                             mtbf=f"{rel.per_gpu_mtbf_hours.mid:,.0f}",
+                             spare_low=f"{rel.hot_spare_fraction.low:.0%}", spare_high=f"{rel.hot_spare_fraction.high:.0%}"),
+                mitigation=msg(_by_site(b, "risk_fix_nvl72_spares"), spare=spare, alt=alt,
+                               used=domain // per_node - spare, trays=domain // per_node),
+                source="coreweave_gb200_instances")
+
+
 def _unpriced(c: Ctx) -> Risk | None:
     """A purchase whose bill of materials has parts without a price: its budget is incomplete. A rented cluster's
     cost is the rental (priced); its BOM is the purchase alternative, and the buy-vs-rent verdict says what it
@@ -276,7 +301,7 @@ def _unpriced(c: Ctx) -> Risk | None:
 RULES: tuple[Callable[[Ctx], Risk | None], ...] = (
     _tp_across_pcie, _slow_network, _server_nics, _checkpoint_stall, _rack_power, _consumer, _export, _fp8_moe_stack, _single_node,
     _loader,
-    _deadline, _deadline_band, _memory, _server_short, _unpriced)
+    _deadline, _deadline_band, _memory, _server_short, _nvl72_spares, _unpriced)
 
 
 def risks_block(b: BuildInput, blocks: dict) -> list[Risk]:
