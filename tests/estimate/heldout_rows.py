@@ -1,4 +1,5 @@
-"""What every held-out benchmark row must carry, checked the same way for each batch (perf_heldout28 / 29 / 30)."""
+"""What every held-out benchmark row must carry and how each batch's run is judged, checked the same way for each batch
+(perf_heldout28 / 29 / 30 / 31)."""
 
 from __future__ import annotations
 
@@ -23,3 +24,20 @@ def check_rows_sourced(rs: list[dict], header: list[str], models_path: Path, n: 
         assert r["confidence"] in ("high", "medium", "low"), r["id"]
         assert float(r["value"]) > 0 and r["metric"] in metrics, r["id"]
         assert r["model"] in models or (BENCH.parent / "src/trainsizer/models/presets" / f"{r['model']}.json").exists()
+
+
+def check_run(run: list, bounds: dict[str, float], unfit: frozenset[str] = frozenset()) -> None:
+    """No row refused; the runs said not to fit are exactly `unfit` (every run was made); each source's time MAPE
+    within its bound (perf_heldout28.by_source groups, harness.mape)."""
+    import sys
+
+    sys.path.insert(0, str(BENCH))
+    import perf_heldout28 as p28
+    from harness import mape
+
+    assert not [(c.row_id, c.skipped) for c, _, _ in run if c.skipped]
+    assert {c.row_id for c, res, _ in run if not res["memory"]["fits"]} == set(unfit)
+    groups = p28.by_source([c for c, _, _ in run])
+    assert set(groups) == set(bounds)
+    for source, bound in bounds.items():
+        assert mape(groups[source]) <= bound, (source, mape(groups[source]))

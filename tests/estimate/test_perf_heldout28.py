@@ -12,14 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from .heldout_rows import check_rows_sourced
+from .heldout_rows import check_rows_sourced, check_run
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
 import perf_heldout as ph  # noqa: E402
 import perf_heldout28 as p28  # noqa: E402
-from harness import mape  # noqa: E402
 
 # source -> MAPE bound (%); reached at landing in the comment
 BOUNDS = {
@@ -58,17 +57,8 @@ def test_every_row_names_its_source_url_date_and_assumptions():
         assert not r["overlay"] or (BENCH / "data" / r["overlay"]).exists(), r["id"]
 
 
-def test_every_row_is_estimated_none_refused_and_each_fits(run):
-    assert not [(c.row_id, c.skipped) for c, _, _ in run if c.skipped]
-    assert all(res["memory"]["fits"] for _, res, _ in run)  # every run was made
-
-
-def test_per_source_mape_within_bounds(run):
-    cs = [c for c, _, _ in run]
-    groups = p28.by_source(cs)
-    assert set(groups) == set(BOUNDS)
-    for source, bound in BOUNDS.items():
-        assert mape(groups[source]) <= bound, (source, mape(groups[source]))
+def test_every_row_is_estimated_none_refused_each_fits_and_each_source_within_its_bound(run):
+    check_run(run, BOUNDS)
 
 
 def test_fp8_gain_over_bf16_at_one_layout(run):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .heldout_rows import check_rows_sourced
+from .heldout_rows import check_rows_sourced, check_run
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
@@ -21,7 +21,6 @@ sys.path.insert(0, str(BENCH))
 import perf_heldout as ph  # noqa: E402
 import perf_heldout28 as p28  # noqa: E402
 import perf_heldout30 as p30  # noqa: E402
-from harness import mape  # noqa: E402
 
 # source -> MAPE bound (%); reached at landing in the comment
 BOUNDS = {
@@ -45,16 +44,8 @@ def test_every_row_names_its_source_url_date_and_assumptions():
     check_rows_sourced(rs, list(ph.rows()[0]), ph.MODELS, 19, ("tokens_per_s_per_gpu", "device_memory_used_gib"))
 
 
-def test_every_row_is_estimated_none_refused_and_every_run_fits(run):
-    assert not [(c.row_id, c.skipped) for c, _, _ in run if c.skipped]
-    assert all(res["memory"]["fits"] for _, res, _ in run)  # every run was made
-
-
-def test_per_source_mape_within_bounds(run):
-    groups = p28.by_source([c for c, _, _ in run])
-    assert set(groups) == set(BOUNDS)
-    for source, bound in BOUNDS.items():
-        assert mape(groups[source]) <= bound, (source, mape(groups[source]))
+def test_every_row_is_estimated_none_refused_every_run_fits_and_each_source_within_its_bound(run):
+    check_run(run, BOUNDS)
 
 
 def test_device_memory_is_the_whole_estimate(run):
