@@ -93,7 +93,7 @@ def test_torchrun_command_shapes(tmp_path):
 
 def test_failed_torchrun_is_an_error(monkeypatch):
     ctx = ctx_for(collective_timeout_s=5)
-    monkeypatch.setattr(collectives, "torchrun_command", lambda c, out, python=None: ["python3", "-c", "raise SystemExit(3)"])
+    monkeypatch.setattr(collectives, "torchrun_command", lambda c, out, python=None, group_size=0: ["python3", "-c", "raise SystemExit(3)"])
     r = collectives.run(ctx)
     assert all(x.status == "error" and "exited 3" in x.why for x in r)
 
