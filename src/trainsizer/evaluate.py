@@ -126,7 +126,7 @@ def host_ram_block(catalog: Catalog, system: Any, host_gib_per_node: float, curr
     if host_gib_per_node <= 0:
         return None
     need, host = math.ceil(host_gib_per_node), known_host_ram_gib(catalog, system)
-    extra = host_ram_added_gib(catalog, system, host_gib_per_node)
+    extra = _added_gib(host_gib_per_node, host)
     if extra == 0:
         notes.append(msg("note_host_ram_in_host", gib=f"{need:,}", host=f"{host:,.0f}"))
         return None
@@ -153,7 +153,11 @@ def host_ram_added_gib(catalog: Catalog, system: Any, host_gib_per_node: float) 
     of materials (buildout.bom_lines.host_ram_lines) both read it."""
     if host_gib_per_node <= 0:
         return 0
-    return max(0, math.ceil(host_gib_per_node) - math.floor(known_host_ram_gib(catalog, system)))
+    return _added_gib(host_gib_per_node, known_host_ram_gib(catalog, system))
+
+
+def _added_gib(host_gib_per_node: float, host_gib: float) -> int:
+    return max(0, math.ceil(host_gib_per_node) - math.floor(host_gib))
 
 
 def known_host_ram_gib(catalog: Catalog, system: Any) -> float:
@@ -231,7 +235,7 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
         _note_stale(block, msg("what_rent_price", accelerator=system.accelerator), notes)
     elif rent is None and wants_rent:
         notes.append(msg("note_no_rent_price", accelerator=system.accelerator))
-    if wants_rent and "rent" in out and host_gib_per_node > known_host_ram_gib(catalog, system):
+    if wants_rent and "rent" in out and host_gib_per_node > 0 and host_gib_per_node > known_host_ram_gib(catalog, system):
         # the rent prices are per GPU-hour from listings whose RAM the catalog does not hold: say what to ask for
         notes.append(msg("note_host_ram_rent", gib=f"{host_gib_per_node:,.0f}", accelerator=system.accelerator))
 
@@ -309,9 +313,8 @@ def bought_gpus(catalog: Catalog, accelerator: str, gpus: int, per_node: int) ->
     scale-up domain buys the whole racks it is placed in (scenario.placed_domain_gpus: 128 GB200 -> 2 racks = 144),
     as the bill of materials orders them. PCIe cards, and jobs that fill whole servers, buy their own GPUs."""
     acc = catalog.accelerator(accelerator)
-    domain = int(getattr(acc, "scaleup_domain", 0) or 0)
-    if domain > per_node and gpus > domain:
-        return placed_domain_gpus(domain, per_node, gpus), None
+    if (racks := _whole_domains_gpus(acc, gpus, per_node)) is not None:
+        return racks, None
     servers = catalog.servers_for(acc.id) if module_part(acc) else []
     smallest = min(servers, key=lambda s: s.gpus, default=None)
     if smallest is None or gpus >= smallest.gpus:
@@ -323,10 +326,15 @@ def rented_gpus(acc: Any, gpus: int, per_node: int, rent: Any) -> int:
     """GPUs a rental pays for: where the rental price's listings rent whole scale-up domains (prices.yaml
     billed_whole_domains: CoreWeave deploys GB200 NVL72 instances as full racks of 18 trays), a job larger than one
     domain rents the racks it is placed in (scenario.placed_domain_gpus); else the job's own GPUs."""
+    racks = _whole_domains_gpus(acc, gpus, per_node)
+    return gpus if racks is None or rent is None or not getattr(rent, "billed_whole_domains", False) else racks
+
+
+def _whole_domains_gpus(acc: Any, gpus: int, per_node: int) -> int | None:
+    """GPUs of the whole multi-host scale-up domains a job larger than one is placed in (scenario.placed_domain_gpus),
+    None where the domain is one host or the job fits in one: the one rule `bought_gpus` and `rented_gpus` read."""
     domain = int(getattr(acc, "scaleup_domain", 0) or 0)
-    if rent is None or not getattr(rent, "billed_whole_domains", False) or gpus <= domain or domain <= per_node:
-        return gpus
-    return placed_domain_gpus(domain, per_node, gpus)
+    return placed_domain_gpus(domain, per_node, gpus) if domain > per_node and gpus > domain else None
 
 
 def job_cost(costs: dict[str, Any], currency: str) -> tuple[float | None, str | None]:
