@@ -168,10 +168,22 @@ def classify(rows: list[Row]) -> list[tuple[Row, tuple[str, ...]]]:
     return out
 
 
+def spread(err: np.ndarray) -> float:
+    """The errors' spread about their median, as a fraction: the mean |(1 + e) / (1 + median) - 1|, i.e. the MAPE
+    the class would show were every estimate of it divided by its common offset (1 + median). What two options of
+    one class can differ by: they share the offset, so it cancels between them (plan.searched.tie_fraction_of).
+    A mean absolute error, the same statistic as the MAPE and as search.yaml tie_fraction (the development set's
+    MAPE, whose median is near 0), so a class with no offset has spread = MAPE; a ratio, not e - median, because
+    the offset multiplies the estimate (a +60% class's +20% and +100% rows are 25% either side of it, not 40%)."""
+    med = float(np.median(err))
+    return float(np.mean(np.abs((1.0 + err) / (1.0 + med) - 1.0)))
+
+
 def stats(rows: list[Row]) -> dict[str, Any]:
-    """A class's band: n, MAPE, median signed error, 10th / 90th percentile signed, 90th percentile of |error| (%),
-    and its rows by benchmark."""
-    e = 100.0 * np.array([r.err for r in rows])
+    """A class's band: n, MAPE, median signed error, spread about the median (`spread`), 10th / 90th percentile
+    signed, 90th percentile of |error| (%), and its rows by benchmark."""
+    raw = np.array([r.err for r in rows])
+    e = 100.0 * raw
     by_bench: dict[str, int] = defaultdict(int)
     for r in rows:
         by_bench[r.benchmark] += 1
@@ -180,6 +192,7 @@ def stats(rows: list[Row]) -> dict[str, Any]:
         return round(float(x), 1)
 
     return {"n": len(rows), "mape_pct": pct(np.mean(np.abs(e))), "median_pct": pct(np.median(e)),
+            "spread_pct": pct(100.0 * spread(raw)),
             "signed_p10_pct": pct(np.percentile(e, 10)), "signed_p90_pct": pct(np.percentile(e, 90)),
             "abs_p90_pct": pct(np.percentile(np.abs(e), 90)), "sources": dict(sorted(by_bench.items()))}
 
@@ -214,7 +227,9 @@ HEADER = """\
 # checks, in a slow test, that these figures are what the benchmark computes now).
 # The development set (perf_validation, perf_modern, perf_vtrain, perf_blackwell, memory_*) is not used: the
 # estimate's constants were fitted on it. Signed errors in percent: time + = predicted too fast (tokens/s),
-# memory + = predicted too large (peak). A class is stack/kind/gpu/scale (estimate/accuracy.py); only classes with
+# memory + = predicted too large (peak); spread_pct = the errors' spread about their median (mean
+# |(1 + e) / (1 + median) - 1|: what two jobs of one class can differ by, their common offset cancelled; the plan's
+# ties read it). A class is stack/kind/gpu/scale (estimate/accuracy.py); only classes with
 # at least min_rows rows are listed; kind_rows counts every scored row per stack family and model kind (the
 # coarsest class: below min_rows there, a job gets no band).
 """
@@ -229,11 +244,12 @@ def print_table(computed: dict[str, Any]) -> None:
     for q in QUANTITIES:
         print(f"\n{q} (signed %, + = predicted too {'fast' if q == 'time' else 'large'}); rows by stack/kind "
               f"{computed['kind_rows'][q]}")
-        print(f"{'class':40s} {'n':>4s} {'MAPE':>6s} {'median':>7s} {'p10':>7s} {'p90':>7s} {'|e| p90':>8s}  sources")
+        print(f"{'class':40s} {'n':>4s} {'MAPE':>6s} {'median':>7s} {'spread':>6s} {'p10':>7s} {'p90':>7s} "
+              f"{'|e| p90':>8s}  sources")
         for key, s in computed["bands"][q].items():
             src = ", ".join(f"{b} {n}" for b, n in s["sources"].items())
-            print(f"{key:40s} {s['n']:4d} {s['mape_pct']:6.1f} {s['median_pct']:+7.1f} {s['signed_p10_pct']:+7.1f} "
-                  f"{s['signed_p90_pct']:+7.1f} {s['abs_p90_pct']:8.1f}  {src}")
+            print(f"{key:40s} {s['n']:4d} {s['mape_pct']:6.1f} {s['median_pct']:+7.1f} {s['spread_pct']:6.1f} "
+                  f"{s['signed_p10_pct']:+7.1f} {s['signed_p90_pct']:+7.1f} {s['abs_p90_pct']:8.1f}  {src}")
 
 
 def compute() -> dict[str, Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from trainsizer.catalog import load_catalog
@@ -77,10 +78,12 @@ def test_data_file_is_well_formed_and_every_class_reachable():
             assert len(parts) >= 2 and band["n"] <= data["kind_rows"][q]["/".join(parts[:2])]
             assert band["signed_p10_pct"] <= band["median_pct"] <= band["signed_p90_pct"]
             assert band["mape_pct"] > 0.0 and abs(band["median_pct"]) <= band["abs_p90_pct"] + 0.05
+            assert 0.0 <= band["spread_pct"] <= band["mape_pct"] + 0.05  # its offset taken out: no wider
 
 
 FAKE = {"min_rows": 8, "kind_rows": {"time": {"megatron/dense": 30, "deepspeed/dense": 3}, "memory": {}},
-        "bands": {"time": {"megatron/dense": {"n": 30, "mape_pct": 8.0, "median_pct": 2.0, "signed_p10_pct": -5.0,
+        "bands": {"time": {"megatron/dense": {"n": 30, "mape_pct": 8.0, "median_pct": 2.0, "spread_pct": 7.5,
+                                        "signed_p10_pct": -5.0,
                                         "signed_p90_pct": 10.0, "abs_p90_pct": 11.0, "sources": {"x": 30}}},
                   "memory": {}}}
 
@@ -133,6 +136,23 @@ def test_a_class_with_its_parents_runs_is_matched_as_itself():
     assert acc["class"] == "hf/dense/ampere/node"
     assert acc["time"]["matched"] == acc["memory"]["matched"] == "hf/dense/ampere/node"
     assert acc["time"]["n"] >= acc["time"]["min_rows"]
+
+
+def _spread(errors: list[float]) -> float:
+    sys.path.insert(0, str(BENCH))
+    import accuracy_bands  # noqa: PLC0415
+
+    return accuracy_bands.spread(np.array(errors))
+
+
+def test_spread_is_the_error_about_the_class_offset():
+    # every run 60% too fast: one offset, which options of the class share, so nothing tells two of them apart
+    assert _spread([0.6, 0.6, 0.6]) == pytest.approx(0.0)
+    # +20% and +100% about a +60% median: 25% either side of it (a ratio: the offset multiplies the estimate)
+    assert _spread([0.2, 0.6, 1.0]) == pytest.approx((0.25 + 0.0 + 0.25) / 3)
+    # no offset: the spread is the MAPE, the statistic of search.yaml tie_fraction
+    errors = [-0.1, -0.03, 0.0, 0.05, 0.1]
+    assert _spread(errors) == pytest.approx(np.mean(np.abs(errors)))
 
 
 @pytest.mark.slow
