@@ -22,7 +22,7 @@ from trainsizer.estimate.memory import GIB, estimate_memory
 from trainsizer.estimate.reliability import failure_figures
 from trainsizer.estimate.step_time import estimate_time
 from trainsizer.messages import msg
-from trainsizer.scenario import Scenario, placed_domain_gpus
+from trainsizer.scenario import Scenario, domain_job_gpus, placed_domain_gpus
 
 # the unit_price units of the cost blocks (the JSON keeps these English words; reports translate them)
 UNIT_RENT = "per GPU-hour"
@@ -334,7 +334,8 @@ def _whole_domains_gpus(acc: Any, gpus: int, per_node: int) -> int | None:
     """GPUs of the whole multi-host scale-up domains a job larger than one is placed in (scenario.placed_domain_gpus),
     None where the domain is one host or the job fits in one: the one rule `bought_gpus` and `rented_gpus` read."""
     domain = int(getattr(acc, "scaleup_domain", 0) or 0)
-    return placed_domain_gpus(domain, per_node, gpus) if domain > per_node and gpus > domain else None
+    return placed_domain_gpus(acc, per_node, gpus) if domain > per_node and gpus > domain_job_gpus(acc, per_node) \
+        else None
 
 
 def job_cost(costs: dict[str, Any], currency: str) -> tuple[float | None, str | None]:

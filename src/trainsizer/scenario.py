@@ -437,28 +437,44 @@ def scaleup_domains(acc: Any, system: Any) -> dict[str, int]:
     domain, per_node, gpus = int(getattr(acc, "scaleup_domain", 0) or 0), system.gpus_per_node, system.gpus
     if domain <= per_node or gpus <= per_node:
         return {}
-    return {"scaleup_domains": len(domain_shares(domain, per_node, gpus)), "scaleup_domain_gpus": domain}
+    return {"scaleup_domains": len(domain_shares(domain_job_gpus(acc, per_node), per_node, gpus)),
+            "scaleup_domain_gpus": domain}
+
+
+def domain_job_gpus(acc: Any, per_node: int) -> int:
+    """The job's GPUs one scale-up domain holds: the domain, but where the domain spans hosts and the job uses fewer
+    GPUs of each than the host has, the domain's hosts x per_node. A tray is the host, placed and bought whole: a
+    GB200 NVL72 rack is 18 compute trays of 4 GPUs (NVIDIA GB200 NVL72 product page), so a job of 2 GPUs a tray holds
+    36 GPUs a rack, not 72 (known-gaps 43 (r))."""
+    domain, host = int(getattr(acc, "scaleup_domain", 0) or 0), int(getattr(acc, "gpus_per_host", 0) or 0)
+    if domain <= host or per_node >= host or host <= 0:
+        return domain
+    return domain // host * per_node
 
 
 def _placement_notes(acc: Any, system: Any, per_node: int) -> list[str]:
     """How a job larger than one multi-host scale-up domain is placed in domains (domain_shares), in the words a buyer
     needs: how many racks, what each holds, and why where it is not the fewest full racks."""
-    domain, gpus = int(acc.scaleup_domain or 0), system.gpus
-    if domain <= per_node or gpus <= domain:
+    domain, gpus, held = int(acc.scaleup_domain or 0), system.gpus, domain_job_gpus(acc, per_node)
+    if domain <= per_node or system.nodes <= 1:
         return []
-    shares = domain_shares(domain, per_node, gpus)
-    fewest, placed = -(-gpus // domain), min(shares)
+    partial = [msg("note_nvl_partial_hosts", accelerator=acc.id, per_node=per_node, host=acc.gpus_per_host,
+                   hosts=domain // acc.gpus_per_host, held=held, domain=domain)] if held < domain else []
+    if gpus <= held:
+        return partial
+    shares = domain_shares(held, per_node, gpus)
+    fewest, placed = -(-gpus // held), min(shares)
     said = dict(accelerator=acc.id, gpus=gpus, placed=placed, domain=domain, domains=len(shares), per_node=per_node)
     if len(set(shares)) > 1:
-        even = max(d for d in range(per_node, domain + 1, per_node) if gpus % d == 0)
+        even = max(d for d in range(per_node, held + 1, per_node) if gpus % d == 0)
         tile = math.gcd(*shares)
-        return [msg("note_nvl_domains_packed", **said, shares=" + ".join(str(s) for s in shares), tile=tile,
-                    even=even, even_domains=gpus // even)]
+        return [*partial, msg("note_nvl_domains_packed", **said, shares=" + ".join(str(s) for s in shares),
+                              tile=tile, even=even, even_domains=gpus // even)]
     if len(shares) > fewest:
-        return [msg("note_nvl_domains_spare", **said, spare=(domain - placed) // per_node, fewest=fewest)]
-    if placed == domain:
-        return [msg("note_nvl_domains_full", **said)]
-    return [msg("note_nvl_domains", **said, spare=(domain - placed) // per_node)]
+        return [*partial, msg("note_nvl_domains_spare", **said, spare=(held - placed) // per_node, fewest=fewest)]
+    if placed == held:
+        return [*partial, msg("note_nvl_domains_full", **said)]
+    return [*partial, msg("note_nvl_domains", **said, spare=(held - placed) // per_node)]
 
 
 def spans_scaleout(acc: Any, gpus: int, per_node: int) -> bool:
@@ -466,7 +482,7 @@ def spans_scaleout(acc: Any, gpus: int, per_node: int) -> bool:
     scale-up domain. The hosts of a rack-scale system (GB200 / GB300 NVL72: 18 trays of 4 in one 72-GPU NVLink
     domain, NVIDIA GB200 NVL72 product page) reach each other over NVLink, so a job of up to one domain crosses
     no NIC but for storage and management."""
-    return gpus > max(per_node, int(getattr(acc, "scaleup_domain", None) or 0))
+    return gpus > max(per_node, domain_job_gpus(acc, per_node))
 
 
 # Hosts of a rack-scale domain a large job may leave idle in each domain it takes: NVIDIA places jobs of 128 GPUs
@@ -503,13 +519,14 @@ def domain_shares(domain: int, per_host: int, gpus: int) -> tuple[int, ...]:
     return tuple(tile * (tiles // fewest + (i < tiles % fewest)) for i in range(fewest))
 
 
-def placed_domain_gpus(domain: int, per_host: int, gpus: int) -> int:
-    """GPUs of the whole scale-up domains the job is placed in (`domain_shares`; an NVL72 rack is bought, powered and,
-    where rented by the rack, rented whole): 128 GB200 -> 2 racks = 144, 2,496 -> 39 racks = 2,808, 64 -> 72; the
-    job's own GPUs where a domain is one host."""
+def placed_domain_gpus(acc: Any, per_host: int, gpus: int) -> int:
+    """GPUs of the whole scale-up domains the job is placed in (`domain_shares` of `domain_job_gpus`; an NVL72 rack is
+    bought, powered and, where rented by the rack, rented whole, every tray of it): 128 GB200 -> 2 racks = 144, 2,496
+    -> 39 racks = 2,808, 64 -> 72, 72 at 2 a tray -> 2 racks = 144; the job's own GPUs where a domain is one host."""
+    domain = int(getattr(acc, "scaleup_domain", 0) or 0)
     if domain <= per_host:
         return gpus
-    return len(domain_shares(domain, per_host, gpus)) * domain
+    return len(domain_shares(domain_job_gpus(acc, per_host), per_host, gpus)) * domain
 
 
 def job_domain_gpus(domain: int, per_host: int, gpus: int) -> int:
@@ -599,7 +616,7 @@ def build_system(acc: Accelerator, gpus: int, gpus_per_node: int, network: Netwo
         peak_tflops={k: v for k, v in acc.tflops_dense.items() if v},
         hbm_gb_s=acc.memory_bw_tb_s * 1000.0,
         intra_node_gb_s=intra,
-        scaleup_domain=job_domain_gpus(acc.scaleup_domain or gpus_per_node, gpus_per_node, gpus),
+        scaleup_domain=job_domain_gpus(domain_job_gpus(acc, gpus_per_node) or gpus_per_node, gpus_per_node, gpus),
         nvls=bool(acc.nvls),
         scaleup_mesh_links=int(getattr(acc, "scaleup_mesh_links", None) or 0) if fabric and not bridged_only else 0,
         inter_node_gb_s=inter,

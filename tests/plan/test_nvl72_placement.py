@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from trainsizer.errors import SpecError
 from trainsizer.plan.buildout.slurm_files import parse_conf
 from trainsizer.scenario import domain_shares
 
@@ -116,3 +117,56 @@ def test_the_placement_note_says_what_spares_the_racks_keep(gpus, words):
                    strategy={"tp": 4, "pp": 1, "fsdp": "none", "zero": 1, "micro_batch": 1, "recompute": "full"})
     notes = " ".join(str(n) for n in resolve_job(job, load_catalog()).notes)
     assert words in notes
+
+
+def _partial(blocks, gpus: int, per_node: int, procurement: str = "buy"):
+    return blocks(hardware={"accelerator": "gb200", "count": gpus, "per_node": per_node, "network": "ib-ndr400"},
+                  constraints={"cooling": "liquid"},
+                  global_batch={"sequences": gpus}, goal={"deadline_days": 365, "procurement": procurement},
+                  strategy={"tp": 1, "pp": 1, "fsdp": "none", "zero": 1, "micro_batch": 1,
+                            "recompute": "full"})
+
+
+@pytest.mark.parametrize("gpus, per_node, shares", [
+    (72, 2, (36, 36)),  # was one 72-GPU domain of 36 trays, no network
+    (144, 3, (48, 48, 48)),  # was 2 domains of 72 of 24 trays each; a rack holds 18 x 3 = 54
+    (36, 2, (36,)), (128, 2, (32, 32, 32, 32))])
+def test_a_job_using_part_of_each_tray_is_placed_on_the_racks_trays(blocks, gpus, per_node, shares):
+    """43 (r): a tray is the host, bought and racked whole (18 trays a rack). A job of `per_node` GPUs a tray holds
+    18 x per_node GPUs a rack: every block counts those racks and every tray in them, and buys 72 GPUs a rack."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.scenario import domain_job_gpus
+
+    assert domain_job_gpus(load_catalog().accelerator("gb200"), per_node) == 18 * per_node
+    assert domain_shares(18 * per_node, per_node, gpus) == shares
+    out = _partial(blocks, gpus, per_node)
+    racks = len(shares)
+    nv = out.network.nvlink
+    assert (nv.domains, nv.job_gpus_by_domain, nv.job_gpus_per_domain) == (racks, list(shares), min(shares))
+    assert out.facility.node_racks == racks and out.facility.nodes_per_rack == 18
+    assert [ln.quantity for ln in out.bom.lines if str(ln.unit) == "per_rack" and ln.part][0] == racks
+    assert racks == 1 or out.network.compute is not None
+
+
+def test_a_job_using_part_of_each_tray_needs_a_network_beyond_one_racks_share(build):
+    """72 GB200 at 2 a tray take 36 trays, 2 racks: the scale-out network is asked for (the job was timed as one
+    NVLink domain with none), the estimate times 36 GPUs a domain, and the note says why (en / zh)."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.messages import tr
+    from trainsizer.scenario import resolve_job
+
+    from .conftest import make_job
+
+    job = make_job(hardware={"accelerator": "gb200", "count": 72, "per_node": 2}, global_batch={"sequences": 72},
+                   strategy={"tp": 2, "pp": 1, "fsdp": "none", "zero": 1, "micro_batch": 1})
+    job["hardware"].pop("network")
+    with pytest.raises(SpecError, match="hardware.network"):
+        resolve_job(job, load_catalog())
+    sc = resolve_job({**job, "hardware": {**job["hardware"], "network": "ib-ndr400"}}, load_catalog())
+    assert sc.system.scaleup_domain == 36
+    note = next(n for n in sc.notes if "of each compute tray's 4 GPUs" in tr(n, "en"))
+    assert "holds 36 of its GPUs" in tr(note, "en") and "36 张卡" in tr(note, "zh")
+    b = build(hardware={"accelerator": "gb200", "count": 72, "per_node": 2, "network": "ib-ndr400"},
+              global_batch={"sequences": 72}, goal={"deadline_days": 365, "procurement": "buy"},
+              strategy={"tp": 2, "pp": 1, "fsdp": "none", "zero": 1, "micro_batch": 1})
+    assert b.evaluation["cost"]["buy"]["quantity"] == 144  # 2 racks of 72 GPUs, the unused half of each tray paid

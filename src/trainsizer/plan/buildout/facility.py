@@ -176,8 +176,9 @@ def facility_block(b: BuildInput, net: NetworkBlock, storage_appliances: int, st
     usable_u = rules.value("facility", "rack_usable_u")
     notes: list[str] = []
     if b.nvl72:  # the rack is the unit: its power shelves are the rack's max power; nodes are its trays
+        # a rack's trays, whole trays whatever share of each the job uses (scenario.domain_job_gpus)
         domain = int(b.accelerator.scaleup_domain)
-        per_rack, node_racks, rack_kw = max(1, domain // b.per_node), b.racks, node_kw
+        per_rack, node_racks, rack_kw = max(1, domain // b.accelerator.gpus_per_host), b.racks, node_kw
         over = node_kw > budget.value
         units_nodes = node_racks
     else:

@@ -7,7 +7,7 @@ from typing import Any
 
 from trainsizer.errors import SpecError
 from trainsizer.messages import msg
-from trainsizer.scenario import Scenario, domain_shares
+from trainsizer.scenario import Scenario, domain_job_gpus, domain_shares
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class BuildInput:
         () off NVL72. The plan buys, powers, cables and accepts these racks."""
         if not self.nvl72:
             return ()
-        return domain_shares(int(self.accelerator.scaleup_domain), self.per_node, self.gpus)
+        return domain_shares(domain_job_gpus(self.accelerator, self.per_node), self.per_node, self.gpus)
 
     @property
     def racks(self) -> int:

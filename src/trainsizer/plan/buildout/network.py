@@ -14,7 +14,7 @@ from trainsizer.plan.buildout.fabric import FatTree, size_fat_tree, size_zoned_t
 from trainsizer.plan.buildout.inputs import BuildInput
 from trainsizer.plan.buildout.links import PartCount, link_parts
 from trainsizer.plan.texts import MessageRef
-from trainsizer.scenario import job_domain_gpus
+from trainsizer.scenario import domain_job_gpus, job_domain_gpus
 
 PROVIDER_KINDS = ("efa",)
 
@@ -247,7 +247,7 @@ def compute_fabric(b: BuildInput) -> Fabric | None:
     return switched_fabric(b.catalog, "compute", kind, b.nodes, nics, gbps, switch,
                            rules.value("fabric", "oversubscription_compute"), "superpod_h100_ra",
                            rail=nics >= min_rails, rail_groups_max=rail_groups_max(b),
-                           one_rack=b.nvl72 and b.gpus <= int(b.accelerator.scaleup_domain))
+                           one_rack=b.nvl72 and b.racks == 1)
 
 
 def rail_groups_max(b: BuildInput) -> int:
@@ -283,7 +283,7 @@ def nvlink_domain(b: BuildInput) -> NvlinkDomain:
     domain = int(acc.scaleup_domain) if b.nvl72 else b.per_node
     domains = b.racks if b.nvl72 else -(-b.gpus // domain)
     trays = rules.value("fabric", "nvl72_switch_trays") * domains if b.nvl72 else 0
-    placed = job_domain_gpus(domain, b.per_node, b.gpus) if b.nvl72 else None
+    placed = job_domain_gpus(domain_job_gpus(acc, b.per_node), b.per_node, b.gpus) if b.nvl72 else None
     return NvlinkDomain(tech=acc.scaleup_tech, gpus_per_domain=min(domain, b.gpus), domains=domains,
                         gb_s_per_gpu_bidir=float(acc.scaleup_bw_bidir_gb_s), nvls=bool(acc.nvls),
                         nvlink_switch_trays=trays, source=", ".join(acc.sources),
