@@ -97,3 +97,36 @@ def test_a_bought_options_price_unit_reads_in_chinese():
 
     assert _price_unit(UNIT_BUY, "zh") == t("a.unit_buy", "zh") and _price_unit(UNIT_BUY, "en") == UNIT_BUY
     assert _price_unit(UNIT_RENT, "zh") == "每卡时"
+
+
+def _rent_block(ws) -> dict[str, object]:
+    """The 'Renting instead' rows of the BOM sheet: label (column B) -> value (column D)."""
+    start = next(r for r in range(1, ws.max_row + 1) if ws.cell(r, 1).value == t("x.rent_alternative", "en"))
+    return {str(ws.cell(r, 2).value): ws.cell(r, 4).value for r in range(start + 1, ws.max_row + 1)
+            if ws.cell(r, 2).value is not None}
+
+
+@pytest.mark.parametrize("even, verdict", [(None, "no purchase price for oam-8x-mi325x, mi325x: buy vs rent not "
+                                                  "compared (add a quote with --catalog)"),
+                                           (23.1, "buying pays back after 23.1 months of full use")])
+def test_the_break_even_formula_is_written_only_where_the_plan_compared_buy_and_rent(even, verdict, tmp_path):
+    """A rented MI325X plan (no purchase price for the GPUs, only cables and switches priced) read 'break-even
+    month: none' in the CLI and the report, while the workbook's live formula gave the switches' price over a
+    month of rent: 13,550 / (46,136 - 3,587) = 0.3 months."""
+    from .conftest import load_buildout
+
+    plan = load_buildout()
+    bvr = plan["build"]["bom"]["buy_vs_rent"]
+    bvr.update(capex={"low": 11500.0, "typical": 13550.0, "high": 15600.0}, running_per_month=3587.09663,
+               rent_per_month=46136.0, break_even_month=even, verdict=verdict)
+    data = render_xlsx(plan, "en")
+    ws = load_workbook(io.BytesIO(data)).worksheets[0]
+    rows = _rent_block(ws)
+    label = t("f.break_even_month", "en")
+    if even is None:
+        assert label not in rows and verdict in rows
+    else:
+        start = next(r for r in range(1, ws.max_row + 1) if ws.cell(r, 2).value == label)
+        (got,) = _evaluate(data, tmp_path, [f"{ws.title}!D{start}"])
+        assert got == pytest.approx(13550.0 / (46136.0 - 3587.09663))
+    assert f"{t('f.job_days', 'en')} ({t('x.days', 'en')})" in rows

@@ -122,11 +122,15 @@ def _rent_rows(ws: Worksheet, bom: Mapping, row: int, money: str, lang: str) -> 
     ws.cell(row, 1, t("x.rent_alternative", lang)).font = HEAD
     r = row + 1
     for key, value in figures:
-        ws.cell(r, 2, t(f"f.{key}", lang))
+        # a length says its unit in the label (job_days: days), as the option sheets' rows do
+        ws.cell(r, 2, _in(t(f"f.{key}", lang), t("x.days", lang), lang) if key.endswith("days") else t(f"f.{key}", lang))
         ws.cell(r, 4, value).number_format = "#,##0.0" if key.endswith(("days", "months")) else money
         r += 1
     capex = mid(bvr["capex"]) if isinstance(bvr.get("capex"), Mapping) else None
-    if capex is not None and bvr.get("rent_per_month") is not None and bvr.get("running_per_month") is not None:
+    # the month only where the plan weighed buy against rent (break_even_month set): without a price for the GPUs,
+    # or with rent no dearer than running the hardware, the priced lines over the rent would be a false month
+    if capex is not None and bvr.get("break_even_month") is not None and bvr.get("rent_per_month") is not None \
+            and bvr.get("running_per_month") is not None:
         for k, (key, value) in enumerate((("capex", capex), ("rent_per_month", bvr["rent_per_month"]),
                                           ("running_per_month", bvr["running_per_month"]))):
             ws.cell(r + k, 2, t(f"f.{key}", lang))
