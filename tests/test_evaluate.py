@@ -315,3 +315,27 @@ def test_a_rented_offloaded_layout_says_what_ram_to_ask_for(catalog):
     out = evaluate(resolve_job(_with(OFFLOAD_JOB, goal={"procurement": "rent"}), catalog), catalog)
     assert "rent" in out["cost"] and "buy" not in out["cost"]
     assert any("the RAM of the instances behind the rtx-4090 rent price" in n for n in out["notes"])
+
+
+def test_a_budget_in_a_currency_the_part_has_no_price_in_is_said_not_checked(catalog):
+    """A CNY budget for one RTX 5090 (priced in USD only): `estimate` listed the purchase in USD and dropped the
+    budget rows without a word, while `plan` converts and checks it. The goal now keeps the budget, marks it not
+    checked (within_budget None, never a pass or a fail it did not compute) and a note names the part, the price it
+    has and how to have it checked."""
+    from trainsizer.messages import tr
+
+    job = _with(JOB, hardware={"accelerator": "rtx-5090", "count": 1, "per_node": 1},
+                strategy={"dp": 1, "zero": 0}, model="qwen2.5-7b", method="lora",
+                goal={"procurement": "buy", "budget": {"amount": 20000, "currency": "CNY"}})
+    out = evaluate(resolve_job(job, catalog), catalog)
+    goal, buy = out["goal"], out["cost"]["buy"]
+    assert buy["currency"] == "USD"
+    assert goal["budget"] == 20000 and goal["budget_currency"] == "CNY" and goal["within_budget"] is None
+    assert "cost_mid" not in goal
+    note = next(n for n in out["notes"] if getattr(n, "key", "") == "note_budget_other_currency")
+    en, zh = tr(note, "en"), tr(note, "zh")
+    assert "rtx-5090" in en and "USD" in en and "trainsizer plan" in en and "$" in en
+    assert "rtx-5090" in zh and "预算" in zh
+    # the same budget in the part's own currency is checked as before
+    usd = _with(job, goal={"budget": {"amount": 20000, "currency": "USD"}})
+    assert evaluate(resolve_job(usd, catalog), catalog)["goal"]["within_budget"] is True

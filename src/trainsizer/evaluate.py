@@ -361,14 +361,32 @@ def _goal(scenario: Scenario, train_days: float, costs: dict[str, Any]) -> dict[
     if goal.budget is not None:
         # the budget is checked as `trainsizer plan` checks it: rent, or a purchase at its full price (job_cost),
         # not at the amortised share in cost.buy.mid
+        out["budget"] = goal.budget.amount
+        out["budget_currency"] = goal.budget.currency
         cost, basis = job_cost(costs, goal.budget.currency)
-        if cost is not None:
-            out["budget"] = goal.budget.amount
-            out["budget_currency"] = goal.budget.currency
-            out["cost_mid"] = cost
-            out["cost_basis"] = basis
-            out["within_budget"] = bool(cost <= goal.budget.amount)
+        if cost is None:  # no price in the budget's currency: not checked, and said (budget_not_checked_note)
+            out["within_budget"] = None
+            return out
+        out["cost_mid"] = cost
+        out["cost_basis"] = basis
+        out["within_budget"] = bool(cost <= goal.budget.amount)
     return out
+
+
+def budget_not_checked_note(scenario: Scenario, costs: dict[str, Any]) -> Any:
+    """Why a budget was not checked (`_goal`: within_budget None): the part's price is in the catalog's other
+    currency only, which `estimate` keeps as it is and `trainsizer plan` converts at its dated rate, or there is no
+    price to the job's procurement at all."""
+    from trainsizer.catalog.catalog import CURRENCIES
+    from trainsizer.messages import Money
+
+    budget, acc = scenario.job.goal.budget, scenario.system.accelerator
+    for other in (c for c in CURRENCIES if c != budget.currency):
+        cost, basis = job_cost(costs, other)
+        if cost is not None:
+            return msg("note_budget_other_currency", budget=Money(budget.amount, budget.currency), accelerator=acc,
+                       other=other, cost=Money(cost, other), basis=msg(f"budget_basis_{basis}"))
+    return msg("note_budget_no_price", budget=Money(budget.amount, budget.currency), accelerator=acc)
 
 
 def run_costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: float, kwh: float,
@@ -504,6 +522,9 @@ def evaluate(scenario: Scenario, catalog: Catalog, calibration: Calibration | No
     en = energy(system.gpus, wall_hours, system.tdp_w, utilisation=busy, pue=pue)
     costs = _costs(scenario, catalog, tm.gpu_hours, wall_hours, en.kwh, notes, mem.host_bytes_per_node / GIB)
     energy_dict = en.to_dict() | {"pue": pue, "busy_fraction": busy}
+    goal = _goal(scenario, tm.train_days, costs)
+    if "budget" in goal and goal.get("within_budget") is None:
+        notes.append(budget_not_checked_note(scenario, costs))
     return {
         "job": scenario.summary(),
         "framework": framework_assumed(scenario),
@@ -511,7 +532,7 @@ def evaluate(scenario: Scenario, catalog: Catalog, calibration: Calibration | No
         "time": time_dict,
         "cost": costs,
         "energy": energy_dict,
-        "goal": _goal(scenario, tm.train_days, costs),
+        "goal": goal,
         "calibration": calibration.model_dump() if calibration else None,
         "accuracy": accuracy(scenario, catalog, tm.tokens_per_s, tm.train_days, mem.per_gpu_bytes / GIB),
         "notes": notes,

@@ -123,3 +123,18 @@ def test_an_nvl72_estimate_counts_trays_in_racks_not_nodes(lang):
     assert "32" in line and "72" in line
     assert ("trays" in line and "nodes" not in line) if lang == "en" else ("托盘" in line and "个节点" not in line)
     assert "scaleup_domains" not in estimate(resolve(EXAMPLE))["job"]["hardware"]  # one L40S: a domain is a host
+
+
+@pytest.mark.parametrize(("lang", "budget", "unchecked"), [("en", "CN¥20,000", "not checked"), ("zh", "¥2万", "未检查")])
+def test_a_budget_in_another_currency_than_the_price_reads_not_checked_not_a_dash(lang, budget, unchecked):
+    """One RTX 5090 (priced in USD only) under a CNY budget: the budget rows were dropped without a word."""
+    job = {"model": "qwen2.5-7b", "method": "lora", "data": {"tokens": 1.0e7}, "seq_len": 2048,
+           "global_batch": {"sequences": 16}, "hardware": {"accelerator": "rtx-5090", "count": 1},
+           "strategy": {"dp": 1, "micro_batch": 1, "recompute": "full"},
+           "goal": {"procurement": "buy", "budget": {"amount": 20000, "currency": "CNY"}}}
+    out = StringIO()
+    print_estimate(estimate(resolve(job)), lang, Console(file=out, width=200, soft_wrap=False))
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in out.getvalue().splitlines()
+            if line.count("│") == 3}
+    goal = {k: v for k, v in rows.items() if k.startswith(("Goal", "目标"))}
+    assert budget in goal.values() and any(v.startswith(unchecked) for v in goal.values()), goal

@@ -113,6 +113,8 @@ def _goal_value(key: str, value: Any, L: str, currency: str | None = None) -> st
         return cost_basis.basis_label(cost_basis.SCORE_BASIS.get(value, value), L)
     if isinstance(value, bool):
         return f"✓ {t('yes', L)}" if value else f"✗ {t('no', L)}"
+    if key == "within_budget" and value is None:  # no price in the budget's currency: a note says why
+        return t("goal_not_checked", L)
     return fmt_num(value, L)
 
 
