@@ -81,3 +81,27 @@ def test_static_html_has_no_scripts_and_draws_charts_as_svg(plan):
     html = render_html(plan, "zh", static=True)
     assert "<script" not in html
     assert html.count('class="chart"') == 4 and html.count("<svg") >= 5
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_purchase_with_host_ram_for_its_offload_says_so_in_its_labels(lang):
+    """Qwen3-30B-A3B LoRA on one RTX 4090 D bought, optimizer and parameters offloaded: the purchase is the card
+    (CNY 12,999) plus 57 GiB of host RAM (CNY 11,115); the report's row read 'Purchase price, accelerators only'
+    over CNY 24,114 and the headline 'the accelerators' purchase plus this job's power'."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.plan import make_plan
+    from trainsizer.render.report.view import _cost_rows, headline, recommended
+
+    job = {"model": "qwen3-30b-a3b", "method": "lora", "lora": {"rank": 16},
+           "data": {"samples": 20000, "avg_tokens": 1500, "epochs": 2}, "seq_len": 4096,
+           "global_batch": {"sequences": 32}, "hardware": {"accelerator": "rtx-4090d", "count": 1},
+           "goal": {"deadline_days": 3, "budget": {"amount": 50000, "currency": "CNY"}, "procurement": "buy"}}
+    plan = make_plan(job, load_catalog()).model_dump(mode="json", by_alias=True)
+    o = plan["options"][recommended(plan)]
+    assert o["cost"]["buy"]["host_ram"]["mid"] > 0     # the case: the layout offloads and the purchase adds RAM
+    f = Fmt(lang)
+    labels = [k for k, _ in _cost_rows(o, plan, f)]
+    assert t("fact.capex", lang) not in labels and t("fact.capex_ram", lang) in labels
+    assert any(k.endswith(t("fact.how_much.buy_full_ram", lang, basis="§").split("§")[1]) for k in labels)
+    ram = "host RAM" if lang == "en" else "主机内存"
+    assert ram in headline(plan, f) and all(ram in k for k in labels[:2])

@@ -97,8 +97,8 @@ def headline(plan: Mapping, f: Fmt) -> str:
     values.update(basis=cost.label(L), cost=cost_text(cost, f, basis=False))
     beside = cost_basis.amortised_beside(o, procurement(plan))
     if beside is not None:
-        return t("headline.buy", L, amortised_basis=beside.label(L), amortised=cost_text(beside, f, basis=False),
-                 **values)
+        return t("headline.buy_ram" if _adds_host_ram(o) else "headline.buy", L, amortised_basis=beside.label(L),
+                 amortised=cost_text(beside, f, basis=False), **values)
     return t("headline", L, **values)
 
 
@@ -111,6 +111,13 @@ def capex_text(price: Mapping, cur: str, f: Fmt) -> str:
     return f.money(price["capex_total"], cur)
 
 
+def _adds_host_ram(o: Mapping) -> bool:
+    """Whether the option's purchase includes the host RAM its offloaded layout adds (evaluate.host_ram_block): then
+    the purchase is not the accelerators' alone, and its labels say so."""
+    ram = ((o.get("cost") or {}).get("buy") or {}).get("host_ram") or {}
+    return bool(ram.get("mid"))
+
+
 def _cost_rows(o: Mapping, plan: Mapping, f: Fmt) -> list[tuple[str, str]]:
     """How much, on the basis the plan ranked by; for a purchase also the accelerators' price and the job's
     amortised share, each under its basis."""
@@ -119,10 +126,12 @@ def _cost_rows(o: Mapping, plan: Mapping, f: Fmt) -> list[tuple[str, str]]:
     if cost is None:
         return [(t("fact.how_much", L, basis="—"), "—")]
     buy = (o.get("cost") or {}).get("buy") or {}
-    rows = [(t("fact.capex", L), capex_text(buy, cost.currency, f))] if cost.basis == "buy_full" else []
+    ram = "_ram" if _adds_host_ram(o) else ""
+    rows = [(t(f"fact.capex{ram}", L), capex_text(buy, cost.currency, f))] if cost.basis == "buy_full" else []
     for c in (cost, cost_basis.amortised_beside(o, procurement(plan))):
         if c is not None:
             key = f"fact.how_much.{c.basis}" if has(f"fact.how_much.{c.basis}") else "fact.how_much"
+            key = f"{key}{ram}" if has(f"{key}{ram}") else key
             rows.append((t(key, L, basis=c.label(L)), cost_text(c, f, basis=False)))
     return rows
 
