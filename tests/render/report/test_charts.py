@@ -139,3 +139,25 @@ def test_nice_ticks_are_round_steps_that_cover_the_range():
     assert nice_ticks(23_000, 710_000) == [0, 200_000, 400_000, 600_000, 800_000]
     assert nice_ticks(1.2, 1.9) == pytest.approx([1.0, 1.2, 1.4, 1.6, 1.8, 2.0])
     assert nice_ticks(5.0, 5.0) == [5.0]
+
+
+def test_a_log_axis_of_days_is_not_labelled_at_every_point():
+    """The static (PDF) time / cost chart of a plan whose options run 0.052 to 3 days labelled each point's value,
+    '0.0523819' beside '0.1068143' and '0.40.5832903' overprinted; its x axis is a measure, not a few GPU counts."""
+    days = (0.0523819, 0.1068143, 0.131674, 0.26187, 0.40, 0.4583, 0.893, 0.99, 3.0)
+    chart = Chart("pareto", "t", "days", "CNY", (Series("options", days, tuple(1e4 * (1 + i) for i in range(9)),
+                                                        mode="markers"),), log_x=True, y_lang="zh")
+    fig, plt = _draw(chart)
+    ax = fig.axes[0]
+    lo, hi = ax.get_xlim()
+    shown = [(tick.get_loc(), tick.label1.get_text()) for tick in ax.xaxis.get_major_ticks()
+             if lo <= tick.get_loc() <= hi and tick.label1.get_text()]
+    plt.close(fig)
+    assert shown and all(len(text) <= 4 for _, text in shown), shown    # 0.05, 0.1, 0.2, 0.5, 1, 2: round values
+    assert not any(loc in days[:4] for loc, _ in shown)
+    # a few GPU counts keep one label each
+    from dataclasses import replace
+
+    fig, plt = _draw(replace(_scaling(1), log_x=True))
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["1", "2", "4", "8", "16", "32", "64", "128"]
+    plt.close(fig)

@@ -222,10 +222,12 @@ def _draw(chart: Chart):
     if chart.log_x:
         ax.set_xscale("log")
         counts = sorted({x for s in chart.series for x in s.x})
-        if len(counts) <= 12:   # few points (GPU counts): label each one
+        if len(counts) <= 12 and all(float(x).is_integer() for x in counts):  # a few GPU counts: label each one
             ax.set_xticks(counts, [f"{x:,g}" for x in counts])
             ax.minorticks_off()
-        else:
+        else:  # a measure (days): round 1-2-5 steps, not every point's value ("0.0523819" over "0.106814")
+            ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
             ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_title(chart.title)
     ax.grid(alpha=0.3)
