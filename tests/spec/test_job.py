@@ -313,3 +313,23 @@ def test_numbers_in_messages_are_written_as_the_tables_write_them(patch, en, zh)
         load_job({**BASE, **patch})
     assert en in str(info.value), str(info.value)
     assert zh in info.value.render("zh"), info.value.render("zh")
+
+
+@pytest.mark.parametrize("as_file", [True, False])
+def test_a_model_config_given_as_the_job_is_named_as_such(tmp_path, as_file):
+    """A Hugging Face config.json passed where the job goes (`trainsizer plan config.json`, or posted to the API)
+    read "architectures: unknown key. Allowed: name, model, method, ..." with nothing on what the file is."""
+    config = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 2048,
+              "num_hidden_layers": 48, "vocab_size": 151936}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    with pytest.raises(SpecError) as info:
+        load_job(path if as_file else config)
+    en, zh = info.value.render("en"), info.value.render("zh")
+    assert "config.json" in en and "qwen3_moe" in en and "model:" in en and "unknown key" not in en
+    assert "qwen3_moe" in zh and "作业" in zh
+    if as_file:
+        assert f"model: {path}" in en
+    # a job that names its model and carries a stray model_type key is still an unknown key
+    with pytest.raises(SpecError, match="unknown key"):
+        load_job({**BASE, "model_type": "llama"})

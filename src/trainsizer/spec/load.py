@@ -129,7 +129,24 @@ def load_job(source: Path | str | Mapping[str, Any]) -> Job:
     return parse_model(Job, data, origin)
 
 
+# keys every Hugging Face config.json carries (transformers PretrainedConfig.to_dict) and no job has
+_HF_CONFIG_KEYS = ("model_type", "architectures")
+
+
+def _not_a_model_config(data: Mapping[str, Any], origin: str) -> None:
+    """A model's config.json given where the job goes (`trainsizer plan config.json`, or posted as the job) is
+    said to be one, with how to name it as the job's model, not reported as its first unknown key."""
+    if "model" in data or not any(k in data for k in _HF_CONFIG_KEYS):
+        return
+    kind = str(data.get("model_type") or (data.get("architectures") or ["?"])[0])
+    path = Path(origin) if origin and Path(origin).is_file() else None  # a file: name its path as the model
+    how = msg("job_is_model_config_path", path=str(path)) if path is not None else msg("job_is_model_config_inline")
+    raise SpecError(origin, msg("job_is_model_config", kind=kind, how=how))
+
+
 def parse_model(model: type[M], data: Mapping[str, Any], origin: str) -> M:
+    if model is Job:  # every path a job comes in by (files, the API, the web form) reads it here
+        _not_a_model_config(data, origin)
     try:
         return model.model_validate(data)
     except ValidationError as err:
