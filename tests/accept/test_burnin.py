@@ -125,3 +125,33 @@ def test_an_amd_burn_in_fails_on_new_amdgpu_ras_lines(cpu_ctx):
     ras = r["burnin.amdgpu_ras"]
     assert ras.status == "fail" and ras.measured == 1 and "uncorrectable" in ras.why
     assert r["burnin.ecc"].status == "fail"
+
+
+def test_an_amd_burn_in_fails_a_gpu_whose_hbm_overheats_under_load_not_one_held_at_its_power_cap(cpu_ctx):
+    """amd-smi's throttle status sampled during the load, judged as health.throttle judges it: the recorded MI300X
+    node's GPU 3 reports HBM_THERMAL active from the fourth sample on (a GPU that throttles only under load, which the
+    health check before the load cannot see); GPU 1 sits at its power cap (PPT) throughout, which does not fail."""
+    tel = recorded("mi300x-burnin-throttle.json")
+    cpu_ctx.telemetry = tel
+    clock = FakeClock()
+    rec = burnin.record(tel, 4, 1, None, clock, clock.sleep)
+    r = by_name(burnin.evaluate(cpu_ctx, "burnin", rec))["burnin.throttle"]
+    assert r.status == "fail" and r.measured == 2 and r.why == "thermal/power slowdown: GPU 3: hbm_thermal"
+    assert "GPU 1" not in r.why and "amd-smi metric --throttle" in r.source
+
+
+def test_an_amd_burn_in_without_violation_status_says_so_and_passes_a_power_cap(cpu_ctx):
+    tel = recorded("mi300x-burnin-throttle.json")
+    for tick in tel.data["samples"]:
+        for s in tick:
+            s["violations_active"] = ["ppt"] if s["index"] == 1 else []
+    cpu_ctx.telemetry = tel
+    clock = FakeClock()
+    r = by_name(burnin.evaluate(cpu_ctx, "burnin", burnin.record(tel, 4, 1, None, clock, clock.sleep)))
+    assert r["burnin.throttle"].status == "pass" and r["burnin.throttle"].why == "no thermal/power slowdown"
+    for tick in tel.data["samples"]:
+        for s in tick:
+            s.pop("violations_active")
+    tel._tick = 0
+    r = by_name(burnin.evaluate(cpu_ctx, "burnin", burnin.record(tel, 4, 1, None, clock, clock.sleep)))
+    assert r["burnin.throttle"].status == "skipped" and "metric --throttle" in r["burnin.throttle"].why

@@ -14,8 +14,8 @@ from trainsizer.errors import SpecError
 def test_every_platform_derives_criteria_with_sources(pid):
     c = criteria.from_platform(pid)
     assert c.platform == pid and c.gpu_count.value == 8
-    # a row without an HBM reference (MI300X: no AMD pass mark was read) sets no HBM floor rather than a guess
-    hbm = [c.hbm_gb_s_min] if "hbm_spec_gb_s" in platforms.get(pid) else []
+    # a row without an HBM reference (neither a vendor floor nor a data-sheet rate) sets no HBM floor rather than a guess
+    hbm = [c.hbm_gb_s_min] if {"hbm_spec_gb_s", "hbm_min_gb_s"} & set(platforms.get(pid)) else []
     assert (c.hbm_gb_s_min is None) == (not hbm)
     for limit in (c.gpu_memory_gib_min, *hbm, c.busbw_intra_gb_s_min.all_reduce,
                   c.busbw_inter_gb_s_min.all_reduce, c.rdma_gbps_min, c.temp_max_c, c.gemm_tflops_min["bf16"]):

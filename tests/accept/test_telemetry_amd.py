@@ -13,13 +13,18 @@ from trainsizer.accept.telemetry_amd import AmdSmiTelemetry, AmdSmiUnavailable
 from .conftest import fixture_text
 
 
-def amd_smi_runner(ecc: str = "metric-ecc-clean.json"):
-    """Plays back the amd-smi samples for the commands AmdSmiTelemetry issues."""
+def amd_smi_runner(ecc: str = "metric-ecc-clean.json", throttle_sample: str | None = None, asked: list | None = None):
+    """Plays back the amd-smi samples for the commands AmdSmiTelemetry issues (an amd-smi without `metric --throttle`
+    unless `throttle_sample` is given); `asked` collects the commands run."""
     outputs = {tuple(telemetry_amd.STATIC_CMD): "static-mi300a.json", tuple(telemetry_amd.LIST_CMD): "list.json",
                tuple(telemetry_amd.ECC_CMD): ecc, tuple(telemetry_amd.PENDING_PAGES_CMD): "bad-pages-pending.json",
                tuple(telemetry_amd.SAMPLE_CMD): "metric-sample.json"}
+    if throttle_sample:
+        outputs[tuple(telemetry_amd.SAMPLE_THROTTLE_CMD)] = throttle_sample
 
     def run(cmd: list[str]) -> str:
+        if asked is not None:
+            asked.append(tuple(cmd))
         if tuple(cmd) not in outputs:
             raise AmdSmiUnavailable(f"unexpected command {cmd}")
         return fixture_text(f"amd-smi/{outputs[tuple(cmd)]}")
@@ -51,10 +56,20 @@ def test_deferred_errors_count_as_uncorrectable():
 
 
 def test_samples():
-    s = AmdSmiTelemetry(run=amd_smi_runner()).sample()
+    s = AmdSmiTelemetry(run=amd_smi_runner(throttle_sample="metric-sample-throttle.json")).sample()
     assert [(x.power_w, x.temp_c, x.sm_clock_mhz, x.util_pct) for x in s][:2] == [(49.0, 27.0, 43.0, 2.0),
                                                                                   (42.0, 29.0, 47.0, 2.0)]
     assert s[0].ecc_uncorrected_volatile == 0
+    # a burn-in sample carries the violation status too (GPU 3's amd-smi says N/A throughout)
+    assert [x.violations_active for x in s] == [(), ("ppt",), ("hbm_thermal",), None]
+
+
+def test_an_amd_smi_without_throttle_is_sampled_without_it_and_asked_once():
+    asked: list = []
+    tel = AmdSmiTelemetry(run=amd_smi_runner(asked=asked))
+    first, second = tel.sample(), tel.sample()
+    assert len(first) == len(second) == 4 and all(x.violations_active is None for x in first + second)
+    assert asked.count(tuple(telemetry_amd.SAMPLE_THROTTLE_CMD)) == 1 and asked.count(tuple(telemetry_amd.SAMPLE_CMD)) == 2
 
 
 @pytest.mark.parametrize(("value", "expected"), [
@@ -183,14 +198,16 @@ def test_an_xgmi_error_fails_the_gpu_and_corrected_ecc_is_named_in_amds_words(tm
 
 
 def test_an_mi300x_node_outside_a_plan_is_judged_on_amds_and_azures_mi300x_figures():
-    """The platform row: RVS's GST targets as the GEMM floors, Azure's MI300X RCCL figure, 7 xGMI links, the amdgpu
-    kernel-log events and no Xid list."""
+    """The platform row: RVS's GST targets (its validation levels' trig-initialised tests) as the GEMM floors, AMD CVS's
+    HBM copy floor, Azure's MI300X RCCL figure, 7 xGMI links, the amdgpu kernel-log events and no Xid list."""
     from trainsizer.accept import criteria
 
     crit = criteria.resolve(None, None, "AMD Instinct MI300X")
     assert crit.platform == "mi300x"
-    assert crit.gemm_tflops_min["bf16"].value == 500 and "gst_single.conf" in crit.gemm_tflops_min["bf16"].source
-    assert crit.gemm_tflops_min["fp8"].value == 1000 and crit.hbm_gb_s_min is None
+    assert crit.gemm_tflops_min["bf16"].value == 552 and "gst_single.conf" in crit.gemm_tflops_min["bf16"].source
+    assert crit.gemm_tflops_min["fp8"].value == 981
+    # AMD's own floor for the copy accept/hbm.py times, not 0.8 x the 5,300 GB/s data sheet (4,240)
+    assert crit.hbm_gb_s_min.value == 4500 and "copy_" in crit.hbm_gb_s_min.source
     intra = crit.busbw_intra_gb_s_min
     assert intra.all_reduce.value == 314 and intra.all_gather.value == pytest.approx(0.70 * 448, abs=0.05)
     assert crit.xgmi_links_per_gpu.value == 7 and crit.nvlinks_per_gpu is None
@@ -216,3 +233,24 @@ def test_throttle_status_fails_a_gpu_on_a_thermal_violation_not_on_its_power_cap
         criteria=generic(), telemetry=AmdSmiTelemetry(run=_amd_runner_with({})), telemetry_why="amd-smi",
         options=Options(storage_path=tmp_path), node="mi300a01"))}["health.throttle"]
     assert without.status == "skipped"
+
+
+@pytest.mark.parametrize(("name", "pid", "bf16", "fp8", "hbm", "xgmi"), [
+    ("AMD Instinct MI325X", "mi325x", 554, 983, 0.8 * 6000, 448),
+    ("AMD Instinct MI355X", "mi355x", 956, 2061, 0.8 * 8000, 537.6),
+])
+def test_mi325x_and_mi355x_nodes_read_their_own_rows(name, pid, bf16, fp8, hbm, xgmi):
+    """amd-smi's market name finds the part's row: RVS's GEMM targets for that part, and where AMD publishes no HBM or
+    RCCL pass mark for it, the cited ratios x its data-sheet rates (HBM 0.8 x spec; a ring over the xGMI mesh 0.70 x
+    the link), never MI300X's figures."""
+    from trainsizer.accept import criteria
+
+    crit = criteria.resolve(None, None, name)
+    assert crit.platform == pid and crit.gpu_model.value == pid.upper()
+    assert crit.gemm_tflops_min["bf16"].value == bf16 and crit.gemm_tflops_min["fp8"].value == fp8
+    assert f"rvs/conf/{pid.upper()}/gst_single.conf" in crit.gemm_tflops_min["fp8"].source
+    assert crit.hbm_gb_s_min.value == pytest.approx(hbm) and "HBM3E" in crit.hbm_gb_s_min.source
+    intra = crit.busbw_intra_gb_s_min
+    assert intra.all_reduce.value == intra.all_gather.value == pytest.approx(0.70 * xgmi, abs=0.05)
+    assert crit.xgmi_links_per_gpu.value == 7 and crit.critical_xids is None and crit.critical_amdgpu_events
+    assert crit.busbw_inter_gb_s_min.all_reduce.value == pytest.approx(0.8 * 8 * 400 / 8)

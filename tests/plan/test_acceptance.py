@@ -263,5 +263,10 @@ def test_amd_plans_set_rocm_rccl_and_xgmi_floors(blocks):
         assert acc.driver_version_min is None and acc.cuda_version_min is None
         assert acc.xgmi_links_per_gpu.value == 7 and acc.nvlinks_per_gpu is None
     mi300x = blocks(hardware={"accelerator": "mi300x"}).acceptance
-    assert mi300x.platform == "mi300x" and mi300x.gemm_tflops_min["bf16"].value == 500
+    assert mi300x.platform == "mi300x" and mi300x.gemm_tflops_min["bf16"].value == 552
     assert mi300x.busbw_intra_gb_s_min.all_reduce.value == 314 and mi300x.critical_xids is None
+    assert mi300x.hbm_gb_s_min.value == 4500  # AMD CVS's floor for the copy accept/hbm.py times
+    # MI325X and MI355X read their own rows (RVS's targets for each part), not MI300X's
+    for part, bf16 in (("mi325x", 554), ("mi355x", 956)):
+        acc = blocks(hardware={"accelerator": part}).acceptance
+        assert acc.platform == part and acc.gemm_tflops_min["bf16"].value == bf16

@@ -1,6 +1,7 @@
 """Checks 6: thermal (30 min) and burn-in (24 h): sustained GEMM load while sampling telemetry.
 
-Fails on a lost GPU, a new critical XID, new uncorrectable ECC errors, thermal/power clock slowdown,
+Fails on a lost GPU, a new critical XID (amdgpu RAS / reset line on AMD), new uncorrectable ECC errors, thermal/power
+clock slowdown (on AMD: an active thermal violation in amd-smi's throttle status),
 temperature over min(criteria, NVML GPU max), or a GPU below fleet ratio x the node median throughput
 (docs/acceptance.md section 3 checks #14, #15; DCGM failing clock-event reasons).
 """
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 
 from trainsizer.accept.context import Context
 from trainsizer.accept.criteria import Limit, fleet_ratio, suite_check
-from trainsizer.accept.health import log_report
+from trainsizer.accept.health import amd_failing, amd_violations_source, log_report
 from trainsizer.accept.results import CheckResult
 from trainsizer.accept.telemetry import FAILING_REASONS, GpuHealth, GpuSample, GpuTelemetry, reason_names
 from trainsizer.messages import msg
@@ -154,18 +155,34 @@ def _ecc(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
 
 
 def _throttle(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
+    """Throttling under load, sample by sample: NVML's clock-event reasons that DCGM fails on, or on an AMD node the
+    violations amd-smi reports active, judged as health.throttle judges them (thermal and PROCHOT fail, the power cap
+    does not)."""
+    amd = ctx.telemetry is not None and ctx.telemetry.vendor == "amd"
     throttled: dict[int, set[str]] = {}
-    n_bad = 0
-    for tick in rec.ticks:
-        for s in tick:
-            if s.clock_event_reasons & FAILING_REASONS:
-                n_bad += 1
-                throttled.setdefault(s.index, set()).update(reason_names(s.clock_event_reasons & FAILING_REASONS))
+    n_bad = seen = 0
+    for s in (s for tick in rec.ticks for s in tick):
+        bad = _failing(s, amd)
+        if bad is None:
+            continue
+        seen += 1
+        if bad:
+            n_bad += 1
+            throttled.setdefault(s.index, set()).update(bad)
+    if amd and not seen:  # an amd-smi without metric --throttle: no state to judge, not a clean run
+        return ctx.skipped(f"{prefix}.throttle", msg("acc_why_no_violation_samples"))
     return ctx.result(
         f"{prefix}.throttle", "fail" if throttled else "pass", measured=n_bad, threshold=0, unit="samples",
-        source=msg("acc_src_dcgm_throttle"),
+        source=amd_violations_source() if amd else msg("acc_src_dcgm_throttle"),
         why=msg("acc_why_slowdown", gpus="; ".join(f"GPU {i}: {', '.join(sorted(r))}" for i, r in throttled.items()))
         if throttled else msg("acc_why_no_slowdown"))
+
+
+def _failing(s: GpuSample, amd: bool) -> list[str] | None:
+    """A sample's failing throttle states; None where the sample carries none (AMD: amd-smi gave no status)."""
+    if amd:
+        return None if s.violations_active is None else amd_failing(s.violations_active)
+    return reason_names(s.clock_event_reasons & FAILING_REASONS)
 
 
 def _temperature(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:

@@ -187,7 +187,9 @@ def from_platform(platform_id: str, *, gpus_per_node: int | None = None) -> Acce
     # a reference x the cited ratio (Bekman's MAMF), or the vendor's own pass mark as it stands (AMD RVS GST targets)
     crit.gemm_tflops_min = {**{k: _scaled(v, d["gemm_min_ratio"]) for k, v in p.get("gemm_ref_tflops", {}).items()},
                             **{k: _lim(v["value"], v["source"]) for k, v in p.get("gemm_min_tflops", {}).items()}}
-    crit.hbm_gb_s_min = _scaled(p["hbm_spec_gb_s"], d["hbm_min_ratio"], 0) if "hbm_spec_gb_s" in p else None
+    # the vendor's own floor for the copy accept/hbm.py times (AMD CVS on MI300X), else the cited ratio x the data sheet
+    crit.hbm_gb_s_min = (_lim(p["hbm_min_gb_s"]["value"], p["hbm_min_gb_s"]["source"]) if "hbm_min_gb_s" in p
+                         else _scaled(p["hbm_spec_gb_s"], d["hbm_min_ratio"], 0) if "hbm_spec_gb_s" in p else None)
     _vendor_lists(crit, p.get("vendor", "nvidia"))
     # a switchless xGMI mesh rings at a lower share of its links than an NVSwitch port (docs/acceptance.md check 9)
     link, ratio = (p["xgmi_uni_gb_s"], d["ring_min_ratio_mesh"]) if "xgmi_uni_gb_s" in p else \

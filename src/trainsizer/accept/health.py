@@ -16,7 +16,7 @@ from trainsizer.accept.criteria import suite_check
 from trainsizer.accept.results import CheckResult
 from trainsizer.accept.telemetry import FAILING_REASONS, reason_names
 from trainsizer.accept.telemetry_amd import XGMI_NO_ERRORS
-from trainsizer.messages import msg
+from trainsizer.messages import Msg, msg
 
 
 def _verdict(ctx: Context, name: str, bad: dict, checked: int, what: str, **kw) -> CheckResult:
@@ -159,10 +159,18 @@ AMD_FAILING_VIOLATIONS = ("prochot", "socket_thermal", "vr_thermal", "hbm_therma
                           "gfx_clk_below_host_limit_thermal", "gfx_clk_below_host_limit_thm")
 
 
+def amd_failing(active: Iterable[str]) -> list[str]:
+    """The active amd-smi violations that fail a GPU (AMD_FAILING_VIOLATIONS), at health and during burn-in alike."""
+    return [v for v in active if v in AMD_FAILING_VIOLATIONS]
+
+
+def amd_violations_source() -> Msg:
+    return msg("acc_src_amd_violations", failing=", ".join(AMD_FAILING_VIOLATIONS))
+
+
 def _amd_throttle(ctx: Context, hs: list) -> CheckResult:
     """AMD Instinct: the thermal violations amd-smi metric --throttle reports active fail the GPU."""
     states = {h.index: h.violations_active for h in hs if h.violations_active is not None}
-    bad = {i: ", ".join(v for v in active if v in AMD_FAILING_VIOLATIONS) for i, active in states.items()
-           if set(active) & set(AMD_FAILING_VIOLATIONS)}
+    bad = {i: ", ".join(amd_failing(active)) for i, active in states.items() if amd_failing(active)}
     return _verdict(ctx, "health.throttle", bad, len(states), msg("acc_what_amd_violations"),
-                    source=msg("acc_src_amd_violations", failing=", ".join(AMD_FAILING_VIOLATIONS)))
+                    source=amd_violations_source())

@@ -78,6 +78,9 @@ class GpuSample:
     clock_event_reasons: int = 0
     ecc_uncorrected_volatile: int | None = None
     lost: bool = False
+    # AMD Instinct: the violations amd-smi reports ACTIVE at this sample (GpuHealth.violations_active's names), where
+    # NVIDIA's parts report clock_event_reasons; None = not reported
+    violations_active: tuple[str, ...] | None = None
 
 
 class GpuTelemetry(Protocol):

@@ -8,8 +8,9 @@ projects/amdsmi/docs/how-to/amdsmi-cli-tool.md):
 - `amd-smi metric --ecc --json`: ecc.total_correctable_count / total_uncorrectable_count / total_deferred_count
   (amdsmi_get_gpu_total_ecc_count: errors accumulated since the driver loaded);
 - `amd-smi bad-pages --pending --json`: pending retired pages, or "No bad pages found.";
-- `amd-smi metric --usage --power --clock --temperature --ecc --json` for the burn-in samples (the ECC counts too,
-  as NVIDIA's samples carry the volatile uncorrectable count);
+- `amd-smi metric --usage --power --clock --temperature --ecc --throttle --json` for the burn-in samples (the ECC
+  counts too, as NVIDIA's samples carry the volatile uncorrectable count; the violation status, as NVIDIA's carry the
+  clock-event reasons);
 - `amd-smi version --json`: rocm_version (what AMD's Cluster Validation Suite preflight compares, ROCm/cvs);
 - `amd-smi static --ras --json`: ras.ecc_block_state (UMC = the HBM's memory controller: ENABLED / DISABLED, a dict
   or a list of {block, status} by release);
@@ -43,6 +44,9 @@ LIST_CMD = ["amd-smi", "list", "--json"]
 ECC_CMD = ["amd-smi", "metric", "--ecc", "--json"]
 PENDING_PAGES_CMD = ["amd-smi", "bad-pages", "--pending", "--json"]
 SAMPLE_CMD = ["amd-smi", "metric", "--usage", "--power", "--clock", "--temperature", "--ecc", "--json"]
+# a burn-in sample with the throttle (violation) status, so burn-in judges throttling under load; an amd-smi that
+# refuses --throttle is sampled without it (AmdSmiTelemetry.sample)
+SAMPLE_THROTTLE_CMD = [*SAMPLE_CMD[:-1], "--throttle", "--json"]
 VERSION_CMD = ["amd-smi", "version", "--json"]
 RAS_CMD = ["amd-smi", "static", "--ras", "--json"]
 XGMI_LINK_CMD = ["amd-smi", "xgmi", "-l", "--json"]
@@ -182,16 +186,18 @@ def _active(value: Any) -> bool | None:
     return True if text == "ACTIVE" else False if text == "NOT ACTIVE" else None
 
 
+def _violations(gpu: dict[str, Any]) -> tuple[str, ...] | None:
+    """One GPU's `throttle` object -> the violations active (names less _violation_status); None if none is reported."""
+    suffix = "_violation_status"
+    throttle = gpu.get("throttle") if isinstance(gpu.get("throttle"), dict) else {}
+    states = {k.removesuffix(suffix): _active(v) for k, v in throttle.items() if k.endswith(suffix)}
+    known = {k: v for k, v in states.items() if v is not None}
+    return tuple(sorted(k for k, v in known.items() if v)) if known else None
+
+
 def parse_violations(text: str) -> dict[int, tuple[str, ...] | None]:
     """`amd-smi metric --throttle --json` -> {gpu: the violations active}; None where none is reported."""
-    out: dict[int, tuple[str, ...] | None] = {}
-    suffix = "_violation_status"
-    for i, g in per_gpu(text).items():
-        throttle = g.get("throttle") if isinstance(g.get("throttle"), dict) else {}
-        states = {k.removesuffix(suffix): _active(v) for k, v in throttle.items() if k.endswith(suffix)}
-        known = {k: v for k, v in states.items() if v is not None}
-        out[i] = tuple(sorted(k for k, v in known.items() if v)) if known else None
-    return out
+    return {i: _violations(g) for i, g in per_gpu(text).items()}
 
 
 def parse_driver_version(static_text: str) -> str | None:
@@ -232,7 +238,7 @@ def parse_samples(text: str) -> list[GpuSample]:
         gfx_clock = clock.get("gfx_0") if isinstance(clock.get("gfx_0"), dict) else {}
         out.append(GpuSample(index=i, temp_c=number(temp.get("hotspot")), power_w=number(power.get("socket_power")),
                              util_pct=number(usage.get("gfx_activity")), sm_clock_mhz=number(gfx_clock.get("clk")),
-                             ecc_uncorrected_volatile=_ecc_counts(g)[0]))
+                             ecc_uncorrected_volatile=_ecc_counts(g)[0], violations_active=_violations(g)))
     return out
 
 
@@ -243,6 +249,7 @@ class AmdSmiTelemetry:
     run: Callable[[list[str]], str] = _run
     source: str = "amd-smi"
     vendor: str = "amd"
+    throttle_in_samples: bool = True
 
     @classmethod
     def open(cls) -> AmdSmiTelemetry:
@@ -288,6 +295,11 @@ class AmdSmiTelemetry:
                 for i, (unc, cor) in sorted(ecc.items())]
 
     def sample(self) -> list[GpuSample]:
+        if self.throttle_in_samples:
+            try:
+                return parse_samples(self.run(SAMPLE_THROTTLE_CMD))
+            except AmdSmiUnavailable:
+                self.throttle_in_samples = False  # this amd-smi has no --throttle: ask without it from now on
         try:
             return parse_samples(self.run(SAMPLE_CMD))
         except AmdSmiUnavailable:
