@@ -1,0 +1,83 @@
+"""The drained queue after a host sync (estimate/host_sync.py) and the per-vendor host facts it reads."""
+
+import numpy as np
+import pytest
+
+from trainsizer.estimate import host_sync as hs
+
+
+def test_launch_bound_run_is_the_host_issue_time():
+    # 10 kernels, the host 20 us each, the GPU 5 us each: the GPU waits on every launch
+    t = hs.drained_run_s(10, 20e-6, 50e-6, 17e-6)
+    assert t == pytest.approx(17e-6 + 10 * 20e-6 + 5e-6)
+
+
+def test_gpu_bound_run_exposes_only_the_round_trip_and_first_launch():
+    # the host (10 us) gets ahead of 1 ms kernels after the first launch
+    n, h, gpu, r = 8, 10e-6, 8e-3, 17e-6
+    assert hs.drain_excess_s(n, h, gpu, r) == pytest.approx(r + h)
+
+
+def test_pipeline_against_a_step_by_step_simulation():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        n = int(rng.integers(1, 40))
+        h, g, r = rng.uniform(1e-6, 50e-6, 3)
+        issued, done = r, 0.0
+        for _ in range(n):
+            issued += h
+            done = max(done, issued) + g
+        assert hs.drained_run_s(n, h, n * g, r) == pytest.approx(done)
+
+
+def test_elementwise_and_zero_kernels():
+    t = hs.drained_run_s(np.array([0, 1, 4]), 10e-6, np.array([0.0, 2e-6, 4e-3]), 5e-6)
+    assert t == pytest.approx([5e-6, 5e-6 + 10e-6 + 2e-6, 5e-6 + 10e-6 + 4e-3])
+
+
+def test_negative_input_is_refused():
+    with pytest.raises(ValueError, match="non-negative"):
+        hs.drained_run_s(-1, 1e-6, 1e-3, 0.0)
+
+
+def test_vendor_facts_are_the_published_figures():
+    # pytorch PR 196920 (MI308X rocBLAS torch.mm 64^3, 11.145 us), PR 194311 (cuBLAS, 14.807 us),
+    # FBGEMM PR 6219 (MI325X bare metal launch + synchronize, 16.9 us)
+    assert hs.host_figure("launch_bound_op_s", "amd") == pytest.approx(11.1e-6, rel=0.01)
+    assert hs.host_figure("launch_bound_op_s", "nvidia") == pytest.approx(14.8e-6, rel=0.01)
+    assert hs.host_figure("round_trip_s", "amd") == pytest.approx(16.9e-6, rel=0.01)
+    assert hs.host_figure("round_trip_s", "nvidia") is None  # none read
+    with pytest.raises(KeyError, match="tables"):
+        hs.host_figure("launch_s", "amd")
+
+
+def _floor_script():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import host_floor_rocm
+
+    return host_floor_rocm
+
+
+def test_floor_script_slot_times_are_the_published_rates():
+    # DeepSeek-V2-Lite mbs 1 on 8 MI355X: 4,096 tokens a GPU per micro-batch at 10,734.6 tokens/s a GPU; DeepSeek-V2 on
+    # 32 (PP 4, DP 8, micro-batch 1, global batch 256): 32 micro-batches + 3 -> 35 slots of 15 layers
+    hf = _floor_script()
+    rows = {r["id"]: r for r in hf.p30.rows()}
+    t, layers = hf.slot_time_s(rows[hf.FLOOR_ROWS[0]], 10734.6, 27)
+    assert (t, layers) == (pytest.approx(4096 / 10734.6), 27)
+    t, layers = hf.slot_time_s(rows[hf.FLOOR_ROWS[1]], 1987.6, 60)
+    assert (t, layers) == (pytest.approx(256 * 4096 / (1987.6 * 32) / 35), 15)
+
+
+def test_syncs_round_trips_are_small_against_the_floor():
+    # the forward syncs' round trips (26 MoE layers, GPU-bound expert GEMMs at micro-batch 1) add the round trip and
+    # one launch each: well under 1 ms a micro-batch against the measured 0.382 s
+    hf = _floor_script()
+    rows = {r["id"]: r for r in hf.p30.rows()}
+    lite = hf.model_shapes()["deepseek-v2-lite"]
+    added = hf.sync_round_trips_s(rows[hf.FLOOR_ROWS[0]], lite)
+    per_sync = hs.host_figure("round_trip_s", "amd") + hs.host_figure("launch_bound_op_s", "amd")
+    assert added == pytest.approx(26 * per_sync, rel=1e-6)
