@@ -5,7 +5,8 @@ models on one 8x A100 node, Megatron, fp16, full recompute). A plan fixes the mo
 the hardware, then ranks layouts; so a group here is (model, GPU count, global batch) and its candidates are
 the layouts vTrain measured for it. Within a group the plan's rule is applied: layouts that do not fit
 (trainsizer's memory model, A100 80 GB as perf_vtrain assumes) are dropped, the predicted-fastest is the
-pick, and layouts predicted within the plan's tie fraction of it (search.yaml `tie_fraction`) are ties.
+pick, and layouts predicted within the plan's tie fraction of it are ties (plan.searched.tie_fraction_of: the runs'
+class's held-out spread about its median, at least search.yaml `tie_fraction`).
 
 Reported, per model and GPU count (over its global batches) and overall:
 - regret of the pick: measured time of the pick / measured best - 1; how often it is within 2%;

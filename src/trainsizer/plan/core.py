@@ -164,14 +164,17 @@ def _options(sr: Searched, rk: Ranked, top: int, catalog: Any, lang: str,
     shown += [s for s in rk.ranked if (s.index in tie_ids or s in rk.front) and s not in shown]
     shown.sort(key=lambda s: rk.ranked.index(s))
     out = []
+    # the first option's sentence names the widest fraction any tie was called within (another class's: wider)
+    widest = max([rk.fractions.get(t.index, rk.fraction) for t in rk.tied] or [rk.fraction])
     for s in shown:
         v = ranking.value(s, rk.metric)
         p = sr.priced[s.index]
+        own = rk.fractions.get(s.index, rk.fraction)
         score = Score(metric=rk.metric, value=v if v != float("inf") else None,
-                      currency=currency if rk.metric == "cost" else None, uncertainty_fraction=rk.fraction,
+                      currency=currency if rk.metric == "cost" else None, uncertainty_fraction=own,
                       cost=p.cost, cost_basis=p.basis)
-        why = explain.why(s, rk.ranked, sr.priced, rk.metric, currency, rk.fraction, tie_ids, rk.satisfied,
-                          lang)
+        why = explain.why(s, rk.ranked, sr.priced, rk.metric, currency, widest if s is rk.ranked[0] else own,
+                          tie_ids, rk.satisfied, lang)
         out.append(_full_option(sr.priced[s.index], rk.ranked.index(s) + 1, score,
                                 s.index in tie_ids and len(tie_ids) > 1, why, catalog, s.roomy))
     return out

@@ -12,7 +12,7 @@ and at the job's node / GPU limits.
 
 A pinned count that fits without offload is set beside the whole servers one below and one above it (`nearby`):
 when one of them is faster by more than the ranking's tie band and costs no more (or cheaper by more than the band and
-no slower) by the job's own cost measure (GPU-hours where either is unpriced), the pinned count splits the job poorly
+no slower; the band of the two options' job classes, `plan.searched.pair_tie_fraction`, as the ranking's ties) by the job's own cost measure (GPU-hours where either is unpriced), the pinned count splits the job poorly
 (24 H100 where 16 or 32 divide the batch) and the plan says so, as for offload.
 
 When nothing fits at all, the binding's "more GPUs" relaxation names the count the model states alone need; the
@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from trainsizer.plan.refine import purchase_unit
-from trainsizer.plan.searched import rank_searched, search_job
+from trainsizer.plan.searched import pair_tie_fraction, rank_searched, search_job
 from trainsizer.search.engine import offload_reason
 
 MAX_PROBES = 12  # counts tried above the pinned one: one search of one accelerator's options each
@@ -114,7 +114,7 @@ def _nearby(sr: Any, pinned: Any, catalog: Any, tie_fraction: float) -> NextCoun
         if other < unit or not _allowed(other, r.option.per_node, sr.scenario.job.constraints):
             continue
         found = _best_at(sr.scenario, sr, r, other, catalog, tie_fraction, on_gpus=False)
-        if found is not None and _beats(found, pinned, tie_fraction):
+        if found is not None and _beats(found, pinned, pair_tie_fraction(found, pinned, tie_fraction)):
             return NextCount(pinned, found, other, nearby=True)
     return None
 

@@ -6,7 +6,8 @@ needs. Renting, that costs little (the GPU-hours barely change with the count); 
 it. So when the job's figure is cost and the next smaller rung of the recommended family fits but misses the
 deadline, whole servers between the two rungs are searched and priced exactly as every option is
 (`search.search_option`, `plan.searched.price`); the cheapest that satisfies the job joins the options when it is
-cheaper than the rung by more than the tie fraction (a smaller difference the model cannot tell apart).
+cheaper than the rung by more than the tie fraction (a smaller difference the model cannot tell apart; the two
+options' `plan.searched.pair_tie_fraction`, as the ranking's ties: the class's spread, at least `tie_fraction`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from trainsizer.plan.searched import pair_tie_fraction
 from trainsizer.search import OptionResult, search_option
 from trainsizer.spec import stated_stack_options
 
@@ -82,6 +84,6 @@ def refine_count(sr: Any, best_index: int, catalog: Any, cfg: Any, tie_fraction:
         ok = p.meets_deadline is not False and p.within_budget is not False and p.cost is not None
         if ok and (found is None or p.cost < found.cost):
             found = p
-    if found is None or found.cost * (1.0 + tie_fraction) >= rung.cost:
+    if found is None or found.cost * (1.0 + pair_tie_fraction(found, rung, tie_fraction)) >= rung.cost:
         return None
     return Refined(found, lower, rung)

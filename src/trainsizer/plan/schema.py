@@ -128,8 +128,10 @@ class Score(_Out):
     metric: Literal["cost", "train_days"]
     value: float | None = Field(description="None: no price for this option in the plan's currency")
     currency: str | None = None
-    uncertainty_fraction: float = Field(description="differences below this fraction are ties: the best-ranked "
-                                          "option's class held-out MAPE, at least search.yaml tie_fraction")
+    uncertainty_fraction: float = Field(description="differences from the best-ranked option below this fraction "
+                                          "are ties: the wider of the two options' job classes' held-out spread "
+                                          "about its median (estimate/data/accuracy_bands.yaml spread_pct), at "
+                                          "least search.yaml tie_fraction")
     cost: float | None = Field(None, description="what the job costs in the plan's currency: rent = GPU-hours x "
                                "price; buy = the accelerators' purchase price + the job's electricity")
     cost_basis: Literal["rent", "buy"] | None = Field(

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trainsizer.catalog.scale import Platform, Standing, standing_on
@@ -150,23 +150,48 @@ def search_job(scenario: Scenario, catalog: Any, pins: Pins) -> Searched:
 
 
 def tie_fraction_of(cls: Any, floor: float) -> float:
-    """The fraction within which two options' figures are a tie when the best-ranked one is of job class `cls`
-    (estimate.accuracy.JobClass): its class's held-out MAPE (estimate/data/accuracy_bands.yaml, the same statistic
-    as `floor`, search.yaml tie_fraction: the development set's MAPE) where that is wider; `floor` for a class with
-    no band. A difference the estimate's error on runs like this one covers does not tell which is faster or
-    cheaper."""
+    """The fraction within which two options of job class `cls` (estimate.accuracy.JobClass) are a tie: its class's
+    spread about its median on held-out runs (estimate/data/accuracy_bands.yaml spread_pct: the MAPE with the
+    class's common offset taken out) where that is wider than `floor` (search.yaml tie_fraction, the development
+    set's MAPE); `floor` for a class with no band. Options of one class share its offset (hf/dense/hopper: every
+    run +60% too fast), so it does not tell them apart; what their errors can differ by does."""
     from trainsizer.estimate.accuracy import band_for
 
     band = band_for(cls, "time")
-    return floor if band.get("matched") is None else max(floor, band["mape_pct"] / 100.0)
+    return floor if band.get("matched") is None else max(floor, band["spread_pct"] / 100.0)
 
 
-def _tie_fraction(p: Priced, floor: float) -> float:
+def tie_terms(cls: Any, other: Any, floor: float, scales: bool = True) -> tuple[float, float]:
+    """(fraction, factor) an option of job class `other` is tied within against the best-ranked one, of `cls`
+    (rank.ties): the wider of the two classes' `tie_fraction_of`, and, where the two match different bands (their
+    offsets differ: a +60% class against a +11% one), (1 + other's median) / (1 + cls's median), the other's figure
+    relative to the best's once both offsets are taken out (+ = predicted too fast: a run takes (1 + median) x the
+    estimate). The factor only excludes (rank.ties reads it where above 1): an option whose class the held-out
+    runs find slower than estimated, by more than the best's is, is not a tie on a figure it would not reach; the
+    estimates themselves are not corrected (the held-out runs are not fitted), so an option the estimate puts
+    outside the fraction stays outside. Factor 1: one band (the offset cancels), a class with no band (no offset
+    known), or a figure that does not scale with the run's time (`scales` False: a purchase price)."""
+    from trainsizer.estimate.accuracy import band_for
+
+    fraction = max(tie_fraction_of(cls, floor), tie_fraction_of(other, floor))
+    ours, theirs = band_for(cls, "time"), band_for(other, "time")
+    if not scales or ours.get("matched") is None or theirs.get("matched") in (None, ours["matched"]):
+        return fraction, 1.0
+    return fraction, (1.0 + theirs["median_pct"] / 100.0) / (1.0 + ours["median_pct"] / 100.0)
+
+
+def class_of(p: Priced) -> Any:
+    """The job class of an option (estimate.accuracy.job_class on its scenario and accelerator)."""
     from trainsizer.estimate.accuracy import job_class
 
     sc = p.scenario
-    return tie_fraction_of(job_class(sc.model, sc.training, sc.system, sc.strategy, p.result.option.accelerator.arch),
-                           floor)
+    return job_class(sc.model, sc.training, sc.system, sc.strategy, p.result.option.accelerator.arch)
+
+
+def pair_tie_fraction(a: Priced, b: Priced, floor: float) -> float:
+    """The tie fraction of two priced options (`tie_terms`' fraction; next_count / refine_count: the same part at
+    another count, whose scale class may differ)."""
+    return tie_terms(class_of(a), class_of(b), floor)[0]
 
 
 @dataclass
@@ -176,7 +201,8 @@ class Ranked:
     ranked: list[ranking.Scored]
     tied: list[ranking.Scored]
     front: list[ranking.Scored]
-    fraction: float = 0.0  # the tie fraction used (tie_fraction_of the best-ranked option)
+    fraction: float = 0.0  # the tie fraction of the best-ranked option's class (tie_fraction_of)
+    fractions: dict[int, float] = field(default_factory=dict)  # each option's against the best (by index)
 
     @property
     def satisfied(self) -> bool:
@@ -184,16 +210,25 @@ class Ranked:
 
 
 def rank_searched(sr: Searched, tie_fraction: float) -> Ranked:
-    """Options by the goal; ties (roomy, then cheapest, then simplest first) within the best-ranked option's
-    `tie_fraction_of` (`tie_fraction` its floor), and the Pareto front."""
+    """Options by the goal; ties (roomy, then cheapest, then simplest first): each option within its `tie_terms`
+    against the best-ranked one (`tie_fraction` the floor), and the Pareto front (within the best's class's
+    fraction)."""
     objective = ranking.objective(sr.scenario.job.goal)
+    metric = ranking.metric_of(objective)
     scored = [score_of(i, p) for i, p in enumerate(sr.priced)]
     ranked = ranking.rank(scored, objective)
+    against: dict[int, tuple[float, float]] = {}
     if ranked:
-        tie_fraction = _tie_fraction(sr.priced[ranked[0].index], tie_fraction)
-    tied = ranking.ties(ranked, objective, tie_fraction)
+        top = sr.priced[ranked[0].index]
+        best = class_of(top)
+        # a rental bill scales with the run's time, a purchase price does not (so a class's time offset moves it)
+        against = {i: tie_terms(best, class_of(p), tie_fraction,
+                                metric == "train_days" or p.basis == top.basis == "rent")
+                   for i, p in enumerate(sr.priced)}
+        tie_fraction = against[ranked[0].index][0]
+    tied = ranking.ties(ranked, objective, tie_fraction, against)
     size = {i: (p.result.system.nodes, p.result.option.count) for i, p in enumerate(sr.priced)}
     ranked = ranking.prefer_cheapest(ranked, tied, size)
     tied = [s for s in ranked if s in tied]
-    return Ranked(objective, ranking.metric_of(objective), ranked, tied,
-                  ranking.pareto(scored, ranking.front_basis(ranked), tie_fraction), tie_fraction)
+    return Ranked(objective, metric, ranked, tied, ranking.pareto(scored, ranking.front_basis(ranked), tie_fraction),
+                  tie_fraction, {i: f for i, (f, _) in against.items()})

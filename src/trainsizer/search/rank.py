@@ -16,6 +16,7 @@ options of the same standing; a tie is only between options of the same standing
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,17 +72,25 @@ def rank(scored: list[Scored], objective_: str) -> list[Scored]:
                   key=lambda s: (not s.satisfies, s.scale, value(s, metric), value(s, other), s.index))
 
 
-def ties(ranked: list[Scored], objective_: str, fraction: float) -> list[Scored]:
-    """Options (the best included) within `fraction` of the best on the objective's figure, among those
-    that satisfy the job with the best's documented-scale standing; empty when the best does not."""
+def ties(ranked: list[Scored], objective_: str, fraction: float,
+         against: Mapping[int, tuple[float, float]] | None = None) -> list[Scored]:
+    """Options (the best included) within `fraction` of the best on the objective's figure, among those that
+    satisfy the job with the best's documented-scale standing; empty when the best does not. `against`: by index,
+    an option's own (fraction, factor), its figure within the fraction both as it is and times the factor where
+    that is above 1 (another job class's held-out offset relative to the best's: plan.searched.tie_terms)."""
     if not ranked or not ranked[0].satisfies:
         return []
     metric = metric_of(objective_)
     best = value(ranked[0], metric)
     if not math.isfinite(best):
         return ranked[:1]
-    return [s for s in ranked
-            if s.satisfies and s.scale == ranked[0].scale and value(s, metric) <= best * (1.0 + fraction)]
+    own = against or {}
+
+    def within(s: Scored) -> bool:
+        f, k = own.get(s.index, (fraction, 1.0))
+        return value(s, metric) * max(1.0, k) <= best * (1.0 + f)
+
+    return [s for s in ranked if s.satisfies and s.scale == ranked[0].scale and within(s)]
 
 
 def _tie_key(s: Scored, size: dict[int, tuple[int, int]]) -> tuple:
