@@ -22,7 +22,13 @@ from trainsizer.estimate.memory import GIB, estimate_memory
 from trainsizer.estimate.reliability import failure_figures
 from trainsizer.estimate.step_time import estimate_time
 from trainsizer.messages import msg
-from trainsizer.scenario import Scenario, domain_job_gpus, placed_domain_gpus
+from trainsizer.scenario import (
+    Scenario,
+    domain_job_gpus,
+    module_part,
+    placed_domain_gpus,
+    server_ram_per_node,
+)
 
 # the unit_price units of the cost blocks (the JSON keeps these English words; reports translate them)
 UNIT_RENT = "per GPU-hour"
@@ -173,21 +179,6 @@ def known_host_ram_gib(catalog: Catalog, system: Any) -> float:
     return float(min((r for r in rams if r), default=0.0))
 
 
-def server_ram_per_node(acc: Any, server: Any, per_node: int) -> float | None:
-    """The RAM a node of `server` has: a rack-scale NVLink record (NVL72: trays of 4, Accelerator.rack_nvlink) shared
-    out per tray (buildout.node.server_share); a PCIe card in part of a bigger box none of it, as the plan prices the card without
-    that server (a workstation sized from the job: buildout.bom_lines.server_lines); None where the server states
-    none."""
-    if server is None or not server.ram_gib:
-        return None
-    if server.gpus > per_node:
-        if acc.rack_nvlink:
-            return float(server.ram_gib) * per_node / server.gpus
-        if not module_part(acc):
-            return None
-    return float(server.ram_gib)
-
-
 def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: float, kwh: float,
            notes: list[str], host_gib_per_node: float = 0.0) -> dict[str, Any]:
     system = scenario.system
@@ -298,12 +289,6 @@ def _rent_term(catalog: Catalog, system: Any, rented: int, rent: Any, billed: fl
     elif wall_hours >= HOURS_PER_YEAR:
         notes.append(msg("note_rent_no_term", accelerator=system.accelerator, days=f"{wall_hours / 24.0:,.0f}"))
     return None, 0, billed
-
-
-def module_part(acc: Any) -> bool:
-    """A module on a baseboard (SXM, OAM, a superchip board), sold inside its server, not a PCIe card a buyer puts
-    in any box: the catalog's form factor says which (accelerators.yaml form_factor: 'PCIe ...' for the cards)."""
-    return not str(getattr(acc, "form_factor", "") or "").strip().lower().startswith("pcie")
 
 
 def bought_gpus(catalog: Catalog, accelerator: str, gpus: int, per_node: int) -> tuple[int, Any]:

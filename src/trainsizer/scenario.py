@@ -477,6 +477,27 @@ def _placement_notes(acc: Any, system: Any, per_node: int) -> list[str]:
     return [*partial, msg("note_nvl_domains", **said, spare=(held - placed) // per_node)]
 
 
+def module_part(acc: Any) -> bool:
+    """A module on a baseboard (SXM, OAM, a superchip board), sold inside its server, not a PCIe card a buyer puts
+    in any box: the catalog's form factor says which (accelerators.yaml form_factor: 'PCIe ...' for the cards)."""
+    return not str(getattr(acc, "form_factor", "") or "").strip().lower().startswith("pcie")
+
+
+def server_ram_per_node(acc: Any, server: Any, per_node: int) -> float | None:
+    """The RAM a node of `server` has: a rack-scale NVLink record (NVL72: trays of 4, Accelerator.rack_nvlink) shared
+    out per tray (buildout.node.server_share); a PCIe card in part of a bigger box none of it, as the plan prices the card without
+    that server (a workstation sized from the job: buildout.bom_lines.server_lines); None where the server states
+    none."""
+    if server is None or not server.ram_gib:
+        return None
+    if server.gpus > per_node:
+        if acc.rack_nvlink:
+            return float(server.ram_gib) * per_node / server.gpus
+        if not module_part(acc):
+            return None
+    return float(server.ram_gib)
+
+
 def spans_scaleout(acc: Any, gpus: int, per_node: int) -> bool:
     """True when a job of `gpus` needs a scale-out (compute) network: it spans hosts and does not fit one
     scale-up domain. The hosts of a rack-scale system (GB200 / GB300 NVL72: 18 trays of 4 in one 72-GPU NVLink
@@ -625,6 +646,7 @@ def build_system(acc: Accelerator, gpus: int, gpus_per_node: int, network: Netwo
         tdp_w=acc.tdp_w,
         pcie_gb_s=acc.host_link_gb_s_per_dir,  # the host link: NVLink-C2C where there is one
         power_limit_w=float(getattr(acc, "power_limit_w", None) or 0.0),
+        vendor=str(getattr(acc, "vendor", "") or ""),
     )
 
 

@@ -45,7 +45,7 @@ def test_option_system_holds_a_node_to_its_share_of_the_servers_ram():
     PCIe card in part of a bigger box has none of that box's (the plan prices the card without it)."""
     from types import SimpleNamespace
 
-    from trainsizer.evaluate import server_ram_per_node
+    from trainsizer.scenario import server_ram_per_node
 
     cat = load_catalog()
     gb200, rack = cat.accelerator("gb200"), cat.server("gb200-nvl72")

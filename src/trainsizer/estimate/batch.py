@@ -28,7 +28,7 @@ import numpy as np
 
 from trainsizer.estimate.calibration import Calibration
 from trainsizer.estimate.inputs import DEGREE_FIELDS, FLAG_FIELDS, MODE_FIELDS, Strategy, System, Training
-from trainsizer.estimate.memory import DEFAULT_OPTIONS, MemoryOptions, memory_per_gpu_bytes
+from trainsizer.estimate.memory import DEFAULT_OPTIONS, MemoryOptions, memory_arrays
 from trainsizer.estimate.step_time import BREAKDOWN_KEYS, PerfStyle, step_time_arrays
 from trainsizer.estimate.validate import strategy_arrays, valid_mask
 from trainsizer.models.arch import ModelArch
@@ -40,9 +40,10 @@ OPTIONAL_ARRAY_FIELDS = ("recompute_num_layers", "etp", "pp_first_stage_layers",
 TIME_KEYS = ("step_s", "tokens_per_s", "mfu", "hfu", "model_tflops_per_gpu", "hardware_tflops_per_gpu",
              "model_flops_per_step", "hardware_flops_per_step", "micro_batches", *BREAKDOWN_KEYS)
 # every key evaluate_batch returns (arrays of one entry per strategy)
-KEYS = ("valid", "fits", "feasible", "mem_bytes", "gpus", *TIME_KEYS)
+KEYS = ("valid", "fits", "feasible", "mem_bytes", "host_bytes_per_node", "gpus", *TIME_KEYS)
 PARTS = ("valid", "memory", "time")  # what evaluate_batch can compute; `parts=` picks some (benchmarks)
-_PART_KEYS = {"valid": ("valid",), "memory": ("fits", "mem_bytes"), "time": ("gpus", *TIME_KEYS)}
+_PART_KEYS = {"valid": ("valid",), "memory": ("fits", "mem_bytes", "host_bytes_per_node"),
+              "time": ("gpus", *TIME_KEYS)}
 DEFAULT_CHUNK = 1 << 15
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc malloc.h
 _MALLOC_TUNED: list[bool] = []
@@ -138,7 +139,7 @@ def evaluate_batch(
 
     Returns arrays shaped like the broadcast strategy fields: `valid` (every rule of `validate.RULES`
     holds), `fits` (valid and within device memory / host RAM), `feasible` (= fits), `mem_bytes` (worst
-    GPU), `gpus`, and the step-time figures of `step_time.step_time_arrays` (`step_s`, `tokens_per_s`,
+    GPU), `host_bytes_per_node` (states kept in a node's host RAM), `gpus`, and the step-time figures of `step_time.step_time_arrays` (`step_s`, `tokens_per_s`,
     `mfu`, `hfu`, TFLOP/s per GPU, FLOPs per step, micro-batches and the breakdown terms in seconds).
     Invalid strategies get NaN numbers. `framework_style` / `memory_options.framework` override
     `strategy.framework` as in the scalar estimators. `parts` (a subset of PARTS) limits the work, for
@@ -167,8 +168,9 @@ def evaluate_batch(
             return
         with np.errstate(all="ignore"):
             if "memory" in parts:
-                mem, fits = memory_per_gpu_bytes(model, training, system, part, memory_options)
+                mem, fits, host = memory_arrays(model, training, system, part, memory_options)
                 _put(out["mem_bytes"][lo:hi], rows, mem, np.nan)
+                _put(out["host_bytes_per_node"][lo:hi], rows, host, np.nan)
                 _put(out["fits"][lo:hi], rows, fits, False)
             if "time" in parts:
                 t = step_time_arrays(model, training, system, part, calibration=calibration,

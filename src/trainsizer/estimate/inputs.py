@@ -178,6 +178,9 @@ class System:
     host_ram_gib: float = 0.0  # per node, for CPU offload
     pcie_gb_s: float = 25.0  # host<->device per GPU, one direction
     power_limit_w: float = 0.0  # board power cap below the TDP (nvidia-smi -pl); 0 = runs at its TDP
+    # the part's vendor code (catalog accelerators.yaml `vendor`: nvidia, amd, ...); "" = not known (a System built
+    # by hand), where no vendor rule applies (validate FLEX_DISPATCHER_VENDORS)
+    vendor: str = ""
 
     @property
     def nodes(self) -> int:

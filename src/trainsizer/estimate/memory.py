@@ -1466,14 +1466,26 @@ def memory_per_gpu_bytes(
     in `system.memory_gib` (and, with CPU offload and a known `host_ram_gib`, in host RAM).
     Apply `validate.valid_mask` too: bytes of an impossible strategy (e.g. a zero degree) are not meaningful
     and such a strategy never fits."""
+    worst, fits, _ = memory_arrays(model, training, system, strategy, options)
+    return worst, fits
+
+
+def memory_arrays(
+    model: ModelArch, training: Training, system: System, strategy: Strategy,
+    options: MemoryOptions = DEFAULT_OPTIONS,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`memory_per_gpu_bytes`' (worst-GPU bytes, fits) and the bytes each strategy keeps in a node's host RAM
+    (MemoryEstimate.host_bytes_per_node: offloaded states, paged optimizer states; 0 without), so a search that
+    judged the host RAM hands the figure on rather than estimating the chosen strategy again."""
     with np.errstate(divide="ignore", invalid="ignore"):
         r = _evaluate(model, training, system, strategy, options, detail=False)
     worst = r["worst"]
     fits = np.isfinite(worst) & (worst <= system.memory_gib * GIB)
+    host = np.broadcast_to(np.asarray(r["host"], float) * min(system.gpus_per_node, max(system.gpus, 1)),
+                           np.shape(worst))
     if system.host_ram_gib > 0:
-        per_node = np.minimum(system.gpus_per_node, max(system.gpus, 1))
-        fits = fits & (r["host"] * per_node <= system.host_ram_gib * GIB)
-    return worst, fits
+        fits = fits & (host <= system.host_ram_gib * GIB)
+    return worst, fits, host
 
 
 @dataclass(frozen=True)

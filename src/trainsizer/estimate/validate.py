@@ -135,6 +135,15 @@ TORCH_ATTENTION_FRAMEWORKS = ("torchtitan", "torchtune", "hf", "fsdp", "deepspee
 # unless its fqns filter it (llama3_8b_mxfp8 lists none; known-gaps 57 (n)). Megatron-LM, DeepSpeed, the HF Trainer,
 # FSDP and torchtune keep the head in 16 bit. "auto" as the stack it resolves to.
 FP8_LM_HEAD_FRAMEWORKS = ("megatron-core", "torchtitan")
+# moe_dispatcher flex (DeepEP / HybridEP) by the part's vendor: the stacks whose flex dispatcher runs there (None:
+# every stack that has one). DeepEP and HybridEP are NVIDIA's kernels (NVSHMEM, IBGDA; deepseek-ai/DeepEP README).
+# On AMD parts only Primus's Megatron-LM backend runs one: its use_turbo_deepep patch swaps Megatron-Core's
+# MoEFlexTokenDispatcher for Primus-Turbo's DeepEP port and sets moe_token_dispatcher_type flex (AMD-AGI/Primus
+# primus/backends/megatron/patches/turbo, 'megatron.turbo.moe_dispatcher'; Primus-Turbo primus_turbo/pytorch/
+# deep_ep, 'derived from ROCm internal DeepEP', experimental; read 2026-12-04), timed as Megatron-Core's flex.
+# torchtitan's and NeMo AutoModel's DeepEP import deep_ep, for which no ROCm build was read (Primus's torchtitan
+# backend patches no dispatcher). Other vendors: none read. A part of unknown vendor ("") is not judged.
+FLEX_DISPATCHER_VENDORS: dict[str, tuple[str, ...] | None] = {"nvidia": None, "amd": ("megatron-core",)}
 # Frameworks that replicate a single KV head (multi-query attention) on every TP rank.
 MQA_REPLICATED_KV_FRAMEWORKS = ("megatron",)
 
@@ -185,6 +194,7 @@ RULES = (
     "moe_a2a_overlap_recompute",
     "moe_a2a_overlap_vpp",
     "moe_a2a_overlap_precision",
+    "moe_dispatcher_vendor",
     "fp8_attention_precision",
     "moe_fused_grouped_mlp_recipe",
     "fp8_lm_head_recipe",
@@ -641,7 +651,22 @@ def _moe_a2a_overlap_rules(c: SimpleNamespace) -> _Rules:
             off | (precision != "fp32"),
             lambda v: msg("rule_moe_a2a_overlap_precision", precision=precision),
         ),
+        "moe_dispatcher_vendor": _flex_vendor_rule(c),
     }
+
+
+def _flex_vendor_rule(c: SimpleNamespace) -> tuple[np.ndarray, Callable[[dict[str, Any]], str]]:
+    """moe_dispatcher flex on a part whose vendor has a flex dispatcher on this stack (FLEX_DISPATCHER_VENDORS)."""
+    vendor = str(getattr(c.system, "vendor", "") or "")
+    flex = getattr(c.strategy, "moe_dispatcher", "auto") == "flex" and c.model.is_moe
+    if not flex or not vendor or FLEX_DISPATCHER_VENDORS.get(vendor, ()) is None:
+        return (np.full(c.tp.shape, True), lambda v: "")
+    stacks = FLEX_DISPATCHER_VENDORS.get(vendor, ())
+    assert stacks is not None
+    if not stacks:
+        return (np.full(c.tp.shape, False),
+                lambda v: msg("rule_moe_dispatcher_vendor_none", accelerator=c.system.accelerator, vendor=vendor))
+    return _stack_rule(c, False, stacks, "moe_dispatcher_vendor", accelerator=c.system.accelerator, vendor=vendor)
 
 
 def _sharding_rules(c: SimpleNamespace) -> _Rules:

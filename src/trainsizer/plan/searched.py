@@ -73,22 +73,10 @@ def price(base: Scenario, r: OptionResult, catalog: Any) -> Priced:
     pue = catalog.facility.pue  # None: energy()'s shipped fallback, as in evaluate
     en = energy(system.gpus, ttt.train_days * 24.0, system.tdp_w, utilisation=r.busy_fraction,
                 pue=pue.mid if pue else None)
-    costs, goal, _ = run_costs(sc, catalog, ttt.gpu_hours, ttt.train_days * 24.0, en.kwh, host_gib_per_node(base, r))
+    costs, goal, _ = run_costs(sc, catalog, ttt.gpu_hours, ttt.train_days * 24.0, en.kwh, r.host_gib_per_node)
     cost, basis, converted = converted_cost(costs, plan_currency(base))
     return Priced(r, sc, ttt.train_days, ttt.gpu_hours, costs, goal, cost, basis,
                   catalog.scale_platform_of(r.option.accelerator.id), converted)
-
-
-def host_gib_per_node(base: Scenario, r: OptionResult) -> float:
-    """The states the option's layout keeps in host RAM, GiB a node (the memory estimate's, as `evaluate` reads it):
-    0 for a layout without CPU offload or a paged optimizer, which keep none there."""
-    from trainsizer.estimate.memory import GIB, estimate_memory
-
-    offload = r.strategy.offload if isinstance(r.strategy.offload, str) else "none"
-    if offload == "none" and not base.training.optimizer.startswith("paged_"):
-        return 0.0
-    mem = estimate_memory(base.model, base.training, r.system, r.strategy, check=False)
-    return mem.host_bytes_per_node / GIB
 
 
 def converted_cost(costs: dict[str, Any], currency: str) -> tuple[float | None, str | None, str | None]:

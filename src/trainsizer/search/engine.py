@@ -47,9 +47,8 @@ from trainsizer.estimate.inputs import (
 from trainsizer.estimate.memory import GIB
 from trainsizer.estimate.model_states import frozen_base_bytes, model_state_bytes
 from trainsizer.estimate.validate import check_strategy, valid_mask
-from trainsizer.evaluate import server_ram_per_node
 from trainsizer.models.arch import ModelArch
-from trainsizer.scenario import build_system
+from trainsizer.scenario import build_system, server_ram_per_node
 from trainsizer.search import partial
 from trainsizer.search.candidates import HardwareOption
 from trainsizer.search.config import SearchConfig, leaves_floor
@@ -96,6 +95,9 @@ class OptionResult:
     # refusal (rule, sentence)
     dropped_by_options: int = 0
     options_refusal: tuple[str, str] | None = None
+    # what the chosen strategy keeps in a node's host RAM, GiB (the memory estimate's host_bytes_per_node, judged
+    # against the host's RAM where known): the plan prices and notes it from here (plan.searched.price)
+    host_gib_per_node: float = 0.0
 
     @property
     def refused_by_options(self) -> bool:
@@ -176,7 +178,10 @@ def _memory(model: ModelArch, training: Training, system: System, args: tuple, f
     GPUs per node and scale-up domain (validate.py, memory.py), so options of the same shape share one
     evaluation (exact duplicates evaluated once); `fits` is then the bytes against this accelerator's memory,
     as `memory_per_gpu_bytes` decides it. The offload pass also checks host RAM, so it is not shared."""
-    key = (system.gpus, system.gpus_per_node, system.domain_gpus, framework, options)
+    # stated stack options are judged on the part too (validate: cudnn_release by family, the fused grouped MLP on
+    # SM100, moe_dispatcher flex by vendor), so options of one shape share verdicts only on one accelerator then
+    key = (system.gpus, system.gpus_per_node, system.domain_gpus, framework, options,
+           system.accelerator if options else None)
     if offload or cache is None or key not in cache:
         dp_only = training.method in args[-1].data_parallel_only_methods
         plain = strategies(*args, framework=framework, offload=offload, dp_only=dp_only)
@@ -193,7 +198,8 @@ def _memory(model: ModelArch, training: Training, system: System, args: tuple, f
     mem_bytes = shared["mem_bytes"]
     with np.errstate(invalid="ignore"):
         fits = shared["valid"] & np.isfinite(mem_bytes) & (mem_bytes <= system.memory_gib * GIB)
-    out = {"valid": shared["valid"], "mem_bytes": mem_bytes, "fits": fits}
+    out = {"valid": shared["valid"], "mem_bytes": mem_bytes, "fits": fits,
+           "host_bytes_per_node": shared["host_bytes_per_node"]}
     if "dropped" in shared:
         out["dropped"] = shared["dropped"]
     return strat, out, False
@@ -224,7 +230,7 @@ def search_option(model: ModelArch, training: Training, option: HardwareOption, 
     args = (model, training.seq_len, training.global_batch_seqs, option.count, system.gpus_per_node,
             system.domain_gpus, cfg)
     evaluated, computed, min_mem, on_gpu = 0, 0, float("nan"), float("nan")
-    fitting: list[tuple[Strategy, np.ndarray]] = []
+    fitting: list[tuple[Strategy, np.ndarray, np.ndarray]] = []
     plain: tuple[Strategy, np.ndarray] | None = None  # the pass without offload and its fits (search.partial)
     roomy = False  # some fitting strategy leaves the memory floor free
     dropped, refusal = 0, None  # strategies the stack options left out, the first one's refusal
@@ -249,14 +255,14 @@ def search_option(model: ModelArch, training: Training, option: HardwareOption, 
             on_gpu = on_gpu if offload else least
         rows = np.flatnonzero(mem["fits"])
         if rows.size:
-            fitting.append((_take(strat, rows), mem["mem_bytes"][rows]))
+            fitting.append((_take(strat, rows), mem["mem_bytes"][rows], mem["host_bytes_per_node"][rows]))
             roomy = bool(np.any(leaves_floor(mem["mem_bytes"][rows], system.memory_gib * GIB, cfg.memory_headroom_min)))
         if not offload and rows.size and partial.searched(framework, training, cfg):
             plain = (strat, mem["fits"])
     if fitting:
-        fit, mem_bytes = _concat(fitting)
+        fit, mem_bytes, host = _concat(fitting)
         t = evaluate_batch(model, training, system, fit, parts=("time",), threads=1)
-        groups = [(fit, mem_bytes, t, np.full(len(mem_bytes), np.nan))]
+        groups = [(fit, mem_bytes, t, np.full(len(mem_bytes), np.nan), host)]
         i, _ = choose(t["step_s"], mem_bytes, system.memory_gib * GIB, cfg.tie_fraction, cfg.memory_headroom_min)
         if plain is not None and np.asarray(fit.recompute)[i] == RECOMPUTE_CODE["full"]:
             # full recompute needed for memory: layouts that fit only under it, with Megatron's block method
@@ -288,19 +294,19 @@ def offload_reason(r: OptionResult, frozen_base: bool) -> tuple[str, dict[str, A
     return None
 
 
-def _concat(parts: list[tuple[Strategy, np.ndarray]]) -> tuple[Strategy, np.ndarray]:
-    """Array-valued strategies (and their bytes) of several passes as one."""
+def _concat(parts: list[tuple[Strategy, np.ndarray, np.ndarray]]) -> tuple[Strategy, np.ndarray, np.ndarray]:
+    """Array-valued strategies (with their device bytes and host bytes a node) of several passes as one."""
     if len(parts) == 1:
         return parts[0]
-    sizes = [len(m) for _, m in parts]
+    sizes = [len(p[1]) for p in parts]
     first = parts[0][0]
     vals = {}
     for f in (*_FIELDS, *(f for f in OPTIONAL_ARRAY_FIELDS if getattr(first, f) is not None)):
-        vs = [getattr(s, f) for s, _ in parts]
+        vs = [getattr(p[0], f) for p in parts]
         if all(np.ndim(v) == 0 for v in vs) and len({float(v) for v in vs}) == 1:
             continue  # the same for every strategy: stays scalar
         vals[f] = np.concatenate([np.broadcast_to(np.asarray(v, dtype=float), (n,)) for v, n in zip(vs, sizes, strict=True)])
-    return replace(first, **vals), np.concatenate([m for _, m in parts])
+    return replace(first, **vals), np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts])
 
 
 def choose(step_s: np.ndarray, mem_bytes: np.ndarray, capacity_bytes: float, band: float,
@@ -336,9 +342,10 @@ def _best(model: ModelArch, training: Training, system: System, option: Hardware
           evaluated: int, min_mem: float, bound_gib: float, computed: int, cfg: SearchConfig) -> OptionResult:
     """The strategy to run among every fitting one, by `choose`. `groups`: batches of strategies with their bytes,
     step times and, for block partial recompute (search.partial), the step of the same layout re-running every
-    layer (NaN otherwise)."""
+    layer (NaN otherwise), and the host bytes a node of each."""
     step = np.concatenate([g[2]["step_s"] for g in groups])
     mem_bytes = np.concatenate([g[1] for g in groups])
+    host = np.concatenate([g[4] for g in groups])
     i, fastest = choose(step, mem_bytes, system.memory_gib * GIB, cfg.tie_fraction, cfg.memory_headroom_min)
     others = np.delete(step, i)
     g, row = _locate([len(g[1]) for g in groups], i)
@@ -363,7 +370,7 @@ def _best(model: ModelArch, training: Training, system: System, option: Hardware
         mem_gib=float(mem_bytes[i] / GIB), min_mem_gib=min_mem, lower_bound_gib=bound_gib,
         runner_up_step_s=float(np.min(others)) if len(others) else float("nan"), memory_evaluations=computed,
         fastest_step_s=float(step[fastest]), fastest_mem_gib=float(mem_bytes[fastest] / GIB),
-        for_headroom=i != fastest, **extra,
+        for_headroom=i != fastest, host_gib_per_node=float(host[i] / GIB), **extra,
     )
 
 

@@ -95,10 +95,10 @@ def _first_per(idx: np.ndarray, ok: np.ndarray) -> np.ndarray:
 
 def partial_layouts(model: ModelArch, training: Training, system: System, strat: Strategy, fits: np.ndarray,
                     cfg: SearchConfig, full_step_s: np.ndarray, fastest_s: float
-                    ) -> tuple[tuple[Strategy, np.ndarray, dict, np.ndarray] | None, int]:
+                    ) -> tuple[tuple[Strategy, np.ndarray, dict, np.ndarray, np.ndarray] | None, int]:
     """Block partial-recompute strategies of the layouts that need full recompute to fit (`candidate_rows`) -- per
     layout the smallest N that fits and the smallest that leaves the memory floor free -- with their bytes, step
-    times and full-recompute steps, and how many strategies were judged. A layout whose full-recompute step
+    times, full-recompute steps and host bytes a node, and how many strategies were judged. A layout whose full-recompute step
     `full_step_s` (per row of `strat`) less the most re-running fewer layers saves (search.yaml
     partial_recompute_max_saving) is not within the tie band of `fastest_s` could not be chosen, and is not tried.
     Every N of every such layout is judged in one memory call, the N kept timed in one more."""
@@ -118,4 +118,5 @@ def partial_layouts(model: ModelArch, training: Training, system: System, strat:
         return None, int(idx.size)
     kept = take(trial, keep)
     times = evaluate_batch(model, training, system, kept, parts=("time",), threads=1)
-    return (kept, mem["mem_bytes"][keep], times, full_step_s[rows[idx[keep]]]), int(idx.size)
+    return (kept, mem["mem_bytes"][keep], times, full_step_s[rows[idx[keep]]], mem["host_bytes_per_node"][keep]), \
+        int(idx.size)

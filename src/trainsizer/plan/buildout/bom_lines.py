@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from trainsizer.estimate.cost import billed_gpu_hours, committed_terms
-from trainsizer.evaluate import HOST_RAM_PART, host_ram_added_gib, module_part, rented_gpus
+from trainsizer.evaluate import HOST_RAM_PART, host_ram_added_gib, rented_gpus
 from trainsizer.messages import Money, duration, msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.bom import (
@@ -24,6 +24,7 @@ from trainsizer.plan.buildout.node import offloaded_gib_per_node
 from trainsizer.plan.buildout.part_text import described
 from trainsizer.plan.buildout.storage import StorageBlock
 from trainsizer.plan.texts import as_msg, listed
+from trainsizer.scenario import module_part
 
 
 def server_lines(b: BuildInput) -> list[BomLine]:

@@ -160,7 +160,7 @@ def workstation_host(b: BuildInput) -> BuildInput:
     from trainsizer.plan.buildout.facility import site_scale
 
     srv = b.server
-    from trainsizer.evaluate import module_part
+    from trainsizer.scenario import module_part
 
     if srv is None or b.nvl72 or srv.gpus <= b.per_node or b.nodes != 1 or site_scale(b) != "workstation" \
             or module_part(b.accelerator):
