@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from trainsizer.accept import burnin
@@ -155,3 +157,29 @@ def test_an_amd_burn_in_without_violation_status_says_so_and_passes_a_power_cap(
     tel._tick = 0
     r = by_name(burnin.evaluate(cpu_ctx, "burnin", burnin.record(tel, 4, 1, None, clock, clock.sleep)))
     assert r["burnin.throttle"].status == "skipped" and "metric --throttle" in r["burnin.throttle"].why
+
+
+def test_an_amd_burn_in_fails_on_a_new_uncorrected_cper_record(cpu_ctx):
+    """amd-smi's CPER records read before and after the load: a fatal / uncorrected one that appears during the run
+    fails the burn-in; corrected ones do not, and a node whose amd-smi gives no list (no root) is skipped."""
+    tel = recorded("mi300x-burnin-throttle.json")
+    for h in tel.data["health"]:
+        h["cper_records"] = {"NONFATAL-CORRECTED": 1} if h["index"] == 0 else {}
+    tel.data["health_after"] = [dict(h, cper_records={"NONFATAL-CORRECTED": 4}) if h["index"] == 0 else
+                                dict(h, cper_records={"NONFATAL-UNCORRECTED": 1}) if h["index"] == 2 else dict(h)
+                                for h in tel.data["health"]]
+    cpu_ctx.telemetry = tel
+    clock = FakeClock()
+    results = burnin.evaluate(cpu_ctx, "burnin", burnin.record(tel, 4, 1, None, clock, clock.sleep))
+    names = [r.name for r in results]
+    assert names.index("burnin.cper") == names.index("burnin.ecc") + 1
+    r = by_name(results)["burnin.cper"]
+    assert r.status == "fail" and r.measured == 1 and r.why == "new fatal or uncorrected CPER records: {2: 1}"
+    for h in tel.data["health"] + tel.data["health_after"]:
+        h.pop("cper_records", None)
+    tel._tick = 0
+    r = by_name(burnin.evaluate(cpu_ctx, "burnin", burnin.record(tel, 4, 1, None, clock, clock.sleep)))
+    assert r["burnin.cper"].status == "skipped"
+    nvidia = replace(cpu_ctx, telemetry=recorded())  # an NVIDIA node has no CPER check
+    assert "burnin.cper" not in by_name(burnin.evaluate(nvidia, "burnin", burnin.record(nvidia.telemetry, 2, 1, None,
+                                                                                        clock, clock.sleep)))

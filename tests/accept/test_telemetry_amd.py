@@ -9,6 +9,7 @@ from trainsizer.accept.context import Context, Options
 from trainsizer.accept.criteria import generic
 from trainsizer.accept.telemetry import open_telemetry
 from trainsizer.accept.telemetry_amd import AmdSmiTelemetry, AmdSmiUnavailable
+from trainsizer.messages import msg
 
 from .conftest import fixture_text
 
@@ -254,3 +255,61 @@ def test_mi325x_and_mi355x_nodes_read_their_own_rows(name, pid, bf16, fp8, hbm, 
     assert intra.all_reduce.value == intra.all_gather.value == pytest.approx(0.70 * xgmi, abs=0.05)
     assert crit.xgmi_links_per_gpu.value == 7 and crit.critical_xids is None and crit.critical_amdgpu_events
     assert crit.busbw_inter_gb_s_min.all_reduce.value == pytest.approx(0.8 * 8 * 400 / 8)
+
+
+def test_cper_records_read_in_every_form_amd_smi_prints():
+    """`amd-smi ras --cper --severity all --json`: one array across GPUs (ROCm 10.0's amd-smi), or warning lines and
+    one array per GPU, or nothing where there are no records (earlier releases); counted by severity per GPU."""
+    assert telemetry_amd.parse_cper(fixture_text("amd-smi/ras-cper.json")) == {
+        0: {"NONFATAL-CORRECTED": 2}, 2: {"FATAL": 1, "NONFATAL-UNCORRECTED": 1}}
+    assert telemetry_amd.parse_cper(fixture_text("amd-smi/ras-cper-per-gpu.txt")) == {
+        0: {"BOOT": 1}, 1: {"NONFATAL-CORRECTED": 1}}
+    assert telemetry_amd.parse_cper("") == telemetry_amd.parse_cper("[]") == {}
+    # a header entry's error_severity is named as amd-smi names it; a row without a GPU index is passed over
+    header = '[{"gpu": 3, "error_severity": "non_fatal_uncorrected", "notify_type": "CMC"}, {"severity": "FATAL"}]'
+    assert telemetry_amd.parse_cper(header) == {3: {"NONFATAL-UNCORRECTED": 1}}
+
+
+def _cper_ctx(tmp_path, cper: str | None) -> Context:
+    extra = {} if cper is None else {tuple(telemetry_amd.CPER_CMD): cper}
+    return Context(criteria=generic(), telemetry=AmdSmiTelemetry(run=_amd_runner_with(extra)), telemetry_why="amd-smi",
+                   options=Options(storage_path=tmp_path), node="mi300a01")
+
+
+def test_a_fatal_or_uncorrected_cper_record_fails_the_gpu_and_corrected_ones_are_named(tmp_path, monkeypatch):
+    monkeypatch.setattr(amdgpu_log, "read_kernel_log", lambda: ("", "dmesg"))
+    ctx = _cper_ctx(tmp_path, fixture_text("amd-smi/ras-cper.json"))
+    assert [h.cper_records for h in ctx.telemetry.health()] == [
+        {"NONFATAL-CORRECTED": 2}, {}, {"FATAL": 1, "NONFATAL-UNCORRECTED": 1}, {}]
+    cper = {x.name: x for x in health.run(ctx)}["health.cper"]
+    assert cper.status == "fail" and cper.measured == 1
+    assert "GPU 2: FATAL x1, NONFATAL-UNCORRECTED x1" in cper.why and "GPU 0: NONFATAL-CORRECTED x2" in cper.why
+    assert "UEFI" in cper.source and "node-scraper" in cper.source
+    # a node whose only record is a corrected one passes, the record named
+    ok = {x.name: x for x in health.run(_cper_ctx(tmp_path, '[{"gpu": 1, "severity": "NONFATAL-CORRECTED"}]'))}
+    assert ok["health.cper"].status == "pass" and "GPU 1: NONFATAL-CORRECTED x1" in ok["health.cper"].why
+
+
+def test_without_root_or_an_amd_smi_with_ras_the_cper_check_skips_and_says_why(tmp_path, monkeypatch):
+    monkeypatch.setattr(amdgpu_log, "read_kernel_log", lambda: ("", "dmesg"))
+    ctx = _cper_ctx(tmp_path, None)  # amd-smi exits non-zero for `ras --cper` (no root, or no `ras` command)
+    assert all(h.cper_records is None for h in ctx.telemetry.health())
+    cper = {x.name: x for x in health.run(ctx)}["health.cper"]
+    assert cper.status == "skipped" and "root" in cper.why and "ROCm 7.0" in cper.why
+    # an amd-smi that prints nothing for no records: every GPU read, none with a record
+    assert {x.name: x for x in health.run(_cper_ctx(tmp_path, ""))}["health.cper"].status == "pass"
+
+
+def test_the_cper_and_burn_in_throttle_explanations_read_in_chinese(tmp_path, monkeypatch):
+    from trainsizer.accept import report
+
+    monkeypatch.setattr(amdgpu_log, "read_kernel_log", lambda: ("", "dmesg"))
+    fail = {x.name: x for x in health.run(_cper_ctx(tmp_path, fixture_text("amd-smi/ras-cper.json")))}["health.cper"]
+    assert report.why_text(fail, "zh").startswith("致命或不可纠正的 CPER 记录") and "不判不合格的记录" in report.why_text(
+        fail, "zh")
+    skipped = {x.name: x for x in health.run(_cper_ctx(tmp_path, None))}["health.cper"]
+    assert "需要 root" in report.why_text(skipped, "zh")
+    assert report.unit_text(fail, "zh") == "张卡"
+    from trainsizer.accept.context import UNIT_WORDS
+
+    assert msg(UNIT_WORDS["new CPER records"]).tr("zh") == "条新增 CPER 记录"

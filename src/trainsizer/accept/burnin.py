@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from trainsizer.accept.context import Context
 from trainsizer.accept.criteria import Limit, fleet_ratio, suite_check
-from trainsizer.accept.health import amd_failing, amd_violations_source, log_report
+from trainsizer.accept.health import amd_failing, amd_violations_source, cper_failing, log_report
 from trainsizer.accept.results import CheckResult
 from trainsizer.accept.telemetry import FAILING_REASONS, GpuHealth, GpuSample, GpuTelemetry, reason_names
 from trainsizer.messages import msg
@@ -235,12 +235,32 @@ def _throughput(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
     return res
 
 
+def _cper(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
+    """AMD Instinct: no new fatal or uncorrected CPER record (amd-smi ras --cper) between the health reads before and
+    after the load."""
+    failing, source = cper_failing()
+
+    def counts(hs: list[GpuHealth]) -> dict[int, int]:
+        return {h.index: sum(n for s, n in h.cper_records.items() if s in failing)
+                for h in hs if h.cper_records is not None}
+    before, after = counts(rec.health_before), counts(rec.health_after)
+    if not after:
+        return ctx.skipped(f"{prefix}.cper", msg("acc_why_no_cper"))
+    new = {i: n - before.get(i, 0) for i, n in after.items() if n > before.get(i, 0)}
+    return ctx.result(f"{prefix}.cper", "fail" if new else "pass", measured=sum(new.values()), threshold=0,
+                      unit="new CPER records", source=source,
+                      why=msg("acc_why_new_cper", errors=str(new)) if new else msg("acc_why_no_new_cper"))
+
+
 _CHECKS = (_gpus_present, _kernel_log, _ecc, _throttle, _temperature, _utilization, _throughput)
 
 
 def evaluate(ctx: Context, prefix: str, rec: BurnInRecord) -> list[CheckResult]:
-    """One result per check, in the order the report lists them."""
-    return [check(ctx, prefix, rec) for check in _CHECKS]
+    """One result per check, in the order the report lists them; an AMD node's CPER records after its ECC."""
+    checks = list(_CHECKS)
+    if ctx.telemetry is not None and ctx.telemetry.vendor == "amd":
+        checks.insert(checks.index(_ecc) + 1, _cper)
+    return [check(ctx, prefix, rec) for check in checks]
 
 
 def run(ctx: Context, prefix: str, duration_s: float) -> list[CheckResult]:

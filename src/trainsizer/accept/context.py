@@ -112,7 +112,8 @@ UNIT_WORDS = {"ports": "acc_unit_ports", "links": "acc_unit_links", "CPUs": "acc
               "C": "acc_unit_c", "critical XIDs": "acc_unit_critical_xids",
               "critical amdgpu events": "acc_unit_critical_amdgpu_events", "new uncorrectable": "acc_unit_new_uncorrectable",
               "samples": "acc_unit_samples", "shards": "acc_unit_shards", "failed tests": "acc_unit_failed_tests",
-              "nodes": "acc_unit_nodes", "wrong elements": "acc_unit_wrong_elements"}
+              "nodes": "acc_unit_nodes", "wrong elements": "acc_unit_wrong_elements",
+              "new CPER records": "acc_unit_new_cper_records"}
 
 
 def unit_word(unit: str | None) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from trainsizer.accept import platforms
 from trainsizer.accept.context import Context
 from trainsizer.accept.criteria import suite_check
 from trainsizer.accept.results import CheckResult
@@ -101,6 +102,30 @@ def _xgmi_errors(ctx: Context, hs: list) -> CheckResult:
                     source=msg("acc_src_azure_xgmi"))
 
 
+def cper_failing() -> tuple[set[str], str]:
+    """The CPER severities that fail a GPU (platforms.yaml defaults.critical_cper_severities) and their source."""
+    d = platforms.defaults()["critical_cper_severities"]
+    return set(d["value"]), platforms.source_text(d["source"])
+
+
+def _cper_words(records: dict[str, int], keep: set[str]) -> str:
+    return ", ".join(f"{s} x{n}" for s, n in sorted(records.items()) if s in keep)
+
+
+def _cper(ctx: Context, hs: list) -> CheckResult:
+    """AMD Instinct: a fatal or uncorrected CPER record fails the GPU; corrected ones are named, as AMD sets no bar."""
+    failing, source = cper_failing()
+    records = {h.index: h.cper_records for h in hs if h.cper_records is not None}
+    if not records:
+        return ctx.skipped("health.cper", msg("acc_why_no_cper"))
+    bad = {i: _cper_words(r, failing) for i, r in records.items() if failing & set(r)}
+    res = _verdict(ctx, "health.cper", bad, len(records), msg("acc_what_cper"), source=source)
+    other = {i: _cper_words(r, set(r) - failing) for i, r in records.items() if set(r) - failing}
+    if other:
+        ctx.add_why(res, msg("acc_why_cper_other", gpus="; ".join(f"GPU {i}: {w}" for i, w in sorted(other.items()))))
+    return res
+
+
 def run(ctx: Context) -> list[CheckResult]:
     report = log_report(ctx)
     names = ["health.ecc_uncorrectable", "health.ecc_corrected", "health.remapped_rows", "health.retired_pages",
@@ -140,6 +165,7 @@ def run(ctx: Context) -> list[CheckResult]:
     out.append(_kernel_log(ctx, names[4], report))
     if ctx.telemetry.vendor == "amd":
         out.append(_xgmi_errors(ctx, hs))
+        out.append(_cper(ctx, hs))
 
     out.append(_amd_throttle(ctx, hs) if ctx.telemetry.vendor == "amd" else _throttle(ctx, hs))
     return out

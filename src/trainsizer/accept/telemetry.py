@@ -66,6 +66,9 @@ class GpuHealth:
     # AMD Instinct: the violations amd-smi metric --throttle reports ACTIVE (prochot, ppt, socket_thermal, ...; the
     # *_violation_status keys less the suffix), where NVIDIA's parts report clock_event_reasons; None = not reported
     violations_active: tuple[str, ...] | None = None
+    # AMD Instinct: the GPU's CPER records by severity as amd-smi names them ({"FATAL": 1, "NONFATAL-CORRECTED": 3});
+    # {} = none kept, None = not read (amd-smi ras --cper needs root and ROCm 7's amd-smi)
+    cper_records: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)

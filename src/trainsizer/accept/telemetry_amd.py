@@ -19,7 +19,10 @@ projects/amdsmi/docs/how-to/amdsmi-cli-tool.md):
 - `amd-smi metric --xgmi-err --json`: xgmi_err, the amdsmi_xgmi_status_t name (amdsmi.h);
 - `amd-smi metric --throttle --json`: throttle.<name>_violation_status, "ACTIVE" / "NOT ACTIVE" / "N/A" (amd-smi's
   README sample: PROCHOT, PPT, SOCKET_THERMAL, VR_THERMAL, HBM_THERMAL, GFX_CLK_BELOW_HOST_LIMIT), per XCP as
-  {"XCP_0": [...]} lists on later releases, or a bool where the library gives one.
+  {"XCP_0": [...]} lists on later releases, or a bool where the library gives one;
+- `amd-smi ras --cper --severity all --json` (root): the CPER records amdgpu keeps, one row per record {timestamp,
+  gpu, severity: FATAL / NONFATAL-UNCORRECTED / NONFATAL-CORRECTED / BOOT / ...} (amdsmi_cli subcommands/ras.py,
+  amdsmi_helpers.ras_cper; the RAS how-to's `ras --cper` samples).
 amd-smi prints a list of per-GPU objects (`[{"gpu": 0, ...}]`, ROCm 6.x) or wraps it as `{"gpu_data": [...]}`
 (later releases), and a figure as a bare number, "N/A", "<n> <unit>" or `{"value": n, "unit": u}`: all are read.
 No GPU here: the parsers are pure functions, tested on samples written from AMD's documented output.
@@ -52,6 +55,12 @@ RAS_CMD = ["amd-smi", "static", "--ras", "--json"]
 XGMI_LINK_CMD = ["amd-smi", "xgmi", "-l", "--json"]
 XGMI_ERR_CMD = ["amd-smi", "metric", "--xgmi-err", "--json"]
 THROTTLE_CMD = ["amd-smi", "metric", "--throttle", "--json"]
+# the CPER records amdgpu keeps for each GPU (ROCm 7.0's amd-smi and later; needs root: amd-smi exits non-zero without)
+CPER_CMD = ["amd-smi", "ras", "--cper", "--severity", "all", "--json"]
+# a CPER header's error_severity as amd-smi names it in its summary rows (amdsmi_helpers._severity_as_string; a fatal
+# record of notify type BOOT is named BOOT)
+CPER_SEVERITY_NAMES = {"fatal": "FATAL", "non_fatal_uncorrected": "NONFATAL-UNCORRECTED",
+                       "non_fatal_corrected": "NONFATAL-CORRECTED"}
 NO_BAD_PAGES = "No bad pages found."  # amdsmi_commands.bad_pages: bad_pages_not_found
 XGMI_NO_ERRORS = "AMDSMI_XGMI_STATUS_NO_ERRORS"  # amdsmi.h amdsmi_xgmi_status_t
 
@@ -200,6 +209,42 @@ def parse_violations(text: str) -> dict[int, tuple[str, ...] | None]:
     return {i: _violations(g) for i, g in per_gpu(text).items()}
 
 
+def _json_documents(text: str) -> list[Any]:
+    """Every JSON document in amd-smi's output, in order, passing over text between them: `ras --cper --json` prints
+    one array (ROCm 10.0's amd-smi and later), or one per GPU and nothing where there are no records, with a warning
+    line before them on a partitioned GPU (earlier releases; the amd-smi CHANGELOG's fix for ROCm 10.0 says so)."""
+    decoder, out, pos = json.JSONDecoder(), [], 0
+    while (start := min((i for i in (text.find("[", pos), text.find("{", pos)) if i >= 0), default=-1)) >= 0:
+        try:
+            doc, pos = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            pos = start + 1
+            continue
+        out.append(doc)
+    return out
+
+
+def _cper_severity(row: dict[str, Any]) -> str:
+    """A row's severity in amd-smi's names: its `severity` (FATAL, NONFATAL-UNCORRECTED, ...) or, in a header entry,
+    its error_severity named as amd-smi names it; UNKNOWN otherwise."""
+    if isinstance(row.get("severity"), str):
+        return row["severity"].strip().upper()
+    return CPER_SEVERITY_NAMES.get(str(row.get("error_severity", "")).lower(), "UNKNOWN")
+
+
+def parse_cper(text: str) -> dict[int, dict[str, int]]:
+    """`amd-smi ras --cper --severity all --json` -> {gpu: {severity: records}} for the GPUs with records; rows are
+    {timestamp, gpu, severity[, cper_file, afids, ...]} (amdsmi_helpers.dump_cper_entries)."""
+    out: dict[int, dict[str, int]] = {}
+    for doc in _json_documents(text):
+        for row in doc if isinstance(doc, list) else [doc]:
+            if isinstance(row, dict) and isinstance(row.get("gpu"), int) and not isinstance(row["gpu"], bool):
+                counts = out.setdefault(row["gpu"], {})
+                severity = _cper_severity(row)
+                counts[severity] = counts.get(severity, 0) + 1
+    return out
+
+
 def parse_driver_version(static_text: str) -> str | None:
     for _, g in sorted(per_gpu(static_text).items()):
         driver = g.get("driver")
@@ -288,10 +333,13 @@ class AmdSmiTelemetry:
         xgmi = parse_xgmi_errors(xgmi_text) if xgmi_text else {}
         throttle_text = _optional(self.run, THROTTLE_CMD)
         violations = parse_violations(throttle_text) if throttle_text else {}
+        # None for every GPU where amd-smi gives no CPER list (no root, or a release without `ras`): the check skips
+        cper_text = _optional(self.run, CPER_CMD)
+        cper = parse_cper(cper_text) if cper_text is not None else None
         # AMD retires a bad HBM page (amd-smi bad-pages) where NVIDIA remaps a row: no remap figures here
         return [GpuHealth(index=i, ecc_uncorrected_volatile=unc, ecc_corrected_volatile=cor,
                           retired_pages_pending=pending.get(i), xgmi_error_status=xgmi.get(i),
-                          violations_active=violations.get(i))
+                          violations_active=violations.get(i), cper_records=None if cper is None else cper.get(i, {}))
                 for i, (unc, cor) in sorted(ecc.items())]
 
     def sample(self) -> list[GpuSample]:
