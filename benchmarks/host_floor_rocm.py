@@ -23,7 +23,8 @@ Printed:
    estimate/host_sync.py, the expert GEMMs issued after the sync at the AMD op cost against their GPU time at the
    part's dense GEMM rate), against the gap between measured and predicted.
 3. A lead, not applied: the line through the two measured floors (8 and 20 local experts), read as a dense floor plus
-   a cost per local expert, against what the estimate charges per expert. Fitting it would fit the held-out rows.
+   a cost per local expert, against what the estimate charges per expert, and how much of it a BLAS algorithm choice
+   on every call would be (hipBLASLt's API overhead). Fitting it would fit the held-out rows.
 
 Run: python benchmarks/host_floor_rocm.py
 """
@@ -137,6 +138,11 @@ def main() -> None:
           f"(the estimate: {dense * 1e3:.2f} + {per_expert * 1e3:.3f}); "
           f"{b / compute.KERNELS['moe_expert_gemms'] * 1e6:.0f} us per expert GEMM against the CUDA-tuned "
           f"{load_constants().moe_host_s_per_expert_kernel['alltoall'] * 1e6:.0f}")
+    heur, call = host_figure("blas_heuristic_s", "amd"), host_figure("blas_matmul_s", "amd")
+    per_gemm = b / compute.KERNELS["moe_expert_gemms"]
+    print(f"  a candidate: hipBLASLt choosing an algorithm on every call ({heur * 1e6:.0f} us) plus the call "
+          f"({call * 1e6:.0f} us) = {(heur + call) * 1e6:.0f} us, {(heur + call) / per_gemm:.0%} of the lead's "
+          f"{per_gemm * 1e6:.0f} us (whether the grouped_gemm package's ROCm port queries per call was not read)")
 
 
 if __name__ == "__main__":

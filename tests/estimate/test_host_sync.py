@@ -47,6 +47,9 @@ def test_vendor_facts_are_the_published_figures():
     assert hs.host_figure("launch_bound_op_s", "nvidia") == pytest.approx(14.8e-6, rel=0.01)
     assert hs.host_figure("round_trip_s", "amd") == pytest.approx(16.9e-6, rel=0.01)
     assert hs.host_figure("round_trip_s", "nvidia") is None  # none read
+    # ROCm/hipBLASLt PR 1754's api-overhead client: heuristic 114.7 us a call, hipblasLtMatmul 9.1 us
+    assert hs.host_figure("blas_heuristic_s", "amd") == pytest.approx(114.7e-6, rel=0.01)
+    assert hs.host_figure("blas_matmul_s", "amd") == pytest.approx(9.1e-6, rel=0.01)
     with pytest.raises(KeyError, match="tables"):
         hs.host_figure("launch_s", "amd")
 
