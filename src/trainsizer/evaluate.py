@@ -226,9 +226,8 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
         _note_stale(block, msg("what_rent_price", accelerator=system.accelerator), notes)
     elif rent is None and wants_rent:
         notes.append(msg("note_no_rent_price", accelerator=system.accelerator))
-    if wants_rent and "rent" in out and host_gib_per_node > 0 and host_gib_per_node > known_host_ram_gib(catalog, system):
-        # the rent prices are per GPU-hour from listings whose RAM the catalog does not hold: say what to ask for
-        notes.append(msg("note_host_ram_rent", gib=f"{host_gib_per_node:,.0f}", accelerator=system.accelerator))
+    if wants_rent and "rent" in out and host_gib_per_node > 0:
+        _rent_host_ram(catalog, system, rent, host_gib_per_node, out, notes)
 
     if procurement in ("buy", "either"):
         per_gpu = catalog.purchase(system.accelerator, currency=currency)
@@ -289,6 +288,31 @@ def _rent_term(catalog: Catalog, system: Any, rented: int, rent: Any, billed: fl
     elif wall_hours >= HOURS_PER_YEAR:
         notes.append(msg("note_rent_no_term", accelerator=system.accelerator, days=f"{wall_hours / 24.0:,.0f}"))
     return None, 0, billed
+
+
+def _rent_host_ram(catalog: Catalog, system: Any, rent: Any, need_gib: float, out: dict[str, Any],
+                   notes: list[str]) -> None:
+    """A rented layout keeping `need_gib` a node of states in host RAM, held to the RAM of the instances behind the
+    rent price where their listings state it (Catalog.rent_instance_ram; the states alone, a lower bound of what the
+    host needs), whatever catalog server the search held the layout to (a rented instance is not one): every listing
+    known and none holds them -> no rent price (dropped, said); some known listings too small -> which hold them;
+    none known -> what to ask for, where the host the plan knows of is too small (the note before listings had RAM)."""
+    known, every = catalog.rent_instance_ram(rent)
+    if not known:  # no listing's RAM read: what to ask for, where the host the plan knows of is too small
+        if need_gib > known_host_ram_gib(catalog, system):
+            notes.append(msg("note_host_ram_rent", gib=f"{need_gib:,.0f}", accelerator=system.accelerator))
+        return
+    per_node = min(system.gpus_per_node, system.gpus)
+    holds = [p for p in known if (p.ram_gib_per_gpu or 0.0) * per_node >= need_gib]
+    listed = "; ".join(f"{p.item}: {p.instance_ram_gib:,.0f} GiB / {p.instance_gpus} GPU" for p in known)
+    said = dict(gib=f"{need_gib:,.0f}", accelerator=system.accelerator, per_node=per_node, listed=listed)
+    if known and every and not holds:
+        del out["rent"]
+        notes.append(msg("note_host_ram_rent_dropped", **said))
+    elif known and not holds:
+        notes.append(msg("note_host_ram_rent_none_listed", **said))
+    elif known and len(holds) < len(known):
+        notes.append(msg("note_host_ram_rent_listed", **said, fit="; ".join(p.item for p in holds)))
 
 
 def bought_gpus(catalog: Catalog, accelerator: str, gpus: int, per_node: int) -> tuple[int, Any]:

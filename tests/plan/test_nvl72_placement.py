@@ -170,3 +170,12 @@ def test_a_job_using_part_of_each_tray_needs_a_network_beyond_one_racks_share(bu
               global_batch={"sequences": 72}, goal={"deadline_days": 365, "procurement": "buy"},
               strategy={"tp": 2, "pp": 1, "fsdp": "none", "zero": 1, "micro_batch": 1})
     assert b.evaluation["cost"]["buy"]["quantity"] == 144  # 2 racks of 72 GPUs, the unused half of each tray paid
+
+
+def test_racks_full_at_part_of_each_tray_are_flagged_without_spares(blocks):
+    """72 GB200 at 2 a tray fill 2 racks on all 18 trays: no rack keeps a spare tray, as at 4 a tray (the risk read
+    a rack as full only at 72 job GPUs)."""
+    out = _partial(blocks, 72, 2)
+    risk = next((r for r in out.risks if r.id == "nvl72_no_spare_trays"), None)
+    assert risk is not None and "2 of the 2 NVL72 racks" in str(risk.evidence)
+    assert "16 of each rack's 18 trays" in str(risk.mitigation)

@@ -270,6 +270,13 @@ class Catalog:
     def rent_per_gpu_hour(self, accelerator: str, currency: str = "USD") -> r.PriceRange | None:
         return self.price("rent", self.resolve_accelerator_id(accelerator), currency)
 
+    def rent_instance_ram(self, rent: r.PriceRange) -> tuple[list[r.PricePoint], bool]:
+        """(the listings behind a rent price that state their instance's host RAM, whether every listing of its
+        basis does): what a rented layout keeping states in host RAM can be held to (evaluate._rent_host_ram)."""
+        points = [self.price_points[b] for b in rent.basis if b in self.price_points]
+        known = [p for p in points if p.ram_gib_per_gpu is not None]
+        return known, bool(points) and len(known) == len(points)
+
     def rent_usd_per_gpu_hour(self, accelerator: str) -> r.PriceRange | None:
         return self.rent_per_gpu_hour(accelerator, "USD")
 

@@ -647,13 +647,33 @@ class PriceRange(_Span):
 
 
 class PricePoint(_Span):
-    """One dated price observation (traceability for PriceRange.basis)."""
+    """One dated price observation (traceability for PriceRange.basis). A rental instance's own host RAM and GPUs
+    where a listing states them (instance_ram_gib, instance_gpus, from instance_ram_sources):
+    what a rented layout that offloads states to host RAM is held to (Catalog.rent_instance_ram)."""
 
     item: str
     provider: str | None = None
     subject: str | None = None
     currency: Literal["USD", "CNY"]
     unit: str
+    instance_ram_gib: float | None = Field(default=None, gt=0)
+    instance_gpus: int | None = Field(default=None, ge=1)
+    instance_ram_sources: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _instance_ram_whole(self) -> PricePoint:
+        """An instance's RAM is stated with its GPU count and the source it was read from."""
+        if (self.instance_ram_gib is None) != (self.instance_gpus is None) or (
+                self.instance_ram_gib is not None and not self.instance_ram_sources):
+            raise ValueError("instance_ram_gib needs instance_gpus and instance_ram_sources")
+        return self
+
+    def source_ids(self) -> set[str]:
+        return super().source_ids() | set(self.instance_ram_sources)
+
+    @property
+    def ram_gib_per_gpu(self) -> float | None:
+        return None if self.instance_ram_gib is None else self.instance_ram_gib / float(self.instance_gpus or 1)
 
 
 class Figure(_Span):

@@ -16,7 +16,7 @@ from trainsizer.plan.buildout.facility import COOLING_KEYS
 from trainsizer.plan.buildout.inputs import BuildInput
 from trainsizer.plan.buildout.phases import acquisition
 from trainsizer.plan.texts import MessageRef, as_msg, listed
-from trainsizer.scenario import SPARE_HOSTS_PER_DOMAIN
+from trainsizer.scenario import SPARE_HOSTS_PER_DOMAIN, domain_job_gpus
 from trainsizer.search.config import leaves_floor
 
 
@@ -266,21 +266,23 @@ def _nvl72_spares(c: Ctx) -> Risk | None:
     NVL72 nodes in place and plans for 2 unavailable a rack; NVIDIA's Slurm segments of 16 of 18 trays leave 2), where
     the restart model counts minutes on a spare node. Racks the placement leaves trays free in keep those as spares."""
     b = c.b
-    per_node, domain = b.per_node, int(b.accelerator.scaleup_domain or 0)
-    full = sum(1 for s in b.rack_shares if s >= domain)
+    # the job's GPUs a rack holds on every tray (scenario.domain_job_gpus: 36 at 2 of a tray's 4 GPUs)
+    per_node, held = b.per_node, domain_job_gpus(b.accelerator, b.per_node)
+    full = sum(1 for s in b.rack_shares if s >= held)
     if not full:
         return None
     rel = b.catalog.reliability
-    failures = full * domain * b.train_days * 24.0 / rel.per_gpu_mtbf_hours.mid
+    failures = full * held * b.train_days * 24.0 / rel.per_gpu_mtbf_hours.mid
     spare = SPARE_HOSTS_PER_DOMAIN
-    alt = -(-b.gpus // per_node // (domain // per_node - spare))
+    trays = held // per_node
+    alt = -(-b.gpus // per_node // (trays - spare))
     return Risk(id="nvl72_no_spare_trays", severity="medium",
-                evidence=msg("risk_ev_nvl72_spares", full=full, racks=b.racks, trays=domain // per_node,
+                evidence=msg("risk_ev_nvl72_spares", full=full, racks=b.racks, trays=trays,
                              failures=f"{failures:.1f}", days=f"{b.train_days:.0f}",
                              mtbf=f"{rel.per_gpu_mtbf_hours.mid:,.0f}",
                              spare_low=f"{rel.hot_spare_fraction.low:.0%}", spare_high=f"{rel.hot_spare_fraction.high:.0%}"),
                 mitigation=msg(_by_site(b, "risk_fix_nvl72_spares"), spare=spare, alt=alt,
-                               used=domain // per_node - spare, trays=domain // per_node),
+                               used=trays - spare, trays=trays),
                 source="coreweave_gb200_instances")
 
 
