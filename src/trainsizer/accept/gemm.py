@@ -26,10 +26,11 @@ def sync(torch, device) -> None:
 
 
 def measure_tflops(torch, device, dtype, n: int, iters: int = 20, warmup: int = 5) -> float:
-    """Best sustained TFLOP/s of an n x n x n matmul in `dtype` on `device` (CPU works at small n)."""
-    if dtype == "fp8":
-        a = torch.randn(n, n, device=device).to(torch.float8_e4m3fn)
-        b = torch.randn(n, n, device=device).to(torch.float8_e4m3fn).t()
+    """Best sustained TFLOP/s of an n x n x n matmul in `dtype` on `device` (CPU works at small n); an fp8 dtype
+    (fp8_dtype: e4m3fn, or e4m3fnuz on MI300X / MI325X) runs as torch._scaled_mm with a bf16 output."""
+    if dtype in _fp8_types(torch):
+        a = torch.randn(n, n, device=device).to(dtype)
+        b = torch.randn(n, n, device=device).to(dtype).t()
         one = torch.tensor(1.0, device=device)
 
         def step():
@@ -51,8 +52,28 @@ def measure_tflops(torch, device, dtype, n: int, iters: int = 20, warmup: int = 
     return gemm_flops(n, n, n) * iters / (time.perf_counter() - t0) / 1e12
 
 
+def _fp8_types(torch) -> tuple:
+    return tuple(getattr(torch, name) for name in ("float8_e4m3fn", "float8_e4m3fnuz") if hasattr(torch, name))
+
+
+def fp8_dtype(torch, device):
+    """The e4m3 fp8 type this GPU's matmuls take, or None where it has no fp8 matrix units. NVIDIA sm_89 and later take
+    OCP e4m3fn; on ROCm (torch.version.hip), PyTorch runs fp8 on gfx94x, gfx95x and gfx120x
+    (torch/testing/_internal/common_cuda.py evaluate_platform_supports_fp8, read 2026-12-04), and gfx94x (MI300X,
+    MI325X) implements the FNUZ variant, which PyTorch's ROCm fp8 tests and TransformerEngine pass it (e4m3fnuz);
+    MI350X / MI355X (gfx950) take OCP e4m3fn."""
+    if getattr(torch.version, "hip", None):
+        arch = str(getattr(torch.cuda.get_device_properties(device), "gcnArchName", ""))
+        if "gfx94" in arch:
+            return getattr(torch, "float8_e4m3fnuz", None)
+        return getattr(torch, "float8_e4m3fn", None) if ("gfx95" in arch or "gfx120" in arch) else None
+    if torch.cuda.get_device_capability(device) < (8, 9):
+        return None
+    return getattr(torch, "float8_e4m3fn", None)
+
+
 def fp8_supported(torch, device) -> bool:
-    return hasattr(torch, "float8_e4m3fn") and torch.cuda.get_device_capability(device) >= (8, 9)
+    return fp8_dtype(torch, device) is not None
 
 
 def per_gpu_verdict(ctx: Context, name: str, per_gpu: dict[int, float], limit, unit: str, what: str) -> CheckResult:
@@ -88,8 +109,8 @@ def run(ctx: Context) -> list[CheckResult]:
                 dev = torch.device("cuda", i)
                 if dtype_name == "fp8" and not fp8_supported(torch, dev):
                     break
-                per_gpu[i] = round(measure_tflops(torch, dev, torch.bfloat16 if dtype_name == "bf16" else "fp8", n),
-                                   2)
+                dtype = torch.bfloat16 if dtype_name == "bf16" else fp8_dtype(torch, dev)
+                per_gpu[i] = round(measure_tflops(torch, dev, dtype, n), 2)
         except Exception as err:  # e.g. out of memory, or an fp8 kernel this torch lacks: bf16 still counts
             out.append(ctx.result(name, "error", why=f"GPU {len(per_gpu)}: {type(err).__name__}: {err}"[:400],
                                   details={"per_gpu": per_gpu}))
