@@ -228,6 +228,7 @@ KIND_KEYS = {
     "loss implementation": "kind_loss_impl", "attention kernel": "kind_attention_kernel",
     "norm kernel": "kind_norm_kernel", "activation kernel": "kind_activation_kernel",
     "optimizer precision": "kind_optimizer_precision",
+    "experts implementation": "kind_experts_implementation",
     "MoE routing pattern": "kind_moe_routing",
     "facility figure": "kind_facility_figure", "reliability figure": "kind_reliability_figure",
     "accelerator, server or switch": "kind_price_subject", "price subject (accelerator, server or switch)":

@@ -426,7 +426,7 @@ def framework_assumed(scenario: Scenario) -> dict[str, Any]:
     strategy = scenario.strategy
     out = resolve(strategy.framework, strategy, scenario.training.method in ("pretrain", "cpt"))
     out = out | {"assumes": assumptions(out["assumed"])}
-    return out | _moe_dispatcher(scenario, out["perf_style"])
+    return out | _moe_dispatcher(scenario, out["perf_style"]) | _experts_implementation(scenario, out["assumed"])
 
 
 def _moe_dispatcher(scenario: Scenario, style: str) -> dict[str, Any]:
@@ -441,6 +441,21 @@ def _moe_dispatcher(scenario: Scenario, style: str) -> dict[str, Any]:
         return {}
     alltoall = bool(np.asarray(moe_alltoall(s.moe_dispatcher, system, s.ep, s.tp)).reshape(-1)[0])
     return {"moe_dispatcher": {"requested": s.moe_dispatcher, "assumed": "alltoall" if alltoall else "flex"}}
+
+
+def _experts_implementation(scenario: Scenario, assumed: str) -> dict[str, Any]:
+    """{"experts_implementation": {"requested", "assumed"}} for an MoE job on a stack that runs transformers' MoE code
+    (validate.EXPERTS_IMPLEMENTATION_FRAMEWORKS: its routed experts run as a loop with a host sync per expert, or as
+    one grouped GEMM, step_time._expert_loop_excess); {} otherwise. Unstated: the style's (hf: grouped_mm,
+    transformers >= 5.0)."""
+    from trainsizer.estimate.step_time import perf_style
+    from trainsizer.estimate.validate import EXPERTS_IMPLEMENTATION_FRAMEWORKS
+
+    if not scenario.model.is_moe or assumed not in EXPERTS_IMPLEMENTATION_FRAMEWORKS:
+        return {}
+    requested = scenario.strategy.experts_implementation
+    loop = perf_style(assumed).moe_expert_loop if requested is None else requested == "eager"
+    return {"experts_implementation": {"requested": requested, "assumed": "eager" if loop else "grouped_mm"}}
 
 
 class EstimateResult(TypedDict):

@@ -73,6 +73,13 @@ MOE_DISPATCHERS = ("auto", "alltoall", "flex")
 # (components/moe/layers.py: torch.arange(tokens x k) % E and uniform weights, at 89e3a9fdd, 8d9bfb90e, bb0c0bfb0):
 # fake-balanced = the round-robin experts with no router GEMM.
 MOE_ROUTINGS = ("random", "round-robin", "fake-balanced")
+# How transformers runs an MoE model's routed experts (its `experts_implementation`): eager = one expert at a time in a
+# Python loop over the experts the router hit, each behind a data-dependent torch.where on the routing mask (a
+# device-to-host sync: the MixtralSparseMoeBlock / Qwen2MoeSparseMoeBlock / Qwen3MoeSparseMoeBlock forward of every
+# transformers 4.x release, and v5's "eager" backend); grouped_mm = the tokens sorted by expert and the experts run
+# as one torch._grouped_mm (transformers >= 5.0, PR #42697: PreTrainedModel.get_correct_experts_implementation picks
+# it when none is stated and PyTorch can dispatch it). v5's batched_mm (weights duplicated per token) is not modelled.
+EXPERTS_IMPLEMENTATIONS = ("eager", "grouped_mm")
 # Fused attention kernel generation (perf_constants.yaml `attention`): fa1 = FlashAttention v1 (2022 - mid-2023
 # stacks), fa2 = FlashAttention-2, triton = the 2022 FlashAttention in Triton (flash_attn_triton.py on triton-pre-mlir:
 # llm-foundry's attn_impl triton, 2023), native = cuDNN fused attention / FlashAttention-3 on Hopper and later

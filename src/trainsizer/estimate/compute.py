@@ -617,6 +617,16 @@ def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, et=None, g_attn,
     return moe_g, moe_ew, fwd, bwd
 
 
+def expert_forward_time(shapes: ModelShapes, tokens, et, rates: Rates, act_passes) -> Any:
+    """Forward seconds of ONE routed expert over its `tokens` on one GPU, as `_moe_layer` times its share: the gated
+    MLP's GEMMs at that token count (expert TP `et`), its activation (`act_passes`: traffic relative to the fused
+    count) and its tokens' gather and weighted scatter-add (read + write h each). Where the experts run one at a
+    time behind a host sync (step_time._expert_loop_excess), this is the GPU work the CPU's issue time races."""
+    g, act, _ = _mlp_time(shapes, shapes.expert_up, shapes.expert_ffn, tokens, et, _expert_rates(rates), act_passes)
+    moved = 4.0 * shapes.hidden * tokens * rates.act_bytes
+    return g + stream_time(act + moved, rates)
+
+
 def _expert_rates(rates: Rates) -> Rates:
     """`rates` with the routed experts' grouped-GEMM rate as the linear GEMM rate, where the style sets one
     (Rates.grouped_gemm_flops: torch._grouped_mm)."""

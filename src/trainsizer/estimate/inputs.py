@@ -313,6 +313,9 @@ class Strategy:
     # the routed experts take their splits on the device (PerfStyle.moe_sync_free: no per-expert host launches after
     # the MoE layer's host sync); None = the style's (off); one value for the whole batch
     moe_sync_free: Any = None
+    # transformers' routed experts: "eager" (a loop, a host sync per expert) or "grouped_mm" (names.EXPERTS_IMPLEMENTATIONS;
+    # PerfStyle.moe_expert_loop / moe_torch_grouped_mm); None = the style's (hf: grouped_mm); one value for the batch
+    experts_implementation: Any = None
     # Megatron-Core fused_single_qkv_rope: RoPE on the unsplit qkv in one TE kernel, which takes no YaRN mscale, so a
     # model with an attention factor (gpt-oss) runs no unfused RoPE; None = off
     fused_qkv_rope: Any = None

@@ -53,6 +53,7 @@ from trainsizer.estimate.flops import (
     model_flops_per_token,
 )
 from trainsizer.estimate.framework import fp8_primary_weights_default
+from trainsizer.estimate.host_sync import drain_excess_s, host_figure
 from trainsizer.estimate.inputs import System, Training
 from trainsizer.estimate.model_states import (
     MLP_INPUT_LINEARS,
@@ -73,6 +74,7 @@ from trainsizer.names import (
     ACTIVATION_KERNELS,
     ATTENTION_KERNELS,
     DDP_IMPLS,
+    EXPERTS_IMPLEMENTATIONS,
     MOE_DISPATCHERS,
     NORM_KERNELS,
     OPTIMIZER_IMPLS,
@@ -205,6 +207,10 @@ class PerfStyle:
     # the routed experts take their token splits on the device (Primus-Turbo's ragged grouped GEMM: one kernel, no
     # .tolist() host sync), so the per-expert launches after the MoE layer's host sync are not exposed (_moe_sync_free)
     moe_sync_free: bool = False
+    # the routed experts run one at a time in a Python loop, each behind a host sync (transformers' eager MoE blocks:
+    # torch.where on the routing mask per expert), so the CPU cannot issue an expert's kernels ahead of the GPU in a
+    # forward pass (_expert_loop_excess); false: one grouped GEMM call (transformers >= 5.0 grouped_mm)
+    moe_expert_loop: bool = False
     # Megatron-Core overlap_p2p_comm: with an interleaved schedule (vpp > 1) the next chunk's send / recv is posted
     # asynchronously and waited on only when that chunk runs, so the steady state hides the transfers (_pipeline)
     p2p_overlap: bool = False
@@ -371,6 +377,15 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["moe_torch_grouped_mm"] = bool(strategy.moe_torch_grouped_mm)
     if getattr(strategy, "moe_sync_free", None) is not None:  # device-side expert splits (_moe_sync_free)
         changes["moe_sync_free"] = bool(strategy.moe_sync_free)
+    impl = getattr(strategy, "experts_implementation", None)
+    if impl is not None:  # transformers' experts: a loop with a host sync each, or torch._grouped_mm
+        if impl not in EXPERTS_IMPLEMENTATIONS:
+            from trainsizer.errors import unknown_name
+
+            raise unknown_name("strategy.experts_implementation", "experts implementation", impl,
+                               EXPERTS_IMPLEMENTATIONS)
+        changes["moe_expert_loop"] = impl == "eager"
+        changes["moe_torch_grouped_mm"] = impl == "grouped_mm"
     if getattr(strategy, "fused_qkv_rope", None):  # Megatron-Core fused_single_qkv_rope (_rope_unfused_time)
         changes["rope_mscale_unfused"] = False
     ddp = getattr(strategy, "ddp_impl", None)
@@ -1238,6 +1253,34 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     return _when(x.fw.moe_host_sync, blend + moe_share * local_experts * per_expert, blend)
 
 
+def _expert_loop_excess(x: _Step) -> Any:
+    """Seconds per average layer and micro-batch that transformers' eager MoE loop (PerfStyle.moe_expert_loop) adds:
+    each routed expert's forward begins behind host syncs (the ModuleList index by a one-element tensor, .item(), and
+    torch.where on the routing mask: transformers' MixtralSparseMoeBlock / Qwen2MoeSparseMoeBlock forward, 4.x), so
+    the GPU's queue is empty and the CPU issues that expert's kernels one by one while the GPU runs each as it comes:
+    host_sync.drain_excess_s over `kernels:` moe_expert_loop_forward kernels and the expert's own GPU forward
+    (compute.expert_forward_time), at the vendor's launch-bound eager op and round trip (perf_constants.yaml
+    host_sync; a vendor with no launch figure at NVIDIA's, none with no round trip), one round trip per further
+    sync (moe_expert_loop_syncs); in the forward and again in a recompute. The backward runs in autograd's engine with
+    no sync (the index backward is an index_put with accumulate), so it keeps the run-ahead. 0 for a dense model or a
+    grouped call."""
+    loop = np.asarray(x.fw.moe_expert_loop, bool)
+    if not x.model.is_moe or not np.any(loop):
+        return 0.0
+    shapes = _shapes(x.model)
+    local = np.maximum(shapes.experts / x.e, 1.0)
+    per_expert_tokens = x.tok * shapes.topk / local * x.training.moe_capacity_factor
+    moe = _moe_passes(x)
+    gpu = compute.expert_forward_time(shapes, per_expert_tokens, x.et, x.r, moe[1] if moe else 1.0)
+    vendor = x.system.vendor
+    op_s = host_figure("launch_bound_op_s", vendor) or host_figure("launch_bound_op_s", "nvidia")
+    trip_s = host_figure("round_trip_s", vendor) or 0.0
+    syncs = compute.KERNELS["moe_expert_loop_syncs"]
+    per_pass = drain_excess_s(compute.KERNELS["moe_expert_loop_forward"], op_s, gpu, trip_s) + (syncs - 1.0) * trip_s
+    share = x.model.moe_layer_count / x.model.layers
+    return np.where(loop, share * local * per_pass * (1.0 + x.moe_rerun), 0.0)
+
+
 def _moe_sync_free(x: _Step) -> bool:
     """A full-iteration CUDA graph holds no host sync, so an MoE layer captured in it runs sync-free: the graph is
     replayed without the CPU, and each routed expert's launches are in it. Megatron-Core captures dropless MoE only
@@ -1552,7 +1595,8 @@ def _micro_batch(x: _Step, lt: compute.LayerTimes, layer_mb: np.ndarray) -> _Mic
     pipeline.most_loaded_stage_layers; the embedding lookup is a gather, not counted). The last stage also runs
     the model's multi-token-prediction modules (`_stage_micro_batch` `mtp`), where memory.py holds them."""
     t_ar, tp_per_layer = _tp_comm(x)
-    per_layer = _StageLayer(layer_mb, tp_per_layer, _host_excess(x, lt, tp_per_layer), _cp_comm(x, lt),
+    per_layer = _StageLayer(layer_mb, tp_per_layer, _host_excess(x, lt, tp_per_layer) + _expert_loop_excess(x),
+                            _cp_comm(x, lt),
                             _ep_comm(x, tp_per_layer))
     if x.model.is_hybrid:  # the rank whose chunks hold the costlier layers sets the pace (mamba.stage_imbalance)
         from trainsizer.estimate.mamba import stage_imbalance

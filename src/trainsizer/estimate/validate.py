@@ -144,6 +144,10 @@ FP8_LM_HEAD_FRAMEWORKS = ("megatron-core", "torchtitan")
 # torchtitan's and NeMo AutoModel's DeepEP import deep_ep, for which no ROCm build was read (Primus's torchtitan
 # backend patches no dispatcher). Other vendors: none read. A part of unknown vendor ("") is not judged.
 FLEX_DISPATCHER_VENDORS: dict[str, tuple[str, ...] | None] = {"nvidia": None, "amd": ("megatron-core",)}
+# strategy.experts_implementation: transformers' own MoE modelling code runs the experts (its 4.x eager loop or v5's
+# experts backends); the HF Trainer / TRL / PEFT / accelerate stack (hf) runs it. The other stacks run their own MoE
+# modules (Megatron-Core TEGroupedMLP, torchtitan's grouped_mm, DeepSpeed-MoE). "auto" as the stack it resolves to.
+EXPERTS_IMPLEMENTATION_FRAMEWORKS = ("hf",)
 # Frameworks that replicate a single KV head (multi-query attention) on every TP rank.
 MQA_REPLICATED_KV_FRAMEWORKS = ("megatron",)
 
@@ -199,6 +203,7 @@ RULES = (
     "moe_fused_grouped_mlp_recipe",
     "fp8_lm_head_recipe",
     "te_options_framework",
+    "experts_implementation_framework",
     "fp8_lm_head_framework",
     "attention_kernel_framework",
     "cudnn_release_part",
@@ -393,7 +398,7 @@ def _shape_and_pipeline_rules(c: SimpleNamespace) -> _Rules:
 def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
     """Expert and context parallelism, batch split, ZeRO/FSDP and offload, and what each framework offers."""
     return (_sharding_rules(c) | _activation_offload_rules(c) | _stack_option_rules(c) | _moe_a2a_overlap_rules(c)
-            | _partial_recompute_rules(c) | _te_option_rules(c) | _hybrid_rules(c) | _local_batch_rules(c)
+            | _partial_recompute_rules(c) | _te_option_rules(c) | _experts_implementation_rules(c) | _hybrid_rules(c) | _local_batch_rules(c)
             | _stage_layers_rules(c)
             | _cp_a2a_rule(c))
 
@@ -514,6 +519,14 @@ def _local_batch_rules(c: SimpleNamespace) -> _Rules:
         ),
         "local_batch_framework": _stack_rule(c, False, LOCAL_BATCH_FRAMEWORKS, "local_batch_framework"),
     }
+
+
+def _experts_implementation_rules(c: SimpleNamespace) -> _Rules:
+    """transformers' experts backend (strategy.experts_implementation) is stated on a stack that runs transformers'
+    MoE code (EXPERTS_IMPLEMENTATION_FRAMEWORKS)."""
+    stated = getattr(c.strategy, "experts_implementation", None) is None
+    return {"experts_implementation_framework": _stack_rule(c, stated, EXPERTS_IMPLEMENTATION_FRAMEWORKS,
+                                                            "experts_implementation_framework")}
 
 
 def _te_option_rules(c: SimpleNamespace) -> _Rules:
@@ -877,7 +890,7 @@ def valid_mask(model: ModelArch, training: Training, system: System, strategy: S
 # strategy options that act on routed experts only (their dispatch, grouped GEMM and host sync), with the value that
 # means "not stated"; moe_a2a_overlap is refused on a dense model (moe_a2a_overlap_ep)
 MOE_ONLY_OPTIONS = (("moe_dispatcher", "auto"), ("moe_tp_token_split", None), ("moe_fused_grouped_mlp", None),
-                    ("moe_torch_grouped_mm", None), ("moe_sync_free", None))
+                    ("moe_torch_grouped_mm", None), ("moe_sync_free", None), ("experts_implementation", None))
 
 
 def unused_moe_options(model: ModelArch, strategy: Strategy) -> list[str]:

@@ -186,6 +186,11 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
         if disp:
             auto = t("moe_dispatcher_auto_why", L) if disp["requested"] == "auto" else ""
             con.print(f"{t('moe_dispatcher', L)}{t('colon', L)}{t('moe_dispatcher_' + disp['assumed'], L)}{auto}")
+        experts = fw.get("experts_implementation")
+        if experts:
+            unstated = t("experts_implementation_default", L) if experts["requested"] is None else ""
+            con.print(f"{t('experts_implementation', L)}{t('colon', L)}"
+                      f"{t('experts_implementation_' + experts['assumed'], L)}{unstated}")
     if result.get("memory"):
         _memory(con, result["memory"], L)
     if result.get("time"):

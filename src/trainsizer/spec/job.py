@@ -28,6 +28,7 @@ from trainsizer.names import (
     CUDA_GRAPHS,
     CUDNN_RELEASES,
     DDP_IMPLS,
+    EXPERTS_IMPLEMENTATIONS,
     FP4_RECIPES,
     FP8_RECIPES,
     FRAMEWORKS,
@@ -68,6 +69,7 @@ Framework = Literal[FRAMEWORKS]
 LossImpl = Literal[LOSS_IMPLS]
 MoeDispatcher = Literal[MOE_DISPATCHERS]
 MoeRouting = Literal[MOE_ROUTINGS]
+ExpertsImplementation = Literal[EXPERTS_IMPLEMENTATIONS]
 AttentionKernel = Literal[ATTENTION_KERNELS]
 NormKernel = Literal[NORM_KERNELS]
 CpCommType = Literal[CP_COMM_TYPES]
@@ -420,6 +422,10 @@ class StrategySpec(_Strict):
     # layer issues no per-expert launches after a host sync; null / false = Transformer Engine's GroupedLinear (a host
     # list of splits, kernels launched expert by expert)
     moe_sync_free: bool | None = None
+    # transformers' routed experts (framework hf): eager = one expert at a time, each behind a host sync (every 4.x
+    # release's MoE blocks; v5 experts_implementation "eager"); grouped_mm = one torch._grouped_mm (v5's default);
+    # null = the framework's (hf: grouped_mm, today's transformers)
+    experts_implementation: ExpertsImplementation | None = None
     # Megatron-Core fused_single_qkv_rope (NeMo FUSED_QKV_ROPE): RoPE in one TE kernel on the unsplit qkv; null = off
     fused_qkv_rope: bool | None = None
     # saved activations to host memory: true = every layer's (torchtune enable_activation_offloading), N = the
