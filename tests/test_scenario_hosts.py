@@ -116,3 +116,24 @@ def test_per_node_where_servers_hold_it(acc, per_node):
     job = {**JOB, "hardware": {"accelerator": acc, "count": 2 * per_node, "per_node": per_node,
                                "network": "ib-ndr400"}}
     assert resolve_job(job, load_catalog()).system.gpus_per_node == per_node
+
+
+@pytest.mark.parametrize("acc, per_node", [("h100-sxm-80gb", 4), ("mi325x", 3), ("mi300x", 2)])
+def test_part_of_an_8_gpu_board_a_host_is_one_domain_of_the_jobs_gpus_there(acc, per_node):
+    """16 H100 as 4 hosts of 4 (4-GPU slices of HGX boards) with TP 8 were timed as one 8-GPU NVLink domain across two
+    hosts (step time, TP time and 'scaleup_domains 2 of 8' as on 2 hosts of 8), and 12 MI325X at 3 a host read
+    '4 trays of 3 in 2 scale-up domains of 8' (plan --per-node 3): a board's domain is its host, so the job's domain is its GPUs there
+    and a TP group over them crosses the network."""
+    cat = load_catalog()
+    count = 8 * per_node
+    job = {**JOB, "global_batch": {"sequences": 48},
+           "hardware": {"accelerator": acc, "count": count, "per_node": per_node, "network": "ib-ndr400"}}
+    sc = resolve_job(job, cat)
+    assert sc.system.scaleup_domain == per_node
+    assert "scaleup_domains" not in sc.summary()["hardware"]
+    full = resolve_job({**job, "hardware": {**job["hardware"], "per_node": 8}}, cat)
+    assert full.system.scaleup_domain == 8
+    tp = {"tp": 8, "pp": 1, "micro_batch": 1, "recompute": "full"}
+    sliced = estimate_time(sc.model, sc.training, sc.system, resolve_job({**job, "strategy": tp}, cat).strategy)
+    whole = estimate_time(full.model, full.training, full.system, resolve_job({**job, "strategy": tp}, cat).strategy)
+    assert sliced.breakdown_s["tp_comm"] > 2 * whole.breakdown_s["tp_comm"]

@@ -435,7 +435,7 @@ def scaleup_domains(acc: Any, system: Any) -> dict[str, int]:
     trays: a buyer counts racks there, not trays); {} where a domain is one host. The domains are those the job is
     placed in (`domain_shares`), the racks its plan buys."""
     domain, per_node, gpus = int(getattr(acc, "scaleup_domain", 0) or 0), system.gpus_per_node, system.gpus
-    if domain <= per_node or gpus <= per_node:
+    if domain <= per_node or gpus <= per_node or not multi_host_domain(acc):
         return {}
     return {"scaleup_domains": len(domain_shares(domain_job_gpus(acc, per_node), per_node, gpus)),
             "scaleup_domain_gpus": domain}
@@ -447,16 +447,24 @@ def domain_job_gpus(acc: Any, per_node: int) -> int:
     GB200 NVL72 rack is 18 compute trays of 4 GPUs (NVIDIA GB200 NVL72 product page), so a job of 2 GPUs a tray holds
     36 GPUs a rack, not 72 (known-gaps 43 (r))."""
     domain, host = int(getattr(acc, "scaleup_domain", 0) or 0), int(getattr(acc, "gpus_per_host", 0) or 0)
-    if domain <= host or per_node >= host or host <= 0:
+    if per_node >= host or host <= 0:
         return domain
+    if domain <= host:  # a domain inside one board (HGX / UBB): the job's GPUs of that host, at most the domain
+        return min(domain, per_node)
     return domain // host * per_node
+
+
+def multi_host_domain(acc: Any) -> bool:
+    """Whether one scale-up domain spans several hosts (an NVL72 rack's 18 trays), not one board's GPUs (HGX / UBB
+    of 8, an NVLink bridge of 2): only then do racks, trays and domain placement apply."""
+    return int(getattr(acc, "scaleup_domain", 0) or 0) > int(getattr(acc, "gpus_per_host", 0) or 0)
 
 
 def _placement_notes(acc: Any, system: Any, per_node: int) -> list[str]:
     """How a job larger than one multi-host scale-up domain is placed in domains (domain_shares), in the words a buyer
     needs: how many racks, what each holds, and why where it is not the fewest full racks."""
     domain, gpus, held = int(acc.scaleup_domain or 0), system.gpus, domain_job_gpus(acc, per_node)
-    if domain <= per_node or system.nodes <= 1:
+    if domain <= per_node or system.nodes <= 1 or not multi_host_domain(acc):
         return []
     partial = [msg("note_nvl_partial_hosts", accelerator=acc.id, per_node=per_node, host=acc.gpus_per_host,
                    hosts=domain // acc.gpus_per_host, held=held, domain=domain)] if held < domain else []
