@@ -196,3 +196,18 @@ def test_shipped_recordings_are_valid():
     for path in (FIXTURES / "telemetry").glob("*.json"):
         tel, _ = open_telemetry(str(path))
         assert tel.gpus()
+
+
+@pytest.mark.parametrize(("doc", "where"), [
+    # a model's config.json (or any other JSON object) passed as --telemetry was played back as a node without GPUs:
+    # 'GPUs: found 0' failed, with nothing about the file
+    ({"architectures": ["Qwen3MoeForCausalLM"], "hidden_size": 2048}, "architectures: unknown key"),
+    ({"gpu": [{"index": 0, "name": "NVIDIA H100"}]}, "Did you mean 'gpus'?"),
+    ({}, "gpus: required key is missing"),
+])
+def test_a_file_that_is_no_recorded_telemetry_is_refused_at_open(tmp_path, doc, where):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(SpecError, match=re.escape(where)) as info:
+        open_telemetry(str(path))
+    assert "--telemetry" in str(info.value) and info.value.render("zh")

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from trainsizer.accept.amdgpu_log import AmdgpuEvent, parse_amdgpu_events
 from trainsizer.accept.xid import XidEvent, parse_xids
-from trainsizer.errors import SpecError, given
+from trainsizer.errors import SpecError, did_you_mean, given
 from trainsizer.messages import msg
 
 # NVML clocks-event (throttle) reason bits, nvml.h `nvmlClocksEventReason*`.
@@ -229,6 +229,23 @@ def _check_recorded(data: object, where: str) -> None:
         if key in data and key not in RECORDED_LOGS[vendor]:
             raise SpecError(f"--telemetry {where}: {key}", msg("acc_kernel_log_vendor", vendor=vendor),
                             allowed=list(RECORDED_LOGS[vendor]))
+    _recorded_keys(data, where)
+
+
+# what RecordedTelemetry reads from a file, besides the kernel logs (RECORDED_LOGS)
+RECORDED_KEYS = ("vendor", "driver_version", "cuda_version", "rocm_version", "gpus", "health", "health_after", "samples")
+
+
+def _recorded_keys(data: dict, where: str) -> None:
+    """A key the playback never reads (a model's config.json, a misspelt 'gpu') is refused, and a file without the
+    GPU inventory is not played back as a node without GPUs ('GPUs: found 0')."""
+    allowed = [*RECORDED_KEYS, *(k for logs in RECORDED_LOGS.values() for k in logs)]
+    for key in data:
+        if key not in allowed:
+            raise SpecError(f"--telemetry {where}: {key}", msg("spec_unknown_key"), allowed=allowed,
+                            suggestion=did_you_mean(key, allowed))
+    if "gpus" not in data:
+        raise SpecError(f"--telemetry {where}: gpus", msg("spec_missing"))
 
 
 TELEMETRY_KINDS = ("auto", "nvml", "nvidia-smi", "amd-smi", "none")
