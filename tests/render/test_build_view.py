@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainsizer.render.build_view import _nvls_cell
+from trainsizer.render.build_view import _nvls_cell, acceptance_rows
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -192,3 +192,15 @@ def test_the_scale_up_rate_names_the_host_staged_rate_where_peer_to_peer_is_off(
     assert "126 GB/s" in _scaleup_rate(geforce, lang) and "20 GB/s" in _scaleup_rate(geforce, lang)
     assert _scaleup_rate({"gb_s_per_gpu_bidir": 900.0, "host_staged_gb_s_per_dir": None}, lang) == "900 GB/s"
     assert _scaleup_rate({"gb_s_per_gpu_bidir": 900.0}, lang) == "900 GB/s"   # a plan saved before the field
+
+
+@pytest.mark.parametrize("lang, per_node", [("en", "per node"), ("zh", "每节点")])
+def test_the_acceptance_checkpoint_size_says_it_is_each_nodes_share(lang, per_node):
+    """A 70B SFT on 4 nodes listed 'Checkpoint size 246.9 GB' in its acceptance thresholds beside the storage block's
+    'Checkpoint (GB) 988': the threshold is the share each node writes (acceptance._storage)."""
+    from .report.conftest import load_buildout
+
+    acc = load_buildout()["build"]["acceptance"]
+    rows = {str(r[1]): str(r[0]) for r in acceptance_rows(acc, lang)}
+    label = next(k for v, k in rows.items() if v.startswith(f"{acc['checkpoint_size_gb']:.1f}"))
+    assert per_node in label
