@@ -45,3 +45,13 @@ def test_accept_is_listed_and_runs_lazily(run_cli):
     assert code == 0 and "accept" in out
     code, out, _ = run_cli("accept", "--help")
     assert code == 0 and "--plan" in out
+
+
+def test_a_count_in_exponent_notation_is_said_to_need_digits(run_cli):
+    """`--count 1e9` read "'1e9' is not a valid number": it is a number; the option takes a whole number in digits."""
+    code, _, err = run_cli("plan", "examples/sft-70b-search.yaml", "--count", "1e9")
+    assert code == 2 and "whole number in digits" in err and "not a valid number" not in err
+    code, _, err = run_cli("--lang", "zh", "plan", "examples/sft-70b-search.yaml", "--count", "1e9")
+    assert code == 2 and "整数" in err
+    code, _, err = run_cli("plan", "examples/sft-70b-search.yaml", "--budget", "lots")
+    assert code == 2 and "not a valid number" in err     # a float option keeps its word

@@ -132,6 +132,8 @@ def _bad_value(err: click.BadParameter, lang: str) -> str:
     value = found.group("value")
     if isinstance(err.param.type, click.Choice):
         return _m("error_not_one_of", lang, value=value, choices=LIST_SEPARATORS[lang].join(map(str, err.param.type.choices)))
+    if found.group("number") == "integer":  # '1e9', '2.5', '4k': a number, but the option counts in digits
+        return _m("error_not_whole_number", lang, value=value)
     if found.group("number"):
         return _m("error_not_a_number", lang, value=value)
     if found.group("range"):
