@@ -88,3 +88,17 @@ def test_a_count_a_buyer_orders_is_exact_in_chinese_too():
     assert zh.count(16_384) == "16,384" and zh.value("quantity", 24_576.0) == "24,576"
     assert zh.value("nodes", 2048) == "2,048" and zh.num(16_384) == "1.64万"  # a measure still reads in 万
     assert zh.count(681.4) == "681"  # a fractional quantity (GPU-hours) as a measure
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_gib_figure_reads_as_the_capacity_sentence_writes_it(lang):
+    """One B200 plan page read 'capacity 178.3 GiB per GPU' (the capacity sentence) above '178.2 GiB / 178.4 GiB'
+    in the memory column: 178.35 rounded two ways. A GiB figure has one rule (numbers.fmt_gib)."""
+    from trainsizer.evaluate import capacity_note
+    from trainsizer.messages import tr
+    from trainsizer.numbers import fmt_gib
+
+    f = Fmt(lang)
+    assert f.qty(178.35, "GiB") == f"{fmt_gib(178.35, lang)} GiB"
+    note = tr(capacity_note({"kind": "label", "accelerator": "b200", "capacity_gib": 178.35, "label_gb": 192}), lang)
+    assert fmt_gib(178.35, lang) in note

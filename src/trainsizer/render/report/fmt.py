@@ -94,6 +94,9 @@ class Fmt:
     def qty(self, x: float | int | None, unit: str, digits: int = 1) -> str:
         """A number with its unit (units are never converted; a time unit in the reader's word, `unit.<u>`)."""
         word = t(f"unit.{unit}", self.lang) if has(f"unit.{unit}") else unit
+        if unit == "GiB" and digits == 1 and isinstance(x, float) and not x.is_integer() and abs(x) < 10_000:
+            # a GPU's GiB to a tenth as the capacity sentence writes it (numbers.fmt_gib): 178.35 is 178.3 in both
+            return f"{numbers.fmt_gib(x, self.lang)} {word}"
         return self.num(x, digits) if not unit else f"{self.num(x, digits)} {word}"
 
     def pct(self, x: float | None, digits: int = 1) -> str:
