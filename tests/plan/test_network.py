@@ -208,3 +208,12 @@ def test_a_geforce_node_states_the_host_staged_rate_the_estimate_times(build):
     assert net.nvlink.tech == "pcie" and net.nvlink.host_staged_gb_s_per_dir == 20.0
     assert net.nvlink.gb_s_per_gpu_bidir == 126.0
     assert network_block(build()).nvlink.host_staged_gb_s_per_dir is None
+
+
+def test_the_storage_and_management_links_per_node_are_in_gb_per_s_as_named(build):
+    """storage_fabric / management_fabric `gbps_per_node` held ports x Gb/s / 8 (GB/s): a node's 2 x 200 Gb/s converged
+    link read 'Per node: 50 Gb/s' in the report, and the 1 GbE management port '0.12 Gb/s'."""
+    net = network_block(build())
+    s, m = net.storage, net.oob
+    assert net.storage_fabric["gbps_per_node"] == s.ports_per_node * s.gbps_per_port
+    assert net.management_fabric["gbps_per_node"] == m.ports_per_node * m.gbps_per_port

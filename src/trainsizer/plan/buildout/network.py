@@ -338,7 +338,7 @@ def summary(b: BuildInput, compute: Fabric | None, storage: Fabric | None, mgmt:
         if f is None:
             return None
         out = {"kind": f.kind, "tier": f.purpose, "name": f.switch or f.topology,
-               "gbps_per_node": f.ports_per_node * f.gbps_per_port / 8}
+               "gbps_per_node": f.ports_per_node * f.gbps_per_port}  # Gb/s, as named (never GB/s)
         if f.switch is None and f.topology_msg is not None:  # a sentence: kept as its message (plan.texts)
             out["name_msg"] = f.topology_msg.model_dump()
         return out
