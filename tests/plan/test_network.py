@@ -217,3 +217,14 @@ def test_the_storage_and_management_links_per_node_are_in_gb_per_s_as_named(buil
     s, m = net.storage, net.oob
     assert net.storage_fabric["gbps_per_node"] == s.ports_per_node * s.gbps_per_port
     assert net.management_fabric["gbps_per_node"] == m.ports_per_node * m.gbps_per_port
+
+
+@pytest.mark.parametrize("acc, link", [("mi300x", "xGMI"), ("h100-sxm-80gb", "NVLink")])
+def test_the_allreduce_formula_names_the_parts_scale_up_link(build, acc, link):
+    """'busbw = min(NVLink busbw, ...)' was written for MI300X nodes too (xGMI; 43 (l) named it elsewhere)."""
+    from trainsizer.messages import tr
+
+    net = network_block(build(hardware={"accelerator": acc}))
+    formula = tr(net.allreduce.formula, "en")
+    assert f"min({link}" in formula and (link == "NVLink" or "NVLink" not in formula)
+    assert f"min({link}" in tr(net.allreduce.formula, "zh")

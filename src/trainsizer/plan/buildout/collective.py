@@ -48,4 +48,11 @@ def allreduce(b: BuildInput) -> AllReduce | None:
         group=msg("ar_group", dp=s.dp, cp=s.cp, tp=s.tp), ranks=ranks, ranks_per_domain=k,
         bytes_per_rank_gb=nbytes / 1e9, algorithm=algo, busbw_gb_s=busbw / 1e9, time_s=t,
         exposed_s_per_step=exposed, step_s=step, exposed_share_of_step=exposed / step if step > 0 else 0.0,
-        formula=msg("ar_formula"))
+        formula=msg("ar_formula", scaleup=_scaleup_name(b)))
+
+
+def _scaleup_name(b: BuildInput):
+    """The part's scale-up link in words (NVLink, xGMI, HCCS ...): the formula's inside-the-domain bus bandwidth."""
+    from trainsizer.plan.buildout.acceptance import scaleup_name
+
+    return scaleup_name(b.accelerator)
