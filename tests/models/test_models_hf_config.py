@@ -455,3 +455,12 @@ def test_gpt2_cross_attention_rejected():
 def test_mapping_with_model_type_goes_through_adapter():
     a = load_model(dict(LLAMA, foo=1))
     assert a.family == "llama" and a.unknown_keys == ("foo",)
+
+
+def test_a_config_saved_under_its_own_name_is_named_by_the_file(tmp_path):
+    """`models show /tmp/rv/qwen3-8b.json` named the model 'rv' (the folder); a file named config.json keeps the
+    folder's name (a Hugging Face snapshot: .../Qwen3-8B/config.json)."""
+    path = tmp_path / "qwen3-8b.json"
+    path.write_text(json.dumps(LLAMA), encoding="utf-8")
+    assert arch_from_hf_config(path).name == "qwen3-8b"
+    assert arch_from_hf_config(write(tmp_path, LLAMA)).name == "m"

@@ -1092,7 +1092,7 @@ def arch_from_hf_config(
         raw, path = read_config_file(config)
         label = str(path)
         if name is None:
-            name = path.parent.name or path.stem
+            name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
     model_type = raw.get("model_type")
     if model_type is None:
         raise SpecError(f"{label}:model_type", msg("hf_missing_key"), allowed=supported_families())
