@@ -339,3 +339,22 @@ def test_a_budget_in_a_currency_the_part_has_no_price_in_is_said_not_checked(cat
     # the same budget in the part's own currency is checked as before
     usd = _with(job, goal={"budget": {"amount": 20000, "currency": "USD"}})
     assert evaluate(resolve_job(usd, catalog), catalog)["goal"]["within_budget"] is True
+
+
+@pytest.mark.parametrize("doc", [{}, {"calibration": {}}, {"calibration": {"source": "node-1"}},
+                                 {"calibration": {"gemm_tflops": {"fp8": 1200.0}}}])
+def test_a_calibration_file_with_no_figure_for_the_job_is_refused(tmp_path, doc):
+    """`estimate --calibration results.json` with an empty calibration section (an accept run whose measurements
+    were all skipped, or GEMM figures for another precision only) estimated uncalibrated without a word."""
+    import json as _json
+
+    from trainsizer.evaluate import load_calibration
+
+    path = tmp_path / "cal.json"
+    path.write_text(_json.dumps(doc), encoding="utf-8")
+    with pytest.raises(SpecError) as info:
+        load_calibration(path, "bf16")
+    assert "no measured figure" in str(info.value) and "gemm_tflops" in str(info.value)
+    assert "实测" in info.value.render("zh")
+    path.write_text(_json.dumps({"calibration": {"hbm_gb_s": 3000.0}}), encoding="utf-8")
+    assert load_calibration(path, "bf16").hbm_gb_s == 3000.0

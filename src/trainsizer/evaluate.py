@@ -83,6 +83,9 @@ def load_calibration(path: Path | str, precision: str) -> Calibration:
     if unknown:
         raise SpecError(f"{path}: calibration.{unknown[0]}", msg("cal_unknown_figure"),
                         allowed=sorted(known))
+    if all(v is None for v in fields.values()):  # nothing to calibrate with: said, not an uncalibrated estimate
+        raise SpecError(f"{path}: calibration", msg("cal_no_figures", precision=precision),
+                        allowed=sorted(fields))
     try:
         return Calibration(**{k: v for k, v in fields.items() if v is not None}, source=str(path))
     except ValueError as err:
