@@ -183,3 +183,29 @@ def test_an_amd_burn_in_fails_on_a_new_uncorrected_cper_record(cpu_ctx):
     nvidia = replace(cpu_ctx, telemetry=recorded())  # an NVIDIA node has no CPER check
     assert "burnin.cper" not in by_name(burnin.evaluate(nvidia, "burnin", burnin.record(nvidia.telemetry, 2, 1, None,
                                                                                         clock, clock.sleep)))
+
+
+def test_an_amd_burn_in_fails_on_a_thermal_violation_no_sample_saw(cpu_ctx):
+    """A violation that starts and ends between two samples shows in its accumulated counter: GPU 0's HBM-thermal
+    counter rises between the health reads before and after the load while every sample reads NOT ACTIVE; GPU 1's
+    power-cap (PPT) counter rises too, which does not fail."""
+    tel = recorded("mi300x-burnin-throttle.json")
+    for tick in tel.data["samples"]:
+        for s in tick:
+            s["violations_active"] = []
+    counts = {"prochot": 0, "ppt": 10, "socket_thermal": 0, "vr_thermal": 0, "hbm_thermal": 0}
+    tel.data["health"] = [dict(h, violation_counts=counts) for h in tel.data["health"]]
+    tel.data["health_after"] = [dict(h, violation_counts={**counts, "hbm_thermal": 40} if h["index"] == 0 else
+                                     {**counts, "ppt": 900} if h["index"] == 1 else counts)
+                                for h in tel.data["health"]]
+    cpu_ctx.telemetry = tel
+    clock = FakeClock()
+    r = by_name(burnin.evaluate(cpu_ctx, "burnin", burnin.record(tel, 4, 1, None, clock, clock.sleep)))
+    throttle = r["burnin.throttle"]
+    assert throttle.status == "fail" and throttle.measured == 0
+    assert throttle.why == "thermal/power slowdown: GPU 0: hbm_thermal (accumulated counter rose)"
+    # counters that did not rise, and samples all NOT ACTIVE: a clean run
+    tel.data["health_after"] = tel.data["health"]
+    tel._tick = 0
+    r = by_name(burnin.evaluate(cpu_ctx, "burnin", burnin.record(tel, 4, 1, None, clock, clock.sleep)))
+    assert r["burnin.throttle"].status == "pass"

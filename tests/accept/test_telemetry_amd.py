@@ -313,3 +313,14 @@ def test_the_cper_and_burn_in_throttle_explanations_read_in_chinese(tmp_path, mo
     from trainsizer.accept.context import UNIT_WORDS
 
     assert msg(UNIT_WORDS["new CPER records"]).tr("zh") == "条新增 CPER 记录"
+
+
+def test_the_accumulated_violation_counters_are_read_per_gpu():
+    """amd-smi metric --throttle's *_accumulated counters (incremented while a violation is active), per-XCP lists
+    summed; a GPU that reports none is None."""
+    counts = telemetry_amd.parse_violation_counts(fixture_text("amd-smi/metric-throttle.json"))
+    assert counts[0] == {"prochot": 0, "ppt": 0, "socket_thermal": 0, "vr_thermal": 0, "hbm_thermal": 0}
+    assert counts[1] is None and counts[3] is None
+    xcp = '[{"gpu": 0, "throttle": {"gfx_clk_below_host_limit_thermal_accumulated": {"XCP_0": [3, "N/A"], ' \
+          '"XCP_1": [4, 1]}, "hbm_thermal_accumulated": {"value": 7, "unit": ""}}}]'
+    assert telemetry_amd.parse_violation_counts(xcp) == {0: {"gfx_clk_below_host_limit_thermal": 8, "hbm_thermal": 7}}

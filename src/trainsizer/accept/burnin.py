@@ -169,13 +169,32 @@ def _throttle(ctx: Context, prefix: str, rec: BurnInRecord) -> CheckResult:
         if bad:
             n_bad += 1
             throttled.setdefault(s.index, set()).update(bad)
-    if amd and not seen:  # an amd-smi without metric --throttle: no state to judge, not a clean run
+    counted = _counted_violations(rec) if amd else None
+    for i, names in (counted or {}).items():
+        throttled.setdefault(i, set()).update(f"{n} ({COUNTER_WORDS})" for n in names if n not in throttled.get(i, ()))
+    if amd and not seen and counted is None:  # an amd-smi without metric --throttle: nothing to judge, not a clean run
         return ctx.skipped(f"{prefix}.throttle", msg("acc_why_no_violation_samples"))
     return ctx.result(
         f"{prefix}.throttle", "fail" if throttled else "pass", measured=n_bad, threshold=0, unit="samples",
         source=amd_violations_source() if amd else msg("acc_src_dcgm_throttle"),
         why=msg("acc_why_slowdown", gpus="; ".join(f"GPU {i}: {', '.join(sorted(r))}" for i, r in throttled.items()))
         if throttled else msg("acc_why_no_slowdown"))
+
+
+# how a violation found only by its accumulated counter is named in a reason (data, as amd-smi's names are)
+COUNTER_WORDS = "accumulated counter rose"
+
+
+def _counted_violations(rec: BurnInRecord) -> dict[int, list[str]] | None:
+    """AMD: the failing violations whose accumulated counter rose between the health reads before and after the load
+    (a violation that began and ended between two samples); None where no GPU reported the counters both times."""
+    before = {h.index: h.violation_counts for h in rec.health_before if h.violation_counts}
+    after = {h.index: h.violation_counts for h in rec.health_after if h.violation_counts}
+    both = set(before) & set(after)
+    if not both:
+        return None
+    return {i: rose for i in sorted(both)
+            if (rose := [n for n in amd_failing(after[i]) if n in before[i] and after[i][n] > before[i][n]])}
 
 
 def _failing(s: GpuSample, amd: bool) -> list[str] | None:

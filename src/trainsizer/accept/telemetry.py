@@ -66,6 +66,9 @@ class GpuHealth:
     # AMD Instinct: the violations amd-smi metric --throttle reports ACTIVE (prochot, ppt, socket_thermal, ...; the
     # *_violation_status keys less the suffix), where NVIDIA's parts report clock_event_reasons; None = not reported
     violations_active: tuple[str, ...] | None = None
+    # AMD Instinct: each violation's accumulated counter (amd-smi metric --throttle *_accumulated: incremented while the
+    # violation is active), read before and after a burn-in to catch a violation no sample saw; None = not reported
+    violation_counts: dict[str, int] | None = None
     # AMD Instinct: the GPU's CPER records by severity as amd-smi names them ({"FATAL": 1, "NONFATAL-CORRECTED": 3});
     # {} = none kept, None = not read (amd-smi ras --cper needs root and ROCm 7's amd-smi)
     cper_records: dict[str, int] | None = None

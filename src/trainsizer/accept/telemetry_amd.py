@@ -204,6 +204,30 @@ def _violations(gpu: dict[str, Any]) -> tuple[str, ...] | None:
     return tuple(sorted(k for k, v in known.items() if v)) if known else None
 
 
+def _summed(value: Any) -> int | None:
+    """A counter as amd-smi prints it (a number, "N/A", {value, unit}) or per-XCP lists of them, summed."""
+    if isinstance(value, dict) and not {"value", "unit"} >= set(value):
+        value = list(value.values())
+    if isinstance(value, list):
+        parts = [n for n in (_summed(v) for v in value) if n is not None]
+        return sum(parts) if parts else None
+    return _count(value)
+
+
+def _violation_counts(gpu: dict[str, Any]) -> dict[str, int] | None:
+    """One GPU's `throttle` object -> {violation: its *_accumulated counter}, which AMD SMI increments while the
+    violation is active (amdsmi_violation_status_t acc_*; per-XCP lists summed); None if none is reported."""
+    suffix = "_accumulated"
+    throttle = gpu.get("throttle") if isinstance(gpu.get("throttle"), dict) else {}
+    counts = {k.removesuffix(suffix): _summed(v) for k, v in throttle.items() if k.endswith(suffix)}
+    return {k: n for k, n in counts.items() if n is not None} or None
+
+
+def parse_violation_counts(text: str) -> dict[int, dict[str, int] | None]:
+    """`amd-smi metric --throttle --json` -> {gpu: {violation: accumulated counter}}; None where none is reported."""
+    return {i: _violation_counts(g) for i, g in per_gpu(text).items()}
+
+
 def parse_violations(text: str) -> dict[int, tuple[str, ...] | None]:
     """`amd-smi metric --throttle --json` -> {gpu: the violations active}; None where none is reported."""
     return {i: _violations(g) for i, g in per_gpu(text).items()}
@@ -333,13 +357,15 @@ class AmdSmiTelemetry:
         xgmi = parse_xgmi_errors(xgmi_text) if xgmi_text else {}
         throttle_text = _optional(self.run, THROTTLE_CMD)
         violations = parse_violations(throttle_text) if throttle_text else {}
+        counters = parse_violation_counts(throttle_text) if throttle_text else {}
         # None for every GPU where amd-smi gives no CPER list (no root, or a release without `ras`): the check skips
         cper_text = _optional(self.run, CPER_CMD)
         cper = parse_cper(cper_text) if cper_text is not None else None
         # AMD retires a bad HBM page (amd-smi bad-pages) where NVIDIA remaps a row: no remap figures here
         return [GpuHealth(index=i, ecc_uncorrected_volatile=unc, ecc_corrected_volatile=cor,
                           retired_pages_pending=pending.get(i), xgmi_error_status=xgmi.get(i),
-                          violations_active=violations.get(i), cper_records=None if cper is None else cper.get(i, {}))
+                          violations_active=violations.get(i), violation_counts=counters.get(i),
+                          cper_records=None if cper is None else cper.get(i, {}))
                 for i, (unc, cor) in sorted(ecc.items())]
 
     def sample(self) -> list[GpuSample]:
