@@ -429,7 +429,20 @@ def framework_assumed(scenario: Scenario) -> dict[str, Any]:
     strategy = scenario.strategy
     out = resolve(strategy.framework, strategy, scenario.training.method in ("pretrain", "cpt"))
     out = out | {"assumes": assumptions(out["assumed"])}
-    return out | _moe_dispatcher(scenario, out["perf_style"]) | _experts_implementation(scenario, out["assumed"])
+    return (out | _moe_dispatcher(scenario, out["perf_style"]) | _experts_implementation(scenario, out["assumed"])
+            | _checkpoint_impl(scenario, out["perf_style"]))
+
+
+def _checkpoint_impl(scenario: Scenario, style: str) -> dict[str, Any]:
+    """{"checkpoint_impl": {"requested" (None = the stack's), "assumed"}} for a job whose ZeRO-3 / FSDP gathers it
+    moves (parameters sharded, full recompute: step_time._reentrant_outer_exposed); {} otherwise."""
+    from trainsizer.estimate.step_time import perf_style
+
+    s = scenario.strategy
+    if s.zero < 3 or s.recompute != "full":
+        return {}
+    requested = s.checkpoint_impl
+    return {"checkpoint_impl": {"requested": requested, "assumed": requested or perf_style(style).checkpoint_impl}}
 
 
 def _moe_dispatcher(scenario: Scenario, style: str) -> dict[str, Any]:

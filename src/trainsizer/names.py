@@ -125,6 +125,17 @@ OPTIMIZER_IMPLS = ("fused", "foreach")
 # Trainer / accelerate, nanotron (its port, optim/clip_grads.py); megatron = Megatron's contiguous gradient buffer
 # (the buckets are the gradients; the scale runs only when the norm exceeds the threshold, clip_grads.py).
 DDP_IMPLS = ("torch", "megatron")
+# How activation checkpointing re-runs a layer (step time of ZeRO-3 / FSDP under full recompute): non_reentrant =
+# torch.utils.checkpoint(use_reentrant=False) or checkpoint_wrapper(CheckpointImpl.NO_REENTRANT) (torchtitan,
+# torchtune, FMS-FSDP): the recompute runs inside the layer's backward, after the FSDP unit's pre-backward hook; reentrant
+# = use_reentrant=True (CheckpointFunction) inside the sharded unit: Hugging Face transformers >= 4.52 under FSDP1
+# (GradientCheckpointingLayer.__call__ runs within the FSDP1 wrapper's forward), Composer's checkpoint_wrapper on the
+# wrapped block, deepspeed.checkpointing under DeepSpeed's traced prefetch; reentrant_outer = use_reentrant=True
+# around the FSDP unit: transformers <= 4.51 (its layer loop calls checkpoint(decoder_layer.__call__) on the
+# FSDP-wrapped layer), or any release with FSDP2's module hooks (fully_shard), which then run inside the checkpoint.
+# The unit's forward then runs again before its pre-backward hook: gathered once more, no backward prefetch
+# (step_time._reentrant_outer_exposed; docs/known-gaps.md 70).
+CHECKPOINT_IMPLS = ("non_reentrant", "reentrant", "reentrant_outer")
 # What AdamW keeps per parameter besides the 16-bit weights (memory): fp32 = an fp32 master copy and fp32 moments
 # (mixed precision, the default); bf16-moments = fp32 master, exp_avg / exp_avg_sq in bf16 (DeepSeek-V3 report s3.3.3
 # "Low-Precision Optimizer States"; Megatron-Core --use-precision-aware-optimizer --exp-avg-dtype bf16

@@ -22,9 +22,10 @@ import perf_heldout31 as p31  # noqa: E402
 # source -> MAPE bound (%); reached at landing in the comment
 BOUNDS = {
     "DeepCompile benchmark, ZeRO-3 (32 H100, HF Llama-3-70B)": 65.0,  # 55.4: +17.5..+78.9%
-    "DeepCompile benchmark, FSDP (32 H100, HF Llama-3-70B)": 65.0,  # 56.9: +24.7..+90.5%
+    # checkpoint_impl reentrant_outer (known-gaps 70): 56.9 -> 15.6, +8.5..+20.3%
+    "DeepCompile benchmark, FSDP (32 H100, HF Llama-3-70B)": 20.0,
     "DeepCompile benchmark, ZeRO-3 (32 H100, HF Mixtral-8x7B)": 170.0,  # 149.9: +147..+153%
-    "DeepCompile benchmark, FSDP (32 H100, HF Mixtral-8x7B)": 130.0,  # 114.5: +103..+131%
+    "DeepCompile benchmark, FSDP (32 H100, HF Mixtral-8x7B)": 55.0,  # 114.2 -> 46.9: +44..+52% (known-gaps 69 (b), 71)
     "FMS-FSDP blog (128 A100, eager)": 10.0,  # 9.1: -9.5..+13.7%
     "FMS-FSDP blog (96 H100, eager)": 10.0,  # 8.9: -1.0..+24.5%
     "FMS-FSDP README (compiled)": 10.0,  # 9.1: +3.9 / +14.3%
@@ -45,11 +46,13 @@ def test_every_row_is_estimated_none_refused_every_run_fits_and_each_source_with
 
 
 def test_zero3_over_fsdp_at_one_layout(run):
-    """The Llama-3-70B runs measure DeepSpeed ZeRO-3 4.7-7.9% faster than accelerate's FSDP1 at every layout; the
-    estimate times the two alike (the hf style prefetches both one decoder layer ahead): -4.5..-7.3%. Mixtral's ZeRO-3
-    runs are 7-20% slower than FSDP's (docs/known-gaps.md 69)."""
+    """The Llama-3-70B runs measure DeepSpeed ZeRO-3 4.7-7.9% faster than accelerate's FSDP1 at every layout. The FSDP
+    rows' reentrant checkpoint around each unit (checkpoint_impl reentrant_outer) exposes the backward's gathers, which
+    DeepSpeed's traced prefetch keeps hidden in the estimate: predicted 1.1-1.6x, most where the collectives outweigh the
+    compute (small micro-batches); the ZeRO-3 rows' own exposure is not found (docs/known-gaps.md 70 (c)). Mixtral's
+    ZeRO-3 runs are 7-20% slower than FSDP's (69 (b))."""
     pairs = p31.zero3_over_fsdp(run)
     assert len(pairs) == 11
     llama = [(meas, pred) for rid, meas, pred in pairs if "llama3" in rid]
-    assert all(1.04 < meas < 1.09 and pred == pytest.approx(1.0, abs=0.01) for meas, pred in llama)
+    assert all(1.04 < meas < 1.09 and 1.1 < pred < 1.7 for meas, pred in llama)
     assert all(meas < 0.95 for rid, meas, _ in pairs if "mixtral" in rid)

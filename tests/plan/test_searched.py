@@ -36,11 +36,14 @@ def test_a_class_whose_held_out_spread_is_wider_ties_within_it(cls):
 
 
 def test_a_class_off_by_one_offset_ties_on_its_spread_not_its_mape():
-    # perf_heldout31's HF runs on Hopper: every one predicted too fast by about +60% (MAPE 56%), their spread about
-    # that offset 13%: two options of the class are off the same way, so 13% tells them apart, 56% does not
-    band = band_for(HOPPER_HF, "time")
+    # ZeRO++'s DeepSpeed ZeRO-3 runs on V100 (perf_papers): every one predicted too fast by about +35% (MAPE 38%), their
+    # spread about that offset 16%: two options of the class are off the same way, so 16% tells them apart, 38% does
+    # not (perf_heldout31's HF Hopper runs were the example until their FSDP rows stated checkpoint_impl
+    # reentrant_outer, docs/known-gaps.md 70: median +29%, spread 18%)
+    volta = JobClass("deepspeed", "dense", "volta", "multi")
+    band = band_for(volta, "time")
     assert band["median_pct"] > 2 * band["spread_pct"] and band["mape_pct"] > 2 * band["spread_pct"]
-    assert tie_fraction_of(HOPPER_HF, FLOOR) == pytest.approx(max(FLOOR, band["spread_pct"] / 100.0))
+    assert tie_fraction_of(volta, FLOOR) == pytest.approx(max(FLOOR, band["spread_pct"] / 100.0))
 
 
 def test_a_narrower_band_or_none_keeps_the_development_sets_figure():
@@ -54,7 +57,7 @@ def test_two_classes_tie_within_the_wider_spread_and_the_offset_only_excludes():
     ampere = JobClass("hf", "dense", "ampere", "node")
     a, h = band_for(ampere, "time"), band_for(HOPPER_HF, "time")
     wider = max(_spread(ampere), _spread(HOPPER_HF))
-    # a Hopper option against an Ampere best: its estimate is the more optimistic (+60% against +1%)
+    # a Hopper option against an Ampere best: its estimate is the more optimistic (+29% against +1%)
     assert tie_terms(ampere, HOPPER_HF, FLOOR) == pytest.approx(
         (wider, (1 + h["median_pct"] / 100) / (1 + a["median_pct"] / 100)))
     assert tie_terms(HOPPER_HF, ampere, FLOOR)[1] < 1.0  # the other way the factor is below 1: rank.ties ignores it

@@ -325,6 +325,9 @@ class Strategy:
     optimizer_in_backward: bool = False  # each parameter stepped and its gradient freed in backward (torchtune)
     optimizer_impl: Any = None  # "fused" | "foreach" (names.OPTIMIZER_IMPLS); None = fused; time only
     ddp_impl: Any = None  # "torch" | "megatron" (names.DDP_IMPLS); None = the style's; time only
+    # how activation checkpointing re-runs a layer: "non_reentrant" | "reentrant" | "reentrant_outer"
+    # (names.CHECKPOINT_IMPLS); None = the style's (PerfStyle.checkpoint_impl); time only
+    checkpoint_impl: Any = None
     # AdamW states: "fp32" | "bf16-moments" | "bf16" (names.OPTIMIZER_PRECISIONS); None = fp32; memory only
     optimizer_precision: Any = None
     # QLoRA: PEFT prepare_model_for_kbit_training casts the non-quantised weights (embeddings, norms, LM head) to

@@ -73,6 +73,7 @@ from trainsizer.models.arch import ModelArch
 from trainsizer.names import (
     ACTIVATION_KERNELS,
     ATTENTION_KERNELS,
+    CHECKPOINT_IMPLS,
     DDP_IMPLS,
     EXPERTS_IMPLEMENTATIONS,
     MOE_DISPATCHERS,
@@ -120,6 +121,10 @@ class PerfStyle:
     ep_overlap_sm_share: float = 0.0
     pipeline_schedule: str = "1f1b"  # "1f1b" (incl. interleaved via vpp) or "dualpipe" (DeepSeek-V3)
     attention_kernel: str = "fa2"  # "fa2" (FlashAttention-2 / Triton), "native" (cuDNN fused / FA3), "fa1" (v1)
+    # how the stack's activation checkpointing re-runs a layer (names.CHECKPOINT_IMPLS; strategy.checkpoint_impl
+    # overrides): reentrant_outer re-gathers each FSDP unit and loses the backward prefetch under full recompute
+    # (_reentrant_outer_exposed); the other two schedule ZeRO-3 / FSDP alike
+    checkpoint_impl: str = "non_reentrant"
     # model families (ModelArch.family, comma-separated) whose module in this framework runs FlexAttention whatever
     # the style's kernel (torchtitan's gpt_oss Attention asserts it): their attention_kernel is flex unless the job
     # states one (_model_attention_kernel)
@@ -388,6 +393,13 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["moe_torch_grouped_mm"] = impl == "grouped_mm"
     if getattr(strategy, "fused_qkv_rope", None):  # Megatron-Core fused_single_qkv_rope (_rope_unfused_time)
         changes["rope_mscale_unfused"] = False
+    ckpt = getattr(strategy, "checkpoint_impl", None)
+    if ckpt is not None:  # how recompute re-runs a layer around / inside the FSDP unit (_reentrant_outer_exposed)
+        if ckpt not in CHECKPOINT_IMPLS:
+            from trainsizer.errors import unknown_name
+
+            raise unknown_name("strategy.checkpoint_impl", "checkpoint implementation", ckpt, CHECKPOINT_IMPLS)
+        changes["checkpoint_impl"] = str(ckpt)
     ddp = getattr(strategy, "ddp_impl", None)
     if ddp is not None:  # torch DDP + torch-style clipping, or Megatron's gradient buffer (names.DDP_IMPLS)
         if ddp not in DDP_IMPLS:
@@ -1885,10 +1897,11 @@ def _primary_weight_gather_bytes(x: _Step) -> float:
     return 2.0 if recipe == "mxfp8" else 1.0
 
 
-def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray) -> np.ndarray:
+def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray, fwd_s: Any) -> np.ndarray:
     """Exposed ZeRO-3 / FSDP time: per micro-batch 2 all-gathers + 1 reduce-scatter of the shard group's
-    parameters (`_zero3_collectives`), prefetched one unit ahead (under pipelining, `_fsdp_once_per_step`); hybrid
-    shard adds one all-reduce of the shards across replicas."""
+    parameters (`_zero3_collectives`), prefetched one unit ahead (under pipelining, `_fsdp_once_per_step`; a
+    reentrant checkpoint around each FSDP unit, `_reentrant_outer_exposed`, over the decoder layers' forward `fwd_s`);
+    hybrid shard adds one all-reduce of the shards across replicas."""
     r, system, fw = x.r, x.system, x.fw
     n_sh, n_esh = shard_groups(x.a)
     k_sh = comm.ranks_per_domain(n_sh, x.t, x.domain)
@@ -1921,6 +1934,11 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
         z3_exposed_mb = _when(fw.zero3_prefetch, z3_pre, z3_demand)
     else:
         z3_exposed_mb = z3_demand
+    outer = (np.asarray(fw.checkpoint_impl) == "reentrant_outer") & (x.p <= 1)
+    if np.any(outer):
+        z3_outer = _reentrant_outer_exposed(x, z3_ag, z3_rs, n_coll, lat, fwd_s)
+        share = x.full_share  # the layers whose forward re-runs in the backward
+        z3_exposed_mb = np.where(outer, share * z3_outer + (1.0 - share) * z3_exposed_mb, z3_exposed_mb)
     z3_step = x.m * z3_exposed_mb
     if np.any(fw.pp_fsdp_once_per_step):
         once = _fsdp_once_per_step(x, g, mb, z3_ag, z3_rs, n_coll, lat)
@@ -1933,6 +1951,28 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     # AutoModel FSDP2Manager.parallelize returns the model unwrapped at world size 1), so it copies nothing
     copies = np.where(n_sh > 1, _fsdp2_copies(x, p_local, ag_b, g.train_frac * x.act, g.train_frac * gb), 0.0)
     return z3_step + np.maximum(hsdp - g.window, bucket_frac * hsdp) + copies
+
+
+def _reentrant_outer_exposed(x: _Step, z3_ag, z3_rs, n_coll, lat, fwd_s) -> np.ndarray:
+    """Exposed seconds per micro-batch of FSDP's collectives when a reentrant checkpoint wraps each FSDP unit
+    (checkpoint_impl reentrant_outer) and every layer is recomputed. FSDP1, torch/distributed/fsdp/_runtime_utils.py
+    (ROCm/pytorch 3539e1d, torch 2.6-era): the first forward runs under no_grad inside CheckpointFunction, so
+    _register_pre_backward_hooks returns before it sets _needs_pre_backward_unshard (the post-backward callback left it
+    False); in the backward CheckpointFunction.backward re-runs the unit's forward: _pre_forward finds the handle IDLE,
+    not BACKWARD_PRE, and unshards it, _post_forward_reshard frees it (FULL_SHARD, not the root) and registers the
+    pre-backward hook, which unshards it a third time; _get_handle_to_prefetch skips the next unit, whose
+    _needs_pre_backward_unshard is False until its own recompute, so the backward prefetches nothing. The process
+    group's collectives run on one NCCL stream in issue order: a unit's recompute all-gather queues behind the
+    previous unit's reduce-scatter, which waits for that unit's backward; the backward's all-gather, issued right
+    behind it, runs beside the recompute. So per unit rs + ag + max(ag - f, 0) exposed in the backward (f = the unit's
+    recompute = its forward), overlap_interference on the hidden part; the forward's gathers run one unit ahead (the
+    rate limiter, limit_all_gathers, lets the next issue once the unit before the current one is freed), as
+    `_prefetched` behind `fwd_s`. Each of the 3 all-gather passes and the reduce-scatter pays its ring latency."""
+    lat_pass = np.maximum(n_coll - 1.0, 0.0) * lat
+    forward = _prefetched(x, z3_ag + lat_pass, fwd_s, z3_ag / np.maximum(n_coll, 1.0))
+    beside = np.minimum(z3_ag, fwd_s)  # the backward's gathers that run beside the recompute
+    backward = z3_rs + 2.0 * z3_ag - beside + 3.0 * lat_pass + x.k.overlap_interference * beside
+    return forward + backward
 
 
 def _zero3_regathered_share(x: _Step) -> Any:
@@ -2188,7 +2228,7 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     bubble, pp_comm = _pipeline(x, t_mb)
     g = _grads(x, lt, mb)
     dp_nonz3, bucket_frac = _dp_comm_replicated(x, g)
-    dp_comm = np.where(x.zero >= 3, _dp_comm_zero3(x, g, mb, bucket_frac), dp_nonz3)
+    dp_comm = np.where(x.zero >= 3, _dp_comm_zero3(x, g, mb, bucket_frac, mb.n_stage * lt.fwd), dp_nonz3)
     opt = _optimizer(x, g, mb) + _fp16_serial_checks(x, g, mb) + _paged_migration(x, strategy)
     data = np.full_like(opt, x.k.data_loading_exposed_s)
     m = x.m

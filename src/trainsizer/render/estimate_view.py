@@ -191,6 +191,10 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
             unstated = t("experts_implementation_default", L) if experts["requested"] is None else ""
             con.print(f"{t('experts_implementation', L)}{t('colon', L)}"
                       f"{t('experts_implementation_' + experts['assumed'], L)}{unstated}")
+        ckpt = fw.get("checkpoint_impl")
+        if ckpt:
+            why = t("checkpoint_impl_stack_default", L) if ckpt["requested"] is None else ""
+            con.print(f"{t('checkpoint_impl', L)}{t('colon', L)}{t('checkpoint_impl_' + ckpt['assumed'], L)}{why}")
     if result.get("memory"):
         _memory(con, result["memory"], L)
     if result.get("time"):

@@ -24,6 +24,7 @@ from trainsizer.messages import Listing, msg
 from trainsizer.names import (
     ACTIVATION_KERNELS,
     ATTENTION_KERNELS,
+    CHECKPOINT_IMPLS,
     CP_COMM_TYPES,
     CUDA_GRAPHS,
     CUDNN_RELEASES,
@@ -78,6 +79,7 @@ CudaGraphs = Literal[CUDA_GRAPHS]
 CudnnRelease = Literal[CUDNN_RELEASES]
 OptimizerImpl = Literal[OPTIMIZER_IMPLS]
 DdpImpl = Literal[DDP_IMPLS]
+CheckpointImpl = Literal[CHECKPOINT_IMPLS]
 LoraImpl = Literal[LORA_IMPLS]
 OptimizerPrecision = Literal[OPTIMIZER_PRECISIONS]
 
@@ -438,6 +440,10 @@ class StrategySpec(_Strict):
     # torch.nn.utils.clip_grad_norm_; the HF Trainer, nanotron) | megatron (Megatron's contiguous gradient buffer);
     # null = the framework's (hf torch, megatron / megatron-core megatron)
     ddp_impl: DdpImpl | None = None
+    # how activation checkpointing re-runs a layer (names.CHECKPOINT_IMPLS): non_reentrant | reentrant (inside the
+    # sharded unit) | reentrant_outer (around an FSDP unit: transformers <= 4.51's layer loop, FSDP2 hooks); null = the
+    # framework's (hf reentrant, torchtitan / torchtune non_reentrant); acts on ZeRO-3 / FSDP time under full recompute
+    checkpoint_impl: CheckpointImpl | None = None
     # AdamW's states: fp32 (fp32 master + moments) | bf16-moments (fp32 master, bf16 moments: DeepSeek-V3, Megatron-Core's
     # precision-aware optimizer) | bf16 (no master, bf16 moments: Apex DistributedFusedAdam dtype bf16); null = fp32
     optimizer_precision: OptimizerPrecision | None = None
@@ -472,6 +478,8 @@ class StrategySpec(_Strict):
             raise ValueError(msg("job_fsdp_zero", fsdp=self.fsdp, zero=self.zero))
         if self.fsdp == "hybrid" and not self.shard_group:
             raise ValueError(msg("job_hybrid_shard_group"))
+        if self.checkpoint_impl == "reentrant_outer" and self.fsdp == "none":
+            raise ValueError(msg("job_checkpoint_outer_fsdp", fsdp=self.fsdp))
         if self.local_batch is not None and self.local_batch % self.micro_batch:
             raise ValueError(msg("job_local_batch_micro_batch", local_batch=self.local_batch,
                                  micro_batch=self.micro_batch))
