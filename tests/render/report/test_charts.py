@@ -161,3 +161,18 @@ def test_a_log_axis_of_days_is_not_labelled_at_every_point():
     fig, plt = _draw(replace(_scaling(1), log_x=True))
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["1", "2", "4", "8", "16", "32", "64", "128"]
     plt.close(fig)
+
+
+def test_a_short_legend_over_a_second_axis_goes_beside_the_plot():
+    """A plan's scaling chart for two accelerators (days and MFU, the MFU lines on a right-hand axis): the legend,
+    placed 'best' for the left axis alone, sat over the MFU lines (a Qwen3-30B LoRA PDF)."""
+    chart = _scaling(4)   # 4 days lines + 1 MFU line on the right axis
+    assert any(s.axis == "y2" for s in chart.series)
+    fig, plt = _draw(chart)
+    ax = fig.axes[0]
+    legend_box = ax.get_legend().get_window_extent(fig.canvas.get_renderer())
+    assert legend_box.x0 > ax.get_window_extent().x1
+    plt.close(fig)
+    from trainsizer.render.report.charts import plotly_figure
+
+    assert plotly_figure(chart).layout.yaxis2.automargin is True   # the HTML's right-axis title was clipped

@@ -114,7 +114,7 @@ def plotly_figure(chart: Chart):
     if chart.stacked:
         layout["barmode"] = "stack"
     if chart.y2_label:
-        layout["yaxis2"] = dict(title=chart.y2_label, overlaying="y", side="right", tickformat=".0%")
+        layout["yaxis2"] = dict(title=chart.y2_label, overlaying="y", side="right", tickformat=".0%", automargin=True)
     if chart.log_x:
         layout["xaxis_type"] = "log"
     ys = _y_values(chart)
@@ -245,12 +245,13 @@ _LEGEND_ROWS = 28
 
 def _legend(fig, ax, ax2) -> None:
     handles, labels = ax.get_legend_handles_labels()
+    h2: list = []
     if ax2 is not None:
         h2, l2 = ax2.get_legend_handles_labels()
         handles, labels = handles + h2, labels + l2
     if not handles:
         return
-    if len(handles) <= _LEGEND_INSIDE:
+    if len(handles) <= _LEGEND_INSIDE and not h2:  # 'best' sees the left axis only: a right one's lines it covers
         ax.legend(handles, labels, fontsize=8, loc="best")
         return
     cols = -(-len(handles) // _LEGEND_ROWS)
