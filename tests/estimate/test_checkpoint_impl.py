@@ -82,6 +82,14 @@ def test_outer_needs_an_fsdp_unit():
         resolve_job({**JOB, "strategy": {"zero": 3, "checkpoint_impl": "reentrant_outer"}}, cat)
 
 
+def test_stated_alone_it_is_a_stack_option_the_search_carries():
+    from trainsizer.spec import STACK_OPTION_FIELDS, stated_stack_options
+
+    assert "checkpoint_impl" in STACK_OPTION_FIELDS
+    scenario = resolve_job({**JOB, "strategy": {"checkpoint_impl": "reentrant_outer"}}, load_catalog())
+    assert stated_stack_options(scenario.job.strategy) == (("checkpoint_impl", "reentrant_outer"),)
+
+
 def test_the_estimate_says_what_it_assumed_in_json_and_table():
     cat = load_catalog()
     res = evaluate(resolve_job({**JOB, "strategy": {"fsdp": "full", "recompute": "full", "framework": "hf"}}, cat), cat)
