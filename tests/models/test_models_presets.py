@@ -33,6 +33,8 @@ PUBLISHED = {
     "qwen2.5-32b": ("32.5", None),
     "qwen2.5-72b": ("72.7", None),
     "qwen3-8b": ("8.2", None),
+    "qwen3-14b": ("14.8", None),
+    "qwen3-32b": ("32.8", None),
     "qwen3-30b-a3b": ("30.5", "3.3"),
     "qwen3-235b-a22b": ("235", "22"),
     "deepseek-v3": ("671", "37"),
@@ -99,6 +101,8 @@ CHECKPOINT = {
     "qwen2.5-32b": 65527752704 // 2,
     "qwen2.5-72b": 145412407296 // 2,
     "qwen3-8b": 16381470720 // 2,
+    "qwen3-14b": 29536614400 // 2,
+    "qwen3-32b": 65524246528 // 2,
     "qwen3-30b-a3b": 61064245248 // 2,
     "qwen3-235b-a22b": 470187269120 // 2,
 }
@@ -181,6 +185,19 @@ def test_qwen3_30b_active_definition():
     assert q.params_active == 3_353_032_704  # card: 3.3B (3.353 truncated)
     non_embedding_total = q.params_total - q.embedding_params - q.lm_head_params
     assert abs(non_embedding_total - 29.9 * B) / (29.9 * B) < 0.005  # card: 29.9B non-embedding
+
+
+@pytest.mark.parametrize(
+    ("name", "non_embedding"),
+    # model cards: "Number of Parameters (Non-Embedding)"; the count leaves out the input embedding and the LM head
+    [("qwen3-8b", "6.95"), ("qwen3-14b", "13.2"), ("qwen3-32b", "31.2")],
+)
+def test_qwen3_dense_non_embedding_matches_card(name, non_embedding):
+    q = load_model(name)
+    assert q.moe_layer_count == 0 and not q.tied_embeddings
+    ours = q.params_total - q.embedding_params - q.lm_head_params
+    pub = float(Decimal(non_embedding)) * B
+    assert abs(ours - pub) <= published_tolerance(non_embedding)
 
 
 def test_mixtral_active():
