@@ -358,3 +358,24 @@ def test_a_calibration_file_with_no_figure_for_the_job_is_refused(tmp_path, doc)
     assert "实测" in info.value.render("zh")
     path.write_text(_json.dumps({"calibration": {"hbm_gb_s": 3000.0}}), encoding="utf-8")
     assert load_calibration(path, "bf16").hbm_gb_s == 3000.0
+
+
+def test_host_ram_that_cannot_be_added_is_not_priced_as_dimms():
+    """A GB200 tray's Grace LPDDR5X is soldered (catalog Server.ram_extensible False, source nv_grace_lpddr5x):
+    states beyond its 960 GiB add no DIMM line to the price or the bill of materials, and the note says the
+    layout needs more host RAM than the host has; an HGX H100 host of unknown extensibility still gets DIMMs."""
+    from types import SimpleNamespace
+
+    from trainsizer.catalog import load_catalog
+    from trainsizer.evaluate import host_ram_added_gib, host_ram_block, host_ram_fixed
+
+    cat = load_catalog()
+    assert cat.server("gb200-nvl72").ram_extensible is False and "nv_grace_lpddr5x" in cat.server("gb200-nvl72").sources
+    tray = SimpleNamespace(accelerator="gb200", host_ram_gib=960.0, gpus_per_node=4, nodes=16)
+    hgx = SimpleNamespace(accelerator="h100-sxm-80gb", host_ram_gib=2048.0, gpus_per_node=8, nodes=2)
+    assert host_ram_fixed(cat, tray) and not host_ram_fixed(cat, hgx)
+    notes: list[str] = []
+    assert host_ram_added_gib(cat, tray, 1200.0) == 0 and host_ram_block(cat, tray, 1200.0, "USD", notes) is None
+    assert "soldered" in notes[-1] and "more host RAM than the host has" in notes[-1]
+    assert host_ram_added_gib(cat, hgx, 3000.0) == 3000 - 2048
+    assert host_ram_block(cat, hgx, 3000.0, "USD", notes)["gib_per_node"] == 3000 - 2048

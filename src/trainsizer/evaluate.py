@@ -139,6 +139,9 @@ def host_ram_block(catalog: Catalog, system: Any, host_gib_per_node: float, curr
     if extra == 0:
         notes.append(msg("note_host_ram_in_host", gib=f"{need:,}", host=f"{host:,.0f}"))
         return None
+    if host_ram_fixed(catalog, system):  # soldered memory: no DIMMs to price, the layout needs another host
+        notes.append(msg("note_host_ram_fixed", gib=f"{need:,}", host=f"{host:,.0f}"))
+        return None
     gib = float(extra * system.nodes)
     price = catalog.part(HOST_RAM_PART).price.get(currency)
     if price is None:
@@ -158,11 +161,20 @@ def host_ram_block(catalog: Catalog, system: Any, host_gib_per_node: float, curr
 
 def host_ram_added_gib(catalog: Catalog, system: Any, host_gib_per_node: float) -> int:
     """Whole GiB of host RAM a node's purchase adds for `host_gib_per_node` of offloaded states: what they need beyond
-    the host's known RAM (`known_host_ram_gib`), 0 when it holds them. The ranked price (`host_ram_block`) and the bill
-    of materials (buildout.bom_lines.host_ram_lines) both read it."""
-    if host_gib_per_node <= 0:
+    the host's known RAM (`known_host_ram_gib`), 0 when it holds them or none can be added (`host_ram_fixed`). The
+    ranked price (`host_ram_block`) and the bill of materials (buildout.bom_lines.host_ram_lines) both read it."""
+    if host_gib_per_node <= 0 or host_ram_fixed(catalog, system):
         return 0
     return _added_gib(host_gib_per_node, known_host_ram_gib(catalog, system))
+
+
+def host_ram_fixed(catalog: Catalog, system: Any) -> bool:
+    """True where no RAM can be added to the node's host: a module part whose every catalog server says its memory
+    is not extensible (Server.ram_extensible False: Grace LPDDR5X on a GB200 / GB300 tray). The price, the bill of
+    materials and the node block's risk read this one test."""
+    acc = catalog.accelerator(system.accelerator)
+    servers = catalog.servers_for(acc.id) if module_part(acc) else []
+    return bool(servers) and all(s.ram_extensible is False for s in servers)
 
 
 def _added_gib(host_gib_per_node: float, host_gib: float) -> int:

@@ -188,3 +188,32 @@ def test_a_deadline_the_estimate_meets_but_its_accuracy_band_does_not_is_a_risk(
     assert "deadline_accuracy_band" not in _ids(blocks(goal={"deadline_days": days * (1.0 + slower / 100.0) * 1.02}))
     missed = _ids(blocks(goal={"deadline_days": days * 0.9}))  # the estimate itself misses: deadline_slack says so
     assert "deadline_slack" in missed and "deadline_accuracy_band" not in missed
+
+
+def _deepseek_offloaded_on_gb200(**changes):
+    """DeepSeek-V3 SFT with its optimizer offloaded on 64 GB200 (16 trays): 690 GiB a tray of states, 1,341 GiB a
+    tray in all with checkpoint staging, against a tray's 960 GiB of Grace LPDDR5X (known-gaps 43)."""
+    return {"model": "deepseek-v3", "global_batch": {"sequences": 128}, "constraints": {"cooling": "liquid"},
+            "hardware": {"accelerator": "gb200", "count": 64, "per_node": 4, "network": "ib-ndr400"},
+            "strategy": {"tp": 1, "pp": 4, "ep": 16, "fsdp": "full", "offload": "optimizer", "micro_batch": 1,
+                         "recompute": "full"}, **changes}
+
+
+def test_a_tray_short_of_host_ram_says_none_can_be_added_not_order_dimms(build, blocks):
+    """A GB200 tray's memory is soldered (Server.ram_extensible False): the risk that the node block's whole host
+    need exceeds the tray says the layout needs more host RAM than the tray has, never 'order more DIMMs'; the
+    ranking's note scopes its comparison to the states alone and does not say the host holds the job."""
+    from trainsizer.plan.buildout import build_blocks
+
+    b = build(**_deepseek_offloaded_on_gb200())
+    out = build_blocks(b)
+    assert out.node.enough["ram_gib"] is False
+    assert 0 < out.node.ram_breakdown_gib["offloaded_states"] <= out.node.server_ram_gib < out.node.ram_gib.value
+    risk = next(r for r in out.risks if r.id == "server_short_of_host_needs")
+    assert risk.mitigation_msg.key == "risk_fix_server_short_fixed_ram" and "DIMM" not in risk.mitigation
+    note = next(n for n in b.evaluation["notes"] if "CPU offload" in n)
+    assert "states alone" in note and "node block" in note and "no memory is added to the purchase" not in note
+    # an H100 server's DIMMs can be added: the ordinary mitigation stays
+    plain = blocks(data={"tokens": 2.0e12})
+    short = next((r for r in plain.risks if r.id == "server_short_of_host_needs"), None)
+    assert short is None or short.mitigation_msg.key == "risk_fix_server_short"

@@ -423,6 +423,9 @@ class Server(Record):
     cpu_model: str
     cpu_cores: int | None = Field(default=None, ge=1)
     ram_gib: float | None = Field(default=None, gt=0)
+    # whether the order can carry more host RAM than ram_gib (DIMM slots); False where the memory is soldered with
+    # the CPU (Grace LPDDR5X on a GB200 / GB300 tray), None where the catalog does not know
+    ram_extensible: bool | None = None
     nvme_tb: float | None = Field(default=None, gt=0)
     nics: NicSpec
     storage_nics: NicSpec | None = None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from trainsizer.evaluate import capacity_note
+from trainsizer.evaluate import capacity_note, host_ram_fixed
 from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block
@@ -257,7 +257,15 @@ def _server_short(c: Ctx) -> Risk | None:
         return None
     return Risk(id="server_short_of_host_needs", severity="medium" if node.enough.get("ram_gib") is False else "low",
                 evidence=msg("risk_ev_server_short", server=node.server, parts=listed(short)),
-                mitigation=msg(_by_site(c.b, "risk_fix_server_short")), source="convention")
+                mitigation=msg(_short_fix(c.b, node)), source="convention")
+
+
+def _short_fix(b: BuildInput, node: Block) -> str:
+    """A bought host whose RAM is short and cannot be extended (evaluate.host_ram_fixed: soldered LPDDR5X) is not
+    fixed by ordering DIMMs: the layout must need less host RAM."""
+    if node.enough.get("ram_gib") is False and acquisition(b) != "rent" and host_ram_fixed(b.catalog, b.system):
+        return "risk_fix_server_short_fixed_ram"
+    return _by_site(b, "risk_fix_server_short")
 
 
 def _nvl72_spares(c: Ctx) -> Risk | None:
