@@ -361,7 +361,7 @@ def test_a_calibration_file_with_no_figure_for_the_job_is_refused(tmp_path, doc)
 
 
 def test_host_ram_that_cannot_be_added_is_not_priced_as_dimms():
-    """A GB200 tray's Grace LPDDR5X is soldered (catalog Server.ram_extensible False, source nv_grace_lpddr5x):
+    """A GB200 tray's Grace LPDDR5X is soldered (catalog Server.ram_extensible False, source sth_grace_memory):
     states beyond its 960 GiB add no DIMM line to the price or the bill of materials, and the note says the
     layout needs more host RAM than the host has; an HGX H100 host of unknown extensibility still gets DIMMs."""
     from types import SimpleNamespace
@@ -370,7 +370,7 @@ def test_host_ram_that_cannot_be_added_is_not_priced_as_dimms():
     from trainsizer.evaluate import host_ram_added_gib, host_ram_block, host_ram_fixed
 
     cat = load_catalog()
-    assert cat.server("gb200-nvl72").ram_extensible is False and "nv_grace_lpddr5x" in cat.server("gb200-nvl72").sources
+    assert cat.server("gb200-nvl72").ram_extensible is False and "sth_grace_memory" in cat.server("gb200-nvl72").sources
     tray = SimpleNamespace(accelerator="gb200", host_ram_gib=960.0, gpus_per_node=4, nodes=16)
     hgx = SimpleNamespace(accelerator="h100-sxm-80gb", host_ram_gib=2048.0, gpus_per_node=8, nodes=2)
     assert host_ram_fixed(cat, tray) and not host_ram_fixed(cat, hgx)

@@ -170,7 +170,8 @@ def host_ram_added_gib(catalog: Catalog, system: Any, host_gib_per_node: float) 
 
 def host_ram_fixed(catalog: Catalog, system: Any) -> bool:
     """True where no RAM can be added to the node's host: a module part whose every catalog server says its memory
-    is not extensible (Server.ram_extensible False: Grace LPDDR5X on a GB200 / GB300 tray). The price, the bill of
+    is not extensible (Server.ram_extensible False: Grace LPDDR5X on a GB200 tray's board; GB300's SOCAMM
+    modules are replaceable, so unknown there). The price, the bill of
     materials and the node block's risk read this one test."""
     acc = catalog.accelerator(system.accelerator)
     servers = catalog.servers_for(acc.id) if module_part(acc) else []
