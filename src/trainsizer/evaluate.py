@@ -20,7 +20,7 @@ from trainsizer.estimate.cost import HOURS_PER_YEAR, billed_gpu_hours, buy_cost,
 from trainsizer.estimate.energy import default_pue, energy
 from trainsizer.estimate.memory import GIB, estimate_memory
 from trainsizer.estimate.reliability import failure_figures
-from trainsizer.estimate.step_time import estimate_time
+from trainsizer.estimate.step_time import estimate_time, perf_style
 from trainsizer.messages import msg
 from trainsizer.scenario import (
     Scenario,
@@ -322,12 +322,12 @@ def _rent_host_ram(catalog: Catalog, system: Any, rent: Any, need_gib: float, ou
     holds = [p for p in known if (p.ram_gib_per_gpu or 0.0) * per_node >= need_gib]
     listed = "; ".join(f"{p.item}: {p.instance_ram_gib:,.0f} GiB / {p.instance_gpus} GPU" for p in known)
     said = dict(gib=f"{need_gib:,.0f}", accelerator=system.accelerator, per_node=per_node, listed=listed)
-    if known and every and not holds:
+    if every and not holds:
         del out["rent"]
         notes.append(msg("note_host_ram_rent_dropped", **said))
-    elif known and not holds:
+    elif not holds:
         notes.append(msg("note_host_ram_rent_none_listed", **said))
-    elif known and len(holds) < len(known):
+    elif len(holds) < len(known):
         notes.append(msg("note_host_ram_rent_listed", **said, fit="; ".join(p.item for p in holds)))
 
 
@@ -449,8 +449,6 @@ def framework_assumed(scenario: Scenario) -> dict[str, Any]:
 def _checkpoint_impl(scenario: Scenario, style: str) -> dict[str, Any]:
     """{"checkpoint_impl": {"requested" (None = the stack's), "assumed"}} for a job whose ZeRO-3 / FSDP gathers it
     moves (parameters sharded, full recompute: step_time._reentrant_outer_exposed); {} otherwise."""
-    from trainsizer.estimate.step_time import perf_style
-
     s = scenario.strategy
     if s.zero < 3 or s.recompute != "full":
         return {}
@@ -477,7 +475,6 @@ def _experts_implementation(scenario: Scenario, assumed: str) -> dict[str, Any]:
     (validate.EXPERTS_IMPLEMENTATION_FRAMEWORKS: its routed experts run as a loop with a host sync per expert, or as
     one grouped GEMM, step_time._expert_loop_excess); {} otherwise. Unstated: the style's (hf: grouped_mm,
     transformers >= 5.0)."""
-    from trainsizer.estimate.step_time import perf_style
     from trainsizer.estimate.validate import EXPERTS_IMPLEMENTATION_FRAMEWORKS
 
     if not scenario.model.is_moe or assumed not in EXPERTS_IMPLEMENTATION_FRAMEWORKS:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trainsizer.catalog.scale import Platform, Standing, standing_on
+from trainsizer.estimate.accuracy import band_for, job_class
 from trainsizer.estimate.energy import energy
 from trainsizer.estimate.reliability import failure_figures
 from trainsizer.estimate.train_time import time_to_train
@@ -143,8 +144,6 @@ def tie_fraction_of(cls: Any, floor: float) -> float:
     class's common offset taken out) where that is wider than `floor` (search.yaml tie_fraction, the development
     set's MAPE); `floor` for a class with no band. Options of one class share its offset (hf/dense/hopper: every
     run +60% too fast), so it does not tell them apart; what their errors can differ by does."""
-    from trainsizer.estimate.accuracy import band_for
-
     band = band_for(cls, "time")
     return floor if band.get("matched") is None else max(floor, band["spread_pct"] / 100.0)
 
@@ -159,8 +158,6 @@ def tie_terms(cls: Any, other: Any, floor: float, scales: bool = True) -> tuple[
     estimates themselves are not corrected (the held-out runs are not fitted), so an option the estimate puts
     outside the fraction stays outside. Factor 1: one band (the offset cancels), a class with no band (no offset
     known), or a figure that does not scale with the run's time (`scales` False: a purchase price)."""
-    from trainsizer.estimate.accuracy import band_for
-
     fraction = max(tie_fraction_of(cls, floor), tie_fraction_of(other, floor))
     ours, theirs = band_for(cls, "time"), band_for(other, "time")
     if not scales or ours.get("matched") is None or theirs.get("matched") in (None, ours["matched"]):
@@ -170,8 +167,6 @@ def tie_terms(cls: Any, other: Any, floor: float, scales: bool = True) -> tuple[
 
 def class_of(p: Priced) -> Any:
     """The job class of an option (estimate.accuracy.job_class on its scenario and accelerator)."""
-    from trainsizer.estimate.accuracy import job_class
-
     sc = p.scenario
     return job_class(sc.model, sc.training, sc.system, sc.strategy, p.result.option.accelerator.arch)
 
