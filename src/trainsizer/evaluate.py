@@ -16,7 +16,14 @@ from trainsizer.catalog.age import price_age
 from trainsizer.catalog.records import DRIVER_TOOL_RUNTIME
 from trainsizer.errors import SpecError
 from trainsizer.estimate.calibration import Calibration
-from trainsizer.estimate.cost import HOURS_PER_YEAR, billed_gpu_hours, buy_cost, committed_terms, rent_cost
+from trainsizer.estimate.cost import (
+    HOURS_PER_YEAR,
+    billed_gpu_hours,
+    buy_cost,
+    committed_terms,
+    host_unit_gpus,
+    rent_cost,
+)
 from trainsizer.estimate.energy import default_pue, energy
 from trainsizer.estimate.memory import GIB, estimate_memory
 from trainsizer.estimate.reliability import failure_figures
@@ -217,12 +224,18 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
                              gpus=system.gpus))
     elif rent is not None and wants_rent:
         billed = gpu_hours
-        rented = rented_gpus(scenario.accelerator, system.gpus, system.gpus_per_node, rent)
-        if rented > system.gpus:  # whole racks (prices.yaml billed_whole_domains), as the bill of materials rents
+        rented, why = rent_basis(scenario.accelerator, system.gpus, system.gpus_per_node, rent)
+        if why == "racks":  # whole racks (prices.yaml billed_whole_domains), as the bill of materials rents
             billed = max(gpu_hours, billed_gpu_hours(rented, wall_hours, rent.billed_gpus, rent.min_hours))
             notes.append(msg("note_rent_whole_racks", accelerator=system.accelerator, gpus=system.gpus,
                              rented=rented, racks=rented // int(scenario.accelerator.scaleup_domain),
                              billed=f"{billed:,.0f}", used=f"{gpu_hours:,.0f}"))
+        elif why == "host_units":  # whole units on each host the job uses (a unit never spans hosts)
+            billed = max(gpu_hours, billed_gpu_hours(rented, wall_hours, rent.billed_gpus, rent.min_hours))
+            per_node = min(system.gpus_per_node, system.gpus)
+            notes.append(msg("note_rent_host_units", accelerator=system.accelerator, unit=rent.billed_gpus,
+                             per_node=per_node, per_host=host_unit_gpus(per_node, per_node, rent.billed_gpus),
+                             gpus=system.gpus, rented=rented, billed=f"{billed:,.0f}", used=f"{gpu_hours:,.0f}"))
         elif rent.billed_gpus or rent.min_hours:  # whole rental units, at least the shortest term (prices.yaml)
             billed = max(gpu_hours, billed_gpu_hours(system.gpus, wall_hours, rent.billed_gpus, rent.min_hours))
             if billed > gpu_hours * (1 + 1e-9):
@@ -348,11 +361,28 @@ def bought_gpus(catalog: Catalog, accelerator: str, gpus: int, per_node: int) ->
 
 
 def rented_gpus(acc: Any, gpus: int, per_node: int, rent: Any) -> int:
-    """GPUs a rental pays for: where the rental price's listings rent whole scale-up domains (prices.yaml
-    billed_whole_domains: CoreWeave deploys GB200 NVL72 instances as full racks of 18 trays), a job larger than one
-    domain rents the racks it is placed in (scenario.placed_domain_gpus); else the job's own GPUs."""
+    """GPUs a rental pays for (rent_basis's first figure)."""
+    return rent_basis(acc, gpus, per_node, rent)[0]
+
+
+def rent_basis(acc: Any, gpus: int, per_node: int, rent: Any) -> tuple[int, str]:
+    """(GPUs a rental pays for, why: 'racks', 'host_units' or 'gpus'). Where the rental price's listings rent whole
+    scale-up domains (prices.yaml billed_whole_domains: CoreWeave deploys GB200 NVL72 instances as full racks of 18
+    trays), a job larger than one domain rents the racks it is placed in (scenario.placed_domain_gpus). Else a price
+    billed in units no larger than a host (prices.yaml billed_gpus: Spheron's GB200 superchip of 2, an 8-GPU node on
+    contract) rents whole units on each host the job uses (estimate.cost.host_unit_gpus): 54 GB200 at 3 a tray on
+    18 trays rent 72 (both superchips of each tray), 16 H100 at 4 a node on 8-GPU contracts rent 32 (known-gaps 43
+    (w)). Larger units, and prices without one, bill the job's GPUs (estimate.cost.billed_gpu_hours rounds those)."""
     racks = _whole_domains_gpus(acc, gpus, per_node)
-    return gpus if racks is None or rent is None or not getattr(rent, "billed_whole_domains", False) else racks
+    if racks is not None and rent is not None and getattr(rent, "billed_whole_domains", False):
+        return racks, "racks"
+    unit = int(getattr(rent, "billed_gpus", None) or 1) if rent is not None else 1
+    host = int(getattr(acc, "gpus_per_host", 0) or 0) or per_node
+    if 1 < unit <= host:
+        per_host = host_unit_gpus(gpus, per_node, unit)
+        if per_host > -(-gpus // unit) * unit:
+            return per_host, "host_units"
+    return gpus, "gpus"
 
 
 def _whole_domains_gpus(acc: Any, gpus: int, per_node: int) -> int | None:

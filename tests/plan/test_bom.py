@@ -192,3 +192,16 @@ def test_a_supernode_part_is_bought_as_its_servers_not_as_nvl72_racks(blocks, ca
     servers = [ln for ln in b.bom.lines if ln.part in {s.id for s in catalog.servers_for("ascend-910c")}]
     assert [ln.quantity for ln in servers] == [4]
     assert not [ln for ln in b.bom.lines if ln.part == "nvlink-switch-tray-nvl72"]
+
+
+def test_a_node_contract_is_rented_whole_on_each_node_the_job_uses(build, blocks):
+    """43 (w): 16 H100 at 4 a node on the CNY price (8-GPU nodes on monthly contracts) rent 4 nodes, 32 GPUs, for the
+    month: the ranking and the BOM bill 32 x 730 GPU-hours, and say the unit never spans hosts."""
+    from trainsizer.messages import tr
+
+    changes = dict(goal={"procurement": "rent"}, hardware={"count": 16, "per_node": 4},
+                   constraints={"currency": "CNY"}, data={"tokens": 2.0e8})
+    b, out = build(**changes), blocks(**changes)
+    assert b.evaluation["cost"]["rent"]["quantity"] == pytest.approx(32 * 730)
+    assert out.bom.lines[0].quantity == pytest.approx(32 * 730)
+    assert any("never spans hosts" in tr(n, "en") for n in b.evaluation["notes"])

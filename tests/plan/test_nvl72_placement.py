@@ -179,3 +179,44 @@ def test_racks_full_at_part_of_each_tray_are_flagged_without_spares(blocks):
     risk = next((r for r in out.risks if r.id == "nvl72_no_spare_trays"), None)
     assert risk is not None and "2 of the 2 NVL72 racks" in str(risk.evidence)
     assert "16 of each rack's 18 trays" in str(risk.mitigation)
+
+
+def _rented_partial(build, gpus: int, per_node: int):
+    b = build(hardware={"accelerator": "gb200", "count": gpus, "per_node": per_node, "network": "ib-ndr400"},
+              constraints={"cooling": "liquid"}, global_batch={"sequences": gpus},
+              goal={"deadline_days": 365, "procurement": "rent"},
+              strategy={"tp": 1, "pp": 1, "fsdp": "none", "zero": 1, "micro_batch": 1, "recompute": "full"})
+    return b, b.evaluation["cost"]
+
+
+@pytest.mark.parametrize("gpus, per_node, rented", [(54, 3, 72), (48, 3, 64), (36, 2, 36), (18, 1, 36)])
+def test_a_job_inside_one_rack_at_part_of_each_tray_rents_whole_superchips(build, gpus, per_node, rented):
+    """43 (w): the rack's rent unit (Spheron: a superchip of 2 GPUs, prices.yaml billed_gpus) is rented on each tray
+    the job uses, never across trays: 3 GPUs a tray rent both superchips (4), 1 a tray rents one (2); the ranking and
+    the BOM's rent line bill the same GPU-hours, and both say why (en / zh)."""
+    from trainsizer.messages import tr
+    from trainsizer.plan.buildout import build_blocks
+    from trainsizer.plan.texts import say
+
+    b, cost = _rented_partial(build, gpus, per_node)
+    hours = b.train_days * 24.0
+    assert cost["rent"]["quantity"] == pytest.approx(rented * hours, rel=1e-6)
+    line = [ln for ln in build_blocks(b).bom.lines if str(ln.unit) == "per_gpu_hour"][0]
+    assert line.quantity == pytest.approx(cost["rent"]["quantity"], abs=1e-3)
+    said = [n for n in b.evaluation["notes"] if "never spans hosts" in tr(n, "en")]
+    if rented > gpus:
+        assert len(said) == 1 and f"rent {rented}" in tr(said[0], "en") and "不跨主机" in tr(said[0], "zh")
+        assert f"{rented} GPUs are billed" in line.note and "不跨主机" in say(line.note_msg.model_dump(), "zh")
+    else:
+        assert not said
+
+
+def test_host_units_are_taken_on_each_host():
+    """estimate.cost.host_unit_gpus: a unit never spans hosts; a rest on one more host."""
+    from trainsizer.estimate.cost import host_unit_gpus
+
+    assert host_unit_gpus(54, 3, 2) == 72
+    assert host_unit_gpus(16, 4, 8) == 32
+    assert host_unit_gpus(3, 8, 8) == 8
+    assert host_unit_gpus(9, 4, 2) == 10  # 4 + 4 + a rest of 1 on a third host
+    assert host_unit_gpus(16, 8, None) == 16

@@ -47,6 +47,16 @@ def billed_gpu_hours(gpus: int, wall_hours: float, billed_gpus: int | None = Non
     return -(-gpus // unit) * unit * max(wall_hours, min_hours or 0.0)
 
 
+def host_unit_gpus(gpus: int, per_host: int, unit: int | None) -> int:
+    """GPUs a rental by units of `unit` GPUs taken on each host pays for: a unit never spans hosts, so a job of
+    `per_host` GPUs a host rents ceil(per_host / unit) units on each (a GB200 tray's 2 superchips of 2 GPUs: a job of
+    3 GPUs a tray rents both, 4 GPUs; an 8-GPU node on contract: 4 GPUs a node rent the node's 8). `gpus` not a
+    multiple of `per_host` leaves its rest on one more host."""
+    unit, per_host = unit or 1, max(1, min(per_host, gpus))
+    full, rest = divmod(gpus, per_host)
+    return (full * -(-per_host // unit) + -(-rest // unit)) * unit
+
+
 def committed_terms(gpus: int, wall_hours: float, on_demand_gpu_hours: float, on_demand_rate: float,
                     term_rate: float, term_hours: float) -> tuple[int, float]:
     """(whole committed terms reserved, GPU-hours still rented on demand): the cheapest of all on demand, the whole

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from trainsizer.estimate.cost import billed_gpu_hours, committed_terms
-from trainsizer.evaluate import HOST_RAM_PART, host_ram_added_gib, rented_gpus
+from trainsizer.evaluate import HOST_RAM_PART, host_ram_added_gib, rent_basis, rented_gpus
 from trainsizer.messages import Money, duration, msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.bom import (
@@ -148,8 +148,12 @@ def rent_lines(b: BuildInput, storage: StorageBlock) -> list[BomLine]:
     billed, terms = rent_billing(b)
     reserved, n, term_hours, billed = rent_split(b, rent, billed)
     note = msg("bom_note_rent_hours", hours=f"{hours:.0f}", gpus=b.gpus)
-    if b.nvl72 and terms[0] > b.gpus:  # the racks the job is placed in, rented whole (prices.yaml billed_whole_domains)
+    why = rent_reason(b)
+    if why == "racks":  # the racks the job is placed in, rented whole (prices.yaml billed_whole_domains)
         note = msg("bom_note_rent_racks", used=note, racks=b.racks, rented=terms[0])
+    elif why == "host_units":  # whole units on each host (prices.yaml billed_gpus; a unit never spans hosts)
+        note = msg("bom_note_rent_host_units", used=note, rented=terms[0], per_node=b.per_node,
+                   unit=_unit(b))
     elif billed > b.gpus * hours * (1 + 1e-9):  # whole rental units, the shortest term (prices.yaml)
         note = msg("bom_note_rent_billed", used=note, unit=terms[0], min_hours=f"{terms[1]:,g}")
     if b.nvl72:
@@ -188,10 +192,24 @@ def rent_billing(b: BuildInput) -> tuple[float, tuple[int, float]]:
     hours = b.train_days * 24.0
     rec = b.catalog.rent_per_gpu_hour(b.accelerator.id, b.currency) or b.catalog.rent_per_gpu_hour(b.accelerator.id)
     gpus = _rented(b)
-    if gpus > b.gpus:  # whole NVL72 racks (prices.yaml billed_whole_domains), as `evaluate` prices the job
+    if gpus > b.gpus:  # whole NVL72 racks or whole units on each host (evaluate.rent_basis), as `evaluate` prices it
         return max(b.gpus * hours, billed_gpu_hours(gpus, hours, rec.billed_gpus, rec.min_hours)), (gpus, rec.min_hours or 0.0)
     unit, least = (rec.billed_gpus or 1, rec.min_hours or 0.0) if rec is not None else (1, 0.0)
     return max(b.gpus * hours, billed_gpu_hours(b.gpus, hours, unit, least)), (unit, least)
+
+
+def rent_reason(b: BuildInput) -> str:
+    """Why the rental pays for more GPUs than the job's (evaluate.rent_basis: 'racks', 'host_units' or 'gpus')."""
+    cat = b.catalog
+    rec = cat.rent_per_gpu_hour(b.accelerator.id, b.currency) or cat.rent_per_gpu_hour(b.accelerator.id)
+    return rent_basis(b.accelerator, b.gpus, b.per_node, rec)[1]
+
+
+def _unit(b: BuildInput) -> int:
+    """GPUs of the rental price's unit (prices.yaml billed_gpus; 1: per GPU)."""
+    cat = b.catalog
+    rec = cat.rent_per_gpu_hour(b.accelerator.id, b.currency) or cat.rent_per_gpu_hour(b.accelerator.id)
+    return int(rec.billed_gpus or 1) if rec is not None else 1
 
 
 def _rented(b: BuildInput) -> int:
