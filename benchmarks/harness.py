@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -177,3 +179,22 @@ def print_fits(fits: list[Fit], what: str) -> None:
           f"{len(refused)} refused")
     for f in sorted(refused, key=lambda f: -f.predicted_gib / f.usable_gib):
         print(f"  refused: {f.row_id} predicted {f.predicted_gib:.1f} GiB > {f.usable_gib:.1f} GiB usable")
+
+
+def model_data(path: Path) -> dict[str, Any]:
+    """The entries of a benchmark model file (benchmarks/data/*_models.yaml: {key: {source, model}}), each model
+    checked as a job's inline model is (models.inline.arch_from_inline), and refused where it states no positions:
+    an inline model without max_position reads 0 ("none stated"), which a job may leave out but benchmark data,
+    read from the model's config.json or paper, must not (the sequence-past-positions note reads it)."""
+    import yaml
+
+    from trainsizer.models.inline import arch_from_inline
+
+    entries = yaml.safe_load(path.read_text(encoding="utf-8"))
+    for key, entry in entries.items():
+        arch = arch_from_inline(entry["model"], where=f"{path.name}: {key}.model")
+        if not arch.max_position:
+            raise ValueError(f"{path.name}: {key}.model.max_position is 0 (not stated): give the positions the model "
+                             f"was trained at, a whole number >= 1 (its config.json max_position_embeddings, or the "
+                             f"sequence length its source states), and cite it in `source`")
+    return entries

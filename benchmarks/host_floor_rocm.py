@@ -34,9 +34,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 import perf_heldout30 as p30
+from harness import model_data
 from trainsizer.catalog import load_catalog
 from trainsizer.estimate import compute
 from trainsizer.estimate.calibration import load_constants
@@ -51,7 +50,7 @@ EXPERT_FWD_GEMMS = 2.0  # fc1 and fc2 per local expert, issued after the forward
 
 
 def model_shapes() -> dict[str, dict[str, Any]]:
-    return {name: d["model"] for name, d in yaml.safe_load(MODELS.read_text(encoding="utf-8")).items()}
+    return {name: d["model"] for name, d in model_data(MODELS).items()}
 
 
 def slot_time_s(row: dict[str, str], tokens_per_s_per_gpu: float, layers: int) -> tuple[float, int]:

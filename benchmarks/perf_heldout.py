@@ -54,9 +54,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
-from harness import Case, mape, num, whole
+from harness import Case, mape, model_data, num, whole
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import TrainsizerError
 from trainsizer.estimate import flops as F
@@ -176,7 +175,7 @@ def run_row(row: dict[str, str], models: dict[str, Any], catalogs: dict[str, Any
 def estimate_rows(rs: list[dict[str, str]]) -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
     """(case, the estimate's result or {} when refused, row) for every row of `rs` (this file's columns), in order:
     the held-out files that print each row's breakdown (perf_heldout28, perf_heldout29)."""
-    models = yaml.safe_load(MODELS.read_text(encoding="utf-8"))
+    models = model_data(MODELS)
     catalogs: dict[str, Any] = {}
     return [(*estimate_row(r, models, catalogs, predicted_metric), r) for r in rs]
 
@@ -187,7 +186,7 @@ def rows() -> list[dict[str, str]]:
 
 def run_all() -> list[tuple[Case, str, dict[str, str]]]:
     """(case, memory note, row) for every row of the file, in file order."""
-    models = yaml.safe_load(MODELS.read_text(encoding="utf-8"))
+    models = model_data(MODELS)
     catalogs: dict[str, Any] = {}
     return [(*run_row(row, models, catalogs), row) for row in rows()]
 

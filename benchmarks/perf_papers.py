@@ -40,9 +40,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from harness import Case, mape, whole
+from harness import Case, mape, model_data, whole
 from perf_heldout import estimate_row
 from perf_heldout import predicted_metric as heldout_metric
 from trainsizer.estimate import flops as F
@@ -56,7 +54,7 @@ MFU_METRICS = ("mfu_6n_total_pct", "palm_mfu_pct")
 def models() -> dict[str, Any]:
     out: dict[str, Any] = {}
     for path in MODEL_FILES:
-        out.update(yaml.safe_load(path.read_text(encoding="utf-8")))
+        out.update(model_data(path))
     return out
 
 

@@ -77,9 +77,9 @@ class GuideTier:
 
 
 def _model(path: Path, key: str) -> dict[str, Any]:
-    import yaml
+    from harness import model_data
 
-    return dict(yaml.safe_load(path.read_text(encoding="utf-8"))[key]["model"])
+    return dict(model_data(path)[key]["model"])
 
 
 # BLOOM 176B: 70 layers, hidden 14336, 112 heads, sequence 2,048, vocabulary 250,880 (250,680 padded), ALiBi, GELU,
