@@ -50,6 +50,53 @@ def test_record_samples_for_the_duration_on_a_fake_clock():
     assert rec.temp_limits[0] == 87.0 and rec.throughput[3] == 700.0
 
 
+def test_sampling_starts_one_utilisation_window_after_the_load_runs():
+    """On a real H200, a 20 s soak sampled from the load's first instant read 93.9% mean utilisation (its first sample
+    counted the idle time before the load): the first sample now comes one NVML window after the load runs."""
+    clock = FakeClock()
+    load = FakeLoad({0: 700.0})
+    started = []
+    load.start = lambda: started.append(clock())
+    tel = recorded()
+    times = []
+    sample = tel.sample
+    tel.sample = lambda: (times.append(clock()), sample())[1]
+    rec = burnin.record(tel, 3, 1, load, clock, clock.sleep)
+    assert started == [0.0] and times[0] >= burnin.UTIL_WINDOW_S and len(rec.ticks) == 4
+
+
+class SleepLoad(burnin.GemmLoad):
+    """GemmLoad with a sleep for a GPU batch: GPU 1 takes long to allocate."""
+
+    def __init__(self, warm_s):
+        super().__init__(n=2)
+        self.warm_s = warm_s
+        self.torch = type("T", (), {"cuda": type("C", (), {"device_count": staticmethod(lambda: len(warm_s))})})
+        self.batches = {i: 0 for i in range(len(warm_s))}
+
+    def _operands(self, i):
+        import time
+
+        time.sleep(self.warm_s[i])
+        return i
+
+    def _run_batch(self, i):
+        import time
+
+        self.batches[i] += 1
+        time.sleep(0.001)
+
+
+def test_gemm_load_starts_counting_once_every_gpu_has_warmed_up():
+    load = SleepLoad([0.0, 0.2])
+    load.start()
+    assert all(r.is_set() for r in load.ready) and load.batches[1] >= 1
+    tput = load.finish()
+    assert set(tput) == {0, 1} and not load.errors
+    # each GPU's counted batches are those after the warm-up batch: the count starts at `start`'s return
+    assert all(load.flops[i] == 2.0 * 2**3 * load.batch * (load.batches[i] - 1) for i in (0, 1))
+
+
 def test_healthy_burn_in_passes(h100_ctx):
     clock = FakeClock()
     rec = burnin.record(recorded(), 9, 1, FakeLoad({i: 700.0 + i for i in range(8)}), clock, clock.sleep)

@@ -40,49 +40,79 @@ class BurnInRecord:
 
 
 class GemmLoad:
-    """One thread per GPU running bf16 matmuls until stopped; counts TFLOP/s per GPU."""
+    """One thread per GPU running bf16 matmuls until stopped; counts TFLOP/s per GPU.
+
+    `start` returns once every GPU has run one warm-up batch (allocation, cuBLAS's first call, clocks ramping), and
+    the count starts there: neither the telemetry nor the throughput sees the minutes-long soak's first second idle.
+    """
 
     name = "bf16 GEMM on every GPU (torch)"
+    batch = 10  # matmuls between synchronisations
 
-    def __init__(self, n: int = 8192) -> None:
+    def __init__(self, n: int = 8192, ready_timeout_s: float = 120.0) -> None:
         import torch
 
         self.torch = torch
         self.n = n
+        self.ready_timeout_s = ready_timeout_s
         self.stop = threading.Event()
+        self.go = threading.Event()
+        self.ready: list[threading.Event] = []
         self.flops: dict[int, float] = {}
         self.errors: dict[int, str] = {}
         self.threads: list[threading.Thread] = []
         self.t0 = 0.0
 
-    def _loop(self, i: int) -> None:
-        torch = self.torch
+    def _operands(self, i: int):
+        dev = self.torch.device("cuda", i)
+        return (dev, self.torch.randn(self.n, self.n, device=dev, dtype=self.torch.bfloat16),
+                self.torch.randn(self.n, self.n, device=dev, dtype=self.torch.bfloat16))
+
+    def _run_batch(self, operands) -> None:
+        dev, a, b = operands
+        for _ in range(self.batch):
+            a @ b
+        self.torch.cuda.synchronize(dev)
+
+    def _loop(self, i: int, ready: threading.Event) -> None:
         self.flops[i] = 0.0
         try:
-            dev = torch.device("cuda", i)
-            a = torch.randn(self.n, self.n, device=dev, dtype=torch.bfloat16)
-            b = torch.randn(self.n, self.n, device=dev, dtype=torch.bfloat16)
+            operands = self._operands(i)
+            self._run_batch(operands)  # warm-up, not counted
+            ready.set()
+            self.go.wait()
             while not self.stop.is_set():
-                for _ in range(10):
-                    a @ b
-                torch.cuda.synchronize(dev)
-                self.flops[i] += 2.0 * self.n**3 * 10
+                self._run_batch(operands)
+                self.flops[i] += 2.0 * self.n**3 * self.batch
         except Exception as err:  # a GPU that fails under load is a finding, not a silent gap in the figures
             self.errors[i] = f"{type(err).__name__}: {err}"[:300]
+        finally:
+            ready.set()
 
     def start(self) -> None:
-        self.t0 = time.perf_counter()
         for i in range(self.torch.cuda.device_count()):
-            t = threading.Thread(target=self._loop, args=(i,), daemon=True)
+            ready = threading.Event()
+            t = threading.Thread(target=self._loop, args=(i, ready), daemon=True)
             t.start()
+            self.ready.append(ready)
             self.threads.append(t)
+        for ready in self.ready:
+            ready.wait(timeout=self.ready_timeout_s)
+        self.t0 = time.perf_counter()
+        self.go.set()
 
     def finish(self) -> dict[int, float]:
         self.stop.set()
+        self.go.set()
         for t in self.threads:
             t.join(timeout=60)
         elapsed = time.perf_counter() - self.t0
         return {i: round(f / elapsed / 1e12, 2) for i, f in self.flops.items()}
+
+
+# NVML's utilisation is the busy share of its last sample period, 1/6 s to 1 s by product
+# (nvmlDeviceGetUtilizationRates, NVML API reference): a sample taken as the load starts counts the idle time before it.
+UTIL_WINDOW_S = 1.0
 
 
 def record(tel: GpuTelemetry, duration_s: float, interval_s: float, load=None,
@@ -94,6 +124,7 @@ def record(tel: GpuTelemetry, duration_s: float, interval_s: float, load=None,
                        temp_limits={g.index: g.temp_limit_c for g in gpus if g.temp_limit_c})
     if load:
         load.start()
+        sleep(UTIL_WINDOW_S)
     end = clock() + duration_s
     try:
         while True:
