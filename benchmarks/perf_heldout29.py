@@ -68,6 +68,7 @@ import perf_heldout28 as p28
 from harness import Case, Fit, job_fits, job_tokens_per_gpu, print_cases, print_fits, row_cases
 from perf_mbridge26 import job as mbridge_job
 from perf_mlperf6 import job as mlperf6_job
+from perf_mlperf6 import print_forward_check
 from perf_mlperf6 import rows as mlperf6_rows
 
 DATA = Path(__file__).resolve().parent / "data" / "heldout_2026e.csv"
@@ -139,6 +140,7 @@ def main() -> None:
         r = rows[rid]
         print(f"  {who:7s} {r['gpu_count']:>4s} GPUs micro-batch {r['micro_batch']} global {r['global_batch_seqs']:>3s}  "
               f"measured {meas:8.0f} predicted {pred:8.0f}  {pred / meas - 1.0:+6.1%}")
+    print_forward_check(mlperf_rows())
     print_fits(job_fits((r["id"], mlperf6_job(r)) for r in mlperf_rows()), "MLPerf v6.0 HPE / Lambda")
 
 

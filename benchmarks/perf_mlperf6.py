@@ -193,6 +193,57 @@ def fits() -> list[Fit]:
     return job_fits((r["id"], job(r)) for r in rows() if r["id"] in est)
 
 
+# The logged evaluation of the GPT-OSS 20B rows (validation_time: the whole evaluation, a forward and the loss over
+# eval_steps global batches of the training one's size under the run's graphs, no backward, no gradient collective;
+# callback_logging.py), read from the result logs of the copy; eval_steps = ceil(VAL_SAMPLES 1,024 / global batch)
+# (config_common.sh; Lambda's log prints eval_iters 29 at global batch 36). It checks the layer apart from the DP terms
+# (docs/known-gaps.md 77).
+EVAL = DATA.parent / "mlperf6_gpt_oss_eval.csv"
+
+
+def eval_rows() -> dict[str, dict[str, str]]:
+    return {r["id"]: r for r in csv.DictReader(EVAL.open(encoding="utf-8"))}
+
+
+def _cp_forward_share(q_dim: float, kv_dim: float) -> float:
+    """The forward's part of Transformer Engine's all-to-all CP by the elements it moves (AttnFuncWithCPAndQKVOA2A at
+    v2.15: q, k, v and the output forward; the output, its gradient, dq, dk and dv backward; as
+    step_time._cp_te_a2a counts them)."""
+    return (2.0 * q_dim + 2.0 * kv_dim) / (5.0 * q_dim + 4.0 * kv_dim)
+
+
+def forward_check(rs: list[dict[str, str]]) -> list[tuple[str, float, float, float]]:
+    """(row, logged evaluation step s, the estimate's forward of one global batch s, their difference per decoder layer
+    and micro-batch s) for the rows of `rs` with a logged evaluation (eval_rows). The estimate's forward: its forward
+    compute (step_time 'forward_compute': the layers and the LM head with the loss) plus the forward's share of the
+    layer collectives it charges: half the EP all-to-all (dispatch and combine of its four calls), half the TP
+    collectives and the CP all-to-alls' forward share (_cp_forward_share)."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.estimate.step_time import step_time_arrays
+    from trainsizer.scenario import resolve_job
+
+    ev, cat, out = eval_rows(), load_catalog(), []
+    for r in rs:
+        if r["id"] not in ev:
+            continue
+        sc = resolve_job(job(r), cat)
+        o = {k: float(np.asarray(v).reshape(-1)[0]) for k, v in
+             step_time_arrays(sc.model, sc.training, sc.system, sc.strategy).items()}
+        fwd = o["forward_compute"] + 0.5 * (o["ep_comm"] + o["tp_comm"]) + o["cp_comm"] * _cp_forward_share(
+            sc.model.q_dim, sc.model.kv_dim)
+        logged = float(ev[r["id"]]["validation_time_s"]) / int(ev[r["id"]]["eval_steps"])
+        out.append((r["id"], logged, fwd, (logged - fwd) / (sc.model.layers * o["micro_batches"])))
+    return out
+
+
+def print_forward_check(rs: list[dict[str, str]]) -> None:
+    print("forward only (GPT-OSS): the logs' evaluation step (validation_time / steps: a forward and the loss of one "
+          "global batch under the run's graphs) against the estimate's forward with its collectives' forward share, ms:")
+    for rid, logged, fwd, per_layer in forward_check(rs):
+        print(f"  {rid:50s} logged {1e3 * logged:6.1f} estimate {1e3 * fwd:6.1f} ({100 * (fwd - logged) / logged:+5.1f}%)"
+              f"  missing a layer and micro-batch {1e3 * per_layer:+5.2f}")
+
+
 def main() -> None:
     from harness import print_fits
     from perf_mlperf import print_step_lines
@@ -218,6 +269,7 @@ def main() -> None:
         print(f"  {rid:52s} {100 * (p - m) / m:+7.1f}%")
     est = {rid for rid, _, _, _ in cs}
     print_step_lines([r for r in rows() if r["id"] in est], {rid: (m, p) for rid, _, m, p in cs}, job_of=job)
+    print_forward_check(rows())
     print("refused rows:")
     for rid, why in ref:
         print(f"  {rid}: {why}")

@@ -116,3 +116,36 @@ def test_llama_rows_on_blackwell_run_the_26_04_image_cudnn_as_the_moe_rows():
         assert release == (CUDNN_26 if blackwell else None), r["id"]
         checked.add((r["builder"], blackwell))
     assert {("nvidia-llama", True), ("mbridge-moe", True), ("nvidia-llama", False)} <= checked
+
+
+def test_gpt_oss_evaluations_come_from_the_row_log_over_the_run_s_batches():
+    """The logged evaluations of the GPT-OSS rows (mlperf6_gpt_oss_eval.csv) belong to rows of perf_mlperf6 or
+    perf_heldout29, are read from the row's own result log in the copy, and span ceil(VAL_SAMPLES 1,024 / global batch)
+    steps; the forward check compares each of them, and only them."""
+    import math
+    import re
+
+    import perf_heldout29 as h29
+
+    rows = {r["id"]: r for r in pm.rows() + h29.mlperf_rows()}
+    ev = pm.eval_rows()
+    assert len(ev) >= 5
+    for rid, e in ev.items():
+        r = rows[rid]
+        assert r["model"] == "gpt-oss-20b" and not r["refused"], rid
+        log = re.search(r"; (\S+/results/\S+\.txt)", r["source_locator"]).group(1)
+        assert COPY in e["source_locator"] and log in e["source_locator"], rid
+        assert int(e["eval_steps"]) == math.ceil(1024 / int(r["global_batch_seqs"])), rid
+        assert 0.0 < float(e["validation_time_s"]) < 60.0, rid
+    checked = pm.forward_check(list(rows.values()))
+    assert {rid for rid, *_ in checked} == set(ev)
+    for rid, logged, fwd, _ in checked:
+        assert logged == float(ev[rid]["validation_time_s"]) / int(ev[rid]["eval_steps"]) and fwd > 0.0, rid
+
+
+def test_the_cp_forward_share_counts_the_all_to_alls_of_each_pass():
+    """Four of nine all-to-alls are the forward's (q, k, v, out against out, dout, dq, dk, dv) when every tensor is as
+    wide; GQA's narrow k and v leave the forward its q and out against the backward's three query-wide ones."""
+    assert pm._cp_forward_share(64.0, 64.0) == pytest.approx(4.0 / 9.0)
+    assert pm._cp_forward_share(4096.0, 512.0) == pytest.approx((2 * 4096 + 2 * 512) / (5 * 4096 + 4 * 512))
+    assert pm._cp_forward_share(1.0, 0.0) == pytest.approx(0.4)
