@@ -25,6 +25,13 @@ Printed:
 3. A lead, not applied: the line through the two measured floors (8 and 20 local experts), read as a dense floor plus
    a cost per local expert, against what the estimate charges per expert, and how much of it a BLAS algorithm choice
    on every call would be (hipBLASLt's API overhead). Fitting it would fit the held-out rows.
+4. The DeepSeek-V2-Lite micro-batch series split (analysis of the measured rows, not a fit of the estimator): per layer
+   and micro-batch, the line a + b x sequences through the rows past the floor (micro-batch 4 / 8 / 12, where the time
+   grows with the tokens), the floor F the rows at micro-batch 1 / 2 sit on, and the same split of the estimate's
+   predictions. The floor is hidden once the line passes it (max, not sum): work concurrent with the GPU's, the host's
+   issue time; a fixed GPU-side cost would be in a. Then the grouped_gemm package's expert GEMMs at their warm-loop
+   period (perf_constants.yaml host_sync.gmm_gemm_period_s) against the floor's excess over the estimate's dense host
+   floor (docs/known-gaps.md 76).
 
 Run: python benchmarks/host_floor_rocm.py
 """
@@ -33,6 +40,8 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 import perf_heldout30 as p30
 from harness import model_data
@@ -47,6 +56,7 @@ SERIES = FLOOR_ROWS[:1] + tuple(f"primus_2025-12_mi355x_dsv2lite_mbs{m}_baseline
 PASSES = 3.0  # forward 1 + backward 2 layer passes, no recompute (the rows' RECOMPUTE_LAYERS 0)
 SYNCS_PER_MOE_FORWARD = 1.0  # the alltoall dispatcher's one stream sync (module docstring)
 EXPERT_FWD_GEMMS = 2.0  # fc1 and fc2 per local expert, issued after the forward's sync
+PAST_FLOOR_MBS = (4, 8, 12)  # the Lite series' rows whose time a micro-batch grows with its tokens (1 -> 2: +2%)
 
 
 def model_shapes() -> dict[str, dict[str, Any]]:
@@ -98,8 +108,9 @@ def vendor_table() -> None:
               f"host_s_per_layer_pass {k.host_s_per_layer_pass * 1e3:.1f} ms = {k.host_s_per_layer_pass / op:4.0f} ops")
 
 
-def rows_table() -> dict[str, tuple[float, float]]:
-    """Prints each Primus row's floor analysis; returns {row id: (measured s a layer, local experts)}."""
+def rows_table() -> dict[str, tuple[float, float, float]]:
+    """Prints each Primus row's floor analysis; returns {row id: (measured s a layer, predicted s a layer, local
+    experts)}."""
     shapes = {r["id"]: r for r in p30.rows()}
     models, out = model_shapes(), {}
     print("per micro-batch slot and layer (measured / the estimate's host charge / the forward syncs' round trips):")
@@ -112,7 +123,7 @@ def rows_table() -> dict[str, tuple[float, float]]:
         local = shape["experts"] / int(row["ep"])
         dense, experts = host_per_layer_s(local)
         syncs = sync_round_trips_s(row, shape)
-        out[row["id"]] = (t_meas / layers, local)
+        out[row["id"]] = (t_meas / layers, t_pred / layers, local)
         print(f"  {row['id']:52s} measured {t_meas / layers * 1e3:5.1f} ms a layer, predicted "
               f"{t_pred / layers * 1e3:5.1f}; host charged {(dense + experts) * 1e3:4.1f} (dense {dense * 1e3:.1f} + "
               f"{local:.0f} experts {experts * 1e3:.1f}); syncs add {syncs * 1e3:5.2f} ms a slot = "
@@ -120,16 +131,51 @@ def rows_table() -> dict[str, tuple[float, float]]:
     return out
 
 
-def floor_line(per_layer: dict[str, tuple[float, float]]) -> tuple[float, float]:
+def floor_line(per_layer: dict[str, tuple[float, float, float]]) -> tuple[float, float]:
     """(intercept s, slope s per local expert) of the line through the two floor rows, if both are host-bound."""
-    (t1, e1), (t2, e2) = (per_layer[r] for r in FLOOR_ROWS)
+    (t1, _, e1), (t2, _, e2) = (per_layer[r] for r in FLOOR_ROWS)
     slope = (t2 - t1) / (e2 - e1)
     return t1 - slope * e1, slope
+
+
+def series_split(times_s: dict[int, float]) -> tuple[float, float, float]:
+    """(a, b, F) of a micro-batch series {micro-batch: seconds a layer}: the least-squares line a + b x micro-batch
+    through the rows past the floor (PAST_FLOOR_MBS) and the floor F, the micro-batch-1 time, that the line stays
+    under at micro-batch 1 and 2. Analysis of rows, fitting nothing in the estimator."""
+    x = np.array(PAST_FLOOR_MBS, float)
+    y = np.array([times_s[int(m)] for m in x])
+    b, a = np.polyfit(x, y, 1)
+    return float(a), float(b), times_s[1]
+
+
+def print_split(per_layer: dict[str, tuple[float, float, float]]) -> None:
+    """Section 4 of the module docstring: the Lite series split, measured and predicted, and the gmm GEMMs' ceiling."""
+    series = {int(r.split("_mbs")[1].split("_")[0]): per_layer[r] for r in SERIES}
+    dense, _ = host_per_layer_s(1.0)
+    print("DeepSeek-V2-Lite series per layer and micro-batch (a + b x sequences past the floor; F at micro-batch 1):")
+    for label, k in (("measured", 0), ("predicted", 1)):
+        times = {m: v[k] for m, v in series.items()}
+        a, b, floor = series_split(times)
+        at = "  ".join(f"{m}: {times[m] * 1e3:5.1f} / {(a + b * m) * 1e3:5.1f}" for m in sorted(times))
+        print(f"  {label:9s} a {a * 1e3:5.2f} ms + b {b * 1e3:5.2f} ms a sequence; F {floor * 1e3:5.1f} ms "
+              f"(time / line at each micro-batch, ms: {at})")
+    a, b, floor = series_split({m: v[0] for m, v in series.items()})
+    print(f"  the floor plus the line at micro-batch 4 would be {(floor + a + 4 * b) * 1e3:.1f} ms against "
+          f"{series[4][0] * 1e3:.1f} measured: the floor is hidden under the GPU's work (a max), host issue time")
+    period = host_figure("gmm_gemm_period_s", "amd")
+    gemms = compute.KERNELS["moe_expert_gemms"]
+    for row in FLOOR_ROWS:
+        t_meas, _, local = per_layer[row]
+        ceiling = period * gemms * local
+        print(f"  {row:52s} floor over the dense host floor {(t_meas - dense) * 1e3:5.1f} ms a layer; "
+              f"{gemms * local:4.0f} gmm GEMMs at the warm-loop period {period * 1e6:.1f} us <= {ceiling * 1e3:4.1f} ms "
+              f"({ceiling / (t_meas - dense):.0%})")
 
 
 def main() -> None:
     vendor_table()
     per_layer = rows_table()
+    print_split(per_layer)
     a, b = floor_line(per_layer)
     dense, per_expert = host_per_layer_s(1.0)
     print("lead, not applied (two held-out rows; docs/known-gaps.md 73):")

@@ -50,6 +50,9 @@ def test_vendor_facts_are_the_published_figures():
     # ROCm/hipBLASLt PR 1754's api-overhead client: heuristic 114.7 us a call, hipblasLtMatmul 9.1 us
     assert hs.host_figure("blas_heuristic_s", "amd") == pytest.approx(114.7e-6, rel=0.01)
     assert hs.host_figure("blas_matmul_s", "amd") == pytest.approx(9.1e-6, rel=0.01)
+    # Primus-Turbo PR 284: gmm at 16 x 2,048 x 7,168 x 2,048 (BF16, MI355X) forward at 1,219 TFLOPS, per expert GEMM
+    assert hs.host_figure("gmm_gemm_period_s", "amd") == pytest.approx(2 * 2048 * 7168 * 2048 / 1219e12, rel=0.01)
+    assert hs.host_figure("gmm_gemm_period_s", "nvidia") is None  # none read
     with pytest.raises(KeyError, match="tables"):
         hs.host_figure("launch_s", "amd")
 
@@ -84,3 +87,24 @@ def test_syncs_round_trips_are_small_against_the_floor():
     added = hf.sync_round_trips_s(rows[hf.FLOOR_ROWS[0]], lite)
     per_sync = hs.host_figure("round_trip_s", "amd") + hs.host_figure("launch_bound_op_s", "amd")
     assert added == pytest.approx(26 * per_sync, rel=1e-6)
+
+
+def test_series_split_separates_a_floor_from_the_line_past_it():
+    # a host floor of 14 ms under a GPU line 2 + 5 x micro-batch: the line comes from micro-batch 4 / 8 / 12 alone
+    hf = _floor_script()
+    times = {m: max(14e-3, 2e-3 + 5e-3 * m) for m in (1, 2, 4, 8, 12)}
+    a, b, floor = hf.series_split(times)
+    assert (a, b, floor) == (pytest.approx(2e-3), pytest.approx(5e-3), pytest.approx(14e-3))
+
+
+def test_series_split_of_the_published_lite_series():
+    # measured per layer: 14.1 / 14.4 / 21.6 / 40.0 / 59.8 ms at micro-batch 1 / 2 / 4 / 8 / 12 (the rows' rates over
+    # 96 / mbs micro-batches and 27 layers); the line past the floor is ~2.3 ms + 4.8 ms a sequence, under the floor
+    # at micro-batch 1 and 2
+    hf = _floor_script()
+    per_layer = hf.rows_table()
+    times = {m: per_layer[f"primus_2025-12_mi355x_dsv2lite_mbs{m}_baseline_8gpu"][0] for m in (1, 2, 4, 8, 12)}
+    a, b, floor = hf.series_split(times)
+    assert floor == pytest.approx(4096 / 10734.6 / 27, rel=1e-3)
+    assert b == pytest.approx(4.77e-3, rel=0.02) and a == pytest.approx(2.29e-3, rel=0.05)
+    assert a + 2 * b < times[2] < 1.05 * floor

@@ -28,8 +28,8 @@ HOST_SYNC: dict[str, dict[str, float]] = {kind: {str(v): float(s) for v, s in ta
 
 
 def host_figure(kind: str, vendor: str) -> float | None:
-    """A per-vendor host fact in seconds (kind launch_bound_op_s, round_trip_s, blas_heuristic_s or blas_matmul_s),
-    or None where no figure was read for that vendor (the data file says which)."""
+    """A per-vendor host fact in seconds (kind launch_bound_op_s, round_trip_s, blas_heuristic_s, blas_matmul_s or
+    gmm_gemm_period_s), or None where no figure was read for that vendor (the data file says which)."""
     if kind not in HOST_SYNC:
         raise KeyError(f"host_sync has no table {kind!r}; tables: {', '.join(sorted(HOST_SYNC))}")
     return HOST_SYNC[kind].get(vendor)
