@@ -473,7 +473,17 @@ def framework_assumed(scenario: Scenario) -> dict[str, Any]:
     out = resolve(strategy.framework, strategy, scenario.training.method in ("pretrain", "cpt"))
     out = out | {"assumes": assumptions(out["assumed"])}
     return (out | _moe_dispatcher(scenario, out["perf_style"]) | _experts_implementation(scenario, out["assumed"])
-            | _checkpoint_impl(scenario, out["perf_style"]))
+            | _checkpoint_impl(scenario, out["perf_style"]) | _zero3_engine(scenario, out["perf_style"]))
+
+
+def _zero3_engine(scenario: Scenario, style: str) -> dict[str, Any]:
+    """{"zero3_engine": {"assumed": "deepspeed" | "fsdp"}} for a ZeRO-3 job on a stack that runs either engine
+    (PerfStyle.zero3_runs_deepspeed: HF Trainer / accelerate): DeepSpeed's where the job writes zero: 3 without fsdp
+    (step_time._deepspeed_engine_options), FSDP's where it writes fsdp; {} otherwise."""
+    s = scenario.strategy
+    if s.zero < 3 or not perf_style(style).zero3_runs_deepspeed:
+        return {}
+    return {"zero3_engine": {"assumed": "fsdp" if s.fsdp != "none" else "deepspeed"}}
 
 
 def _checkpoint_impl(scenario: Scenario, style: str) -> dict[str, Any]:

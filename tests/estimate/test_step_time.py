@@ -168,8 +168,8 @@ def test_zero3_gathers_parameters_twice_and_reduces_gradients_once_per_micro_bat
     cal = Calibration(busbw_intra_gb_s=360.0, busbw_inter_gb_s=80.0)  # 10 GB/s NIC rate per GPU
     m = llama8b()
     e = estimate_time(m, Training(seq_len=4096, global_batch_seqs=256), h100_cluster(),
-                      Strategy(tp=1, dp=64, zero=3, micro_batch=2, framework="hf"), cal)
-    # 64 ranks over 8 nodes: ring busbw = min(360, 8 x 10) GB/s; one collective moves 63/64 of the 16-bit
+                      Strategy(tp=1, dp=64, zero=3, fsdp="full", micro_batch=2, framework="hf"), cal)
+    # FSDP's engine (fsdp full: the hf style's one unit a decoder layer); 64 ranks over 8 nodes: ring busbw = min(360, 8 x 10) GB/s; one collective moves 63/64 of the 16-bit
     # parameters (2 B each) and pays 63 network latencies
     coll_s = 63 / 64 * m.params_total * 2 / 80e9 + 63 * 5e-6
     # 2 all-gathers + 1 reduce-scatter; one collective per decoder layer (32), 3 x 31 extra ring latencies

@@ -328,6 +328,9 @@ class Strategy:
     # how activation checkpointing re-runs a layer: "non_reentrant" | "reentrant" | "reentrant_outer"
     # (names.CHECKPOINT_IMPLS); None = the style's (PerfStyle.checkpoint_impl); time only
     checkpoint_impl: Any = None
+    # the job's fsdp ("none" | "full" | "hybrid"): with zero 3, "none" is DeepSpeed's engine (module by module), the
+    # others FSDP's (a decoder layer a unit); one value for the whole batch
+    fsdp: Any = "none"
     # AdamW states: "fp32" | "bf16-moments" | "bf16" (names.OPTIMIZER_PRECISIONS); None = fp32; memory only
     optimizer_precision: Any = None
     # QLoRA: PEFT prepare_model_for_kbit_training casts the non-quantised weights (embeddings, norms, LM head) to

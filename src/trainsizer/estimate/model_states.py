@@ -18,6 +18,7 @@ Origins (one line each):
 
 from __future__ import annotations
 
+import collections
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -57,15 +58,54 @@ def deepspeed_zero3_largest_module_params(model: ModelArch, tp: Any) -> Any:
     return max(h * inner, h * (model.q_dim + 2 * model.kv_dim)) / tp
 
 
-def deepspeed_zero3_kept_params(model: ModelArch, tp: Any, layer_params: Any, reuse_distance_params: float) -> Any:
+def deepspeed_layer_modules(model: ModelArch, is_moe: bool, split: bool) -> list[tuple[float, bool]]:
+    """(elements before TP, a routed expert's) of one decoder layer's weight-owning modules in the order they run
+    forward, the order of DeepSpeed's trace: q, k, v (one fused QKV where the stack fuses them: `split` false, as
+    Megatron does), o; the MLP's in-projections (gate, up, or one fused) and out-projection, or on an MoE layer the
+    router, each routed expert's linears and the shared expert's (transformers LlamaDecoderLayer,
+    MixtralSparseMoeBlock). MLA's low-rank projections and a hybrid model's layers count as one module (their split
+    is not modelled); norms and biases are left out (DeepSpeed keeps them gathered: ds_persist)."""
+    h = float(model.hidden)
+    if model.layer_pattern:
+        return [(float(sum(model.layer_params(i).total for i in range(model.layers))) / max(model.layers, 1), False)]
+    if model.attention == "mla":
+        attn = [float(model.attention_params())]
+    else:
+        q, kv = h * model.q_dim, h * model.kv_dim
+        attn = ([q, kv, kv] if split else [q + 2.0 * kv]) + [float(model.q_dim) * h]
+
+    def mlp(inner: int) -> list[float]:
+        if model.mlp == "swiglu":
+            return ([h * inner] * 2 if split else [2.0 * h * inner]) + [h * inner]
+        return [h * inner] * 2
+
+    if not is_moe:
+        return [(p, False) for p in attn + mlp(model.ffn)]
+    shared = mlp(model.shared_expert_ffn) if model.shared_expert_ffn else []
+    return ([(p, False) for p in attn + [h * model.experts]] + [(p, True) for p in mlp(model.expert_ffn) * model.experts]
+            + [(p, False) for p in shared])
+
+
+def deepspeed_zero3_kept_params(model: ModelArch, tp: Any, layer_params: Any, reuse_distance_params: Any,
+                                split: bool = False) -> Any:
     """Parameters of a decoder layer (per TP rank) that DeepSpeed ZeRO-3 keeps gathered from one use to the next:
-    a module is released after its fetch unless it recurs within stage3_max_reuse_distance elements of the trace,
-    and between a module's two uses the trace runs the rest of the layer twice, so the layer's last
-    min(layer, max(largest module, distance / 2)) parameters stay (partitioned_param_coordinator.py
-    __params_to_release, v0.6+; stage3.py _keep_for_later, v0.3). Used by the memory estimate (what stays live)
-    and the step time (what is gathered again)."""
-    largest = deepspeed_zero3_largest_module_params(model, tp)
-    return np.minimum(layer_params, np.maximum(largest, reuse_distance_params / 2.0))
+    a module is released after its fetch unless it recurs within stage3_max_reuse_distance elements of the trace
+    (partitioned_param_coordinator.py __params_to_release, v0.6+: the modules after it are walked, the distance
+    checked before each; stage3.py _keep_for_later, v0.3), and between a module's recompute and its backward the
+    trace runs the modules after it in the layer twice (their recompute, then their backward), so a module stays
+    when those hold less than half the distance: summed module by module (`deepspeed_layer_modules`, `split` as the
+    stack builds its projections), averaged over the layers, at most `layer_params`. Used by the memory estimate
+    (what stays live) and the step time (what is gathered again)."""
+    reuse = np.asarray(reuse_distance_params, dtype=float)
+    kinds = collections.Counter(model.layer_params(i).is_moe for i in range(model.layers))
+    total = 0.0
+    for is_moe, n in kinds.items():
+        after, kept = 0.0, 0.0
+        for size, _ in reversed(deepspeed_layer_modules(model, is_moe, split)):
+            kept = kept + np.where(2.0 * after / tp < reuse, size / tp, 0.0)
+            after += size
+        total = total + n * kept
+    return np.minimum(layer_params, total / max(model.layers, 1))
 
 
 def check_training(training: Training) -> None:

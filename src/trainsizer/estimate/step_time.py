@@ -27,6 +27,7 @@ Assembly (each term names its origin):
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 from dataclasses import dataclass, field, fields
@@ -59,6 +60,7 @@ from trainsizer.estimate.model_states import (
     MLP_INPUT_LINEARS,
     ROW_PARALLEL_LINEARS,
     check_training,
+    deepspeed_layer_modules,
     deepspeed_zero3_kept_params,
     frozen_base_bytes,
     load_memory_constants,
@@ -114,6 +116,16 @@ class PerfStyle:
     # a module whose next use lies further in the trace is released after the recompute and gathered again for its
     # backward (_zero3_regathered_share); 0 = every gathered unit is kept from the recompute to its backward (FSDP)
     zero3_max_reuse_distance_params: float = 0.0
+    # DeepSpeed's stage3_prefetch_bucket_size and stage3_param_persistence_threshold (elements); read by a style that
+    # runs DeepSpeed's engine on a job's request (zero3_runs_deepspeed), for its gathers per layer
+    zero3_prefetch_bucket_params: float = 0.0
+    zero3_persistence_threshold_params: float = 0.0
+    # this stack runs ZeRO-3 on DeepSpeed's engine as well as on FSDP (HF Trainer / accelerate): a job on DeepSpeed's
+    # (zero 3, strategy.fsdp none) takes its coordinator (_deepspeed_engine_options), one on FSDP keeps the style's
+    zero3_runs_deepspeed: bool = False
+    # ZeRO-3 all-gathers per layer counted from the layer's modules as DeepSpeed's coordinator issues them
+    # (_deepspeed_gathers_per_layer) instead of zero3_fetch_units_per_layer
+    zero3_deepspeed_fetch: bool = False
     grad_reduce_bytes: float = 2.0  # bytes per gradient element on the wire
     ep_overlap: bool = False  # EP all-to-all hidden behind another micro-batch's compute (DualPipe-style)
     # share of the GPU's SMs the overlapped all-to-all kernels hold while in flight, taken from that compute
@@ -400,6 +412,7 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
 
             raise unknown_name("strategy.checkpoint_impl", "checkpoint implementation", ckpt, CHECKPOINT_IMPLS)
         changes["checkpoint_impl"] = str(ckpt)
+    changes |= _deepspeed_engine_options(strategy, style)
     ddp = getattr(strategy, "ddp_impl", None)
     if ddp is not None:  # torch DDP + torch-style clipping, or Megatron's gradient buffer (names.DDP_IMPLS)
         if ddp not in DDP_IMPLS:
@@ -408,6 +421,23 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
             raise unknown_name("strategy.ddp_impl", "DDP implementation", ddp, DDP_IMPLS)
         changes["torch_ddp"] = changes["clip_scales_always"] = ddp == "torch"
     return dataclasses.replace(style, **changes) if changes else style
+
+
+def _deepspeed_engine_options(strategy, style: PerfStyle) -> dict[str, Any]:
+    """The style's fields a job on DeepSpeed's ZeRO-3 engine changes (strategy.fsdp none: the job wrote zero: 3, not
+    fsdp; on a style that runs either engine: zero3_runs_deepspeed), taken from the deepspeed style, where DeepSpeed's
+    defaults are stated once: gathers module by module in prefetch buckets (_deepspeed_gathers_per_layer) and the
+    re-gather under full recompute past stage3_max_reuse_distance (_zero3_regathered_share). HF Trainer / accelerate hand the job to DeepSpeed's
+    engine (deepspeed/runtime/zero/partitioned_param_coordinator.py, v0.16.6), whatever runs the model around it.
+    Under framework auto the style's fields are arrays (one per strategy): the options apply where it runs DeepSpeed."""
+    fsdp = getattr(strategy, "fsdp", None)
+    on = np.asarray(style.zero3_runs_deepspeed, bool) & (fsdp in (None, "none"))
+    if not np.any(on):
+        return {}
+    ds = perf_style("deepspeed")
+    keys = ("zero3_max_reuse_distance_params", "zero3_prefetch_bucket_params", "zero3_persistence_threshold_params")
+    out = {key: _when(on if on.ndim else bool(on), getattr(ds, key), getattr(style, key)) for key in keys}
+    return out | {"zero3_deepspeed_fetch": on if on.ndim else True}
 
 
 def _framework_style(strategy, pretraining: bool) -> PerfStyle:
@@ -1919,6 +1949,8 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
                           mb.n_stage)
     else:  # one collective per decoder layer, or per module where the style fetches module by module (DeepSpeed)
         units = np.asarray(fw.zero3_fetch_units_per_layer, dtype=float)
+        if np.any(fw.zero3_deepspeed_fetch):
+            units = np.where(fw.zero3_deepspeed_fetch, _deepspeed_gathers_per_layer(x), units)
         n_coll = np.where(units > 0, units, 1.0) * mb.n_stage
     lat = (n_sh - 1.0) * np.where(n_sh > k_sh, system.inter_node_latency_s, system.intra_node_latency_s)
     # under pipelining FSDP2 keeps the parameters unsharded after forward (torchtitan and AutoModel:
@@ -1981,16 +2013,49 @@ def _zero3_regathered_share(x: _Step) -> Any:
     are released after its forward unless they recur within stage3_max_reuse_distance elements of the trace
     (partitioned_param_coordinator.py __params_to_release, v0.6+; stage3.py _keep_for_later, v0.3): between a
     module's recompute and its backward the trace runs the rest of the layer twice (its recompute, then its
-    backward), so a module is kept when the parameters after it in the layer are under half the distance
-    (model_states.deepspeed_zero3_kept_params, which the memory estimate holds live). Per TP rank; averaged over
-    the layers. 0 on other styles."""
-    reuse = float(x.fw.zero3_max_reuse_distance_params)
-    if reuse <= 0.0:
+    backward), so a module is kept when the modules after it in the layer hold under half the distance, counted
+    module by module (model_states.deepspeed_zero3_kept_params, which the memory estimate holds live; the stack's
+    projections fused or apart); norms and biases persist (ds_persist) and are never gathered again. Per TP rank;
+    averaged over the layers. 0 on other styles."""
+    reuse = np.asarray(x.fw.zero3_max_reuse_distance_params, dtype=float)
+    if not np.any(reuse > 0.0):
         return 0.0
     m = x.model
     layer = sum(float(m.layer_params(i).total) for i in range(m.layers)) / max(m.layers, 1) / x.t
-    kept = deepspeed_zero3_kept_params(m, x.t, layer, reuse)
-    return np.maximum(1.0 - kept / np.maximum(layer, 1.0), 0.0)
+    split = bool(np.any(np.asarray(x.fw.split_projections, bool) & (reuse > 0.0)))
+    kept = deepspeed_zero3_kept_params(m, x.t, layer, reuse, split)
+    weights = deepspeed_zero3_kept_params(m, x.t, layer, np.inf, split)  # norms and biases persist: never released
+    return np.where(reuse > 0.0, np.maximum(weights - kept, 0.0) / np.maximum(layer, 1.0), 0.0)
+
+
+def _deepspeed_gathers_per_layer(x: _Step) -> Any:
+    """All-gathers per decoder layer and pass as DeepSpeed's ZeRO-3 coordinator issues them (v0.16.6,
+    partitioned_param_coordinator.py fetch_sub_module): each module fetch prefetches the next parameters of the trace,
+    whole ones, until stage3_prefetch_bucket_size elements, as one coalesced all-gather (__all_gather_params ->
+    all_gather_coalesced); parameters of at most stage3_param_persistence_threshold elements stay gathered
+    (partition_parameters.py ds_persist: norms, biases, small routers). So a layer's weights, in module order
+    (model_states.deepspeed_layer_modules), fall into greedy groups closed once they reach the bucket. The routed
+    experts are left out: how DeepSpeed fetches them depends on how the MoE block is built (zero3moe's
+    strategy.zero3_expert_fetch; docs/known-gaps.md 74 (a)). Averaged over the layers; per TP rank (x.t)."""
+    fw, m = x.fw, x.model
+    on = np.asarray(fw.zero3_deepspeed_fetch, bool)
+    bucket = float(np.max(fw.zero3_prefetch_bucket_params))
+    persist = float(np.max(fw.zero3_persistence_threshold_params))
+    split = bool(np.any(np.asarray(fw.split_projections, bool) & on))  # the styles that run it (hf) split them
+    t = np.asarray(x.t, dtype=float)
+    kinds = collections.Counter(m.layer_params(i).is_moe for i in range(m.layers))
+    total = 0.0
+    for is_moe, n in kinds.items():
+        calls = 0.0
+        acc = np.zeros_like(t)
+        for size in (s for s, routed in deepspeed_layer_modules(m, is_moe, split) if not routed):
+            per_rank = size / t
+            acc = acc + np.where(per_rank > persist, per_rank, 0.0)
+            closed = acc >= bucket
+            calls = calls + closed
+            acc = np.where(closed, 0.0, acc)
+        total = total + n * (calls + (acc > 0))
+    return total / max(m.layers, 1)
 
 
 def _quantised_gather_bytes(x: _Step, ag_bytes: Any) -> Any:

@@ -195,6 +195,9 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
         if ckpt:
             why = t("checkpoint_impl_stack_default", L) if ckpt["requested"] is None else ""
             con.print(f"{t('checkpoint_impl', L)}{t('colon', L)}{t('checkpoint_impl_' + ckpt['assumed'], L)}{why}")
+        engine = fw.get("zero3_engine")
+        if engine:
+            con.print(f"{t('zero3_engine', L)}{t('colon', L)}{t('zero3_engine_' + engine['assumed'], L)}")
     if result.get("memory"):
         _memory(con, result["memory"], L)
     if result.get("time"):

@@ -1,0 +1,113 @@
+"""DeepSpeed's ZeRO-3 engine under a stack that runs either engine (the hf style): module-wise gathers in prefetch
+buckets and the re-gather past stage3_max_reuse_distance (step_time._deepspeed_engine_options,
+_deepspeed_gathers_per_layer, _zero3_regathered_share)."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import replace
+
+import pytest
+from rich.console import Console
+
+from trainsizer.catalog import load_catalog
+from trainsizer.estimate.calibration import Calibration, load_constants
+from trainsizer.estimate.inputs import Strategy, Training
+from trainsizer.estimate.model_states import deepspeed_zero3_kept_params
+from trainsizer.estimate.step_time import estimate_time, perf_style
+from trainsizer.evaluate import evaluate
+from trainsizer.render.estimate_view import print_estimate
+from trainsizer.scenario import resolve_job
+
+from .test_perf_common import gpt, h100_cluster, llama8b
+
+CAL = Calibration(busbw_intra_gb_s=360.0, busbw_inter_gb_s=80.0)  # 10 GB/s NIC rate per GPU
+
+
+def _hf(model, fsdp: str, recompute: str = "selective", framework: str = "hf"):
+    st = Strategy(tp=1, dp=64, zero=3, fsdp=fsdp, micro_batch=2, framework=framework, recompute=recompute)
+    return estimate_time(model, Training(seq_len=4096, global_batch_seqs=256), h100_cluster(), st, CAL)
+
+
+def _exposed(e, coll_s: float, ag_passes: float, calls: int) -> float:
+    """The prefetched schedule's exposed seconds a step for `calls` collectives a pass (as test_step_time's FSDP
+    test): 64 ranks over 8 nodes pay 63 network latencies a collective."""
+    k = load_constants()
+    z3_mb = (ag_passes + 1.0) * coll_s + (ag_passes + 1.0) * (calls - 1) * 63 * 5e-6
+    micro = 256 // (64 * 2)
+    compute_mb = e.breakdown_s["compute"] / micro
+    exposed = max(z3_mb - compute_mb, 0.0) + coll_s / calls
+    exposed += k.overlap_interference * max(z3_mb - exposed, 0.0)
+    return micro * exposed
+
+
+def test_deepspeed_gathers_a_llama_layer_in_three_prefetch_buckets():
+    m = llama8b()
+    e = _hf(m, "none")
+    coll_s = 63 / 64 * m.params_total * 2 / 80e9 + 63 * 5e-6
+    # q 16.8M + k 4.2M + v 4.2M + o 16.8M = 42M < 5e7, closed by gate (58.7M); up; down: 3 all-gathers a layer, 32
+    # layers; no re-gather without full recompute
+    assert e.breakdown_s["dp_comm"] == pytest.approx(_exposed(e, coll_s, 2.0, 3 * 32), rel=1e-9)
+    # FSDP's engine under the same stack: one unit a decoder layer
+    assert _hf(m, "full").breakdown_s["dp_comm"] == pytest.approx(_exposed(e, coll_s, 2.0, 32), rel=1e-9)
+
+
+def test_deepspeed_gathers_again_what_the_reuse_distance_releases_under_full_recompute():
+    m = gpt(layers=8, hidden=8192, heads=64)  # 805M a layer: more than stage3_max_reuse_distance / 2 (5e8)
+    layer = m.layer_params(0).total
+    # q, k, v, o 67M each, fc1, fc2 268M: between fc1's recompute and its backward the trace holds fc2 twice (537M <
+    # 1e9), between o's 4 x 268M: fc1 and fc2 stay gathered, q, k, v and o are gathered again
+    kept = deepspeed_zero3_kept_params(m, 1, layer, 1.0e9, split=True)
+    assert kept == pytest.approx(2 * 4 * 8192**2, rel=1e-12)
+    share = 4 * 8192**2 / layer  # the norms and biases persist: never gathered again
+    e = _hf(m, "none", recompute="full")
+    coll_s = 63 / 64 * m.params_total * 2 / 80e9 + 63 * 5e-6
+    # the hf style's projections apart (q, k, v, o 67M each), fc1 and fc2 268M: each closes a bucket; LayerNorms
+    # (8,192 + biases) persist
+    assert e.breakdown_s["dp_comm"] == pytest.approx(_exposed(e, coll_s, 2.0 + share, 6 * 8), rel=1e-9)
+    assert _hf(m, "full", recompute="full").breakdown_s["dp_comm"] == pytest.approx(
+        _exposed(e, coll_s, 2.0, 8), rel=1e-9)
+
+
+def test_only_a_stack_that_runs_either_engine_changes_with_it():
+    m = llama8b()
+    for framework in ("torchtitan", "fsdp"):
+        ds, fs = _hf(m, "none", framework=framework), _hf(m, "full", framework=framework)
+        assert ds.breakdown_s["dp_comm"] == fs.breakdown_s["dp_comm"]
+    assert perf_style("hf").zero3_runs_deepspeed and not perf_style("torchtitan").zero3_runs_deepspeed
+
+
+def test_the_prefetch_bucket_sets_the_gathers_a_layer():
+    ds = perf_style("deepspeed")
+    assert (ds.zero3_prefetch_bucket_params, ds.zero3_persistence_threshold_params) == (5.0e7, 1.0e5)
+    # HF Trainer's "auto" bucket, 0.9 h^2 = 15.1M at h 4,096: q (16.8M) alone; k + v + o (25.2M); gate; up; down
+    style = replace(perf_style("hf"), zero3_deepspeed_fetch=True, zero3_prefetch_bucket_params=0.9 * 4096**2,
+                    zero3_persistence_threshold_params=1.0e5)
+    m = llama8b()
+    st = Strategy(tp=1, dp=64, zero=3, micro_batch=2)
+    e = estimate_time(m, Training(seq_len=4096, global_batch_seqs=256), h100_cluster(), st, CAL,
+                      framework_style=style)
+    coll_s = 63 / 64 * m.params_total * 2 / 80e9 + 63 * 5e-6
+    assert e.breakdown_s["dp_comm"] == pytest.approx(_exposed(e, coll_s, 2.0, 5 * 32), rel=1e-9)
+
+
+JOB = {"model": "llama-3.1-8b", "method": "full", "data": {"tokens": 1e8}, "seq_len": 2048,
+       "global_batch": {"sequences": 64}, "hardware": {"accelerator": "h100-sxm-80gb", "count": 16, "network": "ib-ndr400"}}
+
+
+def test_the_estimate_says_which_engine_it_assumed_in_json_and_table():
+    cat = load_catalog()
+    for strategy, engine, en, zh in (
+            ({"zero": 3, "framework": "hf"}, "deepspeed", "ZeRO-3 engine assumed: DeepSpeed stage 3",
+             "假定的 ZeRO-3 分片引擎：DeepSpeed stage 3"),
+            ({"fsdp": "full", "framework": "hf"}, "fsdp", "ZeRO-3 engine assumed: PyTorch FSDP",
+             "假定的 ZeRO-3 分片引擎：PyTorch FSDP")):
+        res = evaluate(resolve_job({**JOB, "strategy": strategy}, cat), cat)
+        assert res["framework"]["zero3_engine"] == {"assumed": engine}
+        for lang, label in (("en", en), ("zh", zh)):
+            buf = io.StringIO()
+            print_estimate(res, lang, Console(file=buf, width=250))
+            assert label in buf.getvalue()
+    # not said where nothing is sharded, or where the stack runs one engine only
+    for strategy in ({"zero": 1, "framework": "hf"}, {"fsdp": "full", "framework": "torchtitan"}):
+        assert "zero3_engine" not in evaluate(resolve_job({**JOB, "strategy": strategy}, cat), cat)["framework"]
