@@ -45,8 +45,11 @@ from trainsizer.estimate.step_time import step_time_arrays
 from trainsizer.scenario import resolve_job
 
 DATA = Path(__file__).resolve().parent / "data" / "finetune_heldout.csv"
-# Llama 3.2 3B (no preset): meta-llama/Llama-3.2-3B config.json (tied embeddings)
+# Llama 3.2 3B and 1B (no presets): meta-llama/Llama-3.2-3B and -1B config.json (tied embeddings; 1B: head_dim 64)
 MODELS = {"llama-3.2-3b": {"layers": 28, "hidden": 3072, "ffn": 8192, "heads": 24, "kv_heads": 8,
+                           "vocab": 128256, "tied_embeddings": True, "mlp": "swiglu", "norm": "rmsnorm",
+                           "position": "rope"},
+          "llama-3.2-1b": {"layers": 16, "hidden": 2048, "ffn": 8192, "heads": 32, "kv_heads": 8,
                            "vocab": 128256, "tied_embeddings": True, "mlp": "swiglu", "norm": "rmsnorm",
                            "position": "rope"}}
 NETWORK = {"gb300": "ib-xdr800"}

@@ -221,6 +221,10 @@ class PerfStyle:
     # _run_experts_grouped_mm), at its measured share of the dense rate (perf_constants.yaml gemm.grouped_mm_over_dense,
     # _grouped_mm_rate); false: the dense GEMM rate (Transformer Engine's GroupedLinear, Megatron-Core)
     moe_torch_grouped_mm: bool = False
+    # LoRA adapters are HF PEFT's lora.Linear, fp32 beside 16-bit activations (get_peft_model autocast_adapter_dtype):
+    # each casts its input to fp32 and autocast casts it back for lora_A (perf_constants.yaml lora.peft_fp32_input_cast,
+    # _lora_adapters)
+    peft_fp32_input_cast: bool = False
     # the routed experts take their token splits on the device (Primus-Turbo's ragged grouped GEMM: one kernel, no
     # .tolist() host sync), so the per-expert launches after the MoE layer's host sync are not exposed (_moe_sync_free)
     moe_sync_free: bool = False
@@ -1084,8 +1088,8 @@ def _lora_adapters(x: _Step) -> Any:
     lc, t, r = x.k.raw["lora"], x.t, x.r
     row_out = np.where(x.sp & x.training.lora_a2a, 1.0 / t, 1.0)  # the row-parallel adapters' output share
     impl = x.training.lora_impl
-    eager = lc["impls"].get(impl, lc)
-    compiled = lc["compiled"].get(impl)
+    eager = _peft_cast_counts(x, lc["impls"].get(impl, lc), lc)
+    compiled = lc["compiled"].get(impl)  # compiled: the casts not added (Inductor's fusion of them not read)
 
     def elems(fi: float, fo: float) -> Any:
         dense = fi * (w_in - rw_in + rw_in / t) + fo * ((w_out - rw_out) / t + row_out * rw_out)
@@ -1113,6 +1117,18 @@ def _lora_adapters(x: _Step) -> Any:
     _, m_out, _, me_out, _ = lora_adapted_widths(x.model, x.training, only=MLP_INPUT_LINEARS)
     saved = lc["compiled_mlp_input_saved_elems"] * x.tok * (m_out / t + me_out / (t * x.e))
     return np.where(in_compiled, seconds(compiled, saved), seconds(eager))
+
+
+def _peft_cast_counts(x: _Step, c: dict, lc: dict) -> dict:
+    """An adapter's eager counts `c` plus PEFT's fp32 input cast (perf_constants.yaml lora.peft_fp32_input_cast) where
+    the style runs HF PEFT's lora.Linear (PerfStyle.peft_fp32_input_cast), the adapters kept fp32 (the peft
+    implementation: memory_constants.yaml lora.model_dtype_impls leaves it fp32) beside 16-bit activations, under the
+    Trainer's autocast; plain LoRA only (bitsandbytes' Linear4bit skips the cast under autocast: QLoRA)."""
+    if x.training.method != "lora" or x.training.lora_impl != "peft" or x.act >= 4.0:
+        return c
+    on = np.asarray(x.fw.peft_fp32_input_cast, float)  # an array where "auto" picks a style per strategy
+    cast = lc["peft_fp32_input_cast"]
+    return c | {k: c[k] + on * float(v) for k, v in cast.items()}
 
 
 def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,76 @@
+"""HF PEFT's fp32 adapters cast each adapted linear's input to fp32 and the Trainer's autocast casts it back for lora_A
+(perf_constants.yaml lora.peft_fp32_input_cast): charged under the hf style on plain LoRA in an eager layer, by its
+counted bytes and kernels, again in a recomputed forward; not for QLoRA (bitsandbytes skips the cast under autocast),
+not for NeMo AutoModel's adapters (the base dtype), not inside a compiled layer, not on a style without PEFT."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from trainsizer.estimate import compute, step_time
+from trainsizer.estimate.calibration import load_constants
+from trainsizer.estimate.inputs import Strategy, Training
+from trainsizer.estimate.model_states import lora_adapted_widths
+
+from .test_perf_common import h100_cluster, llama8b
+
+ALL = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+TOKENS = 2 * 2048
+LAYERS = 32  # llama8b
+
+
+def _training(method: str = "lora", impl: str = "peft") -> Training:
+    return Training(method=method, seq_len=2048, global_batch_seqs=2, lora_rank=16, lora_targets=ALL, lora_impl=impl)
+
+
+def _run(training: Training, flag: bool = True, compiled: bool = False, recompute: str = "none") -> tuple:
+    """(step seconds, the job's rates) of a one-GPU hf job with the style's peft_fp32_input_cast as `flag`."""
+    style = dataclasses.replace(step_time.perf_style("hf"), peft_fp32_input_cast=flag)
+    st = Strategy(dp=1, micro_batch=2, recompute=recompute, framework="hf", torch_compile=compiled)
+    seen = []
+    real = step_time._layer_time
+
+    def spy(x):
+        seen.append(x.r)
+        return real(x)
+
+    step_time._layer_time = spy
+    try:
+        out = step_time.step_time_arrays(llama8b(), training, h100_cluster(1), st, framework_style=style)
+    finally:
+        step_time._layer_time = real
+    return float(out["step_s"]), seen[0]
+
+
+def _cast_seconds(r, forwards: float) -> float:
+    """The cast's counted bytes and kernels over every adapted linear of the layers, its forward run `forwards`
+    times (twice under full recompute) and its backward once."""
+    cast = load_constants().raw["lora"]["peft_fp32_input_cast"]
+    w_in, _, _, _, n = lora_adapted_widths(llama8b(), _training())
+    fwd = compute.stream_time(TOKENS * cast["fwd_in_elems"] * w_in * 2, r, kernels=n * cast["fwd_kernels"])
+    bwd = compute.stream_time(TOKENS * cast["bwd_in_elems"] * w_in * 2, r, kernels=n * cast["bwd_kernels"])
+    return LAYERS * (forwards * fwd + bwd)
+
+
+def test_the_hf_style_runs_peft_and_the_others_do_not():
+    assert step_time.perf_style("hf").peft_fp32_input_cast
+    for name in ("torchtune", "torchtitan", "megatron-core"):
+        assert not step_time.perf_style(name).peft_fp32_input_cast
+
+
+@pytest.mark.parametrize("recompute,forwards", [("none", 1.0), ("full", 2.0)])
+def test_hf_lora_pays_the_counted_cast_on_every_adapter_input(recompute, forwards):
+    on, r = _run(_training(), recompute=recompute)
+    off, _ = _run(_training(), flag=False, recompute=recompute)
+    assert on - off == pytest.approx(_cast_seconds(r, forwards), rel=1e-6)
+    # 8B, all seven linears, 4,096 tokens on an H100: tens of milliseconds, not a rounding error
+    assert on - off > 0.02
+
+
+@pytest.mark.parametrize("case", ["qlora", "automodel", "compiled"])
+def test_no_cast_where_the_adapters_or_the_layer_do_not_run_it(case):
+    training = _training("qlora") if case == "qlora" else _training(impl="automodel" if case == "automodel" else "peft")
+    compiled = case == "compiled"
+    assert _run(training, compiled=compiled)[0] == _run(training, flag=False, compiled=compiled)[0]

@@ -1,0 +1,56 @@
+"""Our own H200 measurements of the HF Trainer's eager step (benchmarks/perf_device_hf.py, the lead's device run of
+2026-12-04; nothing fitted on them). Bounds = the figures when the rows were added, with a margin: a regression guard,
+not an accuracy claim (docs/known-gaps.md 80)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import perf_device_hf as pdh  # noqa: E402
+from harness import mape  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def run():
+    return pdh.cases()
+
+
+def test_every_row_is_a_measured_run_of_the_committed_script(run):
+    _, rows = run
+    measured = {d["run"]: d for d in map(json.loads, (pdh.PROFILE.parent / "hf.jsonl").read_text().splitlines())
+                if "run" in d}
+    assert len(rows) == 5
+    for r in rows:
+        m = measured[r["id"].removeprefix("h200dev_")]
+        assert float(r["tokens_per_s"]) == pytest.approx(m["tokens_per_s"], abs=0.5)
+        assert float(r["peak_mem"]) == pytest.approx(m["max_reserved_gib"], abs=0.005)
+        assert int(r["micro_batch"]) == m["micro_batch"] and int(r["seq_len"]) == m["seq"]
+        assert (r["recompute"] == "full") == m["gradient_checkpointing"]
+        assert r["torch_compile"] == "false" and r["date"] == "2026-12-04" and r["assumed"]
+
+
+def test_none_refused_and_within_the_bounds(run):
+    cs, _ = run
+    assert not [c for c in cs if c.skipped]
+    t = [c for c in cs if c.metric == "tokens_s"]
+    g = [c for c in cs if c.metric == "peak_gib"]
+    assert len(t) == len(g) == 5
+    assert mape(t) < 9.0  # 6.8 at landing: +0.9 / +8.1 / -6.5% (8B LoRA), +13.7% (1B full), +4.8% (3B full)
+    assert max(abs(c.err) for c in t) < 0.18
+    assert mape(g) < 6.0  # 3.8 at landing, worst 8B LoRA without recompute -6.7%
+
+
+def test_the_breakdown_names_the_profile_of_each_profiled_run(run):
+    _, rows = run
+    from trainsizer.catalog import load_catalog
+
+    parts = pdh.estimate_parts(rows[0], load_catalog())
+    assert parts["lora"] > 0 and parts["layers"] > parts["lora"]
+    assert parts["step"] == pytest.approx(parts["layers"] + parts["lora"] + parts["head"] + parts["rest"])
