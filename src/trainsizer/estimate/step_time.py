@@ -225,6 +225,10 @@ class PerfStyle:
     # each casts its input to fp32 and autocast casts it back for lora_A (perf_constants.yaml lora.peft_fp32_input_cast,
     # _lora_adapters)
     peft_fp32_input_cast: bool = False
+    # a full fine-tune at ZeRO 0 keeps fp32 weights under the framework's 16-bit autocast (the HF Trainer's bf16 / fp16
+    # AMP): the residual stream is fp32 and autocast casts weights and linear inputs (perf_constants.yaml
+    # amp_fp32_weights, _amp_fp32_weights_time)
+    amp_fp32_weights: bool = False
     # the routed experts take their token splits on the device (Primus-Turbo's ragged grouped GEMM: one kernel, no
     # .tolist() host sync), so the per-expert launches after the MoE layer's host sync are not exposed (_moe_sync_free)
     moe_sync_free: bool = False
@@ -854,7 +858,41 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
         layer_mb = layer_mb + passes * compute.stream_time(gemm_w * (0.5 + 2.0), r,
                                                           kernels=compute.KERNELS["nf4_dequantise"])
     return lt, (layer_mb + _lora_adapters(x) + _expert_bias_time(x) + _activation_clamp_time(x) + _rope_unfused_time(x)
-                + _sp_layout_copies(x) + _eager_swiglu_backward_time(x))
+                + _sp_layout_copies(x) + _eager_swiglu_backward_time(x) + _amp_fp32_weights_time(x))
+
+
+def _amp_fp32_weights_time(x: _Step) -> Any:
+    """Seconds per average layer and micro-batch of 16-bit autocast over fp32 weights beyond what the layer counts in
+    the activations' 16-bit dtype (perf_constants.yaml amp_fp32_weights, counted from transformers' Llama code, not
+    fitted): the embedding's fp32 output keeps the residual stream fp32, so the eager RMSNorms lose their two casts
+    and multiply the weight in fp32, each residual add reads and writes 4 B, every linear reading a normed stream
+    (q, k, v; gate and up, or one up projection) casts it to 16 bit, and RoPE runs on fp32 cos / sin and is cast
+    back for attention; autocast casts each layer weight once per forward (again in a recomputed one) and its
+    gradient back in the backward. Element-wise backward at twice the forward bytes, as the layer's. Where the style
+    keeps fp32 weights under autocast (PerfStyle.amp_fp32_weights), a full fine-tune in bf16 / fp16 at ZeRO 0 (ZeRO /
+    FSDP under the HF Trainer run 16-bit weights: DeepSpeed's engine, FSDP's param_dtype), eager element-wise work,
+    dense models (an MoE layer's routed casts not counted)."""
+    m, t = x.model, x.training
+    if t.method != "full" or t.precision not in ("bf16", "fp16") or m.is_moe or m.is_hybrid:
+        return 0.0
+    on = (np.asarray(x.fw.amp_fp32_weights, bool) & ~np.asarray(x.fw.model_dtype_states, bool) & (x.zero == 0)
+          & ~np.asarray(_fused_elementwise(x), bool))
+    if not np.any(on):
+        return 0.0
+    b = x.k.raw["amp_fp32_weights"]
+    h = float(m.hidden)
+    inputs = 3.0 + (2.0 if m.mlp == "swiglu" else 1.0)  # linears reading a normed stream (split projections)
+    norms = 2.0 * b["norm"] * h if m.norm == "rmsnorm" else 0.0
+    rope = b["rope"] * float(m.q_dim + m.kv_dim) if m.position == "rope" else 0.0
+    per_tok = norms + inputs * b["input_cast"] * h + 2.0 * b["residual_add"] * h + rope
+    kernels = inputs + 2.0 * (m.position == "rope") - 2.0 * 2.0 * (m.norm == "rmsnorm")  # casts added, norms' gone
+    ew = compute.stream_time(x.tok * per_tok / x.t, x.r, kernels=kernels)
+    lf = layer_flops(m)
+    weights = (lf.gemm() - lf.experts) / 2.0 / m.layers / x.t  # GEMM weight elements per layer on this GPU
+    n_lin = 4.0 + (3.0 if m.mlp == "swiglu" else 2.0)
+    cast = compute.stream_time(weights * b["weight_cast"], x.r, kernels=n_lin)
+    passes = 1.0 + x.full_share
+    return np.where(on, passes * (ew + cast) + 2.0 * ew + cast, 0.0)
 
 
 def _chunked_nll_time(x: _Step, lt: compute.LayerTimes) -> Any:
