@@ -89,6 +89,8 @@ def job(r: dict[str, str]) -> dict:
         out["strategy"]["shard_embedding_head_separately"] = _bool(r["shard_embedding_head_separately"])
     if r["fp8_recipe"]:
         out["fp8_recipe"] = r["fp8_recipe"]
+    if r.get("attention_kernel"):  # the kernel that ran, where a row's source says (perf_device_hf: SDPA's cuDNN)
+        out["strategy"]["attention_kernel"] = r["attention_kernel"]
     if whole(r["gpu_count"]) > 1:
         out["hardware"]["network"] = NETWORK.get(r["gpu"], "ib-ndr400")
     if r["stack"] == "megatron-core":

@@ -45,7 +45,8 @@ def _first(a) -> float:
 
 def estimate_parts(r: dict[str, str], cat) -> dict[str, float]:
     """Seconds per step of the estimate's parts for the row (one micro-batch a step): the decoder layers without
-    the LoRA adapters, the adapters' element-wise streams, the LM head + loss, and the rest (optimizer, host)."""
+    the LoRA adapters (their attention core apart, forward again under recompute), the adapters' element-wise
+    streams, the LM head + loss, and the rest (optimizer, host)."""
     sc = _scenario(r, cat)
     x = st_mod._step(sc.model, sc.training, sc.system, sc.strategy, None, None, None)
     lt, layer_mb = st_mod._layer_time(x)
@@ -53,7 +54,8 @@ def estimate_parts(r: dict[str, str], cat) -> dict[str, float]:
     n = sc.model.layers
     out = {"step": _first(st_mod.step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)["step_s"]),
            "layers": n * _first(np.asarray(layer_mb) - lora), "lora": n * _first(lora),
-           "head": _first(lt.head_fwd + lt.head_bwd)}
+           "head": _first(lt.head_fwd + lt.head_bwd),
+           "attention": n * _first(lt.attn_fwd * (1.0 + x.full_share) + lt.attn_bwd)}
     out["rest"] = out["step"] - out["layers"] - out["lora"] - out["head"]
     return out
 
@@ -64,8 +66,8 @@ def breakdown(rows: list[dict[str, str]], cat) -> None:
     for r in rows:
         p = estimate_parts(r, cat)
         run = r["id"].removeprefix("h200dev_")
-        line = (f"  {run:26s} est step {p['step']:.3f}: layers {p['layers']:.3f} lora {p['lora']:.3f} "
-                f"head+loss {p['head']:.3f} rest {p['rest']:.3f}")
+        line = (f"  {run:26s} est step {p['step']:.3f}: layers {p['layers']:.3f} (attention {p['attention']:.3f}) "
+                f"lora {p['lora']:.3f} head+loss {p['head']:.3f} rest {p['rest']:.3f}")
         if run in prof:
             k = prof[run]["by_kind_per_step_s"]
             kinds = " ".join(f"{g} {sum(k.get(n, 0.0) for n in names):.3f}" for g, names in PROFILE_GROUPS.items())
