@@ -14,7 +14,8 @@ different from the QK head dim and falls back to a materialising path).
 Recompute: none; selective = the attention core under torch.utils.checkpoint; full = every decoder layer
 under torch.utils.checkpoint (reentrant, so only the layer input is kept).
 LoRA adapters are kept in bf16 here (the QLoRA reference code does this); the estimator counts PEFT's fp32
-adapters, which have the same 16 B/param of model states.
+adapters, which have the same 16 B/param of model states. Each adapter's input makes PEFT's round trip (cast to the
+fp32 adapter dtype, back to bf16 by autocast), so its lora_A keeps a copy of its own, as under PEFT.
 
 Run: python benchmarks/memory_ground_truth.py   (needs torch)
 """
@@ -72,7 +73,9 @@ class LoRALinear(nn.Module):
         self.B = nn.Linear(r, base.out_features, bias=False, dtype=DTYPE)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.base(x) + self.B(self.A(x)) * 2.0
+        # PEFT's lora.Linear casts x to its fp32 adapters' dtype and the Trainer's autocast casts it back for lora_A
+        # (peft lora/layer.py _cast_input_dtype): A keeps a 16-bit copy of its own
+        return self.base(x) + self.B(self.A(x.float().to(DTYPE))) * 2.0
 
 
 def lin(i: int, o: int) -> nn.Linear:

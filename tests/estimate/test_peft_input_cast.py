@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from trainsizer.estimate import compute, step_time
@@ -74,3 +75,28 @@ def test_no_cast_where_the_adapters_or_the_layer_do_not_run_it(case):
     training = _training("qlora") if case == "qlora" else _training(impl="automodel" if case == "automodel" else "peft")
     compiled = case == "compiled"
     assert _run(training, compiled=compiled)[0] == _run(training, flag=False, compiled=compiled)[0]
+
+
+def _copies(training: Training, name: str = "hf", impl: str = "flash", rec: int = 0) -> float:
+    from trainsizer.estimate.memory import _peft_input_copies
+
+    out = _peft_input_copies(llama8b(), training, np.array([name]), np.array([False]), impl, np.array([rec]))
+    return float(np.asarray(out).reshape(-1)[0])
+
+
+def test_memory_each_adapter_keeps_its_own_copy_of_its_input():
+    """lora_A saves the bf16 copy autocast makes of PEFT's fp32 input, per adapter: q, k, v three copies of the normed
+    input where one was shared (+2 h), gate and up two (+1 h), o one of the attention output beside the flash kernel's
+    (+1 h); eager attention already kept a copy of o's input (benchmarks/memory_ground_truth.py measures both)."""
+    h = llama8b().hidden
+    assert _copies(_training()) == 2 * (2 * h + h + h)
+    assert _copies(_training(), impl="eager") == 2 * (2 * h + h)
+    assert _copies(Training(method="lora", seq_len=2048, global_batch_seqs=2, lora_rank=16,
+                            lora_targets=("q_proj", "v_proj"))) == 2 * h
+
+
+@pytest.mark.parametrize("case", ["qlora", "automodel", "torchtune", "full"])
+def test_memory_no_copies_where_no_cast_runs(case):
+    training = (_training("qlora") if case == "qlora" else _training(impl="automodel") if case == "automodel"
+                else Training(seq_len=2048, global_batch_seqs=2) if case == "full" else _training())
+    assert _copies(training, name="torchtune" if case == "torchtune" else "hf") == 0.0

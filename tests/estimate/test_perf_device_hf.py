@@ -44,7 +44,7 @@ def test_none_refused_and_within_the_bounds(run):
     assert len(t) == len(g) == 5
     assert mape(t) < 9.0  # 6.4 at landing: +4.7 / +12.8 / +2.2% (8B LoRA), +10.2% (1B full), +2.0% (3B full)
     assert max(abs(c.err) for c in t) < 0.16
-    assert mape(g) < 6.0  # 3.8 at landing, worst 8B LoRA without recompute -6.7%
+    assert mape(g) < 4.5  # 2.5 at landing, worst 3B full +6.0% (8B LoRA without recompute +1.7%)
 
 
 def test_the_breakdown_names_the_profile_of_each_profiled_run(run):

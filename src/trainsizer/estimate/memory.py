@@ -69,6 +69,7 @@ from trainsizer.estimate.model_states import (
     deepspeed_zero3_largest_module_params,
     frozen_base_bytes,
     load_memory_constants,
+    lora_targets,
     param_layout,
     state_bytes,
 )
@@ -629,11 +630,14 @@ def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, optio
     act = tokens * _act_kernel_delta(model, strategy, pre, mega, hf_eager=not compiled_tt) / t
     dpa, fp8_act = _fp8_store_deltas(model, training, strategy, pre, mega)
     dpa, fp8_act = tokens * dpa / t, tokens * fp8_act / t
-    dense_b = pick(tab_d, row, 0) + np.where(keeps & (rec <= 1), norm + act + fp8_act, 0.0) + np.where(
+    impl = attention_impl(training, options.attention_impl)
+    peft = tokens * _peft_input_copies(model, training, name, mega, impl, rec) / t
+    peft_none = tokens * _peft_input_copies(model, training, name, mega, impl, np.zeros_like(rec)) / t
+    dense_b = pick(tab_d, row, 0) + np.where(keeps & (rec <= 1), norm + act + fp8_act + peft, 0.0) + np.where(
         keeps & (rec == 0), dpa, 0.0)
     moe_b = pick(tab_m, row, 1) + np.where(keeps & (rec <= 1), norm, 0.0) + np.where(
         keeps & (rec == 0), dpa, 0.0) if model.is_moe else dense_b
-    dense_none = pick(pre.dense, row_none, 0) + norm + act + fp8_act + dpa
+    dense_none = pick(pre.dense, row_none, 0) + norm + act + fp8_act + dpa + peft_none
     moe_none = pick(pre.moe, row_none, 1) + norm + dpa if model.is_moe else dense_none
     if model.is_moe and getattr(strategy, "moe_dispatcher", "auto") == "flex":
         # DeepEP experts on the hf-profile (PyTorch-native) stacks: their routed slots save Megatron's layout
@@ -641,6 +645,31 @@ def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, optio
         moe_b = moe_b + np.where(~mega & (row <= 1), tokens * k * np.where(row == 1, keep[1], keep[0]) / t, 0.0)
         moe_none = moe_none + np.where(~mega, tokens * k * full / t, 0.0)
     return dense_b, moe_b, dense_none, moe_none
+
+
+def _peft_input_copies(model: ModelArch, training: Training, name: Any, mega: np.ndarray, impl: str,
+                       rec: np.ndarray) -> Any:
+    """Bytes per token of one layer's PEFT LoRA inputs beyond the shared ones the hf profile counts: HF PEFT's
+    lora.Linear casts its input to the fp32 adapter and autocast casts it back for lora_A, which saves that copy
+    (perf_constants.yaml lora.peft_fp32_input_cast; peft lora/layer.py Linear.forward `_cast_input_dtype`), so the
+    adapted linears reading the normed input each keep a copy where the profile counts one (q / k / v, or MLA's q_a
+    and kv_a; a dense layer's gate / up), and an adapted o_proj one of the attention output where the profile's o
+    input is a view of the kernel's output (a flash / SDPA kernel without recompute; eager attention and selective
+    recompute already count a copy, which the cast replaces); down_proj's and MLA's q_b / kv_b copies replace the
+    inputs they saved. The hf style's plain LoRA only (QLoRA: bitsandbytes skips the cast under autocast;
+    torchtune's and NeMo AutoModel's adapters take the base dtype). Checked: benchmarks/memory_ground_truth.py."""
+    mods = lora_targets(training)
+    if training.method != "lora" or training.lora_impl != "peft" or act_bytes(training.precision) >= 4 or not mods:
+        return 0.0
+    qkv = {m for m in ("q_proj", "k_proj", "v_proj") if m in mods or "qkv_proj" in mods}
+    readers = len(qkv) if model.attention != "mla" else ("q_proj" in qkv) + bool(qkv & {"k_proj", "v_proj"})
+    gate_up = sum(m in mods for m in (("gate_proj", "up_proj") if model.mlp == "swiglu" else ("up_proj",)))
+    dense = model.dense_mlp_layers / model.layers
+    copies = max(readers - 1, 0) * model.hidden + max(gate_up - 1, 0) * model.hidden * dense
+    o_view = ("o_proj" in mods) and impl != "eager"
+    per = act_bytes(training.precision) * (copies + np.where(o_view & (np.asarray(rec) == 0), model.attn_out_dim, 0))
+    hf = (np.asarray(name) == "hf") & ~np.asarray(mega, bool)
+    return np.where(hf, per, 0.0)
 
 
 # per-slot items of the routed experts not split by expert TP (activations._moe_mlp): the hidden-wide expert input
