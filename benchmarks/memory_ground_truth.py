@@ -306,7 +306,7 @@ def predict(case: GTCase) -> dict[str, float]:
                         lora_targets=case.lora_targets, flash_attention=case.impl != "eager")
     options = MemoryOptions(framework="hf", attention_impl=case.impl, overheads=False)
     e = estimate_memory(case.model, training, SYSTEM,
-                        Strategy(micro_batch=case.batch, recompute=case.recompute), options)
+                        Strategy(micro_batch=case.batch, recompute=case.recompute, torch_compile=False), options)
     it = e.items_bytes
     act = sum(it[k] for k in ("layer_activations", "embedding_and_rope", "final_norm_and_head_input", "logits"))
     b = e.breakdown_bytes

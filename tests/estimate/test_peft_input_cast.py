@@ -100,3 +100,16 @@ def test_memory_no_copies_where_no_cast_runs(case):
     training = (_training("qlora") if case == "qlora" else _training(impl="automodel") if case == "automodel"
                 else Training(seq_len=2048, global_batch_seqs=2) if case == "full" else _training())
     assert _copies(training, name="torchtune" if case == "torchtune" else "hf") == 0.0
+
+
+def test_memory_copies_in_an_eager_layer_only():
+    """Under torch.compile the partitioner decides what is saved: the copies are charged in an eager run only."""
+    from trainsizer.estimate.memory import estimate_memory
+
+    def layers(compiled: bool) -> float:
+        st = Strategy(dp=1, micro_batch=2, recompute="none", framework="hf", torch_compile=compiled)
+        return estimate_memory(llama8b(), _training(), h100_cluster(1), st, check=False).items_bytes[
+            "layer_activations"]
+
+    h = llama8b().hidden
+    assert layers(False) - layers(True) == pytest.approx(TOKENS * LAYERS * 2 * (2 * h + h + h), rel=1e-9)

@@ -631,8 +631,10 @@ def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, optio
     dpa, fp8_act = _fp8_store_deltas(model, training, strategy, pre, mega)
     dpa, fp8_act = tokens * dpa / t, tokens * fp8_act / t
     impl = attention_impl(training, options.attention_impl)
-    peft = tokens * _peft_input_copies(model, training, name, mega, impl, rec) / t
-    peft_none = tokens * _peft_input_copies(model, training, name, mega, impl, np.zeros_like(rec)) / t
+    # eager layers only: under torch.compile the partitioner decides what is saved (the casts' copies not read)
+    eager = ~np.asarray(getattr(strategy, "torch_compile", True), dtype=bool)
+    peft = eager * tokens * _peft_input_copies(model, training, name, mega, impl, rec) / t
+    peft_none = eager * tokens * _peft_input_copies(model, training, name, mega, impl, np.zeros_like(rec)) / t
     dense_b = pick(tab_d, row, 0) + np.where(keeps & (rec <= 1), norm + act + fp8_act + peft, 0.0) + np.where(
         keeps & (rec == 0), dpa, 0.0)
     moe_b = pick(tab_m, row, 1) + np.where(keeps & (rec <= 1), norm, 0.0) + np.where(
