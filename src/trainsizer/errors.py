@@ -229,7 +229,7 @@ KIND_KEYS = {
     "norm kernel": "kind_norm_kernel", "activation kernel": "kind_activation_kernel",
     "optimizer precision": "kind_optimizer_precision",
     "experts implementation": "kind_experts_implementation",
-    "checkpoint implementation": "kind_checkpoint_impl",
+    "checkpoint implementation": "kind_checkpoint_impl", "FSDP mode": "kind_fsdp_mode",
     "MoE routing pattern": "kind_moe_routing",
     "facility figure": "kind_facility_figure", "reliability figure": "kind_reliability_figure",
     "accelerator, server or switch": "kind_price_subject", "price subject (accelerator, server or switch)":

@@ -136,6 +136,9 @@ DDP_IMPLS = ("torch", "megatron")
 # The unit's forward then runs again before its pre-backward hook: gathered once more, no backward prefetch
 # (step_time._reentrant_outer_exposed; docs/known-gaps.md 70).
 CHECKPOINT_IMPLS = ("non_reentrant", "reentrant", "reentrant_outer")
+# A job's fsdp (strategy.fsdp): none = no FSDP (with zero 3, DeepSpeed's engine: step_time._deepspeed_engine_options),
+# full = FSDP FULL_SHARD over data parallelism, hybrid = HYBRID_SHARD over shard_group GPUs
+FSDP_MODES = ("none", "full", "hybrid")
 # What AdamW keeps per parameter besides the 16-bit weights (memory): fp32 = an fp32 master copy and fp32 moments
 # (mixed precision, the default); bf16-moments = fp32 master, exp_avg / exp_avg_sq in bf16 (DeepSeek-V3 report s3.3.3
 # "Low-Precision Optimizer States"; Megatron-Core --use-precision-aware-optimizer --exp-avg-dtype bf16

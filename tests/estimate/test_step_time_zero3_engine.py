@@ -6,18 +6,22 @@ from __future__ import annotations
 
 import io
 from dataclasses import replace
+from typing import get_args
 
 import pytest
 from rich.console import Console
 
 from trainsizer.catalog import load_catalog
+from trainsizer.errors import SpecError
 from trainsizer.estimate.calibration import Calibration, load_constants
 from trainsizer.estimate.inputs import Strategy, Training
 from trainsizer.estimate.model_states import deepspeed_zero3_kept_params
 from trainsizer.estimate.step_time import estimate_time, perf_style
 from trainsizer.evaluate import evaluate
+from trainsizer.names import FSDP_MODES
 from trainsizer.render.estimate_view import print_estimate
 from trainsizer.scenario import resolve_job
+from trainsizer.spec.job import Fsdp
 
 from .test_perf_common import gpt, h100_cluster, llama8b
 
@@ -111,3 +115,13 @@ def test_the_estimate_says_which_engine_it_assumed_in_json_and_table():
     # not said where nothing is sharded, or where the stack runs one engine only
     for strategy in ({"zero": 1, "framework": "hf"}, {"fsdp": "full", "framework": "torchtitan"}):
         assert "zero3_engine" not in evaluate(resolve_job({**JOB, "strategy": strategy}, cat), cat)["framework"]
+
+
+def test_a_bad_fsdp_mode_is_refused_with_the_choices():
+    st = Strategy(tp=1, dp=64, zero=3, fsdp="ful", micro_batch=2, framework="hf")
+    with pytest.raises(SpecError) as err:
+        estimate_time(llama8b(), Training(seq_len=4096, global_batch_seqs=256), h100_cluster(), st, CAL)
+    assert err.value.where == "strategy.fsdp"
+    assert "full" in str(err.value) and "hybrid" in str(err.value)
+    # the job spec takes the same modes (names.FSDP_MODES)
+    assert set(get_args(Fsdp)) == set(FSDP_MODES)

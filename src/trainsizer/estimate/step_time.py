@@ -78,6 +78,7 @@ from trainsizer.names import (
     CHECKPOINT_IMPLS,
     DDP_IMPLS,
     EXPERTS_IMPLEMENTATIONS,
+    FSDP_MODES,
     MOE_DISPATCHERS,
     NORM_KERNELS,
     OPTIMIZER_IMPLS,
@@ -439,6 +440,10 @@ def _deepspeed_engine_options(strategy, style: PerfStyle) -> dict[str, Any]:
     engine (deepspeed/runtime/zero/partitioned_param_coordinator.py, v0.16.6), whatever runs the model around it.
     Under framework auto the style's fields are arrays (one per strategy): the options apply where it runs DeepSpeed."""
     fsdp = getattr(strategy, "fsdp", None)
+    if fsdp is not None and fsdp not in FSDP_MODES:
+        from trainsizer.errors import unknown_name
+
+        raise unknown_name("strategy.fsdp", "FSDP mode", fsdp, FSDP_MODES)
     on = np.asarray(style.zero3_runs_deepspeed, bool) & (fsdp in (None, "none"))
     if not np.any(on):
         return {}

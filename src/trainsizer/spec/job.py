@@ -33,6 +33,7 @@ from trainsizer.names import (
     FP4_RECIPES,
     FP8_RECIPES,
     FRAMEWORKS,
+    FSDP_MODES,
     LORA_DEFAULT_TARGETS,
     LORA_IMPLS,
     LORA_LINEAR_TARGETS,
@@ -64,7 +65,7 @@ Currency = Literal["USD", "CNY"]
 Procurement = Literal["rent", "buy", "either"]
 Cooling = Literal["air", "liquid", "rear-door"]
 NetworkKind = Literal["ib", "roce", "efa", "ethernet"]
-Fsdp = Literal["none", "full", "hybrid"]
+Fsdp = Literal[FSDP_MODES]
 Fp8Recipe = Literal[FP8_RECIPES]
 Framework = Literal[FRAMEWORKS]
 LossImpl = Literal[LOSS_IMPLS]
