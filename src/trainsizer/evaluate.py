@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from trainsizer.catalog.age import price_age
 from trainsizer.catalog.records import DRIVER_TOOL_RUNTIME
 from trainsizer.errors import SpecError
+from trainsizer.estimate import host_memory
 from trainsizer.estimate.calibration import Calibration
 from trainsizer.estimate.cost import (
     HOURS_PER_YEAR,
@@ -133,21 +134,25 @@ def _in_other_currency(lookup: Any, accelerator: str, currency: str) -> Any:
 
 
 def host_ram_block(catalog: Catalog, system: Any, host_gib_per_node: float, currency: str,
-                   notes: list[str]) -> dict[str, Any] | None:
-    """The host memory a purchase adds for the states a layout keeps in host RAM (ZeRO-Offload / FSDP CPU offload,
-    paged optimizers: the memory estimate's host bytes a node) beyond what the node's host is known to have
-    (`known_host_ram_gib`), priced per GiB (catalog part HOST_RAM_PART); None when nothing is added. What the same
-    job needs of a host without the offload (OS, processes, buffers: the build-out's node block) is the base
-    host's, not counted here."""
+                   notes: list[str], base_gib: float = 0.0) -> dict[str, Any] | None:
+    """The host memory a purchase adds for a layout keeping states in host RAM (ZeRO-Offload / FSDP CPU offload,
+    paged optimizers: the memory estimate's host bytes a node, `host_gib_per_node`), priced per GiB (catalog part
+    HOST_RAM_PART); None when nothing is added. On a host of known RAM (`known_host_ram_gib`: a catalog server) the
+    node's whole need is held to it: the states + `base_gib`, what the node needs without them (OS, processes,
+    buffers, checkpoint staging, page cache: estimate.host_memory, the node block's one definition); on a host the
+    plan sizes itself (a workstation, no catalog server) the base is that host's own memory and the states are added."""
     if host_gib_per_node <= 0:
         return None
-    need, host = math.ceil(host_gib_per_node), known_host_ram_gib(catalog, system)
-    extra = _added_gib(host_gib_per_node, host)
+    host = known_host_ram_gib(catalog, system)
+    whole = host_gib_per_node + (base_gib if host > 0 else 0.0)
+    need, extra = math.ceil(whole), _added_gib(whole, host)
+    said = dict(gib=f"{math.ceil(host_gib_per_node):,}", host=f"{host:,.0f}", need=f"{need:,}",
+                base=f"{base_gib:,.0f}")
     if extra == 0:
-        notes.append(msg("note_host_ram_in_host", gib=f"{need:,}", host=f"{host:,.0f}"))
+        notes.append(msg("note_host_ram_in_host", **said))
         return None
     if host_ram_fixed(catalog, system):  # soldered memory: no DIMMs to price, the layout needs another host
-        notes.append(msg("note_host_ram_fixed", gib=f"{need:,}", host=f"{host:,.0f}"))
+        notes.append(msg("note_host_ram_fixed", **said))
         return None
     gib = float(extra * system.nodes)
     price = catalog.part(HOST_RAM_PART).price.get(currency)
@@ -155,24 +160,43 @@ def host_ram_block(catalog: Catalog, system: Any, host_gib_per_node: float, curr
         notes.append(msg("note_host_ram_unpriced", gib=f"{need:,}", total=f"{gib:,.0f}", currency=currency,
                          part=HOST_RAM_PART))
         return None
-    notes.append(msg("note_host_ram_priced" if host <= 0 else "note_host_ram_priced_beyond", gib=f"{need:,}",
-                     host=f"{host:,.0f}", total=f"{gib:,.0f}", nodes=system.nodes, node_gib=f"{extra:,}",
+    notes.append(msg("note_host_ram_priced" if host <= 0 else "note_host_ram_priced_beyond", **said,
+                     total=f"{gib:,.0f}", nodes=system.nodes, node_gib=f"{extra:,}",
                      rate=f"{price.mid:,.2f} {currency}", cost=f"{gib * price.mid:,.0f} {currency}",
                      source=", ".join(price.sources), date=price.date))
-    return {"gib": gib, "quantity": gib, "gib_per_node": float(extra), "need_gib_per_node": round(host_gib_per_node, 2),
+    return {"gib": gib, "quantity": gib, "gib_per_node": float(extra), "need_gib_per_node": round(whole, 2),
             "host_gib_per_node": host, "nodes": system.nodes, "part": HOST_RAM_PART,
             "unit_price": {"low": price.low, "mid": price.mid, "high": price.high, "unit": UNIT_HOST_RAM},
             "source": ", ".join(price.sources), "date": price.date, "currency": currency,
             **{k: gib * getattr(price, k) for k in ("low", "mid", "high")}}
 
 
-def host_ram_added_gib(catalog: Catalog, system: Any, host_gib_per_node: float) -> int:
-    """Whole GiB of host RAM a node's purchase adds for `host_gib_per_node` of offloaded states: what they need beyond
-    the host's known RAM (`known_host_ram_gib`), 0 when it holds them or none can be added (`host_ram_fixed`). The
-    ranked price (`host_ram_block`) and the bill of materials (buildout.bom_lines.host_ram_lines) both read it."""
+def host_ram_added_gib(catalog: Catalog, system: Any, host_gib_per_node: float, base_gib: float = 0.0) -> int:
+    """Whole GiB of host RAM a node's purchase adds for `host_gib_per_node` of offloaded states: on a host of known
+    RAM, what the node's whole need (states + `base_gib`) needs beyond it; on a host the plan sizes, the states; 0
+    when it holds them or none can be added (`host_ram_fixed`). The ranked price (`host_ram_block`) and the bill of
+    materials (buildout.bom_lines.host_ram_lines) both read it."""
     if host_gib_per_node <= 0 or host_ram_fixed(catalog, system):
         return 0
-    return _added_gib(host_gib_per_node, known_host_ram_gib(catalog, system))
+    host = known_host_ram_gib(catalog, system)
+    return _added_gib(host_gib_per_node + (base_gib if host > 0 else 0.0), host)
+
+
+def node_base_for(catalog: Catalog, scenario: Scenario) -> Callable[[Any], float]:
+    """A node's host RAM need besides offloaded states on any system of the job (the search's host verdict,
+    search.engine._host_fits): estimate.host_memory.base_need_gib at the system's GPUs a node and nodes."""
+    ckpt = host_memory.checkpoint_bytes(catalog.reliability, scenario.model, scenario.training)
+    tokens = scenario.job.data.tokens_per_epoch
+    return lambda system: host_memory.base_need_gib(system.gpus_per_node, system.nodes, ckpt, tokens)
+
+
+def node_base_gib(catalog: Catalog, scenario: Scenario) -> float:
+    """A node's host RAM need without offloaded states, GiB (estimate.host_memory.base_need_gib: OS, processes,
+    pinned buffers, async checkpoint staging, the dataset shard's page cache), for the scenario's system."""
+    system = scenario.system
+    assert system is not None
+    ckpt = host_memory.checkpoint_bytes(catalog.reliability, scenario.model, scenario.training)
+    return host_memory.base_need_gib(system.gpus_per_node, system.nodes, ckpt, scenario.job.data.tokens_per_epoch)
 
 
 def host_ram_fixed(catalog: Catalog, system: Any) -> bool:
@@ -277,7 +301,8 @@ def _costs(scenario: Scenario, catalog: Catalog, gpu_hours: float, wall_hours: f
                 notes.append(msg("note_buy_whole_racks", accelerator=system.accelerator, gpus=system.gpus,
                                  bought=bought, racks=bought // int(scenario.accelerator.scaleup_domain)))
             block = _price_block(per_gpu, bought, UNIT_BUY)
-            ram = host_ram_block(catalog, system, host_gib_per_node, per_gpu.currency, notes)
+            base = node_base_gib(catalog, scenario) if host_gib_per_node > 0 else 0.0
+            ram = host_ram_block(catalog, system, host_gib_per_node, per_gpu.currency, notes, base)
             for k in ("low", "mid", "high"):
                 capex = getattr(per_gpu, k) * bought + (ram[k] if ram else 0.0)
                 kwh_price = electricity.mid if electricity is not None else 0.0

@@ -202,7 +202,7 @@ def _deepseek_offloaded_on_gb200(**changes):
 def test_a_tray_short_of_host_ram_says_none_can_be_added_not_order_dimms(build, blocks):
     """A GB200 tray's memory is soldered (Server.ram_extensible False): the risk that the node block's whole host
     need exceeds the tray says the layout needs more host RAM than the tray has, never 'order more DIMMs'; the
-    ranking's note scopes its comparison to the states alone and does not say the host holds the job."""
+    ranking's note holds the node block's whole need to the tray (43 (w)) and says none can be added."""
     from trainsizer.plan.buildout import build_blocks
 
     b = build(**_deepseek_offloaded_on_gb200())
@@ -212,7 +212,10 @@ def test_a_tray_short_of_host_ram_says_none_can_be_added_not_order_dimms(build, 
     risk = next(r for r in out.risks if r.id == "server_short_of_host_needs")
     assert risk.mitigation_msg.key == "risk_fix_server_short_fixed_ram" and "DIMM" not in risk.mitigation
     note = next(n for n in b.evaluation["notes"] if "CPU offload" in n)
-    assert "states alone" in note and "node block" in note and "no memory is added to the purchase" not in note
+    # 43 (w): the ranking holds the node block's whole need to the tray, one figure: it says so, never "fits"
+    need = out.node.ram_gib.value
+    assert any(f"that is {v:,} GiB, more than the 960 GiB" in note for v in (int(need), int(need) + 1))
+    assert "soldered" in note
     # an H100 server's DIMMs can be added: the ordinary mitigation stays
     plain = blocks(data={"tokens": 2.0e12})
     short = next((r for r in plain.risks if r.id == "server_short_of_host_needs"), None)

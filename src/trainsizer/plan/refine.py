@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from trainsizer.evaluate import node_base_for
 from trainsizer.plan.searched import pair_tie_fraction
 from trainsizer.search import OptionResult, search_option
 from trainsizer.spec import stated_stack_options
@@ -77,7 +78,7 @@ def refine_count(sr: Any, best_index: int, catalog: Any, cfg: Any, tie_fraction:
     found = None
     for count in _probes(lower.result.option.count, r.option.count, purchase_unit(r)):
         res = search_option(sr.base.model, sr.base.training, replace(r.option, count=count), cfg, framework,
-                            options=stated_stack_options(job.strategy))
+                            options=stated_stack_options(job.strategy), host_base=node_base_for(catalog, sr.base))
         if res.strategy is None:
             continue
         p = price(sr.base, res, catalog)

@@ -12,7 +12,7 @@ from trainsizer.estimate.accuracy import band_for, job_class
 from trainsizer.estimate.energy import energy
 from trainsizer.estimate.reliability import failure_figures
 from trainsizer.estimate.train_time import time_to_train
-from trainsizer.evaluate import job_cost, run_costs
+from trainsizer.evaluate import job_cost, node_base_for, run_costs
 from trainsizer.scenario import Scenario
 from trainsizer.search import OptionResult, Pins, hardware_candidates, load_config, search_options
 from trainsizer.search import rank as ranking
@@ -133,7 +133,7 @@ def search_job(scenario: Scenario, catalog: Any, pins: Pins) -> Searched:
     spec = scenario.job.strategy
     framework = spec.framework if spec is not None else "auto"
     results, stats = search_options(base.model, base.training, cands.options, cfg, framework,
-                                    stated_stack_options(spec))
+                                    stated_stack_options(spec), node_base_for(catalog, base))
     priced = [price(base, r, catalog) for r in results if r.strategy is not None]
     return Searched(scenario, base, pins, cands, results, stats, priced)
 

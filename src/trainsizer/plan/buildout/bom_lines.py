@@ -21,6 +21,7 @@ from trainsizer.plan.buildout.facility import FacilityBlock
 from trainsizer.plan.buildout.inputs import BuildInput, acquisition
 from trainsizer.plan.buildout.network import NetworkBlock
 from trainsizer.plan.buildout.node import offloaded_gib_per_node
+from trainsizer.plan.buildout.node import ram as node_ram
 from trainsizer.plan.buildout.part_text import described
 from trainsizer.plan.buildout.storage import StorageBlock
 from trainsizer.plan.texts import as_msg, listed
@@ -72,8 +73,10 @@ def server_lines(b: BuildInput) -> list[BomLine]:
 
 def host_ram_lines(b: BuildInput) -> list[BomLine]:
     """The host RAM an offloaded layout adds to a host the catalog does not describe, priced per GiB as the plan's
-    ranking prices it (evaluate.host_ram_block: a host of known RAM holds the states within it)."""
-    per_node = host_ram_added_gib(b.catalog, b.system, offloaded_gib_per_node(b))
+    ranking prices it (evaluate.host_ram_block: a host of known RAM holds the node's whole need, the node block's)."""
+    states = offloaded_gib_per_node(b)
+    base = sum(v for k, v in node_ram(b)[1].items() if k != "offloaded_states") if states > 0 else 0.0
+    per_node = host_ram_added_gib(b.catalog, b.system, states, base)
     if not per_node:
         return []
     return [line(msg("bom_item_host_ram", gib=f"{per_node:,}"), HOST_RAM_PART, per_node * b.nodes, "per_gib",

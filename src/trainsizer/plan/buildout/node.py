@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainsizer.estimate import host_memory
 from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block, Cited, ceil_div, cited
@@ -66,17 +67,10 @@ def cores(b: BuildInput) -> tuple[int, dict[str, float]]:
 
 
 def ram(b: BuildInput) -> tuple[float, dict[str, float]]:
-    g = b.per_node
-    ckpt_share = checkpoint_bytes(b) / b.nodes / GIB
-    tok, _ = dataset_bytes(b)
-    parts = {
-        "os_reserved": rules.value("node", "os_reserved_gib"),
-        "training_processes": g * rules.value("node", "process_host_gib_per_gpu"),
-        "pinned_buffers": g * rules.value("node", "pinned_buffer_gib_per_gpu"),
-        "async_checkpoint_staging": ckpt_share,
-        "offloaded_states": offloaded_gib_per_node(b),
-        "dataset_page_cache": tok / b.nodes / GIB * rules.value("node", "page_cache_fraction_of_dataset_shard"),
-    }
+    """The node's host RAM need by part (estimate.host_memory.need_parts: the one definition the ranking's host-RAM
+    price and the search's host verdict read too)."""
+    parts = host_memory.need_parts(b.per_node, b.nodes, checkpoint_bytes(b), b.job.data.tokens_per_epoch,
+                                   offloaded_gib_per_node(b))
     return sum(parts.values()), parts
 
 

@@ -18,6 +18,7 @@ blocking saves under a target share of time at the Young/Daly interval, and the 
 
 from __future__ import annotations
 
+from trainsizer.estimate import host_memory
 from trainsizer.messages import msg
 from trainsizer.numbers import significant
 from trainsizer.plan.buildout import rules
@@ -55,22 +56,16 @@ class StorageBlock(Block):
 
 
 def checkpoint_bytes(b: BuildInput) -> float:
-    """Bytes of one full training checkpoint, at the bytes/param the estimator's goodput model uses."""
-    from trainsizer.estimate.model_states import lora_trainable_params
-    from trainsizer.estimate.reliability import failure_figures
-
-    bpp = failure_figures(b.catalog.reliability).checkpoint_bytes_per_param
-    training = b.scenario.training
-    if not training.trains_base_weights:
-        return bpp * lora_trainable_params(b.scenario.model, training)
-    return bpp * float(b.scenario.model.params_total)
+    """Bytes of one full training checkpoint, at the bytes/param the estimator's goodput model uses (one rule with
+    the host RAM need: estimate.host_memory.checkpoint_bytes)."""
+    return host_memory.checkpoint_bytes(b.catalog.reliability, b.scenario.model, b.scenario.training)
 
 
 def dataset_bytes(b: BuildInput) -> tuple[float, float]:
     """(tokenised bytes, raw text bytes) of one epoch."""
     data = b.job.data
     per_epoch = data.tokens_per_epoch
-    return per_epoch * rules.value("node", "stored_bytes_per_token"), per_epoch * data.bytes_per_token
+    return host_memory.dataset_stored_bytes(per_epoch), per_epoch * data.bytes_per_token
 
 
 def storage_block(b: BuildInput) -> StorageBlock:
@@ -125,7 +120,7 @@ def _read_need(b: BuildInput) -> Cited:
     sus = ceil_div(b.nodes, rules.value("storage", "su_nodes"))
     single = tier.read_gb_s_per_node.low
     floor = max(single, min(b.nodes * single, sus * tier.read_gb_s_per_su.low))
-    need = b.tokens_per_s * rules.value("node", "stored_bytes_per_token") / 1e9
+    need = host_memory.dataset_stored_bytes(b.tokens_per_s) / 1e9
     return cited(round(max(need, floor), 4), msg("storage_rule_read", need=significant(need), floor=f"{floor:g}",
                                                  tier=tier.id), "superpod_h100_ra")
 
