@@ -160,6 +160,9 @@ def host_ram_block(catalog: Catalog, system: Any, host_gib_per_node: float, curr
         notes.append(msg("note_host_ram_unpriced", gib=f"{need:,}", total=f"{gib:,.0f}", currency=currency,
                          part=HOST_RAM_PART))
         return None
+    if host > 0 and host_ram_extensible(catalog, system) is None:  # priced, but whether the server takes it is unknown
+        notes.append(msg("note_host_ram_extensible_unknown", accelerator=system.accelerator, host=f"{host:,.0f}",
+                         need=f"{need:,}"))
     notes.append(msg("note_host_ram_priced" if host <= 0 else "note_host_ram_priced_beyond", **said,
                      total=f"{gib:,.0f}", nodes=system.nodes, node_gib=f"{extra:,}",
                      rate=f"{price.mid:,.2f} {currency}", cost=f"{gib * price.mid:,.0f} {currency}",
@@ -207,6 +210,19 @@ def host_ram_fixed(catalog: Catalog, system: Any) -> bool:
     acc = catalog.accelerator(system.accelerator)
     servers = catalog.servers_for(acc.id) if module_part(acc) else []
     return bool(servers) and all(s.ram_extensible is False for s in servers)
+
+
+def host_ram_extensible(catalog: Catalog, system: Any) -> bool | None:
+    """Whether RAM can be added to the node's host: True where a catalog server of the part says so (a larger
+    configuration read), False where every one says its memory is soldered (`host_ram_fixed`), None where the
+    catalog does not know (servers.yaml ram_extensible null): the plan then says so rather than assume."""
+    acc = catalog.accelerator(system.accelerator)
+    servers = catalog.servers_for(acc.id) if module_part(acc) else []
+    if any(s.ram_extensible is True for s in servers):
+        return True
+    if servers and all(s.ram_extensible is False for s in servers):
+        return False
+    return None
 
 
 def _added_gib(host_gib_per_node: float, host_gib: float) -> int:

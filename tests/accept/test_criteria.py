@@ -128,3 +128,21 @@ def test_example_plan_fixture_validates():
     assert c.hbm_gb_s_min.value == 2680  # not in the plan: from the platform table
     schema = criteria.AcceptanceCriteria.model_json_schema()
     assert "gpu_count" in schema["properties"]
+
+
+def test_mi325x_mi355x_floors_without_an_amd_figure_say_they_are_derived():
+    """68 (f): no AMD or cloud pass mark for MI325X / MI355X HBM or all-reduce was read: those floors say they are
+    derived and how (en / zh); MI300X's, set by AMD CVS and Azure, do not; GEMM floors are AMD's RVS targets."""
+    from trainsizer.accept.criteria import from_platform
+    from trainsizer.plan.texts import say
+
+    for pid, hbm in (("mi325x", 4800.0), ("mi355x", 6400.0)):
+        c = from_platform(pid)
+        assert c.hbm_gb_s_min.value == hbm
+        for limit in (c.hbm_gb_s_min, c.busbw_intra_gb_s_min.all_reduce, c.busbw_intra_gb_s_min.all_gather):
+            assert limit.source.startswith(f"derived, not a vendor figure: no {pid} pass mark")
+            assert "推导值" in say(limit.source_msg, "zh")
+        assert not c.gemm_tflops_min["bf16"].source.startswith("derived")
+    mi300x = from_platform("mi300x")
+    assert not mi300x.hbm_gb_s_min.source.startswith("derived")
+    assert not mi300x.busbw_intra_gb_s_min.all_reduce.source.startswith("derived")

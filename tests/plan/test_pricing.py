@@ -98,3 +98,18 @@ def test_the_ranking_prices_a_bought_offloaded_option_with_its_host_ram(catalog)
     tight = make_plan({**FT14, "goal": {**FT14["goal"], "budget": {"amount": card + 500, "currency": "USD"}}},
                       catalog, top=1, build=False)
     assert tight.options[0].meets.budget is False
+
+
+def test_ram_priced_beyond_a_server_of_unknown_extensibility_says_so(build):
+    """43 (w): a pinned offloaded 405B on 16 H100 needs more host RAM a node than a DGX H100's 2,048 GiB; the
+    catalog does not know whether that server takes more (servers.yaml ram_extensible null): the RAM is priced and
+    the note says the price assumes DIMMs can be added and to ask the vendor (en / zh)."""
+    from trainsizer.messages import tr
+
+    b = build(model="llama-3.1-405b", global_batch={"sequences": 16},
+              strategy={"tp": 1, "pp": 1, "fsdp": "full", "offload": "optimizer+params", "micro_batch": 1,
+                        "recompute": "full"})
+    ram = b.evaluation["cost"]["buy"].get("host_ram")
+    assert ram is not None and ram["need_gib_per_node"] > 2048
+    note = next(n for n in b.evaluation["notes"] if "ram_extensible unknown" in tr(n, "en"))
+    assert "ask the vendor" in tr(note, "en") and "未知" in tr(note, "zh")

@@ -216,7 +216,12 @@ def test_a_tray_short_of_host_ram_says_none_can_be_added_not_order_dimms(build, 
     need = out.node.ram_gib.value
     assert any(f"that is {v:,} GiB, more than the 960 GiB" in note for v in (int(need), int(need) + 1))
     assert "soldered" in note
-    # an H100 server's DIMMs can be added: the ordinary mitigation stays
+    # 43 (w): whether a DGX H100 takes more DIMMs is not in the catalog (ram_extensible unknown): the mitigation says
+    # so; a DGX B200's larger configuration is read (up to 4 TB): the ordinary mitigation stays
     plain = blocks(data={"tokens": 2.0e12})
-    short = next((r for r in plain.risks if r.id == "server_short_of_host_needs"), None)
-    assert short is None or short.mitigation_msg.key == "risk_fix_server_short"
+    short = next(r for r in plain.risks if r.id == "server_short_of_host_needs")
+    assert short.mitigation_msg.key == "risk_fix_server_short_unknown_ram" and "not known" in short.mitigation
+    b200 = blocks(data={"tokens": 2.0e12}, constraints={"cooling": "air"},
+                  hardware={"accelerator": "b200", "count": 16, "per_node": 8, "network": "ib-ndr400"})
+    short = next(r for r in b200.risks if r.id == "server_short_of_host_needs")
+    assert short.mitigation_msg.key == "risk_fix_server_short"

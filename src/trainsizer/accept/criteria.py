@@ -145,11 +145,16 @@ def _lim(value: float | int | str, source_id: str) -> Limit:
     return Limit(value=value, source=platforms.source_text(source_id))
 
 
-def _scaled(ref: dict, ratio: dict, digits: int = 1) -> Limit:
+def _scaled(ref: dict, ratio: dict, digits: int = 1, derived: dict | None = None, floor: str = "") -> Limit:
+    """reference x cited ratio; a floor the platform row `derived` marks derived (`derived_floors`: no vendor or
+    cloud pass mark for the part was read) says so before how it was derived."""
     value = round(float(ref["value"]) * float(ratio["value"]), digits)
     ref_source = ref["source"] if isinstance(ref["source"], Msg) else platforms.source_text(ref["source"])
-    return Limit.said(value, msg("acc_src_scaled", ratio=ratio["value"], ref=ref["value"],
-                                 ratio_source=platforms.source_text(ratio["source"]), ref_source=ref_source))
+    how = msg("acc_src_scaled", ratio=ratio["value"], ref=ref["value"],
+              ratio_source=platforms.source_text(ratio["source"]), ref_source=ref_source)
+    if derived is not None and floor in derived.get("derived_floors", ()):
+        return Limit.said(value, msg("acc_src_derived", platform=derived["id"], how=how))
+    return Limit.said(value, how)
 
 
 def generic() -> AcceptanceCriteria:
@@ -189,12 +194,13 @@ def from_platform(platform_id: str, *, gpus_per_node: int | None = None) -> Acce
                             **{k: _lim(v["value"], v["source"]) for k, v in p.get("gemm_min_tflops", {}).items()}}
     # the vendor's own floor for the copy accept/hbm.py times (AMD CVS on MI300X), else the cited ratio x the data sheet
     crit.hbm_gb_s_min = (_lim(p["hbm_min_gb_s"]["value"], p["hbm_min_gb_s"]["source"]) if "hbm_min_gb_s" in p
-                         else _scaled(p["hbm_spec_gb_s"], d["hbm_min_ratio"], 0) if "hbm_spec_gb_s" in p else None)
+                         else _scaled(p["hbm_spec_gb_s"], d["hbm_min_ratio"], 0, p, "hbm")
+                         if "hbm_spec_gb_s" in p else None)
     _vendor_lists(crit, p.get("vendor", "nvidia"))
     # a switchless xGMI mesh rings at a lower share of its links than an NVSwitch port (docs/acceptance.md check 9)
     link, ratio = (p["xgmi_uni_gb_s"], d["ring_min_ratio_mesh"]) if "xgmi_uni_gb_s" in p else \
         (p["nvlink_uni_gb_s"], d["ring_min_ratio"])
-    ring = _scaled(link, ratio)
+    ring = _scaled(link, ratio, 1, p, "ring")
     nvls = p.get("nvls")
     if nvls and n >= nvls["min_gpus"]:
         ar = _lim(p["allreduce_nvls_min_gb_s"]["value"], p["allreduce_nvls_min_gb_s"]["source"])

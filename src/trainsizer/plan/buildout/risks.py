@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from trainsizer.evaluate import capacity_note, host_ram_fixed
+from trainsizer.evaluate import capacity_note, host_ram_extensible, host_ram_fixed
 from trainsizer.messages import msg
 from trainsizer.plan.buildout import rules
 from trainsizer.plan.buildout.common import Block
@@ -263,8 +263,11 @@ def _server_short(c: Ctx) -> Risk | None:
 def _short_fix(b: BuildInput, node: Block) -> str:
     """A bought host whose RAM is short and cannot be extended (evaluate.host_ram_fixed: soldered LPDDR5X) is not
     fixed by ordering DIMMs: the layout must need less host RAM."""
-    if node.enough.get("ram_gib") is False and acquisition(b) != "rent" and host_ram_fixed(b.catalog, b.system):
+    bought_short = node.enough.get("ram_gib") is False and acquisition(b) != "rent"
+    if bought_short and host_ram_fixed(b.catalog, b.system):
         return "risk_fix_server_short_fixed_ram"
+    if bought_short and node.server is not None and host_ram_extensible(b.catalog, b.system) is None:
+        return "risk_fix_server_short_unknown_ram"  # the catalog does not know whether DIMMs can be added: say so
     return _by_site(b, "risk_fix_server_short")
 
 
