@@ -186,11 +186,19 @@ def host_ram_added_gib(catalog: Catalog, system: Any, host_gib_per_node: float, 
 
 
 def node_base_for(catalog: Catalog, scenario: Scenario) -> Callable[[Any], float]:
-    """A node's host RAM need besides offloaded states on any system of the job (the search's host verdict,
-    search.engine._host_fits): estimate.host_memory.base_need_gib at the system's GPUs a node and nodes."""
+    """A node's host RAM need besides offloaded states on any system of the job, for the search's host verdict
+    (search.engine._host_fits): estimate.host_memory.base_need_gib at the system's GPUs a node and nodes where no
+    RAM can be added to the host (`host_ram_fixed`: a GB200 tray), else 0: a host that takes more DIMMs, or may,
+    keeps the layout and the ranking prices what the whole need exceeds it by (`host_ram_block`)."""
     ckpt = host_memory.checkpoint_bytes(catalog.reliability, scenario.model, scenario.training)
     tokens = scenario.job.data.tokens_per_epoch
-    return lambda system: host_memory.base_need_gib(system.gpus_per_node, system.nodes, ckpt, tokens)
+
+    def base(system: Any) -> float:
+        if not host_ram_fixed(catalog, system):
+            return 0.0
+        return host_memory.base_need_gib(system.gpus_per_node, system.nodes, ckpt, tokens)
+
+    return base
 
 
 def node_base_gib(catalog: Catalog, scenario: Scenario) -> float:

@@ -78,3 +78,17 @@ def test_a_box_no_catalog_server_holds_is_stated_as_an_assumption(build):
                               goal={"procurement": "rent"}))
     said = " ".join(str(n) for n in rented.notes)
     assert "share one instance" in said and "builder" not in said
+
+
+def test_a_rented_card_is_the_providers_instance_not_the_catalog_box(blocks):
+    """A rented node of one L40S read "Node ... pcie-8x-l40s" and "the job uses 1 of the 8 GPUs of pcie-8x-l40s;
+    server figures are whole-server" beside a Server column of dashes: a rented instance names no catalog server."""
+    from trainsizer.messages import tr
+
+    out = blocks(hardware={"accelerator": "l40s", "count": 1, "per_node": 1, "network": None},
+                 goal={"procurement": "rent"}, global_batch={"sequences": 8})
+    assert out.node.server is None
+    assert not any("whole-server" in tr(n, "en") for n in out.node.notes)
+    bought = blocks(hardware={"accelerator": "l40s", "count": 1, "per_node": 1, "network": None},
+                    goal={"procurement": "buy"}, global_batch={"sequences": 8})
+    assert bought.node.server is None  # a bought workstation sizes its own host, as before

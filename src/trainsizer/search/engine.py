@@ -209,10 +209,11 @@ def _memory(model: ModelArch, training: Training, system: System, args: tuple, f
 
 
 def _host_fits(rows: np.ndarray, host_bytes: np.ndarray, system: System, host_base: HostBase | None) -> np.ndarray:
-    """The fitting rows whose node's whole host need fits the host's known RAM: a layout keeping states in host RAM
+    """The fitting rows whose node's whole host need fits the host's RAM: a layout keeping states in host RAM
     (offload, paged optimizers) needs them beside what the node needs without them (`host_base`: OS, processes,
-    buffers, checkpoint staging, page cache; estimate.host_memory, the node block's one definition), so a GB200
-    tray's 960 GiB holds the states + the rest, not the states alone (the memory verdict's test, known-gaps 43 (w))."""
+    buffers, checkpoint staging, page cache; estimate.host_memory, the node block's one definition; evaluate.node_base_for
+    gives it where no RAM can be added, a GB200 tray's 960 GiB, and 0 where DIMMs can be, which the ranking prices),
+    so such a tray holds the states + the rest, not the states alone (known-gaps 43 (w))."""
     if host_base is None or system.host_ram_gib <= 0 or not rows.size:
         return rows
     held = np.asarray(host_bytes)[rows]

@@ -156,13 +156,19 @@ def workstation_host(b: BuildInput) -> BuildInput:
     """A bought workstation (facility site 'workstation': one node on one ordinary circuit) that holds fewer GPUs
     than the catalog server of its accelerator is a box of its own GPUs, not that rack server (an 8-card 4U
     chassis draws several kW): the plan sizes its host from the job (node block) and names the server it set
-    aside. A rack-scale record (an NVL72 tray) and a node that is part of a bigger server in a cluster keep it."""
+    aside. A rented node of a few PCIe cards is the provider's instance: no catalog server is named for it (the
+    node block read "1 of the 8 GPUs of pcie-8x-rtx-4090; server figures are whole-server" with no figures). A
+    rack-scale record (an NVL72 tray) and a node that is part of a bigger server in a cluster keep it."""
     from trainsizer.plan.buildout.facility import site_scale
 
     srv = b.server
     from trainsizer.scenario import module_part
 
-    if srv is None or b.nvl72 or srv.gpus <= b.per_node or b.nodes != 1 or site_scale(b) != "workstation" \
-            or module_part(b.accelerator):
+    if srv is None or b.nvl72 or srv.gpus <= b.per_node or b.nodes != 1 or module_part(b.accelerator):
+        return b
+    site = site_scale(b)
+    if site == "rented":  # a rented instance of a few cards is the provider's host, not the catalog's 8-card box
+        return replace(b, server=None)
+    if site != "workstation":
         return b
     return replace(b, server=None, server_set_aside=srv.id)
