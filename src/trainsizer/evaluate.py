@@ -521,8 +521,9 @@ def framework_assumed(scenario: Scenario) -> dict[str, Any]:
     strategy = scenario.strategy
     out = resolve(strategy.framework, strategy, scenario.training.method in ("pretrain", "cpt"))
     out = out | {"assumes": assumptions(out["assumed"])}
-    return (out | _moe_dispatcher(scenario, out["perf_style"]) | _experts_implementation(scenario, out["assumed"])
-            | _checkpoint_impl(scenario, out["perf_style"]) | _zero3_engine(scenario, out["perf_style"]))
+    out = out | _moe_dispatcher(scenario, out["perf_style"]) | _experts_implementation(scenario, out["assumed"])
+    return (out | _checkpoint_impl(scenario, out["perf_style"]) | _zero3_engine(scenario, out["perf_style"])
+            | _zero3_expert_fetch(scenario, out))
 
 
 def _zero3_engine(scenario: Scenario, style: str) -> dict[str, Any]:
@@ -571,6 +572,21 @@ def _experts_implementation(scenario: Scenario, assumed: str) -> dict[str, Any]:
     requested = scenario.strategy.experts_implementation
     loop = perf_style(assumed).moe_expert_loop if requested is None else requested == "eager"
     return {"experts_implementation": {"requested": requested, "assumed": "eager" if loop else "grouped_mm"}}
+
+
+def _zero3_expert_fetch(scenario: Scenario, framework: dict[str, Any]) -> dict[str, Any]:
+    """{"zero3_expert_fetch": {"requested", "assumed"}} for an MoE job under DeepSpeed ZeRO-3 (zero 3, no fsdp) on a
+    stack whose routed experts DeepSpeed gathers module by module (PerfStyle.zero3_expert_fetch: per_expert, each
+    expert linear its own all-gather, or block, one exposed gather a MoE block; step_time._deepspeed_expert_gathers);
+    {} otherwise. Unstated: per_expert under the 4.x eager loop, block under v5's grouped_mm."""
+    s = scenario.strategy
+    style = perf_style(framework["perf_style"]).zero3_expert_fetch
+    if not scenario.model.is_moe or s.zero < 3 or s.fsdp != "none" or not style:
+        return {}
+    requested = s.zero3_expert_fetch
+    eager = framework.get("experts_implementation", {}).get("assumed") == "eager"
+    auto = "per_expert" if eager else "block"
+    return {"zero3_expert_fetch": {"requested": requested, "assumed": requested or (auto if style == "auto" else style)}}
 
 
 class EstimateResult(TypedDict):

@@ -139,6 +139,15 @@ CHECKPOINT_IMPLS = ("non_reentrant", "reentrant", "reentrant_outer")
 # A job's fsdp (strategy.fsdp): none = no FSDP (with zero 3, DeepSpeed's engine: step_time._deepspeed_engine_options),
 # full = FSDP FULL_SHARD over data parallelism, hybrid = HYBRID_SHARD over shard_group GPUs
 FSDP_MODES = ("none", "full", "hybrid")
+# How DeepSpeed ZeRO-3 gathers transformers' routed experts (framework hf, zero 3 without fsdp): per_expert = each
+# expert's linears are modules of their own (the nn.ModuleList of every 4.x release's MoE blocks, MixtralSparseMoeBlock
+# / Qwen2MoeSparseMoeBlock), so fetch_sub_module gathers them one module at a time, each its own all-gather over the
+# shard group, prefetched one module ahead (stage3_prefetch_bucket_size 5e7 elements is under one expert linear);
+# block = the routed experts in one fetch: deepspeed.utils.set_z3_leaf_modules on the MoE block (DeepSpeed PR 4966,
+# which LLaMA-Factory and TRL set for Mixtral), or v5's packed experts module (gate_up_proj and down_proj parameters of
+# one module), gathered when the block's own hook runs, behind no compute (step_time._deepspeed_expert_gathers;
+# docs/known-gaps.md 75).
+ZERO3_EXPERT_FETCHES = ("per_expert", "block")
 # What AdamW keeps per parameter besides the 16-bit weights (memory): fp32 = an fp32 master copy and fp32 moments
 # (mixed precision, the default); bf16-moments = fp32 master, exp_avg / exp_avg_sq in bf16 (DeepSeek-V3 report s3.3.3
 # "Low-Precision Optimizer States"; Megatron-Core --use-precision-aware-optimizer --exp-avg-dtype bf16

@@ -24,7 +24,9 @@ BOUNDS = {
     "DeepCompile benchmark, ZeRO-3 (32 H100, HF Llama-3-70B)": 65.0,  # 55.4: +17.5..+78.9%
     # checkpoint_impl reentrant_outer (known-gaps 70): 56.9 -> 15.6, +8.5..+20.3%
     "DeepCompile benchmark, FSDP (32 H100, HF Llama-3-70B)": 20.0,
-    "DeepCompile benchmark, ZeRO-3 (32 H100, HF Mixtral-8x7B)": 170.0,  # 149.9: +147..+153%
+    # DeepSpeed's engine (known-gaps 74) and its per-expert module gathers (strategy.zero3_expert_fetch per_expert,
+    # known-gaps 75): 149.5 -> 109.9 -> 60.8, +59.9..+61.4%
+    "DeepCompile benchmark, ZeRO-3 (32 H100, HF Mixtral-8x7B)": 70.0,
     "DeepCompile benchmark, FSDP (32 H100, HF Mixtral-8x7B)": 55.0,  # 114.2 -> 46.9: +44..+52% (known-gaps 69 (b), 71)
     "FMS-FSDP blog (128 A100, eager)": 10.0,  # 9.1: -9.5..+13.7%
     "FMS-FSDP blog (96 H100, eager)": 10.0,  # 8.9: -1.0..+24.5%
@@ -50,9 +52,11 @@ def test_zero3_over_fsdp_at_one_layout(run):
     rows' reentrant checkpoint around each unit (checkpoint_impl reentrant_outer) exposes the backward's gathers, which
     DeepSpeed's traced prefetch keeps hidden in the estimate: predicted 1.1-1.6x, most where the collectives outweigh the
     compute (small micro-batches); the ZeRO-3 rows' own exposure is not found (docs/known-gaps.md 70 (c)). Mixtral's
-    ZeRO-3 runs are 7-20% slower than FSDP's (69 (b))."""
+    ZeRO-3 runs are 7-20% slower than FSDP's (69 (b)); DeepSpeed's 24 expert gathers a layer, each behind only the
+    previous expert linear's compute (known-gaps 75), bring the predicted ratio from 1.41-1.52 under 1.3 (with DeepSpeed's
+    engine, 74: 0.90-0.99)."""
     pairs = p31.zero3_over_fsdp(run)
     assert len(pairs) == 11
     llama = [(meas, pred) for rid, meas, pred in pairs if "llama3" in rid]
     assert all(1.04 < meas < 1.09 and 1.1 < pred < 1.7 for meas, pred in llama)
-    assert all(meas < 0.95 for rid, meas, _ in pairs if "mixtral" in rid)
+    assert all(meas < 0.95 and pred < 1.1 for rid, meas, pred in pairs if "mixtral" in rid)

@@ -328,6 +328,9 @@ class Strategy:
     # how activation checkpointing re-runs a layer: "non_reentrant" | "reentrant" | "reentrant_outer"
     # (names.CHECKPOINT_IMPLS); None = the style's (PerfStyle.checkpoint_impl); time only
     checkpoint_impl: Any = None
+    # how DeepSpeed ZeRO-3 gathers transformers' routed experts: "per_expert" | "block" (names.ZERO3_EXPERT_FETCHES;
+    # step_time._deepspeed_expert_gathers); None = by the experts implementation; time only
+    zero3_expert_fetch: Any = None
     # the job's fsdp ("none" | "full" | "hybrid"): with zero 3, "none" is DeepSpeed's engine (module by module), the
     # others FSDP's (a decoder layer a unit); one value for the whole batch
     fsdp: Any = "none"

@@ -82,6 +82,7 @@ from trainsizer.names import (
     MOE_DISPATCHERS,
     NORM_KERNELS,
     OPTIMIZER_IMPLS,
+    ZERO3_EXPERT_FETCHES,
 )
 
 PIPELINE_SCHEDULES = ("1f1b", "dualpipe")
@@ -138,6 +139,11 @@ class PerfStyle:
     # overrides): reentrant_outer re-gathers each FSDP unit and loses the backward prefetch under full recompute
     # (_reentrant_outer_exposed); the other two schedule ZeRO-3 / FSDP alike
     checkpoint_impl: str = "non_reentrant"
+    # how DeepSpeed ZeRO-3 (zero 3 without fsdp) gathers the stack's routed experts (names.ZERO3_EXPERT_FETCHES;
+    # strategy.zero3_expert_fetch overrides): "" = inside the style's gathered unit (every stack that runs its own MoE
+    # modules, and FSDP); "auto" = as transformers' modules are built: per_expert under its 4.x eager loop (ModuleList
+    # experts), block under v5's packed experts (step_time._deepspeed_expert_gathers)
+    zero3_expert_fetch: str = ""
     # model families (ModelArch.family, comma-separated) whose module in this framework runs FlexAttention whatever
     # the style's kernel (torchtitan's gpt_oss Attention asserts it): their attention_kernel is flex unless the job
     # states one (_model_attention_kernel)
@@ -422,6 +428,9 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
             raise unknown_name("strategy.checkpoint_impl", "checkpoint implementation", ckpt, CHECKPOINT_IMPLS)
         changes["checkpoint_impl"] = str(ckpt)
     changes |= _deepspeed_engine_options(strategy, style)
+    fetch = _zero3_expert_fetch_option(strategy, style)
+    if fetch is not None:
+        changes["zero3_expert_fetch"] = fetch
     ddp = getattr(strategy, "ddp_impl", None)
     if ddp is not None:  # torch DDP + torch-style clipping, or Megatron's gradient buffer (names.DDP_IMPLS)
         if ddp not in DDP_IMPLS:
@@ -451,6 +460,22 @@ def _deepspeed_engine_options(strategy, style: PerfStyle) -> dict[str, Any]:
     keys = ("zero3_max_reuse_distance_params", "zero3_prefetch_bucket_params", "zero3_persistence_threshold_params")
     out = {key: _when(on if on.ndim else bool(on), getattr(ds, key), getattr(style, key)) for key in keys}
     return out | {"zero3_deepspeed_fetch": on if on.ndim else True}
+
+
+def _zero3_expert_fetch_option(strategy, style: PerfStyle) -> Any:
+    """PerfStyle.zero3_expert_fetch for the job, or None to keep the style's: "" where FSDP shards (its unit is the
+    decoder layer, experts and all: the job's fsdp is full or hybrid), the stated strategy.zero3_expert_fetch where the
+    style gathers transformers' experts module by module (validate refuses it elsewhere)."""
+    if getattr(strategy, "fsdp", None) not in (None, "none"):
+        return ""
+    fetch = getattr(strategy, "zero3_expert_fetch", None)
+    if fetch is None:
+        return None
+    if fetch not in ZERO3_EXPERT_FETCHES:
+        from trainsizer.errors import unknown_name
+
+        raise unknown_name("strategy.zero3_expert_fetch", "ZeRO-3 expert fetch", fetch, ZERO3_EXPERT_FETCHES)
+    return np.where(np.asarray(style.zero3_expert_fetch) != "", str(fetch), "")
 
 
 def _framework_style(strategy, pretraining: bool) -> PerfStyle:
@@ -1368,11 +1393,7 @@ def _expert_loop_excess(x: _Step) -> Any:
     loop = np.asarray(x.fw.moe_expert_loop, bool)
     if not x.model.is_moe or not np.any(loop):
         return 0.0
-    shapes = _shapes(x.model)
-    local = np.maximum(shapes.experts / x.e, 1.0)
-    per_expert_tokens = x.tok * shapes.topk / local * x.training.moe_capacity_factor
-    moe = _moe_passes(x)
-    gpu = compute.expert_forward_time(shapes, per_expert_tokens, x.et, x.r, moe[1] if moe else 1.0)
+    local, gpu = _routed_expert_forward(x)
     vendor = x.system.vendor
     op_s = host_figure("launch_bound_op_s", vendor) or host_figure("launch_bound_op_s", "nvidia")
     trip_s = host_figure("round_trip_s", vendor) or 0.0
@@ -1380,6 +1401,16 @@ def _expert_loop_excess(x: _Step) -> Any:
     per_pass = drain_excess_s(compute.KERNELS["moe_expert_loop_forward"], op_s, gpu, trip_s) + (syncs - 1.0) * trip_s
     share = x.model.moe_layer_count / x.model.layers
     return np.where(loop, share * local * per_pass * (1.0 + x.moe_rerun), 0.0)
+
+
+def _routed_expert_forward(x: _Step) -> tuple[Any, Any]:
+    """(local routed experts of a GPU, forward seconds of one of them over its share of the micro-batch's tokens:
+    tokens x top-k / local experts x capacity factor; compute.expert_forward_time)."""
+    shapes = _shapes(x.model)
+    local = np.maximum(shapes.experts / x.e, 1.0)
+    per_expert_tokens = x.tok * shapes.topk / local * x.training.moe_capacity_factor
+    moe = _moe_passes(x)
+    return local, compute.expert_forward_time(shapes, per_expert_tokens, x.et, x.r, moe[1] if moe else 1.0)
 
 
 def _moe_sync_free(x: _Step) -> bool:
@@ -2021,7 +2052,12 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     # rows without the re-gather (docs/known-gaps.md 51, item f)
     z3_demand = _zero3_on_demand(x, g, mb, z3_ag, z3_rs, lat, p_local)
     if np.any(fw.zero3_prefetch):
-        z3_pre = _prefetched(x, z3_mb, mb.compute, _fsdp_call_edges(x, z3_ag, z3_rs, n_coll))
+        first = _fsdp_call_edges(x, z3_ag, z3_rs, n_coll)
+        z3_pre = _prefetched(x, z3_mb, mb.compute, first)
+        experts = _deepspeed_expert_gathers(x, g, mb, _expert_shard(x, n_esh), ag_b, ag_passes)
+        if experts is not None:  # DeepSpeed's own schedule for transformers' routed experts
+            on, e_comm, e_hides, e_exposed = experts
+            z3_pre = np.where(on, _prefetched(x, z3_mb - e_comm, mb.compute - e_hides, first) + e_exposed, z3_pre)
         z3_exposed_mb = _when(fw.zero3_prefetch, z3_pre, z3_demand)
     else:
         z3_exposed_mb = z3_demand
@@ -2042,6 +2078,42 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     # AutoModel FSDP2Manager.parallelize returns the model unwrapped at world size 1), so it copies nothing
     copies = np.where(n_sh > 1, _fsdp2_copies(x, p_local, ag_b, g.train_frac * x.act, g.train_frac * gb), 0.0)
     return z3_step + np.maximum(hsdp - g.window, bucket_frac * hsdp) + copies
+
+
+def _deepspeed_expert_gathers(x: _Step, g: _Grads, mb: _MicroBatch, expert: tuple, ag_bytes, ag_passes) -> tuple | None:
+    """DeepSpeed ZeRO-3's all-gathers of transformers' routed experts per micro-batch (PerfStyle.zero3_expert_fetch,
+    zero 3 on one pipeline stage): (where it applies, their seconds inside the style's per-unit schedule, the compute
+    that hides them, their exposed seconds); None where no strategy applies it. deepspeedai/DeepSpeed
+    partitioned_param_coordinator.py (00a31c9) fetch_sub_module gathers the parameters of the module whose hook runs,
+    one coalesced all-gather a call, then prefetches the next parameters of the recorded trace up to
+    stage3_prefetch_bucket_size (5e7 elements, zero/config.py), at least one whole parameter: one module ahead where
+    a module is larger (an expert linear of Mixtral-8x7B holds 4096 x 14336 = 5.9e7).
+    - per_expert (4.x: the experts an nn.ModuleList of gated MLPs, each linear a module; every expert runs every step
+      at these token counts, so the trace holds): 3 calls an expert (2 without a gate) and MoE layer per gathered
+      pass, each paying the shard ring's latency, the gather of one expert linear issued behind the compute of the one
+      before: the chain hides behind the experts' own forward, recompute and backward (2 x forward) only.
+    - block (set_z3_leaf_modules on the MoE block, or v5's packed experts module): one call a MoE layer per pass,
+      issued by the block's own hook (the bucket takes at most one parameter of it a module earlier, behind the
+      router's GEMM): exposed whole.
+    The experts' bytes are the style's (`_zero3_collectives`: every routed expert over the expert shard group); only
+    the gathers move (gradients reduce in reduce_bucket_size buckets, 5e8 elements, not per module)."""
+    mode = np.asarray(x.fw.zero3_expert_fetch)
+    if not x.model.is_moe or not np.any(mode != ""):
+        return None
+    mode = np.where(mode == "auto", np.where(np.asarray(x.fw.moe_expert_loop, bool), "per_expert", "block"), mode)
+    n_esh, k_esh, m_esh = expert
+    on = (mode != "") & (x.zero >= 3) & (x.p <= 1) & (g.local_expert > 0)
+    ag_e = comm.all_gather_time(g.local_expert * ag_bytes, n_esh, k_esh, x.r, x.system, m_esh)
+    lat = (n_esh - 1.0) * np.where(n_esh > k_esh, x.system.inter_node_latency_s, x.system.intra_node_latency_s)
+    moe_layers = mb.n_stage * x.model.moe_layer_count / x.model.layers
+    local, fwd_s = _routed_expert_forward(x)
+    linears = 3.0 if x.model.mlp == "swiglu" else 2.0
+    calls = moe_layers * np.where(mode == "per_expert", local * linears, 1.0)
+    e_comm = ag_passes * ag_e
+    gathers = e_comm + ag_passes * calls * lat
+    hides = np.where(mode == "per_expert", moe_layers * local * fwd_s * (3.0 + x.moe_rerun), 0.0)
+    exposed = np.where(mode == "per_expert", _prefetched(x, gathers, hides, 0.0), gathers)
+    return on, np.where(on, e_comm, 0.0), np.where(on, hides, 0.0), exposed
 
 
 def _reentrant_outer_exposed(x: _Step, z3_ag, z3_rs, n_coll, lat, fwd_s) -> np.ndarray:

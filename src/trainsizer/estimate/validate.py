@@ -204,6 +204,7 @@ RULES = (
     "fp8_lm_head_recipe",
     "te_options_framework",
     "experts_implementation_framework",
+    "zero3_expert_fetch_framework",
     "fp8_lm_head_framework",
     "attention_kernel_framework",
     "cudnn_release_part",
@@ -522,11 +523,15 @@ def _local_batch_rules(c: SimpleNamespace) -> _Rules:
 
 
 def _experts_implementation_rules(c: SimpleNamespace) -> _Rules:
-    """transformers' experts backend (strategy.experts_implementation) is stated on a stack that runs transformers'
-    MoE code (EXPERTS_IMPLEMENTATION_FRAMEWORKS)."""
+    """transformers' experts backend (strategy.experts_implementation) and how DeepSpeed ZeRO-3 gathers those experts
+    (strategy.zero3_expert_fetch) are stated on a stack that runs transformers' MoE code
+    (EXPERTS_IMPLEMENTATION_FRAMEWORKS)."""
     stated = getattr(c.strategy, "experts_implementation", None) is None
+    fetch_free = getattr(c.strategy, "zero3_expert_fetch", None) is None
     return {"experts_implementation_framework": _stack_rule(c, stated, EXPERTS_IMPLEMENTATION_FRAMEWORKS,
-                                                            "experts_implementation_framework")}
+                                                            "experts_implementation_framework"),
+            "zero3_expert_fetch_framework": _stack_rule(c, fetch_free, EXPERTS_IMPLEMENTATION_FRAMEWORKS,
+                                                        "zero3_expert_fetch_framework")}
 
 
 def _te_option_rules(c: SimpleNamespace) -> _Rules:
@@ -890,7 +895,8 @@ def valid_mask(model: ModelArch, training: Training, system: System, strategy: S
 # strategy options that act on routed experts only (their dispatch, grouped GEMM and host sync), with the value that
 # means "not stated"; moe_a2a_overlap is refused on a dense model (moe_a2a_overlap_ep)
 MOE_ONLY_OPTIONS = (("moe_dispatcher", "auto"), ("moe_tp_token_split", None), ("moe_fused_grouped_mlp", None),
-                    ("moe_torch_grouped_mm", None), ("moe_sync_free", None), ("experts_implementation", None))
+                    ("moe_torch_grouped_mm", None), ("moe_sync_free", None), ("experts_implementation", None),
+                    ("zero3_expert_fetch", None))
 
 
 def unused_moe_options(model: ModelArch, strategy: Strategy) -> list[str]:

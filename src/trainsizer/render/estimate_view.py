@@ -191,6 +191,10 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
             unstated = t("experts_implementation_default", L) if experts["requested"] is None else ""
             con.print(f"{t('experts_implementation', L)}{t('colon', L)}"
                       f"{t('experts_implementation_' + experts['assumed'], L)}{unstated}")
+        fetch = fw.get("zero3_expert_fetch")
+        if fetch:
+            why = t("zero3_expert_fetch_default", L) if fetch["requested"] is None else ""
+            con.print(f"{t('zero3_expert_fetch', L)}{t('colon', L)}{t('zero3_expert_fetch_' + fetch['assumed'], L)}{why}")
         ckpt = fw.get("checkpoint_impl")
         if ckpt:
             why = t("checkpoint_impl_stack_default", L) if ckpt["requested"] is None else ""

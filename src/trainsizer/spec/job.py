@@ -51,6 +51,7 @@ from trainsizer.names import (
     RECOMPUTE,
     RECOMPUTE_METHODS,
     RECOMPUTE_MODULES,
+    ZERO3_EXPERT_FETCHES,
     optimizer_precisions_for,
 )
 
@@ -81,6 +82,7 @@ CudnnRelease = Literal[CUDNN_RELEASES]
 OptimizerImpl = Literal[OPTIMIZER_IMPLS]
 DdpImpl = Literal[DDP_IMPLS]
 CheckpointImpl = Literal[CHECKPOINT_IMPLS]
+Zero3ExpertFetch = Literal[ZERO3_EXPERT_FETCHES]
 LoraImpl = Literal[LORA_IMPLS]
 OptimizerPrecision = Literal[OPTIMIZER_PRECISIONS]
 
@@ -445,6 +447,11 @@ class StrategySpec(_Strict):
     # sharded unit) | reentrant_outer (around an FSDP unit: transformers <= 4.51's layer loop, FSDP2 hooks); null = the
     # framework's (hf reentrant, torchtitan / torchtune non_reentrant); acts on ZeRO-3 / FSDP time under full recompute
     checkpoint_impl: CheckpointImpl | None = None
+    # how DeepSpeed ZeRO-3 gathers transformers' routed experts (names.ZERO3_EXPERT_FETCHES; framework hf, zero 3
+    # without fsdp): per_expert (each expert linear its own module: 4.x ModuleList experts, no set_z3_leaf_modules) |
+    # block (the MoE block a ZeRO-3 leaf, or v5's packed experts: one gather, at the block's own hook); null = by the
+    # experts implementation (eager: per_expert; grouped_mm: block); time only
+    zero3_expert_fetch: Zero3ExpertFetch | None = None
     # AdamW's states: fp32 (fp32 master + moments) | bf16-moments (fp32 master, bf16 moments: DeepSeek-V3, Megatron-Core's
     # precision-aware optimizer) | bf16 (no master, bf16 moments: Apex DistributedFusedAdam dtype bf16); null = fp32
     optimizer_precision: OptimizerPrecision | None = None
@@ -483,6 +490,9 @@ class StrategySpec(_Strict):
         # stated alone, as a stack option, the search carries it to its FSDP layouts
         if self.checkpoint_impl == "reentrant_outer" and self.fsdp == "none" and "zero" in self.model_fields_set:
             raise ValueError(msg("job_checkpoint_outer_fsdp", fsdp=self.fsdp))
+        # FSDP gathers a whole decoder layer, experts and all, in one unit: the fetch of DeepSpeed's modules is not its
+        if self.zero3_expert_fetch is not None and self.fsdp != "none":
+            raise ValueError(msg("job_zero3_expert_fetch_fsdp", fsdp=self.fsdp))
         if self.local_batch is not None and self.local_batch % self.micro_batch:
             raise ValueError(msg("job_local_batch_micro_batch", local_batch=self.local_batch,
                                  micro_batch=self.micro_batch))

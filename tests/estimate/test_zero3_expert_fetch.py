@@ -1,0 +1,83 @@
+"""strategy.zero3_expert_fetch: how DeepSpeed ZeRO-3 gathers transformers' routed experts
+(step_time._deepspeed_expert_gathers). per_expert = each expert linear its own module (4.x's ModuleList experts):
+one all-gather call each, prefetched one module ahead behind the experts' own compute; block = the MoE block a ZeRO-3
+leaf (set_z3_leaf_modules) or v5's packed experts: one gather a layer, issued at the block's hook, exposed. FSDP's unit
+is the decoder layer (experts inside): untouched. The estimate says which it assumed."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainsizer.catalog import load_catalog
+from trainsizer.errors import TrainsizerError
+from trainsizer.evaluate import evaluate
+from trainsizer.scenario import resolve_job
+
+CAT = load_catalog([])
+
+
+def _job(model: str = "mixtral-8x7b", seq_len: int = 512, **strategy) -> dict:
+    return {"model": model, "method": "full", "data": {"tokens": 1e8}, "seq_len": seq_len,
+            "global_batch": {"sequences": 32}, "precision": "bf16",
+            "hardware": {"accelerator": "h100-sxm-80gb", "count": 32, "network": "ib-ndr400"},
+            "strategy": {"micro_batch": 1, "recompute": "full", "framework": "hf", **strategy}}
+
+
+def _evaluate(**kw) -> dict:
+    return evaluate(resolve_job(_job(**kw), CAT), CAT)
+
+
+def _dp(**kw) -> float:
+    return float(_evaluate(**kw)["time"]["breakdown_s"]["dp_comm"])
+
+
+def test_fsdp_gathers_the_experts_inside_its_layer_unit():
+    """The option is DeepSpeed's: under fsdp it is refused, and the FSDP estimate does not move with the experts
+    implementation's fetch default (one unit a layer either way)."""
+    with pytest.raises(TrainsizerError, match="zero3_expert_fetch"):
+        _dp(fsdp="full", zero3_expert_fetch="per_expert")
+    assert "zero3_expert_fetch" not in _evaluate(fsdp="full", experts_implementation="eager")["framework"]
+
+
+def test_per_expert_calls_cost_their_ring_latency_over_the_layer_unit():
+    """Mixtral at 512 tokens a GPU: the experts' compute (128 tokens an expert) hides little, so DeepSpeed's 24 expert
+    calls a layer add at least their latency over FSDP's one-unit schedule, and a stated leaf (block: one call a
+    layer) sits between."""
+    fsdp = _dp(fsdp="full", experts_implementation="eager", checkpoint_impl="reentrant")
+    per_expert = _dp(zero=3, experts_implementation="eager", zero3_expert_fetch="per_expert")
+    block = _dp(zero=3, experts_implementation="eager", zero3_expert_fetch="block")
+    assert per_expert > block > fsdp
+
+
+def test_the_block_gather_is_exposed_where_compute_would_hide_a_per_expert_chain():
+    """At 16K tokens a GPU an expert's GEMMs outrun its linears' gathers: the per-expert chain hides behind them, the
+    leaf's one gather at the block's hook does not."""
+    per_expert = _dp(seq_len=16384, zero=3, zero3_expert_fetch="per_expert")
+    block = _dp(seq_len=16384, zero=3, zero3_expert_fetch="block")
+    assert block > per_expert
+
+
+def test_a_dense_model_is_unchanged():
+    assert _dp(model="llama-3.1-8b", zero=3, zero3_expert_fetch="per_expert") == _dp(model="llama-3.1-8b", zero=3)
+
+
+def test_unstated_follows_the_experts_implementation_and_is_said():
+    eager = _evaluate(zero=3, experts_implementation="eager")["framework"]["zero3_expert_fetch"]
+    assert eager == {"requested": None, "assumed": "per_expert"}
+    assert _evaluate(zero=3)["framework"]["zero3_expert_fetch"] == {"requested": None, "assumed": "block"}
+    stated = _evaluate(zero=3, experts_implementation="eager", zero3_expert_fetch="block")["framework"]
+    assert stated["zero3_expert_fetch"] == {"requested": "block", "assumed": "block"}
+    assert _dp(zero=3, experts_implementation="eager") == _dp(zero=3, experts_implementation="eager",
+                                                              zero3_expert_fetch="per_expert")
+    assert "zero3_expert_fetch" not in _evaluate(model="llama-3.1-8b", zero=3)["framework"]
+    assert "zero3_expert_fetch" not in _evaluate(zero=2)["framework"]
+
+
+def test_outside_transformers_stacks_it_is_refused_with_the_rule():
+    with pytest.raises(TrainsizerError, match="zero3_expert_fetch"):
+        _dp(framework="deepspeed", zero=3, zero3_expert_fetch="block")
+
+
+def test_an_unknown_value_is_refused_with_the_allowed_ones():
+    with pytest.raises(TrainsizerError, match="per_expert"):
+        _dp(zero=3, zero3_expert_fetch="per_module")
