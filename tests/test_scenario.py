@@ -247,3 +247,19 @@ def test_torchtune_packs_next_fit_and_says_so(catalog):
                           "strategy": {**JOB["strategy"], "framework": "torchtune"}}, catalog)
     assert wider.training.pack_fill < capped.training.pack_fill <= 1.0
     assert (1.0 - capped.training.pack_fill) * 4096 < 512
+
+
+@pytest.mark.parametrize("method", ["lora", "qlora", "full"])
+def test_an_adapter_job_says_what_its_mfu_counts(method):
+    """MFU for LoRA / QLoRA is model FLOPs of 2 x the forward (no weight gradients of the frozen base), which differs
+    from the 6N convention some tools report: the job's notes say which it is, and by how much the other reads."""
+    from trainsizer.messages import msg
+
+    job = {**JOB, "method": method, "data": {"tokens": 1e8}, "global_batch": {"sequences": 64}}
+    notes = resolve_job(job, load_catalog()).notes
+    said = [n for n in notes if "6N" in n]
+    if method == "full":
+        assert said == []
+    else:
+        assert said == [msg("note_mfu_adapters", method=method)]
+        assert "1.5 x" in said[0] and "2 x the forward" in said[0]

@@ -213,6 +213,8 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Catalog,
         notes.append(msg("note_unpacked_samples", mean=f"{training.sample_mean_tokens:g}",
                          sigma=f"{training.sample_sigma:g}", cap=f"{training.row_cap:g}",
                          real=f"{training.sample_tokens:.0f}"))
+    if not training.trains_base_weights:  # what MFU counts for adapters (flops.model_flops_per_token)
+        notes.append(msg("note_mfu_adapters", method=training.method))
     if training.pack_fill < 1.0:
         notes.append(msg("note_next_fit_packing", framework=job.strategy.framework, seq_len=job.seq_len,
                          mean=f"{job.data.avg_tokens:g}", sigma=f"{job.data.length_sigma or 0.0:g}",

@@ -76,7 +76,9 @@ def test_dropout_sits_on_the_input_under_peft_and_on_the_output_under_automodel(
     assert auto / peft == pytest.approx(w_out / w_in, rel=0.05)
     # and the whole of it: the stream plus a dropout kernel each way per adapted linear and layer
     kernels = 32 * 2 * len(ALL)
-    assert compute.stream_time(32 * TOKENS * 5 * w_out * 2, _rates(), kernels=kernels) == pytest.approx(auto)
+    # to within the host's soft maximum over the layer's GPU work, which the dropout joins (step_time._host_excess:
+    # microseconds of the 23 ms)
+    assert compute.stream_time(32 * TOKENS * 5 * w_out * 2, _rates(), kernels=kernels) == pytest.approx(auto, rel=1e-3)
 
 
 def _rates():

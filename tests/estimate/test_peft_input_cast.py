@@ -65,7 +65,9 @@ def test_the_hf_style_runs_peft_and_the_others_do_not():
 def test_hf_lora_pays_the_counted_cast_on_every_adapter_input(recompute, forwards):
     on, r = _run(_training(), recompute=recompute)
     off, _ = _run(_training(), flag=False, recompute=recompute)
-    assert on - off == pytest.approx(_cast_seconds(r, forwards), rel=1e-6)
+    # to within the host's issue of the cast kernels, which the soft maximum over the layer takes in (step_time.
+    # _adapter_host_s, _host_excess: a tenth of a percent here)
+    assert on - off == pytest.approx(_cast_seconds(r, forwards), rel=3e-3)
     # 8B, all seven linears, 4,096 tokens on an H100: tens of milliseconds, not a rounding error
     assert on - off > 0.02
 

@@ -308,6 +308,9 @@ class PerfStyle:
     # torchtitan), so with more than one row per micro-batch each TP all-gather is followed by a chunk-cat copy into
     # [batch, seq] order and each reduce-scatter's input is chunk-cat into rank order (_sp_layout_copies)
     sp_dim1_copies: bool = False
+    # QLoRA's base layers are bitsandbytes Linear4bit with double quantisation: each dequantisation runs
+    # kernels.nf4_dequantise_nested kernels (_layer_time, _adapter_host_s)
+    bnb_nested_dequant: bool = False
 
     def __post_init__(self) -> None:
         if not np.all(np.isin(self.attention_kernel, ATTENTION_KERNELS)):
@@ -874,19 +877,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
         d_fwd, d_bwd = compute.fp8_lm_head_delta(_shapes(model), x.tok, t, training.trains_base_weights, r,
                                                  _fp8_weight_casts(x))
         lt = dataclasses.replace(lt, head_fwd=lt.head_fwd + d_fwd, head_bwd=lt.head_bwd + d_bwd)
-    layer_mb = lt.fwd + lt.bwd
-    if training.method == "qlora":
-        # NF4 weights are dequantised to 16-bit before every use (forward, backward, recompute): read 0.5 B,
-        # write 2 B per weight element (Dettmers et al. 2023, QLoRA s3; bitsandbytes dequantize kernel).
-        # Weight elements per average layer on this GPU: the dense GEMMs and every local expert (each one
-        # that receives tokens is dequantised, not only a token's top-k).
-        passes = 2.0 + x.full_share
-        lf = layer_flops(model)
-        dense_w = (lf.gemm() - lf.experts) / 2.0 / model.layers
-        expert_w = _param_split(model)[1] / model.layers
-        gemm_w = dense_w / t + expert_w / (x.et * x.e)
-        layer_mb = layer_mb + passes * compute.stream_time(gemm_w * (0.5 + 2.0), r,
-                                                          kernels=compute.KERNELS["nf4_dequantise"])
+    layer_mb = lt.fwd + lt.bwd + _nf4_dequant_time(x)
     return lt, (layer_mb + _lora_adapters(x) + _expert_bias_time(x) + _activation_clamp_time(x) + _rope_unfused_time(x)
                 + _sp_layout_copies(x) + _eager_swiglu_backward_time(x) + _amp_fp32_weights_time(x))
 
@@ -923,6 +914,55 @@ def _amp_fp32_weights_time(x: _Step) -> Any:
     cast = compute.stream_time(weights * b["weight_cast"], x.r, kernels=n_lin)
     passes = 1.0 + x.full_share
     return np.where(on, passes * (ew + cast) + 2.0 * ew + cast, 0.0)
+
+
+def _nf4_dequant_time(x: _Step) -> Any:
+    """Seconds per average layer and micro-batch of QLoRA's dequantisation (0 otherwise): NF4 weights are dequantised
+    to 16-bit before every use (forward, backward, recompute): read 0.5 B, write 2 B per weight element (Dettmers et
+    al. 2023, QLoRA s3; bitsandbytes dequantize kernel). Weight elements per average layer on this GPU: the dense GEMMs
+    and every local expert (each one that receives tokens is dequantised, not only a token's top-k)."""
+    if x.training.method != "qlora":
+        return 0.0
+    model = x.model
+    passes = 2.0 + x.full_share
+    lf = layer_flops(model)
+    dense_w = (lf.gemm() - lf.experts) / 2.0 / model.layers
+    expert_w = _param_split(model)[1] / model.layers
+    gemm_w = dense_w / x.t + expert_w / (x.et * x.e)
+    return passes * compute.stream_time(gemm_w * (0.5 + 2.0), x.r,
+                                        kernels=compute.KERNELS["nf4_dequantise"] * _nf4_kernels(x))
+
+
+def _nf4_kernels(x: _Step) -> Any:
+    """Kernels of one NF4 weight's dequantisation: bitsandbytes' double quantisation (perf style bnb_nested_dequant)
+    dequantizes the absmax and adds its offset first (kernels.nf4_dequantise_nested), other 4-bit layers 1."""
+    return np.where(np.asarray(x.fw.bnb_nested_dequant, bool), compute.KERNELS["nf4_dequantise_nested"], 1.0)
+
+
+def _adapter_host_s(x: _Step) -> Any:
+    """Host seconds per average layer and micro-batch of the kernels an eager layer's LoRA adapters (the job's
+    implementation's counts with PEFT's fp32 input casts, _peft_cast_counts; dropout) and QLoRA's NF4 dequantisations add beyond a base
+    layer's (host_s_per_layer_pass), each issued from Python one by one at the vendor's launch-bound eager op
+    (perf_constants.yaml host_sync launch_bound_op_s; NVIDIA's where the vendor has none): forward, the recompute's
+    forward and backward. PEFT runs four more ops per adapted linear beside the base GEMM (peft/tuners/lora/layer.py
+    Linear.forward: lora_A, lora_B, the scaling, the add); bitsandbytes' MatMul4Bit dequantizes in the forward and
+    again in the backward (autograd/_functions.py). A compiled layer (Inductor's wrapper launches its kernels without
+    the dispatcher) and CUDA graphs, per layer or of the whole iteration (the adapters are captured in them), add
+    nothing."""
+    if x.cuda_graphs != "none":
+        return 0.0
+    n_lin = lora_adapted_widths(x.model, x.training)[4]
+    ops = 0.0
+    if n_lin > 0:
+        lc = x.k.raw["lora"]
+        c = _peft_cast_counts(x, lc["impls"].get(x.training.lora_impl, lc), lc)  # PEFT's input casts included
+        drop = float(x.training.lora_dropout > 0)
+        ops = n_lin * ((c["fwd_kernels"] + drop) * (1.0 + x.full_share) + c["bwd_kernels"] + drop)
+    if x.training.method == "qlora":
+        ops = ops + compute.KERNELS["nf4_dequantise"] * _nf4_kernels(x) * (2.0 + x.full_share)
+    eager = ~((np.asarray(x.a["torch_compile"]) > 0) & ~np.asarray(x.fw.fused_kernels, bool))
+    op_s = host_figure("launch_bound_op_s", x.system.vendor) or host_figure("launch_bound_op_s", "nvidia")
+    return np.where(eager, ops * op_s, 0.0)
 
 
 def _chunked_nll_time(x: _Step, lt: compute.LayerTimes) -> Any:
@@ -1351,15 +1391,19 @@ def _tp_collectives_per_pass(x: _Step) -> tuple[Any, Any]:
 
 def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> np.ndarray:
     """Host-bound regime: the CPU issues a layer's kernels no faster than host_s_per_layer_pass per pass
-    (forward 1, recompute forward 1, backward 2 passes). GPU and host time of a layer combine as a soft
-    maximum (gpu^q + host^q)^(1/q) (imperfect CPU run-ahead near the cross-over); returns the excess."""
-    gpu_layer = lt.fwd + lt.bwd + tp_per_layer
+    (forward 1, recompute forward 1, backward 2 passes), and the kernels its adapters and 4-bit dequantisations add
+    (_adapter_host_s). GPU and host time of a layer combine as a soft maximum (gpu^q + host^q)^(1/q) (imperfect CPU
+    run-ahead near the cross-over), the GPU's being the layer's GEMMs, attention and element-wise passes and its
+    adapters' and dequantisations' work (whose issue the host time holds); returns the excess. The layer's other
+    eager extras (expert biases, clamps, unfused RoPE, layout copies) stay outside it (docs/known-gaps.md 79, what is left)."""
+    gpu_layer = lt.fwd + lt.bwd + tp_per_layer + _lora_adapters(x) + _nf4_dequant_time(x)
     q = x.k.host_gpu_blend_norm
     # a full-iteration CUDA graph (strategy.cuda_graphs) replays the step's forward-backward as one graph: the host
     # issues no layer's kernels (per-layer graphs still replay layer by layer from Python, so they keep the floor)
     host_layer = 0.0 if x.cuda_graphs == "full_iteration" else x.k.host_s_per_layer_pass * (3.0 + x.full_share)
     if x.model.is_hybrid:  # a hybrid layer is one block (M, *, - or E), about half a transformer layer's kernels
         host_layer = 0.5 * host_layer
+    host_layer = host_layer + _adapter_host_s(x)
     blend = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer
     if not x.model.is_moe or not np.any(x.fw.moe_host_sync) or _moe_sync_free(x):
         return blend
