@@ -14,7 +14,7 @@ from trainsizer.estimate.calibration import load_constants
 from trainsizer.estimate.flops import layer_flops
 from trainsizer.estimate.inputs import Strategy, Training
 
-from .test_perf_common import h100_cluster, llama8b, mixtral
+from .test_perf_common import h100_cluster, llama8b, mixtral, step_and_layer_rates
 
 TOKENS = 2 * 2048
 
@@ -28,19 +28,7 @@ def _run(training: Training, flag: bool = True, model=None, **kw) -> tuple:
     """(step seconds, the job's rates) of a one-GPU hf job with the style's amp_fp32_weights as `flag`."""
     style = dataclasses.replace(step_time.perf_style("hf"), amp_fp32_weights=flag)
     st = Strategy(**({"dp": 1, "micro_batch": 2, "recompute": "none", "framework": "hf", "torch_compile": False} | kw))
-    seen = []
-    real = step_time._layer_time
-
-    def spy(x):
-        seen.append(x.r)
-        return real(x)
-
-    step_time._layer_time = spy
-    try:
-        out = step_time.step_time_arrays(model or llama8b(), training, h100_cluster(1), st, framework_style=style)
-    finally:
-        step_time._layer_time = real
-    return float(out["step_s"]), seen[0]
+    return step_and_layer_rates(model or llama8b(), training, h100_cluster(1), st, style)
 
 
 def _counted(r, forwards: float) -> float:

@@ -15,7 +15,7 @@ from trainsizer.estimate.calibration import load_constants
 from trainsizer.estimate.inputs import Strategy, Training
 from trainsizer.estimate.model_states import lora_adapted_widths
 
-from .test_perf_common import h100_cluster, llama8b
+from .test_perf_common import h100_cluster, llama8b, step_and_layer_rates
 
 ALL = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 TOKENS = 2 * 2048
@@ -30,19 +30,7 @@ def _run(training: Training, flag: bool = True, compiled: bool = False, recomput
     """(step seconds, the job's rates) of a one-GPU hf job with the style's peft_fp32_input_cast as `flag`."""
     style = dataclasses.replace(step_time.perf_style("hf"), peft_fp32_input_cast=flag)
     st = Strategy(dp=1, micro_batch=2, recompute=recompute, framework="hf", torch_compile=compiled)
-    seen = []
-    real = step_time._layer_time
-
-    def spy(x):
-        seen.append(x.r)
-        return real(x)
-
-    step_time._layer_time = spy
-    try:
-        out = step_time.step_time_arrays(llama8b(), training, h100_cluster(1), st, framework_style=style)
-    finally:
-        step_time._layer_time = real
-    return float(out["step_s"]), seen[0]
+    return step_and_layer_rates(llama8b(), training, h100_cluster(1), st, style)
 
 
 def _cast_seconds(r, forwards: float) -> float:
