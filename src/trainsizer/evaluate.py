@@ -523,7 +523,18 @@ def framework_assumed(scenario: Scenario) -> dict[str, Any]:
     out = out | {"assumes": assumptions(out["assumed"])}
     out = out | _moe_dispatcher(scenario, out["perf_style"]) | _experts_implementation(scenario, out["assumed"])
     return (out | _checkpoint_impl(scenario, out["perf_style"]) | _zero3_engine(scenario, out["perf_style"])
-            | _zero3_expert_fetch(scenario, out))
+            | _zero3_expert_fetch(scenario, out) | _torch_compile(scenario, out["perf_style"]))
+
+
+def _torch_compile(scenario: Scenario, style: str) -> dict[str, Any]:
+    """{"torch_compile": {"requested": None, "assumed": True}} where the job leaves strategy.torch_compile unstated
+    (timed compiled, its default) on a stack that runs eager unless asked (PerfStyle.compiles_by_default false: the
+    HF Trainer), so the output says which it timed; {} where the job states it or the stack compiles by default."""
+    spec = getattr(scenario.job, "strategy", None)
+    stated = spec is not None and "torch_compile" in spec.model_fields_set
+    if stated or perf_style(style).compiles_by_default or not scenario.strategy.torch_compile:
+        return {}
+    return {"torch_compile": {"requested": None, "assumed": True}}
 
 
 def _zero3_engine(scenario: Scenario, style: str) -> dict[str, Any]:

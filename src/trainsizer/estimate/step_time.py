@@ -139,6 +139,9 @@ class PerfStyle:
     # overrides): reentrant_outer re-gathers each FSDP unit and loses the backward prefetch under full recompute
     # (_reentrant_outer_exposed); the other two schedule ZeRO-3 / FSDP alike
     checkpoint_impl: str = "non_reentrant"
+    # whether the stack compiles (fuses element-wise work) when its user does not ask: false where it runs eager by
+    # default (HF Trainer); the estimate then says it timed a job that leaves strategy.torch_compile unstated compiled
+    compiles_by_default: bool = True
     # how DeepSpeed ZeRO-3 (zero 3 without fsdp) gathers the stack's routed experts (names.ZERO3_EXPERT_FETCHES;
     # strategy.zero3_expert_fetch overrides): "" = inside the style's gathered unit (every stack that runs its own MoE
     # modules, and FSDP); "auto" = as transformers' modules are built: per_expert under its 4.x eager loop (ModuleList

@@ -202,6 +202,8 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
         engine = fw.get("zero3_engine")
         if engine:
             con.print(f"{t('zero3_engine', L)}{t('colon', L)}{t('zero3_engine_' + engine['assumed'], L)}")
+        if fw.get("torch_compile"):
+            con.print(f"{t('torch_compile_assumed', L)}{t('colon', L)}{t('torch_compile_unstated', L)}")
     if result.get("memory"):
         _memory(con, result["memory"], L)
     if result.get("time"):
