@@ -69,9 +69,9 @@ class SleepLoad(burnin.GemmLoad):
     """GemmLoad with a sleep for a GPU batch: GPU 1 takes long to allocate."""
 
     def __init__(self, warm_s):
-        super().__init__(n=2)
+        torch = type("T", (), {"cuda": type("C", (), {"device_count": staticmethod(lambda: len(warm_s))})})
+        super().__init__(n=2, torch=torch)
         self.warm_s = warm_s
-        self.torch = type("T", (), {"cuda": type("C", (), {"device_count": staticmethod(lambda: len(warm_s))})})
         self.batches = {i: 0 for i in range(len(warm_s))}
 
     def _operands(self, i):
