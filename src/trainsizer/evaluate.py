@@ -215,9 +215,7 @@ def host_ram_fixed(catalog: Catalog, system: Any) -> bool:
     is not extensible (Server.ram_extensible False: Grace LPDDR5X on a GB200 tray's board; GB300's SOCAMM
     modules are replaceable, so unknown there). The price, the bill of
     materials and the node block's risk read this one test."""
-    acc = catalog.accelerator(system.accelerator)
-    servers = catalog.servers_for(acc.id) if module_part(acc) else []
-    return bool(servers) and all(s.ram_extensible is False for s in servers)
+    return host_ram_extensible(catalog, system) is False
 
 
 def host_ram_extensible(catalog: Catalog, system: Any) -> bool | None:
