@@ -6,8 +6,9 @@ estimate.accuracy.job_class, the function a user's job goes through), and writes
 statistics to src/trainsizer/estimate/data/accuracy_bands.yaml, which the estimate and the plan report beside their
 figures.
 
-Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..31, perf_mlperf, perf_mlperf6,
-perf_mbridge26, perf_hybrid, perf_amd, perf_finetune, finetune_heldout, perf_external, perf_papers. The development
+Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..33, perf_mlperf, perf_mlperf6,
+perf_mbridge26, perf_hybrid, perf_amd, perf_finetune, finetune_heldout, perf_device_hf (our own H200 runs),
+perf_external, perf_papers. The development
 set (perf_validation, perf_modern, perf_vtrain, perf_blackwell, memory_*) is NOT used: constants were fitted on it, so
 its errors understate what a new job sees. The pair checks (fp8_pairs, nvfp4_pairs) score ratios, not runs: not used.
 
@@ -110,6 +111,7 @@ def collect() -> list[Row]:
 
     import finetune_heldout as fh
     import perf_amd
+    import perf_device_hf
     import perf_external as pe
     import perf_finetune as pf
     import perf_heldout as ph
@@ -119,6 +121,8 @@ def collect() -> list[Row]:
     import perf_heldout29 as h29
     import perf_heldout30 as h30
     import perf_heldout31 as h31
+    import perf_heldout32 as h32
+    import perf_heldout33 as h33
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -131,6 +135,7 @@ def collect() -> list[Row]:
     out += _heldout_style("perf_heldout29", h29.run_all(), models)
     out += _heldout_style("perf_heldout30", h30.run_all(), models)
     out += _heldout_style("perf_heldout31", h31.run_all(), models)
+    out += _heldout_style("perf_heldout32", h32.run_all(), models)
     out += _heldout_style("perf_papers", pp.run_all(), pp.models())
     out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)
     out += _tokens_style("perf_heldout26", h26.automodel_cases(), h26.automodel_rows(), h26.automodel_job)
@@ -143,10 +148,13 @@ def collect() -> list[Row]:
     out += _tokens_style("perf_mlperf6", m6.cases(), m6.rows(), m6.job)
     out += _tokens_style("perf_mbridge26", mb.cases(), mb.rows(), mb.job)
     out += _tokens_style("perf_hybrid", perf_hybrid.cases(), perf_hybrid.rows(), perf_hybrid.job)
+    out += _tokens_style("perf_heldout33", h33.amd_cases(), h33.amd_rows(), h26.mlperf_job)
+    out += _tokens_style("perf_heldout33", h33.nvidia_cases(), h33.nvidia_rows(), h26.mlperf_nvidia_job)
     out += _case_style("perf_amd", perf_amd.cases(), list(csv.DictReader(perf_amd.DATA.open(encoding="utf-8"))),
                        perf_amd.job)
     out += _case_style("perf_mlperf", perf_mlperf.cases(), perf_mlperf._rows(), perf_mlperf.job)
     out += _case_style("finetune_heldout", fh.cases(), list(csv.DictReader(fh.DATA.open(encoding="utf-8"))), fh.job)
+    out += _case_style("perf_device_hf", *perf_device_hf.cases(), fh.job)
     pf_rows = list(csv.DictReader(pf.DATA.open(encoding="utf-8")))
     out += _tokens_style("perf_finetune", [(rid, "", m, p) for rid, m, p in pf.cases()], pf_rows, pf.job)
     cat = load_catalog()
