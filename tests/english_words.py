@@ -23,7 +23,7 @@ CANN DeepSpeed FSDP FSDP2 PEFT Trainer Hugging Face Megatron Core NeMo Bridge to
 Engine DDP Adafactor AdamW Adam Float8 MXFP8 NVIDIA Huawei Ascend Hopper Blackwell Ampere Gemma Llama Qwen
 DeepSeek Mamba RWKV JSON YAML UTF GELU SwiGLU RMSNorm DualPipe FlashAttention Liger Apex cuDNN NVSHMEM DeepEP
 SHARP GPUDirect RDMA Young Daly Chinchilla Korthikanti Narayanan trainsizer config preset presets true false RoPE YYYY DTensor torchao
-HTML HTTP Markdown Excel SQLite CoreWeave
+HTML HTTP Markdown Excel SQLite CoreWeave transformers
 """.split())
 
 _WORD = re.compile(r"[A-Za-z]{4,}")

@@ -124,3 +124,41 @@ def test_no_sdpa_note_where_the_model_runs_flexattention():
     assert not any("AOTriton" in n for n in notes(None))
     assert not any("AOTriton" in n for n in notes("flex"))
     assert any("AOTriton" in n for n in notes("sdpa"))
+
+
+def _hf_notes(accelerator: str, lang: str = "en", **strategy) -> list[str]:
+    from trainsizer.messages import tr
+
+    job = {"model": "llama-3.1-8b", "method": "lora", "data": {"tokens": 1e8}, "seq_len": 2048,
+           "global_batch": {"sequences": 8}, "hardware": {"accelerator": accelerator, "count": 1},
+           "strategy": {"micro_batch": 2, "framework": "hf", **strategy}}
+    sc = resolve_job(job, load_catalog())
+    return [str(tr(n, lang)) for n in estimate_time(sc.model, sc.training, sc.system, sc.strategy).notes]
+
+
+def test_the_estimate_says_sdpa_runs_cudnn_first_on_datacenter_hopper_and_blackwell():
+    """PyTorch's SDPA dispatch (sdp_utils.cpp check_prefer_cudnn_attention) runs cuDNN first on sm90 / sm100 parts
+    under torch 2.9 and >= 2.11, FA2 elsewhere: a torchtitan (sdpa) job there is told how to state it; not on an
+    A100, an Ada card or an AMD part, nor once the job states native."""
+    k = load_constants()
+    for part in ("h100-sxm-80gb", "h200-sxm-141gb", "h800-sxm-80gb", "h20", "gh200-96gb", "b200", "gb300"):
+        assert k.sdpa_cudnn_first(part), part
+    for part in ("a100-sxm-80gb", "rtx-4090", "l40s", "rtx-5090", "mi300x"):
+        assert not k.sdpa_cudnn_first(part), part
+    said = [n for n in _notes("h100-sxm-80gb") if "cuDNN" in n]
+    assert len(said) == 1 and "torch 2.9" in said[0] and "attention_kernel native" in said[0]
+    assert not any("cuDNN" in n for n in _notes("h100-sxm-80gb", "native"))
+    assert not any("cuDNN" in n for n in _notes("a100-sxm-80gb"))
+
+
+def test_an_hf_job_is_told_transformers_default_sdpa_runs_cudnn_there():
+    """The hf style times flash_attention_2 (PerfStyle.library_attention_kernel sdpa: transformers' own default):
+    unstated on an H200 the estimate says so in en and zh; a stated kernel, or an A100, says nothing of it."""
+    assert perf_style("hf").library_attention_kernel == "sdpa" and perf_style("hf").attention_kernel == "fa2"
+    said = [n for n in _hf_notes("h200-sxm-141gb") if "cuDNN" in n]
+    assert len(said) == 1 and "flash_attention_2" in said[0] and "attention_kernel native" in said[0]
+    for stated in ("fa2", "native", "sdpa"):
+        notes = [n for n in _hf_notes("h200-sxm-141gb", attention_kernel=stated) if "transformers' own default" in n]
+        assert not notes, stated
+    assert not any("cuDNN" in n for n in _hf_notes("a100-sxm-80gb"))
+    assert any("cuDNN 融合注意力" in n and "attention_kernel native" in n for n in _hf_notes("h200-sxm-141gb", "zh"))

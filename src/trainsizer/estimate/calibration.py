@@ -44,6 +44,8 @@ class PerfConstants:
     # 16-bit peak and backward / forward time (attention.flash_efficiency_sdpa, flash_bwd_over_fwd_sdpa)
     flash_efficiency_sdpa: dict[str, float]
     flash_bwd_over_fwd_sdpa: dict[str, float]
+    # NVIDIA families whose SDPA dispatch runs cuDNN first under torch 2.9 / >= 2.11 (attention.sdpa_cudnn_first)
+    sdpa_cudnn_families: tuple[str, ...]
     flash_efficiency_flex: dict[str, float]  # FlexAttention's Triton template, where measured (attention section)
     flex_bwd_over_fwd: dict[str, float]  # its backward / forward time, where measured
     flash_bwd_over_fwd: float
@@ -145,6 +147,11 @@ class PerfConstants:
         """The SDPA figures of a part as a note states them: {"share": "25%", "bwd": "7.0"}."""
         return {"share": f"{self.flash_fraction(accelerator, 'sdpa'):.0%}",
                 "bwd": f"{self.flash_bwd_ratio(accelerator, 'sdpa'):.1f}"}
+
+    def sdpa_cudnn_first(self, accelerator: str) -> bool:
+        """Whether PyTorch's SDPA runs cuDNN's fused attention before FlashAttention-2 on this part under torch 2.9 and
+        >= 2.11 (datacenter Hopper / Blackwell, attention.sdpa_cudnn_first); FA2 first elsewhere and in other releases."""
+        return _family_entry(dict.fromkeys(self.sdpa_cudnn_families, True), accelerator, False)
 
     def flex_own_rate(self, accelerator: str) -> bool:
         """Whether FlexAttention's Triton template runs at a figure measured on this part (attention.
@@ -327,6 +334,7 @@ def load_constants() -> PerfConstants:
         triton_bwd_over_fwd_vs_fa2=float(a["triton_bwd_over_fwd_vs_fa2"]),
         flash_efficiency_sdpa={str(k): float(v) for k, v in a["flash_efficiency_sdpa"].items()},
         flash_bwd_over_fwd_sdpa={str(k): float(v) for k, v in a["flash_bwd_over_fwd_sdpa"].items()},
+        sdpa_cudnn_families=tuple(str(k) for k in a["sdpa_cudnn_first"]),
         flash_efficiency_flex={str(k): float(v) for k, v in a["flash_efficiency_flex"].items()},
         flex_bwd_over_fwd={str(k): float(v) for k, v in a["flex_bwd_over_fwd"].items()},
         flash_bwd_over_fwd=float(a["flash_bwd_over_fwd"]),

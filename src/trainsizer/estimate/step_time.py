@@ -142,6 +142,10 @@ class PerfStyle:
     # whether the stack compiles (fuses element-wise work) when its user does not ask: false where it runs eager by
     # default (HF Trainer); the estimate then says it timed a job that leaves strategy.torch_compile unstated compiled
     compiles_by_default: bool = True
+    # the kernel the stack's library runs where its user names none, when the style times another (hf: transformers'
+    # attn_implementation defaults to sdpa, the style times flash_attention_2): the estimate then says which SDPA
+    # runs on the part (_sdpa_cudnn_note); "" = the style's kernel is the library's default
+    library_attention_kernel: str = ""
     # how DeepSpeed ZeRO-3 (zero 3 without fsdp) gathers the stack's routed experts (names.ZERO3_EXPERT_FETCHES;
     # strategy.zero3_expert_fetch overrides): "" = inside the style's gathered unit (every stack that runs its own MoE
     # modules, and FSDP); "auto" = as transformers' modules are built: per_expert under its 4.x eager loop (ModuleList
@@ -2578,7 +2582,9 @@ def estimate_time(model: ModelArch, training: Training, system: System, strategy
     f = {key: float(np.asarray(val).reshape(-1)[0]) for key, val in out.items()}
     gpus = int(round(f["gpus"]))
     pretraining = training.method in ("pretrain", "cpt")
-    notes = tuple(warnings) + _sdpa_note(system, attention_kernel_of(strategy, model, framework_style, pretraining))
+    kernel = attention_kernel_of(strategy, model, framework_style, pretraining)
+    notes = (tuple(warnings) + _sdpa_note(system, kernel)
+             + _sdpa_cudnn_note(system, kernel, strategy, _style(strategy, framework_style, pretraining)))
     if memory_note:
         notes += _memory_note(model, training, system, strategy)
     # whole steps: a run is never shorter than the steps it takes (a partial last batch is one more step)
@@ -2626,6 +2632,22 @@ def _sdpa_note(system: System, kernel: str) -> tuple[str, ...]:
     if kernel != "sdpa" or not k.sdpa_own_rate(system.accelerator):
         return ()
     return (msg("note_sdpa_rocm", accelerator=system.accelerator, **k.sdpa_rate_words(system.accelerator)),)
+
+
+def _sdpa_cudnn_note(system: System, kernel: str, strategy: Any, fw: PerfStyle) -> tuple[str, ...]:
+    """On a datacenter Hopper / Blackwell part PyTorch's SDPA runs cuDNN's fused attention first under torch 2.9 and
+    >= 2.11, FlashAttention-2's kernels under 2.5.1-2.8 and 2.10 (sdp_utils.cpp check_prefer_cudnn_attention;
+    perf_constants.yaml attention.sdpa_cudnn_first); the estimate has no torch-release input, so it says which it
+    timed and how to state the other: for kernel sdpa (timed at FA2's figures), and for a style that times FA2 where
+    its library's default is sdpa (hf: transformers' attn_implementation) and the job named no kernel."""
+    if not load_constants().sdpa_cudnn_first(system.accelerator):
+        return ()
+    if kernel == "sdpa":
+        return (msg("note_sdpa_cudnn_first", accelerator=system.accelerator),)
+    library = str(np.asarray(fw.library_attention_kernel).reshape(-1)[0])
+    if kernel == "fa2" and library == "sdpa" and getattr(strategy, "attention_kernel", None) is None:
+        return (msg("note_library_sdpa_cudnn_first", accelerator=system.accelerator),)
+    return ()
 
 
 def _memory_note(model: ModelArch, training: Training, system: System, strategy) -> tuple[str, ...]:

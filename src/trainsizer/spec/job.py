@@ -444,8 +444,10 @@ class StrategySpec(_Strict):
     # null = the framework's (hf torch, megatron / megatron-core megatron)
     ddp_impl: DdpImpl | None = None
     # how activation checkpointing re-runs a layer (names.CHECKPOINT_IMPLS): non_reentrant | reentrant (inside the
-    # sharded unit) | reentrant_outer (around an FSDP unit: transformers <= 4.51's layer loop, FSDP2 hooks); null = the
-    # framework's (hf reentrant, torchtitan / torchtune non_reentrant); acts on ZeRO-3 / FSDP time under full recompute
+    # sharded unit: transformers 4.52-4.x, Axolotl, LLaMA-Factory) | reentrant_outer (around an FSDP unit: transformers
+    # <= 4.51's layer loop, FSDP2 hooks); null = the framework's (hf non_reentrant: transformers >= 5's
+    # gradient_checkpointing_enable; torchtitan / torchtune non_reentrant); acts on ZeRO-3 / FSDP time under full
+    # recompute
     checkpoint_impl: CheckpointImpl | None = None
     # how DeepSpeed ZeRO-3 gathers transformers' routed experts (names.ZERO3_EXPERT_FETCHES; framework hf, zero 3
     # without fsdp): per_expert (each expert linear its own module: 4.x ModuleList experts, no set_z3_leaf_modules) |

@@ -31,7 +31,7 @@ CUDA ROCm CANN busbw Young Daly Lustre GPFS BeeGFS WEKA VAST EXAScaler Storage S
 Tier OpenSM trainsizer accept plan json yaml schema Matplotlib Mermaid NVIDIA Intel Gaudi Habana composable_kernel
 Volta Ampere Hopper Blackwell Spectrum Quantum OSFP QSFP AOCs NVSwitch IMEX delta sqrt full none auto adamw
 selective rent either buy lora qlora pretrain bf16 fp16 fp8 nvidia Adam amdgpu SynapseAI
-Thakur rank ranks wheel wheels Excel Markdown Trainer torchtune torchtitan
+Thakur rank ranks wheel wheels Excel Markdown Trainer torchtune torchtitan cuDNN SDPA sdpa
 Neoverse Grace Vera Kunpeng Xeon EPYC Platinum ConnectX SuperNIC BlueField
 """.split())
 
