@@ -81,6 +81,22 @@ def host_per_layer_s(local_experts: float) -> tuple[float, float]:
     return k.host_s_per_layer_pass * PASSES, local_experts * per_expert
 
 
+def unfused_host_s(row: dict[str, str], shape: dict[str, Any]) -> float:
+    """Host calls a MoE layer's forward adds where the row states the router / permutation unfused (strategy_extra
+    moe_router_fusion / moe_permute_fusion false; step_time._moe_unfused_host, perf_constants.yaml kernels:
+    moe_*_unfused_host_fwd), at AMD's launch-bound op, over the MoE layers' share; the syncs' round trips are in the
+    syncs column."""
+    extra, k = row["strategy_extra"], compute.KERNELS
+    calls = 0.0
+    if "moe_router_fusion=false" in extra:
+        calls += k["moe_router_unfused_host_fwd"]
+        calls += k["moe_router_unfused_grouped_host_fwd"] if shape.get("expert_groups", 1) > 1 else 0.0
+    if "moe_permute_fusion=false" in extra:
+        calls += k["moe_permute_unfused_host_fwd"]
+    share = (shape["layers"] - shape["dense_layers"]) / shape["layers"]
+    return share * calls * host_figure("launch_bound_op_s", "amd")
+
+
 def sync_round_trips_s(row: dict[str, str], shape: dict[str, Any]) -> float:
     """What the forward syncs of one micro-batch slot add, by the drained-queue model: per MoE layer the round trip
     and the expert GEMMs issued after it at the AMD launch-bound op cost, against their GPU time at the part's dense
@@ -122,11 +138,13 @@ def rows_table() -> dict[str, tuple[float, float, float]]:
         t_pred, _ = slot_time_s(shapes[row["id"]], case.predicted, shape["layers"])
         local = shape["experts"] / int(row["ep"])
         dense, experts = host_per_layer_s(local)
+        unfused = unfused_host_s(row, shape)
         syncs = sync_round_trips_s(row, shape)
         out[row["id"]] = (t_meas / layers, t_pred / layers, local)
         print(f"  {row['id']:52s} measured {t_meas / layers * 1e3:5.1f} ms a layer, predicted "
-              f"{t_pred / layers * 1e3:5.1f}; host charged {(dense + experts) * 1e3:4.1f} (dense {dense * 1e3:.1f} + "
-              f"{local:.0f} experts {experts * 1e3:.1f}); syncs add {syncs * 1e3:5.2f} ms a slot = "
+              f"{t_pred / layers * 1e3:5.1f}; host charged {(dense + experts + unfused) * 1e3:4.1f} (dense "
+              f"{dense * 1e3:.1f} + {local:.0f} experts {experts * 1e3:.1f} + unfused router / permutation "
+              f"{unfused * 1e3:.1f}); syncs add {syncs * 1e3:5.2f} ms a slot = "
               f"{syncs / (t_meas - t_pred):5.1%} of the gap")
     return out
 

@@ -521,7 +521,26 @@ def framework_assumed(scenario: Scenario) -> dict[str, Any]:
     out = out | {"assumes": assumptions(out["assumed"])}
     out = out | _moe_dispatcher(scenario, out["perf_style"]) | _experts_implementation(scenario, out["assumed"])
     return (out | _checkpoint_impl(scenario, out["perf_style"]) | _zero3_engine(scenario, out["perf_style"])
-            | _zero3_expert_fetch(scenario, out) | _torch_compile(scenario, out["perf_style"]))
+            | _zero3_expert_fetch(scenario, out) | _torch_compile(scenario, out["perf_style"])
+            | _moe_fusion(scenario, out["perf_style"]))
+
+
+def _moe_fusion(scenario: Scenario, style: str) -> dict[str, Any]:
+    """{"moe_fusion": {"permute": {"requested", "assumed"}, "router": {...}}} for an MoE job on Megatron-Core
+    (validate.TE_GRAPH_FRAMEWORKS' style), whose router and token permutation run Transformer Engine's fused kernels or
+    the unfused torch ops (strategy.moe_permute_fusion / moe_router_fusion; step_time._moe_unfused_time); unstated:
+    the style's (PerfStyle.moe_permute_fused / moe_router_fused: fused, as NeMo / Megatron-Bridge set them); {}
+    otherwise."""
+    from trainsizer.estimate.validate import TE_GRAPH_FRAMEWORKS
+
+    if not scenario.model.is_moe or style not in TE_GRAPH_FRAMEWORKS:
+        return {}
+    s, fw = scenario.strategy, perf_style(style)
+    return {"moe_fusion": {
+        "permute": {"requested": s.moe_permute_fusion,
+                    "assumed": bool(fw.moe_permute_fused if s.moe_permute_fusion is None else s.moe_permute_fusion)},
+        "router": {"requested": s.moe_router_fusion,
+                   "assumed": bool(fw.moe_router_fused if s.moe_router_fusion is None else s.moe_router_fusion)}}}
 
 
 def _torch_compile(scenario: Scenario, style: str) -> dict[str, Any]:

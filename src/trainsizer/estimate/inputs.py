@@ -313,6 +313,11 @@ class Strategy:
     # the routed experts take their splits on the device (PerfStyle.moe_sync_free: no per-expert host launches after
     # the MoE layer's host sync); None = the style's (off); one value for the whole batch
     moe_sync_free: Any = None
+    # Megatron-Core's MoE token permutation / router in Transformer Engine's fused kernels (moe_permute_fusion /
+    # moe_router_fusion; PerfStyle.moe_permute_fused / moe_router_fused); None = the style's (megatron-core: fused, the
+    # NeMo / Megatron-Bridge recipes); one value for the whole batch
+    moe_permute_fusion: Any = None
+    moe_router_fusion: Any = None
     # transformers' routed experts: "eager" (a loop, a host sync per expert) or "grouped_mm" (names.EXPERTS_IMPLEMENTATIONS;
     # PerfStyle.moe_expert_loop / moe_torch_grouped_mm); None = the style's (hf: grouped_mm); one value for the batch
     experts_implementation: Any = None

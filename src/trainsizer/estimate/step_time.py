@@ -246,6 +246,11 @@ class PerfStyle:
     # the routed experts take their token splits on the device (Primus-Turbo's ragged grouped GEMM: one kernel, no
     # .tolist() host sync), so the per-expert launches after the MoE layer's host sync are not exposed (_moe_sync_free)
     moe_sync_free: bool = False
+    # Megatron-Core's token permutation and router run Transformer Engine's fused kernels (moe_permute_fusion /
+    # moe_router_fusion); false: the unfused torch ops, their kernels, host calls and the permutation's masked_select
+    # host syncs (_moe_unfused_time, _moe_unfused_host). Other styles time their own path at the fused count: true
+    moe_permute_fused: bool = True
+    moe_router_fused: bool = True
     # the routed experts run one at a time in a Python loop, each behind a host sync (transformers' eager MoE blocks:
     # torch.where on the routing mask per expert), so the CPU cannot issue an expert's kernels ahead of the GPU in a
     # forward pass (_expert_loop_excess); false: one grouped GEMM call (transformers >= 5.0 grouped_mm)
@@ -419,6 +424,10 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["moe_torch_grouped_mm"] = bool(strategy.moe_torch_grouped_mm)
     if getattr(strategy, "moe_sync_free", None) is not None:  # device-side expert splits (_moe_sync_free)
         changes["moe_sync_free"] = bool(strategy.moe_sync_free)
+    if getattr(strategy, "moe_permute_fusion", None) is not None:  # TE's fused permutation (_moe_unfused_time)
+        changes["moe_permute_fused"] = bool(strategy.moe_permute_fusion)
+    if getattr(strategy, "moe_router_fusion", None) is not None:  # TE's fused router (_moe_unfused_time)
+        changes["moe_router_fused"] = bool(strategy.moe_router_fusion)
     impl = getattr(strategy, "experts_implementation", None)
     if impl is not None:  # transformers' experts: a loop with a host sync each, or torch._grouped_mm
         if impl not in EXPERTS_IMPLEMENTATIONS:
@@ -886,6 +895,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
         lt = dataclasses.replace(lt, head_fwd=lt.head_fwd + d_fwd, head_bwd=lt.head_bwd + d_bwd)
     layer_mb = lt.fwd + lt.bwd + _nf4_dequant_time(x)
     return lt, (layer_mb + _lora_adapters(x) + _expert_bias_time(x) + _activation_clamp_time(x) + _rope_unfused_time(x)
+                + _moe_unfused_time(x)
                 + _sp_layout_copies(x) + _eager_swiglu_backward_time(x) + _amp_fp32_weights_time(x))
 
 
@@ -1013,6 +1023,59 @@ def _expert_bias_time(x: _Step) -> Any:
     native = np.where(np.asarray(x.fw.fused_kernels, bool) | (x.strategy_dispatcher != "flex"), 0.0, deepep)
     mcore = np.where(np.asarray(x.fw.moe_fused_grouped_mlp, bool), 0.0, _mcore_expert_bias_time(x, slots))
     return np.where(np.asarray(x.fw.moe_host_sync, bool), mcore, native)
+
+
+def _moe_unfused_counts(x: _Step) -> tuple[Any, Any, Any, Any]:
+    """(forward kernels, backward kernels, forward host calls, host syncs a forward) one MoE layer adds where
+    Megatron-Core runs its router and token permutation without Transformer Engine's fused kernels
+    (PerfStyle.moe_router_fused / moe_permute_fused false: strategy.moe_router_fusion / moe_permute_fusion), counted
+    from Megatron-Core's code (perf_constants.yaml kernels: moe_router_unfused_*, the group-limited top-k's
+    moe_router_unfused_grouped_* where the model routes by groups, moe_permute_unfused_*); zeros where both are fused
+    or the model has no routed experts."""
+    if not x.model.is_moe:
+        return 0.0, 0.0, 0.0, 0.0
+    router = ~np.asarray(x.fw.moe_router_fused, bool)
+    permute = ~np.asarray(x.fw.moe_permute_fused, bool)
+    grouped = x.model.expert_groups > 1  # group-limited top-k: moe_utils.group_limited_topk's ops
+    kern = compute.KERNELS
+
+    def count(name: str) -> Any:
+        routing = kern.get(f"moe_router_unfused_{name}", 0.0)
+        routing = routing + grouped * kern.get(f"moe_router_unfused_grouped_{name}", 0.0)
+        return router * routing + permute * kern.get(f"moe_permute_unfused_{name}", 0.0)
+    return count("fwd"), count("bwd"), count("host_fwd"), count("syncs")
+
+
+def _moe_unfused_time(x: _Step) -> Any:
+    """GPU seconds per average layer and micro-batch of the unfused router and permutation's extra kernels
+    (_moe_unfused_counts), each over a [tokens, experts] tensor (kernels: moe_unfused_tensor_bytes per element) at the
+    streaming rate plus its launch gap, the forward again where the MoE block is recomputed, over the MoE layers'
+    share. The token copies themselves move the same bytes fused or not (index_select / scatter_add against TE's
+    permute / unpermute: one read and one write per routed copy), so only the kernels on the routing tensors add."""
+    kf, kb, _, _ = _moe_unfused_counts(x)
+    if not np.any(np.asarray(kf) + np.asarray(kb)):
+        return 0.0
+    m = x.model
+    element_bytes = compute.KERNELS["moe_unfused_tensor_bytes"] * x.tok * m.experts
+    fwd = compute.stream_time(kf * element_bytes, x.r, kernels=kf)
+    bwd = compute.stream_time(kb * element_bytes, x.r, kernels=kb)
+    return (m.moe_layer_count / m.layers) * (fwd * (1.0 + x.moe_rerun) + bwd)
+
+
+def _moe_unfused_host(x: _Step) -> tuple[Any, Any]:
+    """(host issue seconds, sync seconds) per average layer and micro-batch of the unfused router and permutation:
+    their forward's host calls at the vendor's launch-bound eager op (perf_constants.yaml host_sync; a vendor with
+    none at NVIDIA's), issued beside the GPU's work (_host_excess's soft maximum); and each masked_select's host sync,
+    which drains the queue: its round trip and the next op's issue (host_sync.drain_excess_s over one kernel; a vendor
+    with no round-trip figure pays the issue alone). Both again in a recomputed forward, over the MoE layers' share."""
+    _, _, calls, syncs = _moe_unfused_counts(x)
+    if not np.any(np.asarray(calls) + np.asarray(syncs)):
+        return 0.0, 0.0
+    vendor = x.system.vendor
+    op_s = host_figure("launch_bound_op_s", vendor) or host_figure("launch_bound_op_s", "nvidia")
+    trip_s = host_figure("round_trip_s", vendor) or 0.0
+    passes = (x.model.moe_layer_count / x.model.layers) * (1.0 + x.moe_rerun)
+    return passes * calls * op_s, passes * syncs * drain_excess_s(1.0, op_s, 0.0, trip_s)
 
 
 def _mcore_expert_bias_time(x: _Step, slots: Any) -> Any:
@@ -1410,8 +1473,9 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     host_layer = 0.0 if x.cuda_graphs == "full_iteration" else x.k.host_s_per_layer_pass * (3.0 + x.full_share)
     if x.model.is_hybrid:  # a hybrid layer is one block (M, *, - or E), about half a transformer layer's kernels
         host_layer = 0.5 * host_layer
-    host_layer = host_layer + _adapter_host_s(x)
-    blend = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer
+    unfused_host, unfused_syncs = _moe_unfused_host(x)
+    host_layer = host_layer + _adapter_host_s(x) + unfused_host
+    blend = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer + unfused_syncs
     if not x.model.is_moe or not np.any(x.fw.moe_host_sync) or _moe_sync_free(x):
         return blend
     # Megatron-Core's dropless MoE layer syncs with the host every forward: the alltoall dispatcher copies the

@@ -172,6 +172,18 @@ def _configuration(con: Console, job: dict[str, Any], L: str) -> None:
         con.print(f"{t('plan_layout', L)}{t('colon', L)}{layout_in(strategy, L)}")
 
 
+def _moe_fusion_text(fusion: dict[str, Any], L: str) -> str:
+    """'permutation fused, router unfused (stated)' for framework.moe_fusion: each part fused or not, and whether the job
+    said so or the stack's default was taken."""
+    parts = []
+    for part in ("permute", "router"):
+        p = fusion[part]
+        state = t("moe_fusion_fused" if p["assumed"] else "moe_fusion_unfused", L)
+        why = t("moe_fusion_stated" if p["requested"] is not None else "moe_fusion_default", L)
+        parts.append(f"{t('moe_fusion_' + part, L)}{state}{why}")  # the part's name carries its own spacing
+    return t("list_sep", L).join(parts)
+
+
 def print_estimate(result: dict[str, Any], lang: str, console: Console | None = None) -> None:
     con = console or Console(soft_wrap=False)
     L = lang
@@ -191,6 +203,9 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
             unstated = t("experts_implementation_default", L) if experts["requested"] is None else ""
             con.print(f"{t('experts_implementation', L)}{t('colon', L)}"
                       f"{t('experts_implementation_' + experts['assumed'], L)}{unstated}")
+        fusion = fw.get("moe_fusion")
+        if fusion:
+            con.print(f"{t('moe_fusion', L)}{t('colon', L)}{_moe_fusion_text(fusion, L)}")
         fetch = fw.get("zero3_expert_fetch")
         if fetch:
             why = t("zero3_expert_fetch_default", L) if fetch["requested"] is None else ""

@@ -427,6 +427,12 @@ class StrategySpec(_Strict):
     # layer issues no per-expert launches after a host sync; null / false = Transformer Engine's GroupedLinear (a host
     # list of splits, kernels launched expert by expert)
     moe_sync_free: bool | None = None
+    # Megatron-Core's token permutation (--moe-permute-fusion) and router top-k / aux loss (--moe-router-fusion) in
+    # Transformer Engine's fused kernels; false = the unfused torch ops (Megatron-LM's argument default: more kernels
+    # and host calls, two masked_select host syncs a forward); null = the framework's (megatron-core: fused, as the
+    # NeMo / Megatron-Bridge recipes set them); time only
+    moe_permute_fusion: bool | None = None
+    moe_router_fusion: bool | None = None
     # transformers' routed experts (framework hf): eager = one expert at a time, each behind a host sync (every 4.x
     # release's MoE blocks; v5 experts_implementation "eager"); grouped_mm = one torch._grouped_mm (v5's default);
     # null = the framework's (hf: grouped_mm, today's transformers)
