@@ -81,13 +81,14 @@ def test_a_layout_under_the_memory_floor_says_so(run_cli, tmp_path, card):
     """The estimate keeps the fastest fit even when it leaves less than search.yaml's memory floor free (nothing
     that clears it is within the tie band: search.engine.choose); then, and only then, a note says so. 8B LoRA
     (all linear layers) at 4,096 tokens on an RTX 6000 Ada runs at ~46.7 of the 47.5 GiB CUDA gives a process (the
-    RTX 5090 case at 2,048 tokens, 31.8 GiB, no longer fits the 31.36 it gives: docs/known-gaps.md 42 (c))."""
+    RTX 5090 case at 2,048 tokens, 31.8 GiB, no longer fits the 31.36 it gives: docs/known-gaps.md 42 (c)). Compiled,
+    as the job states: eager (the HF Trainer's default) no layout without recompute fits and nothing is tight."""
     from trainsizer.search.config import leaves_floor
 
     job = {**QLORA_8B, "method": "lora", "seq_len": 4096, "global_batch": {"sequences": 16},
            "lora": {"rank": 16, "targets": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
                                             "down_proj"]},
-           "hardware": {"accelerator": card, "count": 1, "per_node": 1}}
+           "hardware": {"accelerator": card, "count": 1, "per_node": 1}, "strategy": {"torch_compile": True}}
     code, out, err = run_cli("estimate", _write(tmp_path, job), "--json")
     assert code == 0, err
     result = json.loads(out)

@@ -544,14 +544,15 @@ def _moe_fusion(scenario: Scenario, style: str) -> dict[str, Any]:
 
 
 def _torch_compile(scenario: Scenario, style: str) -> dict[str, Any]:
-    """{"torch_compile": {"requested": None, "assumed": True}} where the job leaves strategy.torch_compile unstated
-    (timed compiled, its default) on a stack that runs eager unless asked (PerfStyle.compiles_by_default false: the
-    HF Trainer), so the output says which it timed; {} where the job states it or the stack compiles by default."""
-    spec = getattr(scenario.job, "strategy", None)
-    stated = spec is not None and "torch_compile" in spec.model_fields_set
-    if stated or perf_style(style).compiles_by_default or not scenario.strategy.torch_compile:
+    """{"torch_compile": {"requested": None, "assumed": bool, "reason": i18n key}} where the job leaves
+    strategy.torch_compile unstated: the timed stack's default (PerfStyle.compiles_by_default, as both estimates
+    resolve it: framework.torch_compile_of) and why, "torch_compile_default_<style>" for a stack that runs eager
+    unless asked, else "torch_compile_default_fused"; {} where the job states it."""
+    if scenario.strategy.torch_compile is not None:
         return {}
-    return {"torch_compile": {"requested": None, "assumed": True}}
+    fused = bool(perf_style(style).compiles_by_default)
+    reason = "torch_compile_default_fused" if fused else f"torch_compile_default_{style}"
+    return {"torch_compile": {"requested": None, "assumed": fused, "reason": reason}}
 
 
 def _zero3_engine(scenario: Scenario, style: str) -> dict[str, Any]:

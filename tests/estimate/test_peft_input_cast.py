@@ -70,7 +70,7 @@ def test_no_cast_where_the_adapters_or_the_layer_do_not_run_it(case):
 def _copies(training: Training, name: str = "hf", impl: str = "flash", rec: int = 0) -> float:
     from trainsizer.estimate.memory import _peft_input_copies
 
-    out = _peft_input_copies(llama8b(), training, np.array([name]), np.array([False]), impl, np.array([rec]))
+    out = _peft_input_copies(llama8b(), training, np.array([name == "hf"]), impl, np.array([rec]))
     return float(np.asarray(out).reshape(-1)[0])
 
 

@@ -21,8 +21,9 @@ TOKENS = SEQ * MB
 
 
 def _items(**kw):
+    # compiled unless a test says (torchtitan runs eager unless asked: the compiled runs these tests read)
     st = Strategy(dp=4, zero=3, micro_batch=kw.pop("micro_batch", MB), recompute="selective",
-                  framework=kw.pop("framework", "torchtitan"), **kw)
+                  framework=kw.pop("framework", "torchtitan"), torch_compile=kw.pop("torch_compile", True), **kw)
     return estimate_memory(MODEL, TRAINING, GB200, st, check=False).items_bytes
 
 
@@ -34,7 +35,7 @@ def test_one_chunk_of_logits_is_live_at_a_time():
     eager = _items(loss_impl="chunked", compile_loss=False)
     assert eager.get("logits", 0.0) == 0.0
     assert eager["loss_backward_temporaries"] == pytest.approx(14 / 8 * elems)
-    compiled = _items(loss_impl="chunked")  # compile_loss null: with torch_compile (true)
+    compiled = _items(loss_impl="chunked")  # compile_loss null: with torch_compile (stated true here)
     assert compiled["loss_backward_temporaries"] == pytest.approx(4 / 8 * elems)
     whole = _items(loss_impl="compiled")  # the same compiled loss over the whole micro-batch's logits
     assert whole["logits"] + whole["loss_backward_temporaries"] == pytest.approx(4 * elems)

@@ -25,7 +25,9 @@ LORA = {"lora_rank": 16, "lora_targets": ("q_proj", "k_proj", "v_proj")}
 def _items(framework: str = "torchtune", method: str = "lora", micro_batch: int = 2, **kw) -> dict[str, float]:
     training = Training(method=method, seq_len=2048, global_batch_seqs=8 * micro_batch,
                         **(LORA if method == "lora" else {}))
-    st = Strategy(dp=8, zero=3, micro_batch=micro_batch, recompute="full", framework=framework, **kw)
+    # compiled unless a test says (torchtune compiles only with compile: true; the chunked loss's phases as compiled)
+    st = Strategy(dp=8, zero=3, micro_batch=micro_batch, recompute="full", framework=framework,
+                  **{"torch_compile": True, **kw})
     return estimate_memory(MODEL, training, NODE, st, check=False).items_bytes
 
 

@@ -232,7 +232,8 @@ def test_strategy_arrays_is_the_one_conversion() -> None:
 
     duck = SimpleNamespace(**{f: 1 for f in DEGREE_FIELDS}, recompute_code=lambda: 0, offload_code=lambda: 0,
                            recompute="none", offload="none")
-    assert strategy_arrays(duck)["torch_compile"] == float(Strategy().torch_compile)  # the Strategy default
+    assert strategy_arrays(duck)["sequence_parallel"] == float(Strategy().sequence_parallel)  # the Strategy default
+    assert "torch_compile" not in one  # one value a batch, resolved per stack (framework.torch_compile_of)
     with pytest.raises(SpecError, match="recompute"):
         strategy_arrays(Strategy(recompute="sometimes"))
 

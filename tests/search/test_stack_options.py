@@ -30,9 +30,10 @@ def test_stated_options_reach_every_strategy_and_move_the_figures():
     """torchtitan with compile_loss false: the chosen strategy carries it, and the loss outside the compiled graph
     costs time (torchtitan's CompileConfig components without "loss")."""
     sc, opt = _option(SMALL)
-    plain = search_option(sc.model, sc.training, opt, load_config(), "torchtitan")
+    compiled = (("torch_compile", True),)  # torchtitan runs eager unless asked: compile_loss splits a compiled run
+    plain = search_option(sc.model, sc.training, opt, load_config(), "torchtitan", options=compiled)
     carried = search_option(sc.model, sc.training, opt, load_config(), "torchtitan",
-                            options=(("compile_loss", False),))
+                            options=(*compiled, ("compile_loss", False)))
     assert plain.strategy.compile_loss is None and carried.strategy.compile_loss is False
     assert carried.step_s > plain.step_s or carried.mem_gib > plain.mem_gib
     assert carried.dropped_by_options == 0 and carried.options_refusal is None

@@ -136,6 +136,26 @@ def fp8_primary_weights_default(style_on: Any, zero: Any) -> Any:
     return np.asarray(style_on) & (np.asarray(zero) < 3)
 
 
+def compiles_by_default(name: str, strategy: Any = None, pretraining: bool = False) -> Any:
+    """Whether the stack fuses element-wise work when the job leaves strategy.torch_compile unstated
+    (PerfStyle.compiles_by_default, perf_constants.yaml `frameworks:`: false where it runs eager unless asked, the HF
+    Trainer, torchtune, torchtitan); "auto": per strategy, the default of the stack `auto_index` picks for it."""
+    from trainsizer.estimate.step_time import perf_style  # step_time reads this module: imported at call time
+
+    if name != "auto":
+        return perf_style(PERF_STYLE.get(name, name)).compiles_by_default
+    defaults = np.array([perf_style(PERF_STYLE[c]).compiles_by_default for c in AUTO_CHOICES])
+    return defaults[auto_index_of(strategy, pretraining)]
+
+
+def torch_compile_of(strategy: Any, default: Any) -> Any:
+    """Whether element-wise work runs fused, per strategy: strategy.torch_compile where the job states it, else
+    `default`, its stack's (`compiles_by_default`, or the timed PerfStyle's): the one rule the memory estimate, the
+    step time and the output (evaluate._torch_compile) share."""
+    stated = getattr(strategy, "torch_compile", None)
+    return default if stated is None else stated
+
+
 def assumptions(name: str) -> dict[str, str]:
     """What a framework style assumes (kernels, overlap, recompute, loss, optimizer, FP8, sources), from
     estimate/data/framework_assumptions.yaml (the table in docs/frameworks.md)."""

@@ -34,8 +34,7 @@ from trainsizer.names import RECOMPUTE as RECOMPUTE
 # Strategy fields by kind: integer degrees and sizes, mode names (codes in arrays), on/off flags.
 DEGREE_FIELDS = ("tp", "pp", "vpp", "dp", "cp", "ep", "zero", "shard_group", "micro_batch")
 MODE_FIELDS = ("recompute", "offload")
-FLAG_FIELDS = ("sequence_parallel", "distributed_optimizer", "pipeline_embedding_layer", "pipeline_loss_layer",
-               "torch_compile")
+FLAG_FIELDS = ("sequence_parallel", "distributed_optimizer", "pipeline_embedding_layer", "pipeline_loss_layer")
 # Encodings used inside Strategy arrays (so vectors stay numeric).
 RECOMPUTE_CODE = {name: i for i, name in enumerate(RECOMPUTE)}
 OFFLOAD_CODE = {name: i for i, name in enumerate(OFFLOAD)}
@@ -257,8 +256,9 @@ class Strategy:
     pp_first_stage_layers: int | None = None
     pp_last_stage_layers: int | None = None
     # element-wise work in fused kernels: torch.compile (torchtitan, HF torch_compile) or a framework's own
-    # fused kernels (Transformer Engine, Apex); False = eager PyTorch, one kernel per op (PyTorch frameworks)
-    torch_compile: Any = True
+    # fused kernels (Transformer Engine, Apex); False = eager PyTorch, one kernel per op (PyTorch frameworks); None =
+    # not stated: the stack's default (framework.torch_compile_of), one value for the whole batch of strategies
+    torch_compile: bool | None = None
     compile_loss: bool | None = None  # torchtitan CompileConfig components holds "loss"; None = with torch_compile
     loss_impl: str = "auto"  # one of LOSS_IMPLS, one value for the whole batch of strategies
     # Framework options (one value for the whole batch; None = the framework style's default):

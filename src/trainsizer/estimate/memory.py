@@ -55,10 +55,12 @@ from trainsizer.estimate.framework import (
     DEFAULT_LOSS,
     auto_index,
     check_framework,
+    compiles_by_default,
     fp8_primary_weights_default,
     memory_profile,
     style_number,
     style_option,
+    torch_compile_of,
 )
 from trainsizer.estimate.inputs import LOSS_IMPLS, Strategy, System, Training, act_bytes
 from trainsizer.estimate.model_states import (
@@ -405,7 +407,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     # module.bfloat16()) and runs no autocast: no fp32 head to cast
     head_cast = training.method == "qlora" and _kbit_upcast(strategy, name)[1] and name != "deepspeed"
 
-    compiled = np.asarray(getattr(strategy, "torch_compile", True), dtype=bool)
+    compiled = _compiled(strategy, name, training)
     # torchtitan per-op SAC without torch.compile: the non-reentrant checkpoint re-runs the block's whole forward
     # at the first unpack in backward, so everything it recomputes is live at once (as under full AC); compiled,
     # the min-cut partitioner recomputes inside the fused backward graph
@@ -446,6 +448,13 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                                      getattr(strategy, "recompute_num_layers", None)),
                   cp_all_gather=getattr(strategy, "cp_comm_type", None) == "all_gather",
                   stage_edges=pipeline.stated_edges(strategy))
+
+
+def _compiled(strategy: Strategy, name: str, training: Training) -> np.ndarray:
+    """Whether element-wise work runs fused, per strategy: strategy.torch_compile where stated, else the stack's
+    default (framework.compiles_by_default; "auto" per strategy), as the step time resolves it."""
+    default = compiles_by_default(name, strategy, training.method in ("pretrain", "cpt"))
+    return np.asarray(torch_compile_of(strategy, default), dtype=bool)
 
 
 def _profiles(training: Training, strategy: Strategy, options: MemoryOptions,
@@ -618,7 +627,7 @@ def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, optio
     # torchtune under torch.compile (training.compile_model compiles each layer): Inductor's min-cut partitioner
     # recomputes the element-wise ops in the backward, so each norm keeps one 16-bit tensor and its fp32 rstd (as
     # a fused kernel) and SwiGLU drops the SiLU output (`_compiled_silu_bytes`)
-    compiled_tt = name == "torchtune" and bool(np.all(getattr(strategy, "torch_compile", True)))
+    compiled_tt = name == "torchtune" and bool(np.all(_compiled(strategy, name, training)))
     norm = tokens / sp_div * _norm_kernel_delta(model, training, strategy, mega, "fused" if compiled_tt else None)
     keeps = row < 6
     modules = getattr(strategy, "recompute_modules", None)
@@ -632,9 +641,10 @@ def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, optio
     dpa, fp8_act = tokens * dpa / t, tokens * fp8_act / t
     impl = attention_impl(training, options.attention_impl)
     # eager layers only: under torch.compile the partitioner decides what is saved (the casts' copies not read)
-    eager = ~np.asarray(getattr(strategy, "torch_compile", True), dtype=bool)
-    peft = eager * tokens * _peft_input_copies(model, training, name, mega, impl, rec) / t
-    peft_none = eager * tokens * _peft_input_copies(model, training, name, mega, impl, np.zeros_like(rec)) / t
+    eager = ~_compiled(strategy, name, training)
+    hf = ((name == "hf") | ((name == "auto") & ~np.asarray(titan, bool))) & ~np.asarray(mega, bool)  # auto's pick
+    peft = eager * tokens * _peft_input_copies(model, training, hf, impl, rec) / t
+    peft_none = eager * tokens * _peft_input_copies(model, training, hf, impl, np.zeros_like(rec)) / t
     dense_b = pick(tab_d, row, 0) + np.where(keeps & (rec <= 1), norm + act + fp8_act + peft, 0.0) + np.where(
         keeps & (rec == 0), dpa, 0.0)
     moe_b = pick(tab_m, row, 1) + np.where(keeps & (rec <= 1), norm, 0.0) + np.where(
@@ -649,8 +659,7 @@ def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, optio
     return dense_b, moe_b, dense_none, moe_none
 
 
-def _peft_input_copies(model: ModelArch, training: Training, name: Any, mega: np.ndarray, impl: str,
-                       rec: np.ndarray) -> Any:
+def _peft_input_copies(model: ModelArch, training: Training, hf: Any, impl: str, rec: np.ndarray) -> Any:
     """Bytes per token of one layer's PEFT LoRA inputs beyond the shared ones the hf profile counts: HF PEFT's
     lora.Linear casts its input to the fp32 adapter and autocast casts it back for lora_A, which saves that copy
     (perf_constants.yaml lora.peft_fp32_input_cast; peft lora/layer.py Linear.forward `_cast_input_dtype`), so the
@@ -658,8 +667,9 @@ def _peft_input_copies(model: ModelArch, training: Training, name: Any, mega: np
     and kv_a; a dense layer's gate / up), and an adapted o_proj one of the attention output where the profile's o
     input is a view of the kernel's output (a flash / SDPA kernel without recompute; eager attention and selective
     recompute already count a copy, which the cast replaces); down_proj's and MLA's q_b / kv_b copies replace the
-    inputs they saved. The hf style's plain LoRA only (QLoRA: bitsandbytes skips the cast under autocast;
-    torchtune's and NeMo AutoModel's adapters take the base dtype). Checked: benchmarks/memory_ground_truth.py."""
+    inputs they saved. The hf style's plain LoRA only (`hf`: per strategy, the job's stack or what auto picks;
+    QLoRA: bitsandbytes skips the cast under autocast; torchtune's and NeMo AutoModel's adapters take the base dtype).
+    Checked: benchmarks/memory_ground_truth.py."""
     mods = lora_targets(training)
     if training.method != "lora" or training.lora_impl != "peft" or act_bytes(training.precision) >= 4 or not mods:
         return 0.0
@@ -670,7 +680,6 @@ def _peft_input_copies(model: ModelArch, training: Training, name: Any, mega: np
     copies = max(readers - 1, 0) * model.hidden + max(gate_up - 1, 0) * model.hidden * dense
     o_view = ("o_proj" in mods) and impl != "eager"
     per = act_bytes(training.precision) * (copies + np.where(o_view & (np.asarray(rec) == 0), model.attn_out_dim, 0))
-    hf = (np.asarray(name) == "hf") & ~np.asarray(mega, bool)
     return np.where(hf, per, 0.0)
 
 
@@ -792,7 +801,7 @@ def _compiled_sac_unread(model: ModelArch, training: Training, strategy: Strateg
     compiled (torchtitan's apply_compile compiles each AC-wrapped block), AOTAutograd's partitioner saves only what
     the backward graph reads, and nothing in the block's backward reads w2's output (the residual add's backward
     needs no input). MoE blocks are left as counted."""
-    compiled = np.asarray(getattr(strategy, "torch_compile", True), dtype=bool)
+    compiled = _compiled(strategy, "torchtitan", training)  # read where `titan` holds: torchtitan's default
     w2_out = tokens / sp_div * float(act_bytes(training.precision)) * model.hidden
     return np.where(titan & (rec == 1) & compiled, w2_out, 0.0)
 

@@ -53,7 +53,7 @@ from trainsizer.estimate.flops import (
     layer_flops,
     model_flops_per_token,
 )
-from trainsizer.estimate.framework import fp8_primary_weights_default
+from trainsizer.estimate.framework import fp8_primary_weights_default, torch_compile_of
 from trainsizer.estimate.host_sync import drain_excess_s, host_figure
 from trainsizer.estimate.inputs import System, Training
 from trainsizer.estimate.model_states import (
@@ -139,8 +139,9 @@ class PerfStyle:
     # overrides): reentrant_outer re-gathers each FSDP unit and loses the backward prefetch under full recompute
     # (_reentrant_outer_exposed); the other two schedule ZeRO-3 / FSDP alike
     checkpoint_impl: str = "non_reentrant"
-    # whether the stack compiles (fuses element-wise work) when its user does not ask: false where it runs eager by
-    # default (HF Trainer); the estimate then says it timed a job that leaves strategy.torch_compile unstated compiled
+    # whether the stack fuses element-wise work (torch.compile or its own kernels) when the job leaves
+    # strategy.torch_compile unstated: false where it runs eager unless asked (the HF Trainer, torchtune, torchtitan);
+    # both estimates resolve the unstated field to it (framework.torch_compile_of), the output says so
     compiles_by_default: bool = True
     # the kernel the stack's library runs where its user names none, when the style times another (hf: transformers'
     # attn_implementation defaults to sdpa, the style times flash_attention_2): the estimate then says which SDPA
@@ -662,6 +663,9 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
     fw = _model_attention_kernel(_recipe_style(fw, strategy, training, system, k), strategy, model)
     r = _grouped_mm_rate(_bf16_layers(_rates(system, training, k, calibration, fw), training, model), system, k, fw)
     a = strategy_arrays(strategy)
+    # fused element-wise kernels: as the job states, else the timed stack's default (per strategy under auto)
+    a["torch_compile"] = np.array(np.broadcast_to(
+        np.asarray(torch_compile_of(strategy, fw.compiles_by_default), float), a["tp"].shape))
     t, d, c, b = a["tp"], a["dp"], a["cp"], a["micro_batch"]
     # a micro-batch of b samples is b x sequences_per_sample sequences (DPO: chosen + rejected)
     seqs = float(training.sequences_per_sample)

@@ -218,7 +218,7 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
         if engine:
             con.print(f"{t('zero3_engine', L)}{t('colon', L)}{t('zero3_engine_' + engine['assumed'], L)}")
         if fw.get("torch_compile"):
-            con.print(f"{t('torch_compile_assumed', L)}{t('colon', L)}{t('torch_compile_unstated', L)}")
+            con.print(f"{t('torch_compile_assumed', L)}{t('colon', L)}{t(fw['torch_compile']['reason'], L)}")
     if result.get("memory"):
         _memory(con, result["memory"], L)
     if result.get("time"):

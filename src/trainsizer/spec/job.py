@@ -333,8 +333,10 @@ class StrategySpec(_Strict):
     # Megatron-Bridge's DeepSeek-V3 `Et*4|(t*4|)*14tmL`); the other ranks split the rest evenly; null = not stated
     pp_first_stage_layers: int | None = Field(None, gt=0, le=100_000)
     pp_last_stage_layers: int | None = Field(None, gt=0, le=100_000)
-    # fused element-wise kernels (torch.compile or the framework's own); false = eager PyTorch
-    torch_compile: bool = True
+    # fused element-wise kernels (torch.compile or the framework's own); false = eager PyTorch; null = not stated:
+    # the stack's default (PerfStyle.compiles_by_default: the HF Trainer, torchtune and torchtitan run eager unless
+    # asked; Megatron / DeepSpeed their own fused kernels), per candidate where framework auto picks the stack
+    torch_compile: bool | None = None
     # torchtitan's CompileConfig components: whether the loss is compiled (components holds "loss"), independent of
     # the model; null = with torch_compile (components' default ["model", "loss"]); llama3_8b_mxfp8 compiles the
     # model only (components ["model"]): false
