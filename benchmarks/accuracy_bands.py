@@ -136,6 +136,7 @@ def collect() -> list[Row]:
     out += _heldout_style("perf_heldout30", h30.run_all(), models)
     out += _heldout_style("perf_heldout31", h31.run_all(), models)
     out += _heldout_style("perf_heldout32", h32.run_all(), models)
+    out += _heldout_style("perf_heldout33", h33.moe_run(), models)
     out += _heldout_style("perf_papers", pp.run_all(), pp.models())
     out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)
     out += _tokens_style("perf_heldout26", h26.automodel_cases(), h26.automodel_rows(), h26.automodel_job)
@@ -150,6 +151,7 @@ def collect() -> list[Row]:
     out += _tokens_style("perf_hybrid", perf_hybrid.cases(), perf_hybrid.rows(), perf_hybrid.job)
     out += _tokens_style("perf_heldout33", h33.amd_cases(), h33.amd_rows(), h26.mlperf_job)
     out += _tokens_style("perf_heldout33", h33.nvidia_cases(), h33.nvidia_rows(), h26.mlperf_nvidia_job)
+    out += _case_style("perf_heldout33", h33.finetune_cases(), h33.finetune_rows(), fh.job)
     out += _case_style("perf_amd", perf_amd.cases(), list(csv.DictReader(perf_amd.DATA.open(encoding="utf-8"))),
                        perf_amd.job)
     out += _case_style("perf_mlperf", perf_mlperf.cases(), perf_mlperf._rows(), perf_mlperf.job)

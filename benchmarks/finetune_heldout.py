@@ -91,6 +91,8 @@ def job(r: dict[str, str]) -> dict:
         out["fp8_recipe"] = r["fp8_recipe"]
     if r.get("attention_kernel"):  # the kernel that ran, where a row's source says (perf_device_hf: SDPA's cuDNN)
         out["strategy"]["attention_kernel"] = r["attention_kernel"]
+    if r.get("tp_comm_overlap"):  # where a row's source states it (perf_heldout33's dgxc NeMo 24.12 rows)
+        out["strategy"]["tp_comm_overlap"] = _bool(r["tp_comm_overlap"])
     if whole(r["gpu_count"]) > 1:
         out["hardware"]["network"] = NETWORK.get(r["gpu"], "ib-ndr400")
     if r["stack"] == "megatron-core":

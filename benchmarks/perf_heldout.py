@@ -73,12 +73,16 @@ OUTSIDE_ALLOCATOR = ("cuda_context", "nccl_buffers")
 MEMORY_METRICS = ("peak_memory_gib", "allocated_after_step_gib", "device_memory_used_gib")
 
 
+_LIST_KEYS = ("recompute_modules",)  # strategy fields that take a list
+
+
 def _extra(text: str) -> dict[str, Any]:
-    """`key=value;...` strategy settings of a row (booleans and integers parsed)."""
+    """`key=value;...` strategy settings of a row (booleans and integers parsed; a list-valued field's items joined
+    by `+`: recompute_modules=core_attn+mlp)."""
     out: dict[str, Any] = {}
     for item in filter(None, (t.strip() for t in text.split(";"))):
         key, value = item.split("=", 1)
-        out[key] = _BOOL.get(value, int(value) if value.isdigit() else value)
+        out[key] = value.split("+") if key in _LIST_KEYS else _BOOL.get(value, int(value) if value.isdigit() else value)
     return out
 
 

@@ -78,7 +78,10 @@ def test_data_file_is_well_formed_and_every_class_reachable():
             assert len(parts) >= 2 and band["n"] <= data["kind_rows"][q]["/".join(parts[:2])]
             assert band["signed_p10_pct"] <= band["median_pct"] <= band["signed_p90_pct"]
             assert band["mape_pct"] > 0.0 and abs(band["median_pct"]) <= band["abs_p90_pct"] + 0.05
-            assert 0.0 <= band["spread_pct"] <= band["mape_pct"] + 0.05  # its offset taken out: no wider
+            # its offset taken out: mean |e - m| / (1 + m) <= (MAPE + |m|) / (1 + m) (the triangle inequality; not
+            # MAPE itself: a negative median m inflates the ratio, megatron/moe/blackwell/multi 18.8 against 18.7)
+            med = band["median_pct"]
+            assert 0.0 <= band["spread_pct"] <= (band["mape_pct"] + abs(med)) / (1 + med / 100) + 0.05
 
 
 FAKE = {"min_rows": 8, "kind_rows": {"time": {"megatron/dense": 30, "deepspeed/dense": 3}, "memory": {}},
