@@ -562,7 +562,16 @@ def _zero3_engine(scenario: Scenario, style: str) -> dict[str, Any]:
     s = scenario.strategy
     if s.zero < 3 or not perf_style(style).zero3_runs_deepspeed:
         return {}
-    return {"zero3_engine": {"assumed": "fsdp" if s.fsdp != "none" else "deepspeed"}}
+    if s.fsdp != "none":
+        return {"zero3_engine": {"assumed": "fsdp"}}
+    # the bucket sizes DeepSpeed's engine runs: the job's, or the stack's ("auto": the HF Trainer's fill)
+    from trainsizer.estimate.framework import deepspeed_zero3_buckets
+
+    mode = s.zero3_bucket_sizes or perf_style(style).zero3_bucket_sizes
+    prefetch, persist, reduce = (float(v) for v in deepspeed_zero3_buckets(mode, scenario.model.hidden))
+    return {"zero3_engine": {"assumed": "deepspeed", "bucket_sizes": {
+        "requested": s.zero3_bucket_sizes, "assumed": mode, "prefetch_bucket_params": prefetch,
+        "persistence_threshold_params": persist, "reduce_bucket_params": reduce}}}
 
 
 def _checkpoint_impl(scenario: Scenario, style: str) -> dict[str, Any]:
@@ -607,15 +616,23 @@ def _zero3_expert_fetch(scenario: Scenario, framework: dict[str, Any]) -> dict[s
     """{"zero3_expert_fetch": {"requested", "assumed"}} for an MoE job under DeepSpeed ZeRO-3 (zero 3, no fsdp) on a
     stack whose routed experts DeepSpeed gathers module by module (PerfStyle.zero3_expert_fetch: per_expert, each
     expert linear its own all-gather, or block, one exposed gather a MoE block; step_time._deepspeed_expert_gathers);
-    {} otherwise. Unstated: per_expert under the 4.x eager loop, block under v5's grouped_mm."""
+    {} otherwise. Unstated: step_time.zero3_expert_fetch_default, with why ("leaf_default": the family's MoE block a
+    ZeRO-3 leaf by DeepSpeed >= 0.18.0's default; "eager_experts": the 4.x eager loop; "packed_experts": v5's
+    grouped_mm)."""
+    from trainsizer.estimate.step_time import zero3_expert_fetch_default
+
     s = scenario.strategy
-    style = perf_style(framework["perf_style"]).zero3_expert_fetch
-    if not scenario.model.is_moe or s.zero < 3 or s.fsdp != "none" or not style:
+    style = perf_style(framework["perf_style"])
+    if not scenario.model.is_moe or s.zero < 3 or s.fsdp != "none" or not style.zero3_expert_fetch:
         return {}
     requested = s.zero3_expert_fetch
+    if requested is not None:
+        return {"zero3_expert_fetch": {"requested": requested, "assumed": requested}}
     eager = framework.get("experts_implementation", {}).get("assumed") == "eager"
-    auto = "per_expert" if eager else "block"
-    return {"zero3_expert_fetch": {"requested": requested, "assumed": requested or (auto if style == "auto" else style)}}
+    fetch, why = zero3_expert_fetch_default(style.zero3_expert_fetch, eager, style.zero3_leaf_families,
+                                            scenario.model.family)
+    out = {"requested": None, "assumed": str(fetch)}
+    return {"zero3_expert_fetch": out | ({"why": str(why)} if str(why) else {})}
 
 
 class EstimateResult(TypedDict):

@@ -148,6 +148,13 @@ FSDP_MODES = ("none", "full", "hybrid")
 # one module), gathered when the block's own hook runs, behind no compute (step_time._deepspeed_expert_gathers;
 # docs/known-gaps.md 75).
 ZERO3_EXPERT_FETCHES = ("per_expert", "block")
+# DeepSpeed ZeRO-3's bucket sizes on a stack that fills a DeepSpeed config (framework hf: HF Trainer / accelerate;
+# zero 3 without fsdp): deepspeed = the config leaves stage3_prefetch_bucket_size, stage3_param_persistence_threshold
+# and reduce_bucket_size out, DeepSpeed's zero/config.py defaults (5e7, 1e5, 5e8 elements); auto = it writes "auto",
+# which transformers (integrations/deepspeed.py HfTrainerDeepSpeedConfig.trainer_config_finalize) and accelerate
+# (Accelerator._prepare_deepspeed) fill from the model's hidden size h: 0.9 h^2, 10 h, h^2
+# (framework.deepspeed_zero3_buckets; docs/known-gaps.md 83)
+ZERO3_BUCKET_SIZES = ("deepspeed", "auto")
 # What AdamW keeps per parameter besides the 16-bit weights (memory): fp32 = an fp32 master copy and fp32 moments
 # (mixed precision, the default); bf16-moments = fp32 master, exp_avg / exp_avg_sq in bf16 (DeepSeek-V3 report s3.3.3
 # "Low-Precision Optimizer States"; Megatron-Core --use-precision-aware-optimizer --exp-avg-dtype bf16

@@ -157,7 +157,7 @@ class Scenario:
                 "fp8_transpose_cache",
                 "grad_reduce_in_fp32", "grad_reduce_overlap", "grad_bucket_params", "gradient_accumulation_fusion", "attention_kernel", "norm_kernel", "cp_comm_type", "cp_repeat_kv", "moe_tp_token_split", "pp_fsdp_once_per_step",
                 "activation_kernel", "fp8_attention", "fp8_activation_store", "fp8_lm_head", "cuda_graphs", "cudnn_release",
-                "moe_dispatcher", "moe_a2a_overlap", "moe_fused_grouped_mlp", "moe_torch_grouped_mm", "moe_sync_free", "moe_permute_fusion", "moe_router_fusion", "experts_implementation", "fused_qkv_rope", "activation_offload", "optimizer_in_backward", "optimizer_impl", "ddp_impl", "checkpoint_impl", "zero3_expert_fetch", "fsdp", "optimizer_precision", "kbit_upcast",
+                "moe_dispatcher", "moe_a2a_overlap", "moe_fused_grouped_mlp", "moe_torch_grouped_mm", "moe_sync_free", "moe_permute_fusion", "moe_router_fusion", "experts_implementation", "fused_qkv_rope", "activation_offload", "optimizer_in_backward", "optimizer_impl", "ddp_impl", "checkpoint_impl", "zero3_expert_fetch", "zero3_bucket_sizes", "fsdp", "optimizer_precision", "kbit_upcast",
                 "shard_embedding_head_separately",
                 "framework")}
         if self.notes:
@@ -700,7 +700,7 @@ def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
         activation_offload=s.activation_offload,
         optimizer_in_backward=s.optimizer_in_backward, optimizer_impl=s.optimizer_impl, ddp_impl=s.ddp_impl,
         checkpoint_impl=s.checkpoint_impl,
-        zero3_expert_fetch=s.zero3_expert_fetch, fsdp=s.fsdp,
+        zero3_expert_fetch=s.zero3_expert_fetch, zero3_bucket_sizes=s.zero3_bucket_sizes, fsdp=s.fsdp,
         optimizer_precision=s.optimizer_precision, kbit_upcast=s.kbit_upcast,
         shard_embedding_head_separately=s.shard_embedding_head_separately,
         framework=s.framework,

@@ -74,7 +74,9 @@ def test_one_data_parallel_rank_gathers_nothing(framework):
     """Nothing is sharded at one rank: torchtitan applies no FSDP (fsdp_enabled needs dp_shard > 1), FSDP1 switches to
     NO_SHARD, AutoModel returns the model unwrapped, torchtune runs its single-device recipe (docs/known-gaps.md
     42 (a)): no gathered layer beside the resident weights. At two ranks the layers are gathered again."""
-    one = Strategy(dp=1, zero=3, micro_batch=1, recompute="full", framework=framework)
+    # the HF Trainer on FSDP (fsdp full); with zero 3 alone it runs DeepSpeed's engine (the test below)
+    one = Strategy(dp=1, zero=3, micro_batch=1, recompute="full", framework=framework,
+                   fsdp="full" if framework == "hf" else "none")
     training = Training(method="lora", seq_len=4096, global_batch_seqs=8, lora_rank=16, lora_targets=("q_proj",))
     system = System(**{**NODE.__dict__, "gpus": 1, "gpus_per_node": 1})
     assert estimate_memory(MODEL, training, system, one, check=False).items_bytes["framework_buffers"] == 0.0
@@ -83,7 +85,8 @@ def test_one_data_parallel_rank_gathers_nothing(framework):
 
 def test_deepspeed_zero3_still_gathers_at_one_rank():
     """DeepSpeed ZeRO-3 partitions into one shard and gathers each module into its own buffer even at one rank."""
-    one = Strategy(dp=1, zero=3, micro_batch=1, recompute="full", framework="deepspeed")
     training = Training(method="pretrain", seq_len=4096, global_batch_seqs=8)
     system = System(**{**NODE.__dict__, "gpus": 1, "gpus_per_node": 1})
-    assert estimate_memory(MODEL, training, system, one, check=False).items_bytes["framework_buffers"] > 0.0
+    for framework in ("deepspeed", "hf"):  # hf with zero 3 and no fsdp: the HF Trainer on DeepSpeed's engine
+        one = Strategy(dp=1, zero=3, micro_batch=1, recompute="full", framework=framework)
+        assert estimate_memory(MODEL, training, system, one, check=False).items_bytes["framework_buffers"] > 0.0

@@ -69,3 +69,18 @@ def test_deepspeed_eager_attention_saves_16_bit_scores():
     # HF eager keeps the fp32 softmax and its 16-bit copy (6 B per score), Megatron's fused softmax 2 B
     scores = GPT_SMALL.layers * GPT_SMALL.heads * 2048 * 2048
     assert hf - ds == pytest.approx(4 * scores)
+
+
+def test_an_hf_job_on_deepspeeds_engine_holds_its_modules_not_fsdps_layers():
+    """HF Trainer / accelerate with zero 3 and no fsdp runs DeepSpeed's engine (memory keyed on the engine, as the step
+    time): the gathered and reduce buckets are DeepSpeed's, sized by the job's bucket sizes (the hf stack's default
+    "auto": int(0.9 h^2) prefetch, h^2 reduce); with fsdp the stack's FSDP units, as before."""
+    h = 20480
+    fc1 = h * 4 * h
+    tr = Training(precision="bf16", seq_len=2048, global_batch_seqs=2560)
+    hf = _items(GPT530, tr, 640, zero=3, framework="hf")["framework_buffers"]
+    assert hf == pytest.approx(2 * (fc1 + int(0.9 * h * h)) + 2 * 2 * fc1, rel=1e-9)
+    stated = _items(GPT530, tr, 640, zero=3, framework="hf", zero3_bucket_sizes="deepspeed")["framework_buffers"]
+    assert stated == pytest.approx(2 * (fc1 + 5e7) + 2 * 2 * fc1, rel=1e-9)
+    fsdp = _items(GPT530, tr, 640, zero=3, fsdp="full", framework="hf")["framework_buffers"]
+    assert fsdp > 2.5 * hf  # two gathered layers and one unsharded gradient layer

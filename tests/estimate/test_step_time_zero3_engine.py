@@ -5,31 +5,32 @@ _deepspeed_gathers_per_layer, _zero3_regathered_share)."""
 from __future__ import annotations
 
 import io
-from dataclasses import replace
 from typing import get_args
 
 import pytest
 from rich.console import Console
 
 from trainsizer.catalog import load_catalog
-from trainsizer.errors import SpecError
+from trainsizer.errors import SpecError, TrainsizerError
 from trainsizer.estimate.calibration import Calibration, load_constants
+from trainsizer.estimate.framework import deepspeed_zero3_buckets
 from trainsizer.estimate.inputs import Strategy, Training
 from trainsizer.estimate.model_states import deepspeed_zero3_kept_params
 from trainsizer.estimate.step_time import estimate_time, perf_style
 from trainsizer.evaluate import evaluate
-from trainsizer.names import FSDP_MODES
+from trainsizer.names import FSDP_MODES, ZERO3_BUCKET_SIZES
 from trainsizer.render.estimate_view import print_estimate
 from trainsizer.scenario import resolve_job
-from trainsizer.spec.job import Fsdp
+from trainsizer.spec.job import Fsdp, Zero3BucketSizes
 
 from .test_perf_common import gpt, h100_cluster, llama8b
 
 CAL = Calibration(busbw_intra_gb_s=360.0, busbw_inter_gb_s=80.0)  # 10 GB/s NIC rate per GPU
 
 
-def _hf(model, fsdp: str, recompute: str = "selective", framework: str = "hf"):
-    st = Strategy(tp=1, dp=64, zero=3, fsdp=fsdp, micro_batch=2, framework=framework, recompute=recompute)
+def _hf(model, fsdp: str, recompute: str = "selective", framework: str = "hf", buckets: str | None = None):
+    st = Strategy(tp=1, dp=64, zero=3, fsdp=fsdp, micro_batch=2, framework=framework, recompute=recompute,
+                  zero3_bucket_sizes=buckets)
     return estimate_time(model, Training(seq_len=4096, global_batch_seqs=256), h100_cluster(), st, CAL)
 
 
@@ -47,7 +48,7 @@ def _exposed(e, coll_s: float, ag_passes: float, calls: int) -> float:
 
 def test_deepspeed_gathers_a_llama_layer_in_three_prefetch_buckets():
     m = llama8b()
-    e = _hf(m, "none")
+    e = _hf(m, "none", buckets="deepspeed")  # the config leaves the buckets out: DeepSpeed's 5e7
     coll_s = 63 / 64 * m.params_total * 2 / 80e9 + 63 * 5e-6
     # q 16.8M + k 4.2M + v 4.2M + o 16.8M = 42M < 5e7, closed by gate (58.7M); up; down: 3 all-gathers a layer, 32
     # layers; no re-gather without full recompute
@@ -84,15 +85,25 @@ def test_only_a_stack_that_runs_either_engine_changes_with_it():
 def test_the_prefetch_bucket_sets_the_gathers_a_layer():
     ds = perf_style("deepspeed")
     assert (ds.zero3_prefetch_bucket_params, ds.zero3_persistence_threshold_params) == (5.0e7, 1.0e5)
-    # HF Trainer's "auto" bucket, 0.9 h^2 = 15.1M at h 4,096: q (16.8M) alone; k + v + o (25.2M); gate; up; down
-    style = replace(perf_style("hf"), zero3_deepspeed_fetch=True, zero3_prefetch_bucket_params=0.9 * 4096**2,
-                    zero3_persistence_threshold_params=1.0e5)
+    # HF Trainer's "auto" bucket (the hf stack's default), 0.9 h^2 = 15.1M at h 4,096: q (16.8M) alone; k + v + o
+    # (25.2M); gate; up; down
+    assert deepspeed_zero3_buckets("auto", 4096) == (int(0.9 * 4096**2), 40960, 4096**2)
+    assert deepspeed_zero3_buckets("deepspeed", 4096) == (5.0e7, 1.0e5, 5.0e8)
     m = llama8b()
-    st = Strategy(tp=1, dp=64, zero=3, micro_batch=2)
-    e = estimate_time(m, Training(seq_len=4096, global_batch_seqs=256), h100_cluster(), st, CAL,
-                      framework_style=style)
     coll_s = 63 / 64 * m.params_total * 2 / 80e9 + 63 * 5e-6
-    assert e.breakdown_s["dp_comm"] == pytest.approx(_exposed(e, coll_s, 2.0, 5 * 32), rel=1e-9)
+    for buckets in (None, "auto"):
+        e = _hf(m, "none", buckets=buckets)
+        assert e.breakdown_s["dp_comm"] == pytest.approx(_exposed(e, coll_s, 2.0, 5 * 32), rel=1e-9)
+    # the deepspeed style keeps its Megatron module count (zero3_fetch_units_per_layer) whatever the option says
+    assert perf_style("deepspeed").zero3_bucket_sizes == "deepspeed"
+
+
+def test_a_bad_bucket_mode_is_refused_with_the_choices():
+    with pytest.raises(SpecError) as err:
+        _hf(llama8b(), "none", buckets="hf")
+    assert err.value.where == "strategy.zero3_bucket_sizes"
+    assert "auto" in str(err.value) and "deepspeed" in str(err.value)
+    assert set(get_args(Zero3BucketSizes)) == set(ZERO3_BUCKET_SIZES)
 
 
 JOB = {"model": "llama-3.1-8b", "method": "full", "data": {"tokens": 1e8}, "seq_len": 2048,
@@ -107,7 +118,7 @@ def test_the_estimate_says_which_engine_it_assumed_in_json_and_table():
             ({"fsdp": "full", "framework": "hf"}, "fsdp", "ZeRO-3 engine assumed: PyTorch FSDP",
              "假定的 ZeRO-3 分片引擎：PyTorch FSDP")):
         res = evaluate(resolve_job({**JOB, "strategy": strategy}, cat), cat)
-        assert res["framework"]["zero3_engine"] == {"assumed": engine}
+        assert res["framework"]["zero3_engine"]["assumed"] == engine
         for lang, label in (("en", en), ("zh", zh)):
             buf = io.StringIO()
             print_estimate(res, lang, Console(file=buf, width=250))
@@ -125,3 +136,24 @@ def test_a_bad_fsdp_mode_is_refused_with_the_choices():
     assert "full" in str(err.value) and "hybrid" in str(err.value)
     # the job spec takes the same modes (names.FSDP_MODES)
     assert set(get_args(Fsdp)) == set(FSDP_MODES)
+
+
+def test_the_estimate_says_which_bucket_sizes_it_assumed_in_json_and_table():
+    cat = load_catalog()
+    for stated, mode, prefetch, en, zh in (
+            (None, "auto", 15099494.0, "auto (the HF Trainer / accelerate fill", "（未设置："),
+            ("deepspeed", "deepspeed", 5.0e7, "deepspeed (the config leaves them out", "取 DeepSpeed 默认值")):
+        strategy = {"zero": 3, "framework": "hf"} | ({"zero3_bucket_sizes": stated} if stated else {})
+        res = evaluate(resolve_job({**JOB, "strategy": strategy}, cat), cat)
+        b = res["framework"]["zero3_engine"]["bucket_sizes"]
+        assert (b["requested"], b["assumed"], b["prefetch_bucket_params"]) == (stated, mode, prefetch)
+        for lang, label in (("en", en), ("zh", zh)):
+            buf = io.StringIO()
+            print_estimate(res, lang, Console(file=buf, width=400))
+            assert label in buf.getvalue()
+    # FSDP reads none of them: refused beside fsdp, and on a stack that writes its own DeepSpeed config
+    with pytest.raises(TrainsizerError, match="zero3_bucket_sizes"):
+        resolve_job({**JOB, "strategy": {"fsdp": "full", "framework": "hf", "zero3_bucket_sizes": "auto"}}, cat)
+    with pytest.raises(TrainsizerError, match="zero3_bucket_sizes"):
+        job = resolve_job({**JOB, "strategy": {"zero": 3, "framework": "deepspeed", "zero3_bucket_sizes": "auto"}}, cat)
+        evaluate(job, cat)

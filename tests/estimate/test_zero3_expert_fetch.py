@@ -62,13 +62,16 @@ def test_a_dense_model_is_unchanged():
 
 
 def test_unstated_follows_the_experts_implementation_and_is_said():
-    eager = _evaluate(zero=3, experts_implementation="eager")["framework"]["zero3_expert_fetch"]
-    assert eager == {"requested": None, "assumed": "per_expert"}
-    assert _evaluate(zero=3)["framework"]["zero3_expert_fetch"] == {"requested": None, "assumed": "block"}
+    """A family without a default leaf (gpt-oss): per_expert under the 4.x eager loop, block under v5's packed
+    experts; said with why."""
+    eager = _evaluate(model="gpt-oss-20b", zero=3, experts_implementation="eager")["framework"]["zero3_expert_fetch"]
+    assert eager == {"requested": None, "assumed": "per_expert", "why": "eager_experts"}
+    packed = _evaluate(model="gpt-oss-20b", zero=3)["framework"]["zero3_expert_fetch"]
+    assert packed == {"requested": None, "assumed": "block", "why": "packed_experts"}
     stated = _evaluate(zero=3, experts_implementation="eager", zero3_expert_fetch="block")["framework"]
     assert stated["zero3_expert_fetch"] == {"requested": "block", "assumed": "block"}
-    assert _dp(zero=3, experts_implementation="eager") == _dp(zero=3, experts_implementation="eager",
-                                                              zero3_expert_fetch="per_expert")
+    assert _dp(model="gpt-oss-20b", zero=3, experts_implementation="eager") == _dp(
+        model="gpt-oss-20b", zero=3, experts_implementation="eager", zero3_expert_fetch="per_expert")
     assert "zero3_expert_fetch" not in _evaluate(model="llama-3.1-8b", zero=3)["framework"]
     assert "zero3_expert_fetch" not in _evaluate(zero=2)["framework"]
 
@@ -81,3 +84,27 @@ def test_outside_transformers_stacks_it_is_refused_with_the_rule():
 def test_an_unknown_value_is_refused_with_the_allowed_ones():
     with pytest.raises(TrainsizerError, match="per_expert"):
         _dp(zero=3, zero3_expert_fetch="per_module")
+
+
+def test_deepspeeds_default_leaf_classes_fetch_mixtral_and_qwen_moe_as_a_block():
+    """DeepSpeed >= 0.18.0 makes MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock and Qwen3MoeSparseMoeBlock ZeRO-3 leaves
+    on every engine (leaf_module_config.py DEFAULT_LEAF_MODULE_CLASSES, PR 7604): unstated, these families fetch their
+    experts as one block even under the 4.x eager loop, said in the JSON and the table (en / zh); a run on an older
+    DeepSpeed states per_expert."""
+    import io
+
+    from rich.console import Console
+
+    from trainsizer.render.estimate_view import print_estimate
+
+    for model in ("mixtral-8x7b", "qwen3-30b-a3b"):
+        res = _evaluate(model=model, zero=3, experts_implementation="eager")
+        assert res["framework"]["zero3_expert_fetch"] == {"requested": None, "assumed": "block", "why": "leaf_default"}
+        assert res["time"]["breakdown_s"]["dp_comm"] == _dp(model=model, zero=3, experts_implementation="eager",
+                                                            zero3_expert_fetch="block")
+        assert res["time"]["breakdown_s"]["dp_comm"] != _dp(model=model, zero=3, experts_implementation="eager",
+                                                            zero3_expert_fetch="per_expert")
+        for lang, text in (("en", "DeepSpeed >= 0.18.0"), ("zh", "默认把该模型的 MoE 模块设为 ZeRO-3 叶子模块")):
+            buf = io.StringIO()
+            print_estimate(res, lang, Console(file=buf, width=400))
+            assert text in buf.getvalue()

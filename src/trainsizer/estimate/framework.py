@@ -129,6 +129,34 @@ def style_number(name: str, key: str) -> float:
     return float(_style_entry(name)[key])
 
 
+def deepspeed_zero3_buckets(mode: Any, hidden: float) -> tuple[Any, Any, Any]:
+    """(stage3_prefetch_bucket_size, stage3_param_persistence_threshold, reduce_bucket_size) in elements for a job's
+    DeepSpeed ZeRO-3 bucket sizes (names.ZERO3_BUCKET_SIZES, elementwise): "deepspeed" = DeepSpeed's zero/config.py
+    defaults (the deepspeed style's numbers), "auto" = what the HF Trainer and accelerate write into a config's "auto"
+    entries from the model's hidden size (the hf style's coefficients: transformers integrations/deepspeed.py
+    HfTrainerDeepSpeedConfig.trainer_config_finalize, accelerate accelerator.py _prepare_deepspeed). The step time
+    (gathers a layer) and the memory estimate (the gathered and reduce buckets) both read it."""
+    auto = np.asarray(mode) == "auto"
+    h = float(hidden)
+    return (np.where(auto, np.floor(style_number("hf", "zero3_auto_prefetch_hidden_squares") * h * h),  # int(0.9 h^2)
+                     style_number("deepspeed", "zero3_prefetch_bucket_params")),
+            np.where(auto, style_number("hf", "zero3_auto_persistence_hiddens") * h,
+                     style_number("deepspeed", "zero3_persistence_threshold_params")),
+            np.where(auto, style_number("hf", "zero3_auto_reduce_hidden_squares") * h * h,
+                     style_number("deepspeed", "grad_bucket_params")))
+
+
+def deepspeed_zero3_engine(name: str, auto_idx: Any, zero: Any, fsdp: Any) -> tuple[Any, Any]:
+    """(where a job runs ZeRO-3 on DeepSpeed's engine, its bucket-size mode) per strategy: framework deepspeed at zero 3,
+    or a stack that runs either engine (perf style zero3_runs_deepspeed: hf) at zero 3 without fsdp; "auto" judged as
+    the stack it resolves to (`auto_index`). The mode is the style's zero3_bucket_sizes ("deepspeed" where unset)."""
+    names = np.asarray(AUTO_CHOICES)[np.asarray(auto_idx)] if name == "auto" else np.asarray(name)
+    either = np.vectorize(lambda n: bool(_style_entry(str(n)).get("zero3_runs_deepspeed", False)), otypes=[bool])
+    mode = np.vectorize(lambda n: str(_style_entry(str(n)).get("zero3_bucket_sizes", "deepspeed")), otypes=[object])
+    on = (np.asarray(zero) >= 3) & ((names == "deepspeed") | (either(names) & (fsdp in (None, "none"))))
+    return on, mode(names)
+
+
 def fp8_primary_weights_default(style_on: Any, zero: Any) -> Any:
     """A style's default FP8 primary weights (fp8_param_allgather unset in the job) per strategy: they hold with the
     distributed optimizer only; NeMo turns fp8_param_gather off under Megatron FSDP / ZeRO-3

@@ -336,6 +336,9 @@ class Strategy:
     # how DeepSpeed ZeRO-3 gathers transformers' routed experts: "per_expert" | "block" (names.ZERO3_EXPERT_FETCHES;
     # step_time._deepspeed_expert_gathers); None = by the experts implementation; time only
     zero3_expert_fetch: Any = None
+    # DeepSpeed ZeRO-3's bucket sizes: "deepspeed" | "auto" (names.ZERO3_BUCKET_SIZES; framework.deepspeed_zero3_buckets);
+    # None = the style's (hf auto); time and memory
+    zero3_bucket_sizes: Any = None
     # the job's fsdp ("none" | "full" | "hybrid"): with zero 3, "none" is DeepSpeed's engine (module by module), the
     # others FSDP's (a decoder layer a unit); one value for the whole batch
     fsdp: Any = "none"

@@ -52,10 +52,13 @@ from trainsizer.estimate.activations import (
 )
 from trainsizer.estimate.calibration import fp4_training
 from trainsizer.estimate.framework import (
+    AUTO_CHOICES,
     DEFAULT_LOSS,
     auto_index,
     check_framework,
     compiles_by_default,
+    deepspeed_zero3_buckets,
+    deepspeed_zero3_engine,
     fp8_primary_weights_default,
     memory_profile,
     style_number,
@@ -306,6 +309,11 @@ class _Batch:
     cp_all_gather: bool = False  # Strategy.cp_comm_type all_gather (one per batch; `_cp_allgather_buffers`)
     stage_edges: tuple[Any, Any] = (None, None)  # the end ranks' stated decoder layers (pipeline.stated_edges)
     head_own_unit: bool = False  # Strategy.shard_embedding_head_separately (one per batch; `_torchtune_fsdp2_end_units`)
+    # ZeRO-3 on DeepSpeed's engine (framework.deepspeed_zero3_engine), per strategy; its bucket-size mode (the job's
+    # strategy.zero3_bucket_sizes or the style's) and whether the stack builds q / k / v and gate / up apart
+    ds_engine: Any = False
+    ds_buckets: Any = "deepspeed"
+    ds_split: bool = False
 
     def ssum(self, cum: np.ndarray, start: np.ndarray, stop: np.ndarray, n: np.ndarray) -> np.ndarray:
         """Sum of a per-layer cumulative table over a stage's layers (interleaved: the stage's layer count at
@@ -394,6 +402,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
 
     name, mega, titan = _profiles(training, strategy, options, s)
     dpc, divisors = _shard_divisors(s)
+    ds_engine, ds_buckets, ds_split = _deepspeed_engine(name, strategy, training, s)
     # tokens and micro-batches
     pairs = float(training.sequences_per_sample)  # DPO: chosen + rejected per sample
     seq = training.peak_row_tokens  # seq_len, or the longest unpacked sample (Training.peak_row_tokens)
@@ -438,6 +447,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     return _Batch(model=model, training=training, options=options, pre=pre, c=load_memory_constants(), s=s,
                   t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, et=s["etp"], z=z, rec=rec, off=s["offload"],
                   name=name, mega=mega, titan=titan, kbit_upcast=upcast_w, head_cast=head_cast,
+                  ds_engine=ds_engine, ds_buckets=ds_buckets, ds_split=ds_split,
                   bf16_grads=bf16_grads,
                   fp8_params=fp8_params, fp8_transpose_bytes=_fp8_transpose_bytes(strategy, training, accelerator), eager_sac=eager_sac, grad_reduce_in_fp32=g32, fresh_grads=fresh,
                   chunked_loss=chunked, chunked_nll=loss_impl == "chunked-nll", titan_chunked=titan_chunked, head_own_unit=bool(getattr(strategy, "shard_embedding_head_separately", None)),
@@ -470,6 +480,22 @@ def _profiles(training: Training, strategy: Strategy, options: MemoryOptions,
         mega = np.full(t.shape, profile == "megatron")
         titan = np.full(t.shape, name == "torchtitan")
     return name, mega, titan
+
+
+def _deepspeed_engine(name: str, strategy: Strategy, training: Training,
+                      s: dict[str, np.ndarray]) -> tuple[np.ndarray, Any, bool]:
+    """(where ZeRO-3 runs on DeepSpeed's engine, its bucket-size mode, whether its stack splits the projections) per
+    strategy: framework deepspeed, or HF Trainer / accelerate with zero 3 and no fsdp (framework.
+    deepspeed_zero3_engine, as step_time._deepspeed_engine_options), so the gathered modules, the reuse rule's kept
+    parameters and the buckets follow the engine, not the stack's name."""
+    idx = auto_index(s["tp"], s["pp"], s["cp"], s["ep"], s["distributed_optimizer"] > 0, s["zero"],
+                     training.method in ("pretrain", "cpt")) if name == "auto" else 0
+    on, mode = deepspeed_zero3_engine(name, idx, s["zero"], getattr(strategy, "fsdp", None))
+    stated = getattr(strategy, "zero3_bucket_sizes", None)
+    on = np.broadcast_to(on, s["tp"].shape)
+    stacks = {AUTO_CHOICES[int(i)] for i in np.unique(np.asarray(idx)[...])} if name == "auto" else {name}
+    split = any(style_option(n, "split_projections") for n in stacks if n != "deepspeed")
+    return on, (mode if stated is None else stated), split
 
 
 def _shard_divisors(s: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]:
@@ -1300,9 +1326,10 @@ def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any, loss_phase: 
     full_train = b.training.trains_base_weights
     w_layer, g_layer = _gathered_layer_bytes(b)
     gathered = oc["zero3_gathered_layers"] * w_layer + oc["zero3_unsharded_grad_layers"] * g_layer
-    if b.name == "deepspeed":
+    if np.any(b.ds_engine):  # DeepSpeed's engine, under its own style or HF Trainer / accelerate's
         live_w, live_g = _deepspeed_zero3_live(b, layer_p, trainable_pg)
-        gathered = (b.w16 if full_train else b.pre.base[0]) * live_w + (b.w16 if full_train else 0.0) * live_g
+        ds = (b.w16 if full_train else b.pre.base[0]) * live_w + (b.w16 if full_train else 0.0) * live_g
+        gathered = np.where(b.ds_engine, ds, gathered)
     # torchtitan FSDP2 + pipelining: reshard_after_forward is off and gradient sync waits for the last
     # micro-batch, so the stage's 16-bit weights stay unsharded and its gradients accumulate unsharded, in the
     # fp32 reduce dtype (torchtitan parallelize.py `reshard_after_forward = not pp_enabled`; the schedule's
@@ -1321,7 +1348,7 @@ def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any, loss_phase: 
     # (FSDP2Manager.parallelize at world size 1), FSDP1 switches to NO_SHARD ("FSDP is switching to use NO_SHARD ...
     # since the world size is 1", torch/distributed/fsdp/_init_utils.py) and torchtune runs its single-device
     # recipes; DeepSpeed ZeRO-3 still partitions into one shard and gathers each module into its own buffer.
-    sharded = (z >= 3) & ((b.dpc > 1) | (b.name == "deepspeed"))
+    sharded = (z >= 3) & ((b.dpc > 1) | b.ds_engine)
     items["framework_buffers"] = buckets + np.where(sharded | b.offload_par, np.maximum(gathered, pp_hold), 0.0)
     allocated = sum(val for key, val in items.items() if key not in ("cuda_context", "nccl_buffers"))
     items["fragmentation"] = oc["allocator_fragmentation_fraction"] * allocated
@@ -1378,17 +1405,20 @@ def _fsdp_root_unit(b: _Batch) -> Any:
 
 def _deepspeed_zero3_live(b: _Batch, layer_p: Any, trainable_pg: Any) -> tuple[Any, Any]:
     """(gathered parameters, unsharded gradient elements) live on one GPU under DeepSpeed ZeRO-3, which gathers
-    per submodule (memory_constants.yaml framework_overhead deepspeed_zero3_*): the embedding / LM head, or the
-    layer's modules reused within half the reuse distance (at least its largest linear), plus the prefetch
-    bucket; two reduce buckets of gradients (at most the GPU's trainable parameters), or two of the largest
-    module when it is larger. The reuse distance and the reduce bucket are the DeepSpeed perf style's
-    (perf_constants.yaml frameworks.deepspeed), which the step time reads too."""
-    oc, m = b.c["framework_overhead"], b.model
+    per submodule: the embedding / LM head, or the layer's modules reused within half the reuse distance (at least
+    its largest linear; the stack's projections fused or apart), plus the prefetch bucket; two reduce buckets of
+    gradients (at most the GPU's trainable parameters), or two of the largest module when it is larger. The reuse
+    distance is the DeepSpeed perf style's (perf_constants.yaml frameworks.deepspeed), the buckets the job's bucket
+    sizes (framework.deepspeed_zero3_buckets: DeepSpeed's defaults, or the HF Trainer's "auto"), as the step time
+    reads them."""
+    m = b.model
     largest = deepspeed_zero3_largest_module_params(m, b.t)
     head = float(m.vocab) * float(m.hidden) / b.t
-    kept = deepspeed_zero3_kept_params(m, b.t, layer_p, style_number(b.name, "zero3_max_reuse_distance_params"))
-    live_w = np.maximum(head, kept) + float(oc["deepspeed_zero3_prefetch_bucket_params"])
-    live_g = 2.0 * np.maximum(np.maximum(head, largest), style_number(b.name, "grad_bucket_params"))
+    kept = deepspeed_zero3_kept_params(m, b.t, layer_p, style_number("deepspeed", "zero3_max_reuse_distance_params"),
+                                       b.ds_split)
+    prefetch, _, reduce = deepspeed_zero3_buckets(b.ds_buckets, m.hidden)
+    live_w = np.maximum(head, kept) + prefetch
+    live_g = 2.0 * np.maximum(np.maximum(head, largest), reduce)
     return live_w, np.minimum(live_g, trainable_pg)
 
 
@@ -1410,7 +1440,7 @@ def _optimizer_step_peak(b: _Batch, items: dict[str, Any], total: Any, opt_param
     mc_step = b.bf16_grads & (~b.offload_opt)
     # DeepSpeed ZeRO-3 (framework deepspeed) steps its partition sub-group by sub-group (stage3.py step:
     # _prepare_fp32_grad_for_sub_group flattens and casts one sub-group's gradients, _release_sub_group frees them)
-    z3_step = (~b.mega) & (z >= 3) & (~b.offload_opt) & (b.name == "deepspeed")
+    z3_step = (~b.mega) & (z >= 3) & (~b.offload_opt) & b.ds_engine
     if not (b.training.trains_base_weights and np.any(ds_step | mc_step | z3_step)):
         return total, step_peak
     w16, fp32 = b.w16, float(b.c["optimizer_step"]["fp32_grad_cast_bytes_per_param"])

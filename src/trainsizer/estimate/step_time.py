@@ -53,7 +53,11 @@ from trainsizer.estimate.flops import (
     layer_flops,
     model_flops_per_token,
 )
-from trainsizer.estimate.framework import fp8_primary_weights_default, torch_compile_of
+from trainsizer.estimate.framework import (
+    deepspeed_zero3_buckets,
+    fp8_primary_weights_default,
+    torch_compile_of,
+)
 from trainsizer.estimate.host_sync import drain_excess_s, host_figure
 from trainsizer.estimate.inputs import System, Training
 from trainsizer.estimate.model_states import (
@@ -82,6 +86,7 @@ from trainsizer.names import (
     MOE_DISPATCHERS,
     NORM_KERNELS,
     OPTIMIZER_IMPLS,
+    ZERO3_BUCKET_SIZES,
     ZERO3_EXPERT_FETCHES,
 )
 
@@ -118,8 +123,8 @@ class PerfStyle:
     # a module whose next use lies further in the trace is released after the recompute and gathered again for its
     # backward (_zero3_regathered_share); 0 = every gathered unit is kept from the recompute to its backward (FSDP)
     zero3_max_reuse_distance_params: float = 0.0
-    # DeepSpeed's stage3_prefetch_bucket_size and stage3_param_persistence_threshold (elements); read by a style that
-    # runs DeepSpeed's engine on a job's request (zero3_runs_deepspeed), for its gathers per layer
+    # DeepSpeed's stage3_prefetch_bucket_size and stage3_param_persistence_threshold (elements), the deepspeed style's:
+    # framework.deepspeed_zero3_buckets reads them (zero3_bucket_sizes "deepspeed") for a stack on DeepSpeed's engine
     zero3_prefetch_bucket_params: float = 0.0
     zero3_persistence_threshold_params: float = 0.0
     # this stack runs ZeRO-3 on DeepSpeed's engine as well as on FSDP (HF Trainer / accelerate): a job on DeepSpeed's
@@ -128,6 +133,13 @@ class PerfStyle:
     # ZeRO-3 all-gathers per layer counted from the layer's modules as DeepSpeed's coordinator issues them
     # (_deepspeed_gathers_per_layer) instead of zero3_fetch_units_per_layer
     zero3_deepspeed_fetch: bool = False
+    # DeepSpeed ZeRO-3's bucket sizes on DeepSpeed's engine (names.ZERO3_BUCKET_SIZES; strategy.zero3_bucket_sizes
+    # overrides): "deepspeed" = zero/config.py's defaults, "auto" = the HF Trainer / accelerate fill from the hidden
+    # size, whose coefficients the hf style states (framework.deepspeed_zero3_buckets)
+    zero3_bucket_sizes: str = "deepspeed"
+    zero3_auto_prefetch_hidden_squares: float = 0.0
+    zero3_auto_persistence_hiddens: float = 0.0
+    zero3_auto_reduce_hidden_squares: float = 0.0
     grad_reduce_bytes: float = 2.0  # bytes per gradient element on the wire
     ep_overlap: bool = False  # EP all-to-all hidden behind another micro-batch's compute (DualPipe-style)
     # share of the GPU's SMs the overlapped all-to-all kernels hold while in flight, taken from that compute
@@ -152,6 +164,10 @@ class PerfStyle:
     # modules, and FSDP); "auto" = as transformers' modules are built: per_expert under its 4.x eager loop (ModuleList
     # experts), block under v5's packed experts (step_time._deepspeed_expert_gathers)
     zero3_expert_fetch: str = ""
+    # model families (ModelArch.family, comma-separated) whose transformers MoE block DeepSpeed's engine makes a ZeRO-3
+    # leaf by default, so "auto" fetches their experts as one block whatever the experts implementation
+    # (zero3_expert_fetch_default)
+    zero3_leaf_families: str = ""
     # model families (ModelArch.family, comma-separated) whose module in this framework runs FlexAttention whatever
     # the style's kernel (torchtitan's gpt_oss Attention asserts it): their attention_kernel is flex unless the job
     # states one (_model_attention_kernel)
@@ -473,12 +489,20 @@ def _deepspeed_engine_options(strategy, style: PerfStyle) -> dict[str, Any]:
         from trainsizer.errors import unknown_name
 
         raise unknown_name("strategy.fsdp", "FSDP mode", fsdp, FSDP_MODES)
+    buckets = getattr(strategy, "zero3_bucket_sizes", None)
+    if buckets is not None and buckets not in ZERO3_BUCKET_SIZES:
+        from trainsizer.errors import unknown_name
+
+        raise unknown_name("strategy.zero3_bucket_sizes", "ZeRO-3 bucket sizes", buckets, ZERO3_BUCKET_SIZES)
     on = np.asarray(style.zero3_runs_deepspeed, bool) & (fsdp in (None, "none"))
     if not np.any(on):
         return {}
     ds = perf_style("deepspeed")
-    keys = ("zero3_max_reuse_distance_params", "zero3_prefetch_bucket_params", "zero3_persistence_threshold_params")
-    out = {key: _when(on if on.ndim else bool(on), getattr(ds, key), getattr(style, key)) for key in keys}
+    # the bucket sizes: framework.deepspeed_zero3_buckets, by the job's or the style's zero3_bucket_sizes
+    key = "zero3_max_reuse_distance_params"
+    out = {key: _when(on if on.ndim else bool(on), getattr(ds, key), getattr(style, key))}
+    if buckets is not None:
+        out["zero3_bucket_sizes"] = np.where(on, buckets, style.zero3_bucket_sizes) if on.ndim else str(buckets)
     return out | {"zero3_deepspeed_fetch": on if on.ndim else True}
 
 
@@ -2219,7 +2243,7 @@ def _deepspeed_expert_gathers(x: _Step, g: _Grads, mb: _MicroBatch, expert: tupl
     mode = np.asarray(x.fw.zero3_expert_fetch)
     if not x.model.is_moe or not np.any(mode != ""):
         return None
-    mode = np.where(mode == "auto", np.where(np.asarray(x.fw.moe_expert_loop, bool), "per_expert", "block"), mode)
+    mode = zero3_expert_fetch_default(mode, x.fw.moe_expert_loop, x.fw.zero3_leaf_families, x.model.family)[0]
     n_esh, k_esh, m_esh = expert
     on = (mode != "") & (x.zero >= 3) & (x.p <= 1) & (g.local_expert > 0)
     ag_e = comm.all_gather_time(g.local_expert * ag_bytes, n_esh, k_esh, x.r, x.system, m_esh)
@@ -2233,6 +2257,22 @@ def _deepspeed_expert_gathers(x: _Step, g: _Grads, mb: _MicroBatch, expert: tupl
     hides = np.where(mode == "per_expert", moe_layers * local * fwd_s * (3.0 + x.moe_rerun), 0.0)
     exposed = np.where(mode == "per_expert", _prefetched(x, gathers, hides, 0.0), gathers)
     return on, np.where(on, e_comm, 0.0), np.where(on, hides, 0.0), exposed
+
+
+def zero3_expert_fetch_default(mode: Any, expert_loop: Any, leaf_families: Any, family: str) -> tuple[Any, Any]:
+    """(fetch, why) for a style's zero3_expert_fetch `mode` ("auto" resolved; "" or a stated fetch kept), elementwise:
+    block where DeepSpeed's engine makes the model family's MoE block a ZeRO-3 leaf by default (why "leaf_default":
+    DeepSpeed >= 0.18.0, 2025-10-07, runtime/zero/leaf_module_config.py DEFAULT_LEAF_MODULE_CLASSES, applied to every
+    model at engine.py _configure_distributed_model -> utils/z3_leaf_module.py apply_zero_leaf_module_config, before
+    the ZeRO-3 hooks; PR 7604, deepspeedai/DeepSpeed 7d9a2f2), else per_expert under transformers 4.x's eager loop
+    (why "eager_experts": each expert linear its own module) and block under v5's packed experts ("packed_experts").
+    The step time and the estimate's JSON read it."""
+    mode = np.asarray(mode)
+    leaf = np.vectorize(lambda listed: family in str(listed).split(","), otypes=[bool])(np.asarray(leaf_families))
+    loop = np.asarray(expert_loop, bool)
+    why = np.where(leaf, "leaf_default", np.where(loop, "eager_experts", "packed_experts"))
+    auto = mode == "auto"
+    return (np.where(auto, np.where(leaf | ~loop, "block", "per_expert"), mode), np.where(auto, why, ""))
 
 
 def _reentrant_outer_exposed(x: _Step, z3_ag, z3_rs, n_coll, lat, fwd_s) -> np.ndarray:
@@ -2289,8 +2329,7 @@ def _deepspeed_gathers_per_layer(x: _Step) -> Any:
     strategy.zero3_expert_fetch; docs/known-gaps.md 74 (a)). Averaged over the layers; per TP rank (x.t)."""
     fw, m = x.fw, x.model
     on = np.asarray(fw.zero3_deepspeed_fetch, bool)
-    bucket = float(np.max(fw.zero3_prefetch_bucket_params))
-    persist = float(np.max(fw.zero3_persistence_threshold_params))
+    bucket, persist, _ = deepspeed_zero3_buckets(fw.zero3_bucket_sizes, m.hidden)
     split = bool(np.any(np.asarray(fw.split_projections, bool) & on))  # the styles that run it (hf) split them
     t = np.asarray(x.t, dtype=float)
     kinds = collections.Counter(m.layer_params(i).is_moe for i in range(m.layers))

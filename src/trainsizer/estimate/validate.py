@@ -148,6 +148,9 @@ FLEX_DISPATCHER_VENDORS: dict[str, tuple[str, ...] | None] = {"nvidia": None, "a
 # experts backends); the HF Trainer / TRL / PEFT / accelerate stack (hf) runs it. The other stacks run their own MoE
 # modules (Megatron-Core TEGroupedMLP, torchtitan's grouped_mm, DeepSpeed-MoE). "auto" as the stack it resolves to.
 EXPERTS_IMPLEMENTATION_FRAMEWORKS = ("hf",)
+# Frameworks whose launcher fills a DeepSpeed config's "auto" bucket sizes from the model (HF Trainer / accelerate:
+# strategy.zero3_bucket_sizes)
+DEEPSPEED_AUTO_FRAMEWORKS = ("hf",)
 # Frameworks that replicate a single KV head (multi-query attention) on every TP rank.
 MQA_REPLICATED_KV_FRAMEWORKS = ("megatron",)
 
@@ -205,6 +208,7 @@ RULES = (
     "te_options_framework",
     "experts_implementation_framework",
     "zero3_expert_fetch_framework",
+    "zero3_bucket_sizes_framework",
     "fp8_lm_head_framework",
     "attention_kernel_framework",
     "cudnn_release_part",
@@ -531,7 +535,9 @@ def _experts_implementation_rules(c: SimpleNamespace) -> _Rules:
     return {"experts_implementation_framework": _stack_rule(c, stated, EXPERTS_IMPLEMENTATION_FRAMEWORKS,
                                                             "experts_implementation_framework"),
             "zero3_expert_fetch_framework": _stack_rule(c, fetch_free, EXPERTS_IMPLEMENTATION_FRAMEWORKS,
-                                                        "zero3_expert_fetch_framework")}
+                                                        "zero3_expert_fetch_framework"),
+            "zero3_bucket_sizes_framework": _stack_rule(c, getattr(c.strategy, "zero3_bucket_sizes", None) is None,
+                                                        DEEPSPEED_AUTO_FRAMEWORKS, "zero3_bucket_sizes_framework")}
 
 
 def _te_option_rules(c: SimpleNamespace) -> _Rules:

@@ -208,7 +208,7 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
             con.print(f"{t('moe_fusion', L)}{t('colon', L)}{_moe_fusion_text(fusion, L)}")
         fetch = fw.get("zero3_expert_fetch")
         if fetch:
-            why = t("zero3_expert_fetch_default", L) if fetch["requested"] is None else ""
+            why = t("zero3_expert_fetch_why_" + fetch["why"], L) if fetch.get("why") else ""
             con.print(f"{t('zero3_expert_fetch', L)}{t('colon', L)}{t('zero3_expert_fetch_' + fetch['assumed'], L)}{why}")
         ckpt = fw.get("checkpoint_impl")
         if ckpt:
@@ -217,6 +217,12 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
         engine = fw.get("zero3_engine")
         if engine:
             con.print(f"{t('zero3_engine', L)}{t('colon', L)}{t('zero3_engine_' + engine['assumed'], L)}")
+            b = engine.get("bucket_sizes")
+            if b:
+                why = t("zero3_bucket_sizes_default", L) if b["requested"] is None else ""
+                con.print(f"{t('zero3_bucket_sizes', L)}{t('colon', L)}" + t("zero3_bucket_sizes_" + b["assumed"], L).format(
+                    prefetch=f"{b['prefetch_bucket_params']:.3g}", persist=f"{b['persistence_threshold_params']:.3g}",
+                    reduce=f"{b['reduce_bucket_params']:.3g}") + why)
         if fw.get("torch_compile"):
             con.print(f"{t('torch_compile_assumed', L)}{t('colon', L)}{t(fw['torch_compile']['reason'], L)}")
     if result.get("memory"):

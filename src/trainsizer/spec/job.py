@@ -51,6 +51,7 @@ from trainsizer.names import (
     RECOMPUTE,
     RECOMPUTE_METHODS,
     RECOMPUTE_MODULES,
+    ZERO3_BUCKET_SIZES,
     ZERO3_EXPERT_FETCHES,
     optimizer_precisions_for,
 )
@@ -83,6 +84,7 @@ OptimizerImpl = Literal[OPTIMIZER_IMPLS]
 DdpImpl = Literal[DDP_IMPLS]
 CheckpointImpl = Literal[CHECKPOINT_IMPLS]
 Zero3ExpertFetch = Literal[ZERO3_EXPERT_FETCHES]
+Zero3BucketSizes = Literal[ZERO3_BUCKET_SIZES]
 LoraImpl = Literal[LORA_IMPLS]
 OptimizerPrecision = Literal[OPTIMIZER_PRECISIONS]
 
@@ -462,6 +464,11 @@ class StrategySpec(_Strict):
     # block (the MoE block a ZeRO-3 leaf, or v5's packed experts: one gather, at the block's own hook); null = by the
     # experts implementation (eager: per_expert; grouped_mm: block); time only
     zero3_expert_fetch: Zero3ExpertFetch | None = None
+    # DeepSpeed ZeRO-3's prefetch bucket, persistence threshold and reduce bucket (names.ZERO3_BUCKET_SIZES; framework
+    # hf, zero 3 without fsdp): deepspeed (the config leaves them out: 5e7, 1e5, 5e8 elements) | auto (the config
+    # writes "auto": the HF Trainer / accelerate fill 0.9 h^2, 10 h, h^2); null = the framework's (hf auto, as the
+    # ds_config files of the transformers docs, LLaMA-Factory and ms-swift write them)
+    zero3_bucket_sizes: Zero3BucketSizes | None = None
     # AdamW's states: fp32 (fp32 master + moments) | bf16-moments (fp32 master, bf16 moments: DeepSeek-V3, Megatron-Core's
     # precision-aware optimizer) | bf16 (no master, bf16 moments: Apex DistributedFusedAdam dtype bf16); null = fp32
     optimizer_precision: OptimizerPrecision | None = None
@@ -503,6 +510,8 @@ class StrategySpec(_Strict):
         # FSDP gathers a whole decoder layer, experts and all, in one unit: the fetch of DeepSpeed's modules is not its
         if self.zero3_expert_fetch is not None and self.fsdp != "none":
             raise ValueError(msg("job_zero3_expert_fetch_fsdp", fsdp=self.fsdp))
+        if self.zero3_bucket_sizes is not None and self.fsdp != "none":
+            raise ValueError(msg("job_zero3_bucket_sizes_fsdp", fsdp=self.fsdp))
         if self.local_batch is not None and self.local_batch % self.micro_batch:
             raise ValueError(msg("job_local_batch_micro_batch", local_batch=self.local_batch,
                                  micro_batch=self.micro_batch))
