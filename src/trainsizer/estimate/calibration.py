@@ -153,6 +153,15 @@ class PerfConstants:
         >= 2.11 (datacenter Hopper / Blackwell, attention.sdpa_cudnn_first); FA2 first elsewhere and in other releases."""
         return _family_entry(dict.fromkeys(self.sdpa_cudnn_families, True), accelerator, False)
 
+    def dynamic_cast_elems_s(self, accelerator: str) -> float | None:
+        """Elements a second of PyTorch's unvectorised dtype-casting copy on this part (SMs x max boost clock x
+        elements per SM-cycle, perf_constants.yaml dynamic_cast); None where no figure is listed (the HBM stream)."""
+        dc = self.raw["dynamic_cast"]
+        part = _family_entry(dc["parts"], accelerator)
+        if part is None:
+            return None
+        return float(dc["elems_per_sm_cycle"]) * float(part["sms"]) * float(part["clock_ghz"]) * 1e9
+
     def flex_own_rate(self, accelerator: str) -> bool:
         """Whether FlexAttention's Triton template runs at a figure measured on this part (attention.
         flash_efficiency_flex: B200 / GB200), not FlashAttention-2's."""

@@ -1318,23 +1318,46 @@ def _lora_adapters(x: _Step) -> Any:
 
     # the layer compiled by torch.compile (lora.compiled); a style's own fused kernels leave the adapter eager
     in_compiled = (np.asarray(x.a["torch_compile"]) > 0) & ~np.asarray(x.fw.fused_kernels, bool)
+    upcast = _peft_upcast_excess(x, elems(1.0, 0.0))  # eager only
     if compiled is None or not np.any(in_compiled):
-        return seconds(eager)
+        return seconds(eager) + upcast
     _, m_out, _, me_out, _ = lora_adapted_widths(x.model, x.training, only=MLP_INPUT_LINEARS)
     saved = lc["compiled_mlp_input_saved_elems"] * x.tok * (m_out / t + me_out / (t * x.e))
-    return np.where(in_compiled, seconds(compiled, saved), seconds(eager))
+    return np.where(in_compiled, seconds(compiled, saved), seconds(eager) + upcast)
+
+
+def _peft_cast_on(x: _Step) -> Any:
+    """1 where PEFT's fp32 input cast runs (perf_constants.yaml lora.peft_fp32_input_cast): the style runs HF PEFT's
+    lora.Linear (PerfStyle.peft_fp32_input_cast), the adapters kept fp32 (the peft implementation:
+    memory_constants.yaml lora.model_dtype_impls leaves it fp32) beside 16-bit activations, under the Trainer's
+    autocast; plain LoRA only (bitsandbytes' Linear4bit skips the cast under autocast: QLoRA). 0 otherwise; an array
+    where "auto" picks a style per strategy."""
+    if x.training.method != "lora" or x.training.lora_impl != "peft" or x.act >= 4.0:
+        return 0.0
+    return np.asarray(x.fw.peft_fp32_input_cast, float)
 
 
 def _peft_cast_counts(x: _Step, c: dict, lc: dict) -> dict:
-    """An adapter's eager counts `c` plus PEFT's fp32 input cast (perf_constants.yaml lora.peft_fp32_input_cast) where
-    the style runs HF PEFT's lora.Linear (PerfStyle.peft_fp32_input_cast), the adapters kept fp32 (the peft
-    implementation: memory_constants.yaml lora.model_dtype_impls leaves it fp32) beside 16-bit activations, under the
-    Trainer's autocast; plain LoRA only (bitsandbytes' Linear4bit skips the cast under autocast: QLoRA)."""
-    if x.training.method != "lora" or x.training.lora_impl != "peft" or x.act >= 4.0:
+    """An adapter's eager counts `c` plus PEFT's fp32 input cast where it runs (`_peft_cast_on`)."""
+    on = _peft_cast_on(x)
+    if not np.any(on):
         return c
-    on = np.asarray(x.fw.peft_fp32_input_cast, float)  # an array where "auto" picks a style per strategy
     cast = lc["peft_fp32_input_cast"]
     return c | {k: c[k] + on * float(v) for k, v in cast.items()}
+
+
+def _peft_upcast_excess(x: _Step, in_elems: Any) -> Any:
+    """Seconds per average layer and micro-batch beyond the HBM stream of PEFT's 16-bit -> fp32 copies: the input cast
+    of each adapter in every forward (again under recompute) and its ToCopyBackward's upcast of lora_A's input gradient
+    in the backward, `in_elems` elements each (the adapters' inputs on this GPU). PyTorch runs them as its unvectorised
+    dynamic-cast copy on NVIDIA, at a per-SM rate below the stream on the parts perf_constants.yaml dynamic_cast lists
+    (the downcasts back are vectorised and stay in the stream). 0 where the cast does not run or the part is not listed."""
+    on = _peft_cast_on(x)
+    rate = x.k.dynamic_cast_elems_s(x.system.accelerator)
+    if not np.any(on) or rate is None:
+        return 0.0
+    n = in_elems * (2.0 + x.full_share)
+    return on * np.maximum(n / rate - n * 3.0 * x.r.act_bytes / x.r.hbm_bytes_s, 0.0)
 
 
 def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
