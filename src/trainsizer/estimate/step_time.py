@@ -104,6 +104,9 @@ class PerfStyle:
 
     name: str
     tp_comm_overlap: bool = False  # Megatron-Core --tp-comm-overlap (userbuffers)
+    # share of the TP communication hidden when it overlaps (tp_comm_overlap), for a style whose overlap is not
+    # Transformer Engine's userbuffers; nan: perf_constants.yaml comm.tp_overlap_fraction (TE's, counted)
+    tp_overlap_fraction: float = math.nan
     dp_overlap: bool = True  # gradient reduction bucketed and overlapped with backward
     # parameters per gradient bucket (the last one is exposed): every style states its own (perf_constants.yaml
     # `frameworks:`, _load_perf_styles refuses one without), so no number here
@@ -346,6 +349,10 @@ class PerfStyle:
             raise SpecError(f"framework.{self.name}.attention_kernel", msg("error_unknown_name", kind=msg("kind_attention_kernel")),
                             value=self.attention_kernel, allowed=ATTENTION_KERNELS,
                             suggestion=did_you_mean(self.attention_kernel, ATTENTION_KERNELS))
+        share = np.asarray(self.tp_overlap_fraction, float)
+        if np.any(~np.isnan(share) & ((share < 0.0) | (share > 1.0))):  # a share of the TP time: nan = the constant
+            raise SpecError(f"framework.{self.name}.tp_overlap_fraction", msg("spec_range_ge_le", low=0, high=1),
+                            value=self.tp_overlap_fraction)
         if self.pipeline_schedule not in PIPELINE_SCHEDULES:
             raise SpecError(f"framework.{self.name}.pipeline_schedule", msg("error_unknown_name", kind=msg("kind_pipeline_schedule")),
                             value=self.pipeline_schedule, allowed=PIPELINE_SCHEDULES,
@@ -1361,7 +1368,8 @@ def _peft_upcast_excess(x: _Step, in_elems: Any) -> Any:
 
 
 def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
-    """(one TP all-reduce of a layer's activations, TP time per layer): 4 all-reduce-equivalents per layer, 3 with
+    """(one TP all-reduce-equivalent of a layer's activations -- with sequence parallelism a ring reduce-scatter plus
+    a ring all-gather, no NVLS gain (_sp_pair_time) --, TP time per layer): 4 all-reduce-equivalents per layer, 3 with
     a parallel residual (`_tp_collectives_per_pass`) (+ the forward's again with full recompute; +1 under
     torchtitan's per-op SAC with sequence parallelism: the all-gathers in front of the attention and MLP input
     projections are not in its save list (`_save_list` keeps mm, SDPA, reduce_scatter_tensor and max), so
@@ -1375,22 +1383,33 @@ def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
     k_tp = comm.ranks_per_domain(t, 1.0, x.domain)
     m_tp = comm.zone_members(t, 1.0, x.system)
     act_bytes = x.tok * x.model.hidden * x.act
-    t_ar = comm.all_reduce_time(act_bytes, t, k_tp, x.r, x.system, k.nvls_allreduce_gain, m_tp)
-    t_layer = t_ar
+    t_ar = np.where(x.sp, _sp_pair_time(x, act_bytes, 0.0, k_tp, m_tp),
+                    comm.all_reduce_time(act_bytes, t, k_tp, x.r, x.system, k.nvls_allreduce_gain, m_tp))
     share = _fp8_tp_gather_share(x)
-    if np.any(share > 0):
-        # AG half of the bytes, `share` of it quantized: FP8 1 B, NVFP4 0.5625 B (TE all-gathers the NVFP4 copy)
-        shrink = 1.0 - share * (x.act - saved_gemm_input_bytes(x.training, x.model)) / (2.0 * x.act)
-        t_layer = np.where(x.sp, comm.all_reduce_time(act_bytes * shrink, t, k_tp, x.r, x.system,
-                                                      k.nvls_allreduce_gain, m_tp), t_ar)
+    t_layer = t_ar
+    if np.any(share > 0):  # the all-gather's `share` quantized: FP8 1 B, NVFP4 0.5625 B (TE gathers the NVFP4 copy)
+        t_layer = np.where(x.sp, _sp_pair_time(x, act_bytes, share, k_tp, m_tp), t_ar)
     sac_gathers = (x.rc == 1) & np.asarray(x.fw.selective_op_policy) & x.sp
     fwd, bwd = _tp_collectives_per_pass(x)
     moe_skip, moe_routed = _moe_tp_collectives(x)
     tp_per_layer = (fwd * (1.0 + x.full_share) + bwd + 1.0 * sac_gathers - moe_skip) * t_layer + moe_routed
     if np.any(x.fw.tp_comm_overlap):  # hidden part still slows the GEMMs it overlaps (SM/HBM interference)
-        tp_per_layer = tp_per_layer * _when(x.fw.tp_comm_overlap,
-                                            1.0 - k.tp_overlap_fraction * (1.0 - k.overlap_interference), 1.0)
+        style = np.asarray(x.fw.tp_overlap_fraction, float)
+        hidden = np.where(np.isnan(style), k.tp_overlap_fraction, style)
+        tp_per_layer = tp_per_layer * _when(x.fw.tp_comm_overlap, 1.0 - hidden * (1.0 - k.overlap_interference), 1.0)
     return t_ar, tp_per_layer + _amax_reductions(x, k_tp, m_tp)
+
+
+def _sp_pair_time(x: _Step, act_bytes: Any, fp8_share: Any, k_tp: Any, m_tp: Any) -> Any:
+    """Seconds of one sequence-parallel all-reduce-equivalent: a reduce-scatter of the 16-bit activations and an
+    all-gather with `fp8_share` of its bytes quantized, both NCCL rings with no NVLS gain. NVLink SHARP does not
+    speed these up: NVLS sends S and receives S/N per rank (all-gather: S/N and S) where the ring moves (N-1)/N S
+    each way, so the busier direction is slower (nvidia/nccl issue 1083, sjeaugey 2023-11; issue 1506, 2024-11:
+    8 x H100 all-gather NVLS 300 GB/s vs ring 350, all-reduce NVLS 470), and NCCL's tuner keeps rings for them
+    (issue 1670, 2025-04); measured ring all-gather 361-363 GB/s on 8 x H100 (networks.yaml allgather-8x-h100)."""
+    ag_bytes = act_bytes * (1.0 - fp8_share * (x.act - saved_gemm_input_bytes(x.training, x.model)) / x.act)
+    rs = comm.reduce_scatter_time(act_bytes, x.t, k_tp, x.r, x.system, m_tp)
+    return rs + comm.all_gather_time(ag_bytes, x.t, k_tp, x.r, x.system, m_tp)
 
 
 def _amax_reductions(x: _Step, k_tp: Any, m_tp: Any) -> Any:
