@@ -78,8 +78,13 @@ from pathlib import Path
 
 from harness import Fit, job_fits, job_tokens_per_gpu, print_cases, print_fits, row_cases
 from perf_heldout26 import mlperf_nvidia_job
-from perf_mbridge26 import group_mape, print_groups, print_missing_per_token_layer, print_worst
 from perf_mbridge26 import job as mbridge_job
+from perf_mbridge26 import (
+    print_groups,
+    print_keyed_groups,
+    print_missing_per_token_layer,
+    print_worst,
+)
 
 DATA = Path(__file__).resolve().parent / "data" / "heldout_2026c_mbridge.csv"
 MLPERF = Path(__file__).resolve().parent / "data" / "heldout_2026c_mlperf_nvidia.csv"
@@ -158,11 +163,10 @@ def main() -> None:
     errs = print_cases(mc, blank_line=True)
     print(f"\nMLPerf v5.0 / v5.1 other submitters, NVIDIA's implementation (held out, nothing fitted): n={len(mc)} MAPE "
           f"{100 * errs.mean():.1f}%")
-    for title, key in (("round", lambda rid, s: rid.split("_")[0]),
-                       ("task", lambda rid, s: "LoRA" if "_lora_" in rid else ("8B NVFP4" if "_nvfp4_" in rid else "8B FP8")),
-                       ("submitter", lambda rid, s: s)):
-        for g, (n, mape) in group_mape(mc, key).items():
-            print(f"  {title:9s} {g:22s} n={n:2d} MAPE {mape:5.1f}%")
+    keys = (("round", lambda rid, s: rid.split("_")[0]),
+            ("task", lambda rid, s: "LoRA" if "_lora_" in rid else ("8B NVFP4" if "_nvfp4_" in rid else "8B FP8")),
+            ("submitter", lambda rid, s: s))
+    print_keyed_groups(mc, keys, 22)
     print_worst(mc, 8)
     print("per-GPU rate over the smallest run of the same submitter, code and layout family (measured vs predicted):")
     for name, rid, meas, pred in scale_ratios(mc):

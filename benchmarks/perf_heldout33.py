@@ -63,7 +63,7 @@ import perf_heldout as ph
 import perf_heldout28 as p28
 from harness import Case, Fit, job_fits, job_tokens_per_gpu, mape, print_cases, print_fits
 from perf_heldout26 import mlperf_job, mlperf_nvidia_job
-from perf_mbridge26 import group_mape, print_worst
+from perf_mbridge26 import print_keyed_groups, print_worst
 from trainsizer.catalog import load_catalog
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -165,10 +165,9 @@ def main() -> None:
     print(f"\nMLPerf v5.1 partner runs, AMD's and NVIDIA's code (held out, nothing fitted): n={len(cs)} MAPE "
           f"{100 * errs.mean():.1f}%")
     by = {r["id"]: r for r in amd_rows() + nvidia_rows()}
-    for title, key in (("source", lambda rid, s: s), ("part", lambda rid, s: by[rid]["accelerator"]),
-                       ("submitter", lambda rid, s: by[rid]["source"].split(", ")[1].split(" closed-division")[0])):
-        for g, (n, group_err) in group_mape(cs, key).items():
-            print(f"  {title:9s} {g:80s} n={n:2d} MAPE {group_err:5.1f}%")
+    print_keyed_groups(cs, (("source", lambda rid, s: s), ("part", lambda rid, s: by[rid]["accelerator"]),
+                            ("submitter", lambda rid, s: by[rid]["source"].split(", ")[1].split(" closed-division")[0])),
+                       80)
     print_worst(cs, 6)
     print("\neach partner row over the part maker's own row of the same code and layout (measured / predicted ratio):")
     for rid, own, m, p in against_own(cs):

@@ -213,12 +213,17 @@ def group_mape(cs: list[tuple[str, str, float, float]], key) -> dict[str, tuple[
     return {g: (len(e), 100 * float(np.mean(e))) for g, e in groups.items()}
 
 
+def print_keyed_groups(cs: list[tuple[str, str, float, float]], keys, width: int) -> None:
+    """Print the MAPE per group for each (title, key(row id, system)) in `keys`, group names padded to `width`."""
+    for title, key in keys:
+        for g, (n, mape) in group_mape(cs, key).items():
+            print(f"  {title:9s} {g:{width}s} n={n:2d} MAPE {mape:5.1f}%")
+
+
 def print_groups(cs: list[tuple[str, str, float, float]], by: dict[str, dict[str, str]], columns: tuple[str, ...]) -> None:
     """Print the MAPE per value of each csv column (`system` is the case's own key), rows looked up by id in `by`."""
-    for title in columns:
-        key = (lambda rid, s: s) if title == "system" else (lambda rid, s, t=title: by[rid][t])
-        for g, (n, mape) in group_mape(cs, key).items():
-            print(f"  {title:9s} {g:16s} n={n:2d} MAPE {mape:5.1f}%")
+    keys = [(t, (lambda rid, s: s) if t == "system" else (lambda rid, s, t=t: by[rid][t])) for t in columns]
+    print_keyed_groups(cs, keys, 16)
 
 
 def print_missing_per_token_layer(cs: list[tuple[str, str, float, float]], by: dict[str, dict[str, str]],

@@ -46,7 +46,7 @@ import numpy as np
 from harness import Fit, job_fits, job_tokens_per_gpu, layout_stage_layers
 from perf_amd import job as amd_job
 from perf_heldout26 import mlperf_nvidia_job
-from perf_mbridge26 import CUDNN_26, group_mape
+from perf_mbridge26 import CUDNN_26, print_keyed_groups
 from perf_mbridge26 import job as mbridge_job
 from trainsizer.errors import TrainsizerError
 
@@ -260,10 +260,8 @@ def main() -> None:
     print(f"\nMLPerf Training v6.0 (held out, nothing fitted): n={len(cs)} MAPE {100 * errs.mean():.1f}%, "
           f"{len(ref)} refused")
     by = {r["id"]: r for r in rows()}
-    for title, key in (("submitter", lambda rid, s: s), ("benchmark", lambda rid, s: by[rid]["benchmark"]),
-                       ("system", lambda rid, s: by[rid]["accelerator"])):
-        for g, (n, m) in group_mape(cs, key).items():
-            print(f"  {title:9s} {g:28s} n={n:2d} MAPE {m:5.1f}%")
+    print_keyed_groups(cs, (("submitter", lambda rid, s: s), ("benchmark", lambda rid, s: by[rid]["benchmark"]),
+                            ("system", lambda rid, s: by[rid]["accelerator"])), 28)
     print("worst rows:")
     for rid, _, m, p in sorted(cs, key=lambda c: -abs(c[3] - c[2]) / c[2])[:6]:
         print(f"  {rid:52s} {100 * (p - m) / m:+7.1f}%")
