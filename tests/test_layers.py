@@ -9,11 +9,11 @@ PKG = Path(__file__).resolve().parents[1] / "src" / "trainsizer"
 
 # Rank of each top-level module or package: an import must go to a lower rank (or stay inside its package).
 # Shared by every layer: the loader of message catalogues, the message catalogue, the one way a parallel layout
-# is written for people, the names a job file shares
+# is written for people, a sourced rule (value, source id, note), the names a job file shares
 # with the estimators, the error tree, the click runner that turns errors into exit status 2 (cli and
 # `trainsizer accept`), and `trainsizer.__version__`.
 RANK = {
-    "catalogues": 0, "names": 0, "numbers": 0, "jsonable": 0, "messages": 1, "layout_text": 2, "errors": 2, "cli_support": 3,
+    "catalogues": 0, "sourced_rule": 0, "names": 0, "numbers": 0, "jsonable": 0, "messages": 1, "layout_text": 2, "errors": 2, "cli_support": 3,
     "spec": 4,
     "catalog": 5, "models": 5,
     "estimate": 6,

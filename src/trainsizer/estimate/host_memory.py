@@ -9,7 +9,6 @@ their sources are in estimate/data/host_memory.yaml.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -17,26 +16,19 @@ from typing import Any
 import yaml
 
 from trainsizer.errors import unknown_name
+from trainsizer.sourced_rule import Rule
 
 GIB = 2**30
 
 
-@dataclass(frozen=True)
-class HostRule:
-    name: str
-    value: float
-    source: str  # catalog source id
-    note: str = ""
-
-
 @cache
-def _rules() -> dict[str, HostRule]:
+def _rules() -> dict[str, Rule]:
     text = resources.files("trainsizer.estimate").joinpath("data/host_memory.yaml").read_text(encoding="utf-8")
-    return {k: HostRule(k, float(v["value"]), str(v["source"]), str(v.get("note", "")))
+    return {k: Rule(k, float(v["value"]), str(v["source"]), str(v.get("note", "")))
             for k, v in (yaml.safe_load(text) or {}).items()}
 
 
-def rule(name: str) -> HostRule:
+def rule(name: str) -> Rule:
     """One host-memory constant; a missing one is a data bug named precisely."""
     rules = _rules()
     if name not in rules:
@@ -44,7 +36,7 @@ def rule(name: str) -> HostRule:
     return rules[name]
 
 
-def all_rules() -> list[HostRule]:
+def all_rules() -> list[Rule]:
     return list(_rules().values())
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -11,20 +10,9 @@ import yaml
 
 from trainsizer.errors import SpecError, unknown_name
 from trainsizer.messages import msg
+from trainsizer.sourced_rule import Rule as Rule
 
 BLOCKS = ("fabric", "node", "storage", "facility", "software", "phases", "rules_of_thumb", "bom", "risks")
-
-
-@dataclass(frozen=True)
-class Rule:
-    name: str
-    value: Any
-    source: str  # catalog source id
-    note: str = ""
-
-    def cite(self) -> str:
-        """'value (source id: note)' for plan output."""
-        return f"{self.source}" + (f": {self.note}" if self.note else "")
 
 
 @cache
