@@ -150,11 +150,13 @@ def deepspeed_zero3_engine(name: str, auto_idx: Any, zero: Any, fsdp: Any) -> tu
     """(where a job runs ZeRO-3 on DeepSpeed's engine, its bucket-size mode) per strategy: framework deepspeed at zero 3,
     or a stack that runs either engine (perf style zero3_runs_deepspeed: hf) at zero 3 without fsdp; "auto" judged as
     the stack it resolves to (`auto_index`). The mode is the style's zero3_bucket_sizes ("deepspeed" where unset)."""
-    names = np.asarray(AUTO_CHOICES)[np.asarray(auto_idx)] if name == "auto" else np.asarray(name)
-    either = np.vectorize(lambda n: bool(_style_entry(str(n)).get("zero3_runs_deepspeed", False)), otypes=[bool])
-    mode = np.vectorize(lambda n: str(_style_entry(str(n)).get("zero3_bucket_sizes", "deepspeed")), otypes=[object])
-    on = (np.asarray(zero) >= 3) & ((names == "deepspeed") | (either(names) & (fsdp in (None, "none"))))
-    return on, mode(names)
+    # one lookup per stack, then indexed per strategy (a search's batch holds millions of strategies)
+    stacks = AUTO_CHOICES if name == "auto" else (name,)
+    idx = np.asarray(auto_idx) if name == "auto" else np.zeros((), dtype=int)
+    engine = np.array([n == "deepspeed" or (bool(_style_entry(n).get("zero3_runs_deepspeed", False))
+                                           and fsdp in (None, "none")) for n in stacks])
+    mode = np.array([str(_style_entry(n).get("zero3_bucket_sizes", "deepspeed")) for n in stacks], dtype=object)
+    return (np.asarray(zero) >= 3) & engine[idx], mode[idx]
 
 
 def fp8_primary_weights_default(style_on: Any, zero: Any) -> Any:
