@@ -310,8 +310,9 @@ class Strategy:
     # the routed experts run torch._grouped_mm (PerfStyle.moe_torch_grouped_mm, its share of the dense rate) or not;
     # None = the style's (torchtitan: true); one value for the whole batch
     moe_torch_grouped_mm: Any = None
-    # the routed experts take their splits on the device (PerfStyle.moe_sync_free: no per-expert host launches after
-    # the MoE layer's host sync); None = the style's (off); one value for the whole batch
+    # the routed experts take their splits on the device, or the alltoall dispatcher pads them to capacity
+    # (PerfStyle.moe_sync_free: no per-expert host launches after the MoE layer's host sync); None = the style's
+    # (off); one value for the whole batch
     moe_sync_free: Any = None
     # Megatron-Core's MoE token permutation / router in Transformer Engine's fused kernels (moe_permute_fusion /
     # moe_router_fusion; PerfStyle.moe_permute_fused / moe_router_fused); None = the style's (megatron-core: fused, the

@@ -264,7 +264,8 @@ class PerfStyle:
     # amp_fp32_weights, _amp_fp32_weights_time)
     amp_fp32_weights: bool = False
     # the routed experts take their token splits on the device (Primus-Turbo's ragged grouped GEMM: one kernel, no
-    # .tolist() host sync), so the per-expert launches after the MoE layer's host sync are not exposed (_moe_sync_free)
+    # .tolist() host sync), or the alltoall dispatcher pads every expert to capacity (its splits host constants), so
+    # the per-expert launches after the MoE layer's host sync are not exposed (_moe_sync_free)
     moe_sync_free: bool = False
     # Megatron-Core's token permutation and router run Transformer Engine's fused kernels (moe_permute_fusion /
     # moe_router_fusion); false: the unfused torch ops, their kernels, host calls and the permutation's masked_select
@@ -1608,7 +1609,11 @@ def _moe_sync_free(x: _Step) -> bool:
     rank capacity 1.5 plus paged stashing, "Dropless MoE produces variable-shaped per-expert tensors that CG cannot
     capture"). Without graphs, experts that take their splits on the device (strategy.moe_sync_free: Primus-Turbo's
     ragged grouped GEMM, AMD-AGI/Primus PR 923) launch one kernel for all local experts after no host sync; the
-    layer keeps its per-pass host floor."""
+    layer keeps its per-pass host floor. The same holds for Megatron-Core's alltoall dispatcher with token drop and
+    padding (moe_pad_expert_input_to_capacity, NeMo's MegatronTokenDropCallback): its per-expert splits are host
+    constants (capacity x ranks), its all-to-alls equal-sized, so no D2H copy is waited for (Megatron-LM core_r0.12
+    7094270c, moe/token_dispatcher.py MoEAlltoAllTokenDispatcher.preprocess: cuda_sync_point stays "no_sync"); a
+    job with that dispatcher states it as strategy.moe_sync_free."""
     return x.cuda_graphs == "full_iteration" or bool(np.any(x.fw.moe_sync_free))
 
 
