@@ -105,9 +105,10 @@ def job_fits(jobs) -> list[Fit]:
     return out
 
 
-def job_tokens_per_gpu(jobs) -> list[tuple[str, float]]:
+def job_tokens_per_gpu(jobs, constants=None) -> list[tuple[str, float]]:
     """Predicted training tokens/s per GPU for (row id, job dict) pairs, each resolved on the built-in catalog as a
-    user's job file would be: the tokens of one step over its step time, per GPU."""
+    user's job file would be: the tokens of one step over its step time, per GPU. `constants`: a PerfConstants to
+    time with instead of the shipped ones (a diagnostic's counterfactual; None = perf_constants.yaml)."""
     import numpy as np
 
     from trainsizer.catalog import load_catalog
@@ -118,7 +119,8 @@ def job_tokens_per_gpu(jobs) -> list[tuple[str, float]]:
     out = []
     for row_id, job in jobs:
         sc = resolve_job(job, cat)
-        step_s = float(np.asarray(step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)["step_s"]).reshape(-1)[0])
+        arrays = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy, constants=constants)
+        step_s = float(np.asarray(arrays["step_s"]).reshape(-1)[0])
         out.append((row_id, sc.training.tokens_per_step / step_s / sc.system.gpus))
     return out
 
