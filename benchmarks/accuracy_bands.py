@@ -6,7 +6,7 @@ estimate.accuracy.job_class, the function a user's job goes through), and writes
 statistics to src/trainsizer/estimate/data/accuracy_bands.yaml, which the estimate and the plan report beside their
 figures.
 
-Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..33, perf_mlperf, perf_mlperf6,
+Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..34, perf_mlperf, perf_mlperf6,
 perf_mbridge26, perf_hybrid, perf_amd, perf_finetune, finetune_heldout, perf_device_hf (our own H200 runs),
 perf_external, perf_papers. The development
 set (perf_validation, perf_modern, perf_vtrain, perf_blackwell, memory_*) is NOT used: constants were fitted on it, so
@@ -123,6 +123,7 @@ def collect() -> list[Row]:
     import perf_heldout31 as h31
     import perf_heldout32 as h32
     import perf_heldout33 as h33
+    import perf_heldout34 as h34
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -137,6 +138,7 @@ def collect() -> list[Row]:
     out += _heldout_style("perf_heldout31", h31.run_all(), models)
     out += _heldout_style("perf_heldout32", h32.run_all(), models)
     out += _heldout_style("perf_heldout33", h33.moe_run(), models)
+    out += _heldout_style("perf_heldout34", h34.dgxc_run(), models)
     out += _heldout_style("perf_papers", pp.run_all(), pp.models())
     out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)
     out += _tokens_style("perf_heldout26", h26.automodel_cases(), h26.automodel_rows(), h26.automodel_job)
@@ -152,6 +154,7 @@ def collect() -> list[Row]:
     out += _tokens_style("perf_heldout33", h33.amd_cases(), h33.amd_rows(), h26.mlperf_job)
     out += _tokens_style("perf_heldout33", h33.nvidia_cases(), h33.nvidia_rows(), h26.mlperf_nvidia_job)
     out += _case_style("perf_heldout33", h33.finetune_cases(), h33.finetune_rows(), fh.job)
+    out += _tokens_style("perf_heldout34", h34.krai_cases(), h34.krai_rows(), h34.krai_job)
     out += _case_style("perf_amd", perf_amd.cases(), list(csv.DictReader(perf_amd.DATA.open(encoding="utf-8"))),
                        perf_amd.job)
     out += _case_style("perf_mlperf", perf_mlperf.cases(), perf_mlperf._rows(), perf_mlperf.job)
