@@ -149,3 +149,30 @@ def test_autograd_accumulation_adds_each_later_micro_batch_into_grad(style, m):
     sharded = Strategy(dp=1, micro_batch=1, recompute="full", zero=3)
     assert estimate_time(llama8b(), training, system, sharded, framework_style=on).step_s == pytest.approx(
         estimate_time(llama8b(), training, system, sharded, framework_style=off).step_s, rel=1e-12)
+
+
+def test_deepspeed_zero3_step_counts_its_norm_cast_unscale_and_copy():
+    """DeepSpeed's ZeRO-3 step (stage3.py at v0.16.6) over the 1 / 8 partition a rank updates: the float64 norm of
+    each bf16 gradient (18 B), the fp32 cast of the flattened sub-group (10 B), the unscale (8 B) and the fp32 ->
+    16-bit copy's read (4 B): 40 B beyond the fused update, on the deepspeed style and on an hf job that runs
+    DeepSpeed's engine (fsdp unset), in place of the HF Trainer's clipping, which accelerate skips under DeepSpeed.
+    An hf job on FSDP keeps the Trainer's norm read and multiply (12 B); ZeRO-2 is not this step."""
+    assert perf_style("deepspeed").zero3_step_update_bytes == 40.0
+    assert perf_style("hf").zero3_step_update_bytes == 0.0  # the hf style takes it with DeepSpeed's engine only
+    assert _step_bytes("deepspeed", zero=3) == pytest.approx((FUSED + 40) / 8, abs=0.05)
+    assert _step_bytes("hf", zero=3) == pytest.approx((FUSED + 40) / 8, abs=0.05)
+    assert _step_bytes("hf", zero=3, fsdp="full") == pytest.approx((FUSED + 12) / 8, abs=0.05)
+    assert _step_bytes("deepspeed", zero=2) == pytest.approx(FUSED / 8, abs=0.05)
+    # torch AdamW's foreach step on the fp32 partition (20 element passes of 4 B) beside DeepSpeed's passes
+    foreach = 4.0 * float(K.raw["optimizer"]["foreach_adamw_element_passes"])
+    assert _step_bytes("hf", zero=3, optimizer_impl="foreach") == pytest.approx((foreach + 40) / 8, abs=0.05)
+
+
+def test_deepspeed_v03_on_demand_zero3_keeps_no_step_passes():
+    """DeepSpeed v0.3-v0.5's stage 3 (zero3_prefetch false: the Narayanan 2021 rows) is not the step read for
+    zero3_step_update_bytes, so none of it is charged there."""
+    v03 = dataclasses.replace(perf_style("deepspeed"), zero3_prefetch=False)
+    off = dataclasses.replace(v03, zero3_step_update_bytes=0.0)
+    assert _optimizer_s(v03, zero=3) == pytest.approx(_optimizer_s(off, zero=3), rel=1e-12)
+    on = perf_style("deepspeed")
+    assert _optimizer_s(on, zero=3) > _optimizer_s(dataclasses.replace(on, zero3_step_update_bytes=0.0), zero=3)

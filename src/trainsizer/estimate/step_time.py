@@ -206,6 +206,11 @@ class PerfStyle:
     # full gradient buffer before the next step); perf_constants.yaml frameworks:
     step_update_extra_bytes: float = 0.0
     grad_buffer_zero_bytes: float = 0.0
+    # DeepSpeed ZeRO-3's own passes around the update (stage3.py step, v0.6+ prefetched engine), bytes per parameter
+    # this rank updates; where > 0 at zero 3 they replace step_update_extra_bytes and clip_scales_always (the stack's
+    # own clipping does not run on DeepSpeed's engine: _step_passes); the deepspeed style's, taken by a stack on its
+    # engine (_deepspeed_engine_options)
+    zero3_step_update_bytes: float = 0.0
     # the gradient buffer cleared is the DDP buffer in the reduce dtype (grad_reduce_bytes per local trainable
     # parameter: Megatron-Core zero_grad_buffer), not grad_buffer_zero_bytes
     grad_buffer_reduce_dtype: bool = False
@@ -507,8 +512,10 @@ def _deepspeed_engine_options(strategy, style: PerfStyle) -> dict[str, Any]:
         return {}
     ds = perf_style("deepspeed")
     # the bucket sizes: framework.deepspeed_zero3_buckets, by the job's or the style's zero3_bucket_sizes
-    key = "zero3_max_reuse_distance_params"
-    out = {key: _when(on if on.ndim else bool(on), getattr(ds, key), getattr(style, key))}
+    flag = on if on.ndim else bool(on)
+    # its reuse rule (_zero3_regathered_share) and its step's passes around the update (_step_passes)
+    out = {key: _when(flag, getattr(ds, key), getattr(style, key))
+           for key in ("zero3_max_reuse_distance_params", "zero3_step_update_bytes")}
     if buckets is not None:
         out["zero3_bucket_sizes"] = np.where(on, buckets, style.zero3_bucket_sizes) if on.ndim else str(buckets)
     return out | {"zero3_deepspeed_fetch": on if on.ndim else True}
@@ -2567,7 +2574,9 @@ def _step_passes(x: _Step, g: _Grads, upd: np.ndarray) -> np.ndarray:
     the DDP buffer in its reduce dtype: grad_buffer_reduce_dtype) and, under torch DDP with replicated data
     parallelism (ZeRO 0, more than one rank), each 16-bit gradient copied into its bucket and back (2 x (2 + 2) B:
     torch/csrc/distributed/c10d/reducer.cpp mark_variable_ready_dense `bucket_view.copy_(grad)` and
-    finalize_bucket_dense, gradient_as_bucket_view False)."""
+    finalize_bucket_dense, gradient_as_bucket_view False). On DeepSpeed's ZeRO-3 engine (v0.6+) its step's own
+    passes (zero3_step_update_bytes: stage3.py get_grad_norm_direct, _prepare_fp32_grad_for_sub_group,
+    unscale_and_clip_grads, the fp32 -> 16-bit copy) replace the per-update ones above."""
     fw = x.fw
     local = (g.local_dense + g.local_expert) * g.train_frac
     grad_b = np.where(np.asarray(fw.model_dtype_states), x.act, 4.0)  # the gradient the update reads
@@ -2575,6 +2584,10 @@ def _step_passes(x: _Step, g: _Grads, upd: np.ndarray) -> np.ndarray:
     per_upd = (np.asarray(fw.step_update_extra_bytes, float)
                + np.where(np.asarray(fw.main_grad_cast) & (reduce_b < 4.0), reduce_b + 4.0, 0.0)
                + np.where(np.asarray(fw.clip_scales_always), 2.0 * grad_b, 0.0))
+    # DeepSpeed's ZeRO-3 step (v0.6+) runs its own norm, fp32 cast, unscale and weight copy; the stack's clipping
+    # does not run on its engine (accelerate's clip_grad_norm_ returns at once under DeepSpeed)
+    ds_step = np.asarray(fw.zero3_step_update_bytes, float)
+    per_upd = np.where((x.zero >= 3) & np.asarray(fw.zero3_prefetch, bool) & (ds_step > 0.0), ds_step, per_upd)
     zero_b = np.where(np.asarray(fw.grad_buffer_reduce_dtype), reduce_b, np.asarray(fw.grad_buffer_zero_bytes, float))
     ddp = np.where(np.asarray(fw.torch_ddp) & (x.zero == 0) & (g.n_dp > 1), 4.0 * x.act, 0.0)
     # a ZeRO-3 / FSDP rank keeps only its shard's gradient buffer
