@@ -155,6 +155,8 @@ def collect() -> list[Row]:
     out += _tokens_style("perf_heldout33", h33.nvidia_cases(), h33.nvidia_rows(), h26.mlperf_nvidia_job)
     out += _case_style("perf_heldout33", h33.finetune_cases(), h33.finetune_rows(), fh.job)
     out += _tokens_style("perf_heldout34", h34.krai_cases(), h34.krai_rows(), h34.krai_job)
+    out += _tokens_style("perf_heldout34", h34.v50_amd_cases(), h34.v50_amd_rows(), h26.mlperf_job)
+    out += _tokens_style("perf_heldout34", h34.v50_nvidia_cases(), h34.v50_nvidia_rows(), h26.mlperf_nvidia_job)
     out += _case_style("perf_amd", perf_amd.cases(), list(csv.DictReader(perf_amd.DATA.open(encoding="utf-8"))),
                        perf_amd.job)
     out += _case_style("perf_mlperf", perf_mlperf.cases(), perf_mlperf._rows(), perf_mlperf.job)

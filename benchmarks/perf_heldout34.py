@@ -1,4 +1,4 @@
-"""Held-out check on published runs added 2026-12-05 (ninth batch; nothing is fitted on them). Two sources.
+"""Held-out check on published runs added 2026-12-05 (ninth batch; nothing is fitted on them). Three sources.
 
 (1) NVIDIA's DGX Cloud benchmarking recipes, release v25.05.05 (NVIDIA/dgxc-benchmarking at c5c765f, 2025-10-22): the
 three 'Expected Performance' tables perf_heldout33 left (docs/known-gaps.md 86 (f)), NeMo 2 pre-training at 8,192
@@ -24,11 +24,23 @@ mlperf6.csv's columns (benchmarks/data/heldout_2026j_mlperf6_krai.csv, built by 
 each row the median per-block train_step_time of result_1.txt, as perf_mlperf6's 4-GPU row of the same code. The 64-GPU
 run is refused: its config (CP 2, MINIBS 1) and its log (global batch 16, no accumulation) do not state one job.
 
+(3) MLPerf Training v5.0 (2025-06-04) runs of the makers' own 8-GPU Llama 2 70B LoRA code on partners' hosts no benchmark
+held, each config identical to the maker's (Supermicro's H200 run: the config its logs print is Dell's held H200 run's) (read in the public copy prishajain1/training_results_v5.0 at ab57af8 of
+mlcommons/training_results_v5.0 0fdc28f): AMD's code on Dell and Oracle MI300X and GigaComputing, QCT and Supermicro
+MI325X (benchmarks/data/heldout_2026j_mlperf5_amd.csv, heldout_2026i_mlperf_amd.csv's columns, the median per-block
+samples/s of the 10 logs, built by perf_heldout26.mlperf_job); NVIDIA's code on Supermicro (two hosts), GigaComputing
+and Lenovo B200 (heldout_2026j_mlperf5_nvidia.csv, heldout_2026i_mlperf_nvidia.csv's columns, the median per-block
+train_step_time, built by perf_heldout26.mlperf_nvidia_job; and Supermicro's H200 on NVIDIA's v4.1 code, its samples/s). As perf_heldout33's v5.1 partner rows: the estimate gives
+each the maker's row's figure, so the measured ratio to the maker's row is the vendor spread.
+
 Left out: the same release's llama3.1 405B and nemotron 340B GB200 tables (they repeat NeMo 25.04's performance-summary
 jobs, perf_heldout's rows, within 1-7%); later dgxc-benchmarking releases (v25.07 to v26.06.01) publish no step-time
 table in their READMEs (the figures moved off the repository); torchtitan's benchmarks/ folder at b5bcd76c6
 (2026-08-21) holds no file newer than perf_heldout28 / 29 / modern hold; Megatron-Bridge's performance summaries
-through 26.08 are held (perf_mbridge26, perf_heldout26 / 27 / 29, perf_hybrid).
+through 26.08 are held (perf_mbridge26, perf_heldout26 / 27 / 29, perf_hybrid). Of v5.0's LoRA runs: Dell's GB200 runs on
+16 / 32 / 36 / 64 GPUs (no GB200 config of those sizes in the submission and none printed: TP x CP is not stated);
+ASUSTeK's 16 H200 (TP 2, its system file states no network) and Dell's 16 H200 (no 2-node config, no network stated);
+QCT's D74H (H200; its logs print no config, its implementation folder was not read).
 
 Printed: each row (measured, predicted, error), the MAPE per source and per model / part, the worst rows with the
 estimate's step, the FP8 / BF16 gain at one layout (measured and predicted), each scale series' per-GPU rate against
@@ -51,11 +63,17 @@ import perf_heldout as ph
 import perf_heldout28 as p28
 import perf_mlperf6 as m6
 from harness import Case, Fit, job_fits, job_tokens_per_gpu, print_cases, print_fits
+from perf_heldout26 import mlperf_job, mlperf_nvidia_job
 from perf_mbridge26 import print_keyed_groups, print_worst
 
 DATA = Path(__file__).resolve().parent / "data"
 DGXC = DATA / "heldout_2026j_dgxc_moe.csv"
 KRAI = DATA / "heldout_2026j_mlperf6_krai.csv"
+V50_AMD = DATA / "heldout_2026j_mlperf5_amd.csv"
+V50_NVIDIA = DATA / "heldout_2026j_mlperf5_nvidia.csv"
+# the maker's own v5.0 row each partner row repeats (perf_amd's, perf_mlperf's)
+V50_OWN = {"amd": DATA / "amd_mlperf.csv", "nvidia": DATA / "nvidia_mlperf.csv",
+           "dell": DATA / "heldout_2026b_mlperf_nvidia.csv"}
 
 
 def dgxc_rows() -> list[dict[str, str]]:
@@ -97,8 +115,59 @@ def krai_refused() -> list[tuple[str, str]]:
 
 
 def fits() -> list[Fit]:
-    """Source (2)'s estimated rows: predicted peak memory against the card's usable memory (each ran)."""
-    return job_fits((r["id"], krai_job(r)) for r in krai_rows() if not r["refused"])
+    """Sources (2) and (3)'s estimated rows: predicted peak memory against the card's usable memory (each ran)."""
+    return job_fits([(r["id"], krai_job(r)) for r in krai_rows() if not r["refused"]]
+                    + [(r["id"], mlperf_job(r)) for r in v50_amd_rows()]
+                    + [(r["id"], mlperf_nvidia_job(r)) for r in v50_nvidia_rows()])
+
+
+def v50_amd_rows() -> list[dict[str, str]]:
+    return list(csv.DictReader(V50_AMD.open(encoding="utf-8")))
+
+
+def v50_nvidia_rows() -> list[dict[str, str]]:
+    return list(csv.DictReader(V50_NVIDIA.open(encoding="utf-8")))
+
+
+def _cases(rs: list[dict[str, str]], job) -> list[tuple[str, str, float, float]]:
+    predicted = job_tokens_per_gpu((r["id"], job(r)) for r in rs)
+    return [(r["id"], r["source_key"], float(r["tokens_per_sec_per_gpu"]), p)
+            for r, (_, p) in zip(rs, predicted, strict=True)]
+
+
+def v50_amd_cases() -> list[tuple[str, str, float, float]]:
+    """Source (3) on AMD's code: (row id, source key, measured, predicted tokens/s/GPU)."""
+    return _cases(v50_amd_rows(), mlperf_job)
+
+
+def v50_nvidia_cases() -> list[tuple[str, str, float, float]]:
+    """Source (3) on NVIDIA's code: (row id, source key, measured, predicted tokens/s/GPU)."""
+    return _cases(v50_nvidia_rows(), mlperf_nvidia_job)
+
+
+def v50_cases() -> list[tuple[str, str, float, float]]:
+    """Source (3), AMD's code then NVIDIA's."""
+    return v50_amd_cases() + v50_nvidia_cases()
+
+
+def v50_own_id(r: dict[str, str]) -> str:
+    """The row of the same part and config it repeats: the maker's own v5.0 row (amd_mlperf.csv / nvidia_mlperf.csv),
+    or for Supermicro's H200 run on NVIDIA's v4.1 code, Dell's held run of that printed config (perf_heldout26)."""
+    if r["accelerator"].startswith("h200"):
+        return "mlperf5.0_dell_h200_sxm_llama2_70b_lora_fp8_8gpu"
+    return f"mlperf5.0_{r['accelerator']}_llama2_70b_lora_fp8_8gpu"
+
+
+def v50_against_own() -> list[tuple[str, float, float]]:
+    """(row, measured, predicted ratio to the maker's own row) for each source (3) row."""
+    own = {}
+    for path in V50_OWN.values():
+        own |= {r["id"]: float(r["tokens_per_sec_per_gpu"]) for r in csv.DictReader(path.open(encoding="utf-8"))}
+    rows = {r["id"]: r for r in v50_amd_rows() + v50_nvidia_rows()}
+    own_rows = {v50_own_id(r): r for r in rows.values()}
+    own_pred = dict(job_tokens_per_gpu((rid, (mlperf_job if r["accelerator"].startswith("mi") else mlperf_nvidia_job)(
+        r | {"id": rid})) for rid, r in own_rows.items()))
+    return [(rid, m / own[v50_own_id(rows[rid])], p / own_pred[v50_own_id(rows[rid])]) for rid, _, m, p in v50_cases()]
 
 
 def _model_part(row_id: str) -> str:
@@ -141,13 +210,21 @@ def main() -> None:
           f"{100 * (one[3] / one[2] - 1):+.1f}%)")
     for rid, why in krai_refused():
         print(f"  refused {rid}: {why}")
-    print_fits(fits(), "perf_heldout34 (2)")
+    print_fits(fits(), "perf_heldout34 (2) and (3)")
+    vc = v50_cases()
+    print("\n(3) MLPerf Training v5.0 partner runs of the makers' 8-GPU LoRA code (held out):")
+    errs = print_cases(vc)
+    print(f"n={len(vc)} MAPE {100 * errs.mean():.1f}%")
+    print_keyed_groups(vc, (("source", lambda rid, s: s),), 80)
+    print("each row over the maker's own row of the same config (measured / predicted ratio):")
+    for rid, meas, pred in v50_against_own():
+        print(f"  {rid:62s} measured {meas:.3f} predicted {pred:.3f}")
     print("\neach scale series' per-GPU rate over its smallest run's (measured vs predicted):")
     for rid, meas, pred in scale_series(cs + [one] + kc):
         print(f"  {rid:58s} measured {meas:.3f} predicted {pred:.3f}")
-    both = np.array([abs(p - m) / m for _, _, m, p in cs + kc])
-    print(f"\nperf_heldout34 (both sources): time n={len(both)} MAPE {100 * both.mean():.1f}%")
-    print_worst(cs + kc, 6)
+    every = np.array([abs(p - m) / m for _, _, m, p in cs + kc + vc])
+    print(f"\nperf_heldout34 (all three sources): time n={len(every)} MAPE {100 * every.mean():.1f}%")
+    print_worst(cs + kc + vc, 6)
 
 
 if __name__ == "__main__":

@@ -87,3 +87,21 @@ def test_krai_rows_state_an_inline_network_and_are_estimated():
 def test_scale_series_compare_each_run_with_its_smallest():
     cs = [("x_8gpu", "", 100.0, 200.0), ("x_32gpu", "", 90.0, 200.0), ("y_4gpu", "", 10.0, 10.0)]
     assert p34.scale_series(cs) == [("x_32gpu", 0.9, 1.0)]
+
+
+def test_v50_partner_rows_repeat_the_makers_config_and_get_its_figure():
+    """Source (3): each MLPerf v5.0 partner run's columns are the maker's row's (the configs are identical), so the
+    estimate gives it the maker's row's figure; the measured ratio is the vendor spread."""
+    amd, nvidia = p34.v50_amd_rows(), p34.v50_nvidia_rows()
+    assert len(amd) == 5 and len(nvidia) == 5
+    for r in amd + nvidia:
+        assert "training_results_v5.0 commit 0fdc28f" in r["source_locator"] and r["date"] == "2025-06-04", r["id"]
+        assert r["gpu_count"] == "8" and r["global_batch_seqs"] == "8", r["id"]
+    for r in amd:  # samples/s x 8,192 / 8 GPUs
+        assert abs(float(r["samples_per_s"]) * 1024 / float(r["tokens_per_sec_per_gpu"]) - 1) < 1e-3, r["id"]
+    ratios = p34.v50_against_own()
+    assert len(ratios) == 10 and all(abs(p - 1) < 1e-9 for _, _, p in ratios)
+    # reached 0.984 (Oracle MI300X, QCT MI325X) .. 1.040 (Supermicro's liquid-cooled MI325X)
+    assert all(0.95 < m < 1.06 for _, m, _ in ratios)
+    err = [abs(p - m) / m for _, _, m, p in p34.v50_cases()]
+    assert 100 * np.mean(err) <= 4.0  # reached: 2.3%
