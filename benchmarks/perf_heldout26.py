@@ -62,6 +62,8 @@ import numpy as np
 
 from harness import Fit, job_fits, job_tokens_per_gpu, print_cases, print_fits, row_cases
 from perf_amd import job as amd_job
+from perf_blackwell import DATA as BLACKWELL_ROWS
+from perf_blackwell import job as blackwell_job
 from perf_heldout import job_of
 from perf_mbridge26 import group_mape, print_groups, print_missing_per_token_layer, print_worst
 from perf_mbridge26 import job as mbridge_job
@@ -143,6 +145,25 @@ def mlperf_nvidia_cases() -> list[tuple[str, str, float, float]]:
     return [(r["id"], r["source_key"], float(r["tokens_per_sec_per_gpu"]), p) for r, (_, p) in zip(rs, predicted, strict=True)]
 
 
+# One layout under two dispatchers (docs/known-gaps.md 89): Qwen3-30B-A3B on 16 H100 in FP8 current scaling at PP 2,
+# VPP 12, EP 8, micro-batch 1 with moe_a2a_overlap, run by the 25.11 recipe with the alltoall dispatcher
+# (perf_blackwell's development row at its RECIPE_LAYOUT) and by 26.02's with flex / DeepEP (this file's row)
+DISPATCHER_PAIR = ("mbridge_25.11_h100_qwen3_30b_a3b_fp8-cs_16gpu", "mbridge_26.02_h100_qwen3_30b_a3b_fp8-cs_16gpu")
+
+
+def print_dispatcher_pair(cs: list[tuple[str, str, float, float]]) -> None:
+    """The 26.02 flex row's tokens/s/GPU over the 25.11 alltoall row's, measured and predicted: the estimate's
+    dispatcher difference on H100 is its per-expert host constant (gemm.moe_host_s_per_expert_kernel flex against
+    alltoall), which the two runs do not show."""
+    old_id, new_id = DISPATCHER_PAIR
+    old = next(r for r in csv.DictReader(BLACKWELL_ROWS.open(encoding="utf-8")) if r["id"] == old_id)
+    ((_, p_old),) = job_tokens_per_gpu([(old_id, blackwell_job(old))])
+    m_new, p_new = next((m, p) for rid, _, m, p in cs if rid == new_id)
+    m_old = float(old["tokens_per_sec_per_gpu"])
+    print(f"H100 Qwen3-30B-A3B, one layout, alltoall (25.11, development) -> flex (26.02): measured "
+          f"{m_new / m_old:.3f} predicted {p_new / p_old:.3f}")
+
+
 def fits() -> list[Fit]:
     """Each row's predicted peak memory against the card's usable memory (every row ran on real hardware)."""
     jobs = [(r["id"], mbridge_job(r)) for r in rows()] + [(r["id"], automodel_job(r)) for r in automodel_rows()]
@@ -157,6 +178,7 @@ def main() -> None:
     print_groups(cs, {r["id"]: r for r in rows()}, ("system", "precision", "model"))
     print_worst(cs, 8)
     print_missing_per_token_layer(cs, {r["id"]: r for r in rows()})
+    print_dispatcher_pair(cs)
     pc = automodel_cases()
     print_cases(pc, blank_line=True)
     for title, keep in (("LoRA", lambda rid: "_lora_" in rid), ("pre-training", lambda rid: "_lora_" not in rid)):

@@ -13,15 +13,18 @@ every assumed setting is in its `assumed` column; Qwen1.5 shapes in heldout_mode
   launch script's '#' drops its last flags: see `assumed`).
 - heldout_2026h_swift.csv: ModelScope ms-swift's Megatron-SWIFT benchmark (docs, 2025-03 / 2025-06): Qwen2.5-14B full
   SFT on 8 A800 at 8K (Megatron-SWIFT TP 4, HF + DeepSpeed ZeRO-2 and ZeRO-3) and Qwen3-30B-A3B on 16 A800 (TP 2 x EP
-  8, the network not stated: confidence low); seconds a step.
+  8, the network not stated: confidence low); seconds a step. Qwen1.5-MoE-A2.7B on 8 A800 (TP 2 x EP 4, 2025-04-28,
+  added 2026-12-05): the same stack's MoE on one host, the control that separates the 16-A800 row's network from the
+  stack (docs/known-gaps.md 89).
 - heldout_2026h_ascend.csv: Huawei's ModelLink (now MindSpeed-LLM) README table, Atlas 900 A2 PODc (Ascend 910B):
   Llama 2 7B-70B, Llama 3 8B / 70B, Qwen1.5 7B-72B, Mistral 7B at 32K pretraining on 8-64 NPUs, tokens/s a processor (the 910B bin
   and the network are not stated: confidence low).
 Left out (the layout is not stated or does not hold): FlagPerf's Llama 2 70B fp32 row (TF32 or fp32 not stated), its
 masked-vendor row, its Mixtral 8x7B on 32 H100 (the table's PP2DP2EP1TP8 disagrees with its script's
 --expert-model-parallel-size 8, which DP 2 cannot hold) and its cases whose model has no preset here (Aquila2,
-Baichuan2, ChatGLM3, Qwen1.5-MoE, LLaVA); ms-swift's Qwen3-30B-A3B ZeRO-3 figure (its batch and accumulation not
-given); ModelLink rows whose model has no preset here (LLaMA 1, Aquila, Baichuan, Bloom, ChatGLM3, CodeLlama, InternLM,
+Baichuan2, ChatGLM3, LLaVA; its Qwen1.5-MoE case is not read, though the model is in heldout_models.yaml since
+2026-12-05); ms-swift's Qwen3-30B-A3B ZeRO-3 figure (its batch and accumulation not given) and its Qwen1.5-MoE-A2.7B
+ZeRO-2 / ZeRO-3 figures (6.02 / 24.30 s/it: their swift sft commands not given); ModelLink rows whose model has no preset here (LLaMA 1, Aquila, Baichuan, Bloom, ChatGLM3, CodeLlama, InternLM,
 Qwen 1, Qwen1.5 0.5B-4B, Yi, Gemma, Grok, GPT3-175B) and its Mixtral 8x7B at 32K (MoE: the script's EP not read).
 
 Printed: each row (published, predicted, error), per-source MAPE, the worst rows with the estimate's step breakdown,

@@ -93,3 +93,19 @@ KNOWN_NOT_FITTING: set[str] = set()
 def test_no_measured_run_is_refused_or_predicted_not_to_fit():
     refused = {f.row_id for f in ph.fits() if not f.fits}
     assert refused <= KNOWN_NOT_FITTING, refused - KNOWN_NOT_FITTING
+
+
+def test_the_dispatcher_pair_is_one_layout_under_two_dispatchers():
+    """perf_heldout26.DISPATCHER_PAIR (docs/known-gaps.md 89) compares the 25.11 development row, run at its recipe's
+    layout, with the 26.02 row: the two jobs must agree on every parallel degree, the micro-batch and the a2a overlap,
+    and differ in the dispatcher (25.11: the style's auto = alltoall inside one 8-GPU node; 26.02: flex)."""
+    import csv
+
+    old_id, new_id = ph.DISPATCHER_PAIR
+    old = next(r for r in csv.DictReader(ph.BLACKWELL_ROWS.open(encoding="utf-8")) if r["id"] == old_id)
+    new = next(r for r in ph.rows() if r["id"] == new_id)
+    a, b = ph.blackwell_job(old)["strategy"], ph.mbridge_job(new)["strategy"]
+    for key in ("tp", "pp", "vpp", "cp", "ep", "micro_batch"):
+        assert a[key] == b[key], key
+    assert a["moe_a2a_overlap"] is True and b["moe_a2a_overlap"] is True
+    assert a.get("moe_dispatcher", "auto") == "auto" and b["moe_dispatcher"] == "flex"

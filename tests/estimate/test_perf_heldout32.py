@@ -28,6 +28,8 @@ BOUNDS = {
     "FlagPerf Llama 2 7B, Megatron-DeepSpeed ZeRO-1 (8 A800)": 12.0,  # 9.3: +8.0 / +10.6%
     # step time, + = too slow: the packed rows written as full 8K causal rows (attention an upper bound)
     "ms-swift benchmark, Qwen2.5-14B full SFT (8 A800)": 8.0,  # 5.5: +3.2..+8.0%
+    # the same stack's MoE on one host (no network): the control of the 16-A800 row (known-gaps 89)
+    "ms-swift benchmark, Qwen1.5-MoE-A2.7B full SFT (8 A800)": 25.0,  # 19.1: -19.1%
     "ms-swift benchmark, Qwen3-30B-A3B full SFT (16 A800)": 60.0,  # 49.5: -49.5% (network not stated; known-gaps 78)
     "ModelLink README, Atlas 900 A2 PODc (Ascend 910B)": 11.0,  # 7.7: -16.1..+2.0%
 }
@@ -39,7 +41,7 @@ def run():
 
 
 def test_every_row_names_its_source_url_date_and_assumptions():
-    check_rows_sourced(p32.rows(), list(ph.rows()[0]), ph.MODELS, 37, ("tokens_per_s_per_gpu", "step_time_s"))
+    check_rows_sourced(p32.rows(), list(ph.rows()[0]), ph.MODELS, 38, ("tokens_per_s_per_gpu", "step_time_s"))
 
 
 def test_every_row_is_estimated_none_refused_every_run_fits_and_each_source_within_its_bound(run):
