@@ -34,14 +34,19 @@ def _hf(model, fsdp: str, recompute: str = "selective", framework: str = "hf", b
     return estimate_time(model, Training(seq_len=4096, global_batch_seqs=256), h100_cluster(), st, CAL)
 
 
-def _exposed(e, coll_s: float, ag_passes: float, calls: int) -> float:
+def _exposed(e, coll_s: float, ag_passes: float, calls: int, embedding_share: float = 0.0) -> float:
     """The prefetched schedule's exposed seconds a step for `calls` collectives a pass (as test_step_time's FSDP
-    test): 64 ranks over 8 nodes pay 63 network latencies a collective."""
+    test): 64 ranks over 8 nodes pay 63 network latencies a collective. On DeepSpeed's engine (`embedding_share`, the
+    input embedding's share of the parameters, > 0) a micro-batch's first fetch is the embedding's and its gradient's
+    reduce-scatter, one latency, is exposed at its end (step_time._deepspeed_micro_batch_edges)."""
     k = load_constants()
     z3_mb = (ag_passes + 1.0) * coll_s + (ag_passes + 1.0) * (calls - 1) * 63 * 5e-6
     micro = 256 // (64 * 2)
     compute_mb = e.breakdown_s["compute"] / micro
-    exposed = max(z3_mb - compute_mb, 0.0) + coll_s / calls
+    edges = 0.0
+    if embedding_share > 0.0:
+        edges = max(embedding_share * coll_s - coll_s / calls, 0.0) + embedding_share * coll_s + 63 * 5e-6
+    exposed = max(z3_mb - compute_mb, 0.0) + coll_s / calls + edges
     exposed += k.overlap_interference * max(z3_mb - exposed, 0.0)
     return micro * exposed
 
@@ -52,7 +57,8 @@ def test_deepspeed_gathers_a_llama_layer_in_three_prefetch_buckets():
     coll_s = 63 / 64 * m.params_total * 2 / 80e9 + 63 * 5e-6
     # q 16.8M + k 4.2M + v 4.2M + o 16.8M = 42M < 5e7, closed by gate (58.7M); up; down: 3 all-gathers a layer, 32
     # layers; no re-gather without full recompute
-    assert e.breakdown_s["dp_comm"] == pytest.approx(_exposed(e, coll_s, 2.0, 3 * 32), rel=1e-9)
+    emb = m.vocab * m.hidden / m.params_total
+    assert e.breakdown_s["dp_comm"] == pytest.approx(_exposed(e, coll_s, 2.0, 3 * 32, emb), rel=1e-9)
     # FSDP's engine under the same stack: one unit a decoder layer
     assert _hf(m, "full").breakdown_s["dp_comm"] == pytest.approx(_exposed(e, coll_s, 2.0, 32), rel=1e-9)
 
@@ -69,7 +75,8 @@ def test_deepspeed_gathers_again_what_the_reuse_distance_releases_under_full_rec
     coll_s = 63 / 64 * m.params_total * 2 / 80e9 + 63 * 5e-6
     # the hf style's projections apart (q, k, v, o 67M each), fc1 and fc2 268M: each closes a bucket; LayerNorms
     # (8,192 + biases) persist
-    assert e.breakdown_s["dp_comm"] == pytest.approx(_exposed(e, coll_s, 2.0 + share, 6 * 8), rel=1e-9)
+    emb = m.vocab * m.hidden / m.params_total
+    assert e.breakdown_s["dp_comm"] == pytest.approx(_exposed(e, coll_s, 2.0 + share, 6 * 8, emb), rel=1e-9)
     assert _hf(m, "full", recompute="full").breakdown_s["dp_comm"] == pytest.approx(
         _exposed(e, coll_s, 2.0, 8), rel=1e-9)
 
@@ -93,7 +100,8 @@ def test_the_prefetch_bucket_sets_the_gathers_a_layer():
     coll_s = 63 / 64 * m.params_total * 2 / 80e9 + 63 * 5e-6
     for buckets in (None, "auto"):
         e = _hf(m, "none", buckets=buckets)
-        assert e.breakdown_s["dp_comm"] == pytest.approx(_exposed(e, coll_s, 2.0, 5 * 32), rel=1e-9)
+        assert e.breakdown_s["dp_comm"] == pytest.approx(
+            _exposed(e, coll_s, 2.0, 5 * 32, m.vocab * m.hidden / m.params_total), rel=1e-9)
     # the deepspeed style keeps its Megatron module count (zero3_fetch_units_per_layer) whatever the option says
     assert perf_style("deepspeed").zero3_bucket_sizes == "deepspeed"
 
@@ -157,3 +165,31 @@ def test_the_estimate_says_which_bucket_sizes_it_assumed_in_json_and_table():
     with pytest.raises(TrainsizerError, match="zero3_bucket_sizes"):
         job = resolve_job({**JOB, "strategy": {"zero": 3, "framework": "deepspeed", "zero3_bucket_sizes": "auto"}}, cat)
         evaluate(job, cat)
+
+
+def _ds_comm(style, micro_batches: int, dp: int = 64) -> float:
+    st = Strategy(tp=1, dp=dp, zero=3, micro_batch=1, recompute="full")
+    training = Training(seq_len=4096, global_batch_seqs=dp * micro_batches)
+    return estimate_time(llama8b(), training, h100_cluster(dp), st, CAL, framework_style=style).breakdown_s["dp_comm"]
+
+
+def test_deepspeed_micro_batch_edges_per_micro_batch_on_its_prefetched_engine_only():
+    """DeepSpeed's engine synchronizes at both ends of every micro-batch (ThroughputTimer, the gradient epilogue), so
+    each micro-batch pays the input embedding's gather as its first fetch and its gradient's reduce-scatter at its
+    end: a fixed cost a micro-batch (4 micro-batches pay 4 times one's), none on the v0.3 path (zero3_prefetch false)
+    or with the syncs off, and an hf job keeps it on DeepSpeed's engine only (fsdp none)."""
+    import dataclasses
+
+    from trainsizer.estimate.step_time import _deepspeed_engine_options
+
+    on = perf_style("deepspeed")
+    assert on.zero3_microbatch_syncs and not perf_style("hf").zero3_microbatch_syncs
+    off = dataclasses.replace(on, zero3_microbatch_syncs=False)
+    one, four = (_ds_comm(on, m) - _ds_comm(off, m) for m in (1, 4))
+    assert one > 0.0 and four == pytest.approx(4 * one, rel=1e-9)
+    v03 = dataclasses.replace(on, zero3_prefetch=False)
+    assert _ds_comm(v03, 2) == pytest.approx(_ds_comm(dataclasses.replace(v03, zero3_microbatch_syncs=False), 2),
+                                             rel=1e-12)
+    hf = perf_style("hf")
+    assert _deepspeed_engine_options(Strategy(zero=3, fsdp="none"), hf)["zero3_microbatch_syncs"] is True
+    assert _deepspeed_engine_options(Strategy(zero=3, fsdp="full"), hf) == {}

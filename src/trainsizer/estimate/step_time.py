@@ -211,6 +211,10 @@ class PerfStyle:
     # own clipping does not run on DeepSpeed's engine: _step_passes); the deepspeed style's, taken by a stack on its
     # engine (_deepspeed_engine_options)
     zero3_step_update_bytes: float = 0.0
+    # DeepSpeed's engine (v0.6+) synchronizes the device at both ends of every micro-batch and waits for its last
+    # gradient bucket, so the input embedding's all-gather (the first fetch) and its gradient's reduce-scatter (the
+    # last) are a micro-batch's edges (_deepspeed_micro_batch_edges); the deepspeed style's, taken with its engine
+    zero3_microbatch_syncs: bool = False
     # the gradient buffer cleared is the DDP buffer in the reduce dtype (grad_reduce_bytes per local trainable
     # parameter: Megatron-Core zero_grad_buffer), not grad_buffer_zero_bytes
     grad_buffer_reduce_dtype: bool = False
@@ -515,7 +519,7 @@ def _deepspeed_engine_options(strategy, style: PerfStyle) -> dict[str, Any]:
     flag = on if on.ndim else bool(on)
     # its reuse rule (_zero3_regathered_share) and its step's passes around the update (_step_passes)
     out = {key: _when(flag, getattr(ds, key), getattr(style, key))
-           for key in ("zero3_max_reuse_distance_params", "zero3_step_update_bytes")}
+           for key in ("zero3_max_reuse_distance_params", "zero3_step_update_bytes", "zero3_microbatch_syncs")}
     if buckets is not None:
         out["zero3_bucket_sizes"] = np.where(on, buckets, style.zero3_bucket_sizes) if on.ndim else str(buckets)
     return out | {"zero3_deepspeed_fetch": on if on.ndim else True}
@@ -2249,7 +2253,7 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     # rows without the re-gather (docs/known-gaps.md 51, item f)
     z3_demand = _zero3_on_demand(x, g, mb, z3_ag, z3_rs, lat, p_local)
     if np.any(fw.zero3_prefetch):
-        first = _fsdp_call_edges(x, z3_ag, z3_rs, n_coll)
+        first = _fsdp_call_edges(x, z3_ag, z3_rs, n_coll) + _deepspeed_micro_batch_edges(x, g, z3_ag, z3_rs, n_coll, lat)
         z3_pre = _prefetched(x, z3_mb, mb.compute, first)
         experts = _deepspeed_expert_gathers(x, g, mb, _expert_shard(x, n_esh), ag_b, ag_passes)
         if experts is not None:  # DeepSpeed's own schedule for transformers' routed experts
@@ -2453,6 +2457,26 @@ def _fsdp_call_edges(x: _Step, z3_ag, z3_rs, n_coll) -> np.ndarray:
     waits = np.asarray(x.fw.fsdp_call_waits, bool)
     per_call = (x.p > 1) & ~np.asarray(x.fw.pp_fsdp_once_per_step, bool)
     return np.where(per_call, x.v * (unit_ag + np.where(waits, unit_rs, 0.0)), unit_ag + np.where(waits, unit_rs, 0.0))
+
+
+def _deepspeed_micro_batch_edges(x: _Step, g: _Grads, z3_ag, z3_rs, n_coll, lat) -> np.ndarray:
+    """Seconds DeepSpeed's ZeRO-3 engine (PerfStyle.zero3_microbatch_syncs, the prefetched v0.6+ path, one pipeline
+    stage) adds at a micro-batch's edges beyond the style's first unit (deepspeedai/DeepSpeed v0.16.6). Both ends
+    synchronize the device: engine.py forward calls tput_timer.start() and engine.step tput_timer.stop() when the
+    engine got no training data (accelerate, the HF Trainer, Megatron-DeepSpeed), and utils/timer.py ThroughputTimer
+    calls get_accelerator().synchronize() in both (DeepSpeedThroughputTimerConfig synchronized, default true since
+    PR #5363; unconditional before); after every backward stage3.py independent_gradient_partition_epilogue reduces
+    the bucket left and waits for it (reduce_and_partition_stream.synchronize()). So a micro-batch starts with its
+    first fetch, the input embedding's (the model's first module), on an idle device, in place of the average unit
+    `_fsdp_call_edges` charges, and ends with its last gradient's reduce-scatter exposed: the embedding's, the last
+    gradient of the backward, reduced alone where it exceeds reduce_bucket_size. The embedding's share of the
+    gathered and reduced parameters (vocab x hidden over TP), of `z3_ag` / `z3_rs`; one ring latency `lat`."""
+    on = np.asarray(x.fw.zero3_microbatch_syncs, bool) & (x.zero >= 3) & (x.p <= 1)
+    if not np.any(on):
+        return np.zeros_like(np.asarray(z3_ag, float))
+    share = np.minimum(x.model.vocab * x.model.hidden / x.t / np.maximum(g.local_dense + g.local_expert, 1.0), 1.0)
+    first_extra = np.maximum(share * z3_ag - z3_ag / np.maximum(n_coll, 1.0), 0.0)
+    return np.where(on, first_extra + share * z3_rs + lat, 0.0)
 
 
 def _prefetched(x: _Step, comm_s, compute_s, first_s) -> np.ndarray:
