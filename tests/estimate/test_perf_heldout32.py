@@ -62,3 +62,14 @@ def test_the_fine_tuning_memory_of_the_three_stacks_ranks_as_measured(run):
     Qwen2.5-14B job: the memory estimate orders them the same way and every one fits its 80 GB A800."""
     mem = {r["id"].rsplit("_", 1)[1]: res["memory"]["per_gpu_gib"] for _, res, r in run if "qwen2.5-14b" in r["id"]}
     assert mem["zero3"] < mem["tp4"] < mem["zero2"] <= 80.0
+
+
+def test_the_ms_swift_moe_rows_slow_with_the_busiest_rank_load_and_a_thinner_network():
+    """perf_heldout32.print_swift_moe_inputs (known-gaps 89 (a)): a busiest-EP-rank load above the balanced share slows
+    both ms-swift MoE rows (their experts and all-to-alls run at the busiest rank's pace), and half the network a host
+    slows the 16-A800 row further (half of each all-to-all crosses its two hosts)."""
+    by_id = {r["id"]: r for r in p32.rows()}
+    one_host, two_hosts = (by_id[i] for i in p32.SWIFT_MOE)
+    assert p32.swift_step_s(one_host, 1.0) < p32.swift_step_s(one_host, p32.SWIFT_LOAD)
+    loaded = p32.swift_step_s(two_hosts, p32.SWIFT_LOAD)
+    assert p32.swift_step_s(two_hosts, 1.0) < loaded < p32.swift_step_s(two_hosts, p32.SWIFT_LOAD, p32.LINGJUN_NETWORK)
