@@ -26,7 +26,9 @@ FULL_CUDA_GRAPH and the v5.1 LoRA code's MCORE_CUDA_GRAPH, whose CUDA_GRAPH_SCOP
 LoRA runs' context parallelism as Transformer Engine's all-to-all (CP_COMM_TYPE a2a: the csv's cp_comm_type column,
 strategy.cp_comm_type; blank = NeMo's default p2p ring), and the LoRA runs' frozen base built in FP8 (custom_llama.py CustomLlamaModel.configure_model wraps the model in
 te.fp8_model_init whenever FP8 is on, in v5.0 and v5.1 alike; v5.1's FP8_PARAM_GATHER 0 is the optimizer's
-all-gather flag, not the weights' storage). The v5.0 GB200 405B rows source a config_common_blackwell.sh the
+all-gather flag, not the weights' storage), and Transformer Engine's op fuser (USE_TE_OPS in the v5.1 LoRA and 8B
+config_common*.sh, none in v5.0's: the csv's te_op_fuser column, strategy.te_op_fuser: the MLP activation writes only
+its FP8 operands, and at TP 1 NeMo's LoRA adapters run fused into the base GEMMs, TEFusedLoRALinear). The v5.0 GB200 405B rows source a config_common_blackwell.sh the
 submission does not include: their FP8 recipe is custom.yaml's default, delayed scaling; the MXFP8 estimate is
 printed beside them.
 
@@ -84,7 +86,10 @@ def job(r: dict[str, str], fp8_recipe: str | None = None) -> dict:
                      "fp8_activation_store": r["fp8_activation_store"] == "1",
                      "cuda_graphs": CUDA_GRAPHS[r["cuda_graph"]],
                      # CP_COMM_TYPE a2a (the LoRA configs); blank: NeMo's default p2p ring
-                     "cp_comm_type": r.get("cp_comm_type") or None},
+                     "cp_comm_type": r.get("cp_comm_type") or None,
+                     # USE_TE_OPS (use_transformer_engine_op_fuser) in the config's config_common*.sh: the csv's
+                     # te_op_fuser column, 1 where the v5.1 / v6.0 LoRA and 8B configs set it; blank = off
+                     "te_op_fuser": r.get("te_op_fuser") == "1"},
     }
     if lora:
         # target_modules ["linear_proj", "linear_qkv"]: the fused QKV and the output projection

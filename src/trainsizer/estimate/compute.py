@@ -292,7 +292,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                 fp8_gathered_casts: Any = 0.0, block_tiles: tuple[Any, Any] = (0.0, 0.0),
                 rate_length: Any = 0.0, moe_passes: tuple[Any, Any, Any] | None = None, etp: Any = None,
                 router_gemm: bool = True, window_backward_skips: Any = True,
-                tp_token_split: Any = True) -> LayerTimes:
+                tp_token_split: Any = True, fused_act_cast: Any = False) -> LayerTimes:
     """Compute seconds of one average decoder layer per micro-batch on one GPU.
 
     `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast. `moe_capacity_factor`: tokens
@@ -330,6 +330,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     False: every TP rank dispatches them all (PerfStyle.moe_tp_token_split), so tok routed tokens reach a GPU.
     `router_gemm`: the MoE gate computes its logits (False: NeMo AutoModel's FakeBalancedGate, Training.moe_routing
     "fake-balanced", assigns experts without a GEMM).
+    `fused_act_cast` (bool, arrays allowed): the dense MLP's activation writes the FP8 operands its neighbour GEMMs
+    read (`_dense_parts`).
     """
     t = np.asarray(tp, float)
     et = t if etp is None else np.maximum(np.asarray(etp, float), 1.0)
@@ -341,7 +343,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     tok = b * s / c  # tokens entering this GPU's GEMMs (full TP-group sequence shard)
     weights = bool(trains_base_weights)
     d = _dense_parts(shapes, tok, t, np.asarray(sp, float), rates, np.asarray(split_projections, bool),
-                     elementwise_passes, fp8_weight_casts, weights, fp8_gathered_casts)
+                     elementwise_passes, fp8_weight_casts, weights, fp8_gathered_casts, fused_act_cast)
     a_fwd, a_bwd = _attention_core(shapes, tok, b, c, s, t, rates, flash=flash, flash_rate=flash_rate,
                                    flash_bwd_over_fwd=flash_bwd_over_fwd, attention_span=attention_span,
                                    flash_head_pad=flash_head_pad, block_tiles=block_tiles, rate_length=rate_length,
@@ -458,9 +460,19 @@ class _DenseParts:
 
 
 def _dense_parts(shapes: ModelShapes, tok, t, spf, rates: Rates, split, elementwise_passes,
-                 fp8_weight_casts, weights: bool = True, fp8_gathered_casts: Any = 0.0) -> _DenseParts:
+                 fp8_weight_casts, weights: bool = True, fp8_gathered_casts: Any = 0.0,
+                 fused_act_cast: Any = False) -> _DenseParts:
     """GEMMs (forward and backward: `weights` whether the base weights train), element-wise traffic and FP8 casts
-    of one dense layer (attention projections and MLP)."""
+    of one dense layer (attention projections and MLP). `fused_act_cast`: the MLP runs as Transformer Engine's fused
+    ops (Megatron-Core TEFusedMLP under use_transformer_engine_op_fuser), whose activation writes only the quantized
+    output fc2 reads and, backward, the quantized input gradient fc1's dgrad reads (TE ops/basic/activation.py
+    op_forward `_activation_forward_impl(x, next_op_input_quantizer)`, op_backward with
+    prev_op_grad_output_quantizer; NVIDIA/TransformerEngine d0067d0d). The layer already charges those quantized
+    writes as casts fused into the producer (PerfStyle.fp8_cast_fused: the recipe's fused_cast_bytes_per_element);
+    what the fuser removes is the 16-bit output the unfused activation writes beside them (Megatron-Core's
+    bias_swiglu_impl returns it for TERowParallelLinear to cast): `act_bytes` per inner element forward, per
+    gate-and-up element backward (the backward element-wise work is twice the forward's). FP8 recipes whose cast
+    needs no amax pass of its own (one kernel: delayed, MXFP8), `_fused_act_cast`."""
     h = shapes.hidden
     # --- attention projections (both layer kinds)
     g_qkv, b_qkv = linear_gemms(tok, shapes.qkv_out / t, h, rates, weights)
@@ -480,6 +492,7 @@ def _dense_parts(shapes: ModelShapes, tok, t, spf, rates: Rates, split, elementw
 
     g_dense, act_dense, b_dense = _mlp_time(shapes, shapes.ffn_up, shapes.ffn, tok, t, rates, elementwise_passes,
                                             weights=weights)
+    act_dense = act_dense - _fused_act_cast(rates, fused_act_cast) * shapes.ffn / t * tok * rates.act_bytes
     if np.any(split) and shapes.ffn_up == 2 * shapes.ffn:  # gate and up as 2 GEMMs
         one_f, one_b = linear_gemms(tok, shapes.ffn / t, h, rates, weights)
         both_f, both_b = linear_gemms(tok, shapes.ffn_up / t, h, rates, weights)
@@ -499,6 +512,14 @@ def _dense_parts(shapes: ModelShapes, tok, t, spf, rates: Rates, split, elementw
     return _DenseParts(g_qkv=g_qkv, g_attn=g_attn, b_attn=b_attn, g_dense=g_dense, act_dense=act_dense,
                        seq_share=seq_share, ew_fwd_common=ew_fwd_common, attn_w=attn_w, fwd_gemm=dense_fwd_g,
                        bwd_gemm=b_attn + b_dense, fwd_ew=dense_fwd_ew, cast_fwd=c_fwd, cast_bwd=c_bwd)
+
+
+def _fused_act_cast(rates: Rates, on: Any) -> Any:
+    """1 where the MLP activation writes its quantized operands alone (`_dense_parts` fused_act_cast): FP8 training
+    (rates.fp8_cast_bytes > 0) with a recipe whose scale is known before the cast (rates.fp8_cast_kernels 1: delayed,
+    MXFP8); a current-scaling cast needs the 16-bit tensor's amax first, so the activation still writes it. Else 0."""
+    one_pass = (np.asarray(rates.fp8_cast_bytes) > 0) & (np.asarray(rates.fp8_cast_kernels) == 1)
+    return np.where(np.asarray(on, bool) & one_pass, 1.0, 0.0)
 
 
 def _input_grad_sum(n: int, tok, h: int, rates: Rates):

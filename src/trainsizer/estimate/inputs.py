@@ -325,6 +325,9 @@ class Strategy:
     # Megatron-Core fused_single_qkv_rope: RoPE on the unsplit qkv in one TE kernel, which takes no YaRN mscale, so a
     # model with an attention factor (gpt-oss) runs no unfused RoPE; None = off
     fused_qkv_rope: Any = None
+    # Megatron-Core use_transformer_engine_op_fuser (NeMo USE_TE_OPS): TEFusedMLP's activation writes the FP8 operands
+    # its neighbours read, and at TP 1 NeMo's TEFusedLoRALinear fuses the adapters into the base GEMMs; None = off
+    te_op_fuser: Any = None
     # saved activations moved to host memory: True = every layer's (torchtune), N = the first N decoder layers of
     # a model chunk (Megatron-Core cpu_offloading_num_layers); one value for the whole batch
     activation_offload: bool | int = False

@@ -667,6 +667,7 @@ class _Step:
     fp8_lm_head: bool = False  # Strategy.fp8_lm_head (None = off)
     cuda_graphs: str = "none"  # Strategy.cuda_graphs (one of CUDA_GRAPHS; None = none)
     cudnn_release: str | None = None  # Strategy.cudnn_release (one of CUDNN_RELEASES; None = the base release)
+    te_op_fuser: bool = False  # Strategy.te_op_fuser (None = off)
     local_batch: Any = None  # Strategy.local_batch (sequences per DP rank per pipeline schedule; None = the step's)
     stage_edges: tuple[Any, Any] = (None, None)  # the end ranks' stated decoder layers (pipeline.stated_edges)
     grad_accum_fusion: bool | None = None  # Strategy.gradient_accumulation_fusion (None = the style's)
@@ -728,6 +729,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  fp8_lm_head=bool(getattr(strategy, "fp8_lm_head", None)) and training.precision == "fp8",
                  cuda_graphs=str(getattr(strategy, "cuda_graphs", None) or "none"),
                  cudnn_release=getattr(strategy, "cudnn_release", None),
+                 te_op_fuser=bool(getattr(strategy, "te_op_fuser", None)),
                  local_batch=getattr(strategy, "local_batch", None),
                  stage_edges=pipeline.stated_edges(strategy),
                  grad_accum_fusion=getattr(strategy, "gradient_accumulation_fusion", None))
@@ -933,7 +935,8 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              flash_head_pad=compute.flash_head_dim_ratio(*model.head_dims, x.fw.attention_kernel),
                              block_tiles=tiles, rate_length=rate_length, etp=x.et,
                              router_gemm=training.moe_routing != "fake-balanced",
-                             window_backward_skips=_window_backward_skips(x), tp_token_split=x.fw.moe_tp_token_split)
+                             window_backward_skips=_window_backward_skips(x), tp_token_split=x.fw.moe_tp_token_split,
+                             fused_act_cast=x.te_op_fuser)
     if x.loss_impl == "chunked-nll":
         lt = dataclasses.replace(lt, head_bwd=lt.head_bwd + _chunked_nll_time(x, lt))
     if x.fp8_lm_head:  # Megatron-Core fp8_output_proj, torchtitan's MXFP8 converter (validate.py: MXFP8 only)
@@ -1019,7 +1022,7 @@ def _adapter_host_s(x: _Step) -> Any:
     ops = 0.0
     if n_lin > 0:
         lc = x.k.raw["lora"]
-        c = _peft_cast_counts(x, lc["impls"].get(x.training.lora_impl, lc), lc)  # PEFT's input casts included
+        c = _adapter_counts(x, lc)  # PEFT's input casts included; TE's fused adapters where they run
         drop = float(x.training.lora_dropout > 0)
         ops = n_lin * ((c["fwd_kernels"] + drop) * (1.0 + x.full_share) + c["bwd_kernels"] + drop)
     if x.training.method == "qlora":
@@ -1313,7 +1316,7 @@ def _lora_adapters(x: _Step) -> Any:
     lc, t, r = x.k.raw["lora"], x.t, x.r
     row_out = np.where(x.sp & x.training.lora_a2a, 1.0 / t, 1.0)  # the row-parallel adapters' output share
     impl = x.training.lora_impl
-    eager = _peft_cast_counts(x, lc["impls"].get(impl, lc), lc)
+    eager = _adapter_counts(x, lc)
     compiled = lc["compiled"].get(impl)  # compiled: the casts not added (Inductor's fusion of them not read)
 
     def elems(fi: float, fo: float) -> Any:
@@ -1343,6 +1346,27 @@ def _lora_adapters(x: _Step) -> Any:
     _, m_out, _, me_out, _ = lora_adapted_widths(x.model, x.training, only=MLP_INPUT_LINEARS)
     saved = lc["compiled_mlp_input_saved_elems"] * x.tok * (m_out / t + me_out / (t * x.e))
     return np.where(in_compiled, seconds(compiled, saved), seconds(eager) + upcast)
+
+
+def _te_fused_lora(x: _Step) -> Any:
+    """True where NeMo runs the adapters as TEFusedLoRALinear: strategy.te_op_fuser (the model config's
+    use_transformer_engine_op_fuser) at TP 1 on a LoRA job whose adapters are NeMo's own (lora.impl unset, timed
+    with the `peft` counts); nemo/collections/llm/peft/lora.py LoRA.transform `enable_op_fuser` (NVIDIA/NeMo 8cfedd72:
+    \"TP not yet supported\"). An array over strategies."""
+    if not x.te_op_fuser or x.training.method != "lora" or x.training.lora_impl != "peft":
+        return np.zeros(np.shape(x.t), bool)
+    return np.asarray(x.t) == 1
+
+
+def _adapter_counts(x: _Step, lc: dict) -> dict:
+    """An eager adapter's HBM and kernel counts per strategy (perf_constants.yaml `lora:`): the job's implementation's
+    with PEFT's fp32 input cast where it runs (`_peft_cast_counts`), TE's fused ones (lora.te_fused) where NeMo fuses
+    them (`_te_fused_lora`)."""
+    c = _peft_cast_counts(x, lc["impls"].get(x.training.lora_impl, lc), lc)
+    on = _te_fused_lora(x)
+    if not np.any(on):
+        return c
+    return c | {k: np.where(on, float(v), c[k]) for k, v in lc["te_fused"].items()}
 
 
 def _peft_cast_on(x: _Step) -> Any:

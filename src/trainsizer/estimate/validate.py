@@ -546,7 +546,7 @@ def _te_option_rules(c: SimpleNamespace) -> _Rules:
     (Megatron-Core fp8_utils.is_mxfp8_output_proj_active); TE's fused grouped MLP needs MXFP8 on an SM100 part
     (FUSED_GROUPED_MLP_PARTS); FP8 attention, the FP8 SwiGLU input store, CUDA graphs, the fused grouped MLP, the
     device-side expert splits (moe_sync_free: Primus-Turbo on Megatron-LM), the MoE permutation / router fusion
-    (moe_permute_fusion / moe_router_fusion, stated either way) and the fused qkv RoPE are Megatron-Core's (TE_GRAPH_FRAMEWORKS; "auto" as the stack it resolves to), the MXFP8 LM head
+    (moe_permute_fusion / moe_router_fusion, stated either way), the fused qkv RoPE and TE's op fuser (te_op_fuser) are Megatron-Core's (TE_GRAPH_FRAMEWORKS; "auto" as the stack it resolves to), the MXFP8 LM head
     Megatron-Core's and torchtitan's (FP8_LM_HEAD_FRAMEWORKS), PyTorch's attention kernels the PyTorch stacks'
     (TORCH_ATTENTION_FRAMEWORKS)."""
     s = c.strategy
@@ -560,7 +560,8 @@ def _te_option_rules(c: SimpleNamespace) -> _Rules:
                              ("moe_sync_free", bool(getattr(s, "moe_sync_free", None))),
                              ("moe_permute_fusion", getattr(s, "moe_permute_fusion", None) is not None),
                              ("moe_router_fusion", getattr(s, "moe_router_fusion", None) is not None),
-                             ("fused_qkv_rope", bool(getattr(s, "fused_qkv_rope", None)))) if on]
+                             ("fused_qkv_rope", bool(getattr(s, "fused_qkv_rope", None))),
+                             ("te_op_fuser", bool(getattr(s, "te_op_fuser", None)))) if on]
     fused_mlp = bool(getattr(s, "moe_fused_grouped_mlp", None))
     head = bool(getattr(s, "fp8_lm_head", None))
     acc = str(c.system.accelerator).lower()

@@ -445,6 +445,11 @@ class StrategySpec(_Strict):
     experts_implementation: ExpertsImplementation | None = None
     # Megatron-Core fused_single_qkv_rope (NeMo FUSED_QKV_ROPE): RoPE in one TE kernel on the unsplit qkv; null = off
     fused_qkv_rope: bool | None = None
+    # Megatron-Core use_transformer_engine_op_fuser (NeMo USE_TE_OPS): the dense MLP as Transformer Engine's fused ops
+    # (TEFusedMLP: the activation writes fc2's FP8 input and fc1's FP8 output gradient itself) and, at TP 1, NeMo's
+    # LoRA adapters fused into the base linear (TEFusedLoRALinear); null = off (Megatron-Core's default in every
+    # release); time only
+    te_op_fuser: bool | None = None
     # saved activations to host memory: true = every layer's (torchtune enable_activation_offloading), N = the
     # first N decoder layers of the model chunk (Megatron-Core cpu_offloading_num_layers), false = none
     activation_offload: bool | int = False
