@@ -6,7 +6,7 @@ estimate.accuracy.job_class, the function a user's job goes through), and writes
 statistics to src/trainsizer/estimate/data/accuracy_bands.yaml, which the estimate and the plan report beside their
 figures.
 
-Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..34, perf_mlperf, perf_mlperf6,
+Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..35, perf_mlperf, perf_mlperf6,
 perf_mbridge26, perf_hybrid, perf_amd, perf_finetune, finetune_heldout, perf_device_hf (our own H200 runs),
 perf_external, perf_papers. The development
 set (perf_validation, perf_modern, perf_vtrain, perf_blackwell, memory_*) is NOT used: constants were fitted on it, so
@@ -48,7 +48,8 @@ OUT = ROOT / "src" / "trainsizer" / "estimate" / "data" / "accuracy_bands.yaml"
 DATA = Path(__file__).resolve().parent / "data"
 MIN_ROWS = 8  # fewer rows than this: the class falls back to a coarser one (a 10th / 90th percentile of 8 is thin)
 RATE_METRICS = ("tokens_per_s_per_gpu", "tokens_per_sec_per_gpu", "tokens_s", "narayanan_tflops_per_gpu",
-                "nemo_tflops_per_gpu", "gptneox_tflops_per_gpu", "mfu_6n_total_pct", "palm_mfu_pct", "mfu")
+                "nemo_tflops_per_gpu", "gptneox_tflops_per_gpu", "mfu_6n_total_pct", "palm_mfu_pct", "mfu",
+                "samples_s")
 DURATION_METRICS = ("step_time_s", "gpu_hours", "gpu_hours_logged")
 # a published peak: PyTorch's reserved / allocated peak, or the device's used memory (torch.cuda.mem_get_info)
 PEAK_METRICS = ("peak_memory_gib", "peak_gib", "device_memory_used_gib")
@@ -124,6 +125,7 @@ def collect() -> list[Row]:
     import perf_heldout32 as h32
     import perf_heldout33 as h33
     import perf_heldout34 as h34
+    import perf_heldout35 as h35
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -162,6 +164,8 @@ def collect() -> list[Row]:
     out += _case_style("perf_mlperf", perf_mlperf.cases(), perf_mlperf._rows(), perf_mlperf.job)
     out += _case_style("finetune_heldout", fh.cases(), list(csv.DictReader(fh.DATA.open(encoding="utf-8"))), fh.job)
     out += _case_style("perf_device_hf", *perf_device_hf.cases(), fh.job)
+    archs = h35.models()
+    out += _case_style("perf_heldout35", h35.cases(), h35.rows(), lambda r: fh.job(r, archs))
     pf_rows = list(csv.DictReader(pf.DATA.open(encoding="utf-8")))
     out += _tokens_style("perf_finetune", [(rid, "", m, p) for rid, m, p in pf.cases()], pf_rows, pf.job)
     cat = load_catalog()

@@ -61,11 +61,12 @@ def _bool(x: str) -> bool:
     return x.strip().lower() == "true"
 
 
-def job(r: dict[str, str]) -> dict:
-    """The row as a job file would say it."""
+def job(r: dict[str, str], models: dict | None = None) -> dict:
+    """The row as a job file would say it (`models`: inline architectures by name beside MODELS, e.g. a benchmark's
+    model file)."""
     seq = whole(r["seq_len"]) or 2048
     out: dict = {
-        "model": MODELS.get(r["model"], r["model"]), "method": r["method"], "seq_len": seq,
+        "model": (MODELS | (models or {})).get(r["model"], r["model"]), "method": r["method"], "seq_len": seq,
         "data": {"samples": 1e6, "avg_tokens": num(r["avg_tokens"], seq)}, "packing": _bool(r["packing"]),
         "global_batch": {"sequences": whole(r["global_batch_seqs"])}, "precision": r["precision"],
         "optimizer": r["optimizer"],
@@ -83,6 +84,8 @@ def job(r: dict[str, str]) -> dict:
         out["data"]["max_tokens"] = num(r["max_tokens"])
     if r["optimizer_impl"]:
         out["strategy"]["optimizer_impl"] = r["optimizer_impl"]
+    if r.get("optimizer_precision"):  # e.g. the HF Trainer's AdamW on a bf16 model: bf16 moments, no master
+        out["strategy"]["optimizer_precision"] = r["optimizer_precision"]
     if r["kbit_upcast"]:
         out["strategy"]["kbit_upcast"] = _bool(r["kbit_upcast"])
     if r["shard_embedding_head_separately"]:  # torchtune custom_sharded_layers ['tok_embeddings', 'output']
@@ -107,8 +110,8 @@ def job(r: dict[str, str]) -> dict:
     return out
 
 
-def _scenario(r: dict[str, str], cat):
-    sc = resolve_job(job(r), cat)
+def _scenario(r: dict[str, str], cat, models: dict | None = None):
+    sc = resolve_job(job(r, models), cat)
     if r["peak_mem_unit"] == "GiB-card":  # Unsloth's table: a card of that size
         sc = replace(sc, system=replace(sc.system, memory_gib=num(r["peak_mem"])))
     return sc
@@ -124,12 +127,12 @@ def _memory_gib(r: dict[str, str], est) -> tuple[float, float]:
     return measured, predicted / GIB
 
 
-def row_cases(r: dict[str, str], cat) -> list[Case]:
+def row_cases(r: dict[str, str], cat, models: dict | None = None) -> list[Case]:
     """The row's scored figures (tokens/s, peak GiB, longest sequence), or one refused case."""
     src = r["source"].split(" (")[0]
     out: list[Case] = []
     try:
-        sc = _scenario(r, cat)
+        sc = _scenario(r, cat, models)
     except TrainsizerError as e:
         return [Case(r["id"], src, "refused", 0.0, skipped=str(e).splitlines()[0][:120])]
     m, t, s, st = sc.model, sc.training, sc.system, sc.strategy

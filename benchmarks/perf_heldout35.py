@@ -1,0 +1,147 @@
+"""Held-out check on single-GPU fine-tuning under Hugging Face Transformers + PEFT as a fine-tuning framework drives
+it (added 2026-12-05, tenth batch; nothing is fitted on them). One source, the most common user job: LoRA, QLoRA
+and full SFT of a 2-14B model on one card.
+
+ms-swift's benchmark page (modelscope/ms-swift at 97e4d198b, 2024-01-02, docs/source/LLM/Benchmark.md; English copy
+docs/source_en/LLM/Benchmark.md): swift 1.5 `swift sft` on one A100 80GB (torch 2.1.1, flash_attn 2.3.4, bitsandbytes
+0.41.3), the cls-fudan-news-zh dataset (3234.4 +- 2547.5 Qwen tokens a sample, min 91, max 19548), batch 1 x gradient
+accumulation 16, gradient checkpointing, FlashAttention-2, LoRA rank 8 on c_attn unless a table varies one of them.
+Each table prints training speed (the HF Trainer's train_samples_per_second, scripts/benchmark/test_memory_time/
+run_single.py) and GPU memory (torch.cuda.max_memory_reserved, swift/trainers/trainers.py at that commit). Rows:
+benchmarks/data/heldout_2026k_swift_a100.csv, finetune_heldout.csv's columns (each row goes through
+finetune_heldout.row_cases, the public job path) plus `attention_kernel`, `optimizer_precision`, `samples_per_s`
+and `refused` (the reason a stated row is not estimated). Every setting the page does not state is in `assumed`:
+- swift 1.5's truncation_strategy 'delete' drops every sample longer than max_length, so a row runs the samples
+  under its cutoff: their lengths are taken from the stated mean and spread as a lognormal cut at the cutoff
+  (avg_tokens, length_sigma, max_tokens); rows keeping under a fifth of the samples (cutoffs 512, 1024) rest on the
+  unstated tail and are refused;
+- samples/s is scored as published: the estimate's global batch over its step time.
+Refused as stated: two-A100 rows (device_map 'auto', transformers' naive layer split), GPTQ bases, eager attention,
+models other than Qwen (the dataset's lengths are stated for Qwen's tokenizer only). Left out: the gradient
+accumulation table's middle rows (2-32: the default row within 0.5%; its 1 and 64 ends are kept), the 'Tuners',
+'Export', 'AWQ' and 'AQLM' tables (later pages; other datasets or inference).
+
+Sign: (predicted - measured) / measured, + = predicted too fast (samples/s) or too much memory (GiB).
+
+Run: python benchmarks/perf_heldout35.py
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+
+import finetune_heldout as fh
+from harness import Case, mape, model_data
+from trainsizer.catalog import load_catalog
+from trainsizer.errors import TrainsizerError
+from trainsizer.estimate.step_time import step_time_arrays
+
+DATA = Path(__file__).resolve().parent / "data"
+ROWS = DATA / "heldout_2026k_swift_a100.csv"
+MODELS = DATA / "heldout_models.yaml"
+# the page's token statistics of cls-fudan-news-zh (Qwen's tokenizer): mean and standard deviation a sample
+DATASET_MEAN_TOKENS, DATASET_SD_TOKENS = 3234.4, 2547.5
+MIN_KEPT = 0.2  # a cutoff keeping fewer samples than this rests on the unstated tail: refused
+
+
+def kept_lengths(cutoff: int, mean: float = DATASET_MEAN_TOKENS, sd: float = DATASET_SD_TOKENS) -> tuple[float, float, float]:
+    """(share kept, mean length, spread of ln length) of the samples swift's truncation_strategy 'delete' keeps at
+    `cutoff`, the lengths lognormal with the stated mean and sd: ln L normal (mu, sigma) cut above at ln cutoff, so
+    E[L | L <= c] = mean * Phi(b - sigma) / Phi(b) and Var[ln L | .] = sigma^2 (1 - b l - l^2), b = (ln c - mu) / sigma,
+    l = phi(b) / Phi(b) (the upper-truncated normal's moments, Johnson, Kotz & Balakrishnan 1994, ch. 13)."""
+    sigma = math.sqrt(math.log(1 + (sd / mean) ** 2))
+    b = (math.log(cutoff) - math.log(mean) + sigma**2 / 2) / sigma
+    cdf = 0.5 * (1 + math.erf(b / math.sqrt(2)))
+    lam = math.exp(-b * b / 2) / math.sqrt(2 * math.pi) / cdf
+    return cdf, mean * 0.5 * (1 + math.erf((b - sigma) / math.sqrt(2))) / cdf, sigma * math.sqrt(1 - b * lam - lam**2)
+
+
+def rows() -> list[dict[str, str]]:
+    return list(csv.DictReader(ROWS.open(encoding="utf-8")))
+
+
+def models() -> dict:
+    return {key: entry["model"] for key, entry in model_data(MODELS).items()}
+
+
+def _table(r: dict[str, str]) -> str:
+    """'Batch Size' from the row's source 'ms-swift 1.5 Benchmark.md (A100) (Batch Size)'."""
+    return r["source"].rsplit(" (", 1)[1].rstrip(")")
+
+
+def row_cases(r: dict[str, str], cat, archs: dict) -> list[Case]:
+    """The row's samples/s and peak GiB (finetune_heldout's memory basis), or one refused case."""
+    table = _table(r)
+    if r["refused"]:
+        return [Case(r["id"], table, "refused", 0.0, skipped=r["refused"])]
+    out = [Case(c.row_id, table, c.metric, c.measured, c.predicted, skipped=c.skipped)
+           for c in fh.row_cases(r, cat, archs)]
+    if any(c.metric == "refused" for c in out):
+        return out
+    sc = fh._scenario(r, cat, archs)
+    step = float(np.asarray(step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)["step_s"]).reshape(-1)[0])
+    out.append(Case(r["id"], table, "samples_s", float(r["samples_per_s"]), sc.training.global_batch_seqs / step))
+    return out
+
+
+def cases() -> list[Case]:
+    cat, archs = load_catalog(), models()
+    out: list[Case] = []
+    for r in rows():
+        try:
+            out.extend(row_cases(r, cat, archs))
+        except TrainsizerError as e:  # a job the estimate refuses: said, not raised
+            out.append(Case(r["id"], _table(r), "refused", 0.0, skipped=str(e).splitlines()[0][:120]))
+    return out
+
+
+def scored(cs: list[Case], metric: str) -> list[Case]:
+    return [c for c in cs if c.metric == metric and not c.skipped]
+
+
+def series(cs: list[Case], prefix: str, by: str) -> list[tuple[str, float, float]]:
+    """(row, measured, predicted samples/s over the series' first row's) for rows whose id starts with `prefix`
+    (one model and method across max_length, or the 2048 default row's variants): what each setting costs."""
+    got = [c for c in scored(cs, "samples_s") if c.row_id.startswith(prefix)]
+    if not got:
+        return []
+    base = next((c for c in got if c.row_id == by), got[0])
+    return [(c.row_id, c.measured / base.measured, c.predicted / base.predicted) for c in got if c is not base]
+
+
+def main() -> None:
+    cs = cases()
+    print("ms-swift 1.5 on one A100 80GB (HF Transformers + PEFT; held out, nothing fitted):")
+    for c in cs:
+        if c.skipped:
+            print(f"  {c.row_id:34s} {c.metric:9s} REFUSED: {c.skipped}")
+        else:
+            print(f"  {c.row_id:34s} {c.metric:9s} measured {c.measured:7.2f} predicted {c.predicted:7.2f} "
+                  f"({100 * c.err:+.1f}%)")
+    print("\nper table and figure (MAPE, worst):")
+    for table in dict.fromkeys(c.source for c in cs):
+        for metric in ("samples_s", "peak_gib"):
+            g = [c for c in scored(cs, metric) if c.source == table]
+            if g:
+                worst = max(g, key=lambda c: abs(c.err))
+                print(f"  {table:42s} {metric:9s} n={len(g):2d} MAPE {mape(g):5.1f}%  worst {worst.row_id} "
+                      f"({100 * worst.err:+.1f}%)")
+    print("\neach series over its first row (samples/s, measured vs predicted):")
+    for prefix, by in (("swift_lora_qwen-7b_", "swift_lora_qwen-7b_2048"), ("swift_lora_qwen-14b_", ""),
+                       ("swift_lora_qwen-1_8b_", ""), ("swift_full_qwen-1_8b_", ""), ("swift_full_qwen-7b_", "")):
+        for rid, meas, pred in series(cs, prefix, by):
+            print(f"  {rid:34s} measured {meas:.3f} predicted {pred:.3f}")
+    refused = [c for c in cs if c.skipped]
+    print(f"refused or predicted not to fit: {len(refused)} row(s)")
+    for metric in ("samples_s", "peak_gib"):
+        g = scored(cs, metric)
+        print(f"perf_heldout35 {metric}: n={len(g)} MAPE {mape(g):.1f}% (median error "
+              f"{100 * float(np.median([c.err for c in g])):+.1f}%)")
+
+
+if __name__ == "__main__":
+    main()
