@@ -348,15 +348,13 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                                    flash_bwd_over_fwd=flash_bwd_over_fwd, attention_span=attention_span,
                                    flash_head_pad=flash_head_pad, block_tiles=block_tiles, rate_length=rate_length,
                                    window_backward_skips=window_backward_skips)
-    if moe_passes is None:
-        moe_passes = (elementwise_passes,) * 3
+    moe_passes = moe_passes if moe_passes is not None else (elementwise_passes,) * 3
     if shapes.hybrid is not None:
         return _hybrid_layer_times(shapes, d, a_fwd, a_bwd, tok, t, e, rates, rc, weights=weights, sequences=b * sequence_first,
                                    elementwise_passes=elementwise_passes, fp8_weight_casts=fp8_weight_casts,
-                                   moe_passes=moe_passes,
-                                   moe_capacity_factor=moe_capacity_factor, recompute_modules=recompute_modules,
-                                   full_recompute_share=full_recompute_share, ce_unfused_fp32=ce_unfused_fp32,
-                                   router_gemm=router_gemm)
+                                   moe_passes=moe_passes, moe_capacity_factor=moe_capacity_factor,
+                                   recompute_modules=recompute_modules, full_recompute_share=full_recompute_share,
+                                   ce_unfused_fp32=ce_unfused_fp32, router_gemm=router_gemm)
     fwd_sum = shapes.n_dense * (d.fwd_gemm + a_fwd + d.fwd_ew)
     bwd_sum = shapes.n_dense * (d.bwd_gemm + a_bwd + 2.0 * (d.fwd_ew - d.cast_fwd) + d.cast_bwd)
     recomp_full_sum = shapes.n_dense * (d.fwd_gemm + a_fwd + d.fwd_ew)
@@ -373,16 +371,28 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
         bwd_sum = bwd_sum + shapes.n_moe * m_bwd_l
         recomp_full_sum = recomp_full_sum + shapes.n_moe * m_fwd_l
     L = shapes.layers
-    op_recomp = _op_policy_recompute(shapes, tok, t, rates, d.fwd_ew, moe_ew, moe_g)
-    a_recomp = a_fwd if recompute_modules is None else _module_recompute(
-        shapes, tuple(recompute_modules), tok, t, rates, elementwise_passes, moe_capacity_factor,
-        _module_parts(shapes, d, a_fwd, m_fwd_l, rates, moe_common_ew), moe_passes[1:])
-    sel = np.where(np.asarray(selective_op_policy, bool), op_recomp, a_recomp)
+    sel = _selective_recompute(shapes, d, tok, t, rates, a_fwd, m_fwd_l, moe_g, moe_ew, moe_common_ew,
+                               selective_op_policy=selective_op_policy, recompute_modules=recompute_modules,
+                               elementwise_passes=elementwise_passes, moe_capacity_factor=moe_capacity_factor,
+                               moe_passes=moe_passes)
     recomp = np.where(rc == 2, np.asarray(full_recompute_share, float) * recomp_full_sum / L,
                       np.where(rc == 1, sel, 0.0))
     head_fwd, head_bwd = _lm_head(shapes, tok, t, d.seq_share, weights, rates, ce_unfused_fp32)
     return LayerTimes(fwd=fwd_sum / L, bwd=bwd_sum / L + recomp, head_fwd=head_fwd, head_bwd=head_bwd,
                       attn_fwd=a_fwd, attn_bwd=a_bwd)
+
+
+def _selective_recompute(shapes: ModelShapes, d: _DenseParts, tok, t, rates: Rates, a_fwd, m_fwd_l, moe_g, moe_ew,
+                         moe_common_ew, *, selective_op_policy, recompute_modules, elementwise_passes,
+                         moe_capacity_factor, moe_passes) -> Any:
+    """Seconds a layer re-runs per micro-batch under "selective" recompute: torchtitan's per-op policy
+    (`_op_policy_recompute`) where `selective_op_policy`, else Megatron-Core's by module (`_module_recompute`;
+    `recompute_modules` None = the attention core alone)."""
+    op_recomp = _op_policy_recompute(shapes, tok, t, rates, d.fwd_ew, moe_ew, moe_g)
+    a_recomp = a_fwd if recompute_modules is None else _module_recompute(
+        shapes, tuple(recompute_modules), tok, t, rates, elementwise_passes, moe_capacity_factor,
+        _module_parts(shapes, d, a_fwd, m_fwd_l, rates, moe_common_ew), moe_passes[1:])
+    return np.where(np.asarray(selective_op_policy, bool), op_recomp, a_recomp)
 
 
 def _hybrid_layer_times(shapes: ModelShapes, d: _DenseParts, a_fwd, a_bwd, tok, t, e, rates: Rates, rc, *,
