@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import Case, mape, num, whole
+from harness import Case, mape, num, print_case_rows, whole
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import TrainsizerError
 from trainsizer.estimate.fit import max_seq_len
@@ -185,12 +185,7 @@ def cases() -> list[Case]:
 
 
 def report(cs: list[Case]) -> None:
-    for c in cs:
-        if c.skipped:
-            print(f"  {c.row_id:32s} {c.metric:9s} REFUSED: {c.skipped}")
-        else:
-            print(f"  {c.row_id:32s} {c.metric:9s} measured {c.measured:9.1f} predicted {c.predicted:9.1f} "
-                  f"({100 * c.err:+.1f}%)")
+    print_case_rows(cs, 32, "9.1f")
     groups: dict[tuple[str, str], list[Case]] = defaultdict(list)
     for c in cs:
         if c.metric not in ("refused", "fits"):

@@ -172,6 +172,17 @@ def print_cases(cs: list[tuple[str, str, float, float]], blank_line: bool = Fals
     return np.array([abs(p - m) / m for _, _, m, p in cs])
 
 
+def print_case_rows(cs: list[Case], id_width: int, value_fmt: str) -> None:
+    """Print each Case a line: its row id and metric, then REFUSED with the reason, or measured, predicted and the
+    signed error (values in `value_fmt`, e.g. "9.1f")."""
+    for c in cs:
+        if c.skipped:
+            print(f"  {c.row_id:{id_width}s} {c.metric:9s} REFUSED: {c.skipped}")
+        else:
+            print(f"  {c.row_id:{id_width}s} {c.metric:9s} measured {c.measured:{value_fmt}} "
+                  f"predicted {c.predicted:{value_fmt}} ({100 * c.err:+.1f}%)")
+
+
 def print_fits(fits: list[Fit], what: str) -> None:
     """Every run in the set was trained on real hardware, so each must be predicted to fit: print the count and
     every run predicted not to (one line per run, not per metric)."""

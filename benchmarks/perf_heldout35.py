@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 import finetune_heldout as fh
-from harness import Case, mape, model_data
+from harness import Case, mape, model_data, print_case_rows
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import TrainsizerError
 from trainsizer.estimate.step_time import step_time_arrays
@@ -116,12 +116,7 @@ def series(cs: list[Case], prefix: str, by: str) -> list[tuple[str, float, float
 def main() -> None:
     cs = cases()
     print("ms-swift 1.5 on one A100 80GB (HF Transformers + PEFT; held out, nothing fitted):")
-    for c in cs:
-        if c.skipped:
-            print(f"  {c.row_id:34s} {c.metric:9s} REFUSED: {c.skipped}")
-        else:
-            print(f"  {c.row_id:34s} {c.metric:9s} measured {c.measured:7.2f} predicted {c.predicted:7.2f} "
-                  f"({100 * c.err:+.1f}%)")
+    print_case_rows(cs, 34, "7.2f")
     print("\nper table and figure (MAPE, worst):")
     for table in dict.fromkeys(c.source for c in cs):
         for metric in ("samples_s", "peak_gib"):
