@@ -1,0 +1,212 @@
+"""The estimate's FP8 / BF16 ratio at the GEMM level against the one published per-shape table at training shapes
+(issue 13; docs/known-gaps.md 96).
+
+Whole-step FP8 / BF16 pairs (benchmarks/fp8_pairs.py) mix the linear GEMMs with attention, element-wise passes,
+communication and the host. This benchmark isolates the linear GEMMs: it times, with the estimate's own functions
+(compute.gemm_time, compute._fp8_casts at calibration.rates), the GEMMs Transformer Engine's GEMM profiling guide
+measured, and prints the measured and modelled BF16 / FP8 time ratio of each.
+
+Data: benchmarks/data/fp8_gemm_shapes.csv, read from NVIDIA/TransformerEngine docs/examples/gemm_profiling/
+gemm_profiling.rst at 1609c890e (PR 2863, merged 2026-06-01): benchmarks/gemm/benchmark_gemm.py in model-config mode
+(hidden 4,096, intermediate 16,384, 31 x 512 = 15,872 tokens) on an NVIDIA B300 SXM6 AC and an H200 NVL, each shape
+timed over 100 back-to-back calls with CUDA events:
+- BF16: torch.matmul of (M x K)(K x N).
+- autocast: a te.Linear(K, N) forward under te.autocast, the recipe's quantization of the input and of the weight
+  (a parameter: both usages) inside the timed call, no FP8 weight cache; Float8CurrentScaling, DelayedScaling,
+  MXFP8BlockScaling.
+- prequant: the FP8 GEMM kernel alone on pre-quantized operands (DelayedScaling is left out: TE runs it autocast).
+- FBGEMM's three Llama-shape GEMMs on an H100 held at 500 W (pytorch/FBGEMM PR 2546, 2024-04-29, its description):
+  bf16 torch.matmul against FBGEMM's FP8 row-scaled CUTLASS GEMM alone on quantized operands (op "gemm", its M x K x
+  N; in the fp8_current column: the estimate runs row-scaled GEMMs at the per-tensor rate, fp8.recipes.rowwise), the
+  part at 500 W as the estimate holds a capped part (calibration.power_clock_factor, both precisions alike).
+The guide prints per-shape times for the B300 forwards only; the other rows are its sums over the pass's four GEMMs,
+with the shapes of benchmark_gemm.py compute_gemm_shapes (dgrad and wgrad shapes run as forwards): forward (M, H, 3H),
+(M, H, H), (M, H, I), (M, I, H); dgrad K and N swapped; wgrad (K, M, N) -- tokens on the contraction axis.
+
+Model: the BF16 time is compute.gemm_time at the part's bf16 rates; the FP8 time is the same at the recipe's FP8
+rates (tensorwise for current scaling), plus, under autocast, the recipe's casts of the input (M x K) and the weight
+(K x N) each call (compute._fp8_casts: one activation tensor, one weight tensor, cast once; Transformer Engine's
+quantizers, so no transpose is written on Blackwell). Nothing is fitted here; the error is the modelled ratio over
+the measured one less 1 (+ = the model gives FP8 too much gain at the GEMM level). Other published FP8 / BF16 GEMM
+tables read (vLLM's benchmarks/kernels/bench_fp8_gemm.py outputs in its PRs, DeepGEMM's README and PRs) time
+inference batch sizes or block-scaled kernels without a BF16 twin: not used.
+
+Run: python benchmarks/fp8_gemm_shapes.py
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import statistics
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from trainsizer.catalog import load_catalog
+from trainsizer.estimate import compute
+from trainsizer.estimate.calibration import Rates, rates
+from trainsizer.estimate.compute import ModelShapes
+from trainsizer.models import load_model
+from trainsizer.scenario import resolve_job
+
+DATA = Path(__file__).resolve().parent / "data" / "fp8_gemm_shapes.csv"
+# csv column -> the estimate's FP8 recipe name (perf_constants.yaml fp8.recipes)
+RECIPES = {"fp8_current_ms": "tensorwise", "fp8_delayed_ms": "delayed", "mxfp8_ms": "mxfp8"}
+OPS = ("qkv", "attn_out", "mlp_up", "mlp_down")
+# Development-set FP8 / BF16 pairs on H100 (benchmarks/fp8_pairs.py scores their step ratios): the model, the tokens a
+# linear layer sees per micro-batch on one GPU (sequence x micro-batch / CP) and the TP degree, as the rows state them
+# (benchmarks/data/throughput.csv: dgxc v25.04 NeMo, torchtitan). Printed: the model's GEMM-level ratio at their
+# per-GPU linears, the same 0.90 share at every shape, beside nothing measured at these shapes (known-gaps 96).
+PAIR_LAYERS = (("dgxc Llama 3.1 8B", "llama-3.1-8b", 4096, 1), ("dgxc GPT-3 175B", "gpt-3-175b", 2048, 4),
+               ("dgxc Llama 3.1 405B", "llama-3.1-405b", 4096, 8), ("torchtitan Llama 3 8B FSDP", "llama-3.1-8b", 8192, 1),
+               ("torchtitan Llama 3 8B TP 8", "llama-3.1-8b", 8192, 8))
+
+
+@dataclass(frozen=True)
+class Compared:
+    row: dict[str, str]
+    column: str  # the FP8 column compared
+    measured: float  # BF16 / FP8 time, measured
+    model: float  # BF16 / FP8 time, modelled
+
+    @property
+    def error(self) -> float:
+        return self.model / self.measured - 1.0
+
+
+def rows() -> list[dict[str, str]]:
+    return list(csv.DictReader(DATA.open(encoding="utf-8")))
+
+
+def shapes(r: dict[str, str]) -> list[tuple[float, float, float]]:
+    """(M, K, N) of the GEMMs a row timed: its own (op "gemm"), else TE's compute_gemm_shapes for its pass, one op
+    or the pass's four."""
+    if r["op"] == "gemm":
+        return [(float(r["m"]), float(r["k"]), float(r["n"]))]
+    m, h, i = (float(r[c]) for c in ("tokens", "hidden", "ffn"))
+    fprop = [(m, h, 3 * h), (m, h, h), (m, h, i), (m, i, h)]
+    by_pass = {"fprop": fprop, "dgrad": [(a, n, k) for a, k, n in fprop], "wgrad": [(k, a, n) for a, k, n in fprop]}
+    gemms = by_pass[r["pass"]]
+    return gemms if r["op"] == "sum" else [gemms[OPS.index(r["op"])]]
+
+
+def layer_gemms(model: str, tokens: int, tp: int) -> list[tuple[float, float, float]]:
+    """(M, K, N) of a dense decoder layer's 12 linear GEMMs on one GPU (forward, dgrad, wgrad of qkv, attention
+    output, MLP up (gate + up fused), MLP down), column-parallel widths split over `tp`, as TE's compute_gemm_shapes
+    derives dgrad and wgrad."""
+    s = ModelShapes.of(load_model(model))
+    m, h = float(tokens), float(s.hidden)
+    fprop = [(m, h, s.qkv_out / tp), (m, s.attn_out_in / tp, h), (m, h, s.ffn_up / tp), (m, s.ffn / tp, h)]
+    return fprop + [(a, n, k) for a, k, n in fprop] + [(k, a, n) for a, k, n in fprop]
+
+
+@cache
+def _system(part: str, power_limit_w: str = ""):
+    """The part as the estimate sees it, held at `power_limit_w` where the row states one (calibration's power law)."""
+    job = {"model": "llama-3.1-8b", "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": 4096,
+           "global_batch": {"sequences": 8}, "precision": "bf16",
+           "hardware": {"accelerator": part, "count": 8, "network": "ib-ndr400"}, "strategy": {"tp": 1, "pp": 1}}
+    system = resolve_job(job, load_catalog()).system
+    return dataclasses.replace(system, power_limit_w=float(power_limit_w)) if power_limit_w else system
+
+
+def part_rates(part: str, recipe: str | None, power_limit_w: str = "") -> Rates:
+    """The estimate's rates on `part`: bf16 (`recipe` None) or the FP8 recipe under Transformer Engine's quantizers."""
+    system = _system(part, power_limit_w)
+    return rates(system, "bf16") if recipe is None else rates(system, "fp8", fp8_recipe=recipe, te_quantizer=True)
+
+
+def model_ms(gemms: list[tuple[float, float, float]], rt: Rates, casts: bool) -> float:
+    """Milliseconds of `gemms` at rates `rt`, with (autocast) each call's input and weight casts."""
+    total = 0.0
+    for m, k, n in gemms:
+        total += float(compute.gemm_time(m, n, k, rt))
+        if casts:
+            total += float(sum(compute._fp8_casts(m, k, 0.0, k * n, rt, 1.0, (1.0, 0.0, 1.0))))
+    return total * 1e3
+
+
+def compare(data: list[dict[str, str]]) -> list[Compared]:
+    """Every (row, FP8 column) the table fills: measured and modelled BF16 / FP8 time."""
+    out = []
+    for r in data:
+        gemms = shapes(r)
+        bf16 = model_ms(gemms, part_rates(r["part"], None, r["power_limit_w"]), casts=False)
+        for column, recipe in RECIPES.items():
+            if not r[column]:
+                continue
+            fp8 = model_ms(gemms, part_rates(r["part"], recipe, r["power_limit_w"]), casts=r["mode"] == "autocast")
+            out.append(Compared(r, column, float(r["bf16_ms"]) / float(r[column]), bf16 / fp8))
+    return out
+
+
+def per_layer(data: list[dict[str, str]]) -> list[Compared]:
+    """The per-layer sums (forward + dgrad + wgrad, TE's 'Per-layer total') by part, mode and FP8 column."""
+    out = []
+    groups: dict[tuple[str, str], list[dict[str, str]]] = {}
+    for r in data:
+        if r["op"] != "gemm":  # TE's model-config rows
+            groups.setdefault((r["part"], r["mode"]), []).append(r)
+    for (part, mode), rs in groups.items():
+        passes = {r["pass"]: [r] for r in rs if r["op"] == "sum"}
+        if "fprop" not in passes:  # the forward printed per op
+            passes["fprop"] = [r for r in rs if r["pass"] == "fprop"]
+        layer = [r for p in ("fprop", "dgrad", "wgrad") for r in passes[p]]
+        gemms = [g for r in layer for g in shapes(r)]
+        bf16 = model_ms(gemms, part_rates(part, None), casts=False)
+        for column, recipe in RECIPES.items():
+            if not all(r[column] for r in layer):
+                continue
+            fp8 = model_ms(gemms, part_rates(part, recipe), casts=mode == "autocast")
+            measured = sum(float(r["bf16_ms"]) for r in layer) / sum(float(r[column]) for r in layer)
+            out.append(Compared({**layer[0], "pass": "layer", "op": "sum"}, column, measured, bf16 / fp8))
+    return out
+
+
+def bf16_share(r: dict[str, str]) -> tuple[float, float]:
+    """(measured, modelled) BF16 TFLOP/s of a row as a share of the part's dense BF16 peak."""
+    flops = sum(2.0 * m * k * n for m, k, n in shapes(r))
+    system = _system(r["part"], r["power_limit_w"])
+    peak = system.peak("bf16") * 1e12
+    modelled = model_ms(shapes(r), part_rates(r["part"], None, r["power_limit_w"]), casts=False)
+    return flops / (float(r["bf16_ms"]) * 1e-3) / peak, flops / (modelled * 1e-3) / peak
+
+
+def _print(rows_: list[Compared]) -> None:
+    print(f"  {'part':15} {'mode':9} {'pass':6} {'op':9} {'recipe':15} {'meas':>6} {'model':>6} {'err%':>6}")
+    for c in rows_:
+        r = c.row
+        print(f"  {r['part']:15} {r['mode']:9} {r['pass']:6} {r['op']:9} {c.column[:-3]:15} {c.measured:6.3f} "
+              f"{c.model:6.3f} {100 * c.error:+6.1f}")
+
+
+def main() -> None:
+    data = rows()
+    print("BF16 / FP8 time of the linear GEMMs: Transformer Engine's GEMM profiling guide (1609c890e) vs the model")
+    print("(+ err = the model gives FP8 more gain than measured)")
+    _print(compare(data))
+    print("per layer (forward + dgrad + wgrad):")
+    layer = per_layer(data)
+    _print(layer)
+    for mode in ("prequant", "autocast"):
+        errs = [c.error for c in layer if c.row["mode"] == mode]
+        print(f"  {mode}: mean error {100 * statistics.mean(errs):+.1f}% over {len(errs)} (part, recipe) pairs")
+    print("the model's BF16 / FP8 GEMM time at the development pairs' per-GPU linears (H100 SXM, no casts):")
+    for name, model, tokens, tp in PAIR_LAYERS:
+        gemms = layer_gemms(model, tokens, tp)
+        ratio = model_ms(gemms, part_rates("h100-sxm-80gb", None), False) / model_ms(
+            gemms, part_rates("h100-sxm-80gb", "delayed"), False)
+        short = sum(m * k * n for m, k, n in gemms if k < 4096) / sum(m * k * n for m, k, n in gemms)
+        print(f"  {name:28} {tokens:>5} tokens TP {tp}  model {ratio:.3f}  smallest K {min(k for _, k, _ in gemms):>6,.0f}"
+              f"  FLOPs at K < 4,096: {100 * short:4.1f}%")
+    print("BF16 GEMM share of the dense BF16 peak, measured vs the model (efficiency_max and the soft roofline):")
+    for r in data:
+        if r["op"] in ("sum", "gemm") and r["mode"] == "prequant":
+            meas, model = bf16_share(r)
+            what = r["pass"] if r["op"] == "sum" else "x".join(r[c] for c in ("m", "k", "n"))
+            print(f"  {r['part']:15} {what:17} measured {meas:.3f}  model {model:.3f}")
+
+
+if __name__ == "__main__":
+    main()
