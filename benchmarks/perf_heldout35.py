@@ -21,6 +21,11 @@ models other than Qwen (the dataset's lengths are stated for Qwen's tokenizer on
 accumulation table's middle rows (2-32: the default row within 0.5%; its 1 and 64 ends are kept), the 'Tuners',
 'Export', 'AWQ' and 'AQLM' tables (later pages; other datasets or inference).
 
+After the scores, a diagnostic splits each row's peak-memory gap by the two candidates of docs/known-gaps.md 97: the
+Qwen-1 loss path's live bytes against the estimate's loss items, and PyTorch's caching allocator replayed over that
+path at the row's kept lengths (allocator_replay.py): reserved over allocated on a card with room, and the least card
+the same sequence runs on. It moves no figure.
+
 Sign: (predicted - measured) / measured, + = predicted too fast (samples/s) or too much memory (GiB).
 
 Run: python benchmarks/perf_heldout35.py
@@ -34,10 +39,12 @@ from pathlib import Path
 
 import numpy as np
 
+import allocator_replay as ar
 import finetune_heldout as fh
 from harness import Case, mape, model_data, print_case_rows
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import TrainsizerError
+from trainsizer.estimate.memory import GIB, estimate_memory
 from trainsizer.estimate.step_time import step_time_arrays
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -46,6 +53,11 @@ MODELS = DATA / "heldout_models.yaml"
 # the page's token statistics of cls-fudan-news-zh (Qwen's tokenizer): mean and standard deviation a sample
 DATASET_MEAN_TOKENS, DATASET_SD_TOKENS = 3234.4, 2547.5
 MIN_KEPT = 0.2  # a cutoff keeping fewer samples than this rests on the unstated tail: refused
+DATASET_MIN_TOKENS = 91  # the page's shortest sample
+# known-gaps 97's replay: run_single.py at 97e4d198b draws 1,000 samples before 'delete' above a max_length of 2048
+# (about 750 kept at 4,096, 950 at 8,192) and keeps the whole dataset at or under it (its size unstated): the replay
+# takes 1,000 kept lengths in the HF Trainer's random order, three seeds
+REPLAY_SAMPLES, REPLAY_SEEDS = 1000, 3
 
 
 def kept_lengths(cutoff: int, mean: float = DATASET_MEAN_TOKENS, sd: float = DATASET_SD_TOKENS) -> tuple[float, float, float]:
@@ -58,6 +70,21 @@ def kept_lengths(cutoff: int, mean: float = DATASET_MEAN_TOKENS, sd: float = DAT
     cdf = 0.5 * (1 + math.erf(b / math.sqrt(2)))
     lam = math.exp(-b * b / 2) / math.sqrt(2 * math.pi) / cdf
     return cdf, mean * 0.5 * (1 + math.erf((b - sigma) / math.sqrt(2))) / cdf, sigma * math.sqrt(1 - b * lam - lam**2)
+
+
+def kept_length_draws(cutoff: int, samples: int = REPLAY_SAMPLES, seeds: int = REPLAY_SEEDS) -> list[list[int]]:
+    """`seeds` draws of `samples` lengths that 'delete' keeps at `cutoff` (the stated mean and sd as a lognormal, at
+    least the stated minimum), in the order drawn: what the allocator replay of known-gaps 97 runs."""
+    sigma = math.sqrt(math.log(1 + (DATASET_SD_TOKENS / DATASET_MEAN_TOKENS) ** 2))
+    mu = math.log(DATASET_MEAN_TOKENS) - sigma**2 / 2
+    draws = []
+    for seed in range(seeds):
+        rng, kept = np.random.default_rng(seed), np.empty(0, dtype=int)
+        while kept.size < samples:
+            x = rng.lognormal(mu, sigma, 4 * samples).astype(int)
+            kept = np.concatenate([kept, x[(x >= DATASET_MIN_TOKENS) & (x <= cutoff)]])
+        draws.append([int(n) for n in kept[:samples]])
+    return draws
 
 
 def rows() -> list[dict[str, str]]:
@@ -113,6 +140,43 @@ def series(cs: list[Case], prefix: str, by: str) -> list[tuple[str, float, float
     return [(c.row_id, c.measured / base.measured, c.predicted / base.predicted) for c in got if c is not base]
 
 
+LOSS_ITEMS = ("logits", "loss_backward_temporaries")  # the estimate's loss-path items (memory.py)
+
+
+def gap_by_candidate(cs: list[Case], samples: int = REPLAY_SAMPLES) -> list[tuple[str, float, float, ar.Excess]]:
+    """Known-gaps 97's split of each scored row's peak-memory gap (measured - predicted GiB): (row, gap, candidate 1:
+    the Qwen-1 loss path's live peak at a micro-batch of the cutoff less the estimate's loss items, candidate 2: the
+    allocator's excesses over that path (allocator_replay.excess over kept_length_draws, each micro-batch padded to
+    its longest))."""
+    cat, archs, by_id = load_catalog(), models(), {r["id"]: r for r in rows()}
+    out, replays = [], {}
+    for c in scored(cs, "peak_gib"):
+        r = by_id[c.row_id]
+        sc = fh._scenario(r, cat, archs)
+        est = estimate_memory(sc.model, sc.training, sc.system, sc.strategy, check=False)
+        mb, cutoff, vocab = int(r["micro_batch"]), int(r["seq_len"]), sc.model.vocab
+        if (cutoff, vocab, mb) not in replays:
+            draws = [[max(d[i:i + mb]) for i in range(0, len(d), mb)] for d in kept_length_draws(cutoff, samples)]
+            live = ar.live_peak_bytes(cutoff, vocab, mb) / GIB  # at the length the estimate charges: the cutoff
+            replays[cutoff, vocab, mb] = live, ar.excess(draws, vocab, mb)
+        live, e = replays[cutoff, vocab, mb]
+        charged = sum(est.items_bytes.get(k, 0.0) for k in LOSS_ITEMS) / GIB
+        out.append((c.row_id, c.measured - c.predicted, live - charged, e))
+    return out
+
+
+def _span(xs: tuple[float, ...]) -> str:
+    return f"{min(xs):5.1f} .. {max(xs):5.1f}"
+
+
+def print_gap_by_candidate(cs: list[Case]) -> None:
+    print(f"\npeak memory gap by candidate (GiB; known-gaps 97: allocator_replay.py, {REPLAY_SEEDS} draws of "
+          f"{REPLAY_SAMPLES} kept lengths):")
+    print(f"  {'row':34s} {'gap':>6s} {'loss path':>9s}  {'reserved over allocated':>23s}  {'least card over it':>18s}")
+    for rid, gap, loss, e in gap_by_candidate(cs):
+        print(f"  {rid:34s} {gap:+6.2f} {loss:+9.2f}  {_span(e.reserved_gib):>23s}  {_span(e.needed_gib):>18s}")
+
+
 def main() -> None:
     cs = cases()
     print("ms-swift 1.5 on one A100 80GB (HF Transformers + PEFT; held out, nothing fitted):")
@@ -130,6 +194,7 @@ def main() -> None:
                        ("swift_lora_qwen-1_8b_", ""), ("swift_full_qwen-1_8b_", ""), ("swift_full_qwen-7b_", "")):
         for rid, meas, pred in series(cs, prefix, by):
             print(f"  {rid:34s} measured {meas:.3f} predicted {pred:.3f}")
+    print_gap_by_candidate(cs)
     refused = [c for c in cs if c.skipped]
     print(f"refused or predicted not to fit: {len(refused)} row(s)")
     for metric in ("samples_s", "peak_gib"):
