@@ -19,13 +19,19 @@ timed over 100 back-to-back calls with CUDA events:
   bf16 torch.matmul against FBGEMM's FP8 row-scaled CUTLASS GEMM alone on quantized operands (op "gemm", its M x K x
   N; in the fp8_current column: the estimate runs row-scaled GEMMs at the per-tensor rate, fp8.recipes.rowwise), the
   part at 500 W as the estimate holds a capped part (calibration.power_clock_factor, both precisions alike).
+- torchao's Float8Linear at four Llama 3 70B TP 8 linears with 16,384 tokens (pytorch/ao PR 2185, 2025-05-08, its
+  description: benchmarks/float8/bench_linear_float8.py at d37019636, compiled): forward + backward (input gradient
+  and weight gradient, `.sum().backward()`) of nn.Linear in bf16 against Float8Linear, tensorwise dynamic scaling of
+  the input, weight and output gradient, the forward GEMM with fast accumulation, the backward ones without (torchao's
+  default), mode "fwd_bwd". The PR names no GPU: an H100, read from its bf16 rates (527-585 TFLOP/s). Its output
+  gradient is the ones of a sum, which compiled code may cast for less than a real gradient.
 The guide prints per-shape times for the B300 forwards only; the other rows are its sums over the pass's four GEMMs,
 with the shapes of benchmark_gemm.py compute_gemm_shapes (dgrad and wgrad shapes run as forwards): forward (M, H, 3H),
 (M, H, H), (M, H, I), (M, I, H); dgrad K and N swapped; wgrad (K, M, N) -- tokens on the contraction axis.
 
 Model: the BF16 time is compute.gemm_time at the part's bf16 rates; the FP8 time is the same at the recipe's FP8
 rates (tensorwise for current scaling), plus, under autocast, the recipe's casts of the input (M x K) and the weight
-(K x N) each call (compute._fp8_casts: one activation tensor, one weight tensor, cast once; Transformer Engine's
+(K x N) each call, and for forward + backward rows compute.linear_gemms with the output gradient's cast too (compute._fp8_casts: one activation tensor, one weight tensor, cast once; Transformer Engine's
 quantizers, so no transpose is written on Blackwell). Nothing is fitted here; the error is the modelled ratio over
 the measured one less 1 (+ = the model gives FP8 too much gain at the GEMM level). Other published FP8 / BF16 GEMM
 tables read (vLLM's benchmarks/kernels/bench_fp8_gemm.py outputs in its PRs, DeepGEMM's README and PRs) time
@@ -117,12 +123,18 @@ def part_rates(part: str, recipe: str | None, power_limit_w: str = "") -> Rates:
     return rates(system, "bf16") if recipe is None else rates(system, "fp8", fp8_recipe=recipe, te_quantizer=True)
 
 
-def model_ms(gemms: list[tuple[float, float, float]], rt: Rates, casts: bool) -> float:
-    """Milliseconds of `gemms` at rates `rt`, with (autocast) each call's input and weight casts."""
+def model_ms(gemms: list[tuple[float, float, float]], rt: Rates, mode: str) -> float:
+    """Milliseconds of `gemms` at rates `rt` as a row's `mode` times them: "prequant" each GEMM alone; "autocast" each
+    as a forward with its input and weight cast every call; "fwd_bwd" each as a linear layer's forward, dgrad and
+    wgrad (compute.linear_gemms) with its input, weight and output-gradient casts."""
     total = 0.0
     for m, k, n in gemms:
+        if mode == "fwd_bwd":
+            total += float(sum(compute.linear_gemms(m, n, k, rt)))
+            total += float(sum(compute._fp8_casts(m, k, n, k * n, rt, 1.0, (1.0, 1.0, 1.0))))
+            continue
         total += float(compute.gemm_time(m, n, k, rt))
-        if casts:
+        if mode == "autocast":
             total += float(sum(compute._fp8_casts(m, k, 0.0, k * n, rt, 1.0, (1.0, 0.0, 1.0))))
     return total * 1e3
 
@@ -132,11 +144,11 @@ def compare(data: list[dict[str, str]]) -> list[Compared]:
     out = []
     for r in data:
         gemms = shapes(r)
-        bf16 = model_ms(gemms, part_rates(r["part"], None, r["power_limit_w"]), casts=False)
+        bf16 = model_ms(gemms, part_rates(r["part"], None, r["power_limit_w"]), r["mode"])
         for column, recipe in RECIPES.items():
             if not r[column]:
                 continue
-            fp8 = model_ms(gemms, part_rates(r["part"], recipe, r["power_limit_w"]), casts=r["mode"] == "autocast")
+            fp8 = model_ms(gemms, part_rates(r["part"], recipe, r["power_limit_w"]), r["mode"])
             out.append(Compared(r, column, float(r["bf16_ms"]) / float(r[column]), bf16 / fp8))
     return out
 
@@ -154,11 +166,11 @@ def per_layer(data: list[dict[str, str]]) -> list[Compared]:
             passes["fprop"] = [r for r in rs if r["pass"] == "fprop"]
         layer = [r for p in ("fprop", "dgrad", "wgrad") for r in passes[p]]
         gemms = [g for r in layer for g in shapes(r)]
-        bf16 = model_ms(gemms, part_rates(part, None), casts=False)
+        bf16 = model_ms(gemms, part_rates(part, None), mode)
         for column, recipe in RECIPES.items():
             if not all(r[column] for r in layer):
                 continue
-            fp8 = model_ms(gemms, part_rates(part, recipe), casts=mode == "autocast")
+            fp8 = model_ms(gemms, part_rates(part, recipe), mode)
             measured = sum(float(r["bf16_ms"]) for r in layer) / sum(float(r[column]) for r in layer)
             out.append(Compared({**layer[0], "pass": "layer", "op": "sum"}, column, measured, bf16 / fp8))
     return out
@@ -166,24 +178,25 @@ def per_layer(data: list[dict[str, str]]) -> list[Compared]:
 
 def bf16_share(r: dict[str, str]) -> tuple[float, float]:
     """(measured, modelled) BF16 TFLOP/s of a row as a share of the part's dense BF16 peak."""
-    flops = sum(2.0 * m * k * n for m, k, n in shapes(r))
+    flops = sum(2.0 * m * k * n for m, k, n in shapes(r)) * (3.0 if r["mode"] == "fwd_bwd" else 1.0)
     system = _system(r["part"], r["power_limit_w"])
     peak = system.peak("bf16") * 1e12
-    modelled = model_ms(shapes(r), part_rates(r["part"], None, r["power_limit_w"]), casts=False)
+    modelled = model_ms(shapes(r), part_rates(r["part"], None, r["power_limit_w"]), r["mode"])
     return flops / (float(r["bf16_ms"]) * 1e-3) / peak, flops / (modelled * 1e-3) / peak
 
 
 def _print(rows_: list[Compared]) -> None:
-    print(f"  {'part':15} {'mode':9} {'pass':6} {'op':9} {'recipe':15} {'meas':>6} {'model':>6} {'err%':>6}")
+    print(f"  {'part':15} {'mode':9} {'pass':6} {'op (M x K x N)':19} {'recipe':13} {'meas':>6} {'model':>6} {'err%':>6}")
     for c in rows_:
         r = c.row
-        print(f"  {r['part']:15} {r['mode']:9} {r['pass']:6} {r['op']:9} {c.column[:-3]:15} {c.measured:6.3f} "
+        op = "x".join(r[x] for x in ("m", "k", "n")) if r["op"] == "gemm" else r["op"]
+        print(f"  {r['part']:15} {r['mode']:9} {r['pass']:6} {op:19} {c.column[:-3]:13} {c.measured:6.3f} "
               f"{c.model:6.3f} {100 * c.error:+6.1f}")
 
 
 def main() -> None:
     data = rows()
-    print("BF16 / FP8 time of the linear GEMMs: Transformer Engine's GEMM profiling guide (1609c890e) vs the model")
+    print("BF16 / FP8 time of linear GEMMs: the published tables (benchmarks/data/fp8_gemm_shapes.csv) vs the model")
     print("(+ err = the model gives FP8 more gain than measured)")
     _print(compare(data))
     print("per layer (forward + dgrad + wgrad):")
@@ -195,14 +208,14 @@ def main() -> None:
     print("the model's BF16 / FP8 GEMM time at the development pairs' per-GPU linears (H100 SXM, no casts):")
     for name, model, tokens, tp in PAIR_LAYERS:
         gemms = layer_gemms(model, tokens, tp)
-        ratio = model_ms(gemms, part_rates("h100-sxm-80gb", None), False) / model_ms(
-            gemms, part_rates("h100-sxm-80gb", "delayed"), False)
+        ratio = model_ms(gemms, part_rates("h100-sxm-80gb", None), "prequant") / model_ms(
+            gemms, part_rates("h100-sxm-80gb", "delayed"), "prequant")
         short = sum(m * k * n for m, k, n in gemms if k < 4096) / sum(m * k * n for m, k, n in gemms)
         print(f"  {name:28} {tokens:>5} tokens TP {tp}  model {ratio:.3f}  smallest K {min(k for _, k, _ in gemms):>6,.0f}"
               f"  FLOPs at K < 4,096: {100 * short:4.1f}%")
     print("BF16 GEMM share of the dense BF16 peak, measured vs the model (efficiency_max and the soft roofline):")
     for r in data:
-        if r["op"] in ("sum", "gemm") and r["mode"] == "prequant":
+        if r["op"] in ("sum", "gemm") and r["mode"] in ("prequant", "fwd_bwd"):
             meas, model = bf16_share(r)
             what = r["pass"] if r["op"] == "sum" else "x".join(r[c] for c in ("m", "k", "n"))
             print(f"  {r['part']:15} {what:17} measured {meas:.3f}  model {model:.3f}")
