@@ -6,7 +6,7 @@ estimate.accuracy.job_class, the function a user's job goes through), and writes
 statistics to src/trainsizer/estimate/data/accuracy_bands.yaml, which the estimate and the plan report beside their
 figures.
 
-Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..35, perf_mlperf, perf_mlperf6,
+Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..35, perf_heldout37, perf_mlperf, perf_mlperf6,
 perf_mbridge26, perf_hybrid, perf_amd, perf_finetune, finetune_heldout, perf_device_hf (our own H200 runs),
 perf_external, perf_papers. The development
 set (perf_validation, perf_modern, perf_vtrain, perf_blackwell, memory_*) is NOT used: constants were fitted on it, so
@@ -126,6 +126,7 @@ def collect() -> list[Row]:
     import perf_heldout33 as h33
     import perf_heldout34 as h34
     import perf_heldout35 as h35
+    import perf_heldout37 as h37
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -166,6 +167,8 @@ def collect() -> list[Row]:
     out += _case_style("perf_device_hf", *perf_device_hf.cases(), fh.job)
     archs = h35.models()
     out += _case_style("perf_heldout35", h35.cases(), h35.rows(), lambda r: fh.job(r, archs))
+    archs37 = h37.models()
+    out += _case_style("perf_heldout37", h37.cases(), h37.rows(), lambda r: fh.job(r, archs37))
     pf_rows = list(csv.DictReader(pf.DATA.open(encoding="utf-8")))
     out += _tokens_style("perf_finetune", [(rid, "", m, p) for rid, m, p in pf.cases()], pf_rows, pf.job)
     cat = load_catalog()

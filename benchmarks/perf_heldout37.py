@@ -1,0 +1,154 @@
+"""Held-out check on published fine-tuning runs that state an absolute time and a peak memory with their configuration
+(added 2026-12-05, eleventh batch; nothing is fitted on them): LitGPT's own tables, LoRA / QLoRA / full fine-tuning of
+1.1-40B models on one A100-SXM4-40GB (2023) and one A10G (2024). LitGPT is eager PyTorch in pure bf16 (`bf16-true`):
+the rows use the estimate's nearest style, torchtune (pure bf16, SDPA), with LitGPT's loss (lm_head in 128-position
+chunks, F.cross_entropy on each bf16 chunk: loss_impl native).
+
+- The resource tables: tutorials/resource-tables.md (Lightning-AI/litgpt, added by #663 at 0cc02afa, 2023-10-27, its
+  figures unchanged to e567dbe8, 2024-06-04; 'Last updated 10/20/2023, Lit-GPT version: commit 8641822', PyTorch
+  2.1.0+cu121, bitsandbytes 0.41.1): finetune/lora.py at 8641822 on Alpaca, batch 128, micro-batch 1 / 2 / 4, no
+  quantisation or bitsandbytes NF4 (with and without double quantisation): 'Max GPU RAM' (lora.py's 'Memory used':
+  torch.cuda.max_memory_allocated() / 1e9) and 'Time 1k iterations' (minutes for 1,000 micro-batches). Rows:
+  benchmarks/data/heldout_2026l_finetune_litgpt.csv. The peak holds the longest training sample (lora.py's get_batch
+  puts it in iteration 0 and pads the micro-batch to it). The NF4 rows without double quantisation are refused (no
+  job field says it; their nf4-dq twins are scored).
+- The config hub table: config_hub/finetune/README.md at 00af8b0d (2024-09-27), every '1xA10G' row, with
+  config_hub/finetune/<model>/<method>.yaml and litgpt/finetune/ at that commit: 'Peak memory' (the same
+  max_memory_allocated / 1e9) and 'Training runtime' (fit(): the epochs over Alpaca2k's 1,900 or 1,923 training
+  samples, with LitGPT's periodic validation, which the estimate leaves out). Rows:
+  benchmarks/data/heldout_2026l_finetune_litgpt_a10g.csv. The peak is taken at a micro-batch padded to the 512 cutoff.
+  Its QLoRA rows ran NF4 without double quantisation and are scored as NF4-DQ (said in each row); three full rows whose
+  printed peak is below the weights, gradients and AdamW states their config must hold are refused.
+
+Columns: finetune_heldout.csv's (each row goes through finetune_heldout.row_cases, the public job path) plus
+`attention_kernel`, `optimizer_precision`, `minutes`, `samples_timed` (the samples the minutes cover) and `refused`
+(the reason a stated row is not estimated); `peak_mem` is the published GB (1e9 B) of allocated memory
+(`GB-allocated`) or OOM. Every setting the tables do not state is in the row's `assumed`. Two figures a row:
+- peak_gib: the published GB in GiB against the estimate less the CUDA context, NCCL buffers and fragmentation
+  (finetune_heldout's GiB-active basis: max_memory_allocated counts none of them); the job runs every sample at
+  seq_len (the longest, which the peak holds);
+- samples_s: samples_timed over the published minutes against the estimate's global batch over its step time, the
+  samples' lengths drawn as the row states (avg_tokens, length_sigma, max_tokens: unpacked, each micro-batch padded
+  to its longest; Alpaca's histogram as LitGPT publishes it, scaled per tokenizer).
+A row the table prints as OOM is checked as a fit (metric 'fits', measured 0): the estimate should not fit the card
+either; it is reported, not put in a MAPE.
+
+Sign: (predicted - measured) / measured, + = predicted too fast (samples/s) or too much memory (GiB).
+
+Run: python benchmarks/perf_heldout37.py
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+import finetune_heldout as fh
+from harness import Case, mape, model_data, print_case_rows
+from trainsizer.catalog import load_catalog
+from trainsizer.errors import TrainsizerError
+from trainsizer.estimate.memory import GIB, estimate_memory
+from trainsizer.estimate.step_time import step_time_arrays
+
+DATA = Path(__file__).resolve().parent / "data"
+# the two tables: resource-tables.md (A100 40GB, Lit-GPT 8641822) and config_hub/finetune/README.md (A10G, 2024)
+FILES = (DATA / "heldout_2026l_finetune_litgpt.csv", DATA / "heldout_2026l_finetune_litgpt_a10g.csv")
+MODELS = DATA / "heldout_models.yaml"
+GB = 1e9  # the tables' GB: lora.py divides max_memory_allocated by 1e9
+
+
+def rows() -> list[dict[str, str]]:
+    return [r for path in FILES for r in csv.DictReader(path.open(encoding="utf-8"))]
+
+
+def models() -> dict:
+    return {key: entry["model"] for key, entry in model_data(MODELS).items()}
+
+
+def _table(r: dict[str, str]) -> str:
+    """'1 A100 40GB' from the row's source 'Lit-GPT resource tables (1 A100 40GB)'."""
+    return r["source"].rsplit(" (", 1)[1].rstrip(")")
+
+
+def memory_row(r: dict[str, str]) -> dict[str, str]:
+    """The row as finetune_heldout scores its memory: every sample at seq_len (the longest, which the peak holds),
+    the published GB in GiB on the allocated basis (GiB-active), no time."""
+    out = dict(r, avg_tokens="", length_sigma="", max_tokens="", tokens_per_s="")
+    if r["peak_mem_unit"] != "GB-allocated":
+        raise ValueError(f"{r['id']}: peak_mem_unit {r['peak_mem_unit']!r} is not GB-allocated")
+    out.update(peak_mem=f"{float(r['peak_mem']) * GB / GIB:.6f}", peak_mem_unit="GiB-active")
+    return out
+
+
+def _step_s(sc) -> float:
+    return float(np.asarray(step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)["step_s"]).reshape(-1)[0])
+
+
+def row_cases(r: dict[str, str], cat, archs: dict) -> list[Case]:
+    """The row's peak GiB and minutes, its OOM check, or one refused case."""
+    table = _table(r)
+    if r["refused"]:
+        return [Case(r["id"], table, "refused", 0.0, skipped=r["refused"])]
+    if r["peak_mem"] == "OOM":
+        sc = fh._scenario(dict(r, avg_tokens="", length_sigma="", max_tokens=""), cat, archs)
+        est = estimate_memory(sc.model, sc.training, sc.system, sc.strategy, check=False)
+        return [Case(r["id"], table, "fits", 0.0, float(est.per_gpu_bytes <= sc.system.memory_gib * GIB))]
+    out = [Case(c.row_id, table, c.metric, c.measured, c.predicted, skipped=c.skipped)
+           for c in fh.row_cases(memory_row(r), cat, archs)]
+    if any(c.metric == "refused" for c in out):
+        return out
+    sc = fh._scenario(r, cat, archs)
+    # the published minutes as a rate (samples_timed over them), so + = predicted too fast as in the other benchmarks
+    measured = float(r["samples_timed"]) / (float(r["minutes"]) * 60.0)
+    out.append(Case(r["id"], table, "samples_s", measured, sc.training.global_batch_seqs / _step_s(sc)))
+    return out
+
+
+def cases() -> list[Case]:
+    cat, archs = load_catalog(), models()
+    out: list[Case] = []
+    for r in rows():
+        try:
+            out.extend(row_cases(r, cat, archs))
+        except TrainsizerError as e:  # a job the estimate refuses: said, not raised
+            out.append(Case(r["id"], _table(r), "refused", 0.0, skipped=str(e).splitlines()[0][:120]))
+    return out
+
+
+def scored(cs: list[Case], metric: str) -> list[Case]:
+    return [c for c in cs if c.metric == metric and not c.skipped]
+
+
+def main() -> None:
+    cs = cases()
+    print("LitGPT resource tables (Lit-GPT 8641822, bf16-true; held out, nothing fitted):")
+    print_case_rows([c for c in cs if c.metric != "fits"], 36, "7.3f")
+    print("\nrows the table prints as OOM (the estimate should not fit the card either):")
+    for c in cs:
+        if c.metric == "fits":
+            print(f"  {c.row_id:36s} measured OOM  predicted {'fits' if c.predicted else 'OOM'}")
+    method = {r["id"]: r["method"] for r in rows()}
+    print("\nper table, method and figure (MAPE, median, worst):")
+    for table in dict.fromkeys(c.source for c in cs):
+        for how in ("lora", "qlora", "full"):
+            for metric in ("samples_s", "peak_gib"):
+                g = [c for c in scored(cs, metric) if c.source == table and method[c.row_id] == how]
+                if g:
+                    worst = max(g, key=lambda c: abs(c.err))
+                    print(f"  {table:20s} {how:5s} {metric:9s} n={len(g):2d} MAPE {mape(g):5.1f}% median "
+                          f"{100 * float(np.median([c.err for c in g])):+6.1f}%  worst {worst.row_id} "
+                          f"({100 * worst.err:+.1f}%)")
+    refused = [c for c in cs if c.skipped]
+    oom = [c for c in cs if c.metric == "fits"]
+    print(f"refused or predicted not to fit: {len(refused)} row(s); OOM rows agreeing: "
+          f"{sum(c.predicted == c.measured for c in oom)} of {len(oom)}")
+    for metric in ("samples_s", "peak_gib"):
+        g = scored(cs, metric)
+        print(f"perf_heldout37 {metric}: n={len(g)} MAPE {mape(g):.1f}% (median error "
+              f"{100 * float(np.median([c.err for c in g])):+.1f}%)")
+
+
+if __name__ == "__main__":
+    main()
