@@ -19,6 +19,9 @@ chunks, F.cross_entropy on each bf16 chunk: loss_impl native).
   benchmarks/data/heldout_2026l_finetune_litgpt_a10g.csv. The peak is taken at a micro-batch padded to the 512 cutoff.
   Its QLoRA rows ran NF4 without double quantisation and are scored as NF4-DQ (said in each row); three full rows whose
   printed peak is below the weights, gradients and AdamW states their config must hold are refused.
+- The same table at 84a73fd0 (2024-03-27) ran Gemma 7B LoRA and QLoRA on one A100 ('1xA100'; the A10G could not hold
+  the LoRA run): benchmarks/data/heldout_2026l_finetune_litgpt_a100.csv, the A10G rows' settings on the other part,
+  which tells a part's error from the rows' shared assumptions (the Alpaca2k lengths).
 
 Columns: finetune_heldout.csv's (each row goes through finetune_heldout.row_cases, the public job path) plus
 `attention_kernel`, `optimizer_precision`, `minutes`, `samples_timed` (the samples the minutes cover) and `refused`
@@ -53,8 +56,10 @@ from trainsizer.estimate.memory import GIB, estimate_memory
 from trainsizer.estimate.step_time import step_time_arrays
 
 DATA = Path(__file__).resolve().parent / "data"
-# the two tables: resource-tables.md (A100 40GB, Lit-GPT 8641822) and config_hub/finetune/README.md (A10G, 2024)
-FILES = (DATA / "heldout_2026l_finetune_litgpt.csv", DATA / "heldout_2026l_finetune_litgpt_a10g.csv")
+# the tables: resource-tables.md (A100 40GB, Lit-GPT 8641822), config_hub/finetune/README.md (A10G, 2024-09) and
+# that table's March 2024 A100 rows
+FILES = (DATA / "heldout_2026l_finetune_litgpt.csv", DATA / "heldout_2026l_finetune_litgpt_a10g.csv",
+         DATA / "heldout_2026l_finetune_litgpt_a100.csv")
 MODELS = DATA / "heldout_models.yaml"
 GB = 1e9  # the tables' GB: lora.py divides max_memory_allocated by 1e9
 
