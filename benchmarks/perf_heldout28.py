@@ -85,8 +85,9 @@ def by_source(cs: list[Case]) -> dict[str, list[Case]]:
 
 
 # settings a strategy_extra option brings with it in the framework's code: torchtitan's DeepEP backend at 1a36996b
-# dispatches the TP group's whole token set (moe_tp_token_split false), its all-to-all a TP rank's share
-COMPANIONS = {"moe_dispatcher": ("moe_tp_token_split",)}
+# dispatches the TP group's whole token set (moe_tp_token_split false), its all-to-all a TP rank's share; torchtitan's
+# compile at 58b034444 covers the MoE glue (moe_eager_glue false), which its eager run keeps (docs/known-gaps.md 98)
+COMPANIONS = {"moe_dispatcher": ("moe_tp_token_split",), "torch_compile": ("moe_eager_glue",)}
 
 
 def option_pairs(run: list[tuple[Case, dict[str, Any], dict[str, str]]], key: str, on: str,

@@ -32,6 +32,7 @@ class PerfConstants:
     eager_bytes_per_element: dict[str, float]  # forward HBM bytes per element of eager element-wise ops, by op
     moe_host_s_per_expert_kernel: dict[str, float]  # exposed host time per expert kernel, by dispatcher
     expert_bias_deepep_bytes: dict[str, float]  # HBM bytes per element of AutoModel's eager expert biases
+    moe_eager_glue_bytes: dict[str, float]  # torchtitan's eager MoE glue, bytes per routed copy element
     expert_bias_mcore_bytes: dict[str, float]  # HBM bytes per element of Megatron-Core's eager fc2 expert bias
     activation_clamp_mcore_bytes: dict[str, float]  # HBM bytes per element of its eager activation clamp
     rope_unfused_mcore_bytes: dict[str, float]  # HBM bytes per q / k element of its unfused RoPE (YaRN factor)
@@ -333,6 +334,7 @@ def load_constants() -> PerfConstants:
         eager_bytes_per_element={str(k): float(v) for k, v in g["eager_bytes_per_element"].items()},
         moe_host_s_per_expert_kernel={str(k): float(v) for k, v in g["moe_host_s_per_expert_kernel"].items()},
         expert_bias_deepep_bytes={str(k): float(v) for k, v in g["expert_bias_deepep_bytes"].items()},
+        moe_eager_glue_bytes={str(k): float(v) for k, v in g["moe_eager_glue_bytes"].items()},
         expert_bias_mcore_bytes={str(k): float(v) for k, v in g["expert_bias_mcore_bytes"].items()},
         activation_clamp_mcore_bytes={str(k): float(v) for k, v in g["activation_clamp_mcore_bytes"].items()},
         rope_unfused_mcore_bytes={str(k): float(v) for k, v in g["rope_unfused_mcore_bytes"].items()},

@@ -310,6 +310,9 @@ class Strategy:
     # the routed experts run torch._grouped_mm (PerfStyle.moe_torch_grouped_mm, its share of the dense rate) or not;
     # None = the style's (torchtitan: true); one value for the whole batch
     moe_torch_grouped_mm: Any = None
+    # torchtitan's MoE glue runs eager (PerfStyle.moe_eager_glue); None = the style's (torchtitan: true); one value for
+    # the whole batch
+    moe_eager_glue: Any = None
     # the routed experts take their splits on the device, or the alltoall dispatcher pads them to capacity
     # (PerfStyle.moe_sync_free: no per-expert host launches after the MoE layer's host sync); None = the style's
     # (off); one value for the whole batch

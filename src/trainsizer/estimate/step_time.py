@@ -285,6 +285,15 @@ class PerfStyle:
     # torch.where on the routing mask per expert), so the CPU cannot issue an expert's kernels ahead of the GPU in a
     # forward pass (_expert_loop_excess); false: one grouped GEMM call (transformers >= 5.0 grouped_mm)
     moe_expert_loop: bool = False
+    # the MoE layer's gather / permute / scatter / weighted combine run eager even under torch.compile (torchtitan
+    # before 2026-05 compiles an MoE layer's children, not MoE.forward or the EP hooks): their bytes beyond the
+    # charged permutation (perf_constants.yaml gemm.moe_eager_glue_bytes, _moe_eager_glue_time); not behind DeepEP
+    moe_eager_glue: bool = False
+    # blocking host syncs a MoE layer's forward makes on the standard all-to-all path at EP > 1 (torchtitan
+    # ExpertParallel._token_dispatch: output_splits .to("cpu", non_blocking=False), .tolist()) and behind DeepEP
+    # (moe_dispatcher flex); each drains the GPU's queue (_moe_dispatch_sync_excess)
+    moe_dispatch_syncs: float = 0.0
+    moe_deepep_syncs: float = 0.0
     # Megatron-Core overlap_p2p_comm: with an interleaved schedule (vpp > 1) the next chunk's send / recv is posted
     # asynchronously and waited on only when that chunk runs, so the steady state hides the transfers (_pipeline)
     p2p_overlap: bool = False
@@ -456,6 +465,8 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["moe_fused_grouped_mlp"] = bool(strategy.moe_fused_grouped_mlp)
     if getattr(strategy, "moe_torch_grouped_mm", None) is not None:  # the experts' grouped GEMM (_grouped_mm_rate)
         changes["moe_torch_grouped_mm"] = bool(strategy.moe_torch_grouped_mm)
+    if getattr(strategy, "moe_eager_glue", None) is not None:  # torchtitan's eager MoE glue (_moe_eager_glue_time)
+        changes["moe_eager_glue"] = bool(strategy.moe_eager_glue)
     if getattr(strategy, "moe_sync_free", None) is not None:  # device-side expert splits (_moe_sync_free)
         changes["moe_sync_free"] = bool(strategy.moe_sync_free)
     if getattr(strategy, "moe_permute_fusion", None) is not None:  # TE's fused permutation (_moe_unfused_time)
@@ -945,7 +956,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
         lt = dataclasses.replace(lt, head_fwd=lt.head_fwd + d_fwd, head_bwd=lt.head_bwd + d_bwd)
     layer_mb = lt.fwd + lt.bwd + _nf4_dequant_time(x)
     return lt, (layer_mb + _lora_adapters(x) + _expert_bias_time(x) + _activation_clamp_time(x) + _rope_unfused_time(x)
-                + _moe_unfused_time(x)
+                + _moe_unfused_time(x) + _moe_eager_glue_time(x)
                 + _sp_layout_copies(x) + _eager_swiglu_backward_time(x) + _amp_fp32_weights_time(x))
 
 
@@ -1624,6 +1635,49 @@ def _expert_loop_excess(x: _Step) -> Any:
     return np.where(loop, share * local * per_pass * (1.0 + x.moe_rerun), 0.0)
 
 
+def _moe_dispatch_sync_excess(x: _Step) -> Any:
+    """Seconds per average layer and micro-batch that a PyTorch-native style's blocking host syncs in the MoE token
+    dispatch add (PerfStyle.moe_dispatch_syncs on the all-to-all path at EP > 1, moe_deepep_syncs behind DeepEP):
+    each drains the GPU's queue, so the next op waits for the round trip and its own issue (host_sync.drain_excess_s
+    over one kernel, at the vendor's launch-bound op and round trip; a vendor with no round-trip figure pays the issue
+    alone), in the forward and again in a recompute; the backward syncs none (the all-to-all's backward reuses the
+    host split lists). The kernels after the sync (the tokens' all-to-all first) are GPU-bound, so the CPU regains
+    its lead at once: a latency, not a rate. 0 for a dense model or a style without the syncs."""
+    flex = x.strategy_dispatcher == "flex"
+    syncs = np.where(flex, x.fw.moe_deepep_syncs, np.where(x.e > 1.0, x.fw.moe_dispatch_syncs, 0.0))
+    if not x.model.is_moe or not np.any(syncs):
+        return 0.0
+    vendor = x.system.vendor
+    op_s = host_figure("launch_bound_op_s", vendor) or host_figure("launch_bound_op_s", "nvidia")
+    trip_s = host_figure("round_trip_s", vendor) or 0.0
+    passes = (x.model.moe_layer_count / x.model.layers) * (1.0 + x.moe_rerun)
+    return passes * syncs * drain_excess_s(1.0, op_s, 0.0, trip_s)
+
+
+def _moe_eager_glue_time(x: _Step) -> Any:
+    """Seconds per average layer and micro-batch of an MoE layer's glue that runs eager on the style
+    (PerfStyle.moe_eager_glue: torchtitan's MoE.forward and EP hooks outside its per-submodule compile), beyond the
+    permutation compute._moe_layer charges (read + write h a routed copy twice, forward; twice that backward): the
+    counted bytes a routed copy and hidden element (perf_constants.yaml gemm.moe_eager_glue_bytes) over this GPU's
+    routed copies (as compute._moe_layer: the TP ranks split the tokens where the style's dispatch does), at the
+    streaming rate with their kernels' launch gaps, the forward again where the MoE block is recomputed. Not behind
+    DeepEP (moe_dispatcher flex: its own path, about the charged bytes, docs/known-gaps.md 54 (b))."""
+    m = x.model
+    on = np.asarray(x.fw.moe_eager_glue, bool) & (x.strategy_dispatcher != "flex")
+    if not m.is_moe or not np.any(on):
+        return 0.0
+    b = x.k.moe_eager_glue_bytes
+    fwd = np.maximum(b["forward"] - 4.0 * x.r.act_bytes, 0.0)
+    bwd = np.maximum(b["backward"] - 8.0 * x.r.act_bytes, 0.0)
+    split = np.where(np.asarray(x.fw.moe_tp_token_split, bool), x.et / x.t, 1.0)
+    again = 1.0 + x.moe_rerun
+    elements = x.routed_slots * split * m.hidden
+    share = m.moe_layer_count / m.layers
+    kernels = share * (b["forward_kernels"] * again + b["backward_kernels"])
+    glue = compute.stream_time(elements * (fwd * again + bwd), x.r, kernels=kernels)
+    return np.where(on, glue, 0.0)
+
+
 def _routed_expert_forward(x: _Step) -> tuple[Any, Any]:
     """(local routed experts of a GPU, forward seconds of one of them over its share of the micro-batch's tokens:
     tokens x top-k / local experts x capacity factor; compute.expert_forward_time)."""
@@ -1952,7 +2006,8 @@ def _micro_batch(x: _Step, lt: compute.LayerTimes, layer_mb: np.ndarray) -> _Mic
     pipeline.most_loaded_stage_layers; the embedding lookup is a gather, not counted). The last stage also runs
     the model's multi-token-prediction modules (`_stage_micro_batch` `mtp`), where memory.py holds them."""
     t_ar, tp_per_layer = _tp_comm(x)
-    per_layer = _StageLayer(layer_mb, tp_per_layer, _host_excess(x, lt, tp_per_layer) + _expert_loop_excess(x),
+    per_layer = _StageLayer(layer_mb, tp_per_layer, _host_excess(x, lt, tp_per_layer) + _expert_loop_excess(x)
+                            + _moe_dispatch_sync_excess(x),
                             _cp_comm(x, lt),
                             _ep_comm(x, tp_per_layer))
     if x.model.is_hybrid:  # the rank whose chunks hold the costlier layers sets the pace (mamba.stage_imbalance)

@@ -135,6 +135,9 @@ TORCH_ATTENTION_FRAMEWORKS = ("torchtitan", "torchtune", "hf", "fsdp", "deepspee
 # unless its fqns filter it (llama3_8b_mxfp8 lists none; known-gaps 57 (n)). Megatron-LM, DeepSpeed, the HF Trainer,
 # FSDP and torchtune keep the head in 16 bit. "auto" as the stack it resolves to.
 FP8_LM_HEAD_FRAMEWORKS = ("megatron-core", "torchtitan")
+# moe_eager_glue: whether torchtitan's MoE glue (MoE.forward, the EP dispatch / combine hooks) runs outside its compile;
+# its bytes are counted from torchtitan's code (perf_constants.yaml gemm.moe_eager_glue_bytes), so torchtitan only
+MOE_EAGER_GLUE_FRAMEWORKS = ("torchtitan",)
 # moe_dispatcher flex (DeepEP / HybridEP) by the part's vendor: the stacks whose flex dispatcher runs there (None:
 # every stack that has one). DeepEP and HybridEP are NVIDIA's kernels (NVSHMEM, IBGDA; deepseek-ai/DeepEP README).
 # On AMD parts only Primus's Megatron-LM backend runs one: its use_turbo_deepep patch swaps Megatron-Core's
@@ -210,6 +213,7 @@ RULES = (
     "zero3_expert_fetch_framework",
     "zero3_bucket_sizes_framework",
     "fp8_lm_head_framework",
+    "moe_eager_glue_framework",
     "attention_kernel_framework",
     "cudnn_release_part",
     "offload_needs_zero",
@@ -589,6 +593,8 @@ def _te_option_rules(c: SimpleNamespace) -> _Rules:
         "te_options_framework": _stack_rule(c, not named, TE_GRAPH_FRAMEWORKS, "te_options_framework",
                                             options=", ".join(named)),
         "fp8_lm_head_framework": _stack_rule(c, not head, FP8_LM_HEAD_FRAMEWORKS, "fp8_lm_head_framework"),
+        "moe_eager_glue_framework": _stack_rule(c, getattr(s, "moe_eager_glue", None) is None,
+                                                MOE_EAGER_GLUE_FRAMEWORKS, "moe_eager_glue_framework"),
         "attention_kernel_framework": _attention_kernel_rule(c),
     }
 
@@ -905,7 +911,8 @@ def valid_mask(model: ModelArch, training: Training, system: System, strategy: S
 # strategy options that act on routed experts only (their dispatch, grouped GEMM and host sync), with the value that
 # means "not stated"; moe_a2a_overlap is refused on a dense model (moe_a2a_overlap_ep)
 MOE_ONLY_OPTIONS = (("moe_dispatcher", "auto"), ("moe_tp_token_split", None), ("moe_fused_grouped_mlp", None),
-                    ("moe_torch_grouped_mm", None), ("moe_sync_free", None), ("moe_permute_fusion", None),
+                    ("moe_torch_grouped_mm", None), ("moe_eager_glue", None), ("moe_sync_free", None),
+                    ("moe_permute_fusion", None),
                     ("moe_router_fusion", None), ("experts_implementation", None),
                     ("zero3_expert_fetch", None))
 

@@ -426,6 +426,11 @@ class StrategySpec(_Strict):
     # torch_mm), at its measured share of the dense rate on Blackwell; false = a kernel at the dense GEMM rate
     # (Transformer Engine's GroupedLinear, grouped_gemm's gmm: AutoModel's default); null = the framework's
     moe_torch_grouped_mm: bool | None = None
+    # torchtitan's MoE glue (the gather, permutation, scatter and weighted combine around the experts) runs eager: true
+    # before 2026-05, whose compile left MoE.forward and the EP hooks out, and for any run without torch.compile;
+    # false where the compile covers it (torchtitan from 58b034444, 2026-05: whole blocks with fullgraph); null = the
+    # framework's (torchtitan: true); time only
+    moe_eager_glue: bool | None = None
     # the routed experts take their token split sizes on the device (Primus-Turbo's ragged grouped GEMM,
     # use_turbo_ragged_grouped_gemm: one kernel for all local experts, no .tolist() host sync, no FP8 padding), or
     # Megatron-Core's alltoall dispatcher pads every expert to capacity (moe_pad_expert_input_to_capacity: the splits
