@@ -6,7 +6,7 @@ estimate.accuracy.job_class, the function a user's job goes through), and writes
 statistics to src/trainsizer/estimate/data/accuracy_bands.yaml, which the estimate and the plan report beside their
 figures.
 
-Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..35, perf_heldout37, perf_mlperf, perf_mlperf6,
+Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..37, perf_mlperf, perf_mlperf6,
 perf_mbridge26, perf_hybrid, perf_amd, perf_finetune, finetune_heldout, perf_device_hf (our own H200 runs),
 perf_external, perf_papers. The development
 set (perf_validation, perf_modern, perf_vtrain, perf_blackwell, memory_*) is NOT used: constants were fitted on it, so
@@ -126,6 +126,7 @@ def collect() -> list[Row]:
     import perf_heldout33 as h33
     import perf_heldout34 as h34
     import perf_heldout35 as h35
+    import perf_heldout36 as h36
     import perf_heldout37 as h37
     import perf_hybrid
     import perf_mbridge26 as mb
@@ -160,6 +161,7 @@ def collect() -> list[Row]:
     out += _tokens_style("perf_heldout34", h34.krai_cases(), h34.krai_rows(), h34.krai_job)
     out += _tokens_style("perf_heldout34", h34.v50_amd_cases(), h34.v50_amd_rows(), h26.mlperf_job)
     out += _tokens_style("perf_heldout34", h34.v50_nvidia_cases(), h34.v50_nvidia_rows(), h26.mlperf_nvidia_job)
+    out += _tokens_style("perf_heldout36", h36.cases(), h36.rows(), h36.job)
     out += _case_style("perf_amd", perf_amd.cases(), list(csv.DictReader(perf_amd.DATA.open(encoding="utf-8"))),
                        perf_amd.job)
     out += _case_style("perf_mlperf", perf_mlperf.cases(), perf_mlperf._rows(), perf_mlperf.job)
