@@ -17,8 +17,8 @@ from trainsizer.models.arch import ModelArch
 from trainsizer.render.i18n import t
 
 
-def _moe(experts_per_token: int = 8) -> ModelArch:
-    return ModelArch(name="moe", family="deepseek", layers=4, hidden=7168, heads=32, kv_heads=32, ffn=0, vocab=129280,
+def _moe(experts_per_token: int = 8, family: str = "deepseek_v3") -> ModelArch:
+    return ModelArch(name="moe", family=family, layers=4, hidden=7168, heads=32, kv_heads=32, ffn=0, vocab=129280,
                      max_position=8192, experts=64, experts_per_token=experts_per_token, expert_ffn=2048)
 
 
@@ -42,13 +42,24 @@ def _fb(out: dict) -> float:
     return float(np.asarray(out["compute"]))
 
 
+def _after_bytes(topk: int = 8) -> tuple[float, float]:
+    """(forward, backward) bytes a routed copy element on the scores-after-experts path (DeepSeek-V3's port)."""
+    k = load_constants().moe_eager_glue_bytes
+    return tuple(k[kind] + k[f"{kind}_per_token"] / topk + k[f"after_{kind}"] + k[f"after_{kind}_per_token"] / topk
+                 for kind in ("forward", "backward"))
+
+
+def test_deepseek_v3s_count_at_top_8():
+    assert _after_bytes() == pytest.approx((33.25, 44.0))
+
+
 def test_the_glue_adds_the_counted_bytes_beyond_the_charged_permutation():
     """4 MoE layers, 4,096 tokens x top-8 routed copies a GPU, h 7,168: the forward and backward grow by the counted
     bytes less the permutation's charged 4 / 8 activation bytes, at the streaming rate (within its launch gaps)."""
-    k = load_constants().moe_eager_glue_bytes
     added = _fb(_step(True)) - _fb(_step(False))
     elements = 4 * 4096 * 8 * 7168
-    nbytes = elements * ((k["forward"] - 8.0) + (k["backward"] - 16.0))
+    fwd, bwd = _after_bytes()
+    nbytes = elements * ((fwd - 8.0) + (bwd - 16.0))
     assert added > 0
     assert nbytes / added == pytest.approx(3350e9, rel=0.35)  # an HBM-bound cost, near the part's streaming rate
 
@@ -56,9 +67,17 @@ def test_the_glue_adds_the_counted_bytes_beyond_the_charged_permutation():
 def test_the_glue_runs_again_in_a_full_recompute():
     plain = _fb(_step(True)) - _fb(_step(False))
     full = _fb(_step(True, recompute="full")) - _fb(_step(False, recompute="full"))
-    k = load_constants().moe_eager_glue_bytes
-    fwd, bwd = k["forward"] - 8.0, k["backward"] - 16.0
+    fwd, bwd = (v - c for v, c in zip(_after_bytes(), (8.0, 16.0), strict=True))
     assert full / plain == pytest.approx((2 * fwd + bwd) / (fwd + bwd), rel=0.05)
+
+
+def test_the_llama_4_port_weights_before_the_experts_and_moves_more():
+    """torchtitan's Llama 4 takes MoEArgs' score_before_experts True: the fp32 multiply on every routed copy
+    before the experts and a sum after, more bytes than the fp32 bmm after them at top-8."""
+    assert "llama4_text" not in perf_style("torchtitan").moe_score_after_families.split(",")
+    after = _fb(_step(True)) - _fb(_step(False))
+    before = _fb(_step(True, model=_moe(family="llama4_text"))) - _fb(_step(False, model=_moe(family="llama4_text")))
+    assert before > after
 
 
 def test_no_glue_behind_deepep_or_on_a_dense_model():

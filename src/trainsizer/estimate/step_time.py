@@ -289,6 +289,9 @@ class PerfStyle:
     # before 2026-05 compiles an MoE layer's children, not MoE.forward or the EP hooks): their bytes beyond the
     # charged permutation (perf_constants.yaml gemm.moe_eager_glue_bytes, _moe_eager_glue_time); not behind DeepEP
     moe_eager_glue: bool = False
+    # model families whose MoE weights the routed outputs after the experts in the style's port (the rest before):
+    # which of gemm.moe_eager_glue_bytes' two combine paths the eager glue runs (_moe_eager_glue_time)
+    moe_score_after_families: str = ""
     # blocking host syncs a MoE layer's forward makes on the standard all-to-all path at EP > 1 (torchtitan
     # ExpertParallel._token_dispatch: output_splits .to("cpu", non_blocking=False), .tolist()) and behind DeepEP
     # (moe_dispatcher flex); each drains the GPU's queue (_moe_dispatch_sync_excess)
@@ -1658,22 +1661,33 @@ def _moe_eager_glue_time(x: _Step) -> Any:
     """Seconds per average layer and micro-batch of an MoE layer's glue that runs eager on the style
     (PerfStyle.moe_eager_glue: torchtitan's MoE.forward and EP hooks outside its per-submodule compile), beyond the
     permutation compute._moe_layer charges (read + write h a routed copy twice, forward; twice that backward): the
-    counted bytes a routed copy and hidden element (perf_constants.yaml gemm.moe_eager_glue_bytes) over this GPU's
-    routed copies (as compute._moe_layer: the TP ranks split the tokens where the style's dispatch does), at the
-    streaming rate with their kernels' launch gaps, the forward again where the MoE block is recomputed. Not behind
-    DeepEP (moe_dispatcher flex: its own path, about the charged bytes, docs/known-gaps.md 54 (b))."""
+    counted bytes a routed copy and hidden element, a token's spread over its top-k copies, on the combine path the
+    style's port of the model's family takes (PerfStyle.moe_score_after_families; perf_constants.yaml
+    gemm.moe_eager_glue_bytes), over this GPU's routed copies (as compute._moe_layer: the TP ranks split the tokens
+    where the style's dispatch does), at the streaming rate with their kernels' launch gaps, the forward again where
+    the MoE block is recomputed. Not behind DeepEP (moe_dispatcher flex: its own path, about the charged bytes,
+    docs/known-gaps.md 54 (b))."""
     m = x.model
     on = np.asarray(x.fw.moe_eager_glue, bool) & (x.strategy_dispatcher != "flex")
     if not m.is_moe or not np.any(on):
         return 0.0
     b = x.k.moe_eager_glue_bytes
-    fwd = np.maximum(b["forward"] - 4.0 * x.r.act_bytes, 0.0)
-    bwd = np.maximum(b["backward"] - 8.0 * x.r.act_bytes, 0.0)
+    after = np.vectorize(lambda listed: m.family in str(listed).split(","), otypes=[bool])(
+        np.asarray(x.fw.moe_score_after_families))
+
+    def per_copy(kind: str) -> Any:  # bytes a routed copy element: the copy's own plus its token's over top-k
+        def path(prefix: str) -> float:
+            return b[f"{prefix}{kind}"] + b[f"{prefix}{kind}_per_token"] / m.experts_per_token
+        return path("") + np.where(after, path("after_"), path("before_"))
+
+    fwd = np.maximum(per_copy("forward") - 4.0 * x.r.act_bytes, 0.0)
+    bwd = np.maximum(per_copy("backward") - 8.0 * x.r.act_bytes, 0.0)
     split = np.where(np.asarray(x.fw.moe_tp_token_split, bool), x.et / x.t, 1.0)
     again = 1.0 + x.moe_rerun
     elements = x.routed_slots * split * m.hidden
     share = m.moe_layer_count / m.layers
-    kernels = share * (b["forward_kernels"] * again + b["backward_kernels"])
+    path_kernels = np.where(after, b["after_kernels"], b["before_kernels"])
+    kernels = share * ((b["forward_kernels"] + path_kernels) * again + b["backward_kernels"] + path_kernels)
     glue = compute.stream_time(elements * (fwd * again + bwd), x.r, kernels=kernels)
     return np.where(on, glue, 0.0)
 
