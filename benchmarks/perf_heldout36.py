@@ -1,6 +1,7 @@
 """Held-out check on published runs added 2026-12-05 (eleventh batch; nothing is fitted on them): multi-node
-pre-training and LoRA runs of MLPerf Training v4.1 (2024-11-13) and v4.0 (2024-06-12) that no benchmark held (no row of
-either round was in our data), read from mlcommons/training_results_v4.1 at b87b9e3 and training_results_v4.0 at 6fe9543:
+pre-training and LoRA runs of MLPerf Training v4.1 (2024-11-13), v4.0 (2024-06-12) and v3.1 (2023-11-08) that no benchmark
+held (no row of these rounds was in our data), read from mlcommons/training_results_v4.1 at b87b9e3, training_results_v4.0
+at 6fe9543 and training_results_v3.1 at d06288b:
 each row's layout from the config its submission names (config_<system>_<nodes>x<gpus>x<minibs>x<tp>x<pp>... .sh with
 its config_common.sh), its global batch from the log, its rate the median of the logs' own timing lines. One csv,
 benchmarks/data/heldout_2026l_mlperf4.csv, in heldout_2026b_mlperf_nvidia.csv's columns plus `per_node` and `refused`;
@@ -17,6 +18,11 @@ graphs), so those rows are one job on four hosts and at four scales.
 (3) Llama 2 70B LoRA on NVIDIA's v4.0 code (NeMo v2.0.0.rc0.beta, Megatron-Core 0.7.0 beta; no CUDA graphs, FP8 attention):
 NVIDIA on 8 / 64 / 1,024 H100, 8 H200, and 64 / 384 L40S (4-GPU PCIe nodes, TP 4 inside a node, CP 2 across two, two
 BlueField-3 400 Gb/s NICs a node). (2) and (3) are each the median per-block throughput (samples/s) of the logs.
+(4) GPT-3 175B pre-training on NVIDIA's v3.1 code (NeMo 23.09: FP8 without FP8 weights, TP 4 x PP 8 x VP 12, micro-batch 1)
+on NVIDIA's 512-10,752 H100 (Eos) and Azure's 10,752 H100 (ND H100 v5), and on the v4.0 code (FP8 weights; 512 H100 at
+VP 4, 10,752 / 11,616 H100 at PP 6 x VP 8 with per-layer CUDA graphs). Their logs print no per-step time: each row is the
+median of the blocks' time (block_start to block_stop, evaluation outside) over the block's steps, the first block of
+each log left out (on v4.1's 256-H100 run, which prints both, the block figure is 0.2% above the per-step one).
 
 Networks: NVIDIA's and Azure's H100 / H200 system files state 8 x ConnectX-7 NDR 400 a node (ib-ndr400); Dell's states
 none (ib-ndr400 assumed); Oracle's states RoCEv2 but no NIC count (OCI's 16 x 200 Gb/s a node assumed) and the L40S
@@ -25,8 +31,9 @@ as perf_heldout34's Krai rows) and named as assumptions in the row.
 
 Refused (kept in the csv with the reason): NVIDIA's 11,616-H100 GPT-3 run (LOG_METRICS OFF: its logs print no step
 time), Dell's 16 / 32-H100 LoRA runs (no config of those sizes in the submission, none printed), Clemson's 56-H100 LoRA
-run (its logs print no throughput). Left out: v4.0's GPT-3 runs (NVIDIA on 512 / 10,752 / 11,616 H100: their logs print
-no step time either), the single-node LoRA runs of other submitters in both rounds (the same 8-GPU jobs on other hosts:
+run (its logs print no throughput). Left out: the v3.0 round's GPT-3 runs (NeMo v1.17: its config_common.sh's micro-batch 2 and TP overlap off
+contradict the configs' names), the
+single-node LoRA runs of other submitters in both rounds (the same 8-GPU jobs on other hosts:
 the vendor spread perf_heldout34 (3) measures), Juniper's v4.0 DeepSpeed LoRA runs, Intel's Gaudi2 and Google's TPU
 runs (no such part in the catalog) (docs/known-gaps.md 99).
 
@@ -126,14 +133,14 @@ def release_pairs(cs: list[tuple[str, str, float, float]]) -> list[tuple[str, fl
     out = []
     for rid in by:
         twin = rid.replace("mlperf4.1_", "mlperf4.0_")
-        if rid.startswith("mlperf4.1_nvidia_") and twin in by:
+        if rid.startswith("mlperf4.1_nvidia_") and "_lora_" in rid and twin in by:
             out.append((rid, by[rid][0] / by[twin][0], by[rid][1] / by[twin][1]))
     return out
 
 
 def main() -> None:
     cs = cases()
-    print("MLPerf Training v4.1 / v4.0 GPT-3 175B and Llama 2 70B LoRA on NVIDIA's code (held out):")
+    print("MLPerf Training v4.1 / v4.0 / v3.1 GPT-3 175B and Llama 2 70B LoRA on NVIDIA's code (held out):")
     errs = print_cases(cs)
     print(f"\nperf_heldout36: time n={len(cs)} MAPE {100 * errs.mean():.1f}%")
     print_keyed_groups(cs, (("source", lambda rid, s: s), ("task", lambda rid, s: task_of(rid))), 86)
