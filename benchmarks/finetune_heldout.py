@@ -94,6 +94,10 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
         out["fp8_recipe"] = r["fp8_recipe"]
     if r.get("attention_kernel"):  # the kernel that ran, where a row's source says (perf_device_hf: SDPA's cuDNN)
         out["strategy"]["attention_kernel"] = r["attention_kernel"]
+    if r.get("device_map"):  # transformers' device_map over the row's GPUs (perf_heldout35's two-A100 rows)
+        out["strategy"]["device_map"] = r["device_map"]
+    if r.get("flash_attention"):  # false: the attention core materialised (perf_heldout35's use_flash_attn false row)
+        out["flash_attention"] = _bool(r["flash_attention"])
     if r.get("tp_comm_overlap"):  # where a row's source states it (perf_heldout33's dgxc NeMo 24.12 rows)
         out["strategy"]["tp_comm_overlap"] = _bool(r["tp_comm_overlap"])
     if whole(r["gpu_count"]) > 1:

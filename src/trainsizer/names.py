@@ -80,6 +80,10 @@ MOE_ROUTINGS = ("random", "round-robin", "fake-balanced")
 # as one torch._grouped_mm (transformers >= 5.0, PR #42697: PreTrainedModel.get_correct_experts_implementation picks
 # it when none is stated and PyTorch can dispatch it). v5's batched_mm (weights duplicated per token) is not modelled.
 EXPERTS_IMPLEMENTATIONS = ("eager", "grouped_mm")
+# transformers / accelerate placing one model over the GPUs of one host in one process (from_pretrained(device_map=...);
+# estimate.device_map): auto = accelerate's balanced split (get_balanced_memory + infer_auto_device_map, what
+# transformers runs for "auto" / "balanced"), each card holding a run of consecutive layers and one card busy at a time.
+DEVICE_MAPS = ("auto",)
 # Fused attention kernel generation (perf_constants.yaml `attention`): fa1 = FlashAttention v1 (2022 - mid-2023
 # stacks), fa2 = FlashAttention-2, triton = the 2022 FlashAttention in Triton (flash_attn_triton.py on triton-pre-mlir:
 # llm-foundry's attn_impl triton, 2023), native = cuDNN fused attention / FlashAttention-3 on Hopper and later

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainsizer.catalog.market_notes import market_note
 from trainsizer.errors import SpecError, StrategyError, TrainsizerError
+from trainsizer.estimate.device_map import balanced_split, stage_edges, weight_bytes_for
 from trainsizer.estimate.inputs import Strategy, System, Training
 from trainsizer.estimate.sample_lengths import next_fit_fill, real_tokens
 from trainsizer.estimate.train_time import tokens_run, whole_steps
@@ -158,7 +159,7 @@ class Scenario:
                 "grad_reduce_in_fp32", "grad_reduce_overlap", "grad_bucket_params", "gradient_accumulation_fusion", "attention_kernel", "norm_kernel", "cp_comm_type", "cp_repeat_kv", "moe_tp_token_split", "pp_fsdp_once_per_step",
                 "activation_kernel", "fp8_attention", "fp8_activation_store", "fp8_lm_head", "cuda_graphs", "cudnn_release",
                 "moe_dispatcher", "moe_a2a_overlap", "moe_fused_grouped_mlp", "moe_torch_grouped_mm", "moe_eager_glue", "moe_sync_free", "moe_permute_fusion", "moe_router_fusion", "experts_implementation", "fused_qkv_rope", "te_op_fuser", "activation_offload", "optimizer_in_backward", "optimizer_impl", "ddp_impl", "checkpoint_impl", "zero3_expert_fetch", "zero3_bucket_sizes", "fsdp", "optimizer_precision", "kbit_upcast",
-                "shard_embedding_head_separately",
+                "shard_embedding_head_separately", "device_map",
                 "framework")}
         if self.notes:
             out["notes"] = list(self.notes)
@@ -369,6 +370,8 @@ def _with_hardware(job: Job, catalog: Catalog, origin: str, listed: dict[str, se
                           origin)
     notes += _placement_notes(acc, system, per_node)
     strategy = _resolve_strategy(job, hw.count, origin) if job.strategy is not None else None
+    if strategy is not None and strategy.device_map is not None:
+        strategy = _device_map_layout(strategy, bare, hw.count, per_node, origin)
     return Scenario(job=job, model=bare.model, training=bare.training, accelerator=acc, network=network,
                     system=system, strategy=strategy, notes=tuple(notes))
 
@@ -660,6 +663,23 @@ def build_system(acc: Accelerator, gpus: int, gpus_per_node: int, network: Netwo
     )
 
 
+def _device_map_layout(strategy: Strategy, bare: Scenario, gpus: int, per_node: int, origin: str) -> Strategy:
+    """device_map auto (estimate.device_map): the GPUs of one host in a chain, accelerate's balanced split of the
+    layers over them, one micro-batch through the chain at a time; the stack is transformers' (framework auto
+    read as hf)."""
+    if gpus > per_node:
+        raise SpecError(f"{origin}: strategy.device_map", msg("job_device_map_one_host", gpus=gpus, per_node=per_node,
+                                                              nodes=-(-gpus // per_node)),
+                        value=gpus, allowed=[msg("allowed_at_most", n=per_node)])
+    tr = bare.training
+    counts = balanced_split(bare.model, gpus, *weight_bytes_for(tr.method, tr.precision))
+    first, last = stage_edges(counts)
+    chained = len(counts) > 1
+    return replace(strategy, tp=1, pp=len(counts), dp=1, cp=1, framework="hf",
+                   local_batch=strategy.micro_batch if chained else None,
+                   pp_first_stage_layers=first, pp_last_stage_layers=last)
+
+
 def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
     s = job.strategy
     assert s is not None
@@ -703,7 +723,7 @@ def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
         checkpoint_impl=s.checkpoint_impl,
         zero3_expert_fetch=s.zero3_expert_fetch, zero3_bucket_sizes=s.zero3_bucket_sizes, fsdp=s.fsdp,
         optimizer_precision=s.optimizer_precision, kbit_upcast=s.kbit_upcast,
-        shard_embedding_head_separately=s.shard_embedding_head_separately,
+        shard_embedding_head_separately=s.shard_embedding_head_separately, device_map=s.device_map,
         framework=s.framework,
     )
 

@@ -357,6 +357,10 @@ class Strategy:
     # torchtune FSDP2 custom_sharded_layers ['tok_embeddings', 'output']: the embedding and LM head as their own units
     # (None / False: in the root unit, held gathered through forward and backward); one value for the whole batch
     shard_embedding_head_separately: Any = None
+    # transformers' device_map "auto" (names.DEVICE_MAPS; estimate.device_map): pp is the cards holding layers, each
+    # micro-batch runs through them one at a time (local_batch = micro_batch: one micro-batch a schedule), the end
+    # cards' layers accelerate's balanced split (pp_first / pp_last_stage_layers); None = none; one value for the batch
+    device_map: Any = None
     framework: str = "auto"  # one of FRAMEWORKS; one value for the whole batch of strategies
 
     @property

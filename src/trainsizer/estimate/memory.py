@@ -309,6 +309,7 @@ class _Batch:
     cp_all_gather: bool = False  # Strategy.cp_comm_type all_gather (one per batch; `_cp_allgather_buffers`)
     stage_edges: tuple[Any, Any] = (None, None)  # the end ranks' stated decoder layers (pipeline.stated_edges)
     head_own_unit: bool = False  # Strategy.shard_embedding_head_separately (one per batch; `_torchtune_fsdp2_end_units`)
+    device_map: bool = False  # Strategy.device_map: one process drives the chained cards, no NCCL communicator
     # ZeRO-3 on DeepSpeed's engine (framework.deepspeed_zero3_engine), per strategy; its bucket-size mode (the job's
     # strategy.zero3_bucket_sizes or the style's) and whether the stack builds q / k / v and gate / up apart
     ds_engine: Any = False
@@ -457,7 +458,8 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   partial_recompute=(getattr(strategy, "recompute_method", None),
                                      getattr(strategy, "recompute_num_layers", None)),
                   cp_all_gather=getattr(strategy, "cp_comm_type", None) == "all_gather",
-                  stage_edges=pipeline.stated_edges(strategy))
+                  stage_edges=pipeline.stated_edges(strategy),
+                  device_map=getattr(strategy, "device_map", None) is not None)
 
 
 def _compiled(strategy: Strategy, name: str, training: Training) -> np.ndarray:
@@ -1316,7 +1318,8 @@ def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any, loss_phase: 
     (`_backward_phases`), which hold the FSDP2 units of that phase."""
     oc, t, p, ep, z = b.c["framework_overhead"], b.t, b.p, b.ep, b.z
     items["cuda_context"] = np.full(t.shape, (oc["cuda_context_gib"] + oc["cublas_workspace_gib"]) * GIB)
-    n_comm = (t > 1).astype(float) + (p > 1) + (b.d > 1) + (b.cp > 1) + (ep > 1)
+    # device_map auto's cards pass the hidden state by peer copies in one process: no pipeline communicator
+    n_comm = (t > 1).astype(float) + (p > 1) * (not b.device_map) + (b.d > 1) + (b.cp > 1) + (ep > 1)
     per_comm = oc["nccl_buffsize_bytes"] * oc["nccl_channels"] * oc["nccl_directions"]
     items["nccl_buffers"] = n_comm * per_comm
     h2 = float(b.model.hidden) ** 2

@@ -47,6 +47,7 @@ from trainsizer.estimate.calibration import (
     load_constants,
     rates,
 )
+from trainsizer.estimate.device_map import card_shares
 from trainsizer.estimate.flops import (
     forward_flops_per_token,
     hardware_flops_per_token,
@@ -2750,7 +2751,10 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     The perf style comes from `strategy.framework` (see `estimate.framework`); `framework_style` overrides
     it (a name from perf_constants.yaml `frameworks:` or a PerfStyle).
     Step = m x micro-batch on the slowest stage + pipeline bubble and p2p + exposed DP/ZeRO communication +
-    optimizer + data loading (module docstring)."""
+    optimizer + data loading (module docstring); transformers' device_map chain: `_device_map_step`."""
+    if getattr(strategy, "device_map", None) is not None and np.any(np.asarray(strategy.pp) > 1):
+        return _device_map_step(model, training, system, strategy, calibration=calibration,
+                                framework_style=framework_style, constants=constants)
     x = _step(model, training, system, strategy, calibration, framework_style, constants)
     lt, layer_mb = _layer_time(x)
     mb = _micro_batch(x, lt, layer_mb)
@@ -2784,6 +2788,36 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
         "data_loading": data,
         "act_offload": m * offload,
     }
+
+
+def _device_map_step(model: ModelArch, training: Training, system: System, strategy: Any,
+                     **style: Any) -> dict[str, np.ndarray]:
+    """A step under transformers' device_map auto (estimate.device_map): the chained cards run one at a time, each
+    layer at one card's rates wherever it sits, so the forward and backward are the one-card step's, layer after layer,
+    and every micro-batch adds its hidden state copied over each of the p - 1 boundaries forward and its gradient
+    back (accelerate's AlignDevicesHook moves a module's inputs to its card before it runs: a peer copy on the host's
+    GPU link, comm.p2p_time; the rotary tables and the attention mask a layer on a later card also takes are about
+    1 / hidden of it and not counted). The optimizer step's foreach kernels are grouped by device and launched
+    without waiting (torch.optim _group_tensors_by_device_and_dtype), so the cards step at once: its time is the
+    most loaded card's share of the parameters (device_map.card_shares)."""
+    one = dataclasses.replace(strategy, pp=1, local_batch=None, pp_first_stage_layers=None, pp_last_stage_layers=None,
+                              device_map=None)
+    out = step_time_arrays(model, training, system, one, **style)
+    x = _step(model, training, system, one, style.get("calibration"), style.get("framework_style"),
+              style.get("constants"))
+    p = np.asarray(strategy.pp, float)
+    edges = pipeline.stated_edges(strategy)
+    counts = []
+    for rank in range(int(np.max(p))):
+        lo, hi = pipeline.stage_layer_range(model.layers, p, float(rank), 0.0, 0.0, *edges)
+        counts.append(int(round(float(np.max(hi - lo)))))
+    opt = out["optimizer"] * max(card_shares(model, tuple(counts)))
+    hops = out["micro_batches"] * 2.0 * (p - 1.0) * comm.p2p_time(x.tok * model.hidden * x.act, True, x.r, system)
+    step = out["step_s"] - out["optimizer"] + opt + hops
+    cards = float(system.gpus)
+    per_gpu = {k: v / cards for k, v in _flops(x, step).items()
+               if k in ("model_tflops_per_gpu", "mfu", "hardware_tflops_per_gpu", "hfu")}
+    return out | _flops(x, step) | per_gpu | {"gpus": cards + 0.0 * step, "pp_comm": hops, "optimizer": opt}
 
 
 def _activation_offload(x: _Step, strategy: Any, mb: _MicroBatch) -> np.ndarray:

@@ -348,7 +348,8 @@ def _rule_table(
     c = SimpleNamespace(model=model, training=training, system=system, strategy=strategy, tp=tp, pp=pp, vpp=vpp,
                         dp=dp, cp=cp, ep=ep, etp=etp, zero=zero, sg=sg, mb=mb, rec=rec, off=off, fw=fw,
                         slots=slots, gpus=gpus, B=B, s=s, safe=safe, ffns=ffns, ffn_ok=ffn_ok, n_micro=n_micro, kv_ok=kv_ok,
-                        dist_opt=a["distributed_optimizer"], pretraining=training.method in ("pretrain", "cpt"))
+                        dist_opt=a["distributed_optimizer"], pretraining=training.method in ("pretrain", "cpt"),
+                        device_map=getattr(strategy, "device_map", None) is not None)
     # "auto": the stack each strategy resolves to, once for every rule that asks (_resolves_to)
     c.auto_idx = np.asarray(auto_index(tp, pp, cp, ep, c.dist_opt, zero, c.pretraining)) if fw == "auto" else None
     t = _shape_and_pipeline_rules(c) | _expert_sharding_and_stack_rules(c)
@@ -371,7 +372,8 @@ def _shape_and_pipeline_rules(c: SimpleNamespace) -> _Rules:
             lambda v: msg("rule_positive_degrees"),
         ),
         "gpu_count": (
-            gpus == system.gpus,
+            # device_map auto: the cards accelerate's split leaves without a decoder layer sit idle (estimate.device_map)
+            (gpus == system.gpus) | (c.device_map & (gpus <= system.gpus)),
             lambda v: msg("rule_gpu_count", tp=v["tp"], pp=v["pp"], dp=v["dp"], cp=v["cp"],
                           product=v["tp"] * v["pp"] * v["dp"] * v["cp"], gpus=system.gpus),
         ),
@@ -462,7 +464,8 @@ def _stage_layers_rules(c: SimpleNamespace) -> _Rules:
     PP 2 x VP 8)."""
     first = getattr(c.strategy, "pp_first_stage_layers", None)
     last = getattr(c.strategy, "pp_last_stage_layers", None)
-    if first is None and last is None:
+    # device_map auto's end cards are accelerate's split (estimate.device_map), not a Megatron layout to check
+    if first is None and last is None or c.device_map:
         ok = np.ones(c.tp.shape, bool)
         return {k: (ok, lambda v: "") for k in ("pp_stage_layers_framework", "pp_stage_layers_pipelined",
                                                   "pp_stage_layers_split")}
@@ -526,7 +529,7 @@ def _local_batch_rules(c: SimpleNamespace) -> _Rules:
             lambda v: msg("rule_local_batch_divides", local_batch=lb, per_rank=f"{c.B / max(v['dp'], 1):g}",
                           batch=c.B, dp=v["dp"]),
         ),
-        "local_batch_framework": _stack_rule(c, False, LOCAL_BATCH_FRAMEWORKS, "local_batch_framework"),
+        "local_batch_framework": _stack_rule(c, c.device_map, LOCAL_BATCH_FRAMEWORKS, "local_batch_framework"),
     }
 
 
@@ -787,7 +790,9 @@ def _stack_option_rules(c: SimpleNamespace) -> _Rules:
     model, training, strategy, B = c.model, c.training, c.strategy, c.B
     tp, pp, zero, rec, off, fw, slots, n_micro = c.tp, c.pp, c.zero, c.rec, c.off, c.fw, c.slots, c.n_micro
     return {
-        "pipeline_framework": _stack_rule(c, pp <= 1, PIPELINE_FRAMEWORKS, "pipeline_framework", "pp"),
+        # device_map auto chains the cards without a pipeline schedule (estimate.device_map): transformers' own
+        "pipeline_framework": _stack_rule(c, (pp <= 1) | c.device_map, PIPELINE_FRAMEWORKS, "pipeline_framework",
+                                          "pp"),
         "interleaved_framework": _stack_rule(c, c.vpp <= 1, INTERLEAVED_FRAMEWORKS, "interleaved_framework", "vpp"),
         "zero3_with_pp": (
             (zero < 3) | (pp <= 1) | (fw not in ZERO3_PP_REFUSED),

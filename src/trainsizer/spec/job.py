@@ -29,6 +29,7 @@ from trainsizer.names import (
     CUDA_GRAPHS,
     CUDNN_RELEASES,
     DDP_IMPLS,
+    DEVICE_MAPS,
     EXPERTS_IMPLEMENTATIONS,
     FP4_RECIPES,
     FP8_RECIPES,
@@ -74,6 +75,7 @@ LossImpl = Literal[LOSS_IMPLS]
 MoeDispatcher = Literal[MOE_DISPATCHERS]
 MoeRouting = Literal[MOE_ROUTINGS]
 ExpertsImplementation = Literal[EXPERTS_IMPLEMENTATIONS]
+DeviceMap = Literal[DEVICE_MAPS]
 AttentionKernel = Literal[ATTENTION_KERNELS]
 NormKernel = Literal[NORM_KERNELS]
 CpCommType = Literal[CP_COMM_TYPES]
@@ -492,6 +494,12 @@ class StrategySpec(_Strict):
     # null / false = the root unit holds them (torchtune's and torchtitan's default, AutoModel's dense path, FSDP1's
     # auto-wrap), gathered from the first forward to the end of the backward; other styles keep their own wrapping
     shard_embedding_head_separately: bool | None = None
+    # transformers' device_map for training (from_pretrained(device_map="auto"): ms-swift, LLaMA-Factory and most
+    # QLoRA scripts on 2-8 cards): the job's GPUs, all in one host and one process, each hold a run of consecutive
+    # layers by accelerate's balanced split, and every micro-batch passes through them one card at a time (no
+    # pipelining); no data, tensor, pipeline or context parallelism and no ZeRO / FSDP beside it; framework hf
+    # (auto is read as hf). null = no device map (one process per GPU). estimate.device_map
+    device_map: DeviceMap | None = None
     framework: Framework = "auto"
 
     @field_validator("cudnn_release", mode="before")
@@ -527,7 +535,29 @@ class StrategySpec(_Strict):
         if self.local_batch is not None and self.local_batch % self.micro_batch:
             raise ValueError(msg("job_local_batch_micro_batch", local_batch=self.local_batch,
                                  micro_batch=self.micro_batch))
+        self._device_map_alone()
         return self
+
+    def _device_map_alone(self) -> None:
+        """device_map auto is one process driving every GPU of its host (accelerate's hooks move the hidden state
+        from card to card): the layout is the split itself, so no other degree, sharding or DeepSpeed offload, and
+        the stack is transformers' (framework hf, or auto read as hf)."""
+        if self.device_map is None:
+            return
+        if self.framework not in ("hf", "auto"):
+            raise ValueError(msg("job_device_map_framework", framework=self.framework))
+        stated = self.model_fields_set
+        clash = [f"{f}: {getattr(self, f)}" for f in ("tp", "pp", "dp", "cp", "ep", "etp", "vpp", "zero",
+                                                      "shard_group", "local_batch", "pp_first_stage_layers",
+                                                      "pp_last_stage_layers")
+                 if f in stated and getattr(self, f) not in (None, 0, 1)]
+        clash += [f"{f}: {getattr(self, f)}" for f, off in (("fsdp", "none"), ("offload", "none"),
+                                                            ("distributed_optimizer", False),
+                                                            ("pipeline_embedding_layer", False),
+                                                            ("pipeline_loss_layer", False))
+                  if getattr(self, f) != off]
+        if clash:
+            raise ValueError(msg("job_device_map_layout", fields=", ".join(clash)))
 
 
     def _partial_recompute(self) -> None:
@@ -551,7 +581,8 @@ class StrategySpec(_Strict):
 # (tests/spec/test_strategy_fields.py). The layout the search chooses: degrees, sharding, offload of the states,
 # micro-batch, recompute (default_strategy, plan: a strategy stating one of them is a layout of its own).
 LAYOUT_FIELDS = frozenset(("tp", "pp", "vpp", "dp", "cp", "ep", "etp", "zero", "fsdp", "shard_group",
-                           "distributed_optimizer", "offload", "micro_batch", "local_batch", "recompute"))
+                           "distributed_optimizer", "offload", "micro_batch", "local_batch", "recompute",
+                           "device_map"))
 # Details of a stated layout that the search sets itself or leaves at their defaults (the pipeline split and its
 # slots, sequence parallelism with TP, what recompute re-runs): not carried into the search.
 LAYOUT_DETAIL_FIELDS = frozenset(("sequence_parallel", "recompute_modules", "recompute_method", "recompute_num_layers",
