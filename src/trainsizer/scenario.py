@@ -40,7 +40,8 @@ def network_view(net: Any, nics_per_node: int) -> NetworkView:
     """A catalog network with `nics_per_node` NICs; its planning efficiency and latency, else the fallbacks."""
     return NetworkView(net.id, net.kind, nics_per_node, net.gbps_per_nic,
                        net.efficiency_planning or _network_fallback("nic_efficiency_fallback"),
-                       net.latency_us or _network_fallback("inter_node_latency_us_fallback"))
+                       net.latency_us or _network_fallback("inter_node_latency_us_fallback"),
+                       net.alltoall_payload_share or 1.0)
 
 
 def custom_network_view(spec: NetworkSpec) -> NetworkView:
@@ -60,6 +61,8 @@ class NetworkView:
     gbps_per_nic: float
     efficiency: float
     latency_us: float
+    # NCCL's all-to-all payload per NIC over the ring payload (networks.yaml alltoall_payload_share); 1 = not measured
+    alltoall_share: float = 1.0
 
     @property
     def node_gb_s(self) -> float:
@@ -654,6 +657,7 @@ def build_system(acc: Accelerator, gpus: int, gpus_per_node: int, network: Netwo
         nvls=bool(acc.nvls),
         scaleup_mesh_links=int(getattr(acc, "scaleup_mesh_links", None) or 0) if fabric and not bridged_only else 0,
         inter_node_gb_s=inter,
+        inter_node_alltoall_share=network.alltoall_share if network else 1.0,
         inter_node_latency_s=(network.latency_us if network else _network_fallback(
             "inter_node_latency_us_fallback")) * 1e-6,
         tdp_w=acc.tdp_w,

@@ -144,7 +144,11 @@ def test_flex_sends_a_token_once_per_rank_alltoall_once_per_expert():
     flex = estimate_time(m, TR, s, st.with_(moe_dispatcher="flex")).breakdown_s["ep_comm"]
     ranks = float(ep_ranks_per_token(64, 8, 8))
     assert 5.0 < ranks < 5.6  # 8 experts of 64 on 8 ranks of 8: about 5.3 distinct ranks
-    assert flex / a2a == pytest.approx(ranks / 8, rel=0.02)
+    # the alltoall dispatcher is NCCL's all-to-all, at its NVSwitch busbw (step_time.nccl_alltoall_rates, known-gaps
+    # 95); Megatron-Core's flex keeps the ring rate
+    k = load_constants()
+    nccl = k.raw["comm"]["nccl_alltoall_busbw_fraction"] / k.intra_busbw_fraction
+    assert flex / a2a == pytest.approx(ranks / 8 * nccl, rel=0.02)
 
 
 @settings(max_examples=60, deadline=None)

@@ -468,6 +468,9 @@ class Network(Record):
     efficiency_planning: float = Field(gt=0, le=1)
     efficiency_basis: str
     measured_payload_gb_s_per_nic: float | None = Field(default=None, gt=0)
+    # NCCL's all-to-all (send / recv to every peer) off-node: its payload per NIC as a share of the ring payload above,
+    # where measured on this network; None = not measured, the all-to-all charged at the ring payload
+    alltoall_payload_share: float | None = Field(default=None, gt=0, le=1)
     latency_us: float | None = Field(default=None, gt=0)
     nic: str
     switch: str | None = None

@@ -168,6 +168,9 @@ class System:
     # achieved network payload per GPU, one direction: NIC line rate x the network's NCCL efficiency
     # (e.g. one NDR400 NIC per GPU: 50 GB/s x 0.94 measured = 47; networks.yaml, scenario.NetworkView)
     inter_node_gb_s: float = 0.0
+    # NCCL's all-to-all payload per NIC as a share of inter_node_gb_s (networks.yaml alltoall_payload_share: measured
+    # on NDR400 0.92); 1.0 where the network has no such measurement (step_time.nccl_alltoall_rates)
+    inter_node_alltoall_share: float = 1.0
     inter_node_latency_s: float = 5e-6
     # scale-out fabric oversubscribed above zones of `zone_gpus` (down:up = `oversubscription`); 0 / 1.0 =
     # non-blocking (estimate.comm zone rules; spec.FabricSpec)

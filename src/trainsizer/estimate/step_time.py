@@ -146,6 +146,9 @@ class PerfStyle:
     zero3_auto_reduce_hidden_squares: float = 0.0
     grad_reduce_bytes: float = 2.0  # bytes per gradient element on the wire
     ep_overlap: bool = False  # EP all-to-all hidden behind another micro-batch's compute (DualPipe-style)
+    # EP dispatch / combine through the stack's own kernels (DeepSeek-V3's), not NCCL's all-to-all: the ring rates,
+    # not nccl_alltoall_rates (_ep_comm)
+    ep_own_kernels: bool = False
     # share of the GPU's SMs the overlapped all-to-all kernels hold while in flight, taken from that compute
     # (_overlapped_ep); DeepSeek-V3 gives 20 of the H800's 132 SMs to communication (report s3.2.2)
     ep_overlap_sm_share: float = 0.0
@@ -1984,7 +1987,23 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
     deepep = flex & ~host_sync
     if np.any(deepep):
         a2a = np.where(deepep, a2a_at(deepep_rates(x.r, x.system, x.k)), a2a)
+    # the alltoall dispatchers (Megatron-Core alltoall, torchtitan's all_to_all_single, HF) are NCCL's all-to-all
+    nccl = ~flex & ~np.asarray(x.fw.ep_own_kernels, bool)
+    if np.any(nccl):
+        a2a = np.where(nccl, a2a_at(nccl_alltoall_rates(x.r, x.system, x.k)), a2a)
     return a2a * (4.0 + 2.0 * x.moe_rerun) * model.moe_layer_count / model.layers
+
+
+def nccl_alltoall_rates(r: Any, system: System, k: PerfConstants) -> Any:
+    """Rates `r` as NCCL's all-to-all reaches them: send / recv to every peer on its p2p channels, not a ring. On an
+    NVSwitch fabric (System.nvls) its NVLink busbw at perf_constants.yaml comm.nccl_alltoall_busbw_fraction of the link
+    instead of the ring's intra_busbw_fraction (a calibrated ring busbw scaled alike); off-node the network's
+    measured all-to-all share of its ring payload (networks.yaml alltoall_payload_share, System.
+    inter_node_alltoall_share; 1 where not measured). Measured on nccl-tests / torch rows (docs/known-gaps.md 95)."""
+    nvswitch = bool(system.nvls) and not system.scaleup_mesh_links
+    nv = float(k.raw["comm"]["nccl_alltoall_busbw_fraction"]) / k.intra_busbw_fraction if nvswitch else 1.0
+    return dataclasses.replace(r, intra_busbw=r.intra_busbw * nv,
+                               inter_nic=r.inter_nic * float(system.inter_node_alltoall_share))
 
 
 def deepep_rates(r: Any, system: System, k: PerfConstants) -> Any:
