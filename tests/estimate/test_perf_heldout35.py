@@ -18,7 +18,7 @@ import perf_heldout35 as p35  # noqa: E402
 from harness import mape  # noqa: E402
 
 # metric -> MAPE bound (%); reached at landing in the comment
-BOUNDS = {"samples_s": 24.0, "peak_gib": 36.0}  # 21.8 (median -24.8%), 31.5 (median -29.0%)
+BOUNDS = {"samples_s": 24.0, "peak_gib": 36.0}  # 22.6 (median -25.4%), 29.5 (median -29.0%)
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def test_every_row_is_sourced_and_states_its_settings():
     rs = p35.rows()
     header = open(fh.DATA, encoding="utf-8").readline().strip().split(",")
     assert list(rs[0])[: len(header)] == header  # finetune_heldout.job reads these columns
-    assert len({r["id"] for r in rs}) == len(rs) == 41
+    assert len({r["id"] for r in rs}) == len(rs) == 46
     archs = p35.models()
     for r in rs:
         assert "/blob/97e4d198b/" in r["url"] and "Benchmark.md" in r["locator"], r["id"]
@@ -57,16 +57,21 @@ def _other_refusal(r: dict[str, str]) -> bool:
 
 
 def test_only_the_rows_refused_in_the_data_are_refused(cases):
-    refused = {c.row_id for c in cases if c.skipped}
+    refused = {c.row_id for c in cases if c.skipped and c.metric == "refused"}
     assert refused == {r["id"] for r in p35.rows() if r["refused"]}
-    assert len(refused) == 13
+    assert len(refused) == 15
+    # one run that ran is predicted not to fit: full Qwen-14B at 8,192 on two A100s, its head card 79.5 GiB against
+    # 79.3 (measured 77.7 reserved; known-gaps 101 (a)); it is still scored
+    assert {c.row_id for c in cases if c.skipped and c.metric == "fits"} == {"swift_full_qwen-14b_8192"}
 
 
 def test_device_map_and_eager_rows_are_scored(cases):
     """The two-A100 rows run transformers' device_map auto (strategy.device_map) and the use_flash_attn false row
     materialised attention (flash_attention false): each scored for time and memory (known-gaps 101)."""
-    stated = {r["id"] for r in p35.rows() if r["device_map"] == "auto" or r["flash_attention"] == "false"}
-    assert stated == {"swift_lora_qwen-72b_2048", "swift_full_qwen-7b_8192", "swift_lora_qwen-7b_2048_nofa"}
+    stated = {r["id"] for r in p35.rows() if not r["refused"] and (r["device_map"] == "auto"
+                                                                     or r["flash_attention"] == "false")}
+    assert stated == {"swift_lora_qwen-72b_2048", "swift_full_qwen-7b_8192", "swift_lora_qwen-7b_2048_nofa",
+                      "swift_full_qwen-14b_2048", "swift_full_qwen-14b_4096", "swift_full_qwen-14b_8192"}
     for rid in stated:
         assert {c.metric for c in cases if c.row_id == rid and not c.skipped} == {"samples_s", "peak_gib"}, rid
 
@@ -74,10 +79,11 @@ def test_device_map_and_eager_rows_are_scored(cases):
 def test_each_figure_within_its_bound_and_every_estimated_row_scored_twice(cases):
     for metric, bound in BOUNDS.items():
         got = [c for c in cases if c.metric == metric and not c.skipped]
-        assert len(got) == 28, metric
+        assert len(got) == 31, metric
         assert mape(got) <= bound, (metric, mape(got))
-    # memory predicted too small on every row (max_memory_reserved of variable-length batches: known-gaps 94 (b))
-    assert all(c.err < 0 for c in cases if c.metric == "peak_gib")
+    # memory predicted too small on every row (max_memory_reserved of variable-length batches: known-gaps 94 (b)) but
+    # the one whose head card is full (101 (a): the allocator has no room to reserve past the allocated peak there)
+    assert all(c.err < 0 for c in cases if c.metric == "peak_gib" and c.row_id != "swift_full_qwen-14b_8192")
 
 
 def test_settings_move_the_estimate_the_way_the_table_moves(cases):
@@ -97,9 +103,9 @@ def test_settings_move_the_estimate_the_way_the_table_moves(cases):
 
 def test_the_memory_gap_splits_into_no_loss_path_bytes_and_the_allocators_reserve(cases):
     split = p35.gap_by_candidate(cases, samples=60)  # a short replay: the full one is the benchmark's (known-gaps 97)
-    assert len(split) == 28  # the two device_map rows: their last card, which holds the loss path
+    assert len(split) == 31  # the device_map rows: their last card, which holds the loss path
     for rid, gap, loss, e in split:
-        assert gap > 0, rid  # measured above the estimate on every row
+        assert gap > 0 or rid == "swift_full_qwen-14b_8192", rid  # measured above the estimate (but on a full card)
         assert abs(loss) < 0.05, rid  # the Qwen-1 loss path holds what the estimate charges (candidate 1: none)
         # a roomy card reserves past the allocated peak; a full one needs less than that reserve
         assert all(r >= n >= 0 for r, n in zip(e.reserved_gib, e.needed_gib, strict=True)), rid
