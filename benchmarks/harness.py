@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from fabrics import ndr400
+from trainsizer.errors import TrainsizerError
 from trainsizer.estimate.inputs import System
 
 
@@ -181,6 +182,31 @@ def print_case_rows(cs: list[Case], id_width: int, value_fmt: str) -> None:
         else:
             print(f"  {c.row_id:{id_width}s} {c.metric:9s} measured {c.measured:{value_fmt}} "
                   f"predicted {c.predicted:{value_fmt}} ({100 * c.err:+.1f}%)")
+
+
+def refusals_said(rows: list[dict[str, str]], row_cases, source_of) -> list[Case]:
+    """Every row's Cases (row_cases(row) -> list[Case]); a row whose job the estimate refuses (TrainsizerError) is
+    one "refused" Case under source_of(row), with the first line of the reason, said and not raised."""
+    out: list[Case] = []
+    for r in rows:
+        try:
+            out.extend(row_cases(r))
+        except TrainsizerError as e:
+            out.append(Case(r["id"], source_of(r), "refused", 0.0, skipped=str(e).splitlines()[0][:120]))
+    return out
+
+
+def scored(cs: list[Case], metric: str) -> list[Case]:
+    """The Cases of `metric` that carry an estimate (not refused)."""
+    return [c for c in cs if c.metric == metric and not c.skipped]
+
+
+def print_totals(name: str, cs: list[Case], metrics: tuple[str, ...] = ("samples_s", "peak_gib")) -> None:
+    """The benchmark's closing line per figure: its scored rows' count, MAPE and median signed error."""
+    for metric in metrics:
+        g = scored(cs, metric)
+        print(f"{name} {metric}: n={len(g)} MAPE {mape(g):.1f}% (median error "
+              f"{100 * float(np.median([c.err for c in g])):+.1f}%)")
 
 
 def print_fits(fits: list[Fit], what: str) -> None:

@@ -49,9 +49,8 @@ from pathlib import Path
 import numpy as np
 
 import finetune_heldout as fh
-from harness import Case, mape, model_data, print_case_rows
+from harness import Case, mape, model_data, print_case_rows, print_totals, refusals_said, scored
 from trainsizer.catalog import load_catalog
-from trainsizer.errors import TrainsizerError
 from trainsizer.estimate.memory import GIB, estimate_memory
 from trainsizer.estimate.step_time import step_time_arrays
 
@@ -113,17 +112,8 @@ def row_cases(r: dict[str, str], cat, archs: dict) -> list[Case]:
 
 def cases() -> list[Case]:
     cat, archs = load_catalog(), models()
-    out: list[Case] = []
-    for r in rows():
-        try:
-            out.extend(row_cases(r, cat, archs))
-        except TrainsizerError as e:  # a job the estimate refuses: said, not raised
-            out.append(Case(r["id"], _table(r), "refused", 0.0, skipped=str(e).splitlines()[0][:120]))
-    return out
+    return refusals_said(rows(), lambda r: row_cases(r, cat, archs), _table)
 
-
-def scored(cs: list[Case], metric: str) -> list[Case]:
-    return [c for c in cs if c.metric == metric and not c.skipped]
 
 
 def main() -> None:
@@ -149,10 +139,7 @@ def main() -> None:
     oom = [c for c in cs if c.metric == "fits"]
     print(f"refused or predicted not to fit: {len(refused)} row(s); OOM rows agreeing: "
           f"{sum(c.predicted == c.measured for c in oom)} of {len(oom)}")
-    for metric in ("samples_s", "peak_gib"):
-        g = scored(cs, metric)
-        print(f"perf_heldout37 {metric}: n={len(g)} MAPE {mape(g):.1f}% (median error "
-              f"{100 * float(np.median([c.err for c in g])):+.1f}%)")
+    print_totals("perf_heldout37", cs)
 
 
 if __name__ == "__main__":
