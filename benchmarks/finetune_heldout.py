@@ -94,6 +94,8 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
         out["fp8_recipe"] = r["fp8_recipe"]
     if r.get("attention_kernel"):  # the kernel that ran, where a row's source says (perf_device_hf: SDPA's cuDNN)
         out["strategy"]["attention_kernel"] = r["attention_kernel"]
+    if r.get("nf4_dequant_dtype"):  # fp16: bitsandbytes < 0.43 or Lightning's BitsandbytesPrecision (QLoRA rows)
+        out["strategy"]["nf4_dequant_dtype"] = r["nf4_dequant_dtype"]
     if r.get("device_map"):  # transformers' device_map over the row's GPUs (perf_heldout35's two-A100 rows)
         out["strategy"]["device_map"] = r["device_map"]
     if r.get("flash_attention"):  # false: the attention core materialised (perf_heldout35's use_flash_attn false row)

@@ -117,6 +117,8 @@ CUDA_GRAPHS = ("none", "layer", "full_iteration")
 # shape (perf_constants.yaml attention.cudnn_release_speedup): 9.13 = the release the Blackwell native-attention
 # rates are derived at (pytorch:25.09-py3, Megatron-Bridge 25.11); 9.17 = pytorch:25.11-py3's.
 CUDNN_RELEASES = ("9.13", "9.17")
+# dtype bitsandbytes' dequantize_4bit writes for a QLoRA base weight (its quant_state dtype): fp16 | compute
+NF4_DEQUANT_DTYPES = ("fp16", "compute")
 # How the optimizer step runs (time of torch.optim.AdamW): fused = one kernel per parameter group reading and writing
 # each state once (fused=True, Apex / TE FusedAdam, DeepSpeed FusedAdam, bitsandbytes); foreach = torch's
 # multi-tensor implementation, torch.optim.AdamW's default on CUDA when neither fused nor foreach is set: eight

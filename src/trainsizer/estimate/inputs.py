@@ -303,6 +303,9 @@ class Strategy:
     # cuDNN release of the fused attention, "9.13" | "9.17" (names.CUDNN_RELEASES); None = 9.13, the release the
     # Blackwell attention rates are derived at; step time
     cudnn_release: Any = None
+    # QLoRA: "fp16" | "compute" (names.NF4_DEQUANT_DTYPES), the dtype bitsandbytes' dequantize_4bit writes; None =
+    # compute (bitsandbytes 0.43+); step time
+    nf4_dequant_dtype: Any = None
     moe_dispatcher: str = "auto"  # one of MOE_DISPATCHERS (Megatron-Core MoE token dispatcher); one per batch
     # Megatron-Core overlap_moe_expert_parallel_comm (combined 1F1B: the EP all-to-all of one micro-batch beside the
     # compute of another); None = the style's (off); one value for the whole batch

@@ -685,6 +685,7 @@ class _Step:
     fp8_lm_head: bool = False  # Strategy.fp8_lm_head (None = off)
     cuda_graphs: str = "none"  # Strategy.cuda_graphs (one of CUDA_GRAPHS; None = none)
     cudnn_release: str | None = None  # Strategy.cudnn_release (one of CUDNN_RELEASES; None = the base release)
+    nf4_dequant_dtype: str = "compute"  # Strategy.nf4_dequant_dtype (one of NF4_DEQUANT_DTYPES; None = compute)
     te_op_fuser: bool = False  # Strategy.te_op_fuser (None = off)
     local_batch: Any = None  # Strategy.local_batch (sequences per DP rank per pipeline schedule; None = the step's)
     stage_edges: tuple[Any, Any] = (None, None)  # the end ranks' stated decoder layers (pipeline.stated_edges)
@@ -747,6 +748,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  fp8_lm_head=bool(getattr(strategy, "fp8_lm_head", None)) and training.precision == "fp8",
                  cuda_graphs=str(getattr(strategy, "cuda_graphs", None) or "none"),
                  cudnn_release=getattr(strategy, "cudnn_release", None),
+                 nf4_dequant_dtype=str(getattr(strategy, "nf4_dequant_dtype", None) or "compute"),
                  te_op_fuser=bool(getattr(strategy, "te_op_fuser", None)),
                  local_batch=getattr(strategy, "local_batch", None),
                  stage_edges=pipeline.stated_edges(strategy),
@@ -1014,8 +1016,33 @@ def _nf4_dequant_time(x: _Step) -> Any:
     dense_w = (lf.gemm() - lf.experts) / 2.0 / model.layers
     expert_w = _param_split(model)[1] / model.layers
     gemm_w = dense_w / x.t + expert_w / (x.et * x.e)
-    return passes * compute.stream_time(gemm_w * (0.5 + 2.0), x.r,
-                                        kernels=compute.KERNELS["nf4_dequantise"] * _nf4_kernels(x))
+    return passes * (compute.stream_time(gemm_w * (0.5 + 2.0), x.r,
+                                         kernels=compute.KERNELS["nf4_dequantise"] * _nf4_kernels(x))
+                     + _nf4_recast_time(x, gemm_w))
+
+
+def _nf4_recast(x: _Step) -> bool:
+    """Whether each dequantised NF4 weight is cast again before its GEMM: dequantize_4bit writes the quant_state's
+    dtype, fp16 where bitsandbytes < 0.43 quantised a `.half()` copy (nn/modules.py Params4bit.cuda at 0.41.0 /
+    0.42.0; dcfb6f81, 2024-01-16, keeps the weight's dtype from 0.43.0) or Lightning's BitsandbytesPrecision does
+    (fabric/plugins/precision/bitsandbytes.py quantize: `.to(dtype=torch.half)`), and MatMul4Bit casts it to the
+    input's dtype in the forward and again in the backward (autograd/_functions.py at 0.41.0: `.to(A.dtype)`,
+    `.to(grad_output.dtype)`): a copy in every job whose compute dtype is not fp16 (Strategy.nf4_dequant_dtype)."""
+    return x.training.method == "qlora" and x.nf4_dequant_dtype == "fp16" and x.training.precision != "fp16"
+
+
+def _nf4_recast_time(x: _Step, gemm_w: Any) -> Any:
+    """Seconds of one pass's fp16 -> compute-dtype copies of a layer's dequantised weights (`gemm_w` elements, 0
+    unless _nf4_recast): PyTorch's copy between two dtypes is its unvectorised dynamic-cast kernel (aten Copy.cu
+    direct_copy_kernel_cuda -> gpu_kernel with LoadWithCast), at perf_constants.yaml dynamic_cast's per-SM rate on
+    the parts it lists, else the HBM stream (read 2 B, write the compute dtype's); one kernel per linear weight."""
+    if not _nf4_recast(x):
+        return 0.0
+    stream = compute.stream_time(gemm_w * (2.0 + x.act), x.r, kernels=compute.KERNELS["nf4_dequantise"])
+    rate = x.k.dynamic_cast_elems_s(x.system.accelerator)
+    if rate is None:
+        return stream
+    return np.maximum(stream, gemm_w / rate + compute.KERNELS["nf4_dequantise"] * x.r.kernel_fixed_s)
 
 
 def _nf4_kernels(x: _Step) -> Any:
@@ -1044,7 +1071,8 @@ def _adapter_host_s(x: _Step) -> Any:
         drop = float(x.training.lora_dropout > 0)
         ops = n_lin * ((c["fwd_kernels"] + drop) * (1.0 + x.full_share) + c["bwd_kernels"] + drop)
     if x.training.method == "qlora":
-        ops = ops + compute.KERNELS["nf4_dequantise"] * _nf4_kernels(x) * (2.0 + x.full_share)
+        recast = float(_nf4_recast(x))  # the fp16 -> compute-dtype copy, one op a weight (_nf4_recast)
+        ops = ops + compute.KERNELS["nf4_dequantise"] * (_nf4_kernels(x) + recast) * (2.0 + x.full_share)
     eager = ~((np.asarray(x.a["torch_compile"]) > 0) & ~np.asarray(x.fw.fused_kernels, bool))
     op_s = host_figure("launch_bound_op_s", x.system.vendor) or host_figure("launch_bound_op_s", "nvidia")
     return np.where(eager, ops * op_s, 0.0)

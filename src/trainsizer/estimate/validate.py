@@ -218,6 +218,7 @@ RULES = (
     "cudnn_release_part",
     "offload_needs_zero",
     "qlora_fp8",
+    "nf4_dequant_dtype_method",
     "recompute_code",
     "offload_code",
     "hybrid_framework",
@@ -818,6 +819,10 @@ def _stack_option_rules(c: SimpleNamespace) -> _Rules:
         "qlora_fp8": (
             np.full(tp.shape, not (training.method == "qlora" and training.precision == "fp8")),
             lambda v: msg("rule_qlora_fp8"),
+        ),
+        "nf4_dequant_dtype_method": (
+            np.full(tp.shape, getattr(strategy, "nf4_dequant_dtype", None) is None or training.method == "qlora"),
+            lambda v: msg("rule_nf4_dequant_dtype_method", method=training.method),
         ),
         "recompute_code": (
             np.isin(rec, (0, 1, 2)),

@@ -43,6 +43,7 @@ from trainsizer.names import (
     METHODS,
     MOE_DISPATCHERS,
     MOE_ROUTINGS,
+    NF4_DEQUANT_DTYPES,
     NORM_KERNELS,
     OFFLOAD,
     OPTIMIZER_IMPLS,
@@ -82,6 +83,7 @@ CpCommType = Literal[CP_COMM_TYPES]
 ActivationKernel = Literal[ACTIVATION_KERNELS]
 CudaGraphs = Literal[CUDA_GRAPHS]
 CudnnRelease = Literal[CUDNN_RELEASES]
+Nf4DequantDtype = Literal[NF4_DEQUANT_DTYPES]
 OptimizerImpl = Literal[OPTIMIZER_IMPLS]
 DdpImpl = Literal[DDP_IMPLS]
 CheckpointImpl = Literal[CHECKPOINT_IMPLS]
@@ -414,6 +416,10 @@ class StrategySpec(_Strict):
     # cuDNN release of the fused attention (Blackwell parts, native kernel): 9.13 | 9.17; null = 9.13, the release the
     # Blackwell attention rates are derived at
     cudnn_release: CudnnRelease | None = None
+    # QLoRA: the dtype bitsandbytes' dequantize_4bit writes (the quant_state's): fp16 under bitsandbytes < 0.43
+    # (Params4bit.cuda quantised a .half() copy) and Lightning's BitsandbytesPrecision (LitGPT), so a bf16 job casts
+    # every dequantised weight again (MatMul4Bit `.to(A.dtype)`); null / compute = the weight's dtype (0.43+), no cast
+    nf4_dequant_dtype: Nf4DequantDtype | None = None
     # MoE token dispatcher: auto | alltoall | flex (DeepEP / HybridEP: Megatron-Core's flex, NeMo AutoModel's and
     # torchtitan's DeepEP backend; on those PyTorch-native stacks auto = their all_to_all)
     moe_dispatcher: MoeDispatcher = "auto"
