@@ -22,12 +22,11 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from harness import Case, mape
+from harness import Case, gpus_system, mape
 from trainsizer.catalog import load_catalog
 from trainsizer.estimate import comm
 from trainsizer.estimate.calibration import load_constants, rates
 from trainsizer.estimate.step_time import deepep_rates, group_limited_units_per_token
-from trainsizer.scenario import resolve_job
 
 ROWS = Path(__file__).resolve().parent / "data" / "deepep_normal_kernels.csv"
 SCALE_BLOCK = 128  # FP8 dispatch: one fp32 scale per 128 channels (DeepEP tests per_token_cast_to_fp8)
@@ -39,13 +38,8 @@ def token_bytes(row: dict[str, str]) -> float:
 
 
 def system_of(row: dict[str, str], catalog):
-    """The row's GPUs through the public job path (the model and batch only make the job valid)."""
-    gpus = int(row["ep"])
-    job = {"model": "llama-3.1-8b", "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": 4096,
-           "global_batch": {"sequences": gpus}, "precision": "bf16",
-           "hardware": {"accelerator": row["accelerator"], "count": gpus, "network": row["network"]},
-           "strategy": {"tp": 1, "pp": 1}}
-    return resolve_job(job, catalog).system
+    """The row's GPUs through the public job path."""
+    return gpus_system(int(row["ep"]), row["accelerator"], row["network"], catalog)
 
 
 def estimate_gb_s(row: dict[str, str], catalog, deepep: bool = True) -> float:

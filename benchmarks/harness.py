@@ -14,6 +14,7 @@ import numpy as np
 from fabrics import ndr400
 from trainsizer.errors import TrainsizerError
 from trainsizer.estimate.inputs import System
+from trainsizer.scenario import resolve_job
 
 
 def num(x: str, default: float = 0.0) -> float:
@@ -156,10 +157,21 @@ def pretrain_job(r: dict, model, precision: str, recipe, acc: str, net, strategy
     }
 
 
-def row_cases(rows: list[dict], job) -> list[tuple[str, str, float, float]]:
-    """(row id, system, measured, predicted tokens/s/GPU) for csv rows with id, system, tokens_per_sec_per_gpu."""
+def row_cases(rows: list[dict], job, key: str = "system",
+              measured: str = "tokens_per_sec_per_gpu") -> list[tuple[str, str, float, float]]:
+    """(row id, row[key], measured, predicted tokens/s/GPU) for csv rows with id, `key` and the `measured` column."""
     predicted = job_tokens_per_gpu((r["id"], job(r)) for r in rows)
-    return [(r["id"], r["system"], float(r["tokens_per_sec_per_gpu"]), p) for r, (_, p) in zip(rows, predicted, strict=True)]
+    return [(r["id"], r[key], float(r[measured]), p) for r, (_, p) in zip(rows, predicted, strict=True)]
+
+
+def gpus_system(gpus: int, accelerator: str, network: str, catalog):
+    """A System of `gpus` GPUs through the public job path, for benchmarks that time one collective (the model and
+    batch only make the job valid)."""
+    job = {"model": "llama-3.1-8b", "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": 4096,
+           "global_batch": {"sequences": gpus}, "precision": "bf16",
+           "hardware": {"accelerator": accelerator, "count": gpus, "network": network},
+           "strategy": {"tp": 1, "pp": 1}}
+    return resolve_job(job, catalog).system
 
 
 def print_cases(cs: list[tuple[str, str, float, float]], blank_line: bool = False) -> np.ndarray:

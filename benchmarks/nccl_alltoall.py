@@ -19,12 +19,11 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from harness import Case, mape
+from harness import Case, gpus_system, mape
 from trainsizer.catalog import load_catalog
 from trainsizer.estimate import comm
 from trainsizer.estimate.calibration import load_constants, rates
 from trainsizer.estimate.step_time import nccl_alltoall_rates
-from trainsizer.scenario import resolve_job
 
 ROWS = Path(__file__).resolve().parent / "data" / "nccl_alltoall.csv"
 # rows a constant was read from (docs/known-gaps.md 95): the NVLink rows at 8-16 GiB a rank -> perf_constants.yaml
@@ -41,13 +40,8 @@ PLATEAU_BYTES = float(2**30)  # a row published as a plateau busbw: the estimate
 
 
 def system_of(row: dict[str, str], catalog):
-    """The row's GPUs through the public job path (the model and batch only make the job valid)."""
-    gpus = int(row["ranks"])
-    job = {"model": "llama-3.1-8b", "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": 4096,
-           "global_batch": {"sequences": gpus}, "precision": "bf16",
-           "hardware": {"accelerator": row["accelerator"], "count": gpus, "network": row["network"]},
-           "strategy": {"tp": 1, "pp": 1}}
-    return resolve_job(job, catalog).system
+    """The row's GPUs through the public job path."""
+    return gpus_system(int(row["ranks"]), row["accelerator"], row["network"], catalog)
 
 
 def ranks_on_nvlink(row: dict[str, str]) -> int:

@@ -96,9 +96,7 @@ def automodel_job(r: dict[str, str]) -> dict:
 
 def automodel_cases() -> list[tuple[str, str, float, float]]:
     """(row id, source key, measured, predicted tokens/s/GPU) of the AutoModel rows."""
-    rs = automodel_rows()
-    predicted = job_tokens_per_gpu((r["id"], automodel_job(r)) for r in rs)
-    return [(r["id"], r["source_key"], float(r["value"]), p) for r, (_, p) in zip(rs, predicted, strict=True)]
+    return row_cases(automodel_rows(), automodel_job, "source_key", "value")
 
 
 def cases() -> list[tuple[str, str, float, float]]:
@@ -120,9 +118,7 @@ def mlperf_job(r: dict[str, str]) -> dict:
 
 def mlperf_cases() -> list[tuple[str, str, float, float]]:
     """(row id, source key, measured, predicted tokens/s/GPU) of the MLPerf rows."""
-    rs = mlperf_rows()
-    predicted = job_tokens_per_gpu((r["id"], mlperf_job(r)) for r in rs)
-    return [(r["id"], r["source_key"], float(r["tokens_per_sec_per_gpu"]), p) for r, (_, p) in zip(rs, predicted, strict=True)]
+    return row_cases(mlperf_rows(), mlperf_job, "source_key")
 
 
 def mlperf_nvidia_rows() -> list[dict[str, str]]:
@@ -140,9 +136,7 @@ def mlperf_nvidia_job(r: dict[str, str]) -> dict:
 
 def mlperf_nvidia_cases() -> list[tuple[str, str, float, float]]:
     """(row id, source key, measured, predicted tokens/s/GPU) of the MLPerf rows on NVIDIA's implementation."""
-    rs = mlperf_nvidia_rows()
-    predicted = job_tokens_per_gpu((r["id"], mlperf_nvidia_job(r)) for r in rs)
-    return [(r["id"], r["source_key"], float(r["tokens_per_sec_per_gpu"]), p) for r, (_, p) in zip(rs, predicted, strict=True)]
+    return row_cases(mlperf_nvidia_rows(), mlperf_nvidia_job, "source_key")
 
 
 # One layout under two dispatchers (docs/known-gaps.md 89): Qwen3-30B-A3B on 16 H100 in FP8 current scaling at PP 2,

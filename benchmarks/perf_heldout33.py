@@ -61,7 +61,7 @@ from typing import Any
 import finetune_heldout as fh
 import perf_heldout as ph
 import perf_heldout28 as p28
-from harness import Case, Fit, job_fits, job_tokens_per_gpu, mape, print_cases, print_fits
+from harness import Case, Fit, job_fits, job_tokens_per_gpu, mape, print_cases, print_fits, row_cases
 from perf_heldout26 import mlperf_job, mlperf_nvidia_job
 from perf_mbridge26 import print_keyed_groups, print_worst
 from trainsizer.catalog import load_catalog
@@ -83,19 +83,15 @@ def nvidia_rows() -> list[dict[str, str]]:
     return list(csv.DictReader(NVIDIA.open(encoding="utf-8")))
 
 
-def _cases(rs: list[dict[str, str]], job) -> list[tuple[str, str, float, float]]:
-    predicted = job_tokens_per_gpu((r["id"], job(r)) for r in rs)
-    return [(r["id"], r["source_key"], float(r["tokens_per_sec_per_gpu"]), p) for r, (_, p) in zip(rs, predicted, strict=True)]
-
 
 def amd_cases() -> list[tuple[str, str, float, float]]:
     """(row id, source key, measured, predicted tokens/s/GPU) of the rows on AMD's code."""
-    return _cases(amd_rows(), mlperf_job)
+    return row_cases(amd_rows(), mlperf_job, "source_key")
 
 
 def nvidia_cases() -> list[tuple[str, str, float, float]]:
     """(row id, source key, measured, predicted tokens/s/GPU) of the rows on NVIDIA's code."""
-    return _cases(nvidia_rows(), mlperf_nvidia_job)
+    return row_cases(nvidia_rows(), mlperf_nvidia_job, "source_key")
 
 
 def cases() -> list[tuple[str, str, float, float]]:

@@ -62,7 +62,7 @@ import numpy as np
 import perf_heldout as ph
 import perf_heldout28 as p28
 import perf_mlperf6 as m6
-from harness import Case, Fit, job_fits, job_tokens_per_gpu, print_cases, print_fits
+from harness import Case, Fit, job_fits, job_tokens_per_gpu, print_cases, print_fits, row_cases
 from perf_heldout26 import mlperf_job, mlperf_nvidia_job
 from perf_mbridge26 import print_keyed_groups, print_worst
 
@@ -129,20 +129,15 @@ def v50_nvidia_rows() -> list[dict[str, str]]:
     return list(csv.DictReader(V50_NVIDIA.open(encoding="utf-8")))
 
 
-def _cases(rs: list[dict[str, str]], job) -> list[tuple[str, str, float, float]]:
-    predicted = job_tokens_per_gpu((r["id"], job(r)) for r in rs)
-    return [(r["id"], r["source_key"], float(r["tokens_per_sec_per_gpu"]), p)
-            for r, (_, p) in zip(rs, predicted, strict=True)]
-
 
 def v50_amd_cases() -> list[tuple[str, str, float, float]]:
     """Source (3) on AMD's code: (row id, source key, measured, predicted tokens/s/GPU)."""
-    return _cases(v50_amd_rows(), mlperf_job)
+    return row_cases(v50_amd_rows(), mlperf_job, "source_key")
 
 
 def v50_nvidia_cases() -> list[tuple[str, str, float, float]]:
     """Source (3) on NVIDIA's code: (row id, source key, measured, predicted tokens/s/GPU)."""
-    return _cases(v50_nvidia_rows(), mlperf_nvidia_job)
+    return row_cases(v50_nvidia_rows(), mlperf_nvidia_job, "source_key")
 
 
 def v50_cases() -> list[tuple[str, str, float, float]]:
