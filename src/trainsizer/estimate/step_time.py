@@ -1045,6 +1045,11 @@ def _nf4_recast_time(x: _Step, gemm_w: Any) -> Any:
     return np.maximum(stream, gemm_w / rate + compute.KERNELS["nf4_dequantise"] * x.r.kernel_fixed_s)
 
 
+def _launch_op_s(vendor: str) -> float:
+    """Host seconds to issue one launch-bound op on `vendor`'s stack (host_figure launch_bound_op_s), NVIDIA's where
+    the vendor has no figure."""
+    return host_figure("launch_bound_op_s", vendor) or host_figure("launch_bound_op_s", "nvidia")
+
 def _nf4_kernels(x: _Step) -> Any:
     """Kernels of one NF4 weight's dequantisation: bitsandbytes' double quantisation (perf style bnb_nested_dequant)
     dequantizes the absmax and adds its offset first (kernels.nf4_dequantise_nested), other 4-bit layers 1."""
@@ -1074,7 +1079,7 @@ def _adapter_host_s(x: _Step) -> Any:
         recast = float(_nf4_recast(x))  # the fp16 -> compute-dtype copy, one op a weight (_nf4_recast)
         ops = ops + compute.KERNELS["nf4_dequantise"] * (_nf4_kernels(x) + recast) * (2.0 + x.full_share)
     eager = ~((np.asarray(x.a["torch_compile"]) > 0) & ~np.asarray(x.fw.fused_kernels, bool))
-    op_s = host_figure("launch_bound_op_s", x.system.vendor) or host_figure("launch_bound_op_s", "nvidia")
+    op_s = _launch_op_s(x.system.vendor)
     return np.where(eager, ops * op_s, 0.0)
 
 
@@ -1168,7 +1173,7 @@ def _moe_unfused_host(x: _Step) -> tuple[Any, Any]:
     if not np.any(np.asarray(calls) + np.asarray(syncs)):
         return 0.0, 0.0
     vendor = x.system.vendor
-    op_s = host_figure("launch_bound_op_s", vendor) or host_figure("launch_bound_op_s", "nvidia")
+    op_s = _launch_op_s(vendor)
     trip_s = host_figure("round_trip_s", vendor) or 0.0
     passes = (x.model.moe_layer_count / x.model.layers) * (1.0 + x.moe_rerun)
     return passes * calls * op_s, passes * syncs * drain_excess_s(1.0, op_s, 0.0, trip_s)
@@ -1662,7 +1667,7 @@ def _expert_loop_excess(x: _Step) -> Any:
         return 0.0
     local, gpu = _routed_expert_forward(x)
     vendor = x.system.vendor
-    op_s = host_figure("launch_bound_op_s", vendor) or host_figure("launch_bound_op_s", "nvidia")
+    op_s = _launch_op_s(vendor)
     trip_s = host_figure("round_trip_s", vendor) or 0.0
     syncs = compute.KERNELS["moe_expert_loop_syncs"]
     per_pass = drain_excess_s(compute.KERNELS["moe_expert_loop_forward"], op_s, gpu, trip_s) + (syncs - 1.0) * trip_s
@@ -1683,7 +1688,7 @@ def _moe_dispatch_sync_excess(x: _Step) -> Any:
     if not x.model.is_moe or not np.any(syncs):
         return 0.0
     vendor = x.system.vendor
-    op_s = host_figure("launch_bound_op_s", vendor) or host_figure("launch_bound_op_s", "nvidia")
+    op_s = _launch_op_s(vendor)
     trip_s = host_figure("round_trip_s", vendor) or 0.0
     passes = (x.model.moe_layer_count / x.model.layers) * (1.0 + x.moe_rerun)
     return passes * syncs * drain_excess_s(1.0, op_s, 0.0, trip_s)
