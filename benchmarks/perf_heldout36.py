@@ -40,7 +40,8 @@ runs (no such part in the catalog) (docs/known-gaps.md 99).
 Printed: each row (measured, predicted, error), the MAPE per source and task, refused rows, the worst rows, each scale
 series' per-GPU rate over its smallest run's (measured and predicted), the same LoRA job on other hosts against NVIDIA's
 run, NVIDIA's v4.1 code over its v4.0 code at one part and GPU count (the H200 pair changes layout too: TP 2 -> TP 1 x
-CP 2), and rows predicted not to fit.
+CP 2), each LoRA row's measured - predicted step with its micro-batches a step and graphs, the 512-H200 pair of the
+v4.1 code with and without per-layer CUDA graphs (docs/known-gaps.md 105), and rows predicted not to fit.
 
 Sign: (predicted - measured) / measured of tokens/s per GPU, + = predicted too fast.
 
@@ -56,7 +57,7 @@ import numpy as np
 
 import perf_heldout as ph
 from harness import Fit, job_fits, job_tokens_per_gpu, print_cases, print_fits
-from perf_heldout26 import mlperf_nvidia_job
+from perf_heldout26 import mlperf_nvidia_job, mlperf_nvidia_rows
 from perf_heldout34 import scale_series
 from perf_mbridge26 import print_keyed_groups, print_worst
 
@@ -66,6 +67,11 @@ MLPERF4 = DATA / "heldout_2026l_mlperf4.csv"
 # it, each against NVIDIA's own run of the same file
 LORA_BASE = "mlperf4.1_nvidia_h100_llama2_70b_lora_fp8_64gpu"
 LORA_SAME_JOB = ("mlperf4.1_oracle_h100_llama2_70b_lora_fp8_64gpu", "mlperf4.1_dell_h100_llama2_70b_lora_fp8_64gpu")
+# NVIDIA's v4.1 LoRA code on 512 H200 with per-layer CUDA graphs (Azure, this file) and without them (Oracle's MLPerf
+# v5.0 run, perf_heldout26's csv: LAYER_CUDA_GRAPH unset): one code, part, size and layout, the graphs apart (and
+# MC_TP_OVERLAP_RS_DGRAD, False in Azure's file, True in Oracle's), so their ratio is what the graphs take off the
+# eager step (docs/known-gaps.md 105)
+GRAPHS_PAIR = ("mlperf4.1_azure_h200_llama2_70b_lora_fp8_512gpu", "mlperf5.0_oracle_h200_llama2_70b_lora_fp8_512gpu")
 
 
 def rows() -> list[dict[str, str]]:
@@ -138,6 +144,34 @@ def release_pairs(cs: list[tuple[str, str, float, float]]) -> list[tuple[str, fl
     return out
 
 
+def micro_batches(r: dict[str, str]) -> int:
+    """Micro-batches a data-parallel rank runs a step: global batch over DP x micro-batch."""
+    dp = int(r["gpu_count"]) // (int(r["tp"]) * int(r["pp"]) * int(r["cp"]))
+    return int(r["global_batch_seqs"]) // (dp * int(r["micro_batch"]))
+
+
+def lora_step_gaps(cs: list[tuple[str, str, float, float]]) -> list[tuple[str, int, str, float]]:
+    """(row, micro-batches a step, cuda_graph, measured - predicted step in ms) of the LoRA rows: the predicted step
+    is the logged one times measured over predicted rate. A cost paid once a step shows as one gap at every
+    micro-batch count; one paid each layer and micro-batch grows with the micro-batches (docs/known-gaps.md 105)."""
+    by = {rid: (m, p) for rid, _, m, p in cs}
+    out = []
+    for r in scored_rows():
+        if r["task"] == "lora":
+            m, p = by[r["id"]]
+            out.append((r["id"], micro_batches(r), r["cuda_graph"], 1e3 * float(r["step_s"]) * (1.0 - m / p)))
+    return out
+
+
+def graphs_pair(cs: list[tuple[str, str, float, float]]) -> tuple[float, float]:
+    """(measured, predicted) per-GPU rate of GRAPHS_PAIR's graphed run over its eager one."""
+    graphed, eager = GRAPHS_PAIR
+    row = next(r for r in mlperf_nvidia_rows() if r["id"] == eager)
+    ((_, p_eager),) = job_tokens_per_gpu([(eager, mlperf_nvidia_job(row))])
+    m_graphed, p_graphed = next((m, p) for rid, _, m, p in cs if rid == graphed)
+    return m_graphed / float(row["tokens_per_sec_per_gpu"]), p_graphed / p_eager
+
+
 def main() -> None:
     cs = cases()
     print("MLPerf Training v4.1 / v4.0 / v3.1 GPT-3 175B and Llama 2 70B LoRA on NVIDIA's code (held out):")
@@ -157,6 +191,11 @@ def main() -> None:
     print("NVIDIA's v4.1 LoRA code over its v4.0 code at one part and GPU count (measured vs predicted):")
     for rid, meas, pred in release_pairs(cs):
         print(f"  {rid:58s} measured {meas:.3f} predicted {pred:.3f}")
+    print("LoRA rows, measured - predicted step (ms; micro-batches a step, CUDA graphs):")
+    for rid, micro, graphs, gap in lora_step_gaps(cs):
+        print(f"  {rid:58s} {micro} mb, graphs {graphs:5s} {gap:+7.1f} ms")
+    meas, pred = graphs_pair(cs)
+    print(f"per-layer CUDA graphs alone, {GRAPHS_PAIR[0]} over {GRAPHS_PAIR[1]}: measured {meas:.3f} predicted {pred:.3f}")
     print_fits(fits(), "perf_heldout36")
     worst = max(cs, key=lambda c: abs(c[3] - c[2]) / c[2])
     print(f"\nperf_heldout36 (all rows): time n={len(cs)} MAPE {100 * np.mean(errs):.1f}%, worst {worst[0]} "
