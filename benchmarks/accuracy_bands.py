@@ -6,7 +6,7 @@ estimate.accuracy.job_class, the function a user's job goes through), and writes
 statistics to src/trainsizer/estimate/data/accuracy_bands.yaml, which the estimate and the plan report beside their
 figures.
 
-Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..37, perf_mlperf, perf_mlperf6,
+Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..38, perf_mlperf, perf_mlperf6,
 perf_mbridge26, perf_hybrid, perf_amd, perf_finetune, finetune_heldout, perf_device_hf (our own H200 runs),
 perf_external, perf_papers. The development
 set (perf_validation, perf_modern, perf_vtrain, perf_blackwell, memory_*) is NOT used: constants were fitted on it, so
@@ -128,6 +128,7 @@ def collect() -> list[Row]:
     import perf_heldout35 as h35
     import perf_heldout36 as h36
     import perf_heldout37 as h37
+    import perf_heldout38 as h38
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -162,6 +163,7 @@ def collect() -> list[Row]:
     out += _tokens_style("perf_heldout34", h34.v50_amd_cases(), h34.v50_amd_rows(), h26.mlperf_job)
     out += _tokens_style("perf_heldout34", h34.v50_nvidia_cases(), h34.v50_nvidia_rows(), h26.mlperf_nvidia_job)
     out += _tokens_style("perf_heldout36", h36.cases(), h36.rows(), h36.job)
+    out += _tokens_style("perf_heldout38", h38.cases(), h38.rows(), h38.job)
     out += _case_style("perf_amd", perf_amd.cases(), list(csv.DictReader(perf_amd.DATA.open(encoding="utf-8"))),
                        perf_amd.job)
     out += _case_style("perf_mlperf", perf_mlperf.cases(), perf_mlperf._rows(), perf_mlperf.job)
