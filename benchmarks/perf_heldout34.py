@@ -65,6 +65,7 @@ import perf_mlperf6 as m6
 from harness import Case, Fit, job_fits, job_tokens_per_gpu, print_cases, print_fits, row_cases
 from perf_heldout26 import mlperf_job, mlperf_nvidia_job
 from perf_mbridge26 import print_keyed_groups, print_worst
+from perf_mlperf import print_step_lines
 
 DATA = Path(__file__).resolve().parent / "data"
 DGXC = DATA / "heldout_2026j_dgxc_moe.csv"
@@ -205,6 +206,8 @@ def main() -> None:
           f"{100 * (one[3] / one[2] - 1):+.1f}%)")
     for rid, why in krai_refused():
         print(f"  refused {rid}: {why}")
+    # one layout at 4 / 2 / 1 micro-batches a step: what a step costs whatever its micro-batches (known-gaps 105)
+    print_step_lines([r for r in krai_rows() if not r["refused"]], {rid: (m, p) for rid, _, m, p in kc}, krai_job)
     print_fits(fits(), "perf_heldout34 (2) and (3)")
     vc = v50_cases()
     print("\n(3) MLPerf Training v5.0 partner runs of the makers' 8-GPU LoRA code (held out):")

@@ -60,6 +60,7 @@ from harness import Fit, job_fits, job_tokens_per_gpu, print_cases, print_fits
 from perf_heldout26 import mlperf_nvidia_job, mlperf_nvidia_rows
 from perf_heldout34 import scale_series
 from perf_mbridge26 import print_keyed_groups, print_worst
+from perf_mlperf import micro_batches
 
 DATA = Path(__file__).resolve().parent / "data"
 MLPERF4 = DATA / "heldout_2026l_mlperf4.csv"
@@ -144,12 +145,6 @@ def release_pairs(cs: list[tuple[str, str, float, float]]) -> list[tuple[str, fl
     return out
 
 
-def micro_batches(r: dict[str, str]) -> int:
-    """Micro-batches a data-parallel rank runs a step: global batch over DP x micro-batch."""
-    dp = int(r["gpu_count"]) // (int(r["tp"]) * int(r["pp"]) * int(r["cp"]))
-    return int(r["global_batch_seqs"]) // (dp * int(r["micro_batch"]))
-
-
 def lora_step_gaps(cs: list[tuple[str, str, float, float]]) -> list[tuple[str, int, str, float]]:
     """(row, micro-batches a step, cuda_graph, measured - predicted step in ms) of the LoRA rows: the predicted step
     is the logged one times measured over predicted rate. A cost paid once a step shows as one gap at every
@@ -159,7 +154,7 @@ def lora_step_gaps(cs: list[tuple[str, str, float, float]]) -> list[tuple[str, i
     for r in scored_rows():
         if r["task"] == "lora":
             m, p = by[r["id"]]
-            out.append((r["id"], micro_batches(r), r["cuda_graph"], 1e3 * float(r["step_s"]) * (1.0 - m / p)))
+            out.append((r["id"], round(micro_batches(r)), r["cuda_graph"], 1e3 * float(r["step_s"]) * (1.0 - m / p)))
     return out
 
 

@@ -84,6 +84,19 @@ def test_krai_rows_state_an_inline_network_and_are_estimated():
     assert all(0.14 < e < 0.27 for e in err.values())
 
 
+
+def test_krai_step_line_shows_a_cost_paid_once_a_step():
+    """Krai's one layout at 4 / 2 / 1 micro-batches a step: step = a m + b through the three runs, measured b 79 ms
+    (the once-a-step cost of NVIDIA's LoRA code the v4.1 rows show too, 64-81 ms), the estimate's 2 ms (known-gaps 105)."""
+    import perf_mlperf as pm
+
+    rows = [r for r in p34.krai_rows() if not r["refused"]]
+    assert sorted(pm.micro_batches(r) for r in rows) == [1, 2, 4]
+    ((name, n, (am, bm), (ap, bp)),) = pm.step_lines(rows, {rid: (m, p) for rid, _, m, p in p34.krai_cases()})
+    assert name == "mlperf6.0_krai_gh200_llama2_70b_lora" and n == 3
+    assert 1.05 < am < 1.15 and 0.06 < bm < 0.10  # reached 1.107 s / 0.079 s
+    assert bp < 0.01 and ap < am  # the estimate's b: the adapters' DP gradient only (2 ms)
+
 def test_scale_series_compare_each_run_with_its_smallest():
     cs = [("x_8gpu", "", 100.0, 200.0), ("x_32gpu", "", 90.0, 200.0), ("y_4gpu", "", 10.0, 10.0)]
     assert p34.scale_series(cs) == [("x_32gpu", 0.9, 1.0)]
