@@ -120,6 +120,7 @@ class _Layer:
     dropout: bool
     style: dict  # memory_constants.yaml framework_profiles[profile]
     deepep_experts: bool = False  # routed experts behind DeepEP (`_moe_mlp`): Megatron's per-slot layout
+    base_inputs_saved: bool = False  # QLoRA on bitsandbytes < 0.43.2: every 4-bit linear keeps its input (`W`)
 
     @property
     def a(self) -> int:
@@ -131,8 +132,11 @@ class _Layer:
         return saved_gemm_input_bytes(self.training, self.model)
 
     def W(self, module: str) -> bool:
-        """Whether `module`'s weight (or its adapter) is trained, so its input is saved."""
-        return trainable(module, self.training)
+        """Whether `module`'s input is saved: its weight (or its adapter) is trained, or it is a 4-bit linear of
+        bitsandbytes < 0.43.2, whose MatMul4Bit keeps its input A whenever A needs a gradient, though the backward
+        never reads it (autograd/_functions.py MatMul4Bit.forward `ctx.tensors = (A, B)` at 0.41.0-0.43.1; 9e753741,
+        #1270, 2024-07-16, keeps `(None, B)` from 0.43.2)."""
+        return self.base_inputs_saved or trainable(module, self.training)
 
     def norm(self, width: int, kind: str | None = None) -> float:
         return _norm(width, self.a, self.training.trains_base_weights, kind or self.model.norm, self.style["norm"])
@@ -164,6 +168,7 @@ def layer_items(
     dropout: bool = False,
     style: dict | None = None,
     deepep_experts: bool = False,
+    base_inputs_saved: bool = False,
 ) -> LayerItems:
     """Saved-for-backward bytes per token of one decoder layer (one micro-batch).
 
@@ -171,7 +176,8 @@ def layer_items(
     `recompute`: none / selective (attention core recomputed) / full (only the layer input is kept);
     `impl`: flash (FlashAttention-2 / cuDNN / TE fused attention) / sdpa (torch scaled_dot_product_attention
     flash or memory-efficient kernels: same saved tensors as flash) / eager (materialised softmax);
-    `deepep_experts`: the routed experts run behind DeepEP on a PyTorch-native stack (`_moe_mlp`).
+    `deepep_experts`: the routed experts run behind DeepEP on a PyTorch-native stack (`_moe_mlp`);
+    `base_inputs_saved`: every frozen linear keeps its input (QLoRA on bitsandbytes < 0.43.2: `_Layer.W`).
     """
     from trainsizer.estimate.model_states import load_memory_constants
 
@@ -180,7 +186,7 @@ def layer_items(
         return LayerItems(sp=a * model.hidden, tp=0.0, s2=0.0, routed=0.0,
                           detail={"layer_input_checkpoint": a * model.hidden})
     x = _Layer(model, training, profile, recompute, impl, dropout,
-               style or load_memory_constants()["framework_profiles"][profile], deepep_experts)
+               style or load_memory_constants()["framework_profiles"][profile], deepep_experts, base_inputs_saved)
     if model.is_hybrid:
         return _hybrid_items(x, moe)
     out = _Saved()

@@ -306,6 +306,10 @@ class Strategy:
     # QLoRA: "fp16" | "compute" (names.NF4_DEQUANT_DTYPES), the dtype bitsandbytes' dequantize_4bit writes; None =
     # compute (bitsandbytes 0.43+); step time
     nf4_dequant_dtype: Any = None
+    # QLoRA (bitsandbytes): every 4-bit linear keeps its input for the backward (bitsandbytes < 0.43.2); the LM head
+    # is a 4-bit linear too (Lightning's BitsandbytesPrecision); None = neither (memory.nf4_options); memory
+    nf4_saves_input: Any = None
+    nf4_lm_head: Any = None
     moe_dispatcher: str = "auto"  # one of MOE_DISPATCHERS (Megatron-Core MoE token dispatcher); one per batch
     # Megatron-Core overlap_moe_expert_parallel_comm (combined 1F1B: the EP all-to-all of one micro-batch beside the
     # compute of another); None = the style's (off); one value for the whole batch

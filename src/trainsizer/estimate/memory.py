@@ -75,6 +75,7 @@ from trainsizer.estimate.model_states import (
     frozen_base_bytes,
     load_memory_constants,
     lora_targets,
+    nf4_recast,
     param_layout,
     state_bytes,
 )
@@ -131,6 +132,9 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
                            "ChunkedLossWrapper): the fp32 buffer its GradAccumulator fills with each chunk's "
                            "hidden-state gradient, and the contiguous 16-bit copies of the hidden-state chunks "
                            "(micro-batch above 1), live through the chunk loop"),
+    "nf4_dequant_transient": ("weights", "QLoRA: the 16-bit copy of the largest NF4 weight made for its GEMM "
+                              "(two at the fp16 -> bf16 recast): the LM head where it is quantised (Lightning), else "
+                              "a decoder layer's largest linear, counted beyond what the loss holds"),
     "head_weight_cast": ("weights", "QLoRA under PEFT's fp32 upcast and autocast: the 16-bit cast of the fp32 "
                          "LM-head weight, saved by its matmul until the head's backward (not held in the "
                          "optimizer step)"),
@@ -198,6 +202,8 @@ class _Pre:
     op_sac: tuple[LayerItems, LayerItems]  # torchtitan per-op selective AC: (dense, MoE) block
     gathered: tuple[float, float]  # bytes per token of the two TP-gathered block inputs (dense, MoE), hf profile
     ds_sel: tuple[LayerItems, LayerItems]  # DeepSeek-V3 recompute + FP8 caching: (dense, MoE) layer
+    # QLoRA: the (dense, MoE) tables with every 4-bit linear keeping its input (bitsandbytes < 0.43.2); None otherwise
+    kbit: tuple[dict, dict] | None = None
 
 
 @lru_cache(maxsize=64)
@@ -206,15 +212,18 @@ def _precompute(model: ModelArch, training: Training, options: MemoryOptions) ->
     layout = param_layout(model, training)
     impl = attention_impl(training, options.attention_impl)
     dense, moe, heads, states, discount = {}, {}, {}, {}, {}
+    qlora = training.method == "qlora"
+    kbit: tuple[dict, dict] = ({}, {})
     for prof in PROFILES:
         states[prof] = state_bytes(training, model, prof)
         heads[prof] = head_items(model, training, prof)
         discount[prof] = first_layer_norm_discount(model, training, prof)
         for code, rc in enumerate(("none", "selective", "full")):
-            kw = dict(profile=prof, recompute=rc, impl=impl, dropout=options.dropout)
-            dense[(prof, code)] = layer_items(model, training, moe=False, **kw)
-            moe[(prof, code)] = layer_items(model, training, moe=True, **kw) if model.is_moe else dense[
-                (prof, code)]
+            for saved, (d_tab, m_tab) in ((False, (dense, moe)), (True, kbit))[:1 + qlora]:
+                kw = dict(profile=prof, recompute=rc, impl=impl, dropout=options.dropout, base_inputs_saved=saved)
+                d_tab[(prof, code)] = layer_items(model, training, moe=False, **kw)
+                m_tab[(prof, code)] = layer_items(model, training, moe=True, **kw) if model.is_moe else d_tab[
+                    (prof, code)]
     c = load_memory_constants()
     per_dtype = c["optimizer_in_param_dtype"]
     pd = act_bytes(training.precision)  # the copies' dtype: 16-bit, fp32 when training in fp32
@@ -230,7 +239,7 @@ def _precompute(model: ModelArch, training: Training, options: MemoryOptions) ->
     gathered = tuple(float(items[("hf", 0)].detail.get("attn_input", 0.0) + items[("hf", 0)].detail.get("mlp_input", 0.0))
                      for items in (dense, moe))
     return _Pre(layout, states, dense, moe, heads, discount, frozen_base_bytes(training), float(opt_pd), op_sac,
-                gathered, ds_sel)
+                gathered, ds_sel, kbit if qlora else None)
 
 
 @lru_cache(maxsize=64)
@@ -315,6 +324,11 @@ class _Batch:
     ds_engine: Any = False
     ds_buckets: Any = "deepspeed"
     ds_split: bool = False
+    # QLoRA's bitsandbytes options (`nf4_options`) and the 16-bit copies of a weight live at its dequantisation (2
+    # where the fp16 quant state is recast to the compute dtype: model_states.nf4_recast)
+    nf4_saves_input: bool = False
+    nf4_head: bool = False
+    nf4_copies: float = 1.0
 
     def ssum(self, cum: np.ndarray, start: np.ndarray, stop: np.ndarray, n: np.ndarray) -> np.ndarray:
         """Sum of a per-layer cumulative table over a stage's layers (interleaved: the stage's layer count at
@@ -459,7 +473,9 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                                      getattr(strategy, "recompute_num_layers", None)),
                   cp_all_gather=getattr(strategy, "cp_comm_type", None) == "all_gather",
                   stage_edges=pipeline.stated_edges(strategy),
-                  device_map=getattr(strategy, "device_map", None) is not None)
+                  device_map=getattr(strategy, "device_map", None) is not None,
+                  nf4_saves_input=nf4_options(training, strategy)[0], nf4_head=nf4_options(training, strategy)[1],
+                  nf4_copies=2.0 if nf4_recast(training, getattr(strategy, "nf4_dequant_dtype", None)) else 1.0)
 
 
 def _compiled(strategy: Strategy, name: str, training: Training) -> np.ndarray:
@@ -659,7 +675,9 @@ def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, optio
     norm = tokens / sp_div * _norm_kernel_delta(model, training, strategy, mega, "fused" if compiled_tt else None)
     keeps = row < 6
     modules = getattr(strategy, "recompute_modules", None)
-    tab_d, tab_m = (pre.dense, pre.moe) if modules is None else _module_tables(model, training, options, tuple(modules))
+    # QLoRA on bitsandbytes < 0.43.2: the frozen 4-bit linears keep their inputs too (activations._Layer.W)
+    base_d, base_m = pre.kbit if nf4_options(training, strategy)[0] and pre.kbit else (pre.dense, pre.moe)
+    tab_d, tab_m = (base_d, base_m) if modules is None else _module_tables(model, training, options, tuple(modules))
     if compiled_tt:
         norm = norm - tokens * _compiled_silu_bytes(pre) / t
     # strategy.activation_kernel: an eager SwiGLU keeps the SiLU output for the product's backward, a fused one not
@@ -677,8 +695,8 @@ def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, optio
         keeps & (rec == 0), dpa, 0.0)
     moe_b = pick(tab_m, row, 1) + np.where(keeps & (rec <= 1), norm, 0.0) + np.where(
         keeps & (rec == 0), dpa, 0.0) if model.is_moe else dense_b
-    dense_none = pick(pre.dense, row_none, 0) + norm + act + fp8_act + dpa + peft_none
-    moe_none = pick(pre.moe, row_none, 1) + norm + dpa if model.is_moe else dense_none
+    dense_none = pick(base_d, row_none, 0) + norm + act + fp8_act + dpa + peft_none
+    moe_none = pick(base_m, row_none, 1) + norm + dpa if model.is_moe else dense_none
     if model.is_moe and getattr(strategy, "moe_dispatcher", "auto") == "flex":
         # DeepEP experts on the hf-profile (PyTorch-native) stacks: their routed slots save Megatron's layout
         keep, full = _deepep_slot_delta(model, training, options)
@@ -832,6 +850,17 @@ def _compiled_sac_unread(model: ModelArch, training: Training, strategy: Strateg
     compiled = _compiled(strategy, "torchtitan", training)  # read where `titan` holds: torchtitan's default
     w2_out = tokens / sp_div * float(act_bytes(training.precision)) * model.hidden
     return np.where(titan & (rec == 1) & compiled, w2_out, 0.0)
+
+
+def nf4_options(training: Training, strategy: Strategy) -> tuple[bool, bool]:
+    """QLoRA's bitsandbytes options the job states (False off QLoRA and where unset): (every 4-bit linear keeps its
+    input for the backward: strategy.nf4_saves_input, bitsandbytes < 0.43.2; the LM head is a 4-bit linear too:
+    strategy.nf4_lm_head, Lightning's BitsandbytesPrecision). Unset = bitsandbytes >= 0.43.2 under transformers,
+    which keeps the head in 16 bit (get_keys_to_not_convert), or torchao's NF4 (torchtune), whose linear_nf4 saves
+    only the NF4 weight (torchao/dtypes/nf4tensor.py LinearNF4.forward `ctx.save_for_backward(weight)`, at 5e558f508)."""
+    if training.method != "qlora":
+        return False, False
+    return bool(getattr(strategy, "nf4_saves_input", None)), bool(getattr(strategy, "nf4_lm_head", None))
 
 
 def _kbit_upcast(strategy: Strategy, name: str) -> tuple[bool, bool]:
@@ -1028,9 +1057,11 @@ def _adapter_states(b: _Batch, g: _Stage, params: _StageParams, items: dict[str,
         # input-gradient GEMM unless disable_parameter_transpose_cache re-makes it at each use
         fp8_q = b.c["fp8"]["param_bytes_per_gemm_param"] + b.fp8_transpose_bytes
         q_b = np.where(b.fp8_params, fp8_q, q_b)
-    base = q_b * shard(gemm_dense, p_exp, 3) + nq_b * shard(nongemm_dense, 0.0, 3)
+    # Lightning's BitsandbytesPrecision quantises the LM head too (strategy.nf4_lm_head): NF4 with its constants
+    head_q = _on(g.is_last, float(lay.lm_head_own), 0.0) / t if b.nf4_head else 0.0
+    base = q_b * shard(gemm_dense + head_q, p_exp, 3) + nq_b * shard(nongemm_dense - head_q, 0.0, 3)
     items["base_weights_frozen"] = np.where(offload_par, 0.0, base)
-    items["quant_constants"] = qc_b * shard(gemm_dense, p_exp, 3)
+    items["quant_constants"] = qc_b * shard(gemm_dense + head_q, p_exp, 3)
     ld = ssum(lay.cum_lora_dense, start, stop, n) / t
     le = ssum(lay.cum_lora_exp, start, stop, n) / (ep * b.et)
     cfg = b.c["lora"]
@@ -1098,11 +1129,16 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
     items["embedding_and_rope"] = _on(g.is_first, n0 * emb_act, 0.0)
     final_sp = by_prof(lambda pr: hi[pr].final_sp)
     labels = by_prof(lambda pr: hi[pr].labels)  # int64 token labels kept for the loss
-    items["final_norm_and_head_input"] = _on(g.is_last, tokens * (final_sp / sp_div + labels), 0.0)
+    # a 4-bit LM head on bitsandbytes < 0.43.2 keeps its input, the final norm's output (LitGPT's 128-position
+    # chunks of it are views: one copy)
+    head_in = b.w16 * model.hidden if b.nf4_head and b.nf4_saves_input else 0.0
+    items["final_norm_and_head_input"] = _on(g.is_last, tokens * ((final_sp + head_in) / sp_div + labels), 0.0)
     lg_saved, lg_extra = b.loss_bytes
     logit_elems = _on(g.is_last, tokens * model.vocab / t, 0.0)
     items["logits"] = logit_elems * lg_saved * (1 + model.mtp_layers)
     items["loss_backward_temporaries"] = logit_elems * lg_extra
+    if b.training.method == "qlora":
+        items["nf4_dequant_transient"] = _nf4_dequant_transient(b, g, items["logits"] + items["loss_backward_temporaries"])
     if b.head_cast:
         items["head_weight_cast"] = _head_weight_cast(b, g)
     if b.chunked_nll:
@@ -1130,6 +1166,27 @@ def _chunked_nll_working_set(b: _Batch, g: _Stage) -> Any:
     chunk = np.minimum(float(cn["chunk_tokens"]), b.tokens) * model.vocab / b.t * float(cn["chunk_bytes_per_element"])
     peak = np.maximum((fp32_copy + cast) * head_p, cast * head_p + chunk)
     return _on(g.is_last, peak, 0.0)
+
+
+def _nf4_dequant_transient(b: _Batch, g: _Stage, loss: Any) -> Any:
+    """The 16-bit copy of one NF4 weight that QLoRA's linear makes for its GEMM, forward and backward, freed after it:
+    bitsandbytes' MatMul4Bit `F.dequantize_4bit(B, state).to(A.dtype)` (autograd/_functions.py, 0.41.0-0.48.0; two
+    copies live at the `.to` where the fp16 quant state is recast, `b.nf4_copies`), torchao's LinearNF4
+    `weight.to(input.dtype)`. The largest is the LM head where it is quantised (strategy.nf4_lm_head), dequantised
+    beside the logits on the last stage; otherwise a decoder layer's largest linear (`_largest_linear`), which the last
+    stage's loss peak outweighs: only its excess over the logits and their gradients (`loss`) counts there."""
+    per = b.w16 * b.nf4_copies
+    head = _on(g.is_last, per * float(b.pre.layout.lm_head_own) / b.t, 0.0) if b.nf4_head else 0.0
+    layer = per * _largest_linear(b.model) / b.t
+    return np.maximum(head, np.maximum(layer - loss, 0.0))
+
+
+def _largest_linear(model: ModelArch) -> float:
+    """Elements of a decoder layer's largest linear weight (a routed expert's own, before TP): the hidden size times
+    the widest of the MLP's inner size, the query and the attention output (q / k / v and gate / up taken apart, as
+    transformers builds them; LitGPT's fused qkv is within 10% on Llama-style shapes)."""
+    widths = (model.ffn, model.q_dim, model.attn_out_dim, model.expert_ffn or 0, model.shared_expert_ffn or 0)
+    return float(model.hidden * max(widths))
 
 
 def _head_weight_cast(b: _Batch, g: _Stage) -> Any:

@@ -401,6 +401,16 @@ def state_bytes(training: Training, model: ModelArch | None, profile: str) -> St
     )
 
 
+def nf4_recast(training: Training, dequant_dtype: str | None) -> bool:
+    """Whether each dequantised NF4 weight is cast again before its GEMM: dequantize_4bit writes the quant_state's
+    dtype, fp16 where bitsandbytes < 0.43 quantised a `.half()` copy (nn/modules.py Params4bit.cuda at 0.41.0 /
+    0.42.0; dcfb6f81, 2024-01-16, keeps the weight's dtype from 0.43.0) or Lightning's BitsandbytesPrecision does
+    (fabric/plugins/precision/bitsandbytes.py quantize: `.to(dtype=torch.half)`), and MatMul4Bit casts it to the
+    input's dtype in the forward and again in the backward (autograd/_functions.py at 0.41.0: `.to(A.dtype)`,
+    `.to(grad_output.dtype)`): a copy in every job whose compute dtype is not fp16 (Strategy.nf4_dequant_dtype)."""
+    return training.method == "qlora" and dequant_dtype == "fp16" and training.precision != "fp16"
+
+
 def frozen_base_bytes(training: Training) -> tuple[float, float, float]:
     """(bytes per GEMM weight, bytes per non-GEMM weight, quant-constant bytes per GEMM weight) of a frozen
     base model. LoRA: 16-bit base (fp32 when training in fp32). QLoRA: NF4 + constants; non-quantised

@@ -72,6 +72,7 @@ from trainsizer.estimate.model_states import (
     lora_adapted_widths,
     lora_dropout_on_output,
     lora_trainable_params,
+    nf4_recast,
 )
 from trainsizer.estimate.partial_recompute import strategy_chunk_shares
 from trainsizer.estimate.validate import check_strategy, require_one_strategy, shard_groups, strategy_arrays
@@ -1022,13 +1023,8 @@ def _nf4_dequant_time(x: _Step) -> Any:
 
 
 def _nf4_recast(x: _Step) -> bool:
-    """Whether each dequantised NF4 weight is cast again before its GEMM: dequantize_4bit writes the quant_state's
-    dtype, fp16 where bitsandbytes < 0.43 quantised a `.half()` copy (nn/modules.py Params4bit.cuda at 0.41.0 /
-    0.42.0; dcfb6f81, 2024-01-16, keeps the weight's dtype from 0.43.0) or Lightning's BitsandbytesPrecision does
-    (fabric/plugins/precision/bitsandbytes.py quantize: `.to(dtype=torch.half)`), and MatMul4Bit casts it to the
-    input's dtype in the forward and again in the backward (autograd/_functions.py at 0.41.0: `.to(A.dtype)`,
-    `.to(grad_output.dtype)`): a copy in every job whose compute dtype is not fp16 (Strategy.nf4_dequant_dtype)."""
-    return x.training.method == "qlora" and x.nf4_dequant_dtype == "fp16" and x.training.precision != "fp16"
+    """Whether each dequantised NF4 weight is cast again before its GEMM (model_states.nf4_recast)."""
+    return nf4_recast(x.training, x.nf4_dequant_dtype)
 
 
 def _nf4_recast_time(x: _Step, gemm_w: Any) -> Any:

@@ -219,6 +219,7 @@ RULES = (
     "offload_needs_zero",
     "qlora_fp8",
     "nf4_dequant_dtype_method",
+    "nf4_options_method",
     "recompute_code",
     "offload_code",
     "hybrid_framework",
@@ -824,6 +825,11 @@ def _stack_option_rules(c: SimpleNamespace) -> _Rules:
             np.full(tp.shape, getattr(strategy, "nf4_dequant_dtype", None) is None or training.method == "qlora"),
             lambda v: msg("rule_nf4_dequant_dtype_method", method=training.method),
         ),
+        "nf4_options_method": (
+            np.full(tp.shape, training.method == "qlora" or not _nf4_options_stated(strategy)),
+            lambda v: msg("rule_nf4_options_method", method=training.method,
+                          fields=", ".join(_nf4_options_stated(strategy))),
+        ),
         "recompute_code": (
             np.isin(rec, (0, 1, 2)),
             lambda v: msg("rule_recompute_code", code=v["rec"]),
@@ -844,6 +850,11 @@ def _mamba_cp_ok(model: ModelArch, tp: np.ndarray, cp: np.ndarray, safe: Any) ->
     whole = np.mod(heads_tp, safe(cp)) == 0
     groups = np.where(groups_tp >= cp, np.mod(groups_tp, safe(cp)) == 0, np.mod(cp, np.maximum(groups_tp, 1.0)) == 0)
     return whole & groups
+
+
+def _nf4_options_stated(strategy: Any) -> list[str]:
+    """The QLoRA bitsandbytes options a strategy sets true (nf4_saves_input, nf4_lm_head): QLoRA only."""
+    return [k for k in ("nf4_saves_input", "nf4_lm_head") if getattr(strategy, k, None)]
 
 
 def _stack_rule(c: SimpleNamespace, free: Any, frameworks: tuple[str, ...], key: str, *values: str,

@@ -420,6 +420,12 @@ class StrategySpec(_Strict):
     # (Params4bit.cuda quantised a .half() copy) and Lightning's BitsandbytesPrecision (LitGPT), so a bf16 job casts
     # every dequantised weight again (MatMul4Bit `.to(A.dtype)`); null / compute = the weight's dtype (0.43+), no cast
     nf4_dequant_dtype: Nf4DequantDtype | None = None
+    # QLoRA: every 4-bit linear keeps its input for the backward: true under bitsandbytes < 0.43.2 (MatMul4Bit
+    # `ctx.tensors = (A, B)`, dropped by #1270); null / false = 0.43.2+ or torchao's NF4 (torchtune), which keep none
+    nf4_saves_input: bool | None = None
+    # QLoRA: the LM head is a 4-bit linear too: true under Lightning's BitsandbytesPrecision (LitGPT), which converts
+    # every nn.Linear; null / false = transformers / PEFT and torchtune, which keep it in 16 bit
+    nf4_lm_head: bool | None = None
     # MoE token dispatcher: auto | alltoall | flex (DeepEP / HybridEP: Megatron-Core's flex, NeMo AutoModel's and
     # torchtitan's DeepEP backend; on those PyTorch-native stacks auto = their all_to_all)
     moe_dispatcher: MoeDispatcher = "auto"
