@@ -33,7 +33,8 @@ def test_consumer_card_gemm_efficiency_follows_its_measured_matmul_rate():
     for acc, measured_share in (("rtx-4090", (151.5 + 160.2 + 158.5) / 3 / 165.2),
                                 ("rtx-5090", (rtx_5090_shares[1] + rtx_5090_shares[2]) / 2),
                                 ("rtx-a6000", (115.2 + 110.6 + 122.3) / 3 / 149.7),
-                                ("a10g", (62.48 + 66.59 + 69.47) / 3 / 70.0)):
+                                ("a10g", (62.48 + 66.59 + 69.47) / 3 / 70.0),
+                                ("l20", (111.82 + 114.14 + 107.95) / 3 / 119.5)):
         assert k.gemm_efficiency(acc) == pytest.approx(measured_share * a100_ratio, abs=0.01)
         assert k.gemm_efficiency(acc) < measured_share  # a training run's shapes never beat the square benchmark
     # the 4090 holds clocks above its rated boost (0.95 of its FP32-accumulate peak measured); H100 throttles
@@ -50,6 +51,44 @@ def test_grace_blackwell_gemm_shares_follow_their_measured_matmul_rates():
     for acc, measured in (("gb200", 1822.0), ("gb300", 2174.0)):
         assert k.gemm_efficiency(acc) == pytest.approx(b200 * (measured / 1745.0) / (2500.0 / 2250.0), abs=0.001)
     assert k.gemm_efficiency("gb300") / k.gemm_efficiency("gb200") == pytest.approx(2174.0 / 1822.0, rel=0.005)
+
+
+def test_a_full_rate_ada_card_without_a_matmul_run_takes_the_l40s_rate_at_its_own_power():
+    """RTX 6000 Ada (the L40S's AD102, full-rate tensor cores, 300 W) has no published matmul run: its share is the
+    L40S's measured best (269.15 TFLOPS at 350 W) at 300 W, over its own peak, x the same die's mean / best (the RTX
+    4090's per-size run) x the A100's run factor. The L40S's own figure by that method is the default it keeps."""
+    k = load_constants()
+    run_factor = k.gemm_efficiency("a100-sxm-80gb") / (271.8 / 312)
+    mean_over_best = (151.5 + 160.2 + 158.5) / 3 / 160.2
+    l40s = 269.15 / 362.0 * mean_over_best * run_factor
+    assert k.gemm_efficiency("l40s") == pytest.approx(l40s, abs=0.01)
+    assert k.gemm_efficiency("rtx-6000-ada") == pytest.approx(269.15 * 300 / 350 / 364.2 * mean_over_best
+                                                              * run_factor, abs=0.01)
+    assert k.gemm_efficiency("rtx-6000-ada") < k.gemm_efficiency("l40s")  # the same die on 50 W less
+    assert k.gemm_efficiency("l40") == k.gemm_efficiency_max["default"]  # no run of the L40; "l40s" is not its family
+
+
+def test_power_cap_on_full_rate_gddr_parts_is_linear_and_half_rate_parts_keep_the_cube_root():
+    """One die's matmul rate per watt is flat across its power (GA102: A10 at 150 W 0.373 TFLOPS/W, A40 at 300 W
+    0.387; AD10x: L4 at 72 W 0.793, L40S at 350 W 0.769), so a full-rate GDDR part capped below its TDP runs GEMMs in
+    proportion to the cap. The A10G (half rate) holds its clock at 300 W and keeps the cube-root law."""
+    from dataclasses import replace
+
+    from trainsizer.estimate.calibration import power_clock_factor
+    from trainsizer.estimate.inputs import System
+
+    for per_watt in ((56 / 150, 116.03 / 300), (57.07 / 72, 269.15 / 350)):
+        assert per_watt[0] == pytest.approx(per_watt[1], rel=0.05)
+    l40s = System(accelerator="l40s", gpus=1, gpus_per_node=1, memory_gib=44.5, peak_tflops={"bf16": 362.0},
+                  hbm_gb_s=864.0, intra_node_gb_s=25.0, tdp_w=350.0)
+    assert power_clock_factor(replace(l40s, power_limit_w=175.0)) == pytest.approx(0.5)
+    assert power_clock_factor(replace(l40s, accelerator="rtx-6000-ada", tdp_w=300.0, power_limit_w=225.0)) == \
+        pytest.approx(0.75)
+    assert power_clock_factor(replace(l40s, power_limit_w=400.0)) == 1.0
+    a10g = replace(l40s, accelerator="a10g", tdp_w=300.0, power_limit_w=150.0)
+    assert power_clock_factor(a10g) == pytest.approx(0.5 ** (1 / 3))
+    r0, r1 = rates(l40s, "bf16"), rates(replace(l40s, power_limit_w=175.0), "bf16")
+    assert r1.gemm_flops / r0.gemm_flops == pytest.approx(0.5) and r1.hbm_bytes_s == r0.hbm_bytes_s
 
 
 def test_rates_follow_system_and_calibration():

@@ -457,11 +457,12 @@ class Rates:
 def power_clock_factor(system: Any, constants: PerfConstants | None = None) -> float:
     """Sustained tensor-rate ratio of a part capped below its TDP.
 
-    Families in perf_constants.yaml gemm.power_cap_static_share (Blackwell): linear in power above a static floor,
-    (limit / TDP - share) / (1 - share), the line through a GB300's cuBLAS rates measured at 500 and 1,400 W (the
-    yaml's comment). Others: (limit / TDP)^(1/3), from CMOS dynamic power P = C V^2 f with voltage about linear in
-    frequency across the DVFS range, so P ~ f^3 (Horowitz et al. 2005 / the usual DVFS model); a GEMM-bound GPU
-    already runs at its power limit, so the clock follows the cap (H100 at 500 of 700 W: 0.894)."""
+    Families in perf_constants.yaml gemm.power_cap_static_share: linear in power above a static floor,
+    (limit / TDP - share) / (1 - share): Blackwell, the line through a GB300's cuBLAS rates measured at 500 and 1,400 W;
+    the full-rate GDDR PCIe parts (L40S, RTX 6000 Ada, RTX A6000), share 0, one die's matmul rate per watt measured
+    flat over 72-350 W (the yaml's comment). Others: (limit / TDP)^(1/3), from CMOS dynamic power P = C V^2 f with
+    voltage about linear in frequency across the DVFS range, so P ~ f^3 (Horowitz et al. 2005 / the usual DVFS model);
+    a GEMM-bound GPU already runs at its power limit, so the clock follows the cap (H100 at 500 of 700 W: 0.894)."""
     limit, tdp = float(getattr(system, "power_limit_w", 0.0) or 0.0), float(system.tdp_w or 0.0)
     if limit <= 0 or tdp <= 0 or limit >= tdp:
         return 1.0
