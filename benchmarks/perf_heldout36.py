@@ -37,8 +37,16 @@ single-node LoRA runs of other submitters in both rounds (the same 8-GPU jobs on
 the vendor spread perf_heldout34 (3) measures), Juniper's v4.0 DeepSpeed LoRA runs, Intel's Gaudi2 and Google's TPU
 runs (no such part in the catalog) (docs/known-gaps.md 99).
 
+Deferred LM-head weight gradients (the `wgrad_deferral_limit` column, perf_mlperf.job: strategy.defer_embedding_wgrad):
+v4.1's 256 / 512-H100 GPT-3 configs set DEFER_EMBEDDING_WGRAD_COMPUTE True with WGRAD_DEFERRAL_LIMIT 65; v4.0's
+micro-batch-1 runs (10,752 / 11,616 H100) take custom.yaml's default (pipelined, MINIBS <= 256, micro-batch 1: on) with no
+limit (0: all); the micro-batch-2 configs (v4.0's 512, v4.1's B200 and Oracle's) set neither, so the default leaves it off,
+and v3.1's NeMo 23.09 predates the option (NeMo 3baa24cb, 2024-04-03).
+
 Printed: each row (measured, predicted, error), the MAPE per source and task, refused rows, the worst rows, each scale
-series' per-GPU rate over its smallest run's (measured and predicted), the same LoRA job on other hosts against NVIDIA's
+series' per-GPU rate over its smallest run's (measured and predicted), the line step = a m + b through each GPT-3 series
+(perf_mlperf.print_step_lines: a the per-micro-batch time, b what a step costs whatever its micro-batch count, the
+predicted b by term; known-gaps 106), the same LoRA job on other hosts against NVIDIA's
 run, NVIDIA's v4.1 code over its v4.0 code at one part and GPU count (the H200 pair changes layout too: TP 2 -> TP 1 x
 CP 2), each LoRA row's measured - predicted step with its micro-batches a step and graphs, the 512-H200 pair of the
 v4.1 code with and without per-layer CUDA graphs (docs/known-gaps.md 105), and rows predicted not to fit.
@@ -60,7 +68,7 @@ from harness import Fit, job_fits, job_tokens_per_gpu, print_cases, print_fits
 from perf_heldout26 import mlperf_nvidia_job, mlperf_nvidia_rows
 from perf_heldout34 import scale_series
 from perf_mbridge26 import print_keyed_groups, print_worst
-from perf_mlperf import micro_batches
+from perf_mlperf import micro_batches, print_step_lines
 
 DATA = Path(__file__).resolve().parent / "data"
 MLPERF4 = DATA / "heldout_2026l_mlperf4.csv"
@@ -180,6 +188,7 @@ def main() -> None:
     pooled = [(series_id(rid), s, m, p) for rid, s, m, p in cs]
     for rid, meas, pred in scale_series(pooled):
         print(f"  {rid:58s} measured {meas:.3f} predicted {pred:.3f}")
+    print_step_lines(scored_rows(), {rid: (m, p) for rid, _, m, p in cs}, job_of=job)
     print(f"the same LoRA job on other hosts, per-GPU rate over NVIDIA's run ({LORA_BASE}):")
     for rid, meas, pred in same_job_ratios(cs):
         print(f"  {rid:58s} measured {meas:.3f} predicted {pred:.3f}")

@@ -91,6 +91,10 @@ def job(r: dict[str, str], fp8_recipe: str | None = None) -> dict:
                      # te_op_fuser column, 1 where the v5.1 / v6.0 LoRA and 8B configs set it; blank = off
                      "te_op_fuser": r.get("te_op_fuser") == "1"},
     }
+    if r.get("wgrad_deferral_limit"):
+        # DEFER_EMBEDDING_WGRAD_COMPUTE True with WGRAD_DEFERRAL_LIMIT (0: every micro-batch) in the config the row
+        # names (config_common*.sh; custom.yaml's default where the config sets neither); blank: off
+        out["strategy"] |= {"defer_embedding_wgrad": True, "wgrad_deferral_limit": int(r["wgrad_deferral_limit"])}
     if lora:
         # target_modules ["linear_proj", "linear_qkv"]: the fused QKV and the output projection
         # LORA_A2A=1 in every submission's config_common.sh (NVIDIA v5.0 / v5.1, Oracle, Dell, Cisco): NeMo's LoRA

@@ -798,6 +798,15 @@ def _op_policy_recompute(shapes: ModelShapes, tok, t, rates: Rates, dense_fwd_ew
         op_gemm * 0.0 + moe_ew + 0.5 * moe_g)) / shapes.layers
 
 
+def lm_head_wgrad_time(shapes: ModelShapes, tok, t, rates: Rates):
+    """Seconds of the LM head's weight-gradient GEMM a micro-batch, 16-bit as `_lm_head` times it (dW = x^T dy: a
+    hidden x vocab / t output over the tokens; linear_gemms' backward with the weight trained less without): what
+    Megatron-Core's defer_embedding_wgrad_compute moves out of the last stage's backward."""
+    v_l = shapes.vocab / t
+    trained = linear_gemms(tok, v_l, shapes.hidden, rates, True, linear=False)[1]
+    return trained - linear_gemms(tok, v_l, shapes.hidden, rates, False, linear=False)[1]
+
+
 def _lm_head(shapes: ModelShapes, tok, t, seq_share, weights: bool, rates: Rates, ce_unfused_fp32: Any = False):
     """(forward, backward) seconds of the LM head: GEMM over the vocab shard + vocab-parallel cross-entropy
     on fp32 logits (fused: read the 16-bit logits, write fp32 softmax statistics; unfused: Megatron's kernels over

@@ -298,6 +298,10 @@ class Strategy:
     fp8_activation_store: Any = None
     # Megatron-Core fp8_output_proj: the LM head's GEMMs in MXFP8 (TELMHeadColumnParallelLinear); None = off; step time
     fp8_lm_head: Any = None
+    # Megatron-Core defer_embedding_wgrad_compute: the LM head's weight-gradient GEMMs after the pipeline flush, the
+    # first wgrad_deferral_limit micro-batches' (0 / None = all); None = off; step time (step_time._deferred_head_wgrad)
+    defer_embedding_wgrad: Any = None
+    wgrad_deferral_limit: Any = None
     # "none" | "layer" | "full_iteration" (names.CUDA_GRAPHS); None = none; one value for the whole batch
     cuda_graphs: Any = None
     # cuDNN release of the fused attention, "9.13" | "9.17" (names.CUDNN_RELEASES); None = 9.13, the release the

@@ -135,6 +135,12 @@ TORCH_ATTENTION_FRAMEWORKS = ("torchtitan", "torchtune", "hf", "fsdp", "deepspee
 # unless its fqns filter it (llama3_8b_mxfp8 lists none; known-gaps 57 (n)). Megatron-LM, DeepSpeed, the HF Trainer,
 # FSDP and torchtune keep the head in 16 bit. "auto" as the stack it resolves to.
 FP8_LM_HEAD_FRAMEWORKS = ("megatron-core", "torchtitan")
+# defer_embedding_wgrad: Megatron-Core's defer_embedding_wgrad_compute (the output layer's ColumnParallelLinear keeps
+# its input and output gradient in embedding_activation_buffer / grad_output_buffer and the weight gradients run
+# after the pipeline flush: core/tensor_parallel/layers.py, pipeline_parallel/schedules.py
+# finish_embedding_wgrad_compute; NeMo 1's training_step drains them itself). No other stack defers them. "auto" as
+# the stack it resolves to.
+DEFER_WGRAD_FRAMEWORKS = ("megatron-core",)
 # moe_eager_glue: whether torchtitan's MoE glue (MoE.forward, the EP dispatch / combine hooks) runs outside its compile;
 # its bytes are counted from torchtitan's code (perf_constants.yaml gemm.moe_eager_glue_bytes), so torchtitan only
 MOE_EAGER_GLUE_FRAMEWORKS = ("torchtitan",)
@@ -213,6 +219,8 @@ RULES = (
     "zero3_expert_fetch_framework",
     "zero3_bucket_sizes_framework",
     "fp8_lm_head_framework",
+    "defer_embedding_wgrad_framework",
+    "defer_embedding_wgrad_pipelined",
     "moe_eager_glue_framework",
     "attention_kernel_framework",
     "cudnn_release_part",
@@ -412,7 +420,7 @@ def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
     """Expert and context parallelism, batch split, ZeRO/FSDP and offload, and what each framework offers."""
     return (_sharding_rules(c) | _activation_offload_rules(c) | _stack_option_rules(c) | _moe_a2a_overlap_rules(c)
             | _partial_recompute_rules(c) | _te_option_rules(c) | _experts_implementation_rules(c) | _hybrid_rules(c) | _local_batch_rules(c)
-            | _stage_layers_rules(c)
+            | _stage_layers_rules(c) | _defer_wgrad_rules(c)
             | _cp_a2a_rule(c))
 
 
@@ -547,6 +555,24 @@ def _experts_implementation_rules(c: SimpleNamespace) -> _Rules:
                                                         "zero3_expert_fetch_framework"),
             "zero3_bucket_sizes_framework": _stack_rule(c, getattr(c.strategy, "zero3_bucket_sizes", None) is None,
                                                         DEEPSPEED_AUTO_FRAMEWORKS, "zero3_bucket_sizes_framework")}
+
+
+def _defer_wgrad_rules(c: SimpleNamespace) -> _Rules:
+    """defer_embedding_wgrad is Megatron-Core's (DEFER_WGRAD_FRAMEWORKS), and as its ModelParallelConfig
+    __post_init__ refuses it otherwise ("Cannot defer embedding wgrad compute when pipeline model parallel is not
+    used" / "... when gradient accumulation fusion is not used"), it needs pp > 1 and gradient_accumulation_fusion
+    (true or the style's default)."""
+    on = bool(getattr(c.strategy, "defer_embedding_wgrad", None))
+    fusion = getattr(c.strategy, "gradient_accumulation_fusion", None)
+    return {
+        "defer_embedding_wgrad_framework": _stack_rule(c, not on, DEFER_WGRAD_FRAMEWORKS,
+                                                       "defer_embedding_wgrad_framework"),
+        "defer_embedding_wgrad_pipelined": (
+            np.full(c.tp.shape, not on) | ((c.pp > 1) & (fusion is not False)),
+            lambda v: msg("rule_defer_embedding_wgrad_pipelined", pp=v["pp"],
+                          fusion="unset" if fusion is None else str(bool(fusion)).lower()),
+        ),
+    }
 
 
 def _te_option_rules(c: SimpleNamespace) -> _Rules:

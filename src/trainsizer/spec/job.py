@@ -410,6 +410,14 @@ class StrategySpec(_Strict):
     # the LM head's GEMMs in MXFP8 (Megatron-Core fp8_output_proj: TELMHeadColumnParallelLinear); needs precision fp8
     # with fp8_recipe mxfp8; null = off (the head stays 16-bit)
     fp8_lm_head: bool | None = None
+    # Megatron-Core defer_embedding_wgrad_compute: the last pipeline stage keeps the LM head's input and output
+    # gradient and runs its weight-gradient GEMMs after the pipeline flush (schedules.py
+    # finish_embedding_wgrad_compute; NeMo 1 training_step drain_embedding_wgrad_compute); needs pp > 1 and
+    # gradient_accumulation_fusion, as Megatron-Core's ModelParallelConfig; null = off
+    defer_embedding_wgrad: bool | None = None
+    # Megatron-Core wgrad_deferral_limit under defer_embedding_wgrad: the first N micro-batches' LM-head weight
+    # gradients are deferred, the later ones computed in their backward; 0 = every micro-batch (its default)
+    wgrad_deferral_limit: int | None = Field(None, ge=0, le=1_000_000)
     # CUDA graphs (Megatron-Core enable_cuda_graph + cuda_graph_scope): none | layer (one graph per layer) |
     # full_iteration (the step's forward-backward as one graph: no per-layer host launches); null = none
     cuda_graphs: CudaGraphs | None = None
