@@ -164,6 +164,8 @@ def collect() -> list[Row]:
     out += _tokens_style("perf_heldout34", h34.v50_nvidia_cases(), h34.v50_nvidia_rows(), h26.mlperf_nvidia_job)
     out += _tokens_style("perf_heldout36", h36.cases(), h36.rows(), h36.job)
     out += _tokens_style("perf_heldout38", h38.cases(), h38.rows(), h38.job)
+    out += _tokens_style("perf_heldout38", h38.recipe_cases(), h38.recipe_rows(), h38.recipe_job)
+    out += _tokens_style("perf_heldout38", h38.guide_cases(), h38.guide_rows(), h38.recipe_job)
     out += _case_style("perf_amd", perf_amd.cases(), list(csv.DictReader(perf_amd.DATA.open(encoding="utf-8"))),
                        perf_amd.job)
     out += _case_style("perf_mlperf", perf_mlperf.cases(), perf_mlperf._rows(), perf_mlperf.job)

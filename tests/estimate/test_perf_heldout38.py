@@ -1,6 +1,7 @@
 """Held-out rows added 2026-12-05, twelfth batch (benchmarks/perf_heldout38.py; nothing fitted on them): the
 Megatron-Bridge 25.09 pre-training tables, Llama 3 8B / 70B, Llama 3.1 405B, DeepSeek-V3 and Qwen3 30B-A3B / 235B-A22B on
-DGX-GB200, -B200 and -H100 in FP8 and MXFP8. Bounds = the figures measured when the rows were added, with a margin:
+DGX-GB200, -B200 and -H100 in FP8 and MXFP8; and Megatron-LM's own MoE recipe index (DeepSeek-V3, Qwen3 MoE on H100 to
+GB300). Bounds = the figures measured when the rows were added, with a margin:
 they guard against a regression, not an accuracy claim (docs/known-gaps.md 108)."""
 
 from __future__ import annotations
@@ -83,3 +84,93 @@ def test_stating_token_drop_makes_every_moe_row_faster(cases):
     bounds = p38.drop_bounds(cases)
     assert len(bounds) == 12
     assert all(stated > dropless for _, stated, dropless in bounds)
+
+
+@pytest.fixture(scope="module")
+def recipe_cases():
+    return p38.recipe_cases()
+
+
+def test_recipe_rows_are_sourced_and_their_rates_follow_from_the_index():
+    rs = p38.recipe_rows()
+    assert len({r["id"] for r in rs}) == len(rs) == 16
+    per_token_2509: dict[str, list[float]] = {}
+    names = {"DeepSeekV3": "deepseek-v3", "Qwen3_30B_a3B": "qwen3-30b-a3b", "Qwen3_235B_a22B": "qwen3-235b-a22b"}
+    for r in p38.rows():
+        if r["model"] in names:
+            ratio = float(r["model_tflops_per_gpu"]) / float(r["tokens_per_sec_per_gpu"])
+            per_token_2509.setdefault(names[r["model"]], []).append(ratio)
+    for r in rs:
+        assert "9c5258f109" in r["source_locator"] and r["recipe"].endswith(".yaml") and r["date"], r["id"]
+        gpus, gbs, mbs = int(r["gpu_count"]), int(r["global_batch_seqs"]), int(r["micro_batch"])
+        dp = gpus // (int(r["tp"]) * int(r["pp"]) * int(r["cp"]))
+        assert gbs % (dp * mbs) == 0, r["id"]
+        if r["refused"]:
+            continue
+        # tokens/s = the index's TFLOP/s over NVIDIA's FLOPs a token; that count agrees with the 25.09 table's
+        g = float(r["gflops_per_token"])
+        assert abs(float(r["model_tflops_per_gpu"]) * 1e3 / g / float(r["tokens_per_sec_per_gpu"]) - 1) < 1e-4, r["id"]
+        assert abs(g / 1e3 / float(np.mean(per_token_2509[r["model"]])) - 1) < 0.01, r["id"]
+
+
+def test_recipe_jobs_state_the_recipes_options():
+    by = {r["id"]: r for r in p38.recipe_scored_rows()}
+    for rid, r in by.items():
+        s = p38.recipe_job(r)["strategy"]
+        assert s["moe_dispatcher"] == "flex" and s["grad_reduce_in_fp32"] is True, rid
+        assert (s["cuda_graphs"] == "full_iteration") == rid.endswith("_fullcg"), rid
+        assert s.get("moe_fused_grouped_mlp") is (True if rid.endswith("_fullcg") else None), rid
+        assert (s["cudnn_release"] is None) == (r["system"] == "H100"), rid
+    b200 = p38.recipe_job(by["mcore_moe_deepseek-v3_b200_fp8-mx_256gpu"])["strategy"]
+    # Et*4|(tttt|)*14tmL over PP 8 x VP 2: rank 0 holds chunks 0 and 8 (4 + 4 decoder layers), rank 7 chunks 7 and 15
+    assert (b200["pp_first_stage_layers"], b200["pp_last_stage_layers"], b200["vpp"]) == (8, 5, 2)
+    assert b200["recompute_modules"] == ("mla_up_proj", "mlp") and b200["moe_a2a_overlap"] is True
+    q235 = p38.recipe_job(by["mcore_moe_qwen3-235b-a22b_b200_fp8-mx_128gpu"])["strategy"]
+    assert q235["pipeline_embedding_layer"] and q235["vpp"] == 12 and q235["micro_batch"] == 3
+
+
+def test_recipe_refusals_say_why():
+    why = dict(p38.recipe_refused())
+    assert set(why) == {"mcore_moe_deepseek-v3_gb200_fp8-mx_256gpu", "mcore_moe_deepseek-v4-flash_gb200_fp8-mx_128gpu",
+                        "mcore_moe_deepseek-v4-pro_gb300_fp8-mx_256gpu", "mcore_moe_qwen3-30b-a3b_h100_fp8-block_32gpu"}
+    assert "blockwise" in why["mcore_moe_qwen3-30b-a3b_h100_fp8-block_32gpu"]
+    assert all(len(w) > 60 for w in why.values())
+
+
+def test_recipe_rows_are_estimated_within_the_bounds_reached(recipe_cases):
+    err = {rid: p / m - 1 for rid, _, m, p in recipe_cases}
+    assert len(err) == 12 and all(f.fits for f in p38.recipe_fits())
+    assert 100 * np.mean(np.abs(list(err.values()))) <= 20.0  # reached: 17.0%
+    # the full-iteration-graph recipes (sync-free by construction) are the close ones
+    full = [abs(e) for rid, e in err.items() if rid.endswith("_fullcg")]
+    assert len(full) == 3 and 100 * max(full) <= 20.0  # reached: 15.5% (Qwen3 30B-A3B), 3.1 / 2.6% (235B)
+    assert len(p38.remeasured(recipe_cases)) == 8
+
+
+def test_the_guide_is_one_job_along_its_steps_and_its_result_is_scored():
+    rs = p38.guide_rows()
+    assert len(rs) == 13 and len({r["id"] for r in rs}) == 13
+    rates = [float(r["model_tflops_per_gpu"]) for r in rs]
+    assert rates == sorted(rates) and rates[0] == 494.46 and rates[-1] == 970.01  # the page's table, step by step
+    layout = {(r["tp"], r["pp"], r["vpp"], r["ep"], r["micro_batch"], r["global_batch_seqs"], r["model"]) for r in rs}
+    assert layout == {("1", "8", "4", "32", "1", "2048", "deepseek-v3-nomtp")}
+    assert [r["id"] for r in p38.guide_scored_rows()] == ["mcore_dsv3_gb200_guide_s13_final"]
+    assert all(r["ladder"] or r["refused"] for r in rs[:-1])
+    # the no-MTP FLOPs a token: Megatron-Bridge 25.11's four "w/o MTP" DeepSeek-V3 lines (the development csv)
+    dev = [r for r in csv.DictReader((BENCH / "data" / "megatron_bridge_perf.csv").open(encoding="utf-8"))
+           if r["model"] == "DeepSeekV3" and r["gpu_count"] == "256" and r["system"] in ("GB300", "GB200")]
+    g = np.mean([float(r["model_tflops_per_gpu"]) / float(r["tokens_per_sec_per_gpu"]) for r in dev]) * 1e3
+    assert len(dev) == 4 and all(abs(float(r["gflops_per_token"]) / g - 1) < 1e-3 for r in rs)
+    job = p38.recipe_job(rs[0])
+    assert job["model"]["mtp_layers"] == 0 and job["strategy"]["moe_router_fusion"] is False
+    assert job["strategy"]["moe_dispatcher"] == "alltoall" and job["strategy"]["cudnn_release"] is None
+
+
+def test_the_guide_result_and_its_ladder(cases):
+    (rid, _, m, p), = p38.guide_cases()
+    assert abs(p / m - 1) <= 0.08  # reached: -3.5%
+    steps = {rid: (err, meas, pred) for rid, err, meas, pred in p38.guide_steps()}
+    assert len(steps) == 5
+    # the result's stated job is its predecessor's: the estimate gives them one rate, the runs 1.588x apart
+    assert steps["mcore_dsv3_gb200_guide_s13_final"][2] == pytest.approx(1.0)
+    assert steps["mcore_dsv3_gb200_guide_s04_deepep"][2] > 1.0  # DeepEP is credited (measured 1.048)
