@@ -99,6 +99,8 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
     for key in ("nf4_saves_input", "nf4_lm_head"):  # bitsandbytes < 0.43.2; Lightning's 4-bit LM head (QLoRA rows)
         if r.get(key):
             out["strategy"][key] = _bool(r[key])
+    if r.get("lm_head_chunk"):  # positions per call of a 4-bit LM head (LitGPT's lm_head_chunk_size)
+        out["strategy"]["lm_head_chunk"] = int(r["lm_head_chunk"])
     if r.get("device_map"):  # transformers' device_map over the row's GPUs (perf_heldout35's two-A100 rows)
         out["strategy"]["device_map"] = r["device_map"]
     if r.get("flash_attention"):  # false: the attention core materialised (perf_heldout35's use_flash_attn false row)

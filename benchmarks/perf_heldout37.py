@@ -2,7 +2,8 @@
 (added 2026-12-05, eleventh batch; nothing is fitted on them): LitGPT's own tables, LoRA / QLoRA / full fine-tuning of
 1.1-40B models on one A100-SXM4-40GB (2023) and one A10G (2024). LitGPT is eager PyTorch in pure bf16 (`bf16-true`):
 the rows use the estimate's nearest style, torchtune (pure bf16, SDPA), with LitGPT's loss (lm_head in 128-position
-chunks, F.cross_entropy on each bf16 chunk: loss_impl native).
+chunks, which Lightning Fabric converts to fp32 and the loop holds through the backward, F.cross_entropy on each fp32
+chunk: loss_impl upcast-held).
 
 - The resource tables: tutorials/resource-tables.md (Lightning-AI/litgpt, added by #663 at 0cc02afa, 2023-10-27, its
   figures unchanged to e567dbe8, 2024-06-04; 'Last updated 10/20/2023, Lit-GPT version: commit 8641822', PyTorch

@@ -45,8 +45,11 @@ FSDP_FRAMEWORKS = ("torchtitan", "torchtune", "fsdp")
 # chunked-nll = TRL SFTTrainer's loss_type chunked_nll (the SFTConfig default since TRL 1.7, trl#5846): the LM head and
 # loss per chunk of 256 labelled tokens under gradient checkpointing, in fp32 (h.float() @ w.float().t()), so no
 # logits are kept but each chunk makes an fp32 copy of the head weight (and, under autocast, its 16-bit cast).
+# upcast-held = the model's 16-bit logits cast to fp32 outside the model and held by the caller through the backward,
+# F.cross_entropy on the fp32 copy: Lightning Fabric's true-half precision (convert_output to the default dtype) under
+# LitGPT's fit loop, which keeps `logits` until fabric.backward returns.
 LOSS_IMPLS = ("auto", "upcast", "upcast-shift", "vocab-parallel", "vocab-parallel-unfused", "chunked", "fused", "native",
-              "compiled", "compiled-fp32", "te", "chunked-nll")
+              "compiled", "compiled-fp32", "te", "chunked-nll", "upcast-held")
 # FP8 scaling recipes (precision fp8): "auto" = the accelerator's default; the others are the recipes whose
 # figures estimate/data/perf_constants.yaml `fp8.recipes` holds (Transformer Engine / torchao names). "nvfp4" is
 # Transformer Engine's NVFP4BlockScaling, which TE passes where the FP8 recipes go (te.autocast / fp8_autocast

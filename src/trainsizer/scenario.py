@@ -162,7 +162,7 @@ class Scenario:
                 "grad_reduce_in_fp32", "grad_reduce_overlap", "grad_bucket_params", "gradient_accumulation_fusion", "attention_kernel", "norm_kernel", "cp_comm_type", "cp_repeat_kv", "moe_tp_token_split", "pp_fsdp_once_per_step",
                 "activation_kernel", "fp8_attention", "fp8_activation_store", "fp8_lm_head", "defer_embedding_wgrad",
                 "wgrad_deferral_limit", "cuda_graphs", "cudnn_release",
-                "nf4_dequant_dtype", "nf4_saves_input", "nf4_lm_head",
+                "nf4_dequant_dtype", "nf4_saves_input", "nf4_lm_head", "lm_head_chunk",
                 "moe_dispatcher", "moe_a2a_overlap", "moe_fused_grouped_mlp", "moe_torch_grouped_mm", "moe_eager_glue", "moe_sync_free", "moe_permute_fusion", "moe_router_fusion", "experts_implementation", "fused_qkv_rope", "te_op_fuser", "activation_offload", "optimizer_in_backward", "optimizer_impl", "ddp_impl", "checkpoint_impl", "zero3_expert_fetch", "zero3_bucket_sizes", "fsdp", "optimizer_precision", "kbit_upcast",
                 "shard_embedding_head_separately", "device_map",
                 "framework")}
@@ -720,6 +720,7 @@ def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
         fp8_activation_store=s.fp8_activation_store, fp8_lm_head=s.fp8_lm_head,
         defer_embedding_wgrad=s.defer_embedding_wgrad, wgrad_deferral_limit=s.wgrad_deferral_limit, cuda_graphs=s.cuda_graphs, cudnn_release=s.cudnn_release,
         nf4_dequant_dtype=s.nf4_dequant_dtype, nf4_saves_input=s.nf4_saves_input, nf4_lm_head=s.nf4_lm_head,
+        lm_head_chunk=s.lm_head_chunk,
         moe_dispatcher=s.moe_dispatcher, moe_a2a_overlap=s.moe_a2a_overlap,
         moe_fused_grouped_mlp=s.moe_fused_grouped_mlp, moe_torch_grouped_mm=s.moe_torch_grouped_mm,
         moe_eager_glue=s.moe_eager_glue,

@@ -154,6 +154,16 @@ def test_transformers_4_47_loss_holds_the_shifted_fp32_copy_too():
     assert shift["logits"] + shift["loss_backward_temporaries"] == pytest.approx(14 * logit_elems)
 
 
+def test_fabric_fp32_logits_held_by_the_loop_add_their_copy_to_upcast():
+    """upcast-held (Lightning Fabric's true-half precision converts the logits to fp32, LitGPT's loop holds them until
+    the backward returns): the fp32 logits beside upcast's fp32 log-softmax (8 saved), upcast's 8 in the backward."""
+    logit_elems = 2 * 2048 * MODEL.vocab
+    up = _mem(loss_impl="upcast").items_bytes
+    held = _mem(loss_impl="upcast-held").items_bytes
+    assert held["logits"] == pytest.approx(8 * logit_elems) == pytest.approx(2 * up["logits"])
+    assert held["loss_backward_temporaries"] == pytest.approx(up["loss_backward_temporaries"])
+
+
 def test_unfused_vocab_parallel_loss_keeps_megatron_memory_and_costs_the_unfused_kernels_time():
     """loss_impl vocab-parallel-unfused (Megatron-LM's default cross_entropy_loss_fusion false, nanotron): the memory
     of vocab-parallel; the step time charges the separate fp32 ops' traffic (perf_constants.yaml cross_entropy:

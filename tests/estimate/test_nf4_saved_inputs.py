@@ -1,6 +1,7 @@
 """QLoRA's bitsandbytes memory options (memory.nf4_options): strategy.nf4_saves_input (bitsandbytes < 0.43.2: MatMul4Bit
 keeps every 4-bit linear's input A for the backward), strategy.nf4_lm_head (Lightning's BitsandbytesPrecision quantises
-the LM head too), and the dequantised 16-bit transient of the largest NF4 weight (memory._nf4_dequant_transient)."""
+the LM head too), the dequantised 16-bit transient of the largest NF4 weight (memory._nf4_dequant_transient), and the
+4-bit head's dequantisation at every call (strategy.lm_head_chunk; step_time._nf4_head_time)."""
 
 from __future__ import annotations
 
@@ -102,3 +103,35 @@ def test_refusal_reads_in_both_languages():
     assert "method qlora only" in en and "nf4_lm_head" in en and "lora" in en
     assert "仅适用于 method qlora" in zh and "nf4_lm_head" in zh
 
+
+
+def _step(job: dict) -> float:
+    from trainsizer.estimate.step_time import estimate_time
+
+    sc = resolve_job(job, CAT)
+    return float(estimate_time(sc.model, sc.training, sc.system, sc.strategy, memory_note=False).step_s)
+
+
+def test_a_quantised_head_is_dequantised_at_every_call_each_pass():
+    """LitGPT calls its head on every 128 positions (lm_head_chunk): at 1,024 positions, 8 calls a pass, each one
+    dequantising the whole head, so the head's extra time is 8 times one call's."""
+    base = _step(_job())
+    once = _step(_job(nf4_lm_head=True)) - base
+    chunked = _step(_job(nf4_lm_head=True, lm_head_chunk=128)) - base
+    assert once > 0
+    assert chunked == pytest.approx(8 * once, rel=1e-6)
+    assert _step(_job(nf4_lm_head=True, lm_head_chunk=4096)) - base == pytest.approx(once, rel=1e-9)
+
+
+def test_a_head_chunk_needs_a_quantised_head():
+    sc = resolve_job(_job(lm_head_chunk=128), CAT)
+    with pytest.raises(TrainsizerError, match="lm_head_chunk_nf4_head"):
+        estimate_memory(sc.model, sc.training, sc.system, sc.strategy)
+    en, zh = (tr(msg("rule_lm_head_chunk_nf4_head", chunk=128), lang) for lang in ("en", "zh"))
+    assert "needs nf4_lm_head true" in en and "128" in en
+    assert "需要 nf4_lm_head 为 true" in zh and "128" in zh
+
+
+def test_a_head_chunk_below_one_position_is_refused():
+    with pytest.raises(TrainsizerError, match="lm_head_chunk"):
+        resolve_job(_job(nf4_lm_head=True, lm_head_chunk=0), CAT)

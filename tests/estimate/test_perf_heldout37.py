@@ -18,7 +18,7 @@ import perf_heldout37 as p37  # noqa: E402
 from harness import mape  # noqa: E402
 
 # metric -> MAPE bound (%); reached at landing in the comment
-BOUNDS = {"samples_s": 125.0, "peak_gib": 17.0}  # 116.5 (median +114.9%), 20.7 (median -18.9%); 15.2 since 103
+BOUNDS = {"samples_s": 125.0, "peak_gib": 11.0}  # 116.5 (median +114.9%), 20.7 (median -18.9%); 8.8 since 103
 
 
 @pytest.fixture(scope="module")
@@ -63,10 +63,14 @@ def test_each_figure_within_its_bound_and_every_run_scored_twice(cases):
         got = [c for c in cases if c.metric == metric and not c.skipped]
         assert len(got) == 46, metric
         assert mape(got) <= bound, (metric, mape(got))
-    # every QLoRA peak still predicted too small, less so since bitsandbytes' kept inputs and Lightning's 4-bit head
-    # are counted (known-gaps 100 (b), 103): the 2023 A100 rows by about their LoRA twins' gap (100 (c))
+    # since Fabric's fp32 logits (loss_impl upcast-held), bitsandbytes' kept inputs and Lightning's 4-bit head are
+    # counted (known-gaps 103): every LoRA and full peak within 15%; the all-linear QLoRA rows with a LoRA head on the
+    # A10G (TinyLlama, Phi-2, Phi-3) still more than 30% too small, the gap 103 (e) leaves
     method = {r["id"]: r["method"] for r in p37.rows()}
-    assert all(c.err < -0.05 for c in cases if c.metric == "peak_gib" and method[c.row_id] == "qlora")
+    peaks = [c for c in cases if c.metric == "peak_gib" and not c.skipped]
+    assert all(abs(c.err) < 0.15 for c in peaks if method[c.row_id] != "qlora")
+    left = {c.row_id for c in peaks if c.err < -0.3}
+    assert left == {"litgpt24_tiny-llama_qlora_a10g", "litgpt24_phi-2_qlora_a10g", "litgpt24_phi-3_qlora_a10g"}
     # every time predicted too fast (known-gaps 100 (a))
     assert all(c.err > 0.2 for c in cases if c.metric == "samples_s")
 
@@ -83,10 +87,12 @@ def test_oom_rows_are_checked_not_scored(cases):
 
 def test_qlora_rows_state_lightning_bitsandbytes_options():
     """Lightning's BitsandbytesPrecision on bitsandbytes 0.41.1 / 0.42.0 (LitGPT pins 0.42.0 at 84a73fd0 and 00af8b0d):
-    4-bit linears keep their inputs (< 0.43.2) and the LM head is quantised; the LoRA / full rows state neither."""
+    4-bit linears keep their inputs (< 0.43.2) and the LM head is quantised, called on every 128 positions; the LoRA / full
+    rows state none of it."""
     for r in p37.rows():
         q = r["method"] == "qlora"
-        assert (r["nf4_saves_input"], r["nf4_lm_head"]) == (("true", "true") if q else ("", "")), r["id"]
+        assert (r["nf4_saves_input"], r["nf4_lm_head"], r["lm_head_chunk"]) == (
+            ("true", "true", "128") if q else ("", "", "")), r["id"]  # LitGPT's lm_head_chunk_size=128
 
 
 def test_larger_micro_batches_cost_memory_as_the_table_does(cases):

@@ -314,6 +314,8 @@ class Strategy:
     # is a 4-bit linear too (Lightning's BitsandbytesPrecision); None = neither (memory.nf4_options); memory
     nf4_saves_input: Any = None
     nf4_lm_head: Any = None
+    # QLoRA with nf4_lm_head: positions a row hands the LM head a call (LitGPT 128); None = one call; step time
+    lm_head_chunk: Any = None
     moe_dispatcher: str = "auto"  # one of MOE_DISPATCHERS (Megatron-Core MoE token dispatcher); one per batch
     # Megatron-Core overlap_moe_expert_parallel_comm (combined 1F1B: the EP all-to-all of one micro-batch beside the
     # compute of another); None = the style's (off); one value for the whole batch

@@ -902,7 +902,7 @@ def _loss_bytes(name: str, impl: str, mega: np.ndarray, titan_compiled: Any, pre
     lg = load_memory_constants()["logits"]
 
     def named(which: str) -> tuple[float, float]:
-        key = {"upcast": "hf", "upcast-shift": "hf_shift", "vocab-parallel": "megatron",
+        key = {"upcast": "hf", "upcast-shift": "hf_shift", "upcast-held": "upcast_held", "vocab-parallel": "megatron",
                "vocab-parallel-unfused": "megatron",
                "compiled-fp32": "compiled_fp32", "chunked-nll": "chunked_nll"}.get(which, which)
         key = "chunked_compiled" if key == "chunked" and compiled else key

@@ -687,6 +687,10 @@ class _Step:
     cuda_graphs: str = "none"  # Strategy.cuda_graphs (one of CUDA_GRAPHS; None = none)
     cudnn_release: str | None = None  # Strategy.cudnn_release (one of CUDNN_RELEASES; None = the base release)
     nf4_dequant_dtype: str = "compute"  # Strategy.nf4_dequant_dtype (one of NF4_DEQUANT_DTYPES; None = compute)
+    # QLoRA's 4-bit LM head (Strategy.nf4_lm_head) and the positions a row hands it a call (Strategy.lm_head_chunk;
+    # None = the whole row in one call)
+    nf4_lm_head: bool = False
+    lm_head_chunk: Any = None
     te_op_fuser: bool = False  # Strategy.te_op_fuser (None = off)
     local_batch: Any = None  # Strategy.local_batch (sequences per DP rank per pipeline schedule; None = the step's)
     stage_edges: tuple[Any, Any] = (None, None)  # the end ranks' stated decoder layers (pipeline.stated_edges)
@@ -752,6 +756,8 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  cuda_graphs=str(getattr(strategy, "cuda_graphs", None) or "none"),
                  cudnn_release=getattr(strategy, "cudnn_release", None),
                  nf4_dequant_dtype=str(getattr(strategy, "nf4_dequant_dtype", None) or "compute"),
+                 nf4_lm_head=training.method == "qlora" and bool(getattr(strategy, "nf4_lm_head", None)),
+                 lm_head_chunk=getattr(strategy, "lm_head_chunk", None),
                  te_op_fuser=bool(getattr(strategy, "te_op_fuser", None)),
                  local_batch=getattr(strategy, "local_batch", None),
                  stage_edges=pipeline.stated_edges(strategy),
@@ -968,6 +974,9 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
         d_fwd, d_bwd = compute.fp8_lm_head_delta(_shapes(model), x.tok, t, training.trains_base_weights, r,
                                                  _fp8_weight_casts(x))
         lt = dataclasses.replace(lt, head_fwd=lt.head_fwd + d_fwd, head_bwd=lt.head_bwd + d_bwd)
+    if x.nf4_lm_head:  # Lightning's BitsandbytesPrecision: the LM head dequantised at every call, each pass
+        d = _nf4_head_time(x)
+        lt = dataclasses.replace(lt, head_fwd=lt.head_fwd + d, head_bwd=lt.head_bwd + d)
     layer_mb = lt.fwd + lt.bwd + _nf4_dequant_time(x)
     return lt, (layer_mb + _lora_adapters(x) + _expert_bias_time(x) + _activation_clamp_time(x) + _rope_unfused_time(x)
                 + _moe_unfused_time(x) + _moe_eager_glue_time(x)
@@ -1024,6 +1033,21 @@ def _nf4_dequant_time(x: _Step) -> Any:
     return passes * (compute.stream_time(gemm_w * (0.5 + 2.0), x.r,
                                          kernels=compute.KERNELS["nf4_dequantise"] * _nf4_kernels(x))
                      + _nf4_recast_time(x, gemm_w))
+
+
+def _nf4_head_time(x: _Step) -> Any:
+    """Seconds of one pass (forward or backward) of a micro-batch over an NF4 LM head (Strategy.nf4_lm_head): each call
+    of the head runs MatMul4Bit, which dequantises the whole weight before its GEMM, forward and again for the input
+    gradient (bitsandbytes autograd/_functions.py, 0.41.0-0.48.0), plus the fp16 recast where the quant state is fp16
+    (`_nf4_recast_time`). LitGPT calls its head on each lm_head_chunk_size = 128 positions of the rows
+    (litgpt/model.py GPT.forward `[self.lm_head(x_i) for x_i in x.split(lm_head_chunk_size, dim=1)]`, finetune/lora.py
+    at 8641822 and 00af8b0d): ceil(row / chunk) calls a pass (Strategy.lm_head_chunk), else one."""
+    head_w = float(x.model.lm_head_params) / x.t  # an untied head (LitGPT unties its checkpoints: known-gaps 100 (d))
+    chunk = x.lm_head_chunk
+    calls = np.ceil(np.asarray(x.row, float) / float(chunk)) if chunk else 1.0
+    one = (compute.stream_time(head_w * (0.5 + 2.0), x.r, kernels=compute.KERNELS["nf4_dequantise"] * _nf4_kernels(x))
+           + _nf4_recast_time(x, head_w))
+    return calls * one
 
 
 def _nf4_recast(x: _Step) -> bool:

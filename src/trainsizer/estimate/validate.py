@@ -228,6 +228,7 @@ RULES = (
     "qlora_fp8",
     "nf4_dequant_dtype_method",
     "nf4_options_method",
+    "lm_head_chunk_nf4_head",
     "recompute_code",
     "offload_code",
     "hybrid_framework",
@@ -855,6 +856,11 @@ def _stack_option_rules(c: SimpleNamespace) -> _Rules:
             np.full(tp.shape, training.method == "qlora" or not _nf4_options_stated(strategy)),
             lambda v: msg("rule_nf4_options_method", method=training.method,
                           fields=", ".join(_nf4_options_stated(strategy))),
+        ),
+        "lm_head_chunk_nf4_head": (
+            np.full(tp.shape, getattr(strategy, "lm_head_chunk", None) is None
+                    or bool(getattr(strategy, "nf4_lm_head", None))),
+            lambda v: msg("rule_lm_head_chunk_nf4_head", chunk=getattr(strategy, "lm_head_chunk", None)),
         ),
         "recompute_code": (
             np.isin(rec, (0, 1, 2)),

@@ -434,6 +434,9 @@ class StrategySpec(_Strict):
     # QLoRA: the LM head is a 4-bit linear too: true under Lightning's BitsandbytesPrecision (LitGPT), which converts
     # every nn.Linear; null / false = transformers / PEFT and torchtune, which keep it in 16 bit
     nf4_lm_head: bool | None = None
+    # QLoRA with nf4_lm_head: positions of a row the LM head takes a call, each call dequantising the whole head
+    # (LitGPT's lm_head_chunk_size 128 in its fine-tune scripts); null = the whole row in one call
+    lm_head_chunk: int | None = Field(None, ge=1)
     # MoE token dispatcher: auto | alltoall | flex (DeepEP / HybridEP: Megatron-Core's flex, NeMo AutoModel's and
     # torchtitan's DeepEP backend; on those PyTorch-native stacks auto = their all_to_all)
     moe_dispatcher: MoeDispatcher = "auto"
