@@ -368,3 +368,12 @@ def test_china_geforce_skus_sit_under_the_tpp_line(cat, sku, parent):
     assert a.china_market_sku and not a.china_export_restricted and p.china_export_restricted
     assert a.memory_gb == 24 and a.tflops_dense["bf16"] <= p.tflops_dense["bf16"]
     assert cat.price("purchase", sku, "CNY").low > 10000
+
+
+def test_the_l4_and_a10_are_found_by_their_short_names(cat):
+    """Users write "l4" / "a10"; the ids name the form factor (perf_constants.yaml family keys match id prefixes, and
+    "l4" / "a10" would be prefixes of the L40, L40S, A10G and A100 ids)."""
+    assert cat.accelerator("l4").id == "l4-pcie-24gb" and cat.accelerator("a10").id == "a10-pcie-24gb"
+    assert cat.accelerator("l4").tdp_w == 72 and cat.accelerator("a10").tdp_w == 150
+    assert cat.accelerator("a10g").id == "a10g"  # the AWS part stays its own
+

@@ -34,7 +34,8 @@ def test_consumer_card_gemm_efficiency_follows_its_measured_matmul_rate():
                                 ("rtx-5090", (rtx_5090_shares[1] + rtx_5090_shares[2]) / 2),
                                 ("rtx-a6000", (115.2 + 110.6 + 122.3) / 3 / 149.7),
                                 ("a10g", (62.48 + 66.59 + 69.47) / 3 / 70.0),
-                                ("l20", (111.82 + 114.14 + 107.95) / 3 / 119.5)):
+                                ("l20", (111.82 + 114.14 + 107.95) / 3 / 119.5),
+                                ("l4-pcie-24gb", (54.91 + 59.40 + 56.90) / 3 / 121.0)):
         assert k.gemm_efficiency(acc) == pytest.approx(measured_share * a100_ratio, abs=0.01)
         assert k.gemm_efficiency(acc) < measured_share  # a training run's shapes never beat the square benchmark
     # the 4090 holds clocks above its rated boost (0.95 of its FP32-accumulate peak measured); H100 throttles
@@ -68,6 +69,18 @@ def test_a_full_rate_ada_card_without_a_matmul_run_takes_the_l40s_rate_at_its_ow
     assert k.gemm_efficiency("l40") == k.gemm_efficiency_max["default"]  # no run of the L40; "l40s" is not its family
 
 
+def test_the_a10_takes_its_power_bound_run_and_its_id_keeps_other_families_apart():
+    """The A10 (GA102, full rate, 150 W) measures 56 TFLOPS at best, x the A40's mean / best as for the RTX A6000;
+    the L4 and A10 ids name their form factor, so the L40 / L40S, the A10G and the A100s keep their own figures."""
+    k = load_constants()
+    run_factor = k.gemm_efficiency("a100-sxm-80gb") / (271.8 / 312)
+    a40_mean_over_best = (115.16 + 110.64 + 122.29) / 3 / 122.29
+    assert k.gemm_efficiency("a10-pcie-24gb") == pytest.approx(56 / 125 * a40_mean_over_best * run_factor, abs=0.01)
+    assert k.gemm_efficiency("a10g") == pytest.approx(0.80) and k.gemm_efficiency("a100-pcie-40gb") == \
+        k.gemm_efficiency("a100-sxm-80gb")
+    assert k.gemm_efficiency("l4-pcie-24gb") < k.gemm_efficiency("l40s") == k.gemm_efficiency("l40")
+
+
 def test_power_cap_on_full_rate_gddr_parts_is_linear_and_half_rate_parts_keep_the_cube_root():
     """One die's matmul rate per watt is flat across its power (GA102: A10 at 150 W 0.373 TFLOPS/W, A40 at 300 W
     0.387; AD10x: L4 at 72 W 0.793, L40S at 350 W 0.769), so a full-rate GDDR part capped below its TDP runs GEMMs in
@@ -85,6 +98,10 @@ def test_power_cap_on_full_rate_gddr_parts_is_linear_and_half_rate_parts_keep_th
     assert power_clock_factor(replace(l40s, accelerator="rtx-6000-ada", tdp_w=300.0, power_limit_w=225.0)) == \
         pytest.approx(0.75)
     assert power_clock_factor(replace(l40s, power_limit_w=400.0)) == 1.0
+    assert power_clock_factor(replace(l40s, accelerator="l4-pcie-24gb", tdp_w=72.0, power_limit_w=36.0)) == \
+        pytest.approx(0.5)
+    assert power_clock_factor(replace(l40s, accelerator="l40", tdp_w=300.0, power_limit_w=150.0)) == \
+        pytest.approx(0.5 ** (1 / 3))  # half rate: the L4's family key does not reach it
     a10g = replace(l40s, accelerator="a10g", tdp_w=300.0, power_limit_w=150.0)
     assert power_clock_factor(a10g) == pytest.approx(0.5 ** (1 / 3))
     r0, r1 = rates(l40s, "bf16"), rates(replace(l40s, power_limit_w=175.0), "bf16")
