@@ -13,7 +13,8 @@ path's framework styles (no per-row or per-source factors):
   PP 8 x VPP 8, and its 30- and 62-layer proxies likewise. Every NeMo row keeps bf16 gradient buffers: the
   scripts build the recipes with performance_mode=True, whose pretrain_performance_optimizations sets
   grad_reduce_in_fp32 = False for BF16 and FP8 alike (NeMo r2.2 recipes llama3_8b.py, llama3_70b.py,
-  llama31_405b.py; GPT-3 through its hydra config).
+  llama31_405b.py; GPT-3 through its hydra config). The same optimizations defer the LM head's weight gradients of
+  the pipelined Llama 3.1 70B / 405B rows (limit 22 / 50: DEFERRAL_LIMITS, strategy.defer_embedding_wgrad).
 - torchtitan rows: framework `torchtitan` (FSDP2 + TP / PP / CP) with the row's options: torch.compile or
   eager, async TP, FP8 recipe (torchao tensorwise, or rowwise where stated), FP8 FSDP all-gather where
   stated and on the 405B Float8 rows (the llama3_405b.toml preset they ran sets it); Interleaved 1F1B with 2 stages per rank (torchtitan default; assumed). torchtitan "selective" is
@@ -151,6 +152,24 @@ def _fused_norm_preset(row: dict) -> bool:
     return "A100" in row["gpu_type"] and row["model"] in FUSED_NORM_PRESETS
 
 
+# The LM head's deferred weight gradients (Megatron-Core defer_embedding_wgrad_compute, known-gaps 106 (a)) of the
+# dgxc v25.04 Llama 3.1 scripts: pretrain_llama31.py builds NeMo's recipes with performance_mode=True, whose
+# pretrain_performance_optimizations add MegatronCommOverlapCallback(defer_embedding_wgrad_compute=True,
+# wgrad_deferral_limit=22) for 70B and 50 for 405B (the reduced-layer proxy runs the 405B recipe) at the NeMo commit
+# its setup.sh pins (d2b21556, recipes/llama3_70b.py, llama31_405b.py); the 8B recipe sets none; GPT-3 runs NeMo 1's
+# gpt3_175b_hydra.yaml, which sets none (NeMo 1's default: off)
+DEFERRAL_LIMITS = {"Llama 3.1 70B": 22, "Llama 3.1 405B": 50}
+
+
+def _deferred_head_wgrad(row: dict, model: ModelArch, pp: int) -> dict:
+    """The strategy fields of the recipe's deferred LM-head weight gradients (DEFERRAL_LIMITS), pipelined rows only:
+    Megatron-Core refuses the option without pipeline parallelism."""
+    limit = next((n for name, n in DEFERRAL_LIMITS.items() if row["model"].startswith(name)), None)
+    if limit is None or pp <= 1 or model.family == "gpt":
+        return {}
+    return {"defer_embedding_wgrad": True, "wgrad_deferral_limit": limit}
+
+
 def configure(row: dict) -> tuple[ModelArch, Training, System, Strategy, str]:
     """The row's (model, training, system, strategy, framework)."""
     model = model_of(row)
@@ -181,7 +200,8 @@ def configure(row: dict) -> tuple[ModelArch, Training, System, Strategy, str]:
         strategy = Strategy(tp=tp, pp=pp, vpp=vpp, dp=dp, cp=cp, micro_batch=mb, recompute=_recompute(row),
                             sequence_parallel=tp > 1, distributed_optimizer=True, framework=framework,
                             pipeline_embedding_layer=extra >= 1, pipeline_loss_layer=extra >= 2,
-                            grad_reduce_in_fp32=False, fp8_param_allgather=fp8 or None)
+                            grad_reduce_in_fp32=False, fp8_param_allgather=fp8 or None,
+                            **_deferred_head_wgrad(row, model, pp))
     else:
         # torchtitan "local batch size" is per DP rank: global = local x dp (CP ranks share a sequence)
         gbs = whole(row["global_batch_seqs"]) or mb * dp

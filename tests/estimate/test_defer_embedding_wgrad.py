@@ -126,3 +126,19 @@ def test_the_runs_whose_configs_defer_state_it():
           if h36.job(r)["strategy"].get("defer_embedding_wgrad")}
     assert on == {"mlperf4.1_nvidia_h100_gpt3_175b_fp8_256gpu": 65, "mlperf4.1_nvidia_h100_gpt3_175b_fp8_512gpu": 65,
                   "mlperf4.0_nvidia_h100_gpt3_175b_fp8_10752gpu": 0, "mlperf4.0_nvidia_h100_gpt3_175b_fp8_11616gpu": 0}
+
+
+def test_the_dgxc_llama_recipes_defer_and_gpt3_does_not():
+    """dgxc v25.04's Llama 3.1 scripts run NeMo's performance-mode recipes (70B limit 22, 405B limit 50, pipelined
+    rows only); its GPT-3 175B runs NeMo 1's hydra config, which sets none."""
+    import perf_modern as pm
+
+    seen = {}
+    for r in pm.modern_rows():
+        if r["source"].startswith("NVIDIA/dgxc"):
+            s = pm.configure(r)[3]
+            seen.setdefault(r["model"], set()).add((s.pp > 1, getattr(s, "wgrad_deferral_limit", None)))
+    assert seen["Llama 3.1 70B"] == {(True, 22)}
+    assert seen["Llama 3.1 405B"] == {(True, 50)}
+    assert seen["GPT-3 175B"] == {(True, None)}
+    assert seen["Llama 3.1 8B"] == {(False, None)}
