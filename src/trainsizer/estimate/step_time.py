@@ -1928,14 +1928,17 @@ def _cp_te_a2a(x: _Step, k_cp: Any) -> Any:
     gradient again before the attention backward, dq, dk and dv back after it; nothing to hide them behind. Each
     tensor is made contiguous before its all-to-all and reordered after it (movedim + contiguous, index_select:
     perf_constants.yaml cp_te_a2a), in FP8 under FP8 attention (q, k, v quantized before the all-to-all, the output
-    and the gradients FP8: NVTE_FP8_DPA_BWD). Forward again under full recompute."""
+    and the gradients FP8: NVTE_FP8_DPA_BWD). Forward again under full recompute. Each all-to-all is
+    torch.distributed.all_to_all_single on the CP group (flash_attn_a2a_communicate, v2.7 to v2.17): NCCL's
+    all-to-all, at its rates (nccl_alltoall_rates; docs/known-gaps.md 95, 109)."""
     c, m, k = x.c, x.model, x.k.raw["cp_te_a2a"]
     q_el, kv_el = x.tok * m.q_dim / x.t, x.tok * m.kv_dim / x.t
     size = 1.0 if x.fp8_attention else x.act
     zone = comm.zone_members(c, x.t, x.system)
+    r = nccl_alltoall_rates(x.r, x.system, x.k)
 
     def a2a(elems: Any) -> Any:
-        return comm.all_to_all_time(elems * size, c, k_cp, x.r, x.system, zone)
+        return comm.all_to_all_time(elems * size, c, k_cp, r, x.system, zone)
 
     def passes(n_q: float, n_kv: float) -> Any:  # n_q query-wide and n_kv K-wide tensors through all-to-alls
         return n_q * a2a(q_el) + n_kv * a2a(kv_el) + compute.stream_time(
@@ -1975,7 +1978,9 @@ def _mamba_cp_comm(x: _Step, k_cp: Any) -> Any:
     ssm/mamba_context_parallel.py): before the conv1d and the scan, z, x, B, C and dt each go through an all-to-all
     from a sequence shard to a head shard of the whole sequence (B and C repeated when a TP rank holds fewer groups
     than CP ranks), after it the scan output goes back; none of them overlapped. Forward, backward (the converse
-    exchanges of the gradients) and again under full recompute. 0 without Mamba-2 layers."""
+    exchanges of the gradients) and again under full recompute. 0 without Mamba-2 layers. Each all-to-all is
+    torch.distributed.all_to_all_single (tensor_parallel/mappings.py _AllToAll, via all_to_all_sp2hp / hp2sp):
+    NCCL's all-to-all, at its rates (nccl_alltoall_rates; docs/known-gaps.md 109)."""
     m, c, t = x.model, x.c, x.t
     if not m.mamba_layers:
         return 0.0
@@ -1984,7 +1989,8 @@ def _mamba_cp_comm(x: _Step, k_cp: Any) -> Any:
     widths = (m.ssm_inner / t, m.ssm_inner / t, groups_local * m.ssm_state * repeat,
               groups_local * m.ssm_state * repeat, m.ssm_heads / t, m.ssm_inner / t)
     zone = comm.zone_members(c, t, x.system)
-    per_pass = sum(comm.all_to_all_time(x.tok * w * x.act, c, k_cp, x.r, x.system, zone) for w in widths)
+    r = nccl_alltoall_rates(x.r, x.system, x.k)
+    per_pass = sum(comm.all_to_all_time(x.tok * w * x.act, c, k_cp, r, x.system, zone) for w in widths)
     return per_pass * (2.0 + x.full_share) * m.mamba_layers / m.layers
 
 
