@@ -118,6 +118,8 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
     if r["method"] in ("lora", "qlora"):
         targets = r["lora_targets"].split()
         out["lora"] = {"rank": whole(r["lora_rank"]), "targets": targets}
+        if r.get("lora_impl"):  # the adapter code, where a row's source names it (perf_heldout37's LitGPT releases)
+            out["lora"]["impl"] = r["lora_impl"]
     return out
 
 

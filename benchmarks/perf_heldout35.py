@@ -10,7 +10,9 @@ Each table prints training speed (the HF Trainer's train_samples_per_second, scr
 run_single.py) and GPU memory (torch.cuda.max_memory_reserved, swift/trainers/trainers.py at that commit). Rows:
 benchmarks/data/heldout_2026k_swift_a100.csv, finetune_heldout.csv's columns (each row goes through
 finetune_heldout.row_cases, the public job path) plus `attention_kernel`, `optimizer_precision`, `samples_per_s`
-and `refused` (the reason a stated row is not estimated). Every setting the page does not state is in `assumed`:
+and `refused` (the reason a stated row is not estimated), `lora_impl` (peft-base-dtype on the LoRA rows: PEFT 0.7.1,
+swift 1.5's pin, keeps the adapters in the bf16 base dtype, docs/known-gaps.md 104). Every setting the page does not
+state is in `assumed`:
 - swift 1.5's truncation_strategy 'delete' drops every sample longer than max_length, so a row runs the samples
   under its cutoff: their lengths are taken from the stated mean and spread as a lognormal cut at the cutoff
   (avg_tokens, length_sigma, max_tokens); rows keeping under a fifth of the samples (cutoffs 512, 1024) rest on the

@@ -201,5 +201,9 @@ LORA_DEFAULT_TARGETS = ("q_proj", "v_proj")
 # adapter. peft: B(A(x)) scaled by alpha / r on its output, dropout on the input (PEFT LoraLayer, torchtune
 # LoRALinear, Megatron-Bridge LoRALinear); automodel: NeMo AutoModel's LinearLoRA, the scale on A's rank-wide output
 # and dropout on the adapter's output (PeftConfig dropout_position 'post'); automodel-triton: its TritonLinearLoRA
-# (use_triton, which AutoModel turns off wherever Transformer Engine imports: _peft/lora.py patch_linear_module).
-LORA_IMPLS = ("peft", "automodel", "automodel-triton")
+# (use_triton, which AutoModel turns off wherever Transformer Engine imports: _peft/lora.py patch_linear_module);
+# litgpt: LitGPT's LoRALinear / LoRAQKVLinear (one adapter over the fused qkv linear, dropout on the input), v0.3.1 on;
+# litgpt-2023: the same before v0.3.1 (Lit-GPT 2023), which builds the qkv padding index from a Python list every
+# forward (perf_constants.yaml lora.index_list_per_forward); peft-base-dtype: PEFT's Linear with its adapters in the
+# base weights' dtype (PEFT before 0.12.0, or autocast_adapter_dtype=False), so no fp32 input cast runs.
+LORA_IMPLS = ("peft", "automodel", "automodel-triton", "litgpt", "litgpt-2023", "peft-base-dtype")

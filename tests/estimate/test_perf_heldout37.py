@@ -18,7 +18,7 @@ import perf_heldout37 as p37  # noqa: E402
 from harness import mape  # noqa: E402
 
 # metric -> MAPE bound (%); reached at landing in the comment
-BOUNDS = {"samples_s": 125.0, "peak_gib": 11.0}  # 116.5 (median +114.9%), 20.7 (median -18.9%); 8.8 since 103
+BOUNDS = {"samples_s": 90.0, "peak_gib": 11.0}  # 116.5 at landing, 80.6 before 104 (median +72.3%); 8.8 since 103
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +71,12 @@ def test_each_figure_within_its_bound_and_every_run_scored_twice(cases):
     assert all(abs(c.err) < 0.15 for c in peaks if method[c.row_id] != "qlora")
     left = {c.row_id for c in peaks if c.err < -0.3}
     assert left == {"litgpt24_tiny-llama_qlora_a10g", "litgpt24_phi-2_qlora_a10g", "litgpt24_phi-3_qlora_a10g"}
-    # every time predicted too fast (known-gaps 100 (a))
-    assert all(c.err > 0.2 for c in cases if c.metric == "samples_s")
+    # every time predicted too fast (known-gaps 100 (a)); the 2023 A100 LoRA rows less so since Lit-GPT's per-forward
+    # index build is charged (lora.impl litgpt-2023, known-gaps 104)
+    times = [c for c in cases if c.metric == "samples_s"]
+    assert all(c.err > 0.1 for c in times)
+    lora23 = [c for c in times if c.row_id.startswith("litgpt23_") and method[c.row_id] == "lora"]
+    assert len(lora23) == 9 and all(c.err < 0.3 for c in lora23)
 
 
 def test_oom_rows_are_checked_not_scored(cases):

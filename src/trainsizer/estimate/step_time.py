@@ -71,6 +71,7 @@ from trainsizer.estimate.model_states import (
     load_memory_constants,
     lora_adapted_widths,
     lora_dropout_on_output,
+    lora_targets,
     lora_trainable_params,
     nf4_recast,
 )
@@ -1087,7 +1088,8 @@ def _adapter_host_s(x: _Step) -> Any:
     (perf_constants.yaml host_sync launch_bound_op_s; NVIDIA's where the vendor has none): forward, the recompute's
     forward and backward. PEFT runs four more ops per adapted linear beside the base GEMM (peft/tuners/lora/layer.py
     Linear.forward: lora_A, lora_B, the scaling, the add); bitsandbytes' MatMul4Bit dequantizes in the forward and
-    again in the backward (autograd/_functions.py). A compiled layer (Inductor's wrapper launches its kernels without
+    again in the backward (autograd/_functions.py). Lit-GPT's adapter before v0.3.1 also builds its padding index on
+    the host every forward (_lora_index_host_s). A compiled layer (Inductor's wrapper launches its kernels without
     the dispatcher) and CUDA graphs, per layer or of the whole iteration (the adapters are captured in them), add
     nothing."""
     if x.cuda_graphs != "none":
@@ -1104,7 +1106,27 @@ def _adapter_host_s(x: _Step) -> Any:
         ops = ops + compute.KERNELS["nf4_dequantise"] * (_nf4_kernels(x) + recast) * (2.0 + x.full_share)
     eager = ~((np.asarray(x.a["torch_compile"]) > 0) & ~np.asarray(x.fw.fused_kernels, bool))
     op_s = _launch_op_s(x.system.vendor)
-    return np.where(eager, ops * op_s, 0.0)
+    return np.where(eager, ops * op_s + _lora_index_host_s(x), 0.0)
+
+
+QKV_LINEARS = ("q_proj", "k_proj", "v_proj")
+
+
+def _lora_index_host_s(x: _Step) -> Any:
+    """Host seconds per average layer and micro-batch an adapter implementation spends building its qkv padding
+    index from a Python list every forward (perf_constants.yaml lora.index_list_per_forward: Lit-GPT before v0.3.1,
+    LoRAQKVLinear.zero_pad): one element per adapted q / k / v output at lora.tensor_from_list_s_per_elem, and the
+    stream synchronisation of its pageable copy at the vendor's round trip (none where no figure is read), in the
+    forward and the recompute's forward. Nothing where q, k and v are all adapted (zero_pad returns its input)."""
+    lc = x.k.raw["lora"]
+    targets = lora_targets(x.training)
+    if x.training.lora_impl not in lc["index_list_per_forward"] or "qkv_proj" in targets or targets >= set(QKV_LINEARS):
+        return 0.0
+    elems = lora_adapted_widths(x.model, x.training, only=QKV_LINEARS)[1]
+    if elems <= 0.0:
+        return 0.0
+    sync_s = host_figure("round_trip_s", x.system.vendor) or 0.0
+    return (elems * float(lc["tensor_from_list_s_per_elem"]) + sync_s) * (1.0 + x.full_share)
 
 
 def _chunked_nll_time(x: _Step, lt: compute.LayerTimes) -> Any:
@@ -1390,7 +1412,7 @@ def _lora_adapters(x: _Step) -> Any:
     rw_in, rw_out, re_in, re_out, _ = lora_adapted_widths(x.model, x.training, only=ROW_PARALLEL_LINEARS)
     lc, t, r = x.k.raw["lora"], x.t, x.r
     row_out = np.where(x.sp & x.training.lora_a2a, 1.0 / t, 1.0)  # the row-parallel adapters' output share
-    impl = x.training.lora_impl
+    impl = lc["counts_as"].get(x.training.lora_impl, x.training.lora_impl)
     eager = _adapter_counts(x, lc)
     compiled = lc["compiled"].get(impl)  # compiled: the casts not added (Inductor's fusion of them not read)
 
@@ -1437,7 +1459,8 @@ def _adapter_counts(x: _Step, lc: dict) -> dict:
     """An eager adapter's HBM and kernel counts per strategy (perf_constants.yaml `lora:`): the job's implementation's
     with PEFT's fp32 input cast where it runs (`_peft_cast_counts`), TE's fused ones (lora.te_fused) where NeMo fuses
     them (`_te_fused_lora`)."""
-    c = _peft_cast_counts(x, lc["impls"].get(x.training.lora_impl, lc), lc)
+    impl = lc["counts_as"].get(x.training.lora_impl, x.training.lora_impl)
+    c = _peft_cast_counts(x, lc["impls"].get(impl, lc), lc)
     on = _te_fused_lora(x)
     if not np.any(on):
         return c

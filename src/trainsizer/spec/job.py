@@ -140,7 +140,8 @@ class LoraSpec(_Strict):
     # dropout probability on each adapter (PEFT lora_dropout, torchtune lora_dropout, NeMo AutoModel PeftConfig
     # dropout); 0 = none (PEFT's nn.Identity, F.dropout returns its input at p 0)
     dropout: float = Field(0.0, ge=0.0, lt=1.0)
-    # adapter implementation (names.LORA_IMPLS): peft | automodel | automodel-triton; null = peft
+    # adapter implementation (names.LORA_IMPLS): peft | automodel | automodel-triton | litgpt | litgpt-2023 |
+    # peft-base-dtype; null = peft
     impl: LoraImpl | None = None
     # NeMo's a2a_experimental (MLPerf LORA_A2A): under sequence parallelism a row-parallel linear's adapter keeps its
     # output split over TP and all-to-alls it to the sequence-parallel layout instead of gathering it whole
