@@ -9,7 +9,8 @@ they were, and #5024 (9f74f2876, 2026-07-23) took fine-tuning off the page.
 Rows: benchmarks/data/finetune_heldout.csv (source URL and locator, date, confidence, and in `assumed` every
 cell the source does not state). Each row goes through the public job path (resolve_job) with the row's
 framework style, method, LoRA rank and targets, optimizer, recompute, loss implementation, compile, activation
-offloading, optimizer-in-backward, CPU offload and (QLoRA) whether PEFT's fp32 upcast applies. Three kinds of figure:
+offloading, optimizer-in-backward, CPU offload, (QLoRA) whether PEFT's fp32 upcast applies and (`wgrad_deferral_limit`)
+Megatron-Core's deferred LM-head weight gradients where the run's config sets them. Three kinds of figure:
 - tokens/s: the row's total (`tokens_scope` total) or per GPU; the estimate is tokens per step / step time,
   real tokens (padding not counted) where the row runs unpacked samples (packing false with avg_tokens: each
   micro-batch padded to its longest sample, lengths lognormal with the row's length_sigma; rows without
@@ -107,6 +108,14 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
         out["flash_attention"] = _bool(r["flash_attention"])
     if r.get("tp_comm_overlap"):  # where a row's source states it (perf_heldout33's dgxc NeMo 24.12 rows)
         out["strategy"]["tp_comm_overlap"] = _bool(r["tp_comm_overlap"])
+    if r.get("wgrad_deferral_limit"):
+        # Megatron-Core defer_embedding_wgrad_compute, where the run's config sets it (known-gaps 106 (c)): the 70B
+        # full-SFT configs of Megatron-Bridge's scripts/performance/configs/llama/llama3_llm_finetune.py
+        # (llama3_70b_sft_config_gb300 / _gb200 / _h100, CommOverlapConfig(defer_embedding_wgrad_compute=True,
+        # wgrad_deferral_limit=22) at 63b08b397, the 26.06 rows; their LoRA configs set none) and NeMo 2's
+        # llama3_70b.finetune_performance_optimizations (full SFT only, MegatronCommOverlapCallback at 25ec4e98,
+        # perf_heldout33's dgxc v25.04 rows)
+        out["strategy"] |= {"defer_embedding_wgrad": True, "wgrad_deferral_limit": int(r["wgrad_deferral_limit"])}
     if whole(r["gpu_count"]) > 1:
         out["hardware"]["network"] = NETWORK.get(r["gpu"], "ib-ndr400")
     if r["stack"] == "megatron-core":

@@ -23,12 +23,17 @@ chunk: loss_impl upcast-held).
 - The same table at 84a73fd0 (2024-03-27) ran Gemma 7B LoRA and QLoRA on one A100 ('1xA100'; the A10G could not hold
   the LoRA run): benchmarks/data/heldout_2026l_finetune_litgpt_a100.csv, the A10G rows' settings on the other part,
   which tells a part's error from the rows' shared assumptions (the Alpaca2k lengths).
+- Gemma 2 (the A10G table's gemma2-2b / gemma2-9b rows) runs eager attention: at 00af8b0d
+  CausalSelfAttention.scaled_dot_product_attention skips SDPA when attention_logit_softcapping is set ("with
+  softcapping we cannot use SDPA": q @ k.mT, tanh softcap, an explicit causal mask, fp32 softmax cast back, @ v), and
+  litgpt/config.py sets it (50.0) for Gemma-2-2b and 9b: those rows state `flash_attention` false (the score matrix
+  materialised, known-gaps 103 (h)).
 
 Columns: finetune_heldout.csv's (each row goes through finetune_heldout.row_cases, the public job path) plus
 `attention_kernel`, `optimizer_precision`, `minutes`, `samples_timed` (the samples the minutes cover) and `refused`
 (the reason a stated row is not estimated), `nf4_dequant_dtype` and `lora_impl` (litgpt-2023: Lit-GPT before v0.3.1,
 whose LoRAQKVLinear builds its padding index from a Python list every forward; litgpt after it: docs/known-gaps.md
-104); `peak_mem` is the published GB (1e9 B) of allocated memory
+104) and (A10G) `flash_attention`; `peak_mem` is the published GB (1e9 B) of allocated memory
 (`GB-allocated`) or OOM. Every setting the tables do not state is in the row's `assumed`. Two figures a row:
 - peak_gib: the published GB in GiB against the estimate less the CUDA context, NCCL buffers and fragmentation
   (finetune_heldout's GiB-active basis: max_memory_allocated counts none of them); the job runs every sample at

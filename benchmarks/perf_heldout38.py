@@ -106,13 +106,32 @@ def refused() -> list[tuple[str, str]]:
     return [(r["id"], r["refused"]) for r in rows() if r["refused"]]
 
 
+# The LM head's deferred weight gradients (Megatron-Core defer_embedding_wgrad_compute, known-gaps 106 (c)): at
+# v0.1.0rc4 the Llama pre-training recipes run_script.py builds set CommOverlapConfig(defer_embedding_wgrad_compute=True,
+# wgrad_deferral_limit=22) (recipes/llama/llama3_70b.py pretrain_config) and 50 (llama31_405b.py); run_script.py keeps
+# the recipe's comm_overlap (it swaps only tp_comm_overlap_cfg) and utils/helpers.py set_megatron_fsdp_overrides turns
+# it off under Megatron-FSDP. The DeepSeek-V3 / Qwen3 recipes set none; from v0.2.0 (25.11) no pre-training recipe or
+# performance config sets it (only gpt3_175b and the SFT configs).
+DEFERRAL_LIMITS = {"LLAMA3_70B": 22, "LLAMA3.1_405B": 50}
+
+
+def deferred_head_wgrad(r: dict[str, str]) -> dict:
+    """The strategy fields of the 25.09 recipe's deferred LM-head weight gradients: pipelined, non-FSDP Llama rows."""
+    limit = DEFERRAL_LIMITS.get(r["model"])
+    if limit is None or int(r["pp"]) < 2 or r["fsdp"] == "1":
+        return {}
+    return {"defer_embedding_wgrad": True, "wgrad_deferral_limit": limit}
+
+
 def job(r: dict[str, str]) -> dict:
     """perf_mbridge26's job of the row, with what the 25.09 scripts set beyond its columns: the image's cuDNN (the base
-    release), token drop (moe_sync_free: the padded alltoall dispatch issues no per-expert launches after a host sync)
-    and a pipeline layout the recipe map does not give (H100 DeepSeek-V3's run_script.py layout)."""
+    release), token drop (moe_sync_free: the padded alltoall dispatch issues no per-expert launches after a host sync),
+    a pipeline layout the recipe map does not give (H100 DeepSeek-V3's run_script.py layout) and the Llama recipes'
+    deferred LM-head weight gradients (DEFERRAL_LIMITS)."""
     out = mb.job(r)
     strategy = out["strategy"]
     strategy["cudnn_release"] = None
+    strategy |= deferred_head_wgrad(r)
     if r["moe_token_drop"] == "1":
         strategy["moe_sync_free"] = True
     if r["pp_layout"]:

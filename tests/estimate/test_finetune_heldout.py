@@ -125,3 +125,17 @@ def test_a6000_lora_row_needs_more_than_the_card_runs():
     shares = {rid: share for rid, _, share in fh.needed_rates()}
     assert shares["tt24.09_8b_lora_a6000"] > 123.3 / 154.8
     assert max(v for k, v in shares.items() if k != "tt24.09_8b_lora_a6000") < 0.85
+
+
+def test_megatron_sft_rows_state_the_configs_deferred_head_wgrad():
+    """Megatron-Bridge's 70B SFT configs (llama3_llm_finetune.py at 63b08b397) and NeMo 2's full-SFT performance
+    optimizations (dgxc v25.04) set wgrad_deferral_limit 22; their LoRA configs set none (the head is frozen)."""
+    import csv
+
+    for path in (fh.DATA, fh.DATA.parent / "heldout_2026i_dgxc_finetune.csv"):
+        for r in csv.DictReader(path.open(encoding="utf-8")):
+            s = fh.job(r)["strategy"]
+            sft = r["stack"] == "megatron-core" and r["method"] == "full" and r["model"] == "llama-3.1-70b"
+            assert r["wgrad_deferral_limit"] == ("22" if sft else ""), r["id"]
+            assert (s.get("defer_embedding_wgrad"), s.get("wgrad_deferral_limit")) == ((True, 22) if sft else (None, None))
+            assert not sft or int(r["pp"]) > 1, r["id"]

@@ -105,3 +105,13 @@ def test_larger_micro_batches_cost_memory_as_the_table_does(cases):
         got = [peak[f"litgpt23_{model}_lora_mb{mb}"] for mb in (1, 2, 4)]
         assert [m for m, _ in got] == sorted(m for m, _ in got)
         assert [p for _, p in got] == sorted(p for _, p in got)
+
+
+def test_gemma2_rows_run_litgpts_eager_softcapped_attention():
+    """LitGPT at 00af8b0d skips SDPA when attention_logit_softcapping is set (Gemma 2): those rows state
+    flash_attention false, no SDPA kernel, and every other row leaves it unset."""
+    for r in p37.rows():
+        gemma2 = r["model"].startswith("litgpt-gemma-2-")
+        assert r.get("flash_attention", "") == ("false" if gemma2 else ""), r["id"]
+        assert fh.job(r, p37.models()).get("flash_attention") is (False if gemma2 else None), r["id"]
+        assert not gemma2 or r["attention_kernel"] == "", r["id"]

@@ -66,6 +66,24 @@ def test_token_drop_and_the_h100_deepseek_job_reach_the_strategy():
     assert (h100["pp_first_stage_layers"], h100["pp_last_stage_layers"]) == (7, 6)
 
 
+def test_the_llama_recipes_deferred_head_wgrad_reaches_pipelined_non_fsdp_rows():
+    """v0.1.0rc4's llama3_70b / llama31_405b pretrain_config set defer_embedding_wgrad_compute (22 / 50); Megatron-FSDP
+    turns it off and Megatron-Core refuses it without pipeline parallelism; the MoE recipes set none."""
+    stated = {}
+    for r in p38.scored_rows():
+        s = p38.job(r)["strategy"]
+        if s.get("defer_embedding_wgrad"):
+            stated[r["id"]] = s["wgrad_deferral_limit"]
+            assert int(r["pp"]) > 1 and r["fsdp"] != "1", r["id"]
+        else:
+            assert "wgrad_deferral_limit" not in s, r["id"]
+    assert stated == {"mbridge_25.09_gb200_llama3_70b_fp8-mx_64gpu": 22, "mbridge_25.09_h100_llama3_70b_fp8-cs_64gpu": 22,
+                      "mbridge_25.09_gb200_llama3.1_405b_fp8-mx_128gpu": 50,
+                      "mbridge_25.09_b200_llama3.1_405b_fp8-cs_128gpu": 50,
+                      "mbridge_25.09_b200_llama3.1_405b_fp8-mx_128gpu": 50,
+                      "mbridge_25.09_h100_llama3.1_405b_fp8-cs_1024gpu": 50}
+
+
 def test_refused_rows_say_why():
     assert [rid for rid, _ in p38.refused()] == ["mbridge_25.09_gb200_deepseek_v3_fp8-mx_256gpu"]
     assert all("no config state of the release" in why for _, why in p38.refused())
