@@ -15,7 +15,7 @@ that earlier state sets (GB200 Qwen3 235B-A22B at TP 2 x EP 64, H100 Qwen3 30B-A
 and cpu_offloading_num_layers, per-layer CUDA graphs (`cuda_graphs: true` = model.enable_cuda_graph, Megatron-Core's
 graphs of whole layers: the estimator's `layer`), DeepSeek-V3's recompute_modules, dispatcher and pipeline layout, and
 token drop. run_script.py applies apply_moe_token_drop (capacity factor 1.0, padded to capacity, alltoall dispatcher)
-to every Qwen3 run and to DeepSeek-V3 on GB200 / B200: those rows state strategy.moe_sync_free (the padded split sizes
+to every Qwen3 run and to DeepSeek-V3 on GB200 / B200: those rows state strategy.moe_pad_to_capacity (the padded split sizes
 are host constants; docs/known-gaps.md 87 (a)) at the default capacity factor 1.0; DeepSeek-V3 on H100 runs dropless
 with DeepEP (flex), a2a overlap and the layout Et|(tt|)*30mL. Each job is perf_mbridge26.job's (the columns read as
 its 26.x rows), with the 25.09 image's cuDNN (the base release: perf_mbridge26.CUDNN_BY_RELEASE's None). Refused, with
@@ -125,15 +125,15 @@ def deferred_head_wgrad(r: dict[str, str]) -> dict:
 
 def job(r: dict[str, str]) -> dict:
     """perf_mbridge26's job of the row, with what the 25.09 scripts set beyond its columns: the image's cuDNN (the base
-    release), token drop (moe_sync_free: the padded alltoall dispatch issues no per-expert launches after a host sync),
-    a pipeline layout the recipe map does not give (H100 DeepSeek-V3's run_script.py layout) and the Llama recipes'
-    deferred LM-head weight gradients (DEFERRAL_LIMITS)."""
+    release), token drop (moe_pad_to_capacity: the padded alltoall dispatch waits for no token counts, its
+    per-expert launches stay in the host floor), a pipeline layout the recipe map does not give (H100 DeepSeek-V3's
+    run_script.py layout) and the Llama recipes' deferred LM-head weight gradients (DEFERRAL_LIMITS)."""
     out = mb.job(r)
     strategy = out["strategy"]
     strategy["cudnn_release"] = None
     strategy |= deferred_head_wgrad(r)
     if r["moe_token_drop"] == "1":
-        strategy["moe_sync_free"] = True
+        strategy["moe_pad_to_capacity"] = True
     if r["pp_layout"]:
         strategy |= layout_stage_layers(r["pp_layout"], int(r["pp"]))
     return out
@@ -186,7 +186,7 @@ def precision_pairs(cs: list[tuple[str, str, float, float]]) -> list[tuple[str, 
 
 
 def drop_bounds(cs: list[tuple[str, str, float, float]]) -> list[tuple[str, float, float]]:
-    """(token-drop row, signed error as stated, signed error with moe_sync_free left out): the rows estimated as the
+    """(token-drop row, signed error as stated, signed error with moe_pad_to_capacity left out): the rows estimated as the
     dropless dispatch they did not run, charged Megatron-Core's per-expert host launches after the sync
     (perf_constants.yaml gemm.moe_host_s_per_expert_kernel, tuned on the 25.11 B200 dropless rows). A diagnostic, not
     an estimate: where the measured rate lies between the two, token drop removed part of that charge, not all of it
@@ -195,7 +195,7 @@ def drop_bounds(cs: list[tuple[str, str, float, float]]) -> list[tuple[str, floa
 
     def dropless(r: dict[str, str]) -> dict:
         out = job(r)
-        out["strategy"].pop("moe_sync_free")
+        out["strategy"].pop("moe_pad_to_capacity")
         return out
 
     stated = {rid: p / m - 1 for rid, _, m, p in cs}
@@ -322,7 +322,8 @@ def main() -> None:
     print("MXFP8 / FP8-CS per line (measured vs predicted):")
     for rid, meas, pred in precision_pairs(cs):
         print(f"  {rid:50s} measured {meas:.3f} predicted {pred:.3f}")
-    print("token-drop rows: error as stated (sync-free) and as if dropless (per-expert host launches charged):")
+    print("token-drop rows: error as stated (padded: no wait, launches in the host floor) and as if dropless "
+          "(per-expert host launches charged):")
     for rid, err, dropless in drop_bounds(cs):
         print(f"  {rid:50s} {100 * err:+6.1f}% {100 * dropless:+6.1f}%")
     print_fits(fits(), "perf_heldout38")

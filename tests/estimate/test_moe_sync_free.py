@@ -51,9 +51,9 @@ def _h100_step(ep: int, **strategy) -> float:
     return float(evaluate(resolve_job(job, CAT), CAT)["time"]["step_s"])
 
 
-def test_padded_alltoall_dispatch_saves_the_host_cost_of_each_local_expert():
-    # the alltoall dispatcher padded to capacity waits for no D2H copy (moe_sync_free): what it saves is the launches
-    # of each local expert, so twice the local experts (EP 8 against EP 16) save about twice as much
+def test_device_side_splits_save_the_host_cost_of_each_local_expert():
+    # experts that take their splits on the device (moe_sync_free) issue no per-expert launches after a sync: what
+    # they save is each local expert's, so twice the local experts (EP 8 against EP 16) save about twice as much
     saved = {ep: _h100_step(ep) - _h100_step(ep, moe_sync_free=True) for ep in (8, 16)}
     assert saved[16] > 0.0
     assert saved[8] == pytest.approx(2.0 * saved[16], rel=0.05)

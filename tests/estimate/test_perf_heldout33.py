@@ -132,7 +132,7 @@ def test_deepseek_rows_state_the_release_layout_and_are_estimated():
         assert extra["etp"] == 1 and int(r["global_batch_seqs"]) == 8 * int(r["gpu_count"]), r["id"]
         assert extra["recompute_modules"] == (["core_attn"] if r["accelerator"] == "gb200" else ["mla_up_proj"]), r["id"]
         # NeMo's token drop pads to capacity: the alltoall dispatcher waits for no host copy (known-gaps 87 (a))
-        assert extra["moe_dispatcher"] == "alltoall" and extra["moe_sync_free"] is True, r["id"]
+        assert extra["moe_dispatcher"] == "alltoall" and extra["moe_pad_to_capacity"] is True, r["id"]
     run = p33.moe_run()
     assert not [c.row_id for c, _, _ in run if c.skipped] and all(res["memory"]["fits"] for _, res, _ in run)
     err = {c.row_id: c.predicted / c.measured - 1 for c, _, _ in run}

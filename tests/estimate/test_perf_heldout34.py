@@ -43,7 +43,7 @@ def test_dgxc_rows_state_the_release_layout_and_the_rate_from_the_step():
         assert extra["grad_reduce_in_fp32"] is False and extra["loss_impl"] == "te", r["id"]
         assert (r["fp8_recipe"] == "delayed") == (r["precision"] == "fp8"), r["id"]
         # NeMo's token drop pads every expert to capacity: the alltoall dispatcher waits for no host copy (87 (a))
-        assert extra.get("moe_sync_free") is ("_nemotronh_" not in r["id"] or None), r["id"]
+        assert extra.get("moe_pad_to_capacity") is ("_nemotronh_" not in r["id"] or None), r["id"]
     # weak scaling: 8 (Llama 4), 2 (Grok-1), 3 (Nemotron-H) sequences a GPU, except Llama 4's H100 run (GBS 1,024)
     per_gpu = {"llama4": 8, "grok1": 2, "nemotronh": 3}
     for r in rs:

@@ -56,7 +56,7 @@ def test_token_drop_and_the_h100_deepseek_job_reach_the_strategy():
         # run_script.py: token drop on every Qwen3 run and on DeepSeek-V3 off H100
         assert r["moe_token_drop"] == ("1" if moe and (r["model"] != "DeepSeekV3" or r["system"] != "H100") else "0")
         s = p38.job(r)["strategy"]
-        assert s.get("moe_sync_free") is (True if r["moe_token_drop"] == "1" else None), rid
+        assert s.get("moe_pad_to_capacity") is (True if r["moe_token_drop"] == "1" else None), rid
         assert s["cudnn_release"] is None, rid
     h100 = p38.job(by["mbridge_25.09_h100_deepseek_v3_fp8-cs_1024gpu"])["strategy"]
     assert h100["moe_dispatcher"] == "flex" and h100["moe_a2a_overlap"] is True

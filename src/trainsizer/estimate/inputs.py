@@ -329,10 +329,12 @@ class Strategy:
     # torchtitan's MoE glue runs eager (PerfStyle.moe_eager_glue); None = the style's (torchtitan: true); one value for
     # the whole batch
     moe_eager_glue: Any = None
-    # the routed experts take their splits on the device, or the alltoall dispatcher pads them to capacity
-    # (PerfStyle.moe_sync_free: no per-expert host launches after the MoE layer's host sync); None = the style's
-    # (off); one value for the whole batch
+    # the routed experts take their splits on the device (PerfStyle.moe_sync_free: no per-expert host launches);
+    # None = the style's (off); one value for the whole batch
     moe_sync_free: Any = None
+    # the alltoall dispatcher pads every expert to capacity (PerfStyle.moe_pad_to_capacity: no host wait, the
+    # per-expert launches in the host floor); None = the style's (off, dropless); one value for the whole batch
+    moe_pad_to_capacity: Any = None
     # Megatron-Core's MoE token permutation / router in Transformer Engine's fused kernels (moe_permute_fusion /
     # moe_router_fusion; PerfStyle.moe_permute_fused / moe_router_fused); None = the style's (megatron-core: fused, the
     # NeMo / Megatron-Bridge recipes); one value for the whole batch

@@ -279,9 +279,12 @@ class PerfStyle:
     # amp_fp32_weights, _amp_fp32_weights_time)
     amp_fp32_weights: bool = False
     # the routed experts take their token splits on the device (Primus-Turbo's ragged grouped GEMM: one kernel, no
-    # .tolist() host sync), or the alltoall dispatcher pads every expert to capacity (its splits host constants), so
-    # the per-expert launches after the MoE layer's host sync are not exposed (_moe_sync_free)
+    # .tolist() host sync), so no per-expert launches follow the MoE layer's host sync (_moe_sync_free)
     moe_sync_free: bool = False
+    # Megatron-Core's alltoall dispatcher pads every expert to capacity (moe_pad_expert_input_to_capacity): no D2H
+    # copy of the token counts is waited for, but TE GroupedLinear still launches each local expert's GEMMs and casts
+    # from the host, so they join the layer's host floor instead of following a drained queue (_padded_expert_host_s)
+    moe_pad_to_capacity: bool = False
     # Megatron-Core's token permutation and router run Transformer Engine's fused kernels (moe_permute_fusion /
     # moe_router_fusion); false: the unfused torch ops, their kernels, host calls and the permutation's masked_select
     # host syncs (_moe_unfused_time, _moe_unfused_host). Other styles time their own path at the fused count: true
@@ -478,6 +481,8 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["moe_eager_glue"] = bool(strategy.moe_eager_glue)
     if getattr(strategy, "moe_sync_free", None) is not None:  # device-side expert splits (_moe_sync_free)
         changes["moe_sync_free"] = bool(strategy.moe_sync_free)
+    if getattr(strategy, "moe_pad_to_capacity", None) is not None:  # padded token drop (_padded_expert_host_s)
+        changes["moe_pad_to_capacity"] = bool(strategy.moe_pad_to_capacity)
     if getattr(strategy, "moe_permute_fusion", None) is not None:  # TE's fused permutation (_moe_unfused_time)
         changes["moe_permute_fused"] = bool(strategy.moe_permute_fusion)
     if getattr(strategy, "moe_router_fusion", None) is not None:  # TE's fused router (_moe_unfused_time)
@@ -1678,7 +1683,7 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     if x.model.is_hybrid:  # a hybrid layer is one block (M, *, - or E), about half a transformer layer's kernels
         host_layer = 0.5 * host_layer
     unfused_host, unfused_syncs = _moe_unfused_host(x)
-    host_layer = host_layer + _adapter_host_s(x) + unfused_host
+    host_layer = host_layer + _adapter_host_s(x) + unfused_host + _padded_expert_host_s(x)
     blend = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer + unfused_syncs
     if not x.model.is_moe or not np.any(x.fw.moe_host_sync) or _moe_sync_free(x):
         return blend
@@ -1691,11 +1696,36 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     alltoall = moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t)
     per_kernel = np.where(alltoall, x.k.moe_host_s_per_expert_kernel["alltoall"],
                           x.k.moe_host_s_per_expert_kernel["flex"])
+    return _when(x.fw.moe_host_sync, blend + _expert_kernels_per_layer(x) * per_kernel, blend)
+
+
+def _expert_kernels_per_layer(x: _Step) -> Any:
+    """Kernels TE GroupedLinear launches from the host for the local routed experts, per average layer and
+    micro-batch: per expert fc1 / fc2 forward, dgrad and wgrad GEMMs and, under FP8, their casts (`kernels:`
+    moe_expert_*), the recompute's forward a third of them again, over the MoE layers' share."""
     kernels = compute.KERNELS["moe_expert_gemms"] + compute.KERNELS["moe_expert_casts"] * _te_cast_kernels(x)
     moe_share = x.model.moe_layer_count / x.model.layers
     local_experts = np.maximum(x.model.experts / x.e, 1.0)
-    per_expert = per_kernel * kernels * (1.0 + x.moe_rerun / 3.0)
-    return _when(x.fw.moe_host_sync, blend + moe_share * local_experts * per_expert, blend)
+    return moe_share * local_experts * kernels * (1.0 + x.moe_rerun / 3.0)
+
+
+def _padded_expert_host_s(x: _Step) -> Any:
+    """Host seconds per average layer and micro-batch of the local experts' launches under Megatron-Core's padded
+    token drop (strategy.moe_pad_to_capacity): the splits are host constants, so no D2H wait drains the queue, but
+    TEGroupedMLP still runs GroupedLinear, one GEMM (and under FP8 its casts) per local expert issued from the host
+    (_expert_kernels_per_layer), and these join the layer's host floor in the soft maximum with its GPU time.
+    Each launch at the launch-bound eager op (perf_constants.yaml host_sync launch_bound_op_s; NVIDIA's where the
+    vendor has none), measured, not fitted: the launch part of the dropless charge (gemm.moe_host_s_per_expert_kernel,
+    fitted on the 25.11 B200 dropless rows), whose rest is what the drained queue behind the sync adds. 0 under CUDA
+    graphs: padding makes the MoE layer's shapes static, so per-layer graphs (Megatron-Core enable_cuda_graph, scope
+    "full": TransformerLayer's CudaGraphManager captures the whole layer, core_v0.14.0 transformer_layer.py) hold
+    the experts' launches, as a full-iteration graph does; 0 for device-side splits (moe_sync_free: one kernel for
+    all experts), on a dense model or a style without Megatron-Core's host-synced MoE layer."""
+    on = (np.asarray(x.fw.moe_pad_to_capacity, bool) & np.asarray(x.fw.moe_host_sync, bool)
+          & ~np.asarray(x.fw.moe_sync_free, bool))
+    if not x.model.is_moe or not np.any(on) or x.cuda_graphs != "none":
+        return 0.0
+    return np.where(on, _expert_kernels_per_layer(x) * _launch_op_s(x.system.vendor), 0.0)
 
 
 def _expert_loop_excess(x: _Step) -> Any:
@@ -1800,8 +1830,10 @@ def _moe_sync_free(x: _Step) -> bool:
     padding (moe_pad_expert_input_to_capacity, NeMo's MegatronTokenDropCallback): its per-expert splits are host
     constants (capacity x ranks), its all-to-alls equal-sized, so no D2H copy is waited for (Megatron-LM core_r0.12
     7094270c, moe/token_dispatcher.py MoEAlltoAllTokenDispatcher.preprocess: cuda_sync_point stays "no_sync"); a
-    job with that dispatcher states it as strategy.moe_sync_free."""
-    return x.cuda_graphs == "full_iteration" or bool(np.any(x.fw.moe_sync_free))
+    job with that dispatcher states strategy.moe_pad_to_capacity, whose per-expert launches stay in the host floor
+    (_padded_expert_host_s)."""
+    return (x.cuda_graphs == "full_iteration" or bool(np.any(x.fw.moe_sync_free))
+            or bool(np.any(x.fw.moe_pad_to_capacity)))
 
 
 def _te_cast_kernels(x: _Step) -> float:

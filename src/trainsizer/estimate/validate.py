@@ -581,7 +581,8 @@ def _te_option_rules(c: SimpleNamespace) -> _Rules:
     only: DotProductAttention reads the autocast recipe); the MXFP8 LM head (fp8_lm_head) needs the MXFP8 recipe
     (Megatron-Core fp8_utils.is_mxfp8_output_proj_active); TE's fused grouped MLP needs MXFP8 on an SM100 part
     (FUSED_GROUPED_MLP_PARTS); FP8 attention, the FP8 SwiGLU input store, CUDA graphs, the fused grouped MLP, the
-    device-side expert splits (moe_sync_free: Primus-Turbo on Megatron-LM), the MoE permutation / router fusion
+    device-side expert splits (moe_sync_free: Primus-Turbo on Megatron-LM), the padded token drop
+    (moe_pad_to_capacity), the MoE permutation / router fusion
     (moe_permute_fusion / moe_router_fusion, stated either way), the fused qkv RoPE and TE's op fuser (te_op_fuser) are Megatron-Core's (TE_GRAPH_FRAMEWORKS; "auto" as the stack it resolves to), the MXFP8 LM head
     Megatron-Core's and torchtitan's (FP8_LM_HEAD_FRAMEWORKS), PyTorch's attention kernels the PyTorch stacks'
     (TORCH_ATTENTION_FRAMEWORKS)."""
@@ -594,6 +595,7 @@ def _te_option_rules(c: SimpleNamespace) -> _Rules:
                              ("cudnn_release", release not in (None, "9.13")),
                              ("moe_fused_grouped_mlp", bool(getattr(s, "moe_fused_grouped_mlp", None))),
                              ("moe_sync_free", bool(getattr(s, "moe_sync_free", None))),
+                             ("moe_pad_to_capacity", bool(getattr(s, "moe_pad_to_capacity", None))),
                              ("moe_permute_fusion", getattr(s, "moe_permute_fusion", None) is not None),
                              ("moe_router_fusion", getattr(s, "moe_router_fusion", None) is not None),
                              ("fused_qkv_rope", bool(getattr(s, "fused_qkv_rope", None))),
@@ -965,6 +967,7 @@ def valid_mask(model: ModelArch, training: Training, system: System, strategy: S
 # means "not stated"; moe_a2a_overlap is refused on a dense model (moe_a2a_overlap_ep)
 MOE_ONLY_OPTIONS = (("moe_dispatcher", "auto"), ("moe_tp_token_split", None), ("moe_fused_grouped_mlp", None),
                     ("moe_torch_grouped_mm", None), ("moe_eager_glue", None), ("moe_sync_free", None),
+                    ("moe_pad_to_capacity", None),
                     ("moe_permute_fusion", None),
                     ("moe_router_fusion", None), ("experts_implementation", None),
                     ("zero3_expert_fetch", None))

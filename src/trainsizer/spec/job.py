@@ -458,12 +458,15 @@ class StrategySpec(_Strict):
     # framework's (torchtitan: true); time only
     moe_eager_glue: bool | None = None
     # the routed experts take their token split sizes on the device (Primus-Turbo's ragged grouped GEMM,
-    # use_turbo_ragged_grouped_gemm: one kernel for all local experts, no .tolist() host sync, no FP8 padding), or
-    # Megatron-Core's alltoall dispatcher pads every expert to capacity (moe_pad_expert_input_to_capacity: the splits
-    # are host constants, no D2H copy waited for): the MoE layer issues no per-expert launches after a host sync;
-    # null / false = Transformer Engine's GroupedLinear after a dropless dispatch (a host list of splits copied from
-    # the device, kernels launched expert by expert)
+    # use_turbo_ragged_grouped_gemm: one kernel for all local experts, no .tolist() host sync, no FP8 padding): the
+    # MoE layer issues no per-expert launches; null / false = Transformer Engine's GroupedLinear (a host list of
+    # splits, kernels launched expert by expert)
     moe_sync_free: bool | None = None
+    # Megatron-Core's alltoall dispatcher drops and pads every expert to capacity (moe_token_drop_policy with
+    # moe_pad_expert_input_to_capacity; NeMo's MegatronTokenDropCallback, Megatron-Bridge's apply_moe_token_drop): the
+    # splits are host constants, so no D2H copy is waited for, but GroupedLinear still launches expert by expert
+    # (those launches join the layer's host floor); null / false = dropless (the host waits for the token counts)
+    moe_pad_to_capacity: bool | None = None
     # Megatron-Core's token permutation (--moe-permute-fusion) and router top-k / aux loss (--moe-router-fusion) in
     # Transformer Engine's fused kernels; false = the unfused torch ops (Megatron-LM's argument default: more kernels
     # and host calls, two masked_select host syncs a forward); null = the framework's (megatron-core: fused, as the
