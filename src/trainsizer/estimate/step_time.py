@@ -1683,7 +1683,7 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     if x.model.is_hybrid:  # a hybrid layer is one block (M, *, - or E), about half a transformer layer's kernels
         host_layer = 0.5 * host_layer
     unfused_host, unfused_syncs = _moe_unfused_host(x)
-    host_layer = host_layer + _adapter_host_s(x) + unfused_host + _padded_expert_host_s(x)
+    host_layer = host_layer + _adapter_host_s(x) + unfused_host + _padded_expert_host_s(x) + _recompute_host_s(x)
     blend = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer + unfused_syncs
     if not x.model.is_moe or not np.any(x.fw.moe_host_sync) or _moe_sync_free(x):
         return blend
@@ -1707,6 +1707,51 @@ def _expert_kernels_per_layer(x: _Step) -> Any:
     moe_share = x.model.moe_layer_count / x.model.layers
     local_experts = np.maximum(x.model.experts / x.e, 1.0)
     return moe_share * local_experts * kernels * (1.0 + x.moe_rerun / 3.0)
+
+
+def _recompute_kernels(x: _Step) -> Any:
+    """Forward kernels of one average layer that Megatron-Core's selective recompute re-issues from the host for
+    the listed strategy.recompute_modules (`kernels:` recompute_*, counted at core_v0.14.0), the layer kinds weighted
+    by their share of the layers as compute._module_recompute weights their GPU work; FP8 input casts at the
+    recipe's kernels a cast. 0 where no module is listed (Megatron-Core's default core_attn: one launch, left out)."""
+    modules = x.recompute_modules
+    if not modules:
+        return 0.0
+    k, cast = compute.KERNELS, _te_cast_kernels(x)
+    shapes = _shapes(x.model)
+    dense_w, moe_w = shapes.n_dense / shapes.layers, shapes.n_moe / shapes.layers
+    mla = 1.0 if shapes.qkv_up_share else 0.0
+    shared = moe_w if shapes.shared_ffn else 0.0
+    n = 0.0
+    if "core_attn" in modules:
+        n += k["recompute_core_attn"]
+    if "mla_up_proj" in modules:
+        n += mla * (k["recompute_mla_up_proj"] + k["recompute_mla_up_proj_casts"] * cast)
+    if "layernorm" in modules:
+        n += (mla + moe_w) * k["recompute_norm"]
+    if "mlp" in modules:
+        n += dense_w * (k["recompute_mlp"] + k["recompute_mlp_casts"] * cast)
+    if "moe" in modules:  # the whole block but its routed experts (those ride on moe_rerun)
+        n += moe_w * k["recompute_moe_block"]
+        n += shared * (k["recompute_shared_experts"] + k["recompute_shared_experts_casts"] * cast)
+    else:
+        n += moe_w * k["recompute_moe_act"] * ("moe_act" in modules)
+        if "shared_experts" in modules:
+            n += shared * (k["recompute_shared_experts"] + k["recompute_shared_experts_casts"] * cast)
+    return n
+
+
+def _recompute_host_s(x: _Step) -> Any:
+    """Host seconds per average layer and micro-batch of the forward kernels selective recompute issues again in
+    the backward (_recompute_kernels): Megatron-Core re-runs a listed module by calling its forward from Python
+    (tensor_parallel.CheckpointWithoutOutput._recompute for layernorm, moe_act, mla_up_proj; CheckpointFunction for
+    core_attn, mlp, moe: megatron/core/tensor_parallel/random.py at core_v0.14.0), so its launches go through the host
+    again; each at the launch-bound eager op (host_sync launch_bound_op_s, NVIDIA's where the vendor has none), joined
+    to the layer's host floor. Full recompute's extra pass is in the floor already (full_share). 0 off selective
+    recompute and under CUDA graphs (Megatron-Core refuses enable_cuda_graph with recompute)."""
+    if x.cuda_graphs != "none" or not x.recompute_modules:
+        return 0.0
+    return np.where(x.rc == 1, _recompute_kernels(x) * _launch_op_s(x.system.vendor), 0.0)
 
 
 def _padded_expert_host_s(x: _Step) -> Any:
