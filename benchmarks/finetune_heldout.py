@@ -129,6 +129,8 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
         out["lora"] = {"rank": whole(r["lora_rank"]), "targets": targets}
         if r.get("lora_impl"):  # the adapter code, where a row's source names it (perf_heldout37's LitGPT releases)
             out["lora"]["impl"] = r["lora_impl"]
+        if r.get("lora_dropout"):  # where the row's code sets one (perf_heldout35's ms-swift, perf_heldout37's LitGPT)
+            out["lora"]["dropout"] = num(r["lora_dropout"])
     return out
 
 

@@ -11,7 +11,8 @@ run_single.py) and GPU memory (torch.cuda.max_memory_reserved, swift/trainers/tr
 benchmarks/data/heldout_2026k_swift_a100.csv, finetune_heldout.csv's columns (each row goes through
 finetune_heldout.row_cases, the public job path) plus `attention_kernel`, `optimizer_precision`, `samples_per_s`
 and `refused` (the reason a stated row is not estimated), `lora_impl` (peft-base-dtype on the LoRA rows: PEFT 0.7.1,
-swift 1.5's pin, keeps the adapters in the bf16 base dtype, docs/known-gaps.md 104). Every setting the page does not
+swift 1.5's pin, keeps the adapters in the bf16 base dtype, docs/known-gaps.md 104) and `lora_dropout` (0.05 on the
+LoRA / QLoRA rows: swift's lora_dropout_p default, argument.py at 97e4d198b; 104 (d)). Every setting the page does not
 state is in `assumed`:
 - swift 1.5's truncation_strategy 'delete' drops every sample longer than max_length, so a row runs the samples
   under its cutoff: their lengths are taken from the stated mean and spread as a lognormal cut at the cutoff

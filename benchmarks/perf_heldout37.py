@@ -33,7 +33,8 @@ Columns: finetune_heldout.csv's (each row goes through finetune_heldout.row_case
 `attention_kernel`, `optimizer_precision`, `minutes`, `samples_timed` (the samples the minutes cover) and `refused`
 (the reason a stated row is not estimated), `nf4_dequant_dtype` and `lora_impl` (litgpt-2023: Lit-GPT before v0.3.1,
 whose LoRAQKVLinear builds its padding index from a Python list every forward; litgpt after it: docs/known-gaps.md
-104) and (A10G) `flash_attention`; `peak_mem` is the published GB (1e9 B) of allocated memory
+104), (A10G) `flash_attention` and `lora_dropout` (the dropout each row's lora.py / config yaml sets: 0.05, Gemma
+0.1; 104 (d)); `peak_mem` is the published GB (1e9 B) of allocated memory
 (`GB-allocated`) or OOM. Every setting the tables do not state is in the row's `assumed`. Two figures a row:
 - peak_gib: the published GB in GiB against the estimate less the CUDA context, NCCL buffers and fragmentation
   (finetune_heldout's GiB-active basis: max_memory_allocated counts none of them); the job runs every sample at

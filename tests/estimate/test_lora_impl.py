@@ -99,6 +99,22 @@ def test_dropout_saves_a_one_byte_mask_on_its_side():
     assert "lora_dropout" not in full.detail  # full recompute keeps the layer input only
 
 
+def test_litgpt_drops_out_the_fused_qkv_input_once():
+    """LitGPT's LoRAQKVLinear: one dropout of x for all its q / k / v adapters (memory_constants.yaml
+    lora.dropout_shared_qkv); o_proj and the MLP's adapters drop out their own inputs, as PEFT's do."""
+    m = llama8b()
+
+    def items(tr: Training) -> dict[str, float]:
+        return layer_items(m, tr, moe=False, profile="hf", recompute="none", impl="flash").detail
+
+    for targets, n_qkv in ((("q_proj", "v_proj"), 2), (ALL, 3)):
+        peft, lit = items(_training("peft", 0.05, targets)), items(_training("litgpt", 0.05, targets))
+        assert peft["lora_dropout"] - lit["lora_dropout"] == pytest.approx(3 * (n_qkv - 1) * m.hidden)
+        assert lit == items(_training("litgpt-2023", 0.05, targets))
+    # one adapted qkv part: nothing shared, the same as PEFT's
+    assert items(_training("litgpt", 0.05, ("q_proj",))) == items(_training("peft", 0.05, ("q_proj",)))
+
+
 def test_routed_expert_adapters_drop_out_per_slot():
     m = mixtral()
     tr = _training("automodel", 0.1, ("gate_proj", "up_proj", "down_proj"))

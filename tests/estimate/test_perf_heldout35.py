@@ -40,6 +40,15 @@ def test_every_row_is_sourced_and_states_its_settings():
         assert r["refused"] or r["model"] in archs, r["id"]
 
 
+def test_adapter_rows_state_swifts_lora_dropout():
+    """ms-swift at 97e4d198b: SftArguments.lora_dropout_p = 0.05 (swift/llm/utils/argument.py), which
+    swift/llm/tuner.py passes as the LoRA config's lora_dropout; run_single.py sets it on no row."""
+    for r in p35.rows():
+        assert r["lora_dropout"] == ("0.05" if r["method"] in ("lora", "qlora") else ""), r["id"]
+    r = next(r for r in p35.rows() if r["id"] == "swift_lora_qwen-7b_2048")
+    assert fh.job(r, p35.models())["lora"]["dropout"] == 0.05
+
+
 def test_kept_lengths_are_the_stated_statistics_cut_at_the_cutoff():
     for r in p35.rows():
         share, mean, spread = p35.kept_lengths(int(r["seq_len"]))

@@ -18,7 +18,8 @@ import perf_heldout37 as p37  # noqa: E402
 from harness import mape  # noqa: E402
 
 # metric -> MAPE bound (%); reached at landing in the comment
-BOUNDS = {"samples_s": 90.0, "peak_gib": 11.0}  # 116.5 at landing, 80.6 before 104 (median +72.3%); 8.8 since 103
+# 116.5 at landing, 74.4 since 104, 70.9 since 104 (d) (median +70.8%); memory 8.5 since 103 (h), 7.2 since 104 (d)
+BOUNDS = {"samples_s": 90.0, "peak_gib": 11.0}
 
 
 @pytest.fixture(scope="module")
@@ -64,13 +65,13 @@ def test_each_figure_within_its_bound_and_every_run_scored_twice(cases):
         assert len(got) == 46, metric
         assert mape(got) <= bound, (metric, mape(got))
     # since Fabric's fp32 logits (loss_impl upcast-held), bitsandbytes' kept inputs and Lightning's 4-bit head are
-    # counted (known-gaps 103): every LoRA and full peak within 15%; the all-linear QLoRA rows with a LoRA head on the
-    # A10G (TinyLlama, Phi-2, Phi-3) still more than 30% too small, the gap 103 (e) leaves
+    # counted (known-gaps 103) and the rows state the LoRA dropout their code sets (104 (d)): every LoRA and full peak
+    # within 20% (the small all-linear A10G LoRA rows, TinyLlama, Phi-2, Gemma 2B, 16-18% too large), no QLoRA peak
+    # more than 25% too small (the all-linear ones were 33-37% before the dropout was stated)
     method = {r["id"]: r["method"] for r in p37.rows()}
     peaks = [c for c in cases if c.metric == "peak_gib" and not c.skipped]
-    assert all(abs(c.err) < 0.15 for c in peaks if method[c.row_id] != "qlora")
-    left = {c.row_id for c in peaks if c.err < -0.3}
-    assert left == {"litgpt24_tiny-llama_qlora_a10g", "litgpt24_phi-2_qlora_a10g", "litgpt24_phi-3_qlora_a10g"}
+    assert all(abs(c.err) < 0.20 for c in peaks if method[c.row_id] != "qlora")
+    assert all(-0.25 < c.err < 0.20 for c in peaks)
     # every time predicted too fast (known-gaps 100 (a)); the 2023 A100 LoRA rows less so since Lit-GPT's per-forward
     # index build is charged (lora.impl litgpt-2023, known-gaps 104)
     times = [c for c in cases if c.metric == "samples_s"]
@@ -83,10 +84,9 @@ def test_oom_rows_are_checked_not_scored(cases):
     fits = {c.row_id: c for c in cases if c.metric == "fits"}
     assert set(fits) == {r["id"] for r in p37.rows() if r["peak_mem"] == "OOM" and not r["refused"]}
     assert all(c.measured == 0.0 for c in fits.values())
-    # 7 of 8 agree (Falcon 40B NF4-DQ since its 4-bit linears' kept inputs are counted: 103); the one that does not
-    # is predicted to fit by under 5 GiB (the too-small LoRA peaks of 100 (c))
-    assert sum(c.predicted == 0.0 for c in fits.values()) == 7
-    assert {rid for rid, c in fits.items() if c.predicted} == {"litgpt23_llama2-7b_lora_mb4"}
+    # all 8 agree (Falcon 40B NF4-DQ since its 4-bit linears' kept inputs are counted: 103; Llama 2 7B at micro-batch
+    # 4 since its LoRA dropout's masks and dropped copies are: 104 (d))
+    assert all(c.predicted == 0.0 for c in fits.values()) and len(fits) == 8
 
 
 def test_qlora_rows_state_lightning_bitsandbytes_options():
@@ -97,6 +97,19 @@ def test_qlora_rows_state_lightning_bitsandbytes_options():
         q = r["method"] == "qlora"
         assert (r["nf4_saves_input"], r["nf4_lm_head"], r["lm_head_chunk"]) == (
             ("true", "true", "128") if q else ("", "", "")), r["id"]  # LitGPT's lm_head_chunk_size=128
+
+
+def test_lora_rows_state_the_dropout_their_code_sets():
+    """lora_dropout: 0.05 in Lit-GPT's finetune/lora.py at 8641822 (the 2023 table) and in the config hub's lora.yaml /
+    qlora.yaml at 84a73fd0 / 00af8b0d, 0.1 in the Gemma and Gemma 2 ones; full rows none. finetune_heldout.job puts it
+    in the job's lora block."""
+    rs = p37.rows()
+    for r in rs:
+        want = "" if r["method"] == "full" else "0.1" if "gemma" in r["model"] else "0.05"
+        assert r["lora_dropout"] == want, r["id"]
+    r = next(r for r in rs if r["id"] == "litgpt24_gemma-7b_qlora_a100")
+    assert fh.job(r, p37.models())["lora"]["dropout"] == 0.1
+    assert "dropout" not in fh.job(dict(r, lora_dropout=""), p37.models())["lora"]  # blank: the job's default 0
 
 
 def test_larger_micro_batches_cost_memory_as_the_table_does(cases):

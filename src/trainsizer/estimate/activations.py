@@ -210,6 +210,8 @@ def _lora_dropout(x: _Layer, moe: bool, out: _Saved) -> None:
         return
     d_in, d_out, e_in, e_out, _ = lora_layer_widths(x.model, x.training, moe)
     on_out = lora_dropout_on_output(x.training)
+    if not on_out:
+        d_in -= _shared_qkv_dropout_excess(x, moe)
     per = 1.0 if on_out else 1.0 + x.a
     dense, routed = per * (d_out if on_out else d_in), per * (e_out if on_out else e_in)
     if dense:
@@ -219,6 +221,17 @@ def _lora_dropout(x: _Layer, moe: bool, out: _Saved) -> None:
         k = max(x.model.experts_per_token, 1)
         out.detail["lora_dropout_per_slot"] = routed / k
         out.routed += routed / k
+
+
+def _shared_qkv_dropout_excess(x: _Layer, moe: bool) -> float:
+    """Input width counted past the first of the q / k / v adapters where one dropout of the layer input serves them
+    all (memory_constants.yaml lora.dropout_shared_qkv: LitGPT's LoRAQKVLinear, one mask and one dropped copy)."""
+    if x.training.lora_impl not in load_memory_constants()["lora"]["dropout_shared_qkv"]:
+        return 0.0
+    if "qkv_proj" in lora_targets(x.training):  # the fused target is one linear already
+        return 0.0
+    qkv_in = lora_layer_widths(x.model, x.training, moe, only=("q_proj", "k_proj", "v_proj"))[0]
+    return max(qkv_in - x.model.hidden, 0.0)
 
 
 def _hybrid_items(x: _Layer, moe: bool) -> LayerItems:
