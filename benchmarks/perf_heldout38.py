@@ -32,9 +32,10 @@ says which field each sets), Megatron-LM's own defaults where it sets none. The 
 NVIDIA's model FLOPs a token for the model at 4,096 (the Megatron-Bridge 26.08 table's TFLOP/s over its tokens/s:
 the same Megatron formula; it agrees with the 25.09 table's within 1%). PR 5728 (open, 2026-07-09) re-measured
 nine of the recipes (eight scored here): printed beside, not scored. Refused, with the reason in the row: DeepSeek-V3 on GB200
-(fine-grained activation offload of expert_fc1 and optimizer-state offload), DeepSeek-V4 Flash / Pro (no model),
-Qwen3 30B-A3B FP8 on H100 (blockwise FP8 scaling: no such fp8_recipe). The index's two DeepSeek-V3 H100 recipes print
-no figure and are not rows.
+(fine-grained activation offload of expert_fc1 and optimizer-state offload), DeepSeek-V4 Flash / Pro (no model). Qwen3
+30B-A3B FP8 on H100 runs Transformer Engine's Float8BlockScaling (fp8_recipe: blockwise in its ARGS): scored with
+fp8_recipe blockwise since 2026-12-05 (docs/known-gaps.md 111; refused before). The index's two DeepSeek-V3 H100
+recipes print no figure and are not rows.
 
 (3) Megatron-LM's DeepSeek-V3 GB200 optimisation guide (docs/discussions/deepseek-v3-gb200-optimization on dev at
 eb0783b6d3, 2025-11-03; removed on 2025-11-06 as a draft being updated): one job (DeepSeek-V3 without MTP on 256 GB200,
@@ -86,7 +87,7 @@ from perf_mbridge26 import print_groups, print_worst
 DATA = Path(__file__).resolve().parent / "data" / "heldout_2026m_mbridge2509.csv"
 RECIPES = Path(__file__).resolve().parent / "data" / "heldout_2026m_mcore_moe_recipes.csv"
 GUIDE = Path(__file__).resolve().parent / "data" / "heldout_2026m_mcore_dsv3_gb200.csv"
-RECIPE_PRECISION = {"BF16": ("bf16", "auto"), "FP8-MX": ("fp8", "mxfp8")}
+RECIPE_PRECISION = {"BF16": ("bf16", "auto"), "FP8-MX": ("fp8", "mxfp8"), "FP8-BLOCK": ("fp8", "blockwise")}
 # the layout of the 25.11 table's lines, to pair a 25.09 row with the development row of the same job
 PAIR_KEY = ("system", "model", "precision", "gpu_count", "global_batch_seqs", "micro_batch", "seq_len", "tp", "pp",
             "cp", "ep")

@@ -55,8 +55,10 @@ LOSS_IMPLS = ("auto", "upcast", "upcast-shift", "vocab-parallel", "vocab-paralle
 # Transformer Engine's NVFP4BlockScaling, which TE passes where the FP8 recipes go (te.autocast / fp8_autocast
 # fp8_recipe=): the linear layers' GEMMs in 4-bit E2M1 at the FP4 tensor-core peak (Blackwell only). "mxfp4" is the
 # OCP MX FP4 recipe (E2M1, one E8M0 scale per 32 elements) AMD's Transformer Engine fork passes the same way
-# (MXFP4BlockScaling; Primus fp4_recipe mxfp4), on CDNA 4 (MI350X / MI355X) FP4 matrix cores.
-FP8_RECIPES = ("auto", "delayed", "tensorwise", "rowwise", "mxfp8", "nvfp4", "mxfp4")
+# (MXFP4BlockScaling; Primus fp4_recipe mxfp4), on CDNA 4 (MI350X / MI355X) FP4 matrix cores. "blockwise" is
+# Transformer Engine's Float8BlockScaling (DeepSeek-V3's 1x128 / 128x128 FP32-scaled blocks; Megatron-Core
+# --fp8-recipe blockwise), on Hopper and Blackwell (perf_constants.yaml fp8.recipe_families).
+FP8_RECIPES = ("auto", "delayed", "tensorwise", "rowwise", "mxfp8", "nvfp4", "mxfp4", "blockwise")
 # the FP8_RECIPES whose GEMMs run on FP4 tensor cores (estimate/data/perf_constants.yaml fp8.fp4_recipes says on which
 # parts)
 FP4_RECIPES = ("nvfp4", "mxfp4")

@@ -150,19 +150,20 @@ def test_recipe_jobs_state_the_recipes_options():
 def test_recipe_refusals_say_why():
     why = dict(p38.recipe_refused())
     assert set(why) == {"mcore_moe_deepseek-v3_gb200_fp8-mx_256gpu", "mcore_moe_deepseek-v4-flash_gb200_fp8-mx_128gpu",
-                        "mcore_moe_deepseek-v4-pro_gb300_fp8-mx_256gpu", "mcore_moe_qwen3-30b-a3b_h100_fp8-block_32gpu"}
-    assert "blockwise" in why["mcore_moe_qwen3-30b-a3b_h100_fp8-block_32gpu"]
+                        "mcore_moe_deepseek-v4-pro_gb300_fp8-mx_256gpu"}
     assert all(len(w) > 60 for w in why.values())
 
 
 def test_recipe_rows_are_estimated_within_the_bounds_reached(recipe_cases):
     err = {rid: p / m - 1 for rid, _, m, p in recipe_cases}
-    assert len(err) == 12 and all(f.fits for f in p38.recipe_fits())
-    assert 100 * np.mean(np.abs(list(err.values()))) <= 20.0  # reached: 17.0%
+    assert len(err) == 13 and all(f.fits for f in p38.recipe_fits())
+    assert 100 * np.mean(np.abs(list(err.values()))) <= 20.0  # reached: 16.6%
+    # FP8 block scaling (fp8_recipe blockwise, not fitted on it): within 15% of the index (reached: -11.0%)
+    assert abs(err["mcore_moe_qwen3-30b-a3b_h100_fp8-block_32gpu"]) <= 0.15
     # the full-iteration-graph recipes (sync-free by construction) are the close ones
     full = [abs(e) for rid, e in err.items() if rid.endswith("_fullcg")]
     assert len(full) == 3 and 100 * max(full) <= 20.0  # reached: 15.5% (Qwen3 30B-A3B), 3.1 / 2.6% (235B)
-    assert len(p38.remeasured(recipe_cases)) == 8
+    assert len(p38.remeasured(recipe_cases)) == 9
 
 
 def test_the_guide_is_one_job_along_its_steps_and_its_result_is_scored():

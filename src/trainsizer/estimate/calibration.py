@@ -92,6 +92,9 @@ class PerfConstants:
     fp8_recipes: dict[str, dict[str, float]] = field(default_factory=dict)  # fp8 section: recipe -> figures
     fp8_default_recipe: dict[str, str] = field(default_factory=dict)  # accelerator family -> recipe
     fp4_recipes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # FP4-peak recipe -> families that run it
+    fp8_recipe_families: dict[str, tuple[str, ...]] = field(default_factory=dict)  # recipe -> the only families running it
+    # recipe -> (the recipe whose GEMMs Transformer Engine runs instead, the families where it does: fp8.emulated_gemms)
+    fp8_emulated_gemms: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
     # torch._grouped_mm's rate over the dense GEMM rate of the same part and precision, by family
     # (gemm.grouped_mm_over_dense)
     grouped_mm_over_dense_table: dict[str, float] = field(default_factory=lambda: {"default": 1.0})
@@ -114,7 +117,22 @@ class PerfConstants:
             from trainsizer.errors import unknown_name
 
             raise unknown_name("training.fp8_recipe", "FP8 scaling recipe", recipe, ("auto", *self.fp8_recipes))
+        families = self.fp8_recipe_families.get(recipe)
+        if families is not None and not accelerator.lower().startswith(families):  # blockwise: Hopper / Blackwell only
+            raise SpecError("training.fp8_recipe", msg("fp8_recipe_parts", recipe=recipe, accelerator=accelerator,
+                                                       parts=", ".join(families)),
+                            value=recipe, allowed=sorted(r for r in self.fp8_recipes
+                                           if r not in self.fp8_recipe_families and r not in self.fp4_recipes))
         return {"name": recipe, **self.fp8_recipes[recipe]}  # type: ignore[dict-item]
+
+    def fp8_gemm_recipe(self, accelerator: str, recipe: dict[str, float]) -> dict[str, float]:
+        """The recipe whose GEMMs run for `recipe` (a fp8_recipe result) on this part: another recipe's where
+        Transformer Engine emulates it with that one's GEMMs (fp8.emulated_gemms: Float8BlockScaling as MXFP8 on
+        SM >= 10.0), else the recipe itself."""
+        emulated = self.fp8_emulated_gemms.get(str(recipe["name"]))
+        if emulated is None or not accelerator.lower().startswith(emulated[1]):
+            return recipe
+        return {"name": emulated[0], **self.fp8_recipes[emulated[0]]}  # type: ignore[dict-item]
 
     def flash_fraction(self, accelerator: str, kernel: str = "fa2") -> float:
         """Fused-attention forward fraction of the 16-bit dense peak for an accelerator family.
@@ -390,6 +408,9 @@ def load_constants() -> PerfConstants:
         fp8_recipes={str(n): {str(k): float(v) for k, v in r.items()} for n, r in d["fp8"]["recipes"].items()},
         fp8_default_recipe={str(k): str(v) for k, v in d["fp8"]["default_recipe"].items()},
         fp4_recipes={str(k): tuple(str(f) for f in v) for k, v in d["fp8"].get("fp4_recipes", {}).items()},
+        fp8_recipe_families={str(k): tuple(str(f) for f in v) for k, v in d["fp8"].get("recipe_families", {}).items()},
+        fp8_emulated_gemms={str(k): (str(v["as"]), tuple(str(f) for f in v["families"]))
+                            for k, v in d["fp8"].get("emulated_gemms", {}).items()},
         raw=d,
     )
 
@@ -583,7 +604,7 @@ def _gemm_rates(system: Any, precision: str, k: PerfConstants, cal: Calibration,
         if recipe["name"] in k.fp4_recipes:  # NVFP4 / MXFP4: the linear layers' GEMMs on the FP4 tensor cores
             peak, eff = _fp4_gemm_rate(system, k, str(recipe["name"]), eff16)
         else:
-            eff *= recipe["gemm_efficiency_ratio"]
+            eff *= _fp8_gemm_ratio(k, k.fp8_gemm_recipe(system.accelerator, recipe))
         cast_bytes = recipe.get("fused_cast_bytes_per_element", recipe["cast_bytes_per_element"]) if fused_cast \
             else recipe["cast_bytes_per_element"]
         cast_kernels = recipe.get("fused_cast_kernels_per_tensor", recipe["cast_kernels_per_tensor"]) if fused_cast \
@@ -596,6 +617,15 @@ def _gemm_rates(system: Any, precision: str, k: PerfConstants, cal: Calibration,
         p16 = "bf16" if system.peak_tflops.get("bf16") else precision
         gemm16 = system.peak(p16) * 1e12 * eff16
     return gemm, gemm16, cast_bytes, cast_kernels
+
+
+def _fp8_gemm_ratio(k: PerfConstants, recipe: dict[str, float]) -> float:
+    """An FP8 recipe's GEMM share of the FP8 peak over the bf16 one: its gemm_efficiency_ratio, or the per-tensor
+    recipes' ratio times its measured kernel ratio over them (gemm_rate_over_tensorwise: block scaling on Hopper, TE's
+    GEMM profiling guide, perf_constants.yaml fp8.recipes.blockwise)."""
+    if "gemm_efficiency_ratio" in recipe:
+        return float(recipe["gemm_efficiency_ratio"])
+    return k.fp8_recipes["tensorwise"]["gemm_efficiency_ratio"] * float(recipe["gemm_rate_over_tensorwise"])
 
 
 def _fp4_gemm_rate(system: Any, k: PerfConstants, recipe: str, eff16: float) -> tuple[float, float]:

@@ -334,7 +334,11 @@ def _summary(p: Priced, s: ranking.Scored) -> OptionSummary:
 
 def _precision_label(training: Any) -> str:
     """The low precision a search filtered on: the job's precision, or its FP4-peak recipe (nvfp4, mxfp4), which the
-    search requires the FP4 tensor cores of a part that runs it for (search.candidates._precision_ok)."""
-    if training.precision == "fp8" and training.fp8_recipe in FP4_RECIPES:
+    search requires the FP4 tensor cores of a part that runs it for, or a recipe only some parts run (blockwise:
+    perf_constants.yaml fp8.recipe_families; search.candidates._precision_ok)."""
+    from trainsizer.estimate.calibration import load_constants
+
+    if training.precision == "fp8" and (training.fp8_recipe in FP4_RECIPES
+                                        or training.fp8_recipe in load_constants().fp8_recipe_families):
         return str(training.fp8_recipe)
     return str(training.precision)

@@ -441,11 +441,15 @@ def no_scale_evidence_notes(options: list[PlanOption], recommended: PlanOption |
 def precision_notes(cands: Any, precision: str, lang: str = "en") -> list[str]:
     """Accelerators left out only because they lack the job's low precision (FP8 / FP4) are still candidates
     at 16 bits: name them so the comparison is asked for, not silently lost (e.g. Ascend for an FP8 job)."""
-    if precision not in ("fp8", "fp4", "nvfp4", "mxfp4"):
+    from trainsizer.estimate.calibration import load_constants
+
+    by_part = precision in load_constants().fp8_recipe_families  # blockwise: an FP8 recipe some FP8 parts do not run
+    if precision not in ("fp8", "fp4", "nvfp4", "mxfp4") and not by_part:
         return []
     only = sorted(acc for acc, reasons in cands.excluded.items()
                   if reasons and all(r.code == "precision" for r in reasons))
-    return [msg("note_precision_excluded", lang, accs=Listing(only), precision=precision)] if only else []
+    key = "note_recipe_excluded" if by_part else "note_precision_excluded"
+    return [msg(key, lang, accs=Listing(only), precision=precision)] if only else []
 
 
 

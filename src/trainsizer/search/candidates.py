@@ -97,10 +97,15 @@ class Candidates:
 
 def _precision_ok(acc: Any, precision: str, fp8_recipe: str = "auto") -> bool:
     """The accelerator has a dense tensor peak for the precision; an FP4-peak recipe (NVFP4) also needs the FP4
-    tensor cores of a family that runs it (perf_constants.yaml fp8.fp4_recipes), as the estimate requires."""
+    tensor cores of a family that runs it (perf_constants.yaml fp8.fp4_recipes), and a recipe only some parts run
+    (fp8.recipe_families: blockwise) one of those parts, as the estimate requires."""
     key = "tf32" if precision == "fp32" and acc.tflops_dense.get("tf32") else precision
-    families = load_constants().fp4_recipes.get(fp8_recipe) if precision == "fp8" else None
+    k = load_constants()
+    families = k.fp4_recipes.get(fp8_recipe) if precision == "fp8" else None
     if families is not None and not (acc.tflops_dense.get("fp4") and acc.id.lower().startswith(tuple(families))):
+        return False
+    parts = k.fp8_recipe_families.get(fp8_recipe) if precision == "fp8" else None
+    if parts is not None and not acc.id.lower().startswith(parts):
         return False
     return bool(acc.tflops_dense.get(key))
 
@@ -128,8 +133,9 @@ def _accelerator_reason(acc: Any, scenario: Scenario, listed: dict[str, set[str]
         return Reason("china_only")
     tr = scenario.training
     if not _precision_ok(acc, tr.precision, tr.fp8_recipe):
-        return Reason("precision", (("precision", tr.fp8_recipe if tr.fp8_recipe in load_constants().fp4_recipes
-                                     and tr.precision == "fp8" else tr.precision),))
+        k = load_constants()
+        by_recipe = tr.precision == "fp8" and (tr.fp8_recipe in k.fp4_recipes or tr.fp8_recipe in k.fp8_recipe_families)
+        return Reason("precision", (("precision", tr.fp8_recipe if by_recipe else tr.precision),))
     return _host_reason(acc, pins)
 
 
