@@ -8,7 +8,7 @@ from hypothesis import strategies as hs
 from trainsizer.estimate.calibration import Calibration, load_constants, rates
 from trainsizer.estimate.compute import ModelShapes, gemm_time, layer_times, linear_gemms, optimizer_time
 
-from .test_perf_common import a100_cluster, gpt, h100_cluster, llama8b, mixtral
+from .test_perf_common import a100_cluster, b200_cluster, gpt, h100_cluster, llama8b, mixtral
 
 
 def _rates(system=None, precision="bf16", cal=None):
@@ -132,7 +132,7 @@ def test_fp8_cast_kernels_are_counted_per_tensor_by_recipe():
 
     k = load_constants()
     for recipe, per_tensor in (("delayed", 1), ("tensorwise", 2), ("rowwise", 2), ("mxfp8", 1)):
-        r = rates(h100_cluster(), "fp8", fp8_recipe=recipe)
+        r = rates(b200_cluster() if recipe == "mxfp8" else h100_cluster(), "fp8", fp8_recipe=recipe)
         assert r.fp8_cast_kernels == per_tensor == k.fp8_recipes[recipe]["cast_kernels_per_tensor"]
         # no bytes: only the kernels' fixed cost is left; 4 activations (+ 4 weights cast once) forward,
         # 4 output gradients backward
@@ -196,8 +196,8 @@ def test_fused_fp8_cast_figures_by_recipe():
     assert fused.fp8_cast_kernels <= alone.fp8_cast_kernels
     # recipes without a fused figure (an amax pass first, or block scales) cast the same way in every framework
     for recipe in ("tensorwise", "rowwise", "mxfp8"):
-        assert rates(h100_cluster(), "fp8", fp8_recipe=recipe, fused_cast=True) == rates(
-            h100_cluster(), "fp8", fp8_recipe=recipe)
+        system = b200_cluster() if recipe == "mxfp8" else h100_cluster()  # MXFP8 needs Blackwell's block scales
+        assert rates(system, "fp8", fp8_recipe=recipe, fused_cast=True) == rates(system, "fp8", fp8_recipe=recipe)
 
 
 def test_unfused_fp32_cross_entropy_streams_its_counted_bytes():

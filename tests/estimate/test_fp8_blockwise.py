@@ -86,7 +86,7 @@ def test_refused_where_transformer_engine_does_not_run_it(acc):
 
 
 def test_refusal_reads_in_chinese():
-    m = msg("fp8_recipe_parts", recipe="blockwise", accelerator="l40s", parts="h100, b200")
+    m = msg("fp8_recipe_parts_blockwise", recipe="blockwise", accelerator="l40s", parts="h100, b200")
     zh = tr(m, "zh")
     assert "无法在 l40s 上运行" in zh and "Hopper 或 Blackwell" in zh and "h100, b200" in zh
 

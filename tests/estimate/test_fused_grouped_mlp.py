@@ -92,7 +92,7 @@ def test_mxfp8_on_an_sm100_part_is_accepted():
 
 @pytest.mark.parametrize("changes", [{"precision": "bf16"}, {"fp8_recipe": "tensorwise"},
                                      {"hardware": {"accelerator": "h100-sxm-80gb", "count": 72,
-                                                   "network": "ib-ndr400"}}])
+                                                   "network": "ib-ndr400"}, "fp8_recipe": "auto"}])  # Hopper: no MXFP8
 def test_the_fused_grouped_mlp_outside_mxfp8_on_sm100_is_refused(changes):
     with pytest.raises(StrategyError, match="moe_fused_grouped_mlp"):
         _check(_job(**changes))

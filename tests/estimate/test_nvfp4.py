@@ -147,7 +147,8 @@ def test_plan_names_the_recipe_it_filtered_on():
     from trainsizer.plan.explain import precision_notes
 
     assert _precision_label(SimpleNamespace(precision="fp8", fp8_recipe="nvfp4")) == "nvfp4"
-    assert _precision_label(SimpleNamespace(precision="fp8", fp8_recipe="mxfp8")) == "fp8"
+    assert _precision_label(SimpleNamespace(precision="fp8", fp8_recipe="delayed")) == "fp8"
+    assert _precision_label(SimpleNamespace(precision="fp8", fp8_recipe="mxfp8")) == "mxfp8"  # Blackwell / CDNA 4 only
     cands = SimpleNamespace(excluded={"h100-sxm-80gb": [SimpleNamespace(code="precision")]})
     assert "nvfp4" in precision_notes(cands, "nvfp4")[0] and "h100-sxm-80gb" in precision_notes(cands, "nvfp4")[0]
 

@@ -118,8 +118,9 @@ class PerfConstants:
 
             raise unknown_name("training.fp8_recipe", "FP8 scaling recipe", recipe, ("auto", *self.fp8_recipes))
         families = self.fp8_recipe_families.get(recipe)
-        if families is not None and not accelerator.lower().startswith(families):  # blockwise: Hopper / Blackwell only
-            raise SpecError("training.fp8_recipe", msg("fp8_recipe_parts", recipe=recipe, accelerator=accelerator,
+        # blockwise: Hopper / Blackwell; mxfp8: Blackwell / CDNA 4
+        if families is not None and not accelerator.lower().startswith(families):
+            raise SpecError("training.fp8_recipe", msg(f"fp8_recipe_parts_{recipe}", recipe=recipe, accelerator=accelerator,
                                                        parts=", ".join(families)),
                             value=recipe, allowed=sorted(r for r in self.fp8_recipes
                                            if r not in self.fp8_recipe_families and r not in self.fp4_recipes))
