@@ -122,8 +122,8 @@ class PerfConstants:
         if families is not None and not accelerator.lower().startswith(families):
             raise SpecError("training.fp8_recipe", msg(f"fp8_recipe_parts_{recipe}", recipe=recipe, accelerator=accelerator,
                                                        parts=", ".join(families)),
-                            value=recipe, allowed=sorted(r for r in self.fp8_recipes
-                                           if r not in self.fp8_recipe_families and r not in self.fp4_recipes))
+                            value=recipe, allowed=["auto", *sorted(r for r in self.fp8_recipes
+                                           if r not in self.fp8_recipe_families and r not in self.fp4_recipes)])
         return {"name": recipe, **self.fp8_recipes[recipe]}  # type: ignore[dict-item]
 
     def fp8_gemm_recipe(self, accelerator: str, recipe: dict[str, float]) -> dict[str, float]:
