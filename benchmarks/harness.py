@@ -208,6 +208,16 @@ def refusals_said(rows: list[dict[str, str]], row_cases, source_of) -> list[Case
     return out
 
 
+def kept_rows(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The rows of a held-out csv with an empty `refused` column: the ones estimated."""
+    return [r for r in rows if not r["refused"]]
+
+
+def refused_rows(rows: list[dict[str, str]]) -> list[tuple[str, str]]:
+    """(row id, why it is not estimated) of the rows whose `refused` column says why."""
+    return [(r["id"], r["refused"]) for r in rows if r["refused"]]
+
+
 def scored(cs: list[Case], metric: str) -> list[Case]:
     """The Cases of `metric` that carry an estimate (not refused)."""
     return [c for c in cs if c.metric == metric and not c.skipped]

@@ -62,7 +62,17 @@ import numpy as np
 import perf_heldout as ph
 import perf_heldout28 as p28
 import perf_mlperf6 as m6
-from harness import Case, Fit, job_fits, job_tokens_per_gpu, print_cases, print_fits, row_cases
+from harness import (
+    Case,
+    Fit,
+    job_fits,
+    job_tokens_per_gpu,
+    kept_rows,
+    print_cases,
+    print_fits,
+    refused_rows,
+    row_cases,
+)
 from perf_heldout26 import mlperf_job, mlperf_nvidia_job
 from perf_mbridge26 import print_keyed_groups, print_worst
 from perf_mlperf import print_step_lines
@@ -100,7 +110,7 @@ def krai_job(r: dict[str, str]) -> dict:
 
 def krai_cases() -> list[tuple[str, str, float, float]]:
     """(row id, submitter, measured, predicted tokens/s/GPU) of the estimated rows of source (2)."""
-    rs = [r for r in krai_rows() if not r["refused"]]
+    rs = kept_rows(krai_rows())
     predicted = job_tokens_per_gpu((r["id"], krai_job(r)) for r in rs)
     return [(r["id"], r["submitter"], float(r["tokens_per_sec_per_gpu"]), p) for r, (_, p) in zip(rs, predicted, strict=True)]
 
@@ -112,12 +122,12 @@ def krai_one_node_case() -> tuple[str, str, float, float]:
 
 
 def krai_refused() -> list[tuple[str, str]]:
-    return [(r["id"], r["refused"]) for r in krai_rows() if r["refused"]]
+    return refused_rows(krai_rows())
 
 
 def fits() -> list[Fit]:
     """Sources (2) and (3)'s estimated rows: predicted peak memory against the card's usable memory (each ran)."""
-    return job_fits([(r["id"], krai_job(r)) for r in krai_rows() if not r["refused"]]
+    return job_fits([(r["id"], krai_job(r)) for r in kept_rows(krai_rows())]
                     + [(r["id"], mlperf_job(r)) for r in v50_amd_rows()]
                     + [(r["id"], mlperf_nvidia_job(r)) for r in v50_nvidia_rows()])
 
@@ -207,7 +217,7 @@ def main() -> None:
     for rid, why in krai_refused():
         print(f"  refused {rid}: {why}")
     # one layout at 4 / 2 / 1 micro-batches a step: what a step costs whatever its micro-batches (known-gaps 105)
-    print_step_lines([r for r in krai_rows() if not r["refused"]], {rid: (m, p) for rid, _, m, p in kc}, krai_job)
+    print_step_lines(kept_rows(krai_rows()), {rid: (m, p) for rid, _, m, p in kc}, krai_job)
     print_fits(fits(), "perf_heldout34 (2) and (3)")
     vc = v50_cases()
     print("\n(3) MLPerf Training v5.0 partner runs of the makers' 8-GPU LoRA code (held out):")

@@ -64,7 +64,7 @@ from pathlib import Path
 import numpy as np
 
 import perf_heldout as ph
-from harness import Fit, job_fits, job_tokens_per_gpu, print_cases, print_fits
+from harness import Fit, job_fits, job_tokens_per_gpu, kept_rows, print_cases, print_fits, refused_rows
 from perf_heldout26 import mlperf_nvidia_job, mlperf_nvidia_rows
 from perf_heldout34 import scale_series
 from perf_mbridge26 import print_keyed_groups, print_worst
@@ -89,12 +89,12 @@ def rows() -> list[dict[str, str]]:
 
 
 def scored_rows() -> list[dict[str, str]]:
-    return [r for r in rows() if not r["refused"]]
+    return kept_rows(rows())
 
 
 def refused() -> list[tuple[str, str]]:
     """(row id, why it is not estimated) of the refused rows."""
-    return [(r["id"], r["refused"]) for r in rows() if r["refused"]]
+    return refused_rows(rows())
 
 
 def job(r: dict[str, str]) -> dict:

@@ -73,11 +73,13 @@ import perf_mbridge26 as mb
 from harness import (
     Fit,
     job_fits,
+    kept_rows,
     layout_stage_layers,
     model_data,
     pretrain_job,
     print_cases,
     print_fits,
+    refused_rows,
     row_cases,
 )
 from perf_blackwell import DATA as DEV_2511
@@ -99,12 +101,12 @@ def rows() -> list[dict[str, str]]:
 
 
 def scored_rows() -> list[dict[str, str]]:
-    return [r for r in rows() if not r["refused"]]
+    return kept_rows(rows())
 
 
 def refused() -> list[tuple[str, str]]:
     """(row id, why it is not estimated) of the refused rows."""
-    return [(r["id"], r["refused"]) for r in rows() if r["refused"]]
+    return refused_rows(rows())
 
 
 # The LM head's deferred weight gradients (Megatron-Core defer_embedding_wgrad_compute, known-gaps 106 (c)): at
@@ -209,11 +211,11 @@ def recipe_rows() -> list[dict[str, str]]:
 
 
 def recipe_scored_rows() -> list[dict[str, str]]:
-    return [r for r in recipe_rows() if not r["refused"]]
+    return kept_rows(recipe_rows())
 
 
 def recipe_refused() -> list[tuple[str, str]]:
-    return [(r["id"], r["refused"]) for r in recipe_rows() if r["refused"]]
+    return refused_rows(recipe_rows())
 
 
 def recipe_job(r: dict[str, str]) -> dict:
@@ -301,7 +303,7 @@ def guide_steps() -> list[tuple[str, float, float, float]]:
     step whose change is a job field (the baseline, router fusion, DeepEP, the recompute modules, the result): what
     each change bought against what the estimate gives it. The result's predecessor is a job the estimate states
     identically (the eight steps between change nothing a job states)."""
-    cs = row_cases([r for r in guide_rows() if not r["refused"]], recipe_job)
+    cs = row_cases(kept_rows(guide_rows()), recipe_job)
     out = [(cs[0][0], cs[0][3] / cs[0][2] - 1, 1.0, 1.0)]
     return out + [(b[0], b[3] / b[2] - 1, b[2] / a[2], b[3] / a[3]) for a, b in zip(cs, cs[1:], strict=False)]
 
