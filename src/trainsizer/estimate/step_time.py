@@ -1036,9 +1036,14 @@ def _nf4_dequant_time(x: _Step) -> Any:
     dense_w = (lf.gemm() - lf.experts) / 2.0 / model.layers
     expert_w = _param_split(model)[1] / model.layers
     gemm_w = dense_w / x.t + expert_w / (x.et * x.e)
-    return passes * (compute.stream_time(gemm_w * (0.5 + 2.0), x.r,
-                                         kernels=compute.KERNELS["nf4_dequantise"] * _nf4_kernels(x))
-                     + _nf4_recast_time(x, gemm_w))
+    return passes * _nf4_weights_pass_s(x, gemm_w)
+
+
+def _nf4_weights_pass_s(x: _Step, w: Any) -> Any:
+    """Seconds to dequantise `w` NF4 weight elements once (read 0.5 B, write 2 B, its kernels) and, where the quant
+    state is fp16, recast them (`_nf4_recast_time`): what every use of a 4-bit weight costs before its GEMM."""
+    return (compute.stream_time(w * (0.5 + 2.0), x.r, kernels=compute.KERNELS["nf4_dequantise"] * _nf4_kernels(x))
+            + _nf4_recast_time(x, w))
 
 
 def _nf4_head_time(x: _Step) -> Any:
@@ -1051,9 +1056,7 @@ def _nf4_head_time(x: _Step) -> Any:
     head_w = float(x.model.lm_head_params) / x.t  # an untied head (LitGPT unties its checkpoints: known-gaps 100 (d))
     chunk = x.lm_head_chunk
     calls = np.ceil(np.asarray(x.row, float) / float(chunk)) if chunk else 1.0
-    one = (compute.stream_time(head_w * (0.5 + 2.0), x.r, kernels=compute.KERNELS["nf4_dequantise"] * _nf4_kernels(x))
-           + _nf4_recast_time(x, head_w))
-    return calls * one
+    return calls * _nf4_weights_pass_s(x, head_w)
 
 
 def _nf4_recast(x: _Step) -> bool:
@@ -1417,7 +1420,7 @@ def _lora_adapters(x: _Step) -> Any:
     rw_in, rw_out, re_in, re_out, _ = lora_adapted_widths(x.model, x.training, only=ROW_PARALLEL_LINEARS)
     lc, t, r = x.k.raw["lora"], x.t, x.r
     row_out = np.where(x.sp & x.training.lora_a2a, 1.0 / t, 1.0)  # the row-parallel adapters' output share
-    impl = lc["counts_as"].get(x.training.lora_impl, x.training.lora_impl)
+    impl = _lora_counted_impl(x, lc)
     eager = _adapter_counts(x, lc)
     compiled = lc["compiled"].get(impl)  # compiled: the casts not added (Inductor's fusion of them not read)
 
@@ -1460,12 +1463,17 @@ def _te_fused_lora(x: _Step) -> Any:
     return np.asarray(x.t) == 1
 
 
+def _lora_counted_impl(x: _Step, lc: dict) -> Any:
+    """The adapter implementation whose counts the job's is timed with (perf_constants.yaml lora.counts_as: LitGPT's
+    and old PEFT's adapters run PEFT's kernels), else the job's own."""
+    return lc["counts_as"].get(x.training.lora_impl, x.training.lora_impl)
+
+
 def _adapter_counts(x: _Step, lc: dict) -> dict:
     """An eager adapter's HBM and kernel counts per strategy (perf_constants.yaml `lora:`): the job's implementation's
     with PEFT's fp32 input cast where it runs (`_peft_cast_counts`), TE's fused ones (lora.te_fused) where NeMo fuses
     them (`_te_fused_lora`)."""
-    impl = lc["counts_as"].get(x.training.lora_impl, x.training.lora_impl)
-    c = _peft_cast_counts(x, lc["impls"].get(impl, lc), lc)
+    c = _peft_cast_counts(x, lc["impls"].get(_lora_counted_impl(x, lc), lc), lc)
     on = _te_fused_lora(x)
     if not np.any(on):
         return c
