@@ -42,6 +42,18 @@ def test_consumer_card_gemm_efficiency_follows_its_measured_matmul_rate():
     assert k.gemm_efficiency("rtx-4090") > k.gemm_efficiency("h100-sxm-80gb")
 
 
+def test_v100_gemm_share_follows_its_measured_fp16_matmul_rate():
+    """V100 (no BF16: FP16 tensor cores with FP32 accumulate) takes the consumer cards' rule, not the default: the
+    mean torch.matmul FP16 rate at 4096^2 / 8192^2 / 10240^2 on a V100-SXM2 (zzc0721/torch-performance-test-data
+    issue #140) over the 125 TFLOPS peak, x the A100's run factor. Checked held out only (perf_papers' ZeRO++ rows)."""
+    k = load_constants()
+    run_factor = k.gemm_efficiency("a100-sxm-80gb") / (271.8 / 312)
+    measured_share = (95.73 + 97.36 + 89.37) / 3 / 125.0
+    assert k.gemm_efficiency("v100-sxm-32gb") == pytest.approx(measured_share * run_factor, abs=0.01)
+    assert k.gemm_efficiency("v100-sxm2-32gb") == k.gemm_efficiency("v100-sxm-32gb")  # the catalog alias
+    assert k.gemm_efficiency("v100-sxm-32gb") != k.gemm_efficiency_max["default"]
+
+
 def test_grace_blackwell_gemm_shares_follow_their_measured_matmul_rates():
     # derived, not fitted (perf_constants.yaml gemm.efficiency_max; docs/known-gaps.md 33): B200's share x each part's
     # measured BF16 matmul rate over B200's (MAMF 1,745), over the rated-peak ratio (2,500 / 2,250). GB200: its MAMF
