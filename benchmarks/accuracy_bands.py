@@ -6,7 +6,7 @@ estimate.accuracy.job_class, the function a user's job goes through), and writes
 statistics to src/trainsizer/estimate/data/accuracy_bands.yaml, which the estimate and the plan report beside their
 figures.
 
-Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..38, perf_mlperf, perf_mlperf6,
+Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..39, perf_mlperf, perf_mlperf6,
 perf_mbridge26, perf_hybrid, perf_amd, perf_finetune, finetune_heldout, perf_device_hf (our own H200 runs),
 perf_external, perf_papers. The development
 set (perf_validation, perf_modern, perf_vtrain, perf_blackwell, memory_*) is NOT used: constants were fitted on it, so
@@ -52,7 +52,7 @@ RATE_METRICS = ("tokens_per_s_per_gpu", "tokens_per_sec_per_gpu", "tokens_s", "n
                 "samples_s")
 DURATION_METRICS = ("step_time_s", "gpu_hours", "gpu_hours_logged")
 # a published peak: PyTorch's reserved / allocated peak, or the device's used memory (torch.cuda.mem_get_info)
-PEAK_METRICS = ("peak_memory_gib", "peak_gib", "device_memory_used_gib")
+PEAK_METRICS = ("peak_memory_gib", "peak_allocated_gib", "peak_gib", "device_memory_used_gib")
 LEFT_OUT = ("allocated_after_step_gib", "max_seq", "fb_pair_s", "fits", "refused")
 
 
@@ -129,6 +129,7 @@ def collect() -> list[Row]:
     import perf_heldout36 as h36
     import perf_heldout37 as h37
     import perf_heldout38 as h38
+    import perf_heldout39 as h39
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -144,6 +145,7 @@ def collect() -> list[Row]:
     out += _heldout_style("perf_heldout32", h32.run_all(), models)
     out += _heldout_style("perf_heldout33", h33.moe_run(), models)
     out += _heldout_style("perf_heldout34", h34.dgxc_run(), models)
+    out += _heldout_style("perf_heldout39", h39.run_all(), models)
     out += _heldout_style("perf_papers", pp.run_all(), pp.models())
     out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)
     out += _tokens_style("perf_heldout26", h26.automodel_cases(), h26.automodel_rows(), h26.automodel_job)

@@ -34,6 +34,7 @@ failure goodput, as iteration-time-based figures) and `gpu_hours` (wall-clock wi
 hardware FLOPs over the estimated step); `nemo_tflops_per_gpu` (NeMo's Llama FLOP formula over the estimated step); `gptneox_tflops_per_gpu` (the FLOP/s GPT-NeoX logged until September 2023:
 6 x parameters + 60 s h L per token, flops.gptneox_logged_flops); `peak_memory_gib` (one logged peak: PyTorch's max_memory_reserved)
 against the memory estimate less the CUDA context and NCCL buffers, which live outside PyTorch's allocator;
+`peak_allocated_gib` (max_memory_allocated) against it less those and the allocator's fragmentation too;
 `allocated_after_step_gib` (the same log line's memory_allocated after the optimizer step) against the model states. A row
 the estimator refuses is printed as REFUSED with the error: real runs must not be refused, so each is a bug to
 report. Memory fit is reported for every row, not scored (several sources do not state recompute or their memory
@@ -70,7 +71,9 @@ _BOOL = {"true": True, "false": False}
 # A logged peak is torch.cuda.max_memory_reserved() (NeMo MegatronStrategy, NEMO_LOG_MEMORY_USAGE): the caching
 # allocator's segments, fragmentation included; the CUDA context and NCCL's buffers are allocated outside it
 OUTSIDE_ALLOCATOR = ("cuda_context", "nccl_buffers")
-MEMORY_METRICS = ("peak_memory_gib", "allocated_after_step_gib", "device_memory_used_gib")
+# torch.cuda.max_memory_allocated() holds neither those nor the allocator's cached, unused blocks (fragmentation)
+NOT_ALLOCATED = (*OUTSIDE_ALLOCATOR, "fragmentation")
+MEMORY_METRICS = ("peak_memory_gib", "peak_allocated_gib", "allocated_after_step_gib", "device_memory_used_gib")
 
 
 _LIST_KEYS = ("recompute_modules",)  # strategy fields that take a list
@@ -87,13 +90,14 @@ def _extra(text: str) -> dict[str, Any]:
 
 
 def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
-    """The row as a user's job file. `strategy_extra` may also carry the job-level `flash_attention` and the
-    hardware's `per_node` (GPUs a host, where the catalog's host size is not the run's: DGX-2's 16 V100); a network
+    """The row as a user's job file. `strategy_extra` may also carry the job-level `flash_attention` and
+    `bf16_layers` (decoder layers kept in BF16 under an FP8 / FP4 recipe) and the hardware's `per_node` (GPUs a host, where the catalog's host size is not the run's: DGX-2's 16 V100); a network
     written as `key=value;...` is an inline network (NICs per node, Gb/s per NIC, kind)."""
     model: Any = models[row["model"]]["model"] if row["model"] in models else row["model"]
     extra = _extra(row["strategy_extra"])
     flash = extra.pop("flash_attention", True)
     routing = extra.pop("moe_routing", None)  # job level, like flash_attention
+    bf16_layers = extra.pop("bf16_layers", None)  # job level
     per_node = extra.pop("per_node", None)  # hardware level
     strategy = {"tp": whole(row["tp"], 1), "pp": whole(row["pp"], 1), "vpp": whole(row["vpp"], 1),
                 "cp": whole(row["cp"], 1), "ep": whole(row["ep"], 1), "micro_batch": whole(row["micro_batch"], 1),
@@ -112,6 +116,8 @@ def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
         job["fp8_recipe"] = row["fp8_recipe"]
     if routing:
         job["moe_routing"] = routing
+    if bf16_layers:
+        job["bf16_layers"] = bf16_layers
     return job
 
 
@@ -139,8 +145,10 @@ def predicted_metric(row: dict[str, str], result: dict[str, Any], model: Any) ->
                                        model.layers, model.hidden)
         return flops / float(t["step_s"]) / gpus / 1e12
     items = result["memory"]["items"]
-    if metric == "peak_memory_gib":  # PyTorch's reserved peak: the estimate less what lives outside its allocator
-        outside = sum(float(items[k]["gib"]) for k in OUTSIDE_ALLOCATOR if k in items)
+    if metric in ("peak_memory_gib", "peak_allocated_gib"):  # PyTorch's reserved / allocated peak: the estimate less
+        # what lives outside its allocator (and, allocated, less the cached blocks)
+        outside = sum(float(items[k]["gib"]) for k in (OUTSIDE_ALLOCATOR if metric == "peak_memory_gib"
+                                                       else NOT_ALLOCATED) if k in items)
         return float(result["memory"]["per_gpu_gib"]) - outside
     if metric == "allocated_after_step_gib":  # memory_allocated() after the step: the model states alone
         return sum(float(items[k]["gib"]) for k in STEP_STATE_ITEMS if k in items)
