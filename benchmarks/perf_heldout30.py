@@ -24,7 +24,8 @@ row reads as a user's job file; every assumed setting is in its `assumed` column
 
 Printed: each row (published, predicted, error), per-source MAPE, the worst rows with the estimate's step breakdown,
 the micro-batch series (per-GPU rate against micro-batch 1, measured and predicted), the fused-loss and DeepEP gains at
-one layout, refused rows (each a bug: these runs were made) and rows whose measured run the memory estimate says does not
+one layout, the device memory line a + b x micro-batch of the Lite baseline rows and the DeepEP row's memory against
+the all-to-all row's (docs/known-gaps.md 113 (b)), refused rows (each a bug: these runs were made) and rows whose measured run the memory estimate says does not
 fit.
 
 Sign: (predicted - published) / published; for tokens/s + = predicted too fast, for memory + = predicted too large.
@@ -39,12 +40,17 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import perf_heldout as ph
 import perf_heldout28 as p28
 from harness import Case
 
 DATA = Path(__file__).resolve().parent / "data"
 FILES = (DATA / "heldout_2026f_amd.csv",)
+# the memory line's rows: micro-batch 8 and 12 (218 / 285 GiB of 288) are left out, near or at the card's capacity
+MEMORY_LINE_MAX_MBS = 4
+DEEPEP_MEMORY_ROW = "primus_2025-12_mi355x_dsv2lite_mbs12_lossfusion_deepep_8gpu_device_memory"
 
 
 def rows() -> list[dict[str, str]]:
@@ -67,6 +73,39 @@ def micro_batch_series(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -
     size = Counter(key(r) for _, r in done)
     return [(r["id"], int(r["micro_batch"]), c.measured / base[key(r)].measured, c.predicted / base[key(r)].predicted)
             for c, r in done if key(r) in base and size[key(r)] > 1]
+
+
+def memory_series(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[tuple[int, float, float]]:
+    """(micro-batch, measured, predicted device memory in GiB) of the DeepSeek-V2-Lite baseline rows (the alltoall
+    dispatcher, unfused loss), in micro-batch order: the series the memory line below is read from."""
+    out = [(int(r["micro_batch"]), c.measured, c.predicted) for c, res, r in run
+           if res and c.metric == "device_memory_used_gib" and "_baseline_" in r["id"]]
+    return sorted(out)
+
+
+def memory_line(series: list[tuple[int, float, float]], at_most: int = MEMORY_LINE_MAX_MBS) -> tuple[float, ...]:
+    """(measured a, b, predicted a, b): least squares device memory = a + b x micro-batch over the rows at micro-batch
+    <= `at_most` (the larger ones fill the card: AMD's blog reads 99.79% at micro-batch 12, so their reserve is the
+    card's, not the run's need; docs/known-gaps.md 113 (b))."""
+    pts = [(m, meas, pred) for m, meas, pred in series if m <= at_most]
+    x = np.array([m for m, _, _ in pts], float)
+    out: tuple[float, ...] = ()
+    for col in (1, 2):
+        b, a = np.polyfit(x, np.array([p[col] for p in pts], float), 1)
+        out += (float(a), float(b))
+    return out
+
+
+def print_memory(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> None:
+    ma, mb, pa, pb = memory_line(memory_series(run))
+    print(f"device memory per micro-batch (DeepSeek-V2-Lite baseline rows at micro-batch <= {MEMORY_LINE_MAX_MBS}, "
+          "a + b x sequences, GiB):")
+    print(f"  measured  a {ma:6.1f} + b {mb:5.2f}   predicted a {pa:6.1f} + b {pb:5.2f}   "
+          f"gap a {ma - pa:+5.1f}, b {mb - pb:+5.2f}")
+    by_id = {r["id"]: (c, res) for c, res, r in run}
+    (dc, _), (ac, _) = by_id[DEEPEP_MEMORY_ROW], by_id[DEEPEP_MEMORY_ROW.replace("_deepep", "")]
+    print(f"  DeepEP row over the all-to-all row at micro-batch 12: measured {dc.measured - ac.measured:+.1f} GiB, "
+          f"predicted {dc.predicted - ac.predicted:+.1f}")
 
 
 def print_gains(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> None:
@@ -100,6 +139,7 @@ def main() -> None:
     p28.print_rows(run)
     p28.print_summary(run, "Held-out runs, fifth batch (nothing fitted)", 58)
     print_gains(run)
+    print_memory(run)
     meas, pred = stage1_gain()
     print(f"sync-free stage 1 (fused router + permutation) over the DeepEP row: measured {meas:.3f} predicted {pred:.3f}")
     p28.print_pairs_and_refusals(run)

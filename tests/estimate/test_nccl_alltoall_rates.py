@@ -34,10 +34,27 @@ def test_the_nccl_rates_scale_nvlink_on_nvswitch_and_the_nic_by_the_network_shar
     assert n.intra_busbw == pytest.approx(r.intra_busbw * _nccl_nvlink_over_ring())
     assert n.inter_nic == pytest.approx(r.inter_nic * SHARE)
     assert n.gemm_flops == r.gemm_flops and n.hbm_bytes_s == r.hbm_bytes_s
-    # no NVSwitch measurement behind the fraction: A100-era switches (no NVLS) and AMD's xGMI mesh keep the ring rate
-    for other in (dataclasses.replace(s, nvls=False), dataclasses.replace(s, scaleup_mesh_links=7)):
+    # no measurement behind a fraction: A100-era switches (no NVLS) and an NVIDIA mesh (GH200's quad) keep the ring rate
+    for other in (dataclasses.replace(s, nvls=False), dataclasses.replace(s, scaleup_mesh_links=3, vendor="nvidia")):
         assert nccl_alltoall_rates(rates(other, "bf16"), other, load_constants()).intra_busbw == pytest.approx(
             rates(other, "bf16").intra_busbw)
+
+
+def test_on_the_xgmi_mesh_rccl_all_to_all_runs_at_its_measured_share_of_the_links():
+    """AMD's switchless mesh (scaleup_mesh_links): RCCL's all-to-all at comm.rccl_alltoall_busbw_fraction_mesh of
+    the links, not the mesh ring's intra_busbw_fraction_mesh, whether or not the system also says nvls; the network
+    share unchanged (known-gaps 113 (a)). A hand-built mesh of unknown vendor keeps the ring's rate."""
+    k = load_constants()
+    for nvls in (False, True):
+        s = dataclasses.replace(h100_cluster(16), scaleup_mesh_links=7, nvls=nvls, inter_node_alltoall_share=SHARE,
+                                vendor="amd")
+        r = rates(s, "bf16")
+        n = nccl_alltoall_rates(r, s, k)
+        assert r.intra_busbw == pytest.approx(s.intra_node_gb_s * 1e9 * k.intra_busbw_fraction_mesh)
+        assert n.intra_busbw == pytest.approx(s.intra_node_gb_s * 1e9 * k.raw["comm"]["rccl_alltoall_busbw_fraction_mesh"])
+        assert n.inter_nic == pytest.approx(r.inter_nic * SHARE)
+    bare = dataclasses.replace(s, vendor="")
+    assert nccl_alltoall_rates(rates(bare, "bf16"), bare, k).intra_busbw == pytest.approx(rates(bare, "bf16").intra_busbw)
 
 
 def test_the_catalog_share_reaches_the_system_of_an_ndr400_job_only():

@@ -2168,13 +2168,26 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
 def nccl_alltoall_rates(r: Any, system: System, k: PerfConstants) -> Any:
     """Rates `r` as NCCL's all-to-all reaches them: send / recv to every peer on its p2p channels, not a ring. On an
     NVSwitch fabric (System.nvls) its NVLink busbw at perf_constants.yaml comm.nccl_alltoall_busbw_fraction of the link
-    instead of the ring's intra_busbw_fraction (a calibrated ring busbw scaled alike); off-node the network's
-    measured all-to-all share of its ring payload (networks.yaml alltoall_payload_share, System.
-    inter_node_alltoall_share; 1 where not measured). Measured on nccl-tests / torch rows (docs/known-gaps.md 95)."""
-    nvswitch = bool(system.nvls) and not system.scaleup_mesh_links
-    nv = float(k.raw["comm"]["nccl_alltoall_busbw_fraction"]) / k.intra_busbw_fraction if nvswitch else 1.0
-    return dataclasses.replace(r, intra_busbw=r.intra_busbw * nv,
+    instead of the ring's intra_busbw_fraction; on AMD's switchless xGMI mesh (System.scaleup_mesh_links, vendor amd) RCCL's at
+    comm.rccl_alltoall_busbw_fraction_mesh instead of the mesh ring's intra_busbw_fraction_mesh (a calibrated ring
+    busbw scaled alike, either way); off-node the network's measured all-to-all share of its ring payload
+    (networks.yaml alltoall_payload_share, System.inter_node_alltoall_share; 1 where not measured). Measured on
+    nccl-tests / rccl-tests / torch rows (docs/known-gaps.md 95, 113)."""
+    return dataclasses.replace(r, intra_busbw=r.intra_busbw * _alltoall_over_ring(system, k),
                                inter_nic=r.inter_nic * float(system.inter_node_alltoall_share))
+
+
+def _alltoall_over_ring(system: System, k: PerfConstants) -> float:
+    """NCCL's / RCCL's all-to-all busbw inside a scale-up domain over the ring busbw the rates carry: measured on
+    NVSwitch (Hopper / Blackwell) and on AMD's xGMI mesh (MI355X); 1 elsewhere (A100-era switches and GH200's quad
+    NVLink mesh: not measured)."""
+    c = k.raw["comm"]
+    if system.scaleup_mesh_links:
+        amd = system.vendor == "amd"
+        return float(c["rccl_alltoall_busbw_fraction_mesh"]) / k.intra_busbw_fraction_mesh if amd else 1.0
+    if system.nvls:
+        return float(c["nccl_alltoall_busbw_fraction"]) / k.intra_busbw_fraction
+    return 1.0
 
 
 def deepep_rates(r: Any, system: System, k: PerfConstants) -> Any:
