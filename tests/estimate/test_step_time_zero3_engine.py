@@ -12,7 +12,7 @@ from rich.console import Console
 
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import SpecError, TrainsizerError
-from trainsizer.estimate.calibration import Calibration, load_constants
+from trainsizer.estimate.calibration import Calibration, load_constants, rates
 from trainsizer.estimate.framework import deepspeed_zero3_buckets
 from trainsizer.estimate.inputs import Strategy, Training
 from trainsizer.estimate.model_states import deepspeed_zero3_kept_params
@@ -34,13 +34,23 @@ def _hf(model, fsdp: str, recompute: str = "selective", framework: str = "hf", b
     return estimate_time(model, Training(seq_len=4096, global_batch_seqs=256), h100_cluster(), st, CAL)
 
 
-def _exposed(e, coll_s: float, ag_passes: float, calls: int, embedding_share: float = 0.0) -> float:
+def _copies(m, layer_passes: float) -> float:
+    """Seconds a micro-batch of DeepSpeed's reduce-stream passes over `m`'s bf16 gradients (step_time.
+    _deepspeed_grad_copies): `layer_passes` reads and writes an element of the decoder's, 2 (the in-place pre-divide
+    alone) of the input embedding and LM head, larger than the reduce bucket in these tests."""
+    emb = 2 * m.vocab * m.hidden
+    return 2.0 * (layer_passes * (m.params_total - emb) + 2.0 * emb) / rates(h100_cluster(), "bf16").hbm_bytes_s
+
+
+def _exposed(e, coll_s: float, ag_passes: float, calls: int, embedding_share: float = 0.0,
+             copies_s: float = 0.0) -> float:
     """The prefetched schedule's exposed seconds a step for `calls` collectives a pass (as test_step_time's FSDP
     test): 64 ranks over 8 nodes pay 63 network latencies a collective. On DeepSpeed's engine (`embedding_share`, the
     input embedding's share of the parameters, > 0) a micro-batch's first fetch is the embedding's and its gradient's
-    reduce-scatter, one latency, is exposed at its end (step_time._deepspeed_micro_batch_edges)."""
+    reduce-scatter, one latency, is exposed at its end (step_time._deepspeed_micro_batch_edges), and its reduce
+    stream's gradient copies (`copies_s`) join the collectives the prefetch hides."""
     k = load_constants()
-    z3_mb = (ag_passes + 1.0) * coll_s + (ag_passes + 1.0) * (calls - 1) * 63 * 5e-6
+    z3_mb = (ag_passes + 1.0) * coll_s + (ag_passes + 1.0) * (calls - 1) * 63 * 5e-6 + copies_s
     micro = 256 // (64 * 2)
     compute_mb = e.breakdown_s["compute"] / micro
     edges = 0.0
@@ -58,7 +68,9 @@ def test_deepspeed_gathers_a_llama_layer_in_three_prefetch_buckets():
     # q 16.8M + k 4.2M + v 4.2M + o 16.8M = 42M < 5e7, closed by gate (58.7M); up; down: 3 all-gathers a layer, 32
     # layers; no re-gather without full recompute
     emb = m.vocab * m.hidden / m.params_total
-    assert e.breakdown_s["dp_comm"] == pytest.approx(_exposed(e, coll_s, 2.0, 3 * 32, emb), rel=1e-9)
+    # reduce_bucket_size 5e8 holds two layers' gradients: each bucket copied in, interleaved and pre-divided
+    assert e.breakdown_s["dp_comm"] == pytest.approx(_exposed(e, coll_s, 2.0, 3 * 32, emb, _copies(m, 6.0)),
+                                                     rel=1e-9)
     # FSDP's engine under the same stack: one unit a decoder layer
     assert _hf(m, "full").breakdown_s["dp_comm"] == pytest.approx(_exposed(e, coll_s, 2.0, 32), rel=1e-9)
 
@@ -76,7 +88,10 @@ def test_deepspeed_gathers_again_what_the_reuse_distance_releases_under_full_rec
     # the hf style's projections apart (q, k, v, o 67M each), fc1 and fc2 268M: each closes a bucket; LayerNorms
     # (8,192 + biases) persist
     emb = m.vocab * m.hidden / m.params_total
-    assert e.breakdown_s["dp_comm"] == pytest.approx(_exposed(e, coll_s, 2.0 + share, 6 * 8, emb), rel=1e-9)
+    # the hf stack's "auto" reduce bucket, h^2: fc2 and fc1 (4 h^2) each reduced alone, in place (2 passes); o, v, k
+    # and q (h^2 each) each fill a bucket alone, copied in and pre-divided (4): (2 x 8 + 4 x 4) / 12 a layer's element
+    assert e.breakdown_s["dp_comm"] == pytest.approx(
+        _exposed(e, coll_s, 2.0 + share, 6 * 8, emb, _copies(m, 32.0 / 12.0)), rel=1e-9)
     assert _hf(m, "full", recompute="full").breakdown_s["dp_comm"] == pytest.approx(
         _exposed(e, coll_s, 2.0, 8), rel=1e-9)
 
@@ -98,10 +113,14 @@ def test_the_prefetch_bucket_sets_the_gathers_a_layer():
     assert deepspeed_zero3_buckets("deepspeed", 4096) == (5.0e7, 1.0e5, 5.0e8)
     m = llama8b()
     coll_s = 63 / 64 * m.params_total * 2 / 80e9 + 63 * 5e-6
+    # the reduce bucket h^2 = 16.8M: down, up and gate (58.7M) reduced alone (2 passes an element); o and q fill one
+    # each (4); v + k share one (6)
+    h, kv, ffn = 4096, 1024 * 4096, 14336 * 4096
+    layer_passes = (3 * ffn * 2 + 2 * h * h * 4 + 2 * kv * 6) / (3 * ffn + 2 * h * h + 2 * kv)
     for buckets in (None, "auto"):
         e = _hf(m, "none", buckets=buckets)
         assert e.breakdown_s["dp_comm"] == pytest.approx(
-            _exposed(e, coll_s, 2.0, 5 * 32, m.vocab * m.hidden / m.params_total), rel=1e-9)
+            _exposed(e, coll_s, 2.0, 5 * 32, m.vocab * m.hidden / m.params_total, _copies(m, layer_passes)), rel=1e-9)
     # the deepspeed style keeps its Megatron module count (zero3_fetch_units_per_layer) whatever the option says
     assert perf_style("deepspeed").zero3_bucket_sizes == "deepspeed"
 
@@ -193,3 +212,31 @@ def test_deepspeed_micro_batch_edges_per_micro_batch_on_its_prefetched_engine_on
     hf = perf_style("hf")
     assert _deepspeed_engine_options(Strategy(zero=3, fsdp="none"), hf)["zero3_microbatch_syncs"] is True
     assert _deepspeed_engine_options(Strategy(zero=3, fsdp="full"), hf) == {}
+
+
+def test_deepspeed_copies_each_gradient_on_its_reduce_stream_by_how_it_buckets():
+    """DeepSpeed's reduce stream (v0.16.6 stage3.py / coalesced_collectives.py) copies a gradient into its bucket,
+    interleaves a bucket of several tensors and pre-divides it, in place for one larger than the bucket: 6, 4 (one
+    copied tensor) or 2 passes an element, buckets closed greedily in arrival order; the middle of three layers is
+    counted. Only on DeepSpeed's prefetched engine: not on FSDP, not on the v0.3 path."""
+    import dataclasses
+
+    import numpy as np
+
+    from trainsizer.estimate.step_time import _deepspeed_engine_options, _grad_bucket_passes
+
+    # bucket 10, the middle layer of [4, 4, 5, 12, 3] x 3: its first 4 joins the first layer's 3 (closed by its second
+    # 4: 6 passes), [4, 5] closed by 12 (6), [12] alone (2), its 3 joins the third layer's first 4 (6)
+    elems, passes = _grad_bucket_passes([4.0, 4.0, 5.0, 12.0, 3.0] * 3, np.asarray(10.0), 5, 10)
+    assert float(elems) == 28.0
+    assert float(passes) == 6 * 4 + 6 * 9 + 2 * 12 + 6 * 3
+    # a tensor alone in its bucket and copied is pre-divided without the interleave: 4
+    assert float(_grad_bucket_passes([6.0] * 3, np.asarray(10.0), 1, 2)[1]) == 4 * 6
+    hf = perf_style("hf")
+    assert _deepspeed_engine_options(Strategy(zero=3, fsdp="none"), hf)["zero3_grad_copies"] is True
+    assert not hf.zero3_grad_copies and perf_style("deepspeed").zero3_grad_copies
+    on = perf_style("deepspeed")
+    off = dataclasses.replace(on, zero3_grad_copies=False)
+    assert _ds_comm(on, 1) > _ds_comm(off, 1)
+    v03 = dataclasses.replace(on, zero3_prefetch=False)
+    assert _ds_comm(v03, 1) == _ds_comm(dataclasses.replace(v03, zero3_grad_copies=False), 1)

@@ -221,6 +221,10 @@ class PerfStyle:
     # gradient bucket, so the input embedding's all-gather (the first fetch) and its gradient's reduce-scatter (the
     # last) are a micro-batch's edges (_deepspeed_micro_batch_edges); the deepspeed style's, taken with its engine
     zero3_microbatch_syncs: bool = False
+    # DeepSpeed's engine (v0.6+) copies each full gradient on its reduce stream before reduce-scattering it (into its
+    # bucket, the coalesced interleave, the pre-divide: _deepspeed_grad_copies); the deepspeed style's, taken with
+    # its engine
+    zero3_grad_copies: bool = False
     # the gradient buffer cleared is the DDP buffer in the reduce dtype (grad_reduce_bytes per local trainable
     # parameter: Megatron-Core zero_grad_buffer), not grad_buffer_zero_bytes
     grad_buffer_reduce_dtype: bool = False
@@ -544,7 +548,8 @@ def _deepspeed_engine_options(strategy, style: PerfStyle) -> dict[str, Any]:
     flag = on if on.ndim else bool(on)
     # its reuse rule (_zero3_regathered_share) and its step's passes around the update (_step_passes)
     out = {key: _when(flag, getattr(ds, key), getattr(style, key))
-           for key in ("zero3_max_reuse_distance_params", "zero3_step_update_bytes", "zero3_microbatch_syncs")}
+           for key in ("zero3_max_reuse_distance_params", "zero3_step_update_bytes", "zero3_microbatch_syncs",
+                       "zero3_grad_copies")}
     if buckets is not None:
         out["zero3_bucket_sizes"] = np.where(on, buckets, style.zero3_bucket_sizes) if on.ndim else str(buckets)
     return out | {"zero3_deepspeed_fetch": on if on.ndim else True}
@@ -2574,6 +2579,7 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     # gathers a share of each layer a third time under full recompute (the prefetched path; not the 2021 one)
     ag_passes = np.where(x.p > 1, 1.0, 2.0) + _zero3_regathered_share(x) * x.full_share
     z3_mb = ag_passes * z3_ag + z3_rs + (ag_passes + 1.0) * np.maximum(n_coll - 1.0, 0.0) * lat
+    z3_mb = z3_mb + _deepspeed_grad_copies(x, g)  # DeepSpeed's passes on its reduce stream, in the same chain
     # the on-demand path (DeepSpeed v0.3-v0.5) keeps two passes: its one-NIC bound was checked on Narayanan 2021's
     # rows without the re-gather (docs/known-gaps.md 51, item f)
     z3_demand = _zero3_on_demand(x, g, mb, z3_ag, z3_rs, lat, p_local)
@@ -2782,6 +2788,66 @@ def _fsdp_call_edges(x: _Step, z3_ag, z3_rs, n_coll) -> np.ndarray:
     waits = np.asarray(x.fw.fsdp_call_waits, bool)
     per_call = (x.p > 1) & ~np.asarray(x.fw.pp_fsdp_once_per_step, bool)
     return np.where(per_call, x.v * (unit_ag + np.where(waits, unit_rs, 0.0)), unit_ag + np.where(waits, unit_rs, 0.0))
+
+
+def _deepspeed_grad_copies(x: _Step, g: _Grads) -> np.ndarray:
+    """Seconds a micro-batch of the HBM passes DeepSpeed's ZeRO-3 engine (PerfStyle.zero3_grad_copies, the prefetched
+    v0.6+ path, one pipeline stage) makes over the full gradients on its reduce stream before reduce-scattering them,
+    a read and a write of the gradient dtype each (deepspeedai/DeepSpeed v0.16.6 stage3.py
+    reduce_independent_p_g_buckets_and_remove_grads, __add_grad_to_ipg_bucket, __avg_scatter_grads;
+    runtime/comm/coalesced_collectives.py reduce_scatter_coalesced): the copy into the flat reduce bucket (a gradient
+    larger than reduce_bucket_size is reduced alone, in place, uncopied), the rank-by-rank interleave of a bucket of
+    several tensors (torch.cat) and the in-place pre-divide (div_). Buckets close greedily in backward order
+    (`_grad_bucket_passes`): a decoder layer's weights (model_states.deepspeed_layer_modules) in reverse, the middle
+    of three layers counted; its norms and biases ride along at that average; the input embedding and an untied LM
+    head at one pass pair where larger than the bucket; LoRA's small adapters share buckets (three pairs). The
+    reduce-scatter waits for them on that stream, so `_dp_comm_zero3` adds them to the chain the prefetch hides,
+    at the HBM streaming rate."""
+    on = (np.asarray(x.fw.zero3_grad_copies, bool) & (x.zero >= 3) & np.asarray(x.fw.zero3_prefetch, bool)
+          & (x.p <= 1))
+    total = g.local_dense + g.local_expert
+    if not np.any(on):
+        return np.zeros_like(np.asarray(total, float))
+    m, t = x.model, np.asarray(x.t, dtype=float)
+    _, _, bucket = deepspeed_zero3_buckets(x.fw.zero3_bucket_sizes, m.hidden)
+    split = bool(np.any(np.asarray(x.fw.split_projections, bool) & on))
+    elems, passes = 0.0, 0.0
+    for is_moe, n in collections.Counter(m.layer_params(i).is_moe for i in range(m.layers)).items():
+        sizes = [size / t for size, _ in reversed(deepspeed_layer_modules(m, is_moe, split))]
+        e, p = _grad_bucket_passes(sizes * 3, bucket, len(sizes), 2 * len(sizes))
+        elems, passes = elems + n * e, passes + n * p
+    layer_avg = passes / np.maximum(elems, 1.0)
+    emb = m.vocab * m.hidden / t
+    emb_elems = np.minimum(emb * (1.0 if m.tied_embeddings else 2.0), total)
+    emb_avg = np.where(emb > bucket, 2.0, layer_avg)
+    per_elem = (layer_avg * (total - emb_elems) + emb_avg * emb_elems) / np.maximum(total, 1.0)
+    per_elem = np.where(g.train_frac < 1.0, 6.0, per_elem)
+    nbytes = per_elem * total * g.train_frac * np.asarray(x.fw.grad_reduce_bytes, float)
+    return np.where(on, nbytes / x.r.hbm_bytes_s, 0.0)
+
+
+def _grad_bucket_passes(sizes: list, bucket: Any, first: int, last: int) -> tuple[Any, Any]:
+    """(elements, elements x HBM passes) of the gradients sizes[first:last] as DeepSpeed's ZeRO-3 buckets them in
+    arrival order (stage3.py reduce_independent_p_g_buckets_and_remove_grads): a gradient that would overflow a
+    non-empty bucket closes it first; one that fits is copied in; a bucket of several tensors is interleaved and
+    pre-divided (6 passes an element), of one copied tensor pre-divided only (4), of one tensor larger than the
+    bucket, never copied, pre-divided in place (2). Elementwise over `bucket` and the sizes (per TP rank)."""
+    zero = np.zeros_like(np.asarray(bucket, float) + np.asarray(sizes[0], float))
+    acc, cnt, mine, big, elems, passes = zero, zero, zero, zero > 0, 0.0, 0.0
+
+    def pairs(cnt, big):
+        return np.where(cnt >= 2, 6.0, np.where(big, 2.0, 4.0))
+
+    for i, size in enumerate(sizes):
+        full = (acc + size > bucket) & (acc > 0)
+        passes = passes + np.where(full, mine * pairs(cnt, big), 0.0)
+        acc, cnt, mine, big = (np.where(full, 0.0, acc), np.where(full, 0.0, cnt), np.where(full, 0.0, mine),
+                               np.where(full, False, big))
+        big = big | ((acc == 0) & (size > bucket))
+        ours = first <= i < last
+        acc, cnt, mine = acc + size, cnt + 1.0, mine + (size if ours else 0.0)
+        elems = elems + (size if ours else 0.0)
+    return elems, passes + mine * pairs(cnt, big)
 
 
 def _deepspeed_micro_batch_edges(x: _Step, g: _Grads, z3_ag, z3_rs, n_coll, lat) -> np.ndarray:
