@@ -27,10 +27,14 @@ packed C4 documents, which the estimate times as full causal attention (named in
 parallel norms, whole-model torch.compile, full activation checkpointing) on 1-32 H200 141 GB in hosts of 4, Llama-3
 shapes of 8B, 13B (benchmarks/data/heldout_models.yaml kempnerforge-13b) and 70B at 4,096 tokens, 14 layouts (one GPU,
 FSDP 2-8, TP 2-4, TP 4 x FSDP 2-8): tokens/s a GPU and the peak allocated memory (max_memory_allocated:
-peak_allocated_gib, the estimate less the CUDA context, NCCL buffers and fragmentation). The model is built in bf16
-(no fp32 master, bf16 AdamW moments: optimizer_precision bf16); under TP the LM head's output is gathered to every rank
-for an eager bf16 cross-entropy (not stated by any job field: named in each row). Data:
-benchmarks/data/heldout_2026n_kempnerforge.csv. 28 rows (14 time, 14 memory).
+peak_allocated_gib, the estimate less the CUDA context, NCCL buffers and fragmentation); and its weak-scaling report
+(benchmarks/weak_scaling_160gpu/README.md at e9f91892, 2026-06-30, the code at 3ad9d9a): the 13B and 70B at TP 4 x
+FSDP 2-40 on 8-160 H200, the same settings; and its 175B run (benchmarks/175b_360gpu/README.md at b62d2e36,
+2026-07-03, code at 5666d0d: TP 4 x FSDP 90 on 360 H200, 8 x 4,096 a GPU, no accumulation). The model is built in bf16 (no fp32 master, bf16 AdamW moments:
+optimizer_precision bf16); under TP the LM head's output is gathered to every rank for an eager bf16 cross-entropy
+(not stated by any job field: named in each row), and FSDP2 skips the gradient sync on every micro-batch but the
+last (maybe_no_sync: unsharded fp32 gradients held; not stated by any job field either). Data:
+benchmarks/data/heldout_2026n_kempnerforge.csv. 52 rows (26 time, 26 memory).
 
 Refused rows: none found in these sources that a job cannot state beyond the page's truncation (Llama 4 Maverick's
 line shows no figure in the stored page: not a row).
@@ -108,16 +112,16 @@ def print_ratios(title: str, pairs: list[tuple[str, str, float, float]]) -> None
 
 
 def layout_ratios(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[tuple[str, str, float, float]]:
-    """(row id, its layout, measured, predicted tokens/s a GPU over the run without TP of the same model and GPU count):
-    what TP costs against FSDP at one scale, measured and modelled (KempnerForge's rows)."""
+    """(row id, its layout, measured, predicted tokens/s a GPU over the run without TP of the same report, model and
+    GPU count): what TP costs against FSDP at one scale, measured and modelled (KempnerForge's rows)."""
     def layout(r: dict[str, str]) -> str:
         return f"tp{r['tp']}"
     timed = [(c, r) for c, _, r in run if not c.skipped and c.metric not in ph.MEMORY_METRICS
              and r["source_key"].startswith("KempnerForge")]
-    base = {(r["model"], r["gpu_count"]): c for c, r in timed if r["tp"] == "1"}
+    base = {(r["source_key"], r["model"], r["gpu_count"]): c for c, r in timed if r["tp"] == "1"}
     out = []
     for c, r in timed:
-        b = base.get((r["model"], r["gpu_count"]))
+        b = base.get((r["source_key"], r["model"], r["gpu_count"]))
         if b is not None and r["tp"] != "1":
             out.append((r["id"], layout(r), c.measured / b.measured, c.predicted / b.predicted))
     return out
