@@ -23,6 +23,8 @@ least MIN_ROWS rows; every row counts once, so a source with many rows weighs mo
 
 Run: python benchmarks/accuracy_bands.py            (prints the table)
      python benchmarks/accuracy_bands.py --write    (and rewrites the data file)
+     python benchmarks/accuracy_bands.py --rows megatron/moe/blackwell/domain   (that class's rows, worst last:
+       each with its part, GPUs, model, EP degree and MoE dispatcher; where a class's offset comes from)
 """
 
 from __future__ import annotations
@@ -282,11 +284,79 @@ def print_table(computed: dict[str, Any]) -> None:
                   f"{s['signed_p10_pct']:+7.1f} {s['signed_p90_pct']:+7.1f} {s['abs_p90_pct']:8.1f}  {src}")
 
 
+def class_rows(classed: list[tuple[Row, tuple[str, ...]]], key: str, quantity: str = "time") -> list[Row]:
+    """The rows of class `key` (any level: "megatron/moe", "megatron/moe/blackwell/domain") for `quantity`, by
+    signed error, most negative first: the rows `stats` summarises for that class."""
+    return sorted((r for r, keys in classed if key in keys and r.quantity == quantity), key=lambda r: r.err)
+
+
+def row_facts(row: Row) -> dict[str, str]:
+    """The job facts a class listing groups by: part, model, EP degree, MoE dispatcher ('-' where the job states
+    none), as the job is written."""
+    hw, st = row.job.get("hardware") or {}, row.job.get("strategy") or {}
+    model = row.job.get("model")
+    return {"part": str(hw.get("accelerator", "-")),
+            "model": model if isinstance(model, str) else _inline_model_name(model or {}),
+            "ep": str(st.get("ep", 1)), "dispatcher": str(st.get("moe_dispatcher", "-"))}
+
+
+def group_summary(rows: list[Row], fact: str) -> list[tuple[str, int, float, float]]:
+    """(value of `fact`, rows, median signed error %, MAPE %) per value among `rows`, most rows first: which part,
+    model, EP degree or dispatcher carries a class's offset."""
+    groups: dict[str, list[float]] = defaultdict(list)
+    for row in rows:
+        groups[row_facts(row)[fact]].append(100.0 * row.err)
+    out = [(k, len(v), float(np.median(v)), float(np.mean(np.abs(v)))) for k, v in groups.items()]
+    return sorted(out, key=lambda g: (-g[1], g[0]))
+
+
+def row_line(row: Row) -> str:
+    """One row of a class listing: its error, source, id, part and GPUs, model, EP degree and MoE dispatcher (the
+    job as written; '-' where it states none)."""
+    f, count = row_facts(row), (row.job.get("hardware") or {}).get("count", "-")
+    return (f"{100 * row.err:+7.1f}  {row.benchmark:18s} {row.row_id:58s} {f['part']:>14s} {count!s:>5s}  "
+            f"{f['model']:26s} ep {f['ep']:>3s}  {f['dispatcher']}")
+
+
+def _inline_model_name(model: dict[str, Any]) -> str:
+    """A short name for a job's inline model (a Hugging Face config.json or the estimator's own fields): its name,
+    else its architecture with hidden size and layer count."""
+    if model.get("name"):
+        return str(model["name"])
+    arch = (model.get("architectures") or ["inline"])[0]
+    return f"{arch} h{model.get('hidden_size', model.get('hidden', '?'))} L{model.get('num_hidden_layers', model.get('layers', '?'))}"
+
+
+def print_rows(classed: list[tuple[Row, tuple[str, ...]]], key: str) -> None:
+    """Print class `key`'s time and memory rows (row_line); a class no row falls in is said, with the classes that
+    hold rows."""
+    known = sorted({k for _, keys in classed for k in keys})
+    if key not in known:
+        raise SystemExit(f"accuracy_bands --rows: no held-out row falls in class {key!r}; classes with rows: "
+                         + ", ".join(known))
+    for q in QUANTITIES:
+        rows = class_rows(classed, key, q)
+        if rows:
+            print(f"\n{key}: {len(rows)} {q} rows (signed %, + = predicted too {'fast' if q == 'time' else 'large'})")
+            for row in rows:
+                print(row_line(row))
+            for fact in ("model", "part", "ep", "dispatcher"):
+                print(f"  by {fact}: " + "; ".join(f"{k} n={n} median {med:+.1f} MAPE {m:.1f}"
+                                                  for k, n, med, m in group_summary(rows, fact)))
+
+
 def compute() -> dict[str, Any]:
     return bands(classify(collect()))
 
 
 def main() -> None:
+    args = sys.argv[1:]
+    if "--rows" in args:
+        at = args.index("--rows")
+        if at + 1 >= len(args):
+            raise SystemExit("accuracy_bands --rows needs a class, e.g. --rows megatron/moe/blackwell/domain")
+        print_rows(classify(collect()), args[at + 1])
+        return
     computed = compute()
     print_table(computed)
     if "--write" in sys.argv[1:]:

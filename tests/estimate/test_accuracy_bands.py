@@ -158,6 +158,40 @@ def test_spread_is_the_error_about_the_class_offset():
     assert _spread(errors) == pytest.approx(np.mean(np.abs(errors)))
 
 
+def _bands_module():
+    sys.path.insert(0, str(BENCH))
+    import accuracy_bands  # noqa: PLC0415
+
+    return accuracy_bands
+
+
+def test_a_class_listing_holds_that_class_rows_worst_last(capsys):
+    ab = _bands_module()
+    moe = {"model": "qwen3-30b-a3b", "hardware": {"accelerator": "gb200", "count": 16},
+           "strategy": {"ep": 16, "moe_dispatcher": "flex"}}
+    hf = {"model": {"architectures": ["GptOssForCausalLM"], "hidden_size": 2880, "num_hidden_layers": 24},
+          "hardware": {"accelerator": "gb300", "count": 72}, "strategy": {"ep": 4, "moe_dispatcher": "flex"}}
+    domain = ("megatron/moe/blackwell/domain", "megatron/moe/blackwell", "megatron/moe")
+    classed = [(ab.Row("b1", "fast", "tokens_s", 100.0, 130.0, moe), domain),
+               (ab.Row("b1", "close", "step_time_s", 1.0, 1.02, hf), domain),
+               (ab.Row("b2", "dense", "tokens_s", 100.0, 90.0, {}), ("megatron/dense",)),
+               (ab.Row("b2", "peak", "peak_gib", 50.0, 45.0, moe), domain)]
+    rows = ab.class_rows(classed, "megatron/moe/blackwell/domain")
+    assert [r.row_id for r in rows] == ["close", "fast"]
+    assert [r.row_id for r in ab.class_rows(classed, "megatron/moe", "memory")] == ["peak"]
+    line = ab.row_line(rows[0])
+    assert "gb300" in line and "GptOssForCausalLM h2880 L24" in line and "ep   4" in line and "flex" in line
+    ab.print_rows(classed, "megatron/moe/blackwell")
+    out = capsys.readouterr().out
+    assert "2 time rows" in out and "1 memory rows" in out and "+30.0" in out and "dense" not in out
+    assert "by ep: 16 n=1 median +30.0 MAPE 30.0; 4 n=1 median -2.0 MAPE 2.0" in out
+    near = {"abs": 0.01}
+    assert ab.group_summary(rows, "dispatcher") == [("flex", 2, pytest.approx(14.02, **near),
+                                                     pytest.approx(15.98, **near))]
+    with pytest.raises(SystemExit, match="no held-out row falls in class 'megatron/moe/cdna'.*megatron/dense"):
+        ab.print_rows(classed, "megatron/moe/cdna")
+
+
 @pytest.mark.slow
 def test_committed_bands_are_what_the_benchmark_computes_now():
     sys.path.insert(0, str(BENCH))
