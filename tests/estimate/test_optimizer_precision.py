@@ -1,9 +1,11 @@
 """strategy.optimizer_precision: what AdamW keeps per parameter besides the 16-bit weights. bf16-moments halves the
 moments and keeps the fp32 master (DeepSeek-V3 s3.3.3, Megatron-Core's precision-aware optimizer); bf16 also drops
-the master copy (Apex DistributedFusedAdam with dtype bf16 under NeMo 1). Memory only; other optimizers refuse it."""
+the master copy (Apex DistributedFusedAdam with dtype bf16 under NeMo 1), so its step also streams bf16 states and
+gradients (the style flag model_dtype_states, step time); other optimizers refuse it."""
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 
 import pytest
@@ -11,7 +13,7 @@ import pytest
 from trainsizer.errors import SpecError
 from trainsizer.estimate.inputs import Strategy, Training
 from trainsizer.estimate.memory import estimate_memory
-from trainsizer.estimate.step_time import estimate_time
+from trainsizer.estimate.step_time import estimate_time, perf_style
 from trainsizer.names import OPTIMIZER_PRECISIONS
 from trainsizer.spec import job
 
@@ -50,12 +52,32 @@ def test_torchtunes_model_dtype_states_are_not_raised():
     assert sum(bf16.values()) == pytest.approx(sum(base.values()))
 
 
-def test_step_time_unchanged():
-    training = Training(method="pretrain", seq_len=2048, global_batch_seqs=64)
-    times = [estimate_time(llama8b(), training, a100_cluster(8),
-                           Strategy(dp=8, zero=1, framework="megatron-core", optimizer_precision=p)).step_s
-             for p in (None, "bf16")]
-    assert times[0] == times[1]
+def _step_s(precision, framework="megatron-core", method="pretrain", style=None, **kw):
+    training = Training(method=method, seq_len=2048, global_batch_seqs=64)
+    st = Strategy(**({"dp": 8, "zero": 1, "framework": framework, "optimizer_precision": precision} | kw))
+    return estimate_time(llama8b(), training, a100_cluster(st.dp), st, framework_style=style).step_s
+
+
+def test_the_fp32_master_keeps_the_step_time():
+    # bf16-moments keeps the fp32 master and gradients the update reads: its step time is the default's
+    assert _step_s("bf16-moments") == _step_s("fp32") == _step_s(None)
+
+
+def test_bf16_states_step_as_the_model_dtype_style():
+    """No master: the update reads and writes bf16 weights, gradients and moments, as a style that keeps its states
+    in the model dtype (torchtune) does; less time than the fp32 master's update, the rest of the step the same."""
+    style = dataclasses.replace(perf_style("megatron-core"), model_dtype_states=True)
+    assert _step_s("bf16") == pytest.approx(_step_s(None, style=style), rel=1e-12)
+    assert _step_s("bf16") < _step_s(None)
+
+
+def test_a_bf16_loaded_hf_full_fine_tune_casts_no_fp32_weights():
+    """The HF Trainer's autocast over an fp32-loaded model casts every weight (amp_fp32_weights); a model loaded in
+    bf16 (optimizer_precision bf16: ms-swift 1.5's dtype AUTO) has none to cast and steps in bf16."""
+    kw = {"framework": "hf", "method": "full", "dp": 1, "zero": 0, "micro_batch": 1, "recompute": "full"}
+    bf16_style = dataclasses.replace(perf_style("hf"), amp_fp32_weights=False, model_dtype_states=True)
+    assert _step_s("bf16", **kw) == pytest.approx(_step_s(None, style=bf16_style, **kw), rel=1e-12)
+    assert _step_s("bf16", **kw) < 0.9 * _step_s(None, **kw)  # the casts and the fp32 update: a tenth of the step
 
 
 def test_bad_values_are_refused():

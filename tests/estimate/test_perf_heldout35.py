@@ -18,7 +18,7 @@ import perf_heldout35 as p35  # noqa: E402
 from harness import mape  # noqa: E402
 
 # metric -> MAPE bound (%); reached at landing in the comment
-BOUNDS = {"samples_s": 24.0, "peak_gib": 36.0}  # 22.6 (median -25.4%), 29.5 (median -29.0%)
+BOUNDS = {"samples_s": 21.5, "peak_gib": 36.0}  # 19.5 (median -16.7%, known-gaps 118 (a)), 29.6 (median -29.1%)
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +93,19 @@ def test_each_figure_within_its_bound_and_every_estimated_row_scored_twice(cases
     # memory predicted too small on every row (max_memory_reserved of variable-length batches: known-gaps 94 (b)) but
     # the one whose head card is full (101 (a): the allocator has no room to reserve past the allocated peak there)
     assert all(c.err < 0 for c in cases if c.metric == "peak_gib" and c.row_id != "swift_full_qwen-14b_8192")
+
+
+def test_full_over_lora_at_one_cutoff_as_measured(cases):
+    """A full and a LoRA row at one cutoff run the same kept samples, so their samples/s ratio leaves the length
+    assumption out. The full rows load the model in bf16 (optimizer_precision bf16: no fp32 weights for autocast to
+    cast, bf16 AdamW states; known-gaps 118 (a)): LoRA / full within 5% of the measured ratio on 7B and 14B (1.21-1.35
+    measured; 1.40-1.64 predicted while the fp32-weight casts and the fp32 update were charged)."""
+    sps = {c.row_id: c for c in cases if c.metric == "samples_s" and not c.skipped}
+    for size in ("7b", "14b"):
+        for cutoff in (2048, 4096, 8192):
+            lora, full = sps[f"swift_lora_qwen-{size}_{cutoff}"], sps[f"swift_full_qwen-{size}_{cutoff}"]
+            measured, predicted = lora.measured / full.measured, lora.predicted / full.predicted
+            assert abs(predicted / measured - 1) < 0.05, (size, cutoff, measured, predicted)
 
 
 def test_settings_move_the_estimate_the_way_the_table_moves(cases):

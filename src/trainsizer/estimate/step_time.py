@@ -324,8 +324,9 @@ class PerfStyle:
     # the FP8 casts are Transformer Engine's quantizers (TE >= 2.0), which write no transpose on parts whose FP8
     # GEMMs take every layout (calibration.fp8_transpose_free); torchao writes its own (float8 preprocess)
     fp8_te_quantizer: bool = False
-    # weights, gradients and optimizer states in the model dtype, no fp32 master (torchtune): the optimizer step
-    # streams optimizer.model_dtype_bytes_per_param (_optimizer)
+    # weights, gradients and optimizer states in the model dtype, no fp32 master (torchtune; any style where the job
+    # states strategy.optimizer_precision bf16: _job_options): the optimizer step streams
+    # optimizer.model_dtype_bytes_per_param (_optimizer), and no fp32 weight is cast under autocast
     model_dtype_states: bool = False
     # parameter offload is FSDP2's CPUOffloadPolicy (torchtune fsdp_cpu_offload, torchtitan enable_cpu_offload):
     # the reduce-scattered gradient shard is copied to host memory in each unit's post-backward, overlapping the
@@ -454,6 +455,12 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
     if bucket is not None:  # the job's bucket size, as given: Megatron-Core scales it with DP only when unset
         changes["grad_bucket_params"] = float(bucket)
         changes["grad_bucket_params_per_dp_rank"] = 0.0
+    if getattr(strategy, "optimizer_precision", None) == "bf16":
+        # no fp32 master (memory_constants.yaml optimizer_precision): the model is held and stepped in bf16, as the
+        # style flag model_dtype_states says: the update streams bf16 states and gradients (_optimizer,
+        # _step_passes) and autocast finds no fp32 weight to cast (_amp_fp32_weights_time); e.g. ms-swift 1.5 loads
+        # the model in bf16 (argument.py select_dtype: dtype AUTO -> bf16, modelscope/ms-swift 97e4d198b)
+        changes["model_dtype_states"] = True
     if getattr(strategy, "attention_kernel", None) is not None:
         changes["attention_kernel"] = str(strategy.attention_kernel)
     if getattr(strategy, "cp_repeat_kv", None) is not None:

@@ -1,0 +1,79 @@
+"""The first version of ms-swift's benchmark page as a check on perf_heldout35's readings (added 2026-12-05; held out,
+nothing fitted; docs/known-gaps.md 118, items (b) and (c)).
+
+modelscope/ms-swift cfcb67265 (2023-12-14) docs/source/LLM/Benchmark.md printed the same setups as the table
+perf_heldout35 scores (97e4d198b, 2024-01-02), run otherwise: scripts/benchmark/test_memory_time/run_single.py at
+cfcb67265 passes train_dataset_sample 1000 and truncation_strategy 'truncation_left' (a sample longer than max_length
+keeps its last max_length tokens), prints the wall minutes of the whole sft_main (model load and tokenising included)
+and torch.cuda.max_memory_reserved after it. Under truncation_left most samples have the cutoff's length (62% at
+2,048 under the stated mean and sd), so the peak is read where the lengths repeat and the mean length hardly depends on
+the distribution's unstated shape. Rows: benchmarks/data/heldout_2026k_swift_a100_first_table.csv, each naming the
+perf_heldout35 row of the same setting (its job, cutoff and the peak the estimate charges at the cutoff).
+
+Printed, not scored: measured GiB against the estimate's peak, and measured minutes (an upper bound on the training
+time) against the estimate's training minutes for 1,000 samples of length min(L, cutoff), L the page's dataset
+statistics as a lognormal.
+
+Run: python benchmarks/swift_first_table.py
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+
+import finetune_heldout as fh
+import perf_heldout35 as p35
+from harness import scored
+from trainsizer.catalog import load_catalog
+from trainsizer.estimate.step_time import step_time_arrays
+
+ROWS = Path(__file__).resolve().parent / "data" / "heldout_2026k_swift_a100_first_table.csv"
+SAMPLES = 1000  # run_single.py at cfcb67265: train_dataset_sample=1000
+MIB = 2**20
+DATASET_MAX_TOKENS = 19548  # the page's longest sample (Qwen tokens); each run cuts at its cutoff (seq_len)
+
+
+def rows() -> list[dict[str, str]]:
+    return list(csv.DictReader(ROWS.open(encoding="utf-8")))
+
+
+def dataset_lengths() -> tuple[float, float]:
+    """(mean, spread of ln length) of the whole dataset as the page states it, taken as a lognormal (94 (a)): the
+    estimate truncates such lengths at the cutoff itself (estimate/sample_lengths.py: min(L, cutoff)), which is what
+    truncation_left does to a sample's length."""
+    mean, sd = p35.DATASET_MEAN_TOKENS, p35.DATASET_SD_TOKENS
+    return mean, math.sqrt(math.log(1 + (sd / mean) ** 2))
+
+
+def training_minutes(r: dict[str, str], cat, archs: dict) -> float:
+    """The estimate's minutes for SAMPLES truncation_left samples of the perf_heldout35 row `r`'s job."""
+    mean, spread = dataset_lengths()
+    job = dict(r, avg_tokens=f"{mean:.1f}", length_sigma=f"{spread:.4f}", max_tokens=str(DATASET_MAX_TOKENS))
+    sc = fh._scenario(job, cat, archs)
+    step = float(np.asarray(step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)["step_s"]).reshape(-1)[0])
+    return SAMPLES * step / sc.training.global_batch_seqs / 60.0
+
+
+def compare() -> list[tuple[str, str, float, float, float, float]]:
+    """(row, setting, measured GiB, predicted GiB, measured minutes, predicted training minutes) per first-table row;
+    the predicted peak is perf_heldout35's for the same setting (the estimate's peak at the cutoff)."""
+    cat, archs = load_catalog(), p35.models()
+    by_id = {r["id"]: r for r in p35.rows()}
+    peaks = {c.row_id: c.predicted for c in scored(p35.cases(), "peak_gib")}
+    return [(t["row"], t["setting"], float(t["peak_mib"]) * MIB / 2**30, peaks[t["row"]], float(t["minutes"]),
+             training_minutes(by_id[t["row"]], cat, archs)) for t in rows()]
+
+
+def main() -> None:
+    print("ms-swift's first benchmark page (cfcb67265, 2023-12-14): truncation_left, 1,000 samples, one A100 80GB")
+    print(f"  {'perf_heldout35 row':32s} {'GiB meas':>8s} {'pred':>6s} {'err':>7s}   {'min meas':>8s} {'pred':>6s}")
+    for rid, _, gib, pred, minutes, pred_min in compare():
+        print(f"  {rid:32s} {gib:8.2f} {pred:6.2f} {100 * (pred / gib - 1):+6.1f}%   {minutes:8.2f} {pred_min:6.2f}")
+
+
+if __name__ == "__main__":
+    main()
