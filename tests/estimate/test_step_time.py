@@ -172,8 +172,9 @@ def test_zero3_gathers_parameters_twice_and_reduces_gradients_once_per_micro_bat
     # FSDP's engine (fsdp full: the hf style's one unit a decoder layer); 64 ranks over 8 nodes: ring busbw = min(360, 8 x 10) GB/s; one collective moves 63/64 of the 16-bit
     # parameters (2 B each) and pays 63 network latencies
     coll_s = 63 / 64 * m.params_total * 2 / 80e9 + 63 * 5e-6
-    # 2 all-gathers + 1 reduce-scatter; one collective per decoder layer (32), 3 x 31 extra ring latencies
-    z3_mb = 3 * coll_s + 3 * 31 * 63 * 5e-6
+    # 2 all-gathers + 1 reduce-scatter; one collective per decoder layer (32), 3 x 31 extra ring latencies; FSDP1
+    # divides each unit's bf16 gradient in place before its reduce-scatter (read + write 2 B, at the HBM rate)
+    z3_mb = 3 * coll_s + 3 * 31 * 63 * 5e-6 + 4.0 * m.params_total / rates(h100_cluster(), "bf16").hbm_bytes_s
     micro = 256 // (64 * 2)
     compute_mb = e.breakdown_s["compute"] / micro
     # prefetched one layer ahead: what compute cannot hide + the first layer's gather; the hidden part still

@@ -42,6 +42,12 @@ def _copies(m, layer_passes: float) -> float:
     return 2.0 * (layer_passes * (m.params_total - emb) + 2.0 * emb) / rates(h100_cluster(), "bf16").hbm_bytes_s
 
 
+def _predivide(m) -> float:
+    """Seconds a micro-batch of torch FSDP1's in-place gradient pre-divide over `m`'s bf16 gradients (read + write,
+    step_time._fsdp1_predivide_s), in the reduce-scatter's chain like DeepSpeed's copies."""
+    return 2.0 * 2.0 * m.params_total / rates(h100_cluster(), "bf16").hbm_bytes_s
+
+
 def _exposed(e, coll_s: float, ag_passes: float, calls: int, embedding_share: float = 0.0,
              copies_s: float = 0.0) -> float:
     """The prefetched schedule's exposed seconds a step for `calls` collectives a pass (as test_step_time's FSDP
@@ -71,8 +77,9 @@ def test_deepspeed_gathers_a_llama_layer_in_three_prefetch_buckets():
     # reduce_bucket_size 5e8 holds two layers' gradients: each bucket copied in, interleaved and pre-divided
     assert e.breakdown_s["dp_comm"] == pytest.approx(_exposed(e, coll_s, 2.0, 3 * 32, emb, _copies(m, 6.0)),
                                                      rel=1e-9)
-    # FSDP's engine under the same stack: one unit a decoder layer
-    assert _hf(m, "full").breakdown_s["dp_comm"] == pytest.approx(_exposed(e, coll_s, 2.0, 32), rel=1e-9)
+    # FSDP's engine under the same stack: one unit a decoder layer, each unit's gradient pre-divided in place
+    assert _hf(m, "full").breakdown_s["dp_comm"] == pytest.approx(
+        _exposed(e, coll_s, 2.0, 32, copies_s=_predivide(m)), rel=1e-9)
 
 
 def test_deepspeed_gathers_again_what_the_reuse_distance_releases_under_full_recompute():
@@ -93,7 +100,7 @@ def test_deepspeed_gathers_again_what_the_reuse_distance_releases_under_full_rec
     assert e.breakdown_s["dp_comm"] == pytest.approx(
         _exposed(e, coll_s, 2.0 + share, 6 * 8, emb, _copies(m, 32.0 / 12.0)), rel=1e-9)
     assert _hf(m, "full", recompute="full").breakdown_s["dp_comm"] == pytest.approx(
-        _exposed(e, coll_s, 2.0, 8), rel=1e-9)
+        _exposed(e, coll_s, 2.0, 8, copies_s=_predivide(m)), rel=1e-9)
 
 
 def test_only_a_stack_that_runs_either_engine_changes_with_it():
@@ -240,3 +247,30 @@ def test_deepspeed_copies_each_gradient_on_its_reduce_stream_by_how_it_buckets()
     assert _ds_comm(on, 1) > _ds_comm(off, 1)
     v03 = dataclasses.replace(on, zero3_prefetch=False)
     assert _ds_comm(v03, 1) == _ds_comm(dataclasses.replace(v03, zero3_grad_copies=False), 1)
+
+
+def test_fsdp1_pre_divides_each_gradient_in_place_before_its_reduce_scatter():
+    """torch FSDP1's _reduce_grad divides each unit's unsharded gradient by the predivide factor before the
+    reduce-scatter: the FSDP1 styles (fsdp, hf on FSDP) pay a read and a write of the gradients a micro-batch in the
+    reduce chain; FSDP2 (torchtitan) and DeepSpeed's engine do not."""
+    import dataclasses
+
+    m = llama8b()
+    assert perf_style("fsdp").fsdp1_grad_predivide and perf_style("hf").fsdp1_grad_predivide
+    assert not perf_style("torchtitan").fsdp1_grad_predivide and not perf_style("deepspeed").fsdp1_grad_predivide
+    st = Strategy(tp=1, dp=64, zero=3, fsdp="full", micro_batch=2, recompute="selective")
+    tr = Training(seq_len=4096, global_batch_seqs=256)
+    on = perf_style("fsdp")
+    off = dataclasses.replace(on, fsdp1_grad_predivide=False)
+    comm_on, comm_off = (estimate_time(m, tr, h100_cluster(), st, CAL, framework_style=s).breakdown_s["dp_comm"]
+                         for s in (on, off))
+    # the fsdp style's compute hides its collectives here: the pre-divide, hidden with them, costs the interference
+    # share, each of the 2 micro-batches
+    assert comm_on - comm_off == pytest.approx(2 * load_constants().overlap_interference * _predivide(m), rel=1e-6)
+    # an hf job on DeepSpeed's engine takes DeepSpeed's reduce path, not FSDP1's
+    ds = _hf(m, "none", buckets="deepspeed")
+    ds_off = estimate_time(m, tr, h100_cluster(), Strategy(tp=1, dp=64, zero=3, fsdp="none", micro_batch=2,
+                                                           framework="hf", recompute="selective",
+                                                           zero3_bucket_sizes="deepspeed"),
+                           CAL, framework_style=None)
+    assert ds.breakdown_s["dp_comm"] == ds_off.breakdown_s["dp_comm"]

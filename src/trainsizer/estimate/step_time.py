@@ -225,6 +225,9 @@ class PerfStyle:
     # bucket, the coalesced interleave, the pre-divide: _deepspeed_grad_copies); the deepspeed style's, taken with
     # its engine
     zero3_grad_copies: bool = False
+    # torch FSDP1 divides each unit's padded unsharded gradient in place by the predivide factor before its
+    # reduce-scatter, on the post-backward stream (_fsdp1_predivide_s); the FSDP1 styles', not on DeepSpeed's engine
+    fsdp1_grad_predivide: bool = False
     # the gradient buffer cleared is the DDP buffer in the reduce dtype (grad_reduce_bytes per local trainable
     # parameter: Megatron-Core zero_grad_buffer), not grad_buffer_zero_bytes
     grad_buffer_reduce_dtype: bool = False
@@ -2571,6 +2574,7 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     ag_b = np.where(np.asarray(fw.fp8_param_allgather) & (x.training.precision == "fp8"), 1.0, x.act)
     ag_b = _quantised_gather_bytes(x, ag_b)
     z3_ag, z3_rs = _zero3_collectives(x, g, (n_sh, k_sh), _expert_shard(x, n_esh), ag_b)
+    z3_rs = z3_rs + _fsdp1_predivide_s(x, g, n_sh)  # in the reduce-scatter's chain on the post-backward stream
     if np.any(np.asarray(fw.zero3_bucket_params) > 0):
         bucket = np.asarray(fw.zero3_bucket_params, dtype=float)
         n_coll = np.where(bucket > 0, np.maximum(np.ceil(p_local / np.where(bucket > 0, bucket, 1.0)), 1.0),
@@ -2830,6 +2834,23 @@ def _deepspeed_grad_copies(x: _Step, g: _Grads) -> np.ndarray:
     per_elem = (layer_avg * (total - emb_elems) + emb_avg * emb_elems) / np.maximum(total, 1.0)
     per_elem = np.where(g.train_frac < 1.0, 6.0, per_elem)
     nbytes = per_elem * total * g.train_frac * np.asarray(x.fw.grad_reduce_bytes, float)
+    return np.where(on, nbytes / x.r.hbm_bytes_s, 0.0)
+
+
+def _fsdp1_predivide_s(x: _Step, g: _Grads, n_sh) -> np.ndarray:
+    """Seconds a micro-batch of torch FSDP1's in-place gradient pre-divide (PerfStyle.fsdp1_grad_predivide; a job on
+    FSDP, not on DeepSpeed's engine): torch/distributed/fsdp/_runtime_utils.py _reduce_grad calls
+    _div_if_needed(padded_unsharded_grad, state._gradient_predivide_factor) on the post-backward stream before
+    reduce_scatter_tensor (at pytorch/pytorch 3ade90a, an older layout, the default reduce_scatter_hook's grad.div_ does
+    it), a read and a write of each unit's unsharded gradient in the reduce dtype; the factor
+    (DefaultState._get_gradient_predivide_factor: doubled from 1 while it divides the group size n and stays below
+    n / factor; 8 at 32 ranks) is above 1 for every shard group of 2 or more ranks. The reduce-scatter waits for it,
+    so it joins the reduce chain, at the HBM streaming rate; the post-divide is on the 1/n shard (not counted)."""
+    on = (np.asarray(x.fw.fsdp1_grad_predivide, bool) & ~np.asarray(x.fw.zero3_deepspeed_fetch, bool)
+          & (np.asarray(n_sh) > 1))
+    if not np.any(on):
+        return np.zeros_like(np.asarray(g.local_dense, float))
+    nbytes = 2.0 * np.asarray(x.fw.grad_reduce_bytes, float) * (g.local_dense + g.local_expert) * g.train_frac
     return np.where(on, nbytes / x.r.hbm_bytes_s, 0.0)
 
 
