@@ -57,11 +57,14 @@ LOSS_IMPLS = ("auto", "upcast", "upcast-shift", "vocab-parallel", "vocab-paralle
 # OCP MX FP4 recipe (E2M1, one E8M0 scale per 32 elements) AMD's Transformer Engine fork passes the same way
 # (MXFP4BlockScaling; Primus fp4_recipe mxfp4), on CDNA 4 (MI350X / MI355X) FP4 matrix cores. "blockwise" is
 # Transformer Engine's Float8BlockScaling (DeepSeek-V3's 1x128 / 128x128 FP32-scaled blocks; Megatron-Core
-# --fp8-recipe blockwise), on Hopper and Blackwell (perf_constants.yaml fp8.recipe_families).
-FP8_RECIPES = ("auto", "delayed", "tensorwise", "rowwise", "mxfp8", "nvfp4", "mxfp4", "blockwise")
+# --fp8-recipe blockwise), on Hopper and Blackwell (perf_constants.yaml fp8.recipe_families). "nvfp4-torchao" is
+# torchao's prototype NVFP4 training (torchao.prototype.moe_training.nvfp4_training NVFP4Linear, torchtitan's
+# NVFP4LinearConverter): the same format as nvfp4, run by torchao's own Triton casts and autograd function, on SM100
+# Blackwell (perf_constants.yaml fp8.recipes.nvfp4-torchao).
+FP8_RECIPES = ("auto", "delayed", "tensorwise", "rowwise", "mxfp8", "nvfp4", "mxfp4", "blockwise", "nvfp4-torchao")
 # the FP8_RECIPES whose GEMMs run on FP4 tensor cores (estimate/data/perf_constants.yaml fp8.fp4_recipes says on which
 # parts)
-FP4_RECIPES = ("nvfp4", "mxfp4")
+FP4_RECIPES = ("nvfp4", "mxfp4", "nvfp4-torchao")
 # Megatron-Core MoE token dispatcher: alltoall = MoEAlltoAllTokenDispatcher (token counts copied to the host each
 # MoE layer, per-expert splits issued by the CPU); flex = MoEFlexTokenDispatcher with DeepEP / HybridEP (fused
 # permute + dispatch kernels); auto = what Megatron-Bridge's 25.11 recipes use for that layout (step_time). On the

@@ -579,6 +579,18 @@ def expanded_kv_bytes(model: ModelArch, training: Training) -> float:
     return a * max(2 * model.q_dim - model.kv_dim - model.v_dim, 0)
 
 
+def op_sac_unsaved_share(training: Training, model: ModelArch) -> float:
+    """Share of the decoder layers whose linear layers torchtitan's per-op SAC saves nothing of: the layers a recipe
+    in memory_constants.yaml fp8.op_sac_unsaved_linear_recipes converts (torchao's NVFP4: its GEMM and casts are
+    not in the save list), all but Training.bf16_layers; 0 otherwise. MoE blocks' routed experts are not converted
+    (NVFP4LinearConverter swaps dense Linear only) and keep their saves."""
+    if training.precision != "fp8":
+        return 0.0
+    if training.fp8_recipe not in load_memory_constants()["fp8"].get("op_sac_unsaved_linear_recipes", ()):
+        return 0.0
+    return low_precision_share(training, model)
+
+
 def torchtitan_op_sac_items(model: ModelArch, training: Training, *, moe: bool) -> LayerItems:
     """Saved bytes per token of one block under torchtitan's per-op selective AC (activation_checkpoint.mode
     "selective", option "op", its default): the block input, and the outputs of the ops in its save list --
@@ -590,14 +602,15 @@ def torchtitan_op_sac_items(model: ModelArch, training: Training, *, moe: bool) 
     h = model.hidden
     q_dim = model.heads * (model.head_dim or h // model.heads)
     lse = 4.0 * model.heads  # fp32 log-sum-exp per head
-    sp = a * h + a * h  # block input (checkpoint) + w2 output, both sequence-sharded under SP
-    tp = a * q_dim + a * model.kv_dim + a * q_dim + lse  # wq out, wv out, attention out
+    kept = 1.0 - op_sac_unsaved_share(training, model)  # the share of blocks whose linears' outputs are saved
+    sp = a * h + a * h * (kept if not moe else 1.0)  # block input (checkpoint) + w2 output, sequence-sharded under SP
+    tp = kept * (a * q_dim + a * model.kv_dim) + a * q_dim + lse  # wq out, wv out, attention out
     routed = 0.0
     if moe:
         tp += a * model.shared_expert_ffn
         routed = a * (model.expert_ffn + h)
     else:
-        tp += a * model.ffn
+        tp += kept * a * model.ffn
     return LayerItems(sp=sp, tp=tp, s2=0.0, routed=routed,
                       detail={"block_input_and_w2_out": sp, "saved_matmul_and_attention_outputs": tp,
                               "routed_expert_outputs": routed})

@@ -455,6 +455,10 @@ class Rates:
     gemm16_flops: float = 0.0  # FLOP/s of the 16-bit GEMMs kept out of FP8 (LM head, router); 0 = gemm_flops
     fp8_cast_bytes: float = 0.0  # HBM bytes per FP8 GEMM operand element for scaling + cast (0: not FP8)
     fp8_cast_kernels: float = 0.0  # kernels per FP8 cast of one tensor (by recipe)
+    # HBM-equivalent bytes per output-gradient element of the backward's casts where the recipe's backward casts cost
+    # more than its forward ones (torchao NVFP4: stochastic rounding, fp8.recipes cast_time_over_bytes_backward);
+    # 0 = fp8_cast_bytes
+    fp8_cast_bwd_bytes: float = 0.0
     fp8_weight_cast_bytes: float = 4.0  # HBM bytes per weight element of its FP8 cast (read 16-bit, write FP8 + transpose)
     # HBM bytes per weight element the backward adds (torchao rowwise: the weight re-cast along its other axis and
     # the weight-gradient GEMM's output rescaled; fp8.recipes weight_backward_bytes_per_element); 0 elsewhere
@@ -516,6 +520,7 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
     gemm, gemm16, cast_bytes, cast_kernels = _gemm_rates(system, precision, k, cal, eff16, fp8_recipe, fused_cast)
     transpose = fp8_transpose_free(system.accelerator, k, fp8_recipe) if precision == "fp8" and te_quantizer else 0.0
     w_fwd, w_bwd = _weight_cast_bytes(system, precision, k, fp8_recipe)
+    slow_fwd, slow_bwd, slow_w = _cast_time_over_bytes(system, precision, k, fp8_recipe)
     p32 = system.peak_tflops.get("fp32")
     fp32 = float(p32) * 1e12 * eff16 if p32 else 0.0
     flash, bwd_over_fwd = _flash_rate(system, precision, k, cal, attention_kernel)
@@ -531,15 +536,28 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
         kernel_fixed_s=k.kernel_fixed_s,
         act_bytes=float(act_bytes(precision)),
         gemm16_flops=gemm16,
-        fp8_cast_bytes=cast_bytes - transpose,
+        fp8_cast_bytes=(cast_bytes - transpose) * slow_fwd,
         fp8_cast_kernels=cast_kernels,
-        fp8_weight_cast_bytes=w_fwd - transpose,
+        fp8_cast_bwd_bytes=(cast_bytes - transpose) * slow_bwd if slow_bwd != slow_fwd else 0.0,
+        fp8_weight_cast_bytes=(w_fwd - transpose) * slow_w,
         fp8_weight_bwd_bytes=w_bwd,
         flash_bwd_over_fwd=bwd_over_fwd,
         fp32_flops=fp32,
         ssd_gemm_flops=ssd_gemm,
         ssd_hbm_bytes_s=ssd_hbm,
     )
+
+
+def _cast_time_over_bytes(system: Any, precision: str, k: PerfConstants, fp8_recipe: str) -> tuple[float, float, float]:
+    """(forward activation, backward gradient, weight) cast time over what the counted bytes take at the streaming
+    rate: 1 where the recipe's casts stream at the HBM rate; torchao's NVFP4 Triton kernels, compute-bound, measured
+    by torchao's own kernel benchmarks on GB200 (perf_constants.yaml fp8.recipes.nvfp4-torchao
+    cast_time_over_bytes_*). (1, 1, 1) outside FP8."""
+    if precision != "fp8":
+        return 1.0, 1.0, 1.0
+    recipe = k.fp8_recipe(system.accelerator, fp8_recipe)
+    fwd = float(recipe.get("cast_time_over_bytes_forward", 1.0))
+    return fwd, float(recipe.get("cast_time_over_bytes_backward", fwd)), float(recipe.get("weight_cast_time_over_bytes", 1.0))
 
 
 def _weight_cast_bytes(system: Any, precision: str, k: PerfConstants, fp8_recipe: str) -> tuple[float, float]:

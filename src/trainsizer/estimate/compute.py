@@ -292,7 +292,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                 fp8_gathered_casts: Any = 0.0, block_tiles: tuple[Any, Any] = (0.0, 0.0),
                 rate_length: Any = 0.0, moe_passes: tuple[Any, Any, Any] | None = None, etp: Any = None,
                 router_gemm: bool = True, window_backward_skips: Any = True,
-                tp_token_split: Any = True, fused_act_cast: Any = False) -> LayerTimes:
+                tp_token_split: Any = True, fused_act_cast: Any = False,
+                op_sac_linears_recomputed: Any = 0.0) -> LayerTimes:
     """Compute seconds of one average decoder layer per micro-batch on one GPU.
 
     `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast. `moe_capacity_factor`: tokens
@@ -332,6 +333,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     "fake-balanced", assigns experts without a GEMM).
     `fused_act_cast` (bool, arrays allowed): the dense MLP's activation writes the FP8 operands its neighbour GEMMs
     read (`_dense_parts`).
+    `op_sac_linears_recomputed`: the share of dense layers whose every linear torchtitan's per-op SAC re-runs (none of
+    their ops in its save list: torchao's NVFP4, activations.op_sac_unsaved_share); 0 = every other matmul.
     """
     t = np.asarray(tp, float)
     et = t if etp is None else np.maximum(np.asarray(etp, float), 1.0)
@@ -374,7 +377,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     sel = _selective_recompute(shapes, d, tok, t, rates, a_fwd, m_fwd_l, moe_g, moe_ew, moe_common_ew,
                                selective_op_policy=selective_op_policy, recompute_modules=recompute_modules,
                                elementwise_passes=elementwise_passes, moe_capacity_factor=moe_capacity_factor,
-                               moe_passes=moe_passes)
+                               moe_passes=moe_passes, all_linears=op_sac_linears_recomputed)
     recomp = np.where(rc == 2, np.asarray(full_recompute_share, float) * recomp_full_sum / L,
                       np.where(rc == 1, sel, 0.0))
     head_fwd, head_bwd = _lm_head(shapes, tok, t, d.seq_share, weights, rates, ce_unfused_fp32)
@@ -384,11 +387,12 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
 
 def _selective_recompute(shapes: ModelShapes, d: _DenseParts, tok, t, rates: Rates, a_fwd, m_fwd_l, moe_g, moe_ew,
                          moe_common_ew, *, selective_op_policy, recompute_modules, elementwise_passes,
-                         moe_capacity_factor, moe_passes) -> Any:
+                         moe_capacity_factor, moe_passes, all_linears: Any = 0.0) -> Any:
     """Seconds a layer re-runs per micro-batch under "selective" recompute: torchtitan's per-op policy
-    (`_op_policy_recompute`) where `selective_op_policy`, else Megatron-Core's by module (`_module_recompute`;
-    `recompute_modules` None = the attention core alone)."""
-    op_recomp = _op_policy_recompute(shapes, tok, t, rates, d.fwd_ew, moe_ew, moe_g)
+    (`_op_policy_recompute`; on the share `all_linears` of the dense layers every linear's GEMM, not every other one)
+    where `selective_op_policy`, else Megatron-Core's by module (`_module_recompute`; `recompute_modules` None = the
+    attention core alone)."""
+    op_recomp = _op_policy_recompute(shapes, tok, t, rates, d.fwd_ew, moe_ew, moe_g, d.fwd_gemm, all_linears)
     a_recomp = a_fwd if recompute_modules is None else _module_recompute(
         shapes, tuple(recompute_modules), tok, t, rates, elementwise_passes, moe_capacity_factor,
         _module_parts(shapes, d, a_fwd, m_fwd_l, rates, moe_common_ew), moe_passes[1:])
@@ -684,8 +688,9 @@ def _fp8_casts(tokens, k_in: float, n_out: float, weights: float, rates: Rates, 
     w_kernels = np.where(np.asarray(weights) > 0, n_w * wc, 0.0)
     w_bwd = weights * wc * rates.fp8_weight_bwd_bytes  # torchao rowwise: the backward's weight re-cast and rescale
     w_bwd_kernels = np.where(np.asarray(w_bwd) > 0, w_kernels, 0.0)
+    cast_bwd = np.where(np.asarray(rates.fp8_cast_bwd_bytes) > 0, rates.fp8_cast_bwd_bytes, cast)
     return (stream_time(tokens * k_in * cast + w, rates, kernels=per * (n_fwd + w_kernels)),
-            stream_time(tokens * n_out * cast + w_bwd, rates, kernels=per * (n_bwd + w_bwd_kernels)))
+            stream_time(tokens * n_out * cast_bwd + w_bwd, rates, kernels=per * (n_bwd + w_bwd_kernels)))
 
 
 def window_keys(window, span) -> Any:
@@ -786,14 +791,17 @@ def _attention_core(shapes: ModelShapes, tok, b, c, s: Any, t, rates: Rates, *, 
     return a_fwd, a_bwd
 
 
-def _op_policy_recompute(shapes: ModelShapes, tok, t, rates: Rates, dense_fwd_ew, moe_ew, moe_g):
+def _op_policy_recompute(shapes: ModelShapes, tok, t, rates: Rates, dense_fwd_ew, moe_ew, moe_g, dense_fwd_gemm=0.0,
+                         all_linears: Any = 0.0):
     """Recompute seconds per layer under torchtitan's per-op SAC: matmuls in forward order wq, wk, wv, wo,
     w1 (gate), w3 (up), w2 (down); the 2nd, 4th and 6th are recomputed (every other mm), with every
-    element-wise op (not in the save list)."""
+    element-wise op (not in the save list); on the share `all_linears` of the dense layers all seven
+    (`dense_fwd_gemm`, the layer's forward GEMMs: a linear whose ops are all outside the save list)."""
     h = shapes.hidden
     kv_out = max((shapes.qkv_out - h) / 2.0, 0.0)
     op_gemm = gemm_time(tok, kv_out / t, h, rates) + gemm_time(tok, h, shapes.attn_out_in / t, rates) + (
         gemm_time(tok, shapes.ffn / t, h, rates) if shapes.n_dense else 0.0)
+    op_gemm = op_gemm + np.asarray(all_linears, float) * np.maximum(dense_fwd_gemm - op_gemm, 0.0)
     return (shapes.n_dense * (op_gemm + dense_fwd_ew) + shapes.n_moe * (
         op_gemm * 0.0 + moe_ew + 0.5 * moe_g)) / shapes.layers
 

@@ -47,6 +47,7 @@ from trainsizer.estimate.activations import (
     in_flight_layer_microbatches,
     layer_items,
     norm_bytes,
+    op_sac_unsaved_share,
     recompute_module_items,
     torchtitan_op_sac_items,
 )
@@ -848,7 +849,8 @@ def _compiled_sac_unread(model: ModelArch, training: Training, strategy: Strateg
     the backward graph reads, and nothing in the block's backward reads w2's output (the residual add's backward
     needs no input). MoE blocks are left as counted."""
     compiled = _compiled(strategy, "torchtitan", training)  # read where `titan` holds: torchtitan's default
-    w2_out = tokens / sp_div * float(act_bytes(training.precision)) * model.hidden
+    kept = 1.0 - op_sac_unsaved_share(training, model)  # blocks whose w2 output the items count (torchao NVFP4: none)
+    w2_out = kept * tokens / sp_div * float(act_bytes(training.precision)) * model.hidden
     return np.where(titan & (rec == 1) & compiled, w2_out, 0.0)
 
 

@@ -38,7 +38,7 @@ import numpy as np
 
 from trainsizer.errors import SpecError, TrainsizerError, did_you_mean, quoted
 from trainsizer.estimate import comm, compute, pipeline, sample_lengths
-from trainsizer.estimate.activations import low_precision_share, saved_gemm_input_bytes
+from trainsizer.estimate.activations import low_precision_share, op_sac_unsaved_share, saved_gemm_input_bytes
 from trainsizer.estimate.calibration import (
     Calibration,
     PerfConstants,
@@ -855,7 +855,7 @@ def _rates(system: System, training: Training, k: PerfConstants, calibration: Ca
         pick = [(fused == p[0]) & (te == p[1]) for p in each]
         r = dataclasses.replace(r, **{name: np.select(pick, [getattr(one, name) for one in each.values()])
                                       for name in ("fp8_cast_bytes", "fp8_cast_kernels", "fp8_weight_cast_bytes",
-                                                   "fp8_weight_bwd_bytes")})
+                                                   "fp8_weight_bwd_bytes", "fp8_cast_bwd_bytes")})
     return r
 
 
@@ -878,7 +878,8 @@ def _bf16_layers(r: Any, training: Training, model: ModelArch) -> Any:
     if s >= 1.0:
         return r
     return dataclasses.replace(r, gemm_flops=1.0 / (s / r.gemm_flops + (1.0 - s) / r.gemm16_flops),
-                               fp8_cast_bytes=r.fp8_cast_bytes * s, fp8_cast_kernels=r.fp8_cast_kernels * s)
+                               fp8_cast_bytes=r.fp8_cast_bytes * s, fp8_cast_kernels=r.fp8_cast_kernels * s,
+                               fp8_cast_bwd_bytes=r.fp8_cast_bwd_bytes * s)
 
 
 def _elementwise_passes(x: _Step) -> Any:
@@ -988,7 +989,8 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              block_tiles=tiles, rate_length=rate_length, etp=x.et,
                              router_gemm=training.moe_routing != "fake-balanced",
                              window_backward_skips=_window_backward_skips(x), tp_token_split=x.fw.moe_tp_token_split,
-                             fused_act_cast=x.te_op_fuser)
+                             fused_act_cast=x.te_op_fuser,
+                             op_sac_linears_recomputed=op_sac_unsaved_share(training, model))
     if x.loss_impl == "chunked-nll":
         lt = dataclasses.replace(lt, head_bwd=lt.head_bwd + _chunked_nll_time(x, lt))
     if x.fp8_lm_head:  # Megatron-Core fp8_output_proj, torchtitan's MXFP8 converter (validate.py: MXFP8 only)

@@ -135,6 +135,11 @@ TORCH_ATTENTION_FRAMEWORKS = ("torchtitan", "torchtune", "hf", "fsdp", "deepspee
 # unless its fqns filter it (llama3_8b_mxfp8 lists none; known-gaps 57 (n)). Megatron-LM, DeepSpeed, the HF Trainer,
 # FSDP and torchtune keep the head in 16 bit. "auto" as the stack it resolves to.
 FP8_LM_HEAD_FRAMEWORKS = ("megatron-core", "torchtitan")
+# fp8_recipe nvfp4-torchao: torchao's prototype NVFP4Linear (torchao/prototype/moe_training/nvfp4_training), a module
+# swap a PyTorch-native stack makes: torchtitan's NVFP4LinearConverter (components/quantization/nvfp4.py at bcc09297a)
+# or a plain FSDP2 script's. Megatron stacks, DeepSpeed and the HF Trainer run Transformer Engine's NVFP4 (fp8_recipe
+# nvfp4) or none; torchtune has no NVFP4 converter.
+TORCHAO_NVFP4_FRAMEWORKS = ("torchtitan", "fsdp")
 # defer_embedding_wgrad: Megatron-Core's defer_embedding_wgrad_compute (the output layer's ColumnParallelLinear keeps
 # its input and output gradient in embedding_activation_buffer / grad_output_buffer and the weight gradients run
 # after the pipeline flush: core/tensor_parallel/layers.py, pipeline_parallel/schedules.py
@@ -219,6 +224,7 @@ RULES = (
     "zero3_expert_fetch_framework",
     "zero3_bucket_sizes_framework",
     "fp8_lm_head_framework",
+    "fp8_recipe_torchao_framework",
     "defer_embedding_wgrad_framework",
     "defer_embedding_wgrad_pipelined",
     "moe_eager_glue_framework",
@@ -627,6 +633,9 @@ def _te_option_rules(c: SimpleNamespace) -> _Rules:
         "te_options_framework": _stack_rule(c, not named, TE_GRAPH_FRAMEWORKS, "te_options_framework",
                                             options=", ".join(named)),
         "fp8_lm_head_framework": _stack_rule(c, not head, FP8_LM_HEAD_FRAMEWORKS, "fp8_lm_head_framework"),
+        "fp8_recipe_torchao_framework": _stack_rule(
+            c, c.training.precision != "fp8" or getattr(c.training, "fp8_recipe", "auto") != "nvfp4-torchao",
+            TORCHAO_NVFP4_FRAMEWORKS, "fp8_recipe_torchao_framework"),
         "moe_eager_glue_framework": _stack_rule(c, getattr(s, "moe_eager_glue", None) is None,
                                                 MOE_EAGER_GLUE_FRAMEWORKS, "moe_eager_glue_framework"),
         "attention_kernel_framework": _attention_kernel_rule(c),
