@@ -97,3 +97,51 @@ def test_job_file_states_it_and_the_summary_says_so():
     assert sc.summary()["strategy"]["moe_a2a_overlap"] is True
     assert np.isfinite(estimate_time(sc.model, sc.training, sc.system, sc.strategy).step_s)
     assert t("field_strategy.moe_a2a_overlap", "en") != t("field_strategy.moe_a2a_overlap", "zh")
+
+
+@pytest.mark.parametrize("attn_fwd, mlp_fwd, attn_bwd, a2a, share", [
+    (1.0, 1.0, 2.0, 0.1, 0.0), (1.0, 1.0, 2.0, 0.1, 0.15), (0.2, 0.9, 0.3, 2.3, 0.15), (1.0, 0.5, 2.0, 0.8, 0.0),
+    (0.0, 0.0, 0.0, 1.0, 0.15), (2.0, 1.0, 3.0, 0.0, 0.15),
+])
+def test_combined_1f1b_layer_pairs_each_all_to_all_with_its_window(attn_fwd, mlp_fwd, attn_bwd, a2a, share):
+    """One forward + one backward layer under the combined 1F1B (Megatron-LM model_chunk_schedule_plan.py): never
+    faster than the compute or the four all-to-alls alone, never slower than both in series; an all-to-all shorter
+    than every module costs only its SM share; one longer than all of them leaves the compute hidden."""
+    from trainsizer.estimate.step_time import combined_1f1b_layer_s
+
+    comp = attn_fwd + 3.0 * mlp_fwd + attn_bwd
+    t = float(combined_1f1b_layer_s(attn_fwd, mlp_fwd, attn_bwd, a2a, share))
+    assert max(comp, 4.0 * a2a) - 1e-12 <= t <= comp + 4.0 * a2a + 1e-12
+    if a2a <= min(attn_fwd, mlp_fwd, attn_bwd):
+        assert t == pytest.approx(comp + 4.0 * share * a2a)
+    if a2a * (1.0 - share) >= max(attn_fwd, attn_bwd, 2.0 * mlp_fwd):
+        assert t == pytest.approx(4.0 * a2a)
+
+
+def test_combined_1f1b_window_shows_an_all_to_all_longer_than_attention():
+    """A layer pair's four 2 ms all-to-alls against 13 ms of compute: the whole micro-batch's compute would hide
+    them all, but combine_bwd's window holds only the 1 ms attention forward: 1 ms shows."""
+    from trainsizer.estimate.step_time import _overlapped_ep, combined_1f1b_layer_s
+
+    attn_fwd, mlp_fwd, attn_bwd, a2a = 1.0, 3.0, 2.0, 2.0
+    comp = attn_fwd + 3.0 * mlp_fwd + attn_bwd
+    whole = float(_overlapped_ep(np.asarray(4.0 * a2a), np.asarray(comp), 0.0))
+    windowed = float(combined_1f1b_layer_s(attn_fwd, mlp_fwd, attn_bwd, a2a, 0.0)) - comp
+    assert whole == 0.0
+    assert windowed == pytest.approx(a2a - attn_fwd)
+
+
+def test_overlap_across_nodes_exposes_more_than_the_whole_micro_batch_bound():
+    """EP 32 over four 8-GPU nodes: each all-to-all crosses InfiniBand, longer than the paired attention module, so
+    the estimate exposes more than max(ep - compute, share x ep) over the micro-batch; EP 8 inside a node keeps
+    the SM share only, as before."""
+    m, s = _moe(), h100_cluster(64)
+    share = perf_style("megatron-core").ep_overlap_sm_share
+    wide = dict(dp=64, ep=32)
+    plain = estimate_time(m, TR, s, _st(**wide)).breakdown_s
+    over = estimate_time(m, TR, s, _st(moe_a2a_overlap=True, **wide)).breakdown_s
+    assert over["ep_comm"] > 1.05 * max(plain["ep_comm"] - plain["compute"], share * plain["ep_comm"])
+    assert over["ep_comm"] < plain["ep_comm"]
+    near = estimate_time(m, TR, s, _st()).breakdown_s
+    near_over = estimate_time(m, TR, s, _st(moe_a2a_overlap=True)).breakdown_s
+    assert near_over["ep_comm"] == pytest.approx(share * near["ep_comm"], rel=1e-6)

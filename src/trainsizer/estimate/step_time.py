@@ -2318,7 +2318,13 @@ def _stage_micro_batch(x: _Step, lt: compute.LayerTimes, per: _StageLayer, t_ar:
     # overlapped with the compute of a paired micro-batch: DualPipe (DeepSeek-V3 s3.2.1), Megatron-Core's combined
     # 1F1B under moe_a2a_overlap (one forward and one backward micro-batch per step, their a2a on a comm stream)
     if np.any(x.fw.ep_overlap):
-        ep_mb = _when(x.fw.ep_overlap, _overlapped_ep(ep_mb, compute_mb, x.fw.ep_overlap_sm_share), ep_mb)
+        # DualPipe pairs whole micro-batches (_overlapped_ep); Megatron-Core's combined 1F1B pairs a layer's
+        # all-to-alls with single modules of the other micro-batch (_combined_1f1b_exposed), never less exposed
+        paired = _overlapped_ep(ep_mb, compute_mb, x.fw.ep_overlap_sm_share)
+        if np.any(np.asarray(x.fw.pipeline_schedule) != "dualpipe"):
+            paired = np.where(np.asarray(x.fw.pipeline_schedule) == "dualpipe", paired,
+                              np.maximum(paired, n_stage * _combined_1f1b_exposed(x, lt, per)))
+        ep_mb = _when(x.fw.ep_overlap, paired, ep_mb)
     return _MicroBatch(n_stage=n_stage, head_w=head_w, compute=compute_mb, tp=tp_mb, cp=cp_mb, ep=ep_mb)
 
 
@@ -2328,6 +2334,60 @@ def _overlapped_ep(ep: np.ndarray, compute: np.ndarray, sm_share: Any) -> np.nda
     (1 - share) during the all-to-all, so the pair takes max(ep, compute + share x ep) (DeepSeek-V3 report
     s3.2.2: 20 of 132 SMs for IB / NVLink traffic); returns that minus the compute."""
     return np.maximum(ep - compute, np.asarray(sm_share, float) * ep)
+
+
+def _combined_1f1b_exposed(x: _Step, lt: compute.LayerTimes, per: _StageLayer) -> Any:
+    """Exposed all-to-all seconds of one average decoder layer and micro-batch under Megatron-Core's combined 1F1B
+    (moe_a2a_overlap): combined_1f1b_layer_s on a MoE layer, attention's compute being the layer's less its routed
+    experts' (_routed_experts_forward_s: forward m, backward 2m, data + weight gradients; a shared expert stays
+    on the attention side, where it hides all-to-alls: the lenient reading). The re-run all-to-alls of
+    a recomputed MoE block go with the middle window (they run inside mlp_bwd)."""
+    moe = x.model.moe_layer_count / x.model.layers
+    if moe <= 0.0:
+        return np.zeros_like(np.asarray(per.ep, float))
+    m = _routed_experts_forward_s(x)
+    total = np.asarray(lt.fwd, float) + np.asarray(lt.bwd, float)
+    fwd_share = np.where(total > 0.0, np.asarray(lt.fwd, float) / np.where(total > 0.0, total, 1.0), 1.0 / 3.0)
+    a_f = np.maximum(per.compute * fwd_share - m, 0.0)
+    a_b = np.maximum(per.compute * (1.0 - fwd_share) - 2.0 * m, 0.0)
+    rerun = np.asarray(x.moe_rerun, float)
+    c = per.ep / moe / (4.0 + 2.0 * rerun)  # one all-to-all of a MoE layer
+    layer = combined_1f1b_layer_s(a_f, m, a_b, c, x.fw.ep_overlap_sm_share, mid_a2a=2.0 + 2.0 * rerun)
+    return moe * np.maximum(layer - (a_f + 3.0 * m + a_b), 0.0)
+
+
+def _routed_experts_forward_s(x: _Step) -> Any:
+    """Forward seconds of all the GPU's routed experts over one MoE layer's micro-batch, as _moe_layer counts their
+    tokens (a TP rank's 1 / t share at expert TP 1 where the style splits them, Megatron-Core's alltoall / flex
+    dispatchers) with compute.expert_forward_time's GEMMs, activation and token moves."""
+    shapes = _shapes(x.model)
+    local = np.maximum(shapes.experts / x.e, 1.0)
+    tok = np.where(np.asarray(x.fw.moe_tp_token_split, bool), x.tok * x.et / x.t, x.tok)
+    moe = _moe_passes(x)
+    per_expert = tok * shapes.topk / local * x.training.moe_capacity_factor
+    return local * compute.expert_forward_time(shapes, per_expert, x.et, x.r, moe[1] if moe else 1.0)
+
+
+def combined_1f1b_layer_s(attn_fwd: Any, mlp_fwd: Any, attn_bwd: Any, a2a: Any, sm_share: Any,
+                          mid_a2a: Any = 2.0) -> Any:
+    """Seconds of one forward layer paired with one backward layer under Megatron-Core's combined 1F1B, as
+    TransformerLayerSchedulePlan.run issues them (megatron/core/models/common/model_chunk_schedule_plan.py,
+    Megatron-LM d428de40, its docstring's table; overlap_moe_expert_parallel_comm with delay_wgrad_compute, as the
+    Megatron-Bridge recipes set them):
+        comm: combine_bwd        | dispatch_fwd -> dispatch_bwd     | combine_fwd
+        comp: attn_fwd+post_attn | mlp_bwd -> mlp_bwd_dw -> mlp_fwd | post_attn_bwd+attn_bwd
+    Each node waits for its own micro-batch's previous node (a CUDA event), so an all-to-all (`a2a` s each) hides
+    only behind its own window's compute: max(a2a, attention forward), then dispatch_bwd after mlp_bwd's data
+    gradient (`mlp_fwd` s) and mlp_fwd after dispatch_fwd: max(3 mlp_fwd, 2 a2a, a2a + mlp_fwd), then max(a2a,
+    attention backward). While an all-to-all runs its kernels hold `sm_share` of the SMs from the paired compute
+    (as _overlapped_ep). `mid_a2a`: all-to-alls in the middle window (2; more where a recomputed MoE block re-runs
+    its dispatch and combine inside mlp_bwd)."""
+    s = np.asarray(sm_share, float)
+    c = np.asarray(a2a, float)
+    first = np.maximum(c, attn_fwd + s * c)
+    middle = np.maximum.reduce([mid_a2a * c, 3.0 * mlp_fwd + mid_a2a * s * c, c + mlp_fwd + s * c])
+    last = np.maximum(c, attn_bwd + s * c)
+    return first + middle + last
 
 
 def _hp_grad_accum(x: _Step, n_stage: np.ndarray) -> np.ndarray:
