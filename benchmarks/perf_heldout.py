@@ -235,7 +235,8 @@ ONE_RELEASE = {
 
 
 # strategy settings that exist only under FP8 (a BF16 twin states none): dropped when pairing rows by precision
-FP8_ONLY_EXTRA = ("fp8_param_allgather",)
+# (fp8_lm_head: the head in MXFP8 needs precision fp8, validate.py)
+FP8_ONLY_EXTRA = ("fp8_param_allgather", "fp8_lm_head")
 
 
 def _without_fp8_extra(text: str) -> str:

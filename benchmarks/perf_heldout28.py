@@ -8,8 +8,9 @@ row reads as a user's job file; every assumed setting is in its `assumed` column
   PR 2777, 2025-08-15): Llama 3 8B on one host of 8 "power limited" B200, torchtitan at 6fc499f6 (FSDP2 over 8, local
   batch 1 x 8,192, per-op SAC, torch.compile), bf16 and four low-precision recipes (Float8 tensorwise with the float8
   all-gather, MXFP8 through cuBLAS with the scale rounded down or up, Float8 rowwise): median tokens/s and the logged
-  peak memory (torchtitan's max_reserved_gib). The power limit is not stated: 750 W is taken (the team's B200 hosts,
-  benchmarks/data/b200_750w_overlay.yaml), so the rows carry `confidence` low.
+  peak memory (torchtitan's max_reserved_gib). The power limit, "power limited" in the README, was "limited to 750W" in
+  the PR's first wording (benchmarks/data/b200_750w_overlay.yaml); the rows carry `confidence` low. They state
+  sac_saves_attention false: that torchtitan's per-op SAC kept no cuDNN attention (docs/known-gaps.md 116).
 - torchtitan's MXFP8 documentation (docs/mxfp8.md, PR 2096, 2025-12-03; its configuration list also in TorchAO's
   moe_training README): Llama 4 Scout on a GB200 cluster, bf16 and MXFP8 (routed experts' grouped GEMMs and most
   linears), FSDP + EP 16, no activation checkpointing, torch.compile. The two lists of that run disagree (512 vs 256

@@ -591,6 +591,15 @@ def op_sac_unsaved_share(training: Training, model: ModelArch) -> float:
     return low_precision_share(training, model)
 
 
+def torchtitan_sac_attention_bytes(model: ModelArch, training: Training) -> float:
+    """Bytes per token (before TP) of what torchtitan's per-op SAC keeps of the attention op: its output and the
+    fp32 log-sum-exp per head (`torchtitan_op_sac_items`); what a release whose save list leaves the SDPA backend
+    out does not keep (strategy.sac_saves_attention false, memory._sac_unsaved_attention)."""
+    a = float(act_bytes(training.precision))
+    q_dim = model.heads * (model.head_dim or model.hidden // model.heads)
+    return a * q_dim + 4.0 * model.heads
+
+
 def torchtitan_op_sac_items(model: ModelArch, training: Training, *, moe: bool) -> LayerItems:
     """Saved bytes per token of one block under torchtitan's per-op selective AC (activation_checkpoint.mode
     "selective", option "op", its default): the block input, and the outputs of the ops in its save list --
@@ -601,10 +610,9 @@ def torchtitan_op_sac_items(model: ModelArch, training: Training, *, moe: bool) 
     a = float(act_bytes(training.precision))
     h = model.hidden
     q_dim = model.heads * (model.head_dim or h // model.heads)
-    lse = 4.0 * model.heads  # fp32 log-sum-exp per head
     kept = 1.0 - op_sac_unsaved_share(training, model)  # the share of blocks whose linears' outputs are saved
     sp = a * h + a * h * (kept if not moe else 1.0)  # block input (checkpoint) + w2 output, sequence-sharded under SP
-    tp = kept * (a * q_dim + a * model.kv_dim) + a * q_dim + lse  # wq out, wv out, attention out
+    tp = kept * (a * q_dim + a * model.kv_dim) + torchtitan_sac_attention_bytes(model, training)  # wq, wv, attention
     routed = 0.0
     if moe:
         tp += a * model.shared_expert_ffn

@@ -285,7 +285,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                 ep, flash: bool, flash_rate: float, flash_bwd_over_fwd: float,
                 trains_base_weights: bool = True, moe_capacity_factor: float = 1.0,
                 elementwise_passes: Any = 1.0, fp8_weight_casts: Any = 1.0,
-                selective_op_policy: Any = False, attention_span: float = 0.0,
+                selective_op_policy: Any = False, sac_attention_saved: Any = True, attention_span: float = 0.0,
                 split_projections: Any = False, ce_unfused_fp32: Any = False,
                 recompute_modules: tuple[str, ...] | None = None, flash_head_pad: Any = 1.0,
                 full_recompute_share: Any = 1.0, sequence_first: Any = False,
@@ -305,6 +305,9 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     recompute is torchtitan's per-op policy (saves attention and every other matmul output in forward order,
     recomputes the rest: the k, o and MLP-up projections and all element-wise work; torchtitan
     `_apply_ac_to_transformer_block`, `_save_list`) instead of Megatron's (recomputes the attention core).
+    `sac_attention_saved` (bool, arrays allowed): False = that policy's save list leaves the attention op out
+    (torchtitan before b39377f9f, 2025-12-01, listed only SDPA's flash and efficient backends), so the backward
+    re-runs the attention forward too.
     `attention_span`: keys a token attends over when sequences are packed (FlashAttention varlen / TE THD
     with cu_seqlens: each packed sample attends within itself); 0 = the whole sequence. `ce_unfused_fp32` (bool,
     arrays allowed): the loss upcasts the logits and runs Megatron's cross-entropy as separate kernels (CE_BYTES).
@@ -377,7 +380,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     sel = _selective_recompute(shapes, d, tok, t, rates, a_fwd, m_fwd_l, moe_g, moe_ew, moe_common_ew,
                                selective_op_policy=selective_op_policy, recompute_modules=recompute_modules,
                                elementwise_passes=elementwise_passes, moe_capacity_factor=moe_capacity_factor,
-                               moe_passes=moe_passes, all_linears=op_sac_linears_recomputed)
+                               moe_passes=moe_passes, all_linears=op_sac_linears_recomputed,
+                               sac_attention_saved=sac_attention_saved)
     recomp = np.where(rc == 2, np.asarray(full_recompute_share, float) * recomp_full_sum / L,
                       np.where(rc == 1, sel, 0.0))
     head_fwd, head_bwd = _lm_head(shapes, tok, t, d.seq_share, weights, rates, ce_unfused_fp32)
@@ -387,12 +391,15 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
 
 def _selective_recompute(shapes: ModelShapes, d: _DenseParts, tok, t, rates: Rates, a_fwd, m_fwd_l, moe_g, moe_ew,
                          moe_common_ew, *, selective_op_policy, recompute_modules, elementwise_passes,
-                         moe_capacity_factor, moe_passes, all_linears: Any = 0.0) -> Any:
+                         moe_capacity_factor, moe_passes, all_linears: Any = 0.0,
+                         sac_attention_saved: Any = True) -> Any:
     """Seconds a layer re-runs per micro-batch under "selective" recompute: torchtitan's per-op policy
-    (`_op_policy_recompute`; on the share `all_linears` of the dense layers every linear's GEMM, not every other one)
-    where `selective_op_policy`, else Megatron-Core's by module (`_module_recompute`; `recompute_modules` None = the
+    (`_op_policy_recompute`; on the share `all_linears` of the dense layers every linear's GEMM, not every other one;
+    with the attention forward where its save list leaves the attention out: `sac_attention_saved` False) where
+    `selective_op_policy`, else Megatron-Core's by module (`_module_recompute`; `recompute_modules` None = the
     attention core alone)."""
-    op_recomp = _op_policy_recompute(shapes, tok, t, rates, d.fwd_ew, moe_ew, moe_g, d.fwd_gemm, all_linears)
+    op_recomp = _op_policy_recompute(shapes, tok, t, rates, d.fwd_ew, moe_ew, moe_g, d.fwd_gemm, all_linears) + np.where(
+        np.asarray(sac_attention_saved, bool), 0.0, a_fwd)
     a_recomp = a_fwd if recompute_modules is None else _module_recompute(
         shapes, tuple(recompute_modules), tok, t, rates, elementwise_passes, moe_capacity_factor,
         _module_parts(shapes, d, a_fwd, m_fwd_l, rates, moe_common_ew), moe_passes[1:])

@@ -263,6 +263,8 @@ class Strategy:
     # not stated: the stack's default (framework.torch_compile_of), one value for the whole batch of strategies
     torch_compile: bool | None = None
     compile_loss: bool | None = None  # torchtitan CompileConfig components holds "loss"; None = with torch_compile
+    # torchtitan's per-op SAC keeps the attention output (PerfStyle.sac_saves_attention); None = true
+    sac_saves_attention: bool | None = None
     loss_impl: str = "auto"  # one of LOSS_IMPLS, one value for the whole batch of strategies
     # Framework options (one value for the whole batch; None = the framework style's default):
     tp_comm_overlap: Any = None  # TP communication overlapped with GEMMs (Megatron --tp-comm-overlap, async TP)

@@ -50,6 +50,7 @@ from trainsizer.estimate.activations import (
     op_sac_unsaved_share,
     recompute_module_items,
     torchtitan_op_sac_items,
+    torchtitan_sac_attention_bytes,
 )
 from trainsizer.estimate.calibration import fp4_training
 from trainsizer.estimate.framework import (
@@ -544,7 +545,9 @@ def _saved_layer_bytes(model: ModelArch, training: Training, strategy: Strategy,
                                                    moe_none)
         dense_b = np.where(titan & (rec == 0), dense_none, dense_b)
         dense_b = dense_b - _compiled_sac_unread(model, training, strategy, titan, rec, tokens, sp_div)
-        moe_b = np.where(titan & (rec == 0), moe_none, moe_b) if model.is_moe else dense_b
+        unsaved = _sac_unsaved_attention(model, training, strategy, titan, rec, tokens, t)
+        dense_b = dense_b - unsaved
+        moe_b = np.where(titan & (rec == 0), moe_none, moe_b - unsaved) if model.is_moe else dense_b
     if name == "torchtune":
         # torchtune's MultiHeadAttention expands K and V to every query head (k.unsqueeze(2).expand(...).flatten(1, 2),
         # a copy) before F.scaled_dot_product_attention, which saves them (torchtune/modules/attention.py, 2024-09
@@ -852,6 +855,18 @@ def _compiled_sac_unread(model: ModelArch, training: Training, strategy: Strateg
     kept = 1.0 - op_sac_unsaved_share(training, model)  # blocks whose w2 output the items count (torchao NVFP4: none)
     w2_out = kept * tokens / sp_div * float(act_bytes(training.precision)) * model.hidden
     return np.where(titan & (rec == 1) & compiled, w2_out, 0.0)
+
+
+def _sac_unsaved_attention(model: ModelArch, training: Training, strategy: Strategy, titan: np.ndarray,
+                           rec: np.ndarray, tokens: Any, t: Any) -> Any:
+    """Bytes per block that torchtitan's per-op SAC does not keep where its save list leaves the attention op out
+    (strategy.sac_saves_attention false: releases before b39377f9f, 2025-12-01, listed SDPA's flash and efficient
+    backends only, and from PR 1196, 2025-05-14, its SDPA wrapper ran cuDNN first on sm100): the attention output and
+    its log-sum-exp, TP-sharded (`torchtitan_sac_attention_bytes`). The backward re-runs the attention with the rest
+    of the block, so an eager block's recompute working set gains them (`_activations`' sac_rerun)."""
+    if getattr(strategy, "sac_saves_attention", None) is not False:
+        return 0.0
+    return np.where(titan & (rec == 1), tokens * torchtitan_sac_attention_bytes(model, training) / t, 0.0)
 
 
 def nf4_options(training: Training, strategy: Strategy) -> tuple[bool, bool]:

@@ -191,6 +191,9 @@ class PerfStyle:
     fp8_weight_cache: bool = False  # FP8 weights cast once per step and reused by every micro-batch (TE)
     fp8_param_allgather: bool = False  # FSDP2 all-gathers FP8 weights (torchtitan enable_fsdp_float8_all_gather)
     selective_op_policy: bool = False  # "selective" recompute = torchtitan's per-op SAC (compute.layer_times)
+    # under the per-op SAC, the attention output is in the save list (torchtitan from b39377f9f, 2025-12-01); false
+    # (strategy.sac_saves_attention): the backward re-runs the attention forward (compute._selective_recompute)
+    sac_saves_attention: bool = True
     # DeepSpeed PipelineEngine (Megatron-DeepSpeed: BLOOM, MT-NLG): blocking p2p.send / p2p.recv issued as
     # separate instructions and the gradient reduction after the pipeline flush (_pipeline, _dp_comm_replicated)
     serial_pipeline: bool = False
@@ -491,6 +494,8 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["moe_fused_grouped_mlp"] = bool(strategy.moe_fused_grouped_mlp)
     if getattr(strategy, "moe_torch_grouped_mm", None) is not None:  # the experts' grouped GEMM (_grouped_mm_rate)
         changes["moe_torch_grouped_mm"] = bool(strategy.moe_torch_grouped_mm)
+    if getattr(strategy, "sac_saves_attention", None) is not None:  # per-op SAC's save list (_layer_time)
+        changes["sac_saves_attention"] = bool(strategy.sac_saves_attention)
     if getattr(strategy, "moe_eager_glue", None) is not None:  # torchtitan's eager MoE glue (_moe_eager_glue_time)
         changes["moe_eager_glue"] = bool(strategy.moe_eager_glue)
     if getattr(strategy, "moe_sync_free", None) is not None:  # device-side expert splits (_moe_sync_free)
@@ -981,7 +986,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              elementwise_passes=_elementwise_passes(x), moe_passes=_moe_passes(x),
                              fp8_weight_casts=_fp8_weight_casts(x),
                              selective_op_policy=x.fw.selective_op_policy,
-                             attention_span=x.span, sequence_first=x.fw.sequence_first,
+                             sac_attention_saved=x.fw.sac_saves_attention, attention_span=x.span, sequence_first=x.fw.sequence_first,
                              split_projections=x.fw.split_projections, ce_unfused_fp32=_ce_unfused(x),
                              recompute_modules=x.recompute_modules, full_recompute_share=x.full_share,
                              fp8_gathered_casts=_fp8_tp_gather_share(x),

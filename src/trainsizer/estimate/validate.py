@@ -95,6 +95,9 @@ PARTIAL_RECOMPUTE_FRAMEWORKS = ("megatron-core", "megatron")
 FP8_TRANSPOSE_CACHE_FRAMEWORKS = ("megatron-core",)
 # compile_loss is torchtitan's CompileConfig components (the model and the loss compiled apart); "auto" as below
 COMPILE_LOSS_FRAMEWORKS = ("torchtitan",)
+# sac_saves_attention is torchtitan's per-op SAC save list (_op_sac_save_list: which SDPA backends it keeps); "auto" as
+# below
+SAC_SAVES_ATTENTION_FRAMEWORKS = ("torchtitan",)
 # gradient_accumulation_fusion is Megatron's (Megatron-LM --no-gradient-accumulation-fusion, Megatron-Core
 # ModelParallelConfig); nanotron's accumulate_grad_in_fp32 is run as the `megatron` style; "auto" as below
 GRAD_ACCUM_FUSION_FRAMEWORKS = ("megatron-core", "megatron")
@@ -207,6 +210,7 @@ RULES = (
     "recompute_num_layers_range",
     "fp8_transpose_cache_framework",
     "compile_loss_framework",
+    "sac_saves_attention_framework",
     "gradient_accumulation_fusion_framework",
     "ddp_impl_framework",
     "recompute_modules_model",
@@ -669,6 +673,7 @@ def _cudnn_release_rule(c: SimpleNamespace, release: str | None) -> _Rules:
 def _partial_recompute_rules(c: SimpleNamespace) -> _Rules:
     """fp8_transpose_cache false: Megatron-Core's disable_parameter_transpose_cache (FP8_TRANSPOSE_CACHE_FRAMEWORKS).
     compile_loss (either value): torchtitan's CompileConfig components (COMPILE_LOSS_FRAMEWORKS).
+    sac_saves_attention (either value): torchtitan's per-op SAC save list (SAC_SAVES_ATTENTION_FRAMEWORKS).
     gradient_accumulation_fusion (either value): Megatron's (GRAD_ACCUM_FUSION_FRAMEWORKS).
     ddp_impl: torch where torch DDP runs (HF, nanotron as megatron), megatron on Megatron (DDP_IMPL_FRAMEWORKS).
     recompute_method / recompute_num_layers N: Megatron's (PARTIAL_RECOMPUTE_FRAMEWORKS; "auto" as the stack it
@@ -683,6 +688,7 @@ def _partial_recompute_rules(c: SimpleNamespace) -> _Rules:
     n_layers = np.asarray(0 if n is None else n, dtype=float)  # one N, or one per strategy (an array)
     no_cache = getattr(strategy, "fp8_transpose_cache", None) is False
     compile_loss_unset = getattr(strategy, "compile_loss", None) is None
+    sac_unset = getattr(strategy, "sac_saves_attention", None) is None
     fusion_unset = getattr(strategy, "gradient_accumulation_fusion", None) is None
     ddp = getattr(strategy, "ddp_impl", None)
     ddp_frameworks = DDP_IMPL_FRAMEWORKS.get(str(ddp), ())
@@ -694,6 +700,8 @@ def _partial_recompute_rules(c: SimpleNamespace) -> _Rules:
                                                      "fp8_transpose_cache_framework"),
         "compile_loss_framework": _stack_rule(c, compile_loss_unset, COMPILE_LOSS_FRAMEWORKS,
                                               "compile_loss_framework"),
+        "sac_saves_attention_framework": _stack_rule(c, sac_unset, SAC_SAVES_ATTENTION_FRAMEWORKS,
+                                                     "sac_saves_attention_framework"),
         "recompute_num_layers_framework": _stack_rule(c, off, PARTIAL_RECOMPUTE_FRAMEWORKS,
                                                       "recompute_num_layers_framework"),
         "recompute_num_layers_range": (

@@ -348,6 +348,11 @@ class StrategySpec(_Strict):
     # the model; null = with torch_compile (components' default ["model", "loss"]); llama3_8b_mxfp8 compiles the
     # model only (components ["model"]): false
     compile_loss: bool | None = None
+    # torchtitan's per-op selective AC keeps the attention output and its log-sum-exp: true from b39377f9f (2025-12-01,
+    # every SDPA backend in _op_sac_save_list); false = a release before it whose SDPA ran a backend the list left out
+    # (cuDNN, which its wrapper put first on sm100 from PR 1196, 2025-05-14), so the backward re-runs the attention
+    # forward; null = true. Acts under recompute selective only
+    sac_saves_attention: bool | None = None
     # loss over the vocabulary: auto (the framework's) | upcast (HF) | upcast-shift (HF transformers 4.46-4.47:
     # the shifted fp32 copy too) | vocab-parallel (Megatron) | vocab-parallel-unfused (Megatron-LM's default kernels:
     # separate ops over an fp32 copy, cross_entropy_loss_fusion false; nanotron) | chunked
