@@ -127,6 +127,7 @@ def test_bf16_layers_run_at_the_16bit_rate_and_save_16bit_inputs():
     r = rates(sc.system, "fp8", load_constants(), fp8_recipe="nvfp4")
     allbf16 = _bf16_layers(r, sc.training, sc.model)
     assert allbf16.gemm_flops == pytest.approx(r.gemm16_flops) and allbf16.fp8_cast_bytes == 0.0
+    assert r.fp8_weight_cast_bytes > 0 and allbf16.fp8_weight_cast_bytes == 0.0  # a BF16 layer casts no weight either
     mem = [estimate_memory(s.model, s.training, s.system, s.strategy).items_bytes for s in (_job_sc(0), _job_sc(4))]
     assert float(mem[1]["fp8_weight_cache"]) == pytest.approx(float(mem[0]["fp8_weight_cache"]) * (1 - 4 / layers))
     assert float(mem[1]["layer_activations"]) > float(mem[0]["layer_activations"])

@@ -878,13 +878,15 @@ def _grouped_mm_rate(r: Any, system: System, k: PerfConstants, fw: PerfStyle) ->
 def _bf16_layers(r: Any, training: Training, model: ModelArch) -> Any:
     """The average decoder layer's linear GEMM rate and casts when Training.bf16_layers layers run in BF16 (Megatron-Core
     first_last_layers_bf16): a share s of the layers at the low-precision rate, the rest at the 16-bit GEMM rate with
-    no casts (time-weighted: 1 / (s / low + (1 - s) / bf16))."""
+    no casts, of activations or of weights (time-weighted: 1 / (s / low + (1 - s) / bf16))."""
     s = low_precision_share(training, model)
     if s >= 1.0:
         return r
     return dataclasses.replace(r, gemm_flops=1.0 / (s / r.gemm_flops + (1.0 - s) / r.gemm16_flops),
                                fp8_cast_bytes=r.fp8_cast_bytes * s, fp8_cast_kernels=r.fp8_cast_kernels * s,
-                               fp8_cast_bwd_bytes=r.fp8_cast_bwd_bytes * s)
+                               fp8_cast_bwd_bytes=r.fp8_cast_bwd_bytes * s,
+                               fp8_weight_cast_bytes=r.fp8_weight_cast_bytes * s,
+                               fp8_weight_bwd_bytes=r.fp8_weight_bwd_bytes * s)
 
 
 def _elementwise_passes(x: _Step) -> Any:
