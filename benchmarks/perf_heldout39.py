@@ -32,8 +32,9 @@ peak_allocated_gib, the estimate less the CUDA context, NCCL buffers and fragmen
 FSDP 2-40 on 8-160 H200, the same settings; and its 175B run (benchmarks/175b_360gpu/README.md at b62d2e36,
 2026-07-03, code at 5666d0d: TP 4 x FSDP 90 on 360 H200, 8 x 4,096 a GPU, no accumulation). The model is built in bf16 (no fp32 master, bf16 AdamW moments:
 optimizer_precision bf16); under TP the LM head's output is gathered to every rank for an eager bf16 cross-entropy
-(not stated by any job field: named in each row), and FSDP2 skips the gradient sync on every micro-batch but the
-last (maybe_no_sync: unsharded fp32 gradients held; not stated by any job field either). Data:
+(strategy loss_parallel false) and the token embedding stays whole on each (embedding_parallel false), and FSDP2
+skips the gradient sync on every micro-batch but the last (maybe_no_sync: unsharded fp32 gradients held; strategy
+fsdp_no_sync true, fsdp full on the TP-only rows, which the code wraps over a dp_shard of 1; known-gaps 121). Data:
 benchmarks/data/heldout_2026n_kempnerforge.csv. 52 rows (26 time, 26 memory).
 
 Refused rows: none found in these sources that a job cannot state beyond the page's truncation (Llama 4 Maverick's

@@ -27,15 +27,19 @@ BOUNDS = {
     "torchtitan NVFP4 doc, Qwen3 8B (4 GB200)": 16.0,  # 12.9: bf16 +4.9, MXFP8 +5.3, NVFP4 +28.4%
     "torchtitan NVFP4 doc, Qwen3 8B (4 GB200) peak memory": 19.0,  # 15.5: -5.7 / -5.5 / +35.3%
     "KempnerForge MFU report (H200, 4 a node)": 13.0,  # 9.8: -22.6..+16.3% (117 (c))
-    "KempnerForge MFU report (H200, 4 a node) peak memory": 56.0,  # 50.8: -13.8..-74.0% (117 (c))
+    # 50.8% (-13.8..-74.0%) before strategy fsdp_no_sync / loss_parallel / embedding_parallel (known-gaps 121)
+    "KempnerForge MFU report (H200, 4 a node) peak memory": 7.0,  # 4.7: one GPU -13.8%, the rest -8.0..+4.7%
     # the 70B on 8 GPUs at 128.5 of 141 GB +58.2% (the report: memory-bound), the other 10 rows -10.2..+0.3%
     "KempnerForge weak-scaling report (H200, 4 a node)": 11.0,  # 8.4
-    "KempnerForge weak-scaling report (H200, 4 a node) peak memory": 78.0,  # 73.2: -42.8..-86.7% (117 (c))
+    "KempnerForge weak-scaling report (H200, 4 a node) peak memory": 5.0,  # 2.2: -2.8..+3.7% (73.2 before 121)
     "KempnerForge 175B report (360 H200, 4 a node)": 25.0,  # -21.4% (47.7% MFU measured)
-    "KempnerForge 175B report (360 H200, 4 a node) peak memory": 32.0,  # -28.0%: the logits on every TP rank (117 (c))
+    "KempnerForge 175B report (360 H200, 4 a node) peak memory": 12.0,  # +9.1% (-28.0% before 121: gathered logits)
 }
 
 
+# the 70B on 8 GPUs (TP 4 x FSDP 2), measured at 128.5 GiB allocated: its estimate, +3.7% over that, and the CUDA
+# context, NCCL buffers and 5% fragmentation come to 140.7 GiB of the H200's 139.8 (known-gaps 121)
+KF_UNFIT = frozenset({"kforge_2026-06_h200_70b_tp4_fsdp2_8gpu", "kforge_2026-06_h200_70b_tp4_fsdp2_8gpu_peak_memory"})
 KF_ACCUM4 = ("kforge_2026-04_h200_7b_1gpu", "kforge_2026-04_h200_7b_fsdp2_2gpu")
 NEMO_FSDP = ("nemo_25.07_gb200_llama3_70b_fp8cs_64gpu", "nemo_25.07_gb200_llama31_405b_fp8cs_128gpu")
 
@@ -51,7 +55,7 @@ def test_every_row_names_its_source_url_date_and_assumptions():
 
 
 def test_every_row_is_estimated_none_refused_every_run_fits_and_each_source_within_its_bound(run):
-    check_run(run, BOUNDS)
+    check_run(run, BOUNDS, KF_UNFIT)
 
 
 def test_the_rows_state_what_their_code_sets():
@@ -71,7 +75,11 @@ def test_the_rows_state_what_their_code_sets():
             # 01-02, 2 for the other 7B runs
             accum = (1 if r["model"] == "kempnerforge-175b" else 4 if r["model"] != "llama-3.1-8b"
                      or r["id"].startswith(KF_ACCUM4) else 2)
-            assert ("fsdp" in s) == (dp > 1), r["id"]
+            # fully_shard wherever a mesh is built (a TP-only run gets a dp_shard of 1), gradient sync on the last
+            # micro-batch (maybe_no_sync), the head's output gathered and the embedding whole on every TP rank
+            multi, tp = int(r["gpu_count"]) > 1, int(r["tp"]) > 1
+            assert ("fsdp" in s) == multi and s.get("fsdp_no_sync", False) == multi, r["id"]
+            assert s.get("loss_parallel", True) != tp and s.get("embedding_parallel", True) != tp, r["id"]
             assert int(r["global_batch_seqs"]) == int(r["micro_batch"]) * dp * accum, r["id"]
         if r["source_key"].startswith("NVIDIA NeMo"):
             # Megatron FSDP on the FP8-CS 70B / 405B lines (the page's FSDP 1), the distributed optimizer elsewhere

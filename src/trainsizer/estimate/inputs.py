@@ -289,6 +289,15 @@ class Strategy:
     norm_kernel: Any = None  # "fused" | "eager" (names.NORM_KERNELS); None = the style's; memory and step time
     cp_comm_type: Any = None  # "p2p" | "all_gather" | "a2a" (names.CP_COMM_TYPES); None = p2p; step time
     pp_fsdp_once_per_step: Any = None  # FSDP2 under pipelining syncs once a step; None = the style's; step time
+    # the loss over vocabulary-sharded logits under TP; False = the head's output gathered to every TP rank (each holds
+    # the micro-batch's whole logits: torchtitan disable_loss_parallel, KempnerForge); None = the style's (sharded); memory
+    loss_parallel: Any = None
+    # FSDP2 set_requires_gradient_sync(False) on all but the last micro-batch: unsharded gradients held in the reduce
+    # dtype across micro-batches (torch FSDPParam.to_accumulated_grad_if_needed); None = synced every one; memory
+    fsdp_no_sync: Any = None
+    # the token embedding split over the TP ranks; False = replicated on each (KempnerForge); None = the style's
+    # (split); memory
+    embedding_parallel: Any = None
     cp_repeat_kv: Any = None  # PyTorch ring's K / V at the query heads' width (repeat_kv); None = the style's; step time
     moe_tp_token_split: Any = None  # expert TP 1: TP ranks dispatch 1 / tp of the tokens each; None = the style's; step time
     # "fused" | "eager" (names.ACTIVATION_KERNELS): the SwiGLU activation; None = the style's; memory and step time

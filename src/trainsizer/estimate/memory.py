@@ -108,6 +108,9 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
     "fp8_weight_cache": ("weights", "Transformer Engine FP8 copies of GEMM weights + their transposes"),
     "gradients": ("gradients", "gradients in the parameter dtype (16-bit under ZeRO/FSDP)"),
     "grad_accum_buffer": ("gradients", "fp32 gradient accumulation buffer (Megatron main_grad)"),
+    "fsdp_unsharded_grads": ("gradients", "FSDP2 with gradient sync on the last micro-batch only (strategy "
+                             "fsdp_no_sync): the stage's unsharded gradients held across micro-batches in the "
+                             "reduce dtype, in place of the sharded ones"),
     "master_weights": ("optimizer", "fp32 master copy of 16-bit trainable weights"),
     "optimizer_states": ("optimizer", "optimizer states (AdamW m+v fp32, 8-bit AdamW, SGD momentum, "
                          "Adafactor factored second moment); paged optimizers' states (paged_adamw, paged_adamw8bit) are "
@@ -331,6 +334,12 @@ class _Batch:
     nf4_saves_input: bool = False
     nf4_head: bool = False
     nf4_copies: float = 1.0
+    # strategy.loss_parallel false: the LM head's output gathered to every TP rank (`_activations`)
+    gathered_logits: bool = False
+    # strategy.fsdp_no_sync with more than one micro-batch a step: unsharded gradients held (`_full_states`)
+    no_sync_hold: Any = False
+    # strategy.embedding_parallel false: the token embedding whole on every TP rank (`_stage_params`); its TP divisor
+    emb_t: Any = 1.0
 
     def ssum(self, cum: np.ndarray, start: np.ndarray, stop: np.ndarray, n: np.ndarray) -> np.ndarray:
         """Sum of a per-layer cumulative table over a stage's layers (interleaved: the stage's layer count at
@@ -454,7 +463,8 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     titan_loss_compiled = titan & (compiled if asked is None else bool(asked))
     loss_bytes = _loss_bytes(name, loss_impl, mega, titan_loss_compiled, pre, bool(np.all(compiled)), titan_chunked)
     chunked = loss_impl == "chunked" or (loss_impl == "auto" and DEFAULT_LOSS.get(name) == "chunked")
-    loss_bytes = _logit_extras(training, strategy, name, loss_bytes, titan & (t > 1), z)
+    gathered_logits = getattr(strategy, "loss_parallel", None) is False
+    loss_bytes = _logit_extras(training, strategy, name, loss_bytes, titan & (t > 1) & (not gathered_logits), z)
     loss_bytes = _chunk_at_a_time(loss_bytes, titan_chunked, titan_loss_compiled, training)
     st = _state_bytes(mega, pre, name, training, bf16_grads, _optimizer_precision(strategy, training))
     # torchtune's recipes free the gradients after each step (optimizer.zero_grad(set_to_none=True); with
@@ -477,7 +487,10 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   stage_edges=pipeline.stated_edges(strategy),
                   device_map=getattr(strategy, "device_map", None) is not None,
                   nf4_saves_input=nf4_options(training, strategy)[0], nf4_head=nf4_options(training, strategy)[1],
-                  nf4_copies=2.0 if nf4_recast(training, getattr(strategy, "nf4_dequant_dtype", None)) else 1.0)
+                  nf4_copies=2.0 if nf4_recast(training, getattr(strategy, "nf4_dequant_dtype", None)) else 1.0,
+                  gathered_logits=gathered_logits,
+                  no_sync_hold=bool(getattr(strategy, "fsdp_no_sync", None)) & (z >= 3) & (n_micro > 1),
+                  emb_t=1.0 if getattr(strategy, "embedding_parallel", None) is False else t)
 
 
 def _compiled(strategy: Strategy, name: str, training: Training) -> np.ndarray:
@@ -1011,10 +1024,10 @@ def _stage_params(b: _Batch, g: _Stage) -> _StageParams:
     layers_tp = ssum(lay.cum_tp, start, stop, n) + _on(g.is_last, lay.mtp_tp, 0.0)
     layers_rep = ssum(lay.cum_rep, start, stop, n) + _on(g.is_last, lay.mtp_rep, 0.0)
     layers_exp = ssum(lay.cum_exp, start, stop, n) + _on(g.is_last, lay.mtp_exp, 0.0)
-    p_dense = (layers_tp + emb + head) / t + layers_rep + fnorm
+    p_dense = (layers_tp + head) / t + emb / b.emb_t + layers_rep + fnorm
     p_exp = layers_exp / (ep * b.et)
     gemm_dense = layers_tp / t  # linear weights (NF4 / FP8 targets); router kept with norms
-    nongemm_dense = (emb + head) / t + layers_rep + fnorm
+    nongemm_dense = head / t + emb / b.emb_t + layers_rep + fnorm
     return _StageParams(dense=p_dense, experts=p_exp, gemm_dense=gemm_dense, nongemm_dense=nongemm_dense)
 
 
@@ -1042,6 +1055,9 @@ def _full_states(b: _Batch, params: _StageParams, items: dict[str, Any]) -> _Sta
     # CPUOffload: offload_params "offloads gradients to CPU as well"); host gradients are counted below
     items["gradients"] = np.where(offload_par, 0.0, st["grads"] * shard(p_dense, p_exp, 2))
     items["grad_accum_buffer"] = st["grad_accum_fp32"] * shard(p_dense, p_exp, 2)
+    if np.any(b.no_sync_hold):
+        items["fsdp_unsharded_grads"] = np.where(b.no_sync_hold, _no_sync_grad_bytes(b) * (p_dense + p_exp), 0.0)
+        items["gradients"] = np.where(b.no_sync_hold, 0.0, items["gradients"])
     opt_params = shard(p_dense, p_exp, 1)
     host_grad = float(b.c["offload"]["host_fp32_grad_bytes_per_param"])
     host = (st["master"] + st["optimizer"] + st["grad_fp32_copy"] + host_grad) * opt_params
@@ -1056,6 +1072,19 @@ def _full_states(b: _Batch, params: _StageParams, items: dict[str, Any]) -> _Sta
     host = host + np.where(offload_par, w, 0.0)
     host = np.where(offload_opt, host, 0.0)
     return _States(host=host, opt_params=opt_params, trainable_pg=trainable_pg)
+
+
+def _no_sync_grad_bytes(b: _Batch) -> float:
+    """Bytes a parameter of FSDP2's unsharded gradient held under set_requires_gradient_sync(False) (strategy
+    fsdp_no_sync): FSDPParamGroup.post_backward skips the reduce-scatter and FSDPParam.to_accumulated_grad_if_needed
+    moves the unsharded gradient to unsharded_accumulated_grad cast to the reduce dtype (torch
+    distributed/fsdp/_fully_shard/_fsdp_param.py, 2.6-2.9): fp32 under a reduce_dtype of fp32 (memory_constants.yaml
+    fsdp2_pp_unsharded_grad_bytes_per_param), the parameters' dtype where gradients are reduced in it. The sharded
+    gradients are None meanwhile (zero_grad(set_to_none=True) after the step) and replace the unsharded ones layer by
+    layer only in the last micro-batch's backward, so the hold stands in for them."""
+    if b.grad_reduce_in_fp32 is False:
+        return b.w16
+    return float(b.c["framework_overhead"]["fsdp2_pp_unsharded_grad_bytes_per_param"])
 
 
 def _adapter_states(b: _Batch, g: _Stage, params: _StageParams, items: dict[str, Any]) -> _States:
@@ -1151,7 +1180,9 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
     head_in = b.w16 * model.hidden if b.nf4_head and b.nf4_saves_input else 0.0
     items["final_norm_and_head_input"] = _on(g.is_last, tokens * ((final_sp + head_in) / sp_div + labels), 0.0)
     lg_saved, lg_extra = b.loss_bytes
-    logit_elems = _on(g.is_last, tokens * model.vocab / t, 0.0)
+    # loss_parallel false: the head's ColwiseParallel output is gathered (output_layouts Replicate), so every TP rank
+    # holds and differentiates the whole micro-batch's logits
+    logit_elems = _on(g.is_last, tokens * model.vocab / (1.0 if b.gathered_logits else t), 0.0)
     items["logits"] = logit_elems * lg_saved * (1 + model.mtp_layers)
     items["loss_backward_temporaries"] = logit_elems * lg_extra
     if b.training.method == "qlora":
@@ -1452,7 +1483,7 @@ def _torchtune_fsdp2_end_units(b: _Batch, w_layer: Any) -> tuple[Any, Any]:
     if b.head_own_unit:
         loss_units = (b.w16 + (1.0 + float(b.chunked_loss)) * grad) * head_p + w_layer
         return zero + float(model.final_norm_params) * b.w16, loss_units
-    root_p = float(lay.embedding) / b.t + head_p + float(model.final_norm_params)
+    root_p = float(lay.embedding) / b.emb_t + head_p + float(model.final_norm_params)
     return zero + (b.w16 + grad) * root_p, zero + w_layer
 
 
@@ -1474,8 +1505,9 @@ def _fsdp_root_unit(b: _Batch) -> Any:
         return 0.0
     lay, model = b.pre.layout, b.model
     head_p = float(lay.lm_head_own) / b.t
-    root_p = float(lay.embedding) / b.t + head_p + float(model.final_norm_params)
-    grad = b.w16 if b.training.trains_base_weights else 0.0
+    root_p = float(lay.embedding) / b.emb_t + head_p + float(model.final_norm_params)
+    # under fsdp_no_sync the head's gradient is in the unsharded hold (`_no_sync_grad_bytes`)
+    grad = np.where(b.no_sync_hold, 0.0, b.w16 if b.training.trains_base_weights else 0.0)
     held = b.w16 * root_p + grad * (root_p if fsdp1 else head_p)
     return held if fsdp1 else np.where(b.titan, held, 0.0)
 

@@ -231,6 +231,7 @@ RULES = (
     "fp8_recipe_torchao_framework",
     "defer_embedding_wgrad_framework",
     "defer_embedding_wgrad_pipelined",
+    "fsdp_no_sync_fsdp",
     "moe_eager_glue_framework",
     "attention_kernel_framework",
     "cudnn_release_part",
@@ -431,7 +432,7 @@ def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
     """Expert and context parallelism, batch split, ZeRO/FSDP and offload, and what each framework offers."""
     return (_sharding_rules(c) | _activation_offload_rules(c) | _stack_option_rules(c) | _moe_a2a_overlap_rules(c)
             | _partial_recompute_rules(c) | _te_option_rules(c) | _experts_implementation_rules(c) | _hybrid_rules(c) | _local_batch_rules(c)
-            | _stage_layers_rules(c) | _defer_wgrad_rules(c)
+            | _stage_layers_rules(c) | _defer_wgrad_rules(c) | _fsdp_no_sync_rule(c)
             | _cp_a2a_rule(c))
 
 
@@ -584,6 +585,15 @@ def _defer_wgrad_rules(c: SimpleNamespace) -> _Rules:
                           fusion="unset" if fusion is None else str(bool(fusion)).lower()),
         ),
     }
+
+
+def _fsdp_no_sync_rule(c: SimpleNamespace) -> _Rules:
+    """fsdp_no_sync is FSDP2's set_requires_gradient_sync(False) (torch distributed/fsdp/_fully_shard/_fully_shard.py
+    FSDPModule): it holds unsharded gradients only where the model is fully sharded (fsdp full / ZeRO-3, one rank
+    included: KempnerForge wraps a TP-only run over a dp_shard of 1)."""
+    on = bool(getattr(c.strategy, "fsdp_no_sync", None))
+    return {"fsdp_no_sync_fsdp": (np.full(c.tp.shape, not on) | (c.zero >= 3),
+                                  lambda v: msg("rule_fsdp_no_sync_fsdp", zero=v["zero"]))}
 
 
 def _te_option_rules(c: SimpleNamespace) -> _Rules:

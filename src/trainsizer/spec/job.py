@@ -405,6 +405,19 @@ class StrategySpec(_Strict):
     # default: its stage module is not an FSDP module, so torch's pipeline stage runs a plain backward); null = the
     # style's
     pp_fsdp_once_per_step: bool | None = None
+    # the loss over the vocabulary-sharded logits under TP (Megatron's vocab-parallel cross-entropy, torchtitan's
+    # loss_parallel); false = the LM head's output gathered to every TP rank for a plain cross-entropy, so each rank
+    # holds the whole micro-batch's logits (torchtitan disable_loss_parallel; KempnerForge's ColwiseParallel head
+    # with output_layouts Replicate); null = the style's (every style: sharded)
+    loss_parallel: bool | None = None
+    # FSDP2 gradient sync skipped on all but a step's last micro-batch (module.set_requires_gradient_sync(False):
+    # KempnerForge's maybe_no_sync): each parameter's unsharded gradient is held across micro-batches, in the
+    # reduce dtype (torch FSDPParam.to_accumulated_grad_if_needed); needs FSDP; null = synced every micro-batch
+    fsdp_no_sync: bool | None = None
+    # the token embedding split over the TP ranks (Megatron's VocabParallelEmbedding, torchtitan's RowwiseParallel
+    # plan); false = a whole copy on every TP rank (KempnerForge's tensor_parallel.py leaves it replicated), sharded by
+    # FSDP alone; null = the style's (every style: split)
+    embedding_parallel: bool | None = None
     # MLP activation kernel (SwiGLU): fused (TE / Apex / compile) | eager (F.silu then the product: nanotron);
     # null = the style's
     activation_kernel: ActivationKernel | None = None
