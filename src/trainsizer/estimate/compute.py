@@ -305,9 +305,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     recompute is torchtitan's per-op policy (saves attention and every other matmul output in forward order,
     recomputes the rest: the k, o and MLP-up projections and all element-wise work; torchtitan
     `_apply_ac_to_transformer_block`, `_save_list`) instead of Megatron's (recomputes the attention core).
-    `sac_attention_saved` (bool, arrays allowed): False = that policy's save list leaves the attention op out
-    (torchtitan before b39377f9f, 2025-12-01, listed only SDPA's flash and efficient backends), so the backward
-    re-runs the attention forward too.
+    `sac_attention_saved` / `op_sac_linears_recomputed`: that policy without the attention op / any of a dense
+    layer's linears in its save list (`_selective_recompute`).
     `attention_span`: keys a token attends over when sequences are packed (FlashAttention varlen / TE THD
     with cu_seqlens: each packed sample attends within itself); 0 = the whole sequence. `ce_unfused_fp32` (bool,
     arrays allowed): the loss upcasts the logits and runs Megatron's cross-entropy as separate kernels (CE_BYTES).
@@ -317,27 +316,22 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     `sequence_first` (bool, arrays allowed): the framework keeps activations (s, b, h) (Megatron-Core; a hybrid
     model's Mamba-2 mixers copy across, estimate.mamba.layout_copy_time).
     `fp8_gathered_casts`: under sequence parallelism, the share of the sequence-parallel all-gathers that carry FP8
-    (step_time._fp8_tp_gather_share): a gather of FP8 data is cast before it, on the 1 / t sequence shard, so the
-    casts of the gathered linear inputs (qkv, MLP up) and output gradients (o, MLP down) cover 1 / t of the tokens
-    (Transformer Engine gather_along_first_dim(quantizer=...); torchao PrepareFloat8ModuleInput,
-    _NoopFwToFloat8BwDynamic).
+    (step_time._fp8_tp_gather_share): an FP8 gather is cast before it, on the 1 / t shard, so the casts of gathered
+    linear inputs (qkv, MLP up) and output gradients (o, MLP down) cover 1 / t of the tokens (Transformer Engine
+    gather_along_first_dim(quantizer=...); torchao PrepareFloat8ModuleInput, _NoopFwToFloat8BwDynamic).
     `block_tiles` (forward, backward) and `rate_length`: a query block's fixed work in key tiles and the causal length
     `flash_rate` is taken at (`window_block_rate`); (0, 0): none.
     `window_backward_skips` (bool, arrays allowed): the backward kernel skips the key tiles outside a sliding window
     as the forward does; False: it runs the layer's whole causal row (step_time._window_backward_skips).
-    `moe_passes` (common, routed, shared): an MoE layer's element-wise traffic relative to the fused count, in parts
-    (`moe_elementwise_traffic`): its norms, residuals and RoPE; the routed experts' activation; the shared experts'.
-    None = `elementwise_passes` for all three (the dense layer's ratio).
-    `etp`: the routed experts' TP degree (Strategy.etp resolved); None = tp. The experts run at that shard's shapes
-    on tok x etp / tp routed tokens (`_moe_layer`).
+    `moe_passes` (common, routed, shared): an MoE layer's element-wise traffic relative to the fused count (norms,
+    residuals and RoPE; routed; shared experts: `moe_elementwise_traffic`); None = `elementwise_passes` for all three.
+    `etp`: the routed experts' TP degree (Strategy.etp resolved; None = tp), at whose shard's shapes they run on
+    tok x etp / tp routed tokens (`_moe_layer`). `fused_act_cast` (bool, arrays allowed): the dense MLP's
+    activation writes the FP8 operands its neighbour GEMMs read (`_dense_parts`).
     `tp_token_split` (bool, arrays allowed): at etp < tp each TP rank dispatches its 1 / tp of the TP group's tokens;
     False: every TP rank dispatches them all (PerfStyle.moe_tp_token_split), so tok routed tokens reach a GPU.
     `router_gemm`: the MoE gate computes its logits (False: NeMo AutoModel's FakeBalancedGate, Training.moe_routing
     "fake-balanced", assigns experts without a GEMM).
-    `fused_act_cast` (bool, arrays allowed): the dense MLP's activation writes the FP8 operands its neighbour GEMMs
-    read (`_dense_parts`).
-    `op_sac_linears_recomputed`: the share of dense layers whose every linear torchtitan's per-op SAC re-runs (none of
-    their ops in its save list: torchao's NVFP4, activations.op_sac_unsaved_share); 0 = every other matmul.
     """
     t = np.asarray(tp, float)
     et = t if etp is None else np.maximum(np.asarray(etp, float), 1.0)
@@ -394,8 +388,10 @@ def _selective_recompute(shapes: ModelShapes, d: _DenseParts, tok, t, rates: Rat
                          moe_capacity_factor, moe_passes, all_linears: Any = 0.0,
                          sac_attention_saved: Any = True) -> Any:
     """Seconds a layer re-runs per micro-batch under "selective" recompute: torchtitan's per-op policy
-    (`_op_policy_recompute`; on the share `all_linears` of the dense layers every linear's GEMM, not every other one;
-    with the attention forward where its save list leaves the attention out: `sac_attention_saved` False) where
+    (`_op_policy_recompute`; on the share `all_linears` of the dense layers every linear's GEMM, not every other one:
+    none of their ops in its save list, torchao's NVFP4, activations.op_sac_unsaved_share; with the attention forward
+    where the save list leaves the attention out, `sac_attention_saved` False: torchtitan before b39377f9f,
+    2025-12-01, listed only SDPA's flash and efficient backends) where
     `selective_op_policy`, else Megatron-Core's by module (`_module_recompute`; `recompute_modules` None = the
     attention core alone)."""
     op_recomp = _op_policy_recompute(shapes, tok, t, rates, d.fwd_ew, moe_ew, moe_g, d.fwd_gemm, all_linears) + np.where(
