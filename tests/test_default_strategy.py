@@ -45,6 +45,18 @@ def test_nothing_fits_is_a_clear_error(run_cli, tmp_path):
     assert code == 2 and "no parallel strategy fits this hardware" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_job_setting_no_layout_runs_names_its_rule_not_the_memory(run_cli, tmp_path, lang):
+    """torchao's NVFP4 recipe on Megatron-Core is refused on every layout the search tries: the estimate names that
+    rule (as it does for a stated layout), not a memory shortfall that is not there."""
+    job = {**JOB, "model": "llama-3.1-8b", "method": "pretrain", "precision": "fp8", "fp8_recipe": "nvfp4-torchao",
+           "hardware": {"accelerator": "b200", "count": 8, "per_node": 8},
+           "strategy": {"framework": "megatron-core"}}
+    code, _, err = run_cli("--lang", lang, "estimate", _write(tmp_path, job))
+    assert code == 2 and "fp8_recipe_torchao_framework" in err and "Traceback" not in err
+    assert "no parallel strategy fits" not in err and "GiB" not in err
+
+
 QLORA_8B = {"model": "llama-3.1-8b", "method": "qlora", "lora": {"rank": 16}, "data": {"tokens": 1.0e9},
             "seq_len": 4096, "global_batch": {"sequences": 64},
             "hardware": {"accelerator": "rtx-pro-6000", "count": 1, "per_node": 1}}

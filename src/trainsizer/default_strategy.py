@@ -72,6 +72,8 @@ def with_default_strategy(scenario: Scenario) -> Scenario:
     result = search_option(scenario.model, scenario.training, option, load_config(), framework, options=options)
     if result.refused_by_options and result.options_refusal is not None:  # the stated options hold on no layout
         raise StrategyError(*result.options_refusal)
+    if result.strategy is None and result.invalid_refusal is not None:  # a job setting no layout runs
+        raise StrategyError(*result.invalid_refusal)
     if result.strategy is None and not result.evaluated:  # no layout valid: the batch, not the memory
         raise SpecError("job: hardware", msg("job_no_strategy_valid", gpus=system.gpus,
                                              batch=scenario.training.global_batch_seqs))

@@ -93,6 +93,17 @@ def test_refused_off_sm100_blackwell(acc):
     assert acc in str(err.value) and "gb200" in str(err.value)
 
 
+@pytest.mark.parametrize(("acc", "runs", "not_run"), [("h100-sxm-80gb", {"blockwise", "delayed"}, {"mxfp8", "nvfp4"}),
+                                                     ("mi355x", {"mxfp8", "mxfp4"}, {"blockwise", "nvfp4"})])
+def test_a_refusal_lists_what_the_part_runs_auto_first(acc, runs, not_run):
+    """The allowed values of a refused recipe are the recipes this part runs (an H100 runs blockwise, not MXFP8),
+    auto first: the family default is always a way out (calibration.PerfConstants.recipes_on)."""
+    with pytest.raises(SpecError) as err:
+        _step_s(_sc(acc=acc))
+    allowed = [a.strip() for a in str(err.value.allowed).split(",")]
+    assert allowed[0] == "auto" and runs <= set(allowed) and not (not_run & set(allowed))
+
+
 @pytest.mark.parametrize("acc", ["b200", "gb200", "gb300"])
 def test_estimated_on_sm100_parts(acc):
     assert _step_s(_sc(acc=acc)) > 0

@@ -122,9 +122,14 @@ class PerfConstants:
         if families is not None and not accelerator.lower().startswith(families):
             raise SpecError("training.fp8_recipe", msg(f"fp8_recipe_parts_{recipe}", recipe=recipe, accelerator=accelerator,
                                                        parts=", ".join(families)),
-                            value=recipe, allowed=["auto", *sorted(r for r in self.fp8_recipes
-                                           if r not in self.fp8_recipe_families and r not in self.fp4_recipes)])
+                            value=recipe, allowed=self.recipes_on(accelerator))
         return {"name": recipe, **self.fp8_recipes[recipe]}  # type: ignore[dict-item]
+
+    def recipes_on(self, accelerator: str) -> list[str]:
+        """The fp8_recipe values a part runs, auto first (the family's own default): the allowed list of a refusal."""
+        acc = accelerator.lower()
+        runs = {r: self.fp4_recipes.get(r, self.fp8_recipe_families.get(r)) for r in self.fp8_recipes}
+        return ["auto", *sorted(r for r, families in runs.items() if families is None or acc.startswith(families))]
 
     def fp8_gemm_recipe(self, accelerator: str, recipe: dict[str, float]) -> dict[str, float]:
         """The recipe whose GEMMs run for `recipe` (a fp8_recipe result) on this part: another recipe's where
@@ -678,7 +683,7 @@ def fp4_peak(system: Any, k: PerfConstants, recipe: str) -> float:
         raise SpecError("training.fp8_recipe", msg("fp4_recipe_unsupported", recipe=recipe,
                                                     accelerator=system.accelerator,
                                                     parts=", ".join(k.fp4_recipes[recipe])),
-                        value=recipe, allowed=sorted(r for r in k.fp8_recipes if r not in k.fp4_recipes))
+                        value=recipe, allowed=k.recipes_on(system.accelerator))
     return float(value)
 
 

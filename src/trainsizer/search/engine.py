@@ -96,6 +96,9 @@ class OptionResult:
     # refusal (rule, sentence)
     dropped_by_options: int = 0
     options_refusal: tuple[str, str] | None = None
+    # no strategy valid here at all: the rule the first one breaks (rule, sentence), a job-level setting no layout
+    # can run (fp8_recipe nvfp4-torchao on Megatron-Core), not the memory
+    invalid_refusal: tuple[str, str] | None = None
     # what the chosen strategy keeps in a node's host RAM, GiB (the memory estimate's host_bytes_per_node, judged
     # against the host's RAM where known): the plan prices and notes it from here (plan.searched.price)
     host_gib_per_node: float = 0.0
@@ -251,6 +254,7 @@ def search_option(model: ModelArch, training: Training, option: HardwareOption, 
     plain: tuple[Strategy, np.ndarray] | None = None  # the pass without offload and its fits (search.partial)
     roomy = False  # some fitting strategy leaves the memory floor free
     dropped, refusal = 0, None  # strategies the stack options left out, the first one's refusal
+    invalid = None  # the first pass's first strategy's rule, kept until some strategy is valid
     for offload in (False, True):
         # CPU offload: when nothing fits, and when nothing that fits leaves the memory floor free (an offloaded
         # layout within the tie band is then the one to run, `choose`)
@@ -266,7 +270,10 @@ def search_option(model: ModelArch, training: Training, option: HardwareOption, 
         evaluated += n
         computed += n if fresh else 0
         valid = mem["valid"]
+        if not valid.any() and invalid is None and not np.isfinite(min_mem):
+            invalid = _refusal(model, training, system, strat, 0)
         if valid.any():
+            invalid = None
             least = float(np.nanmin(mem["mem_bytes"][valid])) / GIB
             min_mem = least if not np.isfinite(min_mem) else min(min_mem, least)
             on_gpu = on_gpu if offload else least
@@ -291,7 +298,7 @@ def search_option(model: ModelArch, training: Training, option: HardwareOption, 
                        min_mem_on_gpu_gib=on_gpu, dropped_by_options=dropped, options_refusal=refusal)
     return OptionResult(option, system, evaluated, 0, min_mem_gib=min_mem, lower_bound_gib=bound / GIB,
                         memory_evaluations=computed, min_mem_on_gpu_gib=on_gpu, dropped_by_options=dropped,
-                        options_refusal=refusal)
+                        options_refusal=refusal, invalid_refusal=invalid if not np.isfinite(min_mem) else None)
 
 
 def offload_reason(r: OptionResult, frozen_base: bool) -> tuple[str, dict[str, Any]] | None:
