@@ -57,6 +57,18 @@ def test_a_job_setting_no_layout_runs_names_its_rule_not_the_memory(run_cli, tmp
     assert "no parallel strategy fits" not in err and "GiB" not in err
 
 
+
+def test_the_plan_names_that_rule_too(run_cli, tmp_path):
+    """The same job without hardware: every option's every layout breaks the rule, so `plan` names it rather than
+    'nothing fits' with a memory figure (plan.core._refused_by_options)."""
+    job = {k: v for k, v in JOB.items() if k != "hardware"} | {
+        "model": "llama-3.1-8b", "method": "pretrain", "precision": "fp8", "fp8_recipe": "nvfp4-torchao",
+        "strategy": {"framework": "megatron-core"}}
+    code, out, err = run_cli("plan", _write(tmp_path, job))
+    assert code == 2 and "fp8_recipe_torchao_framework" in err and "Traceback" not in err
+    assert "nothing fits" not in out + err
+
+
 QLORA_8B = {"model": "llama-3.1-8b", "method": "qlora", "lora": {"rank": 16}, "data": {"tokens": 1.0e9},
             "seq_len": 4096, "global_batch": {"sequences": 64},
             "hardware": {"accelerator": "rtx-pro-6000", "count": 1, "per_node": 1}}

@@ -233,11 +233,15 @@ def make_plan(job: str | Path | Mapping[str, Any] | Job | Scenario, catalog: Any
 
 
 def _refused_by_options(results: list[OptionResult]) -> None:
-    """The job's stated stack options hold on no layout of any option searched (the rest skipped for memory): the
-    rule they break, as `estimate` names it for a stated layout."""
-    refused = [r for r in results if r.refused_by_options]
-    if refused and all(r.refused_by_options or r.skipped for r in results) and refused[0].options_refusal:
-        raise StrategyError(*refused[0].options_refusal)
+    """The job's stated stack options, or a job setting (fp8_recipe nvfp4-torchao on Megatron-Core), hold on no
+    layout of any option searched (the rest skipped for memory): the rule they break, as `estimate` names it for a
+    stated layout."""
+    def refuses(r: OptionResult) -> bool:
+        return r.refused_by_options or r.invalid_refusal is not None
+
+    refused = [r for r in results if refuses(r)]
+    if refused and all(refuses(r) or r.skipped for r in results):
+        raise StrategyError(*(refused[0].options_refusal or refused[0].invalid_refusal))
 
 
 def _refined_note(rf: Any, currency: str, lang: str) -> str:
