@@ -203,6 +203,18 @@ def test_round_robin_routing_spans_fewer_ranks_than_random():
     assert np.allclose(round_robin_groups_per_token(64, 4, np.array([1, 8, 64])), [1.0, 1.0, 4.0])
 
 
+def test_primus_forced_balance_spans_the_ranks_counted_by_hand():
+    """Primus's router under moe_router_force_load_balancing gives token i the experts 6 i ... 6 i + 5 mod E
+    (PrimusTopKRouter.routing at AMD-AGI/Primus b3699abf7): on DeepSeek-V2-Lite's 64 experts over EP 8 (8 a rank) the
+    first expert 6 i mod 64 sits at 0, 6, 4, 2 within its rank in turn, so the six reach one rank twice in four and two
+    ranks otherwise (1.5); on DeepSeek-V2's 160 over EP 8 (20 a rank) 6 i mod 20 runs 0, 6, 12, 18, 4, 10, 16, 2, 8, 14
+    and only 18 and 16 cross a rank (1.2). Random balanced routing puts them on 4.5 ranks; V2's group-limited router
+    (3 of 8 groups, a group a rank) on 3."""
+    assert round_robin_groups_per_token(64, 6, 8) == pytest.approx(1.5)
+    assert round_robin_groups_per_token(160, 6, 8) == pytest.approx(1.2)
+    assert ep_ranks_per_token(64, 6, 8) == pytest.approx(4.54, abs=0.01)
+
+
 @settings(max_examples=60, deadline=None)
 @given(hs.integers(1, 6), hs.integers(0, 5), hs.integers(1, 8))
 def test_round_robin_never_spans_more_groups_than_random(log_e, log_g, k):

@@ -24,9 +24,9 @@ import perf_heldout30 as p30  # noqa: E402
 
 # source -> MAPE bound (%); reached at landing in the comment
 BOUNDS = {
-    "Primus MoE package (8 MI355X DeepSeek-V2-Lite)": 60.0,  # 44.6: micro-batch 1 +119%, 2 +51%, 4-12 +25..+30% (49.0 before the unfused router / permutation, 84; 45.7 before RCCL's mesh all-to-all, 113 (a))
+    "Primus MoE package (8 MI355X DeepSeek-V2-Lite)": 60.0,  # 47.4: micro-batch 1 +119%, 2 +51%, 4-12 +28..+30%, DeepEP +45.5% (49.0 before the unfused router / permutation, 84; 45.7 before RCCL's mesh all-to-all, 113 (a); 44.6 before the rows stated Primus's round-robin routing, 125 (a))
     "Primus MoE package (8 MI355X DeepSeek-V2-Lite) device memory": 25.0,  # 18.8: -7.9..-27.4%
-    "Primus MoE package (32 MI355X DeepSeek-V2)": 75.0,  # 61.8: +57.3 / +58.3 / +69.8% (64.6 before 84, 62.3 before 113 (a))
+    "Primus MoE package (32 MI355X DeepSeek-V2)": 75.0,  # 64.2: +57.3 / +58.3 / +77.1% (64.6 before 84, 62.3 before 113 (a), 61.8 before 125 (a))
     "AMD performance page, Megatron-LM (64 MI325X Llama 3.1 8B FP8)": 10.0,  # 7.1: -7.1% (dense, the development bound)
     # 11.2: +11.2% with strategy.moe_sync_free (-30.3% while the per-expert host launches the ragged grouped GEMM does
     # not issue were charged); NVIDIA's B200 EP 1 GPT-OSS rows are +16-17% (known-gaps 57 (s), (u))
@@ -59,12 +59,14 @@ def test_device_memory_is_the_whole_estimate(run):
 
 def test_fused_loss_and_deepep_gains_at_one_layout(run):
     """TE's fused cross-entropy over the unfused one: measured 1.021 / 1.001, predicted 1.022 / 1.008 (Lite / V2);
-    Primus-Turbo's DeepEP over the all-to-all: measured 1.130 / 1.107, predicted 1.093 / 1.188 (-3.3 / +7.3%)."""
+    Primus-Turbo's DeepEP over the all-to-all: measured 1.130 / 1.107, predicted 1.261 / 1.239 (+11.6 / +11.9%) now that
+    the rows state Primus's round-robin routing (a token on 1.5 / 1.2 EP ranks, not 4.5 / 3.0: DeepEP sends a third /
+    two fifths of what it sent; docs/known-gaps.md 125 (a)). DeepEP gains less on MI355X than its bytes say (125 (b))."""
     loss = p28.option_pairs(run, "loss_impl", "te", "vocab-parallel-unfused")
     deepep = p28.option_pairs(run, "moe_dispatcher", "flex", "alltoall")
     assert len(loss) == len(deepep) == 2
     assert all(abs(pred / meas - 1.0) < 0.03 for _, meas, pred in loss)
-    assert all(abs(pred / meas - 1.0) < 0.12 for _, meas, pred in deepep)
+    assert all(1.0 < meas < pred < 1.15 * meas for _, meas, pred in deepep)
 
 
 def test_micro_batch_series_against_micro_batch_1(run):
