@@ -85,6 +85,7 @@ from perf_mbridge26 import (
     print_missing_per_token_layer,
     print_worst,
 )
+from perf_mbridge26 import rows as mbridge_rows
 
 DATA = Path(__file__).resolve().parent / "data" / "heldout_2026c_mbridge.csv"
 MLPERF = Path(__file__).resolve().parent / "data" / "heldout_2026c_mlperf_nvidia.csv"
@@ -107,9 +108,52 @@ SCALE_SERIES = (
      ("mlperf5.1_krai_h200_llama2_70b_lora_fp8_32gpu", "mlperf5.1_krai_h200_llama2_70b_lora_fp8_64gpu")),
 )
 
+# cudnn-frontend's grouped GEMM + dGLU kernel with the fc1 bias gradient (grouped_gemm_dglu_wrapper_sm100, generate_dbias),
+# which TE's fused grouped MLP runs for biased experts (GPT-OSS; DeepSeek-V3 and Qwen3 have none): "10x slower" from
+# cudnn-frontend 1.24.0 (NVIDIA/cudnn-frontend issue 256, 2026-05-27); PR 322 (2026-06-23, CUTLASS DSL 4.5.0, SM100,
+# the issue's shape) times it at 1,362.768 us regressed, 155.632 us fixed (139.392 us without dbias). Megatron-Bridge
+# v0.5.1 (the 26.06.01 lines) pins cudnn-frontend 1.24.0 and nvidia-cutlass-dsl 4.5.0 where v0.5.0 (26.06) pinned
+# 1.23.0 / 4.4.1 (pyproject.toml, docker/Dockerfile.ci); its GPT-OSS configs are unchanged (docs/known-gaps.md 124 (a)).
+DGLU_DBIAS_US = {"regressed": 1362.768, "fixed": 155.632}
+# a line's twin in perf_mbridge26: the same job one release earlier (the columns that state it must agree)
+TWIN_COLUMNS = ("system", "model", "precision", "gpu_count", "global_batch_seqs", "micro_batch", "seq_len", "tp", "pp",
+                "cp", "ep", "cuda_graphs", "moe_dispatcher", "moe_a2a_overlap", "fp8_attention")
+
 
 def rows() -> list[dict[str, str]]:
     return list(csv.DictReader(DATA.open(encoding="utf-8")))
+
+
+def dglu_regression(release: str = "26.06.01", before: str = "26.06") -> list[tuple[str, float, float]]:
+    """(row, measured seconds a decoder layer and micro-batch above its twin, the regressed dGLU kernel's excess) for
+    each GPT-OSS line of `release` with a twin of `before` in perf_mbridge26 (TWIN_COLUMNS equal). The excess is PR 322's
+    measured ratio (DGLU_DBIAS_US) less one, times the estimate's time for that kernel's GEMM (fc2's data gradient over
+    the routed slots of one micro-batch, balanced routing, on the row's MXFP8 rate): what the kernel's own slowdown
+    explains, if it scales with its GEMM. A diagnostic (docs/known-gaps.md 124 (a)); nothing is charged."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.estimate import calibration, compute
+    from trainsizer.scenario import resolve_job
+
+    twins = {tuple(r[c] for c in TWIN_COLUMNS): r for r in mbridge_rows() if r["release"] == before}
+    ratio = DGLU_DBIAS_US["regressed"] / DGLU_DBIAS_US["fixed"]
+    cat = load_catalog()
+    out = []
+    for r in rows():
+        twin = twins.get(tuple(r[c] for c in TWIN_COLUMNS))
+        if r["release"] != release or "gpt_oss" not in r["id"] or twin is None:
+            continue
+        sc = resolve_job(mbridge_job(r), cat)
+        m, gpus = sc.model, int(r["gpu_count"])
+        tp, pp, cp = int(r["tp"]), int(r["pp"]), int(r["cp"])
+        mb, seq, gbs = int(r["micro_batch"]), int(r["seq_len"]), int(r["global_batch_seqs"])
+        passes = gbs // (gpus // (tp * pp * cp) * mb) * (m.layers // pp)  # micro-batches x layers a GPU
+        tokens = gbs * seq / gpus  # a GPU's tokens a step
+        extra = tokens * (1.0 / float(r["tokens_per_sec_per_gpu"]) - 1.0 / float(twin["tokens_per_sec_per_gpu"])) / passes
+        rt = calibration.rates(sc.system, sc.training.precision, fp8_recipe=sc.training.fp8_recipe)
+        slots = mb * seq / (tp * cp) * m.experts_per_token
+        gemm = float(compute.gemm_time(slots, m.expert_ffn, m.hidden, rt))
+        out.append((r["id"], extra, (ratio - 1.0) * gemm))
+    return out
 
 
 def cases() -> list[tuple[str, str, float, float]]:
@@ -159,6 +203,10 @@ def main() -> None:
     print_groups(cs, {r["id"]: r for r in rows()}, ("release", "system", "precision", "model"))
     print_worst(cs, 8)
     print_missing_per_token_layer(cs, {r["id"]: r for r in rows()})
+    print("26.06.01 GPT-OSS lines over their 26.06 twins, ms a layer and micro-batch: measured, and cudnn-frontend 1.24's "
+          "dGLU-dbias regression at PR 322's ratio (known-gaps 124 (a)):")
+    for rid, extra, charge in dglu_regression():
+        print(f"  {rid:54s} measured {1e3 * extra:6.2f}  kernel ratio {1e3 * charge:5.2f}")
     mc = mlperf_cases()
     errs = print_cases(mc, blank_line=True)
     print(f"\nMLPerf v5.0 / v5.1 other submitters, NVIDIA's implementation (held out, nothing fitted): n={len(mc)} MAPE "

@@ -148,3 +148,16 @@ def test_gpt_oss_host_free_diagnostic_splits_the_host_terms_from_the_gpu_side():
             assert free > err, rid
     h100 = [free - err for rid, err, free in out if by[rid]["system"] == "H100"]
     assert len(h100) == 3 and all(d > 0.2 for d in h100)
+
+
+def test_26_06_01_gpt_oss_lines_lose_more_than_the_dglu_kernels_measured_regression():
+    """docs/known-gaps.md 124 (a): the 26.06.01 GPT-OSS lines run the 26.06 config on an image with cudnn-frontend 1.24.0
+    and CUTLASS DSL 4.5.0; measured, they take 8.7 / 9.1 ms more a decoder layer and micro-batch than their 26.06 twins,
+    and the dGLU-dbias kernel's own slowdown (cudnn-frontend PR 322's ratio on the estimate's time for its GEMM)
+    explains 3.3 / 3.8 ms of it: about 40%, so the regression is not that ratio on that kernel alone."""
+    out = {rid: (extra, charge) for rid, extra, charge in ph.dglu_regression()}
+    assert set(out) == {"mbridge_26.06.01_gb300_gpt_oss_120b_fp8-mx_64gpu",
+                        "mbridge_26.06.01_gb200_gpt_oss_120b_fp8-mx_64gpu"}
+    for extra, charge in out.values():
+        assert 8e-3 < extra < 10e-3  # reached 8.71 / 9.14 ms
+        assert 0.3 * extra < charge < 0.5 * extra  # reached 0.37 / 0.42
