@@ -25,7 +25,8 @@ row reads as a user's job file; every assumed setting is in its `assumed` column
 Printed: each row (published, predicted, error), per-source MAPE, the worst rows with the estimate's step breakdown,
 the micro-batch series (per-GPU rate against micro-batch 1, measured and predicted), the fused-loss and DeepEP gains at
 one layout, the device memory line a + b x micro-batch of the Lite baseline rows and the DeepEP row's memory against
-the all-to-all row's (docs/known-gaps.md 113 (b)), refused rows (each a bug: these runs were made) and rows whose measured run the memory estimate says does not
+the all-to-all row's (docs/known-gaps.md 113 (b)), the V2 DeepEP row at VPP 3 over VPP 1 against the README's bar
+(125 (c)), refused rows (each a bug: these runs were made) and rows whose measured run the memory estimate says does not
 fit.
 
 Sign: (predicted - published) / published; for tokens/s + = predicted too fast, for memory + = predicted too large.
@@ -134,6 +135,23 @@ def stage1_gain() -> tuple[float, float]:
     return STAGE1_MEASURED_GAIN, on.predicted / base.predicted
 
 
+# Primus's README V2 chart past the rows (images/DeepSeekV2_tks_speedup_mi355.png at b3699abf7): 'Pre+VPP3' over
+# 'Pre+LaunchOpt', 2,298.6 -> 2,308.0 tokens/s a GPU, interleaving 3 chunks a rank on the DeepEP layout with the MoE
+# layers' host syncs still in (LaunchOpt is NUMA binding and a kernarg pool, host-side, no job field; a bar, not a row:
+# docs/known-gaps.md 125 (c))
+VPP3_MEASURED_GAIN = 2308.0 / 2298.6
+VPP3_ROW = "primus_2025-12_mi355x_dsv2_lossfusion_deepep_32gpu"
+
+
+def vpp3_gain() -> tuple[float, float, float, float]:
+    """(measured gain, predicted gain, predicted bubble at VPP 1, at VPP 3 in s) of the V2 DeepEP row estimated again
+    with 3 virtual stages a rank (vpp 3) over the row as stated (vpp 1)."""
+    row = next(r for r in rows() if r["id"] == VPP3_ROW)
+    (base, res1, _), (on, res3, _) = ph.estimate_rows([row, dict(row, vpp="3")])
+    bubble = [float(r["time"]["breakdown_s"]["pp_bubble"]) for r in (res1, res3)]
+    return VPP3_MEASURED_GAIN, on.predicted / base.predicted, bubble[0], bubble[1]
+
+
 def main() -> None:
     run = run_all()
     p28.print_rows(run)
@@ -142,6 +160,9 @@ def main() -> None:
     print_memory(run)
     meas, pred = stage1_gain()
     print(f"sync-free stage 1 (fused router + permutation) over the DeepEP row: measured {meas:.3f} predicted {pred:.3f}")
+    meas, pred, b1, b3 = vpp3_gain()
+    print(f"V2 DeepEP row at VPP 3 over VPP 1 (README 'Pre+VPP3' over 'Pre+LaunchOpt'): measured {meas:.3f} predicted "
+          f"{pred:.3f} (pipeline bubble {b1 * 1e3:.0f} -> {b3 * 1e3:.0f} ms a step)")
     p28.print_pairs_and_refusals(run)
 
 
