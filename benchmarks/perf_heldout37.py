@@ -16,8 +16,10 @@ chunk: loss_impl upcast-held).
 - The config hub table: config_hub/finetune/README.md at 00af8b0d (2024-09-27), every '1xA10G' row, with
   config_hub/finetune/<model>/<method>.yaml and litgpt/finetune/ at that commit: 'Peak memory' (the same
   max_memory_allocated / 1e9) and 'Training runtime' (fit(): the epochs over Alpaca2k's 1,900 or 1,923 training
-  samples, with LitGPT's periodic validation, which the estimate leaves out). Rows:
+  samples, and LitGPT's periodic validation: eval_forward_batches counts its forward passes). Rows:
   benchmarks/data/heldout_2026l_finetune_litgpt_a10g.csv. The peak is taken at a micro-batch padded to the 512 cutoff.
+  Their lengths are Alpaca2k's own (LitGPT's alpaca-2k.jpg: median 168 Llama 2 tokens, against the 52K Alpaca's 110;
+  benchmarks/alpaca2k_lengths.py, docs/known-gaps.md 127).
   Its QLoRA rows ran NF4 without double quantisation and are scored as NF4-DQ (said in each row); three full rows whose
   printed peak is below the weights, gradients and AdamW states their config must hold are refused.
 - The same table at 84a73fd0 (2024-03-27) ran Gemma 7B LoRA and QLoRA on one A100 ('1xA100'; the A10G could not hold
@@ -34,14 +36,16 @@ Columns: finetune_heldout.csv's (each row goes through finetune_heldout.row_case
 (the reason a stated row is not estimated), `nf4_dequant_dtype` and `lora_impl` (litgpt-2023: Lit-GPT before v0.3.1,
 whose LoRAQKVLinear builds its padding index from a Python list every forward; litgpt after it: docs/known-gaps.md
 104), (A10G) `flash_attention` and `lora_dropout` (the dropout each row's lora.py / config yaml sets: 0.05, Gemma
-0.1; 104 (d)); `peak_mem` is the published GB (1e9 B) of allocated memory
+0.1; 104 (d)), (2024) `eval_interval` (the yaml's eval.interval, optimizer steps) and `val_samples` (Alpaca2k's 2,000
+less the trained); `peak_mem` is the published GB (1e9 B) of allocated memory
 (`GB-allocated`) or OOM. Every setting the tables do not state is in the row's `assumed`. Two figures a row:
 - peak_gib: the published GB in GiB against the estimate less the CUDA context, NCCL buffers and fragmentation
   (finetune_heldout's GiB-active basis: max_memory_allocated counts none of them); the job runs every sample at
   seq_len (the longest, which the peak holds);
-- samples_s: samples_timed over the published minutes against the estimate's global batch over its step time, the
-  samples' lengths drawn as the row states (avg_tokens, length_sigma, max_tokens: unpacked, each micro-batch padded
-  to its longest; Alpaca's histogram as LitGPT publishes it, scaled per tokenizer).
+- samples_s: samples_timed over the published minutes against samples_timed over the estimate's time for them (the
+  training steps, and the 2024 rows' validation micro-batches at the estimate's forward), the samples' lengths drawn
+  as the row states (avg_tokens, length_sigma, max_tokens: unpacked, each micro-batch padded to its longest; the
+  histogram LitGPT publishes of each row's data set, scaled per tokenizer).
 A row the table prints as OOM is checked as a fit (metric 'fits', measured 0): the estimate should not fit the card
 either; it is reported, not put in a MAPE.
 
@@ -95,8 +99,55 @@ def memory_row(r: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def _step_s(sc) -> float:
-    return float(np.asarray(step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)["step_s"]).reshape(-1)[0])
+def _first(out: dict, key: str) -> float:
+    return float(np.asarray(out[key]).reshape(-1)[0])
+
+
+SANITY_BATCHES = 2  # fit()'s "Verifying settings" validate(max_iters=2) before the loop (lora.py / full.py, 00af8b0d)
+EVAL_MAX_ITERS = 100  # every config hub yaml's eval.max_iters
+NEW_TOKENS = 100  # every config hub yaml's eval.max_new_tokens: generate_example's tokens after each validation
+
+
+def evals(r: dict[str, str]) -> int:
+    """Validations inside the timed fit() of a config-hub row: one every eval_interval optimizer steps; 0 where the
+    row states no eval_interval (the 2023 table, timed over 1,000 iterations)."""
+    if not r.get("eval_interval"):
+        return 0
+    return int(r["samples_timed"]) // int(r["global_batch_seqs"]) // int(r["eval_interval"])
+
+
+def eval_forward_batches(r: dict[str, str]) -> int:
+    """Validation micro-batches inside the timed fit(): validate() over the whole validation set (eval.max_iters 100
+    covers it) at each of `evals`, and the sanity check's two."""
+    if not evals(r):
+        return 0
+    per_eval = -(-int(r["val_samples"]) // int(r["micro_batch"]))
+    if per_eval > EVAL_MAX_ITERS:
+        raise ValueError(f"{r['id']}: {per_eval} validation micro-batches, more than eval.max_iters {EVAL_MAX_ITERS}")
+    return evals(r) * per_eval + SANITY_BATCHES
+
+
+def _forward_s(r: dict[str, str], cat, archs: dict, **row) -> tuple[float, dict]:
+    """One micro-batch's forward (step_time 'forward_compute' / micro-batches: the layers, the LM head and the loss)
+    of the row, changed by `row`, and the step's outputs."""
+    sc = fh._scenario(dict(r, **row), cat, archs)
+    out = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)
+    return _first(out, "forward_compute") / _first(out, "micro_batches"), out
+
+
+def predicted_samples_s(r: dict[str, str], cat, archs: dict) -> float:
+    """samples_timed over the time the estimate gives fit(): the training steps; each validation micro-batch at the
+    forward of a training one (same lengths); each generate_example as NEW_TOKENS forwards of one position (KV-cached
+    decoding: every weight read for each token; the prompt's prefill and bitsandbytes' 4-bit inference kernel not
+    told apart). Checkpoint saves are not counted (docs/known-gaps.md 127)."""
+    fwd_s, out = _forward_s(r, cat, archs)
+    train_s = float(r["samples_timed"]) / float(r["global_batch_seqs"]) * _first(out, "step_s")
+    eval_s = eval_forward_batches(r) * fwd_s
+    if evals(r):
+        token_s, _ = _forward_s(r, cat, archs, avg_tokens="", length_sigma="", max_tokens="", seq_len="1",
+                                micro_batch="1", global_batch_seqs="1")
+        eval_s += evals(r) * NEW_TOKENS * token_s
+    return float(r["samples_timed"]) / (train_s + eval_s)
 
 
 def row_cases(r: dict[str, str], cat, archs: dict) -> list[Case]:
@@ -112,10 +163,9 @@ def row_cases(r: dict[str, str], cat, archs: dict) -> list[Case]:
            for c in fh.row_cases(memory_row(r), cat, archs)]
     if any(c.metric == "refused" for c in out):
         return out
-    sc = fh._scenario(r, cat, archs)
     # the published minutes as a rate (samples_timed over them), so + = predicted too fast as in the other benchmarks
     measured = float(r["samples_timed"]) / (float(r["minutes"]) * 60.0)
-    out.append(Case(r["id"], table, "samples_s", measured, sc.training.global_batch_seqs / _step_s(sc)))
+    out.append(Case(r["id"], table, "samples_s", measured, predicted_samples_s(r, cat, archs)))
     return out
 
 
