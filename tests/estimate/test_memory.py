@@ -408,6 +408,52 @@ def test_deepspeed_optimizer_step_peak() -> None:
     assert e8.items_bytes["optimizer_step_grad_buffers"] == pytest.approx(6.0 * P / 8, rel=1e-9)
 
 
+def test_foreach_adamw_step_holds_a_moment_sized_temporary() -> None:
+    # torch.optim.AdamW's foreach step (torch/optim/adam.py _multi_tensor_adam: exp_avg_sq_sqrt =
+    # torch._foreach_sqrt(exp_avg_sqs)) on one GPU, short sequences, bf16 model and states (the HF Trainer's
+    # adamw_torch on a bf16-loaded model): weights 2 + gradients 2 + moments 4 + the temporary 2 B a parameter
+    tr = Training(seq_len=256, global_batch_seqs=8, flash_attention=True)
+    st = Strategy(dp=1, micro_batch=1, recompute="full", framework="hf", optimizer_impl="foreach",
+                  optimizer_precision="bf16")
+    e = estimate_memory(LLAMA8, tr, h100(1), st)
+    P = LLAMA8.params_total
+    assert e.peak_phase == "optimizer step"
+    assert e.items_bytes["optimizer_step_foreach_temp"] == pytest.approx(2.0 * P, rel=1e-9)
+    assert e.items_bytes["optimizer_step_foreach_temp"] == pytest.approx(e.items_bytes["optimizer_states"] / 2)
+    assert "optimizer_step_grad_buffers" not in e.items_bytes
+    assert e.items_bytes.get("layer_activations", 0.0) == 0.0
+    worst, _ = memory_per_gpu_bytes(LLAMA8, tr, h100(1), st)
+    assert float(worst.reshape(-1)[0]) == pytest.approx(e.per_gpu_bytes, rel=1e-12)
+    # fp32 states (no optimizer_precision): a 4-byte temporary
+    e32 = estimate_memory(LLAMA8, tr, h100(1), Strategy(dp=1, micro_batch=1, recompute="full", framework="hf",
+                                                        optimizer_impl="foreach"))
+    assert e32.items_bytes["optimizer_step_foreach_temp"] == pytest.approx(4.0 * P, rel=1e-9)
+    # none for the fused kernel, optimizer in backward (one parameter's step in its hook), LoRA (adapters only),
+    # optimizer offload (the step on the host) or DeepSpeed's own step
+    lora = Training(seq_len=256, global_batch_seqs=8, flash_attention=True, method="lora", lora_rank=8)
+    for tr_, st_ in ((tr, Strategy(dp=1, micro_batch=1, recompute="full", framework="hf", optimizer_impl="fused")),
+                     (Training(seq_len=256, global_batch_seqs=1, flash_attention=True),
+                      Strategy(dp=1, micro_batch=1, recompute="full", framework="torchtune",
+                               optimizer_impl="foreach", optimizer_in_backward=True)),
+                     (lora, Strategy(dp=1, micro_batch=1, recompute="full", framework="hf", optimizer_impl="foreach")),
+                     (tr, Strategy(dp=1, zero=2, micro_batch=1, recompute="full", framework="hf",
+                                   optimizer_impl="foreach", offload="optimizer")),
+                     (tr, Strategy(dp=1, zero=2, micro_batch=1, recompute="full", framework="deepspeed",
+                                   optimizer_impl="foreach"))):
+        assert "optimizer_step_foreach_temp" not in estimate_memory(LLAMA8, tr_, h100(1), st_).items_bytes
+    # long sequences without recompute: the forward/backward peak wins, the temporary is not charged
+    long = Training(seq_len=32768, global_batch_seqs=8, flash_attention=True)
+    e = estimate_memory(LLAMA8, long, h100(1), Strategy(dp=1, micro_batch=1, framework="hf", optimizer_impl="foreach"))
+    assert e.peak_phase == "forward/backward" and "optimizer_step_foreach_temp" not in e.items_bytes
+
+
+def test_unknown_optimizer_impl_is_named_in_the_memory_estimate() -> None:
+    with pytest.raises(SpecError) as err:
+        estimate_memory(LLAMA8, TRAIN, h100(8), Strategy(dp=8, optimizer_impl="forEach"))
+    assert "strategy.optimizer_impl" in err.value.where and "foreach" in str(err.value)
+    assert "优化器实现" in err.value.render("zh")
+
+
 def test_optimizer_step_peak_only_for_deepspeed_zero12() -> None:
     tr = Training(seq_len=256, global_batch_seqs=8, flash_attention=True)
     for st in (Strategy(dp=1, zero=2, micro_batch=1, recompute="full", framework="fsdp"),

@@ -18,7 +18,11 @@ import perf_heldout35 as p35  # noqa: E402
 from harness import mape  # noqa: E402
 
 # metric -> MAPE bound (%); reached at landing in the comment
-BOUNDS = {"samples_s": 21.5, "peak_gib": 36.0}  # 19.5 (median -16.7%, known-gaps 118 (a)), 29.6 (median -29.1%)
+BOUNDS = {"samples_s": 21.5, "peak_gib": 36.0}  # 19.5 (median -16.7%, known-gaps 118 (a)), 28.3 (median -29.1%)
+# full 7B / 14B rows whose peak is torch's foreach AdamW step (known-gaps 128 (a)): weights, gradients, moments and the
+# step's moment-sized temporary, at any sample length (measured 74.3-78.8 GiB; -12.4 / -11.6 / -16.9 / -11.4% without it)
+STEP_PEAK_ROWS = ("swift_full_qwen-7b_2048", "swift_full_qwen-7b_4096", "swift_full_qwen-14b_2048",
+                  "swift_full_qwen-14b_4096")
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +96,10 @@ def test_each_figure_within_its_bound_and_every_estimated_row_scored_twice(cases
         assert mape(got) <= bound, (metric, mape(got))
     # memory predicted too small on every row (max_memory_reserved of variable-length batches: known-gaps 94 (b)) but
     # the one whose head card is full (101 (a): the allocator has no room to reserve past the allocated peak there)
-    assert all(c.err < 0 for c in cases if c.metric == "peak_gib" and c.row_id != "swift_full_qwen-14b_8192")
+    # and those peaking in the optimizer step, within 5% (+1.7 / -4.1 / -3.6 / -4.1% at landing)
+    mem = {c.row_id: c for c in cases if c.metric == "peak_gib" and not c.skipped}
+    assert all(c.err < 0 for rid, c in mem.items() if rid != "swift_full_qwen-14b_8192" and rid not in STEP_PEAK_ROWS)
+    assert all(abs(mem[rid].err) < 0.05 for rid in STEP_PEAK_ROWS)
 
 
 def test_full_over_lora_at_one_cutoff_as_measured(cases):
@@ -127,7 +134,8 @@ def test_the_memory_gap_splits_into_no_loss_path_bytes_and_the_allocators_reserv
     split = p35.gap_by_candidate(cases, samples=60)  # a short replay: the full one is the benchmark's (known-gaps 97)
     assert len(split) == 31  # the device_map rows: their last card, which holds the loss path
     for rid, gap, loss, e in split:
-        assert gap > 0 or rid == "swift_full_qwen-14b_8192", rid  # measured above the estimate (but on a full card)
+        # measured above the estimate, but on a full card and where the foreach step sets the peak (one shape)
+        assert gap > 0 or rid == "swift_full_qwen-14b_8192" or (rid in STEP_PEAK_ROWS and gap > -4.0), rid
         assert abs(loss) < 0.05, rid  # the Qwen-1 loss path holds what the estimate charges (candidate 1: none)
         # a roomy card reserves past the allocated peak; a full one needs less than that reserve
         assert all(r >= n >= 0 for r, n in zip(e.reserved_gib, e.needed_gib, strict=True)), rid

@@ -364,7 +364,7 @@ class Strategy:
     # a model chunk (Megatron-Core cpu_offloading_num_layers); one value for the whole batch
     activation_offload: bool | int = False
     optimizer_in_backward: bool = False  # each parameter stepped and its gradient freed in backward (torchtune)
-    optimizer_impl: Any = None  # "fused" | "foreach" (names.OPTIMIZER_IMPLS); None = fused; time only
+    optimizer_impl: Any = None  # "fused" | "foreach" (names.OPTIMIZER_IMPLS); None = fused; time and step peak
     ddp_impl: Any = None  # "torch" | "megatron" (names.DDP_IMPLS); None = the style's; time only
     # how activation checkpointing re-runs a layer: "non_reentrant" | "reentrant" | "reentrant_outer"
     # (names.CHECKPOINT_IMPLS); None = the style's (PerfStyle.checkpoint_impl); time only

@@ -78,6 +78,7 @@ from trainsizer.estimate.model_states import (
     load_memory_constants,
     lora_targets,
     nf4_recast,
+    optimizer_impl,
     param_layout,
     state_bytes,
 )
@@ -120,6 +121,10 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
                                     "of the gradient partition and its fp32 cast, live beside master weights "
                                     "and Adam states (stage_1_and_2.py step); Megatron-Core with bf16 gradient "
                                     "buffers: the fp32 cast of the optimizer shard's gradients"),
+    "optimizer_step_foreach_temp": ("optimizer", "torch.optim.AdamW's foreach step (strategy optimizer_impl "
+                                    "foreach): the square roots of the second moments, one moment-sized tensor "
+                                    "per parameter made at once, live beside weights, gradients and both moments "
+                                    "(torch/optim/adam.py _multi_tensor_adam)"),
     "layer_activations": ("activations", "tensors saved for backward by the stage's layers, all micro-batches "
                           "in flight (1F1B / interleaved)"),
     "recompute_working_set": ("activations", "one layer's activations re-created during backward under full "
@@ -340,6 +345,8 @@ class _Batch:
     no_sync_hold: Any = False
     # strategy.embedding_parallel false: the token embedding whole on every TP rank (`_stage_params`); its TP divisor
     emb_t: Any = 1.0
+    # torch.optim.AdamW's foreach step (strategy.optimizer_impl foreach, no optimizer in backward): its temporary
+    foreach_adamw: bool = False
 
     def ssum(self, cum: np.ndarray, start: np.ndarray, stop: np.ndarray, n: np.ndarray) -> np.ndarray:
         """Sum of a per-layer cumulative table over a stage's layers (interleaved: the stage's layer count at
@@ -490,7 +497,15 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   nf4_copies=2.0 if nf4_recast(training, getattr(strategy, "nf4_dequant_dtype", None)) else 1.0,
                   gathered_logits=gathered_logits,
                   no_sync_hold=bool(getattr(strategy, "fsdp_no_sync", None)) & (z >= 3) & (n_micro > 1),
-                  emb_t=1.0 if getattr(strategy, "embedding_parallel", None) is False else t)
+                  emb_t=1.0 if getattr(strategy, "embedding_parallel", None) is False else t,
+                  foreach_adamw=_foreach_adamw(training, strategy))
+
+
+def _foreach_adamw(training: Training, strategy: Strategy) -> bool:
+    """Whether the optimizer step is torch.optim.AdamW's foreach one over the whole model: optimizer adamw with
+    strategy.optimizer_impl foreach, and no optimizer in backward (each parameter's step in its own hook)."""
+    in_bwd = bool(getattr(strategy, "optimizer_in_backward", False))
+    return training.optimizer == "adamw" and optimizer_impl(strategy) == "foreach" and not in_bwd
 
 
 def _compiled(strategy: Strategy, name: str, training: Training) -> np.ndarray:
@@ -1550,15 +1565,21 @@ def _optimizer_step_peak(b: _Batch, items: dict[str, Any], total: Any, opt_param
     # DeepSpeed ZeRO-3 (framework deepspeed) steps its partition sub-group by sub-group (stage3.py step:
     # _prepare_fp32_grad_for_sub_group flattens and casts one sub-group's gradients, _release_sub_group frees them)
     z3_step = (~b.mega) & (z >= 3) & (~b.offload_opt) & b.ds_engine
-    if not (b.training.trains_base_weights and np.any(ds_step | mc_step | z3_step)):
+    deepspeed = ds_step | z3_step
+    # torch.optim.AdamW's foreach step elsewhere (the HF Trainer's adamw_torch, LitGPT, torch DDP / FSDP stacks):
+    # _multi_tensor_adam makes exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs), a moment-sized tensor for every
+    # parameter at once, before its addcdiv_ (torch/optim/adam.py; the same lines from torch 2.1 to 2.13)
+    fe_step = b.foreach_adamw & (~b.mega) & (~deepspeed) & (~b.offload_opt)
+    if not (b.training.trains_base_weights and np.any(deepspeed | mc_step | fe_step)):
         return total, step_peak
     w16, fp32 = b.w16, float(b.c["optimizer_step"]["fp32_grad_cast_bytes_per_param"])
-    deepspeed = ds_step | z3_step
     flat = np.where(deepspeed, w16 if w16 < fp32 else 0.0, 0.0)  # DeepSpeed's 16-bit flat copy (fp32 training: none)
     sub_group = float(b.c["optimizer_step"]["zero3_sub_group_params"])
     extra = (fp32 + flat) * np.where(z3_step, np.minimum(opt_params, sub_group), opt_params)
     step_items = {key: items[key] for key in STEP_STATE_ITEMS if key in items}
-    step_items["optimizer_step_grad_buffers"] = extra
+    step_items["optimizer_step_grad_buffers"] = np.where(fe_step, 0.0, extra)
+    # AdamW keeps two moments of one dtype: the temporary is half the state bytes per parameter
+    step_items["optimizer_step_foreach_temp"] = np.where(fe_step, 0.5 * b.st["optimizer"] * opt_params, 0.0)
     if b.options.overheads:
         oc = b.c["framework_overhead"]
         step_items["cuda_context"] = items["cuda_context"]
@@ -1566,7 +1587,7 @@ def _optimizer_step_peak(b: _Batch, items: dict[str, Any], total: Any, opt_param
         alloc = sum(v_ for k_, v_ in step_items.items() if k_ not in ("cuda_context", "nccl_buffers"))
         step_items["fragmentation"] = oc["allocator_fragmentation_fraction"] * alloc
     step_total = sum(step_items.values())
-    step_peak = (deepspeed | mc_step) & (step_total > total)
+    step_peak = (deepspeed | mc_step | fe_step) & (step_total > total)
     total = np.where(step_peak, step_total, total)
     if detail:
         for key in set(items) | set(step_items):
@@ -1749,8 +1770,9 @@ def estimate_memory(
     stage = list(r["stages"])[int(np.asarray(r["worst_stage"]).reshape(-1)[0])]
     sd = r["stages"][stage]
     items = {k: float(np.asarray(val).reshape(-1)[0]) for k, val in sd["items"].items()}
-    if not items.get("optimizer_step_grad_buffers"):
-        items.pop("optimizer_step_grad_buffers", None)
+    for step_key in ("optimizer_step_grad_buffers", "optimizer_step_foreach_temp"):
+        if not items.get(step_key):
+            items.pop(step_key, None)
     p = int(strategy.pp)
     n_layers = int(np.asarray(sd["n_layers"]).reshape(-1)[0])
     mega = bool(r["mega"].reshape(-1)[0])

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from trainsizer.errors import SpecError
+from trainsizer.errors import SpecError, did_you_mean
 from trainsizer.estimate.inputs import OPTIMIZERS, PRECISIONS, Training, act_bytes
 from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
@@ -37,6 +37,7 @@ from trainsizer.names import (
     LORA_LINEAR_TARGETS,
     LORA_TARGETS,
     MOE_ROUTINGS,
+    OPTIMIZER_IMPLS,
 )
 
 LORA_TARGET_NAMES = LORA_TARGETS  # trainsizer.names
@@ -383,6 +384,16 @@ def optimizer_state_bytes(training: Training, model: ModelArch | None) -> float:
         # Shazeer & Stern 2018: one fp32 row + one column vector per matrix: 4 * (1/rows + 1/cols).
         return 4.0 * c["adafactor_factored_vectors"] / model.hidden
     return float(c[training.optimizer])
+
+
+def optimizer_impl(strategy: Any) -> str:
+    """Strategy.optimizer_impl checked against names.OPTIMIZER_IMPLS (None = fused): the step time's optimizer
+    traffic and the memory estimate's foreach step peak both read it."""
+    impl = getattr(strategy, "optimizer_impl", None) or "fused"
+    if impl not in OPTIMIZER_IMPLS:
+        raise SpecError("strategy.optimizer_impl", msg("error_unknown_name", kind=msg("kind_optimizer_impl")),
+                        value=impl, allowed=OPTIMIZER_IMPLS, suggestion=did_you_mean(impl, OPTIMIZER_IMPLS))
+    return str(impl)
 
 
 def state_bytes(training: Training, model: ModelArch | None, profile: str) -> StateBytes:

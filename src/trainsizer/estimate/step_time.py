@@ -74,6 +74,7 @@ from trainsizer.estimate.model_states import (
     lora_targets,
     lora_trainable_params,
     nf4_recast,
+    optimizer_impl,
 )
 from trainsizer.estimate.partial_recompute import strategy_chunk_shares
 from trainsizer.estimate.validate import check_strategy, require_one_strategy, shard_groups, strategy_arrays
@@ -88,7 +89,6 @@ from trainsizer.names import (
     FSDP_MODES,
     MOE_DISPATCHERS,
     NORM_KERNELS,
-    OPTIMIZER_IMPLS,
     ZERO3_BUCKET_SIZES,
     ZERO3_EXPERT_FETCHES,
 )
@@ -772,7 +772,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  m=pipeline.micro_batches(training.global_batch_seqs, d, b),
                  tok=b * seqs * row / c, act=r.act_bytes, row=row, span=span,
                  strategy_dispatcher=str(getattr(strategy, "moe_dispatcher", "auto")),
-                 optimizer_impl=_optimizer_impl(strategy), loss_impl=str(getattr(strategy, "loss_impl", "auto")),
+                 optimizer_impl=optimizer_impl(strategy), loss_impl=str(getattr(strategy, "loss_impl", "auto")),
                  recompute_modules=getattr(strategy, "recompute_modules", None),
                  full_share=(a["recompute"] == 2) * strategy_chunk_shares(
                      strategy, model.layers / np.maximum(a["pp"] * np.maximum(a["vpp"], 1.0), 1.0)).rerun,
@@ -3029,15 +3029,6 @@ def _zero3_on_demand(x: _Step, g: _Grads, mb: _MicroBatch, z3_ag, z3_rs, lat, p_
     rs = z3_rs + np.maximum(n_rs - 1.0, 0.0) * lat
     hidden = np.where(np.asarray(fw.zero3_rs_overlap), np.minimum(rs, g.window), 0.0)
     return ag + rs - (1.0 - x.k.overlap_interference) * hidden
-
-
-def _optimizer_impl(strategy: Any) -> str:
-    """Strategy.optimizer_impl checked against names.OPTIMIZER_IMPLS (None = fused)."""
-    impl = getattr(strategy, "optimizer_impl", None) or "fused"
-    if impl not in OPTIMIZER_IMPLS:
-        raise SpecError("strategy.optimizer_impl", msg("error_unknown_name", kind=msg("kind_optimizer_impl")),
-                        value=impl, allowed=OPTIMIZER_IMPLS, suggestion=did_you_mean(impl, OPTIMIZER_IMPLS))
-    return str(impl)
 
 
 def _optimizer(x: _Step, g: _Grads, mb: _MicroBatch) -> np.ndarray:
