@@ -51,13 +51,15 @@ either; it is reported, not put in a MAPE.
 
 Sign: (predicted - measured) / measured, + = predicted too fast (samples/s) or too much memory (GiB).
 
-Run: python benchmarks/perf_heldout37.py
+Run: python benchmarks/perf_heldout37.py   (--convexity: also length_convexity per row, ~1 minute)
 """
 
 from __future__ import annotations
 
 import csv
+import sys
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 
@@ -150,6 +152,23 @@ def predicted_samples_s(r: dict[str, str], cat, archs: dict) -> float:
     return float(r["samples_timed"]) / (train_s + eval_s)
 
 
+STRATA = 24  # equal-probability strata of a micro-batch's padded length (length_convexity)
+
+
+def length_convexity(r: dict[str, str], cat, archs: dict, strata: int = STRATA) -> float:
+    """Diagnostic, not in the score (known-gaps 127 (e)): the row's step time averaged over its micro-batches' padded
+    lengths, E[T(max of b lengths)], over the step time the estimate gives, T at E[max of b] (step_time._rows). The
+    max of b lognormal lengths has the quantile Q(u^(1/b)); each of `strata` equal-probability strata is run at its
+    midpoint as a job whose every sample is that long. Above 1 where short micro-batches sit on a floor (every weight
+    read, the host's launches) that the average one clears."""
+    mean, sigma = float(r["avg_tokens"]), float(r["length_sigma"])
+    cut, b = float(r["max_tokens"] or r["seq_len"]), int(r["micro_batch"])
+    z = np.array([NormalDist().inv_cdf(((j + 0.5) / strata) ** (1.0 / b)) for j in range(strata)])
+    lengths = np.minimum(mean * np.exp(sigma * z - 0.5 * sigma * sigma), cut)
+    each = [_first(_forward_s(r, cat, archs, avg_tokens=f"{x:.3f}", length_sigma="0")[1], "step_s") for x in lengths]
+    return float(np.mean(each)) / _first(_forward_s(r, cat, archs)[1], "step_s")
+
+
 def row_cases(r: dict[str, str], cat, archs: dict) -> list[Case]:
     """The row's peak GiB and minutes, its OOM check, or one refused case."""
     table = _table(r)
@@ -199,6 +218,12 @@ def main() -> None:
     print(f"refused or predicted not to fit: {len(refused)} row(s); OOM rows agreeing: "
           f"{sum(c.predicted == c.measured for c in oom)} of {len(oom)}")
     print_totals("perf_heldout37", cs)
+    if "--convexity" in sys.argv[1:]:
+        print("\nstep time over the padded lengths' strata / at their mean (length_convexity; not in the score):")
+        cat, archs = load_catalog(), models()
+        for r in rows():
+            if not r["refused"] and r["peak_mem"] != "OOM":
+                print(f"  {r['id']:42s} micro-batch {r['micro_batch']}  {length_convexity(r, cat, archs):.3f}")
 
 
 if __name__ == "__main__":

@@ -166,3 +166,16 @@ def test_fit_s_validation_passes_are_counted_where_the_row_states_its_interval()
     train_only = p37.predicted_samples_s(dict(gemma, eval_interval=""), cat, archs)
     # a fifth to a third of Gemma 2B's fit() validates and generates (25 x 39 forwards, 25 x 100 decoded tokens)
     assert 0.6 * train_only < with_eval < 0.9 * train_only
+
+
+def test_length_convexity_shows_short_micro_batches_on_a_floor():
+    """The diagnostic (not in the score, known-gaps 127 (e)): at micro-batch 1 a 7B LoRA step on the A10G costs more
+    averaged over Alpaca2k's lengths than at their mean (short samples sit on the weight-read floor); at micro-batch 4
+    the padded maxima are long and alike, and the two agree."""
+    rs = {r["id"]: r for r in p37.rows()}
+    cat, archs = p37.load_catalog(), p37.models()
+    assert p37.length_convexity(rs["litgpt24_falcon-7b_lora_a10g"], cat, archs) > 1.04
+    assert p37.length_convexity(rs["litgpt24_phi-2_lora_a10g"], cat, archs) == pytest.approx(1.0, abs=0.01)
+    # sigma 0: every micro-batch at the mean, nothing to average
+    assert p37.length_convexity(dict(rs["litgpt24_falcon-7b_lora_a10g"], length_sigma="0"), cat, archs, 4) == \
+        pytest.approx(1.0, abs=1e-9)
