@@ -723,6 +723,7 @@ class _Step:
     grad_accum_fusion: bool | None = None  # Strategy.gradient_accumulation_fusion (None = the style's)
     defer_wgrad: bool = False  # Strategy.defer_embedding_wgrad (None = off)
     wgrad_deferral_limit: Any = None  # Strategy.wgrad_deferral_limit (0 / None = every micro-batch deferred)
+    fsdp_no_sync: bool = False  # Strategy.fsdp_no_sync (None = off): FSDP2's sync on the last micro-batch only
 
     @property
     def routed_slots(self) -> Any:
@@ -789,7 +790,8 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  stage_edges=pipeline.stated_edges(strategy),
                  grad_accum_fusion=getattr(strategy, "gradient_accumulation_fusion", None),
                  defer_wgrad=bool(getattr(strategy, "defer_embedding_wgrad", None)),
-                 wgrad_deferral_limit=getattr(strategy, "wgrad_deferral_limit", None))
+                 wgrad_deferral_limit=getattr(strategy, "wgrad_deferral_limit", None),
+                 fsdp_no_sync=bool(getattr(strategy, "fsdp_no_sync", None)))
 
 
 def _model_attention_kernel(fw: PerfStyle, strategy: Any, model: ModelArch) -> PerfStyle:
@@ -2400,8 +2402,9 @@ def combined_1f1b_layer_s(attn_fwd: Any, mlp_fwd: Any, attn_bwd: Any, a2a: Any, 
 def _hp_grad_accum(x: _Step, n_stage: np.ndarray) -> np.ndarray:
     """Seconds per micro-batch of a separate fp32 gradient accumulation pass (_grad_accum_bytes) over the stage's
     decoder layers plus the vocabulary matrix it holds (first stage: embedding, last: LM head or the tied
-    embedding; one stage: both), trainable parameters only."""
-    nbytes = _grad_accum_bytes(x)
+    embedding; one stage: both), trainable parameters only; and FSDP2's unsharded gradient hold
+    (_fsdp2_grad_hold_bytes) over the same unsharded parameters."""
+    nbytes = _grad_accum_bytes(x) + _fsdp2_grad_hold_bytes(x)
     if not np.any(nbytes > 0):
         return np.zeros_like(n_stage)
     model = x.model
@@ -2413,6 +2416,27 @@ def _hp_grad_accum(x: _Step, n_stage: np.ndarray) -> np.ndarray:
                            float(model.embedding_params + model.lm_head_params)) / x.t
     local = (n_stage * layer_local + vocab_local) * trainable / p_total
     return np.where(nbytes > 0, compute.stream_time(local * nbytes, x.r, kernels=0.0), 0.0)
+
+
+def _fsdp2_grad_hold_bytes(x: _Step) -> np.ndarray:
+    """HBM bytes per local parameter per micro-batch, averaged over a step's m micro-batches, of FSDP2 accumulating
+    a stage's unsharded gradients while gradient sync is off (perf_constants.yaml optimizer.fsdp2_grad_hold_bytes:
+    the first micro-batch's cast to an fp32 reduce dtype, each later one's add): under pipelining where the stage
+    syncs once a step (PerfStyle.pp_fsdp_once_per_step: torch's pipelining stage turns sync off for every
+    micro-batch's backward and reduces after the last), or strategy.fsdp_no_sync with more than one micro-batch.
+    The unsharded gradients are the parameters after TP / EP, which _hp_grad_accum counts; 0 without FSDP or on a
+    one-rank shard group."""
+    once = np.asarray(x.fw.pp_fsdp_once_per_step, bool) & (x.p > 1)
+    m = np.maximum(np.asarray(x.m, float), 1.0)
+    # FSDP2 wraps a shard group of more than one rank only (torchtitan ParallelDims.fsdp_enabled: dp_shard x cp > 1)
+    hold = (x.zero >= 3) & (shard_groups(x.a)[0] > 1) & (once | (x.fsdp_no_sync & (m > 1.0)))
+    if not np.any(hold) or x.training.precision == "fp32":
+        return np.zeros_like(m)
+    b = x.k.raw["optimizer"]["fsdp2_grad_hold_bytes"]
+    fp32 = np.asarray(x.fw.grad_reduce_bytes, float) >= 4.0
+    first = np.where(fp32, b["first_fp32"], b["first_16bit"])
+    later = np.where(fp32, b["later_fp32"], b["later_16bit"])
+    return np.where(hold, (first + later * (m - 1.0)) / m, 0.0)
 
 
 def _grad_accum_bytes(x: _Step) -> np.ndarray:
