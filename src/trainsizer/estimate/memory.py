@@ -343,6 +343,9 @@ class _Batch:
     gathered_logits: bool = False
     # strategy.fsdp_no_sync with more than one micro-batch a step: unsharded gradients held (`_full_states`)
     no_sync_hold: Any = False
+    # torchtitan's pipelined FSDP2 syncs once a step (strategy.pp_fsdp_once_per_step not false): the stage's unsharded
+    # gradients held across micro-batches (`_framework_buffers` pp_hold)
+    pp_grad_hold: bool = True
     # strategy.embedding_parallel false: the token embedding whole on every TP rank (`_stage_params`); its TP divisor
     emb_t: Any = 1.0
     # torch.optim.AdamW's foreach step (strategy.optimizer_impl foreach, no optimizer in backward): its temporary
@@ -497,6 +500,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   nf4_copies=2.0 if nf4_recast(training, getattr(strategy, "nf4_dequant_dtype", None)) else 1.0,
                   gathered_logits=gathered_logits,
                   no_sync_hold=bool(getattr(strategy, "fsdp_no_sync", None)) & (z >= 3) & (n_micro > 1),
+                  pp_grad_hold=getattr(strategy, "pp_fsdp_once_per_step", None) is not False,
                   emb_t=1.0 if getattr(strategy, "embedding_parallel", None) is False else t,
                   foreach_adamw=_foreach_adamw(training, strategy))
 
@@ -1461,6 +1465,10 @@ def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any, loss_phase: 
     unsharded_grad = oc["fsdp2_pp_unsharded_grad_bytes_per_param"]
     if b.grad_reduce_in_fp32 is False:
         unsharded_grad = b.w16  # mixed_precision_reduce bf16: the reduce dtype is the parameters'
+    # a stage that syncs every micro-batch (strategy pp_fsdp_once_per_step false: NeMo AutoModel's stage module is no
+    # FSDP module, so FSDP2 reduce-scatters each micro-batch's gradients, known-gaps 24) holds no gradient across them,
+    # as the step time charges no hold pass (step_time._fsdp2_grad_hold_bytes; known-gaps 130 (e))
+    unsharded_grad = np.where(b.pp_grad_hold, unsharded_grad, 0.0)
     pp_hold = np.where(b.titan & (z >= 3) & (p > 1), (b.w16 + unsharded_grad) * stage_params, 0.0)
     if b.name == "torchtune":  # the units of the peak phase (`_torchtune_fsdp2_phase_units`)
         in_loss, in_layer = _torchtune_fsdp2_phase_units(b, DEFAULT_OPTIONS)
