@@ -24,7 +24,8 @@ least MIN_ROWS rows; every row counts once, so a source with many rows weighs mo
 Run: python benchmarks/accuracy_bands.py            (prints the table)
      python benchmarks/accuracy_bands.py --write    (and rewrites the data file)
      python benchmarks/accuracy_bands.py --rows megatron/moe/blackwell/domain   (that class's rows, worst last:
-       each with its part, GPUs, model, EP degree and MoE dispatcher; where a class's offset comes from)
+       each with its part, GPUs, model, EP degree and MoE dispatcher, grouped by each and by the dispatch path
+       (dispatcher, padded token drop or not); where a class's offset comes from)
 """
 
 from __future__ import annotations
@@ -292,17 +293,21 @@ def class_rows(classed: list[tuple[Row, tuple[str, ...]]], key: str, quantity: s
 
 def row_facts(row: Row) -> dict[str, str]:
     """The job facts a class listing groups by: part, model, EP degree, MoE dispatcher ('-' where the job states
-    none), as the job is written."""
+    none), as the job is written; path = the dispatcher and, where the job pads every expert to capacity
+    (strategy.moe_pad_to_capacity: Megatron-Core's token drop), "padded" after it: the alltoall dispatcher's two
+    paths carry opposite offsets (docs/known-gaps.md 132 (a))."""
     hw, st = row.job.get("hardware") or {}, row.job.get("strategy") or {}
     model = row.job.get("model")
+    dispatcher = str(st.get("moe_dispatcher", "-"))
     return {"part": str(hw.get("accelerator", "-")),
             "model": model if isinstance(model, str) else _inline_model_name(model or {}),
-            "ep": str(st.get("ep", 1)), "dispatcher": str(st.get("moe_dispatcher", "-"))}
+            "ep": str(st.get("ep", 1)), "dispatcher": dispatcher,
+            "path": dispatcher + (" padded" if st.get("moe_pad_to_capacity") else "")}
 
 
 def group_summary(rows: list[Row], fact: str) -> list[tuple[str, int, float, float]]:
     """(value of `fact`, rows, median signed error %, MAPE %) per value among `rows`, most rows first: which part,
-    model, EP degree or dispatcher carries a class's offset."""
+    model, EP degree, dispatcher or dispatch path carries a class's offset."""
     groups: dict[str, list[float]] = defaultdict(list)
     for row in rows:
         groups[row_facts(row)[fact]].append(100.0 * row.err)
@@ -340,7 +345,7 @@ def print_rows(classed: list[tuple[Row, tuple[str, ...]]], key: str) -> None:
             print(f"\n{key}: {len(rows)} {q} rows (signed %, + = predicted too {'fast' if q == 'time' else 'large'})")
             for row in rows:
                 print(row_line(row))
-            for fact in ("model", "part", "ep", "dispatcher"):
+            for fact in ("model", "part", "ep", "dispatcher", "path"):
                 print(f"  by {fact}: " + "; ".join(f"{k} n={n} median {med:+.1f} MAPE {m:.1f}"
                                                   for k, n, med, m in group_summary(rows, fact)))
 

@@ -188,6 +188,11 @@ def test_a_class_listing_holds_that_class_rows_worst_last(capsys):
     near = {"abs": 0.01}
     assert ab.group_summary(rows, "dispatcher") == [("flex", 2, pytest.approx(14.02, **near),
                                                      pytest.approx(15.98, **near))]
+    assert "by path: flex n=2 median +14.0" in out
+    padded = ab.Row("b3", "drop", "tokens_s", 100.0, 110.0,
+                    {"strategy": {"moe_dispatcher": "alltoall", "moe_pad_to_capacity": True}})
+    assert ab.row_facts(padded)["path"] == "alltoall padded"
+    assert ab.row_facts(ab.Row("b3", "dense", "tokens_s", 1.0, 1.0, {}))["path"] == "-"
     with pytest.raises(SystemExit, match="no held-out row falls in class 'megatron/moe/cdna'.*megatron/dense"):
         ab.print_rows(classed, "megatron/moe/cdna")
 
