@@ -12,7 +12,9 @@ perf_heldout35 row of the same setting (its job, cutoff and the peak the estimat
 
 Printed, not scored: measured GiB against the estimate's peak, and measured minutes (an upper bound on the training
 time) against the estimate's training minutes for 1,000 samples of length min(L, cutoff), L the page's dataset
-statistics as a lognormal.
+statistics as a lognormal. Then the LoRA rows' memory gap (measured - predicted) in both tables beside the caching
+allocator's reserve over the Qwen-1 loss path (allocator_replay.py, known-gaps 97 (b)) under each table's lengths:
+truncation_left's min(L, cutoff) here, 'delete''s kept lengths there (docs/known-gaps.md 128, item (b)).
 
 Run: python benchmarks/swift_first_table.py
 """
@@ -25,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+import allocator_replay as ar
 import finetune_heldout as fh
 import perf_heldout35 as p35
 from harness import scored
@@ -35,6 +38,7 @@ ROWS = Path(__file__).resolve().parent / "data" / "heldout_2026k_swift_a100_firs
 SAMPLES = 1000  # run_single.py at cfcb67265: train_dataset_sample=1000
 MIB = 2**20
 DATASET_MAX_TOKENS = 19548  # the page's longest sample (Qwen tokens); each run cuts at its cutoff (seq_len)
+CUTOFFS = (2048, 4096, 8192)  # the cutoffs both tables scored
 
 
 def rows() -> list[dict[str, str]]:
@@ -68,11 +72,50 @@ def compare() -> list[tuple[str, str, float, float, float, float]]:
              training_minutes(by_id[t["row"]], cat, archs)) for t in rows()]
 
 
+def truncated_length_draws(cutoff: int, samples: int = SAMPLES, seeds: int = p35.REPLAY_SEEDS) -> list[list[int]]:
+    """`seeds` draws of the lengths truncation_left leaves at `cutoff`: the page's statistics as a lognormal (at least
+    its shortest sample), min(L, cutoff), in the order drawn (as perf_heldout35.kept_length_draws for 'delete')."""
+    mean, spread = dataset_lengths()
+    mu = math.log(mean) - spread**2 / 2
+    draws = []
+    for seed in range(seeds):
+        x = np.random.default_rng(seed).lognormal(mu, spread, 4 * samples).astype(int)
+        draws.append([int(min(n, cutoff)) for n in x[x >= p35.DATASET_MIN_TOKENS][:samples]])
+    return draws
+
+
+def reserve_by_length_mix(samples: int = SAMPLES, vocab: int = 151936) -> list[tuple[int, tuple, tuple]]:
+    """(cutoff, GiB reserved over allocated per seed under truncation_left's lengths, the same under 'delete''s):
+    the caching allocator replayed over the Qwen-1 loss path (vocab: Qwen-1 1.8B / 7B), batch 1."""
+    out = []
+    for cutoff in CUTOFFS:
+        over = [tuple((a.peak_reserved - a.peak_allocated) / ar.GIB for a in (ar.replay(d, vocab) for d in draws))
+                for draws in (truncated_length_draws(cutoff, samples), p35.kept_length_draws(cutoff, samples))]
+        out.append((cutoff, over[0], over[1]))
+    return out
+
+
+def lora_gaps(compared: list[tuple]) -> dict[str, tuple[float, float]]:
+    """Per LoRA model-and-cutoff row: (gap in this table, gap in perf_heldout35's), GiB measured - predicted."""
+    published = {c.row_id: c.measured - c.predicted for c in scored(p35.cases(), "peak_gib")}
+    return {rid: (gib - pred, published[rid]) for rid, _, gib, pred, _, _ in compared
+            if rid.startswith("swift_lora_qwen-") and rid.rsplit("_", 1)[-1].isdigit() and rid in published}
+
+
 def main() -> None:
     print("ms-swift's first benchmark page (cfcb67265, 2023-12-14): truncation_left, 1,000 samples, one A100 80GB")
     print(f"  {'perf_heldout35 row':32s} {'GiB meas':>8s} {'pred':>6s} {'err':>7s}   {'min meas':>8s} {'pred':>6s}")
     for rid, _, gib, pred, minutes, pred_min in compare():
         print(f"  {rid:32s} {gib:8.2f} {pred:6.2f} {100 * (pred / gib - 1):+6.1f}%   {minutes:8.2f} {pred_min:6.2f}")
+    gaps = lora_gaps(compare())
+    print("\nLoRA memory gap (measured - predicted GiB), this table (truncation_left) / perf_heldout35's ('delete'), and the")
+    print(f"allocator's reserve over the loss path's allocated peak under each table's lengths ({p35.REPLAY_SEEDS} seeds, "
+          f"{SAMPLES} samples; known-gaps 128 (b)):")
+    for cutoff, trunc, delete in reserve_by_length_mix():
+        rows_ = [g for rid, g in gaps.items() if rid.endswith(f"_{cutoff}")]
+        first, pub = [g[0] for g in rows_], [g[1] for g in rows_]
+        print(f"  cutoff {cutoff:5d}: gap {min(first):+5.1f} .. {max(first):+5.1f} / {min(pub):+5.1f} .. {max(pub):+5.1f};"
+              f"  replay {min(trunc):5.1f} .. {max(trunc):5.1f} / {min(delete):5.1f} .. {max(delete):5.1f}")
 
 
 if __name__ == "__main__":
