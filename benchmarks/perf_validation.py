@@ -76,13 +76,13 @@ def _source_key(row: dict) -> str:
     return rid
 
 
-def gpt_model(row: dict, *, gelu=True, tied=False, learned=True, name="gpt") -> ModelArch:
+def gpt_model(row: dict, *, gelu=True, tied=False, learned=True, name="gpt", position=None) -> ModelArch:
     h = whole(row["hidden"])
     heads = whole(row["heads"])
     return ModelArch(name=name, family="gpt", layers=whole(row["layers"]), hidden=h, heads=heads,
                      kv_heads=whole(row["kv_heads"], heads) or heads, ffn=whole(row["ffn"], 4 * h) or 4 * h,
                      vocab=whole(row["vocab"]), mlp="gelu" if gelu else "swiglu", norm="layernorm",
-                     position="learned" if learned else "rope", max_position=whole(row["seq_len"]),
+                     position=position or ("learned" if learned else "rope"), max_position=whole(row["seq_len"]),
                      tied_embeddings=tied, qkv_bias=True, out_bias=True, mlp_bias=True)
 
 
@@ -159,7 +159,8 @@ def predict_row(row: dict, selene_gb: int = 80) -> tuple[float, str]:
         # ops on the logits' fp32 copy (tensor_parallel/cross_entropy.py at f2e5db402c)
         loss = "vocab-parallel-unfused"
     elif src == "BLOOM":
-        model = gpt_model(row, learned=False)  # ALiBi, no position embedding
+        # ALiBi (BLOOM paper s3.2): no position embedding and no RoPE ops (an eager style would charge RoPE's)
+        model = gpt_model(row, position="alibi")
         system = a100(gpus, 80, nic_gb_s=payload_gb_s(6.25, None))
         flash = False
         fw = MEGATRON_DEEPSPEED_BF16

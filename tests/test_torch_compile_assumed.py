@@ -1,5 +1,6 @@
 """strategy.torch_compile left unstated takes the stack's default (PerfStyle.compiles_by_default: the HF Trainer,
-torchtune and torchtitan run eager unless asked; Megatron / DeepSpeed their own fused kernels), resolved in one place
+torchtune, torchtitan and the DeepSpeed-era stacks (GPT-NeoX, Megatron-DeepSpeed) run eager unless asked; Megatron /
+Megatron-Core their own fused kernels), resolved in one place
 (framework.torch_compile_of) for the scalar and batch estimates alike, per candidate where "auto" picks the stack; the
 estimate says which it assumed and why, in JSON and table (en / zh). A job that states it keeps it."""
 
@@ -38,7 +39,7 @@ def _table(res: dict, lang: str) -> str:
 
 def test_the_stacks_that_run_eager_unless_asked():
     eager = sorted(name for name, style in PERF_STYLES.items() if not style.compiles_by_default)
-    assert eager == ["hf", "torchtitan", "torchtune"]
+    assert eager == ["deepspeed", "hf", "torchtitan", "torchtune"]
     for name in eager:  # each says why in both languages
         for lang in ("en", "zh"):
             assert "torch_compile: true" in t(f"torch_compile_default_{name}", lang)

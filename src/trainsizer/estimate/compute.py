@@ -167,9 +167,20 @@ def _norm_residual_rope_bytes(model: ModelArch, shapes: ModelShapes, eager_bytes
     fused_norms, rest, fused_rope = 2.0 * 4.0 * h, 2.0 * 7.0 * h, 2.0 * 2.0 * qkv
     eager_norm = model.norm == "rmsnorm" and _runs_eager(norm_kernel, fused_rest)
     norms = 2.0 * eager_bytes["rmsnorm"] * h if eager_norm else fused_norms
-    rope = fused_rope if fused_rest or model.position != "rope" else np.asarray(rope_bytes, float) * qk
+    eager_rope = fused_rest or model.position != "rope"
+    rope = fused_rope if eager_rope else _eager_rope_bytes(model, rope_bytes, eager_bytes) * qk
     return norms + rest + rope + _qk_norm_bytes(model, qk, eager_bytes, eager_norm, fused_rest), \
         fused_norms + rest + fused_rope
+
+
+def _eager_rope_bytes(model: ModelArch, rope_bytes: Any, eager_bytes: dict[str, float]) -> Any:
+    """Forward HBM bytes per q / k element of eager RoPE: the style's count over the rotated share of each head
+    (ModelArch.rotary_fraction), and under a partial rotary the concatenation of the rotated slice with the rest
+    (GPT-NeoX megatron/model/transformer.py ParallelSelfAttention.forward at v1.0: query_rot / query_pass slices,
+    apply_rotary_pos_emb, torch.cat((query_layer, query_pass)); HF modeling_gpt_neox.py likewise;
+    perf_constants.yaml gemm.eager_bytes_per_element rope_partial_cat)."""
+    f = float(model.rotary_fraction)
+    return np.asarray(rope_bytes, float) * f + (eager_bytes["rope_partial_cat"] if f < 1.0 else 0.0)
 
 
 def _qk_norm_bytes(model: ModelArch, qk: float, eager_bytes: dict[str, float], eager_norm: bool,

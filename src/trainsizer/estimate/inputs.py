@@ -357,6 +357,8 @@ class Strategy:
     # Megatron-Core fused_single_qkv_rope: RoPE on the unsplit qkv in one TE kernel, which takes no YaRN mscale, so a
     # model with an attention factor (gpt-oss) runs no unfused RoPE; None = off
     fused_qkv_rope: Any = None
+    # GPT-NeoX's flash wrapper copies q, k, v into the packed layout and the output back (step_time._flash_qkv_pack_time)
+    flash_qkv_pack: Any = None
     # Megatron-Core use_transformer_engine_op_fuser (NeMo USE_TE_OPS): TEFusedMLP's activation writes the FP8 operands
     # its neighbours read, and at TP 1 NeMo's TEFusedLoRALinear fuses the adapters into the base GEMMs; None = off
     te_op_fuser: Any = None

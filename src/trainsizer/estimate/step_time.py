@@ -258,6 +258,9 @@ class PerfStyle:
     # its fused RoPE takes no YaRN attention factor (Transformer Engine fused_apply_rotary_pos_emb), so a model whose
     # factor is not 1 (ModelArch.rope_attention_factor) runs RoPE unfused (Megatron-Core: _rope_unfused_time)
     rope_mscale_unfused: bool = False
+    # the attention wrapper copies q, k, v into flash's packed layout and the output back (GPT-NeoX v1.0; a job's
+    # strategy.flash_qkv_pack, no style's default: _flash_qkv_pack_time)
+    flash_qkv_pack: bool = False
     # ZeRO-1 all-reduces the gradients, not RS (DeepSpeed PipelineEngine v0.3 buffered_allreduce_fallback,
     # BF16_Optimizer); ZeRO-2 reduces in hooks either way
     zero1_grad_allreduce: bool = False
@@ -517,6 +520,8 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["moe_torch_grouped_mm"] = impl == "grouped_mm"
     if getattr(strategy, "fused_qkv_rope", None):  # Megatron-Core fused_single_qkv_rope (_rope_unfused_time)
         changes["rope_mscale_unfused"] = False
+    if getattr(strategy, "flash_qkv_pack", None):  # GPT-NeoX's flash wrapper copies (_flash_qkv_pack_time)
+        changes["flash_qkv_pack"] = True
     ckpt = getattr(strategy, "checkpoint_impl", None)
     if ckpt is not None:  # how recompute re-runs a layer around / inside the FSDP unit (_reentrant_outer_exposed)
         if ckpt not in CHECKPOINT_IMPLS:
@@ -1011,6 +1016,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
         lt = dataclasses.replace(lt, head_fwd=lt.head_fwd + d, head_bwd=lt.head_bwd + d)
     layer_mb = lt.fwd + lt.bwd + _nf4_dequant_time(x)
     return lt, (layer_mb + _lora_adapters(x) + _expert_bias_time(x) + _activation_clamp_time(x) + _rope_unfused_time(x)
+                + _flash_qkv_pack_time(x)
                 + _moe_unfused_time(x) + _moe_eager_glue_time(x)
                 + _sp_layout_copies(x) + _eager_swiglu_backward_time(x) + _amp_fp32_weights_time(x))
 
@@ -1330,6 +1336,21 @@ def _rope_unfused_time(x: _Step) -> Any:
     width = (m.q_dim + m.kv_dim) / x.t * m.attention_layers / m.layers
     t = compute.stream_time(x.tok * width * (b["forward"] * (1.0 + x.full_share) + b["backward"]), x.r, kernels=0.0)
     return np.where(np.asarray(x.fw.rope_mscale_unfused, bool), t, 0.0)
+
+
+def _flash_qkv_pack_time(x: _Step) -> Any:
+    """Seconds per average layer and micro-batch of GPT-NeoX's flash wrapper copies (strategy.flash_qkv_pack: v1.0
+    ParallelSelfAttention.flash_attention re-lays q, k and v out of Megatron's [s, b, np, hn] and packs them for
+    flash_attn_unpadded_qkvpacked_func, then copies the output back; perf_constants.yaml
+    gemm.eager_bytes_per_element flash_pack_*): the forward again under full recompute, over this GPU's heads;
+    attention layers only. Not stated, or without flash attention: nothing (docs/known-gaps.md 133)."""
+    if not np.any(x.fw.flash_qkv_pack) or not x.training.flash_attention:
+        return 0.0
+    m, b = x.model, x.k.eager_bytes_per_element
+    share = m.attention_layers / m.layers / x.t
+    fwd = b["flash_pack_qkv"] * (m.q_dim + 2 * m.kv_dim) + b["flash_pack_out"] * m.q_dim
+    nbytes = x.tok * share * (fwd * (1.0 + x.full_share) + b["flash_pack_out_grad"] * m.q_dim)
+    return compute.stream_time(nbytes, x.r, kernels=5.0 * (1.0 + x.full_share) + 1.0)
 
 
 def _native_length(x: _Step) -> tuple[Any, Any]:

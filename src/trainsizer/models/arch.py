@@ -79,6 +79,9 @@ class ModelArch:
     # Engine's fused RoPE takes no such factor, so Megatron-Core runs RoPE unfused where it is not 1
     # (estimate.step_time._rope_unfused_time)
     rope_attention_factor: float = 1.0
+    # the share of each head's dims RoPE rotates (GPT-NeoX / Pythia rotary_pct 0.25, HF GPTNeoXConfig rotary_pct):
+    # eager code rotates that slice and concatenates it with the rest (compute._eager_rope_bytes); 1 = all
+    rotary_fraction: float = 1.0
     qk_norm: bool = False
     # attention and MLP read the same layer input and their outputs are added once (GPT-J; GPT-NeoX / Pythia
     # gpt_j_residual, HF GPTNeoXConfig use_parallel_residual; PaLM): under TP one forward all-reduce of the summed

@@ -45,6 +45,7 @@ class InlineModelSpec(BaseModel):
     mlp_bias: bool | None = None
     activation_clamp: bool | None = None
     rope_attention_factor: float | None = Field(default=None, gt=0)
+    rotary_fraction: float | None = Field(default=None, gt=0, le=1)
     qk_norm: bool | None = None
     parallel_residual: bool | None = None
     experts: int | None = NonNeg

@@ -497,6 +497,9 @@ class StrategySpec(_Strict):
     experts_implementation: ExpertsImplementation | None = None
     # Megatron-Core fused_single_qkv_rope (NeMo FUSED_QKV_ROPE): RoPE in one TE kernel on the unsplit qkv; null = off
     fused_qkv_rope: bool | None = None
+    # GPT-NeoX's flash wrapper (v1.0 ParallelSelfAttention.flash_attention): q, k and v copied out of [s, b, np, hn]
+    # and packed for the kernel, the output copied back; null / false = none counted; with flash attention; time only
+    flash_qkv_pack: bool | None = None
     # Megatron-Core use_transformer_engine_op_fuser (NeMo USE_TE_OPS): the dense MLP as Transformer Engine's fused ops
     # (TEFusedMLP: the activation writes fc2's FP8 input and fc1's FP8 output gradient itself) and, at TP 1, NeMo's
     # LoRA adapters fused into the base linear (TEFusedLoRALinear); null = off (Megatron-Core's default in every
