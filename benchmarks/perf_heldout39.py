@@ -34,7 +34,9 @@ FSDP 2-40 on 8-160 H200, the same settings; and its 175B run (benchmarks/175b_36
 optimizer_precision bf16); under TP the LM head's output is gathered to every rank for an eager bf16 cross-entropy
 (strategy loss_parallel false) and the token embedding stays whole on each (embedding_parallel false), and FSDP2
 skips the gradient sync on every micro-batch but the last (maybe_no_sync: unsharded fp32 gradients held; strategy
-fsdp_no_sync true, fsdp full on the TP-only rows, which the code wraps over a dp_shard of 1; known-gaps 121). Data:
+fsdp_no_sync true, fsdp full on the TP-only rows, which the code wraps over a dp_shard of 1; known-gaps 121); SDPA
+with no backend forced under the lockfile's torch 2.11.0+cu128 and cuDNN 9.19 runs cuDNN's fused attention first on
+H200 (attention_kernel native, known-gaps 134). Data:
 benchmarks/data/heldout_2026n_kempnerforge.csv. 52 rows (26 time, 26 memory).
 
 Refused rows: none found in these sources that a job cannot state beyond the page's truncation (Llama 4 Maverick's
