@@ -102,6 +102,12 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
             out["strategy"][key] = _bool(r[key])
     if r.get("lm_head_chunk"):  # positions per call of a 4-bit LM head (LitGPT's lm_head_chunk_size)
         out["strategy"]["lm_head_chunk"] = int(r["lm_head_chunk"])
+    if r.get("fsdp"):  # FSDP over the row's GPUs (perf_heldout40's FSDP-QLoRA rows: full, or none for NO_SHARD)
+        out["strategy"]["fsdp"] = r["fsdp"]
+        if r["fsdp"] != "none" and not whole(r["zero"]):  # FSDP is the sharding: no ZeRO stage beside it
+            del out["strategy"]["zero"]
+    if r.get("checkpoint_impl"):  # how the row's code checkpoints a layer (perf_heldout40: checkpoint_wrapper REENTRANT)
+        out["strategy"]["checkpoint_impl"] = r["checkpoint_impl"]
     if r.get("device_map"):  # transformers' device_map over the row's GPUs (perf_heldout35's two-A100 rows)
         out["strategy"]["device_map"] = r["device_map"]
     if r.get("flash_attention"):  # false: the attention core materialised (perf_heldout35's use_flash_attn false row)
