@@ -464,3 +464,32 @@ def test_a_config_saved_under_its_own_name_is_named_by_the_file(tmp_path):
     path.write_text(json.dumps(LLAMA), encoding="utf-8")
     assert arch_from_hf_config(path).name == "qwen3-8b"
     assert arch_from_hf_config(write(tmp_path, LLAMA)).name == "m"
+
+
+NEOX = {"model_type": "gpt_neox", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "vocab_size": 101, "max_position_embeddings": 32}
+LLAMA_SMALL = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+               "num_attention_heads": 4, "vocab_size": 101}
+
+
+@pytest.mark.parametrize(
+    ("cfg", "expected"),
+    [(NEOX, 0.25),  # GPTNeoXConfig's rotary_pct default
+     (dict(NEOX, rotary_pct=0.5), 0.5),
+     (dict(NEOX, rotary_pct=0.5, partial_rotary_factor=1.0), 1.0),  # the later transformers key wins
+     (LLAMA_SMALL, 1.0),
+     (dict(LLAMA_SMALL, partial_rotary_factor=0.75), 0.75),  # Phi-4-mini style, read by every Llama-like family
+     (dict(LLAMA_SMALL, rope_parameters={"rope_type": "default", "partial_rotary_factor": 0.5}), 0.5),
+     (dict(LLAMA_SMALL, model_type="glm", head_dim=16), 0.5),  # GlmConfig's default
+     (dict(LLAMA_SMALL, model_type="phi3"), 1.0)],
+)
+def test_rotary_fraction_read_from_config(cfg, expected):
+    assert arch_from_hf_config(cfg).rotary_fraction == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("bad", [0, 1.5, -0.25, "half", True])
+def test_rotary_fraction_out_of_range_is_named(bad):
+    with pytest.raises(SpecError, match="partial_rotary_factor.*above 0 and at most 1"):
+        arch_from_hf_config(dict(LLAMA_SMALL, partial_rotary_factor=bad))
+    with pytest.raises(SpecError, match="rotary_pct"):
+        arch_from_hf_config(dict(NEOX, rotary_pct=bad))

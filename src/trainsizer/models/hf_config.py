@@ -149,6 +149,28 @@ class ConfigReader:
             return default
         return self._int(key, self.raw[key], minimum)
 
+    def opt_fraction(self, key: str, default: float) -> float:
+        """An optional share in (0, 1]; `None` or absent -> the transformers default."""
+        self.used.add(key)
+        value = self.raw.get(key)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 < value <= 1.0:
+            raise SpecError(self.where(key), msg("hf_fraction"), value=value)
+        return float(value)
+
+    def rotary_fraction(self, default: float, legacy: str | None = None) -> float:
+        """The share of each head RoPE rotates: `partial_rotary_factor` (top level, or inside transformers 5's
+        `rope_parameters`), else the family's older key (`legacy`), else the config class's default
+        (transformers modeling_rope_utils.py _compute_default_rope_parameters reads partial_rotary_factor, 1.0)."""
+        nested = self.raw.get("rope_parameters")
+        if isinstance(nested, Mapping) and nested.get("partial_rotary_factor") is not None:
+            reader = ConfigReader(nested, self.where("rope_parameters"))
+            return reader.opt_fraction("partial_rotary_factor", default)
+        if legacy is not None and not self.has("partial_rotary_factor"):
+            return self.opt_fraction(legacy, default)
+        return self.opt_fraction("partial_rotary_factor", default)
+
     def opt_bool(self, key: str, default: bool) -> bool:
         self.used.add(key)
         if key not in self.raw or self.raw[key] is None:
@@ -199,9 +221,10 @@ def _gated_act(c: ConfigReader) -> None:
         c.notes.append(msg("hf_gated_act", act=repr(act)))
 
 
-def _gqa_core(c: ConfigReader, *, head_dim_default: int | None = None, gated_act: bool = True) -> dict[str, Any]:
-    """Keys shared by the Llama-style decoders (modeling_llama.py and its copies), MLP width and embedding
-    tying included."""
+def _gqa_core(c: ConfigReader, *, head_dim_default: int | None = None, gated_act: bool = True,
+              rotary_default: float = 1.0) -> dict[str, Any]:
+    """Keys shared by the Llama-style decoders (modeling_llama.py and its copies), MLP width, embedding tying and
+    the rotated share of each head (partial_rotary_factor; `rotary_default` the config class's) included."""
     hidden = c.req_int("hidden_size")
     heads = c.req_int("num_attention_heads")
     kv_heads = c.opt_int("num_key_value_heads", heads, 1, note=False)
@@ -235,6 +258,7 @@ def _gqa_core(c: ConfigReader, *, head_dim_default: int | None = None, gated_act
         mlp="swiglu",
         norm="rmsnorm",
         position="rope",
+        rotary_fraction=c.rotary_fraction(rotary_default),
         ffn=c.req_int("intermediate_size"),
         tied_embeddings=c.opt_bool("tie_word_embeddings", False),
     )
@@ -449,7 +473,8 @@ def _gpt2(c: ConfigReader) -> dict[str, Any]:
 def _gpt_neox(c: ConfigReader) -> dict[str, Any]:
     """modeling_gpt_neox.py: fused query_key_value + dense (bias = attention_bias, default true), MLP
     dense_h_to_4h / dense_4h_to_h with biases, LayerNorm, rotary, separate embed_out; use_parallel_residual
-    (default true: GPTNeoXConfig) adds attention and MLP, both fed by the layer input, in one residual."""
+    (default true: GPTNeoXConfig) adds attention and MLP, both fed by the layer input, in one residual; rotary_pct
+    (GPTNeoXConfig default 0.25; partial_rotary_factor in later transformers) of each head is rotated."""
     hidden, heads = _mha_width(c, "hidden_size", "num_attention_heads")
     _gelu_act(c, "hidden_act", "gelu")
     bias = c.opt_bool("attention_bias", True)
@@ -463,6 +488,7 @@ def _gpt_neox(c: ConfigReader) -> dict[str, Any]:
         mlp="gelu",
         norm="layernorm",
         position="rope",
+        rotary_fraction=c.rotary_fraction(0.25, legacy="rotary_pct"),
         max_position=c.opt_int("max_position_embeddings", 2048, 1),
         tied_embeddings=c.opt_bool("tie_word_embeddings", False),
         qkv_bias=bias,
@@ -547,8 +573,9 @@ def _phi3(c: ConfigReader) -> dict[str, Any]:
 def _glm4(bias_default: bool, sandwich: bool) -> Adapter:
     def adapter(c: ConfigReader) -> dict[str, Any]:
         """modeling_glm.py / modeling_glm4.py: q/k/v carry a bias (attention_bias), o_proj none; fused
-        gate_up_proj of 2 x intermediate_size; partial rotary; GLM-4-0414 (glm4) adds sandwich norms."""
-        kw = _gqa_core(c)
+        gate_up_proj of 2 x intermediate_size; partial rotary (GlmConfig / Glm4Config partial_rotary_factor 0.5);
+        GLM-4-0414 (glm4) adds sandwich norms."""
+        kw = _gqa_core(c, rotary_default=0.5)
         kw = dict(kw, qkv_bias=c.opt_bool("attention_bias", bias_default))
         if sandwich:
             _sandwich_note(c, kw)
@@ -574,6 +601,8 @@ def _chatglm(c: ConfigReader) -> dict[str, Any]:
         head_dim=c.opt_int("kv_channels", hidden // heads, 1, note=False),
         ffn=c.req_int("ffn_hidden_size"), vocab=c.req_int("padded_vocab_size"),
         max_position=c.opt_int("seq_length", 2048, 1), mlp="swiglu", norm="rmsnorm", position="rope",
+        # RotaryEmbedding(rotary_dim // 2) rotates the first half of each head, the rest passes (apply_rotary_pos_emb)
+        rotary_fraction=0.5,
         tied_embeddings=c.opt_bool("tie_word_embeddings", False),
         qkv_bias=c.opt_bool("add_qkv_bias", False) or linear_bias, out_bias=linear_bias, mlp_bias=linear_bias,
     )
@@ -855,8 +884,9 @@ def _glm4_moe(c: ConfigReader) -> dict[str, Any]:
     before first_k_dense_replace use a dense SwiGLU of intermediate_size, the others route to n_routed_experts of
     moe_intermediate_size (top num_experts_per_tok; sigmoid router in fp32 with e_score_correction_bias, as
     DeepseekV3TopkRouter) beside one shared MLP of n_shared_experts x moe_intermediate_size;
-    num_nextn_predict_layers MTP modules are sized as DeepSeek-V3's (not in the headline count)."""
-    kw = _gqa_core(c, head_dim_default=128)
+    num_nextn_predict_layers MTP modules are sized as DeepSeek-V3's (not in the headline count); Glm4MoeConfig's
+    partial_rotary_factor defaults to 0.5."""
+    kw = _gqa_core(c, head_dim_default=128, rotary_default=0.5)
     key = next((k for k in ("n_routed_experts", "num_experts", "num_local_experts") if c.has(k)), "n_routed_experts")
     c.used.update({"n_routed_experts", "num_experts", "num_local_experts"})
     experts = c.req_int(key)
