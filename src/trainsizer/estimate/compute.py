@@ -167,8 +167,8 @@ def _norm_residual_rope_bytes(model: ModelArch, shapes: ModelShapes, eager_bytes
     fused_norms, rest, fused_rope = 2.0 * 4.0 * h, 2.0 * 7.0 * h, 2.0 * 2.0 * qkv
     eager_norm = model.norm == "rmsnorm" and _runs_eager(norm_kernel, fused_rest)
     norms = 2.0 * eager_bytes["rmsnorm"] * h if eager_norm else fused_norms
-    eager_rope = fused_rest or model.position != "rope"
-    rope = fused_rope if eager_rope else _eager_rope_bytes(model, rope_bytes, eager_bytes) * qk
+    rope_fused_or_none = fused_rest or model.position != "rope"
+    rope = fused_rope if rope_fused_or_none else _eager_rope_bytes(model, rope_bytes, eager_bytes) * qk
     return norms + rest + rope + _qk_norm_bytes(model, qk, eager_bytes, eager_norm, fused_rest), \
         fused_norms + rest + fused_rope
 
