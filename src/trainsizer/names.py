@@ -210,5 +210,6 @@ LORA_DEFAULT_TARGETS = ("q_proj", "v_proj")
 # litgpt: LitGPT's LoRALinear / LoRAQKVLinear (one adapter over the fused qkv linear, dropout on the input), v0.3.1 on;
 # litgpt-2023: the same before v0.3.1 (Lit-GPT 2023), which builds the qkv padding index from a Python list every
 # forward (perf_constants.yaml lora.index_list_per_forward); peft-base-dtype: PEFT's Linear with its adapters in the
-# base weights' dtype (PEFT before 0.12.0, or autocast_adapter_dtype=False), so no fp32 input cast runs.
+# base weights' dtype (PEFT before 0.12.0, or autocast_adapter_dtype=False), so no fp32 input cast runs (QLoRA: where
+# the 4-bit weights are stored as a float, bnb_4bit_quant_storage bf16 / fp16; memory_constants.yaml lora).
 LORA_IMPLS = ("peft", "automodel", "automodel-triton", "litgpt", "litgpt-2023", "peft-base-dtype")

@@ -127,10 +127,6 @@ def check_training(training: Training) -> None:
         raise SpecError(
             "training.lora_rank", msg("lora_rank_positive"), value=training.lora_rank, allowed="1, 2, ..."
         )
-    if training.method == "qlora" and training.lora_impl == "peft-base-dtype":
-        # PEFT's update_layer casts adapters to a floating base weight's dtype only (lora/layer.py at v0.7.1)
-        raise SpecError("training.lora_impl", msg("lora_impl_base_dtype_qlora"), value=training.lora_impl,
-                        allowed="peft (or unset) under qlora")
     if training.seq_len <= 0 or training.global_batch_seqs <= 0:
         raise SpecError("training.seq_len", msg("seq_and_batch_positive"))
     if training.sample_mean_tokens < 0 or not 0 <= training.sample_sigma <= 3:
