@@ -9,7 +9,10 @@ total tokens' over the summed 'train time' of its 250-step intervals (the steps 
 Data: benchmarks/data/heldout_2026p_peft_metamath.csv (finetune_heldout's columns; every setting the JSON does not
 state is named in the row's `assumed`, with the code's default). Peak memory is not scored: the JSON's maximum
 includes the evaluations' batch-50 generation, and its reserved 99th percentile belongs to the longest batches, whose
-lengths are not published. Left out: the suite's other methods on LoRA's layout (DoRA, LoRA-FA, MiCA, BD-LoRA: no
+lengths are not published. Printed beside them, not scored: the same four layouts' earlier results on the same card
+(benchmarks/data/heldout_2026p_peft_metamath_history.csv: the results at f650b08ab, 2025-06, torch 2.7.1 / transformers
+4.52.4; f4763a0e7, 2025-10; a99942694, 2026-01, torch 2.9.0 / transformers 4.57.1), what the software moved on one
+layout. Left out: the suite's other methods on LoRA's layout (DoRA, LoRA-FA, MiCA, BD-LoRA: no
 job field says what they add) and the rank-64 rsLoRA run (rank 64's layout again: 7,045 tokens/s against 7,062, a
 0.2% repeat).
 
@@ -34,6 +37,8 @@ from trainsizer.catalog import load_catalog
 
 DATA = Path(__file__).resolve().parent / "data"
 PEFT_METAMATH = DATA / "heldout_2026p_peft_metamath.csv"
+# earlier results of the same layouts on the same L40S (printed, not scored: one layout measured under older software)
+PEFT_HISTORY = DATA / "heldout_2026p_peft_metamath_history.csv"
 SOURCES = (PEFT_METAMATH,)
 
 
@@ -71,6 +76,22 @@ def ratio_lines(cs: list[Case], base_id: str, ids: list[str]) -> list[str]:
     ]
 
 
+def history_lines(cs: list[Case]) -> list[str]:
+    """Each scored row's earlier results of the same layout (PEFT_HISTORY), with the estimate's error against each."""
+    timed = {c.row_id: c for c in scored(cs, "tokens_s")}
+    out = []
+    for h in csv.DictReader(PEFT_HISTORY.open(encoding="utf-8")):
+        c = timed.get(h["id"])
+        if c is None:
+            continue
+        measured = float(h["tokens_per_s"])
+        out.append(
+            f"  {h['id']:30s} {h['created_at'][:10]} torch {h['torch']:13s} transformers {h['transformers']:7s} "
+            f"measured {measured:7.1f} (scored run {c.measured:7.1f}) estimate {100 * (c.predicted / measured - 1):+5.1f}%"
+        )
+    return out
+
+
 def main() -> None:
     cs = cases()
     print("(1) PEFT MetaMathQA method comparison on one L40S (held out, nothing fitted):")
@@ -79,6 +100,8 @@ def main() -> None:
     print("\nLoRA over the full fine-tune, and over rank 32 on q / v (measured vs predicted):")
     print("\n".join(ratio_lines(cs, "peftmm_l40s_3b_full", peft)))
     print("\n".join(ratio_lines(cs, "peftmm_l40s_3b_lora_r32_qv", peft)))
+    print("\nthe same layouts' earlier results on the same card (not scored; what the software moved):")
+    print("\n".join(history_lines(cs)))
     refused = [c for c in cs if c.metric == "refused"]
     unfit = [c for c in cs if c.metric == "fits"]
     print(f"\nrefused rows: {len(refused)}" + "".join(f"\n  {c.row_id}: {c.skipped}" for c in refused))

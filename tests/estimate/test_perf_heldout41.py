@@ -5,6 +5,7 @@ the figures measured when the rows were added, with a margin: they guard against
 
 from __future__ import annotations
 
+import csv
 import sys
 from pathlib import Path
 
@@ -69,3 +70,17 @@ def test_lora_is_predicted_faster_than_the_full_fine_tune_as_measured(cases):
     for rid, c in timed.items():
         if rid != full.row_id:
             assert c.predicted / full.predicted > 2.0 and c.measured / full.measured > 2.0, rid
+
+
+def test_the_history_rows_are_the_scored_layouts_on_the_same_card(cases):
+    """Earlier results of the four scored layouts (printed, not scored): each names its results commit and software,
+    and each is a run the scored row's layout had (the printout lists them all)."""
+    ids = {r["id"] for r in p41.rows()}
+    hist = list(csv.DictReader(p41.PEFT_HISTORY.open(encoding="utf-8")))
+    assert len(hist) == 8 and {h["id"] for h in hist} == ids
+    for h in hist:
+        assert h["url"].startswith(f"https://github.com/huggingface/peft/blob/{h['results_commit']}/"), h[
+            "id"
+        ]
+        assert h["torch"] and h["transformers"] and float(h["tokens_per_s"]) > 0, h["id"]
+    assert len(p41.history_lines(cases)) == 8
