@@ -104,9 +104,11 @@ def _tokens_style(name: str, cases: list[tuple[str, str, float, float]], rows: l
 
 
 def _case_style(name: str, cases: list, rows: list[dict[str, str]], job) -> list[Row]:
-    """Rows scored as harness.Case lists (one row may give several cases), jobs from the benchmark's builder."""
+    """Rows scored as harness.Case lists (one row may give several cases), jobs from the benchmark's builder, each on
+    its row's catalog overlay where the file has that column (perf_heldout40's RTX 3090 rig)."""
     by_id = {r["id"]: r for r in rows}
-    return [Row(name, c.row_id, c.metric, c.measured, c.predicted, job(by_id[c.row_id])) for c in cases if not c.skipped]
+    return [Row(name, c.row_id, c.metric, c.measured, c.predicted, job(by_id[c.row_id]),
+                by_id[c.row_id].get("overlay") or "") for c in cases if not c.skipped]
 
 
 def collect() -> list[Row]:

@@ -6,9 +6,11 @@
 64 on q / k / v / gate / up / down) under torch FSDP1 (FULL_SHARD, NO_SHARD as 'DDP', FSDP's parameter CPU offload),
 pure bf16, reentrant activation checkpointing inside each FSDP unit, 1,024 dummy samples of full context: the time
 for the whole run and the peak reserved memory, on two RTX 4090 (PCIe, no NVLink), and for Llama-2 70B QLoRA on 2-4 RTX
-6000 Ada, 2-8 A100 40GB SXM and 4 H100 SXM (time only). The two RTX 3090 (280 W) and the RTX A5000 rows are refused:
-no catalog part. Data: benchmarks/data/heldout_2026o_fsdp_qlora.csv (finetune_heldout's columns, with `fsdp` and
-`checkpoint_impl`; every setting the post does not state is named in the row's `assumed`, with the code's default).
+6000 Ada, 2-8 A100 40GB SXM and 4 H100 SXM (time only), two RTX 3090 (no NVLink bridge, 280 W: the rows' overlay
+rtx3090_280w_no_nvlink_overlay.yaml) and 2-8 RTX A5000 (Llama-2 70B QLoRA, time only; docs/known-gaps.md 142). Data:
+benchmarks/data/heldout_2026o_fsdp_qlora.csv (finetune_heldout's columns, with `fsdp`, `checkpoint_impl` and
+`overlay`, a catalog overlay under benchmarks/data the row runs on; every setting the post does not state is named in
+the row's `assumed`, with the code's default).
 Tokens/s = the sequences each rank trains (the dataset cut to a multiple of batch x accumulation, split by
 DistributedSampler) x GPUs x context / time; peak memory on the reserved basis (GiB-allocator: no CUDA context or NCCL
 buffers). The 'Bonus: Mistral 7B' 24,576-token row is left out: its dummy sample ('output' x 10,000) may tokenise
@@ -80,9 +82,16 @@ def _part(r: dict[str, str]) -> str:
 
 
 def fsdp_cases() -> list[Case]:
-    """The FSDP-QLoRA rows' tokens/s and peak GiB (a refused row: one 'refused' case with the reason)."""
-    cat, archs = load_catalog(), models()
-    return refusals_said(fsdp_rows(), lambda r: fh.row_cases(r, cat, archs), lambda r: "Answer.AI FSDP+QLoRA")
+    """The FSDP-QLoRA rows' tokens/s and peak GiB (a refused row: one 'refused' case with the reason), each row on the
+    catalog with its `overlay` (the RTX 3090 rows: no NVLink bridge, 280 W)."""
+    archs, catalogs = models(), {}
+
+    def catalog(r: dict[str, str]):
+        if r["overlay"] not in catalogs:
+            catalogs[r["overlay"]] = load_catalog([DATA / r["overlay"]] if r["overlay"] else [])
+        return catalogs[r["overlay"]]
+
+    return refusals_said(fsdp_rows(), lambda r: fh.row_cases(r, catalog(r), archs), lambda r: "Answer.AI FSDP+QLoRA")
 
 
 def automodel_rows() -> list[dict[str, str]]:
@@ -148,7 +157,7 @@ def main() -> None:
     print("\n".join(_ratio_lines(fq, rows)))
     refused = [c for c in fq if c.metric == "refused"]
     unfit = [c for c in fq if c.metric == "fits"]
-    print(f"\nrefused rows (no catalog part): {len(refused)}")
+    print(f"\nrefused rows: {len(refused)}")
     for c in refused:
         print(f"  {c.row_id}: {c.skipped}")
     print(f"rows that ran, said not to fit by the memory estimate: {len(unfit)}")

@@ -377,3 +377,23 @@ def test_the_l4_and_a10_are_found_by_their_short_names(cat):
     assert cat.accelerator("l4").tdp_w == 72 and cat.accelerator("a10").tdp_w == 150
     assert cat.accelerator("a10g").id == "a10g"  # the AWS part stays its own
 
+
+
+def test_ga102_geforce_halves_fp32_accumulate_and_the_workstation_card_does_not(cat):
+    """RTX 3090 and RTX A5000 (GA102 whitepaper Appendix A; A5000 datasheet): the GeForce card's BF16 / FP16 with FP32
+    accumulate is half its FP16-accumulate rate (82 SMs x 512 FLOP/clk at 1,695 MHz), the pro card's is the full rate
+    (64 SMs x 1,024); both pair over a 2-way NVLink bridge; GeForce has no ECC and no PCIe peer-to-peer."""
+    r3090, a5000 = cat.accelerator("rtx-3090"), cat.accelerator("rtx-a5000")
+    assert r3090.tflops_dense["bf16"] == pytest.approx(82 * 512 * 1.695e9 / 1e12, rel=0.005)
+    assert r3090.tflops_sparse_headline["fp16_fp16acc"] == pytest.approx(4 * r3090.tflops_dense["bf16"], rel=0.005)
+    assert a5000.tflops_dense["bf16"] == pytest.approx(64 * 1024 * 1.695e9 / 1e12, rel=0.005)
+    assert a5000.tflops_sparse_headline["fp16"] == pytest.approx(2 * a5000.tflops_dense["bf16"], rel=0.005)
+    for acc in (r3090, a5000):
+        assert acc.scaleup_tech == "nvlink-bridge" and acc.scaleup_domain == 2 and acc.scaleup_bw_bidir_gb_s == 112.5
+        assert acc.memory_gb == 24 and acc.pcie_gen == 4 and not acc.nvls
+    assert (r3090.ecc, a5000.ecc) == (False, True) and (r3090.tdp_w, a5000.tdp_w) == (350, 230)
+    assert r3090.host_staged_gb_s_per_dir == cat.accelerator("rtx-4090").host_staged_gb_s_per_dir
+    assert a5000.host_staged_gb_s_per_dir is None  # pro cards keep PCIe peer-to-peer
+    assert r3090.memory_gib == 23.70 < r3090.memory_driver.smi_total_mib / 1024  # what a process gets
+    assert cat.accelerator("a5000").id == "rtx-a5000"
+    assert cat.rent_per_gpu_hour("rtx-3090", "USD").low < cat.rent_per_gpu_hour("rtx-4090", "USD").low

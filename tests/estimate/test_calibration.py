@@ -93,6 +93,34 @@ def test_the_a10_takes_its_power_bound_run_and_its_id_keeps_other_families_apart
     assert k.gemm_efficiency("l4-pcie-24gb") < k.gemm_efficiency("l40s") == k.gemm_efficiency("l40")
 
 
+def test_the_ga102_geforce_and_workstation_parts_take_their_die_s_measured_rates():
+    """RTX 3090 (half rate, 71.2 dense): its best-size matmul BF16 on three cards (76.34 / 76.58 / 76.68, zzc0721) x the
+    A10G's mean / best (the same die on the same half-rate path) x the A100's run factor. RTX A5000 (full rate, 111.1
+    dense, 230 W, no run found): power-bound at the A40's measured TFLOPS per watt. Neither is fitted on a row
+    (docs/known-gaps.md 142)."""
+    from dataclasses import replace
+
+    from trainsizer.estimate.calibration import power_clock_factor
+    from trainsizer.estimate.inputs import System
+
+    k = load_constants()
+    run_factor = k.gemm_efficiency("a100-sxm-80gb") / (271.8 / 312)
+    a10g_mean_over_best = (62.48 + 66.59 + 69.47) / 3 / 69.47
+    best_3090 = (76.34 + 76.58 + 76.68) / 3
+    assert k.gemm_efficiency("rtx-3090") == pytest.approx(best_3090 / 71.2 * a10g_mean_over_best * run_factor,
+                                                          abs=0.01)
+    a40_per_watt = (115.16 + 110.64 + 122.29) / 3 / 300
+    assert k.gemm_efficiency("rtx-a5000") == pytest.approx(a40_per_watt * 230 / 111.1 * run_factor, abs=0.01)
+    # the A5000 (64 SMs at 230 W) runs GEMMs slower per peak FLOP than the A6000 (84 SMs at 300 W): both power-bound
+    assert k.gemm_efficiency("rtx-a5000") * 111.1 < k.gemm_efficiency("rtx-a6000") * 154.8
+    # a cap: the full-rate A5000 in proportion to its power, the half-rate 3090 by the cube root (clock-bound at TDP)
+    base = System(accelerator="rtx-a5000", gpus=1, gpus_per_node=1, memory_gib=24.0, peak_tflops={"bf16": 111.1},
+                  hbm_gb_s=768.0, intra_node_gb_s=10.0, tdp_w=230.0, power_limit_w=115.0)
+    assert power_clock_factor(base) == pytest.approx(0.5)
+    geforce = replace(base, accelerator="rtx-3090", peak_tflops={"bf16": 71.2}, tdp_w=350.0, power_limit_w=280.0)
+    assert power_clock_factor(geforce) == pytest.approx(0.8 ** (1 / 3))
+
+
 def test_power_cap_on_full_rate_gddr_parts_is_linear_and_half_rate_parts_keep_the_cube_root():
     """One die's matmul rate per watt is flat across its power (GA102: A10 at 150 W 0.373 TFLOPS/W, A40 at 300 W
     0.387; AD10x: L4 at 72 W 0.793, L40S at 350 W 0.769), so a full-rate GDDR part capped below its TDP runs GEMMs in

@@ -94,12 +94,19 @@ def test_405b_pretraining_searches_to_thousands_of_gpus():
     assert "gb200" in plan.search.excluded_accelerators  # 120 kW racks, constraints.rack_kw is 40
 
 
-def test_qlora_7b_searched_in_its_market_is_one_card():
+def test_qlora_7b_searched_in_its_market_stays_on_one_host_of_small_cards():
+    # A 7B QLoRA fits one 24 GB card of the recommended part; since the RTX A5000 (USD 0.16-0.34 an hour) joined the
+    # catalog, two of them without recompute cost less than one with it (known-gaps 142), so the search may take two
     from trainsizer.catalog import load_catalog
     from trainsizer.plan.core import make_plan
 
     plan = make_plan(_without_hardware("qlora-7b-one-gpu.yaml"), load_catalog(), top=3, lang="zh")
-    assert plan.recommended.hardware.count == 1 and plan.tier.id == "single-gpu"
+    rec = plan.recommended.hardware
+    assert rec.count <= 2 and rec.nodes == 1 and plan.tier.id in ("single-gpu", "single-node")
+    best = next(o for o in plan.hardware_options if o.id == plan.recommended.id)
+    one = [o for o in plan.hardware_options if o.accelerator == rec.accelerator and o.count == 1]
+    assert one and one[0].meets.deadline and one[0].cost >= best.cost
+    assert rec.count == 1 or "full recompute" in one[0].layout  # why a second card can be cheaper
     assert "出口受限" in plan.search.excluded_accelerators["h100-sxm-80gb"]
 
 
