@@ -66,6 +66,7 @@ import numpy as np
 import finetune_heldout as fh
 from harness import Case, mape, model_data, print_case_rows, print_totals, refusals_said, scored
 from trainsizer.catalog import load_catalog
+from trainsizer.estimate.calibration import load_constants
 from trainsizer.estimate.memory import GIB, estimate_memory
 from trainsizer.estimate.step_time import step_time_arrays
 
@@ -130,18 +131,32 @@ def eval_forward_batches(r: dict[str, str]) -> int:
 
 
 def _forward_s(r: dict[str, str], cat, archs: dict, **row) -> tuple[float, dict]:
-    """One micro-batch's forward (step_time 'forward_compute' / micro-batches: the layers, the LM head and the loss)
-    of the row, changed by `row`, and the step's outputs."""
+    """One micro-batch's forward of the row, changed by `row`, and the step's outputs: the GPU's (step_time
+    'forward_compute' / micro-batches: the layers, the LM head and the loss) against the host's issue of every layer's
+    kernels (_host_forward_s), combined as the estimate combines them in a training step."""
     sc = fh._scenario(dict(r, **row), cat, archs)
     out = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)
-    return _first(out, "forward_compute") / _first(out, "micro_batches"), out
+    gpu_s = _first(out, "forward_compute") / _first(out, "micro_batches")
+    k = load_constants()
+    q = k.host_gpu_blend_norm
+    return (gpu_s**q + _host_forward_s(sc.model.layers) ** q) ** (1.0 / q), out
+
+
+def _host_forward_s(layers: int) -> float:
+    """Host seconds to issue one eager forward: each decoder layer's kernels at the estimate's floor per layer and
+    pass (perf_constants.yaml gemm.host_s_per_layer_pass, the figure the training step's host term uses for its
+    forward), soft-maximised with the GPU's time at the estimate's host_gpu_blend_norm (step_time._host_excess). A
+    lower bound: the adapters' own launches, the sampling ops and generate()'s token.item() each token
+    (litgpt/generate/base.py generate_fn at 00af8b0d) are not counted."""
+    return layers * load_constants().host_s_per_layer_pass
 
 
 def predicted_samples_s(r: dict[str, str], cat, archs: dict) -> float:
     """samples_timed over the time the estimate gives fit(): the training steps; each validation micro-batch at the
     forward of a training one (same lengths); each generate_example as NEW_TOKENS forwards of one position (KV-cached
     decoding: every weight read for each token; the prompt's prefill and bitsandbytes' 4-bit inference kernel not
-    told apart). Checkpoint saves are not counted (docs/known-gaps.md 127)."""
+    told apart). Both forwards no faster than the host issues them (_forward_s: a one-position forward is
+    host-bound where the weights stream faster than the host issues the layers). Checkpoint saves are not counted (docs/known-gaps.md 127, 139)."""
     fwd_s, out = _forward_s(r, cat, archs)
     train_s = float(r["samples_timed"]) / float(r["global_batch_seqs"]) * _first(out, "step_s")
     eval_s = eval_forward_batches(r) * fwd_s

@@ -197,6 +197,7 @@ LORA_TARGETS = (
     "down_proj",
     "embed_tokens",  # trained in full (PEFT modules_to_save)
     "lm_head",  # trained in full (PEFT modules_to_save)
+    "lm_head_adapter",  # a LoRA adapter on the frozen LM head (LitGPT lora_head; PEFT target_modules "lm_head")
     "all-linear",  # every linear of LORA_LINEAR_TARGETS
 )
 # When a job names no targets: PEFT's default for Llama-style models (peft/utils/constants.py

@@ -193,6 +193,9 @@ def layer_items(
     _attention(x, out)
     out.detail["mlp_norm"] = x.norm(model.hidden)
     out.sp += out.detail["mlp_norm"]
+    if model.sandwich_norms:  # the norms on the attention and MLP outputs save what a pre-norm does (no linear reads them)
+        out.detail["post_attn_norm"] = out.detail["post_mlp_norm"] = x.norm(model.hidden)
+        out.sp += 2.0 * x.norm(model.hidden)
     if moe:
         _moe_mlp(x, out)
     else:
@@ -511,6 +514,8 @@ def head_items(model: ModelArch, training: Training, profile: str) -> HeadItems:
     final = _norm(h, a, training.trains_base_weights, model.norm, prof["norm"])
     if training.trains_base_weights or "lm_head" in lora_targets(training):
         final += a * h
+    if "lm_head_adapter" in lora_targets(training):  # the adapter's A saves its (dropped-out) input, B its r-wide input
+        final += a * h + (h if training.lora_dropout > 0 else 0.0) + a * training.lora_rank
     lg = c["logits"]
     rope_dim = model.qk_rope_head_dim if model.attention == "mla" else model.head_dim
     return HeadItems(

@@ -158,15 +158,17 @@ def _runs_eager(kernel: str | None, fused_rest: bool) -> bool:
 def _norm_residual_rope_bytes(model: ModelArch, shapes: ModelShapes, eager_bytes: dict[str, float], rope_bytes: Any,
                               norm_kernel: str | None, fused_rest: bool) -> tuple[Any, float]:
     """(HBM bytes as run, fused bytes) per token of a layer's element-wise work other than the MLP activation: the
-    two norms, the residual adds and masks, RoPE on q and k (counts of `eager_elementwise_traffic`)."""
+    norms (two, four with sandwich norms), the residual adds and masks, RoPE on q and k (counts of
+    `eager_elementwise_traffic`)."""
     h, qkv = float(shapes.hidden), float(shapes.qkv_out)
     v_width = (qkv - h) / 2.0 if qkv > h else qkv / 3.0
     # the widths RoPE (and qk-norm) run over: every query and key head (a query projection wider than the hidden size:
     # Qwen3 32B's 64 x 128, GPT-OSS's 64 x 64); MLA: the estimate's q + k share of its projection
     qk = qkv - v_width if model.attention == "mla" else float(model.q_dim + model.kv_dim)
-    fused_norms, rest, fused_rope = 2.0 * 4.0 * h, 2.0 * 7.0 * h, 2.0 * 2.0 * qkv
+    n_norms = float(shapes.norms)
+    fused_norms, rest, fused_rope = n_norms * 4.0 * h, 2.0 * 7.0 * h, 2.0 * 2.0 * qkv
     eager_norm = model.norm == "rmsnorm" and _runs_eager(norm_kernel, fused_rest)
-    norms = 2.0 * eager_bytes["rmsnorm"] * h if eager_norm else fused_norms
+    norms = n_norms * eager_bytes["rmsnorm"] * h if eager_norm else fused_norms
     rope_fused_or_none = fused_rest or model.position != "rope"
     rope = fused_rope if rope_fused_or_none else _eager_rope_bytes(model, rope_bytes, eager_bytes) * qk
     return norms + rest + rope + _qk_norm_bytes(model, qk, eager_bytes, eager_norm, fused_rest), \
@@ -225,6 +227,7 @@ class ModelShapes:
     shared_ffn: int
     vocab: int
     layers: int
+    norms: int = 2  # norms over the hidden size a layer (ModelArch.norms_per_layer: 4 with sandwich norms)
     router_fp32: bool = False  # ModelArch.router_fp32: the gate GEMM on the FP32 units
     # MLA: share of the attention input GEMM weights in the q / kv up projections (what recompute_modules
     # mla_up_proj re-runs: linear_q_up_proj, or linear_q_proj without a q low rank, and linear_kv_up_proj); 0 else
@@ -265,6 +268,7 @@ class ModelShapes:
             shared_ffn=model.shared_expert_ffn,
             vocab=model.vocab,
             layers=model.layers,
+            norms=model.norms_per_layer,
             router_fp32=model.router_fp32,
             qkv_up_share=_mla_up_share(model, attn_in),
             window=model.sliding_window,
@@ -512,9 +516,10 @@ def _dense_parts(shapes: ModelShapes, tok, t, spf, rates: Rates, split, elementw
         b_qkv = np.where(split, q_b + 2.0 * kv_b + _input_grad_sum(3, tok, h, rates), b_qkv)
     o_f, o_b = linear_gemms(tok, h, shapes.attn_out_in / t, rates, weights)
     g_attn, b_attn = g_qkv + o_f, b_qkv + o_b
-    # --- element-wise, sequence-sharded with SP: 2 norms (r+w), 2 bias-dropout-residual (2r+w) + masks
+    # --- element-wise, sequence-sharded with SP: 2 norms (r+w; 4 with sandwich norms), 2 bias-dropout-residual
+    # (2r+w) + masks
     seq_share = np.where((spf > 0) & (t > 1), 1.0 / t, 1.0)
-    ew_h = 11.0 * h * tok * seq_share
+    ew_h = (7.0 + 2.0 * shapes.norms) * h * tok * seq_share
     ew_rope = 2.0 * (shapes.qkv_out / t) * tok
     ew_fwd_common = (ew_h + ew_rope) * rates.act_bytes * elementwise_passes
 
@@ -527,7 +532,9 @@ def _dense_parts(shapes: ModelShapes, tok, t, spf, rates: Rates, split, elementw
         g_dense = g_dense + np.where(split, 2.0 * one_f - both_f, 0.0)
         b_dense = b_dense + np.where(split, 2.0 * one_b - both_b + _input_grad_sum(2, tok, h, rates), 0.0)
     dense_fwd_g = g_attn + g_dense
-    dense_fwd_ew = stream_time(ew_fwd_common + act_dense, rates, kernels=KERNELS["dense_elementwise"])
+    # the kernel count holds two norms; sandwich norms launch two more
+    dense_fwd_ew = stream_time(ew_fwd_common + act_dense, rates,
+                               kernels=KERNELS["dense_elementwise"] + shapes.norms - 2.0)
     # inputs of the linears: qkv and MLP-up share the normed hidden state (one cast each), o_proj and
     # MLP-down their own; outputs: qkv, o (h), up (+gate), down (h)
     attn_w = (shapes.qkv_out * h + h * shapes.attn_out_in) / t

@@ -1127,7 +1127,8 @@ def _adapter_states(b: _Batch, g: _Stage, params: _StageParams, items: dict[str,
     base = q_b * shard(gemm_dense + head_q, p_exp, 3) + nq_b * shard(nongemm_dense - head_q, 0.0, 3)
     items["base_weights_frozen"] = np.where(offload_par, 0.0, base)
     items["quant_constants"] = qc_b * shard(gemm_dense + head_q, p_exp, 3)
-    ld = ssum(lay.cum_lora_dense, start, stop, n) / t
+    # the layers' adapters, and the LM head's on the last stage (its B column-parallel with the head: taken / t too)
+    ld = (ssum(lay.cum_lora_dense, start, stop, n) + _on(g.is_last, float(lay.lora_head_adapter), 0.0)) / t
     le = ssum(lay.cum_lora_exp, start, stop, n) / (ep * b.et)
     cfg = b.c["lora"]
     # PEFT keeps A/B in fp32; torchtune builds the whole model, adapters included, in its training dtype

@@ -296,6 +296,7 @@ class ParamLayout:
     max_layer_exp: int
     lora_embed_copy: int  # modules_to_save embedding copy
     lora_head_copy: int
+    lora_head_adapter: int = 0  # r x (hidden + vocab): a LoRA adapter on the LM head (target lm_head_adapter)
 
 
 def param_layout(model: ModelArch, training: Training) -> ParamLayout:
@@ -346,15 +347,18 @@ def param_layout(model: ModelArch, training: Training) -> ParamLayout:
         max_layer_exp=mx[2],
         lora_embed_copy=model.embedding_params if "embed_tokens" in t else 0,
         lora_head_copy=(model.lm_head_params or model.vocab * h) if "lm_head" in t else 0,
+        lora_head_adapter=training.lora_rank * (h + model.vocab) if "lm_head_adapter" in t else 0,
     )
 
 
 @lru_cache(maxsize=64)
 def lora_trainable_params(model: ModelArch, training: Training) -> float:
     """Trainable parameters of a LoRA / QLoRA job: the adapters of every layer (r * (d_in + d_out) per adapted
-    matrix, routed experts included) + PEFT modules_to_save copies. The one count memory and time share."""
+    matrix, routed experts included) + an adapter on the LM head + PEFT modules_to_save copies. The one count memory
+    and time share."""
     lay = param_layout(model, training)
-    return float(lay.cum_lora_dense[-1] + lay.cum_lora_exp[-1] + lay.lora_embed_copy + lay.lora_head_copy)
+    return float(lay.cum_lora_dense[-1] + lay.cum_lora_exp[-1] + lay.lora_head_adapter + lay.lora_embed_copy
+                 + lay.lora_head_copy)
 
 
 @dataclass(frozen=True)

@@ -1007,6 +1007,12 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              op_sac_linears_recomputed=op_sac_unsaved_share(training, model))
     if x.loss_impl == "chunked-nll":
         lt = dataclasses.replace(lt, head_bwd=lt.head_bwd + _chunked_nll_time(x, lt))
+    if x.loss_impl == "upcast-held":
+        held_fwd, held_bwd = _upcast_held_loss_excess(x)
+        lt = dataclasses.replace(lt, head_fwd=lt.head_fwd + held_fwd, head_bwd=lt.head_bwd + held_bwd)
+    if "lm_head_adapter" in lora_targets(training):
+        lora_fwd, lora_bwd = _lora_head_time(x)
+        lt = dataclasses.replace(lt, head_fwd=lt.head_fwd + lora_fwd, head_bwd=lt.head_bwd + lora_bwd)
     if x.fp8_lm_head:  # Megatron-Core fp8_output_proj, torchtitan's MXFP8 converter (validate.py: MXFP8 only)
         d_fwd, d_bwd = compute.fp8_lm_head_delta(_shapes(model), x.tok, t, training.trains_base_weights, r,
                                                  _fp8_weight_casts(x))
@@ -1186,6 +1192,44 @@ def _chunked_nll_time(x: _Step, lt: compute.LayerTimes) -> Any:
                                                                 + float(cn["head_autocast_copy_bytes"]))
     casts = compute.stream_time(2.0 * chunks * per_run * head_p, x.r, kernels=4.0 * chunks)
     return lt.head_fwd + casts
+
+
+def _upcast_held_loss_excess(x: _Step) -> tuple[Any, Any]:
+    """(forward, backward) seconds per micro-batch the loss under loss_impl upcast-held streams beyond the fused count
+    `compute._lm_head` charges: Lightning Fabric's true-half precision converts the 16-bit logits to fp32 and
+    F.cross_entropy runs PyTorch's log-softmax on the fp32 copy, whose rows (a vocabulary over 12K fp32 elements)
+    take the kernel that reads its input three times; the backward zero-fills the NLL gradient, reads it twice in
+    the log-softmax backward and casts it back to 16 bits (perf_constants.yaml cross_entropy.upcast_held, counted
+    from the code, not fitted). Per launch the kernels match the fused count's, so none are added."""
+    logits = np.asarray(x.tok, float) * float(x.model.vocab) / x.t
+    held_fwd, held_bwd = compute.CE_BYTES["upcast_held"]
+    fused_fwd, fused_bwd = compute.CE_BYTES["fused"]
+    return (compute.stream_time(logits * (held_fwd - fused_fwd), x.r, kernels=0.0),
+            compute.stream_time(logits * (held_bwd - fused_bwd), x.r, kernels=0.0))
+
+
+def _lora_head_time(x: _Step) -> tuple[Any, Any]:
+    """(forward, backward) seconds per micro-batch of a LoRA adapter on the LM head (lora target lm_head_adapter:
+    LitGPT's lora_head, a LoRALinear whose forward is linear(x) + (dropout(x) @ A^T @ B^T) * scaling, litgpt/lora.py
+    at 00af8b0d; PEFT's lora.Linear on a target_modules 'lm_head' the same), counted as any adapted linear's
+    (perf_constants.yaml `lora:`, the job's implementation, `_adapter_counts`) over d_in = hidden and d_out = the
+    vocabulary (its 1 / t under TP, column-parallel): on the vocabulary side B writes its output, the scaling reads
+    and writes it and the add reads both outputs and writes the sum, and in the backward the scaling's gradient and
+    B's two GEMMs stream the logits' gradient again. Eager (the head runs outside any compiled layer), with the
+    dropout on its input where lora.dropout > 0; its launches are not in the layers' host floor."""
+    lc, r = x.k.raw["lora"], x.r
+    c = _adapter_counts(x, lc)
+    h, v = float(x.model.hidden), float(x.model.vocab) / x.t
+    drop = float(x.training.lora_dropout > 0)
+    on_out = drop * float(lora_dropout_on_output(x.training))
+    on_in = drop - on_out
+
+    def seconds(pass_: str) -> Any:
+        d = lc[f"dropout_{pass_}_elems"]
+        elems = x.tok * ((c[f"{pass_}_in_elems"] + on_in * d) * h + (c[f"{pass_}_out_elems"] + on_out * d) * v)
+        return compute.stream_time(elems * r.act_bytes, r, kernels=c[f"{pass_}_kernels"] + drop)
+
+    return seconds("fwd"), seconds("bwd")
 
 
 def _expert_bias_time(x: _Step) -> Any:
@@ -3145,11 +3189,11 @@ def _step_passes(x: _Step, g: _Grads, upd: np.ndarray) -> np.ndarray:
 
 def param_tensors(model: ModelArch, layers: Any) -> Any:
     """Parameter tensors of `layers` decoder layers as Megatron-style modules hold them (fused q / k / v and
-    gate / up weights): two norms (weight, + bias for LayerNorm), the attention input and output weights, the MLP
+    gate / up weights): two norms (four with sandwich norms; weight, + bias for LayerNorm), the attention input and output weights, the MLP
     input and output weights (each routed expert's in an MoE layer), their biases; plus the embedding, the LM
     head unless tied, a learned position table and the final norm. Counted from the model, not fitted."""
     norm = 2.0 if model.norm == "layernorm" else 1.0
-    dense = 2.0 * norm + 4.0 + model.qkv_bias + model.out_bias + 2.0 * model.mlp_bias + 2.0 * model.qk_norm
+    dense = model.norms_per_layer * norm + 4.0 + model.qkv_bias + model.out_bias + 2.0 * model.mlp_bias + 2.0 * model.qk_norm
     moe_share = model.moe_layer_count / model.layers
     per_layer = dense + moe_share * (2.0 * max(model.experts, 1) - 2.0 + 1.0 + 2.0 * (model.shared_expert_ffn > 0))
     rest = 1.0 + (not model.tied_embeddings) + (model.position == "learned") + norm

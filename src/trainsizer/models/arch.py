@@ -83,6 +83,11 @@ class ModelArch:
     # eager code rotates that slice and concatenates it with the rest (compute._eager_rope_bytes); 1 = all
     rotary_fraction: float = 1.0
     qk_norm: bool = False
+    # an RMSNorm after attention and after the MLP too, on the branch before its residual add (4 norms a layer:
+    # Gemma 2 / 3, transformers modeling_gemma2.py post_attention_layernorm / post_feedforward_layernorm; LitGPT
+    # config.py post_attention_norm / post_mlp_norm; GLM-4-0414): their weights, element-wise work and saved tensors
+    # (estimate.compute._norm_residual_rope_bytes, activations._layer_items)
+    sandwich_norms: bool = False
     # attention and MLP read the same layer input and their outputs are added once (GPT-J; GPT-NeoX / Pythia
     # gpt_j_residual, HF GPTNeoXConfig use_parallel_residual; PaLM): under TP one forward all-reduce of the summed
     # outputs instead of one per branch (estimate.step_time._tp_comm)
@@ -255,6 +260,12 @@ class ModelArch:
     def _norm_params(self) -> int:
         return self.hidden * (2 if self.norm == "layernorm" else 1)
 
+    @property
+    def norms_per_layer(self) -> int:
+        """Norms of a decoder layer over the hidden size: before attention and before the MLP, and after each where
+        the model has sandwich norms."""
+        return 4 if self.sandwich_norms else 2
+
     def attention_params(self) -> int:
         h = self.hidden
         if self.attention == "mla":
@@ -319,7 +330,7 @@ class ModelArch:
         if self.layer_pattern:
             return self._hybrid_layer_params(self.layer_kind(index))
         attn = self.attention_params()
-        norms = 2 * self._norm_params()
+        norms = self.norms_per_layer * self._norm_params()
         if not self.layer_is_moe(index):
             return LayerParams(attn, norms, self.mlp_params(self.ffn), 0, 0, 0, 0, False)
         return self._moe_params(attn, norms)

@@ -499,10 +499,11 @@ def _gpt_neox(c: ConfigReader) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------- more families
-def _sandwich_note(c: ConfigReader, kw: dict[str, Any]) -> None:
-    """Gemma 2/3 and GLM-4-0414 put an RMSNorm after attention and after the MLP too (4 per layer): 2 x hidden
-    weights per layer that ModelArch (2 norms per layer) does not count -- under 0.01% of the parameters."""
-    c.notes.append(msg("hf_sandwich_norms", params=f"{2 * kw['hidden'] * kw['layers']:,}"))
+def _sandwich(kw: dict[str, Any]) -> dict[str, Any]:
+    """Gemma 2/3 and GLM-4-0414 put an RMSNorm after attention and after the MLP too (4 per layer:
+    modeling_gemma2.py post_attention_layernorm / post_feedforward_layernorm, modeling_glm4.py
+    post_self_attn_layernorm / post_mlp_layernorm): ModelArch.sandwich_norms."""
+    return dict(kw, sandwich_norms=True)
 
 
 def _gemma_act(c: ConfigReader) -> None:
@@ -517,8 +518,7 @@ def _gemma_core(c: ConfigReader) -> dict[str, Any]:
     kw = _gqa_core(c, head_dim_default=256, gated_act=False)
     bias = c.opt_bool("attention_bias", False)
     kw = dict(kw, qkv_bias=bias, out_bias=bias, tied_embeddings=c.opt_bool("tie_word_embeddings", True))
-    _sandwich_note(c, kw)
-    return kw
+    return _sandwich(kw)
 
 
 def _gemma2(c: ConfigReader) -> dict[str, Any]:
@@ -577,9 +577,7 @@ def _glm4(bias_default: bool, sandwich: bool) -> Adapter:
         GLM-4-0414 (glm4) adds sandwich norms."""
         kw = _gqa_core(c, rotary_default=0.5)
         kw = dict(kw, qkv_bias=c.opt_bool("attention_bias", bias_default))
-        if sandwich:
-            _sandwich_note(c, kw)
-        return kw
+        return _sandwich(kw) if sandwich else kw
 
     return adapter
 

@@ -47,6 +47,7 @@ class InlineModelSpec(BaseModel):
     rope_attention_factor: float | None = Field(default=None, gt=0)
     rotary_fraction: float | None = Field(default=None, gt=0, le=1)
     qk_norm: bool | None = None
+    sandwich_norms: bool | None = None
     parallel_residual: bool | None = None
     experts: int | None = NonNeg
     experts_per_token: int | None = NonNeg
