@@ -112,6 +112,8 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
         out["strategy"]["device_map"] = r["device_map"]
     if r.get("flash_attention"):  # false: the attention core materialised (perf_heldout35's use_flash_attn false row)
         out["flash_attention"] = _bool(r["flash_attention"])
+    if r.get("fp8_param_allgather"):  # FSDP2 float8 all-gathers (perf_heldout43's torchao row: enable_fsdp_float8_all_gather)
+        out["strategy"]["fp8_param_allgather"] = _bool(r["fp8_param_allgather"])
     if r.get("tp_comm_overlap"):  # where a row's source states it (perf_heldout33's dgxc NeMo 24.12 rows)
         out["strategy"]["tp_comm_overlap"] = _bool(r["tp_comm_overlap"])
     if r.get("wgrad_deferral_limit"):
@@ -122,8 +124,8 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
         # llama3_70b.finetune_performance_optimizations (full SFT only, MegatronCommOverlapCallback at 25ec4e98,
         # perf_heldout33's dgxc v25.04 rows)
         out["strategy"] |= {"defer_embedding_wgrad": True, "wgrad_deferral_limit": int(r["wgrad_deferral_limit"])}
-    if whole(r["gpu_count"]) > 1:
-        out["hardware"]["network"] = NETWORK.get(r["gpu"], "ib-ndr400")
+    if whole(r["gpu_count"]) > 1:  # the row's fabric where it names one (perf_heldout43's EFA row), else by part
+        out["hardware"]["network"] = r.get("network") or NETWORK.get(r["gpu"], "ib-ndr400")
     if r["stack"] == "megatron-core":
         # Megatron-Bridge scripts/performance (commit of the rows): llama3_llm_finetune.py
         # set_llama3_common_peft_configs sets grad_reduce_in_fp32 False and the distributed optimizer;
