@@ -115,6 +115,12 @@ CP_COMM_TYPES = ("p2p", "all_gather", "a2a")
 # PyTorch ops, as nanotron's Qwen2MLP / LlamaMLP run it (self.act(gate_states) * up_states), which also keeps the
 # SiLU output for the product's backward.
 ACTIVATION_KERNELS = ("fused", "eager")
+# RoPE kernel (step time: the element-wise traffic of the rotation of q and k): fused = one kernel reading and writing
+# each element (Transformer Engine's fused apply_rotary_pos_emb: NeMo AutoModel's BackendConfig rope_fusion true,
+# components/models/gpt_oss/rope_utils.py apply_rotary_emb_qk at 4074cd40d; Megatron-Core apply_rope_fusion;
+# torch.compile); eager = the style's PyTorch ops (PerfStyle.rope_eager_bytes: torchtitan's complex multiply, HF's
+# rotate_half).
+ROPE_KERNELS = ("fused", "eager")
 # CUDA graphs (Megatron-Core enable_cuda_graph / cuda_graph_scope, NeMo / MLPerf MCORE_CUDA_GRAPH, FULL_CUDA_GRAPH):
 # none = eager launches; layer = one graph per transformer layer (cuda_graph_scope "full", CudaGraphManager: each
 # layer's replay is still called from Python, layer by layer); full_iteration = the whole forward-backward of a step
@@ -153,6 +159,15 @@ CHECKPOINT_IMPLS = ("non_reentrant", "reentrant", "reentrant_outer")
 # A job's fsdp (strategy.fsdp): none = no FSDP (with zero 3, DeepSpeed's engine: step_time._deepspeed_engine_options),
 # full = FSDP FULL_SHARD over data parallelism, hybrid = HYBRID_SHARD over shard_group GPUs
 FSDP_MODES = ("none", "full", "hybrid")
+# When FSDP2 frees the parameters it gathered (strategy.fsdp_reshard): forward = after each unit's forward and again
+# after its backward, so the backward gathers a second time (fully_shard reshard_after_forward True, torch's default);
+# backward = after each backward only (reshard_after_forward False: one gather a micro-batch, the whole stage's
+# parameters held unsharded from its forward to its backward); step = after the step's last backward (reshard_after_forward
+# False, and set_reshard_after_backward(False) with set_requires_gradient_sync(False) on every micro-batch but the
+# last: NeMo AutoModel's BackendConfig enable_fsdp_optimizations, components/moe/fsdp_mixin.py
+# prepare_for_grad_accumulation at 4074cd40d; torch's pipelining schedule): one gather and one reduce-scatter a step,
+# the unsharded gradients held in the reduce dtype across micro-batches.
+FSDP_RESHARDS = ("forward", "backward", "step")
 # How DeepSpeed ZeRO-3 gathers transformers' routed experts (framework hf, zero 3 without fsdp): per_expert = each
 # expert's linears are modules of their own (the nn.ModuleList of every 4.x release's MoE blocks, MixtralSparseMoeBlock
 # / Qwen2MoeSparseMoeBlock), so fetch_sub_module gathers them one module at a time, each its own all-gather over the

@@ -106,7 +106,7 @@ def linear_gemms(m, n, k, rates: Rates, weights: bool = True, batch=1.0, linear:
 
 def eager_elementwise_traffic(model: ModelArch, eager_bytes: dict[str, float], rope_bytes: Any,
                               norm_kernel: str | None = None, fused_rest: bool = False,
-                              act_kernel: str | None = None) -> Any:
+                              act_kernel: str | None = None, rope_kernel: str | None = None) -> Any:
     """HBM traffic of a decoder layer's element-wise work run as eager PyTorch ops, relative to the fused count of
     `layer_times` (2 B per element read or written: norms 4h, residual adds and masks 7h, RoPE 2 (q + k + v),
     activation `act_elems_per_inner` x ffn elements). Eager: an RMSNorm streams eager_bytes["rmsnorm"] per
@@ -117,10 +117,12 @@ def eager_elementwise_traffic(model: ModelArch, eager_bytes: dict[str, float], r
     fused_rmsnorm, Liger, Apex / TE), "eager" the eager count; None = eager unless `fused_rest`, where the
     framework's own kernels fuse RoPE, the activation and the norms (TE / Apex). `act_kernel`
     (strategy.activation_kernel) decides the SwiGLU the same way: "eager" its eager bytes under fused kernels too
-    (nanotron: fused RMSNorm and rotary, F.silu then the product), "fused" the fused count in an eager run."""
+    (nanotron: fused RMSNorm and rotary, F.silu then the product), "fused" the fused count in an eager run;
+    `rope_kernel` (strategy.rope_kernel) RoPE likewise (NeMo AutoModel's TE fused RoPE in an uncompiled run)."""
     shapes = ModelShapes.of(model)
     ffn = float(shapes.ffn)
-    common, fused_common = _norm_residual_rope_bytes(model, shapes, eager_bytes, rope_bytes, norm_kernel, fused_rest)
+    common, fused_common = _norm_residual_rope_bytes(model, shapes, eager_bytes, rope_bytes, norm_kernel, fused_rest,
+                                                     rope_kernel)
     fused_act = 2.0 * shapes.act_elems_per_inner * ffn
     act = _eager_swiglu_bytes(model, eager_bytes) * ffn if model.mlp == "swiglu" and _runs_eager(act_kernel, fused_rest) \
         else fused_act
@@ -129,7 +131,7 @@ def eager_elementwise_traffic(model: ModelArch, eager_bytes: dict[str, float], r
 
 def moe_elementwise_traffic(model: ModelArch, eager_bytes: dict[str, float], rope_bytes: Any,
                             norm_kernel: str | None = None, fused_rest: bool = False,
-                            act_kernel: str | None = None) -> tuple[Any, float]:
+                            act_kernel: str | None = None, rope_kernel: str | None = None) -> tuple[Any, float]:
     """`eager_elementwise_traffic` split for an MoE layer, whose parts are not the dense layer's mix: (the norms,
     residual adds and RoPE relative to their fused count; one MLP activation's relative to its fused count, an
     eager SwiGLU eager_bytes["swiglu"] against the fused 2 x 3 B per inner element, GeLU one kernel either way).
@@ -137,7 +139,8 @@ def moe_elementwise_traffic(model: ModelArch, eager_bytes: dict[str, float], rop
     experts' activation the norms' and RoPE's eager ratio (gpt-oss: the eager RoPE's 1.7 on a compiled
     activation)."""
     shapes = ModelShapes.of(model)
-    common, fused_common = _norm_residual_rope_bytes(model, shapes, eager_bytes, rope_bytes, norm_kernel, fused_rest)
+    common, fused_common = _norm_residual_rope_bytes(model, shapes, eager_bytes, rope_bytes, norm_kernel, fused_rest,
+                                                     rope_kernel)
     eager_act = model.mlp == "swiglu" and _runs_eager(act_kernel, fused_rest)
     act = _eager_swiglu_bytes(model, eager_bytes) / (2.0 * shapes.act_elems_per_inner) if eager_act else 1.0
     return common / fused_common, act
@@ -156,10 +159,11 @@ def _runs_eager(kernel: str | None, fused_rest: bool) -> bool:
 
 
 def _norm_residual_rope_bytes(model: ModelArch, shapes: ModelShapes, eager_bytes: dict[str, float], rope_bytes: Any,
-                              norm_kernel: str | None, fused_rest: bool) -> tuple[Any, float]:
+                              norm_kernel: str | None, fused_rest: bool,
+                              rope_kernel: str | None = None) -> tuple[Any, float]:
     """(HBM bytes as run, fused bytes) per token of a layer's element-wise work other than the MLP activation: the
     norms (two, four with sandwich norms), the residual adds and masks, RoPE on q and k (counts of
-    `eager_elementwise_traffic`)."""
+    `eager_elementwise_traffic`; `rope_kernel` "fused" or "eager" decides RoPE either way, None follows `fused_rest`)."""
     h, qkv = float(shapes.hidden), float(shapes.qkv_out)
     v_width = (qkv - h) / 2.0 if qkv > h else qkv / 3.0
     # the widths RoPE (and qk-norm) run over: every query and key head (a query projection wider than the hidden size:
@@ -169,7 +173,7 @@ def _norm_residual_rope_bytes(model: ModelArch, shapes: ModelShapes, eager_bytes
     fused_norms, rest, fused_rope = n_norms * 4.0 * h, 2.0 * 7.0 * h, 2.0 * 2.0 * qkv
     eager_norm = model.norm == "rmsnorm" and _runs_eager(norm_kernel, fused_rest)
     norms = n_norms * eager_bytes["rmsnorm"] * h if eager_norm else fused_norms
-    rope_fused_or_none = fused_rest or model.position != "rope"
+    rope_fused_or_none = model.position != "rope" or not _runs_eager(rope_kernel, fused_rest)
     rope = fused_rope if rope_fused_or_none else _eager_rope_bytes(model, rope_bytes, eager_bytes) * qk
     return norms + rest + rope + _qk_norm_bytes(model, qk, eager_bytes, eager_norm, fused_rest), \
         fused_norms + rest + fused_rope

@@ -295,6 +295,9 @@ class Strategy:
     # FSDP2 set_requires_gradient_sync(False) on all but the last micro-batch: unsharded gradients held in the reduce
     # dtype across micro-batches (torch FSDPParam.to_accumulated_grad_if_needed); None = synced every one; memory
     fsdp_no_sync: Any = None
+    # when FSDP2 frees its gathered parameters: "forward" | "backward" | "step" (names.FSDP_RESHARDS); None = the
+    # style's; memory and step time
+    fsdp_reshard: Any = None
     # the token embedding split over the TP ranks; False = replicated on each (KempnerForge); None = the style's
     # (split); memory
     embedding_parallel: Any = None
@@ -302,6 +305,7 @@ class Strategy:
     moe_tp_token_split: Any = None  # expert TP 1: TP ranks dispatch 1 / tp of the tokens each; None = the style's; step time
     # "fused" | "eager" (names.ACTIVATION_KERNELS): the SwiGLU activation; None = the style's; memory and step time
     activation_kernel: Any = None
+    rope_kernel: Any = None  # "fused" | "eager" (names.ROPE_KERNELS): q and k's rotation; None = the style's; step time
     # Transformer Engine FP8 dot-product attention (Megatron-Core fp8_dot_product_attention, NeMo FP8_DPA with
     # NVTE_FP8_DPA_BWD): cuDNN's FP8 fused attention forward and backward, q / k / v / output saved in FP8; None = off
     fp8_attention: Any = None

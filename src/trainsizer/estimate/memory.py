@@ -92,7 +92,13 @@ from trainsizer.estimate.validate import (
 )
 from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
-from trainsizer.names import ACTIVATION_KERNELS, NORM_KERNELS, OPTIMIZER_PRECISIONS, optimizer_precisions_for
+from trainsizer.names import (
+    ACTIVATION_KERNELS,
+    FSDP_RESHARDS,
+    NORM_KERNELS,
+    OPTIMIZER_PRECISIONS,
+    optimizer_precisions_for,
+)
 
 GIB = 2**30
 PROFILES = ("hf", "megatron")
@@ -341,8 +347,12 @@ class _Batch:
     nf4_copies: float = 1.0
     # strategy.loss_parallel false: the LM head's output gathered to every TP rank (`_activations`)
     gathered_logits: bool = False
-    # strategy.fsdp_no_sync with more than one micro-batch a step: unsharded gradients held (`_full_states`)
+    # strategy.fsdp_no_sync, or fsdp_reshard step, with more than one micro-batch a step: unsharded gradients held
+    # (`_full_states`)
     no_sync_hold: Any = False
+    # strategy.fsdp_reshard backward / step without pipelining: the parameters gathered in forward held to the
+    # backward (`_overheads`)
+    fsdp_held_weights: Any = False
     # torchtitan's pipelined FSDP2 syncs once a step (strategy.pp_fsdp_once_per_step not false): the stage's unsharded
     # gradients held across micro-batches (`_framework_buffers` pp_hold)
     pp_grad_hold: bool = True
@@ -499,10 +509,22 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   nf4_saves_input=nf4_options(training, strategy)[0], nf4_head=nf4_options(training, strategy)[1],
                   nf4_copies=2.0 if nf4_recast(training, getattr(strategy, "nf4_dequant_dtype", None)) else 1.0,
                   gathered_logits=gathered_logits,
-                  no_sync_hold=bool(getattr(strategy, "fsdp_no_sync", None)) & (z >= 3) & (n_micro > 1),
+                  no_sync_hold=(bool(getattr(strategy, "fsdp_no_sync", None)) or _reshard(strategy) == "step")
+                  & (z >= 3) & (n_micro > 1),
+                  fsdp_held_weights=(_reshard(strategy) in ("backward", "step")) & (z >= 3) & (p <= 1),
                   pp_grad_hold=getattr(strategy, "pp_fsdp_once_per_step", None) is not False,
                   emb_t=1.0 if getattr(strategy, "embedding_parallel", None) is False else t,
                   foreach_adamw=_foreach_adamw(training, strategy))
+
+
+def _reshard(strategy: Strategy) -> str | None:
+    """strategy.fsdp_reshard (names.FSDP_RESHARDS; None = the style's), refused by name when unknown."""
+    value = getattr(strategy, "fsdp_reshard", None)
+    if value is not None and value not in FSDP_RESHARDS:
+        from trainsizer.errors import unknown_name
+
+        raise unknown_name("strategy.fsdp_reshard", "FSDP reshard point", value, FSDP_RESHARDS)
+    return value
 
 
 def _foreach_adamw(training: Training, strategy: Strategy) -> bool:
@@ -1075,8 +1097,12 @@ def _full_states(b: _Batch, params: _StageParams, items: dict[str, Any]) -> _Sta
     items["gradients"] = np.where(offload_par, 0.0, st["grads"] * shard(p_dense, p_exp, 2))
     items["grad_accum_buffer"] = st["grad_accum_fp32"] * shard(p_dense, p_exp, 2)
     if np.any(b.no_sync_hold):
-        items["fsdp_unsharded_grads"] = np.where(b.no_sync_hold, _no_sync_grad_bytes(b) * (p_dense + p_exp), 0.0)
-        items["gradients"] = np.where(b.no_sync_hold, 0.0, items["gradients"])
+        # routed experts whose shard group is one rank are no FSDP unit (NeMo AutoModel apply_fsdp: ignored_params,
+        # components/moe/parallelizer.py at 4074cd40d): their gradients accumulate in .grad in the parameters' dtype
+        outside = np.where(b.divisors[3][1] > 1.0, 0.0, p_exp)
+        items["fsdp_unsharded_grads"] = np.where(b.no_sync_hold, _no_sync_grad_bytes(b) * (p_dense + p_exp - outside),
+                                                 0.0)
+        items["gradients"] = np.where(b.no_sync_hold, st["grads"] * outside, items["gradients"])
     opt_params = shard(p_dense, p_exp, 1)
     host_grad = float(b.c["offload"]["host_fp32_grad_bytes_per_param"])
     host = (st["master"] + st["optimizer"] + st["grad_fp32_copy"] + host_grad) * opt_params
@@ -1471,6 +1497,7 @@ def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any, loss_phase: 
     # as the step time charges no hold pass (step_time._fsdp2_grad_hold_bytes; known-gaps 130 (e))
     unsharded_grad = np.where(b.pp_grad_hold, unsharded_grad, 0.0)
     pp_hold = np.where(b.titan & (z >= 3) & (p > 1), (b.w16 + unsharded_grad) * stage_params, 0.0)
+    pp_hold = pp_hold + _held_weights(b, trainable_pg)
     if b.name == "torchtune":  # the units of the peak phase (`_torchtune_fsdp2_phase_units`)
         in_loss, in_layer = _torchtune_fsdp2_phase_units(b, DEFAULT_OPTIONS)
         gathered = np.where(z >= 3, np.where(loss_phase, in_loss, in_layer), gathered)
@@ -1484,6 +1511,19 @@ def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any, loss_phase: 
     items["framework_buffers"] = buckets + np.where(sharded | b.offload_par, np.maximum(gathered, pp_hold), 0.0)
     allocated = sum(val for key, val in items.items() if key not in ("cuda_context", "nccl_buffers"))
     items["fragmentation"] = oc["allocator_fragmentation_fraction"] * allocated
+
+
+def _held_weights(b: _Batch, stage_params: Any) -> Any:
+    """Bytes of the 16-bit parameters FSDP2 keeps gathered from each unit's forward to its backward without
+    pipelining (strategy.fsdp_reshard backward / step: fully_shard reshard_after_forward False, NeMo AutoModel's MoE
+    parallelizer default, components/moe/config.py at 4074cd40d): every unit's unsharded copy at the backward's start,
+    beside the shards; routed experts whose shard group is one rank are no FSDP unit (AutoModel apply_fsdp
+    ignored_params), so nothing of theirs is gathered. Full training only (LoRA's frozen base: `gathered`)."""
+    if not np.any(b.fsdp_held_weights) or not b.training.trains_base_weights:
+        return 0.0
+    experts = b.pre.layout.cum_exp[b.model.layers] / (b.ep * b.et)
+    outside = np.where(b.divisors[3][1] > 1.0, 0.0, experts)
+    return np.where(b.fsdp_held_weights, b.w16 * np.maximum(stage_params - outside, 0.0), 0.0)
 
 
 def _torchtune_fsdp2_end_units(b: _Batch, w_layer: Any) -> tuple[Any, Any]:

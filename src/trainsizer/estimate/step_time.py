@@ -87,8 +87,10 @@ from trainsizer.names import (
     DDP_IMPLS,
     EXPERTS_IMPLEMENTATIONS,
     FSDP_MODES,
+    FSDP_RESHARDS,
     MOE_DISPATCHERS,
     NORM_KERNELS,
+    ROPE_KERNELS,
     ZERO3_BUCKET_SIZES,
     ZERO3_EXPERT_FETCHES,
 )
@@ -187,6 +189,9 @@ class PerfStyle:
     # strategy.activation_kernel: "fused" | "eager" (names.ACTIVATION_KERNELS), the SwiGLU's kernel in the same
     # traffic; None = the style's (as the rest of its element-wise work)
     activation_kernel: str | None = None
+    # strategy.rope_kernel: "fused" | "eager" (names.ROPE_KERNELS), RoPE's kernel in the same traffic; None = the
+    # style's (rope_eager_bytes unless fused_kernels or torch.compile)
+    rope_kernel: str | None = None
     fused_kernels: bool = False  # the framework's own fused element-wise kernels (TE / Apex): eager or not
     fp8_weight_cache: bool = False  # FP8 weights cast once per step and reused by every micro-batch (TE)
     fp8_param_allgather: bool = False  # FSDP2 all-gathers FP8 weights (torchtitan enable_fsdp_float8_all_gather)
@@ -489,6 +494,12 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
             raise unknown_name("strategy.activation_kernel", "activation kernel", strategy.activation_kernel,
                                ACTIVATION_KERNELS)
         changes["activation_kernel"] = str(strategy.activation_kernel)
+    if getattr(strategy, "rope_kernel", None) is not None:
+        if strategy.rope_kernel not in ROPE_KERNELS:
+            from trainsizer.errors import unknown_name
+
+            raise unknown_name("strategy.rope_kernel", "RoPE kernel", strategy.rope_kernel, ROPE_KERNELS)
+        changes["rope_kernel"] = str(strategy.rope_kernel)
     if getattr(strategy, "pp_fsdp_once_per_step", None) is not None:  # _dp_comm_zero3
         changes["pp_fsdp_once_per_step"] = bool(strategy.pp_fsdp_once_per_step)
     if getattr(strategy, "moe_a2a_overlap", None) is not None:  # Megatron-Core combined 1F1B (_micro_batch)
@@ -729,6 +740,7 @@ class _Step:
     defer_wgrad: bool = False  # Strategy.defer_embedding_wgrad (None = off)
     wgrad_deferral_limit: Any = None  # Strategy.wgrad_deferral_limit (0 / None = every micro-batch deferred)
     fsdp_no_sync: bool = False  # Strategy.fsdp_no_sync (None = off): FSDP2's sync on the last micro-batch only
+    fsdp_reshard: str | None = None  # Strategy.fsdp_reshard (one of FSDP_RESHARDS; None = the style's)
 
     @property
     def routed_slots(self) -> Any:
@@ -796,7 +808,18 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  grad_accum_fusion=getattr(strategy, "gradient_accumulation_fusion", None),
                  defer_wgrad=bool(getattr(strategy, "defer_embedding_wgrad", None)),
                  wgrad_deferral_limit=getattr(strategy, "wgrad_deferral_limit", None),
-                 fsdp_no_sync=bool(getattr(strategy, "fsdp_no_sync", None)))
+                 fsdp_no_sync=bool(getattr(strategy, "fsdp_no_sync", None)),
+                 fsdp_reshard=_fsdp_reshard_of(strategy))
+
+
+def _fsdp_reshard_of(strategy: Any) -> str | None:
+    """Strategy.fsdp_reshard checked against names.FSDP_RESHARDS (None = the style's)."""
+    value = getattr(strategy, "fsdp_reshard", None)
+    if value is not None and value not in FSDP_RESHARDS:
+        from trainsizer.errors import unknown_name
+
+        raise unknown_name("strategy.fsdp_reshard", "FSDP reshard point", value, FSDP_RESHARDS)
+    return value
 
 
 def _model_attention_kernel(fw: PerfStyle, strategy: Any, model: ModelArch) -> PerfStyle:
@@ -904,9 +927,9 @@ def _elementwise_passes(x: _Step) -> Any:
     strategy.activation_kernel the SwiGLU likewise (nanotron's eager F.silu and product beside its fused norm)."""
     model, k, fw = x.model, x.k, x.fw
     eager = compute.eager_elementwise_traffic(model, k.eager_bytes_per_element, fw.rope_eager_bytes, fw.norm_kernel,
-                                              act_kernel=fw.activation_kernel)
+                                              act_kernel=fw.activation_kernel, rope_kernel=fw.rope_kernel)
     fused = compute.eager_elementwise_traffic(model, k.eager_bytes_per_element, fw.rope_eager_bytes, fw.norm_kernel,
-                                              fused_rest=True, act_kernel=fw.activation_kernel)
+                                              fused_rest=True, act_kernel=fw.activation_kernel, rope_kernel=fw.rope_kernel)
     return np.where(_fused_elementwise(x), fused, eager)
 
 
@@ -928,9 +951,9 @@ def _moe_passes(x: _Step) -> tuple[Any, Any, Any] | None:
     if not model.is_moe:
         return None
     eager = compute.moe_elementwise_traffic(model, k.eager_bytes_per_element, fw.rope_eager_bytes, fw.norm_kernel,
-                                            act_kernel=fw.activation_kernel)
+                                            act_kernel=fw.activation_kernel, rope_kernel=fw.rope_kernel)
     fused = compute.moe_elementwise_traffic(model, k.eager_bytes_per_element, fw.rope_eager_bytes, fw.norm_kernel,
-                                            fused_rest=True, act_kernel=fw.activation_kernel)
+                                            fused_rest=True, act_kernel=fw.activation_kernel, rope_kernel=fw.rope_kernel)
     compiled = _fused_elementwise(x)
     common, shared = (np.where(compiled, f, e) for f, e in zip(fused, eager, strict=True))
     routed = np.where(x.strategy_dispatcher == "flex", 1.0, shared)
@@ -2468,19 +2491,27 @@ def _hp_grad_accum(x: _Step, n_stage: np.ndarray) -> np.ndarray:
     """Seconds per micro-batch of a separate fp32 gradient accumulation pass (_grad_accum_bytes) over the stage's
     decoder layers plus the vocabulary matrix it holds (first stage: embedding, last: LM head or the tied
     embedding; one stage: both), trainable parameters only; and FSDP2's unsharded gradient hold
-    (_fsdp2_grad_hold_bytes) over the same unsharded parameters."""
-    nbytes = _grad_accum_bytes(x) + _fsdp2_grad_hold_bytes(x)
+    (_fsdp2_grad_hold_bytes) over the same unsharded parameters; under fsdp_reshard step without pipelining, routed
+    experts whose shard group is one rank are no FSDP unit (NeMo AutoModel apply_fsdp ignored_params,
+    components/moe/parallelizer.py at 4074cd40d), so autograd adds their later micro-batches' gradients into .grad in
+    the parameters' dtype (read 2 + 2, write 2 B) instead."""
+    hold = _fsdp2_grad_hold_bytes(x)
+    nbytes = _grad_accum_bytes(x) + hold
     if not np.any(nbytes > 0):
         return np.zeros_like(n_stage)
     model = x.model
     p_total, p_expert = _param_split(model)
     trainable = x.trainable_params
     dense_layer = (model.params_non_embedding - p_expert) / model.layers
-    layer_local = dense_layer / x.t + p_expert / model.layers / (x.et * x.e)
+    expert_layer = p_expert / model.layers / (x.et * x.e)
     vocab_local = np.where(x.p > 1, float(model.vocab * model.hidden),
                            float(model.embedding_params + model.lm_head_params)) / x.t
-    local = (n_stage * layer_local + vocab_local) * trainable / p_total
-    return np.where(nbytes > 0, compute.stream_time(local * nbytes, x.r, kernels=0.0), 0.0)
+    dense = (n_stage * dense_layer / x.t + vocab_local) * trainable / p_total
+    experts = n_stage * expert_layer * trainable / p_total
+    outside = (x.fsdp_reshard == "step") & (x.p <= 1) & (shard_groups(x.a)[1] <= 1)
+    m = np.maximum(np.asarray(x.m, float), 1.0)
+    expert_bytes = np.where(outside, nbytes - hold + 3.0 * x.act * (m - 1.0) / m, nbytes)
+    return np.where(nbytes > 0, compute.stream_time(dense * nbytes + experts * expert_bytes, x.r, kernels=0.0), 0.0)
 
 
 def _fsdp2_grad_hold_bytes(x: _Step) -> np.ndarray:
@@ -2488,11 +2519,11 @@ def _fsdp2_grad_hold_bytes(x: _Step) -> np.ndarray:
     a stage's unsharded gradients while gradient sync is off (perf_constants.yaml optimizer.fsdp2_grad_hold_bytes:
     the first micro-batch's cast to an fp32 reduce dtype, each later one's add): under pipelining where the stage
     syncs once a step (PerfStyle.pp_fsdp_once_per_step: torch's pipelining stage turns sync off for every
-    micro-batch's backward and reduces after the last), or strategy.fsdp_no_sync with more than one micro-batch.
-    The unsharded gradients are the parameters after TP / EP, which _hp_grad_accum counts; 0 without FSDP or on a
-    one-rank shard group."""
-    once = np.asarray(x.fw.pp_fsdp_once_per_step, bool) & (x.p > 1)
+    micro-batch's backward and reduces after the last), or, with more than one micro-batch, strategy.fsdp_no_sync or
+    fsdp_reshard step (`_fsdp_gathers`). The unsharded gradients are the parameters after TP / EP, which
+    _hp_grad_accum counts; 0 without FSDP or on a one-rank shard group."""
     m = np.maximum(np.asarray(x.m, float), 1.0)
+    once = _fsdp_gathers(x)[1] & ((x.p > 1) | (m > 1.0))
     # FSDP2 wraps a shard group of more than one rank only (torchtitan ParallelDims.fsdp_enabled: dp_shard x cp > 1)
     hold = (x.zero >= 3) & (shard_groups(x.a)[0] > 1) & (once | (x.fsdp_no_sync & (m > 1.0)))
     if not np.any(hold) or x.training.precision == "fp32":
@@ -2746,7 +2777,8 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     # under pipelining FSDP2 keeps the parameters unsharded after forward (torchtitan and AutoModel:
     # reshard_after_forward = not pp_enabled), so a micro-batch that syncs gathers once, in its forward; DeepSpeed
     # gathers a share of each layer a third time under full recompute (the prefetched path; not the 2021 one)
-    ag_passes = np.where(x.p > 1, 1.0, 2.0) + _zero3_regathered_share(x) * x.full_share
+    gathers, held = _fsdp_gathers(x)
+    ag_passes = gathers + _zero3_regathered_share(x) * x.full_share
     z3_mb = ag_passes * z3_ag + z3_rs + (ag_passes + 1.0) * np.maximum(n_coll - 1.0, 0.0) * lat
     z3_mb = z3_mb + _deepspeed_grad_copies(x, g)  # DeepSpeed's passes on its reduce stream, in the same chain
     # the on-demand path (DeepSpeed v0.3-v0.5) keeps two passes: its one-NIC bound was checked on Narayanan 2021's
@@ -2767,10 +2799,13 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
         z3_outer = _reentrant_outer_exposed(x, z3_ag, z3_rs, n_coll, lat, fwd_s)
         share = x.full_share  # the layers whose forward re-runs in the backward
         z3_exposed_mb = np.where(outer, share * z3_outer + (1.0 - share) * z3_exposed_mb, z3_exposed_mb)
-    z3_step = x.m * z3_exposed_mb
-    if np.any(fw.pp_fsdp_once_per_step):
+    # held across the step (fsdp_reshard step): without pipelining the first micro-batch gathers and the last
+    # reduce-scatters inside its own backward (FSDP2's hooks), one micro-batch's collectives a step; under
+    # pipelining the stage's post-backward runs after the last backward (`_fsdp_once_per_step`)
+    z3_step = np.where(held, 1.0, x.m) * z3_exposed_mb
+    if np.any(held & (x.p > 1)):
         once = _fsdp_once_per_step(x, g, mb, z3_ag, z3_rs, n_coll, lat)
-        z3_step = np.where(np.asarray(fw.pp_fsdp_once_per_step, bool) & (x.p > 1), once, z3_step)
+        z3_step = np.where(held & (x.p > 1), once, z3_step)
     # hybrid shard: replicas all-reduce the sharded gradients once per step
     n_rep = np.maximum(g.n_dp / n_sh, 1.0)
     hsdp = comm.all_reduce_time(p_local * g.train_frac * gb / n_sh, n_rep, 1.0, r, system,
@@ -3056,6 +3091,19 @@ def _deepspeed_micro_batch_edges(x: _Step, g: _Grads, z3_ag, z3_rs, n_coll, lat)
     return np.where(on, first_extra + share * z3_rs + lat, 0.0)
 
 
+def _fsdp_gathers(x: _Step) -> tuple[Any, Any]:
+    """(FSDP all-gathers a micro-batch of each unit, whether the parameters and gradients stay unsharded across the
+    step's micro-batches: one all-gather and one reduce-scatter a step) from strategy.fsdp_reshard (names.
+    FSDP_RESHARDS): forward 2 (reshard_after_forward True: gathered again for the backward), backward 1, step 1 and
+    held; None = the style's: 2 without pipelining, 1 under it (torchtitan and AutoModel reshard_after_forward = not
+    pp_enabled), held where the style's pipelined FSDP2 syncs once a step (PerfStyle.pp_fsdp_once_per_step)."""
+    piped = np.asarray(x.p, float) > 1
+    if x.fsdp_reshard is None:
+        return np.where(piped, 1.0, 2.0), piped & np.asarray(x.fw.pp_fsdp_once_per_step, bool)
+    passes = 2.0 if x.fsdp_reshard == "forward" else 1.0
+    return np.full(piped.shape, passes), np.full(piped.shape, x.fsdp_reshard == "step")
+
+
 def _prefetched(x: _Step, comm_s, compute_s, first_s) -> np.ndarray:
     """Exposed seconds of `comm_s` of FSDP collectives prefetched one unit ahead behind `compute_s`: what the
     compute cannot hide, the first unit's all-gather (`first_s`), and overlap_interference of the hidden rest."""
@@ -3087,16 +3135,17 @@ def _fsdp2_copies(x: _Step, p_local, ag_bytes, grad_bytes, reduce_bytes) -> np.n
     unsharded accumulator (the others: read it and the gradient, write it; FSDPParam.to_accumulated_grad_if_needed
     / accumulate_unsharded_grad_if_needed), and one copy-in of the accumulator. Under pipelining without the
     once-a-step sync (PerfStyle.pp_fsdp_once_per_step false): per micro-batch one all-gather (still no reshard after
-    forward) and one reduce-scatter."""
+    forward) and one reduce-scatter. strategy.fsdp_reshard states the gathers either way (`_fsdp_gathers`); its step
+    takes the once-a-step copies without pipelining too, over more than one micro-batch (NeMo AutoModel)."""
     on = np.asarray(x.fw.fsdp2_copies, bool)
     if not np.any(on):
         return np.zeros_like(np.asarray(x.m, float))
-    ag_passes = np.where(x.p > 1, 1.0, 2.0)
+    ag_passes, held = _fsdp_gathers(x)
+    once = held & ((x.p > 1) | (x.m > 1))  # one micro-batch a step without pipelining: the per-micro-batch copies
     flat = x.m * (2.0 * ag_passes * ag_bytes + grad_bytes + reduce_bytes)
     upcast = np.where(reduce_bytes > grad_bytes, grad_bytes + reduce_bytes, 0.0)
-    piped = 2.0 * ag_bytes + upcast + (x.m - 1.0) * (2.0 * reduce_bytes + grad_bytes) + 2.0 * reduce_bytes
-    once = (x.p > 1) & np.asarray(x.fw.pp_fsdp_once_per_step, bool)
-    return np.where(on, p_local * np.where(once, piped, flat) / x.r.hbm_bytes_s, 0.0)
+    held_step = 2.0 * ag_bytes + upcast + (x.m - 1.0) * (2.0 * reduce_bytes + grad_bytes) + 2.0 * reduce_bytes
+    return np.where(on, p_local * np.where(once, held_step, flat) / x.r.hbm_bytes_s, 0.0)
 
 
 def _zero3_on_demand(x: _Step, g: _Grads, mb: _MicroBatch, z3_ag, z3_rs, lat, p_local) -> np.ndarray:

@@ -232,6 +232,7 @@ RULES = (
     "defer_embedding_wgrad_framework",
     "defer_embedding_wgrad_pipelined",
     "fsdp_no_sync_fsdp",
+    "fsdp_reshard_fsdp",
     "moe_eager_glue_framework",
     "attention_kernel_framework",
     "cudnn_release_part",
@@ -592,8 +593,11 @@ def _fsdp_no_sync_rule(c: SimpleNamespace) -> _Rules:
     FSDPModule): it holds unsharded gradients only where the model is fully sharded (fsdp full / ZeRO-3, one rank
     included: KempnerForge wraps a TP-only run over a dp_shard of 1)."""
     on = bool(getattr(c.strategy, "fsdp_no_sync", None))
+    stated = getattr(c.strategy, "fsdp_reshard", None) is not None  # FSDP2's reshard point: names.FSDP_RESHARDS
     return {"fsdp_no_sync_fsdp": (np.full(c.tp.shape, not on) | (c.zero >= 3),
-                                  lambda v: msg("rule_fsdp_no_sync_fsdp", zero=v["zero"]))}
+                                  lambda v: msg("rule_fsdp_no_sync_fsdp", zero=v["zero"])),
+            "fsdp_reshard_fsdp": (np.full(c.tp.shape, not stated) | (c.zero >= 3),
+                                  lambda v: msg("rule_fsdp_reshard_fsdp", zero=v["zero"]))}
 
 
 def _te_option_rules(c: SimpleNamespace) -> _Rules:

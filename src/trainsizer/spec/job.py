@@ -35,6 +35,7 @@ from trainsizer.names import (
     FP8_RECIPES,
     FRAMEWORKS,
     FSDP_MODES,
+    FSDP_RESHARDS,
     LORA_DEFAULT_TARGETS,
     LORA_IMPLS,
     LORA_LINEAR_TARGETS,
@@ -53,6 +54,7 @@ from trainsizer.names import (
     RECOMPUTE,
     RECOMPUTE_METHODS,
     RECOMPUTE_MODULES,
+    ROPE_KERNELS,
     ZERO3_BUCKET_SIZES,
     ZERO3_EXPERT_FETCHES,
     optimizer_precisions_for,
@@ -81,6 +83,8 @@ AttentionKernel = Literal[ATTENTION_KERNELS]
 NormKernel = Literal[NORM_KERNELS]
 CpCommType = Literal[CP_COMM_TYPES]
 ActivationKernel = Literal[ACTIVATION_KERNELS]
+RopeKernel = Literal[ROPE_KERNELS]
+FsdpReshard = Literal[FSDP_RESHARDS]
 CudaGraphs = Literal[CUDA_GRAPHS]
 CudnnRelease = Literal[CUDNN_RELEASES]
 Nf4DequantDtype = Literal[NF4_DEQUANT_DTYPES]
@@ -414,6 +418,12 @@ class StrategySpec(_Strict):
     # KempnerForge's maybe_no_sync): each parameter's unsharded gradient is held across micro-batches, in the
     # reduce dtype (torch FSDPParam.to_accumulated_grad_if_needed); needs FSDP; null = synced every micro-batch
     fsdp_no_sync: bool | None = None
+    # when FSDP2 frees its gathered parameters (names.FSDP_RESHARDS): forward (reshard_after_forward True, torch's
+    # default: gathered again in backward) | backward (reshard_after_forward False: NeMo AutoModel's MoE
+    # parallelizer, components/moe/config.py) | step (also kept, and gradients unsynced, across a step's micro-batches:
+    # AutoModel's enable_fsdp_optimizations); needs FSDP; null = the style's (forward; under pipelining step, or
+    # backward where pp_fsdp_once_per_step is false)
+    fsdp_reshard: FsdpReshard | None = None
     # the token embedding split over the TP ranks (Megatron's VocabParallelEmbedding, torchtitan's RowwiseParallel
     # plan); false = a whole copy on every TP rank (KempnerForge's tensor_parallel.py leaves it replicated), sharded by
     # FSDP alone; null = the style's (every style: split)
@@ -421,6 +431,9 @@ class StrategySpec(_Strict):
     # MLP activation kernel (SwiGLU): fused (TE / Apex / compile) | eager (F.silu then the product: nanotron);
     # null = the style's
     activation_kernel: ActivationKernel | None = None
+    # RoPE kernel: fused (TE's fused apply_rotary_pos_emb: NeMo AutoModel rope_fusion true, Megatron-Core
+    # apply_rope_fusion) | eager (the style's PyTorch ops); null = the style's (fused with its fused kernels or compile)
+    rope_kernel: RopeKernel | None = None
     # FP8 dot-product attention (Transformer Engine / cuDNN, Megatron-Core fp8_dot_product_attention, NeMo FP8_DPA):
     # forward and backward in FP8, q / k / v / output saved in FP8; needs precision fp8; null = off
     fp8_attention: bool | None = None
