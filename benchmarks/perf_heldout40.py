@@ -21,8 +21,9 @@ at 4e1e3d6cd, 2026-07-22): Qwen3-30B-A3B pre-training on 8 H100 (EP 8, global ba
 experts) and 16 H100 (EP 16, 256 / 2, torch._grouped_mm experts), with DeepEP v1 or HybridEP as the dispatcher, the
 benchmark recipe qwen3_moe_30b_te_deepep.yaml read at 4074cd40d: tokens/s a GPU. Data:
 benchmarks/data/heldout_2026o_automodel_hybridep.csv (heldout_pretrain.csv's columns; the torchtitan style, as
-perf_heldout's AutoModel rows). Both dispatchers are the estimate's moe_dispatcher flex: one charge, so the printed
-HybridEP / DeepEP ratio is 1.000 predicted.
+perf_heldout's AutoModel rows). DeepEP is moe_dispatcher flex, HybridEP moe_dispatcher hybridep: the same transport,
+HybridEP grouping the tokens by expert inside its dispatch / combine kernels, so each pass takes the longer of the
+transport and the permute (step_time._permute_in_transport; known-gaps 137 (c)).
 
 (3) torchao's pre-training tutorial (pytorch/ao docs/source/eager_tutorials/pretraining.rst, its logs dated
 2025-06-04, unchanged at 42ff8ed67): torchtitan Llama3-8B on 8 H100 96 GB (the log's memory percentage; the Grand Teton
@@ -172,7 +173,7 @@ def main() -> None:
     p28.print_rows(run)
     p28.print_summary(run, "(2) AutoModel and (3) torchao rows (nothing fitted)", 56)
     timed = {r["id"]: c for c, _, r in run if not c.skipped}
-    print("HybridEP over DeepEP at one layout (measured vs predicted; the estimate has one flex charge):")
+    print("HybridEP over DeepEP at one layout (measured vs predicted; HybridEP's permute inside its transport):")
     for rid, c in timed.items():
         if "hybridep" in rid:
             base = timed[rid.replace("hybridep24", "deepep").replace("hybridep", "deepep")]

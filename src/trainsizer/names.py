@@ -70,7 +70,13 @@ FP4_RECIPES = ("nvfp4", "mxfp4", "nvfp4-torchao")
 # permute + dispatch kernels); auto = what Megatron-Bridge's 25.11 recipes use for that layout (step_time). On the
 # PyTorch-native styles (torchtitan, FSDP) auto / alltoall = torchtitan's all_to_all of tokens permuted per expert and
 # flex = DeepEP (NeMo AutoModel's enable_deepep, torchtitan's deepep backend): one copy per EP rank, no host sync.
-MOE_DISPATCHERS = ("auto", "alltoall", "flex")
+# hybridep = NVIDIA's HybridEP (deepseek-ai/DeepEP hybrid-ep branch; NeMo AutoModel's dispatcher hybridep, Megatron-Core
+# flex with the hybridep backend) stated as such: flex's transport, and its dispatch_with_permute / combine_with_unpermute
+# hand the experts their tokens already grouped (AutoModel _HybridEPManager.get_permuted_hidden_states_by_experts
+# returns them unchanged), so the framework's permute / unpermute passes are not run (step_time: compute._moe_layer).
+MOE_DISPATCHERS = ("auto", "alltoall", "flex", "hybridep")
+# the dispatchers that send a token once to each EP rank holding one of its experts (DeepEP / HybridEP kernels)
+FLEX_DISPATCHERS = ("flex", "hybridep")
 # Which experts a balanced router gives a token (MoE dispatch: how many EP ranks and NVLink domains its top-k experts
 # span). random = k distinct experts uniformly at random: a trained router at balance, and Megatron-Core's
 # moe_router_force_load_balancing (random logits, moe_utils.apply_random_logits); round-robin = token i takes experts

@@ -94,6 +94,7 @@ from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
 from trainsizer.names import (
     ACTIVATION_KERNELS,
+    FLEX_DISPATCHERS,
     FSDP_RESHARDS,
     NORM_KERNELS,
     OPTIMIZER_PRECISIONS,
@@ -755,7 +756,7 @@ def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, optio
         keeps & (rec == 0), dpa, 0.0) if model.is_moe else dense_b
     dense_none = pick(base_d, row_none, 0) + norm + act + fp8_act + dpa + peft_none
     moe_none = pick(base_m, row_none, 1) + norm + dpa if model.is_moe else dense_none
-    if model.is_moe and getattr(strategy, "moe_dispatcher", "auto") == "flex":
+    if model.is_moe and getattr(strategy, "moe_dispatcher", "auto") in FLEX_DISPATCHERS:
         # DeepEP experts on the hf-profile (PyTorch-native) stacks: their routed slots save Megatron's layout
         keep, full = _deepep_slot_delta(model, training, options)
         moe_b = moe_b + np.where(~mega & (row <= 1), tokens * k * np.where(row == 1, keep[1], keep[0]) / t, 0.0)

@@ -86,6 +86,7 @@ from trainsizer.names import (
     CHECKPOINT_IMPLS,
     DDP_IMPLS,
     EXPERTS_IMPLEMENTATIONS,
+    FLEX_DISPATCHERS,
     FSDP_MODES,
     FSDP_RESHARDS,
     MOE_DISPATCHERS,
@@ -956,7 +957,7 @@ def _moe_passes(x: _Step) -> tuple[Any, Any, Any] | None:
                                             fused_rest=True, act_kernel=fw.activation_kernel, rope_kernel=fw.rope_kernel)
     compiled = _fused_elementwise(x)
     common, shared = (np.where(compiled, f, e) for f, e in zip(fused, eager, strict=True))
-    routed = np.where(x.strategy_dispatcher == "flex", 1.0, shared)
+    routed = np.where(x.strategy_dispatcher in FLEX_DISPATCHERS, 1.0, shared)
     return common, routed, shared
 
 
@@ -1274,7 +1275,7 @@ def _expert_bias_time(x: _Step) -> Any:
     fwd = gate_up * b["gate_up_forward"] + m.hidden * b["down_forward"]
     bwd = gate_up * b["gate_up_backward"] + m.hidden * b["down_backward"]
     deepep = compute.stream_time(slots * (fwd * (1.0 + x.moe_rerun) + bwd), x.r, kernels=0.0)
-    native = np.where(np.asarray(x.fw.fused_kernels, bool) | (x.strategy_dispatcher != "flex"), 0.0, deepep)
+    native = np.where(np.asarray(x.fw.fused_kernels, bool) | (x.strategy_dispatcher not in FLEX_DISPATCHERS), 0.0, deepep)
     mcore = np.where(np.asarray(x.fw.moe_fused_grouped_mlp, bool), 0.0, _mcore_expert_bias_time(x, slots))
     return np.where(np.asarray(x.fw.moe_host_sync, bool), mcore, native)
 
@@ -1927,7 +1928,7 @@ def _moe_dispatch_sync_excess(x: _Step) -> Any:
     alone), in the forward and again in a recompute; the backward syncs none (the all-to-all's backward reuses the
     host split lists). The kernels after the sync (the tokens' all-to-all first) are GPU-bound, so the CPU regains
     its lead at once: a latency, not a rate. 0 for a dense model or a style without the syncs."""
-    flex = x.strategy_dispatcher == "flex"
+    flex = x.strategy_dispatcher in FLEX_DISPATCHERS
     syncs = np.where(flex, x.fw.moe_deepep_syncs, np.where(x.e > 1.0, x.fw.moe_dispatch_syncs, 0.0))
     if not x.model.is_moe or not np.any(syncs):
         return 0.0
@@ -1949,7 +1950,7 @@ def _moe_eager_glue_time(x: _Step) -> Any:
     the MoE block is recomputed. Not behind DeepEP (moe_dispatcher flex: its own path, about the charged bytes,
     docs/known-gaps.md 54 (b))."""
     m = x.model
-    on = np.asarray(x.fw.moe_eager_glue, bool) & (x.strategy_dispatcher != "flex")
+    on = np.asarray(x.fw.moe_eager_glue, bool) & (x.strategy_dispatcher not in FLEX_DISPATCHERS)
     if not m.is_moe or not np.any(on):
         return 0.0
     b = x.k.moe_eager_glue_bytes
@@ -2238,7 +2239,7 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
     # enable_deepep / dispatcher deepep, torchtitan's deepep backend) sends one copy per rank
     host_sync = np.asarray(x.fw.moe_host_sync)
     flex = np.where(host_sync, ~moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t),
-                    x.strategy_dispatcher == "flex")
+                    x.strategy_dispatcher in FLEX_DISPATCHERS)
     # Megatron-Core's flex dispatcher at expert TP > 1 sends over the TP x EP group, a token to every expert-TP rank
     # of its experts (MoEFlexTokenDispatcher: group=tp_ep_group, router_topk=tp_size x topk; `_moe_tp_collectives`)
     wide = flex & host_sync & (x.et > 1.0)
@@ -2276,7 +2277,25 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
     nccl = ~flex & ~np.asarray(x.fw.ep_own_kernels, bool)
     if np.any(nccl):
         a2a = np.where(nccl, a2a_at(nccl_alltoall_rates(x.r, x.system, x.k)), a2a)
-    return a2a * (4.0 + 2.0 * x.moe_rerun) * model.moe_layer_count / model.layers
+    return (a2a * (4.0 + 2.0 * x.moe_rerun) - _permute_in_transport(x, a2a)) * model.moe_layer_count / model.layers
+
+
+def _permute_in_transport(x: _Step, a2a: Any) -> Any:
+    """Seconds per MoE layer and micro-batch that HybridEP's transport hides of the framework's permute passes
+    (moe_dispatcher hybridep): its dispatch_with_permute / combine_with_unpermute group the tokens by expert in the
+    transport's own kernel grid, permute blocks streaming per chunk behind the copies (the AutoModel report's 5.2;
+    deepseek-ai/DeepEP hybrid-ep deep_ep/hybrid_ep_buffer.py), and AutoModel's _HybridEPManager hands the experts those
+    tokens unchanged (token_dispatcher.py at 4074cd40d), so each pass takes the longer of the two, not their sum. The
+    permute's time is compute._moe_layer's (read + write h a routed copy for the permute and again for the unpermute:
+    forward and recompute once, backward twice); a pass's transport `a2a` is one all-to-all, two a pass (dispatch +
+    combine). 0 on every other dispatcher."""
+    if x.strategy_dispatcher != "hybridep":
+        return 0.0
+    m = x.model
+    slots = x.tok * m.experts_per_token * x.training.moe_capacity_factor
+    split = np.where(np.asarray(x.fw.moe_tp_token_split, bool), x.et / x.t, 1.0)
+    perm = compute.stream_time(4.0 * m.hidden * slots * split * x.act, x.r, kernels=0.0)
+    return np.minimum(2.0 * a2a, perm) * (1.0 + x.moe_rerun) + np.minimum(2.0 * a2a, 2.0 * perm)
 
 
 def nccl_alltoall_rates(r: Any, system: System, k: PerfConstants) -> Any:

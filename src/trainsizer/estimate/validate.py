@@ -69,7 +69,7 @@ from trainsizer.estimate.inputs import (
 )
 from trainsizer.messages import Listing, msg
 from trainsizer.models.arch import ModelArch
-from trainsizer.names import RECOMPUTE_METHODS, RECOMPUTE_MODULES
+from trainsizer.names import FLEX_DISPATCHERS, RECOMPUTE_METHODS, RECOMPUTE_MODULES
 
 # Frameworks whose ZeRO-3 / full-shard path cannot run with pipeline parallelism (see module docstring).
 ZERO3_PP_REFUSED = ("deepspeed", "hf", "fsdp")
@@ -757,11 +757,13 @@ def _moe_a2a_overlap_rules(c: SimpleNamespace) -> _Rules:
 def _flex_vendor_rule(c: SimpleNamespace) -> tuple[np.ndarray, Callable[[dict[str, Any]], str]]:
     """moe_dispatcher flex on a part whose vendor has a flex dispatcher on this stack (FLEX_DISPATCHER_VENDORS)."""
     vendor = str(getattr(c.system, "vendor", "") or "")
-    flex = getattr(c.strategy, "moe_dispatcher", "auto") == "flex" and c.model.is_moe
+    flex = getattr(c.strategy, "moe_dispatcher", "auto") in FLEX_DISPATCHERS and c.model.is_moe
     if not flex or not vendor or FLEX_DISPATCHER_VENDORS.get(vendor, ()) is None:
         return (np.full(c.tp.shape, True), lambda v: "")
     stacks = FLEX_DISPATCHER_VENDORS.get(vendor, ())
     assert stacks is not None
+    if getattr(c.strategy, "moe_dispatcher", "auto") == "hybridep":
+        stacks = ()  # HybridEP's TMA / DOCA GPUNetIO kernels: NVIDIA's only (Primus-Turbo ports DeepEP, not HybridEP)
     if not stacks:
         return (np.full(c.tp.shape, False),
                 lambda v: msg("rule_moe_dispatcher_vendor_none", accelerator=c.system.accelerator, vendor=vendor))
