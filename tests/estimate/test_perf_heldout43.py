@@ -1,6 +1,7 @@
 """Held-out rows added 2026-12-05, seventeenth batch (benchmarks/perf_heldout43.py; nothing fitted on them): PEFT's
 accelerate guides (Llama-2-70B LoRA / QLoRA peak memory under FSDP1 and DeepSpeed ZeRO-3), accelerate's FSDP2 +
-torchao float8 example (Llama 3.1 8B on 8 H100, bf16 and float8) and the Hugging Face blog's 70B FSDP run (refused in
+torchao float8 example (Llama 3.1 8B on 8 H100, bf16 and float8), Axolotl's gpt-oss examples (reserved memory, LoRA
+and FSDP2 full fine-tuning with and without parameter offload) and the Hugging Face blog's 70B FSDP run (refused in
 the data: a wall-clock, not a step time). Bounds = the figures measured when the rows were added, with a margin: they
 guard against a regression, not an accuracy claim (docs/known-gaps.md 143)."""
 
@@ -18,10 +19,11 @@ import finetune_heldout as fh  # noqa: E402
 import perf_heldout43 as p43  # noqa: E402
 from harness import mape, scored  # noqa: E402
 
-# metric -> MAPE bound (%); reached at landing in the comment
+# (source, metric) -> MAPE bound (%); reached at landing in the comment
 BOUNDS = {
-    "tokens_s": 12.0,  # 8.1: accelerate FSDP2 bf16 +6.9%, float8 +9.2%
-    "peak_gib": 27.0,  # 22.1: every row under (-10.1..-40.1%; known-gaps 143)
+    ("accelerate FSDP2 + torchao float8 example", "tokens_s"): 12.0,  # 8.1: bf16 +6.9%, float8 +9.2%
+    ("PEFT accelerate guide", "peak_gib"): 27.0,  # 22.1: every row under (-10.1..-40.1%; known-gaps 143 (b))
+    ("Axolotl gpt-oss examples", "peak_gib"): 40.0,  # 34.0: offload rows -70.5 / -58.7% (known-gaps 143 (d))
 }
 
 
@@ -34,9 +36,9 @@ def test_every_row_names_its_source_url_date_and_assumptions():
     rs = p43.rows()
     header = open(fh.DATA, encoding="utf-8").readline().strip().split(",")
     assert list(rs[0])[: len(header)] == header  # finetune_heldout.job reads these columns
-    assert len({r["id"] for r in rs}) == len(rs) == 8
+    assert len({r["id"] for r in rs}) == len(rs) == 13
     for r in rs:
-        assert r["url"].startswith("https://github.com/huggingface/"), r["id"]
+        assert r["url"].startswith(("https://github.com/huggingface/", "https://github.com/axolotl-ai-cloud/")), r["id"]
         assert r["locator"] and r["date"].startswith("202") and r["assumed"], r["id"]
         assert bool(r["tokens_per_s"]) != bool(r["peak_mem"]), r["id"]  # one figure a row
 
@@ -55,6 +57,15 @@ def test_the_rows_state_what_the_guides_and_scripts_set():
             assert (s.get("fsdp") == "full") != (s.get("zero") == 3), r["id"]  # FSDP1 or ZeRO-3, not both written
             if job["method"] == "qlora":
                 assert s["kbit_upcast"] is False and s["checkpoint_impl"] == "reentrant", r["id"]
+        if r["id"].startswith("hfblog_"):  # the row's own fabric, not the part's default (finetune_heldout.job)
+            assert job["hardware"]["network"] == "efa-v1" and job["hardware"]["count"] == 16, r["id"]
+        if r["id"].startswith("axogptoss_"):  # packs of 4,096, checkpointing with activation offload, CCE
+            assert job["seq_len"] == 4096 and job["packing"] and s["activation_offload"], r["id"]
+            assert s["recompute"] == "full" and s["loss_impl"] == "fused" and r["peak_mem_unit"] == "GiB-allocator"
+            if job["method"] == "lora":  # lora_target_linear on gpt-oss: the attention projections only
+                assert job["lora"]["targets"] == ["q_proj", "k_proj", "v_proj", "o_proj"], r["id"]
+            else:
+                assert s["fsdp"] == "full" and (s["offload"] == "optimizer+params") == ("offload" in r["id"]), r["id"]
         if r["id"].startswith("accfsdp2_"):
             assert s["torch_compile"] and s["recompute"] == "none" and s["optimizer_precision"] == "bf16", r["id"]
             assert s["fsdp"] == "full" and job["hardware"]["count"] == 8, r["id"]
@@ -65,9 +76,9 @@ def test_the_wallclock_row_is_refused_with_its_reason_and_every_other_row_scored
     refused = {c.row_id: c.skipped for c in cases if c.metric == "refused"}
     assert list(refused) == ["hfblog_70b_full_fsdp_16xa100"] and "wall-clock" in refused["hfblog_70b_full_fsdp_16xa100"]
     assert not [c for c in cases if c.metric == "fits"]  # every run that ran is said to fit
-    assert len(scored(cases, "tokens_s")) == 2 and len(scored(cases, "peak_gib")) == 5
-    for metric, bound in BOUNDS.items():
-        assert mape(scored(cases, metric)) < bound, metric
+    assert len(scored(cases, "tokens_s")) == 2 and len(scored(cases, "peak_gib")) == 10
+    for (source, metric), bound in BOUNDS.items():
+        assert mape([c for c in scored(cases, metric) if c.source == source]) < bound, source
     # the refused row's estimate is printed beside its figure, not scored
     assert len(p43.refused_estimates()) == 1
 
@@ -88,4 +99,6 @@ def test_offload_and_qlora_lower_the_predicted_peak_as_measured(cases):
     assert off.predicted < on.predicted and off.measured < on.measured
     q, lo = mem["peftdoc_70b_qlora_zero3_2gpu"], mem["peftdoc_70b_lora_zero3_8xh100"]
     assert q.predicted < lo.predicted and q.measured < lo.measured
-    assert len(p43.pair_lines(cases)) == 3
+    assert len(p43.pair_lines(cases)) == 4
+    gpt4, gpt8 = mem["axogptoss_20b_fft_fsdp2_4x80gb"], mem["axogptoss_20b_fft_fsdp2_8x48gb"]
+    assert gpt4.predicted > gpt8.predicted and gpt4.measured > gpt8.measured  # half the shards, more a GPU
