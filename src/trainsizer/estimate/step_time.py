@@ -293,6 +293,9 @@ class PerfStyle:
     # each casts its input to fp32 and autocast casts it back for lora_A (perf_constants.yaml lora.peft_fp32_input_cast,
     # _lora_adapters)
     peft_fp32_input_cast: bool = False
+    # the style's own loss under loss_impl auto where it runs F.cross_entropy eager on fp32 logits (a FP32_CE_KEYS
+    # name: hf "upcast", transformers ForCausalLMLoss; torchtune "chunked"); "" = the fused count (_fp32_loss_excess)
+    auto_loss_fp32: str = ""
     # a full fine-tune at ZeRO 0 keeps fp32 weights under the framework's 16-bit autocast (the HF Trainer's bf16 / fp16
     # AMP): the residual stream is fp32 and autocast casts weights and linear inputs (perf_constants.yaml
     # amp_fp32_weights, _amp_fp32_weights_time)
@@ -1031,9 +1034,8 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              op_sac_linears_recomputed=op_sac_unsaved_share(training, model))
     if x.loss_impl == "chunked-nll":
         lt = dataclasses.replace(lt, head_bwd=lt.head_bwd + _chunked_nll_time(x, lt))
-    if x.loss_impl == "upcast-held":
-        held_fwd, held_bwd = _upcast_held_loss_excess(x)
-        lt = dataclasses.replace(lt, head_fwd=lt.head_fwd + held_fwd, head_bwd=lt.head_bwd + held_bwd)
+    fp32_fwd, fp32_bwd = _fp32_loss_excess(x)
+    lt = dataclasses.replace(lt, head_fwd=lt.head_fwd + fp32_fwd, head_bwd=lt.head_bwd + fp32_bwd)
     if "lm_head_adapter" in lora_targets(training):
         lora_fwd, lora_bwd = _lora_head_time(x)
         lt = dataclasses.replace(lt, head_fwd=lt.head_fwd + lora_fwd, head_bwd=lt.head_bwd + lora_bwd)
@@ -1218,18 +1220,37 @@ def _chunked_nll_time(x: _Step, lt: compute.LayerTimes) -> Any:
     return lt.head_fwd + casts
 
 
-def _upcast_held_loss_excess(x: _Step) -> tuple[Any, Any]:
-    """(forward, backward) seconds per micro-batch the loss under loss_impl upcast-held streams beyond the fused count
-    `compute._lm_head` charges: Lightning Fabric's true-half precision converts the 16-bit logits to fp32 and
-    F.cross_entropy runs PyTorch's log-softmax on the fp32 copy, whose rows (a vocabulary over 12K fp32 elements)
-    take the kernel that reads its input three times; the backward zero-fills the NLL gradient, reads it twice in
-    the log-softmax backward and casts it back to 16 bits (perf_constants.yaml cross_entropy.upcast_held, counted
-    from the code, not fitted). Per launch the kernels match the fused count's, so none are added."""
-    logits = np.asarray(x.tok, float) * float(x.model.vocab) / x.t
-    held_fwd, held_bwd = compute.CE_BYTES["upcast_held"]
+# losses that run F.cross_entropy eager on an fp32 copy of the logits: loss_impl -> perf_constants.yaml
+# cross_entropy key (torchtune's chunked upcasts each chunk and calls it the same way)
+FP32_CE_KEYS = {"upcast": "upcast", "upcast-shift": "upcast_shift", "upcast-held": "upcast_held",
+                "chunked": "upcast"}
+
+
+def _fp32_loss_excess(x: _Step) -> tuple[Any, Any]:
+    """(forward, backward) seconds per micro-batch a loss run as eager PyTorch on fp32 logits streams beyond the
+    fused count `compute._lm_head` charges (perf_constants.yaml cross_entropy upcast / upcast_shift / upcast_held,
+    counted from the code, not fitted): the 16-bit logits cast to fp32 (Lightning Fabric's convert_output, HF
+    ForCausalLMLoss's logits.float(), torchtune's chunk.float()), HF 4.46-4.47's shifted copy, and F.cross_entropy,
+    whose log-softmax over a vocabulary row too wide for shared memory reads it three times; backward the zero-filled
+    NLL gradient, the two-pass log-softmax backward, the slice's zero-filled gradient where the logits were shifted,
+    and the cast back to 16 bits. The job's loss_impl (FP32_CE_KEYS), or under "auto" its style's
+    (PerfStyle.auto_loss_fp32: an array where "auto" picks a style per strategy).
+    Nothing inside a compiled model (HF computes its loss in the model's forward; torchtune compiles its loss with
+    the model) or for other losses. Per launch the kernels match the fused count's, so none are added."""
+    own = np.asarray(x.fw.auto_loss_fp32)
+    if x.loss_impl == "auto":
+        keys = np.vectorize(lambda n: FP32_CE_KEYS.get(str(n), ""), otypes=[object])(own)
+    else:
+        keys = np.full(own.shape, FP32_CE_KEYS.get(x.loss_impl, ""), dtype=object)
+    compiled = (np.asarray(x.a["torch_compile"]) > 0) & ~np.asarray(x.fw.fused_kernels, bool)
     fused_fwd, fused_bwd = compute.CE_BYTES["fused"]
-    return (compute.stream_time(logits * (held_fwd - fused_fwd), x.r, kernels=0.0),
-            compute.stream_time(logits * (held_bwd - fused_bwd), x.r, kernels=0.0))
+    fwd_b = np.vectorize(lambda k: compute.CE_BYTES[k][0] - fused_fwd if k else 0.0, otypes=[float])(keys)
+    bwd_b = np.vectorize(lambda k: compute.CE_BYTES[k][1] - fused_bwd if k else 0.0, otypes=[float])(keys)
+    if x.loss_impl != "upcast-held":  # Lightning Fabric's convert_output runs outside any compiled model
+        fwd_b, bwd_b = np.where(compiled, 0.0, fwd_b), np.where(compiled, 0.0, bwd_b)
+    logits = np.asarray(x.tok, float) * float(x.model.vocab) / x.t
+    return (compute.stream_time(logits * fwd_b, x.r, kernels=0.0),
+            compute.stream_time(logits * bwd_b, x.r, kernels=0.0))
 
 
 def _lora_head_time(x: _Step) -> tuple[Any, Any]:
