@@ -138,3 +138,23 @@ def test_fsdp_reshard_is_refused_without_fsdp_and_by_value():
     with pytest.raises(SpecError, match="fsdp_reshard"):
         _scenario(DENSE, DENSE_STRATEGY, fsdp_reshard="never")
     assert t("field_strategy.fsdp_reshard", "zh") != t("field_strategy.fsdp_reshard", "en")
+
+
+def test_automodel_rows_state_the_reshard_point_their_recipe_sets():
+    """The MoE parallelizer's reshard_after_forward default False (components/moe/config.py): backward on the 2025-10
+    rows without enable_fsdp_optimizations, step where the recipe sets it (known-gaps 137 (b), (d)); gpt-oss 120B sets
+    reshard_after_forward true, the pipelined DeepSeek-V3 / Kimi K2 rows time it through pp_fsdp_once_per_step."""
+    import csv
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
+    stated = {}
+    for name in ("heldout_pretrain.csv", "heldout_2026b_automodel.csv", "heldout_2026o_automodel_hybridep.csv"):
+        for r in csv.DictReader((data / name).open(encoding="utf-8")):
+            if r["id"].startswith(("automodel_", "amhep_")):
+                extra = dict(kv.split("=", 1) for kv in r["strategy_extra"].split(";") if "=" in kv)
+                stated[r["id"]] = extra.get("fsdp_reshard")
+    assert stated["automodel_qwen3_30b_a3b_bf16_8gpu"] == stated["automodel_gpt_oss_20b_bf16_8gpu"] == "backward"
+    assert stated["automodel_nemotron3_nano_30b_a3b_bf16_8gpu"] == "step"
+    assert stated["automodel_gpt_oss_120b_bf16_64gpu"] is None
+    assert {v for k, v in stated.items() if k.startswith("amhep_")} == {"step"}
