@@ -30,8 +30,7 @@ def test_consumer_card_gemm_efficiency_follows_its_measured_matmul_rate():
     a100_ratio = k.gemm_efficiency("a100-sxm-80gb") / (271.8 / 312)
     rtx_5090_shares = sorted(sum(r) / 3 / 209.5 for r in ((183.71, 236.03, 235.27), (181.17, 234.89, 240.05),
                                                           (182.19, 234.66, 236.99), (134.08, 174.68, 178.86)))
-    for acc, measured_share in (("rtx-4090", (151.5 + 160.2 + 158.5) / 3 / 165.2),
-                                ("rtx-5090", (rtx_5090_shares[1] + rtx_5090_shares[2]) / 2),
+    for acc, measured_share in (("rtx-5090", (rtx_5090_shares[1] + rtx_5090_shares[2]) / 2),
                                 ("rtx-a6000", (115.2 + 110.6 + 122.3) / 3 / 149.7),
                                 ("a10g", (62.48 + 66.59 + 69.47) / 3 / 70.0),
                                 ("l20", (111.82 + 114.14 + 107.95) / 3 / 119.5),
@@ -40,6 +39,20 @@ def test_consumer_card_gemm_efficiency_follows_its_measured_matmul_rate():
         assert k.gemm_efficiency(acc) < measured_share  # a training run's shapes never beat the square benchmark
     # the 4090 holds clocks above its rated boost (0.95 of its FP32-accumulate peak measured); H100 throttles
     assert k.gemm_efficiency("rtx-4090") > k.gemm_efficiency("h100-sxm-80gb")
+
+
+def test_rtx_4090_gemm_share_is_its_matmul_rate_over_the_a100s_sustained_one_like_for_like():
+    """known-gaps 135: the A100's tuned share equals its own sustained simple torch.matmul (230 of 312 over >= 3 s in
+    mli/transformers-benchmarks), so a card's simple-benchmark share takes that ratio (1.00), not the A100's tuned
+    share over its best-shape MAMF (0.85). The 4090 loses nothing over a run (158.6 at 8192^2 sustained, 160.2 at
+    8192^2 over 30 iterations), so its mean of three sizes is its rate."""
+    k = load_constants()
+    like_for_like = k.gemm_efficiency("a100-sxm-80gb") / (230.0 / 312.0)
+    measured_share = (151.5 + 160.2 + 158.5) / 3 / 165.2
+    assert like_for_like == pytest.approx(1.0, abs=0.01)
+    assert 158.6 / 160.2 == pytest.approx(1.0, abs=0.015)  # sustained over short at one size: no loss over a run
+    assert k.gemm_efficiency("rtx-4090") == pytest.approx(measured_share * like_for_like, abs=0.01)
+    assert k.gemm_efficiency("rtx-4090") > measured_share * k.gemm_efficiency("a100-sxm-80gb") / (271.8 / 312) + 0.1
 
 
 def test_v100_gemm_share_follows_its_measured_fp16_matmul_rate():
@@ -66,20 +79,21 @@ def test_grace_blackwell_gemm_shares_follow_their_measured_matmul_rates():
     assert k.gemm_efficiency("gb300") / k.gemm_efficiency("gb200") == pytest.approx(2174.0 / 1822.0, rel=0.005)
 
 
-def test_a_full_rate_ada_card_without_a_matmul_run_takes_the_l40s_rate_at_its_own_power():
-    """RTX 6000 Ada (the L40S's AD102, full-rate tensor cores, 300 W) has no published matmul run: its share is the
-    L40S's measured best (269.15 TFLOPS at 350 W) at 300 W, over its own peak, x the same die's mean / best (the RTX
-    4090's per-size run) x the A100's run factor. The L40S's own figure by that method is the default it keeps."""
+def test_the_rtx_6000_ada_takes_its_training_rate_against_the_4090_and_the_l40s_its_matmul_run():
+    """RTX 6000 Ada (AD102, full-rate tensor cores, 300 W, blower): no matmul run published; in Lambda's same-code
+    training benchmark it trains BERT-large at 79 seq/s against the RTX 4090's 93, its streamed work at ~0.95 of the
+    4090's (960 vs 1,008 GB/s), so its GEMMs run at most 0.85x the 4090's sustained rate (known-gaps 135 (c)). The L40S
+    keeps its short matmul's best x the same die's mean / best x the A100's run factor (the default)."""
     k = load_constants()
     run_factor = k.gemm_efficiency("a100-sxm-80gb") / (271.8 / 312)
     mean_over_best = (151.5 + 160.2 + 158.5) / 3 / 160.2
     l40s = 269.15 / 362.0 * mean_over_best * run_factor
     assert k.gemm_efficiency("l40s") == pytest.approx(l40s, abs=0.01)
-    assert k.gemm_efficiency("rtx-6000-ada") == pytest.approx(269.15 * 300 / 350 / 364.2 * mean_over_best
-                                                              * run_factor, abs=0.01)
-    assert k.gemm_efficiency("rtx-6000-ada") < k.gemm_efficiency("l40s")  # the same die on 50 W less
-    assert k.gemm_efficiency("l40") == k.gemm_efficiency_max["default"]  # no run of the L40; "l40s" is not its family
-
+    training_ratio = 79.0 / 93.0
+    assert training_ratio < 960.0 / 1008.0  # below the streamed work's ratio: an upper bound on the GEMM ratio
+    rtx_4090_tflops = k.gemm_efficiency("rtx-4090") * 165.2
+    assert k.gemm_efficiency("rtx-6000-ada") == pytest.approx(rtx_4090_tflops * training_ratio / 364.2, abs=0.01)
+    assert k.gemm_efficiency("rtx-6000-ada") * 364.2 < rtx_4090_tflops  # 2.2x the peak, a slower GEMM in training
 
 def test_the_a10_takes_its_power_bound_run_and_its_id_keeps_other_families_apart():
     """The A10 (GA102, full rate, 150 W) measures 56 TFLOPS at best, x the A40's mean / best as for the RTX A6000;

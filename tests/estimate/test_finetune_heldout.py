@@ -54,6 +54,8 @@ def test_held_out_fine_tuning_figures():
     # 12.0% with the 3B full rows' AdamW fused (10.5% as foreach: their measured peaks, 24.9 / 25.5 GiB, sit under
     # the 29.9 GiB that foreach's step alone holds, and 105 of torchtune's 107 configs naming torch.optim.AdamW set
     # fused: docs/known-gaps.md 128, (a')); the rows run +4..+8% too fast, as the same table's LoRA / QLoRA / 8-bit rows
+    # 11.0% with the RTX 4090's GEMM share like for like, 0.95 (known-gaps 135): its LoRA row -16.1% -> -2.9%, its full
+    # and QLoRA rows -5.7 / -6.9% -> +5.9 / +5.5%
     assert m("torchtune", "tokens_s") <= 12.5
     # reached: 12.7% with FA2 at its measured A100 rate and length curve (17.4% at the 0.45 tuned on Triton rows; 19.0%
     # with eager traffic at a flat 2.2x; 27.5% without LoRA adapter costs)

@@ -25,12 +25,12 @@ from harness import mape, scored  # noqa: E402
 
 # (part, metric) -> MAPE bound (%); reached at landing in the comment
 FSDP_BOUNDS = {
-    ("rtx-4090", "tokens_s"): 23.0,  # 19.3: every row -15.3..-22.9% (known-gaps 129 (a))
+    ("rtx-4090", "tokens_s"): 14.0,  # 11.6: every row -6.0..-15.8% (19.4 with the GEMM share 0.80: known-gaps 135)
     ("rtx-4090", "peak_gib"): 10.0,  # 9.0: -19.3..+4.1% (bf16 QLoRA adapters: 7.4 with fp32 ones)
     ("rtx-3090", "tokens_s"): 56.0,  # 52.1: batch-1 FSDP rows +34..+210% (the slow PCIe lanes), DDP -17 / -18%
     ("rtx-3090", "peak_gib"): 14.0,  # 12.2: -37.5..+1.3%
     ("rtx-a5000", "tokens_s"): 30.0,  # 24.8: +26.1 / +19.5 / +28.7% (known-gaps 142)
-    ("rtx-6000-ada", "tokens_s"): 70.0,  # 62.0: +61.0 / +63.0% (known-gaps 129 (b))
+    ("rtx-6000-ada", "tokens_s"): 32.0,  # 27.9: +27.3 / +28.4% (+61.0 / +63.0% at the GEMM share 0.53: known-gaps 135)
     ("a100-sxm-40gb", "tokens_s"): 10.0,  # 6.9: +14.8 / -4.4 / +1.5%
     ("h100-sxm-80gb", "tokens_s"): 28.0,  # 23.8
 }
@@ -127,12 +127,13 @@ def test_the_3090_rows_state_the_rig_the_post_describes():
 
 def test_the_3090_and_4090_ddp_rows_carry_one_offset(fsdp_cases):
     """DDP moves no weights, so the two rigs' DDP rows compare the cards: the RTX 4090 over the RTX 3090 measured 1.94
-    / 2.02, predicted 1.88 / 1.88, and both parts' rows run 12-23% too slow: the 4090's -15..-23% (known-gaps 129 (a))
-    is not the 4090's GEMM share or its 72 MB L2 alone (GA102 has 6 MB; known-gaps 142)."""
+    / 2.02, predicted 2.06 / 2.06 (1.88 / 1.88 at the 4090's former GEMM share 0.80, known-gaps 135 (a)), and both
+    parts' rows run 13-18% too slow (the 4090's -21 / -23% before 135): what is left is not the 4090's 72 MB L2 alone
+    (GA102 has 6 MB; known-gaps 142); the 3090's share still takes the MAMF-based 0.85 (135 (a))."""
     tok = {c.row_id: c for c in scored(fsdp_cases, "tokens_s")}
     for job in ("7b_qlora_ddp_bs8", "7b_lora_ddp_bs4"):
         a, b = tok[f"fq_4090_{job}"], tok[f"fq_3090_{job}"]
-        assert -0.25 < a.err < -0.15 and -0.25 < b.err < -0.10, job
+        assert -0.25 < a.err < -0.10 and -0.25 < b.err < -0.10, job
         assert a.predicted / b.predicted == pytest.approx(a.measured / b.measured, rel=0.08), job
 
 
