@@ -229,6 +229,8 @@ def apply_overlay(raw: dict[str, dict[str, RawEntry]], path: Path) -> None:
             base = existing.data
             if section == "accelerators" and isinstance(rec.get("memory_driver"), dict):
                 base = {**base, "memory_driver": None}  # a new reading replaces the old one whole
+            if section == "accelerators" and isinstance(rec.get("l2_cache"), dict):
+                base = {**base, "l2_cache": None}  # a new L2 entry replaces the old one whole, with its own sources
             merged, changed = _deep_merge(base, rec)
             field_sources = dict(merged.get("field_sources", {}))
             for leaf in changed:

@@ -189,6 +189,26 @@ class DriverMemory(_Frozen):
         return self.cuda_total_gib or self.smi_total_gib
 
 
+class L2Cache(_Frozen):
+    """The on-chip cache the SMs / CUs of a part share, in binary units (a vendor's "50 MB" L2 is 50 x 2**20 bytes:
+    cudaDeviceProp.l2CacheSize reads 52,428,800 on an H100), with its sources and date. A kernel whose working set
+    fits it reads the operands a previous kernel wrote from it instead of DRAM (write-back: a producer's output
+    stays resident until evicted). `memory_side_mib`: a last-level cache behind the L2, on the memory side (AMD
+    Infinity Cache / MALL: it caches DRAM for every XCD, it is not an L2). docs/known-gaps.md 145."""
+
+    size_mib: float = Field(gt=0)
+    memory_side_mib: float | None = Field(default=None, gt=0)
+    sources: tuple[str, ...]
+    date: str = Field(pattern=DATE_PATTERN)
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _said(self) -> L2Cache:
+        if not self.sources:
+            raise ValueError(msg("rec_l2_cache_unsourced", allowed="sources: [a source id], date"))
+        return self
+
+
 class Accelerator(Record):
     """One accelerator SKU. TFLOPS are dense; memory_gib is derived from the driver-visible total where the
     catalog has one, else from the label (see below)."""
@@ -215,6 +235,9 @@ class Accelerator(Record):
     memory_gib_basis: str
     memory_type: str
     memory_bw_tb_s: float = Field(gt=0)
+    # The L2 the SMs share (L2Cache: size, sources, date; AMD's Infinity Cache as memory_side_mib). None = not
+    # given; nothing reads it yet (docs/known-gaps.md 145: an element-wise pass whose operands fit it).
+    l2_cache: L2Cache | None = None
     # Dense peak TFLOP/s per precision (None = not supported / not published). fp32 = vector (CUDA-core) FP32;
     # fp32_matrix = AMD matrix-core FP32; tf32/bf16/fp16/fp8/fp6/fp4 = tensor/matrix rates.
     tflops_dense: dict[str, float | None]
@@ -334,6 +357,8 @@ class Accelerator(Record):
         ids = super().source_ids()
         if self.memory_driver:
             ids.update(self.memory_driver.sources)
+        if self.l2_cache:
+            ids.update(self.l2_cache.sources)
         return ids
 
     @property
