@@ -166,7 +166,7 @@ def collect() -> list[Row]:
     out += _tokens_style("perf_heldout29", h29.mbridge_cases(), h29.mbridge_rows(), mb.job)
     out += _tokens_style("perf_heldout29", h29.mlperf_cases(), h29.mlperf_rows(), m6.job)
     out += _tokens_style("perf_mlperf6", m6.cases(), m6.rows(), m6.job)
-    out += _tokens_style("perf_heldout42", h42.cases(), h42.rows(), m6.job)
+    out += _tokens_style("perf_heldout42", h42.cases(), h42.rows(), h42.job)
     out += _tokens_style("perf_mbridge26", mb.cases(), mb.rows(), mb.job)
     out += _tokens_style("perf_hybrid", perf_hybrid.cases(), perf_hybrid.rows(), perf_hybrid.job)
     out += _tokens_style("perf_heldout33", h33.amd_cases(), h33.amd_rows(), h26.mlperf_job)

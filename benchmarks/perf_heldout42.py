@@ -3,7 +3,8 @@ result logs no benchmark used before, on NVIDIA's and AMD's v6.0 implementations
 the public copy of the round's results perf_mlperf6 reads (github.com/Richardyu114/training_results_v6.0 at eabf23a0).
 
 Data: benchmarks/data/heldout_2026p_mlperf6.csv, in mlperf6.csv's columns, each row built by perf_mlperf6.job (the v5.x
-job builders its `builder` column names) and measured as perf_mlperf6 measures: the median of the per-block
+job builders its `builder` column names; job() below adds the row's network to a Primus row across nodes, which
+perf_amd's one-node builder leaves out) and measured as perf_mlperf6 measures: the median of the per-block
 train_step_time the log prints (block time / steps, evaluation excluded; the first block, which holds the graph capture,
 left out), throughput = global batch x sequence / step time / GPUs. The layout, precision and graph scope come from the
 config the submission names, or, where the copy lacks it, from the log's Megatron-Bridge configuration summary (every
@@ -27,8 +28,9 @@ from pathlib import Path
 import numpy as np
 
 import perf_mlperf6 as m6
-from harness import Fit, job_fits, print_fits
+from harness import Fit, job_fits, job_tokens_per_gpu, print_fits
 from perf_mbridge26 import print_keyed_groups
+from trainsizer.errors import TrainsizerError
 
 DATA = Path(__file__).resolve().parent / "data" / "heldout_2026p_mlperf6.csv"
 
@@ -37,9 +39,28 @@ def rows() -> list[dict[str, str]]:
     return list(csv.DictReader(DATA.open(encoding="utf-8")))
 
 
+def job(r: dict[str, str]) -> dict:
+    """The row as a job file: perf_mlperf6.job, with the row's network for a Primus row across nodes (perf_amd's builder,
+    written for one node, names none)."""
+    j = m6.job(r)
+    if r["builder"] == "amd-primus" and r["network"]:
+        j["hardware"]["network"] = r["network"]
+    return j
+
+
+def _estimate(r: dict[str, str]) -> tuple[float | None, str]:
+    """(predicted tokens/s/GPU, "") or (None, why the row is refused), as perf_mlperf6's, through this file's job."""
+    if r["refused"]:
+        return None, r["refused"]
+    try:
+        return job_tokens_per_gpu([(r["id"], job(r))])[0][1], ""
+    except TrainsizerError as e:
+        return None, f"estimator: {e}"
+
+
 def results() -> list[tuple[dict[str, str], float | None, str]]:
-    """(row, predicted tokens/s/GPU or None, refusal reason) for every row, through perf_mlperf6's estimate."""
-    return [(r, *m6._estimate(r)) for r in rows()]
+    """(row, predicted tokens/s/GPU or None, refusal reason) for every row."""
+    return [(r, *_estimate(r)) for r in rows()]
 
 
 def cases() -> list[tuple[str, str, float, float]]:
@@ -58,7 +79,7 @@ def refused() -> list[tuple[str, str]]:
 def fits() -> list[Fit]:
     """Each estimated row's predicted peak memory against the card's usable memory (every row ran)."""
     est = {rid for rid, _, _, _ in cases()}
-    return job_fits((r["id"], m6.job(r)) for r in rows() if r["id"] in est)
+    return job_fits((r["id"], job(r)) for r in rows() if r["id"] in est)
 
 
 def _key(r: dict[str, str]) -> tuple[str, str]:

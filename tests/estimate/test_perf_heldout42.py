@@ -1,9 +1,10 @@
 """Held-out rows added 2026-12-05, sixteenth batch (benchmarks/perf_heldout42.py; nothing fitted on them): MLPerf
 Training v6.0 result logs no benchmark used before (Azure's Llama 3.1 405B on 8,192 GB200, Dell's XE7745 H200 NVL Llama
-3.1 8B at micro-batch 1, ...). The csv has mlperf6.csv's columns, every row names its log, system file and config in the
-public copy, its throughput is its step over its batch, no row repeats a perf_mlperf6 / perf_heldout29 row, and each is
-estimated through perf_mlperf6's builders or refused with a reason. Bounds = the figures measured when the rows were
-added, with a margin: they guard against a regression, not an accuracy claim (docs/known-gaps.md 141)."""
+3.1 8B at micro-batch 1, Cisco's two MI350X nodes, Supermicro's GB300 NVL72, ...). The csv has mlperf6.csv's columns,
+every row names its log, system file and config in the public copy, its throughput is its step over its batch, no row
+repeats a perf_mlperf6 / perf_heldout29 row, and each is estimated through perf_mlperf6's builders (perf_heldout42.job:
+with the row's network for a Primus row across nodes) or refused with a reason. Bounds = the figures measured when the
+rows were added, with a margin: they guard against a regression, not an accuracy claim (docs/known-gaps.md 141)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,13 @@ BOUNDS = {
     "mlperf6.0_hpe_gb300_llama31_405b_nvfp4_72gpu": 26.0,  # -20.8 (141 (c))
     "mlperf6.0_hpe_gb300_llama31_8b_nvfp4_72gpu": 8.0,  # -2.6
     "mlperf6.0_hpe_gb300_llama2_70b_lora_fp8_72gpu": 16.0,  # -10.9
+    "mlperf6.0_hpe_gb300_gpt_oss_20b_mxfp8_8gpu": 10.0,  # +5.2
+    "mlperf6.0_hpe_gb300_llama31_8b_nvfp4_8gpu": 9.0,  # -4.1
+    "mlperf6.0_cisco_mi350x_llama31_8b_mxfp4_16gpu": 20.0,  # +14.5
+    "mlperf6.0_cisco_mi350x_llama2_70b_lora_fp8_16gpu": 31.0,  # +25.6 (CP 2 on two MI350X nodes: 141 (d))
+    "mlperf6.0_supermicro_gb300_llama31_8b_nvfp4_72gpu": 8.0,  # -2.5
+    "mlperf6.0_supermicro_gb300_llama2_70b_lora_fp8_72gpu": 17.0,  # -11.5
+    "mlperf6.0_supermicro_gb300_gpt_oss_20b_mxfp8_72gpu": 51.0,  # +45.3 (the GPT-OSS CP 2 x EP 4 class: 141 (d))
 }
 
 
@@ -65,6 +73,8 @@ def DATA_HEADER() -> list[str]:
 def test_throughput_is_the_step_over_the_batch_and_the_batch_splits_over_the_layout():
     for r in p42.rows():
         gpus, gbs = int(r["gpu_count"]), int(r["global_batch_seqs"])
+        if r["refused"] and not r["step_s"]:  # a refused row whose steps were not read
+            continue
         tps = gbs * int(r["seq_len"]) / float(r["step_s"]) / gpus
         assert abs(tps - float(r["tokens_per_sec_per_gpu"])) < 0.2, r["id"]
         dp = gpus // (int(r["tp"]) * int(r["pp"]) * int(r["cp"]))
@@ -106,3 +116,30 @@ def test_neighbours_pair_rows_of_one_benchmark_and_part():
         a = next(x for x in p42.rows() if x["id"] == rid)
         b = next(x for x in pm.rows() if x["id"] == bid)
         assert p42._key(a) == p42._key(b) and mr > 0 and pr > 0
+
+
+def test_primus_rows_across_nodes_carry_their_network():
+    """perf_amd's builder (one node) names no network; Cisco's two MI350X nodes are joined by 400 Gb/s RoCE."""
+    cisco = [r for r in p42.rows() if r["submitter"] == "Cisco" and r["builder"] == "amd-primus"]
+    assert len(cisco) == 2
+    for r in cisco:
+        assert p42.job(r)["hardware"]["network"] == "roce-400" and int(r["gpu_count"]) == 16, r["id"]
+    for r in p42.rows():  # every other row's job is perf_mlperf6's
+        if r not in cisco and not r["refused"]:
+            assert p42.job(r) == pm.job(r), r["id"]
+
+
+def test_supermicros_gb300_rows_run_the_configs_hpe_and_nvidia_ran():
+    """The logs name the same configs (GB300_18x4x1xtp1pp1cp1_8b_fp4, GB300_18x4x1xtp1pp1cp8 as HPE's rows;
+    GB300_18x4x1xtp1pp1cp2ep4_mxfp8 as perf_mlperf6's NVIDIA row): one job each, measured within 1% of each other."""
+    by = {r["id"]: r for r in p42.rows()} | {r["id"]: r for r in pm.rows()}
+    pairs = [
+        (f"mlperf6.0_hpe_gb300_{b}_72gpu", f"mlperf6.0_supermicro_gb300_{b}_72gpu")
+        for b in ("llama31_8b_nvfp4", "llama2_70b_lora_fp8")
+    ]
+    pairs.append(
+        ("mlperf6.0_gb300_gpt_oss_20b_mxfp8_72gpu", "mlperf6.0_supermicro_gb300_gpt_oss_20b_mxfp8_72gpu")
+    )
+    for a, b in pairs:
+        assert p42.job(by[a]) == p42.job(by[b]), b
+        assert abs(float(by[a]["step_s"]) / float(by[b]["step_s"]) - 1) < 0.01, b
