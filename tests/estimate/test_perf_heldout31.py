@@ -55,13 +55,14 @@ def test_zero3_over_fsdp_at_one_layout(run):
     """The Llama-3-70B runs measure DeepSpeed ZeRO-3 4.7-7.9% faster than accelerate's FSDP1 at every layout. The FSDP
     rows' reentrant checkpoint around each unit (checkpoint_impl reentrant_outer) exposes the backward's gathers, which
     DeepSpeed's traced prefetch keeps hidden in the estimate; DeepSpeed's reduce stream copies every gradient three
-    times before its reduce-scatter and FSDP1 divides each unit's gradient once in place (known-gaps 114): predicted
-    1.10-1.25x (1.13-1.35 before), most where the collectives outweigh the compute; the rest of the ZeRO-3 rows' own
-    exposure is not found (docs/known-gaps.md 70 (c), 114). Mixtral's ZeRO-3 runs are 7-20% slower than FSDP's (69 (b));
+    times before its reduce-scatter and FSDP1 divides each unit's gradient once in place (known-gaps 114); DeepSpeed
+    issues about five gathers a layer where FSDP1 issues one, and each waits behind the running GEMM on a chain the
+    compute cannot hide (known-gaps 144): predicted 0.99-1.14x (1.10-1.25 before 144, 1.13-1.35 before 114), ZeRO-3
+    now a little slow at the smallest sizes (docs/known-gaps.md 70 (c), 114, 144). Mixtral's ZeRO-3 runs are 7-20% slower than FSDP's (69 (b));
     DeepSpeed's 24 expert gathers a layer, each behind only the previous expert linear's compute (known-gaps 75), and
     the copies bring the predicted ratio from 1.41-1.52 to 0.82-0.90 (with DeepSpeed's engine, 74: 0.90-0.99)."""
     pairs = p31.zero3_over_fsdp(run)
     assert len(pairs) == 11
     llama = [(meas, pred) for rid, meas, pred in pairs if "llama3" in rid]
-    assert all(1.04 < meas < 1.09 and 1.0 < pred < 1.3 for meas, pred in llama)
+    assert all(1.04 < meas < 1.09 and 0.95 < pred < 1.2 for meas, pred in llama)
     assert all(meas < 0.95 and pred < 0.95 for rid, meas, pred in pairs if "mixtral" in rid)

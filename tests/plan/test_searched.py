@@ -36,14 +36,14 @@ def test_a_class_whose_held_out_spread_is_wider_ties_within_it(cls):
 
 
 def test_a_class_off_by_one_offset_ties_on_its_spread_not_its_mape():
-    # ZeRO++'s DeepSpeed ZeRO-3 runs on V100 (perf_papers): every one predicted too fast by about +35% (MAPE 38%), their
-    # spread about that offset 16%: two options of the class are off the same way, so 16% tells them apart, 38% does
-    # not (perf_heldout31's HF Hopper runs were the example until their FSDP rows stated checkpoint_impl
-    # reentrant_outer, docs/known-gaps.md 70: median +29%, spread 18%)
-    volta = JobClass("deepspeed", "dense", "volta", "multi")
-    band = band_for(volta, "time")
+    # Megatron MoE on CDNA (perf_heldout30): every run predicted too fast by about +45% (MAPE 49%), their spread about
+    # that offset 15%: two options of the class are off the same way, so 15% tells them apart, 49% does not
+    # (ZeRO++'s ZeRO-3 runs on V100 were the example until each collective's launch wait took their offset away,
+    # docs/known-gaps.md 144: median +34 -> +8%; perf_heldout31's HF Hopper runs before them, known-gaps 70)
+    cdna = JobClass("megatron", "moe", "cdna", "multi")
+    band = band_for(cdna, "time")
     assert band["median_pct"] > 2 * band["spread_pct"] and band["mape_pct"] > 2 * band["spread_pct"]
-    assert tie_fraction_of(volta, FLOOR) == pytest.approx(max(FLOOR, band["spread_pct"] / 100.0))
+    assert tie_fraction_of(cdna, FLOOR) == pytest.approx(max(FLOOR, band["spread_pct"] / 100.0))
 
 
 def test_a_narrower_band_or_none_keeps_the_development_sets_figure():

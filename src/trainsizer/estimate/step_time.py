@@ -121,6 +121,10 @@ class PerfStyle:
     grad_bucket_params_per_dp_rank: float = 0.0
     param_gather_overlap: bool = False  # distributed-optimizer param all-gather hidden in next forward
     zero3_prefetch: bool = True  # ZeRO-3/FSDP param all-gathers prefetched one unit ahead
+    # the prefetched ZeRO-3 / FSDP collectives' NCCL kernels run on a high-priority stream, so they wait for no GEMM
+    # (step_time._collective_launch_wait; docs/known-gaps.md 144): FSDP2 on torch >= 2.8 (sync collectives on its
+    # priority -1 streams), TORCH_NCCL_HIGH_PRIORITY=1; false for DeepSpeed (every release), FSDP1, FSDP2 before 2.8
+    collective_high_priority: bool = False
     zero3_bucket_params: float = 0.0  # parameters per ZeRO-3 collective; 0 = one per decoder layer
     zero3_nic_aggregation: bool = True  # ZeRO-3 rings spread over all NICs of a node (NCCL multi-channel)
     # coalesced ZeRO-3 all-gathers per decoder layer and pass (0: one; DeepSpeed fetches module by module),
@@ -2826,17 +2830,18 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     z3_demand = _zero3_on_demand(x, g, mb, z3_ag, z3_rs, lat, p_local)
     if np.any(fw.zero3_prefetch):
         first = _fsdp_call_edges(x, z3_ag, z3_rs, n_coll) + _deepspeed_micro_batch_edges(x, g, z3_ag, z3_rs, n_coll, lat)
-        z3_pre = _prefetched(x, z3_mb, mb.compute, first)
+        wait = _collective_launch_wait(x, (ag_passes + 1.0) * n_coll, fwd_s / np.maximum(mb.n_stage, 1.0))
+        z3_pre = _prefetched(x, z3_mb, mb.compute, first, wait)
         experts = _deepspeed_expert_gathers(x, g, mb, _expert_shard(x, n_esh), ag_b, ag_passes)
         if experts is not None:  # DeepSpeed's own schedule for transformers' routed experts
             on, e_comm, e_hides, e_exposed = experts
-            z3_pre = np.where(on, _prefetched(x, z3_mb - e_comm, mb.compute - e_hides, first) + e_exposed, z3_pre)
+            z3_pre = np.where(on, _prefetched(x, z3_mb - e_comm, mb.compute - e_hides, first, wait) + e_exposed, z3_pre)
         z3_exposed_mb = _when(fw.zero3_prefetch, z3_pre, z3_demand)
     else:
         z3_exposed_mb = z3_demand
     outer = (np.asarray(fw.checkpoint_impl) == "reentrant_outer") & (x.p <= 1)
     if np.any(outer):
-        z3_outer = _reentrant_outer_exposed(x, z3_ag, z3_rs, n_coll, lat, fwd_s)
+        z3_outer = _reentrant_outer_exposed(x, z3_ag, z3_rs, n_coll, lat, fwd_s, fwd_s / np.maximum(mb.n_stage, 1.0))
         share = x.full_share  # the layers whose forward re-runs in the backward
         z3_exposed_mb = np.where(outer, share * z3_outer + (1.0 - share) * z3_exposed_mb, z3_exposed_mb)
     # held across the step (fsdp_reshard step): without pipelining the first micro-batch gathers and the last
@@ -2908,7 +2913,7 @@ def zero3_expert_fetch_default(mode: Any, expert_loop: Any, leaf_families: Any, 
     return (np.where(auto, np.where(leaf | ~loop, "block", "per_expert"), mode), np.where(auto, why, ""))
 
 
-def _reentrant_outer_exposed(x: _Step, z3_ag, z3_rs, n_coll, lat, fwd_s) -> np.ndarray:
+def _reentrant_outer_exposed(x: _Step, z3_ag, z3_rs, n_coll, lat, fwd_s, layer_fwd_s) -> np.ndarray:
     """Exposed seconds per micro-batch of FSDP's collectives when a reentrant checkpoint wraps each FSDP unit
     (checkpoint_impl reentrant_outer) and every layer is recomputed. FSDP1, torch/distributed/fsdp/_runtime_utils.py
     (ROCm/pytorch 3539e1d, torch 2.6-era): the first forward runs under no_grad inside CheckpointFunction, so
@@ -2922,9 +2927,12 @@ def _reentrant_outer_exposed(x: _Step, z3_ag, z3_rs, n_coll, lat, fwd_s) -> np.n
     behind it, runs beside the recompute. So per unit rs + ag + max(ag - f, 0) exposed in the backward (f = the unit's
     recompute = its forward), overlap_interference on the hidden part; the forward's gathers run one unit ahead (the
     rate limiter, limit_all_gathers, lets the next issue once the unit before the current one is freed), as
-    `_prefetched` behind `fwd_s`. Each of the 3 all-gather passes and the reduce-scatter pays its ring latency."""
+    `_prefetched` behind `fwd_s`, each gather's kernel waiting for SMs behind the running GEMM
+    (`_collective_launch_wait`, a layer's forward `layer_fwd_s`). Each of the 3 all-gather passes and the
+    reduce-scatter pays its ring latency."""
     lat_pass = np.maximum(n_coll - 1.0, 0.0) * lat
-    forward = _prefetched(x, z3_ag + lat_pass, fwd_s, z3_ag / np.maximum(n_coll, 1.0))
+    wait = _collective_launch_wait(x, n_coll, layer_fwd_s)
+    forward = _prefetched(x, z3_ag + lat_pass, fwd_s, z3_ag / np.maximum(n_coll, 1.0), wait)
     beside = np.minimum(z3_ag, fwd_s)  # the backward's gathers that run beside the recompute
     backward = z3_rs + 2.0 * z3_ag - beside + 3.0 * lat_pass + x.k.overlap_interference * beside
     return forward + backward
@@ -3144,11 +3152,45 @@ def _fsdp_gathers(x: _Step) -> tuple[Any, Any]:
     return np.full(piped.shape, passes), np.full(piped.shape, x.fsdp_reshard == "step")
 
 
-def _prefetched(x: _Step, comm_s, compute_s, first_s) -> np.ndarray:
+def _prefetched(x: _Step, comm_s, compute_s, first_s, wait_s: Any = 0.0) -> np.ndarray:
     """Exposed seconds of `comm_s` of FSDP collectives prefetched one unit ahead behind `compute_s`: what the
-    compute cannot hide, the first unit's all-gather (`first_s`), and overlap_interference of the hidden rest."""
-    exposed = np.maximum(comm_s - compute_s, 0.0) + first_s
+    compute cannot hide of the chain (the collectives and `wait_s`, their kernels' waits for SMs:
+    `_collective_launch_wait`), the first unit's all-gather (`first_s`), and overlap_interference of the hidden
+    rest of the collectives (a kernel that waits occupies no SM)."""
+    exposed = np.maximum(comm_s + wait_s - compute_s, 0.0) + first_s
     return exposed + x.k.overlap_interference * np.maximum(comm_s - exposed, 0.0)
+
+
+def _layer_gemm_residual(x: _Step) -> float:
+    """E[g^2] / 2E[g] of a decoder layer's GEMM kernels as a share of the layer's forward: the time a moment drawn at
+    random from the GEMM stream has left of its GEMM. The layer's weight modules in run order
+    (model_states.deepspeed_layer_modules; a routed expert's linear at its share of the tokens), each kernel's time
+    taken proportional to its weights (the same tokens pass every module; the layer's other kernels spread over
+    them): sum w_i^2 / 2 for shares w_i. A GPT layer (qkv 3, proj 1, fc1 4, fc2 4 h^2) gives 42 / 288 = 0.146; the
+    backward's data- and weight-gradient GEMMs have the forward's sizes."""
+    m = x.model
+    split = bool(np.any(np.asarray(x.fw.split_projections, bool)))
+    share = m.experts_per_token / max(m.experts, 1)
+    residual = 0.0
+    for is_moe, n in collections.Counter(m.layer_params(i).is_moe for i in range(m.layers)).items():
+        w = np.array([p * (share if routed else 1.0) for p, routed in deepspeed_layer_modules(m, is_moe, split)])
+        residual += n * float(((w / w.sum()) ** 2).sum()) / 2.0
+    return residual / m.layers
+
+
+def _collective_launch_wait(x: _Step, n_coll, layer_fwd_s) -> np.ndarray:
+    """Seconds a micro-batch the prefetched ZeRO-3 / FSDP collectives' NCCL kernels add to their chain waiting for
+    SMs behind the running GEMM (docs/known-gaps.md 144), where the style launches them at the compute stream's
+    (default) priority (PerfStyle.collective_high_priority false). The block scheduler serves a grid's pending blocks
+    before a later grid's of the same priority (CUDA's stream priorities are the documented way past them:
+    cudaStreamCreateWithPriority; NCCL sets no launch priority, enqueue.cc v2.18-v2.30, so its kernel takes its
+    stream's), so a collective that becomes ready behind the one before it, while a GEMM runs, starts as that GEMM
+    drains: on a chain the compute cannot hide, at a random point of the GEMM stream, E[g^2] / 2E[g] of a layer's
+    forward (`_layer_gemm_residual`) a collective. Where the chain is short the waits hide with it (`_prefetched`)."""
+    on = ~np.asarray(x.fw.collective_high_priority, bool)
+    if not np.any(on):
+        return np.zeros_like(np.asarray(n_coll, float))
+    return np.where(on, n_coll * _layer_gemm_residual(x) * layer_fwd_s, 0.0)
 
 
 def _fsdp_once_per_step(x: _Step, g: _Grads, mb: _MicroBatch, z3_ag, z3_rs, n_coll, lat) -> np.ndarray:
