@@ -459,6 +459,18 @@ def _style(strategy, framework_style: str | PerfStyle | None, pretraining: bool 
     return _job_options(strategy, _framework_style(strategy, pretraining))
 
 
+def _named_option(strategy, key: str, label: str, allowed) -> str | None:
+    """strategy.<key> as a string, or None when unset; a name outside `allowed` is refused by its field."""
+    value = getattr(strategy, key, None)
+    if value is None:
+        return None
+    if value not in allowed:
+        from trainsizer.errors import unknown_name  # lazily, as everywhere in this module
+
+        raise unknown_name(f"strategy.{key}", label, value, allowed)
+    return str(value)
+
+
 def _job_options(strategy, style: PerfStyle) -> PerfStyle:
     """The strategy's own framework options (async TP / TP overlap, FP8 all-gather, gradient reduce dtype and
     overlap, attention kernel, EP all-to-all overlap) over the style's."""
@@ -489,25 +501,12 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["cp_repeat_kv"] = bool(strategy.cp_repeat_kv)
     if getattr(strategy, "moe_tp_token_split", None) is not None:  # _layer_time, _ep_comm
         changes["moe_tp_token_split"] = bool(strategy.moe_tp_token_split)
-    if getattr(strategy, "norm_kernel", None) is not None:
-        if strategy.norm_kernel not in NORM_KERNELS:
-            from trainsizer.errors import unknown_name
-
-            raise unknown_name("strategy.norm_kernel", "norm kernel", strategy.norm_kernel, NORM_KERNELS)
-        changes["norm_kernel"] = str(strategy.norm_kernel)
-    if getattr(strategy, "activation_kernel", None) is not None:
-        if strategy.activation_kernel not in ACTIVATION_KERNELS:
-            from trainsizer.errors import unknown_name
-
-            raise unknown_name("strategy.activation_kernel", "activation kernel", strategy.activation_kernel,
-                               ACTIVATION_KERNELS)
-        changes["activation_kernel"] = str(strategy.activation_kernel)
-    if getattr(strategy, "rope_kernel", None) is not None:
-        if strategy.rope_kernel not in ROPE_KERNELS:
-            from trainsizer.errors import unknown_name
-
-            raise unknown_name("strategy.rope_kernel", "RoPE kernel", strategy.rope_kernel, ROPE_KERNELS)
-        changes["rope_kernel"] = str(strategy.rope_kernel)
+    for key, label, allowed in (("norm_kernel", "norm kernel", NORM_KERNELS),
+                                ("activation_kernel", "activation kernel", ACTIVATION_KERNELS),
+                                ("rope_kernel", "RoPE kernel", ROPE_KERNELS)):
+        value = _named_option(strategy, key, label, allowed)
+        if value is not None:
+            changes[key] = value
     if getattr(strategy, "pp_fsdp_once_per_step", None) is not None:  # _dp_comm_zero3
         changes["pp_fsdp_once_per_step"] = bool(strategy.pp_fsdp_once_per_step)
     if getattr(strategy, "moe_a2a_overlap", None) is not None:  # Megatron-Core combined 1F1B (_micro_batch)
@@ -528,36 +527,23 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["moe_permute_fused"] = bool(strategy.moe_permute_fusion)
     if getattr(strategy, "moe_router_fusion", None) is not None:  # TE's fused router (_moe_unfused_time)
         changes["moe_router_fused"] = bool(strategy.moe_router_fusion)
-    impl = getattr(strategy, "experts_implementation", None)
+    impl = _named_option(strategy, "experts_implementation", "experts implementation", EXPERTS_IMPLEMENTATIONS)
     if impl is not None:  # transformers' experts: a loop with a host sync each, or torch._grouped_mm
-        if impl not in EXPERTS_IMPLEMENTATIONS:
-            from trainsizer.errors import unknown_name
-
-            raise unknown_name("strategy.experts_implementation", "experts implementation", impl,
-                               EXPERTS_IMPLEMENTATIONS)
         changes["moe_expert_loop"] = impl == "eager"
         changes["moe_torch_grouped_mm"] = impl == "grouped_mm"
     if getattr(strategy, "fused_qkv_rope", None):  # Megatron-Core fused_single_qkv_rope (_rope_unfused_time)
         changes["rope_mscale_unfused"] = False
     if getattr(strategy, "flash_qkv_pack", None):  # GPT-NeoX's flash wrapper copies (_flash_qkv_pack_time)
         changes["flash_qkv_pack"] = True
-    ckpt = getattr(strategy, "checkpoint_impl", None)
+    ckpt = _named_option(strategy, "checkpoint_impl", "checkpoint implementation", CHECKPOINT_IMPLS)
     if ckpt is not None:  # how recompute re-runs a layer around / inside the FSDP unit (_reentrant_outer_exposed)
-        if ckpt not in CHECKPOINT_IMPLS:
-            from trainsizer.errors import unknown_name
-
-            raise unknown_name("strategy.checkpoint_impl", "checkpoint implementation", ckpt, CHECKPOINT_IMPLS)
-        changes["checkpoint_impl"] = str(ckpt)
+        changes["checkpoint_impl"] = ckpt
     changes |= _deepspeed_engine_options(strategy, style)
     fetch = _zero3_expert_fetch_option(strategy, style)
     if fetch is not None:
         changes["zero3_expert_fetch"] = fetch
-    ddp = getattr(strategy, "ddp_impl", None)
+    ddp = _named_option(strategy, "ddp_impl", "DDP implementation", DDP_IMPLS)
     if ddp is not None:  # torch DDP + torch-style clipping, or Megatron's gradient buffer (names.DDP_IMPLS)
-        if ddp not in DDP_IMPLS:
-            from trainsizer.errors import unknown_name
-
-            raise unknown_name("strategy.ddp_impl", "DDP implementation", ddp, DDP_IMPLS)
         changes["torch_ddp"] = changes["clip_scales_always"] = ddp == "torch"
     return dataclasses.replace(style, **changes) if changes else style
 
