@@ -28,9 +28,8 @@ from pathlib import Path
 import numpy as np
 
 import perf_mlperf6 as m6
-from harness import Fit, job_fits, job_tokens_per_gpu, print_fits
+from harness import Fit, job_fits, print_fits
 from perf_mbridge26 import print_keyed_groups
-from trainsizer.errors import TrainsizerError
 
 DATA = Path(__file__).resolve().parent / "data" / "heldout_2026p_mlperf6.csv"
 
@@ -48,28 +47,14 @@ def job(r: dict[str, str]) -> dict:
     return j
 
 
-def _estimate(r: dict[str, str]) -> tuple[float | None, str]:
-    """(predicted tokens/s/GPU, "") or (None, why the row is refused), as perf_mlperf6's, through this file's job."""
-    if r["refused"]:
-        return None, r["refused"]
-    try:
-        return job_tokens_per_gpu([(r["id"], job(r))])[0][1], ""
-    except TrainsizerError as e:
-        return None, f"estimator: {e}"
-
-
 def results() -> list[tuple[dict[str, str], float | None, str]]:
-    """(row, predicted tokens/s/GPU or None, refusal reason) for every row."""
-    return [(r, *_estimate(r)) for r in rows()]
+    """(row, predicted tokens/s/GPU or None, refusal reason) for every row, as perf_mlperf6's, through this file's job."""
+    return m6.results(rows, job)
 
 
 def cases() -> list[tuple[str, str, float, float]]:
     """(row id, submitter, measured, predicted tokens/s/GPU) of the estimated rows."""
-    return [
-        (r["id"], r["submitter"], float(r["tokens_per_sec_per_gpu"]), p)
-        for r, p, _ in results()
-        if p is not None
-    ]
+    return m6.cases(rows, job)
 
 
 def refused() -> list[tuple[str, str]]:

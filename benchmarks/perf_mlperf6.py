@@ -161,25 +161,27 @@ def job(r: dict[str, str]) -> dict:
     raise ValueError(f"{r['id']}: builder {r['builder']!r} is not one of {', '.join(BUILDERS)}")
 
 
-def _estimate(r: dict[str, str]) -> tuple[float | None, str]:
+def _estimate(r: dict[str, str], job_of=None) -> tuple[float | None, str]:
     """(predicted tokens/s/GPU, "") or (None, why the row is refused): the csv's stated reason, else the
-    estimator's own error on resolving the job."""
+    estimator's own error on resolving the job (`job_of`: the row's job builder, this file's `job` by default)."""
     if r["refused"]:
         return None, r["refused"]
     try:
-        return job_tokens_per_gpu([(r["id"], job(r))])[0][1], ""
+        return job_tokens_per_gpu([(r["id"], (job_of or job)(r))])[0][1], ""
     except TrainsizerError as e:
         return None, f"estimator: {e}"
 
 
-def results() -> list[tuple[dict[str, str], float | None, str]]:
-    """(row, predicted tokens/s/GPU or None, refusal reason) for every row of the csv."""
-    return [(r, *_estimate(r)) for r in rows()]
+def results(rows_of=None, job_of=None) -> list[tuple[dict[str, str], float | None, str]]:
+    """(row, predicted tokens/s/GPU or None, refusal reason) for every row of the csv (or of `rows_of()`, a file
+    in this csv's columns, with its own job builder: perf_heldout42)."""
+    return [(r, *_estimate(r, job_of)) for r in (rows_of or rows)()]
 
 
-def cases() -> list[tuple[str, str, float, float]]:
+def cases(rows_of=None, job_of=None) -> list[tuple[str, str, float, float]]:
     """(row id, submitter, measured, predicted tokens/s/GPU) of the estimated rows."""
-    return [(r["id"], r["submitter"], float(r["tokens_per_sec_per_gpu"]), p) for r, p, _ in results() if p is not None]
+    return [(r["id"], r["submitter"], float(r["tokens_per_sec_per_gpu"]), p)
+            for r, p, _ in results(rows_of, job_of) if p is not None]
 
 
 def refused() -> list[tuple[str, str]]:
