@@ -11,13 +11,18 @@ off its WandB runs.
 packs of 2,048, batch 2, "about 11.3 GiB VRAM".
 (3) Axolotl's GLM-4.5-Air example (examples/glm45 at 753906cfc, 2026-03-05): QLoRA with the routed experts quantised
 too (quantize_moe_experts), LoRA r 16 on q / k / v / o, packs of 2,048, batch 2, "1x80GB @ ~63.4GiB/GPU".
+(4) Axolotl's Magistral and Devstral examples (examples/magistral at eac4a61f5, 2025-06-12; examples/devstral at
+8c6a6ea6e, 2025-07-08): QLoRA r 32 on every linear layer of Magistral-Small-2506 / Devstral-Small-2505 (Mistral Small
+3.1's shapes: heldout_models.yaml mistral-small-3.1-24b), packs of 2,048, batch 2; Magistral with the model's own loss,
+Devstral with Cut Cross Entropy: "about 24GB" / "about 21GB".
 The Olmo and GLM figures are one of the three allocator statistics Axolotl logs at those commits (max active, max
-allocated, device reserved; the README does not say which): scored as GiB-allocator. The Llama 4 figures' kind is not
-stated: scored against the estimate's total.
+allocated, device reserved; the README does not say which): scored as GiB-allocator. The Llama 4, Magistral and
+Devstral figures' kind is not stated (Axolotl's log then printed allocated, cache and misc GB, 1024^3 bytes each):
+scored against the estimate's total, GB read as GiB.
 
 Not rows (read, said in docs/known-gaps.md 152): the Qwen3 30B-A3B NVFP4 MoE-LoRA figures (examples/qwen3, a
-frozen NVFP4 base and SonicMoE kernels: no job field holds a 4-bit floating-point frozen base), the Mistral-family
-READMEs (Ministral, Magistral, Devstral, Mistral Small: no preset and no citable config.json in the stored sources),
+frozen NVFP4 base and SonicMoE kernels: no job field holds a 4-bit floating-point frozen base), Ministral 8B (no
+preset and no citable config.json in the stored sources) and Mistral Small 3.1's vision example (an image dataset),
 the Qwen3.5 / Qwen3-Next / GLM-4.7-Flash tables (Gated DeltaNet or MLA shapes without a preset) and Liger-Kernel's
 README benchmarks (figures only in charts).
 
@@ -42,12 +47,13 @@ from pathlib import Path
 
 import finetune_heldout as fh
 import perf_heldout43 as p43
-from harness import Case, kept_rows, print_case_rows, refusals_said, scored
+from harness import Case, kept_rows, model_data, print_case_rows, refusals_said, scored
 from trainsizer.catalog import load_catalog
 from trainsizer.models.shipped import load_preset
 
 DATA = Path(__file__).resolve().parent / "data"
 AXOLOTL_EXAMPLES = DATA / "heldout_2026r_axolotl_examples.csv"
+MODELS = DATA / "heldout_models.yaml"  # mistral-small-3.1-24b (no preset): Magistral's and Devstral's shapes
 SOURCES = (AXOLOTL_EXAMPLES,)
 # rows whose MoE blocks run every routed expert on every token (transformers 4.51 Llama4TextMoe.forward:
 # hidden_states.repeat(num_experts, 1) scaled by the router scores; Axolotl's linearized Llama4TextExperts at 682a9cf79
@@ -60,9 +66,14 @@ def rows() -> list[dict[str, str]]:
     return [r for path in SOURCES for r in csv.DictReader(path.open(encoding="utf-8"))]
 
 
+def models() -> dict:
+    """The benchmark model file's inline architectures by key."""
+    return {key: entry["model"] for key, entry in model_data(MODELS).items()}
+
+
 def job(r: dict[str, str]) -> dict:
-    """A row as a job file (finetune_heldout's builder)."""
-    return fh.job(r)
+    """A row as a job file (finetune_heldout's builder, with the model file's architectures)."""
+    return fh.job(r, models())
 
 
 def _source(r: dict[str, str]) -> str:
@@ -72,9 +83,9 @@ def _source(r: dict[str, str]) -> str:
 def cases() -> list[Case]:
     """Every row's scored figures; a row the data refuses (its `refused` column) or the job path refuses: one
     'refused' case with the reason."""
-    cat = load_catalog()
+    cat, archs = load_catalog(), models()
     out = [Case(r["id"], _source(r), "refused", 0.0, skipped=r["refused"]) for r in rows() if r["refused"]]
-    return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, cat), _source) + out
+    return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, cat, archs), _source) + out
 
 
 def dense_expert_cases() -> list[Case]:
@@ -104,8 +115,8 @@ def probe_lines(cs: list[Case], probe: list[Case]) -> list[str]:
 
 def main() -> None:
     cs = cases()
-    print("Axolotl's example READMEs: (1) Llama 4 Scout QLoRA on 1 / 4 H100 (tokens/s, memory), (2) Olmo 3 7B and "
-          "(3) GLM-4.5-Air QLoRA (memory) (held out, nothing fitted):")
+    print("Axolotl's example READMEs: (1) Llama 4 Scout QLoRA on 1 / 4 H100 (tokens/s, memory), (2) Olmo 3 7B, "
+          "(3) GLM-4.5-Air and (4) Magistral / Devstral 24B QLoRA (memory) (held out, nothing fitted):")
     print_case_rows([c for c in cs if c.metric in ("tokens_s", "peak_gib")], 32, "9.1f")
     print("\nper source:")
     print("\n".join(p43.source_lines(cs)))
