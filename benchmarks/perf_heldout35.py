@@ -57,7 +57,8 @@ MODELS = DATA / "heldout_models.yaml"
 DATASET_MEAN_TOKENS, DATASET_SD_TOKENS = 3234.4, 2547.5
 MIN_KEPT = 0.2  # a cutoff keeping fewer samples than this rests on the unstated tail: refused
 DATASET_MIN_TOKENS = 91  # the page's shortest sample
-# known-gaps 97's replay: run_single.py at 97e4d198b draws 1,000 samples before 'delete' above a max_length of 2048
+# known-gaps 97's replay: run_single.py at 97e4d198b takes 1,000 samples before 'delete' above a max_length of 2048
+# (sft.py's random_state.permutation(1000) indexes the dataset: its first 1,000 rows, shuffled; known-gaps 149)
 # (about 750 kept at 4,096, 950 at 8,192) and keeps the whole dataset at or under it (its size unstated): the replay
 # takes 1,000 kept lengths in the HF Trainer's random order, three seeds
 REPLAY_SAMPLES, REPLAY_SEEDS = 1000, 3
