@@ -87,6 +87,8 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
         out["strategy"]["optimizer_impl"] = r["optimizer_impl"]
     if r.get("optimizer_precision"):  # e.g. the HF Trainer's AdamW on a bf16 model: bf16 moments, no master
         out["strategy"]["optimizer_precision"] = r["optimizer_precision"]
+    if r.get("frozen_base_dtype"):  # LoRA on a base loaded in fp32 (perf_heldout43's PEFT examples/sft rows)
+        out["strategy"]["frozen_base_dtype"] = r["frozen_base_dtype"]
     if r["kbit_upcast"]:
         out["strategy"]["kbit_upcast"] = _bool(r["kbit_upcast"])
     if r["shard_embedding_head_separately"]:  # torchtune custom_sharded_layers ['tok_embeddings', 'output']

@@ -199,11 +199,26 @@ OPTIMIZER_PRECISIONS = ("fp32", "bf16-moments", "bf16")
 # The optimizers whose states optimizer_precision may change (AdamW's master copy and two moments); the others
 # keep fp32 only. One rule for the job file (spec) and the estimators' own callers (estimate.memory).
 ADAMW_PRECISION_OPTIMIZERS = ("adamw", "paged_adamw")
+# 8-bit AdamW steps the parameter in its own dtype beside its 1-byte moments (bitsandbytes Optimizer8bit
+# update_step: p and g in the parameter's dtype, fp32 / bf16 / fp16; torchao optim adam.py single_param_adam: p.float()
+# and the dequantised states for the arithmetic, written back into p): no fp32 master copy of a bf16-loaded
+# model (optimizer_precision bf16); the moments stay 1 byte, so bf16-moments does not apply.
+ADAMW8BIT_OPTIMIZERS = ("adamw8bit", "paged_adamw8bit")
 
 
 def optimizer_precisions_for(optimizer: str) -> tuple[str, ...]:
     """The optimizer_precision values `optimizer` allows."""
-    return OPTIMIZER_PRECISIONS if optimizer in ADAMW_PRECISION_OPTIMIZERS else ("fp32",)
+    if optimizer in ADAMW_PRECISION_OPTIMIZERS:
+        return OPTIMIZER_PRECISIONS
+    return ("fp32", "bf16") if optimizer in ADAMW8BIT_OPTIMIZERS else ("fp32",)
+
+# The dtype a LoRA job's frozen base model is loaded in (transformers from_pretrained torch_dtype): compute = the
+# training precision's (16 bit under bf16 / fp16), fp32 = float32, as PEFT's examples/sft/utils.py loads an
+# unquantised model (torch_dtype float32 where quant_storage_dtype is None) and transformers 4.x loads a model whose
+# script names no torch_dtype. It is held so where no stack casts it: FSDP's MixedPrecision casts a unit's shard
+# to param_dtype only when it gathers it, autocast each weight at each use; DeepSpeed's 16-bit engine casts the module
+# at start (memory._frozen_base_fp32).
+FROZEN_BASE_DTYPES = ("compute", "fp32")
 
 # LoRA: the modules an adapter may target (PEFT target_modules names of Llama-style models).
 LORA_LINEAR_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")  # all-linear

@@ -164,6 +164,7 @@ class Scenario:
                 "wgrad_deferral_limit", "cuda_graphs", "cudnn_release",
                 "nf4_dequant_dtype", "nf4_saves_input", "nf4_lm_head", "lm_head_chunk",
                 "moe_dispatcher", "moe_a2a_overlap", "moe_fused_grouped_mlp", "moe_torch_grouped_mm", "moe_eager_glue", "moe_sync_free", "moe_pad_to_capacity", "moe_permute_fusion", "moe_router_fusion", "experts_implementation", "fused_qkv_rope", "flash_qkv_pack", "te_op_fuser", "activation_offload", "optimizer_in_backward", "optimizer_impl", "ddp_impl", "checkpoint_impl", "zero3_expert_fetch", "zero3_bucket_sizes", "fsdp", "optimizer_precision", "kbit_upcast",
+                "frozen_base_dtype",
                 "shard_embedding_head_separately", "device_map",
                 "framework")}
         if self.notes:
@@ -734,6 +735,7 @@ def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
         checkpoint_impl=s.checkpoint_impl,
         zero3_expert_fetch=s.zero3_expert_fetch, zero3_bucket_sizes=s.zero3_bucket_sizes, fsdp=s.fsdp,
         optimizer_precision=s.optimizer_precision, kbit_upcast=s.kbit_upcast,
+        frozen_base_dtype=s.frozen_base_dtype,
         shard_embedding_head_separately=s.shard_embedding_head_separately, device_map=s.device_map,
         framework=s.framework,
     )

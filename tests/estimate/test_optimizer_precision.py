@@ -1,7 +1,8 @@
 """strategy.optimizer_precision: what AdamW keeps per parameter besides the 16-bit weights. bf16-moments halves the
 moments and keeps the fp32 master (DeepSeek-V3 s3.3.3, Megatron-Core's precision-aware optimizer); bf16 also drops
 the master copy (Apex DistributedFusedAdam with dtype bf16 under NeMo 1), so its step also streams bf16 states and
-gradients (the style flag model_dtype_states, step time); other optimizers refuse it."""
+gradients (the style flag model_dtype_states, step time); 8-bit AdamW takes bf16 (no master: it steps the parameter's
+own dtype), other optimizers refuse it."""
 
 from __future__ import annotations
 
@@ -85,9 +86,21 @@ def test_bad_values_are_refused():
         _items("bf-16")
     assert err.value.where == "strategy.optimizer_precision"
     with pytest.raises(SpecError) as err:
-        _items("bf16", optimizer="adamw8bit")
+        _items("bf16-moments", optimizer="adamw8bit")  # its moments are 1 byte already
     assert "adamw8bit" in str(err.value)
+    with pytest.raises(SpecError):
+        _items("bf16", optimizer="sgd")
     assert _items("fp32", optimizer="adamw8bit")  # fp32 is every optimizer's own
+
+
+@pytest.mark.parametrize("optimizer", ["adamw8bit", "paged_adamw8bit"])
+def test_8bit_adamw_on_a_bf16_model_keeps_no_master(optimizer):
+    """bitsandbytes' and torchao's 8-bit AdamW update the parameter in its own dtype: on a bf16-loaded model
+    (optimizer_precision bf16) there is no fp32 master; the 1-byte moments and the bf16 weights stay as they were."""
+    fp32, bf16 = _items(None, optimizer=optimizer), _items("bf16", optimizer=optimizer)
+    assert fp32["master_weights"] > 0.0 and bf16.get("master_weights", 0.0) == 0.0
+    assert bf16.get("optimizer_states", 0.0) == pytest.approx(fp32.get("optimizer_states", 0.0))
+    assert bf16["weights"] == pytest.approx(fp32["weights"])
 
 
 def test_job_file_names_the_precisions():
@@ -106,7 +119,8 @@ def test_job_file_refuses_a_precision_its_optimizer_does_not_keep():
     base = {"model": "llama-3.1-8b", "method": "full", "data": {"tokens": 1e9}, "seq_len": 4096,
             "global_batch": {"sequences": 64}, "hardware": {"accelerator": "h100-sxm-80gb", "count": 8}}
     for opt in ("sgd", "adamw8bit", "adafactor"):
-        with pytest.raises(SpecError, match=f"optimizer_precision bf16-moments .*not to optimizer {opt}"):
+        with pytest.raises(SpecError, match=f"optimizer_precision bf16-moments does not apply to optimizer {opt}"):
             load_job(base | {"optimizer": opt, "strategy": {"optimizer_precision": "bf16-moments"}})
         assert load_job(base | {"optimizer": opt, "strategy": {"optimizer_precision": "fp32"}})
     assert load_job(base | {"optimizer": "paged_adamw", "strategy": {"optimizer_precision": "bf16"}})
+    assert load_job(base | {"optimizer": "adamw8bit", "strategy": {"optimizer_precision": "bf16"}})

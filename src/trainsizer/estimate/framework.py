@@ -153,10 +153,19 @@ def deepspeed_zero3_engine(name: str, auto_idx: Any, zero: Any, fsdp: Any) -> tu
     # one lookup per stack, then indexed per strategy (a search's batch holds millions of strategies)
     stacks = AUTO_CHOICES if name == "auto" else (name,)
     idx = np.asarray(auto_idx) if name == "auto" else np.zeros((), dtype=int)
+    mode = np.array([str(_style_entry(n).get("zero3_bucket_sizes", "deepspeed")) for n in stacks], dtype=object)
+    return (np.asarray(zero) >= 3) & deepspeed_engine(name, auto_idx, fsdp), mode[idx]
+
+
+def deepspeed_engine(name: str, auto_idx: Any, fsdp: Any) -> Any:
+    """Whether a ZeRO stage of the job runs on DeepSpeed's engine, per strategy: framework deepspeed, or a stack that
+    runs either engine (perf style zero3_runs_deepspeed: the HF Trainer / accelerate, whose ZeRO without fsdp is
+    DeepSpeed's plugin) without fsdp; "auto" judged as the stack it resolves to (`auto_index`)."""
+    stacks = AUTO_CHOICES if name == "auto" else (name,)
+    idx = np.asarray(auto_idx) if name == "auto" else np.zeros((), dtype=int)
     engine = np.array([n == "deepspeed" or (bool(_style_entry(n).get("zero3_runs_deepspeed", False))
                                            and fsdp in (None, "none")) for n in stacks])
-    mode = np.array([str(_style_entry(n).get("zero3_bucket_sizes", "deepspeed")) for n in stacks], dtype=object)
-    return (np.asarray(zero) >= 3) & engine[idx], mode[idx]
+    return engine[idx]
 
 
 def fp8_primary_weights_default(style_on: Any, zero: Any) -> Any:

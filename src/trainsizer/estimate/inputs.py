@@ -384,11 +384,15 @@ class Strategy:
     # the job's fsdp ("none" | "full" | "hybrid"): with zero 3, "none" is DeepSpeed's engine (module by module), the
     # others FSDP's (a decoder layer a unit); one value for the whole batch
     fsdp: Any = "none"
-    # AdamW states: "fp32" | "bf16-moments" | "bf16" (names.OPTIMIZER_PRECISIONS); None = fp32; memory only
+    # AdamW states: "fp32" | "bf16-moments" | "bf16" (names.OPTIMIZER_PRECISIONS; 8-bit AdamW: fp32 | bf16, no
+    # master); None = fp32
     optimizer_precision: Any = None
     # QLoRA: PEFT prepare_model_for_kbit_training casts the non-quantised weights (embeddings, norms, LM head) to
     # fp32, so the residual stream is fp32 too (None = the framework's: hf yes, torchtune no)
     kbit_upcast: Any = None
+    # LoRA: the dtype the frozen base is loaded in, "fp32" | "compute" (names.FROZEN_BASE_DTYPES; None = compute):
+    # held so except on DeepSpeed's 16-bit engine (memory._frozen_base_fp32); memory only
+    frozen_base_dtype: Any = None
     # torchtune FSDP2 custom_sharded_layers ['tok_embeddings', 'output']: the embedding and LM head as their own units
     # (None / False: in the root unit, held gathered through forward and backward); one value for the whole batch
     shard_embedding_head_separately: Any = None

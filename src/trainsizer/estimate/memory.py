@@ -59,6 +59,7 @@ from trainsizer.estimate.framework import (
     auto_index,
     check_framework,
     compiles_by_default,
+    deepspeed_engine,
     deepspeed_zero3_buckets,
     deepspeed_zero3_engine,
     fp8_primary_weights_default,
@@ -312,6 +313,7 @@ class _Batch:
     fp8_transpose_bytes: float  # ... their cached transpose per GEMM weight (0: disable_parameter_transpose_cache)
     grad_reduce_in_fp32: bool | None  # the job's option (None: the style's default)
     kbit_upcast: bool  # QLoRA: non-quantised weights in fp32 (PEFT prepare_model_for_kbit_training)
+    frozen_fp32: np.ndarray  # LoRA: the frozen base held in fp32 (`_frozen_base_fp32`), per strategy
     head_cast: bool  # ... and run under autocast: the LM head's 16-bit weight cast is saved (`_head_weight_cast`)
     fresh_grads: np.ndarray  # gradients created in this backward (`_backward_phases`), per strategy
     chunked_loss: bool  # the LM head runs chunk by chunk (torchtune's chunked output and loss)
@@ -418,7 +420,7 @@ def _state_bytes(mega: np.ndarray, pre: _Pre, name: str, training: Training, bf1
 
 def _optimizer_precision(strategy: Strategy, training: Training) -> str | None:
     """strategy.optimizer_precision checked against names.OPTIMIZER_PRECISIONS; a precision other than fp32
-    applies to AdamW's states (optimizer adamw or paged_adamw) only."""
+    applies to AdamW's states only (names.optimizer_precisions_for: adamw / paged_adamw any, 8-bit AdamW bf16)."""
     precision = getattr(strategy, "optimizer_precision", None)
     if precision is None:
         return None
@@ -495,6 +497,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     return _Batch(model=model, training=training, options=options, pre=pre, c=load_memory_constants(), s=s,
                   t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, et=s["etp"], z=z, rec=rec, off=s["offload"],
                   name=name, mega=mega, titan=titan, kbit_upcast=upcast_w, head_cast=head_cast,
+                  frozen_fp32=_frozen_base_fp32(name, strategy, training, s),
                   ds_engine=ds_engine, ds_buckets=ds_buckets, ds_split=ds_split,
                   bf16_grads=bf16_grads,
                   fp8_params=fp8_params, fp8_transpose_bytes=_fp8_transpose_bytes(strategy, training, accelerator), eager_sac=eager_sac, grad_reduce_in_fp32=g32, fresh_grads=fresh,
@@ -571,6 +574,22 @@ def _deepspeed_engine(name: str, strategy: Strategy, training: Training,
     stacks = {AUTO_CHOICES[int(i)] for i in np.unique(np.asarray(idx)[...])} if name == "auto" else {name}
     split = any(style_option(n, "split_projections") for n in stacks if n != "deepspeed")
     return on, (mode if stated is None else stated), split
+
+
+def _frozen_base_fp32(name: str, strategy: Strategy, training: Training, s: dict[str, np.ndarray]) -> np.ndarray:
+    """Where a LoRA job's frozen base is held in fp32, per strategy: strategy.frozen_base_dtype fp32 (the model loaded
+    with torch_dtype float32: PEFT examples/sft/utils.py create_and_prepare_model without 4-bit, 6008f272a), except on
+    DeepSpeed's engine at any ZeRO stage, whose bf16 / fp16 mode casts the module before partitioning it (deepspeed
+    runtime/engine.py _configure_distributed_model: self.module.bfloat16() / half(); zero.Init casts each module as it
+    is built). FSDP's MixedPrecision casts a unit's shard to param_dtype only to all-gather it (torch FSDP1
+    _flat_param.py _use_low_precision_shard, FSDP2 FSDPParam.all_gather_inputs), so the fp32 shard stays; without
+    either, autocast casts each weight at each use and the fp32 weight stays (the casts: known-gaps 147 (a))."""
+    if training.method != "lora" or getattr(strategy, "frozen_base_dtype", None) != "fp32":
+        return np.zeros(np.shape(s["zero"]), dtype=bool)
+    idx = auto_index(s["tp"], s["pp"], s["cp"], s["ep"], s["distributed_optimizer"] > 0, s["zero"],
+                     False) if name == "auto" else 0
+    engine = deepspeed_engine(name, idx, getattr(strategy, "fsdp", None)) & (s["zero"] >= 1)
+    return np.broadcast_to(~engine, np.shape(s["zero"]))
 
 
 def _shard_divisors(s: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]:
@@ -1143,6 +1162,8 @@ def _adapter_states(b: _Batch, g: _Stage, params: _StageParams, items: dict[str,
     q_b, nq_b, qc_b = b.pre.base
     if training.method == "qlora" and not b.kbit_upcast:
         nq_b = b.w16  # e.g. torchtune: embeddings, norms and the output layer stay bf16 (no PEFT fp32 upcast)
+    # LoRA on a base loaded in fp32 where no stack casts it (`_frozen_base_fp32`): every frozen weight 4 bytes
+    q_b, nq_b = np.where(b.frozen_fp32, 4.0, q_b), np.where(b.frozen_fp32, 4.0, nq_b)
     if training.method == "lora" and np.any(b.fp8_params):
         # FP8 primary weights under LoRA (NeMo fp8_params, Megatron-Core fp8_param_gather: te.fp8_model_init builds
         # every TE linear's weight as an FP8 tensor, frozen or not): the 1-byte FP8 data, and its transpose for the

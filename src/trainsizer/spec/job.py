@@ -34,6 +34,7 @@ from trainsizer.names import (
     FP4_RECIPES,
     FP8_RECIPES,
     FRAMEWORKS,
+    FROZEN_BASE_DTYPES,
     FSDP_MODES,
     FSDP_RESHARDS,
     LORA_DEFAULT_TARGETS,
@@ -95,6 +96,7 @@ Zero3ExpertFetch = Literal[ZERO3_EXPERT_FETCHES]
 Zero3BucketSizes = Literal[ZERO3_BUCKET_SIZES]
 LoraImpl = Literal[LORA_IMPLS]
 OptimizerPrecision = Literal[OPTIMIZER_PRECISIONS]
+FrozenBaseDtype = Literal[FROZEN_BASE_DTYPES]
 
 # the names above come from trainsizer.names (shared with the estimators)
 # Bytes of raw UTF-8 text per token for BPE tokenizers with ~100k+ vocabularies on mixed English/code
@@ -550,6 +552,10 @@ class StrategySpec(_Strict):
     # QLoRA: non-quantised weights and the residual stream in fp32 (PEFT prepare_model_for_kbit_training, which
     # TRL's SFTTrainer calls); null = the framework's (hf yes, torchtune no); false e.g. for LLaMA-Factory
     kbit_upcast: bool | None = None
+    # LoRA: the dtype the frozen base is loaded in (names.FROZEN_BASE_DTYPES): fp32 (from_pretrained torch_dtype
+    # float32, as PEFT's examples/sft does without 4-bit) | compute; kept so under FSDP and autocast, cast to 16 bit by
+    # DeepSpeed's engine; null = compute (no stack has one default: the script's torch_dtype decides); memory only
+    frozen_base_dtype: FrozenBaseDtype | None = None
     # FSDP (torchtune, torchtitan-style stacks, HF Trainer fsdp): the embedding and the LM head sharded as their own
     # units (torchtune's custom_sharded_layers ['tok_embeddings', 'output']; OLMo-core and AutoModel's MoE path do so);
     # null / false = the root unit holds them (torchtune's and torchtitan's default, AutoModel's dense path, FSDP1's
@@ -764,7 +770,11 @@ class Job(_Strict):
             raise ValueError(msg("job_strategy_without_accelerator"))
         precision = self.strategy.optimizer_precision if self.strategy is not None else None
         if precision is not None and precision not in optimizer_precisions_for(self.optimizer):
-            raise ValueError(msg("job_optimizer_precision_adamw", precision=precision, optimizer=self.optimizer))
+            raise ValueError(msg("job_optimizer_precision_adamw", precision=precision, optimizer=self.optimizer,
+                                 allowed=Listing(optimizer_precisions_for(self.optimizer))))
+        base = self.strategy.frozen_base_dtype if self.strategy is not None else None
+        if base not in (None, "compute") and self.method != "lora":
+            raise ValueError(msg("job_frozen_base_dtype_method", dtype=base, method=self.method))
         return self
 
     @property
