@@ -6,7 +6,7 @@ estimate.accuracy.job_class, the function a user's job goes through), and writes
 statistics to src/trainsizer/estimate/data/accuracy_bands.yaml, which the estimate and the plan report beside their
 figures.
 
-Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..44, perf_mlperf, perf_mlperf6,
+Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..44, perf_heldout46, perf_mlperf, perf_mlperf6,
 perf_mbridge26, perf_hybrid, perf_amd, perf_finetune, finetune_heldout, perf_device_hf (our own H200 runs),
 perf_external, perf_papers. The development
 set (perf_validation, perf_modern, perf_vtrain, perf_blackwell, memory_*) is NOT used: constants were fitted on it, so
@@ -140,6 +140,7 @@ def collect() -> list[Row]:
     import perf_heldout42 as h42
     import perf_heldout43 as h43
     import perf_heldout44 as h44
+    import perf_heldout46 as h46
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -194,6 +195,7 @@ def collect() -> list[Row]:
     out += _case_style("perf_heldout41", h41.cases(), h41.rows(), h41.job)
     out += _case_style("perf_heldout43", h43.cases(), h43.rows(), h43.job)
     out += _case_style("perf_heldout44", h44.cases(), h44.rows(), h44.job)
+    out += _case_style("perf_heldout46", h46.cases(), h46.rows(), h46.job)
     pf_rows = list(csv.DictReader(pf.DATA.open(encoding="utf-8")))
     out += _tokens_style("perf_finetune", [(rid, "", m, p) for rid, m, p in pf.cases()], pf_rows, pf.job)
     cat = load_catalog()

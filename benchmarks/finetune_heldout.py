@@ -40,6 +40,7 @@ import numpy as np
 from harness import Case, mape, num, print_case_rows, whole
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import TrainsizerError
+from trainsizer.estimate import sample_lengths
 from trainsizer.estimate.fit import max_seq_len
 from trainsizer.estimate.memory import GIB, estimate_memory
 from trainsizer.estimate.step_time import step_time_arrays
@@ -196,12 +197,14 @@ LABEL_MASKED_PER_SAMPLE = 2
 def counted_tokens(r: dict[str, str], t) -> float:
     """Tokens per step as the row's source counts them (`tokens_counted`): empty = the estimate's real sample
     tokens (Training.tokens_per_step); `positions` = every position of the rows, padding included (torchtune's
-    recipes at 30b8519: batch["tokens"].numel()); `labelled` = positions whose label is not ignore_index (torchtune
+    recipes at 30b8519 and 52d1b838: batch["tokens"].numel(); unpacked rows padded to the micro-batch's longest
+    sample, sample_lengths.padded_tokens); `labelled` = positions whose label is not ignore_index (torchtune
     at 1814feb: the real tokens less each sample's masked BOS / EOS)."""
     how = r.get("tokens_counted", "")
+    if how == "positions" and t.per_sample_rows:  # each micro-batch padded to its longest sample: E[max L] a row
+        row = sample_lengths.padded_tokens(t.sample_mean_tokens, t.sample_sigma, t.row_cap, whole(r["micro_batch"], 1))
+        return float(row) * t.global_batch_seqs * t.sequences_per_sample
     if how == "positions":
-        if t.per_sample_rows:
-            raise ValueError(f"{r['id']}: tokens_counted positions is defined for packed or full rows only")
         return float(t.seq_len * t.global_batch_seqs * t.sequences_per_sample)
     if how == "labelled":
         return t.tokens_per_step * (1.0 - LABEL_MASKED_PER_SAMPLE / num(r["avg_tokens"]))
