@@ -29,12 +29,10 @@ def _items(dtype, method="lora", **kw):
     return estimate_memory(llama8b(), training, h100_cluster(st.dp), st).items_bytes
 
 
-@pytest.mark.parametrize("layout", [{"zero": 3, "fsdp": "full"}, {"dp": 1, "zero": 0, "fsdp": "none"},
-                                    {"dp": 2, "zero": 0, "fsdp": "none"}])
-def test_fp32_doubles_the_frozen_base_where_no_stack_casts_it(layout):
-    """FSDP1 / FSDP2 keep the fp32 shard (8B over 8 ranks: 1.9 GiB more); one GPU or DDP under autocast keeps the
-    whole fp32 model (8B: 15 GiB more); nothing else of the job changes but the allocator's fragmentation, a share
-    of what is allocated."""
+@pytest.mark.parametrize("layout", [{"zero": 3, "fsdp": "full"}, {"dp": 4, "zero": 3, "fsdp": "full"}])
+def test_fsdp_keeps_the_fp32_shards_and_gathers_bf16_units(layout):
+    """FSDP1 / FSDP2 keep the fp32 shard (8B over 8 ranks: 1.9 GiB more) and gather bf16 units, so the layers see
+    bf16 weights: nothing else of the job changes but the allocator's fragmentation, a share of what is allocated."""
     bf16, fp32 = _items(None, **layout), _items("fp32", **layout)
     assert _items("compute", **layout) == bf16
     assert fp32["base_weights_frozen"] == pytest.approx(2.0 * bf16["base_weights_frozen"])
@@ -45,11 +43,30 @@ def test_fp32_doubles_the_frozen_base_where_no_stack_casts_it(layout):
 
 
 @pytest.mark.parametrize("layout", [{"zero": 3, "fsdp": "none"}, {"zero": 1, "fsdp": "none"},
-                                    {"zero": 2, "fsdp": "none", "framework": "deepspeed"}])
+                                    {"zero": 2, "fsdp": "none", "framework": "deepspeed"},
+                                    {"dp": 1, "zero": 0, "fsdp": "none", "framework": "deepspeed"}])
 def test_deepspeeds_engine_casts_an_fp32_loaded_base_to_16_bit(layout):
     """The HF Trainer / accelerate with a ZeRO stage and no fsdp run DeepSpeed, whose bf16 engine casts the module
     before partitioning it: the stated fp32 load changes nothing (PEFT's ZeRO-3 LoRA guide row)."""
     assert _items("fp32", **layout) == _items(None, **layout)
+
+
+@pytest.mark.parametrize("dp", [1, 2])
+def test_autocast_keeps_the_fp32_model_and_saves_each_frozen_weights_cast(dp):
+    """One GPU or DDP (ZeRO 0) under autocast: the whole fp32 base (8B: 15 GiB more), an fp32 residual stream (the fp32
+    embedding and norms: each checkpointed layer input 2 B an element more, 0.5 GiB over 32 layers of 2,048 x 4,096),
+    and the bf16 cast of each frozen weight saved for its input gradient: under full recompute one layer's and the
+    head's (0.4 + 1.0 GiB), without recompute every layer's (13 GiB)."""
+    kw = {"dp": dp, "zero": 0, "fsdp": "none"}
+    bf16, fp32 = _items(None, **kw), _items("fp32", **kw)
+    assert fp32["base_weights_frozen"] == pytest.approx(2.0 * bf16["base_weights_frozen"])
+    assert (fp32["base_weights_frozen"] - bf16["base_weights_frozen"]) / GIB == pytest.approx(14.96, abs=0.1)
+    assert (fp32["layer_activations"] - bf16["layer_activations"]) / GIB == pytest.approx(0.5)
+    assert "frozen_weight_casts" not in bf16
+    assert 1.2 < fp32["frozen_weight_casts"] / GIB < 1.6
+    none = _items("fp32", recompute="none", **kw)
+    assert 13.0 < none["frozen_weight_casts"] / GIB < 15.0
+    assert none["layer_activations"] == pytest.approx(_items(None, recompute="none", **kw)["layer_activations"])
 
 
 @settings(max_examples=25, deadline=None)

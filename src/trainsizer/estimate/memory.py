@@ -156,6 +156,10 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
     "head_weight_cast": ("weights", "QLoRA under PEFT's fp32 upcast and autocast: the 16-bit cast of the fp32 "
                          "LM-head weight, saved by its matmul until the head's backward (not held in the "
                          "optimizer step)"),
+    "frozen_weight_casts": ("activations", "LoRA on an fp32-loaded base under autocast (strategy frozen_base_dtype "
+                            "fp32, no FSDP / DeepSpeed): the 16-bit casts of the frozen linear weights the matmuls "
+                            "save for the backward, every layer's without recompute, one layer's under full "
+                            "recompute, and the LM head's"),
     "cp_ring_attention_buffers": ("activations", "context-parallel ring attention (PyTorch context_parallel, "
                                   "torchtitan): K / V of every CP rank all-gathered, fp32 dQ / dK / dV accumulators "
                                   "and dK / dV exchange buffers during one layer's attention backward"),
@@ -314,6 +318,7 @@ class _Batch:
     grad_reduce_in_fp32: bool | None  # the job's option (None: the style's default)
     kbit_upcast: bool  # QLoRA: non-quantised weights in fp32 (PEFT prepare_model_for_kbit_training)
     frozen_fp32: np.ndarray  # LoRA: the frozen base held in fp32 (`_frozen_base_fp32`), per strategy
+    frozen_casts: np.ndarray  # ... and run under autocast, which saves each frozen linear's cast (`_frozen_weight_casts`)
     head_cast: bool  # ... and run under autocast: the LM head's 16-bit weight cast is saved (`_head_weight_cast`)
     fresh_grads: np.ndarray  # gradients created in this backward (`_backward_phases`), per strategy
     chunked_loss: bool  # the LM head runs chunk by chunk (torchtune's chunked output and loss)
@@ -498,6 +503,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, et=s["etp"], z=z, rec=rec, off=s["offload"],
                   name=name, mega=mega, titan=titan, kbit_upcast=upcast_w, head_cast=head_cast,
                   frozen_fp32=_frozen_base_fp32(name, strategy, training, s),
+                  frozen_casts=_autocast_fp32_base(name, strategy, training, s) & ~mega,
                   ds_engine=ds_engine, ds_buckets=ds_buckets, ds_split=ds_split,
                   bf16_grads=bf16_grads,
                   fp8_params=fp8_params, fp8_transpose_bytes=_fp8_transpose_bytes(strategy, training, accelerator), eager_sac=eager_sac, grad_reduce_in_fp32=g32, fresh_grads=fresh,
@@ -579,17 +585,24 @@ def _deepspeed_engine(name: str, strategy: Strategy, training: Training,
 def _frozen_base_fp32(name: str, strategy: Strategy, training: Training, s: dict[str, np.ndarray]) -> np.ndarray:
     """Where a LoRA job's frozen base is held in fp32, per strategy: strategy.frozen_base_dtype fp32 (the model loaded
     with torch_dtype float32: PEFT examples/sft/utils.py create_and_prepare_model without 4-bit, 6008f272a), except on
-    DeepSpeed's engine at any ZeRO stage, whose bf16 / fp16 mode casts the module before partitioning it (deepspeed
+    DeepSpeed's engine (framework deepspeed, or the HF Trainer with a ZeRO stage), whose bf16 / fp16 mode casts the
+    module before partitioning it (deepspeed
     runtime/engine.py _configure_distributed_model: self.module.bfloat16() / half(); zero.Init casts each module as it
     is built). FSDP's MixedPrecision casts a unit's shard to param_dtype only to all-gather it (torch FSDP1
     _flat_param.py _use_low_precision_shard, FSDP2 FSDPParam.all_gather_inputs), so the fp32 shard stays; without
-    either, autocast casts each weight at each use and the fp32 weight stays (the casts: known-gaps 147 (a))."""
+    either (ZeRO 0), autocast casts each weight at each use and the fp32 weight stays (`_frozen_weight_casts`)."""
     if training.method != "lora" or getattr(strategy, "frozen_base_dtype", None) != "fp32":
         return np.zeros(np.shape(s["zero"]), dtype=bool)
     idx = auto_index(s["tp"], s["pp"], s["cp"], s["ep"], s["distributed_optimizer"] > 0, s["zero"],
                      False) if name == "auto" else 0
-    engine = deepspeed_engine(name, idx, getattr(strategy, "fsdp", None)) & (s["zero"] >= 1)
+    engine = deepspeed_engine(name, idx, getattr(strategy, "fsdp", None)) & ((s["zero"] >= 1) | (name == "deepspeed"))
     return np.broadcast_to(~engine, np.shape(s["zero"]))
+
+
+def _autocast_fp32_base(name: str, strategy: Strategy, training: Training, s: dict[str, np.ndarray]) -> np.ndarray:
+    """Where an fp32-loaded LoRA base runs under autocast, per strategy: held in fp32 (`_frozen_base_fp32`) with no
+    FSDP (ZeRO 0: one GPU or DDP; FSDP's MixedPrecision gathers bf16 units, so its layers see bf16 weights)."""
+    return _frozen_base_fp32(name, strategy, training, s) & (s["zero"] == 0)
 
 
 def _shard_divisors(s: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[int, tuple[np.ndarray, np.ndarray]]]:
@@ -612,6 +625,9 @@ def _saved_layer_bytes(model: ModelArch, training: Training, strategy: Strategy,
     upcast_w, upcast_res = _kbit_upcast(strategy, name)
     dense_b, moe_b, dense_none, moe_none = _layer_bytes(model, training, strategy, options, pre, name, mega, titan,
                                                         rec, tokens, sp_div, t, et)
+    if training.method != "qlora":  # LoRA on an fp32-loaded base under autocast: fp32 embedding and norm weights
+        fp32_base = training.method == "lora" and getattr(strategy, "frozen_base_dtype", None) == "fp32"
+        upcast_res = _autocast_fp32_base(name, strategy, training, strategy_arrays(strategy)) if fp32_base else False
     residual = _fp32_residual_checkpoint(model, training, upcast_res, mega, rec, tokens / sp_div)
     dense_b, moe_b = dense_b + residual, moe_b + residual
     if np.any(titan):
@@ -971,11 +987,12 @@ def _fp32_residual_checkpoint(model: ModelArch, training: Training, fp32_residua
     prepare_model_for_kbit_training (TRL's SFTTrainer calls it on a 4-bit model) casts the embeddings and norms
     to fp32, so the embedding output and every residual add (fp32 + 16-bit) are fp32, and gradient
     checkpointing keeps each decoder layer's fp32 input (memory_constants.yaml qlora.peft_residual_bytes).
-    Applies where `_kbit_upcast` says the residual stream is fp32."""
-    if training.method != "qlora" or not fp32_residual:
+    Applies where `_kbit_upcast` says the residual stream is fp32, and to LoRA on an fp32-loaded base under autocast
+    (`fp32_residual` per strategy: `_autocast_fp32_base`), whose fp32 embedding and norm weights do the same."""
+    if training.method not in ("qlora", "lora") or not np.any(fp32_residual):
         return 0.0
     extra = float(load_memory_constants()["qlora"]["peft_residual_bytes"]) - act_bytes(training.precision)
-    return np.where(~mega & (rec == 2), tokens * extra * model.hidden, 0.0)
+    return np.where(~mega & (rec == 2) & np.asarray(fp32_residual, bool), tokens * extra * model.hidden, 0.0)
 
 
 def _loss_bytes(name: str, impl: str, mega: np.ndarray, titan_compiled: Any, pre: _Pre,
@@ -1174,6 +1191,8 @@ def _adapter_states(b: _Batch, g: _Stage, params: _StageParams, items: dict[str,
     head_q = _on(g.is_last, float(lay.lm_head_own), 0.0) / t if b.nf4_head else 0.0
     base = q_b * shard(gemm_dense + head_q, p_exp, 3) + nq_b * shard(nongemm_dense - head_q, 0.0, 3)
     items["base_weights_frozen"] = np.where(offload_par, 0.0, base)
+    if np.any(b.frozen_casts):
+        items["frozen_weight_casts"] = _frozen_weight_casts(b, g, gemm_dense + p_exp)
     items["quant_constants"] = qc_b * shard(gemm_dense + head_q, p_exp, 3)
     # the layers' adapters, and the LM head's on the last stage (its B column-parallel with the head: taken / t too)
     ld = (ssum(lay.cum_lora_dense, start, stop, n) + _on(g.is_last, float(lay.lora_head_adapter), 0.0)) / t
@@ -1303,6 +1322,17 @@ def _largest_linear(model: ModelArch) -> float:
     transformers builds them; LitGPT's fused qkv is within 10% on Llama-style shapes)."""
     widths = (model.ffn, model.q_dim, model.attn_out_dim, model.expert_ffn or 0, model.shared_expert_ffn or 0)
     return float(model.hidden * max(widths))
+
+
+def _frozen_weight_casts(b: _Batch, g: _Stage, gemm_params: Any) -> Any:
+    """The 16-bit casts of an fp32-loaded LoRA base's linear weights that autocast makes and the matmuls save for
+    their input gradient (`b.frozen_casts`): torch autocast caches a cast only for a leaf that requires a gradient
+    (aten/src/ATen/autocast_mode.cpp cached_cast: arg.requires_grad() && arg.is_leaf()), so each frozen weight is cast
+    at each use, and the matmul keeps the copy while the input needs a gradient (`_head_weight_cast`). Without
+    recompute every layer's are held to the backward; under full recompute the layer being recomputed (the largest);
+    the LM head's from its forward to its backward."""
+    layers = np.where(b.rec == 2, np.minimum(b.largest_layer_params, gemm_params), gemm_params)
+    return np.where(b.frozen_casts, b.w16 * layers + _head_weight_cast(b, g), 0.0)
 
 
 def _head_weight_cast(b: _Batch, g: _Stage) -> Any:
