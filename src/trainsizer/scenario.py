@@ -638,6 +638,15 @@ def bridge_smaller_than_host(acc: Accelerator, gpus_per_node: int) -> bool:
     return acc.scaleup_tech == "nvlink-bridge" and gpus_per_node > (acc.scaleup_domain or 0)
 
 
+def _bridge_fields(acc: Accelerator, bridge_gb_s: float) -> dict[str, Any]:
+    """System's bridge fields where the cards' NVLink bridges join fewer GPUs than the host (`bridge_gb_s` > 0): the
+    catalog's scaleup_domain, its scale-up rate and its mesh links; none elsewhere (the default: no bridge)."""
+    if bridge_gb_s <= 0:
+        return {}
+    return {"bridge_gpus": int(acc.scaleup_domain or 0), "bridge_gb_s": float(bridge_gb_s),
+            "bridge_mesh_links": int(getattr(acc, "scaleup_mesh_links", None) or 0)}
+
+
 def build_system(acc: Accelerator, gpus: int, gpus_per_node: int, network: NetworkView | None) -> System:
     """The estimators' view of `gpus` accelerators of one catalog type."""
     scaleup = acc.scaleup_gb_s_per_dir or 0.0
@@ -659,6 +668,7 @@ def build_system(acc: Accelerator, gpus: int, gpus_per_node: int, network: Netwo
         scaleup_domain=job_domain_gpus(domain_job_gpus(acc, gpus_per_node) or gpus_per_node, gpus_per_node, gpus),
         nvls=bool(acc.nvls),
         scaleup_mesh_links=int(getattr(acc, "scaleup_mesh_links", None) or 0) if fabric and not bridged_only else 0,
+        **_bridge_fields(acc, scaleup if fabric and bridged_only else 0.0),
         inter_node_gb_s=inter,
         inter_node_alltoall_share=network.alltoall_share if network else 1.0,
         inter_node_latency_s=(network.latency_us if network else _network_fallback(

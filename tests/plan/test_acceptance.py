@@ -244,6 +244,15 @@ def test_a_bridge_smaller_than_the_node_gets_floors_for_each_path(blocks, lang):
     assert pair.busbw_intra_gb_s_min.all_reduce.value == pytest.approx(0.75 * 56.25, abs=0.05)
 
 
+def test_a_4_way_bridge_floor_is_the_meshs_and_the_hosts_pcie_ring_is_not(blocks):
+    """8 H200 NVL in 4-way bridges (catalog scaleup_mesh_links 3, a full mesh): each bridge's floor takes the mesh ring
+    ratio of its 450 GB/s, the ring over all 8 the switch ring ratio of the host's PCIe it crosses (known-gaps 146)."""
+    acc = blocks(hardware={"accelerator": "h200-nvl-141gb", "count": 8, "network": None}).acceptance
+    assert acc.scaleup_domain_gpus == 4
+    assert acc.busbw_domain_gb_s_min.all_reduce.value == pytest.approx(0.70 * 450, abs=0.05)
+    assert acc.busbw_intra_gb_s_min.all_gather.value == pytest.approx(0.75 * 63.0, abs=0.05)
+
+
 def test_a_geforce_nodes_ring_floor_is_the_host_staged_rate(blocks):
     """GeForce drivers refuse PCIe peer-to-peer (catalog host_staged_gb_s_per_dir): the node's ring is timed at the
     host-staged rate, and its floor follows it rather than the PCIe link a healthy box never reaches."""

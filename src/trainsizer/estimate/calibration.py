@@ -479,6 +479,9 @@ class Rates:
     # FLOP/s of the routed experts' grouped GEMMs where the style runs torch._grouped_mm (step_time._grouped_mm_rate);
     # 0 = gemm_flops
     grouped_gemm_flops: Any = 0.0
+    # bytes/s, ring busbw inside one NVLink bridge of a PCIe host whose bridges join fewer GPUs than it holds
+    # (System.bridge_gb_s; comm.bridge_rates); 0 = no such bridge
+    bridge_busbw: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.gemm16_flops:
@@ -550,7 +553,16 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
         fp32_flops=fp32,
         ssd_gemm_flops=ssd_gemm,
         ssd_hbm_bytes_s=ssd_hbm,
+        bridge_busbw=_bridge_busbw(system, k),
     )
+
+
+def _bridge_busbw(system: Any, k: PerfConstants) -> float:
+    """Ring busbw inside one NVLink bridge of a PCIe host (System.bridge_gb_s): the bridge's rate x the ring's share of
+    a link, the full mesh's (intra_busbw_fraction_mesh) where the bridge joins more than a pair; 0 without a bridge."""
+    gb_s = float(getattr(system, "bridge_gb_s", 0.0) or 0.0)
+    mesh = int(getattr(system, "bridge_mesh_links", 0) or 0)
+    return gb_s * 1e9 * (k.intra_busbw_fraction_mesh if mesh else k.intra_busbw_fraction)
 
 
 def _cast_time_over_bytes(system: Any, precision: str, k: PerfConstants, fp8_recipe: str) -> tuple[float, float, float]:

@@ -30,9 +30,14 @@
   8-GPU busbw x (k - 1) / links, and a point-to-point copy gets one link. Measured (RCCL all-reduce, 8x MI300X):
   8 GPUs 313-317 GB/s, 2 GPUs 47.7 GB/s (networks.yaml allreduce-8x-mi300x; Azure ND MI300X v5); the rule gives
   44.8 for 2 GPUs from the 8-GPU figure.
+- NVLink bridges smaller than the host (PCIe cards: 8 H200 NVL in 4-way bridges, RTX A6000 pairs; System.bridge_gpus):
+  a group held in one bridge rings at the bridge's rate, a 4-way bridge being a full mesh (the rule above on its 3
+  peer links); a group that spans bridges crosses the host's PCIe, its slowest hop (bridge_rates).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
@@ -50,10 +55,31 @@ def mesh_share(k, system) -> np.ndarray:
     """Share of a GPU's scale-up bandwidth that a group with k ranks in one domain can use: (k - 1) / links on a
     switchless full mesh (system.scaleup_mesh_links; one link per peer), 1 on a switch."""
     links = float(getattr(system, "scaleup_mesh_links", 0) or 0) if system is not None else 0.0
+    return _peer_share(k, links)
+
+
+def _peer_share(k, links: float) -> np.ndarray:
     k = np.asarray(k, float)
     if links <= 0:
         return np.ones_like(k)
     return np.clip((k - 1.0) / links, 1.0 / links, 1.0)
+
+
+def bridge_rates(rates: Rates, size, stride, system, p2p: bool = False) -> Rates:
+    """`rates` for a group of `size` ranks at rank stride `stride` on a host whose NVLink bridges join fewer GPUs than
+    it holds (System.bridge_gpus: 8 PCIe H200 NVL in 4-way bridges, RTX A6000 pairs): a group inside one bridge --
+    its span size x stride no larger than the bridge and dividing it, as Megatron-Core's groups tile consecutive
+    ranks in the order tp-cp-ep-dp-pp (parallel_state.RankGenerator) -- rings at the bridge's busbw, the share of a
+    full-mesh bridge's links its peers own (_peer_share; a point-to-point copy one peer's: `p2p`); a group that spans
+    bridges crosses the host's PCIe, its slowest hop (rates.intra_busbw). `rates` unchanged where there is no such
+    bridge."""
+    bridge = float(getattr(system, "bridge_gpus", 0) or 0)
+    if bridge <= 1 or not rates.bridge_busbw:
+        return rates
+    span = np.asarray(size, float) * np.maximum(np.asarray(stride, float), 1.0)
+    inside = (span <= bridge) & (np.mod(bridge, span) == 0)
+    peers = _peer_share(2.0 if p2p else size, float(getattr(system, "bridge_mesh_links", 0) or 0))
+    return dataclasses.replace(rates, intra_busbw=np.where(inside, rates.bridge_busbw * peers, rates.intra_busbw))
 
 
 def zone_members(size, stride, system) -> np.ndarray:

@@ -165,6 +165,13 @@ class System:
     nvls: bool = False  # NVLink SHARP (in-switch reduction) available
     # links per GPU of a switchless full-mesh scale-up fabric (AMD xGMI: 7); 0 = switched (estimate.comm)
     scaleup_mesh_links: int = 0
+    # NVLink bridges smaller than the host (8 PCIe H200 NVL in bridged groups of 4; intra_node_gb_s is then the
+    # host's PCIe): the GPUs one bridge joins, its rate per GPU one direction, and its peer links where it is a
+    # full mesh (a 4-way bridge: 3; 0 = a pair). A group held in one bridge runs at its rate (comm.bridge_rates);
+    # 0 = no such bridge
+    bridge_gpus: int = 0
+    bridge_gb_s: float = 0.0
+    bridge_mesh_links: int = 0
     # achieved network payload per GPU, one direction: NIC line rate x the network's NCCL efficiency
     # (e.g. one NDR400 NIC per GPU: 50 GB/s x 0.94 measured = 47; networks.yaml, scenario.NetworkView)
     inter_node_gb_s: float = 0.0

@@ -762,6 +762,11 @@ class _Step:
     def domain(self) -> int:
         return self.system.domain_gpus
 
+    def link(self, size: Any, stride: Any, p2p: bool = False) -> Any:
+        """The rates a group of `size` ranks at rank stride `stride` communicates at: inside one NVLink bridge of a
+        PCIe host, the bridge's (comm.bridge_rates); `r` elsewhere."""
+        return comm.bridge_rates(self.r, size, stride, self.system, p2p)
+
 
 def _step(model: ModelArch, training: Training, system: System, strategy: Any, calibration: Calibration | None,
           framework_style: str | PerfStyle | None, constants: PerfConstants | None) -> _Step:
@@ -1657,7 +1662,7 @@ def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
     m_tp = comm.zone_members(t, 1.0, x.system)
     act_bytes = x.tok * x.model.hidden * x.act
     t_ar = np.where(x.sp, _sp_pair_time(x, act_bytes, 0.0, k_tp, m_tp),
-                    comm.all_reduce_time(act_bytes, t, k_tp, x.r, x.system, k.nvls_allreduce_gain, m_tp))
+                    comm.all_reduce_time(act_bytes, t, k_tp, x.link(t, 1.0), x.system, k.nvls_allreduce_gain, m_tp))
     share = _fp8_tp_gather_share(x)
     t_layer = t_ar
     if np.any(share > 0):  # the all-gather's `share` quantized: FP8 1 B, NVFP4 0.5625 B (TE gathers the NVFP4 copy)
@@ -1681,8 +1686,9 @@ def _sp_pair_time(x: _Step, act_bytes: Any, fp8_share: Any, k_tp: Any, m_tp: Any
     8 x H100 all-gather NVLS 300 GB/s vs ring 350, all-reduce NVLS 470), and NCCL's tuner keeps rings for them
     (issue 1670, 2025-04); measured ring all-gather 361-363 GB/s on 8 x H100 (networks.yaml allgather-8x-h100)."""
     ag_bytes = act_bytes * (1.0 - fp8_share * (x.act - saved_gemm_input_bytes(x.training, x.model)) / x.act)
-    rs = comm.reduce_scatter_time(act_bytes, x.t, k_tp, x.r, x.system, m_tp)
-    return rs + comm.all_gather_time(ag_bytes, x.t, k_tp, x.r, x.system, m_tp)
+    r = x.link(x.t, 1.0)
+    rs = comm.reduce_scatter_time(act_bytes, x.t, k_tp, r, x.system, m_tp)
+    return rs + comm.all_gather_time(ag_bytes, x.t, k_tp, r, x.system, m_tp)
 
 
 def _amax_reductions(x: _Step, k_tp: Any, m_tp: Any) -> Any:
@@ -1710,7 +1716,7 @@ def _amax_reductions(x: _Step, k_tp: Any, m_tp: Any) -> Any:
         fwd = bwd = 1.0 - moe
     elif m.is_moe:  # the MoE layers' MLP block gathers no linear operand over TP
         fwd, bwd = fwd - 0.5 * fwd * moe, bwd - 0.5 * bwd * moe
-    t_amax = comm.all_reduce_time(4.0, x.t, k_tp, x.r, x.system, x.k.nvls_allreduce_gain, m_tp)
+    t_amax = comm.all_reduce_time(4.0, x.t, k_tp, x.link(x.t, 1.0), x.system, x.k.nvls_allreduce_gain, m_tp)
     share = low_precision_share(x.training, m)
     return np.where(on, (fwd * (1.0 + x.full_share) + bwd) * t_amax * share, 0.0)
 
@@ -1782,7 +1788,7 @@ def _moe_tp_collectives(x: _Step) -> tuple[Any, Any]:
     m_et = comm.zone_members(x.et, 1.0, x.system)
     copies = m.experts_per_token * x.training.moe_capacity_factor
     routed_bytes = x.tok * (x.et / x.t) * copies * m.hidden * x.act
-    pair = comm.all_reduce_time(routed_bytes, x.et, k_et, x.r, x.system, 1.0, m_et)
+    pair = comm.all_reduce_time(routed_bytes, x.et, k_et, x.link(x.et, 1.0), x.system, 1.0, m_et)
     routed = np.where(on & split & mcore & alltoall, passes * pair, 0.0)
     return np.where(drop, passes, 0.0), routed
 
@@ -2114,7 +2120,7 @@ def _cp_comm(x: _Step, lt: compute.LayerTimes) -> np.ndarray:
     k_cp = comm.ranks_per_domain(c, x.t, x.domain)
     if x.cp_comm_type == "all_gather":
         kv_bytes = x.tok * 2.0 * x.model.kv_dim / x.t * x.act * c
-        te = comm.all_gather_time(kv_bytes, c, k_cp, x.r, x.system, comm.zone_members(c, x.t, x.system)) * (
+        te = comm.all_gather_time(kv_bytes, c, k_cp, x.link(c, x.t), x.system, comm.zone_members(c, x.t, x.system)) * (
             (1.0 + 2.0 + x.full_share) * x.model.attention_layers / x.model.layers)
     elif x.cp_comm_type == "a2a":
         te = _cp_te_a2a(x, k_cp)
@@ -2140,14 +2146,14 @@ def _cp_te_ring(x: _Step, lt: compute.LayerTimes, k_cp: Any) -> Any:
         return 0.0
     share = m.attention_layers / m.layers  # lt.attn_* are already that share of an average layer's
     q_el, kv_el = x.tok * m.q_dim / x.t, x.tok * m.kv_dim / x.t  # one rank's query / output and K elements
-    same = k_cp >= c
-    send = comm.p2p_time(2.0 * kv_el * x.act, same, x.r, x.system)
+    same, hop = k_cp >= c, x.link(c, x.t, p2p=True)
+    send = comm.p2p_time(2.0 * kv_el * x.act, same, hop, x.system)
     a_fwd, a_bwd = lt.attn_fwd / (share * c), lt.attn_bwd / (share * c)  # one step's attention
     later = c - 1.0
     fwd = later * np.maximum(send - a_fwd, 0.0) + compute.stream_time(
         kv_el * k["fwd_kv_bytes"] + q_el * (k["fwd_q_bytes"] + later * k["fwd_q_step_bytes"]), x.r,
         kernels=k["fwd_kernels"] + later * k["fwd_kernels_step"])
-    both = comm.p2p_time(4.0 * kv_el * x.act, same, x.r, x.system)
+    both = comm.p2p_time(4.0 * kv_el * x.act, same, hop, x.system)
     bwd = later * np.maximum(both - a_bwd, 0.0) + send + compute.stream_time(
         kv_el * (k["bwd_kv_bytes"] + later * k["bwd_kv_step_bytes"])
         + q_el * (k["bwd_q_bytes"] + later * k["bwd_q_step_bytes"]), x.r,
@@ -2169,7 +2175,7 @@ def _cp_te_a2a(x: _Step, k_cp: Any) -> Any:
     q_el, kv_el = x.tok * m.q_dim / x.t, x.tok * m.kv_dim / x.t
     size = 1.0 if x.fp8_attention else x.act
     zone = comm.zone_members(c, x.t, x.system)
-    r = nccl_alltoall_rates(x.r, x.system, x.k)
+    r = nccl_alltoall_rates(x.link(c, x.t), x.system, x.k)
 
     def a2a(elems: Any) -> Any:
         return comm.all_to_all_time(elems * size, c, k_cp, r, x.system, zone)
@@ -2196,9 +2202,9 @@ def _cp_torch_ring(x: _Step, lt: compute.LayerTimes, k_cp: Any) -> Any:
     out = x.tok * m.q_dim / x.t  # one rank's output (and query) elements
     kv = x.tok * np.where(np.asarray(x.fw.cp_repeat_kv, bool), m.q_dim, m.kv_dim) / x.t  # its K (or V) elements
     zone = comm.zone_members(c, x.t, x.system)
-    gather = comm.all_gather_time(kv * 2.0 * x.act * c, c, k_cp, x.r, x.system, zone)
+    gather = comm.all_gather_time(kv * 2.0 * x.act * c, c, k_cp, x.link(c, x.t), x.system, zone)
     a_fwd, a_bwd = lt.attn_fwd / c, lt.attn_bwd / c  # one ring step's share of the attention
-    dkv = comm.p2p_time(kv * 2.0 * k["dkv_bytes"], k_cp >= c, x.r, x.system)
+    dkv = comm.p2p_time(kv * 2.0 * k["dkv_bytes"], k_cp >= c, x.link(c, x.t, p2p=True), x.system)
     fwd = np.maximum(gather - a_fwd, 0.0) + compute.stream_time(
         (kv * k["kv_cat_bytes"] + out * k["merge_fwd_bytes"]) * (c - 1.0) + out * k["merge_out_bytes"], x.r,
         kernels=k["merge_fwd_kernels"] * (c - 1.0))
@@ -2223,7 +2229,7 @@ def _mamba_cp_comm(x: _Step, k_cp: Any) -> Any:
     widths = (m.ssm_inner / t, m.ssm_inner / t, groups_local * m.ssm_state * repeat,
               groups_local * m.ssm_state * repeat, m.ssm_heads / t, m.ssm_inner / t)
     zone = comm.zone_members(c, t, x.system)
-    r = nccl_alltoall_rates(x.r, x.system, x.k)
+    r = nccl_alltoall_rates(x.link(c, t), x.system, x.k)
     per_pass = sum(comm.all_to_all_time(x.tok * w * x.act, c, k_cp, r, x.system, zone) for w in widths)
     return per_pass * (2.0 + x.full_share) * m.mamba_layers / m.layers
 
@@ -2279,7 +2285,8 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
                                              per_copy * ranks * (k_ep - 1.0) / k_ep, n_ep, k_ep, r, x.system, m_ep)
         return np.where(flex & (n_ep > k_ep), fwd, a2a)  # inside one domain: the plain all-to-all, as the scalar path
 
-    a2a = a2a_at(x.r)
+    r_ep = x.link(n_ep, stride)
+    a2a = a2a_at(r_ep)
     # the PyTorch-native stacks' flex is DeepEP itself: its normal kernels at their measured rates (deepep_rates)
     deepep = flex & ~host_sync
     if np.any(deepep):
@@ -2287,7 +2294,7 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
     # the alltoall dispatchers (Megatron-Core alltoall, torchtitan's all_to_all_single, HF) are NCCL's all-to-all
     nccl = ~flex & ~np.asarray(x.fw.ep_own_kernels, bool)
     if np.any(nccl):
-        a2a = np.where(nccl, a2a_at(nccl_alltoall_rates(x.r, x.system, x.k)), a2a)
+        a2a = np.where(nccl, a2a_at(nccl_alltoall_rates(r_ep, x.system, x.k)), a2a)
     return (a2a * (4.0 + 2.0 * x.moe_rerun) - _permute_in_transport(x, a2a)) * model.moe_layer_count / model.layers
 
 
@@ -2640,17 +2647,18 @@ def _pipeline(x: _Step, t_mb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     same = stride_pp < x.domain
     zone = comm.p2p_zone_factor(stride_pp, x.p, x.system)
     full = x.tok * x.model.hidden * x.act
-    t_p2p = comm.p2p_time(full * np.where(x.sp, 1.0 / x.t, 1.0), same, x.r, x.system, zone)
+    hop = x.link(x.p, stride_pp, p2p=True)
+    t_p2p = comm.p2p_time(full * np.where(x.sp, 1.0 / x.t, 1.0), same, hop, x.system, zone)
     slots = runs * pipeline.p2p_transfers_on_critical_path(x.p, m_s, x.v) / 2.0
     # With TP > 1 (and no SP) each TP rank may send its 1/t share and the receiver all-gather the full tensor over
     # TP: Megatron-LM's scatter/gather optimisation (Narayanan 2021 s4.1; --scatter-gather-tensors-in-pipeline,
     # default since Feb 2021), DeepSpeed's PartitionedTensor (pipe/engine.py is_pipe_partitioned / _grad_partitioned)
     part_a = np.asarray(x.fw.p2p_partitioned_activations) & (x.t > 1) & ~x.sp
     part_g = np.asarray(x.fw.p2p_partitioned_grads) & (x.t > 1) & ~x.sp
-    t_part = comm.p2p_time(full / x.t, same, x.r, x.system, zone)
+    t_part = comm.p2p_time(full / x.t, same, hop, x.system, zone)
     t_act = np.where(part_a, t_part, t_p2p)
     t_grad = np.where(part_g, t_part, t_p2p)
-    t_ag = comm.all_gather_time(full, x.t, comm.ranks_per_domain(x.t, 1.0, x.domain), x.r, x.system,
+    t_ag = comm.all_gather_time(full, x.t, comm.ranks_per_domain(x.t, 1.0, x.domain), x.link(x.t, 1.0), x.system,
                                 comm.zone_members(x.t, 1.0, x.system))
     f = x.k.p2p_exposed_fraction
     # one activation and one gradient transfer per slot of the schedule, each all-gathered at its receiver
@@ -2711,7 +2719,8 @@ def _dp_comm_replicated(x: _Step, g: _Grads) -> tuple[np.ndarray, np.ndarray]:
     """(exposed DP time without ZeRO-3, share of the gradients in the last bucket). DDP / Megatron:
     all-reduce; distributed optimizer / ZeRO-1/2: reduce-scatter grads + all-gather params. Bucketed and
     overlapped with the last micro-batch's backward; the last bucket stays exposed."""
-    k, r, system, fw = x.k, x.r, x.system, x.fw
+    k, system, fw = x.k, x.system, x.fw
+    r, r_e = x.link(g.n_dp, x.t), x.link(g.n_edp, x.et * x.e)  # the DP x CP group, the expert-DP group
     gb = fw.grad_reduce_bytes
     g_dense = g.local_dense * g.train_frac * gb
     g_exp = g.local_expert * g.train_frac * gb
@@ -2721,9 +2730,9 @@ def _dp_comm_replicated(x: _Step, g: _Grads) -> tuple[np.ndarray, np.ndarray]:
     rs_or_ar = np.where(
         g.shard_opt & ~np.asarray(fw.zero1_grad_allreduce & (x.zero < 2)),
         comm.reduce_scatter_time(g_dense, g.n_dp, g.k_dp, r, system, g.m_dp) + _when(moe, comm.reduce_scatter_time(
-            g_exp, g.n_edp, g.k_edp, r, system, g.m_edp), 0.0),
+            g_exp, g.n_edp, g.k_edp, r_e, system, g.m_edp), 0.0),
         comm.all_reduce_time(g_dense, g.n_dp, g.k_dp, r, system, k.nvls_allreduce_gain, g.m_dp)
-        + _when(moe, comm.all_reduce_time(g_exp, g.n_edp, g.k_edp, r, system, k.nvls_allreduce_gain, g.m_edp), 0.0),
+        + _when(moe, comm.all_reduce_time(g_exp, g.n_edp, g.k_edp, r_e, system, k.nvls_allreduce_gain, g.m_edp), 0.0),
     )
     # FP8 primary weights (Megatron-Core fp8_param_gather, NeMo fp8_params): the updated shards travel as FP8, or
     # as BF16 under MXFP8 (_primary_weight_gather_bytes)
@@ -2732,7 +2741,7 @@ def _dp_comm_replicated(x: _Step, g: _Grads) -> tuple[np.ndarray, np.ndarray]:
     ag_params = np.where(
         g.shard_opt & (x.zero < 3),
         comm.all_gather_time(g.local_dense * g.train_frac * p_bytes, g.n_dp, g.k_dp, r, system, g.m_dp)
-        + _when(moe, comm.all_gather_time(g.local_expert * g.train_frac * p_bytes, g.n_edp, g.k_edp, r, system,
+        + _when(moe, comm.all_gather_time(g.local_expert * g.train_frac * p_bytes, g.n_edp, g.k_edp, r_e, system,
                                           g.m_edp), 0.0),
         0.0,
     )
@@ -2782,7 +2791,7 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     parameters (`_zero3_collectives`), prefetched one unit ahead (under pipelining, `_fsdp_once_per_step`; a
     reentrant checkpoint around each FSDP unit, `_reentrant_outer_exposed`, over the decoder layers' forward `fwd_s`);
     hybrid shard adds one all-reduce of the shards across replicas."""
-    r, system, fw = x.r, x.system, x.fw
+    system, fw = x.system, x.fw
     n_sh, n_esh = shard_groups(x.a)
     k_sh = comm.ranks_per_domain(n_sh, x.t, x.domain)
     if not np.all(fw.zero3_nic_aggregation):  # inter-node part limited by one NIC per GPU
@@ -2839,7 +2848,7 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
         z3_step = np.where(held & (x.p > 1), once, z3_step)
     # hybrid shard: replicas all-reduce the sharded gradients once per step
     n_rep = np.maximum(g.n_dp / n_sh, 1.0)
-    hsdp = comm.all_reduce_time(p_local * g.train_frac * gb / n_sh, n_rep, 1.0, r, system,
+    hsdp = comm.all_reduce_time(p_local * g.train_frac * gb / n_sh, n_rep, 1.0, x.link(n_rep, x.t * n_sh), system,
                                 m=comm.zone_members(n_rep, x.t * n_sh, system))
     # a one-rank shard group is not wrapped at all (torchtitan ParallelDims.fsdp_enabled: dp_shard x cp > 1; NeMo
     # AutoModel FSDP2Manager.parallelize returns the model unwrapped at world size 1), so it copies nothing
@@ -2870,7 +2879,7 @@ def _deepspeed_expert_gathers(x: _Step, g: _Grads, mb: _MicroBatch, expert: tupl
     mode = zero3_expert_fetch_default(mode, x.fw.moe_expert_loop, x.fw.zero3_leaf_families, x.model.family)[0]
     n_esh, k_esh, m_esh = expert
     on = (mode != "") & (x.zero >= 3) & (x.p <= 1) & (g.local_expert > 0)
-    ag_e = comm.all_gather_time(g.local_expert * ag_bytes, n_esh, k_esh, x.r, x.system, m_esh)
+    ag_e = comm.all_gather_time(g.local_expert * ag_bytes, n_esh, k_esh, x.link(n_esh, x.et * x.e), x.system, m_esh)
     lat = (n_esh - 1.0) * np.where(n_esh > k_esh, x.system.inter_node_latency_s, x.system.intra_node_latency_s)
     moe_layers = mb.n_stage * x.model.moe_layer_count / x.model.layers
     local, fwd_s = _routed_expert_forward(x)
@@ -2996,14 +3005,15 @@ def _zero3_collectives(x: _Step, g: _Grads, dense: tuple, expert: tuple, ag_byte
     (`dense`: ranks, ranks per domain), the routed experts over the expert shard group (`expert`: `_expert_shard`),
     as the memory estimate shards them (validate.shard_groups); `ag_bytes` per gathered parameter, the style's
     reduce dtype per gradient."""
-    r, system, gb = x.r, x.system, x.fw.grad_reduce_bytes
+    system, gb = x.system, x.fw.grad_reduce_bytes
     (n_sh, k_sh), (n_esh, k_esh, m_esh) = dense, expert
+    r, r_e = x.link(n_sh, x.t), x.link(n_esh, x.et * x.e)  # the shard group, the expert shard group
     m_sh = comm.zone_members(n_sh, x.t, system)
     moe = g.local_expert > 0
     ag = comm.all_gather_time(g.local_dense * ag_bytes, n_sh, k_sh, r, system, m_sh) + np.where(
-        moe, comm.all_gather_time(g.local_expert * ag_bytes, n_esh, k_esh, r, system, m_esh), 0.0)
+        moe, comm.all_gather_time(g.local_expert * ag_bytes, n_esh, k_esh, r_e, system, m_esh), 0.0)
     rs = comm.reduce_scatter_time(g.local_dense * g.train_frac * gb, n_sh, k_sh, r, system, m_sh) + np.where(
-        moe, comm.reduce_scatter_time(g.local_expert * g.train_frac * gb, n_esh, k_esh, r, system, m_esh), 0.0)
+        moe, comm.reduce_scatter_time(g.local_expert * g.train_frac * gb, n_esh, k_esh, r_e, system, m_esh), 0.0)
     return ag, rs
 
 
@@ -3404,7 +3414,8 @@ def _device_map_step(model: ModelArch, training: Training, system: System, strat
         lo, hi = pipeline.stage_layer_range(model.layers, p, float(rank), 0.0, 0.0, *edges)
         counts.append(int(round(float(np.max(hi - lo)))))
     opt = out["optimizer"] * max(card_shares(model, tuple(counts)))
-    hops = out["micro_batches"] * 2.0 * (p - 1.0) * comm.p2p_time(x.tok * model.hidden * x.act, True, x.r, system)
+    hops = out["micro_batches"] * 2.0 * (p - 1.0) * comm.p2p_time(x.tok * model.hidden * x.act, True,
+                                                                    x.link(p, 1.0, p2p=True), system)
     step = out["step_s"] - out["optimizer"] + opt + hops
     cards = float(system.gpus)
     per_gpu = {k: v / cards for k, v in _flops(x, step).items()

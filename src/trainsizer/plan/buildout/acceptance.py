@@ -144,7 +144,7 @@ def _intra(b: BuildInput, out: AcceptanceCriteria, d: dict) -> None:
     on_host = bridged or acc.scaleup_tech == "pcie"
     tech = msg("scaleup_host_staged") if on_host and acc.host_staged_gb_s_per_dir else \
         msg("scaleup_pcie") if on_host else scaleup_name(acc)
-    ring = _ring_intra(acc, float(b.system.intra_node_gb_s), d, tech)
+    ring = _ring_intra(acc, float(b.system.intra_node_gb_s), d, tech, mesh=not on_host)
     ar, nvls = ring, d["nvls_min_gpus"]
     if acc.nvls and b.per_node >= nvls["value"]:
         ratio, link = d["nvls_min_ratio"]["value"], acc.scaleup_gb_s_per_dir
@@ -161,9 +161,10 @@ def _intra(b: BuildInput, out: AcceptanceCriteria, d: dict) -> None:
                                                  tech=scaleup_name(acc), groups=b.per_node // int(acc.scaleup_domain)))
 
 
-def _ring_intra(acc, link: float, d: dict, tech: Any) -> Limit:
-    # a switchless full mesh (AMD xGMI) rings at a lower share of its aggregate link rate than a switch
-    key = "ring_min_ratio_mesh" if getattr(acc, "scaleup_mesh_links", None) else "ring_min_ratio"
+def _ring_intra(acc, link: float, d: dict, tech: Any, mesh: bool = True) -> Limit:
+    # a switchless full mesh (AMD xGMI, a 4-way NVLink bridge) rings at a lower share of its aggregate link rate than
+    # a switch; a ring over the host's PCIe (`mesh` False) crosses no mesh
+    key = "ring_min_ratio_mesh" if mesh and getattr(acc, "scaleup_mesh_links", None) else "ring_min_ratio"
     ratio = d[key]["value"]
     return _plan(round(ratio * link, 1), msg("acc_ring_intra", ratio=ratio, link=f"{link:g}", tech=tech,
                                              source=platforms.source_text(d[key]["source"]), acc=acc.id))

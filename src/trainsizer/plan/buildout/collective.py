@@ -33,7 +33,8 @@ def allreduce(b: BuildInput) -> AllReduce | None:
     if ranks <= 1:
         return None
     precision = b.scenario.training.precision
-    r = rates(system, "bf16" if precision == "fp8" else precision)
+    # inside one NVLink bridge of a PCIe host (the DP x CP group ranks TP apart), the bridge's rate, as the step model
+    r = comm.bridge_rates(rates(system, "bf16" if precision == "fp8" else precision), ranks, s.tp, system)
     k = int(comm.ranks_per_domain(ranks, s.tp, system.domain_gpus))
     m = comm.zone_members(ranks, s.tp, system)  # members per zone of the job's fabric (hardware.fabric)
     nbytes = gradient_bytes_per_rank(b)
