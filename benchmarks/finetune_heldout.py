@@ -20,7 +20,8 @@ Megatron-Core's deferred LM-head weight gradients where the run's config sets th
   (total less CUDA context, NCCL buffers and allocator fragmentation); `GiB-allocator` rows (a caching-allocator
   statistic of unstated kind: torchtune's training.get_memory_stats reports active, allocated and reserved, all
   from torch.cuda.memory_stats, none holding the CUDA context or the buffers NCCL allocates itself) with the total
-  less the CUDA context and NCCL buffers, fragmentation kept (reserved, the largest of the three, holds it); rows
+  less the CUDA context and NCCL buffers, fragmentation kept (reserved, the largest of the three, holds it);
+  `GB-allocator` rows the same in 1e9 bytes (torchtune's utils.get_memory_stats before 2024-09 divides by 1e9); rows
   whose kind is unstated with the total; `GB` rows are converted to GiB;
 - longest sequence that fits (Unsloth's table: a card of N GiB): `fit.max_seq_len` at granularity 1.
 A row is refused when the job path rejects it or the memory estimate says a configuration that ran does not fit.
@@ -154,9 +155,9 @@ def _scenario(r: dict[str, str], cat, models: dict | None = None):
 
 def _memory_gib(r: dict[str, str], est) -> tuple[float, float]:
     """(measured, predicted) GiB on the row's basis."""
-    measured = num(r["peak_mem"]) * (1e9 / GIB if r["peak_mem_unit"] == "GB" else 1.0)
+    measured = num(r["peak_mem"]) * (1e9 / GIB if r["peak_mem_unit"] in ("GB", "GB-allocator") else 1.0)
     predicted = est.per_gpu_bytes
-    if r["peak_mem_unit"] in ("GiB-active", "GiB-allocator"):
+    if r["peak_mem_unit"] in ("GiB-active", "GiB-allocator", "GB-allocator"):
         left_out = NOT_ALLOCATED if r["peak_mem_unit"] == "GiB-active" else OUTSIDE_ALLOCATOR
         predicted -= sum(est.items_bytes.get(k, 0.0) for k in left_out)
     return measured, predicted / GIB
