@@ -85,3 +85,28 @@ def test_outside_transformers_stacks_it_is_refused_with_the_rule():
 def test_an_unknown_implementation_is_refused_with_the_allowed_ones():
     with pytest.raises(TrainsizerError, match="grouped_mm"):
         _step(experts_implementation="batched")
+
+
+def _fsdp_dp_comm(seq: int, impl: str, ckpt: str = "reentrant_outer", model: str = "mixtral-8x7b") -> float:
+    kw = dict(model=model, seq_len=seq, fsdp="full", checkpoint_impl=ckpt, experts_implementation=impl)
+    if model != "mixtral-8x7b":
+        kw.pop("experts_implementation")
+    return float(_evaluate(**kw)["time"]["breakdown_s"]["dp_comm"])
+
+
+def test_fsdp1_gathers_lose_the_cpu_run_ahead_behind_the_loop_syncs():
+    """FSDP1 issues a unit's all-gathers from its own hooks, so they hide only as far as the CPU runs ahead of the GPU;
+    the eager loop's host sync per expert stops that, and with a reentrant checkpoint around each unit all four passes
+    (3 gathers + the reduce-scatter) are exposed whatever the compute: the exposed time no longer falls as the tokens
+    grow, where grouped_mm's does, and it is never below grouped_mm's."""
+    eager = [_fsdp_dp_comm(s, "eager") for s in (512, 2048, 8192)]
+    grouped = [_fsdp_dp_comm(s, "grouped_mm") for s in (512, 2048, 8192)]
+    assert eager[0] == pytest.approx(eager[1]) and eager[1] == pytest.approx(eager[2])
+    assert grouped[2] < grouped[0]
+    assert all(e >= g for e, g in zip(eager, grouped, strict=True))
+
+
+def test_a_dense_model_under_fsdp1_keeps_its_overlap():
+    """No MoE layer, no sync: the CPU runs ahead and FSDP1's hook-issued gathers hide as before."""
+    assert _fsdp_dp_comm(8192, "eager", model="llama-3.1-8b") == pytest.approx(
+        _fsdp_dp_comm(8192, "grouped_mm", model="llama-3.1-8b"))

@@ -28,10 +28,12 @@ BOUNDS = {
     # gradient pre-divide, 114), +5.7..+13.6%
     "DeepCompile benchmark, FSDP (32 H100, HF Llama-3-70B)": 20.0,
     # DeepSpeed's engine (known-gaps 74) and its per-expert module gathers (strategy.zero3_expert_fetch per_expert,
-    # known-gaps 75): 149.5 -> 109.9 -> 60.8 -> 55.8 (91) -> 35.4 (the gradient copies, 114), +34.4..+36.4%
+    # known-gaps 75): 149.5 -> 109.9 -> 60.8 -> 55.8 (91) -> 35.4 (the gradient copies, 114), +34.4..+36.4%; with the
+    # micro-batch 2 / 4 rows 39.2%, +33.7..+55.7% (known-gaps 150 (b): at 4-8K tokens the estimate hides what is not)
     "DeepCompile benchmark, ZeRO-3 (32 H100, HF Mixtral-8x7B)": 45.0,
-    # 114.2 -> 46.9 -> 43.8 -> 36.4: +33..+42% (69 (b), 71, 91, 114)
-    "DeepCompile benchmark, FSDP (32 H100, HF Mixtral-8x7B)": 45.0,
+    # 114.2 -> 46.9 -> 43.8 -> 36.4: +33..+42% (69 (b), 71, 91, 114); with the micro-batch 2 / 4 rows (known-gaps 150)
+    # 36.3 -> 22.7, +17.9..+25.7%: the eager expert loop's host syncs leave FSDP1 no run-ahead to prefetch with
+    "DeepCompile benchmark, FSDP (32 H100, HF Mixtral-8x7B)": 30.0,
     "FMS-FSDP blog (128 A100, eager)": 10.0,  # 9.1: -9.5..+13.7%
     "FMS-FSDP blog (96 H100, eager)": 10.0,  # 8.9: -1.0..+24.5%
     "FMS-FSDP README (compiled)": 10.0,  # 9.1: +3.9 / +14.3%
@@ -44,7 +46,7 @@ def run():
 
 
 def test_every_row_names_its_source_url_date_and_assumptions():
-    check_rows_sourced(p31.rows(), list(ph.rows()[0]), ph.MODELS, 34, ("tokens_per_s_per_gpu",))
+    check_rows_sourced(p31.rows(), list(ph.rows()[0]), ph.MODELS, 46, ("tokens_per_s_per_gpu",))
 
 
 def test_every_row_is_estimated_none_refused_every_run_fits_and_each_source_within_its_bound(run):
@@ -60,9 +62,15 @@ def test_zero3_over_fsdp_at_one_layout(run):
     compute cannot hide (known-gaps 144): predicted 0.99-1.14x (1.10-1.25 before 144, 1.13-1.35 before 114), ZeRO-3
     now a little slow at the smallest sizes (docs/known-gaps.md 70 (c), 114, 144). Mixtral's ZeRO-3 runs are 7-20% slower than FSDP's (69 (b));
     DeepSpeed's 24 expert gathers a layer, each behind only the previous expert linear's compute (known-gaps 75), and
-    the copies bring the predicted ratio from 1.41-1.52 to 0.82-0.90 (with DeepSpeed's engine, 74: 0.90-0.99)."""
+    the copies bring the predicted ratio from 1.41-1.52 to 0.82-0.90 (with DeepSpeed's engine, 74: 0.90-0.99). FSDP1's
+    gathers lose the CPU's run-ahead behind the eager loop's host syncs (known-gaps 150): 0.86-1.01 at 512-2,048 tokens
+    a GPU (measured 0.80-0.93), and ZeRO-3 the faster from 4,096 tokens on (1.20-1.31), where the two measure the same
+    (0.99-1.00): what hides DeepSpeed's gathers there in the estimate is not what the runs show (known-gaps 150 (b))."""
     pairs = p31.zero3_over_fsdp(run)
-    assert len(pairs) == 11
+    assert len(pairs) == 17
     llama = [(meas, pred) for rid, meas, pred in pairs if "llama3" in rid]
     assert all(1.04 < meas < 1.09 and 0.95 < pred < 1.2 for meas, pred in llama)
-    assert all(meas < 0.95 and pred < 0.95 for rid, meas, pred in pairs if "mixtral" in rid)
+    mixtral = {rid: (meas, pred) for rid, meas, pred in pairs if "mixtral" in rid}
+    assert len(mixtral) == 9 and all(0.79 < meas < 1.01 for meas, _ in mixtral.values())
+    small = [pred for rid, (_, pred) in mixtral.items() if "mbs1" in rid]  # 512-2,048 tokens a GPU
+    assert all(0.8 < pred < 1.05 for pred in small) and small == sorted(small)  # ZeRO-3 gains on FSDP as tokens grow

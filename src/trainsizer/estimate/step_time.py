@@ -2924,13 +2924,32 @@ def _reentrant_outer_exposed(x: _Step, z3_ag, z3_rs, n_coll, lat, fwd_s, layer_f
     rate limiter, limit_all_gathers, lets the next issue once the unit before the current one is freed), as
     `_prefetched` behind `fwd_s`, each gather's kernel waiting for SMs behind the running GEMM
     (`_collective_launch_wait`, a layer's forward `layer_fwd_s`). Each of the 3 all-gather passes and the
-    reduce-scatter pays its ring latency."""
+    reduce-scatter pays its ring latency. Both overlaps rest on the CPU running ahead of the GPU; where a host sync
+    in every layer's forward stops it (`_fsdp_run_ahead_lost`), that share of the units runs all 4 passes exposed."""
     lat_pass = np.maximum(n_coll - 1.0, 0.0) * lat
     wait = _collective_launch_wait(x, n_coll, layer_fwd_s)
     forward = _prefetched(x, z3_ag + lat_pass, fwd_s, z3_ag / np.maximum(n_coll, 1.0), wait)
     beside = np.minimum(z3_ag, fwd_s)  # the backward's gathers that run beside the recompute
     backward = z3_rs + 2.0 * z3_ag - beside + 3.0 * lat_pass + x.k.overlap_interference * beside
-    return forward + backward
+    lost = _fsdp_run_ahead_lost(x)
+    return (1.0 - lost) * (forward + backward) + lost * (z3_rs + 3.0 * z3_ag + 4.0 * lat_pass)
+
+
+def _fsdp_run_ahead_lost(x: _Step) -> Any:
+    """Share of FSDP1 units (reentrant checkpoint around each) whose all-gathers cannot start ahead of their use: those
+    behind an MoE layer of transformers' eager expert loop (PerfStyle.moe_expert_loop, a 4.x release). FSDP1 without
+    forward_prefetch issues a unit's forward all-gather from that unit's own pre-forward hook
+    (torch/distributed/fsdp/_runtime_utils.py _pre_forward_unshard: _unshard when not prefetched, then
+    _prefetch_handle(FORWARD), a no-op unless forward_prefetch), and the backward's from the pre-backward hook that the
+    recompute's post-forward registers; each overlaps the GPU's compute only as far as the CPU has run ahead of it.
+    MixtralSparseMoeBlock.forward (transformers 4.51) copies a count to the host for every expert (the ModuleList index's
+    .item(), torch.where's nonzero), so when the last expert of a layer returns the GPU holds at most that expert's
+    kernels: the next unit's gather, and the backward's gather after the recompute, run after the compute they were to
+    hide behind. The MoE layers' share of the layers; 0 for a dense model or a grouped experts call."""
+    loop = np.asarray(x.fw.moe_expert_loop, bool)
+    if not x.model.is_moe or not np.any(loop):
+        return 0.0
+    return np.where(loop, x.model.moe_layer_count / x.model.layers, 0.0)
 
 
 def _zero3_regathered_share(x: _Step) -> Any:
