@@ -3,7 +3,7 @@
 ms-swift's December table (swift_first_table.py: modelscope/ms-swift cfcb67265, one A100 80GB, Qwen-7B-Chat LoRA rank 8
 at batch 1, 1,000 samples cut at 2,048 tokens from the left) times two settings against the default row (c_attn
 adapter, flash-attn 2.3.4, recompute on). A setting's cost is the difference of two whole runs on the same samples, so
-the model loading and the lengths' unstated shape cancel (docs/known-gaps.md 149 (c), (d); section 156 here):
+the model loading and the lengths' unstated shape cancel (docs/known-gaps.md 149 and 156):
 
 1. LoRA on every linear (swift 1.5's lora_target_modules ALL: c_attn, attn.c_proj, w1, w2, mlp.c_proj): four more
    adapters a layer. swift 1.5's tuner_backend 'swift' runs PEFT 0.7.1's lora.Linear (swift/tuners/lora_layers.py
