@@ -146,8 +146,11 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
     return out
 
 
-def _scenario(r: dict[str, str], cat, models: dict | None = None):
-    sc = resolve_job(job(r, models), cat)
+def _scenario(r: dict[str, str], cat, models: dict | None = None, strategy_extra: dict | None = None):
+    spec = job(r, models)
+    if strategy_extra:  # a probe's strategy fields over the row's (None: the row as written)
+        spec = dict(spec, strategy={**spec["strategy"], **strategy_extra})
+    sc = resolve_job(spec, cat)
     if r["peak_mem_unit"] == "GiB-card":  # Unsloth's table: a card of that size
         sc = replace(sc, system=replace(sc.system, memory_gib=num(r["peak_mem"])))
     return sc
@@ -163,12 +166,13 @@ def _memory_gib(r: dict[str, str], est) -> tuple[float, float]:
     return measured, predicted / GIB
 
 
-def row_cases(r: dict[str, str], cat, models: dict | None = None) -> list[Case]:
-    """The row's scored figures (tokens/s, peak GiB, longest sequence), or one refused case."""
+def row_cases(r: dict[str, str], cat, models: dict | None = None, strategy_extra: dict | None = None) -> list[Case]:
+    """The row's scored figures (tokens/s, peak GiB, longest sequence), or one refused case; `strategy_extra`: strategy
+    fields a probe writes over the row's."""
     src = r["source"].split(" (")[0]
     out: list[Case] = []
     try:
-        sc = _scenario(r, cat, models)
+        sc = _scenario(r, cat, models, strategy_extra)
     except TrainsizerError as e:
         return [Case(r["id"], src, "refused", 0.0, skipped=str(e).splitlines()[0][:120])]
     m, t, s, st = sc.model, sc.training, sc.system, sc.strategy

@@ -602,15 +602,18 @@ def _moe_dispatcher(scenario: Scenario, style: str) -> dict[str, Any]:
 def _experts_implementation(scenario: Scenario, assumed: str) -> dict[str, Any]:
     """{"experts_implementation": {"requested", "assumed"}} for an MoE job on a stack that runs transformers' MoE code
     (validate.EXPERTS_IMPLEMENTATION_FRAMEWORKS: its routed experts run as a loop with a host sync per expert, or as
-    one grouped GEMM, step_time._expert_loop_excess); {} otherwise. Unstated: the style's (hf: grouped_mm,
-    transformers >= 5.0)."""
+    one grouped GEMM, or every expert on every token, framework.experts_implementation_of); {} otherwise. Unstated:
+    dense_all for a family the stack runs so (hf: Llama 4), else the style's (hf: grouped_mm, transformers >= 5.0)."""
+    from trainsizer.estimate.framework import experts_implementation_of
     from trainsizer.estimate.validate import EXPERTS_IMPLEMENTATION_FRAMEWORKS
 
     if not scenario.model.is_moe or assumed not in EXPERTS_IMPLEMENTATION_FRAMEWORKS:
         return {}
     requested = scenario.strategy.experts_implementation
-    loop = perf_style(assumed).moe_expert_loop if requested is None else requested == "eager"
-    return {"experts_implementation": {"requested": requested, "assumed": "eager" if loop else "grouped_mm"}}
+    impl = experts_implementation_of(scenario.strategy, scenario.model)
+    if impl is None:
+        impl = "eager" if perf_style(assumed).moe_expert_loop else "grouped_mm"
+    return {"experts_implementation": {"requested": requested, "assumed": impl}}
 
 
 def _zero3_expert_fetch(scenario: Scenario, framework: dict[str, Any]) -> dict[str, Any]:

@@ -92,8 +92,12 @@ MOE_ROUTINGS = ("random", "round-robin", "fake-balanced")
 # device-to-host sync: the MixtralSparseMoeBlock / Qwen2MoeSparseMoeBlock / Qwen3MoeSparseMoeBlock forward of every
 # transformers 4.x release, and v5's "eager" backend); grouped_mm = the tokens sorted by expert and the experts run
 # as one torch._grouped_mm (transformers >= 5.0, PR #42697: PreTrainedModel.get_correct_experts_implementation picks
-# it when none is stated and PyTorch can dispatch it). v5's batched_mm (weights duplicated per token) is not modelled.
-EXPERTS_IMPLEMENTATIONS = ("eager", "grouped_mm")
+# it when none is stated and PyTorch can dispatch it); dense_all = every routed expert runs on every token, the input
+# scaled by a router score that is zero off the chosen experts (transformers' Llama4TextMoe.forward: routed_in =
+# hidden_states.repeat(num_experts, 1) * router_scores, one torch.bmm over all experts, the copies summed; read at
+# 63210d0e3 (4.5x) and 000c33fdf (5.x)): the expert GEMMs and their activations at top-k = the expert count.
+# v5's batched_mm (weights duplicated per token) is not modelled.
+EXPERTS_IMPLEMENTATIONS = ("eager", "grouped_mm", "dense_all")
 # transformers / accelerate placing one model over the GPUs of one host in one process (from_pretrained(device_map=...);
 # estimate.device_map): auto = accelerate's balanced split (get_balanced_memory + infer_auto_device_map, what
 # transformers runs for "auto" / "balanced"), each card holding a run of consecutive layers and one card busy at a time.

@@ -195,6 +195,31 @@ def torch_compile_of(strategy: Any, default: Any) -> Any:
     return default if stated is None else stated
 
 
+def experts_implementation_of(strategy: Any, model: Any) -> str | None:
+    """How the job's routed experts run (names.EXPERTS_IMPLEMENTATIONS): strategy.experts_implementation where stated;
+    unset, "dense_all" where the job's framework (named, not auto) runs the model family's MoE block on every expert
+    for every token (perf_constants.yaml frameworks.<style> dense_expert_families: transformers' Llama4TextMoe), else
+    None (the style's own default). One value for the whole batch: under auto the stack differs per strategy, and a
+    job there states it."""
+    stated = getattr(strategy, "experts_implementation", None)
+    name = getattr(strategy, "framework", "auto")
+    if stated is not None or not getattr(model, "is_moe", False) or not isinstance(name, str) or name == "auto":
+        return stated
+    families = str(_style_entry(name).get("dense_expert_families", "")).split(",")
+    return "dense_all" if model.family in families else None
+
+
+def routed_model(model: Any, strategy: Any) -> Any:
+    """The model as its routed experts run: under dense_all every expert takes every token (the expert GEMMs, their
+    inputs, intermediates and outputs, routed_in / routed_out, at tokens x experts), i.e. top-k = the expert count
+    (transformers' Llama4TextMoe.forward, modeling_llama4.py at 63210d0e3 / 000c33fdf); else the model itself."""
+    if experts_implementation_of(strategy, model) != "dense_all" or not model.is_moe:
+        return model
+    import dataclasses
+
+    return dataclasses.replace(model, experts_per_token=model.experts)
+
+
 def assumptions(name: str) -> dict[str, str]:
     """What a framework style assumes (kernels, overlap, recompute, loss, optimizer, FP8, sources), from
     estimate/data/framework_assumptions.yaml (the table in docs/frameworks.md)."""

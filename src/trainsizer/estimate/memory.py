@@ -64,6 +64,7 @@ from trainsizer.estimate.framework import (
     deepspeed_zero3_engine,
     fp8_primary_weights_default,
     memory_profile,
+    routed_model,
     style_number,
     style_option,
     torch_compile_of,
@@ -445,6 +446,7 @@ def _optimizer_precision(strategy: Strategy, training: Training) -> str | None:
 
 def _batch(model: ModelArch, training: Training, strategy: Strategy, options: MemoryOptions,
            accelerator: str = "") -> _Batch:
+    model = routed_model(model, strategy)  # dense_all: the routed experts' activations at tokens x experts
     pre = _precompute(model, training, options)
     s = strategy_arrays(strategy)
     # one value for the whole batch: layers whose activations are offloaded (inf = every layer), fused optimizer

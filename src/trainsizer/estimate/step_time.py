@@ -57,6 +57,7 @@ from trainsizer.estimate.flops import (
 from trainsizer.estimate.framework import (
     deepspeed_zero3_buckets,
     fp8_primary_weights_default,
+    routed_model,
     torch_compile_of,
 )
 from trainsizer.estimate.host_sync import drain_excess_s, host_figure
@@ -184,6 +185,9 @@ class PerfStyle:
     # leaf by default, so "auto" fetches their experts as one block whatever the experts implementation
     # (zero3_expert_fetch_default)
     zero3_leaf_families: str = ""
+    # model families (ModelArch.family, comma-separated) whose MoE block in this framework runs every routed expert on
+    # every token (strategy.experts_implementation dense_all where the job states none; framework.experts_implementation_of)
+    dense_expert_families: str = ""
     # model families (ModelArch.family, comma-separated) whose module in this framework runs FlexAttention whatever
     # the style's kernel (torchtitan's gpt_oss Attention asserts it): their attention_kernel is flex unless the job
     # states one (_model_attention_kernel)
@@ -735,6 +739,9 @@ class _Step:
     wgrad_deferral_limit: Any = None  # Strategy.wgrad_deferral_limit (0 / None = every micro-batch deferred)
     fsdp_no_sync: bool = False  # Strategy.fsdp_no_sync (None = off): FSDP2's sync on the last micro-batch only
     fsdp_reshard: str | None = None  # Strategy.fsdp_reshard (one of FSDP_RESHARDS; None = the style's)
+    # the model as defined, for its model FLOPs (MFU), where `model` runs every routed expert on every token
+    # (experts_implementation dense_all: framework.routed_model); None = `model`
+    defined_model: ModelArch | None = None
 
     @property
     def routed_slots(self) -> Any:
@@ -773,6 +780,9 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
     k = constants or load_constants()
     check_training(training)
     fw = _style(strategy, framework_style, training.method in ("pretrain", "cpt"))
+    defined, model = model, routed_model(model, strategy)
+    if model is not defined:  # dense_all: one torch.bmm over every expert, no per-expert loop or grouped GEMM
+        fw = dataclasses.replace(fw, moe_expert_loop=False, moe_torch_grouped_mm=False)
     fw = _model_attention_kernel(_recipe_style(fw, strategy, training, system, k), strategy, model)
     r = _grouped_mm_rate(_bf16_layers(_rates(system, training, k, calibration, fw), training, model), system, k, fw)
     a = strategy_arrays(strategy)
@@ -808,7 +818,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  defer_wgrad=bool(getattr(strategy, "defer_embedding_wgrad", None)),
                  wgrad_deferral_limit=getattr(strategy, "wgrad_deferral_limit", None),
                  fsdp_no_sync=bool(getattr(strategy, "fsdp_no_sync", None)),
-                 fsdp_reshard=_fsdp_reshard_of(strategy))
+                 fsdp_reshard=_fsdp_reshard_of(strategy), defined_model=defined)
 
 
 def _fsdp_reshard_of(strategy: Any) -> str | None:
@@ -3487,7 +3497,8 @@ def _flops(x: _Step, step: np.ndarray) -> dict[str, np.ndarray]:
     tokens = float(training.tokens_per_step)
     gpus = x.t * x.p * x.d * x.c
     ref_flops = forward_flops_per_token(model, s) if training.has_reference_model else 0.0
-    model_flops = (model_flops_per_token(model, s, training.trains_base_weights) + ref_flops) * tokens
+    defined = x.defined_model or model  # model FLOPs at the model's top-k; the hardware FLOPs as run
+    model_flops = (model_flops_per_token(defined, s, training.trains_base_weights) + ref_flops) * tokens
     hw_flops = (hardware_flops_per_token(model, s, x.rc, training.trains_base_weights, x.recompute_modules,
                                          x.full_share, router_gemm=training.moe_routing != "fake-balanced")
                 + ref_flops) * tokens

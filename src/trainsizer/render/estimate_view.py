@@ -200,7 +200,8 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
             con.print(f"{t('moe_dispatcher', L)}{t('colon', L)}{t('moe_dispatcher_' + disp['assumed'], L)}{auto}")
         experts = fw.get("experts_implementation")
         if experts:
-            unstated = t("experts_implementation_default", L) if experts["requested"] is None else ""
+            default = "experts_implementation_default" + ("_dense_all" if experts["assumed"] == "dense_all" else "")
+            unstated = t(default, L) if experts["requested"] is None else ""
             con.print(f"{t('experts_implementation', L)}{t('colon', L)}"
                       f"{t('experts_implementation_' + experts['assumed'], L)}{unstated}")
         fusion = fw.get("moe_fusion")

@@ -508,7 +508,8 @@ class StrategySpec(_Strict):
     moe_router_fusion: bool | None = None
     # transformers' routed experts (framework hf): eager = one expert at a time, each behind a host sync (every 4.x
     # release's MoE blocks; v5 experts_implementation "eager"); grouped_mm = one torch._grouped_mm (v5's default);
-    # null = the framework's (hf: grouped_mm, today's transformers)
+    # dense_all = every routed expert on every token (transformers' Llama4TextMoe); null = the framework's (hf:
+    # dense_all for Llama 4, perf_constants dense_expert_families; grouped_mm otherwise, today's transformers)
     experts_implementation: ExpertsImplementation | None = None
     # Megatron-Core fused_single_qkv_rope (NeMo FUSED_QKV_ROPE): RoPE in one TE kernel on the unsplit qkv; null = off
     fused_qkv_rope: bool | None = None
