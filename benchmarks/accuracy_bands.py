@@ -6,7 +6,7 @@ estimate.accuracy.job_class, the function a user's job goes through), and writes
 statistics to src/trainsizer/estimate/data/accuracy_bands.yaml, which the estimate and the plan report beside their
 figures.
 
-Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..44, perf_heldout46, perf_mlperf, perf_mlperf6,
+Held out (docs/validation.md "Held out"): perf_heldout, perf_heldout26..46, perf_mlperf, perf_mlperf6,
 perf_mbridge26, perf_hybrid, perf_amd, perf_finetune, finetune_heldout, perf_device_hf (our own H200 runs),
 perf_external, perf_papers. The development
 set (perf_validation, perf_modern, perf_vtrain, perf_blackwell, memory_*) is NOT used: constants were fitted on it, so
@@ -140,6 +140,7 @@ def collect() -> list[Row]:
     import perf_heldout42 as h42
     import perf_heldout43 as h43
     import perf_heldout44 as h44
+    import perf_heldout45 as h45
     import perf_heldout46 as h46
     import perf_hybrid
     import perf_mbridge26 as mb
@@ -159,6 +160,7 @@ def collect() -> list[Row]:
     out += _heldout_style("perf_heldout39", h39.run_all(), models)
     out += _heldout_style("perf_heldout40", h40.run_all(), models)
     out += _heldout_style("perf_papers", pp.run_all(), pp.models())
+    out += _heldout_style("perf_heldout45", h45.nemo_run(), models)
     out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)
     out += _tokens_style("perf_heldout26", h26.automodel_cases(), h26.automodel_rows(), h26.automodel_job)
     out += _tokens_style("perf_heldout26", h26.mlperf_cases(), h26.mlperf_rows(), h26.mlperf_job)
@@ -169,6 +171,7 @@ def collect() -> list[Row]:
     out += _tokens_style("perf_heldout29", h29.mlperf_cases(), h29.mlperf_rows(), m6.job)
     out += _tokens_style("perf_mlperf6", m6.cases(), m6.rows(), m6.job)
     out += _tokens_style("perf_heldout42", h42.cases(), h42.rows(), h42.job)
+    out += _tokens_style("perf_heldout45", h45.mzoo_cases(), h45.mzoo_rows(), h45.mzoo_job)
     out += _tokens_style("perf_mbridge26", mb.cases(), mb.rows(), mb.job)
     out += _tokens_style("perf_hybrid", perf_hybrid.cases(), perf_hybrid.rows(), perf_hybrid.job)
     out += _tokens_style("perf_heldout33", h33.amd_cases(), h33.amd_rows(), h26.mlperf_job)
