@@ -31,6 +31,7 @@ The estimate says which one it assumed and why (`resolve`); `strategy.framework`
 
 from __future__ import annotations
 
+import dataclasses
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -215,8 +216,6 @@ def routed_model(model: Any, strategy: Any) -> Any:
     (transformers' Llama4TextMoe.forward, modeling_llama4.py at 63210d0e3 / 000c33fdf); else the model itself."""
     if experts_implementation_of(strategy, model) != "dense_all" or not model.is_moe:
         return model
-    import dataclasses
-
     return dataclasses.replace(model, experts_per_token=model.experts)
 
 
