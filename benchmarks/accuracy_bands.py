@@ -24,8 +24,10 @@ least MIN_ROWS rows; every row counts once, so a source with many rows weighs mo
 Run: python benchmarks/accuracy_bands.py            (prints the table)
      python benchmarks/accuracy_bands.py --write    (and rewrites the data file)
      python benchmarks/accuracy_bands.py --rows megatron/moe/blackwell/domain   (that class's rows, worst last:
-       each with its part, GPUs, model, EP degree and MoE dispatcher, grouped by each and by the dispatch path
-       (dispatcher, padded token drop or not); where a class's offset comes from)
+       each with its part, GPUs, model, EP degree and MoE dispatcher, and for a time row the time it misses per
+       decoder layer and micro-batch and the step's exposed EP share; grouped by each fact, by the dispatch path
+       (dispatcher, padded token drop or not), CUDA graphs and EP all-to-all overlap; where a class's offset comes
+       from)
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ import numpy as np
 import yaml
 
 from trainsizer.catalog import load_catalog
+from trainsizer.errors import TrainsizerError
 from trainsizer.estimate.accuracy import QUANTITIES
+from trainsizer.estimate.step_time import step_time_arrays
 from trainsizer.evaluate import job_class_of
 from trainsizer.scenario import resolve_job
 
@@ -310,9 +314,13 @@ def class_rows(classed: list[tuple[Row, tuple[str, ...]]], key: str, quantity: s
     return sorted((r for r, keys in classed if key in keys and r.quantity == quantity), key=lambda r: r.err)
 
 
+FACTS = ("model", "part", "ep", "dispatcher", "path", "graphs", "a2a overlap")
+
+
 def row_facts(row: Row) -> dict[str, str]:
-    """The job facts a class listing groups by: part, model, EP degree, MoE dispatcher ('-' where the job states
-    none), as the job is written; path = the dispatcher and, where the job pads every expert to capacity
+    """The job facts a class listing groups by: part, model, EP degree, MoE dispatcher, CUDA graphs
+    (strategy.cuda_graphs) and EP all-to-all overlap (strategy.moe_a2a_overlap), '-' where the job states none, as
+    the job is written; path = the dispatcher and, where the job pads every expert to capacity
     (strategy.moe_pad_to_capacity: Megatron-Core's token drop), "padded" after it: the alltoall dispatcher's two
     paths carry opposite offsets (docs/known-gaps.md 132 (a))."""
     hw, st = row.job.get("hardware") or {}, row.job.get("strategy") or {}
@@ -321,7 +329,34 @@ def row_facts(row: Row) -> dict[str, str]:
     return {"part": str(hw.get("accelerator", "-")),
             "model": model if isinstance(model, str) else _inline_model_name(model or {}),
             "ep": str(st.get("ep", 1)), "dispatcher": dispatcher,
-            "path": dispatcher + (" padded" if st.get("moe_pad_to_capacity") else "")}
+            "path": dispatcher + (" padded" if st.get("moe_pad_to_capacity") else ""),
+            "graphs": str(st.get("cuda_graphs", "-")), "a2a overlap": str(st.get("moe_a2a_overlap", "-"))}
+
+
+def step_parts(row: Row, catalog) -> dict[str, float] | None:
+    """The estimate's step of the row's job on `catalog` (step_time_arrays, whose step the benchmarks' tokens/s come
+    from): step seconds, micro-batches, the decoder layers one pipeline stage runs, the exposed EP all-to-all
+    seconds. None where the job does not resolve or the time model refuses it (a listing's partial job)."""
+    try:
+        sc = resolve_job(row.job, catalog)
+        out = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)
+    except (TrainsizerError, KeyError, TypeError, ValueError):
+        return None
+
+    def first(key: str) -> float:
+        return float(np.asarray(out[key]).reshape(-1)[0])
+
+    return {"step_s": first("step_s"), "micro_batches": first("micro_batches"), "ep_s": first("ep_comm"),
+            "layers": sc.model.layers / max(int(getattr(sc.strategy, "pp", 1) or 1), 1)}
+
+
+def missing_ms_per_layer(row: Row, parts: dict[str, float]) -> float:
+    """Measured minus predicted step time per decoder layer and micro-batch, ms (+ = the run took longer): the
+    predicted step times the row's signed error (the measured step is the predicted one x (1 + err) for a rate and
+    for a duration alike), over the micro-batches and one pipeline stage's layers. What a row misses in these units
+    says what kind of cost it is: a per-layer cost (host issue, a sync's latency) stays about constant across the
+    tokens a micro-batch runs, a bandwidth or FLOP cost grows with them (docs/known-gaps.md 157 (a))."""
+    return 1e3 * parts["step_s"] * row.err / (parts["micro_batches"] * parts["layers"])
 
 
 def group_summary(rows: list[Row], fact: str) -> list[tuple[str, int, float, float]]:
@@ -334,12 +369,17 @@ def group_summary(rows: list[Row], fact: str) -> list[tuple[str, int, float, flo
     return sorted(out, key=lambda g: (-g[1], g[0]))
 
 
-def row_line(row: Row) -> str:
+def row_line(row: Row, parts: dict[str, float] | None = None) -> str:
     """One row of a class listing: its error, source, id, part and GPUs, model, EP degree and MoE dispatcher (the
-    job as written; '-' where it states none)."""
+    job as written; '-' where it states none); with the estimate's step `parts` (step_parts), the time the row misses
+    per layer and micro-batch and the step's exposed EP share."""
     f, count = row_facts(row), (row.job.get("hardware") or {}).get("count", "-")
-    return (f"{100 * row.err:+7.1f}  {row.benchmark:18s} {row.row_id:58s} {f['part']:>14s} {count!s:>5s}  "
+    line = (f"{100 * row.err:+7.1f}  {row.benchmark:18s} {row.row_id:58s} {f['part']:>14s} {count!s:>5s}  "
             f"{f['model']:26s} ep {f['ep']:>3s}  {f['dispatcher']}")
+    if parts:
+        line += (f"  miss {missing_ms_per_layer(row, parts):+6.2f} ms/layer-mb"
+                 f"  ep {100 * parts['ep_s'] / parts['step_s']:4.1f}% of step")
+    return line
 
 
 def _inline_model_name(model: dict[str, Any]) -> str:
@@ -361,12 +401,38 @@ def print_rows(classed: list[tuple[Row, tuple[str, ...]]], key: str) -> None:
     for q in QUANTITIES:
         rows = class_rows(classed, key, q)
         if rows:
+            parts = [_row_parts(row) if q == "time" else None for row in rows]
             print(f"\n{key}: {len(rows)} {q} rows (signed %, + = predicted too {'fast' if q == 'time' else 'large'})")
-            for row in rows:
-                print(row_line(row))
-            for fact in ("model", "part", "ep", "dispatcher", "path"):
+            for row, p in zip(rows, parts, strict=True):
+                print(row_line(row, p))
+            for fact in FACTS:
                 print(f"  by {fact}: " + "; ".join(f"{k} n={n} median {med:+.1f} MAPE {m:.1f}"
                                                   for k, n, med, m in group_summary(rows, fact)))
+            misses = {id(r): missing_ms_per_layer(r, p) for r, p in zip(rows, parts, strict=True) if p}
+            if misses:
+                print("  missed ms per layer and micro-batch, median by " + "; by ".join(
+                    f"{fact}: " + ", ".join(f"{k} {v:+.2f}" for k, v in miss_summary(rows, misses, fact))
+                    for fact in FACTS))
+
+
+_CATALOGS: dict[str, Any] = {}
+
+
+def _row_parts(row: Row) -> dict[str, float] | None:
+    """step_parts on the row's catalog (its overlay where it has one), each catalog loaded once."""
+    if row.overlay not in _CATALOGS:
+        _CATALOGS[row.overlay] = load_catalog([DATA / row.overlay] if row.overlay else [])
+    return step_parts(row, _CATALOGS[row.overlay])
+
+
+def miss_summary(rows: list[Row], misses: dict[int, float], fact: str) -> list[tuple[str, float]]:
+    """(value of `fact`, median missed ms per layer and micro-batch) over the rows with a step (`misses` by id(row)),
+    most rows first."""
+    groups: dict[str, list[float]] = defaultdict(list)
+    for row in rows:
+        if id(row) in misses:
+            groups[row_facts(row)[fact]].append(misses[id(row)])
+    return [(k, float(np.median(v))) for k, v in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))]
 
 
 def compute() -> dict[str, Any]:

@@ -197,6 +197,34 @@ def test_a_class_listing_holds_that_class_rows_worst_last(capsys):
         ab.print_rows(classed, "megatron/moe/cdna")
 
 
+def test_a_listing_says_what_a_row_misses_per_layer_and_micro_batch(capsys):
+    ab = _bands_module()
+    job = {"model": "qwen3-30b-a3b", "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": 4096,
+           "global_batch": {"sequences": 64}, "precision": "bf16",
+           "hardware": {"accelerator": "gb200", "count": 16, "network": "ib-ndr400"},
+           "strategy": {"tp": 1, "pp": 2, "ep": 8, "micro_batch": 2, "framework": "megatron-core",
+                        "moe_dispatcher": "flex", "cuda_graphs": "none", "moe_a2a_overlap": False}}
+    slow = ab.Row("b1", "slow", "tokens_s", 100.0, 125.0, job)  # predicted 25% too fast
+    parts = ab.step_parts(slow, load_catalog())
+    assert parts is not None and parts["layers"] == 24.0  # 48 layers over two stages
+    assert 0.0 < parts["ep_s"] < parts["step_s"]
+    miss = ab.missing_ms_per_layer(slow, parts)
+    assert miss == pytest.approx(1e3 * 0.25 * parts["step_s"] / (parts["micro_batches"] * 24.0))
+    # a duration row predicted as far off the other way misses as much time per layer, with the other sign
+    quick = ab.Row("b1", "quick", "step_time_s", 1.0, 1.25, job)
+    assert ab.missing_ms_per_layer(quick, parts) == pytest.approx(-0.2 / 0.25 * miss)
+    assert ab.row_facts(slow)["graphs"] == "none" and ab.row_facts(slow)["a2a overlap"] == "False"
+    assert ab.step_parts(ab.Row("b1", "partial", "tokens_s", 1.0, 1.0, {"model": "qwen3-30b-a3b"}),
+                         load_catalog()) is None
+    line = ab.row_line(slow, parts)
+    assert f"miss {miss:+6.2f} ms/layer-mb" in line and "% of step" in line
+    domain = ("megatron/moe/blackwell/domain",)
+    ab.print_rows([(slow, domain), (quick, domain)], "megatron/moe/blackwell/domain")
+    out = capsys.readouterr().out
+    assert "by graphs: none n=2" in out and "by a2a overlap: False n=2" in out
+    assert f"median by model: qwen3-30b-a3b {np.median([miss, -0.8 * miss]):+.2f}" in out
+
+
 @pytest.mark.slow
 def test_committed_bands_are_what_the_benchmark_computes_now():
     sys.path.insert(0, str(BENCH))
