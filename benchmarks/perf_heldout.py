@@ -91,13 +91,14 @@ def _extra(text: str) -> dict[str, Any]:
 
 def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
     """The row as a user's job file. `strategy_extra` may also carry the job-level `flash_attention` and
-    `bf16_layers` (decoder layers kept in BF16 under an FP8 / FP4 recipe) and the hardware's `per_node` (GPUs a host, where the catalog's host size is not the run's: DGX-2's 16 V100); a network
+    `bf16_layers` (decoder layers kept in BF16 under an FP8 / FP4 recipe), `pad_share` (rows padded to seq_len) and the hardware's `per_node` (GPUs a host, where the catalog's host size is not the run's: DGX-2's 16 V100); a network
     written as `key=value;...` is an inline network (NICs per node, Gb/s per NIC, kind)."""
     model: Any = models[row["model"]]["model"] if row["model"] in models else row["model"]
     extra = _extra(row["strategy_extra"])
     flash = extra.pop("flash_attention", True)
     routing = extra.pop("moe_routing", None)  # job level, like flash_attention
     bf16_layers = extra.pop("bf16_layers", None)  # job level
+    pad_share = extra.pop("pad_share", None)  # job level: rows padded to seq_len
     per_node = extra.pop("per_node", None)  # hardware level
     strategy = {"tp": whole(row["tp"], 1), "pp": whole(row["pp"], 1), "vpp": whole(row["vpp"], 1),
                 "cp": whole(row["cp"], 1), "ep": whole(row["ep"], 1), "micro_batch": whole(row["micro_batch"], 1),
@@ -118,6 +119,8 @@ def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
         job["moe_routing"] = routing
     if bf16_layers:
         job["bf16_layers"] = bf16_layers
+    if pad_share:
+        job["pad_share"] = float(pad_share)
     return job
 
 

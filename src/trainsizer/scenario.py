@@ -302,6 +302,7 @@ def _training(job: Job) -> Training:
         tokens_total=_tokens_total(job),
         moe_capacity_factor=job.moe_capacity_factor,
         moe_routing=job.moe_routing,
+        pad_share=job.pad_share,
         fp8_recipe=job.fp8_recipe,
         bf16_layers=job.bf16_layers,
         attention_span=int(min(job.data.avg_tokens, job.seq_len)) if job.packing and job.data.avg_tokens else 0,

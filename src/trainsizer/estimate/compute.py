@@ -312,7 +312,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                 rate_length: Any = 0.0, moe_passes: tuple[Any, Any, Any] | None = None, etp: Any = None,
                 router_gemm: bool = True, window_backward_skips: Any = True,
                 tp_token_split: Any = True, fused_act_cast: Any = False,
-                op_sac_linears_recomputed: Any = 0.0) -> LayerTimes:
+                op_sac_linears_recomputed: Any = 0.0, pad_share: float = 0.0) -> LayerTimes:
     """Compute seconds of one average decoder layer per micro-batch on one GPU.
 
     `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast. `moe_capacity_factor`: tokens
@@ -350,7 +350,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     `tp_token_split` (bool, arrays allowed): at etp < tp each TP rank dispatches its 1 / tp of the TP group's tokens;
     False: every TP rank dispatches them all (PerfStyle.moe_tp_token_split), so tok routed tokens reach a GPU.
     `router_gemm`: the MoE gate computes its logits (False: NeMo AutoModel's FakeBalancedGate, Training.moe_routing
-    "fake-balanced", assigns experts without a GEMM).
+    "fake-balanced", assigns experts without a GEMM). `pad_share` (Training.pad_share): rows padded with one pad token,
+    whose positions the router sends to one set of top-k experts (`expert_token_split`).
     """
     t = np.asarray(tp, float)
     et = t if etp is None else np.maximum(np.asarray(etp, float), 1.0)
@@ -373,7 +374,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                                    elementwise_passes=elementwise_passes, fp8_weight_casts=fp8_weight_casts,
                                    moe_passes=moe_passes, moe_capacity_factor=moe_capacity_factor,
                                    recompute_modules=recompute_modules, full_recompute_share=full_recompute_share,
-                                   ce_unfused_fp32=ce_unfused_fp32, router_gemm=router_gemm)
+                                   ce_unfused_fp32=ce_unfused_fp32, router_gemm=router_gemm, pad_share=pad_share)
     fwd_sum = shapes.n_dense * (d.fwd_gemm + a_fwd + d.fwd_ew)
     bwd_sum = shapes.n_dense * (d.bwd_gemm + a_bwd + 2.0 * (d.fwd_ew - d.cast_fwd) + d.cast_bwd)
     recomp_full_sum = shapes.n_dense * (d.fwd_gemm + a_fwd + d.fwd_ew)
@@ -385,7 +386,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
             shapes, tok, t, e, rates, et=et, g_attn=d.g_attn, b_attn=d.b_attn, a_fwd=a_fwd, a_bwd=a_bwd, weights=weights,
             attn_w=d.attn_w, ew_fwd_common=moe_common_ew, act_passes=moe_passes[1:],
             fp8_weight_casts=fp8_weight_casts, moe_capacity_factor=moe_capacity_factor, router_gemm=router_gemm,
-            tp_token_split=tp_token_split)
+            tp_token_split=tp_token_split, pad_share=pad_share)
         fwd_sum = fwd_sum + shapes.n_moe * m_fwd_l
         bwd_sum = bwd_sum + shapes.n_moe * m_bwd_l
         recomp_full_sum = recomp_full_sum + shapes.n_moe * m_fwd_l
@@ -423,7 +424,8 @@ def _selective_recompute(shapes: ModelShapes, d: _DenseParts, tok, t, rates: Rat
 
 def _hybrid_layer_times(shapes: ModelShapes, d: _DenseParts, a_fwd, a_bwd, tok, t, e, rates: Rates, rc, *,
                         weights: bool, sequences, elementwise_passes, fp8_weight_casts, moe_capacity_factor, recompute_modules,
-                        full_recompute_share, ce_unfused_fp32, moe_passes, router_gemm: bool = True) -> LayerTimes:
+                        full_recompute_share, ce_unfused_fp32, moe_passes, router_gemm: bool = True,
+                        pad_share: float = 0.0) -> LayerTimes:
     """`layer_times` of a hybrid model: the average of its layers, each one block with its own norm and residual
     (half of a transformer layer's 11 h element-wise bytes; Megatron-Core MambaLayer / TransformerLayer with one
     submodule): M the Mamba-2 mixer (estimate.mamba.mixer_times), * the attention projections and core (+ RoPE),
@@ -460,7 +462,7 @@ def _hybrid_layer_times(shapes: ModelShapes, d: _DenseParts, a_fwd, a_bwd, tok, 
             bare, tok, t, e, rates, g_attn=0.0, b_attn=0.0, a_fwd=0.0, a_bwd=0.0, weights=weights, attn_w=0.0,
             ew_fwd_common=block_ew * (np.asarray(moe_passes[0], float) / np.asarray(elementwise_passes, float)),
             act_passes=moe_passes[1:], fp8_weight_casts=fp8_weight_casts, moe_capacity_factor=moe_capacity_factor,
-            router_gemm=router_gemm)
+            router_gemm=router_gemm, pad_share=pad_share)
     fwd_sum = n_m * mamba_f + n_a * attn_f + n_d * mlp_f + n_e * moe_f
     bwd_sum = n_m * mamba_b + n_a * attn_b + n_d * mlp_b + n_e * moe_b
     a_share = n_a / L
@@ -628,7 +630,7 @@ def _mlp_time(shapes: ModelShapes, up: float, inner: float, tokens, t, rates: Ra
 
 def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, et=None, g_attn, b_attn, a_fwd, a_bwd, weights: bool, attn_w,
                ew_fwd_common, act_passes, fp8_weight_casts, moe_capacity_factor, router_gemm: bool = True,
-               tp_token_split: Any = True):
+               tp_token_split: Any = True, pad_share: float = 0.0):
     """(GEMM s, element-wise s, forward s, backward s) of one MoE layer: attention as in a dense layer, router,
     routed experts on the busiest GPU, shared expert, token permutation and FP8 casts. `act_passes`: (routed,
     shared) experts' activation traffic relative to the fused count. `et`: the experts' TP degree (None = t): with
@@ -636,7 +638,8 @@ def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, et=None, g_attn,
     the received tokens over the expert-TP group, moe/token_dispatcher.py MoEAlltoAllTokenDispatcher), with et < t
     each TP rank dispatches its own 1 / t of them to experts split et ways (et = 1: whole experts): tok x et / t
     routed tokens per GPU at expert widths / et, the same FLOPs at other GEMM shapes; `tp_token_split` False: each
-    TP rank dispatches all of them (tok routed tokens per GPU whatever et)."""
+    TP rank dispatches all of them (tok routed tokens per GPU whatever et). `pad_share`: the experts' GEMMs at the
+    token counts of `expert_token_split` (the same routed slots)."""
     routed_passes, shared_passes = act_passes
     h = shapes.hidden
     et = t if et is None else et
@@ -651,8 +654,11 @@ def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, et=None, g_attn,
                                       flops=rates.fp32_flops if shapes.router_fp32 else 0.0)
     if not router_gemm:
         g_router = b_router = 0.0
-    g_exp, act_exp, b_exp = _mlp_time(shapes, shapes.expert_up, shapes.expert_ffn, m_e, et, _expert_rates(rates),
-                                      routed_passes, batch=local_exp, weights=weights)
+    g_exp = act_exp = b_exp = 0.0
+    for experts, tokens in expert_token_split(shapes, m_e, local_exp, pad_share):
+        g, act, b = _mlp_time(shapes, shapes.expert_up, shapes.expert_ffn, tokens, et, _expert_rates(rates),
+                              routed_passes, batch=experts, weights=weights)
+        g_exp, act_exp, b_exp = g_exp + g, act_exp + act, b_exp + b
     g_sh = act_sh = b_sh = 0.0
     if shapes.shared_ffn:
         g_sh, act_sh, b_sh = _mlp_time(shapes, shapes.shared_up, shapes.shared_ffn, tok, t, rates,
@@ -675,6 +681,20 @@ def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, et=None, g_attn,
     fwd = moe_g + a_fwd + moe_ew
     bwd = b_attn + b_router + b_exp + b_sh + a_bwd + 2.0 * (moe_ew - m_fwd - e_fwd) + m_bwd + e_bwd
     return moe_g, moe_ew, fwd, bwd
+
+
+def expert_token_split(shapes: ModelShapes, per_expert, local, pad_share: float) -> tuple[tuple[Any, Any], ...]:
+    """((experts, tokens each), ...) of a GPU's `local` routed experts that take `per_expert` tokens each when balanced,
+    where a share `pad_share` of the rows' positions hold one pad token (Training.pad_share; rows padded to seq_len,
+    e.g. run_bench_lm.py's padding="max_length", deepspeedai/DeepSpeedExamples b76c7ccd): the pad positions carry the
+    same token, so a layer's router gives them one set of top-k experts (the busiest GPU holds min(k, local) of them),
+    which take every pad position besides their share of the sample tokens; the others share the sample tokens. The
+    routed slots are the same. pad_share 0: one group, balanced."""
+    if not pad_share > 0.0:
+        return ((local, per_expert),)
+    heavy = np.minimum(float(shapes.topk), local)
+    light = per_expert * (1.0 - pad_share)
+    return ((heavy, light + per_expert * local * pad_share / heavy), (local - heavy, light))
 
 
 def expert_forward_time(shapes: ModelShapes, tokens, et, rates: Rates, act_passes) -> Any:

@@ -73,6 +73,10 @@ class Training:
     # gate GEMM) or "fake-balanced" (the same experts from NeMo AutoModel's FakeBalancedGate, no gate GEMM). Sets how
     # many EP ranks / NVLink domains a DeepEP-style dispatch sends each token to, and whether the router GEMM runs.
     moe_routing: str = "random"
+    # Rows padded to seq_len with one pad token (padding="max_length"): the share of the positions that are padding.
+    # Every position is computed; in an MoE layer the pad positions route alike, to one set of top-k experts
+    # (step_time._expert_token_split). 0 = no such padding: balanced routing.
+    pad_share: float = 0.0
     # FP8 scaling recipe (precision fp8 only): "auto" (the accelerator's default: MXFP8 on Blackwell, delayed
     # scaling elsewhere), "delayed", "tensorwise", "rowwise", "mxfp8" (perf_constants.yaml `fp8`).
     fp8_recipe: str = "auto"

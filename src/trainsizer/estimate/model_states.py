@@ -136,6 +136,9 @@ def check_training(training: Training) -> None:
     if not training.moe_capacity_factor > 0:
         raise SpecError("training.moe_capacity_factor", msg("moe_capacity_positive"),
                         value=training.moe_capacity_factor, allowed="> 0: 1.0, 1.25, 2.0, ...")
+    if not 0.0 <= training.pad_share < 1.0:
+        raise SpecError("training.pad_share", msg("pad_share_range"), value=training.pad_share,
+                        allowed="0 <= pad_share < 1: 0 (no padding), 0.88 (a 512-token row holding 62 tokens)")
     if training.moe_routing not in MOE_ROUTINGS:
         raise unknown_name("training.moe_routing", "MoE routing pattern", training.moe_routing, MOE_ROUTINGS)
 

@@ -1036,7 +1036,8 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              router_gemm=training.moe_routing != "fake-balanced",
                              window_backward_skips=_window_backward_skips(x), tp_token_split=x.fw.moe_tp_token_split,
                              fused_act_cast=x.te_op_fuser,
-                             op_sac_linears_recomputed=op_sac_unsaved_share(training, model))
+                             op_sac_linears_recomputed=op_sac_unsaved_share(training, model),
+                             pad_share=training.pad_share)
     if x.loss_impl == "chunked-nll":
         lt = dataclasses.replace(lt, head_bwd=lt.head_bwd + _chunked_nll_time(x, lt))
     fp32_fwd, fp32_bwd = _fp32_loss_excess(x)
@@ -2897,9 +2898,43 @@ def _deepspeed_expert_gathers(x: _Step, g: _Grads, mb: _MicroBatch, expert: tupl
     calls = moe_layers * np.where(mode == "per_expert", local * linears, 1.0)
     e_comm = ag_passes * ag_e
     gathers = e_comm + ag_passes * calls * lat
-    hides = np.where(mode == "per_expert", moe_layers * local * fwd_s * (3.0 + x.moe_rerun), 0.0)
+    hides = moe_layers * local * fwd_s * (3.0 + x.moe_rerun)
+    if x.training.pad_share > 0.0:  # pads routed alike: each expert hides only the gathers behind its own GEMMs
+        hides = _unbalanced_expert_hides(x, gathers / local, moe_layers * (3.0 + x.moe_rerun))
+    hides = np.where(mode == "per_expert", hides, 0.0)
     exposed = np.where(mode == "per_expert", _prefetched(x, gathers, hides, 0.0), gathers)
     return on, np.where(on, e_comm, 0.0), np.where(on, hides, 0.0), exposed
+
+
+def _unbalanced_expert_hides(x: _Step, expert_gathers_s, passes) -> Any:
+    """Seconds of the routed experts' GEMMs that hide DeepSpeed's per-expert gather chain (zero3_expert_fetch
+    per_expert) when the experts' token counts differ (`_expert_token_split`): `passes` forward-equivalents of each
+    expert a micro-batch (forward, recompute, backward), each expert capped at the gathers its GEMMs are followed by.
+    fetch_sub_module (partitioned_param_coordinator.py, deepspeedai/DeepSpeed 00a31c9) prefetches, at each module's
+    hook, the next parameters of the trace until stage3_prefetch_bucket_size elements, one whole parameter at least:
+    ceil(bucket / linear) expert linears ahead (one for Mixtral-8x7B's 5.9e7 against 5e7), so a linear's GEMM hides
+    that many gathers at most and an expert's GEMMs at most that many times its own share of the chain
+    (`expert_gathers_s`: the chain's seconds / local experts); a light expert's short GEMMs leave the gathers behind
+    them exposed, a heavy one's long GEMMs hide no more. With equal experts this is the pooled min(chain, compute)."""
+    shapes = _shapes(x.model)
+    moe = _moe_passes(x)
+    bucket = deepspeed_zero3_buckets(x.fw.zero3_bucket_sizes, x.model.hidden)[0]
+    linear = shapes.hidden * shapes.expert_ffn / x.et
+    ahead = np.maximum(np.ceil(np.asarray(bucket, float) / linear), 1.0)
+    hides = 0.0
+    for experts, tokens in _expert_token_split(x):
+        fwd_s = compute.expert_forward_time(shapes, tokens, x.et, x.r, moe[1] if moe else 1.0)
+        hides = hides + experts * np.minimum(passes * fwd_s, ahead * expert_gathers_s)
+    return hides
+
+
+def _expert_token_split(x: _Step) -> tuple[tuple[Any, Any], ...]:
+    """((local experts, tokens each a micro-batch), ...) on the busiest GPU: compute.expert_token_split of the
+    balanced count `_routed_expert_forward` times (Training.pad_share: the pads' top-k take every pad position)."""
+    shapes = _shapes(x.model)
+    local = np.maximum(shapes.experts / x.e, 1.0)
+    per_expert = x.tok * shapes.topk / local * x.training.moe_capacity_factor
+    return compute.expert_token_split(shapes, per_expert, local, float(x.training.pad_share))
 
 
 def zero3_expert_fetch_default(mode: Any, expert_loop: Any, leaf_families: Any, family: str) -> tuple[Any, Any]:

@@ -699,6 +699,11 @@ class Job(_Strict):
     # fake-balanced (the same experts from NeMo AutoModel's fake_balanced_gate, which runs no gate GEMM); sets how many
     # EP ranks and nodes each token is sent to
     moe_routing: MoeRouting = "random"
+    # share of each row's positions that hold the pad token of rows padded to seq_len (a tokenizer called with
+    # padding="max_length"; every position computed and counted): 1 - the samples' mean length / seq_len. The pad
+    # positions carry one token, so an MoE layer's router sends them all to the same top-k experts
+    # (estimate.step_time._expert_token_split); 0 = no padding (packed or dynamically padded rows)
+    pad_share: float = Field(0.0, ge=0, lt=1)
     goal: Goal = Goal()
     constraints: Constraints = Constraints()
     hardware: HardwareSpec | None = None
