@@ -25,7 +25,8 @@ row reads as a user's job file; every assumed setting is in its `assumed` column
 Printed: each row (published, predicted, error), per-source MAPE, the worst rows with the estimate's step breakdown,
 the micro-batch series (per-GPU rate against micro-batch 1, measured and predicted), the fused-loss and DeepEP gains at
 one layout, the device memory line a + b x micro-batch of the Lite baseline rows and the DeepEP row's memory against
-the all-to-all row's (docs/known-gaps.md 113 (b)), the V2 DeepEP row at VPP 3 over VPP 1 against the README's bar
+the all-to-all row's (docs/known-gaps.md 113 (b)) and the per-sequence gap against whole per-token tensors of a MoE
+layer (165 (a)), the V2 DeepEP row at VPP 3 over VPP 1 against the README's bar
 (125 (c)), the Lite baseline rows again at 8 micro-batches a rank a step (the README states no global batch; 159 (a)),
 refused rows (each a bug: these runs were made) and rows whose measured run the memory estimate says does not fit.
 
@@ -46,12 +47,14 @@ import numpy as np
 import perf_heldout as ph
 import perf_heldout28 as p28
 from harness import Case
+from trainsizer.models import load_model
 
 DATA = Path(__file__).resolve().parent / "data"
 FILES = (DATA / "heldout_2026f_amd.csv",)
 # the memory line's rows: micro-batch 8 and 12 (218 / 285 GiB of 288) are left out, near or at the card's capacity
 MEMORY_LINE_MAX_MBS = 4
 DEEPEP_MEMORY_ROW = "primus_2025-12_mi355x_dsv2lite_mbs12_lossfusion_deepep_8gpu_device_memory"
+GIB = float(1 << 30)
 
 
 def rows() -> list[dict[str, str]]:
@@ -107,6 +110,24 @@ def print_memory(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> None
     (dc, _), (ac, _) = by_id[DEEPEP_MEMORY_ROW], by_id[DEEPEP_MEMORY_ROW.replace("_deepep", "")]
     print(f"  DeepEP row over the all-to-all row at micro-batch 12: measured {dc.measured - ac.measured:+.1f} GiB, "
           f"predicted {dc.predicted - ac.predicted:+.1f}")
+    row = next(r for _, _, r in run if r["id"] == DEEPEP_MEMORY_ROW)
+    model = load_model(ph.model_data(ph.MODELS)[row["model"]]["model"])
+    found = "; ".join(f"{k} {v:.2f}" for k, v in per_sequence_candidates(model, int(row["seq_len"])).items())
+    print(f"  gap b {mb - pb:+.2f} (DeepEP row {(dc.measured - ac.measured) / int(row['micro_batch']):+.2f} a sequence) "
+          f"against whole bf16 tensors a token and MoE layer, GiB a sequence: {found}")
+
+
+def per_sequence_candidates(model: Any, seq_len: int) -> dict[str, float]:
+    """GiB a sequence of whole 16-bit tensors each MoE layer makes per token, over the model's MoE layers: what the
+    memory line's per-sequence gap is read against (docs/known-gaps.md 165 (a)). Shared experts: Megatron-Core's
+    SharedExpertMLP under moe_shared_expert_overlap runs fc1 (2 x its width), the activation and fc2 (hidden) on its
+    own stream (shared_experts.py linear_fc1_forward_and_act / linear_fc2_forward at 847781764f); the routed copy is
+    one top-k copy of the tokens (permute's output, the all-to-all's, the sorted one: k x hidden each)."""
+    per_layer = float(seq_len * model.moe_layer_count) * 2.0 / GIB
+    fs, h = model.shared_expert_ffn, model.hidden
+    return {"shared experts' fc1 + activation + fc2 outputs": per_layer * (3 * fs + h),
+            "their saved pair (fc1 output, activation)": per_layer * 3 * fs,
+            "one routed copy": per_layer * model.experts_per_token * h}
 
 
 def print_gains(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> None:

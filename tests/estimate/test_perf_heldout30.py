@@ -21,6 +21,7 @@ sys.path.insert(0, str(BENCH))
 import perf_heldout as ph  # noqa: E402
 import perf_heldout28 as p28  # noqa: E402
 import perf_heldout30 as p30  # noqa: E402
+from trainsizer.models import load_model  # noqa: E402
 
 # source -> MAPE bound (%); reached at landing in the comment
 BOUNDS = {
@@ -112,6 +113,18 @@ def test_memory_line_reads_a_fixed_and_a_per_sequence_share(run):
     deepep = by_id[p30.DEEPEP_MEMORY_ROW]
     alltoall = by_id[p30.DEEPEP_MEMORY_ROW.replace("_deepep", "")]
     assert deepep.measured < alltoall.measured - 20.0
+
+
+def test_per_sequence_candidates_are_whole_tensors_over_the_moe_layers():
+    """The sizes the per-sequence gap is read against (docs/known-gaps.md 165 (a)): 16-bit tensors a token over Lite's
+    26 MoE layers at 4,096 tokens; the shared experts' three forward outputs are 20,992 B a token and layer."""
+    lite = load_model(ph.model_data(ph.MODELS)["deepseek-v2-lite"]["model"])
+    c = p30.per_sequence_candidates(lite, 4096)
+    per_layer = 4096 * 26 / 2**30
+    assert list(c.values()) == pytest.approx([20992 * per_layer, 16896 * per_layer, 24576 * per_layer])
+    assert list(c.values()) == pytest.approx([2.08, 1.68, 2.44], abs=0.005)
+    # twice the sequence, twice each size
+    assert list(p30.per_sequence_candidates(lite, 8192).values()) == pytest.approx([2 * v for v in c.values()])
 
 
 def test_the_micro_batch_floor_does_not_rest_on_the_assumed_global_batch(run):
