@@ -29,6 +29,7 @@ import numpy as np
 
 import perf_mlperf6 as m6
 from harness import Fit, job_fits, print_fits
+from perf_heldout29 import mlperf_rows
 from perf_mbridge26 import print_keyed_groups
 
 DATA = Path(__file__).resolve().parent / "data" / "heldout_2026p_mlperf6.csv"
@@ -126,6 +127,7 @@ def main() -> None:
     for rid, why in refused():
         print(f"  {rid}: {why}")
     print_fits(fits(), "MLPerf Training v6.0 sixteenth batch")
+    m6.print_pass_split(m6.rows() + mlperf_rows() + rows())
 
 
 if __name__ == "__main__":

@@ -214,12 +214,10 @@ def _cp_forward_share(q_dim: float, kv_dim: float) -> float:
     return (2.0 * q_dim + 2.0 * kv_dim) / (5.0 * q_dim + 4.0 * kv_dim)
 
 
-def forward_check(rs: list[dict[str, str]]) -> list[tuple[str, float, float, float]]:
-    """(row, logged evaluation step s, the estimate's forward of one global batch s, their difference per decoder layer
-    and micro-batch s) for the rows of `rs` with a logged evaluation (eval_rows). The estimate's forward: its forward
-    compute (step_time 'forward_compute': the layers and the LM head with the loss) plus the forward's share of the
-    layer collectives it charges: half the EP all-to-all (dispatch and combine of its four calls), half the TP
-    collectives and the CP all-to-alls' forward share (_cp_forward_share)."""
+def _forward_rows(rs: list[dict[str, str]]) -> list[tuple[dict[str, str], float, float, dict[str, float], float]]:
+    """(row, logged evaluation step s, the estimate's forward of one global batch s, the estimate's step_time_arrays
+    outputs, decoder layers x micro-batches) for the rows of `rs` with a logged evaluation (eval_rows); the forward as
+    forward_check states it."""
     from trainsizer.catalog import load_catalog
     from trainsizer.estimate.step_time import step_time_arrays
     from trainsizer.scenario import resolve_job
@@ -234,8 +232,43 @@ def forward_check(rs: list[dict[str, str]]) -> list[tuple[str, float, float, flo
         fwd = o["forward_compute"] + 0.5 * (o["ep_comm"] + o["tp_comm"]) + o["cp_comm"] * _cp_forward_share(
             sc.model.q_dim, sc.model.kv_dim)
         logged = float(ev[r["id"]]["validation_time_s"]) / int(ev[r["id"]]["eval_steps"])
-        out.append((r["id"], logged, fwd, (logged - fwd) / (sc.model.layers * o["micro_batches"])))
+        out.append((r, logged, fwd, o, sc.model.layers * o["micro_batches"]))
     return out
+
+
+def forward_check(rs: list[dict[str, str]]) -> list[tuple[str, float, float, float]]:
+    """(row, logged evaluation step s, the estimate's forward of one global batch s, their difference per decoder layer
+    and micro-batch s) for the rows of `rs` with a logged evaluation (eval_rows). The estimate's forward: its forward
+    compute (step_time 'forward_compute': the layers and the LM head with the loss) plus the forward's share of the
+    layer collectives it charges: half the EP all-to-all (dispatch and combine of its four calls), half the TP
+    collectives and the CP all-to-alls' forward share (_cp_forward_share)."""
+    return [(r["id"], logged, fwd, (logged - fwd) / lm) for r, logged, fwd, _, lm in _forward_rows(rs)]
+
+
+def pass_split_check(rs: list[dict[str, str]]) -> list[tuple[str, str, float, float]]:
+    """(row, part, the forward's miss, the rest of the step's miss), s per decoder layer and micro-batch, + = measured
+    slower, for the rows of `rs` with a logged evaluation: the forward as forward_check; the rest is the measured
+    training step less the logged evaluation step against the estimate's step less its forward (the backward, the
+    optimizer step, the exposed DP collectives and what a training forward does beyond an evaluation one: the
+    activations' columnwise MXFP8 copies it keeps for the weight gradients). docs/known-gaps.md 166."""
+    return [(r["id"], r["accelerator"], (logged - fwd) / lm,
+             ((float(r["step_s"]) - logged) - (o["step_s"] - fwd)) / lm) for r, logged, fwd, o, lm in _forward_rows(rs)]
+
+
+def print_pass_split(rs: list[dict[str, str]]) -> None:
+    """pass_split_check's rows, then the median of each miss by part."""
+    split = pass_split_check(rs)
+    print("the step split at the logged evaluation (GPT-OSS): ms missing a decoder layer and micro-batch, forward | the "
+          "rest of the step (backward, optimizer, exposed DP):")
+    for rid, part, f, b in split:
+        print(f"  {rid:52s} {part:6s} forward {1e3 * f:+5.2f} | rest {1e3 * b:+5.2f}")
+    by = {r["id"]: r for r in rs}
+    one = [(p, f, b) for rid, p, f, b in split if by[rid]["ep"] in ("", "1") and by[rid]["cp"] == "1"]
+    print("  by part, the EP 1 / CP 1 rows (no all-to-all in the layer):")
+    for part in sorted({p for p, _, _ in one}):
+        fs, bs = [f for p, f, _ in one if p == part], [b for p, _, b in one if p == part]
+        print(f"  {part:6s} n={len(fs)} median forward {1e3 * float(np.median(fs)):+5.2f} | rest "
+              f"{1e3 * float(np.median(bs)):+5.2f}")
 
 
 def print_forward_check(rs: list[dict[str, str]]) -> None:

@@ -126,10 +126,11 @@ def test_gpt_oss_evaluations_come_from_the_row_log_over_the_run_s_batches():
     import re
 
     import perf_heldout29 as h29
+    import perf_heldout42 as h42
 
-    rows = {r["id"]: r for r in pm.rows() + h29.mlperf_rows()}
+    rows = {r["id"]: r for r in pm.rows() + h29.mlperf_rows() + h42.rows()}
     ev = pm.eval_rows()
-    assert len(ev) >= 5
+    assert len(ev) >= 10
     for rid, e in ev.items():
         r = rows[rid]
         assert r["model"] == "gpt-oss-20b" and not r["refused"], rid
@@ -149,3 +150,19 @@ def test_the_cp_forward_share_counts_the_all_to_alls_of_each_pass():
     assert pm._cp_forward_share(64.0, 64.0) == pytest.approx(4.0 / 9.0)
     assert pm._cp_forward_share(4096.0, 512.0) == pytest.approx((2 * 4096 + 2 * 512) / (5 * 4096 + 4 * 512))
     assert pm._cp_forward_share(1.0, 0.0) == pytest.approx(0.4)
+
+
+def test_the_pass_split_puts_the_step_less_the_forward_beside_the_estimate_s(monkeypatch):
+    """pass_split_check: the forward's miss is forward_check's; the rest's is the measured step less the logged
+    evaluation step against the estimate's step less its forward, per decoder layer and micro-batch; a row whose
+    measured step grows by 24 ms (24 layers, one micro-batch) misses 1 ms more a layer in the rest, not the forward."""
+    import perf_heldout42 as h42
+
+    rows = [r for r in h42.rows() if r["id"] == "mlperf6.0_gb200_gpt_oss_20b_mxfp8_8gpu"]
+    assert len(rows) == 1 and rows[0]["micro_batch"] == "2"
+    (rid, part, f, b), = pm.pass_split_check(rows)
+    (_, logged, fwd, per_layer), = pm.forward_check(rows)
+    assert rid == rows[0]["id"] and part == "gb200" and f == pytest.approx(per_layer)
+    slower = [dict(rows[0], step_s=str(float(rows[0]["step_s"]) + 0.024))]
+    (_, _, f2, b2), = pm.pass_split_check(slower)
+    assert f2 == pytest.approx(f) and b2 - b == pytest.approx(0.001)
