@@ -610,7 +610,8 @@ def _experts_implementation(scenario: Scenario, assumed: str) -> dict[str, Any]:
     if not scenario.model.is_moe or assumed not in EXPERTS_IMPLEMENTATION_FRAMEWORKS:
         return {}
     requested = scenario.strategy.experts_implementation
-    impl = experts_implementation_of(scenario.strategy, scenario.model)
+    pretraining = scenario.training.method in ("pretrain", "cpt")
+    impl = experts_implementation_of(scenario.strategy, scenario.model, pretraining)
     if impl is None:
         impl = "eager" if perf_style(assumed).moe_expert_loop else "grouped_mm"
     return {"experts_implementation": {"requested": requested, "assumed": impl}}

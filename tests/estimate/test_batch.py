@@ -11,6 +11,7 @@ from trainsizer.estimate.inputs import RECOMPUTE, Strategy, Training
 from trainsizer.estimate.memory import estimate_memory
 from trainsizer.estimate.step_time import estimate_time
 from trainsizer.estimate.validate import valid_mask
+from trainsizer.models.shipped import load_preset
 
 from .test_perf_common import b200_cluster, h100_cluster, llama8b, mixtral
 
@@ -50,6 +51,10 @@ CASES = [
     # FP8 per-tensor casts on Blackwell differ by style under auto (Transformer Engine's write no transpose)
     ("fp8-blackwell", llama8b(), Training(seq_len=4096, global_batch_seqs=256, precision="fp8",
                                           fp8_recipe="tensorwise"), "auto"),
+    # Llama 4 under auto: the strategies that resolve to hf run every expert on every token, the others route
+    # (framework.dense_all_split: the batch in two parts)
+    ("llama4-auto", load_preset("llama-4-scout-17b-16e"), Training(method="full", seq_len=2048,
+                                                                   global_batch_seqs=256), "auto"),
 ]
 SYSTEMS = {"fp8-blackwell": b200_cluster}
 

@@ -52,12 +52,31 @@ def test_dense_all_is_the_model_at_top_k_equal_to_its_expert_count_save_for_mode
     assert dense["time"]["hardware_flops_per_step"] > 5 * grouped["time"]["hardware_flops_per_step"]
 
 
+def _layout(framework: str, tp: int = 1, ep: int = 1, zero: int = 0):
+    return type("S", (), {"framework": framework, "tp": tp, "pp": 1, "cp": 1, "ep": ep, "zero": zero,
+                          "distributed_optimizer": False})()
+
+
 def test_other_families_and_other_stacks_keep_their_default():
     assert _evaluate("mixtral-8x7b")["framework"]["experts_implementation"]["assumed"] == "grouped_mm"
     scout = load_preset(SCOUT)
-    assert experts_implementation_of(type("S", (), {"framework": "auto"})(), scout) is None
-    assert experts_implementation_of(type("S", (), {"framework": "torchtitan"})(), scout) is None
-    assert routed_model(scout, type("S", (), {"framework": "torchtitan"})()) is scout
+    assert experts_implementation_of(_layout("auto", tp=2), scout) is None  # auto: megatron-core's own MoE
+    assert experts_implementation_of(_layout("torchtitan"), scout) is None
+    assert routed_model(scout, _layout("torchtitan")) is scout
+
+
+def test_auto_applies_the_default_of_the_stack_it_resolves_to():
+    """framework auto resolves a data-parallel fine-tune to hf (framework.auto_index), which runs Llama 4's experts
+    dense: the same estimate as naming hf, and it says so; a tensor-parallel layout resolves to megatron-core, whose MoE
+    routes (known-gaps 154 (a))."""
+    scout = load_preset(SCOUT)
+    assert experts_implementation_of(_layout("auto"), scout) == "dense_all"
+    assert experts_implementation_of(_layout("auto", zero=3), scout, pretraining=True) is None  # torchtitan
+    auto, hf = _evaluate(framework="auto"), _evaluate()
+    assert auto["framework"]["assumed"] == "hf"
+    assert auto["framework"]["experts_implementation"] == {"requested": None, "assumed": "dense_all"}
+    assert auto["time"]["step_s"] == pytest.approx(hf["time"]["step_s"], rel=1e-12)
+    assert auto["memory"]["per_gpu_gib"] == pytest.approx(hf["memory"]["per_gpu_gib"], rel=1e-12)
 
 
 def test_a_bad_value_is_refused_with_the_allowed_names():

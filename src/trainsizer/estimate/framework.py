@@ -196,25 +196,51 @@ def torch_compile_of(strategy: Any, default: Any) -> Any:
     return default if stated is None else stated
 
 
-def experts_implementation_of(strategy: Any, model: Any) -> str | None:
-    """How the job's routed experts run (names.EXPERTS_IMPLEMENTATIONS): strategy.experts_implementation where stated;
-    unset, "dense_all" where the job's framework (named, not auto) runs the model family's MoE block on every expert
-    for every token (perf_constants.yaml frameworks.<style> dense_expert_families: transformers' Llama4TextMoe), else
-    None (the style's own default). One value for the whole batch: under auto the stack differs per strategy, and a
-    job there states it."""
-    stated = getattr(strategy, "experts_implementation", None)
+def dense_all_default(strategy: Any, model: Any, pretraining: bool = False) -> Any:
+    """Per strategy, whether an MoE job that states no strategy.experts_implementation runs every routed expert on
+    every token: where the stack it names, or the one "auto" resolves to for that strategy (`auto_index`), runs the
+    model family's MoE block so (perf_constants.yaml frameworks.<style> dense_expert_families: transformers'
+    Llama4TextMoe under hf). False where the job states one or the model is dense."""
     name = getattr(strategy, "framework", "auto")
-    if stated is not None or not getattr(model, "is_moe", False) or not isinstance(name, str) or name == "auto":
+    if getattr(strategy, "experts_implementation", None) is not None or not getattr(model, "is_moe", False) \
+            or not isinstance(name, str):
+        return False
+    stacks = AUTO_CHOICES if name == "auto" else (name,)
+    dense = np.array([model.family in str(_style_entry(n).get("dense_expert_families", "")).split(",")
+                      for n in stacks])
+    return dense[np.asarray(auto_index_of(strategy, pretraining))] if name == "auto" else bool(dense[0])
+
+
+def experts_implementation_of(strategy: Any, model: Any, pretraining: bool = False) -> str | None:
+    """How the job's routed experts run (names.EXPERTS_IMPLEMENTATIONS): strategy.experts_implementation where stated;
+    unset, "dense_all" where every strategy's stack runs the family's MoE block on every expert (`dense_all_default`:
+    the named framework's, or under auto each strategy's resolved one), else None (the style's own default). One value
+    for the batch: a batch under auto whose strategies resolve to stacks that differ here is estimated in two parts
+    (step_time.step_time_arrays, memory.memory_arrays: `dense_all_split`)."""
+    stated = getattr(strategy, "experts_implementation", None)
+    if stated is not None:
         return stated
-    families = str(_style_entry(name).get("dense_expert_families", "")).split(",")
-    return "dense_all" if model.family in families else None
+    return "dense_all" if np.all(dense_all_default(strategy, model, pretraining)) else None
 
 
-def routed_model(model: Any, strategy: Any) -> Any:
+def dense_all_split(strategy: Any, model: Any, pretraining: bool = False) -> Any:
+    """The strategies of a batch that run dense_all by their resolved stack's default where only some do (framework
+    auto, e.g. hf for the data-parallel layouts and megatron-core for the model-parallel ones of Llama 4); None where
+    the batch runs one way (`experts_implementation_of` says which)."""
+    mask = np.asarray(dense_all_default(strategy, model, pretraining), bool)
+    return mask if np.any(mask) and not np.all(mask) else None
+
+
+def stating_dense_all(strategy: Any) -> Any:
+    """`strategy` with experts_implementation dense_all stated: the dense half of a `dense_all_split` batch."""
+    return dataclasses.replace(strategy, experts_implementation="dense_all")
+
+
+def routed_model(model: Any, strategy: Any, pretraining: bool = False) -> Any:
     """The model as its routed experts run: under dense_all every expert takes every token (the expert GEMMs, their
     inputs, intermediates and outputs, routed_in / routed_out, at tokens x experts), i.e. top-k = the expert count
     (transformers' Llama4TextMoe.forward, modeling_llama4.py at 63210d0e3 / 000c33fdf); else the model itself."""
-    if experts_implementation_of(strategy, model) != "dense_all" or not model.is_moe:
+    if experts_implementation_of(strategy, model, pretraining) != "dense_all" or not model.is_moe:
         return model
     return dataclasses.replace(model, experts_per_token=model.experts)
 

@@ -62,9 +62,11 @@ from trainsizer.estimate.framework import (
     deepspeed_engine,
     deepspeed_zero3_buckets,
     deepspeed_zero3_engine,
+    dense_all_split,
     fp8_primary_weights_default,
     memory_profile,
     routed_model,
+    stating_dense_all,
     style_number,
     style_option,
     torch_compile_of,
@@ -446,7 +448,8 @@ def _optimizer_precision(strategy: Strategy, training: Training) -> str | None:
 
 def _batch(model: ModelArch, training: Training, strategy: Strategy, options: MemoryOptions,
            accelerator: str = "") -> _Batch:
-    model = routed_model(model, strategy)  # dense_all: the routed experts' activations at tokens x experts
+    # dense_all: the routed experts' activations at tokens x experts
+    model = routed_model(model, strategy, training.method in ("pretrain", "cpt"))
     pre = _precompute(model, training, options)
     s = strategy_arrays(strategy)
     # one value for the whole batch: layers whose activations are offloaded (inf = every layer), fused optimizer
@@ -1782,6 +1785,11 @@ def memory_arrays(
     judged the host RAM hands the figure on rather than estimating the chosen strategy again."""
     with np.errstate(divide="ignore", invalid="ignore"):
         r = _evaluate(model, training, system, strategy, options, detail=False)
+        # framework auto with stacks that run the experts differently (Llama 4: dense under hf): each part as run
+        split = dense_all_split(strategy, model, training.method in ("pretrain", "cpt"))
+        if split is not None:
+            dense = _evaluate(model, training, system, stating_dense_all(strategy), options, detail=False)
+            r = {key: np.where(split, dense[key], r[key]) for key in ("worst", "host")}
     worst = r["worst"]
     fits = np.isfinite(worst) & (worst <= system.memory_gib * GIB)
     host = np.broadcast_to(np.asarray(r["host"], float) * min(system.gpus_per_node, max(system.gpus, 1)),

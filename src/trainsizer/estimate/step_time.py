@@ -56,8 +56,10 @@ from trainsizer.estimate.flops import (
 )
 from trainsizer.estimate.framework import (
     deepspeed_zero3_buckets,
+    dense_all_split,
     fp8_primary_weights_default,
     routed_model,
+    stating_dense_all,
     torch_compile_of,
 )
 from trainsizer.estimate.host_sync import drain_excess_s, host_figure
@@ -780,7 +782,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
     k = constants or load_constants()
     check_training(training)
     fw = _style(strategy, framework_style, training.method in ("pretrain", "cpt"))
-    defined, model = model, routed_model(model, strategy)
+    defined, model = model, routed_model(model, strategy, training.method in ("pretrain", "cpt"))
     if model is not defined:  # dense_all: one torch.bmm over every expert, no per-expert loop or grouped GEMM
         fw = dataclasses.replace(fw, moe_expert_loop=False, moe_torch_grouped_mm=False)
     fw = _model_attention_kernel(_recipe_style(fw, strategy, training, system, k), strategy, model)
@@ -3416,7 +3418,22 @@ def step_time_arrays(model: ModelArch, training: Training, system: System, strat
     The perf style comes from `strategy.framework` (see `estimate.framework`); `framework_style` overrides
     it (a name from perf_constants.yaml `frameworks:` or a PerfStyle).
     Step = m x micro-batch on the slowest stage + pipeline bubble and p2p + exposed DP/ZeRO communication +
-    optimizer + data loading (module docstring); transformers' device_map chain: `_device_map_step`."""
+    optimizer + data loading (module docstring); transformers' device_map chain: `_device_map_step`. A batch under
+    framework auto whose strategies' stacks run an MoE family's experts differently (framework.dense_all_split:
+    Llama 4 dense under hf, routed under megatron-core / torchtitan) is timed in two parts, each as its stack runs."""
+    kw = {"calibration": calibration, "framework_style": framework_style, "constants": constants}
+    split = dense_all_split(strategy, model, training.method in ("pretrain", "cpt"))
+    if split is None:
+        return _step_time_arrays(model, training, system, strategy, **kw)
+    dense = _step_time_arrays(model, training, system, stating_dense_all(strategy), **kw)
+    routed = _step_time_arrays(model, training, system, strategy, **kw)
+    return {key: np.where(split, dense[key], routed[key]) for key in routed}
+
+
+def _step_time_arrays(model: ModelArch, training: Training, system: System, strategy, *,
+                      calibration: Calibration | None, framework_style: str | PerfStyle | None,
+                      constants: PerfConstants | None) -> dict[str, np.ndarray]:
+    """`step_time_arrays` of a batch whose routed experts all run one way."""
     if getattr(strategy, "device_map", None) is not None and np.any(np.asarray(strategy.pp) > 1):
         return _device_map_step(model, training, system, strategy, calibration=calibration,
                                 framework_style=framework_style, constants=constants)
