@@ -128,6 +128,7 @@ def main() -> None:
         print(f"  {rid}: {why}")
     print_fits(fits(), "MLPerf Training v6.0 sixteenth batch")
     m6.print_pass_split(m6.rows() + mlperf_rows() + rows())
+    m6.print_post_eval(m6.rows() + mlperf_rows() + rows())
 
 
 if __name__ == "__main__":

@@ -166,3 +166,27 @@ def test_the_pass_split_puts_the_step_less_the_forward_beside_the_estimate_s(mon
     slower = [dict(rows[0], step_s=str(float(rows[0]["step_s"]) + 0.024))]
     (_, _, f2, b2), = pm.pass_split_check(slower)
     assert f2 == pytest.approx(f) and b2 - b == pytest.approx(0.001)
+
+
+def test_post_evaluation_steps_come_from_evaluated_rows_logs():
+    """mlperf6_gpt_oss_post_eval.csv: each row is an EP 1 GPT-OSS row with a logged evaluation, read from that row's
+    own log at an evaluation that closes a block, beside at least 15 logged steps; print_post_eval finds every row's part."""
+    import re
+
+    import perf_heldout29 as h29
+    import perf_heldout42 as h42
+
+    rows = {r["id"]: r for r in pm.rows() + h29.mlperf_rows() + h42.rows()}
+    ev = pm.eval_rows()
+    post = pm.post_eval_rows()
+    assert len(post) >= 5 and len({e["id"] for e in post}) == len(post)
+    for e in post:
+        r = rows[e["id"]]
+        assert e["id"] in ev and r["ep"] in ("", "1") and r["cp"] == "1", e["id"]
+        log = re.search(r"; (\S+/results/\S+\.txt)", r["source_locator"]).group(1)
+        assert COPY in e["source_locator"] and log in e["source_locator"], e["id"]
+        # evaluations close a block of 12,288 or 16,384 samples (the logs' block_stop samples_count)
+        assert int(e["eval_step"]) * int(r["global_batch_seqs"]) % 4096 == 0, e["id"]
+        assert int(e["logged_steps_n"]) >= 15, e["id"]
+        assert 0.0 < float(e["first_step_s"]) < 1.0 and 0.0 < float(e["block_logged_median_s"]) < 1.0, e["id"]
+    pm.print_post_eval(list(rows.values()))
