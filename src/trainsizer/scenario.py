@@ -658,6 +658,7 @@ def build_system(acc: Accelerator, gpus: int, gpus_per_node: int, network: Netwo
     host_link = acc.host_staged_gb_s_per_dir or acc.pcie_gb_s
     intra = scaleup if fabric and not bridged_only else host_link
     inter = network.node_gb_s / gpus_per_node if network else 0.0
+    l2 = acc.l2_cache
     return System(
         accelerator=acc.id,
         gpus=gpus,
@@ -678,6 +679,8 @@ def build_system(acc: Accelerator, gpus: int, gpus_per_node: int, network: Netwo
         pcie_gb_s=acc.host_link_gb_s_per_dir,  # the host link: NVLink-C2C where there is one
         power_limit_w=float(getattr(acc, "power_limit_w", None) or 0.0),
         vendor=str(getattr(acc, "vendor", "") or ""),
+        l2_read_gb_s=(l2.read_tb_s or 0.0) * 1000.0 if l2 else 0.0,
+        l2_resident_mib=(l2.resident_mib or 0.0) if l2 else 0.0,
     )
 
 

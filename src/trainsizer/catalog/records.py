@@ -194,10 +194,15 @@ class L2Cache(_Frozen):
     cudaDeviceProp.l2CacheSize reads 52,428,800 on an H100), with its sources and date. A kernel whose working set
     fits it reads the operands a previous kernel wrote from it instead of DRAM (write-back: a producer's output
     stays resident until evicted). `memory_side_mib`: a last-level cache behind the L2, on the memory side (AMD
-    Infinity Cache / MALL: it caches DRAM for every XCD, it is not an L2). docs/known-gaps.md 145."""
+    Infinity Cache / MALL: it caches DRAM for every XCD, it is not an L2). docs/known-gaps.md 145.
+    `read_tb_s` / `resident_mib`: a measured re-read rate and the largest data set read back at it (a
+    microbenchmark's plateau, e.g. gpu_benches_l2), given together; None = not measured, no L2 term
+    (estimate.compute.l2_reread_credit, docs/known-gaps.md 148)."""
 
     size_mib: float = Field(gt=0)
     memory_side_mib: float | None = Field(default=None, gt=0)
+    read_tb_s: float | None = Field(default=None, gt=0)
+    resident_mib: float | None = Field(default=None, gt=0)
     sources: tuple[str, ...]
     date: str = Field(pattern=DATE_PATTERN)
     note: str | None = None
@@ -206,6 +211,11 @@ class L2Cache(_Frozen):
     def _said(self) -> L2Cache:
         if not self.sources:
             raise ValueError(msg("rec_l2_cache_unsourced", allowed="sources: [a source id], date"))
+        if (self.read_tb_s is None) != (self.resident_mib is None):
+            raise ValueError(msg("rec_l2_cache_rate_pair", allowed="both read_tb_s and resident_mib, or neither"))
+        if self.resident_mib is not None and self.resident_mib > self.size_mib:
+            raise ValueError(msg("rec_l2_cache_resident_over_size", resident=f"{self.resident_mib:g}",
+                                 size=f"{self.size_mib:g}", allowed=f"resident_mib <= size_mib ({self.size_mib:g})"))
         return self
 
 

@@ -482,6 +482,10 @@ class Rates:
     # bytes/s, ring busbw inside one NVLink bridge of a PCIe host whose bridges join fewer GPUs than it holds
     # (System.bridge_gb_s; comm.bridge_rates); 0 = no such bridge
     bridge_busbw: float = 0.0
+    # the L2's measured re-read rate (bytes/s) and the largest data set read back at it (bytes); 0 = no L2 term
+    # (catalog l2_cache read_tb_s / resident_mib; compute.l2_reread_credit)
+    l2_read_bytes_s: float = 0.0
+    l2_resident_bytes: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.gemm16_flops:
@@ -554,6 +558,8 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
         ssd_gemm_flops=ssd_gemm,
         ssd_hbm_bytes_s=ssd_hbm,
         bridge_busbw=_bridge_busbw(system, k),
+        l2_read_bytes_s=float(getattr(system, "l2_read_gb_s", 0.0) or 0.0) * 1e9,
+        l2_resident_bytes=float(getattr(system, "l2_resident_mib", 0.0) or 0.0) * 2.0**20,
     )
 
 

@@ -208,6 +208,18 @@ def stream_time(nbytes, rates: Rates, kernels=1.0):
     return np.asarray(nbytes, float) / rates.hbm_bytes_s + kernels * rates.kernel_fixed_s
 
 
+def l2_reread_credit(read_bytes, reuse_bytes, rates: Rates):
+    """Seconds saved where a kernel reads back an intermediate an earlier kernel of the same eager op chain wrote and
+    the bytes touched from that write to the read (`reuse_bytes`, its reuse distance) fit the part's measured resident
+    set: the L2 is write-back, a written line stays until evicted, so those reads run at its measured re-read rate
+    instead of the streaming DRAM rate (te42kyfo/gpu-benches gpu-l2-cache at 3088b333, catalog source gpu_benches_l2).
+    Writes and every other read stay at DRAM. 0 where the part's L2 rate is not measured (docs/known-gaps.md 148)."""
+    if rates.l2_read_bytes_s <= rates.hbm_bytes_s:
+        return 0.0
+    fits = np.asarray(reuse_bytes, float) <= rates.l2_resident_bytes
+    return np.where(fits, np.asarray(read_bytes, float) * (1.0 / rates.hbm_bytes_s - 1.0 / rates.l2_read_bytes_s), 0.0)
+
+
 @dataclass(frozen=True)
 class ModelShapes:
     """Per-layer GEMM widths (unsplit) of a model, precomputed once for the vectorised path."""

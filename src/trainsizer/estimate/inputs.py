@@ -194,6 +194,10 @@ class System:
     # the part's vendor code (catalog accelerators.yaml `vendor`: nvidia, amd, ...); "" = not known (a System built
     # by hand), where no vendor rule applies (validate FLEX_DISPATCHER_VENDORS)
     vendor: str = ""
+    # the L2's measured re-read rate and the largest data set read back at it (catalog l2_cache read_tb_s /
+    # resident_mib); 0 = not measured, no L2 term (compute.l2_reread_credit)
+    l2_read_gb_s: float = 0.0
+    l2_resident_mib: float = 0.0
 
     @property
     def nodes(self) -> int:

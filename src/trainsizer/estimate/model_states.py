@@ -249,6 +249,22 @@ def lora_adapted_widths(model: ModelArch, training: Training,
     return w_in, w_out, e_in, e_out, n_lin
 
 
+def lora_dense_linears(model: ModelArch, training: Training) -> list[tuple[float, float, float]]:
+    """(d_in, d_out, adapters per average layer) of each adapted linear that is not a routed expert's, unsplit: what
+    `lora_adapted_widths` sums, one linear at a time (step_time._l2_reread_credit tests each one's tensors against
+    the L2). [] without LoRA."""
+    t = lora_targets(training)
+    if not t:
+        return []
+    out: list[tuple[float, float, float]] = []
+    for moe_layer, n_layers in ((False, model.layers - model.moe_layer_count), (True, model.moe_layer_count)):
+        shapes = _lora_linear_shapes(model, moe_layer) if n_layers else {}
+        for n in _lora_adapted_names(t) if n_layers else ():
+            out.extend((float(d_in), float(d_out), copies * n_layers / model.layers) for d_in, d_out, copies in shapes[n]
+                       if not _routed_linear(model, moe_layer, n, copies))
+    return out
+
+
 def lora_dropout_on_output(training: Training) -> bool:
     """Whether the job's LoRA implementation drops out the adapter's output (else its input);
     memory_constants.yaml lora.dropout_on_output."""

@@ -73,6 +73,7 @@ from trainsizer.estimate.model_states import (
     frozen_base_bytes,
     load_memory_constants,
     lora_adapted_widths,
+    lora_dense_linears,
     lora_dropout_on_output,
     lora_targets,
     lora_trainable_params,
@@ -1040,6 +1041,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              fused_act_cast=x.te_op_fuser,
                              op_sac_linears_recomputed=op_sac_unsaved_share(training, model),
                              pad_share=training.pad_share)
+    lt = _with_l2_rereads(x, lt)
     if x.loss_impl == "chunked-nll":
         lt = dataclasses.replace(lt, head_bwd=lt.head_bwd + _chunked_nll_time(x, lt))
     fp32_fwd, fp32_bwd = _fp32_loss_excess(x)
@@ -1595,6 +1597,44 @@ def _lora_adapters(x: _Step) -> Any:
     _, m_out, _, me_out, _ = lora_adapted_widths(x.model, x.training, only=MLP_INPUT_LINEARS)
     saved = lc["compiled_mlp_input_saved_elems"] * x.tok * (m_out / t + me_out / (t * x.e))
     return np.where(in_compiled, seconds(compiled, saved), seconds(eager) + upcast)
+
+
+def _with_l2_rereads(x: _Step, lt: compute.LayerTimes) -> compute.LayerTimes:
+    """`lt` less the eager chains' L2 re-reads (`_l2_reread_credit`): the forward's once, again under full recompute
+    (in the backward's time), the backward's; unchanged where the part's L2 re-read rate is not measured."""
+    if x.r.l2_read_bytes_s <= 0.0:
+        return lt
+    fwd, bwd = _l2_reread_credit(x)
+    return dataclasses.replace(lt, fwd=lt.fwd - fwd, bwd=lt.bwd - fwd * x.full_share - bwd)
+
+
+def _l2_reread_credit(x: _Step) -> tuple[Any, Any]:
+    """(forward, backward) seconds per average layer and micro-batch that the eager op chains' reads of their own
+    intermediates save where those fit the part's L2 (compute.l2_reread_credit; counts perf_constants.yaml
+    `l2_rereads`): the eager RMSNorm's (each norm over the hidden size, on the sequence shard under SP), and the peft
+    adapter's and its fp32 input cast's on each dense adapted linear of an eager (uncompiled, not TE-fused) layer at
+    TP 1, each linear's tensors tested on their own. The forward's again under full recompute is the caller's."""
+    c, m = x.k.raw["l2_rereads"], x.model
+    eager_norm = (m.norm == "rmsnorm") & ((x.fw.norm_kernel == "eager")
+                                          | ((x.fw.norm_kernel is None) & ~np.asarray(_fused_elementwise(x), bool)))
+    norm_tok = x.tok * np.where(x.sp, 1.0 / x.t, 1.0) * float(m.hidden)
+    fwd = np.where(eager_norm, float(_shapes(m).norms) * compute.l2_reread_credit(
+        norm_tok * c["rmsnorm"]["read"], norm_tok * c["rmsnorm"]["reuse"], x.r), 0.0)
+    bwd = 0.0
+    lc = x.k.raw["lora"]
+    if _lora_counted_impl(x, lc) != "peft":
+        return fwd, bwd
+    in_compiled = (np.asarray(x.a["torch_compile"]) > 0) & ~np.asarray(x.fw.fused_kernels, bool)
+    on = (np.asarray(x.t) == 1) & ~in_compiled & ~np.asarray(_te_fused_lora(x), bool)
+    cast = _peft_cast_on(x)
+    a, f, credit = c["lora_peft"], c["lora_peft_fp32_cast"], compute.l2_reread_credit
+    for d_in, d_out, n in lora_dense_linears(m, x.training):
+        tok_in, tok_out = x.tok * d_in, x.tok * d_out
+        fwd = fwd + on * n * (credit(tok_out * a["fwd_read"], tok_out * a["fwd_reuse"], x.r)
+                              + cast * credit(tok_in * f["fwd_read"], tok_in * f["fwd_reuse"], x.r))
+        bwd = bwd + on * n * (credit(tok_out * a["bwd_read"], tok_out * a["bwd_reuse"], x.r)
+                              + cast * credit(tok_in * f["bwd_read"], tok_in * f["bwd_reuse"], x.r))
+    return fwd, bwd
 
 
 def _te_fused_lora(x: _Step) -> Any:
