@@ -116,6 +116,8 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
         out["strategy"]["device_map"] = r["device_map"]
     if r.get("flash_attention"):  # false: the attention core materialised (perf_heldout35's use_flash_attn false row)
         out["flash_attention"] = _bool(r["flash_attention"])
+    if r.get("eager_attention"):  # that core's element-wise chain, where the row's code says (LitGPT's Gemma 2 rows)
+        out["strategy"]["eager_attention"] = r["eager_attention"]
     if r.get("fp8_param_allgather"):  # FSDP2 float8 all-gathers (perf_heldout43's torchao row: enable_fsdp_float8_all_gather)
         out["strategy"]["fp8_param_allgather"] = _bool(r["fp8_param_allgather"])
     if r.get("tp_comm_overlap"):  # where a row's source states it (perf_heldout33's dgxc NeMo 24.12 rows)

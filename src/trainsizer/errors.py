@@ -227,6 +227,7 @@ KIND_KEYS = {
     "offload mode": "kind_offload", "FP8 scaling recipe": "kind_fp8_recipe", "evaluate_batch part": "kind_batch_part",
     "loss implementation": "kind_loss_impl", "attention kernel": "kind_attention_kernel",
     "norm kernel": "kind_norm_kernel", "activation kernel": "kind_activation_kernel", "RoPE kernel": "kind_rope_kernel",
+    "eager attention chain": "kind_eager_attention",
     "FSDP reshard point": "kind_fsdp_reshard",
     "optimizer precision": "kind_optimizer_precision",
     "experts implementation": "kind_experts_implementation",

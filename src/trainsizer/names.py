@@ -131,6 +131,11 @@ ACTIVATION_KERNELS = ("fused", "eager")
 # torch.compile); eager = the style's PyTorch ops (PerfStyle.rope_eager_bytes: torchtitan's complex multiply, HF's
 # rotate_half).
 ROPE_KERNELS = ("fused", "eager")
+# Eager attention's element-wise chain over the score matrix (step time, where the attention is not a flash kernel):
+# fused = Megatron's fused scale-mask-softmax and dropout (megatron/core/fusions/fused_softmax.py, 2 kernels);
+# fp32_softmax = separate PyTorch ops: the scale, the additive mask, softmax in fp32 (F.softmax(dtype=torch.float32))
+# and the cast back (transformers' eager_attention_forward, LitGPT's CausalSelfAttention without SDPA).
+EAGER_ATTENTION_IMPLS = ("fused", "fp32_softmax")
 # CUDA graphs (Megatron-Core enable_cuda_graph / cuda_graph_scope, NeMo / MLPerf MCORE_CUDA_GRAPH, FULL_CUDA_GRAPH):
 # none = eager launches; layer = one graph per transformer layer (cuda_graph_scope "full", CudaGraphManager: each
 # layer's replay is still called from Python, layer by layer); full_iteration = the whole forward-backward of a step

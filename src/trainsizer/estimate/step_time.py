@@ -89,6 +89,7 @@ from trainsizer.names import (
     ATTENTION_KERNELS,
     CHECKPOINT_IMPLS,
     DDP_IMPLS,
+    EAGER_ATTENTION_IMPLS,
     EXPERTS_IMPLEMENTATIONS,
     FLEX_DISPATCHERS,
     FSDP_MODES,
@@ -204,6 +205,11 @@ class PerfStyle:
     # strategy.rope_kernel: "fused" | "eager" (names.ROPE_KERNELS), RoPE's kernel in the same traffic; None = the
     # style's (rope_eager_bytes unless fused_kernels or torch.compile)
     rope_kernel: str | None = None
+    # strategy.eager_attention: the element-wise chain over the scores of a non-flash attention (names.
+    # EAGER_ATTENTION_IMPLS): "fused" Megatron's fused scale-mask-softmax (compute._attention_core's count),
+    # "fp32_softmax" separate PyTorch ops with an fp32 softmax (perf_constants.yaml eager_attention,
+    # _eager_attention_time)
+    eager_attention: str = "fused"
     fused_kernels: bool = False  # the framework's own fused element-wise kernels (TE / Apex): eager or not
     fp8_weight_cache: bool = False  # FP8 weights cast once per step and reused by every micro-batch (TE)
     fp8_param_allgather: bool = False  # FSDP2 all-gathers FP8 weights (torchtitan enable_fsdp_float8_all_gather)
@@ -510,7 +516,8 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["moe_tp_token_split"] = bool(strategy.moe_tp_token_split)
     for key, label, allowed in (("norm_kernel", "norm kernel", NORM_KERNELS),
                                 ("activation_kernel", "activation kernel", ACTIVATION_KERNELS),
-                                ("rope_kernel", "RoPE kernel", ROPE_KERNELS)):
+                                ("rope_kernel", "RoPE kernel", ROPE_KERNELS),
+                                ("eager_attention", "eager attention chain", EAGER_ATTENTION_IMPLS)):
         value = _named_option(strategy, key, label, allowed)
         if value is not None:
             changes[key] = value
@@ -1060,7 +1067,31 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     return lt, (layer_mb + _lora_adapters(x) + _expert_bias_time(x) + _activation_clamp_time(x) + _rope_unfused_time(x)
                 + _flash_qkv_pack_time(x)
                 + _moe_unfused_time(x) + _moe_eager_glue_time(x)
-                + _sp_layout_copies(x) + _eager_swiglu_backward_time(x) + _amp_fp32_weights_time(x))
+                + _sp_layout_copies(x) + _eager_swiglu_backward_time(x) + _amp_fp32_weights_time(x)
+                + _eager_attention_time(x))
+
+
+def _eager_attention_time(x: _Step) -> Any:
+    """Seconds per average layer and micro-batch a non-flash attention's element-wise chain streams over the score
+    matrix beyond the fused count compute._attention_core charges (perf_constants.yaml eager_attention, counted from
+    the code, not fitted): the job's or the style's chain (strategy.eager_attention, PerfStyle.eager_attention) and,
+    on a soft-capped model (ModelArch.attention_softcap), the cap's three passes. Forward once more under full
+    recompute; 16-bit activations only (the counts are of bf16 / fp16 scores); nothing under torch.compile (Inductor
+    fuses the chain) or a flash kernel (the scores never reach HBM)."""
+    if x.training.flash_attention or x.training.precision not in ("bf16", "fp16"):
+        return 0.0
+    ea = x.k.raw["eager_attention"]
+    unfused = np.asarray(x.fw.eager_attention).astype(str) == "fp32_softmax"
+    extra = {key: np.where(unfused, ea["fp32_softmax"][key] - ea["fused"][key], 0.0)
+             + (ea["softcap"][key] if x.model.attention_softcap else 0.0)
+             for key in ("fwd", "bwd", "kernels_fwd", "kernels_bwd")}
+    compiled = (np.asarray(x.a["torch_compile"]) > 0) & ~np.asarray(x.fw.fused_kernels, bool)
+    s = np.asarray(x.row, float)
+    scores = x.b * float(x.training.sequences_per_sample) * float(x.model.heads) / x.t * s / x.c * s
+    passes = 1.0 + x.full_share
+    fwd = compute.stream_time(scores * extra["fwd"], x.r, kernels=extra["kernels_fwd"])
+    bwd = compute.stream_time(scores * extra["bwd"], x.r, kernels=extra["kernels_bwd"])
+    return np.where(compiled, 0.0, passes * fwd + bwd)
 
 
 def _amp_fp32_weights_time(x: _Step) -> Any:

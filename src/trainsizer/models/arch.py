@@ -88,6 +88,10 @@ class ModelArch:
     # config.py post_attention_norm / post_mlp_norm; GLM-4-0414): their weights, element-wise work and saved tensors
     # (estimate.compute._norm_residual_rope_bytes, activations._layer_items)
     sandwich_norms: bool = False
+    # the attention logits are soft-capped, tanh(scores / cap) * cap before the softmax (Gemma 2: transformers
+    # Gemma2Config attn_logit_softcapping 50.0, LitGPT config.py attention_logit_softcapping): a flash kernel applies
+    # it inside, an eager attention streams three more passes over the scores (estimate.step_time._eager_attention_time)
+    attention_softcap: bool = False
     # attention and MLP read the same layer input and their outputs are added once (GPT-J; GPT-NeoX / Pythia
     # gpt_j_residual, HF GPTNeoXConfig use_parallel_residual; PaLM): under TP one forward all-reduce of the summed
     # outputs instead of one per branch (estimate.step_time._tp_comm)

@@ -521,11 +521,19 @@ def _gemma_core(c: ConfigReader) -> dict[str, Any]:
     return _sandwich(kw)
 
 
+def _softcap(c: ConfigReader, default: bool) -> bool:
+    """attn_logit_softcapping set (not null): the attention logits are soft-capped (ModelArch.attention_softcap);
+    `default` where the key is absent (Gemma2Config 50.0, Gemma3TextConfig None)."""
+    c.used.add("attn_logit_softcapping")
+    return c.raw["attn_logit_softcapping"] is not None if "attn_logit_softcapping" in c.raw else default
+
+
 def _gemma2(c: ConfigReader) -> dict[str, Any]:
-    """Gemma2Config: sliding_window (default 4096) on every other layer, the even indices (layer_types)."""
+    """Gemma2Config: sliding_window (default 4096) on every other layer, the even indices (layer_types); the
+    attention logits soft-capped (attn_logit_softcapping, default 50.0)."""
     kw = _gemma_core(c)
     n = kw["layers"]
-    return dict(kw, **_window_layers(c, n, 4096, _alternating(n, 2), "1 full_attention every 2 layers"))
+    return dict(kw, attention_softcap=_softcap(c, True), **_window_layers(c, n, 4096, _alternating(n, 2), "1 full_attention every 2 layers"))
 
 
 def _gemma3_text(c: ConfigReader) -> dict[str, Any]:
@@ -535,7 +543,7 @@ def _gemma3_text(c: ConfigReader) -> dict[str, Any]:
     kw = _gemma_core(c)
     n = kw["layers"]
     period = c.opt_int("sliding_window_pattern", 6, 1, note=False)
-    return dict(kw, qk_norm=True,
+    return dict(kw, qk_norm=True, attention_softcap=_softcap(c, False),
                 **_window_layers(c, n, 4096, _alternating(n, period), f"1 full_attention every {period} layers"))
 
 
@@ -991,7 +999,7 @@ _DEEPSEEK_IRRELEVANT = (
 )
 
 _LLAMA_LIKE = COMMON_IRRELEVANT | _LLAMA_IRRELEVANT | _SLIDING | {"attn_implementation", "head_dim"}
-_GEMMA_IRRELEVANT = _LLAMA_LIKE | {"query_pre_attn_scalar", "final_logit_softcapping", "attn_logit_softcapping",
+_GEMMA_IRRELEVANT = _LLAMA_LIKE | {"query_pre_attn_scalar", "final_logit_softcapping",
                                    "cache_implementation", "hidden_activation", "hidden_act"}
 _GEMMA3_IRRELEVANT = frozenset({"rope_local_base_freq", "sliding_window_pattern", "use_bidirectional_attention"})
 _CHATGLM_IRRELEVANT = COMMON_IRRELEVANT | _DROPOUT | {

@@ -48,6 +48,7 @@ class InlineModelSpec(BaseModel):
     rotary_fraction: float | None = Field(default=None, gt=0, le=1)
     qk_norm: bool | None = None
     sandwich_norms: bool | None = None
+    attention_softcap: bool | None = None
     parallel_residual: bool | None = None
     experts: int | None = NonNeg
     experts_per_token: int | None = NonNeg

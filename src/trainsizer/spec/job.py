@@ -30,6 +30,7 @@ from trainsizer.names import (
     CUDNN_RELEASES,
     DDP_IMPLS,
     DEVICE_MAPS,
+    EAGER_ATTENTION_IMPLS,
     EXPERTS_IMPLEMENTATIONS,
     FP4_RECIPES,
     FP8_RECIPES,
@@ -85,6 +86,7 @@ NormKernel = Literal[NORM_KERNELS]
 CpCommType = Literal[CP_COMM_TYPES]
 ActivationKernel = Literal[ACTIVATION_KERNELS]
 RopeKernel = Literal[ROPE_KERNELS]
+EagerAttention = Literal[EAGER_ATTENTION_IMPLS]
 FsdpReshard = Literal[FSDP_RESHARDS]
 CudaGraphs = Literal[CUDA_GRAPHS]
 CudnnRelease = Literal[CUDNN_RELEASES]
@@ -436,6 +438,10 @@ class StrategySpec(_Strict):
     # RoPE kernel: fused (TE's fused apply_rotary_pos_emb: NeMo AutoModel rope_fusion true, Megatron-Core
     # apply_rope_fusion) | eager (the style's PyTorch ops); null = the style's (fused with its fused kernels or compile)
     rope_kernel: RopeKernel | None = None
+    # eager attention's element-wise chain over the scores where the attention is not a flash kernel
+    # (training.flash_attention false): fused (Megatron's scale-mask-softmax) | fp32_softmax (transformers' and
+    # LitGPT's eager ops: scale, mask add, fp32 softmax, cast back); null = the style's; step time
+    eager_attention: EagerAttention | None = None
     # FP8 dot-product attention (Transformer Engine / cuDNN, Megatron-Core fp8_dot_product_attention, NeMo FP8_DPA):
     # forward and backward in FP8, q / k / v / output saved in FP8; needs precision fp8; null = off
     fp8_attention: bool | None = None
