@@ -11,6 +11,8 @@ import textwrap
 import numpy as np
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import StrategyError
@@ -134,7 +136,8 @@ def test_combined_1f1b_window_shows_an_all_to_all_longer_than_attention():
 def test_overlap_across_nodes_exposes_more_than_the_whole_micro_batch_bound():
     """EP 32 over four 8-GPU nodes: each all-to-all crosses InfiniBand, longer than the paired attention module, so
     the estimate exposes more than max(ep - compute, share x ep) over the micro-batch; EP 8 inside a node keeps
-    the SM share only, as before."""
+    the SM share only, but for the first micro-batch's forward and the last one's backward, which run alone
+    (combined_1f1b_schedule_for_no_pipelining): one of the step's 4 micro-batches exposes its all-to-alls whole."""
     m, s = _moe(), h100_cluster(64)
     share = perf_style("megatron-core").ep_overlap_sm_share
     wide = dict(dp=64, ep=32)
@@ -144,4 +147,30 @@ def test_overlap_across_nodes_exposes_more_than_the_whole_micro_batch_bound():
     assert over["ep_comm"] < plain["ep_comm"]
     near = estimate_time(m, TR, s, _st()).breakdown_s
     near_over = estimate_time(m, TR, s, _st(moe_a2a_overlap=True)).breakdown_s
-    assert near_over["ep_comm"] == pytest.approx(share * near["ep_comm"], rel=1e-6)
+    m_step = TR.global_batch_seqs / 64
+    assert near_over["ep_comm"] == pytest.approx((share + (1.0 - share) / m_step) * near["ep_comm"], rel=1e-6)
+
+
+def test_first_rank_warm_up_and_cool_down_passes_run_unpaired():
+    """Megatron-Core schedules.py get_pp_rank_microbatches: rank 0 warms up with (p - 1) x 2 + (v - 1) x p forwards
+    and the overlap's one more; without pipelining one forward and one backward run alone; never more than v x m."""
+    from trainsizer.estimate.pipeline import combined_1f1b_unpaired
+
+    assert float(combined_1f1b_unpaired(8, 128, 4)) == 39.0  # the Model Zoo's PP 8 x VP 4: 39 of 512 chunk passes
+    assert float(combined_1f1b_unpaired(1, 64, 1)) == 1.0
+    assert float(combined_1f1b_unpaired(2, 2, 4)) == 8.0  # 9 warm-up forwards wanted, 8 chunk passes in the step
+
+
+@settings(max_examples=25, deadline=None)
+@given(ep=st.sampled_from([8, 16, 32]), pp=st.sampled_from([1, 2, 4]), gbs=st.sampled_from([128, 256, 1024]))
+def test_overlap_exposes_no_more_than_without_it_and_all_of_it_when_every_pass_is_warm_up(ep, pp, gbs):
+    m, s = _moe(), h100_cluster(128)
+    tr = Training(seq_len=4096, global_batch_seqs=gbs)
+    kw = dict(dp=128 // pp, ep=ep, pp=pp, vpp=4 if pp > 1 else 1)
+    plain = estimate_time(m, tr, s, _st(**kw)).breakdown_s
+    over = estimate_time(m, tr, s, _st(moe_a2a_overlap=True, **kw)).breakdown_s
+    assert over["ep_comm"] <= plain["ep_comm"] * (1 + 1e-9)
+    assert over["pp_bubble"] == pytest.approx(plain["pp_bubble"], rel=1e-6)  # fill and drain run unpaired
+    n_mb = gbs / (128 // pp)
+    if pp > 1 and 2 * (pp - 1) + 3 * pp + 1 >= 4 * n_mb:  # the whole step is warm-up and cool-down
+        assert over["ep_comm"] == pytest.approx(plain["ep_comm"], rel=1e-6)

@@ -81,6 +81,21 @@ def p2p_transfers_unhidden(pp, m=None, vpp=1):
     return np.where(p > 1, fill, 0.0)
 
 
+def combined_1f1b_unpaired(pp, m, vpp=1):
+    """Chunk passes each way (forwards in the warm-up, backwards in the cool-down) that Megatron-Core's combined 1F1B
+    (overlap_moe_expert_parallel_comm) runs without a partner on the first pipeline rank, which has the most, of one
+    schedule of `m` micro-batches: there the EP all-to-alls find no other micro-batch's compute to hide behind.
+    Interleaved (schedules.py get_pp_rank_microbatches, Megatron-LM d98e8a64): (p - 1) x 2 + (v - 1) x g warm-up
+    forwards, g = microbatch_group_size_per_vp_stage = p by default, plus the one extra forward the overlap schedules
+    "to ensure the forward and backward computations are independent in all 1f1b steps"; without pipelining
+    (combined_1f1b.py combined_1f1b_schedule_for_no_pipelining) the first micro-batch's forward and the last one's
+    backward run alone: 1. Never more than the schedule's v x m chunk passes."""
+    p = _stages(pp)
+    v = np.maximum(np.asarray(vpp, float), 1.0)
+    warm = np.where(p > 1, 2.0 * (p - 1.0) + (v - 1.0) * p + 1.0, 1.0)
+    return np.minimum(warm, v * np.asarray(m, float))
+
+
 def _stages(pp):
     """Pipeline stages as floats, at least one (pp 0 or unset reads as one stage holding every layer)."""
     return np.maximum(np.asarray(pp, float), 1.0)

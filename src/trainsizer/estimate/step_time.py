@@ -2446,6 +2446,8 @@ class _MicroBatch:
     ep: np.ndarray
     # seconds a micro-batch on the most loaded stage that holds no LM head (its total), whichever stage paces
     headless_total: Any = 0.0
+    # the EP all-to-all seconds of a micro-batch that runs without a partner (= ep where no overlap pairs it)
+    ep_alone: Any = 0.0
 
     @property
     def total(self) -> np.ndarray:
@@ -2533,6 +2535,7 @@ def _stage_micro_batch(x: _Step, lt: compute.LayerTimes, per: _StageLayer, t_ar:
     ep_mb = n_stage * per.ep
     if training.has_reference_model:
         ep_mb = ep_mb * (1.0 + 2.0 / (4.0 + 2.0 * x.full_share))
+    ep_alone = ep_mb
     # overlapped with the compute of a paired micro-batch: DualPipe (DeepSeek-V3 s3.2.1), Megatron-Core's combined
     # 1F1B under moe_a2a_overlap (one forward and one backward micro-batch per step, their a2a on a comm stream)
     if np.any(x.fw.ep_overlap):
@@ -2543,7 +2546,24 @@ def _stage_micro_batch(x: _Step, lt: compute.LayerTimes, per: _StageLayer, t_ar:
             paired = np.where(np.asarray(x.fw.pipeline_schedule) == "dualpipe", paired,
                               np.maximum(paired, n_stage * _combined_1f1b_exposed(x, lt, per)))
         ep_mb = _when(x.fw.ep_overlap, paired, ep_mb)
-    return _MicroBatch(n_stage=n_stage, head_w=head_w, compute=compute_mb, tp=tp_mb, cp=cp_mb, ep=ep_mb)
+    return _MicroBatch(n_stage=n_stage, head_w=head_w, compute=compute_mb, tp=tp_mb, cp=cp_mb, ep=ep_mb,
+                       ep_alone=ep_alone)
+
+
+def _combined_1f1b_alone(x: _Step, mb: _MicroBatch) -> tuple[Any, Any]:
+    """(micro-batches' worth of passes a step runs unpaired on the first rank, seconds each adds to _micro_batch's
+    paired EP exposure) under Megatron-Core's combined 1F1B (moe_a2a_overlap): per schedule
+    (pipeline.schedule_micro_batches) the first rank's warm-up forwards and cool-down backwards
+    (pipeline.combined_1f1b_unpaired, chunk passes; v of them make a micro-batch) expose their all-to-alls whole,
+    `ep_alone` instead of the paired `ep`. The paced stage's all-to-alls stand for the first rank's (stages of equal
+    layers). (0, 0) without the overlap, and under DualPipe (its own schedule, _overlapped_ep)."""
+    on = np.asarray(x.fw.ep_overlap, bool) & (np.asarray(x.fw.pipeline_schedule) != "dualpipe")
+    if not np.any(on) or not x.model.is_moe:
+        return 0.0, 0.0
+    m_s = pipeline.schedule_micro_batches(x.m, x.b, x.local_batch)
+    v = np.where(x.p > 1, np.maximum(x.v, 1.0), 1.0)
+    passes = pipeline.combined_1f1b_unpaired(x.p, m_s, v) / v * (x.m / m_s)
+    return np.where(on, passes, 0.0), np.where(on, np.maximum(mb.ep_alone - mb.ep, 0.0), 0.0)
 
 
 def _overlapped_ep(ep: np.ndarray, compute: np.ndarray, sm_share: Any) -> np.ndarray:
@@ -3513,7 +3533,9 @@ def _step_time_arrays(model: ModelArch, training: Training, system: System, stra
     mb = _micro_batch(x, lt, layer_mb)
     offload = _activation_offload(x, strategy, mb)
     t_mb = mb.total + offload
-    bubble, pp_comm = _pipeline(x, t_mb)
+    alone_n, alone_s = _combined_1f1b_alone(x, mb)
+    # the pipeline fills and drains with warm-up forwards and cool-down backwards: unpaired passes
+    bubble, pp_comm = _pipeline(x, t_mb + alone_s)
     g = _grads(x, lt, mb)
     dp_nonz3, bucket_frac = _dp_comm_replicated(x, g)
     dp_comm = np.where(x.zero >= 3, _dp_comm_zero3(x, g, mb, bucket_frac, mb.n_stage * lt.fwd), dp_nonz3)
@@ -3521,7 +3543,8 @@ def _step_time_arrays(model: ModelArch, training: Training, system: System, stra
     data = np.full_like(opt, x.k.data_loading_exposed_s)
     m = x.m
     saved, drain = _deferred_head_wgrad(x, lt, mb, t_mb)
-    step = m * t_mb - saved + bubble + drain + pp_comm + dp_comm + opt + data
+    unpaired = alone_n * alone_s
+    step = m * t_mb - saved + bubble + drain + pp_comm + dp_comm + opt + data + unpaired
     return _flops(x, step) | {
         "micro_batches": m,
         "gpus": x.t * x.p * x.d * x.c,
@@ -3534,7 +3557,7 @@ def _step_time_arrays(model: ModelArch, training: Training, system: System, stra
         "headless_stage_mb_s": mb.headless_total + 0.0 * m,
         "tp_comm": m * mb.tp,
         "cp_comm": m * mb.cp,
-        "ep_comm": m * mb.ep,
+        "ep_comm": m * mb.ep + unpaired,
         "dp_comm": dp_comm,
         "pp_bubble": bubble + drain,
         "pp_comm": pp_comm,
