@@ -146,6 +146,7 @@ def collect() -> list[Row]:
     import perf_heldout44 as h44
     import perf_heldout45 as h45
     import perf_heldout46 as h46
+    import perf_heldout48 as h48
     import perf_heldout49 as h49
     import perf_hybrid
     import perf_mbridge26 as mb
@@ -166,6 +167,7 @@ def collect() -> list[Row]:
     out += _heldout_style("perf_heldout40", h40.run_all(), models)
     out += _heldout_style("perf_papers", pp.run_all(), pp.models())
     out += _heldout_style("perf_heldout45", h45.nemo_run(), models)
+    out += _heldout_style("perf_heldout48", h48.run_all(), models)
     out += _heldout_style("perf_heldout49", h49.run_all(), models)
     out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)
     out += _tokens_style("perf_heldout26", h26.automodel_cases(), h26.automodel_rows(), h26.automodel_job)
