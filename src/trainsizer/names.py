@@ -213,6 +213,11 @@ ADAMW_PRECISION_OPTIMIZERS = ("adamw", "paged_adamw")
 # and the dequantised states for the arithmetic, written back into p): no fp32 master copy of a bf16-loaded
 # model (optimizer_precision bf16); the moments stay 1 byte, so bf16-moments does not apply.
 ADAMW8BIT_OPTIMIZERS = ("adamw8bit", "paged_adamw8bit")
+# The job's optimizers that are bitsandbytes' (adamw8bit: bnb.optim.AdamW8bit, HF optim adamw_bnb_8bit; paged_adamw /
+# paged_adamw8bit: PagedAdamW / PagedAdamW8bit): Optimizer8bit.step synchronises the device after every parameter's
+# update (step_time._bnb_tensor_sync_s) and its 32-bit optimizers keep fp32 states (memory_constants.yaml
+# optimizer_in_param_dtype.bnb32_states_per_param). torchao's AdamW8bit has no name of its own here (known-gaps 162).
+BITSANDBYTES_OPTIMIZERS = ("adamw8bit", "paged_adamw", "paged_adamw8bit")
 
 
 def optimizer_precisions_for(optimizer: str) -> tuple[str, ...]:

@@ -23,9 +23,9 @@ from trainsizer.catalog import load_catalog  # noqa: E402
 SOURCE = "torchao low-bit optimizers README"
 TT = "torchtune README May 2024"
 # (source, metric) -> MAPE bound (%); reached at landing in the comment
-BOUNDS = {(SOURCE, "tokens_s"): 45.0,  # 37.0 (-44.3 / -34.5 / -32.3%, 155 (a))
+BOUNDS = {(SOURCE, "tokens_s"): 45.0,  # 40.7 (-44.3 / -39.9 / -37.8%, 155 (a); 37.0 before 162's per-tensor sync)
           (SOURCE, "peak_gib"): 5.0,  # 2.7 (-2.0 / -3.3 / -2.8%)
-          (TT, "tokens_s"): 60.0,  # 51.7 (QLoRA -19.2, LoRA -15.4, full with PagedAdamW +120.5%: 155 (c))
+          (TT, "tokens_s"): 50.0,  # 41.3 (QLoRA -19.2, LoRA -15.4, full with PagedAdamW +89.4%: 155 (c), 162)
           (TT, "peak_gib"): 18.0}  # 13.9 (-19.3 / -6.6 / -15.9%, 155 (d))
 
 
@@ -115,7 +115,8 @@ def test_the_8bit_states_shrink_memory_as_measured(cases):
 
 def test_the_fused_row_needs_the_whole_peak_at_the_config_as_read():
     """155 (a): beside the estimate's optimizer step, the fused row's measured step leaves its GEMMs at the A100's
-    whole BF16 peak; the 8-bit rows at about two thirds."""
+    whole BF16 peak; the 8-bit rows, with bitsandbytes' per-tensor synchronise charged (known-gaps 162), at about
+    four fifths (two thirds before it): the rest of their step is still undercharged."""
     shares = {rid: share for rid, _, share in p46.needed_shares() if rid.startswith("aolowbit")}
     assert shares["aolowbit_7b_full_adamw_fused_a100"] > 0.9
-    assert all(0.5 < v < 0.8 for k, v in shares.items() if "8bit" in k)
+    assert all(0.7 < v < 0.9 for k, v in shares.items() if "8bit" in k)

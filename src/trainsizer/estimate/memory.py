@@ -254,7 +254,7 @@ def _precompute(model: ModelArch, training: Training, options: MemoryOptions) ->
     pd = act_bytes(training.precision)  # the copies' dtype: 16-bit, fp32 when training in fp32
     opt_pd = {"adamw": pd * per_dtype["adamw_states_per_param"],
               "adamw8bit": per_dtype["adamw8bit_bytes_per_param"],
-              "paged_adamw": pd * per_dtype["adamw_states_per_param"],
+              "paged_adamw": per_dtype["bnb32_states_per_param"],
               "paged_adamw8bit": per_dtype["adamw8bit_bytes_per_param"],
               "sgd": pd * per_dtype["sgd_states_per_param"],
               "adafactor": per_dtype["adafactor_bytes_per_param"]}[training.optimizer]

@@ -87,6 +87,7 @@ from trainsizer.models.arch import ModelArch
 from trainsizer.names import (
     ACTIVATION_KERNELS,
     ATTENTION_KERNELS,
+    BITSANDBYTES_OPTIMIZERS,
     CHECKPOINT_IMPLS,
     DDP_IMPLS,
     EAGER_ATTENTION_IMPLS,
@@ -3484,6 +3485,40 @@ def param_tensors(model: ModelArch, layers: Any) -> Any:
     return np.asarray(layers, float) * per_layer + rest
 
 
+def module_param_tensors(model: ModelArch, layers: Any) -> Any:
+    """Parameter tensors of `layers` decoder layers (plus the embedding, head and final norm) as transformers' and
+    torchtune's modules hold them: param_tensors with q, k and v as three linears (and three biases) and a gated
+    MLP's gate and up as two (Llama 2 7B: 9 a layer, 291 in all; an MLA layer taken as q / k / v alike). Counted from
+    the model, not fitted."""
+    moe_share = model.moe_layer_count / model.layers
+    gated = float(model.mlp == "swiglu")
+    split = 2.0 * (1.0 + model.qkv_bias) + gated * (1.0 - moe_share + moe_share * (
+        max(model.experts, 1) + (model.shared_expert_ffn > 0)))
+    return param_tensors(model, layers) + np.asarray(layers, float) * split
+
+
+def _bnb_tensor_sync_s(x: _Step, mb: _MicroBatch) -> Any:
+    """Host seconds a bitsandbytes optimizer's step exposes (names.BITSANDBYTES_OPTIMIZERS): Optimizer8bit.step
+    runs torch.cuda.synchronize() after every parameter's update (bitsandbytes optim/optimizer.py, from 44d68ff2,
+    0.39, 2023-05; sync_gpu(p) from 0.47.0 to 0.49), so the host's Python for the next parameter (update_step, the
+    functional call's device checks and pointers, the launch) runs while the GPU idles: each trainable parameter
+    tensor (module_param_tensors; LoRA: A and B of each adapted linear) pays optimizer.bnb_host_s_per_tensor and the
+    vendor's host round trip (none where no figure is read), on top of its kernel (_optimizer). Under
+    optimizer_in_backward each parameter's step is its own optimizer's (torchtune), the same sync. Replicated data
+    parallelism only (ZeRO 0): DeepSpeed and FSDP1 hand the optimizer flat partitions, FSDP2's per-parameter shards
+    are not counted (known-gaps 162)."""
+    training = x.training
+    if training.optimizer not in BITSANDBYTES_OPTIMIZERS:
+        return 0.0
+    if training.trains_base_weights:
+        tensors = module_param_tensors(x.model, mb.n_stage)
+    else:
+        head = 2.0 * float("lm_head_adapter" in lora_targets(training))
+        tensors = 2.0 * lora_adapted_widths(x.model, training)[4] * np.asarray(mb.n_stage, float) + head
+    per = float(x.k.raw["optimizer"]["bnb_host_s_per_tensor"]) + (host_figure("round_trip_s", x.system.vendor) or 0.0)
+    return np.where((x.zero == 0) & (x.a["offload"] == 0), tensors * per, 0.0)
+
+
 def _fp16_serial_checks(x: _Step, g: _Grads, mb: _MicroBatch) -> np.ndarray:
     """Seconds of DeepSpeed v0.3's fp16 ZeRO-1 step before the update (zero/stage1.py step; EleutherAI DeeperSpeed
     eb7f5cf, which GPT-NeoX ran to v1.0: Pythia, GPT-NeoX-20B): CheckOverflow.has_overflow_serial reads every
@@ -3539,7 +3574,8 @@ def _step_time_arrays(model: ModelArch, training: Training, system: System, stra
     g = _grads(x, lt, mb)
     dp_nonz3, bucket_frac = _dp_comm_replicated(x, g)
     dp_comm = np.where(x.zero >= 3, _dp_comm_zero3(x, g, mb, bucket_frac, mb.n_stage * lt.fwd), dp_nonz3)
-    opt = _optimizer(x, g, mb) + _fp16_serial_checks(x, g, mb) + _paged_migration(x, strategy)
+    opt = (_optimizer(x, g, mb) + _fp16_serial_checks(x, g, mb) + _paged_migration(x, strategy)
+           + _bnb_tensor_sync_s(x, mb))
     data = np.full_like(opt, x.k.data_loading_exposed_s)
     m = x.m
     saved, drain = _deferred_head_wgrad(x, lt, mb, t_mb)
