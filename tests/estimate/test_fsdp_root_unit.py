@@ -23,11 +23,11 @@ HEAD = 2.0 * MODEL.lm_head_params
 
 
 def _buffers(framework: str = "torchtitan", method: str = "pretrain", own: bool | None = None, dp: int = 8,
-             tp: int = 1, pp: int = 1) -> float:
+             tp: int = 1, pp: int = 1, fsdp: str = "none") -> float:
     training = Training(method=method, seq_len=4096, global_batch_seqs=8 * dp,
                         **({"lora_rank": 16, "lora_targets": ("q_proj", "v_proj")} if method == "lora" else {}))
     st = Strategy(dp=dp, tp=tp, pp=pp, zero=3, micro_batch=1, recompute="full", framework=framework,
-                  shard_embedding_head_separately=own)
+                  shard_embedding_head_separately=own, fsdp=fsdp)
     system = NODE if dp * tp * pp <= 8 else System(**{**NODE.__dict__, "gpus": dp * tp * pp})
     return estimate_memory(MODEL, training, system, st, check=False).items_bytes["framework_buffers"]
 
@@ -47,6 +47,19 @@ def test_fsdp1_keeps_the_whole_flat_gradient_of_the_root():
 def test_tp_shards_the_root_like_the_layers():
     assert _buffers(tp=2, dp=4) - _buffers(tp=2, dp=4, own=True) == pytest.approx(
         (ROOT - 2.0 * MODEL.final_norm_params) / 2 + 2.0 * MODEL.final_norm_params + HEAD / 2, rel=1e-6)
+
+
+@pytest.mark.parametrize("method", ["pretrain", "lora"])
+def test_hf_under_accelerate_fsdp_holds_the_root_and_the_head_gradient(method):
+    """HF Trainer / Axolotl with fsdp: accelerate's wrap leaves the embedding, norm and head in the root unit."""
+    grad = HEAD if method == "pretrain" else 0.0
+    assert _buffers("hf", method, fsdp="full") - _buffers("hf", method, own=True, fsdp="full") == pytest.approx(
+        ROOT + grad, rel=1e-6)
+
+
+def test_hf_on_deepspeeds_engine_holds_no_root():
+    """hf with zero 3 and no fsdp runs DeepSpeed's engine, which gathers module by module (no FSDP root)."""
+    assert _buffers("hf") == _buffers("hf", own=True)
 
 
 @pytest.mark.parametrize("kw", [{"dp": 1}, {"dp": 4, "pp": 2}])

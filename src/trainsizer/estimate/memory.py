@@ -1619,10 +1619,16 @@ def _fsdp_root_unit(b: _Batch) -> Any:
     the backward, and in full training the gradients made before it: FSDP2's per-parameter LM-head gradient,
     FSDP1's whole flat gradient of the root. TP-sharded like the layers; one rank (no sharding: torchtitan
     ParallelDims.fsdp_enabled, AutoModel at world size 1) and pipelining (every unit gathered: `_overheads`
-    pp_hold) hold nothing more. 0 on other styles or with the units sharded separately (OLMo-core, AutoModel's MoE
-    path: their own embedding and LM-head units)."""
+    pp_hold) hold nothing more. HF Trainer / Axolotl with strategy.fsdp (accelerate's wrap: fully_shard on each
+    decoder layer, then on the whole model, accelerate utils/fsdp_utils.py fsdp2_prepare_model 2025, Axolotl's patched
+    copy monkeypatch/accelerate/fsdp2.py; FSDP1's auto-wrap leaves the rest in the root's flat parameter) hold the
+    same root, counted with FSDP2's head gradient only (FSDP1's whole root gradient is larger); not under DeepSpeed's
+    engine. 0 on other styles or with the units sharded separately (OLMo-core, AutoModel's MoE path: their own
+    embedding and LM-head units)."""
     fsdp1 = b.name == "fsdp"
-    if b.head_own_unit or b.name == "torchtune" or not (fsdp1 or np.any(b.titan)):
+    # hf named, or "auto" resolved to it (neither Megatron's profile nor torchtitan's: `_profiles`)
+    accel = (b.name == "hf") | ((b.name == "auto") & ~b.mega & ~b.titan)
+    if b.head_own_unit or b.name == "torchtune" or not (fsdp1 or np.any(accel) or np.any(b.titan)):
         return 0.0
     lay, model = b.pre.layout, b.model
     head_p = float(lay.lm_head_own) / b.t
@@ -1630,7 +1636,7 @@ def _fsdp_root_unit(b: _Batch) -> Any:
     # under fsdp_no_sync the head's gradient is in the unsharded hold (`_no_sync_grad_bytes`)
     grad = np.where(b.no_sync_hold, 0.0, b.w16 if b.training.trains_base_weights else 0.0)
     held = b.w16 * root_p + grad * (root_p if fsdp1 else head_p)
-    return held if fsdp1 else np.where(b.titan, held, 0.0)
+    return held if fsdp1 else np.where(b.titan | (accel & ~np.asarray(b.ds_engine, bool)), held, 0.0)
 
 
 def _deepspeed_zero3_live(b: _Batch, layer_p: Any, trainable_pg: Any) -> tuple[Any, Any]:
