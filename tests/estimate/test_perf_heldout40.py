@@ -41,9 +41,10 @@ AUTOMODEL_BOUNDS = {
     "torchao pre-training tutorial (8 H100 96 GB)": 5.0,  # 1.8: +3.2 / +1.1 / +1.1%
     "torchao pre-training tutorial (8 H100 96 GB) peak memory": 28.0,  # 25.0: the compiled loss (known-gaps 129 (d))
 }
-# runs that were made on two RTX 4090 and that the memory estimate puts over the card (known-gaps 129 (c))
-# (the 7B one fits since its QLoRA adapters are bf16, lora impl peft-base-dtype; 23.8 GiB with fp32 ones)
-SAID_NOT_TO_FIT = {"fq_4090_m7b_qlora_offload_bs12"}
+# runs that were made on two RTX 4090 and that the memory estimate puts over the card (known-gaps 129 (c)): the two QLoRA
+# runs with parameter offload at batch 12, 24.6 and 24.0 GiB predicted of 24 since the FSDP root unit is counted
+# (known-gaps 168; before it Mistral's alone, 24.1, the 7B one fitting with bf16 adapters, lora impl peft-base-dtype)
+SAID_NOT_TO_FIT = {"fq_4090_m7b_qlora_offload_bs12", "fq_4090_7b_qlora_offload_bs12"}
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +108,7 @@ def test_the_june_tutorial_holds_less_than_the_march_readme_by_more_than_modelle
             assert abs(m1 / m0 - 1) < 0.04, rid
 
 
-def test_no_row_is_refused_and_one_run_said_not_to_fit(fsdp_cases):
+def test_no_row_is_refused_and_two_runs_said_not_to_fit(fsdp_cases):
     assert not [c.row_id for c in fsdp_cases if c.metric == "refused"]  # RTX 3090 / A5000 are catalog parts
     assert {c.row_id for c in fsdp_cases if c.metric == "fits"} == SAID_NOT_TO_FIT
 
