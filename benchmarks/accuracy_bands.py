@@ -147,6 +147,7 @@ def collect() -> list[Row]:
     import perf_heldout45 as h45
     import perf_heldout46 as h46
     import perf_heldout48 as h48
+    import perf_heldout47 as h47
     import perf_heldout49 as h49
     import perf_hybrid
     import perf_mbridge26 as mb
@@ -207,6 +208,7 @@ def collect() -> list[Row]:
     out += _case_style("perf_heldout43", h43.cases(), h43.rows(), h43.job)
     out += _case_style("perf_heldout44", h44.cases(), h44.rows(), h44.job)
     out += _case_style("perf_heldout46", h46.cases(), h46.rows(), h46.job)
+    out += _case_style("perf_heldout47", h47.cases(), h47.rows(), h47.job)
     pf_rows = list(csv.DictReader(pf.DATA.open(encoding="utf-8")))
     out += _tokens_style("perf_finetune", [(rid, "", m, p) for rid, m, p in pf.cases()], pf_rows, pf.job)
     cat = load_catalog()

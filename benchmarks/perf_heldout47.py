@@ -1,0 +1,170 @@
+"""Held-out check on published runs added 2026-12-05 (twenty-first batch: fine-tuning; nothing is fitted on them):
+
+(1) torchao's fine-tuning tutorial, section 'Float8 Quantized Fine-tuning' (pytorch/ao docs/source/eager_tutorials/
+finetuning.rst at 36027d82, the table added in #2542, 2025-07-15): Llama 3.2 3B full fine-tuning under torchtune's
+full_finetune_distributed on 4 H100 (FSDP2, compiled), BF16 against torchao float8 (tensorwise with and without
+float8 all-gathers, rowwise): tokens/s a GPU and peak reserved memory. The experiments are torchtune PR #2546's
+(1075d9cdd, 2025-04-17): '4x H100 GPUs with 94GB memory', the cleaned Alpaca for one epoch, batch 16, torch.compile.
+The rowwise_with_gw_hp row is refused (no recipe keeps the weight-gradient GEMM in 16 bit).
+(2) NVIDIA dgxc-benchmarking v24.11 (35a9aecc, 2024-12-13): Hugging Face + PEFT LoRA under FSDP1 on 8-512 H100,
+Llama-2-70B and Mistral-7B on packed UltraChat, 'train samples per second'. Not scored: the figure is the Trainer's
+train_runtime over 30 / 100 steps, which holds the end-of-epoch evaluation over the test splits. Estimated for what
+that says instead (implied_eval): the measured runtime less the estimate's training steps, times the GPUs, over the
+evaluation passes, is about constant where the evaluation is the rest (fixed work shared by the GPUs).
+(3) AMD's ROCm blogs on one MI300X (rocm-blogs llama-lora and llama-Qlora as revised 2024-10-22): Llama-2-7B in fp32
+under HF Trainer / trl SFTTrainer on guanaco-llama2-1k, batch 4: LoRA (time and memory), full fine-tuning (memory; its
+time holds five checkpoint saves), QLoRA (refused by the job path: fp32 training arguments over an fp16 4-bit compute
+dtype). Printed beside them, a probe: the fp32 rows at the part's fp32 GEMM rate instead of the TF32 one the estimate
+takes for fp32 (PyTorch's default matmul precision does not use TF32 or XF32).
+
+Not rows (read, said in docs/known-gaps.md 163): the Mixtral DPO blog (hours, approximate), torchtune PR #2546's Llama3-8B table (only its headline, 14.7%, is in the
+stored text), axolotl PR #3969's RTX 5090 FP8 matrix (its table is not in the stored text) and the Primus / AMD
+playbooks fine-tuning guides (commands, no figures).
+
+Data: benchmarks/data/heldout_2026u_torchao_fp8_finetune.csv, heldout_2026u_dgxc_hf_lora.csv and
+heldout_2026u_rocm_blogs.csv (finetune_heldout's columns with perf_heldout46's, an `overlay` column (the catalog overlay
+under benchmarks/data a row runs on) and, for the dgxc and ROCm rows, `frozen_base_dtype` / `nf4_dequant_dtype`; every
+setting a source does not state is named in the row's `assumed`).
+
+Sign: (predicted - published) / published; + = predicted too fast (time) or too large (memory).
+
+Run: python benchmarks/perf_heldout47.py
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+import finetune_heldout as fh
+import perf_heldout43 as p43
+from harness import Case, kept_rows, num, print_case_rows, refusals_said, scored, whole
+from trainsizer.catalog import load_catalog
+from trainsizer.estimate.memory import estimate_memory
+from trainsizer.estimate.step_time import step_time_arrays
+
+DATA = Path(__file__).resolve().parent / "data"
+TORCHAO_FP8 = DATA / "heldout_2026u_torchao_fp8_finetune.csv"
+DGXC_HF = DATA / "heldout_2026u_dgxc_hf_lora.csv"
+ROCM_BLOGS = DATA / "heldout_2026u_rocm_blogs.csv"
+SOURCES = (TORCHAO_FP8, DGXC_HF, ROCM_BLOGS)
+BF16_ROW = "aofp8ft_3b_bf16_4xh100"
+# packed 2,048-token samples a pass over the training splits: the Mistral 256-GPU log, 1,638,400 samples = epoch 6.25
+EPOCH_SAMPLES = 262_144
+STEPS = {"llama-2-70b": 30, "mistral-7b": 100}  # the launch scripts' max_steps
+
+
+def rows() -> list[dict[str, str]]:
+    """Every source's rows, in file order."""
+    return [r for path in SOURCES for r in csv.DictReader(path.open(encoding="utf-8"))]
+
+
+def job(r: dict[str, str]) -> dict:
+    """A row as a job file (finetune_heldout's builder)."""
+    return fh.job(r)
+
+
+@functools.cache
+def catalog(overlay: str):
+    """The catalog a row runs on: the shipped one with its overlay file (benchmarks/data) over it."""
+    return load_catalog([DATA / overlay] if overlay else [])
+
+
+def _source(r: dict[str, str]) -> str:
+    return r["source"].split(" (")[0]
+
+
+def cases() -> list[Case]:
+    """Every row's scored figures; a row the data does not score (its `refused` column) or the job path refuses: one
+    'refused' case with the reason."""
+    out = [Case(r["id"], _source(r), "refused", 0.0, skipped=r["refused"]) for r in rows() if r["refused"]]
+    return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, catalog(r["overlay"])), _source) + out
+
+
+def fp8_ratios(cs: list[Case]) -> list[tuple[str, float, float]]:
+    """(row, measured, predicted) tokens/s of each float8 row over the BF16 row."""
+    got = {c.row_id: c for c in scored(cs, "tokens_s")}
+    base = got[BF16_ROW]
+    return [(k, c.measured / base.measured, c.predicted / base.predicted) for k, c in got.items()
+            if k.startswith("aofp8ft") and k != BF16_ROW]
+
+
+def _peak_gib(r: dict[str, str], longest: float) -> float:
+    """The estimate's peak on the row's basis with the longest sample at `longest` positions."""
+    sc = fh._scenario(dict(r, seq_len=str(round(longest))), catalog(r["overlay"]))
+    return fh._memory_gib(r, estimate_memory(sc.model, sc.training, sc.system, sc.strategy, check=False))[1]
+
+
+def longest_for_peak(r: dict[str, str]) -> float:
+    """The longest sample (positions) at which the estimate's peak reaches the row's measured one: the micro-batch
+    holding it sets the peak of an unpacked run (bisection; the peak grows with it)."""
+    lo, hi = num(r["avg_tokens"]), 16_384.0
+    for _ in range(24):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if _peak_gib(r, mid) < num(r["peak_mem"]) else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+def _step_s(sc, system=None) -> float:
+    """The estimate's step time of a resolved scenario, on `system` in place of its own where given."""
+    arrays = step_time_arrays(sc.model, sc.training, system or sc.system, sc.strategy)
+    return float(np.asarray(arrays["step_s"]).reshape(-1)[0])
+
+
+def fp32_rate_tokens(r: dict[str, str]) -> float:
+    """A probe, not a score: the fp32 row's tokens/s with the part's fp32 GEMM rate in place of the TF32 one the
+    estimate takes for fp32 (inputs.System.peak); PyTorch's matmuls run fp32 at full precision unless a script sets
+    torch.backends.cuda.matmul.allow_tf32 (False by default since 1.12) and these scripts do not (known-gaps 163 (f))."""
+    sc = fh._scenario(r, catalog(r["overlay"]))
+    fp32_only = replace(sc.system, peak_tflops={k: v for k, v in sc.system.peak_tflops.items() if k != "tf32"})
+    return fh.counted_tokens(r, sc.training) / _step_s(sc, fp32_only)
+
+
+def implied_eval(r: dict[str, str]) -> tuple[float, float, int, float]:
+    """(measured train_runtime s, the estimate's training steps s, evaluation passes, the rest x GPUs / passes in
+    GPU-seconds) of a dgxc row: what its train_runtime holds beside the training steps, per pass over the test
+    splits; passes = ceil(epochs), the Trainer evaluating at each epoch end and where max_steps ends the last."""
+    step = _step_s(fh._scenario(dict(r, refused=""), catalog(r["overlay"])))
+    samples = whole(r["global_batch_seqs"]) * STEPS[r["model"]]
+    runtime = samples * num(r["avg_tokens"]) / num(r["tokens_per_s"])
+    passes = math.ceil(samples / EPOCH_SAMPLES)
+    train = STEPS[r["model"]] * step
+    return runtime, train, passes, (runtime - train) * whole(r["gpu_count"]) / passes
+
+
+def _eval_lines() -> list[str]:
+    return [f"  {r['id']:38s} runtime {rt:6.0f} s, estimate's steps {tr:6.0f} s, {n} pass(es): the rest "
+            f"{gs / 1e3:6.1f}k GPU-s a pass" for r in rows() if r["id"].startswith("dgxc")
+            for rt, tr, n, gs in [implied_eval(r)]]
+
+
+def main() -> None:
+    cs = cases()
+    print("(1) torchao's fine-tuning tutorial: Llama 3.2 3B full fine-tuning under torchtune on 4 H100, BF16 and "
+          "float8 (tokens/s a GPU, peak reserved memory); (2) dgxc-benchmarking v24.11 HF LoRA rows, not scored; "
+          "(3) AMD's ROCm blogs, Llama-2-7B fp32 fine-tuning on one MI300X (held out, nothing fitted):")
+    print_case_rows([c for c in cs if c.metric in ("tokens_s", "peak_gib")], 34, "9.1f")
+    print("\nper source:\n" + "\n".join(p43.source_lines(cs)))
+    print("\nfloat8 over BF16 tokens/s (measured vs predicted):")
+    print("\n".join(f"  {k:34s} measured {m:.3f} predicted {p:.3f}" for k, m, p in fp8_ratios(cs)))
+    r = next(x for x in rows() if x["id"] == BF16_ROW)
+    print(f"\nthe longest sample the BF16 row's {r['peak_mem']} GiB reserved needs in the estimate: "
+          f"{longest_for_peak(r):.0f} positions (rows: {r['seq_len']}; known-gaps 163 (a))")
+    print("\nprobe, fp32 rows at the part's fp32 GEMM rate (the estimate takes its TF32 rate; known-gaps 163 (f)):")
+    print("\n".join(f"  {c.row_id:34s} measured {c.measured:7.1f} predicted {c.predicted:7.1f}, at the fp32 rate "
+                    f"{fp32_rate_tokens(r):7.1f}" for c in scored(cs, "tokens_s") for r in rows()
+                    if r["id"] == c.row_id and r["precision"] == "fp32"))
+    print("\ndgxc rows, not scored: train_runtime less the estimate's training steps, x GPUs / evaluation passes:")
+    print("\n".join(_eval_lines()))
+    said = [c for c in cs if c.metric in ("refused", "fits")]
+    print(f"\nrefused or said not to fit: {len(said)}" + "".join(f"\n  {c.row_id}: {c.skipped[:110]}" for c in said))
+    print("\n" + p43.summary("perf_heldout47", cs))
+
+
+if __name__ == "__main__":
+    main()
