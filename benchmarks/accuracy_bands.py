@@ -146,8 +146,8 @@ def collect() -> list[Row]:
     import perf_heldout44 as h44
     import perf_heldout45 as h45
     import perf_heldout46 as h46
-    import perf_heldout48 as h48
     import perf_heldout47 as h47
+    import perf_heldout48 as h48
     import perf_heldout49 as h49
     import perf_hybrid
     import perf_mbridge26 as mb
