@@ -344,8 +344,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     `recompute_modules`: Megatron-Core's selective recompute by module (`_module_recompute`); None = the attention
     core. `flash_head_pad`: the flash kernel's executed over actual head-dim width (flash_head_dim_ratio).
     `full_recompute_share`: the share of the layers full recompute re-runs (partial_recompute.py; 1 = all).
-    `sequence_first` (bool, arrays allowed): the framework keeps activations (s, b, h) (Megatron-Core; a hybrid
-    model's Mamba-2 mixers copy across, estimate.mamba.layout_copy_time).
+    `sequence_first` (bool, arrays allowed): activations kept (s, b, h) (Megatron-Core; Mamba-2 mixers copy across).
     `fp8_gathered_casts`: under sequence parallelism, the share of the sequence-parallel all-gathers that carry FP8
     (step_time._fp8_tp_gather_share): an FP8 gather is cast before it, on the 1 / t shard, so the casts of gathered
     linear inputs (qkv, MLP up) and output gradients (o, MLP down) cover 1 / t of the tokens (Transformer Engine
