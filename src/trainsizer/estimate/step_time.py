@@ -958,6 +958,12 @@ def _fused_elementwise(x: _Step) -> Any:
     return (x.a["torch_compile"] > 0) | np.asarray(x.fw.fused_kernels)
 
 
+def _inductor_fused(x: _Step) -> Any:
+    """Whether torch.compile's Inductor fuses the element-wise ops: compiled, where the framework has no fused kernels
+    of its own (a style's own fused kernels leave the eager ops they do not cover eager)."""
+    return (np.asarray(x.a["torch_compile"]) > 0) & ~np.asarray(x.fw.fused_kernels, bool)
+
+
 def _moe_passes(x: _Step) -> tuple[Any, Any, Any] | None:
     """An MoE layer's element-wise traffic relative to the fused count, by part (compute.moe_elementwise_traffic):
     its norms, residuals and RoPE; the routed experts' activation; the shared experts' (and the dense MLP's) as
@@ -1086,7 +1092,7 @@ def _eager_attention_time(x: _Step) -> Any:
     extra = {key: np.where(unfused, ea["fp32_softmax"][key] - ea["fused"][key], 0.0)
              + (ea["softcap"][key] if x.model.attention_softcap else 0.0)
              for key in ("fwd", "bwd", "kernels_fwd", "kernels_bwd")}
-    compiled = (np.asarray(x.a["torch_compile"]) > 0) & ~np.asarray(x.fw.fused_kernels, bool)
+    compiled = _inductor_fused(x)
     s = np.asarray(x.row, float)
     scores = x.b * float(x.training.sequences_per_sample) * float(x.model.heads) / x.t * s / x.c * s
     passes = 1.0 + x.full_share
@@ -1218,7 +1224,7 @@ def _adapter_host_s(x: _Step) -> Any:
     if x.training.method == "qlora":
         recast = float(_nf4_recast(x))  # the fp16 -> compute-dtype copy, one op a weight (_nf4_recast)
         ops = ops + compute.KERNELS["nf4_dequantise"] * (_nf4_kernels(x) + recast) * (2.0 + x.full_share)
-    eager = ~((np.asarray(x.a["torch_compile"]) > 0) & ~np.asarray(x.fw.fused_kernels, bool))
+    eager = ~_inductor_fused(x)
     op_s = _launch_op_s(x.system.vendor)
     return np.where(eager, ops * op_s + _lora_index_host_s(x), 0.0)
 
@@ -1284,7 +1290,7 @@ def _fp32_loss_excess(x: _Step) -> tuple[Any, Any]:
     # a style's few values, mapped once each: np.vectorize over a 10^6-strategy batch cost 10% of the search
     unique, where = np.unique(names, return_inverse=True)
     keys = [FP32_CE_KEYS.get(str(n), "") for n in unique]
-    compiled = (np.asarray(x.a["torch_compile"]) > 0) & ~np.asarray(x.fw.fused_kernels, bool)
+    compiled = _inductor_fused(x)
     fused_fwd, fused_bwd = compute.CE_BYTES["fused"]
     fwd_b = np.array([compute.CE_BYTES[k][0] - fused_fwd if k else 0.0 for k in keys])[where].reshape(names.shape)
     bwd_b = np.array([compute.CE_BYTES[k][1] - fused_bwd if k else 0.0 for k in keys])[where].reshape(names.shape)
@@ -1622,7 +1628,7 @@ def _lora_adapters(x: _Step) -> Any:
         return fwd * (1.0 + x.full_share) + bwd
 
     # the layer compiled by torch.compile (lora.compiled); a style's own fused kernels leave the adapter eager
-    in_compiled = (np.asarray(x.a["torch_compile"]) > 0) & ~np.asarray(x.fw.fused_kernels, bool)
+    in_compiled = _inductor_fused(x)
     upcast = _peft_upcast_excess(x, elems(1.0, 0.0))  # eager only
     if compiled is None or not np.any(in_compiled):
         return seconds(eager) + upcast
@@ -1656,7 +1662,7 @@ def _l2_reread_credit(x: _Step) -> tuple[Any, Any]:
     lc = x.k.raw["lora"]
     if _lora_counted_impl(x, lc) != "peft":
         return fwd, bwd
-    in_compiled = (np.asarray(x.a["torch_compile"]) > 0) & ~np.asarray(x.fw.fused_kernels, bool)
+    in_compiled = _inductor_fused(x)
     on = (np.asarray(x.t) == 1) & ~in_compiled & ~np.asarray(_te_fused_lora(x), bool)
     cast = _peft_cast_on(x)
     a, f, credit = c["lora_peft"], c["lora_peft_fp32_cast"], compute.l2_reread_credit
