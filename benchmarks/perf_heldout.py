@@ -35,7 +35,10 @@ hardware FLOPs over the estimated step); `nemo_tflops_per_gpu` (NeMo's Llama FLO
 6 x parameters + 60 s h L per token, flops.gptneox_logged_flops); `peak_memory_gib` (one logged peak: PyTorch's max_memory_reserved)
 against the memory estimate less the CUDA context and NCCL buffers, which live outside PyTorch's allocator;
 `peak_allocated_gib` (max_memory_allocated) against it less those and the allocator's fragmentation too;
-`allocated_after_step_gib` (the same log line's memory_allocated after the optimizer step) against the model states. A row
+`allocated_after_backward_gib` (the same log line's memory_allocated: NeMo 2's MegatronStrategy.training_step logs it
+after the forward-backward, before the optimizer step, nemo/lightning/pytorch/strategies/megatron_strategy.py) against
+the model states; `allocated_after_step_gib` (memory_allocated after the optimizer step, Megatron-LM's training_log)
+against the estimate's after-step figure (the model states and what the step holds until the next zero_grad). A row
 the estimator refuses is printed as REFUSED with the error: real runs must not be refused, so each is a bug to
 report. Memory fit is reported for every row, not scored (several sources do not state recompute or their memory
 tricks); the one logged peak (dgxc's example line) is scored as its own source.
@@ -73,7 +76,8 @@ _BOOL = {"true": True, "false": False}
 OUTSIDE_ALLOCATOR = ("cuda_context", "nccl_buffers")
 # torch.cuda.max_memory_allocated() holds neither those nor the allocator's cached, unused blocks (fragmentation)
 NOT_ALLOCATED = (*OUTSIDE_ALLOCATOR, "fragmentation")
-MEMORY_METRICS = ("peak_memory_gib", "peak_allocated_gib", "allocated_after_step_gib", "device_memory_used_gib")
+MEMORY_METRICS = ("peak_memory_gib", "peak_allocated_gib", "allocated_after_step_gib", "allocated_after_backward_gib",
+                  "device_memory_used_gib")
 
 
 _LIST_KEYS = ("recompute_modules",)  # strategy fields that take a list
@@ -91,7 +95,8 @@ def _extra(text: str) -> dict[str, Any]:
 
 def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
     """The row as a user's job file. `strategy_extra` may also carry the job-level `flash_attention` and
-    `bf16_layers` (decoder layers kept in BF16 under an FP8 / FP4 recipe), `pad_share` (rows padded to seq_len) and the hardware's `per_node` (GPUs a host, where the catalog's host size is not the run's: DGX-2's 16 V100); a network
+    `bf16_layers` (decoder layers kept in BF16 under an FP8 / FP4 recipe), `pad_share` (rows padded to seq_len),
+    `hidden_dropout` / `attention_dropout` (the run's dropout probabilities) and the hardware's `per_node` (GPUs a host, where the catalog's host size is not the run's: DGX-2's 16 V100); a network
     written as `key=value;...` is an inline network (NICs per node, Gb/s per NIC, kind)."""
     model: Any = models[row["model"]]["model"] if row["model"] in models else row["model"]
     extra = _extra(row["strategy_extra"])
@@ -99,6 +104,7 @@ def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
     routing = extra.pop("moe_routing", None)  # job level, like flash_attention
     bf16_layers = extra.pop("bf16_layers", None)  # job level
     pad_share = extra.pop("pad_share", None)  # job level: rows padded to seq_len
+    dropouts = {k: float(extra.pop(k)) for k in ("hidden_dropout", "attention_dropout") if k in extra}  # job level
     per_node = extra.pop("per_node", None)  # hardware level
     strategy = {"tp": whole(row["tp"], 1), "pp": whole(row["pp"], 1), "vpp": whole(row["vpp"], 1),
                 "cp": whole(row["cp"], 1), "ep": whole(row["ep"], 1), "micro_batch": whole(row["micro_batch"], 1),
@@ -121,7 +127,7 @@ def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
         job["bf16_layers"] = bf16_layers
     if pad_share:
         job["pad_share"] = float(pad_share)
-    return job
+    return {**job, **dropouts}
 
 
 def predicted_metric(row: dict[str, str], result: dict[str, Any], model: Any) -> float:
@@ -153,7 +159,9 @@ def predicted_metric(row: dict[str, str], result: dict[str, Any], model: Any) ->
         outside = sum(float(items[k]["gib"]) for k in (OUTSIDE_ALLOCATOR if metric == "peak_memory_gib"
                                                        else NOT_ALLOCATED) if k in items)
         return float(result["memory"]["per_gpu_gib"]) - outside
-    if metric == "allocated_after_step_gib":  # memory_allocated() after the step: the model states alone
+    if metric == "allocated_after_step_gib":  # memory_allocated() after the optimizer step, before the next zero_grad
+        return float(result["memory"]["after_step_gib"])
+    if metric == "allocated_after_backward_gib":  # memory_allocated() after the backward: the model states alone
         return sum(float(items[k]["gib"]) for k in STEP_STATE_ITEMS if k in items)
     if metric == "device_memory_used_gib":  # torch.cuda.mem_get_info()'s total less free: the whole estimate
         return float(result["memory"]["per_gpu_gib"])

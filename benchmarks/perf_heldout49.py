@@ -27,10 +27,13 @@ Megatron's unfused core attention), the GRPO tests (generation and training in o
 (12 layers of hidden 512: 1-3 GiB peaks, mostly fixed buffers) and the iteration times beside the memory
 (--deterministic-mode and NCCL_ALGO Ring, which no job field states).
 
-Printed: each row (published, predicted, error), per-source MAPE, and two probes, not scored: the 7B peaks with the
-residual dropout masks counted (Megatron-LM's --hidden-dropout defaults to 0.1 and those configs do not set it; the
-memory model's MemoryOptions.dropout counts the two 1-byte masks a layer, which no job field reaches), and the Nemotron
-after-step figure with the distributed optimizer's fp32 copy of its bf16 gradient shard added.
+Modelled since 2026-12-05 (docs/known-gaps.md 172): the 7B rows state the dropout their configs leave at Megatron-Core's
+defaults (job hidden_dropout / attention_dropout 0.1: TransformerConfig, transformer_config.py at d98e8a64dd), whose
+residual masks the memory model counts; the after-step figure is the estimate's `after_step_gib`, which holds the
+distributed optimizer's fp32 copy of a bf16 gradient shard until the next zero_grad (the Nemotron test reduces in bf16).
+
+Printed: each row (published, predicted, error), per-source MAPE, and what the two mechanisms add: the 7B peaks with the
+dropout set to 0 (the estimate before the jobs stated it) and the after-step figures less the model states.
 
 Sign: (predicted - published) / published, + = predicted too large.
 
@@ -47,7 +50,7 @@ import perf_heldout as ph
 import perf_heldout28 as p28
 from harness import Case, mape, model_data, print_case_rows
 from trainsizer.catalog import load_catalog
-from trainsizer.estimate.memory import MemoryOptions, estimate_memory
+from trainsizer.estimate.memory import STEP_STATE_ITEMS, estimate_memory
 from trainsizer.scenario import resolve_job
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -58,7 +61,7 @@ SCORED = ("peak_allocated_gib",)  # the after-step rows are printed, not in accu
 DEFAULT_DROPOUT_MODELS = ("mcore-ci-gpt3-7b",)
 # rows whose distributed optimizer reads a bf16 gradient buffer: its fp32 copy of the shard is the main parameters'
 # .grad until the next step's zero_grad (megatron/core/optimizer/distrib_optimizer.py _copy_model_grads_to_main_grads,
-# shard_model_grad.float()), the size of the estimate's master_weights item
+# shard_model_grad.float())
 BF16_GRAD_REDUCE = "grad_reduce_in_fp32=false"
 
 
@@ -71,25 +74,25 @@ def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
     return ph.estimate_rows(rows())
 
 
-def dropout_probe() -> list[tuple[str, float, float]]:
-    """(row id, measured, predicted with the residual dropout masks counted) of each peak row whose config leaves
-    Megatron's default dropout."""
+def without_dropout() -> list[tuple[str, float, float]]:
+    """(row id, measured, predicted with the dropout set to 0) of each peak row whose job states a dropout."""
     models, cat = model_data(ph.MODELS), load_catalog()
     out = []
     for r in rows():
-        if r["metric"] not in SCORED or r["model"] not in DEFAULT_DROPOUT_MODELS:
+        job = ph.job_of(r, models)
+        if r["metric"] not in SCORED or not job.get("hidden_dropout"):
             continue
-        sc = resolve_job(ph.job_of(r, models), cat)
-        mem = estimate_memory(sc.model, sc.training, sc.system, sc.strategy, MemoryOptions(dropout=True))
+        sc = resolve_job({**job, "hidden_dropout": 0.0, "attention_dropout": 0.0}, cat)
+        mem = estimate_memory(sc.model, sc.training, sc.system, sc.strategy)
         out.append((r["id"], float(r["value"]), ph.predicted_metric(r, {"time": {}, "memory": mem.to_dict()}, sc.model)))
     return out
 
 
-def grad_copy_probe(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[tuple[str, float, float]]:
-    """(row id, measured, predicted with the optimizer's fp32 gradient-shard copy added) of each after-step row under a
-    bf16 gradient reduce."""
-    return [(c.row_id, c.measured, c.predicted + float(res["memory"]["items"]["master_weights"]["gib"]))
-            for c, res, r in run if c.metric == "allocated_after_step_gib" and BF16_GRAD_REDUCE in r["strategy_extra"]]
+def held_after_step(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[tuple[str, float, float]]:
+    """(row id, measured, GiB the after-step figure holds beyond the model states) of each after-step row."""
+    return [(c.row_id, c.measured, c.predicted - sum(float(res["memory"]["items"][k]["gib"]) for k in STEP_STATE_ITEMS
+                                                     if k in res["memory"]["items"]))
+            for c, res, r in run if c.metric == "allocated_after_step_gib"]
 
 
 def main() -> None:
@@ -103,14 +106,13 @@ def main() -> None:
         for metric in dict.fromkeys(c.metric for c in group):
             sub = [c for c in group if c.metric == metric]
             print(f"  {src:56s} {metric:25s} n={len(sub)} MAPE {mape(sub):5.1f}%")
-    print("\nprobe, not scored: the peaks with the two residual dropout masks a layer counted (Megatron-LM's "
-          "--hidden-dropout 0.1 default):")
-    for rid, m, p in dropout_probe():
+    print("\nwithout the dropout masks (the 7B configs leave Megatron-Core's hidden / attention dropout 0.1):")
+    for rid, m, p in without_dropout():
         print(f"  {rid:52s} measured {m:7.2f} predicted {p:7.2f} ({100 * (p / m - 1):+.1f}%)")
-    print("probe, not scored: after the step with the distributed optimizer's fp32 copy of its bf16 gradient shard "
-          "(the main parameters' .grad until the next zero_grad):")
-    for rid, m, p in grad_copy_probe(run):
-        print(f"  {rid:52s} measured {m:7.2f} predicted {p:7.2f} ({100 * (p / m - 1):+.1f}%)")
+    print("after the step, held beyond the model states (the distributed optimizer's fp32 copy of a bf16 gradient "
+          "shard, until the next zero_grad):")
+    for rid, m, held in held_after_step(run):
+        print(f"  {rid:52s} measured {m:7.2f} held {held:6.2f} GiB")
     peaks = [c for c in cs if c.metric in SCORED]
     worst = max(peaks, key=lambda c: abs(c.err))
     print(f"\nperf_heldout49: peak memory n={len(peaks)} MAPE {mape(peaks):.1f}%, worst {worst.row_id} "

@@ -303,6 +303,8 @@ def _training(job: Job) -> Training:
         moe_capacity_factor=job.moe_capacity_factor,
         moe_routing=job.moe_routing,
         pad_share=job.pad_share,
+        hidden_dropout=job.hidden_dropout,
+        attention_dropout=job.attention_dropout,
         fp8_recipe=job.fp8_recipe,
         bf16_layers=job.bf16_layers,
         attention_span=int(min(job.data.avg_tokens, job.seq_len)) if job.packing and job.data.avg_tokens else 0,

@@ -243,10 +243,15 @@ def _hybrid_items(x: _Layer, moe: bool) -> LayerItems:
     estimate.mamba.mixer_saved_items; attention; the dense MLP), weighted by their counts. Megatron-Core's
     recompute_modules drop items by name (`recompute_module_items`), so the names are the transformer layer's."""
     model = x.model
+    # each hybrid layer holds one block and one residual dropout (Megatron-Core MambaLayer / TransformerLayer's
+    # bias-dropout-add), not a transformer layer's two
+    mask = _residual_mask(x)
     if moe:
         out = _Saved()
         out.detail["mlp_norm"] = x.norm(model.hidden)
-        out.sp += out.detail["mlp_norm"]
+        out.sp += out.detail["mlp_norm"] + mask
+        if mask:
+            out.detail["residual_dropout_mask"] = mask
         _moe_mlp(x, out)
         return out.items()
     kinds = []
@@ -254,15 +259,20 @@ def _hybrid_items(x: _Layer, moe: bool) -> LayerItems:
         from trainsizer.estimate.mamba import mixer_saved_items
 
         sp, tp, d = mixer_saved_items(model, x.a, x.g, x.norm(model.hidden), x.training.trains_base_weights)
-        kinds.append((model.mamba_layers, _Saved(detail=d, sp=sp, tp=tp)))
+        if mask:
+            d["residual_dropout_mask"] = mask
+        kinds.append((model.mamba_layers, _Saved(detail=d, sp=sp + mask, tp=tp)))
     if model.attention_layers:
         att = _Saved()
         _attention(x, att)
+        att.sp -= att.detail.pop("mlp_residual_dropout_mask", 0.0)
         kinds.append((model.attention_layers, att))
     if model.dense_mlp_layers:
         mlp = _Saved()
         mlp.detail["mlp_norm"] = x.norm(model.hidden)
-        mlp.sp += mlp.detail["mlp_norm"]
+        mlp.sp += mlp.detail["mlp_norm"] + mask
+        if mask:
+            mlp.detail["residual_dropout_mask"] = mask
         _dense_mlp(x, mlp)
         kinds.append((model.dense_mlp_layers, mlp))
     n = float(sum(k for k, _ in kinds)) or 1.0
@@ -322,10 +332,15 @@ def _attention(x: _Layer, out: _Saved) -> None:
     if lo:
         d["lora_o_a_out"] = lo
         out.sp += lo
-    if x.dropout:
-        d["attn_residual_dropout_mask"] = 1 * h
-        d["mlp_residual_dropout_mask"] = 1 * h
-        out.sp += 2 * h
+    if _residual_mask(x):
+        d["attn_residual_dropout_mask"] = d["mlp_residual_dropout_mask"] = _residual_mask(x)
+        out.sp += 2 * _residual_mask(x)
+
+
+def _residual_mask(x: _Layer) -> float:
+    """Bytes per token of one residual dropout's mask (torch native_dropout's bool mask, 1 B an element; Korthikanti
+    et al. 2022 Table 2, sbh) where MemoryOptions.dropout or the job's hidden_dropout turns it on, else 0."""
+    return float(x.model.hidden) if x.dropout or x.training.hidden_dropout > 0 else 0.0
 
 
 def _attention_core(x: _Layer, out: _Saved) -> None:
@@ -345,7 +360,7 @@ def _attention_core(x: _Layer, out: _Saved) -> None:
             d["scores_per_key"] = (4 + (a if a != 4 else 0)) * nh
         else:  # Megatron fused scale-mask-softmax saves its 16-bit output
             d["scores_per_key"] = a * nh
-        if x.dropout:
+        if x.dropout or x.training.attention_dropout > 0:
             d["attn_dropout_per_key"] = (1 + a) * nh
         out.s2 += d["scores_per_key"] + d.get("attn_dropout_per_key", 0.0)
         if x.W("o_proj"):  # P @ V output permuted to (b, s, h): a copy, saved by o_proj

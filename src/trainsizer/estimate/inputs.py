@@ -77,6 +77,10 @@ class Training:
     # Every position is computed; in an MoE layer the pad positions route alike, to one set of top-k experts
     # (step_time._expert_token_split). 0 = no such padding: balanced routing.
     pad_share: float = 0.0
+    # Dropout probabilities (Job.hidden_dropout / attention_dropout): > 0 keeps the masks the backward reads
+    # (estimate.activations: the residual dropouts' 1 byte an element, the attention dropout's outside fused kernels)
+    hidden_dropout: float = 0.0
+    attention_dropout: float = 0.0
     # FP8 scaling recipe (precision fp8 only): "auto" (the accelerator's default: MXFP8 on Blackwell, delayed
     # scaling elsewhere), "delayed", "tensorwise", "rowwise", "mxfp8" (perf_constants.yaml `fp8`).
     fp8_recipe: str = "auto"

@@ -1262,7 +1262,8 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
     # the first layer's norm saves nothing when its input needs no gradient (LoRA, frozen embedding); the embedding
     # and the first layer are in chunk 0
     items["layer_activations"] = items["layer_activations"] - _on(g.is_first, n0 * tokens * disc / sp_div, 0.0)
-    if b.options.dropout:
+    if b.options.dropout or b.training.hidden_dropout > 0:  # the embedding dropout's 1-byte mask (Megatron-Core
+        # LanguageModelEmbedding's embedding_dropout takes hidden_dropout)
         emb_act = emb_act + tokens * model.hidden / sp_div
     items["embedding_and_rope"] = _on(g.is_first, n0 * emb_act, 0.0)
     final_sp = by_prof(lambda pr: hi[pr].final_sp)
@@ -1730,11 +1731,26 @@ def _stage_bytes(b: _Batch, g: _Stage, options: MemoryOptions, detail: bool) -> 
     host, paged = _paged_optimizer(b, items, states.host)
     host = _offload_and_fuse(b, g, items, host)
     loss_phase = _backward_phases(b, g, items, _torchtune_fsdp2_phase_units(b, options))
+    after_step = sum(items[k] for k in STEP_STATE_ITEMS if k in items) + _main_grad_copy(b, states.opt_params)
     if options.overheads:
         _overheads(b, items, states.trainable_pg, loss_phase)
     total, step_peak = _optimizer_step_peak(b, items, sum(items.values()), states.opt_params, detail)
     return {"total": total, "host": host, "items": items if detail else None, "n_layers": g.n_layers,
-            "step_peak": step_peak, "paged": paged}
+            "step_peak": step_peak, "paged": paged, "after_step": after_step}
+
+
+def _main_grad_copy(b: _Batch, opt_params: Any) -> Any:
+    """Bytes the optimizer step leaves allocated beyond the model states until the next step's zero_grad: Megatron-Core
+    with a bf16 gradient buffer (grad_reduce_in_fp32 false) gives each fp32 main parameter (shard) an fp32 copy of
+    its gradient as .grad (megatron/core/optimizer/distrib_optimizer.py _copy_model_grads_to_main_grads,
+    `shard_main_param.grad = shard_model_grad.float()`, at d98e8a64dd; an fp32 buffer's .float() is the same tensor),
+    freed by optimizer.zero_grad(set_to_none) at the start of the next train_step (megatron/training/training.py).
+    Megatron-FSDP (zero 3 under the megatron profile) returns before the copy; DeepSpeed frees its fp32 partition
+    gradients within the step."""
+    if not b.training.trains_base_weights:
+        return 0.0
+    fp32 = float(b.c["optimizer_step"]["fp32_grad_cast_bytes_per_param"])
+    return np.where(b.bf16_grads & (~b.offload_opt) & (b.z < 3), fp32 * opt_params, 0.0)
 
 
 def _evaluate(
@@ -1820,6 +1836,9 @@ class MemoryEstimate:
     memory_profile: str  # hf | megatron (`PROFILES`), from the framework through `estimate.framework`
     notes: tuple[str, ...] = field(default=())
     peak_phase: str = PEAK_PHASES[0]  # when the worst GPU peaks: "forward/backward" or "optimizer step"
+    # allocated on the worst GPU between steps (after the optimizer step, before the next zero_grad): the model states
+    # and what the step leaves held (`_main_grad_copy`); 0 = not computed
+    after_step_bytes: float = 0.0
 
     @property
     def fits(self) -> bool:
@@ -1852,6 +1871,7 @@ class MemoryEstimate:
             "host_capacity_gib": g(self.host_capacity_bytes),
             "framework": self.memory_profile,  # JSON key kept: the memory profile the strategy resolved to
             "peak_phase": self.peak_phase,
+            "after_step_gib": g(self.after_step_bytes),
             "notes": list(self.notes),
         }
 
@@ -1914,4 +1934,5 @@ def estimate_memory(
         memory_profile="megatron" if mega else "hf",
         notes=tuple(notes),
         peak_phase=PEAK_PHASES[int(bool(np.asarray(r["step_peak"]).reshape(-1)[0]))],
+        after_step_bytes=float(np.asarray(sd["after_step"]).reshape(-1)[0]),
     )

@@ -139,6 +139,10 @@ def check_training(training: Training) -> None:
     if not 0.0 <= training.pad_share < 1.0:
         raise SpecError("training.pad_share", msg("pad_share_range"), value=training.pad_share,
                         allowed="0 <= pad_share < 1: 0 (no padding), 0.88 (a 512-token row holding 62 tokens)")
+    for name in ("hidden_dropout", "attention_dropout"):
+        if not 0.0 <= getattr(training, name) < 1.0:
+            raise SpecError(f"training.{name}", msg("dropout_range"), value=getattr(training, name),
+                            allowed="0 <= p < 1: 0 (no dropout), 0.1 (Megatron-LM's default)")
     if training.moe_routing not in MOE_ROUTINGS:
         raise unknown_name("training.moe_routing", "MoE routing pattern", training.moe_routing, MOE_ROUTINGS)
 

@@ -710,6 +710,15 @@ class Job(_Strict):
     # positions carry one token, so an MoE layer's router sends them all to the same top-k experts
     # (estimate.step_time._expert_token_split); 0 = no padding (packed or dynamically padded rows)
     pad_share: float = Field(0.0, ge=0, lt=1)
+    # dropout probabilities of the decoder (Megatron's --hidden-dropout / --attention-dropout; HF GPT-2's resid_pdrop
+    # and embd_pdrop / attn_pdrop). A residual dropout keeps a 1-byte mask an element for its backward (torch
+    # native_dropout): the embedding's, and the two after attention and after the MLP in each layer (Korthikanti et
+    # al. 2022 Table 2: sbh each); the attention dropout keeps an s^2 mask only outside fused attention kernels.
+    # 0 = none: today's LLM recipes (NeMo / Megatron-Bridge Llama-family configs, torchtitan, HF Llama). A plain
+    # Megatron-LM run that does not pass the flags trains with 0.1 and 0.1 (TransformerConfig hidden_dropout /
+    # attention_dropout, megatron/core/transformer/transformer_config.py at d98e8a64dd): write them here
+    hidden_dropout: float = Field(0.0, ge=0, lt=1)
+    attention_dropout: float = Field(0.0, ge=0, lt=1)
     goal: Goal = Goal()
     constraints: Constraints = Constraints()
     hardware: HardwareSpec | None = None
