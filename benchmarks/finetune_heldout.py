@@ -112,6 +112,10 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
             del out["strategy"]["zero"]
     if r.get("checkpoint_impl"):  # how the row's code checkpoints a layer (perf_heldout40: checkpoint_wrapper REENTRANT)
         out["strategy"]["checkpoint_impl"] = r["checkpoint_impl"]
+    if r.get("experts_implementation"):  # the release's expert loop (perf_heldout43's gpt-oss rows: transformers 4.55)
+        out["strategy"]["experts_implementation"] = r["experts_implementation"]
+    if r.get("expert_weight_copies"):  # ... and its per-expert weight copies (GptOssExperts at 4.55 / 4.56)
+        out["strategy"]["expert_weight_copies"] = _bool(r["expert_weight_copies"])
     if r.get("device_map"):  # transformers' device_map over the row's GPUs (perf_heldout35's two-A100 rows)
         out["strategy"]["device_map"] = r["device_map"]
     if r.get("flash_attention"):  # false: the attention core materialised (perf_heldout35's use_flash_attn false row)

@@ -380,6 +380,8 @@ class Strategy:
     # transformers' routed experts: "eager" (a loop, a host sync per expert) or "grouped_mm" (names.EXPERTS_IMPLEMENTATIONS;
     # PerfStyle.moe_expert_loop / moe_torch_grouped_mm); None = the style's (hf: grouped_mm); one value for the batch
     experts_implementation: Any = None
+    # transformers 4.55 / 4.56's GptOssExperts loop: each hit expert's weights copied and saved (memory._expert_weight_copies)
+    expert_weight_copies: Any = None
     # Megatron-Core fused_single_qkv_rope: RoPE on the unsplit qkv in one TE kernel, which takes no YaRN mscale, so a
     # model with an attention factor (gpt-oss) runs no unfused RoPE; None = off
     fused_qkv_rope: Any = None

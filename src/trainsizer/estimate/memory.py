@@ -353,6 +353,7 @@ class _Batch:
     ds_split: bool = False
     # QLoRA's bitsandbytes options (`nf4_options`) and the 16-bit copies of a weight live at its dequantisation (2
     # where the fp16 quant state is recast to the compute dtype: model_states.nf4_recast)
+    expert_copies: bool = False  # strategy.expert_weight_copies (`_expert_weight_copies`)
     nf4_saves_input: bool = False
     nf4_head: bool = False
     nf4_copies: float = 1.0
@@ -521,6 +522,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   cp_all_gather=getattr(strategy, "cp_comm_type", None) == "all_gather",
                   stage_edges=pipeline.stated_edges(strategy),
                   device_map=getattr(strategy, "device_map", None) is not None,
+                  expert_copies=bool(getattr(strategy, "expert_weight_copies", None)) and model.is_moe,
                   nf4_saves_input=nf4_options(training, strategy)[0], nf4_head=nf4_options(training, strategy)[1],
                   nf4_copies=2.0 if nf4_recast(training, getattr(strategy, "nf4_dequant_dtype", None)) else 1.0,
                   gathered_logits=gathered_logits,
@@ -1290,6 +1292,28 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
         items["cp_ring_attention_buffers"] = np.where(b.titan & (b.cp > 1), _cp_ring_buffers(b), 0.0)
     if b.cp_all_gather and np.any(~b.titan & (b.cp > 1)):
         items["cp_allgather_kv_buffers"] = np.where(~b.titan & (b.cp > 1), _cp_allgather_buffers(b), 0.0)
+    if b.expert_copies:
+        items["expert_weight_copies"] = _expert_weight_copies(b, np.where(full, np.minimum(n_moe, 1.0), fl * n_moe),
+                                                              n_moe > 0)
+
+
+def _expert_weight_copies(b: _Batch, held_layers: Any, has_moe: Any) -> Any:
+    """Bytes of transformers 4.55 / 4.56's GptOssExperts training loop beyond the layer's own tensors
+    (strategy.expert_weight_copies; modeling_gpt_oss.py GptOssExperts.forward `if self.training`, read at 00d4b3d2):
+    `self.gate_up_proj[expert_idx]` with expert_idx of shape [1] is advanced indexing, a copy of that expert's weights,
+    which the matmul saves for its backward (down_proj's too), so each layer whose activations are kept (`held_layers`:
+    under full recompute the one re-run) holds every hit expert's weights again; the expected experts hit by a
+    micro-batch's T tokens at top-k of E: E (1 - (1 - k / E)^T). In full training each expert's IndexBackward returns a
+    zero tensor of the whole fused parameter with that expert's slice filled (derivatives.yaml index.Tensor:
+    index_backward(grad.new_zeros(self.sizes()), ...)), added into the parameter's accumulating gradient: the larger
+    fused parameter (gate_up_proj) once more while a layer's backward runs. Counted, not fitted."""
+    m = b.model
+    e, k = float(m.experts), float(m.experts_per_token)
+    hit = e * (1.0 - (1.0 - k / e) ** b.tokens)
+    copies = b.w16 * hit * float(m.mlp_params(m.expert_ffn)) * held_layers
+    gate_up = e * float(m.hidden) * m.expert_ffn * (2.0 if m.mlp == "swiglu" else 1.0)
+    temp = b.w16 * gate_up if b.training.trains_base_weights else 0.0
+    return np.where(has_moe, copies + temp, 0.0)
 
 
 def _chunked_nll_working_set(b: _Batch, g: _Stage) -> Any:

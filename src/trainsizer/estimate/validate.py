@@ -225,6 +225,7 @@ RULES = (
     "fp8_lm_head_recipe",
     "te_options_framework",
     "experts_implementation_framework",
+    "expert_weight_copies_eager",
     "zero3_expert_fetch_framework",
     "zero3_bucket_sizes_framework",
     "fp8_lm_head_framework",
@@ -559,15 +560,20 @@ def _local_batch_rules(c: SimpleNamespace) -> _Rules:
 def _experts_implementation_rules(c: SimpleNamespace) -> _Rules:
     """transformers' experts backend (strategy.experts_implementation) and how DeepSpeed ZeRO-3 gathers those experts
     (strategy.zero3_expert_fetch) are stated on a stack that runs transformers' MoE code
-    (EXPERTS_IMPLEMENTATION_FRAMEWORKS)."""
+    (EXPERTS_IMPLEMENTATION_FRAMEWORKS); strategy.expert_weight_copies with experts_implementation eager only."""
     stated = getattr(c.strategy, "experts_implementation", None) is None
     fetch_free = getattr(c.strategy, "zero3_expert_fetch", None) is None
+    copies = bool(getattr(c.strategy, "expert_weight_copies", None))
+    impl = getattr(c.strategy, "experts_implementation", None)
     return {"experts_implementation_framework": _stack_rule(c, stated, EXPERTS_IMPLEMENTATION_FRAMEWORKS,
                                                             "experts_implementation_framework"),
             "zero3_expert_fetch_framework": _stack_rule(c, fetch_free, EXPERTS_IMPLEMENTATION_FRAMEWORKS,
                                                         "zero3_expert_fetch_framework"),
             "zero3_bucket_sizes_framework": _stack_rule(c, getattr(c.strategy, "zero3_bucket_sizes", None) is None,
-                                                        DEEPSPEED_AUTO_FRAMEWORKS, "zero3_bucket_sizes_framework")}
+                                                        DEEPSPEED_AUTO_FRAMEWORKS, "zero3_bucket_sizes_framework"),
+            # the copies are the eager loop's (transformers 4.55 / 4.56 GptOssExperts), not a grouped GEMM's
+            "expert_weight_copies_eager": (np.full(c.tp.shape, not copies or impl == "eager"),
+                                           lambda v: msg("rule_expert_weight_copies_eager", value=impl))}
 
 
 def _defer_wgrad_rules(c: SimpleNamespace) -> _Rules:

@@ -517,6 +517,11 @@ class StrategySpec(_Strict):
     # dense_all = every routed expert on every token (transformers' Llama4TextMoe); null = the framework's (hf:
     # dense_all for Llama 4, perf_constants dense_expert_families; grouped_mm otherwise, today's transformers)
     experts_implementation: ExpertsImplementation | None = None
+    # transformers 4.55 / 4.56's GptOssExperts training loop indexes a hit expert's fused weights with a one-element
+    # tensor (modeling_gpt_oss.py `self.gate_up_proj[expert_idx]`, expert_idx of shape [1]: advanced indexing, a copy the
+    # matmul saves for its backward; in full training IndexBackward's whole-parameter zero gradient); later releases
+    # index with a scalar (a view; transformers PR #40545). true = counted, with experts_implementation eager; null / false = none
+    expert_weight_copies: bool | None = None
     # Megatron-Core fused_single_qkv_rope (NeMo FUSED_QKV_ROPE): RoPE in one TE kernel on the unsplit qkv; null = off
     fused_qkv_rope: bool | None = None
     # GPT-NeoX's flash wrapper (v1.0 ParallelSelfAttention.flash_attention): q, k and v copied out of [s, b, np, hn]
