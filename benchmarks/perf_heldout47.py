@@ -13,9 +13,10 @@ that says instead (implied_eval): the measured runtime less the estimate's train
 evaluation passes, is about constant where the evaluation is the rest (fixed work shared by the GPUs).
 (3) AMD's ROCm blogs on one MI300X (rocm-blogs llama-lora and llama-Qlora as revised 2024-10-22): Llama-2-7B in fp32
 under HF Trainer / trl SFTTrainer on guanaco-llama2-1k, batch 4: LoRA (time and memory), full fine-tuning (memory; its
-time holds five checkpoint saves), QLoRA (refused by the job path: fp32 training arguments over an fp16 4-bit compute
-dtype). Printed beside them, a probe: the fp32 rows at the part's fp32 GEMM rate instead of the TF32 one the estimate
-takes for fp32 (PyTorch's default matmul precision does not use TF32 or XF32).
+time holds five checkpoint saves), QLoRA (fp32 training arguments over an fp16 4-bit compute dtype: the 4-bit
+linears at the fp16 rate, the rest fp32). The hf style runs fp32 GEMMs at the part's full-fp32 rate (PyTorch's default
+matmul precision uses no TF32 / XF32; known-gaps 170); printed beside them, a probe: the rows had their scripts
+allowed TF32 (strategy.tf32 true), the rate the estimate took for every fp32 job before.
 
 Not rows (read, said in docs/known-gaps.md 163): the Mixtral DPO blog (hours, approximate), torchtune PR #2546's Llama3-8B table (only its headline, 14.7%, is in the
 stored text), axolotl PR #3969's RTX 5090 FP8 matrix (its table is not in the stored text) and the Primus / AMD
@@ -36,7 +37,6 @@ from __future__ import annotations
 import csv
 import functools
 import math
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +47,7 @@ from harness import Case, kept_rows, num, print_case_rows, refusals_said, scored
 from trainsizer.catalog import load_catalog
 from trainsizer.estimate.memory import estimate_memory
 from trainsizer.estimate.step_time import step_time_arrays
+from trainsizer.scenario import resolve_job
 
 DATA = Path(__file__).resolve().parent / "data"
 TORCHAO_FP8 = DATA / "heldout_2026u_torchao_fp8_finetune.csv"
@@ -110,19 +111,19 @@ def longest_for_peak(r: dict[str, str]) -> float:
     return 0.5 * (lo + hi)
 
 
-def _step_s(sc, system=None) -> float:
-    """The estimate's step time of a resolved scenario, on `system` in place of its own where given."""
-    arrays = step_time_arrays(sc.model, sc.training, system or sc.system, sc.strategy)
+def _step_s(sc) -> float:
+    """The estimate's step time of a resolved scenario."""
+    arrays = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)
     return float(np.asarray(arrays["step_s"]).reshape(-1)[0])
 
 
-def fp32_rate_tokens(r: dict[str, str]) -> float:
-    """A probe, not a score: the fp32 row's tokens/s with the part's fp32 GEMM rate in place of the TF32 one the
-    estimate takes for fp32 (inputs.System.peak); PyTorch's matmuls run fp32 at full precision unless a script sets
-    torch.backends.cuda.matmul.allow_tf32 (False by default since 1.12) and these scripts do not (known-gaps 163 (f))."""
-    sc = fh._scenario(r, catalog(r["overlay"]))
-    fp32_only = replace(sc.system, peak_tflops={k: v for k, v in sc.system.peak_tflops.items() if k != "tf32"})
-    return fh.counted_tokens(r, sc.training) / _step_s(sc, fp32_only)
+def tf32_rate_tokens(r: dict[str, str]) -> float:
+    """A probe, not a score: the fp32 row's tokens/s had its script allowed TF32 / XF32 (strategy.tf32 true), the rate
+    the estimate took for every fp32 job before known-gaps 170; PyTorch runs fp32 matmuls at full precision unless a
+    script sets torch.backends.cuda.matmul.allow_tf32 (False by default since 1.12) and these scripts do not."""
+    j = job(r)
+    sc = resolve_job({**j, "strategy": {**j["strategy"], "tf32": True}}, catalog(r["overlay"]))
+    return fh.counted_tokens(r, sc.training) / _step_s(sc)
 
 
 def implied_eval(r: dict[str, str]) -> tuple[float, float, int, float]:
@@ -155,9 +156,9 @@ def main() -> None:
     r = next(x for x in rows() if x["id"] == BF16_ROW)
     print(f"\nthe longest sample the BF16 row's {r['peak_mem']} GiB reserved needs in the estimate: "
           f"{longest_for_peak(r):.0f} positions (rows: {r['seq_len']}; known-gaps 163 (a))")
-    print("\nprobe, fp32 rows at the part's fp32 GEMM rate (the estimate takes its TF32 rate; known-gaps 163 (f)):")
-    print("\n".join(f"  {c.row_id:34s} measured {c.measured:7.1f} predicted {c.predicted:7.1f}, at the fp32 rate "
-                    f"{fp32_rate_tokens(r):7.1f}" for c in scored(cs, "tokens_s") for r in rows()
+    print("\nprobe, fp32 rows with TF32 / XF32 allowed (the blogs leave PyTorch's full fp32; known-gaps 170):")
+    print("\n".join(f"  {c.row_id:34s} measured {c.measured:7.1f} predicted {c.predicted:7.1f}, with tf32 "
+                    f"{tf32_rate_tokens(r):7.1f}" for c in scored(cs, "tokens_s") for r in rows()
                     if r["id"] == c.row_id and r["precision"] == "fp32"))
     print("\ndgxc rows, not scored: train_runtime less the estimate's training steps, x GPUs / evaluation passes:")
     print("\n".join(_eval_lines()))

@@ -522,7 +522,18 @@ def framework_assumed(scenario: Scenario) -> dict[str, Any]:
     out = out | _moe_dispatcher(scenario, out["perf_style"]) | _experts_implementation(scenario, out["assumed"])
     return (out | _checkpoint_impl(scenario, out["perf_style"]) | _zero3_engine(scenario, out["perf_style"])
             | _zero3_expert_fetch(scenario, out) | _torch_compile(scenario, out["perf_style"])
-            | _moe_fusion(scenario, out["perf_style"]))
+            | _moe_fusion(scenario, out["perf_style"]) | _tf32(scenario, out["perf_style"]))
+
+
+def _tf32(scenario: Scenario, style: str) -> dict[str, Any]:
+    """{"tf32": {"requested" (None = the stack's), "assumed"}} for a precision fp32 job: whether its GEMMs were timed
+    on the TF32 / XF32 tensor cores (strategy.tf32, else PerfStyle.fp32_matmul_tf32; calibration.rates); {} in other
+    precisions, where the setting does nothing."""
+    if scenario.training.precision != "fp32":
+        return {}
+    s = scenario.strategy
+    return {"tf32": {"requested": s.tf32,
+                     "assumed": bool(perf_style(style).fp32_matmul_tf32 if s.tf32 is None else s.tf32)}}
 
 
 def _moe_fusion(scenario: Scenario, style: str) -> dict[str, Any]:

@@ -488,7 +488,7 @@ class Rates:
     l2_resident_bytes: float = 0.0
 
     def __post_init__(self) -> None:
-        if not self.gemm16_flops:
+        if np.ndim(self.gemm16_flops) == 0 and not self.gemm16_flops:  # an array: per strategy, set (_tf32_rates)
             object.__setattr__(self, "gemm16_flops", self.gemm_flops)
 
 
@@ -517,8 +517,11 @@ def power_clock_factor(system: Any, constants: PerfConstants | None = None) -> f
 
 def rates(system: Any, precision: str, constants: PerfConstants | None = None,
           calibration: Calibration | None = None, attention_kernel: str = "fa2", fp8_recipe: str = "auto",
-          fused_cast: bool = False, te_quantizer: bool = False) -> Rates:
+          fused_cast: bool = False, te_quantizer: bool = False, tf32: bool = True) -> Rates:
     """Effective rates for `system` (a `trainsizer.estimate.inputs.System`) in `precision`.
+
+    fp32: the GEMMs and the attention at the part's TF32 / XF32 rate where `tf32` (the stack allows it:
+    PerfStyle.fp32_matmul_tf32, strategy.tf32), else at its full-fp32 rate (inputs.fp32_matmul_key).
 
     FP8: the linear layers' GEMMs at the FP8 peak x the bf16 efficiency x the recipe's GEMM ratio
     (perf_constants.yaml `fp8`), the other GEMMs at the 16-bit rate, and the recipe's cast bytes -- its
@@ -527,15 +530,16 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
     cast writes where Transformer Engine's quantizers make none (`te_quantizer`, fp8_transpose_free)."""
     k = constants or load_constants()
     cal = calibration or Calibration()
-    peak = system.peak(precision) * 1e12
+    peak = system.peak(precision, tf32) * 1e12
     eff16 = k.gemm_efficiency(system.accelerator) * power_clock_factor(system, k)
-    gemm, gemm16, cast_bytes, cast_kernels = _gemm_rates(system, precision, k, cal, eff16, fp8_recipe, fused_cast)
+    gemm, gemm16, cast_bytes, cast_kernels = _gemm_rates(system, precision, k, cal, eff16, fp8_recipe, fused_cast,
+                                                         tf32)
     transpose = fp8_transpose_free(system.accelerator, k, fp8_recipe) if precision == "fp8" and te_quantizer else 0.0
     w_fwd, w_bwd = _weight_cast_bytes(system, precision, k, fp8_recipe)
     slow_fwd, slow_bwd, slow_w = _cast_time_over_bytes(system, precision, k, fp8_recipe)
     p32 = system.peak_tflops.get("fp32")
     fp32 = float(p32) * 1e12 * eff16 if p32 else 0.0
-    flash, bwd_over_fwd = _flash_rate(system, precision, k, cal, attention_kernel)
+    flash, bwd_over_fwd = _flash_rate(system, precision, k, cal, attention_kernel, tf32)
     hbm, intra, inter = _memory_and_link_rates(system, k, cal)
     ssd_gemm, ssd_hbm = _ssd_rates(system, k, gemm16, hbm)
     return Rates(
@@ -635,10 +639,10 @@ def fp8_transpose_free(accelerator: str, k: PerfConstants, fp8_recipe: str = "au
 
 
 def _gemm_rates(system: Any, precision: str, k: PerfConstants, cal: Calibration, eff16: float, fp8_recipe: str,
-                fused_cast: bool) -> tuple[float, float, float, float]:
+                fused_cast: bool, tf32: bool = True) -> tuple[float, float, float, float]:
     """(GEMM FLOP/s of the linear layers, FLOP/s of the 16-bit GEMMs, FP8 cast bytes per element, FP8 cast
     kernels per tensor); the cast figures are 0 outside FP8."""
-    peak = system.peak(precision) * 1e12
+    peak = system.peak(precision, tf32) * 1e12
     eff = eff16
     cast_bytes = cast_kernels = 0.0
     if precision == "fp8":
@@ -706,13 +710,13 @@ def fp4_peak(system: Any, k: PerfConstants, recipe: str) -> float:
 
 
 def _flash_rate(system: Any, precision: str, k: PerfConstants, cal: Calibration,
-                attention_kernel: str) -> tuple[float, float]:
+                attention_kernel: str, tf32: bool = True) -> tuple[float, float]:
     """(attention-core forward FLOP/s, backward / forward time ratio)."""
     # Attention stays in 16-bit under FP8 training (Transformer Engine); flash efficiency rides on the bf16 GEMM.
     attn_precision = "bf16" if precision == "fp8" else precision
     if attn_precision == "bf16" and not system.peak_tflops.get("bf16"):
         attn_precision = precision
-    attn_peak = system.peak(attn_precision) * 1e12
+    attn_peak = system.peak(attn_precision, tf32) * 1e12
     attn_eff = k.flash_fraction(system.accelerator, attention_kernel) * (
         k.fp32_efficiency_ratio if precision == "fp32" else 1.0) * power_clock_factor(system, k)
     sfu_fwd, bwd_over_fwd = k.attention_sfu(system.accelerator, attention_kernel)

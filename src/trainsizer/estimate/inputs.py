@@ -157,6 +157,15 @@ class Training:
         return max(1, round(self.sample_tokens * self.global_batch_seqs * self.sequences_per_sample))
 
 
+def fp32_matmul_key(peaks: dict[str, float], tf32: bool = True) -> str:
+    """The catalog peak an fp32 GEMM runs at: "tf32" where TF32 / XF32 is allowed (torch.backends.cuda.matmul
+    .allow_tf32, torch.set_float32_matmul_precision("high")) and the part has it; else "fp32_matrix" (AMD's matrix
+    cores at full fp32) or "fp32" (NVIDIA's CUDA cores: cuBLAS runs SGEMM without tensor cores at PyTorch's default
+    precision "highest"), the first the part lists."""
+    order = ("tf32", "fp32_matrix", "fp32") if tf32 else ("fp32_matrix", "fp32")
+    return next((key for key in order if peaks.get(key)), "fp32")
+
+
 @dataclass(frozen=True)
 class System:
     """Hardware seen by the formulas: one GPU type, `gpus` of them, `gpus_per_node` per node."""
@@ -212,10 +221,10 @@ class System:
         """GPUs that share the fast scale-up fabric (NVL72: 72; DGX: 8; PCIe box: GPUs per node)."""
         return int(max(self.scaleup_domain, self.gpus_per_node, 1))
 
-    def peak(self, precision: str) -> float:
-        """Dense peak TFLOP/s for a training precision (fp32 training uses TF32 tensor cores if any)."""
-        key = "tf32" if precision == "fp32" and self.peak_tflops.get("tf32") else precision
-        value = self.peak_tflops.get(key)
+    def peak(self, precision: str, tf32: bool = True) -> float:
+        """Dense peak TFLOP/s for a training precision. fp32: the TF32 (AMD XF32) tensor rate where `tf32` and the
+        part has one, else its matrix FP32 (AMD fp32_matrix), else its vector FP32 (`fp32_matmul_key`)."""
+        value = self.peak_tflops.get(fp32_matmul_key(self.peak_tflops, tf32) if precision == "fp32" else precision)
         if not value:
             from trainsizer.errors import SpecError
 
@@ -284,6 +293,9 @@ class Strategy:
     compile_loss: bool | None = None  # torchtitan CompileConfig components holds "loss"; None = with torch_compile
     # torchtitan's per-op SAC keeps the attention output (PerfStyle.sac_saves_attention); None = true
     sac_saves_attention: bool | None = None
+    # fp32 GEMMs on the TF32 / XF32 tensor cores (PyTorch allow_tf32, HF TrainingArguments tf32); None = the stack's
+    # default (PerfStyle.fp32_matmul_tf32); acts under precision fp32 only (calibration.rates); one value for the batch
+    tf32: bool | None = None
     loss_impl: str = "auto"  # one of LOSS_IMPLS, one value for the whole batch of strategies
     # Framework options (one value for the whole batch; None = the framework style's default):
     tp_comm_overlap: Any = None  # TP communication overlapped with GEMMs (Megatron --tp-comm-overlap, async TP)

@@ -446,7 +446,30 @@ def nf4_recast(training: Training, dequant_dtype: str | None) -> bool:
     (fabric/plugins/precision/bitsandbytes.py quantize: `.to(dtype=torch.half)`), and MatMul4Bit casts it to the
     input's dtype in the forward and again in the backward (autograd/_functions.py at 0.41.0: `.to(A.dtype)`,
     `.to(grad_output.dtype)`): a copy in every job whose compute dtype is not fp16 (Strategy.nf4_dequant_dtype)."""
-    return training.method == "qlora" and dequant_dtype == "fp16" and training.precision != "fp16"
+    return training.method == "qlora" and dequant_dtype == "fp16" and training.precision not in ("fp16", "fp32")
+
+
+def nf4_fp16_compute(training: Training, dequant_dtype: str | None) -> bool:
+    """Whether an fp32 job's 4-bit linears compute in fp16 (Strategy.nf4_dequant_dtype fp16 under precision fp32:
+    BitsAndBytesConfig bnb_4bit_compute_dtype float16 over a model whose other weights are fp32, as TRL's
+    SFTTrainer leaves it after prepare_model_for_kbit_training): bitsandbytes' Linear4bit.forward casts its input to
+    the compute dtype, runs MatMul4Bit on the fp16-dequantised weight and casts the output back
+    (bitsandbytes/nn/modules.py at 0.44.1: `x = x.to(self.compute_dtype)` ... `out.to(inp_dtype)`): the GEMM at the
+    fp16 rate, the weight not recast (nf4_recast), an fp32 <-> fp16 copy of each input and output (and of their
+    gradients in the backward). Under precision fp32 with nf4_dequant_dtype compute (BitsAndBytesConfig's default
+    compute dtype float32) the 4-bit linears run in fp32 like the rest."""
+    return training.method == "qlora" and dequant_dtype == "fp16" and training.precision == "fp32"
+
+
+def dense_linear_widths(model: ModelArch) -> tuple[float, float, float]:
+    """(sum of d_in, sum of d_out, linears) over a dense decoder layer's linears (q, k, v, o and the MLP's), each
+    projection its own linear as transformers' Llama-style modules hold them; what a per-linear cast reads and
+    writes per token (step_time._nf4_compute_cast_time)."""
+    shapes = _lora_linear_shapes(model, False)
+    linears = [s for name in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+               for s in shapes[name]]
+    return (float(sum(d_in for d_in, _, _ in linears)), float(sum(d_out for _, d_out, _ in linears)),
+            float(len(linears)))
 
 
 def frozen_base_bytes(training: Training) -> tuple[float, float, float]:

@@ -70,6 +70,7 @@ from trainsizer.estimate.model_states import (
     check_training,
     deepspeed_layer_modules,
     deepspeed_zero3_kept_params,
+    dense_linear_widths,
     frozen_base_bytes,
     load_memory_constants,
     lora_adapted_widths,
@@ -77,6 +78,7 @@ from trainsizer.estimate.model_states import (
     lora_dropout_on_output,
     lora_targets,
     lora_trainable_params,
+    nf4_fp16_compute,
     nf4_recast,
     optimizer_impl,
 )
@@ -218,6 +220,9 @@ class PerfStyle:
     # under the per-op SAC, the attention output is in the save list (torchtitan from b39377f9f, 2025-12-01); false
     # (strategy.sac_saves_attention): the backward re-runs the attention forward (compute._selective_recompute)
     sac_saves_attention: bool = True
+    # precision fp32: the stack runs fp32 GEMMs on the TF32 / XF32 tensor cores unless the job states strategy.tf32
+    # (calibration.rates); false = PyTorch's default matmul precision since 1.12, "highest" (full fp32)
+    fp32_matmul_tf32: bool = False
     # DeepSpeed PipelineEngine (Megatron-DeepSpeed: BLOOM, MT-NLG): blocking p2p.send / p2p.recv issued as
     # separate instructions and the gradient reduction after the pipeline flush (_pipeline, _dp_comm_replicated)
     serial_pipeline: bool = False
@@ -532,6 +537,8 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["moe_torch_grouped_mm"] = bool(strategy.moe_torch_grouped_mm)
     if getattr(strategy, "sac_saves_attention", None) is not None:  # per-op SAC's save list (_layer_time)
         changes["sac_saves_attention"] = bool(strategy.sac_saves_attention)
+    if getattr(strategy, "tf32", None) is not None:  # fp32 matmuls on TF32 / XF32 (_rates)
+        changes["fp32_matmul_tf32"] = bool(strategy.tf32)
     if getattr(strategy, "moe_eager_glue", None) is not None:  # torchtitan's eager MoE glue (_moe_eager_glue_time)
         changes["moe_eager_glue"] = bool(strategy.moe_eager_glue)
     if getattr(strategy, "moe_sync_free", None) is not None:  # device-side expert splits (_moe_sync_free)
@@ -795,7 +802,8 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
     if model is not defined:  # dense_all: one torch.bmm over every expert, no per-expert loop or grouped GEMM
         fw = dataclasses.replace(fw, moe_expert_loop=False, moe_torch_grouped_mm=False)
     fw = _model_attention_kernel(_recipe_style(fw, strategy, training, system, k), strategy, model)
-    r = _grouped_mm_rate(_bf16_layers(_rates(system, training, k, calibration, fw), training, model), system, k, fw)
+    r = _nf4_compute_rate(_rates(system, training, k, calibration, fw), system, training, strategy, k, calibration)
+    r = _grouped_mm_rate(_bf16_layers(r, training, model), system, k, fw)
     a = strategy_arrays(strategy)
     # fused element-wise kernels: as the job states, else the timed stack's default (per strategy under auto)
     a["torch_compile"] = np.array(np.broadcast_to(
@@ -895,10 +903,11 @@ def _rates(system: System, training: Training, k: PerfConstants, calibration: Ca
     too)."""
     kernels = np.asarray(fw.attention_kernel)
     fused, te = np.broadcast_arrays(np.asarray(fw.fp8_cast_fused), np.asarray(fw.fp8_te_quantizer))
+    tf32 = bool(np.asarray(fw.fp32_matmul_tf32, bool).reshape(-1)[0])  # each strategy's own: _tf32_rates
     r = rates(system, training.precision, k, calibration, str(kernels.reshape(-1)[0]), training.fp8_recipe,
-              bool(fused.reshape(-1)[0]), bool(te.reshape(-1)[0]))
+              bool(fused.reshape(-1)[0]), bool(te.reshape(-1)[0]), tf32)
     if kernels.ndim and not np.all(kernels == kernels.reshape(-1)[0]):
-        each = {str(name): rates(system, training.precision, k, calibration, str(name), training.fp8_recipe)
+        each = {str(name): rates(system, training.precision, k, calibration, str(name), training.fp8_recipe, tf32=tf32)
                 for name in np.unique(kernels)}
         r = dataclasses.replace(r, **{field: np.select([kernels == name for name in each],
                                                        [getattr(one, field) for one in each.values()])
@@ -911,7 +920,25 @@ def _rates(system: System, training: Training, k: PerfConstants, calibration: Ca
         r = dataclasses.replace(r, **{name: np.select(pick, [getattr(one, name) for one in each.values()])
                                       for name in ("fp8_cast_bytes", "fp8_cast_kernels", "fp8_weight_cast_bytes",
                                                    "fp8_weight_bwd_bytes", "fp8_cast_bwd_bytes")})
-    return r
+    return _tf32_rates(r, system, training, k, calibration, fw)
+
+
+def _tf32_rates(r: Any, system: System, training: Training, k: PerfConstants, calibration: Calibration | None,
+                fw: PerfStyle) -> Any:
+    """`r` (at the first strategy's fp32 matmul precision) with each strategy's own where they differ (framework
+    auto under precision fp32: PerfStyle.fp32_matmul_tf32 per stack): the GEMM rates of the other precision, its
+    attention rate as the ratio of the two at the first kernel (the kernel's share of the peak is the same)."""
+    tf32 = np.asarray(fw.fp32_matmul_tf32, bool)
+    first = bool(tf32.reshape(-1)[0])
+    if training.precision != "fp32" or np.all(tf32 == first):
+        return r
+    base, other = (rates(system, "fp32", k, calibration, str(np.asarray(fw.attention_kernel).reshape(-1)[0]),
+                         tf32=flag) for flag in (first, not first))
+    same = tf32 == first
+    return dataclasses.replace(r, **{name: np.where(same, getattr(r, name), getattr(other, name))
+                                     for name in ("gemm_flops", "gemm_peak_flops", "gemm16_flops")},
+                               flash_flops=np.where(same, r.flash_flops, r.flash_flops * other.flash_flops
+                                                    / base.flash_flops))
 
 
 def _grouped_mm_rate(r: Any, system: System, k: PerfConstants, fw: PerfStyle) -> Any:
@@ -1148,14 +1175,43 @@ def _nf4_dequant_time(x: _Step) -> Any:
     dense_w = (lf.gemm() - lf.experts) / 2.0 / model.layers
     expert_w = _param_split(model)[1] / model.layers
     gemm_w = dense_w / x.t + expert_w / (x.et * x.e)
-    return passes * _nf4_weights_pass_s(x, gemm_w)
+    return passes * (_nf4_weights_pass_s(x, gemm_w) + _nf4_compute_cast_time(x))
 
 
 def _nf4_weights_pass_s(x: _Step, w: Any) -> Any:
-    """Seconds to dequantise `w` NF4 weight elements once (read 0.5 B, write 2 B, its kernels) and, where the quant
-    state is fp16, recast them (`_nf4_recast_time`): what every use of a 4-bit weight costs before its GEMM."""
-    return (compute.stream_time(w * (0.5 + 2.0), x.r, kernels=compute.KERNELS["nf4_dequantise"] * _nf4_kernels(x))
+    """Seconds to dequantise `w` NF4 weight elements once (read 0.5 B, write the quant state's dtype: 2 B, 4 B for
+    an fp32 job's fp32 4-bit linears; its kernels) and, where the quant state is fp16, recast them
+    (`_nf4_recast_time`): what every use of a 4-bit weight costs before its GEMM."""
+    written = 4.0 if x.training.precision == "fp32" and not _nf4_fp16_compute(x) else 2.0
+    return (compute.stream_time(w * (0.5 + written), x.r,
+                                kernels=compute.KERNELS["nf4_dequantise"] * _nf4_kernels(x))
             + _nf4_recast_time(x, w))
+
+
+def _nf4_fp16_compute(x: _Step) -> bool:
+    """Whether an fp32 job's 4-bit linears compute in fp16 (model_states.nf4_fp16_compute)."""
+    return nf4_fp16_compute(x.training, x.nf4_dequant_dtype)
+
+
+def _nf4_compute_cast_time(x: _Step) -> Any:
+    """Seconds of one pass's fp32 <-> fp16 copies around a dense layer's 4-bit linears where they compute in fp16
+    (`_nf4_fp16_compute`; 0 otherwise): each linear's input to fp16 and output back to fp32 in the forward, the
+    output gradient to fp16 and the input gradient back in the backward (the autograd of the two .to copies): 4 + 2
+    B per element, two kernels a linear; the widths of the layer's linears (model_states.dense_linear_widths), the
+    column-parallel split over TP ignored (QLoRA runs without TP)."""
+    if not _nf4_fp16_compute(x):
+        return 0.0
+    d_in, d_out, n_lin = dense_linear_widths(x.model)
+    return compute.stream_time(x.tok * (d_in + d_out) * 6.0, x.r, kernels=2.0 * n_lin)
+
+
+def _nf4_compute_rate(r: Any, system: System, training: Training, strategy: Any, k: PerfConstants,
+                      calibration: Calibration | None) -> Any:
+    """`r` with the linear layers' GEMMs at the fp16 rate where an fp32 job's 4-bit linears compute in fp16
+    (model_states.nf4_fp16_compute); the LM head, the attention and the other 16-bit-class GEMMs keep fp32's."""
+    if not nf4_fp16_compute(training, getattr(strategy, "nf4_dequant_dtype", None)):
+        return r
+    return dataclasses.replace(r, gemm_flops=rates(system, "fp16", k, calibration).gemm_flops)
 
 
 def _nf4_head_time(x: _Step) -> Any:
@@ -1223,7 +1279,8 @@ def _adapter_host_s(x: _Step) -> Any:
         ops = n_lin * ((c["fwd_kernels"] + drop) * (1.0 + x.full_share) + c["bwd_kernels"] + drop)
     if x.training.method == "qlora":
         recast = float(_nf4_recast(x))  # the fp16 -> compute-dtype copy, one op a weight (_nf4_recast)
-        ops = ops + compute.KERNELS["nf4_dequantise"] * (_nf4_kernels(x) + recast) * (2.0 + x.full_share)
+        casts = 2.0 * dense_linear_widths(x.model)[2] * float(_nf4_fp16_compute(x))  # _nf4_compute_cast_time's
+        ops = ops + (compute.KERNELS["nf4_dequantise"] * (_nf4_kernels(x) + recast) + casts) * (2.0 + x.full_share)
     eager = ~_inductor_fused(x)
     op_s = _launch_op_s(x.system.vendor)
     return np.where(eager, ops * op_s + _lora_index_host_s(x), 0.0)

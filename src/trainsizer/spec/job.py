@@ -361,6 +361,12 @@ class StrategySpec(_Strict):
     # (cuDNN, which its wrapper put first on sm100 from PR 1196, 2025-05-14), so the backward re-runs the attention
     # forward; null = true. Acts under recompute selective only
     sac_saves_attention: bool | None = None
+    # precision fp32: whether fp32 matmuls run on the TF32 (AMD XF32) tensor cores: PyTorch's
+    # torch.backends.cuda.matmul.allow_tf32 / set_float32_matmul_precision("high"), HF TrainingArguments tf32 true;
+    # false = full fp32 (PyTorch's default since 1.12); null = the stack's default: true for megatron /
+    # megatron-core (NGC containers set TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1), false elsewhere (HF tf32 None, torchtune,
+    # torchtitan and DeepSpeed leave PyTorch's default); no effect in bf16 / fp16 / fp8
+    tf32: bool | None = None
     # loss over the vocabulary: auto (the framework's) | upcast (HF) | upcast-shift (HF transformers 4.46-4.47:
     # the shifted fp32 copy too) | vocab-parallel (Megatron) | vocab-parallel-unfused (Megatron-LM's default kernels:
     # separate ops over an fp32 copy, cross_entropy_loss_fusion false; nanotron) | chunked
@@ -777,7 +783,7 @@ class Job(_Strict):
             object.__setattr__(self, "lora", LoraSpec())
         if self.method not in ("lora", "qlora") and self.lora is not None:
             raise ValueError(msg("job_lora_without_lora", method=repr(self.method)))
-        if self.method == "qlora" and self.precision in ("fp8", "fp32"):
+        if self.method == "qlora" and self.precision == "fp8":
             raise ValueError(msg("job_qlora_precision", precision=self.precision))
         if self.bf16_layers and self.precision != "fp8":
             raise ValueError(msg("job_bf16_layers_precision", precision=self.precision))
