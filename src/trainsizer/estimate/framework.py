@@ -211,6 +211,14 @@ def dense_all_default(strategy: Any, model: Any, pretraining: bool = False) -> A
     return dense[np.asarray(auto_index_of(strategy, pretraining))] if name == "auto" else bool(dense[0])
 
 
+def fused_expert_loop(strategy: Any, model: Any) -> bool:
+    """Whether the job states experts_implementation eager (an hf-only option) on a family whose transformers experts
+    are fused 3-D parameters in every release (perf_constants.yaml frameworks.hf fused_expert_families: gpt-oss), so
+    each hit expert's backward returns a gradient of the whole fused parameter (memory._expert_weight_copies)."""
+    fused = str(_style_entry("hf").get("fused_expert_families", "")).split(",")
+    return getattr(strategy, "experts_implementation", None) == "eager" and getattr(model, "family", "") in fused
+
+
 def experts_implementation_of(strategy: Any, model: Any, pretraining: bool = False) -> str | None:
     """How the job's routed experts run (names.EXPERTS_IMPLEMENTATIONS): strategy.experts_implementation where stated;
     unset, "dense_all" where every strategy's stack runs the family's MoE block on every expert (`dense_all_default`:

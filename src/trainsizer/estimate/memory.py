@@ -64,6 +64,7 @@ from trainsizer.estimate.framework import (
     deepspeed_zero3_engine,
     dense_all_split,
     fp8_primary_weights_default,
+    fused_expert_loop,
     memory_profile,
     routed_model,
     stating_dense_all,
@@ -169,6 +170,11 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
     "cp_allgather_kv_buffers": ("activations", "all-gather context parallelism (cp_comm_type all_gather): the "
                                 "whole sequence's K / V gathered for one layer's attention and, in its backward, "
                                 "the whole sequence's dK / dV before their reduce-scatter"),
+    "expert_loop_buffers": ("activations", "transformers' eager expert loop over fused expert parameters "
+                            "(experts_implementation eager): with expert_weight_copies (4.55 / 4.56 GptOssExperts) "
+                            "every hit expert's weights copied and saved by the layers whose activations are kept; in "
+                            "full training a gradient of the whole fused gate_up_proj per hit expert beside the "
+                            "accumulating one while a layer's backward runs"),
     "cuda_context": ("other", "CUDA context + kernels + cuBLAS workspace (outside the caching allocator)"),
     "nccl_buffers": ("other", "NCCL communicator buffers, one communicator per parallel dimension > 1"),
     "framework_buffers": ("other", "ZeRO-1/2 gradient buckets; ZeRO-3/FSDP gathered layers and their "
@@ -354,6 +360,7 @@ class _Batch:
     # QLoRA's bitsandbytes options (`nf4_options`) and the 16-bit copies of a weight live at its dequantisation (2
     # where the fp16 quant state is recast to the compute dtype: model_states.nf4_recast)
     expert_copies: bool = False  # strategy.expert_weight_copies (`_expert_weight_copies`)
+    expert_grad_zeros: bool = False  # ... or an eager loop over fused experts (framework.fused_expert_loop)
     nf4_saves_input: bool = False
     nf4_head: bool = False
     nf4_copies: float = 1.0
@@ -523,6 +530,8 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   stage_edges=pipeline.stated_edges(strategy),
                   device_map=getattr(strategy, "device_map", None) is not None,
                   expert_copies=bool(getattr(strategy, "expert_weight_copies", None)) and model.is_moe,
+                  expert_grad_zeros=(bool(getattr(strategy, "expert_weight_copies", None))
+                                     or fused_expert_loop(strategy, model)) and model.is_moe,
                   nf4_saves_input=nf4_options(training, strategy)[0], nf4_head=nf4_options(training, strategy)[1],
                   nf4_copies=2.0 if nf4_recast(training, getattr(strategy, "nf4_dequant_dtype", None)) else 1.0,
                   gathered_logits=gathered_logits,
@@ -1292,8 +1301,8 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
         items["cp_ring_attention_buffers"] = np.where(b.titan & (b.cp > 1), _cp_ring_buffers(b), 0.0)
     if b.cp_all_gather and np.any(~b.titan & (b.cp > 1)):
         items["cp_allgather_kv_buffers"] = np.where(~b.titan & (b.cp > 1), _cp_allgather_buffers(b), 0.0)
-    if b.expert_copies:
-        items["expert_weight_copies"] = _expert_weight_copies(b, np.where(full, np.minimum(n_moe, 1.0), fl * n_moe),
+    if b.expert_copies or b.expert_grad_zeros:
+        items["expert_loop_buffers"] = _expert_weight_copies(b, np.where(full, np.minimum(n_moe, 1.0), fl * n_moe),
                                                               n_moe > 0)
 
 
@@ -1306,11 +1315,13 @@ def _expert_weight_copies(b: _Batch, held_layers: Any, has_moe: Any) -> Any:
     micro-batch's T tokens at top-k of E: E (1 - (1 - k / E)^T). In full training each expert's IndexBackward returns a
     zero tensor of the whole fused parameter with that expert's slice filled (derivatives.yaml index.Tensor:
     index_backward(grad.new_zeros(self.sizes()), ...)), added into the parameter's accumulating gradient: the larger
-    fused parameter (gate_up_proj) once more while a layer's backward runs. Counted, not fitted."""
+    fused parameter (gate_up_proj) once more while a layer's backward runs; a 0-dim index (later releases, v5) takes a
+    view, but its SelectBackward0 returns the same whole-parameter gradient (`expert_grad_zeros` without the copies:
+    framework.fused_expert_loop). Counted, not fitted."""
     m = b.model
     e, k = float(m.experts), float(m.experts_per_token)
     hit = e * (1.0 - (1.0 - k / e) ** b.tokens)
-    copies = b.w16 * hit * float(m.mlp_params(m.expert_ffn)) * held_layers
+    copies = b.w16 * hit * float(m.mlp_params(m.expert_ffn)) * held_layers if b.expert_copies else 0.0
     gate_up = e * float(m.hidden) * m.expert_ffn * (2.0 if m.mlp == "swiglu" else 1.0)
     temp = b.w16 * gate_up if b.training.trains_base_weights else 0.0
     return np.where(has_moe, copies + temp, 0.0)

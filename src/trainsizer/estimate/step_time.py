@@ -195,6 +195,10 @@ class PerfStyle:
     # model families (ModelArch.family, comma-separated) whose MoE block in this framework runs every routed expert on
     # every token (strategy.experts_implementation dense_all where the job states none; framework.experts_implementation_of)
     dense_expert_families: str = ""
+    # model families (ModelArch.family, comma-separated) whose transformers experts are fused 3-D parameters in every
+    # release, so an eager loop's hit experts each return a whole-parameter gradient (memory only:
+    # framework.fused_expert_loop)
+    fused_expert_families: str = ""
     # model families (ModelArch.family, comma-separated) whose module in this framework runs FlexAttention whatever
     # the style's kernel (torchtitan's gpt_oss Attention asserts it): their attention_kernel is flex unless the job
     # states one (_model_attention_kernel)
