@@ -85,6 +85,8 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
         out["data"]["length_sigma"] = num(r["length_sigma"])
     if r["max_tokens"]:
         out["data"]["max_tokens"] = num(r["max_tokens"])
+    if _bool(r.get("group_by_length") or "false"):  # HF group_by_length: LengthGroupedSampler (sample_lengths)
+        out["data"]["group_by_length"] = True
     if r["optimizer_impl"]:
         out["strategy"]["optimizer_impl"] = r["optimizer_impl"]
     if r.get("optimizer_precision"):  # e.g. the HF Trainer's AdamW on a bf16 model: bf16 moments, no master

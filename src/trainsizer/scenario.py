@@ -93,7 +93,8 @@ class Scenario:
         if not tr.per_sample_rows:
             return None
         return {"mean_tokens": tr.sample_mean_tokens, "length_sigma": tr.sample_sigma,
-                "cap_tokens": tr.row_cap, "real_tokens_per_sample": round(tr.sample_tokens, 1)}
+                "cap_tokens": tr.row_cap, "real_tokens_per_sample": round(tr.sample_tokens, 1),
+                "group_by_length": tr.length_grouped_samples > 0}
 
     def _pack_rows_summary(self) -> dict[str, Any] | None:
         """Next-fit packs (torchtune): the samples assumed and the tokens a pack holds (Training.pack_fill); None
@@ -334,7 +335,8 @@ def _sample_rows(job: Job) -> dict[str, float]:
     if job.packing or job.data.samples is None or job.data.avg_tokens is None:
         return {}
     return {"sample_mean_tokens": float(job.data.avg_tokens), "sample_sigma": float(job.data.length_sigma or 0.0),
-            "sample_max_tokens": float(job.data.max_tokens or 0.0)}
+            "sample_max_tokens": float(job.data.max_tokens or 0.0),
+            "length_grouped_samples": float(job.data.samples) if job.data.group_by_length else 0.0}
 
 
 def _listed_accelerators(job: Job, catalog: Catalog, origin: str) -> dict[str, set[str] | None]:

@@ -99,6 +99,9 @@ class Training:
     sample_mean_tokens: float = 0.0
     sample_sigma: float = 0.0
     sample_max_tokens: float = 0.0  # the longest sample (data.max_tokens); 0 = unknown: as long as seq_len
+    # unpacked samples drawn in length-sorted megabatches (data.group_by_length: transformers' LengthGroupedSampler):
+    # the dataset's samples, which set the megabatch (sample_lengths.grouped_megabatch); 0 = random micro-batches
+    length_grouped_samples: float = 0.0
     # Packed samples: the share of a row's seq_len positions that hold sample tokens, the rest padding. 1.0 = full
     # rows (first-fit-decreasing packers: NeMo, LLaMA-Factory; concatenated text); below 1 where the framework
     # packs in order and pads each pack once the next sample does not fit (torchtune PackedDataset: next fit,

@@ -98,3 +98,39 @@ def next_fit_fill(mean_tokens: float, sigma: float, cap: float, longest: float =
         end = max(end, start + 1)
         packs, base, start = packs + 1, float(ends[end - 1]), end
     return 1.0 if packs == 0 else base / (packs * cap)
+
+
+# transformers' LengthGroupedSampler: megabatches of at most this many per-device batches (trainer_pt_utils
+# get_length_grouped_indices: mega_batch_mult = min(len(lengths) // (batch_size * 4), 50))
+GROUPED_MEGABATCH_MULT = 50
+
+
+def grouped_megabatch(samples: float, per_device_batch) -> np.ndarray:
+    """Samples in one of LengthGroupedSampler's megabatches: min(samples // (4 B), 50), at least 1, times B, the
+    per-device samples a step (train_batch_size x gradient_accumulation_steps, trainer.py _get_train_sampler)."""
+    b = np.maximum(np.asarray(per_device_batch, float), 1.0)
+    mult = np.clip(np.floor(float(samples) / (4.0 * b)), 1.0, GROUPED_MEGABATCH_MULT)
+    return mult * b
+
+
+def grouped_padded(mean_tokens: float, sigma: float, cutoff: float, micro_batch, megabatch) -> tuple[np.ndarray,
+                                                                                                       np.ndarray]:
+    """(E[row], E[row^2]) of micro-batches cut from length-sorted megabatches (transformers' LengthGroupedSampler,
+    group_by_length: a random megabatch of M samples sorted longest first, then cut into micro-batches of b): the
+    j-th micro-batch is padded to the megabatch's (j b + 1)-th longest sample, taken as the mean of its stratum of the
+    length distribution (the k-th longest of M: the quantiles between 1 - k / M and 1 - (k - 1) / M), so b = 1 gives
+    the samples' own mean; the mean over the M / b micro-batches. Arrays of micro-batch and megabatch sizes broadcast;
+    computed once per distinct pair."""
+    x = _lengths(mean_tokens, sigma, cutoff)
+    grid = np.arange(QUANTILES + 1, dtype=float)
+    sums = np.concatenate(([0.0], np.cumsum(x))), np.concatenate(([0.0], np.cumsum(x * x)))
+    b, m = np.broadcast_arrays(np.asarray(micro_batch, float), np.asarray(megabatch, float))
+    pairs, where = np.unique(np.stack([b.ravel(), m.ravel()], axis=1), axis=0, return_inverse=True)
+    out = np.empty((2, len(pairs)))
+    for i, (bb, mm) in enumerate(pairs):
+        k = np.arange(max(int(mm // max(bb, 1.0)), 1)) * max(bb, 1.0) + 1.0  # each micro-batch's longest, from the top
+        hi, lo = QUANTILES * (1.0 - (k - 1.0) / mm), QUANTILES * np.maximum(1.0 - k / mm, 0.0)
+        for j, c in enumerate(sums):
+            out[j, i] = np.mean((np.interp(hi, grid, c) - np.interp(lo, grid, c)) / np.maximum(hi - lo, 1e-12))
+    where = where.reshape(b.shape)
+    return out[0][where], out[1][where]

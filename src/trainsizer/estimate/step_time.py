@@ -815,7 +815,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
     t, d, c, b = a["tp"], a["dp"], a["cp"], a["micro_batch"]
     # a micro-batch of b samples is b x sequences_per_sample sequences (DPO: chosen + rejected)
     seqs = float(training.sequences_per_sample)
-    row, span = _rows(training, b * seqs, fw.unpads_padding)
+    row, span = _rows(training, b * seqs, fw.unpads_padding, training.global_batch_seqs * seqs / d)
     return _Step(model=model, training=training, system=system, k=k, fw=fw, r=r, a=a, t=t, p=a["pp"],
                  v=np.maximum(a["vpp"], 1.0), d=d, c=c, e=np.maximum(a["ep"], 1.0), et=np.maximum(a["etp"], 1.0), b=b, rc=a["recompute"],
                  zero=a["zero"], sp=(a["sequence_parallel"] > 0) & (t > 1),
@@ -884,20 +884,27 @@ def _recipe_style(fw: PerfStyle, strategy: Any, training: Training, system: Syst
     return dataclasses.replace(fw, **changes) if changes else fw
 
 
-def _rows(training: Training, sequences, unpads: Any) -> tuple[Any, Any]:
+def _rows(training: Training, sequences, unpads: Any, per_device=1.0) -> tuple[Any, Any]:
     """(positions per row, attention span) for micro-batches of `sequences` rows. Unpacked samples
     (Training.per_sample_rows) are padded to the longest of the micro-batch, E[max L] (sample_lengths); their
     attention covers each sample's own length where the kernel skips the padding (`unpads`: transformers'
     FlashAttention-2 path unpads the rows by the attention mask and runs flash_attn_varlen_func), E[L^2] per
     sample, else the padded rows (SDPA / fused attention with is_causal over the padded batch), E[max L^2] per
-    row; as a span per padded position both divide by E[max L]. Other rows: seq_len and Training.attention_span."""
+    row; as a span per padded position both divide by E[max L]. Micro-batches grouped by length
+    (Training.length_grouped_samples: LengthGroupedSampler over `per_device` rows a step) are padded to their
+    longest in a length-sorted megabatch (sample_lengths.grouped_padded). Other rows: seq_len and
+    Training.attention_span."""
     if not training.per_sample_rows:
         return float(training.seq_len) + 0.0 * np.asarray(sequences, float), training.attention_span
     mean, sigma, cut = training.sample_mean_tokens, training.sample_sigma, training.row_cap
-    row = sample_lengths.padded_tokens(mean, sigma, cut, sequences)
+    if training.length_grouped_samples > 0:
+        mega = sample_lengths.grouped_megabatch(training.length_grouped_samples, per_device)
+        row, squared = sample_lengths.grouped_padded(mean, sigma, cut, sequences, mega)
+    else:
+        row = sample_lengths.padded_tokens(mean, sigma, cut, sequences)
+        squared = sample_lengths.padded_squared(mean, sigma, cut, sequences)
     varlen = sample_lengths.squared_tokens(mean, sigma, cut) / row
-    padded = sample_lengths.padded_squared(mean, sigma, cut, sequences) / row
-    return row, np.where(np.asarray(unpads, bool), varlen, padded)
+    return row, np.where(np.asarray(unpads, bool), varlen, squared / row)
 
 
 def _rates(system: System, training: Training, k: PerfConstants, calibration: Calibration | None,

@@ -186,6 +186,10 @@ class DataSpec(_Strict):
     # memory is planned for a micro-batch padded to min(max_tokens, seq_len)
     max_tokens: float | None = Field(None, ge=1, le=10_000_000)
     epochs: float = Field(1.0, gt=0, le=10_000)
+    # unpacked samples drawn grouped by length: HF TrainingArguments group_by_length (transformers' LengthGroupedSampler
+    # sorts megabatches of up to 50 per-device batches by length and cuts them into micro-batches, so each is padded to
+    # little beyond its own samples); false = random micro-batches (the Trainer's default); needs samples
+    group_by_length: bool = False
 
     @field_validator("max_tokens")
     @classmethod
@@ -206,6 +210,8 @@ class DataSpec(_Strict):
             raise ValueError(msg("job_samples_need_avg"))
         if (self.length_sigma is not None or self.max_tokens is not None) and self.samples is None:
             raise ValueError(msg("job_length_sigma_needs_samples"))
+        if self.group_by_length and self.samples is None:
+            raise ValueError(msg("job_group_by_length_needs_samples"))
         return self
 
     @property
