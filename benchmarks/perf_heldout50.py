@@ -8,8 +8,9 @@ one epoch of 54.5M tokens.
 (2) universal-llm-trainer's GPU test (ljm565/universal-llm-trainer docs/gpu_test.md at aefdc4a4; H100 table of
 2025-03-21, RTX Pro 6000 and A100 tables of 2025-08-11): full and LoRA fine-tuning of Llama 3.1 8B, Llama 2 13B,
 Gemma 7B and Phi-3-mini on one H100, one RTX PRO 6000 Blackwell and one A100, 2 x 8,192 filled positions a micro-batch,
-pure bf16, gradient checkpointing: seconds a micro-batch and the allocator's reserved peak. Its QLoRA rows are
-refused by the data (the 4-bit model is loaded in fp32 with no autocast, which no job field states).
+pure bf16, gradient checkpointing: seconds a micro-batch and the allocator's reserved peak; and QLoRA of the same
+models, whose 4-bit model the trainer loads in fp32 with no autocast (precision fp32 with 4-bit linears computing in
+16 bit: the job path's QLoRA under fp32 training arguments).
 
 Not rows (read, said in docs/known-gaps.md 176): the trainer's FSDP rows (two GPUs, FSDP1 with parameters and
 gradients offloaded to the host and size-based wrapping, not read far enough to state), its Llama 3 8B rows (the
@@ -114,7 +115,7 @@ def bf16_loss_peaks() -> list[tuple[str, float, float, float]]:
     universal-llm-trainer row; the rows take loss_impl upcast (the hf style's fp32 logits and gradient)."""
     out = []
     for r in kept_rows(rows()):
-        if r["source"].startswith("universal-llm-trainer"):
+        if r["source"].startswith("universal-llm-trainer") and r["precision"] == "bf16":  # QLoRA's fp32 head: fp32 logits
             row, probe = (fh.row_cases(r, p47.catalog(r["overlay"]), models(), extra) for extra in (None, BF16_LOSS))
             (c,), (b,) = scored(row, "peak_gib"), scored(probe, "peak_gib")
             out.append((r["id"], c.measured, c.predicted, b.predicted))

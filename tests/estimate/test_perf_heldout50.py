@@ -1,8 +1,8 @@
 """Held-out rows added 2026-12-05, twenty-fourth batch (benchmarks/perf_heldout50.py; nothing fitted on them): Scicom's
-how-fast-5090 (Qwen3-1.7B full fine-tuning on one RTX 5090 and one H100 SXM) and universal-llm-trainer's GPU test (full
-and LoRA fine-tuning at 2 x 8,192 positions on one H100, RTX PRO 6000 Blackwell and A100; its QLoRA rows refused in the
-data). Bounds = the figures measured when the rows were added, with a margin: they guard against a regression, not
-an accuracy claim (docs/known-gaps.md 176)."""
+how-fast-5090 (Qwen3-1.7B full fine-tuning on one RTX 5090 and one H100 SXM) and universal-llm-trainer's GPU test
+(full, LoRA and QLoRA fine-tuning at 2 x 8,192 positions on one H100, RTX PRO 6000 Blackwell and A100). Bounds = the
+figures measured when the rows were added, with a margin: they guard against a regression, not an accuracy claim
+(docs/known-gaps.md 176)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ SCICOM = "Scicom how-fast-5090"
 ULT = "universal-llm-trainer GPU test"
 # (source, metric) -> (rows, MAPE bound %); reached at landing in the comment
 BOUNDS = {(SCICOM, "tokens_s"): (2, 50.0),  # 43.9 (RTX 5090 +17.1, H100 +70.7%: 176 (a))
-          (ULT, "tokens_s"): (18, 125.0),  # 114.0 (every card about 2x too fast: 176 (b))
-          (ULT, "peak_gib"): (18, 38.0)}  # 32.2 (the fp32 loss counted for a bf16 one: 176 (d))
+          (ULT, "tokens_s"): (30, 135.0),  # 124.1 (every card about 2x too fast: 176 (b))
+          (ULT, "peak_gib"): (30, 30.0)}  # 24.6 (the fp32 loss counted for a bf16 one: 176 (d); QLoRA +8..+18%)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def test_every_row_names_its_source_commit_date_and_assumptions():
                                     "https://github.com/ljm565/universal-llm-trainer/blob/")), r["id"]
         assert len(r["url"].split("/blob/")[1].split("/")[0]) == 40, r["id"]  # a full commit, not a branch
         assert r["locator"] and r["date"].startswith("2025-") and r["assumed"], r["id"]
-    assert [r["id"] for r in rs if r["refused"]] == [r["id"] for r in rs if r["method"] == "qlora"]
+    assert not [r["id"] for r in rs if r["refused"]]
 
 
 def test_the_scicom_rows_are_one_job_on_two_cards():
@@ -62,16 +62,19 @@ def test_the_scicom_rows_are_one_job_on_two_cards():
 
 def test_the_trainer_rows_state_its_configs():
     """Every micro-batch 2 x 8,192 filled positions, pure bf16 with AdamW on the bf16 weights (full) or LoRA r 8 on
-    every decoder linear over 32 micro-batches (LoRA), reentrant checkpointing, eager; tokens/s = 16,384 / Sec/step;
-    memory the reserved bytes in 1e9 (the trainer's memory_reserved() / 1E9)."""
+    every decoder linear over 32 micro-batches (LoRA; QLoRA over an fp32-loaded 4-bit model whose linears compute in
+    16 bit), reentrant checkpointing, eager; tokens/s = 16,384 / Sec/step; memory the reserved bytes in 1e9 (the
+    trainer's memory_reserved() / 1E9)."""
     for r in p50.rows():
-        if not r["id"].startswith("ult") or r["refused"]:
+        if not r["id"].startswith("ult"):
             continue
         job, s = p50.job(r), p50.job(r)["strategy"]
         assert job["seq_len"] == 8192 and s["micro_batch"] == 2 and not job["packing"], r["id"]
         assert s["recompute"] == "full" and s["checkpoint_impl"] == "reentrant" and not s["torch_compile"], r["id"]
         assert r["peak_mem_unit"] == "GB-allocator" and r["tokens_scope"] == "total", r["id"]
         assert job["global_batch"]["sequences"] == (2 if job["method"] == "full" else 64), r["id"]
+        assert job["precision"] == ("fp32" if job["method"] == "qlora" else "bf16"), r["id"]
+        assert s.get("nf4_dequant_dtype") == ("fp16" if job["method"] == "qlora" else None), r["id"]
         if job["method"] == "full":
             assert s["optimizer_precision"] == "bf16", r["id"]
         else:
@@ -79,8 +82,7 @@ def test_the_trainer_rows_state_its_configs():
 
 
 def test_every_row_scored_within_its_bound(cases):
-    refused = {c.row_id: c.skipped for c in cases if c.metric == "refused"}
-    assert len(refused) == 12 and all("float32" in why for why in refused.values())
+    assert not [c for c in cases if c.metric == "refused"]
     # the Llama 3.1 8B full fine-tune ran on all three cards; the estimate, counting fp32 logits, says it does not fit
     assert sorted(c.row_id for c in cases if c.metric == "fits") == [
         "ult_llama-31-8b_full_a100", "ult_llama-31-8b_full_h100", "ult_llama-31-8b_full_pro6000"]
@@ -91,13 +93,16 @@ def test_every_row_scored_within_its_bound(cases):
 
 def test_card_ratios_hold_where_absolute_times_do_not(cases):
     """176 (b): the trainer's rows are about 2x too fast on every card, but the same job's RTX PRO 6000 / H100 and
-    A100 / H100 ratios are within 25% of the measured ones for the Llama and Phi-3 jobs: the miss is the trainer's,
-    not the cards'. The RTX 5090 / H100 ratio of Scicom's job is not (176 (a))."""
+    A100 / H100 ratios are within 25% of the measured ones for the bf16 Llama and Phi-3 jobs: the miss is the
+    trainer's, not the cards'. Not so for the QLoRA jobs' RTX PRO 6000 (fp32 GEMMs: predicted faster than the H100,
+    measured slower, 176 (f)) nor for Scicom's RTX 5090 (176 (a))."""
     ratios = {(stem, gpu): (m, p) for stem, gpu, m, p in p50.card_ratios(cases)}
-    assert len(ratios) == 13
+    assert len(ratios) == 21
     for (stem, gpu), (m, p) in ratios.items():
-        if stem.startswith("ult") and "gemma" not in stem:
+        if stem.startswith("ult") and "gemma" not in stem and "qlora" not in stem:
             assert abs(p / m - 1) < 0.25, (stem, gpu)
+        if "qlora" in stem and gpu == "rtx-pro-6000":
+            assert m < 0.9 < 1.05 < p, stem
     m, p = ratios[("scicom_qwen3_1.7b_full", "rtx-5090")]
     assert p < 0.75 * m
 
@@ -112,8 +117,8 @@ def test_a_16bit_loss_brings_the_reserved_peaks_within_ten_percent():
 
 
 def test_accuracy_bands_count_all_but_the_trainers_time_rows(cases):
-    """176 (b): the trainer's 18 time rows are kept out of accuracy_bands (a cost of its own loop, not yet found, that
-    would set the search's offset for every HF job on Blackwell); Scicom's 2 time rows and all 18 peaks are counted."""
+    """176 (b): the trainer's 30 time rows are kept out of accuracy_bands (a cost of its own loop, not yet found, that
+    would set the search's offset for every HF job on Blackwell); Scicom's 2 time rows and all 30 peaks are counted."""
     banded = p50.banded(cases)
     assert not [c for c in banded if c.source == ULT and c.metric == "tokens_s"]
-    assert len(scored(banded, "tokens_s")) == 2 and len(scored(banded, "peak_gib")) == 18
+    assert len(scored(banded, "tokens_s")) == 2 and len(scored(banded, "peak_gib")) == 30
