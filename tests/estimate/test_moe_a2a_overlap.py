@@ -174,3 +174,82 @@ def test_overlap_exposes_no_more_than_without_it_and_all_of_it_when_every_pass_i
     n_mb = gbs / (128 // pp)
     if pp > 1 and 2 * (pp - 1) + 3 * pp + 1 >= 4 * n_mb:  # the whole step is warm-up and cool-down
         assert over["ep_comm"] == pytest.approx(plain["ep_comm"], rel=1e-6)
+
+
+def _pair(m=1.32, c=1.08, s=20 / 132, **kw) -> float:
+    """One layer pair as the Model Zoo's EP 32 H100 layer (attention 1.20 / 2.68 ms, expert MLP forward m, each
+    all-to-all c), in ms."""
+    from trainsizer.estimate.step_time import combined_1f1b_layer_s
+
+    return float(combined_1f1b_layer_s(1.20, m, 2.68, c, s, **kw))
+
+
+def test_one_queue_without_delayed_wgrad_exposes_the_forward_dispatch_whole():
+    """CUDA_DEVICE_MAX_CONNECTIONS=1 and the weight gradient inside mlp_bwd (the 2025 `--combined-1f1b-recipe ep_a2a`
+    order): dispatch_fwd, issued behind mlp_bwd, starts as it ends and nothing issued after it may run beside it, so
+    the pair shows one more all-to-all than the compute-bound overlap (3 m > 2 c: the other windows unchanged)."""
+    m, c, s = 1.32, 1.08, 20 / 132
+    comp = 1.20 + 3.0 * m + 2.68
+    assert _pair() == pytest.approx(comp + 4.0 * s * c)  # every window compute-bound: the SM share only
+    assert _pair(delayed=False, one_queue=True) == pytest.approx(comp + c + 3.0 * s * c)
+
+
+def test_either_condition_alone_changes_nothing_where_the_expert_mlp_outlasts_the_all_to_all():
+    """With the weight gradient delayed, one queue still runs dispatch_fwd beside mlp_bwd_dw and dispatch_bwd beside
+    mlp_fwd; with several queues, dispatch_fwd runs beside the whole mlp_bwd: 3 m either way (m > c)."""
+    base = _pair()
+    assert _pair(one_queue=True) == pytest.approx(base)
+    assert _pair(delayed=False) == pytest.approx(base)
+
+
+def test_one_queue_costs_an_expert_mlp_where_the_all_to_alls_outlast_it():
+    """c > 2 m: several queues run the middle window's two all-to-alls back to back (2 c); one queue holds
+    dispatch_fwd until mlp_bwd's data gradient ends (m + 2 c)."""
+    m, c = 0.5, 2.0
+    assert _pair(m=m, c=c, s=0.0, one_queue=True) - _pair(m=m, c=c, s=0.0) == pytest.approx(m)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(0.0, 3.0), st.floats(0.0, 3.0), st.floats(0.0, 3.0), st.floats(0.0, 3.0), st.floats(0.0, 0.5))
+def test_each_order_is_bounded_and_never_faster_than_the_overlap_it_loses(af, m, ab, c, s):
+    """Never faster than the delayed, several-queue order (each order starts its all-to-alls no earlier), never
+    slower than the compute and the four all-to-alls in series; one queue without the delay slowest of all."""
+    from trainsizer.estimate.step_time import combined_1f1b_layer_s
+
+    def pair(**kw):
+        return float(combined_1f1b_layer_s(af, m, ab, c, s, **kw))
+
+    base, serial = pair(), af + 3.0 * m + ab + 4.0 * c
+    for kw in (dict(delayed=False), dict(one_queue=True), dict(delayed=False, one_queue=True)):
+        assert base - 1e-9 <= pair(**kw) <= serial + 1e-9
+    assert pair(delayed=False, one_queue=True) >= max(pair(one_queue=True), pair(delayed=False)) - 1e-9
+
+
+def test_the_job_fields_reach_the_estimate_and_bad_values_name_the_field():
+    """Both stated, an EP overlap across nodes shows more all-to-all; neither changes a job without the overlap;
+    a connection count below 1 is bad input naming strategy.cuda_device_max_connections."""
+    from trainsizer.errors import TrainsizerError
+
+    m, s = _moe(), h100_cluster(64)
+    order = dict(delay_wgrad_compute=False, cuda_device_max_connections=1)
+    over = estimate_time(m, TR, s, _st(moe_a2a_overlap=True)).breakdown_s["ep_comm"]
+    assert estimate_time(m, TR, s, _st(moe_a2a_overlap=True, **order)).breakdown_s["ep_comm"] > over
+    assert estimate_time(m, TR, s, _st(**order)).step_s == pytest.approx(estimate_time(m, TR, s, _st()).step_s)
+    job = yaml.safe_load(textwrap.dedent("""\
+        model: qwen3-30b-a3b
+        data: {tokens: 1.0e9}
+        seq_len: 4096
+        global_batch: {sequences: 512}
+        hardware: {accelerator: h100-sxm-80gb, count: 16, network: ib-ndr400}
+        strategy: {pp: 2, vpp: 12, ep: 8, micro_batch: 1, recompute: none, distributed_optimizer: true,
+                   framework: megatron-core, moe_a2a_overlap: true, delay_wgrad_compute: false,
+                   cuda_device_max_connections: 1}
+        """))
+    sc = resolve_job(job, load_catalog())
+    assert sc.summary()["strategy"]["cuda_device_max_connections"] == 1
+    assert sc.summary()["strategy"]["delay_wgrad_compute"] is False
+    job["strategy"]["cuda_device_max_connections"] = 0
+    with pytest.raises(TrainsizerError, match="cuda_device_max_connections"):
+        resolve_job(job, load_catalog())
+    for field in ("delay_wgrad_compute", "cuda_device_max_connections"):
+        assert t(f"field_strategy.{field}", "zh") != t(f"field_strategy.{field}", "en")

@@ -372,6 +372,10 @@ class Strategy:
     # Megatron-Core overlap_moe_expert_parallel_comm (combined 1F1B: the EP all-to-all of one micro-batch beside the
     # compute of another); None = the style's (off); one value for the whole batch
     moe_a2a_overlap: Any = None
+    # under moe_a2a_overlap: the expert MLP's weight gradient delayed (--delay-wgrad-compute; None = true), and the
+    # CUDA_DEVICE_MAX_CONNECTIONS the run sets (1 = one hardware queue; None = more); step_time.combined_1f1b_layer_s
+    delay_wgrad_compute: Any = None
+    cuda_device_max_connections: Any = None
     # Megatron-Core use_transformer_engine_op_fuser with NVTE_CUTEDSL_FUSED_GROUPED_MLP: the routed experts' fc1, gated
     # activation and fc2 with their biases in Transformer Engine's fused grouped MLP (MXFP8 on SM100); None = off
     moe_fused_grouped_mlp: Any = None

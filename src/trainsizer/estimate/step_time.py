@@ -169,6 +169,10 @@ class PerfStyle:
     # share of the GPU's SMs the overlapped all-to-all kernels hold while in flight, taken from that compute
     # (_overlapped_ep); DeepSeek-V3 gives 20 of the H800's 132 SMs to communication (report s3.2.2)
     ep_overlap_sm_share: float = 0.0
+    # the combined 1F1B's order (combined_1f1b_layer_s): the expert MLP's weight gradient delayed past the next
+    # dispatch (strategy.delay_wgrad_compute), and one hardware work queue (strategy.cuda_device_max_connections 1)
+    ep_overlap_delay_wgrad: bool = True
+    ep_overlap_one_queue: bool = False
     pipeline_schedule: str = "1f1b"  # "1f1b" (incl. interleaved via vpp) or "dualpipe" (DeepSeek-V3)
     attention_kernel: str = "fa2"  # "fa2" (FlashAttention-2 / Triton), "native" (cuDNN fused / FA3), "fa1" (v1)
     # how the stack's activation checkpointing re-runs a layer (names.CHECKPOINT_IMPLS; strategy.checkpoint_impl
@@ -535,6 +539,10 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["pp_fsdp_once_per_step"] = bool(strategy.pp_fsdp_once_per_step)
     if getattr(strategy, "moe_a2a_overlap", None) is not None:  # Megatron-Core combined 1F1B (_micro_batch)
         changes["ep_overlap"] = bool(strategy.moe_a2a_overlap)
+    if getattr(strategy, "delay_wgrad_compute", None) is not None:  # the combined 1F1B's order (combined_1f1b_layer_s)
+        changes["ep_overlap_delay_wgrad"] = bool(strategy.delay_wgrad_compute)
+    if getattr(strategy, "cuda_device_max_connections", None) is not None:  # one hardware queue: the same
+        changes["ep_overlap_one_queue"] = int(strategy.cuda_device_max_connections) == 1
     if getattr(strategy, "moe_fused_grouped_mlp", None) is not None:  # TE's fused grouped MLP (_expert_bias_time)
         changes["moe_fused_grouped_mlp"] = bool(strategy.moe_fused_grouped_mlp)
     if getattr(strategy, "moe_torch_grouped_mm", None) is not None:  # the experts' grouped GEMM (_grouped_mm_rate)
@@ -2665,7 +2673,8 @@ def _combined_1f1b_exposed(x: _Step, lt: compute.LayerTimes, per: _StageLayer) -
     a_b = np.maximum(per.compute * (1.0 - fwd_share) - 2.0 * m, 0.0)
     rerun = np.asarray(x.moe_rerun, float)
     c = per.ep / moe / (4.0 + 2.0 * rerun)  # one all-to-all of a MoE layer
-    layer = combined_1f1b_layer_s(a_f, m, a_b, c, x.fw.ep_overlap_sm_share, mid_a2a=2.0 + 2.0 * rerun)
+    layer = combined_1f1b_layer_s(a_f, m, a_b, c, x.fw.ep_overlap_sm_share, mid_a2a=2.0 + 2.0 * rerun,
+                                  delayed=x.fw.ep_overlap_delay_wgrad, one_queue=x.fw.ep_overlap_one_queue)
     return moe * np.maximum(layer - (a_f + 3.0 * m + a_b), 0.0)
 
 
@@ -2682,7 +2691,7 @@ def _routed_experts_forward_s(x: _Step) -> Any:
 
 
 def combined_1f1b_layer_s(attn_fwd: Any, mlp_fwd: Any, attn_bwd: Any, a2a: Any, sm_share: Any,
-                          mid_a2a: Any = 2.0) -> Any:
+                          mid_a2a: Any = 2.0, delayed: Any = True, one_queue: Any = False) -> Any:
     """Seconds of one forward layer paired with one backward layer under Megatron-Core's combined 1F1B, as
     TransformerLayerSchedulePlan.run issues them (megatron/core/models/common/model_chunk_schedule_plan.py,
     Megatron-LM d428de40, its docstring's table; overlap_moe_expert_parallel_comm with delay_wgrad_compute, as the
@@ -2694,13 +2703,34 @@ def combined_1f1b_layer_s(attn_fwd: Any, mlp_fwd: Any, attn_bwd: Any, a2a: Any, 
     gradient (`mlp_fwd` s) and mlp_fwd after dispatch_fwd: max(3 mlp_fwd, 2 a2a, a2a + mlp_fwd), then max(a2a,
     attention backward). While an all-to-all runs its kernels hold `sm_share` of the SMs from the paired compute
     (as _overlapped_ep). `mid_a2a`: all-to-alls in the middle window (2; more where a recomputed MoE block re-runs
-    its dispatch and combine inside mlp_bwd)."""
+    its dispatch and combine inside mlp_bwd). The middle window's other orders: _combined_1f1b_middle_s."""
     s = np.asarray(sm_share, float)
     c = np.asarray(a2a, float)
     first = np.maximum(c, attn_fwd + s * c)
     middle = np.maximum.reduce([mid_a2a * c, 3.0 * mlp_fwd + mid_a2a * s * c, c + mlp_fwd + s * c])
+    if not np.all(delayed) or np.any(one_queue):
+        middle = _combined_1f1b_middle_s(middle, mlp_fwd, c, s, (mid_a2a - 2.0) * c, delayed, one_queue)
     last = np.maximum(c, attn_bwd + s * c)
     return first + middle + last
+
+
+def _combined_1f1b_middle_s(middle: Any, m: Any, c: Any, s: Any, rerun_s: Any, delayed: Any, one_queue: Any) -> Any:
+    """The combined 1F1B's middle window (mlp_bwd, dispatch_fwd, [mlp_bwd_dw], dispatch_bwd, mlp_fwd in issue order;
+    `m` the expert MLP forward, all-to-alls of `c` s, SM share `s`, `rerun_s` re-run all-to-alls inside mlp_bwd)
+    where the weight gradient runs inside mlp_bwd (not `delayed`: the 2025 `--combined-1f1b-recipe ep_a2a`), or
+    where one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1) starts a kernel only after every kernel issued before
+    it has started: an all-to-all issued behind a compute node starts as that node ends, so dispatch_fwd overlaps
+    mlp_bwd_dw (delayed) or nothing (not: the pair's dispatch exposed whole), and dispatch_bwd the mlp_fwd issued
+    after it; `middle` (combined_1f1b_layer_s's, delayed, several queues) elsewhere. Several queues, not delayed:
+    dispatch_fwd beside the whole mlp_bwd, dispatch_bwd after it beside mlp_fwd. Origin: the issue order of
+    model_chunk_schedule_plan.py (Megatron-LM ae1c88296f, the first public combined 1F1B) under one in-order queue
+    (CUDA_DEVICE_MAX_CONNECTIONS, CUDA programming guide's environment variables; arguments.py at ae1c88296f warns the
+    EP overlap wants more than the 1 TP / CP want on Hopper)."""
+    dw = np.asarray(delayed, bool)
+    pair = np.maximum(c, m + s * c)
+    several = np.where(dw, middle, np.maximum(c, 2.0 * m + rerun_s + s * c) + pair)
+    one = np.where(dw, m + rerun_s + 2.0 * pair, 2.0 * m + rerun_s + c + pair)
+    return np.where(np.asarray(one_queue, bool), one, several)
 
 
 def _hp_grad_accum(x: _Step, n_stage: np.ndarray) -> np.ndarray:

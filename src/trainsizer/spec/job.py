@@ -495,6 +495,14 @@ class StrategySpec(_Strict):
     # Megatron-Core EP all-to-all overlap (overlap_moe_expert_parallel_comm + delay_wgrad_compute: combined 1F1B,
     # one micro-batch's dispatch / combine beside another's compute); null = the framework's (off)
     moe_a2a_overlap: bool | None = None
+    # under moe_a2a_overlap: the expert MLP's weight gradient split from its data gradient and run after the next
+    # dispatch is issued (Megatron-Core --delay-wgrad-compute, the pair the MoE README and Megatron-Bridge recipes set);
+    # false = inside the MLP's backward (the 2025 `--combined-1f1b-recipe ep_a2a` commands); null = true
+    delay_wgrad_compute: bool | None = None
+    # the CUDA_DEVICE_MAX_CONNECTIONS the run sets: 1 = one hardware work queue, so a kernel starts only after every
+    # kernel issued before it has started (Megatron-LM sets 1 for TP / CP ordering; its MoE README wants > 1 for the
+    # EP all-to-all overlap); null = more than one (the old behaviour); only the combined 1F1B's order reads it
+    cuda_device_max_connections: int | None = Field(None, ge=1)
     # Transformer Engine's fused grouped MLP for the routed experts (Megatron-Core use_transformer_engine_op_fuser with
     # NVTE_CUTEDSL_FUSED_GROUPED_MLP=1; MXFP8 on B200 / B300 / GB200 / GB300): the biases and the gated activation in
     # the cuDNN grouped GEMM epilogues; null = off (TEGroupedMLP)
