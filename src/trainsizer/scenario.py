@@ -231,6 +231,10 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Catalog,
         notes.append(msg("note_packed_sample_lengths", seq_len=job.seq_len))
     if job.currency_from_market:
         notes.append(msg("note_currency_market", currency=job.currency, market=job.constraints.market))
+    if job.strategy is not None and job.strategy.framework in ("megatron", "megatron-core") and not (
+            {"hidden_dropout", "attention_dropout"} & job.model_fields_set):
+        # Megatron-LM's TransformerConfig defaults (hidden / attention dropout 0.1) where a command line sets neither
+        notes.append(msg("note_megatron_dropout", framework=job.strategy.framework))
     listed = _listed_accelerators(job, catalog, origin)
     bare = Scenario(job=job, model=model, training=training, notes=tuple(notes))
     if job.hardware is None:

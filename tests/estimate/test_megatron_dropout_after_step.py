@@ -80,3 +80,20 @@ def test_dropout_never_lowers_memory_and_the_after_step_figure_holds_the_states(
     base, drop = estimate_memory(m, _tr(), s, st), estimate_memory(m, _tr(hidden_dropout=p, attention_dropout=p), s, st)
     assert drop.per_gpu_bytes >= base.per_gpu_bytes and (drop.per_gpu_bytes > base.per_gpu_bytes) == (p > 0)
     assert drop.after_step_bytes == base.after_step_bytes >= _states(base) > 0
+
+
+def test_a_megatron_job_that_states_no_dropout_is_told_what_megatron_lm_defaults_to():
+    from trainsizer.catalog import load_catalog
+    from trainsizer.scenario import resolve_job
+
+    cat = load_catalog()
+    job = {**JOB, "hardware": {"accelerator": "h100-sxm-80gb", "count": 8}}
+
+    def keys(**kw) -> list[str]:
+        return [getattr(n, "key", "") for n in resolve_job({**job, **kw}, cat).notes]
+
+    for framework in ("megatron", "megatron-core"):
+        assert "note_megatron_dropout" in keys(strategy={"tp": 2, "framework": framework})
+        assert "note_megatron_dropout" not in keys(strategy={"tp": 2, "framework": framework}, hidden_dropout=0.0)
+    assert "note_megatron_dropout" not in keys(strategy={"tp": 2, "framework": "torchtitan"})
+    assert "note_megatron_dropout" not in keys()  # no framework named: nothing said
