@@ -59,7 +59,8 @@ RATE_METRICS = ("tokens_per_s_per_gpu", "tokens_per_sec_per_gpu", "tokens_s", "n
                 "samples_s")
 DURATION_METRICS = ("step_time_s", "gpu_hours", "gpu_hours_logged")
 # a published peak: PyTorch's reserved / allocated peak, or the device's used memory (torch.cuda.mem_get_info)
-PEAK_METRICS = ("peak_memory_gib", "peak_allocated_gib", "peak_gib", "device_memory_used_gib")
+PEAK_METRICS = ("peak_memory_gib", "peak_allocated_gib", "peak_allocated_first_step_gib", "peak_gib",
+                "device_memory_used_gib")
 LEFT_OUT = ("allocated_after_step_gib", "allocated_after_backward_gib", "max_seq", "fb_pair_s", "fits", "refused")
 
 

@@ -35,6 +35,8 @@ hardware FLOPs over the estimated step); `nemo_tflops_per_gpu` (NeMo's Llama FLO
 6 x parameters + 60 s h L per token, flops.gptneox_logged_flops); `peak_memory_gib` (one logged peak: PyTorch's max_memory_reserved)
 against the memory estimate less the CUDA context and NCCL buffers, which live outside PyTorch's allocator;
 `peak_allocated_gib` (max_memory_allocated) against it less those and the allocator's fragmentation too;
+`peak_allocated_first_step_gib` (max_memory_allocated read after iteration 1) against that less what the first optimizer
+step creates (`_first_step_peak`);
 `allocated_after_backward_gib` (the same log line's memory_allocated: NeMo 2's MegatronStrategy.training_step logs it
 after the forward-backward, before the optimizer step, nemo/lightning/pytorch/strategies/megatron_strategy.py) against
 the model states; `allocated_after_step_gib` (memory_allocated after the optimizer step, Megatron-LM's training_log)
@@ -76,8 +78,8 @@ _BOOL = {"true": True, "false": False}
 OUTSIDE_ALLOCATOR = ("cuda_context", "nccl_buffers")
 # torch.cuda.max_memory_allocated() holds neither those nor the allocator's cached, unused blocks (fragmentation)
 NOT_ALLOCATED = (*OUTSIDE_ALLOCATOR, "fragmentation")
-MEMORY_METRICS = ("peak_memory_gib", "peak_allocated_gib", "allocated_after_step_gib", "allocated_after_backward_gib",
-                  "device_memory_used_gib")
+MEMORY_METRICS = ("peak_memory_gib", "peak_allocated_gib", "peak_allocated_first_step_gib", "allocated_after_step_gib",
+                  "allocated_after_backward_gib", "device_memory_used_gib")
 
 
 _LIST_KEYS = ("recompute_modules",)  # strategy fields that take a list
@@ -159,6 +161,8 @@ def predicted_metric(row: dict[str, str], result: dict[str, Any], model: Any) ->
         outside = sum(float(items[k]["gib"]) for k in (OUTSIDE_ALLOCATOR if metric == "peak_memory_gib"
                                                        else NOT_ALLOCATED) if k in items)
         return float(result["memory"]["per_gpu_gib"]) - outside
+    if metric == "peak_allocated_first_step_gib":
+        return _first_step_peak(result["memory"])
     if metric == "allocated_after_step_gib":  # memory_allocated() after the optimizer step, before the next zero_grad
         return float(result["memory"]["after_step_gib"])
     if metric == "allocated_after_backward_gib":  # memory_allocated() after the backward: the model states alone
@@ -166,6 +170,20 @@ def predicted_metric(row: dict[str, str], result: dict[str, Any], model: Any) ->
     if metric == "device_memory_used_gib":  # torch.cuda.mem_get_info()'s total less free: the whole estimate
         return float(result["memory"]["per_gpu_gib"])
     raise ValueError(f"{row['id']}: unknown metric {metric!r}")
+
+
+def _first_step_peak(mem: dict[str, Any]) -> float:
+    """max_memory_allocated read after iteration 1 (Megatron's report_memory "(after 1 iterations)"): the steady
+    allocated peak less what the first optimizer step creates, where the peak is in the forward / backward: the Adam
+    moments (Transformer Engine's FusedAdam and torch's Adam initialise their state in their first step; Megatron-LM's
+    CI series show it, known-gaps 172) and a gradient copy the step keeps (grad_fp32_copy). Not below the states
+    after the step, which that step holds."""
+    items = mem["items"]
+    gib = {k: float(v["gib"]) for k, v in items.items()}
+    peak = float(mem["per_gpu_gib"]) - sum(gib.get(k, 0.0) for k in NOT_ALLOCATED)
+    if mem["peak_phase"] != "forward/backward":
+        return peak
+    return max(peak - gib.get("optimizer_states", 0.0) - gib.get("grad_fp32_copy", 0.0), float(mem["after_step_gib"]))
 
 
 def estimate_row(row: dict[str, str], models: dict[str, Any], catalogs: dict[str, Any],

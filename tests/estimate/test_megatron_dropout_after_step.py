@@ -97,3 +97,14 @@ def test_a_megatron_job_that_states_no_dropout_is_told_what_megatron_lm_defaults
         assert "note_megatron_dropout" not in keys(strategy={"tp": 2, "framework": framework}, hidden_dropout=0.0)
     assert "note_megatron_dropout" not in keys(strategy={"tp": 2, "framework": "torchtitan"})
     assert "note_megatron_dropout" not in keys()  # no framework named: nothing said
+
+
+def test_megatron_fsdp_holds_its_fp32_gradient_shard_copy_after_the_step_only():
+    """update_main_grads' cast (dist_main_grad) lives from the step to Megatron-FSDP's zero_grad, not in the forward /
+    backward: the peak of a forward / backward-peaking job does not move with it."""
+    m, s = llama8b(), h100_cluster(8)
+    st = Strategy(dp=8, zero=3, fsdp="full", micro_batch=1, recompute="none", framework="megatron-core")
+    fp32, half = estimate_memory(m, _tr(), s, st), estimate_memory(m, _tr(), s, st.with_(grad_reduce_in_fp32=False))
+    assert fp32.after_step_bytes == pytest.approx(_states(fp32), rel=1e-9)
+    assert half.after_step_bytes - _states(half) == pytest.approx(4 * m.params_total / 8, rel=0.02)
+    assert "grad_fp32_copy" not in half.items_bytes or half.items_bytes["grad_fp32_copy"] == 0.0

@@ -1766,7 +1766,9 @@ def _stage_bytes(b: _Batch, g: _Stage, options: MemoryOptions, detail: bool) -> 
     host, paged = _paged_optimizer(b, items, states.host)
     host = _offload_and_fuse(b, g, items, host)
     loss_phase = _backward_phases(b, g, items, _torchtune_fsdp2_phase_units(b, options))
-    after_step = sum(items[k] for k in STEP_STATE_ITEMS if k in items) + _main_grad_copy(b, states.opt_params)
+    # the after-step figure for the detailed estimate only (not on the search's path)
+    after_step = sum(items[k] for k in STEP_STATE_ITEMS if k in items) + _main_grad_copy(b, states.opt_params) \
+        if detail else None
     if options.overheads:
         _overheads(b, items, states.trainable_pg, loss_phase)
     total, step_peak = _optimizer_step_peak(b, items, sum(items.values()), states.opt_params, detail)
@@ -1780,12 +1782,13 @@ def _main_grad_copy(b: _Batch, opt_params: Any) -> Any:
     its gradient as .grad (megatron/core/optimizer/distrib_optimizer.py _copy_model_grads_to_main_grads,
     `shard_main_param.grad = shard_model_grad.float()`, at d98e8a64dd; an fp32 buffer's .float() is the same tensor),
     freed by optimizer.zero_grad(set_to_none) at the start of the next train_step (megatron/training/training.py).
-    Megatron-FSDP (zero 3 under the megatron profile) returns before the copy; DeepSpeed frees its fp32 partition
-    gradients within the step."""
+    Megatron-FSDP (zero 3 under the megatron profile) makes the same copy in update_main_grads (`optimizer_grad.to(
+    param.dtype)`, kept in dist_main_grad) and dereferences it in its zero_grad (megatron_fsdp/param_and_grad_buffer.py,
+    outside megatron_fsdp_cuda_graph_mode); DeepSpeed frees its fp32 partition gradients within the step."""
     if not b.training.trains_base_weights:
         return 0.0
     fp32 = float(b.c["optimizer_step"]["fp32_grad_cast_bytes_per_param"])
-    return np.where(b.bf16_grads & (~b.offload_opt) & (b.z < 3), fp32 * opt_params, 0.0)
+    return np.where(b.bf16_grads & (~b.offload_opt), fp32 * opt_params, 0.0)
 
 
 def _evaluate(
