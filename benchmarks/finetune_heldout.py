@@ -42,6 +42,7 @@ from harness import Case, mape, num, print_case_rows, whole
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import TrainsizerError
 from trainsizer.estimate import sample_lengths
+from trainsizer.estimate.evaluation import evaluation_s
 from trainsizer.estimate.fit import max_seq_len
 from trainsizer.estimate.memory import GIB, estimate_memory
 from trainsizer.estimate.step_time import step_time_arrays
@@ -81,6 +82,8 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
                      "optimizer_in_backward": _bool(r["optimizer_in_backward"]), "offload": r["offload"],
                      "framework": r["stack"]},
     }
+    if r.get("eval_samples"):  # an evaluation inside the measured runtime (perf_heldout47's HF Trainer rows)
+        out |= _evaluation(r)
     if r["length_sigma"]:  # unpacked samples' spread (lognormal; estimate.sample_lengths)
         out["data"]["length_sigma"] = num(r["length_sigma"])
     if r["max_tokens"]:
@@ -154,6 +157,21 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
     return out
 
 
+def _evaluation(r: dict[str, str]) -> dict:
+    """The job's data and evaluation where the row's figure is a runtime holding evaluation passes: `epoch_samples`
+    training samples an epoch, `max_steps` steps run (data.epochs = their share of an epoch), `eval_samples` sequences
+    a pass at `eval_micro_batch` (empty: the training micro-batch), `eval_every_steps` (empty: at each epoch's end)."""
+    epoch = num(r["epoch_samples"])
+    data = {"samples": epoch, "avg_tokens": num(r["avg_tokens"], whole(r["seq_len"]) or 2048),
+            "epochs": whole(r["max_steps"]) * whole(r["global_batch_seqs"]) / epoch}
+    ev: dict = {"samples": num(r["eval_samples"])}
+    if r.get("eval_micro_batch"):
+        ev["micro_batch"] = whole(r["eval_micro_batch"])
+    if r.get("eval_every_steps"):
+        ev["every_steps"] = whole(r["eval_every_steps"])
+    return {"data": data, "evaluation": ev}
+
+
 def _scenario(r: dict[str, str], cat, models: dict | None = None, strategy_extra: dict | None = None):
     spec = job(r, models)
     if strategy_extra:  # a probe's strategy fields over the row's (None: the row as written)
@@ -197,6 +215,8 @@ def row_cases(r: dict[str, str], cat, models: dict | None = None, strategy_extra
         out.append(Case(r["id"], src, "peak_gib", measured, predicted))
     if r["tokens_per_s"]:
         step = float(np.asarray(step_time_arrays(m, t, s, st)["step_s"]).reshape(-1)[0])
+        if t.eval_passes:  # the figure's runtime holds the evaluation passes beside the steps (estimate.evaluation)
+            step += evaluation_s(m, t, s, st) / sc.steps
         tps = counted_tokens(r, t) / step / (s.gpus if r["tokens_scope"] == "per_gpu" else 1)
         out.append(Case(r["id"], src, "tokens_s", num(r["tokens_per_s"]), tps))
     return out

@@ -7,10 +7,10 @@ float8 all-gathers, rowwise): tokens/s a GPU and peak reserved memory. The exper
 (1075d9cdd, 2025-04-17): '4x H100 GPUs with 94GB memory', the cleaned Alpaca for one epoch, batch 16, torch.compile.
 The rowwise_with_gw_hp row is refused (no recipe keeps the weight-gradient GEMM in 16 bit).
 (2) NVIDIA dgxc-benchmarking v24.11 (35a9aecc, 2024-12-13): Hugging Face + PEFT LoRA under FSDP1 on 8-512 H100,
-Llama-2-70B and Mistral-7B on packed UltraChat, 'train samples per second'. Not scored: the figure is the Trainer's
-train_runtime over 30 / 100 steps, which holds the end-of-epoch evaluation over the test splits. Estimated for what
-that says instead (implied_eval): the measured runtime less the estimate's training steps, times the GPUs, over the
-evaluation passes, is about constant where the evaluation is the rest (fixed work shared by the GPUs).
+Llama-2-70B and Mistral-7B on packed UltraChat, 'train samples per second': the Trainer's train_runtime over 30 / 100
+steps, which holds an evaluation pass over the packed test splits at each epoch's end (the job's `evaluation`,
+estimate.evaluation; known-gaps 171). Printed beside them (implied_rest): the measured runtime less the estimate's
+steps and evaluation, times the GPUs, over the passes.
 (3) AMD's ROCm blogs on one MI300X (rocm-blogs llama-lora and llama-Qlora as revised 2024-10-22): Llama-2-7B in fp32
 under HF Trainer / trl SFTTrainer on guanaco-llama2-1k, batch 4: LoRA (time and memory), full fine-tuning (memory; its
 time holds five checkpoint saves), QLoRA (fp32 training arguments over an fp16 4-bit compute dtype: the 4-bit
@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import math
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +44,7 @@ import finetune_heldout as fh
 import perf_heldout43 as p43
 from harness import Case, kept_rows, num, print_case_rows, refusals_said, scored, whole
 from trainsizer.catalog import load_catalog
+from trainsizer.estimate.evaluation import evaluation_s
 from trainsizer.estimate.memory import estimate_memory
 from trainsizer.estimate.step_time import step_time_arrays
 from trainsizer.scenario import resolve_job
@@ -55,9 +55,6 @@ DGXC_HF = DATA / "heldout_2026u_dgxc_hf_lora.csv"
 ROCM_BLOGS = DATA / "heldout_2026u_rocm_blogs.csv"
 SOURCES = (TORCHAO_FP8, DGXC_HF, ROCM_BLOGS)
 BF16_ROW = "aofp8ft_3b_bf16_4xh100"
-# packed 2,048-token samples a pass over the training splits: the Mistral 256-GPU log, 1,638,400 samples = epoch 6.25
-EPOCH_SAMPLES = 262_144
-STEPS = {"llama-2-70b": 30, "mistral-7b": 100}  # the launch scripts' max_steps
 
 
 def rows() -> list[dict[str, str]]:
@@ -126,28 +123,29 @@ def tf32_rate_tokens(r: dict[str, str]) -> float:
     return fh.counted_tokens(r, sc.training) / _step_s(sc)
 
 
-def implied_eval(r: dict[str, str]) -> tuple[float, float, int, float]:
-    """(measured train_runtime s, the estimate's training steps s, evaluation passes, the rest x GPUs / passes in
-    GPU-seconds) of a dgxc row: what its train_runtime holds beside the training steps, per pass over the test
-    splits; passes = ceil(epochs), the Trainer evaluating at each epoch end and where max_steps ends the last."""
-    step = _step_s(fh._scenario(dict(r, refused=""), catalog(r["overlay"])))
-    samples = whole(r["global_batch_seqs"]) * STEPS[r["model"]]
+def implied_rest(r: dict[str, str]) -> tuple[float, float, float, int, float]:
+    """(measured train_runtime s, the estimate's training steps s, its evaluation passes s, passes, the rest x GPUs /
+    passes in GPU-seconds) of a dgxc row: what its train_runtime holds beside the estimate's steps and evaluation
+    (estimate.evaluation), per pass over the test splits (known-gaps 171)."""
+    sc = fh._scenario(r, catalog(r["overlay"]))
+    step = _step_s(sc)
+    samples = whole(r["global_batch_seqs"]) * whole(r["max_steps"])
     runtime = samples * num(r["avg_tokens"]) / num(r["tokens_per_s"])
-    passes = math.ceil(samples / EPOCH_SAMPLES)
-    train = STEPS[r["model"]] * step
-    return runtime, train, passes, (runtime - train) * whole(r["gpu_count"]) / passes
+    train, passes = sc.steps * step, sc.training.eval_passes
+    ev = evaluation_s(sc.model, sc.training, sc.system, sc.strategy)
+    return runtime, train, ev, passes, (runtime - train - ev) * whole(r["gpu_count"]) / passes
 
 
 def _eval_lines() -> list[str]:
-    return [f"  {r['id']:38s} runtime {rt:6.0f} s, estimate's steps {tr:6.0f} s, {n} pass(es): the rest "
+    return [f"  {r['id']:38s} runtime {rt:6.0f} s: steps {tr:6.0f} s, {n} evaluation pass(es) {ev:6.0f} s; the rest "
             f"{gs / 1e3:6.1f}k GPU-s a pass" for r in rows() if r["id"].startswith("dgxc")
-            for rt, tr, n, gs in [implied_eval(r)]]
+            for rt, tr, ev, n, gs in [implied_rest(r)]]
 
 
 def main() -> None:
     cs = cases()
     print("(1) torchao's fine-tuning tutorial: Llama 3.2 3B full fine-tuning under torchtune on 4 H100, BF16 and "
-          "float8 (tokens/s a GPU, peak reserved memory); (2) dgxc-benchmarking v24.11 HF LoRA rows, not scored; "
+          "float8 (tokens/s a GPU, peak reserved memory); (2) dgxc-benchmarking v24.11 HF LoRA rows, the runtime with its evaluation passes; "
           "(3) AMD's ROCm blogs, Llama-2-7B fp32 fine-tuning on one MI300X (held out, nothing fitted):")
     print_case_rows([c for c in cs if c.metric in ("tokens_s", "peak_gib")], 34, "9.1f")
     print("\nper source:\n" + "\n".join(p43.source_lines(cs)))
@@ -160,7 +158,7 @@ def main() -> None:
     print("\n".join(f"  {c.row_id:34s} measured {c.measured:7.1f} predicted {c.predicted:7.1f}, with tf32 "
                     f"{tf32_rate_tokens(r):7.1f}" for c in scored(cs, "tokens_s") for r in rows()
                     if r["id"] == c.row_id and r["precision"] == "fp32"))
-    print("\ndgxc rows, not scored: train_runtime less the estimate's training steps, x GPUs / evaluation passes:")
+    print("\ndgxc rows: train_runtime less the estimate's training steps and evaluation passes, x GPUs / passes:")
     print("\n".join(_eval_lines()))
     said = [c for c in cs if c.metric in ("refused", "fits")]
     print(f"\nrefused or said not to fit: {len(said)}" + "".join(f"\n  {c.row_id}: {c.skipped[:110]}" for c in said))

@@ -292,7 +292,7 @@ def _job_model(job: Job, source: Path | str | Mapping[str, Any] | Job, origin: s
 
 
 def _training(job: Job) -> Training:
-    return Training(
+    return _with_evaluation(job, Training(
         method=job.method,
         precision=job.precision,
         optimizer=job.optimizer,
@@ -315,7 +315,21 @@ def _training(job: Job) -> Training:
         attention_span=int(min(job.data.avg_tokens, job.seq_len)) if job.packing and job.data.avg_tokens else 0,
         pack_fill=_pack_fill(job),
         **_sample_rows(job),
-    )
+    ))
+
+
+def _with_evaluation(job: Job, training: Training) -> Training:
+    """The job's evaluation passes (spec.job.EvaluationSpec): every_steps, a pass at each multiple of it over the
+    run's whole steps (transformers IntervalStrategy.STEPS: global_step % eval_steps == 0); else one at each epoch's
+    end, a last partial epoch included (IntervalStrategy.EPOCH: DefaultFlowCallback.on_epoch_end, which also runs
+    when max_steps stops the epoch loop)."""
+    ev = job.evaluation
+    if ev is None:
+        return training
+    steps = whole_steps(training.tokens_total, training.tokens_per_step)
+    passes = steps // ev.every_steps if ev.every_steps else math.ceil(job.data.epochs - 1e-9)
+    return replace(training, eval_samples=ev.samples, eval_micro_batch=ev.micro_batch or 0,
+                               eval_passes=int(passes))
 
 
 def _pack_fill(job: Job) -> float:

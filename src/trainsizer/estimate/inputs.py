@@ -107,6 +107,12 @@ class Training:
     # packs in order and pads each pack once the next sample does not fit (torchtune PackedDataset: next fit,
     # sample_lengths.next_fit_fill). tokens_per_step counts the sample tokens, not the padding.
     pack_fill: float = 1.0
+    # Evaluation inside the run's wall-clock (job `evaluation`; estimate.evaluation): sequences in one pass over the
+    # evaluation set, shaped as the training rows; the micro-batch it runs at (0 = the strategy's); passes over the
+    # run. 0 samples or passes = no evaluation (the old behaviour).
+    eval_samples: float = 0.0
+    eval_micro_batch: int = 0
+    eval_passes: int = 0
 
     @property
     def trains_base_weights(self) -> bool:

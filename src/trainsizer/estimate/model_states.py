@@ -145,6 +145,10 @@ def check_training(training: Training) -> None:
                             allowed="0 <= p < 1: 0 (no dropout), 0.1 (Megatron-LM's default)")
     if training.moe_routing not in MOE_ROUTINGS:
         raise unknown_name("training.moe_routing", "MoE routing pattern", training.moe_routing, MOE_ROUTINGS)
+    if min(training.eval_samples, training.eval_micro_batch, training.eval_passes) < 0:
+        raise SpecError("training.eval_samples", msg("eval_fields_range"),
+                        value=(training.eval_samples, training.eval_micro_batch, training.eval_passes),
+                        allowed="eval_samples, eval_micro_batch, eval_passes >= 0 (0 samples or passes = no evaluation)")
 
 
 def lora_targets(training: Training) -> frozenset[str]:

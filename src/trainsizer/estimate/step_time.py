@@ -683,6 +683,7 @@ class TimeEstimate:
     gpu_hours: float = 0.0
     goodput: float = 1.0
     notes: tuple[str, ...] = field(default=())
+    eval_s: float = 0.0  # the run's evaluation passes (estimate.evaluation; in train_days, not in step_s)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -696,6 +697,7 @@ class TimeEstimate:
             "train_days": self.train_days,
             "gpu_hours": self.gpu_hours,
             "goodput": self.goodput,
+            "eval_s": self.eval_s,
             "micro_batches": self.micro_batches,
             "gpus": self.gpus,
             "model_flops_per_step": self.model_flops_per_step,
@@ -3810,6 +3812,7 @@ def estimate_time(model: ModelArch, training: Training, system: System, strategy
     warnings go to `notes`, and (`memory_note`) the memory estimator's verdict when the strategy does not
     fit; a caller that estimates memory itself (`trainsizer.evaluate`) turns it off. The perf style comes
     from `strategy.framework` unless `framework_style` overrides it."""
+    from trainsizer.estimate.evaluation import evaluation_s
     from trainsizer.estimate.train_time import time_to_train, tokens_run
 
     require_one_strategy(strategy, "estimate_time", "evaluate_batch")
@@ -3824,9 +3827,10 @@ def estimate_time(model: ModelArch, training: Training, system: System, strategy
              + _sdpa_cudnn_note(system, kernel, strategy, _style(strategy, framework_style, pretraining)))
     if memory_note:
         notes += _memory_note(model, training, system, strategy)
+    eval_s = evaluation_s(model, training, system, strategy, calibration=calibration, framework_style=framework_style)
     # whole steps: a run is never shorter than the steps it takes (a partial last batch is one more step)
     ttt = time_to_train(tokens_run(training.tokens_total, training.tokens_per_step), f["tokens_per_s"],
-                        model.params_total, gpus, system.gpus_per_node, calibration=calibration,
+                        model.params_total, gpus, system.gpus_per_node, calibration=calibration, extra_s=eval_s,
                         **(reliability_kwargs or {}))
     return TimeEstimate(
         step_s=f["step_s"],
@@ -3844,6 +3848,7 @@ def estimate_time(model: ModelArch, training: Training, system: System, strategy
         gpu_hours=ttt.gpu_hours,
         goodput=ttt.goodput,
         notes=notes,
+        eval_s=eval_s,
     )
 
 

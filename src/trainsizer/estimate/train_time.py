@@ -37,16 +37,17 @@ def tokens_run(tokens_total: float, tokens_per_step: float) -> float:
 
 
 def time_to_train(tokens_total: float, tokens_per_s: float, params_total: float, gpus: int, gpus_per_node: int,
-                  *, calibration: Calibration | None = None, include_failures: bool = True,
+                  *, calibration: Calibration | None = None, include_failures: bool = True, extra_s: float = 0.0,
                   **reliability_kwargs) -> TrainTime:
-    """Days and GPU-hours to train on `tokens_total` tokens (0 tokens -> zeros)."""
+    """Days and GPU-hours to train on `tokens_total` tokens (0 tokens -> zeros); `extra_s`: wall-clock seconds the
+    run spends beside its steps (evaluation passes, estimate.evaluation)."""
     if tokens_total <= 0 or tokens_per_s <= 0:
         return TrainTime(0.0, 0.0, 1.0, 0.0)
     if calibration is not None and calibration.storage_gb_s and "storage_gb_s" not in reliability_kwargs:
         reliability_kwargs["storage_gb_s"] = calibration.storage_gb_s
     rel = reliability(params_total, gpus, gpus_per_node, **reliability_kwargs)
     good = rel.goodput if include_failures else 1.0
-    ideal_s = tokens_total / tokens_per_s
+    ideal_s = tokens_total / tokens_per_s + extra_s
     wall_s = ideal_s / good
     failures = wall_s / rel.job_mtbf_s if include_failures else 0.0
     return TrainTime(wall_s / 86400.0, wall_s / 3600.0 * gpus, good, ideal_s / 86400.0, failures)

@@ -228,6 +228,21 @@ class DataSpec(_Strict):
         return self.tokens_per_epoch * self.epochs
 
 
+class EvaluationSpec(_Strict):
+    """Evaluation passes inside the run's wall-clock (Hugging Face Trainer eval_strategy with eval_dataset: the
+    evaluation runs in Trainer._inner_training_loop's epoch loop, inside the train_runtime that
+    train_samples_per_second divides; transformers 4.40 DefaultFlowCallback): forward only, no backward or optimizer,
+    over `samples` sequences shaped as the training rows (seq_len, packing and lengths as `data` says), split over
+    the data-parallel ranks in micro-batches of `micro_batch` (per_device_eval_batch_size; null = the strategy's).
+    `every_steps`: eval_strategy steps with eval_steps (a pass at each multiple of it); null = eval_strategy epoch, a
+    pass at the end of each epoch, also of a last one the run ends part-way (ceil of data.epochs). Absent: no
+    evaluation (the old behaviour)."""
+
+    samples: float = Field(ge=1, le=MAX_TOKENS)
+    micro_batch: int | None = Field(None, gt=0, le=MAX_BATCH_SEQUENCES)
+    every_steps: int | None = Field(None, gt=0, le=MAX_BATCH_SEQUENCES)
+
+
 class GlobalBatch(_Strict):
     sequences: int | None = Field(None, gt=0, le=MAX_BATCH_SEQUENCES)
     tokens: int | None = Field(None, gt=0, le=MAX_BATCH_TOKENS)
@@ -744,6 +759,8 @@ class Job(_Strict):
     # attention_dropout, megatron/core/transformer/transformer_config.py at d98e8a64dd): write them here
     hidden_dropout: float = Field(0.0, ge=0, lt=1)
     attention_dropout: float = Field(0.0, ge=0, lt=1)
+    # evaluation passes inside the run's wall-clock (EvaluationSpec); absent: none
+    evaluation: EvaluationSpec | None = None
     goal: Goal = Goal()
     constraints: Constraints = Constraints()
     hardware: HardwareSpec | None = None
