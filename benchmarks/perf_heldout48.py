@@ -63,20 +63,59 @@ LIMITS = DATA / "heldout_2026v_lambda_titan_limits.csv"
 PRESETS = Path(__file__).resolve().parents[1] / "src" / "trainsizer" / "models" / "presets"
 
 
+def _titan_layout(preset: str) -> tuple[dict[str, Any], float, float, float]:
+    """(the preset's config, attention + norms + router parameters of one layer, one expert's parameters, the LM
+    head's) in torchtitan's GptOss parameter layout: q, k, v, o with biases, the sinks, two norms, the router with its
+    bias; an expert's mlp1 (gate and up) and mlp2 with their biases; the untied LM head."""
+    c = json.loads((PRESETS / f"{preset}.json").read_text(encoding="utf-8"))
+    d, inter, heads, kv, hd = (c[k] for k in ("hidden_size", "intermediate_size", "num_attention_heads",
+                                              "num_key_value_heads", "head_dim"))
+    attn = d * heads * hd + heads * hd + 2 * (d * kv * hd + kv * hd) + heads * hd * d + d + heads  # q, k, v, o, sinks
+    expert = 2 * inter * d + 2 * inter + d * inter + d  # mlp1 (gate and up) and mlp2, with their biases
+    return c, attn + 2 * d + c["num_local_experts"] * (d + 1), expert, d * c["vocab_size"]
+
+
 def titan_flops_per_token(preset: str, seq_len: int) -> float:
     """torchtitan's FLOPs a token of a GPT-OSS model (torchtitan/models/utils.py get_moe_model_nparams_and_flops at
     1690e0ae): 6 x the active parameters less the embedding (experts scaled by top-k / experts; biases, sinks, norms,
     router and the untied LM head counted) + 6 x layers x heads x 2 x head_dim x seq_len (every layer charged full
     attention, the sliding-window ones too), from the preset's shapes and torchtitan's GptOss parameter layout."""
-    c = json.loads((PRESETS / f"{preset}.json").read_text(encoding="utf-8"))
-    d, inter, heads, kv, hd = (c[k] for k in ("hidden_size", "intermediate_size", "num_attention_heads",
-                                              "num_key_value_heads", "head_dim"))
-    n_exp, top_k, layers = c["num_local_experts"], c["num_experts_per_tok"], c["num_hidden_layers"]
-    attn = d * heads * hd + heads * hd + 2 * (d * kv * hd + kv * hd) + heads * hd * d + d + heads  # q, k, v, o, sinks
-    expert = 2 * inter * d + 2 * inter + d * inter + d  # mlp1 (gate and up) and mlp2, with their biases
-    layer = attn + 2 * d + n_exp * (d + 1) + expert * top_k  # two norms, router, the active experts
-    matmul = layers * layer + d + d * c["vocab_size"]  # final norm and LM head (the embedding left out)
+    c, dense, expert, head = _titan_layout(preset)
+    layers, heads, hd = c["num_hidden_layers"], c["num_attention_heads"], c["head_dim"]
+    matmul = layers * (dense + expert * c["num_experts_per_tok"]) + c["hidden_size"] + head  # final norm, LM head
     return 6.0 * matmul + 6.0 * layers * heads * 2 * hd * seq_len
+
+
+def titan_params(preset: str) -> float:
+    """A GPT-OSS model's parameters in torchtitan's layout, every expert and the embedding counted (20.9B for the 20B:
+    docs/bs_sweep_results.md's '20.9B params total'; 116.8B for the 120B): what FSDP2 shards and gathers."""
+    c, dense, expert, head = _titan_layout(preset)
+    return c["num_hidden_layers"] * (dense + expert * c["num_local_experts"]) + c["hidden_size"] + 2 * head
+
+
+def fsdp_bytes_per_gpu(r: dict[str, str]) -> float:
+    """Bytes one GPU's FSDP2 collectives move a step under pure FSDP (EP 1), from the row's layout: every parameter
+    all-gathered in bf16 once in the forward and again in the backward (reshard_after_forward, the default; once
+    where it is off: fsdp_reshard backward), its gradient reduce-scattered in fp32 (torchtitan's mixed_precision_reduce default),
+    each at the (n - 1) / n of the ring a rank sends (NCCL's all-gather / reduce-scatter volume)."""
+    n = int(r["gpu_count"])
+    gathers = 1 if "fsdp_reshard=backward" in r["strategy_extra"] else 2
+    return titan_params(r["model"]) * (n - 1) / n * (2.0 * gathers + 4.0)
+
+
+def fsdp_rate_lines() -> list[str]:
+    """Each GB300 pure-FSDP run's FSDP2 bytes a GPU a step over its measured step: the per-GPU collective rate the
+    step would need if the collectives alone set it (docs/known-gaps.md 179 (b)). The 120B's 376-391 GB/s say the
+    fabric carries at least that; the 20B's stock 163-181 GB/s, under it, say its step is not set by bandwidth."""
+    out = []
+    for r in rows():
+        if r["accelerator"] != "gb300" or r["metric"] != "tokens_per_s_per_gpu" or "hsdp" in r["id"]:
+            continue
+        step_s = int(r["micro_batch"]) * int(r["seq_len"]) / float(r["value"])
+        moved = fsdp_bytes_per_gpu(r)
+        out.append(f"  {r['id']:62s} step {step_s * 1e3:6.0f} ms  FSDP2 {moved / 1e9:6.1f} GB a GPU  "
+                   f"{moved / step_s / 1e9:6.1f} GB/s")
+    return out
 
 
 def rows() -> list[dict[str, str]]:
@@ -177,6 +216,8 @@ def main() -> None:
                  over_base(run, together_64, ("source_key", "model")))
     print_ratios("GB300: FSDP2 reshard-after-forward off over on at one layout:",
                  p28.option_pairs(run, "fsdp_reshard", "backward", "forward"))
+    print("GB300 pure-FSDP runs: FSDP2 collective bytes a GPU a step over the measured step (nothing modelled):")
+    print("\n".join(fsdp_rate_lines()))
     print("measured memory limits (batch probes, failed arms) and the memory estimate on the same job:")
     print("\n".join(limit_lines()))
     p28.print_pairs_and_refusals(run)

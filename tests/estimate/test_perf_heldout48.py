@@ -127,3 +127,27 @@ def test_together_weak_scaling_grows_more_measured_than_predicted(run):
     m, p = ratios["together_b200_llama3_70b_fp8cs_fsdp_592gpu"]
     assert m == pytest.approx(5.59 / 4.63, rel=1e-6) and 1.0 < p < m
     assert all(m >= 1.0 and p >= 1.0 for m, p in ratios.values())
+
+
+def test_fsdp_bytes_count_every_parameter_and_the_gathers_the_reshard_makes():
+    """torchtitan's GptOss layout gives the sweep doc's '20.9B params total'; reshard-never drops one of the two bf16
+    all-gathers (2 + 4 of 2 x 2 + 4 bytes a parameter) and 4 ranks send 3 / 4 of a ring where 64 send 63 / 64."""
+    assert p48.titan_params("gpt-oss-20b") == pytest.approx(20.9e9, rel=0.002)
+    assert p48.titan_params("gpt-oss-120b") > 5 * p48.titan_params("gpt-oss-20b")
+    by_id = {r["id"]: r for r in p48.rows()}
+    stock = p48.fsdp_bytes_per_gpu(by_id["lambda_gb300_gptoss20b_fsdp64_bs1_fullac_64gpu"])
+    never = p48.fsdp_bytes_per_gpu(by_id["lambda_gb300_gptoss20b_fsdp64_bs1_fullac_noreshard_64gpu"])
+    four = p48.fsdp_bytes_per_gpu(by_id["lambda_gb300_gptoss20b_fsdp4_bs1_fullac_4gpu"])
+    assert never / stock == pytest.approx(6.0 / 8.0)
+    assert four / stock == pytest.approx((3.0 / 4.0) / (63.0 / 64.0))
+
+
+def test_the_120b_runs_move_more_than_twice_the_rate_the_20b_stock_runs_would_need():
+    """docs/known-gaps.md 179 (b): the 120B's stock and bs 3 runs imply 376-391 GB/s a GPU at nearly one step, the
+    20B's stock runs under half that, so bandwidth alone does not set the 20B's step."""
+    rate = {line.split()[0]: float(line.split()[-2]) for line in p48.fsdp_rate_lines()}
+    assert len(rate) == 14  # every GB300 pure-FSDP time row, the HSDP run left out
+    big = [rate[f"lambda_gb300_gptoss120b_fsdp64_{k}_64gpu"] for k in ("bs1_fullac", "bs3_noac_compile")]
+    assert max(big) / min(big) < 1.05
+    for k in ("fsdp64_bs1_fullac_64gpu", "fsdp4_bs1_fullac_4gpu"):
+        assert rate[f"lambda_gb300_gptoss20b_{k}"] < 0.5 * min(big)
