@@ -27,7 +27,9 @@ models beside the presets: benchmarks/data/heldout_models.yaml qwen3-1.7b-base, 
 
 Printed: each row (published, predicted, error), per source, the card ratios (measured and predicted time of the
 same job on one card over the H100's), which say whether a miss is the card's constants or the job's, and a probe, not
-scored: the trainer's reserved peaks with its bf16 cross-entropy counted as a 16-bit loss (known-gaps 176 (d)).
+scored: the trainer's reserved peaks with its bf16 cross-entropy counted as a 16-bit loss (known-gaps 176 (d)). The
+trainer's rows state explicit_attention_mask (its --gpu_test loop keeps the padded dataset's attention mask: SDPA's
+memory-efficient backend over the whole square, known-gaps 180).
 accuracy_bands counts all but the trainer's time rows (BANDS_LEFT_OUT, known-gaps 176 (b)).
 
 Sign: (predicted - published) / published; + = predicted too fast (time) or too large (memory).
@@ -55,11 +57,12 @@ REFERENCE_GPU = "h100-sxm-80gb"
 # the universal-llm-trainer's loss: nn.CrossEntropyLoss on the model's bf16 logits (transformers 4.49 returns them
 # unconverted when no labels are passed), the nearest loss_impl keeping 16-bit logits and a 16-bit gradient
 BF16_LOSS = {"loss_impl": "compiled"}
-# kept out of accuracy_bands (docs/known-gaps.md 176 (b)): the trainer's time rows are about 2x slower than the estimate
-# on every card alike, and than a plain HF loop of the same configuration measured here (perf_device_hf's H200 LoRA
-# 8B at 8,192 positions, checkpointed: 6,837 tokens/s, -2.6%, against this trainer's 2,560 on an H100): a cost of the
-# trainer's own loop not yet found, which would set the search's time offset for every HF job on Blackwell; its
-# memory rows and Scicom's rows are counted
+# kept out of accuracy_bands (docs/known-gaps.md 176 (b), 180): the trainer's time rows were about 2x slower than the
+# estimate on every card alike; its --gpu_test loop hands SDPA the padded dataset's attention mask, so the attention
+# ran the memory-efficient backend over the whole square (the rows state explicit_attention_mask true since known-gaps
+# 180: 124.1 -> 33.4% MAPE). A residual remains (bf16 rows +4..+53%, the QLoRA rows -41..+35% by card, 180 (a)-(d)),
+# and counted, its 10 RTX PRO 6000 rows would make an hf/dense/blackwell time band (12 rows, median +32%) that
+# scales the search's time for every HF job on Blackwell; its memory rows and Scicom's rows are counted
 BANDS_LEFT_OUT = (("universal-llm-trainer GPU test", "tokens_s"),)
 
 

@@ -304,6 +304,7 @@ def _training(job: Job) -> Training:
         lora_impl=(job.lora.impl or "peft") if job.lora else "peft",
         lora_a2a=job.lora.a2a if job.lora else False,
         flash_attention=job.flash_attention,
+        explicit_attention_mask=job.explicit_attention_mask,
         tokens_total=_tokens_total(job),
         moe_capacity_factor=job.moe_capacity_factor,
         moe_routing=job.moe_routing,

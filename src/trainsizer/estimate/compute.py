@@ -324,7 +324,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                 rate_length: Any = 0.0, moe_passes: tuple[Any, Any, Any] | None = None, etp: Any = None,
                 router_gemm: bool = True, window_backward_skips: Any = True,
                 tp_token_split: Any = True, fused_act_cast: Any = False,
-                op_sac_linears_recomputed: Any = 0.0, pad_share: float = 0.0) -> LayerTimes:
+                op_sac_linears_recomputed: Any = 0.0, pad_share: float = 0.0, full_square: Any = False) -> LayerTimes:
     """Compute seconds of one average decoder layer per micro-batch on one GPU.
 
     `recompute`: 0 none, 1 selective, 2 full (RECOMPUTE_CODE). Arrays broadcast. `moe_capacity_factor`: tokens
@@ -362,7 +362,9 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     False: every TP rank dispatches them all (PerfStyle.moe_tp_token_split), so tok routed tokens reach a GPU.
     `router_gemm`: the MoE gate computes its logits (False: NeMo AutoModel's FakeBalancedGate, Training.moe_routing
     "fake-balanced", assigns experts without a GEMM). `pad_share` (Training.pad_share): rows padded with one pad token,
-    whose positions the router sends to one set of top-k experts (`expert_token_split`).
+    whose positions the router sends to one set of top-k experts (`expert_token_split`). `full_square` (bool): the
+    fused kernel computes every score of the span's square (SDPA's memory-efficient backend under an explicit mask,
+    Training.explicit_attention_mask), no causal, window or chunk tiles skipped.
     """
     t = np.asarray(tp, float)
     et = t if etp is None else np.maximum(np.asarray(etp, float), 1.0)
@@ -378,7 +380,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     a_fwd, a_bwd = _attention_core(shapes, tok, b, c, s, t, rates, flash=flash, flash_rate=flash_rate,
                                    flash_bwd_over_fwd=flash_bwd_over_fwd, attention_span=attention_span,
                                    flash_head_pad=flash_head_pad, block_tiles=block_tiles, rate_length=rate_length,
-                                   window_backward_skips=window_backward_skips)
+                                   window_backward_skips=window_backward_skips, full_square=full_square)
     moe_passes = moe_passes if moe_passes is not None else (elementwise_passes,) * 3
     if shapes.hybrid is not None:
         return _hybrid_layer_times(shapes, d, a_fwd, a_bwd, tok, t, e, rates, rc, weights=weights, sequences=b * sequence_first,
@@ -805,10 +807,11 @@ def attention_grid_factors(length, heads, cp, ring, sms: float, q_rows: float, k
 def _attention_core(shapes: ModelShapes, tok, b, c, s: Any, t, rates: Rates, *, flash: bool,
                     flash_rate: float, flash_bwd_over_fwd: float, attention_span: Any, flash_head_pad: Any = 1.0,
                     block_tiles: tuple[Any, Any] = (0.0, 0.0), rate_length: Any = 0.0,
-                    window_backward_skips: Any = True):
+                    window_backward_skips: Any = True, full_square: Any = False):
     """(forward, backward) seconds of one layer's attention core: FlashAttention by its FLOPs (on the head dims
     its kernel is compiled for: `flash_head_pad`, flash_head_dim_ratio), or eager batched GEMMs plus the
-    softmax/dropout traffic over the s x s score matrix."""
+    softmax/dropout traffic over the s x s score matrix. `full_square`: the fused kernel is given the mask as an
+    additive bias (SDPA's memory-efficient backend) and computes every key of the span for every query."""
     heads_l = shapes.heads / t
     if flash:
         # the span is the caller's (packed: the sample length; unpacked: per padded position, which may exceed
@@ -832,6 +835,10 @@ def _attention_core(shapes: ModelShapes, tok, b, c, s: Any, t, rates: Rates, *, 
             # a chunked layer's query sees the earlier keys of its own chunk: each chunk a causal row of its own
             chunked = shapes.chunk_share * (np.minimum(chunk_causal_keys(span, float(shapes.chunk)), full) - full)
             keys_fwd, keys_bwd = keys_fwd + chunked, keys_bwd + chunked
+        # an additive mask hides no tile from the kernel: every query runs the span's keys (the non-causal count)
+        square = np.asarray(full_square, bool)
+        if np.any(square):
+            keys_fwd, keys_bwd = np.where(square, span, keys_fwd), np.where(square, span, keys_bwd)
         per_key = 2.0 * tok * heads_l * (shapes.d_qk + shapes.d_v) * flash_head_pad / flash_rate
         a_fwd = keys_fwd * per_key + rates.kernel_fixed_s
         return a_fwd, flash_bwd_over_fwd * (keys_bwd * per_key + rates.kernel_fixed_s)

@@ -61,6 +61,9 @@ class Training:
     lora_impl: str = "peft"  # adapter implementation (names.LORA_IMPLS; perf_constants.yaml lora.impls)
     lora_a2a: bool = False  # NeMo a2a_experimental: row-parallel adapters' outputs stay TP-split under SP
     flash_attention: bool = True
+    # SDPA given an explicit mask (Job.explicit_attention_mask): its memory-efficient backend over the whole s x s
+    # square (compute._attention_core full_square) at attention.mem_efficient_over_fa2 of the FA2 rate
+    explicit_attention_mask: bool = False
     tokens_total: float = 0.0  # tokens to train on (all epochs); 0 = unknown
     # MoE routing imbalance: tokens reaching the busiest expert / rank relative to balanced routing (1.0).
     # Dropless routing: the observed max/mean load; token-dropping routers (Switch Transformer, Fedus et al.

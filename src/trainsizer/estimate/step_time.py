@@ -1081,8 +1081,11 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     head_fwd, head_bwd = _narrow_head(x)
     ring_fwd, ring_bwd = _cp_ring_calls(x)
     grid_fwd, grid_bwd = _attention_grid(x)
-    att_fwd = fp8_fwd * rel_fwd * len_fwd / (head_fwd * ring_fwd * grid_fwd)
-    att_bwd = fp8_bwd * rel_bwd * len_bwd / (head_bwd * ring_bwd * grid_bwd)
+    # an explicit mask (Training.explicit_attention_mask) runs SDPA's memory-efficient backend, forward and backward
+    # alike at its measured share of the FA2 rate (attention.mem_efficient_over_fa2), over the whole square
+    mem_eff = k.mem_efficient_over_fa2 if training.explicit_attention_mask else 1.0
+    att_fwd = mem_eff * fp8_fwd * rel_fwd * len_fwd / (head_fwd * ring_fwd * grid_fwd)
+    att_bwd = mem_eff * fp8_bwd * rel_bwd * len_bwd / (head_bwd * ring_bwd * grid_bwd)
     tiles, rate_length = _native_blocks(x)
     lt = compute.layer_times(_windowed_shapes(x), x.row, r, tp=t, cp=x.c, micro_batch=x.b * seqs, sp=x.sp,
                              recompute=rc, ep=x.e, flash=training.flash_attention, flash_rate=r.flash_flops * att_fwd,
@@ -1102,7 +1105,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              window_backward_skips=_window_backward_skips(x), tp_token_split=x.fw.moe_tp_token_split,
                              fused_act_cast=x.te_op_fuser,
                              op_sac_linears_recomputed=op_sac_unsaved_share(training, model),
-                             pad_share=training.pad_share)
+                             pad_share=training.pad_share, full_square=training.explicit_attention_mask)
     lt = _with_l2_rereads(x, lt)
     if x.loss_impl == "chunked-nll":
         lt = dataclasses.replace(lt, head_bwd=lt.head_bwd + _chunked_nll_time(x, lt))

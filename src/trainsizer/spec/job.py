@@ -734,6 +734,13 @@ class Job(_Strict):
     bf16_layers: int = Field(0, ge=0, le=100_000)
     optimizer: Optimizer = "adamw"
     flash_attention: bool = True
+    # the model hands PyTorch's SDPA an explicit additive mask instead of is_causal: transformers' attn_implementation
+    # sdpa given an attention_mask that holds a 0 (a padded row; 4.49 modeling_llama _update_causal_mask keeps the 4-D
+    # mask unless AttentionMaskConverter._ignore_causal_mask_sdpa finds every position attended). SDPA's flash backend
+    # refuses a mask (sdp_utils.cpp check_for_attn_mask), so its memory-efficient backend runs every score of the
+    # s x s square at its own rate (perf_constants.yaml attention.mem_efficient_over_fa2); false = is_causal (the
+    # causal tiles skipped), what a packed, unpadded or flash_attention_2 run does
+    explicit_attention_mask: bool = False
     # sequence packing: samples shorter than seq_len share a row and attend within themselves (needs
     # data.avg_tokens for their length). Without packing, data given as samples x avg_tokens runs each
     # micro-batch padded to its longest sample (the collators' dynamic padding; estimate.sample_lengths)
