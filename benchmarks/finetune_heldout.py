@@ -92,6 +92,8 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
         out["data"]["group_by_length"] = True
     if r["optimizer_impl"]:
         out["strategy"]["optimizer_impl"] = r["optimizer_impl"]
+    if r.get("bnb_optimizer_block"):  # bitsandbytes' 8-bit kernel before 0.44: 2,048-element blocks
+        out["strategy"]["bnb_optimizer_block"] = int(r["bnb_optimizer_block"])
     if r.get("optimizer_precision"):  # e.g. the HF Trainer's AdamW on a bf16 model: bf16 moments, no master
         out["strategy"]["optimizer_precision"] = r["optimizer_precision"]
     if r.get("frozen_base_dtype"):  # LoRA on a base loaded in fp32 (perf_heldout43's PEFT examples/sft rows)

@@ -153,6 +153,11 @@ NF4_DEQUANT_DTYPES = ("fp16", "compute")
 # multi-tensor implementation, torch.optim.AdamW's default on CUDA when neither fused nor foreach is set: eight
 # element-wise passes (perf_constants.yaml optimizer.foreach_adamw_element_passes).
 OPTIMIZER_IMPLS = ("fused", "foreach")
+# bitsandbytes' blockwise 8-bit optimizer kernel (kOptimizerStatic8bit2StateBlockwise, csrc/ops.cu BLOCKSIZE_2STATE /
+# NUM_2STATE): 256 = 256 elements a block, one a thread (0.44.0, aa57bd89 #1365, 2024-09-20, to main 95f9af30,
+# 2026-08); 2048 = 2,048 elements a block, eight a thread (0.39-0.43.3). Time of adamw8bit / paged_adamw8bit only
+# (step_time._bnb_8bit_kernel_s); the default is bitsandbytes' own, 256.
+BNB_OPTIMIZER_BLOCKS = (256, 2048)
 # How replicated data parallelism holds the gradients (step time): torch = torch.nn.parallel.DistributedDataParallel
 # (gradient_as_bucket_view False, its default: every gradient copied into its bucket before the all-reduce and back
 # after it, reducer.cpp mark_variable_ready_dense / finalize_bucket_dense) with torch-style clipping

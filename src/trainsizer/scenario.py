@@ -164,7 +164,7 @@ class Scenario:
                 "activation_kernel", "rope_kernel", "eager_attention", "fp8_attention", "fp8_activation_store", "fp8_lm_head", "defer_embedding_wgrad",
                 "wgrad_deferral_limit", "cuda_graphs", "cudnn_release",
                 "nf4_dequant_dtype", "nf4_saves_input", "nf4_lm_head", "lm_head_chunk",
-                "moe_dispatcher", "moe_a2a_overlap", "delay_wgrad_compute", "cuda_device_max_connections", "moe_fused_grouped_mlp", "moe_torch_grouped_mm", "moe_eager_glue", "moe_sync_free", "moe_pad_to_capacity", "moe_permute_fusion", "moe_router_fusion", "experts_implementation", "expert_weight_copies", "fused_qkv_rope", "flash_qkv_pack", "te_op_fuser", "activation_offload", "optimizer_in_backward", "optimizer_impl", "ddp_impl", "checkpoint_impl", "zero3_expert_fetch", "zero3_bucket_sizes", "fsdp", "optimizer_precision", "kbit_upcast",
+                "moe_dispatcher", "moe_a2a_overlap", "delay_wgrad_compute", "cuda_device_max_connections", "moe_fused_grouped_mlp", "moe_torch_grouped_mm", "moe_eager_glue", "moe_sync_free", "moe_pad_to_capacity", "moe_permute_fusion", "moe_router_fusion", "experts_implementation", "expert_weight_copies", "fused_qkv_rope", "flash_qkv_pack", "te_op_fuser", "activation_offload", "optimizer_in_backward", "optimizer_impl", "bnb_optimizer_block", "ddp_impl", "checkpoint_impl", "zero3_expert_fetch", "zero3_bucket_sizes", "fsdp", "optimizer_precision", "kbit_upcast",
                 "frozen_base_dtype",
                 "shard_embedding_head_separately", "device_map",
                 "framework")}
@@ -704,7 +704,16 @@ def build_system(acc: Accelerator, gpus: int, gpus_per_node: int, network: Netwo
         vendor=str(getattr(acc, "vendor", "") or ""),
         l2_read_gb_s=(l2.read_tb_s or 0.0) * 1000.0 if l2 else 0.0,
         l2_resident_mib=(l2.resident_mib or 0.0) if l2 else 0.0,
+        **_occupancy_fields(getattr(acc, "sm_occupancy", None)),
     )
+
+
+def _occupancy_fields(occ: Any) -> dict[str, Any]:
+    """System's SM fields from the catalog's sm_occupancy (none where the part has no entry)."""
+    if occ is None:
+        return {}
+    return {"sms": occ.sms, "threads_per_sm": occ.threads_per_sm, "registers_per_sm": occ.registers_per_sm,
+            "dram_latency_s": occ.dram_latency_ns * 1e-9}
 
 
 def _device_map_layout(strategy: Strategy, bare: Scenario, gpus: int, per_node: int, origin: str) -> Strategy:
@@ -770,7 +779,8 @@ def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
         expert_weight_copies=s.expert_weight_copies,
         fused_qkv_rope=s.fused_qkv_rope, flash_qkv_pack=s.flash_qkv_pack, te_op_fuser=s.te_op_fuser,
         activation_offload=s.activation_offload,
-        optimizer_in_backward=s.optimizer_in_backward, optimizer_impl=s.optimizer_impl, ddp_impl=s.ddp_impl,
+        optimizer_in_backward=s.optimizer_in_backward, optimizer_impl=s.optimizer_impl, bnb_optimizer_block=s.bnb_optimizer_block,
+        ddp_impl=s.ddp_impl,
         checkpoint_impl=s.checkpoint_impl,
         zero3_expert_fetch=s.zero3_expert_fetch, zero3_bucket_sizes=s.zero3_bucket_sizes, fsdp=s.fsdp,
         optimizer_precision=s.optimizer_precision, kbit_upcast=s.kbit_upcast,

@@ -231,6 +231,8 @@ def apply_overlay(raw: dict[str, dict[str, RawEntry]], path: Path) -> None:
                 base = {**base, "memory_driver": None}  # a new reading replaces the old one whole
             if section == "accelerators" and isinstance(rec.get("l2_cache"), dict):
                 base = {**base, "l2_cache": None}  # a new L2 entry replaces the old one whole, with its own sources
+            if section == "accelerators" and isinstance(rec.get("sm_occupancy"), dict):
+                base = {**base, "sm_occupancy": None}  # likewise a new occupancy entry, with its own sources
             merged, changed = _deep_merge(base, rec)
             field_sources = dict(merged.get("field_sources", {}))
             for leaf in changed:

@@ -219,6 +219,28 @@ class L2Cache(_Frozen):
         return self
 
 
+class SmOccupancy(_Frozen):
+    """What a latency-bound kernel's rate rests on (estimate.step_time._bnb_8bit_kernel_s): the part's streaming
+    multiprocessors, the threads and 32-bit registers one SM holds (the vendor's whitepaper / CUDA programming guide
+    compute-capability table) and the DRAM latency of one dependent load, a pointer chase's plateau past the L2
+    (e.g. gpu_benches_latency), with its sources and date. A kernel whose blocks wait on a few loads in series runs
+    at (resident blocks x elements per block) / (loads x latency) per SM when that is below the HBM rate."""
+
+    sms: int = Field(gt=0)
+    threads_per_sm: int = Field(gt=0)
+    registers_per_sm: int = Field(gt=0)
+    dram_latency_ns: float = Field(gt=0)
+    sources: tuple[str, ...]
+    date: str = Field(pattern=DATE_PATTERN)
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _said(self) -> SmOccupancy:
+        if not self.sources:
+            raise ValueError(msg("rec_sm_occupancy_unsourced", allowed="sources: [a source id], date"))
+        return self
+
+
 class Accelerator(Record):
     """One accelerator SKU. TFLOPS are dense; memory_gib is derived from the driver-visible total where the
     catalog has one, else from the label (see below)."""
@@ -248,6 +270,9 @@ class Accelerator(Record):
     # The L2 the SMs share (L2Cache: size, sources, date; AMD's Infinity Cache as memory_side_mib). None = not
     # given; nothing reads it yet (docs/known-gaps.md 145: an element-wise pass whose operands fit it).
     l2_cache: L2Cache | None = None
+    # SMs, their thread / register capacity and the DRAM latency of a dependent load (SmOccupancy); None = not
+    # given: no latency-bound kernel is timed on the part (docs/known-gaps.md 174)
+    sm_occupancy: SmOccupancy | None = None
     # Dense peak TFLOP/s per precision (None = not supported / not published). fp32 = vector (CUDA-core) FP32;
     # fp32_matrix = AMD matrix-core FP32; tf32/bf16/fp16/fp8/fp6/fp4 = tensor/matrix rates.
     tflops_dense: dict[str, float | None]
@@ -369,6 +394,8 @@ class Accelerator(Record):
             ids.update(self.memory_driver.sources)
         if self.l2_cache:
             ids.update(self.l2_cache.sources)
+        if self.sm_occupancy:
+            ids.update(self.sm_occupancy.sources)
         return ids
 
     @property

@@ -223,6 +223,12 @@ class System:
     # resident_mib); 0 = not measured, no L2 term (compute.l2_reread_credit)
     l2_read_gb_s: float = 0.0
     l2_resident_mib: float = 0.0
+    # SMs, the threads and 32-bit registers one SM holds, and a dependent DRAM load's latency (catalog sm_occupancy);
+    # 0 = not given, no latency-bound kernel timed (step_time._bnb_8bit_kernel_s)
+    sms: int = 0
+    threads_per_sm: int = 0
+    registers_per_sm: int = 0
+    dram_latency_s: float = 0.0
 
     @property
     def nodes(self) -> int:
@@ -423,6 +429,7 @@ class Strategy:
     activation_offload: bool | int = False
     optimizer_in_backward: bool = False  # each parameter stepped and its gradient freed in backward (torchtune)
     optimizer_impl: Any = None  # "fused" | "foreach" (names.OPTIMIZER_IMPLS); None = fused; time and step peak
+    bnb_optimizer_block: Any = None  # 256 | 2048 (names.BNB_OPTIMIZER_BLOCKS); None = 256; time of 8-bit AdamW only
     ddp_impl: Any = None  # "torch" | "megatron" (names.DDP_IMPLS); None = the style's; time only
     # how activation checkpointing re-runs a layer: "non_reentrant" | "reentrant" | "reentrant_outer"
     # (names.CHECKPOINT_IMPLS); None = the style's (PerfStyle.checkpoint_impl); time only

@@ -205,6 +205,33 @@ def _lora_linear_shapes(model: ModelArch, moe_layer: bool) -> dict[str, list[tup
     return shapes
 
 
+def module_weight_elements(model: ModelArch, training: Training) -> list[tuple[float, float]]:
+    """(elements, tensors per average layer) of each trainable weight tensor as transformers' and torchtune's modules
+    hold them: full training: q / k / v / o, gate / up / down (each routed expert's its own) and the layer's norms;
+    LoRA: the A (d_in x r) and B (r x d_out) of each adapted linear. Biases left out. The embedding, LM head and
+    final norm are not per layer: module_rest_elements. Counted from the model."""
+    if not training.trains_base_weights:
+        r = float(training.lora_rank)
+        return [(r * d, copies) for d_in, d_out, copies in lora_dense_linears(model, training) for d in (d_in, d_out)]
+    out: list[tuple[float, float]] = [(float(model.hidden), float(model.norms_per_layer))]
+    for moe_layer, n_layers in ((False, model.layers - model.moe_layer_count), (True, model.moe_layer_count)):
+        shapes = _lora_linear_shapes(model, moe_layer) if n_layers else {}
+        for n in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj") if n_layers else ():
+            out.extend((float(d_in * d_out), copies * n_layers / model.layers) for d_in, d_out, copies in shapes[n])
+    return out
+
+
+def module_rest_elements(model: ModelArch, training: Training) -> list[tuple[float, float]]:
+    """(elements, tensors) of the trainable weights outside the decoder layers: the embedding, the LM head unless tied,
+    the final norm (full training); a LoRA on the head (lm_head_adapter: its A and B). Counted from the model."""
+    if not training.trains_base_weights:
+        if "lm_head_adapter" not in lora_targets(training):
+            return []
+        r = float(training.lora_rank)
+        return [(r * model.hidden, 1.0), (r * model.vocab, 1.0)]
+    return [(float(model.vocab * model.hidden), 1.0 + (not model.tied_embeddings)), (float(model.hidden), 1.0)]
+
+
 def lora_layer_params(model: ModelArch, training: Training, moe_layer: bool) -> tuple[int, int]:
     """LoRA adapter parameters of one layer: (dense part, routed-expert part). r * (d_in + d_out) each."""
     r = training.lora_rank

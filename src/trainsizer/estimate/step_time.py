@@ -82,12 +82,14 @@ from trainsizer.estimate.model_states import (
     nf4_recast,
     optimizer_impl,
 )
+from trainsizer.estimate.optimizer_kernels import bnb_8bit_kernel_s, bnb_block
 from trainsizer.estimate.partial_recompute import strategy_chunk_shares
 from trainsizer.estimate.validate import check_strategy, require_one_strategy, shard_groups, strategy_arrays
 from trainsizer.messages import msg
 from trainsizer.models.arch import ModelArch
 from trainsizer.names import (
     ACTIVATION_KERNELS,
+    ADAMW8BIT_OPTIMIZERS,
     ATTENTION_KERNELS,
     BITSANDBYTES_OPTIMIZERS,
     CHECKPOINT_IMPLS,
@@ -757,6 +759,7 @@ class _Step:
     fp8_attention: bool = False  # Strategy.fp8_attention (None = off)
     fp8_lm_head: bool = False  # Strategy.fp8_lm_head (None = off)
     cuda_graphs: str = "none"  # Strategy.cuda_graphs (one of CUDA_GRAPHS; None = none)
+    bnb_block: int = 256  # Strategy.bnb_optimizer_block (one of BNB_OPTIMIZER_BLOCKS; None = 256)
     cudnn_release: str | None = None  # Strategy.cudnn_release (one of CUDNN_RELEASES; None = the base release)
     nf4_dequant_dtype: str = "compute"  # Strategy.nf4_dequant_dtype (one of NF4_DEQUANT_DTYPES; None = compute)
     # QLoRA's 4-bit LM head (Strategy.nf4_lm_head) and the positions a row hands it a call (Strategy.lm_head_chunk;
@@ -839,7 +842,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  cp_comm_type=str(getattr(strategy, "cp_comm_type", None) or "p2p"),
                  fp8_attention=bool(getattr(strategy, "fp8_attention", None)) and training.precision == "fp8",
                  fp8_lm_head=bool(getattr(strategy, "fp8_lm_head", None)) and training.precision == "fp8",
-                 cuda_graphs=str(getattr(strategy, "cuda_graphs", None) or "none"),
+                 cuda_graphs=str(getattr(strategy, "cuda_graphs", None) or "none"), bnb_block=bnb_block(strategy),
                  cudnn_release=getattr(strategy, "cudnn_release", None),
                  nf4_dequant_dtype=str(getattr(strategy, "nf4_dequant_dtype", None) or "compute"),
                  nf4_lm_head=training.method == "qlora" and bool(getattr(strategy, "nf4_lm_head", None)),
@@ -3628,6 +3631,21 @@ def _bnb_tensor_sync_s(x: _Step, mb: _MicroBatch) -> Any:
     return np.where((x.zero == 0) & (x.a["offload"] == 0), tensors * per, 0.0)
 
 
+def _bnb_8bit_kernel(x: _Step, mb: _MicroBatch) -> Any:
+    """Seconds bitsandbytes' blockwise 8-bit AdamW kernel takes beyond streaming its bytes (adamw8bit /
+    paged_adamw8bit; optimizer_kernels.bnb_8bit_kernel_s: five dependent DRAM loads a thread block, the blocks an SM
+    holds), over the tensors _bnb_tensor_sync_s counts, at the update's bytes per parameter (_optimizer). Replicated
+    data parallelism only (ZeRO 0, no offload), as the synchronise."""
+    k, opt = x.k, x.training.optimizer
+    if opt not in ADAMW8BIT_OPTIMIZERS:
+        return 0.0
+    mixed = k.optimizer_bytes_per_param[opt]
+    bpp = np.where(np.asarray(x.fw.model_dtype_states), k.optimizer_model_dtype_bytes_per_param.get(opt, mixed), mixed)
+    kernels = {int(b): v for b, v in k.raw["optimizer"]["bnb_8bit_kernels"].items()}
+    t = bnb_8bit_kernel_s(x.model, x.training, x.system, kernels, x.bnb_block, bpp, x.r.hbm_bytes_s, mb.n_stage, x.t)
+    return np.where((x.zero == 0) & (x.a["offload"] == 0), t, 0.0)
+
+
 def _fp16_serial_checks(x: _Step, g: _Grads, mb: _MicroBatch) -> np.ndarray:
     """Seconds of DeepSpeed v0.3's fp16 ZeRO-1 step before the update (zero/stage1.py step; EleutherAI DeeperSpeed
     eb7f5cf, which GPT-NeoX ran to v1.0: Pythia, GPT-NeoX-20B): CheckOverflow.has_overflow_serial reads every
@@ -3684,7 +3702,7 @@ def _step_time_arrays(model: ModelArch, training: Training, system: System, stra
     dp_nonz3, bucket_frac = _dp_comm_replicated(x, g)
     dp_comm = np.where(x.zero >= 3, _dp_comm_zero3(x, g, mb, bucket_frac, mb.n_stage * lt.fwd), dp_nonz3)
     opt = (_optimizer(x, g, mb) + _fp16_serial_checks(x, g, mb) + _paged_migration(x, strategy)
-           + _bnb_tensor_sync_s(x, mb))
+           + _bnb_tensor_sync_s(x, mb) + _bnb_8bit_kernel(x, mb))
     data = np.full_like(opt, x.k.data_loading_exposed_s)
     m = x.m
     saved, drain = _deferred_head_wgrad(x, lt, mb, t_mb)

@@ -24,6 +24,7 @@ from trainsizer.messages import Listing, msg
 from trainsizer.names import (
     ACTIVATION_KERNELS,
     ATTENTION_KERNELS,
+    BNB_OPTIMIZER_BLOCKS,
     CHECKPOINT_IMPLS,
     CP_COMM_TYPES,
     CUDA_GRAPHS,
@@ -92,6 +93,7 @@ CudaGraphs = Literal[CUDA_GRAPHS]
 CudnnRelease = Literal[CUDNN_RELEASES]
 Nf4DequantDtype = Literal[NF4_DEQUANT_DTYPES]
 OptimizerImpl = Literal[OPTIMIZER_IMPLS]
+BnbOptimizerBlock = Literal[BNB_OPTIMIZER_BLOCKS]
 DdpImpl = Literal[DDP_IMPLS]
 CheckpointImpl = Literal[CHECKPOINT_IMPLS]
 Zero3ExpertFetch = Literal[ZERO3_EXPERT_FETCHES]
@@ -573,6 +575,9 @@ class StrategySpec(_Strict):
     optimizer_in_backward: bool = False
     # AdamW step: fused | foreach (torch.optim.AdamW without fused=True: multi-tensor passes); null = fused
     optimizer_impl: OptimizerImpl | None = None
+    # bitsandbytes' 8-bit AdamW kernel (adamw8bit / paged_adamw8bit): 256 = 256-element blocks, one element a thread
+    # (bitsandbytes >= 0.44.0) | 2048 = 2,048-element blocks, eight a thread (0.39-0.43); null = 256; time only
+    bnb_optimizer_block: BnbOptimizerBlock | None = None
     # replicated data parallelism: torch (torch DDP: each gradient copied into its bucket and back, clipped by
     # torch.nn.utils.clip_grad_norm_; the HF Trainer, nanotron) | megatron (Megatron's contiguous gradient buffer);
     # null = the framework's (hf torch, megatron / megatron-core megatron)
