@@ -50,7 +50,8 @@ TORCHTUNE_2024_05 = DATA / "heldout_2026t_torchtune_2024_05.csv"
 SOURCES = (TORCHAO_LOWBIT, TORCHTUNE_2024_05)
 # (row, over row): what the optimizer's state width changes on one run, measured and modelled
 PAIRS = (("aolowbit_7b_full_bnb8bit_a100", "aolowbit_7b_full_adamw_fused_a100"),
-         ("aolowbit_7b_full_ao8bit_a100", "aolowbit_7b_full_adamw_fused_a100"))
+         ("aolowbit_7b_full_ao8bit_a100", "aolowbit_7b_full_adamw_fused_a100"),
+         ("aolowbit_7b_full_ao4bit_a100", "aolowbit_7b_full_adamw_fused_a100"))
 
 
 def rows() -> list[dict[str, str]]:

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 METHODS = ("pretrain", "cpt", "full", "dpo", "lora", "qlora")
 PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
-OPTIMIZERS = ("adamw", "adamw8bit", "paged_adamw", "paged_adamw8bit", "sgd", "adafactor")
+OPTIMIZERS = ("adamw", "adamw8bit", "paged_adamw", "paged_adamw8bit", "sgd", "adafactor", "ao_adamw8bit", "ao_adamw4bit",
+              "ao_adamw_fp8")
+# torchao's low-bit AdamW (torchao.optim, prototype/low_bit_optim before 0.10: AdamW8bit, AdamW4bit, AdamWFp8): blockwise
+# 8-bit / 4-bit dynamic-map or FP8 E4M3 moments with an fp32 scale a block (256 / 128 / 256 elements at main 36027d82,
+# 2026-08; 8-bit and FP8 2,048 before #927, 2024-09-24), each parameter's update one torch.compile'd single_param_adam
+# call, no synchronise (known-gaps 174)
+TORCHAO_OPTIMIZERS = ("ao_adamw8bit", "ao_adamw4bit", "ao_adamw_fp8")
 RECOMPUTE = ("none", "selective", "full")
 # Megatron-Core selective recompute by module (TransformerConfig.recompute_modules, core_r0.15.0; default
 # ["core_attn"]): what "selective" re-runs in backward. core_attn, mlp, moe, shared_experts are checkpointed whole;
@@ -218,10 +224,13 @@ ADAMW_PRECISION_OPTIMIZERS = ("adamw", "paged_adamw")
 # and the dequantised states for the arithmetic, written back into p): no fp32 master copy of a bf16-loaded
 # model (optimizer_precision bf16); the moments stay 1 byte, so bf16-moments does not apply.
 ADAMW8BIT_OPTIMIZERS = ("adamw8bit", "paged_adamw8bit")
+# The low-bit AdamWs that step the parameter in its own dtype (bitsandbytes' 8-bit, torchao's 8-bit / 4-bit / FP8:
+# single_param_adam's p.add_ in p's dtype): optimizer_precision fp32 or bf16
+LOW_BIT_ADAMW_OPTIMIZERS = ADAMW8BIT_OPTIMIZERS + TORCHAO_OPTIMIZERS
 # The job's optimizers that are bitsandbytes' (adamw8bit: bnb.optim.AdamW8bit, HF optim adamw_bnb_8bit; paged_adamw /
 # paged_adamw8bit: PagedAdamW / PagedAdamW8bit): Optimizer8bit.step synchronises the device after every parameter's
 # update (step_time._bnb_tensor_sync_s) and its 32-bit optimizers keep fp32 states (memory_constants.yaml
-# optimizer_in_param_dtype.bnb32_states_per_param). torchao's AdamW8bit has no name of its own here (known-gaps 162).
+# optimizer_in_param_dtype.bnb32_states_per_param). torchao's are TORCHAO_OPTIMIZERS.
 BITSANDBYTES_OPTIMIZERS = ("adamw8bit", "paged_adamw", "paged_adamw8bit")
 
 
@@ -229,7 +238,7 @@ def optimizer_precisions_for(optimizer: str) -> tuple[str, ...]:
     """The optimizer_precision values `optimizer` allows."""
     if optimizer in ADAMW_PRECISION_OPTIMIZERS:
         return OPTIMIZER_PRECISIONS
-    return ("fp32", "bf16") if optimizer in ADAMW8BIT_OPTIMIZERS else ("fp32",)
+    return ("fp32", "bf16") if optimizer in LOW_BIT_ADAMW_OPTIMIZERS else ("fp32",)
 
 # The dtype a LoRA job's frozen base model is loaded in (transformers from_pretrained torch_dtype): compute = the
 # training precision's (16 bit under bf16 / fp16), fp32 = float32, as PEFT's examples/sft/utils.py loads an

@@ -713,7 +713,7 @@ def _occupancy_fields(occ: Any) -> dict[str, Any]:
     if occ is None:
         return {}
     return {"sms": occ.sms, "threads_per_sm": occ.threads_per_sm, "registers_per_sm": occ.registers_per_sm,
-            "dram_latency_s": occ.dram_latency_ns * 1e-9}
+            "dram_latency_s": occ.dram_latency_ns * 1e-9, "l2_latency_s": (occ.l2_latency_ns or 0.0) * 1e-9}
 
 
 def _device_map_layout(strategy: Strategy, bare: Scenario, gpus: int, per_node: int, origin: str) -> Strategy:

@@ -222,14 +222,16 @@ class L2Cache(_Frozen):
 class SmOccupancy(_Frozen):
     """What a latency-bound kernel's rate rests on (estimate.step_time._bnb_8bit_kernel_s): the part's streaming
     multiprocessors, the threads and 32-bit registers one SM holds (the vendor's whitepaper / CUDA programming guide
-    compute-capability table) and the DRAM latency of one dependent load, a pointer chase's plateau past the L2
-    (e.g. gpu_benches_latency), with its sources and date. A kernel whose blocks wait on a few loads in series runs
+    compute-capability table) and the DRAM and L2-hit latency of one dependent load, a pointer chase's plateaus past
+    and within the L2 (e.g. gpu_benches_latency), with its sources and date. A kernel whose blocks wait on a few loads in series runs
     at (resident blocks x elements per block) / (loads x latency) per SM when that is below the HBM rate."""
 
     sms: int = Field(gt=0)
     threads_per_sm: int = Field(gt=0)
     registers_per_sm: int = Field(gt=0)
     dram_latency_ns: float = Field(gt=0)
+    # a dependent load that hits the L2 (the same chase's plateau under the L2's size); None = not measured
+    l2_latency_ns: float | None = Field(default=None, gt=0)
     sources: tuple[str, ...]
     date: str = Field(pattern=DATE_PATTERN)
     note: str | None = None

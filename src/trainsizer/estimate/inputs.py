@@ -229,6 +229,7 @@ class System:
     threads_per_sm: int = 0
     registers_per_sm: int = 0
     dram_latency_s: float = 0.0
+    l2_latency_s: float = 0.0
 
     @property
     def nodes(self) -> int:

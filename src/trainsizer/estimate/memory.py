@@ -263,7 +263,10 @@ def _precompute(model: ModelArch, training: Training, options: MemoryOptions) ->
               "paged_adamw": per_dtype["bnb32_states_per_param"],
               "paged_adamw8bit": per_dtype["adamw8bit_bytes_per_param"],
               "sgd": pd * per_dtype["sgd_states_per_param"],
-              "adafactor": per_dtype["adafactor_bytes_per_param"]}[training.optimizer]
+              "adafactor": per_dtype["adafactor_bytes_per_param"],
+              "ao_adamw8bit": per_dtype["adamw8bit_bytes_per_param"],
+              "ao_adamw4bit": per_dtype["adamw4bit_bytes_per_param"],
+              "ao_adamw_fp8": per_dtype["adamw8bit_bytes_per_param"]}[training.optimizer]
     op_sac = (torchtitan_op_sac_items(model, training, moe=False), torchtitan_op_sac_items(model, training, moe=True))
     ds_sel = (deepseek_selective_items(model, training, moe=False),
               deepseek_selective_items(model, training, moe=True))

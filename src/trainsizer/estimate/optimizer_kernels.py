@@ -4,8 +4,8 @@ kOptimizerStatic8bit2StateBlockwise (bitsandbytes csrc/kernels.cu, 0.39 to main)
 elements. Each block loads its gradient, then state1, then state2 (cub BlockLoad WARP_TRANSPOSE, a __syncthreads
 between them: each load's data lands in shared memory before the next is issued), then the two absmax values it
 dequantises with, and after two block max-reductions and a __syncthreads the parameter: five dependent DRAM round
-trips in series per block (the quantile maps' copy into shared memory, L2-resident after the first blocks, and the
-arithmetic are not counted: a lower bound). A block's lifetime is then at least five DRAM latencies, and an SM holds
+trips in series per block, after the quantile maps' copy into shared memory (one L2 hit once the first blocks have
+read them; the arithmetic is not counted: a lower bound). A block's lifetime is then at least five DRAM latencies, and an SM holds
 as many blocks as its registers and thread slots allow, so a tensor takes ceil(blocks / (SMs x resident blocks))
 such lifetimes where that is longer than streaming its bytes at the HBM rate (Little's law: too few bytes in
 flight to cover the latency). Per tensor because every tensor is its own launch followed by a synchronise
@@ -54,14 +54,14 @@ def resident_blocks(kernel: dict, system: Any) -> int:
 def bnb_8bit_kernel_s(model: Any, training: Any, system: Any, kernels: dict, block: int, bytes_per_param: Any,
                       hbm_bytes_s: float, layers: Any, shard: Any) -> Any:
     """Seconds the 8-bit kernel spends beyond streaming `bytes_per_param` for every trainable tensor (module docstring):
-    sum over tensors of max(0, waves x loads x DRAM latency - elements x bytes / HBM rate). `layers`: decoder layers
+    sum over tensors of max(0, waves x (loads x DRAM latency + L2 hits x L2 latency) - elements x bytes / HBM rate). `layers`: decoder layers
     this rank updates (per strategy); `shard`: the factor its weight tensors are split by (TP). 0 for optimizers other
     than adamw8bit / paged_adamw8bit and on parts without catalog sm_occupancy."""
     kernel = kernels[block]
     resident = resident_blocks(kernel, system)
     if training.optimizer not in ADAMW8BIT_OPTIMIZERS or resident <= 0 or system.dram_latency_s <= 0.0:
         return 0.0
-    life = float(kernel["serial_dram_loads"]) * system.dram_latency_s
+    life = float(kernel["serial_dram_loads"]) * system.dram_latency_s + float(kernel["serial_l2_loads"]) * system.l2_latency_s
     per_wave = float(kernel["elements_per_block"]) * system.sms * resident
     shard = np.asarray(shard, float)
     bpp = np.asarray(bytes_per_param, float)

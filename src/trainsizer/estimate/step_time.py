@@ -3520,7 +3520,9 @@ def _zero3_on_demand(x: _Step, g: _Grads, mb: _MicroBatch, z3_ag, z3_rs, lat, p_
 def _optimizer(x: _Step, g: _Grads, mb: _MicroBatch) -> np.ndarray:
     """Optimizer step on the GPU (streams optimizer bytes per parameter), or offloaded (ZeRO-Offload): grads
     down (fp32) and 16-bit params up over PCIe + CPU Adam; parameter offload streams the 16-bit weights in
-    for forward and backward of every micro-batch (prefetched)."""
+    for forward and backward of every micro-batch (prefetched). torchao's low-bit AdamW (names.TORCHAO_OPTIMIZERS)
+    streams its codes' bytes; its per-parameter torch.compile'd call (dynamo's guards, Inductor's wrapper) is host
+    time that runs ahead of the GPU, with no synchronise, and is not counted (docs/known-gaps.md 174)."""
     k, training, system, r = x.k, x.training, x.system, x.r
     if training.optimizer not in k.optimizer_bytes_per_param:
         raise SpecError("training.optimizer", msg("no_optimizer_traffic"),
