@@ -128,6 +128,7 @@ class Scenario:
             "pack_rows": self._pack_rows_summary(),
             "tokens_total": self.training.tokens_total,
             "steps": self.steps,
+            **self._evaluation_summary(),
             "goal": job.goal.model_dump(mode="json"),
             "constraints": job.constraints.model_dump(mode="json"),
         }
@@ -171,6 +172,15 @@ class Scenario:
         if self.notes:
             out["notes"] = list(self.notes)
         return out
+
+    def _evaluation_summary(self) -> dict[str, Any]:
+        """The job's evaluation passes as the estimate takes them (scenario._with_evaluation), where it states any:
+        {"evaluation": {samples, micro_batch, passes}}; none: nothing (the summary as before)."""
+        t = self.training
+        if not t.eval_passes:
+            return {}
+        micro_batch = t.eval_micro_batch or (self.strategy.micro_batch if self.strategy is not None else None)
+        return {"evaluation": {"samples": t.eval_samples, "micro_batch": micro_batch, "passes": t.eval_passes}}
 
     @property
     def steps(self) -> int:

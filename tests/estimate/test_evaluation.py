@@ -101,3 +101,10 @@ def test_the_estimate_refuses_negative_evaluation_fields_passed_past_the_spec():
         check_training(Training(eval_samples=-1.0))
     check_training(Training(eval_samples=10.0, eval_passes=2))
     assert math.isfinite(Training(eval_samples=10.0).eval_samples)
+
+
+def test_the_job_summary_states_the_passes_taken():
+    """`trainsizer check` / the estimate's JSON job: the evaluation as the estimate takes it; absent without one."""
+    assert "evaluation" not in _sc().summary()
+    got = _sc(evaluation={"samples": 1000}, epochs=2.5).summary()["evaluation"]
+    assert got == {"samples": 1000.0, "micro_batch": 2, "passes": 3}
