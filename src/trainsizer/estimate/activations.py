@@ -626,22 +626,70 @@ def torchtitan_op_sac_items(model: ModelArch, training: Training, *, moe: bool) 
     the attention output with its fp32 log-sum-exp and every other matmul in forward order (wq, wv, w1, w2 of
     wq, wk, wv, wo, w1, w3, w2); everything else (norms, RoPE, wk, wo, w3, SiLU, products) is recomputed in
     backward. torchtitan/models/llama3/infra/parallelize.py `_save_list`, `_custom_policy` (mm_count % 2).
-    MoE blocks keep the routed experts' w1 and w2 outputs per routed token-slot and the shared expert's."""
+    MoE blocks: `_op_sac_moe_items`."""
+    if moe:
+        return _op_sac_moe_items(model, training)
     a = float(act_bytes(training.precision))
     h = model.hidden
     q_dim = model.heads * (model.head_dim or h // model.heads)
     kept = 1.0 - op_sac_unsaved_share(training, model)  # the share of blocks whose linears' outputs are saved
-    sp = a * h + a * h * (kept if not moe else 1.0)  # block input (checkpoint) + w2 output, sequence-sharded under SP
+    sp = a * h + a * h * kept  # block input (checkpoint) + w2 output, sequence-sharded under SP
     tp = kept * (a * q_dim + a * model.kv_dim) + torchtitan_sac_attention_bytes(model, training)  # wq, wv, attention
-    routed = 0.0
-    if moe:
-        tp += a * model.shared_expert_ffn
-        routed = a * (model.expert_ffn + h)
-    else:
-        tp += kept * a * model.ffn
-    return LayerItems(sp=sp, tp=tp, s2=0.0, routed=routed,
+    tp += kept * a * model.ffn
+    return LayerItems(sp=sp, tp=tp, s2=0.0, routed=0.0,
                       detail={"block_input_and_w2_out": sp, "saved_matmul_and_attention_outputs": tp,
-                              "routed_expert_outputs": routed})
+                              "routed_expert_outputs": 0.0})
+
+
+def _op_sac_moe_items(model: ModelArch, training: Training) -> LayerItems:
+    """Saved bytes per token of one MoE block under torchtitan's per-op SAC, as its policy runs from 114151ad4
+    (2026-03-23; torchtitan/distributed/activation_checkpoint.py `_get_default_save_ops` and `SelectiveAC` at
+    b5bcd76c6): it caches the outputs of the ops in its save list -- torch's compute-intensive ops
+    (partitioners.get_default_op_list: mm, addmm, bmm, the SDPA kernels, _scaled_mm), linear, topk, the attention
+    ops, the collectives -- except every second aten.mm and the router gate's mm (force_recompute_mm_shapes_by_fqns
+    "moe.router.gate"). So it keeps: the block input; a biased linear's output (aten.addmm, not counted as an mm:
+    gpt-oss's wqkv, wo and router gate); every other unbiased linear's (`_op_sac_linear_bytes`); the attention
+    output and log-sum-exp; topk's fp32 values and int64 indices per routed slot. Not the routed experts: their
+    torch._grouped_mm is not in the list, so mlp1 / mlp2 are recomputed in backward (models/gpt_oss/moe.py,
+    models/common/moe.py at b5bcd76c6; Lambda's profile, gb300/RESULTS_1K.md at 20244c3a: "SelectiveAC does not
+    save aten._grouped_mm"). Under EP the dispatch and combine all_to_all outputs are saved too (per strategy:
+    memory._titan_sac_a2a_bytes)."""
+    a = float(act_bytes(training.precision))
+    kept = 1.0 - op_sac_unsaved_share(training, model)  # the share of blocks whose linears' outputs are saved
+    lin_sp, lin_tp = _op_sac_linear_bytes(model, a)
+    # torchtitan computes the gate under fp32 autocast: a biased gate (addmm) keeps E fp32 scores a token; the
+    # router_bias of a model with an fp32 router is DeepSeek-V3's e_score_correction_bias, outside the gate
+    gate = 4.0 * model.experts if model.router_bias and not model.router_fp32 else 0.0
+    sp = a * model.hidden + kept * lin_sp + gate  # block input (checkpoint), row-parallel outputs, router scores
+    tp = kept * lin_tp + torchtitan_sac_attention_bytes(model, training)
+    routed = 4.0 + 8.0  # topk's fp32 value and int64 expert index per routed slot
+    return LayerItems(sp=sp, tp=tp, s2=0.0, routed=routed,
+                      detail={"block_input_linear_outputs_and_router": sp, "saved_matmul_and_attention_outputs": tp,
+                              "routed_topk_per_slot": routed})
+
+
+def _op_sac_linear_bytes(model: ModelArch, a: float) -> tuple[float, float]:
+    """(row-parallel, column-parallel) bytes per token of the linear outputs torchtitan's per-op SAC keeps in one
+    MoE block: in forward order wq, wk, wv (fused wqkv: one biased addmm, the same bytes), wo, then the shared
+    expert's w1, w3 (SwiGLU), w2; a biased linear (aten.addmm) is always kept, an unbiased one (aten.mm) when
+    the policy's mm count is odd (`_op_sac_moe_items`). MLA blocks keep the wq / wv estimate (q and kv wide)."""
+    h = model.hidden
+    q_dim = model.heads * (model.head_dim or h // model.heads)
+    if model.attention == "mla":
+        ops = [("tp", q_dim, False), ("tp", 0, False), ("tp", model.kv_dim, False), ("sp", h, False)]
+    else:
+        ops = [("tp", q_dim, model.qkv_bias), ("tp", model.kv_dim, model.qkv_bias), ("tp", model.kv_dim, model.qkv_bias),
+               ("sp", h, model.out_bias)]
+    f = model.shared_expert_ffn
+    if f:
+        ops += [("tp", f, False)] * (2 if model.mlp == "swiglu" else 1) + [("sp", h, False)]
+    kept = {"sp": 0.0, "tp": 0.0}
+    count = 0
+    for where, width, biased in ops:
+        count += not biased
+        if biased or count % 2:
+            kept[where] += a * width
+    return kept["sp"], kept["tp"]
 
 
 def deepseek_selective_items(model: ModelArch, training: Training, *, moe: bool) -> LayerItems:

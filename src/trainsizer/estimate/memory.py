@@ -657,6 +657,8 @@ def _saved_layer_bytes(model: ModelArch, training: Training, strategy: Strategy,
         unsaved = _sac_unsaved_attention(model, training, strategy, titan, rec, tokens, t)
         dense_b = dense_b - unsaved
         moe_b = np.where(titan & (rec == 0), moe_none, moe_b - unsaved) if model.is_moe else dense_b
+        if model.is_moe:
+            moe_b = moe_b + _titan_sac_a2a_bytes(model, training, strategy, titan, rec, tokens, t)
     if name == "torchtune":
         # torchtune's MultiHeadAttention expands K and V to every query head (k.unsqueeze(2).expand(...).flatten(1, 2),
         # a copy) before F.scaled_dot_product_attention, which saves them (torchtune/modules/attention.py, 2024-09
@@ -964,6 +966,20 @@ def _compiled_sac_unread(model: ModelArch, training: Training, strategy: Strateg
     kept = 1.0 - op_sac_unsaved_share(training, model)  # blocks whose w2 output the items count (torchao NVFP4: none)
     w2_out = kept * tokens / sp_div * float(act_bytes(training.precision)) * model.hidden
     return np.where(titan & (rec == 1) & compiled, w2_out, 0.0)
+
+
+def _titan_sac_a2a_bytes(model: ModelArch, training: Training, strategy: Strategy, titan: np.ndarray,
+                         rec: np.ndarray, tokens: Any, t: Any) -> Any:
+    """Bytes per MoE block that torchtitan's per-op SAC keeps under expert parallelism (EP > 1): the outputs of the
+    dispatch and the combine all_to_all_single (or DeepEP's dispatch / combine), one hidden-wide 16-bit row per
+    routed token-slot each, both in its save list (activation_checkpoint.py `_get_default_save_ops` comm_ops at
+    b5bcd76c6) and both read by the backward: the dispatched tokens are the grouped GEMMs' input, the combined
+    expert outputs are multiplied by the routing scores (models/common/token_dispatcher.py AllToAllTokenDispatcher
+    combine); activations._op_sac_moe_items keeps the rest of the block."""
+    ep = np.asarray(getattr(strategy, "ep", 1), float)
+    slots = float(model.experts_per_token) * float(training.moe_capacity_factor)
+    per_token = 2.0 * float(act_bytes(training.precision)) * model.hidden * slots
+    return np.where(titan & (rec == 1) & (ep > 1), tokens * per_token / t, 0.0)
 
 
 def _sac_unsaved_attention(model: ModelArch, training: Training, strategy: Strategy, titan: np.ndarray,
