@@ -14,9 +14,11 @@ Printed: the bytes kept per token (eager: the storages SAC's dispatch mode cache
 the compiled block saves for its backward), each tensor, and the memory estimate's count for the same widths
 (activations.torchtitan_op_sac_items(moe=True): block input, wqkv, attention output and log-sum-exp, wo, the fp32
 router scores, topk's fp32 value and int64 index per slot; no routed expert tensor).
-Measured on torch 2.13 (CPU, 2026-12-05): see docs/known-gaps.md 169.
+Modes eager-noac / compile-noac (and -plain: the common GroupedExperts of Qwen3 / DeepSeek-V3 / Llama 4, silu(x w1) *
+(x w3) without biases): the block without AC, what it saves for its backward; the routed slots' share is
+activations.titan_expert_slot_bytes. Measured on torch 2.13 (CPU, 2026-12-05): see docs/known-gaps.md 169 (a).
 
-Run: python benchmarks/titan_sac_moe_saves.py [eager|compile]   (CPU)"""
+Run: python benchmarks/titan_sac_moe_saves.py [eager|compile|eager-noac|compile-noac|eager-noac-plain|...]   (CPU)"""
 from __future__ import annotations
 
 import sys
@@ -28,8 +30,6 @@ from torch import nn
 from torch._functorch.partitioners import get_default_op_list
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
 from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
-
-from titan_sac_saves import eager_saved
 
 torch.manual_seed(0)
 H, NH, NKV, HD, E, K, FE, T = 256, 4, 1, 64, 8, 2, 256, 512
@@ -55,8 +55,9 @@ def swiglu(x, alpha: float = 1.702, limit: float = 7.0):  # models/gpt_oss/moe.p
 
 
 class Block(nn.Module):
-    def __init__(self):
+    def __init__(self, plain: bool = False):
         super().__init__()
+        self.plain = plain  # the common GroupedExperts (Qwen3, DeepSeek-V3, Llama 4) instead of gpt-oss's
         self.attention_norm, self.ffn_norm = RMSNorm(H), RMSNorm(H)
         self.wqkv = nn.Linear(H, (NH + 2 * NKV) * HD, bias=True)
         self.wo = nn.Linear(NH * HD, H, bias=True)
@@ -95,9 +96,15 @@ class Block(nn.Module):
         offs = torch.cumsum(counts, 0, dtype=torch.int32)
         n = torch.cat([counts, (routed.shape[0] - offs[-1]).unsqueeze(0)]).long()
         b1 = torch.cat([self.mlp1_b, self.mlp1_b.new_zeros(1, 2 * FE)]).repeat_interleave(n, 0, output_size=T * K)
-        h = torch._grouped_mm(routed, self.mlp1_w.transpose(-2, -1), offs=offs) + b1
-        b2 = torch.cat([self.mlp2_b, self.mlp2_b.new_zeros(1, H)]).repeat_interleave(n, 0, output_size=T * K)
-        h = torch._grouped_mm(swiglu(h), self.mlp2_w.transpose(-2, -1), offs=offs) + b2
+        if self.plain:  # models/common/moe.py GroupedExperts: silu(x w1) * (x w3), w2; no biases
+            w1, w3 = self.mlp1_w[:, :FE], self.mlp1_w[:, FE:]
+            h = F.silu(torch._grouped_mm(routed, w1.transpose(-2, -1), offs=offs))
+            h = h * torch._grouped_mm(routed, w3.transpose(-2, -1), offs=offs)
+            h = torch._grouped_mm(h, self.mlp2_w.transpose(-2, -1), offs=offs)
+        else:
+            h = torch._grouped_mm(routed, self.mlp1_w.transpose(-2, -1), offs=offs) + b1
+            b2 = torch.cat([self.mlp2_b, self.mlp2_b.new_zeros(1, H)]).repeat_interleave(n, 0, output_size=T * K)
+            h = torch._grouped_mm(swiglu(h), self.mlp2_w.transpose(-2, -1), offs=offs) + b2
         h = (h.float() * top_sorted.reshape(-1, 1)).to(h.dtype)
         return torch.zeros_like(x).scatter_add(0, tok.reshape(-1, 1).expand(-1, H), h)
 
@@ -137,6 +144,29 @@ def _constants(block):
     return {t.untyped_storage().data_ptr() for t in [*inner.parameters(), *inner.buffers(), inner.cos, inner.sin]}
 
 
+def eager_saved(block, x):
+    """Storages SAC's dispatch mode caches (its _VersionWrapper objects alive after the forward), parameters and
+    tables left out (titan_sac_saves.eager_saved, with objects gc hands back that are dead weak proxies skipped)."""
+    import gc
+
+    from torch.utils.checkpoint import _VersionWrapper
+
+    params = _constants(block)
+    out = block(x)
+    seen = {}
+    for o in gc.get_objects():
+        try:
+            if not isinstance(o, _VersionWrapper) or not isinstance(o.val, torch.Tensor):
+                continue
+        except ReferenceError:
+            continue
+        st = o.val.untyped_storage()
+        if st.data_ptr() not in params:
+            seen[st.data_ptr()] = (st.nbytes(), tuple(o.val.shape), o.val.dtype)
+    out.float().sum().backward()
+    return seen
+
+
 def compiled_saved(block, x):
     params = _constants(block)
     seen = {}
@@ -168,13 +198,16 @@ def estimate_bytes_per_token() -> float:
 
 
 def main() -> None:
-    import titan_sac_saves
-
-    titan_sac_saves._constants = _constants  # its eager_saved leaves this block's parameters and RoPE tables out
     for mode in sys.argv[1:] or ["eager", "compile"]:
         block = checkpoint_wrapper(Block().to(DT), context_fn=titan_policy, preserve_rng_state=False)
         x = torch.randn(T, H, dtype=DT, requires_grad=True)
-        if mode == "compile":
+        if "noac" in mode:  # no AC: what the block saves for its backward, eager or compiled
+            block = Block(plain=mode.endswith("plain")).to(DT)
+            if mode.startswith("compile"):
+                block = torch.compile(block, backend="aot_eager_decomp_partition", fullgraph=True)
+                compiled_saved(block, x)
+            seen = compiled_saved(block, x)
+        elif mode == "compile":
             block = torch.compile(block, backend="aot_eager_decomp_partition", fullgraph=True)
             compiled_saved(block, x)  # trace once
             seen = compiled_saved(block, x)

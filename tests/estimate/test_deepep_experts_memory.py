@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from trainsizer.estimate.activations import layer_items
+from trainsizer.estimate.activations import layer_items, titan_expert_slot_bytes
 from trainsizer.estimate.inputs import Strategy, System, Training
 from trainsizer.estimate.memory import estimate_memory
 from trainsizer.models.arch import ModelArch
@@ -47,8 +47,9 @@ def test_deepep_slot_is_megatrons_layout():
 
 
 def test_flex_on_torchtitan_keeps_less_by_the_slot_difference():
-    """Per layer and token: top-k slots x (hf slot - DeepEP slot) bytes fewer, over the layers the GPU holds."""
-    per_slot = (layer_items(MOE, TRAIN, moe=True, profile="hf", recompute="none", impl="flash").routed
+    """Per layer and token: top-k slots x (torchtitan's own eager expert slot - DeepEP slot) bytes fewer, over the
+    layers the GPU holds (torchtitan's all-to-all path keeps its GroupedExperts' tensors: titan_expert_slot_bytes)."""
+    per_slot = (titan_expert_slot_bytes(MOE, TRAIN, compiled=False)
                 - layer_items(MOE, TRAIN, moe=True, profile="hf", recompute="none", impl="flash",
                               deepep_experts=True).routed)
     saved = _acts(MOE, "alltoall") - _acts(MOE, "flex")

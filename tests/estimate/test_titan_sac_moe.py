@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trainsizer.catalog import load_catalog
-from trainsizer.estimate.activations import torchtitan_op_sac_items
+from trainsizer.estimate.activations import titan_expert_slot_bytes, torchtitan_op_sac_items
 from trainsizer.estimate.inputs import Training
 from trainsizer.estimate.memory import estimate_memory
 from trainsizer.models import load_model
@@ -84,12 +84,46 @@ def test_measured_with_torch_on_a_gpt_oss_style_block():
     import torch
 
     import titan_sac_moe_saves as b
-    import titan_sac_saves
 
-    titan_sac_saves._constants = b._constants
     block = b.checkpoint_wrapper(b.Block().to(b.DT), context_fn=b.titan_policy, preserve_rng_state=False)
     x = torch.randn(b.T, b.H, dtype=b.DT, requires_grad=True)
-    seen = titan_sac_saves.eager_saved(block, x)
+    seen = b.eager_saved(block, x)
     total = sum(v[0] for v in seen.values()) + x.untyped_storage().nbytes()
     assert total / b.T == pytest.approx(b.estimate_bytes_per_token())
     assert not any(v[1] == (b.T * b.K, 2 * b.FE) for v in seen.values())  # no mlp1 output kept
+
+
+@settings(max_examples=30, deadline=None)
+@given(h=st.integers(256, 16384), f=st.integers(64, 16384), clamp=st.booleans())
+def test_no_ac_expert_slots_compiled_keep_less_than_eager(h, f, clamp):
+    """Compiled, the element-wise operands are recomputed: the input, fc1's output, w2's input and the output stay."""
+    m = dataclasses.replace(OSS, hidden=h, expert_ffn=f, activation_clamp=clamp)
+    eager = titan_expert_slot_bytes(m, BF16, compiled=False)
+    compiled = titan_expert_slot_bytes(m, BF16, compiled=True)
+    assert compiled < eager
+    assert compiled - 28 == pytest.approx(2 * 2 * h + 3 * 2 * f)
+    assert eager - 28 == pytest.approx(2 * h + 4 * h + (7 if clamp else 4) * 2 * f)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("mode", ["eager-noac", "compile-noac", "eager-noac-plain", "compile-noac-plain"])
+def test_no_ac_expert_slots_measured_with_torch(mode):
+    """benchmarks/titan_sac_moe_saves.py without AC: the tensors a routed slot keeps (the rows of the dispatched
+    tokens) against titan_expert_slot_bytes, within the index tensors' bytes (16-36 B a slot measured, 28 counted)."""
+    torch = pytest.importorskip("torch")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import titan_sac_moe_saves as b
+
+    block = b.Block(plain=mode.endswith("plain")).to(b.DT)
+    if mode.startswith("compile"):
+        block = torch.compile(block, backend="aot_eager_decomp_partition", fullgraph=True)
+    x = torch.randn(b.T, b.H, dtype=b.DT, requires_grad=True)
+    b.compiled_saved(block, x)
+    seen = b.compiled_saved(block, x)
+    slots = b.T * b.K
+    kept = sum(v[0] for v in seen.values() if v[1] and v[1][0] == slots) / slots
+    m = load_model({"name": "titan-moe", "layers": 1, "hidden": b.H, "heads": b.NH, "kv_heads": b.NKV, "head_dim": b.HD,
+                    "ffn": 0, "vocab": 1024, "experts": b.E, "experts_per_token": b.K, "expert_ffn": b.FE,
+                    "activation_clamp": not mode.endswith("plain"), "mlp": "swiglu", "norm": "rmsnorm",
+                    "position": "rope", "tied_embeddings": False})
+    assert kept == pytest.approx(titan_expert_slot_bytes(m, BF16, compiled=mode.startswith("compile")), abs=12.0)

@@ -692,6 +692,25 @@ def _op_sac_linear_bytes(model: ModelArch, a: float) -> tuple[float, float]:
     return kept["sp"], kept["tp"]
 
 
+def titan_expert_slot_bytes(model: ModelArch, training: Training, *, compiled: bool) -> float:
+    """Bytes per routed token-slot that torchtitan's routed experts keep for the backward without recompute (the
+    block kept, or re-run under full AC), models/common/moe.py GroupedExperts / models/gpt_oss/moe.py
+    GptOssGroupedExperts and token_dispatcher.py at b5bcd76c6: the gathered input of the grouped GEMMs (hidden wide),
+    the combine's product of the expert output with its routing score, taken in fp32 (routed_output.to(float32) *
+    score: the fp32 copy kept), and, eager, the SwiGLU's operands -- silu(x w1) * (x w3): the w1 output, its SiLU, the
+    w3 output and the product (w2's input); gpt-oss's clamped interleaved SwiGLU (activation_clamp): the mlp1 output
+    (2 f, kept whole by the clamps' strided views), both clamped halves, the sigmoid, the gated half and w2's input.
+    Compiled (the whole block, min-cut partitioner) the element-wise ops are recomputed: the input, the fc1 output
+    (2 f), w2's input and the 16-bit expert output are kept. Plus the sorted token index, the expert order and the
+    scatter index (int64) and the sorted fp32 score. Measured: benchmarks/titan_sac_moe_saves.py (torch 2.13, CPU)."""
+    a = float(act_bytes(training.precision))
+    h, f = model.hidden, model.expert_ffn
+    ints = 3 * 8.0 + 4.0
+    if compiled:
+        return 2 * a * h + 3 * a * f + ints
+    return a * h + 4.0 * h + (7 if model.activation_clamp else 4) * a * f + ints
+
+
 def deepseek_selective_items(model: ModelArch, training: Training, *, moe: bool) -> LayerItems:
     """Saved bytes per token of one layer under DeepSeek-V3's memory savings (framework deepseek-dualpipe,
     recompute "selective"): DeepSeek-V3 report (arXiv:2412.19437) s3.2.3 "recompute all RMSNorm operations and

@@ -49,6 +49,7 @@ from trainsizer.estimate.activations import (
     norm_bytes,
     op_sac_unsaved_share,
     recompute_module_items,
+    titan_expert_slot_bytes,
     torchtitan_op_sac_items,
     torchtitan_sac_attention_bytes,
 )
@@ -652,6 +653,8 @@ def _saved_layer_bytes(model: ModelArch, training: Training, strategy: Strategy,
     if np.any(titan):
         dense_none, moe_none = _titan_block_extras(model, training, pre, titan, tokens, t, sp_div, dense_none,
                                                    moe_none)
+        if model.is_moe:
+            moe_none = moe_none + _titan_expert_slot_delta(model, training, strategy, pre, titan, tokens, t)
         dense_b = np.where(titan & (rec == 0), dense_none, dense_b)
         dense_b = dense_b - _compiled_sac_unread(model, training, strategy, titan, rec, tokens, sp_div)
         unsaved = _sac_unsaved_attention(model, training, strategy, titan, rec, tokens, t)
@@ -952,6 +955,21 @@ def _titan_block_extras(model: ModelArch, training: Training, pre: _Pre, titan: 
     dense_none = np.where(titan, dense_none + kv + whole * pre.gathered[0], dense_none)
     moe_none = np.where(titan, moe_none + kv + whole * pre.gathered[1], moe_none) if model.is_moe else dense_none
     return dense_none, moe_none
+
+
+def _titan_expert_slot_delta(model: ModelArch, training: Training, strategy: Strategy, pre: _Pre,
+                             titan: np.ndarray, tokens: Any, t: Any) -> Any:
+    """Bytes per MoE block by which torchtitan's routed experts without recompute keep other than the hf profile's
+    routed slots (activations.titan_expert_slot_bytes, eager or compiled per strategy); 0 off torchtitan and behind
+    DeepEP (its own delta, `_deepep_slot_delta`)."""
+    if getattr(strategy, "moe_dispatcher", "auto") in FLEX_DISPATCHERS:
+        return 0.0
+    compiled = _compiled(strategy, "torchtitan", training)
+    hf = pre.moe[("hf", 0)].routed
+    delta = np.where(compiled, titan_expert_slot_bytes(model, training, compiled=True),
+                     titan_expert_slot_bytes(model, training, compiled=False)) - hf
+    slots = float(model.experts_per_token) * float(training.moe_capacity_factor)
+    return np.where(titan, tokens * slots * delta / t, 0.0)
 
 
 def _compiled_sac_unread(model: ModelArch, training: Training, strategy: Strategy, titan: np.ndarray,
