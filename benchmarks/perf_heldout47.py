@@ -36,10 +36,12 @@ from __future__ import annotations
 
 import csv
 import functools
+import math
 from pathlib import Path
 
 import numpy as np
 
+import caching_allocator as ca
 import finetune_heldout as fh
 import perf_heldout43 as p43
 from harness import Case, kept_rows, num, print_case_rows, refusals_said, scored, whole
@@ -108,6 +110,52 @@ def longest_for_peak(r: dict[str, str]) -> float:
     return 0.5 * (lo + hi)
 
 
+# alpaca-cleaned's rows; the rows' GPUs (a rank sees every 4th micro-batch of an epoch); CEWithChunkedOutputLoss's
+# num_output_chunks (torchtune/modules/loss/ce_chunked_output_loss.py, as memory_constants.yaml's chunked loss)
+DATASET_ROWS, RANKS, LOSS_CHUNKS = 51_760, 4, 8
+
+
+def epoch_lengths(r: dict[str, str], seed: int) -> np.ndarray:
+    """One rank's micro-batch lengths over one shuffled epoch: each sample's length drawn from the row's lognormal
+    (avg_tokens, length_sigma), capped at the row's longest (seq_len); padded_collate_sft pads a micro-batch to its
+    longest sample (unpacked)."""
+    mb, sigma, longest = whole(r["micro_batch"]), num(r["length_sigma"]), num(r["seq_len"])
+    mu = math.log(num(r["avg_tokens"])) - sigma * sigma / 2
+    lengths = np.minimum(np.random.default_rng(seed).lognormal(mu, sigma, DATASET_ROWS), longest)
+    return np.ceil(lengths[: len(lengths) // (mb * RANKS) * mb * RANKS].reshape(-1, RANKS, mb)[:, 0, :].max(axis=1))
+
+
+def replayed_reserved_gib(r: dict[str, str], seed: int) -> float:
+    """The caching allocator's reserved peak over one epoch's micro-batches (caching_allocator.py), each tensor sized
+    from the estimate's own length-dependent items per position at the row's longest sample."""
+    sc = fh._scenario(r, catalog(r["overlay"]))
+    items = estimate_memory(sc.model, sc.training, sc.system, sc.strategy, check=False).items_bytes
+    per = {k: float(np.ravel(items[k])[0]) / num(r["seq_len"]) for k in LENGTH_ITEMS}
+    pool, layers = ca.Pool(), int(sc.model.layers)
+    for n in epoch_lengths(r, seed):
+        ca.chunked_loss_step(pool, int(per["layer_activations"] * n / layers), layers,
+                             int(per["final_norm_and_head_input"] * n), int(per["logits"] * n / LOSS_CHUNKS),
+                             LOSS_CHUNKS, int(per["loss_backward_temporaries"] * n))
+    return pool.peak_reserved / 2**30
+
+
+LENGTH_ITEMS = ("layer_activations", "final_norm_and_head_input", "logits", "loss_backward_temporaries")
+
+
+def allocator_lines(r: dict[str, str]) -> list[str]:
+    """The estimate's fixed and length-dependent parts at the row's longest sample, the multiple of the latter the
+    measured reserved peak needs, and the replayed allocator's reserved for three seeded epochs (known-gaps 178)."""
+    fixed, at_row = _peak_gib(r, 1.0), _peak_gib(r, num(r["seq_len"]))
+    need = (num(r["peak_mem"]) - fixed) / (at_row - fixed)
+    out = [f"  the estimate: fixed {fixed:.1f} GiB + length-dependent {at_row - fixed:.1f} GiB at {r['seq_len']} "
+           f"positions; the measured {num(r['peak_mem']):.1f} GiB needs {need:.2f} x the length-dependent part"]
+    for seed in range(3):
+        got = replayed_reserved_gib(r, seed)
+        out.append(f"  epoch seed {seed}: the length-dependent tensors replayed reserve {got:.1f} GiB "
+                   f"({got / (at_row - fixed):.2f} x): fixed + replayed {fixed + got:.1f} GiB")
+    return out
+
+
 def _step_s(sc) -> float:
     """The estimate's step time of a resolved scenario."""
     arrays = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)
@@ -154,6 +202,8 @@ def main() -> None:
     r = next(x for x in rows() if x["id"] == BF16_ROW)
     print(f"\nthe longest sample the BF16 row's {r['peak_mem']} GiB reserved needs in the estimate: "
           f"{longest_for_peak(r):.0f} positions (rows: {r['seq_len']}; known-gaps 163 (a))")
+    print("the caching allocator replayed over an epoch's padded micro-batches (known-gaps 178):")
+    print("\n".join(allocator_lines(r)))
     print("\nprobe, fp32 rows with TF32 / XF32 allowed (the blogs leave PyTorch's full fp32; known-gaps 170):")
     print("\n".join(f"  {c.row_id:34s} measured {c.measured:7.1f} predicted {c.predicted:7.1f}, with tf32 "
                     f"{tf32_rate_tokens(r):7.1f}" for c in scored(cs, "tokens_s") for r in rows()
