@@ -213,7 +213,7 @@ def collect() -> list[Row]:
     out += _case_style("perf_heldout44", h44.cases(), h44.rows(), h44.job)
     out += _case_style("perf_heldout46", h46.cases(), h46.rows(), h46.job)
     out += _case_style("perf_heldout47", h47.cases(), h47.rows(), h47.job)
-    out += _case_style("perf_heldout50", h50.banded(h50.cases()), h50.rows(), h50.job)
+    out += _case_style("perf_heldout50", h50.cases(), h50.rows(), h50.job)
     pf_rows = list(csv.DictReader(pf.DATA.open(encoding="utf-8")))
     out += _tokens_style("perf_finetune", [(rid, "", m, p) for rid, m, p in pf.cases()], pf_rows, pf.job)
     cat = load_catalog()

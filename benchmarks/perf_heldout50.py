@@ -30,7 +30,7 @@ same job on one card over the H100's), which say whether a miss is the card's co
 scored: the trainer's reserved peaks with its bf16 cross-entropy counted as a 16-bit loss (known-gaps 176 (d)). The
 trainer's rows state explicit_attention_mask (its --gpu_test loop keeps the padded dataset's attention mask: SDPA's
 memory-efficient backend over the whole square, known-gaps 180).
-accuracy_bands counts all but the trainer's time rows (BANDS_LEFT_OUT, known-gaps 176 (b)).
+accuracy_bands counts every scored row, the trainer's time rows too (scored as found; known-gaps 176 (b), 180).
 
 Sign: (predicted - published) / published; + = predicted too fast (time) or too large (memory).
 
@@ -57,13 +57,6 @@ REFERENCE_GPU = "h100-sxm-80gb"
 # the universal-llm-trainer's loss: nn.CrossEntropyLoss on the model's bf16 logits (transformers 4.49 returns them
 # unconverted when no labels are passed), the nearest loss_impl keeping 16-bit logits and a 16-bit gradient
 BF16_LOSS = {"loss_impl": "compiled"}
-# kept out of accuracy_bands (docs/known-gaps.md 176 (b), 180): the trainer's time rows were about 2x slower than the
-# estimate on every card alike; its --gpu_test loop hands SDPA the padded dataset's attention mask, so the attention
-# ran the memory-efficient backend over the whole square (the rows state explicit_attention_mask true since known-gaps
-# 180: 124.1 -> 33.4% MAPE). A residual remains (bf16 rows +4..+53%, the QLoRA rows -41..+35% by card, 180 (a)-(d)),
-# and counted, its 10 RTX PRO 6000 rows would make an hf/dense/blackwell time band (12 rows, median +32%) that
-# scales the search's time for every HF job on Blackwell; its memory rows and Scicom's rows are counted
-BANDS_LEFT_OUT = (("universal-llm-trainer GPU test", "tokens_s"),)
 
 
 def rows() -> list[dict[str, str]]:
@@ -92,11 +85,6 @@ def cases() -> list[Case]:
     out = [Case(r["id"], _source(r), "refused", 0.0, skipped=r["refused"]) for r in rows() if r["refused"]]
     return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, p47.catalog(r["overlay"]), models()),
                          _source) + out
-
-
-def banded(cs: list[Case]) -> list[Case]:
-    """The cases accuracy_bands counts: all but BANDS_LEFT_OUT's."""
-    return [c for c in cs if (c.source, c.metric) not in BANDS_LEFT_OUT]
 
 
 def card_ratios(cs: list[Case]) -> list[tuple[str, str, float, float]]:

@@ -31,6 +31,8 @@ from torch._functorch.partitioners import get_default_op_list
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
 from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
 
+import titan_sac_saves as tss
+
 torch.manual_seed(0)
 H, NH, NKV, HD, E, K, FE, T = 256, 4, 1, 64, 8, 2, 256, 512
 DT = torch.bfloat16
@@ -44,6 +46,9 @@ class RMSNorm(nn.Module):
     def forward(self, x):
         xf = x.float()
         return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-5)).type_as(x) * self.weight
+
+
+ROPE_TABLES = ("cos", "sin")  # this block's RoPE buffers, attributes of the block
 
 
 def swiglu(x, alpha: float = 1.702, limit: float = 7.0):  # models/gpt_oss/moe.py
@@ -138,49 +143,13 @@ def titan_policy():
     return create_selective_checkpoint_contexts(policy)
 
 
-def _constants(block):
-    inner = block._orig_mod if hasattr(block, "_orig_mod") else block
-    inner = inner._checkpoint_wrapped_module if hasattr(inner, "_checkpoint_wrapped_module") else inner
-    return {t.untyped_storage().data_ptr() for t in [*inner.parameters(), *inner.buffers(), inner.cos, inner.sin]}
-
-
 def eager_saved(block, x):
-    """Storages SAC's dispatch mode caches (its _VersionWrapper objects alive after the forward), parameters and
-    tables left out (titan_sac_saves.eager_saved, with objects gc hands back that are dead weak proxies skipped)."""
-    import gc
-
-    from torch.utils.checkpoint import _VersionWrapper
-
-    params = _constants(block)
-    out = block(x)
-    seen = {}
-    for o in gc.get_objects():
-        try:
-            if not isinstance(o, _VersionWrapper) or not isinstance(o.val, torch.Tensor):
-                continue
-        except ReferenceError:
-            continue
-        st = o.val.untyped_storage()
-        if st.data_ptr() not in params:
-            seen[st.data_ptr()] = (st.nbytes(), tuple(o.val.shape), o.val.dtype)
-    out.float().sum().backward()
-    return seen
+    """titan_sac_saves.eager_saved on this block's RoPE tables (cos, sin)."""
+    return tss.eager_saved(block, x, ROPE_TABLES)
 
 
 def compiled_saved(block, x):
-    params = _constants(block)
-    seen = {}
-
-    def pack(t):
-        st = t.untyped_storage()
-        if st.data_ptr() not in params:
-            seen[st.data_ptr()] = (st.nbytes(), tuple(t.shape), t.dtype)
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = block(x)
-    out.float().sum().backward()
-    return seen
+    return tss.compiled_saved(block, x, ROPE_TABLES)
 
 
 def estimate_bytes_per_token() -> float:

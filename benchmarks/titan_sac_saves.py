@@ -99,31 +99,37 @@ def wrapped():
     return checkpoint_wrapper(Block().to(DT), context_fn=titan_policy, preserve_rng_state=False)
 
 
-def eager_saved(block, x):
-    """Storages SAC's dispatch mode caches (its _VersionWrapper objects) plus what the checkpoint keeps."""
+def eager_saved(block, x, tables: tuple[str, ...] = ("freqs",)):
+    """Storages SAC's dispatch mode caches (its _VersionWrapper objects) plus what the checkpoint keeps; objects gc
+    hands back that are dead weak proxies are skipped."""
     from torch.utils.checkpoint import _VersionWrapper
 
-    params = _constants(block)
+    params = _constants(block, tables)
     out = block(x)
     seen = {}
     for o in gc.get_objects():
-        if isinstance(o, _VersionWrapper) and isinstance(o.val, torch.Tensor):
-            st = o.val.untyped_storage()
-            if st.data_ptr() not in params:
-                seen[st.data_ptr()] = (st.nbytes(), tuple(o.val.shape), o.val.dtype)
+        try:
+            if not isinstance(o, _VersionWrapper) or not isinstance(o.val, torch.Tensor):
+                continue
+        except ReferenceError:
+            continue
+        st = o.val.untyped_storage()
+        if st.data_ptr() not in params:
+            seen[st.data_ptr()] = (st.nbytes(), tuple(o.val.shape), o.val.dtype)
     out.float().sum().backward()
     return seen
 
 
-def _constants(block):
-    """Storages that are not activations: parameters and the RoPE table (one per model in torchtitan)."""
+def _constants(block, tables: tuple[str, ...]):
+    """Storages that are not activations: parameters and the block's RoPE tables (one per model in torchtitan)."""
     inner = block._orig_mod if hasattr(block, "_orig_mod") else block
     inner = inner._checkpoint_wrapped_module if hasattr(inner, "_checkpoint_wrapped_module") else inner
-    return {t.untyped_storage().data_ptr() for t in [*inner.parameters(), *inner.buffers(), inner.freqs]}
+    kept = [*inner.parameters(), *inner.buffers(), *(getattr(inner, name) for name in tables)]
+    return {t.untyped_storage().data_ptr() for t in kept}
 
 
-def compiled_saved(block, x):
-    params = _constants(block)
+def compiled_saved(block, x, tables: tuple[str, ...] = ("freqs",)):
+    params = _constants(block, tables)
     seen = {}
 
     def pack(t):

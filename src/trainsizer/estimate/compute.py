@@ -350,7 +350,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     linear inputs (qkv, MLP up) and output gradients (o, MLP down) cover 1 / t of the tokens (Transformer Engine
     gather_along_first_dim(quantizer=...); torchao PrepareFloat8ModuleInput, _NoopFwToFloat8BwDynamic).
     `block_tiles` (forward, backward) and `rate_length`: a query block's fixed work in key tiles and the causal length
-    `flash_rate` is taken at (`window_block_rate`); (0, 0): none.
+    `flash_rate` is taken at (`window_block_rate`); (0, 0): none. `full_square`: no key tile skipped (`_attention_core`).
     `window_backward_skips` (bool, arrays allowed): the backward kernel skips the key tiles outside a sliding window
     as the forward does; False: it runs the layer's whole causal row (step_time._window_backward_skips).
     `moe_passes` (common, routed, shared): an MoE layer's element-wise traffic relative to the fused count (norms,
@@ -362,9 +362,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     False: every TP rank dispatches them all (PerfStyle.moe_tp_token_split), so tok routed tokens reach a GPU.
     `router_gemm`: the MoE gate computes its logits (False: NeMo AutoModel's FakeBalancedGate, Training.moe_routing
     "fake-balanced", assigns experts without a GEMM). `pad_share` (Training.pad_share): rows padded with one pad token,
-    whose positions the router sends to one set of top-k experts (`expert_token_split`). `full_square` (bool): the
-    fused kernel computes every score of the span's square (SDPA's memory-efficient backend under an explicit mask,
-    Training.explicit_attention_mask), no causal, window or chunk tiles skipped.
+    whose positions the router sends to one set of top-k experts (`expert_token_split`).
     """
     t = np.asarray(tp, float)
     et = t if etp is None else np.maximum(np.asarray(etp, float), 1.0)
