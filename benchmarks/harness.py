@@ -23,6 +23,11 @@ def num(x: str, default: float = 0.0) -> float:
     return default if x in ("", "NA") else float(x)
 
 
+def source_label(r: dict[str, str]) -> str:
+    """A row's source without its parenthesised detail (the per-source MAPE groups by it)."""
+    return r["source"].split(" (")[0]
+
+
 def whole(x: str, default: int = 0) -> int:
     return int(round(num(x, default)))
 

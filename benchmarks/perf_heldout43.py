@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 import finetune_heldout as fh
-from harness import Case, kept_rows, mape, print_case_rows, refusals_said, scored
+from harness import Case, kept_rows, mape, print_case_rows, refusals_said, scored, source_label
 from trainsizer.catalog import load_catalog
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -65,16 +65,12 @@ def job(r: dict[str, str]) -> dict:
     return fh.job(r)
 
 
-def _source(r: dict[str, str]) -> str:
-    return r["source"].split(" (")[0]
-
-
 def cases() -> list[Case]:
     """Every row's scored figures; a row the data refuses (its `refused` column: a figure that is not what the
     estimate predicts) or the job path refuses: one 'refused' case with the reason."""
     cat = load_catalog()
-    out = [Case(r["id"], _source(r), "refused", 0.0, skipped=r["refused"]) for r in refused_rows()]
-    return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, cat), _source) + out
+    out = [Case(r["id"], source_label(r), "refused", 0.0, skipped=r["refused"]) for r in refused_rows()]
+    return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, cat), source_label) + out
 
 
 def refused_rows() -> list[dict[str, str]]:

@@ -48,7 +48,7 @@ from pathlib import Path
 
 import finetune_heldout as fh
 import perf_heldout43 as p43
-from harness import Case, kept_rows, model_data, print_case_rows, refusals_said, scored
+from harness import Case, kept_rows, model_data, print_case_rows, refusals_said, scored, source_label
 from trainsizer.catalog import load_catalog
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -76,16 +76,12 @@ def job(r: dict[str, str]) -> dict:
     return fh.job(r, models())
 
 
-def _source(r: dict[str, str]) -> str:
-    return r["source"].split(" (")[0]
-
-
 def cases() -> list[Case]:
     """Every row's scored figures; a row the data refuses (its `refused` column) or the job path refuses: one
     'refused' case with the reason."""
     cat, archs = load_catalog(), models()
-    out = [Case(r["id"], _source(r), "refused", 0.0, skipped=r["refused"]) for r in rows() if r["refused"]]
-    return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, cat, archs), _source) + out
+    out = [Case(r["id"], source_label(r), "refused", 0.0, skipped=r["refused"]) for r in rows() if r["refused"]]
+    return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, cat, archs), source_label) + out
 
 
 def routed_only_cases() -> list[Case]:

@@ -44,7 +44,7 @@ import numpy as np
 import caching_allocator as ca
 import finetune_heldout as fh
 import perf_heldout43 as p43
-from harness import Case, kept_rows, num, print_case_rows, refusals_said, scored, whole
+from harness import Case, kept_rows, num, print_case_rows, refusals_said, scored, source_label, whole
 from trainsizer.catalog import load_catalog
 from trainsizer.estimate.evaluation import evaluation_s
 from trainsizer.estimate.memory import estimate_memory
@@ -75,15 +75,11 @@ def catalog(overlay: str):
     return load_catalog([DATA / overlay] if overlay else [])
 
 
-def _source(r: dict[str, str]) -> str:
-    return r["source"].split(" (")[0]
-
-
 def cases() -> list[Case]:
     """Every row's scored figures; a row the data does not score (its `refused` column) or the job path refuses: one
     'refused' case with the reason."""
-    out = [Case(r["id"], _source(r), "refused", 0.0, skipped=r["refused"]) for r in rows() if r["refused"]]
-    return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, catalog(r["overlay"])), _source) + out
+    out = [Case(r["id"], source_label(r), "refused", 0.0, skipped=r["refused"]) for r in rows() if r["refused"]]
+    return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, catalog(r["overlay"])), source_label) + out
 
 
 def fp8_ratios(cs: list[Case]) -> list[tuple[str, float, float]]:

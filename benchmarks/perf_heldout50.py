@@ -47,7 +47,7 @@ import finetune_heldout as fh
 import perf_heldout as ph
 import perf_heldout43 as p43
 import perf_heldout47 as p47
-from harness import Case, kept_rows, model_data, print_case_rows, refusals_said, scored
+from harness import Case, kept_rows, model_data, print_case_rows, refusals_said, scored, source_label
 
 DATA = Path(__file__).resolve().parent / "data"
 SCICOM = DATA / "heldout_2026x_scicom_5090.csv"
@@ -75,16 +75,12 @@ def job(r: dict[str, str]) -> dict:
     return fh.job(r, models())
 
 
-def _source(r: dict[str, str]) -> str:
-    return r["source"].split(" (")[0]
-
-
 def cases() -> list[Case]:
     """Every row's scored figures; a row the data does not score (its `refused` column) or the job path refuses: one
     'refused' case with the reason."""
-    out = [Case(r["id"], _source(r), "refused", 0.0, skipped=r["refused"]) for r in rows() if r["refused"]]
+    out = [Case(r["id"], source_label(r), "refused", 0.0, skipped=r["refused"]) for r in rows() if r["refused"]]
     return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, p47.catalog(r["overlay"]), models()),
-                         _source) + out
+                         source_label) + out
 
 
 def card_ratios(cs: list[Case]) -> list[tuple[str, str, float, float]]:

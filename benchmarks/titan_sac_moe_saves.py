@@ -38,14 +38,7 @@ H, NH, NKV, HD, E, K, FE, T = 256, 4, 1, 64, 8, 2, 256, 512
 DT = torch.bfloat16
 
 
-class RMSNorm(nn.Module):
-    def __init__(self, d):
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(d))
-
-    def forward(self, x):
-        xf = x.float()
-        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-5)).type_as(x) * self.weight
+RMSNorm = tss.RMSNorm  # torchtitan's RMSNorm, as titan_sac_saves writes it
 
 
 ROPE_TABLES = ("cos", "sin")  # this block's RoPE buffers, attributes of the block
