@@ -28,6 +28,7 @@ one layout, the device memory line a + b x micro-batch of the Lite baseline rows
 the all-to-all row's (docs/known-gaps.md 113 (b)) and the per-sequence gap against whole per-token tensors of a MoE
 layer (165 (a)), the V2 DeepEP row at VPP 3 over VPP 1 against the README's bar
 (125 (c)), the Lite baseline rows again at 8 micro-batches a rank a step (the README states no global batch; 159 (a)),
+the unfused permutation's bf16 compare-and-swap elements a step against each row's gap and the stage-1 bar (187 (a)),
 refused rows (each a bug: these runs were made) and rows whose measured run the memory estimate says does not fit.
 
 Sign: (predicted - published) / published; for tokens/s + = predicted too fast, for memory + = predicted too large.
@@ -156,6 +157,60 @@ def stage1_gain() -> tuple[float, float]:
     return STAGE1_MEASURED_GAIN, on.predicted / base.predicted
 
 
+# The unfused permutation's backward on CDNA 4 under the rows' PyTorch 2.9.0 (README endnotes [1] / [2]): Megatron-Core's
+# permute is tokens.index_select(0, sorted_indices), whose autograd backward is zeros(...).index_add_(0, idx, grad);
+# ATen's index_add_ adds each bf16 element through fastAtomicAdd -> fastSpecializedAtomicAdd -> preview_unsafeAtomicAdd,
+# whose packed hardware add (__builtin_amdgcn_flat_atomic_fadd_v2bf16) is compiled for gfx942 only at that release, so
+# on gfx950 it is a 32-bit compare-and-swap loop, the element's neighbour in the same word contending
+# (aten/src/ATen/native/cuda/KernelUtils.cuh; gfx950 added by pytorch PR 167661 / 170330, 2025-11-12 / 2025-12-12,
+# after the rows' image). The forward's scatter_add_ takes opportunistic_fastAtomicAdd (gfx942 and gfx950: the packed
+# hardware add for adjacent lanes). No CAS rate on MI355X was found: the diagnostic below says what each row's gap
+# and the stage-1 bar's unexplained gain are per CAS element (docs/known-gaps.md 187 (a)); nothing here is applied.
+def cas_elements_per_step(row: dict[str, str], model: Any) -> float:
+    """bf16 elements the unfused permute's backward index_add_ adds by compare-and-swap on one rank in one step: every
+    micro-batch a rank runs, every MoE layer on its pipeline stage, the micro-batch's tokens x top-k x hidden."""
+    gpus, tp, pp, cp = (int(row[k] or 1) for k in ("gpu_count", "tp", "pp", "cp"))
+    mbs, gbs, seq = int(row["micro_batch"]), int(row["global_batch_seqs"]), int(row["seq_len"])
+    micro_batches = gbs / (gpus // (tp * pp * cp) * mbs)
+    return micro_batches * model.moe_layer_count / pp * mbs * seq / cp * model.experts_per_token * model.hidden
+
+
+def cas_check(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> tuple[float, list[tuple[str, float, float,
+                                                                                                        float]]]:
+    """(ps an element the stage-1 bar's gain leaves unexplained, [(row id, CAS elements a step in G, ps an element the
+    row's step gap is, the row's error with that unexplained time a step added)]) for the MI355X time rows that run the
+    permutation unfused. The stage-1 bar over the DeepEP row (fused router and permutation): measured saving less the
+    estimate's saving for the same switch, over the DeepEP row's CAS elements a step."""
+    models = ph.model_data(ph.MODELS)
+    picked = [(c, res, r, load_model(models[r["model"]]["model"])) for c, res, r in run
+              if res and r["metric"] == "tokens_per_s_per_gpu" and "moe_permute_fusion=false" in r["strategy_extra"]]
+
+    def steps(c: Case, res: dict[str, Any], r: dict[str, str]) -> tuple[float, float]:
+        measured = int(r["global_batch_seqs"]) * int(r["seq_len"]) / (c.measured * int(r["gpu_count"]))
+        return measured, float(res["time"]["step_s"])
+
+    meas_gain, pred_gain = stage1_gain()
+    c1, res1, r1, m1 = next(p for p in picked if p[2]["id"] == STAGE1_ROW)
+    meas1, pred1 = steps(c1, res1, r1)
+    unexplained_s = meas1 * (1.0 - 1.0 / meas_gain) - pred1 * (1.0 - 1.0 / pred_gain)
+    per_element_s = unexplained_s / cas_elements_per_step(r1, m1)
+    out = []
+    for c, res, r, m in picked:
+        n = cas_elements_per_step(r, m)
+        meas, pred = steps(c, res, r)
+        out.append((r["id"], n / 1e9, (meas - pred) / n * 1e12, meas / (pred + n * per_element_s) - 1.0))
+    return per_element_s * 1e12, out
+
+
+def print_cas_check(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> None:
+    ps, out = cas_check(run)
+    print(f"unfused permute's backward index_add_ (bf16 compare-and-swap on gfx950 under PyTorch 2.9; not modelled): the "
+          f"stage-1 bar leaves {ps:.1f} ps an element unexplained")
+    for row_id, g, gap_ps, err in out:
+        print(f"  {row_id:58s} {g:7.1f} G elements a step, the row's gap {gap_ps:5.1f} ps an element; "
+              f"at {ps:.1f} ps {err:+6.1%}")
+
+
 # Primus's README V2 chart past the rows (images/DeepSeekV2_tks_speedup_mi355.png at b3699abf7): 'Pre+VPP3' over
 # 'Pre+LaunchOpt', 2,298.6 -> 2,308.0 tokens/s a GPU, interleaving 3 chunks a rank on the DeepEP layout with the MoE
 # layers' host syncs still in (LaunchOpt is NUMA binding and a kernarg pool, host-side, no job field; a bar, not a row:
@@ -216,6 +271,7 @@ def main() -> None:
     meas, pred, b1, b3 = vpp3_gain()
     print(f"V2 DeepEP row at VPP 3 over VPP 1 (README 'Pre+VPP3' over 'Pre+LaunchOpt'): measured {meas:.3f} predicted "
           f"{pred:.3f} (pipeline bubble {b1 * 1e3:.0f} -> {b3 * 1e3:.0f} ms a step)")
+    print_cas_check(run)
     p28.print_pairs_and_refusals(run)
 
 
