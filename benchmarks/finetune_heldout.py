@@ -108,7 +108,8 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
         out["strategy"]["attention_kernel"] = r["attention_kernel"]
     if r.get("nf4_dequant_dtype"):  # fp16: bitsandbytes < 0.43 or Lightning's BitsandbytesPrecision (QLoRA rows)
         out["strategy"]["nf4_dequant_dtype"] = r["nf4_dequant_dtype"]
-    for key in ("nf4_saves_input", "nf4_lm_head"):  # bitsandbytes < 0.43.2; Lightning's 4-bit LM head (QLoRA rows)
+    # bitsandbytes < 0.43.2; Lightning's 4-bit LM head; bitsandbytes 0.41-0.46's compute dtype from the input (QLoRA rows)
+    for key in ("nf4_saves_input", "nf4_lm_head", "bnb_compute_from_input"):
         if r.get(key):
             out["strategy"][key] = _bool(r[key])
     if r.get("lm_head_chunk"):  # positions per call of a 4-bit LM head (LitGPT's lm_head_chunk_size)

@@ -13,8 +13,9 @@ estimate.evaluation; known-gaps 171). Printed beside them (implied_rest): the me
 steps and evaluation, times the GPUs, over the passes.
 (3) AMD's ROCm blogs on one MI300X (rocm-blogs llama-lora and llama-Qlora as revised 2024-10-22): Llama-2-7B in fp32
 under HF Trainer / trl SFTTrainer on guanaco-llama2-1k, batch 4: LoRA (time and memory), full fine-tuning (memory; its
-time holds five checkpoint saves), QLoRA (fp32 training arguments over an fp16 4-bit compute dtype: the 4-bit
-linears at the fp16 rate, the rest fp32). The hf style runs fp32 GEMMs at the part's full-fp32 rate (PyTorch's default
+time holds five checkpoint saves), QLoRA (fp32 training arguments over an fp16 4-bit compute dtype, which
+bitsandbytes 0.43.2.dev0 replaces by the fp32 input's: every GEMM fp32, each fp16-dequantised weight recast; TRL's
+prepare_model_for_int8_training checkpoints every layer, as the run's notebook shows; known-gaps 185). The hf style runs fp32 GEMMs at the part's full-fp32 rate (PyTorch's default
 matmul precision uses no TF32 / XF32; known-gaps 170); printed beside them, a probe: the rows had their scripts
 allowed TF32 (strategy.tf32 true), the rate the estimate took for every fp32 job before.
 

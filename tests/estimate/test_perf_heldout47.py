@@ -26,8 +26,8 @@ DGXC_7B = "NVIDIA dgxc-benchmarking v24.11 HF mistral-7b LoRA"
 # (source, metric) -> (rows, MAPE bound %); reached at landing in the comment
 BOUNDS = {(SOURCE, "tokens_s"): (4, 7.0),  # 3.3 (bf16 -7.2, float8 +3.1 / +0.2 / +2.7%)
           (SOURCE, "peak_gib"): (4, 45.0),  # 39.9 (-40.4 / -40.2 / -40.2 / -38.5%: 163 (a))
-          (ROCM, "tokens_s"): (2, 230.0),  # 216.1 (LoRA -6.3; QLoRA +425.9: 170 (b))
-          (ROCM, "peak_gib"): (3, 110.0),  # 100.8 (LoRA -20.8, full +5.1, QLoRA +276.6%: 170 (c))
+          (ROCM, "tokens_s"): (2, 7.0),  # 4.9 (LoRA -6.3; QLoRA -3.5%: fp32 compute from the input, 185)
+          (ROCM, "peak_gib"): (3, 14.0),  # 11.6 (LoRA -20.8, full +5.1, QLoRA -8.9%: checkpointed, 185)
           (DGXC_70B, "tokens_s"): (7, 28.0),  # 22.9 (+9.3..+44.2%: the evaluation pass 1.9x the forward, 171 (a))
           (DGXC_7B, "tokens_s"): (6, 28.0)}  # 23.3 (+14.9..+34.6%: 3.6x, 171 (a))
 
@@ -129,14 +129,19 @@ def test_the_evaluation_takes_most_of_the_rest_at_few_gpus():
 
 def test_the_rocm_rows_state_the_blogs_setup():
     """One MI300X, Llama-2-7B with no torch_dtype and no fp16 / bf16 flag: fp32 throughout; batch 4 of guanaco-llama2-1k
-    truncated at 1,024; no checkpointing; LoRA r 8 on q / v; the full row's time left unscored (its checkpoints)."""
+    truncated at 1,024; LoRA r 8 on q / v; the full row's time left unscored (its checkpoints). No checkpointing but
+    in the QLoRA run, whose notebook shows TRL calling prepare_model_for_int8_training (checkpointing by default,
+    reentrant) and bitsandbytes 0.43.2.dev0 (the 4-bit linears compute in the fp32 input's dtype): known-gaps 185."""
     for r in p47.rows():
         if not r["id"].startswith("rocmblog"):
             continue
         job = p47.job(r)
         assert job["hardware"] == {"accelerator": "mi300x", "count": 1} and job["precision"] == "fp32", r["id"]
         assert job["strategy"]["micro_batch"] == 4 and job["seq_len"] == 1024 and not job["packing"], r["id"]
-        assert job["strategy"]["recompute"] == "none" and r["peak_mem_unit"] == "GiB", r["id"]
+        qlora = job["method"] == "qlora"
+        assert job["strategy"]["recompute"] == ("full" if qlora else "none") and r["peak_mem_unit"] == "GiB", r["id"]
+        assert job["strategy"].get("bnb_compute_from_input", False) == qlora, r["id"]
+        assert job["strategy"].get("checkpoint_impl") == ("reentrant" if qlora else None), r["id"]
         assert (r["tokens_per_s"] == "") == (job["method"] == "full"), r["id"]
         if job["method"] != "full":
             assert job["lora"]["rank"] == 8 and job["lora"]["targets"] == ["q_proj", "v_proj"], r["id"]
@@ -150,3 +155,15 @@ def test_the_fp32_rate_and_the_tf32_one_bracket_the_measured_lora_row(cases):
     r = next(x for x in p47.rows() if x["id"] == got.row_id)
     assert abs(got.predicted / got.measured - 1.0) < 0.1 and p47.tf32_rate_tokens(r) > 2.5 * got.measured
     assert fh.job(r)["data"]["group_by_length"]
+
+
+def test_the_qlora_row_runs_its_4bit_linears_in_fp32(cases):
+    """185: with the fp32 input's compute dtype (bitsandbytes 0.43.2.dev0) and full recompute the QLoRA row is within
+    10% of measured, and slower than the LoRA row as measured (1.59x its step); with the configured fp16 compute it
+    would be about 3.8x too fast."""
+    got = {c.row_id: c for c in scored(cases, "tokens_s")}
+    q, lora = got["rocmblog_llama2_7b_qlora_mi300x"], got["rocmblog_llama2_7b_lora_fp32_mi300x"]
+    assert abs(q.predicted / q.measured - 1.0) < 0.1 and q.predicted < lora.predicted
+    r = next(x for x in p47.rows() if x["id"] == q.row_id)
+    fp16 = fh.row_cases(r, p47.catalog(r["overlay"]), None, {"bnb_compute_from_input": False})
+    assert scored(fp16, "tokens_s")[0].predicted > 3.0 * q.measured

@@ -381,6 +381,9 @@ class Strategy:
     # QLoRA (bitsandbytes): every 4-bit linear keeps its input for the backward (bitsandbytes < 0.43.2); the LM head
     # is a 4-bit linear too (Lightning's BitsandbytesPrecision); None = neither (memory.nf4_options); memory
     nf4_saves_input: Any = None
+    # QLoRA: bitsandbytes 0.41-0.46's 4-bit linears compute in their first input's fp32 / bf16 dtype, over
+    # bnb_4bit_compute_dtype (Linear4bit.set_compute_type); None = false (0.47+); step time and memory
+    bnb_compute_from_input: Any = None
     nf4_lm_head: Any = None
     # QLoRA with nf4_lm_head: positions a row hands the LM head a call (LitGPT 128); None = one call; step time
     lm_head_chunk: Any = None

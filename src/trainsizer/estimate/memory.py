@@ -361,8 +361,8 @@ class _Batch:
     ds_engine: Any = False
     ds_buckets: Any = "deepspeed"
     ds_split: bool = False
-    # QLoRA's bitsandbytes options (`nf4_options`) and the 16-bit copies of a weight live at its dequantisation (2
-    # where the fp16 quant state is recast to the compute dtype: model_states.nf4_recast)
+    # QLoRA's bitsandbytes options (`nf4_options`) and the copies of a weight live at its dequantisation, in compute-
+    # dtype widths (`_nf4_copies`)
     expert_copies: bool = False  # strategy.expert_weight_copies (`_expert_weight_copies`)
     expert_grad_zeros: bool = False  # ... or an eager loop over fused experts (framework.fused_expert_loop)
     nf4_saves_input: bool = False
@@ -537,7 +537,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   expert_grad_zeros=(bool(getattr(strategy, "expert_weight_copies", None))
                                      or fused_expert_loop(strategy, model)) and model.is_moe,
                   nf4_saves_input=nf4_options(training, strategy)[0], nf4_head=nf4_options(training, strategy)[1],
-                  nf4_copies=2.0 if nf4_recast(training, getattr(strategy, "nf4_dequant_dtype", None)) else 1.0,
+                  nf4_copies=_nf4_copies(training, strategy),
                   gathered_logits=gathered_logits,
                   no_sync_hold=(bool(getattr(strategy, "fsdp_no_sync", None)) or _reshard(strategy) == "step")
                   & (z >= 3) & (n_micro > 1),
@@ -1392,6 +1392,17 @@ def _nf4_dequant_transient(b: _Batch, g: _Stage, loss: Any) -> Any:
     head = _on(g.is_last, per * float(b.pre.layout.lm_head_own) / b.t, 0.0) if b.nf4_head else 0.0
     layer = per * _largest_linear(b.model) / b.t
     return np.maximum(head, np.maximum(layer - loss, 0.0))
+
+
+def _nf4_copies(training: Training, strategy: Strategy) -> float:
+    """The copies of one dequantised NF4 weight live at its GEMM, in compute-dtype widths: 1, or where the fp16 quant
+    state is recast (model_states.nf4_recast) the fp16 copy beside the compute-dtype one: (2 + w) / w, 2 for bf16,
+    1.5 for an fp32 compute dtype (bitsandbytes 0.41-0.46 taking an fp32 input's dtype, bnb_compute_from_input)."""
+    if not nf4_recast(training, getattr(strategy, "nf4_dequant_dtype", None),
+                      bool(getattr(strategy, "bnb_compute_from_input", None))):
+        return 1.0
+    w = float(act_bytes(training.precision))
+    return (2.0 + w) / w
 
 
 def _largest_linear(model: ModelArch) -> float:

@@ -470,17 +470,20 @@ def state_bytes(training: Training, model: ModelArch | None, profile: str) -> St
     )
 
 
-def nf4_recast(training: Training, dequant_dtype: str | None) -> bool:
+def nf4_recast(training: Training, dequant_dtype: str | None, from_input: bool = False) -> bool:
     """Whether each dequantised NF4 weight is cast again before its GEMM: dequantize_4bit writes the quant_state's
     dtype, fp16 where bitsandbytes < 0.43 quantised a `.half()` copy (nn/modules.py Params4bit.cuda at 0.41.0 /
     0.42.0; dcfb6f81, 2024-01-16, keeps the weight's dtype from 0.43.0) or Lightning's BitsandbytesPrecision does
     (fabric/plugins/precision/bitsandbytes.py quantize: `.to(dtype=torch.half)`), and MatMul4Bit casts it to the
     input's dtype in the forward and again in the backward (autograd/_functions.py at 0.41.0: `.to(A.dtype)`,
-    `.to(grad_output.dtype)`): a copy in every job whose compute dtype is not fp16 (Strategy.nf4_dequant_dtype)."""
-    return training.method == "qlora" and dequant_dtype == "fp16" and training.precision not in ("fp16", "fp32")
+    `.to(grad_output.dtype)`): a copy in every job whose compute dtype is not fp16 (Strategy.nf4_dequant_dtype); in an
+    fp32 job where the 4-bit linears compute in their fp32 input's dtype (`from_input`, nf4_fp16_compute)."""
+    if training.method != "qlora" or dequant_dtype != "fp16":
+        return False
+    return training.precision != "fp16" and (training.precision != "fp32" or from_input)
 
 
-def nf4_fp16_compute(training: Training, dequant_dtype: str | None) -> bool:
+def nf4_fp16_compute(training: Training, dequant_dtype: str | None, from_input: bool = False) -> bool:
     """Whether an fp32 job's 4-bit linears compute in fp16 (Strategy.nf4_dequant_dtype fp16 under precision fp32:
     BitsAndBytesConfig bnb_4bit_compute_dtype float16 over a model whose other weights are fp32, as TRL's
     SFTTrainer leaves it after prepare_model_for_kbit_training): bitsandbytes' Linear4bit.forward casts its input to
@@ -488,8 +491,13 @@ def nf4_fp16_compute(training: Training, dequant_dtype: str | None) -> bool:
     (bitsandbytes/nn/modules.py at 0.44.1: `x = x.to(self.compute_dtype)` ... `out.to(inp_dtype)`): the GEMM at the
     fp16 rate, the weight not recast (nf4_recast), an fp32 <-> fp16 copy of each input and output (and of their
     gradients in the backward). Under precision fp32 with nf4_dequant_dtype compute (BitsAndBytesConfig's default
-    compute dtype float32) the 4-bit linears run in fp32 like the rest."""
-    return training.method == "qlora" and dequant_dtype == "fp16" and training.precision == "fp32"
+    compute dtype float32) the 4-bit linears run in fp32 like the rest. So they do under bitsandbytes 0.41.0-0.46.x
+    (`from_input`, Strategy.bnb_compute_from_input): Linear4bit.set_compute_type, called on the first forward while
+    compute_type_is_set is False (always, at init, before #1662, 812ef06a), sets the compute dtype to the input's where
+    that is fp32 or bf16 ("the input is in a dtype that is safe to compute in, we switch to this type"; nn/modules.py
+    at 0.43.0 and ROCm/bitsandbytes rocm_enabled 2f12498): fp32 GEMMs over the fp16 dequantised weight, recast
+    (nf4_recast), no copies of the activations."""
+    return training.method == "qlora" and dequant_dtype == "fp16" and training.precision == "fp32" and not from_input
 
 
 def dense_linear_widths(model: ModelArch) -> tuple[float, float, float]:

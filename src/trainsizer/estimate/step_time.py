@@ -762,6 +762,7 @@ class _Step:
     bnb_block: int = 256  # Strategy.bnb_optimizer_block (one of BNB_OPTIMIZER_BLOCKS; None = 256)
     cudnn_release: str | None = None  # Strategy.cudnn_release (one of CUDNN_RELEASES; None = the base release)
     nf4_dequant_dtype: str = "compute"  # Strategy.nf4_dequant_dtype (one of NF4_DEQUANT_DTYPES; None = compute)
+    bnb_compute_from_input: bool = False  # Strategy.bnb_compute_from_input (bitsandbytes 0.41-0.46; None = false)
     # QLoRA's 4-bit LM head (Strategy.nf4_lm_head) and the positions a row hands it a call (Strategy.lm_head_chunk;
     # None = the whole row in one call)
     nf4_lm_head: bool = False
@@ -845,6 +846,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  cuda_graphs=str(getattr(strategy, "cuda_graphs", None) or "none"), bnb_block=bnb_block(strategy),
                  cudnn_release=getattr(strategy, "cudnn_release", None),
                  nf4_dequant_dtype=str(getattr(strategy, "nf4_dequant_dtype", None) or "compute"),
+                 bnb_compute_from_input=bool(getattr(strategy, "bnb_compute_from_input", None)),
                  nf4_lm_head=training.method == "qlora" and bool(getattr(strategy, "nf4_lm_head", None)),
                  lm_head_chunk=getattr(strategy, "lm_head_chunk", None),
                  te_op_fuser=bool(getattr(strategy, "te_op_fuser", None)),
@@ -1209,7 +1211,7 @@ def _nf4_weights_pass_s(x: _Step, w: Any) -> Any:
     """Seconds to dequantise `w` NF4 weight elements once (read 0.5 B, write the quant state's dtype: 2 B, 4 B for
     an fp32 job's fp32 4-bit linears; its kernels) and, where the quant state is fp16, recast them
     (`_nf4_recast_time`): what every use of a 4-bit weight costs before its GEMM."""
-    written = 4.0 if x.training.precision == "fp32" and not _nf4_fp16_compute(x) else 2.0
+    written = 4.0 if x.training.precision == "fp32" and x.nf4_dequant_dtype != "fp16" else 2.0
     return (compute.stream_time(w * (0.5 + written), x.r,
                                 kernels=compute.KERNELS["nf4_dequantise"] * _nf4_kernels(x))
             + _nf4_recast_time(x, w))
@@ -1217,7 +1219,7 @@ def _nf4_weights_pass_s(x: _Step, w: Any) -> Any:
 
 def _nf4_fp16_compute(x: _Step) -> bool:
     """Whether an fp32 job's 4-bit linears compute in fp16 (model_states.nf4_fp16_compute)."""
-    return nf4_fp16_compute(x.training, x.nf4_dequant_dtype)
+    return nf4_fp16_compute(x.training, x.nf4_dequant_dtype, x.bnb_compute_from_input)
 
 
 def _nf4_compute_cast_time(x: _Step) -> Any:
@@ -1236,7 +1238,8 @@ def _nf4_compute_rate(r: Any, system: System, training: Training, strategy: Any,
                       calibration: Calibration | None) -> Any:
     """`r` with the linear layers' GEMMs at the fp16 rate where an fp32 job's 4-bit linears compute in fp16
     (model_states.nf4_fp16_compute); the LM head, the attention and the other 16-bit-class GEMMs keep fp32's."""
-    if not nf4_fp16_compute(training, getattr(strategy, "nf4_dequant_dtype", None)):
+    if not nf4_fp16_compute(training, getattr(strategy, "nf4_dequant_dtype", None),
+                            bool(getattr(strategy, "bnb_compute_from_input", None))):
         return r
     return dataclasses.replace(r, gemm_flops=rates(system, "fp16", k, calibration).gemm_flops)
 
@@ -1256,7 +1259,7 @@ def _nf4_head_time(x: _Step) -> Any:
 
 def _nf4_recast(x: _Step) -> bool:
     """Whether each dequantised NF4 weight is cast again before its GEMM (model_states.nf4_recast)."""
-    return nf4_recast(x.training, x.nf4_dequant_dtype)
+    return nf4_recast(x.training, x.nf4_dequant_dtype, x.bnb_compute_from_input)
 
 
 def _nf4_recast_time(x: _Step, gemm_w: Any) -> Any:

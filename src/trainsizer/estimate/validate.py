@@ -926,8 +926,9 @@ def _mamba_cp_ok(model: ModelArch, tp: np.ndarray, cp: np.ndarray, safe: Any) ->
 
 
 def _nf4_options_stated(strategy: Any) -> list[str]:
-    """The QLoRA bitsandbytes options a strategy sets true (nf4_saves_input, nf4_lm_head): QLoRA only."""
-    return [k for k in ("nf4_saves_input", "nf4_lm_head") if getattr(strategy, k, None)]
+    """The QLoRA bitsandbytes options a strategy sets true (nf4_saves_input, nf4_lm_head, bnb_compute_from_input):
+    QLoRA only."""
+    return [k for k in ("nf4_saves_input", "nf4_lm_head", "bnb_compute_from_input") if getattr(strategy, k, None)]
 
 
 def _stack_rule(c: SimpleNamespace, free: Any, frameworks: tuple[str, ...], key: str, *values: str,

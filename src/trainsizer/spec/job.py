@@ -500,6 +500,11 @@ class StrategySpec(_Strict):
     # QLoRA: every 4-bit linear keeps its input for the backward: true under bitsandbytes < 0.43.2 (MatMul4Bit
     # `ctx.tensors = (A, B)`, dropped by #1270); null / false = 0.43.2+ or torchao's NF4 (torchtune), which keep none
     nf4_saves_input: bool | None = None
+    # QLoRA: each 4-bit linear takes its first input's dtype as the compute dtype where that is fp32 or bf16, over
+    # bnb_4bit_compute_dtype: bitsandbytes 0.41.0 to 0.46.x (nn/modules.py Linear4bit.set_compute_type, 412fd0e7, with
+    # compute_type_is_set False at init), so an fp32 job's 4-bit linears compute in fp32; null / false = 0.47.0+ (#1662,
+    # 812ef06a: a given compute dtype is kept; transformers always gives one), the configured compute dtype
+    bnb_compute_from_input: bool | None = None
     # QLoRA: the LM head is a 4-bit linear too: true under Lightning's BitsandbytesPrecision (LitGPT), which converts
     # every nn.Linear; null / false = transformers / PEFT and torchtune, which keep it in 16 bit
     nf4_lm_head: bool | None = None
