@@ -152,6 +152,7 @@ def collect() -> list[Row]:
     import perf_heldout49 as h49
     import perf_heldout50 as h50
     import perf_heldout51 as h51
+    import perf_heldout52 as h52
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -214,6 +215,7 @@ def collect() -> list[Row]:
     out += _case_style("perf_heldout46", h46.cases(), h46.rows(), h46.job)
     out += _case_style("perf_heldout47", h47.cases(), h47.rows(), h47.job)
     out += _case_style("perf_heldout50", h50.cases(), h50.rows(), h50.job)
+    out += _case_style("perf_heldout52", h52.cases(), h52.rows(), h52.job)
     pf_rows = list(csv.DictReader(pf.DATA.open(encoding="utf-8")))
     out += _tokens_style("perf_finetune", [(rid, "", m, p) for rid, m, p in pf.cases()], pf_rows, pf.job)
     cat = load_catalog()

@@ -106,6 +106,9 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
         out["fp8_recipe"] = r["fp8_recipe"]
     if r.get("attention_kernel"):  # the kernel that ran, where a row's source says (perf_device_hf: SDPA's cuDNN)
         out["strategy"]["attention_kernel"] = r["attention_kernel"]
+    for key in ("norm_kernel", "activation_kernel", "rope_kernel"):  # e.g. Liger's RMSNorm / SwiGLU / RoPE (perf_heldout52)
+        if r.get(key):
+            out["strategy"][key] = r[key]
     if r.get("nf4_dequant_dtype"):  # fp16: bitsandbytes < 0.43 or Lightning's BitsandbytesPrecision (QLoRA rows)
         out["strategy"]["nf4_dequant_dtype"] = r["nf4_dequant_dtype"]
     # bitsandbytes < 0.43.2; Lightning's 4-bit LM head; bitsandbytes 0.41-0.46's compute dtype from the input (QLoRA rows)
