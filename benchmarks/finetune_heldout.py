@@ -42,6 +42,7 @@ from harness import Case, mape, num, print_case_rows, whole
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import TrainsizerError
 from trainsizer.estimate import sample_lengths
+from trainsizer.estimate.checkpoint_saves import checkpoint_saves_s
 from trainsizer.estimate.evaluation import evaluation_s
 from trainsizer.estimate.fit import max_seq_len
 from trainsizer.estimate.memory import GIB, estimate_memory
@@ -82,8 +83,8 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
                      "optimizer_in_backward": _bool(r["optimizer_in_backward"]), "offload": r["offload"],
                      "framework": r["stack"]},
     }
-    if r.get("eval_samples"):  # an evaluation inside the measured runtime (perf_heldout47's HF Trainer rows)
-        out |= _evaluation(r)
+    if r.get("eval_samples") or r.get("save_every_steps"):  # evaluation / saves inside the measured runtime
+        out |= _evaluation(r)  # (perf_heldout47's HF Trainer rows)
     if r["length_sigma"]:  # unpacked samples' spread (lognormal; estimate.sample_lengths)
         out["data"]["length_sigma"] = num(r["length_sigma"])
     if r["max_tokens"]:
@@ -166,18 +167,25 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
 
 
 def _evaluation(r: dict[str, str]) -> dict:
-    """The job's data and evaluation where the row's figure is a runtime holding evaluation passes: `epoch_samples`
+    """The job's data, evaluation and checkpoint saves where the row's figure is a runtime holding them: `epoch_samples`
     training samples an epoch, `max_steps` steps run (data.epochs = their share of an epoch), `eval_samples` sequences
-    a pass at `eval_micro_batch` (empty: the training micro-batch), `eval_every_steps` (empty: at each epoch's end)."""
+    a pass at `eval_micro_batch` (empty: the training micro-batch), `eval_every_steps` (empty: at each epoch's end);
+    `save_every_steps` (a number, or `epoch`: at each epoch's end) with `save_sharded` (every node writes its shard)."""
     epoch = num(r["epoch_samples"])
-    data = {"samples": epoch, "avg_tokens": num(r["avg_tokens"], whole(r["seq_len"]) or 2048),
-            "epochs": whole(r["max_steps"]) * whole(r["global_batch_seqs"]) / epoch}
-    ev: dict = {"samples": num(r["eval_samples"])}
-    if r.get("eval_micro_batch"):
-        ev["micro_batch"] = whole(r["eval_micro_batch"])
-    if r.get("eval_every_steps"):
-        ev["every_steps"] = whole(r["eval_every_steps"])
-    return {"data": data, "evaluation": ev}
+    out: dict = {"data": {"samples": epoch, "avg_tokens": num(r["avg_tokens"], whole(r["seq_len"]) or 2048),
+                          "epochs": whole(r["max_steps"]) * whole(r["global_batch_seqs"]) / epoch}}
+    if r.get("eval_samples"):
+        ev: dict = {"samples": num(r["eval_samples"])}
+        if r.get("eval_micro_batch"):
+            ev["micro_batch"] = whole(r["eval_micro_batch"])
+        if r.get("eval_every_steps"):
+            ev["every_steps"] = whole(r["eval_every_steps"])
+        out["evaluation"] = ev
+    if r.get("save_every_steps"):
+        every = r["save_every_steps"]
+        out["checkpoint_saves"] = {"every_steps": None if every == "epoch" else whole(every),
+                                   "sharded": _bool(r.get("save_sharded") or "false")}
+    return out
 
 
 def _scenario(r: dict[str, str], cat, models: dict | None = None, strategy_extra: dict | None = None):
@@ -225,6 +233,8 @@ def row_cases(r: dict[str, str], cat, models: dict | None = None, strategy_extra
         step = float(np.asarray(step_time_arrays(m, t, s, st)["step_s"]).reshape(-1)[0])
         if t.eval_passes:  # the figure's runtime holds the evaluation passes beside the steps (estimate.evaluation)
             step += evaluation_s(m, t, s, st) / sc.steps
+        if t.save_count:  # and its checkpoint saves (estimate.checkpoint_saves)
+            step += checkpoint_saves_s(m, t, s, st) / sc.steps
         tps = counted_tokens(r, t) / step / (s.gpus if r["tokens_scope"] == "per_gpu" else 1)
         out.append(Case(r["id"], src, "tokens_s", num(r["tokens_per_s"]), tps))
     return out

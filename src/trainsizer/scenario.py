@@ -174,13 +174,17 @@ class Scenario:
         return out
 
     def _evaluation_summary(self) -> dict[str, Any]:
-        """The job's evaluation passes as the estimate takes them (scenario._with_evaluation), where it states any:
-        {"evaluation": {samples, micro_batch, passes}}; none: nothing (the summary as before)."""
+        """The job's evaluation passes and checkpoint saves as the estimate takes them (scenario._with_evaluation /
+        _with_saves), where it states any: {"evaluation": {samples, micro_batch, passes}, "checkpoint_saves": {saves,
+        sharded}}; none: nothing (the summary as before)."""
         t = self.training
+        out: dict[str, Any] = {}
+        if t.save_count:  # the job's checkpoint saves (scenario._with_saves)
+            out["checkpoint_saves"] = {"saves": t.save_count, "sharded": t.save_sharded}
         if not t.eval_passes:
-            return {}
+            return out
         micro_batch = t.eval_micro_batch or (self.strategy.micro_batch if self.strategy is not None else None)
-        return {"evaluation": {"samples": t.eval_samples, "micro_batch": micro_batch, "passes": t.eval_passes}}
+        return {"evaluation": {"samples": t.eval_samples, "micro_batch": micro_batch, "passes": t.eval_passes}, **out}
 
     @property
     def steps(self) -> int:
@@ -302,7 +306,7 @@ def _job_model(job: Job, source: Path | str | Mapping[str, Any] | Job, origin: s
 
 
 def _training(job: Job) -> Training:
-    return _with_evaluation(job, Training(
+    return _with_saves(job, _with_evaluation(job, Training(
         method=job.method,
         precision=job.precision,
         optimizer=job.optimizer,
@@ -326,7 +330,7 @@ def _training(job: Job) -> Training:
         attention_span=int(min(job.data.avg_tokens, job.seq_len)) if job.packing and job.data.avg_tokens else 0,
         pack_fill=_pack_fill(job),
         **_sample_rows(job),
-    ))
+    )))
 
 
 def _with_evaluation(job: Job, training: Training) -> Training:
@@ -337,10 +341,27 @@ def _with_evaluation(job: Job, training: Training) -> Training:
     ev = job.evaluation
     if ev is None:
         return training
-    steps = whole_steps(training.tokens_total, training.tokens_per_step)
-    passes = steps // ev.every_steps if ev.every_steps else math.ceil(job.data.epochs - 1e-9)
+    passes = _interval_count(job, training, ev.every_steps)
     return replace(training, eval_samples=ev.samples, eval_micro_batch=ev.micro_batch or 0,
                                eval_passes=int(passes))
+
+
+def _with_saves(job: Job, training: Training) -> Training:
+    """The job's checkpoint saves (spec.job.CheckpointSavesSpec), counted as evaluation passes are: save_strategy
+    steps saves at each multiple of save_steps, epoch at each epoch's end (transformers 4.40 DefaultFlowCallback sets
+    should_save beside should_evaluate)."""
+    cs = job.checkpoint_saves
+    if cs is None:
+        return training
+    return replace(training, save_count=_interval_count(job, training, cs.every_steps), save_sharded=cs.sharded)
+
+
+def _interval_count(job: Job, training: Training, every_steps: int | None) -> int:
+    """Events over the run at each multiple of `every_steps` of its whole steps (IntervalStrategy.STEPS: global_step
+    % n == 0); None: one at each epoch's end, a last partial epoch included (ceil of data.epochs)."""
+    if every_steps:
+        return whole_steps(training.tokens_total, training.tokens_per_step) // every_steps
+    return math.ceil(job.data.epochs - 1e-9)
 
 
 def _pack_fill(job: Job) -> float:

@@ -18,6 +18,7 @@ sys.path.insert(0, str(BENCH))
 import finetune_heldout as fh  # noqa: E402
 import perf_heldout47 as p47  # noqa: E402
 from harness import mape, scored  # noqa: E402
+from trainsizer.estimate.checkpoint_saves import checkpoint_save_bytes  # noqa: E402
 
 SOURCE = "torchao fine-tuning tutorial float8 table"
 ROCM = "AMD ROCm blogs Llama-2-7B fine-tuning on one MI300X"
@@ -26,7 +27,7 @@ DGXC_7B = "NVIDIA dgxc-benchmarking v24.11 HF mistral-7b LoRA"
 # (source, metric) -> (rows, MAPE bound %); reached at landing in the comment
 BOUNDS = {(SOURCE, "tokens_s"): (4, 7.0),  # 3.3 (bf16 -7.2, float8 +3.1 / +0.2 / +2.7%)
           (SOURCE, "peak_gib"): (4, 45.0),  # 39.9 (-40.4 / -40.2 / -40.2 / -38.5%: 163 (a))
-          (ROCM, "tokens_s"): (2, 7.0),  # 4.9 (LoRA -6.3; QLoRA -3.5%: fp32 compute from the input, 185)
+          (ROCM, "tokens_s"): (3, 7.0),  # 4.4 (LoRA -6.4, full -3.2 with its five saves: 183; QLoRA -3.5%: fp32 compute from the input, 185)
           (ROCM, "peak_gib"): (3, 14.0),  # 11.6 (LoRA -20.8, full +5.1, QLoRA -8.9%: checkpointed, 185)
           (DGXC_70B, "tokens_s"): (7, 28.0),  # 22.9 (+9.3..+44.2%: the evaluation pass 1.9x the forward, 171 (a))
           (DGXC_7B, "tokens_s"): (6, 28.0)}  # 23.3 (+14.9..+34.6%: 3.6x, 171 (a))
@@ -129,9 +130,10 @@ def test_the_evaluation_takes_most_of_the_rest_at_few_gpus():
 
 def test_the_rocm_rows_state_the_blogs_setup():
     """One MI300X, Llama-2-7B with no torch_dtype and no fp16 / bf16 flag: fp32 throughout; batch 4 of guanaco-llama2-1k
-    truncated at 1,024; LoRA r 8 on q / v; the full row's time left unscored (its checkpoints). No checkpointing but
-    in the QLoRA run, whose notebook shows TRL calling prepare_model_for_int8_training (checkpointing by default,
-    reentrant) and bitsandbytes 0.43.2.dev0 (the 4-bit linears compute in the fp32 input's dtype): known-gaps 185."""
+    truncated at 1,024; LoRA r 8 on q / v; save_steps 50 over the LoRA and full runs' 250 steps: five checkpoint saves
+    inside train_runtime, one process writing (known-gaps 183). No checkpointing but in the QLoRA run, whose notebook
+    shows TRL calling prepare_model_for_int8_training (checkpointing by default, reentrant) and bitsandbytes
+    0.43.2.dev0 (the 4-bit linears compute in the fp32 input's dtype): known-gaps 185."""
     for r in p47.rows():
         if not r["id"].startswith("rocmblog"):
             continue
@@ -142,7 +144,9 @@ def test_the_rocm_rows_state_the_blogs_setup():
         assert job["strategy"]["recompute"] == ("full" if qlora else "none") and r["peak_mem_unit"] == "GiB", r["id"]
         assert job["strategy"].get("bnb_compute_from_input", False) == qlora, r["id"]
         assert job["strategy"].get("checkpoint_impl") == ("reentrant" if qlora else None), r["id"]
-        assert (r["tokens_per_s"] == "") == (job["method"] == "full"), r["id"]
+        if r["save_every_steps"]:
+            assert job["checkpoint_saves"] == {"every_steps": 50, "sharded": False}, r["id"]
+            assert fh._scenario(r, p47.catalog(r["overlay"])).training.save_count == 5, r["id"]
         if job["method"] != "full":
             assert job["lora"]["rank"] == 8 and job["lora"]["targets"] == ["q_proj", "v_proj"], r["id"]
 
@@ -167,3 +171,16 @@ def test_the_qlora_row_runs_its_4bit_linears_in_fp32(cases):
     r = next(x for x in p47.rows() if x["id"] == q.row_id)
     fp16 = fh.row_cases(r, p47.catalog(r["overlay"]), None, {"bnb_compute_from_input": False})
     assert scored(fp16, "tokens_s")[0].predicted > 3.0 * q.measured
+
+
+def test_the_full_fp32_row_is_its_steps_and_five_saves_of_the_training_state(cases):
+    """183: the full fine-tune's train_runtime (683 s) holds five saves of the fp32 weights and AdamW states (12 bytes
+    a parameter, 81 GB) at the storage bandwidth perf_constants.yaml names (not fitted on the row): without them the
+    row would be predicted about twice as fast as measured; with them within 10%."""
+    got = {c.row_id: c for c in scored(cases, "tokens_s")}["rocmblog_llama2_7b_full_fp32_mi300x"]
+    r = next(x for x in p47.rows() if x["id"] == got.row_id)
+    sc = fh._scenario(r, p47.catalog(r["overlay"]))
+    assert abs(got.predicted / got.measured - 1.0) < 0.1
+    assert checkpoint_save_bytes(sc.model, sc.training, sc.strategy) == pytest.approx(12 * sc.model.params_total)
+    steps_only = fh.counted_tokens(r, sc.training) / p47._step_s(sc)
+    assert steps_only > 1.8 * got.measured

@@ -116,6 +116,10 @@ class Training:
     eval_samples: float = 0.0
     eval_micro_batch: int = 0
     eval_passes: int = 0
+    # Checkpoint saves inside the run's wall-clock (job `checkpoint_saves`; estimate.checkpoint_saves): saves over the
+    # run, and whether every node writes its shard (false: one process writes the whole state). 0 = none.
+    save_count: int = 0
+    save_sharded: bool = False
 
     @property
     def trains_base_weights(self) -> bool:

@@ -149,6 +149,9 @@ def check_training(training: Training) -> None:
         raise SpecError("training.eval_samples", msg("eval_fields_range"),
                         value=(training.eval_samples, training.eval_micro_batch, training.eval_passes),
                         allowed="eval_samples, eval_micro_batch, eval_passes >= 0 (0 samples or passes = no evaluation)")
+    if training.save_count < 0:
+        raise SpecError("training.save_count", msg("save_count_range"), value=training.save_count,
+                        allowed="save_count >= 0 (0 = no checkpoint saves)")
 
 
 def lora_targets(training: Training) -> frozenset[str]:

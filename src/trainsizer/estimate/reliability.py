@@ -92,6 +92,15 @@ def goodput_fraction(write_s, interval_s, restart_s, mtbf_s):
     return np.clip(1.0 - waste, 0.01, 1.0)
 
 
+def checkpoint_write_s(checkpoint_bytes, writer_nodes, storage_gb_s: float | None = None):
+    """Seconds to write `checkpoint_bytes`: delta = bytes / bandwidth, the bandwidth `storage_gb_s` (GB/s aggregate)
+    or perf_constants.yaml checkpoint_storage.storage_gb_s_per_node x the nodes that write. Numpy-broadcasting."""
+    nodes = np.maximum(np.asarray(writer_nodes, float), 1.0)
+    per_node = load_constants().raw["checkpoint_storage"]["storage_gb_s_per_node"]
+    bw = (storage_gb_s if storage_gb_s is not None else per_node * nodes) * 1e9
+    return np.asarray(checkpoint_bytes, float) / bw
+
+
 def reliability(params_total: float, gpus: int, gpus_per_node: int, *, figures: FailureFigures | None = None,
                 storage_gb_s: float | None = None,
                 failures_per_gpu_day: float | None = None, failures_per_node_day: float | None = None,
@@ -108,9 +117,7 @@ def reliability(params_total: float, gpus: int, gpus_per_node: int, *, figures: 
     bpp = float(fig.checkpoint_bytes_per_param if checkpoint_bytes_per_param is None
                 else checkpoint_bytes_per_param)
     nodes = max(1, -(-int(gpus) // max(1, int(gpus_per_node))))
-    per_node = load_constants().raw["checkpoint_storage"]["storage_gb_s_per_node"]
-    bw = (storage_gb_s if storage_gb_s is not None else per_node * nodes) * 1e9
-    write = params_total * bpp / bw
+    write = float(checkpoint_write_s(params_total * bpp, nodes, storage_gb_s))
     mtbf = float(job_mtbf_s(gpus, rate))
     tau = float(checkpoint_interval_s) if checkpoint_interval_s else float(optimal_checkpoint_interval_s(write, mtbf))
     good = float(goodput_fraction(write, tau, restart, mtbf))

@@ -686,6 +686,7 @@ class TimeEstimate:
     goodput: float = 1.0
     notes: tuple[str, ...] = field(default=())
     eval_s: float = 0.0  # the run's evaluation passes (estimate.evaluation; in train_days, not in step_s)
+    save_s: float = 0.0  # the run's checkpoint saves (estimate.checkpoint_saves; in train_days, not in step_s)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -700,6 +701,7 @@ class TimeEstimate:
             "gpu_hours": self.gpu_hours,
             "goodput": self.goodput,
             "eval_s": self.eval_s,
+            "save_s": self.save_s,
             "micro_batches": self.micro_batches,
             "gpus": self.gpus,
             "model_flops_per_step": self.model_flops_per_step,
@@ -3838,6 +3840,7 @@ def estimate_time(model: ModelArch, training: Training, system: System, strategy
     warnings go to `notes`, and (`memory_note`) the memory estimator's verdict when the strategy does not
     fit; a caller that estimates memory itself (`trainsizer.evaluate`) turns it off. The perf style comes
     from `strategy.framework` unless `framework_style` overrides it."""
+    from trainsizer.estimate.checkpoint_saves import checkpoint_saves_s
     from trainsizer.estimate.evaluation import evaluation_s
     from trainsizer.estimate.train_time import time_to_train, tokens_run
 
@@ -3854,9 +3857,10 @@ def estimate_time(model: ModelArch, training: Training, system: System, strategy
     if memory_note:
         notes += _memory_note(model, training, system, strategy)
     eval_s = evaluation_s(model, training, system, strategy, calibration=calibration, framework_style=framework_style)
+    save_s = checkpoint_saves_s(model, training, system, strategy)
     # whole steps: a run is never shorter than the steps it takes (a partial last batch is one more step)
     ttt = time_to_train(tokens_run(training.tokens_total, training.tokens_per_step), f["tokens_per_s"],
-                        model.params_total, gpus, system.gpus_per_node, calibration=calibration, extra_s=eval_s,
+                        model.params_total, gpus, system.gpus_per_node, calibration=calibration, extra_s=eval_s + save_s,
                         **(reliability_kwargs or {}))
     return TimeEstimate(
         step_s=f["step_s"],
@@ -3875,6 +3879,7 @@ def estimate_time(model: ModelArch, training: Training, system: System, strategy
         goodput=ttt.goodput,
         notes=notes,
         eval_s=eval_s,
+        save_s=save_s,
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from trainsizer.catalog.scale import Platform, Standing, standing_on
 from trainsizer.estimate.accuracy import band_for, job_class
+from trainsizer.estimate.checkpoint_saves import checkpoint_saves_s
 from trainsizer.estimate.energy import energy
 from trainsizer.estimate.evaluation import evaluation_s
 from trainsizer.estimate.reliability import failure_figures
@@ -72,7 +73,8 @@ def price(base: Scenario, r: OptionResult, catalog: Any) -> Priced:
     system = r.system
     ttt = time_to_train(base.tokens_run, r.tokens_per_s, base.model.params_total, system.gpus,
                         system.gpus_per_node, figures=failure_figures(catalog.reliability),
-                        extra_s=evaluation_s(sc.model, sc.training, system, sc.strategy))
+                        extra_s=evaluation_s(sc.model, sc.training, system, sc.strategy)
+                        + checkpoint_saves_s(sc.model, sc.training, system, sc.strategy))
     pue = catalog.facility.pue  # None: energy()'s shipped fallback, as in evaluate
     en = energy(system.gpus, ttt.train_days * 24.0, system.tdp_w, utilisation=r.busy_fraction,
                 pue=pue.mid if pue else None)

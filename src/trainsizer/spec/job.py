@@ -245,6 +245,20 @@ class EvaluationSpec(_Strict):
     every_steps: int | None = Field(None, gt=0, le=MAX_BATCH_SEQUENCES)
 
 
+class CheckpointSavesSpec(_Strict):
+    """Checkpoint saves inside the run's wall-clock (Hugging Face Trainer save_strategy: Trainer._save_checkpoint runs
+    in _maybe_log_save_evaluate, inside the train_runtime that train_samples_per_second divides; transformers 4.40):
+    each save writes the training state, every trainable weight with its master copy and optimizer states
+    (save_model + optimizer.pt; a LoRA job's adapters only). `every_steps`: save_strategy steps with save_steps (a
+    save at each multiple of it); null = save_strategy epoch, a save at the end of each epoch, also of a last one the
+    run ends part-way (ceil of data.epochs). `sharded`: every node writes its shard (FSDP SHARDED_STATE_DICT,
+    DeepSpeed ZeRO, torch.distributed.checkpoint); false = one process writes the whole state (one GPU, FSDP
+    FULL_STATE_DICT). Absent: no saves (the old behaviour)."""
+
+    every_steps: int | None = Field(None, gt=0, le=MAX_BATCH_SEQUENCES)
+    sharded: bool = False
+
+
 class GlobalBatch(_Strict):
     sequences: int | None = Field(None, gt=0, le=MAX_BATCH_SEQUENCES)
     tokens: int | None = Field(None, gt=0, le=MAX_BATCH_TOKENS)
@@ -778,6 +792,8 @@ class Job(_Strict):
     attention_dropout: float = Field(0.0, ge=0, lt=1)
     # evaluation passes inside the run's wall-clock (EvaluationSpec); absent: none
     evaluation: EvaluationSpec | None = None
+    # checkpoint saves inside the run's wall-clock (CheckpointSavesSpec); absent: none
+    checkpoint_saves: CheckpointSavesSpec | None = None
     goal: Goal = Goal()
     constraints: Constraints = Constraints()
     hardware: HardwareSpec | None = None
