@@ -228,11 +228,15 @@ def test_an_amd_plan_says_when_its_time_assumes_pytorch_sdpa_on_rocm(build):
     assert "15% of the 16-bit peak" in rule.rule and "5.2x" in rule.rule
 
 
-def test_an_amd_plan_for_a_flexattention_model_does_not_claim_sdpa(build):
-    """torchtitan's gpt_oss runs FlexAttention whatever the style's kernel: its AMD plan was not timed as SDPA."""
-    oss = build(method="pretrain", model="gpt-oss-20b", hardware={"accelerator": "mi300x"})
-    assert oss.evaluation["framework"]["perf_style"] == "torchtitan"
-    assert "AOTriton" not in _sw(oss).framework.rule
+def test_an_amd_plan_that_states_flexattention_does_not_claim_sdpa(build):
+    """A torchtitan gpt_oss run of the flex era states attention_kernel flex: its AMD plan was not timed as SDPA. Today's
+    torchtitan runs gpt_oss's varlen attention (since e4035785d, 2026-06-18: aten's flash ops, AOTriton on ROCm), timed
+    at the style's SDPA figures, and the plan says so."""
+    flex = build(method="pretrain", model="gpt-oss-20b", hardware={"accelerator": "mi300x"},
+                 strategy={"attention_kernel": "flex"})
+    assert flex.evaluation["framework"]["perf_style"] == "torchtitan"
+    assert "AOTriton" not in _sw(flex).framework.rule
+    assert "AOTriton" in _sw(build(method="pretrain", model="gpt-oss-20b", hardware={"accelerator": "mi300x"})).framework.rule
 
 
 def test_a_stack_the_job_names_is_the_one_the_plan_names(build):

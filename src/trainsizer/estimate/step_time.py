@@ -205,10 +205,6 @@ class PerfStyle:
     # release, so an eager loop's hit experts each return a whole-parameter gradient (memory only:
     # framework.fused_expert_loop)
     fused_expert_families: str = ""
-    # model families (ModelArch.family, comma-separated) whose module in this framework runs FlexAttention whatever
-    # the style's kernel (torchtitan's gpt_oss Attention asserts it): their attention_kernel is flex unless the job
-    # states one (_model_attention_kernel)
-    flex_attention_families: str = ""
     # strategy.norm_kernel: "fused" | "eager" (names.NORM_KERNELS), the layer norms' kernel in the element-wise
     # traffic (_elementwise_passes); None = the style's (eager PyTorch ops unless fused_kernels or torch.compile)
     norm_kernel: str | None = None
@@ -821,7 +817,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
     defined, model = model, routed_model(model, strategy, training.method in ("pretrain", "cpt"))
     if model is not defined:  # dense_all: one torch.bmm over every expert, no per-expert loop or grouped GEMM
         fw = dataclasses.replace(fw, moe_expert_loop=False, moe_torch_grouped_mm=False)
-    fw = _model_attention_kernel(_recipe_style(fw, strategy, training, system, k), strategy, model)
+    fw = _recipe_style(fw, strategy, training, system, k)
     r = _nf4_compute_rate(_rates(system, training, k, calibration, fw), system, training, strategy, k, calibration)
     r = _grouped_mm_rate(_bf16_layers(r, training, model), system, k, fw)
     a = strategy_arrays(strategy)
@@ -869,20 +865,6 @@ def _fsdp_reshard_of(strategy: Any) -> str | None:
 
         raise unknown_name("strategy.fsdp_reshard", "FSDP reshard point", value, FSDP_RESHARDS)
     return value
-
-
-def _model_attention_kernel(fw: PerfStyle, strategy: Any, model: ModelArch) -> PerfStyle:
-    """The style's attention kernel for this model: flex where the framework's module for the model's family runs
-    FlexAttention (PerfStyle.flex_attention_families; an array under auto, one entry a strategy), unless the job
-    states strategy.attention_kernel."""
-    if getattr(strategy, "attention_kernel", None) is not None:
-        return fw
-    families = np.asarray(fw.flex_attention_families)
-    runs = np.vectorize(lambda listed: model.family in str(listed).split(","), otypes=[bool])(families)
-    if not np.any(runs):
-        return fw
-    kernel = "flex" if runs.ndim == 0 else np.where(runs, "flex", np.broadcast_to(fw.attention_kernel, runs.shape))
-    return dataclasses.replace(fw, attention_kernel=kernel)
 
 
 def _recipe_style(fw: PerfStyle, strategy: Any, training: Training, system: System, k: PerfConstants) -> PerfStyle:
@@ -3885,9 +3867,8 @@ def estimate_time(model: ModelArch, training: Training, system: System, strategy
 
 def attention_kernel_of(strategy: Any, model: ModelArch, framework_style: str | PerfStyle | None = None,
                         pretraining: bool = False) -> str:
-    """The attention kernel one strategy's step is timed with: the job's strategy.attention_kernel, else its style's
-    for the model's family (`_model_attention_kernel`: torchtitan's gpt_oss runs FlexAttention, not SDPA)."""
-    fw = _model_attention_kernel(_style(strategy, framework_style, pretraining), strategy, model)
+    """The attention kernel one strategy's step is timed with: the job's strategy.attention_kernel, else its style's."""
+    fw = _style(strategy, framework_style, pretraining)
     return str(np.asarray(fw.attention_kernel).reshape(-1)[0])
 
 
