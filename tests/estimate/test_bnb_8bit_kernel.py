@@ -84,12 +84,13 @@ def test_lora_adapters_take_a_wave_each():
 
 
 def test_catalog_figures_are_sourced_and_reach_the_system():
-    for acc in ("a100-sxm-80gb", "a100-sxm-40gb", "h100-pcie-80gb"):
+    for acc in ("a100-sxm-80gb", "a100-sxm-40gb", "h100-pcie-80gb", "h100-sxm-80gb", "gh200-96gb", "rtx-4090",
+                "rtx-5090"):
         occ = CAT.accelerator(acc).sm_occupancy
         assert occ.sources and set(occ.sources) <= CAT.accelerator(acc).source_ids() and occ.date
         assert all(s in CAT.sources for s in occ.sources)
     assert (CAT.accelerator("a100-sxm-80gb").sm_occupancy.sms, CAT.accelerator("a100-sxm-80gb").sm_occupancy.l2_latency_ns) == (108, 150)
-    assert CAT.accelerator("h100-sxm-80gb").sm_occupancy is None  # no latency measured: no latency term
+    assert CAT.accelerator("l40s").sm_occupancy is None  # no latency measured: no latency term
     with pytest.raises(ValidationError, match="sources"):
         SmOccupancy(sms=108, threads_per_sm=2048, registers_per_sm=65536, dram_latency_ns=405, sources=(),
                     date="2026-12-05")
@@ -101,3 +102,15 @@ def test_a_block_other_than_the_kernels_is_refused():
     with pytest.raises(SpecError) as err:
         _optimizer_s(A100, block=512)
     assert err.value.where == "strategy.bnb_optimizer_block" and "256" in str(err.value) and "2048" in str(err.value)
+
+
+def test_the_consumer_parts_hold_fewer_threads_a_sm():
+    """Compute capability 8.9 / 12.0 hold 1,536 threads an SM, the data-centre parts 2,048 (cuda_cc_table); the
+    pointer chase's cycles over each part's boost clock (markdewing_latency): the GDDR parts' latency is not the
+    HBM parts' (RTX 4090 252 ns, RTX 5090 389, H100 SXM 354)."""
+    occ = {a: CAT.accelerator(a).sm_occupancy for a in ("rtx-4090", "rtx-5090", "h100-sxm-80gb", "gh200-96gb")}
+    assert occ["rtx-4090"].threads_per_sm == occ["rtx-5090"].threads_per_sm == 1536
+    assert occ["h100-sxm-80gb"].threads_per_sm == occ["gh200-96gb"].threads_per_sm == 2048
+    assert occ["rtx-4090"].dram_latency_ns < occ["h100-sxm-80gb"].dram_latency_ns < occ["rtx-5090"].dram_latency_ns
+    for o in occ.values():
+        assert o.l2_latency_ns < o.dram_latency_ns
