@@ -187,6 +187,27 @@ def _eval_lines() -> list[str]:
             for rt, tr, ev, n, gs in [implied_rest(r)]]
 
 
+def rest_fit(family: str, most_gpus: int = 64) -> tuple[float, float, float]:
+    """The rest a pass of a dgxc family's rows (implied_rest, in seconds a pass) fitted over its rows up to `most_gpus`
+    GPUs as c + W / GPUs (least squares): (c s, W GPU-s, W over the evaluation samples and the model's layers, ms a
+    sample and layer). c is what the GPUs do not divide, W what they do (known-gaps 183 (a), (b))."""
+    rs = [r for r in rows() if r["id"].startswith("dgxc") and family in r["id"] and whole(r["gpu_count"]) <= most_gpus]
+    gpus = np.array([whole(r["gpu_count"]) for r in rs], float)
+    wall = np.array([implied_rest(r)[4] for r in rs]) / gpus
+    (c, w), *_ = np.linalg.lstsq(np.vstack([np.ones_like(gpus), 1.0 / gpus]).T, wall, rcond=None)
+    sc = fh._scenario(rs[0], catalog(rs[0]["overlay"]))
+    return float(c), float(w), float(w / sc.training.eval_samples / sc.model.layers * 1e3)
+
+
+def _fit_lines() -> list[str]:
+    out = []
+    for family in ("llama2_70b", "mistral_7b"):
+        c, w, per = rest_fit(family)
+        out.append(f"  {family:11s} c {c:5.0f} s a pass, W {w / 1e3:5.2f}k GPU-s a pass: {per:.1f} ms an evaluation "
+                   f"sample and layer beyond the estimate's forward")
+    return out
+
+
 def main() -> None:
     cs = cases()
     print("(1) torchao's fine-tuning tutorial: Llama 3.2 3B full fine-tuning under torchtune on 4 H100, BF16 and "
@@ -207,6 +228,8 @@ def main() -> None:
                     if r["id"] == c.row_id and r["precision"] == "fp32"))
     print("\ndgxc rows: train_runtime less the estimate's training steps and evaluation passes, x GPUs / passes:")
     print("\n".join(_eval_lines()))
+    print("the rest a pass fitted over 8-64 GPUs as c + W / GPUs (W: work the GPUs divide; known-gaps 183 (a), (b)):")
+    print("\n".join(_fit_lines()))
     said = [c for c in cs if c.metric in ("refused", "fits")]
     print(f"\nrefused or said not to fit: {len(said)}" + "".join(f"\n  {c.row_id}: {c.skipped[:110]}" for c in said))
     print("\n" + p43.summary("perf_heldout47", cs))
