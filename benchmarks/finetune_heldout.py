@@ -22,7 +22,10 @@ Megatron-Core's deferred LM-head weight gradients where the run's config sets th
   from torch.cuda.memory_stats, none holding the CUDA context or the buffers NCCL allocates itself) with the total
   less the CUDA context and NCCL buffers, fragmentation kept (reserved, the largest of the three, holds it);
   `GB-allocator` rows the same in 1e9 bytes (torchtune's utils.get_memory_stats before 2024-09 divides by 1e9); rows
-  whose kind is unstated with the total; `GB` rows are converted to GiB;
+  whose kind is unstated with the total; `GB` rows are converted to GiB; `GiB-reserved` rows
+  (torch.cuda.max_memory_reserved, the source says so) as GiB-allocator with the caching allocator's growth under
+  varying micro-batch lengths added (MemoryEstimate.reserved_peak_bytes; estimate.allocator), the run's samples an
+  epoch from `epoch_samples` and its allocator setting from `expandable_segments` where the row states them;
 - longest sequence that fits (Unsloth's table: a card of N GiB): `fit.max_seq_len` at granularity 1.
 A row is refused when the job path rejects it or the memory estimate says a configuration that ran does not fit.
 
@@ -85,6 +88,10 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
     }
     if r.get("eval_samples") or r.get("save_every_steps"):  # evaluation / saves inside the measured runtime
         out |= _evaluation(r)  # (perf_heldout47's HF Trainer rows)
+    elif r.get("epoch_samples"):  # the samples of the run's epoch, where its source says (the caching allocator's
+        out["data"]["samples"] = num(r["epoch_samples"])  # record rows count them)
+    if r.get("expandable_segments"):  # PYTORCH_CUDA_ALLOC_CONF as the row's release sets it (estimate.allocator)
+        out["strategy"]["allocator_expandable_segments"] = _bool(r["expandable_segments"])
     if r["length_sigma"]:  # unpacked samples' spread (lognormal; estimate.sample_lengths)
         out["data"]["length_sigma"] = num(r["length_sigma"])
     if r["max_tokens"]:
@@ -201,8 +208,9 @@ def _scenario(r: dict[str, str], cat, models: dict | None = None, strategy_extra
 def _memory_gib(r: dict[str, str], est) -> tuple[float, float]:
     """(measured, predicted) GiB on the row's basis."""
     measured = num(r["peak_mem"]) * (1e9 / GIB if r["peak_mem_unit"] in ("GB", "GB-allocator") else 1.0)
-    predicted = est.per_gpu_bytes
-    if r["peak_mem_unit"] in ("GiB-active", "GiB-allocator", "GB-allocator"):
+    # GiB-reserved: torch.cuda.max_memory_reserved, the peak with the allocator's growth (estimate.allocator)
+    predicted = est.reserved_peak_bytes if r["peak_mem_unit"] == "GiB-reserved" else est.per_gpu_bytes
+    if r["peak_mem_unit"] in ("GiB-active", "GiB-allocator", "GB-allocator", "GiB-reserved"):
         left_out = NOT_ALLOCATED if r["peak_mem_unit"] == "GiB-active" else OUTSIDE_ALLOCATOR
         predicted -= sum(est.items_bytes.get(k, 0.0) for k in left_out)
     return measured, predicted / GIB

@@ -47,6 +47,7 @@ import finetune_heldout as fh
 import perf_heldout43 as p43
 from harness import Case, kept_rows, num, print_case_rows, refusals_said, scored, source_label, whole
 from trainsizer.catalog import load_catalog
+from trainsizer.estimate import allocator
 from trainsizer.estimate.evaluation import evaluation_s
 from trainsizer.estimate.memory import estimate_memory
 from trainsizer.estimate.step_time import step_time_arrays
@@ -92,9 +93,11 @@ def fp8_ratios(cs: list[Case]) -> list[tuple[str, float, float]]:
 
 
 def _peak_gib(r: dict[str, str], longest: float) -> float:
-    """The estimate's peak on the row's basis with the longest sample at `longest` positions."""
+    """The estimate's allocated peak on the allocator's basis (no reserved growth) with the longest sample at
+    `longest` positions."""
     sc = fh._scenario(dict(r, seq_len=str(round(longest))), catalog(r["overlay"]))
-    return fh._memory_gib(r, estimate_memory(sc.model, sc.training, sc.system, sc.strategy, check=False))[1]
+    est = estimate_memory(sc.model, sc.training, sc.system, sc.strategy, check=False)
+    return fh._memory_gib(dict(r, peak_mem_unit="GiB-allocator"), est)[1]
 
 
 def longest_for_peak(r: dict[str, str]) -> float:
@@ -146,10 +149,19 @@ def allocator_lines(r: dict[str, str]) -> list[str]:
     need = (num(r["peak_mem"]) - fixed) / (at_row - fixed)
     out = [f"  the estimate: fixed {fixed:.1f} GiB + length-dependent {at_row - fixed:.1f} GiB at {r['seq_len']} "
            f"positions; the measured {num(r['peak_mem']):.1f} GiB needs {need:.2f} x the length-dependent part"]
+    sc = fh._scenario(r, catalog(r["overlay"]))
+    est = estimate_memory(sc.model, sc.training, sc.system, sc.strategy, check=False)
+    loss_path = sum(est.items_bytes.get(k, 0.0) for k in allocator.LOSS_PATH_ITEMS) / 2**30
+    share = loss_path / (at_row - fixed)
+    out.append(f"  the closed form (estimate.allocator): the loss path {loss_path:.1f} GiB ({share:.2f} of it) again for "
+               f"each record row, {1 + est.allocator_growth_bytes / 2**30 / (at_row - fixed):.2f} x expected")
     for seed in range(3):
         got = replayed_reserved_gib(r, seed)
+        records, longest = allocator.sequence_records(epoch_lengths(r, seed))
+        form = 1 + share * (records - longest) / num(r["seq_len"])
         out.append(f"  epoch seed {seed}: the length-dependent tensors replayed reserve {got:.1f} GiB "
-                   f"({got / (at_row - fixed):.2f} x): fixed + replayed {fixed + got:.1f} GiB")
+                   f"({got / (at_row - fixed):.2f} x; the form on this order {form:.2f} x): fixed + replayed "
+                   f"{fixed + got:.1f} GiB")
     return out
 
 

@@ -65,7 +65,7 @@ def test_the_float8_rows_state_what_the_recipe_runs():
         assert job["hardware"]["count"] == 4 and r["overlay"] == "grand_teton_h100_overlay.yaml", r["id"]
         assert s["micro_batch"] == 16 and s["recompute"] == "full" and s["loss_impl"] == "chunked", r["id"]
         assert s["torch_compile"] and s["zero"] == 3 and s["optimizer_impl"] == "fused", r["id"]
-        assert (r["tokens_scope"], r["tokens_counted"], r["peak_mem_unit"]) == ("per_gpu", "labelled", "GiB-allocator")
+        assert (r["tokens_scope"], r["tokens_counted"], r["peak_mem_unit"]) == ("per_gpu", "labelled", "GiB-reserved")
         assert (job["precision"] == "fp8") == ("_fp8_" in r["id"]), r["id"]
         assert s.get("fp8_param_allgather", False) == ("noname" in r["id"]), r["id"]
 

@@ -438,6 +438,9 @@ class Strategy:
     optimizer_in_backward: bool = False  # each parameter stepped and its gradient freed in backward (torchtune)
     optimizer_impl: Any = None  # "fused" | "foreach" (names.OPTIMIZER_IMPLS); None = fused; time and step peak
     bnb_optimizer_block: Any = None  # 256 | 2048 (names.BNB_OPTIMIZER_BLOCKS); None = 256; time of 8-bit AdamW only
+    # PYTORCH_CUDA_ALLOC_CONF expandable_segments; None = the framework's (estimate.allocator.EXPANDABLE_BY_DEFAULT);
+    # MemoryEstimate.allocator_growth_bytes only
+    allocator_expandable_segments: Any = None
     ddp_impl: Any = None  # "torch" | "megatron" (names.DDP_IMPLS); None = the style's; time only
     # how activation checkpointing re-runs a layer: "non_reentrant" | "reentrant" | "reentrant_outer"
     # (names.CHECKPOINT_IMPLS); None = the style's (PerfStyle.checkpoint_impl); time only

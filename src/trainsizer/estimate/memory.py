@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from trainsizer.estimate import pipeline
+from trainsizer.estimate import allocator, pipeline
 from trainsizer.estimate.activations import (
     ATTENTION_IMPLS,
     LayerItems,
@@ -1855,7 +1855,7 @@ def _evaluate(
     step_peak = np.choose(worst_stage, per_stage)
     host = np.max(_over_stages(b.p, results, "host", 0.0), axis=0)
     return {"worst": worst, "worst_stage": worst_stage, "step_peak": step_peak, "host": host,
-            "stages": results, "mega": b.mega, "arrays": b.s}
+            "stages": results, "mega": b.mega, "arrays": b.s, "name": b.name, "titan": b.titan}
 
 
 def _over_stages(p: np.ndarray, results: dict[str, dict[str, Any]], key: str, absent: float) -> np.ndarray:
@@ -1925,6 +1925,16 @@ class MemoryEstimate:
     # allocated on the worst GPU between steps (after the optimizer step, before the next zero_grad): the model states
     # and what the step leaves held (`_main_grad_copy`); 0 = not computed
     after_step_bytes: float = 0.0
+    # reserved beyond the peak by the caching allocator under an unpacked run's varying micro-batch lengths, capped at
+    # the card (estimate.allocator.growth_bytes): what torch.cuda.max_memory_reserved reads on a card with room, not a
+    # requirement (a failing cudaMalloc releases the cached segments and retries); 0 = none
+    allocator_growth_bytes: float = 0.0
+
+    @property
+    def reserved_peak_bytes(self) -> float:
+        """The peak with the allocator's growth (on the device: CUDA context and NCCL buffers included), at most the
+        card."""
+        return max(self.per_gpu_bytes, min(self.per_gpu_bytes + self.allocator_growth_bytes, self.capacity_bytes))
 
     @property
     def fits(self) -> bool:
@@ -1958,6 +1968,7 @@ class MemoryEstimate:
             "framework": self.memory_profile,  # JSON key kept: the memory profile the strategy resolved to
             "peak_phase": self.peak_phase,
             "after_step_gib": g(self.after_step_bytes),
+            "allocator_growth_gib": g(self.allocator_growth_bytes),
             "notes": list(self.notes),
         }
 
@@ -2021,4 +2032,13 @@ def estimate_memory(
         notes=tuple(notes),
         peak_phase=PEAK_PHASES[int(bool(np.asarray(r["step_peak"]).reshape(-1)[0]))],
         after_step_bytes=float(np.asarray(sd["after_step"]).reshape(-1)[0]),
+        allocator_growth_bytes=_allocator_growth(training, strategy, r, items),
     )
+
+
+def _allocator_growth(training: Training, strategy: Strategy, r: dict[str, Any], items: dict[str, float]) -> float:
+    """The caching allocator's reserved growth of the worst GPU's loss path (estimate.allocator.growth_bytes)."""
+    expandable = allocator.expandable_segments(strategy, r["name"], r["titan"])
+    loss_path = sum(items.get(k, 0.0) for k in allocator.LOSS_PATH_ITEMS)
+    growth = allocator.growth_bytes(training, loss_path, r["arrays"]["dp"], r["arrays"]["micro_batch"], expandable)
+    return float(np.asarray(growth).reshape(-1)[0])

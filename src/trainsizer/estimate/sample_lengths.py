@@ -134,3 +134,30 @@ def grouped_padded(mean_tokens: float, sigma: float, cutoff: float, micro_batch,
             out[j, i] = np.mean((np.interp(hi, grid, c) - np.interp(lo, grid, c)) / np.maximum(hi - lo, 1e-12))
     where = where.reshape(b.shape)
     return out[0][where], out[1][where]
+
+
+def padded_records(mean_tokens: float, sigma: float, cutoff: float, micro_batch, draws) -> tuple[np.ndarray,
+                                                                                               np.ndarray]:
+    """(E[sum of the record rows], E[longest row]) over `draws` micro-batches in random order, each padded to its
+    longest sample: a row is a record when it is longer than every row before it. With G(v) = P(a row < v) =
+    (share of samples < v)^b and p(v) = P(a row = v) on the distinct quadrature lengths v, a row at position i is a
+    record of value v with probability p(v) G(v)^(i - 1), so E[sum] = sum_v v p(v) (1 - G(v)^n) / (1 - G(v)) (the
+    expected sum of the record values of i.i.d. draws; Nevzorov, Records: Mathematical Theory, 2001, ch. 2);
+    E[longest] = sum_v v (P(row <= v)^n - G(v)^n). Arrays of micro-batch sizes and draws broadcast; computed once
+    per distinct pair."""
+    x = _lengths(mean_tokens, sigma, cutoff)
+    values, first = np.unique(x, return_index=True)  # distinct lengths; the first quadrature point of each
+    below = first / QUANTILES  # share of samples shorter than each distinct length
+    upto = np.append(first[1:], QUANTILES) / QUANTILES
+    b, n = np.broadcast_arrays(np.maximum(np.asarray(micro_batch, float), 1.0), np.maximum(np.asarray(draws, float), 1.0))
+    pairs, where = np.unique(np.stack([b.ravel(), n.ravel()], axis=1), axis=0, return_inverse=True)
+    out = np.empty((2, len(pairs)))
+    with np.errstate(divide="ignore"):
+        log_below, log_upto = np.log(below), np.log(upto)
+    for i, (bb, nn) in enumerate(pairs):
+        lg, lu = bb * log_below, bb * log_upto  # log P(row < v), log P(row <= v)
+        p = np.exp(lu) - np.exp(lg)
+        out[0, i] = float(np.sum(values * p * np.expm1(nn * lg) / np.expm1(np.where(lg < 0.0, lg, -1e-300))))
+        out[1, i] = float(np.sum(values * (np.exp(nn * lu) - np.exp(nn * lg))))
+    where = where.reshape(b.shape)
+    return out[0][where], out[1][where]

@@ -597,6 +597,12 @@ class StrategySpec(_Strict):
     # bitsandbytes' 8-bit AdamW kernel (adamw8bit / paged_adamw8bit): 256 = 256-element blocks, one element a thread
     # (bitsandbytes >= 0.44.0) | 2048 = 2,048-element blocks, eight a thread (0.39-0.43); null = 256; time only
     bnb_optimizer_block: BnbOptimizerBlock | None = None
+    # PYTORCH_CUDA_ALLOC_CONF expandable_segments (torch >= 2.1): true = the caching allocator maps 2 MiB pages into
+    # one growing segment a stream, so an unpacked run's longer micro-batches reuse what shorter ones freed; false =
+    # PyTorch's default segments, which keep the loss path's bytes for every new longest micro-batch (estimate.allocator:
+    # the reserved growth reported beside the peak, never in a fit); null = the framework's (true for torchtune from
+    # 9d91fe39f, 2025-06-20, and torchtitan's run_train.sh from a5e57e4a9, 2024-10-22; false elsewhere)
+    allocator_expandable_segments: bool | None = None
     # replicated data parallelism: torch (torch DDP: each gradient copied into its bucket and back, clipped by
     # torch.nn.utils.clip_grad_norm_; the HF Trainer, nanotron) | megatron (Megatron's contiguous gradient buffer);
     # null = the framework's (hf torch, megatron / megatron-core megatron)
