@@ -255,20 +255,35 @@ def pass_split_check(rs: list[dict[str, str]]) -> list[tuple[str, str, float, fl
              ((float(r["step_s"]) - logged) - (o["step_s"] - fwd)) / lm) for r, logged, fwd, o, lm in _forward_rows(rs)]
 
 
+def pass_split_groups(split: list[tuple[str, str, float, float]],
+                      rs: list[dict[str, str]]) -> dict[tuple[str, str], tuple[int, float, float]]:
+    """{(layout group, part): (rows, median forward miss, median rest miss)} of pass_split_check's rows, s a decoder
+    layer and micro-batch. Groups: "ep1_cp1" (no all-to-all in the layer) and "a2a" (EP > 1 or CP > 1: HybridEP's
+    dispatch / combine or TE's all-to-all CP in every layer), whatever the fabric (docs/known-gaps.md 166, 189)."""
+    by, acc = {r["id"]: r for r in rs}, {}
+    for rid, part, f, b in split:
+        r = by[rid]
+        group = "ep1_cp1" if r["ep"] in ("", "1") and r["cp"] in ("", "1") else "a2a"
+        acc.setdefault((group, part), []).append((f, b))
+    return {k: (len(v), float(np.median([f for f, _ in v])), float(np.median([b for _, b in v])))
+            for k, v in sorted(acc.items())}
+
+
 def print_pass_split(rs: list[dict[str, str]]) -> None:
-    """pass_split_check's rows, then the median of each miss by part."""
+    """pass_split_check's rows, then the median of each miss by layout group and part (pass_split_groups)."""
     split = pass_split_check(rs)
     print("the step split at the logged evaluation (GPT-OSS): ms missing a decoder layer and micro-batch, forward | the "
           "rest of the step (backward, optimizer, exposed DP):")
     for rid, part, f, b in split:
         print(f"  {rid:52s} {part:6s} forward {1e3 * f:+5.2f} | rest {1e3 * b:+5.2f}")
-    by = {r["id"]: r for r in rs}
-    one = [(p, f, b) for rid, p, f, b in split if by[rid]["ep"] in ("", "1") and by[rid]["cp"] == "1"]
-    print("  by part, the EP 1 / CP 1 rows (no all-to-all in the layer):")
-    for part in sorted({p for p, _, _ in one}):
-        fs, bs = [f for p, f, _ in one if p == part], [b for p, _, b in one if p == part]
-        print(f"  {part:6s} n={len(fs)} median forward {1e3 * float(np.median(fs)):+5.2f} | rest "
-              f"{1e3 * float(np.median(bs)):+5.2f}")
+    labels = {"ep1_cp1": "the EP 1 / CP 1 rows (no all-to-all in the layer)",
+              "a2a": "the EP > 1 or CP > 1 rows (HybridEP / TE all-to-all CP in every layer, NVL72 or one HGX node)"}
+    groups = pass_split_groups(split, rs)
+    for group, label in labels.items():
+        print(f"  by part, {label}:")
+        for (g, part), (n, f, b) in groups.items():
+            if g == group:
+                print(f"  {part:6s} n={n} median forward {1e3 * f:+5.2f} | rest {1e3 * b:+5.2f}")
 
 
 def print_forward_check(rs: list[dict[str, str]]) -> None:
