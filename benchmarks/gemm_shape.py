@@ -91,15 +91,15 @@ def _rate(rates, linear, flops):
 
 
 def _waves(tile_m: float, tile_n: float):
-    def gemm_waves(m, n, k, rates, batch=1.0, fixed=True, linear=True, flops=0.0):
+    def gemm_waves(m, n, k, rates, batch=1.0, fixed=True, linear=True, flops=0.0, out_bytes=0.0):
         """Tile and wave quantisation: whole tile_m x tile_n tiles in whole waves of one tile per SM."""
         sms = getattr(rates, "sm_count", 0)
         if not sms:
-            return SHIPPED_GEMM(m, n, k, rates, batch, fixed, linear, flops)
+            return SHIPPED_GEMM(m, n, k, rates, batch, fixed, linear, flops, out_bytes)
         m, n, k = np.asarray(m, float), np.asarray(n, float), np.asarray(k, float)
         tiles = batch * np.ceil(m / tile_m) * np.ceil(n / tile_n)
         t_flop = 2.0 * np.ceil(tiles / sms) * sms * tile_m * tile_n * k / _rate(rates, linear, flops)
-        t_mem = batch * rates.act_bytes * (m * k + k * n + m * n) / rates.hbm_bytes_s
+        t_mem = batch * _bytes(rates, m, n, k, out_bytes) / rates.hbm_bytes_s
         return _soft(t_flop, t_mem, rates, fixed)
 
     return gemm_waves
@@ -108,25 +108,33 @@ def _waves(tile_m: float, tile_n: float):
 gemm_waves = _waves(TILE_M, TILE_N)
 
 
-def gemm_tile_overhead(m, n, k, rates, batch=1.0, fixed=True, linear=True, flops=0.0):
+def gemm_tile_overhead(m, n, k, rates, batch=1.0, fixed=True, linear=True, flops=0.0, out_bytes=0.0):
     """A fixed prologue + epilogue time per output tile, as k-loop steps at the per-SM rate."""
     sms = getattr(rates, "sm_count", 0)
     if not sms:
-        return SHIPPED_GEMM(m, n, k, rates, batch, fixed, linear, flops)
+        return SHIPPED_GEMM(m, n, k, rates, batch, fixed, linear, flops, out_bytes)
     m, n, k = np.asarray(m, float), np.asarray(n, float), np.asarray(k, float)
     rate = _rate(rates, linear, flops)
     k0 = TILE_OVERHEAD_S * rate / sms / (2.0 * TILE_M * TILE_N)
     t_flop = 2.0 * batch * m * n * (k + k0) / rate
-    t_mem = batch * rates.act_bytes * (m * k + k * n + m * n) / rates.hbm_bytes_s
+    t_mem = batch * _bytes(rates, m, n, k, out_bytes) / rates.hbm_bytes_s
     return _soft(t_flop, t_mem, rates, fixed)
 
 
-def gemm_store_serial(m, n, k, rates, batch=1.0, fixed=True, linear=True, flops=0.0):
+def gemm_store_serial(m, n, k, rates, batch=1.0, fixed=True, linear=True, flops=0.0, out_bytes=0.0):
     """The C write after the k loop, not overlapped: soft roofline of math and A / B loads, plus the C write."""
     m, n, k = np.asarray(m, float), np.asarray(n, float), np.asarray(k, float)
     t_flop = 2.0 * batch * m * n * k / _rate(rates, linear, flops)
     t_load = batch * rates.act_bytes * (m * k + k * n) / rates.hbm_bytes_s
-    return _soft(t_flop, t_load, rates, fixed) + batch * rates.act_bytes * m * n / rates.hbm_bytes_s
+    c_bytes = _bytes(rates, m, n, k, out_bytes) - rates.act_bytes * (m * k + k * n)
+    return _soft(t_flop, t_load, rates, fixed) + batch * c_bytes / rates.hbm_bytes_s
+
+
+def _bytes(rates, m, n, k, out_bytes):
+    """HBM bytes of a GEMM's operands and output as compute.gemm_time counts them (out_bytes: the output's per
+    element where not act_bytes, a weight gradient accumulated into the main gradient)."""
+    out = np.where(np.asarray(out_bytes, float) > 0, out_bytes, rates.act_bytes)
+    return rates.act_bytes * (m * k + k * n) + out * m * n
 
 
 VARIANTS = {"shipped": SHIPPED_GEMM, "waves": gemm_waves, "waves_128x128": _waves(128.0, 128.0),

@@ -489,6 +489,10 @@ class Rates:
     # (catalog l2_cache read_tb_s / resident_mib; compute.l2_reread_credit)
     l2_read_bytes_s: float = 0.0
     l2_resident_bytes: float = 0.0
+    # HBM bytes per output element of a weight-gradient GEMM that accumulates into the main gradient (Megatron's
+    # gradient_accumulation_fusion: read and written in the main gradient's dtype, averaged over a step's micro-batches;
+    # step_time._wgrad_accum_rate); 0 = act_bytes, a fresh 16-bit gradient written
+    wgrad_out_bytes: Any = 0.0
 
     def __post_init__(self) -> None:
         if np.ndim(self.gemm16_flops) == 0 and not self.gemm16_flops:  # an array: per strategy, set (_tf32_rates)

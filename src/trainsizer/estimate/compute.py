@@ -78,29 +78,36 @@ def flash_head_dim_ratio(d_qk: int, d_v: int, kernel: Any) -> Any:
     return out
 
 
-def gemm_time(m, n, k, rates: Rates, batch=1.0, fixed: bool = True, linear: bool = True, flops: float = 0.0):
+def gemm_time(m, n, k, rates: Rates, batch=1.0, fixed: bool = True, linear: bool = True, flops: float = 0.0,
+              out_bytes: Any = 0.0):
     """Seconds for `batch` GEMMs of (m x k)(k x n) on one GPU (soft roofline + per-kernel fixed cost).
 
     `linear`: a linear layer's GEMM (FP8 under FP8 training); False for the 16-bit ones (LM head, router,
-    non-flash attention scores). `flops`: another FLOP/s for this GEMM (an fp32 router), 0 = by `linear`."""
+    non-flash attention scores). `flops`: another FLOP/s for this GEMM (an fp32 router), 0 = by `linear`.
+    `out_bytes`: HBM bytes per output element where not act_bytes (arrays allowed; 0 = act_bytes): a weight
+    gradient accumulated into the main gradient (Rates.wgrad_out_bytes)."""
     m, n, k = np.asarray(m, float), np.asarray(n, float), np.asarray(k, float)
     t_flop = 2.0 * m * n * k / (flops or (rates.gemm_flops if linear else rates.gemm16_flops))
-    t_mem = rates.act_bytes * (m * k + k * n + m * n) / rates.hbm_bytes_s
+    out = np.where(np.asarray(out_bytes, float) > 0, out_bytes, rates.act_bytes)
+    t_mem = (rates.act_bytes * (m * k + k * n) + out * m * n) / rates.hbm_bytes_s
     t = batch * np.sqrt(t_flop * t_flop + t_mem * t_mem)
     return t + (rates.kernel_fixed_s if fixed else 0.0)
 
 
-def linear_gemms(m, n, k, rates: Rates, weights: bool = True, batch=1.0, linear: bool = True, flops: float = 0.0):
+def linear_gemms(m, n, k, rates: Rates, weights: bool = True, batch=1.0, linear: bool = True, flops: float = 0.0,
+                 main_grad: bool = True):
     """(forward, backward) seconds of a linear layer's GEMMs, y (m x n) = x (m x k) W^T: the forward; dgrad
     dx (m x k) = dy W, inner n; and, when the weights train (`weights`), wgrad dW = x^T dy, a k x n output over an
     inner m, the tokens (Narayanan 2021 s5.1: the backward is 2x the forward FLOPs). Each is timed on its own
     shape (the three read and write the same operands, so under the soft roofline each takes the forward's time;
-    a shape-dependent GEMM model, benchmarks/gemm_shape.py, sees a narrow layer's wgrad as few output tiles)."""
+    a shape-dependent GEMM model, benchmarks/gemm_shape.py, sees a narrow layer's wgrad as few output tiles).
+    `main_grad`: the wgrad accumulates into the main gradient where the stack fuses that (Rates.wgrad_out_bytes);
+    False for a weight whose gradient autograd returns (Megatron-Core's router: RouterGatingLinearFunction)."""
     kw = dict(batch=batch, linear=linear, flops=flops)
     fwd = gemm_time(m, n, k, rates, **kw)
     bwd = gemm_time(m, k, n, rates, **kw)
     if weights:
-        bwd = bwd + gemm_time(k, n, m, rates, **kw)
+        bwd = bwd + gemm_time(k, n, m, rates, out_bytes=rates.wgrad_out_bytes if main_grad else 0.0, **kw)
     return fwd, bwd
 
 
@@ -662,7 +669,7 @@ def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, et=None, g_attn,
     # the gate: 16-bit, or fp32 on the CUDA cores (DeepSeek: torch.mm on float32, forward, dgrad and wgrad); none
     # where the gate assigns experts without logits (`router_gemm` False: AutoModel's FakeBalancedGate)
     g_router, b_router = linear_gemms(tok, shapes.experts, h, rates, weights, linear=False,
-                                      flops=rates.fp32_flops if shapes.router_fp32 else 0.0)
+                                      flops=rates.fp32_flops if shapes.router_fp32 else 0.0, main_grad=False)
     if not router_gemm:
         g_router = b_router = 0.0
     g_exp = act_exp = b_exp = 0.0

@@ -239,6 +239,12 @@ class PerfStyle:
     # bytes per local trainable parameter per micro-batch of a separate fp32 gradient accumulation pass in bf16
     # training with ZeRO <= 1 (DeepSpeed BF16_Optimizer.update_hp_grads after every backward; _hp_grad_accum)
     hp_grad_accum_bytes: float = 0.0
+    # the weight-gradient GEMM that accumulates into the main gradient under gradient accumulation fusion
+    # (_wgrad_accum_rate): "te" Transformer Engine's modules, "apex" Megatron's own linear (Apex's
+    # fused_weight_gradient_mlp_cuda), "" none in this stack; and whether the stack fuses when the job leaves
+    # strategy.gradient_accumulation_fusion unset
+    wgrad_accum_kernel: str = ""
+    wgrad_accum_default: bool = False
     # fp16 ZeRO-1 step of DeepSpeed v0.3 (zero/stage1.py): overflow check and gradient norm over every local
     # gradient tensor, one host read each (_fp16_serial_checks)
     fp16_zero1_serial_checks: bool = False
@@ -821,6 +827,9 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
     r = _nf4_compute_rate(_rates(system, training, k, calibration, fw), system, training, strategy, k, calibration)
     r = _grouped_mm_rate(_bf16_layers(r, training, model), system, k, fw)
     a = strategy_arrays(strategy)
+    r = _wgrad_accum_rate(r, fw, getattr(strategy, "gradient_accumulation_fusion", None),
+                          pipeline.micro_batches(training.global_batch_seqs, a["dp"], a["micro_batch"]), a["zero"],
+                          training.precision == "fp8")
     # fused element-wise kernels: as the job states, else the timed stack's default (per strategy under auto)
     a["torch_compile"] = np.array(np.broadcast_to(
         np.asarray(torch_compile_of(strategy, fw.compiles_by_default), float), a["tp"].shape))
@@ -960,6 +969,30 @@ def _grouped_mm_rate(r: Any, system: System, k: PerfConstants, fw: PerfStyle) ->
         return r
     grouped = r.gemm_flops * k.grouped_mm_over_dense(system.accelerator)
     return dataclasses.replace(r, grouped_gemm_flops=np.where(on, grouped, r.gemm_flops))
+
+
+def _wgrad_accum_rate(r: Any, fw: PerfStyle, fusion: bool | None, m: Any, zero: Any, low_precision: bool) -> Any:
+    """`r` with the weight-gradient GEMMs' output bytes where they accumulate into the main gradient (Rates.
+    wgrad_out_bytes): the job's gradient_accumulation_fusion, else the style's default (PerfStyle.wgrad_accum_default),
+    in a stack that has such a GEMM (PerfStyle.wgrad_accum_kernel). The GEMM writes the main gradient in its dtype, the
+    reduce dtype (Megatron-Core's DDP buffer: torch.float under grad_reduce_in_fp32, else the parameters'), and reads
+    it first where it accumulates. Transformer Engine ("te") accumulates unless the module's is_first_microbatch is
+    set (module/linear.py, grouped_linear.py: accumulate_wgrad_into_param_main_grad = fuse_wgrad_accumulation and not
+    is_first_microbatch) or the parameter is to be overwritten (Megatron-FSDP's sharded gradients, ZeRO >= 2:
+    overwrite_main_grad); Megatron-Core sets it at each step's first micro-batch only under FP8 / FP4
+    (MegatronModule.set_is_first_microbatch), so a read on (m - 1) / m of the micro-batches there and on every one in
+    16-bit training (TransformerEngine d0067d0d, Megatron-LM d98e8a64). Apex's wgrad_gemm_accum_fp32 / fp16 ("apex":
+    Megatron's LinearWithGradAccumulationAndAsyncCommunication) always reads."""
+    kernel = np.asarray(fw.wgrad_accum_kernel)
+    on = np.asarray(fw.wgrad_accum_default, bool) if fusion is None else np.full(kernel.shape, bool(fusion))
+    on = on & (kernel != "")
+    if not np.any(on):
+        return r
+    m = np.maximum(np.asarray(m, float), 1.0)
+    main = np.maximum(np.asarray(fw.grad_reduce_bytes, float), r.act_bytes)
+    te_reads = np.where(np.asarray(zero) >= 2, 0.0, (m - 1.0) / m if low_precision else 1.0)
+    reads = np.where(kernel == "te", te_reads, 1.0)
+    return dataclasses.replace(r, wgrad_out_bytes=np.where(on, main * (1.0 + reads), 0.0))
 
 
 def _bf16_layers(r: Any, training: Training, model: ModelArch) -> Any:
