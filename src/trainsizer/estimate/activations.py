@@ -39,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from trainsizer.estimate.flops import op_sac_gate_kept, op_sac_moe_linears
 from trainsizer.estimate.inputs import Training, act_bytes
 from trainsizer.estimate.model_states import (
     load_memory_constants,
@@ -659,7 +660,7 @@ def _op_sac_moe_items(model: ModelArch, training: Training) -> LayerItems:
     lin_sp, lin_tp = _op_sac_linear_bytes(model, a)
     # torchtitan computes the gate under fp32 autocast: a biased gate (addmm) keeps E fp32 scores a token; the
     # router_bias of a model with an fp32 router is DeepSeek-V3's e_score_correction_bias, outside the gate
-    gate = 4.0 * model.experts if model.router_bias and not model.router_fp32 else 0.0
+    gate = 4.0 * model.experts if op_sac_gate_kept(model) else 0.0
     sp = a * model.hidden + kept * lin_sp + gate  # block input (checkpoint), row-parallel outputs, router scores
     tp = kept * lin_tp + torchtitan_sac_attention_bytes(model, training)
     routed = 4.0 + 8.0  # topk's fp32 value and int64 expert index per routed slot
@@ -670,25 +671,12 @@ def _op_sac_moe_items(model: ModelArch, training: Training) -> LayerItems:
 
 def _op_sac_linear_bytes(model: ModelArch, a: float) -> tuple[float, float]:
     """(row-parallel, column-parallel) bytes per token of the linear outputs torchtitan's per-op SAC keeps in one
-    MoE block: in forward order wq, wk, wv (fused wqkv: one biased addmm, the same bytes), wo, then the shared
-    expert's w1, w3 (SwiGLU), w2; a biased linear (aten.addmm) is always kept, an unbiased one (aten.mm) when
-    the policy's mm count is odd (`_op_sac_moe_items`). MLA blocks keep the wq / wv estimate (q and kv wide)."""
-    h = model.hidden
-    q_dim = model.heads * (model.head_dim or h // model.heads)
-    if model.attention == "mla":
-        ops = [("tp", q_dim, False), ("tp", 0, False), ("tp", model.kv_dim, False), ("sp", h, False)]
-    else:
-        ops = [("tp", q_dim, model.qkv_bias), ("tp", model.kv_dim, model.qkv_bias), ("tp", model.kv_dim, model.qkv_bias),
-               ("sp", h, model.out_bias)]
-    f = model.shared_expert_ffn
-    if f:
-        ops += [("tp", f, False)] * (2 if model.mlp == "swiglu" else 1) + [("sp", h, False)]
+    MoE block (flops.op_sac_moe_linears: a biased linear always, an unbiased one when the policy's mm count is odd;
+    `_op_sac_moe_items`). MLA blocks keep the wq / wv estimate (q and kv wide)."""
     kept = {"sp": 0.0, "tp": 0.0}
-    count = 0
-    for where, width, biased in ops:
-        count += not biased
-        if biased or count % 2:
-            kept[where] += a * width
+    for shard, width, _, saved in op_sac_moe_linears(model):
+        if saved:
+            kept[shard] += a * width
     return kept["sp"], kept["tp"]
 
 

@@ -44,6 +44,8 @@ from trainsizer.estimate.flops import (
     causal_fraction,
     chunk_causal_keys,
     mla_up_proj_weights,
+    op_sac_gate_kept,
+    op_sac_moe_linears,
 )
 from trainsizer.models.arch import ModelArch
 
@@ -263,6 +265,10 @@ class ModelShapes:
     chunk_share: float = 0.0
     # a hybrid model (ModelArch.layer_pattern): its layers are single blocks (`_hybrid_sums`); None otherwise
     hybrid: ModelArch | None = None
+    # torchtitan's per-op SAC in an MoE block: the linears it recomputes, (shard, output width, input width)
+    # (flops.op_sac_moe_linears), and whether it keeps the router gate's output (flops.op_sac_gate_kept)
+    op_sac_moe_recomputed: tuple[tuple[str, int, int], ...] = ()
+    op_sac_gate_kept: bool = False
 
     @classmethod
     def of(cls, model: ModelArch) -> ModelShapes:
@@ -298,6 +304,9 @@ class ModelShapes:
             window_share=model.window_share,
             chunk=model.attention_chunk,
             chunk_share=model.chunk_share,
+            op_sac_moe_recomputed=tuple((shard, out, inner) for shard, out, inner, kept in op_sac_moe_linears(model)
+                                        if not kept and out > 0),
+            op_sac_gate_kept=op_sac_gate_kept(model),
             hybrid=model if model.is_hybrid else None,
         )
 
@@ -396,11 +405,11 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
     fwd_sum = shapes.n_dense * (d.fwd_gemm + a_fwd + d.fwd_ew)
     bwd_sum = shapes.n_dense * (d.bwd_gemm + a_bwd + 2.0 * (d.fwd_ew - d.cast_fwd) + d.cast_bwd)
     recomp_full_sum = shapes.n_dense * (d.fwd_gemm + a_fwd + d.fwd_ew)
-    moe_g = moe_ew = m_fwd_l = 0.0
+    moe_ew = m_fwd_l = routed_g = 0.0
     # the MoE layer's norms, residuals and RoPE at their own ratio (d.ew_fwd_common carries the dense layer's)
     moe_common_ew = d.ew_fwd_common * (np.asarray(moe_passes[0], float) / np.asarray(elementwise_passes, float))
     if shapes.n_moe:
-        moe_g, moe_ew, m_fwd_l, m_bwd_l = _moe_layer(
+        _, moe_ew, m_fwd_l, m_bwd_l, routed_g = _moe_layer(
             shapes, tok, t, e, rates, et=et, g_attn=d.g_attn, b_attn=d.b_attn, a_fwd=a_fwd, a_bwd=a_bwd, weights=weights,
             attn_w=d.attn_w, ew_fwd_common=moe_common_ew, act_passes=moe_passes[1:],
             fp8_weight_casts=fp8_weight_casts, moe_capacity_factor=moe_capacity_factor, router_gemm=router_gemm,
@@ -409,7 +418,7 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
         bwd_sum = bwd_sum + shapes.n_moe * m_bwd_l
         recomp_full_sum = recomp_full_sum + shapes.n_moe * m_fwd_l
     L = shapes.layers
-    sel = _selective_recompute(shapes, d, tok, t, rates, a_fwd, m_fwd_l, moe_g, moe_ew, moe_common_ew,
+    sel = _selective_recompute(shapes, d, tok, t, rates, a_fwd, m_fwd_l, moe_ew, moe_common_ew, routed_g,
                                selective_op_policy=selective_op_policy, recompute_modules=recompute_modules,
                                elementwise_passes=elementwise_passes, moe_capacity_factor=moe_capacity_factor,
                                moe_passes=moe_passes, all_linears=op_sac_linears_recomputed,
@@ -421,8 +430,8 @@ def layer_times(shapes: ModelShapes, seq_len: int, rates: Rates, *, tp, cp, micr
                       attn_fwd=a_fwd, attn_bwd=a_bwd)
 
 
-def _selective_recompute(shapes: ModelShapes, d: _DenseParts, tok, t, rates: Rates, a_fwd, m_fwd_l, moe_g, moe_ew,
-                         moe_common_ew, *, selective_op_policy, recompute_modules, elementwise_passes,
+def _selective_recompute(shapes: ModelShapes, d: _DenseParts, tok, t, rates: Rates, a_fwd, m_fwd_l, moe_ew,
+                         moe_common_ew, routed_g, *, selective_op_policy, recompute_modules, elementwise_passes,
                          moe_capacity_factor, moe_passes, all_linears: Any = 0.0,
                          sac_attention_saved: Any = True) -> Any:
     """Seconds a layer re-runs per micro-batch under "selective" recompute: torchtitan's per-op policy
@@ -432,7 +441,7 @@ def _selective_recompute(shapes: ModelShapes, d: _DenseParts, tok, t, rates: Rat
     2025-12-01, listed only SDPA's flash and efficient backends) where
     `selective_op_policy`, else Megatron-Core's by module (`_module_recompute`; `recompute_modules` None = the
     attention core alone)."""
-    op_recomp = _op_policy_recompute(shapes, tok, t, rates, d.fwd_ew, moe_ew, moe_g, d.fwd_gemm, all_linears) + np.where(
+    op_recomp = _op_policy_recompute(shapes, tok, t, rates, d.fwd_ew, moe_ew, routed_g, d.fwd_gemm, all_linears) + np.where(
         np.asarray(sac_attention_saved, bool), 0.0, a_fwd)
     a_recomp = a_fwd if recompute_modules is None else _module_recompute(
         shapes, tuple(recompute_modules), tok, t, rates, elementwise_passes, moe_capacity_factor,
@@ -476,7 +485,7 @@ def _hybrid_layer_times(shapes: ModelShapes, d: _DenseParts, a_fwd, a_bwd, tok, 
     moe_f = moe_b = 0.0
     if n_e:
         bare = replace(shapes, qkv_out=0, attn_out_in=0)
-        _, _, moe_f, moe_b = _moe_layer(
+        _, _, moe_f, moe_b, _ = _moe_layer(
             bare, tok, t, e, rates, g_attn=0.0, b_attn=0.0, a_fwd=0.0, a_bwd=0.0, weights=weights, attn_w=0.0,
             ew_fwd_common=block_ew * (np.asarray(moe_passes[0], float) / np.asarray(elementwise_passes, float)),
             act_passes=moe_passes[1:], fp8_weight_casts=fp8_weight_casts, moe_capacity_factor=moe_capacity_factor,
@@ -649,8 +658,10 @@ def _mlp_time(shapes: ModelShapes, up: float, inner: float, tokens, t, rates: Ra
 def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, et=None, g_attn, b_attn, a_fwd, a_bwd, weights: bool, attn_w,
                ew_fwd_common, act_passes, fp8_weight_casts, moe_capacity_factor, router_gemm: bool = True,
                tp_token_split: Any = True, pad_share: float = 0.0):
-    """(GEMM s, element-wise s, forward s, backward s) of one MoE layer: attention as in a dense layer, router,
-    routed experts on the busiest GPU, shared expert, token permutation and FP8 casts. `act_passes`: (routed,
+    """(GEMM s, element-wise s, forward s, backward s, routed GEMM s) of one MoE layer: attention as in a dense layer,
+    router, routed experts on the busiest GPU, shared expert, token permutation and FP8 casts; routed GEMM s: the
+    forward GEMMs of the routed experts and, unless kept, the router gate, what torchtitan's per-op SAC re-runs
+    (`_op_policy_recompute`). `act_passes`: (routed,
     shared) experts' activation traffic relative to the fused count. `et`: the experts' TP degree (None = t): with
     et = t the tokens of the TP group reach each rank's expert shards (Megatron-Core's all-to-all dispatcher gathers
     the received tokens over the expert-TP group, moe/token_dispatcher.py MoEAlltoAllTokenDispatcher), with et < t
@@ -698,7 +709,9 @@ def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, et=None, g_attn,
     moe_ew = moe_ew + m_fwd + e_fwd
     fwd = moe_g + a_fwd + moe_ew
     bwd = b_attn + b_router + b_exp + b_sh + a_bwd + 2.0 * (moe_ew - m_fwd - e_fwd) + m_bwd + e_bwd
-    return moe_g, moe_ew, fwd, bwd
+    # what torchtitan's per-op SAC re-runs of the router and the routed experts (`_op_policy_recompute`)
+    routed_g = g_exp + (0.0 if shapes.op_sac_gate_kept else g_router)
+    return moe_g, moe_ew, fwd, bwd, routed_g
 
 
 def expert_token_split(shapes: ModelShapes, per_expert, local, pad_share: float) -> tuple[tuple[Any, Any], ...]:
@@ -859,19 +872,24 @@ def _attention_core(shapes: ModelShapes, tok, b, c, s: Any, t, rates: Rates, *, 
     return a_fwd, a_bwd
 
 
-def _op_policy_recompute(shapes: ModelShapes, tok, t, rates: Rates, dense_fwd_ew, moe_ew, moe_g, dense_fwd_gemm=0.0,
+def _op_policy_recompute(shapes: ModelShapes, tok, t, rates: Rates, dense_fwd_ew, moe_ew, routed_g, dense_fwd_gemm=0.0,
                          all_linears: Any = 0.0):
-    """Recompute seconds per layer under torchtitan's per-op SAC: matmuls in forward order wq, wk, wv, wo,
-    w1 (gate), w3 (up), w2 (down); the 2nd, 4th and 6th are recomputed (every other mm), with every
-    element-wise op (not in the save list); on the share `all_linears` of the dense layers all seven
-    (`dense_fwd_gemm`, the layer's forward GEMMs: a linear whose ops are all outside the save list)."""
+    """Recompute seconds per layer under torchtitan's per-op SAC: a dense layer's matmuls in forward order wq, wk,
+    wv, wo, w1 (gate), w3 (up), w2 (down), the 2nd, 4th and 6th recomputed (every other mm), with every element-wise
+    op (not in the save list); on the share `all_linears` of the dense layers all seven (`dense_fwd_gemm`, the
+    layer's forward GEMMs: a linear whose ops are all outside the save list). An MoE layer re-runs the linears the
+    policy does not keep (ModelShapes.op_sac_moe_recomputed: unbiased ones at an even mm count, a shared expert's
+    included), `routed_g` (the routed experts' grouped GEMMs, torch._grouped_mm being outside the save list, and the
+    router gate's unless kept: `_moe_layer`) and its element-wise work `moe_ew` (SelectiveAC runs with early_stop
+    False, so every recomputable op re-runs; torchtitan distributed/activation_checkpoint.py at b5bcd76c6)."""
     h = shapes.hidden
     kv_out = max((shapes.qkv_out - h) / 2.0, 0.0)
     op_gemm = gemm_time(tok, kv_out / t, h, rates) + gemm_time(tok, h, shapes.attn_out_in / t, rates) + (
         gemm_time(tok, shapes.ffn / t, h, rates) if shapes.n_dense else 0.0)
     op_gemm = op_gemm + np.asarray(all_linears, float) * np.maximum(dense_fwd_gemm - op_gemm, 0.0)
-    return (shapes.n_dense * (op_gemm + dense_fwd_ew) + shapes.n_moe * (
-        op_gemm * 0.0 + moe_ew + 0.5 * moe_g)) / shapes.layers
+    moe_linears = sum((gemm_time(tok, out / t, inner, rates) if shard == "tp" else gemm_time(tok, out, inner / t, rates))
+                      for shard, out, inner in shapes.op_sac_moe_recomputed)
+    return (shapes.n_dense * (op_gemm + dense_fwd_ew) + shapes.n_moe * (moe_linears + moe_ew + routed_g)) / shapes.layers
 
 
 def lm_head_wgrad_time(shapes: ModelShapes, tok, t, rates: Rates):

@@ -90,6 +90,39 @@ def attention_gemm_weights(model: ModelArch) -> int:
     return h * model.q_dim + 2 * h * model.kv_dim + model.attn_out_dim * h
 
 
+def op_sac_moe_linears(model: ModelArch) -> tuple[tuple[str, int, int, bool], ...]:
+    """The linears of one MoE block in forward order as torchtitan's per-op SAC meets them, each (shard, output
+    width, input width, kept): wq, wk, wv (MLA: q, a zero-wide stand-in for k, kv), wo, then a shared expert's w1,
+    w3 (SwiGLU) and w2; shard "tp" a column-parallel linear (output split over TP), "sp" a row-parallel one (input
+    split). The policy keeps a biased linear's output (aten.addmm: in the save list, not counted as an mm) and an
+    unbiased one's when its mm count is odd; the others it recomputes (SelectiveAC, torchtitan
+    distributed/activation_checkpoint.py at b5bcd76c6). The router gate and the routed experts' grouped GEMMs are not
+    here (`op_sac_gate_kept`; torch._grouped_mm is outside the save list)."""
+    h = model.hidden
+    q_dim = model.heads * (model.head_dim or h // model.heads)
+    if model.attention == "mla":
+        ops = [("tp", q_dim, h, False), ("tp", 0, h, False), ("tp", model.kv_dim, h, False),
+               ("sp", h, model.attn_out_dim, False)]
+    else:
+        ops = [("tp", q_dim, h, model.qkv_bias), ("tp", model.kv_dim, h, model.qkv_bias),
+               ("tp", model.kv_dim, h, model.qkv_bias), ("sp", h, model.attn_out_dim, model.out_bias)]
+    f = model.shared_expert_ffn
+    if f:
+        ops += [("tp", f, h, False)] * (2 if model.mlp == "swiglu" else 1) + [("sp", h, f, False)]
+    out, count = [], 0
+    for shard, width, inner, biased in ops:
+        count += not biased
+        out.append((shard, width, inner, bool(biased or count % 2)))
+    return tuple(out)
+
+
+def op_sac_gate_kept(model: ModelArch) -> bool:
+    """Whether torchtitan's per-op SAC keeps the MoE router gate's output: a biased gate runs aten.addmm (saved);
+    an unbiased one's mm is always recomputed (SelectiveAC force_recompute_mm_shapes_by_fqns ["moe.router.gate"],
+    b5bcd76c6). ModelArch.router_bias on an fp32 router is DeepSeek-V3's e_score_correction_bias, outside the gate."""
+    return bool(model.router_bias and not model.router_fp32)
+
+
 def mla_up_proj_weights(model: ModelArch) -> int:
     """Weight elements of one layer's MLA up projections, what Megatron-Core's recompute_modules mla_up_proj
     re-runs (linear_q_up_proj, or linear_q_proj without a q low rank, and linear_kv_up_proj); 0 without MLA."""
