@@ -98,6 +98,7 @@ def _extra(text: str) -> dict[str, Any]:
 def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
     """The row as a user's job file. `strategy_extra` may also carry the job-level `flash_attention` and
     `bf16_layers` (decoder layers kept in BF16 under an FP8 / FP4 recipe), `pad_share` (rows padded to seq_len),
+    `explicit_attention_mask` (SDPA handed the padded batch's mask: its memory-efficient backend, the whole square),
     `hidden_dropout` / `attention_dropout` (the run's dropout probabilities) and the hardware's `per_node` (GPUs a host, where the catalog's host size is not the run's: DGX-2's 16 V100); a network
     written as `key=value;...` is an inline network (NICs per node, Gb/s per NIC, kind)."""
     model: Any = models[row["model"]]["model"] if row["model"] in models else row["model"]
@@ -106,6 +107,7 @@ def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
     routing = extra.pop("moe_routing", None)  # job level, like flash_attention
     bf16_layers = extra.pop("bf16_layers", None)  # job level
     pad_share = extra.pop("pad_share", None)  # job level: rows padded to seq_len
+    mask = extra.pop("explicit_attention_mask", None)  # job level: SDPA handed the padded batch's mask
     dropouts = {k: float(extra.pop(k)) for k in ("hidden_dropout", "attention_dropout") if k in extra}  # job level
     per_node = extra.pop("per_node", None)  # hardware level
     strategy = {"tp": whole(row["tp"], 1), "pp": whole(row["pp"], 1), "vpp": whole(row["vpp"], 1),
@@ -129,6 +131,8 @@ def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
         job["bf16_layers"] = bf16_layers
     if pad_share:
         job["pad_share"] = float(pad_share)
+    if mask is not None:
+        job["explicit_attention_mask"] = mask
     return {**job, **dropouts}
 
 

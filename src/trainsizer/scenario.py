@@ -318,7 +318,7 @@ def _training(job: Job) -> Training:
         lora_impl=(job.lora.impl or "peft") if job.lora else "peft",
         lora_a2a=job.lora.a2a if job.lora else False,
         flash_attention=job.flash_attention,
-        explicit_attention_mask=job.explicit_attention_mask,
+        explicit_attention_mask=_explicit_attention_mask(job),
         tokens_total=_tokens_total(job),
         moe_capacity_factor=job.moe_capacity_factor,
         moe_routing=job.moe_routing,
@@ -362,6 +362,22 @@ def _interval_count(job: Job, training: Training, every_steps: int | None) -> in
     if every_steps:
         return whole_steps(training.tokens_total, training.tokens_per_step) // every_steps
     return math.ceil(job.data.epochs - 1e-9)
+
+
+def _explicit_attention_mask(job: Job) -> bool:
+    """Job.explicit_attention_mask, or where null the framework's: transformers' SDPA attention (framework hf,
+    strategy.attention_kernel sdpa) is handed the batch's padding mask whenever a position is padded (every release
+    with SDPA, 4.36 on: modeling_attn_mask_utils / masking_utils return no mask only for an unpadded batch), so a
+    micro-batch the job states as padded -- more than one unpacked sample of spread lengths (dynamic padding to the
+    longest), or rows padded to seq_len (pad_share) -- runs SDPA's memory-efficient backend over the whole square."""
+    if job.explicit_attention_mask is not None:
+        return job.explicit_attention_mask
+    s = job.strategy
+    if s is None or s.framework != "hf" or s.attention_kernel != "sdpa" or not job.flash_attention:
+        return False
+    spread = (not job.packing and job.data.samples is not None and (job.data.length_sigma or 0.0) > 0
+              and s.micro_batch > 1)
+    return spread or job.pad_share > 0
 
 
 def _pack_fill(job: Job) -> float:

@@ -83,3 +83,78 @@ def test_every_part_is_charged_alike():
         assert _step_s(mask=True, accelerator=acc) > _step_s(accelerator=acc)
     assert np.isfinite(_step_s(mask=True, flash_attention=False))  # no fused kernel: the eager path, unchanged
     assert _step_s(mask=True, flash_attention=False) == _step_s(flash_attention=False)
+
+
+def _sdpa_job_s(accelerator: str, kernel: str | None, mask: bool) -> float:
+    strategy = {"micro_batch": 2, "recompute": "full", "framework": "hf"}
+    if kernel:
+        strategy["attention_kernel"] = kernel
+    return _step_s(accelerator=accelerator, mask=mask, strategy=strategy)
+
+
+def test_rocm_runs_the_masked_call_on_its_flash_kernel_not_at_the_cuda_ratio():
+    """On ROCm SDPA's memory-efficient backend is AOTriton's attn_fwd, the flash backend's own kernel, given the mask as
+    its bias (sdp_utils.cpp "ME and FA share the backend"; perf_constants.yaml attention.mem_efficient_is_flash_vendors):
+    halving the CUDA ratio moves the H100's masked job and leaves the MI300X's."""
+    k = load_constants()
+    assert CAT.accelerators["mi300x"].vendor in k.mem_efficient_is_flash_vendors
+    assert CAT.accelerators["h100-sxm-80gb"].vendor not in k.mem_efficient_is_flash_vendors
+    parts = ("mi300x", "h100-sxm-80gb")
+    before = {acc: _step_s(mask=True, accelerator=acc) for acc in parts}
+    ratio = k.mem_efficient_over_fa2
+    object.__setattr__(k, "mem_efficient_over_fa2", ratio / 2)
+    try:
+        after = {acc: _step_s(mask=True, accelerator=acc) for acc in parts}
+    finally:
+        object.__setattr__(k, "mem_efficient_over_fa2", ratio)
+    assert after["mi300x"] == before["mi300x"]
+    assert after["h100-sxm-80gb"] > before["h100-sxm-80gb"]
+
+
+@pytest.mark.parametrize("acc", ["mi300x", "mi355x"])
+def test_rocm_masked_time_is_sdpas_whatever_kernel_the_style_times(acc):
+    """Under a mask SDPA runs (AOTriton) whichever kernel the style would time unmasked (hf: FA2): the masked job is
+    the same under either, and never faster than the unmasked SDPA job (the whole square, not the causal half)."""
+    assert _sdpa_job_s(acc, None, True) == pytest.approx(_sdpa_job_s(acc, "sdpa", True), rel=1e-12)
+    assert _sdpa_job_s(acc, "sdpa", True) > _sdpa_job_s(acc, "sdpa", False)
+
+
+def _padded_job(**over) -> dict:
+    """An hf LoRA job over unpacked samples of spread lengths, micro-batch 4 (dynamic padding to the longest)."""
+    job = _job(seq_len=2048, data={"samples": 2e4, "avg_tokens": 400, "length_sigma": 0.6},
+               strategy={"micro_batch": 4, "recompute": "full", "framework": "hf", "attention_kernel": "sdpa"})
+    job["global_batch"] = {"sequences": 4}
+    for key, value in over.items():
+        if key in ("micro_batch", "framework", "attention_kernel"):
+            job["strategy"][key] = value
+        elif key in ("length_sigma",):
+            job["data"][key] = value
+        else:
+            job[key] = value
+    return job
+
+
+def _resolved_mask(**over) -> bool:
+    return resolve_job(_padded_job(**over), CAT).training.explicit_attention_mask
+
+
+def test_hf_sdpa_over_a_padded_micro_batch_defaults_to_the_mask():
+    """transformers (every release with SDPA) hands SDPA the padding mask of a padded batch: the default follows."""
+    assert _resolved_mask() is True
+    assert _resolved_mask(packing=False, pad_share=0.2, micro_batch=1, length_sigma=0.0) is True
+
+
+@pytest.mark.parametrize("over", [
+    {"micro_batch": 1},  # one sample a micro-batch: padded to itself, nothing masked
+    {"length_sigma": 0.0},  # every sample the same length: no padding
+    {"attention_kernel": "fa2"},  # flash_attention_2 unpads (varlen): no mask
+    {"framework": "torchtune"},  # torchtune's SDPA call is is_causal over the padded rows
+    {"flash_attention": False},  # eager attention: the mask is added to the materialised scores
+])
+def test_no_default_mask_where_the_job_does_not_state_a_padded_sdpa_batch(over):
+    assert _resolved_mask(**over) is False
+
+
+def test_a_stated_value_wins_over_the_default():
+    assert _resolved_mask(explicit_attention_mask=False) is False
+    assert _resolved_mask(micro_batch=1, explicit_attention_mask=True) is True

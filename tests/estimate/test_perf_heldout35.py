@@ -80,9 +80,10 @@ def test_only_the_rows_refused_in_the_data_are_refused(cases):
 
 def test_device_map_and_eager_rows_are_scored(cases):
     """The two-A100 rows run transformers' device_map auto (strategy.device_map) and the use_flash_attn false row
-    materialised attention (flash_attention false): each scored for time and memory (known-gaps 101)."""
+    SDPA's memory-efficient kernel over Qwen-1's explicit mask (explicit_attention_mask; materialised attention,
+    flash_attention false, before known-gaps 181): each scored for time and memory (known-gaps 101)."""
     stated = {r["id"] for r in p35.rows() if not r["refused"] and (r["device_map"] == "auto"
-                                                                     or r["flash_attention"] == "false")}
+                                                                     or r["explicit_attention_mask"] == "true")}
     assert stated == {"swift_lora_qwen-72b_2048", "swift_full_qwen-7b_8192", "swift_lora_qwen-7b_2048_nofa",
                       "swift_full_qwen-14b_2048", "swift_full_qwen-14b_4096", "swift_full_qwen-14b_8192"}
     for rid in stated:

@@ -54,6 +54,7 @@ class PerfConstants:
     fa1_over_fa2: float  # FlashAttention (v1) throughput relative to FlashAttention-2 (attention section)
     # PyTorch SDPA's memory-efficient backend (run under an explicit mask) relative to FlashAttention-2 (attention section)
     mem_efficient_over_fa2: float
+    mem_efficient_is_flash_vendors: tuple[str, ...]  # SDPA's memory-efficient backend = its flash kernel (ROCm)
     flash_efficiency_fa1: dict[str, float]  # FlashAttention (v1) where measured on the family (else fa1_over_fa2)
     softmax_share_fwd: float  # exponentials' share of a Blackwell attention forward (attention section)
     # head-dim-independent (softmax) share of a native attention score's time at ref_head_dim, (forward, backward),
@@ -378,6 +379,7 @@ def load_constants() -> PerfConstants:
         flash_bwd_over_fwd_native={str(k): float(v) for k, v in a["flash_bwd_over_fwd_native"].items()},
         fa1_over_fa2=float(a["fa1_over_fa2"]),
         mem_efficient_over_fa2=float(a["mem_efficient_over_fa2"]),
+        mem_efficient_is_flash_vendors=tuple(str(v) for v in a["mem_efficient_is_flash_vendors"]),
         flash_efficiency_fa1={str(k): float(v) for k, v in a["flash_efficiency_fa1"].items()},
         softmax_share_fwd=float(a["softmax_share_fwd"]),
         narrow_head_share=(float(a["narrow_head"]["fwd_share"]), float(a["narrow_head"]["bwd_share"])),

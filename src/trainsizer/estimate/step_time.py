@@ -1103,9 +1103,8 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     head_fwd, head_bwd = _narrow_head(x)
     ring_fwd, ring_bwd = _cp_ring_calls(x)
     grid_fwd, grid_bwd = _attention_grid(x)
-    # an explicit mask (Training.explicit_attention_mask) runs SDPA's memory-efficient backend, forward and backward
-    # alike at its measured share of the FA2 rate (attention.mem_efficient_over_fa2), over the whole square
-    mem_eff = k.mem_efficient_over_fa2 if training.explicit_attention_mask else 1.0
+    # an explicit mask (Training.explicit_attention_mask) runs SDPA's memory-efficient backend over the whole square
+    mem_eff, bwd_ratio = _mask_backend(x, bwd_ratio)
     att_fwd = mem_eff * fp8_fwd * rel_fwd * len_fwd / (head_fwd * ring_fwd * grid_fwd)
     att_bwd = mem_eff * fp8_bwd * rel_bwd * len_bwd / (head_bwd * ring_bwd * grid_bwd)
     tiles, rate_length = _native_blocks(x)
@@ -1149,6 +1148,23 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                 + _moe_unfused_time(x) + _moe_eager_glue_time(x)
                 + _sp_layout_copies(x) + _eager_swiglu_backward_time(x) + _amp_fp32_weights_time(x)
                 + _eager_attention_time(x))
+
+
+def _mask_backend(x: _Step, bwd_ratio: Any) -> tuple[Any, Any]:
+    """(forward rate over the job kernel's, backward / forward time) of the attention under an explicit mask
+    (Training.explicit_attention_mask: SDPA's memory-efficient backend). NVIDIA and others: xFormers' CUTLASS kernels
+    at attention.mem_efficient_over_fa2 of the kernel's rate, its backward ratio; a vendor whose PyTorch runs that
+    backend as its flash kernel (attention.mem_efficient_is_flash_vendors, ROCm's AOTriton: sdp_utils.cpp at
+    21c3369e) at SDPA's own figures there (flash_efficiency_sdpa / flash_bwd_over_fwd_sdpa; FA2's where none)."""
+    k, acc = x.k, x.system.accelerator
+    if not x.training.explicit_attention_mask:
+        return 1.0, bwd_ratio
+    if x.system.vendor not in k.mem_efficient_is_flash_vendors:
+        return k.mem_efficient_over_fa2, bwd_ratio
+    kernels = np.asarray(x.fw.attention_kernel)
+    names = [str(n) for n in np.unique(kernels)]
+    own = np.select([kernels == n for n in names], [k.flash_fraction(acc, n) for n in names])
+    return k.flash_fraction(acc, "sdpa") / own, k.flash_bwd_ratio(acc, "sdpa")
 
 
 def _eager_attention_time(x: _Step) -> Any:

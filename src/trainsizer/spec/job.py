@@ -769,8 +769,13 @@ class Job(_Strict):
     # mask unless AttentionMaskConverter._ignore_causal_mask_sdpa finds every position attended). SDPA's flash backend
     # refuses a mask (sdp_utils.cpp check_for_attn_mask), so its memory-efficient backend runs every score of the
     # s x s square at its own rate (perf_constants.yaml attention.mem_efficient_over_fa2); false = is_causal (the
-    # causal tiles skipped), what a packed, unpadded or flash_attention_2 run does
-    explicit_attention_mask: bool = False
+    # causal tiles skipped), what a packed, unpadded or flash_attention_2 run does; null = the framework's: true for
+    # framework hf with strategy.attention_kernel sdpa (attn_implementation sdpa) whose micro-batch the job states as
+    # padded (micro_batch > 1 over unpacked samples with data.length_sigma > 0, or pad_share > 0): transformers passes
+    # SDPA the mask of any padded batch in every release with SDPA (4.36 _prepare_4d_causal_attention_mask_for_sdpa,
+    # 4.40 AttentionMaskConverter._ignore_causal_mask_sdpa, 4.53 masking_utils.sdpa_mask: None only when nothing is
+    # padded; 4.38-4.39's Llama passes it unpadded too: state true), else false
+    explicit_attention_mask: bool | None = None
     # sequence packing: samples shorter than seq_len share a row and attend within themselves (needs
     # data.avg_tokens for their length). Without packing, data given as samples x avg_tokens runs each
     # micro-batch padded to its longest sample (the collators' dynamic padding; estimate.sample_lengths)
