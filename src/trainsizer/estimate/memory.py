@@ -176,6 +176,10 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
                             "every hit expert's weights copied and saved by the layers whose activations are kept; in "
                             "full training a gradient of the whole fused gate_up_proj per hit expert beside the "
                             "accumulating one while a layer's backward runs"),
+    "attention_mask": ("activations", "the 4-D mask transformers hands SDPA (explicit_attention_mask): micro-batch x "
+                       "row length^2 in the model dtype (transformers <= 4.52's additive mask; 4.53's masking_utils "
+                       "bool mask is 1 B a position), built once a forward, read by every layer and held until the "
+                       "micro-batch's backward ends"),
     "cuda_context": ("other", "CUDA context + kernels + cuBLAS workspace (outside the caching allocator)"),
     "nccl_buffers": ("other", "NCCL communicator buffers, one communicator per parallel dimension > 1"),
     "framework_buffers": ("other", "ZeRO-1/2 gradient buckets; ZeRO-3/FSDP gathered layers and their "
@@ -1338,9 +1342,20 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
         items["cp_ring_attention_buffers"] = np.where(b.titan & (b.cp > 1), _cp_ring_buffers(b), 0.0)
     if b.cp_all_gather and np.any(~b.titan & (b.cp > 1)):
         items["cp_allgather_kv_buffers"] = np.where(~b.titan & (b.cp > 1), _cp_allgather_buffers(b), 0.0)
+    if b.training.explicit_attention_mask:
+        items["attention_mask"] = _attention_mask_bytes(b)
     if b.expert_copies or b.expert_grad_zeros:
         items["expert_loop_buffers"] = _expert_weight_copies(b, np.where(full, np.minimum(n_moe, 1.0), fl * n_moe),
                                                               n_moe > 0)
+
+
+def _attention_mask_bytes(b: _Batch) -> Any:
+    """The 4-D mask SDPA is handed under Training.explicit_attention_mask: one (micro-batch, 1, s, s) tensor of the
+    model dtype a micro-batch (transformers 4.49 _prepare_4d_causal_attention_mask_with_cache_position: the s x s
+    causal mask expanded to the batch and cloned for the padding fill), which every layer's SDPA call reads, the
+    memory-efficient backward and full recompute's checkpointed inputs included, so it lives through the backward.
+    Its construction's temporaries come and go at the forward's start, below the peak: not counted."""
+    return b.tokens * b.training.peak_row_tokens * b.w16
 
 
 def _expert_weight_copies(b: _Batch, held_layers: Any, has_moe: Any) -> Any:
