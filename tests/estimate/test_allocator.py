@@ -135,3 +135,33 @@ def test_the_job_field_is_checked():
     assert Job.model_validate(job | {"strategy": {"allocator_expandable_segments": False}})
     with pytest.raises(ValidationError, match="allocator_expandable_segments"):
         Job.model_validate(job | {"strategy": {"allocator_expandable_segments": "sometimes"}})
+
+
+def _torchao_row_estimate(**extra):
+    import finetune_heldout as fh
+    import perf_heldout47 as p47
+    from trainsizer.estimate.memory import estimate_memory
+
+    r = next(x for x in p47.rows() if x["id"] == p47.BF16_ROW)
+    sc = fh._scenario(r, p47.catalog(r["overlay"]), strategy_extra=extra or None)
+    return estimate_memory(sc.model, sc.training, sc.system, sc.strategy, check=False)
+
+
+def test_the_growth_is_reported_beside_the_peak_and_noted():
+    """The torchao row (unpacked, expandable segments off at its torchtune): the peak is the allocated one, the growth
+    beside it and in the notes; with expandable segments neither."""
+    grown, flat = _torchao_row_estimate(), _torchao_row_estimate(allocator_expandable_segments=True)
+    assert grown.per_gpu_bytes == flat.per_gpu_bytes and flat.allocator_growth_bytes == 0.0
+    assert grown.allocator_growth_bytes > 2 ** 30 and grown.reserved_peak_bytes > grown.per_gpu_bytes
+    assert any("expandable_segments:True" in n for n in grown.notes)
+    assert not any("expandable_segments:True" in n for n in flat.notes)
+    assert grown.to_dict()["allocator_growth_gib"] > 1.0
+
+
+def test_an_optimizer_step_peak_takes_the_cached_segments():
+    """Where the optimizer step peaks (torch's foreach AdamW on a replicated model) the growth counts only above it."""
+    step = _torchao_row_estimate(framework="hf", zero=0, optimizer_impl="foreach", micro_batch=1)
+    fwd = _torchao_row_estimate(framework="hf", zero=0, micro_batch=1, optimizer_impl="fused")
+    assert step.peak_phase == "optimizer step" and step.per_gpu_bytes > fwd.per_gpu_bytes
+    assert 0.0 <= step.allocator_growth_bytes <= fwd.allocator_growth_bytes
+    assert step.reserved_peak_bytes >= max(step.per_gpu_bytes, fwd.per_gpu_bytes + fwd.allocator_growth_bytes) - 1.0

@@ -1834,9 +1834,13 @@ def _stage_bytes(b: _Batch, g: _Stage, options: MemoryOptions, detail: bool) -> 
         if detail else None
     if options.overheads:
         _overheads(b, items, states.trainable_pg, loss_phase)
-    total, step_peak = _optimizer_step_peak(b, items, sum(items.values()), states.opt_params, detail)
+    fb_total = sum(items.values())
+    # the forward / backward phase's total and loss path, for the allocator's growth (detailed estimate only)
+    loss_path = sum(items.get(k, 0.0) for k in allocator.LOSS_PATH_ITEMS) if detail else None
+    total, step_peak = _optimizer_step_peak(b, items, fb_total, states.opt_params, detail)
     return {"total": total, "host": host, "items": items if detail else None, "n_layers": g.n_layers,
-            "step_peak": step_peak, "paged": paged, "after_step": after_step}
+            "step_peak": step_peak, "paged": paged, "after_step": after_step, "fb_total": fb_total,
+            "loss_path": loss_path}
 
 
 def _main_grad_copy(b: _Batch, opt_params: Any) -> Any:
@@ -2032,6 +2036,9 @@ def estimate_memory(
         notes.append(msg("note_zero_step_peak"))
     if int(np.asarray(strategy.vpp)) > 1:
         notes.append(msg("note_interleaved_average_layer"))
+    growth = _allocator_growth(training, strategy, r, sd, float(r["worst"].reshape(-1)[0]))
+    if growth > 0:
+        notes.append(msg("note_allocator_growth", gib=f"{growth / GIB:.1f}"))
     per_node = min(system.gpus_per_node, max(system.gpus, 1))
     stages = {k: v for k, v in r["stages"].items() if k != "middle" or p > 2}  # stage 1 is a middle one at p > 2
     return MemoryEstimate(
@@ -2047,13 +2054,17 @@ def estimate_memory(
         notes=tuple(notes),
         peak_phase=PEAK_PHASES[int(bool(np.asarray(r["step_peak"]).reshape(-1)[0]))],
         after_step_bytes=float(np.asarray(sd["after_step"]).reshape(-1)[0]),
-        allocator_growth_bytes=_allocator_growth(training, strategy, r, items),
+        allocator_growth_bytes=growth,
     )
 
 
-def _allocator_growth(training: Training, strategy: Strategy, r: dict[str, Any], items: dict[str, float]) -> float:
-    """The caching allocator's reserved growth of the worst GPU's loss path (estimate.allocator.growth_bytes)."""
+def _allocator_growth(training: Training, strategy: Strategy, r: dict[str, Any], sd: dict[str, Any],
+                      peak: float) -> float:
+    """Reserved bytes beyond the worst GPU's peak: its forward / backward total plus the caching allocator's growth of
+    that phase's loss path (estimate.allocator.growth_bytes), less the peak; where the optimizer step peaks higher,
+    its tensors take the cached segments the activations freed, so only the part above it counts."""
     expandable = allocator.expandable_segments(strategy, r["name"], r["titan"])
-    loss_path = sum(items.get(k, 0.0) for k in allocator.LOSS_PATH_ITEMS)
+    loss_path = np.asarray(sd["loss_path"], float)
     growth = allocator.growth_bytes(training, loss_path, r["arrays"]["dp"], r["arrays"]["micro_batch"], expandable)
-    return float(np.asarray(growth).reshape(-1)[0])
+    fb_total = float(np.asarray(sd["fb_total"]).reshape(-1)[0])
+    return max(0.0, fb_total + float(np.asarray(growth).reshape(-1)[0]) - peak)
