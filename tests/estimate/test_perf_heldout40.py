@@ -128,13 +128,14 @@ def test_the_3090_rows_state_the_rig_the_post_describes():
 
 def test_the_3090_and_4090_ddp_rows_carry_one_offset(fsdp_cases):
     """DDP moves no weights, so the two rigs' DDP rows compare the cards: the RTX 4090 over the RTX 3090 measured 1.94
-    / 2.02, predicted 2.06 / 2.06 (1.88 / 1.88 at the 4090's former GEMM share 0.80, known-gaps 135 (a)), and both
-    parts' rows run 13-18% too slow (the 4090's -21 / -23% before 135): what is left is not the 4090's 72 MB L2 alone
-    (GA102 has 6 MB; known-gaps 142); the 3090's share still takes the MAMF-based 0.85 (135 (a))."""
+    / 2.02, predicted 2.04 / 2.04 (2.06 / 2.06 before both half-rate parts ran FA2 near their GEMM rate, known-gaps
+    182; 1.88 / 1.88 at the 4090's former GEMM share 0.80, known-gaps 135 (a)), and both parts' rows run 8-13% too
+    slow (13-18% before 182; the 4090's -21 / -23% before 135): what is left is not the 4090's 72 MB L2 alone (GA102
+    has 6 MB; known-gaps 142); the 3090's share still takes the MAMF-based 0.85 (135 (a))."""
     tok = {c.row_id: c for c in scored(fsdp_cases, "tokens_s")}
     for job in ("7b_qlora_ddp_bs8", "7b_lora_ddp_bs4"):
         a, b = tok[f"fq_4090_{job}"], tok[f"fq_3090_{job}"]
-        assert -0.25 < a.err < -0.10 and -0.25 < b.err < -0.10, job
+        assert -0.20 < a.err < -0.05 and -0.20 < b.err < -0.05, job
         assert a.predicted / b.predicted == pytest.approx(a.measured / b.measured, rel=0.08), job
 
 
