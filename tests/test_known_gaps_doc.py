@@ -102,3 +102,11 @@ def test_the_moved_pointer_check_can_fail():
     assert _moved_from_frameworks("Known gaps")
     assert _moved_from_frameworks("prints this table") is None
     assert GAP_BEFORE.search("a known gap\n  # (docs/frameworks.md). MEASURED")
+
+
+def test_docs_hold_no_merge_conflict_markers():
+    # a keep-both rebase resolution once left diff3's "||||||| parent of" lines in known-gaps.md
+    marker = re.compile(r"^(<{7}|\|{7}|={7}|>{7})( |$)", flags=re.M)
+    for path in [ROOT / "README.md", *DOCS.glob("*.md")]:
+        hits = marker.findall(path.read_text(encoding="utf-8"))
+        assert not hits, f"{path.relative_to(ROOT)}: {len(hits)} merge-conflict marker line(s)"
