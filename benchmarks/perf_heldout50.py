@@ -75,12 +75,17 @@ def job(r: dict[str, str]) -> dict:
     return fh.job(r, models())
 
 
-def cases() -> list[Case]:
+def row_set_cases(rs: list[dict[str, str]]) -> list[Case]:
     """Every row's scored figures; a row the data does not score (its `refused` column) or the job path refuses: one
-    'refused' case with the reason."""
-    out = [Case(r["id"], source_label(r), "refused", 0.0, skipped=r["refused"]) for r in rows() if r["refused"]]
-    return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, p47.catalog(r["overlay"]), models()),
+    'refused' case with the reason (perf_heldout52 scores its rows with it too)."""
+    out = [Case(r["id"], source_label(r), "refused", 0.0, skipped=r["refused"]) for r in rs if r["refused"]]
+    return refusals_said(kept_rows(rs), lambda r: fh.row_cases(r, p47.catalog(r["overlay"]), models()),
                          source_label) + out
+
+
+def cases() -> list[Case]:
+    """This batch's cases (row_set_cases over rows())."""
+    return row_set_cases(rows())
 
 
 def card_ratios(cs: list[Case]) -> list[tuple[str, str, float, float]]:

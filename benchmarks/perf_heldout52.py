@@ -34,16 +34,15 @@ Run: python benchmarks/perf_heldout52.py
 from __future__ import annotations
 
 import csv
-import functools
 from pathlib import Path
 
 import numpy as np
 
 import finetune_heldout as fh
-import perf_heldout as ph
 import perf_heldout43 as p43
 import perf_heldout47 as p47
-from harness import Case, kept_rows, model_data, num, print_case_rows, refusals_said, source_label
+import perf_heldout50 as p50
+from harness import Case, kept_rows, num, print_case_rows
 from trainsizer.estimate.memory import GIB, estimate_memory
 from trainsizer.estimate.step_time import step_time_arrays
 
@@ -59,23 +58,13 @@ def rows() -> list[dict[str, str]]:
     return [r for path in SOURCES for r in csv.DictReader(path.open(encoding="utf-8"))]
 
 
-@functools.cache
-def models() -> dict:
-    """The rows' inline architectures by name (heldout_models.yaml; presets and finetune_heldout.MODELS need none)."""
-    return {key: entry["model"] for key, entry in model_data(ph.MODELS).items()}
-
-
-def job(r: dict[str, str]) -> dict:
-    """A row as a job file (finetune_heldout's builder with this batch's models)."""
-    return fh.job(r, models())
+models = p50.models  # the same heldout_models.yaml entries
+job = p50.job
 
 
 def cases() -> list[Case]:
-    """Every row's scored figures; a row the data does not score (its `refused` column) or the job path refuses: one
-    'refused' case with the reason."""
-    out = [Case(r["id"], source_label(r), "refused", 0.0, skipped=r["refused"]) for r in rows() if r["refused"]]
-    return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, p47.catalog(r["overlay"]), models()),
-                         source_label) + out
+    """Every row's scored figures, refusals said (perf_heldout50.row_set_cases)."""
+    return p50.row_set_cases(rows())
 
 
 def _scenario(r: dict[str, str]):
