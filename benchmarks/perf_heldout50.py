@@ -27,7 +27,9 @@ models beside the presets: benchmarks/data/heldout_models.yaml qwen3-1.7b-base, 
 
 Printed: each row (published, predicted, error), per source, the card ratios (measured and predicted time of the
 same job on one card over the H100's), which say whether a miss is the card's constants or the job's, and a probe, not
-scored: the trainer's reserved peaks with its bf16 cross-entropy counted as a 16-bit loss (known-gaps 176 (d)). The
+scored: the trainer's reserved peaks as the larger of the loss phase and a layer's re-run, which the hf style sums
+(known-gaps 191 (a)). The trainer's bf16 rows state its own loss, nn.CrossEntropyLoss on the model's bf16 logits
+(loss_impl native; known-gaps 176 (d), 191). The
 trainer's rows state explicit_attention_mask (its --gpu_test loop keeps the padded dataset's attention mask: SDPA's
 memory-efficient backend over the whole square, known-gaps 180).
 accuracy_bands counts every scored row, the trainer's time rows too (scored as found; known-gaps 176 (b), 180).
@@ -48,15 +50,17 @@ import perf_heldout as ph
 import perf_heldout43 as p43
 import perf_heldout47 as p47
 from harness import Case, kept_rows, model_data, print_case_rows, refusals_said, scored, source_label
+from trainsizer.estimate.memory import estimate_memory
 
 DATA = Path(__file__).resolve().parent / "data"
 SCICOM = DATA / "heldout_2026x_scicom_5090.csv"
 ULT = DATA / "heldout_2026x_ult_gpu_test.csv"
 SOURCES = (SCICOM, ULT)
 REFERENCE_GPU = "h100-sxm-80gb"
-# the universal-llm-trainer's loss: nn.CrossEntropyLoss on the model's bf16 logits (transformers 4.49 returns them
-# unconverted when no labels are passed), the nearest loss_impl keeping 16-bit logits and a 16-bit gradient
-BF16_LOSS = {"loss_impl": "compiled"}
+# the items of the loss phase (the last stage's logits, loss temporaries and head input) and of a layer's re-run under
+# full recompute, which PyTorch never holds together (memory._backward_phases; the hf style adds them)
+LOSS_ITEMS = ("logits", "loss_backward_temporaries", "final_norm_and_head_input")
+RERUN_ITEMS = ("recompute_working_set",)
 
 
 def rows() -> list[dict[str, str]]:
@@ -102,15 +106,25 @@ def card_ratios(cs: list[Case]) -> list[tuple[str, str, float, float]]:
             for gpu, c in per.items() if gpu != REFERENCE_GPU]
 
 
-def bf16_loss_peaks() -> list[tuple[str, float, float, float]]:
-    """A probe, not a score: (row, measured, predicted, predicted with the trainer's 16-bit loss) reserved GiB of each
-    universal-llm-trainer row; the rows take loss_impl upcast (the hf style's fp32 logits and gradient)."""
+def phase_peaks() -> list[tuple[str, float, float, float]]:
+    """A probe, not a score: (row, measured, predicted, predicted as the larger of the loss phase and a layer's re-run)
+    reserved GiB of each universal-llm-trainer row whose peak is in the forward / backward. The hf style sums both
+    phases (memory._backward_phases applies them to torchtune only, docs/known-gaps.md 14); the trainer's loop frees
+    its logits after the loss (del output) and its reentrant checkpointing re-runs a layer only after the loss
+    backward, so the two are never live together (known-gaps 191). The allocator's 5% is kept on what is left."""
     out = []
     for r in kept_rows(rows()):
-        if r["source"].startswith("universal-llm-trainer") and r["precision"] == "bf16":  # QLoRA's fp32 head: fp32 logits
-            row, probe = (fh.row_cases(r, p47.catalog(r["overlay"]), models(), extra) for extra in (None, BF16_LOSS))
-            (c,), (b,) = scored(row, "peak_gib"), scored(probe, "peak_gib")
-            out.append((r["id"], c.measured, c.predicted, b.predicted))
+        if not r["source"].startswith("universal-llm-trainer"):
+            continue
+        sc = fh._scenario(r, p47.catalog(r["overlay"]), models())
+        est = estimate_memory(sc.model, sc.training, sc.system, sc.strategy, check=False)
+        if est.peak_phase != "forward/backward":
+            continue
+        measured, predicted = fh._memory_gib(r, est)
+        items = {k: v for k, v in est.items_bytes.items() if k not in fh.NOT_ALLOCATED}
+        alloc = sum(items.values())
+        phase = max(alloc - sum(items.get(k, 0.0) for k in RERUN_ITEMS), alloc - sum(items.get(k, 0.0) for k in LOSS_ITEMS))
+        out.append((r["id"], measured, predicted, phase * predicted / alloc))
     return out
 
 
@@ -123,9 +137,9 @@ def main() -> None:
     print("\nper source:\n" + "\n".join(p43.source_lines(cs)))
     print("\nthe same job on another card over the H100 (tokens/s; measured vs predicted):")
     print("\n".join(f"  {stem:30s} {gpu:14s} measured {m:.3f} predicted {p:.3f}" for stem, gpu, m, p in card_ratios(cs)))
-    print("\nprobe, reserved peak with the trainer's 16-bit cross-entropy (loss_impl compiled) in place of upcast:")
-    print("\n".join(f"  {rid:34s} measured {m:5.1f} predicted {p:5.1f}, 16-bit loss {b:5.1f} GiB ({100 * (b / m - 1):+.1f}%)"
-                    for rid, m, p, b in bf16_loss_peaks()))
+    print("\nprobe, reserved peak as the larger of the loss phase and a layer's re-run (the hf style sums them):")
+    print("\n".join(f"  {rid:34s} measured {m:5.1f} predicted {p:5.1f}, phases {b:5.1f} GiB ({100 * (b / m - 1):+.1f}%)"
+                    for rid, m, p, b in phase_peaks()))
     said = [c for c in cs if c.metric in ("refused", "fits")]
     print(f"\nrefused or said not to fit: {len(said)}" + "".join(f"\n  {c.row_id}: {c.skipped[:110]}" for c in said))
     print("\n" + p43.summary("perf_heldout50", cs))
