@@ -29,6 +29,7 @@ the all-to-all row's (docs/known-gaps.md 113 (b)) and the per-sequence gap again
 layer (165 (a)), the V2 DeepEP row at VPP 3 over VPP 1 against the README's bar
 (125 (c)), the Lite baseline rows again at 8 micro-batches a rank a step (the README states no global batch; 159 (a)),
 the unfused permutation's bf16 compare-and-swap elements a step against each row's gap and the stage-1 bar (187 (a)),
+the DeepSeek rows with MLA's backward at CK's padded tile, an AITER before its assembly MLA kernel (195),
 refused rows (each a bug: these runs were made) and rows whose measured run the memory estimate says does not fit.
 
 Sign: (predicted - published) / published; for tokens/s + = predicted too fast, for memory + = predicted too large.
@@ -259,6 +260,24 @@ def print_global_batch_check(run: list[tuple[Case, dict[str, Any], dict[str, str
               f"{err_ga:+6.1%} ({GA_READING_STEPS * 8 * mbs})")
 
 
+def mla_bwd_check(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[tuple[str, float, float]]:
+    """(row id, error as estimated, error with strategy.aiter_mla_bwd_asm false) for the DeepSeek (MLA) time rows: the
+    image's AITER before its assembly MLA backward (aiter PR 1308, Transformer Engine for ROCm PR 364, 2025-11), where
+    CK's tile kernel runs d_qk 192 / d_v 128 padded to 256 (docs/known-gaps.md 195). The rows state neither: the
+    image rocm/megatron-lm:v25.10 ships a PyTorch nightly of 2025-11-12, its Transformer Engine commit is not published."""
+    mla = [(c, r) for c, res, r in run if res and "_dsv2" in r["id"] and r["metric"] == "tokens_per_s_per_gpu"]
+    extra = "aiter_mla_bwd_asm=false"
+    other = [dict(r, strategy_extra=f"{r['strategy_extra']};{extra}" if r["strategy_extra"] else extra) for _, r in mla]
+    return [(r["id"], c.err, alt.err) for (c, r), (alt, _, _) in zip(mla, ph.estimate_rows(other), strict=True)]
+
+
+def print_mla_bwd_check(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> None:
+    print("MLA backward at CK's 256 tile (strategy.aiter_mla_bwd_asm false: an AITER before 7a41cca; the image's is not "
+          "published), per DeepSeek time row:")
+    for row_id, err, err_ck in mla_bwd_check(run):
+        print(f"  {row_id:60s} {err:+7.1%} -> {err_ck:+7.1%}")
+
+
 def main() -> None:
     run = run_all()
     p28.print_rows(run)
@@ -272,6 +291,7 @@ def main() -> None:
     print(f"V2 DeepEP row at VPP 3 over VPP 1 (README 'Pre+VPP3' over 'Pre+LaunchOpt'): measured {meas:.3f} predicted "
           f"{pred:.3f} (pipeline bubble {b1 * 1e3:.0f} -> {b3 * 1e3:.0f} ms a step)")
     print_cas_check(run)
+    print_mla_bwd_check(run)
     p28.print_pairs_and_refusals(run)
 
 

@@ -155,3 +155,12 @@ def test_cas_index_add_elements_and_the_stage1_bar_per_element(run):
     ps, out = p30.cas_check(run)
     assert len(out) == 10 and 5.0 < ps < 15.0
     assert all(gap_ps > ps and err > 0.0 for _, _, gap_ps, err in out)
+
+
+def test_mla_backward_at_cks_padded_tile_slows_every_deepseek_row(run):
+    """With an AITER before its assembly MLA backward (strategy.aiter_mla_bwd_asm false; docs/known-gaps.md 195) CK's
+    tile kernel runs d_qk 192 / d_v 128 at 256: every DeepSeek time row comes out slower, none as slow as measured
+    (the rows stay too fast), and the rows as estimated take the assembly kernel (no change)."""
+    out = p30.mla_bwd_check(run)
+    assert len(out) == 10
+    assert all(0.0 < err_ck < err for _, err, err_ck in out)

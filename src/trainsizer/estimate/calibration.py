@@ -61,6 +61,10 @@ class PerfConstants:
     # and that head dim (attention.narrow_head)
     narrow_head_share: tuple[float, float]
     narrow_head_ref: float
+    # CK's compiled fused-attention backward head dims on AMD parts and the families whose AITER has an assembly MLA
+    # backward (attention.ck_bwd; step_time._ck_mla_bwd_pad)
+    ck_bwd_head_dims: tuple[int, ...]
+    ck_bwd_mla_asm_families: tuple[str, ...]
     sfu_ex2_speedup: dict[str, float]  # SFU ex2 throughput relative to Blackwell, by family
     # FP8 / BF16 fused-attention throughput (forward, backward) by family (attention.fp8_attention_speedup)
     fp8_attention_speedup: dict[str, tuple[float, float]]
@@ -275,6 +279,17 @@ class PerfConstants:
         f, b = self.narrow_head_share
         return 1.0 - f + f * self.narrow_head_ref / d, 1.0 - b + b * self.narrow_head_ref / d
 
+    def ck_mla_bwd_pad(self, accelerator: str, d_qk: int, d_v: int, asm: bool = True) -> float:
+        """Executed over counted work of an AMD part's fused-attention backward where d_qk != d_v (MLA) runs CK's tile
+        kernel (attention.ck_bwd): both head dims at the first compiled tile at or above the wider, in the backward's
+        own weighting (recomputed S, dQ and dK span d_qk; dV and dP span d_v: 3 d_qk + 2 d_v, FlashAttention-2's
+        backward, Dao 2023 Algorithm 2). 1 where AITER's assembly kernel runs it (`asm` on a family that has one), for
+        equal head dims and above the widest tile."""
+        if d_qk == d_v or (asm and _family_entry({f: True for f in self.ck_bwd_mla_asm_families}, accelerator, False)):
+            return 1.0
+        tile = next((k for k in self.ck_bwd_head_dims if k >= max(d_qk, d_v)), 0)
+        return 5.0 * tile / (3.0 * d_qk + 2.0 * d_v) if tile else 1.0
+
     def native_block_tiles(self, accelerator: str, release: str | None = None) -> tuple[float, float]:
         """(forward, backward) fixed work of one query block of the native kernels, in 128-key tiles: a query block
         that executes n key tiles takes n + c tile times, so its rate is n / (n + c) of a long row's. c is read from the
@@ -384,6 +399,8 @@ def load_constants() -> PerfConstants:
         softmax_share_fwd=float(a["softmax_share_fwd"]),
         narrow_head_share=(float(a["narrow_head"]["fwd_share"]), float(a["narrow_head"]["bwd_share"])),
         narrow_head_ref=float(a["narrow_head"]["ref_head_dim"]),
+        ck_bwd_head_dims=tuple(int(d) for d in a["ck_bwd"]["head_dims"]),
+        ck_bwd_mla_asm_families=tuple(str(f) for f in a["ck_bwd"]["mla_asm_families"]),
         sfu_ex2_speedup={str(k): float(v) for k, v in a["sfu_ex2_speedup"].items()},
         fp8_attention_speedup={str(k): (float(v["fwd"]), float(v["bwd"]))
                                for k, v in a["fp8_attention_speedup"].items()},

@@ -379,6 +379,9 @@ class Strategy:
     # cuDNN release of the fused attention, "9.13" | "9.17" (names.CUDNN_RELEASES); None = 9.13, the release the
     # Blackwell attention rates are derived at; step time
     cudnn_release: Any = None
+    # AMD native attention: the MLA backward on CDNA 4 in AITER's assembly kernel (True) or CK's padded tile (False);
+    # None = True (AITER >= 7a41cca); step time
+    aiter_mla_bwd_asm: Any = None
     # QLoRA: "fp16" | "compute" (names.NF4_DEQUANT_DTYPES), the dtype bitsandbytes' dequantize_4bit writes; None =
     # compute (bitsandbytes 0.43+); step time
     nf4_dequant_dtype: Any = None

@@ -765,6 +765,7 @@ class _Step:
     cuda_graphs: str = "none"  # Strategy.cuda_graphs (one of CUDA_GRAPHS; None = none)
     bnb_block: int = 256  # Strategy.bnb_optimizer_block (one of BNB_OPTIMIZER_BLOCKS; None = 256)
     cudnn_release: str | None = None  # Strategy.cudnn_release (one of CUDNN_RELEASES; None = the base release)
+    aiter_mla_bwd_asm: bool = True  # Strategy.aiter_mla_bwd_asm (None = true: AITER >= 7a41cca)
     nf4_dequant_dtype: str = "compute"  # Strategy.nf4_dequant_dtype (one of NF4_DEQUANT_DTYPES; None = compute)
     bnb_compute_from_input: bool = False  # Strategy.bnb_compute_from_input (bitsandbytes 0.41-0.46; None = false)
     # QLoRA's 4-bit LM head (Strategy.nf4_lm_head) and the positions a row hands it a call (Strategy.lm_head_chunk;
@@ -852,6 +853,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  fp8_lm_head=bool(getattr(strategy, "fp8_lm_head", None)) and training.precision == "fp8",
                  cuda_graphs=str(getattr(strategy, "cuda_graphs", None) or "none"), bnb_block=bnb_block(strategy),
                  cudnn_release=getattr(strategy, "cudnn_release", None),
+                 aiter_mla_bwd_asm=getattr(strategy, "aiter_mla_bwd_asm", None) is not False,
                  nf4_dequant_dtype=str(getattr(strategy, "nf4_dequant_dtype", None) or "compute"),
                  bnb_compute_from_input=bool(getattr(strategy, "bnb_compute_from_input", None)),
                  nf4_lm_head=training.method == "qlora" and bool(getattr(strategy, "nf4_lm_head", None)),
@@ -1106,7 +1108,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     # an explicit mask (Training.explicit_attention_mask) runs SDPA's memory-efficient backend over the whole square
     mem_eff, bwd_ratio = _mask_backend(x, bwd_ratio)
     att_fwd = mem_eff * fp8_fwd * rel_fwd * len_fwd / (head_fwd * ring_fwd * grid_fwd)
-    att_bwd = mem_eff * fp8_bwd * rel_bwd * len_bwd / (head_bwd * ring_bwd * grid_bwd)
+    att_bwd = mem_eff * fp8_bwd * rel_bwd * len_bwd / (head_bwd * ring_bwd * grid_bwd * _ck_mla_bwd_pad(x))
     tiles, rate_length = _native_blocks(x)
     lt = compute.layer_times(_windowed_shapes(x), x.row, r, tp=t, cp=x.c, micro_batch=x.b * seqs, sp=x.sp,
                              recompute=rc, ep=x.e, flash=training.flash_attention, flash_rate=r.flash_flops * att_fwd,
@@ -1683,6 +1685,16 @@ def _narrow_head(x: _Step) -> tuple[Any, Any]:
     fwd, bwd = x.k.narrow_head(*x.model.head_dims)
     at_128 = np.isin(np.asarray(x.fw.attention_kernel), ("native", "flex"))
     return np.where(at_128, fwd, 1.0), np.where(at_128, bwd, 1.0)
+
+
+def _ck_mla_bwd_pad(x: _Step) -> Any:
+    """Backward time of an AMD part's native attention over its counted work where MLA's head dims (d_qk != d_v) run
+    CK's tile kernel padded to its compiled head dim (calibration.ck_mla_bwd_pad: CDNA 3, or CDNA 4 with an AITER
+    before its assembly MLA backward, strategy.aiter_mla_bwd_asm false); 1 for other vendors and kernels."""
+    if x.system.vendor != "amd":
+        return 1.0
+    pad = x.k.ck_mla_bwd_pad(x.system.accelerator, *x.model.head_dims, asm=x.aiter_mla_bwd_asm)
+    return np.where(np.asarray(x.fw.attention_kernel) == "native", pad, 1.0)
 
 
 def _native_blocks(x: _Step) -> tuple[tuple[Any, Any], Any]:

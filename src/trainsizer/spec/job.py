@@ -507,6 +507,12 @@ class StrategySpec(_Strict):
     # cuDNN release of the fused attention (Blackwell parts, native kernel): 9.13 | 9.17; null = 9.13, the release the
     # Blackwell attention rates are derived at
     cudnn_release: CudnnRelease | None = None
+    # AMD parts, native attention (Transformer Engine for ROCm's CK / AITER path, Primus-Turbo's AITER kernels): the
+    # MLA backward (d_qk != d_v, DeepSeek's 192 / 128) on CDNA 4 in AITER's assembly kernel (true: AITER >= 7a41cca,
+    # 2025-11-03, aiter PR 1308, pinned by Transformer Engine for ROCm PR 364) or in CK's tile kernel, whose backward
+    # has no 192 tile and pads both head dims to 256 (false: an earlier AITER); null = true. CDNA 3 and earlier have
+    # no such assembly kernel: CK's either way; time only (step_time._ck_mla_bwd_pad)
+    aiter_mla_bwd_asm: bool | None = None
     # QLoRA: the dtype bitsandbytes' dequantize_4bit writes (the quant_state's): fp16 under bitsandbytes < 0.43
     # (Params4bit.cuda quantised a .half() copy) and Lightning's BitsandbytesPrecision (LitGPT), so a bf16 job casts
     # every dequantised weight again (MatMul4Bit `.to(A.dtype)`); null / compute = the weight's dtype (0.43+), no cast
