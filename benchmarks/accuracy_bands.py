@@ -153,6 +153,7 @@ def collect() -> list[Row]:
     import perf_heldout50 as h50
     import perf_heldout51 as h51
     import perf_heldout52 as h52
+    import perf_heldout53 as h53
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -175,6 +176,7 @@ def collect() -> list[Row]:
     out += _heldout_style("perf_heldout48", h48.run_all(), models)
     out += _heldout_style("perf_heldout49", h49.run_all(), models)
     out += _heldout_style("perf_heldout51", h51.run_all(), models)
+    out += _heldout_style("perf_heldout53", h53.run_all(), models)
     out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)
     out += _tokens_style("perf_heldout26", h26.automodel_cases(), h26.automodel_rows(), h26.automodel_job)
     out += _tokens_style("perf_heldout26", h26.mlperf_cases(), h26.mlperf_rows(), h26.mlperf_job)
