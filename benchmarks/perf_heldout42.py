@@ -129,6 +129,7 @@ def main() -> None:
     print_fits(fits(), "MLPerf Training v6.0 sixteenth batch")
     m6.print_pass_split(m6.rows() + mlperf_rows() + rows())
     m6.print_post_eval(m6.rows() + mlperf_rows() + rows())
+    m6.print_rank_load(m6.rows() + mlperf_rows() + rows())
 
 
 if __name__ == "__main__":

@@ -214,10 +214,11 @@ def _cp_forward_share(q_dim: float, kv_dim: float) -> float:
     return (2.0 * q_dim + 2.0 * kv_dim) / (5.0 * q_dim + 4.0 * kv_dim)
 
 
-def _forward_rows(rs: list[dict[str, str]]) -> list[tuple[dict[str, str], float, float, dict[str, float], float]]:
+def _forward_rows(rs: list[dict[str, str]],
+                  job_of=None) -> list[tuple[dict[str, str], float, float, dict[str, float], float]]:
     """(row, logged evaluation step s, the estimate's forward of one global batch s, the estimate's step_time_arrays
     outputs, decoder layers x micro-batches) for the rows of `rs` with a logged evaluation (eval_rows); the forward as
-    forward_check states it."""
+    forward_check states it; `job_of`: the row's job builder, this file's `job` by default."""
     from trainsizer.catalog import load_catalog
     from trainsizer.estimate.step_time import step_time_arrays
     from trainsizer.scenario import resolve_job
@@ -226,7 +227,7 @@ def _forward_rows(rs: list[dict[str, str]]) -> list[tuple[dict[str, str], float,
     for r in rs:
         if r["id"] not in ev:
             continue
-        sc = resolve_job(job(r), cat)
+        sc = resolve_job((job_of or job)(r), cat)
         o = {k: float(np.asarray(v).reshape(-1)[0]) for k, v in
              step_time_arrays(sc.model, sc.training, sc.system, sc.strategy).items()}
         fwd = o["forward_compute"] + 0.5 * (o["ep_comm"] + o["tp_comm"]) + o["cp_comm"] * _cp_forward_share(
@@ -245,14 +246,15 @@ def forward_check(rs: list[dict[str, str]]) -> list[tuple[str, float, float, flo
     return [(r["id"], logged, fwd, (logged - fwd) / lm) for r, logged, fwd, _, lm in _forward_rows(rs)]
 
 
-def pass_split_check(rs: list[dict[str, str]]) -> list[tuple[str, str, float, float]]:
+def pass_split_check(rs: list[dict[str, str]], job_of=None) -> list[tuple[str, str, float, float]]:
     """(row, part, the forward's miss, the rest of the step's miss), s per decoder layer and micro-batch, + = measured
     slower, for the rows of `rs` with a logged evaluation: the forward as forward_check; the rest is the measured
     training step less the logged evaluation step against the estimate's step less its forward (the backward, the
     optimizer step, the exposed DP collectives and what a training forward does beyond an evaluation one: the
     activations' columnwise MXFP8 copies it keeps for the weight gradients). docs/known-gaps.md 166."""
     return [(r["id"], r["accelerator"], (logged - fwd) / lm,
-             ((float(r["step_s"]) - logged) - (o["step_s"] - fwd)) / lm) for r, logged, fwd, o, lm in _forward_rows(rs)]
+             ((float(r["step_s"]) - logged) - (o["step_s"] - fwd)) / lm)
+            for r, logged, fwd, o, lm in _forward_rows(rs, job_of)]
 
 
 def pass_split_groups(split: list[tuple[str, str, float, float]],
@@ -293,6 +295,87 @@ def print_forward_check(rs: list[dict[str, str]]) -> None:
         print(f"  {rid:50s} logged {1e3 * logged:6.1f} estimate {1e3 * fwd:6.1f} ({100 * (fwd - logged) / logged:+5.1f}%)"
               f"  missing a layer and micro-batch {1e3 * per_layer:+5.2f}")
 
+
+
+# The busiest EP rank's load (docs/known-gaps.md 193). The GPT-OSS 20B runs train their router unbalanced: conf/gpt_oss.yaml
+# moe_router_load_balancing_type none and moe_router_force_load_balancing False, which no config_common*.sh or layout config
+# of the copy overrides (NVIDIA/benchmarks/gpt_oss_20b/implementations/nemo/conf/gpt_oss.yaml; pretrain.py get_model passes
+# both to GPTModelProvider), so each EP rank receives what the router sends its experts and the HybridEP all-to-alls of
+# every layer wait for the busiest. Under full-iteration graphs the configs state a static budget of received tokens a
+# rank (Megatron-Core moe_expert_rank_capacity_factor: tokens x top-k x the factor, token_dispatcher.py
+# _HybridEPManager.setup_metadata at Megatron-LM d98e8a64; a step in which any rank goes over it is run again without it,
+# paged_stash.py PagedStashRunner), so the budget bounds the busiest rank's load: config_common_cg.sh sets 2 ("Setting
+# default value for padding here. Configs can override."), the CP 2 x EP 4 configs 5 ("5x oversized activation for CG":
+# Lambda's copy of config_GB300_18x4x1xtp1pp1cp2ep4_mxfp8.sh, whose name NVIDIA's and Supermicro's rows cite; CoreWeave's
+# config_DGXB200_8x8x1xtp1pp1cp2ep4_mxfp8.sh), NVIDIA's TP 2 x CP 4 x EP 8 config 7 ("oversized activation for CG").
+RANK_BUDGET = {"config_GB300_18x4x1xtp1pp1cp2ep4_mxfp8.sh": 5.0, "config_DGXB200_8x8x1xtp1pp1cp2ep4_mxfp8.sh": 5.0,
+               "config_GB300_128x4x1xtp2pp1cp4ep8.sh": 7.0}
+
+
+def rank_budget(r: dict[str, str]) -> float | None:
+    """The static received-token budget a rank (RANK_BUDGET) of the layout config the row names, None where it states
+    none (EP 1 configs, eager or per-layer graphs)."""
+    return next((b for name, b in RANK_BUDGET.items() if name in r["source_locator"]), None)
+
+
+def implied_rank_load(j: dict, step_s: float, catalog=None) -> float:
+    """The busiest EP rank's token load over the balanced share (Training.moe_capacity_factor: that rank's expert GEMMs,
+    permutation and received all-to-all bytes scale with it) at which the estimate's step of job `j` is `step_s`:
+    secant steps from loads 1 and 2 on the estimate's step, which rises with the load; below 1 where the estimate at a
+    balanced router is already slower than `step_s`. A diagnostic: no row states a load."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.estimate.step_time import step_time_arrays
+    from trainsizer.scenario import resolve_job
+
+    cat = catalog or load_catalog()
+
+    def miss(load: float) -> float:
+        sc = resolve_job(j | {"moe_capacity_factor": load}, cat)
+        out = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)
+        return float(np.asarray(out["step_s"]).reshape(-1)[0]) - step_s
+
+    a, b = 1.0, 2.0
+    fa, fb = miss(a), miss(b)
+    for _ in range(8):
+        if abs(fb) < 1e-5 * step_s or fb == fa:
+            break
+        a, b, fa = b, min(max(b - fb * (b - a) / (fb - fa), 0.05), 16.0), fb
+        fb = miss(b)
+    return b
+
+
+def rank_load_check(rs: list[dict[str, str]]) -> list[tuple[str, str, int, float, float | None, float]]:
+    """(row, part, EP, local experts a rank, the config's rank budget or None, implied_rank_load) for the estimated
+    GPT-OSS rows of `rs`, EP 1 ones included: one rank holds every expert there, so no rank can be the busiest and their
+    implied load is what the rest of the estimate misses."""
+    from trainsizer.catalog import load_catalog
+
+    cat, out = load_catalog(), []
+    for r in rs:
+        if r["model"] != "gpt-oss-20b" or r["refused"]:
+            continue
+        j, ep = job(r), int(r["ep"] or 1)
+        local = (j["model"]["num_local_experts"] if isinstance(j["model"], dict) else 0) / ep
+        out.append((r["id"], r["accelerator"], ep, local, rank_budget(r), implied_rank_load(j, float(r["step_s"]), cat)))
+    return out
+
+
+def print_rank_load(rs: list[dict[str, str]]) -> None:
+    """rank_load_check's rows, by EP degree, then each row's evaluation split (pass_split_check) at a balanced router
+    and at its implied load: where the busiest rank is what the step misses, its forward closes with the step."""
+    print("the busiest EP rank's load that closes each GPT-OSS row (Training.moe_capacity_factor; the runs train the router"
+          " unbalanced; budget: the config's static received-token budget a rank, which bounds it):")
+    checked = rank_load_check(rs)
+    for rid, part, ep, local, budget, load in sorted(checked, key=lambda c: (c[2], c[0])):
+        cap = f"{budget:.0f}" if budget else "-"
+        print(f"  {rid:52s} {part:13s} EP {ep} ({local:.0f} experts a rank) budget {cap:>2s}  load {load:5.2f}")
+    loads = {c[0]: c[5] for c in checked}
+    at_load = {c[0]: c for c in pass_split_check(rs, lambda r: job(r) | {"moe_capacity_factor": loads.get(r["id"], 1.0)})}
+    print("  the logged evaluation's split (pass_split_check) at a balanced router and at that load, ms a layer and "
+          "micro-batch (the load is solved on the whole step, not on the split):")
+    for rid, _, f, b in pass_split_check(rs):
+        f2, b2 = at_load[rid][2], at_load[rid][3]
+        print(f"  {rid:52s} forward {1e3 * f:+5.2f} -> {1e3 * f2:+5.2f} | rest {1e3 * b:+5.2f} -> {1e3 * b2:+5.2f}")
 
 # The first training step after an evaluation against its block's other logged steps (train_step_time at every 32nd
 # step; the one 0.8-0.9 s step at samples_count 192,000 of each log left out), read from the EP 1 GPT-OSS rows' logs: the
@@ -342,6 +425,7 @@ def main() -> None:
     est = {rid for rid, _, _, _ in cs}
     print_step_lines([r for r in rows() if r["id"] in est], {rid: (m, p) for rid, _, m, p in cs}, job_of=job)
     print_forward_check(rows())
+    print_rank_load(rows())
     print("refused rows:")
     for rid, why in ref:
         print(f"  {rid}: {why}")
