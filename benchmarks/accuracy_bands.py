@@ -45,6 +45,7 @@ import yaml
 
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import TrainsizerError
+from trainsizer.estimate import comm
 from trainsizer.estimate.accuracy import QUANTITIES
 from trainsizer.estimate.step_time import step_time_arrays
 from trainsizer.evaluate import job_class_of
@@ -351,7 +352,9 @@ def row_facts(row: Row) -> dict[str, str]:
 def step_parts(row: Row, catalog) -> dict[str, float] | None:
     """The estimate's step of the row's job on `catalog` (step_time_arrays, whose step the benchmarks' tokens/s come
     from): step seconds, micro-batches, the decoder layers one pipeline stage runs, the exposed EP all-to-all
-    seconds. None where the job does not resolve or the time model refuses it (a listing's partial job)."""
+    seconds, the host's excess over the GPU inside the compute (host_excess: the per-layer host floor, Megatron-Core's
+    dropless MoE sync), and the MoE layer as the job resolves it (moe_parts). None where the job does not resolve or
+    the time model refuses it (a listing's partial job)."""
     try:
         sc = resolve_job(row.job, catalog)
         out = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)
@@ -362,7 +365,27 @@ def step_parts(row: Row, catalog) -> dict[str, float] | None:
         return float(np.asarray(out[key]).reshape(-1)[0])
 
     return {"step_s": first("step_s"), "micro_batches": first("micro_batches"), "ep_s": first("ep_comm"),
-            "layers": sc.model.layers / max(int(getattr(sc.strategy, "pp", 1) or 1), 1)}
+            "host_s": first("host_excess"),
+            "layers": sc.model.layers / max(int(getattr(sc.strategy, "pp", 1) or 1), 1)} | moe_parts(sc)
+
+
+def moe_parts(sc) -> dict[str, float]:
+    """A resolved job's MoE layer: local routed experts a GPU holds (experts / EP), routed tokens one expert runs a
+    micro-batch on one GPU at balanced routing (the micro-batch's tokens x top-k / experts: what each grouped-GEMM
+    member multiplies, the EP group gathering every rank's share), and the scale-up domains the EP group spans
+    (Megatron-Core's rank order tp-cp-ep, comm.ranks_per_domain; 1 = inside one NVLink domain). Zeros for a dense
+    model."""
+    model, st = sc.model, sc.strategy
+    experts = float(getattr(model, "experts", 0) or 0)
+    if experts <= 0:
+        return {"local_experts": 0.0, "tokens_per_expert": 0.0, "ep_domains": 0.0}
+    ep = float(getattr(st, "ep", 1) or 1)
+    stride = float(getattr(st, "tp", 1) or 1) * float(getattr(st, "cp", 1) or 1)
+    k = float(comm.ranks_per_domain(ep, stride, int(sc.system.domain_gpus)))
+    tokens = float(sc.training.seq_len) * float(getattr(st, "micro_batch", 1) or 1) / float(getattr(st, "cp", 1) or 1)
+    topk = float(getattr(model, "experts_per_token", 1) or 1)
+    return {"local_experts": max(experts / ep, 1.0), "tokens_per_expert": tokens * topk / experts,
+            "ep_domains": float(np.ceil(ep / k))}
 
 
 def missing_ms_per_layer(row: Row, parts: dict[str, float]) -> float:
@@ -393,8 +416,52 @@ def row_line(row: Row, parts: dict[str, float] | None = None) -> str:
             f"{f['model']:26s} ep {f['ep']:>3s}  {f['dispatcher']}")
     if parts:
         line += (f"  miss {missing_ms_per_layer(row, parts):+6.2f} ms/layer-mb"
-                 f"  ep {100 * parts['ep_s'] / parts['step_s']:4.1f}% of step")
+                 f"  ep {100 * parts['ep_s'] / parts['step_s']:4.1f}% of step"
+                 f"  host {100 * parts.get('host_s', 0.0) / parts['step_s']:4.1f}%")
+        if parts.get("local_experts"):
+            line += (f"  {parts['local_experts']:.0f} experts x {parts['tokens_per_expert']:.0f} tok"
+                     f"  EP over {parts['ep_domains']:.0f} dom")
     return line
+
+
+HOST_BINS = (0.05, 0.20, 0.35)  # the host excess's share of the predicted step: where a listing splits its rows
+TOKEN_BINS = (256.0, 1024.0, 4096.0)  # routed tokens one expert runs a micro-batch
+
+
+def _bin(value: float, edges: tuple[float, ...], fmt: str) -> str:
+    lo = [e for e in edges if e <= value]
+    hi = [e for e in edges if e > value]
+    if not lo:
+        return "<" + fmt.format(hi[0])
+    return ">=" + fmt.format(lo[-1]) if not hi else fmt.format(lo[-1]) + "-" + fmt.format(hi[0])
+
+
+def resolved_facts(row: Row, parts: dict[str, float]) -> dict[str, str]:
+    """The facts a listing groups by that need the resolved job and its step (step_parts): the host excess's share
+    of the step (HOST_BINS), that share with the EP all-to-all overlap (moe_a2a_overlap: under Megatron-Core's
+    combined 1F1B the paired micro-batch's kernels are issued behind the same sync), local experts, routed tokens an
+    expert runs (TOKEN_BINS) and the NVLink domains the EP group spans."""
+    host = _bin(parts.get("host_s", 0.0) / parts["step_s"], HOST_BINS, "{:.0%}")
+    out = {"host share": host, "host share x a2a overlap": f"{host} {row_facts(row)['a2a overlap']}"}
+    if parts.get("local_experts"):
+        out |= {"local experts": f"{parts['local_experts']:.0f}",
+                "tokens/expert": _bin(parts["tokens_per_expert"], TOKEN_BINS, "{:.0f}"),
+                "ep domains": f"{parts['ep_domains']:.0f}"}
+    return out
+
+
+RESOLVED = ("host share", "host share x a2a overlap", "local experts", "tokens/expert", "ep domains")
+
+
+def resolved_summary(rows: list[Row], parts: list[dict[str, float] | None], fact: str) -> list[tuple[str, int, float,
+                                                                                                      float]]:
+    """group_summary over a resolved fact (resolved_facts), the rows with a step only."""
+    groups: dict[str, list[float]] = defaultdict(list)
+    for row, p in zip(rows, parts, strict=True):
+        if p and fact in (f := resolved_facts(row, p)):
+            groups[f[fact]].append(100.0 * row.err)
+    out = [(k, len(v), float(np.median(v)), float(np.mean(np.abs(v)))) for k, v in groups.items()]
+    return sorted(out, key=lambda g: (-g[1], g[0]))
 
 
 def _inline_model_name(model: dict[str, Any]) -> str:
@@ -423,6 +490,11 @@ def print_rows(classed: list[tuple[Row, tuple[str, ...]]], key: str) -> None:
             for fact in FACTS:
                 print(f"  by {fact}: " + "; ".join(f"{k} n={n} median {med:+.1f} MAPE {m:.1f}"
                                                   for k, n, med, m in group_summary(rows, fact)))
+            for fact in RESOLVED if q == "time" else ():
+                groups = resolved_summary(rows, parts, fact)
+                if groups:
+                    print(f"  by {fact}: " + "; ".join(f"{k} n={n} median {med:+.1f} MAPE {m:.1f}"
+                                                      for k, n, med, m in groups))
             misses = {id(r): missing_ms_per_layer(r, p) for r, p in zip(rows, parts, strict=True) if p}
             if misses:
                 print("  missed ms per layer and micro-batch, median by " + "; by ".join(

@@ -58,7 +58,9 @@ def _err_with(row: Row, ratio: float) -> float:
 
 def facts(row: Row) -> dict[str, str]:
     """What the rows are grouped by: part, precision (FP8 recipe), whether the MoE block is recomputed (selective
-    `moe` or full), micro-batch."""
+    `moe` or full), micro-batch, and whether Megatron-Core's combined 1F1B pairs the micro-batches (the EP all-to-all
+    overlap, strategy.moe_a2a_overlap: each layer pair then issues both micro-batches' expert kernels between two of
+    the forward's syncs, docs/known-gaps.md 194) with its MoE dispatcher."""
     hw, st = row.job.get("hardware") or {}, row.job.get("strategy") or {}
     mods = st.get("recompute_modules") or ()
     mods = mods.split() if isinstance(mods, str) else tuple(mods)
@@ -67,7 +69,8 @@ def facts(row: Row) -> dict[str, str]:
     precision = str(row.job.get("precision", "-")) + (f"/{recipe}" if recipe and recipe != "auto" else "")
     return {"part": str(hw.get("accelerator", "-")), "precision": precision,
             "moe_rerun": "yes" if rerun else "no", "ep": str(st.get("ep", 1)),
-            "micro_batch": str(st.get("micro_batch", "-"))}
+            "micro_batch": str(st.get("micro_batch", "-")),
+            "a2a_overlap": f"{st.get('moe_a2a_overlap', '-')} {st.get('moe_dispatcher', '-')}"}
 
 
 def shares(rows: list[Row] | None = None) -> list[tuple[Row, float, float]]:
@@ -99,7 +102,7 @@ def main() -> None:
         print(f"{s:6.2f} {100 * row.err:+7.1f} {100 * off:+7.1f}  {row.benchmark:16s} {row.row_id[:56]:56s} "
               f"{f['part'][:14]:14s} {f['precision'][:16]:16s} {f['moe_rerun']:>9s} {f['ep']:>3s} {f['micro_batch']:>3s}")
     print("\nshare that fits, median by group (rows the charge alone cannot meet left out):")
-    for key in ("part", "precision", "moe_rerun"):
+    for key in ("part", "precision", "moe_rerun", "a2a_overlap"):
         groups: dict[str, list[float]] = defaultdict(list)
         for row, s, _ in got:
             if not math.isnan(s):

@@ -218,10 +218,17 @@ def test_a_listing_says_what_a_row_misses_per_layer_and_micro_batch(capsys):
                          load_catalog()) is None
     line = ab.row_line(slow, parts)
     assert f"miss {miss:+6.2f} ms/layer-mb" in line and "% of step" in line
+    # the MoE layer as resolved: 128 experts over EP 8, 2 x 4,096 tokens x top-8 / 128 an expert, one NVLink domain
+    assert parts["local_experts"] == 16.0 and parts["tokens_per_expert"] == 512.0 and parts["ep_domains"] == 1.0
+    assert 0.0 < parts["host_s"] < parts["step_s"]
+    assert "16 experts x 512 tok" in line and "EP over 1 dom" in line and "host " in line
     domain = ("megatron/moe/blackwell/domain",)
     ab.print_rows([(slow, domain), (quick, domain)], "megatron/moe/blackwell/domain")
     out = capsys.readouterr().out
     assert "by graphs: none n=2" in out and "by a2a overlap: False n=2" in out
+    assert "by local experts: 16 n=2" in out and "by tokens/expert: 256-1024 n=2" in out
+    share = ab.resolved_facts(slow, parts)["host share"]
+    assert f"by host share: {share} n=2" in out and f"by host share x a2a overlap: {share} False n=2" in out
     assert f"median by model: qwen3-30b-a3b {np.median([miss, -0.8 * miss]):+.2f}" in out
 
 
@@ -241,3 +248,24 @@ def test_committed_bands_are_what_the_benchmark_computes_now():
                     assert value == data["bands"][q][key][field], (q, key, field)
                 else:
                     assert value == pytest.approx(data["bands"][q][key][field], abs=0.11), (q, key, field)
+
+
+def test_listing_bins_name_their_edges():
+    ab = _bands_module()
+    assert ab._bin(0.02, ab.HOST_BINS, "{:.0%}") == "<5%"
+    assert ab._bin(0.05, ab.HOST_BINS, "{:.0%}") == "5%-20%"
+    assert ab._bin(0.25, ab.HOST_BINS, "{:.0%}") == "20%-35%"
+    assert ab._bin(0.5, ab.HOST_BINS, "{:.0%}") == ">=35%"
+    assert ab._bin(4096.0, ab.TOKEN_BINS, "{:.0f}") == ">=4096"
+
+
+def test_a_dense_job_has_no_moe_layer_to_list():
+    ab = _bands_module()
+    job = {"model": "llama-3.1-8b", "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": 4096,
+           "global_batch": {"sequences": 64}, "precision": "bf16",
+           "hardware": {"accelerator": "h100-sxm-80gb", "count": 8, "network": "ib-ndr400"},
+           "strategy": {"tp": 1, "pp": 1, "micro_batch": 1, "framework": "megatron-core"}}
+    parts = ab.step_parts(ab.Row("b", "dense", "tokens_s", 1.0, 1.0, job), load_catalog())
+    assert parts is not None and parts["local_experts"] == 0.0 and parts["ep_domains"] == 0.0
+    assert "experts x" not in ab.row_line(ab.Row("b", "dense", "tokens_s", 1.0, 1.0, job), parts)
+    assert "local experts" not in ab.resolved_facts(ab.Row("b", "dense", "tokens_s", 1.0, 1.0, job), parts)

@@ -2587,6 +2587,8 @@ class _MicroBatch:
     headless_total: Any = 0.0
     # the EP all-to-all seconds of a micro-batch that runs without a partner (= ep where no overlap pairs it)
     ep_alone: Any = 0.0
+    # the host's excess over the GPU in a micro-batch (the layers' _StageLayer.host), held inside `compute`
+    host: Any = 0.0
 
     @property
     def total(self) -> np.ndarray:
@@ -2686,7 +2688,7 @@ def _stage_micro_batch(x: _Step, lt: compute.LayerTimes, per: _StageLayer, t_ar:
                               np.maximum(paired, n_stage * _combined_1f1b_exposed(x, lt, per)))
         ep_mb = _when(x.fw.ep_overlap, paired, ep_mb)
     return _MicroBatch(n_stage=n_stage, head_w=head_w, compute=compute_mb, tp=tp_mb, cp=cp_mb, ep=ep_mb,
-                       ep_alone=ep_alone)
+                       ep_alone=ep_alone, host=n_stage * per.host)
 
 
 def _combined_1f1b_alone(x: _Step, mb: _MicroBatch) -> tuple[Any, Any]:
@@ -3768,6 +3770,10 @@ def _step_time_arrays(model: ModelArch, training: Training, system: System, stra
         # one micro-batch's forward + backward on the most loaded stage without the LM head (compute, TP / CP / EP
         # comm): what a profile of a middle pipeline rank shows (benchmarks/perf_external.py, DeepSeek's DualPipe pair)
         "headless_stage_mb_s": mb.headless_total + 0.0 * m,
+        # the part of `compute` that is the host's excess over the GPU (the per-layer host floor, Megatron-Core's
+        # dropless MoE sync and what it exposes, eager expert loops: _StageLayer.host) on the paced stage: a
+        # diagnostic, not a breakdown term (benchmarks/accuracy_bands.py --rows prints its share of the step)
+        "host_excess": m * mb.host,
         "tp_comm": m * mb.tp,
         "cp_comm": m * mb.cp,
         "ep_comm": m * mb.ep + unpaired,
