@@ -141,6 +141,8 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
         out["flash_attention"] = _bool(r["flash_attention"])
     if r.get("explicit_attention_mask"):  # SDPA handed the padded batch's mask (perf_heldout50's gpu-test rows)
         out["explicit_attention_mask"] = _bool(r["explicit_attention_mask"])
+    if r.get("autocast"):  # false: a loop with no torch.autocast over its 16-bit model (perf_heldout50's gpu-test rows)
+        out["strategy"]["autocast"] = _bool(r["autocast"])
     if r.get("eager_attention"):  # that core's element-wise chain, where the row's code says (LitGPT's Gemma 2 rows)
         out["strategy"]["eager_attention"] = r["eager_attention"]
     if r.get("fp8_param_allgather"):  # FSDP2 float8 all-gathers (perf_heldout43's torchao row: enable_fsdp_float8_all_gather)

@@ -22,7 +22,7 @@ SCICOM = "Scicom how-fast-5090"
 ULT = "universal-llm-trainer GPU test"
 # (source, metric) -> (rows, MAPE bound %); reached at landing in the comment
 BOUNDS = {(SCICOM, "tokens_s"): (2, 50.0),  # 43.9 (RTX 5090 +17.1, H100 +70.7%: 176 (a))
-          (ULT, "tokens_s"): (30, 40.0),  # 33.4 (124.1 before explicit_attention_mask, known-gaps 180)
+          (ULT, "tokens_s"): (30, 35.0),  # 29.2 (33.8 with PEFT's adapters under autocast, known-gaps 191 (e); 124.1 before explicit_attention_mask, 180)
           (ULT, "peak_gib"): (30, 15.0)}  # 11.7 (25.7 with the bf16 loss counted as fp32 logits, 176 (d), known-gaps 191)
 
 
@@ -76,6 +76,7 @@ def test_the_trainer_rows_state_its_configs():
         assert job["precision"] == ("fp32" if job["method"] == "qlora" else "bf16"), r["id"]
         assert s.get("nf4_dequant_dtype") == ("fp16" if job["method"] == "qlora" else None), r["id"]
         assert job["explicit_attention_mask"] is True, r["id"]  # the padded dataset's mask reaches SDPA (known-gaps 180)
+        assert s["autocast"] is False, r["id"]  # amp_training False: PEFT's fp32 adapters run in fp32 (known-gaps 191)
         if job["method"] == "full":
             assert s["optimizer_precision"] == "bf16", r["id"]
         else:

@@ -466,6 +466,9 @@ class Strategy:
     # LoRA: the dtype the frozen base is loaded in, "fp32" | "compute" (names.FROZEN_BASE_DTYPES; None = compute):
     # held so except on DeepSpeed's 16-bit engine (memory._frozen_base_fp32); memory only
     frozen_base_dtype: Any = None
+    # the loop's torch.autocast under a 16-bit precision: False = none, so PEFT's fp32 adapters run in fp32
+    # (step_time._peft_no_autocast); None = the framework's (hf: autocast); time only
+    autocast: Any = None
     # torchtune FSDP2 custom_sharded_layers ['tok_embeddings', 'output']: the embedding and LM head as their own units
     # (None / False: in the root unit, held gathered through forward and backward); one value for the whole batch
     shard_embedding_head_separately: Any = None

@@ -773,6 +773,7 @@ class _Step:
     nf4_lm_head: bool = False
     lm_head_chunk: Any = None
     te_op_fuser: bool = False  # Strategy.te_op_fuser (None = off)
+    no_autocast: bool = False  # Strategy.autocast is False: the loop runs its 16-bit forward without autocast
     local_batch: Any = None  # Strategy.local_batch (sequences per DP rank per pipeline schedule; None = the step's)
     stage_edges: tuple[Any, Any] = (None, None)  # the end ranks' stated decoder layers (pipeline.stated_edges)
     grad_accum_fusion: bool | None = None  # Strategy.gradient_accumulation_fusion (None = the style's)
@@ -859,6 +860,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  nf4_lm_head=training.method == "qlora" and bool(getattr(strategy, "nf4_lm_head", None)),
                  lm_head_chunk=getattr(strategy, "lm_head_chunk", None),
                  te_op_fuser=bool(getattr(strategy, "te_op_fuser", None)),
+                 no_autocast=getattr(strategy, "autocast", None) is False,
                  local_batch=getattr(strategy, "local_batch", None),
                  stage_edges=pipeline.stated_edges(strategy),
                  grad_accum_fusion=getattr(strategy, "gradient_accumulation_fusion", None),
@@ -1761,7 +1763,7 @@ def _lora_adapters(x: _Step) -> Any:
 
     # the layer compiled by torch.compile (lora.compiled); a style's own fused kernels leave the adapter eager
     in_compiled = _inductor_fused(x)
-    upcast = _peft_upcast_excess(x, elems(1.0, 0.0))  # eager only
+    upcast = _peft_upcast_excess(x, elems(1.0, 0.0), elems(0.0, 1.0))  # eager only
     if compiled is None or not np.any(in_compiled):
         return seconds(eager) + upcast
     _, m_out, _, me_out, _ = lora_adapted_widths(x.model, x.training, only=MLP_INPUT_LINEARS)
@@ -1846,25 +1848,30 @@ def _peft_cast_on(x: _Step) -> Any:
 
 
 def _peft_cast_counts(x: _Step, c: dict, lc: dict) -> dict:
-    """An adapter's eager counts `c` plus PEFT's fp32 input cast where it runs (`_peft_cast_on`)."""
+    """An adapter's eager counts `c` plus PEFT's fp32 input cast where it runs (`_peft_cast_on`): under autocast the
+    cast and autocast's cast back (lora.peft_fp32_input_cast), without it (Strategy.autocast false) the adapter's ops
+    in fp32 (lora.peft_fp32_no_autocast)."""
     on = _peft_cast_on(x)
     if not np.any(on):
         return c
-    cast = lc["peft_fp32_input_cast"]
+    cast = lc["peft_fp32_no_autocast" if x.no_autocast else "peft_fp32_input_cast"]
     return c | {k: c[k] + on * float(v) for k, v in cast.items()}
 
 
-def _peft_upcast_excess(x: _Step, in_elems: Any) -> Any:
+def _peft_upcast_excess(x: _Step, in_elems: Any, out_elems: Any = 0.0) -> Any:
     """Seconds per average layer and micro-batch beyond the HBM stream of PEFT's 16-bit -> fp32 copies: the input cast
-    of each adapter in every forward (again under recompute) and its ToCopyBackward's upcast of lora_A's input gradient
-    in the backward, `in_elems` elements each (the adapters' inputs on this GPU). PyTorch runs them as its unvectorised
-    dynamic-cast copy on NVIDIA, at a per-SM rate below the stream on the parts perf_constants.yaml dynamic_cast lists
-    (the downcasts back are vectorised and stay in the stream). 0 where the cast does not run or the part is not listed."""
+    of each adapter in every forward (again under recompute) and, under autocast, its ToCopyBackward's upcast of
+    lora_A's input gradient in the backward, `in_elems` elements each (the adapters' inputs on this GPU); without
+    autocast (Strategy.autocast false) lora_A's input gradient is fp32 already and the upcast in the backward is the
+    cast back's ToCopyBackward of the output gradient, `out_elems` (the adapters' outputs). PyTorch runs them as its
+    unvectorised dynamic-cast copy on NVIDIA, at a per-SM rate below the stream on the parts perf_constants.yaml
+    dynamic_cast lists (the downcasts back are vectorised and stay in the stream). 0 where the cast does not run or
+    the part is not listed."""
     on = _peft_cast_on(x)
     rate = x.k.dynamic_cast_elems_s(x.system.accelerator)
     if not np.any(on) or rate is None:
         return 0.0
-    n = in_elems * (2.0 + x.full_share)
+    n = in_elems * (1.0 + x.full_share) + out_elems if x.no_autocast else in_elems * (2.0 + x.full_share)
     return on * np.maximum(n / rate - n * 3.0 * x.r.act_bytes / x.r.hbm_bytes_s, 0.0)
 
 

@@ -639,6 +639,12 @@ class StrategySpec(_Strict):
     # float32, as PEFT's examples/sft does without 4-bit) | compute; kept so under FSDP and autocast, cast to 16 bit by
     # DeepSpeed's engine; null = compute (no stack has one default: the script's torch_dtype decides); memory only
     frozen_base_dtype: FrozenBaseDtype | None = None
+    # whether the loop runs its 16-bit forward under torch.autocast: false = a loop over a 16-bit-loaded model that
+    # does not (universal-llm-trainer's amp_training False; a plain PyTorch loop), so HF PEFT's fp32 adapters run every
+    # op in fp32 (peft 0.14 lora/layer.py Linear.forward: x.to(lora_A.weight.dtype), the sum promoted to fp32 and cast
+    # back; perf_constants.yaml lora.peft_fp32_no_autocast); null = the framework's (hf: the Trainer's bf16 / fp16
+    # autocast); LoRA through PEFT under a 16-bit precision, time only
+    autocast: bool | None = None
     # FSDP (torchtune, torchtitan-style stacks, HF Trainer fsdp): the embedding and the LM head sharded as their own
     # units (torchtune's custom_sharded_layers ['tok_embeddings', 'output']; OLMo-core and AutoModel's MoE path do so);
     # null / false = the root unit holds them (torchtune's and torchtitan's default, AutoModel's dense path, FSDP1's
