@@ -93,6 +93,20 @@ def shares(rows: list[Row] | None = None) -> list[tuple[Row, float, float]]:
     return out
 
 
+def figure_s(row: Row) -> float:
+    """The per-expert-kernel figure (seconds) the row's job is charged: its dispatcher's (alltoall or flex, "auto"
+    resolved as the estimate resolves it, step_time.moe_alltoall), so share x figure is the seconds a kernel the row
+    wants (docs/known-gaps.md 194 (e))."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.estimate.step_time import moe_alltoall
+    from trainsizer.scenario import resolve_job
+
+    sc = resolve_job(row.job, load_catalog())
+    st = sc.strategy
+    alltoall = bool(np.ravel(moe_alltoall(st.moe_dispatcher, sc.system, st.ep, st.tp))[0])
+    return load_constants().moe_host_s_per_expert_kernel["alltoall" if alltoall else "flex"]
+
+
 def main() -> None:
     got = sorted(shares(), key=lambda g: (math.isnan(g[1]), g[1]))
     print(f"{'share':>6s} {'err%':>7s} {'off%':>7s}  {'benchmark':16s} {'row':56s} {'part':14s} {'precision':16s} "
@@ -109,6 +123,13 @@ def main() -> None:
                 groups[facts(row)[key]].append(s)
         print(f"  by {key}: " + "; ".join(f"{g} n={len(v)} {float(np.median(v)):.2f}"
                                           for g, v in sorted(groups.items(), key=lambda kv: -len(kv[1]))))
+    print("\nseconds a kernel the rows want (share x their dispatcher's figure), median by the EP overlap:")
+    per_kernel: dict[str, list[float]] = defaultdict(list)
+    for row, s, _ in got:
+        if not math.isnan(s):
+            per_kernel[facts(row)["a2a_overlap"]].append(1e6 * s * figure_s(row))
+    print("  " + "; ".join(f"{g} n={len(v)} {float(np.median(v)):.0f} us ({min(v):.0f}-{max(v):.0f})"
+                           for g, v in sorted(per_kernel.items(), key=lambda kv: -len(kv[1]))))
 
 
 if __name__ == "__main__":

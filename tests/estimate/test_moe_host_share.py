@@ -57,3 +57,23 @@ def test_h100_nano_rows_want_far_less_of_the_charge_than_the_b200_row():
     assert len(h100) == 4 and len(b200) == 1
     assert max(h100) < 0.5 * b200[0]
     assert mhs.facts(rows[0])["moe_rerun"] in ("yes", "no")
+
+
+def test_the_figure_a_row_is_charged_is_its_resolved_dispatchers():
+    from trainsizer.estimate.calibration import load_constants
+
+    k = load_constants().moe_host_s_per_expert_kernel
+
+    def job(dispatcher: str, accelerator: str = "h100-sxm-80gb") -> Row:
+        return Row("b", "r", "tokens_per_s_per_gpu", 1.0, 1.0, {
+            "model": "qwen3-30b-a3b", "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": 4096,
+            "global_batch": {"sequences": 64}, "precision": "bf16",
+            "hardware": {"accelerator": accelerator, "count": 16, "network": "ib-ndr400"},
+            "strategy": {"tp": 1, "pp": 1, "ep": 8, "micro_batch": 1, "framework": "megatron-core",
+                         "moe_dispatcher": dispatcher, "moe_a2a_overlap": True}})
+
+    assert mhs.figure_s(job("alltoall")) == k["alltoall"]
+    assert mhs.figure_s(job("flex")) == k["flex"]
+    # auto: EP 8 inside one 8-GPU H100 node runs the alltoall dispatcher (step_time.moe_alltoall)
+    assert mhs.figure_s(job("auto")) == k["alltoall"]
+    assert mhs.facts(job("flex"))["a2a_overlap"] == "True flex"
