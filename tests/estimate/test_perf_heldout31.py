@@ -71,7 +71,8 @@ def test_zero3_over_fsdp_at_one_layout(run):
     The rows' padding routes to one pair of experts, whose GEMMs hide only their own share of the one-linear-ahead
     chain (known-gaps 161): 1.10-1.16 there, 0.88-1.07 at 512-2,048 tokens (0.875-1.04 before the rows stated the
     padded batch's mask, whose full-square attention is a larger share of FSDP1's shorter step: known-gaps 181); the
-    rest is 161 (a)."""
+    rest is 161 (a). FSDP1's weight-gradient cat on the compute stream (known-gaps 192) slows FSDP1 alone: 0.92-1.11
+    at 512-2,048 tokens, 1.13-1.20 above, Llama 1.04-1.17; the gap is now ZeRO-3's (192 (c) (a))."""
     pairs = p31.zero3_over_fsdp(run)
     assert len(pairs) == 17
     llama = [(meas, pred) for rid, meas, pred in pairs if "llama3" in rid]
@@ -79,6 +80,6 @@ def test_zero3_over_fsdp_at_one_layout(run):
     mixtral = {rid: (meas, pred) for rid, meas, pred in pairs if "mixtral" in rid}
     assert len(mixtral) == 9 and all(0.79 < meas < 1.01 for meas, _ in mixtral.values())
     small = [pred for rid, (_, pred) in mixtral.items() if "mbs1" in rid]  # 512-2,048 tokens a GPU
-    assert all(0.8 < pred < 1.08 for pred in small) and small == sorted(small)  # ZeRO-3 gains on FSDP as tokens grow
+    assert all(0.8 < pred < 1.12 for pred in small) and small == sorted(small)  # ZeRO-3 gains on FSDP as tokens grow
     large = [pred for rid, (_, pred) in mixtral.items() if "s2048" in rid and "mbs1" not in rid or "mbs4_s1024" in rid]
     assert len(large) == 3 and all(1.0 < pred < 1.2 for pred in large)  # 4-8K tokens a GPU (1.20-1.31 before 161)

@@ -85,9 +85,11 @@ def test_deepspeed_gathers_a_llama_layer_in_three_prefetch_buckets():
     # reduce_bucket_size 5e8 holds two layers' gradients: each bucket copied in, interleaved and pre-divided
     assert e.breakdown_s["dp_comm"] == pytest.approx(_exposed(e, coll_s, 2.0, 3 * 32, emb, _copies(m, 6.0)),
                                                      rel=1e-9)
-    # FSDP's engine under the same stack: one unit a decoder layer, each unit's gradient pre-divided in place
+    # FSDP's engine under the same stack: one unit a decoder layer, each unit's gradient pre-divided in place, and
+    # the views' gradients concatenated into each flat gradient on the compute stream (read + write, exposed, each
+    # of the 2 micro-batches)
     assert _hf(m, "full").breakdown_s["dp_comm"] == pytest.approx(
-        _exposed(e, coll_s, 2.0, 32, copies_s=_predivide(m)), rel=1e-9)
+        _exposed(e, coll_s, 2.0, 32, copies_s=_predivide(m)) + 2 * _predivide(m), rel=1e-9)
 
 
 def test_deepspeed_gathers_again_what_the_reuse_distance_releases_under_full_recompute():
@@ -108,7 +110,7 @@ def test_deepspeed_gathers_again_what_the_reuse_distance_releases_under_full_rec
     assert e.breakdown_s["dp_comm"] == pytest.approx(
         _exposed(e, coll_s, 2.0 + share, 6 * 8, emb, _copies(m, 32.0 / 12.0)), rel=1e-9)
     assert _hf(m, "full", recompute="full").breakdown_s["dp_comm"] == pytest.approx(
-        _exposed(e, coll_s, 2.0, 8, copies_s=_predivide(m)), rel=1e-9)
+        _exposed(e, coll_s, 2.0, 8, copies_s=_predivide(m)) + 2 * _predivide(m), rel=1e-9)  # + FSDP1's view cat
 
 
 def test_only_a_stack_that_runs_either_engine_changes_with_it():
@@ -282,3 +284,33 @@ def test_fsdp1_pre_divides_each_gradient_in_place_before_its_reduce_scatter():
                                                            zero3_bucket_sizes="deepspeed"),
                            CAL, framework_style=None)
     assert ds.breakdown_s["dp_comm"] == ds_off.breakdown_s["dp_comm"]
+
+
+def test_fsdp1_concatenates_each_units_weight_gradients_on_the_compute_stream():
+    """torch FSDP1's modules compute with views of the flat parameter, so every micro-batch's backward concatenates
+    the views' gradients into the flat gradient (SplitWithSizesBackward): the FSDP1 styles (fsdp, hf on FSDP) pay a
+    read and a write of the bf16 gradients a micro-batch, exposed on the compute stream, on top of whatever the
+    collectives hide; FSDP2 (torchtitan) and DeepSpeed's engine do not, and a frozen base adds nothing."""
+    import dataclasses
+
+    m = llama8b()
+    assert perf_style("fsdp").fsdp1_view_grad_cat and perf_style("hf").fsdp1_view_grad_cat
+    assert not perf_style("torchtitan").fsdp1_view_grad_cat and not perf_style("deepspeed").fsdp1_view_grad_cat
+    st = Strategy(tp=1, dp=64, zero=3, fsdp="full", micro_batch=2, recompute="selective")
+    tr = Training(seq_len=4096, global_batch_seqs=256)
+    on = perf_style("fsdp")
+    off = dataclasses.replace(on, fsdp1_view_grad_cat=False)
+    comm_on, comm_off = (estimate_time(m, tr, h100_cluster(), st, CAL, framework_style=s).breakdown_s["dp_comm"]
+                         for s in (on, off))
+    assert comm_on - comm_off == pytest.approx(2 * _predivide(m), rel=1e-6)  # 2 micro-batches, bf16 read + write
+    lora = Training(seq_len=4096, global_batch_seqs=256, method="lora", lora_rank=16)
+    lora_on, lora_off = (estimate_time(m, lora, h100_cluster(), st, CAL, framework_style=s).breakdown_s["dp_comm"]
+                         for s in (on, off))
+    assert lora_on - lora_off < 0.01 * (comm_on - comm_off)
+    # an hf job on DeepSpeed's engine takes DeepSpeed's reduce path: no flat parameter, no views
+    ds_st = Strategy(tp=1, dp=64, zero=3, fsdp="none", micro_batch=2, framework="hf", recompute="selective",
+                     zero3_bucket_sizes="deepspeed")
+    engine = dataclasses.replace(perf_style("hf"), **step_time._deepspeed_engine_options(ds_st, perf_style("hf")))
+    ds_on, ds_off = (estimate_time(m, tr, h100_cluster(), ds_st, CAL, framework_style=s).breakdown_s["dp_comm"]
+                     for s in (engine, dataclasses.replace(engine, fsdp1_view_grad_cat=False)))
+    assert ds_on == ds_off

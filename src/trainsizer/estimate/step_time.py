@@ -272,6 +272,11 @@ class PerfStyle:
     # torch FSDP1 divides each unit's padded unsharded gradient in place by the predivide factor before its
     # reduce-scatter, on the post-backward stream (_fsdp1_predivide_s); the FSDP1 styles', not on DeepSpeed's engine
     fsdp1_grad_predivide: bool = False
+    # torch FSDP1's original parameters are autograd views of each unit's flat parameter (torch.split in
+    # _get_unflat_views), so autograd's SplitWithSizesBackward concatenates their gradients into the flat gradient
+    # on the compute stream before the post-backward hook (_fsdp1_view_grad_cat_s); the FSDP1 styles', not on
+    # DeepSpeed's engine
+    fsdp1_view_grad_cat: bool = False
     # the gradient buffer cleared is the DDP buffer in the reduce dtype (grad_reduce_bytes per local trainable
     # parameter: Megatron-Core zero_grad_buffer), not grad_buffer_zero_bytes
     grad_buffer_reduce_dtype: bool = False
@@ -3127,6 +3132,7 @@ def _dp_comm_zero3(x: _Step, g: _Grads, mb: _MicroBatch, bucket_frac: np.ndarray
     # a one-rank shard group is not wrapped at all (torchtitan ParallelDims.fsdp_enabled: dp_shard x cp > 1; NeMo
     # AutoModel FSDP2Manager.parallelize returns the model unwrapped at world size 1), so it copies nothing
     copies = np.where(n_sh > 1, _fsdp2_copies(x, p_local, ag_b, g.train_frac * x.act, g.train_frac * gb), 0.0)
+    copies = copies + _fsdp1_view_grad_cat_s(x, g, n_sh)
     return z3_step + np.maximum(hsdp - g.window, bucket_frac * hsdp) + copies
 
 
@@ -3415,6 +3421,25 @@ def _fsdp1_predivide_s(x: _Step, g: _Grads, n_sh) -> np.ndarray:
     if not np.any(on):
         return np.zeros_like(np.asarray(g.local_dense, float))
     nbytes = 2.0 * np.asarray(x.fw.grad_reduce_bytes, float) * (g.local_dense + g.local_expert) * g.train_frac
+    return np.where(on, nbytes / x.r.hbm_bytes_s, 0.0)
+
+
+def _fsdp1_view_grad_cat_s(x: _Step, g: _Grads, n_sh) -> np.ndarray:
+    """Seconds a step of torch FSDP1's gradient concatenation (PerfStyle.fsdp1_view_grad_cat; a job on FSDP, not on
+    DeepSpeed's engine), on the compute stream, every micro-batch. FlatParamHandle._use_unsharded_flat_param
+    (torch/distributed/fsdp/_flat_param.py, read at pytorch/pytorch 01caf79e) sets the original parameters to
+    Tensor views of the unsharded flat parameter in the forward and pre-backward "so that they are tracked by
+    autograd" (torch.split, then view: _get_unflat_views_aligned / _unaligned), with use_orig_params or without. The
+    backward's weight gradients therefore reach the flat parameter through SplitWithSizesBackward, whose formula is
+    a cat of all of them (torch/csrc/autograd/FunctionsManual.cpp split_with_sizes_backward; checked on CPU,
+    tests/estimate/test_fsdp1_view_grad_cat_torch.py): a read and a write of each unit's unsharded gradient in the
+    compute dtype before AccumulateGrad and the post-backward hook, which issues the reduce-scatter. At the HBM
+    streaming rate, on the trainable share (a frozen view whose flat parameter needs no gradient is not counted)."""
+    on = (np.asarray(x.fw.fsdp1_view_grad_cat, bool) & ~np.asarray(x.fw.zero3_deepspeed_fetch, bool)
+          & (np.asarray(n_sh) > 1))
+    if not np.any(on):
+        return np.zeros_like(np.asarray(g.local_dense, float))
+    nbytes = x.m * 2.0 * x.act * (g.local_dense + g.local_expert) * g.train_frac
     return np.where(on, nbytes / x.r.hbm_bytes_s, 0.0)
 
 
