@@ -12,8 +12,10 @@ benchmarks/data/heldout_2026k_swift_a100.csv, finetune_heldout.csv's columns (ea
 finetune_heldout.row_cases, the public job path) plus `attention_kernel`, `optimizer_precision`, `samples_per_s`
 and `refused` (the reason a stated row is not estimated), `lora_impl` (peft-base-dtype on the LoRA rows: PEFT 0.7.1,
 swift 1.5's pin, keeps the adapters in the bf16 base dtype, docs/known-gaps.md 104) and `lora_dropout` (0.05 on the
-LoRA / QLoRA rows: swift's lora_dropout_p default, argument.py at 97e4d198b; 104 (d)). Every setting the page does not
-state is in `assumed`:
+LoRA / QLoRA rows: swift's lora_dropout_p default, argument.py at 97e4d198b; 104 (d)) and `epoch_samples` (the samples
+an epoch runs, epoch_samples()). The peak is scored as read, on the GiB-reserved basis: the estimate's peak plus the
+caching allocator's growth over the epoch's record rows (estimate.allocator; known-gaps 198 (a)). Every setting the page
+does not state is in `assumed`:
 - swift 1.5's truncation_strategy 'delete' drops every sample longer than max_length, so a row runs the samples
   under its cutoff: their lengths are taken from the stated mean and spread as a lognormal cut at the cutoff
   (avg_tokens, length_sigma, max_tokens); rows keeping under a fifth of the samples (cutoffs 512, 1024) rest on the
@@ -24,7 +26,8 @@ models other than Qwen (the dataset's lengths are stated for Qwen's tokenizer on
 accumulation table's middle rows (2-32: the default row within 0.5%; its 1 and 64 ends are kept), the 'Tuners',
 'Export', 'AWQ' and 'AQLM' tables (later pages; other datasets or inference).
 
-After the scores, a diagnostic splits each row's peak-memory gap by the two candidates of docs/known-gaps.md 97: the
+After the scores, a diagnostic splits each row's peak-memory gap over the allocated peak (allocated_peak_gib) by the
+two candidates of docs/known-gaps.md 97: the
 Qwen-1 loss path's live bytes against the estimate's loss items, and PyTorch's caching allocator replayed over that
 path at the row's kept lengths (allocator_replay.py): reserved over allocated on a card with room, and the least card
 the same sequence runs on. It moves no figure.
@@ -62,6 +65,10 @@ DATASET_MIN_TOKENS = 91  # the page's shortest sample
 # (about 750 kept at 4,096, 950 at 8,192) and keeps the whole dataset at or under it (its size unstated): the replay
 # takes 1,000 kept lengths in the HF Trainer's random order, three seeds
 REPLAY_SAMPLES, REPLAY_SEEDS = 1000, 3
+# the rows a run tokenises before 'delete': cls-fudan-news-zh's 4,959 samples (swift's dataset table at 97e4d198b,
+# docs/source/LLM/支持的模型和数据集.md; known-gaps 118 (b)) at or under a max_length of 2,048, its first 1,000 above it
+# (run_single.py train_dataset_sample; known-gaps 149 (d))
+DATASET_ROWS, SAMPLED_ROWS = 4959, 1000
 
 
 def kept_lengths(cutoff: int, mean: float = DATASET_MEAN_TOKENS, sd: float = DATASET_SD_TOKENS) -> tuple[float, float, float]:
@@ -74,6 +81,14 @@ def kept_lengths(cutoff: int, mean: float = DATASET_MEAN_TOKENS, sd: float = DAT
     cdf = 0.5 * (1 + math.erf(b / math.sqrt(2)))
     lam = math.exp(-b * b / 2) / math.sqrt(2 * math.pi) / cdf
     return cdf, mean * 0.5 * (1 + math.erf((b - sigma) / math.sqrt(2))) / cdf, sigma * math.sqrt(1 - b * lam - lam**2)
+
+
+def epoch_samples(cutoff: int) -> int:
+    """The samples one epoch runs at `cutoff`: the rows run_single.py hands sft (the whole dataset at or under 2,048,
+    the first 1,000 above) times the share 'delete' keeps under the stated lognormal (kept_lengths). The caching
+    allocator's record rows count them (estimate.allocator; the rows' `epoch_samples`)."""
+    rows_run = DATASET_ROWS if cutoff <= 2048 else SAMPLED_ROWS
+    return round(rows_run * kept_lengths(cutoff)[0])
 
 
 def kept_length_draws(cutoff: int, samples: int = REPLAY_SAMPLES, seeds: int = REPLAY_SEEDS) -> list[list[int]]:
@@ -138,8 +153,27 @@ def series(cs: list[Case], prefix: str, by: str) -> list[tuple[str, float, float
 LOSS_ITEMS = ("logits", "loss_backward_temporaries")  # the estimate's loss-path items (memory.py)
 
 
+def allocated_peak_gib(r: dict[str, str], est) -> float:
+    """The row's predicted peak without the caching allocator's growth (the row read as GiB-allocator: the estimate's
+    live peak at the cutoff, its 5% fragmentation share kept): what known-gaps 97's gap table and
+    swift_first_table.py compare, the scored figure being the reserved one (GiB-reserved)."""
+    return fh._memory_gib(dict(r, peak_mem_unit="GiB-allocator"), est)[1]
+
+
+def allocated_peaks() -> dict[str, float]:
+    """allocated_peak_gib per row the estimate takes (refused rows left out)."""
+    cat, archs, out = load_catalog(), models(), {}
+    for r in rows():
+        if r["refused"]:
+            continue
+        sc = fh._scenario(r, cat, archs)
+        out[r["id"]] = allocated_peak_gib(r, estimate_memory(sc.model, sc.training, sc.system, sc.strategy, check=False))
+    return out
+
+
 def gap_by_candidate(cs: list[Case], samples: int = REPLAY_SAMPLES) -> list[tuple[str, float, float, ar.Excess]]:
-    """Known-gaps 97's split of each scored row's peak-memory gap (measured - predicted GiB): (row, gap, candidate 1:
+    """Known-gaps 97's split of each scored row's peak-memory gap over the allocated peak (measured - allocated_peak_gib,
+    GiB): (row, gap, candidate 1:
     the Qwen-1 loss path's live peak at a micro-batch of the cutoff less the estimate's loss items, candidate 2: the
     allocator's excesses over that path (allocator_replay.excess over kept_length_draws, each micro-batch padded to
     its longest))."""
@@ -149,6 +183,7 @@ def gap_by_candidate(cs: list[Case], samples: int = REPLAY_SAMPLES) -> list[tupl
         r = by_id[c.row_id]
         sc = fh._scenario(r, cat, archs)
         est = estimate_memory(sc.model, sc.training, sc.system, sc.strategy, check=False)
+        gap = c.measured - allocated_peak_gib(r, est)
         if est.peak_phase == "optimizer step":  # the loss items of the forward / backward phase (known-gaps 128 (a))
             fwd_bwd = dataclasses.replace(sc.strategy, optimizer_impl="fused")
             est = estimate_memory(sc.model, sc.training, sc.system, fwd_bwd, check=False)
@@ -159,7 +194,7 @@ def gap_by_candidate(cs: list[Case], samples: int = REPLAY_SAMPLES) -> list[tupl
             replays[cutoff, vocab, mb] = live, ar.excess(draws, vocab, mb)
         live, e = replays[cutoff, vocab, mb]
         charged = sum(est.items_bytes.get(k, 0.0) for k in LOSS_ITEMS) / GIB
-        out.append((c.row_id, c.measured - c.predicted, live - charged, e))
+        out.append((c.row_id, gap, live - charged, e))
     return out
 
 

@@ -10,9 +10,10 @@ and torch.cuda.max_memory_reserved after it. Under truncation_left most samples 
 the distribution's unstated shape. Rows: benchmarks/data/heldout_2026k_swift_a100_first_table.csv, each naming the
 perf_heldout35 row of the same setting (its job, cutoff and the peak the estimate charges at the cutoff).
 
-Printed, not scored: measured GiB against the estimate's peak, and measured minutes (an upper bound on the training
-time) against the estimate's training minutes for 1,000 samples of length min(L, cutoff), L the page's dataset
-statistics as a lognormal. Then the LoRA rows' memory gap (measured - predicted) in both tables beside the caching
+Printed, not scored: measured GiB against the estimate's allocated peak and its reserved peak under this table's
+lengths (reserved_peaks: the caching allocator's growth, known-gaps 198 (a)), and measured minutes (an upper bound on
+the training time) against the estimate's training minutes for 1,000 samples of length min(L, cutoff), L the page's
+dataset statistics as a lognormal. Then the LoRA rows' memory gap (measured - predicted) in both tables beside the caching
 allocator's reserve over the Qwen-1 loss path (allocator_replay.py, known-gaps 97 (b)) under each table's lengths:
 truncation_left's min(L, cutoff) here, 'delete''s kept lengths there (docs/known-gaps.md 128, item (b)).
 
@@ -32,6 +33,7 @@ import finetune_heldout as fh
 import perf_heldout35 as p35
 from harness import scored
 from trainsizer.catalog import load_catalog
+from trainsizer.estimate.memory import estimate_memory
 from trainsizer.estimate.step_time import step_time_arrays
 
 ROWS = Path(__file__).resolve().parent / "data" / "heldout_2026k_swift_a100_first_table.csv"
@@ -67,9 +69,32 @@ def compare() -> list[tuple[str, str, float, float, float, float]]:
     the predicted peak is perf_heldout35's for the same setting (the estimate's peak at the cutoff)."""
     cat, archs = load_catalog(), p35.models()
     by_id = {r["id"]: r for r in p35.rows()}
-    peaks = {c.row_id: c.predicted for c in scored(p35.cases(), "peak_gib")}
+    peaks = p35.allocated_peaks()  # the live peak at the cutoff: no growth under repeated lengths
     return [(t["row"], t["setting"], float(t["peak_mib"]) * MIB / 2**30, peaks[t["row"]], float(t["minutes"]),
              training_minutes(by_id[t["row"]], cat, archs)) for t in rows()]
+
+
+def truncation_left_job(r: dict[str, str]) -> dict[str, str]:
+    """The perf_heldout35 row `r` as this table ran it: SAMPLES samples of min(L, cutoff), L the page's statistics as a
+    lognormal (dataset_lengths), the figure torch.cuda.max_memory_reserved (GiB-reserved)."""
+    mean, spread = dataset_lengths()
+    return dict(r, avg_tokens=f"{mean:.1f}", length_sigma=f"{spread:.4f}", max_tokens=str(DATASET_MAX_TOKENS),
+                epoch_samples=str(SAMPLES), peak_mem_unit="GiB-reserved")
+
+
+def reserved_peaks() -> dict[str, float]:
+    """Per first-table row, the estimate's reserved peak (GiB) under this table's own lengths: the allocated peak plus
+    the caching allocator's growth over truncation_left's record rows (estimate.allocator; known-gaps 198 (a)). Under
+    truncation_left most samples sit at the cutoff, so the records stop early: a check of the growth form on another
+    length mix of the same code, printed, not scored."""
+    cat, archs, by_id = load_catalog(), p35.models(), {r["id"]: r for r in p35.rows()}
+    out = {}
+    for t in rows():
+        job = truncation_left_job(by_id[t["row"]])
+        sc = fh._scenario(job, cat, archs)
+        out[t["row"]] = fh._memory_gib(job, estimate_memory(sc.model, sc.training, sc.system, sc.strategy,
+                                                            check=False))[1]
+    return out
 
 
 def truncated_length_draws(cutoff: int, samples: int = SAMPLES, seeds: int = p35.REPLAY_SEEDS) -> list[list[int]]:
@@ -96,17 +121,23 @@ def reserve_by_length_mix(samples: int = SAMPLES, vocab: int = 151936) -> list[t
 
 
 def lora_gaps(compared: list[tuple]) -> dict[str, tuple[float, float]]:
-    """Per LoRA model-and-cutoff row: (gap in this table, gap in perf_heldout35's), GiB measured - predicted."""
-    published = {c.row_id: c.measured - c.predicted for c in scored(p35.cases(), "peak_gib")}
+    """Per LoRA model-and-cutoff row: (gap in this table, gap in perf_heldout35's), GiB measured - predicted, both over
+    the estimate's allocated peak (perf_heldout35.allocated_peaks: its scored figure adds the allocator's growth)."""
+    allocated = p35.allocated_peaks()
+    published = {c.row_id: c.measured - allocated[c.row_id] for c in scored(p35.cases(), "peak_gib")}
     return {rid: (gib - pred, published[rid]) for rid, _, gib, pred, _, _ in compared
             if rid.startswith("swift_lora_qwen-") and rid.rsplit("_", 1)[-1].isdigit() and rid in published}
 
 
 def main() -> None:
     print("ms-swift's first benchmark page (cfcb67265, 2023-12-14): truncation_left, 1,000 samples, one A100 80GB")
-    print(f"  {'perf_heldout35 row':32s} {'GiB meas':>8s} {'pred':>6s} {'err':>7s}   {'min meas':>8s} {'pred':>6s}")
+    print(f"  {'perf_heldout35 row':32s} {'GiB meas':>8s} {'pred':>6s} {'err':>7s}  {'reserved':>8s} {'err':>7s}   "
+          f"{'min meas':>8s} {'pred':>6s}")
+    reserved = reserved_peaks()
     for rid, _, gib, pred, minutes, pred_min in compare():
-        print(f"  {rid:32s} {gib:8.2f} {pred:6.2f} {100 * (pred / gib - 1):+6.1f}%   {minutes:8.2f} {pred_min:6.2f}")
+        res = reserved[rid]
+        print(f"  {rid:32s} {gib:8.2f} {pred:6.2f} {100 * (pred / gib - 1):+6.1f}%  {res:8.2f} {100 * (res / gib - 1):+6.1f}%"
+              f"   {minutes:8.2f} {pred_min:6.2f}")
     gaps = lora_gaps(compare())
     print("\nLoRA memory gap (measured - predicted GiB), this table (truncation_left) / perf_heldout35's ('delete'), and the")
     print(f"allocator's reserve over the loss path's allocated peak under each table's lengths ({p35.REPLAY_SEEDS} seeds, "

@@ -18,7 +18,8 @@ import perf_heldout35 as p35  # noqa: E402
 from harness import mape  # noqa: E402
 
 # metric -> MAPE bound (%); reached at landing in the comment
-BOUNDS = {"samples_s": 21.5, "peak_gib": 36.0}  # 19.5 (median -16.7%, known-gaps 118 (a)), 28.3 (median -29.1%)
+# peak_gib on the reserved basis with the caching allocator's growth since known-gaps 198 (a): 28.4 -> 13.5%
+BOUNDS = {"samples_s": 21.5, "peak_gib": 16.0}  # 19.5 (median -16.7%, known-gaps 118 (a)), 13.5 (median -4.3%)
 # full 7B / 14B rows whose peak is torch's foreach AdamW step (known-gaps 128 (a)): weights, gradients, moments and the
 # step's moment-sized temporary, at any sample length (measured 74.3-78.8 GiB; -12.4 / -11.6 / -16.9 / -11.4% without it)
 STEP_PEAK_ROWS = ("swift_full_qwen-7b_2048", "swift_full_qwen-7b_4096", "swift_full_qwen-14b_2048",
@@ -40,7 +41,8 @@ def test_every_row_is_sourced_and_states_its_settings():
         assert "/blob/97e4d198b/" in r["url"] and "Benchmark.md" in r["locator"], r["id"]
         assert r["date"] == "2024-01-02" and r["confidence"] == "medium" and r["assumed"], r["id"]
         assert float(r["samples_per_s"]) > 0 and float(r["peak_mem"]) > 0, r["id"]
-        assert r["peak_mem_unit"] == "GiB-allocator", r["id"]  # torch.cuda.max_memory_reserved
+        assert r["peak_mem_unit"] == "GiB-reserved", r["id"]  # torch.cuda.max_memory_reserved
+        assert int(r["epoch_samples"]) == p35.epoch_samples(int(r["seq_len"])), r["id"]
         assert r["refused"] or r["model"] in archs, r["id"]
 
 
@@ -95,12 +97,31 @@ def test_each_figure_within_its_bound_and_every_estimated_row_scored_twice(cases
         got = [c for c in cases if c.metric == metric and not c.skipped]
         assert len(got) == 31, metric
         assert mape(got) <= bound, (metric, mape(got))
-    # memory predicted too small on every row (max_memory_reserved of variable-length batches: known-gaps 94 (b)) but
-    # the one whose head card is full (101 (a): the allocator has no room to reserve past the allocated peak there)
-    # and those peaking in the optimizer step, within 5% (+1.7 / -4.1 / -3.6 / -4.1% at landing)
+    # the rows peaking in the optimizer step within 5% (+1.7 / -0.0 / -3.6 / +0.1% at landing: the growth fills the
+    # card's last GiB on the 4,096 ones)
     mem = {c.row_id: c for c in cases if c.metric == "peak_gib" and not c.skipped}
-    assert all(c.err < 0 for rid, c in mem.items() if rid != "swift_full_qwen-14b_8192" and rid not in STEP_PEAK_ROWS)
     assert all(abs(mem[rid].err) < 0.05 for rid in STEP_PEAK_ROWS)
+
+
+def test_the_reserved_peak_grows_with_the_record_rows_as_measured(cases):
+    """Known-gaps 198 (a): the figure is torch.cuda.max_memory_reserved of unpadded batch-1 samples of varying length,
+    scored with the caching allocator's growth (estimate.allocator). It moves every LoRA row at 2,048-4,096 to within
+    10% (from -18.6..-53.4%); the growth is the same for the rank / targets / accumulation variants (they share the
+    lengths and the loss path), and rises with the cutoff, as measured; the 8,192 rows go over (+25..+31% LoRA:
+    198 (b))."""
+    mem = {c.row_id: c for c in cases if c.metric == "peak_gib" and not c.skipped}
+    allocated = p35.allocated_peaks()
+    growth = {rid: c.predicted - allocated[rid] for rid, c in mem.items()}
+    for size in ("7b", "14b"):
+        for cutoff in (2048, 4096):
+            assert abs(mem[f"swift_lora_qwen-{size}_{cutoff}"].err) < 0.10, (size, cutoff)
+        g = [growth[f"swift_lora_qwen-{size}_{c}"] for c in (2048, 4096, 8192)]
+        assert g == sorted(g) and g[0] > 1.0, size
+    base = growth["swift_lora_qwen-7b_2048"]
+    for rid in ("swift_lora_qwen-7b_2048_r2", "swift_lora_qwen-7b_2048_r64", "swift_lora_qwen-7b_2048_ga1",
+                "swift_lora_qwen-7b_2048_ga64"):
+        assert abs(growth[rid] - base) < 0.05, rid
+    assert all(mem[f"swift_lora_qwen-{s}_8192"].err > 0.2 for s in ("1_8b", "7b", "14b"))
 
 
 def test_full_over_lora_at_one_cutoff_as_measured(cases):

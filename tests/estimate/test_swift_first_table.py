@@ -73,3 +73,22 @@ def test_the_lora_gap_comes_with_the_length_mix_in_data_and_in_the_allocator_rep
         assert all(t <= d + 1e-9 for t, d in zip(trunc, delete, strict=True)), cutoff
         if cutoff == 2048:
             assert max(trunc) < 1.5 < 5.0 < min(delete)
+
+
+def test_the_reserved_peak_under_this_tables_lengths(compared):
+    """docs/known-gaps.md 198 (a): the caching allocator's growth (estimate.allocator) under truncation_left's lengths,
+    the same code as perf_heldout35's rows on another length mix. At 2,048 most samples sit at the cutoff, so the
+    records stop early (at most 1.5 GiB over the allocated peak at batch 1, less at batch 2 / 4 / 8); at 4,096 the
+    LoRA rows come within 10% (-8.7..-31.2% on the allocated peak); at 8,192 they go over (198 (b))."""
+    reserved = ft.reserved_peaks()
+    for rid, (_, _, gib, allocated, _, _) in compared.items():
+        growth = reserved[rid] - allocated
+        assert growth >= 0, rid
+        if rid.endswith("_2048") and rid.startswith("swift_lora_"):
+            assert growth < 1.5, rid
+        if rid.startswith("swift_lora_") and rid.endswith("_4096"):
+            assert abs(reserved[rid] / gib - 1) < 0.10 and allocated < gib, rid
+        if rid.startswith("swift_lora_") and rid.endswith("_8192"):
+            assert reserved[rid] > gib > allocated, rid
+    batch = [reserved[f"swift_lora_qwen-7b_2048_bs{b}"] - compared[f"swift_lora_qwen-7b_2048_bs{b}"][3] for b in (2, 4, 8)]
+    assert batch == sorted(batch, reverse=True)
