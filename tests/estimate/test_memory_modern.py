@@ -118,6 +118,35 @@ def test_torchtitan_block_keeps_k_and_v_expanded_to_every_query_head():
     assert titan["recompute_working_set"] - hf["recompute_working_set"] == tokens * per_token
 
 
+def test_enable_gqa_keeps_no_expanded_k_and_v_and_is_the_field_the_ring_reads():
+    """strategy.cp_repeat_kv false (torchtitan after #2259, 2026-01-27: enable_gqa to SDPA): the re-run block
+    holds no expanded K / V, by exactly what repeat_kv added; unset is the torchtitan style's (true, repeat_kv)."""
+    from trainsizer.estimate.activations import expanded_kv_bytes
+    from trainsizer.estimate.memory import estimate_memory
+
+    row = next(r for r in mm.rows() if r["id"] == "torchtitan_mem_t2_cp1")
+    model, training, system, strategy = mm.configure(row)
+    by = {k: estimate_memory(model, training, system, strategy.with_(cp_repeat_kv=k), check=False)
+          for k in (None, True, False)}
+    assert by[None].items_bytes == by[True].items_bytes
+    tokens = training.seq_len * strategy.micro_batch
+    kept = by[True].items_bytes["recompute_working_set"] - by[False].items_bytes["recompute_working_set"]
+    assert kept == pytest.approx(tokens * expanded_kv_bytes(model, training))
+    assert by[False].per_gpu_bytes < by[True].per_gpu_bytes
+
+
+def test_ring_buffers_at_the_kv_heads_width_under_enable_gqa():
+    """PyTorch's ring holds K / V as SDPA sees them: at the query width under repeat_kv, at the 8 K / V heads'
+    width under enable_gqa (Llama 3 8B: 32 query heads), so its buffers shrink, and stay above zero."""
+    from trainsizer.estimate.memory import estimate_memory
+
+    row = next(r for r in mm.rows() if r["id"] == "torchtitan_mem_t6_cp8")
+    model, training, system, strategy = mm.configure(row)
+    ring = {k: estimate_memory(model, training, system, strategy.with_(cp_repeat_kv=k),
+                               check=False).items_bytes["cp_ring_attention_buffers"] for k in (True, False)}
+    assert model.kv_dim < model.q_dim and 0.0 < ring[False] < 0.5 * ring[True]
+
+
 def test_context_parallel_ring_attention_buffers_grow_with_the_cp_degree():
     """PyTorch's ring attention backward (allgather rotater) holds every CP rank's K and V, so at the same local
     sequence the buffers grow with CP; none without CP and none for Megatron-Core's own CP."""

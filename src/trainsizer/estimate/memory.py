@@ -357,6 +357,7 @@ class _Batch:
     # Strategy.recompute_method (one per batch) / recompute_num_layers (one, or an array; partial_recompute.py)
     partial_recompute: tuple[str | None, Any] = (None, None)
     cp_all_gather: bool = False  # Strategy.cp_comm_type all_gather (one per batch; `_cp_allgather_buffers`)
+    repeat_kv: bool = True  # torchtitan's K / V expanded to the query heads before SDPA (`titan_repeats_kv`)
     stage_edges: tuple[Any, Any] = (None, None)  # the end ranks' stated decoder layers (pipeline.stated_edges)
     head_own_unit: bool = False  # Strategy.shard_embedding_head_separately (one per batch; `_torchtune_fsdp2_end_units`)
     device_map: bool = False  # Strategy.device_map: one process drives the chained cards, no NCCL communicator
@@ -535,6 +536,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   partial_recompute=(getattr(strategy, "recompute_method", None),
                                      getattr(strategy, "recompute_num_layers", None)),
                   cp_all_gather=getattr(strategy, "cp_comm_type", None) == "all_gather",
+                  repeat_kv=titan_repeats_kv(strategy),
                   stage_edges=pipeline.stated_edges(strategy),
                   device_map=getattr(strategy, "device_map", None) is not None,
                   expert_copies=bool(getattr(strategy, "expert_weight_copies", None)) and model.is_moe,
@@ -655,8 +657,8 @@ def _saved_layer_bytes(model: ModelArch, training: Training, strategy: Strategy,
     residual = _fp32_residual_checkpoint(model, training, upcast_res, mega, rec, tokens / sp_div)
     dense_b, moe_b = dense_b + residual, moe_b + residual
     if np.any(titan):
-        dense_none, moe_none = _titan_block_extras(model, training, pre, titan, tokens, t, sp_div, dense_none,
-                                                   moe_none)
+        dense_none, moe_none = _titan_block_extras(model, training, strategy, pre, titan, tokens, t, sp_div,
+                                                   dense_none, moe_none)
         if model.is_moe:
             moe_none = moe_none + _titan_expert_slot_delta(model, training, strategy, pre, titan, tokens, t)
         dense_b = np.where(titan & (rec == 0), dense_none, dense_b)
@@ -944,21 +946,31 @@ def _norm_kernel_delta(model: ModelArch, training: Training, strategy: Strategy,
                           - norm_bytes(model, training, styles[pr]["norm"]))
 
 
-def _titan_block_extras(model: ModelArch, training: Training, pre: _Pre, titan: np.ndarray, tokens: np.ndarray,
-                        t: np.ndarray, sp_div: np.ndarray, dense_none: np.ndarray,
+def _titan_block_extras(model: ModelArch, training: Training, strategy: Strategy, pre: _Pre, titan: np.ndarray,
+                        tokens: np.ndarray, t: np.ndarray, sp_div: np.ndarray, dense_none: np.ndarray,
                         moe_none: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(dense, MoE) bytes of a block that keeps its activations (no AC; the block re-run under full AC or eager
     per-op SAC) with what torchtitan's own block saves beyond the profile's items:
-    - K and V expanded to every query head (repeat_kv before F.scaled_dot_product_attention, which saves the
-      expanded copies; `expanded_kv_bytes`);
+    - K and V expanded to every query head where the model repeats them (strategy.cp_repeat_kv, else the torchtitan
+      style's: repeat_kv before F.scaled_dot_product_attention, which saves the expanded copies; `expanded_kv_bytes`);
+      none where it passes enable_gqa (torchtitan from ff0829c10, #2259, 2026-01-27: the flash / cuDNN / flex
+      kernels index the K / V head, nothing expanded);
     - with TP (DTensor): PrepareModuleInput all-gathers the sequence-sharded norm outputs and the column-parallel
       wq / wk / wv and w1 / w3 save that gathered input whole (Megatron keeps the shard and re-gathers it in
       backward, Korthikanti 2022 s4.2.2); per-op SAC recomputes the two all-gathers (torchtitan_op_sac_items)."""
     whole = tokens * (1.0 - 1.0 / sp_div)
-    kv = tokens * expanded_kv_bytes(model, training) / t
+    kv = tokens * expanded_kv_bytes(model, training) / t if titan_repeats_kv(strategy) else 0.0
     dense_none = np.where(titan, dense_none + kv + whole * pre.gathered[0], dense_none)
     moe_none = np.where(titan, moe_none + kv + whole * pre.gathered[1], moe_none) if model.is_moe else dense_none
     return dense_none, moe_none
+
+
+def titan_repeats_kv(strategy: Strategy) -> bool:
+    """Whether a torchtitan model expands K and V to the query heads before SDPA: strategy.cp_repeat_kv where the
+    job states it (the one field for the fact, read by step_time._cp_torch_ring too), else the torchtitan perf
+    style's cp_repeat_kv (perf_constants.yaml: repeat_kv, torchtitan to ff0829c10, 2026-01-27)."""
+    stated = getattr(strategy, "cp_repeat_kv", None)
+    return bool(stated) if stated is not None else style_option("torchtitan", "cp_repeat_kv")
 
 
 def _titan_expert_slot_delta(model: ModelArch, training: Training, strategy: Strategy, pre: _Pre,
@@ -1459,10 +1471,12 @@ def _cp_ring_buffers(b: _Batch) -> Any:
     _templated_ring_attention_backward, 2024-2025): the K and V of every CP rank all-gathered once and kept for
     the whole backward, the local K / V concatenated to send, fp32 dQ / dK / dV accumulators, the fp32 dK / dV
     concatenated for the all-to-all and the buffer received, and each step's dQ / dK / dV from the flash backward
-    (memory_constants.yaml `context_parallel`). K and V are as SDPA sees them (expanded to every query head)."""
+    (memory_constants.yaml `context_parallel`). K and V are as SDPA sees them: expanded to every query head where
+    the model repeats them (`titan_repeats_kv`), else at their own (GQA) width (enable_gqa)."""
     cc, model, a = b.c["context_parallel"], b.model, b.w16
     q_w = float(model.q_dim)
-    kv_w = 2.0 * q_w if model.attention != "mla" else float(model.kv_dim + model.v_dim)  # K + V widths
+    expanded = b.repeat_kv and model.attention != "mla"
+    kv_w = 2.0 * q_w if expanded else float(model.kv_dim + model.v_dim)  # K + V widths
     per_token = (a * (cc["allgathered_kv_per_cp_rank"] * b.cp + cc["kv_send_copies"]) * kv_w
                  + 4.0 * cc["fp32_dkv_exchange_copies"] * kv_w
                  + (4.0 * cc["fp32_qkv_grad_accumulators"] + a * cc["step_qkv_grad_copies"]) * (q_w + kv_w))

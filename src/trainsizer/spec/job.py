@@ -442,9 +442,10 @@ class StrategySpec(_Strict):
     # context-parallel K / V exchange: p2p (TE's ring, step by step) | all_gather (exposed, Llama 3's) | a2a
     # (Ulysses-style all-to-all of q, k, v and the output); null = p2p
     cp_comm_type: CpCommType | None = None
-    # PyTorch context parallel: the model repeats K / V to the query heads before SDPA (torchtitan's Llama repeat_kv),
-    # so its ring moves them at the query width; false = SDPA's enable_gqa (Hugging Face models on torch >= 2.5);
-    # null = the style's
+    # the model repeats K / V to the query heads before SDPA (torchtitan's repeat_kv, to ff0829c10 / #2259,
+    # 2026-01-27): PyTorch context parallel's ring moves them at the query width (step time) and a torchtitan block
+    # saves the expanded copies (memory); false = SDPA's enable_gqa, nothing expanded (torchtitan after #2259,
+    # Hugging Face models on torch >= 2.5); null = the style's (torchtitan: true)
     cp_repeat_kv: bool | None = None
     # MoE at expert TP 1 under TP: each TP rank dispatches its 1 / tp of the layer's tokens (torchtitan's
     # ReordererSequenceParallel / sp_size, Megatron-Core); false = every TP rank dispatches, computes and combines the
