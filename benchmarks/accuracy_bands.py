@@ -155,6 +155,7 @@ def collect() -> list[Row]:
     import perf_heldout51 as h51
     import perf_heldout52 as h52
     import perf_heldout53 as h53
+    import perf_heldout54 as h54
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -178,7 +179,9 @@ def collect() -> list[Row]:
     out += _heldout_style("perf_heldout49", h49.run_all(), models)
     out += _heldout_style("perf_heldout51", h51.run_all(), models)
     out += _heldout_style("perf_heldout53", h53.run_all(), models)
+    out += _heldout_style("perf_heldout54", h54.titan_run(), models)
     out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)
+    out += _tokens_style("perf_heldout54", h54.report_cases(), h54.report_rows(), mb.job)
     out += _tokens_style("perf_heldout26", h26.automodel_cases(), h26.automodel_rows(), h26.automodel_job)
     out += _tokens_style("perf_heldout26", h26.mlperf_cases(), h26.mlperf_rows(), h26.mlperf_job)
     out += _tokens_style("perf_heldout26", h26.mlperf_nvidia_cases(), h26.mlperf_nvidia_rows(), h26.mlperf_nvidia_job)
