@@ -119,6 +119,8 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
             out["strategy"][key] = r[key]
     if r.get("nf4_dequant_dtype"):  # fp16: bitsandbytes < 0.43 or Lightning's BitsandbytesPrecision (QLoRA rows)
         out["strategy"]["nf4_dequant_dtype"] = r["nf4_dequant_dtype"]
+    if r.get("nf4_decode"):  # tree: bitsandbytes before 0.48.0 decodes NF4 through a branching tree (QLoRA rows)
+        out["strategy"]["nf4_decode"] = r["nf4_decode"]
     # bitsandbytes < 0.43.2; Lightning's 4-bit LM head; bitsandbytes 0.41-0.46's compute dtype from the input (QLoRA rows)
     for key in ("nf4_saves_input", "nf4_lm_head", "bnb_compute_from_input"):
         if r.get(key):

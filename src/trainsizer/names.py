@@ -154,6 +154,9 @@ CUDA_GRAPHS = ("none", "layer", "full_iteration")
 CUDNN_RELEASES = ("9.13", "9.17")
 # dtype bitsandbytes' dequantize_4bit writes for a QLoRA base weight (its quant_state dtype): fp16 | compute
 NF4_DEQUANT_DTYPES = ("fp16", "compute")
+# How bitsandbytes' kDequantizeBlockwise decodes an NF4 code: lut = a table lookup (0.48.0+, #1746, 2025-09-30);
+# tree = the branching four-level tree of dDequantizeNF4 (every release with NF4, 0.39.0 to 0.47.x)
+NF4_DECODES = ("lut", "tree")
 # How the optimizer step runs (time of torch.optim.AdamW): fused = one kernel per parameter group reading and writing
 # each state once (fused=True, Apex / TE FusedAdam, DeepSpeed FusedAdam, bitsandbytes); foreach = torch's
 # multi-tensor implementation, torch.optim.AdamW's default on CUDA when neither fused nor foreach is set: eight

@@ -194,6 +194,16 @@ class PerfConstants:
             return None
         return float(dc["elems_per_sm_cycle"]) * float(part["sms"]) * float(part["clock_ghz"]) * 1e9
 
+    def nf4_tree_decode_values_s(self, accelerator: str) -> float | None:
+        """Values a second of bitsandbytes' NF4 dequantisation through dDequantizeNF4's branching tree (0.39-0.47)
+        on this part, issue-bound (SMs x max boost clock x values per SM-cycle, perf_constants.yaml nf4_tree_decode,
+        on dynamic_cast's parts); None where no part figure is listed (the HBM stream)."""
+        part = _family_entry(self.raw["dynamic_cast"]["parts"], accelerator)
+        if part is None:
+            return None
+        return float(self.raw["nf4_tree_decode"]["values_per_sm_cycle"]) * float(part["sms"]) * float(
+            part["clock_ghz"]) * 1e9
+
     def flex_own_rate(self, accelerator: str) -> bool:
         """Whether FlexAttention's Triton template runs at a figure measured on this part (attention.
         flash_efficiency_flex: B200 / GB200), not FlashAttention-2's."""

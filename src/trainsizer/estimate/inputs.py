@@ -385,6 +385,9 @@ class Strategy:
     # QLoRA: "fp16" | "compute" (names.NF4_DEQUANT_DTYPES), the dtype bitsandbytes' dequantize_4bit writes; None =
     # compute (bitsandbytes 0.43+); step time
     nf4_dequant_dtype: Any = None
+    # QLoRA: "lut" | "tree" (names.NF4_DECODES), how bitsandbytes' dequantisation kernel decodes a 4-bit code; None =
+    # lut (0.48.0+); step time
+    nf4_decode: Any = None
     # QLoRA (bitsandbytes): every 4-bit linear keeps its input for the backward (bitsandbytes < 0.43.2); the LM head
     # is a 4-bit linear too (Lightning's BitsandbytesPrecision); None = neither (memory.nf4_options); memory
     nf4_saves_input: Any = None

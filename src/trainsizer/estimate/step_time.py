@@ -100,6 +100,7 @@ from trainsizer.names import (
     FSDP_MODES,
     FSDP_RESHARDS,
     MOE_DISPATCHERS,
+    NF4_DECODES,
     NORM_KERNELS,
     ROPE_KERNELS,
     ZERO3_BUCKET_SIZES,
@@ -772,6 +773,7 @@ class _Step:
     cudnn_release: str | None = None  # Strategy.cudnn_release (one of CUDNN_RELEASES; None = the base release)
     aiter_mla_bwd_asm: bool = True  # Strategy.aiter_mla_bwd_asm (None = true: AITER >= 7a41cca)
     nf4_dequant_dtype: str = "compute"  # Strategy.nf4_dequant_dtype (one of NF4_DEQUANT_DTYPES; None = compute)
+    nf4_decode: str = "lut"  # Strategy.nf4_decode (one of NF4_DECODES; None = lut, bitsandbytes 0.48.0+)
     bnb_compute_from_input: bool = False  # Strategy.bnb_compute_from_input (bitsandbytes 0.41-0.46; None = false)
     # QLoRA's 4-bit LM head (Strategy.nf4_lm_head) and the positions a row hands it a call (Strategy.lm_head_chunk;
     # None = the whole row in one call)
@@ -861,6 +863,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  cudnn_release=getattr(strategy, "cudnn_release", None),
                  aiter_mla_bwd_asm=getattr(strategy, "aiter_mla_bwd_asm", None) is not False,
                  nf4_dequant_dtype=str(getattr(strategy, "nf4_dequant_dtype", None) or "compute"),
+                 nf4_decode=_named_option(strategy, "nf4_decode", "NF4 decode", NF4_DECODES) or "lut",
                  bnb_compute_from_input=bool(getattr(strategy, "bnb_compute_from_input", None)),
                  nf4_lm_head=training.method == "qlora" and bool(getattr(strategy, "nf4_lm_head", None)),
                  lm_head_chunk=getattr(strategy, "lm_head_chunk", None),
@@ -1256,7 +1259,18 @@ def _nf4_weights_pass_s(x: _Step, w: Any) -> Any:
     written = 4.0 if x.training.precision == "fp32" and x.nf4_dequant_dtype != "fp16" else 2.0
     return (compute.stream_time(w * (0.5 + written), x.r,
                                 kernels=compute.KERNELS["nf4_dequantise"] * _nf4_kernels(x))
-            + _nf4_recast_time(x, w))
+            + _nf4_tree_excess(x, w, 0.5 + written) + _nf4_recast_time(x, w))
+
+
+def _nf4_tree_excess(x: _Step, w: Any, nbytes: float) -> Any:
+    """Seconds the NF4 kernel over `w` values (`nbytes` read and written a value) runs beyond its HBM stream where it
+    decodes through dDequantizeNF4's branching tree (Strategy.nf4_decode tree: bitsandbytes 0.39-0.47,
+    kDequantizeBlockwise) on a part where that is issue-bound: w / the part's tree rate (perf_constants.yaml
+    nf4_tree_decode, counted from the kernel's SASS) less the stream. 0 for the table lookup (0.48.0+) and elsewhere."""
+    rate = x.k.nf4_tree_decode_values_s(x.system.accelerator) if x.nf4_decode == "tree" else None
+    if rate is None:
+        return 0.0
+    return np.maximum(w / rate - w * nbytes / x.r.hbm_bytes_s, 0.0)
 
 
 def _nf4_fp16_compute(x: _Step) -> bool:

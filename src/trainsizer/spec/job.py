@@ -47,6 +47,7 @@ from trainsizer.names import (
     METHODS,
     MOE_DISPATCHERS,
     MOE_ROUTINGS,
+    NF4_DECODES,
     NF4_DEQUANT_DTYPES,
     NORM_KERNELS,
     OFFLOAD,
@@ -92,6 +93,7 @@ FsdpReshard = Literal[FSDP_RESHARDS]
 CudaGraphs = Literal[CUDA_GRAPHS]
 CudnnRelease = Literal[CUDNN_RELEASES]
 Nf4DequantDtype = Literal[NF4_DEQUANT_DTYPES]
+Nf4Decode = Literal[NF4_DECODES]
 OptimizerImpl = Literal[OPTIMIZER_IMPLS]
 BnbOptimizerBlock = Literal[BNB_OPTIMIZER_BLOCKS]
 DdpImpl = Literal[DDP_IMPLS]
@@ -518,6 +520,10 @@ class StrategySpec(_Strict):
     # (Params4bit.cuda quantised a .half() copy) and Lightning's BitsandbytesPrecision (LitGPT), so a bf16 job casts
     # every dequantised weight again (MatMul4Bit `.to(A.dtype)`); null / compute = the weight's dtype (0.43+), no cast
     nf4_dequant_dtype: Nf4DequantDtype | None = None
+    # QLoRA: how bitsandbytes' dequantisation kernel decodes each 4-bit code: tree = dDequantizeNF4's branching tree
+    # (0.39.0-0.47.x: issue-bound below the HBM stream on the A100 / Hopper parts, perf_constants.yaml
+    # nf4_tree_decode); null / lut = the table lookup of 0.48.0+ (#1746, 2025-09-30), timed at the HBM stream
+    nf4_decode: Nf4Decode | None = None
     # QLoRA: every 4-bit linear keeps its input for the backward: true under bitsandbytes < 0.43.2 (MatMul4Bit
     # `ctx.tensors = (A, B)`, dropped by #1270); null / false = 0.43.2+ or torchao's NF4 (torchtune), which keep none
     nf4_saves_input: bool | None = None
