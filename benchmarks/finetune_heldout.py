@@ -122,7 +122,7 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
     if r.get("nf4_decode"):  # tree: bitsandbytes before 0.48.0 decodes NF4 through a branching tree (QLoRA rows)
         out["strategy"]["nf4_decode"] = r["nf4_decode"]
     # bitsandbytes < 0.43.2; Lightning's 4-bit LM head; bitsandbytes 0.41-0.46's compute dtype from the input (QLoRA rows)
-    for key in ("nf4_saves_input", "nf4_lm_head", "bnb_compute_from_input"):
+    for key in ("nf4_saves_input", "nf4_lm_head", "bnb_compute_from_input", "nf4_double_quant"):
         if r.get(key):
             out["strategy"][key] = _bool(r[key])
     if r.get("lm_head_chunk"):  # positions per call of a 4-bit LM head (LitGPT's lm_head_chunk_size)

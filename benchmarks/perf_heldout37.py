@@ -11,8 +11,8 @@ chunk: loss_impl upcast-held).
   quantisation or bitsandbytes NF4 (with and without double quantisation): 'Max GPU RAM' (lora.py's 'Memory used':
   torch.cuda.max_memory_allocated() / 1e9) and 'Time 1k iterations' (minutes for 1,000 micro-batches). Rows:
   benchmarks/data/heldout_2026l_finetune_litgpt.csv. The peak holds the longest training sample (lora.py's get_batch
-  puts it in iteration 0 and pads the micro-batch to it). The NF4 rows without double quantisation are refused (no
-  job field says it; their nf4-dq twins are scored).
+  puts it in iteration 0 and pads the micro-batch to it). The NF4 rows without double quantisation state it
+  (strategy.nf4_double_quant false; the NF4-DQ rows true: known-gaps 190).
 - The config hub table: config_hub/finetune/README.md at 00af8b0d (2024-09-27), every '1xA10G' row, with
   config_hub/finetune/<model>/<method>.yaml and litgpt/finetune/ at that commit: 'Peak memory' (the same
   max_memory_allocated / 1e9) and 'Training runtime' (fit(): the epochs over Alpaca2k's 1,900 or 1,923 training

@@ -388,6 +388,9 @@ class Strategy:
     # QLoRA: "lut" | "tree" (names.NF4_DECODES), how bitsandbytes' dequantisation kernel decodes a 4-bit code; None =
     # lut (0.48.0+); step time
     nf4_decode: Any = None
+    # QLoRA: bitsandbytes' double quantisation of the block constants; None = true (memory_constants.yaml
+    # qlora.double_quant); false = one fp32 absmax a block; memory and step time
+    nf4_double_quant: Any = None
     # QLoRA (bitsandbytes): every 4-bit linear keeps its input for the backward (bitsandbytes < 0.43.2); the LM head
     # is a 4-bit linear too (Lightning's BitsandbytesPrecision); None = neither (memory.nf4_options); memory
     nf4_saves_input: Any = None

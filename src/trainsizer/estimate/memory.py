@@ -373,6 +373,7 @@ class _Batch:
     nf4_saves_input: bool = False
     nf4_head: bool = False
     nf4_copies: float = 1.0
+    nf4_double_quant: bool | None = None  # strategy.nf4_double_quant (None = memory_constants.yaml's count)
     # strategy.loss_parallel false: the LM head's output gathered to every TP rank (`_activations`)
     gathered_logits: bool = False
     # strategy.fsdp_no_sync, or fsdp_reshard step, with more than one micro-batch a step: unsharded gradients held
@@ -544,6 +545,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                                      or fused_expert_loop(strategy, model)) and model.is_moe,
                   nf4_saves_input=nf4_options(training, strategy)[0], nf4_head=nf4_options(training, strategy)[1],
                   nf4_copies=_nf4_copies(training, strategy),
+                  nf4_double_quant=getattr(strategy, "nf4_double_quant", None),
                   gathered_logits=gathered_logits,
                   no_sync_hold=(bool(getattr(strategy, "fsdp_no_sync", None)) or _reshard(strategy) == "step")
                   & (z >= 3) & (n_micro > 1),
@@ -1246,6 +1248,8 @@ def _adapter_states(b: _Batch, g: _Stage, params: _StageParams, items: dict[str,
     p_exp, gemm_dense, nongemm_dense = params.experts, params.gemm_dense, params.nongemm_dense
     offload_opt, offload_par = b.offload_opt, b.offload_par
     q_b, nq_b, qc_b = b.pre.base
+    if b.nf4_double_quant is not None:  # strategy.nf4_double_quant: the block constants as the job states them
+        qc_b = frozen_base_bytes(training, bool(b.nf4_double_quant))[2]
     if training.method == "qlora" and not b.kbit_upcast:
         nq_b = b.w16  # e.g. torchtune: embeddings, norms and the output layer stay bf16 (no PEFT fp32 upcast)
     # LoRA on a base loaded in fp32 where no stack casts it (`_frozen_base_fp32`): every frozen weight 4 bytes

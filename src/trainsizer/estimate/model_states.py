@@ -514,15 +514,16 @@ def dense_linear_widths(model: ModelArch) -> tuple[float, float, float]:
             float(len(linears)))
 
 
-def frozen_base_bytes(training: Training) -> tuple[float, float, float]:
+def frozen_base_bytes(training: Training, double_quant: bool | None = None) -> tuple[float, float, float]:
     """(bytes per GEMM weight, bytes per non-GEMM weight, quant-constant bytes per GEMM weight) of a frozen
-    base model. LoRA: 16-bit base (fp32 when training in fp32). QLoRA: NF4 + constants; non-quantised
+    base model. LoRA: 16-bit base (fp32 when training in fp32). QLoRA: NF4 + constants (double-quantised unless
+    `double_quant` is False: Strategy.nf4_double_quant; None = memory_constants.yaml qlora.double_quant); non-quantised
     params upcast to fp32 by PEFT prepare_model_for_kbit_training."""
     c = load_memory_constants()
     if training.method == "qlora":
         q = c["qlora"]
-        bits = q["double_quant_constants_bits_per_param"] if q["double_quant"] else q[
-            "quant_constants_bits_per_param"]
+        dq = q["double_quant"] if double_quant is None else double_quant
+        bits = q["double_quant_constants_bits_per_param"] if dq else q["quant_constants_bits_per_param"]
         return float(q["nf4_bytes_per_param"]), float(q["unquantised_param_bytes"]), bits / 8.0
     b = float(act_bytes(training.precision))
     return b, b, 0.0

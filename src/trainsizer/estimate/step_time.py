@@ -774,6 +774,7 @@ class _Step:
     aiter_mla_bwd_asm: bool = True  # Strategy.aiter_mla_bwd_asm (None = true: AITER >= 7a41cca)
     nf4_dequant_dtype: str = "compute"  # Strategy.nf4_dequant_dtype (one of NF4_DEQUANT_DTYPES; None = compute)
     nf4_decode: str = "lut"  # Strategy.nf4_decode (one of NF4_DECODES; None = lut, bitsandbytes 0.48.0+)
+    nf4_double_quant: bool | None = None  # Strategy.nf4_double_quant (None = the style's count)
     bnb_compute_from_input: bool = False  # Strategy.bnb_compute_from_input (bitsandbytes 0.41-0.46; None = false)
     # QLoRA's 4-bit LM head (Strategy.nf4_lm_head) and the positions a row hands it a call (Strategy.lm_head_chunk;
     # None = the whole row in one call)
@@ -864,6 +865,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  aiter_mla_bwd_asm=getattr(strategy, "aiter_mla_bwd_asm", None) is not False,
                  nf4_dequant_dtype=str(getattr(strategy, "nf4_dequant_dtype", None) or "compute"),
                  nf4_decode=_named_option(strategy, "nf4_decode", "NF4 decode", NF4_DECODES) or "lut",
+                 nf4_double_quant=getattr(strategy, "nf4_double_quant", None),
                  bnb_compute_from_input=bool(getattr(strategy, "bnb_compute_from_input", None)),
                  nf4_lm_head=training.method == "qlora" and bool(getattr(strategy, "nf4_lm_head", None)),
                  lm_head_chunk=getattr(strategy, "lm_head_chunk", None),
@@ -1338,9 +1340,12 @@ def _launch_op_s(vendor: str) -> float:
     return host_figure("launch_bound_op_s", vendor) or host_figure("launch_bound_op_s", "nvidia")
 
 def _nf4_kernels(x: _Step) -> Any:
-    """Kernels of one NF4 weight's dequantisation: bitsandbytes' double quantisation (perf style bnb_nested_dequant)
-    dequantizes the absmax and adds its offset first (kernels.nf4_dequantise_nested), other 4-bit layers 1."""
-    return np.where(np.asarray(x.fw.bnb_nested_dequant, bool), compute.KERNELS["nf4_dequantise_nested"], 1.0)
+    """Kernels of one NF4 weight's dequantisation: bitsandbytes' double quantisation (perf style bnb_nested_dequant,
+    or the job's strategy.nf4_double_quant) dequantizes the absmax and adds its offset first
+    (kernels.nf4_dequantise_nested); without it (nf4_double_quant false: functional.py dequantize_4bit reads the fp32
+    absmax as stored) and in other 4-bit layers 1."""
+    nested = x.fw.bnb_nested_dequant if x.nf4_double_quant is None else x.nf4_double_quant
+    return np.where(np.asarray(nested, bool), compute.KERNELS["nf4_dequantise_nested"], 1.0)
 
 
 def _adapter_host_s(x: _Step) -> Any:
@@ -3340,7 +3345,7 @@ def _quantised_gather_bytes(x: _Step, ag_bytes: Any) -> Any:
     over the model's parameters. Other methods: `ag_bytes`."""
     if x.training.method != "qlora":
         return ag_bytes
-    nf4, _, constants = frozen_base_bytes(x.training)
+    nf4, _, constants = frozen_base_bytes(x.training, x.nf4_double_quant)
     total, expert = _param_split(x.model)
     lf = layer_flops(x.model)
     quantised = min((lf.gemm() - lf.experts) / 2.0 + expert, total)

@@ -241,6 +241,7 @@ RULES = (
     "qlora_fp8",
     "nf4_dequant_dtype_method",
     "nf4_decode_method",
+    "nf4_double_quant_method",
     "nf4_options_method",
     "lm_head_chunk_nf4_head",
     "recompute_code",
@@ -897,6 +898,10 @@ def _stack_option_rules(c: SimpleNamespace) -> _Rules:
         "nf4_decode_method": (
             np.full(tp.shape, getattr(strategy, "nf4_decode", None) is None or training.method == "qlora"),
             lambda v: msg("rule_nf4_decode_method", method=training.method),
+        ),
+        "nf4_double_quant_method": (
+            np.full(tp.shape, getattr(strategy, "nf4_double_quant", None) is None or training.method == "qlora"),
+            lambda v: msg("rule_nf4_double_quant_method", method=training.method),
         ),
         "nf4_options_method": (
             np.full(tp.shape, training.method == "qlora" or not _nf4_options_stated(strategy)),

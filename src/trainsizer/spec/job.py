@@ -524,6 +524,10 @@ class StrategySpec(_Strict):
     # (0.39.0-0.47.x: issue-bound below the HBM stream on the A100 / Hopper parts, perf_constants.yaml
     # nf4_tree_decode); null / lut = the table lookup of 0.48.0+ (#1746, 2025-09-30), timed at the HBM stream
     nf4_decode: Nf4Decode | None = None
+    # QLoRA: bitsandbytes' double quantisation of the block constants (bnb_4bit_use_double_quant; Lightning's nf4-dq):
+    # false = one fp32 absmax a 64-value block (0.5 bit a weight, one dequantisation kernel); null / true = 8-bit
+    # absmax with an fp32 constant a 256 blocks (0.127 bit, the absmax dequantised first: the estimate's count)
+    nf4_double_quant: bool | None = None
     # QLoRA: every 4-bit linear keeps its input for the backward: true under bitsandbytes < 0.43.2 (MatMul4Bit
     # `ctx.tensors = (A, B)`, dropped by #1270); null / false = 0.43.2+ or torchao's NF4 (torchtune), which keep none
     nf4_saves_input: bool | None = None
