@@ -34,7 +34,8 @@ def test_flex_rates_are_the_measured_gb200_figures_and_fa2_where_none_is_held():
     assert k.flash_fraction("gb200", "flex") * GB200_BF16_TFLOPS == pytest.approx(FLEX_GB200_FWD_TFS, rel=0.01)
     assert k.flash_bwd_ratio("gb200", "flex") == pytest.approx(FLEX_GB200_BWD_MS / FLEX_GB200_FWD_MS, rel=0.01)
     assert k.flash_fraction("b200", "flex") == k.flash_fraction("gb200", "flex")  # the same die
-    assert k.flash_fraction("gb200", "flex") < 0.5 * k.flash_fraction("gb200", "fa2")
+    # between FA2's sm80 kernels on sm100 (known-gaps 199: about the H100's rate) and cuDNN's tcgen05 ones
+    assert k.flash_fraction("gb200", "fa2") < k.flash_fraction("gb200", "flex") < k.flash_fraction("gb200", "native")
     for part in ("h100-sxm", "a100-sxm-80gb", "mi300x", "gb300"):  # no measurement of the kernel there
         assert k.flash_fraction(part, "flex") == k.flash_fraction(part, "fa2")
         assert k.flash_bwd_ratio(part, "flex") == k.flash_bwd_ratio(part, "fa2")
@@ -102,7 +103,7 @@ def test_flex_off_the_measured_parts_says_it_is_timed_at_fa2s_rate():
     """torchtitan's gpt_oss on H100 ran FlexAttention at FA2's figures with no word (known-gaps 43 (o)): the note names
     the parts the kernel was measured on and what it ran at there; on GB200, its own rate, no note."""
     k = load_constants()
-    ratio = k.flash_fraction("gb200", "flex") / k.flash_fraction("gb200", "fa2")
+    ratio = k.flash_fraction("b200", "flex") / k.flash_fraction("b200", "fa2")  # the first measured family's
     note = next(n for n in _flex_notes("h100-sxm-80gb") if "FlexAttention" in n)
     assert "FlashAttention-2's rate" in note and "b200 / gb200" in note and f"{ratio:.2f}" in note
     assert not any("FlexAttention" in n for n in _flex_notes("gb200"))

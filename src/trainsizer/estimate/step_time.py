@@ -190,6 +190,10 @@ class PerfStyle:
     # attn_implementation defaults to sdpa, the style times flash_attention_2): the estimate then says which SDPA
     # runs on the part (_sdpa_cudnn_note); "" = the style's kernel is the library's default
     library_attention_kernel: str = ""
+    # part families (catalog id prefixes, comma-separated) on which the stack itself puts cuDNN's fused attention
+    # first in SDPA, whatever the torch release: a style kernel or a stated `sdpa` there is timed as `native`
+    # (_stack_kernel); "" = PyTorch's own dispatch order, timed at FA2's figures
+    sdpa_cudnn_families: str = ""
     # how DeepSpeed ZeRO-3 (zero 3 without fsdp) gathers the stack's routed experts (names.ZERO3_EXPERT_FETCHES;
     # strategy.zero3_expert_fetch overrides): "" = inside the style's gathered unit (every stack that runs its own MoE
     # modules, and FSDP); "auto" = as transformers' modules are built: per_expert under its 4.x eager loop (ModuleList
@@ -834,6 +838,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
     if model is not defined:  # dense_all: one torch.bmm over every expert, no per-expert loop or grouped GEMM
         fw = dataclasses.replace(fw, moe_expert_loop=False, moe_torch_grouped_mm=False)
     fw = _recipe_style(fw, strategy, training, system, k)
+    fw = dataclasses.replace(fw, attention_kernel=_stack_kernel(fw.attention_kernel, fw, system))
     r = _nf4_compute_rate(_rates(system, training, k, calibration, fw), system, training, strategy, k, calibration)
     r = _grouped_mm_rate(_bf16_layers(r, training, model), system, k, fw)
     a = strategy_arrays(strategy)
@@ -904,6 +909,23 @@ def _recipe_style(fw: PerfStyle, strategy: Any, training: Training, system: Syst
         changes["tp_comm_overlap"] = np.asarray(fw.tp_comm_overlap, bool) & ~te if te.ndim else \
             bool(fw.tp_comm_overlap) and not bool(te)
     return dataclasses.replace(fw, **changes) if changes else fw
+
+
+def _stack_kernel(kernel: Any, fw: PerfStyle, system: System) -> Any:
+    """The attention kernel timed on this part: `sdpa` as `native` where the stack puts cuDNN first in SDPA on the
+    part's family (PerfStyle.sdpa_cudnn_families: torchtitan on sm100, models/attention.py since PR 1196), per style
+    under auto; the kernel as given elsewhere."""
+    acc = system.accelerator.lower()
+    families = np.asarray(fw.sdpa_cudnn_families)
+    # the styles' few values, each compared once (no per-strategy mapping: the search batches 10^6 strategies)
+    listed = {str(v) for v in ([families.item()] if families.ndim == 0 else
+                               {s.sdpa_cudnn_families for s in PERF_STYLES.values()})}
+    cudnn = np.zeros(families.shape, bool)
+    for value in listed:
+        if value and acc.startswith(tuple(f for f in value.split(",") if f)):
+            cudnn |= families == value
+    out = np.where((np.asarray(kernel) == "sdpa") & cudnn, "native", np.asarray(kernel))
+    return str(out) if out.ndim == 0 else out
 
 
 def _rows(training: Training, sequences, unpads: Any, per_device=1.0) -> tuple[Any, Any]:
@@ -3951,7 +3973,8 @@ def estimate_time(model: ModelArch, training: Training, system: System, strategy
     f = {key: float(np.asarray(val).reshape(-1)[0]) for key, val in out.items()}
     gpus = int(round(f["gpus"]))
     pretraining = training.method in ("pretrain", "cpt")
-    kernel = attention_kernel_of(strategy, model, framework_style, pretraining)
+    kernel = str(_stack_kernel(attention_kernel_of(strategy, model, framework_style, pretraining),
+                               _style(strategy, framework_style, pretraining), system))
     notes = (tuple(warnings) + _sdpa_note(system, kernel)
              + _sdpa_cudnn_note(system, kernel, strategy, _style(strategy, framework_style, pretraining)))
     if memory_note:
