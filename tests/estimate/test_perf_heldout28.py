@@ -96,10 +96,10 @@ def test_deepep_gain_over_the_all_to_all_at_one_layout(run):
 def test_dense_torchtitan_on_gb200_within_the_development_bound(run):
     """torchtitan's 2026-05 default configs on 4 GB200, dense models: Llama 3 8B and Qwen3 32B, compiled and eager,
     within 10% (reached +2.9 / -3.3 / -4.4 / +7.0%): the issue's held-out criterion met on a 2026 PyTorch stack.
-    GPT-OSS 20B on the same tray is the known GPT-OSS gap (+45 / +75% with FlexAttention's measured rate, +76 / +108%
-    before; docs/known-gaps.md 52), bounded loosely."""
+    GPT-OSS 20B on the same tray: +12.0 / -1.3% (compiled / eager) since the eager run's expert biases pay their
+    index_add_ (docs/known-gaps.md 196; +12.0 / +22.3% before, +45 / +75% before FlexAttention's measured rate, 52)."""
     errs = {c.row_id: c.err for c, _, _ in run if "_2026-05_gb200_" in c.row_id}
     assert len(errs) == 6
     dense = [e for rid, e in errs.items() if "gpt_oss" not in rid]
     assert len(dense) == 4 and max(abs(e) for e in dense) < 0.10
-    assert all(0.0 < e < 0.9 for rid, e in errs.items() if "gpt_oss" in rid)
+    assert all(abs(e) < 0.15 for rid, e in errs.items() if "gpt_oss" in rid)

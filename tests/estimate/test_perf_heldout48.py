@@ -89,11 +89,12 @@ def test_every_row_is_estimated_and_each_source_within_its_bound(run):
 
 def test_the_tuned_runs_are_faster_than_stock_measured_and_predicted_but_the_gain_is_under_modelled(run):
     """What the tuning bought on 64 GB300 (docs/known-gaps.md 164 (a)): every tuned 20B run beats the stock one in
-    both, and the modelled gain of the best is well under the measured 3.5x (the stock run is predicted too fast)."""
+    both, and the modelled gain of the best is under the measured 3.5x (the stock run is predicted too fast: 2.05x
+    before the eager expert biases' index_add_, 2.66x since, docs/known-gaps.md 196)."""
     ratios = {rid: (m, p) for rid, m, p in p48.over_base(run, p48.stock)}
     assert all(m > 1 and p > 1 for m, p in ratios.values())
     m, p = ratios["lambda_gb300_gptoss20b_fsdp64_bs7_noac_compile_64gpu"]
-    assert m == pytest.approx(3.51, abs=0.01) and p < 0.7 * m
+    assert m == pytest.approx(3.51, abs=0.01) and p < 0.8 * m
 
 
 def test_the_limits_name_scored_rows_and_each_verdict_is_printed():

@@ -34,6 +34,7 @@ class PerfConstants:
     expert_bias_deepep_bytes: dict[str, float]  # HBM bytes per element of AutoModel's eager expert biases
     moe_eager_glue_bytes: dict[str, float]  # torchtitan's eager MoE glue, bytes per routed copy element
     expert_bias_mcore_bytes: dict[str, float]  # HBM bytes per element of Megatron-Core's eager fc2 expert bias
+    expert_bias_index_add: dict[str, float]  # torchtitan gpt-oss' eager expert biases: bytes, kernels, index_add_ rate
     activation_clamp_mcore_bytes: dict[str, float]  # HBM bytes per element of its eager activation clamp
     rope_unfused_mcore_bytes: dict[str, float]  # HBM bytes per q / k element of its unfused RoPE (YaRN factor)
     eager_swiglu_backward_bytes: dict[str, float]  # an eager SwiGLU's backward, bytes per inner element, by op
@@ -388,6 +389,7 @@ def load_constants() -> PerfConstants:
         expert_bias_deepep_bytes={str(k): float(v) for k, v in g["expert_bias_deepep_bytes"].items()},
         moe_eager_glue_bytes={str(k): float(v) for k, v in g["moe_eager_glue_bytes"].items()},
         expert_bias_mcore_bytes={str(k): float(v) for k, v in g["expert_bias_mcore_bytes"].items()},
+        expert_bias_index_add={str(k): float(v) for k, v in g["expert_bias_index_add"].items()},
         activation_clamp_mcore_bytes={str(k): float(v) for k, v in g["activation_clamp_mcore_bytes"].items()},
         rope_unfused_mcore_bytes={str(k): float(v) for k, v in g["rope_unfused_mcore_bytes"].items()},
         eager_swiglu_backward_bytes={str(k): float(v) for k, v in g["eager_swiglu_backward_bytes"].items()},

@@ -365,6 +365,10 @@ class PerfStyle:
     # before 2026-05 compiles an MoE layer's children, not MoE.forward or the EP hooks): their bytes beyond the
     # charged permutation (perf_constants.yaml gemm.moe_eager_glue_bytes, _moe_eager_glue_time); not behind DeepEP
     moe_eager_glue: bool = False
+    # the routed experts' biases are added per routed row in eager PyTorch: repeat_interleave'd copies added to the
+    # grouped GEMMs' outputs, their gradient an index_add_ of every row into its expert's bias row, bound by its bf16
+    # atomics (torchtitan's gpt-oss port; perf_constants.yaml gemm.expert_bias_index_add, _expert_bias_index_add_time)
+    moe_bias_index_add: bool = False
     # model families whose MoE weights the routed outputs after the experts in the style's port (the rest before):
     # which of gemm.moe_eager_glue_bytes' two combine paths the eager glue runs (_moe_eager_glue_time)
     moe_score_after_families: str = ""
@@ -1179,7 +1183,8 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
         d = _nf4_head_time(x)
         lt = dataclasses.replace(lt, head_fwd=lt.head_fwd + d, head_bwd=lt.head_bwd + d)
     layer_mb = lt.fwd + lt.bwd + _nf4_dequant_time(x)
-    return lt, (layer_mb + _lora_adapters(x) + _expert_bias_time(x) + _activation_clamp_time(x) + _rope_unfused_time(x)
+    return lt, (layer_mb + _lora_adapters(x) + _expert_bias_time(x) + _expert_bias_index_add_time(x)
+                + _activation_clamp_time(x) + _rope_unfused_time(x)
                 + _flash_qkv_pack_time(x)
                 + _moe_unfused_time(x) + _moe_eager_glue_time(x)
                 + _sp_layout_copies(x) + _eager_swiglu_backward_time(x) + _amp_fp32_weights_time(x)
@@ -1517,6 +1522,29 @@ def _expert_bias_time(x: _Step) -> Any:
     native = np.where(np.asarray(x.fw.fused_kernels, bool) | (x.strategy_dispatcher not in FLEX_DISPATCHERS), 0.0, deepep)
     mcore = np.where(np.asarray(x.fw.moe_fused_grouped_mlp, bool), 0.0, _mcore_expert_bias_time(x, slots))
     return np.where(np.asarray(x.fw.moe_host_sync, bool), mcore, native)
+
+
+def _expert_bias_index_add_time(x: _Step) -> Any:
+    """Seconds per average layer and micro-batch of routed experts' biases added per routed row in eager PyTorch
+    (PerfStyle.moe_bias_index_add: torchtitan's gpt-oss port, models/gpt_oss/moe.py GptOssGroupedExperts.forward at
+    58b034444 / b5bcd76c6): forward, each bias repeat_interleave'd to one row a routed slot and added to its grouped
+    GEMM's output (perf_constants.yaml gemm.expert_bias_index_add `forward` bytes per element of the mlp1 and mlp2
+    outputs, again where the MoE block is recomputed); backward, index_select's gradient, an index_add_ of every routed
+    row into its expert's bias row, timed at aten index_add_'s measured bf16 rate under contention. Not under
+    torch.compile (the block's compiled kernels: not charged, docs/known-gaps.md 196 (b)) nor behind DeepEP (flex:
+    _expert_bias_time's path)."""
+    m = x.model
+    on = np.asarray(x.fw.moe_bias_index_add, bool) & ~np.asarray(_fused_elementwise(x), bool)
+    if not (m.is_moe and m.mlp_bias) or not np.any(on) or x.strategy_dispatcher in FLEX_DISPATCHERS:
+        return 0.0
+    b = x.k.expert_bias_index_add
+    split = np.where(np.asarray(x.fw.moe_tp_token_split, bool), x.et / x.t, 1.0)
+    elements = x.routed_slots * split * (2.0 * m.expert_ffn / x.et + m.hidden)
+    share = m.moe_layer_count / m.layers
+    again = 1.0 + x.moe_rerun
+    fwd = compute.stream_time(elements * b["forward"] * again, x.r, kernels=2.0 * b["forward_kernels"] * share * again)
+    bwd = elements / b["index_add_elements_per_s"] + 2.0 * b["backward_kernels"] * share * x.r.kernel_fixed_s
+    return np.where(on, fwd + bwd, 0.0)
 
 
 def _moe_unfused_counts(x: _Step) -> tuple[Any, Any, Any, Any]:
