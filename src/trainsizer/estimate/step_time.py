@@ -4001,10 +4001,9 @@ def estimate_time(model: ModelArch, training: Training, system: System, strategy
     f = {key: float(np.asarray(val).reshape(-1)[0]) for key, val in out.items()}
     gpus = int(round(f["gpus"]))
     pretraining = training.method in ("pretrain", "cpt")
-    kernel = str(_stack_kernel(attention_kernel_of(strategy, model, framework_style, pretraining),
-                               _style(strategy, framework_style, pretraining), system))
-    notes = (tuple(warnings) + _sdpa_note(system, kernel)
-             + _sdpa_cudnn_note(system, kernel, strategy, _style(strategy, framework_style, pretraining)))
+    style = _style(strategy, framework_style, pretraining)
+    kernel = str(_stack_kernel(attention_kernel_of(strategy, model, framework_style, pretraining), style, system))
+    notes = tuple(warnings) + _sdpa_note(system, kernel) + _sdpa_cudnn_note(system, kernel, strategy, style)
     if memory_note:
         notes += _memory_note(model, training, system, strategy)
     eval_s = evaluation_s(model, training, system, strategy, calibration=calibration, framework_style=framework_style)
