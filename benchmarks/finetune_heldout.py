@@ -131,6 +131,8 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
         out["strategy"]["fsdp"] = r["fsdp"]
         if r["fsdp"] != "none" and not whole(r["zero"]):  # FSDP is the sharding: no ZeRO stage beside it
             del out["strategy"]["zero"]
+    if r.get("fsdp_version"):  # which torch FSDP (accelerate's fsdp_version: perf_heldout43 / 44's FSDP2 rows)
+        out["strategy"]["fsdp_version"] = int(r["fsdp_version"])
     if r.get("checkpoint_impl"):  # how the row's code checkpoints a layer (perf_heldout40: checkpoint_wrapper REENTRANT)
         out["strategy"]["checkpoint_impl"] = r["checkpoint_impl"]
     if r.get("experts_implementation"):  # the release's expert loop (perf_heldout43's gpt-oss rows: transformers 4.55)

@@ -232,6 +232,7 @@ KIND_KEYS = {
     "optimizer precision": "kind_optimizer_precision",
     "experts implementation": "kind_experts_implementation",
     "checkpoint implementation": "kind_checkpoint_impl", "FSDP mode": "kind_fsdp_mode",
+    "FSDP version": "kind_fsdp_version",
     "ZeRO-3 expert fetch": "kind_zero3_expert_fetch", "ZeRO-3 bucket sizes": "kind_zero3_bucket_sizes",
     "MoE routing pattern": "kind_moe_routing",
     "facility figure": "kind_facility_figure", "reliability figure": "kind_reliability_figure",

@@ -188,6 +188,12 @@ CHECKPOINT_IMPLS = ("non_reentrant", "reentrant", "reentrant_outer")
 # A job's fsdp (strategy.fsdp): none = no FSDP (with zero 3, DeepSpeed's engine: step_time._deepspeed_engine_options),
 # full = FSDP FULL_SHARD over data parallelism, hybrid = HYBRID_SHARD over shard_group GPUs
 FSDP_MODES = ("none", "full", "hybrid")
+# Which torch FSDP a job's fsdp runs (strategy.fsdp_version, accelerate's fsdp_version): 1 = FullyShardedDataParallel
+# (flat parameters: each unit's gradient pre-divided in place and its views' gradients concatenated, step_time.
+# _fsdp1_predivide_s / _fsdp1_view_grad_cat_s), 2 = fully_shard (per-parameter DTensors: its copy-out after each
+# all-gather and copy-in before each reduce-scatter, step_time._fsdp2_copies). accelerate's default is 1
+# (FullyShardedDataParallelPlugin fsdp_version, accelerate 1.6+); Axolotl's FSDP2 configs write fsdp_version: 2.
+FSDP_VERSIONS = (1, 2)
 # When FSDP2 frees the parameters it gathered (strategy.fsdp_reshard): forward = after each unit's forward and again
 # after its backward, so the backward gathers a second time (fully_shard reshard_after_forward True, torch's default);
 # backward = after each backward only (reshard_after_forward False: one gather a micro-batch, the whole stage's

@@ -463,6 +463,9 @@ class Strategy:
     # the job's fsdp ("none" | "full" | "hybrid"): with zero 3, "none" is DeepSpeed's engine (module by module), the
     # others FSDP's (a decoder layer a unit); one value for the whole batch
     fsdp: Any = "none"
+    # which torch FSDP the fsdp runs: 1 | 2 (names.FSDP_VERSIONS); None = the style's (step_time._fsdp_version_option);
+    # time only
+    fsdp_version: Any = None
     # AdamW states: "fp32" | "bf16-moments" | "bf16" (names.OPTIMIZER_PRECISIONS; 8-bit AdamW: fp32 | bf16, no
     # master); None = fp32
     optimizer_precision: Any = None

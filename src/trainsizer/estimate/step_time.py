@@ -99,6 +99,7 @@ from trainsizer.names import (
     FLEX_DISPATCHERS,
     FSDP_MODES,
     FSDP_RESHARDS,
+    FSDP_VERSIONS,
     MOE_DISPATCHERS,
     NF4_DECODES,
     NORM_KERNELS,
@@ -590,7 +591,7 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
     ckpt = _named_option(strategy, "checkpoint_impl", "checkpoint implementation", CHECKPOINT_IMPLS)
     if ckpt is not None:  # how recompute re-runs a layer around / inside the FSDP unit (_reentrant_outer_exposed)
         changes["checkpoint_impl"] = ckpt
-    changes |= _deepspeed_engine_options(strategy, style)
+    changes |= _deepspeed_engine_options(strategy, style) | _fsdp_version_option(strategy)
     fetch = _zero3_expert_fetch_option(strategy, style)
     if fetch is not None:
         changes["zero3_expert_fetch"] = fetch
@@ -630,6 +631,25 @@ def _deepspeed_engine_options(strategy, style: PerfStyle) -> dict[str, Any]:
     if buckets is not None:
         out["zero3_bucket_sizes"] = np.where(on, buckets, style.zero3_bucket_sizes) if on.ndim else str(buckets)
     return out | {"zero3_deepspeed_fetch": on if on.ndim else True}
+
+
+def _fsdp_version_option(strategy) -> dict[str, Any]:
+    """The style's FSDP engine fields a job's strategy.fsdp_version sets where the job shards with FSDP (fsdp full or
+    hybrid; {} where it does not, or states no version: the style's own). 1 = torch FSDP1 (FullyShardedDataParallel's
+    flat parameters: each unit's gradient pre-divided in place, _fsdp1_predivide_s, and its views' gradients
+    concatenated, _fsdp1_view_grad_cat_s); 2 = FSDP2 (fully_shard's per-parameter DTensors: neither, but its copy-out
+    after each all-gather and copy-in before each reduce-scatter, _fsdp2_copies; torch/distributed/fsdp/_fully_shard/
+    _fsdp_collectives.py foreach_all_gather_copy_out / foreach_reduce). accelerate's fsdp_version picks one
+    (accelerate/utils/dataclasses.py FullyShardedDataParallelPlugin, default 1; Axolotl's FSDP2 configs write 2)."""
+    version = getattr(strategy, "fsdp_version", None)
+    if version is None or getattr(strategy, "fsdp", None) in (None, "none"):
+        return {}
+    if version not in FSDP_VERSIONS:
+        from trainsizer.errors import unknown_name
+
+        raise unknown_name("strategy.fsdp_version", "FSDP version", str(version), [str(v) for v in FSDP_VERSIONS])
+    one = int(version) == 1
+    return {"fsdp1_grad_predivide": one, "fsdp1_view_grad_cat": one, "fsdp2_copies": not one}
 
 
 def _zero3_expert_fetch_option(strategy, style: PerfStyle) -> Any:

@@ -39,6 +39,7 @@ from trainsizer.names import (
     FROZEN_BASE_DTYPES,
     FSDP_MODES,
     FSDP_RESHARDS,
+    FSDP_VERSIONS,
     LORA_DEFAULT_TARGETS,
     LORA_IMPLS,
     LORA_LINEAR_TARGETS,
@@ -76,6 +77,7 @@ Procurement = Literal["rent", "buy", "either"]
 Cooling = Literal["air", "liquid", "rear-door"]
 NetworkKind = Literal["ib", "roce", "efa", "ethernet"]
 Fsdp = Literal[FSDP_MODES]
+FsdpVersion = Literal[FSDP_VERSIONS]
 Fp8Recipe = Literal[FP8_RECIPES]
 Framework = Literal[FRAMEWORKS]
 LossImpl = Literal[LOSS_IMPLS]
@@ -360,6 +362,10 @@ class StrategySpec(_Strict):
     etp: int | None = Field(None, gt=0, le=MAX_GPUS)
     zero: int = Field(0, ge=0, le=3)
     fsdp: Fsdp = "none"
+    # which torch FSDP the fsdp runs (names.FSDP_VERSIONS; accelerate's fsdp_version): 1 = FullyShardedDataParallel
+    # (flat parameters), 2 = fully_shard (per-parameter DTensors); null = the framework's (hf: 1, accelerate's default;
+    # torchtitan / torchtune / AutoModel: 2; llm-foundry / FMS-FSDP: 1); acts on FSDP time only
+    fsdp_version: FsdpVersion | None = None
     # GPUs per hybrid-shard group; 0 or null: shard over all of DP (0 is what plans and `check` write)
     shard_group: int | None = Field(None, ge=0, le=MAX_GPUS)
     micro_batch: int = Field(1, gt=0, le=MAX_BATCH_SEQUENCES)
