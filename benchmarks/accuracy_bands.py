@@ -156,6 +156,7 @@ def collect() -> list[Row]:
     import perf_heldout52 as h52
     import perf_heldout53 as h53
     import perf_heldout54 as h54
+    import perf_heldout55 as h55
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -182,6 +183,7 @@ def collect() -> list[Row]:
     out += _heldout_style("perf_heldout54", h54.titan_run(), models)
     out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)
     out += _tokens_style("perf_heldout54", h54.report_cases(), h54.report_rows(), mb.job)
+    out += _tokens_style("perf_heldout55", h55.cases(), h55.rows(), h55.job)
     out += _tokens_style("perf_heldout26", h26.automodel_cases(), h26.automodel_rows(), h26.automodel_job)
     out += _tokens_style("perf_heldout26", h26.mlperf_cases(), h26.mlperf_rows(), h26.mlperf_job)
     out += _tokens_style("perf_heldout26", h26.mlperf_nvidia_cases(), h26.mlperf_nvidia_rows(), h26.mlperf_nvidia_job)

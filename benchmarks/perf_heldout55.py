@@ -1,0 +1,167 @@
+"""Held-out check on published runs added 2026-12-06 (twenty-ninth batch: Megatron-Core MoE on H800, a tuning series
+of one model and cluster; nothing is fitted on them), two sources no benchmark held, one author, code and image:
+
+(1) InternLM/xtuner docs/zh_cn/benchmark/megatron_moe_benchmark.md (added 253c42c9e, 2025-09-05; unchanged at
+ab430bc6c, 2026-08-22): 'Megatron MoE训练benchmark及调优指南', Qwen3-235B-A22B pre-training on 256 H800 under
+Pai-Megatron-Patch 2b201af (Megatron-LM-250624) in the pai-megatron-patch:25.04 image, BF16, sequence 4,096, forced
+balanced routing: one layout changed at a time (TP 1 / 2 / 4, PP 8 / 32, VPP, EP 8 / 32, the alltoall dispatcher or
+DeepEP, recompute select / moe / full, micro-batch 1 / 4 / 8, gradient-reduce and TP overlap), each with its step time
+and tokens/s a GPU; and four runs of the router's own routing at expert capacity factors 1 / 2 / 3 / 5 (capacity 1 is
+scored: tokens over the balanced share dropped, no expert above it; 2-5 are refused, the router's imbalance not stated).
+Four of its rows were posted first in alibaba/Pai-Megatron-Patch issue 658 (2025-09-02).
+(2) alibaba/Pai-Megatron-Patch issue 643 (2025-08-08): the same author's Qwen3-30B-A3B runs on 16 H800 (TP 1, PP 2 x EP 8
+and PP 4 x EP 4, sequence 8,192, no recompute, capacity factor 1.0 with drop), step time and tokens/s a GPU.
+
+Data: benchmarks/data/heldout_2027c_megatron_h800.csv in heldout_2026s_mcore_modelzoo.csv's recipe columns (perf_heldout45
+.mzoo_job builds each job, as it does the Model Zoo's H100 rows of the same model) with `accelerator` / `network`
+columns for the part (the recipe systems are NVIDIA's DGX ones) and `moe_router_fusion`. Every setting a source does
+not state is named in the row's `assumed` column with where its default was read (the Pai-Megatron-Patch script and
+README at 2b201af: bf16, distributed optimizer, sequence parallel, TE's FlashAttention backend, alltoall dispatcher, no
+TP overlap: the script builds the option but leaves it out of its command); the network is not stated (roce-400, the
+catalog's H800 host NICs).
+
+Printed: each row (published, predicted, error), MAPE by source / TP / dispatcher / recompute, the refused rows, the
+pairs of rows that change one setting (measured and predicted ratio), and the Model Zoo's H100 rows of the same layouts
+beside the H800 ones (the part's NVLink at 400 GB/s against 900 GB/s), memory fits.
+
+Sign: (predicted - published) / published of tokens/s a GPU; + = predicted too fast.
+
+Run: python benchmarks/perf_heldout55.py
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import perf_heldout45 as p45
+from harness import (
+    Fit,
+    job_fits,
+    job_tokens_per_gpu,
+    kept_rows,
+    print_cases,
+    print_fits,
+    refused_rows,
+    row_cases,
+)
+from perf_mbridge26 import print_groups
+
+DATA = Path(__file__).resolve().parent / "data"
+ROWS = DATA / "heldout_2027c_megatron_h800.csv"
+XT = "xtuner_2025-09_h800_qwen3-235b_256gpu_"
+# (row, its partner): one setting changed between them, both measured by the doc's author on the same cluster
+PAIRS = ((XT + "tp2_ep32_deepep_pp8_vpp4_select", XT + "tp2_ep32_pp8_vpp4_select"),  # DeepEP over alltoall at EP 32
+         (XT + "tp2_ep8_pp32_vpp3_select", XT + "tp2_ep32_deepep_pp8_vpp4_select"),  # EP 8 x PP 32 over EP 32 x PP 8
+         (XT + "tp2_ep8_pp32_vpp3_select", XT + "tp4_ep8_pp8_vpp4"),  # TP 2 / PP 32 over TP 4 / PP 8
+         (XT + "tp2_ep8_pp32_vpp3_select", XT + "tp2_ep8_pp8_select"),  # PP 32 x VPP 3 over PP 8
+         (XT + "tp2_ep8_pp8_select_zero_overlap", XT + "tp2_ep8_pp8_select"),  # gradient-reduce overlap on
+         (XT + "tp2_ep8_pp8_select_zero_tp_overlap", XT + "tp2_ep8_pp8_select_zero_overlap"),  # TP overlap on
+         (XT + "tp2_ep8_pp32_vpp3_mbs4_full", XT + "tp2_ep8_pp32_mbs4_full"),  # VPP 3 over none (bubble ~matched)
+         (XT + "tp1_ep8_pp32_vpp3_mbs4_full", XT + "tp1_ep8_pp32_vpp3_moe"),  # full recompute at mbs 4 over moe at 1
+         (XT + "tp1_ep8_pp32_vpp3_mbs8_full", XT + "tp1_ep8_pp32_vpp3_mbs4_full"),  # micro-batch 8 over 4
+         (XT + "tp4_ep8_deepep_pp8_vpp4_capacity1", XT + "tp4_ep8_pp8_vpp4"),  # router's own at capacity 1 + DeepEP
+         ("paiissue643_2025-08_h800_qwen3-30b-a3b_16gpu_tp1_pp4_ep4",
+          "paiissue643_2025-08_h800_qwen3-30b-a3b_16gpu_tp1_pp2_ep8"))
+# the Model Zoo's H100 rows (perf_heldout45) whose layout an H800 row repeats: (H800 row, H100 row)
+H100_TWINS = ((XT + "tp2_ep32_deepep_pp8_vpp4_select", "mzoo_qwen3-235b_h100_bf16_256gpu_deepep_ep32"),
+              (XT + "tp2_ep8_pp32_vpp3_select", "mzoo_qwen3-235b_h100_bf16_256gpu_alltoall_pp32"))
+
+
+def rows() -> list[dict[str, str]]:
+    """Every row of the batch, the refused ones included."""
+    return list(csv.DictReader(ROWS.open(encoding="utf-8")))
+
+
+def job(r: dict[str, str]) -> dict[str, Any]:
+    """perf_heldout45's recipe job of the row (the Model Zoo's columns and strategy_extra) on the row's part and
+    network: the recipe builder's system table holds NVIDIA's DGX parts only, so the row is built as an H100 row (no
+    other field depends on it off Blackwell) and its hardware then set to the row's own."""
+    out = p45.mzoo_job(dict(r, system="H100"))
+    out["hardware"] |= {"accelerator": r["accelerator"], "network": r["network"]}
+    return out
+
+
+def cases() -> list[tuple[str, str, float, float]]:
+    """(row id, system, measured, predicted tokens/s/GPU) of every scored row."""
+    return row_cases(kept_rows(rows()), job)
+
+
+def ratio_lines(cs: list[tuple[str, str, float, float]]) -> list[str]:
+    """Measured and predicted throughput of each row of PAIRS over its partner."""
+    by = {rid: (m, p) for rid, _, m, p in cs}
+    return [f"  {a.split('_gpu_')[-1].split('gpu_')[-1]:36s} over {b.split('gpu_')[-1]:34s} measured "
+            f"{by[a][0] / by[b][0]:.3f} predicted {by[a][1] / by[b][1]:.3f}" for a, b in PAIRS if a in by and b in by]
+
+
+def capacity_lines(cs: list[tuple[str, str, float, float]]) -> list[str]:
+    """The refused capacity 2 / 3 / 5 runs against the scored capacity-1 twin: what the router's imbalance cost."""
+    by = {rid: (m, p) for rid, _, m, p in cs}
+    base = XT + "tp4_ep8_deepep_pp8_vpp4_capacity1"
+    return [f"  {r['id'].split('gpu_')[-1]:42s} measured {float(r['tokens_per_sec_per_gpu']):7.1f} tokens/s, "
+            f"{float(r['tokens_per_sec_per_gpu']) / by[base][0]:.3f} of capacity 1" for r in rows() if r["refused"]]
+
+
+def h100_lines(cs: list[tuple[str, str, float, float]]) -> list[str]:
+    """Each H800 row beside the Model Zoo's H100 row of the same layout (H800 over H100, measured vs predicted); the
+    runs differ in more than the part (code, image, dispatcher fusion flags), so this is context, not a check."""
+    mine = {rid: (m, p) for rid, _, m, p in cs}
+    zoo = {rid: (m, p) for rid, _, m, p in p45.mzoo_cases()}
+    return [f"  {a.split('gpu_')[-1]:36s} H800 / H100 measured {mine[a][0] / zoo[b][0]:.3f} predicted "
+            f"{mine[a][1] / zoo[b][1]:.3f}" for a, b in H100_TWINS]
+
+
+def host_free_lines(cs: list[tuple[str, str, float, float]]) -> list[str]:
+    """Each row's error as predicted and with the estimate's host terms set to zero (the per-layer-pass host floor and
+    Megatron-Core's per-expert launches after the alltoall sync, perf_constants.yaml host_s_per_layer_pass /
+    moe_host_s_per_expert_kernel), as perf_mbridge26.host_free_errors prints it: a diagnostic, not an estimate. Rows
+    whose local expert count differs (EP 4 / 8 / 32: 32 / 16 / 4 experts a rank) differ most in that charge."""
+    import dataclasses
+
+    from trainsizer.estimate.calibration import load_constants
+
+    k = load_constants()
+    free = dataclasses.replace(k, host_s_per_layer_pass=0.0,
+                               moe_host_s_per_expert_kernel=dict.fromkeys(k.moe_host_s_per_expert_kernel, 0.0))
+    by = {r["id"]: r for r in rows()}
+    off = dict(job_tokens_per_gpu(((rid, job(by[rid])) for rid, _, _, _ in cs), constants=free))
+    return [f"  {rid.split('gpu_')[-1]:36s} {100 * (p / m - 1):+6.1f}% {100 * (off[rid] / m - 1):+6.1f}%"
+            for rid, _, m, p in cs]
+
+
+def fits() -> list[Fit]:
+    return job_fits((r["id"], job(r)) for r in kept_rows(rows()))
+
+
+def errors() -> np.ndarray:
+    """Signed (predicted - measured) / measured of every scored row."""
+    return np.array([p / m - 1.0 for _, _, m, p in cases()])
+
+
+def main() -> None:
+    cs = cases()
+    print("Megatron-Core MoE on H800 (held out; tokens/s a GPU):")
+    errs = print_cases(cs)
+    signed = errors()
+    print(f"\nperf_heldout55: time n={len(cs)} MAPE {100 * errs.mean():.1f}% (median {100 * np.median(signed):+.1f}%)")
+    by = {r["id"]: dict(r, source_key=r["id"].split("_")[0], recompute=r["recompute_modules"] or
+                        ("full" if "recompute=full" in r["strategy_extra"] else "none")) for r in kept_rows(rows())}
+    print_groups(cs, by, ("source_key", "model", "tp", "moe_dispatcher", "recompute"))
+    for rid, why in refused_rows(rows()):
+        print(f"  refused {rid}: {why}")
+    print("\none setting changed, a row over its partner (measured vs predicted):")
+    print("\n".join(ratio_lines(cs)))
+    print("the router's own routing at capacity 2 / 3 / 5 (refused) against capacity 1:")
+    print("\n".join(capacity_lines(cs)))
+    print("the same layouts on H100 (perf_heldout45, the Model Zoo's Megatron-LM runs):")
+    print("\n".join(h100_lines(cs)))
+    print("error as predicted and with the host terms off (a diagnostic):")
+    print("\n".join(host_free_lines(cs)))
+    print_fits(fits(), "perf_heldout55")
+
+
+if __name__ == "__main__":
+    main()
