@@ -190,6 +190,21 @@ def print_split(per_layer: dict[str, tuple[float, float, float]]) -> None:
               f"({ceiling / (t_meas - dense):.0%})")
 
 
+def blas_call_shares(per_gemm_s: float) -> dict[str, tuple[float, float]]:
+    """Host seconds a legacy gmm GEMM spends in rocBLAS's hipBLASLt path (the heuristic query plus the matmul call,
+    perf_constants.yaml host_sync) at each published heuristic figure, and its share of `per_gemm_s`; and the bound
+    Primus-Turbo PR 284's back-to-back gmm loop puts on the whole call (host_sync.gmm_gemm_period_s)."""
+    call = host_figure("blas_matmul_s", "amd")
+    out = {}
+    for label, kind in (("heuristic as hipBLASLt's 2025-03 client measured it", "blas_heuristic_s"),
+                        ("heuristic on a cached shape (2025-12 client)", "blas_heuristic_cached_s")):
+        per_call = host_figure(kind, "amd") + call
+        out[label] = (per_call, per_call / per_gemm_s)
+    period = host_figure("gmm_gemm_period_s", "amd")
+    out["at most the warm gmm loop's period (PR 284, 2026-04)"] = (period, period / per_gemm_s)
+    return out
+
+
 def main() -> None:
     vendor_table()
     per_layer = rows_table()
@@ -201,11 +216,12 @@ def main() -> None:
           f"(the estimate: {dense * 1e3:.2f} + {per_expert * 1e3:.3f}); "
           f"{b / compute.KERNELS['moe_expert_gemms'] * 1e6:.0f} us per expert GEMM against the CUDA-tuned "
           f"{load_constants().moe_host_s_per_expert_kernel['alltoall'] * 1e6:.0f}")
-    heur, call = host_figure("blas_heuristic_s", "amd"), host_figure("blas_matmul_s", "amd")
     per_gemm = b / compute.KERNELS["moe_expert_gemms"]
-    print(f"  a candidate: hipBLASLt choosing an algorithm on every call ({heur * 1e6:.0f} us) plus the call "
-          f"({call * 1e6:.0f} us) = {(heur + call) * 1e6:.0f} us, {(heur + call) / per_gemm:.0%} of the lead's "
-          f"{per_gemm * 1e6:.0f} us (whether the grouped_gemm package's ROCm port queries per call was not read)")
+    print("  read (docs/known-gaps.md 207): on gfx950 rocBLAS >= 5.0 runs the gmm's 16-bit gemm_ex through hipBLASLt and "
+          "asks its heuristic on every call; with the call, against the lead's "
+          f"{per_gemm * 1e6:.0f} us a GEMM:")
+    for label, (per_call, share) in blas_call_shares(per_gemm).items():
+        print(f"    {label:58s} {per_call * 1e6:5.1f} us a call = {share:4.0%}")
 
 
 if __name__ == "__main__":

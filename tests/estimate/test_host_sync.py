@@ -50,6 +50,8 @@ def test_vendor_facts_are_the_published_figures():
     # ROCm/hipBLASLt PR 1754's api-overhead client: heuristic 114.7 us a call, hipblasLtMatmul 9.1 us
     assert hs.host_figure("blas_heuristic_s", "amd") == pytest.approx(114.7e-6, rel=0.01)
     assert hs.host_figure("blas_matmul_s", "amd") == pytest.approx(9.1e-6, rel=0.01)
+    # ROCm/rocm-libraries PR 3103's client on a cached shape: hipblaslt_ext::algoGetHeuristic 7.79 us
+    assert hs.host_figure("blas_heuristic_cached_s", "amd") == pytest.approx(7.79e-6, rel=0.01)
     # Primus-Turbo PR 284: gmm at 16 x 2,048 x 7,168 x 2,048 (BF16, MI355X) forward at 1,219 TFLOPS, per expert GEMM
     assert hs.host_figure("gmm_gemm_period_s", "amd") == pytest.approx(2 * 2048 * 7168 * 2048 / 1219e12, rel=0.01)
     assert hs.host_figure("gmm_gemm_period_s", "nvidia") is None  # none read
@@ -108,3 +110,13 @@ def test_series_split_of_the_published_lite_series():
     assert floor == pytest.approx(4096 / 10734.6 / 27, rel=1e-3)
     assert b == pytest.approx(4.77e-3, rel=0.02) and a == pytest.approx(2.29e-3, rel=0.05)
     assert a + 2 * b < times[2] < 1.05 * floor
+
+
+def test_blas_call_shares_bracket_the_lead():
+    # rocBLAS's hipBLASLt path on gfx950 (docs/known-gaps.md 207): the heuristic plus the call at the 2025-03 figure
+    # (114.7 + 9.1 us) is half the lead's 240 us a GEMM; on a cached shape (7.79 + 9.1 us) under a tenth; PR 284's gmm
+    # loop bounds the whole call at its 49.3 us period
+    hf = _floor_script()
+    shares = list(hf.blas_call_shares(240e-6).values())
+    assert [s for _, s in shares] == pytest.approx([123.8 / 240, 16.9 / 240, 49.3 / 240], rel=0.01)
+    assert shares[1][0] < shares[2][0] < shares[0][0]
