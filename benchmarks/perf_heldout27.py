@@ -74,22 +74,27 @@ Run: python benchmarks/perf_heldout27.py
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
+
+import numpy as np
 
 from harness import Fit, job_fits, job_tokens_per_gpu, print_cases, print_fits, row_cases
 from perf_heldout26 import mlperf_nvidia_job
-from perf_mbridge26 import job as mbridge_job
 from perf_mbridge26 import (
+    host_free_errors,
     print_groups,
     print_keyed_groups,
     print_missing_per_token_layer,
     print_worst,
 )
+from perf_mbridge26 import job as mbridge_job
 from perf_mbridge26 import rows as mbridge_rows
 
 DATA = Path(__file__).resolve().parent / "data" / "heldout_2026c_mbridge.csv"
 MLPERF = Path(__file__).resolve().parent / "data" / "heldout_2026c_mlperf_nvidia.csv"
 BASE_MLPERF = Path(__file__).resolve().parent / "data" / "nvidia_mlperf.csv"
+PR3561 = Path(__file__).resolve().parent / "data" / "mbridge_pr3561_dispatcher.csv"
 # per-GPU rate along one submitter's scale (series name, the smallest run of that code and layout family: a row of this
 # file or of perf_mlperf's nvidia_mlperf.csv, then the larger runs)
 SCALE_SERIES = (
@@ -122,6 +127,35 @@ TWIN_COLUMNS = ("system", "model", "precision", "gpu_count", "global_batch_seqs"
 
 def rows() -> list[dict[str, str]]:
     return list(csv.DictReader(DATA.open(encoding="utf-8")))
+
+
+def dispatcher_pair_rows() -> list[dict[str, str]]:
+    """Megatron-Bridge PR 3561's four GPT-OSS 120B runs on 64 GB200 (PR3561: TFLOP/s a GPU of one layout under the
+    alltoall and HybridEP dispatchers, BF16 and MXFP8), each on the 26.04.01 table line whose config is the PR's."""
+    return list(csv.DictReader(PR3561.open(encoding="utf-8")))
+
+
+def dispatcher_pairs() -> list[tuple[str, float, float]]:
+    """(pair, measured ratio, predicted ratio) of PR 3561's A/B runs: alltoall over HybridEP in each precision and
+    MXFP8 over BF16 under each dispatcher. The jobs are the 26.04.01 GB200 GPT-OSS line's (its V2 config is the PR's:
+    EP 64, MBS 4, GBS 1,280, 4,096 tokens, recompute layernorm + moe_act, moe_a2a_overlap) with the run's dispatcher and
+    precision (FP8_MX_V2 is an alias of the BF16 V2 config at r0.4.0; bf16_with_mxfp8_mixed sets fp8_param_gather, as
+    perf_mbridge26.job states for FP8). Ratios of one layout, so the model FLOPs cancel: a check on what the estimate
+    gives the dispatcher and the precision on GPT-OSS, not a scored row (docs/known-gaps.md 208 (b))."""
+    base = {r["id"]: r for r in rows()}
+    runs = dispatcher_pair_rows()
+    jobs = []
+    for r in runs:
+        job = mbridge_job(base[r["base_row"]] | {"precision": r["precision"]})
+        job["strategy"]["moe_dispatcher"] = r["moe_dispatcher"]
+        jobs.append((r["id"], job))
+    pred = dict(job_tokens_per_gpu(jobs))
+    meas = {r["id"]: float(r["model_tflops_per_gpu"]) for r in runs}
+    pairs = (("BF16 alltoall / hybridep", "pr3561_bf16_alltoall", "pr3561_bf16_hybridep"),
+             ("MXFP8 alltoall / hybridep", "pr3561_fp8mx_alltoall", "pr3561_fp8mx_hybridep"),
+             ("alltoall MXFP8 / BF16", "pr3561_fp8mx_alltoall", "pr3561_bf16_alltoall"),
+             ("hybridep MXFP8 / BF16", "pr3561_fp8mx_hybridep", "pr3561_bf16_hybridep"))
+    return [(name, meas[a] / meas[b], pred[a] / pred[b]) for name, a, b in pairs]
 
 
 def dglu_regression(release: str = "26.06.01", before: str = "26.06") -> list[tuple[str, float, float]]:
@@ -159,6 +193,70 @@ def dglu_regression(release: str = "26.06.01", before: str = "26.06") -> list[tu
 def cases() -> list[tuple[str, str, float, float]]:
     """(row id, system, measured, predicted tokens/s/GPU)."""
     return row_cases(rows(), mbridge_job)
+
+
+def gpu_side_by_local_experts(cs: list[tuple[str, str, float, float]]) -> list[tuple[str, str, int, str, float, float]]:
+    """(row, model, local experts, CUDA graphs, error, error with the host terms off) of every MoE line
+    (perf_mbridge26.host_free_errors per model): the eager lines' GPU side alone against the experts a rank holds,
+    beside the full-iteration-graph lines, which carry no host term (docs/known-gaps.md 208 (c))."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.scenario import resolve_job
+
+    by = {r["id"]: r for r in rows()}
+    cat = load_catalog()
+    out = []
+    for model in sorted({r["model"] for r in by.values()}):
+        m = resolve_job(mbridge_job(next(r for r in by.values() if r["model"] == model)), cat).model
+        if not m.is_moe:
+            continue
+        for rid, err, free in host_free_errors(cs, by, model):
+            out.append((rid, model, m.experts // int(by[rid]["ep"]), by[rid]["cuda_graphs"], err, free))
+    return out
+
+
+def expected_max_normal(n: int) -> float:
+    """E[max of n independent standard normals]: the integral of x n phi(x) Phi(x)^(n-1) on a fine grid (1 for n < 2
+    gives 0)."""
+    if n < 2:
+        return 0.0
+    x = np.linspace(-8.0, 8.0, 16001)
+    cdf = 0.5 * (1.0 + np.array([math.erf(v / math.sqrt(2.0)) for v in x]))
+    pdf = np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+    return float(np.sum(x * n * pdf * cdf ** (n - 1)) * (x[1] - x[0]))
+
+
+def forced_balance_load(tokens_per_rank: float, topk: int, experts: int, ep: int) -> float:
+    """Expected routed slots of the busiest EP rank over the balanced share under Megatron-Core's forced load balance
+    (moe_router_force_load_balancing: RandomSTE replaces the router logits by standard normals from a per-rank
+    generator, seed 42 + global rank; megatron/core/transformer/moe/moe_utils.py at core_v0.14.0 and d98e8a64), which
+    makes each token's top-k a uniform k-subset of the experts. A rank's count over the EP group's ep x tokens_per_rank
+    tokens is a sum of hypergeometric draws (its experts / experts of each token's k), mean tokens_per_rank x topk,
+    variance N k q (1 - q) (E - k) / (E - 1) with q = 1 / ep; the ranks' counts sum to a constant (correlation
+    -1 / (ep - 1)), so the busiest is the mean plus sigma x E[max of ep normals] x sqrt(ep / (ep - 1)). Every layer's
+    dispatch, expert GEMMs and combine wait for that rank. A bound for docs/known-gaps.md 208 (a), not charged."""
+    if ep < 2:
+        return 1.0
+    n, q = ep * tokens_per_rank, 1.0 / ep
+    mean = tokens_per_rank * topk
+    sigma = math.sqrt(n * topk * q * (1.0 - q) * (experts - topk) / (experts - 1))
+    return 1.0 + sigma * expected_max_normal(ep) * math.sqrt(ep / (ep - 1)) / mean
+
+
+def forced_balance_loads() -> list[tuple[str, int, float]]:
+    """(row, EP, busiest rank's expected load) of each MoE line (every Megatron-Bridge performance config forces the
+    balance: set_*_common_configs moe_router_force_load_balancing True, r0.3.0 / r0.4.0 / v0.5.1)."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.scenario import resolve_job
+
+    cat = load_catalog()
+    out = []
+    for r in rows():
+        m = resolve_job(mbridge_job(r), cat).model
+        if not m.is_moe:
+            continue
+        tokens = int(r["micro_batch"]) * int(r["seq_len"]) / (int(r["tp"]) * int(r["cp"]))
+        out.append((r["id"], int(r["ep"]), forced_balance_load(tokens, m.experts_per_token, m.experts, int(r["ep"]))))
+    return out
 
 
 def mlperf_rows() -> list[dict[str, str]]:
@@ -207,6 +305,27 @@ def main() -> None:
           "dGLU-dbias regression at PR 322's ratio (known-gaps 124 (a)):")
     for rid, extra, charge in dglu_regression():
         print(f"  {rid:54s} measured {1e3 * extra:6.2f}  kernel ratio {1e3 * charge:5.2f}")
+    print("Megatron-Bridge PR 3561, GPT-OSS 120B on 64 GB200 (EP 64, MBS 4), one layout under two dispatchers and two "
+          "precisions (known-gaps 208 (b)):")
+    for name, meas, pred in dispatcher_pairs():
+        print(f"  {name:28s} measured {meas:.3f} predicted {pred:.3f}")
+    print("MoE lines by the experts a rank holds: median error as predicted / with the host terms off (the GPU side "
+          "alone; known-gaps 208 (c)):")
+    groups: dict[tuple[str, str, str, int], list[tuple[float, float]]] = {}
+    for rid, model, local, graphs, err, free in gpu_side_by_local_experts(cs):
+        part = "H100" if "_h100_" in rid else "Blackwell"
+        path = "full graph" if graphs == "full_iteration" else "eager"
+        groups.setdefault((model, part, path, local), []).append((err, free))
+    for (model, part, path, local), es in sorted(groups.items()):
+        print(f"  {model:16s} {part:9s} {path:10s} {local:3d} local experts n={len(es):2d} "
+              f"{100 * np.median([e for e, _ in es]):+6.1f}% / {100 * np.median([f for _, f in es]):+6.1f}%")
+    loads = forced_balance_loads()
+    print("busiest EP rank's expected routed slots over the balanced share under the configs' forced balance "
+          f"(random top-k; known-gaps 208 (a)): {min(v for _, _, v in loads):.4f}-{max(v for _, _, v in loads):.4f} "
+          f"over {len(loads)} MoE lines")
+    for ep in sorted({e for _, e, _ in loads}):
+        vals = [v for _, e, v in loads if e == ep]
+        print(f"  EP {ep:3d}: n={len(vals):2d} {min(vals):.4f}-{max(vals):.4f}")
     mc = mlperf_cases()
     errs = print_cases(mc, blank_line=True)
     print(f"\nMLPerf v5.0 / v5.1 other submitters, NVIDIA's implementation (held out, nothing fitted): n={len(mc)} MAPE "
