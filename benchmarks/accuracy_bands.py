@@ -181,6 +181,7 @@ def collect() -> list[Row]:
     out += _heldout_style("perf_heldout51", h51.run_all(), models)
     out += _heldout_style("perf_heldout53", h53.run_all(), models)
     out += _heldout_style("perf_heldout54", h54.titan_run(), models)
+    out += _heldout_style("perf_heldout55", h55.titan_run(), models)
     out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)
     out += _tokens_style("perf_heldout54", h54.report_cases(), h54.report_rows(), mb.job)
     out += _tokens_style("perf_heldout55", h55.cases(), h55.rows(), h55.job)

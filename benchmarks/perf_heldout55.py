@@ -11,6 +11,12 @@ scored: tokens over the balanced share dropped, no expert above it; 2-5 are refu
 Four of its rows were posted first in alibaba/Pai-Megatron-Patch issue 658 (2025-09-02).
 (2) alibaba/Pai-Megatron-Patch issue 643 (2025-08-08): the same author's Qwen3-30B-A3B runs on 16 H800 (TP 1, PP 2 x EP 8
 and PP 4 x EP 4, sequence 8,192, no recompute, capacity factor 1.0 with drop), step time and tokens/s a GPU.
+(3) Added with the second increment: NousResearch/torchtitan PR 19 (2025-11-24) and its torchtitan/distributed/deepep/
+README.md: torchtitan with DeepEP on B200, Qwen3-30B-A3B under FSDP2 over every GPU with EP 8 inside a host, full
+activation checkpointing, compiled model and loss, forced balance, 4,096 x 8 a GPU; strong scaling from 1 to 16 hosts
+(8-128 GPUs) and local batch 10 on 16, each with torchtitan's tokens/s and max_reserved; and the README's 1-host figure
+for torchtitan's own all-to-all expert parallelism. Data: benchmarks/data/heldout_2027c_titan_deepep_b200.csv in
+heldout_pretrain.csv's columns (perf_heldout.job_of).
 
 Data: benchmarks/data/heldout_2027c_megatron_h800.csv in heldout_2026s_mcore_modelzoo.csv's recipe columns (perf_heldout45
 .mzoo_job builds each job, as it does the Model Zoo's H100 rows of the same model) with `accelerator` / `network`
@@ -37,8 +43,10 @@ from typing import Any
 
 import numpy as np
 
+import perf_heldout as ph
 import perf_heldout45 as p45
 from harness import (
+    Case,
     Fit,
     job_fits,
     job_tokens_per_gpu,
@@ -52,6 +60,8 @@ from perf_mbridge26 import print_groups
 
 DATA = Path(__file__).resolve().parent / "data"
 ROWS = DATA / "heldout_2027c_megatron_h800.csv"
+TITAN = DATA / "heldout_2027c_titan_deepep_b200.csv"
+NOUS = "nous_torchtitan_2025-11_b200_qwen3_30b_a3b_"
 XT = "xtuner_2025-09_h800_qwen3-235b_256gpu_"
 # (row, its partner): one setting changed between them, both measured by the doc's author on the same cluster
 PAIRS = ((XT + "tp2_ep32_deepep_pp8_vpp4_select", XT + "tp2_ep32_pp8_vpp4_select"),  # DeepEP over alltoall at EP 32
@@ -132,13 +142,44 @@ def host_free_lines(cs: list[tuple[str, str, float, float]]) -> list[str]:
             for rid, _, m, p in cs]
 
 
+def titan_rows() -> list[dict[str, str]]:
+    return list(csv.DictReader(TITAN.open(encoding="utf-8")))
+
+
+def titan_run() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
+    """(case, the estimate's result or {} when refused, row) of source (3), time and memory rows."""
+    return ph.estimate_rows(titan_rows())
+
+
+def memory_lines(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[str]:
+    """Source (3)'s reserved peaks: measured less predicted at each scale (what the estimate lacks), the fall from 8 to
+    128 GPUs (what shards with FSDP), and the rise from local batch 8 to 10 on 128 GPUs (what grows with the batch)."""
+    mem = {c.row_id.removesuffix("_peak_memory"): c for c, _, _ in run if c.metric == "peak_memory_gib" and not c.skipped}
+    out = [f"  {rid.removeprefix(NOUS):32s} measured {c.measured:6.1f} predicted {c.predicted:6.1f} GiB, "
+           f"missing {c.measured - c.predicted:5.1f}" for rid, c in mem.items()]
+    one, all16, lbs10 = (mem[NOUS + k] for k in ("deepep_ep8_lbs8_8gpu", "deepep_ep8_lbs8_128gpu",
+                                                "deepep_ep8_lbs10_128gpu"))
+    out.append(f"  8 -> 128 GPUs: measured -{one.measured - all16.measured:.1f}, predicted "
+               f"-{one.predicted - all16.predicted:.1f} GiB; local batch 8 -> 10 on 128: measured "
+               f"+{lbs10.measured - all16.measured:.1f}, predicted +{lbs10.predicted - all16.predicted:.1f} GiB")
+    return out
+
+
 def fits() -> list[Fit]:
     return job_fits((r["id"], job(r)) for r in kept_rows(rows()))
 
 
 def errors() -> np.ndarray:
-    """Signed (predicted - measured) / measured of every scored row."""
+    """Signed (predicted - measured) / measured of every scored row of sources (1) and (2)."""
     return np.array([p / m - 1.0 for _, _, m, p in cases()])
+
+
+def batch_errors() -> tuple[np.ndarray, np.ndarray]:
+    """Signed errors of every scored time row of the batch (sources 1-3) and of its memory rows (source 3)."""
+    run = [c for c, _, _ in titan_run() if not c.skipped]
+    time = [c.err for c in run if c.metric not in ph.MEMORY_METRICS]
+    memory = np.array([c.err for c in run if c.metric in ph.MEMORY_METRICS])
+    return np.concatenate([errors(), np.array(time)]), memory
 
 
 def main() -> None:
@@ -161,6 +202,17 @@ def main() -> None:
     print("error as predicted and with the host terms off (a diagnostic):")
     print("\n".join(host_free_lines(cs)))
     print_fits(fits(), "perf_heldout55")
+    run = titan_run()
+    print("\n(3) torchtitan with DeepEP on B200, Qwen3-30B-A3B (held out):")
+    for c, _, _ in run:
+        shown = f"{c.predicted:9.1f} {100 * c.err:+7.1f}" if not c.skipped else f"refused: {c.skipped}"
+        print(f"{c.row_id.removeprefix(NOUS):46s} {c.metric:22s} {c.measured:9.1f} {shown}")
+    print("reserved peaks (GiB):")
+    print("\n".join(memory_lines(run)))
+    time, memory = batch_errors()
+    print(f"\nperf_heldout55, the batch: time n={len(time)} MAPE {100 * np.abs(time).mean():.1f}% (median "
+          f"{100 * np.median(time):+.1f}%); memory n={len(memory)} MAPE {100 * np.abs(memory).mean():.1f}% (median "
+          f"{100 * np.median(memory):+.1f}%)")
 
 
 if __name__ == "__main__":
