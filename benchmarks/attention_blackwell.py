@@ -104,7 +104,7 @@ def derived_constants(data: list[dict[str, str]] | None = None) -> dict[str, flo
     grace = {g: b200 * peak_b200 * (MAMF_BF16[g] / MAMF_BF16["b200"]) / cat.accelerators[g].tflops_dense["bf16"]
              for g in ("gb200", "gb300")}
     shares = [share_of_pair(data, c, h, s)[3] for c, h in SHARE_PAIRS for s in SHARE_SEQS]
-    return {"b200": b200, "b300": b200, "gb200": grace["gb200"], "gb300": grace["gb300"],
+    return {"b100": b200, "b200": b200, "b300": b200, "gb200": grace["gb200"], "gb300": grace["gb300"],
             "softmax_share_fwd": sum(shares) / len(shares)}
 
 
@@ -123,7 +123,8 @@ def mxfp8_speedups(data: list[dict[str, str]] | None = None, heads: str = "64") 
     out = {gpu: tuple(tflops(data, gpu, FP8_CUDNN, BASE_SEQ, p, heads, "mxfp8") / tflops(data, gpu, FP8_CUDNN, BASE_SEQ,
                                                                                          p, heads) for p in ("fwd", "bwd"))
            for gpu in ("gb200", "gb300")}
-    return {"b200": out["gb200"], "gb200": out["gb200"], "b300": out["gb300"], "gb300": out["gb300"]}
+    return {"b100": out["gb200"], "b200": out["gb200"], "gb200": out["gb200"], "b300": out["gb300"],
+            "gb300": out["gb300"]}
 
 
 def fp8_speedups(data: list[dict[str, str]] | None = None) -> dict[str, tuple[float, float]]:
@@ -137,7 +138,7 @@ def fp8_speedups(data: list[dict[str, str]] | None = None) -> dict[str, tuple[fl
     for gpu, rows_, cudnn in (("gb200", data, FP8_CUDNN), ("gb300", data, FP8_CUDNN), ("h200", hopper, HOPPER_CUDNN)):
         out[gpu] = tuple(tflops(rows_, gpu, cudnn, BASE_SEQ, p, "64", "fp8") / tflops(rows_, gpu, cudnn, BASE_SEQ, p, "64")
                          for p in ("fwd", "bwd"))
-    return {"b200": out["gb200"], "gb200": out["gb200"], "b300": out["gb300"], "gb300": out["gb300"],
+    return {"b100": out["gb200"], "b200": out["gb200"], "gb200": out["gb200"], "b300": out["gb300"], "gb300": out["gb300"],
             "h100": out["h200"], "h800": out["h200"], "h200": out["h200"]}
 
 
@@ -153,9 +154,10 @@ def length_curve(data: list[dict[str, str]] | None = None, gpu: str = "b200",
 
 RELEASE_CUDNN = "9.17.0"  # pytorch:25.11-py3; strategy.cudnn_release "9.17"
 # the part whose measured curve each family's attention.native_length_scaling entry is, by cuDNN release: its own where
-# NVIDIA measured it, else its sibling die's (GB200 = B200's dies at 9.13.1, B200 = GB200's at 9.17.0; B300 = GB300's)
-CURVE_PART = {BASE_CUDNN: {"b200": "b200", "gb200": "b200", "b300": "gb300", "gb300": "gb300"},
-              RELEASE_CUDNN: {"b200": "gb200", "gb200": "gb200", "b300": "gb300", "gb300": "gb300"}}
+# NVIDIA measured it, else its sibling die's (GB200 = B200's dies at 9.13.1, B200 = GB200's at 9.17.0; B300 = GB300's;
+# B100 = B200's die at a lower clock, docs/known-gaps.md 205 (c))
+CURVE_PART = {BASE_CUDNN: {"b100": "b200", "b200": "b200", "gb200": "b200", "b300": "gb300", "gb300": "gb300"},
+              RELEASE_CUDNN: {"b100": "gb200", "b200": "gb200", "gb200": "gb200", "b300": "gb300", "gb300": "gb300"}}
 
 
 def fp8_speedups_mla(data: list[dict[str, str]] | None = None) -> dict[str, tuple[float, float]]:
@@ -165,7 +167,8 @@ def fp8_speedups_mla(data: list[dict[str, str]] | None = None) -> dict[str, tupl
     out = {gpu: tuple(tflops(data, gpu, FP8_CUDNN, BASE_SEQ, p, "128", "fp8") / tflops(data, gpu, FP8_CUDNN, BASE_SEQ,
                                                                                        p, "128") for p in ("fwd", "bwd"))
            for gpu in ("gb200", "gb300")}
-    return {"b200": out["gb200"], "gb200": out["gb200"], "b300": out["gb300"], "gb300": out["gb300"]}
+    return {"b100": out["gb200"], "b200": out["gb200"], "gb200": out["gb200"], "b300": out["gb300"],
+            "gb300": out["gb300"]}
 
 
 def cudnn_release_speedups(data: list[dict[str, str]] | None = None) -> dict[str, tuple[float, float]]:
@@ -175,7 +178,7 @@ def cudnn_release_speedups(data: list[dict[str, str]] | None = None) -> dict[str
     data = data if data is not None else rows()
     gb300 = tuple(tflops(data, "gb300", RELEASE_CUDNN, BASE_SEQ, p, "128") / tflops(data, "gb300", BASE_CUDNN, BASE_SEQ,
                                                                                     p, "128") for p in ("fwd", "bwd"))
-    return {"b200": gb300, "b300": gb300, "gb200": gb300, "gb300": gb300}
+    return {"b100": gb300, "b200": gb300, "b300": gb300, "gb200": gb300, "gb300": gb300}
 
 
 def main() -> None:
