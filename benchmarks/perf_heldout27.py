@@ -119,7 +119,8 @@ SCALE_SERIES = (
 # the issue's shape) times it at 1,362.768 us regressed, 155.632 us fixed (139.392 us without dbias). Megatron-Bridge
 # v0.5.1 (the 26.06.01 lines) pins cudnn-frontend 1.24.0 and nvidia-cutlass-dsl 4.5.0 where v0.5.0 (26.06) pinned
 # 1.23.0 / 4.4.1 (pyproject.toml, docker/Dockerfile.ci); its GPT-OSS configs are unchanged (docs/known-gaps.md 124 (a)).
-DGLU_DBIAS_US = {"regressed": 1362.768, "fixed": 155.632}
+# the fixed kernel's time is perf_constants.yaml gemm.fused_dglu_us with_dbias (charged, step_time._fused_dglu_dbias_time)
+DGLU_REGRESSED_US = 1362.768
 # a line's twin in perf_mbridge26: the same job one release earlier (the columns that state it must agree)
 TWIN_COLUMNS = ("system", "model", "precision", "gpu_count", "global_batch_seqs", "micro_batch", "seq_len", "tp", "pp",
                 "cp", "ep", "cuda_graphs", "moe_dispatcher", "moe_a2a_overlap", "fp8_attention")
@@ -161,15 +162,17 @@ def dispatcher_pairs() -> list[tuple[str, float, float]]:
 def dglu_regression(release: str = "26.06.01", before: str = "26.06") -> list[tuple[str, float, float]]:
     """(row, measured seconds a decoder layer and micro-batch above its twin, the regressed dGLU kernel's excess) for
     each GPT-OSS line of `release` with a twin of `before` in perf_mbridge26 (TWIN_COLUMNS equal). The excess is PR 322's
-    measured ratio (DGLU_DBIAS_US) less one, times the estimate's time for that kernel's GEMM (fc2's data gradient over
+    measured ratio (DGLU_REGRESSED_US over the fixed kernel, perf_constants.yaml gemm.fused_dglu_us with_dbias) less one,
+    times the estimate's time for that kernel's GEMM (fc2's data gradient over
     the routed slots of one micro-batch, balanced routing, on the row's MXFP8 rate): what the kernel's own slowdown
-    explains, if it scales with its GEMM. A diagnostic (docs/known-gaps.md 124 (a)); nothing is charged."""
+    explains, if it scales with its GEMM. A diagnostic (docs/known-gaps.md 124 (a)): the fixed kernel's bias gradient
+    is charged (step_time._fused_dglu_dbias_time, known-gaps 208 (f)), the regression is not."""
     from trainsizer.catalog import load_catalog
     from trainsizer.estimate import calibration, compute
     from trainsizer.scenario import resolve_job
 
     twins = {tuple(r[c] for c in TWIN_COLUMNS): r for r in mbridge_rows() if r["release"] == before}
-    ratio = DGLU_DBIAS_US["regressed"] / DGLU_DBIAS_US["fixed"]
+    ratio = DGLU_REGRESSED_US / calibration.load_constants().fused_dglu_us["with_dbias"]
     cat = load_catalog()
     out = []
     for r in rows():

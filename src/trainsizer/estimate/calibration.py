@@ -36,6 +36,7 @@ class PerfConstants:
     expert_bias_mcore_bytes: dict[str, float]  # HBM bytes per element of Megatron-Core's eager fc2 expert bias
     expert_bias_index_add: dict[str, float]  # torchtitan gpt-oss' eager expert biases: bytes, kernels, index_add_ rate
     activation_clamp_mcore_bytes: dict[str, float]  # HBM bytes per element of its eager activation clamp
+    fused_dglu_us: dict[str, float]  # TE's fused grouped MLP's dGLU kernel with / without fc1's bias gradient, us
     rope_unfused_mcore_bytes: dict[str, float]  # HBM bytes per q / k element of its unfused RoPE (YaRN factor)
     eager_swiglu_backward_bytes: dict[str, float]  # an eager SwiGLU's backward, bytes per inner element, by op
     flash_efficiency: dict[str, float]
@@ -391,6 +392,7 @@ def load_constants() -> PerfConstants:
         expert_bias_mcore_bytes={str(k): float(v) for k, v in g["expert_bias_mcore_bytes"].items()},
         expert_bias_index_add={str(k): float(v) for k, v in g["expert_bias_index_add"].items()},
         activation_clamp_mcore_bytes={str(k): float(v) for k, v in g["activation_clamp_mcore_bytes"].items()},
+        fused_dglu_us={str(k): float(v) for k, v in g["fused_dglu_us"].items()},
         rope_unfused_mcore_bytes={str(k): float(v) for k, v in g["rope_unfused_mcore_bytes"].items()},
         eager_swiglu_backward_bytes={str(k): float(v) for k, v in g["eager_swiglu_backward_bytes"].items()},
         flash_efficiency={str(k): float(v) for k, v in a["flash_efficiency"].items()},

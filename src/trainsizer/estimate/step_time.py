@@ -1528,8 +1528,8 @@ def _expert_bias_time(x: _Step) -> Any:
     slots (balanced routing), the forward again where the MoE block is recomputed. Megatron-Core (the styles with
     moe_host_sync): TE GroupedLinear adds fc1's bias in its GEMM epilogue, fc2's is returned (skip_bias_add) and added
     the same eager way (TEGroupedMLP._apply_bias, gemm.expert_bias_mcore_bytes), unless the experts run TE's fused
-    grouped MLP (strategy.moe_fused_grouped_mlp: fc2's bias scaled by the probabilities in the GEMM epilogue); other
-    fused styles pay nothing."""
+    grouped MLP (strategy.moe_fused_grouped_mlp: fc2's bias scaled by the probabilities in the GEMM epilogue, fc1's
+    bias gradient reduced in the dGLU kernel, _fused_dglu_dbias_time); other fused styles pay nothing."""
     m = x.model
     if not (m.is_moe and m.mlp_bias):
         return 0.0
@@ -1540,7 +1540,8 @@ def _expert_bias_time(x: _Step) -> Any:
     bwd = gate_up * b["gate_up_backward"] + m.hidden * b["down_backward"]
     deepep = compute.stream_time(slots * (fwd * (1.0 + x.moe_rerun) + bwd), x.r, kernels=0.0)
     native = np.where(np.asarray(x.fw.fused_kernels, bool) | (x.strategy_dispatcher not in FLEX_DISPATCHERS), 0.0, deepep)
-    mcore = np.where(np.asarray(x.fw.moe_fused_grouped_mlp, bool), 0.0, _mcore_expert_bias_time(x, slots))
+    mcore = np.where(np.asarray(x.fw.moe_fused_grouped_mlp, bool), _fused_dglu_dbias_time(x, slots),
+                     _mcore_expert_bias_time(x, slots))
     return np.where(np.asarray(x.fw.moe_host_sync, bool), mcore, native)
 
 
@@ -1618,6 +1619,17 @@ def _moe_unfused_host(x: _Step) -> tuple[Any, Any]:
     trip_s = host_figure("round_trip_s", vendor) or 0.0
     passes = (x.model.moe_layer_count / x.model.layers) * (1.0 + x.moe_rerun)
     return passes * calls * op_s, passes * syncs * drain_excess_s(1.0, op_s, 0.0, trip_s)
+
+
+def _fused_dglu_dbias_time(x: _Step, slots: Any) -> Any:
+    """Seconds per average layer and micro-batch that fc1's bias gradient adds to TE's fused grouped MLP backward
+    (strategy.moe_fused_grouped_mlp on experts with biases): the CuTe DSL grouped GEMM + dGLU kernel reduces it in its
+    epilogue, measured at perf_constants.yaml gemm.fused_dglu_us with / without over the same kernel (cudnn-frontend
+    PR 322, SM100), charged as that ratio less one on the kernel's GEMM, fc2's data gradient (slots x expert_ffn /
+    expert TP, inner hidden) at the expert GEMM rate; the backward runs once, recompute or not."""
+    us = x.k.fused_dglu_us
+    extra = us["with_dbias"] / us["without_dbias"] - 1.0
+    return extra * compute.gemm_time(slots, x.model.expert_ffn / x.et, x.model.hidden, x.r, fixed=False)
 
 
 def _mcore_expert_bias_time(x: _Step, slots: Any) -> Any:
