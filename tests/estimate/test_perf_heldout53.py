@@ -42,7 +42,7 @@ def test_every_row_names_its_source_commit_date_and_assumptions():
 
 def test_the_rows_state_the_trainers_settings():
     """2 micro-batches of 1 x S a GPU (the script's micro_batches 2, micro_batch_size 1), FSDP2, per-layer compile,
-    every layer checkpointed, the caller's fp32 logits: each row's job says so."""
+    every layer checkpointed, the caller's fp32 logits, torch's default (foreach) AdamW: each row's job says so."""
     models = ph.model_data(ph.MODELS)
     for r in p53.rows():
         job = ph.job_of(r, models)
@@ -50,6 +50,8 @@ def test_the_rows_state_the_trainers_settings():
         assert job["global_batch"]["sequences"] == 2 * int(r["gpu_count"]) and s["micro_batch"] == 1, r["id"]
         assert (s["framework"], s["fsdp"], s["recompute"]) == ("torchtitan", "full", "full"), r["id"]
         assert s["torch_compile"] is True and s["loss_impl"] == "upcast-held", r["id"]
+        # prime-rl's optim.py gives AdamW neither fused nor foreach: torch's foreach on CUDA (known-gaps 204)
+        assert s["optimizer_impl"] == "foreach", r["id"]
         assert s["attention_kernel"] == ("native" if r["id"].endswith(("fa3", "fa3_peak_memory")) else "fa2"), r["id"]
 
 
