@@ -57,6 +57,7 @@ class PerfConstants:
     # PyTorch SDPA's memory-efficient backend (run under an explicit mask) relative to FlashAttention-2 (attention section)
     mem_efficient_over_fa2: float
     mem_efficient_is_flash_vendors: tuple[str, ...]  # SDPA's memory-efficient backend = its flash kernel (ROCm)
+    mem_efficient_tiles: dict[str, tuple[int, ...]]  # its kernels' tiles by kMaxK (attention.mem_efficient_tiles)
     flash_efficiency_fa1: dict[str, float]  # FlashAttention (v1) where measured on the family (else fa1_over_fa2)
     softmax_share_fwd: float  # exponentials' share of a Blackwell attention forward (attention section)
     # head-dim-independent (softmax) share of a native attention score's time at ref_head_dim, (forward, backward),
@@ -291,6 +292,24 @@ class PerfConstants:
         f, b = self.narrow_head_share
         return 1.0 - f + f * self.narrow_head_ref / d, 1.0 - b + b * self.narrow_head_ref / d
 
+    def mem_efficient_head_pad(self, d_qk: int, d_v: int) -> tuple[float, float]:
+        """(forward, backward) executed over counted attention work of SDPA's memory-efficient (CUTLASS) kernels at
+        these head dims (attention.mem_efficient_tiles): the kernel with the first kMaxK >= max(d_qk, d_v) runs the
+        head dim a GEMM reduces over in k_step steps and the one it writes (P V's d_v; dV's, dK's and dQ's) a whole tile
+        wide. Forward Q K^T + P V against d_qk + d_v; backward Q K^T, dO V^T, dV, dQ, dK against 3 d_qk + 2 d_v (the
+        counted backward's weighting, as ck_mla_bwd_pad). 1 at head dims the tiles divide (64, 128, 256)."""
+        t = self.mem_efficient_tiles
+        i = next((n for n, k in enumerate(t["max_k"]) if k >= max(d_qk, d_v)), len(t["max_k"]) - 1)
+        step = t["k_step"][0]
+
+        def up(d: int, tile: int) -> float:
+            return float(-(-d // tile) * tile)
+
+        fwd = (up(d_qk, step) + up(d_v, t["fwd_n"][i])) / float(d_qk + d_v)
+        bwd = (up(d_qk, step) + up(d_v, step) + up(d_v, t["bwd_i"][i]) + up(d_qk, t["bwd_i"][i])
+               + up(d_qk, t["bwd_j"][i])) / float(3 * d_qk + 2 * d_v)
+        return fwd, bwd
+
     def ck_mla_bwd_pad(self, accelerator: str, d_qk: int, d_v: int, asm: bool = True) -> float:
         """Executed over counted work of an AMD part's fused-attention backward where d_qk != d_v (MLA) runs CK's tile
         kernel (attention.ck_bwd): both head dims at the first compiled tile at or above the wider, in the backward's
@@ -409,6 +428,7 @@ def load_constants() -> PerfConstants:
         fa1_over_fa2=float(a["fa1_over_fa2"]),
         mem_efficient_over_fa2=float(a["mem_efficient_over_fa2"]),
         mem_efficient_is_flash_vendors=tuple(str(v) for v in a["mem_efficient_is_flash_vendors"]),
+        mem_efficient_tiles={str(k): tuple(int(d) for d in np.atleast_1d(v)) for k, v in a["mem_efficient_tiles"].items()},
         flash_efficiency_fa1={str(k): float(v) for k, v in a["flash_efficiency_fa1"].items()},
         softmax_share_fwd=float(a["softmax_share_fwd"]),
         narrow_head_share=(float(a["narrow_head"]["fwd_share"]), float(a["narrow_head"]["bwd_share"])),

@@ -1164,9 +1164,9 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     ring_fwd, ring_bwd = _cp_ring_calls(x)
     grid_fwd, grid_bwd = _attention_grid(x)
     # an explicit mask (Training.explicit_attention_mask) runs SDPA's memory-efficient backend over the whole square
-    mem_eff, bwd_ratio = _mask_backend(x, bwd_ratio)
-    att_fwd = mem_eff * fp8_fwd * rel_fwd * len_fwd / (head_fwd * ring_fwd * grid_fwd)
-    att_bwd = mem_eff * fp8_bwd * rel_bwd * len_bwd / (head_bwd * ring_bwd * grid_bwd * _ck_mla_bwd_pad(x))
+    mem_fwd, mem_bwd, bwd_ratio = _mask_backend(x, bwd_ratio)
+    att_fwd = mem_fwd * fp8_fwd * rel_fwd * len_fwd / (head_fwd * ring_fwd * grid_fwd)
+    att_bwd = mem_bwd * fp8_bwd * rel_bwd * len_bwd / (head_bwd * ring_bwd * grid_bwd * _ck_mla_bwd_pad(x))
     tiles, rate_length = _native_blocks(x)
     lt = compute.layer_times(_windowed_shapes(x), x.row, r, tp=t, cp=x.c, micro_batch=x.b * seqs, sp=x.sp,
                              recompute=rc, ep=x.e, flash=training.flash_attention, flash_rate=r.flash_flops * att_fwd,
@@ -1211,21 +1211,26 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                 + _eager_attention_time(x))
 
 
-def _mask_backend(x: _Step, bwd_ratio: Any) -> tuple[Any, Any]:
-    """(forward rate over the job kernel's, backward / forward time) of the attention under an explicit mask
-    (Training.explicit_attention_mask: SDPA's memory-efficient backend). NVIDIA and others: xFormers' CUTLASS kernels
-    at attention.mem_efficient_over_fa2 of the kernel's rate, its backward ratio; a vendor whose PyTorch runs that
-    backend as its flash kernel (attention.mem_efficient_is_flash_vendors, ROCm's AOTriton: sdp_utils.cpp at
-    21c3369e) at SDPA's own figures there (flash_efficiency_sdpa / flash_bwd_over_fwd_sdpa; FA2's where none)."""
+def _mask_backend(x: _Step, bwd_ratio: Any) -> tuple[Any, Any, Any]:
+    """(forward rate, backward rate over the job kernel's, backward / forward time) of the attention under an explicit
+    mask (Training.explicit_attention_mask: SDPA's memory-efficient backend). NVIDIA and others: xFormers' CUTLASS
+    kernels at attention.mem_efficient_over_fa2 of the kernel's rate, its backward ratio, on the head dims their tiles
+    run (calibration.mem_efficient_head_pad in place of the job kernel's compiled-head-dim padding,
+    compute.flash_head_dim_ratio); a vendor whose PyTorch runs that backend as its flash kernel
+    (attention.mem_efficient_is_flash_vendors, ROCm's AOTriton: sdp_utils.cpp at 21c3369e) at SDPA's own figures there
+    (flash_efficiency_sdpa / flash_bwd_over_fwd_sdpa; FA2's where none)."""
     k, acc = x.k, x.system.accelerator
     if not x.training.explicit_attention_mask:
-        return 1.0, bwd_ratio
-    if x.system.vendor not in k.mem_efficient_is_flash_vendors:
-        return k.mem_efficient_over_fa2, bwd_ratio
+        return 1.0, 1.0, bwd_ratio
     kernels = np.asarray(x.fw.attention_kernel)
+    if x.system.vendor not in k.mem_efficient_is_flash_vendors:
+        own_pad = compute.flash_head_dim_ratio(*x.model.head_dims, kernels)
+        pad_fwd, pad_bwd = k.mem_efficient_head_pad(*x.model.head_dims)
+        return k.mem_efficient_over_fa2 * own_pad / pad_fwd, k.mem_efficient_over_fa2 * own_pad / pad_bwd, bwd_ratio
     names = [str(n) for n in np.unique(kernels)]
     own = np.select([kernels == n for n in names], [k.flash_fraction(acc, n) for n in names])
-    return k.flash_fraction(acc, "sdpa") / own, k.flash_bwd_ratio(acc, "sdpa")
+    rate = k.flash_fraction(acc, "sdpa") / own
+    return rate, rate, k.flash_bwd_ratio(acc, "sdpa")
 
 
 def _eager_attention_time(x: _Step) -> Any:
