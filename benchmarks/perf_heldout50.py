@@ -28,7 +28,9 @@ models beside the presets: benchmarks/data/heldout_models.yaml qwen3-1.7b-base, 
 Printed: each row (published, predicted, error), per source, the card ratios (measured and predicted time of the
 same job on one card over the H100's), which say whether a miss is the card's constants or the job's, and a probe, not
 scored: the trainer's reserved peaks as the larger of the loss phase and a layer's re-run, which the hf style sums
-(known-gaps 191 (a)). The trainer's bf16 rows state its own loss, nn.CrossEntropyLoss on the model's bf16 logits
+(known-gaps 191 (a)); and a second probe, the masked attention's share of each 16-bit trainer row's step and the
+factor on it the measured time implies with everything else as estimated (known-gaps 191 (f), 202). The trainer's bf16
+rows state its own loss, nn.CrossEntropyLoss on the model's bf16 logits
 (loss_impl native; known-gaps 176 (d), 191). The
 trainer's rows state explicit_attention_mask (its --gpu_test loop keeps the padded dataset's attention mask: SDPA's
 memory-efficient backend over the whole square, known-gaps 180).
@@ -50,6 +52,7 @@ import perf_heldout as ph
 import perf_heldout43 as p43
 import perf_heldout47 as p47
 from harness import Case, kept_rows, model_data, print_case_rows, refusals_said, scored, source_label
+from trainsizer.estimate.calibration import load_constants
 from trainsizer.estimate.memory import estimate_memory
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -128,6 +131,30 @@ def phase_peaks() -> list[tuple[str, float, float, float]]:
     return out
 
 
+def attention_implied(cs: list[Case]) -> list[tuple[str, float, float]]:
+    """A probe, not a score: (row, the estimate's masked attention share of the step, the factor on that attention
+    the measured time implies with everything else as estimated) for each 16-bit trainer row (SDPA's memory-efficient
+    kernels under the dataset's mask). The attention's seconds are read by halving attention.mem_efficient_over_fa2
+    (the masked attention's time doubles, nothing else moves); docs/known-gaps.md 191 (f), 202."""
+    k = load_constants()
+    ratio = k.mem_efficient_over_fa2
+    got = {c.row_id: c for c in scored(cs, "tokens_s")}
+    keep = [r for r in kept_rows(rows()) if r["id"] in got and r["source"].startswith("universal-llm-trainer")
+            and r["precision"] == "bf16"]
+    object.__setattr__(k, "mem_efficient_over_fa2", ratio / 2)
+    try:
+        halved = {c.row_id: c for c in scored(row_set_cases(keep), "tokens_s")}
+    finally:
+        object.__setattr__(k, "mem_efficient_over_fa2", ratio)
+    out = []
+    for r in keep:
+        c = got[r["id"]]
+        step, slow, measured = 1.0 / c.predicted, 1.0 / halved[r["id"]].predicted, 1.0 / c.measured
+        attention = slow - step
+        out.append((r["id"], attention / step, (measured - step + attention) / attention))
+    return out
+
+
 def main() -> None:
     cs = cases()
     print("(1) Scicom how-fast-5090: Qwen3-1.7B full fine-tuning on one RTX 5090 and one H100 SXM; (2) "
@@ -140,6 +167,9 @@ def main() -> None:
     print("\nprobe, reserved peak as the larger of the loss phase and a layer's re-run (the hf style sums them):")
     print("\n".join(f"  {rid:34s} measured {m:5.1f} predicted {p:5.1f}, phases {b:5.1f} GiB ({100 * (b / m - 1):+.1f}%)"
                     for rid, m, p, b in phase_peaks()))
+    print("\nprobe, the masked attention's share of the step and the factor on it the measured time implies (16-bit "
+          "trainer rows; the LoRA rows carry 191 (d)'s extra too):")
+    print("\n".join(f"  {rid:34s} share {share:4.0%} implied x{factor:.2f}" for rid, share, factor in attention_implied(cs)))
     said = [c for c in cs if c.metric in ("refused", "fits")]
     print(f"\nrefused or said not to fit: {len(said)}" + "".join(f"\n  {c.row_id}: {c.skipped[:110]}" for c in said))
     print("\n" + p43.summary("perf_heldout50", cs))

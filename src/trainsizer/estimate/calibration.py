@@ -58,6 +58,7 @@ class PerfConstants:
     mem_efficient_over_fa2: float
     mem_efficient_is_flash_vendors: tuple[str, ...]  # SDPA's memory-efficient backend = its flash kernel (ROCm)
     mem_efficient_tiles: dict[str, tuple[int, ...]]  # its kernels' tiles by kMaxK (attention.mem_efficient_tiles)
+    mem_efficient_k64_over_fa2: float  # its kMaxK 64 kernels' rate over FA2's head-dim-128 figure (attention section)
     flash_efficiency_fa1: dict[str, float]  # FlashAttention (v1) where measured on the family (else fa1_over_fa2)
     softmax_share_fwd: float  # exponentials' share of a Blackwell attention forward (attention section)
     # head-dim-independent (softmax) share of a native attention score's time at ref_head_dim, (forward, backward),
@@ -292,6 +293,14 @@ class PerfConstants:
         f, b = self.narrow_head_share
         return 1.0 - f + f * self.narrow_head_ref / d, 1.0 - b + b * self.narrow_head_ref / d
 
+    def mem_efficient_over_fa2_at(self, d_qk: int, d_v: int) -> float:
+        """SDPA's memory-efficient kernels' rate over FA2's head-dim-128 figure at these head dims: the kMaxK 64 kernels'
+        measured figure where max(d_qk, d_v) <= 64 (attention.mem_efficient_k64_over_fa2), else mem_efficient_over_fa2
+        (the kMaxK 128 kernels'; the wider ones unmeasured)."""
+        if max(d_qk, d_v) <= self.mem_efficient_tiles["max_k"][0]:
+            return self.mem_efficient_k64_over_fa2
+        return self.mem_efficient_over_fa2
+
     def mem_efficient_head_pad(self, d_qk: int, d_v: int) -> tuple[float, float]:
         """(forward, backward) executed over counted attention work of SDPA's memory-efficient (CUTLASS) kernels at
         these head dims (attention.mem_efficient_tiles): the kernel with the first kMaxK >= max(d_qk, d_v) runs the
@@ -429,6 +438,7 @@ def load_constants() -> PerfConstants:
         mem_efficient_over_fa2=float(a["mem_efficient_over_fa2"]),
         mem_efficient_is_flash_vendors=tuple(str(v) for v in a["mem_efficient_is_flash_vendors"]),
         mem_efficient_tiles={str(k): tuple(int(d) for d in np.atleast_1d(v)) for k, v in a["mem_efficient_tiles"].items()},
+        mem_efficient_k64_over_fa2=float(a["mem_efficient_k64_over_fa2"]),
         flash_efficiency_fa1={str(k): float(v) for k, v in a["flash_efficiency_fa1"].items()},
         softmax_share_fwd=float(a["softmax_share_fwd"]),
         narrow_head_share=(float(a["narrow_head"]["fwd_share"]), float(a["narrow_head"]["bwd_share"])),

@@ -1214,8 +1214,9 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
 def _mask_backend(x: _Step, bwd_ratio: Any) -> tuple[Any, Any, Any]:
     """(forward rate, backward rate over the job kernel's, backward / forward time) of the attention under an explicit
     mask (Training.explicit_attention_mask: SDPA's memory-efficient backend). NVIDIA and others: xFormers' CUTLASS
-    kernels at attention.mem_efficient_over_fa2 of the kernel's rate, its backward ratio, on the head dims their tiles
-    run (calibration.mem_efficient_head_pad in place of the job kernel's compiled-head-dim padding,
+    kernels at their measured share of the kernel's rate (calibration.mem_efficient_over_fa2_at: the kMaxK 64 kernels'
+    at head dims to 64, attention.mem_efficient_over_fa2 above), its backward ratio, on the head dims their tiles run
+    (calibration.mem_efficient_head_pad in place of the job kernel's compiled-head-dim padding,
     compute.flash_head_dim_ratio); a vendor whose PyTorch runs that backend as its flash kernel
     (attention.mem_efficient_is_flash_vendors, ROCm's AOTriton: sdp_utils.cpp at 21c3369e) at SDPA's own figures there
     (flash_efficiency_sdpa / flash_bwd_over_fwd_sdpa; FA2's where none)."""
@@ -1224,9 +1225,10 @@ def _mask_backend(x: _Step, bwd_ratio: Any) -> tuple[Any, Any, Any]:
         return 1.0, 1.0, bwd_ratio
     kernels = np.asarray(x.fw.attention_kernel)
     if x.system.vendor not in k.mem_efficient_is_flash_vendors:
-        own_pad = compute.flash_head_dim_ratio(*x.model.head_dims, kernels)
-        pad_fwd, pad_bwd = k.mem_efficient_head_pad(*x.model.head_dims)
-        return k.mem_efficient_over_fa2 * own_pad / pad_fwd, k.mem_efficient_over_fa2 * own_pad / pad_bwd, bwd_ratio
+        dims = x.model.head_dims
+        rate = k.mem_efficient_over_fa2_at(*dims) * compute.flash_head_dim_ratio(*dims, kernels)
+        pad_fwd, pad_bwd = k.mem_efficient_head_pad(*dims)
+        return rate / pad_fwd, rate / pad_bwd, bwd_ratio
     names = [str(n) for n in np.unique(kernels)]
     own = np.select([kernels == n for n in names], [k.flash_fraction(acc, n) for n in names])
     rate = k.flash_fraction(acc, "sdpa") / own
