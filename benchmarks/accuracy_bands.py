@@ -210,7 +210,7 @@ def collect() -> list[Row]:
     out += _case_style("perf_amd", perf_amd.cases(), list(csv.DictReader(perf_amd.DATA.open(encoding="utf-8"))),
                        perf_amd.job)
     out += _case_style("perf_mlperf", perf_mlperf.cases(), perf_mlperf._rows(), perf_mlperf.job)
-    out += _case_style("finetune_heldout", fh.cases(), list(csv.DictReader(fh.DATA.open(encoding="utf-8"))), fh.job)
+    out += _case_style("finetune_heldout", fh.cases(), fh.rows(), fh.job)
     out += _case_style("perf_device_hf", *perf_device_hf.cases(), fh.job)
     archs = h35.models()
     out += _case_style("perf_heldout35", h35.cases(), h35.rows(), lambda r: fh.job(r, archs))

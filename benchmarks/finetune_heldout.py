@@ -53,6 +53,10 @@ from trainsizer.estimate.step_time import step_time_arrays
 from trainsizer.scenario import resolve_job
 
 DATA = Path(__file__).resolve().parent / "data" / "finetune_heldout.csv"
+# settings a row's source fixes that finetune_heldout.csv has no column for: its columns are the prefix every fine-tune
+# CSV's test checks (tests/estimate/test_perf_heldout35.py and the others), so a column there would be one in each of
+# them at once. One row per id, each setting a column, `source` saying where it comes from (rows() merges them)
+STATED = DATA.parent / "finetune_heldout_stated.csv"
 # Llama 3.2 3B and 1B (no presets): meta-llama/Llama-3.2-3B and -1B config.json (tied embeddings; 1B: head_dim 64)
 MODELS = {"llama-3.2-3b": {"layers": 28, "hidden": 3072, "ffn": 8192, "heads": 24, "kv_heads": 8,
                            "vocab": 128256, "tied_embeddings": True, "mlp": "swiglu", "norm": "rmsnorm",
@@ -278,10 +282,24 @@ def counted_tokens(r: dict[str, str], t) -> float:
     return float(t.tokens_per_step)
 
 
+def rows() -> list[dict[str, str]]:
+    """finetune_heldout.csv's rows, each with the settings STATED gives it (its `source` column left out). Raises
+    ValueError for a STATED id that is not a row or a STATED column that finetune_heldout.csv has (one place a fact)."""
+    stated = {r["id"]: r for r in csv.DictReader(STATED.open(encoding="utf-8"))}
+    out = list(csv.DictReader(DATA.open(encoding="utf-8")))
+    unknown = set(stated) - {r["id"] for r in out}
+    if unknown:
+        raise ValueError(f"{STATED.name}: ids {sorted(unknown)} are not rows of {DATA.name}")
+    clash = (set(next(iter(stated.values()), {})) - {"id", "source"}) & set(out[0])
+    if clash:
+        raise ValueError(f"{STATED.name}: columns {sorted(clash)} are {DATA.name}'s own; state them there")
+    return [r | {k: v for k, v in stated.get(r["id"], {}).items() if k not in ("id", "source")} for r in out]
+
+
 def cases() -> list[Case]:
     cat = load_catalog()
     out: list[Case] = []
-    for r in csv.DictReader(DATA.open(encoding="utf-8")):
+    for r in rows():
         out.extend(row_cases(r, cat))
     return out
 
@@ -314,13 +332,13 @@ def generation_pairs(cs: list[Case], new: str = "gb300", old: str = "gb200") -> 
     """(row, measured, predicted `new` / `old` tokens/s) for rows that differ only in the GPU. The Megatron-Bridge
     26.06 LoRA FP8 pair (Llama 3 70B, PP 2 x VPP 20, packed samples of about 250 tokens: attention well under 1% of
     the FLOPs) checks the GB300 / GB200 ratio where the SFU softmax throughput cannot matter."""
-    rows = {r["id"]: r for r in csv.DictReader(DATA.open(encoding="utf-8"))}
+    rows_by_id = {r["id"]: r for r in rows()}
     tps = {c.row_id: c for c in cs if c.metric == "tokens_s" and not c.skipped}
     out = []
     for rid, c in tps.items():
-        r = rows[rid]
+        r = rows_by_id[rid]
         for twin_id, twin in tps.items():
-            t = rows[twin_id]
+            t = rows_by_id[twin_id]
             if r["gpu"] == new and t["gpu"] == old and all(r[k] == t[k] for k in LAYOUT):
                 out.append((rid, c.measured / twin.measured, c.predicted / twin.predicted))
     return out
@@ -331,7 +349,7 @@ def spread_sensitivity(sigmas: tuple[float, ...] = (0.0, 0.3, 1.0)) -> list[tupl
     than the row states (an assumption where the source publishes none): what that assumption moves."""
     cat = load_catalog()
     out = []
-    for r in csv.DictReader(DATA.open(encoding="utf-8")):
+    for r in rows():
         if _bool(r["packing"]) or not r["avg_tokens"] or not r["tokens_per_s"]:
             continue
         for sigma in sigmas:
@@ -347,7 +365,7 @@ def needed_rates() -> list[tuple[str, float, float]]:
     measured matmul rate cannot reach says the row's time is not the card's (catalog alt figures, perf_constants)."""
     cat = load_catalog()
     out = []
-    for r in csv.DictReader(DATA.open(encoding="utf-8")):
+    for r in rows():
         if r["precision"] != "bf16" or whole(r["gpu_count"]) != 1 or not r["tokens_per_s"]:
             continue
         sc = _scenario(r, cat)
@@ -366,10 +384,10 @@ def lf_length_whatif() -> list[tuple[float, float, list[float]]]:
     """(mean, sigma, tokens/s errors of the lf_ rows in cutoff order) with the rows' samples unpacked at those
     lengths: whether any length distribution gives the wiki's tokens/s rising from 4K to 16K at batch 1."""
     cat = load_catalog()
-    rows = [r for r in csv.DictReader(DATA.open(encoding="utf-8")) if r["id"].startswith("lf_")]
+    lf_rows = [r for r in rows() if r["id"].startswith("lf_")]
     out = []
     for mean, sigma in LF_WHATIF:
-        errs = [c.err for r in rows for c in row_cases({**r, "avg_tokens": str(mean), "length_sigma": str(sigma)}, cat)
+        errs = [c.err for r in lf_rows for c in row_cases({**r, "avg_tokens": str(mean), "length_sigma": str(sigma)}, cat)
                 if c.metric == "tokens_s"]
         out.append((mean, sigma, errs))
     return out
