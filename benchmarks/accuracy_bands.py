@@ -157,6 +157,7 @@ def collect() -> list[Row]:
     import perf_heldout53 as h53
     import perf_heldout54 as h54
     import perf_heldout55 as h55
+    import perf_heldout56 as h56
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -225,6 +226,7 @@ def collect() -> list[Row]:
     out += _case_style("perf_heldout47", h47.cases(), h47.rows(), h47.job)
     out += _case_style("perf_heldout50", h50.cases(), h50.rows(), h50.job)
     out += _case_style("perf_heldout52", h52.cases(), h52.rows(), h52.job)
+    out += _case_style("perf_heldout56", h56.cases(), h56.rows(), h56.job)
     pf_rows = list(csv.DictReader(pf.DATA.open(encoding="utf-8")))
     out += _tokens_style("perf_finetune", [(rid, "", m, p) for rid, m, p in pf.cases()], pf_rows, pf.job)
     cat = load_catalog()

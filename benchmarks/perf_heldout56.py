@@ -1,0 +1,111 @@
+"""Held-out check on published runs added 2026-12-06 (thirtieth batch: measured peak memory beside time; nothing is
+fitted on them), one source no benchmark held:
+
+(1) gpjt/fine-tune-2024-04 (Giles Thomas's 'Messing around with fine-tuning LLMs' series, 2024-08 / 09): Llama 3 8B
+fully fine-tuned by the HF Trainer under DeepSpeed ZeRO-3 (fp16 engine, FusedAdam, DeepSpeed's default buckets) on
+one 8-GPU 80 GB host, 2,048 padded positions a sample, swept over the micro-batch until it runs out of memory: without
+gradient checkpointing (batch 1-2), and with it, with and without PYTORCH_CUDA_ALLOC_CONF=expandable_segments
+(batch 1-12 / 1-14). Each run writes its GPU's torch.cuda.memory_stats peaks ('active_bytes.all.peak',
+'reserved_bytes.all.peak', MiB) and its iterations a second. Rows: batch 1, 2, 4, 8 and each series' largest batch
+that ran (the rule set before scoring), GPU 0's line; a reserved row where the series names its allocator setting.
+
+Not rows (read, said in docs/known-gaps.md 211): the same repository's 0.5B sweeps (Qwen1.5-0.5B on one 24 GB card
+the repository does not name), its optimizer-offload series (ZeRO-3 with the optimizer on the host) and its Liger
+Kernel series (the patched modules not read far enough to state).
+
+Data: benchmarks/data/heldout_2027d_gpjt_zero3.csv (perf_heldout50's columns with `expandable_segments` and
+`zero3_bucket_sizes`; every setting the source does not state is in the row's `assumed`, with the default read).
+
+Printed: each row (published, predicted, error), per source, what a sample adds to the active peak (measured slope
+against predicted), and the first batch of each series that ran out of memory against the estimate's verdict.
+
+Sign: (predicted - published) / published; + = predicted too fast (time) or too large (memory).
+
+Run: python benchmarks/perf_heldout56.py
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import finetune_heldout as fh
+import perf_heldout43 as p43
+from harness import Case, kept_rows, print_case_rows, refusals_said, scored, source_label
+from trainsizer.catalog import load_catalog
+from trainsizer.estimate.memory import GIB, estimate_memory
+
+DATA = Path(__file__).resolve().parent / "data"
+GPJT = DATA / "heldout_2027d_gpjt_zero3.csv"
+SOURCES = (GPJT,)
+# (series, first batch size that ran out of memory): the sweep's OOM lines
+FIRST_OOM = (("nogc", 3), ("gc", 13), ("gcexp", 15))
+
+
+def rows() -> list[dict[str, str]]:
+    """Every source's rows, in file order."""
+    return [r for path in SOURCES for r in csv.DictReader(path.open(encoding="utf-8"))]
+
+
+def job(r: dict[str, str]) -> dict:
+    """A row as a job file (finetune_heldout's builder)."""
+    return fh.job(r)
+
+
+def cases() -> list[Case]:
+    """Every row's scored figures; a row the job path refuses: one 'refused' case with the reason."""
+    cat = load_catalog()
+    out = [Case(r["id"], source_label(r), "refused", 0.0, skipped=r["refused"]) for r in rows() if r["refused"]]
+    return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, cat), source_label) + out
+
+
+def slopes(cs: list[Case]) -> list[tuple[str, float, float]]:
+    """(series, measured, predicted GiB a sample adds to the active peak) between each series' smallest and largest
+    scored batch."""
+    got = {c.row_id: c for c in scored(cs, "peak_gib") if not c.row_id.endswith("_reserved")}
+    out = []
+    for series in dict.fromkeys(rid.split("_zero3_")[1].rsplit("_bs", 1)[0] for rid in got):
+        sizes = sorted(int(rid.rsplit("_bs", 1)[1]) for rid in got if f"_zero3_{series}_bs" in rid)
+        lo, hi = (got[f"gpjt24_llama3-8b_zero3_{series}_bs{n}"] for n in (sizes[0], sizes[-1]))
+        span = sizes[-1] - sizes[0]
+        out.append((series, (hi.measured - lo.measured) / span, (hi.predicted - lo.predicted) / span))
+    return out
+
+
+def oom_verdicts() -> list[tuple[str, int, float, float]]:
+    """(series, first batch that ran out of memory, the estimate's GiB a GPU at it, the card's GiB): the largest row
+    of the series with its micro-batch raised."""
+    cat = load_catalog()
+    by = {r["id"]: r for r in rows() if r["peak_mem_unit"] == "GiB-active"}
+    out = []
+    for series, n in FIRST_OOM:
+        last = max((r for rid, r in by.items() if f"_zero3_{series}_bs" in rid), key=lambda r: int(r["micro_batch"]))
+        r = dict(last, micro_batch=str(n), global_batch_seqs=str(8 * n))
+        sc = fh._scenario(r, cat)
+        est = estimate_memory(sc.model, sc.training, sc.system, sc.strategy, check=False)
+        out.append((series, n, est.per_gpu_bytes / GIB, sc.system.memory_gib))
+    return out
+
+
+def main() -> None:
+    cs = cases()
+    print("(1) gpjt/fine-tune-2024-04: Llama 3 8B full fine-tuning, HF Trainer + DeepSpeed ZeRO-3 fp16 on 8 x 80 GB, "
+          "2,048 positions a sample, micro-batch sweeps (active / reserved peak, tokens/s) (held out, nothing fitted):")
+    print_case_rows([c for c in cs if c.metric in ("tokens_s", "peak_gib")], 44, "9.1f")
+    print("\nper source:")
+    print("\n".join(p43.source_lines(cs)))
+    print("\nGiB a sample adds to the active peak (measured vs predicted):")
+    print("\n".join(f"  {s:6s} measured {m:5.2f} predicted {p:5.2f}" for s, m, p in slopes(cs)))
+    print("\nthe first batch each series ran out of memory at (the estimate's total a GPU, the card):")
+    print("\n".join(f"  {s:6s} batch {n:2d}: predicted {g:5.1f} GiB of {card:.0f} ({'does not fit' if g > card else 'fits'})"
+                    for s, n, g, card in oom_verdicts()))
+    refused = [c for c in cs if c.metric == "refused"]
+    unfit = [c for c in cs if c.metric == "fits"]
+    print(f"\nrefused rows: {len(refused)}" + "".join(f"\n  {c.row_id}: {c.skipped}" for c in refused))
+    print(f"rows that ran, said not to fit by the memory estimate: {len(unfit)}"
+          + "".join(f"\n  {c.row_id}: {c.skipped}" for c in unfit))
+    print("\n" + p43.summary("perf_heldout56", cs))
+
+
+if __name__ == "__main__":
+    main()
