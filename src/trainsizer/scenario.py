@@ -161,7 +161,7 @@ class Scenario:
                 "offload", "sequence_parallel", "distributed_optimizer", "pipeline_embedding_layer",
                 "pipeline_loss_layer", "pp_first_stage_layers", "pp_last_stage_layers", "torch_compile", "compile_loss", "sac_saves_attention", "tf32", "loss_impl", "tp_comm_overlap", "fp8_param_allgather",
                 "fp8_transpose_cache",
-                "grad_reduce_in_fp32", "grad_reduce_overlap", "grad_bucket_params", "gradient_accumulation_fusion", "attention_kernel", "norm_kernel", "cp_comm_type", "cp_repeat_kv", "moe_tp_token_split", "pp_fsdp_once_per_step", "loss_parallel", "fsdp_no_sync", "fsdp_reshard", "embedding_parallel",
+                "grad_reduce_in_fp32", "grad_reduce_overlap", "grad_bucket_params", "gradient_accumulation_fusion", "attention_kernel", "norm_kernel", "cp_comm_type", "repeat_kv", "moe_tp_token_split", "pp_fsdp_once_per_step", "loss_parallel", "fsdp_no_sync", "fsdp_reshard", "embedding_parallel",
                 "activation_kernel", "rope_kernel", "eager_attention", "fp8_attention", "fp8_activation_store", "fp8_lm_head", "defer_embedding_wgrad",
                 "wgrad_deferral_limit", "cuda_graphs", "cudnn_release", "aiter_mla_bwd_asm",
                 "nf4_dequant_dtype", "nf4_decode", "nf4_double_quant", "nf4_saves_input", "bnb_compute_from_input", "nf4_lm_head", "lm_head_chunk",
@@ -222,6 +222,8 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Catalog,
     job = _read_job(source, data, origin)
     model = _job_model(job, source, origin)
     notes = [msg("note_model_config", note=n) for n in model.notes]
+    if job.strategy is not None:
+        notes += [msg("note_field_renamed", old=k, new=v) for k, v in job.strategy.renamed_from.items()]
     training = _training(job)
     _check_batch_within_data(training, origin)
     notes += _past_positions_note(job, model)
@@ -811,7 +813,7 @@ def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
         grad_reduce_overlap=s.grad_reduce_overlap, grad_bucket_params=s.grad_bucket_params,
         gradient_accumulation_fusion=s.gradient_accumulation_fusion,
         attention_kernel=s.attention_kernel, norm_kernel=s.norm_kernel, cp_comm_type=s.cp_comm_type,
-        cp_repeat_kv=s.cp_repeat_kv, moe_tp_token_split=s.moe_tp_token_split, pp_fsdp_once_per_step=s.pp_fsdp_once_per_step,
+        repeat_kv=s.repeat_kv, moe_tp_token_split=s.moe_tp_token_split, pp_fsdp_once_per_step=s.pp_fsdp_once_per_step,
         loss_parallel=s.loss_parallel, fsdp_no_sync=s.fsdp_no_sync, fsdp_reshard=s.fsdp_reshard, embedding_parallel=s.embedding_parallel, activation_kernel=s.activation_kernel, rope_kernel=s.rope_kernel, eager_attention=s.eager_attention, fp8_attention=s.fp8_attention,
         fp8_activation_store=s.fp8_activation_store, fp8_lm_head=s.fp8_lm_head,
         defer_embedding_wgrad=s.defer_embedding_wgrad, wgrad_deferral_limit=s.wgrad_deferral_limit, cuda_graphs=s.cuda_graphs, cudnn_release=s.cudnn_release,

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import SpecError
 from trainsizer.estimate.step_time import estimate_time, perf_style
+from trainsizer.messages import tr
 from trainsizer.render.i18n import t
 from trainsizer.scenario import resolve_job
 
@@ -60,19 +61,40 @@ def _job(**strategy) -> dict:
             "strategy": {"cp": 8, "dp": 1, "micro_batch": 1, "framework": "torchtitan", **strategy}}
 
 
-def test_cp_repeat_kv_false_moves_the_kv_heads_and_is_echoed():
-    """strategy.cp_repeat_kv false (Hugging Face models: SDPA enable_gqa): the gather moves 8 K / V heads, not 32."""
+def test_repeat_kv_false_moves_the_kv_heads_and_is_echoed():
+    """strategy.repeat_kv false (Hugging Face models: SDPA enable_gqa): the gather moves 8 K / V heads, not 32."""
     times = {}
     for repeat in (True, False):
-        sc = resolve_job(_job(cp_repeat_kv=repeat), load_catalog())
-        assert sc.summary()["strategy"]["cp_repeat_kv"] is repeat
+        sc = resolve_job(_job(repeat_kv=repeat), load_catalog())
+        assert sc.summary()["strategy"]["repeat_kv"] is repeat
         times[repeat] = estimate_time(sc.model, sc.training, sc.system, sc.strategy,
                                       memory_note=False).breakdown_s["cp_comm"]
     assert 0.0 < times[False] < times[True]
-    assert _cp_comm(8, seq=1024) == _cp_comm(8, seq=1024, style=replace(perf_style("torchtitan"), cp_repeat_kv=True))
+    assert _cp_comm(8, seq=1024) == _cp_comm(8, seq=1024, style=replace(perf_style("torchtitan"), repeat_kv=True))
 
 
-def test_bad_cp_repeat_kv_is_a_clear_error_with_words_in_both_languages():
-    with pytest.raises(SpecError, match="cp_repeat_kv"):
-        resolve_job(_job(cp_repeat_kv="sometimes"), load_catalog())
-    assert t("field_strategy.cp_repeat_kv", "zh") != t("field_strategy.cp_repeat_kv", "en")
+def test_bad_repeat_kv_is_a_clear_error_with_words_in_both_languages():
+    with pytest.raises(SpecError, match="repeat_kv"):
+        resolve_job(_job(repeat_kv="sometimes"), load_catalog())
+    assert t("field_strategy.repeat_kv", "zh") != t("field_strategy.repeat_kv", "en")
+
+
+@settings(max_examples=4, deadline=None)
+@given(repeat=st.booleans())
+def test_old_name_cp_repeat_kv_is_read_as_repeat_kv_with_a_note(repeat):
+    """strategy.cp_repeat_kv (the name before 2026-12-06) is still read, as repeat_kv, with a note naming both
+    names; the summary (JSON) carries the new name only, and the estimate is the new name's."""
+    old = resolve_job(_job(cp_repeat_kv=repeat), load_catalog())
+    new = resolve_job(_job(repeat_kv=repeat), load_catalog())
+    assert old.summary()["strategy"]["repeat_kv"] is repeat and "cp_repeat_kv" not in old.summary()["strategy"]
+    assert old.strategy == new.strategy
+    renamed = [n for n in old.notes if n.key == "note_field_renamed"]
+    assert len(renamed) == 1 and "strategy.cp_repeat_kv" in renamed[0] and "strategy.repeat_kv" in renamed[0]
+    assert tr(renamed[0], "zh") != tr(renamed[0], "en")
+    assert not [n for n in new.notes if n.key == "note_field_renamed"]
+    assert "cp_repeat_kv" not in old.job.strategy.model_dump()
+
+
+def test_old_and_new_names_together_are_a_clear_error():
+    with pytest.raises(SpecError, match="cp_repeat_kv.*repeat_kv.*keep only repeat_kv"):
+        resolve_job(_job(cp_repeat_kv=True, repeat_kv=False), load_catalog())

@@ -119,14 +119,14 @@ def test_torchtitan_block_keeps_k_and_v_expanded_to_every_query_head():
 
 
 def test_enable_gqa_keeps_no_expanded_k_and_v_and_is_the_field_the_ring_reads():
-    """strategy.cp_repeat_kv false (torchtitan after #2259, 2026-01-27: enable_gqa to SDPA): the re-run block
+    """strategy.repeat_kv false (torchtitan after #2259, 2026-01-27: enable_gqa to SDPA): the re-run block
     holds no expanded K / V, by exactly what repeat_kv added; unset is the torchtitan style's (true, repeat_kv)."""
     from trainsizer.estimate.activations import expanded_kv_bytes
     from trainsizer.estimate.memory import estimate_memory
 
     row = next(r for r in mm.rows() if r["id"] == "torchtitan_mem_t2_cp1")
     model, training, system, strategy = mm.configure(row)
-    by = {k: estimate_memory(model, training, system, strategy.with_(cp_repeat_kv=k), check=False)
+    by = {k: estimate_memory(model, training, system, strategy.with_(repeat_kv=k), check=False)
           for k in (None, True, False)}
     assert by[None].items_bytes == by[True].items_bytes
     tokens = training.seq_len * strategy.micro_batch
@@ -142,7 +142,7 @@ def test_ring_buffers_at_the_kv_heads_width_under_enable_gqa():
 
     row = next(r for r in mm.rows() if r["id"] == "torchtitan_mem_t6_cp8")
     model, training, system, strategy = mm.configure(row)
-    ring = {k: estimate_memory(model, training, system, strategy.with_(cp_repeat_kv=k),
+    ring = {k: estimate_memory(model, training, system, strategy.with_(repeat_kv=k),
                                check=False).items_bytes["cp_ring_attention_buffers"] for k in (True, False)}
     assert model.kv_dim < model.q_dim and 0.0 < ring[False] < 0.5 * ring[True]
 

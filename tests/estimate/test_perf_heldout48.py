@@ -29,7 +29,7 @@ BOUNDS = {"Lambda torchtitan batch sweep (8 B200)": 23.0,  # 19.1: GPT-OSS -8.5.
           "Together AI B200, Llama 3 70B FP8 Megatron-FSDP": 8.0,  # 4.9: +5.0..-7.5% from 64 to 592 GPUs (164 (h))
           "Together AI B200, Llama 3 70B FP8 Megatron-FSDP peak memory": 9.0}  # 7.3: -6.9..-7.5% (172)
 # the tuned runs the memory estimate says do not fit (docs/known-gaps.md 164 (c), 169 (a)): none since the rows
-# state torchtitan's enable_gqa at their commits (cp_repeat_kv false: no K / V expanded, known-gaps 201); the bs 6
+# state torchtitan's enable_gqa at their commits (repeat_kv false: no K / V expanded, known-gaps 201); the bs 6
 # reshard-never and bs 7 no-AC compiled runs were said not to fit before
 UNFIT: frozenset[str] = frozenset()
 

@@ -358,7 +358,7 @@ class Strategy:
     # the token embedding split over the TP ranks; False = replicated on each (KempnerForge); None = the style's
     # (split); memory
     embedding_parallel: Any = None
-    cp_repeat_kv: Any = None  # PyTorch ring's K / V at the query heads' width (repeat_kv); None = the style's; step time
+    repeat_kv: Any = None  # PyTorch ring's K / V at the query heads' width (repeat_kv); None = the style's; step time
     moe_tp_token_split: Any = None  # expert TP 1: TP ranks dispatch 1 / tp of the tokens each; None = the style's; step time
     # "fused" | "eager" (names.ACTIVATION_KERNELS): the SwiGLU activation; None = the style's; memory and step time
     activation_kernel: Any = None

@@ -953,7 +953,7 @@ def _titan_block_extras(model: ModelArch, training: Training, strategy: Strategy
                         moe_none: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(dense, MoE) bytes of a block that keeps its activations (no AC; the block re-run under full AC or eager
     per-op SAC) with what torchtitan's own block saves beyond the profile's items:
-    - K and V expanded to every query head where the model repeats them (strategy.cp_repeat_kv, else the torchtitan
+    - K and V expanded to every query head where the model repeats them (strategy.repeat_kv, else the torchtitan
       style's: repeat_kv before F.scaled_dot_product_attention, which saves the expanded copies; `expanded_kv_bytes`);
       none where it passes enable_gqa (torchtitan from ff0829c10, #2259, 2026-01-27: the flash / cuDNN / flex
       kernels index the K / V head, nothing expanded);
@@ -968,11 +968,11 @@ def _titan_block_extras(model: ModelArch, training: Training, strategy: Strategy
 
 
 def titan_repeats_kv(strategy: Strategy) -> bool:
-    """Whether a torchtitan model expands K and V to the query heads before SDPA: strategy.cp_repeat_kv where the
+    """Whether a torchtitan model expands K and V to the query heads before SDPA: strategy.repeat_kv where the
     job states it (the one field for the fact, read by step_time._cp_torch_ring too), else the torchtitan perf
-    style's cp_repeat_kv (perf_constants.yaml: repeat_kv, torchtitan to ff0829c10, 2026-01-27)."""
-    stated = getattr(strategy, "cp_repeat_kv", None)
-    return bool(stated) if stated is not None else style_option("torchtitan", "cp_repeat_kv")
+    style's repeat_kv (perf_constants.yaml: repeat_kv, torchtitan to ff0829c10, 2026-01-27)."""
+    stated = getattr(strategy, "repeat_kv", None)
+    return bool(stated) if stated is not None else style_option("torchtitan", "repeat_kv")
 
 
 def _titan_expert_slot_delta(model: ModelArch, training: Training, strategy: Strategy, pre: _Pre,

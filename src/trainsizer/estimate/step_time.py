@@ -427,7 +427,7 @@ class PerfStyle:
     cp_torch_ring: bool = False
     # under cp_torch_ring the model repeats K / V to the query heads before SDPA (torchtitan's Llama repeat_kv), so
     # the ring moves them at the query width; false: SDPA's enable_gqa (Hugging Face sdpa_attention_forward)
-    cp_repeat_kv: bool = False
+    repeat_kv: bool = False
     # at expert TP 1 under TP each TP rank dispatches its 1 / tp of the MoE layer's tokens (torchtitan's
     # ReordererSequenceParallel, later its dispatchers' sp_size; Megatron-Core's sequence-parallel shard); false:
     # every TP rank dispatches, computes and combines the TP group's whole token set (torchtitan's DeepEP path at
@@ -543,8 +543,8 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["model_dtype_states"] = True
     if getattr(strategy, "attention_kernel", None) is not None:
         changes["attention_kernel"] = str(strategy.attention_kernel)
-    if getattr(strategy, "cp_repeat_kv", None) is not None:
-        changes["cp_repeat_kv"] = bool(strategy.cp_repeat_kv)
+    if getattr(strategy, "repeat_kv", None) is not None:
+        changes["repeat_kv"] = bool(strategy.repeat_kv)
     if getattr(strategy, "moe_tp_token_split", None) is not None:  # _layer_time, _ep_comm
         changes["moe_tp_token_split"] = bool(strategy.moe_tp_token_split)
     for key, label, allowed in (("norm_kernel", "norm kernel", NORM_KERNELS),
@@ -2535,7 +2535,7 @@ def _cp_te_a2a(x: _Step, k_cp: Any) -> Any:
 def _cp_torch_ring(x: _Step, lt: compute.LayerTimes, k_cp: Any) -> Any:
     """PyTorch's context parallel per layer (torch/distributed/tensor/experimental/_attention.py, 2.6-2.7, as
     torchtitan runs it; _ContextParallelOptions defaults convert_to_f32, enable_load_balance, rotate_method
-    ALL_GATHER). K and V travel at the query heads' width where the model repeats them before SDPA (cp_repeat_kv:
+    ALL_GATHER). K and V travel at the query heads' width where the model repeats them before SDPA (repeat_kv:
     torchtitan's Attention, repeat_kv), else at the K / V heads' (enable_gqa: Hugging Face models). Forward (again under full recompute): one all-gather of K / V
     (_AllGatherRotater), waited on after the local causal block, 1 / cp of the work; each later step's output and
     lse merged into an fp32 copy (_SDPAMerger). Backward: the all-gather again, and dK / dV accumulated in fp32
@@ -2543,7 +2543,7 @@ def _cp_torch_ring(x: _Step, lt: compute.LayerTimes, k_cp: Any) -> Any:
     backward, the last waited on; its accumulations and copies stream (perf_constants.yaml cp_torch_ring)."""
     c, m, k = x.c, x.model, x.k.raw["cp_torch_ring"]
     out = x.tok * m.q_dim / x.t  # one rank's output (and query) elements
-    kv = x.tok * np.where(np.asarray(x.fw.cp_repeat_kv, bool), m.q_dim, m.kv_dim) / x.t  # its K (or V) elements
+    kv = x.tok * np.where(np.asarray(x.fw.repeat_kv, bool), m.q_dim, m.kv_dim) / x.t  # its K (or V) elements
     zone = comm.zone_members(c, x.t, x.system)
     gather = comm.all_gather_time(kv * 2.0 * x.act * c, c, k_cp, x.link(c, x.t), x.system, zone)
     a_fwd, a_bwd = lt.attn_fwd / c, lt.attn_bwd / c  # one ring step's share of the attention

@@ -349,6 +349,11 @@ class HardwareSpec(_Strict):
         return self
 
 
+# strategy fields renamed, old name -> new: the old name is still read for one release (a note says so), never both
+# (cp_repeat_kv, 2026-12-06: it governs memory too, with or without context parallelism; known-gaps 212)
+RENAMED_STRATEGY_FIELDS: dict[str, str] = {"cp_repeat_kv": "repeat_kv"}
+
+
 class StrategySpec(_Strict):
     tp: int = Field(1, gt=0, le=MAX_GPUS)
     pp: int = Field(1, gt=0, le=MAX_GPUS)
@@ -454,7 +459,7 @@ class StrategySpec(_Strict):
     # 2026-01-27): PyTorch context parallel's ring moves them at the query width (step time) and a torchtitan block
     # saves the expanded copies (memory); false = SDPA's enable_gqa, nothing expanded (torchtitan after #2259,
     # Hugging Face models on torch >= 2.5); null = the style's (torchtitan: true)
-    cp_repeat_kv: bool | None = None
+    repeat_kv: bool | None = None
     # MoE at expert TP 1 under TP: each TP rank dispatches its 1 / tp of the layer's tokens (torchtitan's
     # ReordererSequenceParallel / sp_size, Megatron-Core); false = every TP rank dispatches, computes and combines the
     # TP group's whole token set (torchtitan's DeepEP backend before 963c20cba, 2026-05-20); null = the style's
@@ -674,6 +679,28 @@ class StrategySpec(_Strict):
     # (auto is read as hf). null = no device map (one process per GPU). estimate.device_map
     device_map: DeviceMap | None = None
     framework: Framework = "auto"
+    # the deprecated names this strategy was written with (RENAMED_STRATEGY_FIELDS), for the scenario's notes
+    _renamed_from: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _renamed_fields(cls, data: Any, handler: Any) -> StrategySpec:
+        """A field's old name (RENAMED_STRATEGY_FIELDS) read as its new one and remembered; both given is an error."""
+        old = [k for k in RENAMED_STRATEGY_FIELDS if isinstance(data, dict) and k in data]
+        for key in old:
+            if RENAMED_STRATEGY_FIELDS[key] in data:
+                raise ValueError(msg("job_field_renamed_both", old=key, new=RENAMED_STRATEGY_FIELDS[key]))
+        if old:
+            data = {RENAMED_STRATEGY_FIELDS.get(k, k): v for k, v in data.items()}
+        spec = handler(data)
+        if old:
+            spec._renamed_from = tuple(old)
+        return spec
+
+    @property
+    def renamed_from(self) -> dict[str, str]:
+        """The deprecated field names this strategy was written with, each to its new name."""
+        return {k: RENAMED_STRATEGY_FIELDS[k] for k in self._renamed_from}
 
     @field_validator("cudnn_release", mode="before")
     @classmethod
