@@ -48,7 +48,7 @@ from trainsizer.estimate import sample_lengths
 from trainsizer.estimate.checkpoint_saves import checkpoint_saves_s
 from trainsizer.estimate.evaluation import evaluation_s
 from trainsizer.estimate.fit import max_seq_len
-from trainsizer.estimate.memory import GIB, estimate_memory
+from trainsizer.estimate.memory import CACHED_ONLY_ITEMS, GIB, estimate_memory
 from trainsizer.estimate.step_time import step_time_arrays
 from trainsizer.scenario import resolve_job
 
@@ -65,7 +65,7 @@ MODELS = {"llama-3.2-3b": {"layers": 28, "hidden": 3072, "ffn": 8192, "heads": 2
                            "vocab": 128256, "tied_embeddings": True, "mlp": "swiglu", "norm": "rmsnorm",
                            "position": "rope"}}
 NETWORK = {"gb300": "ib-xdr800"}
-NOT_ALLOCATED = ("cuda_context", "nccl_buffers", "fragmentation")
+NOT_ALLOCATED = ("cuda_context", "nccl_buffers", *CACHED_ONLY_ITEMS)
 OUTSIDE_ALLOCATOR = ("cuda_context", "nccl_buffers")  # torch.cuda.memory_stats counts neither
 
 
@@ -151,6 +151,8 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
         out["flash_attention"] = _bool(r["flash_attention"])
     if r.get("explicit_attention_mask"):  # SDPA handed the padded batch's mask (perf_heldout50's gpu-test rows)
         out["explicit_attention_mask"] = _bool(r["explicit_attention_mask"])
+    if r.get("live_at_rerun"):  # what the loop holds at a layer's re-run, where its code says (perf_heldout40's fsdp_qlora)
+        out["strategy"]["live_at_rerun"] = r["live_at_rerun"]
     if r.get("autocast"):  # false: a loop with no torch.autocast over its 16-bit model (perf_heldout50's gpu-test rows)
         out["strategy"]["autocast"] = _bool(r["autocast"])
     if r.get("eager_attention"):  # that core's element-wise chain, where the row's code says (LitGPT's Gemma 2 rows)

@@ -65,7 +65,7 @@ from harness import Case, mape, model_data, num, whole
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import TrainsizerError
 from trainsizer.estimate import flops as F
-from trainsizer.estimate.memory import STEP_STATE_ITEMS
+from trainsizer.estimate.memory import CACHED_ONLY_ITEMS, STEP_STATE_ITEMS
 from trainsizer.evaluate import evaluate
 from trainsizer.scenario import resolve_job
 
@@ -77,7 +77,7 @@ _BOOL = {"true": True, "false": False}
 # allocator's segments, fragmentation included; the CUDA context and NCCL's buffers are allocated outside it
 OUTSIDE_ALLOCATOR = ("cuda_context", "nccl_buffers")
 # torch.cuda.max_memory_allocated() holds neither those nor the allocator's cached, unused blocks (fragmentation)
-NOT_ALLOCATED = (*OUTSIDE_ALLOCATOR, "fragmentation")
+NOT_ALLOCATED = (*OUTSIDE_ALLOCATOR, *CACHED_ONLY_ITEMS)
 MEMORY_METRICS = ("peak_memory_gib", "peak_allocated_gib", "peak_allocated_first_step_gib", "allocated_after_step_gib",
                   "allocated_after_backward_gib", "device_memory_used_gib")
 

@@ -26,10 +26,11 @@ finetune_heldout's with `overlay` and `refused`; every setting a source does not
 models beside the presets: benchmarks/data/heldout_models.yaml qwen3-1.7b-base, gemma-7b, phi-3-mini-128k.
 
 Printed: each row (published, predicted, error), per source, the card ratios (measured and predicted time of the
-same job on one card over the H100's), which say whether a miss is the card's constants or the job's, and a probe, not
-scored: the trainer's reserved peaks as the larger of the loss phase and a layer's re-run, which the hf style sums
-(known-gaps 191 (a)); and a second probe, the masked attention's share of each 16-bit trainer row's step and the
-factor on it the measured time implies with everything else as estimated (known-gaps 191 (f), 202). The trainer's bf16
+same job on one card over the H100's), which say whether a miss is the card's constants or the job's, a
+counterfactual, not scored: the trainer's reserved peaks with the loss phase and a layer's re-run summed
+(strategy.live_at_rerun loss, the hf style's count before known-gaps 203; the estimate takes their larger, 191 (a));
+and a probe, the masked attention's share of each 16-bit trainer row's step and the factor on it the measured time
+implies with everything else as estimated (known-gaps 191 (f), 202). The trainer's bf16
 rows state its own loss, nn.CrossEntropyLoss on the model's bf16 logits
 (loss_impl native; known-gaps 176 (d), 191). The
 trainer's rows state explicit_attention_mask (its --gpu_test loop keeps the padded dataset's attention mask: SDPA's
@@ -60,10 +61,6 @@ SCICOM = DATA / "heldout_2026x_scicom_5090.csv"
 ULT = DATA / "heldout_2026x_ult_gpu_test.csv"
 SOURCES = (SCICOM, ULT)
 REFERENCE_GPU = "h100-sxm-80gb"
-# the items of the loss phase (the last stage's logits, loss temporaries and head input) and of a layer's re-run under
-# full recompute, which PyTorch never holds together (memory._backward_phases; the hf style adds them)
-LOSS_ITEMS = ("logits", "loss_backward_temporaries", "final_norm_and_head_input")
-RERUN_ITEMS = ("recompute_working_set",)
 
 
 def rows() -> list[dict[str, str]]:
@@ -109,25 +106,24 @@ def card_ratios(cs: list[Case]) -> list[tuple[str, str, float, float]]:
             for gpu, c in per.items() if gpu != REFERENCE_GPU]
 
 
-def phase_peaks() -> list[tuple[str, float, float, float]]:
-    """A probe, not a score: (row, measured, predicted, predicted as the larger of the loss phase and a layer's re-run)
-    reserved GiB of each universal-llm-trainer row whose peak is in the forward / backward. The hf style sums both
-    phases (memory._backward_phases applies them to torchtune only, docs/known-gaps.md 14); the trainer's loop frees
-    its logits after the loss (del output) and its reentrant checkpointing re-runs a layer only after the loss
-    backward, so the two are never live together (known-gaps 191). The allocator's 5% is kept on what is left."""
+def summed_peaks() -> list[tuple[str, float, float, float]]:
+    """A counterfactual, not a score: (row, measured, predicted, predicted with strategy.live_at_rerun "loss") reserved
+    GiB of each universal-llm-trainer row whose peak is in the forward / backward. The trainer's loop frees its logits
+    after the loss (`del output`) and its reentrant checkpointing re-runs a layer only after the loss backward, so the
+    estimate takes the larger of the two phases (the hf style's live_at_rerun none, memory._backward_phases); "loss"
+    is the sum the hf style counted before (docs/known-gaps.md 191 (a), 203)."""
     out = []
     for r in kept_rows(rows()):
         if not r["source"].startswith("universal-llm-trainer"):
             continue
-        sc = fh._scenario(r, p47.catalog(r["overlay"]), models())
+        cat = p47.catalog(r["overlay"])
+        sc = fh._scenario(r, cat, models())
         est = estimate_memory(sc.model, sc.training, sc.system, sc.strategy, check=False)
         if est.peak_phase != "forward/backward":
             continue
-        measured, predicted = fh._memory_gib(r, est)
-        items = {k: v for k, v in est.items_bytes.items() if k not in fh.NOT_ALLOCATED}
-        alloc = sum(items.values())
-        phase = max(alloc - sum(items.get(k, 0.0) for k in RERUN_ITEMS), alloc - sum(items.get(k, 0.0) for k in LOSS_ITEMS))
-        out.append((r["id"], measured, predicted, phase * predicted / alloc))
+        c, s = (next(x for x in fh.row_cases(r, cat, models(), extra) if x.metric == "peak_gib")
+                for extra in (None, {"live_at_rerun": "loss"}))
+        out.append((r["id"], c.measured, c.predicted, s.predicted))
     return out
 
 
@@ -164,9 +160,9 @@ def main() -> None:
     print("\nper source:\n" + "\n".join(p43.source_lines(cs)))
     print("\nthe same job on another card over the H100 (tokens/s; measured vs predicted):")
     print("\n".join(f"  {stem:30s} {gpu:14s} measured {m:.3f} predicted {p:.3f}" for stem, gpu, m, p in card_ratios(cs)))
-    print("\nprobe, reserved peak as the larger of the loss phase and a layer's re-run (the hf style sums them):")
-    print("\n".join(f"  {rid:34s} measured {m:5.1f} predicted {p:5.1f}, phases {b:5.1f} GiB ({100 * (b / m - 1):+.1f}%)"
-                    for rid, m, p, b in phase_peaks()))
+    print("\nthe loss phase and a layer's re-run summed (live_at_rerun loss, the hf style's count before 203), GiB:")
+    print("\n".join(f"  {rid:34s} measured {m:5.1f} predicted {p:5.1f}, summed {b:5.1f} ({100 * (b / m - 1):+.1f}%)"
+                    for rid, m, p, b in summed_peaks()))
     print("\nprobe, the masked attention's share of the step and the factor on it the measured time implies (16-bit "
           "trainer rows; the LoRA rows carry 191 (d)'s extra too):")
     print("\n".join(f"  {rid:34s} share {share:4.0%} implied x{factor:.2f}" for rid, share, factor in attention_implied(cs)))

@@ -12,8 +12,9 @@ Scored: peak memory (the table's 'mem', one of Axolotl's allocator figures; the 
 Time is not scored: Axolotl's tokens_per_second_per_gpu counts the labelled (assistant) tokens only, whose share of
 the packs is not published; the runs of one packing geometry (the same packs, so the same labelled tokens a step) are
 compared with each other instead (speed_ratios), and the labelled rate is kept in the data (trainable_tokens_per_s).
-Printed beside, a probe, not a score: the checkpointed rows with the hf style's loss items and recompute working set
-taken as two phases (their larger) rather than summed (loss_phase_peaks; docs/known-gaps.md 188).
+Printed beside, a counterfactual, not a score: the checkpointed rows with the loss items and a re-run layer's working
+set summed (strategy.live_at_rerun loss, the hf style's count before docs/known-gaps.md 203), where the estimate takes
+the larger of the two phases (summed_peaks; known-gaps 188 (a)).
 
 Data: benchmarks/data/heldout_2026z_shisa_mi300x.csv (perf_heldout50's columns with norm_kernel, activation_kernel,
 rope_kernel (the Liger kernels the configs switch on) and trainable_tokens_per_s; every setting a source does not
@@ -43,14 +44,11 @@ import perf_heldout43 as p43
 import perf_heldout47 as p47
 import perf_heldout50 as p50
 from harness import Case, kept_rows, num, print_case_rows
-from trainsizer.estimate.memory import GIB, estimate_memory
 from trainsizer.estimate.step_time import step_time_arrays
 
 DATA = Path(__file__).resolve().parent / "data"
 SHISA = DATA / "heldout_2026z_shisa_mi300x.csv"
 SOURCES = (SHISA,)
-# the hf style's items of the loss phase (memory._backward_phases' loss_keys)
-LOSS_ITEMS = ("final_norm_and_head_input", "logits", "loss_backward_temporaries")
 
 
 def rows() -> list[dict[str, str]]:
@@ -93,21 +91,20 @@ def speed_ratios() -> list[tuple[str, str, float, float]]:
     return out
 
 
-def loss_phase_peaks() -> list[tuple[str, float, float, float]]:
-    """A probe, not a score: (row, measured, predicted, predicted with the loss phase and the recompute working set
-    taken apart) GiB of each checkpointed row: the hf style adds its loss items (the fused loss's chunk and the head
-    input) to the working set of a re-run layer; a fused linear cross-entropy computes its gradient in the forward, so
-    the two are live at different times (their larger counted, as memory._backward_phases does for torchtune)."""
+def summed_peaks() -> list[tuple[str, float, float, float]]:
+    """A counterfactual, not a score: (row, measured, predicted, predicted with strategy.live_at_rerun "loss") GiB of
+    each checkpointed row. Axolotl trains through transformers' Trainer, which frees the model's outputs before the
+    backward, and Liger's fused linear cross-entropy makes its gradient in the forward, so the loss phase and a
+    re-run layer are apart (the hf style's live_at_rerun none, memory._backward_phases); "loss" is the sum the hf
+    style counted before (docs/known-gaps.md 188 (a), 203)."""
     out = []
+    cat = p47.catalog("")
     for r in kept_rows(rows()):
         if r["recompute"] != "full" or not r["peak_mem"]:
             continue
-        sc = _scenario(r)
-        est = estimate_memory(sc.model, sc.training, sc.system, sc.strategy, check=False)
-        measured, predicted = fh._memory_gib(r, est)
-        items = est.items_bytes
-        loss, recomp = sum(float(items.get(k, 0.0)) for k in LOSS_ITEMS), float(items.get("recompute_working_set", 0.0))
-        out.append((r["id"], measured, predicted, predicted - (loss + recomp - max(loss, recomp)) / GIB))
+        c, s = (next(x for x in fh.row_cases(r, cat, models(), extra) if x.metric == "peak_gib")
+                for extra in (None, {"live_at_rerun": "loss"}))
+        out.append((r["id"], c.measured, c.predicted, s.predicted))
     return out
 
 
@@ -120,9 +117,9 @@ def main() -> None:
     print("\neach run over the first run of its packing geometry (labelled tokens/s; measured vs predicted):")
     print("\n".join(f"  {rid:50s} / {base[-24:]:24s} measured {m:.3f} predicted {p:.3f}"
                     for rid, base, m, p in speed_ratios()))
-    print("\nprobe, the checkpointed rows with the loss phase and a re-run layer's working set apart (GiB):")
-    print("\n".join(f"  {rid:50s} measured {m:6.1f} predicted {p:6.1f}, phases apart {q:6.1f} ({100 * (q / m - 1):+.1f}%)"
-                    for rid, m, p, q in loss_phase_peaks()))
+    print("\nthe checkpointed rows with the loss phase and a re-run layer's working set summed (live_at_rerun loss), GiB:")
+    print("\n".join(f"  {rid:50s} measured {m:6.1f} predicted {p:6.1f}, summed {q:6.1f} ({100 * (q / m - 1):+.1f}%)"
+                    for rid, m, p, q in summed_peaks()))
     said = [c for c in cs if c.metric in ("refused", "fits")]
     print(f"\nrefused or said not to fit: {len(said)}" + "".join(f"\n  {c.row_id}: {c.skipped[:110]}" for c in said))
     print("\n" + p43.summary("perf_heldout52", cs))

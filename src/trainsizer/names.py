@@ -51,11 +51,27 @@ FSDP_FRAMEWORKS = ("torchtitan", "torchtune", "fsdp")
 # chunked-nll = TRL SFTTrainer's loss_type chunked_nll (the SFTConfig default since TRL 1.7, trl#5846): the LM head and
 # loss per chunk of 256 labelled tokens under gradient checkpointing, in fp32 (h.float() @ w.float().t()), so no
 # logits are kept but each chunk makes an fp32 copy of the head weight (and, under autocast, its 16-bit cast).
+# liger = Liger-Kernel's fused linear cross-entropy (LigerFusedLinearCrossEntropyFunction; liger_kernel/ops/
+# fused_linear_cross_entropy.py at 7dd8ecc5, 2025-11-06): the LM head, the loss and their input / weight gradients chunk
+# by chunk inside the forward, next_power_of_2(ceil(BT / ceil(V / H))) rows of 16-bit logits a chunk (the gradient
+# written in place), grad_input (BT x H) and, where the head trains, grad_weight kept for the backward
+# (memory._liger_loss); fused = the loss_impl of the other fused kernels (Unsloth, Cut Cross-Entropy), at a constant.
 # upcast-held = the model's 16-bit logits cast to fp32 outside the model and held by the caller through the backward,
 # F.cross_entropy on the fp32 copy: Lightning Fabric's true-half precision (convert_output to the default dtype) under
 # LitGPT's fit loop, which keeps `logits` until fabric.backward returns.
 LOSS_IMPLS = ("auto", "upcast", "upcast-shift", "vocab-parallel", "vocab-parallel-unfused", "chunked", "fused", "native",
-              "compiled", "compiled-fp32", "te", "chunked-nll", "upcast-held")
+              "compiled", "compiled-fp32", "te", "chunked-nll", "upcast-held", "liger")
+# What of the loss phase is still allocated when the backward re-runs the last checkpointed layer (full recompute;
+# strategy.live_at_rerun; memory._backward_phases). PyTorch's engine runs the loss's and the LM head's backward first
+# and frees each node's saved tensors and input gradients as it goes, so what remains is what the loop itself holds:
+# none = the loop keeps no reference to the forward's outputs past the loss (transformers Trainer.compute_loss returns
+# the loss alone and training_step `del inputs` before accelerator.backward, v4.x; torchtune's `del logits`;
+# universal-llm-trainer's `del output`): the loss phase and the re-run layer are never live together;
+# logits = the loop keeps the model's outputs, whose logits, until backward returns (`output = model(...); loss =
+# output.loss; loss.backward()`: Answer.AI's fsdp_qlora train.py, PEFT / accelerate example loops; LitGPT under
+# Fabric's true-half precision, loss_impl upcast-held); loss = every loss-phase item counted beside the re-run layer
+# (the estimate's sum, kept for the stacks whose loop was not read).
+LIVE_AT_RERUN = ("none", "logits", "loss")
 # FP8 scaling recipes (precision fp8): "auto" = the accelerator's default; the others are the recipes whose
 # figures estimate/data/perf_constants.yaml `fp8.recipes` holds (Transformer Engine / torchao names). "nvfp4" is
 # Transformer Engine's NVFP4BlockScaling, which TE passes where the FP8 recipes go (te.autocast / fp8_autocast

@@ -38,7 +38,13 @@ def test_llama4_under_hf_runs_every_expert_by_default_and_says_so():
     assert unstated["framework"]["experts_implementation"] == {"requested": None, "assumed": "dense_all"}
     assert grouped["framework"]["experts_implementation"]["assumed"] == "grouped_mm"
     assert unstated["time"]["step_s"] > 2 * grouped["time"]["step_s"]  # 16 experts' GEMMs where top-1 ran one
-    assert unstated["memory"]["per_gpu_gib"] > grouped["memory"]["per_gpu_gib"]
+    # the experts' activations are the re-run layer's: with the loss phase summed beside it (live_at_rerun loss) the
+    # peak holds them; at the hf default the loss phase, larger here at 2,048 positions of a 202,048-token vocabulary,
+    # sets the peak (known-gaps 203), so the two agree
+    summed, summed_grouped = _evaluate(live_at_rerun="loss"), _evaluate(experts_implementation="grouped_mm",
+                                                                        live_at_rerun="loss")
+    assert summed["memory"]["per_gpu_gib"] > summed_grouped["memory"]["per_gpu_gib"]
+    assert unstated["memory"]["per_gpu_gib"] >= grouped["memory"]["per_gpu_gib"]
 
 
 def test_dense_all_is_the_model_at_top_k_equal_to_its_expert_count_save_for_model_flops():

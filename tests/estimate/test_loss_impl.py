@@ -160,7 +160,8 @@ def test_fabric_fp32_logits_held_by_the_loop_add_their_copy_to_upcast():
     logit_elems = 2 * 2048 * MODEL.vocab
     up = _mem(loss_impl="upcast").items_bytes
     held = _mem(loss_impl="upcast-held").items_bytes
-    assert held["logits"] == pytest.approx(8 * logit_elems) == pytest.approx(2 * up["logits"])
+    # the held fp32 copy is its own item where the loss phase and a re-run layer are apart (known-gaps 203)
+    assert held["logits"] + held.get("held_logits", 0.0) == pytest.approx(8 * logit_elems) == pytest.approx(2 * up["logits"])
     assert held["loss_backward_temporaries"] == pytest.approx(up["loss_backward_temporaries"])
 
 

@@ -75,9 +75,10 @@ def test_only_the_rows_refused_in_the_data_are_refused(cases):
     refused = {c.row_id for c in cases if c.skipped and c.metric == "refused"}
     assert refused == {r["id"] for r in p35.rows() if r["refused"]}
     assert len(refused) == 15
-    # one run that ran is predicted not to fit: full Qwen-14B at 8,192 on two A100s, its head card 79.5 GiB against
-    # 79.3 (measured 77.7 reserved; known-gaps 101 (a)); it is still scored
-    assert {c.row_id for c in cases if c.skipped and c.metric == "fits"} == {"swift_full_qwen-14b_8192"}
+    # every run that ran is predicted to fit: full Qwen-14B at 8,192 on two A100s was 79.5 GiB on its head card against
+    # 79.3 (measured 77.7 reserved; known-gaps 101 (a)) with the loss phase and a re-run layer summed, below the card
+    # with the phases apart (known-gaps 203)
+    assert not {c.row_id for c in cases if c.skipped and c.metric == "fits"}
 
 
 def test_device_map_and_eager_rows_are_scored(cases):

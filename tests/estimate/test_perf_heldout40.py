@@ -26,9 +26,9 @@ from harness import mape, scored  # noqa: E402
 # (part, metric) -> MAPE bound (%); reached at landing in the comment
 FSDP_BOUNDS = {
     ("rtx-4090", "tokens_s"): 14.0,  # 11.6: every row -6.0..-15.8% (19.4 with the GEMM share 0.80: known-gaps 135)
-    ("rtx-4090", "peak_gib"): 10.0,  # 9.0: -19.3..+4.1% (bf16 QLoRA adapters: 7.4 with fp32 ones)
+    ("rtx-4090", "peak_gib"): 10.0,  # 8.4 (known-gaps 203: the phases apart with the held fp32 logits; 7.0 summed)
     ("rtx-3090", "tokens_s"): 56.0,  # 52.1: batch-1 FSDP rows +34..+210% (the slow PCIe lanes), DDP -17 / -18%
-    ("rtx-3090", "peak_gib"): 14.0,  # 12.2: -37.5..+1.3%
+    ("rtx-3090", "peak_gib"): 14.0,  # 9.8 (known-gaps 203; 7.7 summed)
     ("rtx-a5000", "tokens_s"): 30.0,  # 24.8: +26.1 / +19.5 / +28.7% (known-gaps 142)
     ("rtx-6000-ada", "tokens_s"): 32.0,  # 27.9: +27.3 / +28.4% (+61.0 / +63.0% at the GEMM share 0.53: known-gaps 135)
     ("a100-sxm-40gb", "tokens_s"): 10.0,  # 6.9: +14.8 / -4.4 / +1.5%
@@ -41,10 +41,11 @@ AUTOMODEL_BOUNDS = {
     "torchao pre-training tutorial (8 H100 96 GB)": 5.0,  # 1.8: +3.2 / +1.1 / +1.1%
     "torchao pre-training tutorial (8 H100 96 GB) peak memory": 28.0,  # 25.0: the compiled loss (known-gaps 129 (d))
 }
-# runs that were made on two RTX 4090 and that the memory estimate puts over the card (known-gaps 129 (c)): the two QLoRA
-# runs with parameter offload at batch 12, 24.6 and 24.0 GiB predicted of 24 since the FSDP root unit is counted
-# (known-gaps 168; before it Mistral's alone, 24.1, the 7B one fitting with bf16 adapters, lora impl peft-base-dtype)
-SAID_NOT_TO_FIT = {"fq_4090_m7b_qlora_offload_bs12", "fq_4090_7b_qlora_offload_bs12"}
+# runs that were made on two RTX 4090 and that the memory estimate puts over the card (known-gaps 129 (c)): none since
+# the loss phase and a re-run layer are apart (known-gaps 203: train.py holds its outputs' fp32 logits through the
+# backward, live_at_rerun logits); the two QLoRA runs with parameter offload at batch 12 were 24.6 / 24.0 GiB of 24
+# with the FSDP root unit counted (known-gaps 168), now 22.6 / 22.0
+SAID_NOT_TO_FIT: set[str] = set()
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +109,7 @@ def test_the_june_tutorial_holds_less_than_the_march_readme_by_more_than_modelle
             assert abs(m1 / m0 - 1) < 0.04, rid
 
 
-def test_no_row_is_refused_and_two_runs_said_not_to_fit(fsdp_cases):
+def test_no_row_is_refused_and_none_said_not_to_fit(fsdp_cases):
     assert not [c.row_id for c in fsdp_cases if c.metric == "refused"]  # RTX 3090 / A5000 are catalog parts
     assert {c.row_id for c in fsdp_cases if c.metric == "fits"} == SAID_NOT_TO_FIT
 

@@ -21,7 +21,7 @@ from harness import mape, scored  # noqa: E402
 # (source, metric) -> MAPE bound (%); reached at landing in the comment
 BOUNDS = {
     ("Axolotl Llama 4 examples", "tokens_s"): 130.0,  # 106.4: +47.6 / +165.2%, every expert on every token (154)
-    ("Axolotl Llama 4 examples", "peak_gib"): 14.0,  # 10.1: -1.0 / -19.2%
+    ("Axolotl Llama 4 examples", "peak_gib"): 17.0,  # 14.7: -1.6 / -27.7% (the phases apart, known-gaps 203)
     ("Axolotl Olmo 3 example", "peak_gib"): 35.0,  # 28.8 (152 (b))
     ("Axolotl GLM-4.5-Air example", "peak_gib"): 10.0,  # 4.9
     ("Axolotl Magistral example", "peak_gib"): 15.0,  # 9.7
@@ -84,15 +84,16 @@ def test_every_row_scored_within_its_bound(cases):
 def test_every_expert_on_every_token_moves_the_llama4_rows_toward_the_runs(cases):
     """transformers' Llama4TextMoe runs all 16 experts on every token, the estimate's default for Llama 4 under hf
     (experts_implementation dense_all): scored so, each row is closer to what was measured than the probe with the
-    routed experts alone (grouped_mm), a slower step and a larger peak (known-gaps 152 (a), 154)."""
+    routed experts alone (grouped_mm), a slower step and a larger peak (known-gaps 152 (a), 154); the FSDP2 row's peak
+    is its loss phase, which the experts do not reach (known-gaps 203), so there the two peaks agree."""
     scored_as = {(c.row_id, c.metric): c for c in cases}
     probe = [c for c in p44.routed_only_cases() if not c.skipped]
     assert {c.row_id for c in probe} == set(p44.DENSE_EXPERT_ROWS) and len(probe) == 4
     for top1 in probe:
         dense = scored_as[(top1.row_id, top1.metric)]
-        assert abs(dense.err) < abs(top1.err), top1.row_id
         if top1.metric == "tokens_s":
+            assert abs(dense.err) < abs(top1.err), top1.row_id
             assert dense.predicted < top1.predicted / 3, top1.row_id
         else:
-            assert dense.predicted > top1.predicted, top1.row_id
+            assert abs(dense.err) <= abs(top1.err) and dense.predicted >= top1.predicted, top1.row_id
     assert len(p44.probe_lines(cases, probe)) == 4

@@ -104,10 +104,10 @@ def test_tensorwise_float8_is_faster_than_bf16_as_measured(cases):
 
 
 def test_the_reserved_peak_needs_a_longer_sample_than_the_rows_take():
-    """163 (a): at the rows' 1,304-position longest sample the estimate is 40% under the reserved peak; it would take
-    a micro-batch padded to more than twice that to reach it."""
+    """163 (a): at the rows' 1,304-position longest sample the estimate is well under the reserved peak; it would take
+    a micro-batch padded to about twice that to reach it (1.98x with the forward's cached segments, known-gaps 203)."""
     r = next(x for x in p47.rows() if x["id"] == p47.BF16_ROW)
-    assert 2 * int(r["seq_len"]) < p47.longest_for_peak(r) < 4 * int(r["seq_len"])
+    assert 1.9 * int(r["seq_len"]) < p47.longest_for_peak(r) < 4 * int(r["seq_len"])
 
 
 def test_the_dgxc_evaluation_passes_are_the_epochs_begun():

@@ -120,14 +120,16 @@ def test_the_bf16_rows_take_the_loops_own_16bit_loss():
             assert r["loss_impl"] == ("native" if r["precision"] == "bf16" else "upcast"), r["id"]
 
 
-def test_the_phases_not_summed_bring_the_reserved_peaks_within_seventeen_percent():
-    """Known-gaps 191 (a): the hf style adds the loss phase to a layer's re-run; as the larger of the two every trainer
-    peak in the forward / backward is within 17% (most within 10%) and below the summed one."""
-    probe = p50.phase_peaks()
+def test_the_trainers_peaks_take_the_larger_phase_not_the_sum():
+    """Known-gaps 191 (a), 203: the trainer's loop frees its logits (`del output`) before backward, so the hf style's
+    live_at_rerun none takes the larger of the loss phase and a layer's re-run; every peak in the forward / backward
+    is below the sum the style counted before (live_at_rerun loss) and all but the two 80 GB full rows, whose figure
+    is what the allocator kept below the card (191 (b)), are within 10%."""
+    probe = p50.summed_peaks()
     assert len(probe) == 30
-    for rid, measured, predicted, phases in probe:
-        assert abs(phases / measured - 1) < 0.17 and phases < predicted, rid
-    assert sum(abs(ph / m - 1) < 0.10 for _, m, _, ph in probe) >= 24
+    for rid, measured, predicted, summed in probe:
+        assert predicted < summed and abs(predicted / measured - 1) < 0.13, rid
+    assert sum(abs(p / m - 1) < 0.10 for _, m, p, _ in probe) >= 28
 
 
 def test_accuracy_bands_count_every_scored_row():

@@ -33,8 +33,10 @@ def test_items_add_up_to_the_peak_phase():
 def test_loss_phase_and_recompute_working_set_are_not_added():
     lora = _est(method="lora").items_bytes
     assert lora["logits"] == 0 or lora["recompute_working_set"] == 0
-    hf = _est("hf", method="lora").items_bytes  # other styles keep the sum
-    assert hf["logits"] > 0 and hf["recompute_working_set"] > 0
+    hf = _est("hf", method="lora").items_bytes  # the HF Trainer frees its outputs too (known-gaps 203)
+    assert hf["logits"] == 0 or hf["recompute_working_set"] == 0
+    mc = _est("megatron-core", method="lora").items_bytes  # styles whose loop was not read keep the sum
+    assert mc["logits"] > 0 and mc["recompute_working_set"] > 0
 
 
 def test_one_micro_batch_gradients_do_not_meet_the_activations():

@@ -55,7 +55,9 @@ def test_it_grows_with_the_vocabulary():
 def test_memory_is_not_moved_by_the_time_term():
     st = Strategy(micro_batch=MB, recompute="none", framework="torchtune", loss_impl="upcast-held")
     items = estimate_memory(MODEL, TRAINING, CARD, st, check=False).items_bytes
-    assert items["logits"] == pytest.approx(8.0 * MB * SEQ * MODEL.vocab, rel=0.01)  # fp32 logits + log-softmax
+    # fp32 logits (held by the caller: live_at_rerun logits, their own item) + log-softmax
+    assert items["logits"] + items["held_logits"] == pytest.approx(8.0 * MB * SEQ * MODEL.vocab, rel=0.01)
+    assert items["held_logits"] == pytest.approx(4.0 * MB * SEQ * MODEL.vocab, rel=0.01)
 
 
 def _step_fw(loss_impl: str, framework: str, **strategy) -> float:

@@ -478,6 +478,9 @@ class Strategy:
     # the loop's torch.autocast under a 16-bit precision: False = none, so PEFT's fp32 adapters run in fp32
     # (step_time._peft_no_autocast); None = the framework's (hf: autocast); time only
     autocast: Any = None
+    # what the loop holds of the loss phase when a checkpointed layer is re-run, "none" | "logits" | "loss"
+    # (names.LIVE_AT_RERUN; None = the framework's: memory._live_at_rerun); memory only
+    live_at_rerun: Any = None
     # torchtune FSDP2 custom_sharded_layers ['tok_embeddings', 'output']: the embedding and LM head as their own units
     # (None / False: in the root unit, held gathered through forward and backward); one value for the whole batch
     shard_embedding_head_separately: Any = None

@@ -102,6 +102,7 @@ from trainsizer.names import (
     ACTIVATION_KERNELS,
     FLEX_DISPATCHERS,
     FSDP_RESHARDS,
+    LIVE_AT_RERUN,
     NORM_KERNELS,
     OPTIMIZER_PRECISIONS,
     optimizer_precisions_for,
@@ -150,7 +151,9 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
                                   "(fp32 NLL and log-softmax gradients; Megatron: the bf16 logits)"),
     "loss_chunk_working_set": ("activations", "TRL's chunked_nll loss (loss_impl chunked-nll): one chunk's fp32 "
                                "copy of the LM-head weight and its 16-bit autocast cast, or the cast and the chunk's "
-                               "fp32 logits and gradients, whichever is larger"),
+                               "fp32 logits and gradients, whichever is larger; Liger's fused linear cross-entropy "
+                               "(loss_impl liger): one chunk of logits, grad_input and, where the head trains, "
+                               "grad_weight with a chunk's product and its fp32 copy"),
     "loss_chunk_buffers": ("activations", "torchtitan's chunked loss (loss_impl chunked: ChunkedCELoss / "
                            "ChunkedLossWrapper): the fp32 buffer its GradAccumulator fills with each chunk's "
                            "hidden-state gradient, and the contiguous 16-bit copies of the hidden-state chunks "
@@ -185,7 +188,14 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
     "framework_buffers": ("other", "ZeRO-1/2 gradient buckets; ZeRO-3/FSDP gathered layers and their "
                           "unsharded gradients"),
     "fragmentation": ("other", "PyTorch caching-allocator fragmentation (fraction of allocated bytes)"),
+    "held_logits": ("activations", "the model outputs' logits a loop keeps until its backward returns (strategy "
+                    "live_at_rerun logits: `output = model(...); output.loss.backward()`), beside the re-run layer"),
+    "forward_layer_segments": ("other", "caching-allocator segments a checkpointed layer's forward cut (its MLP's "
+                               "ffn-wide tensors) that the loss's larger logit-sized tensors cannot reuse: reserved "
+                               "beside the loss phase, none under expandable segments"),
 }
+# items the caching allocator holds reserved but not allocated: torch.cuda.max_memory_allocated / active counts neither
+CACHED_ONLY_ITEMS = ("fragmentation", "forward_layer_segments")
 GROUPS = ("weights", "gradients", "optimizer", "activations", "other")
 # items live through the optimizer step (model states); activations and gradient buckets are freed by then
 STEP_STATE_ITEMS = ("weights", "base_weights_frozen", "quant_constants", "lora_adapters", "trainable_copies",
@@ -360,6 +370,10 @@ class _Batch:
     repeat_kv: bool = True  # torchtitan's K / V expanded to the query heads before SDPA (`titan_repeats_kv`)
     stage_edges: tuple[Any, Any] = (None, None)  # the end ranks' stated decoder layers (pipeline.stated_edges)
     head_own_unit: bool = False  # Strategy.shard_embedding_head_separately (one per batch; `_torchtune_fsdp2_end_units`)
+    loss_impl: str = "auto"  # strategy.loss_impl as stated
+    live_at_rerun: Any = "loss"  # names.LIVE_AT_RERUN per strategy: what the loop holds at a re-run (`_live_at_rerun`)
+    held_logit_bytes: Any = 0.0  # bytes a logit element of the outputs the loop holds, per strategy (`_held_logit_bytes`)
+    expandable: Any = False  # the allocator's expandable segments, per strategy (allocator.expandable_segments)
     device_map: bool = False  # Strategy.device_map: one process drives the chained cards, no NCCL communicator
     # ZeRO-3 on DeepSpeed's engine (framework.deepspeed_zero3_engine), per strategy; its bucket-size mode (the job's
     # strategy.zero3_bucket_sizes or the style's) and whether the stack builds q / k / v and gate / up apart
@@ -522,13 +536,16 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     # optimizer_in_bwd each parameter's in its hook): with one micro-batch per step and no pipeline, each
     # gradient is created by this backward, as the activations it needs are freed
     fresh = (name == "torchtune") & (n_micro < 1.5) & (p <= 1) & ((z == 0) | (z >= 3))
+    live = _live_at_rerun(strategy, name, loss_impl, mega, titan)
     return _Batch(model=model, training=training, options=options, pre=pre, c=load_memory_constants(), s=s,
                   t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, et=s["etp"], z=z, rec=rec, off=s["offload"],
                   name=name, mega=mega, titan=titan, kbit_upcast=upcast_w, head_cast=head_cast,
                   frozen_fp32=_frozen_base_fp32(name, strategy, training, s),
                   frozen_casts=_autocast_fp32_base(name, strategy, training, s) & ~mega,
                   ds_engine=ds_engine, ds_buckets=ds_buckets, ds_split=ds_split,
-                  bf16_grads=bf16_grads,
+                  bf16_grads=bf16_grads, live_at_rerun=live, loss_impl=loss_impl,
+                  held_logit_bytes=_held_logit_bytes(live, loss_impl, name, float(act_bytes(training.precision))),
+                  expandable=allocator.expandable_segments(strategy, name, titan),
                   fp8_params=fp8_params, fp8_transpose_bytes=_fp8_transpose_bytes(strategy, training, accelerator), eager_sac=eager_sac, grad_reduce_in_fp32=g32, fresh_grads=fresh,
                   chunked_loss=chunked, chunked_nll=loss_impl == "chunked-nll", titan_chunked=titan_chunked, head_own_unit=bool(getattr(strategy, "shard_embedding_head_separately", None)),
                   loss_bytes=loss_bytes, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro, n_sched=n_sched,
@@ -553,6 +570,41 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   pp_grad_hold=getattr(strategy, "pp_fsdp_once_per_step", None) is not False,
                   emb_t=1.0 if getattr(strategy, "embedding_parallel", None) is False else t,
                   foreach_adamw=_foreach_adamw(training, strategy))
+
+
+# the styles whose loop was read for the backward's phases (names.LIVE_AT_RERUN "none"): transformers' Trainer
+# (compute_loss returns the loss alone unless return_outputs; training_step `del inputs`, then accelerator.backward:
+# trainer.py v4.30-v4.57, TRL's SFTTrainer returning the same) and torchtune's recipes (`del logits` in _loss_step)
+RERUN_FREES_OUTPUTS = ("hf", "torchtune")
+
+
+def _live_at_rerun(strategy: Strategy, name: str, loss_impl: str, mega: np.ndarray, titan: np.ndarray) -> np.ndarray:
+    """What the loop still holds of the loss phase when a checkpointed layer is re-run (names.LIVE_AT_RERUN), per
+    strategy: strategy.live_at_rerun where stated; else, on the styles in RERUN_FREES_OUTPUTS (framework auto where it
+    resolves to hf: neither Megatron-Core nor torchtitan), none, or the logits under loss_impl upcast-held (its caller
+    holds them by definition); the sum ("loss") elsewhere, as before."""
+    stated = getattr(strategy, "live_at_rerun", None)
+    if stated is not None:
+        if stated not in LIVE_AT_RERUN:
+            from trainsizer.errors import unknown_name
+
+            raise unknown_name("strategy.live_at_rerun", "loss-phase holding", stated, LIVE_AT_RERUN)
+        return np.full(np.shape(mega), str(stated), dtype=object)
+    frees = (~np.asarray(mega, bool) & ~np.asarray(titan, bool)) if name == "auto" else \
+        np.full(np.shape(mega), name in RERUN_FREES_OUTPUTS)
+    return np.where(frees, "logits" if loss_impl == "upcast-held" else "none", "loss").astype(object)
+
+
+def _held_logit_bytes(live: np.ndarray, loss_impl: str, name: str, w16: float) -> np.ndarray:
+    """Bytes a logit element of the outputs a loop holds through the backward (live_at_rerun "logits"), per strategy:
+    what the model returns. fp32 where the loss upcasts inside the model (transformers <= 4.45's `logits =
+    logits.float()` before the loss: loss_impl upcast, the hf style's default) or the caller's fp32 copy (upcast-held);
+    the model dtype where the logits stay 16-bit (upcast-shift: 4.46+ upcasts inside ForCausalLMLoss; native;
+    compiled); none where the model returns none in training (fused, liger: Liger's LigerForCausalLMLoss; chunked,
+    chunked-nll, Megatron's vocab-parallel and TE losses return the loss alone)."""
+    impl = DEFAULT_LOSS.get(name, "upcast") if loss_impl == "auto" else loss_impl
+    per = {"upcast": 4.0, "upcast-held": 4.0, "upcast-shift": w16, "native": w16, "compiled": w16}.get(impl, 0.0)
+    return np.where(live == "logits", per, 0.0)
 
 
 def _reshard(strategy: Strategy) -> str | None:
@@ -1352,6 +1404,8 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
         items["head_weight_cast"] = _head_weight_cast(b, g)
     if b.chunked_nll:
         items["loss_chunk_working_set"] = _chunked_nll_working_set(b, g)
+    if b.loss_impl == "liger":
+        items["loss_chunk_working_set"] = _liger_loss(b, g)[0]
     if np.any(b.titan_chunked):
         items["loss_chunk_buffers"] = _on(g.is_last, _titan_chunk_buffers(b), 0.0)
     if np.any(b.titan & (b.cp > 1)):
@@ -1410,6 +1464,26 @@ def _chunked_nll_working_set(b: _Batch, g: _Stage) -> Any:
     chunk = np.minimum(float(cn["chunk_tokens"]), b.tokens) * model.vocab / b.t * float(cn["chunk_bytes_per_element"])
     peak = np.maximum((fp32_copy + cast) * head_p, cast * head_p + chunk)
     return _on(g.is_last, peak, 0.0)
+
+
+def _liger_loss(b: _Batch, g: _Stage) -> tuple[Any, Any]:
+    """(bytes, largest tensor) Liger's fused linear cross-entropy holds in its forward on the last stage (loss_impl
+    liger): one chunk of next_power_of_2(ceil(BT / ceil(V / H))) rows (at most BT) of logits in the input dtype, the
+    gradient written in place; grad_input (BT x H, kept for the backward); where the head trains, grad_weight (V x H,
+    zeros_like the weight) and each chunk's V x H product with its fp32 copy at `grad_weight += torch.mm(
+    grad_logits_chunk.t(), _input_chunk).float()` (liger_kernel/ops/fused_linear_cross_entropy.py at 7dd8ecc5,
+    fused_linear_cross_entropy_forward). All freed by the function's backward, the first node of the backward. Counted
+    from the code, not fitted (docs/known-gaps.md 203 (e), 198 (f))."""
+    m = b.model
+    bt = np.maximum(np.asarray(b.tokens, float), 1.0)
+    h, v = float(m.hidden), float(m.vocab) / b.t
+    rows = np.minimum(2.0 ** np.ceil(np.log2(np.maximum(np.ceil(bt / np.ceil(v / h)), 1.0))), bt)
+    logits, grad_input = rows * v * b.w16, bt * h * b.w16
+    lay = b.pre.layout
+    head = bool(lay.lm_head_own or m.tied_embeddings) and b.training.trains_base_weights
+    grad_weight = v * h * (2.0 * b.w16 + 4.0) if head else 0.0
+    return (_on(g.is_last, logits + grad_input + grad_weight, 0.0),
+            _on(g.is_last, np.maximum(logits, grad_input), 0.0))
 
 
 def _nf4_dequant_transient(b: _Batch, g: _Stage, loss: Any) -> Any:
@@ -1536,26 +1610,60 @@ def _offload_and_fuse(b: _Batch, g: _Stage, items: dict[str, Any], host: Any) ->
 
 def _backward_phases(b: _Batch, g: _Stage, items: dict[str, Any], fsdp: tuple[Any, Any]) -> Any:
     """The backward's peak phase instead of the sum of what its phases hold, into `items` (the winning phase's
-    items). The loss phase (the last stage's logits, loss temporaries and head input, from the end of the forward
-    through the loss and LM-head backward) ends before the first decoder layer is re-run under full recompute, so
-    the recompute working set and the loss items are never live together (PyTorch runs the backward in reverse
-    order of the forward; non-reentrant checkpointing re-runs a layer at the first unpack of its saved tensors).
+    items), where the loop frees its forward's outputs before the backward (`_Batch.live_at_rerun` none / logits;
+    "loss" keeps the sum). The loss phase (the last stage's logits, loss temporaries and head input, from the end of
+    the forward through the loss and LM-head backward) ends before the first decoder layer is re-run under full
+    recompute, so the recompute working set and the loss items are never live together (PyTorch runs the backward
+    in reverse order of the forward and frees each node's saved tensors as it runs; reentrant checkpointing re-runs a
+    layer in its CheckpointFunction's backward, non-reentrant at the first unpack of its saved tensors). What the loop
+    holds (`_held_logits`) is in both phases; the caching allocator's segments that the forward's layers cut and the
+    loss's larger tensors cannot reuse (`_forward_segments`) in the loss phase.
     Where the gradients are created by this backward (`_Batch.fresh_grads`: torchtune's set_to_none, one
     micro-batch, no pipeline), they grow as the activations are freed: the loss phase holds only the LM head's
     weight gradient (twice while a chunked head accumulates it chunk by chunk: the InputBuffer and the next
     chunk's), the layer phase that and the stage's activations, the end of the backward every gradient with the
     first layer's activations and working set (or, with tied embeddings, the embedding's gradient added to the
-    head's). Applied to torchtune, whose recipes were read for it (recipes/*_single_device.py _loss_step `del
-    logits`, zero_grad(set_to_none=True)); tried on every style, the Hugging Face rows (Unsloth, LLaMA-Factory,
-    Qwen-1) and torchtitan's came out lower than measured (docs/known-gaps.md 14), so the others keep the sum.
-    `fsdp`: the (loss phase, layer phase) bytes of FSDP2's gathered units (`_torchtune_fsdp2_phase_units`), weighed
-    with each phase. Returns the mask of strategies whose loss phase wins (False where the sum is kept)."""
-    if b.name != "torchtune":
+    head's). Read for torchtune (recipes/*_single_device.py _loss_step `del logits`, zero_grad(set_to_none=True)) and
+    the HF Trainer (names.LIVE_AT_RERUN). `fsdp`: the (loss phase, layer phase) bytes of FSDP2's gathered units
+    (`_torchtune_fsdp2_phase_units`), weighed with each phase. Returns the mask of strategies whose loss phase wins
+    (False where the sum is kept)."""
+    split = np.asarray(b.live_at_rerun != "loss", bool)
+    if not np.any(split):
         return False
+    summed = dict(items)
     acts, recomp, grads = items["layer_activations"], items["recompute_working_set"], items["gradients"]
-    loss_keys = ("final_norm_and_head_input", "logits", "loss_backward_temporaries")
-    loss = sum(items[k] for k in loss_keys)
+    held = _held_logits(b, g, items)
+    items["forward_layer_segments"] = _forward_segments(b, g, items)
+    loss_keys = ("final_norm_and_head_input", "logits", "loss_backward_temporaries", "loss_chunk_working_set",
+                 "head_weight_cast", "forward_layer_segments")
+    loss = sum(items.get(k, 0.0) for k in loss_keys)
+    g_loss, g_layer, tied = _phase_grads(b, g, grads)
     fresh = b.fresh_grads
+    one_layer = acts / np.maximum(np.asarray(g.n_layers, dtype=float), 1.0)
+    end_extra = np.maximum(recomp + one_layer, tied)
+    fsdp_loss, fsdp_layer = fsdp
+    phases = np.stack(np.broadcast_arrays(acts + held + loss + g_loss + fsdp_loss,
+                                          acts + held + recomp + g_layer + fsdp_layer,
+                                          np.where(fresh, grads + end_extra + fsdp_layer, -np.inf)))
+    win = np.argmax(phases, axis=0)  # 0 loss, 1 layer, 2 end of the backward
+    for k in loss_keys:
+        if k in items:
+            items[k] = np.where(win == 0, items[k], 0.0)
+    items["recompute_working_set"] = np.where(win == 0, 0.0, np.where((win == 2) & (tied > recomp + one_layer), 0.0,
+                                                                        recomp))
+    end_tied = (win == 2) & (tied > recomp + one_layer)
+    items["layer_activations"] = np.where(win == 2, np.where(end_tied, 0.0, one_layer), acts)
+    items["gradients"] = np.choose(win, np.broadcast_arrays(g_loss, g_layer, grads + np.where(end_tied, tied, 0.0)))
+    if np.any(held):
+        items["held_logits"] = np.where(win == 2, 0.0, held)
+    for k in set(items) | set(summed):  # the strategies whose loop holds the loss phase keep the sum
+        items[k] = np.where(split, items.get(k, 0.0), summed.get(k, 0.0))
+    return (win == 0) & split
+
+
+def _phase_grads(b: _Batch, g: _Stage, grads: Any) -> tuple[Any, Any, Any]:
+    """(loss phase, layer phase, tied-embedding end) gradient bytes for `_backward_phases`: every gradient where they
+    outlive the step (accumulation, a pipeline, a style that keeps them), else the LM head's as the backward makes it."""
     lay, model = b.pre.layout, b.model
     head_g = 0.0
     if b.training.trains_base_weights:
@@ -1563,22 +1671,48 @@ def _backward_phases(b: _Batch, g: _Stage, items: dict[str, Any], fsdp: tuple[An
         head_g = _on(g.is_last, b.st["grads"] * b.shard(head_p / b.t, 0.0, 2), 0.0)
         head_g = np.where(b.offload_par, 0.0, head_g)  # parameter offload keeps the gradients in host memory
     tied = head_g * float(bool(model.tied_embeddings))
-    g_loss = np.where(fresh, head_g * (1.0 + float(b.chunked_loss)), grads)
-    g_layer = np.where(fresh, head_g, grads)
-    one_layer = acts / np.maximum(np.asarray(g.n_layers, dtype=float), 1.0)
-    end_extra = np.maximum(recomp + one_layer, tied)
-    fsdp_loss, fsdp_layer = fsdp
-    phases = np.stack(np.broadcast_arrays(acts + loss + g_loss + fsdp_loss, acts + recomp + g_layer + fsdp_layer,
-                                          np.where(fresh, grads + end_extra + fsdp_layer, -np.inf)))
-    win = np.argmax(phases, axis=0)  # 0 loss, 1 layer, 2 end of the backward
-    for k in loss_keys:
-        items[k] = np.where(win == 0, items[k], 0.0)
-    items["recompute_working_set"] = np.where(win == 0, 0.0, np.where((win == 2) & (tied > recomp + one_layer), 0.0,
-                                                                        recomp))
-    end_tied = (win == 2) & (tied > recomp + one_layer)
-    items["layer_activations"] = np.where(win == 2, np.where(end_tied, 0.0, one_layer), acts)
-    items["gradients"] = np.choose(win, np.broadcast_arrays(g_loss, g_layer, grads + np.where(end_tied, tied, 0.0)))
-    return win == 0
+    fresh = b.fresh_grads
+    return np.where(fresh, head_g * (1.0 + float(b.chunked_loss)), grads), np.where(fresh, head_g, grads), tied
+
+
+def _held_logits(b: _Batch, g: _Stage, items: dict[str, Any]) -> Any:
+    """Bytes of the model outputs' logits the loop holds through the backward (live_at_rerun logits): the last
+    stage's logit elements at `_Batch.held_logit_bytes`. Under loss_impl upcast-held they are already in its saved
+    bytes (memory_constants.yaml logits.upcast_held: the held fp32 copy and the log-softmax output), so they move
+    out of the `logits` item here."""
+    if not np.any(b.held_logit_bytes):
+        return 0.0
+    held = _on(g.is_last, b.tokens * b.model.vocab / (1.0 if b.gathered_logits else b.t), 0.0) * b.held_logit_bytes
+    if b.loss_impl == "upcast-held":
+        items["logits"] = np.maximum(items["logits"] - held, 0.0)
+    return held
+
+
+def _forward_segments(b: _Batch, g: _Stage, items: dict[str, Any]) -> Any:
+    """Reserved bytes the loss phase cannot reuse: the caching allocator's segments cut by a checkpointed layer's
+    forward (run without saving: its MLP's three ffn-wide tensors, act_fn(gate), up and their product, beside the
+    residual and the normed input, 3 f + 2 h in the model dtype a token; a gelu MLP 2 f + 2 h; a MoE layer the larger
+    of its shared experts over every token and its routed experts over an expert's share, k / E), which stay reserved
+    when the loss's logit-sized tensors, larger than any of them, are cudaMalloc'd as new segments (allocator.py's
+    rules: a request takes the smallest cached block that holds it; segments never merge). The re-run layer reuses
+    both, so they are not a third phase. Zero under expandable segments (one growing segment a stream: the freed
+    pages serve any size), where the loss's largest tensor fits an ffn-wide one (Liger's chunk at a large micro-
+    batch) and without full recompute (the forward's tensors are then the saved activations themselves). Not fitted:
+    counted from transformers' LlamaMLP.forward and the allocator's rules."""
+    m = b.model
+    a = b.w16
+    n_ffn = 3.0 if m.mlp == "swiglu" else 2.0
+    moe_f = max(float(m.shared_expert_ffn), float(m.expert_ffn) * m.experts_per_token / max(m.experts, 1)) \
+        if m.is_moe else 0.0
+    dense = not m.is_moe or m.dense_layers > 0 or bool(m.mlp_only_layers)
+    f = max(float(m.ffn) if dense else 0.0, moe_f)
+    widest = b.tokens * a * f / b.t
+    largest = np.maximum(items["logits"], np.where(items["logits"] > 0, 0.0, items["loss_backward_temporaries"]))
+    chunk = _liger_loss(b, g)[1] if b.loss_impl == "liger" else items.get("loss_chunk_working_set", 0.0)
+    largest = np.maximum(largest, chunk)
+    seg = b.tokens * a * (n_ffn * f + 2.0 * m.hidden) / b.t
+    kept = ~np.asarray(b.expandable, bool) & (largest > widest) & (b.rec == 2)
+    return _on(g.is_last, np.where(kept, seg, 0.0), 0.0)
 
 
 def activation_offload_bytes(model: ModelArch, training: Training, strategy: Strategy,
@@ -1683,7 +1817,7 @@ def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any, loss_phase: 
     # recipes; DeepSpeed ZeRO-3 still partitions into one shard and gathers each module into its own buffer.
     sharded = (z >= 3) & ((b.dpc > 1) | b.ds_engine)
     items["framework_buffers"] = buckets + np.where(sharded | b.offload_par, np.maximum(gathered, pp_hold), 0.0)
-    allocated = sum(val for key, val in items.items() if key not in ("cuda_context", "nccl_buffers"))
+    allocated = sum(val for key, val in items.items() if key not in ("cuda_context", "nccl_buffers", *CACHED_ONLY_ITEMS))
     items["fragmentation"] = oc["allocator_fragmentation_fraction"] * allocated
 
 

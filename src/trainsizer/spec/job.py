@@ -40,6 +40,7 @@ from trainsizer.names import (
     FSDP_MODES,
     FSDP_RESHARDS,
     FSDP_VERSIONS,
+    LIVE_AT_RERUN,
     LORA_DEFAULT_TARGETS,
     LORA_IMPLS,
     LORA_LINEAR_TARGETS,
@@ -105,6 +106,7 @@ Zero3BucketSizes = Literal[ZERO3_BUCKET_SIZES]
 LoraImpl = Literal[LORA_IMPLS]
 OptimizerPrecision = Literal[OPTIMIZER_PRECISIONS]
 FrozenBaseDtype = Literal[FROZEN_BASE_DTYPES]
+LiveAtRerun = Literal[LIVE_AT_RERUN]
 
 # the names above come from trainsizer.names (shared with the estimators)
 # Bytes of raw UTF-8 text per token for BPE tokenizers with ~100k+ vocabularies on mixed English/code
@@ -667,6 +669,12 @@ class StrategySpec(_Strict):
     # back; perf_constants.yaml lora.peft_fp32_no_autocast); null = the framework's (hf: the Trainer's bf16 / fp16
     # autocast); LoRA through PEFT under a 16-bit precision, time only
     autocast: bool | None = None
+    # what of the loss phase the loop still holds when the backward re-runs the last checkpointed layer (full recompute;
+    # names.LIVE_AT_RERUN): none (the loop drops the forward's outputs before backward: transformers' Trainer, torchtune)
+    # | logits (it keeps them until backward returns: `output = model(...); output.loss.backward()`, Answer.AI's
+    # fsdp_qlora train.py, PEFT / accelerate example loops) | loss (every loss-phase item beside the re-run layer: the
+    # sum); null = the framework's (hf and torchtune none, logits under loss_impl upcast-held; loss elsewhere); memory only
+    live_at_rerun: LiveAtRerun | None = None
     # FSDP (torchtune, torchtitan-style stacks, HF Trainer fsdp): the embedding and the LM head sharded as their own
     # units (torchtune's custom_sharded_layers ['tok_embeddings', 'output']; OLMo-core and AutoModel's MoE path do so);
     # null / false = the root unit holds them (torchtune's and torchtitan's default, AutoModel's dense path, FSDP1's
