@@ -58,17 +58,19 @@ def _runs(draw):
 @settings(max_examples=40, deadline=None)
 @given(_runs())
 def test_the_closed_form_tracks_the_replay(run):
-    """The replayed reserved peak is 0.6-1.25 times the form's: the one-length peak at the longest row plus the loss
+    """The replayed reserved peak is 0.5-1.25 times the form's: the one-length peak at the longest row plus the loss
     path's bytes again for every earlier record row (sequence_records). Across 1,500 runs drawn as here (numpy, seed 7)
     the ratio spanned 0.71-1.14, median 0.90: the form is a little high where a shorter row's split pieces hold part of
     a later record's loss path, and low (to about 1.17 at the edges hypothesis finds) where the rest is nearly the loss
-    path's size and one earlier record's segments cannot take all of it."""
+    path's size and one earlier record's segments cannot take all of it. The form is highest where the chunk sits at its
+    1 MiB-a-position floor, so the loss path is 5-10 times the rest: there hypothesis found 0.537 (a landing's run,
+    2026-12-06) and a 10,000-run search edged to the strategy's bounds 0.61, hence 0.5 (the 0.6 bound failed then)."""
     lengths, layer_pp, layers, chunk_pp, chunks, loss_pp = run
     records, longest = allocator.sequence_records(lengths)
     one = _replay([int(longest)], layer_pp, layers, chunk_pp, chunks, loss_pp)
     loss_path = ((chunks + 1) * chunk_pp + loss_pp) * longest
     form = one + loss_path * (records - longest) / longest
-    assert 0.6 <= _replay(lengths, layer_pp, layers, chunk_pp, chunks, loss_pp) / form <= 1.25
+    assert 0.5 <= _replay(lengths, layer_pp, layers, chunk_pp, chunks, loss_pp) / form <= 1.25
 
 
 def test_one_length_reserves_once():
