@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from trainsizer.errors import unknown_name
 from trainsizer.estimate import allocator, pipeline
 from trainsizer.estimate.activations import (
     ATTENTION_IMPLS,
@@ -224,8 +225,6 @@ class MemoryOptions:
         if self.framework is not None:
             check_framework(self.framework, "options.framework")
         if self.attention_impl is not None and self.attention_impl not in ATTENTION_IMPLS:
-            from trainsizer.errors import unknown_name
-
             raise unknown_name("options.attention_impl", "attention kernel", self.attention_impl,
                                ATTENTION_IMPLS)
 
@@ -465,8 +464,6 @@ def _optimizer_precision(strategy: Strategy, training: Training) -> str | None:
     if precision is None:
         return None
     if precision not in OPTIMIZER_PRECISIONS:
-        from trainsizer.errors import unknown_name
-
         raise unknown_name("strategy.optimizer_precision", "optimizer precision", precision, OPTIMIZER_PRECISIONS)
     allowed = optimizer_precisions_for(training.optimizer)
     if precision not in allowed:  # a job file is refused as early by spec.Job (the same rule, names.py)
@@ -586,8 +583,6 @@ def _live_at_rerun(strategy: Strategy, name: str, loss_impl: str, mega: np.ndarr
     stated = getattr(strategy, "live_at_rerun", None)
     if stated is not None:
         if stated not in LIVE_AT_RERUN:
-            from trainsizer.errors import unknown_name
-
             raise unknown_name("strategy.live_at_rerun", "loss-phase holding", stated, LIVE_AT_RERUN)
         return np.full(np.shape(mega), str(stated), dtype=object)
     frees = (~np.asarray(mega, bool) & ~np.asarray(titan, bool)) if name == "auto" else \
@@ -611,8 +606,6 @@ def _reshard(strategy: Strategy) -> str | None:
     """strategy.fsdp_reshard (names.FSDP_RESHARDS; None = the style's), refused by name when unknown."""
     value = getattr(strategy, "fsdp_reshard", None)
     if value is not None and value not in FSDP_RESHARDS:
-        from trainsizer.errors import unknown_name
-
         raise unknown_name("strategy.fsdp_reshard", "FSDP reshard point", value, FSDP_RESHARDS)
     return value
 
@@ -975,8 +968,6 @@ def _act_kernel_delta(model: ModelArch, strategy: Strategy, pre: _Pre, mega: np.
     if kernel is None or model.mlp != "swiglu":
         return 0.0
     if kernel not in ACTIVATION_KERNELS:
-        from trainsizer.errors import unknown_name
-
         raise unknown_name("strategy.activation_kernel", "activation kernel", kernel, ACTIVATION_KERNELS)
     silu = _compiled_silu_bytes(pre)
     profile_eager = {"megatron": False, "hf": hf_eager}
@@ -992,8 +983,6 @@ def _norm_kernel_delta(model: ModelArch, training: Training, strategy: Strategy,
     if kernel is None:
         return 0.0
     if kernel not in NORM_KERNELS:
-        from trainsizer.errors import unknown_name
-
         raise unknown_name("strategy.norm_kernel", "norm kernel", kernel, NORM_KERNELS)
     styles = load_memory_constants()["framework_profiles"]
     return 2.0 * _by_prof(mega, lambda pr: norm_bytes(model, training, kernel)
@@ -1127,8 +1116,6 @@ def _loss_bytes(name: str, impl: str, mega: np.ndarray, titan_compiled: Any, pre
     Under torchtitan (`titan_chunked`) chunked is its ChunkedLossWrapper, whose inner CrossEntropyLoss is returned
     here (compiled with the model, else the eager upcast) for `_chunk_at_a_time`. memory_constants.yaml `logits`."""
     if impl not in LOSS_IMPLS:
-        from trainsizer.errors import unknown_name
-
         raise unknown_name("strategy.loss_impl", "loss implementation", impl, LOSS_IMPLS)
     lg = load_memory_constants()["logits"]
 

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from trainsizer.errors import SpecError, TrainsizerError, did_you_mean, quoted
+from trainsizer.errors import SpecError, TrainsizerError, did_you_mean, quoted, unknown_name
 from trainsizer.estimate import comm, compute, pipeline, sample_lengths
 from trainsizer.estimate.activations import low_precision_share, op_sac_unsaved_share, saved_gemm_input_bytes
 from trainsizer.estimate.calibration import (
@@ -511,8 +511,6 @@ def _named_option(strategy, key: str, label: str, allowed) -> str | None:
     if value is None:
         return None
     if value not in allowed:
-        from trainsizer.errors import unknown_name  # lazily, as everywhere in this module
-
         raise unknown_name(f"strategy.{key}", label, value, allowed)
     return str(value)
 
@@ -610,13 +608,9 @@ def _deepspeed_engine_options(strategy, style: PerfStyle) -> dict[str, Any]:
     Under framework auto the style's fields are arrays (one per strategy): the options apply where it runs DeepSpeed."""
     fsdp = getattr(strategy, "fsdp", None)
     if fsdp is not None and fsdp not in FSDP_MODES:
-        from trainsizer.errors import unknown_name
-
         raise unknown_name("strategy.fsdp", "FSDP mode", fsdp, FSDP_MODES)
     buckets = getattr(strategy, "zero3_bucket_sizes", None)
     if buckets is not None and buckets not in ZERO3_BUCKET_SIZES:
-        from trainsizer.errors import unknown_name
-
         raise unknown_name("strategy.zero3_bucket_sizes", "ZeRO-3 bucket sizes", buckets, ZERO3_BUCKET_SIZES)
     on = np.asarray(style.zero3_runs_deepspeed, bool) & (fsdp in (None, "none"))
     if not np.any(on):
@@ -645,8 +639,6 @@ def _fsdp_version_option(strategy) -> dict[str, Any]:
     if version is None or getattr(strategy, "fsdp", None) in (None, "none"):
         return {}
     if version not in FSDP_VERSIONS:
-        from trainsizer.errors import unknown_name
-
         raise unknown_name("strategy.fsdp_version", "FSDP version", str(version), [str(v) for v in FSDP_VERSIONS])
     one = int(version) == 1
     return {"fsdp1_grad_predivide": one, "fsdp1_view_grad_cat": one, "fsdp2_copies": not one}
@@ -662,8 +654,6 @@ def _zero3_expert_fetch_option(strategy, style: PerfStyle) -> Any:
     if fetch is None:
         return None
     if fetch not in ZERO3_EXPERT_FETCHES:
-        from trainsizer.errors import unknown_name
-
         raise unknown_name("strategy.zero3_expert_fetch", "ZeRO-3 expert fetch", fetch, ZERO3_EXPERT_FETCHES)
     return np.where(np.asarray(style.zero3_expert_fetch) != "", str(fetch), "")
 
@@ -913,8 +903,6 @@ def _fsdp_reshard_of(strategy: Any) -> str | None:
     """Strategy.fsdp_reshard checked against names.FSDP_RESHARDS (None = the style's)."""
     value = getattr(strategy, "fsdp_reshard", None)
     if value is not None and value not in FSDP_RESHARDS:
-        from trainsizer.errors import unknown_name
-
         raise unknown_name("strategy.fsdp_reshard", "FSDP reshard point", value, FSDP_RESHARDS)
     return value
 
