@@ -301,6 +301,20 @@ class PerfConstants:
             return self.mem_efficient_k64_over_fa2
         return self.mem_efficient_over_fa2
 
+    def mem_efficient_bwd_over_fa2_at(self, accelerator: str, d_qk: int, d_v: int) -> float:
+        """The memory-efficient backward's rate over FA2's head-dim-128 figure on this part (16-bit): where the part's
+        shared memory a block does not hold the kMaxK 128 backward's 128x128 tiles (attention.mem_efficient_small_smem:
+        sm_86 / 89 / 120) and no specialised kernel keeps the output in registers (kMaxK 96 on sm_86 / 89), a head dim
+        in (64, 128] runs the 64x64 kernel, at the kMaxK 64 kernels' measured 64x64-tile figure
+        (mem_efficient_k64_over_fa2); elsewhere the forward's figure (mem_efficient_over_fa2_at)."""
+        d, t = max(d_qk, d_v), self.mem_efficient_tiles["max_k"]
+        sm = self.raw["attention"]["mem_efficient_small_smem"]
+        small = _family_entry(dict.fromkeys(sm["families"], True), accelerator, False)
+        rf96 = d <= int(sm["rf_max_k"]) and _family_entry(dict.fromkeys(sm["rf_families"], True), accelerator, False)
+        if t[0] < d <= t[1] and small and not rf96:
+            return self.mem_efficient_k64_over_fa2
+        return self.mem_efficient_over_fa2_at(d_qk, d_v)
+
     def mem_efficient_head_pad(self, d_qk: int, d_v: int) -> tuple[float, float]:
         """(forward, backward) executed over counted attention work of SDPA's memory-efficient (CUTLASS) kernels at
         these head dims (attention.mem_efficient_tiles): the kernel with the first kMaxK >= max(d_qk, d_v) runs the

@@ -1205,7 +1205,8 @@ def _mask_backend(x: _Step, bwd_ratio: Any) -> tuple[Any, Any, Any]:
     kernels at their measured share of the kernel's rate (calibration.mem_efficient_over_fa2_at: the kMaxK 64 kernels'
     at head dims to 64, attention.mem_efficient_over_fa2 above), its backward ratio, on the head dims their tiles run
     (calibration.mem_efficient_head_pad in place of the job kernel's compiled-head-dim padding,
-    compute.flash_head_dim_ratio); a vendor whose PyTorch runs that backend as its flash kernel
+    compute.flash_head_dim_ratio); a 16-bit backward on a part whose block shared memory does not hold the 128x128
+    tiles at the 64x64 tiles' figure (calibration.mem_efficient_bwd_over_fa2_at); a vendor whose PyTorch runs that backend as its flash kernel
     (attention.mem_efficient_is_flash_vendors, ROCm's AOTriton: sdp_utils.cpp at 21c3369e) at SDPA's own figures there
     (flash_efficiency_sdpa / flash_bwd_over_fwd_sdpa; FA2's where none)."""
     k, acc = x.k, x.system.accelerator
@@ -1214,9 +1215,11 @@ def _mask_backend(x: _Step, bwd_ratio: Any) -> tuple[Any, Any, Any]:
     kernels = np.asarray(x.fw.attention_kernel)
     if x.system.vendor not in k.mem_efficient_is_flash_vendors:
         dims = x.model.head_dims
-        rate = k.mem_efficient_over_fa2_at(*dims) * compute.flash_head_dim_ratio(*dims, kernels)
+        ratio = compute.flash_head_dim_ratio(*dims, kernels)
+        rate = k.mem_efficient_over_fa2_at(*dims) * ratio
+        bwd = k.mem_efficient_bwd_over_fa2_at(acc, *dims) * ratio if x.training.precision != "fp32" else rate
         pad_fwd, pad_bwd = k.mem_efficient_head_pad(*dims)
-        return rate / pad_fwd, rate / pad_bwd, bwd_ratio
+        return rate / pad_fwd, bwd / pad_bwd, bwd_ratio
     names = [str(n) for n in np.unique(kernels)]
     own = np.select([kernels == n for n in names], [k.flash_fraction(acc, n) for n in names])
     rate = k.flash_fraction(acc, "sdpa") / own
