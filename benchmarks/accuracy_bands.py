@@ -57,7 +57,7 @@ DATA = Path(__file__).resolve().parent / "data"
 MIN_ROWS = 8  # fewer rows than this: the class falls back to a coarser one (a 10th / 90th percentile of 8 is thin)
 RATE_METRICS = ("tokens_per_s_per_gpu", "tokens_per_sec_per_gpu", "tokens_s", "narayanan_tflops_per_gpu",
                 "nemo_tflops_per_gpu", "gptneox_tflops_per_gpu", "mfu_6n_total_pct", "palm_mfu_pct", "mfu",
-                "samples_s")
+                "samples_s", "nanotron_mfu_pct")
 DURATION_METRICS = ("step_time_s", "gpu_hours", "gpu_hours_logged")
 # a published peak: PyTorch's reserved / allocated peak, or the device's used memory (torch.cuda.mem_get_info)
 PEAK_METRICS = ("peak_memory_gib", "peak_allocated_gib", "peak_allocated_first_step_gib", "peak_gib",
@@ -158,6 +158,7 @@ def collect() -> list[Row]:
     import perf_heldout54 as h54
     import perf_heldout55 as h55
     import perf_heldout56 as h56
+    import perf_heldout57 as h57
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -183,6 +184,7 @@ def collect() -> list[Row]:
     out += _heldout_style("perf_heldout53", h53.run_all(), models)
     out += _heldout_style("perf_heldout54", h54.titan_run(), models)
     out += _heldout_style("perf_heldout55", h55.titan_run(), models)
+    out += _heldout_style("perf_heldout57", h57.run_all(), h57.models())
     out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)
     out += _tokens_style("perf_heldout54", h54.report_cases(), h54.report_rows(), mb.job)
     out += _tokens_style("perf_heldout55", h55.cases(), h55.rows(), h55.job)

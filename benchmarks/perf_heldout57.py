@@ -1,0 +1,154 @@
+"""Held-out check on published runs added 2026-12-06 (thirty-first batch: nanotron's pre-training scaling benchmarks on
+H100, 1 to 64 nodes; nothing is fitted on them), one source no benchmark held:
+
+(1) huggingface/nanotron docs/benchmark_summary.svg (added c2528430, 2025-03-10; the figure dated 2025-02-13), the
+README's 'Benchmarks': 'the best configurations we discovered for each model size and node count in nanotron v0.5,
+highlighting optimal MFU (Model FLOPS Utilization) and memory usage', the Ultra-Scale Playbook's runs. Two heat maps,
+model size (1.34B, 3.57B, 8.86B, 80B Llama-style models with full multi-head attention and a 131,072 vocabulary) by
+node count (1, 2, 4, ..., 64 nodes of 8 H100): each cell's MFU (%) and a memory figure (GB), and its layout (DP, TP,
+PP, micro-batches a step, micro-batch, ZeRO-0 / 1). Every cell trains 256 sequences of 4,096 a step (1M tokens).
+The figure's cells are text in the SVG (matplotlib writes each label as a comment before its glyphs, at the cell's
+position): the rows read them as found.
+
+What the figure does not state is taken from the benchmark's own scripts (scripts/scaling_benchmarks.py, e24d2483,
+2025-02-19, 'used in https://huggingface.co/spaces/nanotron/ultrascale-playbook', and its base config on the
+benchmark branch, 67c5ebb6) and nanotron's code at the playbook merge (0e0a27ea): bf16, fp32 gradient accumulation,
+fused AdamW, 1F1B, sequence parallel with async TP linears, no recompute, flash-attn varlen, eager SwiGLU, fp32
+sharded cross-entropy; ZeRO-0 runs torch DDP with an fp32 comm hook, ZeRO-1 (with fp32 accumulation) no DDP: one
+fp32 all-reduce of the whole gradient buffer after the backward (grad_reduce_overlap false). Each row's `assumed`
+names them. The cluster: Hugging Face's 'hopper-prod' (AWS p5, EFA), as perf_heldout's SmolLM3 row.
+
+Data: benchmarks/data/heldout_2027e_nanotron_playbook.csv (heldout_pretrain.csv's columns and `figure_memory_gb`);
+models: benchmarks/data/heldout_2027e_nanotron_models.yaml (scaling_benchmarks.py's model_configs).
+
+Scored: MFU (`nanotron_mfu_pct`): nanotron's logged model TFLOP/s a GPU (its get_flops: the sum flops.nemo_llama_flops
+holds, attention non-causal) over H100's 989.4 dense BF16 TFLOP/s; the estimate's step gives the same quantity, so the
+error is the throughput's. Not scored: the memory figure (GB = 2^30 B of rank 0; nanotron writes both
+max_memory_allocated and max_memory_reserved, the figure does not say which): printed beside both estimates.
+
+Sign: (predicted - published) / published; + = predicted too fast.
+
+Run: python benchmarks/perf_heldout57.py
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+import perf_heldout as ph
+from harness import Case, mape, model_data
+from trainsizer.catalog import load_catalog
+
+DATA = Path(__file__).resolve().parent / "data"
+ROWS = DATA / "heldout_2027e_nanotron_playbook.csv"
+MODELS = DATA / "heldout_2027e_nanotron_models.yaml"
+MFU = "nanotron_mfu_pct"
+
+
+def rows() -> list[dict[str, str]]:
+    return list(csv.DictReader(ROWS.open(encoding="utf-8")))
+
+
+def models() -> dict[str, Any]:
+    return model_data(MODELS)
+
+
+def nanotron_split(layers: int, hidden: int, heads: int, ffn: int, vocab: int, pp: int) -> list[int]:
+    """Decoder layers on each pipeline rank as nanotron assigns them (models/base.py build_model at 0e0a27ea): blocks
+    in order (embedding, layers, final norm, LM head, fp32 cast, loss) with LlamaForTraining.get_block_compute_costs
+    (a layer 4 a d_qk h + 3 ffn h, the head V h, the rest 0); a block goes to the current rank, which moves on once
+    the running cost passes total x (rank + 1) / pp. Uneven where the head's cost does not divide out."""
+    layer = 4 * heads * (hidden // heads) * hidden + 3 * ffn * hidden
+    costs = [0] + [layer] * layers + [0, vocab * hidden, 0, 0]
+    total, running, rank, counts = sum(costs), 0, 0, [0] * pp
+    for i, cost in enumerate(costs):
+        running += cost
+        counts[rank] += 1 if 1 <= i <= layers else 0
+        if running > total * (rank + 1) / pp:
+            rank += 1
+    return counts
+
+
+def _peak_tflops(accelerator: str) -> float:
+    """The part's dense BF16 TFLOP/s (the catalog's: 989.4 for H100 SXM), MFU's denominator."""
+    return float(load_catalog().accelerators[accelerator].tflops_dense["bf16"])
+
+
+def predicted(row: dict[str, str], result: dict[str, Any], model: Any) -> float:
+    """The estimate in the row's metric: MFU from the estimated step through nanotron's model FLOPs (= NeMo's
+    Llama formula, perf_heldout's nemo_tflops_per_gpu) over the part's dense BF16 peak; other metrics as perf_heldout."""
+    if row["metric"] != MFU:
+        return ph.predicted_metric(row, result, model)
+    tflops = ph.predicted_metric(dict(row, metric="nemo_tflops_per_gpu"), result, model)
+    return 100.0 * tflops / _peak_tflops(row["accelerator"])
+
+
+def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
+    """(case, the estimate's result or {} when refused, row) for every row, in file order."""
+    archs, catalogs = models(), {}
+    return [(*ph.estimate_row(r, archs, catalogs, predicted), r) for r in rows()]
+
+
+def memory_lines(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[str]:
+    """Each run's memory figure beside the estimate's allocated and reserved peaks (perf_heldout's peak_allocated_gib
+    / peak_memory_gib readings of one result) and its fit: not scored, the figure names neither."""
+    out = []
+    for c, res, r in run:
+        if not res:
+            continue
+        alloc, reserved = (ph.predicted_metric(dict(r, metric=m), res, None)
+                           for m in ("peak_allocated_gib", "peak_memory_gib"))
+        out.append(f"  {c.row_id:52s} figure {float(r['figure_memory_gb']):5.1f}  allocated {alloc:5.1f}  "
+                   f"reserved {reserved:5.1f}  {'fits' if res['memory']['fits'] else 'DOES NOT FIT'}")
+    return out
+
+
+def _median(cs: list[Case]) -> float:
+    errs = sorted(c.err for c in cs)
+    n = len(errs)
+    return 100.0 * (errs[n // 2] if n % 2 else (errs[n // 2 - 1] + errs[n // 2]) / 2)
+
+
+def group_lines(cs: list[Case], rs: dict[str, dict[str, str]], key: str) -> list[str]:
+    """n, MAPE and median of the scored rows by one of the row's columns (model, gpu_count, tp, pp)."""
+    groups: dict[str, list[Case]] = {}
+    for c in cs:
+        groups.setdefault(rs[c.row_id][key], []).append(c)
+    return [f"  {key} {k:22s} n={len(g):2d} MAPE {mape(g):5.1f}% (median {_median(g):+.1f}%)"
+            for k, g in sorted(groups.items(), key=lambda kv: (len(kv[0]), kv[0]))]
+
+
+def zero_lines(cs: list[Case], rs: dict[str, dict[str, str]]) -> list[str]:
+    """By ZeRO stage: ZeRO-1 runs reduce the whole fp32 gradient after the backward, ZeRO-0 ones overlap it."""
+    tagged = {c.row_id: dict(rs[c.row_id], zero="ZeRO-1" if "zero=1" in rs[c.row_id]["strategy_extra"] else "ZeRO-0")
+              for c in cs}
+    return group_lines(cs, tagged, "zero")
+
+
+def main() -> None:
+    run = run_all()
+    cs = [c for c, _, _ in run if not c.skipped]
+    rs = {r["id"]: r for _, _, r in run}
+    print("(1) nanotron's Ultra-Scale Playbook benchmarks: the best layout per model size and node count on H100, "
+          "256 x 4,096 tokens a step (MFU %, held out, nothing fitted):")
+    print("  (step s: the estimate's, and the measured one it implies: the same FLOPs at the measured MFU)")
+    for c, res, _ in run:
+        tail = c.skipped or (f"predicted {c.predicted:6.2f} ({100 * c.err:+6.1f}%)  step measured "
+                             f"{res['time']['step_s'] * c.predicted / c.measured:7.3f} predicted {res['time']['step_s']:7.3f}")
+        print(f"  {c.row_id:50s} MFU measured {c.measured:6.2f} {tail}")
+    for key in ("model", "gpu_count", "tp", "pp"):
+        print(f"\nby {key}:")
+        print("\n".join(group_lines(cs, rs, key)))
+    print("\nby ZeRO stage:")
+    print("\n".join(zero_lines(cs, rs)))
+    print("\nmemory figure (GB, allocated or reserved: not stated) beside the estimate (GiB):")
+    print("\n".join(memory_lines(run)))
+    refused = [c for c, _, _ in run if c.skipped]
+    print(f"\nrefused rows: {len(refused)}" + "".join(f"\n  {c.row_id}: {c.skipped}" for c in refused))
+    print(f"\nperf_heldout57 time: n={len(cs)} MAPE {mape(cs):.1f}% (median {_median(cs):+.1f}%); refused {len(refused)}")
+
+
+if __name__ == "__main__":
+    main()

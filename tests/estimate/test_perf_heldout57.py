@@ -1,0 +1,87 @@
+"""Held-out rows added 2026-12-06, thirty-first batch (benchmarks/perf_heldout57.py; nothing fitted on them): nanotron's
+Ultra-Scale Playbook scaling benchmarks on H100, 1.34B-80B models on 1-64 nodes, MFU of each cell's best layout.
+Bounds = the figures measured when the rows were added, with a margin: they guard against a regression, not an
+accuracy claim (docs/known-gaps.md 220)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import perf_heldout as ph  # noqa: E402
+import perf_heldout57 as p57  # noqa: E402
+from harness import mape  # noqa: E402
+
+ALL_BOUND = 40.0  # 35.6 at landing (220 (a)-(d))
+TP1_BOUND = 12.0  # 8.4 at landing: the eleven single-TP rows, the layouts the estimate's DP and PP terms alone carry
+
+
+@pytest.fixture(scope="module")
+def run():
+    return p57.run_all()
+
+
+def test_every_row_names_the_figure_commit_cell_and_assumptions():
+    rs = p57.rows()
+    header = open(ph.ROWS, encoding="utf-8").readline().strip().split(",")
+    assert list(rs[0])[: len(header)] == header  # perf_heldout.job_of reads these columns
+    assert len({r["id"] for r in rs}) == len(rs) == 26
+    for r in rs:
+        assert "huggingface/nanotron/blob/c252843039cc167ff8d6894b87172af4637eb14b/" in r["source"], r["id"]
+        assert r["source_locator"].startswith("left panel") and r["date"] == "2025-02-13" and r["assumed"], r["id"]
+        assert 0 < float(r["value"]) < 100 and float(r["figure_memory_gb"]) > 0, r["id"]
+
+
+def test_every_cell_trains_256_sequences_of_4096_on_whole_nodes():
+    """The figure's DP x GAS x MBS is 256 in every cell (the script's 1M-token batch); DP x TP x PP fills the nodes."""
+    for r in p57.rows():
+        job = ph.job_of(r, p57.models())
+        s = job["strategy"]
+        assert (job["seq_len"], job["global_batch"]["sequences"], job["precision"]) == (4096, 256, "bf16"), r["id"]
+        assert job["hardware"]["count"] % 8 == 0 and s["recompute"] == "none", r["id"]
+        assert s.get("zero", 0) in (0, 1) and s["grad_reduce_in_fp32"], r["id"]
+        assert (s.get("grad_reduce_overlap") is False) == (s.get("zero", 0) == 1), r["id"]
+
+
+def test_two_stage_rows_state_nanotrons_compute_balanced_split():
+    """PP 2 rows carry nanotron's own split (build_model over get_block_compute_costs); 1.34B: 11 / 5 layers."""
+    archs = p57.models()
+    for r in p57.rows():
+        if r["pp"] != "2":
+            continue
+        m = archs[r["model"]]["model"]
+        s = ph.job_of(r, archs)["strategy"]
+        split = p57.nanotron_split(m["layers"], m["hidden"], m["heads"], m["ffn"], m["vocab"], 2)
+        assert [s["pp_first_stage_layers"], s["pp_last_stage_layers"]] == split, r["id"]
+    assert p57.nanotron_split(16, 2048, 32, 8192, 131072, 2) == [11, 5]
+
+
+@given(layers=st.integers(1, 96), pp=st.integers(1, 8), vocab=st.sampled_from([32000, 131072]))
+def test_nanotrons_split_places_every_layer_once_in_order(layers, pp, vocab):
+    counts = p57.nanotron_split(layers, 1024, 16, 4096, vocab, pp)
+    assert len(counts) == pp and sum(counts) == layers and min(counts) >= 0
+
+
+def test_mfu_is_the_estimated_step_over_nanotrons_flops(run):
+    """nanotron's get_flops is NeMo's Llama sum; the predicted MFU is those FLOPs over the estimated step and H100's
+    989.4 TFLOP/s: MFU x step is the same for every row of one model and GPU count (the work a GPU does a step)."""
+    for c, res, r in run:
+        step = res["time"]["step_s"]
+        gpus = int(r["gpu_count"])
+        flops = float(res["time"]["model_flops_per_step"])
+        assert c.predicted == pytest.approx(100 * flops / step / gpus / 989.4e12, rel=0.02), r["id"]
+
+
+def test_the_batch_stays_within_its_bounds(run):
+    cs = [c for c, _, _ in run if not c.skipped]
+    assert len(cs) == 26
+    assert mape(cs) < ALL_BOUND
+    tp1 = [c for c, _, r in run if r["tp"] == "1"]
+    assert len(tp1) == 11 and mape(tp1) < TP1_BOUND
