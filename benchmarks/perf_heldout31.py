@@ -15,7 +15,8 @@ assumed setting is in its `assumed` column):
   left out.
 
 Printed: each row (published, predicted, error), per-source MAPE, the worst rows with the estimate's step breakdown,
-the ZeRO-3 / FSDP pair at one layout (measured and predicted ratio), refused rows (each a bug: these runs were made).
+the ZeRO-3 / FSDP pair at one layout (measured and predicted ratio), the DeepCompile rows in seconds a micro-batch
+(measured, estimate, missing) and ZeRO-3 less FSDP in seconds, refused rows (each a bug: these runs were made).
 
 Sign: (predicted - published) / published; + = predicted too fast.
 
@@ -55,6 +56,24 @@ def zero3_over_fsdp(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> l
             for c, r in done if "zero=3" in r["strategy_extra"] and key(r) in fsdp]
 
 
+def seconds_per_micro_batch(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[tuple[str, float, float]]:
+    """(row id, measured, predicted seconds a micro-batch) for the DeepCompile rows: a GPU's tokens a micro-batch
+    (micro_batch x seq_len) over its tokens/s, the step's own share spread over its micro-batches as the runs' rate
+    spreads it. What the estimate misses in seconds a micro-batch, read across micro-batch sizes and accumulation
+    steps, tells a cost paid every micro-batch and flat in the tokens from one that scales (docs/known-gaps.md 206, 215)."""
+    return [(r["id"], tokens / c.measured, tokens / c.predicted)
+            for c, res, r in run if res and r["id"].startswith("dc_")
+            for tokens in (float(r["micro_batch"]) * float(r["seq_len"]),)]
+
+
+def zero3_minus_fsdp_s(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[tuple[str, float, float]]:
+    """(ZeRO-3 row id, measured, predicted seconds a micro-batch of ZeRO-3 less FSDP1) at the layouts both engines ran:
+    the engines' difference in seconds, where `zero3_over_fsdp` gives it as a rate ratio."""
+    sec = {rid: (meas, pred) for rid, meas, pred in seconds_per_micro_batch(run)}
+    return [(zid, sec[zid][0] - sec[fid][0], sec[zid][1] - sec[fid][1])
+            for zid in sec if "_zero-3_" in zid and (fid := zid.replace("_zero-3_", "_fsdp_")) in sec]
+
+
 def main() -> None:
     run = run_all()
     p28.print_rows(run)
@@ -62,6 +81,12 @@ def main() -> None:
     print("ZeRO-3 over FSDP at one layout (measured vs predicted):")
     for row_id, meas, pred in zero3_over_fsdp(run):
         print(f"  {row_id:58s} measured {meas:.3f} predicted {pred:.3f}  {pred / meas - 1.0:+6.1%}")
+    print("DeepCompile rows, seconds a micro-batch (measured, estimate, what the estimate misses):")
+    for row_id, meas, pred in seconds_per_micro_batch(run):
+        print(f"  {row_id:58s} measured {meas:6.3f} estimate {pred:6.3f}  missing {meas - pred:+6.3f}")
+    print("ZeRO-3 less FSDP at one layout, seconds a micro-batch (measured vs estimate):")
+    for row_id, meas, pred in zero3_minus_fsdp_s(run):
+        print(f"  {row_id:58s} measured {meas:+6.3f} estimate {pred:+6.3f}")
     p28.print_pairs_and_refusals(run)
 
 
