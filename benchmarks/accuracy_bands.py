@@ -45,7 +45,6 @@ import yaml
 
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import TrainsizerError
-from trainsizer.estimate import comm
 from trainsizer.estimate.accuracy import QUANTITIES
 from trainsizer.estimate.step_time import step_time_arrays
 from trainsizer.evaluate import job_class_of
@@ -376,26 +375,23 @@ def step_parts(row: Row, catalog) -> dict[str, float] | None:
 
     return {"step_s": first("step_s"), "micro_batches": first("micro_batches"), "ep_s": first("ep_comm"),
             "host_s": first("host_excess"),
-            "layers": sc.model.layers / max(int(getattr(sc.strategy, "pp", 1) or 1), 1)} | moe_parts(sc)
+            "layers": sc.model.layers / max(int(getattr(sc.strategy, "pp", 1) or 1), 1)} | moe_parts(sc) | {
+        "ep_domains": first("ep_domains")}
 
 
 def moe_parts(sc) -> dict[str, float]:
-    """A resolved job's MoE layer: local routed experts a GPU holds (experts / EP), routed tokens one expert runs a
-    micro-batch on one GPU at balanced routing (the micro-batch's tokens x top-k / experts: what each grouped-GEMM
-    member multiplies, the EP group gathering every rank's share), and the scale-up domains the EP group spans
-    (Megatron-Core's rank order tp-cp-ep, comm.ranks_per_domain; 1 = inside one NVLink domain). Zeros for a dense
-    model."""
+    """A resolved job's MoE layer: local routed experts a GPU holds (experts / EP) and routed tokens one expert runs
+    a micro-batch on one GPU at balanced routing (the micro-batch's tokens x top-k / experts: what each grouped-GEMM
+    member multiplies, the EP group gathering every rank's share). Zeros for a dense model. The scale-up domains the
+    EP group spans are the estimate's own (step_time_arrays' ep_domains, step_parts)."""
     model, st = sc.model, sc.strategy
     experts = float(getattr(model, "experts", 0) or 0)
     if experts <= 0:
-        return {"local_experts": 0.0, "tokens_per_expert": 0.0, "ep_domains": 0.0}
+        return {"local_experts": 0.0, "tokens_per_expert": 0.0}
     ep = float(getattr(st, "ep", 1) or 1)
-    stride = float(getattr(st, "tp", 1) or 1) * float(getattr(st, "cp", 1) or 1)
-    k = float(comm.ranks_per_domain(ep, stride, int(sc.system.domain_gpus)))
     tokens = float(sc.training.seq_len) * float(getattr(st, "micro_batch", 1) or 1) / float(getattr(st, "cp", 1) or 1)
     topk = float(getattr(model, "experts_per_token", 1) or 1)
-    return {"local_experts": max(experts / ep, 1.0), "tokens_per_expert": tokens * topk / experts,
-            "ep_domains": float(np.ceil(ep / k))}
+    return {"local_experts": max(experts / ep, 1.0), "tokens_per_expert": tokens * topk / experts}
 
 
 def missing_ms_per_layer(row: Row, parts: dict[str, float]) -> float:

@@ -2589,17 +2589,8 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
     # all_to_all of tokens permuted per expert, so there only an explicit "flex" (DeepEP: NeMo AutoModel's
     # enable_deepep / dispatcher deepep, torchtitan's deepep backend) sends one copy per rank
     host_sync = np.asarray(x.fw.moe_host_sync)
-    flex = np.where(host_sync, ~moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t),
-                    x.strategy_dispatcher in FLEX_DISPATCHERS)
-    # Megatron-Core's flex dispatcher at expert TP > 1 sends over the TP x EP group, a token to every expert-TP rank
-    # of its experts (MoEFlexTokenDispatcher: group=tp_ep_group, router_topk=tp_size x topk; `_moe_tp_collectives`)
-    wide = flex & host_sync & (x.et > 1.0)
+    flex, wide, n_ep, stride = _ep_group(x)
     ranks = ranks * np.where(wide, x.et, 1.0)
-    n_ep = np.where(wide, x.e * x.et, x.e)
-    # the EP group's ranks lie expert-TP apart, the TP x EP group's next to each other: the expert grid has no CP
-    # dimension, so EP spans the CP ranks (Megatron-Core parallel_state.initialize_model_parallel: the expert
-    # RankGenerator takes tp = expert TP and cp = 1 in the order tp-cp-ep-dp-pp; torchtitan's ep = dp_shard_in_ep x cp)
-    stride = np.where(wide, 1.0, x.et)
     k_ep = comm.ranks_per_domain(n_ep, stride, x.domain)
     m_ep = comm.zone_members(n_ep, stride, x.system)
     routed = np.where(flex, np.minimum(ranks, routed * np.where(wide, x.et, 1.0)), routed)
@@ -2630,6 +2621,32 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
     if np.any(nccl):
         a2a = np.where(nccl, a2a_at(nccl_alltoall_rates(r_ep, x.system, x.k)), a2a)
     return (a2a * (4.0 + 2.0 * x.moe_rerun) - _permute_in_transport(x, a2a)) * model.moe_layer_count / model.layers
+
+
+def _ep_group(x: _Step) -> tuple[Any, Any, Any, Any]:
+    """(flex, wide, ranks, rank stride) of the group the MoE all-to-all runs over. flex: a dispatcher that sends a
+    token once to each rank holding one of its experts (DeepEP / HybridEP: Megatron-Core's flex, "auto" resolved per
+    layout by moe_alltoall; on the PyTorch-native stacks an explicit "flex"). wide: Megatron-Core's flex dispatcher at
+    expert TP > 1, which sends over the TP x EP group, a token to every expert-TP rank of its experts
+    (MoEFlexTokenDispatcher: group=tp_ep_group, router_topk=tp_size x topk; `_moe_tp_collectives`). The EP group's
+    ranks lie expert-TP apart, the TP x EP group's next to each other: the expert grid has no CP dimension, so EP
+    spans the CP ranks (Megatron-Core parallel_state.initialize_model_parallel: the expert RankGenerator takes tp =
+    expert TP and cp = 1 in the order tp-cp-ep-dp-pp; torchtitan's ep = dp_shard_in_ep x cp), and the attention's TP
+    does not spread it: at TP 4, expert TP 1, EP 8 the group is 8 neighbouring ranks, one 8-GPU host."""
+    host_sync = np.asarray(x.fw.moe_host_sync)
+    flex = np.where(host_sync, ~moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t),
+                    x.strategy_dispatcher in FLEX_DISPATCHERS)
+    wide = flex & host_sync & (x.et > 1.0)
+    return flex, wide, np.where(wide, x.e * x.et, x.e), np.where(wide, 1.0, x.et)
+
+
+def ep_domains(x: _Step) -> Any:
+    """Scale-up (NVLink) domains the MoE all-to-all's group spans (_ep_group): 1 inside one domain; 0 for a dense
+    model. A diagnostic output of step_time_arrays (benchmarks/accuracy_bands.py --rows groups rows by it)."""
+    if not x.model.is_moe:
+        return 0.0 * x.e
+    _, _, n_ep, stride = _ep_group(x)
+    return np.ceil(n_ep / comm.ranks_per_domain(n_ep, stride, x.domain))
 
 
 def _permute_in_transport(x: _Step, a2a: Any) -> Any:
@@ -3905,6 +3922,8 @@ def _step_time_arrays(model: ModelArch, training: Training, system: System, stra
         # dropless MoE sync and what it exposes, eager expert loops: _StageLayer.host) on the paced stage: a
         # diagnostic, not a breakdown term (benchmarks/accuracy_bands.py --rows prints its share of the step)
         "host_excess": m * mb.host,
+        # the NVLink domains the MoE all-to-all's group spans (ep_domains; 0 for a dense model): a diagnostic
+        "ep_domains": ep_domains(x) + 0.0 * m,
         "tp_comm": m * mb.tp,
         "cp_comm": m * mb.cp,
         "ep_comm": m * mb.ep + unpaired,
