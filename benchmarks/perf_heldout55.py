@@ -142,6 +142,54 @@ def host_free_lines(cs: list[tuple[str, str, float, float]]) -> list[str]:
             for rid, _, m, p in cs]
 
 
+def capacity_bound(r: dict[str, str]) -> tuple[int, int, int, int]:
+    """(tokens a source rank routes a micro-batch, the capacity of each expert from that rank, the routed tokens the
+    busiest EP rank can receive, the balanced share a rank receives) under Megatron-Core's token drop without padding, as the row's code runs it
+    (NVIDIA/Megatron-LM 6a6cd478 = Pai-Megatron-Patch 2b201af's Megatron-LM-250624): the router drops per source rank,
+    before any dispatch (moe/router.py TopKRouter.routing -> moe_utils.topk_softmax_with_capacity: capacity =
+    get_capacity(num_tokens x topk, experts, factor) over the rank's own tokens, num_tokens = its sequence shard under
+    sequence parallelism), and both dispatchers send only what is left (token_dispatcher.py: alltoall's routing_map;
+    flex's _DeepepManager.setup_metadata masks a dropped token's index with -1). So an expert receives at most EP x
+    capacity from the EP group's ranks, a rank its local experts' worth: at factor 1 the balanced share."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.scenario import resolve_job
+
+    model = resolve_job(job(r), load_catalog()).model
+    tokens = int(r["seq_len"]) * int(r["micro_batch"]) // int(r["tp"])
+    factor = float(r["routing"].removeprefix("capacity"))
+    cap = int(np.ceil(tokens * model.experts_per_token / model.experts * factor))
+    ep = int(r["ep"])
+    return tokens, cap, ep * cap * (model.experts // ep), tokens * model.experts_per_token
+
+
+def dispatcher_split_lines(cs: list[tuple[str, str, float, float]]) -> list[str]:
+    """209 (a): the capacity-1 DeepEP row over its forced-balance alltoall twin. The drop bound (capacity_bound) leaves
+    the busiest rank no more routed tokens than the twin's balanced share, so the row's GPU work is at most the
+    twin's; and the estimate's predicted gain splits into the flex dispatcher's one copy a rank (comm) and its
+    per-kernel host figure, gemm.moe_host_s_per_expert_kernel flex 2.0e-5 (derived on GB200's Grace host) against
+    alltoall 3.56e-5 (fitted on DGX-B200's x86 host): the rows' x86 host with the flex figure set to alltoall's is
+    what the first factor alone gives (a diagnostic, not an estimate; docs/known-gaps.md 89 (b), 217 (a))."""
+    import dataclasses
+
+    from trainsizer.estimate.calibration import load_constants
+
+    k = load_constants()
+    x86 = dataclasses.replace(k, moe_host_s_per_expert_kernel=dict.fromkeys(k.moe_host_s_per_expert_kernel,
+                                                                          k.moe_host_s_per_expert_kernel["alltoall"]))
+    by = {r["id"]: r for r in rows()}
+    cap1, twin = XT + "tp4_ep8_deepep_pp8_vpp4_capacity1", XT + "tp4_ep8_pp8_vpp4"
+    pred = {rid: p for rid, _, _, p in cs}
+    meas = {rid: m for rid, _, m, _ in cs}
+    same = dict(job_tokens_per_gpu(((rid, job(by[rid])) for rid in (cap1, twin)), constants=x86))
+    tokens, cap, busiest, balanced = capacity_bound(by[cap1])
+    return [f"  capacity 1: {tokens} tokens a source rank, {cap} to an expert from each, the busiest rank at most "
+            f"{busiest} routed tokens (the balanced share: {balanced})",
+            f"  DeepEP at capacity 1 over the forced alltoall twin: measured {meas[cap1] / meas[twin]:.3f}, predicted "
+            f"{pred[cap1] / pred[twin]:.3f} = comm {same[cap1] / same[twin]:.3f} x host figure "
+            f"{pred[cap1] / same[cap1] * same[twin] / pred[twin]:.3f}; the row at the x86 figure "
+            f"{100 * (same[cap1] / meas[cap1] - 1):+.1f}% (as predicted {100 * (pred[cap1] / meas[cap1] - 1):+.1f}%)"]
+
+
 def titan_rows() -> list[dict[str, str]]:
     return list(csv.DictReader(TITAN.open(encoding="utf-8")))
 
@@ -197,6 +245,8 @@ def main() -> None:
     print("\n".join(ratio_lines(cs)))
     print("the router's own routing at capacity 2 / 3 / 5 (refused) against capacity 1:")
     print("\n".join(capacity_lines(cs)))
+    print("the drop bound and the predicted DeepEP gain at EP 8, split (a diagnostic):")
+    print("\n".join(dispatcher_split_lines(cs)))
     print("the same layouts on H100 (perf_heldout45, the Model Zoo's Megatron-LM runs):")
     print("\n".join(h100_lines(cs)))
     print("error as predicted and with the host terms off (a diagnostic):")

@@ -110,3 +110,25 @@ def test_what_shards_falls_alike_and_the_rest_is_one_missing_figure():
     assert (one.measured - all16.measured) == pytest.approx(one.predicted - all16.predicted, rel=0.15)
     gaps = [c.measured - c.predicted for rid, c in mem.items() if "_lbs8_" in rid]
     assert max(gaps) - min(gaps) < 0.1 * max(gaps)
+
+
+def test_capacity_1_leaves_no_rank_above_the_balanced_share():
+    """209 (a) / 217 (a): Megatron-Core drops per source rank before the dispatch (topk_softmax_with_capacity at
+    Megatron-LM 6a6cd478), so at factor 1 the busiest EP rank receives the balanced share and at 2 twice it."""
+    r = next(r for r in p55.rows() if r["id"].endswith("_capacity1"))
+    tokens, cap, busiest, balanced = p55.capacity_bound(r)
+    assert (tokens, cap) == (1024, 64)  # 4,096 tokens over TP 4 under sequence parallelism; 1,024 x 8 / 128
+    assert busiest == balanced == 8192
+    two = next(r for r in p55.rows() if r["id"].endswith("_capacity2"))
+    assert p55.capacity_bound(two)[2] == 2 * balanced
+
+
+def test_the_predicted_deepep_gain_splits_into_comm_and_the_host_figure():
+    import re
+
+    line = p55.dispatcher_split_lines(p55.cases())[1]
+    measured, predicted, comm, host = (float(v) for v in re.findall(
+        r"measured ([\d.]+), predicted ([\d.]+) = comm ([\d.]+) x host figure ([\d.]+)", line)[0])
+    assert measured == pytest.approx(644.92 / 923.53, abs=1e-3)
+    assert comm * host == pytest.approx(predicted, abs=2e-3)
+    assert 1.0 < comm < predicted and host > 1.0  # one copy a rank and the Grace-derived flex figure both gain
