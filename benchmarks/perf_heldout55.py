@@ -27,8 +27,9 @@ TP overlap: the script builds the option but leaves it out of its command); the 
 catalog's H800 host NICs).
 
 Printed: each row (published, predicted, error), MAPE by source / TP / dispatcher / recompute, the refused rows, the
-pairs of rows that change one setting (measured and predicted ratio), and the Model Zoo's H100 rows of the same layouts
-beside the H800 ones (the part's NVLink at 400 GB/s against 900 GB/s), memory fits.
+pairs of rows that change one setting (measured and predicted ratio), the capacity-1 row's drop bound and its predicted
+gain over the forced alltoall twin split into comm and host figure (docs/known-gaps.md 217 (a)), the Model Zoo's H100
+rows of the same layouts beside the H800 ones (the part's NVLink at 400 GB/s against 900 GB/s), memory fits.
 
 Sign: (predicted - published) / published of tokens/s a GPU; + = predicted too fast.
 
