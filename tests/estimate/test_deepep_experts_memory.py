@@ -27,9 +27,9 @@ def _h100(gpus: int = 8) -> System:
 
 
 def _acts(model: ModelArch, dispatcher: str, framework: str = "torchtitan", recompute: str = "none",
-          item: str = "layer_activations") -> float:
+          item: str = "layer_activations", **extra) -> float:
     st = Strategy(dp=8, ep=8 if model.is_moe else 1, zero=3, micro_batch=1, recompute=recompute, framework=framework,
-                  moe_dispatcher=dispatcher)
+                  moe_dispatcher=dispatcher, **extra)
     return estimate_memory(model, TRAIN, _h100(), st).items_bytes[item]
 
 
@@ -68,8 +68,9 @@ def test_unchanged_where_no_deepep_experts_run(model, dispatcher, framework):
 
 def test_full_recompute_keeps_the_layer_input_and_a_smaller_working_set():
     assert _acts(MOE, "flex", recompute="full") == _acts(MOE, "alltoall", recompute="full")
-    ws = "recompute_working_set"
-    assert _acts(MOE, "flex", recompute="full", item=ws) < _acts(MOE, "alltoall", recompute="full", item=ws)
+    ws = "recompute_working_set"  # the loss phase summed in, so the re-run layer's item shows (known-gaps 214)
+    assert _acts(MOE, "flex", recompute="full", item=ws, live_at_rerun="loss") < \
+        _acts(MOE, "alltoall", recompute="full", item=ws, live_at_rerun="loss")
 
 
 @settings(max_examples=25, deadline=None)

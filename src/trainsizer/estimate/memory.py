@@ -193,7 +193,8 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
                     "live_at_rerun logits: `output = model(...); output.loss.backward()`), beside the re-run layer"),
     "forward_layer_segments": ("other", "caching-allocator segments a checkpointed layer's forward cut (its MLP's "
                                "ffn-wide tensors) that the loss's larger logit-sized tensors cannot reuse: reserved "
-                               "beside the loss phase, none under expandable segments"),
+                               "beside the loss phase; under expandable segments on torchtitan only, whose freed "
+                               "pages lie below the later checkpoints and the logits (known-gaps 214)"),
 }
 # items the caching allocator holds reserved but not allocated: torch.cuda.max_memory_allocated / active counts neither
 CACHED_ONLY_ITEMS = ("fragmentation", "forward_layer_segments")
@@ -533,7 +534,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     # optimizer_in_bwd each parameter's in its hook): with one micro-batch per step and no pipeline, each
     # gradient is created by this backward, as the activations it needs are freed
     fresh = (name == "torchtune") & (n_micro < 1.5) & (p <= 1) & ((z == 0) | (z >= 3))
-    live = _live_at_rerun(strategy, name, loss_impl, mega, titan)
+    live = _live_at_rerun(strategy, name, loss_impl, mega)
     return _Batch(model=model, training=training, options=options, pre=pre, c=load_memory_constants(), s=s,
                   t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, et=s["etp"], z=z, rec=rec, off=s["offload"],
                   name=name, mega=mega, titan=titan, kbit_upcast=upcast_w, head_cast=head_cast,
@@ -571,21 +572,23 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
 
 # the styles whose loop was read for the backward's phases (names.LIVE_AT_RERUN "none"): transformers' Trainer
 # (compute_loss returns the loss alone unless return_outputs; training_step `del inputs`, then accelerator.backward:
-# trainer.py v4.30-v4.57, TRL's SFTTrainer returning the same) and torchtune's recipes (`del logits` in _loss_step)
-RERUN_FREES_OUTPUTS = ("hf", "torchtune")
+# trainer.py v4.30-v4.57, TRL's SFTTrainer returning the same), torchtune's recipes (`del logits` in _loss_step) and
+# torchtitan's train step (`del pred` before loss.backward(), "need to free to before bwd to avoid peaking memory":
+# train.py at ba2469780 (2024-12), 775a486ed and e7c0cae (2025); known-gaps 214 (a))
+RERUN_FREES_OUTPUTS = ("hf", "torchtune", "torchtitan")
 
 
-def _live_at_rerun(strategy: Strategy, name: str, loss_impl: str, mega: np.ndarray, titan: np.ndarray) -> np.ndarray:
+def _live_at_rerun(strategy: Strategy, name: str, loss_impl: str, mega: np.ndarray) -> np.ndarray:
     """What the loop still holds of the loss phase when a checkpointed layer is re-run (names.LIVE_AT_RERUN), per
     strategy: strategy.live_at_rerun where stated; else, on the styles in RERUN_FREES_OUTPUTS (framework auto where it
-    resolves to hf: neither Megatron-Core nor torchtitan), none, or the logits under loss_impl upcast-held (its caller
+    resolves to hf or torchtitan: not Megatron-Core), none, or the logits under loss_impl upcast-held (its caller
     holds them by definition); the sum ("loss") elsewhere, as before."""
     stated = getattr(strategy, "live_at_rerun", None)
     if stated is not None:
         if stated not in LIVE_AT_RERUN:
             raise unknown_name("strategy.live_at_rerun", "loss-phase holding", stated, LIVE_AT_RERUN)
         return np.full(np.shape(mega), str(stated), dtype=object)
-    frees = (~np.asarray(mega, bool) & ~np.asarray(titan, bool)) if name == "auto" else \
+    frees = ~np.asarray(mega, bool) if name == "auto" else \
         np.full(np.shape(mega), name in RERUN_FREES_OUTPUTS)
     return np.where(frees, "logits" if loss_impl == "upcast-held" else "none", "loss").astype(object)
 
@@ -1682,10 +1685,17 @@ def _forward_segments(b: _Batch, g: _Stage, items: dict[str, Any]) -> Any:
     of its shared experts over every token and its routed experts over an expert's share, k / E), which stay reserved
     when the loss's logit-sized tensors, larger than any of them, are cudaMalloc'd as new segments (allocator.py's
     rules: a request takes the smallest cached block that holds it; segments never merge). The re-run layer reuses
-    both, so they are not a third phase. Zero under expandable segments (one growing segment a stream: the freed
-    pages serve any size), where the loss's largest tensor fits an ffn-wide one (Liger's chunk at a large micro-
-    batch) and without full recompute (the forward's tensors are then the saved activations themselves). Not fitted:
-    counted from transformers' LlamaMLP.forward and the allocator's rules."""
+    both, so they are not a third phase. Under expandable segments (one growing address range a stream) the same
+    holes stay mapped: the forward's freed layer tensors lie below the checkpoints of later layers, the final norm's
+    output and the 16-bit logits, so the loss's larger tensors go above them (benchmarks/titan_step_layout.py: the
+    forward's extent above what it holds at the loss, 5,888 B a token against 3 f + 2 h = 6,400, with the loss's
+    tensors mapped above it); counted there for torchtitan (whose run_train.sh sets them), zero on the other styles
+    (known-gaps 214 (b), for the hf / torchtune owner). Under torchtitan's tensor parallelism the normed input is
+    all-gathered whole before the column-parallel linears (parallelize.py PrepareModuleInput desired_input_layouts
+    Replicate), beside the residual's sequence-parallel shard: h + h / sp in place of 2 h / t. Zero where the loss's
+    largest tensor fits an ffn-wide one (Liger's chunk at a large micro-batch) and without full recompute (the
+    forward's tensors are then the saved activations themselves). Not fitted: counted from transformers'
+    LlamaMLP.forward and the allocator's rules."""
     m = b.model
     a = b.w16
     n_ffn = 3.0 if m.mlp == "swiglu" else 2.0
@@ -1697,8 +1707,10 @@ def _forward_segments(b: _Batch, g: _Stage, items: dict[str, Any]) -> Any:
     largest = np.maximum(items["logits"], np.where(items["logits"] > 0, 0.0, items["loss_backward_temporaries"]))
     chunk = _liger_loss(b, g)[1] if b.loss_impl == "liger" else items.get("loss_chunk_working_set", 0.0)
     largest = np.maximum(largest, chunk)
-    seg = b.tokens * a * (n_ffn * f + 2.0 * m.hidden) / b.t
-    kept = ~np.asarray(b.expandable, bool) & (largest > widest) & (b.rec == 2)
+    titan = np.asarray(b.titan, bool)
+    hidden = np.where(titan, m.hidden / b.sp_div + m.hidden, 2.0 * m.hidden / b.t)
+    seg = b.tokens * a * (n_ffn * f / b.t + hidden)
+    kept = (~np.asarray(b.expandable, bool) | titan) & (largest > widest) & (b.rec == 2)
     return _on(g.is_last, np.where(kept, seg, 0.0), 0.0)
 
 
