@@ -18,6 +18,15 @@ sharded cross-entropy; ZeRO-0 runs torch DDP with an fp32 comm hook, ZeRO-1 (wit
 fp32 all-reduce of the whole gradient buffer after the backward (grad_reduce_overlap false). Each row's `assumed`
 names them. The cluster: Hugging Face's 'hopper-prod' (AWS p5, EFA), as perf_heldout's SmolLM3 row.
 
+(2) InternLM/InternLM doc/en/train_performance.md (2023-07-06, figures fixed 2023-07-08 at c18bec9), 'FLOPS Testing':
+InternLM's 7B trained by its own 2023 code on A100 SXM4 80GB hosts joined by 4 x 100 Gb RoCE, TP 1, ZeRO-1 over the 8
+GPUs of a node, 8 to 1,024 GPUs, with and without activation checkpointing, micro-batches of 2-8 x 2,048 tokens, 1-4 a
+step: tokens a GPU a second (TGS). The settings the table does not state are InternLM's code at that commit (the
+hybrid ZeRO optimizer all-reduces bf16 gradient buckets of 512M elements over all of DP in the last micro-batch's
+backward; eager SwiGLU, apex RMSNorm, flash-attn's fused cross-entropy; ZeRO-1 stated as zero 1, over all of DP),
+named in each row's `assumed`. Data:
+benchmarks/data/heldout_2027e_internlm_2023.csv, model benchmarks/data/heldout_2027e_internlm_models.yaml.
+
 Data: benchmarks/data/heldout_2027e_nanotron_playbook.csv (heldout_pretrain.csv's columns and `figure_memory_gb`);
 models: benchmarks/data/heldout_2027e_nanotron_models.yaml (scaling_benchmarks.py's model_configs).
 
@@ -44,6 +53,8 @@ from trainsizer.catalog import load_catalog
 DATA = Path(__file__).resolve().parent / "data"
 ROWS = DATA / "heldout_2027e_nanotron_playbook.csv"
 MODELS = DATA / "heldout_2027e_nanotron_models.yaml"
+INTERNLM = DATA / "heldout_2027e_internlm_2023.csv"
+INTERNLM_MODELS = DATA / "heldout_2027e_internlm_models.yaml"
 MFU = "nanotron_mfu_pct"
 
 
@@ -53,6 +64,14 @@ def rows() -> list[dict[str, str]]:
 
 def models() -> dict[str, Any]:
     return model_data(MODELS)
+
+
+def internlm_rows() -> list[dict[str, str]]:
+    return list(csv.DictReader(INTERNLM.open(encoding="utf-8")))
+
+
+def internlm_models() -> dict[str, Any]:
+    return model_data(INTERNLM_MODELS)
 
 
 def nanotron_split(layers: int, hidden: int, heads: int, ffn: int, vocab: int, pp: int) -> list[int]:
@@ -89,6 +108,45 @@ def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
     """(case, the estimate's result or {} when refused, row) for every row, in file order."""
     archs, catalogs = models(), {}
     return [(*ph.estimate_row(r, archs, catalogs, predicted), r) for r in rows()]
+
+
+def internlm_run() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
+    """Source (2): (case, result or {}, row) for every InternLM row, in file order (tokens a GPU a second)."""
+    archs, catalogs = internlm_models(), {}
+    return [(*ph.estimate_row(r, archs, catalogs, predicted), r) for r in internlm_rows()]
+
+
+def internlm_lines(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[str]:
+    """Each InternLM row: TGS measured / predicted, the estimated step and its DP and optimizer terms."""
+    out = []
+    for c, res, _ in run:
+        if c.skipped:
+            out.append(f"  {c.row_id:48s} {c.skipped}")
+            continue
+        b = res["time"]["breakdown_s"]
+        out.append(f"  {c.row_id:48s} TGS measured {c.measured:6.0f} predicted {c.predicted:6.0f} ({100 * c.err:+6.1f}%)"
+                   f"  step {res['time']['step_s']:6.3f} s (dp {b['dp_comm']:.3f}, optimizer {b['optimizer']:.3f})")
+    return out
+
+
+def internlm_readings(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[tuple[str, float, float, float]]:
+    """(row, error as stated, error with zero 0, zero 0 with the optimizer term at 1/8) of each InternLM row: what the
+    ZeRO-1 statement stands for (known-gaps 220 (h)). InternLM's hybrid ZeRO shards the states over the node's 8 GPUs,
+    all-reduces the gradients over all of DP and broadcasts each updated bf16 shard inside the node. The rows state
+    zero 1 (reduce-scatter and all-gather over all of DP, a 1/DP step); zero 0 has InternLM's all-reduce but every state
+    on every GPU (a full step, and a peak the run did not have); the third reading takes 7/8 of zero 0's estimated
+    optimizer step off (the broadcast left out): none of the three jobs is the run."""
+    archs, catalogs = internlm_models(), {}
+    out = []
+    for c, _, r in run:
+        if c.skipped:
+            continue
+        z0, res = ph.estimate_row(dict(r, strategy_extra=r["strategy_extra"].replace("zero=1;", "zero=0;")), archs,
+                                  catalogs, predicted)
+        t = res["time"]
+        step8 = t["step_s"] - 7.0 / 8.0 * t["breakdown_s"]["optimizer"]
+        out.append((c.row_id, c.err, z0.err, z0.predicted * t["step_s"] / step8 / c.measured - 1.0))
+    return out
 
 
 def memory_lines(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[str]:
@@ -147,7 +205,20 @@ def main() -> None:
     print("\n".join(memory_lines(run)))
     refused = [c for c, _, _ in run if c.skipped]
     print(f"\nrefused rows: {len(refused)}" + "".join(f"\n  {c.row_id}: {c.skipped}" for c in refused))
-    print(f"\nperf_heldout57 time: n={len(cs)} MAPE {mape(cs):.1f}% (median {_median(cs):+.1f}%); refused {len(refused)}")
+    irun = internlm_run()
+    ics = [c for c, _, _ in irun if not c.skipped]
+    print("\n(2) InternLM's 2023 FLOPS tests: its 7B on A100 80GB, 4 x 100 Gb RoCE a host, TP 1, ZeRO-1 in a node, 8-1,024 "
+          "GPUs (TGS, held out, nothing fitted):")
+    print("\n".join(internlm_lines(irun)))
+    print("  the ZeRO-1 group (zero 1 stated; zero 0; zero 0 with the optimizer term at 1/8), error:")
+    print("\n".join(f"    {rid:48s} {100 * a:+6.1f}% {100 * b:+6.1f}% {100 * d:+6.1f}%"
+                     for rid, a, b, d in internlm_readings(irun)))
+    for ac in ("full", "none"):
+        sub = [c for c, _, r in irun if not c.skipped and r["recompute"] == ac]
+        print(f"  recompute {ac:4s}: n={len(sub)} MAPE {mape(sub):.1f}% (median {_median(sub):+.1f}%)")
+    both = cs + ics
+    print(f"\nperf_heldout57 time: n={len(both)} MAPE {mape(both):.1f}% (median {_median(both):+.1f}%; nanotron "
+          f"{mape(cs):.1f}%, InternLM {mape(ics):.1f}%); refused {len(refused) + len(irun) - len(ics)}")
 
 
 if __name__ == "__main__":
