@@ -28,7 +28,8 @@ catalog's H800 host NICs).
 
 Printed: each row (published, predicted, error), MAPE by source / TP / dispatcher / recompute, the refused rows, the
 pairs of rows that change one setting (measured and predicted ratio), the capacity-1 row's drop bound and its predicted
-gain over the forced alltoall twin split into comm and host figure (docs/known-gaps.md 217 (a)), the Model Zoo's H100
+gain over the forced alltoall twin split into comm and host figure (docs/known-gaps.md 217 (a)), the intra-host alltoall
+rows' layer work against what the run leaves with the all-to-alls at the link's full rate (217 (e)), the Model Zoo's H100
 rows of the same layouts beside the H800 ones (the part's NVLink at 400 GB/s against 900 GB/s), memory fits.
 
 Sign: (predicted - published) / published of tokens/s a GPU; + = predicted too fast.
@@ -191,6 +192,47 @@ def dispatcher_split_lines(cs: list[tuple[str, str, float, float]]) -> list[str]
             f"{100 * (same[cap1] / meas[cap1] - 1):+.1f}% (as predicted {100 * (pred[cap1] / meas[cap1] - 1):+.1f}%)"]
 
 
+def layer_floor(r: dict[str, str]) -> tuple[float, float, float] | None:
+    """(measured, at most left for the layers' own work, predicted layers' own work) in seconds a micro-batch on the
+    paced stage, for a row whose EP all-to-all is the NCCL one inside one host (alltoall dispatcher, one NVLink domain):
+    the measured step less the estimate's step-level terms (bubble, p2p, DP, optimizer, data) over the micro-batches,
+    less its all-to-all at the link's full rate a direction (the estimate's time x nccl_alltoall_busbw_fraction: no
+    all-to-all moves more than the link carries) and its TP collectives; the prediction's compute (GEMMs, attention,
+    element-wise, the host's excess). The all-to-all count is the code's: Megatron-Core re-runs the dispatch and
+    combine in a recompute (moe_layer.py custom_forward under tensor_parallel.checkpoint at Megatron-LM 6a6cd478), as
+    charged. None for other rows. docs/known-gaps.md 217 (c)."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.estimate.calibration import load_constants
+    from trainsizer.estimate.step_time import step_time_arrays
+    from trainsizer.scenario import resolve_job
+
+    sc = resolve_job(job(r), load_catalog())
+    a = {k: float(np.asarray(v).reshape(-1)[0]) for k, v in
+         step_time_arrays(sc.model, sc.training, sc.system, sc.strategy).items()}
+    if r["moe_dispatcher"] != "alltoall" or a["ep_domains"] != 1.0:
+        return None
+    m = a["micro_batches"]
+    step_level = sum(a[k] for k in ("pp_bubble", "pp_comm", "dp_comm", "optimizer", "data_loading"))
+    measured = (float(r["step_time_s"]) - step_level) / m
+    fraction = float(load_constants().raw["comm"]["nccl_alltoall_busbw_fraction"])
+    left = measured - (a["ep_comm"] * fraction + a["tp_comm"]) / m
+    return measured, left, a["compute"] / m
+
+
+def layer_floor_lines() -> list[str]:
+    """Each intra-host alltoall row's layer work: what the measured step leaves for it at most and what the estimate
+    holds (layer_floor): predicted over the most the run leaves, > 1 = the estimate's layer work is too slow even if
+    the all-to-alls ran at the link's full rate."""
+    out = []
+    for r in kept_rows(rows()):
+        f = layer_floor(r)
+        if f is not None:
+            measured, left, predicted = f
+            out.append(f"  {r['id'].split('gpu_')[-1]:36s} measured {1e3 * measured:7.1f} ms a micro-batch, at most "
+                       f"{1e3 * left:7.1f} left for the layers, predicted {1e3 * predicted:7.1f} ({predicted / left:.2f}x)")
+    return out
+
+
 def titan_rows() -> list[dict[str, str]]:
     return list(csv.DictReader(TITAN.open(encoding="utf-8")))
 
@@ -248,6 +290,8 @@ def main() -> None:
     print("\n".join(capacity_lines(cs)))
     print("the drop bound and the predicted DeepEP gain at EP 8, split (a diagnostic):")
     print("\n".join(dispatcher_split_lines(cs)))
+    print("the layers' own work a micro-batch with the all-to-alls at the link's full rate (intra-host alltoall rows):")
+    print("\n".join(layer_floor_lines()))
     print("the same layouts on H100 (perf_heldout45, the Model Zoo's Megatron-LM runs):")
     print("\n".join(h100_lines(cs)))
     print("error as predicted and with the host terms off (a diagnostic):")

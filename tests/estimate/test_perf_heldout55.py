@@ -132,3 +132,13 @@ def test_the_predicted_deepep_gain_splits_into_comm_and_the_host_figure():
     assert measured == pytest.approx(644.92 / 923.53, abs=1e-3)
     assert comm * host == pytest.approx(predicted, abs=2e-3)
     assert 1.0 < comm < predicted and host > 1.0  # one copy a rank and the Grace-derived flex figure both gain
+
+
+def test_the_layer_floor_is_read_on_intra_host_alltoall_rows_only():
+    """217 (c): layer_floor takes the all-to-all at the link's full rate only where it is NCCL's inside one host."""
+    by = {r["id"]: r for r in p55.rows()}
+    assert p55.layer_floor(by[p55.XT + "tp2_ep32_pp8_vpp4_select"]) is None  # four hosts
+    assert p55.layer_floor(by[p55.XT + "tp4_ep8_deepep_pp8_vpp4_capacity1"]) is None  # DeepEP
+    measured, left, predicted = p55.layer_floor(by[p55.XT + "tp1_ep8_pp32_vpp3_mbs8_full"])
+    assert 0.0 < left < measured and predicted > 0.0
+    assert len(p55.layer_floor_lines()) == 12  # 10 XTuner rows + the two issue-643 rows
