@@ -159,6 +159,101 @@ def dispatcher_pairs() -> list[tuple[str, float, float]]:
     return [(name, meas[a] / meas[b], pred[a] / pred[b]) for name, a, b in pairs]
 
 
+def _pair_steps(dispatcher: str, constants=None) -> tuple[float, float, float, float, float]:
+    """(BF16 step s, MXFP8 step s, BF16 host excess s, MXFP8 host excess s, decoder layers x micro-batches a GPU runs a
+    step) the estimate gives PR 3561's `dispatcher` pair (the 26.04.01 GB200 line's job at each precision), at
+    `constants` (None: the shipped ones)."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.estimate.step_time import step_time_arrays
+    from trainsizer.scenario import resolve_job
+
+    base = {r["id"]: r for r in rows()}
+    runs = {r["precision"]: r for r in dispatcher_pair_rows() if r["moe_dispatcher"] == dispatcher}
+    out: list[float] = []
+    for precision in ("BF16", "FP8-MX"):
+        job = mbridge_job(base[runs[precision]["base_row"]] | {"precision": precision})
+        job["strategy"]["moe_dispatcher"] = dispatcher
+        sc = resolve_job(job, load_catalog())
+        a = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy, constants=constants)
+        out += [float(np.asarray(a[k]).reshape(-1)[0]) for k in ("step_s", "host_excess", "micro_batches")]
+        layers = sc.model.layers // max(int(sc.strategy.pp), 1)
+    return out[0], out[3], out[1], out[4], out[2] * layers
+
+
+def _mxfp8_constants(cast_scale: float = 1.0, gemm_ratio: float | None = None):
+    """The shipped constants with MXFP8's cast bytes and kernels x `cast_scale` and, where given, its GEMM share of the
+    FP8 peak over the BF16 share (fp8.recipes.mxfp8 gemm_efficiency_ratio; 0.5 = the BF16 rate on parts whose FP8 peak
+    is twice it): the counterfactuals of mxfp8_saving_terms / mxfp8_closing."""
+    import dataclasses
+
+    from trainsizer.estimate.calibration import load_constants
+
+    k = load_constants()
+    mx = dict(k.fp8_recipes["mxfp8"])
+    mx["cast_bytes_per_element"] *= cast_scale
+    mx["cast_kernels_per_tensor"] *= cast_scale
+    if gemm_ratio is not None:
+        mx["gemm_efficiency_ratio"] = gemm_ratio
+    return dataclasses.replace(k, fp8_recipes={**k.fp8_recipes, "mxfp8": mx})
+
+
+def mxfp8_saving_terms(dispatcher: str = "alltoall") -> dict[str, float]:
+    """Milliseconds a decoder layer and micro-batch that MXFP8 saves over BF16 on PR 3561's GPT-OSS job under
+    `dispatcher`: measured (the PR's BF16 run's step, the 26.04.01 line's measured step x the line's TFLOP/s over the
+    PR's, and its MXFP8 / BF16 TFLOP/s ratio) and predicted, the prediction split into what its MXFP8 GEMMs gain over
+    running at the BF16 rate, what its casts cost on the GPU (casts free against as charged), the host excess (the
+    casts' launches) and the rest (the FP8 padding copies of step_time._fp8_expert_padding_time, alltoall only). A
+    diagnostic (docs/known-gaps.md 218 (a)); nothing is fitted."""
+    base = {r["id"]: r for r in rows()}
+    runs = {r["precision"]: r for r in dispatcher_pair_rows() if r["moe_dispatcher"] == dispatcher}
+    line = base[runs["BF16"]["base_row"]]
+    gpus, seqs, seq = int(line["gpu_count"]), int(line["global_batch_seqs"]), int(line["seq_len"])
+    line_step = seqs * seq / (gpus * float(line["tokens_per_sec_per_gpu"]))
+    bf16_tf, mx_tf = (float(runs[p]["model_tflops_per_gpu"]) for p in ("BF16", "FP8-MX"))
+    meas_b = line_step * float(line["model_tflops_per_gpu"]) / bf16_tf
+    p_b, p_m, h_b, h_m, passes = _pair_steps(dispatcher)
+    gemm16 = _pair_steps(dispatcher, _mxfp8_constants(gemm_ratio=0.5))[1::2]
+    free = _pair_steps(dispatcher, _mxfp8_constants(cast_scale=0.0))[1::2]
+    ms = 1e3 / passes
+    terms = {"measured": (meas_b - meas_b * bf16_tf / mx_tf) * ms, "predicted": (p_b - p_m) * ms,
+             "gemms": (gemm16[0] - p_m) * ms, "casts": -((p_m - h_m) - (free[0] - free[1])) * ms,
+             "host": -(h_m - h_b) * ms}
+    terms["rest"] = terms["predicted"] - terms["gemms"] - terms["casts"] - terms["host"]
+    return terms
+
+
+def _bisect(f, lo: float, hi: float, steps: int = 30) -> float:
+    """x in [lo, hi] where the increasing-or-decreasing f changes sign (f(lo) and f(hi) of opposite signs), else nan."""
+    f_lo = f(lo)
+    if f_lo * f(hi) > 0:
+        return float("nan")
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        if f(mid) * f_lo > 0:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def mxfp8_closing(dispatcher: str = "alltoall") -> tuple[float, float]:
+    """(MXFP8 GEMM ratio, MXFP8 cast multiple) that alone would make the predicted MXFP8 / BF16 throughput ratio of PR
+    3561's `dispatcher` pair the measured one: fp8.recipes.mxfp8 gemm_efficiency_ratio (shipped 0.81; 0.5 = the BF16
+    rate) with the casts as charged, or the casts' bytes and kernels x the multiple at the shipped ratio. nan where the
+    range (0.3-0.81; 1-40) cannot reach it. Sizes for docs/known-gaps.md 218 (a), not a fit."""
+    runs = {r["precision"]: float(r["model_tflops_per_gpu"]) for r in dispatcher_pair_rows()
+            if r["moe_dispatcher"] == dispatcher}
+    target = runs["FP8-MX"] / runs["BF16"]
+
+    def gap(constants) -> float:
+        p_b, p_m = _pair_steps(dispatcher, constants)[:2]
+        return p_b / p_m - target
+
+    ratio = _bisect(lambda r: gap(_mxfp8_constants(gemm_ratio=r)), 0.3, 0.81, 16)
+    casts = _bisect(lambda m: gap(_mxfp8_constants(cast_scale=m)), 1.0, 40.0, 16)
+    return ratio, casts
+
+
 def dglu_regression(release: str = "26.06.01", before: str = "26.06") -> list[tuple[str, float, float]]:
     """(row, measured seconds a decoder layer and micro-batch above its twin, the regressed dGLU kernel's excess) for
     each GPT-OSS line of `release` with a twin of `before` in perf_mbridge26 (TWIN_COLUMNS equal). The excess is PR 322's
@@ -312,6 +407,14 @@ def main() -> None:
           "precisions (known-gaps 208 (b)):")
     for name, meas, pred in dispatcher_pairs():
         print(f"  {name:28s} measured {meas:.3f} predicted {pred:.3f}")
+    print("  MXFP8's saving over BF16 there, ms a layer and micro-batch, and what alone would close it (known-gaps 218 "
+          "(a); rest = the FP8 padding copies, alltoall only):")
+    for dispatcher in ("alltoall", "flex"):
+        t = mxfp8_saving_terms(dispatcher)
+        ratio, casts = mxfp8_closing(dispatcher)
+        print(f"  {dispatcher:8s} measured {t['measured']:.2f} predicted {t['predicted']:.2f} = GEMMs {t['gemms']:+.2f} "
+              f"casts {t['casts']:+.2f} host {t['host']:+.2f} rest {t['rest']:+.2f}; closed by an MXFP8 GEMM ratio of "
+              f"{ratio:.2f} (shipped 0.81) or casts x {casts:.2f}")
     print("MoE lines by the experts a rank holds: median error as predicted / with the host terms off (the GPU side "
           "alone; known-gaps 208 (c)):")
     groups: dict[tuple[str, str, str, int], list[tuple[float, float]]] = {}

@@ -1192,7 +1192,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
         lt = dataclasses.replace(lt, head_fwd=lt.head_fwd + d, head_bwd=lt.head_bwd + d)
     layer_mb = lt.fwd + lt.bwd + _nf4_dequant_time(x)
     return lt, (layer_mb + _lora_adapters(x) + _expert_bias_time(x) + _expert_bias_index_add_time(x)
-                + _activation_clamp_time(x) + _rope_unfused_time(x)
+                + _activation_clamp_time(x) + _fp8_expert_padding_time(x) + _rope_unfused_time(x)
                 + _flash_qkv_pack_time(x)
                 + _moe_unfused_time(x) + _moe_eager_glue_time(x)
                 + _sp_layout_copies(x) + _eager_swiglu_backward_time(x) + _amp_fp32_weights_time(x)
@@ -1641,6 +1641,31 @@ def _mcore_expert_bias_time(x: _Step, slots: Any) -> Any:
     fwd = np.where(flex, b["down_forward_fp32"], b["down_forward_bf16"])
     bwd = np.where(flex, b["down_backward_fp32"], b["down_backward_bf16"])
     return compute.stream_time(slots * x.model.hidden * (fwd * (1.0 + x.moe_rerun) + bwd), x.r, kernels=0.0)
+
+
+def _fp8_expert_padding_time(x: _Step) -> Any:
+    """Seconds per average layer and micro-batch of Megatron-Core's FP8 padding of the routed experts' rows: under FP8
+    or FP4, TEGroupedMLP.forward pads each local expert's rows to the recipe's GEMM alignment (Transformer Engine
+    Fp8Padding, one tex.fused_multi_row_padding copy of the dispatched hidden states into a new buffer) and unpads
+    fc2's output (Fp8Unpadding, a second copy); the backward copies both gradients back the same way
+    (_Fp8Padding.backward: fused_multi_row_unpadding). TE skips the copy only where every split is already aligned
+    (fp8_padding.py: m_splits == padded_m_splits), which balanced or forced-balance routing does not give. Read at
+    NVIDIA/Megatron-LM 0d8e0714 / b0cc2706 / b20c1b25 (experts.py TEGroupedMLP.forward) and TransformerEngine
+    module/fp8_padding.py. Where the dispatcher pads instead, the splits arrive aligned and nothing is copied:
+    HybridEP (flex) receives into a pad_multiple-aligned buffer under FP8 (token_dispatcher.py _HybridEPManager
+    .dispatch; moe_utils.skip_routed_expert_padding at d0b3b775) and DeepEP's permutation pads from b20c1b25 on
+    (align_size), so the alltoall dispatcher (as moe_alltoall resolves it) pays, on TE's fused grouped MLP too
+    (experts.py _fused_forward pads the same way at d0b3b775); not a layer _moe_sync_free runs (a full-iteration
+    graph's static HybridEP budget, device-side splits, capacity-sized splits). Each copy reads and writes a 16-bit row a routed slot of the hidden width; the
+    forward's two again where the MoE block is recomputed. Counted, not fitted (docs/known-gaps.md 218 (b))."""
+    m = x.model
+    if not m.is_moe or x.training.precision != "fp8" or _moe_sync_free(x):
+        return 0.0
+    on = np.asarray(x.fw.moe_host_sync, bool) & moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t)
+    copies = 2.0 * (1.0 + x.moe_rerun) + 2.0
+    nbytes = 2.0 * copies * x.routed_slots * m.hidden * x.r.act_bytes
+    share = m.moe_layer_count / m.layers
+    return np.where(on, compute.stream_time(nbytes, x.r, kernels=copies * share), 0.0)
 
 
 def _activation_clamp_time(x: _Step) -> Any:
