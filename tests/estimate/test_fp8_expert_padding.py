@@ -22,8 +22,8 @@ K = load_constants()
 def _x(precision: str = "fp8", tokens: int = 4096, **options):
     training = Training(seq_len=tokens, global_batch_seqs=8, precision=precision,
                         fp8_recipe="mxfp8" if precision == "fp8" else "auto")
-    strategy = Strategy(dp=8, ep=8, micro_batch=1, framework="megatron-core",
-                        **({"moe_dispatcher": "alltoall"} | options))
+    strategy = Strategy(**({"dp": 8, "ep": 8, "micro_batch": 1, "framework": "megatron-core",
+                            "moe_dispatcher": "alltoall"} | options))
     return step_time._step(mixtral(), training, b200_cluster(8), strategy, None, None, None)
 
 
@@ -71,3 +71,12 @@ def test_the_step_carries_the_copies_on_every_layer(monkeypatch):
     with_copies = compute()
     monkeypatch.setattr(step_time, "_fp8_expert_padding_time", lambda _x: 0.0)
     assert with_copies - compute() == pytest.approx(_copy_s(4096, 4.0) * mixtral().layers, rel=1e-6)
+
+
+def test_at_expert_tp_below_tp_each_rank_copies_its_share_of_the_rows():
+    """TP 2 with expert TP 1: each TP rank dispatches half the TP group's tokens (moe_tp_token_split), so its experts
+    receive, and TEGroupedMLP pads, half the rows expert TP 2 gives them."""
+    half = _padding(dp=4, tp=2, ep=4, etp=1, sequence_parallel=True)
+    whole = _padding(dp=4, tp=2, ep=4, etp=2, sequence_parallel=True)
+    fixed = 4.0 * K.kernel_fixed_s
+    assert half - fixed == pytest.approx(0.5 * (whole - fixed), rel=1e-9)

@@ -1656,14 +1656,17 @@ def _fp8_expert_padding_time(x: _Step) -> Any:
     .dispatch; moe_utils.skip_routed_expert_padding at d0b3b775) and DeepEP's permutation pads from b20c1b25 on
     (align_size), so the alltoall dispatcher (as moe_alltoall resolves it) pays, on TE's fused grouped MLP too
     (experts.py _fused_forward pads the same way at d0b3b775); not a layer _moe_sync_free runs (a full-iteration
-    graph's static HybridEP budget, device-side splits, capacity-sized splits). Each copy reads and writes a 16-bit row a routed slot of the hidden width; the
-    forward's two again where the MoE block is recomputed. Counted, not fitted (docs/known-gaps.md 218 (b))."""
+    graph's static HybridEP budget, device-side splits, capacity-sized splits). Each copy reads and writes a 16-bit
+    hidden-wide row a routed slot the GPU's experts run: tok x etp / tp slots where each TP rank dispatches its share
+    (PerfStyle.moe_tp_token_split), as their GEMMs run; the forward's two again where the MoE block is recomputed.
+    Counted, not fitted (docs/known-gaps.md 218 (b), (e))."""
     m = x.model
     if not m.is_moe or x.training.precision != "fp8" or _moe_sync_free(x):
         return 0.0
     on = np.asarray(x.fw.moe_host_sync, bool) & moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t)
+    split = np.where(np.asarray(x.fw.moe_tp_token_split, bool), x.et / x.t, 1.0)
     copies = 2.0 * (1.0 + x.moe_rerun) + 2.0
-    nbytes = 2.0 * copies * x.routed_slots * m.hidden * x.r.act_bytes
+    nbytes = 2.0 * copies * x.routed_slots * split * m.hidden * x.r.act_bytes
     share = m.moe_layer_count / m.layers
     return np.where(on, compute.stream_time(nbytes, x.r, kernels=copies * share), 0.0)
 
