@@ -102,3 +102,51 @@ def chunked_loss_step(pool: Pool, layer_b: int, layers: int, head_b: int, chunk_
     pool.release(head)
     for x in reversed(ins):
         pool.release(x)
+
+
+class ExpandablePool:
+    """The large pool with expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; the allocator's
+    Note [Expandable Segments], torch >= 2.1): one virtual range a stream whose pages are mapped as it grows. A request
+    takes the smallest free block that holds it (split when more than 1 MiB would be left); with none, the free block
+    at the end of the range, if any, grows by mapping 2 MiB pages (else pages are mapped at the end); a freed block
+    merges with free neighbours on both sides, since the range is one segment. Pages stay mapped (reserved) until an
+    OOM retry or empty_cache. A diagnostic beside `Pool` (known-gaps 213)."""
+
+    def __init__(self) -> None:
+        self.blocks: list[list[int]] = []  # [offset, size, is_free], by offset
+        self.by_id: dict[int, list[int]] = {}
+        self.reserved = self.peak_reserved = self._next = 0
+
+    def malloc(self, n: int) -> int:
+        """A block of at least `n` bytes (best fit, else the range grown at its end); its id."""
+        n = max(512, -(-n // 512) * 512)
+        fits = [b for b in self.blocks if b[2] and b[1] >= n]
+        block = min(fits, key=lambda b: b[1]) if fits else None
+        if block is None:
+            tail = self.blocks[-1] if self.blocks and self.blocks[-1][2] else None
+            grow = -(-(n - (tail[1] if tail else 0)) // (2 * MIB)) * 2 * MIB
+            if tail is None:
+                tail = [self.reserved, 0, 1]
+                self.blocks.append(tail)
+            tail[1] += grow
+            self.reserved += grow
+            self.peak_reserved = max(self.peak_reserved, self.reserved)
+            block = tail
+        block[2] = 0
+        if block[1] - n > MIB:
+            self.blocks.insert(self.blocks.index(block) + 1, [block[0] + n, block[1] - n, 1])
+            block[1] = n
+        self._next += 1
+        self.by_id[self._next] = block
+        return self._next
+
+    def release(self, bid: int) -> None:
+        """Free a block, merged with its free neighbours."""
+        block = self.by_id.pop(bid)
+        block[2] = 1
+        i = self.blocks.index(block)
+        if i + 1 < len(self.blocks) and self.blocks[i + 1][2]:
+            block[1] += self.blocks.pop(i + 1)[1]
+        if i > 0 and self.blocks[i - 1][2]:
+            self.blocks[i - 1][1] += block[1]
+            self.blocks.pop(i)

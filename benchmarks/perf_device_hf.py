@@ -22,14 +22,16 @@ from pathlib import Path
 
 import numpy as np
 
-from finetune_heldout import _scenario, report, row_cases
+from finetune_heldout import OUTSIDE_ALLOCATOR, _scenario, report, row_cases
 from harness import Case, mape
 from trainsizer.catalog import load_catalog
 from trainsizer.estimate import step_time as st_mod
+from trainsizer.estimate.memory import CACHED_ONLY_ITEMS, GIB, estimate_memory
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "device_h200_hf.csv"
 PROFILE = HERE / "device" / "h200_2026_12_04" / "prof.jsonl"
+RUNS = HERE / "device" / "h200_2026_12_04" / "hf.jsonl"
 # the profiler's kernel kinds (hf_prof.py KINDS) summed into what the estimate separates
 PROFILE_GROUPS = {"gemm": ("gemm",), "elementwise+copy": ("elementwise", "copy_cast", "reduce", "other"),
                   "attention": ("attention",), "loss": ("loss",), "optimizer": ("optimizer",)}
@@ -86,6 +88,27 @@ def breakdown(rows: list[dict[str, str]], cat) -> None:
         print(line)
 
 
+def reserved_gap(rows: list[dict[str, str]], cat) -> None:
+    """The run's reserved less allocated peak (hf.jsonl: max_memory_reserved, max_memory_allocated) beside the
+    estimate's cached-only items (memory.CACHED_ONLY_ITEMS: the loss path's own segments, the forward's layer
+    segments, the fragmentation share): what the caching allocator holds beyond the tensors (known-gaps 213)."""
+    runs = {d["run"]: d for d in map(json.loads, RUNS.read_text(encoding="utf-8").splitlines()) if "run" in d}
+    print("\nreserved less allocated peak (GiB): measured | the estimate's allocated, then its cached-only items:")
+    for r in rows:
+        run = r["id"].removeprefix("h200dev_")
+        if run not in runs:
+            continue
+        sc = _scenario(r, cat)
+        est = estimate_memory(sc.model, sc.training, sc.system, sc.strategy, check=False)
+        cached = {k: est.items_bytes.get(k, 0.0) / GIB for k in CACHED_ONLY_ITEMS}
+        alloc = est.per_gpu_bytes / GIB - sum(cached.values()) - sum(
+            est.items_bytes.get(k, 0.0) / GIB for k in OUTSIDE_ALLOCATOR)
+        d = runs[run]
+        print(f"  {run:26s} measured {d['max_reserved_gib'] - d['max_allocated_gib']:5.2f} (allocated "
+              f"{d['max_allocated_gib']:5.1f}) | estimate allocated {alloc:5.1f}, cached {sum(cached.values()):5.2f}: "
+              + " ".join(f"{k} {v:.2f}" for k, v in cached.items()))
+
+
 def cases() -> tuple[list[Case], list[dict[str, str]]]:
     cat = load_catalog()
     rows = list(csv.DictReader(DATA.open(encoding="utf-8")))
@@ -97,6 +120,7 @@ def main() -> None:
     print("HF Trainer eager step on one H200, our device run 2026-12-04 (held out, nothing fitted):")
     report(cs)
     breakdown(rows, load_catalog())
+    reserved_gap(rows, load_catalog())
     for metric in ("tokens_s", "peak_gib"):
         g = [c for c in cs if c.metric == metric and not c.skipped]
         print(f"device H200 HF {metric}: n={len(g)} MAPE {mape(g):.1f}%")

@@ -59,8 +59,11 @@ FSDP_FRAMEWORKS = ("torchtitan", "torchtune", "fsdp")
 # upcast-held = the model's 16-bit logits cast to fp32 outside the model and held by the caller through the backward,
 # F.cross_entropy on the fp32 copy: Lightning Fabric's true-half precision (convert_output to the default dtype) under
 # LitGPT's fit loop, which keeps `logits` until fabric.backward returns.
+# upcast-labels = upcast as transformers >= 4.48 and 5.x run it (loss/loss_utils.py ForCausalLMLoss at v4.48.0: the
+# labels padded and shifted, the fp32 logits not sliced): the same tensors live at once as upcast, no slice gradient,
+# so fewer caching-allocator segments (memory._loss_path_segments; benchmarks/loss_segments.py).
 LOSS_IMPLS = ("auto", "upcast", "upcast-shift", "vocab-parallel", "vocab-parallel-unfused", "chunked", "fused", "native",
-              "compiled", "compiled-fp32", "te", "chunked-nll", "upcast-held", "liger")
+              "compiled", "compiled-fp32", "te", "chunked-nll", "upcast-held", "liger", "upcast-labels")
 # What of the loss phase is still allocated when the backward re-runs the last checkpointed layer (full recompute;
 # strategy.live_at_rerun; memory._backward_phases). PyTorch's engine runs the loss's and the LM head's backward first
 # and frees each node's saved tensors and input gradients as it goes, so what remains is what the loop itself holds:

@@ -62,11 +62,11 @@ def test_the_rows_state_what_the_configs_set():
             assert job["seq_len"] == 4096 and r["peak_mem_unit"] == "GiB", r["id"]
             single = job["hardware"]["count"] == 1
             assert s["torch_compile"] == s["activation_offload"] == single, r["id"]
-            assert s["loss_impl"] == ("fused" if single else "upcast"), r["id"]
+            assert s["loss_impl"] == ("fused" if single else "upcast-labels"), r["id"]
             assert single or (s["fsdp"] == "full" and r["tokens_scope"] == "per_gpu"), r["id"]
         elif r["model"] == "mistral-small-3.1-24b":
             assert job["model"] == archs["mistral-small-3.1-24b"] and r["peak_mem_unit"] == "GiB", r["id"]
-            assert s["loss_impl"] == ("upcast" if "magistral" in r["id"] else "fused"), r["id"]
+            assert s["loss_impl"] == ("upcast-labels" if "magistral" in r["id"] else "fused"), r["id"]
             assert job["seq_len"] == 2048 and len(job["lora"]["targets"]) == 7 and s["micro_batch"] == 2, r["id"]
         else:
             assert job["seq_len"] == 2048 and s["loss_impl"] == "fused", r["id"]

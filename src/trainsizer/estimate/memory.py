@@ -28,7 +28,7 @@ differ (dense leading layers, hybrids) a later stage's heavier layers are not ev
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -195,9 +195,15 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
                                "ffn-wide tensors) that the loss's larger logit-sized tensors cannot reuse: reserved "
                                "beside the loss phase; under expandable segments on torchtitan only, whose freed "
                                "pages lie below the later checkpoints and the logits (known-gaps 214)"),
+    "loss_path_segments": ("other", "caching-allocator segments the loss path cuts beyond what it holds at once (the "
+                           "16-bit logits' freed segment, the slice's full-size fp32 gradient): reserved beside the "
+                           "loss phase; under expandable segments the 16-bit logits' freed range alone"),
 }
 # items the caching allocator holds reserved but not allocated: torch.cuda.max_memory_allocated / active counts neither
-CACHED_ONLY_ITEMS = ("fragmentation", "forward_layer_segments")
+CACHED_ONLY_ITEMS = ("fragmentation", "forward_layer_segments", "loss_path_segments")
+# loss_impl -> memory_constants.yaml logits key of the loss path's replayed segments (benchmarks/loss_segments.py)
+LOSS_SEGMENT_KEYS = {"upcast": "hf", "upcast-shift": "hf_shift", "upcast-labels": "upcast_labels"}
+MIB = 1 << 20
 GROUPS = ("weights", "gradients", "optimizer", "activations", "other")
 # items live through the optimizer step (model states); activations and gradient buckets are freed by then
 STEP_STATE_ITEMS = ("weights", "base_weights_frozen", "quant_constants", "lora_adapters", "trainable_copies",
@@ -372,8 +378,10 @@ class _Batch:
     head_own_unit: bool = False  # Strategy.shard_embedding_head_separately (one per batch; `_torchtune_fsdp2_end_units`)
     loss_impl: str = "auto"  # strategy.loss_impl as stated
     live_at_rerun: Any = "loss"  # names.LIVE_AT_RERUN per strategy: what the loop holds at a re-run (`_live_at_rerun`)
+    drops_outputs: Any = False  # live_at_rerun none, per strategy (the loss path's segments: `_loss_path_segments`)
     held_logit_bytes: Any = 0.0  # bytes a logit element of the outputs the loop holds, per strategy (`_held_logit_bytes`)
     expandable: Any = False  # the allocator's expandable segments, per strategy (allocator.expandable_segments)
+    capacity: float = np.inf  # the card's bytes (System.memory_gib), which cached-only segments never exceed
     device_map: bool = False  # Strategy.device_map: one process drives the chained cards, no NCCL communicator
     # ZeRO-3 on DeepSpeed's engine (framework.deepspeed_zero3_engine), per strategy; its bucket-size mode (the job's
     # strategy.zero3_bucket_sizes or the style's) and whether the stack builds q / k / v and gate / up apart
@@ -541,7 +549,8 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   frozen_fp32=_frozen_base_fp32(name, strategy, training, s),
                   frozen_casts=_autocast_fp32_base(name, strategy, training, s) & ~mega,
                   ds_engine=ds_engine, ds_buckets=ds_buckets, ds_split=ds_split,
-                  bf16_grads=bf16_grads, live_at_rerun=live, loss_impl=loss_impl,
+                  bf16_grads=bf16_grads, live_at_rerun=live, drops_outputs=np.asarray(live == "none", bool),
+                  loss_impl=loss_impl,
                   held_logit_bytes=_held_logit_bytes(live, loss_impl, name, float(act_bytes(training.precision))),
                   expandable=allocator.expandable_segments(strategy, name, titan),
                   fp8_params=fp8_params, fp8_transpose_bytes=_fp8_transpose_bytes(strategy, training, accelerator), eager_sac=eager_sac, grad_reduce_in_fp32=g32, fresh_grads=fresh,
@@ -597,11 +606,12 @@ def _held_logit_bytes(live: np.ndarray, loss_impl: str, name: str, w16: float) -
     """Bytes a logit element of the outputs a loop holds through the backward (live_at_rerun "logits"), per strategy:
     what the model returns. fp32 where the loss upcasts inside the model (transformers <= 4.45's `logits =
     logits.float()` before the loss: loss_impl upcast, the hf style's default) or the caller's fp32 copy (upcast-held);
-    the model dtype where the logits stay 16-bit (upcast-shift: 4.46+ upcasts inside ForCausalLMLoss; native;
-    compiled); none where the model returns none in training (fused, liger: Liger's LigerForCausalLMLoss; chunked,
+    the model dtype where the logits stay 16-bit (upcast-shift, upcast-labels: 4.46+ upcasts inside ForCausalLMLoss;
+    native; compiled); none where the model returns none in training (fused, liger: Liger's LigerForCausalLMLoss; chunked,
     chunked-nll, Megatron's vocab-parallel and TE losses return the loss alone)."""
     impl = DEFAULT_LOSS.get(name, "upcast") if loss_impl == "auto" else loss_impl
-    per = {"upcast": 4.0, "upcast-held": 4.0, "upcast-shift": w16, "native": w16, "compiled": w16}.get(impl, 0.0)
+    per = {"upcast": 4.0, "upcast-held": 4.0, "upcast-shift": w16, "upcast-labels": w16, "native": w16,
+           "compiled": w16}.get(impl, 0.0)
     return np.where(live == "logits", per, 0.0)
 
 
@@ -1123,7 +1133,8 @@ def _loss_bytes(name: str, impl: str, mega: np.ndarray, titan_compiled: Any, pre
     lg = load_memory_constants()["logits"]
 
     def named(which: str) -> tuple[float, float]:
-        key = {"upcast": "hf", "upcast-shift": "hf_shift", "upcast-held": "upcast_held", "vocab-parallel": "megatron",
+        key = {"upcast": "hf", "upcast-labels": "hf", "upcast-shift": "hf_shift", "upcast-held": "upcast_held",
+               "vocab-parallel": "megatron",
                "vocab-parallel-unfused": "megatron",
                "compiled-fp32": "compiled_fp32", "chunked-nll": "chunked_nll"}.get(which, which)
         key = "chunked_compiled" if key == "chunked" and compiled else key
@@ -1624,8 +1635,9 @@ def _backward_phases(b: _Batch, g: _Stage, items: dict[str, Any], fsdp: tuple[An
     acts, recomp, grads = items["layer_activations"], items["recompute_working_set"], items["gradients"]
     held = _held_logits(b, g, items)
     items["forward_layer_segments"] = _forward_segments(b, g, items)
+    items["loss_path_segments"] = _loss_path_segments(b, g)
     loss_keys = ("final_norm_and_head_input", "logits", "loss_backward_temporaries", "loss_chunk_working_set",
-                 "head_weight_cast", "forward_layer_segments")
+                 "head_weight_cast", "forward_layer_segments", "loss_path_segments")
     loss = sum(items.get(k, 0.0) for k in loss_keys)
     g_loss, g_layer, tied = _phase_grads(b, g, grads)
     fresh = b.fresh_grads
@@ -1699,10 +1711,7 @@ def _forward_segments(b: _Batch, g: _Stage, items: dict[str, Any]) -> Any:
     m = b.model
     a = b.w16
     n_ffn = 3.0 if m.mlp == "swiglu" else 2.0
-    moe_f = max(float(m.shared_expert_ffn), float(m.expert_ffn) * m.experts_per_token / max(m.experts, 1)) \
-        if m.is_moe else 0.0
-    dense = not m.is_moe or m.dense_layers > 0 or bool(m.mlp_only_layers)
-    f = max(float(m.ffn) if dense else 0.0, moe_f)
+    f = _widest_ffn(m)
     widest = b.tokens * a * f / b.t
     largest = np.maximum(items["logits"], np.where(items["logits"] > 0, 0.0, items["loss_backward_temporaries"]))
     chunk = _liger_loss(b, g)[1] if b.loss_impl == "liger" else items.get("loss_chunk_working_set", 0.0)
@@ -1712,6 +1721,47 @@ def _forward_segments(b: _Batch, g: _Stage, items: dict[str, Any]) -> Any:
     seg = b.tokens * a * (n_ffn * f / b.t + hidden)
     kept = (~np.asarray(b.expandable, bool) | titan) & (largest > widest) & (b.rec == 2)
     return _on(g.is_last, np.where(kept, seg, 0.0), 0.0)
+
+
+def _widest_ffn(m: ModelArch) -> float:
+    """The ffn width of a layer's widest forward tensor: a dense MLP's, or a MoE layer's shared experts over every token
+    or its routed experts over an expert's share (k / E), whichever is larger."""
+    moe_f = max(float(m.shared_expert_ffn), float(m.expert_ffn) * m.experts_per_token / max(m.experts, 1)) \
+        if m.is_moe else 0.0
+    dense = not m.is_moe or m.dense_layers > 0 or bool(m.mlp_only_layers)
+    return max(float(m.ffn) if dense else 0.0, moe_f)
+
+
+def _loss_path_segments(b: _Batch, g: _Stage) -> Any:
+    """Reserved bytes the loss path's own segments hold beyond its allocated peak, where the loop drops the outputs
+    before the backward (live_at_rerun none): the tensors and their order read from transformers per loss_impl
+    (LOSS_SEGMENT_KEYS; benchmarks/loss_segments.py replays them with caching_allocator.py's rules, and
+    tests/estimate/test_loss_segments.py holds this to the replay). `idle`: the 16-bit logits' segment, freed before
+    the backward and too small for any of its fp32 tensors; `slice`: the slice's full-size zero-filled fp32 gradient
+    (slice_backward of `logits[..., :-1, :]`), cut anew unless the shifted copy's segment, rounded up to 2 MiB
+    (kRoundLarge), holds it: a micro-batch's rows x vocabulary x 4 B over the rounding. Under expandable segments the
+    freed ranges merge and the slice gradient finds room, but the 16-bit logits' range, freed below the fp32 tensors,
+    holds none of them at the backward's peak (`expandable`; caching_allocator.ExpandablePool). Counted where the job
+    states which code runs the loss (LOSS_SEGMENT_KEYS; not under loss_impl auto, whose release and model code are
+    unstated: Qwen-1's remote code, say, replays otherwise, known-gaps 213 (e)). Zero in fp32 training
+    (no 16-bit logits, no upcast copy), where the 16-bit logits fit a layer's ffn-wide segment, under torchtitan (its
+    loss not replayed) and for the other losses. On the last stage; memory_constants.yaml logits.<key>_segment_*."""
+    key = LOSS_SEGMENT_KEYS.get(b.loss_impl)  # under auto the release, so the sequence, is not stated: not counted
+    if key is None or b.w16 >= 4.0:
+        return 0.0
+    lg = b.c["logits"]
+    idle = float(lg[f"{key}_segment_idle_bytes_per_element"])
+    slice_b = float(lg[f"{key}_segment_slice_bytes_per_element"])
+    expandable = np.asarray(b.expandable, bool)
+    per_row = b.model.vocab / (1.0 if b.gathered_logits else b.t)
+    rows = np.maximum(b.s["micro_batch"], 1.0) * float(b.training.sequences_per_sample)
+    elements = b.tokens * per_row
+    shifted_seg = np.ceil(slice_b * (elements - rows * per_row) / MIB / 2.0) * 2.0 * MIB
+    cut = shifted_seg < slice_b * elements
+    seg = elements * np.where(expandable, float(lg[f"{key}_segment_expandable_bytes_per_element"]),
+                              idle + np.where(cut, slice_b, 0.0))
+    kept = ~np.asarray(b.titan, bool) & (elements * b.w16 > b.tokens * b.w16 * _widest_ffn(b.model) / b.t)
+    return _on(g.is_last, np.where(kept & b.drops_outputs, seg, 0.0), 0.0)
 
 
 def activation_offload_bytes(model: ModelArch, training: Training, strategy: Strategy,
@@ -1986,6 +2036,10 @@ def _stage_bytes(b: _Batch, g: _Stage, options: MemoryOptions, detail: bool) -> 
     if options.overheads:
         _overheads(b, items, states.trainable_pg, loss_phase)
     fb_total = sum(items.values())
+    if "loss_path_segments" in items:  # a cudaMalloc that fails frees every wholly free segment and retries (allocator.py)
+        seg = items["loss_path_segments"]
+        items["loss_path_segments"] = np.minimum(seg, np.maximum(b.capacity - (fb_total - seg), 0.0))
+        fb_total = fb_total - seg + items["loss_path_segments"]
     # the forward / backward phase's total and loss path, for the allocator's growth (detailed estimate only)
     loss_path = sum(items.get(k, 0.0) for k in allocator.LOSS_PATH_ITEMS) if detail else None
     total, step_peak = _optimizer_step_peak(b, items, fb_total, states.opt_params, detail)
@@ -2016,7 +2070,7 @@ def _evaluate(
     """Bytes per GPU on the first, the last and (p > 2) the middle pipeline stage that can hold the most, for
     every strategy (numpy, no Python loops over strategies). Returns totals, the worst stage, and (detail=True)
     every item per stage (`_stage_bytes`)."""
-    b = _batch(model, training, strategy, options, system.accelerator)
+    b = replace(_batch(model, training, strategy, options, system.accelerator), capacity=float(system.memory_gib * GIB))
     results: dict[str, Any] = {}
     for stage, g in _stages(b).items():
         results[stage] = _stage_bytes(b, g, options, detail)

@@ -419,8 +419,9 @@ class StrategySpec(_Strict):
     # megatron-core (NGC containers set TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1), false elsewhere (HF tf32 None, torchtune,
     # torchtitan and DeepSpeed leave PyTorch's default); no effect in bf16 / fp16 / fp8
     tf32: bool | None = None
-    # loss over the vocabulary: auto (the framework's) | upcast (HF) | upcast-shift (HF transformers 4.46-4.47:
-    # the shifted fp32 copy too) | vocab-parallel (Megatron) | vocab-parallel-unfused (Megatron-LM's default kernels:
+    # loss over the vocabulary: auto (the framework's) | upcast (HF, transformers <= 4.45: the model upcasts, the
+    # loss copies the shifted fp32 slice) | upcast-shift (HF transformers 4.46-4.47: the 16-bit logits held too) |
+    # upcast-labels (HF transformers >= 4.48 / 5.x: the labels shifted, no slice of the logits) | vocab-parallel (Megatron) | vocab-parallel-unfused (Megatron-LM's default kernels:
     # separate ops over an fp32 copy, cross_entropy_loss_fusion false; nanotron) | chunked
     # (torchtune, NeMo) | fused (Liger, Unsloth: no logits kept) | native (16-bit logits, no fp32 upcast) | compiled
     # (upcast + loss under torch.compile: 16-bit logits saved) | compiled-fp32 (a compiled loss over the fp32
