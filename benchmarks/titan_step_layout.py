@@ -29,14 +29,17 @@ layer 15,360; the forward's holes 5,888 (the estimate's forward segments, 3 f + 
 55,296 (the allocated peak), with the holes beside the loss 61,184, summed 70,656; the expandable segment 65,024 (the
 holes, and the loss's own layout 0.9 B a logit element above its live bytes, 138 (a)); the default allocator 72,704.
 So under expandable segments the loss's tensors do not reuse the forward's freed pages: known-gaps 214 (a).
+Under torchtitan's per-op SAC, eager (op_sac_context: the matmuls and the attention saved, every second matmul
+recomputed): live at the loss 41,472, loss phase 48,640, re-run layer 11,520, the forward's holes 2,816; the phases apart
+90,112 (the allocated peak), with the holes 92,928, summed 101,632; the expandable segment 99,328 (known-gaps 214 (f)).
 
-Run: python benchmarks/titan_step_layout.py   (CPU, about a minute; 2 GB of memory)"""
+Run: python benchmarks/titan_step_layout.py   (CPU, about 10 s; 2 GB of memory)"""
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils.checkpoint import checkpoint
+from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
 from titan_loss_unchunked import _trace, allocated_peak, mapped_peak, segments_peak
 
@@ -65,23 +68,49 @@ class Block(nn.Module):
         return h + self.w2(F.silu(self.w1(n)) * self.w3(n))
 
 
+# torchtitan's per-op SAC save list (distributed/activation_checkpoint.py _op_sac_save_list: the matmuls and the
+# attention; CPU SDPA's op in place of the flash / efficient ones), every second matmul recomputed
+SAC_SAVE = {torch.ops.aten.mm.default, torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
+            torch.ops.aten._scaled_dot_product_flash_attention.default,
+            torch.ops.aten._scaled_dot_product_efficient_attention.default}
+
+
+def op_sac_context():
+    """torchtitan's _get_custom_policy: save the list's ops but every second matmul (counted apart in the forward
+    and the recompute)."""
+    counts = {"forward": 0, "recompute": 0}
+
+    def policy(ctx, func, *args, **kwargs):
+        mode = "recompute" if ctx.is_recompute else "forward"
+        if func == torch.ops.aten.mm.default:
+            counts[mode] += 1
+        save = func in SAC_SAVE and not (func == torch.ops.aten.mm.default and counts[mode] % 2 == 0)
+        return CheckpointPolicy.MUST_SAVE if save else CheckpointPolicy.PREFER_RECOMPUTE
+
+    return create_selective_checkpoint_contexts(policy)
+
+
 class Model(nn.Module):
-    def __init__(self) -> None:
+    def __init__(self, op_sac: bool = False) -> None:
         super().__init__()
+        self.op_sac = op_sac
         self.layers = nn.ModuleList(Block() for _ in range(LAYERS))
         self.norm, self.output = nn.RMSNorm(D), nn.Linear(D, V, bias=False)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         for layer in self.layers:
-            h = checkpoint(layer, h, use_reentrant=False)
+            if self.op_sac:
+                h = checkpoint(layer, h, use_reentrant=False, context_fn=op_sac_context)
+            else:
+                h = checkpoint(layer, h, use_reentrant=False)
         return self.output(self.norm(h))
 
 
-def step_events() -> tuple[list[tuple[str, int, int]], int]:
+def step_events(op_sac: bool = False) -> tuple[list[tuple[str, int, int]], int]:
     """(the step's allocation events from the embedding's output on, the index of the first event after the
-    forward's last block), with each gradient dropped once accumulated."""
+    forward's last block), with each gradient dropped once accumulated; full AC, or torchtitan's per-op SAC, eager."""
     torch.manual_seed(0)
-    model = Model().to(DT)
+    model = Model(op_sac).to(DT)
     for p in model.parameters():
         p.register_post_accumulate_grad_hook(lambda q: setattr(q, "grad", None))
     labels = torch.randint(0, V, (1, T))
@@ -146,22 +175,22 @@ def forward_holes(events: list[tuple[str, int, int]], start: int) -> int:
 
 
 def main() -> None:
-    events, start = step_events()
-    acts, loss, rerun = phases(events, start)
-    holes = forward_holes(events, start)
-    per = float(T)
-    print(f"Llama block D {D}, SwiGLU {FFN}, vocabulary {V}, {LAYERS} blocks, {T} tokens, full AC, eager loss, "
-          f"`del pred`; bytes a token")
-    print(f"  live at the loss's start (checkpoints, head input) {acts / per:9.0f}")
-    print(f"  loss phase above it                               {loss / per:9.0f}")
-    print(f"  re-run layer above it                             {rerun / per:9.0f}")
-    print(f"  the forward's holes below it                      {holes / per:9.0f}   (3 f + 2 h: {2 * (3 * FFN + 2 * D)})")
-    print(f"  the phases apart (larger of the two)              {(acts + max(loss, rerun)) / per:9.0f}")
-    print(f"  apart, the holes beside the loss phase            {(acts + max(loss + holes, rerun)) / per:9.0f}")
-    print(f"  the phases summed                                 {(acts + loss + rerun) / per:9.0f}")
-    print(f"  allocated peak                                    {allocated_peak(events) / per:9.0f}")
-    print(f"  expandable segment                                {mapped_peak(events) / per:9.0f}")
-    print(f"  segments (default allocator)                      {segments_peak(events) / per:9.0f}")
+    print(f"Llama block D {D}, SwiGLU {FFN}, vocabulary {V}, {LAYERS} blocks, {T} tokens, eager loss, `del pred`; "
+          f"bytes a token")
+    for op_sac in (False, True):
+        events, start = step_events(op_sac)
+        acts, loss, rerun = phases(events, start)
+        holes = forward_holes(events, start)
+        rows = (("live at the loss's start (checkpoints, head input)", acts), ("loss phase above it", loss),
+                ("re-run layer above it", rerun), (f"the forward's holes below it (3 f + 2 h: {2 * (3 * FFN + 2 * D)})",
+                                                   holes),
+                ("the phases apart (larger of the two)", acts + max(loss, rerun)),
+                ("apart, the holes beside the loss phase", acts + max(loss + holes, rerun)),
+                ("the phases summed", acts + loss + rerun), ("allocated peak", allocated_peak(events)),
+                ("expandable segment", mapped_peak(events)), ("segments (default allocator)", segments_peak(events)))
+        print("per-op SAC (torchtitan's policy):" if op_sac else "full AC:")
+        for label, n in rows:
+            print(f"  {label:52s} {n / T:9.0f}")
 
 
 if __name__ == "__main__":

@@ -27,3 +27,14 @@ def test_the_forwards_holes_stay_below_the_loss_and_match_the_charge():
     assert holes == pytest.approx(ts.T * 2 * (3 * ts.FFN + 2 * ts.D), rel=0.15)  # 3 f + 2 h in bf16
     assert ts.mapped_peak(events) >= acts + loss + holes  # the loss is laid out above the holes
     assert ts.mapped_peak(events) < acts + loss + rerun  # not the sum of the phases
+
+
+def test_per_op_sac_leaves_fewer_holes_and_its_layout_reads_near_the_sum():
+    """Eager per-op SAC (torchtitan's policy): the saved matmul outputs of later blocks fill part of the holes, and
+    the loss's own layout adds to them (known-gaps 214 (f))."""
+    events, start = ts.step_events(op_sac=True)
+    acts, loss, rerun = ts.phases(events, start)
+    holes = ts.forward_holes(events, start)
+    full_events, full_start = ts.step_events()
+    assert 0 < holes < ts.forward_holes(full_events, full_start)
+    assert acts + loss + holes < ts.mapped_peak(events) <= acts + loss + rerun
