@@ -360,3 +360,26 @@ def test_grad_bucket_params_is_a_job_option_and_small_buckets_pay_the_ring_laten
     assert sc.summary()["strategy"]["grad_bucket_params"] == 4e7
     with pytest.raises(SpecError, match="grad_bucket_params"):
         resolve_job({**job, "strategy": {**job["strategy"], "grad_bucket_params": 0}}, load_catalog())
+
+
+def test_zero1_grad_allreduce_is_a_job_option_an_all_reduce_costs_what_a_reduce_scatter_does_twice():
+    """nanotron's ZeRO-1 all-reduces its whole fp32 gradient buffer after the backward (trainer.training_step
+    sync_gradients_across_dp reduce_scatter=False at 0e0a27ea), where the megatron style reduce-scatters; the
+    updated shards are all-gathered either way. A ring all-reduce moves twice a reduce-scatter's bytes, so the
+    exposed DP term grows by one reduce-scatter; the deepspeed style's all-reduce is turned off the same way."""
+    m, s = llama8b(), h100_cluster(64)
+    tr = Training(seq_len=4096, global_batch_seqs=64)
+    mega = Strategy(tp=8, dp=8, micro_batch=1, recompute="full", zero=1, framework="megatron",
+                    grad_reduce_overlap=False, grad_reduce_in_fp32=True)
+    rs = estimate_time(m, tr, s, mega).breakdown_s["dp_comm"]
+    ar = estimate_time(m, tr, s, mega.with_(zero1_grad_allreduce=True)).breakdown_s["dp_comm"]
+    assert estimate_time(m, tr, s, mega.with_(zero1_grad_allreduce=False)).breakdown_s["dp_comm"] == rs
+    zero0 = estimate_time(m, tr, s, mega.with_(zero=0)).breakdown_s["dp_comm"]  # the all-reduce alone
+    assert ar > rs and ar == pytest.approx(rs + zero0 / 2.0, rel=0.15)
+    ds = Strategy(dp=64, micro_batch=1, recompute="full", zero=1, framework="deepspeed")
+    assert (estimate_time(m, tr, s, ds.with_(zero1_grad_allreduce=False)).breakdown_s["dp_comm"]
+            < estimate_time(m, tr, s, ds).breakdown_s["dp_comm"])
+    job = {"model": "llama-3.1-8b", "data": {"tokens": 1e9}, "seq_len": 4096, "global_batch": {"sequences": 64},
+           "hardware": {"accelerator": "h100-sxm-80gb", "count": 8},
+           "strategy": {"zero": 1, "zero1_grad_allreduce": True, "framework": "megatron"}}
+    _assert_yes_no_option(job, "zero1_grad_allreduce", True)

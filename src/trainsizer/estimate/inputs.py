@@ -334,6 +334,9 @@ class Strategy:
     # gradient reduction overlapped with the backward (None = the style's); False = after the last backward
     # (Megatron-LM local DDP before Megatron-Core's --overlap-grad-reduce; DeepSpeed ZeRO-0 / 1)
     grad_reduce_overlap: Any = None
+    # ZeRO-1 all-reduces the gradients instead of reduce-scattering them (None = the style's; True = nanotron's
+    # ZeRO-1, DeepSpeed's PipelineEngine): step_time._dp_comm_replicated
+    zero1_grad_allreduce: Any = None
     # parameters per gradient bucket (Megatron-Core --ddp-bucket-size; None = the style's: step_time._dp_comm_replicated)
     grad_bucket_params: Any = None
     # Megatron gradient_accumulation_fusion (None = the style's): False = each micro-batch's 16-bit weight gradient

@@ -529,6 +529,8 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
     if overlap is not None:  # reduced in backward hooks at every ZeRO stage, or after the last backward
         changes["dp_overlap"] = bool(overlap)
         changes["dp_overlap_min_zero"] = 0.0
+    if getattr(strategy, "zero1_grad_allreduce", None) is not None:  # all-reduce, not reduce-scatter, at ZeRO-1
+        changes["zero1_grad_allreduce"] = bool(strategy.zero1_grad_allreduce)
     bucket = getattr(strategy, "grad_bucket_params", None)
     if bucket is not None:  # the job's bucket size, as given: Megatron-Core scales it with DP only when unset
         changes["grad_bucket_params"] = float(bucket)

@@ -442,6 +442,11 @@ class StrategySpec(_Strict):
     # gradient reduction overlapped with the backward; false = reduced after the last micro-batch's backward
     # (Megatron-LM's local DDP before --overlap-grad-reduce, 2020 - mid-2023; DeepSpeed ZeRO-0 / 1)
     grad_reduce_overlap: bool | None = None
+    # ZeRO-1 / the distributed optimizer all-reduces the whole gradient buffer instead of reduce-scattering it, then
+    # all-gathers the updated shards (nanotron 0e0a27ea trainer.training_step: sync_gradients_across_dp
+    # reduce_scatter=False, 'too memory hungry, instead we run all_reduce'; DeepSpeed's PipelineEngine, the
+    # `deepspeed` style's default); false = reduce-scatter; null = the style's
+    zero1_grad_allreduce: bool | None = None
     # parameters per gradient bucket, each its own collective (Megatron-Core --ddp-bucket-size / DDP bucket_size,
     # DeepSpeed reduce_bucket_size); null = the framework's default (Megatron-Core since 2024-04: max(4e7, 1e6 x
     # DP), 4e7 before)
