@@ -1,5 +1,5 @@
 # Settles (not run yet: written 2026-12-06 for a lent NVIDIA card; no device was lent that session; docs/known-gaps.md
-# 202 (a)-(d), 191 (f), 181 (e)): the rate of PyTorch SDPA's memory-efficient (CUTLASS) backend, the kernel a masked
+# 202 (a)-(d), 191 (f), 181 (e), 216 (a), (b), (g)): the rate of PyTorch SDPA's memory-efficient (CUTLASS) backend, the kernel a masked
 # HF call runs, against FlashAttention-2's (SDPA's flash backend) on the same card, by head dim; what the additive mask
 # itself costs (its reads: broadcast over heads as transformers passes it, or one copy a head); and the head dims
 # between the kernels' tiles (80, 96) that the estimate now runs at the whole tile (attention.mem_efficient_tiles).
@@ -11,12 +11,18 @@ at batch 2, 8,192 positions (2,048 with --short), 4,096 / d heads of head dim d 
 - flash_full: the flash backend, no mask, not causal (the whole square: FA2's rate on the work a masked call does);
 - eff_nomask: SDPBackend.EFFICIENT_ATTENTION, no mask, not causal (the kernel alone over the whole square);
 - eff_mask: the same with an additive bf16 mask of shape (2, 1, s, s), broadcast over heads (transformers 4.49's);
-- eff_mask_heads: with the mask expanded to one contiguous copy a head (2, h, s, s) (the reads not shared in L2).
+- eff_mask_heads: with the mask expanded to one contiguous copy a head (2, h, s, s) (the reads not shared in L2);
+- eff_nomask_fp32 / eff_mask_fp32 (head dim 128 only): the same kernels on fp32 inputs, the QLoRA rows' attention
+  (3xTF32 on the tensor cores on sm_80+, its backward always accumulating dK / dV in a global workspace: known-gaps
+  216 (b)); eff_mask_fp32 / eff_mask is the fp32 kernel's rate against the 16-bit one's.
 
 Each case prints one JSON line: ms and TFLOPS counted over the whole square (4 b h s^2 d forward, 2.5x backward),
 so eff / flash_full is the mem_efficient_over_fa2 figure at that head dim and eff_mask / eff_nomask the mask's cost.
 The card's name, its SM count and its sharedMemPerBlockOptin are printed first (sm_86 / 89 / 120 hold 99 KB a block:
-the backward's 64x64 fallback). Deterministic mode (torch.use_deterministic_algorithms(True, warn_only=True), the
+the backward's 64x64 fallback; on such a card eff_mask's bwd at head dim 128 against an A100's is the rate
+attention.mem_efficient_small_smem takes as the kMaxK 64 kernels', known-gaps 216 (a)). At 8,192 positions a batch
+element's mask (128 MB) is the reuse distance of a mask tile between consecutive heads, past every catalog part's L2;
+at 2,048 (--short) it is 8 MB (known-gaps 216 (g)): eff_mask / eff_nomask at the two lengths tests that. Deterministic mode (torch.use_deterministic_algorithms(True, warn_only=True), the
 universal-llm-trainer rows' setting) is timed once at head dim 128. Budget on an H100: about two minutes.
 """
 
@@ -62,16 +68,16 @@ def _time_ms(fn) -> float:
     return statistics.median(out)
 
 
-def _inputs(d: int):
+def _inputs(d: int, dtype=DTYPE):
     h = WIDTH // d
-    q, k, v = (torch.randn(BATCH, h, SEQ, d, device=DEV, dtype=DTYPE, requires_grad=True) for _ in range(3))
-    causal = torch.full((SEQ, SEQ), float("-inf"), device=DEV, dtype=DTYPE).triu(1)
+    q, k, v = (torch.randn(BATCH, h, SEQ, d, device=DEV, dtype=dtype, requires_grad=True) for _ in range(3))
+    causal = torch.full((SEQ, SEQ), float("-inf"), device=DEV, dtype=dtype).triu(1)
     mask = causal.expand(BATCH, 1, SEQ, SEQ).contiguous()
     return h, q, k, v, mask
 
 
-def _case(name: str, d: int, backend, mask=None, causal: bool = False) -> dict:
-    h, q, k, v, _ = _inputs(d)
+def _case(name: str, d: int, backend, mask=None, causal: bool = False, dtype=DTYPE) -> dict:
+    h, q, k, v, _ = _inputs(d, dtype)
     flops = 4.0 * BATCH * h * SEQ * SEQ * d
     chosen = backend if CUDA else SDPBackend.MATH
 
@@ -114,10 +120,25 @@ def main() -> None:
                 print(json.dumps({"case": name, "d": d, "error": str(e).splitlines()[0][:160]}), flush=True)
             if CUDA:
                 torch.cuda.empty_cache()
+    _fp32_cases()
     torch.use_deterministic_algorithms(True, warn_only=True)
     d = HEAD_DIMS[-1] if TINY else 128
     _, _, _, _, mask = _inputs(d)
     print(json.dumps({**_case("eff_mask_deterministic", d, SDPBackend.EFFICIENT_ATTENTION, mask), "deterministic": True}))
+
+
+def _fp32_cases() -> None:
+    """The memory-efficient kernels on fp32 inputs at head dim 128 (the largest of HEAD_DIMS under --tiny)."""
+    d = 128 if not TINY else HEAD_DIMS[-1]
+    _, _, _, _, mask = _inputs(d, torch.float32)
+    for name, m in (("eff_nomask_fp32", None), ("eff_mask_fp32", mask)):
+        try:
+            print(json.dumps({**_case(name, d, SDPBackend.EFFICIENT_ATTENTION, m, dtype=torch.float32), "fp32": True}),
+                  flush=True)
+        except RuntimeError as e:
+            print(json.dumps({"case": name, "d": d, "error": str(e).splitlines()[0][:160]}), flush=True)
+        if CUDA:
+            torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":

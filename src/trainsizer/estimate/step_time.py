@@ -1198,7 +1198,27 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                 + _flash_qkv_pack_time(x)
                 + _moe_unfused_time(x) + _moe_eager_glue_time(x)
                 + _sp_layout_copies(x) + _eager_swiglu_backward_time(x) + _amp_fp32_weights_time(x)
-                + _eager_attention_time(x))
+                + _eager_attention_time(x) + _mask_read_time(x))
+
+
+def _mask_read_time(x: _Step) -> Any:
+    """Seconds per average layer and micro-batch SDPA's memory-efficient kernels spend reading the explicit mask
+    (Training.explicit_attention_mask; transformers' (micro-batch, 1, s, s), broadcast over heads, in the query's
+    dtype): each pass loads every score's mask element from global memory into shared memory between its two GEMMs,
+    outside the MMA pipeline (kernel_forward.h MM0::BiasLoader::load; the backward's MatmulQK before recomputing P).
+    The grids (query or key blocks fastest, then heads: getBlocksGrid, SDPA passing no num_splits_key) put two heads'
+    reads of one tile a batch element's whole mask apart (s^2 x bytes), so where that exceeds the part's measured L2
+    resident set (or none is measured) every head reads it from DRAM, else the first head only (known-gaps 216 (g)).
+    Charged at the HBM stream rate: the forward, once more under full recompute, and the backward; nothing on the
+    vendors whose flash kernel runs it (ROCm, attention.mem_efficient_is_flash_vendors), nor on the eager path."""
+    if (not x.training.explicit_attention_mask or not x.training.flash_attention
+            or x.system.vendor in x.k.mem_efficient_is_flash_vendors):
+        return 0.0  # the eager path's chain reads the mask already (eager_attention)
+    s, elem = np.asarray(x.row, float), float(x.r.act_bytes)
+    resident = float(x.r.l2_resident_bytes)
+    readers = np.where((resident <= 0) | (s * s * elem > resident), float(x.model.heads) / x.t, 1.0)
+    mask = x.b * float(x.training.sequences_per_sample) * readers * s / x.c * s * elem
+    return compute.stream_time(mask * (2.0 + x.full_share), x.r, kernels=0.0)
 
 
 def _mask_backend(x: _Step, bwd_ratio: Any) -> tuple[Any, Any, Any]:
