@@ -203,7 +203,6 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
 CACHED_ONLY_ITEMS = ("fragmentation", "forward_layer_segments", "loss_path_segments")
 # loss_impl -> memory_constants.yaml logits key of the loss path's replayed segments (benchmarks/loss_segments.py)
 LOSS_SEGMENT_KEYS = {"upcast": "hf", "upcast-shift": "hf_shift", "upcast-labels": "upcast_labels"}
-MIB = 1 << 20
 GROUPS = ("weights", "gradients", "optimizer", "activations", "other")
 # items live through the optimizer step (model states); activations and gradient buckets are freed by then
 STEP_STATE_ITEMS = ("weights", "base_weights_frozen", "quant_constants", "lora_adapters", "trainable_copies",
@@ -1756,7 +1755,8 @@ def _loss_path_segments(b: _Batch, g: _Stage) -> Any:
     per_row = b.model.vocab / (1.0 if b.gathered_logits else b.t)
     rows = np.maximum(b.s["micro_batch"], 1.0) * float(b.training.sequences_per_sample)
     elements = b.tokens * per_row
-    shifted_seg = np.ceil(slice_b * (elements - rows * per_row) / MIB / 2.0) * 2.0 * MIB
+    r = allocator.ROUND_LARGE_BYTES
+    shifted_seg = np.ceil(slice_b * (elements - rows * per_row) / r) * r
     cut = shifted_seg < slice_b * elements
     seg = elements * np.where(expandable, float(lg[f"{key}_segment_expandable_bytes_per_element"]),
                               idle + np.where(cut, slice_b, 0.0))
@@ -2036,8 +2036,8 @@ def _stage_bytes(b: _Batch, g: _Stage, options: MemoryOptions, detail: bool) -> 
     if options.overheads:
         _overheads(b, items, states.trainable_pg, loss_phase)
     fb_total = sum(items.values())
-    if "loss_path_segments" in items:  # a cudaMalloc that fails frees every wholly free segment and retries (allocator.py)
-        seg = items["loss_path_segments"]
+    seg = items.get("loss_path_segments", 0.0)
+    if np.any(seg):  # a cudaMalloc that fails frees every wholly free segment and retries (allocator.py)
         items["loss_path_segments"] = np.minimum(seg, np.maximum(b.capacity - (fb_total - seg), 0.0))
         fb_total = fb_total - seg + items["loss_path_segments"]
     # the forward / backward phase's total and loss path, for the allocator's growth (detailed estimate only)
