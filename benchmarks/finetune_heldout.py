@@ -96,6 +96,8 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
         out["data"]["samples"] = num(r["epoch_samples"])  # record rows count them)
     if r.get("zero3_bucket_sizes"):  # deepspeed: a ds_config with no bucket keys, DeepSpeed's defaults (perf_heldout56)
         out["strategy"]["zero3_bucket_sizes"] = r["zero3_bucket_sizes"]
+    if r.get("zero_init"):  # false: the model built before the DeepSpeed config, outside zero.Init (perf_heldout56 / 58)
+        out["strategy"]["zero_init"] = _bool(r["zero_init"])
     if r.get("expandable_segments"):  # PYTORCH_CUDA_ALLOC_CONF as the row's release sets it (estimate.allocator)
         out["strategy"]["allocator_expandable_segments"] = _bool(r["expandable_segments"])
     if r["length_sigma"]:  # unpacked samples' spread (lognormal; estimate.sample_lengths)

@@ -383,3 +383,24 @@ def test_zero1_grad_allreduce_is_a_job_option_an_all_reduce_costs_what_a_reduce_
            "hardware": {"accelerator": "h100-sxm-80gb", "count": 8},
            "strategy": {"zero": 1, "zero1_grad_allreduce": True, "framework": "megatron"}}
     _assert_yes_no_option(job, "zero1_grad_allreduce", True)
+
+
+def test_zero_init_is_a_job_option_of_deepspeeds_zero3_engine_only():
+    """strategy.zero_init (known-gaps 225): false reaches the strategy and the JSON summary and raises the memory
+    estimate of an HF Trainer ZeRO-3 job; with FSDP, a stated ZeRO stage other than 3, or a stack that runs no
+    DeepSpeed engine, it is refused, naming the option."""
+    job = {"model": "llama-3.1-8b", "method": "full", "data": {"tokens": 1e8}, "seq_len": 2048,
+           "global_batch": {"sequences": 8}, "precision": "fp16",
+           "hardware": {"accelerator": "a100-sxm-80gb", "count": 8},
+           "strategy": {"zero": 3, "micro_batch": 1, "recompute": "none", "framework": "hf", "zero_init": False}}
+    _assert_yes_no_option(job, "zero_init", False)
+    for bad in ({"fsdp": "full"}, {"zero": 2}):
+        with pytest.raises(SpecError, match="zero_init"):
+            resolve_job({**job, "strategy": {**job["strategy"], **bad}}, load_catalog())
+    tr = Training(precision="fp16", seq_len=2048, global_batch_seqs=8)
+    hf = Strategy(dp=8, micro_batch=1, recompute="none", zero=3, framework="hf")
+    assert (estimate_memory(llama8b(), tr, h100_cluster(8), hf.with_(zero_init=False)).per_gpu_bytes
+            > estimate_memory(llama8b(), tr, h100_cluster(8), hf).per_gpu_bytes + 12 * 2**30)
+    with pytest.raises(StrategyError) as err:
+        estimate_memory(llama8b(), tr, h100_cluster(8), hf.with_(framework="torchtitan", zero_init=False))
+    assert err.value.rule == "zero_init_framework" and "hf, deepspeed" in str(err.value)

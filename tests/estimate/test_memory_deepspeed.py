@@ -4,6 +4,8 @@ Megatron's fused softmax and vocab-parallel loss, the PipelineEngine's kept logi
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trainsizer.estimate.inputs import Strategy, System, Training
 from trainsizer.estimate.memory import estimate_memory
@@ -84,3 +86,51 @@ def test_an_hf_job_on_deepspeeds_engine_holds_its_modules_not_fsdps_layers():
     assert stated == pytest.approx(2 * (fc1 + 5e7) + 2 * 2 * fc1, rel=1e-9)
     fsdp = _items(GPT530, tr, 640, zero=3, fsdp="full", framework="hf")["framework_buffers"]
     assert fsdp > 2.5 * hf  # two gathered layers and one unsharded gradient layer
+
+
+# Llama 3 8B's shapes (32 layers, h 4096, ffn 14336, 32 / 8 heads, vocab 128256, untied)
+LLAMA8B = ModelArch(name="llama-8b", family="llama", layers=32, hidden=4096, heads=32, kv_heads=8, ffn=14336,
+                    vocab=128256, mlp="swiglu", norm="rmsnorm", position="rope", max_position=8192)
+
+
+def _hf_z3(micro_batch: int = 1, **kw) -> dict[str, float]:
+    tr = Training(precision="fp16", seq_len=1024, global_batch_seqs=8 * micro_batch)
+    return _items(LLAMA8B, tr, 8, zero=3, framework="hf", micro_batch=micro_batch, zero3_bucket_sizes="deepspeed", **kw)
+
+
+def test_a_model_built_outside_zero_init_holds_every_gathered_linear_to_its_backward():
+    """strategy.zero_init false (from_pretrained before the DeepSpeed config; known-gaps 225): torch's linear saves
+    each gathered weight's transpose, so without recompute every decoder linear and the LM head stay gathered at the
+    forward / backward turn, with the head gathered again in the first step's backward (nothing kept, no prefetch)."""
+    h, f, kv = 4096, 14336, 1024
+    linears = 32 * (2 * h * h + 2 * h * kv + 3 * h * f)  # 6.98e9
+    head = 128256 * h
+    base = _hf_z3(recompute="none")
+    held = _hf_z3(recompute="none", zero_init=False)
+    assert _hf_z3(recompute="none", zero_init=True) == base  # true = the memory-efficient linear, the default
+    assert held["framework_buffers"] - base["framework_buffers"] == pytest.approx(
+        2 * (linears + 2 * head) - 2 * (head + 5e7), rel=1e-6)
+    # under full recompute the forward saves nothing: the head twice (the first step) is all that is added (a batch
+    # whose forward / backward phase, not the optimizer step, is the peak)
+    rec, rec_held = _hf_z3(8, recompute="full"), _hf_z3(8, recompute="full", zero_init=False)
+    assert rec_held["framework_buffers"] - rec["framework_buffers"] == pytest.approx(2 * (2 * head - head - 5e7),
+                                                                                     rel=1e-6)
+    # FSDP's units and ZeRO-1/2 (nothing partitioned into zero.Init) are untouched
+    z2 = _items(LLAMA8B, Training(precision="fp16", seq_len=1024, global_batch_seqs=8), 8, zero=2, framework="hf",
+                micro_batch=1, recompute="none")
+    assert z2["framework_buffers"] == _items(LLAMA8B, Training(precision="fp16", seq_len=1024, global_batch_seqs=8), 8,
+                                             zero=2, framework="hf", micro_batch=1, recompute="none",
+                                             zero_init=False)["framework_buffers"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(micro_batch=st.integers(1, 8), seq_len=st.sampled_from([256, 1024, 4096]),
+       recompute=st.sampled_from(["none", "selective", "full"]))
+def test_outside_zero_init_never_needs_less(micro_batch, seq_len, recompute):
+    """Holding weights only adds: zero_init false is never below the default, at any batch, length or recompute."""
+    tr = Training(precision="bf16", seq_len=seq_len, global_batch_seqs=8 * micro_batch)
+    kw = dict(zero=3, framework="hf", micro_batch=micro_batch, recompute=recompute)
+    st_ = Strategy(dp=8, **kw)
+    a = estimate_memory(LLAMA8B, tr, a100(8), st_, check=False).per_gpu_bytes
+    b = estimate_memory(LLAMA8B, tr, a100(8), st_.with_(zero_init=False), check=False).per_gpu_bytes
+    assert b >= a

@@ -21,8 +21,8 @@ ACTIVE = "gpjt fine-tune-2024-04 active peak and tokens/s"
 RESERVED = "gpjt fine-tune-2024-04 reserved peak"
 # (source, metric) -> (rows, MAPE bound %); reached at landing in the comment
 BOUNDS = {(ACTIVE, "tokens_s"): (12, 22.0),  # 16.3 (211 (d), (e))
-          (ACTIVE, "peak_gib"): (12, 14.0),  # 9.8 (211 (a), (b))
-          (RESERVED, "peak_gib"): (10, 30.0)}  # 24.1 (211 (c))
+          (ACTIVE, "peak_gib"): (12, 8.0),  # 5.7 (211 (b); 12.0 before zero_init false, 225)
+          (RESERVED, "peak_gib"): (10, 24.0)}  # 19.6 (211 (c), 213 (f); 21.1 before zero_init false, 225)
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,8 @@ def test_the_rows_are_the_scripts_job():
     for r in p56.rows():
         job, s = p56.job(r), p56.job(r)["strategy"]
         assert (job["precision"], job["seq_len"], job["hardware"]["count"]) == ("fp16", 2048, 8), r["id"]
-        assert (s["zero"], s["zero3_bucket_sizes"], s["autocast"], s["loss_impl"]) == (3, "deepspeed", False, "upcast")
+        assert (s["zero"], s["zero3_bucket_sizes"], s["autocast"], s["loss_impl"],
+                s["zero_init"]) == (3, "deepspeed", False, "upcast", False), r["id"]  # zero_init: known-gaps 225
         assert job["explicit_attention_mask"] and job["global_batch"]["sequences"] == 8 * s["micro_batch"], r["id"]
         assert s["recompute"] == ("none" if "_nogc_" in r["id"] else "full"), r["id"]
         if r["id"].endswith("_reserved"):

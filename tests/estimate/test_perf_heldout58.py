@@ -23,8 +23,8 @@ ACTIVE = "gpjt fine-tune-2024-04 sequence-length sweep, active peak and tokens/s
 RESERVED = "gpjt fine-tune-2024-04 sequence-length sweep, reserved peak"
 # (source, metric) -> (rows, MAPE bound %); reached at landing in the comment
 BOUNDS = {(ACTIVE, "tokens_s"): (16, 52.0),  # 45.2 (221 (c), (d))
-          (ACTIVE, "peak_gib"): (16, 32.0),  # 27.0 (221 (a), (b))
-          (RESERVED, "peak_gib"): (16, 39.0)}  # 33.9 (221 (a), (b))
+          (ACTIVE, "peak_gib"): (16, 13.0),  # 10.4 (221 (b); 27.0 before zero_init false, 225)
+          (RESERVED, "peak_gib"): (16, 22.0)}  # 18.4 (221 (b), 213 (f); 32.9 before zero_init false, 225)
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +58,8 @@ def test_the_rows_are_the_scripts_job():
         offload = series.startswith("off")
         assert (s["zero"], s["offload"], s["recompute"]) == ((2, "optimizer", "full") if offload else (3, "none", "none"))
         assert s.get("zero3_bucket_sizes") == (None if offload else "deepspeed"), r["id"]
+        # from_pretrained before TrainingArguments(deepspeed=...): built outside zero.Init (known-gaps 225)
+        assert s.get("zero_init") == (None if offload else False), r["id"]
         assert s["allocator_expandable_segments"] == series.endswith("exp"), r["id"]
 
 
@@ -85,6 +87,15 @@ def test_the_zero3_series_grow_with_the_sequence_as_predicted(cases):
         assert m > 0 and p == pytest.approx(m, rel=0.15), series
     for series in ("offnoenv", "offexp"):
         assert got[(series, "active")][0] == 0.0, series
+
+
+def test_the_zero3_rows_miss_no_flat_term(cases):
+    """Built outside zero.Init, torch's linear holds every gathered weight to its backward (known-gaps 225): the ZeRO-3
+    series' active peaks, 14-15 GiB low at every length before, are within 5% at every length."""
+    for c in scored(cases, "peak_gib"):
+        series, _, reserved = p58.series_of(c.row_id)
+        if series in ("noenv", "exp") and not reserved:
+            assert abs(c.predicted / c.measured - 1.0) < 0.05, c.row_id
 
 
 def test_the_script_runs():

@@ -463,6 +463,9 @@ class Strategy:
     # DeepSpeed ZeRO-3's bucket sizes: "deepspeed" | "auto" (names.ZERO3_BUCKET_SIZES; framework.deepspeed_zero3_buckets);
     # None = the style's (hf auto); time and memory
     zero3_bucket_sizes: Any = None
+    # the model built under deepspeed.zero.Init (None = yes: DeepSpeed's memory-efficient linear); False = torch's
+    # linear holds each gathered weight to its backward (memory._deepspeed_zero3_live); memory only
+    zero_init: Any = None
     # the job's fsdp ("none" | "full" | "hybrid"): with zero 3, "none" is DeepSpeed's engine (module by module), the
     # others FSDP's (a decoder layer a unit); one value for the whole batch
     fsdp: Any = "none"

@@ -387,6 +387,9 @@ class _Batch:
     ds_engine: Any = False
     ds_buckets: Any = "deepspeed"
     ds_split: bool = False
+    # ... where the model was built outside deepspeed.zero.Init (strategy.zero_init false): torch's own linear
+    # saves each gathered weight (`_deepspeed_zero3_live`)
+    ds_torch_linear: Any = False
     # QLoRA's bitsandbytes options (`nf4_options`) and the copies of a weight live at its dequantisation, in compute-
     # dtype widths (`_nf4_copies`)
     expert_copies: bool = False  # strategy.expert_weight_copies (`_expert_weight_copies`)
@@ -548,6 +551,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   frozen_fp32=_frozen_base_fp32(name, strategy, training, s),
                   frozen_casts=_autocast_fp32_base(name, strategy, training, s) & ~mega,
                   ds_engine=ds_engine, ds_buckets=ds_buckets, ds_split=ds_split,
+                  ds_torch_linear=np.asarray(ds_engine, bool) & (getattr(strategy, "zero_init", None) is False),
                   bf16_grads=bf16_grads, live_at_rerun=live, drops_outputs=np.asarray(live == "none", bool),
                   loss_impl=loss_impl,
                   held_logit_bytes=_held_logit_bytes(live, loss_impl, name, float(act_bytes(training.precision))),
@@ -1820,7 +1824,7 @@ def _torchtune_fsdp2_phase_units(b: _Batch, options: MemoryOptions) -> tuple[Any
     return np.where(z3, held + loss_units, 0.0), np.where(z3, held + layer, 0.0)
 
 
-def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any, loss_phase: Any) -> None:
+def _overheads(b: _Batch, g: _Stage, items: dict[str, Any], trainable_pg: Any, loss_phase: Any) -> None:
     """CUDA context, NCCL buffers, ZeRO buckets / gathered layers and allocator fragmentation into `items`
     (memory_constants.yaml `framework_overhead`); `loss_phase`: strategies whose peak is torchtune's loss phase
     (`_backward_phases`), which hold the FSDP2 units of that phase."""
@@ -1838,7 +1842,7 @@ def _overheads(b: _Batch, items: dict[str, Any], trainable_pg: Any, loss_phase: 
     w_layer, g_layer = _gathered_layer_bytes(b)
     gathered = oc["zero3_gathered_layers"] * w_layer + oc["zero3_unsharded_grad_layers"] * g_layer
     if np.any(b.ds_engine):  # DeepSpeed's engine, under its own style or HF Trainer / accelerate's
-        live_w, live_g = _deepspeed_zero3_live(b, layer_p, trainable_pg)
+        live_w, live_g = _deepspeed_zero3_live(b, g, layer_p, trainable_pg)
         ds = (b.w16 if full_train else b.pre.base[0]) * live_w + (b.w16 if full_train else 0.0) * live_g
         gathered = np.where(b.ds_engine, ds, gathered)
     # torchtitan FSDP2 + pipelining: reshard_after_forward is off and gradient sync waits for the last
@@ -1939,7 +1943,7 @@ def _fsdp_root_unit(b: _Batch) -> Any:
     return held if fsdp1 else np.where(b.titan | (accel & ~np.asarray(b.ds_engine, bool)), held, 0.0)
 
 
-def _deepspeed_zero3_live(b: _Batch, layer_p: Any, trainable_pg: Any) -> tuple[Any, Any]:
+def _deepspeed_zero3_live(b: _Batch, g: _Stage, layer_p: Any, trainable_pg: Any) -> tuple[Any, Any]:
     """(gathered parameters, unsharded gradient elements) live on one GPU under DeepSpeed ZeRO-3, which gathers
     per submodule: the embedding / LM head, or the layer's modules reused within half the reuse distance (at least
     its largest linear; the stack's projections fused or apart), plus the prefetch bucket; two reduce buckets of
@@ -1954,8 +1958,32 @@ def _deepspeed_zero3_live(b: _Batch, layer_p: Any, trainable_pg: Any) -> tuple[A
                                        b.ds_split)
     prefetch, _, reduce = deepspeed_zero3_buckets(b.ds_buckets, m.hidden)
     live_w = np.maximum(head, kept) + prefetch
+    if np.any(b.ds_torch_linear):
+        live_w = np.where(b.ds_torch_linear, _torch_linear_held(b, g, live_w, head, largest, prefetch), live_w)
     live_g = 2.0 * np.maximum(np.maximum(head, largest), reduce)
     return live_w, np.minimum(live_g, trainable_pg)
+
+
+def _torch_linear_held(b: _Batch, g: _Stage, live_w: Any, head: Any, largest: Any, prefetch: Any) -> Any:
+    """Gathered parameters live on one GPU under DeepSpeed ZeRO-3 when the model was built outside deepspeed.zero.Init
+    (strategy.zero_init false): only that context swaps torch.nn.functional.linear for LinearFunctionForZeroStage3
+    (deepspeed v0.14.2 partition_parameters.py patch_init_and_builtins; the engine's Init(module=...) in
+    parameter_offload.py _convert_to_zero_parameters is never entered), which saves the parameter itself, so that
+    free_param's `param.data = torch.empty(0)` frees the gathered storage (zero/linear.py's header). torch's linear
+    saves the weight's transpose for the input gradient (derivatives.yaml mm: mat2), a view that keeps the gathered
+    storage to that linear's backward. The first step's trace is incomplete (partitioned_param_coordinator.py
+    release_sub_module: every module released after use, nothing prefetched), so each weight the backward needs is
+    gathered again beside the held one. Without recompute: the stage's linears (decoder and LM head) held from the
+    forward, with the head gathered again in its backward (the first step) or the prefetch bucket (later steps);
+    under full recompute the forward saves nothing: the head twice, or the re-run layer held beside its largest
+    module gathered again. Never less than the memory-efficient linear's `live_w`."""
+    lay = b.pre.layout
+    linears = b.ssum(lay.cum_tp, g.start, g.stop, g.n_layers) / b.t \
+        + b.ssum(lay.cum_exp, g.start, g.stop, g.n_layers) / (b.ep * b.et)
+    head = _on(g.is_last, head, 0.0)
+    none = linears + head + np.maximum(head, prefetch)
+    rerun = np.maximum(2.0 * head, b.largest_layer_params + largest)
+    return np.maximum(live_w, np.where(b.rec == 2, rerun, none))
 
 
 def _optimizer_step_peak(b: _Batch, items: dict[str, Any], total: Any, opt_params: Any,
@@ -2034,7 +2062,7 @@ def _stage_bytes(b: _Batch, g: _Stage, options: MemoryOptions, detail: bool) -> 
     after_step = sum(items[k] for k in STEP_STATE_ITEMS if k in items) + _main_grad_copy(b, states.opt_params) \
         if detail else None
     if options.overheads:
-        _overheads(b, items, states.trainable_pg, loss_phase)
+        _overheads(b, g, items, states.trainable_pg, loss_phase)
     fb_total = sum(items.values())
     seg = items.get("loss_path_segments", 0.0)
     if np.any(seg):  # a cudaMalloc that fails frees every wholly free segment and retries (allocator.py)

@@ -168,6 +168,8 @@ EXPERTS_IMPLEMENTATION_FRAMEWORKS = ("hf",)
 # Frameworks whose launcher fills a DeepSpeed config's "auto" bucket sizes from the model (HF Trainer / accelerate:
 # strategy.zero3_bucket_sizes)
 DEEPSPEED_AUTO_FRAMEWORKS = ("hf",)
+# Frameworks whose ZeRO-3 runs on DeepSpeed's engine, where a model is built inside or outside deepspeed.zero.Init.
+ZERO_INIT_FRAMEWORKS = ("hf", "deepspeed")
 # Frameworks that replicate a single KV head (multi-query attention) on every TP rank.
 MQA_REPLICATED_KV_FRAMEWORKS = ("megatron",)
 
@@ -228,6 +230,7 @@ RULES = (
     "expert_weight_copies_eager",
     "zero3_expert_fetch_framework",
     "zero3_bucket_sizes_framework",
+    "zero_init_framework",
     "fp8_lm_head_framework",
     "fp8_recipe_torchao_framework",
     "defer_embedding_wgrad_framework",
@@ -573,6 +576,8 @@ def _experts_implementation_rules(c: SimpleNamespace) -> _Rules:
                                                         "zero3_expert_fetch_framework"),
             "zero3_bucket_sizes_framework": _stack_rule(c, getattr(c.strategy, "zero3_bucket_sizes", None) is None,
                                                         DEEPSPEED_AUTO_FRAMEWORKS, "zero3_bucket_sizes_framework"),
+            "zero_init_framework": _stack_rule(c, getattr(c.strategy, "zero_init", None) is None, ZERO_INIT_FRAMEWORKS,
+                                               "zero_init_framework"),
             # the copies are the eager loop's (transformers 4.55 / 4.56 GptOssExperts), not a grouped GEMM's
             "expert_weight_copies_eager": (np.full(c.tp.shape, not copies or impl == "eager"),
                                            lambda v: msg("rule_expert_weight_copies_eager", value=impl))}

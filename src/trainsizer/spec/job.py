@@ -659,6 +659,14 @@ class StrategySpec(_Strict):
     # writes "auto": the HF Trainer / accelerate fill 0.9 h^2, 10 h, h^2); null = the framework's (hf auto, as the
     # ds_config files of the transformers docs, LLaMA-Factory and ms-swift write them)
     zero3_bucket_sizes: Zero3BucketSizes | None = None
+    # the model built under deepspeed.zero.Init (framework hf / deepspeed, zero 3 without fsdp): true = inside it
+    # (transformers' from_pretrained enters it when a TrainingArguments(deepspeed=...) / HfDeepSpeedConfig exists:
+    # modeling_utils is_deepspeed_zero3_enabled), which swaps torch.nn.functional.linear for DeepSpeed's
+    # LinearFunctionForZeroStage3 (partition_parameters.py patch_init_and_builtins, v0.14.2); false = built before
+    # the config and partitioned by the engine (parameter_offload.py _convert_to_zero_parameters: Init(module=...),
+    # never entered), so torch's linear saves each gathered weight's transpose and holds it to that layer's
+    # backward; null = true (transformers' examples run_clm.py parse TrainingArguments before from_pretrained)
+    zero_init: bool | None = None
     # AdamW's states: fp32 (fp32 master + moments) | bf16-moments (fp32 master, bf16 moments: DeepSeek-V3, Megatron-Core's
     # precision-aware optimizer) | bf16 (no master, bf16 moments: Apex DistributedFusedAdam dtype bf16); null = fp32
     optimizer_precision: OptimizerPrecision | None = None
@@ -746,6 +754,10 @@ class StrategySpec(_Strict):
             raise ValueError(msg("job_zero3_expert_fetch_fsdp", fsdp=self.fsdp))
         if self.zero3_bucket_sizes is not None and self.fsdp != "none":
             raise ValueError(msg("job_zero3_bucket_sizes_fsdp", fsdp=self.fsdp))
+        # zero.Init partitions for ZeRO-3 only; stated alone (zero unwritten), the search carries it to its ZeRO-3 layouts
+        stated_zero = "zero" in self.model_fields_set and self.zero != 3
+        if self.zero_init is not None and (self.fsdp != "none" or stated_zero):
+            raise ValueError(msg("job_zero_init_zero3", fsdp=self.fsdp, zero=self.zero))
         if self.local_batch is not None and self.local_batch % self.micro_batch:
             raise ValueError(msg("job_local_batch_micro_batch", local_batch=self.local_batch,
                                  micro_batch=self.micro_batch))
