@@ -82,16 +82,20 @@ MEMORY_METRICS = ("peak_memory_gib", "peak_allocated_gib", "peak_allocated_first
                   "allocated_after_backward_gib", "device_memory_used_gib")
 
 
-_LIST_KEYS = ("recompute_modules",)  # strategy fields that take a list
+_LIST_KEYS = ("recompute_modules", "pp_stage_layers")  # strategy fields that take a list
+_INT_LIST_KEYS = ("pp_stage_layers",)  # of them, those whose items are counts
 
 
 def _extra(text: str) -> dict[str, Any]:
     """`key=value;...` strategy settings of a row (booleans and integers parsed; a list-valued field's items joined
-    by `+`: recompute_modules=core_attn+mlp)."""
+    by `+`: recompute_modules=core_attn+mlp, pp_stage_layers=9+9+8+6)."""
     out: dict[str, Any] = {}
     for item in filter(None, (t.strip() for t in text.split(";"))):
         key, value = item.split("=", 1)
-        out[key] = value.split("+") if key in _LIST_KEYS else _BOOL.get(value, int(value) if value.isdigit() else value)
+        if key in _LIST_KEYS:
+            out[key] = [int(v) for v in value.split("+")] if key in _INT_LIST_KEYS else value.split("+")
+        else:
+            out[key] = _BOOL.get(value, int(value) if value.isdigit() else value)
     return out
 
 

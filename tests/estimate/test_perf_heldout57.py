@@ -65,6 +65,21 @@ def test_two_stage_rows_state_nanotrons_compute_balanced_split():
     assert p57.nanotron_split(16, 2048, 32, 8192, 131072, 2) == [11, 5]
 
 
+def test_deeper_pipelines_state_every_ranks_layers_as_nanotron_builds_them():
+    """PP 4-32 rows carry nanotron's per-rank split in pp_stage_layers (its middle ranks uneven: 9 / 9 / 8 / 6 for
+    the 8.86B at PP 4, 6 / 5 x 13 / 6 / 3 for the 80B at PP 16), as their `assumed` says."""
+    archs = p57.models()
+    deep = [r for r in p57.rows() if int(r["pp"]) > 2]
+    assert len(deep) == 5
+    for r in deep:
+        m = archs[r["model"]]["model"]
+        s = ph.job_of(r, archs)["strategy"]
+        split = p57.nanotron_split(m["layers"], m["hidden"], m["heads"], m["ffn"], m["vocab"], int(r["pp"]))
+        assert list(s["pp_stage_layers"]) == split, r["id"]
+        assert " / ".join(map(str, split)) in r["assumed"] and "(stated: pp_stage_layers)" in r["assumed"], r["id"]
+    assert p57.nanotron_split(32, 4096, 32, 14336, 131072, 4) == [9, 9, 8, 6]
+
+
 @given(layers=st.integers(1, 96), pp=st.integers(1, 8), vocab=st.sampled_from([32000, 131072]))
 def test_nanotrons_split_places_every_layer_once_in_order(layers, pp, vocab):
     counts = p57.nanotron_split(layers, 1024, 16, 4096, vocab, pp)

@@ -309,6 +309,9 @@ class Strategy:
     # other ranks split the rest evenly; None = not stated (the split above); one value for the whole batch
     pp_first_stage_layers: int | None = None
     pp_last_stage_layers: int | None = None
+    # decoder layers of every pipeline rank in order (nanotron's compute-balanced build_model, a Megatron-Core
+    # pipeline_model_parallel_layout); None = not stated (the fields above); one tuple for the whole batch
+    pp_stage_layers: tuple[int, ...] | None = None
     # element-wise work in fused kernels: torch.compile (torchtitan, HF torch_compile) or a framework's own
     # fused kernels (Transformer Engine, Apex); False = eager PyTorch, one kernel per op (PyTorch frameworks); None =
     # not stated: the stack's default (framework.torch_compile_of), one value for the whole batch of strategies

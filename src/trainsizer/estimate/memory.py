@@ -373,7 +373,7 @@ class _Batch:
     partial_recompute: tuple[str | None, Any] = (None, None)
     cp_all_gather: bool = False  # Strategy.cp_comm_type all_gather (one per batch; `_cp_allgather_buffers`)
     repeat_kv: bool = True  # torchtitan's K / V expanded to the query heads before SDPA (`titan_repeats_kv`)
-    stage_edges: tuple[Any, Any] = (None, None)  # the end ranks' stated decoder layers (pipeline.stated_edges)
+    stage_edges: tuple[Any, Any, Any] = (None, None, None)  # the stated decoder layers (pipeline.stated_edges)
     head_own_unit: bool = False  # Strategy.shard_embedding_head_separately (one per batch; `_torchtune_fsdp2_end_units`)
     loss_impl: str = "auto"  # strategy.loss_impl as stated
     live_at_rerun: Any = "loss"  # names.LIVE_AT_RERUN per strategy: what the loop holds at a re-run (`_live_at_rerun`)
@@ -1183,14 +1183,17 @@ def _stages(b: _Batch) -> dict[str, _Stage]:
     (LM head, logits) and, where any strategy has p > 2, stage 1: of the middle stages it holds the most
     micro-batches in flight (Megatron-Core / torch 1F1B and interleaved warm-ups fall with the rank) and the most
     layers (`pipeline.stage_layer_range`), one more than either end under Megatron-Core's embedding / loss slots,
-    and a full chunk 0 where the first stage's holds only the embedding."""
+    and a full chunk 0 where the first stage's holds only the embedding. Under a stated per-rank list
+    (Strategy.pp_stage_layers) also every later middle rank holding more layers than those before it
+    (`pipeline.fullest_middle_ranks`), named middle_r<rank>."""
     L, p = b.model.layers, b.p
     slots = (b.s["pipeline_embedding_layer"], b.s["pipeline_loss_layer"])
     single = p <= 1
     stages = {}
-    for name, rank, is_first, is_last in (("first", 0.0, True, single), ("middle", 1.0, False, False),
+    later = tuple((f"middle_r{r}", float(r), False, False) for r in pipeline.fullest_middle_ranks(b.stage_edges[2]))
+    for name, rank, is_first, is_last in (("first", 0.0, True, single), ("middle", 1.0, False, False), *later,
                                           ("last", p - 1.0, single, True)):
-        if name == "middle" and (not np.any(p > 2) or b.name in MIRRORED_STAGE_SCHEDULES):
+        if name.startswith("middle") and (not np.any(p > 2) or b.name in MIRRORED_STAGE_SCHEDULES):
             continue
         start, stop = pipeline.stage_layer_range(L, p, rank, *slots, *b.stage_edges)
         stages[name] = _Stage(start.astype(np.int64), stop.astype(np.int64), stop - start, rank, is_first, is_last)
@@ -2113,8 +2116,9 @@ def _evaluate(
 def _over_stages(p: np.ndarray, results: dict[str, dict[str, Any]], key: str, absent: float) -> np.ndarray:
     """`key` of every evaluated stage stacked (stage, strategy), `absent` where a strategy has no such stage (the
     last needs p > 1, stage 1 as a middle stage p > 2)."""
-    exists = {"first": True, "middle": p > 2, "last": p > 1}
-    return np.stack(np.broadcast_arrays(*(np.where(exists[k], v[key], absent) for k, v in results.items())))
+    exists = {"first": True, "last": p > 1}
+    return np.stack(np.broadcast_arrays(*(np.where(exists.get(k, p > 2), v[key], absent)
+                                          for k, v in results.items())))
 
 
 def _worst_stage(p: np.ndarray, results: dict[str, dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
@@ -2229,6 +2233,11 @@ class MemoryEstimate:
 STAGE_RANK = {"first": lambda p: 0, "middle": lambda p: 1, "last": lambda p: p - 1}
 
 
+def _stage_rank(stage: str, p: int) -> int:
+    """The pipeline rank of an evaluated stage: STAGE_RANK's, or a later middle rank's middle_r<rank>."""
+    return STAGE_RANK[stage](p) if stage in STAGE_RANK else int(stage.removeprefix("middle_r"))
+
+
 def _describe(model: ModelArch, stage: str, p: int, n_layers: int, training: Training) -> str:
     parts = []
     if stage == "first" or p == 1:
@@ -2238,7 +2247,7 @@ def _describe(model: ModelArch, stage: str, p: int, n_layers: int, training: Tra
         parts.append(msg("part_head_fp32_logits" if training.precision != "fp32" else "part_head_logits"))
     if p == 1:
         return msg("worst_every_gpu", parts=tuple(parts))
-    return msg("worst_stage", index=STAGE_RANK[stage](p), stages=p, parts=tuple(parts))
+    return msg("worst_stage", index=_stage_rank(stage, p), stages=p, parts=tuple(parts))
 
 
 def estimate_memory(
@@ -2273,13 +2282,13 @@ def estimate_memory(
     if growth > 0:
         notes.append(msg("note_allocator_growth", gib=f"{growth / GIB:.1f}"))
     per_node = min(system.gpus_per_node, max(system.gpus, 1))
-    stages = {k: v for k, v in r["stages"].items() if k != "middle" or p > 2}  # stage 1 is a middle one at p > 2
+    stages = {k: v for k, v in r["stages"].items() if not k.startswith("middle") or p > 2}  # middle ones at p > 2
     return MemoryEstimate(
         per_gpu_bytes=float(r["worst"].reshape(-1)[0]),
         capacity_bytes=float(system.memory_gib * GIB),
         items_bytes=items,
         worst_gpu=_describe(model, stage, p, n_layers, training),
-        worst_stage=STAGE_RANK[stage](p),
+        worst_stage=_stage_rank(stage, p),
         stage_bytes={k: float(np.asarray(v["total"]).reshape(-1)[0]) for k, v in stages.items()},
         host_bytes_per_node=float(r["host"].reshape(-1)[0]) * per_node,
         host_capacity_bytes=float(system.host_ram_gib * GIB),

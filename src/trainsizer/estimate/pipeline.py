@@ -17,6 +17,10 @@
   num_layers_in_first_pipeline_stage / num_layers_in_last_pipeline_stage, or a pipeline_model_parallel_layout's
   per-rank counts): those ranks hold the stated decoder layers, the others the rest split evenly
   (megatron/core/transformer/transformer_block.py get_num_layers_to_build: layers_to_distribute // middle stages).
+- Stated per-rank layers (Strategy.pp_stage_layers: nanotron's build_model, models/base.py at 0e0a27ea, puts each
+  PipelineBlock on the current rank and moves on once the cumulative get_block_compute_costs passes (r + 1) / p of
+  the total, the LM head counted V h, so middle ranks may differ: 6 / 5 x 13 / 6 / 3 for an 80-layer model at PP 16;
+  a Megatron-Core pipeline_model_parallel_layout writes any counts): rank r holds its stated count, in order.
 """
 
 from __future__ import annotations
@@ -137,19 +141,31 @@ def _stated_edges(layers: int, p, rank, first_layers, last_layers):
 
 
 def stated_edges(strategy) -> tuple:
-    """(first, last) rank's decoder layers a strategy states (Strategy.pp_first_stage_layers / pp_last_stage_layers;
-    None where not stated), as `stage_layer_range` takes them."""
-    return getattr(strategy, "pp_first_stage_layers", None), getattr(strategy, "pp_last_stage_layers", None)
+    """(first, last, every) rank's decoder layers a strategy states (Strategy.pp_first_stage_layers /
+    pp_last_stage_layers / pp_stage_layers; None where not stated), as `stage_layer_range` takes them."""
+    every = getattr(strategy, "pp_stage_layers", None)
+    return (getattr(strategy, "pp_first_stage_layers", None), getattr(strategy, "pp_last_stage_layers", None),
+            None if every is None else tuple(int(n) for n in every))
+
+
+def _listed_range(stage_layers: tuple, rank):
+    """(start, stop) of rank `rank` under a stated per-rank list: the counts before it and through it."""
+    bounds = np.concatenate(([0.0], np.cumsum(np.asarray(stage_layers, float))))
+    r = np.clip(np.asarray(rank, float), 0.0, len(stage_layers) - 1.0).astype(np.int64)
+    return bounds[r], bounds[r + 1]
 
 
 def stage_layer_range(layers: int, pp, rank, embedding_slot=0.0, loss_slot=0.0, first_layers=None,
-                      last_layers=None):
+                      last_layers=None, stage_layers=None):
     """(first, one past the last) decoder layer that pipeline rank `rank` builds: L + slots split over p ranks, the
     first (L + slots) mod p ranks holding one slot more, the embedding slot taking rank 0's first and the loss slot
     the last rank's last (megatron/core/transformer/transformer_block.py get_transformer_layer_offset /
     get_num_layers_to_build: num_layers += 1 per slot, num_layers // pp a rank, one fewer on the first / last).
     `first_layers` / `last_layers` (None = not stated): the decoder layers the first / last rank holds, all its
-    model chunks together (`_stated_edges`; Strategy.pp_first_stage_layers / pp_last_stage_layers)."""
+    model chunks together (`_stated_edges`; Strategy.pp_first_stage_layers / pp_last_stage_layers); `stage_layers`
+    (None = not stated): every rank's, in order (`_listed_range`; Strategy.pp_stage_layers), over the others."""
+    if stage_layers is not None:
+        return _listed_range(stage_layers, rank)
     p, e, _, total = _slots(layers, pp, embedding_slot, loss_slot)
     r = np.minimum(np.asarray(rank, float), p - 1.0)
     per, extra = np.floor(total / p), np.mod(total, p)
@@ -166,32 +182,51 @@ def stage_layer_range(layers: int, pp, rank, embedding_slot=0.0, loss_slot=0.0, 
 
 
 def first_last_stage_layers(layers: int, pp, embedding_slot=0.0, loss_slot=0.0, first_layers=None,
-                            last_layers=None):
+                            last_layers=None, stage_layers=None):
     """(layers on the first stage, layers on the last stage) of an L-over-p split where the first L mod p
     stages get one more layer: (ceil(L/p), floor(L/p)); (L, L) at p = 1 (one stage holds everything).
 
     `embedding_slot` / `loss_slot` (0 or 1, arrays allowed): Megatron-Core account_for_embedding_in_pipeline_
     split / account_for_loss_in_pipeline_split count the input embedding (first stage) and the LM head + loss
     (last stage) as one layer slot each, so L + slots are split and those stages hold one decoder layer fewer
-    (`stage_layer_range`); `first_layers` / `last_layers`: the end ranks' stated decoder layers."""
+    (`stage_layer_range`); `first_layers` / `last_layers`: the end ranks' stated decoder layers; `stage_layers`:
+    every rank's."""
     p = _stages(pp)
-    edges = (embedding_slot, loss_slot, first_layers, last_layers)
+    edges = (embedding_slot, loss_slot, first_layers, last_layers, stage_layers)
     f0, f1 = stage_layer_range(layers, p, 0.0, *edges)
     l0, l1 = stage_layer_range(layers, p, p - 1.0, *edges)
     return f1 - f0, l1 - l0
 
 
 def most_loaded_stage_layers(layers: int, pp, embedding_slot=0.0, loss_slot=0.0, first_layers=None,
-                             last_layers=None):
+                             last_layers=None, stage_layers=None):
     """Decoder layers of the most loaded pipeline stage, first, last and middle ones alike. Without slots that is
     the first stage (ceil(L/p)); with Megatron-Core's embedding / loss slots a middle stage (p > 2) builds all
     (L + slots) / p of its slots as decoder layers, one more than the end stage whose slot the embedding or the
     loss takes. Under the uneven fallback the first (L + slots) mod p stages hold one more slot, so stage 1, the
     middle stage with the most, holds ceil((L + slots) / p) unless only one stage does. Stated end stages
-    (`first_layers` / `last_layers`): the middle ones hold the rest evenly."""
+    (`first_layers` / `last_layers`): the middle ones hold the rest evenly. Every rank's stated (`stage_layers`):
+    the most any holds."""
     p = _stages(pp)
-    edges = (embedding_slot, loss_slot, first_layers, last_layers)
+    if stage_layers is not None:
+        return np.full(np.shape(p), float(max(stage_layers)))
+    edges = (embedding_slot, loss_slot, first_layers, last_layers, stage_layers)
     first, last = first_last_stage_layers(layers, p, *edges)
     m0, m1 = stage_layer_range(layers, p, 1.0, *edges)
     middle = np.where(p > 2, m1 - m0, 0.0)
     return np.maximum(np.maximum(first, last), middle)
+
+
+def fullest_middle_ranks(stage_layers: tuple | None) -> tuple[int, ...]:
+    """The middle ranks (1 .. p - 2) that can hold the most under a stated per-rank list, beyond rank 1: a later rank
+    keeps fewer micro-batches' activations in flight under 1F1B (p - r) and as many parameters a layer, so it can
+    hold more only with more layers than every middle rank before it (the ranks whose count passes all earlier
+    middle counts); () where none is stated."""
+    if stage_layers is None:
+        return ()
+    out, most = [], stage_layers[1] if len(stage_layers) > 2 else 0
+    for r in range(2, len(stage_layers) - 1):
+        if stage_layers[r] > most:
+            out.append(r)
+            most = stage_layers[r]
+    return tuple(out)

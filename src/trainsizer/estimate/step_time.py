@@ -803,7 +803,7 @@ class _Step:
     te_op_fuser: bool = False  # Strategy.te_op_fuser (None = off)
     no_autocast: bool = False  # Strategy.autocast is False: the loop runs its 16-bit forward without autocast
     local_batch: Any = None  # Strategy.local_batch (sequences per DP rank per pipeline schedule; None = the step's)
-    stage_edges: tuple[Any, Any] = (None, None)  # the end ranks' stated decoder layers (pipeline.stated_edges)
+    stage_edges: tuple[Any, Any, Any] = (None, None, None)  # the stated decoder layers (pipeline.stated_edges)
     grad_accum_fusion: bool | None = None  # Strategy.gradient_accumulation_fusion (None = the style's)
     defer_wgrad: bool = False  # Strategy.defer_embedding_wgrad (None = off)
     wgrad_deferral_limit: Any = None  # Strategy.wgrad_deferral_limit (0 / None = every micro-batch deferred)
@@ -3997,7 +3997,7 @@ def _device_map_step(model: ModelArch, training: Training, system: System, strat
     without waiting (torch.optim _group_tensors_by_device_and_dtype), so the cards step at once: its time is the
     most loaded card's share of the parameters (device_map.card_shares)."""
     one = dataclasses.replace(strategy, pp=1, local_batch=None, pp_first_stage_layers=None, pp_last_stage_layers=None,
-                              device_map=None)
+                              pp_stage_layers=None, device_map=None)
     out = step_time_arrays(model, training, system, one, **style)
     x = _step(model, training, system, one, style.get("calibration"), style.get("framework_style"),
               style.get("constants"))

@@ -87,6 +87,10 @@ PIPELINE_SLOT_FRAMEWORKS = ("megatron-core", "megatron", "deepseek-dualpipe", "d
 # pipeline_model_parallel_layout (Megatron-Bridge's DeepSeek-V3 recipes), Megatron-LM's
 # --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers; "auto" as above
 STAGE_LAYERS_FRAMEWORKS = ("megatron-core", "megatron")
+# Frameworks where every pipeline rank's decoder layers can be stated (strategy.pp_stage_layers): Megatron-Core's
+# pipeline_model_parallel_layout (any per-rank counts), and the megatron style, which the nanotron rows take, with
+# nanotron's compute-balanced build_model (models/base.py at 0e0a27ea); "auto" as above
+STAGE_LAYER_LIST_FRAMEWORKS = ("megatron-core", "megatron")
 # Frameworks with Megatron-Core's per-module selective recompute (TransformerConfig.recompute_modules).
 RECOMPUTE_MODULE_FRAMEWORKS = ("megatron-core",)
 # Frameworks with Megatron's partial full recompute (recompute_method / recompute_num_layers); "auto" as below
@@ -202,6 +206,8 @@ RULES = (
     "pp_stage_layers_framework",
     "pp_stage_layers_pipelined",
     "pp_stage_layers_split",
+    "pp_stage_list_framework",
+    "pp_stage_list_split",
     "optimizer_in_backward_no_accumulation",
     "activation_offload_layers",
     "activation_offload_layers_framework",
@@ -439,7 +445,7 @@ def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
     """Expert and context parallelism, batch split, ZeRO/FSDP and offload, and what each framework offers."""
     return (_sharding_rules(c) | _activation_offload_rules(c) | _stack_option_rules(c) | _moe_a2a_overlap_rules(c)
             | _partial_recompute_rules(c) | _te_option_rules(c) | _experts_implementation_rules(c) | _hybrid_rules(c) | _local_batch_rules(c)
-            | _stage_layers_rules(c) | _defer_wgrad_rules(c) | _fsdp_no_sync_rule(c)
+            | _stage_layers_rules(c) | _stage_list_rules(c) | _defer_wgrad_rules(c) | _fsdp_no_sync_rule(c)
             | _cp_a2a_rule(c))
 
 
@@ -517,6 +523,27 @@ def _stage_layers_rules(c: SimpleNamespace) -> _Rules:
                        msg("rule_pp_stage_layers_slots", stated=stated, slots=v["slots"])),
         ),
         "pp_stage_layers_split": (split_ok, lambda v: _stage_layers_split_text(c.model.layers, *said, v)),
+    }
+
+
+def _stage_list_rules(c: SimpleNamespace) -> _Rules:
+    """strategy.pp_stage_layers (every pipeline rank's decoder layers): a stack that states them
+    (STAGE_LAYER_LIST_FRAMEWORKS), one count a rank (pp of them), the model's layers in all, and no embedding / loss
+    slots (a layout's E / L place those itself)."""
+    counts = getattr(c.strategy, "pp_stage_layers", None)
+    if counts is None or c.device_map:
+        ok = np.ones(c.tp.shape, bool)
+        return {k: (ok, lambda v: "") for k in ("pp_stage_list_framework", "pp_stage_list_split")}
+    counts = tuple(int(n) for n in counts)
+    split_ok = (c.pp == len(counts)) & (sum(counts) == c.model.layers) & (c.slots == 0)
+    return {
+        "pp_stage_list_framework": _stack_rule(c, np.zeros(c.tp.shape, bool), STAGE_LAYER_LIST_FRAMEWORKS,
+                                               "pp_stage_list_framework"),
+        "pp_stage_list_split": (
+            np.asarray(split_ok, bool),
+            lambda v: msg("rule_pp_stage_list_split", counts=list(counts), n=len(counts), total=sum(counts),
+                          pp=v["pp"], layers=c.model.layers, slots=v["slots"]),
+        ),
     }
 
 
@@ -1060,8 +1087,8 @@ def check_strategy(model: ModelArch, training: Training, system: System, strateg
     if unused:
         warnings.append(msg("warn_moe_options_dense", options=Listing(unused), model=model.name))
     stated = (getattr(strategy, "pp_first_stage_layers", None), getattr(strategy, "pp_last_stage_layers", None))
-    if any(n for n in stated if n is not None and np.ndim(n) == 0):
-        pass  # the end ranks' layers are stated, the middle ones even (_stage_layers_rules)
+    if any(n for n in stated if n is not None and np.ndim(n) == 0) or getattr(strategy, "pp_stage_layers", None):
+        pass  # the end ranks' layers are stated, the middle ones even (_stage_layers_rules), or every rank's
     elif split % values["pp"]:
         warnings.append(msg("warn_pp_uneven_layers", what=what, pp=values["pp"]))
     elif values["vpp"] > 1 and split % (values["pp"] * values["vpp"]):

@@ -400,6 +400,12 @@ class StrategySpec(_Strict):
     # Megatron-Bridge's DeepSeek-V3 `Et*4|(t*4|)*14tmL`); the other ranks split the rest evenly; null = not stated
     pp_first_stage_layers: int | None = Field(None, gt=0, le=100_000)
     pp_last_stage_layers: int | None = Field(None, gt=0, le=100_000)
+    # decoder layers on every pipeline rank in order, all its model chunks together, where the split is neither even
+    # nor fixed by the end ranks alone: nanotron's build_model balances stages by get_block_compute_costs (the 80B of
+    # its scaling benchmarks at PP 16: 6 / 5 x 13 / 6 / 3), Megatron-Core's pipeline_model_parallel_layout writes
+    # any per-rank counts; length pp, summing to the model's layers; null = not stated (the even split, or the end
+    # ranks' fields above)
+    pp_stage_layers: tuple[int, ...] | None = None
     # fused element-wise kernels (torch.compile or the framework's own); false = eager PyTorch; null = not stated:
     # the stack's default (PerfStyle.compiles_by_default: the HF Trainer, torchtune and torchtitan run eager unless
     # asked; Megatron / DeepSpeed their own fused kernels), per candidate where framework auto picks the stack
@@ -761,8 +767,24 @@ class StrategySpec(_Strict):
         if self.local_batch is not None and self.local_batch % self.micro_batch:
             raise ValueError(msg("job_local_batch_micro_batch", local_batch=self.local_batch,
                                  micro_batch=self.micro_batch))
+        self._stage_layer_list()
         self._device_map_alone()
         return self
+
+    def _stage_layer_list(self) -> None:
+        """pp_stage_layers: one count a pipeline rank (length pp), none negative, and not beside the end ranks'
+        fields (the list states them already); the sum is checked against the model's layers by the estimate's rule
+        pp_stage_layers_split."""
+        counts = self.pp_stage_layers
+        if counts is None:
+            return
+        if len(counts) != self.pp:
+            raise ValueError(msg("job_pp_stage_layers_length", n=len(counts), pp=self.pp))
+        if any(n < 0 or n > 100_000 for n in counts):
+            raise ValueError(msg("job_pp_stage_layers_count", counts=list(counts)))
+        if self.pp_first_stage_layers is not None or self.pp_last_stage_layers is not None:
+            first, last = ("null" if n is None else n for n in (self.pp_first_stage_layers, self.pp_last_stage_layers))
+            raise ValueError(msg("job_pp_stage_layers_edges", first=first, last=last))
 
     def _device_map_alone(self) -> None:
         """device_map auto is one process driving every GPU of its host (accelerate's hooks move the hidden state
@@ -775,7 +797,7 @@ class StrategySpec(_Strict):
         stated = self.model_fields_set
         clash = [f"{f}: {getattr(self, f)}" for f in ("tp", "pp", "dp", "cp", "ep", "etp", "vpp", "zero",
                                                       "shard_group", "local_batch", "pp_first_stage_layers",
-                                                      "pp_last_stage_layers")
+                                                      "pp_last_stage_layers", "pp_stage_layers")
                  if f in stated and getattr(self, f) not in (None, 0, 1)]
         clash += [f"{f}: {getattr(self, f)}" for f, off in (("fsdp", "none"), ("offload", "none"),
                                                             ("distributed_optimizer", False),
@@ -813,7 +835,7 @@ LAYOUT_FIELDS = frozenset(("tp", "pp", "vpp", "dp", "cp", "ep", "etp", "zero", "
 # slots, sequence parallelism with TP, what recompute re-runs): not carried into the search.
 LAYOUT_DETAIL_FIELDS = frozenset(("sequence_parallel", "recompute_modules", "recompute_method", "recompute_num_layers",
                                   "pipeline_embedding_layer", "pipeline_loss_layer", "pp_first_stage_layers",
-                                  "pp_last_stage_layers"))
+                                  "pp_last_stage_layers", "pp_stage_layers"))
 # The stack's options (kernels, compile, overlap, FP8 and MoE options, the loss, the optimizer, activation offload):
 # the search carries the stated ones into every layout it tries (search.engine), and the rules judge them there.
 STACK_OPTION_FIELDS = frozenset(StrategySpec.model_fields) - LAYOUT_FIELDS - LAYOUT_DETAIL_FIELDS - {"framework"}
