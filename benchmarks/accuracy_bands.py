@@ -159,6 +159,7 @@ def collect() -> list[Row]:
     import perf_heldout56 as h56
     import perf_heldout57 as h57
     import perf_heldout58 as h58
+    import perf_heldout59 as h59
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -231,6 +232,7 @@ def collect() -> list[Row]:
     out += _case_style("perf_heldout52", h52.cases(), h52.rows(), h52.job)
     out += _case_style("perf_heldout56", h56.cases(), h56.rows(), h56.job)
     out += _case_style("perf_heldout58", h58.cases(), h58.rows(), h58.job)
+    out += _case_style("perf_heldout59", h59.cases(), h59.rows(), h59.job)
     pf_rows = list(csv.DictReader(pf.DATA.open(encoding="utf-8")))
     out += _tokens_style("perf_finetune", [(rid, "", m, p) for rid, m, p in pf.cases()], pf_rows, pf.job)
     cat = load_catalog()

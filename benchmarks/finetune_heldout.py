@@ -26,6 +26,7 @@ Megatron-Core's deferred LM-head weight gradients where the run's config sets th
   (torch.cuda.max_memory_reserved, the source says so) as GiB-allocator with the caching allocator's growth under
   varying micro-batch lengths added (MemoryEstimate.reserved_peak_bytes; estimate.allocator), the run's samples an
   epoch from `epoch_samples` and its allocator setting from `expandable_segments` where the row states them;
+  `GB-reserved` rows the same in 1e9 bytes (torchtune's utils.memory_stats_log before 2024-09);
 - longest sequence that fits (Unsloth's table: a card of N GiB): `fit.max_seq_len` at granularity 1.
 A row is refused when the job path rejects it or the memory estimate says a configuration that ran does not fit.
 
@@ -223,10 +224,12 @@ def _scenario(r: dict[str, str], cat, models: dict | None = None, strategy_extra
 
 def _memory_gib(r: dict[str, str], est) -> tuple[float, float]:
     """(measured, predicted) GiB on the row's basis."""
-    measured = num(r["peak_mem"]) * (1e9 / GIB if r["peak_mem_unit"] in ("GB", "GB-allocator") else 1.0)
-    # GiB-reserved: torch.cuda.max_memory_reserved, the peak with the allocator's growth (estimate.allocator)
-    predicted = est.reserved_peak_bytes if r["peak_mem_unit"] == "GiB-reserved" else est.per_gpu_bytes
-    if r["peak_mem_unit"] in ("GiB-active", "GiB-allocator", "GB-allocator", "GiB-reserved"):
+    unit = r["peak_mem_unit"]
+    measured = num(r["peak_mem"]) * (1e9 / GIB if unit in ("GB", "GB-allocator", "GB-reserved") else 1.0)
+    # GiB-reserved: torch.cuda.max_memory_reserved, the peak with the allocator's growth (estimate.allocator); GB-reserved
+    # the same in 1e9 bytes (torchtune's utils.memory_stats_log before 2024-09)
+    predicted = est.reserved_peak_bytes if unit in ("GiB-reserved", "GB-reserved") else est.per_gpu_bytes
+    if unit in ("GiB-active", "GiB-allocator", "GB-allocator", "GiB-reserved", "GB-reserved"):
         left_out = NOT_ALLOCATED if r["peak_mem_unit"] == "GiB-active" else OUTSIDE_ALLOCATOR
         predicted -= sum(est.items_bytes.get(k, 0.0) for k in left_out)
     return measured, predicted / GIB

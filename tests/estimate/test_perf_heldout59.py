@@ -1,0 +1,93 @@
+"""Held-out rows added 2026-12-06, thirty-third batch (benchmarks/perf_heldout59.py; nothing fitted on them): torchtune's
+April 2024 tutorials, the peak memory of Llama2-7B LoRA / QLoRA and Llama3-8B LoRA under lora_finetune_single_device.
+Bounds = the figures measured when the rows were added, with a margin: they guard against a regression, not an
+accuracy claim (docs/known-gaps.md 229)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import finetune_heldout as fh  # noqa: E402
+import perf_heldout59 as p59  # noqa: E402
+from harness import mape, scored  # noqa: E402
+from trainsizer.estimate.memory import GIB  # noqa: E402
+
+LORA = "torchtune LoRA tutorial peak-memory table"
+QLORA = "torchtune QLoRA tutorial memory table"
+LLAMA3 = "torchtune Llama3 tutorial peak memory"
+# source -> (rows, MAPE bound %); reached at landing in the comment
+BOUNDS = {LORA: (4, 8.0),  # 4.7
+          QLORA: (1, 36.0),  # 30.6 (229 (a))
+          LLAMA3: (1, 8.0)}  # 3.9
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return p59.cases()
+
+
+def test_every_row_names_its_file_commit_date_and_assumptions():
+    rs = p59.rows()
+    header = open(fh.DATA, encoding="utf-8").readline().strip().split(",")
+    assert list(rs[0])[: len(header)] == header  # finetune_heldout.job reads these columns
+    assert len({r["id"] for r in rs}) == len(rs) == 6
+    for r in rs:
+        assert r["url"].startswith("https://github.com/pytorch/torchtune/blob/"), r["id"]
+        assert len(r["url"].split("/blob/")[1].split("/")[0]) == 40, r["id"]  # a full commit, not a branch
+        assert r["locator"] and r["date"].startswith("2024-04-") and r["assumed"], r["id"]
+    assert not [r["id"] for r in rs if r["refused"]]
+
+
+def test_the_rows_are_the_recipes_job():
+    """One GPU, bf16, micro-batch 2 truncated at 512 tokens, unpacked, non-reentrant checkpointing of every layer, the
+    upcast loss, the caching allocator's default segments; LoRA on q / v unless the row says every layer."""
+    for r in p59.rows():
+        job, s = p59.job(r), p59.job(r)["strategy"]
+        assert (job["hardware"]["count"], job["precision"], job["seq_len"], job["packing"]) == (1, "bf16", 512, False)
+        assert (s["micro_batch"], s["recompute"], s["checkpoint_impl"], s["loss_impl"]) == (2, "full", "non_reentrant",
+                                                                                             "upcast")
+        assert s["allocator_expandable_segments"] is False and job["data"]["max_tokens"] == 512, r["id"]
+        assert job["lora"]["dropout"] == pytest.approx(0.05), r["id"]
+        every = "_all_" in r["id"]
+        assert ("down_proj" in job["lora"]["targets"]) == every, r["id"]
+        assert ("lm_head_adapter" in job["lora"]["targets"]) == (every and job["method"] == "lora"), r["id"]
+
+
+def test_gb_reserved_is_the_reserved_peak_in_1e9_bytes():
+    """A GB-reserved row is scored as a GiB-reserved one with its figure in 1e9 bytes."""
+    from trainsizer.catalog import load_catalog
+
+    r = next(r for r in p59.rows() if r["id"] == p59.LORA_BASE)
+    got = fh.row_cases(r, load_catalog())
+    as_gib = fh.row_cases(dict(r, peak_mem=str(float(r["peak_mem"]) * 1e9 / GIB), peak_mem_unit="GiB-reserved"),
+                          load_catalog())
+    (a,), (b,) = ([c for c in cs if c.metric == "peak_gib"] for cs in (got, as_gib))
+    assert a.measured == pytest.approx(b.measured) and a.predicted == pytest.approx(b.predicted)
+
+
+def test_sources_stay_within_their_bounds(cases):
+    for src, (n, bound) in BOUNDS.items():
+        got = [c for c in scored(cases, "peak_gib") if c.source == src]
+        assert len(got) == n, src
+        assert mape(got) < bound, (src, mape(got))
+
+
+def test_more_adapters_cost_more_as_measured(cases):
+    """Every row of the LoRA table above its Q and V rank-8 row is predicted above it too, the all-layer rank-64 row
+    most (measured 1.37 GiB more)."""
+    got = {rid.rsplit("_lora_", 1)[1]: (m, p) for rid, m, p in p59.adapter_deltas(cases)}
+    assert all(m > 0 and p > 0 for m, p in got.values())
+    assert max(got, key=lambda k: got[k][1]) == max(got, key=lambda k: got[k][0]) == "all_r64"
+
+
+def test_the_script_runs():
+    out = subprocess.run([sys.executable, str(BENCH / "perf_heldout59.py")], capture_output=True, text=True,
+                         check=True, cwd=BENCH).stdout
+    assert "perf_heldout59 peak memory: n=6" in out and "refused 0" in out
