@@ -29,6 +29,8 @@ import csv
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import perf_heldout as ph
 import perf_heldout28 as p28
 from harness import Case
@@ -66,6 +68,25 @@ def seconds_per_micro_batch(run: list[tuple[Case, dict[str, Any], dict[str, str]
             for tokens in (float(r["micro_batch"]) * float(r["seq_len"]),)]
 
 
+def serial_seconds(rs: list[dict[str, str]]) -> dict[str, float]:
+    """{row id: the estimate's seconds a micro-batch with none of ZeRO-3's collectives hidden behind compute} for the
+    DeepCompile ZeRO-3 rows of `rs` (step_s - dp_comm + dp_comm_serial, step_time._dp_comm_zero3, over the step's
+    micro-batches): what the rows' excess over the estimate is read against (docs/known-gaps.md 226)."""
+    from trainsizer.estimate.step_time import step_time_arrays
+
+    models = ph.model_data(ph.MODELS)
+    cat = ph.load_catalog()
+    out = {}
+    for r in rs:
+        if not r["id"].startswith("dc_") or "zero=3" not in r["strategy_extra"] or r["overlay"]:
+            continue
+        sc = ph.resolve_job(ph.job_of(r, models), cat)
+        a = {k: float(np.asarray(v).reshape(-1)[0]) for k, v in
+             step_time_arrays(sc.model, sc.training, sc.system, sc.strategy).items()}
+        out[r["id"]] = (a["step_s"] - a["dp_comm"] + a["dp_comm_serial"]) / a["micro_batches"]
+    return out
+
+
 def zero3_minus_fsdp_s(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[tuple[str, float, float]]:
     """(ZeRO-3 row id, measured, predicted seconds a micro-batch of ZeRO-3 less FSDP1) at the layouts both engines ran:
     the engines' difference in seconds, where `zero3_over_fsdp` gives it as a rate ratio."""
@@ -82,8 +103,10 @@ def main() -> None:
     for row_id, meas, pred in zero3_over_fsdp(run):
         print(f"  {row_id:58s} measured {meas:.3f} predicted {pred:.3f}  {pred / meas - 1.0:+6.1%}")
     print("DeepCompile rows, seconds a micro-batch (measured, estimate, what the estimate misses):")
+    serial = serial_seconds(rows())
     for row_id, meas, pred in seconds_per_micro_batch(run):
-        print(f"  {row_id:58s} measured {meas:6.3f} estimate {pred:6.3f}  missing {meas - pred:+6.3f}")
+        over = f"  serial {serial[row_id]:6.3f} over it {meas - serial[row_id]:+6.3f}" if row_id in serial else ""
+        print(f"  {row_id:58s} measured {meas:6.3f} estimate {pred:6.3f}  missing {meas - pred:+6.3f}{over}")
     print("ZeRO-3 less FSDP at one layout, seconds a micro-batch (measured vs estimate):")
     for row_id, meas, pred in zero3_minus_fsdp_s(run):
         print(f"  {row_id:58s} measured {meas:+6.3f} estimate {pred:+6.3f}")

@@ -17,7 +17,8 @@ Data: benchmarks/data/heldout_2027d_gpjt_zero3.csv (perf_heldout50's columns wit
 `zero3_bucket_sizes`; every setting the source does not state is in the row's `assumed`, with the default read).
 
 Printed: each row (published, predicted, error), per source, what a sample adds to the active peak (measured slope
-against predicted), and the first batch of each series that ran out of memory against the estimate's verdict.
+against predicted), each time row in seconds a step against the estimate and its serial sum (step_seconds), and the
+first batch of each series that ran out of memory against the estimate's verdict.
 
 Sign: (predicted - published) / published; + = predicted too fast (time) or too large (memory).
 
@@ -28,6 +29,8 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+
+import numpy as np
 
 import finetune_heldout as fh
 import perf_heldout43 as p43
@@ -72,6 +75,35 @@ def slopes(cs: list[Case]) -> list[tuple[str, float, float]]:
     return out
 
 
+def step_seconds(rs: list[dict[str, str]]) -> list[tuple[str, float, float, float]]:
+    """(row id, measured, estimate, serial sum) seconds a step of each ZeRO-3 tokens/s row of `rs`: measured = the
+    tokens the source counts a step over its tokens/s; serial sum = the estimate with none of ZeRO-3's collectives
+    hidden behind compute (step_s - dp_comm + dp_comm_serial: the chain in full, step_time._dp_comm_zero3). The rows'
+    excess over the estimate read against that sum says whether what the estimate misses is the overlap it takes or a
+    cost outside the chain (docs/known-gaps.md 226)."""
+    from trainsizer.estimate.step_time import step_time_arrays
+
+    cat = load_catalog()
+    out = []
+    for r in rs:
+        if not r["tokens_per_s"] or r["zero"] != "3" or r["refused"]:
+            continue
+        sc = fh._scenario(r, cat)
+        a = {k: float(np.asarray(v).reshape(-1)[0]) for k, v in
+             step_time_arrays(sc.model, sc.training, sc.system, sc.strategy).items()}
+        measured = fh.counted_tokens(r, sc.training) / float(r["tokens_per_s"])
+        out.append((r["id"], measured, a["step_s"], a["step_s"] - a["dp_comm"] + a["dp_comm_serial"]))
+    return out
+
+
+def print_step_seconds(rs: list[dict[str, str]]) -> None:
+    """`step_seconds` printed, one line a row."""
+    print("\nZeRO-3 rows, seconds a step (measured, estimate, serial sum: none of the chain hidden; measured less each):")
+    for rid, meas, est, serial in step_seconds(rs):
+        print(f"  {rid:44s} measured {meas:6.3f} estimate {est:6.3f} serial {serial:6.3f}  "
+              f"missing {meas - est:+6.3f} over serial {meas - serial:+6.3f}")
+
+
 def oom_verdicts() -> list[tuple[str, int, float, float]]:
     """(series, first batch that ran out of memory, the estimate's GiB a GPU at it, the card's GiB): the largest row
     of the series with its micro-batch raised."""
@@ -96,6 +128,7 @@ def main() -> None:
     print("\n".join(p43.source_lines(cs)))
     print("\nGiB a sample adds to the active peak (measured vs predicted):")
     print("\n".join(f"  {s:6s} measured {m:5.2f} predicted {p:5.2f}" for s, m, p in slopes(cs)))
+    print_step_seconds(rows())
     print("\nthe first batch each series ran out of memory at (the estimate's total a GPU, the card):")
     print("\n".join(f"  {s:6s} batch {n:2d}: predicted {g:5.1f} GiB of {card:.0f} ({'does not fit' if g > card else 'fits'})"
                     for s, n, g, card in oom_verdicts()))

@@ -16,8 +16,9 @@ Not rows (read, said in docs/known-gaps.md 221): the same repository's Liger Ker
 Data: benchmarks/data/heldout_2027f_gpjt_seqlen.csv (perf_heldout56's columns; every setting the source does not state
 is in the row's `assumed`, with the default read).
 
-Printed: each row (published, predicted, error), per source, and what a thousand positions add to each series' active
-and reserved peak (measured slope against predicted, from its shortest to its longest scored row).
+Printed: each row (published, predicted, error), per source, what a thousand positions add to each series' active
+and reserved peak (measured slope against predicted, from its shortest to its longest scored row), and each ZeRO-3
+time row in seconds a step against the estimate and its serial sum (perf_heldout56.step_seconds).
 
 Sign: (predicted - published) / published; + = predicted too fast (time) or too large (memory).
 
@@ -31,6 +32,7 @@ from pathlib import Path
 
 import finetune_heldout as fh
 import perf_heldout43 as p43
+import perf_heldout56 as p56
 from harness import Case, kept_rows, print_case_rows, refusals_said, scored, source_label
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -91,6 +93,7 @@ def main() -> None:
     print("\n".join(p43.source_lines(cs)))
     print("\nGiB that 1,000 positions add to the peak (measured vs predicted):")
     print("\n".join(f"  {s:8s} {kind:8s} measured {m:5.2f} predicted {p:5.2f}" for s, kind, m, p in slopes(cs)))
+    p56.print_step_seconds(rows())
     refused = [c for c in cs if c.metric == "refused"]
     unfit = [c for c in cs if c.metric == "fits"]
     print(f"\nrefused rows: {len(refused)}" + "".join(f"\n  {c.row_id}: {c.skipped}" for c in refused))

@@ -80,3 +80,18 @@ def test_more_micro_batch_costs_memory_and_the_sweeps_last_oom_is_said_not_to_fi
         assert measured > 0 and predicted > 0, series
     verdicts = {s: (g, card) for s, _, g, card in p56.oom_verdicts()}
     assert verdicts["gcexp"][0] > 0.9 * verdicts["gcexp"][1]
+
+
+def test_the_2048_position_rows_are_the_estimates_serial_sum():
+    """Read in seconds a step (perf_heldout56.step_seconds), the ZeRO-3 rows at batch 1-4 miss 0.15-0.22 s against the
+    estimate, with and without checkpointing, while each sits within 0.05 s of the estimate's serial sum (its compute,
+    optimizer and the whole ZeRO-3 chain, none of it hidden behind compute): what the estimate misses on these rows is
+    the chain it hides, not a cost outside it (docs/known-gaps.md 226). Batch 8 and 12 run 0.1-0.3 s over the sum."""
+    got = {rid: (meas, est, serial) for rid, meas, est, serial in p56.step_seconds(p56.rows())}
+    small = {rid: v for rid, v in got.items() if int(rid.rsplit("_bs", 1)[1]) <= 4}
+    assert len(small) == 8
+    for rid, (meas, est, serial) in small.items():
+        assert 0.15 < meas - est < 0.22, rid
+        assert abs(meas - serial) < 0.05, rid
+    for rid in ("gpjt24_llama3-8b_zero3_gc_bs8", "gpjt24_llama3-8b_zero3_gc_bs12"):
+        assert 0.05 < got[rid][0] - got[rid][2] < 0.3, rid

@@ -314,3 +314,26 @@ def test_fsdp1_concatenates_each_units_weight_gradients_on_the_compute_stream():
     ds_on, ds_off = (estimate_time(m, tr, h100_cluster(), ds_st, CAL, framework_style=s).breakdown_s["dp_comm"]
                      for s in (engine, dataclasses.replace(engine, fsdp1_view_grad_cat=False)))
     assert ds_on == ds_off
+
+
+def test_dp_comm_serial_is_the_chain_in_full_whatever_the_compute_hides():
+    """step_time_arrays' dp_comm_serial (a diagnostic, not a term of the step): ZeRO-3's collectives a step with none
+    hidden behind compute. DeepSpeed's chain (gathers, reduce-scatters, ring latencies, reduce-stream copies) does not
+    depend on the tokens a micro-batch, so the serial figure stays put as the sequence doubles while the exposed part
+    falls behind the longer compute; it exceeds the exposed part where compute hides some of the chain; under ZeRO-1
+    there is no chain to read and it is dp_comm itself."""
+    m = llama8b()
+
+    def arrays(seq: int, zero: int = 3) -> dict:
+        st = Strategy(tp=1, dp=64, zero=zero, micro_batch=2, framework="hf", recompute="selective",
+                      zero3_bucket_sizes="deepspeed" if zero == 3 else None)
+        return step_time.step_time_arrays(m, Training(seq_len=seq, global_batch_seqs=256), h100_cluster(), st,
+                                          calibration=CAL)
+
+    short, long_ = arrays(2048), arrays(8192)
+    assert float(short["dp_comm_serial"]) == pytest.approx(float(long_["dp_comm_serial"]))
+    assert float(long_["dp_comm"]) < float(short["dp_comm"])
+    assert float(long_["dp_comm_serial"]) > 2.0 * float(long_["dp_comm"]) > 0.0
+    assert float(long_["step_s"]) < float(long_["step_s"] - long_["dp_comm"] + long_["dp_comm_serial"])
+    z1 = arrays(4096, zero=1)
+    assert float(z1["dp_comm_serial"]) == float(z1["dp_comm"])
