@@ -79,7 +79,7 @@ def test_zero3_over_fsdp_at_one_layout(run):
     llama = [(meas, pred) for rid, meas, pred in pairs if "llama3" in rid]
     assert all(1.04 < meas < 1.09 and 0.95 < pred < 1.2 for meas, pred in llama)
     mixtral = {rid: (meas, pred) for rid, meas, pred in pairs if "mixtral" in rid}
-    assert len(mixtral) == 13 and all(0.79 < meas < 1.01 for meas, _ in mixtral.values())
+    assert len(mixtral) == 9 and all(0.79 < meas < 1.01 for meas, _ in mixtral.values())
     small = [pred for rid, (_, pred) in mixtral.items() if "mbs1" in rid]  # 512-2,048 tokens a GPU
     assert all(0.8 < pred < 1.12 for pred in small) and small == sorted(small)  # ZeRO-3 gains on FSDP as tokens grow
     large = [pred for rid, (_, pred) in mixtral.items() if "s2048" in rid and "mbs1" not in rid or "mbs4_s1024" in rid]
@@ -130,8 +130,9 @@ def test_mixtral_zero3_miss_in_seconds_is_flat_in_the_tokens(run):
 
 def test_zero3_rows_against_the_estimates_serial_sum(run):
     """Against the estimate's serial sum (perf_heldout31.serial_seconds: a micro-batch with none of ZeRO-3's chain
-    hidden behind compute), the Llama-3-70B ZeRO-3 rows run 0.18-1.06 s faster (their overlap is real), the Mixtral-
-    8x7B rows (nine layouts and the accumulation sweep) 0.19-0.73 s slower, most at the fewest tokens a GPU (docs/known-gaps.md 226)."""
+    hidden behind compute), the Llama-3-70B ZeRO-3 rows run 0.18-1.06 s faster (their overlap is real), the
+    Mixtral-8x7B rows (nine layouts and the accumulation sweep) 0.19-0.73 s slower, most at the fewest tokens a GPU
+    (docs/known-gaps.md 226)."""
     serial = p31.serial_seconds(p31.rows())
     assert len(serial) == 25
     sec = {rid: meas for rid, meas, _ in p31.seconds_per_micro_batch(run)}
