@@ -50,9 +50,13 @@ from trainsizer.estimate import calibration, compute, step_time  # noqa: E402
 # (2 dies x 74, NVIDIA Blackwell architecture technical brief 2024), Blackwell Ultra B300 160 (NVIDIA technical blog
 # "Inside NVIDIA Blackwell Ultra", 2025-08); AMD CDNA 3 white paper (2023): MI300X 304 CUs,
 # CDNA 4 (2025): MI355X / MI350X 256 CUs. Read 2026-12-02. Parts not listed: no wave quantisation.
+# A10G (AWS-only GA102; NVIDIA publishes no count): 80, the count the catalog's a10g entry derives its 70 TFLOPS from
+# (80 x 512 FLOP/clk x 1.71 GHz; the measured 69.5 TFLOPS at 10240^2, zzc0721_a10g, is more than 72 SMs reach at
+# 1.71 GHz). Low confidence: GCP's FP32 31.52 TFLOPS fits the A10's 72 (benchmarks/litgpt_twins.py prints both;
+# 2026-12-06).
 SM_COUNT = {"a100": 108, "a800": 108, "h100-pcie": 114, "h100": 132, "h800": 132, "h200": 132,
             "b200": 148, "b300": 160, "gb200": 148, "gb300": 160, "mi300x": 304, "mi325x": 304,
-            "mi350x": 256, "mi355x": 256}
+            "mi350x": 256, "mi355x": 256, "a10g": 80}
 TILE_M, TILE_N = 128.0, 256.0  # CUTLASS Sm80 default threadblock tile (docstring); `waves_128x128`: 128 x 128
 # Per-tile prologue + epilogue: ~1 us of HBM load latency before the first MMA and ~1 us to write a 64 KiB C tile
 # at one SM's share of the HBM bandwidth; an assumption of this experiment, not a measured figure.
