@@ -35,7 +35,7 @@ def test_valid_strategy_passes() -> None:
     [
         (LLAMA70, TRAIN, 64, Strategy(tp=8, pp=4, dp=4), "gpu_count"),
         (LLAMA70, TRAIN, 48, Strategy(tp=3, pp=2, dp=8), "tp_divides_heads"),
-        (LLAMA70, TRAIN, 64, Strategy(tp=16, pp=1, dp=4), "tp_divides_kv_heads"),
+        (LLAMA70, TRAIN, 64, Strategy(tp=16, pp=1, dp=4, framework="torchtitan"), "tp_divides_kv_heads"),
         (LLAMA70, TRAIN, 96, Strategy(tp=1, pp=96, dp=1), "pp_exceeds_layers"),
         (LLAMA70, TRAIN, 64, Strategy(tp=8, pp=1, vpp=2, dp=8), "vpp_needs_pp"),
         (LLAMA70, Training(seq_len=8192, global_batch_seqs=6), 64, Strategy(tp=8, pp=4, vpp=2, dp=2),
@@ -51,6 +51,7 @@ def test_valid_strategy_passes() -> None:
         (LLAMA70, TRAIN, 64, Strategy(tp=8, dp=8, zero=4), "zero_stage"),
         (LLAMA70, TRAIN, 64, Strategy(tp=8, dp=8, zero=3, shard_group=3), "shard_group_divides_dp"),
         (LLAMA70, TRAIN, 64, Strategy(tp=8, pp=2, dp=4, zero=3, framework="deepspeed"), "zero3_with_pp"),
+        (LLAMA70, TRAIN, 64, Strategy(tp=8, pp=2, dp=4, zero=2, framework="deepspeed"), "zero2_with_pp"),
         (LLAMA70, TRAIN, 64, Strategy(tp=8, pp=2, dp=4, zero=3, framework="hf"), "pipeline_framework"),
         (LLAMA70, TRAIN, 64, Strategy(tp=8, pp=2, dp=4, framework="hf"), "pipeline_framework"),
         (LLAMA70, TRAIN, 64, Strategy(tp=8, pp=2, dp=4, framework="torchtune"), "pipeline_framework"),
@@ -244,15 +245,61 @@ STARCODER = ModelArch(name="starcoderbase-15b", family="gpt", layers=40, hidden=
 
 def test_multi_query_attention_under_tp_runs_where_the_kv_head_is_replicated():
     """StarCoderBase trained with TP 4 and one KV head (BigCode Megatron-LM fork, arXiv:2305.06161 s5.6);
-    Megatron-Core asserts num_query_groups % tp == 0 and still refuses it."""
+    Megatron-Core runs it too since core_v0.16.0 (one query group: every rank all-gathers the QKV activations);
+    torchtitan refuses it (update_from_config, PR 2577)."""
     train = Training(seq_len=8192, global_batch_seqs=512)
     st = Strategy(tp=4, pp=4, dp=32, framework="megatron")
     assert check_strategy(STARCODER, train, sysm(512), st) == []
     assert bool(valid_mask(STARCODER, train, sysm(512), st))
+    assert check_strategy(STARCODER, train, sysm(512), st.with_(framework="megatron-core")) == []
     with pytest.raises(StrategyError, match="tp_divides_kv_heads"):
-        check_strategy(STARCODER, train, sysm(512), st.with_(framework="megatron-core"))
-    with pytest.raises(StrategyError, match="tp_divides_kv_heads"):  # GQA is not replicated
+        check_strategy(STARCODER, train, sysm(512), Strategy(tp=4, dp=128, zero=3, framework="torchtitan"))
+    with pytest.raises(StrategyError, match="tp_divides_kv_heads"):  # GQA is not replicated by the BigCode fork
         check_strategy(LLAMA70, TRAIN, sysm(64), Strategy(tp=16, dp=4, framework="megatron"))
+
+
+QWEN3_MOE = ModelArch(name="qwen3-30b-a3b", family="qwen3_moe", layers=48, hidden=2048, heads=32, kv_heads=4,
+                      head_dim=128, ffn=6144, vocab=151936, experts=128, experts_per_token=8, expert_ffn=768)
+
+
+@pytest.mark.parametrize(("framework", "tp", "legal"), [
+    ("megatron-core", 8, True),  # 4 query groups, TP 8: each group's K / V head on two ranks (core_v0.16.0+)
+    ("auto", 8, True),  # auto resolves TP 8 to megatron-core
+    ("megatron-core", 4, True), ("megatron-core", 2, True),
+    ("torchtitan", 8, False),  # update_from_config: tensor_parallel_degree must divide n_kv_heads
+    ("megatron", 8, False),  # the 2020-22 Megatron-LM: divide(num_query_groups, tp)
+    ("deepspeed", 8, False), ("hf", 8, False),
+])
+def test_tp_above_the_kv_heads_only_where_the_stack_subshards_them(framework, tp, legal):
+    """Megatron-Core (f7dfb99795) takes TP a multiple of the query groups; the other stacks need TP to divide them."""
+    st = Strategy(tp=tp, dp=64 // tp, framework=framework)
+    assert bool(valid_mask(QWEN3_MOE, TRAIN, sysm(64), st)) is legal
+    if legal:
+        check_strategy(QWEN3_MOE, TRAIN, sysm(64), st)
+    else:
+        with pytest.raises(StrategyError, match="tp_divides_kv_heads") as err:
+            check_strategy(QWEN3_MOE, TRAIN, sysm(64), st)
+        assert "megatron-core" in str(err.value)  # names the stack that runs it
+
+
+def test_tp_must_be_a_multiple_of_the_kv_heads_above_them():
+    """12 query groups: Megatron-Core takes a TP degree that divides them or that they divide ("must be a multiple
+    or divisor"), torchtitan only one that divides them; the mask agrees with the one-strategy check."""
+    model = LLAMA70.with_(heads=96, kv_heads=12, ffn=24576)
+    train = Training(seq_len=8192, global_batch_seqs=1536)
+    tp = np.array([2, 4, 6, 8, 12, 16, 24, 48])
+    for fw, zero, want in (("megatron-core", 0, [1, 1, 1, 0, 1, 0, 1, 1]), ("auto", 0, [1, 1, 1, 0, 1, 0, 1, 1]),
+                           ("torchtitan", 3, [1, 1, 1, 0, 1, 0, 0, 0])):
+        st = Strategy(tp=tp, dp=96 // tp, zero=zero, framework=fw)
+        mask = valid_mask(model, train, sysm(96), st)
+        assert mask.tolist() == [bool(w) for w in want], fw
+        for i, t in enumerate(tp.tolist()):
+            one = Strategy(tp=t, dp=96 // t, zero=zero, framework=fw)
+            if want[i]:
+                check_strategy(model, train, sysm(96), one)
+            else:
+                with pytest.raises(StrategyError, match="tp_divides_kv_heads"):
+                    check_strategy(model, train, sysm(96), one)
 
 
 @settings(max_examples=30, deadline=None)
@@ -308,3 +355,15 @@ def test_stated_stage_layers_accepted_without_the_uneven_split_warning() -> None
         s = Strategy(tp=8, pp=pp, vpp=vpp, dp=dp, pp_last_stage_layers=last, framework="megatron-core")
         assert check_strategy(DSV3_LIKE, TRAIN, sysm(64), s) == []
     assert check_strategy(DSV3_LIKE, TRAIN, sysm(64), Strategy(tp=8, pp=4, dp=2, framework="megatron-core"))
+
+
+@pytest.mark.parametrize(("zero", "pp", "legal"), [(0, 2, True), (1, 2, True), (2, 2, False), (3, 2, False),
+                                                   (2, 1, True), (3, 1, True)])
+def test_deepspeed_pipeline_engine_takes_zero_below_two(zero, pp, legal):
+    """DeepSpeed's PipelineEngine asserts ZeRO stage < 2 ("ZeRO-2 and ZeRO-3 are incompatible with pipeline
+    parallelism", runtime/pipe/engine.py since PR 980); ZeRO-1 with PP is what BLOOM and GPT-NeoX ran."""
+    st = Strategy(tp=8, pp=pp, dp=8 // pp, zero=zero, framework="deepspeed")
+    assert bool(valid_mask(LLAMA70, TRAIN, sysm(64), st)) is legal
+    if not legal:
+        with pytest.raises(StrategyError, match="zero[23]_with_pp"):
+            check_strategy(LLAMA70, TRAIN, sysm(64), st)

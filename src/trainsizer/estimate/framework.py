@@ -130,6 +130,26 @@ def style_number(name: str, key: str) -> float:
     return float(_style_entry(name)[key])
 
 
+def kv_subshard_frameworks() -> tuple[str, ...]:
+    """The frameworks whose perf style runs TP above the K / V heads (perf_constants.yaml frameworks.<style>
+    kv_head_subshard: Megatron-Core's QKV activation sub-sharding); the rule tp_divides_kv_heads and both estimates
+    read this one copy."""
+    return tuple(n for n in MEMORY_PROFILE if style_option(n, "kv_head_subshard"))
+
+
+def kv_head_copies(name: str, auto_idx: Any, tp: Any, kv_heads: int, attention: str) -> Any:
+    """TP ranks that hold each K / V head, per strategy: tp / kv_heads where the stack sub-shards
+    (`kv_subshard_frameworks`; "auto": the stack `auto_index` picks) and tp exceeds the K / V heads, else 1 (each
+    rank holds kv_heads / tp heads of its own). MLA's K / V split with the query heads: 1."""
+    tp = np.asarray(tp, dtype=float)
+    if attention == "mla" or kv_heads < 1:
+        return np.ones(tp.shape)
+    stacks = AUTO_CHOICES if name == "auto" else (name,)
+    idx = np.asarray(auto_idx) if name == "auto" else np.zeros((), dtype=int)
+    sub = np.array([n in kv_subshard_frameworks() for n in stacks])[idx]
+    return np.where(sub & (tp > kv_heads), tp / kv_heads, 1.0)
+
+
 def deepspeed_zero3_buckets(mode: Any, hidden: float) -> tuple[Any, Any, Any]:
     """(stage3_prefetch_bucket_size, stage3_param_persistence_threshold, reduce_bucket_size) in elements for a job's
     DeepSpeed ZeRO-3 bucket sizes (names.ZERO3_BUCKET_SIZES, elementwise): "deepspeed" = DeepSpeed's zero/config.py

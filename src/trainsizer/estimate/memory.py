@@ -67,6 +67,7 @@ from trainsizer.estimate.framework import (
     dense_all_split,
     fp8_primary_weights_default,
     fused_expert_loop,
+    kv_head_copies,
     memory_profile,
     routed_model,
     stating_dense_all,
@@ -718,7 +719,9 @@ def _saved_layer_bytes(model: ModelArch, training: Training, strategy: Strategy,
         fp32_base = training.method == "lora" and getattr(strategy, "frozen_base_dtype", None) == "fp32"
         upcast_res = _autocast_fp32_base(name, strategy, training, strategy_arrays(strategy)) if fp32_base else False
     residual = _fp32_residual_checkpoint(model, training, upcast_res, mega, rec, tokens / sp_div)
-    dense_b, moe_b = dense_b + residual, moe_b + residual
+    kv = _kv_subshard_bytes(model, training, name, mega, titan, tokens, t)
+    dense_b, moe_b = dense_b + residual + np.where(rec <= 1, kv, 0.0), moe_b + residual + np.where(rec <= 1, kv, 0.0)
+    dense_none, moe_none = dense_none + kv, moe_none + kv
     if np.any(titan):
         dense_none, moe_none = _titan_block_extras(model, training, strategy, pre, titan, tokens, t, sp_div,
                                                    dense_none, moe_none)
@@ -739,6 +742,24 @@ def _saved_layer_bytes(model: ModelArch, training: Training, strategy: Strategy,
         dense_none, moe_none = dense_none + kv, moe_none + kv
         dense_b, moe_b = dense_b + np.where(rec <= 1, kv, 0.0), moe_b + np.where(rec <= 1, kv, 0.0)
     return upcast_w, (dense_b, moe_b, dense_none, moe_none)
+
+
+def _kv_subshard_bytes(model: ModelArch, training: Training, name: str, mega: np.ndarray, titan: np.ndarray,
+                       tokens: Any, t: Any) -> Any:
+    """Bytes per layer of one micro-batch that TP above the K / V heads adds where the stack sub-shards them
+    (framework.kv_head_copies; Megatron-Core core_v0.16.0+, attention.py get_query_key_value_tensors): each rank's
+    attention keeps its query group's K and V heads whole, one head each, where the layer items count kv_heads / tp
+    of a head. Kept with the items that keep q / k / v (no recompute, selective) and in the full-recompute working
+    set; attention layers' share. The all-gathered QKV buffer's own lifetime is not counted (docs/known-gaps.md 227 (a))."""
+    if model.attention == "mla" or not np.any(np.asarray(t) > model.kv_heads):  # the search's usual batch: none
+        return 0.0
+    auto_idx = np.where(mega, 0, np.where(titan, 1, 2))  # _profiles: "auto"'s megatron-core / torchtitan / hf
+    copies = kv_head_copies(name, auto_idx, t, model.kv_heads, model.attention)
+    if not np.any(copies > 1.0):
+        return 0.0
+    a = float(act_bytes(training.precision))
+    share = model.attention_layers / model.layers
+    return tokens * a * float(model.kv_dim + model.v_dim) * (copies - 1.0) / t * share
 
 
 def _logit_extras(training: Training, strategy: Strategy, name: str, loss_bytes: tuple[Any, Any],

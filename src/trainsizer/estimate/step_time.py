@@ -325,6 +325,8 @@ class PerfStyle:
     # as separate kernels over fp32 logits (compute._lm_head; Megatron-LM 2020-2023, Megatron-DeepSpeed, GPT-NeoX)
     ce_unfused_fp32: bool = False
     moe_host_sync: bool = False  # its alltoall MoE token dispatcher synchronises with the host (_host_excess)
+    # TP above the K / V heads: the QKV activations all-gathered over TP, one K / V head a rank (_kv_subshard_time)
+    kv_head_subshard: bool = False
     # the routed experts run Transformer Engine's fused grouped MLP (Megatron-Core use_transformer_engine_op_fuser with
     # NVTE_CUTEDSL_FUSED_GROUPED_MLP: TEGroupedMLP._fused_forward, MXFP8 on SM100): fc1 with its bias, the gated
     # activation (clamped quick-GeGLU included) and fc2 with its probability-scaled bias run in cuDNN CuTe DSL grouped
@@ -2059,7 +2061,37 @@ def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
         style = np.asarray(x.fw.tp_overlap_fraction, float)
         hidden = np.where(np.isnan(style), k.tp_overlap_fraction, style)
         tp_per_layer = tp_per_layer * _when(x.fw.tp_comm_overlap, 1.0 - hidden * (1.0 - k.overlap_interference), 1.0)
-    return t_ar, tp_per_layer + _amax_reductions(x, k_tp, m_tp)
+    return t_ar, tp_per_layer + _amax_reductions(x, k_tp, m_tp) + _kv_subshard_time(x, k_tp, m_tp)
+
+
+def _kv_subshard_time(x: _Step, k_tp: Any, m_tp: Any) -> Any:
+    """Seconds per layer and micro-batch of the QKV all-gather a stack that sub-shards the K / V heads runs where TP
+    exceeds them (PerfStyle.kv_head_subshard, Megatron-Core core_v0.16.0+): each attention layer all-gathers its QKV
+    projection's output -- tokens x (q + k + v widths), 16-bit -- over the TP ranks in the forward (again under full
+    recompute) and reduce-scatters its gradient in the backward (Megatron-LM attention.py
+    get_query_key_value_tensors: all_gather_last_dim_from_tensor_parallel_region, tensor_parallel/mappings.py
+    _AllGatherFromTensorParallelRegion, f7dfb99795). A blocking collective on the compute stream, outside Transformer
+    Engine's userbuffers overlap: exposed. Hybrid models: their attention layers' share."""
+    m = x.model
+    if m.attention == "mla" or not np.any(x.fw.kv_head_subshard):
+        return 0.0
+    on = np.asarray(x.fw.kv_head_subshard, bool) & (x.t > max(m.kv_heads, 1))
+    if not np.any(on):
+        return 0.0
+    qkv_bytes = x.tok * float(m.q_dim + m.kv_dim + m.v_dim) * x.act
+    r = x.link(x.t, 1.0)
+    ag = comm.all_gather_time(qkv_bytes, x.t, k_tp, r, x.system, m_tp)
+    rs = comm.reduce_scatter_time(qkv_bytes, x.t, k_tp, r, x.system, m_tp)
+    return np.where(on, m.attention_layers / m.layers * (ag * (1.0 + x.full_share) + rs), 0.0)
+
+
+def _kv_split(x: _Step) -> Any:
+    """The ranks a layer's K (or V) is split over, per strategy: tp, or the K / V heads where a sub-sharding stack
+    runs TP above them (PerfStyle.kv_head_subshard: each rank holds one head whole, `_kv_subshard_time`)."""
+    kv = max(x.model.kv_heads, 1)
+    if x.model.attention == "mla" or not np.any(x.fw.kv_head_subshard):
+        return x.t
+    return np.where(np.asarray(x.fw.kv_head_subshard, bool) & (x.t > kv), float(kv), x.t)
 
 
 def _sp_pair_time(x: _Step, act_bytes: Any, fp8_share: Any, k_tp: Any, m_tp: Any) -> Any:
@@ -2503,7 +2535,7 @@ def _cp_comm(x: _Step, lt: compute.LayerTimes) -> np.ndarray:
     c = x.c
     k_cp = comm.ranks_per_domain(c, x.t, x.domain)
     if x.cp_comm_type == "all_gather":
-        kv_bytes = x.tok * 2.0 * x.model.kv_dim / x.t * x.act * c
+        kv_bytes = x.tok * 2.0 * x.model.kv_dim / _kv_split(x) * x.act * c
         te = comm.all_gather_time(kv_bytes, c, k_cp, x.link(c, x.t), x.system, comm.zone_members(c, x.t, x.system)) * (
             (1.0 + 2.0 + x.full_share) * x.model.attention_layers / x.model.layers)
     elif x.cp_comm_type == "a2a":
@@ -2529,7 +2561,7 @@ def _cp_te_ring(x: _Step, lt: compute.LayerTimes, k_cp: Any) -> Any:
     if not m.attention_layers:  # a stack of Mamba-2 / MLP layers: no attention, no ring
         return 0.0
     share = m.attention_layers / m.layers  # lt.attn_* are already that share of an average layer's
-    q_el, kv_el = x.tok * m.q_dim / x.t, x.tok * m.kv_dim / x.t  # one rank's query / output and K elements
+    q_el, kv_el = x.tok * m.q_dim / x.t, x.tok * m.kv_dim / _kv_split(x)  # one rank's query / output and K elements
     same, hop = k_cp >= c, x.link(c, x.t, p2p=True)
     send = comm.p2p_time(2.0 * kv_el * x.act, same, hop, x.system)
     a_fwd, a_bwd = lt.attn_fwd / (share * c), lt.attn_bwd / (share * c)  # one step's attention

@@ -5,9 +5,11 @@ strategy and raises `StrategyError(rule, detail)` naming the first broken rule. 
 usually slow layout) come back from `check_strategy` as warnings.
 
 Origins (one line each):
-- TP must divide attention heads and KV groups: Megatron-Core `TransformerConfig` asserts
-  num_attention_heads % tp == 0 and num_query_groups % tp == 0. Multi-query attention (one KV head) under
-  the `megatron` style is the exception: the BigCode Megatron-LM fork (--attention-head-type multiquery)
+- TP must divide attention heads: Megatron-Core `TransformerConfig` (num_attention_heads % tp == 0), torchtitan's
+  model configs. TP must divide the KV groups, or on a stack that sub-shards the QKV activations
+  (framework.kv_subshard_frameworks: Megatron-Core core_v0.16.0+, "num_query_groups must be a multiple or
+  divisor of tensor_model_parallel_size") be a multiple of them (`_kv_heads_rule`). Multi-query attention (one
+  KV head) under the `megatron` style is also allowed: the BigCode Megatron-LM fork (--attention-head-type multiquery)
   keeps the single K/V projection whole on every TP rank; StarCoderBase 15.5B trained that way with TP 4 (Li
   et al. 2023, arXiv:2305.06161 s5.6). The replicated K/V GEMMs are not added to the time: 2 x 128 of a
   layer's ~10 x hidden columns per token, under 0.5% at StarCoder's width.
@@ -19,8 +21,9 @@ Origins (one line each):
   divisible by pp (or pp * vpp) are a warning, not an error: Megatron-Core splits unevenly with
   --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers (Llama 3 405B: 126 layers on
   pp=16 with interleaving, one layer fewer on the first and the last stage; Llama 3 paper Sec. 3.3.2).
-- ZeRO-3 is not supported together with pipeline parallelism in DeepSpeed (PipelineEngine asserts
-  zero stage < 2): DeepSpeed docs "Pipeline Parallelism". The rule names its frameworks (ZERO3_PP_REFUSED):
+- ZeRO-2 and ZeRO-3 are not supported together with pipeline parallelism in DeepSpeed (PipelineEngine asserts
+  zero stage < 2): DeepSpeed docs "Pipeline Parallelism"; ZeRO-2 by rule zero2_with_pp (ZERO2_PP_REFUSED:
+  deepspeed), ZeRO-3 by zero3_with_pp, which names its frameworks (ZERO3_PP_REFUSED):
   DeepSpeed, the HF Trainer (its ZeRO-3 is DeepSpeed or FSDP1) and FSDP1-style stacks; torchtitan composes
   FSDP2 with torch.distributed.pipelining (its 3D/4D layouts, torchtitan docs/composability.md), and "auto"
   resolves such a strategy to torchtitan.
@@ -56,7 +59,7 @@ from typing import Any
 import numpy as np
 
 from trainsizer.errors import StrategyError
-from trainsizer.estimate.framework import AUTO_CHOICES, auto_index
+from trainsizer.estimate.framework import AUTO_CHOICES, auto_index, kv_subshard_frameworks
 from trainsizer.estimate.inputs import (
     DEGREE_FIELDS,
     FLAG_FIELDS,
@@ -73,6 +76,10 @@ from trainsizer.names import FLEX_DISPATCHERS, RECOMPUTE_METHODS, RECOMPUTE_MODU
 
 # Frameworks whose ZeRO-3 / full-shard path cannot run with pipeline parallelism (see module docstring).
 ZERO3_PP_REFUSED = ("deepspeed", "hf", "fsdp")
+# Frameworks whose ZeRO-2 cannot run with pipeline parallelism: DeepSpeed's PipelineEngine asserts
+# zero_optimization_stage() < ZeroStageEnum.gradients, "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"
+# (deepspeed/runtime/pipe/engine.py, since fbece50b2, PR 980, 2021-04-19; read at edaa7221, 2026-08)
+ZERO2_PP_REFUSED = ("deepspeed",)
 # Frameworks that run a pipeline schedule (pp > 1) and those with an interleaved one (vpp > 1); "auto" is judged as
 # the stack it resolves to (_resolves_to). See the module docstring.
 PIPELINE_FRAMEWORKS = ("megatron", "megatron-core", "deepseek-dualpipe", "deepspeed", "torchtitan")
@@ -202,6 +209,7 @@ RULES = (
     "pipeline_framework",
     "interleaved_framework",
     "zero3_with_pp",
+    "zero2_with_pp",
     "pipeline_slots_need_megatron",
     "pp_stage_layers_framework",
     "pp_stage_layers_pipelined",
@@ -377,12 +385,9 @@ def _rule_table(
         routed = model.is_moe and i == len(ffns) - 1 - bool(model.shared_expert_ffn)
         ffn_ok &= ((f_ % safe(tp)) == 0) | (routed & (etp != tp))
     n_micro = B / safe(mb * dp)
-    kv_ok = (model.kv_heads % safe(tp) == 0) if model.attention != "mla" else np.ones(tp.shape, bool)
-    if model.kv_heads == 1 and fw in MQA_REPLICATED_KV_FRAMEWORKS:
-        kv_ok = np.ones(tp.shape, bool)
     c = SimpleNamespace(model=model, training=training, system=system, strategy=strategy, tp=tp, pp=pp, vpp=vpp,
                         dp=dp, cp=cp, ep=ep, etp=etp, zero=zero, sg=sg, mb=mb, rec=rec, off=off, fw=fw,
-                        slots=slots, gpus=gpus, B=B, s=s, safe=safe, ffns=ffns, ffn_ok=ffn_ok, n_micro=n_micro, kv_ok=kv_ok,
+                        slots=slots, gpus=gpus, B=B, s=s, safe=safe, ffns=ffns, ffn_ok=ffn_ok, n_micro=n_micro,
                         dist_opt=a["distributed_optimizer"], pretraining=training.method in ("pretrain", "cpt"),
                         device_map=getattr(strategy, "device_map", None) is not None)
     # "auto": the stack each strategy resolves to, once for every rule that asks (_resolves_to)
@@ -400,7 +405,7 @@ def _shape_and_pipeline_rules(c: SimpleNamespace) -> _Rules:
     """Degrees, GPU count, TP against the model's shapes, pipeline depth and interleaving."""
     model, system, B, safe = c.model, c.system, c.B, c.safe
     tp, pp, vpp, dp, cp, ep, mb, sg = c.tp, c.pp, c.vpp, c.dp, c.cp, c.ep, c.mb, c.sg
-    gpus, ffns, ffn_ok, kv_ok, slots, n_micro = c.gpus, c.ffns, c.ffn_ok, c.kv_ok, c.slots, c.n_micro
+    gpus, ffns, ffn_ok, slots, n_micro = c.gpus, c.ffns, c.ffn_ok, c.slots, c.n_micro
     return {
         "positive_degrees": (
             (tp >= 1) & (pp >= 1) & (vpp >= 1) & (dp >= 1) & (cp >= 1) & (ep >= 1) & (mb >= 1) & (sg >= 0),
@@ -416,10 +421,7 @@ def _shape_and_pipeline_rules(c: SimpleNamespace) -> _Rules:
             model.heads % safe(tp) == 0,
             lambda v: msg("rule_tp_divides_heads", tp=v["tp"], heads=model.heads),
         ),
-        "tp_divides_kv_heads": (
-            kv_ok,
-            lambda v: msg("rule_tp_divides_kv_heads", tp=v["tp"], kv_heads=model.kv_heads),
-        ),
+        "tp_divides_kv_heads": _kv_heads_rule(c),
         "tp_divides_ffn": (
             ffn_ok,
             lambda v: msg("rule_tp_divides_ffn", tp=v["tp"], sizes=", ".join(map(str, ffns))),
@@ -447,6 +449,24 @@ def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
             | _partial_recompute_rules(c) | _te_option_rules(c) | _experts_implementation_rules(c) | _hybrid_rules(c) | _local_batch_rules(c)
             | _stage_layers_rules(c) | _stage_list_rules(c) | _defer_wgrad_rules(c) | _fsdp_no_sync_rule(c)
             | _cp_a2a_rule(c))
+
+
+def _kv_heads_rule(c: SimpleNamespace) -> tuple[np.ndarray, Callable[[dict[str, Any]], str]]:
+    """TP divides the K / V heads (query groups), as Megatron-Core's TransformerConfig asked before core_v0.16.0 and
+    torchtitan's model configs refuse otherwise (update_from_config, pytorch/torchtitan fa8e6ccc9, PR 2577,
+    2026-03-15; earlier its view(bs, seqlen, -1, head_dim) failed on a fraction of a head); or, on a stack that
+    sub-shards the QKV activations (framework.kv_subshard_frameworks: Megatron-Core core_v0.16.0+), TP is a multiple
+    of them; or multi-query attention under MQA_REPLICATED_KV_FRAMEWORKS. MLA's K / V split with the query heads."""
+    model, tp, safe = c.model, c.tp, c.safe
+    kv = max(model.kv_heads, 1)
+    if model.attention == "mla" or (model.kv_heads == 1 and c.fw in MQA_REPLICATED_KV_FRAMEWORKS):
+        return (np.ones(tp.shape, bool), lambda v: "")
+    stacks = kv_subshard_frameworks()
+    ok = kv % safe(tp) == 0
+    if np.any(tp > kv):  # above the heads: a multiple of them where the stack sub-shards
+        ok = ok | (_resolves_to(c, stacks) & (np.mod(tp, kv) == 0))
+    return (ok, lambda v: msg("rule_tp_divides_kv_heads", tp=v["tp"], kv_heads=model.kv_heads,
+                              framework=_stack_named(c, v), allowed=", ".join(stacks)))
 
 
 def _cp_a2a_rule(c: SimpleNamespace) -> _Rules:
@@ -901,6 +921,10 @@ def _stack_option_rules(c: SimpleNamespace) -> _Rules:
         "zero3_with_pp": (
             (zero < 3) | (pp <= 1) | (fw not in ZERO3_PP_REFUSED),
             lambda v: msg("rule_zero3_with_pp", framework=repr(fw), refused=", ".join(ZERO3_PP_REFUSED)),
+        ),
+        "zero2_with_pp": (
+            (zero != 2) | (pp <= 1) | (fw not in ZERO2_PP_REFUSED),
+            lambda v: msg("rule_zero2_with_pp", framework=repr(fw), refused=", ".join(ZERO2_PP_REFUSED)),
         ),
         "optimizer_in_backward_no_accumulation": (
             np.full(tp.shape, not getattr(strategy, "optimizer_in_backward", False)) | (n_micro <= 1),
