@@ -75,6 +75,7 @@ from __future__ import annotations
 
 import csv
 import math
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -220,6 +221,101 @@ def mxfp8_saving_terms(dispatcher: str = "alltoall") -> dict[str, float]:
              "host": -(h_m - h_b) * ms}
     terms["rest"] = terms["predicted"] - terms["gemms"] - terms["casts"] - terms["host"]
     return terms
+
+
+HYBRIDEP_KERNELS = Path(__file__).resolve().parent / "data" / "hybridep_kernels.csv"
+# the alltoall per-expert host figure refitted under the counterfactual: each of perf_blackwell's three fitted DGX-B200
+# rows keeps its prediction at 3.28 / 3.32 / 3.27e-5 s a kernel with the dispatcher's own copies charged (their mean)
+COUNTERFACTUAL_ALLTOALL_HOST_S = 3.29e-5
+
+
+def hybridep_link_shares(sms: int = 32) -> tuple[list[float], list[float]]:
+    """(EP ranks, share of the GB200 link per direction) HybridEP's intranode kernels reach alone at `sms` SMs (NVIDIA's
+    table, benchmarks/data/hybridep_kernels.csv): the received copies' rate x (n - 1) / n over NVLink 5's 900 GB/s, the
+    dispatch and the combine by their harmonic mean (a layer runs both alike). 32 SMs: Megatron-Core's
+    moe_hybridep_num_sms None takes HybridEpBuffer's default (deepseek-ai/DeepEP hybrid-ep deep_ep/hybrid_ep_buffer.py
+    at 017a5202)."""
+    rates: dict[int, dict[str, float]] = {}
+    for r in csv.DictReader(HYBRIDEP_KERNELS.open(encoding="utf-8")):
+        if r["accelerator"] == "gb200" and r["api"] == "kernel" and int(r["sms"]) == sms:
+            rates.setdefault(int(r["ep"]), {})[r["pass"]] = float(r["logical_gb_s"])
+    ranks = sorted(rates)
+    shares = [2.0 / sum(900.0 / (v * (n - 1) / n) for v in rates[n].values()) for n in ranks]
+    return [float(n) for n in ranks], shares
+
+
+def _code_copy_delta(x) -> object:
+    """Seconds per average layer and micro-batch by which the permutation copies Megatron-LM's dispatchers make
+    (token_dispatcher.py at 0d8e0714 / b0cc2706 / b20c1b25: alltoall permute, sort_chunks_by_idxs after the dispatch and
+    before the combine with more than one local expert, unpermute; flex one permute and one unpermute beside DeepEP's
+    or HybridEP's transport, HybridEP's as kernels of their own, executor.cu permute_launcher / unpermute_launcher) and
+    their backward (one copy a copy: TE's permute / unpermute / sort by the inverse map) differ from the two a forward
+    and four a backward compute._moe_layer charges; each a read and a write of a hidden-wide row a routed slot this GPU's
+    experts take, the forward's again where the MoE block re-runs (docs/known-gaps.md 232 (a))."""
+    from trainsizer.estimate import compute
+    from trainsizer.estimate.step_time import moe_alltoall
+
+    m = x.model
+    mcore = np.asarray(x.fw.moe_host_sync, bool)
+    if not m.is_moe or not np.any(mcore):
+        return 0.0
+    sort = moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t) & (m.experts / np.maximum(x.e, 1.0) > 1.0)
+    per_pass = np.where(sort, 4.0, 2.0)
+    copies = (per_pass - 2.0) * (1.0 + x.moe_rerun) + (per_pass - 4.0)
+    split = np.where(np.asarray(x.fw.moe_tp_token_split, bool), x.et / x.t, 1.0)
+    nbytes = 2.0 * copies * x.routed_slots * split * m.hidden * x.r.act_bytes
+    share = m.moe_layer_count / m.layers
+    return np.where(mcore, compute.stream_time(nbytes, x.r, kernels=copies * share), 0.0)
+
+
+def _hybridep_scale(x) -> object:
+    """EP time's multiple where Megatron-Core's flex runs inside a multi-host NVLink domain (HybridEP) at its kernels'
+    measured share of the link (hybridep_link_shares, held at the last measured rank count beyond it) instead of the
+    collectives' rate the estimate charges; 1 elsewhere."""
+    from trainsizer.estimate import comm
+    from trainsizer.estimate.step_time import _ep_group
+
+    flex, _, n_ep, stride = _ep_group(x)
+    k_ep = comm.ranks_per_domain(n_ep, stride, x.domain)
+    hybrid = (flex & np.asarray(x.fw.moe_host_sync, bool) & (n_ep <= k_ep)
+              & (x.system.scaleup_domain > x.system.gpus_per_node))
+    ranks, shares = hybridep_link_shares()
+    measured = x.system.intra_node_gb_s * 1e9 * np.interp(np.asarray(n_ep, float), ranks, shares)
+    return np.where(hybrid, x.link(n_ep, stride).intra_busbw / measured, 1.0)
+
+
+@contextmanager
+def dispatcher_counterfactual(rates: bool = False):
+    """Inside, the estimate charges the dispatchers' own permutation copies (_code_copy_delta) with the alltoall host
+    figure refitted on its rows (COUNTERFACTUAL_ALLTOALL_HOST_S) and, with `rates`, Megatron-Core's flex inside a
+    multi-host NVLink domain at HybridEP's measured kernel rates (_hybridep_scale). A counterfactual the estimate does
+    not ship (docs/known-gaps.md 232): e.g. `with dispatcher_counterfactual(True): accuracy_bands.compute()`."""
+    from trainsizer.estimate import step_time
+    from trainsizer.estimate.calibration import load_constants
+
+    host = load_constants().moe_host_s_per_expert_kernel
+    saved = (step_time._fp8_expert_padding_time, step_time._ep_comm, host["alltoall"])
+    padding, ep_comm = saved[0], saved[1]
+    step_time._fp8_expert_padding_time = lambda x: padding(x) + _code_copy_delta(x)
+    if rates:
+        step_time._ep_comm = lambda x, like: ep_comm(x, like) * _hybridep_scale(x)
+    host["alltoall"] = COUNTERFACTUAL_ALLTOALL_HOST_S
+    try:
+        yield
+    finally:
+        step_time._fp8_expert_padding_time, step_time._ep_comm, host["alltoall"] = saved
+
+
+def dispatcher_counterfactual_pairs() -> list[tuple[str, float, float, float, float]]:
+    """(pair, measured, shipped, with the dispatchers' own copies, and with HybridEP's kernel rates too) for PR 3561's
+    alltoall-over-HybridEP pairs (dispatcher_pairs; docs/known-gaps.md 232)."""
+    shipped = {n: (m, p) for n, m, p in dispatcher_pairs()}
+    with dispatcher_counterfactual():
+        copies = {n: p for n, _, p in dispatcher_pairs()}
+    with dispatcher_counterfactual(rates=True):
+        both = {n: p for n, _, p in dispatcher_pairs()}
+    names = ("BF16 alltoall / hybridep", "MXFP8 alltoall / hybridep")
+    return [(n, shipped[n][0], shipped[n][1], copies[n], both[n]) for n in names]
 
 
 def _bisect(f, lo: float, hi: float, steps: int = 30) -> float:
@@ -415,6 +511,11 @@ def main() -> None:
         print(f"  {dispatcher:8s} measured {t['measured']:.2f} predicted {t['predicted']:.2f} = GEMMs {t['gemms']:+.2f} "
               f"casts {t['casts']:+.2f} host {t['host']:+.2f} rest {t['rest']:+.2f}; closed by an MXFP8 GEMM ratio of "
               f"{ratio:.2f} (shipped 0.81) or casts x {casts:.2f}")
+    print("  alltoall over HybridEP with each dispatcher's own permutation copies as Megatron-LM's code runs them, then "
+          "HybridEP's measured kernel rates too (a counterfactual, not shipped; known-gaps 232):")
+    for name, meas, shipped, copies, both in dispatcher_counterfactual_pairs():
+        print(f"  {name:28s} measured {meas:.3f} shipped {shipped:.3f} copies {copies:.3f} copies + HybridEP rates "
+              f"{both:.3f}")
     print("MoE lines by the experts a rank holds: median error as predicted / with the host terms off (the GPU side "
           "alone; known-gaps 208 (c)):")
     groups: dict[tuple[str, str, str, int], list[tuple[float, float]]] = {}
