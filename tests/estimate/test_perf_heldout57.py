@@ -112,7 +112,7 @@ def test_zero1_rows_state_nanotrons_gradient_all_reduce():
         assert ("zero1_grad_allreduce=true" in extra) == ("zero=1;" in extra), r["id"]
 
 
-INTERNLM_BOUND = 11.0  # 8.5 at landing (220 (g), (h))
+INTERNLM_BOUND = 16.0  # 8.5 at landing (220 (g), (h)); 13.x with the ZeRO-1 group stated (228)
 
 
 @pytest.fixture(scope="module")
@@ -134,15 +134,22 @@ def test_internlm_rows_are_the_tables_cells():
         assert (job["seq_len"], s["tp"], job["precision"]) == (2048, 1, "bf16"), r["id"]
         assert s["recompute"] == ("full" if "| TRUE | TRUE |" in r["source_locator"] else "none"), r["id"]
         assert not s.get("grad_reduce_in_fp32") and s["grad_bucket_params"] == 512 * 1024 * 1024, r["id"]
-        assert s["zero"] == 1, r["id"]  # zero1 8: ZeRO-1, its group inside a node has no field (220 (h))
+        # zero1 8: ZeRO-1 over a node's 8 GPUs, the gradients all-reduced over all of DP (228)
+        assert (s["zero"], s["shard_group"], s["zero1_grad_allreduce"]) == (1, 8, True), r["id"]
         assert "c18bec9361684189aadf6ffb724f9dfe48288eb0" in r["source"], r["id"]
 
 
 def test_internlm_within_its_bound_fits_and_zero0_would_not(internlm):
-    """Every run fits as stated (the states sharded); zero 0 reads faster here only through a full optimizer step, and
-    faster still with that step cut to the 1/8 each GPU runs (220 (h))."""
+    """Every run fits as stated (the states sharded over the node); each GPU steps on 1/8 of the states whatever the
+    GPU count, and the parameters are gathered over NVLink: the stated reading is faster than zero 0 (a full step)
+    and, beyond one node, than ZeRO-1 over all of DP (its all-gather across hosts) (220 (h), 228)."""
     cs = [c for c, _, _ in internlm if not c.skipped]
     assert len(cs) == 22 and mape(cs) < INTERNLM_BOUND
     assert all(res["memory"]["fits"] for _, res, _ in internlm)
-    for _, stated, zero0, step8 in p57.internlm_readings(internlm):
-        assert step8 > zero0 and zero0 < stated + 0.02
+    steps = {res["time"]["breakdown_s"]["optimizer"] for _, res, _ in internlm}
+    assert max(steps) == pytest.approx(min(steps), rel=1e-9)
+    rows = {r["id"]: r for _, _, r in internlm}
+    for rid, stated, whole, zero0 in p57.internlm_readings(internlm):
+        assert stated > zero0
+        if int(rows[rid]["gpu_count"]) > 8:
+            assert stated > whole, rid

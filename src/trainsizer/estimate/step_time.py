@@ -3173,6 +3173,10 @@ class _Grads:
     m_edp: np.ndarray
     shard_opt: np.ndarray  # optimizer sharded (ZeRO >= 1 or distributed optimizer)
     window: np.ndarray  # backward of the last micro-batch on the slowest stage (what reduction can hide in)
+    # the ranks ZeRO-1 / 2 shard the optimizer over: all of DP x CP (and the expert-DP group), or the shard group
+    # where strategy.shard_group is set (`_zero_groups`)
+    n_zd: Any = None
+    n_ze: Any = None
 
 
 def _grads(x: _Step, lt: compute.LayerTimes, mb: _MicroBatch) -> _Grads:
@@ -3189,7 +3193,21 @@ def _grads(x: _Step, lt: compute.LayerTimes, mb: _MicroBatch) -> _Grads:
                   n_edp=n_edp, k_edp=comm.ranks_per_domain(n_edp, x.et * x.e, x.domain),
                   m_dp=comm.zone_members(n_dp, t, x.system), m_edp=comm.zone_members(n_edp, x.et * x.e, x.system),
                   shard_opt=(x.zero >= 1) | (x.a["distributed_optimizer"] > 0),
-                  window=mb.n_stage * lt.bwd + mb.head_w * lt.head_bwd)
+                  window=mb.n_stage * lt.bwd + mb.head_w * lt.head_bwd,
+                  **_zero_groups(x, n_dp, n_edp))
+
+
+def _zero_groups(x: _Step, n_dp: Any, n_edp: Any) -> dict[str, Any]:
+    """The ZeRO-1 / 2 groups (n_zd dense, n_ze experts): where strategy.shard_group states fewer ranks than DP x CP,
+    the optimizer is sharded over that group and replicated across the groups (InternLM's hybrid ZeRO with zero1 below
+    DP: hybrid_zero_optim.py at c18bec9, ParamStore over ParallelMode.ZERO1; Megatron-Core's partial distributed
+    optimizer, num_distributed_optimizer_instances = DP / group), the experts over the group's ranks that hold the
+    same experts (validate.shard_groups); DP x CP and the expert-DP group otherwise (and under ZeRO-3, whose hybrid
+    shard `_dp_comm_zero3` times)."""
+    sg = x.a["shard_group"]
+    grouped = (sg > 0) & (sg < n_dp) & (x.zero < 3)
+    n_zd = np.where(grouped, np.minimum(sg, n_dp), n_dp)
+    return {"n_zd": n_zd, "n_ze": np.where(grouped, np.maximum(n_zd * x.t / (x.e * x.et), 1.0), n_edp)}
 
 
 def _dp_comm_replicated(x: _Step, g: _Grads) -> tuple[np.ndarray, np.ndarray]:
@@ -3228,11 +3246,17 @@ def _dp_comm_replicated(x: _Step, g: _Grads) -> tuple[np.ndarray, np.ndarray]:
     bucket_frac = np.minimum(1.0, bucket / np.maximum((g.local_dense + g.local_expert) * g.train_frac, 1.0))
     # every bucket is its own collective and pays its own latency (alpha-beta: ring RS / AG n - 1 steps)
     extra = np.maximum(np.ceil(1.0 / bucket_frac) - 1.0, 0.0)
-    lat_rs = comm.reduce_scatter_time(0.0, g.n_dp, g.k_dp, r, system)
+    lat_rs = lat_ag = comm.reduce_scatter_time(0.0, g.n_dp, g.k_dp, r, system)
     lat_ar = comm.all_reduce_time(0.0, g.n_dp, g.k_dp, r, system)
     sharded = g.shard_opt & ~np.asarray(fw.zero1_grad_allreduce & (x.zero < 2))
+    grouped = g.shard_opt & (x.zero < 3) & (g.n_zd < g.n_dp)  # a ZeRO group below DP (strategy.shard_group)
+    if np.any(grouped):
+        rs_g, ag_g, lat_rs_g, lat_ag_g = _zero_group_collectives(x, g, gb, p_bytes, moe)
+        rs_or_ar = np.where(grouped & sharded, rs_g, rs_or_ar)
+        ag_params = np.where(grouped, ag_g, ag_params)
+        lat_rs, lat_ag = np.where(grouped, lat_rs_g, lat_rs), np.where(grouped, lat_ag_g, lat_ag)
     rs_or_ar = rs_or_ar + extra * np.where(sharded, lat_rs, lat_ar)
-    ag_params = ag_params + np.where(g.shard_opt & (x.zero < 3), extra * lat_rs, 0.0)
+    ag_params = ag_params + np.where(g.shard_opt & (x.zero < 3), extra * lat_ag, 0.0)
     # DeepSpeed PipelineEngine reduces after the last micro-batch (TrainSchedule: ReduceGrads in the last step)
     overlap = np.asarray(fw.dp_overlap) & ~(np.asarray(fw.serial_pipeline) & (x.p > 1)) & (
         x.zero >= np.asarray(fw.dp_overlap_min_zero))
@@ -3245,6 +3269,34 @@ def _dp_comm_replicated(x: _Step, g: _Grads) -> tuple[np.ndarray, np.ndarray]:
     exposed = grad_exposed + ag_exposed + k.overlap_interference * (rs_or_ar - grad_exposed + ag_params
                                                                     - ag_exposed)
     return exposed, bucket_frac
+
+
+def _zero_group_collectives(x: _Step, g: _Grads, gb: Any, p_bytes: Any, moe: Any) -> tuple:
+    """(gradient reduce-scatter, parameter all-gather, and their per-bucket latencies) where ZeRO-1 / 2 shards over a
+    group below DP (`_zero_groups`), `gb` / `p_bytes` bytes a gradient / gathered parameter. The updated shards are
+    gathered inside the group only (InternLM's hybrid ZeRO: broadcast_params over ParallelMode.ZERO1,
+    hybrid_zero_optim.py at c18bec9; Megatron-Core: the all-gather over the intra-instance group). The gradients,
+    where reduce-scattered (not zero1_grad_allreduce, under which InternLM's reduce_tensor all-reduces over all of DP
+    as before): reduce-scattered in the group, then each shard all-reduced across the DP / group replicas
+    (Megatron-Core param_and_grad_buffer.py start_grad_sync: 'With multiple DistOpt instances, we need to all-reduce
+    across instances', over inter_distributed_optimizer_instance_group)."""
+    system, out = x.system, []
+    for params, n_grp, n_all, stride in ((g.local_dense, g.n_zd, g.n_dp, x.t),
+                                         (g.local_expert, g.n_ze, g.n_edp, x.et * x.e)):
+        n_rep, across = np.maximum(n_all / n_grp, 1.0), stride * n_grp
+        grp = (n_grp, comm.ranks_per_domain(n_grp, stride, x.domain), x.link(n_grp, stride), system,
+               comm.zone_members(n_grp, stride, system))
+        rep = (n_rep, comm.ranks_per_domain(n_rep, across, x.domain), x.link(n_rep, across), system)
+        m_rep = comm.zone_members(n_rep, across, system)
+
+        def sync(b, grp=grp, rep=rep, m_rep=m_rep):
+            return (comm.reduce_scatter_time(b, *grp)
+                    + comm.all_reduce_time(b / grp[0], *rep, x.k.nvls_allreduce_gain, m_rep))
+
+        out.append((sync(params * g.train_frac * gb), comm.all_gather_time(params * g.train_frac * p_bytes, *grp),
+                    sync(0.0), comm.reduce_scatter_time(0.0, *grp[:4])))
+    (rs_d, ag_d, lrs_d, lag_d), (rs_e, ag_e, _, _) = out
+    return rs_d + _when(moe, rs_e, 0.0), ag_d + _when(moe, ag_e, 0.0), lrs_d, lag_d
 
 
 def _primary_weight_gather_bytes(x: _Step) -> float:
@@ -3822,8 +3874,8 @@ def _optimizer(x: _Step, g: _Grads, mb: _MicroBatch) -> np.ndarray:
     bpp = np.where(model_dtype, k.optimizer_model_dtype_bytes_per_param.get(training.optimizer, mixed), mixed)
     if x.optimizer_impl == "foreach" and training.optimizer == "adamw":  # torch's multi-tensor AdamW
         bpp = float(k.raw["optimizer"]["foreach_adamw_element_passes"]) * np.where(model_dtype, x.act, 4.0)
-    upd = (g.local_dense * g.train_frac) / np.where(g.shard_opt, g.n_dp, 1.0) + (
-        g.local_expert * g.train_frac) / np.where(g.shard_opt, g.n_edp, 1.0)
+    upd = (g.local_dense * g.train_frac) / np.where(g.shard_opt, g.n_zd, 1.0) + (
+        g.local_expert * g.train_frac) / np.where(g.shard_opt, g.n_ze, 1.0)
     opt = compute.optimizer_time(upd, bpp, r) + _step_passes(x, g, upd)
     off = x.a["offload"]
     pcie = max(system.pcie_gb_s, 1e-3) * 1e9
