@@ -34,11 +34,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks besid
 import gemm_shape  # noqa: E402
 import perf_heldout37 as p37  # noqa: E402
 from trainsizer.catalog import load_catalog  # noqa: E402
+from trainsizer.estimate.calibration import load_constants  # noqa: E402
 
 # gemm_shape.refit("waves_128x128") on the development rows (perf_validation + perf_modern) at main 3459d269,
 # 2026-12-06: the multipliers of the large-GEMM share of peak of the A100 family (the A10G's follows it) and of the
 # H100 family; development MAPE 5.62 -> 5.23% with them (`--refit` prints the grid's choice again).
 REFIT = {"a100": 1.035, "h100": 1.05}
+# The one per-shape GEMM measurement of an A10G held (catalog source zzc0721_a10g: zzc0721/torch-performance-test-data
+# issue #126, 2026-01-20, read 2026-12-02): torch.matmul BF16, n x n x n, TFLOP/s, PyTorch 2.7.0 + CUDA 12.8.
+A10G_SQUARES = {1024: 47.9, 2048: 60.6, 4096: 62.5, 8192: 66.6, 10240: 69.5}
 
 
 def timed_rows() -> list[dict[str, str]]:
@@ -130,6 +134,26 @@ def _shipped() -> None:
     gemm_shape.calibration.PerfConstants.gemm_efficiency = gemm_shape.SHIPPED_EFFICIENCY
 
 
+def squares(system) -> list[tuple[int, float, float, float]]:
+    """(n, measured, shipped, waves) TFLOP/s of A10G_SQUARES: the estimate's GEMM time (compute.gemm_time at the
+    step's rates) for `system` as shipped and under gemm_waves."""
+    k = load_constants()
+
+    def tflops(n: int) -> float:
+        r = gemm_shape.step_time.rates(system, "bf16", k)
+        return 2.0 * n**3 / float(gemm_shape.compute.gemm_time(n, n, n, r)) / 1e12
+
+    shipped = {n: tflops(n) for n in A10G_SQUARES}
+    with gemm_waves():
+        waves = {n: tflops(n) for n in A10G_SQUARES}
+    return [(n, measured, shipped[n], waves[n]) for n, measured in A10G_SQUARES.items()]
+
+
+def a10g_system(rows: list[dict[str, str]], cat, archs: dict):
+    """The A10G system the rows are estimated on (an A10G row's scenario)."""
+    return p37.fh._scenario(next(r for r in rows if r["gpu"] == "a10g"), cat, archs).system
+
+
 def errors(rows: list[dict[str, str]], cat, archs: dict) -> dict[str, float]:
     """Signed error of each row's samples/s, + = predicted too fast (perf_heldout37's sign)."""
     return {r["id"]: measured_ms(r) / predicted_ms(r, cat, archs) - 1.0 for r in rows}
@@ -178,6 +202,9 @@ def _print_waves(rows, cat, archs) -> None:
     for name, err in (("shipped", base), ("waves", waves), ("waves, 72 SMs", waves72)):
         print(f"  {name:14s} " + "; ".join(f"{t} n={n} MAPE {m:.1f}% median {md:+.1f}%"
                                             for t, (n, m, md) in by_table(rows, err).items()))
+    print("  the A10G's published square matmuls (zzc0721_a10g), TFLOP/s: "
+          + "; ".join(f"{n}^3 measured {m:.1f} shipped {sh:.1f} waves {w:.1f}"
+                      for n, m, sh, w in squares(a10g_system(rows, cat, archs))))
 
 
 def main() -> None:

@@ -91,3 +91,14 @@ def test_by_table_groups_and_signs(ctx):
     err = {r["id"]: (0.1 if "qlora" in r["id"] else -0.3) for r in some}
     out = lt.by_table(some, err)
     assert out == {"1 A10G": (4, pytest.approx(20.0), pytest.approx(-10.0))}
+
+
+def test_the_a10g_squares_under_both_gemm_models(ctx):
+    cat, archs, rows = ctx
+    out = lt.squares(lt.a10g_system(rows, cat, archs))
+    assert [n for n, *_ in out] == sorted(lt.A10G_SQUARES)
+    by = {n: (measured, shipped, waves) for n, measured, shipped, waves in out}
+    # 2,048^3: 256 tiles of 128 x 128 over the A10G's 80 SMs, a partial fourth wave the what-if charges whole
+    assert by[2048][2] < by[2048][1]
+    assert by[8192][2] > by[2048][2]  # 4,096 tiles: 51.2 waves, the partial one about 2% of them
+    assert lt.predicted_ms(rows[0], cat, archs) > 0.0  # the estimate is back as shipped (checked exactly above)
