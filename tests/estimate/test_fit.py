@@ -33,6 +33,21 @@ def test_max_seq_len_is_tight() -> None:
     assert r_cp.value % 128 == 0 and r_cp.value > r.value  # CP splits the sequence
 
 
+
+def test_max_seq_len_is_a_length_the_rules_take() -> None:
+    """Under sequence parallelism the length divides by tp x cp (rule sp_divides_seq): TP 6 over granularity 128
+    steps by 384 (the smallest length tried where nothing fits says so); without sequence parallelism by 128."""
+    st = Strategy(tp=6, dp=1, zero=1, recompute="full")
+    model = LLAMA8.with_(heads=48, kv_heads=6, ffn=14592)
+    h6 = replace(H100, gpus=6)
+    r = max_seq_len(model, TRAIN, h6, st, granularity=128)
+    assert r.value > 0 and r.value % 384 == 0 and r.estimate.fits
+    assert not estimate_memory(model, replace(TRAIN, seq_len=r.value + 384), h6, st, check=False).fits
+    tiny = replace(h6, memory_gib=1.0)
+    assert max_seq_len(model, TRAIN, tiny, st, granularity=128).smallest == 384
+    assert max_seq_len(model, TRAIN, tiny, replace(st, sequence_parallel=False), granularity=128).smallest == 128
+
+
 def test_max_layers_and_params() -> None:
     r = max_layers(LLAMA8, TRAIN, H100, ST)
     assert r.value > 32 and r.estimate.fits

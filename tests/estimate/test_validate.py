@@ -286,7 +286,7 @@ def test_tp_must_be_a_multiple_of_the_kv_heads_above_them():
     """12 query groups: Megatron-Core takes a TP degree that divides them or that they divide ("must be a multiple
     or divisor"), torchtitan only one that divides them; the mask agrees with the one-strategy check."""
     model = LLAMA70.with_(heads=96, kv_heads=12, ffn=24576)
-    train = Training(seq_len=8192, global_batch_seqs=1536)
+    train = Training(seq_len=12288, global_batch_seqs=1536)  # divisible by every tp below (sp_divides_seq)
     tp = np.array([2, 4, 6, 8, 12, 16, 24, 48])
     for fw, zero, want in (("megatron-core", 0, [1, 1, 1, 0, 1, 0, 1, 1]), ("auto", 0, [1, 1, 1, 0, 1, 0, 1, 1]),
                            ("torchtitan", 3, [1, 1, 1, 0, 1, 0, 0, 0])):
@@ -367,3 +367,18 @@ def test_deepspeed_pipeline_engine_takes_zero_below_two(zero, pp, legal):
     if not legal:
         with pytest.raises(StrategyError, match="zero[23]_with_pp"):
             check_strategy(LLAMA70, TRAIN, sysm(64), st)
+
+
+@pytest.mark.parametrize(("seq", "tp", "cp", "sp", "legal"), [
+    (8192, 8, 1, True, True), (8190, 2, 1, True, True), (8190, 4, 1, True, False), (8190, 4, 1, False, True),
+    (6144, 8, 2, True, True), (6008, 8, 2, True, False), (6008, 1, 4, True, True), (8190, 1, 1, True, True),
+])
+def test_sequence_parallel_splits_each_cp_ranks_sequence_over_tp(seq, tp, cp, sp, legal):
+    """Megatron-Core's scatter to the sequence-parallel region asserts the (CP rank's) sequence divisible by TP;
+    without sequence parallelism or TP nothing is split."""
+    train = Training(seq_len=seq, global_batch_seqs=512)
+    st = Strategy(tp=tp, cp=cp, dp=64 // (tp * cp), sequence_parallel=sp)
+    assert bool(valid_mask(LLAMA70, train, sysm(64), st)) is legal
+    if not legal:
+        with pytest.raises(StrategyError, match="sp_divides_seq"):
+            check_strategy(LLAMA70, train, sysm(64), st)

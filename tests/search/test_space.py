@@ -207,3 +207,13 @@ def test_an_uneven_megatron_layout_states_its_end_stages_and_is_valid():
         assert np.array_equal(stated, even), framework  # no rule refuses a stated split the fallback would pass
     titan = strategies(MOE, 4096, 1024, 256, 8, 8, load_config(), framework="torchtitan")
     assert not np.asarray(titan.pp_first_stage_layers).any()
+
+
+def test_sequence_parallelism_only_where_the_sequence_splits_over_tp():
+    """At a length TP x CP does not divide, the TP layouts run without sequence parallelism (rule sp_divides_seq)
+    instead of being dropped; at 4,096 every TP layout keeps it."""
+    odd = strategies(LLAMA8, 4095, 1024, 64, 8, 8, load_config())
+    tp = np.asarray(odd.tp)
+    assert np.any(tp > 1) and not np.any(np.asarray(odd.sequence_parallel)[tp > 1] > 0)
+    even = strategies(LLAMA8, 4096, 1024, 64, 8, 8, load_config())
+    assert np.all(np.asarray(even.sequence_parallel) == (np.asarray(even.tp) > 1))

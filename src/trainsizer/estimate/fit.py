@@ -78,10 +78,13 @@ def max_seq_len(
     model: ModelArch, training: Training, system: System, strategy: Strategy, *, granularity: int = 128,
     limit: int = 1 << 22, options: MemoryOptions = DEFAULT_OPTIONS,
 ) -> FitResult:
-    """Longest sequence length (a multiple of `granularity`, and of 2*cp under context parallelism) that
-    fits: rows that long (unpacked samples' lengths set aside, Training.peak_row_tokens)."""
-    cp = int(np.asarray(strategy.cp))
+    """Longest sequence length (a multiple of `granularity`, of 2*cp under context parallelism and of tp x cp under
+    sequence parallelism: the rules cp_divides_seq / sp_divides_seq) that fits: rows that long (unpacked samples'
+    lengths set aside, Training.peak_row_tokens)."""
+    cp, tp = int(np.asarray(strategy.cp)), int(np.asarray(strategy.tp))
     step = int(np.lcm(granularity, 2 * cp)) if cp > 1 else granularity
+    if tp > 1 and bool(np.asarray(getattr(strategy, "sequence_parallel", True))):
+        step = int(np.lcm(step, tp * cp))
     full_rows = replace(training, sample_mean_tokens=0.0)
 
     def est(k: int) -> MemoryEstimate:

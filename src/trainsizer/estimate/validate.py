@@ -17,6 +17,8 @@ Origins (one line each):
 - EP must divide the number of experts and DP x CP: Megatron-Core `parallel_state.initialize_model_parallel`.
 - CP needs seq_len divisible by 2 * CP (causal load balancing): Megatron-Core / Transformer Engine
   context-parallel docs.
+- Sequence parallelism needs each CP rank's sequence divisible by TP (rule sp_divides_seq): Megatron-Core's
+  scatter to the sequence-parallel region (_split_along_first_dim), torchtitan's seq_len_divisor.
 - Interleaved schedule: micro-batches divisible by pp: Megatron-LM arguments.py / schedules.py. Layers not
   divisible by pp (or pp * vpp) are a warning, not an error: Megatron-Core splits unevenly with
   --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers (Llama 3 405B: 126 layers on
@@ -200,6 +202,7 @@ RULES = (
     "etp_divides_ffn",
     "etp_torchtitan",
     "cp_divides_seq",
+    "sp_divides_seq",
     "cp_a2a_divides_heads",
     "batch_divisible",
     "local_batch_divides",
@@ -388,7 +391,8 @@ def _rule_table(
     c = SimpleNamespace(model=model, training=training, system=system, strategy=strategy, tp=tp, pp=pp, vpp=vpp,
                         dp=dp, cp=cp, ep=ep, etp=etp, zero=zero, sg=sg, mb=mb, rec=rec, off=off, fw=fw,
                         slots=slots, gpus=gpus, B=B, s=s, safe=safe, ffns=ffns, ffn_ok=ffn_ok, n_micro=n_micro,
-                        dist_opt=a["distributed_optimizer"], pretraining=training.method in ("pretrain", "cpt"),
+                        dist_opt=a["distributed_optimizer"], sp=a["sequence_parallel"],
+                        pretraining=training.method in ("pretrain", "cpt"),
                         device_map=getattr(strategy, "device_map", None) is not None)
     # "auto": the stack each strategy resolves to, once for every rule that asks (_resolves_to)
     c.auto_idx = np.asarray(auto_index(tp, pp, cp, ep, c.dist_opt, zero, c.pretraining)) if fw == "auto" else None
@@ -449,6 +453,13 @@ def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
             | _partial_recompute_rules(c) | _te_option_rules(c) | _experts_implementation_rules(c) | _hybrid_rules(c) | _local_batch_rules(c)
             | _stage_layers_rules(c) | _stage_list_rules(c) | _defer_wgrad_rules(c) | _fsdp_no_sync_rule(c)
             | _cp_a2a_rule(c))
+
+
+def sequence_splits_over_tp(seq_len: int, tp: Any, cp: Any) -> np.ndarray:
+    """Where sequence parallelism can split each CP rank's sequence over the TP ranks (rule sp_divides_seq):
+    seq_len divisible by tp x cp; the search turns sequence parallelism on only there."""
+    tp, cp = np.asarray(tp, dtype=float), np.asarray(cp, dtype=float)
+    return np.mod(seq_len, np.maximum(tp * cp, 1.0)) == 0
 
 
 def _kv_heads_rule(c: SimpleNamespace) -> tuple[np.ndarray, Callable[[dict[str, Any]], str]]:
@@ -865,6 +876,13 @@ def _sharding_rules(c: SimpleNamespace) -> _Rules:
         "cp_divides_seq": (
             (cp <= 1) | (s % safe(2 * cp) == 0),
             lambda v: msg("rule_cp_divides_seq", seq_len=s, two_cp=2 * v["cp"]),
+        ),
+        # sequence parallelism splits each CP rank's sequence over the TP ranks: Megatron-Core tensor_parallel/
+        # mappings.py _split_along_first_dim asserts dim_size % world_size == 0 (d98e8a64); torchtitan's
+        # parallel_dims.py seq_len_divisor is tp x 2 x cp (b5bcd76c)
+        "sp_divides_seq": (
+            (c.tp <= 1) | (c.sp <= 0) | sequence_splits_over_tp(s, c.tp, cp),
+            lambda v: msg("rule_sp_divides_seq", seq_len=s, tp=v["tp"], cp=v["cp"], tp_cp=v["tp"] * v["cp"]),
         ),
         "batch_divisible": (
             np.mod(B, safe(mb * dp)) == 0,

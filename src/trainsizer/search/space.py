@@ -47,7 +47,7 @@ from functools import lru_cache
 import numpy as np
 
 from trainsizer.estimate.inputs import OFFLOAD_CODE, Strategy
-from trainsizer.estimate.validate import STAGE_LAYERS_FRAMEWORKS, expert_tp
+from trainsizer.estimate.validate import STAGE_LAYERS_FRAMEWORKS, expert_tp, sequence_splits_over_tp
 from trainsizer.models.arch import ModelArch
 from trainsizer.names import FSDP_FRAMEWORKS
 from trainsizer.search.config import SearchConfig
@@ -215,7 +215,8 @@ def strategies(model: ModelArch, seq_len: int, global_batch: int, gpus: int, per
     strat = Strategy(
         tp=cols["tp"], pp=cols["pp"], vpp=cols["vpp"], dp=cols["dp"], cp=cols["cp"], ep=cols["ep"],
         zero=cols["zero"], shard_group=cols["shard_group"], micro_batch=mbs[mi], recompute=ri,
-        offload=cols["offload"], sequence_parallel=(cols["tp"] > 1).astype(float),
+        offload=cols["offload"],
+        sequence_parallel=((cols["tp"] > 1) & sequence_splits_over_tp(seq_len, cols["tp"], cols["cp"])).astype(float),
         distributed_optimizer=cols["distributed_optimizer"], framework=framework,
         pp_first_stage_layers=cols["pp_first"], pp_last_stage_layers=cols["pp_last"],
     )
