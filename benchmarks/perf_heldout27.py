@@ -268,28 +268,43 @@ def _code_copy_delta(x) -> object:
     return np.where(mcore, compute.stream_time(nbytes, x.r, kernels=copies * share), 0.0)
 
 
-def _hybridep_scale(x) -> object:
-    """EP time's multiple where Megatron-Core's flex runs inside a multi-host NVLink domain (HybridEP) at its kernels'
-    measured share of the link (hybridep_link_shares, held at the last measured rank count beyond it) instead of the
-    collectives' rate the estimate charges; 1 elsewhere."""
-    from trainsizer.estimate import comm
-    from trainsizer.estimate.step_time import _ep_group
+def _kernel_rate_ep_comm(ep_comm):
+    """step_time._ep_comm with Megatron-Core's flex at its transport's measured kernel rates instead of the collectives'
+    (the latencies as charged): HybridEP inside a multi-host NVLink domain (hybridep_link_shares, held at the last
+    measured rank count beyond it), DeepEP elsewhere (perf_constants.yaml comm.deepep_normal_kernels, the rates the
+    PyTorch-native stacks' DeepEP is charged at: step_time.deepep_rates)."""
+    import dataclasses
 
-    flex, _, n_ep, stride = _ep_group(x)
-    k_ep = comm.ranks_per_domain(n_ep, stride, x.domain)
-    hybrid = (flex & np.asarray(x.fw.moe_host_sync, bool) & (n_ep <= k_ep)
-              & (x.system.scaleup_domain > x.system.gpus_per_node))
-    ranks, shares = hybridep_link_shares()
-    measured = x.system.intra_node_gb_s * 1e9 * np.interp(np.asarray(n_ep, float), ranks, shares)
-    return np.where(hybrid, x.link(n_ep, stride).intra_busbw / measured, 1.0)
+    from trainsizer.estimate import comm
+    from trainsizer.estimate.step_time import _ep_group, deepep_rates
+
+    def charged(x, like):
+        if not x.model.is_moe:
+            return ep_comm(x, like)
+        flex, _, n_ep, stride = _ep_group(x)
+        mcore = flex & np.asarray(x.fw.moe_host_sync, bool)
+        if not np.any(mcore):
+            return ep_comm(x, like)
+        k_ep = comm.ranks_per_domain(n_ep, stride, x.domain)
+        hybrid = mcore & (n_ep <= k_ep) & (x.system.scaleup_domain > x.system.gpus_per_node)
+        ranks, shares = hybridep_link_shares()
+        share = np.interp(np.asarray(n_ep, float), ranks, shares)
+        hybrid_r = dataclasses.replace(x.r, intra_busbw=x.system.intra_node_gb_s * 1e9 * share)
+        out = np.where(hybrid, ep_comm(dataclasses.replace(x, r=hybrid_r), like), ep_comm(x, like))
+        deepep = mcore & ~hybrid
+        if np.any(deepep):
+            out = np.where(deepep, ep_comm(dataclasses.replace(x, r=deepep_rates(x.r, x.system, x.k)), like), out)
+        return out
+
+    return charged
 
 
 @contextmanager
 def dispatcher_counterfactual(rates: bool = False):
     """Inside, the estimate charges the dispatchers' own permutation copies (_code_copy_delta) with the alltoall host
-    figure refitted on its rows (COUNTERFACTUAL_ALLTOALL_HOST_S) and, with `rates`, Megatron-Core's flex inside a
-    multi-host NVLink domain at HybridEP's measured kernel rates (_hybridep_scale). A counterfactual the estimate does
-    not ship (docs/known-gaps.md 232): e.g. `with dispatcher_counterfactual(True): accuracy_bands.compute()`."""
+    figure refitted on its rows (COUNTERFACTUAL_ALLTOALL_HOST_S) and, with `rates`, Megatron-Core's flex transport at
+    its kernels' measured rates, HybridEP's or DeepEP's (_kernel_rate_ep_comm). A counterfactual the estimate does not
+    ship (docs/known-gaps.md 232): e.g. `with dispatcher_counterfactual(True): accuracy_bands.compute()`."""
     from trainsizer.estimate import step_time
     from trainsizer.estimate.calibration import load_constants
 
@@ -298,7 +313,7 @@ def dispatcher_counterfactual(rates: bool = False):
     padding, ep_comm = saved[0], saved[1]
     step_time._fp8_expert_padding_time = lambda x: padding(x) + _code_copy_delta(x)
     if rates:
-        step_time._ep_comm = lambda x, like: ep_comm(x, like) * _hybridep_scale(x)
+        step_time._ep_comm = _kernel_rate_ep_comm(ep_comm)
     host["alltoall"] = COUNTERFACTUAL_ALLTOALL_HOST_S
     try:
         yield
@@ -307,8 +322,8 @@ def dispatcher_counterfactual(rates: bool = False):
 
 
 def dispatcher_counterfactual_pairs() -> list[tuple[str, float, float, float, float]]:
-    """(pair, measured, shipped, with the dispatchers' own copies, and with HybridEP's kernel rates too) for PR 3561's
-    alltoall-over-HybridEP pairs (dispatcher_pairs; docs/known-gaps.md 232)."""
+    """(pair, measured, shipped, with the dispatchers' own copies, and with the flex transport's kernel rates too) for
+    PR 3561's alltoall-over-HybridEP pairs (dispatcher_pairs; docs/known-gaps.md 232)."""
     shipped = {n: (m, p) for n, m, p in dispatcher_pairs()}
     with dispatcher_counterfactual():
         copies = {n: p for n, _, p in dispatcher_pairs()}
@@ -512,9 +527,9 @@ def main() -> None:
               f"casts {t['casts']:+.2f} host {t['host']:+.2f} rest {t['rest']:+.2f}; closed by an MXFP8 GEMM ratio of "
               f"{ratio:.2f} (shipped 0.81) or casts x {casts:.2f}")
     print("  alltoall over HybridEP with each dispatcher's own permutation copies as Megatron-LM's code runs them, then "
-          "HybridEP's measured kernel rates too (a counterfactual, not shipped; known-gaps 232):")
+          "the flex transport's measured kernel rates too (a counterfactual, not shipped; known-gaps 232):")
     for name, meas, shipped, copies, both in dispatcher_counterfactual_pairs():
-        print(f"  {name:28s} measured {meas:.3f} shipped {shipped:.3f} copies {copies:.3f} copies + HybridEP rates "
+        print(f"  {name:28s} measured {meas:.3f} shipped {shipped:.3f} copies {copies:.3f} copies + kernel rates "
               f"{both:.3f}")
     print("MoE lines by the experts a rank holds: median error as predicted / with the host terms off (the GPU side "
           "alone; known-gaps 208 (c)):")

@@ -295,3 +295,24 @@ def test_the_code_copy_count_moves_pr3561_against_the_measurement_and_hybridep_r
     for _, meas, shipped, copies, both in out:
         assert copies < meas < shipped and copies < both < meas
     assert {n: p for n, _, p in ph.dispatcher_pairs()}["BF16 alltoall / hybridep"] == out[0][2]
+
+
+def test_the_rates_counterfactual_times_megatron_deepep_at_its_kernels_and_leaves_alltoall():
+    """On one 8-GPU host Megatron-Core's flex is DeepEP: under the counterfactual's rates its EP time scales by the
+    collectives' NVLink rate over DeepEP's measured one (comm.deepep_normal_kernels), the latency apart; the alltoall
+    dispatcher's is left as charged; outside the context the shipped charge is back."""
+    from trainsizer.estimate import step_time
+    from trainsizer.estimate.calibration import load_constants
+
+    def ep(dispatcher: str) -> float:
+        x = _mixtral_step(dispatcher, 8)
+        return float(np.asarray(step_time._ep_comm(x, np.zeros(1))).reshape(-1)[0])
+
+    x = _mixtral_step("flex", 8)
+    ratio = x.r.intra_busbw / (x.system.intra_node_gb_s * 1e9
+                               * load_constants().raw["comm"]["deepep_normal_kernels"]["nvlink_fraction_of_link"])
+    flex, a2a = ep("flex"), ep("alltoall")
+    with ph.dispatcher_counterfactual(rates=True):
+        flex_k, a2a_k = ep("flex"), ep("alltoall")
+    assert ratio > 1.05 and 0.97 * ratio < flex_k / flex <= ratio and a2a_k == a2a
+    assert ep("flex") == flex
