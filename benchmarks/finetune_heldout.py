@@ -99,6 +99,8 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
         out["strategy"]["zero3_bucket_sizes"] = r["zero3_bucket_sizes"]
     if r.get("zero_init"):  # false: the model built before the DeepSpeed config, outside zero.Init (perf_heldout56 / 58)
         out["strategy"]["zero_init"] = _bool(r["zero_init"])
+    if r.get("nf4_quantize_unchunked"):  # torchtune 0.1 QLoRA: torchao 0.1's to_nf4 at model init (estimate.nf4_init)
+        out["strategy"]["nf4_quantize_unchunked"] = _bool(r["nf4_quantize_unchunked"])
     if r.get("expandable_segments"):  # PYTORCH_CUDA_ALLOC_CONF as the row's release sets it (estimate.allocator)
         out["strategy"]["allocator_expandable_segments"] = _bool(r["expandable_segments"])
     if r["length_sigma"]:  # unpacked samples' spread (lognormal; estimate.sample_lengths)

@@ -19,7 +19,8 @@ E2E tutorial's '~16GB' (approximate), and the QLoRA tutorial's iterations a seco
 
 Data: benchmarks/data/heldout_2027g_torchtune_tutorials.csv and heldout_2027g_torchtune_readme_2024_04.csv
 (finetune_heldout's columns with `lora_dropout`,
-`checkpoint_impl`, `epoch_samples` and `expandable_segments`; every setting the source does not state is in the row's
+`checkpoint_impl`, `epoch_samples`, `expandable_segments` and `nf4_quantize_unchunked` (torchtune 0.1's QLoRA init,
+estimate.nf4_init); every setting the source does not state is in the row's
 `assumed`, with the default read at the row's commit).
 
 Printed: each row (published, predicted, error), per source, and what the adapters add: the LoRA table's rows against

@@ -481,6 +481,8 @@ class Strategy:
     # QLoRA: PEFT prepare_model_for_kbit_training casts the non-quantised weights (embeddings, norms, LM head) to
     # fp32, so the residual stream is fp32 too (None = the framework's: hf yes, torchtune no)
     kbit_upcast: Any = None
+    # torchtune 0.1 QLoRA: torchao 0.1's unchunked to_nf4 at model init (estimate.nf4_init); None = false
+    nf4_quantize_unchunked: Any = None
     # LoRA: the dtype the frozen base is loaded in, "fp32" | "compute" (names.FROZEN_BASE_DTYPES; None = compute):
     # held so except on DeepSpeed's 16-bit engine (memory._frozen_base_fp32); memory only
     frozen_base_dtype: Any = None

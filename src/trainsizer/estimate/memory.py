@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from trainsizer.errors import unknown_name
-from trainsizer.estimate import allocator, pipeline
+from trainsizer.estimate import allocator, nf4_init, pipeline
 from trainsizer.estimate.activations import (
     ATTENTION_IMPLS,
     LayerItems,
@@ -2206,12 +2206,17 @@ class MemoryEstimate:
     # the card (estimate.allocator.growth_bytes): what torch.cuda.max_memory_reserved reads on a card with room, not a
     # requirement (a failing cudaMalloc releases the cached segments and retries); 0 = none
     allocator_growth_bytes: float = 0.0
+    # reserved on the device after model init where the init's transients leave cached segments (torchtune 0.1's
+    # QLoRA, estimate.nf4_init; CUDA context and NCCL buffers included), capped at the card; the training steps reuse
+    # those segments, so the reserved peak is the larger of this and the steps'; 0 = none
+    init_reserved_bytes: float = 0.0
 
     @property
     def reserved_peak_bytes(self) -> float:
-        """The peak with the allocator's growth (on the device: CUDA context and NCCL buffers included), at most the
-        card."""
-        return max(self.per_gpu_bytes, min(self.per_gpu_bytes + self.allocator_growth_bytes, self.capacity_bytes))
+        """The peak with the allocator's growth (on the device: CUDA context and NCCL buffers included), or the init's
+        reserved bytes where larger, at most the card."""
+        grown = max(self.per_gpu_bytes + self.allocator_growth_bytes, self.init_reserved_bytes)
+        return max(self.per_gpu_bytes, min(grown, self.capacity_bytes))
 
     @property
     def fits(self) -> bool:
@@ -2246,6 +2251,7 @@ class MemoryEstimate:
             "peak_phase": self.peak_phase,
             "after_step_gib": g(self.after_step_bytes),
             "allocator_growth_gib": g(self.allocator_growth_bytes),
+            "init_reserved_gib": g(self.init_reserved_bytes),
             "notes": list(self.notes),
         }
 
@@ -2318,6 +2324,8 @@ def estimate_memory(
         peak_phase=PEAK_PHASES[int(bool(np.asarray(r["step_peak"]).reshape(-1)[0]))],
         after_step_bytes=float(np.asarray(sd["after_step"]).reshape(-1)[0]),
         allocator_growth_bytes=growth,
+        init_reserved_bytes=nf4_init.floor_on_device(nf4_init.init_floor_bytes(model, training, strategy, r["name"]),
+                                                     items),
     )
 
 

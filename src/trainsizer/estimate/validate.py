@@ -183,6 +183,8 @@ EXPERTS_IMPLEMENTATION_FRAMEWORKS = ("hf",)
 DEEPSPEED_AUTO_FRAMEWORKS = ("hf",)
 # Frameworks whose ZeRO-3 runs on DeepSpeed's engine, where a model is built inside or outside deepspeed.zero.Init.
 ZERO_INIT_FRAMEWORKS = ("hf", "deepspeed")
+# Frameworks whose QLoRA quantises with torchao's to_nf4 on the GPU at model init (torchtune 0.1: estimate.nf4_init).
+NF4_UNCHUNKED_FRAMEWORKS = ("torchtune",)
 # Frameworks that replicate a single KV head (multi-query attention) on every TP rank.
 MQA_REPLICATED_KV_FRAMEWORKS = ("megatron",)
 
@@ -248,6 +250,7 @@ RULES = (
     "zero3_expert_fetch_framework",
     "zero3_bucket_sizes_framework",
     "zero_init_framework",
+    "nf4_quantize_unchunked_framework",
     "fp8_lm_head_framework",
     "fp8_recipe_torchao_framework",
     "defer_embedding_wgrad_framework",
@@ -636,6 +639,9 @@ def _experts_implementation_rules(c: SimpleNamespace) -> _Rules:
                                                         DEEPSPEED_AUTO_FRAMEWORKS, "zero3_bucket_sizes_framework"),
             "zero_init_framework": _stack_rule(c, getattr(c.strategy, "zero_init", None) is None, ZERO_INIT_FRAMEWORKS,
                                                "zero_init_framework"),
+            "nf4_quantize_unchunked_framework": _stack_rule(
+                c, not getattr(c.strategy, "nf4_quantize_unchunked", None), NF4_UNCHUNKED_FRAMEWORKS,
+                "nf4_quantize_unchunked_framework"),
             # the copies are the eager loop's (transformers 4.55 / 4.56 GptOssExperts), not a grouped GEMM's
             "expert_weight_copies_eager": (np.full(c.tp.shape, not copies or impl == "eager"),
                                            lambda v: msg("rule_expert_weight_copies_eager", value=impl))}

@@ -679,6 +679,12 @@ class StrategySpec(_Strict):
     # QLoRA: non-quantised weights and the residual stream in fp32 (PEFT prepare_model_for_kbit_training, which
     # TRL's SFTTrainer calls); null = the framework's (hf yes, torchtune no); false e.g. for LLaMA-Factory
     kbit_upcast: bool | None = None
+    # QLoRA under torchtune: true = the NF4 base quantised on the GPU by torchao 0.1's unchunked to_nf4 (torchtune
+    # 0.1.x pins torchao==0.1: every base linear quantised at build, at each layer's deep copy and at the checkpoint
+    # load, with a (numel, 16) bf16 pair a weight), whose cached segments hold the reserved bytes from model init
+    # (estimate.nf4_init); null / false = torchao >= 0.2 (torchtune >= 0.2: 1M-element chunks, torchao #196):
+    # none. Reserved memory only
+    nf4_quantize_unchunked: bool | None = None
     # LoRA: the dtype the frozen base is loaded in (names.FROZEN_BASE_DTYPES): fp32 (from_pretrained torch_dtype
     # float32, as PEFT's examples/sft does without 4-bit) | compute; kept so under FSDP and autocast, cast to 16 bit by
     # DeepSpeed's engine; null = compute (no stack has one default: the script's torch_dtype decides); memory only
