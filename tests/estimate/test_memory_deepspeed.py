@@ -134,3 +134,37 @@ def test_outside_zero_init_never_needs_less(micro_batch, seq_len, recompute):
     a = estimate_memory(LLAMA8B, tr, a100(8), st_, check=False).per_gpu_bytes
     b = estimate_memory(LLAMA8B, tr, a100(8), st_.with_(zero_init=False), check=False).per_gpu_bytes
     assert b >= a
+
+
+def _offload_z2(seq_len: int, **kw):
+    tr = Training(precision="fp16", seq_len=seq_len, global_batch_seqs=8)
+    st_ = Strategy(dp=8, micro_batch=1, recompute="full", zero=2, offload="optimizer", framework="hf", **kw)
+    return estimate_memory(LLAMA8B, tr, a100(8), st_, check=False)
+
+
+def test_zero2_offload_peaks_where_the_embedding_gradient_is_reduced_whatever_the_length():
+    """ZeRO-2 with the optimizer offloaded (known-gaps 225 (e)): on the rank owning the embedding, the end of the
+    backward holds its 16-bit gradient, the flattened copy all-reduced and the fp64 copy of its partition slice taken
+    for the norm (stage_1_and_2.py v0.14.2), with the activations freed: a peak that does not grow with the length."""
+    emb = 128256 * 4096
+    part = LLAMA8B.params_total / 8
+    short, long_ = _offload_z2(256), _offload_z2(2048)
+    assert short.items_bytes["offload_grad_copies"] == pytest.approx(2 * 2 * emb + 8 * min(emb, part), rel=1e-9)
+    assert short.per_gpu_bytes == pytest.approx(long_.per_gpu_bytes, rel=1e-9)
+    assert "layer_activations" not in short.items_bytes or not short.items_bytes["layer_activations"]
+    # without the offload the gradients stay on the GPU: no such phase
+    tr = Training(precision="fp16", seq_len=256, global_batch_seqs=8)
+    on_gpu = estimate_memory(LLAMA8B, tr, a100(8), Strategy(dp=8, micro_batch=1, recompute="full", zero=2,
+                                                           framework="hf"), check=False)
+    assert "offload_grad_copies" not in on_gpu.items_bytes
+
+
+@settings(max_examples=20, deadline=None)
+@given(seq_len=st.sampled_from([128, 1024, 4096, 16384]), micro_batch=st.integers(1, 8))
+def test_the_offload_phase_only_adds(seq_len, micro_batch):
+    """The end-of-backward phase is a max with the forward / backward peak: never below the items without it."""
+    tr = Training(precision="bf16", seq_len=seq_len, global_batch_seqs=8 * micro_batch)
+    st_ = Strategy(dp=8, micro_batch=micro_batch, recompute="full", zero=2, offload="optimizer", framework="hf")
+    e = estimate_memory(LLAMA8B, tr, a100(8), st_, check=False)
+    grads_and_weights = e.items_bytes["weights"] + e.items_bytes["gradients"]
+    assert e.per_gpu_bytes >= grads_and_weights + 2 * 2 * 128256 * 4096

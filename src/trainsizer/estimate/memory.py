@@ -137,6 +137,10 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
                                     "of the gradient partition and its fp32 cast, live beside master weights "
                                     "and Adam states (stage_1_and_2.py step); Megatron-Core with bf16 gradient "
                                     "buffers: the fp32 cast of the optimizer shard's gradients"),
+    "offload_grad_copies": ("gradients", "DeepSpeed ZeRO-1/2 with the optimizer offloaded, the rank owning the "
+                            "embedding at the end of the backward: its 16-bit gradient, the flattened copy all-reduced "
+                            "(active until NCCL's stream passes it) and the fp64 copy of its partition slice the "
+                            "gradient norm is taken of (stage_1_and_2.py copy_grads_in_partition, v0.14.2)"),
     "optimizer_step_foreach_temp": ("optimizer", "torch.optim.AdamW's foreach step (strategy optimizer_impl "
                                     "foreach): the square roots of the second moments, one moment-sized tensor "
                                     "per parameter made at once, live beside weights, gradients and both moments "
@@ -2059,6 +2063,41 @@ def _optimizer_step_peak(b: _Batch, items: dict[str, Any], total: Any, opt_param
     return total, step_peak
 
 
+def _offload_grad_peak(b: _Batch, items: dict[str, Any], total: Any, detail: bool) -> Any:
+    """The forward / backward total with the end of the backward on the rank owning the embedding, under DeepSpeed
+    ZeRO-1/2 with the optimizer offloaded (deepspeed v0.14.2 stage_1_and_2.py; the HF Trainer's ZeRO without fsdp).
+    The embedding's gradient is the backward's last and, at more than reduce_bucket_size elements, is reduced from
+    its own .grad (reduce_independent_p_g_buckets_and_remove_grads: extra_large_param_to_reduce): average_tensor ->
+    allreduce_and_scatter -> allreduce_bucket all-reduces a flattened copy, which ProcessGroupNCCL records on its
+    stream, so the caching allocator keeps the block active until that stream passes it; then, on the rank whose
+    partition holds it, copy_grads_in_partition's cpu_offload branch takes set_norm_for_param_grad_in_gpu's
+    `accumulated_grad.data.double().norm(2)` of its partition slice (8 B an element) before the fp32 copy to the host.
+    The activations are freed by then; the weights and the gradient item (standing for the offload path's two 16-bit
+    buffers, the largest parameter's temp_grad_buffer_for_gpu_offload and the reduce bucket) stay. Full training
+    only."""
+    z = b.z
+    off = (~b.mega) & ((z == 1) | (z == 2)) & b.offload_opt & (b.name != "fsdp")
+    if not (b.training.trains_base_weights and np.any(off)):
+        return total
+    emb = float(b.pre.layout.embedding) / b.emb_t
+    slice_p = np.minimum(emb, b.shard(float(b.model.params_total), 0.0, 1))  # the embedding within one partition
+    fp64 = float(b.c["optimizer_step"]["offload_norm_copy_bytes_per_param"])
+    phase = {key: items[key] for key in STEP_STATE_ITEMS if key in items}
+    phase["offload_grad_copies"] = np.where(off, 2.0 * b.w16 * emb + fp64 * slice_p, 0.0)
+    for key in ("framework_buffers", "cuda_context", "nccl_buffers"):
+        if key in items:
+            phase[key] = items[key]
+    if "fragmentation" in items:
+        alloc = sum(v_ for k_, v_ in phase.items() if k_ not in ("cuda_context", "nccl_buffers"))
+        phase["fragmentation"] = b.c["framework_overhead"]["allocator_fragmentation_fraction"] * alloc
+    phase_total = sum(phase.values())
+    wins = off & (phase_total > total)
+    if detail and np.any(wins):
+        for key in set(items) | set(phase):
+            items[key] = np.where(wins, phase.get(key, 0.0), items.get(key, 0.0))
+    return np.where(wins, phase_total, total)
+
+
 def _paged_optimizer(b: _Batch, items: dict[str, Any], host: Any) -> tuple[Any, Any]:
     """A paged optimizer by name (paged_adamw, paged_adamw8bit): the paged optimizer (bitsandbytes, CUDA unified
     memory) moves states page by page to the GPU during the update and evicts them under pressure (QLoRA Sec. 3),
@@ -2094,6 +2133,7 @@ def _stage_bytes(b: _Batch, g: _Stage, options: MemoryOptions, detail: bool) -> 
         fb_total = fb_total - seg + items["loss_path_segments"]
     # the forward / backward phase's total and loss path, for the allocator's growth (detailed estimate only)
     loss_path = sum(items.get(k, 0.0) for k in allocator.LOSS_PATH_ITEMS) if detail else None
+    fb_total = _offload_grad_peak(b, items, fb_total, detail)
     total, step_peak = _optimizer_step_peak(b, items, fb_total, states.opt_params, detail)
     return {"total": total, "host": host, "items": items if detail else None, "n_layers": g.n_layers,
             "step_peak": step_peak, "paged": paged, "after_step": after_step, "fb_total": fb_total,
@@ -2292,7 +2332,7 @@ def estimate_memory(
     stage = list(r["stages"])[int(np.asarray(r["worst_stage"]).reshape(-1)[0])]
     sd = r["stages"][stage]
     items = {k: float(np.asarray(val).reshape(-1)[0]) for k, val in sd["items"].items()}
-    for step_key in ("optimizer_step_grad_buffers", "optimizer_step_foreach_temp"):
+    for step_key in ("optimizer_step_grad_buffers", "optimizer_step_foreach_temp", "offload_grad_copies"):
         if not items.get(step_key):
             items.pop(step_key, None)
     p = int(strategy.pp)
