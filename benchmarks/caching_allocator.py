@@ -1,12 +1,8 @@
 """PyTorch's CUDA caching allocator, large pool only, replayed over a run's micro-batches (a diagnostic; known-gaps 178).
 The pool itself (Pool, segment_bytes) lives in src/trainsizer/estimate/allocator_pool.py, re-exported here.
 
-Rules as in c10/cuda/CUDACachingAllocator.cpp (PyTorch 2.x, default PYTORCH_CUDA_ALLOC_CONF: no expandable segments,
-no max_split_size): a request is rounded up to 512 B; the smallest free cached block that holds it is taken (best fit)
-and split when more than 1 MiB (kSmallSize) would be left; with none, a new segment is cudaMalloc'ed, of the request
-rounded up to 2 MiB (kRoundLarge) from 10 MiB (kMinLargeAlloc), 20 MiB (kLargeBuffer) below; a freed block merges with
-free neighbours of its own segment only; segments are given back only on an OOM retry or empty_cache, so the reserved
-bytes only grow while the card has room. Requests of 1 MiB or less (the small pool) are not modelled.
+The allocator's rules (c10/cuda/CUDACachingAllocator.cpp, PyTorch 2.x defaults) are stated once, in that module's
+docstring.
 """
 
 from __future__ import annotations
