@@ -16,11 +16,10 @@ permute x[permuted_indices] (forward; backward = index_put_ accumulate), and the
 GEMM."""
 
 import json
-import statistics
 import sys
-import time
 
 import torch
+from _timing import median_ms
 
 TINY = "--tiny" in sys.argv
 DEV = "cuda" if torch.cuda.is_available() and not TINY else "cpu"
@@ -31,23 +30,8 @@ BF16 = torch.bfloat16
 
 
 def timed(fn) -> float:
-    """Median milliseconds of fn() over N runs after WARM (CUDA events on a GPU, perf_counter on the CPU)."""
-    for _ in range(WARM):
-        fn()
-    out = []
-    for _ in range(N):
-        if DEV == "cuda":
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            torch.cuda.synchronize()
-            out.append(a.elapsed_time(b))
-        else:
-            t = time.perf_counter()
-            fn()
-            out.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(out)
+    """Median milliseconds of fn() over N runs after WARM (_timing.median_ms)."""
+    return median_ms(fn, DEV, WARM, N)
 
 
 def routing(kind: str) -> tuple[torch.Tensor, torch.Tensor]:

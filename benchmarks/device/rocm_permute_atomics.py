@@ -12,11 +12,10 @@ unpermute = zeros.scatter_add_(0, idx, permuted) (backward: gather). Round-robin
 line per op, dtype and micro-batch: ms and ps an element (rows x hidden)."""
 
 import json
-import statistics
 import sys
-import time
 
 import torch
+from _timing import median_ms
 
 TINY = "--tiny" in sys.argv
 DEV = "cuda" if torch.cuda.is_available() and not TINY else "cpu"
@@ -26,23 +25,8 @@ WARM, N = (1, 3) if TINY else (3, 20)
 
 
 def timed(fn) -> float:
-    """Median milliseconds of fn() over N runs after WARM (CUDA events on a GPU, perf_counter on the CPU)."""
-    for _ in range(WARM):
-        fn()
-    out = []
-    for _ in range(N):
-        if DEV == "cuda":
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            torch.cuda.synchronize()
-            out.append(a.elapsed_time(b))
-        else:
-            t = time.perf_counter()
-            fn()
-            out.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(out)
+    """Median milliseconds of fn() over N runs after WARM (_timing.median_ms)."""
+    return median_ms(fn, DEV, WARM, N)
 
 
 def sorted_indices(tokens: int) -> torch.Tensor:
