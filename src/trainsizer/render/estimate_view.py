@@ -32,10 +32,20 @@ def _kv_table(title: str, rows: list[tuple[str, str]], lang: str) -> Table:
     return table
 
 
+def _init_reserved_rows(mem: dict[str, Any], L: str) -> list[tuple[str, str]]:
+    """The caching allocator's reserved bytes after the model's init (torchtune 0.1's QLoRA, estimate.nf4_init), as a
+    row where they set the reserved peak: above the allocated total plus the steps' allocator growth."""
+    init = mem.get("init_reserved_gib") or 0.0
+    if init <= mem["per_gpu_gib"] + (mem.get("allocator_growth_gib") or 0.0):
+        return []
+    return [(t("init_reserved", L), fmt_gib(init, L))]
+
+
 def _memory(con: Console, mem: dict[str, Any], L: str) -> None:
     rows = [(t(k, L), fmt_gib(v, L)) for k, v in mem["breakdown_gib"].items()]
     rows += [(t("total", L), fmt_gib(mem["per_gpu_gib"], L)), (t("capacity", L), fmt_gib(mem["capacity_gib"], L)),
              (t("headroom", L), fmt_gib(mem["headroom_gib"], L))]
+    rows += _init_reserved_rows(mem, L)
     con.print(_kv_table(t("memory_title", L) + t("paren", L).format(text="GiB"), rows, L))
     con.print(f"{t('worst_gpu', L)}{t('colon', L)}{tr(mem.get('worst_gpu', ''), L)}")
     basis = capacity_note(mem.get("capacity_basis"))
