@@ -382,3 +382,15 @@ def test_sequence_parallel_splits_each_cp_ranks_sequence_over_tp(seq, tp, cp, sp
     if not legal:
         with pytest.raises(StrategyError, match="sp_divides_seq"):
             check_strategy(LLAMA70, train, sysm(64), st)
+
+
+@pytest.mark.parametrize("zero", [1, 2, 3])
+def test_the_shard_group_refusal_names_the_zero_group_and_fsdps_hybrid_group(zero) -> None:
+    """With zero 1 / 2 a shard group is a ZeRO group (InternLM's zero1, known-gaps 228), not a hybrid shard group: the
+    refusal read "hybrid shard group" only; it names both, in both languages."""
+    with pytest.raises(StrategyError) as err:
+        check_strategy(LLAMA70, TRAIN, sysm(64), Strategy(tp=8, dp=8, zero=zero, shard_group=3))
+    assert err.value.rule == "shard_group_divides_dp"
+    en, zh = err.value.render("en"), err.value.render("zh")
+    assert "ZeRO group" in en and "hybrid shard group" in en and "dp*cp = 8" in en
+    assert "ZeRO 分区组" in zh and "混合切分组" in zh and "dp*cp = 8" in zh

@@ -280,7 +280,7 @@ class Strategy:
     # (validate.expert_tp); one value for the whole batch
     etp: Any = None
     zero: Any = 0
-    shard_group: Any = 0  # 0 = shard over all of DP; else hybrid-shard group size
+    shard_group: Any = 0  # 0 = all of DP; else the ZeRO group (zero 1 / 2 / 3) or the FSDP hybrid-shard group
     micro_batch: Any = 1
     # sequences per DP rank one pipeline schedule runs (torchtitan / NeMo AutoModel local_batch_size): the step runs
     # global / (dp x local_batch) schedules, each with its own fill and drain; None = one schedule a step (Megatron);

@@ -76,7 +76,8 @@ class StrategyOut(_Out):
     etp: int | None = Field(None, description="the routed experts' tensor-parallel degree (Megatron-Core "
                             "expert_tensor_parallel_size); None: a dense model")
     zero: int = Field(description="ZeRO stage 0-3 (FSDP full shard = 3)")
-    shard_group: int = Field(description="hybrid shard group size; 0: shard over all of DP")
+    shard_group: int = Field(description="GPUs that shard the states: the ZeRO group under zero 1 / 2 / 3, FSDP's "
+                             "hybrid shard group; 0: shard over all of DP")
     micro_batch: int
     recompute: str = Field(description="none | selective | full")
     recompute_method: str | None = Field(None, description="with recompute full: Megatron's recompute_method (block: "

@@ -373,7 +373,8 @@ class StrategySpec(_Strict):
     # (flat parameters), 2 = fully_shard (per-parameter DTensors); null = the framework's (hf: 1, accelerate's default;
     # torchtitan / torchtune / AutoModel: 2; llm-foundry / FMS-FSDP: 1); acts on FSDP time only
     fsdp_version: FsdpVersion | None = None
-    # GPUs per hybrid-shard group; 0 or null: shard over all of DP (0 is what plans and `check` write)
+    # GPUs per sharding group: the ZeRO group under zero 1 / 2 / 3 (InternLM zero1, Megatron-Core's partial distributed
+    # optimizer), FSDP's hybrid-shard group; 0 or null: shard over all of DP (0 is what plans and `check` write)
     shard_group: int | None = Field(None, ge=0, le=MAX_GPUS)
     micro_batch: int = Field(1, gt=0, le=MAX_BATCH_SEQUENCES)
     # sequences per data-parallel rank that one pipeline schedule runs (torchtitan / NeMo AutoModel
