@@ -31,11 +31,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-MIN_BLOCK_BYTES = 512  # kMinBlockSize
-SMALL_SIZE_BYTES = 1 << 20  # kSmallSize: largest request of the small pool
-LARGE_BUFFER_BYTES = 20 << 20  # kLargeBuffer: the segment for a 1-10 MiB request
-MIN_LARGE_ALLOC_BYTES = 10 << 20  # kMinLargeAlloc
-ROUND_LARGE_BYTES = 2 << 20  # kRoundLarge
+from trainsizer.estimate.allocator_pool import MIN_BLOCK_BYTES, SMALL_SIZE_BYTES, segment_bytes
+
 GIB = 1 << 30
 
 
@@ -93,7 +90,7 @@ class CachingAllocator:
         return min(fits, key=lambda b: (b.size, b.segment, b.offset)) if fits else None
 
     def _new_segment(self, size: int) -> _Block:
-        seg_bytes = LARGE_BUFFER_BYTES if size < MIN_LARGE_ALLOC_BYTES else -(-size // ROUND_LARGE_BYTES) * ROUND_LARGE_BYTES
+        seg_bytes = segment_bytes(size)[1]  # get_allocation_size
         if self.capacity_bytes is not None and self.reserved + seg_bytes > self.capacity_bytes:
             self._release_cached_segments()
             if self.reserved + seg_bytes > self.capacity_bytes:

@@ -7,7 +7,7 @@ docstring.
 
 from __future__ import annotations
 
-from trainsizer.estimate.allocator_pool import MIB, Pool, segment_bytes  # noqa: F401  (re-exported)
+from trainsizer.estimate.allocator_pool import MIB, MIN_BLOCK_BYTES, SMALL_SIZE_BYTES, Pool, segment_bytes  # noqa: F401
 
 
 def chunked_loss_step(pool: Pool, layer_b: int, layers: int, head_b: int, chunk_b: int, chunks: int, loss_b: int) -> None:
@@ -47,7 +47,7 @@ class ExpandablePool:
 
     def malloc(self, n: int) -> int:
         """A block of at least `n` bytes (best fit, else the range grown at its end); its id."""
-        n = max(512, -(-n // 512) * 512)
+        n = max(MIN_BLOCK_BYTES, -(-n // MIN_BLOCK_BYTES) * MIN_BLOCK_BYTES)
         fits = [b for b in self.blocks if b[2] and b[1] >= n]
         block = min(fits, key=lambda b: b[1]) if fits else None
         if block is None:
@@ -61,7 +61,7 @@ class ExpandablePool:
             self.peak_reserved = max(self.peak_reserved, self.reserved)
             block = tail
         block[2] = 0
-        if block[1] - n > MIB:
+        if block[1] - n > SMALL_SIZE_BYTES:
             self.blocks.insert(self.blocks.index(block) + 1, [block[0] + n, block[1] - n, 1])
             block[1] = n
         self._next += 1

@@ -42,11 +42,11 @@ from torch import nn
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
 from titan_loss_unchunked import _trace, allocated_peak, mapped_peak, segments_peak
+from trainsizer.estimate.allocator_pool import SMALL_SIZE_BYTES  # kSmallSize: up to it, the small pool
 
 D, HEADS, FFN, V = 256, 4, 896, 4096  # hidden, heads, SwiGLU width (3.5 x), vocabulary (16 x)
 T, LAYERS = 4096, 8  # tokens of the micro-batch (one sequence), decoder blocks
 DT = torch.bfloat16
-SMALL_POOL_BYTES = 1 << 20  # kSmallSize: requests up to 1 MiB go to the small pool
 
 
 class Block(nn.Module):
@@ -124,7 +124,7 @@ def step_events(op_sac: bool = False) -> tuple[list[tuple[str, int, int]], int]:
 
     run()  # warm up (kernels' first-call workspaces) outside the trace
     x.grad = None
-    events = [e for e in _trace(run) if e[2] > SMALL_POOL_BYTES]
+    events = [e for e in _trace(run) if e[2] > SMALL_SIZE_BYTES]
     return events, _forward_end(events)
 
 

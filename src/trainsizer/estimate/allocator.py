@@ -31,11 +31,10 @@ from typing import Any
 
 import numpy as np
 
+from trainsizer.estimate.allocator_pool import ROUND_LARGE_BYTES  # noqa: F401  (memory.py reads it here)
 from trainsizer.estimate.inputs import Strategy, Training
 from trainsizer.estimate.sample_lengths import padded_records
 
-# a new segment's size for a request over 10 MiB: rounded up to 2 MiB (kRoundLarge, CUDACachingAllocator.cpp)
-ROUND_LARGE_BYTES = 2 << 20
 # the items that hold the loss path's logit-sized tensors (memory.ITEM_DOCS), the largest of a step
 LOSS_PATH_ITEMS = ("logits", "loss_backward_temporaries", "loss_chunk_working_set")
 

@@ -14,14 +14,24 @@ from __future__ import annotations
 import bisect
 
 MIB = 1 << 20
+# The allocator's constants, defined once here for the estimate and the benchmarks' replays
+# (c10/cuda/CUDACachingAllocator.cpp@v2.1.1, namespace c10::cuda::CUDACachingAllocator, unchanged through 2.13):
+MIN_BLOCK_BYTES = 512  # kMinBlockSize: every request rounded up to a multiple
+SMALL_SIZE_BYTES = MIB  # kSmallSize: the small pool's largest request; a large block splits above it
+SMALL_BUFFER_BYTES = 2 * MIB  # kSmallBuffer: the small pool's segment
+LARGE_BUFFER_BYTES = 20 * MIB  # kLargeBuffer: the segment of a request between kSmallSize and kMinLargeAlloc
+MIN_LARGE_ALLOC_BYTES = 10 * MIB  # kMinLargeAlloc: from here a segment is the request rounded to kRoundLarge
+ROUND_LARGE_BYTES = 2 * MIB  # kRoundLarge
 
 
 def segment_bytes(n: int) -> tuple[int, int]:
     """(the rounded request, the segment a cudaMalloc for it would take) in bytes."""
-    n = max(512, -(-n // 512) * 512)
-    if n <= MIB:
-        return n, 2 * MIB
-    return n, 20 * MIB if n < 10 * MIB else -(-n // (2 * MIB)) * 2 * MIB
+    n = max(MIN_BLOCK_BYTES, -(-n // MIN_BLOCK_BYTES) * MIN_BLOCK_BYTES)
+    if n <= SMALL_SIZE_BYTES:
+        return n, SMALL_BUFFER_BYTES
+    if n < MIN_LARGE_ALLOC_BYTES:
+        return n, LARGE_BUFFER_BYTES
+    return n, -(-n // ROUND_LARGE_BYTES) * ROUND_LARGE_BYTES
 
 
 class Pool:
@@ -55,7 +65,7 @@ class Pool:
             size, bid = seg_size, self._block(seg, 0, seg_size, False)
         b = self.blocks[bid]
         b[3] = False
-        if size - n > MIB:
+        if size - n > SMALL_SIZE_BYTES:
             b[2] = n
             self._block(b[0], b[1] + n, size - n, True)
         return bid
