@@ -17,7 +17,8 @@ def _raw(name: str) -> dict:
 
 
 @pytest.mark.parametrize("name,mamba,attention,mlp,moe", [
-    ("nemotron-h-8b", 24, 4, 24, 0), ("nemotron-h-56b", 54, 10, 54, 0), ("nemotron-3-nano-30b-a3b", 23, 6, 0, 23)])
+    ("nemotron-h-8b", 24, 4, 24, 0), ("nemotron-h-56b", 54, 10, 54, 0), ("nemotron-3-nano-30b-a3b", 23, 6, 0, 23),
+    ("nemotron-3-nano-4b", 21, 4, 17, 0)])
 def test_presets_read_their_layer_pattern(name, mamba, attention, mlp, moe):
     m = load_preset(name)
     assert (m.mamba_layers, m.attention_layers, m.dense_mlp_layers, m.moe_layer_count) == (mamba, attention, mlp, moe)
@@ -38,6 +39,7 @@ def test_nemotron_3_nano_counts_as_published():
     ({"mamba_proj_bias": True}, "mamba_proj_bias", "not modelled"),
     ({"n_groups": 6}, "n_groups", "must divide its 128 heads"),
     ({"hybrid_override_pattern": 7}, "hybrid_override_pattern", "string"),
+    ({"moe_latent_size": 1024}, "moe_latent_size", "LatentMoE"),
 ])
 def test_bad_hybrid_configs_name_the_key(change, where, text):
     raw = _raw("nemotron-h-8b") | change
@@ -50,6 +52,28 @@ def test_bad_hybrid_configs_name_the_key(change, where, text):
 def test_other_hybrids_stay_refused_by_name(model_type):
     with pytest.raises(SpecError, match="which trainsizer does not model"):
         arch_from_hf_config({"model_type": model_type, "hidden_size": 768})
+
+
+def test_latent_moe_is_refused_and_an_unset_latent_is_not():
+    """Nemotron 3 Super / Ultra route on a latent width (Megatron-Bridge nemotron_h_bridge.py moe_latent_size): refused
+    with its Chinese text; a config that writes the key as null or 0 reads as before."""
+    raw = _raw("nemotron-3-nano-30b-a3b")
+    with pytest.raises(SpecError, match="moe_latent_size") as err:
+        arch_from_hf_config(raw | {"moe_latent_size": 512})
+    assert "LatentMoE" in err.value.render("zh") and "潜在维度" in err.value.render("zh")
+    base = arch_from_hf_config(raw)
+    for unset in (None, 0):
+        same = arch_from_hf_config(raw | {"moe_latent_size": unset})
+        assert same.params_total == base.params_total and not same.unknown_keys
+
+
+def test_nemotron_3_nano_4b_mixer_and_tensor_count():
+    """Megatron-Bridge's card: 263 BF16 tensors, 21 Mamba layers; the mixer is 96 heads x 80 = 7,680 wide (not
+    2 x hidden = 6,272, which `expand` would say)."""
+    m = load_preset("nemotron-3-nano-4b")
+    assert (m.ssm_inner, m.ssm_groups, m.ssm_state, m.ssm_chunk, m.kv_heads, m.head_dim) == (7680, 8, 128, 256, 8, 128)
+    tensors = 9 * m.mamba_layers + 5 * m.attention_layers + 3 * m.dense_mlp_layers + 3  # + embedding, final norm, head
+    assert tensors == 263
 
 
 def test_errors_have_chinese_text():

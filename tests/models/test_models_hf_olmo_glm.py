@@ -77,7 +77,11 @@ def test_presets_load_without_unknown_keys(name):
 
 
 @pytest.mark.parametrize(("model_type", "mechanism"), [
-    ("qwen3_next", "Gated DeltaNet"), ("minimax", "lightning"), ("deepseek_v32", "DeepSeek Sparse Attention")])
+    ("qwen3_next", "Gated DeltaNet"), ("minimax", "lightning"), ("deepseek_v32", "DeepSeek Sparse Attention"),
+    # the 2026 Megatron-Bridge cards' families (docs/known-gaps.md 240): Qwen3.6-35B-A3B, Qwen3.8-27B, GLM-5.2, DeepSeek-V4
+    ("qwen3_5_moe", "Gated DeltaNet"), ("qwen3_5", "Gated DeltaNet"), ("qwen3_5_moe_text", "Gated DeltaNet"),
+    ("qwen3_5_text", "Gated DeltaNet"), ("glm_moe_dsa", "DeepSeek Sparse Attention"),
+    ("deepseek_v4", "hyper-connections")])
 def test_families_without_a_formula_are_refused_naming_the_mechanism(model_type, mechanism):
     with pytest.raises(SpecError, match=mechanism) as err:
         arch_from_hf_config({"model_type": model_type, "hidden_size": 64})

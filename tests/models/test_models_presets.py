@@ -50,6 +50,8 @@ PUBLISHED = {
     "glm-4.5-air": ("106", "12"),
     "llama-4-scout-17b-16e": ("109", "17"),  # Llama 4 model cards (multimodal totals)
     "llama-4-maverick-17b-128e": ("400", "17"),
+    "moonlight-16b-a3b": ("16", "3"),  # Moonlight model card: 16B total, 3B activated
+    "nemotron-3-nano-4b": ("4", None),  # the model's name
     # Narayanan et al. 2021 Table 1, "Number of parameters (billion)"
     "megatron-gpt-1.7b": ("1.7", None),
     "megatron-gpt-3.6b": ("3.6", None),
@@ -87,6 +89,8 @@ EXCEPTIONS = {
     ("llama-4-scout-17b-16e", "total"): "definition",  # 107.77 text model vs 109 with the vision encoder
     ("llama-4-scout-17b-16e", "active"): "rounding",  # 17.17 vs 17
     ("llama-4-maverick-17b-128e", "active"): "rounding",  # 17.18 vs 17
+    ("moonlight-16b-a3b", "active"): "rounding",  # 2.915 vs 3
+    ("nemotron-3-nano-4b", "total"): "rounding",  # 3.974 vs 4
 }
 
 # Exact parameter counts of released checkpoints: model.safetensors.index.json total_size / 2 (bf16/fp16).
@@ -105,6 +109,11 @@ CHECKPOINT = {
     "qwen3-32b": 65524246528 // 2,
     "qwen3-30b-a3b": 61064245248 // 2,
     "qwen3-235b-a22b": 470187269120 // 2,
+    # Megatron-Bridge's Moonlight card (067f987df), its SFT export: total_size over 5,344 tensors at vocabulary 163,842,
+    # less 27 fp32 inv_freq buffers of 32 (the source checkpoint's) and the two padded vocabulary rows of 2,048 x 2
+    "moonlight-16b-a3b": (31920240256 - 27 * 32 * 4) // 2 - 2 * 2 * 2048,
+    # llama-server's n_params for nvidia/NVIDIA-Nemotron-3-Nano-4B-BF16 (a public model listing)
+    "nemotron-3-nano-4b": 3973556832,
 }
 
 REQUIRED = set(PUBLISHED)

@@ -645,6 +645,17 @@ _NEMOTRON_H_IRRELEVANT = _ROPE | _DROPOUT | {
     "mamba_chunk_size"}
 
 
+def _no_latent_moe(c: ConfigReader) -> None:
+    """Refuse LatentMoE (Nemotron 3 Super / Ultra: moe_latent_size): Megatron-Core projects each token to the latent
+    width before dispatch and back after (Megatron-Bridge models/nemotronh/nemotron_h_bridge.py at 067f987df:
+    fc1_latent_proj / fc2_latent_proj), so the routed experts, their GEMMs and the all-to-all are latent-wide, which
+    ModelArch has no field for (docs/known-gaps.md 240)."""
+    c.used.add("moe_latent_size")
+    latent = c.raw.get("moe_latent_size")
+    if latent not in (None, 0):
+        raise SpecError(c.where("moe_latent_size"), msg("hybrid_latent_moe"), value=latent)
+
+
 def _nemotron_h(c: ConfigReader) -> dict[str, Any]:
     """NemotronH (transformers modeling_nemotron_h.py; Megatron-Core MambaModel): one block per layer after
     hybrid_override_pattern (M Mamba-2 mixer, * attention, - MLP, E MoE), each with its own RMSNorm. The mixer's
@@ -673,6 +684,7 @@ def _nemotron_h(c: ConfigReader) -> dict[str, Any]:
     bias = c.opt_bool("attention_bias", False)
     if c.opt_bool("mamba_proj_bias", False):
         raise SpecError(c.where("mamba_proj_bias"), msg("hybrid_proj_bias"), value=True)
+    _no_latent_moe(c)
     kw: dict[str, Any] = dict(
         layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
         vocab=c.req_int("vocab_size"), max_position=c.opt_int("max_position_embeddings", 4096, 1),
@@ -974,6 +986,18 @@ NON_TRANSFORMER = {
     # DeepSeek-V3.2-Exp inference/model.py)
     "qwen3_next": ("linear_gated_deltanet", "Qwen3-Next"), "minimax": ("lightning", "MiniMax-Text-01"),
     "minimax_m1": ("lightning", "MiniMax-M1"), "deepseek_v32": ("sparse_dsa", "DeepSeek-V3.2"),
+    # 2026 families of Megatron-Bridge's model-verification cards (docs/known-gaps.md 240): Qwen3.5 / 3.6 / 3.8 keep
+    # Qwen3-Next's Gated DeltaNet layers (Megatron-Bridge models/qwen/qwen35_bridge.py experimental_attention_variant
+    # "gated_delta_net"; the VLM configs' model_type qwen3_5 / qwen3_5_moe, the text configs' *_text), GLM-5 adds
+    # DSA to MLA (models/glm_moe_dsa/glm5_bridge.py), DeepSeek-V4 compresses and sparsifies attention and adds
+    # hyper-connections (models/deepseek/deepseek_v4_bridge.py: CompressedSparseAttention, CSAIndexer,
+    # HyperConnectionModule), all at Megatron-Bridge 067f987df
+    "qwen3_5": ("linear_gated_deltanet", "Qwen3.5 / Qwen3.8"),
+    "qwen3_5_text": ("linear_gated_deltanet", "Qwen3.5 / Qwen3.8"),
+    "qwen3_5_moe": ("linear_gated_deltanet", "Qwen3.5 / Qwen3.6 MoE"),
+    "qwen3_5_moe_text": ("linear_gated_deltanet", "Qwen3.5 / Qwen3.6 MoE"),
+    "glm_moe_dsa": ("sparse_dsa", "GLM-5 / GLM-5.2"),
+    "deepseek_v4": ("compressed_sparse", "DeepSeek-V4"),
 }
 
 
