@@ -21,9 +21,10 @@ read from, the megatron-core settings as perf_mbridge26.job states NVIDIA's own 
 
 Printed: each row (published, predicted, error, the estimate's step terms), MAPE by routing (forced / natural), the
 weak-scaling series against its 8-GPU point (measured and predicted), the natural-routing rows against the tuned recipe
-of the same model and part (measured and predicted ratio), and for each natural-routing row the busiest expert's load
-over the balanced share (job field moe_capacity_factor) at which the estimate would meet the measured rate: a
-diagnostic of what the unstated imbalance would have to be, not an estimate; memory fits.
+of the same model and part (measured and predicted ratio), and for each natural-routing row the busiest EP rank's routed
+tokens over the balanced share (job field moe_capacity_factor, which the estimate charges on every expert of a GPU) at
+which the estimate would meet the measured rate: a diagnostic of what the unstated imbalance would have to be, not an
+estimate, with the bound the two Qwen3-30B-A3B rows put on each other (EP 16 and EP 8: ep_bound_line); memory fits.
 
 Sign: (predicted - published) / published of tokens/s a GPU; + = predicted too fast.
 
@@ -82,7 +83,8 @@ def cases() -> list[tuple[str, str, float, float]]:
 
 
 def _at_capacity(r: dict[str, str], factor: float) -> float:
-    """The row's predicted tokens/s/GPU with the busiest expert taking `factor` x its balanced share of tokens."""
+    """The row's predicted tokens/s/GPU with every expert of the busiest EP rank taking `factor` x its balanced share of
+    tokens (moe_capacity_factor: the rank's grouped GEMMs, copies and all-to-all receive scale with it)."""
     j = job(r) | {"moe_capacity_factor": factor}
     return job_tokens_per_gpu([(r["id"], j)])[0][1]
 
@@ -135,15 +137,36 @@ def graph_split_lines() -> list[str]:
             f"{measured / (stated / full):.3f}"]
 
 
-def capacity_lines() -> list[str]:
-    """For each natural-routing row, the busiest expert's load over the balanced share that the measured rate would
+def implied_by_row() -> dict[str, float | None]:
+    """implied_capacity of each natural-routing row, by row id."""
+    return {r["id"]: implied_capacity(r) for r in rows() if r["id"] in NATURAL}
+
+
+def capacity_lines(implied: dict[str, float | None]) -> list[str]:
+    """For each natural-routing row, the busiest EP rank's load over the balanced share that the measured rate would
     take in the estimate (implied_capacity)."""
-    out = []
-    for r in rows():
-        if r["id"] in NATURAL:
-            f = implied_capacity(r)
-            out.append(f"  {r['id'].removeprefix('mbcard_'):50s} " + (f"moe_capacity_factor {f:.2f}" if f else "none"))
-    return out
+    return [f"  {rid.removeprefix('mbcard_'):50s} " + (f"moe_capacity_factor {f:.2f}" if f else "none")
+            for rid, f in implied.items()]
+
+
+def rank_loads(expert_loads: list[float], ep: int) -> list[float]:
+    """Each EP rank's routed tokens over the balanced share, from each expert's (Megatron-Core places experts
+    contiguously: rank i holds experts i x E / ep .. (i + 1) x E / ep - 1)."""
+    per = len(expert_loads) // ep
+    return [sum(expert_loads[i * per:(i + 1) * per]) / per for i in range(ep)]
+
+
+def ep_bound_line(implied: dict[str, float | None]) -> str:
+    """The two Qwen3-30B-A3B natural-routing rows (same model, recipe, data and aux loss) at EP 16 (H100) and EP 8
+    (GB200): an EP-8 rank holds two EP-16 ranks' experts, so at the same per-expert loads its load is the mean of
+    two EP-16 ranks' and the busiest EP-8 rank carries at most what the busiest EP-16 rank does (rank_loads). An
+    EP-8 figure above the EP-16 one is more than the routing: the rest of the GB200 row's residual is something else."""
+    h100, gb200 = implied.get(NATURAL[0]), implied.get(NATURAL[1])
+    if h100 is None or gb200 is None:
+        return "  (no implied load for one of the Qwen3 rows)"
+    verdict = "above the bound: not the routing alone" if gb200 > h100 else "within the bound"
+    return (f"  Qwen3-30B-A3B EP 8 (GB200) {gb200:.2f} against EP 16 (H100) {h100:.2f}, at most {h100:.2f} for "
+            f"the same expert loads: {verdict}")
 
 
 def fits() -> list[Fit]:
@@ -178,8 +201,10 @@ def main() -> None:
     print("\nnatural routing over the forced-balance tuned recipe (same model, part, layout and batch):")
     print("\n".join(pair_lines(cs)))
     print("\n".join(graph_split_lines()))
-    print("\nthe busiest expert's load the measured rate would take (a diagnostic; the cards state no imbalance):")
-    print("\n".join(capacity_lines()))
+    implied = implied_by_row()
+    print("\nthe busiest EP rank's load the measured rate would take (a diagnostic; the cards state no imbalance):")
+    print("\n".join(capacity_lines(implied)))
+    print(ep_bound_line(implied))
     print_fits(fits(), "perf_heldout60")
     refused = [c for c in run if c[0].skipped]
     print(f"\nperf_heldout60 time: n={len(scored)} MAPE {mape(scored):.1f}% (median {_median(scored):+.1f}%); "

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
@@ -77,3 +79,19 @@ def test_weak_scaling_is_flat_in_both(run):
     base = by[p60.WEAK[0]]
     for rid in p60.WEAK[1:]:
         assert abs(by[rid].predicted / base.predicted - by[rid].measured / base.measured) < 0.03, rid
+
+
+@given(st.lists(st.floats(0.0, 32.0), min_size=128, max_size=128))
+def test_halving_ep_never_raises_the_busiest_ranks_load(loads):
+    """ep_bound_line's premise (known-gaps 236): at the same per-expert loads, an EP-8 rank holds two EP-16 ranks'
+    experts, so the busiest EP-8 rank's load over the mean is at most the busiest EP-16 rank's."""
+    assert max(p60.rank_loads(loads, 8)) <= max(p60.rank_loads(loads, 16)) + 1e-9
+    assert sum(p60.rank_loads(loads, 8)) == pytest.approx(sum(loads) / 16)
+
+
+def test_ep_bound_line_reads_the_two_qwen3_rows():
+    """The GB200 row's implied load above the H100 row's is named as more than the routing; below it, within."""
+    h100, gb200 = p60.NATURAL[0], p60.NATURAL[1]
+    assert "not the routing alone" in p60.ep_bound_line({h100: 1.60, gb200: 2.08})
+    assert "within the bound" in p60.ep_bound_line({h100: 1.60, gb200: 1.40})
+    assert "no implied load" in p60.ep_bound_line({h100: None, gb200: 2.08})

@@ -225,3 +225,27 @@ def test_a_tray_short_of_host_ram_says_none_can_be_added_not_order_dimms(build, 
                   hardware={"accelerator": "b200", "count": 16, "per_node": 8, "network": "ib-ndr400"})
     short = next(r for r in b200.risks if r.id == "server_short_of_host_needs")
     assert short.mitigation_msg.key == "risk_fix_server_short"
+
+
+@pytest.mark.parametrize("model, ep, factor, flagged", [
+    ("qwen3-30b-a3b", 8, 1.0, True),    # EP 8 at balanced routing: the busiest rank's load is assumed
+    ("qwen3-30b-a3b", 1, 1.0, False),   # EP 1: one GPU runs every expert, no rank waits on another
+    ("qwen3-30b-a3b", 8, 1.6, False),   # a stated busiest-rank load: nothing assumed
+    ("llama-3.1-8b", 1, 1.0, False),    # dense
+])
+def test_balanced_routing_under_expert_parallelism_is_a_named_risk(blocks, model, ep, factor, flagged):
+    """known-gaps 230 (a), 236: no job input predicts the busiest EP rank's share of the routed tokens, so a plan
+    timed at moe_capacity_factor 1.0 says so, quotes what balance missed on runs trained with their own routing
+    (risks.yaml moe_natural_routing_measured, sourced to the Megatron-Bridge cards) and how to state a measured load."""
+    from trainsizer.messages import render
+
+    out = blocks(model=model, method="pretrain", moe_capacity_factor=factor,
+                 strategy={"tp": 1, "pp": 1, "ep": ep, "fsdp": "none", "zero": 1, "micro_batch": 1,
+                           "recompute": "full"})
+    risk = next((r for r in out.risks if r.id == "moe_routing_unstated"), None)
+    assert (risk is not None) == flagged
+    if flagged:
+        assert "expert parallelism 8" in risk.evidence and "128-expert" in risk.evidence
+        assert "0.39-0.77" in risk.evidence and risk.source == "mbridge_model_cards"
+        assert "moe_capacity_factor" in risk.mitigation
+        assert "排序未考虑" in render(risk.evidence_msg.key, "zh", risk.evidence_msg.params)

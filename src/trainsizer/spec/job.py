@@ -891,7 +891,13 @@ class Job(_Strict):
     # data.avg_tokens for their length). Without packing, data given as samples x avg_tokens runs each
     # micro-batch padded to its longest sample (the collators' dynamic padding; estimate.sample_lengths)
     packing: bool = False
-    # MoE routing imbalance: tokens an expert receives relative to a perfectly balanced router (1.0).
+    # MoE routing imbalance: the busiest EP rank's routed tokens over its balanced share (1.0 = a balanced router; at
+    # one local expert a GPU, the busiest expert's). The estimate charges every expert of a GPU this many times its
+    # balanced tokens (grouped GEMMs, permutation copies, the all-to-all's receive, routed activations), the rank a
+    # synchronous step waits on each layer. No input predicts the load a router reaches (docs/known-gaps.md 236):
+    # count it on a short run (the token dispatcher's tokens_per_expert, summed over a rank's experts). A padded
+    # token drop (Megatron-Core moe_expert_capacity_factor with moe_pad_expert_input_to_capacity) is stated the same
+    # way: every rank at the capacity factor.
     moe_capacity_factor: float = Field(1.0, gt=0, le=16)
     # which experts a balanced router picks for a token (names.MOE_ROUTINGS): random (a trained router, Megatron-Core's
     # forced balance) | round-robin (consecutive experts: torchtitan's debug force-balance, the gate GEMM still run) |

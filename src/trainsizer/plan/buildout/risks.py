@@ -173,6 +173,23 @@ def _fp8_moe_stack(c: Ctx) -> Risk | None:
                 mitigation=msg(_by_site(b, "risk_fix_fp8_moe_stack")), source=vendor.source if own else parts.source)
 
 
+def _moe_routing(c: Ctx) -> Risk | None:
+    """Expert parallelism timed at balanced routing (Job.moe_capacity_factor 1.0). Each MoE layer's all-to-all makes
+    every EP rank wait on the busiest one, whose experts' share of the routed tokens the router sets; no job input
+    predicts it (docs/known-gaps.md 236 (c)), so the risk names the assumption, quotes what it missed on runs
+    trained with their own routing (risks.yaml moe_natural_routing_measured) and how to state a measured load. At EP 1
+    one GPU runs every expert and no rank waits: no risk. A risk line only: the search and ranking do not weigh it."""
+    b = c.b
+    experts, ep = int(b.scenario.model.experts or 0), int(b.strategy.ep)
+    if experts <= 1 or ep <= 1 or b.job.moe_capacity_factor != 1.0:
+        return None
+    seen = rules.rule("risks", "moe_natural_routing_measured")
+    lo, hi = seen.value
+    return Risk(id="moe_routing_unstated", severity="medium",
+                evidence=msg("risk_ev_moe_routing", ep=ep, experts=experts, lo=f"{lo:.2f}", hi=f"{hi:.2f}"),
+                mitigation=msg("risk_fix_moe_routing"), source=seen.source)
+
+
 def _single_node(c: Ctx) -> Risk | None:
     b = c.b
     limit = rules.rule("risks", "single_node_gpus_max")
@@ -312,8 +329,8 @@ def _unpriced(c: Ctx) -> Risk | None:
 
 
 RULES: tuple[Callable[[Ctx], Risk | None], ...] = (
-    _tp_across_pcie, _slow_network, _server_nics, _checkpoint_stall, _rack_power, _consumer, _export, _fp8_moe_stack, _single_node,
-    _loader,
+    _tp_across_pcie, _slow_network, _server_nics, _checkpoint_stall, _rack_power, _consumer, _export, _fp8_moe_stack,
+    _moe_routing, _single_node, _loader,
     _deadline, _deadline_band, _memory, _server_short, _nvl72_spares, _unpriced)
 
 
