@@ -24,7 +24,7 @@ RESERVED = "gpjt fine-tune-2024-04 sequence-length sweep, reserved peak"
 # (source, metric) -> (rows, MAPE bound %); reached at landing in the comment
 BOUNDS = {(ACTIVE, "tokens_s"): (16, 52.0),  # 45.2 (221 (c), (d))
           (ACTIVE, "peak_gib"): (16, 5.0),  # 2.4 (27.0 before zero_init false, 10.4 before the offload phase: 225)
-          (RESERVED, "peak_gib"): (16, 15.0)}  # 11.8 (213 (f), 225 (a); 32.9 before 225)
+          (RESERVED, "peak_gib"): (16, 8.0)}  # 6.3 (225 (e); 32.9 before 225, 11.8 before the ZeRO pools: 234)
 
 
 @pytest.fixture(scope="module")
@@ -96,6 +96,20 @@ def test_the_zero3_rows_miss_no_flat_term(cases):
         series, _, reserved = p58.series_of(c.row_id)
         if series in ("noenv", "exp") and not reserved:
             assert abs(c.predicted / c.measured - 1.0) < 0.05, c.row_id
+
+
+def test_the_zero3_reserved_rows_hold_the_reduce_streams_pool(cases):
+    """ZeRO-3's reduce stream keeps its own caching-allocator pool (the fp16 overflow check's abs copy and bool of the
+    gradient partition), and without expandable segments the step's flat gradient copies cut segments of their own
+    (known-gaps 234): the ZeRO-3 reserved rows, -8..-20% before, are within 6% at every length in both series, the
+    default segments' above the expandable ones'."""
+    got = {}
+    for c in scored(cases, "peak_gib"):
+        series, n, reserved = p58.series_of(c.row_id)
+        if series in ("noenv", "exp") and reserved:
+            assert abs(c.predicted / c.measured - 1.0) < 0.06, c.row_id
+            got.setdefault(series, []).append(c.predicted)
+    assert sum(got["noenv"]) > sum(got["exp"]) + 4 * 5.0  # the bucket copy's and the step's own segments
 
 
 def test_the_script_runs():

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from trainsizer.errors import unknown_name
-from trainsizer.estimate import allocator, nf4_init, pipeline
+from trainsizer.estimate import allocator, nf4_init, pipeline, zero_pools
 from trainsizer.estimate.activations import (
     ATTENTION_IMPLS,
     LayerItems,
@@ -2024,26 +2024,17 @@ def _optimizer_step_peak(b: _Batch, items: dict[str, Any], total: Any, opt_param
     gradient buffers (DistributedOptimizer._copy_model_grads_to_main_grads: shard_main_param.grad =
     shard_model_grad.float(), an fp32 copy of the shard's gradients). With `detail`, `items` become the peak
     phase's items."""
-    z = b.z
     step_peak = np.zeros(b.t.shape, dtype=bool)
-    # DeepSpeed ZeRO-1/2 optimizer (hf-profile stacks with ZeRO 1/2 and no optimizer offload; not FSDP, whose
-    # sharded fp32 gradients are the parameters' own .grad)
-    ds_step = (~b.mega) & ((z == 1) | (z == 2)) & (~b.offload_opt) & (b.name != "fsdp")
     mc_step = b.bf16_grads & (~b.offload_opt)
-    # DeepSpeed ZeRO-3 (framework deepspeed) steps its partition sub-group by sub-group (stage3.py step:
-    # _prepare_fp32_grad_for_sub_group flattens and casts one sub-group's gradients, _release_sub_group frees them)
-    z3_step = (~b.mega) & (z >= 3) & (~b.offload_opt) & b.ds_engine
-    deepspeed = ds_step | z3_step
+    deepspeed, flat_b, fp32_b = _deepspeed_step_blocks(b, opt_params)
     # torch.optim.AdamW's foreach step elsewhere (the HF Trainer's adamw_torch, LitGPT, torch DDP / FSDP stacks):
     # _multi_tensor_adam makes exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs), a moment-sized tensor for every
     # parameter at once, before its addcdiv_ (torch/optim/adam.py; the same lines from torch 2.1 to 2.13)
     fe_step = b.foreach_adamw & (~b.mega) & (~deepspeed) & (~b.offload_opt)
     if not (b.training.trains_base_weights and np.any(deepspeed | mc_step | fe_step)):
         return total, step_peak
-    w16, fp32 = b.w16, float(b.c["optimizer_step"]["fp32_grad_cast_bytes_per_param"])
-    flat = np.where(deepspeed, w16 if w16 < fp32 else 0.0, 0.0)  # DeepSpeed's 16-bit flat copy (fp32 training: none)
-    sub_group = float(b.c["optimizer_step"]["zero3_sub_group_params"])
-    extra = (fp32 + flat) * np.where(z3_step, np.minimum(opt_params, sub_group), opt_params)
+    fp32 = float(b.c["optimizer_step"]["fp32_grad_cast_bytes_per_param"])
+    extra = np.where(deepspeed, flat_b + fp32_b, fp32 * opt_params)
     step_items = {key: items[key] for key in STEP_STATE_ITEMS if key in items}
     step_items["optimizer_step_grad_buffers"] = np.where(fe_step, 0.0, extra)
     # AdamW keeps two moments of one dtype: the temporary is half the state bytes per parameter
@@ -2061,6 +2052,45 @@ def _optimizer_step_peak(b: _Batch, items: dict[str, Any], total: Any, opt_param
         for key in set(items) | set(step_items):
             items[key] = np.where(step_peak, step_items.get(key, 0.0), items.get(key, 0.0))
     return total, step_peak
+
+
+def _deepspeed_step_blocks(b: _Batch, opt_params: Any) -> tuple[Any, Any, Any]:
+    """(where the step is DeepSpeed's ZeRO optimizer's, bytes of its flat 16-bit gradient copy, of its fp32 cast) per
+    strategy: ZeRO-1/2 (hf-profile stacks with ZeRO 1/2 and no optimizer offload; not FSDP, whose sharded fp32
+    gradients are the parameters' own .grad) over the rank's partition; ZeRO-3 on DeepSpeed's engine one sub-group
+    of its partition at a time (stage3.py step: _prepare_fp32_grad_for_sub_group flattens and casts one sub-group's
+    gradients, _release_sub_group frees them). fp32 training makes no flat 16-bit copy."""
+    z = b.z
+    ds_step = (~b.mega) & ((z == 1) | (z == 2)) & (~b.offload_opt) & (b.name != "fsdp")
+    z3_step = (~b.mega) & (z >= 3) & (~b.offload_opt) & b.ds_engine
+    deepspeed = ds_step | z3_step
+    if opt_params is None:
+        return deepspeed, 0.0, 0.0
+    fp32 = float(b.c["optimizer_step"]["fp32_grad_cast_bytes_per_param"])
+    sub_group = float(b.c["optimizer_step"]["zero3_sub_group_params"])
+    elems = np.where(deepspeed, np.where(z3_step, np.minimum(opt_params, sub_group), opt_params), 0.0)
+    return deepspeed, (b.w16 if b.w16 < fp32 else 0.0) * elems, fp32 * elems
+
+
+def _zero_pools(b: _Batch, items: dict[str, Any], states: _States) -> tuple[Any, Any]:
+    """(bytes DeepSpeed ZeRO-3's reduce stream keeps reserved, bytes of the optimizer step's blocks that get segments
+    of their own) on one stage (estimate.zero_pools), full training without the optimizer offloaded; the forward /
+    backward `items` before the step's. The stream's bucket copy: a full reduce bucket of 16-bit gradients, at most
+    the stage's trainable parameters; its partition: the optimizer's (ZeRO-3 shards them alike)."""
+    zero = np.zeros(b.t.shape)
+    if not b.training.trains_base_weights or not np.any((b.z >= 1) & ~b.mega):
+        return zero, zero
+    m = b.model
+    _, _, reduce = deepspeed_zero3_buckets(b.ds_buckets, m.hidden)
+    bucket = b.w16 * np.minimum(reduce, states.trainable_pg)
+    z3 = b.ds_engine & (b.z >= 3) & ~b.offload_opt
+    stream = np.where(z3, zero_pools.reduce_stream_bytes(bucket, states.opt_params, b.w16,
+                                                         b.training.precision == "fp16", b.expandable), 0.0)
+    deepspeed, flat_b, fp32_b = _deepspeed_step_blocks(b, states.opt_params)
+    head_grad = b.w16 * float(m.vocab) * float(m.hidden) / b.t  # the LM head's (or embedding's) 16-bit gradient
+    fb_largest = np.maximum(items.get("logits", 0.0), head_grad)
+    step = np.where(deepspeed, zero_pools.step_segment_bytes(flat_b, fp32_b, fb_largest, b.expandable), 0.0)
+    return stream + zero, step + zero
 
 
 def _offload_grad_peak(b: _Batch, items: dict[str, Any], total: Any, detail: bool) -> Any:
@@ -2133,11 +2163,14 @@ def _stage_bytes(b: _Batch, g: _Stage, options: MemoryOptions, detail: bool) -> 
         fb_total = fb_total - seg + items["loss_path_segments"]
     # the forward / backward phase's total and loss path, for the allocator's growth (detailed estimate only)
     loss_path = sum(items.get(k, 0.0) for k in allocator.LOSS_PATH_ITEMS) if detail else None
+    stream, step_segs = _zero_pools(b, items, states) if detail else (0.0, 0.0)
     fb_total = _offload_grad_peak(b, items, fb_total, detail)
     total, step_peak = _optimizer_step_peak(b, items, fb_total, states.opt_params, detail)
+    # reserved beyond the peak: the reduce stream's pool and the step's own segments beside the forward / backward's
+    zero_pool = stream + np.maximum(fb_total + step_segs - total, 0.0) if detail else None
     return {"total": total, "host": host, "items": items if detail else None, "n_layers": g.n_layers,
             "step_peak": step_peak, "paged": paged, "after_step": after_step, "fb_total": fb_total,
-            "loss_path": loss_path}
+            "loss_path": loss_path, "zero_pool": zero_pool}
 
 
 def _main_grad_copy(b: _Batch, opt_params: Any) -> Any:
@@ -2250,12 +2283,17 @@ class MemoryEstimate:
     # QLoRA, estimate.nf4_init; CUDA context and NCCL buffers included), capped at the card; the training steps reuse
     # those segments, so the reserved peak is the larger of this and the steps'; 0 = none
     init_reserved_bytes: float = 0.0
+    # reserved beyond the peak under DeepSpeed ZeRO by the caching allocator's pool of ZeRO-3's reduce stream and, with
+    # the default segments, the optimizer step's flat gradient blocks cut apart from the forward / backward's
+    # (estimate.zero_pools; reserved_peak_bytes caps the sum at the card): what torch.cuda.max_memory_reserved reads, not
+    # a requirement; 0 = none
+    zero_pool_bytes: float = 0.0
 
     @property
     def reserved_peak_bytes(self) -> float:
-        """The peak with the allocator's growth (on the device: CUDA context and NCCL buffers included), or the init's
-        reserved bytes where larger, at most the card."""
-        grown = max(self.per_gpu_bytes + self.allocator_growth_bytes, self.init_reserved_bytes)
+        """The peak with the allocator's growth and DeepSpeed ZeRO's pools (on the device: CUDA context and NCCL buffers
+        included), or the init's reserved bytes where larger, at most the card."""
+        grown = max(self.per_gpu_bytes + self.allocator_growth_bytes + self.zero_pool_bytes, self.init_reserved_bytes)
         return max(self.per_gpu_bytes, min(grown, self.capacity_bytes))
 
     @property
@@ -2292,6 +2330,7 @@ class MemoryEstimate:
             "after_step_gib": g(self.after_step_bytes),
             "allocator_growth_gib": g(self.allocator_growth_bytes),
             "init_reserved_gib": g(self.init_reserved_bytes),
+            "zero_pool_gib": g(self.zero_pool_bytes),
             "notes": list(self.notes),
         }
 
@@ -2348,6 +2387,9 @@ def estimate_memory(
     growth = _allocator_growth(training, strategy, r, sd, float(r["worst"].reshape(-1)[0]))
     if growth > 0:
         notes.append(msg("note_allocator_growth", gib=f"{growth / GIB:.1f}"))
+    zero_pool = float(np.asarray(sd["zero_pool"]).reshape(-1)[0])
+    if zero_pool > 0:
+        notes.append(msg("note_zero_pool", gib=f"{zero_pool / GIB:.1f}"))
     per_node = min(system.gpus_per_node, max(system.gpus, 1))
     stages = {k: v for k, v in r["stages"].items() if not k.startswith("middle") or p > 2}  # middle ones at p > 2
     return MemoryEstimate(
@@ -2366,6 +2408,7 @@ def estimate_memory(
         allocator_growth_bytes=growth,
         init_reserved_bytes=nf4_init.floor_on_device(nf4_init.init_floor_bytes(model, training, strategy, r["name"]),
                                                      items),
+        zero_pool_bytes=zero_pool,
     )
 
 
