@@ -45,3 +45,18 @@ def test_the_group_steps_on_its_share_and_gathers_inside_the_node(allreduce):
     assert node_m.items_bytes["optimizer_states"] == pytest.approx(8.0 * whole_m.items_bytes["optimizer_states"],
                                                                    rel=1e-6)
     assert node_t.breakdown_s["dp_comm"] < whole_t.breakdown_s["dp_comm"]
+
+
+def test_fsdp_hybrid_shard_steps_on_the_group_share():
+    """Under ZeRO-3 with a shard group (FSDP HYBRID_SHARD: the flat parameter and its gradient sharded over the
+    intra-node group, replicated across it) each GPU steps on 1/8 of the parameters, as FULL_SHARD on one node of 8
+    does, not on 1/64 (known-gaps 228 (d)); the states it holds are the same 1/8."""
+    fsdp = {"framework": "fsdp", "zero": 3, "fsdp": "full"}
+    whole_t, _ = _run(**fsdp)
+    hybrid_t, hybrid_m = _run(**{**fsdp, "fsdp": "hybrid"}, shard_group=8)
+    one_t, one_m = _run(**fsdp, count=8)
+    assert hybrid_t.breakdown_s["optimizer"] == pytest.approx(one_t.breakdown_s["optimizer"], rel=1e-9)
+    # eight times the bytes a GPU updates (the step's fixed launches aside)
+    assert 7.0 * whole_t.breakdown_s["optimizer"] < hybrid_t.breakdown_s["optimizer"] <= 8.0 * whole_t.breakdown_s[
+        "optimizer"]
+    assert hybrid_m.items_bytes["optimizer_states"] == pytest.approx(one_m.items_bytes["optimizer_states"], rel=1e-9)

@@ -3173,8 +3173,8 @@ class _Grads:
     m_edp: np.ndarray
     shard_opt: np.ndarray  # optimizer sharded (ZeRO >= 1 or distributed optimizer)
     window: np.ndarray  # backward of the last micro-batch on the slowest stage (what reduction can hide in)
-    # the ranks ZeRO-1 / 2 shard the optimizer over: all of DP x CP (and the expert-DP group), or the shard group
-    # where strategy.shard_group is set (`_zero_groups`)
+    # the ranks the optimizer is sharded over: all of DP x CP (and the expert-DP group), or the shard group where
+    # strategy.shard_group is set, ZeRO-1 / 2 and ZeRO-3's hybrid shard alike (`_zero_groups`)
     n_zd: Any = None
     n_ze: Any = None
 
@@ -3198,14 +3198,17 @@ def _grads(x: _Step, lt: compute.LayerTimes, mb: _MicroBatch) -> _Grads:
 
 
 def _zero_groups(x: _Step, n_dp: Any, n_edp: Any) -> dict[str, Any]:
-    """The ZeRO-1 / 2 groups (n_zd dense, n_ze experts): where strategy.shard_group states fewer ranks than DP x CP,
-    the optimizer is sharded over that group and replicated across the groups (InternLM's hybrid ZeRO with zero1 below
-    DP: hybrid_zero_optim.py at c18bec9, ParamStore over ParallelMode.ZERO1; Megatron-Core's partial distributed
-    optimizer, num_distributed_optimizer_instances = DP / group), the experts over the group's ranks that hold the
-    same experts (validate.shard_groups); DP x CP and the expert-DP group otherwise (and under ZeRO-3, whose hybrid
-    shard `_dp_comm_zero3` times)."""
+    """The groups the optimizer is sharded over (n_zd dense, n_ze experts): where strategy.shard_group states fewer
+    ranks than DP x CP, that group, replicated across the groups (InternLM's hybrid ZeRO with zero1 below DP:
+    hybrid_zero_optim.py at c18bec9, ParamStore over ParallelMode.ZERO1; Megatron-Core's partial distributed
+    optimizer, num_distributed_optimizer_instances = DP / group; under ZeRO-3, FSDP's HYBRID_SHARD, whose flat
+    parameter and gradient shards, and so the states the optimizer steps, are 1 / group: torch
+    distributed/fsdp/_init_utils.py _init_process_group_state_for_hybrid_shard, the intra-node group; its
+    collectives `_dp_comm_zero3` times), the experts over the group's ranks that hold the same experts
+    (validate.shard_groups, as memory shards them); DP x CP and the expert-DP group otherwise. The ZeRO-1 / 2 group
+    collectives (`_zero_group_collectives`) are taken below ZeRO-3 only."""
     sg = x.a["shard_group"]
-    grouped = (sg > 0) & (sg < n_dp) & (x.zero < 3)
+    grouped = (sg > 0) & (sg < n_dp)
     n_zd = np.where(grouped, np.minimum(sg, n_dp), n_dp)
     return {"n_zd": n_zd, "n_ze": np.where(grouped, np.maximum(n_zd * x.t / (x.e * x.et), 1.0), n_edp)}
 
