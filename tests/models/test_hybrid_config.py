@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trainsizer.errors import SpecError
 from trainsizer.models.hf_config import arch_from_hf_config
@@ -120,3 +122,39 @@ def test_granite_layer_types_must_match_the_layers():
     with pytest.raises(SpecError, match="layer_types") as err:
         arch_from_hf_config(GRANITE_TOY | {"layer_types": ["mamba"] * 7})
     assert "each of the 8 layers" in str(err.value)
+
+
+_KIND_SYMBOL = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from("M*-E"), min_size=1, max_size=24).map("".join))
+def test_a_pattern_counts_each_layer_by_its_symbol(pattern):
+    """Any hybrid_override_pattern over Nemotron 3 Nano 30B-A3B's widths: the total is the embedding, head and final norm
+    plus, per symbol, that block's own count (its norm and mixer / attention / MLP / MoE), whatever the order."""
+    raw = _raw("nemotron-3-nano-30b-a3b") | {"hybrid_override_pattern": pattern, "num_hidden_layers": len(pattern),
+                                             "intermediate_size": 1856}
+    m = arch_from_hf_config(raw)
+    one = {k: m._hybrid_layer_params(k).total for k in _KIND_SYMBOL}
+    body = sum(one[k] * pattern.count(s) for k, s in _KIND_SYMBOL.items())
+    assert m.params_total == body + m.embedding_params + m.lm_head_params + m.final_norm_params
+    assert (m.mamba_layers, m.attention_layers, m.dense_mlp_layers, m.moe_layer_count) == tuple(
+        pattern.count(s) for s in "M*-E")
+    assert m.params_active <= m.params_total
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 3), st.sampled_from([None, "*E", ["attention", "moe"]]))
+def test_a_hybrid_mtp_head_is_noted_not_counted(depth, block):
+    """Nemotron 3 Super / 3.5 Lightning write an MTP head of its own pattern: the counts do not change and the note says
+    the head is not sized."""
+    raw = _raw("nemotron-3-nano-30b-a3b")
+    extra = {"num_nextn_predict_layers": depth}
+    if isinstance(block, str):
+        extra["mtp_hybrid_override_pattern"] = block
+    elif block:
+        extra["mtp_layers_block_type"] = block
+    m = arch_from_hf_config(raw | extra)
+    base = arch_from_hf_config(raw)
+    assert (m.params_total, m.mtp_layers, m.unknown_keys) == (base.params_total, 0, ())
+    assert any("multi-token prediction head" in n and f"({depth} of" in n for n in m.notes)

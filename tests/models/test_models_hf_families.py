@@ -3,10 +3,15 @@ checked against the parameter counts their model cards publish; non-transformers
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trainsizer.errors import SpecError
 from trainsizer.models import arch_from_hf_config
+from trainsizer.models.shipped import _preset_dir
 
 # Shapes from each model's config.json on Hugging Face; expected = parameter count on the model card
 # (safetensors total), in billions.
@@ -66,3 +71,19 @@ def test_non_transformers_are_refused_with_what_they_are(model_type):
     with pytest.raises(SpecError, match=rf"{model_type} is a .*which trainsizer does not model") as err:
         arch_from_hf_config({"model_type": model_type, "hidden_size": 768})
     assert "Did you mean" not in str(err.value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 27), st.integers(1, 4), st.sampled_from([(64, 6), (32, 2), (16, 16)]))
+def test_moonlight_shapes_total_less_active_is_the_idle_experts(first_dense, shared, routing):
+    """The Moonlight-16B-A3B preset (DeepSeek-V3 architecture, MLA without query compression) with its dense prefix,
+    shared experts and routing varied: the MoE layers are the layers after first_k_dense_replace, and total less active
+    is exactly the experts a token does not pass through (the router and its correction bias count as active)."""
+    experts, k = routing
+    raw = json.loads(_preset_dir().joinpath("moonlight-16b-a3b.json").read_text(encoding="utf-8")) | {"first_k_dense_replace": first_dense, "n_shared_experts": shared,
+                                                      "n_routed_experts": experts, "num_experts_per_tok": k}
+    m = arch_from_hf_config(raw)
+    moe = 27 - first_dense
+    assert m.moe_layer_count == moe and m.q_lora_rank == 0 and m.attention == "mla"
+    assert m.params_total - m.params_active == moe * (experts - k) * m.mlp_params(1408)
+    assert m.shared_expert_ffn == shared * 1408

@@ -656,6 +656,18 @@ def _no_latent_moe(c: ConfigReader) -> None:
         raise SpecError(c.where("moe_latent_size"), msg("hybrid_latent_moe"), value=latent)
 
 
+def _hybrid_mtp_note(c: ConfigReader) -> None:
+    """A Nemotron-H MTP head (num_nextn_predict_layers with mtp_hybrid_override_pattern, or the transformers form
+    mtp_layers_block_type; Megatron-Bridge nemotron_h_bridge.py _hf_mtp_config at 067f987df) is a block of its own
+    pattern ('*E': attention, then MoE) that ModelArch.mtp_layers, the last decoder layer repeated, does not describe:
+    noted, not sized (docs/known-gaps.md 240)."""
+    c.used.update({"mtp_hybrid_override_pattern", "mtp_layers_block_type"})
+    depth = c.opt_int("num_nextn_predict_layers", 0, 0, note=False)
+    if depth:
+        block = c.raw.get("mtp_hybrid_override_pattern") or c.raw.get("mtp_layers_block_type") or "?"
+        c.notes.append(msg("hybrid_mtp_not_sized", n=depth, block=str(block)))
+
+
 def _nemotron_h(c: ConfigReader) -> dict[str, Any]:
     """NemotronH (transformers modeling_nemotron_h.py; Megatron-Core MambaModel): one block per layer after
     hybrid_override_pattern (M Mamba-2 mixer, * attention, - MLP, E MoE), each with its own RMSNorm. The mixer's
@@ -685,6 +697,7 @@ def _nemotron_h(c: ConfigReader) -> dict[str, Any]:
     if c.opt_bool("mamba_proj_bias", False):
         raise SpecError(c.where("mamba_proj_bias"), msg("hybrid_proj_bias"), value=True)
     _no_latent_moe(c)
+    _hybrid_mtp_note(c)
     kw: dict[str, Any] = dict(
         layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
         vocab=c.req_int("vocab_size"), max_position=c.opt_int("max_position_embeddings", 4096, 1),
