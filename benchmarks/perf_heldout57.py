@@ -167,6 +167,65 @@ def memory_lines(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list
     return out
 
 
+def measured_step(c: Case, res: dict[str, Any]) -> float:
+    """The step a row's figure implies: the estimate's step times predicted / measured (MFU and TGS are each the
+    step's fixed work over its time, so their ratio is the steps' inverse ratio)."""
+    return float(res["time"]["step_s"]) * c.predicted / c.measured
+
+
+def slot_lines(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[str]:
+    """Each row with PP >= 4 in seconds a 1F1B slot (known-gaps 237): the step less the estimate's DP and optimizer
+    terms over the m + p - 1 slots the estimate schedules (fill and drain at the slowest rank's pace), measured beside
+    predicted, and over the decoder layers of the most loaded rank (the row's pp_stage_layers); the p2p the estimate
+    charges a step beside them."""
+    archs, out = models(), []
+    for c, res, r in run:
+        p = int(r["pp"])
+        if p < 4 or not res:
+            continue
+        s = ph.job_of(r, archs)["strategy"]
+        m = int(r["global_batch_seqs"]) // (int(r["gpu_count"]) // (int(r["tp"]) * p) * int(r["micro_batch"]))
+        b = res["time"]["breakdown_s"]
+        outside = b["dp_comm"] + b["optimizer"]
+        meas, pred = ((step - outside) / (m + p - 1) for step in (measured_step(c, res), res["time"]["step_s"]))
+        pace = max(s["pp_stage_layers"])
+        out.append(f"  {c.row_id:46s} m {m:3d} pace {pace:2d} layers: a slot {1e3 * meas:6.1f} ms measured, "
+                   f"{1e3 * pred:6.1f} predicted (x{meas / pred:.2f}); a layer {1e3 * meas / pace:5.1f} / "
+                   f"{1e3 * pred / pace:5.1f} ms; p2p {b['pp_comm']:.3f} s a step")
+    return out
+
+
+# InternLM rows that differ by one quantity of work at one GPU count and recompute setting (known-gaps 237): (what
+# grows, row with less, row with more, units in each)
+INTERNLM_PAIRS = (
+    ("micro-batch (2 x 2,048, no recompute, 512 GPUs)", "internlm_2023-07_a100_7b_noac_512gpu_mbs2_mn2",
+     "internlm_2023-07_a100_7b_noac_512gpu_mbs2_mn4", 2, 4),
+    ("sequence (recompute full, one micro-batch, 512 GPUs)", "internlm_2023-07_a100_7b_ac_512gpu_mbs4_mn1",
+     "internlm_2023-07_a100_7b_ac_512gpu_mbs8_mn1", 4, 8),
+)
+# one-host rows (no traffic between hosts) read against the pair of the same recompute setting: (row, pair, units)
+INTERNLM_ONE_HOST = (("internlm_2023-07_a100_7b_noac_8gpu_mbs2_mn4", 0, 4),
+                     ("internlm_2023-07_a100_7b_ac_8gpu_mbs8_mn1", 1, 8))
+
+
+def internlm_pair_lines(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[str]:
+    """Seconds a unit of work (the pair's slope) and beyond it (its intercept), measured and predicted, and what the
+    one-host rows leave beyond their units at that slope: the step's own cost where no collective leaves the host."""
+    steps = {c.row_id: (measured_step(c, res), float(res["time"]["step_s"])) for c, res, _ in run if res}
+    slopes, out = [], []
+    for what, a, b, ua, ub in INTERNLM_PAIRS:
+        slope = tuple((steps[b][i] - steps[a][i]) / (ub - ua) for i in (0, 1))
+        slopes.append(slope)
+        beyond = tuple(steps[a][i] - ua * slope[i] for i in (0, 1))
+        out.append(f"  a {what}: {slope[0]:.3f} s measured, {slope[1]:.3f} predicted; beyond: {beyond[0]:.3f} / "
+                   f"{beyond[1]:.3f} s")
+    for rid, k, units in INTERNLM_ONE_HOST:
+        left = tuple(steps[rid][i] - units * slopes[k][i] for i in (0, 1))
+        out.append(f"  {rid:46s} {steps[rid][0]:.3f} s: {units} units at the pair's slope leave {left[0]:.3f} s "
+                   f"measured, {left[1]:.3f} predicted")
+    return out
+
+
 def _median(cs: list[Case]) -> float:
     errs = sorted(c.err for c in cs)
     n = len(errs)
@@ -198,13 +257,15 @@ def main() -> None:
     print("  (step s: the estimate's, and the measured one it implies: the same FLOPs at the measured MFU)")
     for c, res, _ in run:
         tail = c.skipped or (f"predicted {c.predicted:6.2f} ({100 * c.err:+6.1f}%)  step measured "
-                             f"{res['time']['step_s'] * c.predicted / c.measured:7.3f} predicted {res['time']['step_s']:7.3f}")
+                             f"{measured_step(c, res):7.3f} predicted {res['time']['step_s']:7.3f}")
         print(f"  {c.row_id:50s} MFU measured {c.measured:6.2f} {tail}")
     for key in ("model", "gpu_count", "tp", "pp"):
         print(f"\nby {key}:")
         print("\n".join(group_lines(cs, rs, key)))
     print("\nby ZeRO stage:")
     print("\n".join(zero_lines(cs, rs)))
+    print("\nthe pipelined rows a 1F1B slot (the step less DP and optimizer over m + p - 1 slots):")
+    print("\n".join(slot_lines(run)))
     print("\nmemory figure (GB, allocated or reserved: not stated) beside the estimate (GiB):")
     print("\n".join(memory_lines(run)))
     refused = [c for c, _, _ in run if c.skipped]
@@ -218,6 +279,8 @@ def main() -> None:
           "all of DP; zero 0), error:")
     print("\n".join(f"    {rid:48s} {100 * a:+6.1f}% {100 * b:+6.1f}% {100 * d:+6.1f}%"
                      for rid, a, b, d in internlm_readings(irun)))
+    print("  work a step and beyond it, from the rows that differ by one quantity (known-gaps 237):")
+    print("\n".join(internlm_pair_lines(irun)))
     for ac in ("full", "none"):
         sub = [c for c, _, r in irun if not c.skipped and r["recompute"] == ac]
         print(f"  recompute {ac:4s}: n={len(sub)} MAPE {mape(sub):.1f}% (median {_median(sub):+.1f}%)")

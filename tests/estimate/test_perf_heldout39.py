@@ -104,14 +104,17 @@ def test_peak_allocated_is_the_reserved_reading_less_the_cached_blocks(run):
 
 
 def test_mxfp8_over_fp8cs_where_the_layout_is_kept_and_where_it_is_not(run):
-    """The page's 8B and 405B lines: the estimate's MXFP8 / FP8-CS ratio within 1% of the measured one; the 70B line
-    (FSDP vs TP 2 x PP 4 x VP 5 x CP 2) and Llama 4 Scout measure far less than predicted (known-gaps 117 (a))."""
+    """The page's 8B line (one layout): the estimate's MXFP8 / FP8-CS ratio within 1% of the measured one; the 405B
+    line (FSDP vs TP 4 x PP 8 x CP 2, whose pipeline crosses between the two NVL72 domains of 64: known-gaps 237) within
+    2%; the 70B line (FSDP vs TP 2 x PP 4 x VP 5 x CP 2) and Llama 4 Scout measure far less than predicted
+    (known-gaps 117 (a))."""
     by = {rid: (meas, pred) for rid, _, meas, pred in
           p39.ratios([t for t in run if t[2]["source_key"].startswith("NVIDIA")], "tensorwise", ("model", "gpu_count"))}
     assert len(by) == 4
-    for rid in ("nemo_25.07_gb200_llama3_8b_mxfp8_8gpu", "nemo_25.07_gb200_llama31_405b_mxfp8_128gpu"):
+    for rid, within in (("nemo_25.07_gb200_llama3_8b_mxfp8_8gpu", 0.01), ("nemo_25.07_gb200_llama31_405b_mxfp8_128gpu",
+                                                                           0.02)):
         meas, pred = by[rid]
-        assert abs(pred / meas - 1) < 0.01, rid
+        assert abs(pred / meas - 1) < within, rid
     for rid in ("nemo_25.07_gb200_llama3_70b_mxfp8_64gpu", "nemo_25.07_gb200_llama4_scout_mxfp8_64gpu"):
         meas, pred = by[rid]
         assert pred / meas > 1.2, rid

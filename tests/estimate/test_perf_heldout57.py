@@ -153,3 +153,24 @@ def test_internlm_within_its_bound_fits_and_zero0_would_not(internlm):
         assert stated > zero0
         if int(rows[rid]["gpu_count"]) > 8:
             assert stated > whole, rid
+
+
+def test_internlm_pairs_differ_by_one_quantity_of_work(internlm):
+    """Each pair holds the GPU count and the recompute setting and grows one unit (micro-batches a step, or
+    sequences in the one micro-batch); the one-host rows share their pair's recompute setting (known-gaps 237)."""
+    rs = {r["id"]: r for r in p57.internlm_rows()}
+    for _, a, b, ua, ub in p57.INTERNLM_PAIRS:
+        ra, rb = rs[a], rs[b]
+        assert (ra["gpu_count"], ra["recompute"]) == (rb["gpu_count"], rb["recompute"]) and ua < ub
+        grows = [k for k in ("micro_batch", "global_batch_seqs") if ra[k] != rb[k]]
+        assert grows and int(rb["global_batch_seqs"]) * ua == int(ra["global_batch_seqs"]) * ub, (a, b)
+    for rid, k, _ in p57.INTERNLM_ONE_HOST:
+        assert rs[rid]["gpu_count"] == "8" and rs[rid]["recompute"] == rs[p57.INTERNLM_PAIRS[k][1]]["recompute"]
+    lines = p57.internlm_pair_lines(internlm)
+    assert len(lines) == len(p57.INTERNLM_PAIRS) + len(p57.INTERNLM_ONE_HOST)
+
+
+def test_every_deep_pipeline_is_read_a_slot(run):
+    """slot_lines reads each PP >= 4 row: the step less DP and optimizer over m + p - 1 slots."""
+    lines = p57.slot_lines(run)
+    assert len(lines) == len([r for r in p57.rows() if int(r["pp"]) >= 4]) == 5

@@ -167,3 +167,20 @@ def test_stated_edges_tile_the_model(p, per, f, lo):
     if last is not None:
         assert sizes[-1] == last
     assert float(pipeline.most_loaded_stage_layers(layers, p, 0, 0, first, last)) == max(sizes)
+
+
+def test_a_pipeline_crosses_a_domain_edge_only_when_its_stages_fit_one_but_it_spans_several():
+    """TP 4 x PP 16 on 8-GPU hosts (stride 4): two stages a host, every other boundary over the network; stride 8 on
+    8-GPU hosts: every boundary leaves (not an edge case: the hop is already the network's); PP 2 x stride 4: one
+    host, no edge."""
+    p = np.array([16, 4, 2, 1, 4, 3])
+    stride = np.array([4, 8, 4, 4, 16, 3])
+    np.testing.assert_array_equal(pipeline.crosses_domain_edge(p, stride, 8), [True, False, False, False, False, True])
+    # an NVL72 job on four domains of 64: TP 4 x DP 4 stages (stride 16), 16 of them, four a domain
+    assert bool(pipeline.crosses_domain_edge(16, 16, 64)) and not bool(pipeline.crosses_domain_edge(4, 16, 64))
+
+
+@given(p=hs.integers(1, 64), stride=hs.integers(1, 128), domain=hs.sampled_from([4, 8, 16, 64, 72]))
+def test_an_edge_needs_stages_inside_a_domain_and_a_pipeline_beyond_it(p, stride, domain):
+    edge = bool(pipeline.crosses_domain_edge(p, stride, domain))
+    assert edge == (p > 1 and stride < domain < p * stride)

@@ -842,3 +842,24 @@ def test_embedding_and_loss_slots_leave_the_middle_stages_their_full_count():
     plain = estimate_time(model, training, h100_cluster(), Strategy(**base))
     assert slots.breakdown_s["compute"] == pytest.approx(plain.breakdown_s["compute"], rel=1e-9)
     assert slots.breakdown_s["tp_comm"] == pytest.approx(plain.breakdown_s["tp_comm"], rel=1e-9)
+
+
+def test_a_pipeline_spanning_hosts_pays_the_network_hop_of_its_edge_stage():
+    """TP 4 x PP 4 on 8-GPU hosts: stages two to a host, so the stage at each host's edge exchanges with one
+    neighbour over the network every slot (pipeline.crosses_domain_edge): each of the m + p - 1 slots pays one
+    activation hop at the network's rate instead of NVLink's; on one 16-GPU NVLink domain every hop stays inside."""
+    from dataclasses import replace
+
+    from trainsizer.estimate import comm
+
+    m, tr = llama8b(), Training(seq_len=4096, global_batch_seqs=64)
+    st = Strategy(tp=4, pp=4, dp=1, micro_batch=1, sequence_parallel=True)
+    hosts = h100_cluster(16)
+    one_domain = replace(hosts, scaleup_domain=16)
+    split = estimate_time(m, tr, hosts, st).breakdown_s
+    inside = estimate_time(m, tr, one_domain, st).breakdown_s
+    r = rates(hosts, "bf16")
+    nbytes = 4096 * m.hidden * 2.0 / 4  # one micro-batch's activation, each TP rank its sequence shard
+    hop = comm.p2p_time(nbytes, False, r, hosts) - comm.p2p_time(nbytes, True, r, hosts)
+    assert split["pp_comm"] - inside["pp_comm"] == pytest.approx((64 + 4 - 1) * hop, rel=1e-6)
+    assert split["compute"] == pytest.approx(inside["compute"], rel=1e-12)

@@ -68,6 +68,16 @@ def p2p_transfers_on_critical_path(pp, m, vpp=1):
     return np.where(p > 1, 2.0 * (v * np.asarray(m, float) + p - 1.0), 0.0)
 
 
+def crosses_domain_edge(pp, stride, domain):
+    """Whether a pipeline whose neighbouring stages sit `stride` ranks apart, closer than a scale-up domain of `domain`
+    ranks, still spans several domains (pp x stride > domain), so that some stage's neighbour is across the network:
+    with ranks in Megatron-Core's order (tp-cp-ep-dp-pp, parallel_state.RankGenerator; nanotron's ParallelContext
+    likewise puts pp outermost) the boundary after every domain's last stage leaves it, e.g. TP 4 x PP 16 on 8-GPU
+    hosts: two stages a host, every other boundary over the network. False at pp = 1."""
+    p, s, d = (np.asarray(v, float) for v in (pp, stride, domain))
+    return (p > 1) & (s < d) & (p * s > d)
+
+
 def p2p_transfers_unhidden(pp, m=None, vpp=1):
     """Sends/receives that an overlapped schedule cannot hide: the warm-up forwards and cool-down backwards that
     fill and drain the pipeline, each waited on before any compute runs beside it. Under Megatron-Core's

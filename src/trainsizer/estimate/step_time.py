@@ -3125,16 +3125,15 @@ def _pipeline(x: _Step, t_mb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     zone = comm.p2p_zone_factor(stride_pp, x.p, x.system)
     full = x.tok * x.model.hidden * x.act
     hop = x.link(x.p, stride_pp, p2p=True)
-    t_p2p = comm.p2p_time(full * np.where(x.sp, 1.0 / x.t, 1.0), same, hop, x.system, zone)
+    sent = full * np.where(x.sp, 1.0 / x.t, 1.0)
     slots = runs * pipeline.p2p_transfers_on_critical_path(x.p, m_s, x.v) / 2.0
     # With TP > 1 (and no SP) each TP rank may send its 1/t share and the receiver all-gather the full tensor over
     # TP: Megatron-LM's scatter/gather optimisation (Narayanan 2021 s4.1; --scatter-gather-tensors-in-pipeline,
     # default since Feb 2021), DeepSpeed's PartitionedTensor (pipe/engine.py is_pipe_partitioned / _grad_partitioned)
     part_a = np.asarray(x.fw.p2p_partitioned_activations) & (x.t > 1) & ~x.sp
     part_g = np.asarray(x.fw.p2p_partitioned_grads) & (x.t > 1) & ~x.sp
-    t_part = comm.p2p_time(full / x.t, same, hop, x.system, zone)
-    t_act = np.where(part_a, t_part, t_p2p)
-    t_grad = np.where(part_g, t_part, t_p2p)
+    t_act = comm.p2p_time(np.where(part_a, full / x.t, sent), same, hop, x.system, zone)
+    t_grad = comm.p2p_time(np.where(part_g, full / x.t, sent), same, hop, x.system, zone)
     t_ag = comm.all_gather_time(full, x.t, comm.ranks_per_domain(x.t, 1.0, x.domain), x.link(x.t, 1.0), x.system,
                                 comm.zone_members(x.t, 1.0, x.system))
     f = x.k.p2p_exposed_fraction
@@ -3147,14 +3146,21 @@ def _pipeline(x: _Step, t_mb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         unhidden = np.where(np.asarray(x.fw.p2p_overlap) & (x.v > 1),
                             runs * pipeline.p2p_transfers_unhidden(x.p, m_s, x.v) / 2.0, slots)
         exposed = unhidden + x.k.overlap_interference * (slots - unhidden)
-    batched = exposed * ((t_act + t_grad) * f + (part_a + 1.0 * part_g) * t_ag)
+    else:
+        unhidden = slots
+    # a slot holds one exchange with each neighbour; where the stages sit closer than a domain but the pipeline spans
+    # several (pipeline.crosses_domain_edge) the slowest stage has one neighbour across the network: each exposed slot
+    # pays that hop at the network's rate (the hidden ones keep overlap_interference of their time inside the domain)
+    t_edge = comm.p2p_time(np.where(part_a, full / x.t, sent), False, hop, x.system, zone) - t_act
+    edge = unhidden * np.where(pipeline.crosses_domain_edge(x.p, stride_pp, x.domain) & same, t_edge * f, 0.0)
+    batched = exposed * ((t_act + t_grad) * f + (part_a + 1.0 * part_g) * t_ag) + edge
     if not np.any(x.fw.serial_pipeline):
         return bubble, batched
     # DeepSpeed PipelineEngine: every schedule step exchanges with one neighbour in separate blocking calls
     # (TrainSchedule: RecvActivation + SendGrad in a forward step, SendActivation + RecvGrad in a backward step;
     # p2p.send / recv async_op=False), so per slot a stage's timeline holds 2 activation and 2 gradient transfers;
     # a partitioned output is all-gathered again by its sender before its backward
-    serial = slots * (2.0 * (t_act + t_grad) * f + (2.0 * part_a + 1.0 * part_g) * t_ag)
+    serial = slots * (2.0 * (t_act + t_grad) * f + (2.0 * part_a + 1.0 * part_g) * t_ag) + 2.0 * edge
     return bubble, _when(x.fw.serial_pipeline, serial, batched)
 
 
