@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainsizer.catalog.market_notes import market_note
 from trainsizer.errors import SpecError, StrategyError, TrainsizerError
-from trainsizer.estimate.device_map import balanced_split, stage_edges, weight_bytes_for
+from trainsizer.estimate.device_map import balanced_split, weight_bytes_for
 from trainsizer.estimate.inputs import Strategy, System, Training
 from trainsizer.estimate.sample_lengths import next_fit_fill, real_tokens
 from trainsizer.estimate.train_time import tokens_run, whole_steps
@@ -775,11 +775,10 @@ def _device_map_layout(strategy: Strategy, bare: Scenario, gpus: int, per_node: 
                         value=gpus, allowed=[msg("allowed_at_most", n=per_node)])
     tr = bare.training
     counts = balanced_split(bare.model, gpus, *weight_bytes_for(tr.method, tr.precision))
-    first, last = stage_edges(counts)
     chained = len(counts) > 1
     return replace(strategy, tp=1, pp=len(counts), dp=1, cp=1, framework="hf",
                    local_batch=strategy.micro_batch if chained else None,
-                   pp_first_stage_layers=first, pp_last_stage_layers=last)
+                   pp_stage_layers=counts if chained else None)
 
 
 def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:

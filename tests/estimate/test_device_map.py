@@ -10,7 +10,7 @@ from hypothesis import strategies as hs
 
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import SpecError, StrategyError, TrainsizerError
-from trainsizer.estimate.device_map import balanced_split, card_shares, stage_edges, weight_bytes_for
+from trainsizer.estimate.device_map import balanced_split, card_shares, weight_bytes_for
 from trainsizer.estimate.memory import GIB, estimate_memory
 from trainsizer.estimate.step_time import estimate_time
 from trainsizer.scenario import resolve_job, resolve_model
@@ -43,9 +43,7 @@ def test_qwen72b_split_as_accelerate_places_it():
     GPU 1 the other 41, the final norm and the head."""
     m = resolve_model(QWEN72, "test")
     assert balanced_split(m, 2) == (39, 41)
-    assert stage_edges((39, 41)) == (39, 41)
     assert balanced_split(m, 1) == (80,)
-    assert stage_edges((80,)) == (None, None)
     first, last = card_shares(m, (39, 41))
     assert first + last == pytest.approx(1.0)
     assert last > first  # the head's 1.25e9 and two more layers against the embedding
@@ -86,7 +84,7 @@ def test_two_cards_hold_the_model_between_them():
     sc = _scenario(2, device_map="auto")
     s = sc.strategy
     assert (s.pp, s.dp, s.tp, s.local_batch, s.framework) == (2, 1, 1, 1, "hf")
-    assert (s.pp_first_stage_layers, s.pp_last_stage_layers) == (40, 40)
+    assert s.pp_stage_layers == (40, 40) and (s.pp_first_stage_layers, s.pp_last_stage_layers) == (None, None)
     est = estimate_memory(sc.model, sc.training, sc.system, s, check=False)
     one = _scenario(1)
     alone = estimate_memory(one.model, one.training, one.system, one.strategy, check=False)
@@ -155,3 +153,22 @@ def test_json_says_device_map():
     sc = _scenario(2, device_map="auto")
     assert sc.summary()["strategy"]["device_map"] == "auto"
     assert estimate_memory(sc.model, sc.training, sc.system, sc.strategy).per_gpu_bytes < 80 * GIB
+
+
+def test_every_cards_layers_are_stated_as_accelerate_splits_them():
+    """The chain states accelerate's count of every card (strategy.pp_stage_layers, known-gaps 228 (b)), not its end
+    cards with the middle split evenly; where the middle cards are even (as accelerate fills each to the same
+    per_gpu) the estimate is the end-card statement's to the byte and the second."""
+    from dataclasses import replace
+
+    sc = _scenario(4, device_map="auto")
+    s = sc.strategy
+    counts = balanced_split(sc.model, 4, *weight_bytes_for("lora", "bf16"))
+    assert s.pp_stage_layers == counts and len(set(counts[1:-1])) == 1
+    ends = replace(s, pp_stage_layers=None, pp_first_stage_layers=counts[0], pp_last_stage_layers=counts[-1])
+    listed = estimate_memory(sc.model, sc.training, sc.system, s, check=False)
+    edged = estimate_memory(sc.model, sc.training, sc.system, ends, check=False)
+    assert listed.per_gpu_bytes == edged.per_gpu_bytes and listed.stage_bytes == edged.stage_bytes
+    timed = estimate_time(sc.model, sc.training, sc.system, ends, memory_note=False).step_s
+    assert _time(sc) == estimate_time(sc.model, sc.training, sc.system, ends, memory_note=False).breakdown_s
+    assert estimate_time(sc.model, sc.training, sc.system, s, memory_note=False).step_s == timed

@@ -76,11 +76,3 @@ def card_shares(model: ModelArch, counts: tuple[int, ...]) -> tuple[float, ...]:
         out.append(held / total)
         start += n
     return tuple(out)
-
-
-def stage_edges(counts: tuple[int, ...]) -> tuple[int | None, int | None]:
-    """(first, last) card's decoder layers as pipeline.stage_layer_range takes them stated (the middle cards split
-    the rest evenly: accelerate fills each with the same per_gpu); (None, None) on one card."""
-    if len(counts) <= 1:
-        return None, None
-    return counts[0], counts[-1]

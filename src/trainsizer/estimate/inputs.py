@@ -497,7 +497,7 @@ class Strategy:
     shard_embedding_head_separately: Any = None
     # transformers' device_map "auto" (names.DEVICE_MAPS; estimate.device_map): pp is the cards holding layers, each
     # micro-batch runs through them one at a time (local_batch = micro_batch: one micro-batch a schedule), the end
-    # cards' layers accelerate's balanced split (pp_first / pp_last_stage_layers); None = none; one value for the batch
+    # cards' layers accelerate's balanced split (pp_stage_layers, every card's); None = none; one value for the batch
     device_map: Any = None
     framework: str = "auto"  # one of FRAMEWORKS; one value for the whole batch of strategies
 
