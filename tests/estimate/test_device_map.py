@@ -165,6 +165,9 @@ def test_every_cards_layers_are_stated_as_accelerate_splits_them():
     s = sc.strategy
     counts = balanced_split(sc.model, 4, *weight_bytes_for("lora", "bf16"))
     assert s.pp_stage_layers == counts and len(set(counts[1:-1])) == 1
+    from trainsizer.layout_text import layout_in
+    assert f"({' / '.join(map(str, counts))} layers, card by card" in layout_in(s, "en")
+    assert f"逐卡 {' / '.join(map(str, counts))} 层" in layout_in(s, "zh")
     ends = replace(s, pp_stage_layers=None, pp_first_stage_layers=counts[0], pp_last_stage_layers=counts[-1])
     listed = estimate_memory(sc.model, sc.training, sc.system, s, check=False)
     edged = estimate_memory(sc.model, sc.training, sc.system, ends, check=False)
