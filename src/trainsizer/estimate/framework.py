@@ -130,11 +130,29 @@ def style_number(name: str, key: str) -> float:
     return float(_style_entry(name)[key])
 
 
-def kv_subshard_frameworks() -> tuple[str, ...]:
+# The Megatron-Core facts the estimate holds that a release brought, each with the release line it came in (read in
+# NVIDIA/Megatron-LM); a job's strategy.megatron_core_version below it takes the older behaviour, null the present one:
+# - kv_head_subshard: TP above the K / V heads (f7dfb99795, PR 2565, 2025-12-06; first tagged core_v0.16.0,
+#   2026-02-26); before it TransformerConfig asked TP to divide num_query_groups (known-gaps 227, 227 (e))
+MCORE_RELEASE_FACTS = {"kv_head_subshard": "0.16"}
+
+
+def _release(line: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in line.split("."))
+
+
+def mcore_has(fact: str, version: str | None) -> bool:
+    """Whether Megatron-Core release line `version` ("MAJOR.MINOR", spec.job MCORE_VERSION; None = the present
+    reading) has `fact` (MCORE_RELEASE_FACTS)."""
+    return version is None or _release(version) >= _release(MCORE_RELEASE_FACTS[fact])
+
+
+def kv_subshard_frameworks(megatron_core_version: str | None = None) -> tuple[str, ...]:
     """The frameworks whose perf style runs TP above the K / V heads (perf_constants.yaml frameworks.<style>
-    kv_head_subshard: Megatron-Core's QKV activation sub-sharding); the rule tp_divides_kv_heads and both estimates
-    read this one copy."""
-    return tuple(n for n in MEMORY_PROFILE if style_option(n, "kv_head_subshard"))
+    kv_head_subshard: Megatron-Core's QKV activation sub-sharding), Megatron-Core from the release that brought it
+    (`mcore_has`; None = the present reading); the rule tp_divides_kv_heads and both estimates read this one copy."""
+    return tuple(n for n in MEMORY_PROFILE if style_option(n, "kv_head_subshard")
+                 and (n != "megatron-core" or mcore_has("kv_head_subshard", megatron_core_version)))
 
 
 def kv_head_copies(name: str, auto_idx: Any, tp: Any, kv_heads: int, attention: str) -> Any:

@@ -385,6 +385,9 @@ class Strategy:
     # cuDNN release of the fused attention, "9.13" | "9.17" (names.CUDNN_RELEASES); None = 9.13, the release the
     # Blackwell attention rates are derived at; step time
     cudnn_release: Any = None
+    # the Megatron-Core release line a megatron-core job runs, "MAJOR.MINOR" (framework.MCORE_RELEASE_FACTS: what
+    # depends on it); None = the present reading; one value for the whole batch; legality
+    megatron_core_version: Any = None
     # AMD native attention: the MLA backward on CDNA 4 in AITER's assembly kernel (True) or CK's padded tile (False);
     # None = True (AITER >= 7a41cca); step time
     aiter_mla_bwd_asm: Any = None

@@ -61,7 +61,13 @@ from typing import Any
 import numpy as np
 
 from trainsizer.errors import StrategyError
-from trainsizer.estimate.framework import AUTO_CHOICES, auto_index, kv_subshard_frameworks
+from trainsizer.estimate.framework import (
+    AUTO_CHOICES,
+    MCORE_RELEASE_FACTS,
+    auto_index,
+    kv_subshard_frameworks,
+    mcore_has,
+)
 from trainsizer.estimate.inputs import (
     DEGREE_FIELDS,
     FLAG_FIELDS,
@@ -185,6 +191,8 @@ DEEPSPEED_AUTO_FRAMEWORKS = ("hf",)
 ZERO_INIT_FRAMEWORKS = ("hf", "deepspeed")
 # Frameworks whose QLoRA quantises with torchao's to_nf4 on the GPU at model init (torchtune 0.1: estimate.nf4_init).
 NF4_UNCHUNKED_FRAMEWORKS = ("torchtune",)
+# Frameworks whose release strategy.megatron_core_version names (framework.MCORE_RELEASE_FACTS).
+MCORE_VERSION_FRAMEWORKS = ("megatron-core",)
 # Frameworks that replicate a single KV head (multi-query attention) on every TP rank.
 MQA_REPLICATED_KV_FRAMEWORKS = ("megatron",)
 
@@ -251,6 +259,7 @@ RULES = (
     "zero3_bucket_sizes_framework",
     "zero_init_framework",
     "nf4_quantize_unchunked_framework",
+    "megatron_core_version_framework",
     "fp8_lm_head_framework",
     "fp8_recipe_torchao_framework",
     "defer_embedding_wgrad_framework",
@@ -475,12 +484,15 @@ def _kv_heads_rule(c: SimpleNamespace) -> tuple[np.ndarray, Callable[[dict[str, 
     kv = max(model.kv_heads, 1)
     if model.attention == "mla" or (model.kv_heads == 1 and c.fw in MQA_REPLICATED_KV_FRAMEWORKS):
         return (np.ones(tp.shape, bool), lambda v: "")
-    stacks = kv_subshard_frameworks()
+    version = getattr(c.strategy, "megatron_core_version", None)
+    stacks = kv_subshard_frameworks(version)
     ok = kv % safe(tp) == 0
     if np.any(tp > kv):  # above the heads: a multiple of them where the stack sub-shards
         ok = ok | (_resolves_to(c, stacks) & (np.mod(tp, kv) == 0))
-    return (ok, lambda v: msg("rule_tp_divides_kv_heads", tp=v["tp"], kv_heads=model.kv_heads,
-                              framework=_stack_named(c, v), allowed=", ".join(stacks)))
+    older = version is not None and not mcore_has("kv_head_subshard", version)
+    return (ok, lambda v: msg("rule_tp_divides_kv_heads_release" if older else "rule_tp_divides_kv_heads", tp=v["tp"],
+                              kv_heads=model.kv_heads, framework=_stack_named(c, v), allowed=", ".join(stacks),
+                              version=version, release=MCORE_RELEASE_FACTS["kv_head_subshard"]))
 
 
 def _cp_a2a_rule(c: SimpleNamespace) -> _Rules:
@@ -642,6 +654,9 @@ def _experts_implementation_rules(c: SimpleNamespace) -> _Rules:
             "nf4_quantize_unchunked_framework": _stack_rule(
                 c, not getattr(c.strategy, "nf4_quantize_unchunked", None), NF4_UNCHUNKED_FRAMEWORKS,
                 "nf4_quantize_unchunked_framework"),
+            "megatron_core_version_framework": _stack_rule(
+                c, getattr(c.strategy, "megatron_core_version", None) is None, MCORE_VERSION_FRAMEWORKS,
+                "megatron_core_version_framework", version=getattr(c.strategy, "megatron_core_version", None)),
             # the copies are the eager loop's (transformers 4.55 / 4.56 GptOssExperts), not a grouped GEMM's
             "expert_weight_copies_eager": (np.full(c.tp.shape, not copies or impl == "eager"),
                                            lambda v: msg("rule_expert_weight_copies_eager", value=impl))}

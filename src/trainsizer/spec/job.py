@@ -6,6 +6,7 @@ presets are checked later, when the job is resolved against the catalog (`trains
 
 from __future__ import annotations
 
+import re
 import types
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -95,6 +96,8 @@ EagerAttention = Literal[EAGER_ATTENTION_IMPLS]
 FsdpReshard = Literal[FSDP_RESHARDS]
 CudaGraphs = Literal[CUDA_GRAPHS]
 CudnnRelease = Literal[CUDNN_RELEASES]
+# a Megatron-Core version as its tags and branches spell it: 0.15 | 0.15.1 | core_r0.15.0 | core_v0.16.0rc1 | v0.16.0
+MCORE_VERSION = re.compile(r"(?:core_[rv]|v)?(?P<major>\d+)\.(?P<minor>\d+)(?:\.\d+)?(?:rc\d+)?")
 Nf4DequantDtype = Literal[NF4_DEQUANT_DTYPES]
 Nf4Decode = Literal[NF4_DECODES]
 OptimizerImpl = Literal[OPTIMIZER_IMPLS]
@@ -536,6 +539,11 @@ class StrategySpec(_Strict):
     # cuDNN release of the fused attention (Blackwell parts, native kernel): 9.13 | 9.17; null = 9.13, the release the
     # Blackwell attention rates are derived at
     cudnn_release: CudnnRelease | None = None
+    # the Megatron-Core release the job runs (framework megatron-core: NeMo / Megatron-Bridge containers pin one), its
+    # release line "MAJOR.MINOR" ("0.15", "0.15.1", "core_r0.15.0", "core_v0.16.0rc1" all read so; quoted in YAML:
+    # 0.10 would read as 0.1); the facts that depend on it: framework.MCORE_RELEASE_FACTS; null = the present
+    # reading (every fact as read at the newest release, core_v0.16.0 and later)
+    megatron_core_version: str | None = None
     # AMD parts, native attention (Transformer Engine for ROCm's CK / AITER path, Primus-Turbo's AITER kernels): the
     # MLA backward (d_qk != d_v, DeepSeek's 192 / 128) on CDNA 4 in AITER's assembly kernel (true: AITER >= 7a41cca,
     # 2025-11-03, aiter PR 1308, pinned by Transformer Engine for ROCm PR 364) or in CK's tile kernel, whose backward
@@ -736,6 +744,16 @@ class StrategySpec(_Strict):
     def renamed_from(self) -> dict[str, str]:
         """The deprecated field names this strategy was written with, each to its new name."""
         return {k: RENAMED_STRATEGY_FIELDS[k] for k in self._renamed_from}
+
+    @field_validator("megatron_core_version", mode="before")
+    @classmethod
+    def _megatron_core_release_line(cls, value: Any) -> Any:
+        """A Megatron-Core version read as its release line "MAJOR.MINOR" (MCORE_VERSION); anything else, a YAML
+        number included (0.10 reads as 0.1), is refused with the forms allowed."""
+        found = MCORE_VERSION.fullmatch(value.strip()) if isinstance(value, str) else None
+        if value is not None and found is None:
+            raise ValueError(msg("job_megatron_core_version", value=repr(value)))
+        return None if found is None else f"{int(found['major'])}.{int(found['minor'])}"
 
     @field_validator("cudnn_release", mode="before")
     @classmethod
