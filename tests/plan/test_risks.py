@@ -227,19 +227,21 @@ def test_a_tray_short_of_host_ram_says_none_can_be_added_not_order_dimms(build, 
     assert short.mitigation_msg.key == "risk_fix_server_short"
 
 
-@pytest.mark.parametrize("model, ep, factor, flagged", [
-    ("qwen3-30b-a3b", 8, 1.0, True),    # EP 8 at balanced routing: the busiest rank's load is assumed
-    ("qwen3-30b-a3b", 1, 1.0, False),   # EP 1: one GPU runs every expert, no rank waits on another
-    ("qwen3-30b-a3b", 8, 1.6, False),   # a stated busiest-rank load: nothing assumed
-    ("llama-3.1-8b", 1, 1.0, False),    # dense
+@pytest.mark.parametrize("model, ep, factor, routing, flagged", [
+    ("qwen3-30b-a3b", 8, 1.0, "random", True),          # EP 8 at balanced routing: the busiest rank's load is assumed
+    ("qwen3-30b-a3b", 1, 1.0, "random", False),         # EP 1: one GPU runs every expert, no rank waits on another
+    ("qwen3-30b-a3b", 8, 1.6, "random", False),         # a stated busiest-rank load: nothing assumed
+    ("qwen3-30b-a3b", 8, 1.0, "round-robin", False),    # the router replaced by a balanced assignment: balance runs
+    ("qwen3-30b-a3b", 8, 1.0, "fake-balanced", False),
+    ("llama-3.1-8b", 1, 1.0, "random", False),          # dense
 ])
-def test_balanced_routing_under_expert_parallelism_is_a_named_risk(blocks, model, ep, factor, flagged):
+def test_balanced_routing_under_expert_parallelism_is_a_named_risk(blocks, model, ep, factor, routing, flagged):
     """known-gaps 230 (a), 236: no job input predicts the busiest EP rank's share of the routed tokens, so a plan
     timed at moe_capacity_factor 1.0 says so, quotes what balance missed on runs trained with their own routing
     (risks.yaml moe_natural_routing_measured, sourced to the Megatron-Bridge cards) and how to state a measured load."""
     from trainsizer.messages import render
 
-    out = blocks(model=model, method="pretrain", moe_capacity_factor=factor,
+    out = blocks(model=model, method="pretrain", moe_capacity_factor=factor, moe_routing=routing,
                  strategy={"tp": 1, "pp": 1, "ep": ep, "fsdp": "none", "zero": 1, "micro_batch": 1,
                            "recompute": "full"})
     risk = next((r for r in out.risks if r.id == "moe_routing_unstated"), None)

@@ -178,10 +178,12 @@ def _moe_routing(c: Ctx) -> Risk | None:
     every EP rank wait on the busiest one, whose experts' share of the routed tokens the router sets; no job input
     predicts it (docs/known-gaps.md 236 (c)), so the risk names the assumption, quotes what it missed on runs
     trained with their own routing (risks.yaml moe_natural_routing_measured) and how to state a measured load. At EP 1
-    one GPU runs every expert and no rank waits: no risk. A risk line only: the search and ranking do not weigh it."""
+    one GPU runs every expert and no rank waits, and a job whose router is replaced by a balanced assignment
+    (Job.moe_routing round-robin: torchtitan's debug force-balance; fake-balanced: NeMo AutoModel's fake_balanced_gate)
+    runs the balance the estimate times: no risk. A risk line only: the search and ranking do not weigh it."""
     b = c.b
     experts, ep = int(b.scenario.model.experts or 0), int(b.strategy.ep)
-    if experts <= 1 or ep <= 1 or b.job.moe_capacity_factor != 1.0:
+    if experts <= 1 or ep <= 1 or b.job.moe_capacity_factor != 1.0 or b.job.moe_routing != "random":
         return None
     seen = rules.rule("risks", "moe_natural_routing_measured")
     lo, hi = seen.value
