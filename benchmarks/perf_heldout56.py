@@ -17,8 +17,9 @@ Data: benchmarks/data/heldout_2027d_gpjt_zero3.csv (perf_heldout50's columns wit
 `zero3_bucket_sizes`; every setting the source does not state is in the row's `assumed`, with the default read).
 
 Printed: each row (published, predicted, error), per source, what a sample adds to the active peak (measured slope
-against predicted), each time row in seconds a step against the estimate and its serial sum (step_seconds), and the
-first batch of each series that ran out of memory against the estimate's verdict.
+against predicted), each reserved row's reserved less active peak against the estimate's and the part DeepSpeed
+ZeRO's pools hold (reserved_gaps, known-gaps 234), each time row in seconds a step against the estimate and its serial
+sum (step_seconds), and the first batch of each series that ran out of memory against the estimate's verdict.
 
 Sign: (predicted - published) / published; + = predicted too fast (time) or too large (memory).
 
@@ -75,6 +76,30 @@ def slopes(cs: list[Case]) -> list[tuple[str, float, float]]:
     return out
 
 
+def reserved_gaps(cs: list[Case], rs: list[dict[str, str]]) -> list[tuple[str, float, float, float]]:
+    """(reserved row, measured reserved less active, predicted, the predicted part DeepSpeed ZeRO's pools hold:
+    MemoryEstimate.zero_pool_bytes, known-gaps 234) in GiB, for each reserved row whose active twin is scored."""
+    cat = load_catalog()
+    peaks = {c.row_id: c for c in scored(cs, "peak_gib")}
+    out = []
+    for r in rs:
+        rid = r["id"]
+        twin = peaks.get(rid.removesuffix("_reserved"))
+        if not rid.endswith("_reserved") or rid not in peaks or twin is None:
+            continue
+        sc = fh._scenario(r, cat)
+        pool = estimate_memory(sc.model, sc.training, sc.system, sc.strategy, check=False).zero_pool_bytes / GIB
+        res = peaks[rid]
+        out.append((rid, res.measured - twin.measured, res.predicted - twin.predicted, pool))
+    return out
+
+
+def print_reserved_gaps(cs: list[Case], rs: list[dict[str, str]]) -> None:
+    print("\nreserved less active peak, GiB (measured, predicted, of it DeepSpeed ZeRO's pools: known-gaps 234):")
+    for rid, meas, pred, pool in reserved_gaps(cs, rs):
+        print(f"  {rid:44s} measured {meas:5.2f} predicted {pred:5.2f} pools {pool:5.2f}")
+
+
 def step_seconds(rs: list[dict[str, str]]) -> list[tuple[str, float, float, float]]:
     """(row id, measured, estimate, serial sum) seconds a step of each ZeRO-3 tokens/s row of `rs`: measured = the
     tokens the source counts a step over its tokens/s; serial sum = the estimate with none of ZeRO-3's collectives
@@ -128,6 +153,7 @@ def main() -> None:
     print("\n".join(p43.source_lines(cs)))
     print("\nGiB a sample adds to the active peak (measured vs predicted):")
     print("\n".join(f"  {s:6s} measured {m:5.2f} predicted {p:5.2f}" for s, m, p in slopes(cs)))
+    print_reserved_gaps(cs, rows())
     print_step_seconds(rows())
     print("\nthe first batch each series ran out of memory at (the estimate's total a GPU, the card):")
     print("\n".join(f"  {s:6s} batch {n:2d}: predicted {g:5.1f} GiB of {card:.0f} ({'does not fit' if g > card else 'fits'})"

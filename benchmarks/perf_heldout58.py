@@ -17,8 +17,10 @@ Data: benchmarks/data/heldout_2027f_gpjt_seqlen.csv (perf_heldout56's columns; e
 is in the row's `assumed`, with the default read).
 
 Printed: each row (published, predicted, error), per source, what a thousand positions add to each series' active
-and reserved peak (measured slope against predicted, from its shortest to its longest scored row), and each ZeRO-3
-time row in seconds a step against the estimate and its serial sum (perf_heldout56.step_seconds).
+and reserved peak (measured slope against predicted, from its shortest to its longest scored row), each reserved row's
+reserved less active peak against the estimate's and the part DeepSpeed ZeRO's pools hold (perf_heldout56.
+reserved_gaps, known-gaps 234), and each ZeRO-3 time row in seconds a step against the estimate and its serial sum
+(perf_heldout56.step_seconds).
 
 Sign: (predicted - published) / published; + = predicted too fast (time) or too large (memory).
 
@@ -93,6 +95,7 @@ def main() -> None:
     print("\n".join(p43.source_lines(cs)))
     print("\nGiB that 1,000 positions add to the peak (measured vs predicted):")
     print("\n".join(f"  {s:8s} {kind:8s} measured {m:5.2f} predicted {p:5.2f}" for s, kind, m, p in slopes(cs)))
+    p56.print_reserved_gaps(cs, rows())
     p56.print_step_seconds(rows())
     refused = [c for c in cs if c.metric == "refused"]
     unfit = [c for c in cs if c.metric == "fits"]

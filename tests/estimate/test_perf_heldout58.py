@@ -112,6 +112,25 @@ def test_the_zero3_reserved_rows_hold_the_reduce_streams_pool(cases):
     assert sum(got["noenv"]) > sum(got["exp"]) + 4 * 5.0  # the bucket copy's and the step's own segments
 
 
+def test_the_reserved_gaps_name_the_pools_part(cases):
+    """perf_heldout56.reserved_gaps: one line a reserved row; DeepSpeed ZeRO's pools hold 2.8 GiB of the ZeRO-3 rows'
+    predicted gap with expandable segments (the fp16 overflow check), more without (the bucket copy's and the step's
+    own segments), none of the ZeRO-2 offload rows' (overlap_comm off, no GPU step; known-gaps 234 (d))."""
+    import perf_heldout56 as p56
+
+    got = {rid: (meas, pred, pool) for rid, meas, pred, pool in p56.reserved_gaps(cases, p58.rows())}
+    assert len(got) == 16
+    for rid, (meas, pred, pool) in got.items():
+        series = p58.series_of(rid)[0]
+        assert 0.0 <= pool <= pred and meas > 0.0, rid
+        if series == "exp":
+            assert pool == pytest.approx(3 * 8.03e9 / 8 / 2**30, rel=0.02), rid
+        elif series == "noenv":
+            assert pool > 3 * 8.03e9 / 8 / 2**30 + 2.0, rid
+        else:
+            assert pool == 0.0, rid
+
+
 def test_the_script_runs():
     out = subprocess.run([sys.executable, str(BENCH / "perf_heldout58.py")], capture_output=True, text=True,
                          check=True, cwd=BENCH).stdout
