@@ -11,10 +11,15 @@ layouts (Nemotron-4 15B at TP 4 x MBS 4 where v25.04 runs TP 2 x MBS 2), another
 other attention backends (NVTE_FUSED_ATTN=0 for Nemotron-4 340B and GPT-3: Transformer Engine's FlashAttention).
 Rows: each distinct layout (model, layers, TP / PP / VP / CP) at the smallest and the largest GPU count of its table,
 BF16 and FP8: 30 rows. Every setting is the release's own yaml and configure.sh / launch.sh, named in each row's
-`assumed`.
+`assumed`. Second increment the same day: grok1/README_314b.md, Grok-1 314B in the 'dev' NeMo container (by digest,
+NeMo 24.09 code): Mixtral-style MoE in every layer (8 experts, top-2, the alltoall dispatcher padded to capacity 1.0,
+SequentialMLP), TP 4 with EP 2 / 4 / 8, the README's own layout table per GPU count (2- to 64-layer proxies, 4,096 or
+8,192 tokens, CP 1 / 2, PP 1-8 with VP 8), every distinct layout at each count (the 512- and 2,048-GPU columns of the
+full model, not the 1,024 between): 16 rows.
 
 Data: benchmarks/data/heldout_2027j_dgxc2411.csv in heldout_pretrain.csv's columns (perf_heldout.job_of builds each
-job); the 405B's layer-reduced proxies with the GPT-2 vocabulary: benchmarks/data/heldout_2027j_dgxc2411_models.yaml.
+job); the 405B's layer-reduced proxies with the GPT-2 vocabulary and Grok-1's proxies:
+benchmarks/data/heldout_2027j_dgxc2411_models.yaml.
 
 Printed: each row (published, predicted, error, the estimate's step terms), MAPE by model and by precision, the FP8
 over BF16 step ratio of each pair (measured and predicted) and the largest over the smallest GPU count of each layout
