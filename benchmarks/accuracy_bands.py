@@ -161,6 +161,7 @@ def collect() -> list[Row]:
     import perf_heldout58 as h58
     import perf_heldout59 as h59
     import perf_heldout60 as h60
+    import perf_heldout61 as h61
     import perf_heldout62 as h62
     import perf_heldout63 as h63
     import perf_hybrid
@@ -239,6 +240,7 @@ def collect() -> list[Row]:
     out += _case_style("perf_heldout56", h56.cases(), h56.rows(), h56.job)
     out += _case_style("perf_heldout58", h58.cases(), h58.rows(), h58.job)
     out += _case_style("perf_heldout59", h59.cases(), h59.rows(), h59.job)
+    out += _case_style("perf_heldout61", h61.cases(), h61.rows(), h61.job)
     pf_rows = list(csv.DictReader(pf.DATA.open(encoding="utf-8")))
     out += _tokens_style("perf_finetune", [(rid, "", m, p) for rid, m, p in pf.cases()], pf_rows, pf.job)
     cat = load_catalog()
