@@ -96,3 +96,13 @@ def test_stated_end_stages_and_fsdp_sharding_are_named():
     titan = BASE | {"dp": 8, "ep": 8, "zero": 2, "framework": "torchtitan"}
     assert layout_in(titan, "en").endswith("FSDP without resharding after forward")
     assert "FSDP" not in layout_in(titan | {"framework": "deepspeed"}, "en")  # DeepSpeed's ZeRO-2 is ZeRO-2
+
+
+def test_device_map_names_every_card_or_the_one_card():
+    """device_map auto on several cards lists accelerate's count of each; on one card there is no chain to list."""
+    chain = BASE | {"pp": 3, "device_map": True, "pp_stage_layers": [10, 12, 10]}
+    assert "(10 / 12 / 10 layers, card by card" in layout_in(chain, "en")
+    one = BASE | {"device_map": True}
+    assert layout_in(one, "en").endswith("device_map auto: every layer on one card (accelerate's split needs no "
+                                         "second card)")
+    assert "1 cards" not in layout_in(one, "en") and "一张卡" in layout_in(one, "zh")

@@ -56,8 +56,9 @@ def _modes(s: Any) -> list[Msg]:
         modes.append(msg(f"layout_offload.{_get(s, 'offload')}"))
     first, last = _get(s, "pp_first_stage_layers"), _get(s, "pp_last_stage_layers")
     if _get(s, "device_map"):  # transformers' chain of cards, accelerate's split of every card (estimate.device_map)
-        counts = " / ".join(str(n) for n in _get(s, "pp_stage_layers") or ()) or "-"
-        modes.append(msg("layout_device_map", cards=_get(s, "pp"), counts=counts))
+        counts = _get(s, "pp_stage_layers") or ()
+        modes.append(msg("layout_device_map", cards=_get(s, "pp"), counts=" / ".join(str(n) for n in counts))
+                     if len(counts) > 1 else msg("layout_device_map_one"))
     elif first or last:
         # Megatron-Core's num_layers_in_first / last_pipeline_stage take whole chunks of vpp layers only
         # (TransformerConfig); other counts are written as a pipeline_model_parallel_layout
