@@ -161,3 +161,25 @@ def test_the_qlora_inits_reserved_bytes_show_where_they_set_the_reserved_peak(la
     out = StringIO()
     print_estimate(estimate(resolve(QLORA_TT01)), lang, Console(file=out, width=200, soft_wrap=False))
     assert row not in out.getvalue()
+
+
+Z3 = {"model": "llama-3.1-8b", "method": "full", "data": {"tokens": 1e6}, "seq_len": 2048,
+      "global_batch": {"sequences": 8}, "precision": "fp16", "hardware": {"accelerator": "a100-sxm-80gb", "count": 8},
+      "strategy": {"dp": 8, "zero": 3, "micro_batch": 1, "framework": "hf"}}
+
+
+@pytest.mark.parametrize(("lang", "row"), [("en", "DeepSpeed ZeRO pools, reserved"), ("zh", "DeepSpeed ZeRO 内存池")])
+def test_deepspeed_zero_pools_show_beside_the_peak(lang, row):
+    """DeepSpeed ZeRO-3's reduce-stream pool (estimate.zero_pools, known-gaps 234 (g)) was in the JSON only: a row in
+    the table where the JSON has any, with its figure; none under FSDP, whose engine has no such stream here."""
+    mem = estimate(resolve(Z3))["memory"]
+    assert mem["zero_pool_gib"] > 0
+    out = StringIO()
+    print_estimate(estimate(resolve(Z3)), lang, Console(file=out, width=200, soft_wrap=False))
+    line = next((x for x in out.getvalue().splitlines() if row in x), "")
+    assert f"{mem['zero_pool_gib']:.1f}" in line, out.getvalue()
+    fsdp = {**Z3, "strategy": {"dp": 8, "fsdp": "full", "micro_batch": 1, "framework": "hf"}}
+    assert estimate(resolve(fsdp))["memory"]["zero_pool_gib"] == 0
+    out = StringIO()
+    print_estimate(estimate(resolve(fsdp)), lang, Console(file=out, width=200, soft_wrap=False))
+    assert row not in out.getvalue()

@@ -41,11 +41,19 @@ def _init_reserved_rows(mem: dict[str, Any], L: str) -> list[tuple[str, str]]:
     return [(t("init_reserved", L), fmt_gib(init, L))]
 
 
+def _zero_pool_rows(mem: dict[str, Any], L: str) -> list[tuple[str, str]]:
+    """What DeepSpeed ZeRO's caching-allocator pools reserve beyond the peak (estimate.zero_pools, known-gaps 234), as
+    a row where there are any: what torch.cuda.max_memory_reserved reads above the allocated peak, not needed to fit."""
+    pools = mem.get("zero_pool_gib") or 0.0
+    return [(t("zero_pool", L), fmt_gib(pools, L))] if pools > 0 else []
+
+
 def _memory(con: Console, mem: dict[str, Any], L: str) -> None:
     rows = [(t(k, L), fmt_gib(v, L)) for k, v in mem["breakdown_gib"].items()]
     rows += [(t("total", L), fmt_gib(mem["per_gpu_gib"], L)), (t("capacity", L), fmt_gib(mem["capacity_gib"], L)),
              (t("headroom", L), fmt_gib(mem["headroom_gib"], L))]
     rows += _init_reserved_rows(mem, L)
+    rows += _zero_pool_rows(mem, L)
     con.print(_kv_table(t("memory_title", L) + t("paren", L).format(text="GiB"), rows, L))
     con.print(f"{t('worst_gpu', L)}{t('colon', L)}{tr(mem.get('worst_gpu', ''), L)}")
     basis = capacity_note(mem.get("capacity_basis"))
