@@ -4,22 +4,20 @@ perf_heldout57's 80B layer, six of them as nanotron's PP 16 rank holds."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from .device_scripts import DEVICE_DIR, tiny_lines
+
 pytest.importorskip("torch", reason="the device script's CPU smoke run needs PyTorch (the [dev] install has none)")
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "device" / "near_limit_step.py"
+SCRIPT = DEVICE_DIR / "near_limit_step.py"
 
 
 def test_tiny_run_prints_a_level_and_the_device():
-    out = subprocess.run([sys.executable, str(SCRIPT), "--tiny"], capture_output=True, text=True, check=True,
-                         timeout=300).stdout.strip().splitlines()
-    rows = [json.loads(line) for line in out]
+    rows = tiny_lines(SCRIPT)
     assert len(rows) == 2
     assert set(rows[0]) == {"ballast_gib", "step_ms", "alloc_retries"} and rows[0]["ballast_gib"] == 0.0
     assert rows[0]["step_ms"] > 0 and rows[0]["alloc_retries"] == 0

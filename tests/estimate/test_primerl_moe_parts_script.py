@@ -4,25 +4,20 @@ milliseconds and calls, and a grouped forward that agrees with a per-expert loop
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+
+from .device_scripts import DEVICE_DIR, tiny_lines
 
 pytest.importorskip("torch", reason="the device script's CPU smoke run needs PyTorch (the [dev] install has none)")
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "device" / "primerl_moe_parts.py"
+SCRIPT = DEVICE_DIR / "primerl_moe_parts.py"
 PARTS = {"gather fwd", "gather bwd scatter_add", "combine fwd scatter_add", "combine bwd gather",
          "ep permute fwd index", "ep permute bwd index_put accumulate", "moe fwd+bwd"} | {
     f"{w} {p}" for w in ("w1", "w2") for p in ("grouped fwd", "grouped dgrad", "grouped wgrad", "plain mm fwd")}
 
 
 def test_tiny_run_prints_every_part_at_both_routings_with_its_seconds_a_step():
-    out = subprocess.run([sys.executable, str(SCRIPT), "--tiny"], capture_output=True, text=True, check=True,
-                         timeout=300).stdout.strip().splitlines()
-    head, lines = json.loads(out[0]), [json.loads(line) for line in out[1:]]
+    head, *lines = tiny_lines(SCRIPT)
     assert head["device"] == "cpu" and head["torch"] and head["experts"] * head["ffn"] > 0
     for kind in ("balanced", "random"):
         assert {x["part"] for x in lines if x["routing"] == kind} == PARTS

@@ -4,22 +4,17 @@ Megatron-Core's legacy GroupedMLP issues them (fc1 / fc2 forward, dgrad, wgrad).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+
+from .device_scripts import DEVICE_DIR, tiny_lines
 
 pytest.importorskip("torch", reason="the device script's CPU smoke run needs PyTorch (the [dev] install has none)")
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "device" / "rocm_gmm_host.py"
+SCRIPT = DEVICE_DIR / "rocm_gmm_host.py"
 
 
 def test_tiny_run_prints_the_environment_and_positive_times():
-    out = subprocess.run([sys.executable, str(SCRIPT), "--tiny"], capture_output=True, text=True, check=True,
-                         timeout=300).stdout.strip().splitlines()
-    head, rows = json.loads(out[0]), [json.loads(line) for line in out[1:]]
+    head, *rows = tiny_lines(SCRIPT)
     assert head["device"] == "cpu" and "ROCBLAS_STREAM_ORDER_ALLOC" in head["env"]
     assert [r["path"] for r in rows] == ["torch.mm loop (cpu)"]
     assert rows[0]["host_us_per_gemm"] > 0 and rows[0]["synced_wall_us_per_gemm"] > 0

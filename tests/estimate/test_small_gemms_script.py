@@ -3,22 +3,19 @@ a shape with its time, rate and the CUDA kernels the profiler saw (none on a CPU
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from .device_scripts import DEVICE_DIR, tiny_lines
+
 pytest.importorskip("torch", reason="the device script's CPU smoke run needs PyTorch (the [dev] install has none)")
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "device" / "small_gemms.py"
+SCRIPT = DEVICE_DIR / "small_gemms.py"
 
 
 def test_tiny_run_prints_a_line_a_shape():
-    out = subprocess.run([sys.executable, str(SCRIPT), "--tiny"], capture_output=True, text=True, check=True,
-                         timeout=300).stdout.strip().splitlines()
-    rows = [json.loads(line) for line in out]
+    rows = tiny_lines(SCRIPT)
     assert [(r["m"], r["k"], r["n"]) for r in rows] == [(16, 32, 64), (64, 64, 64)]
     for r in rows:
         assert set(r) == {"model", "m", "k", "n", "ms", "tflops", "kernels"}

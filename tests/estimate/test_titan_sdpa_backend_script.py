@@ -4,22 +4,17 @@ list, the SDPA op the profiler saw (the math path on a CPU) and its times."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+
+from .device_scripts import DEVICE_DIR, tiny_lines
 
 pytest.importorskip("torch", reason="the device script's CPU smoke run needs PyTorch (the [dev] install has none)")
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "device" / "titan_sdpa_backend.py"
+SCRIPT = DEVICE_DIR / "titan_sdpa_backend.py"
 
 
 def test_tiny_run_prints_the_environment_the_verdicts_and_the_op_it_ran():
-    out = subprocess.run([sys.executable, str(SCRIPT), "--tiny"], capture_output=True, text=True, check=True,
-                         timeout=300).stdout.strip().splitlines()
-    head, rows = json.loads(out[0]), [json.loads(line) for line in out[1:]]
+    head, *rows = tiny_lines(SCRIPT)
     assert head["device"] == "cpu" and head["machine"] and head["torch"]
     assert [r["enable_gqa"] for r in rows] == [True, False]  # K / V at the KV heads' width, then repeat_kv'd
     for r in rows:
