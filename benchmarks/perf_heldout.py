@@ -56,12 +56,13 @@ import csv
 import math
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from harness import Case, mape, model_data, num, whole
+from harness import Case, Fit, job_fits, mape, model_data, num, whole
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import TrainsizerError
 from trainsizer.estimate import flops as F
@@ -221,16 +222,84 @@ def run_row(row: dict[str, str], models: dict[str, Any], catalogs: dict[str, Any
     return case, f"{'fits' if mem['fits'] else 'DOES NOT FIT'} ({mem['per_gpu_gib']:.0f} GiB)"
 
 
-def estimate_rows(rs: list[dict[str, str]]) -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
-    """(case, the estimate's result or {} when refused, row) for every row of `rs` (this file's columns), in order:
-    the held-out files that print each row's breakdown (perf_heldout28, perf_heldout29)."""
-    models = model_data(MODELS)
-    catalogs: dict[str, Any] = {}
-    return [(*estimate_row(r, models, catalogs, predicted_metric), r) for r in rs]
+Run = list[tuple[Case, dict[str, Any], dict[str, str]]]  # (case, the estimate's result or {} when refused, row)
 
 
-def rows() -> list[dict[str, str]]:
-    return list(csv.DictReader(ROWS.open(encoding="utf-8")))
+@dataclass(frozen=True)
+class Batch:
+    """One held-out batch in this file's columns (docs/known-gaps.md 249 (a)): its csv files, read in order; the
+    models yaml files its jobs name models from, merged in order (a later file's entry replacing an earlier one's);
+    how a row's figure is read from the estimate. A batch module binds its module-level rows / models / run_all /
+    job / fits to one (`rows, models, run_all, job, fits = BATCH.rows, ...`)."""
+
+    csv_paths: tuple[Path, ...]
+    models_yaml: tuple[Path, ...] = (MODELS,)
+    predict: Callable[[dict[str, str], dict[str, Any], Any], float] = predicted_metric
+
+    def rows(self) -> list[dict[str, str]]:
+        """Every row of the batch's files, in file order."""
+        return [r for path in self.csv_paths for r in csv.DictReader(path.open(encoding="utf-8"))]
+
+    def models(self) -> dict[str, Any]:
+        """The models the rows name that are not presets (harness.model_data of each file, merged)."""
+        out: dict[str, Any] = {}
+        for path in self.models_yaml:
+            out |= model_data(path)
+        return out
+
+    def estimate(self, rs: list[dict[str, str]]) -> Run:
+        """(case, the estimate's result or {} when refused, row) for every row of `rs`, in order."""
+        archs, catalogs = self.models(), {}
+        return [(*estimate_row(r, archs, catalogs, self.predict), r) for r in rs]
+
+    def run_all(self) -> Run:
+        """(case, the estimate's result or {} when refused, row) for every row, in file order."""
+        return self.estimate(self.rows())
+
+    def job(self, r: dict[str, str]) -> dict[str, Any]:
+        """The row's job file (job_of)."""
+        return job_of(r, self.models())
+
+    def fits(self) -> list[Fit]:
+        """Each row's predicted peak memory against the card's usable memory (every row ran)."""
+        archs = self.models()
+        return job_fits((r["id"], job_of(r, archs)) for r in self.rows())
+
+
+def estimate_rows(rs: list[dict[str, str]]) -> Run:
+    """(case, the estimate's result or {} when refused, row) for every row of `rs` (this file's columns, this file's
+    models), in order: the held-out files that print each row's breakdown (perf_heldout28, perf_heldout29)."""
+    return Batch(()).estimate(rs)
+
+
+rows = Batch((ROWS,)).rows
+
+
+def scored_refused(run: Run) -> tuple[list[Case], list[Case]]:
+    """The run's scored cases and its refused ones."""
+    return [c for c, _, _ in run if not c.skipped], [c for c, _, _ in run if c.skipped]
+
+
+def median_pct(cs: list[Case]) -> float:
+    """The median signed error of `cs`, in percent (nan for none)."""
+    return 100.0 * float(np.median([c.err for c in cs])) if cs else float("nan")
+
+
+def time_summary(name: str, run: Run) -> str:
+    """A batch's closing line: the scored rows' n, MAPE and median error, and the refused rows' count."""
+    scored, refused = scored_refused(run)
+    return (f"\n{name} time: n={len(scored)} MAPE {mape(scored):.1f}% (median {median_pct(scored):+.1f}%); "
+            f"refused {len(refused)}")
+
+
+def step_line(c: Case, result: dict[str, Any], width: int) -> str:
+    """A scored row (published, predicted, error) with the estimate's step and its terms over 5 ms; a refused one with
+    the estimator's error."""
+    if c.skipped:
+        return f"  {c.row_id:{width}s} {c.skipped}"
+    terms = ", ".join(f"{k} {v:.2f}" for k, v in result["time"]["breakdown_s"].items() if v > 0.005)
+    return (f"  {c.row_id:{width}s} {c.measured:8.0f} {c.predicted:8.0f} ({100 * c.err:+6.1f}%)  step "
+            f"{result['time']['step_s']:.2f} s: {terms}")
 
 
 def run_all() -> list[tuple[Case, str, dict[str, str]]]:

@@ -42,12 +42,11 @@ Run: python benchmarks/perf_heldout57.py
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Any
 
 import perf_heldout as ph
-from harness import Case, mape, model_data
+from harness import Case, mape
 from trainsizer.catalog import load_catalog
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -56,22 +55,6 @@ MODELS = DATA / "heldout_2027e_nanotron_models.yaml"
 INTERNLM = DATA / "heldout_2027e_internlm_2023.csv"
 INTERNLM_MODELS = DATA / "heldout_2027e_internlm_models.yaml"
 MFU = "nanotron_mfu_pct"
-
-
-def rows() -> list[dict[str, str]]:
-    return list(csv.DictReader(ROWS.open(encoding="utf-8")))
-
-
-def models() -> dict[str, Any]:
-    return model_data(MODELS)
-
-
-def internlm_rows() -> list[dict[str, str]]:
-    return list(csv.DictReader(INTERNLM.open(encoding="utf-8")))
-
-
-def internlm_models() -> dict[str, Any]:
-    return model_data(INTERNLM_MODELS)
 
 
 def nanotron_split(layers: int, hidden: int, heads: int, ffn: int, vocab: int, pp: int) -> list[int]:
@@ -104,16 +87,10 @@ def predicted(row: dict[str, str], result: dict[str, Any], model: Any) -> float:
     return 100.0 * tflops / _peak_tflops(row["accelerator"])
 
 
-def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
-    """(case, the estimate's result or {} when refused, row) for every row, in file order."""
-    archs, catalogs = models(), {}
-    return [(*ph.estimate_row(r, archs, catalogs, predicted), r) for r in rows()]
-
-
-def internlm_run() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
-    """Source (2): (case, result or {}, row) for every InternLM row, in file order (tokens a GPU a second)."""
-    archs, catalogs = internlm_models(), {}
-    return [(*ph.estimate_row(r, archs, catalogs, predicted), r) for r in internlm_rows()]
+BATCH = ph.Batch((ROWS,), (MODELS,), predicted)
+INTERNLM_BATCH = ph.Batch((INTERNLM,), (INTERNLM_MODELS,), predicted)  # source (2): tokens a GPU a second
+rows, models, run_all = BATCH.rows, BATCH.models, BATCH.run_all
+internlm_rows, internlm_models, internlm_run = INTERNLM_BATCH.rows, INTERNLM_BATCH.models, INTERNLM_BATCH.run_all
 
 
 def internlm_lines(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[str]:

@@ -33,14 +33,10 @@ Run: python benchmarks/perf_heldout60.py
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 import perf_heldout as ph
-from harness import Case, Fit, job_fits, job_tokens_per_gpu, mape, model_data, print_fits
+from harness import job_tokens_per_gpu, mape, print_fits
 
 DATA = Path(__file__).resolve().parent / "data"
 ROWS = DATA / "heldout_2027h_mbridge_cards.csv"
@@ -56,25 +52,8 @@ PAIRS = (("mbcard_2026-07_h100_qwen3_30b_a3b_bf16_16gpu_functional", "mbcard_202
 # layout, batch, MXFP8 and fused grouped MLP, with the full-iteration CUDA graph)
 GB200_TWIN = ("mbcard_2026-07_gb200_qwen3_30b_a3b_mxfp8_8gpu_functional", "mbridge_26.06.01_gb200_qwen3_30b_a3b_fp8-mx_8gpu")
 WEAK = tuple(f"mbcard_2026-08_gb300_qwen3_30b_a3b_mxfp8_{g}gpu_weak" for g in (8, 32, 128, 256))
-
-
-def rows() -> list[dict[str, str]]:
-    """Every row of the batch."""
-    return list(csv.DictReader(ROWS.open(encoding="utf-8")))
-
-
-def models() -> dict[str, Any]:
-    return model_data(ph.MODELS)
-
-
-def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
-    """(case, the estimate's result or {} when refused, row) for every row, in file order."""
-    return ph.estimate_rows(rows())
-
-
-def job(r: dict[str, str]) -> dict[str, Any]:
-    """The row's job file (perf_heldout.job_of)."""
-    return ph.job_of(r, models())
+BATCH = ph.Batch((ROWS,))
+rows, models, run_all, job, fits = BATCH.rows, BATCH.models, BATCH.run_all, BATCH.job, BATCH.fits
 
 
 def cases() -> list[tuple[str, str, float, float]]:
@@ -169,32 +148,16 @@ def ep_bound_line(implied: dict[str, float | None]) -> str:
             f"the same expert loads: {verdict}")
 
 
-def fits() -> list[Fit]:
-    """Each row's predicted peak memory against the card's usable memory (every row ran)."""
-    return job_fits((r["id"], job(r)) for r in rows())
-
-
-def _median(cs: list[Case]) -> float:
-    return 100.0 * float(np.median([c.err for c in cs])) if cs else float("nan")
-
-
 def main() -> None:
     run = run_all()
-    scored = [c for c, _, _ in run if not c.skipped]
+    scored = ph.scored_refused(run)[0]
     print("(1) Megatron-Bridge model-verification cards (2026-07 / 08): pre-training tokens/s a GPU, the mean of the "
           "last ten steps (held out, nothing fitted):")
-    for c, res, _ in run:
-        if c.skipped:
-            print(f"  {c.row_id:58s} {c.skipped}")
-            continue
-        b = {k: v for k, v in res["time"]["breakdown_s"].items() if v > 0.005}
-        terms = ", ".join(f"{k} {v:.2f}" for k, v in b.items())
-        print(f"  {c.row_id:58s} {c.measured:8.0f} {c.predicted:8.0f} ({100 * c.err:+6.1f}%)  step "
-              f"{res['time']['step_s']:.2f} s: {terms}")
+    print("\n".join(ph.step_line(c, res, 58) for c, res, _ in run))
     forced = [c for c in scored if c.row_id not in NATURAL]
     natural = [c for c in scored if c.row_id in NATURAL]
-    print(f"\nforced balance / data parallel: n={len(forced)} MAPE {mape(forced):.1f}% (median {_median(forced):+.1f}%)")
-    print(f"natural routing: n={len(natural)} MAPE {mape(natural):.1f}% (median {_median(natural):+.1f}%)")
+    print(f"\nforced balance / data parallel: n={len(forced)} MAPE {mape(forced):.1f}% (median {ph.median_pct(forced):+.1f}%)")
+    print(f"natural routing: n={len(natural)} MAPE {mape(natural):.1f}% (median {ph.median_pct(natural):+.1f}%)")
     cs = [(c.row_id, "", c.measured, c.predicted) for c in scored]
     print("\nGB300 weak scaling (tokens/s a GPU; over the 8-GPU point):")
     print("\n".join(weak_lines(cs)))
@@ -206,9 +169,7 @@ def main() -> None:
     print("\n".join(capacity_lines(implied)))
     print(ep_bound_line(implied))
     print_fits(fits(), "perf_heldout60")
-    refused = [c for c in run if c[0].skipped]
-    print(f"\nperf_heldout60 time: n={len(scored)} MAPE {mape(scored):.1f}% (median {_median(scored):+.1f}%); "
-          f"refused {len(refused)}")
+    print(ph.time_summary("perf_heldout60", run))
 
 
 if __name__ == "__main__":

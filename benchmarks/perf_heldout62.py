@@ -32,34 +32,19 @@ Run: python benchmarks/perf_heldout62.py
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 import perf_heldout as ph
-from harness import Case, Fit, job_fits, mape, model_data, print_fits
+from harness import Case, mape, print_fits
 
 DATA = Path(__file__).resolve().parent / "data"
 ROWS = DATA / "heldout_2027j_dgxc2411.csv"
 MODELS = DATA / "heldout_2027j_dgxc2411_models.yaml"
-
-
-def rows() -> list[dict[str, str]]:
-    """Every row of the batch."""
-    return list(csv.DictReader(ROWS.open(encoding="utf-8")))
-
-
-def models() -> dict[str, Any]:
-    """perf_heldout's models (Nemotron-4) and this batch's 405B proxies."""
-    return model_data(ph.MODELS) | model_data(MODELS)
-
-
-def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
-    """(case, the estimate's result or {} when refused, row) for every row, in file order."""
-    archs, catalogs = models(), {}
-    return [(*ph.estimate_row(r, archs, catalogs, ph.predicted_metric), r) for r in rows()]
+# perf_heldout's models (Nemotron-4) and this batch's 405B proxies
+BATCH = ph.Batch((ROWS,), (ph.MODELS, MODELS))
+rows, models, run_all, job, fits = BATCH.rows, BATCH.models, BATCH.run_all, BATCH.job, BATCH.fits
 
 
 def rate_err(c: Case) -> float:
@@ -110,15 +95,9 @@ def scaling_lines(cs: list[Case], rs: dict[str, dict[str, str]]) -> list[str]:
     return out
 
 
-def fits() -> list[Fit]:
-    """Each row's predicted peak memory against the card's usable memory (every row ran)."""
-    archs = models()
-    return job_fits((r["id"], ph.job_of(r, archs)) for r in rows())
-
-
 def main() -> None:
     run = run_all()
-    scored = [c for c, _, _ in run if not c.skipped]
+    scored = ph.scored_refused(run)[0]
     rs = {r["id"]: r for _, _, r in run}
     print("(1) dgxc-benchmarking v24.11 (NeMo 24.05 / 24.09 on DGX H100): seconds a step, published / predicted (rate "
           "error; held out, nothing fitted):")
@@ -136,8 +115,8 @@ def main() -> None:
     print("\nlargest over smallest GPU count (same layout, per-rank batch):")
     print("\n".join(scaling_lines(scored, rs)))
     print_fits(fits(), "perf_heldout62")
-    refused = [c for c, _, _ in run if c.skipped]
-    print(f"\nperf_heldout62 time: {_stats(scored)} (step time MAPE {mape(scored):.1f}%); refused {len(refused)}")
+    print(f"\nperf_heldout62 time: {_stats(scored)} (step time MAPE {mape(scored):.1f}%); "
+          f"refused {len(ph.scored_refused(run)[1])}")
 
 
 if __name__ == "__main__":

@@ -23,14 +23,11 @@ Run: python benchmarks/perf_heldout63.py
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 import perf_heldout as ph
-from harness import Case, Fit, job_fits, mape, model_data, print_fits
+from harness import mape, print_fits
 
 DATA = Path(__file__).resolve().parent / "data"
 ROWS = DATA / "heldout_2027k_mbridge_model_cards.csv"
@@ -39,25 +36,8 @@ NATURAL = ("mbcard_2026-07_h100_moonlight_16b_a3b_bf16_16gpu_functional",)
 # (row id, the card's last_10_steps_model_tflops_per_gpu_avg, last_10_steps_step_time_ms_avg): the FLOP check
 CARD_FLOPS = {"mbcard_2026-07_h100_moonlight_16b_a3b_bf16_16gpu_functional": (386.59, 11636.35),
               "mbcard_2026-07_h100_nemotron_3_nano_4b_bf16_8gpu_functional": (402.51, 26775.11)}
-
-
-def rows() -> list[dict[str, str]]:
-    """Every row of the batch."""
-    return list(csv.DictReader(ROWS.open(encoding="utf-8")))
-
-
-def models() -> dict[str, Any]:
-    return model_data(ph.MODELS)
-
-
-def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
-    """(case, the estimate's result or {} when refused, row) for every row, in file order."""
-    return ph.estimate_rows(rows())
-
-
-def job(r: dict[str, str]) -> dict[str, Any]:
-    """The row's job file (perf_heldout.job_of)."""
-    return ph.job_of(r, models())
+BATCH = ph.Batch((ROWS,))
+rows, models, run_all, job, fits = BATCH.rows, BATCH.models, BATCH.run_all, BATCH.job, BATCH.fits
 
 
 def card_flops_ratio(r: dict[str, str], result: dict[str, Any]) -> float:
@@ -67,32 +47,18 @@ def card_flops_ratio(r: dict[str, str], result: dict[str, Any]) -> float:
     return float(result["time"]["model_flops_per_step"]) / card
 
 
-def fits() -> list[Fit]:
-    """Each row's predicted peak memory against the card's usable memory (every row ran)."""
-    return job_fits((r["id"], job(r)) for r in rows())
-
-
 def main() -> None:
     run = run_all()
-    scored = [c for c, _, _ in run if not c.skipped]
     print("(1) Megatron-Bridge model-verification cards of the models added for them (2026-07): pre-training tokens/s "
           "a GPU, the mean of the last ten steps (held out, nothing fitted):")
     for c, res, r in run:
-        if c.skipped:
-            print(f"  {c.row_id:62s} {c.skipped}")
-            continue
-        b = {k: v for k, v in res["time"]["breakdown_s"].items() if v > 0.005}
-        terms = ", ".join(f"{k} {v:.2f}" for k, v in b.items())
-        print(f"  {c.row_id:62s} {c.measured:8.0f} {c.predicted:8.0f} ({100 * c.err:+6.1f}%)  step "
-              f"{res['time']['step_s']:.2f} s: {terms}")
-        print(f"  {'':62s} model FLOPs a step, the estimate's over the card's: {card_flops_ratio(r, res):.3f}")
-    natural = [c for c in scored if c.row_id in NATURAL]
+        print(ph.step_line(c, res, 62))
+        if not c.skipped:
+            print(f"  {'':62s} model FLOPs a step, the estimate's over the card's: {card_flops_ratio(r, res):.3f}")
+    natural = [c for c in ph.scored_refused(run)[0] if c.row_id in NATURAL]
     print(f"\nnatural routing: n={len(natural)} MAPE {mape(natural):.1f}%")
     print_fits(fits(), "perf_heldout63")
-    refused = [c for c in run if c[0].skipped]
-    median = 100.0 * float(np.median([c.err for c in scored])) if scored else float("nan")
-    print(f"\nperf_heldout63 time: n={len(scored)} MAPE {mape(scored):.1f}% (median {median:+.1f}%); "
-          f"refused {len(refused)}")
+    print(ph.time_summary("perf_heldout63", run))
 
 
 if __name__ == "__main__":

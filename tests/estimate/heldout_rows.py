@@ -1,11 +1,15 @@
 """What every held-out benchmark row must carry and how each batch's run is judged, checked the same way for each batch
-(perf_heldout28 / 29 / 30 / 31)."""
+(perf_heldout28 / 29 / 30 / 31; the columns and ids and the module-scoped run of every batch: docs/known-gaps.md
+249 (b))."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -41,3 +45,18 @@ def check_run(run: list, bounds: dict[str, float], unfit: frozenset[str] = froze
     assert set(groups) == set(bounds)
     for source, bound in bounds.items():
         assert mape(groups[source]) <= bound, (source, mape(groups[source]))
+
+
+def check_columns_and_ids(rs: list[dict], header_csv: Path, n: int, more: bool = False) -> None:
+    """The rows carry `header_csv`'s columns, the ones its job builder reads (perf_heldout.job_of: its ROWS;
+    finetune_heldout.job: its DATA), in order and no other unless `more` (a batch's own columns after them), and n
+    distinct ids."""
+    header = header_csv.open(encoding="utf-8").readline().strip().split(",")
+    assert (list(rs[0])[: len(header)] if more else list(rs[0])) == header
+    assert len({r["id"] for r in rs}) == len(rs) == n
+
+
+def run_fixture(run_all: Callable[[], Any], name: str = "run"):
+    """A module-scoped fixture `name` holding a batch's run (`run = run_fixture(p63.run_all)`): estimated once for
+    the module's tests."""
+    return pytest.fixture(scope="module", name=name)(lambda: run_all())

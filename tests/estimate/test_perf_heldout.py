@@ -210,3 +210,59 @@ def test_precision_pairs_drop_only_fp8_settings():
     assert ph._without_fp8_extra("fsdp=full") != ph._without_fp8_extra("fsdp=hybrid")
     assert ph._rate(2.0, 1.0, "step_time_s") == pytest.approx(2.0)
     assert ph._rate(100.0, 130.0, "tokens_per_s_per_gpu") == pytest.approx(1.3)
+
+
+def test_a_batch_reads_its_files_in_order(tmp_path):
+    """Batch.rows: every file's rows, file after file (docs/known-gaps.md 249 (a))."""
+    header = ph.ROWS.open(encoding="utf-8").readline()
+    first, second = ph.rows()[:2], ph.rows()[2:5]
+    paths = []
+    for i, part in enumerate((second, first)):
+        path = tmp_path / f"part{i}.csv"
+        path.write_text(header + "".join(_csv_line(r) for r in part), encoding="utf-8")
+        paths.append(path)
+    got = [r["id"] for r in ph.Batch(tuple(paths)).rows()]
+    assert got == [r["id"] for r in second + first]
+
+
+def _csv_line(row: dict[str, str]) -> str:
+    import csv
+    import io
+
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(row.values())
+    return out.getvalue()
+
+
+def test_a_later_models_file_replaces_an_earlier_ones_entry(tmp_path):
+    """Batch.models merges its files in order: an entry of the second file replaces the first file's of that key."""
+    entries = yaml.safe_load(ph.MODELS.read_text(encoding="utf-8"))
+    key = next(iter(entries))
+    changed = {key: {**entries[key], "model": {**entries[key]["model"], "layers": 7}}}
+    path = tmp_path / "models.yaml"
+    path.write_text(yaml.safe_dump(changed), encoding="utf-8")
+    assert ph.Batch((), (ph.MODELS, path)).models()[key]["model"]["layers"] == 7
+    assert ph.Batch((), (path, ph.MODELS)).models()[key]["model"] == entries[key]["model"]
+    assert set(ph.Batch((), (ph.MODELS, path)).models()) == set(entries)
+
+
+def test_a_batch_scores_its_rows_through_its_predict():
+    """Batch.run_all = estimate_rows on its rows with its own reading of the estimate; job and fits read its
+    models."""
+    rows = ph.rows()[:2]
+    default = ph.Batch(())
+    got = default.estimate(rows)
+    assert [(c.row_id, c.predicted) for c, _, _ in got] == [(c.row_id, c.predicted) for c, _, _ in ph.estimate_rows(rows)]
+    steps = ph.Batch((), predict=lambda row, result, model: float(result["time"]["step_s"])).estimate(rows)
+    assert [c.predicted for c, _, _ in steps] == [float(res["time"]["step_s"]) for _, res, _ in got]
+    assert default.job(rows[0]) == ph.job_of(rows[0], ph.model_data(ph.MODELS))
+
+
+def test_the_summary_line_counts_scored_and_refused_rows():
+    run = [(ph.Case("a", "s", "m", 100.0, 110.0), {}, {}), (ph.Case("b", "s", "m", 100.0, 80.0), {}, {}),
+           (ph.Case("c", "s", "m", 100.0, skipped="REFUSED: x"), {}, {})]
+    scored, refused = ph.scored_refused(run)
+    assert [c.row_id for c in scored] == ["a", "b"] and [c.row_id for c in refused] == ["c"]
+    assert ph.median_pct(scored) == pytest.approx(-5.0) and np.isnan(ph.median_pct([]))
+    assert ph.time_summary("perf_heldoutNN", run) == "\nperf_heldoutNN time: n=2 MAPE 15.0% (median -5.0%); refused 1"
+    assert ph.step_line(refused[0], {}, 4) == "  c    REFUSED: x"

@@ -12,6 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from .heldout_rows import check_columns_and_ids, run_fixture
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
@@ -25,16 +27,12 @@ ALL_BOUND = 40.0  # 35.6 at landing (220 (a)-(d)); 33.3 with the ZeRO-1 rows' al
 TP1_BOUND = 12.0
 
 
-@pytest.fixture(scope="module")
-def run():
-    return p57.run_all()
+run = run_fixture(p57.run_all)
 
 
 def test_every_row_names_the_figure_commit_cell_and_assumptions():
     rs = p57.rows()
-    header = open(ph.ROWS, encoding="utf-8").readline().strip().split(",")
-    assert list(rs[0])[: len(header)] == header  # perf_heldout.job_of reads these columns
-    assert len({r["id"] for r in rs}) == len(rs) == 26
+    check_columns_and_ids(rs, ph.ROWS, 26, more=True)  # perf_heldout.job_of reads these columns
     for r in rs:
         assert "huggingface/nanotron/blob/c252843039cc167ff8d6894b87172af4637eb14b/" in r["source"], r["id"]
         assert r["source_locator"].startswith("left panel") and r["date"] == "2025-02-13" and r["assumed"], r["id"]
@@ -115,9 +113,7 @@ def test_zero1_rows_state_nanotrons_gradient_all_reduce():
 INTERNLM_BOUND = 16.0  # 8.5 at landing (220 (g), (h)); 13.x with the ZeRO-1 group stated (228)
 
 
-@pytest.fixture(scope="module")
-def internlm():
-    return p57.internlm_run()
+internlm = run_fixture(p57.internlm_run, "internlm")
 
 
 def test_internlm_rows_are_the_tables_cells():

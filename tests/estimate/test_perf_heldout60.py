@@ -13,6 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from .heldout_rows import check_columns_and_ids, run_fixture
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
@@ -20,17 +22,12 @@ import perf_heldout as ph  # noqa: E402
 import perf_heldout60 as p60  # noqa: E402
 from harness import mape  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def run():
-    return p60.run_all()
+run = run_fixture(p60.run_all)
 
 
 def test_every_row_names_its_card_commit_recipe_and_assumptions():
     rs = p60.rows()
-    header = open(ph.ROWS, encoding="utf-8").readline().strip().split(",")
-    assert list(rs[0]) == header  # perf_heldout.job_of reads these columns
-    assert len({r["id"] for r in rs}) == len(rs) == 11
+    check_columns_and_ids(rs, ph.ROWS, 11)  # perf_heldout.job_of reads these columns
     for r in rs:
         assert r["source"].startswith("NVIDIA-NeMo/Megatron-Bridge examples/model_verification_cards/"), r["id"]
         assert "bridge_commit" in r["source_locator"] and "067f987df" in r["source_locator"], r["id"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
+from .heldout_rows import check_columns_and_ids, run_fixture
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
@@ -16,17 +16,12 @@ sys.path.insert(0, str(BENCH))
 import perf_heldout as ph  # noqa: E402
 import perf_heldout62 as p62  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def run():
-    return p62.run_all()
+run = run_fixture(p62.run_all)
 
 
 def test_every_row_names_its_release_file_and_assumptions():
     rs = p62.rows()
-    header = open(ph.ROWS, encoding="utf-8").readline().strip().split(",")
-    assert list(rs[0]) == header  # perf_heldout.job_of reads these columns
-    assert len({r["id"] for r in rs}) == len(rs) == 46
+    check_columns_and_ids(rs, ph.ROWS, 46)  # perf_heldout.job_of reads these columns
     for r in rs:
         assert r["source"].startswith("NVIDIA/dgxc-benchmarking ") and "v24.11" in r["source"], r["id"]
         assert "35a9aecc8d5b17d99d80f52f38c75ade0dbab7ae" in r["source"], r["id"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
+from .heldout_rows import check_columns_and_ids, run_fixture
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
@@ -18,17 +18,12 @@ import perf_heldout63 as p63  # noqa: E402
 from harness import mape  # noqa: E402
 from trainsizer.models import load_model  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def run():
-    return p63.run_all()
+run = run_fixture(p63.run_all)
 
 
 def test_every_row_names_its_card_commit_recipe_and_assumptions():
     rs = p63.rows()
-    header = open(ph.ROWS, encoding="utf-8").readline().strip().split(",")
-    assert list(rs[0]) == header  # perf_heldout.job_of reads these columns
-    assert len({r["id"] for r in rs}) == len(rs) == 2
+    check_columns_and_ids(rs, ph.ROWS, 2)  # perf_heldout.job_of reads these columns
     for r in rs:
         assert r["id"].startswith("mbcard_2026-07_h100_"), r["id"]
         assert r["source"].startswith("NVIDIA-NeMo/Megatron-Bridge examples/model_verification_cards/"), r["id"]
