@@ -36,13 +36,25 @@ Run: python benchmarks/finetune_heldout.py
 from __future__ import annotations
 
 import csv
+import functools
 from collections import defaultdict
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from harness import Case, mape, num, print_case_rows, whole
+from harness import (
+    Case,
+    kept_rows,
+    mape,
+    model_data,
+    num,
+    print_case_rows,
+    refusals_said,
+    source_label,
+    whole,
+)
 from trainsizer.catalog import load_catalog
 from trainsizer.errors import TrainsizerError
 from trainsizer.estimate import sample_lengths
@@ -291,6 +303,49 @@ def counted_tokens(r: dict[str, str], t) -> float:
     if how:
         raise ValueError(f"{r['id']}: tokens_counted {how!r} is not one of positions, labelled or empty")
     return float(t.tokens_per_step)
+
+
+@functools.cache
+def overlay_catalog(overlay: str):
+    """The catalog a row runs on: the shipped one with its overlay file (benchmarks/data) over it."""
+    return load_catalog([DATA.parent / overlay] if overlay else [])
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A fine-tune held-out batch in this file's columns and a `refused` one (docs/known-gaps.md 249 (c)): its csv
+    files, read in order; the architectures its rows name beside MODELS (`inline` by name, then each `models_yaml`
+    entry's model); `overlays`: each row runs on the catalog its `overlay` column names, else on the shipped one. A
+    batch module binds its module-level rows / models / job / cases to one."""
+
+    csv_paths: tuple[Path, ...]
+    models_yaml: tuple[Path, ...] = ()
+    inline: Mapping[str, dict] = field(default_factory=dict)
+    overlays: bool = False
+
+    def rows(self) -> list[dict[str, str]]:
+        """Every source's rows, in file order."""
+        return [r for path in self.csv_paths for r in csv.DictReader(path.open(encoding="utf-8"))]
+
+    def models(self) -> dict:
+        """The rows' inline architectures by name (presets need none)."""
+        out = dict(self.inline)
+        for path in self.models_yaml:
+            out |= {key: entry["model"] for key, entry in model_data(path).items()}
+        return out
+
+    def job(self, r: dict[str, str]) -> dict:
+        """A row as a job file (job, with the batch's architectures)."""
+        return job(r, self.models())
+
+    def cases(self, rs: list[dict[str, str]] | None = None) -> list[Case]:
+        """Every row's scored figures (of `rs`, the batch's rows by default); a row the data does not score (its
+        `refused` column) or the job path refuses: one 'refused' case with the reason."""
+        rs = self.rows() if rs is None else rs
+        archs, shipped = self.models(), None if self.overlays else load_catalog()
+        out = [Case(r["id"], source_label(r), "refused", 0.0, skipped=r["refused"]) for r in rs if r["refused"]]
+        return refusals_said(kept_rows(rs), lambda r: row_cases(r, overlay_catalog(r["overlay"]) if self.overlays
+                                                                else shipped, archs), source_label) + out
 
 
 def rows() -> list[dict[str, str]]:

@@ -52,7 +52,6 @@ Run: python benchmarks/perf_heldout28.py
 
 from __future__ import annotations
 
-import csv
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -62,16 +61,9 @@ import perf_heldout as ph
 from harness import Case, mape
 
 DATA = Path(__file__).resolve().parent / "data" / "heldout_2026d.csv"
+BATCH = ph.Batch((DATA,))
+rows, run_all = BATCH.rows, BATCH.run_all
 BREAKDOWN = ("compute", "tp_comm", "cp_comm", "ep_comm", "dp_comm", "pp_bubble", "pp_comm", "optimizer")
-
-
-def rows() -> list[dict[str, str]]:
-    return list(csv.DictReader(DATA.open(encoding="utf-8")))
-
-
-def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
-    """(case, the estimate's result or {} when refused, row) for every row, in file order."""
-    return ph.estimate_rows(rows())
 
 
 def cases() -> list[Case]:

@@ -61,31 +61,23 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import Any
 
 import perf_heldout as ph
 import perf_heldout28 as p28
-from harness import Case, Fit, job_fits, job_tokens_per_gpu, print_cases, print_fits, row_cases
+from harness import Fit, job_fits, job_tokens_per_gpu, print_cases, print_fits, row_cases
 from perf_mbridge26 import job as mbridge_job
 from perf_mlperf6 import job as mlperf6_job
 from perf_mlperf6 import print_forward_check
 from perf_mlperf6 import rows as mlperf6_rows
 
 DATA = Path(__file__).resolve().parent / "data" / "heldout_2026e.csv"
+BATCH = ph.Batch((DATA,))
+rows, run_all = BATCH.rows, BATCH.run_all
 MBRIDGE = Path(__file__).resolve().parent / "data" / "heldout_2026e_mbridge.csv"
 MLPERF6 = Path(__file__).resolve().parent / "data" / "heldout_2026e_mlperf6.csv"
 # perf_mlperf6's rows of the same code and part as this file's MLPerf rows: one series of per-GPU rates
 GPT_OSS_SERIES = ("mlperf6.0_gb300_gpt_oss_20b_mxfp8_8gpu", "mlperf6.0_gb300_gpt_oss_20b_mxfp8_72gpu",
                   "mlperf6.0_gb300_gpt_oss_20b_mxfp8_512gpu")
-
-
-def rows() -> list[dict[str, str]]:
-    return list(csv.DictReader(DATA.open(encoding="utf-8")))
-
-
-def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
-    """(case, the estimate's result or {} when refused, row) for every row, in file order."""
-    return ph.estimate_rows(rows())
 
 
 def mbridge_rows() -> list[dict[str, str]]:

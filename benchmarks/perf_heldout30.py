@@ -39,7 +39,6 @@ Run: python benchmarks/perf_heldout30.py
 
 from __future__ import annotations
 
-import csv
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -53,19 +52,12 @@ from trainsizer.models import load_model
 
 DATA = Path(__file__).resolve().parent / "data"
 FILES = (DATA / "heldout_2026f_amd.csv",)
+BATCH = ph.Batch(FILES)
+rows, run_all = BATCH.rows, BATCH.run_all
 # the memory line's rows: micro-batch 8 and 12 (218 / 285 GiB of 288) are left out, near or at the card's capacity
 MEMORY_LINE_MAX_MBS = 4
 DEEPEP_MEMORY_ROW = "primus_2025-12_mi355x_dsv2lite_mbs12_lossfusion_deepep_8gpu_device_memory"
 GIB = float(1 << 30)
-
-
-def rows() -> list[dict[str, str]]:
-    return [r for f in FILES for r in csv.DictReader(f.open(encoding="utf-8"))]
-
-
-def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
-    """(case, the estimate's result or {} when refused, row) for every row, in file order."""
-    return ph.estimate_rows(rows())
 
 
 def micro_batch_series(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[tuple[str, int, float, float]]:

@@ -25,7 +25,6 @@ Run: python benchmarks/perf_heldout31.py
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Any
 
@@ -37,15 +36,8 @@ from harness import Case
 
 DATA = Path(__file__).resolve().parent / "data"
 FILES = (DATA / "heldout_2026g_zero3.csv", DATA / "heldout_2026g_fms.csv")
-
-
-def rows() -> list[dict[str, str]]:
-    return [r for f in FILES for r in csv.DictReader(f.open(encoding="utf-8"))]
-
-
-def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
-    """(case, the estimate's result or {} when refused, row) for every row, in file order."""
-    return ph.estimate_rows(rows())
+BATCH = ph.Batch(FILES)
+rows, run_all = BATCH.rows, BATCH.run_all
 
 
 def zero3_over_fsdp(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[tuple[str, float, float]]:

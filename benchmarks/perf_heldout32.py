@@ -38,28 +38,19 @@ Run: python benchmarks/perf_heldout32.py
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
-from typing import Any
 
 import perf_heldout as ph
 import perf_heldout28 as p28
-from harness import Case, model_data
+from harness import model_data
 from trainsizer.catalog import load_catalog
 from trainsizer.evaluate import evaluate
 from trainsizer.scenario import resolve_job
 
 DATA = Path(__file__).resolve().parent / "data"
 FILES = (DATA / "heldout_2026h_flagperf.csv", DATA / "heldout_2026h_swift.csv", DATA / "heldout_2026h_ascend.csv")
-
-
-def rows() -> list[dict[str, str]]:
-    return [r for f in FILES for r in csv.DictReader(f.open(encoding="utf-8"))]
-
-
-def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
-    """(case, the estimate's result or {} when refused, row) for every row, in file order."""
-    return ph.estimate_rows(rows())
+BATCH = ph.Batch(FILES)
+rows, run_all = BATCH.rows, BATCH.run_all
 
 
 # docs/known-gaps.md 89 (a): the two ms-swift MoE rows under the inputs their sources do not state -- the busiest EP

@@ -67,18 +67,11 @@ NEMO = DATA / "heldout_2026n_nemo2507_gb200.csv"
 TITAN = DATA / "heldout_2026n_titan_nvfp4.csv"
 KFORGE = DATA / "heldout_2026n_kempnerforge.csv"
 FILES = (NEMO, TITAN, KFORGE)
+BATCH = ph.Batch(FILES)
+rows, run_all = BATCH.rows, BATCH.run_all
 # perf_heldout29's rows of the same torchtitan doc (Llama 3 8B bf16 / MXFP8): the NVFP4 row's pair, printed only
 TITAN_PAIRS = (DATA / "heldout_2026e.csv", ("torchtitan_2026-08_gb200_llama3_8b_bf16_4gpu",
                                              "torchtitan_2026-08_gb200_llama3_8b_mxfp8_4gpu"))
-
-
-def rows() -> list[dict[str, str]]:
-    return [r for f in FILES for r in csv.DictReader(f.open(encoding="utf-8"))]
-
-
-def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
-    """(case, the estimate's result or {} when refused, row) for every row, in file order."""
-    return ph.estimate_rows(rows())
 
 
 def cases() -> list[Case]:

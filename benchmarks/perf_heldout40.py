@@ -53,8 +53,7 @@ import numpy as np
 import finetune_heldout as fh
 import perf_heldout as ph
 import perf_heldout28 as p28
-from harness import Case, mape, model_data, print_case_rows, refusals_said, scored
-from trainsizer.catalog import load_catalog
+from harness import Case, mape, print_case_rows, refusals_said, scored
 
 DATA = Path(__file__).resolve().parent / "data"
 FSDP_QLORA = DATA / "heldout_2026o_fsdp_qlora.csv"
@@ -63,19 +62,10 @@ TORCHAO = DATA / "heldout_2026o_torchao_pretrain.csv"
 # perf_heldout28's torchao README rows of the same job in 2025-03 (the loss eager then): the June rows' pairs, printed
 MARCH = (DATA / "heldout_2026d.csv", "torchao_2025-03_h100_llama3_8b_")
 MODELS = DATA / "heldout_models.yaml"
-
-
-def fsdp_rows() -> list[dict[str, str]]:
-    return list(csv.DictReader(FSDP_QLORA.open(encoding="utf-8")))
-
-
-def models() -> dict:
-    return {key: entry["model"] for key, entry in model_data(MODELS).items()}
-
-
-def job(r: dict[str, str]) -> dict:
-    """An FSDP-QLoRA row as a job file (finetune_heldout's builder with the benchmark models)."""
-    return fh.job(r, models())
+FSDP = fh.Batch((FSDP_QLORA,), (MODELS,), overlays=True)  # job: an FSDP-QLoRA row with the benchmark models
+fsdp_rows, models, job = FSDP.rows, FSDP.models, FSDP.job
+automodel_rows, torchao_rows = ph.Batch((AUTOMODEL,)).rows, ph.Batch((TORCHAO,)).rows
+run_all = ph.Batch((AUTOMODEL, TORCHAO)).run_all  # the AutoModel and torchao rows, in file order
 
 
 def _part(r: dict[str, str]) -> str:
@@ -85,27 +75,9 @@ def _part(r: dict[str, str]) -> str:
 def fsdp_cases() -> list[Case]:
     """The FSDP-QLoRA rows' tokens/s and peak GiB (a refused row: one 'refused' case with the reason), each row on the
     catalog with its `overlay` (the RTX 3090 rows: no NVLink bridge, 280 W)."""
-    archs, catalogs = models(), {}
-
-    def catalog(r: dict[str, str]):
-        if r["overlay"] not in catalogs:
-            catalogs[r["overlay"]] = load_catalog([DATA / r["overlay"]] if r["overlay"] else [])
-        return catalogs[r["overlay"]]
-
-    return refusals_said(fsdp_rows(), lambda r: fh.row_cases(r, catalog(r), archs), lambda r: "Answer.AI FSDP+QLoRA")
-
-
-def automodel_rows() -> list[dict[str, str]]:
-    return list(csv.DictReader(AUTOMODEL.open(encoding="utf-8")))
-
-
-def torchao_rows() -> list[dict[str, str]]:
-    return list(csv.DictReader(TORCHAO.open(encoding="utf-8")))
-
-
-def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
-    """(case, the estimate's result or {} when refused, row) of the AutoModel and torchao rows, in file order."""
-    return ph.estimate_rows(automodel_rows() + torchao_rows())
+    archs = models()
+    return refusals_said(fsdp_rows(), lambda r: fh.row_cases(r, fh.overlay_catalog(r["overlay"]), archs),
+                         lambda r: "Answer.AI FSDP+QLoRA")
 
 
 def march_pairs(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[tuple[str, float, float, float, float]]:

@@ -40,16 +40,8 @@ PEFT_METAMATH = DATA / "heldout_2026p_peft_metamath.csv"
 # earlier results of the same layouts on the same L40S (printed, not scored: one layout measured under older software)
 PEFT_HISTORY = DATA / "heldout_2026p_peft_metamath_history.csv"
 SOURCES = (PEFT_METAMATH,)
-
-
-def rows() -> list[dict[str, str]]:
-    """Every source's rows, in file order."""
-    return [r for path in SOURCES for r in csv.DictReader(path.open(encoding="utf-8"))]
-
-
-def job(r: dict[str, str]) -> dict:
-    """A row as a job file (finetune_heldout's builder: its inline Llama 3.2 architectures)."""
-    return fh.job(r)
+BATCH = fh.Batch(SOURCES)
+rows, job = BATCH.rows, BATCH.job
 
 
 def cases() -> list[Case]:

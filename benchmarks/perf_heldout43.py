@@ -35,42 +35,25 @@ Run: python benchmarks/perf_heldout43.py
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
 
 import finetune_heldout as fh
-from harness import Case, kept_rows, mape, print_case_rows, refusals_said, scored, source_label
+from harness import Case, mape, print_case_rows, scored
 from trainsizer.catalog import load_catalog
 
 DATA = Path(__file__).resolve().parent / "data"
 PEFT_ACCELERATE = DATA / "heldout_2026q_peft_accelerate.csv"
 AXOLOTL_GPTOSS = DATA / "heldout_2026q_axolotl_gptoss.csv"
 SOURCES = (PEFT_ACCELERATE, AXOLOTL_GPTOSS)
+BATCH = fh.Batch(SOURCES)
+rows, job, cases = BATCH.rows, BATCH.job, BATCH.cases
 # (row, over row): what one setting changes on one model, measured and modelled
 PAIRS = (("peftdoc_70b_lora_zero3_8xh100", "peftdoc_70b_lora_fsdp_8xh100"),
          ("peftdoc_70b_qlora_zero3_2gpu", "peftdoc_70b_qlora_fsdp_2gpu"),
          ("peftdoc_70b_qlora_fsdp_offload_2gpu", "peftdoc_70b_qlora_fsdp_2gpu"),
          ("axogptoss_20b_fft_fsdp2_4x80gb", "axogptoss_20b_fft_fsdp2_8x48gb"))
-
-
-def rows() -> list[dict[str, str]]:
-    """Every source's rows, in file order."""
-    return [r for path in SOURCES for r in csv.DictReader(path.open(encoding="utf-8"))]
-
-
-def job(r: dict[str, str]) -> dict:
-    """A row as a job file (finetune_heldout's builder)."""
-    return fh.job(r)
-
-
-def cases() -> list[Case]:
-    """Every row's scored figures; a row the data refuses (its `refused` column: a figure that is not what the
-    estimate predicts) or the job path refuses: one 'refused' case with the reason."""
-    cat = load_catalog()
-    out = [Case(r["id"], source_label(r), "refused", 0.0, skipped=r["refused"]) for r in refused_rows()]
-    return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, cat), source_label) + out
 
 
 def refused_rows() -> list[dict[str, str]]:

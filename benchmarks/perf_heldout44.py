@@ -43,45 +43,23 @@ Run: python benchmarks/perf_heldout44.py
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import finetune_heldout as fh
 import perf_heldout43 as p43
-from harness import Case, kept_rows, model_data, print_case_rows, refusals_said, scored, source_label
+from harness import Case, print_case_rows, scored
 from trainsizer.catalog import load_catalog
 
 DATA = Path(__file__).resolve().parent / "data"
 AXOLOTL_EXAMPLES = DATA / "heldout_2026r_axolotl_examples.csv"
 MODELS = DATA / "heldout_models.yaml"  # mistral-small-3.1-24b (no preset): Magistral's and Devstral's shapes
 SOURCES = (AXOLOTL_EXAMPLES,)
+BATCH = fh.Batch(SOURCES, (MODELS,))
+rows, models, job, cases = BATCH.rows, BATCH.models, BATCH.job, BATCH.cases
 # rows whose MoE blocks run every routed expert on every token (transformers 4.51 Llama4TextMoe.forward:
 # hidden_states.repeat(num_experts, 1) scaled by the router scores; Axolotl's linearized Llama4TextExperts at 682a9cf79
 # loops over the experts on that repeated input): the estimate's default for them (experts_implementation dense_all)
 DENSE_EXPERT_ROWS = ("axol4_scout_qlora_1xh100", "axol4_scout_qlora_fsdp2_4xh100")
-
-
-def rows() -> list[dict[str, str]]:
-    """Every source's rows, in file order."""
-    return [r for path in SOURCES for r in csv.DictReader(path.open(encoding="utf-8"))]
-
-
-def models() -> dict:
-    """The benchmark model file's inline architectures by key."""
-    return {key: entry["model"] for key, entry in model_data(MODELS).items()}
-
-
-def job(r: dict[str, str]) -> dict:
-    """A row as a job file (finetune_heldout's builder, with the model file's architectures)."""
-    return fh.job(r, models())
-
-
-def cases() -> list[Case]:
-    """Every row's scored figures; a row the data refuses (its `refused` column) or the job path refuses: one
-    'refused' case with the reason."""
-    cat, archs = load_catalog(), models()
-    out = [Case(r["id"], source_label(r), "refused", 0.0, skipped=r["refused"]) for r in rows() if r["refused"]]
-    return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, cat, archs), source_label) + out
 
 
 def routed_only_cases() -> list[Case]:

@@ -35,12 +35,11 @@ Run: python benchmarks/perf_heldout46.py
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import finetune_heldout as fh
 import perf_heldout43 as p43
-from harness import Case, kept_rows, print_case_rows, refusals_said, scored, source_label
+from harness import Case, kept_rows, print_case_rows, scored
 from trainsizer.catalog import load_catalog
 from trainsizer.estimate.step_time import step_time_arrays
 
@@ -48,28 +47,12 @@ DATA = Path(__file__).resolve().parent / "data"
 TORCHAO_LOWBIT = DATA / "heldout_2026t_torchao_lowbit.csv"
 TORCHTUNE_2024_05 = DATA / "heldout_2026t_torchtune_2024_05.csv"
 SOURCES = (TORCHAO_LOWBIT, TORCHTUNE_2024_05)
+BATCH = fh.Batch(SOURCES)
+rows, job, cases = BATCH.rows, BATCH.job, BATCH.cases
 # (row, over row): what the optimizer's state width changes on one run, measured and modelled
 PAIRS = (("aolowbit_7b_full_bnb8bit_a100", "aolowbit_7b_full_adamw_fused_a100"),
          ("aolowbit_7b_full_ao8bit_a100", "aolowbit_7b_full_adamw_fused_a100"),
          ("aolowbit_7b_full_ao4bit_a100", "aolowbit_7b_full_adamw_fused_a100"))
-
-
-def rows() -> list[dict[str, str]]:
-    """Every source's rows, in file order."""
-    return [r for path in SOURCES for r in csv.DictReader(path.open(encoding="utf-8"))]
-
-
-def job(r: dict[str, str]) -> dict:
-    """A row as a job file (finetune_heldout's builder)."""
-    return fh.job(r)
-
-
-def cases() -> list[Case]:
-    """Every row's scored figures; a row the data refuses (its `refused` column) or the job path refuses: one
-    'refused' case with the reason."""
-    cat = load_catalog()
-    out = [Case(r["id"], source_label(r), "refused", 0.0, skipped=r["refused"]) for r in rows() if r["refused"]]
-    return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, cat), source_label) + out
 
 
 def pair_lines(cs: list[Case]) -> list[str]:

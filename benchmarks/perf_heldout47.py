@@ -35,8 +35,6 @@ Run: python benchmarks/perf_heldout47.py
 
 from __future__ import annotations
 
-import csv
-import functools
 import math
 from pathlib import Path
 
@@ -45,8 +43,7 @@ import numpy as np
 import caching_allocator as ca
 import finetune_heldout as fh
 import perf_heldout43 as p43
-from harness import Case, kept_rows, num, print_case_rows, refusals_said, scored, source_label, whole
-from trainsizer.catalog import load_catalog
+from harness import Case, num, print_case_rows, scored, whole
 from trainsizer.estimate import allocator
 from trainsizer.estimate.evaluation import evaluation_s
 from trainsizer.estimate.memory import estimate_memory
@@ -58,30 +55,10 @@ TORCHAO_FP8 = DATA / "heldout_2026u_torchao_fp8_finetune.csv"
 DGXC_HF = DATA / "heldout_2026u_dgxc_hf_lora.csv"
 ROCM_BLOGS = DATA / "heldout_2026u_rocm_blogs.csv"
 SOURCES = (TORCHAO_FP8, DGXC_HF, ROCM_BLOGS)
+BATCH = fh.Batch(SOURCES, overlays=True)
+rows, job, cases = BATCH.rows, BATCH.job, BATCH.cases
+catalog = fh.overlay_catalog
 BF16_ROW = "aofp8ft_3b_bf16_4xh100"
-
-
-def rows() -> list[dict[str, str]]:
-    """Every source's rows, in file order."""
-    return [r for path in SOURCES for r in csv.DictReader(path.open(encoding="utf-8"))]
-
-
-def job(r: dict[str, str]) -> dict:
-    """A row as a job file (finetune_heldout's builder)."""
-    return fh.job(r)
-
-
-@functools.cache
-def catalog(overlay: str):
-    """The catalog a row runs on: the shipped one with its overlay file (benchmarks/data) over it."""
-    return load_catalog([DATA / overlay] if overlay else [])
-
-
-def cases() -> list[Case]:
-    """Every row's scored figures; a row the data does not score (its `refused` column) or the job path refuses: one
-    'refused' case with the reason."""
-    out = [Case(r["id"], source_label(r), "refused", 0.0, skipped=r["refused"]) for r in rows() if r["refused"]]
-    return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, catalog(r["overlay"])), source_label) + out
 
 
 def fp8_ratios(cs: list[Case]) -> list[tuple[str, float, float]]:

@@ -59,6 +59,8 @@ from harness import Case, job_fits, mape
 DATA = Path(__file__).resolve().parent / "data"
 ROWS = DATA / "heldout_2026v_lambda_titan.csv"
 TOGETHER = DATA / "heldout_2026v_together_b200.csv"
+BATCH = ph.Batch((ROWS, TOGETHER))
+rows, run_all = BATCH.rows, BATCH.run_all
 LIMITS = DATA / "heldout_2026v_lambda_titan_limits.csv"
 PRESETS = Path(__file__).resolve().parents[1] / "src" / "trainsizer" / "models" / "presets"
 
@@ -116,16 +118,6 @@ def fsdp_rate_lines() -> list[str]:
         out.append(f"  {r['id']:62s} step {step_s * 1e3:6.0f} ms  FSDP2 {moved / 1e9:6.1f} GB a GPU  "
                    f"{moved / step_s / 1e9:6.1f} GB/s")
     return out
-
-
-def rows() -> list[dict[str, str]]:
-    """Every source's rows, in file order."""
-    return [r for path in (ROWS, TOGETHER) for r in csv.DictReader(path.open(encoding="utf-8"))]
-
-
-def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
-    """(case, the estimate's result or {} when refused, row) for every row, in file order."""
-    return ph.estimate_rows(rows())
 
 
 def cases() -> list[Case]:

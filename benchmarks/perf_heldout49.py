@@ -42,7 +42,6 @@ Run: python benchmarks/perf_heldout49.py
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +54,8 @@ from trainsizer.scenario import resolve_job
 
 DATA = Path(__file__).resolve().parent / "data"
 CI_MEMORY = DATA / "heldout_2026w_mcore_ci_memory.csv"
+BATCH = ph.Batch((CI_MEMORY,))
+rows, run_all = BATCH.rows, BATCH.run_all
 SCORED = ("peak_allocated_gib",)  # the after-step rows are printed, not in accuracy_bands (its LEFT_OUT)
 # the models whose test configs leave --hidden-dropout at Megatron-Core's 0.1 (transformer_config.py hidden_dropout);
 # the Nemotron test states 0
@@ -63,15 +64,6 @@ DEFAULT_DROPOUT_MODELS = ("mcore-ci-gpt3-7b",)
 # .grad until the next step's zero_grad (megatron/core/optimizer/distrib_optimizer.py _copy_model_grads_to_main_grads,
 # shard_model_grad.float())
 BF16_GRAD_REDUCE = "grad_reduce_in_fp32=false"
-
-
-def rows() -> list[dict[str, str]]:
-    return list(csv.DictReader(CI_MEMORY.open(encoding="utf-8")))
-
-
-def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
-    """(case, the estimate's result or {} when refused, row) per row (perf_heldout's job path)."""
-    return ph.estimate_rows(rows())
 
 
 def without_dropout() -> list[tuple[str, float, float]]:

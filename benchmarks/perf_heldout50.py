@@ -44,15 +44,13 @@ Run: python benchmarks/perf_heldout50.py
 
 from __future__ import annotations
 
-import csv
-import functools
 from pathlib import Path
 
 import finetune_heldout as fh
 import perf_heldout as ph
 import perf_heldout43 as p43
 import perf_heldout47 as p47
-from harness import Case, kept_rows, model_data, print_case_rows, refusals_said, scored, source_label
+from harness import Case, kept_rows, print_case_rows, scored
 from trainsizer.estimate.calibration import load_constants
 from trainsizer.estimate.memory import estimate_memory
 
@@ -60,36 +58,9 @@ DATA = Path(__file__).resolve().parent / "data"
 SCICOM = DATA / "heldout_2026x_scicom_5090.csv"
 ULT = DATA / "heldout_2026x_ult_gpu_test.csv"
 SOURCES = (SCICOM, ULT)
+BATCH = fh.Batch(SOURCES, (ph.MODELS,), overlays=True)
+rows, models, job, cases = BATCH.rows, BATCH.models, BATCH.job, BATCH.cases
 REFERENCE_GPU = "h100-sxm-80gb"
-
-
-def rows() -> list[dict[str, str]]:
-    """Every source's rows, in file order."""
-    return [r for path in SOURCES for r in csv.DictReader(path.open(encoding="utf-8"))]
-
-
-@functools.cache
-def models() -> dict:
-    """The rows' inline architectures by name (heldout_models.yaml; presets need none)."""
-    return {key: entry["model"] for key, entry in model_data(ph.MODELS).items()}
-
-
-def job(r: dict[str, str]) -> dict:
-    """A row as a job file (finetune_heldout's builder with this batch's models)."""
-    return fh.job(r, models())
-
-
-def row_set_cases(rs: list[dict[str, str]]) -> list[Case]:
-    """Every row's scored figures; a row the data does not score (its `refused` column) or the job path refuses: one
-    'refused' case with the reason (perf_heldout52 scores its rows with it too)."""
-    out = [Case(r["id"], source_label(r), "refused", 0.0, skipped=r["refused"]) for r in rs if r["refused"]]
-    return refusals_said(kept_rows(rs), lambda r: fh.row_cases(r, p47.catalog(r["overlay"]), models()),
-                         source_label) + out
-
-
-def cases() -> list[Case]:
-    """This batch's cases (row_set_cases over rows())."""
-    return row_set_cases(rows())
 
 
 def card_ratios(cs: list[Case]) -> list[tuple[str, str, float, float]]:
@@ -142,7 +113,7 @@ def attention_implied(cs: list[Case]) -> list[tuple[str, float, float]]:
     for n in names:
         object.__setattr__(k, n, ratios[n] / 2)
     try:
-        halved = {c.row_id: c for c in scored(row_set_cases(keep), "tokens_s")}
+        halved = {c.row_id: c for c in scored(BATCH.cases(keep), "tokens_s")}
     finally:
         for n in names:
             object.__setattr__(k, n, ratios[n])

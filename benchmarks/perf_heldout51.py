@@ -33,26 +33,17 @@ Run: python benchmarks/perf_heldout51.py
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
-from typing import Any
 
 import perf_heldout as ph
 import perf_heldout28 as p28
 import perf_heldout48 as p48
-from harness import Case, mape
+from harness import mape
 
 DATA = Path(__file__).resolve().parent / "data"
 ROWS = DATA / "heldout_2026y_aws_titan.csv"
-
-
-def rows() -> list[dict[str, str]]:
-    return list(csv.DictReader(ROWS.open(encoding="utf-8")))
-
-
-def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
-    """(case, the estimate's result or {} when refused, row) for every row, in file order."""
-    return ph.estimate_rows(rows())
+BATCH = ph.Batch((ROWS,))
+rows, run_all = BATCH.rows, BATCH.run_all
 
 
 def eager(r: dict[str, str]) -> bool:

@@ -34,35 +34,24 @@ Run: python benchmarks/perf_heldout52.py
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
 
 import finetune_heldout as fh
+import perf_heldout as ph
 import perf_heldout43 as p43
 import perf_heldout47 as p47
-import perf_heldout50 as p50
-from harness import Case, kept_rows, num, print_case_rows
+from harness import kept_rows, num, print_case_rows
 from trainsizer.estimate.step_time import step_time_arrays
 
 DATA = Path(__file__).resolve().parent / "data"
 SHISA = DATA / "heldout_2026z_shisa_mi300x.csv"
 SOURCES = (SHISA,)
+BATCH = fh.Batch(SOURCES, (ph.MODELS,), overlays=True)  # perf_heldout50's models and catalogs
+rows, models, job, cases = BATCH.rows, BATCH.models, BATCH.job, BATCH.cases
 
 
-def rows() -> list[dict[str, str]]:
-    """Every source's rows, in file order."""
-    return [r for path in SOURCES for r in csv.DictReader(path.open(encoding="utf-8"))]
-
-
-models = p50.models  # the same heldout_models.yaml entries
-job = p50.job
-
-
-def cases() -> list[Case]:
-    """Every row's scored figures, refusals said (perf_heldout50.row_set_cases)."""
-    return p50.row_set_cases(rows())
 
 
 def _scenario(r: dict[str, str]):

@@ -39,7 +39,6 @@ Run: python benchmarks/perf_heldout53.py
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import re
 from pathlib import Path
@@ -56,6 +55,8 @@ from trainsizer.scenario import resolve_job
 
 DATA = Path(__file__).resolve().parent / "data"
 ROWS = DATA / "heldout_2027a_prime_rl.csv"
+BATCH = ph.Batch((ROWS,))
+rows, run_all = BATCH.rows, BATCH.run_all
 REFERENCE_GPU = "h100-sxm-80gb"
 # the failed run of the same table: Qwen3-0.6B SFT at 65,536 on one H100 80GB HBM3 ran out of memory (its JSON's
 # error_reason: 'Tried to allocate 37.09 GiB. GPU 0 has a total capacity of 79.18 GiB of which 34.48 GiB is free')
@@ -72,15 +73,6 @@ GROUPED_MM_H100_TFLOPS = 242.12
 # hands to aten in torch 2.9 (torch/_inductor/utils.py needs_fallback_due_to_atomic_add_limitations: bf16 outside
 # fbcode; pytorch PR 167380, 2025-11, lifted it on sm90+ after 2.9)
 SCATTER_ADD_ELEMENTS_PER_S = 47.6e9
-
-
-def rows() -> list[dict[str, str]]:
-    return list(csv.DictReader(ROWS.open(encoding="utf-8")))
-
-
-def run_all() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
-    """(case, the estimate's result or {} when refused, row) for every row, in file order."""
-    return ph.estimate_rows(rows())
 
 
 def step_gaps(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[tuple[str, float, float]]:

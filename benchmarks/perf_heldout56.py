@@ -28,39 +28,23 @@ Run: python benchmarks/perf_heldout56.py
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
 
 import finetune_heldout as fh
 import perf_heldout43 as p43
-from harness import Case, kept_rows, print_case_rows, refusals_said, scored, source_label
+from harness import Case, print_case_rows, scored
 from trainsizer.catalog import load_catalog
 from trainsizer.estimate.memory import GIB, estimate_memory
 
 DATA = Path(__file__).resolve().parent / "data"
 GPJT = DATA / "heldout_2027d_gpjt_zero3.csv"
 SOURCES = (GPJT,)
+BATCH = fh.Batch(SOURCES)
+rows, job, cases = BATCH.rows, BATCH.job, BATCH.cases
 # (series, first batch size that ran out of memory): the sweep's OOM lines
 FIRST_OOM = (("nogc", 3), ("gc", 13), ("gcexp", 15))
-
-
-def rows() -> list[dict[str, str]]:
-    """Every source's rows, in file order."""
-    return [r for path in SOURCES for r in csv.DictReader(path.open(encoding="utf-8"))]
-
-
-def job(r: dict[str, str]) -> dict:
-    """A row as a job file (finetune_heldout's builder)."""
-    return fh.job(r)
-
-
-def cases() -> list[Case]:
-    """Every row's scored figures; a row the job path refuses: one 'refused' case with the reason."""
-    cat = load_catalog()
-    out = [Case(r["id"], source_label(r), "refused", 0.0, skipped=r["refused"]) for r in rows() if r["refused"]]
-    return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, cat), source_label) + out
 
 
 def slopes(cs: list[Case]) -> list[tuple[str, float, float]]:

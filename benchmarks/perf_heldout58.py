@@ -29,37 +29,19 @@ Run: python benchmarks/perf_heldout58.py
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import finetune_heldout as fh
 import perf_heldout43 as p43
 import perf_heldout56 as p56
-from harness import Case, kept_rows, print_case_rows, refusals_said, scored, source_label
+from harness import Case, print_case_rows, scored
 
 DATA = Path(__file__).resolve().parent / "data"
 SEQLEN = DATA / "heldout_2027f_gpjt_seqlen.csv"
 SOURCES = (SEQLEN,)
+BATCH = fh.Batch(SOURCES)
+rows, job, cases = BATCH.rows, BATCH.job, BATCH.cases
 SERIES = ("noenv", "exp", "offnoenv", "offexp")
-
-
-def rows() -> list[dict[str, str]]:
-    """Every source's rows, in file order."""
-    return [r for path in SOURCES for r in csv.DictReader(path.open(encoding="utf-8"))]
-
-
-def job(r: dict[str, str]) -> dict:
-    """A row as a job file (finetune_heldout's builder)."""
-    return fh.job(r)
-
-
-def cases() -> list[Case]:
-    """Every row's scored figures; a row the job path refuses: one 'refused' case with the reason."""
-    from trainsizer.catalog import load_catalog
-
-    cat = load_catalog()
-    out = [Case(r["id"], source_label(r), "refused", 0.0, skipped=r["refused"]) for r in rows() if r["refused"]]
-    return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, cat), source_label) + out
 
 
 def series_of(row_id: str) -> tuple[str, int, bool]:

@@ -33,37 +33,19 @@ Run: python benchmarks/perf_heldout59.py
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import finetune_heldout as fh
 import perf_heldout43 as p43
-from harness import Case, kept_rows, print_case_rows, refusals_said, scored, source_label
+from harness import Case, print_case_rows, scored
 
 DATA = Path(__file__).resolve().parent / "data"
 TUTORIALS = DATA / "heldout_2027g_torchtune_tutorials.csv"
 README_0424 = DATA / "heldout_2027g_torchtune_readme_2024_04.csv"
 SOURCES = (TUTORIALS, README_0424)
+BATCH = fh.Batch(SOURCES)
+rows, job, cases = BATCH.rows, BATCH.job, BATCH.cases
 LORA_BASE = "tttut24.04_llama2-7b_lora_qv_r8"  # the LoRA table's lightest row: the config as shipped
-
-
-def rows() -> list[dict[str, str]]:
-    """Every source's rows, in file order."""
-    return [r for path in SOURCES for r in csv.DictReader(path.open(encoding="utf-8"))]
-
-
-def job(r: dict[str, str]) -> dict:
-    """A row as a job file (finetune_heldout's builder)."""
-    return fh.job(r)
-
-
-def cases() -> list[Case]:
-    """Every row's scored figures; a row the job path refuses: one 'refused' case with the reason."""
-    from trainsizer.catalog import load_catalog
-
-    cat = load_catalog()
-    out = [Case(r["id"], source_label(r), "refused", 0.0, skipped=r["refused"]) for r in rows() if r["refused"]]
-    return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, cat), source_label) + out
 
 
 def adapter_deltas(cs: list[Case]) -> list[tuple[str, float, float]]:

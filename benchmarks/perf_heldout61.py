@@ -36,12 +36,11 @@ Run: python benchmarks/perf_heldout61.py
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import finetune_heldout as fh
 import perf_heldout43 as p43
-from harness import Case, kept_rows, print_case_rows, refusals_said, scored, source_label
+from harness import Case, print_case_rows, scored
 
 DATA = Path(__file__).resolve().parent / "data"
 FMS = DATA / "heldout_2027i_fms_acceleration.csv"
@@ -53,25 +52,8 @@ SOURCES = (FMS, GRANITE, BF16)
 # 3.40B, one embedding 0.11B; its config.json is not stored here)
 MODELS = {"powerlm-3b": {"layers": 40, "hidden": 2304, "ffn": 9216, "heads": 36, "kv_heads": 36, "vocab": 49152,
                          "tied_embeddings": True, "mlp": "swiglu", "norm": "rmsnorm", "position": "rope"}}
-
-
-def rows() -> list[dict[str, str]]:
-    """Every source's rows, in file order."""
-    return [r for path in SOURCES for r in csv.DictReader(path.open(encoding="utf-8"))]
-
-
-def job(r: dict[str, str]) -> dict:
-    """A row as a job file (finetune_heldout's builder, with the inline architectures)."""
-    return fh.job(r, MODELS)
-
-
-def cases() -> list[Case]:
-    """Every row's scored figures; a row the job path refuses: one 'refused' case with the reason."""
-    from trainsizer.catalog import load_catalog
-
-    cat = load_catalog()
-    out = [Case(r["id"], source_label(r), "refused", 0.0, skipped=r["refused"]) for r in rows() if r["refused"]]
-    return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, cat, MODELS), source_label) + out
+BATCH = fh.Batch(SOURCES, inline=MODELS)
+rows, job, cases = BATCH.rows, BATCH.job, BATCH.cases
 
 
 def method_ratios(cs: list[Case], method: str, base: str) -> list[tuple[str, float, float]]:

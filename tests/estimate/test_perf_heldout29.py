@@ -11,9 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
-
-from .heldout_rows import check_rows_sourced, check_run
+from .heldout_rows import check_rows_sourced, check_run, run_fixture
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
@@ -41,9 +39,7 @@ BOUNDS = {
 UNFIT: set[str] = set()
 
 
-@pytest.fixture(scope="module")
-def run():
-    return p29.run_all()
+run = run_fixture(p29.run_all)
 
 
 def test_every_row_names_its_source_url_date_and_assumptions():

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .heldout_rows import check_rows_sourced, check_run
+from .heldout_rows import check_rows_sourced, check_run, run_fixture
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
@@ -37,9 +37,7 @@ BOUNDS = {
 }
 
 
-@pytest.fixture(scope="module")
-def run():
-    return p30.run_all()
+run = run_fixture(p30.run_all)
 
 
 def test_every_row_names_its_source_url_date_and_assumptions():

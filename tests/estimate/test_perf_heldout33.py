@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from .heldout_rows import run_fixture
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
@@ -35,9 +37,7 @@ BOUNDS = {
 COMMIT, DATE = "training_results_v5.1 commit 441d65f4", "2025-11-12"
 
 
-@pytest.fixture(scope="module")
-def cs():
-    return p33.cases()
+cs = run_fixture(p33.cases, "cs")
 
 
 def test_every_row_names_its_logs_system_and_config_and_states_its_rate():

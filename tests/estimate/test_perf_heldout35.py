@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
+from .heldout_rows import check_columns_and_ids, run_fixture
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
@@ -26,16 +26,12 @@ STEP_PEAK_ROWS = ("swift_full_qwen-7b_2048", "swift_full_qwen-7b_4096", "swift_f
                   "swift_full_qwen-14b_4096")
 
 
-@pytest.fixture(scope="module")
-def cases():
-    return p35.cases()
+cases = run_fixture(p35.cases, "cases")
 
 
 def test_every_row_is_sourced_and_states_its_settings():
     rs = p35.rows()
-    header = open(fh.DATA, encoding="utf-8").readline().strip().split(",")
-    assert list(rs[0])[: len(header)] == header  # finetune_heldout.job reads these columns
-    assert len({r["id"] for r in rs}) == len(rs) == 46
+    check_columns_and_ids(rs, fh.DATA, 46, more=True)  # finetune_heldout.job reads these columns
     archs = p35.models()
     for r in rs:
         assert "/blob/97e4d198b/" in r["url"] and "Benchmark.md" in r["locator"], r["id"]

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from .heldout_rows import check_columns_and_ids, run_fixture
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
@@ -23,16 +25,12 @@ from harness import mape  # noqa: E402
 BOUNDS = {"samples_s": 27.0, "peak_gib": 11.0}
 
 
-@pytest.fixture(scope="module")
-def cases():
-    return p37.cases()
+cases = run_fixture(p37.cases, "cases")
 
 
 def test_every_row_is_sourced_and_states_its_settings():
     rs = p37.rows()
-    header = open(fh.DATA, encoding="utf-8").readline().strip().split(",")
-    assert list(rs[0])[: len(header)] == header  # finetune_heldout.job reads these columns
-    assert len({r["id"] for r in rs}) == len(rs) == 62
+    check_columns_and_ids(rs, fh.DATA, 62, more=True)  # finetune_heldout.job reads these columns
     archs = p37.models()
     for r in rs:
         assert "github.com/Lightning-AI/litgpt/blob/" in r["url"] and r["locator"], r["id"]

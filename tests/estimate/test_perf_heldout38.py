@@ -13,15 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from .heldout_rows import run_fixture
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
 import perf_heldout38 as p38  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def cases():
-    return p38.cases()
+cases = run_fixture(p38.cases, "cases")
 
 
 def test_rows_carry_the_mbridge_columns_and_a_source():
@@ -104,9 +103,7 @@ def test_stating_token_drop_makes_every_moe_row_faster(cases):
     assert all(stated > dropless for _, stated, dropless in bounds)
 
 
-@pytest.fixture(scope="module")
-def recipe_cases():
-    return p38.recipe_cases()
+recipe_cases = run_fixture(p38.recipe_cases, "recipe_cases")
 
 
 def test_recipe_rows_are_sourced_and_their_rates_follow_from_the_index():

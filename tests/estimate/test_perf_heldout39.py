@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .heldout_rows import check_rows_sourced, check_run
+from .heldout_rows import check_rows_sourced, check_run, run_fixture
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
@@ -47,9 +47,7 @@ KF_ACCUM4 = ("kforge_2026-04_h200_7b_1gpu", "kforge_2026-04_h200_7b_fsdp2_2gpu")
 NEMO_FSDP = ("nemo_25.07_gb200_llama3_70b_fp8cs_64gpu", "nemo_25.07_gb200_llama31_405b_fp8cs_128gpu")
 
 
-@pytest.fixture(scope="module")
-def run():
-    return p39.run_all()
+run = run_fixture(p39.run_all)
 
 
 def test_every_row_names_its_source_url_date_and_assumptions():

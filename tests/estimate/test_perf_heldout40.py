@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .heldout_rows import check_rows_sourced, check_run
+from .heldout_rows import check_columns_and_ids, check_rows_sourced, check_run, run_fixture
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
@@ -48,16 +48,12 @@ AUTOMODEL_BOUNDS = {
 SAID_NOT_TO_FIT: set[str] = set()
 
 
-@pytest.fixture(scope="module")
-def fsdp_cases():
-    return p40.fsdp_cases()
+fsdp_cases = run_fixture(p40.fsdp_cases, "fsdp_cases")
 
 
 def test_every_row_names_its_source_url_date_and_assumptions():
     rs = p40.fsdp_rows()
-    header = open(fh.DATA, encoding="utf-8").readline().strip().split(",")
-    assert list(rs[0])[: len(header)] == header  # finetune_heldout.job reads these columns
-    assert len({r["id"] for r in rs}) == len(rs) == 32
+    check_columns_and_ids(rs, fh.DATA, 32, more=True)  # finetune_heldout.job reads these columns
     for r in rs:
         assert r["url"].startswith("https://github.com/AnswerDotAI/fsdp_qlora/blob/") and "7242daa" in r["locator"]
         assert r["date"] == "2024-05-03" and r["confidence"] == "medium" and r["assumed"], r["id"]

@@ -9,7 +9,7 @@ import csv
 import sys
 from pathlib import Path
 
-import pytest
+from .heldout_rows import check_columns_and_ids, run_fixture
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
@@ -24,16 +24,12 @@ TIME_BOUNDS = {
 }
 
 
-@pytest.fixture(scope="module")
-def cases():
-    return p41.cases()
+cases = run_fixture(p41.cases, "cases")
 
 
 def test_every_row_names_its_source_url_date_and_assumptions():
     rs = p41.rows()
-    header = open(fh.DATA, encoding="utf-8").readline().strip().split(",")
-    assert list(rs[0])[: len(header)] == header  # finetune_heldout.job reads these columns
-    assert len({r["id"] for r in rs}) == len(rs) == 4
+    check_columns_and_ids(rs, fh.DATA, 4, more=True)  # finetune_heldout.job reads these columns
     for r in rs:
         assert r["url"].startswith("https://github.com/huggingface/peft/blob/51c2ff666"), r["id"]
         assert "d787f51bb" in r["locator"] and r["date"] == "2026-07-20" and r["assumed"], r["id"]

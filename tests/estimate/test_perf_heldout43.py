@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from .heldout_rows import check_columns_and_ids, run_fixture
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
@@ -28,16 +30,12 @@ BOUNDS = {
 }
 
 
-@pytest.fixture(scope="module")
-def cases():
-    return p43.cases()
+cases = run_fixture(p43.cases, "cases")
 
 
 def test_every_row_names_its_source_url_date_and_assumptions():
     rs = p43.rows()
-    header = open(fh.DATA, encoding="utf-8").readline().strip().split(",")
-    assert list(rs[0])[: len(header)] == header  # finetune_heldout.job reads these columns
-    assert len({r["id"] for r in rs}) == len(rs) == 13
+    check_columns_and_ids(rs, fh.DATA, 13, more=True)  # finetune_heldout.job reads these columns
     for r in rs:
         assert r["url"].startswith(("https://github.com/huggingface/", "https://github.com/axolotl-ai-cloud/")), r["id"]
         assert r["locator"] and r["date"].startswith("202") and r["assumed"], r["id"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
+from .heldout_rows import check_columns_and_ids, run_fixture
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
@@ -29,16 +29,12 @@ BOUNDS = {
 }
 
 
-@pytest.fixture(scope="module")
-def cases():
-    return p44.cases()
+cases = run_fixture(p44.cases, "cases")
 
 
 def test_every_row_names_its_source_url_date_and_assumptions():
     rs = p44.rows()
-    header = open(fh.DATA, encoding="utf-8").readline().strip().split(",")
-    assert list(rs[0])[: len(header)] == header  # finetune_heldout.job reads these columns
-    assert len({r["id"] for r in rs}) == len(rs) == 6
+    check_columns_and_ids(rs, fh.DATA, 6, more=True)  # finetune_heldout.job reads these columns
     for r in rs:
         assert r["url"].startswith("https://github.com/axolotl-ai-cloud/axolotl/blob/"), r["id"]
         assert len(r["url"].split("/blob/")[1].split("/")[0]) == 40, r["id"]  # a full commit, not a branch

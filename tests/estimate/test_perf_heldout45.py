@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .heldout_rows import check_rows_sourced, check_run
+from .heldout_rows import check_rows_sourced, check_run, run_fixture
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
@@ -29,9 +29,7 @@ REFUSED = {"mzoo_qwen3-next-80b_h100_bf16_128gpu", "mzoo_qwen3-235b_gb200_mxfp8_
                                                                                     (128, 8)))}
 
 
-@pytest.fixture(scope="module")
-def mzoo():
-    return p45.mzoo_cases()
+mzoo = run_fixture(p45.mzoo_cases, "mzoo")
 
 
 def test_the_model_zoo_rows_carry_the_recipe_columns_a_source_and_their_reasons():

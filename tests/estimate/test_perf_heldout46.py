@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
+from .heldout_rows import check_columns_and_ids, run_fixture
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
@@ -29,16 +29,12 @@ BOUNDS = {(SOURCE, "tokens_s"): 45.0,  # 36.3 (-44.3 / -39.9 / -32.3 / -28.7%, 1
           (TT, "peak_gib"): 18.0}  # 13.9 (-19.3 / -6.6 / -15.9%, 155 (d))
 
 
-@pytest.fixture(scope="module")
-def cases():
-    return p46.cases()
+cases = run_fixture(p46.cases, "cases")
 
 
 def test_every_row_names_its_source_commit_date_and_assumptions():
     rs = p46.rows()
-    header = open(fh.DATA, encoding="utf-8").readline().strip().split(",")
-    assert list(rs[0])[: len(header)] == header  # finetune_heldout.job reads these columns
-    assert len({r["id"] for r in rs}) == len(rs) == 11
+    check_columns_and_ids(rs, fh.DATA, 11, more=True)  # finetune_heldout.job reads these columns
     for r in rs:
         assert r["url"].startswith(("https://github.com/pytorch/ao/blob/", "https://github.com/pytorch/torchtune/blob/"))
         assert len(r["url"].split("/blob/")[1].split("/")[0]) == 40, r["id"]  # a full commit, not a branch

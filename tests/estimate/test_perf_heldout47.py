@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from .heldout_rows import check_columns_and_ids, run_fixture
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
@@ -33,16 +35,12 @@ BOUNDS = {(SOURCE, "tokens_s"): (4, 7.0),  # 3.3 (bf16 -7.2, float8 +3.1 / +0.2 
           (DGXC_7B, "tokens_s"): (6, 28.0)}  # 23.3 (+14.9..+34.6%: 3.6x, 171 (a))
 
 
-@pytest.fixture(scope="module")
-def cases():
-    return p47.cases()
+cases = run_fixture(p47.cases, "cases")
 
 
 def test_every_row_names_its_source_commit_date_and_assumptions():
     rs = p47.rows()
-    header = open(fh.DATA, encoding="utf-8").readline().strip().split(",")
-    assert list(rs[0])[: len(header)] == header  # finetune_heldout.job reads these columns
-    assert len({r["id"] for r in rs}) == len(rs) == 21
+    check_columns_and_ids(rs, fh.DATA, 21, more=True)  # finetune_heldout.job reads these columns
     for r in rs:
         assert r["url"].startswith(("https://github.com/pytorch/ao/blob/",
                                     "https://github.com/NVIDIA/dgxc-benchmarking/blob/",

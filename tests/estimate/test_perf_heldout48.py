@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .heldout_rows import check_rows_sourced, check_run
+from .heldout_rows import check_rows_sourced, check_run, run_fixture
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
@@ -34,9 +34,7 @@ BOUNDS = {"Lambda torchtitan batch sweep (8 B200)": 23.0,  # 19.1: GPT-OSS -8.5.
 UNFIT: frozenset[str] = frozenset()
 
 
-@pytest.fixture(scope="module")
-def run():
-    return p48.run_all()
+run = run_fixture(p48.run_all)
 
 
 def test_the_rows_are_sourced_and_in_heldout_pretrain_columns():

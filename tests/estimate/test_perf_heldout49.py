@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .heldout_rows import check_rows_sourced
+from .heldout_rows import check_rows_sourced, run_fixture
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
@@ -28,9 +28,7 @@ NEMOTRON = "Megatron-LM CI golden values, Nemotron 3 Nano-shaped hybrid MoE (DGX
 BOUNDS = {H100: (2.5, 5.0), GB200: (3.0, 5.0), NEMOTRON: (20.0, 5.0)}
 
 
-@pytest.fixture(scope="module")
-def run():
-    return p49.run_all()
+run = run_fixture(p49.run_all)
 
 
 def test_the_rows_are_sourced_and_carry_the_heldout_columns():

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from .heldout_rows import check_columns_and_ids, run_fixture
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
@@ -26,16 +28,12 @@ BOUNDS = {(SCICOM, "tokens_s"): (2, 50.0),  # 43.9 (RTX 5090 +17.1, H100 +70.7%:
           (ULT, "peak_gib"): (30, 15.0)}  # 11.7 (25.7 with the bf16 loss counted as fp32 logits, 176 (d), known-gaps 191)
 
 
-@pytest.fixture(scope="module")
-def cases():
-    return p50.cases()
+cases = run_fixture(p50.cases, "cases")
 
 
 def test_every_row_names_its_source_commit_date_and_assumptions():
     rs = p50.rows()
-    header = open(fh.DATA, encoding="utf-8").readline().strip().split(",")
-    assert list(rs[0])[: len(header)] == header  # finetune_heldout.job reads these columns
-    assert len({r["id"] for r in rs}) == len(rs) == 32
+    check_columns_and_ids(rs, fh.DATA, 32, more=True)  # finetune_heldout.job reads these columns
     for r in rs:
         assert r["url"].startswith(("https://github.com/Scicom-AI-Enterprise-Organization/small-ablation/blob/",
                                     "https://github.com/ljm565/universal-llm-trainer/blob/")), r["id"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .heldout_rows import check_rows_sourced
+from .heldout_rows import check_rows_sourced, run_fixture
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
@@ -30,9 +30,7 @@ BOUNDS = {BLOG: (4, 7.0),  # 4.1
           AWSOME + " peak memory": (2, 50.0)}  # 44.4 (max_reserved without expandable segments: 177 (a))
 
 
-@pytest.fixture(scope="module")
-def run():
-    return p51.run_all()
+run = run_fixture(p51.run_all)
 
 
 def test_the_rows_are_sourced_and_carry_the_heldout_columns():

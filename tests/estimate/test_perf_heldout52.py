@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
+from .heldout_rows import check_columns_and_ids, run_fixture
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
@@ -24,16 +24,12 @@ BOUNDS = {NUMERICS: (5, 10.0),  # 7.6 (the phases apart with Liger's chunk, 203;
           ESTIMATES: (1, 16.0)}  # 14.7 (5.5 summed)
 
 
-@pytest.fixture(scope="module")
-def cases():
-    return p52.cases()
+cases = run_fixture(p52.cases, "cases")
 
 
 def test_every_row_names_its_source_commit_date_and_assumptions():
     rs = p52.rows()
-    header = open(fh.DATA, encoding="utf-8").readline().strip().split(",")
-    assert list(rs[0])[: len(header)] == header  # finetune_heldout.job reads these columns
-    assert len({r["id"] for r in rs}) == len(rs) == 6
+    check_columns_and_ids(rs, fh.DATA, 6, more=True)  # finetune_heldout.job reads these columns
     for r in rs:
         assert r["url"].startswith("https://github.com/shisa-ai/shisa-v2/blob/"), r["id"]
         assert len(r["url"].split("/blob/")[1].split("/")[0]) == 40, r["id"]  # a full commit, not a branch

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from .heldout_rows import check_columns_and_ids, run_fixture
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
@@ -23,16 +25,12 @@ BOUNDS = {"tokens_per_s_per_gpu": (8, 60.0),  # 49.2 (197 (a)-(d))
           "peak_memory_gib": (8, 8.0)}  # 4.1
 
 
-@pytest.fixture(scope="module")
-def run():
-    return p53.run_all()
+run = run_fixture(p53.run_all)
 
 
 def test_every_row_names_its_source_commit_date_and_assumptions():
     rs = p53.rows()
-    header = open(ph.ROWS, encoding="utf-8").readline().strip().split(",")
-    assert list(rs[0]) == header  # perf_heldout.job_of reads these columns
-    assert len({r["id"] for r in rs}) == len(rs) == 16
+    check_columns_and_ids(rs, ph.ROWS, 16)  # perf_heldout.job_of reads these columns
     for r in rs:
         assert r["id"].startswith("primerl_2026-01_"), r["id"]
         assert f"prime-rl/blob/{COMMIT}/benchmarks/results/BENCHMARKS.md" in r["source"], r["id"]

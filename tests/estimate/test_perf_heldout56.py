@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from .heldout_rows import check_columns_and_ids, run_fixture
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
@@ -25,16 +27,12 @@ BOUNDS = {(ACTIVE, "tokens_s"): (12, 22.0),  # 16.3 (211 (d), (e))
           (RESERVED, "peak_gib"): (10, 14.0)}  # 11.6 (213 (f), 234; 21.1 before zero_init false, 225; 19.6 before 234)
 
 
-@pytest.fixture(scope="module")
-def cases():
-    return p56.cases()
+cases = run_fixture(p56.cases, "cases")
 
 
 def test_every_row_names_its_file_commit_date_and_assumptions():
     rs = p56.rows()
-    header = open(fh.DATA, encoding="utf-8").readline().strip().split(",")
-    assert list(rs[0])[: len(header)] == header  # finetune_heldout.job reads these columns
-    assert len({r["id"] for r in rs}) == len(rs) == 22
+    check_columns_and_ids(rs, fh.DATA, 22, more=True)  # finetune_heldout.job reads these columns
     for r in rs:
         assert r["url"].startswith("https://github.com/gpjt/fine-tune-2024-04/blob/"), r["id"]
         assert len(r["url"].split("/blob/")[1].split("/")[0]) == 40, r["id"]  # a full commit, not a branch

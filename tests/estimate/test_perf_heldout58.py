@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from .heldout_rows import check_columns_and_ids, run_fixture
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
@@ -27,16 +29,12 @@ BOUNDS = {(ACTIVE, "tokens_s"): (16, 52.0),  # 45.2 (221 (c), (d))
           (RESERVED, "peak_gib"): (16, 8.0)}  # 6.3 (225 (e); 32.9 before 225, 11.8 before the ZeRO pools: 234)
 
 
-@pytest.fixture(scope="module")
-def cases():
-    return p58.cases()
+cases = run_fixture(p58.cases, "cases")
 
 
 def test_every_row_names_its_file_commit_date_and_assumptions():
     rs = p58.rows()
-    header = open(fh.DATA, encoding="utf-8").readline().strip().split(",")
-    assert list(rs[0])[: len(header)] == header  # finetune_heldout.job reads these columns
-    assert len({r["id"] for r in rs}) == len(rs) == 32
+    check_columns_and_ids(rs, fh.DATA, 32, more=True)  # finetune_heldout.job reads these columns
     for r in rs:
         assert r["url"].startswith("https://github.com/gpjt/fine-tune-2024-04/blob/"), r["id"]
         assert len(r["url"].split("/blob/")[1].split("/")[0]) == 40, r["id"]  # a full commit, not a branch

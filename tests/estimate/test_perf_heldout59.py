@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from .heldout_rows import check_columns_and_ids, run_fixture
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
@@ -31,16 +33,12 @@ BOUNDS = {LORA: (4, 8.0),  # 4.7
           README: (5, 27.0)}  # 22.0 (229 (a), (e), (f))
 
 
-@pytest.fixture(scope="module")
-def cases():
-    return p59.cases()
+cases = run_fixture(p59.cases, "cases")
 
 
 def test_every_row_names_its_file_commit_date_and_assumptions():
     rs = p59.rows()
-    header = open(fh.DATA, encoding="utf-8").readline().strip().split(",")
-    assert list(rs[0])[: len(header)] == header  # finetune_heldout.job reads these columns
-    assert len({r["id"] for r in rs}) == len(rs) == 11
+    check_columns_and_ids(rs, fh.DATA, 11, more=True)  # finetune_heldout.job reads these columns
     for r in rs:
         assert r["url"].startswith("https://github.com/pytorch/torchtune/blob/"), r["id"]
         assert len(r["url"].split("/blob/")[1].split("/")[0]) == 40, r["id"]  # a full commit, not a branch

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from .heldout_rows import check_columns_and_ids, run_fixture
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
@@ -32,16 +34,12 @@ BOUNDS = {(FMS, "tokens_s"): (19, 15.0),  # 11.6
           (BF16, "peak_gib"): (10, 6.0)}  # 3.1
 
 
-@pytest.fixture(scope="module")
-def cases():
-    return p61.cases()
+cases = run_fixture(p61.cases, "cases")
 
 
 def test_every_row_names_its_file_commit_date_and_assumptions():
     rs = p61.rows()
-    header = open(fh.DATA, encoding="utf-8").readline().strip().split(",")
-    assert list(rs[0])[: len(header)] == header  # finetune_heldout.job reads these columns
-    assert len({r["id"] for r in rs}) == len(rs) == 41
+    check_columns_and_ids(rs, fh.DATA, 41, more=True)  # finetune_heldout.job reads these columns
     for r in rs:
         assert r["url"].startswith("https://github.com/foundation-model-stack/fms-acceleration/blob/"), r["id"]
         assert len(r["url"].split("/blob/")[1].split("/")[0]) == 40, r["id"]  # a full commit, not a branch
