@@ -26,7 +26,7 @@ RESERVED = "gpjt fine-tune-2024-04 sequence-length sweep, reserved peak"
 # (source, metric) -> (rows, MAPE bound %); reached at landing in the comment
 BOUNDS = {(ACTIVE, "tokens_s"): (16, 52.0),  # 45.2 (221 (c), (d))
           (ACTIVE, "peak_gib"): (16, 5.0),  # 2.4 (27.0 before zero_init false, 10.4 before the offload phase: 225)
-          (RESERVED, "peak_gib"): (16, 8.0)}  # 6.3 (225 (e); 32.9 before 225, 11.8 before the ZeRO pools: 234)
+          (RESERVED, "peak_gib"): (16, 8.0)}  # 6.0 (225 (e), 246 (a); 32.9 before 225, 11.8 before the ZeRO pools: 234)
 
 
 cases = run_fixture(p58.cases, "cases")
@@ -112,8 +112,9 @@ def test_the_zero3_reserved_rows_hold_the_reduce_streams_pool(cases):
 
 def test_the_reserved_gaps_name_the_pools_part(cases):
     """perf_heldout56.reserved_gaps: one line a reserved row; DeepSpeed ZeRO's pools hold 2.8 GiB of the ZeRO-3 rows'
-    predicted gap with expandable segments (the fp16 overflow check), more without (the bucket copy's and the step's
-    own segments), none of the ZeRO-2 offload rows' (overlap_comm off, no GPU step; known-gaps 234 (d))."""
+    predicted gap with expandable segments (the fp16 overflow check) from 1,001 positions, more at 501, where the
+    activations free less than the step's two blocks (known-gaps 246 (a)), more without (the bucket copy's and the
+    step's own segments), none of the ZeRO-2 offload rows' (overlap_comm off, no GPU step; known-gaps 234 (d))."""
     import perf_heldout56 as p56
 
     got = {rid: (meas, pred, pool) for rid, meas, pred, pool in p56.reserved_gaps(cases, p58.rows())}
@@ -121,8 +122,10 @@ def test_the_reserved_gaps_name_the_pools_part(cases):
     for rid, (meas, pred, pool) in got.items():
         series = p58.series_of(rid)[0]
         assert 0.0 <= pool <= pred and meas > 0.0, rid
-        if series == "exp":
+        if series == "exp" and p58.series_of(rid)[1] >= 1001:
             assert pool == pytest.approx(3 * 8.03e9 / 8 / 2**30, rel=0.02), rid
+        elif series == "exp":
+            assert pool > 3 * 8.03e9 / 8 / 2**30 + 1.0, rid
         elif series == "noenv":
             assert pool > 3 * 8.03e9 / 8 / 2**30 + 2.0, rid
         else:

@@ -2073,10 +2073,13 @@ def _deepspeed_step_blocks(b: _Batch, opt_params: Any) -> tuple[Any, Any, Any]:
 
 
 def _zero_pools(b: _Batch, items: dict[str, Any], states: _States) -> tuple[Any, Any]:
-    """(bytes DeepSpeed ZeRO-3's reduce stream keeps reserved, bytes of the optimizer step's blocks that get segments
-    of their own) on one stage (estimate.zero_pools), full training without the optimizer offloaded; the forward /
-    backward `items` before the step's. The stream's bucket copy: a full reduce bucket of 16-bit gradients, at most
-    the stage's trainable parameters; its partition: the optimizer's (ZeRO-3 shards them alike)."""
+    """(bytes DeepSpeed ZeRO-3's reduce stream keeps reserved, bytes the optimizer step's blocks reserve beyond the
+    forward / backward's) on one stage (estimate.zero_pools), full training without the optimizer offloaded; the
+    forward / backward `items` before the step's. The stream's bucket copy: a full reduce bucket of 16-bit gradients,
+    at most the stage's trainable parameters; its partition: the optimizer's (ZeRO-3 shards them alike). The range
+    the forward / backward freed on the default stream by the step: its items less the states the step keeps, the
+    framework buffers (the persistent buckets; ZeRO-3's gathered weights, on the all-gather stream), the CUDA context,
+    NCCL's buffers and the fragmentation allowance (slivers no large block takes)."""
     zero = np.zeros(b.t.shape)
     if not b.training.trains_base_weights or not np.any((b.z >= 1) & ~b.mega):
         return zero, zero
@@ -2089,7 +2092,9 @@ def _zero_pools(b: _Batch, items: dict[str, Any], states: _States) -> tuple[Any,
     deepspeed, flat_b, fp32_b = _deepspeed_step_blocks(b, states.opt_params)
     head_grad = b.w16 * float(m.vocab) * float(m.hidden) / b.t  # the LM head's (or embedding's) 16-bit gradient
     fb_largest = np.maximum(items.get("logits", 0.0), head_grad)
-    step = np.where(deepspeed, zero_pools.step_segment_bytes(flat_b, fp32_b, fb_largest, b.expandable), 0.0)
+    kept = (*STEP_STATE_ITEMS, "framework_buffers", "cuda_context", "nccl_buffers", "fragmentation")
+    freed = sum(v for k, v in items.items() if k not in kept)
+    step = np.where(deepspeed, zero_pools.step_segment_bytes(flat_b, fp32_b, fb_largest, freed, b.expandable), 0.0)
     return stream + zero, step + zero
 
 

@@ -22,7 +22,12 @@ Without expandable segments the optimizer step's two flat blocks (stage3.py _pre
 stage_1_and_2.py step: flatten(averaged gradients) and its .to(fp32), memory._deepspeed_step_blocks) each need one
 free block of their size; a block larger than every block the forward / backward cut (the largest being the fp32
 logits or the LM head's 16-bit gradient) gets a segment of its own beside them, as segments never merge. Under
-expandable segments the freed activations are one range that holds them.
+expandable segments the default stream's blocks share one range (the allocator's Note [Expandable Segments]: "one
+segment (per stream) that grows as necessary"; freed neighbours merge), so by the step the forward / backward's freed
+blocks are one free range at its end; the flat copy, then its cast while the copy lives, are laid in it, and what
+the two need beyond it is mapped at the range's end (a free block at the end grows into the unmapped pages:
+get_free_block's expandable_size, try_allocate_expandable_block; c10/cuda/CUDACachingAllocator.cpp, torch 2.1-2.13).
+A short sequence or a checkpointed micro-batch of one frees less than the two blocks (docs/known-gaps.md 246 (a)).
 
 Reported beside the peak (MemoryEstimate.zero_pool_bytes), never counted in a fit: a failing cudaMalloc frees every
 wholly free cached segment, of every stream, and retries.
@@ -52,11 +57,14 @@ def reduce_stream_bytes(bucket_bytes: Any, partition_elems: Any, w16: float, fp1
     return np.where(np.asarray(expandable, bool), np.maximum(cat, abs_b + bool_b), segments)
 
 
-def step_segment_bytes(flat_bytes: Any, fp32_bytes: Any, largest_block_bytes: Any, expandable: Any) -> Any:
-    """Bytes of the optimizer step's flat 16-bit gradient copy and its fp32 cast that get segments of their own
-    without expandable segments: each block larger than the forward / backward's largest (module docstring); 0 under
-    expandable segments. Vectorised over strategies."""
+def step_segment_bytes(flat_bytes: Any, fp32_bytes: Any, largest_block_bytes: Any, freed_bytes: Any,
+                       expandable: Any) -> Any:
+    """Bytes the optimizer step's flat 16-bit gradient copy and its fp32 cast reserve beyond the forward / backward's
+    own (module docstring): without expandable segments each block larger than the forward / backward's largest
+    (`largest_block_bytes`) gets a segment of its own; under expandable segments the two together less the range the
+    forward / backward freed on the default stream (`freed_bytes`), never below 0. Vectorised over strategies."""
     largest = np.asarray(largest_block_bytes, float)
     flat, fp32 = np.asarray(flat_bytes, float), np.asarray(fp32_bytes, float)
     new = np.where(flat > largest, flat, 0.0) + np.where(fp32 > largest, fp32, 0.0)
-    return np.where(np.asarray(expandable, bool), 0.0, new)
+    mapped = np.maximum(flat + fp32 - np.asarray(freed_bytes, float), 0.0)
+    return np.where(np.asarray(expandable, bool), mapped, new)
