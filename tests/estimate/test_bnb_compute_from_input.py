@@ -69,8 +69,12 @@ def test_the_recast_copy_is_held_in_memory():
 @settings(max_examples=6, deadline=None)
 @given(precision=st.sampled_from(["bf16", "fp16"]), dtype=st.sampled_from(["fp16", "compute"]))
 def test_16_bit_jobs_are_untouched(precision, dtype):
-    """A bf16 job already computes in its input's dtype; an fp16 input keeps the configured compute dtype."""
-    assert _step(_job(precision=precision, nf4_dequant_dtype=dtype, bnb_compute_from_input=True)) == _step(
+    """With 16-bit norms (kbit_upcast false) a bf16 job already computes in its input's dtype and an fp16 input keeps
+    the configured compute dtype; under PEFT's fp32 norms the input is fp32 and the weight casts are charged
+    (docs/known-gaps.md 243 (a))."""
+    assert _step(_job(precision=precision, nf4_dequant_dtype=dtype, bnb_compute_from_input=True,
+                      kbit_upcast=False)) == _step(_job(precision=precision, nf4_dequant_dtype=dtype, kbit_upcast=False))
+    assert _step(_job(precision=precision, nf4_dequant_dtype=dtype, bnb_compute_from_input=True)) > _step(
         _job(precision=precision, nf4_dequant_dtype=dtype))
 
 

@@ -26,9 +26,9 @@ FMS = "fms-acceleration benchmarks"
 GRANITE = "fms-acceleration granite benchmarks"
 BF16 = "fms-acceleration bf16 benchmarks"
 # (source, metric) -> (rows, MAPE bound %); reached at landing in the comment
-BOUNDS = {(FMS, "tokens_s"): (19, 15.0),  # 11.6
+BOUNDS = {(FMS, "tokens_s"): (19, 9.0),  # 6.3 (11.6 before the QLoRA fp32 stream, 243)
           (FMS, "peak_gib"): (19, 11.0),  # 7.7
-          (GRANITE, "tokens_s"): (12, 27.0),  # 22.5 (238 (b), (c))
+          (GRANITE, "tokens_s"): (12, 20.0),  # 16.1 (238 (c); 22.5 before 243 (a))
           (GRANITE, "peak_gib"): (12, 8.0),  # 5.0
           (BF16, "tokens_s"): (10, 9.0),  # 5.8
           (BF16, "peak_gib"): (10, 6.0)}  # 3.1
@@ -114,6 +114,20 @@ def test_the_bf16_flag_as_measured(cases):
     for rid in ("fmsacc2409_mistral7b_lora_1gpu_mb4", "fmsacc2409_mistral7b_lora_1gpu_mb8"):
         m, p = tps[rid]
         assert 1.0 < m < 1.05 and p == pytest.approx(m, abs=0.01), rid
+
+
+def test_one_gpu_qlora_pays_the_fp32_stream(cases):
+    """243: on one GPU TRL runs prepare_model_for_kbit_training, so the 4-bit linears return fp32 and the stream runs
+    fp32: every one-GPU QLoRA row (Mistral-7B, PowerLM-3b, Mixtral-8x7B under the expert loop) within 5% (they read
+    +20..+43% before), and QLoRA slower than its LoRA twin on one GPU as measured."""
+    got = {c.row_id: c for c in scored(cases, "tokens_s")}
+    one = [c for rid, c in got.items() if "_qlora_1gpu_" in rid]
+    assert len(one) == 6
+    for c in one:
+        assert abs(c.predicted / c.measured - 1.0) < 0.05, c.row_id
+    for rid, measured, predicted in p61.method_ratios(cases, "qlora", "lora"):
+        if "_1gpu_" in rid:
+            assert measured < 0.9 and predicted < 0.9, rid
 
 
 def test_the_script_runs():

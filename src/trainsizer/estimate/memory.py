@@ -83,6 +83,7 @@ from trainsizer.estimate.model_states import (
     deepspeed_zero3_kept_params,
     deepspeed_zero3_largest_module_params,
     frozen_base_bytes,
+    kbit_upcast,
     load_memory_constants,
     lora_targets,
     nf4_recast,
@@ -518,7 +519,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
         model, training, strategy, options, pre, name, mega, titan, rec, tokens, sp_div, t, s["etp"])
     # DeepSpeed's bf16 / fp16 engine casts the module to 16 bit (engine.py _configure_distributed_model:
     # module.bfloat16()) and runs no autocast: no fp32 head to cast
-    head_cast = training.method == "qlora" and _kbit_upcast(strategy, name)[1] and name != "deepspeed"
+    head_cast = training.method == "qlora" and kbit_upcast(strategy, name)[1] and name != "deepspeed"
 
     compiled = _compiled(strategy, name, training)
     # torchtitan per-op SAC without torch.compile: the non-reentrant checkpoint re-runs the block's whole forward
@@ -716,7 +717,7 @@ def _saved_layer_bytes(model: ModelArch, training: Training, strategy: Strategy,
     """(QLoRA fp32 upcast of the non-quantised weights, per-layer saved bytes of one micro-batch: dense and MoE
     with the chosen recompute, and without it), with the fp32 residual checkpoint and torchtitan's extras. `et`: the
     routed experts' TP degree (None = t)."""
-    upcast_w, upcast_res = _kbit_upcast(strategy, name)
+    upcast_w, upcast_res = kbit_upcast(strategy, name)
     dense_b, moe_b, dense_none, moe_none = _layer_bytes(model, training, strategy, options, pre, name, mega, titan,
                                                         rec, tokens, sp_div, t, et)
     if training.method != "qlora":  # LoRA on an fp32-loaded base under autocast: fp32 embedding and norm weights
@@ -1123,24 +1124,13 @@ def nf4_options(training: Training, strategy: Strategy) -> tuple[bool, bool]:
     return bool(getattr(strategy, "nf4_saves_input", None)), bool(getattr(strategy, "nf4_lm_head", None))
 
 
-def _kbit_upcast(strategy: Strategy, name: str) -> tuple[bool, bool]:
-    """(non-quantised QLoRA weights in fp32, fp32 residual stream): the job's strategy.kbit_upcast, else the
-    framework's: PEFT prepare_model_for_kbit_training under hf (both), none in torchtune; DeepSpeed's 16-bit
-    engine (loss_impl native) casts the module back to 16 bit, so its residual stream stays 16-bit."""
-    asked = getattr(strategy, "kbit_upcast", None)
-    if asked is not None:
-        return bool(asked), bool(asked)
-    peft = name != "torchtune"
-    return peft, peft and getattr(strategy, "loss_impl", "auto") != "native"
-
-
 def _fp32_residual_checkpoint(model: ModelArch, training: Training, fp32_residual: bool, mega: np.ndarray,
                               rec: np.ndarray, tokens: Any) -> Any:
     """Extra bytes per layer of a full-recompute checkpoint when the residual stream is fp32: PEFT's
     prepare_model_for_kbit_training (TRL's SFTTrainer calls it on a 4-bit model) casts the embeddings and norms
     to fp32, so the embedding output and every residual add (fp32 + 16-bit) are fp32, and gradient
     checkpointing keeps each decoder layer's fp32 input (memory_constants.yaml qlora.peft_residual_bytes).
-    Applies where `_kbit_upcast` says the residual stream is fp32, and to LoRA on an fp32-loaded base under autocast
+    Applies where model_states.kbit_upcast says the residual stream is fp32, and to LoRA on an fp32-loaded base under autocast
     (`fp32_residual` per strategy: `_autocast_fp32_base`), whose fp32 embedding and norm weights do the same."""
     if training.method not in ("qlora", "lora") or not np.any(fp32_residual):
         return 0.0
@@ -1568,7 +1558,7 @@ def _head_weight_cast(b: _Batch, g: _Stage) -> Any:
     (torch autocast: a weight that needs no gradient is cast on every call, not cached) and the matmul saves the
     cast for its input gradient (tools/autograd/derivatives.yaml mm: self's gradient reads mat2; only what an
     input that needs a gradient reads is saved). With tied embeddings the head is the embedding weight. The
-    same rule as the fp32 residual stream (`_kbit_upcast`): DeepSpeed's 16-bit engine casts the module back."""
+    same rule as the fp32 residual stream (model_states.kbit_upcast): DeepSpeed's 16-bit engine casts the module back."""
     lay, model = b.pre.layout, b.model
     head_p = lay.lm_head_own if lay.lm_head_own else (lay.embedding if model.tied_embeddings else 0.0)
     return np.where(b.mega, 0.0, _on(g.is_last, b.w16 * head_p / b.t, 0.0))

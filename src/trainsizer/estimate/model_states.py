@@ -503,15 +503,32 @@ def nf4_fp16_compute(training: Training, dequant_dtype: str | None, from_input: 
     return training.method == "qlora" and dequant_dtype == "fp16" and training.precision == "fp32" and not from_input
 
 
-def dense_linear_widths(model: ModelArch) -> tuple[float, float, float]:
-    """(sum of d_in, sum of d_out, linears) over a dense decoder layer's linears (q, k, v, o and the MLP's), each
-    projection its own linear as transformers' Llama-style modules hold them; what a per-linear cast reads and
-    writes per token (step_time._nf4_compute_cast_time)."""
+def dense_linears(model: ModelArch) -> list[tuple[str, int, int]]:
+    """(module name, d_in, d_out) of each of a dense decoder layer's linears (q, k, v, o and the MLP's), each
+    projection its own linear as transformers' Llama-style modules hold them."""
     shapes = _lora_linear_shapes(model, False)
-    linears = [s for name in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-               for s in shapes[name]]
-    return (float(sum(d_in for d_in, _, _ in linears)), float(sum(d_out for _, d_out, _ in linears)),
+    return [(name, d_in, d_out) for name in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                             "down_proj") for d_in, d_out, _ in shapes[name]]
+
+
+def dense_linear_widths(model: ModelArch) -> tuple[float, float, float]:
+    """(sum of d_in, sum of d_out, linears) over `dense_linears`: what a per-linear cast reads and writes per token
+    (step_time._nf4_compute_cast_time)."""
+    linears = dense_linears(model)
+    return (float(sum(d_in for _, d_in, _ in linears)), float(sum(d_out for _, _, d_out in linears)),
             float(len(linears)))
+
+
+def kbit_upcast(strategy: Any, name: str) -> tuple[bool, bool]:
+    """(non-quantised QLoRA weights in fp32, fp32 residual stream): the job's strategy.kbit_upcast, else the
+    framework's: PEFT prepare_model_for_kbit_training under hf (both), none in torchtune; DeepSpeed's 16-bit
+    engine (loss_impl native) casts the module back to 16 bit, so its residual stream stays 16-bit. Read by the
+    memory estimate (its fp32 weights and checkpoints) and the step time (step_time._kbit_fp32_stream_time)."""
+    asked = getattr(strategy, "kbit_upcast", None)
+    if asked is not None:
+        return bool(asked), bool(asked)
+    peft = name != "torchtune"
+    return peft, peft and getattr(strategy, "loss_impl", "auto") != "native"
 
 
 def frozen_base_bytes(training: Training, double_quant: bool | None = None) -> tuple[float, float, float]:

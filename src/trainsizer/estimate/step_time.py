@@ -64,6 +64,7 @@ from trainsizer.estimate.framework import (
 )
 from trainsizer.estimate.host_sync import drain_excess_s, host_figure
 from trainsizer.estimate.inputs import System, Training
+from trainsizer.estimate.kbit_stream import Fp32Stream, fp32_stream
 from trainsizer.estimate.model_states import (
     MLP_INPUT_LINEARS,
     ROW_PARALLEL_LINEARS,
@@ -72,6 +73,7 @@ from trainsizer.estimate.model_states import (
     deepspeed_zero3_kept_params,
     dense_linear_widths,
     frozen_base_bytes,
+    kbit_upcast,
     load_memory_constants,
     lora_adapted_widths,
     lora_dense_linears,
@@ -798,6 +800,7 @@ class _Step:
     nf4_decode: str = "lut"  # Strategy.nf4_decode (one of NF4_DECODES; None = lut, bitsandbytes 0.48.0+)
     nf4_double_quant: bool | None = None  # Strategy.nf4_double_quant (None = the style's count)
     bnb_compute_from_input: bool = False  # Strategy.bnb_compute_from_input (bitsandbytes 0.41-0.46; None = false)
+    kbit_residual: bool = False  # QLoRA's norms and residual stream fp32 (model_states.kbit_upcast)
     # QLoRA's 4-bit LM head (Strategy.nf4_lm_head) and the positions a row hands it a call (Strategy.lm_head_chunk;
     # None = the whole row in one call)
     nf4_lm_head: bool = False
@@ -890,6 +893,8 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  nf4_decode=_named_option(strategy, "nf4_decode", "NF4 decode", NF4_DECODES) or "lut",
                  nf4_double_quant=getattr(strategy, "nf4_double_quant", None),
                  bnb_compute_from_input=bool(getattr(strategy, "bnb_compute_from_input", None)),
+                 kbit_residual=training.method == "qlora" and kbit_upcast(
+                     strategy, str(getattr(strategy, "framework", None) or "auto"))[1],
                  nf4_lm_head=training.method == "qlora" and bool(getattr(strategy, "nf4_lm_head", None)),
                  lm_head_chunk=getattr(strategy, "lm_head_chunk", None),
                  te_op_fuser=bool(getattr(strategy, "te_op_fuser", None)),
@@ -1200,6 +1205,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                 + _flash_qkv_pack_time(x)
                 + _moe_unfused_time(x) + _moe_eager_glue_time(x)
                 + _sp_layout_copies(x) + _eager_swiglu_backward_time(x) + _amp_fp32_weights_time(x)
+                + _kbit_fp32_stream_time(x)
                 + _eager_attention_time(x) + _mask_read_time(x))
 
 
@@ -1305,6 +1311,51 @@ def _amp_fp32_weights_time(x: _Step) -> Any:
     cast = compute.stream_time(weights * b["weight_cast"], x.r, kernels=n_lin)
     passes = 1.0 + x.full_share
     return np.where(on, passes * (ew + cast) + 2.0 * ew + cast, 0.0)
+
+
+def _kbit_fp32_stream_time(x: _Step) -> Any:
+    """Seconds per average layer and micro-batch of QLoRA's fp32 stream beyond the layer in 16 bit (kbit_stream;
+    docs/known-gaps.md 243 (a)): where PEFT's prepare_model_for_kbit_training leaves the norms fp32
+    (model_states.kbit_upcast) under 16-bit autocast, the 4-bit linears reading them return fp32, so each of their
+    inputs is cast to 16 bit and each output back to fp32 (and each gradient the other way in the backward), the
+    residual stream, RoPE and the MLP's product run fp32; where bitsandbytes takes the fp32 input's dtype as its
+    compute dtype (Strategy.bnb_compute_from_input) each dequantised weight is cast to fp32 and back to 16 bit for
+    the GEMM, forward and recompute. Upcasts at the part's dynamic-cast rate (perf_constants.yaml dynamic_cast; the
+    stream elsewhere), downcasts and element-wise bytes at the stream, element-wise backward at twice the forward as
+    the layer's. An MoE layer's router and routed experts where transformers' expert loop runs them
+    (PerfStyle.moe_expert_loop), every local expert's weights cast. Eager element-wise work (none where fused), a
+    bf16 / fp16 job under autocast, not a hybrid model."""
+    m, t = x.model, x.training
+    if not x.kbit_residual or x.no_autocast or t.precision not in ("bf16", "fp16") or m.is_hybrid:
+        return 0.0
+    on = ~np.asarray(_fused_elementwise(x), bool)
+    if not np.any(on):
+        return 0.0
+    loop = np.asarray(x.fw.moe_expert_loop, bool)
+    c = x.k.raw["kbit_fp32_stream"]
+    return np.where(on, np.where(loop, _kbit_stream_s(x, fp32_stream(m, t, c, True)),
+                                 _kbit_stream_s(x, fp32_stream(m, t, c, False))), 0.0)
+
+
+def _kbit_stream_s(x: _Step, c: Fp32Stream) -> Any:
+    """`_kbit_fp32_stream_time` of the counts `c`: the forward's casts and bytes (again under recompute), the
+    backward's casts the other way and element-wise at twice the forward, the weight casts a forward pass."""
+    tok = x.tok / x.t  # QLoRA runs without TP: the split of the column-parallel widths not taken apart
+    up_fwd, down_fwd = _upcast_s(x, tok * c.up_elems), compute.stream_time(tok * c.down_elems * 6.0, x.r, kernels=0.0)
+    up_bwd, down_bwd = _upcast_s(x, tok * c.down_elems), compute.stream_time(tok * c.up_elems * 6.0, x.r, kernels=0.0)
+    ew = compute.stream_time(tok * c.extra_bytes, x.r, kernels=c.casts)
+    weights = c.weight_elems / x.t + c.expert_weight_elems / (x.et * x.e)
+    weight_casts = np.where(x.bnb_compute_from_input, _upcast_s(x, weights) + compute.stream_time(
+        weights * 6.0, x.r, kernels=c.casts), 0.0)
+    return (1.0 + x.full_share) * (up_fwd + down_fwd + ew + weight_casts) + up_bwd + down_bwd + 2.0 * ew
+
+
+def _upcast_s(x: _Step, elems: Any) -> Any:
+    """Seconds of 16-bit -> fp32 copies of `elems` elements: PyTorch's unvectorised dynamic-cast copy at the part's
+    rate (perf_constants.yaml dynamic_cast) where that is below the HBM stream of their 6 B, else the stream."""
+    stream = compute.stream_time(elems * 6.0, x.r, kernels=0.0)
+    rate = x.k.dynamic_cast_elems_s(x.system.accelerator)
+    return stream if rate is None else np.maximum(stream, elems / rate)
 
 
 def _nf4_dequant_time(x: _Step) -> Any:
