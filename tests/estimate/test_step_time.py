@@ -441,7 +441,9 @@ def test_qlora_dequantises_every_local_expert_not_only_the_top_k():
     extra = {}
     for n in (8, 16):
         model = mixtral().with_(experts=n)
-        q = _est(model=model, training=Training(method="qlora", **kw), dp=8, system=h100_cluster(8))
+        # the 16-bit stream: the dequantisation alone (PEFT's fp32 stream is per token: docs/known-gaps.md 243)
+        q = _est(model=model, training=Training(method="qlora", **kw), dp=8, system=h100_cluster(8),
+                 kbit_upcast=False)
         lo = _est(model=model, training=Training(method="lora", **kw), dp=8, system=h100_cluster(8))
         extra[n] = q.breakdown_s["compute"] - lo.breakdown_s["compute"]
     assert extra[16] / extra[8] > 1.8
