@@ -60,6 +60,19 @@ def slopes(cs: list[Case]) -> list[tuple[str, float, float]]:
     return out
 
 
+def reserved_slopes(cs: list[Case], lo: int = 2, hi: int = 8) -> list[tuple[str, float, float]]:
+    """(series, measured, predicted GiB a sample adds to the reserved peak) between batch `lo` and `hi` of each series
+    with both reserved rows scored: past batch 1, where the step's flat copies outgrow the checkpointed micro-batch's
+    freed range, and below the card-capped rows (known-gaps 246 (a), (b))."""
+    got = {c.row_id: c for c in scored(cs, "peak_gib") if c.row_id.endswith("_reserved")}
+    out = []
+    for series in ("gc", "gcexp"):
+        a, b = (got.get(f"gpjt24_llama3-8b_zero3_{series}_bs{n}_reserved") for n in (lo, hi))
+        if a is not None and b is not None:
+            out.append((series, (b.measured - a.measured) / (hi - lo), (b.predicted - a.predicted) / (hi - lo)))
+    return out
+
+
 def reserved_gaps(cs: list[Case], rs: list[dict[str, str]]) -> list[tuple[str, float, float, float]]:
     """(reserved row, measured reserved less active, predicted, the predicted part DeepSpeed ZeRO's pools hold:
     MemoryEstimate.zero_pool_bytes, known-gaps 234) in GiB, for each reserved row whose active twin is scored."""
@@ -137,6 +150,8 @@ def main() -> None:
     print("\n".join(p43.source_lines(cs)))
     print("\nGiB a sample adds to the active peak (measured vs predicted):")
     print("\n".join(f"  {s:6s} measured {m:5.2f} predicted {p:5.2f}" for s, m, p in slopes(cs)))
+    print("\nGiB a sample adds to the reserved peak from batch 2 to 8 (measured vs predicted; known-gaps 246 (b)):")
+    print("\n".join(f"  {s:6s} measured {m:5.2f} predicted {p:5.2f}" for s, m, p in reserved_slopes(cs)))
     print_reserved_gaps(cs, rows())
     print_step_seconds(rows())
     print("\nthe first batch each series ran out of memory at (the estimate's total a GPU, the card):")
