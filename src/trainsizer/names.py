@@ -242,8 +242,15 @@ ZERO3_BUCKET_SIZES = ("deepspeed", "auto")
 # (mixed precision, the default); bf16-moments = fp32 master, exp_avg / exp_avg_sq in bf16 (DeepSeek-V3 report s3.3.3
 # "Low-Precision Optimizer States"; Megatron-Core --use-precision-aware-optimizer --exp-avg-dtype bf16
 # --exp-avg-sq-dtype bf16); bf16 = no master copy, the bf16 weights updated in place with bf16 moments (Apex
-# DistributedFusedAdam dtype bf16 on a bf16 model, which NeMo 1's setup_optimization runs with store_params False).
-OPTIMIZER_PRECISIONS = ("fp32", "bf16-moments", "bf16")
+# DistributedFusedAdam dtype bf16 on a bf16 model, which NeMo 1's setup_optimization runs with store_params False);
+# fp32-remainders = fp32 moments, the fp32 master kept as the bf16 weight plus its low 16 bits (2 B), on a bf16 model
+# only (Apex DistributedFusedAdam store_param_remainders, which NeMo 1 sets for an fp32 optimizer over a bf16 model
+# without fp8_params: megatron_base_model.py setup_optimization at NeMo v2.0.0; Megatron-Core's precision-aware
+# optimizer, OptimizerConfig.store_param_remainders, since ed46806838; docs/known-gaps.md 245 (a)).
+OPTIMIZER_PRECISIONS = ("fp32", "bf16-moments", "bf16", "fp32-remainders")
+# The precisions that keep the master as remainders under a bf16 weight: a bf16 model's (precision bf16, or fp8 over
+# bf16 weights), Apex's DistributedFusedAdam and Transformer Engine's FusedAdam being AdamW
+REMAINDER_PRECISIONS = ("fp32-remainders",)
 # The optimizers whose states optimizer_precision may change (AdamW's master copy and two moments); the others
 # keep fp32 only. One rule for the job file (spec) and the estimators' own callers (estimate.memory).
 ADAMW_PRECISION_OPTIMIZERS = ("adamw", "paged_adamw")
@@ -262,10 +269,24 @@ LOW_BIT_ADAMW_OPTIMIZERS = ADAMW8BIT_OPTIMIZERS + TORCHAO_OPTIMIZERS
 BITSANDBYTES_OPTIMIZERS = ("adamw8bit", "paged_adamw", "paged_adamw8bit")
 
 
+def remainder_weights_conflict(optimizer_precision: str | None, precision: str, fp8_params: bool = False) -> str | None:
+    """What keeps `optimizer_precision`'s remainders from applying, as the job names it (None = nothing): the low 16
+    bits complete an fp32 master only under a bf16 weight (Apex distributed_fused_adam.py requires BF16 params and
+    FP32 state; NeMo 1 stores full params under fp8_params), so not under fp16 / fp32 weights nor FP8 primary ones.
+    One rule for the job file (spec) and the estimators' own callers (estimate.memory)."""
+    if optimizer_precision not in REMAINDER_PRECISIONS:
+        return None
+    if precision not in ("bf16", "fp8"):
+        return f"precision {precision}"
+    return "fp8_param_allgather true" if precision == "fp8" and fp8_params else None
+
+
 def optimizer_precisions_for(optimizer: str) -> tuple[str, ...]:
     """The optimizer_precision values `optimizer` allows."""
-    if optimizer in ADAMW_PRECISION_OPTIMIZERS:
+    if optimizer == "adamw":
         return OPTIMIZER_PRECISIONS
+    if optimizer in ADAMW_PRECISION_OPTIMIZERS:  # bitsandbytes' paged AdamW keeps no remainders
+        return tuple(p for p in OPTIMIZER_PRECISIONS if p not in REMAINDER_PRECISIONS)
     return ("fp32", "bf16") if optimizer in LOW_BIT_ADAMW_OPTIMIZERS else ("fp32",)
 
 # The dtype a LoRA job's frozen base model is loaded in (transformers from_pretrained torch_dtype): compute = the

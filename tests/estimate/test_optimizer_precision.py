@@ -124,3 +124,51 @@ def test_job_file_refuses_a_precision_its_optimizer_does_not_keep():
         assert load_job(base | {"optimizer": opt, "strategy": {"optimizer_precision": "fp32"}})
     assert load_job(base | {"optimizer": "paged_adamw", "strategy": {"optimizer_precision": "bf16"}})
     assert load_job(base | {"optimizer": "adamw8bit", "strategy": {"optimizer_precision": "bf16"}})
+
+
+def test_fp32_remainders_halve_the_master_and_keep_the_moments():
+    """Apex DistributedFusedAdam's store_param_remainders (NeMo 1's default for a bf16 model without fp8_params):
+    the fp32 master is the bf16 weight plus an int16 shard of its low bits, 2 B, the moments stay fp32
+    (docs/known-gaps.md 245 (a)); the weights and the step time are the default's."""
+    fp32, rem = _items(None), _items("fp32-remainders")
+    assert rem["master_weights"] == pytest.approx(fp32["master_weights"] / 2)
+    assert rem["optimizer_states"] == pytest.approx(fp32["optimizer_states"])
+    assert rem["weights"] == pytest.approx(fp32["weights"])
+    assert _step_s("fp32-remainders") == _step_s(None)
+
+
+def _fp8_items(precision, **kw):
+    training = Training(method="pretrain", seq_len=2048, global_batch_seqs=64, precision="fp8")
+    st = Strategy(**({"dp": 8, "zero": 1, "micro_batch": 1, "recompute": "full", "framework": "megatron-core",
+                      "distributed_optimizer": True, "optimizer_precision": precision} | kw))
+    return estimate_memory(llama8b(), training, a100_cluster(8), st).items_bytes
+
+
+def test_fp32_remainders_need_bf16_weights():
+    """The low 16 bits complete a master only under a bf16 weight: an fp16 / fp32 model or FP8 primary weights
+    (megatron-core's FP8 default with the distributed optimizer) are refused, naming the field and what to set."""
+    with pytest.raises(SpecError, match="fp8_param_allgather true") as err:
+        _fp8_items("fp32-remainders")
+    assert err.value.where == "strategy.optimizer_precision"
+    rem, fp32 = _fp8_items("fp32-remainders", fp8_param_allgather=False), _fp8_items(None, fp8_param_allgather=False)
+    assert rem["master_weights"] == pytest.approx(fp32["master_weights"] / 2)
+    training = Training(method="pretrain", seq_len=2048, global_batch_seqs=64, precision="fp16")
+    st = Strategy(dp=8, zero=1, micro_batch=1, recompute="full", optimizer_precision="fp32-remainders")
+    with pytest.raises(SpecError, match="precision fp16"):
+        estimate_memory(llama8b(), training, a100_cluster(8), st)
+
+
+def test_job_file_refuses_remainders_without_bf16_weights():
+    from trainsizer.spec import load_job
+
+    base = {"model": "llama-3.1-8b", "method": "full", "data": {"tokens": 1e9}, "seq_len": 4096,
+            "global_batch": {"sequences": 64}, "hardware": {"accelerator": "h100-sxm-80gb", "count": 8}}
+    rem = {"optimizer_precision": "fp32-remainders"}
+    assert load_job(base | {"strategy": rem})
+    assert load_job(base | {"precision": "fp8", "strategy": rem | {"fp8_param_allgather": False}})
+    with pytest.raises(SpecError, match="not precision fp16"):
+        load_job(base | {"precision": "fp16", "strategy": rem})
+    with pytest.raises(SpecError, match="not fp8_param_allgather true"):
+        load_job(base | {"precision": "fp8", "strategy": rem | {"fp8_param_allgather": True}})
+    with pytest.raises(SpecError, match="does not apply to optimizer paged_adamw"):
+        load_job(base | {"optimizer": "paged_adamw", "strategy": rem})

@@ -109,6 +109,7 @@ from trainsizer.names import (
     NORM_KERNELS,
     OPTIMIZER_PRECISIONS,
     optimizer_precisions_for,
+    remainder_weights_conflict,
 )
 
 GIB = 2**30
@@ -474,9 +475,10 @@ def _state_bytes(mega: np.ndarray, pre: _Pre, name: str, training: Training, bf1
     return st
 
 
-def _optimizer_precision(strategy: Strategy, training: Training) -> str | None:
+def _optimizer_precision(strategy: Strategy, training: Training, fp8_params: Any = False) -> str | None:
     """strategy.optimizer_precision checked against names.OPTIMIZER_PRECISIONS; a precision other than fp32
-    applies to AdamW's states only (names.optimizer_precisions_for: adamw / paged_adamw any, 8-bit AdamW bf16)."""
+    applies to AdamW's states only (names.optimizer_precisions_for: adamw / paged_adamw any, 8-bit AdamW bf16),
+    fp32-remainders to bf16 weights only (names.remainder_weights_conflict: not under `fp8_params`)."""
     precision = getattr(strategy, "optimizer_precision", None)
     if precision is None:
         return None
@@ -489,6 +491,12 @@ def _optimizer_precision(strategy: Strategy, training: Training) -> str | None:
         raise SpecError("strategy.optimizer_precision", msg("error_optimizer_precision_adamw",
                                                             optimizer=training.optimizer),
                         value=precision, allowed=allowed)
+    weights = remainder_weights_conflict(precision, training.precision, bool(np.any(fp8_params)))
+    if weights is not None:
+        from trainsizer.errors import SpecError
+
+        raise SpecError("strategy.optimizer_precision", msg("error_optimizer_remainders_weights", weights=weights),
+                        value=precision)
     return str(precision)
 
 
@@ -545,7 +553,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     gathered_logits = getattr(strategy, "loss_parallel", None) is False
     loss_bytes = _logit_extras(training, strategy, name, loss_bytes, titan & (t > 1) & (not gathered_logits), z)
     loss_bytes = _chunk_at_a_time(loss_bytes, titan_chunked, titan_loss_compiled, training)
-    st = _state_bytes(mega, pre, name, training, bf16_grads, _optimizer_precision(strategy, training))
+    st = _state_bytes(mega, pre, name, training, bf16_grads, _optimizer_precision(strategy, training, fp8_params))
     # torchtune's recipes free the gradients after each step (optimizer.zero_grad(set_to_none=True); with
     # optimizer_in_bwd each parameter's in its hook): with one micro-batch per step and no pipeline, each
     # gradient is created by this backward, as the activations it needs are freed

@@ -65,6 +65,7 @@ from trainsizer.names import (
     ZERO3_BUCKET_SIZES,
     ZERO3_EXPERT_FETCHES,
     optimizer_precisions_for,
+    remainder_weights_conflict,
 )
 
 Method = Literal[METHODS]
@@ -683,7 +684,9 @@ class StrategySpec(_Strict):
     # backward; null = true (transformers' examples run_clm.py parse TrainingArguments before from_pretrained)
     zero_init: bool | None = None
     # AdamW's states: fp32 (fp32 master + moments) | bf16-moments (fp32 master, bf16 moments: DeepSeek-V3, Megatron-Core's
-    # precision-aware optimizer) | bf16 (no master, bf16 moments: Apex DistributedFusedAdam dtype bf16); null = fp32
+    # precision-aware optimizer) | bf16 (no master, bf16 moments: Apex DistributedFusedAdam dtype bf16) |
+    # fp32-remainders (fp32 moments, the master as the bf16 weight + its low 16 bits: Apex store_param_remainders,
+    # NeMo 1's default for a bf16 model without fp8_params; bf16 weights only); null = fp32
     optimizer_precision: OptimizerPrecision | None = None
     # QLoRA: non-quantised weights and the residual stream in fp32 (PEFT prepare_model_for_kbit_training, which
     # TRL's SFTTrainer calls); null = the framework's (hf yes, torchtune no); false e.g. for LLaMA-Factory
@@ -1014,6 +1017,10 @@ class Job(_Strict):
         if precision is not None and precision not in optimizer_precisions_for(self.optimizer):
             raise ValueError(msg("job_optimizer_precision_adamw", precision=precision, optimizer=self.optimizer,
                                  allowed=Listing(optimizer_precisions_for(self.optimizer))))
+        weights = remainder_weights_conflict(precision, self.precision, bool(self.strategy and
+                                                                             self.strategy.fp8_param_allgather))
+        if weights is not None:
+            raise ValueError(msg("job_optimizer_remainders_weights", weights=weights))
         base = self.strategy.frozen_base_dtype if self.strategy is not None else None
         if base not in (None, "compute") and self.method != "lora":
             raise ValueError(msg("job_frozen_base_dtype_method", dtype=base, method=self.method))
