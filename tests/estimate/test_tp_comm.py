@@ -54,8 +54,9 @@ def test_a_plain_tp_all_reduce_keeps_the_nvls_gain():
 
 def test_fp8_all_gathers_carry_one_byte_per_element():
     """Transformer Engine gathers the FP8 copy (megatron-core: fp8_tp_allgather 1.0); the reduce-scatter stays 16-bit.
-    Delayed scaling reduces no amax per tensor, so the layer's TP time is the four pairs alone."""
-    style = dataclasses.replace(perf_style("megatron-core"), tp_comm_overlap=False)
+    Delayed scaling reduces no amax per tensor, so with its per-chunk reductions off (test_delayed_amax_reductions)
+    the layer's TP time is the four pairs alone."""
+    style = dataclasses.replace(perf_style("megatron-core"), tp_comm_overlap=False, fp8_amax_group_reduction=False)
     training = Training(seq_len=4096, global_batch_seqs=8, precision="fp8", fp8_recipe="delayed")
     st = Strategy(tp=8, dp=1, micro_batch=1, sequence_parallel=True)
     x = step_time._step(llama8b(), training, h100_cluster(8), st, None, style, None)

@@ -437,6 +437,9 @@ class Strategy:
     # NeMo / Megatron-Bridge recipes); one value for the whole batch
     moe_permute_fusion: Any = None
     moe_router_fusion: Any = None
+    # Megatron-Core tp_only_amax_red: delayed scaling's per-chunk amax all-reduces over TP x CP, not TP x DP x CP
+    # (PerfStyle.fp8_amax_tp_only; step_time._delayed_amax_reductions); None = false; one value for the batch
+    tp_only_amax_red: Any = None
     # transformers' routed experts: "eager" (a loop, a host sync per expert) or "grouped_mm" (names.EXPERTS_IMPLEMENTATIONS;
     # PerfStyle.moe_expert_loop / moe_torch_grouped_mm); None = the style's (hf: grouped_mm); one value for the batch
     experts_implementation: Any = None

@@ -396,6 +396,11 @@ class PerfStyle:
     # the FP8 casts are Transformer Engine's quantizers (TE >= 2.0), which write no transpose on parts whose FP8
     # GEMMs take every layout (calibration.fp8_transpose_free); torchao writes its own (float8 preprocess)
     fp8_te_quantizer: bool = False
+    # delayed scaling reduces each model chunk's amax buffer over the TP x DP x CP ranks of its pipeline stage, once
+    # a forward and once a backward, a synchronous all-reduce (Megatron-Core TransformerBlock's fp8_autocast with
+    # get_amax_reduction_group: _delayed_amax_reductions)
+    fp8_amax_group_reduction: bool = False
+    fp8_amax_tp_only: bool = False  # ... over the TP x CP ranks only (Megatron-Core tp_only_amax_red)
     # weights, gradients and optimizer states in the model dtype, no fp32 master (torchtune; any style where the job
     # states strategy.optimizer_precision bf16: _job_options): the optimizer step streams
     # optimizer.model_dtype_bytes_per_param (_optimizer), and no fp32 weight is cast under autocast
@@ -584,6 +589,8 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["moe_permute_fused"] = bool(strategy.moe_permute_fusion)
     if getattr(strategy, "moe_router_fusion", None) is not None:  # TE's fused router (_moe_unfused_time)
         changes["moe_router_fused"] = bool(strategy.moe_router_fusion)
+    if getattr(strategy, "tp_only_amax_red", None) is not None:  # _delayed_amax_reductions' group
+        changes["fp8_amax_tp_only"] = bool(strategy.tp_only_amax_red)
     impl = _named_option(strategy, "experts_implementation", "experts implementation", EXPERTS_IMPLEMENTATIONS)
     if impl is not None:  # transformers' experts: a loop with a host sync each, or torch._grouped_mm
         changes["moe_expert_loop"] = impl == "eager"
@@ -2112,7 +2119,8 @@ def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
         style = np.asarray(x.fw.tp_overlap_fraction, float)
         hidden = np.where(np.isnan(style), k.tp_overlap_fraction, style)
         tp_per_layer = tp_per_layer * _when(x.fw.tp_comm_overlap, 1.0 - hidden * (1.0 - k.overlap_interference), 1.0)
-    return t_ar, tp_per_layer + _amax_reductions(x, k_tp, m_tp) + _kv_subshard_time(x, k_tp, m_tp)
+    return t_ar, tp_per_layer + _amax_reductions(x, k_tp, m_tp) + _delayed_amax_reductions(x) + \
+        _kv_subshard_time(x, k_tp, m_tp)
 
 
 def _kv_subshard_time(x: _Step, k_tp: Any, m_tp: Any) -> Any:
@@ -2170,7 +2178,8 @@ def _amax_reductions(x: _Step, k_tp: Any, m_tp: Any) -> Any:
     (`_tp_collectives_per_pass`). The routed experts' grouped linears gather nothing over TP (their tokens arrive
     through the dispatcher), so an MoE layer reduces for its attention block only. Timed as any all-reduce
     (comm.all_reduce_time: latency-bound at 4 bytes); the low-precision share of the layers only
-    (Training.bf16_layers). Delayed scaling reduces its amax history once per pass, not per tensor: none here."""
+    (Training.bf16_layers). Delayed scaling reduces its amax history once per pass, not per tensor: none here
+    (its per-chunk reductions: _delayed_amax_reductions)."""
     recipe = x.k.fp8_recipe(x.system.accelerator, x.training.fp8_recipe)["name"] \
         if x.training.precision == "fp8" else ""
     on = np.asarray(x.fw.fp8_te_quantizer, bool) & x.sp & (x.t > 1)
@@ -2186,6 +2195,31 @@ def _amax_reductions(x: _Step, k_tp: Any, m_tp: Any) -> Any:
     t_amax = comm.all_reduce_time(4.0, x.t, k_tp, x.link(x.t, 1.0), x.system, x.k.nvls_allreduce_gain, m_tp)
     share = low_precision_share(x.training, m)
     return np.where(on, (fwd * (1.0 + x.full_share) + bwd) * t_amax * share, 0.0)
+
+
+def _delayed_amax_reductions(x: _Step) -> Any:
+    """Seconds per layer and micro-batch of delayed scaling's amax reductions (PerfStyle.fp8_amax_group_reduction).
+    Megatron-Core runs each model chunk's layers in one fp8_autocast whose fp8_group is the amax reduction group, the
+    TP x DP x CP ranks of a pipeline stage (transformer_block.py TransformerBlock.forward, parallel_state.py
+    get_amax_reduction_group, core_v0.9.0; tp_only_amax_red off, its default); Transformer Engine reduces the chunk's
+    forward amaxes at the autocast's exit and its backward ones in the backward of its first module
+    (fp8.py fp8_autocast_exit / reduce_and_update_fp8_tensors, module/linear.py), each a torch.distributed.all_reduce
+    MAX with async_op=False, so the compute stream waits for it (reduce_tensor_across_group_op_max; the same in TE
+    v1.9 to v2.5; its NVTE_DP_AMAX_REDUCE_INTERVAL / NVTE_ASYNC_AMAX_REDUCTION, which the dgxc scripts export, were
+    gone by v1.9). Two latency-bound all-reduces (4 B an amax: 3 a linear forward, 2 backward) a chunk and
+    micro-batch over a group that grows with DP (comm.all_reduce_time; docs/known-gaps.md 245 (c)). Read, nothing
+    fitted; the low-precision share of the layers only (Training.bf16_layers)."""
+    on = np.asarray(x.fw.fp8_amax_group_reduction, bool)
+    if x.training.precision != "fp8" or not np.any(on) or \
+            x.k.fp8_recipe(x.system.accelerator, x.training.fp8_recipe)["name"] != "delayed":
+        return 0.0
+    group = x.t * x.c * np.where(np.asarray(x.fw.fp8_amax_tp_only, bool), 1.0, x.d)
+    k_g, m_g = comm.ranks_per_domain(group, 1.0, x.domain), comm.zone_members(group, 1.0, x.system)
+    chunk_layers = np.maximum(x.model.layers / (x.p * x.v), 1.0)
+    linears = 4.0 * chunk_layers  # qkv, proj, fc1, fc2 (the routed experts' own meta is as small: latency-bound)
+    t_fwd, t_bwd = (comm.all_reduce_time(4.0 * n * linears, group, k_g, x.link(group, 1.0), x.system,
+                                         x.k.nvls_allreduce_gain, m_g) for n in (3.0, 2.0))
+    return np.where(on, (t_fwd + t_bwd) / chunk_layers * low_precision_share(x.training, x.model), 0.0)
 
 
 def _fp8_tp_gather_share(x: _Step) -> Any:

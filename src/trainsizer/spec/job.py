@@ -620,6 +620,10 @@ class StrategySpec(_Strict):
     # NeMo / Megatron-Bridge recipes set them); time only
     moe_permute_fusion: bool | None = None
     moe_router_fusion: bool | None = None
+    # Megatron-Core tp_only_amax_red: delayed-scaling FP8 reduces each model chunk's amaxes over the TP x CP ranks only,
+    # not TP x DP x CP (NeMo 2's GPT-3 175B performance script sets it); null / false = over TP x DP x CP, the
+    # TransformerConfig default; time only (docs/known-gaps.md 245 (c))
+    tp_only_amax_red: bool | None = None
     # transformers' routed experts (framework hf): eager = one expert at a time, each behind a host sync (every 4.x
     # release's MoE blocks; v5 experts_implementation "eager"); grouped_mm = one torch._grouped_mm (v5's default);
     # dense_all = every routed expert on every token (transformers' Llama4TextMoe); null = the framework's (hf:
