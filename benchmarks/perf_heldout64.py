@@ -12,16 +12,24 @@ padding-free path: transformers' position_ids route into FlashAttention-2's varl
 job on the first 2,000 samples over 2, 4 and 8 GPUs (micro-batch 2-64 samples), padding-free alone and with the
 plugin's multipack sampler (each rank's micro-batch filled to the same token budget: ranks balanced).
 
+(3) InternLM/xtuner's speed benchmark (docs/zh_cn/acceleration/benchmark.rst at 7575f2c9, 2024-07-09; its configs at
+43ef6ab99): full fine-tuning of Llama-2-7B, Yi-34B-200K and Llama-2-70B on Alpaca packed to 8K-1M tokens under
+DeepSpeed ZeRO-3 with xtuner's sequence parallel (DeepSpeed-Ulysses all-to-all, SP 1-64), 8-64 A100-80GB, tokens a GPU
+a second (TGS). Long-context fine-tuning, which no batch held; in perf_heldout's columns (perf_heldout.Batch,
+docs/known-gaps.md 249 (a)), heldout_2027l_xtuner_longseq.csv with heldout_2027l_xtuner_models.yaml.
+
 A flattened micro-batch is written as one packed row of micro-batch x the mean sample length, attention within each
 sample (the row's `assumed` says how the mean is read). The padded rows of (1) (framework_config none: the
 collator pads to the batch's longest sample; their spread of lengths is not published), its LoRA rows (the suite's own
 bitsandbytes / GPTQ loaders and fused kernels) are not rows (docs/known-gaps.md 248).
 
 Data: benchmarks/data/heldout_2027l_fms_orca.csv (finetune_heldout's columns, then the strategy settings the stack
-fixes, as perf_heldout61's files).
+fixes, as perf_heldout61's files) and (3)'s files.
 
 Printed: each row (published, predicted, error), per source and figure, multipack over padding-free at one layout
-(measured and predicted) and the same per-GPU work on more GPUs (the FSDP1 cost a step).
+(measured and predicted) and the same per-GPU work on more GPUs (the FSDP1 cost a step); (3)'s rows with the estimate's
+step terms, the doc's TFLOPs against xtuner's own FLOP count over its TGS (a check of the reading, not a score) and SP
+against no SP at the same tokens a GPU.
 
 Sign: (predicted - published) / published; + = predicted too fast (tokens/s) or too large (memory).
 
@@ -30,35 +38,29 @@ Run: python benchmarks/perf_heldout64.py
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import finetune_heldout as fh
+import perf_heldout as ph
 import perf_heldout43 as p43
-from harness import Case, kept_rows, mape, num, print_case_rows, refusals_said, scored, source_label, whole
+from harness import Case, mape, num, print_case_rows, scored, whole
 
 DATA = Path(__file__).resolve().parent / "data"
 ORCA = DATA / "heldout_2027l_fms_orca.csv"
-SOURCES = (ORCA,)
-
-
-def rows() -> list[dict[str, str]]:
-    """Every source's rows, in file order."""
-    return [r for path in SOURCES for r in csv.DictReader(path.open(encoding="utf-8"))]
-
-
-def job(r: dict[str, str]) -> dict:
-    """A row as a job file (finetune_heldout's builder)."""
-    return fh.job(r)
-
-
-def cases() -> list[Case]:
-    """Every row's scored figures; a row the job path refuses: one 'refused' case with the reason."""
-    from trainsizer.catalog import load_catalog
-
-    cat = load_catalog()
-    out = [Case(r["id"], source_label(r), "refused", 0.0, skipped=r["refused"]) for r in rows() if r["refused"]]
-    return refusals_said(kept_rows(rows()), lambda r: fh.row_cases(r, cat), source_label) + out
+BATCH = fh.Batch((ORCA,))
+rows, job, cases = BATCH.rows, BATCH.job, BATCH.cases
+XTUNER = DATA / "heldout_2027l_xtuner_longseq.csv"
+XTUNER_BATCH = ph.Batch((XTUNER,), (ph.MODELS, DATA / "heldout_2027l_xtuner_models.yaml"))
+xtuner_rows, xtuner_models, xtuner_run, xtuner_job = (XTUNER_BATCH.rows, XTUNER_BATCH.models, XTUNER_BATCH.run_all,
+                                                      XTUNER_BATCH.job)
+# (3): the doc's TFLOPs column by row id (xtuner's ThroughputHook over the same iterations as its TGS)
+XTUNER_TFLOPS = {"llama-2-7b_8gpu_8k_sp1": 185.3, "llama-2-7b_8gpu_32k_sp1": 193.0, "llama-2-7b_8gpu_128k_sp8": 180.3,
+                 "llama-2-7b_8gpu_256k_sp8": 176.9, "llama-2-7b_32gpu_1m_sp16": 153.9,
+                 "yi-34b-200k_32gpu_8k_sp1": 165.6, "yi-34b-200k_32gpu_32k_sp2": 209.1,
+                 "yi-34b-200k_32gpu_128k_sp8": 191.8, "yi-34b-200k_32gpu_256k_sp8": 145.3,
+                 "llama-2-70b_32gpu_8k_sp1": 144.7, "llama-2-70b_32gpu_32k_sp4": 239.6,
+                 "llama-2-70b_32gpu_128k_sp8": 189.7, "llama-2-70b_32gpu_256k_sp16": 127.6,
+                 "llama-2-70b_64gpu_1m_sp64": 133.5}
 
 
 def multipack_ratios(cs: list[Case], metric: str) -> list[tuple[str, float, float]]:
@@ -116,6 +118,46 @@ def rank0_excess(cs: list[Case]) -> list[tuple[str, int, float, float]]:
     return out
 
 
+def xtuner_flops_per_token(r: dict[str, str]) -> float:
+    """FLOPs a token a GPU as xtuner's ThroughputHook counts them (xtuner/engine/hooks/throughput_hook.py at 43ef6ab99:
+    8 s h^2 for q / k / v / o whatever the K / V heads, 4 s^2 h sp / 2 for causal attention, 4 x 1.5 ffn / h s h^2 for
+    the gated MLP, all x 4 with recompute, a layer each, plus 6 s h V for the head; s the tokens a GPU = seq / sp)."""
+    from trainsizer.models import load_model
+
+    arch = xtuner_models()[r["model"]]["model"] if r["model"] in xtuner_models() else r["model"]
+    m = load_model(arch) if isinstance(arch, str) else None
+    layers, hidden, ffn, vocab = ((m.layers, m.hidden, m.ffn, m.vocab) if m is not None else
+                                  (arch["layers"], arch["hidden"], arch["ffn"], arch["vocab"]))
+    sp = whole(r["cp"], 1)
+    s = whole(r["seq_len"]) / sp
+    layer = 8 * s * hidden**2 + 4 * s**2 * hidden * sp / 2 + 4 * 1.5 * ffn / hidden * s * hidden**2
+    return (4 * layer * layers + 6 * s * hidden * vocab) / s
+
+
+def xtuner_lines(run: list) -> list[str]:
+    """(3)'s rows: the step line, then the doc's TFLOPs over xtuner's count at the doc's TGS (1.000 = the row read as
+    the doc ran it)."""
+    out = []
+    for c, res, r in run:
+        out.append(ph.step_line(c, res, 52))
+        key = r["id"].removeprefix("xtuner_2024-06_a100_")
+        check = XTUNER_TFLOPS[key] * 1e12 / (xtuner_flops_per_token(r) * c.measured)
+        out.append(f"  {'':52s} the doc's TFLOPs over xtuner's count at its TGS: {check:.3f}")
+    return out
+
+
+def sp_pairs(run: list) -> list[tuple[str, float, float]]:
+    """(row, measured, predicted) TGS of an SP row over the no-SP row of its model and GPUs at the same tokens a GPU
+    (32K at SP 4 against 8K at SP 1)."""
+    done = [(c, r) for c, _, r in run if not c.skipped]
+
+    def per_gpu(r: dict[str, str]) -> tuple[str, str, int]:
+        return r["model"], r["gpu_count"], whole(r["seq_len"]) // whole(r["cp"], 1)
+
+    return [(r["id"], c.measured / b.measured, c.predicted / b.predicted) for c, r in done for b, rb in done
+            if r["cp"] != "1" and rb["cp"] == "1" and per_gpu(r) == per_gpu(rb)]
+
+
 def main() -> None:
     cs = cases()
     print("(1) fms-acceleration's orca-math padding-free file (3cf092a, 2024-09) and (2) its multipack file (4224c66, "
@@ -142,6 +184,13 @@ def main() -> None:
     print(f"rows that ran, said not to fit by the memory estimate: {len(unfit)}"
           + "".join(f"\n  {c.row_id}: {c.skipped}" for c in unfit))
     print("\n" + p43.summary("perf_heldout64", cs))
+    run = xtuner_run()
+    print("\n(3) xtuner's speed benchmark (7575f2c9, 2024-07): full fine-tuning on Alpaca packed to 8K-1M, DeepSpeed "
+          "ZeRO-3, Ulysses sequence parallel, A100-80GB (tokens a GPU a second; held out, nothing fitted):")
+    print("\n".join(xtuner_lines(run)))
+    print("\nSP against no SP at the same tokens a GPU, TGS (measured vs predicted):")
+    print("\n".join(f"  {rid:52s} measured {m:5.3f} predicted {p:5.3f}" for rid, m, p in sp_pairs(run)))
+    print(ph.time_summary("perf_heldout64 xtuner", run))
 
 
 if __name__ == "__main__":
