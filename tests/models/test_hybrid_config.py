@@ -41,7 +41,9 @@ def test_nemotron_3_nano_counts_as_published():
     ({"mamba_proj_bias": True}, "mamba_proj_bias", "not modelled"),
     ({"n_groups": 6}, "n_groups", "must divide its 128 heads"),
     ({"hybrid_override_pattern": 7}, "hybrid_override_pattern", "string"),
-    ({"moe_latent_size": 1024}, "moe_latent_size", "LatentMoE"),
+    ({"moe_latent_size": 8192}, "moe_latent_size", "wider than the hidden size 4096"),
+    ({"moe_latent_size": 512.5}, "moe_latent_size", "integer"),
+    ({"moe_latent_size": "1024"}, "moe_latent_size", "integer"),
 ])
 def test_bad_hybrid_configs_name_the_key(change, where, text):
     raw = _raw("nemotron-h-8b") | change
@@ -56,17 +58,21 @@ def test_other_hybrids_stay_refused_by_name(model_type):
         arch_from_hf_config({"model_type": model_type, "hidden_size": 768})
 
 
-def test_latent_moe_is_refused_and_an_unset_latent_is_not():
-    """Nemotron 3 Super / Ultra route on a latent width (Megatron-Bridge nemotron_h_bridge.py moe_latent_size): refused
-    with its Chinese text; a config that writes the key as null or 0 reads as before."""
+def test_latent_moe_reads_and_an_unset_latent_is_as_before():
+    """Nemotron 3 Super / Ultra route on a latent width (Megatron-Bridge nemotron_h_bridge.py moe_latent_size): read
+    into ModelArch.moe_latent, no longer refused (docs/known-gaps.md 247); a config that writes the key as null or 0
+    reads as before; one wider than the hidden size is refused with its Chinese text."""
     raw = _raw("nemotron-3-nano-30b-a3b")
-    with pytest.raises(SpecError, match="moe_latent_size") as err:
-        arch_from_hf_config(raw | {"moe_latent_size": 512})
-    assert "LatentMoE" in err.value.render("zh") and "潜在维度" in err.value.render("zh")
+    latent = arch_from_hf_config(raw | {"moe_latent_size": 512})
+    assert (latent.moe_latent, latent.expert_width, latent.hidden) == (512, 512, 2688) and not latent.unknown_keys
     base = arch_from_hf_config(raw)
+    assert latent.params_total < base.params_total
     for unset in (None, 0):
         same = arch_from_hf_config(raw | {"moe_latent_size": unset})
-        assert same.params_total == base.params_total and not same.unknown_keys
+        assert same == base.with_(source=same.source) and not same.unknown_keys
+    with pytest.raises(SpecError, match="moe_latent_size") as err:
+        arch_from_hf_config(raw | {"moe_latent_size": 2689})
+    assert "LatentMoE" in err.value.render("zh") and "潜在维度" in err.value.render("zh")
 
 
 def test_nemotron_3_nano_4b_mixer_and_tensor_count():

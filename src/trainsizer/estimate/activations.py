@@ -413,9 +413,11 @@ def _dense_mlp(x: _Layer, out: _Saved) -> None:
 
 def _moe_mlp(x: _Layer, out: _Saved) -> None:
     """MoE layer: router (replicated over TP), routed token-slots (per slot: expert input, MLP, routing weight,
-    dispatch indices, and under hf the expert output unless behind DeepEP), shared experts."""
+    dispatch indices, and under hf the expert output unless behind DeepEP), shared experts. Under LatentMoE the routed
+    slots are latent-wide and fc2_latent_proj keeps its input, the combined latent tokens of the rank's sequence share
+    (TELinear saves its input; fc1_latent_proj's is the block input, kept once)."""
     model, a, g, d = x.model, x.a, x.g, out.detail
-    h = model.hidden
+    h, w = model.hidden, model.expert_width
     E, k = model.experts, model.experts_per_token
     if x.training.trains_base_weights or x.W("gate_proj") or x.W("up_proj"):
         d["mlp_input"] = g * h
@@ -424,9 +426,12 @@ def _moe_mlp(x: _Layer, out: _Saved) -> None:
     d["router_probs_fp32"] = 0 if x.training.moe_routing == "fake-balanced" else 4 * E
     d["router_topk_indices"] = 8 * k
     out.sp += d["router_probs_fp32"] + d["router_topk_indices"]
+    if model.moe_latent:
+        d["latent_combined"] = g * model.moe_latent
+        out.sp += d["latent_combined"]
     per_slot: dict[str, float] = {}
     if x.W("gate_proj") or x.W("up_proj"):
-        per_slot["expert_input"] = g * h
+        per_slot["expert_input"] = g * w
     before = dict(d)
     # DeepEP experts on a PyTorch-native stack save what Megatron-Core's do (below): NeMo AutoModel's
     # GroupedExpertsDeepEP (components/moe/layers.py at 8d9bfb90e) runs ops.gmm on the permuted tokens (saves
@@ -440,14 +445,14 @@ def _moe_mlp(x: _Layer, out: _Saved) -> None:
             per_slot[key] = d.pop(key)
     if hf:
         # transformers multiplies the expert output by its routing weight, which saves that output
-        per_slot["expert_output"] = a * h
+        per_slot["expert_output"] = a * w
     # Megatron-Core (r0.13+) applies the routing probabilities inside the expert activation (TEGroupedMLP
     # bias_act_func / weighted_bias_swiglu_impl saves the probability beside the fc1 output it already keeps) and
     # unpermutes without them (token_dispatcher.py token_combine: unpermute(..., no probs)), so no expert
     # output is kept for the combine (megatron/core/transformer/moe/experts.py, core_r0.15.0)
     per_slot["routing_weight"] = a
     if hf:  # index_add_ keeps its source (the weighted expert output) for the backward shape
-        per_slot["weighted_output"] = a * h
+        per_slot["weighted_output"] = a * w
     # int64 token indices kept by the gather / index_add_ (hf: token and slot index; megatron / DeepEP: one map)
     per_slot["dispatch_indices"] = 16 if hf else 8
     out.routed = sum(per_slot.values())
@@ -692,7 +697,7 @@ def titan_expert_slot_bytes(model: ModelArch, training: Training, *, compiled: b
     (2 f), w2's input and the 16-bit expert output are kept. Plus the sorted token index, the expert order and the
     scatter index (int64) and the sorted fp32 score. Measured: benchmarks/titan_sac_moe_saves.py (torch 2.13, CPU)."""
     a = float(act_bytes(training.precision))
-    h, f = model.hidden, model.expert_ffn
+    h, f = model.expert_width, model.expert_ffn  # a routed slot's width (LatentMoE: the latent)
     ints = 3 * 8.0 + 4.0
     if compiled:
         return 2 * a * h + 3 * a * f + ints
@@ -728,7 +733,7 @@ def deepseek_selective_items(model: ModelArch, training: Training, *, moe: bool)
         sp += 4.0 * model.experts + 8.0 * model.experts_per_token  # router scores (fp32), top-k indices
         tp += cache * 2 * model.shared_expert_ffn  # shared expert's SwiGLU input
         # per routed slot: FP8 expert input, FP8 SwiGLU input, 16-bit expert output, routing weight, index
-        routed = cache * h + cache * 2 * model.expert_ffn + a * h + a + 8.0
+        routed = cache * model.expert_width + cache * 2 * model.expert_ffn + a * model.expert_width + a + 8.0
     else:
         g = saved_gemm_input_bytes(training, model)
         tp += 2 * a * model.ffn + g * model.ffn  # fc1 output (SwiGLU input) + fc2 input, as Megatron keeps them

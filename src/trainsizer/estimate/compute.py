@@ -269,6 +269,9 @@ class ModelShapes:
     # (flops.op_sac_moe_linears), and whether it keeps the router gate's output (flops.op_sac_gate_kept)
     op_sac_moe_recomputed: tuple[tuple[str, int, int], ...] = ()
     op_sac_gate_kept: bool = False
+    # LatentMoE (ModelArch.moe_latent): the routed experts' width (0: hidden) and the projections' latent (0: none)
+    expert_width: int = 0
+    latent: int = 0
 
     @classmethod
     def of(cls, model: ModelArch) -> ModelShapes:
@@ -308,6 +311,8 @@ class ModelShapes:
                                         if not kept and out > 0),
             op_sac_gate_kept=op_sac_gate_kept(model),
             hybrid=model if model.is_hybrid else None,
+            expert_width=model.expert_width,
+            latent=model.moe_latent,
         )
 
 
@@ -645,10 +650,10 @@ def _module_recompute(shapes: ModelShapes, modules: tuple[str, ...], tok, t, rat
 
 
 def _mlp_time(shapes: ModelShapes, up: float, inner: float, tokens, t, rates: Rates, elementwise_passes,
-              batch=1.0, weights: bool = True):
-    """(forward GEMM seconds, activation-function HBM bytes, backward GEMM seconds) of one gated or plain MLP,
-    TP-sharded by `t`."""
-    h = shapes.hidden
+              batch=1.0, weights: bool = True, width: int = 0):
+    """(forward GEMM seconds, activation-function HBM bytes, backward GEMM seconds) of one gated or plain MLP on
+    `width` (0: hidden; a routed expert's: ModelShapes.expert_width), TP-sharded by `t`."""
+    h = width or shapes.hidden
     up_f, up_b = linear_gemms(tokens, up / t, h, rates, weights, batch=batch)
     down_f, down_b = linear_gemms(tokens, h, inner / t, rates, weights, batch=batch)
     act = shapes.act_elems_per_inner * inner / t * tokens * batch * rates.act_bytes * elementwise_passes
@@ -671,6 +676,7 @@ def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, et=None, g_attn,
     token counts of `expert_token_split` (the same routed slots)."""
     routed_passes, shared_passes = act_passes
     h = shapes.hidden
+    w = shapes.expert_width or h  # the routed experts' width: the latent under LatentMoE
     et = t if et is None else et
     local_exp = np.maximum(shapes.experts / e, 1.0)
     # tokens whose routed copies reach this GPU's experts
@@ -686,32 +692,48 @@ def _moe_layer(shapes: ModelShapes, tok, t, e, rates: Rates, *, et=None, g_attn,
     g_exp = act_exp = b_exp = 0.0
     for experts, tokens in expert_token_split(shapes, m_e, local_exp, pad_share):
         g, act, b = _mlp_time(shapes, shapes.expert_up, shapes.expert_ffn, tokens, et, _expert_rates(rates),
-                              routed_passes, batch=experts, weights=weights)
+                              routed_passes, batch=experts, weights=weights, width=w)
         g_exp, act_exp, b_exp = g_exp + g, act_exp + act, b_exp + b
+    g_lat, b_lat, lat_w = _latent_proj_time(shapes, tok, t, rates, weights, tp_token_split)
     g_sh = act_sh = b_sh = 0.0
     if shapes.shared_ffn:
         g_sh, act_sh, b_sh = _mlp_time(shapes, shapes.shared_up, shapes.shared_ffn, tok, t, rates,
                                        shared_passes, weights=weights)
-    # permute/unpermute of routed tokens: read+write h per routed copy, twice
-    perm = 4.0 * h * tok_e * shapes.topk * moe_capacity_factor * rates.act_bytes
-    moe_g = g_attn + g_router + g_exp + g_sh
+    # permute/unpermute of routed tokens: read+write the expert width per routed copy, twice
+    perm = 4.0 * w * tok_e * shapes.topk * moe_capacity_factor * rates.act_bytes
+    moe_g = g_attn + g_router + g_exp + g_sh + g_lat
     moe_ew = stream_time(ew_fwd_common + act_exp + act_sh + perm, rates, kernels=KERNELS["moe_elementwise"])
     # FP8 casts: attention as in a dense layer; routed tokens into and out of the experts; every local
     # expert's weights
     ex_tok = tok_e * shapes.topk * moe_capacity_factor
     sh_w = (shapes.shared_up * h + shapes.shared_ffn * h) / t
-    m_fwd, m_bwd = _fp8_casts(tok, 2.0 * h + shapes.attn_out_in / t + shapes.shared_ffn / t,
-                              shapes.qkv_out / t + h + shapes.shared_up / t + h,
-                              attn_w + sh_w + local_exp * (shapes.expert_up * h + shapes.expert_ffn * h) / et,
+    lat = shapes.latent / t + h / t if shapes.latent else 0.0  # the projections' inputs / outputs on a TP rank's tokens
+    m_fwd, m_bwd = _fp8_casts(tok, 2.0 * h + shapes.attn_out_in / t + shapes.shared_ffn / t + lat,
+                              shapes.qkv_out / t + h + shapes.shared_up / t + h + lat,
+                              attn_w + sh_w + lat_w + local_exp * (shapes.expert_up * w + shapes.expert_ffn * w) / et,
                               rates, fp8_weight_casts)
-    e_fwd, e_bwd = _fp8_casts(ex_tok, h + shapes.expert_ffn / et, shapes.expert_up / et + h, 0.0, rates,
+    e_fwd, e_bwd = _fp8_casts(ex_tok, w + shapes.expert_ffn / et, shapes.expert_up / et + w, 0.0, rates,
                               fp8_weight_casts, (2.0, 2.0, 0.0))
     moe_ew = moe_ew + m_fwd + e_fwd
     fwd = moe_g + a_fwd + moe_ew
-    bwd = b_attn + b_router + b_exp + b_sh + a_bwd + 2.0 * (moe_ew - m_fwd - e_fwd) + m_bwd + e_bwd
+    bwd = b_attn + b_router + b_exp + b_sh + b_lat + a_bwd + 2.0 * (moe_ew - m_fwd - e_fwd) + m_bwd + e_bwd
     # what torchtitan's per-op SAC re-runs of the router and the routed experts (`_op_policy_recompute`)
     routed_g = g_exp + (0.0 if shapes.op_sac_gate_kept else g_router)
     return moe_g, moe_ew, fwd, bwd, routed_g
+
+
+def _latent_proj_time(shapes: ModelShapes, tok, t, rates: Rates, weights: bool, tp_token_split: Any):
+    """(forward GEMM s, backward GEMM s, weight elements) of LatentMoE's fc1_latent_proj (hidden -> latent, before the
+    dispatch) and fc2_latent_proj (latent -> hidden, after the combine); zeros without a latent. Both are TELinear
+    parallel_mode "duplicated" (Megatron-LM moe/moe_layer.py at d98e8a64d): whole weights on every TP rank, run on
+    its sequence-parallel share of the tokens (tok / t; `tp_token_split` False: all of them)."""
+    if not shapes.latent:
+        return 0.0, 0.0, 0.0
+    h, lat = shapes.hidden, shapes.latent
+    tok_p = np.where(np.asarray(tp_token_split, bool), tok / t, tok)
+    down_f, down_b = linear_gemms(tok_p, lat, h, rates, weights)
+    up_f, up_b = linear_gemms(tok_p, h, lat, rates, weights)
+    return down_f + up_f, down_b + up_b, 2.0 * h * lat
 
 
 def expert_token_split(shapes: ModelShapes, per_expert, local, pad_share: float) -> tuple[tuple[Any, Any], ...]:
@@ -733,8 +755,9 @@ def expert_forward_time(shapes: ModelShapes, tokens, et, rates: Rates, act_passe
     MLP's GEMMs at that token count (expert TP `et`), its activation (`act_passes`: traffic relative to the fused
     count) and its tokens' gather and weighted scatter-add (read + write h each). Where the experts run one at a
     time behind a host sync (step_time._expert_loop_excess), this is the GPU work the CPU's issue time races."""
-    g, act, _ = _mlp_time(shapes, shapes.expert_up, shapes.expert_ffn, tokens, et, _expert_rates(rates), act_passes)
-    moved = 4.0 * shapes.hidden * tokens * rates.act_bytes
+    g, act, _ = _mlp_time(shapes, shapes.expert_up, shapes.expert_ffn, tokens, et, _expert_rates(rates), act_passes,
+                          width=shapes.expert_width)
+    moved = 4.0 * (shapes.expert_width or shapes.hidden) * tokens * rates.act_bytes
     return g + stream_time(act + moved, rates)
 
 

@@ -48,10 +48,17 @@ class LayerFlops:
     # chunked-attention layers (ModelArch.attention_chunk / chunk_share): a token sees only its own chunk
     chunk: float = 0.0
     chunk_share: float = 0.0
+    # LatentMoE's fc1_latent_proj + fc2_latent_proj (ModelArch.moe_latent): dense GEMMs of every MoE layer's token
+    latent_proj: float = 0.0
 
     def gemm(self) -> float:
         """All weight GEMMs of the decoder layers (no attention core, no SSD scan, no LM head)."""
-        return self.attn_proj + self.mlp_dense + self.router + self.experts + self.shared + self.mixer
+        return self.attn_proj + self.mlp_dense + self.router + self.experts + self.shared + self.mixer + \
+            self.latent_proj
+
+    def moe_block(self) -> float:
+        """An MoE block's GEMMs beyond attention: router, routed experts, shared experts, latent projections."""
+        return self.router + self.experts + self.shared + self.latent_proj
 
     def mixing(self, seq_len: float) -> float:
         """Sequence-mixing work per token that is not a weight GEMM: the attention core and the SSD scan."""
@@ -69,9 +76,9 @@ class LayerFlops:
         return self.attn_core_per_ctx * ctx
 
 
-def _mlp_gemm_weights(model: ModelArch, inner: int) -> int:
-    """Weight elements of one MLP's GEMMs (no biases): SwiGLU has three matrices, GeLU two."""
-    return (3 if model.mlp == "swiglu" else 2) * model.hidden * inner
+def _mlp_gemm_weights(model: ModelArch, inner: int, width: int = 0) -> int:
+    """Weight elements of one MLP's GEMMs (no biases) on `width` (0: hidden): SwiGLU has three matrices, GeLU two."""
+    return (3 if model.mlp == "swiglu" else 2) * (width or model.hidden) * inner
 
 
 def attention_gemm_weights(model: ModelArch) -> int:
@@ -146,7 +153,7 @@ def selective_recompute_flops(model: ModelArch, seq_len: float, modules: tuple[s
     if "mlp" in modules:
         out += lf.mlp_dense
     if "moe" in modules:
-        out += lf.router + lf.experts + lf.shared
+        out += lf.moe_block()
     elif "shared_experts" in modules:
         out += lf.shared
     return out
@@ -162,12 +169,16 @@ def layer_flops(model: ModelArch) -> LayerFlops:
     d_qk, d_v = model.head_dims
     core = 2.0 * model.heads * (d_qk + d_v) * n_attn
     mlp = 2.0 * _mlp_gemm_weights(model, model.ffn) * n_dense
-    router = experts = shared = 0.0
+    router = experts = shared = latent = 0.0
     if n_moe:
+        # the router reads the hidden state; under LatentMoE the routed experts run on the latent width and the two
+        # projections (hidden x latent each) run once a token (Megatron-Bridge training/utils/flop_utils.py
+        # moe_layer_flops at 067f987df: routed on moe_latent_size plus 4 x hidden x latent forward)
         router = 2.0 * model.hidden * model.experts * n_moe
-        experts = 2.0 * model.experts_per_token * _mlp_gemm_weights(model, model.expert_ffn) * n_moe
+        experts = 2.0 * model.experts_per_token * _mlp_gemm_weights(model, model.expert_ffn, model.expert_width) * n_moe
         if model.shared_expert_ffn:
             shared = 2.0 * _mlp_gemm_weights(model, model.shared_expert_ffn) * n_moe
+        latent = 2.0 * 2.0 * model.hidden * model.moe_latent * n_moe
     lm_head = 2.0 * model.hidden * model.vocab
     mixer = scan = 0.0
     if model.mamba_layers:
@@ -176,7 +187,7 @@ def layer_flops(model: ModelArch) -> LayerFlops:
         mixer = 2.0 * mixer_gemm_weights(model) * model.mamba_layers
         scan = scan_flops_per_token(model) * model.mamba_layers
     return LayerFlops(attn, core, mlp, router, experts, shared, lm_head, float(model.sliding_window),
-                      model.window_share, mixer, scan, float(model.attention_chunk), model.chunk_share)
+                      model.window_share, mixer, scan, float(model.attention_chunk), model.chunk_share, latent)
 
 
 def forward_flops_per_token(model: ModelArch, seq_len: float) -> float:

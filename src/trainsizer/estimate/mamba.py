@@ -142,7 +142,7 @@ def layer_costs(model: ModelArch, seq_len: float) -> np.ndarray:
     per = {"mamba": (lf.mixer + lf.scan) / max(model.mamba_layers, 1),
            "attention": (lf.attn_proj + float(lf.attn_core(seq_len))) / max(model.attention_layers, 1),
            "mlp": lf.mlp_dense / max(model.dense_mlp_layers, 1),
-           "moe": (lf.router + lf.experts + lf.shared) / max(model.moe_layer_count, 1)}
+           "moe": lf.moe_block() / max(model.moe_layer_count, 1)}
     return np.array([per[model.layer_kind(i)] for i in range(model.layers)])
 
 

@@ -1105,7 +1105,7 @@ def _titan_sac_a2a_bytes(model: ModelArch, training: Training, strategy: Strateg
     combine); activations._op_sac_moe_items keeps the rest of the block."""
     ep = np.asarray(getattr(strategy, "ep", 1), float)
     slots = float(model.experts_per_token) * float(training.moe_capacity_factor)
-    per_token = 2.0 * float(act_bytes(training.precision)) * model.hidden * slots
+    per_token = 2.0 * float(act_bytes(training.precision)) * model.expert_width * slots
     return np.where(titan & (rec == 1) & (ep > 1), tokens * per_token / t, 0.0)
 
 
@@ -1473,8 +1473,8 @@ def _expert_weight_copies(b: _Batch, held_layers: Any, has_moe: Any) -> Any:
     m = b.model
     e, k = float(m.experts), float(m.experts_per_token)
     hit = e * (1.0 - (1.0 - k / e) ** b.tokens)
-    copies = b.w16 * hit * float(m.mlp_params(m.expert_ffn)) * held_layers if b.expert_copies else 0.0
-    gate_up = e * float(m.hidden) * m.expert_ffn * (2.0 if m.mlp == "swiglu" else 1.0)
+    copies = b.w16 * hit * float(m.mlp_params(m.expert_ffn, m.expert_width)) * held_layers if b.expert_copies else 0.0
+    gate_up = e * float(m.expert_width) * m.expert_ffn * (2.0 if m.mlp == "swiglu" else 1.0)
     temp = b.w16 * gate_up if b.training.trains_base_weights else 0.0
     return np.where(has_moe, copies + temp, 0.0)
 

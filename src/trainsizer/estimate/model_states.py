@@ -194,17 +194,17 @@ def _lora_linear_shapes(model: ModelArch, moe_layer: bool) -> dict[str, list[tup
             "qkv_proj": [(h, model.q_dim + model.kv_dim + model.v_dim, 1)],
         }
     shapes["o_proj"] = [(model.attn_out_dim, h, 1)]
-    mlps: list[tuple[int, int]] = []  # (inner, copies)
+    mlps: list[tuple[int, int, int]] = []  # (inner, copies, width: a routed expert's is expert_width)
     if moe_layer:
-        mlps.append((model.expert_ffn, model.experts))
+        mlps.append((model.expert_ffn, model.experts, model.expert_width))
         if model.shared_expert_ffn:
-            mlps.append((model.shared_expert_ffn, 1))
+            mlps.append((model.shared_expert_ffn, 1, h))
     else:
-        mlps.append((model.ffn, 1))
+        mlps.append((model.ffn, 1, h))
     gated = model.mlp == "swiglu"
-    shapes["gate_proj"] = [(h, f, n) for f, n in mlps] if gated else []
-    shapes["up_proj"] = [(h, f, n) for f, n in mlps]
-    shapes["down_proj"] = [(f, h, n) for f, n in mlps]
+    shapes["gate_proj"] = [(w, f, n) for f, n, w in mlps] if gated else []
+    shapes["up_proj"] = [(w, f, n) for f, n, w in mlps]
+    shapes["down_proj"] = [(f, w, n) for f, n, w in mlps]
     return shapes
 
 
@@ -373,12 +373,13 @@ def param_layout(model: ModelArch, training: Training) -> ParamLayout:
         ld, le = cache[lp.is_moe]
         t_i = lp.attention + lp.mlp_dense + lp.shared
         tp[i + 1] = tp[i] + t_i
-        rep[i + 1] = rep[i] + lp.norms + lp.router
+        # LatentMoE's projections are whole on every TP rank (TELinear parallel_mode "duplicated"), as the norms
+        rep[i + 1] = rep[i] + lp.norms + lp.router + lp.latent_proj
         exp[i + 1] = exp[i] + lp.experts_total
         moe[i + 1] = moe[i] + int(lp.is_moe)
         lora_d[i + 1] = lora_d[i] + ld
         lora_e[i + 1] = lora_e[i] + le
-        mx = [max(mx[0], t_i), max(mx[1], lp.norms + lp.router), max(mx[2], lp.experts_total)]
+        mx = [max(mx[0], t_i), max(mx[1], lp.norms + lp.router + lp.latent_proj), max(mx[2], lp.experts_total)]
     last = model.layer_params(L - 1)
     mtp = model.mtp_layers
     h = model.hidden

@@ -1616,8 +1616,8 @@ def _expert_bias_time(x: _Step) -> Any:
     slots = x.routed_slots
     b = x.k.expert_bias_deepep_bytes
     gate_up = 2.0 * m.expert_ffn / x.t
-    fwd = gate_up * b["gate_up_forward"] + m.hidden * b["down_forward"]
-    bwd = gate_up * b["gate_up_backward"] + m.hidden * b["down_backward"]
+    fwd = gate_up * b["gate_up_forward"] + m.expert_width * b["down_forward"]
+    bwd = gate_up * b["gate_up_backward"] + m.expert_width * b["down_backward"]
     deepep = compute.stream_time(slots * (fwd * (1.0 + x.moe_rerun) + bwd), x.r, kernels=0.0)
     native = np.where(np.asarray(x.fw.fused_kernels, bool) | (x.strategy_dispatcher not in FLEX_DISPATCHERS), 0.0, deepep)
     mcore = np.where(np.asarray(x.fw.moe_fused_grouped_mlp, bool), _fused_dglu_dbias_time(x, slots),
@@ -1640,7 +1640,7 @@ def _expert_bias_index_add_time(x: _Step) -> Any:
         return 0.0
     b = x.k.expert_bias_index_add
     split = np.where(np.asarray(x.fw.moe_tp_token_split, bool), x.et / x.t, 1.0)
-    elements = x.routed_slots * split * (2.0 * m.expert_ffn / x.et + m.hidden)
+    elements = x.routed_slots * split * (2.0 * m.expert_ffn / x.et + m.expert_width)
     share = m.moe_layer_count / m.layers
     again = 1.0 + x.moe_rerun
     fwd = compute.stream_time(elements * b["forward"] * again, x.r, kernels=2.0 * b["forward_kernels"] * share * again)
@@ -1709,7 +1709,7 @@ def _fused_dglu_dbias_time(x: _Step, slots: Any) -> Any:
     expert TP, inner hidden) at the expert GEMM rate; the backward runs once, recompute or not."""
     us = x.k.fused_dglu_us
     extra = us["with_dbias"] / us["without_dbias"] - 1.0
-    return extra * compute.gemm_time(slots, x.model.expert_ffn / x.et, x.model.hidden, x.r, fixed=False)
+    return extra * compute.gemm_time(slots, x.model.expert_ffn / x.et, x.model.expert_width, x.r, fixed=False)
 
 
 def _mcore_expert_bias_time(x: _Step, slots: Any) -> Any:
@@ -1722,7 +1722,7 @@ def _mcore_expert_bias_time(x: _Step, slots: Any) -> Any:
     flex = ~moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t)
     fwd = np.where(flex, b["down_forward_fp32"], b["down_forward_bf16"])
     bwd = np.where(flex, b["down_backward_fp32"], b["down_backward_bf16"])
-    return compute.stream_time(slots * x.model.hidden * (fwd * (1.0 + x.moe_rerun) + bwd), x.r, kernels=0.0)
+    return compute.stream_time(slots * x.model.expert_width * (fwd * (1.0 + x.moe_rerun) + bwd), x.r, kernels=0.0)
 
 
 def _fp8_expert_padding_time(x: _Step) -> Any:
@@ -2761,7 +2761,9 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
     k_ep = comm.ranks_per_domain(n_ep, stride, x.domain)
     m_ep = comm.zone_members(n_ep, stride, x.system)
     routed = np.where(flex, np.minimum(ranks, routed * np.where(wide, x.et, 1.0)), routed)
-    per_copy = x.tok * seq_share * model.hidden * x.act
+    # a routed copy is expert_width wide: the hidden size, or LatentMoE's latent (fc1_latent_proj runs before the
+    # dispatch, moe_layer.py preprocess at d98e8a64d: every dispatcher carries the projected tokens)
+    per_copy = x.tok * seq_share * model.expert_width * x.act
 
     def a2a_at(r: Any) -> np.ndarray:
         a2a = comm.all_to_all_time(per_copy * routed, n_ep, k_ep, r, x.system, m_ep)
@@ -2830,7 +2832,7 @@ def _permute_in_transport(x: _Step, a2a: Any) -> Any:
     m = x.model
     slots = x.tok * m.experts_per_token * x.training.moe_capacity_factor
     split = np.where(np.asarray(x.fw.moe_tp_token_split, bool), x.et / x.t, 1.0)
-    perm = compute.stream_time(4.0 * m.hidden * slots * split * x.act, x.r, kernels=0.0)
+    perm = compute.stream_time(4.0 * m.expert_width * slots * split * x.act, x.r, kernels=0.0)
     return np.minimum(2.0 * a2a, perm) * (1.0 + x.moe_rerun) + np.minimum(2.0 * a2a, 2.0 * perm)
 
 
@@ -3540,7 +3542,7 @@ def _unbalanced_expert_hides(x: _Step, expert_gathers_s, passes) -> Any:
     shapes = _shapes(x.model)
     moe = _moe_passes(x)
     bucket = deepspeed_zero3_buckets(x.fw.zero3_bucket_sizes, x.model.hidden)[0]
-    linear = shapes.hidden * shapes.expert_ffn / x.et
+    linear = x.model.expert_width * shapes.expert_ffn / x.et
     ahead = np.maximum(np.ceil(np.asarray(bucket, float) / linear), 1.0)
     hides = 0.0
     for experts, tokens in _expert_token_split(x):

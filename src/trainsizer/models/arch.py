@@ -34,15 +34,18 @@ class LayerParams:
     shared: int  # shared experts (+ their gate)
     is_moe: bool
     mixer: int = 0  # Mamba-2 mixer of a hybrid model's M layer (in_proj, conv1d, dt_bias, A_log, D, gated norm, out_proj)
+    # LatentMoE's fc1_latent_proj / fc2_latent_proj (ModelArch.moe_latent): dense, replicated over TP
+    latent_proj: int = 0
 
     @property
     def total(self) -> int:
-        return self.attention + self.norms + self.mlp_dense + self.router + self.experts_total + self.shared + self.mixer
+        return self.attention + self.norms + self.mlp_dense + self.router + self.experts_total + self.shared + \
+            self.mixer + self.latent_proj
 
     @property
     def active(self) -> int:
         return self.attention + self.norms + self.mlp_dense + self.router + self.experts_active + self.shared + \
-            self.mixer
+            self.mixer + self.latent_proj
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,13 @@ class ModelArch:
     ssm_groups: int = 1
     ssm_conv: int = 4
     ssm_chunk: int = 128
+    # LatentMoE (Nemotron 3 Super / Ultra: config.json moe_latent_size; 0 = none): the router and the shared expert read
+    # the hidden state, then fc1_latent_proj (hidden -> latent) runs before the dispatch, the routed experts run on the
+    # latent width (fc1 latent -> ffn, fc2 ffn -> latent), the all-to-all carries latent-wide tokens and
+    # fc2_latent_proj (latent -> hidden) runs after the combine (Megatron-LM megatron/core/transformer/moe/moe_layer.py
+    # preprocess / postprocess, experts.py input_size, at d98e8a64d); both projections are TELinear
+    # parallel_mode="duplicated", is_expert=False: whole on every TP rank, on its sequence-parallel tokens
+    moe_latent: int = 0
 
     def __post_init__(self) -> None:
         if self.head_dim == 0 and self.heads:
@@ -160,6 +170,11 @@ class ModelArch:
     @property
     def is_moe(self) -> bool:
         return self.experts > 0
+
+    @property
+    def expert_width(self) -> int:
+        """The routed experts' input and output width: moe_latent under LatentMoE, else the hidden size."""
+        return self.moe_latent or self.hidden
 
     @property
     def window_share(self) -> float:
@@ -300,9 +315,9 @@ class ModelArch:
             p += 2 * self.head_dim
         return p
 
-    def mlp_params(self, inner: int) -> int:
-        """One MLP (dense, one expert, or the shared experts) of intermediate size `inner`."""
-        h = self.hidden
+    def mlp_params(self, inner: int, width: int = 0) -> int:
+        """One MLP (dense, one expert, or the shared experts) of intermediate size `inner` on `width` (0: hidden)."""
+        h = width or self.hidden
         if self.mlp == "swiglu":
             p = 3 * h * inner
             return p + (2 * inner + h if self.mlp_bias else 0)
@@ -320,15 +335,22 @@ class ModelArch:
             return LayerParams(0, norm, self.mlp_params(self.ffn), 0, 0, 0, 0, False)
         return self._moe_params(0, norm)
 
+    def latent_proj_params(self) -> int:
+        """LatentMoE's two projections, hidden x latent each (+ their biases with mlp_bias: Megatron-Core's
+        add_bias_linear); 0 without a latent width."""
+        if not self.moe_latent:
+            return 0
+        return 2 * self.hidden * self.moe_latent + (self.moe_latent + self.hidden if self.mlp_bias else 0)
+
     def _moe_params(self, attn: int, norms: int) -> LayerParams:
-        one_expert = self.mlp_params(self.expert_ffn)
+        one_expert = self.mlp_params(self.expert_ffn, self.expert_width)
         router = self.hidden * self.experts + (self.experts if self.router_bias else 0)
         shared = self.mlp_params(self.shared_expert_ffn) if self.shared_expert_ffn else 0
         if self.shared_expert_gate:
             shared += self.hidden
         return LayerParams(attention=attn, norms=norms, mlp_dense=0, router=router,
                            experts_total=self.experts * one_expert, experts_active=self.experts_per_token * one_expert,
-                           shared=shared, is_moe=True)
+                           shared=shared, is_moe=True, latent_proj=self.latent_proj_params())
 
     def layer_params(self, index: int) -> LayerParams:
         if self.layer_pattern:

@@ -645,15 +645,16 @@ _NEMOTRON_H_IRRELEVANT = _ROPE | _DROPOUT | {
     "mamba_chunk_size"}
 
 
-def _no_latent_moe(c: ConfigReader) -> None:
-    """Refuse LatentMoE (Nemotron 3 Super / Ultra: moe_latent_size): Megatron-Core projects each token to the latent
-    width before dispatch and back after (Megatron-Bridge models/nemotronh/nemotron_h_bridge.py at 067f987df:
-    fc1_latent_proj / fc2_latent_proj), so the routed experts, their GEMMs and the all-to-all are latent-wide, which
-    ModelArch has no field for (docs/known-gaps.md 240)."""
-    c.used.add("moe_latent_size")
-    latent = c.raw.get("moe_latent_size")
-    if latent not in (None, 0):
-        raise SpecError(c.where("moe_latent_size"), msg("hybrid_latent_moe"), value=latent)
+def _latent_moe(c: ConfigReader, hidden: int) -> int:
+    """LatentMoE's width (Nemotron 3 Super / Ultra: moe_latent_size; absent, null or 0: none): Megatron-Core projects
+    each token from the hidden size to it before the dispatch and back after the combine (Megatron-Bridge
+    models/nemotronh/nemotron_h_bridge.py at 067f987df maps it to the provider's moe_latent_size and
+    fc1_latent_proj / fc2_latent_proj; ModelArch.moe_latent says what runs at which width). A latent wider than the
+    hidden size is refused: it would be no projection down (docs/known-gaps.md 247)."""
+    latent = c.opt_int("moe_latent_size", 0, 0, note=False)
+    if latent > hidden:
+        raise SpecError(c.where("moe_latent_size"), msg("moe_latent_wider", hidden=hidden), value=latent)
+    return latent
 
 
 def _hybrid_mtp_note(c: ConfigReader) -> None:
@@ -696,7 +697,7 @@ def _nemotron_h(c: ConfigReader) -> dict[str, Any]:
     bias = c.opt_bool("attention_bias", False)
     if c.opt_bool("mamba_proj_bias", False):
         raise SpecError(c.where("mamba_proj_bias"), msg("hybrid_proj_bias"), value=True)
-    _no_latent_moe(c)
+    latent = _latent_moe(c, hidden)
     _hybrid_mtp_note(c)
     kw: dict[str, Any] = dict(
         layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
@@ -717,7 +718,8 @@ def _nemotron_h(c: ConfigReader) -> dict[str, Any]:
         _check_topk(c, "num_experts_per_tok", k, experts)
         kw.update(experts=experts, experts_per_token=k, expert_ffn=c.req_int("moe_intermediate_size"),
                   shared_expert_ffn=c.opt_int("moe_shared_expert_intermediate_size", 0, 0, note=False),
-                  router_bias=True, router_fp32=True)  # Megatron-Bridge NemotronHModelProvider moe_router_dtype "fp32"
+                  router_bias=True, router_fp32=True,  # Megatron-Bridge NemotronHModelProvider moe_router_dtype "fp32"
+                  moe_latent=latent)
     c.used.update({"mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", "chunk_size",
                    "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size",
                    "moe_shared_expert_intermediate_size"})

@@ -61,6 +61,7 @@ class InlineModelSpec(BaseModel):
     mlp_only_layers: list[int] | None = None
     router_bias: bool | None = None
     router_fp32: bool | None = None
+    moe_latent: int | None = NonNeg  # LatentMoE's width (ModelArch.moe_latent; 0: the experts on the hidden size)
     expert_groups: int | None = Pos  # group-limited routing (ModelArch.expert_groups)
     expert_groups_per_token: int | None = Pos
     attention: Literal["gqa", "mla"] | None = None
@@ -178,8 +179,10 @@ def _check(v: dict[str, Any], where: str) -> None:
             raise bad("expert_groups", msg("model_must_divide_experts", experts=experts))
         if v.get("expert_groups_per_token", 1) > groups:
             raise bad("expert_groups_per_token", msg("model_exceeds", what="expert_groups", n=groups))
+        if v.get("moe_latent", 0) > hidden:
+            raise bad("moe_latent", msg("moe_latent_wider", hidden=hidden))
     else:
-        for key in ("experts_per_token", "expert_ffn", "shared_expert_ffn", "dense_layers"):
+        for key in ("experts_per_token", "expert_ffn", "shared_expert_ffn", "dense_layers", "moe_latent"):
             if v.get(key):
                 raise bad(key, msg("model_only_with_experts"))
         for key in ("expert_groups", "expert_groups_per_token"):
