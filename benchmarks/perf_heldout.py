@@ -112,6 +112,8 @@ def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
     routing = extra.pop("moe_routing", None)  # job level, like flash_attention
     bf16_layers = extra.pop("bf16_layers", None)  # job level
     pad_share = extra.pop("pad_share", None)  # job level: rows padded to seq_len
+    capacity = extra.pop("moe_capacity_factor", None)  # job level: a padded token drop's capacity (Job field)
+    mtp_passes = extra.pop("mtp_passes", None)  # job level: Megatron-Core mtp_num_layers under mtp_use_repeated_layer
     mask = extra.pop("explicit_attention_mask", None)  # job level: SDPA handed the padded batch's mask
     dropouts = {k: float(extra.pop(k)) for k in ("hidden_dropout", "attention_dropout") if k in extra}  # job level
     per_node = extra.pop("per_node", None)  # hardware level
@@ -136,6 +138,10 @@ def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
         job["bf16_layers"] = bf16_layers
     if pad_share:
         job["pad_share"] = float(pad_share)
+    if capacity:
+        job["moe_capacity_factor"] = float(capacity)
+    if mtp_passes:
+        job["mtp_passes"] = int(mtp_passes)
     if mask is not None:
         job["explicit_attention_mask"] = mask
     return {**job, **dropouts}

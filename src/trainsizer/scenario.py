@@ -226,6 +226,8 @@ def resolve_job(source: Path | str | Mapping[str, Any] | Job, catalog: Catalog,
         notes += [msg("note_field_renamed", old=k, new=v) for k, v in job.strategy.renamed_from.items()]
     training = _training(job)
     _check_batch_within_data(training, origin)
+    if job.mtp_passes and not model.mtp_layers:
+        raise SpecError(f"{origin}: mtp_passes", msg("job_mtp_passes_no_mtp", model=model.name), value=job.mtp_passes)
     notes += _past_positions_note(job, model)
     if job.global_batch.tokens is not None and job.global_batch.tokens % job.seq_len:
         notes.append(msg("note_batch_tokens_rounded", tokens=job.global_batch.tokens, seq_len=job.seq_len,
@@ -323,6 +325,7 @@ def _training(job: Job) -> Training:
         explicit_attention_mask=_explicit_attention_mask(job),
         tokens_total=_tokens_total(job),
         moe_capacity_factor=job.moe_capacity_factor,
+        mtp_passes=job.mtp_passes or 0,
         moe_routing=job.moe_routing,
         pad_share=job.pad_share,
         hidden_dropout=job.hidden_dropout,

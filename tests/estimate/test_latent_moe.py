@@ -85,7 +85,7 @@ def test_projections_are_replicated_over_tp_in_the_layout():
 
 
 def _job(latent: int, gpus: int = 8, **strategy) -> dict:
-    model = {"preset": SUPER, "moe_latent": latent}
+    model = {"preset": SUPER, "moe_latent": latent, "mtp_layers": 0}  # no MTP module: the stack's layers alone
     return {"model": model, "method": "full", "data": {"tokens": 1e9}, "seq_len": 4096,
             "global_batch": {"sequences": 256}, "precision": "bf16",
             "hardware": {"accelerator": "h100-sxm-80gb", "count": gpus},
@@ -101,7 +101,7 @@ def test_all_to_all_carries_the_latent_width():
     """The dispatch / combine all-to-all moves expert_width-wide tokens: at latent = hidden what the plain model
     moves; halving the latent takes it toward half (bandwidth-bound at 4,096-token micro-batches over 8 GPUs)."""
     full = _run(4096)["time"]["breakdown_s"]["ep_comm"]
-    plain = evaluate(resolve_job(dict(_job(0), model={"preset": SUPER, "moe_latent": 0}), CAT), CAT)
+    plain = evaluate(resolve_job(_job(0), CAT), CAT)
     assert plain["time"]["breakdown_s"]["ep_comm"] == pytest.approx(full, rel=1e-9)
     one, half = _run(1024)["time"]["breakdown_s"]["ep_comm"], _run(512)["time"]["breakdown_s"]["ep_comm"]
     assert 0.0 < half < one < full

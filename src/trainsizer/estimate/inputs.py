@@ -71,6 +71,9 @@ class Training:
     # to capacity_factor x tokens*top_k/experts. Scales the dispatched (routed) activations, the expert GEMMs,
     # the token permutation and the EP all-to-all on the busiest GPU. A named input, not fitted.
     moe_capacity_factor: float = 1.0
+    # MTP passes a step (Job.mtp_passes: one module's weights run this many times); 0 = one a module
+    # (ModelArch.mtp_layers; model_states.mtp_passes)
+    mtp_passes: int = 0
     # Which experts a balanced router gives a token (names.MOE_ROUTINGS): "random" (k distinct experts uniformly) or
     # "round-robin" (token i: experts k i ... k i + k - 1 mod E, torchtitan's debug force-balance, which still runs the
     # gate GEMM) or "fake-balanced" (the same experts from NeMo AutoModel's FakeBalancedGate, no gate GEMM). Sets how

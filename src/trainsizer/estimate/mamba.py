@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from trainsizer.estimate.calibration import load_constants
-from trainsizer.models.arch import ModelArch
+from trainsizer.models.arch import HYBRID_SYMBOLS, ModelArch
 
 # the SSD scan's kernels and the layout copies, counted from the code (perf_constants.yaml `mamba:`)
 MAMBA: dict[str, dict[str, float]] = {name: {k: float(v) for k, v in d.items()}
@@ -132,18 +132,34 @@ def mixer_saved_items(model: ModelArch, a: float, g: float, norm: float, trains:
     return float(sp), float(tp), d
 
 
-def layer_costs(model: ModelArch, seq_len: float) -> np.ndarray:
-    """Forward FLOPs per token of each layer of a hybrid model, by its kind (the cost a pipeline split weighs): a Mamba-2
-    layer its mixer GEMMs and scan, an attention layer its projections and core at `seq_len`, an MLP or MoE layer its
-    (active) GEMMs (estimate.flops.layer_flops per kind)."""
+def kind_costs(model: ModelArch, seq_len: float) -> dict[str, float]:
+    """Forward FLOPs per token of one layer of each kind of a hybrid model (the cost a pipeline split weighs): a
+    Mamba-2 layer its mixer GEMMs and scan, an attention layer its projections and core at `seq_len`, an MLP or MoE
+    layer its (active) GEMMs (estimate.flops.layer_flops per kind; 0 for a kind the stack does not hold)."""
     from trainsizer.estimate.flops import layer_flops
 
     lf = layer_flops(model)
-    per = {"mamba": (lf.mixer + lf.scan) / max(model.mamba_layers, 1),
-           "attention": (lf.attn_proj + float(lf.attn_core(seq_len))) / max(model.attention_layers, 1),
-           "mlp": lf.mlp_dense / max(model.dense_mlp_layers, 1),
-           "moe": lf.moe_block() / max(model.moe_layer_count, 1)}
+    return {"mamba": (lf.mixer + lf.scan) / max(model.mamba_layers, 1),
+            "attention": (lf.attn_proj + float(lf.attn_core(seq_len))) / max(model.attention_layers, 1),
+            "mlp": lf.mlp_dense / max(model.dense_mlp_layers, 1),
+            "moe": lf.moe_block() / max(model.moe_layer_count, 1)}
+
+
+def layer_costs(model: ModelArch, seq_len: float) -> np.ndarray:
+    """Forward FLOPs per token of each layer of a hybrid model, by its kind (`kind_costs`)."""
+    per = kind_costs(model, seq_len)
     return np.array([per[model.layer_kind(i)] for i in range(model.layers)])
+
+
+def mtp_block_layers(model: ModelArch, seq_len: float) -> float:
+    """One MTP module's layers in the model's average decoder layers: 1 for the last layer repeated (DeepSeek-V3's
+    form); a hybrid module's pattern (ModelArch.mtp_pattern, Nemotron 3 Super's '*E') by its layers' forward FLOPs
+    over the average layer's (`kind_costs`, the weighing `stage_imbalance` gives a pipeline stage)."""
+    if not model.mtp_pattern or not model.is_hybrid:
+        return 1.0
+    per = kind_costs(model, seq_len)
+    mean = float(np.mean(layer_costs(model, seq_len)))
+    return float(sum(per[HYBRID_SYMBOLS[s]] for s in model.mtp_pattern) / max(mean, 1e-30))
 
 
 def stage_imbalance(model: ModelArch, seq_len: float, pp: Any, vpp: Any) -> Any:

@@ -86,6 +86,7 @@ from trainsizer.estimate.model_states import (
     kbit_upcast,
     load_memory_constants,
     lora_targets,
+    mtp_passes,
     nf4_recast,
     optimizer_impl,
     param_layout,
@@ -1376,9 +1377,10 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
     lay, model, pre = b.pre.layout, b.model, b.pre
     hi, tokens, sp_div, rec, t = pre.heads, b.tokens, b.sp_div, b.rec, b.t
     by_prof = b.by_prof
-    mtp = _on(g.is_last, float(model.mtp_layers), 0.0)
-    n_moe = b.ssum(lay.cum_moe, g.start, g.stop, g.n_layers) + mtp
-    n_all = g.n_layers + mtp
+    # the MTP passes' layers (model_states.mtp_passes; a hybrid module's pattern, DeepSeek-V3's one MoE layer)
+    mtp = _on(g.is_last, float(mtp_passes(model, b.training)), 0.0)
+    n_moe = b.ssum(lay.cum_moe, g.start, g.stop, g.n_layers) + mtp * model.mtp_block_moe_layers()
+    n_all = g.n_layers + mtp * len(model.mtp_block_params())
     # recompute full: the layers Megatron's recompute_method checkpoints keep the full-recompute items, the others
     # (block) every activation (partial_recompute.py; every layer checkpointed without a method)
     part = chunk_shares(*b.partial_recompute, g.n_layers / np.maximum(b.v, 1.0))
@@ -1426,7 +1428,7 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
     # loss_parallel false: the head's ColwiseParallel output is gathered (output_layouts Replicate), so every TP rank
     # holds and differentiates the whole micro-batch's logits
     logit_elems = _on(g.is_last, tokens * model.vocab / (1.0 if b.gathered_logits else t), 0.0)
-    items["logits"] = logit_elems * lg_saved * (1 + model.mtp_layers)
+    items["logits"] = logit_elems * lg_saved * (1 + mtp_passes(model, b.training))
     items["loss_backward_temporaries"] = logit_elems * lg_extra
     if b.training.method == "qlora":
         items["nf4_dequant_transient"] = _nf4_dequant_transient(b, g, items["logits"] + items["loss_backward_temporaries"])

@@ -371,7 +371,9 @@ def param_layout(model: ModelArch, training: Training) -> ParamLayout:
         if lp.is_moe not in cache:
             cache[lp.is_moe] = lora_layer_params(model, training, lp.is_moe)
         ld, le = cache[lp.is_moe]
-        t_i = lp.attention + lp.mlp_dense + lp.shared
+        # a hybrid's Mamba-2 mixer splits over TP as attention does (Megatron-Core MambaMixer: in_proj column-, out_proj
+        # row-parallel, conv1d / dt_bias / A_log / D / norm over the TP rank's heads)
+        t_i = lp.attention + lp.mlp_dense + lp.shared + lp.mixer
         tp[i + 1] = tp[i] + t_i
         # LatentMoE's projections are whole on every TP rank (TELinear parallel_mode "duplicated"), as the norms
         rep[i + 1] = rep[i] + lp.norms + lp.router + lp.latent_proj
@@ -380,9 +382,12 @@ def param_layout(model: ModelArch, training: Training) -> ParamLayout:
         lora_d[i + 1] = lora_d[i] + ld
         lora_e[i + 1] = lora_e[i] + le
         mx = [max(mx[0], t_i), max(mx[1], lp.norms + lp.router + lp.latent_proj), max(mx[2], lp.experts_total)]
-    last = model.layer_params(L - 1)
+    block = model.mtp_block_params()
     mtp = model.mtp_layers
     h = model.hidden
+    # a hybrid module's own final norm beside enorm / hnorm (Megatron-Core MultiTokenPredictionLayer final_layernorm;
+    # Nemotron 3 Super's card counts its 3 norms); DeepSeek-V3's two
+    mtp_norms = 3 if model.mtp_pattern else 2
     t = lora_targets(training)
     return ParamLayout(
         layers=L,
@@ -397,9 +402,9 @@ def param_layout(model: ModelArch, training: Training) -> ParamLayout:
         lm_head_tied_copy=model.vocab * h if model.tied_embeddings else 0,
         final_norm=model.final_norm_params,
         # DeepSeek-V3 MTP module: one decoder layer + eh_proj (2h -> h) + two norms (enorm, hnorm).
-        mtp_tp=mtp * (last.attention + last.mlp_dense + last.shared + 2 * h * h),
-        mtp_rep=mtp * (last.norms + last.router + 2 * model.final_norm_params),
-        mtp_exp=mtp * last.experts_total,
+        mtp_tp=mtp * (sum(lp.attention + lp.mlp_dense + lp.shared + lp.mixer for lp in block) + 2 * h * h),
+        mtp_rep=mtp * (sum(lp.norms + lp.router + lp.latent_proj for lp in block) + mtp_norms * model.final_norm_params),
+        mtp_exp=mtp * sum(lp.experts_total for lp in block),
         max_layer_tp=mx[0],
         max_layer_rep=mx[1],
         max_layer_exp=mx[2],
@@ -407,6 +412,14 @@ def param_layout(model: ModelArch, training: Training) -> ParamLayout:
         lora_head_copy=(model.lm_head_params or model.vocab * h) if "lm_head" in t else 0,
         lora_head_adapter=training.lora_rank * (h + model.vocab) if "lm_head_adapter" in t else 0,
     )
+
+
+def mtp_passes(model: ModelArch, training: Training) -> int:
+    """MTP module passes a step on the last stage: Training.mtp_passes (Megatron-Core mtp_num_layers under
+    mtp_use_repeated_layer), else one a module (ModelArch.mtp_layers); 0 for a model without MTP."""
+    if not model.mtp_layers:
+        return 0
+    return training.mtp_passes or model.mtp_layers
 
 
 @lru_cache(maxsize=64)

@@ -65,6 +65,7 @@ from trainsizer.estimate.framework import (
 from trainsizer.estimate.host_sync import drain_excess_s, host_figure
 from trainsizer.estimate.inputs import System, Training
 from trainsizer.estimate.kbit_stream import Fp32Stream, fp32_stream
+from trainsizer.estimate.mamba import mtp_block_layers
 from trainsizer.estimate.model_states import (
     MLP_INPUT_LINEARS,
     ROW_PARALLEL_LINEARS,
@@ -80,6 +81,7 @@ from trainsizer.estimate.model_states import (
     lora_dropout_on_output,
     lora_targets,
     lora_trainable_params,
+    mtp_passes,
     nf4_fp16_compute,
     nf4_recast,
     optimizer_impl,
@@ -2903,13 +2905,19 @@ def _micro_batch(x: _Step, lt: compute.LayerTimes, layer_mb: np.ndarray) -> _Mic
                             + _moe_dispatch_sync_excess(x),
                             _cp_comm(x, lt),
                             _ep_comm(x, tp_per_layer))
+    imbalance = 1.0
     if x.model.is_hybrid:  # the rank whose chunks hold the costlier layers sets the pace (mamba.stage_imbalance)
         from trainsizer.estimate.mamba import stage_imbalance
 
-        per_layer = per_layer.scaled(stage_imbalance(x.model, float(x.training.seq_len), x.p, x.v))
+        imbalance = stage_imbalance(x.model, float(x.training.seq_len), x.p, x.v)
+        per_layer = per_layer.scaled(imbalance)
     slots = (x.model.layers, x.p, x.a["pipeline_embedding_layer"], x.a["pipeline_loss_layer"], *x.stage_edges)
     n_first, n_last = pipeline.first_last_stage_layers(*slots)
-    last = _stage_micro_batch(x, lt, per_layer, t_ar, n_last, 1.0, mtp=float(x.model.mtp_layers))
+    passes = float(mtp_passes(x.model, x.training))
+    # a pass's layers in average decoder layers (a hybrid module by its FLOPs: mamba.mtp_block_layers), in the paced
+    # rank's units
+    mtp_layers = passes * mtp_block_layers(x.model, float(x.training.seq_len)) / imbalance
+    last = _stage_micro_batch(x, lt, per_layer, t_ar, n_last, 1.0, mtp=passes, mtp_layers=mtp_layers)
     if np.any(np.asarray(x.fw.pipeline_schedule) == "dualpipe"):
         last = _dualpipe_end_rank(x, last, _stage_micro_batch(x, lt, per_layer, t_ar, n_first, 0.0))
     other = _stage_micro_batch(x, lt, per_layer, t_ar, pipeline.most_loaded_stage_layers(*slots), 0.0)
@@ -2944,15 +2952,16 @@ class _StageLayer:
 
 
 def _stage_micro_batch(x: _Step, lt: compute.LayerTimes, per: _StageLayer, t_ar: Any, n_stage: Any,
-                       head_w: float, mtp: float = 0.0) -> _MicroBatch:
+                       head_w: float, mtp: float = 0.0, mtp_layers: Any = 0.0) -> _MicroBatch:
     """One micro-batch on a stage of `n_stage` decoder layers, with the LM head and loss where head_w is 1, and
-    `mtp` multi-token-prediction modules (ModelArch.mtp_layers on the last stage, as memory.py holds them). Each
+    `mtp` multi-token-prediction passes (model_states.mtp_passes, on the last stage, as memory.py holds them), their
+    layers `mtp_layers` average decoder layers. Each
     module (Megatron-Core multi_token_prediction.py, DeepSeek-V3 report s2.2) runs its input side
     (compute.mtp_projection: two norms and eh_proj 2h -> h, again under full recompute, whose _checkpointed_forward
     re-runs it), one transformer layer, timed as the model's average decoder layer (its terms: compute, TP, host,
     CP, EP), and the shared LM head with its loss once more."""
     training = x.training
-    n_stage = np.asarray(n_stage, float) + mtp + np.zeros_like(np.asarray(per.compute, float))
+    n_stage = np.asarray(n_stage, float) + mtp_layers + np.zeros_like(np.asarray(per.compute, float))
     head_w = np.full(n_stage.shape, head_w * (1.0 + mtp))
     compute_mb = n_stage * per.compute + head_w * (lt.head_fwd + lt.head_bwd)
     if mtp:
@@ -3187,7 +3196,7 @@ def _deferred_head_wgrad(x: _Step, lt: compute.LayerTimes, mb: _MicroBatch, t_mb
         return zero, zero
     limit = x.wgrad_deferral_limit
     k = x.m if not limit else np.minimum(float(limit), x.m)
-    w = compute.lm_head_wgrad_time(_shapes(x.model), x.tok, x.t, x.r) * (1.0 + float(x.model.mtp_layers))
+    w = compute.lm_head_wgrad_time(_shapes(x.model), x.tok, x.t, x.r) * (1.0 + float(mtp_passes(x.model, x.training)))
     paced_by_last = (x.p > 1) & (np.asarray(mb.head_w) > 0)
     pace = np.maximum(mb.headless_total + (t_mb - mb.total), t_mb - w)
     saved = np.where(paced_by_last, k * np.maximum(t_mb - pace, 0.0), 0.0)

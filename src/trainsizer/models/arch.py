@@ -124,6 +124,10 @@ class ModelArch:
     qk_rope_head_dim: int = 0
     v_head_dim: int = 0
     mtp_layers: int = 0  # DeepSeek-V3 multi-token prediction modules (not in the headline count)
+    # a hybrid model's MTP module as HYBRID_SYMBOLS (Nemotron 3 Super: config.json mtp_hybrid_override_pattern '*E', an
+    # attention and an MoE layer; Megatron-Bridge nemotron_h_bridge.py _hf_mtp_config at 067f987df); "" = the last
+    # decoder layer repeated, DeepSeek-V3's form (Megatron-Core multi_token_prediction.py)
+    mtp_pattern: str = ""
     source: str = ""  # where the config came from (preset file, config.json path)
     notes: tuple[str, ...] = field(default=())
     # Added after the skeleton (defaults keep older constructors valid):
@@ -360,6 +364,16 @@ class ModelArch:
         if not self.layer_is_moe(index):
             return LayerParams(attn, norms, self.mlp_params(self.ffn), 0, 0, 0, 0, False)
         return self._moe_params(attn, norms)
+
+    def mtp_block_params(self) -> tuple[LayerParams, ...]:
+        """The layers of one MTP module (its eh_proj and norms apart): the pattern's, or the last decoder layer."""
+        if self.mtp_pattern:
+            return tuple(self._hybrid_layer_params(HYBRID_SYMBOLS[s]) for s in self.mtp_pattern)
+        return (self.layer_params(self.layers - 1),)
+
+    def mtp_block_moe_layers(self) -> int:
+        """MoE layers in one MTP module (the last decoder layer's kind without a pattern, as memory counts it)."""
+        return self.mtp_pattern.count("E") if self.mtp_pattern else 1
 
     @cached_property
     def embedding_params(self) -> int:

@@ -657,16 +657,33 @@ def _latent_moe(c: ConfigReader, hidden: int) -> int:
     return latent
 
 
-def _hybrid_mtp_note(c: ConfigReader) -> None:
-    """A Nemotron-H MTP head (num_nextn_predict_layers with mtp_hybrid_override_pattern, or the transformers form
-    mtp_layers_block_type; Megatron-Bridge nemotron_h_bridge.py _hf_mtp_config at 067f987df) is a block of its own
-    pattern ('*E': attention, then MoE) that ModelArch.mtp_layers, the last decoder layer repeated, does not describe:
-    noted, not sized (docs/known-gaps.md 240)."""
+_BLOCK_TYPE_SYMBOLS = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}  # transformers NemotronHConfig words
+
+
+def _hybrid_mtp(c: ConfigReader, pattern: str) -> dict[str, Any]:
+    """A Nemotron-H MTP head: num_nextn_predict_layers modules, each a block of its own pattern
+    (mtp_hybrid_override_pattern '*E', or transformers' list form mtp_layers_block_type ["attention", "moe"], its
+    default; Megatron-Bridge nemotron_h_bridge.py _hf_mtp_config at 067f987df) with eh_proj and its norms: ModelArch
+    mtp_layers / mtp_pattern (docs/known-gaps.md 247)."""
+    from trainsizer.models.hybrid import check_layer_pattern
+
     c.used.update({"mtp_hybrid_override_pattern", "mtp_layers_block_type"})
     depth = c.opt_int("num_nextn_predict_layers", 0, 0, note=False)
-    if depth:
-        block = c.raw.get("mtp_hybrid_override_pattern") or c.raw.get("mtp_layers_block_type") or "?"
-        c.notes.append(msg("hybrid_mtp_not_sized", n=depth, block=str(block)))
+    if not depth:
+        return {}
+    key, block = "mtp_hybrid_override_pattern", c.raw.get("mtp_hybrid_override_pattern")
+    if block is None:
+        key, words = "mtp_layers_block_type", c.raw.get("mtp_layers_block_type", ["attention", "moe"])
+        if not isinstance(words, list) or any(w not in _BLOCK_TYPE_SYMBOLS for w in words):
+            raise SpecError(c.where(key), msg("hybrid_mtp_block_words", allowed=Listing(_BLOCK_TYPE_SYMBOLS)),
+                            value=words)
+        block = "".join(_BLOCK_TYPE_SYMBOLS[w] for w in words)
+    if not isinstance(block, str) or not block:
+        raise SpecError(c.where(key), msg("hf_string"), value=block)
+    check_layer_pattern(block, len(block), c.where(key))
+    if any(s not in pattern for s in block):  # weighed by the stack's own layers (estimate.mamba.mtp_block_layers)
+        raise SpecError(c.where(key), msg("hybrid_mtp_kinds", pattern=pattern), value=block)
+    return {"mtp_layers": depth, "mtp_pattern": block}
 
 
 def _nemotron_h(c: ConfigReader) -> dict[str, Any]:
@@ -698,14 +715,14 @@ def _nemotron_h(c: ConfigReader) -> dict[str, Any]:
     if c.opt_bool("mamba_proj_bias", False):
         raise SpecError(c.where("mamba_proj_bias"), msg("hybrid_proj_bias"), value=True)
     latent = _latent_moe(c, hidden)
-    _hybrid_mtp_note(c)
+    mtp = _hybrid_mtp(c, pattern)
     kw: dict[str, Any] = dict(
         layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
         vocab=c.req_int("vocab_size"), max_position=c.opt_int("max_position_embeddings", 4096, 1),
         mlp="relu2", norm="rmsnorm", position="rope",
         ffn=c.opt_int("intermediate_size", 0, 0, note=False),
         tied_embeddings=c.opt_bool("tie_word_embeddings", False), qkv_bias=bias, out_bias=bias,
-        mlp_bias=c.opt_bool("mlp_bias", False), layer_pattern=pattern)
+        mlp_bias=c.opt_bool("mlp_bias", False), layer_pattern=pattern, **mtp)
     if "M" in pattern:
         kw.update(ssm_heads=c.req_int("mamba_num_heads"), ssm_head_dim=c.req_int("mamba_head_dim"),
                   ssm_state=c.req_int("ssm_state_size"), ssm_groups=c.opt_int("n_groups", 8, 1),

@@ -71,6 +71,7 @@ class InlineModelSpec(BaseModel):
     qk_rope_head_dim: int | None = NonNeg
     v_head_dim: int | None = NonNeg
     mtp_layers: int | None = NonNeg
+    mtp_pattern: str | None = None  # a hybrid MTP module's symbols (ModelArch.mtp_pattern; "" = the last layer)
     sliding_window: int | None = NonNeg
     window_layers: int | None = NonNeg
     attention_chunk: int | None = NonNeg
@@ -205,6 +206,8 @@ def _check(v: dict[str, Any], where: str) -> None:
     pattern = v.get("layer_pattern", "")
     if pattern:
         _check_hybrid(v, where)
+    elif v.get("mtp_pattern"):
+        raise bad("mtp_pattern", msg("hybrid_mtp_kinds", pattern=""))
     probe = ModelArch(**v)
     dense = [i for i in range(layers) if probe.layer_kind(i) in ("layer", "mlp") and not probe.layer_is_moe(i)]
     if dense and not v.get("ffn"):
@@ -225,3 +228,8 @@ def _check_hybrid(v: dict[str, Any], where: str) -> None:
         check_mixer(v["ssm_heads"], v.get("ssm_groups", 1), f"{where}.ssm_groups")
     if "E" in pattern and not v.get("experts"):
         raise SpecError(f"{where}.experts", msg("hybrid_needs_experts"), value=v.get("experts"))
+    block = v.get("mtp_pattern", "")
+    if block:  # an MTP module's layers are of the stack's kinds (estimate.mamba.mtp_block_layers weighs them so)
+        check_layer_pattern(block, len(block), f"{where}.mtp_pattern")
+        if any(s not in pattern for s in block):
+            raise SpecError(f"{where}.mtp_pattern", msg("hybrid_mtp_kinds", pattern=pattern), value=block)

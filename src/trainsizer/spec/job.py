@@ -924,6 +924,10 @@ class Job(_Strict):
     # token drop (Megatron-Core moe_expert_capacity_factor with moe_pad_expert_input_to_capacity) is stated the same
     # way: every rank at the capacity factor.
     moe_capacity_factor: float = Field(1.0, gt=0, le=16)
+    # multi-token prediction passes a step: Megatron-Core mtp_num_layers under mtp_use_repeated_layer, the model's MTP
+    # module (its one set of weights) run this many times, each with the LM head and loss once more (Megatron-Bridge's
+    # Nemotron 3 Super recipes: 2 on a config of one module); null = one pass a module (the model's MTP modules)
+    mtp_passes: int | None = Field(None, ge=1, le=16)
     # which experts a balanced router picks for a token (names.MOE_ROUTINGS): random (a trained router, Megatron-Core's
     # forced balance) | round-robin (consecutive experts: torchtitan's debug force-balance, the gate GEMM still run) |
     # fake-balanced (the same experts from NeMo AutoModel's fake_balanced_gate, which runs no gate GEMM); sets how many
