@@ -298,6 +298,13 @@ def time_summary(name: str, run: Run) -> str:
             f"refused {len(refused)}")
 
 
+def card_flops_ratio(card_flops: dict[str, tuple[float, float]], r: dict[str, str], result: dict[str, Any]) -> float:
+    """The estimate's model FLOPs a step over a Megatron-Bridge model card's: its model TFLOP/s a GPU x step time x
+    GPUs; `card_flops`: row id -> (last_10_steps_model_tflops_per_gpu_avg, last_10_steps_step_time_ms_avg)."""
+    tflops, step_ms = card_flops[r["id"]]
+    return float(result["time"]["model_flops_per_step"]) / (tflops * 1e12 * step_ms / 1e3 * int(r["gpu_count"]))
+
+
 def step_line(c: Case, result: dict[str, Any], width: int) -> str:
     """A scored row (published, predicted, error) with the estimate's step and its terms over 5 ms; a refused one with
     the estimator's error."""

@@ -41,10 +41,8 @@ rows, models, run_all, job, fits = BATCH.rows, BATCH.models, BATCH.run_all, BATC
 
 
 def card_flops_ratio(r: dict[str, str], result: dict[str, Any]) -> float:
-    """The estimate's model FLOPs a step over the card's (model TFLOP/s a GPU x step time x GPUs)."""
-    tflops, step_ms = CARD_FLOPS[r["id"]]
-    card = tflops * 1e12 * step_ms / 1e3 * int(r["gpu_count"])
-    return float(result["time"]["model_flops_per_step"]) / card
+    """The estimate's model FLOPs a step over the card's (perf_heldout.card_flops_ratio)."""
+    return ph.card_flops_ratio(CARD_FLOPS, r, result)
 
 
 def main() -> None:
