@@ -348,6 +348,22 @@ class Batch:
                                                                 else shipped, archs), source_label) + out
 
 
+def said_lines(cs: list[Case]) -> str:
+    """A batch's refused rows and the rows that ran but are said not to fit, each with its reason (docs/known-gaps.md
+    249 (e))."""
+    refused = [c for c in cs if c.metric == "refused"]
+    unfit = [c for c in cs if c.metric == "fits"]
+    return (f"\nrefused rows: {len(refused)}" + "".join(f"\n  {c.row_id}: {c.skipped}" for c in refused)
+            + f"\nrows that ran, said not to fit by the memory estimate: {len(unfit)}"
+            + "".join(f"\n  {c.row_id}: {c.skipped}" for c in unfit))
+
+
+def said_together(cs: list[Case]) -> str:
+    """The refused and the said-not-to-fit rows in one list, each reason cut at 110 characters."""
+    said = [c for c in cs if c.metric in ("refused", "fits")]
+    return f"\nrefused or said not to fit: {len(said)}" + "".join(f"\n  {c.row_id}: {c.skipped[:110]}" for c in said)
+
+
 def rows() -> list[dict[str, str]]:
     """finetune_heldout.csv's rows, each with the settings STATED gives it (its `source` column left out). Raises
     ValueError for a STATED id that is not a row or a STATED column that finetune_heldout.csv has (one place a fact)."""

@@ -97,11 +97,7 @@ def main() -> None:
     print("\nprobe, not scored: scored with every routed expert on every token (dense_all, transformers' "
           "Llama4TextMoe), and with the routed experts alone (grouped_mm):")
     print("\n".join(probe_lines(cs, routed_only_cases())))
-    refused = [c for c in cs if c.metric == "refused"]
-    unfit = [c for c in cs if c.metric == "fits"]
-    print(f"\nrefused rows: {len(refused)}" + "".join(f"\n  {c.row_id}: {c.skipped}" for c in refused))
-    print(f"rows that ran, said not to fit by the memory estimate: {len(unfit)}"
-          + "".join(f"\n  {c.row_id}: {c.skipped}" for c in unfit))
+    print(fh.said_lines(cs))
     print("\n" + p43.summary("perf_heldout44", cs))
     print(f"scored figures: {len(scored(cs, 'tokens_s')) + len(scored(cs, 'peak_gib'))}")
 

@@ -94,11 +94,7 @@ def main() -> None:
     print("\nthe GEMM share the measured steps need beside the estimate's optimizer step (A100 BF16 dense peak):")
     print("\n".join(f"  {rid:34s} optimizer {1e3 * opt:5.1f} ms, the rest of the step at {share:.2f} of peak"
                     for rid, opt, share in needed_shares()))
-    refused = [c for c in cs if c.metric == "refused"]
-    unfit = [c for c in cs if c.metric == "fits"]
-    print(f"\nrefused rows: {len(refused)}" + "".join(f"\n  {c.row_id}: {c.skipped}" for c in refused))
-    print(f"rows that ran, said not to fit by the memory estimate: {len(unfit)}"
-          + "".join(f"\n  {c.row_id}: {c.skipped}" for c in unfit))
+    print(fh.said_lines(cs))
     print("\n" + p43.summary("perf_heldout46", cs))
     print(f"scored figures: {len(scored(cs, 'tokens_s')) + len(scored(cs, 'peak_gib'))}")
 

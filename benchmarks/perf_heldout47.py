@@ -219,8 +219,7 @@ def main() -> None:
     print("\n".join(_eval_lines()))
     print("the rest a pass fitted over 8-64 GPUs as c + W / GPUs (W: work the GPUs divide; known-gaps 183 (a), (b)):")
     print("\n".join(_fit_lines()))
-    said = [c for c in cs if c.metric in ("refused", "fits")]
-    print(f"\nrefused or said not to fit: {len(said)}" + "".join(f"\n  {c.row_id}: {c.skipped[:110]}" for c in said))
+    print(fh.said_together(cs))
     print("\n" + p43.summary("perf_heldout47", cs))
 
 

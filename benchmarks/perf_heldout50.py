@@ -141,8 +141,7 @@ def main() -> None:
     print("\nprobe, the masked attention's share of the step and the factor on it the measured time implies (16-bit "
           "trainer rows; the LoRA rows carry 191 (d)'s extra too):")
     print("\n".join(f"  {rid:34s} share {share:4.0%} implied x{factor:.2f}" for rid, share, factor in attention_implied(cs)))
-    said = [c for c in cs if c.metric in ("refused", "fits")]
-    print(f"\nrefused or said not to fit: {len(said)}" + "".join(f"\n  {c.row_id}: {c.skipped[:110]}" for c in said))
+    print(fh.said_together(cs))
     print("\n" + p43.summary("perf_heldout50", cs))
 
 

@@ -109,8 +109,7 @@ def main() -> None:
     print("\nthe checkpointed rows with the loss phase and a re-run layer's working set summed (live_at_rerun loss), GiB:")
     print("\n".join(f"  {rid:50s} measured {m:6.1f} predicted {p:6.1f}, summed {q:6.1f} ({100 * (q / m - 1):+.1f}%)"
                     for rid, m, p, q in summed_peaks()))
-    said = [c for c in cs if c.metric in ("refused", "fits")]
-    print(f"\nrefused or said not to fit: {len(said)}" + "".join(f"\n  {c.row_id}: {c.skipped[:110]}" for c in said))
+    print(fh.said_together(cs))
     print("\n" + p43.summary("perf_heldout52", cs))
 
 

@@ -157,11 +157,7 @@ def main() -> None:
     print("\nthe first batch each series ran out of memory at (the estimate's total a GPU, the card):")
     print("\n".join(f"  {s:6s} batch {n:2d}: predicted {g:5.1f} GiB of {card:.0f} ({'does not fit' if g > card else 'fits'})"
                     for s, n, g, card in oom_verdicts()))
-    refused = [c for c in cs if c.metric == "refused"]
-    unfit = [c for c in cs if c.metric == "fits"]
-    print(f"\nrefused rows: {len(refused)}" + "".join(f"\n  {c.row_id}: {c.skipped}" for c in refused))
-    print(f"rows that ran, said not to fit by the memory estimate: {len(unfit)}"
-          + "".join(f"\n  {c.row_id}: {c.skipped}" for c in unfit))
+    print(fh.said_lines(cs))
     print("\n" + p43.summary("perf_heldout56", cs))
 
 

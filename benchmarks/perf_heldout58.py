@@ -79,11 +79,7 @@ def main() -> None:
     print("\n".join(f"  {s:8s} {kind:8s} measured {m:5.2f} predicted {p:5.2f}" for s, kind, m, p in slopes(cs)))
     p56.print_reserved_gaps(cs, rows())
     p56.print_step_seconds(rows())
-    refused = [c for c in cs if c.metric == "refused"]
-    unfit = [c for c in cs if c.metric == "fits"]
-    print(f"\nrefused rows: {len(refused)}" + "".join(f"\n  {c.row_id}: {c.skipped}" for c in refused))
-    print(f"rows that ran, said not to fit by the memory estimate: {len(unfit)}"
-          + "".join(f"\n  {c.row_id}: {c.skipped}" for c in unfit))
+    print(fh.said_lines(cs))
     print("\n" + p43.summary("perf_heldout58", cs))
 
 

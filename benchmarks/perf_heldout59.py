@@ -66,11 +66,7 @@ def main() -> None:
     print("\nGiB the LoRA table's rows add above its Q and V rank-8 row (measured vs predicted):")
     print("\n".join(f"  {rid.rsplit('_lora_', 1)[1]:8s} measured {m:5.2f} predicted {p:5.2f}"
                     for rid, m, p in adapter_deltas(cs)))
-    refused = [c for c in cs if c.metric == "refused"]
-    unfit = [c for c in cs if c.metric == "fits"]
-    print(f"\nrefused rows: {len(refused)}" + "".join(f"\n  {c.row_id}: {c.skipped}" for c in refused))
-    print(f"rows that ran, said not to fit by the memory estimate: {len(unfit)}"
-          + "".join(f"\n  {c.row_id}: {c.skipped}" for c in unfit))
+    print(fh.said_lines(cs))
     print("\n" + p43.summary("perf_heldout59", cs))
 
 

@@ -95,11 +95,7 @@ def main() -> None:
     for metric, what in (("tokens_s", "tokens/s a GPU"), ("peak_gib", "peak GiB")):
         print(f"\nbf16 True (2024-09) over no bf16 flag (2025-02), {what} (measured vs predicted):")
         print("\n".join(f"  {rid:36s} measured {m:5.3f} predicted {p:5.3f}" for rid, m, p in bf16_flag(cs, metric)))
-    refused = [c for c in cs if c.metric == "refused"]
-    unfit = [c for c in cs if c.metric == "fits"]
-    print(f"\nrefused rows: {len(refused)}" + "".join(f"\n  {c.row_id}: {c.skipped}" for c in refused))
-    print(f"rows that ran, said not to fit by the memory estimate: {len(unfit)}"
-          + "".join(f"\n  {c.row_id}: {c.skipped}" for c in unfit))
+    print(fh.said_lines(cs))
     print("\n" + p43.summary("perf_heldout61", cs))
 
 

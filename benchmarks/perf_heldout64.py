@@ -178,11 +178,7 @@ def main() -> None:
           "other ranks' part of one whole model):")
     print("\n".join(f"  {rid:44s} {n} GPUs {d:+6.2f} GiB, (1 - 1/GPUs) x weights {w:5.2f}"
                      for rid, n, d, w in rank0_excess(cs)))
-    refused = [c for c in cs if c.metric == "refused"]
-    unfit = [c for c in cs if c.metric == "fits"]
-    print(f"\nrefused rows: {len(refused)}" + "".join(f"\n  {c.row_id}: {c.skipped}" for c in refused))
-    print(f"rows that ran, said not to fit by the memory estimate: {len(unfit)}"
-          + "".join(f"\n  {c.row_id}: {c.skipped}" for c in unfit))
+    print(fh.said_lines(cs))
     print("\n" + p43.summary("perf_heldout64", cs))
     run = xtuner_run()
     print("\n(3) xtuner's speed benchmark (7575f2c9, 2024-07): full fine-tuning on Alpaca packed to 8K-1M, DeepSpeed "

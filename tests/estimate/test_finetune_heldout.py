@@ -147,3 +147,33 @@ def test_megatron_sft_rows_state_the_configs_deferred_head_wgrad():
             assert r["wgrad_deferral_limit"] == ("22" if sft else ""), r["id"]
             assert (s.get("defer_embedding_wgrad"), s.get("wgrad_deferral_limit")) == ((True, 22) if sft else (None, None))
             assert not sft or int(r["pp"]) > 1, r["id"]
+
+
+def test_a_batch_reads_its_files_models_and_refused_column(tmp_path):
+    """finetune_heldout.Batch (docs/known-gaps.md 249 (c)): files in order, inline architectures then the models
+    files', a row whose `refused` column says why is one 'refused' case after the estimated rows' cases."""
+    import csv
+
+    rs = fh.rows()[:2]
+    header = list(rs[0]) + ["refused"]
+    path = tmp_path / "batch.csv"
+    with path.open("w", encoding="utf-8", newline="") as f:
+        w = csv.DictWriter(f, header, extrasaction="ignore")
+        w.writeheader()
+        w.writerows([rs[1] | {"refused": "a figure of another kind"}, rs[0] | {"refused": ""}])
+    batch = fh.Batch((path, path), inline={"x-model": {"layers": 2}})
+    assert [r["id"] for r in batch.rows()] == [rs[1]["id"], rs[0]["id"]] * 2
+    assert batch.models() == {"x-model": {"layers": 2}}
+    cs = batch.cases()
+    assert [c.row_id for c in cs if c.metric == "refused"] == [rs[1]["id"]] * 2
+    assert cs[-1].metric == "refused" and cs[-1].skipped == "a figure of another kind"
+    assert {c.row_id for c in cs if c.metric != "refused"} == {rs[0]["id"]}
+    assert batch.job(rs[0]) == fh.job(rs[0])
+
+
+def test_the_closing_lines_say_each_refused_and_unfit_row():
+    cs = [fh.Case("a", "s", "refused", 0.0, skipped="why a"), fh.Case("b", "s", "fits", 0.0, skipped="b" * 200),
+          fh.Case("c", "s", "tokens_s", 1.0, 1.0)]
+    assert fh.said_lines(cs) == ("\nrefused rows: 1\n  a: why a\nrows that ran, said not to fit by the memory "
+                                 f"estimate: 1\n  b: {'b' * 200}")
+    assert fh.said_together(cs) == f"\nrefused or said not to fit: 2\n  a: why a\n  b: {'b' * 110}"
