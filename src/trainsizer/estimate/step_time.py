@@ -2902,7 +2902,7 @@ def _micro_batch(x: _Step, lt: compute.LayerTimes, layer_mb: np.ndarray) -> _Mic
     the model's multi-token-prediction modules (`_stage_micro_batch` `mtp`), where memory.py holds them."""
     t_ar, tp_per_layer = _tp_comm(x)
     per_layer = _StageLayer(layer_mb, tp_per_layer, _host_excess(x, lt, tp_per_layer) + _expert_loop_excess(x)
-                            + _moe_dispatch_sync_excess(x),
+                            + _moe_dispatch_sync_excess(x) + _fsdp1_adapter_unit_excess(x),
                             _cp_comm(x, lt),
                             _ep_comm(x, tp_per_layer))
     imbalance = 1.0
@@ -3770,6 +3770,43 @@ def _deepspeed_grad_copies(x: _Step, g: _Grads) -> np.ndarray:
     return np.where(on, nbytes / x.r.hbm_bytes_s, 0.0)
 
 
+def _on_fsdp1(x: _Step, n_sh: Any, flag: Any = None) -> Any:
+    """Where a strategy runs torch FSDP1 over a shard group of 2 or more ranks: the style's FSDP1 flag (`flag`, by
+    default PerfStyle.fsdp1_grad_predivide; a job's fsdp_version sets both FSDP1 flags, _fsdp_version_option) on FSDP,
+    not on DeepSpeed's engine (zero3_deepspeed_fetch)."""
+    flag = x.fw.fsdp1_grad_predivide if flag is None else flag
+    return np.asarray(flag, bool) & ~np.asarray(x.fw.zero3_deepspeed_fetch, bool) & (np.asarray(n_sh) > 1)
+
+
+def _fsdp1_adapter_unit_excess(x: _Step) -> Any:
+    """Host-bound seconds per average layer and micro-batch of FSDP1's hooks on LoRA's adapter units: under FSDP1
+    FULL_SHARD / HYBRID_SHARD (zero 3) each adapter's A and B is its own unit (perf_constants.yaml
+    lora.fsdp1_units_per_adapter), and each unit's forward (again in the recompute) and backward hooks run host calls
+    (lora.fsdp1_unit_calls, counted from torch/distributed/fsdp/_runtime_utils.py) at the launch-bound eager op
+    (host_sync launch_bound_op_s). FSDP1's rate limiter (limit_all_gathers, on by default in torch and accelerate:
+    _unshard waits on the host, event.synchronize, for the free event of the unit freed two reshards back;
+    _limiter_utils._FreeEventQueue, 2 in flight) holds the CPU within two freed units of the GPU, so between an adapted
+    linear's two units the host cannot draw on run-ahead banked over the layer: per adapted linear and pass, its units'
+    host time and the base linear's GEMM (the window the GPU has queued) combine as a soft maximum at the layer blend's
+    sharpness (host_gpu_blend_norm), and the excess over the GEMM is exposed. Frozen base: its backward runs the dgrad
+    GEMM only, the forward's size. 0 off FSDP1, below zero 3 (no free after forward, nothing enqueued), without
+    adapters and under CUDA graphs (docs/known-gaps.md 244 (a))."""
+    n_lin = lora_adapted_widths(x.model, x.training)[4]
+    on = _on_fsdp1(x, shard_groups(x.a)[0]) & (np.asarray(x.zero) >= 3)
+    if n_lin <= 0 or x.cuda_graphs != "none" or not np.any(on):
+        return 0.0
+    lc, q, op_s = x.k.raw["lora"], x.k.host_gpu_blend_norm, _launch_op_s(x.system.vendor)
+    units, calls = float(lc["fsdp1_units_per_adapter"]), lc["fsdp1_unit_calls"]
+    host_fwd, host_bwd = units * calls["forward"] * op_s, units * calls["backward"] * op_s
+    out = 0.0
+    for d_in, d_out, n in lora_dense_linears(x.model, x.training):
+        gemm = compute.gemm_time(x.tok, d_out / x.t, d_in, x.r)
+        fwd = (gemm**q + host_fwd**q) ** (1.0 / q) - gemm
+        bwd = (gemm**q + host_bwd**q) ** (1.0 / q) - gemm
+        out = out + n * (fwd * (1.0 + x.full_share) + bwd)
+    return np.where(on, out, 0.0)
+
+
 def _fsdp1_predivide_s(x: _Step, g: _Grads, n_sh) -> np.ndarray:
     """Seconds a micro-batch of torch FSDP1's in-place gradient pre-divide (PerfStyle.fsdp1_grad_predivide; a job on
     FSDP, not on DeepSpeed's engine): torch/distributed/fsdp/_runtime_utils.py _reduce_grad calls
@@ -3779,8 +3816,7 @@ def _fsdp1_predivide_s(x: _Step, g: _Grads, n_sh) -> np.ndarray:
     (DefaultState._get_gradient_predivide_factor: doubled from 1 while it divides the group size n and stays below
     n / factor; 8 at 32 ranks) is above 1 for every shard group of 2 or more ranks. The reduce-scatter waits for it,
     so it joins the reduce chain, at the HBM streaming rate; the post-divide is on the 1/n shard (not counted)."""
-    on = (np.asarray(x.fw.fsdp1_grad_predivide, bool) & ~np.asarray(x.fw.zero3_deepspeed_fetch, bool)
-          & (np.asarray(n_sh) > 1))
+    on = _on_fsdp1(x, n_sh)
     if not np.any(on):
         return np.zeros_like(np.asarray(g.local_dense, float))
     nbytes = 2.0 * np.asarray(x.fw.grad_reduce_bytes, float) * (g.local_dense + g.local_expert) * g.train_frac
@@ -3798,8 +3834,7 @@ def _fsdp1_view_grad_cat_s(x: _Step, g: _Grads, n_sh) -> np.ndarray:
     tests/estimate/test_fsdp1_view_grad_cat_torch.py): a read and a write of each unit's unsharded gradient in the
     compute dtype before AccumulateGrad and the post-backward hook, which issues the reduce-scatter. At the HBM
     streaming rate, on the trainable share (a frozen view whose flat parameter needs no gradient is not counted)."""
-    on = (np.asarray(x.fw.fsdp1_view_grad_cat, bool) & ~np.asarray(x.fw.zero3_deepspeed_fetch, bool)
-          & (np.asarray(n_sh) > 1))
+    on = _on_fsdp1(x, n_sh, x.fw.fsdp1_view_grad_cat)
     if not np.any(on):
         return np.zeros_like(np.asarray(g.local_dense, float))
     nbytes = x.m * 2.0 * x.act * (g.local_dense + g.local_expert) * g.train_frac
