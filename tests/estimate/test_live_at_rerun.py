@@ -21,9 +21,9 @@ from trainsizer.scenario import resolve_job
 CAT = load_catalog([])
 
 
-def _job(seq_len: int = 4096, micro_batch: int = 2, method: str = "lora", **strategy) -> dict:
+def _job(seq_len: int = 4096, micro_batch: int = 2, method: str = "lora", accumulation: int = 1, **strategy) -> dict:
     job = {"model": "llama-3.1-8b", "method": method, "data": {"tokens": 1e8}, "seq_len": seq_len,
-           "global_batch": {"sequences": micro_batch}, "precision": "bf16",
+           "global_batch": {"sequences": micro_batch * accumulation}, "precision": "bf16",
            "hardware": {"accelerator": "h100-sxm-80gb", "count": 1},
            "strategy": {"micro_batch": micro_batch, "recompute": "full", "framework": "hf", **strategy}}
     if method == "lora":
@@ -73,13 +73,16 @@ def test_held_logits_are_the_models_fp32_outputs_in_both_phases():
 
 def test_the_forward_segments_are_the_mlps_cached_tensors_unless_expandable():
     """3 ffn-wide tensors and 2 hidden-wide ones a token in bf16 (transformers' LlamaMLP under a checkpointed
-    forward), reserved beside the loss phase; none under expandable segments or without full recompute."""
+    forward), reserved beside the loss phase; none under expandable segments or without full recompute. Two
+    micro-batches a step, so the loss phase holds every gradient and peaks (with one, the HF Trainer's set_to_none
+    leaves none there and the backward's end peaks: docs/known-gaps.md 242)."""
     sc = resolve_job(_job(method="full"), CAT)
     m = sc.model
-    items = _est(method="full").items_bytes
+    items = _est(method="full", accumulation=2).items_bytes
     assert items["forward_layer_segments"] == pytest.approx(2 * 4096 * 2.0 * (3 * m.ffn + 2 * m.hidden))
-    assert _est(method="full", allocator_expandable_segments=True).items_bytes.get("forward_layer_segments", 0) == 0
-    assert _est(method="full", recompute="none").items_bytes.get("forward_layer_segments", 0) == 0
+    assert _est(method="full", accumulation=2,
+                allocator_expandable_segments=True).items_bytes.get("forward_layer_segments", 0) == 0
+    assert _est(method="full", accumulation=2, recompute="none").items_bytes.get("forward_layer_segments", 0) == 0
 
 
 def test_other_styles_keep_the_sum_unless_stated():

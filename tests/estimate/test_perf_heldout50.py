@@ -83,10 +83,10 @@ def test_the_trainer_rows_state_its_configs():
 
 def test_every_row_scored_within_its_bound(cases):
     assert not [c for c in cases if c.metric == "refused"]
-    # the Llama 3.1 8B full fine-tune ran on all three cards; the estimate (the hf style's summed phases, known-gaps
-    # 191) says it fits the 96 GB card only
-    assert sorted(c.row_id for c in cases if c.metric == "fits") == [
-        "ult_llama-31-8b_full_a100", "ult_llama-31-8b_full_h100"]
+    # the Llama 3.1 8B full fine-tune ran on all three cards; the estimate said it fits the 96 GB card only while
+    # its loss phase held every gradient (known-gaps 191); the HF Trainer frees them at the step (set_to_none), so
+    # the step peaks and every card fits, as run (known-gaps 242)
+    assert not [c.row_id for c in cases if c.metric == "fits"]
     for (source, metric), (n, bound) in BOUNDS.items():
         got = [c for c in scored(cases, metric) if c.source == source]
         assert len(got) == n and mape(got) < bound, (source, metric)
@@ -121,13 +121,12 @@ def test_the_bf16_rows_take_the_loops_own_16bit_loss():
 def test_the_trainers_peaks_take_the_larger_phase_not_the_sum():
     """Known-gaps 191 (a), 203: the trainer's loop frees its logits (`del output`) before backward, so the hf style's
     live_at_rerun none takes the larger of the loss phase and a layer's re-run; every peak in the forward / backward
-    is below the sum the style counted before (live_at_rerun loss) and all but the two 80 GB full rows, whose figure
-    is what the allocator kept below the card (191 (b)), are within 10%."""
+    is below the sum the style counted before (live_at_rerun loss) and within 10%. The six full fine-tunes peak at the
+    optimizer step since their loss phase holds no gradient (the HF Trainer's set_to_none, known-gaps 242): 24 rows."""
     probe = p50.summed_peaks()
-    assert len(probe) == 30
+    assert len(probe) == 24
     for rid, measured, predicted, summed in probe:
-        assert predicted < summed and abs(predicted / measured - 1) < 0.13, rid
-    assert sum(abs(p / m - 1) < 0.10 for _, m, p, _ in probe) >= 28
+        assert predicted < summed and abs(predicted / measured - 1) < 0.10, rid
 
 
 def test_accuracy_bands_count_every_scored_row():

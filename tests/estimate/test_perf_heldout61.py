@@ -27,11 +27,11 @@ GRANITE = "fms-acceleration granite benchmarks"
 BF16 = "fms-acceleration bf16 benchmarks"
 # (source, metric) -> (rows, MAPE bound %); reached at landing in the comment
 BOUNDS = {(FMS, "tokens_s"): (19, 9.0),  # 6.3 (11.6 before the QLoRA fp32 stream, 243)
-          (FMS, "peak_gib"): (19, 11.0),  # 7.7
+          (FMS, "peak_gib"): (19, 9.0),  # 6.5 (7.7 before the HF Trainer's set_to_none, known-gaps 242)
           (GRANITE, "tokens_s"): (12, 20.0),  # 16.1 (238 (c); 22.5 before 243 (a))
-          (GRANITE, "peak_gib"): (12, 8.0),  # 5.0
+          (GRANITE, "peak_gib"): (12, 4.0),  # 1.8 (5.0 before 242)
           (BF16, "tokens_s"): (10, 9.0),  # 5.8
-          (BF16, "peak_gib"): (10, 6.0)}  # 3.1
+          (BF16, "peak_gib"): (10, 4.0)}  # 1.9 (3.1 before 242)
 
 
 cases = run_fixture(p61.cases, "cases")
@@ -87,17 +87,22 @@ def test_two_gpus_shard_the_full_fine_tune_as_measured(cases):
     assert two.predicted < 0.6 * one.predicted
 
 
-def test_the_loss_phase_misses_by_the_gradients(cases):
-    """238 (a): where the measured peak is the loss phase (PowerLM-3b full fine-tuning, one GPU, micro-batch 8: above
-    the five bf16 copies of the step), the estimate is over by its own gradient bytes, within 0.1 GiB."""
+def test_the_loss_phase_holds_no_gradient_but_the_heads(cases):
+    """238 (a), 242: where the measured peak is the loss phase (PowerLM-3b full fine-tuning, one GPU, micro-batch 8:
+    above the five bf16 copies of the step), the HF Trainer's set_to_none leaves only the LM head's gradient there:
+    the estimate was over by its 6.54 GiB of gradients, now within 0.3 GiB of the measured peak. Mistral-7B's
+    micro-batch 8 then peaks at the step, its five bf16 copies as at micro-batch 4, and fits the card as run."""
     from trainsizer.catalog import load_catalog
     from trainsizer.estimate.memory import GIB, estimate_memory
 
     r = next(r for r in p61.rows() if r["id"] == "fmsacc24_powerlm3b_full_1gpu_mb8")
     sc = fh._scenario(r, load_catalog(), p61.MODELS)
-    grads = estimate_memory(sc.model, sc.training, sc.system, sc.strategy, check=False).items_bytes["gradients"] / GIB
-    (c,) = [c for c in scored(cases, "peak_gib") if c.row_id == r["id"]]
-    assert c.predicted - c.measured == pytest.approx(grads, abs=0.1)
+    est = estimate_memory(sc.model, sc.training, sc.system, sc.strategy, check=False)
+    assert est.peak_phase == "forward/backward" and est.items_bytes["gradients"] / GIB < 0.25
+    got = {c.row_id: c for c in scored(cases, "peak_gib")}
+    assert abs(got[r["id"]].predicted - got[r["id"]].measured) < 0.3
+    for rid in ("fmsacc25_mistral7b_full_1gpu_mb8", "fmsacc2409_mistral7b_full_1gpu_mb8"):
+        assert got[rid].predicted == pytest.approx(got[rid.replace("mb8", "mb4")].predicted, abs=0.01), rid
 
 
 def test_the_bf16_flag_as_measured(cases):

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from trainsizer.errors import unknown_name
-from trainsizer.estimate import allocator, nf4_init, pipeline, zero_pools
+from trainsizer.estimate import allocator, grad_segments, nf4_init, pipeline, zero_pools
 from trainsizer.estimate.activations import (
     ATTENTION_IMPLS,
     LayerItems,
@@ -206,9 +206,12 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
     "loss_path_segments": ("other", "caching-allocator segments the loss path cuts beyond what it holds at once (the "
                            "16-bit logits' freed segment, the slice's full-size fp32 gradient): reserved beside the "
                            "loss phase; under expandable segments the 16-bit logits' freed range alone"),
+    "freed_gradient_segments": ("other", "caching-allocator segments of the gradients the loop freed at the last step "
+                                "(zero_grad, set_to_none) beyond what the loss path's freed blocks held of them: "
+                                "reserved beside a phase that no longer holds them"),
 }
 # items the caching allocator holds reserved but not allocated: torch.cuda.max_memory_allocated / active counts neither
-CACHED_ONLY_ITEMS = ("fragmentation", "forward_layer_segments", "loss_path_segments")
+CACHED_ONLY_ITEMS = ("fragmentation", "forward_layer_segments", "loss_path_segments", "freed_gradient_segments")
 # loss_impl -> memory_constants.yaml logits key of the loss path's replayed segments (benchmarks/loss_segments.py)
 LOSS_SEGMENT_KEYS = {"upcast": "hf", "upcast-shift": "hf_shift", "upcast-labels": "upcast_labels"}
 GROUPS = ("weights", "gradients", "optimizer", "activations", "other")
@@ -555,10 +558,9 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     loss_bytes = _logit_extras(training, strategy, name, loss_bytes, titan & (t > 1) & (not gathered_logits), z)
     loss_bytes = _chunk_at_a_time(loss_bytes, titan_chunked, titan_loss_compiled, training)
     st = _state_bytes(mega, pre, name, training, bf16_grads, _optimizer_precision(strategy, training, fp8_params))
-    # torchtune's recipes free the gradients after each step (optimizer.zero_grad(set_to_none=True); with
-    # optimizer_in_bwd each parameter's in its hook): with one micro-batch per step and no pipeline, each
-    # gradient is created by this backward, as the activations it needs are freed
-    fresh = (name == "torchtune") & (n_micro < 1.5) & (p <= 1) & ((z == 0) | (z >= 3))
+    # torchtune's recipes and the HF Trainer free the gradients after each step (zero_grad, set_to_none): with one
+    # micro-batch per step and no pipeline, each gradient is created by this backward (grad_segments)
+    fresh = grad_segments.fresh_gradients(name, ~mega & ~titan, z, n_micro, p, ds_engine)
     live = _live_at_rerun(strategy, name, loss_impl, mega)
     return _Batch(model=model, training=training, options=options, pre=pre, c=load_memory_constants(), s=s,
                   t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, et=s["etp"], z=z, rec=rec, off=s["offload"],
@@ -1650,13 +1652,15 @@ def _backward_phases(b: _Batch, g: _Stage, items: dict[str, Any], fsdp: tuple[An
     layer in its CheckpointFunction's backward, non-reentrant at the first unpack of its saved tensors). What the loop
     holds (`_held_logits`) is in both phases; the caching allocator's segments that the forward's layers cut and the
     loss's larger tensors cannot reuse (`_forward_segments`) in the loss phase.
-    Where the gradients are created by this backward (`_Batch.fresh_grads`: torchtune's set_to_none, one
-    micro-batch, no pipeline), they grow as the activations are freed: the loss phase holds only the LM head's
-    weight gradient (twice while a chunked head accumulates it chunk by chunk: the InputBuffer and the next
-    chunk's), the layer phase that and the stage's activations, the end of the backward every gradient with the
+    Where the gradients are created by this backward (`_Batch.fresh_grads`: torchtune's and the HF Trainer's
+    set_to_none, one micro-batch, no pipeline; grad_segments), they grow as the activations are freed: the loss
+    phase holds only the LM head's weight gradient (twice while a chunked head accumulates it chunk by chunk: the
+    InputBuffer and the next chunk's), the layer phase that and the stage's activations, the end of the backward every gradient with the
     first layer's activations and working set (or, with tied embeddings, the embedding's gradient added to the
-    head's). Read for torchtune (recipes/*_single_device.py _loss_step `del logits`, zero_grad(set_to_none=True)) and
-    the HF Trainer (names.LIVE_AT_RERUN). `fsdp`: the (loss phase, layer phase) bytes of FSDP2's gathered units
+    head's); the loss and layer phases then keep the freed gradients' own segments reserved where the loss path's
+    freed blocks could not hold them (item freed_gradient_segments, grad_segments; not in the phases' choice, and
+    none under expandable segments, whose freed ranges merge). Read for torchtune (recipes/*_single_device.py
+    _loss_step `del logits`, zero_grad(set_to_none=True)) and the HF Trainer (names.LIVE_AT_RERUN). `fsdp`: the (loss phase, layer phase) bytes of FSDP2's gathered units
     (`_torchtune_fsdp2_phase_units`), weighed with each phase. Returns the mask of strategies whose loss phase wins
     (False where the sum is kept)."""
     split = np.asarray(b.live_at_rerun != "loss", bool)
@@ -1687,6 +1691,12 @@ def _backward_phases(b: _Batch, g: _Stage, items: dict[str, Any], fsdp: tuple[An
     end_tied = (win == 2) & (tied > recomp + one_layer)
     items["layer_activations"] = np.where(win == 2, np.where(end_tied, 0.0, one_layer), acts)
     items["gradients"] = np.choose(win, np.broadcast_arrays(g_loss, g_layer, grads + np.where(end_tied, tied, 0.0)))
+    # the freed gradients' own segments beside the winning phase where it lacks them (not in the choice: the
+    # allocated readings take the winning phase's items)
+    kept = np.where(fresh & (win < 2) & ~np.asarray(b.expandable, bool),
+                    grad_segments.kept_gradient_segments(grads - items["gradients"], loss), 0.0)
+    if np.any(kept):
+        items["freed_gradient_segments"] = kept
     if np.any(held):
         items["held_logits"] = np.where(win == 2, 0.0, held)
     for k in set(items) | set(summed):  # the strategies whose loop holds the loss phase keep the sum
@@ -2014,7 +2024,7 @@ def _torch_linear_held(b: _Batch, g: _Stage, live_w: Any, head: Any, largest: An
     return np.maximum(live_w, np.where(b.rec == 2, rerun, none))
 
 
-def _optimizer_step_peak(b: _Batch, items: dict[str, Any], total: Any, opt_params: Any,
+def _optimizer_step_peak(b: _Batch, items: dict[str, Any], step_states: dict[str, Any], total: Any, opt_params: Any,
                          detail: bool) -> tuple[Any, np.ndarray]:
     """(total, mask of strategies peaking in the optimizer step): the larger of the forward/backward peak and
     the DeepSpeed ZeRO-1/2 optimizer step (deepspeed/runtime/zero/stage_1_and_2.py `step`: per param group,
@@ -2023,7 +2033,8 @@ def _optimizer_step_peak(b: _Batch, items: dict[str, Any], total: Any, opt_param
     partition and the Adam states are live; activations are freed by then) or the Megatron-Core step with bf16
     gradient buffers (DistributedOptimizer._copy_model_grads_to_main_grads: shard_main_param.grad =
     shard_model_grad.float(), an fp32 copy of the shard's gradients). With `detail`, `items` become the peak
-    phase's items."""
+    phase's items; `step_states`: the model states the step holds (every gradient, taken before `_backward_phases`
+    leaves the winning phase's)."""
     step_peak = np.zeros(b.t.shape, dtype=bool)
     mc_step = b.bf16_grads & (~b.offload_opt)
     deepspeed, flat_b, fp32_b = _deepspeed_step_blocks(b, opt_params)
@@ -2035,7 +2046,7 @@ def _optimizer_step_peak(b: _Batch, items: dict[str, Any], total: Any, opt_param
         return total, step_peak
     fp32 = float(b.c["optimizer_step"]["fp32_grad_cast_bytes_per_param"])
     extra = np.where(deepspeed, flat_b + fp32_b, fp32 * opt_params)
-    step_items = {key: items[key] for key in STEP_STATE_ITEMS if key in items}
+    step_items = dict(step_states)
     step_items["optimizer_step_grad_buffers"] = np.where(fe_step, 0.0, extra)
     # AdamW keeps two moments of one dtype: the temporary is half the state bytes per parameter
     step_items["optimizer_step_foreach_temp"] = np.where(fe_step, 0.5 * b.st["optimizer"] * opt_params, 0.0)
@@ -2155,22 +2166,23 @@ def _stage_bytes(b: _Batch, g: _Stage, options: MemoryOptions, detail: bool) -> 
     _activations(b, g, items)
     host, paged = _paged_optimizer(b, items, states.host)
     host = _offload_and_fuse(b, g, items, host)
+    step_states = {k: items[k] for k in STEP_STATE_ITEMS if k in items}  # every gradient, whichever phase wins
     loss_phase = _backward_phases(b, g, items, _torchtune_fsdp2_phase_units(b, options))
     # the after-step figure for the detailed estimate only (not on the search's path)
-    after_step = sum(items[k] for k in STEP_STATE_ITEMS if k in items) + _main_grad_copy(b, states.opt_params) \
-        if detail else None
+    after_step = sum(step_states.values()) + _main_grad_copy(b, states.opt_params) if detail else None
     if options.overheads:
         _overheads(b, g, items, states.trainable_pg, loss_phase)
     fb_total = sum(items.values())
-    seg = items.get("loss_path_segments", 0.0)
-    if np.any(seg):  # a cudaMalloc that fails frees every wholly free segment and retries (allocator.py)
-        items["loss_path_segments"] = np.minimum(seg, np.maximum(b.capacity - (fb_total - seg), 0.0))
-        fb_total = fb_total - seg + items["loss_path_segments"]
+    for key in ("loss_path_segments", "freed_gradient_segments"):
+        seg = items.get(key, 0.0)
+        if np.any(seg):  # a cudaMalloc that fails frees every wholly free segment and retries (allocator.py)
+            items[key] = np.minimum(seg, np.maximum(b.capacity - (fb_total - seg), 0.0))
+            fb_total = fb_total - seg + items[key]
     # the forward / backward phase's total and loss path, for the allocator's growth (detailed estimate only)
     loss_path = sum(items.get(k, 0.0) for k in allocator.LOSS_PATH_ITEMS) if detail else None
     stream, step_segs = _zero_pools(b, items, states) if detail else (0.0, 0.0)
     fb_total = _offload_grad_peak(b, items, fb_total, detail)
-    total, step_peak = _optimizer_step_peak(b, items, fb_total, states.opt_params, detail)
+    total, step_peak = _optimizer_step_peak(b, items, step_states, fb_total, states.opt_params, detail)
     # reserved beyond the peak: the reduce stream's pool and the step's own segments beside the forward / backward's
     zero_pool = stream + np.maximum(fb_total + step_segs - total, 0.0) if detail else None
     return {"total": total, "host": host, "items": items if detail else None, "n_layers": g.n_layers,
