@@ -103,3 +103,15 @@ def test_cp_cost_is_nonnegative_and_nothing_without_cp(cp, seq, kind):
     b, _ = _breakdown(_job(cp, seq, cp_comm_type=kind))
     assert b["cp_comm"] >= 0.0
     assert (b["cp_comm"] == 0.0) == (cp == 1)
+
+
+def test_all_to_all_past_the_kv_heads_where_kv_is_repeated_first():
+    """xtuner's Ulysses repeats K / V to the query heads before its all-to-all (strategy.repeat_kv): CP 16 on 8 K / V
+    heads runs there; the same layout without the statement is refused (docs/known-gaps.md 248 (f))."""
+    sc = resolve_job(_job(2, 8192), load_catalog())
+    training, system = Training(seq_len=8192, global_batch_seqs=8), replace(sc.system, gpus=16)
+    stated = Strategy(tp=1, dp=1, cp=16, cp_comm_type="a2a", framework="deepspeed", repeat_kv=True)
+    assert check_strategy(sc.model, training, system, stated) == []
+    with pytest.raises(StrategyError) as err:
+        check_strategy(sc.model, training, system, replace(stated, repeat_kv=None))
+    assert "repeat_kv" in err.value.render("en") and "repeat_kv" in err.value.render("zh")

@@ -497,9 +497,12 @@ def _kv_heads_rule(c: SimpleNamespace) -> tuple[np.ndarray, Callable[[dict[str, 
 
 def _cp_a2a_rule(c: SimpleNamespace) -> _Rules:
     """cp_comm_type a2a gives every CP rank whole query and K / V heads of its TP rank: Transformer Engine's
-    AttnFuncWithCPAndQKVOA2A asserts q.shape[-2] % cp_size == 0 and k.shape[-2] % cp_size == 0."""
+    AttnFuncWithCPAndQKVOA2A asserts q.shape[-2] % cp_size == 0 and k.shape[-2] % cp_size == 0. Where the job states
+    strategy.repeat_kv, K / V reach the all-to-all at the query heads' width (xtuner's Ulysses dispatch repeats them
+    first: xtuner/model/modules/dispatch/llama.py at 43ef6ab99), so the query heads alone bound CP."""
     model, tp, cp, safe = c.model, c.tp, c.cp, c.safe
-    kv = model.heads if model.attention == "mla" else model.kv_heads
+    repeated = getattr(c.strategy, "repeat_kv", None) is True
+    kv = model.heads if model.attention == "mla" or repeated else model.kv_heads
     whole = (np.mod(model.heads / safe(tp), safe(cp)) == 0) & (np.mod(kv / safe(tp), safe(cp)) == 0)
     on = getattr(c.strategy, "cp_comm_type", None) == "a2a"
     return {"cp_a2a_divides_heads": (
