@@ -164,6 +164,7 @@ def collect() -> list[Row]:
     import perf_heldout61 as h61
     import perf_heldout62 as h62
     import perf_heldout63 as h63
+    import perf_heldout64 as h64
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -241,6 +242,8 @@ def collect() -> list[Row]:
     out += _case_style("perf_heldout58", h58.cases(), h58.rows(), h58.job)
     out += _case_style("perf_heldout59", h59.cases(), h59.rows(), h59.job)
     out += _case_style("perf_heldout61", h61.cases(), h61.rows(), h61.job)
+    out += _case_style("perf_heldout64", h64.cases(), h64.rows(), h64.job)
+    out += _heldout_style("perf_heldout64", h64.xtuner_run(), h64.xtuner_models())
     pf_rows = list(csv.DictReader(pf.DATA.open(encoding="utf-8")))
     out += _tokens_style("perf_finetune", [(rid, "", m, p) for rid, m, p in pf.cases()], pf_rows, pf.job)
     cat = load_catalog()
