@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from trainsizer.errors import unknown_name
+from trainsizer.errors import SpecError, unknown_name
 from trainsizer.estimate import allocator, grad_segments, nf4_init, pipeline, zero_pools
 from trainsizer.estimate.activations import (
     ATTENTION_IMPLS,
@@ -490,15 +490,11 @@ def _optimizer_precision(strategy: Strategy, training: Training, fp8_params: Any
         raise unknown_name("strategy.optimizer_precision", "optimizer precision", precision, OPTIMIZER_PRECISIONS)
     allowed = optimizer_precisions_for(training.optimizer)
     if precision not in allowed:  # a job file is refused as early by spec.Job (the same rule, names.py)
-        from trainsizer.errors import SpecError
-
         raise SpecError("strategy.optimizer_precision", msg("error_optimizer_precision_adamw",
                                                             optimizer=training.optimizer),
                         value=precision, allowed=allowed)
     weights = remainder_weights_conflict(precision, training.precision, bool(np.any(fp8_params)))
     if weights is not None:
-        from trainsizer.errors import SpecError
-
         raise SpecError("strategy.optimizer_precision", msg("error_optimizer_remainders_weights", weights=weights),
                         value=precision)
     return str(precision)
