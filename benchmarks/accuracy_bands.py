@@ -166,6 +166,7 @@ def collect() -> list[Row]:
     import perf_heldout63 as h63
     import perf_heldout64 as h64
     import perf_heldout65 as h65
+    import perf_heldout67 as h67
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -196,6 +197,7 @@ def collect() -> list[Row]:
     out += _heldout_style("perf_heldout60", h60.run_all(), models)
     out += _heldout_style("perf_heldout63", h63.run_all(), models)
     out += _heldout_style("perf_heldout65", h65.run_all(), h65.models())
+    out += _heldout_style("perf_heldout67", h67.run_all(), h67.models())
     out += _heldout_style("perf_heldout62", h62.run_all(), h62.models())
     out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)
     out += _tokens_style("perf_heldout54", h54.report_cases(), h54.report_rows(), mb.job)
