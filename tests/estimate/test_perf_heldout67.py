@@ -1,6 +1,7 @@
 """Held-out rows added 2026-12-06, forty-first batch (benchmarks/perf_heldout67.py; nothing fitted on them):
 Megatron-Bridge's performance tables, Nemotron 3 Super 120B-A12B pre-training tokens/s a GPU on 64 DGX-GB300 / -GB200
-/ -B300 / -B200 GPUs in MXFP8 and NVFP4. Bounds = the figures measured when the rows were added, with a margin: they
+/ -B300 / -B200 GPUs in MXFP8 and NVFP4; NeMo AutoModel's Nemotron 3 Super / Nano 30B lines on H100 (refused: the
+hybrid_framework rule). Bounds = the figures measured when the rows were added, with a margin: they
 guard against a regression, not an accuracy claim (docs/known-gaps.md 256)."""
 
 from __future__ import annotations
@@ -21,8 +22,12 @@ from trainsizer.models import load_model  # noqa: E402
 run = run_fixture(p67.run_all)
 
 
+def table_rows() -> list[dict[str, str]]:
+    return [r for r in p67.rows() if p67.is_table(r)]
+
+
 def test_every_row_names_its_table_line_release_recipe_and_assumptions():
-    rs = p67.rows()
+    rs = table_rows()
     check_columns_and_ids(rs, ph.ROWS, 8)  # perf_heldout.job_of reads these columns
     for r in rs:
         assert r["id"].startswith("mbtable_26.0") and "nemotron_3_super" in r["id"], r["id"]
@@ -40,7 +45,7 @@ def test_the_rows_are_the_workload_base_configs():
     """GB300: TP 1 x EP 64; GB200: TP 2 x EP 64; B300: EP 8, its NVFP4 config the BF16 one with moe_act / layernorm
     recomputed; B200: MXFP8 at TP 1 with moe_act / layernorm recomputed, NVFP4 at TP 2 without; GBS 512 x 8,192, MTP
     run twice, HybridEP, on every row."""
-    layout = {(r["accelerator"], r["fp8_recipe"]): p67.job(r) for r in p67.rows()}
+    layout = {(r["accelerator"], r["fp8_recipe"]): p67.job(r) for r in table_rows()}
     expected = {("gb300", "mxfp8"): (1, 64, "none"), ("gb300", "nvfp4"): (1, 64, "none"),
                 ("gb200", "mxfp8"): (2, 64, "none"), ("gb200", "nvfp4"): (2, 64, "none"),
                 ("b300", "mxfp8"): (1, 8, "none"), ("b300", "nvfp4"): (1, 8, "selective"),
@@ -56,9 +61,33 @@ def test_the_rows_are_the_workload_base_configs():
         assert s.get("fp8_param_allgather", False) == (key[1] == "mxfp8"), key  # fp4_param_gather False under NVFP4
 
 
+def test_the_automodel_rows_name_their_commit_config_and_a_model_without_mtp():
+    rs = [r for r in p67.rows() if not p67.is_table(r)]
+    check_columns_and_ids(rs, ph.ROWS, 2)
+    for r in rs:
+        assert r["source"].startswith("NVIDIA-NeMo/Automodel docs/performance-summary.md"), r["id"]
+        assert r["source_locator"].startswith("commit ") and "examples/benchmark/configs/" in r["assumed"], r["id"]
+        job = p67.job(r)
+        assert (job["strategy"]["framework"], job["strategy"]["recompute"], job["moe_routing"]) == (
+            "torchtitan", "full", "fake-balanced"), r["id"]
+    models = p67.models()
+    assert models["nemotron-3-super-nomtp"]["model"] == {"preset": "nemotron-3-super-120b-a12b",
+                                                          "name": "nemotron-3-super-nomtp", "mtp_layers": 0}
+    reshard = {r["model"]: p67.job(r)["strategy"]["fsdp_reshard"] for r in rs}
+    assert reshard == {"nemotron-3-super-nomtp": "forward", "nemotron-3-nano-30b-a3b": "step"}
+
+
+def test_the_automodel_rows_are_refused_by_the_hybrid_framework_rule(run):
+    """A real run of a Mamba-2 hybrid on NeMo AutoModel's FSDP2 + EP stack (the torchtitan style) is refused: a gap
+    to close, counted here until a path exists (docs/known-gaps.md 256 (c))."""
+    refused = {c.row_id: c.skipped for c, _, r in run if c.skipped}
+    assert set(refused) == {r["id"] for r in p67.rows() if not p67.is_table(r)}
+    assert all("hybrid_framework" in why and "torchtitan" in why for why in refused.values())
+
+
 def test_batch_bounds(run):
     scored = [c for c, _, _ in run if not c.skipped]
-    assert len(scored) == 8  # none refused
+    assert len(scored) == 8  # every table line scored
     assert mape(scored) < 13.0  # 8.8 at landing
     blackwell_nvl = [c for c in scored if "_gb" in c.row_id or "_b200_" in c.row_id]
     assert all(abs(c.err) < 0.10 for c in blackwell_nvl)  # -1.8 .. +5.1% at landing
@@ -71,7 +100,8 @@ def test_the_table_counts_the_mtp_passes_the_model_flops_do_not(run):
     """The tables' model TFLOP/s (Megatron-Bridge flop_utils) count the two MTP passes, the estimate's model FLOPs do
     not (as perf_heldout65's cards): the estimate's count is 0.91-0.92 of the tables' on every line."""
     for c, res, r in run:
-        assert 0.88 < p67.table_flops_ratio(r, res) < 0.94, c.row_id
+        if p67.is_table(r):
+            assert 0.88 < p67.table_flops_ratio(r, res) < 0.94, c.row_id
 
 
 def test_the_table_step_is_the_tokens_over_the_rate():
