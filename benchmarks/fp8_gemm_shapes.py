@@ -35,7 +35,16 @@ rates (tensorwise for current scaling), plus, under autocast, the recipe's casts
 quantizers, so no transpose is written on Blackwell). Nothing is fitted here; the error is the modelled ratio over
 the measured one less 1 (+ = the model gives FP8 too much gain at the GEMM level). Other published FP8 / BF16 GEMM
 tables read (vLLM's benchmarks/kernels/bench_fp8_gemm.py outputs in its PRs, DeepGEMM's README and PRs) time
-inference batch sizes or block-scaled kernels without a BF16 twin: not used.
+inference batch sizes or block-scaled kernels without a BF16 twin: not used as ratios.
+
+MoE expert shapes (docs/known-gaps.md 252 (b)): no FP8 / BF16 grouped-GEMM pair on Hopper at training shapes was found
+(TorchAO's moe_training tables are B200 MXFP8: grouped_mm.py). DeepGEMM's README at 55ab91f (2025-03-25) times its FP8
+kernels alone on an H800 SXM5 (the H100 SXM's SMs, clocks and dense FP8 peak) at DeepSeek-V3's shapes, grouped over 4-8
+experts of 4,096-8,192 rows (contiguous layout) and dense at 4,096 rows (benchmarks/data/fp8_grouped_gemm_h800.csv):
+printed as a share of the dense FP8 peak beside the model's share at each shape (compute.gemm_time, `groups` GEMMs at
+the part's FP8 rates), per-tensor (the development set's delayed scaling) and block-scaled (the model's blockwise,
+DeepGEMM's own scaling). Then the model's FP8 / BF16 GEMM time ratio at the routed-expert GEMMs of the Grok-1 rows that
+show the FP8 gain over-predicted (perf_heldout62, perf_heldout34), beside their measured step ratios.
 
 Run: python benchmarks/fp8_gemm_shapes.py
 """
@@ -57,6 +66,15 @@ from trainsizer.models import load_model
 from trainsizer.scenario import resolve_job
 
 DATA = Path(__file__).resolve().parent / "data" / "fp8_gemm_shapes.csv"
+GROUPED = Path(__file__).resolve().parent / "data" / "fp8_grouped_gemm_h800.csv"
+# Grok-1's routed-expert GEMMs on one H100 (hidden 6,144, expert FFN 32,768, gate + up fused; top-2 of 8, balanced at
+# capacity 1.0): (row, tokens a local expert, expert TP) of the dgxc rows whose FP8 / BF16 step is over-predicted --
+# v24.11 ETP = TP 4, so each rank's expert shards take the TP group's tokens: EP 2 (4,096 tokens x 2 over 4 local
+# experts) and EP 8 with CP 2 (8,192 / 2 tokens x 2 over 1) (perf_heldout62);
+# v25.05 H100 TP 4 x ETP 1 with CP 2 (each TP rank dispatches its 1 / 4: 1,024 x 2 rows to its one expert,
+# perf_heldout34). Measured step ratios: the benchmarks' FP8 / BF16 lines.
+GROK_EXPERTS = (("v24.11 8 GPUs (EP 2, ETP 4)", 2048, 4, 0.828), ("v24.11 64-2,048 GPUs (EP 8, ETP 4)", 8192, 4, 0.785),
+                ("v25.05 512 GPUs (EP 8, ETP 1)", 2048, 1, 0.843))
 # csv column -> the estimate's FP8 recipe name (perf_constants.yaml fp8.recipes)
 RECIPES = {"fp8_current_ms": "tensorwise", "fp8_delayed_ms": "delayed", "mxfp8_ms": "mxfp8"}
 OPS = ("qkv", "attn_out", "mlp_up", "mlp_down")
@@ -185,6 +203,27 @@ def bf16_share(r: dict[str, str]) -> tuple[float, float]:
     return flops / (float(r["bf16_ms"]) * 1e-3) / peak, flops / (modelled * 1e-3) / peak
 
 
+def grouped_rows() -> list[dict[str, str]]:
+    return list(csv.DictReader(GROUPED.open(encoding="utf-8")))
+
+
+def fp8_peak_share(r: dict[str, str], recipe: str | None = None) -> float:
+    """A DeepGEMM row's FP8 TFLOP/s as a share of the part's dense FP8 peak: measured (`recipe` None) or the model's
+    at the same `groups` GEMMs of (m x k)(k x n) under `recipe`."""
+    peak = _system(r["part"]).peak("fp8")
+    if recipe is None:
+        return float(r["fp8_tflops"]) / peak
+    g, m, n, k = (float(r[c]) for c in ("groups", "m", "n", "k"))
+    t = float(compute.gemm_time(m, n, k, part_rates(r["part"], recipe), batch=g))
+    return 2.0 * g * m * n * k / t / 1e12 / peak
+
+
+def expert_gemms(tokens: int, etp: int) -> list[tuple[float, float, float]]:
+    """(M, K, N) of Grok-1's routed-expert forward GEMMs on one GPU: up (gate + up fused) and down, split over `etp`."""
+    h, f = 6144.0, 32768.0
+    return [(float(tokens), h, 2.0 * f / etp), (float(tokens), f / etp, h)]
+
+
 def _print(rows_: list[Compared]) -> None:
     print(f"  {'part':15} {'mode':9} {'pass':6} {'op (M x K x N)':19} {'recipe':13} {'meas':>6} {'model':>6} {'err%':>6}")
     for c in rows_:
@@ -219,6 +258,18 @@ def main() -> None:
             meas, model = bf16_share(r)
             what = r["pass"] if r["op"] == "sum" else "x".join(r[c] for c in ("m", "k", "n"))
             print(f"  {r['part']:15} {what:17} measured {meas:.3f}  model {model:.3f}")
+    print("FP8 GEMM share of the dense FP8 peak at DeepSeek-V3's MoE shapes: DeepGEMM on H800 (block-scaled) vs the model")
+    for r in grouped_rows():
+        what = f"{r['kernel']} {r['groups']} x {r['m']}x{r['k']}x{r['n']}"
+        print(f"  {what:37} measured {fp8_peak_share(r):.3f}  model per-tensor {fp8_peak_share(r, 'delayed'):.3f}"
+              f"  block-scaled {fp8_peak_share(r, 'blockwise'):.3f}")
+    print("the model's FP8 / BF16 time of Grok-1's routed-expert GEMMs (H100 SXM, forward + dgrad + wgrad, casts "
+          "included) beside the measured FP8 / BF16 step:")
+    for name, tokens, etp, step in GROK_EXPERTS:
+        gemms = expert_gemms(tokens, etp)
+        ratio = model_ms(gemms, part_rates("h100-sxm-80gb", "delayed"), "fwd_bwd") / model_ms(
+            gemms, part_rates("h100-sxm-80gb", None), "fwd_bwd")
+        print(f"  {name:36} {tokens:>5} rows a local expert  model {ratio:.3f}  (measured step FP8 / BF16 {step:.3f})")
 
 
 if __name__ == "__main__":
