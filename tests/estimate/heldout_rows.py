@@ -1,6 +1,6 @@
 """What every held-out benchmark row must carry and how each batch's run is judged, checked the same way for each batch
 (perf_heldout28 / 29 / 30 / 31; the columns and ids and the module-scoped run of every batch: docs/known-gaps.md
-249 (b))."""
+249 (b); each source's count and MAPE bound: 257 (a))."""
 
 from __future__ import annotations
 
@@ -45,6 +45,20 @@ def check_run(run: list, bounds: dict[str, float], unfit: frozenset[str] = froze
     assert set(groups) == set(bounds)
     for source, bound in bounds.items():
         assert mape(groups[source]) <= bound, (source, mape(groups[source]))
+
+
+def check_source_bounds(cases: list, bounds: dict[tuple[str, str], tuple[int, float]]) -> None:
+    """For each (source, metric) of `bounds`: the source's scored cases of that metric (harness.scored: estimated, not
+    refused) are exactly n, and their MAPE is under the bound (docs/known-gaps.md 257 (a))."""
+    import sys
+
+    sys.path.insert(0, str(BENCH))
+    from harness import mape, scored
+
+    for (source, metric), (n, bound) in bounds.items():
+        got = [c for c in scored(cases, metric) if c.source == source]
+        assert len(got) == n, (source, metric)
+        assert mape(got) < bound, (source, metric, mape(got))
 
 
 def check_columns_and_ids(rs: list[dict], header_csv: Path, n: int, more: bool = False) -> None:

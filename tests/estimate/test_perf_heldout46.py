@@ -10,14 +10,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .heldout_rows import check_columns_and_ids, run_fixture
+from .heldout_rows import check_columns_and_ids, check_source_bounds, run_fixture
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
 import finetune_heldout as fh  # noqa: E402
 import perf_heldout46 as p46  # noqa: E402
-from harness import mape, scored  # noqa: E402
+from harness import scored  # noqa: E402
 from trainsizer.catalog import load_catalog  # noqa: E402
 
 SOURCE = "torchao low-bit optimizers README"
@@ -96,9 +96,8 @@ def test_every_row_scored_within_its_bound(cases):
     refused = [c.row_id for c in cases if c.metric == "refused"]
     assert len(refused) == 4 and "aolowbit_7b_full_ao4bit_a100" not in refused
     assert not [c for c in cases if c.metric == "fits"]
-    for (source, metric), bound in BOUNDS.items():
-        got = [c for c in scored(cases, metric) if c.source == source]
-        assert len(got) == (4 if source == SOURCE else 3) and mape(got) < bound, (source, metric)
+    check_source_bounds(cases, {(source, metric): (4 if source == SOURCE else 3, bound)
+                                for (source, metric), bound in BOUNDS.items()})
 
 
 def test_the_8bit_states_shrink_memory_as_measured(cases):

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from .heldout_rows import check_columns_and_ids, run_fixture
+from .heldout_rows import check_columns_and_ids, check_source_bounds, run_fixture
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
 import finetune_heldout as fh  # noqa: E402
 import perf_heldout47 as p47  # noqa: E402
-from harness import mape, scored  # noqa: E402
+from harness import scored  # noqa: E402
 from trainsizer.estimate.checkpoint_saves import checkpoint_save_bytes  # noqa: E402
 
 SOURCE = "torchao fine-tuning tutorial float8 table"
@@ -89,9 +89,7 @@ def test_every_row_scored_within_its_bound(cases):
     refused = {c.row_id: c.skipped for c in cases if c.metric == "refused"}
     assert len(refused) == 1 and "rocmblog_llama2_7b_qlora_mi300x" not in refused  # QLoRA in fp32 is estimated
     assert not [c for c in cases if c.metric == "fits"]
-    for (source, metric), (n, bound) in BOUNDS.items():
-        got = [c for c in scored(cases, metric) if c.source == source]
-        assert len(got) == n and mape(got) < bound, (source, metric)
+    check_source_bounds(cases, BOUNDS)
 
 
 def test_tensorwise_float8_is_faster_than_bf16_as_measured(cases):

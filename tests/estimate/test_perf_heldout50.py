@@ -11,14 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from .heldout_rows import check_columns_and_ids, run_fixture
+from .heldout_rows import check_columns_and_ids, check_source_bounds, run_fixture
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
 import finetune_heldout as fh  # noqa: E402
 import perf_heldout50 as p50  # noqa: E402
-from harness import mape, scored  # noqa: E402
 
 SCICOM = "Scicom how-fast-5090"
 ULT = "universal-llm-trainer GPU test"
@@ -87,9 +86,7 @@ def test_every_row_scored_within_its_bound(cases):
     # its loss phase held every gradient (known-gaps 191); the HF Trainer frees them at the step (set_to_none), so
     # the step peaks and every card fits, as run (known-gaps 242)
     assert not [c.row_id for c in cases if c.metric == "fits"]
-    for (source, metric), (n, bound) in BOUNDS.items():
-        got = [c for c in scored(cases, metric) if c.source == source]
-        assert len(got) == n and mape(got) < bound, (source, metric)
+    check_source_bounds(cases, BOUNDS)
 
 
 def test_card_ratios_hold_where_absolute_times_do_not(cases):

@@ -10,14 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from .heldout_rows import check_columns_and_ids, run_fixture
+from .heldout_rows import check_columns_and_ids, check_source_bounds, run_fixture
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
 import finetune_heldout as fh  # noqa: E402
 import perf_heldout56 as p56  # noqa: E402
-from harness import mape, scored  # noqa: E402
 
 ACTIVE = "gpjt fine-tune-2024-04 active peak and tokens/s"
 RESERVED = "gpjt fine-tune-2024-04 reserved peak"
@@ -64,10 +63,7 @@ def test_tokens_per_s_reads_the_scripts_interval_of_28_steps(row_id, its):
 
 
 def test_sources_stay_within_their_bounds(cases):
-    for (src, metric), (n, bound) in BOUNDS.items():
-        got = [c for c in scored(cases, metric) if c.source == src]
-        assert len(got) == n, (src, metric)
-        assert mape(got) < bound, (src, metric, mape(got))
+    check_source_bounds(cases, BOUNDS)
 
 
 def test_more_micro_batch_costs_memory_and_the_sweeps_last_oom_is_said_not_to_fit(cases):

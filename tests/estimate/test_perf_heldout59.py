@@ -12,14 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from .heldout_rows import check_columns_and_ids, run_fixture
+from .heldout_rows import check_columns_and_ids, check_source_bounds, run_fixture
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
 import finetune_heldout as fh  # noqa: E402
 import perf_heldout59 as p59  # noqa: E402
-from harness import mape, scored  # noqa: E402
 from trainsizer.estimate.memory import GIB  # noqa: E402
 
 LORA = "torchtune LoRA tutorial peak-memory table"
@@ -91,10 +90,7 @@ def test_gb_reserved_is_the_reserved_peak_in_1e9_bytes():
 
 
 def test_sources_stay_within_their_bounds(cases):
-    for src, (n, bound) in BOUNDS.items():
-        got = [c for c in scored(cases, "peak_gib") if c.source == src]
-        assert len(got) == n, src
-        assert mape(got) < bound, (src, mape(got))
+    check_source_bounds(cases, {(src, "peak_gib"): v for src, v in BOUNDS.items()})
 
 
 def test_more_adapters_cost_more_as_measured(cases):

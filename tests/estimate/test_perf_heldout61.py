@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from .heldout_rows import check_columns_and_ids, run_fixture
+from .heldout_rows import check_columns_and_ids, check_source_bounds, run_fixture
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
 import finetune_heldout as fh  # noqa: E402
 import perf_heldout61 as p61  # noqa: E402
-from harness import mape, scored  # noqa: E402
+from harness import scored  # noqa: E402
 
 FMS = "fms-acceleration benchmarks"
 GRANITE = "fms-acceleration granite benchmarks"
@@ -72,10 +72,7 @@ def test_the_rows_are_the_suites_job():
 
 
 def test_sources_stay_within_their_bounds(cases):
-    for (src, metric), (n, bound) in BOUNDS.items():
-        got = [c for c in scored(cases, metric) if c.source == src]
-        assert len(got) == n, (src, metric)
-        assert mape(got) < bound, (src, metric, mape(got))
+    check_source_bounds(cases, BOUNDS)
 
 
 def test_two_gpus_shard_the_full_fine_tune_as_measured(cases):

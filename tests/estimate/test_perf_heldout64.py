@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .heldout_rows import check_columns_and_ids, check_rows_sourced, run_fixture
+from .heldout_rows import check_columns_and_ids, check_rows_sourced, check_source_bounds, run_fixture
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
@@ -63,10 +63,7 @@ def test_the_rows_are_the_suites_job():
 
 
 def test_sources_stay_within_their_bounds(cases):
-    for (src, metric), (n, bound) in BOUNDS.items():
-        got = [c for c in scored(cases, metric) if c.source == src]
-        assert len(got) == n, (src, metric)
-        assert mape(got) < bound, (src, metric, mape(got))
+    check_source_bounds(cases, BOUNDS)
 
 
 def test_one_gpu_peak_is_the_optimizer_step(cases):
