@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -63,7 +62,6 @@ import perf_heldout as ph
 import perf_heldout28 as p28
 import perf_mlperf6 as m6
 from harness import (
-    Case,
     Fit,
     job_fits,
     job_tokens_per_gpu,
@@ -87,13 +85,8 @@ V50_OWN = {"amd": DATA / "amd_mlperf.csv", "nvidia": DATA / "nvidia_mlperf.csv",
            "dell": DATA / "heldout_2026b_mlperf_nvidia.csv"}
 
 
-def dgxc_rows() -> list[dict[str, str]]:
-    return list(csv.DictReader(DGXC.open(encoding="utf-8")))
-
-
-def dgxc_run() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
-    """Source (1): (case, the estimate's result or {} when refused, row), perf_heldout's job path."""
-    return ph.estimate_rows(dgxc_rows())
+DGXC_BATCH = ph.Batch((DGXC,))  # source (1), in perf_heldout's columns and job path (docs/known-gaps.md 257 (b))
+dgxc_rows, dgxc_run = DGXC_BATCH.rows, DGXC_BATCH.run_all
 
 
 def krai_rows() -> list[dict[str, str]]:

@@ -49,7 +49,7 @@ import numpy as np
 
 import perf_heldout as ph
 import perf_heldout38 as p38
-from harness import Case, job_fits, kept_rows, mape, print_cases, print_fits, refused_rows, row_cases
+from harness import job_fits, kept_rows, mape, print_cases, print_fits, refused_rows, row_cases
 from perf_mbridge26 import print_groups
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -90,13 +90,8 @@ def mzoo_cases() -> list[tuple[str, str, float, float]]:
     return row_cases(kept_rows(mzoo_rows()), mzoo_job)
 
 
-def nemo_rows() -> list[dict[str, str]]:
-    return list(csv.DictReader(NEMO.open(encoding="utf-8")))
-
-
-def nemo_run() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
-    """(case, the estimate's result or {} when refused, row) for the NeMo 24.07 rows (perf_heldout's job path)."""
-    return ph.estimate_rows(nemo_rows())
+NEMO_BATCH = ph.Batch((NEMO,))  # the NeMo 24.07 rows, in perf_heldout's columns and job path (known-gaps 257 (b))
+nemo_rows, nemo_run = NEMO_BATCH.rows, NEMO_BATCH.run_all
 
 
 def cases() -> list[tuple[str, str, float, float]]:

@@ -33,13 +33,12 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 import perf_heldout as ph
 import perf_heldout27 as p27
-from harness import Case, Fit, job_fits, mape, print_cases, print_fits, row_cases
+from harness import Fit, job_fits, mape, print_cases, print_fits, row_cases
 from perf_mbridge26 import job as mbridge_job
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -53,18 +52,13 @@ def report_rows() -> list[dict[str, str]]:
     return list(csv.DictReader(REPORTS.open(encoding="utf-8")))
 
 
-def titan_rows() -> list[dict[str, str]]:
-    return list(csv.DictReader(TITAN.open(encoding="utf-8")))
+TITAN_BATCH = ph.Batch((TITAN,))  # source (3), in perf_heldout's columns and job path (docs/known-gaps.md 257 (b))
+titan_rows, titan_run = TITAN_BATCH.rows, TITAN_BATCH.run_all
 
 
 def report_cases() -> list[tuple[str, str, float, float]]:
     """(row id, system, measured, predicted tokens/s/GPU) of sources (1) and (2)."""
     return row_cases(report_rows(), mbridge_job)
-
-
-def titan_run() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
-    """(case, the estimate's result or {} when refused, row) of source (3)."""
-    return ph.estimate_rows(titan_rows())
 
 
 def all_errors() -> np.ndarray:

@@ -233,13 +233,8 @@ def layer_floor_lines() -> list[str]:
     return out
 
 
-def titan_rows() -> list[dict[str, str]]:
-    return list(csv.DictReader(TITAN.open(encoding="utf-8")))
-
-
-def titan_run() -> list[tuple[Case, dict[str, Any], dict[str, str]]]:
-    """(case, the estimate's result or {} when refused, row) of source (3), time and memory rows."""
-    return ph.estimate_rows(titan_rows())
+TITAN_BATCH = ph.Batch((TITAN,))  # source (3), time and memory rows, in perf_heldout's columns and job path (257 (b))
+titan_rows, titan_run = TITAN_BATCH.rows, TITAN_BATCH.run_all
 
 
 def memory_lines(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) -> list[str]:
