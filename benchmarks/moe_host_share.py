@@ -7,7 +7,8 @@ alike) at which the estimate meets the measurement, beside the row's error as pr
 A share near 1 says the row agrees with the charge as derived; a row far below the rest with the GPU side right
 points at a term only it carries. The Nemotron 3 Nano rows on H100 (perf_hybrid: the only scored rows that recompute
 the whole MoE block, recompute_modules moe) want about a quarter of it where the other rows of the class centre
-near one (docs/known-gaps.md 131). Rows resolved on a catalog overlay are left out (the estimate here runs on the
+near one (docs/known-gaps.md 131); by the local experts a GPU holds, the share falls where the charge (linear in
+them) grows largest: perf_heldout67's DGX-B300 Nemotron 3 Super rows at 64 (docs/known-gaps.md 256 (a)). Rows resolved on a catalog overlay are left out (the estimate here runs on the
 built-in catalog).
 
 Run: python benchmarks/moe_host_share.py
@@ -93,6 +94,23 @@ def shares(rows: list[Row] | None = None) -> list[tuple[Row, float, float]]:
     return out
 
 
+def local_experts_bucket(experts: int, ep: int) -> str:
+    """The routed experts one GPU holds (experts / EP), bucketed: '<=8', '16', '32', '>=64' (a dense model: '-')."""
+    if experts <= 1:
+        return "-"
+    local = experts / max(ep, 1)
+    return "<=8" if local <= 8 else "16" if local <= 16 else "32" if local <= 32 else ">=64"
+
+
+def local_experts(row: Row) -> str:
+    """The row's local-expert bucket, from its resolved job (the model's routed experts over its EP degree)."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.scenario import resolve_job
+
+    sc = resolve_job(row.job, load_catalog())
+    return local_experts_bucket(int(sc.model.experts), int(np.ravel(sc.strategy.ep)[0]))
+
+
 def figure_s(row: Row) -> float:
     """The per-expert-kernel figure (seconds) the row's job is charged: its dispatcher's (alltoall or flex, "auto"
     resolved as the estimate resolves it, step_time.moe_alltoall), so share x figure is the seconds a kernel the row
@@ -123,6 +141,12 @@ def main() -> None:
                 groups[facts(row)[key]].append(s)
         print(f"  by {key}: " + "; ".join(f"{g} n={len(v)} {float(np.median(v)):.2f}"
                                           for g, v in sorted(groups.items(), key=lambda kv: -len(kv[1]))))
+    local: dict[str, list[float]] = defaultdict(list)
+    for row, s, _ in got:
+        if not math.isnan(s):
+            local[local_experts(row)].append(s)
+    print("  by local experts (routed experts / EP): " + "; ".join(
+        f"{g} n={len(local[g])} {float(np.median(local[g])):.2f}" for g in ("<=8", "16", "32", ">=64") if local[g]))
     print("\nseconds a kernel the rows want (share x their dispatcher's figure), median by the EP overlap:")
     per_kernel: dict[str, list[float]] = defaultdict(list)
     for row, s, _ in got:

@@ -44,6 +44,11 @@ def test_scaled_constants_scale_every_dispatcher_and_nothing_else():
     assert half.host_s_per_layer_pass == k.host_s_per_layer_pass
 
 
+def test_local_experts_buckets():
+    assert [mhs.local_experts_bucket(e, ep) for e, ep in ((8, 1), (128, 8), (256, 8), (512, 8), (512, 64), (1, 4))] == [
+        "<=8", "16", "32", ">=64", "<=8", "-"]
+
+
 @pytest.mark.slow
 def test_h100_nano_rows_want_far_less_of_the_charge_than_the_b200_row():
     import perf_hybrid as ph
