@@ -158,6 +158,23 @@ def sp_pairs(run: list) -> list[tuple[str, float, float]]:
             if r["cp"] != "1" and rb["cp"] == "1" and per_gpu(r) == per_gpu(rb)]
 
 
+# the A100-SXM4 hosts of source (3) hold 8 GPUs: an SP group above 8 sends part of each all-to-all across hosts
+GPUS_PER_HOST = 8
+
+
+def cross_host_a2a(run: list) -> list[tuple[str, float, float]]:
+    """(row, predicted, implied) seconds a step of the Ulysses all-to-alls (cp_comm) for the rows whose SP group spans
+    hosts: implied = the measured step (the predicted step x predicted / measured TGS) less the rest of the predicted
+    step, i.e. what the all-to-alls took if every other term is right (docs/known-gaps.md 253 (b))."""
+    out = []
+    for c, res, r in run:
+        if c.skipped or whole(r["cp"], 1) <= GPUS_PER_HOST:
+            continue
+        step, a2a = res["time"]["step_s"], res["time"]["breakdown_s"]["cp_comm"]
+        out.append((r["id"], a2a, step * c.predicted / c.measured - (step - a2a)))
+    return out
+
+
 def main() -> None:
     cs = cases()
     print("(1) fms-acceleration's orca-math padding-free file (3cf092a, 2024-09) and (2) its multipack file (4224c66, "
@@ -186,6 +203,9 @@ def main() -> None:
     print("\n".join(xtuner_lines(run)))
     print("\nSP against no SP at the same tokens a GPU, TGS (measured vs predicted):")
     print("\n".join(f"  {rid:52s} measured {m:5.3f} predicted {p:5.3f}" for rid, m, p in sp_pairs(run)))
+    print("\nthe all-to-alls of SP groups across hosts, seconds a step: predicted, implied by the measured step (the "
+          "rest of the step as predicted), predicted / implied (docs/known-gaps.md 253 (b)):")
+    print("\n".join(f"  {rid:52s} {p:8.1f} {i:8.1f}  {p / i:5.2f}" for rid, p, i in cross_host_a2a(run)))
     print(ph.time_summary("perf_heldout64 xtuner", run))
 
 

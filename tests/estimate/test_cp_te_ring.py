@@ -115,3 +115,33 @@ def test_all_to_all_past_the_kv_heads_where_kv_is_repeated_first():
     with pytest.raises(StrategyError) as err:
         check_strategy(sc.model, training, system, replace(stated, repeat_kv=None))
     assert "repeat_kv" in err.value.render("en") and "repeat_kv" in err.value.render("zh")
+
+
+def _ulysses(model: str, framework: str, **strategy) -> float:
+    """cp_comm of an 8-way all-to-all CP in one node (8 micro-batches of 64K tokens, no recompute)."""
+    job = _job(8, 65536, cp_comm_type="a2a", framework=framework, **strategy)
+    if framework == "deepspeed":
+        job["strategy"] = {k: v for k, v in job["strategy"].items() if k != "distributed_optimizer"} | {"zero": 1}
+    b, _ = _breakdown({**job, "model": model})
+    return b["cp_comm"]
+
+
+def test_autograd_ulysses_sends_four_tensors_back_where_te_sends_five():
+    """DeepSpeed's DistributedAttention and xtuner's wrapper are autograd all-to-alls around the local attention: the
+    backward sends dout, dq, dk, dv (4); TE's AttnFuncWithCPAndQKVOA2A sends out and dout, dq, dk, dv (5). On a model
+    whose K / V are query-wide (Llama-2-7B) every tensor costs the same: TE's layer is 9 / 8 of the wrapper's
+    (docs/known-gaps.md 253 (a))."""
+    wrapped, te = _ulysses("llama-2-7b", "deepspeed"), _ulysses("llama-2-7b", "megatron-core")
+    assert te / wrapped == pytest.approx(9.0 / 8.0, rel=1e-9)
+
+
+def test_repeated_kv_moves_at_the_query_width():
+    """Where the model repeats K / V to the query heads before the all-to-all (strategy.repeat_kv: xtuner's
+    dispatch), k, v, dk and dv move query-wide: on Llama-3.1-8B (32 query, 8 K / V heads) the layer costs what eight
+    query-wide tensors do; on a model without grouped K / V (Llama-2-7B) the statement changes nothing."""
+    plain, repeated = _ulysses("llama-3.1-8b", "deepspeed"), _ulysses("llama-3.1-8b", "deepspeed", repeat_kv=True)
+    assert repeated > plain > 0.0
+    mha = _ulysses("llama-2-7b", "deepspeed")
+    assert _ulysses("llama-2-7b", "deepspeed", repeat_kv=True) == pytest.approx(mha, rel=1e-12)
+    # 8B and 7B share the query width (4,096) and the layer count (32): eight query-wide tensors either way
+    assert repeated == pytest.approx(mha, rel=1e-9)

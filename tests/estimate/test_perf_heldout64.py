@@ -118,9 +118,9 @@ def test_the_xtuner_rows_are_sourced_and_read_as_the_doc_ran_them():
 
 
 def test_xtuner_rows_within_their_bound(xtuner_run):
-    """12.5% over the 14 rows (median +0.5%); none refused, the two at SP above the K / V heads included (248 (f))."""
+    """12.0% over the 14 rows (median -0.1%); none refused, the two at SP above the K / V heads included (248 (f))."""
     scored, refused = ph.scored_refused(xtuner_run)
-    assert not refused and len(scored) == 14 and mape(scored) < 14.0, mape(scored)
+    assert not refused and len(scored) == 14 and mape(scored) < 13.0, mape(scored)
     assert XTUNER_PAST_KV_HEADS <= {c.row_id for c in scored}
 
 
@@ -131,6 +131,17 @@ def test_seventy_b_runs_faster_with_sp_at_the_same_tokens_a_gpu(xtuner_run):
     (rid, measured, predicted), = [p for p in p64.sp_pairs(xtuner_run) if "70b" in p[0]]
     assert rid == "xtuner_2024-06_a100_llama-2-70b_32gpu_32k_sp4"
     assert measured == pytest.approx(1.388, abs=0.001) and predicted < 1.0
+
+
+def test_all_to_alls_across_hosts_read_slower_than_predicted(xtuner_run):
+    """253 (b): the three rows whose SP group spans hosts (SP 16, 64) take about 3-5x the all-to-all time the estimate
+    charges at the assumed 4 x 100 Gb/s RoCE (0.32 / 0.28 / 0.21 of what the measured step leaves for it), where the
+    SP 1 rows on the same hosts read that network's ring collectives fast enough. Fails when the estimate charges the
+    cross-host all-to-all at what these rows imply (then update 253 (b) and this test)."""
+    got = p64.cross_host_a2a(xtuner_run)
+    assert [rid.removeprefix("xtuner_2024-06_a100_") for rid, _, _ in got] == [
+        "llama-2-7b_32gpu_1m_sp16", "llama-2-70b_32gpu_256k_sp16", "llama-2-70b_64gpu_1m_sp64"]
+    assert all(0.15 < predicted / implied < 0.4 for _, predicted, implied in got), got
 
 
 def test_the_script_runs():

@@ -439,6 +439,11 @@ class PerfStyle:
     # under cp_torch_ring the model repeats K / V to the query heads before SDPA (torchtitan's Llama repeat_kv), so
     # the ring moves them at the query width; false: SDPA's enable_gqa (Hugging Face sdpa_attention_forward)
     repeat_kv: bool = False
+    # cp_comm_type a2a is an autograd all-to-all around the local attention (DeepSpeed-Ulysses DistributedAttention,
+    # deepspeed/sequence/layer.py _SeqAllToAll; xtuner's sequence_parallel_wrapper, xtuner/parallel/sequence at
+    # 43ef6ab99): its backward sends the output's gradient and dq, dk, dv back, 4 tensors; false: Transformer
+    # Engine's AttnFuncWithCPAndQKVOA2A, which sends the output and its gradient, 5 (step_time._cp_te_a2a)
+    cp_a2a_autograd: bool = False
     # at expert TP 1 under TP each TP rank dispatches its 1 / tp of the MoE layer's tokens (torchtitan's
     # ReordererSequenceParallel, later its dispatchers' sp_size; Megatron-Core's sequence-parallel shard); false:
     # every TP rank dispatches, computes and combines the TP group's whole token set (torchtitan's DeepEP path at
@@ -2673,9 +2678,14 @@ def _cp_te_a2a(x: _Step, k_cp: Any) -> Any:
     perf_constants.yaml cp_te_a2a), in FP8 under FP8 attention (q, k, v quantized before the all-to-all, the output
     and the gradients FP8: NVTE_FP8_DPA_BWD). Forward again under full recompute. Each all-to-all is
     torch.distributed.all_to_all_single on the CP group (flash_attn_a2a_communicate, v2.7 to v2.17): NCCL's
-    all-to-all, at its rates (nccl_alltoall_rates; docs/known-gaps.md 95, 109)."""
+    all-to-all, at its rates (nccl_alltoall_rates; docs/known-gaps.md 95, 109). Ulysses as an autograd wrapper
+    (PerfStyle.cp_a2a_autograd: DeepSpeed's DistributedAttention, xtuner's sequence_parallel_wrapper) sends the
+    same four tensors forward and their gradients back, 4, its splits and concatenations as many HBM passes; K and
+    V at the query heads' width where the model repeats them before the all-to-all (PerfStyle.repeat_kv /
+    strategy.repeat_kv: xtuner's dispatch/llama.py at 43ef6ab99; docs/known-gaps.md 253 (a))."""
     c, m, k = x.c, x.model, x.k.raw["cp_te_a2a"]
-    q_el, kv_el = x.tok * m.q_dim / x.t, x.tok * m.kv_dim / x.t
+    q_el = x.tok * m.q_dim / x.t
+    kv_el = x.tok * np.where(np.asarray(x.fw.repeat_kv, bool), m.q_dim, m.kv_dim) / x.t
     size = 1.0 if x.fp8_attention else x.act
     zone = comm.zone_members(c, x.t, x.system)
     r = nccl_alltoall_rates(x.link(c, x.t), x.system, x.k)
@@ -2688,7 +2698,8 @@ def _cp_te_a2a(x: _Step, k_cp: Any) -> Any:
             (n_q * q_el + n_kv * kv_el) * size * k["touches_per_elem"], x.r,
             kernels=(n_q + n_kv) * k["kernels_per_tensor"])
 
-    fwd, bwd = passes(2.0, 2.0), passes(3.0, 2.0)  # q, out + k, v; out, dout, dq + dk, dv
+    fwd = passes(2.0, 2.0)  # q, out + k, v
+    bwd = np.where(np.asarray(x.fw.cp_a2a_autograd, bool), fwd, passes(3.0, 2.0))  # dout, dq + dk, dv; TE: + out
     return np.where(c > 1, fwd * (1.0 + x.full_share) + bwd, 0.0) * m.attention_layers / m.layers
 
 
