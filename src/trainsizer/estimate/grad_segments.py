@@ -20,6 +20,12 @@ the loss path's tensors are freed (the head's backward comes first), so a gradie
 are freed by zero_grad and stay reserved through the next step's loss phase: the next step's tensors find their
 own previous step's blocks first (best fit: the same sizes), and its logit-sized tensors are larger than any
 gradient's segment. So the reserved peak holds the freed gradients beyond what the loss phase's blocks could take.
+Without recompute the backward also frees each decoder layer's saved activations as it leaves the layer (autograd
+releases a node's saved tensors after it runs), before it creates the layers below's gradients: where a saved
+token-row tensor is at least as large as a gradient of the same width (a token x f activation against an h x f
+gradient: tokens x activation bytes >= h x gradient bytes) those blocks take the later layers' gradients too, so only
+what one layer's gradients need beyond the blocks freed before them keeps a segment (docs/known-gaps.md 254 (a)).
+Under full recompute the re-run layer's blocks go to the next re-run and the checkpoints are token x h: not counted.
 Not modelled: the optimizer's states created lazily at the first step in whatever blocks are then free
 (docs/known-gaps.md 213 (c) and 242 (b)).
 """
@@ -46,9 +52,24 @@ def fresh_gradients(name: str, hf_auto: Any, zero: Any, n_micro: Any, pp: Any, d
     return styles & plain_or_fsdp & (np.asarray(n_micro) < 1.5) & (np.asarray(pp) <= 1)
 
 
-def kept_gradient_segments(freed: Any, loss_blocks: Any) -> Any:
+def kept_gradient_segments(freed: Any, loss_blocks: Any, layer_blocks: Any = 0.0, n_layers: Any = 1.0) -> Any:
     """Reserved bytes of the freed gradients' own segments beside a phase that does not hold them: the gradients'
     bytes the phase lacks (`freed`) beyond what the loss phase's freed blocks (`loss_blocks`: the logits, the loss's
-    temporaries and segments, the head input, the forward's layer segments) could hold when the backward created
-    them (module docstring)."""
-    return np.maximum(np.asarray(freed, float) - np.asarray(loss_blocks, float), 0.0)
+    temporaries and segments, the head input, the forward's layer segments) and the decoder layers' freed saves
+    (`layer_blocks` a layer, `freed_layer_blocks`) could hold when the backward created them. The backward makes the
+    gradients a layer at a time (`n_layers`, `freed` / n each) after the layers above freed theirs, so the most kept
+    is at the first layer or at the last (module docstring)."""
+    freed, loss = np.asarray(freed, float), np.asarray(loss_blocks, float)
+    n = np.maximum(np.asarray(n_layers, float), 1.0)
+    last = freed - loss - (n - 1.0) * np.asarray(layer_blocks, float)
+    return np.maximum(np.maximum(freed / n - loss, last), 0.0)
+
+
+def freed_layer_blocks(acts: Any, n_layers: Any, no_recompute: Any, tokens: Any, act_bytes: float, grad_rows: float,
+                       grad_bytes: Any) -> Any:
+    """Bytes a decoder layer's backward frees that the next layers' gradients can take (module docstring): without
+    recompute its saved activations (`acts` over `n_layers`), where a token-row block holds a gradient of the same
+    width (`tokens` x `act_bytes` >= `grad_rows` x `grad_bytes`; grad_rows the hidden size, 0 for rank-thin adapter
+    gradients); under recompute none."""
+    holds = np.asarray(no_recompute, bool) & (np.asarray(tokens, float) * act_bytes >= grad_rows * np.asarray(grad_bytes))
+    return np.where(holds, np.asarray(acts, float) / np.maximum(np.asarray(n_layers, float), 1.0), 0.0)

@@ -1689,8 +1689,10 @@ def _backward_phases(b: _Batch, g: _Stage, items: dict[str, Any], fsdp: tuple[An
     items["gradients"] = np.choose(win, np.broadcast_arrays(g_loss, g_layer, grads + np.where(end_tied, tied, 0.0)))
     # the freed gradients' own segments beside the winning phase where it lacks them (not in the choice: the
     # allocated readings take the winning phase's items)
-    kept = np.where(fresh & (win < 2) & ~np.asarray(b.expandable, bool),
-                    grad_segments.kept_gradient_segments(grads - items["gradients"], loss), 0.0)
+    rows = float(b.model.hidden) if b.training.trains_base_weights else 0.0
+    layer_blocks = grad_segments.freed_layer_blocks(acts, g.n_layers, b.rec == 0, b.tokens, b.w16, rows, b.st["grads"])
+    kept = np.where(fresh & (win < 2) & ~np.asarray(b.expandable, bool), grad_segments.kept_gradient_segments(
+        grads - items["gradients"], loss, layer_blocks, g.n_layers), 0.0)
     if np.any(kept):
         items["freed_gradient_segments"] = kept
     if np.any(held):
