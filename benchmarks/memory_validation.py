@@ -140,8 +140,10 @@ def _qwen_setup(r: dict[str, str]) -> tuple[ModelArch, Training, System, Strateg
     # multi-node LoRA, 72B ZeRO-3) grow with sequence length like an fp32 loss in the measurements (7B
     # multi-node: 8.0 GiB per 4,096 tokens, the upcast model 9.1, native 5.5), for a reason not established.
     native = method == "qlora"
+    # Q-LoRA: finetune.py calls PEFT's prepare_model_for_kbit_training (QwenLM/Qwen finetune.py at 00dceebb), stated
+    # since the unstated hf / auto default follows TRL >= 0.26, which does not (docs/known-gaps.md 258 (b))
     strategy = Strategy(dp=gpus, zero=zero, micro_batch=1, recompute="full", loss_impl="native" if native else "upcast",
-                        framework="deepspeed" if method == "full" else "auto")
+                        framework="deepspeed" if method == "full" else "auto", kbit_upcast=True if native else None)
     return model, training, system, strategy, gpus
 
 
@@ -164,7 +166,8 @@ def qlora_claims() -> list[tuple[str, float, str, bool]]:
     qlora = Training(method="qlora", precision="bf16", optimizer="paged_adamw", seq_len=512, global_batch_seqs=16,
                      lora_rank=64, lora_targets=("all-linear",))
     one = System(gpus=1, **{**A100_80, "memory_gib": 48e9 / GIB})
-    e = estimate_memory(LLAMA_65B, qlora, one, Strategy(micro_batch=1, recompute="full"))
+    # qlora.py calls prepare_model_for_kbit_training (artidoro/qlora; docs/known-gaps.md 258 (b))
+    e = estimate_memory(LLAMA_65B, qlora, one, Strategy(micro_batch=1, recompute="full", kbit_upcast=True))
     full16 = Training(method="full", precision="bf16", optimizer="adamw", seq_len=512, global_batch_seqs=16)
     ms = float(model_state_bytes(LLAMA_65B.params_total, full16))
     return [

@@ -522,7 +522,28 @@ def framework_assumed(scenario: Scenario) -> dict[str, Any]:
     out = out | _moe_dispatcher(scenario, out["perf_style"]) | _experts_implementation(scenario, out["assumed"])
     return (out | _checkpoint_impl(scenario, out["perf_style"]) | _zero3_engine(scenario, out["perf_style"])
             | _zero3_expert_fetch(scenario, out) | _torch_compile(scenario, out["perf_style"])
-            | _moe_fusion(scenario, out["perf_style"]) | _tf32(scenario, out["perf_style"]))
+            | _moe_fusion(scenario, out["perf_style"]) | _tf32(scenario, out["perf_style"]) | _kbit_upcast(scenario))
+
+
+def _kbit_upcast(scenario: Scenario) -> dict[str, Any]:
+    """{"kbit_upcast": {"requested" (None = the framework's), "assumed", "residual_fp32", "reason"}} for a QLoRA job:
+    whether PEFT's prepare_model_for_kbit_training left its norms, embeddings and LM head in fp32 (and the residual
+    stream, unless DeepSpeed's 16-bit engine casts the module back), as both estimates resolve it
+    (model_states.kbit_upcast); reason: the i18n key of the unstated default's origin
+    (kbit_upcast_default_<hf | auto | torchtune | peft>: TRL >= 0.26 under hf / auto, docs/known-gaps.md 258 (a)),
+    None where the job states it; {} for other methods."""
+    from trainsizer.estimate.model_states import kbit_upcast, kbit_upcast_default
+
+    if scenario.training.method != "qlora":
+        return {}
+    s = scenario.strategy
+    name = str(s.framework)
+    weights, residual = kbit_upcast(s, name)
+    reason = None
+    if s.kbit_upcast is None:
+        reason = "kbit_upcast_default_" + (name if not kbit_upcast_default(name) else "peft")
+    return {"kbit_upcast": {"requested": s.kbit_upcast, "assumed": weights, "residual_fp32": residual,
+                            "reason": reason}}
 
 
 def _tf32(scenario: Scenario, style: str) -> dict[str, Any]:

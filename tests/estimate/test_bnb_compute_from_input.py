@@ -74,8 +74,8 @@ def test_16_bit_jobs_are_untouched(precision, dtype):
     (docs/known-gaps.md 243 (a))."""
     assert _step(_job(precision=precision, nf4_dequant_dtype=dtype, bnb_compute_from_input=True,
                       kbit_upcast=False)) == _step(_job(precision=precision, nf4_dequant_dtype=dtype, kbit_upcast=False))
-    assert _step(_job(precision=precision, nf4_dequant_dtype=dtype, bnb_compute_from_input=True)) > _step(
-        _job(precision=precision, nf4_dequant_dtype=dtype))
+    assert _step(_job(precision=precision, nf4_dequant_dtype=dtype, bnb_compute_from_input=True, kbit_upcast=True)) > _step(
+        _job(precision=precision, nf4_dequant_dtype=dtype, kbit_upcast=True))
 
 
 def test_other_methods_refuse_it():

@@ -41,7 +41,7 @@ def test_peft_upcasts_pay_the_copy_rate_only_where_it_is_below_the_stream(monkey
     LoRA (the job's default adapter targets: about 1% of an 8B step); QLoRA with 16-bit norms, whose Linear4bit skips
     the cast, does not move; QLoRA under PEFT's fp32 norms does (its linears' fp32 outputs: docs/known-gaps.md 243 (a))."""
     k = load_constants()
-    cases = {"lora": ("lora", {}), "qlora": ("qlora", {"kbit_upcast": False}), "upcast": ("qlora", {})}
+    cases = {"lora": ("lora", {}), "qlora": ("qlora", {"kbit_upcast": False}), "upcast": ("qlora", {"kbit_upcast": True})}
     with_rate = {key: _step("h200-sxm-141gb", m, **s) for key, (m, s) in cases.items()}
     parts = {key: v for key, v in k.raw["dynamic_cast"]["parts"].items() if key != "h200"}
     monkeypatch.setitem(k.raw["dynamic_cast"], "parts", parts)

@@ -46,6 +46,6 @@ def test_the_estimate_charges_what_torch_saves_per_head_parameter():
     qlora = Training(method="qlora", seq_len=2048, global_batch_seqs=8, lora_rank=16, lora_targets=("q_proj",))
     card = System(accelerator="rtx-4090", gpus=1, gpus_per_node=1, memory_gib=24.0, peak_tflops={"bf16": 165.0},
                   hbm_gb_s=1008.0, intra_node_gb_s=25.0)
-    est = estimate_memory(model, qlora, card, Strategy(micro_batch=2, recompute="full", framework="hf"))
+    est = estimate_memory(model, qlora, card, Strategy(micro_batch=2, recompute="full", framework="hf", kbit_upcast=True))
     per_head_param = _saved_bytes(torch.float32) / (VOCAB * HIDDEN)
     assert est.items_bytes["head_weight_cast"] == pytest.approx(per_head_param * model.vocab * model.hidden)

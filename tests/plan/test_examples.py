@@ -100,7 +100,10 @@ def test_qlora_7b_searched_in_its_market_stays_on_one_host_of_small_cards():
     from trainsizer.catalog import load_catalog
     from trainsizer.plan.core import make_plan
 
-    plan = make_plan(_without_hardware("qlora-7b-one-gpu.yaml"), load_catalog(), top=3, lang="zh")
+    # PEFT's fp32 stream stated (kbit_upcast true, the figures this was set on; unstated, hf's 16-bit stream fits one
+    # card without recompute and two cost within 1% of it: docs/known-gaps.md 258 (a))
+    job = {**_without_hardware("qlora-7b-one-gpu.yaml"), "strategy": {"kbit_upcast": True}}
+    plan = make_plan(job, load_catalog(), top=3, lang="zh")
     rec = plan.recommended.hardware
     assert rec.count <= 2 and rec.nodes == 1 and plan.tier.id in ("single-gpu", "single-node")
     best = next(o for o in plan.hardware_options if o.id == plan.recommended.id)

@@ -135,9 +135,15 @@ def test_the_recommended_options_own_notes_are_printed_as_the_report_lists_them(
 
 
 @pytest.mark.parametrize(("lang", "same"), [("en", "as long as the plan's best"), ("zh", "与方案最佳相同")])
-def test_the_jobs_own_strategy_as_fast_as_the_plans_is_said_so(run_cli, lang, same):
-    """The QLoRA example's own layout times as the plan's best: it read '(the job's takes +0% as long)' (55 (k))."""
-    code, out, err = run_cli("--lang", lang, "plan", QLORA)
+def test_the_jobs_own_strategy_as_fast_as_the_plans_is_said_so(run_cli, tmp_path, lang, same):
+    """The QLoRA example's own layout times as the plan's best: it read '(the job's takes +0% as long)' (55 (k)).
+    PEFT's fp32 stream stated (kbit_upcast true, the figures this was set on; unstated, hf's 16-bit stream fits
+    without the example's full recompute, so the plan's best is faster: docs/known-gaps.md 258 (a))."""
+    data = yaml.safe_load((REPO / "examples" / "qlora-7b-one-gpu.yaml").read_text(encoding="utf-8"))
+    data["strategy"] = {**data["strategy"], "kbit_upcast": True}
+    path = tmp_path / "qlora.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    code, out, err = run_cli("--lang", lang, "plan", str(path))
     assert code == 0, err
     lines = "".join(out.split())
     assert "".join(same.split()) in lines and "+0%" not in lines

@@ -533,15 +533,26 @@ def dense_linear_widths(model: ModelArch) -> tuple[float, float, float]:
             float(len(linears)))
 
 
+# frameworks (strategy.framework, unresolved) whose QLoRA does not run PEFT's prepare_model_for_kbit_training when the
+# job leaves strategy.kbit_upcast unstated: hf (and auto, which resolves a data-parallel fine-tune to hf) as TRL's
+# SFTTrainer runs it since v0.26.0 (trl 2af35fb0, #4577, 2025-12-04: get_peft_model, adapters cast to bf16, norms left
+# in the loaded dtype; docs/known-gaps.md 258 (a)); torchtune (torchao NF4, bf16 norms). Every other framework: PEFT's
+KBIT_UPCAST_OFF_FRAMEWORKS = ("hf", "auto", "torchtune")
+
+
+def kbit_upcast_default(name: str) -> bool:
+    """The unstated strategy.kbit_upcast of framework `name` (KBIT_UPCAST_OFF_FRAMEWORKS)."""
+    return name not in KBIT_UPCAST_OFF_FRAMEWORKS
+
+
 def kbit_upcast(strategy: Any, name: str) -> tuple[bool, bool]:
     """(non-quantised QLoRA weights in fp32, fp32 residual stream): the job's strategy.kbit_upcast, else the
-    framework's: PEFT prepare_model_for_kbit_training under hf (both), none in torchtune; DeepSpeed's 16-bit
-    engine (loss_impl native) casts the module back to 16 bit, so its residual stream stays 16-bit. Read by the
-    memory estimate (its fp32 weights and checkpoints) and the step time (step_time._kbit_fp32_stream_time)."""
+    framework's (kbit_upcast_default: none under hf / auto, TRL >= 0.26, and torchtune; PEFT's
+    prepare_model_for_kbit_training elsewhere); either way DeepSpeed's 16-bit engine (loss_impl native) casts the
+    module back to 16 bit, so its residual stream stays 16-bit. Read by the memory estimate (its fp32 weights and
+    checkpoints) and the step time (step_time._kbit_fp32_stream_time)."""
     asked = getattr(strategy, "kbit_upcast", None)
-    if asked is not None:
-        return bool(asked), bool(asked)
-    peft = name != "torchtune"
+    peft = kbit_upcast_default(name) if asked is None else bool(asked)
     return peft, peft and getattr(strategy, "loss_impl", "auto") != "native"
 
 

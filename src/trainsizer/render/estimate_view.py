@@ -244,6 +244,11 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
                     reduce=f"{b['reduce_bucket_params']:.3g}") + why)
         if fw.get("torch_compile"):
             con.print(f"{t('torch_compile_assumed', L)}{t('colon', L)}{t(fw['torch_compile']['reason'], L)}")
+        kbit = fw.get("kbit_upcast")
+        if kbit:
+            state = ("on" if kbit["residual_fp32"] else "on_cast_back") if kbit["assumed"] else "off"
+            why = t(kbit["reason"], L) if kbit.get("reason") else ""
+            con.print(f"{t('kbit_upcast', L)}{t('colon', L)}{t('kbit_upcast_' + state, L)}{why}")
     if result.get("memory"):
         _memory(con, result["memory"], L)
     if result.get("time"):

@@ -692,8 +692,9 @@ class StrategySpec(_Strict):
     # fp32-remainders (fp32 moments, the master as the bf16 weight + its low 16 bits: Apex store_param_remainders,
     # NeMo 1's default for a bf16 model without fp8_params; bf16 weights only); null = fp32
     optimizer_precision: OptimizerPrecision | None = None
-    # QLoRA: non-quantised weights and the residual stream in fp32 (PEFT prepare_model_for_kbit_training, which
-    # TRL's SFTTrainer calls); null = the framework's (hf yes, torchtune no); false e.g. for LLaMA-Factory
+    # QLoRA: non-quantised weights and the residual stream in fp32 (PEFT prepare_model_for_kbit_training, which TRL's
+    # SFTTrainer called up to v0.25); null = the framework's (model_states.kbit_upcast_default: hf / auto no, as TRL
+    # >= 0.26.0 runs it, torchtune no, others yes; docs/known-gaps.md 258 (a)); true for TRL <= 0.25 or PEFT's recipe
     kbit_upcast: bool | None = None
     # QLoRA under torchtune: true = the NF4 base quantised on the GPU by torchao 0.1's unchunked to_nf4 (torchtune
     # 0.1.x pins torchao==0.1: every base linear quantised at build, at each layer's deep copy and at the checkpoint
