@@ -166,6 +166,7 @@ def collect() -> list[Row]:
     import perf_heldout63 as h63
     import perf_heldout64 as h64
     import perf_heldout65 as h65
+    import perf_heldout66 as h66
     import perf_heldout67 as h67
     import perf_hybrid
     import perf_mbridge26 as mb
@@ -248,6 +249,7 @@ def collect() -> list[Row]:
     out += _case_style("perf_heldout61", h61.cases(), h61.rows(), h61.job)
     out += _case_style("perf_heldout64", h64.cases(), h64.rows(), h64.job)
     out += _heldout_style("perf_heldout64", h64.xtuner_run(), h64.xtuner_models())
+    out += _case_style("perf_heldout66", h66.cases(), h66.rows(), h66.job)
     pf_rows = list(csv.DictReader(pf.DATA.open(encoding="utf-8")))
     out += _tokens_style("perf_finetune", [(rid, "", m, p) for rid, m, p in pf.cases()], pf_rows, pf.job)
     cat = load_catalog()

@@ -26,7 +26,8 @@ Megatron-Core's deferred LM-head weight gradients where the run's config sets th
   (torch.cuda.max_memory_reserved, the source says so) as GiB-allocator with the caching allocator's growth under
   varying micro-batch lengths added (MemoryEstimate.reserved_peak_bytes; estimate.allocator), the run's samples an
   epoch from `epoch_samples` and its allocator setting from `expandable_segments` where the row states them;
-  `GB-reserved` rows the same in 1e9 bytes (torchtune's utils.memory_stats_log before 2024-09);
+  `GB-reserved` rows the same in 1e9 bytes (torchtune's utils.memory_stats_log before 2024-09); `GiB-nvidia-smi` rows
+  (nvidia-smi's memory.used: the device's whole use, perf_heldout66) with that reserved peak, nothing left out;
 - longest sequence that fits (Unsloth's table: a card of N GiB): `fit.max_seq_len` at granularity 1.
 A row is refused when the job path rejects it or the memory estimate says a configuration that ran does not fit.
 
@@ -241,8 +242,9 @@ def _memory_gib(r: dict[str, str], est) -> tuple[float, float]:
     unit = r["peak_mem_unit"]
     measured = num(r["peak_mem"]) * (1e9 / GIB if unit in ("GB", "GB-allocator", "GB-reserved") else 1.0)
     # GiB-reserved: torch.cuda.max_memory_reserved, the peak with the allocator's growth (estimate.allocator); GB-reserved
-    # the same in 1e9 bytes (torchtune's utils.memory_stats_log before 2024-09)
-    predicted = est.reserved_peak_bytes if unit in ("GiB-reserved", "GB-reserved") else est.per_gpu_bytes
+    # the same in 1e9 bytes (torchtune's utils.memory_stats_log before 2024-09); GiB-nvidia-smi: the device's memory.used
+    # (nvidia-smi, perf_heldout66), that reserve with the CUDA context and NCCL's buffers, nothing left out
+    predicted = est.reserved_peak_bytes if unit in ("GiB-reserved", "GB-reserved", "GiB-nvidia-smi") else est.per_gpu_bytes
     if unit in ("GiB-active", "GiB-allocator", "GB-allocator", "GiB-reserved", "GB-reserved"):
         left_out = NOT_ALLOCATED if r["peak_mem_unit"] == "GiB-active" else OUTSIDE_ALLOCATOR
         predicted -= sum(est.items_bytes.get(k, 0.0) for k in left_out)

@@ -228,6 +228,14 @@ def scored(cs: list[Case], metric: str) -> list[Case]:
     return [c for c in cs if c.metric == metric and not c.skipped]
 
 
+def twin_ratios(cs: list[Case], metric: str, twin_of) -> list[tuple[str, float, float]]:
+    """(row, measured, predicted) figure of each scored row of `metric` over its twin's, the twin's id given by
+    `twin_of(row id)` (None: the row has none): what one change between two measured runs moves, and the estimate."""
+    got = {c.row_id: c for c in scored(cs, metric)}
+    pairs = [(c, got.get(twin_of(rid) or "")) for rid, c in got.items()]
+    return [(c.row_id, c.measured / t.measured, c.predicted / t.predicted) for c, t in pairs if t is not None]
+
+
 def print_totals(name: str, cs: list[Case], metrics: tuple[str, ...] = ("samples_s", "peak_gib")) -> None:
     """The benchmark's closing line per figure: its scored rows' count, MAPE and median signed error."""
     for metric in metrics:

@@ -1,0 +1,36 @@
+"""The device script for known-gaps 255 (a) (benchmarks/device/granitemoe_expert_loop.py): its CPU smoke run prints
+one JSON line a case and size, transformers' expert-at-a-time loop and the grouped bound."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from .device_scripts import DEVICE_DIR, tiny_lines
+
+torch = pytest.importorskip("torch", reason="the device script's CPU smoke run needs PyTorch (the [dev] install has none)")
+
+SCRIPT = DEVICE_DIR / "granitemoe_expert_loop.py"
+
+
+def test_tiny_run_prints_a_line_a_case():
+    rows = tiny_lines(SCRIPT)
+    assert [(r["case"], r["tokens"], r["device"]) for r in rows] == [("loop", 32, "cpu"), ("grouped", 32, "cpu")]
+    for r in rows:
+        assert set(r) == {"case", "tokens", "device", "wall_ms_per_block", "host_ms_per_block"}
+
+
+def test_the_loop_and_the_grouped_block_compute_the_same():
+    """The grouped bound routes the same rows through the same weights: one output for both paths."""
+    sys.argv.append("--tiny")
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import granitemoe_expert_loop as g
+    finally:
+        sys.argv.remove("--tiny")
+    torch.manual_seed(0)
+    loop, grouped = g.Block(False), g.Block(True)
+    grouped.load_state_dict(loop.state_dict())
+    h = torch.randn(2, 16, g.H)
+    assert torch.allclose(loop(h), grouped(h), atol=1e-5)
