@@ -2,8 +2,9 @@
 at every GPU count), FP8 rows against the BF16 rows of the same model and release (issue 13; docs/known-gaps.md 252).
 
 The tables: dgxc-benchmarking v25.04 (NeMo 2 recipes on NeMo 25.02; the development set's step-time rows of
-benchmarks/data/throughput.csv, perf_modern's jobs) and v24.11 (NeMo 1 on NeMo 24.05 / 24.09; perf_heldout62's held-out
-rows). A series is one model, release, precision and layout (TP / PP / VP / CP / EP, sequence, micro-batch) at two or
+benchmarks/data/throughput.csv, perf_modern's jobs), v24.11 (NeMo 1 on NeMo 24.05 / 24.09; perf_heldout62's held-out
+rows) and v25.05 on GB200 (NeMo 25.04: perf_heldout34's Llama 4 Maverick and Grok-1 rows at 128 / 256 / 512 GPUs, their
+tokens/s a GPU read back as the step: sequence x global batch / (rate x GPUs)). A series is one model, release, precision and layout (TP / PP / VP / CP / EP, sequence, micro-batch) at two or
 more GPU counts; an FP8 series is paired with the BF16 series of its model and release over the same lowest and highest
 GPU counts (the layout the same, or said to differ: the v25.04 70B runs PP 8 x CP 1 in FP8, PP 4 x CP 2 in BF16).
 
@@ -31,6 +32,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+import perf_heldout34 as p34
 import perf_heldout62 as p62
 import perf_modern as pm
 from harness import degrees, num, whole
@@ -84,6 +86,22 @@ def v2411_points() -> list[Point]:
     """perf_heldout62's dgxc v24.11 rows (held out)."""
     return [_point("v24.11", r, c.measured, c.predicted, dict(res["time"]["breakdown_s"]))
             for c, res, r in p62.run_all() if not c.skipped]
+
+
+def v2505_points() -> list[Point]:
+    """perf_heldout34's dgxc v25.05 rows (held out), the release keyed by part: tokens/s a GPU as the step."""
+    out = []
+    for c, res, r in p34.dgxc_run():
+        if c.skipped:
+            continue
+        per_gpu = whole(r["seq_len"]) * whole(r["global_batch_seqs"]) / whole(r["gpu_count"])
+        out.append(_point(f"v25.05 {r['accelerator']}", r, per_gpu / c.measured, per_gpu / c.predicted,
+                          dict(res["time"]["breakdown_s"])))
+    return out
+
+
+def all_points() -> list[Point]:
+    return v2504_points() + v2411_points() + v2505_points()
 
 
 @dataclass(frozen=True)
@@ -178,20 +196,20 @@ def detail_line(p: Pair) -> str:
 
 
 def main() -> None:
-    ps = pairs(v2504_points() + v2411_points())
+    ps = pairs(all_points())
     print("FP8's step growth with the GPU count against BF16's (weak scaling; dgxc v25.04 = development set, v24.11 = "
-          "perf_heldout62, held out):")
+          "perf_heldout62, v25.05 GB200 = perf_heldout34, held out):")
     for p in ps:
         print(pair_line(p))
         print(detail_line(p))
-    for release in ("v25.04", "v24.11"):
+    for release in ("v25.04", "v24.11", "v25.05 gb200"):
         sel = [p for p in ps if p.fp8_lo.release == release]
         meas = [p.growth(True)[0] / p.growth(True)[1] for p in sel]
         pred = [p.growth(False)[0] / p.growth(False)[1] for p in sel]
-        share = [p.extra_s(False) / p.extra_s(True) for p in sel if p.extra_s(True) > MIN_EXTRA_S]
+        share = [p.extra_s(False) / p.extra_s(True) for p in sel if p.extra_s(True) > MIN_EXTRA_S] or [float("nan")]
         print(f"{release}: {len(sel)} pairs, FP8 / BF16 growth measured {min(meas):.3f}-{max(meas):.3f}, predicted "
-              f"{min(pred):.3f}-{max(pred):.3f}; where FP8's measured extra exceeds {MIN_EXTRA_S} s ({len(share)} "
-              f"pairs) the estimate carries {100 * min(share):.0f}-{100 * max(share):.0f}% of it")
+              f"{min(pred):.3f}-{max(pred):.3f}; where FP8's measured extra exceeds {MIN_EXTRA_S} s ({len(share)} of "
+              f"them) the estimate carries {100 * min(share):.0f}-{100 * max(share):.0f}% of it")
 
 
 if __name__ == "__main__":
