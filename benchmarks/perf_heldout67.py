@@ -12,9 +12,8 @@ the Kimi-K2 lines (Muon) are in docs/known-gaps.md 256.
 AutoModel rows, whose lines of 2026-02 / 03 were added after): Nemotron V3 Super 120B on 64 H100 (FSDP2 + EP 64) and Nemotron
 V3 Nano 30B on 8 H100 (EP 8), PyTorch-native (TE linears, DeepEP, SDPA attention, every block checkpointed, a forced
 balanced gate); AutoModel builds no MTP module, so the Super row names benchmarks/data/heldout_2027o_models.yaml's
-nemotron-3-super-nomtp (the preset, mtp_layers 0). Both rows are REFUSED: the hybrid_framework rule allows a Mamba-2
-hybrid under megatron-core, hf and fsdp only, and AutoModel's FSDP2 + EP stack is the torchtitan style (docs/known-gaps.md
-256 (c)); they stay as rows so that the refusal is counted until a path exists.
+nemotron-3-super-nomtp (the preset, mtp_layers 0). AutoModel's FSDP2 + EP stack is the torchtitan style; both rows were
+refused by the hybrid_framework rule (docs/known-gaps.md 256 (c)) until the rule admitted that style (259 (a)).
 
 Data: benchmarks/data/heldout_2027o_mbridge_super_tables.csv (1) and heldout_2027o_automodel_nemotron.csv (2) in
 heldout_pretrain.csv's columns (perf_heldout.job_of builds each job; every setting the source does not state is in the

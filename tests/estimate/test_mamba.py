@@ -166,7 +166,8 @@ def test_wider_mixers_cost_time_and_memory():
 @pytest.mark.parametrize("change,rule", [
     (dict(tp=4), "TP 4 must divide the Mamba-2 mixer's 32 heads and 2 groups"),
     (dict(cp=8, tp=1), "context parallelism CP 8 at TP 1 must give every CP rank whole Mamba-2 heads"),
-    (dict(framework="torchtitan"), "has no Mamba-2 layer"),
+    (dict(framework="torchtune"), "framework 'torchtune' has no Mamba-2 layer"),
+    (dict(framework="deepspeed"), "framework 'deepspeed' has no Mamba-2 layer"),
     (dict(method="lora"), "lora on a hybrid Mamba-2 model is not modelled yet"),
 ])
 def test_what_is_not_modelled_is_refused_by_name(change, rule):
@@ -176,6 +177,28 @@ def test_what_is_not_modelled_is_refused_by_name(change, rule):
     with pytest.raises(StrategyError, match=re.escape(rule)):
         sc = resolve_job(_job(model, **change), load_catalog())
         check_strategy(sc.model, sc.training, sc.system, sc.strategy)
+
+
+def test_the_torchtitan_style_runs_a_hybrid_batch_first():
+    """NeMo AutoModel's NemotronV3 (FSDP2 + EP, the torchtitan style) trains a hybrid through the same fused mamba_ssm
+    kernel as Megatron-Core, batch-first (docs/known-gaps.md 259 (a)): the hybrid_framework rule admits it, and at two
+    sequences a micro-batch its mixers pay no layout copies (a sequence-first torchtitan style would)."""
+    from trainsizer.estimate.step_time import perf_style
+
+    model = _spec("M*-E", heads=16, kv_heads=16, ssm_groups=2, experts=8, experts_per_token=2, expert_ffn=512)
+    job = _job(model, framework="torchtitan")
+    job["strategy"]["micro_batch"] = 2
+    sc = resolve_job(job, load_catalog())
+    check_strategy(sc.model, sc.training, sc.system, sc.strategy)  # no refusal
+    titan = perf_style("torchtitan")
+    assert not titan.sequence_first
+
+    def step(style):
+        out = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy, framework_style=style)
+        return float(np.asarray(out["step_s"]).reshape(-1)[0])
+
+    assert step(titan) < step(dataclasses.replace(titan, sequence_first=True))
+    assert _run(job)[2] > 0.0
 
 
 def test_context_parallel_adds_the_mixers_all_to_alls():

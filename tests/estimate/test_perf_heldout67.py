@@ -1,7 +1,7 @@
 """Held-out rows added 2026-12-06, forty-first batch (benchmarks/perf_heldout67.py; nothing fitted on them):
 Megatron-Bridge's performance tables, Nemotron 3 Super 120B-A12B pre-training tokens/s a GPU on 64 DGX-GB300 / -GB200
-/ -B300 / -B200 GPUs in MXFP8 and NVFP4; NeMo AutoModel's Nemotron 3 Super / Nano 30B lines on H100 (refused: the
-hybrid_framework rule). Bounds = the figures measured when the rows were added, with a margin: they
+/ -B300 / -B200 GPUs in MXFP8 and NVFP4; NeMo AutoModel's Nemotron 3 Super / Nano 30B lines on H100 (the torchtitan
+style, scored since docs/known-gaps.md 259). Bounds = the figures measured when the rows were added, with a margin: they
 guard against a regression, not an accuracy claim (docs/known-gaps.md 256)."""
 
 from __future__ import annotations
@@ -77,18 +77,21 @@ def test_the_automodel_rows_name_their_commit_config_and_a_model_without_mtp():
     assert reshard == {"nemotron-3-super-nomtp": "forward", "nemotron-3-nano-30b-a3b": "step"}
 
 
-def test_the_automodel_rows_are_refused_by_the_hybrid_framework_rule(run):
-    """A real run of a Mamba-2 hybrid on NeMo AutoModel's FSDP2 + EP stack (the torchtitan style) is refused: a gap
-    to close, counted here until a path exists (docs/known-gaps.md 256 (c))."""
-    refused = {c.row_id: c.skipped for c, _, r in run if c.skipped}
-    assert set(refused) == {r["id"] for r in p67.rows() if not p67.is_table(r)}
-    assert all("hybrid_framework" in why and "torchtitan" in why for why in refused.values())
+def test_the_automodel_rows_are_scored_on_the_torchtitan_style(run):
+    """A real run of a Mamba-2 hybrid on NeMo AutoModel's FSDP2 + EP stack (the torchtitan style) is scored, not
+    refused (docs/known-gaps.md 259 (a); refused until then, 256 (c)). Both come out too slow: -16.3 / -18.9% at
+    landing, a guard, not an accuracy claim (259 (b))."""
+    automodel = [c for c, _, r in run if not p67.is_table(r)]
+    assert len(automodel) == 2 and not any(c.skipped for c in automodel)
+    assert all(-0.30 < c.err < -0.08 for c in automodel)
 
 
 def test_batch_bounds(run):
     scored = [c for c, _, _ in run if not c.skipped]
-    assert len(scored) == 8  # every table line scored
-    assert mape(scored) < 13.0  # 8.8 at landing
+    assert len(scored) == 10  # every row scored
+    assert mape(scored) < 14.0  # 10.5 at landing
+    table = [c for c, _, r in run if p67.is_table(r)]
+    assert mape(table) < 13.0  # 8.8 at landing
     blackwell_nvl = [c for c in scored if "_gb" in c.row_id or "_b200_" in c.row_id]
     assert all(abs(c.err) < 0.10 for c in blackwell_nvl)  # -1.8 .. +5.1% at landing
     # the two B300 lines (EP 8: 64 local experts) come out too slow, the per-expert host charge

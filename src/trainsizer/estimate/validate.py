@@ -137,8 +137,11 @@ TE_GRAPH_FRAMEWORKS = ("megatron-core",)
 FUSED_GROUPED_MLP_PARTS = ("b200", "b300", "gb200", "gb300")
 # Stacks that run hybrid Mamba-2 / attention models as modelled (ModelArch.layer_pattern): Megatron-Core's MambaModel
 # (Megatron-Bridge, NeMo) and transformers' NemotronH (modeling_nemotron_h.py, mamba_ssm kernels) under the HF Trainer
-# or PyTorch FSDP; torchtitan, torchtune, DeepSpeed's Megatron and the 2020-22 Megatron-LM have no Mamba-2 layer
-HYBRID_FRAMEWORKS = ("megatron-core", "hf", "fsdp")
+# or PyTorch FSDP; the torchtitan style as NeMo AutoModel runs it (FSDP2 + EP: components/models/nemotron_v3/layers.py
+# at 36044ad3d, as at c0e4fe1bc: one mixer a pre-norm block, batch-first, trained through mamba_ssm's
+# mamba_split_conv1d_scan_combined as Megatron-Core's MambaMixer; docs/known-gaps.md 259 (a)); torchtitan itself,
+# torchtune, DeepSpeed's Megatron and the 2020-22 Megatron-LM have no Mamba-2 layer
+HYBRID_FRAMEWORKS = ("megatron-core", "hf", "fsdp", "torchtitan")
 # local_batch (one pipeline schedule per local batch, gradients accumulated across schedules): torchtitan's train
 # loop (local_batch_size, gradient accumulation over pp_schedule.step calls) and NeMo AutoModel's (benchmark.py:
 # ga_steps = global / (local_batch x dp) schedule steps), both on the torchtitan style; "auto" as above
