@@ -32,6 +32,7 @@ import numpy as np
 
 import perf_heldout as ph
 import perf_heldout28 as p28
+import perf_heldout56 as p56
 from harness import Case
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -97,7 +98,9 @@ def main() -> None:
     print("DeepCompile rows, seconds a micro-batch (measured, estimate, what the estimate misses):")
     serial = serial_seconds(rows())
     for row_id, meas, pred in seconds_per_micro_batch(run):
-        over = f"  serial {serial[row_id]:6.3f} over it {meas - serial[row_id]:+6.3f}" if row_id in serial else ""
+        floor = p56.implied_floor(meas, serial[row_id]) if row_id in serial else None
+        over = (f"  serial {serial[row_id]:6.3f} over it {meas - serial[row_id]:+6.3f}"
+                + ("" if floor is None else f"  floor {floor:6.3f}")) if row_id in serial else ""
         print(f"  {row_id:58s} measured {meas:6.3f} estimate {pred:6.3f}  missing {meas - pred:+6.3f}{over}")
     print("ZeRO-3 less FSDP at one layout, seconds a micro-batch (measured vs estimate):")
     for row_id, meas, pred in zero3_minus_fsdp_s(run):

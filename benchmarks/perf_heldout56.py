@@ -36,6 +36,7 @@ import finetune_heldout as fh
 import perf_heldout43 as p43
 from harness import Case, print_case_rows, scored
 from trainsizer.catalog import load_catalog
+from trainsizer.estimate.calibration import load_constants
 from trainsizer.estimate.memory import GIB, estimate_memory
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -118,12 +119,26 @@ def step_seconds(rs: list[dict[str, str]]) -> list[tuple[str, float, float, floa
     return out
 
 
-def print_step_seconds(rs: list[dict[str, str]]) -> None:
-    """`step_seconds` printed, one line a row."""
-    print("\nZeRO-3 rows, seconds a step (measured, estimate, serial sum: none of the chain hidden; measured less each):")
+def implied_floor(measured: float, serial: float) -> float | None:
+    """The flat floor F whose soft maximum with the serial sum, (serial^q + F^q)^(1/q) at the per-layer host floor's
+    blend norm q (perf_constants host_gpu_blend_norm), gives the measured seconds: (measured^q - serial^q)^(1/q); None
+    where the row runs under its serial sum (its overlap shows, no floor binds). A reading of the rows, not a term
+    (docs/known-gaps.md 251 (b))."""
+    q = load_constants().host_gpu_blend_norm
+    return (measured**q - serial**q) ** (1.0 / q) if measured > serial else None
+
+
+def print_step_seconds(rs: list[dict[str, str]], floors: bool = False) -> None:
+    """`step_seconds` printed, one line a row; with `floors`, the flat floor each row implies over its serial sum
+    (implied_floor: read on a sweep whose short rows sit well above their sums, not on rows within a few hundredths of
+    them, where the inversion magnifies the excess)."""
+    print("\nZeRO-3 rows, seconds a step (measured, estimate, serial sum: none of the chain hidden; measured less each"
+          + ("; the flat floor the row implies, known-gaps 251 (b)):" if floors else "):"))
     for rid, meas, est, serial in step_seconds(rs):
+        floor = implied_floor(meas, serial) if floors else None
         print(f"  {rid:44s} measured {meas:6.3f} estimate {est:6.3f} serial {serial:6.3f}  "
-              f"missing {meas - est:+6.3f} over serial {meas - serial:+6.3f}")
+              f"missing {meas - est:+6.3f} over serial {meas - serial:+6.3f}"
+              + ("" if not floors else "  floor " + ("     -" if floor is None else f"{floor:6.3f}")))
 
 
 def oom_verdicts() -> list[tuple[str, int, float, float]]:

@@ -78,7 +78,7 @@ def main() -> None:
     print("\nGiB that 1,000 positions add to the peak (measured vs predicted):")
     print("\n".join(f"  {s:8s} {kind:8s} measured {m:5.2f} predicted {p:5.2f}" for s, kind, m, p in slopes(cs)))
     p56.print_reserved_gaps(cs, rows())
-    p56.print_step_seconds(rows())
+    p56.print_step_seconds(rows(), floors=True)
     print(fh.said_lines(cs))
     print("\n" + p43.summary("perf_heldout58", cs))
 

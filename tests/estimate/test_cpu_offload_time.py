@@ -63,3 +63,58 @@ def test_job_file_names_the_optimizer_implementations():
     from trainsizer.spec import job
 
     assert typing.get_args(job.OptimizerImpl) == OPTIMIZER_IMPLS
+
+
+def _offload_opt_s(style, zero: int = 2, fsdp: str | None = None, precision: str = "fp16") -> float:
+    """The optimizer step of an 8B full fine-tune on 8 A100s with the optimizer offloaded: under the job's framework
+    `style` (a name: the job's options apply) or a PerfStyle given as is."""
+    from trainsizer.estimate.step_time import step_time_arrays
+
+    training = Training(method="full", seq_len=1024, global_batch_seqs=8, optimizer="adamw", precision=precision)
+    named = isinstance(style, str)
+    st = Strategy(dp=8, zero=zero, micro_batch=1, recompute="full", offload="optimizer",
+                  framework=style if named else "deepspeed", fsdp=fsdp)
+    out = step_time_arrays(llama8b(), training, a100_cluster(8), st, framework_style=None if named else style)
+    return float(out["optimizer"])
+
+
+@pytest.mark.parametrize("zero", [1, 2, 3])
+def test_deepspeed_offload_unscales_in_host_memory_and_uploads_fp32(zero):
+    """DeepSpeed's offload step (stage_1_and_2.py / stage3.py at v0.14.2 and v0.16.6): unscale_and_clip_grads multiplies
+    the fp32 gradient partition in host memory (8 B a parameter at CPU-Adam's streaming rate); ZeRO-1/2 upload the
+    updated fp32 partition whole (4 B, not the 16-bit copy's 2), ZeRO-3 casts it to 16 bits on the host first (6 B
+    there): docs/known-gaps.md 251 (a)."""
+    import dataclasses
+
+    from trainsizer.estimate.step_time import perf_style
+
+    ds = perf_style("deepspeed")
+    assert (ds.offload_host_pass_bytes, ds.offload_zero3_host_cast_bytes, ds.offload_upload_bytes) == (8.0, 6.0, 4.0)
+    bare = dataclasses.replace(ds, offload_host_pass_bytes=0.0, offload_zero3_host_cast_bytes=0.0,
+                               offload_upload_bytes=0.0)
+    upd = llama8b().params_total / 8
+    pcie = a100_cluster(8).pcie_gb_s * 1e9
+    # ZeRO-1/2: the unscale on the host and 2 B more up; ZeRO-3: the unscale and the 16-bit cast on the host, 2 B up
+    host_b, up_b = (14.0, 0.0) if zero == 3 else (8.0, 2.0)
+    want = upd * host_b / (K.cpu_adam_params_per_s_per_gpu * K.cpu_adam_bytes_per_param) + upd * up_b / pcie
+    for precision in ("fp16", "bf16"):  # the multiply runs whatever the loss scale
+        extra = _offload_opt_s(ds, zero, precision=precision) - _offload_opt_s(bare, zero, precision=precision)
+        assert extra == pytest.approx(want, rel=1e-6)
+
+
+def test_the_hf_stack_takes_the_deepspeed_offload_step_on_its_engine_only():
+    """The HF Trainer hands a ZeRO job with fsdp none to DeepSpeed's engine (its offload step); under FSDP (fsdp full)
+    the optimizer on the host is torch's and no unscale pass is charged."""
+    import dataclasses
+
+    from trainsizer.estimate.step_time import perf_style
+
+    hf = perf_style("hf")
+    assert (hf.offload_host_pass_bytes, hf.offload_upload_bytes) == (0.0, 0.0)
+    on_engine = _offload_opt_s("hf", zero=2)
+    assert on_engine == pytest.approx(_offload_opt_s("deepspeed", zero=2), rel=1e-9)
+    # the style as given (no job options): torch's step on the host, neither DeepSpeed term
+    assert _offload_opt_s(hf, zero=2) < on_engine
+    # FSDP's parameter and optimizer offload: FSDP1's CPUOffload, not the engine's step
+    fsdp = dataclasses.replace(hf, zero3_runs_deepspeed=False)
+    assert _offload_opt_s(fsdp, zero=3) == pytest.approx(_offload_opt_s("hf", zero=3, fsdp="full"), rel=1e-9)

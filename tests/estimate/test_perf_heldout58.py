@@ -24,7 +24,7 @@ from harness import scored  # noqa: E402
 ACTIVE = "gpjt fine-tune-2024-04 sequence-length sweep, active peak and tokens/s"
 RESERVED = "gpjt fine-tune-2024-04 sequence-length sweep, reserved peak"
 # (source, metric) -> (rows, MAPE bound %); reached at landing in the comment
-BOUNDS = {(ACTIVE, "tokens_s"): (16, 52.0),  # 45.2 (221 (c), (d))
+BOUNDS = {(ACTIVE, "tokens_s"): (16, 40.0),  # 33.4 (251 (a); 45.2 before DeepSpeed's offloaded step, 221 (c), (d))
           (ACTIVE, "peak_gib"): (16, 5.0),  # 2.4 (27.0 before zero_init false, 10.4 before the offload phase: 225)
           (RESERVED, "peak_gib"): (16, 8.0)}  # 6.0 (225 (e), 246 (a); 32.9 before 225, 11.8 before the ZeRO pools: 234)
 
@@ -151,3 +151,21 @@ def test_the_zero3_rows_exceed_the_serial_sum_less_as_the_sequence_grows():
         assert 0.2 < over[0] < 0.25 and 0.0 < over[-1] < 0.06, series
         flat = [meas - est - 0.19 for rid, meas, est, _ in got if f"_seq_{series}_" in rid]
         assert flat == sorted(flat, reverse=True) and 0.08 < flat[0] < 0.14 and 0.0 < flat[-1] < 0.06, series
+
+
+def test_the_zero3_rows_read_as_a_flat_floor_over_the_serial_sum():
+    """Read as the soft maximum of the serial sum and one flat figure at the per-layer host floor's blend norm
+    (perf_heldout56.implied_floor), the ZeRO-3 rows up to 1,541 positions imply a floor within 10% of 0.67 s in both
+    series, flat in the tokens where the sum grows by two thirds (docs/known-gaps.md 251 (b)); rows within a few
+    hundredths of their sum imply none to speak of (the inversion magnifies their excess)."""
+    import perf_heldout56 as p56
+
+    got = p56.step_seconds(p58.rows())
+    short = [(serial, p56.implied_floor(meas, serial)) for rid, meas, _, serial in got
+             if p58.series_of(rid)[1] <= 1541]
+    assert len(short) == 6
+    sums, floors = zip(*short, strict=True)
+    assert max(sums) / min(sums) > 1.6
+    assert all(0.6 < f < 0.74 for f in floors) and max(floors) / min(floors) < 1.1
+    assert p56.implied_floor(1.0, 1.2) is None
+    assert p56.implied_floor(0.657, 0.428) == pytest.approx((0.657**6 - 0.428**6) ** (1 / 6))

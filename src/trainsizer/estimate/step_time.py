@@ -412,6 +412,14 @@ class PerfStyle:
     # rest of the backward, and the optimizer steps the host shards in place, so nothing is uploaded after the
     # step (the next forward's all-gather copies each shard in: _optimizer)
     fsdp2_cpu_offload: bool = False
+    # DeepSpeed's optimizer offload (offload_optimizer): bytes per updated parameter its step streams in host memory
+    # beside CPU-Adam at any stage (unscale_and_clip_grads' in-place multiply of the fp32 gradient partition) and at
+    # ZeRO-3 (the 16-bit copy cast on the host), and bytes per parameter ZeRO-1/2 upload after the update (0: the
+    # model dtype); the deepspeed style's, taken by a stack on its engine (_deepspeed_engine_options; _optimizer;
+    # docs/known-gaps.md 251 (a))
+    offload_host_pass_bytes: float = 0.0
+    offload_zero3_host_cast_bytes: float = 0.0
+    offload_upload_bytes: float = 0.0
     # FSDP2 (fully_shard) copies on the compute stream around its collectives: after each all-gather the flat
     # output is split into the unsharded parameters (foreach_all_gather_copy_out, split_with_sizes_copy) and
     # before each reduce-scatter the unsharded gradients are chunk-cat into the reduce buffer in the reduce dtype
@@ -641,7 +649,8 @@ def _deepspeed_engine_options(strategy, style: PerfStyle) -> dict[str, Any]:
     # its reuse rule (_zero3_regathered_share) and its step's passes around the update (_step_passes)
     out = {key: _when(flag, getattr(ds, key), getattr(style, key))
            for key in ("zero3_max_reuse_distance_params", "zero3_step_update_bytes", "zero3_microbatch_syncs",
-                       "zero3_grad_copies")}
+                       "zero3_grad_copies", "offload_host_pass_bytes", "offload_zero3_host_cast_bytes",
+                       "offload_upload_bytes")}
     if buckets is not None:
         out["zero3_bucket_sizes"] = np.where(on, buckets, style.zero3_bucket_sizes) if on.ndim else str(buckets)
     return out | {"zero3_deepspeed_fetch": on if on.ndim else True}
@@ -4010,7 +4019,8 @@ def _zero3_on_demand(x: _Step, g: _Grads, mb: _MicroBatch, z3_ag, z3_rs, lat, p_
 
 def _optimizer(x: _Step, g: _Grads, mb: _MicroBatch) -> np.ndarray:
     """Optimizer step on the GPU (streams optimizer bytes per parameter), or offloaded (ZeRO-Offload): grads
-    down (fp32) and 16-bit params up over PCIe + CPU Adam; parameter offload streams the 16-bit weights in
+    down (fp32) and the updated params up over PCIe (16-bit, or PerfStyle.offload_upload_bytes) + CPU Adam and any
+    host pass of the stack's beside it (PerfStyle.offload_host_pass_bytes); parameter offload streams the 16-bit weights in
     for forward and backward of every micro-batch (prefetched). torchao's low-bit AdamW (names.TORCHAO_OPTIMIZERS)
     streams its codes' bytes; its per-parameter torch.compile'd call (dynamo's guards, Inductor's wrapper) is host
     time that runs ahead of the GPU, with no synchronise, and is not counted (docs/known-gaps.md 174)."""
@@ -4030,13 +4040,19 @@ def _optimizer(x: _Step, g: _Grads, mb: _MicroBatch) -> np.ndarray:
     opt = compute.optimizer_time(upd, bpp, r) + _step_passes(x, g, upd)
     off = x.a["offload"]
     pcie = max(system.pcie_gb_s, 1e-3) * 1e9
-    # the CPU step streams host memory: CPU-Adam's rate scaled by the bytes this update moves per parameter
-    cpu_step = upd * bpp / (k.cpu_adam_params_per_s_per_gpu * k.cpu_adam_bytes_per_param)
+    # the CPU step streams host memory: CPU-Adam's rate scaled by the bytes this update moves per parameter, and
+    # DeepSpeed's host passes beside it (PerfStyle.offload_*: the gradient's unscale; at ZeRO-3 the 16-bit cast)
+    z3 = x.zero >= 3
+    host_b = bpp + np.asarray(fw.offload_host_pass_bytes, float) + np.where(
+        z3, np.asarray(fw.offload_zero3_host_cast_bytes, float), 0.0)
+    cpu_step = upd * host_b / (k.cpu_adam_params_per_s_per_gpu * k.cpu_adam_bytes_per_param)
     # ZeRO-Offload: fp32 gradients down and 16-bit parameters up around the step; FSDP2 CPUOffloadPolicy with
     # parameter offload: the gradient shard (in the parameters' dtype) down during the backward, hidden there
     fsdp2 = np.asarray(fw.fsdp2_cpu_offload) & (off >= 2)
     grad_down = upd * np.where(model_dtype, x.act, 4.0) / pcie
-    pcie_step = np.where(fsdp2, np.maximum(grad_down - g.window, 0.0), upd * (4.0 + x.act) / pcie)
+    up_b = np.asarray(fw.offload_upload_bytes, float)
+    up = upd * (4.0 + np.where((up_b > 0) & ~z3, up_b, x.act)) / pcie
+    pcie_step = np.where(fsdp2, np.maximum(grad_down - g.window, 0.0), up)
     # each rank copies its own shard in for the all-gathers of every forward and backward (FSDP2 FSDPParam
     # all-gather inputs; ZeRO-Infinity fetches its partition): prefetched behind the compute
     shards = np.where(x.zero >= 3, g.n_dp, 1.0)
