@@ -537,6 +537,7 @@ def dense_linear_widths(model: ModelArch) -> tuple[float, float, float]:
 # job leaves strategy.kbit_upcast unstated: hf (and auto, which resolves a data-parallel fine-tune to hf) as TRL's
 # SFTTrainer runs it since v0.26.0 (trl 2af35fb0, #4577, 2025-12-04: get_peft_model, adapters cast to bf16, norms left
 # in the loaded dtype; docs/known-gaps.md 258 (a)); torchtune (torchao NF4, bf16 norms). Every other framework: PEFT's
+# upcast (its own QLoRA recipe, TRL <= 0.25), unread for deepspeed / fsdp / torchtitan (258 (c)).
 KBIT_UPCAST_OFF_FRAMEWORKS = ("hf", "auto", "torchtune")
 
 
