@@ -55,8 +55,8 @@ OUT = ROOT / "src" / "trainsizer" / "estimate" / "data" / "accuracy_bands.yaml"
 DATA = Path(__file__).resolve().parent / "data"
 MIN_ROWS = 8  # fewer rows than this: the class falls back to a coarser one (a 10th / 90th percentile of 8 is thin)
 RATE_METRICS = ("tokens_per_s_per_gpu", "tokens_per_sec_per_gpu", "tokens_s", "narayanan_tflops_per_gpu",
-                "nemo_tflops_per_gpu", "gptneox_tflops_per_gpu", "mfu_6n_total_pct", "palm_mfu_pct", "mfu",
-                "samples_s", "nanotron_mfu_pct")
+                "nemo_tflops_per_gpu", "megatron_tflops_per_gpu", "gptneox_tflops_per_gpu", "mfu_6n_total_pct",
+                "palm_mfu_pct", "mfu", "samples_s", "nanotron_mfu_pct")
 DURATION_METRICS = ("step_time_s", "gpu_hours", "gpu_hours_logged")
 # a published peak: PyTorch's reserved / allocated peak, or the device's used memory (torch.cuda.mem_get_info)
 PEAK_METRICS = ("peak_memory_gib", "peak_allocated_gib", "peak_allocated_first_step_gib", "peak_gib",
@@ -168,6 +168,7 @@ def collect() -> list[Row]:
     import perf_heldout65 as h65
     import perf_heldout66 as h66
     import perf_heldout67 as h67
+    import perf_heldout69 as h69
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -199,6 +200,7 @@ def collect() -> list[Row]:
     out += _heldout_style("perf_heldout63", h63.run_all(), models)
     out += _heldout_style("perf_heldout65", h65.run_all(), h65.models())
     out += _heldout_style("perf_heldout67", h67.run_all(), h67.models())
+    out += _heldout_style("perf_heldout69", h69.run_all(), h69.models())
     out += _heldout_style("perf_heldout62", h62.run_all(), h62.models())
     out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)
     out += _tokens_style("perf_heldout54", h54.report_cases(), h54.report_rows(), mb.job)

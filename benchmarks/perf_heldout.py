@@ -162,7 +162,10 @@ def predicted_metric(row: dict[str, str], result: dict[str, Any], model: Any) ->
         flops = F.narayanan_eq3_flops(whole(row["global_batch_seqs"]), whole(row["seq_len"]), model.layers,
                                       model.hidden, model.vocab)
         return flops / float(t["step_s"]) / gpus / 1e12
-    if metric == "nemo_tflops_per_gpu":  # NeMo's own model-FLOPs formula (Llama families), non-causal attention
+    if metric in ("nemo_tflops_per_gpu", "megatron_tflops_per_gpu"):  # NeMo's model-FLOPs formula (Llama families),
+        # non-causal attention; Megatron-LM's logged TFLOP/s/GPU (training.py num_floating_point_operations, e.g. at
+        # swiss-ai/Megatron-LM 59ac8f14, core 0.11) is the same expression for a dense model with kv_channels x heads
+        # = hidden and its padded vocabulary (docs/known-gaps.md 267 (a))
         flops = F.nemo_llama_flops(whole(row["global_batch_seqs"]), whole(row["seq_len"]), model.layers, model.hidden,
                                    model.kv_heads, model.heads, model.ffn, model.vocab)
         return flops / float(t["step_s"]) / gpus / 1e12
