@@ -61,10 +61,12 @@ def seconds_per_micro_batch(run: list[tuple[Case, dict[str, Any], dict[str, str]
             for tokens in (float(r["micro_batch"]) * float(r["seq_len"]),)]
 
 
-def serial_seconds(rs: list[dict[str, str]]) -> dict[str, float]:
-    """{row id: the estimate's seconds a micro-batch with none of ZeRO-3's collectives hidden behind compute} for the
-    DeepCompile ZeRO-3 rows of `rs` (step_s - dp_comm + dp_comm_serial, step_time._dp_comm_zero3, over the step's
-    micro-batches): what the rows' excess over the estimate is read against (docs/known-gaps.md 226)."""
+def serial_seconds(rs: list[dict[str, str]]) -> dict[str, tuple[float, float]]:
+    """{row id: (serial, host)} seconds a micro-batch for the DeepCompile ZeRO-3 rows of `rs`: the estimate's GPU time
+    with none of ZeRO-3's collectives hidden behind compute (step_s - zero3_hooks - dp_comm + dp_comm_serial,
+    step_time._dp_comm_zero3, over the step's micro-batches), what the rows' excess over the estimate is read against
+    (docs/known-gaps.md 226), and the host time the estimate counts for DeepSpeed's hooks and the layers' own issue
+    (zero3_host, step_time._deepspeed_hook_excess: 262 (a))."""
     from trainsizer.estimate.step_time import step_time_arrays
 
     models = ph.model_data(ph.MODELS)
@@ -76,7 +78,8 @@ def serial_seconds(rs: list[dict[str, str]]) -> dict[str, float]:
         sc = ph.resolve_job(ph.job_of(r, models), cat)
         a = {k: float(np.asarray(v).reshape(-1)[0]) for k, v in
              step_time_arrays(sc.model, sc.training, sc.system, sc.strategy).items()}
-        out[r["id"]] = (a["step_s"] - a["dp_comm"] + a["dp_comm_serial"]) / a["micro_batches"]
+        m = a["micro_batches"]
+        out[r["id"]] = ((a["step_s"] - a["zero3_hooks"] - a["dp_comm"] + a["dp_comm_serial"]) / m, a["zero3_host"] / m)
     return out
 
 
@@ -98,9 +101,10 @@ def main() -> None:
     print("DeepCompile rows, seconds a micro-batch (measured, estimate, what the estimate misses):")
     serial = serial_seconds(rows())
     for row_id, meas, pred in seconds_per_micro_batch(run):
-        floor = p56.implied_floor(meas, serial[row_id]) if row_id in serial else None
-        over = (f"  serial {serial[row_id]:6.3f} over it {meas - serial[row_id]:+6.3f}"
-                + ("" if floor is None else f"  floor {floor:6.3f}")) if row_id in serial else ""
+        sum_s, host = serial.get(row_id, (0.0, 0.0))
+        floor = p56.implied_floor(meas, sum_s) if row_id in serial else None
+        over = (f"  serial {sum_s:6.3f} over it {meas - sum_s:+6.3f}"
+                + ("" if floor is None else f"  floor {floor:6.3f} host {host:6.3f}")) if row_id in serial else ""
         print(f"  {row_id:58s} measured {meas:6.3f} estimate {pred:6.3f}  missing {meas - pred:+6.3f}{over}")
     print("ZeRO-3 less FSDP at one layout, seconds a micro-batch (measured vs estimate):")
     for row_id, meas, pred in zero3_minus_fsdp_s(run):

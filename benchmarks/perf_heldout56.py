@@ -98,12 +98,15 @@ def print_reserved_gaps(cs: list[Case], rs: list[dict[str, str]]) -> None:
         print(f"  {rid:44s} measured {meas:5.2f} predicted {pred:5.2f} pools {pool:5.2f}")
 
 
-def step_seconds(rs: list[dict[str, str]]) -> list[tuple[str, float, float, float]]:
-    """(row id, measured, estimate, serial sum) seconds a step of each ZeRO-3 tokens/s row of `rs`: measured = the
-    tokens the source counts a step over its tokens/s; serial sum = the estimate with none of ZeRO-3's collectives
-    hidden behind compute (step_s - dp_comm + dp_comm_serial: the chain in full, step_time._dp_comm_zero3). The rows'
+def step_seconds(rs: list[dict[str, str]]) -> list[tuple[str, float, float, float, float]]:
+    """(row id, measured, estimate, serial sum, host) seconds a step of each ZeRO-3 tokens/s row of `rs`: measured =
+    the tokens the source counts a step over its tokens/s; serial sum = the estimate's GPU time with none of ZeRO-3's
+    collectives hidden behind compute (step_s - zero3_hooks - dp_comm + dp_comm_serial: the chain in full,
+    step_time._dp_comm_zero3, without the hooks' hold on the host); host = the host seconds a step the estimate
+    counts for DeepSpeed's hooks and the layers' own issue (zero3_host, step_time._deepspeed_hook_excess). The rows'
     excess over the estimate read against that sum says whether what the estimate misses is the overlap it takes or a
-    cost outside the chain (docs/known-gaps.md 226)."""
+    cost outside the chain (docs/known-gaps.md 226), and the floor it implies (implied_floor) against the host counted
+    (262 (a))."""
     from trainsizer.estimate.step_time import step_time_arrays
 
     cat = load_catalog()
@@ -115,7 +118,8 @@ def step_seconds(rs: list[dict[str, str]]) -> list[tuple[str, float, float, floa
         a = {k: float(np.asarray(v).reshape(-1)[0]) for k, v in
              step_time_arrays(sc.model, sc.training, sc.system, sc.strategy).items()}
         measured = fh.counted_tokens(r, sc.training) / float(r["tokens_per_s"])
-        out.append((r["id"], measured, a["step_s"], a["step_s"] - a["dp_comm"] + a["dp_comm_serial"]))
+        serial = a["step_s"] - a["zero3_hooks"] - a["dp_comm"] + a["dp_comm_serial"]
+        out.append((r["id"], measured, a["step_s"], serial, a["zero3_host"]))
     return out
 
 
@@ -133,12 +137,14 @@ def print_step_seconds(rs: list[dict[str, str]], floors: bool = False) -> None:
     (implied_floor: read on a sweep whose short rows sit well above their sums, not on rows within a few hundredths of
     them, where the inversion magnifies the excess)."""
     print("\nZeRO-3 rows, seconds a step (measured, estimate, serial sum: none of the chain hidden; measured less each"
-          + ("; the flat floor the row implies, known-gaps 251 (b)):" if floors else "):"))
-    for rid, meas, est, serial in step_seconds(rs):
+          + ("; the flat floor the row implies, known-gaps 251 (b), and the host the estimate counts, 262 (a)):"
+             if floors else "):"))
+    for rid, meas, est, serial, host in step_seconds(rs):
         floor = implied_floor(meas, serial) if floors else None
         print(f"  {rid:44s} measured {meas:6.3f} estimate {est:6.3f} serial {serial:6.3f}  "
               f"missing {meas - est:+6.3f} over serial {meas - serial:+6.3f}"
-              + ("" if not floors else "  floor " + ("     -" if floor is None else f"{floor:6.3f}")))
+              + ("" if not floors else "  floor " + ("     -" if floor is None else f"{floor:6.3f}")
+                 + f" host {host:6.3f}"))
 
 
 def oom_verdicts() -> list[tuple[str, int, float, float]]:

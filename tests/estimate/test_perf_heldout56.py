@@ -82,7 +82,7 @@ def test_the_2048_position_rows_are_the_estimates_serial_sum():
     optimizer and the whole ZeRO-3 chain, none of it hidden behind compute): the chain the estimate hides is the size
     of the miss, so these rows read the same as the serial sum and as a flat cost a step (docs/known-gaps.md 226).
     Batch 8 and 12 run 0.1-0.3 s over the sum."""
-    got = {rid: (meas, est, serial) for rid, meas, est, serial in p56.step_seconds(p56.rows())}
+    got = {rid: (meas, est, serial) for rid, meas, est, serial, _ in p56.step_seconds(p56.rows())}
     small = {rid: v for rid, v in got.items() if int(rid.rsplit("_bs", 1)[1]) <= 4}
     assert len(small) == 8
     for rid, (meas, est, serial) in small.items():

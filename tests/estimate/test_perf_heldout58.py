@@ -137,35 +137,40 @@ def test_the_script_runs():
 
 def test_the_zero3_rows_exceed_the_serial_sum_less_as_the_sequence_grows():
     """Read in seconds a step against the estimate's serial sum (perf_heldout56.step_seconds: compute, optimizer and the
-    whole ZeRO-3 chain, none hidden), the ZeRO-3 rows' excess falls with the sequence in both series, from 0.2-0.25 s
-    at 501-541 positions to within 0.06 s at 2,001-2,041, where perf_heldout56's 2,048-position rows sit on the sum;
-    over the estimate plus a flat 0.19 s it falls too, from about 0.12 s: the short runs sit on a floor of their own
-    (docs/known-gaps.md 226)."""
+    whole ZeRO-3 chain, none hidden, without the hooks' hold on the host), the ZeRO-3 rows' excess falls with the
+    sequence in both series, from 0.2-0.25 s at 501-541 positions to within 0.06 s at 2,001-2,041, where
+    perf_heldout56's 2,048-position rows sit on the sum (docs/known-gaps.md 226). Over the estimate, now that it counts
+    DeepSpeed's hooks on the host (262 (a): 0.36 s a step blended with the GPU's), the rows miss 0.22-0.26 s at every
+    length, flat within 0.04 s: what is left is a cost a step, not the floor's shape (262 (b))."""
     import perf_heldout56 as p56
 
     got = p56.step_seconds(p58.rows())
     assert len(got) == 8
     for series in ("noenv", "exp"):
-        over = [meas - serial for rid, meas, _, serial in got if f"_seq_{series}_" in rid]
+        over = [meas - serial for rid, meas, _, serial, _ in got if f"_seq_{series}_" in rid]
         assert over == sorted(over, reverse=True) and len(over) == 4, series
         assert 0.2 < over[0] < 0.25 and 0.0 < over[-1] < 0.06, series
-        flat = [meas - est - 0.19 for rid, meas, est, _ in got if f"_seq_{series}_" in rid]
-        assert flat == sorted(flat, reverse=True) and 0.08 < flat[0] < 0.14 and 0.0 < flat[-1] < 0.06, series
+        miss = [meas - est for rid, meas, est, _, _ in got if f"_seq_{series}_" in rid]
+        assert all(0.2 < m < 0.27 for m in miss) and max(miss) - min(miss) < 0.04, series
 
 
 def test_the_zero3_rows_read_as_a_flat_floor_over_the_serial_sum():
     """Read as the soft maximum of the serial sum and one flat figure at the per-layer host floor's blend norm
     (perf_heldout56.implied_floor), the ZeRO-3 rows up to 1,541 positions imply a floor within 10% of 0.67 s in both
     series, flat in the tokens where the sum grows by two thirds (docs/known-gaps.md 251 (b)); rows within a few
-    hundredths of their sum imply none to speak of (the inversion magnifies their excess)."""
+    hundredths of their sum imply none to speak of (the inversion magnifies their excess). The host time the estimate
+    counts for the hooks (262 (a)) is flat as well, and about 0.55 of that floor."""
     import perf_heldout56 as p56
 
     got = p56.step_seconds(p58.rows())
-    short = [(serial, p56.implied_floor(meas, serial)) for rid, meas, _, serial in got
+    short = [(serial, p56.implied_floor(meas, serial), host) for rid, meas, _, serial, host in got
              if p58.series_of(rid)[1] <= 1541]
     assert len(short) == 6
-    sums, floors = zip(*short, strict=True)
+    sums, floors, hosts = zip(*short, strict=True)
     assert max(sums) / min(sums) > 1.6
     assert all(0.6 < f < 0.74 for f in floors) and max(floors) / min(floors) < 1.1
+    # the host the estimate counts (DeepSpeed's hooks and the layers' own issue: 262 (a)) is flat in the tokens too,
+    # about 0.55 of the floor these rows imply (262 (b))
+    assert max(hosts) == pytest.approx(min(hosts)) and all(0.5 < h / f < 0.6 for h, f in zip(hosts, floors, strict=True))
     assert p56.implied_floor(1.0, 1.2) is None
     assert p56.implied_floor(0.657, 0.428) == pytest.approx((0.657**6 - 0.428**6) ** (1 / 6))

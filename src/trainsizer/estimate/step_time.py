@@ -2334,11 +2334,7 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     eager extras (expert biases, clamps, unfused RoPE, layout copies) stay outside it (docs/known-gaps.md 79, what is left)."""
     gpu_layer = lt.fwd + lt.bwd + tp_per_layer + _lora_adapters(x) + _nf4_dequant_time(x)
     q = x.k.host_gpu_blend_norm
-    # a full-iteration CUDA graph (strategy.cuda_graphs) replays the step's forward-backward as one graph: the host
-    # issues no layer's kernels (per-layer graphs still replay layer by layer from Python, so they keep the floor)
-    host_layer = 0.0 if x.cuda_graphs == "full_iteration" else x.k.host_s_per_layer_pass * (3.0 + x.full_share)
-    if x.model.is_hybrid:  # a hybrid layer is one block (M, *, - or E), about half a transformer layer's kernels
-        host_layer = 0.5 * host_layer
+    host_layer = _eager_layer_host_s(x)
     unfused_host, unfused_syncs = _moe_unfused_host(x)
     host_layer = host_layer + _adapter_host_s(x) + unfused_host + _padded_expert_host_s(x) + _recompute_host_s(x)
     blend = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer + unfused_syncs
@@ -2354,6 +2350,18 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     per_kernel = np.where(alltoall, x.k.moe_host_s_per_expert_kernel["alltoall"],
                           x.k.moe_host_s_per_expert_kernel["flex"])
     return _when(x.fw.moe_host_sync, blend + _expert_kernels_per_layer(x) * per_kernel, blend)
+
+
+def _eager_layer_host_s(x: _Step) -> Any:
+    """Host seconds an average decoder layer's own kernels take to issue a micro-batch in eager PyTorch:
+    host_s_per_layer_pass per pass (forward 1, recompute forward full_share, backward 2), half of it for a hybrid
+    model's one-block layer (M, *, - or E: about half a transformer layer's kernels); 0 under a full-iteration CUDA
+    graph (strategy.cuda_graphs), which replays the step's forward-backward as one graph (per-layer graphs still replay
+    layer by layer from Python, so they keep it)."""
+    if x.cuda_graphs == "full_iteration":
+        return 0.0
+    host_layer = x.k.host_s_per_layer_pass * (3.0 + x.full_share)
+    return 0.5 * host_layer if x.model.is_hybrid else host_layer
 
 
 def _expert_kernels_per_layer(x: _Step) -> Any:
@@ -3754,6 +3762,76 @@ def _fsdp_call_edges(x: _Step, z3_ag, z3_rs, n_coll) -> np.ndarray:
     return np.where(per_call, x.v * (unit_ag + np.where(waits, unit_rs, 0.0)), unit_ag + np.where(waits, unit_rs, 0.0))
 
 
+def _deepspeed_layer_hook_calls(x: _Step, is_moe: bool, per_expert: Any, n_sh: Any) -> Any:
+    """DeepSpeed ZeRO-3's host calls (perf_constants.yaml zero3_hooks) of one transformers decoder layer a micro-batch:
+    its modules' hooks by what each owns (a gathered weight, only persistent ones, none) at every forward pass (the
+    recompute's too, full_share) and the backward, and each trained parameter's gradient hook and reduce-scatter share
+    (grad_calls_per_param, and one slice a rank of the shard group `n_sh`). The weight-owning modules as
+    model_states.deepspeed_layer_modules lists them (projections apart, as transformers builds them), a weight gathered
+    when its share of a TP rank passes stage3_param_persistence_threshold; the routed experts module by module under
+    the eager loop (`per_expert`), else one gathered MoE block whose experts' parameters still take their gradient
+    hooks (utils/z3_leaf_module: a leaf's children get no hooks)."""
+    m, c = x.model, x.k.raw["zero3_hooks"]
+    calls, fwd = c["module_calls"], 1.0 + x.full_share
+    persist = deepspeed_zero3_buckets(x.fw.zero3_bucket_sizes, m.hidden)[1]
+    modules = deepspeed_layer_modules(m, is_moe, True)
+    dense = [size for size, routed in modules if not routed]
+    big = sum(np.asarray(size / x.t > persist, float) for size in dense)
+    routed = float(sum(routed for _, routed in modules))
+    local = max(float(m.experts), 1.0) / np.maximum(x.e, 1.0) if is_moe else 0.0
+    experts = routed * local / max(float(m.experts), 1.0) if is_moe else 0.0  # routed linears on this rank
+    gathered = big + np.where(per_expert, experts, 1.0 if is_moe else 0.0)
+    persistent = float(c["norms_per_layer"]) + len(dense) - big
+    parameterless = float(c["layer_parameterless"]) + (
+        np.where(per_expert, c["routed_expert_parameterless"] * local, 0.0)
+        + (c["shared_expert_parameterless"] if m.shared_expert_ffn else 0.0) if is_moe else c["dense_act_fn"])
+    params = float(c["norms_per_layer"]) + len(dense) + experts
+    return (gathered * (calls["gathered"]["forward"] * fwd + calls["gathered"]["backward"])
+            + persistent * (calls["persistent"]["forward"] * fwd + calls["persistent"]["backward"])
+            + parameterless * (calls["parameterless"]["forward"] * fwd + calls["parameterless"]["backward"])
+            + params * (c["grad_calls_per_param"] + n_sh))
+
+
+def _deepspeed_hook_calls(x: _Step, n_layers: Any) -> Any:
+    """Host calls a micro-batch of DeepSpeed ZeRO-3's hooks over `n_layers` decoder layers (the paced stage's) and the
+    modules outside them (zero3_hooks end_modules), where a job runs ZeRO-3 on DeepSpeed's engine with transformers'
+    modules (PerfStyle.zero3_deepspeed_fetch: the hf style at zero 3 without fsdp); 0 elsewhere (the deepspeed style's
+    Megatron layers are not counted; FSDP's hooks are per unit, not per module)."""
+    on = np.asarray(x.fw.zero3_deepspeed_fetch, bool) & (np.asarray(x.zero) >= 3)
+    if not np.any(on):
+        return 0.0
+    m, c = x.model, x.k.raw["zero3_hooks"]
+    n_sh = shard_groups(x.a)[0]
+    mode = zero3_expert_fetch_default(np.asarray(x.fw.zero3_expert_fetch), x.fw.moe_expert_loop,
+                                      x.fw.zero3_leaf_families, m.family)[0]
+    per_expert = np.asarray(mode) == "per_expert"
+    kinds = collections.Counter(m.layer_params(i).is_moe for i in range(m.layers))
+    layer = sum(n * _deepspeed_layer_hook_calls(x, is_moe, per_expert, n_sh) for is_moe, n in kinds.items())
+    calls, ends, fwd = c["module_calls"], c["end_modules"], 1.0
+    end = sum(ends[kind] * (calls[kind]["forward"] * fwd + calls[kind]["backward"]) for kind in ends)
+    end = end + (ends["gathered"] + ends["persistent"]) * (c["grad_calls_per_param"] + n_sh)
+    return np.where(on, layer / max(m.layers, 1) * n_layers + end, 0.0)
+
+
+def _deepspeed_hook_excess(x: _Step, n_layers: Any, gpu_mb: Any) -> tuple[Any, Any]:
+    """(excess, host) seconds a micro-batch: by which DeepSpeed ZeRO-3's hooks hold the step past its GPU time `gpu_mb` (compute, the
+    per-layer host floor's excess and the exposed ZeRO-3 chain a micro-batch). The hooks' calls
+    (`_deepspeed_hook_calls`) at the launch-bound eager op (host_sync launch_bound_op_s) join the layers' own issue
+    time (`_eager_layer_host_s`) as the micro-batch's host time, and host and GPU time combine as the layer blend's
+    soft maximum (host_gpu_blend_norm) over the whole micro-batch: each module's prefetch is issued from its hook, so
+    the gathers run no further ahead than the host walks the modules, and every micro-batch starts and ends on an idle
+    device (zero3_microbatch_syncs), so no run-ahead carries over; within it the host may run ahead of the compute,
+    held only by the fetch events (two gathers back). The excess over `gpu_mb`, and the host time it blends; both 0
+    where `_deepspeed_hook_calls` is (docs/known-gaps.md 262 (a))."""
+    calls = _deepspeed_hook_calls(x, n_layers)
+    if not np.any(calls):
+        return 0.0, 0.0
+    host = np.where(calls > 0, calls * _launch_op_s(x.system.vendor) + n_layers * _eager_layer_host_s(x), 0.0)
+    q = x.k.host_gpu_blend_norm
+    blended = (gpu_mb**q + host**q) ** (1.0 / q)
+    return np.where(calls > 0, blended - gpu_mb, 0.0), host
+
+
 def _deepspeed_grad_copies(x: _Step, g: _Grads) -> np.ndarray:
     """Seconds a micro-batch of the HBM passes DeepSpeed's ZeRO-3 engine (PerfStyle.zero3_grad_copies, the prefetched
     v0.6+ path, one pipeline stage) makes over the full gradients on its reduce stream before reduce-scattering them,
@@ -4211,13 +4289,14 @@ def _step_time_arrays(model: ModelArch, training: Training, system: System, stra
     dp_nonz3, bucket_frac = _dp_comm_replicated(x, g)
     z3_exposed, z3_serial = _dp_comm_zero3(x, g, mb, bucket_frac, mb.n_stage * lt.fwd)
     dp_comm = np.where(x.zero >= 3, z3_exposed, dp_nonz3)
+    hooks, hooks_host = _deepspeed_hook_excess(x, mb.n_stage, t_mb + dp_comm / x.m)  # DeepSpeed ZeRO-3's hooks
     opt = (_optimizer(x, g, mb) + _fp16_serial_checks(x, g, mb) + _paged_migration(x, strategy)
            + _bnb_tensor_sync_s(x, mb) + _bnb_8bit_kernel(x, mb))
     data = np.full_like(opt, x.k.data_loading_exposed_s)
     m = x.m
     saved, drain = _deferred_head_wgrad(x, lt, mb, t_mb)
     unpaired = alone_n * alone_s
-    step = m * t_mb - saved + bubble + drain + pp_comm + dp_comm + opt + data + unpaired
+    step = m * t_mb - saved + bubble + drain + pp_comm + dp_comm + opt + data + unpaired + m * hooks
     return _flops(x, step) | {
         "micro_batches": m,
         "gpus": x.t * x.p * x.d * x.c,
@@ -4231,15 +4310,20 @@ def _step_time_arrays(model: ModelArch, training: Training, system: System, stra
         # the part of `compute` that is the host's excess over the GPU (the per-layer host floor, Megatron-Core's
         # dropless MoE sync and what it exposes, eager expert loops: _StageLayer.host) on the paced stage: a
         # diagnostic, not a breakdown term (benchmarks/accuracy_bands.py --rows prints its share of the step)
-        "host_excess": m * mb.host,
+        "host_excess": m * (mb.host + hooks),
+        # DeepSpeed ZeRO-3's hooks: what they hold the step past its GPU time (a term of the step, inside host_excess),
+        # and the host seconds a step they and the layers' own issue take (a diagnostic: _deepspeed_hook_excess)
+        "zero3_hooks": m * hooks + 0.0 * step,
+        "zero3_host": m * hooks_host + 0.0 * step,
         # the NVLink domains the MoE all-to-all's group spans (ep_domains; 0 for a dense model): a diagnostic
         "ep_domains": ep_domains(x) + 0.0 * m,
         "tp_comm": m * mb.tp,
         "cp_comm": m * mb.cp,
         "ep_comm": m * mb.ep + unpaired,
         "dp_comm": dp_comm,
-        # ZeRO-3 / FSDP's collectives a step with none hidden behind compute (dp_comm where zero < 3): step_s - dp_comm
-        # + this is the serial sum the DeepSpeed held-out benchmarks print against their rows (a diagnostic)
+        # ZeRO-3 / FSDP's collectives a step with none hidden behind compute (dp_comm where zero < 3): step_s -
+        # zero3_hooks - dp_comm + this is the GPU's serial sum the DeepSpeed held-out benchmarks print against their rows
+        # (a diagnostic)
         "dp_comm_serial": np.where(x.zero >= 3, z3_serial, dp_nonz3),
         "pp_bubble": bubble + drain,
         "pp_comm": pp_comm,
