@@ -28,6 +28,8 @@ Run: python benchmarks/accuracy_bands.py            (prints the table)
        decoder layer and micro-batch and the step's exposed EP share; grouped by each fact, by the dispatch path
        (dispatcher, padded token drop or not), CUDA graphs and EP all-to-all overlap; where a class's offset comes
        from)
+     python benchmarks/accuracy_bands.py --rows megatron/moe/blackwell/domain --without model=gpt-oss-120b
+       (that listing less a row family: any fact of the listing's "by" lines, FACT=VALUE, repeatable)
 """
 
 from __future__ import annotations
@@ -363,7 +365,16 @@ def class_rows(classed: list[tuple[Row, tuple[str, ...]]], key: str, quantity: s
     return sorted((r for r, keys in classed if key in keys and r.quantity == quantity), key=lambda r: r.err)
 
 
-FACTS = ("model", "part", "ep", "dispatcher", "path", "graphs", "a2a overlap")
+FACTS = ("model", "part", "ep", "dispatcher", "path", "graphs", "a2a overlap", "release")
+
+
+def release_of(row_id: str) -> str:
+    """The series a held-out row id names (each benchmark's id form starts with it): the id's first field, with the
+    second where that one starts with a digit (a release, round or date): mbridge_25.09_gb200_... -> mbridge_25.09,
+    mlperf6.0_dell_gb300_... -> mlperf6.0, mbcard_2026-07_... -> mbcard_2026-07, mcore_moe_... -> mcore. A class's
+    offset that one release carries shows here (docs/known-gaps.md 263 (a))."""
+    fields = row_id.split("_")
+    return "_".join(fields[:2]) if len(fields) > 1 and fields[1][:1].isdigit() else fields[0]
 
 
 def row_facts(row: Row) -> dict[str, str]:
@@ -371,7 +382,7 @@ def row_facts(row: Row) -> dict[str, str]:
     (strategy.cuda_graphs) and EP all-to-all overlap (strategy.moe_a2a_overlap), '-' where the job states none, as
     the job is written; path = the dispatcher and, where the job pads every expert to capacity
     (strategy.moe_pad_to_capacity: Megatron-Core's token drop), "padded" after it: the alltoall dispatcher's two
-    paths carry opposite offsets (docs/known-gaps.md 132 (a))."""
+    paths carry opposite offsets (docs/known-gaps.md 132 (a)); release = the series the row id names (release_of)."""
     hw, st = row.job.get("hardware") or {}, row.job.get("strategy") or {}
     model = row.job.get("model")
     dispatcher = str(st.get("moe_dispatcher", "-"))
@@ -379,7 +390,8 @@ def row_facts(row: Row) -> dict[str, str]:
             "model": model if isinstance(model, str) else _inline_model_name(model or {}),
             "ep": str(st.get("ep", 1)), "dispatcher": dispatcher,
             "path": dispatcher + (" padded" if st.get("moe_pad_to_capacity") else ""),
-            "graphs": str(st.get("cuda_graphs", "-")), "a2a overlap": str(st.get("moe_a2a_overlap", "-"))}
+            "graphs": str(st.get("cuda_graphs", "-")), "a2a overlap": str(st.get("moe_a2a_overlap", "-")),
+            "release": release_of(row.row_id)}
 
 
 def step_parts(row: Row, catalog) -> dict[str, float] | None:
@@ -503,20 +515,48 @@ def _inline_model_name(model: dict[str, Any]) -> str:
     return f"{arch} h{model.get('hidden_size', model.get('hidden', '?'))} L{model.get('num_hidden_layers', model.get('layers', '?'))}"
 
 
-def print_rows(classed: list[tuple[Row, tuple[str, ...]]], key: str) -> None:
-    """Print class `key`'s time and memory rows (row_line); a class no row falls in is said, with the classes that
-    hold rows."""
+def without_rows(rows: list[Row], without: tuple[tuple[str, str], ...]) -> list[Row]:
+    """`rows` less those whose fact (row_facts) equals the value of any (fact, value) pair in `without`: a class
+    with a row family set apart (--without model=gpt-oss-120b). A fact row_facts does not name is refused."""
+    for fact, _ in without:
+        if fact not in FACTS:
+            raise SystemExit(f"accuracy_bands --without: no fact {fact!r}; facts: " + ", ".join(FACTS))
+    return [r for r in rows if not any(row_facts(r)[fact] == value for fact, value in without)]
+
+
+def parse_without(args: list[str]) -> tuple[tuple[str, str], ...]:
+    """The (fact, value) pairs of every `--without FACT=VALUE` in `args`."""
+    out = []
+    for at, arg in enumerate(args):
+        if arg == "--without":
+            spec = args[at + 1] if at + 1 < len(args) else ""
+            if "=" not in spec:
+                raise SystemExit("accuracy_bands --without needs FACT=VALUE, e.g. --without model=gpt-oss-120b")
+            fact, value = spec.split("=", 1)
+            out.append((fact.strip(), value.strip()))
+    return tuple(out)
+
+
+def print_rows(classed: list[tuple[Row, tuple[str, ...]]], key: str,
+               without: tuple[tuple[str, str], ...] = ()) -> None:
+    """Print class `key`'s time and memory rows (row_line), less the row families in `without` (without_rows), and
+    what the rows left give (n, median, MAPE); a class no row falls in is said, with the classes that hold rows."""
     known = sorted({k for _, keys in classed for k in keys})
     if key not in known:
         raise SystemExit(f"accuracy_bands --rows: no held-out row falls in class {key!r}; classes with rows: "
                          + ", ".join(known))
     for q in QUANTITIES:
-        rows = class_rows(classed, key, q)
+        every = class_rows(classed, key, q)
+        rows = without_rows(every, without)
         if rows:
             parts = [_row_parts(row) if q == "time" else None for row in rows]
-            print(f"\n{key}: {len(rows)} {q} rows (signed %, + = predicted too {'fast' if q == 'time' else 'large'})")
+            less = "".join(f" without {f}={v}" for f, v in without)
+            print(f"\n{key}: {len(rows)} {q} rows{less} (signed %, + = predicted too "
+                  f"{'fast' if q == 'time' else 'large'}; {len(every) - len(rows)} left out)")
             for row, p in zip(rows, parts, strict=True):
                 print(row_line(row, p))
+            e = 100.0 * np.array([r.err for r in rows])
+            print(f"  all: n={len(rows)} median {np.median(e):+.1f} MAPE {np.mean(np.abs(e)):.1f}")
             for fact in FACTS:
                 print(f"  by {fact}: " + "; ".join(f"{k} n={n} median {med:+.1f} MAPE {m:.1f}"
                                                   for k, n, med, m in group_summary(rows, fact)))
@@ -562,7 +602,7 @@ def main() -> None:
         at = args.index("--rows")
         if at + 1 >= len(args):
             raise SystemExit("accuracy_bands --rows needs a class, e.g. --rows megatron/moe/blackwell/domain")
-        print_rows(classify(collect()), args[at + 1])
+        print_rows(classify(collect()), args[at + 1], parse_without(args))
         return
     computed = compute()
     print_table(computed)

@@ -269,3 +269,33 @@ def test_a_dense_job_has_no_moe_layer_to_list():
     assert parts is not None and parts["local_experts"] == 0.0 and parts["ep_domains"] == 0.0
     assert "experts x" not in ab.row_line(ab.Row("b", "dense", "tokens_s", 1.0, 1.0, job), parts)
     assert "local experts" not in ab.resolved_facts(ab.Row("b", "dense", "tokens_s", 1.0, 1.0, job), parts)
+
+
+def test_a_listing_sets_a_row_family_apart(capsys):
+    ab = _bands_module()
+    assert ab.release_of("mbridge_25.09_gb200_qwen3_30b_a3b_fp8-mx_8gpu") == "mbridge_25.09"
+    assert ab.release_of("mlperf6.0_dell_gb300_gpt_oss_20b_mxfp8_8gpu") == "mlperf6.0"
+    assert ab.release_of("mbcard_2026-07_gb200_qwen3_30b_a3b_mxfp8_8gpu_functional") == "mbcard_2026-07"
+    assert ab.release_of("mcore_moe_qwen3-30b-a3b_gb200_bf16_16gpu") == "mcore"
+    assert ab.release_of("single") == "single"
+    gpt = {"model": "gpt-oss-120b", "hardware": {"accelerator": "gb300", "count": 64}, "strategy": {"ep": 64}}
+    qwen = {"model": "qwen3-30b-a3b", "hardware": {"accelerator": "gb200", "count": 8}, "strategy": {"ep": 8}}
+    domain = ("megatron/moe/blackwell/domain",)
+    rows = [ab.Row("b1", "mbridge_26.02_gb300_gpt_oss", "tokens_s", 100.0, 140.0, gpt),
+            ab.Row("b1", "mbridge_25.09_gb200_qwen3", "tokens_s", 100.0, 125.0, qwen),
+            ab.Row("b1", "mbridge_26.04_gb200_qwen3", "tokens_s", 100.0, 99.0, qwen)]
+    assert ab.row_facts(rows[1])["release"] == "mbridge_25.09"
+    assert [r.row_id for r in ab.without_rows(rows, (("model", "gpt-oss-120b"),))] == [r.row_id for r in rows[1:]]
+    left = ab.without_rows(rows, (("model", "gpt-oss-120b"), ("release", "mbridge_25.09")))
+    assert [r.row_id for r in left] == ["mbridge_26.04_gb200_qwen3"]
+    with pytest.raises(SystemExit, match="no fact 'gpu'"):
+        ab.without_rows(rows, (("gpu", "gb200"),))
+    assert ab.parse_without(["--rows", "x", "--without", "model=gpt-oss-120b", "--without", "release = mcore"]) == (
+        ("model", "gpt-oss-120b"), ("release", "mcore"))
+    with pytest.raises(SystemExit, match="FACT=VALUE"):
+        ab.parse_without(["--without", "gpt-oss-120b"])
+    ab.print_rows([(r, domain) for r in rows], "megatron/moe/blackwell/domain", (("model", "gpt-oss-120b"),))
+    out = capsys.readouterr().out
+    assert "2 time rows without model=gpt-oss-120b" in out and "1 left out" in out
+    assert "all: n=2 median +12.0 MAPE 13.0" in out and "gpt_oss" not in out
+    assert "by release: mbridge_25.09 n=1 median +25.0" in out
