@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from trainsizer.catalog import load_catalog
 from trainsizer.estimate.accuracy import (
@@ -299,3 +301,15 @@ def test_a_listing_sets_a_row_family_apart(capsys):
     assert "2 time rows without model=gpt-oss-120b" in out and "1 left out" in out
     assert "all: n=2 median +12.0 MAPE 13.0" in out and "gpt_oss" not in out
     assert "by release: mbridge_25.09 n=1 median +25.0" in out
+
+
+@settings(max_examples=200, deadline=None)
+@given(hs.lists(hs.text(alphabet="abc019.-", min_size=1, max_size=6), min_size=1, max_size=5))
+def test_a_release_is_the_ids_first_field_or_two(fields):
+    ab = _bands_module()
+    row_id = "_".join(fields)
+    release = ab.release_of(row_id)
+    assert row_id.startswith(release)
+    taken = release.split("_")
+    assert taken == fields[:len(taken)] and len(taken) in (1, 2)
+    assert (len(taken) == 2) == (len(fields) > 1 and fields[1][0].isdigit())
