@@ -44,8 +44,9 @@ DATA = Path(__file__).resolve().parent / "data"
 MOE = DATA / "heldout_2027n_fms_moe.csv"
 # ibm-granite/granite-3.0-3b-a800m-instruct (GraniteMoeForCausalLM, no preset): the Granite 3.0 report's Table 1
 # (ibm-granite/granite-3.0-language-models paper.pdf, 2024-10: embedding 1536, 32 layers, 24 heads, 8 KV heads, MLP 512
-# SwiGLU, 40 experts, top-k 8), its 3.1 config.json fields as stored (vocab 49,155, tie_word_embeddings true)
-MODELS = {"granite-3.0-3b-a800m": {"layers": 32, "hidden": 1536, "heads": 24, "kv_heads": 8, "ffn": 512,
+# SwiGLU, 40 experts, top-k 8), its 3.1 config.json fields as stored (vocab 49,155, tie_word_embeddings true); family:
+# its model_type, granitemoe (experts as GraniteMoeParallelExperts: perf_constants.yaml split_expert_loop_families)
+MODELS = {"granite-3.0-3b-a800m": {"family": "granitemoe", "layers": 32, "hidden": 1536, "heads": 24, "kv_heads": 8, "ffn": 512,
                                    "vocab": 49155, "tied_embeddings": True, "mlp": "swiglu", "norm": "rmsnorm",
                                    "position": "rope", "experts": 40, "experts_per_token": 8, "expert_ffn": 512}}
 BATCH = fh.Batch((MOE,), inline=MODELS)

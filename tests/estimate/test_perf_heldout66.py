@@ -22,8 +22,8 @@ from harness import num, scored  # noqa: E402
 
 SRC = "fms-acceleration MoE benchmarks"
 # (source, metric) -> (rows, MAPE bound %); reached at landing in the comment
-BOUNDS = {(SRC, "tokens_s"): (10, 140.0),  # 128.2 (255 (a))
-          (SRC, "peak_gib"): (10, 36.0)}  # 32.0 (255 (c))
+BOUNDS = {(SRC, "tokens_s"): (10, 60.0),  # 53.9 (261 (a); 128.2 when added, 255 (a))
+          (SRC, "peak_gib"): (10, 36.0)}  # 31.8 (255 (c))
 COMMITS = {"5b35eae398f3f3ce8933559b59dab6865d244c3c": "2024-11-13",
            "c959c6b706b0c5bbc3e4fe114d67ce1fd307dac0": "2025-02-24",
            "9122a76e6ea3003e78102ef39f0a712683ff2cef": "2025-06-16"}
@@ -98,13 +98,13 @@ def test_source_stays_within_its_bounds(cases):
     assert not [c.row_id for c in cases if c.metric == "fits"]
 
 
-def test_granite_expert_loop_is_predicted_too_fast(cases):
-    """255 (a): every granite-3.0-3b-a800m row is predicted 1.9-2.9x the measured throughput (transformers' expert-at-
-    a-time loop, 40 experts a layer, is slower than the estimate's eager path); fails when the estimate charges it
-    (then update 255 and this test)."""
+def test_granite_expert_loop_is_still_predicted_too_fast(cases):
+    """261 (a): with GraniteMoeParallelExperts' loop as the code runs it (one sync a layer, every expert) and each
+    expert's whole-weight gradient charged, every granite-3.0-3b-a800m row is still predicted 1.3-1.9x the measured
+    throughput (1.9-2.9x before: 255 (a)); fails when more of the miss is charged (then update 261 and this test)."""
     got = [c for c in scored(cases, "tokens_s") if "granite3b" in c.row_id]
     assert len(got) == 9
-    assert all(0.9 < c.err < 2.0 for c in got), [(c.row_id, c.err) for c in got]
+    assert all(0.25 < c.err < 0.95 for c in got), [(c.row_id, c.err) for c in got]
 
 
 def test_later_releases_measure_faster_on_one_job(cases):

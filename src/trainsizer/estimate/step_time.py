@@ -212,9 +212,12 @@ class PerfStyle:
     # every token (strategy.experts_implementation dense_all where the job states none; framework.experts_implementation_of)
     dense_expert_families: str = ""
     # model families (ModelArch.family, comma-separated) whose transformers experts are fused 3-D parameters in every
-    # release, so an eager loop's hit experts each return a whole-parameter gradient (memory only:
-    # framework.fused_expert_loop)
+    # release, so an eager loop's hit experts each return a whole-parameter gradient (memory: framework.
+    # fused_expert_loop; time: _fused_expert_grad_time)
     fused_expert_families: str = ""
+    # model families whose eager loop syncs once a layer and then runs every expert (GraniteMoeParallelExperts), not
+    # a sync per hit expert (_expert_loop_excess)
+    split_expert_loop_families: str = ""
     # strategy.norm_kernel: "fused" | "eager" (names.NORM_KERNELS), the layer norms' kernel in the element-wise
     # traffic (_elementwise_passes); None = the style's (eager PyTorch ops unless fused_kernels or torch.compile)
     norm_kernel: str | None = None
@@ -1225,7 +1228,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     layer_mb = lt.fwd + lt.bwd + _nf4_dequant_time(x)
     return lt, (layer_mb + _lora_adapters(x) + _expert_bias_time(x) + _expert_bias_index_add_time(x)
                 + _activation_clamp_time(x) + _fp8_expert_padding_time(x) + _rope_unfused_time(x)
-                + _flash_qkv_pack_time(x)
+                + _flash_qkv_pack_time(x) + _fused_expert_grad_time(x)
                 + _moe_unfused_time(x) + _moe_eager_glue_time(x)
                 + _sp_layout_copies(x) + _eager_swiglu_backward_time(x) + _amp_fp32_weights_time(x)
                 + _kbit_fp32_stream_time(x)
@@ -1313,11 +1316,10 @@ def _amp_fp32_weights_time(x: _Step) -> Any:
     keeps fp32 weights under autocast (PerfStyle.amp_fp32_weights), a full fine-tune in bf16 / fp16 at ZeRO 0 (ZeRO /
     FSDP under the HF Trainer run 16-bit weights: DeepSpeed's engine, FSDP's param_dtype), eager element-wise work,
     dense models (an MoE layer's routed casts not counted)."""
-    m, t = x.model, x.training
-    if t.method != "full" or t.precision not in ("bf16", "fp16") or m.is_moe or m.is_hybrid:
+    m = x.model
+    if m.is_moe or m.is_hybrid:
         return 0.0
-    on = (np.asarray(x.fw.amp_fp32_weights, bool) & ~np.asarray(x.fw.model_dtype_states, bool) & (x.zero == 0)
-          & ~np.asarray(_fused_elementwise(x), bool))
+    on = _fp32_weights(x) & ~np.asarray(_fused_elementwise(x), bool)
     if not np.any(on):
         return 0.0
     b = x.k.raw["amp_fp32_weights"]
@@ -1334,6 +1336,16 @@ def _amp_fp32_weights_time(x: _Step) -> Any:
     cast = compute.stream_time(weights * b["weight_cast"], x.r, kernels=n_lin)
     passes = 1.0 + x.full_share
     return np.where(on, passes * (ew + cast) + 2.0 * ew + cast, 0.0)
+
+
+def _fp32_weights(x: _Step) -> np.ndarray:
+    """Whether the layer weights (and so their gradients) are fp32 under 16-bit autocast: the style keeps them so
+    (PerfStyle.amp_fp32_weights) for a full fine-tune in bf16 / fp16 at ZeRO 0 unless the job states model-dtype
+    states (strategy.optimizer_precision); else they are in the 16-bit dtype."""
+    t = x.training
+    if t.method != "full" or t.precision not in ("bf16", "fp16"):
+        return np.zeros(np.shape(x.zero), bool)
+    return np.asarray(x.fw.amp_fp32_weights, bool) & ~np.asarray(x.fw.model_dtype_states, bool) & (x.zero == 0)
 
 
 def _kbit_fp32_stream_time(x: _Step) -> Any:
@@ -2457,9 +2469,42 @@ def _expert_loop_excess(x: _Step) -> Any:
     op_s = _launch_op_s(vendor)
     trip_s = host_figure("round_trip_s", vendor) or 0.0
     syncs = compute.KERNELS["moe_expert_loop_syncs"]
-    per_pass = drain_excess_s(compute.KERNELS["moe_expert_loop_forward"], op_s, gpu, trip_s) + (syncs - 1.0) * trip_s
+    per_hit = drain_excess_s(compute.KERNELS["moe_expert_loop_forward"], op_s, gpu, trip_s) + (syncs - 1.0) * trip_s
+    split = drain_excess_s(local * compute.KERNELS["moe_split_loop_forward_ops"], op_s, local * gpu, trip_s)
+    per_pass = np.where(_family_listed(x.model, x.fw.split_expert_loop_families), split, local * per_hit)
     share = x.model.moe_layer_count / x.model.layers
-    return np.where(loop, share * local * per_pass * (1.0 + x.moe_rerun), 0.0)
+    return np.where(loop, share * per_pass * (1.0 + x.moe_rerun), 0.0)
+
+
+def _family_listed(model: ModelArch, listed: Any) -> np.ndarray:
+    """Whether `model`'s family is in a style's comma-separated family list (elementwise over the batch's styles)."""
+    return np.vectorize(lambda names: model.family in str(names).split(","), otypes=[bool])(np.asarray(listed))
+
+
+def _fused_expert_grad_time(x: _Step) -> Any:
+    """Seconds per average layer and micro-batch of the whole-parameter gradients an eager loop over fused 3-D expert
+    parameters returns (PerfStyle.moe_expert_loop on a family of PerfStyle.fused_expert_families: gpt-oss's
+    GptOssExperts, GraniteMoeParallelExperts): each expert's weights taken by indexing the fused parameter, its
+    backward (SelectBackward0 / IndexBackward0: derivatives.yaml select, index) returns zeros of the WHOLE parameter
+    with that expert's slice copied in, and autograd adds each into the parameter's accumulating gradient
+    (torch/csrc/autograd/input_buffer.cpp accumulate: read both, write one), so a layer's backward streams the fused
+    expert weights' size in zeros per expert and three times it per further expert (the mechanism
+    memory._expert_weight_copies counts; tests/estimate/test_expert_weight_copies_torch.py), in the weights' dtype
+    (fp32 under the style's autocast over fp32 weights: _fp32_weights), `kernels:` moe_fused_grad_kernels each.
+    Experts: every one in a split loop (GraniteMoe loops over all), else the expected hit ones, E (1 - (1 - k / E)^T).
+    Only where the experts' weights train (a frozen parameter records no select). docs/known-gaps.md 261 (a)."""
+    m = x.model
+    loop = np.asarray(x.fw.moe_expert_loop, bool) & _family_listed(m, x.fw.fused_expert_families)
+    if not m.is_moe or not x.training.trains_base_weights or not np.any(loop):
+        return 0.0
+    e, k = float(m.experts), float(m.experts_per_token)
+    hit = np.where(_family_listed(m, x.fw.split_expert_loop_families), e, e * (1.0 - (1.0 - k / e) ** x.tok))
+    grad_b = np.where(_fp32_weights(x), 4.0, x.r.act_bytes)
+    fused = e * float(m.mlp_params(m.expert_ffn, m.expert_width)) * grad_b  # bytes of the fused parameters
+    nbytes = hit * fused + np.maximum(hit - 1.0, 0.0) * 3.0 * fused + hit * 2.0 * fused / e
+    share = m.moe_layer_count / m.layers
+    kernels = share * hit * 2.0 * compute.KERNELS["moe_fused_grad_kernels"]
+    return np.where(loop, compute.stream_time(share * nbytes, x.r, kernels=kernels), 0.0)
 
 
 def _moe_dispatch_sync_excess(x: _Step) -> Any:
