@@ -115,8 +115,9 @@ MOE_ROUTINGS = ("random", "round-robin", "fake-balanced")
 # How transformers runs an MoE model's routed experts (its `experts_implementation`): eager = one expert at a time in a
 # Python loop over the experts the router hit, each behind a data-dependent torch.where on the routing mask (a
 # device-to-host sync: the MixtralSparseMoeBlock / Qwen2MoeSparseMoeBlock / Qwen3MoeSparseMoeBlock forward of every
-# transformers 4.x release, and v5's "eager" backend); grouped_mm = the tokens sorted by expert and the experts run
-# as one torch._grouped_mm (transformers >= 5.0, PR #42697: PreTrainedModel.get_correct_experts_implementation picks
+# transformers 4.x release, and v5's "eager" backend; GraniteMoe's 4.x GraniteMoeParallelExperts syncs once a layer and
+# loops over every expert: docs/known-gaps.md 261 (a)); grouped_mm = the tokens sorted by expert and the experts
+# run as one torch._grouped_mm (transformers >= 5.0, PR #42697: PreTrainedModel.get_correct_experts_implementation picks
 # it when none is stated and PyTorch can dispatch it); dense_all = every routed expert runs on every token, the input
 # scaled by a router score that is zero off the chosen experts (transformers' Llama4TextMoe.forward: routed_in =
 # hidden_states.repeat(num_experts, 1) * router_scores, one torch.bmm over all experts, the copies summed; read at

@@ -16,9 +16,11 @@ SCRIPT = DEVICE_DIR / "granitemoe_expert_loop.py"
 
 def test_tiny_run_prints_a_line_a_case():
     rows = tiny_lines(SCRIPT)
-    assert [(r["case"], r["tokens"], r["device"]) for r in rows] == [("loop", 32, "cpu"), ("grouped", 32, "cpu")]
+    assert [(r["case"], r["tokens"], r["device"]) for r in rows] == [
+        ("loop", 32, "cpu"), ("own_weights", 32, "cpu"), ("grouped", 32, "cpu")]
     for r in rows:
-        assert set(r) == {"case", "tokens", "device", "wall_ms_per_block", "host_ms_per_block"}
+        assert set(r) == {"case", "tokens", "device", "wall_ms_per_block", "host_ms_per_block", "fused_grad_gb"}
+    assert rows[0]["fused_grad_gb"] > 0.0 == rows[1]["fused_grad_gb"] == rows[2]["fused_grad_gb"]
 
 
 def test_the_loop_and_the_grouped_block_compute_the_same():
@@ -30,7 +32,12 @@ def test_the_loop_and_the_grouped_block_compute_the_same():
     finally:
         sys.argv.remove("--tiny")
     torch.manual_seed(0)
-    loop, grouped = g.Block(False), g.Block(True)
+    loop, own, grouped = g.Block("loop"), g.Block("own_weights"), g.Block("grouped")
     grouped.load_state_dict(loop.state_dict())
+    own.load_state_dict(loop.state_dict(), strict=False)
+    own.own_in = torch.nn.ParameterList([torch.nn.Parameter(w.detach().clone()) for w in loop.w_in])
+    own.own_out = torch.nn.ParameterList([torch.nn.Parameter(w.detach().clone()) for w in loop.w_out])
     h = torch.randn(2, 16, g.H)
     assert torch.allclose(loop(h), grouped(h), atol=1e-5)
+    assert torch.allclose(loop(h), own(h), atol=1e-5)
+

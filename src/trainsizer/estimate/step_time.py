@@ -2459,8 +2459,11 @@ def _expert_loop_excess(x: _Step) -> Any:
     (compute.expert_forward_time), at the vendor's launch-bound eager op and round trip (perf_constants.yaml
     host_sync; a vendor with no launch figure at NVIDIA's, none with no round trip), one round trip per further
     sync (moe_expert_loop_syncs); in the forward and again in a recompute. The backward runs in autograd's engine with
-    no sync (the index backward is an index_put with accumulate), so it keeps the run-ahead. 0 for a dense model or a
-    grouped call."""
+    no sync (the index backward is an index_put with accumulate), so it keeps the run-ahead. A family of
+    PerfStyle.split_expert_loop_families (GraniteMoeParallelExperts, 4.45-4.5x) syncs once a layer (the gating's
+    expert_size.tolist()) and then issues `kernels:` moe_split_loop_forward_ops for EVERY expert with no sync between:
+    one drained run of them all against all the experts' GPU forward (docs/known-gaps.md 261 (a)). 0 for a dense model
+    or a grouped call."""
     loop = np.asarray(x.fw.moe_expert_loop, bool)
     if not x.model.is_moe or not np.any(loop):
         return 0.0

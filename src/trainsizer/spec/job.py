@@ -625,7 +625,8 @@ class StrategySpec(_Strict):
     # TransformerConfig default; time only (docs/known-gaps.md 245 (c))
     tp_only_amax_red: bool | None = None
     # transformers' routed experts (framework hf): eager = one expert at a time, each behind a host sync (every 4.x
-    # release's MoE blocks; v5 experts_implementation "eager"); grouped_mm = one torch._grouped_mm (v5's default);
+    # release's MoE blocks; v5 experts_implementation "eager"; GraniteMoe's 4.x loop syncs once a layer and runs every
+    # expert, its fused weights returning a whole-weight gradient each: docs/known-gaps.md 261 (a)); grouped_mm = one torch._grouped_mm (v5's default);
     # dense_all = every routed expert on every token (transformers' Llama4TextMoe); null = the framework's (hf:
     # dense_all for Llama 4, perf_constants dense_expert_families; grouped_mm otherwise, today's transformers)
     experts_implementation: ExpertsImplementation | None = None
