@@ -270,6 +270,22 @@ def print_mla_bwd_check(run: list[tuple[Case, dict[str, Any], dict[str, str]]]) 
         print(f"  {row_id:60s} {err:+7.1%} -> {err_ck:+7.1%}")
 
 
+# The GPT-OSS row's experts run Primus-Turbo's Triton grouped GEMM (its config sets PRIMUS_TURBO_GROUPED_GEMM_BACKEND=
+# triton, FP8 tensorwise, use_turbo_ragged_grouped_gemm: AMD-AGI/Primus examples/mlperf/gpt_oss_20b at 68256bd3, with
+# Primus-Turbo e160182d), stated as strategy.moe_turbo_grouped_gemm: the experts at the kernel's published share of the
+# dense rate (benchmarks/turbo_grouped_gemm.py; docs/known-gaps.md 264 (a)). Printed against the dense rate.
+TURBO_ROW = "primus_2026-08_mi355x_gpt_oss_20b_fp8_mbs4_8gpu"
+
+
+def turbo_grouped_check() -> tuple[float, float]:
+    """(the GPT-OSS row's error as stated, its error with the experts at the dense rate: moe_turbo_grouped_gemm false)."""
+    row = next(r for r in rows() if r["id"] == TURBO_ROW)
+    dense = dict(row, strategy_extra=row["strategy_extra"].replace("moe_turbo_grouped_gemm=true",
+                                                                   "moe_turbo_grouped_gemm=false"))
+    (stated, _, _), (alt, _, _) = ph.estimate_rows([row, dense])
+    return stated.err, alt.err
+
+
 def main() -> None:
     run = run_all()
     p28.print_rows(run)
@@ -284,6 +300,9 @@ def main() -> None:
           f"{pred:.3f} (pipeline bubble {b1 * 1e3:.0f} -> {b3 * 1e3:.0f} ms a step)")
     print_cas_check(run)
     print_mla_bwd_check(run)
+    err, err_dense = turbo_grouped_check()
+    print(f"GPT-OSS 20B FP8 row, experts on Primus-Turbo's Triton grouped GEMM (its MI355X share, stated) {err:+.1%}, "
+          f"at the dense FP8 rate {err_dense:+.1%}")
     p28.print_pairs_and_refusals(run)
 
 

@@ -29,11 +29,12 @@ BOUNDS = {
     "Primus MoE package (8 MI355X DeepSeek-V2-Lite) device memory": 25.0,  # 18.8: -7.9..-27.4%
     "Primus MoE package (32 MI355X DeepSeek-V2)": 75.0,  # 64.2: +57.3 / +58.3 / +77.1% (64.6 before 84, 62.3 before 113 (a), 61.8 before 125 (a))
     "AMD performance page, Megatron-LM (64 MI325X Llama 3.1 8B FP8)": 10.0,  # 7.1: -7.1% (dense, the development bound)
-    # 29.5: +29.5% on the model Primus' config chain builds (heldout_models.yaml gpt-oss-20b-primus-mlperf: Llama 3.1
-    # vocabulary, plain RoPE, no expert / router biases or clamp; known-gaps 182); +11.2% on the released checkpoint's
-    # shapes, with strategy.moe_sync_free (-30.3% while the per-expert host launches the ragged grouped GEMM does not
-    # issue were charged); NVIDIA's B200 EP 1 GPT-OSS rows are +16-17% (known-gaps 57 (s), (u))
-    "Primus GPT-OSS 20B MLPerf-style run (8 MI355X FP8)": 35.0,
+    # 21.1: +21.1% on the model Primus' config chain builds (heldout_models.yaml gpt-oss-20b-primus-mlperf: Llama 3.1
+    # vocabulary, plain RoPE, no expert / router biases or clamp; known-gaps 182), its experts at Primus-Turbo's Triton
+    # grouped GEMM share (strategy.moe_turbo_grouped_gemm, known-gaps 264 (a); +29.5% at the dense rate), with
+    # strategy.moe_sync_free (-30.3% while the per-expert host launches the ragged grouped GEMM does not issue were
+    # charged); NVIDIA's B200 EP 1 GPT-OSS rows are +16-17% (known-gaps 57 (s), (u))
+    "Primus GPT-OSS 20B MLPerf-style run (8 MI355X FP8)": 30.0,
 }
 
 
@@ -162,3 +163,13 @@ def test_mla_backward_at_cks_padded_tile_slows_every_deepseek_row(run):
     out = p30.mla_bwd_check(run)
     assert len(out) == 10
     assert all(0.0 < err_ck < err for _, err, err_ck in out)
+
+
+
+def test_gpt_oss_row_states_primus_turbos_grouped_gemm_slower_than_the_dense_rate():
+    """docs/known-gaps.md 264 (a): the GPT-OSS 20B FP8 row's experts at Primus-Turbo's Triton grouped GEMM share on
+    MI355X (0.791 of the dense FP8 rate): less too fast than at the dense rate, by the experts' share of the step."""
+    row = next(r for r in p30.rows() if r["id"] == p30.TURBO_ROW)
+    assert "moe_turbo_grouped_gemm=true" in row["strategy_extra"]
+    err, err_dense = p30.turbo_grouped_check()
+    assert err_dense - 0.12 < err < err_dense - 0.04  # +29.5% at the dense rate, +21.1% stated

@@ -109,6 +109,10 @@ class PerfConstants:
     # torch._grouped_mm's rate over the dense GEMM rate of the same part and precision, by family
     # (gemm.grouped_mm_over_dense)
     grouped_mm_over_dense_table: dict[str, float] = field(default_factory=lambda: {"default": 1.0})
+    # Primus-Turbo's grouped GEMM rate over the dense GEMM rate of the same part, by precision ("bf16" / "fp8") and
+    # family (gemm.turbo_grouped_gemm_over_dense)
+    turbo_grouped_gemm_over_dense_table: dict[str, dict[str, float]] = field(
+        default_factory=lambda: {"bf16": {"default": 1.0}, "fp8": {"default": 1.0}})
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def gemm_efficiency(self, accelerator: str) -> float:
@@ -118,6 +122,12 @@ class PerfConstants:
     def grouped_mm_over_dense(self, accelerator: str) -> float:
         """torch._grouped_mm's GEMM rate over the dense one on this part (gemm.grouped_mm_over_dense)."""
         return _by_family(self.grouped_mm_over_dense_table, accelerator)
+
+    def turbo_grouped_gemm_over_dense(self, accelerator: str, precision: str) -> float:
+        """Primus-Turbo's grouped GEMM rate over the dense one on this part in `precision` (fp8: its table; every
+        16-bit precision: the bf16 one; gemm.turbo_grouped_gemm_over_dense)."""
+        return _by_family(self.turbo_grouped_gemm_over_dense_table["fp8" if precision == "fp8" else "bf16"],
+                          accelerator)
 
     def fp8_recipe(self, accelerator: str, recipe: str = "auto") -> dict[str, float]:
         """Figures of an FP8 scaling recipe ("auto": the accelerator family's default, e.g. MXFP8 on
@@ -423,6 +433,8 @@ def load_constants() -> PerfConstants:
     return PerfConstants(
         gemm_efficiency_max={str(k): float(v) for k, v in g["efficiency_max"].items()},
         grouped_mm_over_dense_table={str(k): float(v) for k, v in g["grouped_mm_over_dense"].items()},
+        turbo_grouped_gemm_over_dense_table={str(p): {str(k): float(v) for k, v in t.items()}
+                                             for p, t in g["turbo_grouped_gemm_over_dense"].items()},
         fp32_efficiency_ratio=float(g["fp32_efficiency_ratio"]),
         kernel_fixed_s=float(g["kernel_fixed_s"]),
         host_s_per_layer_pass=float(g["host_s_per_layer_pass"]),
@@ -556,8 +568,8 @@ class Rates:
     # (perf_constants.yaml mamba.scan_sm_bound, `_ssd_rates`); 0 = gemm16_flops / hbm_bytes_s
     ssd_gemm_flops: float = 0.0
     ssd_hbm_bytes_s: float = 0.0
-    # FLOP/s of the routed experts' grouped GEMMs where the style runs torch._grouped_mm (step_time._grouped_mm_rate);
-    # 0 = gemm_flops
+    # FLOP/s of the routed experts' grouped GEMMs where the style runs torch._grouped_mm (step_time._grouped_mm_rate)
+    # or the job states Primus-Turbo's (step_time._turbo_grouped_rate); 0 = gemm_flops
     grouped_gemm_flops: Any = 0.0
     # bytes/s, ring busbw inside one NVLink bridge of a PCIe host whose bridges join fewer GPUs than it holds
     # (System.bridge_gb_s; comm.bridge_rates); 0 = no such bridge

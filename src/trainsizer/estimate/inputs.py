@@ -426,6 +426,9 @@ class Strategy:
     # the routed experts run torch._grouped_mm (PerfStyle.moe_torch_grouped_mm, its share of the dense rate) or not;
     # None = the style's (torchtitan: true); one value for the whole batch
     moe_torch_grouped_mm: Any = None
+    # the routed experts run Primus-Turbo's grouped GEMM (PerfStyle.moe_turbo_grouped_gemm, its share of the dense rate)
+    # or not; None = the style's (off); one value for the whole batch
+    moe_turbo_grouped_gemm: Any = None
     # torchtitan's MoE glue runs eager (PerfStyle.moe_eager_glue); None = the style's (torchtitan: true); one value for
     # the whole batch
     moe_eager_glue: Any = None

@@ -344,6 +344,10 @@ class PerfStyle:
     # _run_experts_grouped_mm), at its measured share of the dense rate (perf_constants.yaml gemm.grouped_mm_over_dense,
     # _grouped_mm_rate); false: the dense GEMM rate (Transformer Engine's GroupedLinear, Megatron-Core)
     moe_torch_grouped_mm: bool = False
+    # the routed experts run Primus-Turbo's grouped GEMM (AMD-AGI/Primus use_turbo_grouped_gemm, its Triton backend),
+    # at its measured share of the dense rate by precision (perf_constants.yaml gemm.turbo_grouped_gemm_over_dense,
+    # _turbo_grouped_rate); false: the framework's kernel
+    moe_turbo_grouped_gemm: bool = False
     # LoRA adapters are HF PEFT's lora.Linear, fp32 beside 16-bit activations (get_peft_model autocast_adapter_dtype):
     # each casts its input to fp32 and autocast casts it back for lora_A (perf_constants.yaml lora.peft_fp32_input_cast,
     # _lora_adapters)
@@ -593,6 +597,8 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["moe_fused_grouped_mlp"] = bool(strategy.moe_fused_grouped_mlp)
     if getattr(strategy, "moe_torch_grouped_mm", None) is not None:  # the experts' grouped GEMM (_grouped_mm_rate)
         changes["moe_torch_grouped_mm"] = bool(strategy.moe_torch_grouped_mm)
+    if getattr(strategy, "moe_turbo_grouped_gemm", None) is not None:  # Primus-Turbo's (_turbo_grouped_rate)
+        changes["moe_turbo_grouped_gemm"] = bool(strategy.moe_turbo_grouped_gemm)
     if getattr(strategy, "sac_saves_attention", None) is not None:  # per-op SAC's save list (_layer_time)
         changes["sac_saves_attention"] = bool(strategy.sac_saves_attention)
     if getattr(strategy, "tf32", None) is not None:  # fp32 matmuls on TF32 / XF32 (_rates)
@@ -887,7 +893,8 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
     fw = _recipe_style(fw, strategy, training, system, k)
     fw = dataclasses.replace(fw, attention_kernel=_stack_kernel(fw.attention_kernel, fw, system))
     r = _nf4_compute_rate(_rates(system, training, k, calibration, fw), system, training, strategy, k, calibration)
-    r = _grouped_mm_rate(_bf16_layers(r, training, model), system, k, fw)
+    r = _turbo_grouped_rate(_grouped_mm_rate(_bf16_layers(r, training, model), system, k, fw), system, k, fw,
+                            training.precision)
     a = strategy_arrays(strategy)
     r = _wgrad_accum_rate(r, fw, getattr(strategy, "gradient_accumulation_fusion", None),
                           pipeline.micro_batches(training.global_batch_seqs, a["dp"], a["micro_batch"]), a["zero"],
@@ -1052,6 +1059,18 @@ def _grouped_mm_rate(r: Any, system: System, k: PerfConstants, fw: PerfStyle) ->
         return r
     grouped = r.gemm_flops * k.grouped_mm_over_dense(system.accelerator)
     return dataclasses.replace(r, grouped_gemm_flops=np.where(on, grouped, r.gemm_flops))
+
+
+def _turbo_grouped_rate(r: Any, system: System, k: PerfConstants, fw: PerfStyle, precision: str) -> Any:
+    """The routed experts' GEMM rate where they run Primus-Turbo's grouped GEMM (PerfStyle.moe_turbo_grouped_gemm):
+    the dense rate of the precision x the kernel's measured share of it on the part (gemm.turbo_grouped_gemm_over_dense,
+    derived from Primus-Turbo PR 252's MI355X table by benchmarks/turbo_grouped_gemm.py); it replaces torch._grouped_mm's
+    where both are stated (one kernel runs the experts). Parts without a figure keep the dense rate."""
+    on = np.asarray(fw.moe_turbo_grouped_gemm, bool)
+    if not np.any(on):
+        return r
+    grouped = r.gemm_flops * k.turbo_grouped_gemm_over_dense(system.accelerator, precision)
+    return dataclasses.replace(r, grouped_gemm_flops=np.where(on, grouped, r.grouped_gemm_flops))
 
 
 def _wgrad_accum_rate(r: Any, fw: PerfStyle, fusion: bool | None, m: Any, zero: Any, low_precision: bool) -> Any:

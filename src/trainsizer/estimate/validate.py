@@ -1118,7 +1118,7 @@ def valid_mask(model: ModelArch, training: Training, system: System, strategy: S
 # strategy options that act on routed experts only (their dispatch, grouped GEMM and host sync), with the value that
 # means "not stated"; moe_a2a_overlap is refused on a dense model (moe_a2a_overlap_ep)
 MOE_ONLY_OPTIONS = (("moe_dispatcher", "auto"), ("moe_tp_token_split", None), ("moe_fused_grouped_mlp", None),
-                    ("moe_torch_grouped_mm", None), ("moe_eager_glue", None), ("moe_sync_free", None),
+                    ("moe_torch_grouped_mm", None), ("moe_turbo_grouped_gemm", None), ("moe_eager_glue", None), ("moe_sync_free", None),
                     ("moe_pad_to_capacity", None),
                     ("moe_permute_fusion", None),
                     ("moe_router_fusion", None), ("experts_implementation", None),

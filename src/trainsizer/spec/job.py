@@ -599,6 +599,10 @@ class StrategySpec(_Strict):
     # torch_mm), at its measured share of the dense rate on Blackwell; false = a kernel at the dense GEMM rate
     # (Transformer Engine's GroupedLinear, grouped_gemm's gmm: AutoModel's default); null = the framework's
     moe_torch_grouped_mm: bool | None = None
+    # the routed experts run Primus-Turbo's grouped GEMM (AMD-AGI/Primus use_turbo_grouped_gemm, its Triton backend:
+    # Primus-Turbo's default since 2026-04), at its measured share of the dense rate on MI355X (a published kernel
+    # table; other parts keep the dense rate); null / false = the framework's kernel
+    moe_turbo_grouped_gemm: bool | None = None
     # torchtitan's MoE glue (the gather, permutation, scatter and weighted combine around the experts) runs eager: true
     # before 2026-05, whose compile left MoE.forward and the EP hooks out, and for any run without torch.compile;
     # false where the compile covers it (torchtitan from 58b034444, 2026-05: whole blocks with fullgraph); null = the
