@@ -8,14 +8,23 @@ step the PR states), Llama 3.2 3B on 4 and 32 GPUs (Megatron's logged TFLOP/s/GP
 3.1 8B on 256 GPUs at two layouts (tokens/s a GPU from the team's wandb panel, as the PR quotes it). Each row's layout
 is the launcher script at the commit it names (submit-*.sh at the repository root).
 
-Data: benchmarks/data/heldout_2027q_swissai_gh200.csv in heldout_pretrain.csv's columns (perf_heldout.job_of builds each
+(2) ATorch (Ant Group's training library, intelligent-machine-learning/dlrover atorch/examples/llama2/README.md at
+3a442b728, 2023-11-22): Llama 2 7B pre-training on A100-80GB nodes of 8 (800 Gb/s RDMA a node), FlashAttention 2, 4,096
+tokens: PyTorch FSDP1 on 8-64 GPUs (micro-batch 4, bf16, every layer checkpointed) and DeepSpeed's pipeline engine with
+ATorch's tensor parallelism ('DS 3D': TP / PP / DP on 8-64 GPUs, micro-batch 8 x 64 accumulation steps, fp16, ZeRO-1,
+every layer checkpointed). The figure is the script's hardware TFLOP/s a GPU (metric atorch_tflops_per_gpu,
+atorch_hardware_flops below) and the run's torch.cuda.max_memory_allocated (peak_allocated_gib).
+
+Data: benchmarks/data/heldout_2027q_swissai_gh200.csv (1) and heldout_2027q_atorch_a100.csv (2) in heldout_pretrain.csv's
+columns (perf_heldout.job_of builds each
 job; every setting the source does not state is in the row's `assumed` column with the file and commit it was read from);
 models that are not presets in benchmarks/data/heldout_2027q_models.yaml.
 
-Printed: each row (published, predicted, error, the estimate's step terms), memory fits, the per-source figures.
+Printed: each row (published, predicted, error, the estimate's step terms), memory fits, each source's time and memory
+figures, the batch's.
 
 Sign: (predicted - published) / published of the row's metric (a rate: + = predicted too fast; a step time: + = predicted
-too slow).
+too slow; a peak: + = predicted too large).
 
 Run: python benchmarks/perf_heldout69.py
 """
@@ -30,16 +39,51 @@ from harness import Case, mape, print_fits
 
 DATA = Path(__file__).resolve().parent / "data"
 SWISSAI_ROWS = DATA / "heldout_2027q_swissai_gh200.csv"
+ATORCH_ROWS = DATA / "heldout_2027q_atorch_a100.csv"
 MODELS = DATA / "heldout_2027q_models.yaml"
-BATCH = ph.Batch((SWISSAI_ROWS,), (ph.MODELS, MODELS))
-rows, models, run_all, job, fits = BATCH.rows, BATCH.models, BATCH.run_all, BATCH.job, BATCH.fits
 # (title, the row-id prefix of a source), printed in this order
-SOURCES = (("(1) swiss-ai/Megatron-LM on CSCS Alps GH200 (Megatron-Core 0.11, 2025-02)", "swissai_"),)
+SOURCES = (("(1) swiss-ai/Megatron-LM on CSCS Alps GH200 (Megatron-Core 0.11, 2025-02)", "swissai_"),
+           ("(2) ATorch Llama 2 7B on A100-80GB (FSDP1 and DeepSpeed 3D, 2023-11)", "atorch_"))
+
+
+def atorch_hardware_flops(batch: float, seq: float, hidden: float, vocab: float, ffn: float, layers: float,
+                          recompute: bool) -> float:
+    """Hardware FLOPs a step as ATorch's Llama 2 examples log them (intelligent-machine-learning/dlrover
+    atorch/examples/llama2/example_utils.py compute_llama2_training_flops at 3a442b728, after Narayanan et al. 2021's
+    appendix): a layer's forward 8 b s h^2 + 4 b s^2 h (q / k / v / o at h x h, non-causal scores) + 6 b s h f (three
+    SwiGLU GEMMs), the logits 2 b s h V; backward twice the forward; under checkpointing the layers' forward once more."""
+    layer = 8 * batch * seq * hidden**2 + 4 * batch * seq**2 * hidden + 6 * batch * seq * hidden * ffn
+    logits = 2 * batch * seq * hidden * vocab
+    return layers * layer * (4 if recompute else 3) + logits * 3
+
+
+def predict(row: dict[str, str], result: dict[str, Any], model: Any) -> float:
+    """The row's figure from the estimate: ATorch's logged TFLOP/s a GPU (atorch_hardware_flops over the estimated
+    step), else perf_heldout.predicted_metric."""
+    if row["metric"] != "atorch_tflops_per_gpu":
+        return ph.predicted_metric(row, result, model)
+    flops = atorch_hardware_flops(int(row["global_batch_seqs"]), int(row["seq_len"]), model.hidden, model.vocab,
+                                  model.ffn, model.layers, row["recompute"] == "full")
+    return flops / float(result["time"]["step_s"]) / int(row["gpu_count"]) / 1e12
+
+
+BATCH = ph.Batch((SWISSAI_ROWS, ATORCH_ROWS), (ph.MODELS, MODELS), predict)
+rows, models, run_all, job, fits = BATCH.rows, BATCH.models, BATCH.run_all, BATCH.job, BATCH.fits
 
 
 def part(run: ph.Run, prefix: str) -> ph.Run:
     """The rows of one source (its row-id prefix)."""
     return [t for t in run if t[2]["id"].startswith(prefix)]
+
+
+def timed(run: ph.Run) -> ph.Run:
+    """The rows of a time metric (a rate or a step)."""
+    return [t for t in run if t[2]["metric"] not in ph.MEMORY_METRICS]
+
+
+def peaks(run: ph.Run) -> ph.Run:
+    """The rows of a memory metric (peak_allocated_gib: ATorch's max_memory_allocated)."""
+    return [t for t in run if t[2]["metric"] in ph.MEMORY_METRICS]
 
 
 def row_line(c: Case, result: dict[str, Any], r: dict[str, str]) -> str:
@@ -60,10 +104,14 @@ def main() -> None:
             print(row_line(c, res, r))
     print_fits(fits(), "perf_heldout69")
     for title, prefix in SOURCES:
-        scored, refused = ph.scored_refused(part(run, prefix))
-        figure = f"MAPE {mape(scored):.1f}% (median {ph.median_pct(scored):+.1f}%)" if scored else "no row scored"
-        print(f"{title.split(' on ')[0]}: n={len(scored)} {figure}; refused {len(refused)}")
-    print(ph.time_summary("perf_heldout69", run))
+        for kind, rs in (("time", timed(part(run, prefix))), ("memory", peaks(part(run, prefix)))):
+            scored, refused = ph.scored_refused(rs)
+            if scored or refused:
+                figure = f"MAPE {mape(scored):.1f}% (median {ph.median_pct(scored):+.1f}%)" if scored else "none scored"
+                print(f"{title.split(' on ')[0]} {kind}: n={len(scored)} {figure}; refused {len(refused)}")
+    print(ph.time_summary("perf_heldout69", timed(run)))
+    scored = ph.scored_refused(peaks(run))[0]
+    print(f"perf_heldout69 memory: n={len(scored)} MAPE {mape(scored):.1f}% (median {ph.median_pct(scored):+.1f}%)")
 
 
 if __name__ == "__main__":
