@@ -157,6 +157,8 @@ def job(r: dict[str, str], models: dict | None = None) -> dict:
             del out["strategy"]["zero"]
     if r.get("fsdp_version"):  # which torch FSDP (accelerate's fsdp_version: perf_heldout43 / 44's FSDP2 rows)
         out["strategy"]["fsdp_version"] = int(r["fsdp_version"])
+    if r.get("fsdp_no_sync"):  # false: accelerate's sync_each_batch (perf_heldout66's Mixtral row, known-gaps 250 (a))
+        out["strategy"]["fsdp_no_sync"] = _bool(r["fsdp_no_sync"])
     if r.get("checkpoint_impl"):  # how the row's code checkpoints a layer (perf_heldout40: checkpoint_wrapper REENTRANT)
         out["strategy"]["checkpoint_impl"] = r["checkpoint_impl"]
     if r.get("experts_implementation"):  # the release's expert loop (perf_heldout43's gpt-oss rows: transformers 4.55)

@@ -105,7 +105,8 @@ def fsdp_step_extra(cs: list[Case]) -> list[tuple[str, float, float]]:
 
 def rank0_excess(cs: list[Case]) -> list[tuple[str, int, float, float]]:
     """(row, GPUs, measured less predicted peak GiB, (1 - 1/GPUs) x the fp16 weights GiB) of every FSDP row: the other
-    ranks' part of one whole unsharded model, what the miss reads as where rank 0 holds one (229 (e))."""
+    ranks' part of one whole model's fp16 gradients, what the miss read as before the estimate held FSDP1's unsharded
+    gradients under the Trainer's no_sync (docs/known-gaps.md 248 (c), 250 (a))."""
     from trainsizer.models import load_model
 
     weights_gib = 2 * load_model("mistral-7b").params_total / 2**30
@@ -191,8 +192,8 @@ def main() -> None:
     print("\ntwo GPUs under FSDP1 over half the one-GPU step of the same per-GPU work, seconds a step (measured vs "
           "predicted):")
     print("\n".join(f"  {rid:44s} measured {m:+6.3f} predicted {p:+6.3f}" for rid, m, p in fsdp_step_extra(cs)))
-    print("\nFSDP rows' peak: measured less predicted GiB against (1 - 1/GPUs) x the fp16 weights (rank 0 holding the "
-          "other ranks' part of one whole model):")
+    print("\nFSDP rows' peak: measured less predicted GiB against (1 - 1/GPUs) x the fp16 weights (the other ranks' "
+          "part of the gradients FSDP1's no_sync holds unsharded, now in the estimate: 250 (a)):")
     print("\n".join(f"  {rid:44s} {n} GPUs {d:+6.2f} GiB, (1 - 1/GPUs) x weights {w:5.2f}"
                      for rid, n, d, w in rank0_excess(cs)))
     print(fh.said_lines(cs))

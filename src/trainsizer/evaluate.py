@@ -514,6 +514,7 @@ def require_configuration(scenario: Scenario) -> Scenario:
 def framework_assumed(scenario: Scenario) -> dict[str, Any]:
     """The training stack the estimate assumed: the named framework, or what "auto" picked for this layout and
     why (`estimate.framework.resolve`), with what that stack assumes (docs/frameworks.md)."""
+    from trainsizer.estimate import fsdp1_no_sync
     from trainsizer.estimate.framework import assumptions, resolve
 
     strategy = scenario.strategy
@@ -522,7 +523,8 @@ def framework_assumed(scenario: Scenario) -> dict[str, Any]:
     out = out | _moe_dispatcher(scenario, out["perf_style"]) | _experts_implementation(scenario, out["assumed"])
     return (out | _checkpoint_impl(scenario, out["perf_style"]) | _zero3_engine(scenario, out["perf_style"])
             | _zero3_expert_fetch(scenario, out) | _torch_compile(scenario, out["perf_style"])
-            | _moe_fusion(scenario, out["perf_style"]) | _tf32(scenario, out["perf_style"]) | _kbit_upcast(scenario))
+            | _moe_fusion(scenario, out["perf_style"]) | _tf32(scenario, out["perf_style"]) | _kbit_upcast(scenario)
+            | fsdp1_no_sync.assumed(strategy, out["assumed"], scenario.training.global_batch_seqs))
 
 
 def _kbit_upcast(scenario: Scenario) -> dict[str, Any]:

@@ -23,8 +23,8 @@ HEAD = 2.0 * MODEL.lm_head_params
 
 
 def _buffers(framework: str = "torchtitan", method: str = "pretrain", own: bool | None = None, dp: int = 8,
-             tp: int = 1, pp: int = 1, fsdp: str = "none") -> float:
-    training = Training(method=method, seq_len=4096, global_batch_seqs=8 * dp,
+             tp: int = 1, pp: int = 1, fsdp: str = "none", accum: int = 8) -> float:
+    training = Training(method=method, seq_len=4096, global_batch_seqs=accum * dp,
                         **({"lora_rank": 16, "lora_targets": ("q_proj", "v_proj")} if method == "lora" else {}))
     st = Strategy(dp=dp, tp=tp, pp=pp, zero=3, micro_batch=1, recompute="full", framework=framework,
                   shard_embedding_head_separately=own, fsdp=fsdp)
@@ -51,10 +51,14 @@ def test_tp_shards_the_root_like_the_layers():
 
 @pytest.mark.parametrize("method", ["pretrain", "lora"])
 def test_hf_under_accelerate_fsdp_holds_the_root_and_the_head_gradient(method):
-    """HF Trainer / Axolotl with fsdp: accelerate's wrap leaves the embedding, norm and head in the root unit."""
+    """HF Trainer / Axolotl with fsdp: accelerate's wrap leaves the embedding, norm and head in the root unit. With
+    more than one micro-batch a step the head's gradient is in FSDP1's unsharded hold instead (docs/known-gaps.md
+    250 (a)), so the root adds its weights only."""
     grad = HEAD if method == "pretrain" else 0.0
+    assert _buffers("hf", method, fsdp="full", accum=1) - _buffers("hf", method, own=True, fsdp="full", accum=1) == \
+        pytest.approx(ROOT + grad, rel=1e-6)
     assert _buffers("hf", method, fsdp="full") - _buffers("hf", method, own=True, fsdp="full") == pytest.approx(
-        ROOT + grad, rel=1e-6)
+        ROOT, rel=1e-6)
 
 
 def test_hf_on_deepspeeds_engine_holds_no_root():

@@ -23,7 +23,7 @@ from harness import num, scored  # noqa: E402
 SRC = "fms-acceleration MoE benchmarks"
 # (source, metric) -> (rows, MAPE bound %); reached at landing in the comment
 BOUNDS = {(SRC, "tokens_s"): (10, 60.0),  # 53.9 (261 (a); 128.2 when added, 255 (a))
-          (SRC, "peak_gib"): (10, 36.0)}  # 31.8 (255 (c))
+          (SRC, "peak_gib"): (10, 30.0)}  # 26.3 (255 (c); 250 (a)'s hold on the granite FSDP1 rows)
 COMMITS = {"5b35eae398f3f3ce8933559b59dab6865d244c3c": "2024-11-13",
            "c959c6b706b0c5bbc3e4fe114d67ce1fd307dac0": "2025-02-24",
            "9122a76e6ea3003e78102ef39f0a712683ff2cef": "2025-06-16"}
@@ -56,7 +56,9 @@ def test_refused_rows_are_the_unmodelled_kernels_and_the_unstored_configs():
 def test_the_rows_are_the_suites_job():
     """128 samples a step in micro-batches of 8 (Mixtral 1), unpacked at the assumed Alpaca lengths; bf16 weights and
     moments with no master; full recompute; the upcast loss; the experts one at a time; FSDP1 FULL_SHARD on several
-    GPUs with the reentrant checkpoint around its unit before transformers 4.52 and inside it from 4.52."""
+    GPUs with the reentrant checkpoint around its unit before transformers 4.52 and inside it from 4.52; Mixtral with
+    accelerate's sync_each_batch (fsdp_no_sync false), the granite scenario without (the hf style's FSDP1 no_sync hold,
+    docs/known-gaps.md 250 (a))."""
     for r in p66.rows():
         if r["refused"]:
             continue
@@ -71,6 +73,7 @@ def test_the_rows_are_the_suites_job():
         assert s.get("fsdp", "none") == ("full" if n > 1 else "none"), r["id"]
         outer = n > 1 and not r["id"].startswith("fmsmoe_v3_")
         assert s["checkpoint_impl"] == ("reentrant_outer" if outer else "reentrant"), r["id"]
+        assert s.get("fsdp_no_sync") == (False if r["model"] == "mixtral-8x7b" else None), r["id"]
 
 
 def test_the_figures_are_the_files_samples_per_second_and_nvidia_smi_peaks():
@@ -117,14 +120,15 @@ def test_later_releases_measure_faster_on_one_job(cases):
 
 
 def test_one_gpu_peak_is_over_the_fsdp_twin_by_more_than_the_sharded_states(cases):
-    """255 (c): from one GPU (no FSDP) to two under FSDP1 the measured peak falls by 20-24 GiB, the predicted by 12.6
-    (half the 25.1 GiB of bf16 weights, gradients and moments); from two to four both fall by 7-9 GiB. Fails when the
-    one-GPU run's extra is counted (then update 255 and this test)."""
+    """255 (c): from one GPU (no FSDP) to two under FSDP1 the measured peak falls by 20-24 GiB, the predicted by 9.3
+    (half the 25.1 GiB of bf16 weights, gradients and moments, less the other rank's half of the 6.3 GiB of bf16
+    gradients FSDP1's no_sync holds unsharded over the Trainer's accumulation: docs/known-gaps.md 250 (a)). Fails
+    when the one-GPU run's extra is counted (then update 255 and this test)."""
     got = {c.row_id: c for c in scored(cases, "peak_gib")}
     for v in ("v1", "v2", "v3"):
         one, two = got[f"fmsmoe_{v}_granite3b_none_1gpu"], got[f"fmsmoe_{v}_granite3b_none_2gpu"]
         assert 19.0 < one.measured - two.measured < 25.0, v
-        assert one.predicted - two.predicted == pytest.approx(12.55, abs=0.3), v
+        assert one.predicted - two.predicted == pytest.approx(9.32, abs=0.3), v
 
 
 def test_the_grouped_path_is_faster_than_the_measured_grouped_kernels():

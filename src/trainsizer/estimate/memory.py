@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from trainsizer.errors import SpecError, unknown_name
-from trainsizer.estimate import allocator, grad_segments, nf4_init, pipeline, zero_pools
+from trainsizer.estimate import allocator, fsdp1_no_sync, grad_segments, nf4_init, pipeline, zero_pools
 from trainsizer.estimate.activations import (
     ATTENTION_IMPLS,
     LayerItems,
@@ -128,9 +128,10 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
     "fp8_weight_cache": ("weights", "Transformer Engine FP8 copies of GEMM weights + their transposes"),
     "gradients": ("gradients", "gradients in the parameter dtype (16-bit under ZeRO/FSDP)"),
     "grad_accum_buffer": ("gradients", "fp32 gradient accumulation buffer (Megatron main_grad)"),
-    "fsdp_unsharded_grads": ("gradients", "FSDP2 with gradient sync on the last micro-batch only (strategy "
-                             "fsdp_no_sync): the stage's unsharded gradients held across micro-batches in the "
-                             "reduce dtype, in place of the sharded ones"),
+    "fsdp_unsharded_grads": ("gradients", "FSDP with gradient sync on the last micro-batch only (strategy "
+                             "fsdp_no_sync; the HF Trainer's accumulation under FSDP1): the stage's unsharded "
+                             "gradients held across micro-batches (FSDP2: the reduce dtype; FSDP1: the compute "
+                             "dtype), in place of the sharded ones"),
     "master_weights": ("optimizer", "fp32 master copy of 16-bit trainable weights"),
     "optimizer_states": ("optimizer", "optimizer states (AdamW m+v fp32, 8-bit AdamW, SGD momentum, "
                          "Adafactor factored second moment); paged optimizers' states (paged_adamw, paged_adamw8bit) are "
@@ -411,9 +412,9 @@ class _Batch:
     nf4_double_quant: bool | None = None  # strategy.nf4_double_quant (None = memory_constants.yaml's count)
     # strategy.loss_parallel false: the LM head's output gathered to every TP rank (`_activations`)
     gathered_logits: bool = False
-    # strategy.fsdp_no_sync, or fsdp_reshard step, with more than one micro-batch a step: unsharded gradients held
-    # (`_full_states`)
-    no_sync_hold: Any = False
+    # strategy.fsdp_no_sync, or fsdp_reshard step, or the hf style's FSDP1 no_sync, with more than one micro-batch a
+    # step: (where unsharded gradients are held, where FSDP1 holds them; fsdp1_no_sync.no_sync_hold, `_full_states`)
+    no_sync: tuple[Any, Any] = (False, False)
     # strategy.fsdp_reshard backward / step without pipelining: the parameters gathered in forward held to the
     # backward (`_overheads`)
     fsdp_held_weights: Any = False
@@ -438,6 +439,14 @@ class _Batch:
 
     def by_prof(self, f: Any) -> Any:
         return _by_prof(self.mega, f)
+
+    @property
+    def no_sync_hold(self) -> Any:
+        return self.no_sync[0]
+
+    @property
+    def no_sync_fsdp1(self) -> Any:  # ... in the compute dtype (`_no_sync_grad_bytes`)
+        return self.no_sync[1]
 
     @property
     def offload_opt(self) -> np.ndarray:
@@ -587,8 +596,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   nf4_copies=_nf4_copies(training, strategy),
                   nf4_double_quant=getattr(strategy, "nf4_double_quant", None),
                   gathered_logits=gathered_logits,
-                  no_sync_hold=(bool(getattr(strategy, "fsdp_no_sync", None)) or _reshard(strategy) == "step")
-                  & (z >= 3) & (n_micro > 1),
+                  no_sync=fsdp1_no_sync.no_sync_hold(strategy, name, mega, titan, z, n_micro),
                   fsdp_held_weights=(_reshard(strategy) in ("backward", "step")) & (z >= 3) & (p <= 1),
                   pp_grad_hold=getattr(strategy, "pp_fsdp_once_per_step", None) is not False,
                   emb_t=1.0 if getattr(strategy, "embedding_parallel", None) is False else t,
@@ -1308,17 +1316,18 @@ def _full_states(b: _Batch, params: _StageParams, items: dict[str, Any]) -> _Sta
     return _States(host=host, opt_params=opt_params, trainable_pg=trainable_pg)
 
 
-def _no_sync_grad_bytes(b: _Batch) -> float:
+def _no_sync_grad_bytes(b: _Batch) -> Any:
     """Bytes a parameter of FSDP2's unsharded gradient held under set_requires_gradient_sync(False) (strategy
     fsdp_no_sync): FSDPParamGroup.post_backward skips the reduce-scatter and FSDPParam.to_accumulated_grad_if_needed
     moves the unsharded gradient to unsharded_accumulated_grad cast to the reduce dtype (torch
     distributed/fsdp/_fully_shard/_fsdp_param.py, 2.6-2.9): fp32 under a reduce_dtype of fp32 (memory_constants.yaml
-    fsdp2_pp_unsharded_grad_bytes_per_param), the parameters' dtype where gradients are reduced in it. The sharded
+    fsdp2_pp_unsharded_grad_bytes_per_param), the parameters' dtype where gradients are reduced in it. FSDP1's
+    no_sync keeps autograd's gradient as it is, in the compute dtype (fsdp1_no_sync). The sharded
     gradients are None meanwhile (zero_grad(set_to_none=True) after the step) and replace the unsharded ones layer by
     layer only in the last micro-batch's backward, so the hold stands in for them."""
-    if b.grad_reduce_in_fp32 is False:
-        return b.w16
-    return float(b.c["framework_overhead"]["fsdp2_pp_unsharded_grad_bytes_per_param"])
+    fsdp2 = b.w16 if b.grad_reduce_in_fp32 is False else float(
+        b.c["framework_overhead"]["fsdp2_pp_unsharded_grad_bytes_per_param"])
+    return np.where(b.no_sync_fsdp1, b.w16, fsdp2)
 
 
 def _adapter_states(b: _Batch, g: _Stage, params: _StageParams, items: dict[str, Any]) -> _States:

@@ -290,6 +290,9 @@ class PerfStyle:
     # on the compute stream before the post-backward hook (_fsdp1_view_grad_cat_s); the FSDP1 styles', not on
     # DeepSpeed's engine
     fsdp1_view_grad_cat: bool = False
+    # the style's loop runs all but a step's last micro-batch under FSDP1's no_sync (the hf style): read by the memory
+    # estimate only (estimate/fsdp1_no_sync.py), not timed here
+    fsdp1_accumulate_no_sync: bool = False
     # the gradient buffer cleared is the DDP buffer in the reduce dtype (grad_reduce_bytes per local trainable
     # parameter: Megatron-Core zero_grad_buffer), not grad_buffer_zero_bytes
     grad_buffer_reduce_dtype: bool = False

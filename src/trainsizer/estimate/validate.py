@@ -688,8 +688,8 @@ def _defer_wgrad_rules(c: SimpleNamespace) -> _Rules:
 
 def _fsdp_no_sync_rule(c: SimpleNamespace) -> _Rules:
     """fsdp_no_sync is FSDP2's set_requires_gradient_sync(False) (torch distributed/fsdp/_fully_shard/_fully_shard.py
-    FSDPModule): it holds unsharded gradients only where the model is fully sharded (fsdp full / ZeRO-3, one rank
-    included: KempnerForge wraps a TP-only run over a dp_shard of 1)."""
+    FSDPModule) or FSDP1's no_sync (estimate/fsdp1_no_sync.py): it holds unsharded gradients only where the model is
+    fully sharded (fsdp full / ZeRO-3, one rank included: KempnerForge wraps a TP-only run over a dp_shard of 1)."""
     on = bool(getattr(c.strategy, "fsdp_no_sync", None))
     stated = getattr(c.strategy, "fsdp_reshard", None) is not None  # FSDP2's reshard point: names.FSDP_RESHARDS
     return {"fsdp_no_sync_fsdp": (np.full(c.tp.shape, not on) | (c.zero >= 3),

@@ -202,6 +202,16 @@ def _moe_fusion_text(fusion: dict[str, Any], L: str) -> str:
     return t("list_sep", L).join(parts)
 
 
+def _fsdp_no_sync_line(con: Console, sync: dict[str, Any] | None, L: str) -> None:
+    """Whether FSDP's gradient sync runs between a step's micro-batches (evaluate's framework block, fsdp1_no_sync.
+    assumed) and, left unstated, where the answer comes from (docs/known-gaps.md 250 (a))."""
+    if not sync:
+        return
+    state = f"held_fsdp{sync['fsdp_version'] or 2}" if sync["assumed"] else "synced"
+    why = t(sync["reason"], L) if sync.get("reason") else ""
+    con.print(f"{t('fsdp_no_sync', L)}{t('colon', L)}{t('fsdp_no_sync_' + state, L)}{why}")
+
+
 def print_estimate(result: dict[str, Any], lang: str, console: Console | None = None) -> None:
     con = console or Console(soft_wrap=False)
     L = lang
@@ -249,6 +259,7 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
             state = ("on" if kbit["residual_fp32"] else "on_cast_back") if kbit["assumed"] else "off"
             why = t(kbit["reason"], L) if kbit.get("reason") else ""
             con.print(f"{t('kbit_upcast', L)}{t('colon', L)}{t('kbit_upcast_' + state, L)}{why}")
+        _fsdp_no_sync_line(con, fw.get("fsdp_no_sync"), L)
     if result.get("memory"):
         _memory(con, result["memory"], L)
     if result.get("time"):

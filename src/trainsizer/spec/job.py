@@ -494,9 +494,11 @@ class StrategySpec(_Strict):
     # holds the whole micro-batch's logits (torchtitan disable_loss_parallel; KempnerForge's ColwiseParallel head
     # with output_layouts Replicate); null = the style's (every style: sharded)
     loss_parallel: bool | None = None
-    # FSDP2 gradient sync skipped on all but a step's last micro-batch (module.set_requires_gradient_sync(False):
-    # KempnerForge's maybe_no_sync): each parameter's unsharded gradient is held across micro-batches, in the
-    # reduce dtype (torch FSDPParam.to_accumulated_grad_if_needed); needs FSDP; null = synced every micro-batch
+    # FSDP gradient sync skipped on all but a step's last micro-batch (FSDP2 module.set_requires_gradient_sync(False):
+    # KempnerForge's maybe_no_sync; FSDP1 no_sync: the HF Trainer's accumulation): each parameter's unsharded gradient
+    # is held across micro-batches, in the reduce dtype under FSDP2 (torch FSDPParam.to_accumulated_grad_if_needed),
+    # the compute dtype under FSDP1; needs FSDP; null = the style's (hf on FSDP1: held, accelerate without
+    # sync_each_batch; every other style: synced); false = synced every micro-batch (accelerate's sync_each_batch)
     fsdp_no_sync: bool | None = None
     # when FSDP2 frees its gathered parameters (names.FSDP_RESHARDS): forward (reshard_after_forward True, torch's
     # default: gathered again in backward) | backward (reshard_after_forward False: NeMo AutoModel's MoE
