@@ -73,8 +73,7 @@ def test_zero3_over_fsdp_at_one_layout(run):
     padded batch's mask, whose full-square attention is a larger share of FSDP1's shorter step: known-gaps 181); the
     rest is 161 (a). FSDP1's weight-gradient cat on the compute stream (known-gaps 192) slows FSDP1 alone: 0.92-1.11
     at 512-2,048 tokens, 1.13-1.20 above, Llama 1.04-1.17; the gap is now ZeRO-3's (192 (c) (a)). DeepSpeed's hooks on
-    the host (262 (a)) hold ZeRO-3's short micro-batches: 0.72-0.90 at 512-2,048 tokens a GPU (mbs 1), ZeRO-3 now the
-    slower by more than measured, where FSDP1's own flat miss (0.16-0.25 s a micro-batch) is left (262 (b))."""
+    the host (262) hold ZeRO-3's short micro-batches: 0.84-1.04 at 512-2,048 tokens a GPU (mbs 1)."""
     pairs = p31.zero3_over_fsdp(run)
     assert len(pairs) == 17
     llama = [(meas, pred) for rid, meas, pred in pairs if "llama3" in rid]
@@ -82,7 +81,7 @@ def test_zero3_over_fsdp_at_one_layout(run):
     mixtral = {rid: (meas, pred) for rid, meas, pred in pairs if "mixtral" in rid}
     assert len(mixtral) == 9 and all(0.79 < meas < 1.01 for meas, _ in mixtral.values())
     small = [pred for rid, (_, pred) in mixtral.items() if "mbs1" in rid]  # 512-2,048 tokens a GPU
-    assert all(0.7 < pred < 1.0 for pred in small) and small == sorted(small)  # ZeRO-3 gains on FSDP as tokens grow
+    assert all(0.8 < pred < 1.12 for pred in small) and small == sorted(small)  # ZeRO-3 gains on FSDP as tokens grow
     large = [pred for rid, (_, pred) in mixtral.items() if "s2048" in rid and "mbs1" not in rid or "mbs4_s1024" in rid]
     assert len(large) == 3 and all(1.0 < pred < 1.2 for pred in large)  # 4-8K tokens a GPU (1.20-1.31 before 161)
 
@@ -110,9 +109,9 @@ def test_mixtral_zero3_miss_in_seconds_is_flat_in_the_tokens(run):
     """Read in seconds a micro-batch (benchmarks/perf_heldout31.seconds_per_micro_batch), what the estimate missed on
     the nine Mixtral-8x7B ZeRO-3 layouts (512 to 8,192 tokens a GPU) sat within 0.05 s of 0.55 s while its compute
     grows ninefold, and FSDP1's within 0.1 s: a cost paid every micro-batch and flat in the tokens (docs/known-gaps.md
-    215). With DeepSpeed's hooks counted on the host (262 (a): 1.87 s a micro-batch, blended with the GPU's time) the
-    six layouts up to 2,048 tokens a GPU, where the host binds, miss 0.1-0.2 s, the three at 4,096-8,192 tokens, where
-    the GPU's time passes the host's, 0.3-0.55 s (FSDP1's flat miss and more: 262 (b)); FSDP1's stays within 0.1 s.
+    215). With DeepSpeed's hooks counted on the host (262: 1.44 s a micro-batch, blended with the GPU's time) the six
+    layouts up to 2,048 tokens a GPU miss 0.35-0.47 s, the three at 4,096-8,192 tokens 0.45-0.6 s (FSDP1's flat miss
+    and more: 262 (b)); FSDP1's stays within 0.1 s.
     ZeRO-3 less FSDP1 in seconds (zero3_minus_fsdp_s) agrees in sign with the rate ratio at every layout."""
     sec = {rid: (meas, pred) for rid, meas, pred in p31.seconds_per_micro_batch(run)}
     for row_id, (meas, pred) in sec.items():
@@ -125,7 +124,7 @@ def test_mixtral_zero3_miss_in_seconds_is_flat_in_the_tokens(run):
              if "mixtral-8x7b_zero-3_" in rid and rid.endswith("_acc1")}
     large = {"mbs2_s2048", "mbs4_s1024", "mbs4_s2048"}  # 4,096-8,192 tokens a GPU
     assert len(zero3) == 9
-    assert all(0.3 < d < 0.55 if any(k in rid for k in large) else 0.1 < d < 0.2 for rid, d in zero3.items())
+    assert all(0.45 < d < 0.6 if any(k in rid for k in large) else 0.35 < d < 0.47 for rid, d in zero3.items())
     ratios = {rid: (meas, pred) for rid, meas, pred in p31.zero3_over_fsdp(run)}
     diffs = p31.zero3_minus_fsdp_s(run)
     assert len(diffs) == len(ratios) == 17
@@ -141,8 +140,8 @@ def test_zero3_rows_against_the_estimates_serial_sum(run):
     Mixtral-8x7B rows (nine layouts and the accumulation sweep) 0.19-0.73 s slower, most at the fewest tokens a GPU,
     where their miss over the estimate is flat (test_mixtral_zero3_miss_in_seconds_is_flat_in_the_tokens): the Mixtral
     miss is not the overlap the estimate takes (docs/known-gaps.md 226). The host time the estimate counts for
-    DeepSpeed's hooks and the layers' own issue (262 (a): 1.87 s a Mixtral micro-batch, 1.47 s a Llama one) is 0.84-0.96
-    of the floor each Mixtral row implies over its sum (perf_heldout56.implied_floor; 0.66 at 8,192 tokens, where the sum
+    DeepSpeed's hooks and the layers' own issue (262: 1.44 s a Mixtral micro-batch, 1.15 s a Llama one) is 0.64-0.73 of
+    the floor each Mixtral row implies over its sum (perf_heldout56.implied_floor; 0.50 at 8,192 tokens, where the sum
     dominates and the floor is loosely tied), and under every Llama row's sum (no floor binds there)."""
     serial = p31.serial_seconds(p31.rows())
     assert len(serial) == 25
@@ -151,7 +150,7 @@ def test_zero3_rows_against_the_estimates_serial_sum(run):
     mixtral = {rid: sec[rid] - s for rid, (s, _) in serial.items() if "mixtral" in rid}
     assert all(h < s for rid, (s, h) in serial.items() if "llama3-70b" in rid)
     shares = {rid: h / p56.implied_floor(sec[rid], s) for rid, (s, h) in serial.items() if "mixtral" in rid}
-    assert all(0.82 < v < 0.97 for rid, v in shares.items() if "mbs4_s2048" not in rid)
+    assert all(0.6 < v < 0.76 for rid, v in shares.items() if "mbs4_s2048" not in rid)
     assert len(llama) == 12 and all(-1.1 < d < -0.15 for d in llama)
     assert len(mixtral) == 13 and all(0.15 < d < 0.75 for d in mixtral.values())
     assert mixtral["dc_2025-04_h100_mixtral-8x7b_zero-3_mbs1_s512_acc1"] > mixtral[

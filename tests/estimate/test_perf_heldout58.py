@@ -140,7 +140,7 @@ def test_the_zero3_rows_exceed_the_serial_sum_less_as_the_sequence_grows():
     whole ZeRO-3 chain, none hidden, without the hooks' hold on the host), the ZeRO-3 rows' excess falls with the
     sequence in both series, from 0.2-0.25 s at 501-541 positions to within 0.06 s at 2,001-2,041, where
     perf_heldout56's 2,048-position rows sit on the sum (docs/known-gaps.md 226). Over the estimate, now that it counts
-    DeepSpeed's hooks on the host (262 (a): 0.36 s a step blended with the GPU's), the rows miss 0.22-0.26 s at every
+    DeepSpeed's hooks on the host (262: 0.33 s a step blended with the GPU's), the rows miss 0.22-0.26 s at every
     length, flat within 0.04 s: what is left is a cost a step, not the floor's shape (262 (b))."""
     import perf_heldout56 as p56
 
@@ -159,7 +159,7 @@ def test_the_zero3_rows_read_as_a_flat_floor_over_the_serial_sum():
     (perf_heldout56.implied_floor), the ZeRO-3 rows up to 1,541 positions imply a floor within 10% of 0.67 s in both
     series, flat in the tokens where the sum grows by two thirds (docs/known-gaps.md 251 (b)); rows within a few
     hundredths of their sum imply none to speak of (the inversion magnifies their excess). The host time the estimate
-    counts for the hooks (262 (a)) is flat as well, and about 0.55 of that floor."""
+    counts for the hooks (262) is flat as well, and about half that floor."""
     import perf_heldout56 as p56
 
     got = p56.step_seconds(p58.rows())
@@ -170,7 +170,7 @@ def test_the_zero3_rows_read_as_a_flat_floor_over_the_serial_sum():
     assert max(sums) / min(sums) > 1.6
     assert all(0.6 < f < 0.74 for f in floors) and max(floors) / min(floors) < 1.1
     # the host the estimate counts (DeepSpeed's hooks and the layers' own issue: 262 (a)) is flat in the tokens too,
-    # about 0.55 of the floor these rows imply (262 (b))
-    assert max(hosts) == pytest.approx(min(hosts)) and all(0.5 < h / f < 0.6 for h, f in zip(hosts, floors, strict=True))
+    # about half the floor these rows imply (262 (b))
+    assert max(hosts) == pytest.approx(min(hosts)) and all(0.45 < h / f < 0.55 for h, f in zip(hosts, floors, strict=True))
     assert p56.implied_floor(1.0, 1.2) is None
     assert p56.implied_floor(0.657, 0.428) == pytest.approx((0.657**6 - 0.428**6) ** (1 / 6))

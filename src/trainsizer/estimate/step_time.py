@@ -3832,11 +3832,11 @@ def _fsdp_call_edges(x: _Step, z3_ag, z3_rs, n_coll) -> np.ndarray:
     return np.where(per_call, x.v * (unit_ag + np.where(waits, unit_rs, 0.0)), unit_ag + np.where(waits, unit_rs, 0.0))
 
 
-def _deepspeed_layer_hook_calls(x: _Step, is_moe: bool, per_expert: Any, n_sh: Any) -> Any:
-    """DeepSpeed ZeRO-3's host calls (perf_constants.yaml zero3_hooks) of one transformers decoder layer a micro-batch:
-    its modules' hooks by what each owns (a gathered weight, only persistent ones, none) at every forward pass (the
-    recompute's too, full_share) and the backward, and each trained parameter's gradient hook and reduce-scatter share
-    (grad_calls_per_param, and one slice a rank of the shard group `n_sh`). The weight-owning modules as
+def _deepspeed_layer_hook_calls(x: _Step, is_moe: bool, per_expert: Any) -> tuple[Any, Any]:
+    """(host calls, trained parameters) of one transformers decoder layer a micro-batch under DeepSpeed ZeRO-3
+    (perf_constants.yaml zero3_hooks): its modules' hooks by what each owns (a gathered weight, only persistent ones,
+    none) at every forward pass (the recompute's too, full_share) and the backward, and each trained parameter's
+    gradient hook and reduce-scatter share (grad_calls_per_param). The weight-owning modules as
     model_states.deepspeed_layer_modules lists them (projections apart, as transformers builds them), a weight gathered
     when its share of a TP rank passes stage3_param_persistence_threshold; the routed experts module by module under
     the eager loop (`per_expert`), else one gathered MoE block whose experts' parameters still take their gradient
@@ -3859,44 +3859,52 @@ def _deepspeed_layer_hook_calls(x: _Step, is_moe: bool, per_expert: Any, n_sh: A
     return (gathered * (calls["gathered"]["forward"] * fwd + calls["gathered"]["backward"])
             + persistent * (calls["persistent"]["forward"] * fwd + calls["persistent"]["backward"])
             + parameterless * (calls["parameterless"]["forward"] * fwd + calls["parameterless"]["backward"])
-            + params * (c["grad_calls_per_param"] + n_sh))
+            + params * c["grad_calls_per_param"]), params
 
 
-def _deepspeed_hook_calls(x: _Step, n_layers: Any) -> Any:
-    """Host calls a micro-batch of DeepSpeed ZeRO-3's hooks over `n_layers` decoder layers (the paced stage's) and the
-    modules outside them (zero3_hooks end_modules), where a job runs ZeRO-3 on DeepSpeed's engine with transformers'
-    modules (PerfStyle.zero3_deepspeed_fetch: the hf style at zero 3 without fsdp); 0 elsewhere (the deepspeed style's
-    Megatron layers are not counted; FSDP's hooks are per unit, not per module)."""
+def _deepspeed_hook_calls(x: _Step, n_layers: Any) -> tuple[Any, Any]:
+    """(host calls, trained parameters) a micro-batch of DeepSpeed ZeRO-3's hooks over `n_layers` decoder layers (the
+    paced stage's) and the modules outside them (zero3_hooks end_modules), where a job runs ZeRO-3 on DeepSpeed's
+    engine with transformers' modules (PerfStyle.zero3_deepspeed_fetch: the hf style at zero 3 without fsdp); 0
+    elsewhere (the deepspeed style's Megatron layers are not counted; FSDP's hooks are per unit, not per module)."""
     on = np.asarray(x.fw.zero3_deepspeed_fetch, bool) & (np.asarray(x.zero) >= 3)
     if not np.any(on):
-        return 0.0
+        return 0.0, 0.0
     m, c = x.model, x.k.raw["zero3_hooks"]
-    n_sh = shard_groups(x.a)[0]
     mode = zero3_expert_fetch_default(np.asarray(x.fw.zero3_expert_fetch), x.fw.moe_expert_loop,
                                       x.fw.zero3_leaf_families, m.family)[0]
     per_expert = np.asarray(mode) == "per_expert"
     kinds = collections.Counter(m.layer_params(i).is_moe for i in range(m.layers))
-    layer = sum(n * _deepspeed_layer_hook_calls(x, is_moe, per_expert, n_sh) for is_moe, n in kinds.items())
-    calls, ends, fwd = c["module_calls"], c["end_modules"], 1.0
-    end = sum(ends[kind] * (calls[kind]["forward"] * fwd + calls[kind]["backward"]) for kind in ends)
-    end = end + (ends["gathered"] + ends["persistent"]) * (c["grad_calls_per_param"] + n_sh)
-    return np.where(on, layer / max(m.layers, 1) * n_layers + end, 0.0)
+    layer_calls, layer_params = 0.0, 0.0
+    for is_moe, n in kinds.items():
+        calls, params = _deepspeed_layer_hook_calls(x, is_moe, per_expert)
+        layer_calls, layer_params = layer_calls + n * calls, layer_params + n * params
+    module, ends = c["module_calls"], c["end_modules"]
+    end_params = ends["gathered"] + ends["persistent"]
+    end = sum(ends[kind] * (module[kind]["forward"] + module[kind]["backward"]) for kind in ends)
+    end = end + end_params * c["grad_calls_per_param"]
+    share = n_layers / max(m.layers, 1)
+    return (np.where(on, layer_calls * share + end, 0.0), np.where(on, layer_params * share + end_params, 0.0))
 
 
 def _deepspeed_hook_excess(x: _Step, n_layers: Any, gpu_mb: Any) -> tuple[Any, Any]:
-    """(excess, host) seconds a micro-batch: by which DeepSpeed ZeRO-3's hooks hold the step past its GPU time `gpu_mb` (compute, the
-    per-layer host floor's excess and the exposed ZeRO-3 chain a micro-batch). The hooks' calls
-    (`_deepspeed_hook_calls`) at the launch-bound eager op (host_sync launch_bound_op_s) join the layers' own issue
-    time (`_eager_layer_host_s`) as the micro-batch's host time, and host and GPU time combine as the layer blend's
-    soft maximum (host_gpu_blend_norm) over the whole micro-batch: each module's prefetch is issued from its hook, so
-    the gathers run no further ahead than the host walks the modules, and every micro-batch starts and ends on an idle
+    """(excess, host) seconds a micro-batch: by which DeepSpeed ZeRO-3's hooks hold the step past its GPU time
+    `gpu_mb` (compute, the per-layer host floor's excess and the exposed ZeRO-3 chain a micro-batch). The hooks'
+    calls (`_deepspeed_hook_calls`) at the launch-bound eager op (host_sync launch_bound_op_s), and for each trained
+    parameter reduce_scatter_coalesced's work a rank of the shard group (a slice of the flattened gradient and a pass
+    of its interleave loop, zero3_hooks rank_slice_s, measured), join the layers' own issue time
+    (`_eager_layer_host_s`) as the micro-batch's host time; host and GPU time combine as the layer blend's soft
+    maximum (host_gpu_blend_norm) over the whole micro-batch: each module's prefetch is issued from its hook, so the
+    gathers run no further ahead than the host walks the modules, and every micro-batch starts and ends on an idle
     device (zero3_microbatch_syncs), so no run-ahead carries over; within it the host may run ahead of the compute,
     held only by the fetch events (two gathers back). The excess over `gpu_mb`, and the host time it blends; both 0
-    where `_deepspeed_hook_calls` is (docs/known-gaps.md 262 (a))."""
-    calls = _deepspeed_hook_calls(x, n_layers)
+    where `_deepspeed_hook_calls` is (docs/known-gaps.md 262 (a), (c))."""
+    calls, params = _deepspeed_hook_calls(x, n_layers)
     if not np.any(calls):
         return 0.0, 0.0
-    host = np.where(calls > 0, calls * _launch_op_s(x.system.vendor) + n_layers * _eager_layer_host_s(x), 0.0)
+    rank_s = params * shard_groups(x.a)[0] * x.k.raw["zero3_hooks"]["rank_slice_s"]
+    host = calls * _launch_op_s(x.system.vendor) + rank_s + n_layers * _eager_layer_host_s(x)
+    host = np.where(calls > 0, host, 0.0)
     q = x.k.host_gpu_blend_norm
     blended = (gpu_mb**q + host**q) ** (1.0 / q)
     return np.where(calls > 0, blended - gpu_mb, 0.0), host
