@@ -170,6 +170,7 @@ def collect() -> list[Row]:
     import perf_heldout65 as h65
     import perf_heldout66 as h66
     import perf_heldout67 as h67
+    import perf_heldout68 as h68
     import perf_heldout69 as h69
     import perf_hybrid
     import perf_mbridge26 as mb
@@ -203,6 +204,7 @@ def collect() -> list[Row]:
     out += _heldout_style("perf_heldout65", h65.run_all(), h65.models())
     out += _heldout_style("perf_heldout67", h67.run_all(), h67.models())
     out += _heldout_style("perf_heldout69", h69.run_all(), h69.models())
+    out += _heldout_style("perf_heldout68", h68.run_all(), h68.models())
     out += _heldout_style("perf_heldout62", h62.run_all(), h62.models())
     out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)
     out += _tokens_style("perf_heldout54", h54.report_cases(), h54.report_rows(), mb.job)

@@ -105,7 +105,9 @@ def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
     `bf16_layers` (decoder layers kept in BF16 under an FP8 / FP4 recipe), `pad_share` (rows padded to seq_len),
     `explicit_attention_mask` (SDPA handed the padded batch's mask: its memory-efficient backend, the whole square),
     `hidden_dropout` / `attention_dropout` (the run's dropout probabilities) and the hardware's `per_node` (GPUs a host, where the catalog's host size is not the run's: DGX-2's 16 V100); a network
-    written as `key=value;...` is an inline network (NICs per node, Gb/s per NIC, kind)."""
+    written as `key=value;...` is an inline network (NICs per node, Gb/s per NIC, kind). A batch's own `method` column
+    (perf_heldout68's fine-tuning rows: full, lora, dpo) sets the job's method, `lora_rank` / `lora_targets` (targets
+    joined by +) its adapters; without them a row is pre-training."""
     model: Any = models[row["model"]]["model"] if row["model"] in models else row["model"]
     extra = _extra(row["strategy_extra"])
     flash = extra.pop("flash_attention", True)
@@ -117,12 +119,14 @@ def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
     mask = extra.pop("explicit_attention_mask", None)  # job level: SDPA handed the padded batch's mask
     dropouts = {k: float(extra.pop(k)) for k in ("hidden_dropout", "attention_dropout") if k in extra}  # job level
     per_node = extra.pop("per_node", None)  # hardware level
+    lora_rank = extra.pop("lora_rank", None)  # job level: a batch's LoRA rows (perf_heldout68), targets joined by +
+    lora_targets = str(extra.pop("lora_targets", "all-linear")).split("+")
     strategy = {"tp": whole(row["tp"], 1), "pp": whole(row["pp"], 1), "vpp": whole(row["vpp"], 1),
                 "cp": whole(row["cp"], 1), "ep": whole(row["ep"], 1), "micro_batch": whole(row["micro_batch"], 1),
                 "recompute": row["recompute"], "framework": row["framework"], **extra}
     network: Any = _extra(row["network"]) if "=" in row["network"] else row["network"]
     job: dict[str, Any] = {
-        "model": model, "method": "pretrain", "data": {"tokens": num(row["tokens"], 1e9)},
+        "model": model, "method": row.get("method") or "pretrain", "data": {"tokens": num(row["tokens"], 1e9)},
         "seq_len": whole(row["seq_len"]), "global_batch": {"sequences": whole(row["global_batch_seqs"])},
         "precision": row["precision"], "flash_attention": flash,
         "hardware": {"accelerator": row["accelerator"], "count": whole(row["gpu_count"]), "network": network},
@@ -144,6 +148,8 @@ def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
         job["mtp_passes"] = int(mtp_passes)
     if mask is not None:
         job["explicit_attention_mask"] = mask
+    if lora_rank:
+        job["lora"] = {"rank": int(lora_rank), "targets": lora_targets}
     return {**job, **dropouts}
 
 
