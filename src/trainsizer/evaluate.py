@@ -524,7 +524,8 @@ def framework_assumed(scenario: Scenario) -> dict[str, Any]:
     return (out | _checkpoint_impl(scenario, out["perf_style"]) | _zero3_engine(scenario, out["perf_style"])
             | _zero3_expert_fetch(scenario, out) | _torch_compile(scenario, out["perf_style"])
             | _moe_fusion(scenario, out["perf_style"]) | _tf32(scenario, out["perf_style"]) | _kbit_upcast(scenario)
-            | fsdp1_no_sync.assumed(strategy, out["assumed"], scenario.training.global_batch_seqs))
+            | fsdp1_no_sync.assumed(strategy, out["assumed"], scenario.training.global_batch_seqs)
+            | _lora_adapter(scenario))
 
 
 def _kbit_upcast(scenario: Scenario) -> dict[str, Any]:
@@ -546,6 +547,27 @@ def _kbit_upcast(scenario: Scenario) -> dict[str, Any]:
         reason = "kbit_upcast_default_" + (name if not kbit_upcast_default(name) else "peft")
     return {"kbit_upcast": {"requested": s.kbit_upcast, "assumed": weights, "residual_fp32": residual,
                             "reason": reason}}
+
+
+def _lora_adapter(scenario: Scenario) -> dict[str, Any]:
+    """{"lora_adapter": {"requested" (the job's lora.impl, None = the framework's), "assumed" (the resolved
+    implementation, scenario.lora_impl), "adapters_16bit", "reason"}} for a QLoRA job: whether its adapters, their
+    gradients and AdamW moments are 16-bit (TRL >= 0.26's bf16 cast under hf / auto, docs/known-gaps.md 268 (a)) or
+    PEFT's fp32 (model_states.lora_adapters_16bit); reason: the i18n key of the unstated default's origin
+    (model_states.lora_impl_default), None where the job states lora.impl; {} for other methods."""
+    from trainsizer.estimate.model_states import lora_adapters_16bit, lora_impl_default
+
+    if scenario.training.method != "qlora":
+        return {}
+    s, lora = scenario.strategy, scenario.job.lora
+    name = str(s.framework) if s is not None else "auto"
+    requested = lora.impl if lora is not None else None
+    reason = None
+    if requested is None:
+        reason = lora_impl_default("qlora", name, s.kbit_upcast if s is not None else None)[1]
+    impl = scenario.training.lora_impl
+    return {"lora_adapter": {"requested": requested, "assumed": impl,
+                             "adapters_16bit": lora_adapters_16bit(name, impl), "reason": reason}}
 
 
 def _tf32(scenario: Scenario, style: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from trainsizer.catalog.market_notes import market_note
 from trainsizer.errors import SpecError, StrategyError, TrainsizerError
 from trainsizer.estimate.device_map import balanced_split, weight_bytes_for
 from trainsizer.estimate.inputs import Strategy, System, Training
+from trainsizer.estimate.model_states import lora_impl_default
 from trainsizer.estimate.sample_lengths import next_fit_fill, real_tokens
 from trainsizer.estimate.train_time import tokens_run, whole_steps
 from trainsizer.messages import Listing, msg
@@ -309,6 +310,16 @@ def _job_model(job: Job, source: Path | str | Mapping[str, Any] | Job, origin: s
     return resolve_model(model_spec, origin)
 
 
+def lora_impl(job: Job) -> str:
+    """The job's lora.impl, else the framework's (model_states.lora_impl_default: TRL >= 0.26's bf16 QLoRA adapters
+    under hf / auto, docs/known-gaps.md 268 (a))."""
+    if job.lora is not None and job.lora.impl is not None:
+        return job.lora.impl
+    s = job.strategy
+    return lora_impl_default(job.method, s.framework if s is not None else "auto",
+                             s.kbit_upcast if s is not None else None)[0]
+
+
 def _training(job: Job) -> Training:
     return _with_saves(job, _with_evaluation(job, Training(
         method=job.method,
@@ -319,7 +330,7 @@ def _training(job: Job) -> Training:
         lora_rank=job.lora.rank if job.lora else 0,
         lora_targets=tuple(job.lora.targets) if job.lora else (),
         lora_dropout=job.lora.dropout if job.lora else 0.0,
-        lora_impl=(job.lora.impl or "peft") if job.lora else "peft",
+        lora_impl=lora_impl(job),
         lora_a2a=job.lora.a2a if job.lora else False,
         flash_attention=job.flash_attention,
         explicit_attention_mask=_explicit_attention_mask(job),

@@ -85,6 +85,7 @@ from trainsizer.estimate.model_states import (
     frozen_base_bytes,
     kbit_upcast,
     load_memory_constants,
+    lora_adapters_16bit,
     lora_targets,
     mtp_passes,
     nf4_recast,
@@ -122,7 +123,7 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
     "base_weights_frozen": ("weights", "frozen base model of LoRA (16-bit) / QLoRA (NF4 GEMM weights; "
                             "embeddings, head and norms upcast to fp32 by PEFT)"),
     "quant_constants": ("weights", "QLoRA block-wise quantisation constants (absmax, double-quantised)"),
-    "lora_adapters": ("weights", "LoRA A/B matrices (fp32, PEFT autocast_adapter_dtype)"),
+    "lora_adapters": ("weights", "LoRA A/B matrices (fp32 under PEFT autocast_adapter_dtype, else 16-bit)"),
     "trainable_copies": ("weights", "PEFT modules_to_save copies (trained embedding / LM head) in 16-bit"),
     "reference_model": ("weights", "DPO frozen reference policy in 16-bit (forward under no_grad)"),
     "fp8_weight_cache": ("weights", "Transformer Engine FP8 copies of GEMM weights + their transposes"),
@@ -1361,10 +1362,9 @@ def _adapter_states(b: _Batch, g: _Stage, params: _StageParams, items: dict[str,
     ld = (ssum(lay.cum_lora_dense, start, stop, n) + _on(g.is_last, float(lay.lora_head_adapter), 0.0)) / t
     le = ssum(lay.cum_lora_exp, start, stop, n) / (ep * b.et)
     cfg = b.c["lora"]
-    # PEFT keeps A/B in fp32; torchtune builds the whole model, adapters included, in its training dtype
-    # (recipes/lora_finetune_*.py: `with training.set_default_dtype(self._dtype)`), NeMo AutoModel's adapters take the
-    # base weights' dtype (lora.model_dtype_impls), their AdamW moments too
-    model_dtype = b.name == "torchtune" or training.lora_impl in cfg["model_dtype_impls"]
+    # PEFT keeps A/B in fp32; torchtune's, NeMo AutoModel's and TRL >= 0.26's QLoRA adapters are 16-bit
+    # (model_states.lora_adapters_16bit); the AdamW moments of lora.model_dtype_impls too (torchtune: st["optimizer"])
+    model_dtype = lora_adapters_16bit(b.name, training.lora_impl)
     a_w, a_g = (b.w16, b.w16) if model_dtype else (cfg["adapter_weight_bytes"], cfg["adapter_grad_bytes"])
     opt_b = b.pre.opt_in_param_dtype if training.lora_impl in cfg["model_dtype_impls"] else st["optimizer"]
     items["lora_adapters"] = a_w * shard(ld, le, 3)

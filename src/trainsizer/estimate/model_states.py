@@ -557,6 +557,35 @@ def kbit_upcast(strategy: Any, name: str) -> tuple[bool, bool]:
     return peft, peft and getattr(strategy, "loss_impl", "auto") != "native"
 
 
+# frameworks (strategy.framework, unresolved) whose QLoRA adapters are bf16 when the job leaves lora.impl unstated: TRL's
+# SFTTrainer casts a 4-bit / 8-bit model's trainable parameters to bf16 after get_peft_model since v0.26.0
+# (trl/trainer/sft_trainer.py at v0.26.0 and still at v1.9.0; 2af35fb0, #4577), where PEFT's autocast_adapter_dtype
+# keeps them fp32 (TRL <= 0.25 did not cast an unsharded 4-bit model's adapters): memory_constants.yaml lora
+# peft-base-dtype. Not where the job states kbit_upcast true (TRL <= 0.25 or PEFT's own recipe, fp32 adapters).
+# docs/known-gaps.md 268 (a)
+ADAPTER_BF16_QLORA_FRAMEWORKS = ("hf", "auto")
+
+
+def lora_impl_default(method: str, framework: str, kbit_upcast_stated: bool | None) -> tuple[str, str | None]:
+    """(lora.impl, the i18n key of its origin) for a job that leaves lora.impl unstated
+    (ADAPTER_BF16_QLORA_FRAMEWORKS): peft-base-dtype for QLoRA under hf / auto unless kbit_upcast is stated true,
+    else peft (torchtune's adapters are 16-bit all the same: lora_adapters_16bit); the key None outside QLoRA."""
+    if method != "qlora":
+        return "peft", None
+    if framework not in ADAPTER_BF16_QLORA_FRAMEWORKS:
+        return "peft", "lora_adapter_default_" + ("torchtune" if framework == "torchtune" else "peft")
+    if kbit_upcast_stated:
+        return "peft", "lora_adapter_default_kbit"
+    return "peft-base-dtype", "lora_adapter_default_" + framework
+
+
+def lora_adapters_16bit(name: str, impl: str) -> bool:
+    """Whether the LoRA adapters (their gradients and AdamW moments too) take the base weights' 16-bit dtype rather
+    than PEFT's fp32: torchtune builds the whole model in its training dtype (recipes/lora_finetune_*.py
+    `training.set_default_dtype(self._dtype)`); the implementations of memory_constants.yaml lora.model_dtype_impls."""
+    return name == "torchtune" or impl in load_memory_constants()["lora"]["model_dtype_impls"]
+
+
 def frozen_base_bytes(training: Training, double_quant: bool | None = None) -> tuple[float, float, float]:
     """(bytes per GEMM weight, bytes per non-GEMM weight, quant-constant bytes per GEMM weight) of a frozen
     base model. LoRA: 16-bit base (fp32 when training in fp32). QLoRA: NF4 + constants (double-quantised unless

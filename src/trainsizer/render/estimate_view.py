@@ -260,6 +260,11 @@ def print_estimate(result: dict[str, Any], lang: str, console: Console | None = 
             why = t(kbit["reason"], L) if kbit.get("reason") else ""
             con.print(f"{t('kbit_upcast', L)}{t('colon', L)}{t('kbit_upcast_' + state, L)}{why}")
         _fsdp_no_sync_line(con, fw.get("fsdp_no_sync"), L)
+        adapter = fw.get("lora_adapter")
+        if adapter:
+            why = t(adapter["reason"], L) if adapter.get("reason") else ""
+            state = "16bit" if adapter["adapters_16bit"] else "fp32"
+            con.print(f"{t('lora_adapter', L)}{t('colon', L)}{t('lora_adapter_' + state, L)}{why}")
     if result.get("memory"):
         _memory(con, result["memory"], L)
     if result.get("time"):

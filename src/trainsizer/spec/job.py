@@ -161,7 +161,8 @@ class LoraSpec(_Strict):
     # dropout); 0 = none (PEFT's nn.Identity, F.dropout returns its input at p 0)
     dropout: float = Field(0.0, ge=0.0, lt=1.0)
     # adapter implementation (names.LORA_IMPLS): peft | automodel | automodel-triton | litgpt | litgpt-2023 |
-    # peft-base-dtype; null = peft
+    # peft-base-dtype; null = the framework's (model_states.lora_impl_default: peft-base-dtype for QLoRA under hf / auto,
+    # TRL >= 0.26's bf16 adapters, unless kbit_upcast is stated true; peft otherwise)
     impl: LoraImpl | None = None
     # NeMo's a2a_experimental (MLPerf LORA_A2A): under sequence parallelism a row-parallel linear's adapter keeps its
     # output split over TP and all-to-alls it to the sequence-parallel layout instead of gathering it whole
