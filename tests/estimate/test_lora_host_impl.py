@@ -83,5 +83,5 @@ def test_qlora_may_state_adapters_in_the_base_dtype():
     peft = _step(_job(method="qlora", framework="hf", seq_len=2048))
     assert _step(_job("peft-base-dtype", method="qlora", framework="hf", seq_len=2048)) == peft
     mem = {impl: estimate_memory(*_args(_job(impl, method="qlora", framework="hf"))).items_bytes
-           for impl in (None, "peft-base-dtype")}
-    assert mem["peft-base-dtype"]["lora_adapters"] == pytest.approx(0.5 * mem[None]["lora_adapters"])
+           for impl in ("peft", "peft-base-dtype")}  # stated: hf's unstated QLoRA default is bf16 (known-gaps 268 (a))
+    assert mem["peft-base-dtype"]["lora_adapters"] == pytest.approx(0.5 * mem["peft"]["lora_adapters"])
