@@ -3,9 +3,11 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from trainsizer.catalog import load_catalog
 from trainsizer.estimate.calibration import Calibration, load_constants, rates
 from trainsizer.estimate.inputs import Strategy, Training
 from trainsizer.estimate.step_time import estimate_time
+from trainsizer.scenario import build_system
 
 from .test_perf_common import a100_cluster, b200_cluster, h100_cluster, llama8b
 
@@ -106,6 +108,23 @@ def test_the_h20_share_follows_its_measured_matmul_and_the_h200_keeps_its_own():
     assert best * run_factor * 0.97 <= k.gemm_efficiency("h20") <= best * run_factor
     assert k.gemm_efficiency("h20-141gb") == k.gemm_efficiency("h20") > k.gemm_efficiency("h100-sxm-80gb")
     assert k.gemm_efficiency("h200-sxm-141gb") == k.gemm_efficiency_max["h200"]
+
+
+def test_the_h20_fp8_gemms_run_at_their_measured_share_and_other_parts_keep_the_recipe_ratio():
+    """H20: cuBLAS block-scaled FP8 GEMMs at 282.0-282.8 TFLOPS of 296 (vLLM PR 49932) over its BF16 matmul's 0.960 of
+    148: every FP8-peak recipe at 0.995 of the bf16 share, ~2x its BF16 GEMM rate; the H200 (an 'h20' prefix), H100 and
+    H800 keep the recipes' ratios (docs/known-gaps.md 269 (d))."""
+    k, cat = load_constants(), load_catalog()
+    assert k.raw["fp8"]["gemm_ratio_by_family"]["h20"] == pytest.approx(282.4 / 296 / ((141.86 + 142.25) / 2 / 148),
+                                                                       abs=0.005)
+    blockwise = k.fp8_recipes["tensorwise"]["gemm_efficiency_ratio"] * k.fp8_recipes["blockwise"][
+        "gemm_rate_over_tensorwise"]
+    for part, ratio in (("h20", 0.995), ("h20-141gb", 0.995), ("h200-sxm-141gb", blockwise),
+                        ("h100-sxm-80gb", blockwise), ("h800-sxm-80gb", blockwise)):
+        system = build_system(cat.accelerator(part), 8, 1, None)
+        fp8, bf16 = rates(system, "fp8", fp8_recipe="blockwise"), rates(system, "bf16")
+        peaks = system.peak("fp8") / system.peak("bf16")
+        assert fp8.gemm_flops / bf16.gemm_flops == pytest.approx(peaks * ratio, rel=1e-6), part
 
 
 def test_the_a10_takes_its_power_bound_run_and_its_id_keeps_other_families_apart():

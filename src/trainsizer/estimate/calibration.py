@@ -746,7 +746,7 @@ def _gemm_rates(system: Any, precision: str, k: PerfConstants, cal: Calibration,
         if recipe["name"] in k.fp4_recipes:  # NVFP4 / MXFP4: the linear layers' GEMMs on the FP4 tensor cores
             peak, eff = _fp4_gemm_rate(system, k, str(recipe["name"]), eff16)
         else:
-            eff *= _fp8_gemm_ratio(k, k.fp8_gemm_recipe(system.accelerator, recipe))
+            eff *= _fp8_gemm_ratio(k, k.fp8_gemm_recipe(system.accelerator, recipe), system.accelerator)
         cast_bytes = recipe.get("fused_cast_bytes_per_element", recipe["cast_bytes_per_element"]) if fused_cast \
             else recipe["cast_bytes_per_element"]
         cast_kernels = recipe.get("fused_cast_kernels_per_tensor", recipe["cast_kernels_per_tensor"]) if fused_cast \
@@ -761,10 +761,14 @@ def _gemm_rates(system: Any, precision: str, k: PerfConstants, cal: Calibration,
     return gemm, gemm16, cast_bytes, cast_kernels
 
 
-def _fp8_gemm_ratio(k: PerfConstants, recipe: dict[str, float]) -> float:
-    """An FP8 recipe's GEMM share of the FP8 peak over the bf16 one: its gemm_efficiency_ratio, or the per-tensor
-    recipes' ratio times its measured kernel ratio over them (gemm_rate_over_tensorwise: block scaling on Hopper, TE's
-    GEMM profiling guide, perf_constants.yaml fp8.recipes.blockwise)."""
+def _fp8_gemm_ratio(k: PerfConstants, recipe: dict[str, float], accelerator: str = "") -> float:
+    """An FP8 recipe's GEMM share of the FP8 peak over the bf16 one: the part's own measured ratio where its family has
+    one (fp8.gemm_ratio_by_family: the H20), else the recipe's gemm_efficiency_ratio, or the per-tensor recipes' ratio
+    times its measured kernel ratio over them (gemm_rate_over_tensorwise: block scaling on Hopper, TE's GEMM profiling
+    guide, perf_constants.yaml fp8.recipes.blockwise)."""
+    measured = _family_entry(k.raw.get("fp8", {}).get("gemm_ratio_by_family", {}), accelerator)
+    if measured is not None:
+        return float(measured)
     if "gemm_efficiency_ratio" in recipe:
         return float(recipe["gemm_efficiency_ratio"])
     return k.fp8_recipes["tensorwise"]["gemm_efficiency_ratio"] * float(recipe["gemm_rate_over_tensorwise"])
