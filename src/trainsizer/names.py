@@ -247,11 +247,16 @@ ZERO3_BUCKET_SIZES = ("deepspeed", "auto")
 # fp32-remainders = fp32 moments, the fp32 master kept as the bf16 weight plus its low 16 bits (2 B), on a bf16 model
 # only (Apex DistributedFusedAdam store_param_remainders, which NeMo 1 sets for an fp32 optimizer over a bf16 model
 # without fp8_params: megatron_base_model.py setup_optimization at NeMo v2.0.0; Megatron-Core's precision-aware
-# optimizer, OptimizerConfig.store_param_remainders, since ed46806838; docs/known-gaps.md 245 (a)).
-OPTIMIZER_PRECISIONS = ("fp32", "bf16-moments", "bf16", "fp32-remainders")
+# optimizer, OptimizerConfig.store_param_remainders, since ed46806838; docs/known-gaps.md 245 (a));
+# bf16-moments-remainders = bf16 moments and that 2 B master: Megatron-Core's precision-aware optimizer with
+# --exp-avg-dtype / --exp-avg-sq-dtype bf16 over bf16 weights, Transformer Engine >= 2.1's FusedAdam(master_weights,
+# master_weight_dtype fp32, store_param_remainders: its master_param state torch.int16) as
+# megatron/core/optimizer/__init__.py builds it at core_v0.12.0 and core_v0.14.0 (OptimizerConfig.store_param_remainders
+# True, no command-line flag; docs/known-gaps.md 270 (c)).
+OPTIMIZER_PRECISIONS = ("fp32", "bf16-moments", "bf16", "fp32-remainders", "bf16-moments-remainders")
 # The precisions that keep the master as remainders under a bf16 weight: a bf16 model's (precision bf16, or fp8 over
 # bf16 weights), Apex's DistributedFusedAdam and Transformer Engine's FusedAdam being AdamW
-REMAINDER_PRECISIONS = ("fp32-remainders",)
+REMAINDER_PRECISIONS = ("fp32-remainders", "bf16-moments-remainders")
 # The optimizers whose states optimizer_precision may change (AdamW's master copy and two moments); the others
 # keep fp32 only. One rule for the job file (spec) and the estimators' own callers (estimate.memory).
 ADAMW_PRECISION_OPTIMIZERS = ("adamw", "paged_adamw")

@@ -172,3 +172,30 @@ def test_job_file_refuses_remainders_without_bf16_weights():
         load_job(base | {"precision": "fp8", "strategy": rem | {"fp8_param_allgather": True}})
     with pytest.raises(SpecError, match="does not apply to optimizer paged_adamw"):
         load_job(base | {"optimizer": "paged_adamw", "strategy": rem})
+
+
+def test_bf16_moments_remainders_take_the_moments_of_one_and_the_master_of_the_other():
+    """Megatron-Core's precision-aware optimizer with bf16 moments over bf16 weights: Transformer Engine's FusedAdam
+    keeps the master as int16 remainders (store_param_remainders, on by default) beside bf16 moments
+    (docs/known-gaps.md 270 (c)): bf16-moments' moments, fp32-remainders' master; weights and step time as before."""
+    moments, rem, both = _items("bf16-moments"), _items("fp32-remainders"), _items("bf16-moments-remainders")
+    assert both["optimizer_states"] == pytest.approx(moments["optimizer_states"])
+    assert both["master_weights"] == pytest.approx(rem["master_weights"])
+    assert both["master_weights"] == pytest.approx(moments["master_weights"] / 2)
+    assert both["weights"] == pytest.approx(moments["weights"])
+    assert _step_s("bf16-moments-remainders") == _step_s("bf16-moments")
+
+
+def test_bf16_moments_remainders_need_bf16_weights():
+    """As fp32-remainders: refused under FP8 primary weights (Megatron-Core keeps its own fp32 master there), the
+    message naming the value the job set."""
+    with pytest.raises(SpecError, match="bf16-moments-remainders keeps each fp32 master") as err:
+        _fp8_items("bf16-moments-remainders")
+    assert err.value.where == "strategy.optimizer_precision"
+    from trainsizer.spec import load_job
+
+    base = {"model": "llama-3.1-8b", "method": "full", "data": {"tokens": 1e9}, "seq_len": 4096,
+            "global_batch": {"sequences": 64}, "hardware": {"accelerator": "h100-sxm-80gb", "count": 8}}
+    assert load_job(base | {"strategy": {"optimizer_precision": "bf16-moments-remainders"}})
+    with pytest.raises(SpecError, match="strategy.optimizer_precision bf16-moments-remainders keeps"):
+        load_job(base | {"precision": "fp16", "strategy": {"optimizer_precision": "bf16-moments-remainders"}})

@@ -505,8 +505,8 @@ def _optimizer_precision(strategy: Strategy, training: Training, fp8_params: Any
                         value=precision, allowed=allowed)
     weights = remainder_weights_conflict(precision, training.precision, bool(np.any(fp8_params)))
     if weights is not None:
-        raise SpecError("strategy.optimizer_precision", msg("error_optimizer_remainders_weights", weights=weights),
-                        value=precision)
+        raise SpecError("strategy.optimizer_precision",
+                        msg("error_optimizer_remainders_weights", weights=weights, precision=precision), value=precision)
     return str(precision)
 
 

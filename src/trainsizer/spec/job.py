@@ -698,7 +698,9 @@ class StrategySpec(_Strict):
     # AdamW's states: fp32 (fp32 master + moments) | bf16-moments (fp32 master, bf16 moments: DeepSeek-V3, Megatron-Core's
     # precision-aware optimizer) | bf16 (no master, bf16 moments: Apex DistributedFusedAdam dtype bf16) |
     # fp32-remainders (fp32 moments, the master as the bf16 weight + its low 16 bits: Apex store_param_remainders,
-    # NeMo 1's default for a bf16 model without fp8_params; bf16 weights only); null = fp32
+    # NeMo 1's default for a bf16 model without fp8_params; bf16 weights only) | bf16-moments-remainders (bf16 moments
+    # and that 2 B master: Megatron-Core's precision-aware optimizer over bf16 weights, Transformer Engine >= 2.1's
+    # FusedAdam store_param_remainders; bf16 weights only); null = fp32
     optimizer_precision: OptimizerPrecision | None = None
     # QLoRA: non-quantised weights and the residual stream in fp32 (PEFT prepare_model_for_kbit_training, which TRL's
     # SFTTrainer called up to v0.25); null = the framework's (model_states.kbit_upcast_default: hf / auto no, as TRL
@@ -1037,7 +1039,7 @@ class Job(_Strict):
         weights = remainder_weights_conflict(precision, self.precision, bool(self.strategy and
                                                                              self.strategy.fp8_param_allgather))
         if weights is not None:
-            raise ValueError(msg("job_optimizer_remainders_weights", weights=weights))
+            raise ValueError(msg("job_optimizer_remainders_weights", weights=weights, precision=precision))
         base = self.strategy.frozen_base_dtype if self.strategy is not None else None
         if base not in (None, "compute") and self.method != "lora":
             raise ValueError(msg("job_frozen_base_dtype_method", dtype=base, method=self.method))
