@@ -27,7 +27,7 @@ TIME = "Megatron-SWIFT FP8 benchmark script (H20)"
 HF = "ms-swift example scripts (HF Trainer, memory)"
 FA3 = "ms-swift FlashAttention-3 scripts (H20, seconds a step)"
 # (source, metric) -> (rows, MAPE bound %); reached at landing in the comment
-BOUNDS = {(MEM, "peak_memory_gib"): (10, 22.0),  # 18.2 (266 (a))
+BOUNDS = {(MEM, "peak_memory_gib"): (10, 22.0),  # 16.8 (266 (a), 270)
           (TIME, "step_time_s"): (2, 32.0),  # 27.8 (266 (b), 269 (c) (d))
           (HF, "peak_memory_gib"): (3, 10.0),  # 7.1 (266 (a))
           (FA3, "step_time_s"): (4, 25.0)}  # 19.7 (266 (b), 269 (c))
@@ -91,13 +91,17 @@ def test_source_stays_within_its_bounds(run):
 
 
 def test_every_megatron_swift_peak_is_predicted_below_its_log(run):
-    """266 (a): every Megatron-SWIFT peak is predicted 1-32% under the script's figure (the DPO rows 21-27%: the
-    reference model and both sequences are counted, the gap is elsewhere), the transformers + ZeRO-3 ones within 11%;
-    fails when the estimate gains what the Megatron-Core runs hold (then update 266 and this test)."""
+    """266 (a): every Megatron-SWIFT peak is predicted 1-32% under the script's figure (the DPO rows 16-22%: the
+    reference model and both sequences are counted, the gap is elsewhere) but the Qwen2.5-72B one, whose figure sits
+    below the model init's allocated peak (Megatron-Core DDP's parameter buffer beside the weights, 270 (f): +9.4%);
+    the transformers + ZeRO-3 ones within 11%; fails when the estimate gains what the Megatron-Core runs hold (then
+    update 266 / 270 and this test)."""
     got = [c for c, _, _ in run if not c.skipped and c.metric == "peak_memory_gib"]
     assert len(got) == 13
     mcore = [c for c in got if c.source == MEM]
-    assert all(-0.33 < c.err < 0.0 for c in mcore), [(c.row_id, round(c.err, 3)) for c in mcore]
+    over = [c.row_id for c in mcore if c.err >= 0.0]
+    assert over == ["mswift_sft_dense_qwen2.5_72b_offload_8gpu"], over
+    assert all(-0.33 < c.err < 0.10 for c in mcore), [(c.row_id, round(c.err, 3)) for c in mcore]
     assert all(abs(c.err) < 0.11 for c in got if c.source == HF), [(c.row_id, round(c.err, 3)) for c in got]
     dpo = [res for c, res, r in run if not c.skipped and r["method"] == "dpo"]
     assert len(dpo) == 3 and all(res["memory"]["items"]["reference_model"]["gib"] > 1.0 for res in dpo)

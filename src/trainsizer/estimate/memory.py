@@ -199,6 +199,9 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
     "framework_buffers": ("other", "ZeRO-1/2 gradient buckets; ZeRO-3/FSDP gathered layers and their "
                           "unsharded gradients"),
     "fragmentation": ("other", "PyTorch caching-allocator fragmentation (fraction of allocated bytes)"),
+    "ddp_init_param_copies": ("weights", "Megatron-Core DDP with the distributed optimizer at model init: the "
+                              "parameter buffer's copies allocated while the model's own parameters still are "
+                              "(param_and_grad_buffer.py, dense buffer, then the experts'; known-gaps 270 (f))"),
     "held_logits": ("activations", "the model outputs' logits a loop keeps until its backward returns (strategy "
                     "live_at_rerun logits: `output = model(...); output.loss.backward()`), beside the re-run layer"),
     "forward_layer_segments": ("other", "caching-allocator segments a checkpointed layer's forward cut (its MLP's "
@@ -221,7 +224,7 @@ GROUPS = ("weights", "gradients", "optimizer", "activations", "other")
 STEP_STATE_ITEMS = ("weights", "base_weights_frozen", "quant_constants", "lora_adapters", "trainable_copies",
                     "reference_model", "fp8_weight_cache", "gradients", "grad_accum_buffer", "master_weights",
                     "optimizer_states", "grad_fp32_copy")
-PEAK_PHASES = ("forward/backward", "optimizer step")
+PEAK_PHASES = ("forward/backward", "optimizer step", "model init")
 
 
 @dataclass(frozen=True)
@@ -2072,6 +2075,37 @@ def _optimizer_step_peak(b: _Batch, items: dict[str, Any], step_states: dict[str
     return total, step_peak
 
 
+def _ddp_init_peak(b: _Batch, g: _Stage, items: dict[str, Any], total: Any, detail: bool) -> tuple[Any, np.ndarray]:
+    """(total, mask of strategies peaking at model init): Megatron-Core's DDP with the distributed optimizer allocates
+    each buffer's parameter data (the weights' dtype) and gradient data with torch.zeros, then moves each parameter into
+    it (`param.data = new_param_data`, a copy, the old storage freed after), the dense parameters' buffer before the
+    experts' (megatron/core/distributed/param_and_grad_buffer.py _ParamAndGradBuffer.__init__ at core_v0.13.0;
+    distributed_data_parallel.py: dense, then expert-parallel buffers). So the allocated peak of init is the weights,
+    the dense gradients and the larger of the dense parameter copy or the expert parameter copy with its gradients,
+    beside a DPO reference built and loaded before (swift/megatron/trainers/dpo_trainer.py at 1b184f296c); no master
+    or optimizer state yet (the optimizer is built after). Without the distributed optimizer no parameter buffer is
+    made. With `detail`, `items` become that phase's where it wins (docs/known-gaps.md 270 (f))."""
+    dist = (b.s["distributed_optimizer"] > 0) | ((b.z >= 1) & (b.z < 3))
+    on = b.mega & dist & (~b.offload_par) & bool(b.training.trains_base_weights)
+    if not np.any(on):
+        return total, np.zeros(np.shape(total), dtype=bool)
+    params = _stage_params(b, g)
+    share = params.experts / np.maximum(params.dense + params.experts, 1e-30)
+    w, grads = items["weights"], items.get("grad_accum_buffer", 0.0) + items.get("gradients", 0.0)
+    init_items = {"weights": w, "reference_model": items.get("reference_model", 0.0), "grad_accum_buffer": grads,
+                  "ddp_init_param_copies": np.maximum(w * (1 - share) - grads * share, w * share)}
+    if b.options.overheads:
+        init_items["cuda_context"], init_items["nccl_buffers"] = items["cuda_context"], items["nccl_buffers"]
+        alloc = sum(v for k, v in init_items.items() if k not in ("cuda_context", "nccl_buffers"))
+        init_items["fragmentation"] = b.c["framework_overhead"]["allocator_fragmentation_fraction"] * alloc
+    init_total = sum(init_items.values())
+    init_peak = on & (init_total > total)
+    if detail:
+        for key in set(items) | set(init_items):
+            items[key] = np.where(init_peak, init_items.get(key, 0.0), items.get(key, 0.0))
+    return np.where(init_peak, init_total, total), init_peak
+
+
 def _deepspeed_step_blocks(b: _Batch, opt_params: Any) -> tuple[Any, Any, Any]:
     """(where the step is DeepSpeed's ZeRO optimizer's, bytes of its flat 16-bit gradient copy, of its fp32 cast) per
     strategy: ZeRO-1/2 (hf-profile stacks with ZeRO 1/2 and no optimizer offload; not FSDP, whose sharded fp32
@@ -2190,6 +2224,8 @@ def _stage_bytes(b: _Batch, g: _Stage, options: MemoryOptions, detail: bool) -> 
     stream, step_segs = _zero_pools(b, items, states) if detail else (0.0, 0.0)
     fb_total = _offload_grad_peak(b, items, fb_total, detail)
     total, step_peak = _optimizer_step_peak(b, items, step_states, fb_total, states.opt_params, detail)
+    total, init_peak = _ddp_init_peak(b, g, items, total, detail)
+    step_peak = np.where(init_peak, 2, step_peak.astype(int))
     # reserved beyond the peak: the reduce stream's pool and the step's own segments beside the forward / backward's
     zero_pool = stream + np.maximum(fb_total + step_segs - total, 0.0) if detail else None
     return {"total": total, "host": host, "items": items if detail else None, "n_layers": g.n_layers,
@@ -2395,7 +2431,8 @@ def estimate_memory(
     stage = list(r["stages"])[int(np.asarray(r["worst_stage"]).reshape(-1)[0])]
     sd = r["stages"][stage]
     items = {k: float(np.asarray(val).reshape(-1)[0]) for k, val in sd["items"].items()}
-    for step_key in ("optimizer_step_grad_buffers", "optimizer_step_foreach_temp", "offload_grad_copies"):
+    for step_key in ("optimizer_step_grad_buffers", "optimizer_step_foreach_temp", "offload_grad_copies",
+                     "ddp_init_param_copies"):
         if not items.get(step_key):
             items.pop(step_key, None)
     p = int(strategy.pp)
@@ -2404,8 +2441,9 @@ def estimate_memory(
     notes = list(warnings)
     if training.optimizer.startswith("paged_"):
         notes.append(msg("note_paged_optimizer"))
-    if bool(np.asarray(r["step_peak"]).reshape(-1)[0]):
-        notes.append(msg("note_zero_step_peak"))
+    phase = int(np.asarray(r["step_peak"]).reshape(-1)[0])
+    if phase:
+        notes.append(msg("note_zero_step_peak" if phase == 1 else "note_ddp_init_peak"))
     if int(np.asarray(strategy.vpp)) > 1:
         notes.append(msg("note_interleaved_average_layer"))
     growth = _allocator_growth(training, strategy, r, sd, float(r["worst"].reshape(-1)[0]))
@@ -2427,7 +2465,7 @@ def estimate_memory(
         host_capacity_bytes=float(system.host_ram_gib * GIB),
         memory_profile="megatron" if mega else "hf",
         notes=tuple(notes),
-        peak_phase=PEAK_PHASES[int(bool(np.asarray(r["step_peak"]).reshape(-1)[0]))],
+        peak_phase=PEAK_PHASES[int(np.asarray(r["step_peak"]).reshape(-1)[0])],
         after_step_bytes=float(np.asarray(sd["after_step"]).reshape(-1)[0]),
         allocator_growth_bytes=growth,
         init_reserved_bytes=nf4_init.floor_on_device(nf4_init.init_floor_bytes(model, training, strategy, r["name"]),
