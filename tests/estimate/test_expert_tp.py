@@ -139,7 +139,9 @@ def _acts(model, **kw) -> float:
 def test_routed_slots_keep_their_hidden_wide_items_per_expert_tp_rank():
     """Megatron-Core at etp > 1: a GPU keeps the routed slots of its expert-TP group (tokens x top-k x etp / tp), with
     their hidden-wide expert input, routing weight and dispatch map whole; the expert-wide items split over etp."""
-    mc = dict(tp=2, dp=512, ep=8, distributed_optimizer=True, framework="megatron-core")
+    # without the distributed optimizer: no model-init phase (its parameter buffer, known-gaps 270 (f)) can win the peak
+    # and leave no activation item to compare
+    mc = dict(tp=2, dp=512, ep=8, distributed_optimizer=False, framework="megatron-core")
     base = _acts(QWEN, etp=1, recompute="none", **mc)
     delta = _acts(QWEN, etp=2, recompute="none", **mc) - base
     assert delta > 0.05 * base
