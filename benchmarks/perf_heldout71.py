@@ -12,8 +12,8 @@ Data: benchmarks/data/heldout_2027s_flashattn_gpt3.csv in heldout_pretrain.csv's
 job; every setting the source does not state is in the row's `assumed` column with the file and commit it was read
 from); models that are not presets in benchmarks/data/heldout_2027s_models.yaml.
 
-Printed: each row (published, predicted, error, the estimate's step terms), memory fits, each source's time figures,
-the batch's.
+Printed: each row (published, predicted, error, the estimate's step terms: perf_heldout69.row_line), memory fits, the
+batch's time figures.
 
 Sign: (predicted - published) / published of the row's rate: + = predicted too fast.
 
@@ -23,10 +23,10 @@ Run: python benchmarks/perf_heldout71.py
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import perf_heldout as ph
-from harness import Case, mape, print_fits
+from harness import print_fits
+from perf_heldout69 import row_line, timed
 
 DATA = Path(__file__).resolve().parent / "data"
 FLASHATTN_ROWS = DATA / "heldout_2027s_flashattn_gpt3.csv"
@@ -38,37 +38,12 @@ BATCH = ph.Batch((FLASHATTN_ROWS,), (ph.MODELS, MODELS))
 rows, models, run_all, job, fits = BATCH.rows, BATCH.models, BATCH.run_all, BATCH.job, BATCH.fits
 
 
-def part(run: ph.Run, prefix: str) -> ph.Run:
-    """The rows of one source (its row-id prefix)."""
-    return [t for t in run if t[2]["id"].startswith(prefix)]
-
-
-def timed(run: ph.Run) -> ph.Run:
-    """The rows of a time metric (a rate or a step)."""
-    return [t for t in run if t[2]["metric"] not in ph.MEMORY_METRICS]
-
-
-def row_line(c: Case, result: dict[str, Any], r: dict[str, str]) -> str:
-    """A scored row as perf_heldout.step_line prints it, its figures to four digits and its metric; a refused one with
-    the estimator's error."""
-    if c.skipped:
-        return f"  {c.row_id:44s} {c.skipped}"
-    terms = ", ".join(f"{k} {v:.3f}" for k, v in result["time"]["breakdown_s"].items() if v > 0.0005)
-    return (f"  {c.row_id:44s} {c.measured:8.4g} {c.predicted:8.4g} ({100 * c.err:+6.1f}%) {r['metric']}; step "
-            f"{result['time']['step_s']:.3f} s: {terms}")
-
-
 def main() -> None:
     run = run_all()
-    for title, prefix in SOURCES:
-        print(f"{title}: published, predicted, error (held out, nothing fitted):")
-        for c, res, r in part(run, prefix):
-            print(row_line(c, res, r))
+    title = SOURCES[0][0]
+    print(f"{title}: published, predicted, error (held out, nothing fitted):")
+    print("\n".join(row_line(*t) for t in run))
     print_fits(fits(), "perf_heldout71")
-    for title, prefix in SOURCES:
-        scored, refused = ph.scored_refused(timed(part(run, prefix)))
-        figure = f"MAPE {mape(scored):.1f}% (median {ph.median_pct(scored):+.1f}%)" if scored else "none scored"
-        print(f"{title.split(' on ')[0]} time: n={len(scored)} {figure}; refused {len(refused)}")
     print(ph.time_summary("perf_heldout71", timed(run)))
 
 
