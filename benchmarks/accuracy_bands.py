@@ -58,7 +58,8 @@ DATA = Path(__file__).resolve().parent / "data"
 MIN_ROWS = 8  # fewer rows than this: the class falls back to a coarser one (a 10th / 90th percentile of 8 is thin)
 RATE_METRICS = ("tokens_per_s_per_gpu", "tokens_per_sec_per_gpu", "tokens_s", "narayanan_tflops_per_gpu",
                 "nemo_tflops_per_gpu", "megatron_tflops_per_gpu", "gptneox_tflops_per_gpu", "mfu_6n_total_pct",
-                "palm_mfu_pct", "mfu", "samples_s", "nanotron_mfu_pct", "atorch_tflops_per_gpu")
+                "palm_mfu_pct", "mfu", "samples_s", "nanotron_mfu_pct", "atorch_tflops_per_gpu",
+                "primus_megatron_tflops_per_gpu")
 DURATION_METRICS = ("step_time_s", "gpu_hours", "gpu_hours_logged")
 # a published peak: PyTorch's reserved / allocated peak, or the device's used memory (torch.cuda.mem_get_info)
 PEAK_METRICS = ("peak_memory_gib", "peak_allocated_gib", "peak_allocated_first_step_gib", "peak_gib",
@@ -173,6 +174,7 @@ def collect() -> list[Row]:
     import perf_heldout68 as h68
     import perf_heldout69 as h69
     import perf_heldout71 as h71
+    import perf_heldout70 as h70
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -206,6 +208,7 @@ def collect() -> list[Row]:
     out += _heldout_style("perf_heldout67", h67.run_all(), h67.models())
     out += _heldout_style("perf_heldout69", h69.run_all(), h69.models())
     out += _heldout_style("perf_heldout71", h71.run_all(), h71.models())
+    out += _heldout_style("perf_heldout70", h70.run_all(), h70.models())
     out += _heldout_style("perf_heldout68", h68.run_all(), h68.models())
     out += _heldout_style("perf_heldout62", h62.run_all(), h62.models())
     out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)

@@ -271,6 +271,20 @@ class Batch:
         """(case, the estimate's result or {} when refused, row) for every row, in file order."""
         return self.estimate(self.rows())
 
+    def run_listed(self) -> Run:
+        """run_all for a batch whose files carry a `refused` column (why the data refuses a row: perf_heldout68, 70): a
+        row with one comes back as a skipped case with that reason, the others through the job path, in file order."""
+        rs = self.rows()
+        estimated = iter(self.estimate([r for r in rs if not r["refused"]]))
+        return [next(estimated) if not r["refused"] else
+                (Case(r["id"], r["source_key"], r["metric"], float(r["value"]), skipped=f"REFUSED: {r['refused']}"), {}, r)
+                for r in rs]
+
+    def fits_listed(self) -> list[Fit]:
+        """fits for the rows the data does not refuse (run_listed's estimated rows; every row ran)."""
+        archs = self.models()
+        return job_fits((r["id"], job_of(r, archs)) for r in self.rows() if not r["refused"])
+
     def job(self, r: dict[str, str]) -> dict[str, Any]:
         """The row's job file (job_of)."""
         return job_of(r, self.models())

@@ -46,28 +46,13 @@ from typing import Any
 import numpy as np
 
 import perf_heldout as ph
-from harness import Case, job_fits, mape, print_fits
+from harness import Case, mape, print_fits
 
 DATA = Path(__file__).resolve().parent / "data"
 MSWIFT = DATA / "heldout_2027p_mswift.csv"
 BATCH = ph.Batch((MSWIFT,))
 rows, models, job = BATCH.rows, BATCH.models, BATCH.job
-
-
-def run_all() -> ph.Run:
-    """(case, the estimate's result or {} when refused, row) for every row in file order: a row the data refuses (its
-    `refused` column) comes back as a skipped case with that reason, the others through the job path."""
-    rs = rows()
-    estimated = iter(BATCH.estimate([r for r in rs if not r["refused"]]))
-    return [next(estimated) if not r["refused"] else
-            (Case(r["id"], r["source_key"], r["metric"], float(r["value"]), skipped=f"REFUSED: {r['refused']}"), {}, r)
-            for r in rs]
-
-
-def fits() -> list:
-    """Each estimated row's predicted peak against the card's usable memory (every row ran)."""
-    archs = models()
-    return job_fits((r["id"], ph.job_of(r, archs)) for r in rows() if not r["refused"])
+run_all, fits = BATCH.run_listed, BATCH.fits_listed  # a row the data refuses (its `refused` column) is listed
 
 
 def memory_line(c: Case, result: dict[str, Any], width: int) -> str:

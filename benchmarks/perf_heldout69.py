@@ -96,6 +96,22 @@ def row_line(c: Case, result: dict[str, Any], r: dict[str, str]) -> str:
             f"{result['time']['step_s']:.2f} s: {terms}")
 
 
+def summary_lines(run: ph.Run, sources: tuple[tuple[str, str], ...], name: str) -> list[str]:
+    """Each source's time and memory n, MAPE, median and refused count (`sources`: (title, row-id prefix)), then the
+    batch's (perf_heldout69, 70)."""
+    out = []
+    for title, prefix in sources:
+        for kind, rs in (("time", timed(part(run, prefix))), ("memory", peaks(part(run, prefix)))):
+            scored, refused = ph.scored_refused(rs)
+            if scored or refused:
+                figure = f"MAPE {mape(scored):.1f}% (median {ph.median_pct(scored):+.1f}%)" if scored else "none scored"
+                out.append(f"{title.split(' on ')[0]} {kind}: n={len(scored)} {figure}; refused {len(refused)}")
+    out.append(ph.time_summary(name, timed(run)))
+    scored = ph.scored_refused(peaks(run))[0]
+    out.append(f"{name} memory: n={len(scored)} MAPE {mape(scored):.1f}% (median {ph.median_pct(scored):+.1f}%)")
+    return out
+
+
 def main() -> None:
     run = run_all()
     for title, prefix in SOURCES:
@@ -103,15 +119,7 @@ def main() -> None:
         for c, res, r in part(run, prefix):
             print(row_line(c, res, r))
     print_fits(fits(), "perf_heldout69")
-    for title, prefix in SOURCES:
-        for kind, rs in (("time", timed(part(run, prefix))), ("memory", peaks(part(run, prefix)))):
-            scored, refused = ph.scored_refused(rs)
-            if scored or refused:
-                figure = f"MAPE {mape(scored):.1f}% (median {ph.median_pct(scored):+.1f}%)" if scored else "none scored"
-                print(f"{title.split(' on ')[0]} {kind}: n={len(scored)} {figure}; refused {len(refused)}")
-    print(ph.time_summary("perf_heldout69", timed(run)))
-    scored = ph.scored_refused(peaks(run))[0]
-    print(f"perf_heldout69 memory: n={len(scored)} MAPE {mape(scored):.1f}% (median {ph.median_pct(scored):+.1f}%)")
+    print("\n".join(summary_lines(run, SOURCES, "perf_heldout69")))
 
 
 if __name__ == "__main__":
