@@ -152,8 +152,9 @@ def test_atorch_fsdp_time_holds_and_its_peaks_sit_a_model_above_the_estimate(run
 
 def test_atorch_ds3d_tensor_parallel_rows_are_predicted_too_fast(run):
     """DS 3D at TP 2 (ATorch's manual TP in DeepSpeed's pipeline engine, no sequence parallel) +9.8..+11.8% at
-    landing, the TP 1 x PP 2 row +1.1% (docs/known-gaps.md 267 (f)): a guard that fails when the estimate moves."""
+    landing, +7.6..+9.4% once each split column-parallel linear reduces its own input gradient (docs/known-gaps.md
+    272 (c)); the TP 1 x PP 2 row +1.2% (267 (f)): a guard that fails when the estimate moves."""
     ds = {(int(r["tp"]), int(r["gpu_count"])): c for c, _, r in run
           if r["framework"] == "deepspeed" and not r["id"].endswith("_mem")}
     assert -0.03 < ds[(1, 8)].err < 0.05
-    assert all(0.06 < c.err < 0.16 for (tp, _), c in ds.items() if tp == 2)
+    assert all(0.05 < c.err < 0.12 for (tp, _), c in ds.items() if tp == 2)

@@ -353,6 +353,9 @@ class Strategy:
     # "fused" | "fp32_softmax" (names.EAGER_ATTENTION_IMPLS): non-flash attention's element-wise chain; None = the
     # style's; step time
     eager_attention: Any = None
+    # q, k, v and gate, up as separate linears (transformers' modules); None = the style's
+    # (PerfStyle.split_projections); step time
+    split_projections: Any = None
     cp_comm_type: Any = None  # "p2p" | "all_gather" | "a2a" (names.CP_COMM_TYPES); None = p2p; step time
     pp_fsdp_once_per_step: Any = None  # FSDP2 under pipelining syncs once a step; None = the style's; step time
     # the loss over vocabulary-sharded logits under TP; False = the head's output gathered to every TP rank (each holds

@@ -579,6 +579,8 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["attention_kernel"] = str(strategy.attention_kernel)
     if getattr(strategy, "repeat_kv", None) is not None:
         changes["repeat_kv"] = bool(strategy.repeat_kv)
+    if getattr(strategy, "split_projections", None) is not None:  # _layer_time, _tp_collectives_per_pass
+        changes["split_projections"] = bool(strategy.split_projections)
     if getattr(strategy, "moe_tp_token_split", None) is not None:  # _layer_time, _ep_comm
         changes["moe_tp_token_split"] = bool(strategy.moe_tp_token_split)
     for key, label, allowed in (("norm_kernel", "norm kernel", NORM_KERNELS),
@@ -2351,12 +2353,31 @@ def _tp_collectives_per_pass(x: _Step) -> tuple[Any, Any]:
     gpt_j_residual: `residual + reduce_from_model_parallel_region(mlp + attention)`): forward 1, the summed outputs
     reduced once, backward still 2, as each branch's ColumnParallelLinear all-reduces its input gradient
     (copy_to_model_parallel_region); with sequence parallelism 1.5 and 1.5 (two input all-gathers and one output
-    reduce-scatter forward, the converse backward)."""
+    reduce-scatter forward, the converse backward). Split projections without sequence parallelism add their own
+    input-gradient all-reduces to the backward (`_split_input_grad_reduces`)."""
     if x.model.is_hybrid:  # one block per layer (Megatron-Core hybrid: M, *, - or E), one collective each way
         return 1.0, 1.0
     if not x.model.parallel_residual:
-        return 2.0, 2.0
+        return 2.0, 2.0 + _split_input_grad_reduces(x)
     return np.where(x.sp, 1.5, 1.0), np.where(x.sp, 1.5, 2.0)
+
+
+def _split_input_grad_reduces(x: _Step) -> Any:
+    """Backward TP all-reduces per average layer beyond the fused count's 2 where q, k, v and the SwiGLU gate, up run
+    as separate column-parallel linears (PerfStyle.split_projections, strategy.split_projections) without sequence
+    parallelism: each linear copies its input to the TP region on its own, so each all-reduces its own input gradient
+    before autograd sums them (ATorch's manual TP: atorch/modules/distributed_modules/layers.py
+    ColumnParallelLinear.forward copy_to_group, mappings.py _CopyToGroup.backward all_reduce, at 3a442b728; Megatron's
+    fused linear_qkv / linear_fc1 reduce once each): the attention's input gradient 3 times (+2; not MLA's low-rank
+    projections) and a dense SwiGLU MLP's 2 (+1). docs/known-gaps.md 272 (c)."""
+    split = np.asarray(x.fw.split_projections, bool) & ~np.asarray(x.sp, bool) & (np.asarray(x.t) > 1)
+    if not np.any(split):
+        return 0.0
+    m = x.model
+    shapes = _shapes(m)
+    attn = 2.0 if m.attention != "mla" and shapes.qkv_out > shapes.hidden else 0.0
+    mlp = 1.0 * shapes.n_dense / max(m.layers, 1) if shapes.ffn_up == 2 * shapes.ffn else 0.0
+    return np.where(split, attn + mlp, 0.0)
 
 
 def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> np.ndarray:

@@ -521,6 +521,11 @@ class StrategySpec(_Strict):
     # (training.flash_attention false): fused (Megatron's scale-mask-softmax) | fp32_softmax (transformers' and
     # LitGPT's eager ops: scale, mask add, fp32 softmax, cast back); null = the style's; step time
     eager_attention: EagerAttention | None = None
+    # q, k, v and the SwiGLU gate, up as separate linears (transformers' LlamaAttention / LlamaMLP modules, as ATorch's
+    # manual TP and the hf / torchtitan / torchtune styles run them); false = fused (Megatron's linear_qkv /
+    # linear_fc1); null = the style's; step time (the GEMMs, and under TP without sequence parallelism each
+    # column-parallel linear's own input-gradient all-reduce)
+    split_projections: bool | None = None
     # FP8 dot-product attention (Transformer Engine / cuDNN, Megatron-Core fp8_dot_product_attention, NeMo FP8_DPA):
     # forward and backward in FP8, q / k / v / output saved in FP8; needs precision fp8; null = off
     fp8_attention: bool | None = None
