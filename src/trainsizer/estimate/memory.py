@@ -1329,9 +1329,7 @@ def _no_sync_grad_bytes(b: _Batch) -> Any:
     no_sync keeps autograd's gradient as it is, in the compute dtype (fsdp1_no_sync). The sharded
     gradients are None meanwhile (zero_grad(set_to_none=True) after the step) and replace the unsharded ones layer by
     layer only in the last micro-batch's backward, so the hold stands in for them."""
-    fsdp2 = b.w16 if b.grad_reduce_in_fp32 is False else float(
-        b.c["framework_overhead"]["fsdp2_pp_unsharded_grad_bytes_per_param"])
-    return np.where(b.no_sync_fsdp1, b.w16, fsdp2)
+    return np.where(b.no_sync_fsdp1, b.w16, float(_fsdp2_reduce_bytes(b)))
 
 
 def _adapter_states(b: _Batch, g: _Stage, params: _StageParams, items: dict[str, Any]) -> _States:
@@ -1872,6 +1870,65 @@ def _torchtune_fsdp2_phase_units(b: _Batch, options: MemoryOptions) -> tuple[Any
     return np.where(z3, held + loss_units, 0.0), np.where(z3, held + layer, 0.0)
 
 
+def _fsdp2_reduce_bytes(b: _Batch) -> Any:
+    """Bytes per parameter of FSDP2's reduce dtype: fp32 (torchtitan parallelize.py MixedPrecisionPolicy reduce_dtype
+    = training.mixed_precision_reduce, default "float32"; memory_constants.yaml fsdp2_pp_unsharded_grad_bytes_per_param),
+    the parameters' 16-bit dtype where gradients are reduced in it (strategy.grad_reduce_in_fp32 false)."""
+    if b.grad_reduce_in_fp32 is False:
+        return b.w16
+    return b.c["framework_overhead"]["fsdp2_pp_unsharded_grad_bytes_per_param"]
+
+
+def _titan_head_unit_p(b: _Batch) -> Any:
+    """Parameters of torchtitan's [norm, output] FSDP2 unit on one GPU where the job shards the embedding and the LM
+    head as their own units (strategy.shard_embedding_head_separately: apply_fsdp from 83e694105, 2025-07-28, PR
+    1094), 0 elsewhere (the head in the root, `_fsdp_root_unit`) and with tied embeddings (one unit of the three)."""
+    if not (b.head_own_unit and np.any(b.titan)) or b.model.tied_embeddings:
+        return 0.0
+    return np.where(b.titan, float(b.pre.layout.lm_head_own) / b.t, 0.0)
+
+
+def _fsdp2_reduce_scatter_hold(b: _Batch, options: MemoryOptions) -> Any:
+    """Bytes of the reduce-scatter input that FSDP2 keeps from one unit's post-backward to the next unit's, under
+    torchtitan's FSDP2 without pipelining (0 without overheads): post_backward allocates the unit's gradients in the
+    reduce dtype (foreach_reduce's reduce_scatter_input, `_fsdp2_reduce_bytes`) and stores it as
+    comm_ctx.reduce_scatter_state, dropped only when the next unit's post_backward starts
+    (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py FSDPParamGroup.post_backward, torch 2.13 and the
+    2024-2025 releases), so each layer's backward runs beside the previous unit's gradients in that dtype: the layer
+    before it, or for the last layer the LM head's unit where it is one (`_titan_head_unit_p`); known-gaps 275 (a). A
+    layer-phase item: the loss phase precedes the first reduce."""
+    if not options.overheads or not np.any(b.titan) or not b.training.trains_base_weights:
+        return 0.0
+    sharded = b.titan & (b.z >= 3) & (b.p == 1) & (b.dpc > 1)
+    unit_p = np.maximum(b.largest_layer_params, _titan_head_unit_p(b))
+    return np.where(sharded, _fsdp2_reduce_bytes(b) * unit_p, 0.0)
+
+
+def _titan_loss_units(b: _Batch, options: MemoryOptions) -> Any:
+    """Change to the gathered units' bytes (`_overheads`: two layers and a layer's gradient) in torchtitan's loss phase
+    where the LM head is its own unit (`_titan_head_unit_p`; 0 elsewhere): apply_fsdp shards [norm, output] with
+    reshard_after_forward False and every block with it True (from 83e694105), so from the end of the forward to the
+    LM head's backward the head unit's 16-bit weights are gathered beside one layer, the last, which the head unit's
+    pre_backward prefetches (FSDPParamGroup._backward_prefetch), and no layer gradient yet; the head's gradient is
+    made in its backward after the loss's saved tensors are freed (a chunked loss's own items hold it). The head unit's
+    post_backward reshards it (reshard_after_backward), so the layer phase holds none of it (known-gaps 275 (b))."""
+    head_p = _titan_head_unit_p(b)
+    if not options.overheads or not np.any(head_p):
+        return 0.0
+    oc = b.c["framework_overhead"]
+    w_layer, g_layer = _gathered_layer_bytes(b)
+    layers = oc["zero3_gathered_layers"] * w_layer + oc["zero3_unsharded_grad_layers"] * g_layer
+    sharded = b.titan & (b.z >= 3) & (b.p == 1) & (b.dpc > 1)
+    return np.where(sharded, b.w16 * (head_p + float(b.model.final_norm_params)) + w_layer - layers, 0.0)
+
+
+def _fsdp2_phase_units(b: _Batch, options: MemoryOptions) -> tuple[Any, Any]:
+    """(loss phase, layer phase) bytes of FSDP2's units for `_backward_phases`: torchtune's gathered units,
+    torchtitan's loss-phase units (`_titan_loss_units`) and held reduce-scatter input (`_fsdp2_reduce_scatter_hold`)."""
+    in_loss, in_layer = _torchtune_fsdp2_phase_units(b, options)
+    return in_loss + _titan_loss_units(b, options), in_layer + _fsdp2_reduce_scatter_hold(b, options)
+
+
 def _overheads(b: _Batch, g: _Stage, items: dict[str, Any], trainable_pg: Any, loss_phase: Any) -> None:
     """CUDA context, NCCL buffers, ZeRO buckets / gathered layers and allocator fragmentation into `items`
     (memory_constants.yaml `framework_overhead`); `loss_phase`: strategies whose peak is torchtune's loss phase
@@ -1898,9 +1955,7 @@ def _overheads(b: _Batch, g: _Stage, items: dict[str, Any], trainable_pg: Any, l
     # fp32 reduce dtype (torchtitan parallelize.py `reshard_after_forward = not pp_enabled`; the schedule's
     # set_requires_gradient_sync; FSDP2 FSDPParam.to_accumulated_grad_if_needed upcasts to reduce_dtype)
     stage_params = trainable_pg if full_train else 0.0
-    unsharded_grad = oc["fsdp2_pp_unsharded_grad_bytes_per_param"]
-    if b.grad_reduce_in_fp32 is False:
-        unsharded_grad = b.w16  # mixed_precision_reduce bf16: the reduce dtype is the parameters'
+    unsharded_grad = _fsdp2_reduce_bytes(b)
     # a stage that syncs every micro-batch (strategy pp_fsdp_once_per_step false: NeMo AutoModel's stage module is no
     # FSDP module, so FSDP2 reduce-scatters each micro-batch's gradients, known-gaps 24) holds no gradient across them,
     # as the step time charges no hold pass (step_time._fsdp2_grad_hold_bytes; known-gaps 130 (e))
@@ -1911,6 +1966,8 @@ def _overheads(b: _Batch, g: _Stage, items: dict[str, Any], trainable_pg: Any, l
         in_loss, in_layer = _torchtune_fsdp2_phase_units(b, DEFAULT_OPTIONS)
         gathered = np.where(z >= 3, np.where(loss_phase, in_loss, in_layer), gathered)
     gathered = gathered + np.where((z >= 3) & (p == 1) & (b.dpc > 1), _fsdp_root_unit(b), 0.0)
+    gathered = gathered + np.where(loss_phase, _titan_loss_units(b, DEFAULT_OPTIONS),
+                                   _fsdp2_reduce_scatter_hold(b, DEFAULT_OPTIONS))
     # Nothing is gathered where nothing is sharded: at one data-parallel rank torchtitan applies no FSDP
     # (parallel_dims.fsdp_enabled = dp_shard > 1 or cp > 1), NeMo AutoModel returns the model unwrapped
     # (FSDP2Manager.parallelize at world size 1), FSDP1 switches to NO_SHARD ("FSDP is switching to use NO_SHARD ...
@@ -2208,7 +2265,7 @@ def _stage_bytes(b: _Batch, g: _Stage, options: MemoryOptions, detail: bool) -> 
     host, paged = _paged_optimizer(b, items, states.host)
     host = _offload_and_fuse(b, g, items, host)
     step_states = {k: items[k] for k in STEP_STATE_ITEMS if k in items}  # every gradient, whichever phase wins
-    loss_phase = _backward_phases(b, g, items, _torchtune_fsdp2_phase_units(b, options))
+    loss_phase = _backward_phases(b, g, items, _fsdp2_phase_units(b, options))
     # the after-step figure for the detailed estimate only (not on the search's path)
     after_step = sum(step_states.values()) + _main_grad_copy(b, states.opt_params) if detail else None
     if options.overheads:
