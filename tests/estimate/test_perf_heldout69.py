@@ -82,7 +82,7 @@ def test_source_bounds(run):
         (f"{SWISSAI} 33: Llama 3.1 8B", "tokens_per_s_per_gpu"): (2, 8.0),  # 4.3 at landing
         (ATORCH_FSDP, "atorch_tflops_per_gpu"): (4, 5.0),  # 1.5 at landing
         (ATORCH_DS, "atorch_tflops_per_gpu"): (6, 13.0),  # 9.0 at landing
-        (ATORCH_FSDP, "peak_allocated_gib"): (4, 45.0),  # 37.6 at landing, 267 (e)
+        (ATORCH_FSDP, "peak_allocated_gib"): (4, 11.0),  # 7.6 with the returned K / V cache, 271 (a); 37.6 before
         (ATORCH_DS, "peak_allocated_gib"): (6, 12.0),  # 7.7 at landing
     })
     timed = [c for c, _, r in p69.timed(run)]
@@ -142,12 +142,17 @@ def test_atorch_hardware_flops_is_the_examples_formula():
     assert round(100 * 204.67 / 312, 1) == 65.6
 
 
-def test_atorch_fsdp_time_holds_and_its_peaks_sit_a_model_above_the_estimate(run):
-    """FSDP1 time within -5..+2% at 8-64 GPUs; the max_memory_allocated peaks 10.8-13.5 GiB above the estimate at every
-    GPU count (about the bf16 model unsharded, 12.6 GiB; docs/known-gaps.md 267 (e)): a guard both ways."""
+def test_atorch_fsdp_time_holds_and_its_peaks_sit_a_little_above_the_measured(run):
+    """FSDP1 time within -5..+2% at 8-64 GPUs; the max_memory_allocated peaks with the K / V cache the model returns
+    and the loop holds across the step (strategy.returns_kv_cache, live_at_rerun logits; docs/known-gaps.md 271 (a))
+    +11.1 / +8.1 / +6.2 / +5.1% at landing, the excess falling with the GPU count (the 16-bit shard and gradient items
+    the forward's peak does not hold, 271 (b)); without the cache they sat 10.8-13.5 GiB below: a guard both ways."""
     fsdp = {r["id"]: c for c, _, r in run if r["id"].startswith("atorch_") and r["framework"] == "fsdp"}
     assert all(-0.06 < c.err < 0.03 for k, c in fsdp.items() if not k.endswith("_mem"))
-    assert all(9.0 < c.measured - c.predicted < 15.5 for k, c in fsdp.items() if k.endswith("_mem"))
+    mem = [c for _, c in sorted((int(r["gpu_count"]), c) for c, _, r in run
+                                if r["id"].startswith("atorch_") and r["framework"] == "fsdp" and r["id"].endswith("_mem"))]
+    assert len(mem) == 4 and all(0.03 < c.err < 0.14 for c in mem)
+    assert [c.predicted - c.measured for c in mem] == sorted((c.predicted - c.measured for c in mem), reverse=True)
 
 
 def test_atorch_ds3d_tensor_parallel_rows_are_predicted_too_fast(run):

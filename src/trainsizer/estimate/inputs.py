@@ -507,6 +507,9 @@ class Strategy:
     # what the loop holds of the loss phase when a checkpointed layer is re-run, "none" | "logits" | "loss"
     # (names.LIVE_AT_RERUN; None = the framework's: memory._live_at_rerun); memory only
     live_at_rerun: Any = None
+    # the model returns its K / V cache in training (transformers' use_cache on beside an outer checkpoint wrapper):
+    # each checkpointed layer's K and V held to the end of the forward (memory._returned_kv_bytes); None = no
+    returns_kv_cache: Any = None
     # torchtune FSDP2 custom_sharded_layers ['tok_embeddings', 'output']: the embedding and LM head as their own units
     # (None / False: in the root unit, held gathered through forward and backward); one value for the whole batch
     shard_embedding_head_separately: Any = None

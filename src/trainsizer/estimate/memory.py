@@ -194,6 +194,10 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
                        "row length^2 in the model dtype (transformers <= 4.52's additive mask; 4.53's masking_utils "
                        "bool mask is 1 B a position), built once a forward, read by every layer and held until the "
                        "micro-batch's backward ends"),
+    "returned_kv_cache": ("activations", "the K / V cache the model returns in training (returns_kv_cache: "
+                          "transformers' use_cache on beside an outer checkpoint wrapper): each checkpointed layer's K "
+                          "and V, to the forward's end; twice at the loss and once after it where the loop holds "
+                          "its outputs (live_at_rerun logits)"),
     "cuda_context": ("other", "CUDA context + kernels + cuBLAS workspace (outside the caching allocator)"),
     "nccl_buffers": ("other", "NCCL communicator buffers, one communicator per parallel dimension > 1"),
     "framework_buffers": ("other", "ZeRO-1/2 gradient buckets; ZeRO-3/FSDP gathered layers and their "
@@ -513,16 +517,22 @@ def _optimizer_precision(strategy: Strategy, training: Training, fp8_params: Any
     return str(precision)
 
 
+def _one_per_batch(strategy: Strategy, s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """`s` with the settings that take one value for the whole batch: layers whose activations are offloaded (inf =
+    every layer), the optimizer in backward, Megatron-Core's combined 1F1B, the returned K / V cache (0 / 1)."""
+    s["activation_offload"] = np.asarray(offload_layers_asked(strategy))
+    s["optimizer_in_backward"] = np.asarray(float(bool(getattr(strategy, "optimizer_in_backward", False))))
+    s["moe_a2a_overlap"] = np.asarray(float(bool(getattr(strategy, "moe_a2a_overlap", None))))
+    s["returns_kv_cache"] = np.asarray(float(bool(getattr(strategy, "returns_kv_cache", None))))
+    return s
+
+
 def _batch(model: ModelArch, training: Training, strategy: Strategy, options: MemoryOptions,
            accelerator: str = "") -> _Batch:
     # dense_all: the routed experts' activations at tokens x experts
     model = routed_model(model, strategy, training.method in ("pretrain", "cpt"))
     pre = _precompute(model, training, options)
-    s = strategy_arrays(strategy)
-    # one value for the whole batch: layers whose activations are offloaded (inf = every layer), fused optimizer
-    s["activation_offload"] = np.asarray(offload_layers_asked(strategy))
-    s["optimizer_in_backward"] = np.asarray(float(bool(getattr(strategy, "optimizer_in_backward", False))))
-    s["moe_a2a_overlap"] = np.asarray(float(bool(getattr(strategy, "moe_a2a_overlap", None))))
+    s = _one_per_batch(strategy, strategy_arrays(strategy))
     t, p, d, cp, ep = s["tp"], s["pp"], s["dp"], s["cp"], s["ep"]
     z, mb, rec = s["zero"], s["micro_batch"], s["recompute"]
 
@@ -1454,9 +1464,24 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
         items["cp_allgather_kv_buffers"] = np.where(~b.titan & (b.cp > 1), _cp_allgather_buffers(b), 0.0)
     if b.training.explicit_attention_mask:
         items["attention_mask"] = _attention_mask_bytes(b)
+    if np.any(b.s["returns_kv_cache"]):
+        items["returned_kv_cache"] = _returned_kv_bytes(b, g, np.where(full, part.checkpointed, 0.0))
     if b.expert_copies or b.expert_grad_zeros:
         items["expert_loop_buffers"] = _expert_weight_copies(b, np.where(full, np.minimum(n_moe, 1.0), fl * n_moe),
                                                               n_moe > 0)
+
+
+def _returned_kv_bytes(b: _Batch, g: _Stage, checkpointed: Any) -> Any:
+    """The K / V cache the model returns in training (strategy.returns_kv_cache) beyond what the layers save: each
+    attention layer's K after RoPE and V as projected, model dtype, its heads split over TP (transformers v4.35.0
+    modeling_llama.py: `past_key_value = (key_states, value_states) if use_cache`, gathered by LlamaModel.forward into
+    next_decoder_cache and returned as past_key_values; GQA's before repeat_kv). Only the checkpointed layers' (share
+    `checkpointed` of the stage's): a layer run without recompute saves the same K and V for its attention's backward.
+    One forward's, at the forward's end; where the loop holds them after is `_backward_phases`' (docs/known-gaps.md
+    271 (a))."""
+    model = b.model
+    layers = g.n_layers * checkpointed * model.attention_layers / max(model.layers, 1)
+    return b.s["returns_kv_cache"] * layers * b.tokens * (model.kv_dim + model.v_dim) * b.w16 / b.t
 
 
 def _attention_mask_bytes(b: _Batch) -> Any:
@@ -1685,10 +1710,13 @@ def _backward_phases(b: _Batch, g: _Stage, items: dict[str, Any], fsdp: tuple[An
     one_layer = acts / np.maximum(np.asarray(g.n_layers, dtype=float), 1.0)
     end_extra = np.maximum(recomp + one_layer, tied)
     fsdp_loss, fsdp_layer = fsdp
-    phases = np.stack(np.broadcast_arrays(acts + held + loss + g_loss + fsdp_loss,
-                                          acts + held + recomp + g_layer + fsdp_layer,
-                                          np.where(fresh, grads + end_extra + fsdp_layer, -np.inf)))
+    kv_loss, kv_on = _kv_phases(b, items)
+    phases = np.stack(np.broadcast_arrays(acts + held + loss + g_loss + fsdp_loss + kv_loss,
+                                          acts + held + recomp + g_layer + fsdp_layer + kv_on,
+                                          np.where(fresh, grads + end_extra + fsdp_layer + kv_on, -np.inf)))
     win = np.argmax(phases, axis=0)  # 0 loss, 1 layer, 2 end of the backward
+    if "returned_kv_cache" in items:
+        items["returned_kv_cache"] = np.where(win == 0, kv_loss, kv_on)
     for k in loss_keys:
         if k in items:
             items[k] = np.where(win == 0, items[k], 0.0)
@@ -1710,6 +1738,18 @@ def _backward_phases(b: _Batch, g: _Stage, items: dict[str, Any], fsdp: tuple[An
     for k in set(items) | set(summed):  # the strategies whose loop holds the loss phase keep the sum
         items[k] = np.where(split, items.get(k, 0.0), summed.get(k, 0.0))
     return (win == 0) & split
+
+
+def _kv_phases(b: _Batch, items: dict[str, Any]) -> tuple[Any, Any]:
+    """(loss phase, layer and end phases) bytes of the returned K / V cache (`_returned_kv_bytes`) for
+    `_backward_phases`. The forward's own cache is live at its loss (the model computes the loss inside its forward,
+    beside its outputs). Where the loop holds the outputs (live_at_rerun logits: `outputs = model(**batch); loss =
+    loss_func(None, outputs); loss.backward()`, ATorch's fsdp_llama2.py at 3a442b728) it keeps them through the
+    backward and, rebinding the name only when the next forward returns, the previous step's cache beside the next
+    forward's: twice in the loss phase, once after. Where the loop drops them (none): once, then none."""
+    kv = items.get("returned_kv_cache", 0.0)
+    hold = np.asarray(b.live_at_rerun == "logits", dtype=float)
+    return kv * (1.0 + hold), kv * hold
 
 
 def _phase_grads(b: _Batch, g: _Stage, grads: Any) -> tuple[Any, Any, Any]:

@@ -733,6 +733,13 @@ class StrategySpec(_Strict):
     # fsdp_qlora train.py, PEFT / accelerate example loops) | loss (every loss-phase item beside the re-run layer: the
     # sum); null = the framework's (hf and torchtune none, logits under loss_impl upcast-held; loss elsewhere); memory only
     live_at_rerun: LiveAtRerun | None = None
+    # whether the model returns its key / value cache in training: transformers' use_cache left on (the config's
+    # default, Llama's true) where recompute is applied outside transformers' own gradient_checkpointing flag, which
+    # alone turns it off (modeling_llama.py LlamaModel.forward at v4.35.0): ATorch's checkpoint optimization, torch's
+    # apply_activation_checkpointing. Each checkpointed layer's K (after RoPE) and V then live to the end of the
+    # forward, and while the loop holds the outputs (live_at_rerun logits) through the backward and the next forward;
+    # null / false = none (as before); full recompute, memory only (docs/known-gaps.md 271 (a))
+    returns_kv_cache: bool | None = None
     # FSDP (torchtune, torchtitan-style stacks, HF Trainer fsdp): the embedding and the LM head sharded as their own
     # units (torchtune's custom_sharded_layers ['tok_embeddings', 'output']; OLMo-core and AutoModel's MoE path do so);
     # null / false = the root unit holds them (torchtune's and torchtitan's default, AutoModel's dense path, FSDP1's
