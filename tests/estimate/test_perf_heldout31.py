@@ -111,7 +111,8 @@ def test_mixtral_zero3_miss_in_seconds_is_flat_in_the_tokens(run):
     grows ninefold, and FSDP1's within 0.1 s: a cost paid every micro-batch and flat in the tokens (docs/known-gaps.md
     215). With DeepSpeed's hooks counted on the host (262: 1.44 s a micro-batch, blended with the GPU's time) the six
     layouts up to 2,048 tokens a GPU miss 0.35-0.47 s, the three at 4,096-8,192 tokens 0.45-0.6 s (FSDP1's flat miss
-    and more: 262 (b)); FSDP1's stays within 0.1 s.
+    and more: 262 (b)); FSDP1's 0.13-0.25 s, within 0.13 s of each other, the 8,192-token layout's the least since
+    the loop's whole-input gradients, which grow with the tokens, are charged (docs/known-gaps.md 273 (a)).
     ZeRO-3 less FSDP1 in seconds (zero3_minus_fsdp_s) agrees in sign with the rate ratio at every layout."""
     sec = {rid: (meas, pred) for rid, meas, pred in p31.seconds_per_micro_batch(run)}
     for row_id, (meas, pred) in sec.items():
@@ -119,7 +120,7 @@ def test_mixtral_zero3_miss_in_seconds_is_flat_in_the_tokens(run):
         tokens = meas * case.measured
         assert tokens == pytest.approx(pred * case.predicted)
     fsdp = [meas - pred for rid, (meas, pred) in sec.items() if "mixtral-8x7b_fsdp_" in rid and rid.endswith("_acc1")]
-    assert len(fsdp) == 9 and max(fsdp) - min(fsdp) < 0.1
+    assert len(fsdp) == 9 and max(fsdp) - min(fsdp) < 0.13
     zero3 = {rid: meas - pred for rid, (meas, pred) in sec.items()
              if "mixtral-8x7b_zero-3_" in rid and rid.endswith("_acc1")}
     large = {"mbs2_s2048", "mbs4_s1024", "mbs4_s2048"}  # 4,096-8,192 tokens a GPU

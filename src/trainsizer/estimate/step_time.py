@@ -1252,7 +1252,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     layer_mb = lt.fwd + lt.bwd + _nf4_dequant_time(x)
     return lt, (layer_mb + _lora_adapters(x) + _expert_bias_time(x) + _expert_bias_index_add_time(x)
                 + _activation_clamp_time(x) + _fp8_expert_padding_time(x) + _rope_unfused_time(x)
-                + _flash_qkv_pack_time(x) + _fused_expert_grad_time(x)
+                + _flash_qkv_pack_time(x) + _fused_expert_grad_time(x) + _expert_loop_input_grad_time(x)
                 + _moe_unfused_time(x) + _moe_eager_glue_time(x)
                 + _sp_layout_copies(x) + _eager_swiglu_backward_time(x) + _amp_fp32_weights_time(x)
                 + _kbit_fp32_stream_time(x)
@@ -2551,6 +2551,30 @@ def _fused_expert_grad_time(x: _Step) -> Any:
     share = m.moe_layer_count / m.layers
     kernels = share * hit * 2.0 * compute.KERNELS["moe_fused_grad_kernels"]
     return np.where(loop, compute.stream_time(share * nbytes, x.r, kernels=kernels), 0.0)
+
+
+def _expert_loop_input_grad_time(x: _Step) -> Any:
+    """Seconds per average layer and micro-batch of the input gradients transformers' per-expert loop returns
+    (PerfStyle.moe_expert_loop, a family outside split_expert_loop_families): MixtralSparseMoeBlock.forward takes each
+    hit expert's rows by advanced indexing, `hidden_states[None, top_x]` (huggingface/transformers modeling_mixtral.py,
+    4.36-4.5x; Qwen2 / Qwen3 MoE and OLMoE alike, gpt-oss's GptOssExperts `hidden_states[token_idx]`), whose
+    IndexBackward0 returns zeros of the WHOLE [tokens, hidden] input with that expert's rows accumulated in
+    (derivatives.yaml index.Tensor: index_backward(grad.new_zeros(self.sizes()), ...)), and autograd adds each into the
+    input's gradient beside the router's (torch/csrc/autograd/input_buffer.cpp accumulate: read two, write one): per hit
+    expert, E (1 - (1 - k / E)^T), a fill (1 x T x h) and an add (3 x T x h) in the activation dtype, `kernels:`
+    moe_loop_input_grad_kernels each; the backward only (the recompute re-runs the index, not its backward). Checked on
+    CPU: tests/estimate/test_expert_loop_input_grad_torch.py. GraniteMoe's one `layer_input[batch_index]` a layer makes
+    one such tensor for every expert (not counted). docs/known-gaps.md 273 (a)."""
+    m = x.model
+    loop = np.asarray(x.fw.moe_expert_loop, bool) & ~_family_listed(m, x.fw.split_expert_loop_families)
+    if not m.is_moe or not np.any(loop):
+        return 0.0
+    e, k = float(m.experts), float(m.experts_per_token)
+    hit = e * (1.0 - (1.0 - k / e) ** x.tok)
+    share = m.moe_layer_count / m.layers
+    nbytes = share * hit * 4.0 * x.tok * float(m.hidden) * x.act
+    kernels = share * hit * compute.KERNELS["moe_loop_input_grad_kernels"]
+    return np.where(loop, compute.stream_time(nbytes, x.r, kernels=kernels), 0.0)
 
 
 def _moe_dispatch_sync_excess(x: _Step) -> Any:
