@@ -3752,7 +3752,24 @@ def _reentrant_outer_exposed(x: _Step, z3_ag, z3_rs, n_coll, lat, fwd_s, layer_f
     beside = np.minimum(z3_ag, fwd_s)  # the backward's gathers that run beside the recompute
     backward = z3_rs + 2.0 * z3_ag - beside + 3.0 * lat_pass + x.k.overlap_interference * beside
     lost = _fsdp_run_ahead_lost(x)
-    return (1.0 - lost) * (forward + backward) + lost * (z3_rs + 3.0 * z3_ag + 4.0 * lat_pass)
+    serial = z3_rs + 3.0 * z3_ag + 4.0 * lat_pass + _fsdp1_unit_hooks_s(x, n_coll)
+    return (1.0 - lost) * (forward + backward) + lost * serial
+
+
+def _fsdp1_unit_hooks_s(x: _Step, n_coll) -> Any:
+    """Host seconds a micro-batch of FSDP1's forward hooks on the `n_coll` units of a pass, where they run with the GPU
+    idle: behind an MoE layer of transformers' eager loop (`_fsdp_run_ahead_lost`, which weighs this) the CPU waits at
+    the unit's last expert's sync for the GPU to finish, then runs the unit's _post_forward and the next unit's
+    _pre_forward (perf_constants.yaml lora.fsdp1_unit_calls forward: 26 calls, counted from
+    torch/distributed/fsdp/_runtime_utils.py) before that unit's all-gather and first kernel are issued, in the forward
+    and again in the recompute (the reentrant checkpoint around each unit re-runs its hooks), each at the launch-bound
+    eager op. The backward's hooks are left out (its pre-backward unshard follows the recompute's last sync too: a lower
+    bound). 0 off FSDP1 (DeepSpeed's engine times its own hooks, `_deepspeed_hook_excess`). docs/known-gaps.md 273 (e)."""
+    on = _on_fsdp1(x, shard_groups(x.a)[0])
+    if not np.any(on):
+        return 0.0
+    calls = float(x.k.raw["lora"]["fsdp1_unit_calls"]["forward"])
+    return np.where(on, n_coll * calls * (1.0 + x.full_share) * _launch_op_s(x.system.vendor), 0.0)
 
 
 def _fsdp_run_ahead_lost(x: _Step) -> Any:
