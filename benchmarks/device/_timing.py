@@ -27,3 +27,14 @@ def median_ms(fn, dev: str, warm: int, n: int) -> float:
             fn()
             out.append((time.perf_counter() - t) * 1e3)
     return statistics.median(out)
+
+
+def checkpointed_backward(blocks, h) -> None:
+    """Forward `h` through `blocks`, each under torch.utils.checkpoint(use_reentrant=True) as transformers 4.x's
+    gradient checkpointing runs a layer, then backward from a scalar of the output: forward, re-forward and backward."""
+    from torch.utils.checkpoint import checkpoint
+
+    x = h
+    for blk in blocks:
+        x = checkpoint(blk, x, use_reentrant=True)
+    x.float().pow(2).mean().backward()

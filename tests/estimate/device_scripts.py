@@ -17,3 +17,15 @@ def tiny_lines(script: Path) -> list[dict[str, Any]]:
     out = subprocess.run([sys.executable, str(script), "--tiny"], capture_output=True, text=True, check=True,
                          timeout=300).stdout.strip().splitlines()
     return [json.loads(line) for line in out]
+
+
+def import_tiny(script: Path):
+    """The device script `script` imported as a module with --tiny in sys.argv (its tiny widths, on the CPU)."""
+    import importlib
+
+    sys.argv.append("--tiny")
+    sys.path.insert(0, str(script.parent))
+    try:
+        return importlib.import_module(script.stem)
+    finally:
+        sys.argv.remove("--tiny")

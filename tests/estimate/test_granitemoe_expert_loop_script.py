@@ -3,11 +3,9 @@ one JSON line a case and size, transformers' expert-at-a-time loop and the group
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
-from .device_scripts import DEVICE_DIR, tiny_lines
+from .device_scripts import DEVICE_DIR, import_tiny, tiny_lines
 
 torch = pytest.importorskip("torch", reason="the device script's CPU smoke run needs PyTorch (the [dev] install has none)")
 
@@ -25,12 +23,7 @@ def test_tiny_run_prints_a_line_a_case():
 
 def test_the_loop_and_the_grouped_block_compute_the_same():
     """The grouped bound routes the same rows through the same weights: one output for both paths."""
-    sys.argv.append("--tiny")
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        import granitemoe_expert_loop as g
-    finally:
-        sys.argv.remove("--tiny")
+    g = import_tiny(SCRIPT)
     torch.manual_seed(0)
     loop, own, grouped = g.Block("loop"), g.Block("own_weights"), g.Block("grouped")
     grouped.load_state_dict(loop.state_dict())

@@ -3,11 +3,9 @@ host facts and one JSON line a case and size; its loop, hit-expert loop and grou
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
-from .device_scripts import DEVICE_DIR, tiny_lines
+from .device_scripts import DEVICE_DIR, import_tiny, tiny_lines
 
 torch = pytest.importorskip("torch", reason="the device script's CPU smoke run needs PyTorch (the [dev] install has none)")
 
@@ -27,12 +25,7 @@ def test_tiny_run_prints_the_host_facts_then_a_line_a_case_and_size():
 def test_the_loops_and_the_grouped_block_compute_the_same():
     """One router and the same experts' weights: the 4.45 loop, the 4.47+ hit-expert loop and the grouped bound give
     one output."""
-    sys.argv.append("--tiny")
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        import mixtral_moe_loop as m
-    finally:
-        sys.argv.remove("--tiny")
+    m = import_tiny(SCRIPT)
     torch.manual_seed(0)
     loop, hit, grouped = m.Block("loop"), m.Block("loop_hit"), m.Block("grouped")
     hit.load_state_dict(loop.state_dict())
