@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,9 +35,6 @@ def check_rows_sourced(rs: list[dict], header: list[str], models_path: Path, n: 
 def check_run(run: list, bounds: dict[str, float], unfit: frozenset[str] = frozenset()) -> None:
     """No row refused; the runs said not to fit are exactly `unfit` (every run was made); each source's time MAPE
     within its bound (perf_heldout28.by_source groups, harness.mape)."""
-    import sys
-
-    sys.path.insert(0, str(BENCH))
     import perf_heldout28 as p28
     from harness import mape
 
@@ -50,9 +49,6 @@ def check_run(run: list, bounds: dict[str, float], unfit: frozenset[str] = froze
 def check_source_bounds(cases: list, bounds: dict[tuple[str, str], tuple[int, float]]) -> None:
     """For each (source, metric) of `bounds`: the source's scored cases of that metric (harness.scored: estimated, not
     refused) are exactly n, and their MAPE is under the bound (docs/known-gaps.md 257 (a))."""
-    import sys
-
-    sys.path.insert(0, str(BENCH))
     from harness import mape, scored
 
     for (source, metric), (n, bound) in bounds.items():
@@ -68,6 +64,29 @@ def check_columns_and_ids(rs: list[dict], header_csv: Path, n: int, more: bool =
     header = header_csv.open(encoding="utf-8").readline().strip().split(",")
     assert (list(rs[0])[: len(header)] if more else list(rs[0])) == header
     assert len({r["id"] for r in rs}) == len(rs) == n
+
+
+def check_rows_cited(rs: list[dict], n: int, urls: str | tuple[str, ...], date: str,
+                     refused: tuple[str, ...] = ()) -> None:
+    """A fine-tuning batch's rows (finetune_heldout.job reads them): finetune_heldout.DATA's columns and the
+    batch's own after them, n distinct ids, and per row: a url under one of `urls` at a full commit (not a
+    branch), a locator, a date `date` matches in full (a regular expression), what was assumed; the refused
+    rows exactly `refused`, in order."""
+    import finetune_heldout as fh
+
+    check_columns_and_ids(rs, fh.DATA, n, more=True)
+    for r in rs:
+        assert r["url"].startswith(urls), r["id"]
+        assert len(r["url"].split("/blob/")[1].split("/")[0]) == 40, r["id"]  # a full commit, not a branch
+        assert r["locator"] and re.fullmatch(date, r["date"]) and r["assumed"], r["id"]
+    assert [r["id"] for r in rs if r["refused"]] == list(refused)
+
+
+def script_stdout(name: str) -> str:
+    """What benchmarks/`name`.py prints, run as a user runs it (its own process, from benchmarks/); a failing
+    run raises."""
+    return subprocess.run([sys.executable, str(BENCH / f"{name}.py")], capture_output=True, text=True,
+                          check=True, cwd=BENCH).stdout
 
 
 def run_fixture(run_all: Callable[[], Any], name: str = "run"):

@@ -4,16 +4,10 @@ are today's figures with a margin, so a change that makes them worse fails here.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import finetune_heldout as fh  # noqa: E402
-from harness import mape  # noqa: E402
+import finetune_heldout as fh
+from harness import mape
 
 
 def test_every_row_is_scored_or_refused_with_a_reason():

@@ -5,15 +5,10 @@ for (benchmarks/finetune_heldout.py rows()). The LLaMA-Factory wiki's QLoRA rows
 from __future__ import annotations
 
 import csv
-import sys
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import finetune_heldout as fh  # noqa: E402
+import finetune_heldout as fh
 
 
 def test_stated_settings_reach_the_rows_and_their_jobs():

@@ -1,20 +1,18 @@
 """The held-out tests' shared checks (tests/estimate/heldout_rows.py): the per-source count and MAPE bound
 (docs/known-gaps.md 257 (a)) passes on cases within it and fails on a wrong count, a MAPE at or over the bound, or a
-source's refused row counted."""
+source's refused row counted; a fine-tuning row's citation (check_rows_cited) fails on each missing or wrong
+part."""
 
 from __future__ import annotations
-
-import sys
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from .heldout_rows import BENCH, check_source_bounds
+import finetune_heldout as fh
+from harness import Case, mape
 
-sys.path.insert(0, str(BENCH))
-
-from harness import Case, mape  # noqa: E402
+from .heldout_rows import check_rows_cited, check_source_bounds
 
 
 def _cases() -> list[Case]:
@@ -48,3 +46,36 @@ def test_passes_exactly_when_the_mape_is_under_the_bound(ratios, bound):
     else:
         with pytest.raises(AssertionError):
             check_source_bounds(cases, {("S", "tokens_s"): (len(cases), bound)})
+
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+URL, DATE = "https://github.com/o/r/blob/", r"2024-\d\d-\d\d"
+
+
+def _cited() -> list[dict[str, str]]:
+    """Two rows with finetune_heldout.DATA's columns and one of their own after them, cited at a full commit;
+    b refused."""
+    header = fh.DATA.open(encoding="utf-8").readline().strip().split(",")
+    cited = {"url": f"https://github.com/o/r/blob/{COMMIT}/README.md", "locator": "README.md table",
+             "date": "2024-04-02", "assumed": "bf16"}
+    return [dict.fromkeys(header, "") | cited | {"id": rid, "refused": refused, "own": "x"}
+            for rid, refused in (("a", ""), ("b", "why"))]
+
+
+def test_cited_rows_pass():
+    check_rows_cited(_cited(), 2, ("https://github.com/x/", URL), r"2024-04-\d\d", refused=("b",))
+
+
+@pytest.mark.parametrize("change, args", [({}, (3, URL, DATE, ("b",))),
+                                          ({}, (2, "https://github.com/p/", DATE, ("b",))),
+                                          ({}, (2, URL, r"2024-05-\d\d", ("b",))), ({}, (2, URL, DATE, ())),
+                                          ({"url": "https://github.com/o/r/blob/main/README.md"}, ()),
+                                          ({"date": "2024-04-02 (approx.)"}, ()),
+                                          ({"locator": ""}, ()), ({"assumed": ""}, ())])
+def test_a_wrong_citation_fails(change, args):
+    """A wrong count, url, date or refused list; a branch for a commit, a date with more after it, no locator,
+    no assumptions."""
+    rows = _cited()
+    rows[0] |= change
+    with pytest.raises(AssertionError):
+        check_rows_cited(rows, *(args or (2, URL, DATE, ("b",))))

@@ -9,15 +9,9 @@ Cisco H200 5.0% over 2; SCITIX H100 +17.6%) with a margin: docs/known-gaps.md 17
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout26 as ph  # noqa: E402
+import perf_heldout26 as ph
 
 
 def test_every_row_names_its_source_recipe_and_date():

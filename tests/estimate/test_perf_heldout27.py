@@ -7,18 +7,13 @@ at its measured ratio over per-tensor FP8, 2026-12-03: 5.4% over the 39): docs/k
 
 from __future__ import annotations
 
-import sys
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout27 as ph  # noqa: E402
+import perf_heldout27 as ph
 
 # the release branch state each table's rows are read from (benchmarks/perf_heldout27.py)
 # (25.11: the GPT-OSS lines, the 8K ones from a developer branch of r0.2.0, the others from the v0.2.0 tag)

@@ -7,16 +7,11 @@ What the rows do show (the FP8 / BF16 and DeepEP / all-to-all gains at one layou
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
-from .heldout_rows import check_rows_sourced, check_run, run_fixture
+import perf_heldout as ph
+import perf_heldout28 as p28
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout28 as p28  # noqa: E402
+from .heldout_rows import BENCH, check_rows_sourced, check_run, run_fixture
 
 # source -> MAPE bound (%); reached at landing in the comment
 BOUNDS = {

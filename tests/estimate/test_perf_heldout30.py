@@ -7,21 +7,15 @@ the rows show at one layout (the fused-loss and DeepEP gains) is held tighter.""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import yaml
 
+import perf_heldout as ph
+import perf_heldout28 as p28
+import perf_heldout30 as p30
+from trainsizer.models import load_model
+
 from .heldout_rows import check_rows_sourced, check_run, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout28 as p28  # noqa: E402
-import perf_heldout30 as p30  # noqa: E402
-from trainsizer.models import load_model  # noqa: E402
 
 # source -> MAPE bound (%); reached at landing in the comment
 BOUNDS = {

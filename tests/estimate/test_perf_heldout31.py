@@ -6,19 +6,13 @@ so their bounds guard against a regression, not an accuracy claim; FMS-FSDP's ar
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
+import perf_heldout as ph
+import perf_heldout31 as p31
+import perf_heldout56 as p56
+
 from .heldout_rows import check_rows_sourced, check_run, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout31 as p31  # noqa: E402
-import perf_heldout56 as p56  # noqa: E402
 
 # source -> MAPE bound (%); reached at landing in the comment
 BOUNDS = {

@@ -6,16 +6,10 @@ they guard against a regression, not an accuracy claim (docs/known-gaps.md 78)."
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import perf_heldout as ph
+import perf_heldout32 as p32
 
 from .heldout_rows import check_rows_sourced, check_run, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout32 as p32  # noqa: E402
 
 # source -> MAPE bound (%); reached at landing in the comment
 BOUNDS = {

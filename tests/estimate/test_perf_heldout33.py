@@ -9,20 +9,15 @@ accuracy claim (docs/known-gaps.md 86)."""
 from __future__ import annotations
 
 import csv
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+import perf_heldout as ph
+import perf_heldout33 as p33
+from perf_mbridge26 import group_mape
+
 from .heldout_rows import run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout33 as p33  # noqa: E402
-from perf_mbridge26 import group_mape  # noqa: E402
 
 # source -> MAPE bound (%); reached at landing in the comment
 BOUNDS = {

@@ -6,18 +6,12 @@ guard against a regression, not an accuracy claim (docs/known-gaps.md 92)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 
+import perf_heldout as ph
+import perf_heldout34 as p34
+
 from .heldout_rows import check_rows_sourced, check_run
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout34 as p34  # noqa: E402
 
 # source -> time MAPE bound (%); reached at landing in the comment
 BOUNDS = {

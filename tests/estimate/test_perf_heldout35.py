@@ -5,17 +5,11 @@ figures measured when the rows were added, with a margin: they guard against a r
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import finetune_heldout as fh
+import perf_heldout35 as p35
+from harness import mape
 
 from .heldout_rows import check_columns_and_ids, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import finetune_heldout as fh  # noqa: E402
-import perf_heldout35 as p35  # noqa: E402
-from harness import mape  # noqa: E402
 
 # metric -> MAPE bound (%); reached at landing in the comment
 # peak_gib on the reserved basis with the caching allocator's growth since known-gaps 198 (a): 28.4 -> 13.5%

@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import csv
 import re
-import sys
-from pathlib import Path
 
 import numpy as np
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
+import perf_heldout as ph
+import perf_heldout36 as p36
 
-import perf_heldout as ph  # noqa: E402
-import perf_heldout36 as p36  # noqa: E402
+from .heldout_rows import BENCH
 
 
 def test_rows_carry_the_columns_of_the_mlperf_job_and_a_source():

@@ -5,19 +5,13 @@ not an accuracy claim (docs/known-gaps.md 100)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
+import finetune_heldout as fh
+import perf_heldout37 as p37
+from harness import mape
+
 from .heldout_rows import check_columns_and_ids, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import finetune_heldout as fh  # noqa: E402
-import perf_heldout37 as p37  # noqa: E402
-from harness import mape  # noqa: E402
 
 # metric -> MAPE bound (%); reached at landing in the comment
 # 116.5 at landing, 74.4 since 104, 70.9 since 104 (d), 22.1 since the 2024 rows take Alpaca2k's own lengths and

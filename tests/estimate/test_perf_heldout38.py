@@ -7,18 +7,13 @@ they guard against a regression, not an accuracy claim (docs/known-gaps.md 108).
 from __future__ import annotations
 
 import csv
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from .heldout_rows import run_fixture
+import perf_heldout38 as p38
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout38 as p38  # noqa: E402
+from .heldout_rows import BENCH, run_fixture
 
 cases = run_fixture(p38.cases, "cases")
 

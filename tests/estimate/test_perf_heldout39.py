@@ -6,19 +6,13 @@ against a regression, not an accuracy claim (docs/known-gaps.md 117)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
+import perf_heldout as ph
+import perf_heldout39 as p39
+from trainsizer.estimate.memory import CACHED_ONLY_ITEMS
+
 from .heldout_rows import check_rows_sourced, check_run, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout39 as p39  # noqa: E402
-from trainsizer.estimate.memory import CACHED_ONLY_ITEMS  # noqa: E402
 
 # source -> MAPE bound (%); reached at landing in the comment
 BOUNDS = {

@@ -8,20 +8,14 @@ against a regression, not an accuracy claim (docs/known-gaps.md 129)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
+import finetune_heldout as fh
+import perf_heldout as ph
+import perf_heldout40 as p40
+from harness import mape, scored
+
 from .heldout_rows import check_columns_and_ids, check_rows_sourced, check_run, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import finetune_heldout as fh  # noqa: E402
-import perf_heldout as ph  # noqa: E402
-import perf_heldout40 as p40  # noqa: E402
-from harness import mape, scored  # noqa: E402
 
 # (part, metric) -> MAPE bound (%); reached at landing in the comment
 FSDP_BOUNDS = {

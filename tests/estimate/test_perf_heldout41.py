@@ -6,21 +6,17 @@ the figures measured when the rows were added, with a margin: they guard against
 from __future__ import annotations
 
 import csv
-import sys
-from pathlib import Path
 
-from .heldout_rows import check_columns_and_ids, run_fixture
+import finetune_heldout as fh
+import perf_heldout41 as p41
+from harness import scored
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
+from .heldout_rows import check_columns_and_ids, check_source_bounds, run_fixture
 
-import finetune_heldout as fh  # noqa: E402
-import perf_heldout41 as p41  # noqa: E402
-from harness import mape, scored  # noqa: E402
-
-# source -> time MAPE bound (%); reached at landing in the comment
-TIME_BOUNDS = {
-    "PEFT MetaMathQA method comparison": 10.0,  # 7.1: full +0.6%, LoRA -8.1..-10.9% (known-gaps 140)
+# (source, metric) -> (rows, MAPE bound %); reached at landing in the comment
+BOUNDS = {
+    # 7.1: full +0.6%, LoRA -8.1..-10.9% (known-gaps 140)
+    ("PEFT MetaMathQA method comparison", "tokens_s"): (4, 10.0),
 }
 
 
@@ -53,10 +49,8 @@ def test_the_rows_state_what_run_py_sets():
 
 def test_no_row_refused_and_each_source_within_its_bound(cases):
     assert not [(c.row_id, c.skipped) for c in cases if c.skipped]
-    timed = scored(cases, "tokens_s")
-    assert len(timed) == 4
-    for source, bound in TIME_BOUNDS.items():
-        assert mape([c for c in timed if c.source == source]) < bound, source
+    assert len(scored(cases, "tokens_s")) == 4
+    check_source_bounds(cases, BOUNDS)
 
 
 def test_lora_is_predicted_faster_than_the_full_fine_tune_as_measured(cases):

@@ -8,19 +8,14 @@ from __future__ import annotations
 
 import csv
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
+import perf_heldout as ph
+import perf_heldout38 as p38
+import perf_heldout45 as p45
+
 from .heldout_rows import check_rows_sourced, check_run, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout38 as p38  # noqa: E402
-import perf_heldout45 as p45  # noqa: E402
 
 MZOO_BOUND = 19.0  # 15.5: -31.6..+38.5% (known-gaps 153 (a)-(d))
 NEMO_BOUNDS = {"NVIDIA NeMo 24.07 docs (H100 FP8)": 12.0}  # 9.3: +5.0 / +7.4 / +15.5%

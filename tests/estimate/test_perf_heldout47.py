@@ -7,20 +7,14 @@ figures measured when the rows were added, with a margin: they guard against a r
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-from .heldout_rows import check_columns_and_ids, check_source_bounds, run_fixture
+import finetune_heldout as fh
+import perf_heldout47 as p47
+from harness import scored
+from trainsizer.estimate.checkpoint_saves import checkpoint_save_bytes
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import finetune_heldout as fh  # noqa: E402
-import perf_heldout47 as p47  # noqa: E402
-from harness import scored  # noqa: E402
-from trainsizer.estimate.checkpoint_saves import checkpoint_save_bytes  # noqa: E402
+from .heldout_rows import check_rows_cited, check_source_bounds, run_fixture
 
 SOURCE = "torchao fine-tuning tutorial float8 table"
 ROCM = "AMD ROCm blogs Llama-2-7B fine-tuning on one MI300X"
@@ -39,16 +33,10 @@ cases = run_fixture(p47.cases, "cases")
 
 
 def test_every_row_names_its_source_commit_date_and_assumptions():
-    rs = p47.rows()
-    check_columns_and_ids(rs, fh.DATA, 21, more=True)  # finetune_heldout.job reads these columns
-    for r in rs:
-        assert r["url"].startswith(("https://github.com/pytorch/ao/blob/",
-                                    "https://github.com/NVIDIA/dgxc-benchmarking/blob/",
-                                    "https://github.com/ROCm/rocm-blogs/blob/")), r["id"]
-        assert len(r["url"].split("/blob/")[1].split("/")[0]) == 40, r["id"]  # a full commit, not a branch
-        assert r["locator"] and r["date"].startswith("202") and r["assumed"], r["id"]
-    refused = [r["id"] for r in rs if r["refused"]]
-    assert refused == ["aofp8ft_3b_fp8_rowwise_gw_hp_4xh100"]
+    urls = ("https://github.com/pytorch/ao/blob/", "https://github.com/NVIDIA/dgxc-benchmarking/blob/",
+            "https://github.com/ROCm/rocm-blogs/blob/")
+    check_rows_cited(p47.rows(), 21, urls, r"202\d-\d\d-\d\d",
+                     refused=("aofp8ft_3b_fp8_rowwise_gw_hp_4xh100",))
 
 
 def test_the_float8_rows_state_what_the_recipe_runs():

@@ -8,18 +8,13 @@ from __future__ import annotations
 
 import csv
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
+import perf_heldout as ph
+import perf_heldout48 as p48
+
 from .heldout_rows import check_rows_sourced, check_run, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout48 as p48  # noqa: E402
 
 BOUNDS = {"Lambda torchtitan batch sweep (8 B200)": 23.0,  # 19.1: GPT-OSS -8.5..+1.2%, Qwen3 +34% (164 (d))
           "Lambda torchtitan batch sweep (8 B200) peak memory": 29.0,  # 25.4: GPT-OSS +20..+25%, Qwen3 -23..-34% (169)

@@ -5,20 +5,14 @@ accuracy claim (docs/known-gaps.md 167)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
+import perf_heldout as ph
+import perf_heldout28 as p28
+import perf_heldout49 as p49
+from harness import mape
+
 from .heldout_rows import check_rows_sourced, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout28 as p28  # noqa: E402
-import perf_heldout49 as p49  # noqa: E402
-from harness import mape  # noqa: E402
 
 H100 = "Megatron-LM CI golden values, 7B memory_speed (DGX H100)"
 GB200 = "Megatron-LM CI golden values, 7B memory_speed (DGX GB200)"

@@ -6,21 +6,15 @@ a regression, not an accuracy claim (docs/known-gaps.md 177)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
+import perf_heldout as ph
+import perf_heldout28 as p28
+import perf_heldout48 as p48
+import perf_heldout51 as p51
+from harness import mape
+
 from .heldout_rows import check_rows_sourced, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout28 as p28  # noqa: E402
-import perf_heldout48 as p48  # noqa: E402
-import perf_heldout51 as p51  # noqa: E402
-from harness import mape  # noqa: E402
 
 BLOG = "AWS SageMaker torchtitan blog (32 H100, p5)"
 AWSOME = "awsome-distributed-training torchtitan test case (32 H100, p5)"

@@ -5,19 +5,13 @@ rows were added, with a margin: they guard against a regression, not an accuracy
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
+import perf_heldout as ph
+import perf_heldout53 as p53
+from harness import mape
+
 from .heldout_rows import check_columns_and_ids, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout53 as p53  # noqa: E402
-from harness import mape  # noqa: E402
 
 COMMIT = "b798a90d6a1c87e9bdd087d435cc460a465dcbdd"
 # metric -> (rows, MAPE bound %); reached at landing in the comment

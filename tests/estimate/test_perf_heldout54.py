@@ -5,16 +5,10 @@ added, with a margin: they guard against a regression, not an accuracy claim (do
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout54 as p54  # noqa: E402
+import perf_heldout as ph
+import perf_heldout54 as p54
 
 SOURCES = {"mbissue4439_": "Megatron-Bridge/issues/4439", "mbpr1869_": "Megatron-Bridge/pull/1869",
            "torchtitan_2026-09_mi350x_": "torchtitan/pull/4779"}

@@ -5,15 +5,9 @@ against a regression, not an accuracy claim (docs/known-gaps.md 209)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout55 as p55  # noqa: E402
+import perf_heldout55 as p55
 
 SOURCES = {"xtuner_": "https://github.com/InternLM/xtuner/blob/253c42c9e/docs/zh_cn/benchmark/megatron_moe_benchmark.md",
            "paiissue643_": "https://github.com/alibaba/Pai-Megatron-Patch/issues/643"}

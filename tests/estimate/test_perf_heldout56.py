@@ -5,18 +5,11 @@ with a margin: they guard against a regression, not an accuracy claim (docs/know
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-from .heldout_rows import check_columns_and_ids, check_source_bounds, run_fixture
+import perf_heldout56 as p56
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import finetune_heldout as fh  # noqa: E402
-import perf_heldout56 as p56  # noqa: E402
+from .heldout_rows import check_rows_cited, check_source_bounds, run_fixture
 
 ACTIVE = "gpjt fine-tune-2024-04 active peak and tokens/s"
 RESERVED = "gpjt fine-tune-2024-04 reserved peak"
@@ -30,13 +23,7 @@ cases = run_fixture(p56.cases, "cases")
 
 
 def test_every_row_names_its_file_commit_date_and_assumptions():
-    rs = p56.rows()
-    check_columns_and_ids(rs, fh.DATA, 22, more=True)  # finetune_heldout.job reads these columns
-    for r in rs:
-        assert r["url"].startswith("https://github.com/gpjt/fine-tune-2024-04/blob/"), r["id"]
-        assert len(r["url"].split("/blob/")[1].split("/")[0]) == 40, r["id"]  # a full commit, not a branch
-        assert r["locator"] and r["date"].startswith("2024-") and r["assumed"], r["id"]
-    assert not [r["id"] for r in rs if r["refused"]]
+    check_rows_cited(p56.rows(), 22, "https://github.com/gpjt/fine-tune-2024-04/blob/", r"2024-\d\d-\d\d")
 
 
 def test_the_rows_are_the_scripts_job():

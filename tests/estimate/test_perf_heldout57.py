@@ -5,21 +5,15 @@ accuracy claim (docs/known-gaps.md 220)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import perf_heldout as ph
+import perf_heldout57 as p57
+from harness import mape
+
 from .heldout_rows import check_columns_and_ids, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout57 as p57  # noqa: E402
-from harness import mape  # noqa: E402
 
 ALL_BOUND = 40.0  # 35.6 at landing (220 (a)-(d)); 33.3 with the ZeRO-1 rows' all-reduce stated (224)
 # 8.4 at landing, 8.9 with zero1_grad_allreduce (224): the eleven single-TP rows, the layouts the estimate's DP and PP

@@ -6,20 +6,12 @@ accuracy claim (docs/known-gaps.md 221)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-from .heldout_rows import check_columns_and_ids, check_source_bounds, run_fixture
+import perf_heldout58 as p58
+from harness import scored
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import finetune_heldout as fh  # noqa: E402
-import perf_heldout58 as p58  # noqa: E402
-from harness import scored  # noqa: E402
+from .heldout_rows import check_rows_cited, check_source_bounds, run_fixture, script_stdout
 
 ACTIVE = "gpjt fine-tune-2024-04 sequence-length sweep, active peak and tokens/s"
 RESERVED = "gpjt fine-tune-2024-04 sequence-length sweep, reserved peak"
@@ -33,13 +25,7 @@ cases = run_fixture(p58.cases, "cases")
 
 
 def test_every_row_names_its_file_commit_date_and_assumptions():
-    rs = p58.rows()
-    check_columns_and_ids(rs, fh.DATA, 32, more=True)  # finetune_heldout.job reads these columns
-    for r in rs:
-        assert r["url"].startswith("https://github.com/gpjt/fine-tune-2024-04/blob/"), r["id"]
-        assert len(r["url"].split("/blob/")[1].split("/")[0]) == 40, r["id"]  # a full commit, not a branch
-        assert r["locator"] and r["date"].startswith("2024-08-") and r["assumed"], r["id"]
-    assert not [r["id"] for r in rs if r["refused"]]
+    check_rows_cited(p58.rows(), 32, "https://github.com/gpjt/fine-tune-2024-04/blob/", r"2024-08-\d\d")
 
 
 def test_the_rows_are_the_scripts_job():
@@ -130,8 +116,7 @@ def test_the_reserved_gaps_name_the_pools_part(cases):
 
 
 def test_the_script_runs():
-    out = subprocess.run([sys.executable, str(BENCH / "perf_heldout58.py")], capture_output=True, text=True,
-                         check=True, cwd=BENCH).stdout
+    out = script_stdout("perf_heldout58")
     assert "perf_heldout58 time: n=16" in out and "refused 0" in out
 
 

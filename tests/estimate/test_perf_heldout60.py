@@ -6,21 +6,15 @@ figures measured when the rows were added, with a margin: they guard against a r
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import perf_heldout as ph
+import perf_heldout60 as p60
+from harness import mape
+
 from .heldout_rows import check_columns_and_ids, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout60 as p60  # noqa: E402
-from harness import mape  # noqa: E402
 
 run = run_fixture(p60.run_all)
 

@@ -7,20 +7,13 @@ accuracy claim (docs/known-gaps.md 238)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-from .heldout_rows import check_columns_and_ids, check_source_bounds, run_fixture
+import finetune_heldout as fh
+import perf_heldout61 as p61
+from harness import scored
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import finetune_heldout as fh  # noqa: E402
-import perf_heldout61 as p61  # noqa: E402
-from harness import scored  # noqa: E402
+from .heldout_rows import check_rows_cited, check_source_bounds, run_fixture, script_stdout
 
 FMS = "fms-acceleration benchmarks"
 GRANITE = "fms-acceleration granite benchmarks"
@@ -38,13 +31,8 @@ cases = run_fixture(p61.cases, "cases")
 
 
 def test_every_row_names_its_file_commit_date_and_assumptions():
-    rs = p61.rows()
-    check_columns_and_ids(rs, fh.DATA, 41, more=True)  # finetune_heldout.job reads these columns
-    for r in rs:
-        assert r["url"].startswith("https://github.com/foundation-model-stack/fms-acceleration/blob/"), r["id"]
-        assert len(r["url"].split("/blob/")[1].split("/")[0]) == 40, r["id"]  # a full commit, not a branch
-        assert r["locator"] and r["date"] in ("2025-02-07", "2024-09-28", "2024-09-16") and r["assumed"], r["id"]
-    assert not [r["id"] for r in rs if r["refused"]]
+    check_rows_cited(p61.rows(), 41, "https://github.com/foundation-model-stack/fms-acceleration/blob/",
+                     "2025-02-07|2024-09-28|2024-09-16")
 
 
 def test_the_rows_are_the_suites_job():
@@ -133,6 +121,5 @@ def test_one_gpu_qlora_pays_the_fp32_stream(cases):
 
 
 def test_the_script_runs():
-    out = subprocess.run([sys.executable, str(BENCH / "perf_heldout61.py")], capture_output=True, text=True,
-                         check=True, cwd=BENCH).stdout
+    out = script_stdout("perf_heldout61")
     assert "perf_heldout61 time: n=41" in out and "refused 0" in out

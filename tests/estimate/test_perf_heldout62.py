@@ -5,16 +5,10 @@ rows were added, with a margin: they guard against a regression, not an accuracy
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import perf_heldout as ph
+import perf_heldout62 as p62
 
 from .heldout_rows import check_columns_and_ids, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout62 as p62  # noqa: E402
 
 run = run_fixture(p62.run_all)
 

@@ -7,21 +7,19 @@ regression, not an accuracy claim (docs/known-gaps.md 248)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-from .heldout_rows import check_columns_and_ids, check_rows_sourced, check_source_bounds, run_fixture
+import perf_heldout as ph
+import perf_heldout64 as p64
+from harness import mape, scored
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import finetune_heldout as fh  # noqa: E402
-import perf_heldout as ph  # noqa: E402
-import perf_heldout64 as p64  # noqa: E402
-from harness import mape, scored  # noqa: E402
+from .heldout_rows import (
+    check_rows_cited,
+    check_rows_sourced,
+    check_source_bounds,
+    run_fixture,
+    script_stdout,
+)
 
 PF = "fms-acceleration padding-free benchmarks"
 MP = "fms-acceleration multipack benchmarks"
@@ -36,13 +34,8 @@ cases = run_fixture(p64.cases, "cases")
 
 
 def test_every_row_names_its_file_commit_date_and_assumptions():
-    rs = p64.rows()
-    check_columns_and_ids(rs, fh.DATA, 28, more=True)  # finetune_heldout.job reads these columns
-    for r in rs:
-        assert r["url"].startswith("https://github.com/foundation-model-stack/fms-acceleration/blob/"), r["id"]
-        assert len(r["url"].split("/blob/")[1].split("/")[0]) == 40, r["id"]  # a full commit, not a branch
-        assert r["locator"] and r["date"] in ("2024-09-30", "2024-08-23") and r["assumed"], r["id"]
-    assert not [r["id"] for r in rs if r["refused"]]
+    check_rows_cited(p64.rows(), 28, "https://github.com/foundation-model-stack/fms-acceleration/blob/",
+                     "2024-09-30|2024-08-23")
 
 
 def test_the_rows_are_the_suites_job():
@@ -146,7 +139,6 @@ def test_all_to_alls_across_hosts_read_slower_than_predicted(xtuner_run):
 
 
 def test_the_script_runs():
-    out = subprocess.run([sys.executable, str(BENCH / "perf_heldout64.py")], capture_output=True, text=True,
-                         check=True, cwd=BENCH).stdout
+    out = script_stdout("perf_heldout64")
     assert "perf_heldout64 time: n=28" in out and "refused 0" in out
     assert "perf_heldout64 xtuner time: n=14" in out and "refused 0" in out

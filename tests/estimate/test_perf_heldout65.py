@@ -5,18 +5,12 @@ not an accuracy claim (docs/known-gaps.md 247)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import perf_heldout as ph
+import perf_heldout65 as p65
+from harness import mape
+from trainsizer.models import load_model
 
 from .heldout_rows import check_columns_and_ids, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout65 as p65  # noqa: E402
-from harness import mape  # noqa: E402
-from trainsizer.models import load_model  # noqa: E402
 
 run = run_fixture(p65.run_all)
 

@@ -6,19 +6,13 @@ with a margin: they guard against a regression, not an accuracy claim (docs/know
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
+import finetune_heldout as fh
+import perf_heldout66 as p66
+from harness import num, scored
+
 from .heldout_rows import check_columns_and_ids, check_source_bounds, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import finetune_heldout as fh  # noqa: E402
-import perf_heldout66 as p66  # noqa: E402
-from harness import num, scored  # noqa: E402
 
 SRC = "fms-acceleration MoE benchmarks"
 # (source, metric) -> (rows, MAPE bound %); reached at landing in the comment

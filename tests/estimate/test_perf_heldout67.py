@@ -6,18 +6,12 @@ guard against a regression, not an accuracy claim (docs/known-gaps.md 256)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import perf_heldout as ph
+import perf_heldout67 as p67
+from harness import mape
+from trainsizer.models import load_model
 
 from .heldout_rows import check_columns_and_ids, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout67 as p67  # noqa: E402
-from harness import mape  # noqa: E402
-from trainsizer.models import load_model  # noqa: E402
 
 run = run_fixture(p67.run_all)
 

@@ -9,18 +9,13 @@ measured when the rows were added, with a margin: they guard against a regressio
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
+import perf_heldout as ph
+import perf_heldout68 as p68
+
 from .heldout_rows import check_columns_and_ids, check_source_bounds, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout68 as p68  # noqa: E402
 
 MEM = "Megatron-SWIFT example scripts (memory)"
 TIME = "Megatron-SWIFT FP8 benchmark script (H20)"

@@ -6,21 +6,15 @@ the figures measured when the rows were added, with a margin: they guard against
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
+import perf_heldout as ph
+import perf_heldout69 as p69
+from harness import mape
+from trainsizer.estimate import flops as F
+from trainsizer.models import load_model
+
 from .heldout_rows import check_columns_and_ids, check_source_bounds, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout69 as p69  # noqa: E402
-from harness import mape  # noqa: E402
-from trainsizer.estimate import flops as F  # noqa: E402
-from trainsizer.models import load_model  # noqa: E402
 
 run = run_fixture(p69.run_all)
 SWISSAI = "swiss-ai Megatron-LM on GH200 (Alps), PR"

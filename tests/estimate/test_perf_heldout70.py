@@ -8,20 +8,15 @@ added, with a margin: they guard against a regression, not an accuracy claim (do
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
+import perf_heldout as ph
+import perf_heldout70 as p70
+from harness import mape
+from trainsizer.estimate import flops as F
+
 from .heldout_rows import check_columns_and_ids, check_source_bounds, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout70 as p70  # noqa: E402
-from harness import mape  # noqa: E402
-from trainsizer.estimate import flops as F  # noqa: E402
 
 run = run_fixture(p70.run_all)
 MI325 = "Primus TorchTitan DeepSeek-V3-16B (8 MI325X)"

@@ -5,17 +5,11 @@ against a regression, not an accuracy claim (docs/known-gaps.md 278)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import perf_heldout as ph
+import perf_heldout71 as p71
+from harness import mape
 
 from .heldout_rows import check_columns_and_ids, check_source_bounds, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout71 as p71  # noqa: E402
-from harness import mape  # noqa: E402
 
 run = run_fixture(p71.run_all)
 FLASHATTN = "FlashAttention training GPT-3 on 8 A100 (2022-11)"
