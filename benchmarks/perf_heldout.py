@@ -104,7 +104,8 @@ def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
     """The row as a user's job file. `strategy_extra` may also carry the job-level `flash_attention` and
     `bf16_layers` (decoder layers kept in BF16 under an FP8 / FP4 recipe), `pad_share` (rows padded to seq_len),
     `explicit_attention_mask` (SDPA handed the padded batch's mask: its memory-efficient backend, the whole square),
-    `hidden_dropout` / `attention_dropout` (the run's dropout probabilities) and the hardware's `per_node` (GPUs a host, where the catalog's host size is not the run's: DGX-2's 16 V100); a network
+    `hidden_dropout` / `attention_dropout` (the run's dropout probabilities), `packed_avg_tokens` (samples of that mean
+    length packed into the rows: the job's packing, its data as samples x avg_tokens) and the hardware's `per_node` (GPUs a host, where the catalog's host size is not the run's: DGX-2's 16 V100); a network
     written as `key=value;...` is an inline network (NICs per node, Gb/s per NIC, kind). A batch's own `method` column
     (perf_heldout68's fine-tuning rows: full, lora, dpo) sets the job's method, `lora_rank` / `lora_targets` (targets
     joined by +) its adapters; without them a row is pre-training."""
@@ -121,6 +122,7 @@ def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
     per_node = extra.pop("per_node", None)  # hardware level
     lora_rank = extra.pop("lora_rank", None)  # job level: a batch's LoRA rows (perf_heldout68), targets joined by +
     lora_targets = str(extra.pop("lora_targets", "all-linear")).split("+")
+    packed_avg = extra.pop("packed_avg_tokens", None)  # job level: samples of this mean length packed into the rows
     strategy = {"tp": whole(row["tp"], 1), "pp": whole(row["pp"], 1), "vpp": whole(row["vpp"], 1),
                 "cp": whole(row["cp"], 1), "ep": whole(row["ep"], 1), "micro_batch": whole(row["micro_batch"], 1),
                 "recompute": row["recompute"], "framework": row["framework"], **extra}
@@ -150,6 +152,9 @@ def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
         job["explicit_attention_mask"] = mask
     if lora_rank:
         job["lora"] = {"rank": int(lora_rank), "targets": lora_targets}
+    if packed_avg:  # offline-packed samples (perf_heldout72's Megatron-Bridge SFT rows): data as samples x their length
+        job |= {"packing": True, "data": {"samples": job["data"]["tokens"] / float(packed_avg),
+                                          "avg_tokens": float(packed_avg)}}
     return {**job, **dropouts}
 
 

@@ -1,0 +1,82 @@
+"""Held-out check on published runs added 2026-12-07 (forty-sixth batch: Megatron-Bridge fine-tuning on H100, full SFT and
+LoRA of dense, MoE and hybrid models; nothing fitted on them), one source no benchmark held for these runs:
+
+(1) Megatron-Bridge's model-verification cards (NVIDIA-NeMo/Megatron-Bridge examples/model_verification_cards/<model>/
+card.yaml, read at 067f987df, 2026-08-22): their `sft`, `peft` and `sft_long_context` training items on H100, each naming
+its recipe, the command's overrides, the Bridge commit it ran at and the mean of its last ten steps. perf_heldout60 / 63
+took the same cards' pre-training items; these fine-tuning items (Tulu 3 SFT data offline-packed into 2,048 / 8,192 /
+32,768-token rows, assistant-only loss) were not taken (docs/known-gaps.md 230, its item (c) of what is left). Models
+with a preset: Qwen3-8B, Qwen3-30B-A3B, GPT-OSS 20B / 120B, Moonlight-16B-A3B, Nemotron 3 Nano 4B.
+
+Data: benchmarks/data/heldout_2027t_mbridge_card_finetune.csv in heldout_pretrain.csv's columns plus `method` (full,
+lora) and `refused` (why the data does not score a row); perf_heldout.job_of builds each job (packed rows through
+`packed_avg_tokens`), every setting the card does not state is in the row's `assumed` column with the recipe and commit
+it was read from. The figure is the card's last_10_steps_step_time_ms_avg (metric step_time_s). The six long-context
+items (context parallelism over THD-packed rows) are listed, not scored: each runs several times the estimate's step
+(printed below the scored rows with its estimate; docs/known-gaps.md 285 (c)).
+
+Printed: each row (published, predicted step, error, the estimate's step terms), memory fits, the long-context items'
+measured over predicted step, each model's LoRA over full-SFT step ratio, the batch's time figures.
+
+Sign: (predicted - published) / published of the step: - = predicted too fast (the accuracy bands' throughput sign is
+the opposite: published / predicted - 1).
+
+Run: python benchmarks/perf_heldout72.py
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import perf_heldout as ph
+from harness import print_fits
+from perf_heldout69 import row_line, timed
+
+DATA = Path(__file__).resolve().parent / "data"
+CARD_ROWS = DATA / "heldout_2027t_mbridge_card_finetune.csv"
+TITLE = "(1) Megatron-Bridge model-card fine-tuning items on H100 (2026-07 / 08)"
+
+BATCH = ph.Batch((CARD_ROWS,))
+rows, models, job = BATCH.rows, BATCH.models, BATCH.job
+run_all, fits = BATCH.run_listed, BATCH.fits_listed  # a row the data does not score (its `refused` column) is listed
+
+
+def unscored() -> ph.Run:
+    """The rows the data lists without scoring them (the long-context items), estimated as written: (case, result,
+    row), the case's prediction the estimate's step."""
+    return BATCH.estimate([r for r in rows() if r["refused"]])
+
+
+def lora_over_full(run: ph.Run) -> list[tuple[str, float, float]]:
+    """(model, measured, predicted) LoRA step over full-SFT step a GPU-second for the models both items of which are
+    scored: each step times its GPUs, over the tokens a step (the items differ in GPUs and batch)."""
+    got = {(r["model"], r["method"]): (c, r) for c, _, r in run if not c.skipped}
+    out = []
+    for (model, method), (c, r) in got.items():
+        if method != "lora" or (model, "full") not in got:
+            continue
+        f, fr = got[(model, "full")]
+
+        def cost(x: float, row: dict[str, str]) -> float:
+            return x * int(row["gpu_count"]) / (int(row["global_batch_seqs"]) * int(row["seq_len"]))
+
+        out.append((model, cost(c.measured, r) / cost(f.measured, fr), cost(c.predicted, r) / cost(f.predicted, fr)))
+    return out
+
+
+def main() -> None:
+    run = run_all()
+    print(f"{TITLE}: published, predicted step (s), error (held out, nothing fitted):")
+    print("\n".join(row_line(*t) for t in run))
+    print_fits(fits(), "perf_heldout72")
+    print("\nlong-context items (listed, not scored): published, predicted step (s), published over predicted")
+    for c, res, r in unscored():
+        print(f"  {c.row_id:58s} {c.measured:8.4g} {c.predicted:8.4g}  x{c.measured / c.predicted:5.2f}  (CP {r['cp']}, "
+              f"{'fits' if res['memory']['fits'] else 'DOES NOT FIT'} {res['memory']['per_gpu_gib']:.0f} GiB)")
+    print("\nLoRA over full SFT, step GPU-seconds a token (measured, predicted):")
+    print("\n".join(f"  {m:24s} {a:.3f} {b:.3f}" for m, a, b in lora_over_full(run)))
+    print(ph.time_summary("perf_heldout72", timed(run)))
+
+
+if __name__ == "__main__":
+    main()
