@@ -51,8 +51,9 @@ def test_dgxc_rows_are_estimated_and_each_source_within_its_bound():
     check_run(run, BOUNDS)
     err = {c.row_id: c.predicted / c.measured - 1 for c, _, _ in run}
     assert 100 * np.mean(np.abs(list(err.values()))) <= 11.0  # reached: 9.5%
-    # every Llama 4 Maverick row predicted too fast (+6.4..+23.5%: known-gaps 92 (a)); FP8 more than BF16 at one layout
-    assert all(0.03 < e < 0.27 for rid, e in err.items() if "_llama4_" in rid)
+    # every Llama 4 Maverick row predicted too fast (+3.0..+23.5%: known-gaps 92 (a); the H100 rows' expert-TP pair
+    # exposed since 284 (a)); FP8 more than BF16 at one layout
+    assert all(0.02 < e < 0.27 for rid, e in err.items() if "_llama4_" in rid)
     for n in (128, 256, 512):
         assert err[f"dgxc25.05_gb200_llama4_maverick_fp8_{n}gpu"] > err[f"dgxc25.05_gb200_llama4_maverick_bf16_{n}gpu"]
     # Grok-1 on H100: the FP8 / BF16 gain overestimated (measured 1.19, predicted 1.46: known-gaps 92 (b))

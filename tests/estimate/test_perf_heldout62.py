@@ -69,8 +69,11 @@ def test_batch_bounds(run):
     assert len(dense) == 30 and len(grok) == 16
     assert sum(abs(e) for e in dense) / len(dense) < 0.06  # 4.0% at landing
     assert max(abs(e) for e in dense) < 0.16  # Llama 3.1 70B FP8 on 2,048 GPUs +12.0%
-    assert sum(abs(e) for e in grok) / len(grok) < 0.10  # 7.8% at landing
-    assert all(e > 0 for e in grok)  # every Grok-1 row predicted fast, FP8 the most (239 (f))
+    assert sum(abs(e) for e in grok) / len(grok) < 0.07  # 4.7% (7.8% at landing; the expert-TP pair exposed, 284 (a))
+    # every Grok-1 FP8 row predicted fast (239 (f)); the BF16 rows within 5% either way since 284 (a)
+    by_id = {c.row_id: p62.rate_err(c) for c in scored if "grok1" in c.row_id}
+    assert all(e > 0 for rid, e in by_id.items() if "_fp8_" in rid)
+    assert all(abs(e) < 0.05 for rid, e in by_id.items() if "_bf16_" in rid)
 
 
 def test_every_row_fits_with_the_optimizer_it_ran():

@@ -2166,12 +2166,13 @@ def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
     sac_gathers = (x.rc == 1) & np.asarray(x.fw.selective_op_policy) & x.sp
     fwd, bwd = _tp_collectives_per_pass(x)
     moe_skip, moe_routed = _moe_tp_collectives(x)
-    tp_per_layer = (fwd * (1.0 + x.full_share) + bwd + 1.0 * sac_gathers - moe_skip) * t_layer + moe_routed
+    tp_per_layer = (fwd * (1.0 + x.full_share) + bwd + 1.0 * sac_gathers - moe_skip) * t_layer
     if np.any(x.fw.tp_comm_overlap):  # hidden part still slows the GEMMs it overlaps (SM/HBM interference)
         style = np.asarray(x.fw.tp_overlap_fraction, float)
         hidden = np.where(np.isnan(style), k.tp_overlap_fraction, style)
         tp_per_layer = tp_per_layer * _when(x.fw.tp_comm_overlap, 1.0 - hidden * (1.0 - k.overlap_interference), 1.0)
-    return t_ar, tp_per_layer + _amax_reductions(x, k_tp, m_tp) + _delayed_amax_reductions(x) + \
+    # the dispatcher's expert-TP collectives run outside the linear layers the overlap covers: exposed either way
+    return t_ar, tp_per_layer + moe_routed + _amax_reductions(x, k_tp, m_tp) + _delayed_amax_reductions(x) + \
         _kv_subshard_time(x, k_tp, m_tp)
 
 
@@ -2320,8 +2321,13 @@ def _moe_tp_collectives(x: _Step) -> tuple[Any, Any]:
       before the combine (moe/token_dispatcher.py MoEAlltoAllTokenDispatcher.dispatch_postprocess:
       gather_from_sequence_parallel_region(global_input_tokens, group=self.tp_group), combine_preprocess:
       reduce_scatter_to_sequence_parallel_region; tp_group = the expert-TP group; Megatron-LM d98e8a6): the pair
-      moves tokens x etp / tp x top-k (x the capacity factor on the busiest rank) x hidden, 16-bit, over etp ranks
-      (the expert grid's fastest dimension), instead of tokens x hidden.
+      moves tokens x etp / tp x top-k (x the capacity factor on the busiest rank) x hidden over etp ranks (the
+      expert grid's fastest dimension), instead of tokens x hidden: the gather 16-bit, the reduce-scatter (and its
+      backward all-gather) in the routing probabilities' dtype, `hidden_states.to(self.probs.dtype)` before it and
+      `.to(hidden_states.dtype)` after (fp32 under moe_router_dtype fp32, ModelArch.router_fp32: twice the bytes and
+      two casts each way; token_dispatcher.py at Megatron-LM 5a676b36 token_unpermutation and d98e8a6
+      combine_preprocess). These collectives are torch.distributed calls on the compute stream, not the TE linear
+      layers' userbuffers: `_tp_comm` leaves them out of the TP overlap (docs/known-gaps.md 284 (a)).
     - Megatron-Core at expert TP > 1, flex dispatcher (DeepEP / HybridEP): no expert-TP collective; the dispatch
       goes over the TP x EP group to every expert-TP rank of a token's experts (MoEFlexTokenDispatcher:
       group=tp_ep_group, router_topk=tp_size x topk), timed in `_ep_comm`.
@@ -2340,8 +2346,13 @@ def _moe_tp_collectives(x: _Step) -> tuple[Any, Any]:
     k_et = comm.ranks_per_domain(x.et, 1.0, x.domain)
     m_et = comm.zone_members(x.et, 1.0, x.system)
     copies = m.experts_per_token * x.training.moe_capacity_factor
-    routed_bytes = x.tok * (x.et / x.t) * copies * m.hidden * x.act
-    pair = comm.all_reduce_time(routed_bytes, x.et, k_et, x.link(x.et, 1.0), x.system, 1.0, m_et)
+    elems = x.tok * (x.et / x.t) * copies * m.hidden
+    probs_bytes = np.maximum(x.act, 4.0) if m.router_fp32 else x.act
+    r_et = x.link(x.et, 1.0)
+    pair = comm.all_gather_time(elems * x.act, x.et, k_et, r_et, x.system, m_et) + \
+        comm.reduce_scatter_time(elems * probs_bytes, x.et, k_et, r_et, x.system, m_et)
+    if m.router_fp32:  # the casts into and out of the probabilities' dtype: the whole buffer and its 1 / etp shard
+        pair = pair + compute.stream_time(elems * (1.0 + 1.0 / x.et) * (x.act + probs_bytes), x.r, kernels=2.0)
     routed = np.where(on & split & mcore & alltoall, passes * pair, 0.0)
     return np.where(drop, passes, 0.0), routed
 
