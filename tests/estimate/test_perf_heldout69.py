@@ -136,17 +136,19 @@ def test_atorch_hardware_flops_is_the_examples_formula():
     assert round(100 * 204.67 / 312, 1) == 65.6
 
 
-def test_atorch_fsdp_time_holds_and_its_peaks_sit_a_little_above_the_measured(run):
+def test_atorch_fsdp_time_holds_and_its_peaks_match_the_measured(run):
     """FSDP1 time within -5..+2% at 8-64 GPUs; the max_memory_allocated peaks with the K / V cache the model returns
     and the loop holds across the step (strategy.returns_kv_cache, live_at_rerun logits; docs/known-gaps.md 271 (a))
-    +11.1 / +8.1 / +6.2 / +5.1% at landing, the excess falling with the GPU count (the 16-bit shard and gradient items
-    the forward's peak does not hold, 271 (b)); without the cache they sat 10.8-13.5 GiB below: a guard both ways."""
+    +11.1 / +8.1 / +6.2 / +5.1% at 271's landing, -0.0 / -0.1 / -0.2 / -0.2% once the forward's end holds no 16-bit
+    shard, no gradient and only the root unit and the prefetched layer (281 (a)); without the cache they sat 10.8-13.5
+    GiB below: a guard both ways. What shards falls from 8 to 64 GPUs as measured (12 B a parameter: the fp32 shard and
+    AdamW's moments), where it fell 2.7 GiB more with the 16-bit shard and gradients counted."""
     fsdp = {r["id"]: c for c, _, r in run if r["id"].startswith("atorch_") and r["framework"] == "fsdp"}
     assert all(-0.06 < c.err < 0.03 for k, c in fsdp.items() if not k.endswith("_mem"))
     mem = [c for _, c in sorted((int(r["gpu_count"]), c) for c, _, r in run
                                 if r["id"].startswith("atorch_") and r["framework"] == "fsdp" and r["id"].endswith("_mem"))]
-    assert len(mem) == 4 and all(0.03 < c.err < 0.14 for c in mem)
-    assert [c.predicted - c.measured for c in mem] == sorted((c.predicted - c.measured for c in mem), reverse=True)
+    assert len(mem) == 4 and all(-0.03 < c.err < 0.03 for c in mem)
+    assert abs((mem[0].predicted - mem[-1].predicted) - (mem[0].measured - mem[-1].measured)) < 0.3
 
 
 def test_atorch_ds3d_tensor_parallel_rows_are_predicted_too_fast(run):

@@ -9,6 +9,10 @@ Which loops free them:
   src/transformers/trainer.py at 000945a9b7; the same call since 4.x), and nn.Module.zero_grad's set_to_none defaults
   to True from torch 2.0. Not under DeepSpeed's engine (ZeRO-1/2, or ZeRO-3 without fsdp): its optimizer keeps its
   own flat gradient partitions and buckets, which the Trainer's zero_grad does not free.
+- the fsdp style's loops (Composer's _train_microbatches: optimizer.zero_grad(set_to_none=True) before a batch's
+  first forward, mosaicml/composer trainer.py at 640518880; ATorch's fsdp_llama2.py optimizer.zero_grad() after the
+  step) over FSDP1 units whose fp32 shard is their only weights (fsdp1_mixed: FSDP1 drops the flat gradient when every
+  original one is None); not their DDP path, whose reducer keeps its buckets (not read here).
 With one micro-batch a step and no pipeline each gradient is then created by this backward, as the activations it
 needs are freed; with accumulation only a step's first micro-batch holds none, so the step's peak (a later
 micro-batch) holds them all, as before.
@@ -40,15 +44,16 @@ import numpy as np
 SET_TO_NONE_STYLES = ("torchtune", "hf")
 
 
-def fresh_gradients(name: str, hf_auto: Any, zero: Any, n_micro: Any, pp: Any, ds_engine: Any) -> Any:
+def fresh_gradients(name: str, hf_auto: Any, zero: Any, n_micro: Any, pp: Any, ds_engine: Any,
+                    fsdp_units: Any = False) -> Any:
     """Where the backward creates every gradient (the loop freed them at the step), per strategy: torchtune without
     sharding or under FSDP (zero 0 or >= 3); the HF Trainer (framework hf, or auto where it resolves to hf: `hf_auto`)
-    without a ZeRO stage or with FSDP's (zero >= 3 not on DeepSpeed's engine, `ds_engine`); one micro-batch a step and
-    no pipeline (module docstring)."""
+    without a ZeRO stage or with FSDP's (zero >= 3 not on DeepSpeed's engine, `ds_engine`); the fsdp style's FSDP1
+    units (`fsdp_units`: fsdp1_mixed.fp32_shard_units); one micro-batch a step and no pipeline (module docstring)."""
     z = np.asarray(zero)
     plain_or_fsdp = (z == 0) | (z >= 3)
     hf = (np.asarray(hf_auto, bool) if name == "auto" else np.asarray(name == "hf")) & ~np.asarray(ds_engine, bool)
-    styles = np.asarray(name == "torchtune") | hf
+    styles = np.asarray(name == "torchtune") | hf | (np.asarray(fsdp_units, bool) & (z >= 3))
     return styles & plain_or_fsdp & (np.asarray(n_micro) < 1.5) & (np.asarray(pp) <= 1)
 
 

@@ -35,7 +35,15 @@ from typing import Any
 import numpy as np
 
 from trainsizer.errors import SpecError, unknown_name
-from trainsizer.estimate import allocator, fsdp1_no_sync, grad_segments, nf4_init, pipeline, zero_pools
+from trainsizer.estimate import (
+    allocator,
+    fsdp1_mixed,
+    fsdp1_no_sync,
+    grad_segments,
+    nf4_init,
+    pipeline,
+    zero_pools,
+)
 from trainsizer.estimate.activations import (
     ATTENTION_IMPLS,
     LayerItems,
@@ -373,6 +381,7 @@ class _Batch:
     frozen_casts: np.ndarray  # ... and run under autocast, which saves each frozen linear's cast (`_frozen_weight_casts`)
     head_cast: bool  # ... and run under autocast: the LM head's 16-bit weight cast is saved (`_head_weight_cast`)
     fresh_grads: np.ndarray  # gradients created in this backward (`_backward_phases`), per strategy
+    fp32_shard: np.ndarray  # the fsdp style's FSDP1 units keep only the fp32 shard (fsdp1_mixed), per strategy
     chunked_loss: bool  # the LM head runs chunk by chunk (torchtune's chunked output and loss)
     chunked_nll: bool  # TRL's chunked_nll: per-chunk fp32 LM-head copies, no logits (`_chunked_nll_working_set`)
     titan_chunked: np.ndarray  # torchtitan's chunked loss: head and loss forward + backward a chunk at a time
@@ -473,10 +482,10 @@ class _Batch:
 
 
 def _state_bytes(mega: np.ndarray, pre: _Pre, name: str, training: Training, bf16_grads: np.ndarray,
-                 precision: str | None = None) -> dict:
+                 precision: str | None = None, fp32_shard: Any = False) -> dict:
     """Bytes per parameter of each model state per strategy: the framework profile's, with torchtune's
-    model-dtype states, Megatron-Core's bf16 gradient buffer and strategy.optimizer_precision (`precision`)
-    where they apply."""
+    model-dtype states, Megatron-Core's bf16 gradient buffer, strategy.optimizer_precision (`precision`) and the
+    fsdp style's FSDP1 sharded gradient in the fp32 shard's dtype (`fp32_shard`, fsdp1_mixed) where they apply."""
     st = {key: _by_prof(mega, lambda pr, n=key: getattr(pre.states[pr], n)) for key in
           ("weights", "grads", "grad_fp32_copy", "master", "grad_accum_fp32", "optimizer", "fp8_cache")}
     if name == "torchtune":
@@ -493,6 +502,8 @@ def _state_bytes(mega: np.ndarray, pre: _Pre, name: str, training: Training, bf1
     if np.any(bf16_grads):
         st["grads"] = np.where(bf16_grads, float(act_bytes(training.precision)), st["grads"])
         st["grad_accum_fp32"] = np.where(bf16_grads, 0.0, st["grad_accum_fp32"])
+    if np.any(fp32_shard):
+        st["grads"] = fsdp1_mixed.sharded_grad_bytes(st["grads"], st["master"], fp32_shard)
     return st
 
 
@@ -576,10 +587,10 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     gathered_logits = getattr(strategy, "loss_parallel", None) is False
     loss_bytes = _logit_extras(training, strategy, name, loss_bytes, titan & (t > 1) & (not gathered_logits), z)
     loss_bytes = _chunk_at_a_time(loss_bytes, titan_chunked, titan_loss_compiled, training)
-    st = _state_bytes(mega, pre, name, training, bf16_grads, _optimizer_precision(strategy, training, fp8_params))
-    # torchtune's recipes and the HF Trainer free the gradients after each step (zero_grad, set_to_none): with one
-    # micro-batch per step and no pipeline, each gradient is created by this backward (grad_segments)
-    fresh = grad_segments.fresh_gradients(name, ~mega & ~titan, z, n_micro, p, ds_engine)
+    fp32_shard = fsdp1_mixed.fp32_shard_units(strategy, name, mega, titan, z, dpc, training)  # FSDP1's fp32 shard
+    st = _state_bytes(mega, pre, name, training, bf16_grads, _optimizer_precision(strategy, training, fp8_params),
+                      fp32_shard)
+    fresh = grad_segments.fresh_gradients(name, ~mega & ~titan, z, n_micro, p, ds_engine, fp32_shard)
     live = _live_at_rerun(strategy, name, loss_impl, mega)
     return _Batch(model=model, training=training, options=options, pre=pre, c=load_memory_constants(), s=s,
                   t=t, p=p, v=s["vpp"], d=d, cp=cp, ep=ep, et=s["etp"], z=z, rec=rec, off=s["offload"],
@@ -592,7 +603,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   loss_impl=loss_impl,
                   held_logit_bytes=_held_logit_bytes(live, loss_impl, name, float(act_bytes(training.precision))),
                   expandable=allocator.expandable_segments(strategy, name, titan),
-                  fp8_params=fp8_params, fp8_transpose_bytes=_fp8_transpose_bytes(strategy, training, accelerator), eager_sac=eager_sac, grad_reduce_in_fp32=g32, fresh_grads=fresh,
+                  fp8_params=fp8_params, fp8_transpose_bytes=_fp8_transpose_bytes(strategy, training, accelerator), eager_sac=eager_sac, grad_reduce_in_fp32=g32, fresh_grads=fresh, fp32_shard=fp32_shard,
                   chunked_loss=chunked, chunked_nll=loss_impl == "chunked-nll", titan_chunked=titan_chunked, head_own_unit=bool(getattr(strategy, "shard_embedding_head_separately", None)),
                   loss_bytes=loss_bytes, dpc=dpc, divisors=divisors, tokens=tokens, n_micro=n_micro, n_sched=n_sched,
                   sp_div=sp_div, dense_b=dense_b, moe_b=moe_b, dense_none=dense_none, moe_none=moe_none, st=st,
@@ -1296,7 +1307,8 @@ def _full_states(b: _Batch, params: _StageParams, items: dict[str, Any]) -> _Sta
     training, shard, st = b.training, b.shard, b.st
     p_dense, p_exp, gemm_dense = params.dense, params.experts, params.gemm_dense
     offload_opt, offload_par = b.offload_opt, b.offload_par
-    w = st["weights"] * shard(p_dense, p_exp, 3)
+    # the fsdp style's FSDP1 units hold no 16-bit shard: the fp32 master is their only weights (fsdp1_mixed)
+    w = np.where(b.fp32_shard, 0.0, st["weights"] * shard(p_dense, p_exp, 3))
     fp8c = b.c["fp8"]
     if np.any(b.fp8_params):  # FP8 primary weights: the GEMM weights' only copy is the 1-byte FP8 tensor
         fp8_w = (st["weights"] - fp8c["param_bytes_per_gemm_param"]) * shard(gemm_dense, p_exp, 3)
@@ -1962,11 +1974,27 @@ def _titan_loss_units(b: _Batch, options: MemoryOptions) -> Any:
     return np.where(sharded, b.w16 * (head_p + float(b.model.final_norm_params)) + w_layer - layers, 0.0)
 
 
+def _fsdp1_loss_units(b: _Batch, options: MemoryOptions) -> Any:
+    """Change to the gathered units' bytes (`_overheads`) in the loss phase of the fsdp style's FSDP1 units
+    (`_Batch.fp32_shard`; 0 elsewhere and without overheads): the root's 16-bit weights and one layer's, the last,
+    prefetched at the backward's start; no layer gradient and no root gradient yet (fsdp1_mixed)."""
+    if not options.overheads or not np.any(b.fp32_shard):
+        return 0.0
+    oc = b.c["framework_overhead"]
+    w_layer, g_layer = _gathered_layer_bytes(b)
+    root_grad = _fsdp_root_unit(b) - b.w16 * _fsdp_root_params(b)
+    units = b.fp32_shard & (b.p == 1)  # pipelining gathers every unit (`_overheads` pp_hold)
+    return fsdp1_mixed.loss_phase_units(units, w_layer, g_layer, oc["zero3_gathered_layers"],
+                                        oc["zero3_unsharded_grad_layers"], root_grad)
+
+
 def _fsdp2_phase_units(b: _Batch, options: MemoryOptions) -> tuple[Any, Any]:
-    """(loss phase, layer phase) bytes of FSDP2's units for `_backward_phases`: torchtune's gathered units,
-    torchtitan's loss-phase units (`_titan_loss_units`) and held reduce-scatter input (`_fsdp2_reduce_scatter_hold`)."""
+    """(loss phase, layer phase) bytes of the FSDP units for `_backward_phases`: torchtune's gathered units,
+    torchtitan's loss-phase units (`_titan_loss_units`) and held reduce-scatter input (`_fsdp2_reduce_scatter_hold`),
+    the fsdp style's FSDP1 loss-phase units (`_fsdp1_loss_units`)."""
     in_loss, in_layer = _torchtune_fsdp2_phase_units(b, options)
-    return in_loss + _titan_loss_units(b, options), in_layer + _fsdp2_reduce_scatter_hold(b, options)
+    in_loss = in_loss + _titan_loss_units(b, options) + _fsdp1_loss_units(b, options)
+    return in_loss, in_layer + _fsdp2_reduce_scatter_hold(b, options)
 
 
 def _overheads(b: _Batch, g: _Stage, items: dict[str, Any], trainable_pg: Any, loss_phase: Any) -> None:
@@ -2006,8 +2034,8 @@ def _overheads(b: _Batch, g: _Stage, items: dict[str, Any], trainable_pg: Any, l
         in_loss, in_layer = _torchtune_fsdp2_phase_units(b, DEFAULT_OPTIONS)
         gathered = np.where(z >= 3, np.where(loss_phase, in_loss, in_layer), gathered)
     gathered = gathered + np.where((z >= 3) & (p == 1) & (b.dpc > 1), _fsdp_root_unit(b), 0.0)
-    gathered = gathered + np.where(loss_phase, _titan_loss_units(b, DEFAULT_OPTIONS),
-                                   _fsdp2_reduce_scatter_hold(b, DEFAULT_OPTIONS))
+    gathered = gathered + np.where(loss_phase, _titan_loss_units(b, DEFAULT_OPTIONS) + _fsdp1_loss_units(
+        b, DEFAULT_OPTIONS), _fsdp2_reduce_scatter_hold(b, DEFAULT_OPTIONS))
     # Nothing is gathered where nothing is sharded: at one data-parallel rank torchtitan applies no FSDP
     # (parallel_dims.fsdp_enabled = dp_shard > 1 or cp > 1), NeMo AutoModel returns the model unwrapped
     # (FSDP2Manager.parallelize at world size 1), FSDP1 switches to NO_SHARD ("FSDP is switching to use NO_SHARD ...
@@ -2079,13 +2107,18 @@ def _fsdp_root_unit(b: _Batch) -> Any:
     accel = (b.name == "hf") | ((b.name == "auto") & ~b.mega & ~b.titan)
     if b.head_own_unit or b.name == "torchtune" or not (fsdp1 or np.any(accel) or np.any(b.titan)):
         return 0.0
-    lay, model = b.pre.layout, b.model
-    head_p = float(lay.lm_head_own) / b.t
-    root_p = float(lay.embedding) / b.emb_t + head_p + float(model.final_norm_params)
+    head_p = float(b.pre.layout.lm_head_own) / b.t
+    root_p = _fsdp_root_params(b)
     # under fsdp_no_sync the head's gradient is in the unsharded hold (`_no_sync_grad_bytes`)
     grad = np.where(b.no_sync_hold, 0.0, b.w16 if b.training.trains_base_weights else 0.0)
     held = b.w16 * root_p + grad * (root_p if fsdp1 else head_p)
     return held if fsdp1 else np.where(b.titan | (accel & ~np.asarray(b.ds_engine, bool)), held, 0.0)
+
+
+def _fsdp_root_params(b: _Batch) -> Any:
+    """Parameters of the FSDP root unit on one GPU (`_fsdp_root_unit`): the embedding, the LM head and the final norm."""
+    lay = b.pre.layout
+    return float(lay.embedding) / b.emb_t + float(lay.lm_head_own) / b.t + float(b.model.final_norm_params)
 
 
 def _deepspeed_zero3_live(b: _Batch, g: _Stage, layer_p: Any, trainable_pg: Any) -> tuple[Any, Any]:
