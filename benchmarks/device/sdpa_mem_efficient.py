@@ -29,11 +29,11 @@ universal-llm-trainer rows' setting) is timed once at head dim 128. Budget on an
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 
 import torch
 import torch.nn.functional as F
+from _timing import median_ms
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 TINY = "--tiny" in sys.argv
@@ -45,27 +45,6 @@ SEQ = 64 if TINY else (2048 if "--short" in sys.argv else 8192)
 WIDTH = 256 if TINY else 4096
 HEAD_DIMS = (64, 128) if TINY else (64, 80, 96, 128, 256)
 WARM, N = (1, 2) if TINY else (2, 5)
-
-
-def _time_ms(fn) -> float:
-    """Median wall ms of fn() (CUDA events on a card, perf_counter on the CPU)."""
-    import time
-    out = []
-    for i in range(WARM + N):
-        if CUDA:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            torch.cuda.synchronize()
-            ms = start.elapsed_time(end)
-        else:
-            t0 = time.perf_counter()
-            fn()
-            ms = 1e3 * (time.perf_counter() - t0)
-        if i >= WARM:
-            out.append(ms)
-    return statistics.median(out)
 
 
 def _inputs(d: int, dtype=DTYPE):
@@ -92,8 +71,8 @@ def _case(name: str, d: int, backend, mask=None, causal: bool = False, dtype=DTY
         o = fwd()
         o.backward(grad)
 
-    f_ms = _time_ms(fwd)
-    fb_ms = _time_ms(bwd)
+    f_ms = median_ms(fwd, DEV, WARM, N)
+    fb_ms = median_ms(bwd, DEV, WARM, N)
     b_ms = max(fb_ms - f_ms, 1e-9)
     return {"case": name, "d": d, "heads": h, "seq": SEQ, "fwd_ms": round(f_ms, 3), "bwd_ms": round(b_ms, 3),
             "fwd_tflops": round(flops / f_ms / 1e9, 1), "bwd_tflops": round(2.5 * flops / b_ms / 1e9, 1)}

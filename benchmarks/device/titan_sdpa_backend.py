@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import json
 import platform
-import statistics
 import sys
 import warnings
 
 import torch
 import torch.nn.functional as F
+from _timing import median_ms
 from torch.backends.cuda import SDPAParams
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -47,27 +47,6 @@ HEAD_DIM = 16 if TINY else 128
 WARM, N = (1, 2) if TINY else (2, 5)
 TITAN = [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]
 OPS = ("cudnn", "flash", "efficient", "math")  # the aten SDPA ops' distinguishing words
-
-
-def _time_ms(fn) -> float:
-    """Median ms of fn() (CUDA events on a card, perf_counter on the CPU)."""
-    import time
-    out = []
-    for i in range(WARM + N):
-        if CUDA:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            torch.cuda.synchronize()
-            ms = start.elapsed_time(end)
-        else:
-            t0 = time.perf_counter()
-            fn()
-            ms = 1e3 * (time.perf_counter() - t0)
-        if i >= WARM:
-            out.append(ms)
-    return statistics.median(out)
 
 
 def _qkv(b: int, s: int, hq: int, hkv: int, gqa: bool):
@@ -131,7 +110,7 @@ def timed(q, k, v, gqa: bool, backends, compiled: bool) -> dict:
     try:
         fwd, fwd_bwd = _step(q, k, v, gqa, backends, compiled)
         ops = picked(fwd_bwd)
-        f_ms, fb_ms = _time_ms(fwd), _time_ms(fwd_bwd)
+        f_ms, fb_ms = median_ms(fwd, DEV, WARM, N), median_ms(fwd_bwd, DEV, WARM, N)
     except (RuntimeError, AssertionError) as e:  # a backend that refuses the call
         return {"error": str(e).splitlines()[0][:200]}
     b_ms = max(fb_ms - f_ms, 1e-9)
