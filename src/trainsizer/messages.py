@@ -17,7 +17,6 @@ from typing import Any
 from trainsizer.numbers import fmt_exact
 from trainsizer.numbers import money as write_money
 
-LANGS = ("en", "zh")
 # Chinese typography puts no space beside full-width punctuation; a space left by a template ("框架 {framework} 没有")
 # next to a parameter that ends in one ("'auto'（此布局解析为 fsdp）") is dropped.
 _ZH_SPACED_PUNCT = re.compile(r" +(?=[（）：；，。、！？「」])|(?<=[（）：；，。、！？「」]) +")

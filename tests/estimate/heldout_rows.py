@@ -89,6 +89,22 @@ def script_stdout(name: str) -> str:
                           check=True, cwd=BENCH).stdout
 
 
+def check_card_rows(rs: list[dict], n: int, natural: tuple[str, ...]) -> None:
+    """Megatron-Bridge model-verification-card rows (perf_heldout60 / 63 / 65): perf_heldout.ROWS's columns
+    (its job_of reads them), n distinct ids, each from a card read at the bridge commit 067f987df, dated 2026,
+    its recipe assumed; the rows trained with the router's own routing (NATURAL in what was assumed) exactly
+    `natural`."""
+    import perf_heldout as ph
+
+    cards = "NVIDIA-NeMo/Megatron-Bridge examples/model_verification_cards/"
+    check_columns_and_ids(rs, ph.ROWS, n)
+    for r in rs:
+        assert r["source"].startswith(cards), r["id"]
+        assert "bridge_commit" in r["source_locator"] and "067f987df" in r["source_locator"], r["id"]
+        assert r["date"].startswith("2026-0") and "recipe" in r["assumed"], r["id"]
+    assert {r["id"] for r in rs if "NATURAL" in r["assumed"]} == set(natural)
+
+
 def run_fixture(run_all: Callable[[], Any], name: str = "run"):
     """A module-scoped fixture `name` holding a batch's run (`run = run_fixture(p63.run_all)`): estimated once for
     the module's tests."""

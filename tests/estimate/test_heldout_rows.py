@@ -1,7 +1,7 @@
 """The held-out tests' shared checks (tests/estimate/heldout_rows.py): the per-source count and MAPE bound
 (docs/known-gaps.md 257 (a)) passes on cases within it and fails on a wrong count, a MAPE at or over the bound, or a
-source's refused row counted; a fine-tuning row's citation (check_rows_cited) fails on each missing or wrong
-part."""
+source's refused row counted; a fine-tuning row's citation (check_rows_cited) and a Megatron-Bridge card row's
+(check_card_rows) fail on each missing or wrong part."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import finetune_heldout as fh
+import perf_heldout as ph
 from harness import Case, mape
 
-from .heldout_rows import check_rows_cited, check_source_bounds
+from .heldout_rows import check_card_rows, check_rows_cited, check_source_bounds
 
 
 def _cases() -> list[Case]:
@@ -79,3 +80,31 @@ def test_a_wrong_citation_fails(change, args):
     rows[0] |= change
     with pytest.raises(AssertionError):
         check_rows_cited(rows, *(args or (2, URL, DATE, ("b",))))
+
+
+def _card_rows() -> list[dict[str, str]]:
+    """Two card rows in perf_heldout.ROWS's columns at the bridge commit; n1 trained with natural routing."""
+    header = ph.ROWS.open(encoding="utf-8").readline().strip().split(",")
+    card = {"source": "NVIDIA-NeMo/Megatron-Bridge examples/model_verification_cards/m/card.yaml",
+            "source_locator": "card.yaml bridge_commit 067f987df", "date": "2026-08-22"}
+    return [dict.fromkeys(header, "") | card | {"id": rid, "assumed": f"the recipe{note}"}
+            for rid, note in (("f1", ""), ("n1", "; NATURAL routing"))]
+
+
+def test_card_rows_pass():
+    check_card_rows(_card_rows(), 2, ("n1",))
+
+
+@pytest.mark.parametrize("change, n, natural", [
+    ({}, 3, ("n1",)), ({}, 2, ()), ({}, 2, ("n1", "f1")),
+    ({"source": "NVIDIA/dgxc-benchmarking card.yaml"}, 2, ("n1",)),
+    ({"source_locator": "card.yaml bridge_commit 1234567"}, 2, ("n1",)),
+    ({"source_locator": "card.yaml at 067f987df"}, 2, ("n1",)),
+    ({"date": "2025-08-22"}, 2, ("n1",)), ({"assumed": "TP 1"}, 2, ("n1",))])
+def test_a_wrong_card_row_fails(change, n, natural):
+    """A wrong count or natural-routing set; another source, another commit or none named, another year, no
+    recipe."""
+    rows = _card_rows()
+    rows[0] |= change
+    with pytest.raises(AssertionError):
+        check_card_rows(rows, n, natural)

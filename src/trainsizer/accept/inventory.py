@@ -9,9 +9,8 @@ from trainsizer.accept.context import Context
 from trainsizer.accept.criteria import Limit, suite_check, version_at_least
 from trainsizer.accept.results import CheckResult
 from trainsizer.accept.telemetry import GpuInfo
+from trainsizer.estimate.memory import GIB
 from trainsizer.messages import msg
-
-GIB = 2**30
 
 
 def node_info(ctx: Context, info: host.HostInfo | None = None) -> dict:

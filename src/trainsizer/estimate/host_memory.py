@@ -16,9 +16,8 @@ from typing import Any
 import yaml
 
 from trainsizer.errors import unknown_name
+from trainsizer.estimate.memory import GIB
 from trainsizer.sourced_rule import Rule
-
-GIB = 2**30
 
 
 @cache

@@ -21,8 +21,6 @@ from trainsizer.plan.buildout.inputs import BuildInput, acquisition
 from trainsizer.plan.buildout.storage import checkpoint_bytes, dataset_bytes, local_tier_id
 from trainsizer.plan.texts import MessageRef
 
-GIB = 2**30
-
 
 class NodeBlock(Block):
     server: str | None
