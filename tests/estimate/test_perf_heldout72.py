@@ -7,17 +7,12 @@ were added, with a margin: they guard against a regression, not an accuracy clai
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
+
+import perf_heldout as ph
+import perf_heldout72 as p72
+from harness import mape
 
 from .heldout_rows import check_columns_and_ids, check_source_bounds, run_fixture
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import perf_heldout as ph  # noqa: E402
-import perf_heldout72 as p72  # noqa: E402
-from harness import mape  # noqa: E402
 
 run = run_fixture(p72.run_all)
 CARD = "Megatron-Bridge model card fine-tuning, {} H100"
