@@ -2512,8 +2512,13 @@ def _expert_loop_excess(x: _Step) -> Any:
     host_sync.drain_excess_s over `kernels:` moe_expert_loop_forward kernels and the expert's own GPU forward
     (compute.expert_forward_time), at the vendor's launch-bound eager op and round trip (perf_constants.yaml
     host_sync; a vendor with no launch figure at NVIDIA's, none with no round trip), one round trip per further
-    sync (moe_expert_loop_syncs); in the forward and again in a recompute. The backward runs in autograd's engine with
-    no sync (the index backward is an index_put with accumulate), so it keeps the run-ahead. A family of
+    sync (moe_expert_loop_syncs); in the forward and again in a recompute. The queue refills from empty: the first
+    `kernels:` moe_expert_loop_lead_ops of those ops (the mask index, torch.where, the rows' gather) carry no GPU work
+    of note, so the GPU waits through their issue before the expert's first GEMM, and the drained run is the rest's
+    (docs/known-gaps.md 283 (a)); under DeepSpeed ZeRO-3 with each expert linear its own module, its hooks' calls on
+    the expert's modules join the run (`_zero3_expert_hook_calls`: between two syncs they overlap nothing else). The
+    backward runs in autograd's engine with no sync (the index backward is an index_put with accumulate), so it
+    keeps the run-ahead. A family of
     PerfStyle.split_expert_loop_families (GraniteMoeParallelExperts, 4.45-4.5x) syncs once a layer (the gating's
     expert_size.tolist()) and then issues `kernels:` moe_split_loop_forward_ops for EVERY expert with no sync between:
     one drained run of them all against all the experts' GPU forward (docs/known-gaps.md 261 (a)). 0 for a dense model
@@ -2525,12 +2530,56 @@ def _expert_loop_excess(x: _Step) -> Any:
     vendor = x.system.vendor
     op_s = _launch_op_s(vendor)
     trip_s = host_figure("round_trip_s", vendor) or 0.0
-    syncs = compute.KERNELS["moe_expert_loop_syncs"]
-    per_hit = drain_excess_s(compute.KERNELS["moe_expert_loop_forward"], op_s, gpu, trip_s) + (syncs - 1.0) * trip_s
+    syncs, lead = compute.KERNELS["moe_expert_loop_syncs"], compute.KERNELS["moe_expert_loop_lead_ops"]
+    run = compute.KERNELS["moe_expert_loop_forward"] - lead + _zero3_expert_hook_calls(x)
+    per_hit = drain_excess_s(run, op_s, gpu, trip_s) + lead * op_s + (syncs - 1.0) * trip_s
     split = drain_excess_s(local * compute.KERNELS["moe_split_loop_forward_ops"], op_s, local * gpu, trip_s)
     per_pass = np.where(_family_listed(x.model, x.fw.split_expert_loop_families), split, local * per_hit)
     share = x.model.moe_layer_count / x.model.layers
     return np.where(loop, share * per_pass * (1.0 + x.moe_rerun), 0.0)
+
+
+def _zero3_expert_hook_calls(x: _Step) -> Any:
+    """Host calls DeepSpeed ZeRO-3's hooks make on one routed expert's own modules a forward pass, where each expert
+    linear is its own module (zero3_expert_fetch per_expert: a 0.16-0.17 engine under transformers 4.x's eager
+    loop) on DeepSpeed's engine (PerfStyle.zero3_deepspeed_fetch, zero 3): its linears' module calls by what they own
+    (perf_constants.yaml zero3_hooks module_calls forward: gathered above stage3_param_persistence_threshold, else
+    persistent) and the expert's parameterless modules (routed_expert_parameterless: the expert MLP and its act_fn),
+    as `_deepspeed_layer_hook_calls` counts them. In MixtralSparseMoeBlock's loop they run between the expert's host
+    syncs, so they overlap only that expert's GPU work (`_expert_loop_excess`), not the layer's (docs/known-gaps.md
+    283 (b)). 0 elsewhere, for GraniteMoe's split loop (its experts are one module) and for a dense model."""
+    m = x.model
+    on = (np.asarray(x.fw.zero3_deepspeed_fetch, bool) & (np.asarray(x.zero) >= 3)
+          & np.asarray(x.fw.moe_expert_loop, bool) & ~_family_listed(m, x.fw.split_expert_loop_families))
+    if not m.is_moe or not np.any(on):
+        return 0.0
+    mode = zero3_expert_fetch_default(np.asarray(x.fw.zero3_expert_fetch), x.fw.moe_expert_loop,
+                                      x.fw.zero3_leaf_families, m.family)[0]
+    c = x.k.raw["zero3_hooks"]
+    calls = c["module_calls"]
+    persist = deepspeed_zero3_buckets(x.fw.zero3_bucket_sizes, m.hidden)[1]
+    routed = [size for size, is_routed in deepspeed_layer_modules(m, True, True) if is_routed]
+    own = routed[: len(routed) // max(int(m.experts), 1)]  # one expert's linears
+    gathered = sum(np.asarray(size / x.t > persist, float) for size in own)
+    n = (gathered * calls["gathered"]["forward"] + (len(own) - gathered) * calls["persistent"]["forward"]
+         + c["routed_expert_parameterless"] * calls["parameterless"]["forward"])
+    return np.where(on & (np.asarray(mode) == "per_expert"), n, 0.0)
+
+
+def _zero3_expert_segments(x: _Step) -> tuple[Any, Any]:
+    """(host calls, wall seconds) per average layer and micro-batch of the eager loop's expert segments that
+    `_expert_loop_excess` times as drained runs under DeepSpeed ZeRO-3 (`_zero3_expert_hook_calls` > 0): the hooks'
+    calls on the experts' modules over the forward passes, and the segments' wall time (the experts' GPU forward and
+    the loop's excess). `_deepspeed_hook_excess` takes both out of the soft maximum it blends (docs/known-gaps.md
+    283 (b)); (0, 0) where no hook runs between the syncs."""
+    hooks = _zero3_expert_hook_calls(x)
+    if not np.any(hooks):
+        return 0.0, 0.0
+    local, gpu = _routed_expert_forward(x)
+    passes = (x.model.moe_layer_count / x.model.layers) * local * (1.0 + x.moe_rerun)
+    on = np.asarray(hooks) > 0
+    return (np.where(on, passes * hooks, 0.0),
+            np.where(on, passes * gpu + _expert_loop_excess(x), 0.0))
 
 
 def _family_listed(model: ModelArch, listed: Any) -> np.ndarray:
@@ -3970,17 +4019,25 @@ def _deepspeed_hook_excess(x: _Step, n_layers: Any, gpu_mb: Any) -> tuple[Any, A
     maximum (host_gpu_blend_norm) over the whole micro-batch: each module's prefetch is issued from its hook, so the
     gathers run no further ahead than the host walks the modules, and every micro-batch starts and ends on an idle
     device (zero3_microbatch_syncs), so no run-ahead carries over; within it the host may run ahead of the compute,
-    held only by the fetch events (two gathers back). The excess over `gpu_mb`, and the host time it blends; both 0
-    where `_deepspeed_hook_calls` is (docs/known-gaps.md 262 (a), (c))."""
+    held only by the fetch events (two gathers back). Under transformers' eager expert loop the hooks on the experts'
+    own modules run between the loop's host syncs, timed there with the experts' GPU forward (`_expert_loop_excess`):
+    those calls and those segments' wall time stay out of the blend (`_zero3_expert_segments`, docs/known-gaps.md
+    283 (b)). The excess over `gpu_mb`, and the hooks' whole counted host time; both 0 where `_deepspeed_hook_calls`
+    is (docs/known-gaps.md 262 (a), (c))."""
     calls, params = _deepspeed_hook_calls(x, n_layers)
     if not np.any(calls):
         return 0.0, 0.0
     rank_s = params * shard_groups(x.a)[0] * x.k.raw["zero3_hooks"]["rank_slice_s"]
-    host = calls * _launch_op_s(x.system.vendor) + rank_s + n_layers * _eager_layer_host_s(x)
+    op_s = _launch_op_s(x.system.vendor)
+    host = calls * op_s + rank_s + n_layers * _eager_layer_host_s(x)
     host = np.where(calls > 0, host, 0.0)
+    # the eager loop's expert segments sit between host syncs: their hooks and wall time stay out of the blend
+    seg_calls, seg_wall = _zero3_expert_segments(x)
+    host_rest = np.maximum(host - n_layers * seg_calls * op_s, 0.0)
+    gpu_rest = np.maximum(gpu_mb - n_layers * seg_wall, 0.0)
     q = x.k.host_gpu_blend_norm
-    blended = (gpu_mb**q + host**q) ** (1.0 / q)
-    return np.where(calls > 0, blended - gpu_mb, 0.0), host
+    blended = (gpu_rest**q + host_rest**q) ** (1.0 / q)
+    return np.where(calls > 0, blended - gpu_rest, 0.0), host
 
 
 def _deepspeed_grad_copies(x: _Step, g: _Grads) -> np.ndarray:
