@@ -1,7 +1,7 @@
 """FSDP1's forward hooks on each decoder-layer unit run with the GPU idle behind transformers' eager MoE loop under a
 reentrant checkpoint around the unit (step_time._fsdp1_unit_hooks_s, weighed by _fsdp_run_ahead_lost; docs/known-gaps.md
 273 (e)): 26 calls a unit and forward pass (perf_constants.yaml lora.fsdp1_unit_calls), the forward and the recompute,
-at the launch-bound eager op."""
+and the pre-backward hook's 17 after the recompute's last sync (283 (e)), at the launch-bound eager op."""
 
 from __future__ import annotations
 
@@ -40,11 +40,12 @@ def _added(monkeypatch, job: dict) -> float:
     return with_hooks - without
 
 
-def test_every_unit_pays_its_forward_hooks_twice_a_micro_batch(monkeypatch):
-    """32 units x 26 calls x 2 forward passes x NVIDIA's launch-bound op, for each of the 4 micro-batches a rank runs
-    (32 sequences over 8 ranks at micro-batch 1)."""
-    calls = load_constants().raw["lora"]["fsdp1_unit_calls"]["forward"]
-    expected = 4 * 32 * calls * 2 * host_figure("launch_bound_op_s", "nvidia")
+def test_every_unit_pays_its_forward_hooks_twice_and_its_pre_backward_hook_once_a_micro_batch(monkeypatch):
+    """32 units x (26 calls x 2 forward passes + the pre-backward hook's 17) x NVIDIA's launch-bound op, for each of
+    the 4 micro-batches a rank runs (32 sequences over 8 ranks at micro-batch 1)."""
+    calls = load_constants().raw["lora"]["fsdp1_unit_calls"]
+    assert calls["pre_backward"] < calls["backward"]
+    expected = 4 * 32 * (calls["forward"] * 2 + calls["pre_backward"]) * host_figure("launch_bound_op_s", "nvidia")
     assert _added(monkeypatch, _job()) == pytest.approx(expected, rel=1e-6)
 
 

@@ -2526,15 +2526,18 @@ def _expert_loop_excess(x: _Step) -> Any:
     loop = np.asarray(x.fw.moe_expert_loop, bool)
     if not x.model.is_moe or not np.any(loop):
         return 0.0
-    local, gpu = _routed_expert_forward(x)
+    local = _routed_expert_forward(x)[0]
     vendor = x.system.vendor
     op_s = _launch_op_s(vendor)
     trip_s = host_figure("round_trip_s", vendor) or 0.0
     syncs, lead = compute.KERNELS["moe_expert_loop_syncs"], compute.KERNELS["moe_expert_loop_lead_ops"]
     run = compute.KERNELS["moe_expert_loop_forward"] - lead + _zero3_expert_hook_calls(x)
-    per_hit = drain_excess_s(run, op_s, gpu, trip_s) + lead * op_s + (syncs - 1.0) * trip_s
-    split = drain_excess_s(local * compute.KERNELS["moe_split_loop_forward_ops"], op_s, local * gpu, trip_s)
-    per_pass = np.where(_family_listed(x.model, x.fw.split_expert_loop_families), split, local * per_hit)
+    hit, gpu_all = 0.0, 0.0
+    for experts, gpu in _expert_forward_groups(x):
+        hit = hit + experts * (drain_excess_s(run, op_s, gpu, trip_s) + lead * op_s + (syncs - 1.0) * trip_s)
+        gpu_all = gpu_all + experts * gpu
+    split = drain_excess_s(local * compute.KERNELS["moe_split_loop_forward_ops"], op_s, gpu_all, trip_s)
+    per_pass = np.where(_family_listed(x.model, x.fw.split_expert_loop_families), split, hit)
     share = x.model.moe_layer_count / x.model.layers
     return np.where(loop, share * per_pass * (1.0 + x.moe_rerun), 0.0)
 
@@ -2575,10 +2578,11 @@ def _zero3_expert_segments(x: _Step) -> tuple[Any, Any]:
     hooks = _zero3_expert_hook_calls(x)
     if not np.any(hooks):
         return 0.0, 0.0
-    local, gpu = _routed_expert_forward(x)
-    passes = (x.model.moe_layer_count / x.model.layers) * local * (1.0 + x.moe_rerun)
+    local = _routed_expert_forward(x)[0]
+    passes = (x.model.moe_layer_count / x.model.layers) * (1.0 + x.moe_rerun)
+    gpu = sum(experts * gpu for experts, gpu in _expert_forward_groups(x))
     on = np.asarray(hooks) > 0
-    return (np.where(on, passes * hooks, 0.0),
+    return (np.where(on, passes * local * hooks, 0.0),
             np.where(on, passes * gpu + _expert_loop_excess(x), 0.0))
 
 
@@ -2699,6 +2703,17 @@ def _routed_expert_forward(x: _Step) -> tuple[Any, Any]:
     per_expert_tokens = x.tok * shapes.topk / local * x.training.moe_capacity_factor
     moe = _moe_passes(x)
     return local, compute.expert_forward_time(shapes, per_expert_tokens, x.et, x.r, moe[1] if moe else 1.0)
+
+
+def _expert_forward_groups(x: _Step) -> list[tuple[Any, Any]]:
+    """[(local experts, forward seconds of one of them)] over `_expert_token_split`'s groups: one group of
+    `_routed_expert_forward`'s balanced experts, or, where the rows' pads route to one set of top-k experts
+    (Training.pad_share), the heavy experts and the light ones apart, each at its own tokens: the eager loop runs them
+    one at a time, each behind its sync, so a light expert's host-bound pass cannot borrow a heavy one's GPU time
+    (`_expert_loop_excess`, docs/known-gaps.md 283 (d))."""
+    shapes, moe = _shapes(x.model), _moe_passes(x)
+    return [(experts, compute.expert_forward_time(shapes, tokens, x.et, x.r, moe[1] if moe else 1.0))
+            for experts, tokens in _expert_token_split(x)]
 
 
 def _moe_sync_free(x: _Step) -> bool:
@@ -3823,13 +3838,17 @@ def _fsdp1_unit_hooks_s(x: _Step, n_coll) -> Any:
     _pre_forward (perf_constants.yaml lora.fsdp1_unit_calls forward: 26 calls, counted from
     torch/distributed/fsdp/_runtime_utils.py) before that unit's all-gather and first kernel are issued, in the forward
     and again in the recompute (the reentrant checkpoint around each unit re-runs its hooks), each at the launch-bound
-    eager op. The backward's hooks are left out (its pre-backward unshard follows the recompute's last sync too: a lower
-    bound). 0 off FSDP1 (DeepSpeed's engine times its own hooks, `_deepspeed_hook_excess`). docs/known-gaps.md 273 (e)."""
+    eager op; after the recompute's last sync the unit's _pre_backward_hook too (fsdp1_unit_calls pre_backward: its
+    unshard, wait_stream and prepare_gradient_for_backward) before the backward's all-gather and first kernel
+    (docs/known-gaps.md 283 (e)). The post-backward hooks run in autograd's engine with no sync before them, beside
+    the GPU's backward: left out. 0 off FSDP1 (DeepSpeed's engine times its own hooks, `_deepspeed_hook_excess`).
+    docs/known-gaps.md 273 (e)."""
     on = _on_fsdp1(x, shard_groups(x.a)[0])
     if not np.any(on):
         return 0.0
-    calls = float(x.k.raw["lora"]["fsdp1_unit_calls"]["forward"])
-    return np.where(on, n_coll * calls * (1.0 + x.full_share) * _launch_op_s(x.system.vendor), 0.0)
+    calls = x.k.raw["lora"]["fsdp1_unit_calls"]
+    per_unit = float(calls["forward"]) * (1.0 + x.full_share) + float(calls["pre_backward"]) * x.full_share
+    return np.where(on, n_coll * per_unit * _launch_op_s(x.system.vendor), 0.0)
 
 
 def _fsdp_run_ahead_lost(x: _Step) -> Any:
