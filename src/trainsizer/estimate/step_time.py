@@ -320,6 +320,9 @@ class PerfStyle:
     # its fused RoPE takes no YaRN attention factor (Transformer Engine fused_apply_rotary_pos_emb), so a model whose
     # factor is not 1 (ModelArch.rope_attention_factor) runs RoPE unfused (Megatron-Core: _rope_unfused_time)
     rope_mscale_unfused: bool = False
+    # its unfused RoPE over THD-packed rows (strategy.rope_kernel eager) runs each packed sub-sequence on its own after
+    # two host syncs a call (Megatron-Core rope_utils._apply_rotary_pos_emb_thd: _thd_rope_host)
+    rope_thd_loop: bool = False
     # the attention wrapper copies q, k, v into flash's packed layout and the output back (GPT-NeoX v1.0; a job's
     # strategy.flash_qkv_pack, no style's default: _flash_qkv_pack_time)
     flash_qkv_pack: bool = False
@@ -1865,6 +1868,30 @@ def _rope_unfused_time(x: _Step) -> Any:
     return np.where(np.asarray(x.fw.rope_mscale_unfused, bool), t, 0.0)
 
 
+def _thd_rope_host(x: _Step) -> Any:
+    """Host seconds per average layer and micro-batch that Megatron-Core's unfused RoPE on THD-packed rows exposes
+    (PerfStyle.rope_thd_loop with strategy.rope_kernel eager: apply_rope_fusion False; rope_utils.
+    _apply_rotary_pos_emb_thd at NVIDIA/Megatron-LM 61f31145). Each call (q and k, every attention layer's forward and
+    its recompute) reads the device cu_seqlens on the host (.tolist(), then .item()), which drains the queue, and then
+    issues its ops and 13 per packed sub-sequence one by one (perf_constants.yaml kernels rope_thd_*): tiny kernels,
+    so launch-bound at the vendor's eager op (host_sync.drain_excess_s with no GPU time; a vendor with no round-trip
+    figure pays the issue alone), exposed in full. Sub-sequences a row: its positions over the mean sample length
+    (Training.attention_span), each CP rank looping over all of them. Unpacked or fused: nothing."""
+    m, tr = x.model, x.training
+    if m.position != "rope" or tr.per_sample_rows or tr.attention_span <= 0 or not np.any(x.fw.rope_thd_loop):
+        return 0.0
+    if x.fw.rope_kernel != "eager":
+        return 0.0
+    kern = compute.KERNELS
+    sequences = np.maximum(float(tr.seq_len) * tr.pack_fill / float(tr.attention_span), 1.0)
+    ops = kern["rope_thd_host_per_call"] + sequences * kern["rope_thd_host_per_sequence"]
+    op_s = _launch_op_s(x.system.vendor)
+    trip_s = host_figure("round_trip_s", x.system.vendor) or 0.0
+    per_call = drain_excess_s(ops, op_s, 0.0, trip_s) + (kern["rope_thd_syncs_per_call"] - 1.0) * trip_s
+    t = 2.0 * per_call * (m.attention_layers / m.layers) * (1.0 + x.full_share)
+    return np.where(np.asarray(x.fw.rope_thd_loop, bool), t, 0.0)
+
+
 def _flash_qkv_pack_time(x: _Step) -> Any:
     """Seconds per average layer and micro-batch of GPT-NeoX's flash wrapper copies (strategy.flash_qkv_pack: v1.0
     ParallelSelfAttention.flash_attention re-lays q, k and v out of Megatron's [s, b, np, hn] and packs them for
@@ -2403,7 +2430,7 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     host_layer = _eager_layer_host_s(x)
     unfused_host, unfused_syncs = _moe_unfused_host(x)
     host_layer = host_layer + _adapter_host_s(x) + unfused_host + _padded_expert_host_s(x) + _recompute_host_s(x)
-    blend = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer + unfused_syncs
+    blend = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer + unfused_syncs + _thd_rope_host(x)
     if not x.model.is_moe or not np.any(x.fw.moe_host_sync) or _moe_sync_free(x):
         return blend
     # Megatron-Core's dropless MoE layer syncs with the host every forward: the alltoall dispatcher copies the

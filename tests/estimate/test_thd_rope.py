@@ -1,0 +1,80 @@
+"""Megatron-Core's unfused RoPE over THD-packed rows (step_time._thd_rope_host; docs/known-gaps.md 286 (b)): with
+apply_rope_fusion False (strategy.rope_kernel eager) rope_utils._apply_rotary_pos_emb_thd reads cu_seqlens on the host
+twice a call and runs each packed sub-sequence on its own, so every attention layer's forward exposes the loop's host
+issue. Unstated or fused RoPE, unpacked rows and styles other than megatron-core: nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainsizer.estimate.compute import KERNELS
+from trainsizer.estimate.host_sync import host_figure
+from trainsizer.estimate.inputs import Strategy, Training
+from trainsizer.estimate.step_time import _step, _thd_rope_host, estimate_time, estimate_time_batch
+
+from .test_perf_common import h100_cluster, llama8b
+
+PACKED = Training(seq_len=2048, global_batch_seqs=32, attention_span=385)
+
+
+def _st(**kw) -> Strategy:
+    base = dict(tp=1, pp=1, dp=1, micro_batch=1, recompute="none", distributed_optimizer=True,
+                framework="megatron-core")
+    return Strategy(**(base | kw))
+
+
+def _host(training=PACKED, model=None, **kw) -> float:
+    x = _step(model or llama8b(), training, h100_cluster(1), _st(**kw), None, None, None)
+    return float(_thd_rope_host(x))
+
+
+def _expected(samples: float, passes: float = 1.0) -> float:
+    """Two calls (q, k) a layer: per call its fixed ops and 13 a sub-sequence at NVIDIA's eager op (no round-trip
+    figure: a sync costs nothing more than the issue after it)."""
+    ops = KERNELS["rope_thd_host_per_call"] + samples * KERNELS["rope_thd_host_per_sequence"]
+    return 2.0 * ops * host_figure("launch_bound_op_s", "nvidia") * passes
+
+
+def test_the_loop_is_two_calls_of_the_packs_samples_at_the_eager_op():
+    assert _host(rope_kernel="eager") == pytest.approx(_expected(2048 / 385))
+    # full recompute runs the forward, and the loop, again
+    assert _host(rope_kernel="eager", recompute="full") == pytest.approx(_expected(2048 / 385, passes=2.0))
+
+
+def test_nothing_when_fused_unstated_unpacked_or_another_style():
+    assert _host() == 0.0 and _host(rope_kernel="fused") == 0.0
+    assert _host(Training(seq_len=2048, global_batch_seqs=32), rope_kernel="eager") == 0.0  # no packing
+    assert _host(rope_kernel="eager", framework="torchtitan") == 0.0  # its own RoPE: no THD loop
+    norope = dataclasses.replace(llama8b(), position="none")
+    assert _host(model=norope, rope_kernel="eager") == 0.0
+
+
+def test_the_step_grows_by_the_loop_on_every_layer_and_micro_batch():
+    system, model = h100_cluster(1), llama8b()
+    eager = float(estimate_time(model, PACKED, system, _st(rope_kernel="eager")).step_s)
+    fused = float(estimate_time(model, PACKED, system, _st(rope_kernel="fused")).step_s)
+    loop = _expected(2048 / 385) * model.layers * 32  # 32 micro-batches on the one GPU
+    # eager RoPE also moves more bytes (rope_eager_bytes): the step grows by the loop and a little more
+    assert loop <= eager - fused < 1.2 * loop
+
+
+def test_scalar_and_batch_agree():
+    s = _st(rope_kernel="eager")
+    one = float(estimate_time(llama8b(), PACKED, h100_cluster(1), s).step_s)
+    batch = estimate_time_batch(llama8b(), PACKED, h100_cluster(1),
+                                dataclasses.replace(s, tp=np.ones(2, int), dp=np.ones(2, int)))
+    assert [float(v) for v in batch["step_s"]] == pytest.approx([one, one], rel=1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(span=st.integers(min_value=64, max_value=2048), shorter=st.integers(min_value=1, max_value=60))
+def test_more_samples_a_pack_cost_more(span, shorter):
+    """Shorter samples pack more into a row: the charge never falls as the mean sample length does."""
+    longer = Training(seq_len=2048, global_batch_seqs=32, attention_span=span)
+    more = Training(seq_len=2048, global_batch_seqs=32, attention_span=max(span - shorter, 32))
+    assert _host(more, rope_kernel="eager") >= _host(longer, rope_kernel="eager") > 0.0
