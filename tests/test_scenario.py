@@ -3,6 +3,8 @@ the data is refused; time-to-train never shorter than the steps it needs."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,7 +14,7 @@ from trainsizer.errors import SpecError
 from trainsizer.estimate.calibration import load_constants
 from trainsizer.estimate.inputs import System
 from trainsizer.evaluate import evaluate
-from trainsizer.scenario import resolve_job
+from trainsizer.scenario import kind_efficiency, resolve_job
 
 JOB = {"model": "llama-3.1-8b", "method": "lora", "seq_len": 4096,
        "hardware": {"accelerator": "h100-sxm-80gb", "count": 8, "per_node": 8},
@@ -129,6 +131,37 @@ def test_hand_described_network_takes_the_shipped_fallbacks(catalog):
     assert sc.system.inter_node_latency_s == pytest.approx(comm["inter_node_latency_us_fallback"] * 1e-6)
     assert sc.system.gpus == 16 and sc.system.nodes == 2
     assert (sc.strategy.tp, sc.strategy.dp) == (8, 2)
+
+
+def _by_hand(catalog, network: Any) -> Any:
+    job = {**BASE, "hardware": {"accelerator": "a100-sxm-80gb", "count": 16, "per_node": 8, "network": network},
+           "strategy": {"tp": 8, "pp": 1, "dp": 2, "micro_batch": 1}}
+    return resolve_job(job, catalog)
+
+
+def test_a_hand_described_roce_network_is_charged_as_the_catalogs_roce(catalog):
+    """Every catalog RoCE entry plans 0.835 of line rate (networks.yaml), so the same 4 x 100 Gb RoCE fabric is charged
+    alike written by hand or named roce-100; InfiniBand's entries differ by generation (HDR 0.96, NDR 0.94), which a
+    spec does not state: the fallback (docs/known-gaps.md 280 (c))."""
+    by_hand = _by_hand(catalog, {"nics_per_node": 4, "gbps_per_nic": 100, "kind": "roce"})
+    named = _by_hand(catalog, "roce-100")
+    assert by_hand.network.efficiency == catalog.network("roce-100").efficiency_planning == named.network.efficiency
+    # 4 NICs x 100 Gb/s / 8 bits x the RoCE planning efficiency a node, over its 8 GPUs
+    assert by_hand.system.inter_node_gb_s == pytest.approx(4 * 100 / 8 * named.network.efficiency / 8)
+    assert kind_efficiency("ib", catalog) is None and kind_efficiency("efa", catalog) is None
+    fallback = load_constants().raw["comm"]["nic_efficiency_fallback"]
+    assert _by_hand(catalog, {"nics_per_node": 4, "gbps_per_nic": 200, "kind": "ib"}).network.efficiency == fallback
+
+
+def test_a_kind_whose_catalog_entries_differ_takes_the_fallback(tmp_path):
+    """An overlay that measures one RoCE network splits the kind: a hand-described RoCE network no longer knows which
+    figure is its own and takes the shipped fallback."""
+    overlay = tmp_path / "roce.yaml"
+    overlay.write_text("date: 2026-12-07\nnetworks:\n  roce-200: {efficiency_planning: 0.9}\n", encoding="utf-8")
+    split = load_catalog([overlay])
+    assert kind_efficiency("roce", split) is None
+    by_hand = _by_hand(split, {"nics_per_node": 4, "gbps_per_nic": 100, "kind": "roce"})
+    assert by_hand.network.efficiency == load_constants().raw["comm"]["nic_efficiency_fallback"]
 
 
 def test_the_estimators_default_latency_is_the_shipped_fallback():

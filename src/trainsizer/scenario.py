@@ -45,10 +45,19 @@ def network_view(net: Any, nics_per_node: int) -> NetworkView:
                        net.alltoall_payload_share or 1.0)
 
 
-def custom_network_view(spec: NetworkSpec) -> NetworkView:
-    """A network described by hand in the job file: the shipped NIC efficiency and latency fallbacks."""
+def kind_efficiency(kind: str, catalog: Catalog) -> float | None:
+    """The planning efficiency every catalog network of `kind` shares (RoCE and Ethernet: 0.835, networks.yaml), or
+    None where they differ by generation (InfiniBand HDR 0.96 / NDR 0.94, EFA v1-v4 0.71-0.85), which a network described
+    by hand does not state (docs/known-gaps.md 280 (c))."""
+    shared = {float(n.efficiency_planning) for n in catalog.networks.values() if n.kind == kind}
+    return shared.pop() if len(shared) == 1 else None
+
+
+def custom_network_view(spec: NetworkSpec, catalog: Catalog) -> NetworkView:
+    """A network described by hand in the job file: the planning efficiency the catalog's networks of its kind share
+    (kind_efficiency), else the shipped NIC efficiency fallback; the shipped latency fallback."""
     return NetworkView("custom", spec.kind, spec.nics_per_node, spec.gbps_per_nic,
-                       _network_fallback("nic_efficiency_fallback"),
+                       kind_efficiency(spec.kind, catalog) or _network_fallback("nic_efficiency_fallback"),
                        _network_fallback("inter_node_latency_us_fallback"))
 
 
@@ -705,7 +714,7 @@ def _resolve_network(spec: str | NetworkSpec | None, multi_node: bool, catalog: 
                             allowed=sorted(catalog.networks))
         return None
     if isinstance(spec, NetworkSpec):
-        return custom_network_view(spec)
+        return custom_network_view(spec, catalog)
     try:
         net = catalog.network(spec)
     except SpecError as err:

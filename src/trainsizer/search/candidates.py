@@ -168,7 +168,7 @@ def _server_reason(server: Any, scenario: Scenario) -> Reason | None:
 def _pinned_network(spec: str | NetworkSpec, catalog: Any, per_node: int) -> NetworkView:
     """The job's network on nodes of `per_node` GPUs (a catalog network keeps its NICs per GPU, as `estimate`)."""
     if isinstance(spec, NetworkSpec):
-        return custom_network_view(spec)
+        return custom_network_view(spec, catalog)
     return catalog_network_view(catalog.network(spec), per_node)
 
 
