@@ -17,10 +17,12 @@ layer pass at 1 / 1.5 / 2 / 3x the shipped figures (hf_moe_residual.host_whatif)
 the figures were read on carries the class's too-fast side.
 
 Run: python benchmarks/hf_ampere_families.py   (about two minutes: it runs every held-out benchmark's rows)
+     python benchmarks/hf_ampere_families.py --class hf/dense/hopper/node   (another accuracy_bands class, any level)
 """
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -131,13 +133,26 @@ def family_whatif(rows: list[FamilyRow], errs: dict[str, list[float]]) -> dict[s
     return {k: [float(m) for m in np.mean(np.abs(np.asarray(v)), axis=0)] for k, v in groups.items()}
 
 
+def class_arg(args: list[str]) -> str:
+    """The class `--class KEY` names in `args` (CLASS where none is given)."""
+    if "--class" not in args:
+        return CLASS
+    at = args.index("--class")
+    if at + 1 >= len(args):
+        raise SystemExit("hf_ampere_families --class needs a class, e.g. --class hf/dense/hopper/node")
+    return args[at + 1]
+
+
 def main() -> None:
     catalog = load_catalog()
-    rows = class_rows(classify(collect()), CLASS, "time")
+    key = class_arg(sys.argv[1:])
+    rows = class_rows(classify(collect()), key, "time")
+    if not rows:
+        raise SystemExit(f"hf_ampere_families: no held-out time row falls in class {key!r}")
     viewed = family_rows(rows, catalog)
     fam = [f for f, _ in viewed]
     e = np.array([r.err for r in fam])
-    print(f"{CLASS}: {len(fam)} time rows, MAPE {np.mean(np.abs(e)):.1f}%, median {np.median(e):+.1f}% "
+    print(f"{key}: {len(fam)} time rows, MAPE {np.mean(np.abs(e)):.1f}%, median {np.median(e):+.1f}% "
           "(signed, + = predicted too fast)")
     print("\nfamilies, most summed |error| first: rows, median %, MAPE %, share of the class's summed |error| %, the "
           "class's MAPE were the family exact, the host excess's median share of the step %, the miss in ms a layer "

@@ -70,3 +70,10 @@ def test_family_names_the_benchmark_and_the_series():
     assert fa.family_of(R()) == "perf_heldout64:fmsorca"
     R.row_id = "tt24.11_3b_lora"
     assert fa.family_of(R()) == "perf_heldout64:tt24.11_3b"
+
+
+def test_class_argument_defaults_to_the_ampere_node_class():
+    assert fa.class_arg([]) == "hf/dense/ampere/node"
+    assert fa.class_arg(["--class", "hf/moe"]) == "hf/moe"
+    with pytest.raises(SystemExit):
+        fa.class_arg(["--class"])
