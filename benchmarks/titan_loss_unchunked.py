@@ -58,6 +58,17 @@ def _trace(run) -> list[tuple[str, int, int]]:
     return out
 
 
+def live_after(run) -> int:
+    """Bytes that `run()` allocates and leaves allocated (its `_trace`'s allocations less their releases)."""
+    live: dict[int, int] = {}
+    for kind, key, n in _trace(run):
+        if kind == "a":
+            live[key] = n
+        else:
+            live.pop(key, None)
+    return sum(live.values())
+
+
 def allocated_peak(events: list[tuple[str, int, int]]) -> int:
     live = peak = 0
     for kind, _, n in events:

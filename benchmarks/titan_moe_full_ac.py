@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from titan_loss_unchunked import _trace
+from titan_loss_unchunked import live_after
 
 D, E, K, FFN, T = 256, 16, 4, 128, 4096  # hidden, experts, top-k, expert width, tokens
 DT = torch.bfloat16
@@ -94,13 +94,7 @@ def held_bytes_a_token(full_ac: bool, compiled: bool) -> float:
     def forward() -> None:
         kept["out"] = run_block(x)
 
-    live: dict[int, int] = {}
-    for kind, key, n in _trace(forward):
-        if kind == "a":
-            live[key] = n
-        else:
-            live.pop(key, None)
-    return sum(live.values()) / T
+    return live_after(forward) / T
 
 
 def main() -> None:

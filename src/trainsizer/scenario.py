@@ -176,7 +176,7 @@ class Scenario:
                 "wgrad_deferral_limit", "cuda_graphs", "cudnn_release", "megatron_core_version", "aiter_mla_bwd_asm",
                 "nf4_dequant_dtype", "nf4_decode", "nf4_double_quant", "nf4_saves_input", "bnb_compute_from_input", "nf4_lm_head", "lm_head_chunk",
                 "moe_dispatcher", "moe_a2a_overlap", "delay_wgrad_compute", "cuda_device_max_connections", "moe_fused_grouped_mlp", "moe_torch_grouped_mm", "moe_turbo_grouped_gemm", "moe_eager_glue", "moe_sync_free", "moe_pad_to_capacity", "moe_permute_fusion", "moe_router_fusion", "tp_only_amax_red", "experts_implementation", "expert_weight_copies", "fused_qkv_rope", "flash_qkv_pack", "te_op_fuser", "activation_offload", "optimizer_in_backward", "optimizer_impl", "bnb_optimizer_block", "allocator_expandable_segments", "ddp_impl", "checkpoint_impl", "zero3_expert_fetch", "zero3_bucket_sizes", "zero_init", "fsdp", "fsdp_version", "optimizer_precision", "kbit_upcast", "nf4_quantize_unchunked",
-                "frozen_base_dtype", "autocast", "live_at_rerun", "returns_kv_cache",
+                "frozen_base_dtype", "autocast", "live_at_rerun", "returns_kv_cache", "moe_router_output_held",
                 "shard_embedding_head_separately", "device_map",
                 "framework")}
         if self.notes:
@@ -867,7 +867,7 @@ def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
         optimizer_precision=s.optimizer_precision, kbit_upcast=s.kbit_upcast,
         nf4_quantize_unchunked=s.nf4_quantize_unchunked,
         frozen_base_dtype=s.frozen_base_dtype, autocast=s.autocast, live_at_rerun=s.live_at_rerun,
-        returns_kv_cache=s.returns_kv_cache,
+        returns_kv_cache=s.returns_kv_cache, moe_router_output_held=s.moe_router_output_held,
         shard_embedding_head_separately=s.shard_embedding_head_separately, device_map=s.device_map,
         framework=s.framework,
     )

@@ -68,7 +68,7 @@ def test_every_scored_row_is_estimated_within_its_bound_and_fits():
 
 
 NOUS_URL = "https://github.com/NousResearch/torchtitan/pull/19"
-TITAN_TIME_BOUND, TITAN_MEMORY_BOUND = 45.0, 70.0  # 31.0 / 60.4 at landing (209 (h), (i))
+TITAN_TIME_BOUND, TITAN_MEMORY_BOUND = 45.0, 8.0  # 31.0 / 60.4 at landing (209 (h), (i)); memory 3.1 with 282 (a)
 
 
 def test_the_titan_rows_keep_the_pretrain_columns_and_the_readmes_config():
@@ -96,14 +96,16 @@ def test_the_titan_rows_are_estimated_within_their_bounds_and_fit():
     assert all(res["memory"]["fits"] for _, res, _ in run)
 
 
-def test_what_shards_falls_alike_and_the_rest_is_one_missing_figure():
-    """From 8 to 128 GPUs the measured and predicted reserved peaks fall alike (the FSDP-sharded states), so what the
-    estimate lacks is one figure at every scale (209 (i))."""
+def test_what_shards_falls_alike_and_what_grows_with_the_batch_is_charged():
+    """From 8 to 128 GPUs the measured and predicted reserved peaks fall alike (the FSDP-sharded states); what the
+    estimate lacked at every scale, one figure growing with the local batch (209 (i)), was the re-run graphs the fork's
+    DeepEP manager holds through its kept router output (moe_router_output_held, 282 (a)): each row within 6%, and
+    the rise from local batch 8 to 10 within 10%."""
     mem = {c.row_id: c for c, _, _ in p55.titan_run() if c.metric == "peak_memory_gib"}
-    one, all16 = (mem[p55.NOUS + f"deepep_ep8_lbs8_{g}gpu_peak_memory"] for g in (8, 128))
+    one, all16, lbs10 = (mem[p55.NOUS + f"deepep_ep8_{k}gpu_peak_memory"] for k in ("lbs8_8", "lbs8_128", "lbs10_128"))
     assert (one.measured - all16.measured) == pytest.approx(one.predicted - all16.predicted, rel=0.15)
-    gaps = [c.measured - c.predicted for rid, c in mem.items() if "_lbs8_" in rid]
-    assert max(gaps) - min(gaps) < 0.1 * max(gaps)
+    assert all(abs(c.predicted / c.measured - 1.0) < 0.06 for c in mem.values())
+    assert lbs10.predicted - all16.predicted == pytest.approx(lbs10.measured - all16.measured, rel=0.1)
 
 
 def test_capacity_1_leaves_no_rank_above_the_balanced_share():

@@ -605,6 +605,20 @@ def expanded_kv_bytes(model: ModelArch, training: Training) -> float:
     return a * max(2 * model.q_dim - model.kv_dim - model.v_dim, 0)
 
 
+def router_upstream_bytes(items: LayerItems, seq: float) -> tuple[float, float]:
+    """(not split by TP, split by TP) bytes per token that a MoE block without recompute saves up to its router's
+    output: the attention's items (its norm, the projections' input, q / k / v, the core's saves at `seq` keys, the
+    output projection's input), the MLP norm, the router's input, fp32 probabilities and top-k indices; not the routed
+    slots', the shared experts' or the latent projection's, which follow the dispatch. `items`: layer_items(...,
+    moe=True, recompute="none"). What a non-reentrant checkpoint's re-run graph keeps while a reference to the
+    router's output outlives the layer's backward (memory._held_rerun_graphs; docs/known-gaps.md 282 (a))."""
+    d = items.detail
+    sp_after = sum(d.get(k, 0.0) for k in ("latent_combined", "shared_gate_sigmoid", "shared_output"))
+    tp_after = sum(v for k, v in d.items() if k.startswith("shared_")) - d.get("shared_gate_sigmoid", 0.0) - d.get(
+        "shared_output", 0.0)
+    return items.sp - sp_after, items.tp + items.s2 * seq - tp_after
+
+
 def op_sac_unsaved_share(training: Training, model: ModelArch) -> float:
     """Share of the decoder layers whose linear layers torchtitan's per-op SAC saves nothing of: the layers a recipe
     in memory_constants.yaml fp8.op_sac_unsaved_linear_recipes converts (torchao's NVFP4: its GEMM and casts are

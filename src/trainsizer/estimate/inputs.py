@@ -510,6 +510,9 @@ class Strategy:
     # the model returns its K / V cache in training (transformers' use_cache on beside an outer checkpoint wrapper):
     # each checkpointed layer's K and V held to the end of the forward (memory._returned_kv_bytes); None = no
     returns_kv_cache: Any = None
+    # the MoE dispatcher keeps the router's output past the step (the Nous torchtitan fork's DeepEP manager): under
+    # torchtitan's full AC each layer's re-run graph up to the router held (memory._held_rerun_graphs); None = no
+    moe_router_output_held: Any = None
     # torchtune FSDP2 custom_sharded_layers ['tok_embeddings', 'output']: the embedding and LM head as their own units
     # (None / False: in the root unit, held gathered through forward and backward); one value for the whole batch
     shard_embedding_head_separately: Any = None

@@ -58,6 +58,7 @@ from trainsizer.estimate.activations import (
     norm_bytes,
     op_sac_unsaved_share,
     recompute_module_items,
+    router_upstream_bytes,
     titan_expert_slot_bytes,
     torchtitan_op_sac_items,
     torchtitan_sac_attention_bytes,
@@ -202,6 +203,10 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
                        "row length^2 in the model dtype (transformers <= 4.52's additive mask; 4.53's masking_utils "
                        "bool mask is 1 B a position), built once a forward, read by every layer and held until the "
                        "micro-batch's backward ends"),
+    "held_rerun_graphs": ("activations", "the re-run graphs a MoE dispatcher's held router output keeps "
+                          "(moe_router_output_held, torchtitan's non-reentrant full AC): each MoE layer's attention "
+                          "and router saves from its backward to its next forward, at the end of the backward every "
+                          "layer's but the running one's"),
     "returned_kv_cache": ("activations", "the K / V cache the model returns in training (returns_kv_cache: "
                           "transformers' use_cache on beside an outer checkpoint wrapper): each checkpointed layer's K "
                           "and V, to the forward's end; twice at the loss and once after it where the loop holds "
@@ -530,11 +535,13 @@ def _optimizer_precision(strategy: Strategy, training: Training, fp8_params: Any
 
 def _one_per_batch(strategy: Strategy, s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """`s` with the settings that take one value for the whole batch: layers whose activations are offloaded (inf =
-    every layer), the optimizer in backward, Megatron-Core's combined 1F1B, the returned K / V cache (0 / 1)."""
+    every layer), the optimizer in backward, Megatron-Core's combined 1F1B, the returned K / V cache, the MoE
+    dispatcher's held router output (0 / 1)."""
     s["activation_offload"] = np.asarray(offload_layers_asked(strategy))
     s["optimizer_in_backward"] = np.asarray(float(bool(getattr(strategy, "optimizer_in_backward", False))))
     s["moe_a2a_overlap"] = np.asarray(float(bool(getattr(strategy, "moe_a2a_overlap", None))))
     s["returns_kv_cache"] = np.asarray(float(bool(getattr(strategy, "returns_kv_cache", None))))
+    s["moe_router_output_held"] = np.asarray(float(bool(getattr(strategy, "moe_router_output_held", None))))
     return s
 
 
@@ -1483,6 +1490,28 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
                                                               n_moe > 0)
 
 
+def _held_rerun_graphs(b: _Batch, g: _Stage) -> tuple[Any, Any]:
+    """(end of the backward, optimizer step) bytes that the re-run graphs kept by a MoE dispatcher's held router
+    output hold (strategy.moe_router_output_held). torchtitan's full AC is a non-reentrant checkpoint
+    (ptd_checkpoint_wrapper over torch.utils.checkpoint, use_reentrant False): its re-run in the backward builds a
+    graph of its own that the backward never runs, whose nodes keep what they saved (the pack hook stores each
+    recomputed tensor and returns it: _recomputation_hook, torch 2.9-2.13). Where the layer's dispatcher keeps the
+    router's scores on an object that outlives the step (the Nous Research fork's PrimusTurboDeepepManager.
+    setup_metadata at 366776ace: token_probs, never cleared by combine), that graph's nodes up to the router, with
+    their saves (activations.router_upstream_bytes, K / V expanded where the model repeats them), live from the
+    layer's backward until its next forward replaces them: the end of the backward holds every MoE layer's but the
+    running one's beside its block input, the step all of them (docs/known-gaps.md 282 (a))."""
+    on = b.titan & (b.rec == 2) & (b.s["moe_router_output_held"] > 0)
+    if not (b.model.is_moe and np.any(on)):
+        return 0.0, 0.0
+    sp, tp = router_upstream_bytes(b.pre.moe[("hf", 0)], float(b.training.peak_row_tokens))
+    kv = expanded_kv_bytes(b.model, b.training) if b.repeat_kv else 0.0
+    upstream = b.tokens * (sp / b.sp_div + (tp + kv) / b.t)
+    n = b.ssum(b.pre.layout.cum_moe, g.start, g.stop, g.n_layers)
+    end = np.maximum(n - 1.0, 0.0) * np.maximum(upstream - b.moe_b, 0.0)
+    return np.where(on, end, 0.0), np.where(on, n * upstream, 0.0)
+
+
 def _returned_kv_bytes(b: _Batch, g: _Stage, checkpointed: Any) -> Any:
     """The K / V cache the model returns in training (strategy.returns_kv_cache) beyond what the layers save: each
     attention layer's K after RoPE and V as projected, model dtype, its heads split over TP (transformers v4.35.0
@@ -1723,10 +1752,13 @@ def _backward_phases(b: _Batch, g: _Stage, items: dict[str, Any], fsdp: tuple[An
     end_extra = np.maximum(recomp + one_layer, tied)
     fsdp_loss, fsdp_layer = fsdp
     kv_loss, kv_on = _kv_phases(b, items)
+    kv_on = kv_on + items.get("held_rerun_graphs", 0.0)  # none at the loss: the forward replaced them (282 (a))
     phases = np.stack(np.broadcast_arrays(acts + held + loss + g_loss + fsdp_loss + kv_loss,
                                           acts + held + recomp + g_layer + fsdp_layer + kv_on,
                                           np.where(fresh, grads + end_extra + fsdp_layer + kv_on, -np.inf)))
     win = np.argmax(phases, axis=0)  # 0 loss, 1 layer, 2 end of the backward
+    if "held_rerun_graphs" in items:
+        items["held_rerun_graphs"] = np.where(win == 0, 0.0, items["held_rerun_graphs"])
     if "returned_kv_cache" in items:
         items["returned_kv_cache"] = np.where(win == 0, kv_loss, kv_on)
     for k in loss_keys:
@@ -2338,6 +2370,9 @@ def _stage_bytes(b: _Batch, g: _Stage, options: MemoryOptions, detail: bool) -> 
     host, paged = _paged_optimizer(b, items, states.host)
     host = _offload_and_fuse(b, g, items, host)
     step_states = {k: items[k] for k in STEP_STATE_ITEMS if k in items}  # every gradient, whichever phase wins
+    rerun_end, rerun_step = _held_rerun_graphs(b, g)
+    if np.any(rerun_step):
+        items["held_rerun_graphs"], step_states["held_rerun_graphs"] = rerun_end, rerun_step
     loss_phase = _backward_phases(b, g, items, _fsdp2_phase_units(b, options))
     # the after-step figure for the detailed estimate only (not on the search's path)
     after_step = sum(step_states.values()) + _main_grad_copy(b, states.opt_params) if detail else None

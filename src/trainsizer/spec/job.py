@@ -740,6 +740,13 @@ class StrategySpec(_Strict):
     # forward, and while the loop holds the outputs (live_at_rerun logits) through the backward and the next forward;
     # null / false = none (as before); full recompute, memory only (docs/known-gaps.md 271 (a))
     returns_kv_cache: bool | None = None
+    # whether each MoE layer's token dispatcher keeps the router's output (a tensor that needs a gradient) on an
+    # object that outlives the step: the Nous Research torchtitan fork's DeepEP manager (PrimusTurboDeepepManager.
+    # setup_metadata at 366776ace keeps token_probs; combine clears the rest). Under torchtitan's full AC (a
+    # non-reentrant checkpoint) each layer's re-run graph up to its router, with the attention's and the router's
+    # saves, then lives from the layer's backward to its next forward; null / false = none (as before); torchtitan,
+    # full recompute, memory only (docs/known-gaps.md 282 (a))
+    moe_router_output_held: bool | None = None
     # FSDP (torchtune, torchtitan-style stacks, HF Trainer fsdp): the embedding and the LM head sharded as their own
     # units (torchtune's custom_sharded_layers ['tok_embeddings', 'output']; OLMo-core and AutoModel's MoE path do so);
     # null / false = the root unit holds them (torchtune's and torchtitan's default, AutoModel's dense path, FSDP1's
