@@ -1963,6 +1963,13 @@ def _fsdp2_reduce_bytes(b: _Batch) -> Any:
     return b.c["framework_overhead"]["fsdp2_pp_unsharded_grad_bytes_per_param"]
 
 
+def _titan_fsdp2_sharded(b: _Batch) -> Any:
+    """torchtitan's FSDP2 units sharded over more than one rank without pipelining, per strategy: where its units
+    reshard after the forward and reduce-scatter each layer's gradients (`_fsdp2_reduce_scatter_hold`,
+    `_titan_loss_units`)."""
+    return b.titan & (b.z >= 3) & (b.p == 1) & (b.dpc > 1)
+
+
 def _titan_head_unit_p(b: _Batch) -> Any:
     """Parameters of torchtitan's [norm, output] FSDP2 unit on one GPU where the job shards the embedding and the LM
     head as their own units (strategy.shard_embedding_head_separately: apply_fsdp from 83e694105, 2025-07-28, PR
@@ -1983,7 +1990,7 @@ def _fsdp2_reduce_scatter_hold(b: _Batch, options: MemoryOptions) -> Any:
     layer-phase item: the loss phase precedes the first reduce."""
     if not options.overheads or not np.any(b.titan) or not b.training.trains_base_weights:
         return 0.0
-    sharded = b.titan & (b.z >= 3) & (b.p == 1) & (b.dpc > 1)
+    sharded = _titan_fsdp2_sharded(b)
     unit_p = np.maximum(b.largest_layer_params, _titan_head_unit_p(b))
     return np.where(sharded, _fsdp2_reduce_bytes(b) * unit_p, 0.0)
 
@@ -2002,7 +2009,7 @@ def _titan_loss_units(b: _Batch, options: MemoryOptions) -> Any:
     oc = b.c["framework_overhead"]
     w_layer, g_layer = _gathered_layer_bytes(b)
     layers = oc["zero3_gathered_layers"] * w_layer + oc["zero3_unsharded_grad_layers"] * g_layer
-    sharded = b.titan & (b.z >= 3) & (b.p == 1) & (b.dpc > 1)
+    sharded = _titan_fsdp2_sharded(b)
     return np.where(sharded, b.w16 * (head_p + float(b.model.final_norm_params)) + w_layer - layers, 0.0)
 
 
