@@ -26,8 +26,9 @@ Run: python benchmarks/accuracy_bands.py            (prints the table)
      python benchmarks/accuracy_bands.py --rows megatron/moe/blackwell/domain   (that class's rows, worst last:
        each with its part, GPUs, model, EP degree and MoE dispatcher, and for a time row the time it misses per
        decoder layer and micro-batch and the step's exposed EP share; grouped by each fact, by the dispatch path
-       (dispatcher, padded token drop or not), CUDA graphs and EP all-to-all overlap; where a class's offset comes
-       from)
+       (dispatcher, padded token drop or not), CUDA graphs and EP all-to-all overlap, and as the estimate resolves
+       the job by micro-batches a step (with the graphs), TP / PP / CP layout and DP degree, with the ms a step each
+       micro-batch bin misses; where a class's offset comes from)
      python benchmarks/accuracy_bands.py --rows megatron/moe/blackwell/domain --without model=gpt-oss-120b
        (that listing less a row family: any fact of the listing's "by" lines, FACT=VALUE, repeatable)
 """
@@ -421,7 +422,14 @@ def step_parts(row: Row, catalog) -> dict[str, float] | None:
     return {"step_s": first("step_s"), "micro_batches": first("micro_batches"), "ep_s": first("ep_comm"),
             "host_s": first("host_excess"),
             "layers": sc.model.layers / max(int(getattr(sc.strategy, "pp", 1) or 1), 1)} | moe_parts(sc) | {
-        "ep_domains": first("ep_domains")}
+        "ep_domains": first("ep_domains")} | layout_parts(sc)
+
+
+def layout_parts(sc) -> dict[str, float]:
+    """A resolved job's parallel degrees (TP, PP, CP, DP) as the estimate runs them: what a dense class's listing
+    groups by (resolved_facts), the data-parallel degree derived where the job leaves it to the GPU count."""
+    st = sc.strategy
+    return {k: float(getattr(st, k, 1) or 1) for k in ("tp", "pp", "cp", "dp")}
 
 
 def moe_parts(sc) -> dict[str, float]:
@@ -446,6 +454,14 @@ def missing_ms_per_layer(row: Row, parts: dict[str, float]) -> float:
     says what kind of cost it is: a per-layer cost (host issue, a sync's latency) stays about constant across the
     tokens a micro-batch runs, a bandwidth or FLOP cost grows with them (docs/known-gaps.md 157 (a))."""
     return 1e3 * parts["step_s"] * row.err / (parts["micro_batches"] * parts["layers"])
+
+
+def missing_ms_per_step(row: Row, parts: dict[str, float]) -> float:
+    """Measured minus predicted step time, ms (+ = the run took longer): missing_ms_per_layer before the division.
+    A cost paid once a step (a host sync's refill, the step's own Python) is about the same number of ms on every
+    row of one stack that pays it, whatever the micro-batch count; a per-micro-batch cost grows with that count
+    (docs/known-gaps.md 290 (a))."""
+    return 1e3 * parts["step_s"] * row.err
 
 
 def group_summary(rows: list[Row], fact: str) -> list[tuple[str, int, float, float]]:
@@ -476,6 +492,8 @@ def row_line(row: Row, parts: dict[str, float] | None = None) -> str:
 
 
 HOST_BINS = (0.05, 0.20, 0.35)  # the host excess's share of the predicted step: where a listing splits its rows
+MICRO_BATCH_BINS = (2.0, 5.0, 16.0)  # micro-batches a step: one, 2-4, 5-15, 16 and more (a once-a-step cost's weight)
+DP_BINS = (8.0, 64.0, 512.0)  # data-parallel ranks
 TOKEN_BINS = (256.0, 1024.0, 4096.0)  # routed tokens one expert runs a micro-batch
 
 
@@ -491,9 +509,16 @@ def resolved_facts(row: Row, parts: dict[str, float]) -> dict[str, str]:
     """The facts a listing groups by that need the resolved job and its step (step_parts): the host excess's share
     of the step (HOST_BINS), that share with the EP all-to-all overlap (moe_a2a_overlap: under Megatron-Core's
     combined 1F1B the paired micro-batch's kernels are issued behind the same sync), local experts, routed tokens an
-    expert runs (TOKEN_BINS) and the NVLink domains the EP group spans."""
+    expert runs (TOKEN_BINS) and the NVLink domains the EP group spans; the micro-batches a step (MICRO_BATCH_BINS),
+    alone and with the job's CUDA graphs (a full-iteration graph replays the step's host work, docs/known-gaps.md
+    290 (a)), the TP / PP / CP layout and the data-parallel degree (DP_BINS)."""
     host = _bin(parts.get("host_s", 0.0) / parts["step_s"], HOST_BINS, "{:.0%}")
     out = {"host share": host, "host share x a2a overlap": f"{host} {row_facts(row)['a2a overlap']}"}
+    if "dp" in parts:
+        mbs = _bin(parts["micro_batches"], MICRO_BATCH_BINS, "{:.0f}")
+        out |= {"micro-batches": mbs, "micro-batches x graphs": f"{mbs} {row_facts(row)['graphs']}",
+                "layout": "tp{:.0f} pp{:.0f} cp{:.0f}".format(parts["tp"], parts["pp"], parts["cp"]),
+                "dp": _bin(parts["dp"], DP_BINS, "{:.0f}")}
     if parts.get("local_experts"):
         out |= {"local experts": f"{parts['local_experts']:.0f}",
                 "tokens/expert": _bin(parts["tokens_per_expert"], TOKEN_BINS, "{:.0f}"),
@@ -501,7 +526,8 @@ def resolved_facts(row: Row, parts: dict[str, float]) -> dict[str, str]:
     return out
 
 
-RESOLVED = ("host share", "host share x a2a overlap", "local experts", "tokens/expert", "ep domains")
+RESOLVED = ("host share", "host share x a2a overlap", "local experts", "tokens/expert", "ep domains", "micro-batches",
+            "micro-batches x graphs", "layout", "dp")
 
 
 def resolved_summary(rows: list[Row], parts: list[dict[str, float] | None], fact: str) -> list[tuple[str, int, float,
@@ -574,6 +600,10 @@ def print_rows(classed: list[tuple[Row, tuple[str, ...]]], key: str,
                 if groups:
                     print(f"  by {fact}: " + "; ".join(f"{k} n={n} median {med:+.1f} MAPE {m:.1f}"
                                                       for k, n, med, m in groups))
+            steps = step_miss_summary(rows, parts)
+            if steps:
+                print("  missed ms a step, median by micro-batches x graphs: "
+                      + ", ".join(f"{k} {v:+.0f} (n={n})" for k, n, v in steps))
             misses = {id(r): missing_ms_per_layer(r, p) for r, p in zip(rows, parts, strict=True) if p}
             if misses:
                 print("  missed ms per layer and micro-batch, median by " + "; by ".join(
@@ -589,6 +619,16 @@ def _row_parts(row: Row) -> dict[str, float] | None:
     if row.overlay not in _CATALOGS:
         _CATALOGS[row.overlay] = load_catalog([DATA / row.overlay] if row.overlay else [])
     return step_parts(row, _CATALOGS[row.overlay])
+
+
+def step_miss_summary(rows: list[Row], parts: list[dict[str, float] | None]) -> list[tuple[str, int, float]]:
+    """(micro-batches x graphs bin, rows, median missed ms a step: missing_ms_per_step) over the rows with a
+    resolved layout, most rows first: a cost paid once a step reads as the same ms in every bin that pays it."""
+    groups: dict[str, list[float]] = defaultdict(list)
+    for row, p in zip(rows, parts, strict=True):
+        if p and "dp" in p:
+            groups[resolved_facts(row, p)["micro-batches x graphs"]].append(missing_ms_per_step(row, p))
+    return [(k, len(v), float(np.median(v))) for k, v in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))]
 
 
 def miss_summary(rows: list[Row], misses: dict[int, float], fact: str) -> list[tuple[str, float]]:

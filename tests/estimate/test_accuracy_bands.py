@@ -273,6 +273,33 @@ def test_a_dense_job_has_no_moe_layer_to_list():
     assert "local experts" not in ab.resolved_facts(ab.Row("b", "dense", "tokens_s", 1.0, 1.0, job), parts)
 
 
+def test_a_dense_listing_groups_by_layout_and_micro_batches(capsys):
+    ab = _bands_module()
+    job = {"model": "llama-3.1-8b", "method": "pretrain", "data": {"tokens": 1e9}, "seq_len": 4096,
+           "global_batch": {"sequences": 64}, "precision": "bf16",
+           "hardware": {"accelerator": "h100-sxm-80gb", "count": 16, "network": "ib-ndr400"},
+           "strategy": {"tp": 2, "pp": 1, "micro_batch": 4, "framework": "megatron-core"}}
+    many = ab.Row("b", "many", "tokens_s", 100.0, 110.0, job)
+    parts = ab.step_parts(many, load_catalog())
+    # DP derived from the GPU count: 16 / TP 2; 64 sequences over DP 8 at micro-batch 4: 2 micro-batches a step
+    assert (parts["tp"], parts["pp"], parts["cp"], parts["dp"]) == (2.0, 1.0, 1.0, 8.0)
+    assert parts["micro_batches"] == 2.0
+    facts = ab.resolved_facts(many, parts)
+    assert facts["layout"] == "tp2 pp1 cp1" and facts["dp"] == "8-64" and facts["micro-batches"] == "2-5"
+    assert facts["micro-batches x graphs"] == "2-5 -"
+    assert ab.missing_ms_per_step(many, parts) == pytest.approx(1e3 * 0.1 * parts["step_s"])
+    one = ab.Row("b", "one", "tokens_s", 100.0, 90.0, job | {"global_batch": {"sequences": 32}})
+    one_parts = ab.step_parts(one, load_catalog())
+    assert one_parts["micro_batches"] == 1.0 and ab.resolved_facts(one, one_parts)["micro-batches"] == "<2"
+    summary = ab.step_miss_summary([many, one, many], [parts, one_parts, None])
+    assert summary == [("2-5 -", 1, pytest.approx(ab.missing_ms_per_step(many, parts))),
+                       ("<2 -", 1, pytest.approx(ab.missing_ms_per_step(one, one_parts)))]
+    ab.print_rows([(many, ("megatron/dense",)), (one, ("megatron/dense",))], "megatron/dense")
+    out = capsys.readouterr().out
+    assert "by layout: tp2 pp1 cp1 n=2" in out and "by dp: 8-64 n=2" in out
+    assert "missed ms a step, median by micro-batches x graphs: 2-5 - " in out
+
+
 def test_a_listing_sets_a_row_family_apart(capsys):
     ab = _bands_module()
     assert ab.release_of("mbridge_25.09_gb200_qwen3_30b_a3b_fp8-mx_8gpu") == "mbridge_25.09"
