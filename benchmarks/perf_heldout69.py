@@ -112,12 +112,18 @@ def summary_lines(run: ph.Run, sources: tuple[tuple[str, str], ...], name: str) 
     return out
 
 
-def main() -> None:
-    run = run_all()
-    for title, prefix in SOURCES:
+def print_parts(run: ph.Run, sources: tuple[tuple[str, str], ...]) -> None:
+    """Each source's rows under its title (`sources`: (title, row-id prefix)), as row_line prints them (perf_heldout69,
+    73)."""
+    for title, prefix in sources:
         print(f"{title}: published, predicted, error (held out, nothing fitted):")
         for c, res, r in part(run, prefix):
             print(row_line(c, res, r))
+
+
+def main() -> None:
+    run = run_all()
+    print_parts(run, SOURCES)
     print_fits(fits(), "perf_heldout69")
     print("\n".join(summary_lines(run, SOURCES, "perf_heldout69")))
 

@@ -35,11 +35,11 @@ from pathlib import Path
 
 import perf_heldout as ph
 from harness import print_fits
-from perf_heldout69 import part, row_line, summary_lines
+from perf_heldout69 import print_parts, summary_lines
 
 DATA = Path(__file__).resolve().parent / "data"
-MIXTRAL_ROWS = DATA / "heldout_2027u_nemo_mixtral.csv"
-DS_ROWS = DATA / "heldout_2027u_ds_bf16_master.csv"
+# the batch's files: (1) NeMo's Mixtral lines, (2) the DeepSpeed example; its inline models
+MIXTRAL_ROWS, DS_ROWS = DATA / "heldout_2027u_nemo_mixtral.csv", DATA / "heldout_2027u_ds_bf16_master.csv"
 MODELS = DATA / "heldout_2027u_models.yaml"
 SOURCES = (("(1) NeMo 25.02 / 25.04 performance pages, Mixtral on DGX-B200 / GB200 (FP8, 2025)", "nemo_"),
            ("(2) DeepSpeedExamples bf16_master_weight on 4 H100 (ZeRO-3, 2025-12)", "dsx_"))
@@ -60,10 +60,7 @@ def ds_on_hf_style() -> list[tuple[str, float, float]]:
 
 def main() -> None:
     run = run_all()
-    for title, prefix in SOURCES:
-        print(f"{title}: published, predicted, error (held out, nothing fitted):")
-        for c, res, r in part(run, prefix):
-            print(row_line(c, res, r))
+    print_parts(run, SOURCES)
     print_fits(fits(), "perf_heldout73")
     print("\nDeepSpeed step rows timed on the hf style (its engine's per-module hooks on the host), not scored:")
     for rid, published, step in ds_on_hf_style():
