@@ -76,8 +76,6 @@ def charged_ops(experts: int, split: bool) -> tuple[float, float]:
 
 
 def main() -> None:
-    torch.set_num_threads(1)
-    warnings.filterwarnings("ignore")
     built = granite_layer()
     if built is None:
         print("transformers: not installed (PYTHONPATH to a release), nothing to count")
@@ -86,6 +84,8 @@ def main() -> None:
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
+    torch.set_num_threads(1)
+    warnings.filterwarnings("ignore")
     print(f"transformers {transformers.__version__}, torch {torch.__version__}: kernels a pass at {POSITIONS} positions "
           "(every expert hit); the estimate's charge in op-equivalents at NVIDIA's launch-bound op")
     for name, (_, call), experts, split in (("GraniteMoeDecoderLayer E40 k8", built, 40, True),
