@@ -13,14 +13,17 @@ a namedtuple). PyTorch's Python bindings release the GIL around each op's dispat
 `pybind11::gil_scoped_release` in each dispatch_* lambda), so the thread can take it during the launch and the
 issuing thread waits for it back: the op's host time grows by the thread's Python between its syscalls.
 
-Cases, each alone and beside the thread: mm (torch.mm 64 x 64 x 64 in bf16 back to back without a sync: the method of
-perf_constants.yaml host_sync launch_bound_op_s, NVIDIA's 14.8 us), split_loop_fwd (GraniteMoeParallelExperts'
-forward as transformers 4.45-4.52 write it: 40 experts, F.linear on each split of 8 x 240 x 8 routed rows a 1,536 ->
-1,024 projection, under no_grad: the host-bound loop of perf_heldout66's granite rows) and split_loop_fb (the same
-forward and its backward: autograd's engine runs the backward's C++ ops without the GIL). Per case: host us an op
-(perf_counter around the issue, one sync after), the issuing thread's voluntary context switches an op (the GIL waits,
-/proc/thread-self/status; -1 where not readable) and the thread's loop iterations an op. One JSON line a case and
-setting, then one line of ratios. Budget on an H100: under a minute. --tiny: tiny widths on the CPU (a smoke test).
+Cases, each alone and beside the thread: python_loop (a pure-Python loop that never releases the GIL: the control; it
+slows only if the thread takes a CPU share, not the GIL), mm (torch.mm 64 x 64 x 64 in bf16 back to back without a
+sync: the method of perf_constants.yaml host_sync launch_bound_op_s, NVIDIA's 14.8 us; on a CPU without --tiny also
+16^3 and 128^3), split_loop_fwd (GraniteMoeParallelExperts' forward as transformers 4.45-4.52 write it: 40 experts,
+F.linear on each split of 8 x 240 x 8 routed rows a 1,536 -> 1,024 projection, under no_grad: the host-bound loop of
+perf_heldout66's granite rows) and split_loop_fb (the same forward and its backward: autograd's engine runs the
+backward's C++ ops without the GIL); the split loops on a GPU or under --tiny only. Per case: host us an op (wall,
+perf_counter around the issue, one sync after), the issuing thread's CPU us an op (time.thread_time: unchanged where it
+waits for the GIL off the CPU) and the thread's loop iterations an op, medians of N runs. One JSON line a case and
+setting, then one line of ratios (wall beside over wall alone). Budget on an H100: under a minute; on a CPU without
+--tiny (the mm cases and the control) about as long. --tiny: tiny widths on the CPU (a smoke test).
 """
 
 import collections
@@ -38,7 +41,7 @@ CUDA = torch.cuda.is_available() and not TINY
 DEV = "cuda" if CUDA else "cpu"
 DT = torch.bfloat16 if CUDA else torch.float32
 E, D_IN, D_OUT, ROWS = (8, 32, 16, 64) if TINY else (40, 1536, 1024, 8 * 240 * 8)
-OPS, WARM, N = (50, 1, 3) if TINY else (2000, 2, 7)
+OPS, WARM, N = (50, 1, 3) if TINY else (2000, 2, 5)
 Mem = collections.namedtuple("pmem", "rss vms shared text lib data dirty")
 
 
@@ -76,6 +79,8 @@ class Tracker:
     def __enter__(self):
         self.on = True
         self.thread.start()
+        while not self.iterations:  # running before the first measured op
+            time.sleep(1e-4)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -83,25 +88,25 @@ class Tracker:
         self.thread.join()
 
 
-def voluntary_switches() -> int:
-    """The calling thread's voluntary context switches (-1 where /proc/thread-self is not readable)."""
-    try:
-        with open("/proc/thread-self/status") as f:
-            return next(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt_switches"))
-    except (OSError, StopIteration):
-        return -1
-
-
 def cases() -> dict:
-    """name -> (callable issuing `ops` ops, ops it issues)."""
-    a = torch.randn(64, 64, device=DEV, dtype=DT)
+    """name -> (callable, ops it issues a call): the control, the mm sizes and (on a GPU or --tiny) the split loops."""
     w = torch.randn(E, D_OUT, D_IN, device=DEV, dtype=DT, requires_grad=True)
     x = torch.randn(ROWS, D_IN, device=DEV, dtype=DT, requires_grad=True)
     sizes = [ROWS // E] * E
 
-    def mm() -> None:
+    def python_loop() -> None:
         for _ in range(OPS):
-            torch.mm(a, a)
+            s = 0
+            for i in range(40):
+                s += i
+
+    def mm_of(n: int):
+        a = torch.randn(n, n, device=DEV, dtype=DT)
+
+        def mm() -> None:
+            for _ in range(OPS):
+                torch.mm(a, a)
+        return mm
 
     def split_loop(inputs):  # GraniteMoeParallelExperts.forward
         parts = inputs.split(sizes, dim=0)
@@ -114,30 +119,33 @@ def cases() -> dict:
     def fb() -> None:
         split_loop(x).sum().backward()
 
-    return {"mm": (mm, OPS), "split_loop_fwd": (fwd, 2 * E + 2), "split_loop_fb": (fb, 2 * E + 2)}
+    out = {"python_loop": (python_loop, OPS), "mm": (mm_of(64), OPS)}
+    if CUDA or TINY:
+        return out | {"split_loop_fwd": (fwd, 2 * E + 2), "split_loop_fb": (fb, 2 * E + 2)}
+    return out | {"mm16": (mm_of(16), OPS), "mm128": (mm_of(128), OPS)}
 
 
 def measure(fn, ops: int, tracker: Tracker | None) -> dict:
-    """Median host us an op over N runs, the voluntary switches and tracker iterations an op."""
+    """Median wall and CPU us an op over N runs, and the tracker's iterations an op."""
     for _ in range(WARM):
         fn()
     if CUDA:
         torch.cuda.synchronize()
-    times, switches, iters = [], [], []
+    rows = []
     for _ in range(N):
-        s0, i0 = voluntary_switches(), tracker.iterations if tracker else 0
-        t0 = time.perf_counter()
+        i0, c0, t0 = tracker.iterations if tracker else 0, time.thread_time(), time.perf_counter()
         fn()
-        times.append((time.perf_counter() - t0) * 1e6 / ops)
-        switches.append((voluntary_switches() - s0) / ops if s0 >= 0 else -1.0)
-        iters.append(((tracker.iterations if tracker else 0) - i0) / ops)
+        wall, cpu = (time.perf_counter() - t0) * 1e6 / ops, (time.thread_time() - c0) * 1e6 / ops
+        rows.append((wall, cpu, ((tracker.iterations if tracker else 0) - i0) / ops))
         if CUDA:
             torch.cuda.synchronize()
-    mid = sorted(range(N), key=times.__getitem__)[N // 2]
-    return {"host_us_per_op": times[mid], "gil_waits_per_op": switches[mid], "tracker_loops_per_op": iters[mid]}
+    wall, cpu, loops = sorted(rows)[N // 2]
+    return {"host_us_per_op": wall, "cpu_us_per_op": cpu, "tracker_loops_per_op": loops}
 
 
 def main() -> None:
+    if not CUDA:
+        torch.set_num_threads(1)  # one issuing thread, as a training process's main thread issues
     read, how = rss_reader()
     out = {}
     for name, (fn, ops) in cases().items():
