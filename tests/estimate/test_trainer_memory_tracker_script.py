@@ -30,11 +30,3 @@ def test_tracker_runs_before_the_first_op_reads_the_resident_bytes_and_stops():
         assert t.iterations > 0
     assert not t.thread.is_alive() and t.peak > 0
 
-
-def test_the_tracker_runs_during_a_case():
-    """Beside the tracker its loop turns while the case issues (the measured window is not before it starts)."""
-    m = import_tiny(SCRIPT)
-    fn, ops = m.cases()["mm"]
-    with m.Tracker(m.statm_rss) as t:
-        row = m.measure(fn, ops, t)
-    assert row["tracker_loops_per_op"] > 0.0 and row["cpu_us_per_op"] > 0.0
