@@ -16,7 +16,8 @@ items (context parallelism over THD-packed rows) are listed, not scored: each ru
 (printed below the scored rows with its estimate; docs/known-gaps.md 285 (c)).
 
 Printed: each row (published, predicted step, error, the estimate's step terms), memory fits, the long-context items'
-measured over predicted step, each model's LoRA over full-SFT step ratio, the batch's time figures.
+measured over predicted step, each model's LoRA over full-SFT step ratio, the MoE rows' excess per micro-batch and MoE
+layer with the busiest EP rank's load their step would take (docs/known-gaps.md 288 (c)), the batch's time figures.
 
 Sign: (predicted - published) / published of the step: - = predicted too fast (the accuracy bands' throughput sign is
 the opposite: published / predicted - 1).
@@ -31,6 +32,7 @@ from pathlib import Path
 import perf_heldout as ph
 from harness import print_fits
 from perf_heldout69 import row_line, timed
+from trainsizer.models import load_model
 
 DATA = Path(__file__).resolve().parent / "data"
 CARD_ROWS = DATA / "heldout_2027t_mbridge_card_finetune.csv"
@@ -64,6 +66,43 @@ def lora_over_full(run: ph.Run) -> list[tuple[str, float, float]]:
     return out
 
 
+def _step_at(r: dict[str, str], extra: str) -> float:
+    """The row's predicted step (s) with `extra` appended to its strategy_extra (a job-level key such as
+    moe_capacity_factor, which perf_heldout.job_of moves to the job)."""
+    c, _, _ = BATCH.estimate([{**r, "strategy_extra": f"{r['strategy_extra']};{extra}"}])[0]
+    return c.predicted
+
+
+def implied_load(r: dict[str, str], hi: float = 8.0, steps: int = 14) -> float | None:
+    """The busiest EP rank's load (moe_capacity_factor) at which the estimate meets the row's step (bisection on
+    [1, hi]), or None where the balanced estimate is already at or above it or `hi` does not reach it: a diagnostic,
+    the cards state no load (docs/known-gaps.md 288 (c))."""
+    measured = float(r["value"])
+    if _step_at(r, "moe_capacity_factor=1.0") >= measured or _step_at(r, f"moe_capacity_factor={hi}") < measured:
+        return None
+    lo = 1.0
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if _step_at(r, f"moe_capacity_factor={mid}") < measured else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+def moe_excess(run: ph.Run) -> list[tuple[str, int, float, float, float]]:
+    """(row id, EP, measured less predicted step per micro-batch a rank runs (s), the same per MoE layer a stage
+    holds (s), the step's measured over predicted) of every scored MoE row."""
+    out = []
+    for c, res, r in run:
+        if c.skipped or not res:
+            continue
+        arch = load_model(r["model"])
+        if not arch.is_moe:
+            continue
+        per_mb = (c.measured - c.predicted) / float(res["time"]["micro_batches"])
+        out.append((c.row_id, int(r["ep"]), per_mb, per_mb / (arch.moe_layer_count / int(r["pp"])),
+                    c.measured / c.predicted))
+    return out
+
+
 def main() -> None:
     run = run_all()
     print(f"{TITLE}: published, predicted step (s), error (held out, nothing fitted):")
@@ -75,6 +114,14 @@ def main() -> None:
               f"{'fits' if res['memory']['fits'] else 'DOES NOT FIT'} {res['memory']['per_gpu_gib']:.0f} GiB)")
     print("\nLoRA over full SFT, step GPU-seconds a token (measured, predicted):")
     print("\n".join(f"  {m:24s} {a:.3f} {b:.3f}" for m, a, b in lora_over_full(run)))
+    print("\nMoE rows: measured less predicted step per micro-batch a rank runs and per MoE layer a stage holds (ms), "
+          "and the busiest EP rank's load the measured step would take (a diagnostic; the cards state no load):")
+    by_id = {r["id"]: r for r in rows()}
+    for rid, ep, per_mb, per_layer, ratio in moe_excess(run):
+        load = implied_load(by_id[rid]) if ep > 1 else None
+        said = "one GPU runs every expert: no rank waits" if ep == 1 else \
+            f"moe_capacity_factor {load:.2f}" if load else "no load reaches it (<= 8)"
+        print(f"  {rid:58s} EP {ep:2d}  {per_mb * 1e3:6.0f} {per_layer * 1e3:6.2f}  x{ratio:4.2f}  {said}")
     print(ph.time_summary("perf_heldout72", timed(run)))
 
 

@@ -72,15 +72,15 @@ def test_source_bounds(run):
     """The scored items' steps, per card (the long-context items listed; Nemotron 3 Nano's LoRA refused)."""
     cases = [c for c, _, _ in run]
     check_source_bounds(cases, {
-        (CARD.format("Qwen3-8B"), "step_time_s"): (2, 19.0),  # 13.8 with the THD RoPE loop (286): -22.0 / -5.6%
-        (CARD.format("Qwen3-30B-A3B"), "step_time_s"): (2, 42.0),  # 36.3: -35.2 / -37.4%
-        (CARD.format("GPT-OSS 20B"), "step_time_s"): (2, 36.0),  # 30.3: -48.9 / -11.6%
-        (CARD.format("GPT-OSS 120B"), "step_time_s"): (2, 57.0),  # 51.8: -58.5 / -45.1%
+        (CARD.format("Qwen3-8B"), "step_time_s"): (2, 19.0),  # 13.7 with the THD RoPE loop (286) and 288 (a): -21.7 / -5.6%
+        (CARD.format("Qwen3-30B-A3B"), "step_time_s"): (2, 42.0),  # 35.1: -35.2 / -35.0%
+        (CARD.format("GPT-OSS 20B"), "step_time_s"): (2, 36.0),  # 29.4: -48.1 / -10.7%
+        (CARD.format("GPT-OSS 120B"), "step_time_s"): (2, 57.0),  # 50.7: -57.6 / -43.8%
         (CARD.format("Moonlight-16B-A3B"), "step_time_s"): (2, 34.0),  # 28.1: +9.3 / -46.8%
         (CARD.format("Nemotron 3 Nano 4B"), "step_time_s"): (1, 27.0),  # 21.6
     })
     scored = [c for c in cases if not c.skipped]
-    assert len(scored) == 11 and mape(scored) < 36.0  # 46.2 at landing, 31.1 with the THD RoPE loop (median -35.2%)
+    assert len(scored) == 11 and mape(scored) < 36.0  # 46.2 at landing, 31.1 with the THD RoPE loop, 30.5 with 288 (a)
 
 
 def test_the_refused_rows_say_why(run):
@@ -128,3 +128,36 @@ def test_the_long_context_items_run_several_times_the_estimate():
 
 def test_every_run_is_said_to_fit():
     assert all(f.fits for f in p72.fits())
+
+
+ROUTER_UNFUSED = ("qwen3_30b_a3b_lora_4gpu", "qwen3_30b_a3b_sft_32k_cp2_16gpu", "gpt_oss_")
+
+
+def test_the_rows_state_the_recipes_router_fusion_and_tp_overlap():
+    """The recipes leave TE's TP overlap off (comm_overlap None; at SP off Megatron-Bridge disables it) and GPT-OSS's
+    and Qwen3-30B-A3B's 8-GPU-based configs set moe_router_fusion False: the rows state both (docs/known-gaps.md 288
+    (a)); Qwen3-30B-A3B's 16-GPU SFT and Moonlight's recipes fuse the router (unstated: the style's fused)."""
+    for r in p72.rows():
+        s = p72.job(r)["strategy"]
+        assert s.get("tp_comm_overlap") is (False if s["tp"] > 1 else None), r["id"]
+        unfused = any(k in r["id"] for k in ROUTER_UNFUSED)
+        assert s.get("moe_router_fusion") in ((False,) if unfused else (None, True)), r["id"]
+        assert not unfused or "moe_router_fusion false stated" in r["assumed"], r["id"]
+
+
+def test_the_moe_rows_excess_is_per_micro_batch_and_routing_alone_does_not_give_it(run):
+    """Every MoE row but Moonlight's padded 8K SFT runs 0.04-0.32 s a micro-batch longer than predicted, 4-16 ms a MoE
+    layer at EP > 1 against 1.8 at EP 1; the TP 4 x EP 4 LoRA row is host-bound in the estimate, so no busiest-rank
+    load (moe_capacity_factor up to 8) reaches its step: the imbalance the cards do not state cannot be the whole
+    of it (docs/known-gaps.md 288 (c))."""
+    excess = {rid: (ep, mb, layer) for rid, ep, mb, layer, _ in p72.moe_excess(run)}
+    assert len(excess) == 8
+    for rid, (ep, per_mb, per_layer) in excess.items():
+        if rid.endswith("moonlight_16b_sft_8k_8gpu"):
+            assert per_mb < 0, rid
+        else:
+            assert 0.03 < per_mb < 0.4 and (per_layer > 0.004 if ep > 1 else per_layer < 0.003), rid
+    lora = next(r for r in p72.rows() if r["id"].endswith("qwen3_30b_a3b_lora_4gpu"))
+    assert p72.implied_load(lora) is None
+    sft = next(r for r in p72.rows() if r["id"].endswith("qwen3_30b_a3b_sft_16gpu"))
+    assert 1.5 < p72.implied_load(sft) < 3.0

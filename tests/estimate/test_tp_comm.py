@@ -3,7 +3,7 @@ all-reduce-equivalent is an NCCL ring reduce-scatter plus a ring all-gather, wit
 and receives S/N per rank for a reduce-scatter, so its busier direction is slower than the ring's: nvidia/nccl issues
 1083, 1506, 1670); without it, a real all-reduce, which NVLS speeds up. Under TP overlap the hidden share is Transformer
 Engine's userbuffers figure (perf_constants comm.tp_overlap_fraction) unless the style states its own (torchtitan's
-async TP)."""
+async TP); without sequence parallelism none."""
 
 from __future__ import annotations
 
@@ -70,6 +70,17 @@ def test_overlap_hides_the_style_share_less_its_interference(style, hidden):
     x, t_ar, exposed = _tp_comm(overlap=False, style=style)
     _, _, overlapped = _tp_comm(overlap=True, style=style)
     assert overlapped == pytest.approx(exposed * (1.0 - hidden * (1.0 - K.overlap_interference)), rel=1e-9)
+
+
+@pytest.mark.parametrize("style", ["megatron-core", "megatron", "torchtitan"])
+def test_without_sequence_parallelism_nothing_is_overlapped(style):
+    """The overlap splits sequence parallelism's all-gather / reduce-scatter over the GEMMs; a plain TP all-reduce
+    has none to split (Megatron-Bridge's CommOverlapConfig turns tp_comm_overlap off at sequence_parallel False:
+    docs/known-gaps.md 288 (b))."""
+    _, _, exposed = _tp_comm(sp=False, overlap=False, style=style)
+    _, _, stated = _tp_comm(sp=False, overlap=True, style=style)
+    assert stated == pytest.approx(exposed, rel=1e-12)
+    assert _tp_comm(sp=True, overlap=True, style=style)[2] < _tp_comm(sp=True, overlap=False, style=style)[2]
 
 
 def test_torchtitan_async_tp_hides_less_than_te_userbuffers():

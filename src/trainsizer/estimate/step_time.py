@@ -2194,10 +2194,15 @@ def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
     fwd, bwd = _tp_collectives_per_pass(x)
     moe_skip, moe_routed = _moe_tp_collectives(x)
     tp_per_layer = (fwd * (1.0 + x.full_share) + bwd + 1.0 * sac_gathers - moe_skip) * t_layer
-    if np.any(x.fw.tp_comm_overlap):  # hidden part still slows the GEMMs it overlaps (SM/HBM interference)
+    # the overlap splits sequence parallelism's all-gather / reduce-scatter over the GEMMs: without it there is none
+    # (Megatron-LM training/arguments.py asserts sequence_parallel under tp_comm_overlap, 61f31145; Megatron-Bridge's
+    # CommOverlapConfig turns it off at sequence_parallel False, training/comm_overlap.py at f3ae2767b;
+    # docs/known-gaps.md 288 (b))
+    overlap = np.asarray(x.fw.tp_comm_overlap, bool) & np.asarray(x.sp, bool)
+    if np.any(overlap):  # hidden part still slows the GEMMs it overlaps (SM/HBM interference)
         style = np.asarray(x.fw.tp_overlap_fraction, float)
         hidden = np.where(np.isnan(style), k.tp_overlap_fraction, style)
-        tp_per_layer = tp_per_layer * _when(x.fw.tp_comm_overlap, 1.0 - hidden * (1.0 - k.overlap_interference), 1.0)
+        tp_per_layer = tp_per_layer * _when(overlap, 1.0 - hidden * (1.0 - k.overlap_interference), 1.0)
     # the dispatcher's expert-TP collectives run outside the linear layers the overlap covers: exposed either way
     return t_ar, tp_per_layer + moe_routed + _amax_reductions(x, k_tp, m_tp) + _delayed_amax_reductions(x) + \
         _kv_subshard_time(x, k_tp, m_tp)
