@@ -30,7 +30,8 @@ Run: python benchmarks/accuracy_bands.py            (prints the table)
        the job by micro-batches a step (with the graphs), TP / PP / CP layout and DP degree, with the ms a step each
        micro-batch bin misses; where a class's offset comes from)
      python benchmarks/accuracy_bands.py --rows megatron/moe/blackwell/domain --without model=gpt-oss-120b
-       (that listing less a row family: any fact of the listing's "by" lines, FACT=VALUE, repeatable)
+       (that listing less a row family: any fact of the listing's "by" lines, FACT=VALUE, repeatable; the
+       resolved ones too: --without micro-batches=<2)
 """
 
 from __future__ import annotations
@@ -552,13 +553,27 @@ def _inline_model_name(model: dict[str, Any]) -> str:
     return f"{arch} h{model.get('hidden_size', model.get('hidden', '?'))} L{model.get('num_hidden_layers', model.get('layers', '?'))}"
 
 
-def without_rows(rows: list[Row], without: tuple[tuple[str, str], ...]) -> list[Row]:
-    """`rows` less those whose fact (row_facts) equals the value of any (fact, value) pair in `without`: a class
-    with a row family set apart (--without model=gpt-oss-120b). A fact row_facts does not name is refused."""
+def without_rows(rows: list[Row], without: tuple[tuple[str, str], ...],
+                 parts: list[dict[str, float] | None] | None = None) -> list[Row]:
+    """`rows` less those whose fact equals the value of any (fact, value) pair in `without`: a class with a row
+    family set apart (--without model=gpt-oss-120b). A fact is a row_facts one or, given each row's step `parts`
+    (step_parts, in the order of `rows`), a resolved one (resolved_facts: --without micro-batches=<2); a row with no
+    step keeps its place under a resolved fact. A fact neither names is refused."""
+    return [r for r, keep in zip(rows, kept(rows, without, parts), strict=True) if keep]
+
+
+def kept(rows: list[Row], without: tuple[tuple[str, str], ...],
+         parts: list[dict[str, float] | None] | None = None) -> list[bool]:
+    """For each row, whether without_rows keeps it."""
     for fact, _ in without:
-        if fact not in FACTS:
-            raise SystemExit(f"accuracy_bands --without: no fact {fact!r}; facts: " + ", ".join(FACTS))
-    return [r for r in rows if not any(row_facts(r)[fact] == value for fact, value in without)]
+        if fact not in FACTS + RESOLVED:
+            raise SystemExit(f"accuracy_bands --without: no fact {fact!r}; facts: " + ", ".join(FACTS + RESOLVED))
+    steps = parts if parts is not None else [None] * len(rows)
+    out = []
+    for row, p in zip(rows, steps, strict=True):
+        facts = row_facts(row) | (resolved_facts(row, p) if p else {})
+        out.append(not any(facts.get(fact) == value for fact, value in without))
+    return out
 
 
 def parse_without(args: list[str]) -> tuple[tuple[str, str], ...]:
@@ -584,9 +599,11 @@ def print_rows(classed: list[tuple[Row, tuple[str, ...]]], key: str,
                          + ", ".join(known))
     for q in QUANTITIES:
         every = class_rows(classed, key, q)
-        rows = without_rows(every, without)
+        every_parts = [_row_parts(row) if q == "time" else None for row in every]
+        keep = kept(every, without, every_parts)
+        rows = [r for r, k in zip(every, keep, strict=True) if k]
         if rows:
-            parts = [_row_parts(row) if q == "time" else None for row in rows]
+            parts = [p for p, k in zip(every_parts, keep, strict=True) if k]
             less = "".join(f" without {f}={v}" for f, v in without)
             print(f"\n{key}: {len(rows)} {q} rows{less} (signed %, + = predicted too "
                   f"{'fast' if q == 'time' else 'large'}; {len(every) - len(rows)} left out)")

@@ -298,6 +298,14 @@ def test_a_dense_listing_groups_by_layout_and_micro_batches(capsys):
     out = capsys.readouterr().out
     assert "by layout: tp2 pp1 cp1 n=2" in out and "by dp: 8-64 n=2" in out
     assert "missed ms a step, median by micro-batches x graphs: 2-5 - " in out
+    # a resolved fact sets a family apart where the rows' steps are given; without them every row stays
+    assert [r.row_id for r in ab.without_rows([many, one], (("micro-batches", "<2"),), [parts, one_parts])] == [
+        "many"]
+    assert [r.row_id for r in ab.without_rows([many, one], (("micro-batches", "<2"),))] == ["many", "one"]
+    ab.print_rows([(many, ("megatron/dense",)), (one, ("megatron/dense",))], "megatron/dense",
+                  (("micro-batches", "<2"),))
+    out = capsys.readouterr().out
+    assert "1 time rows without micro-batches=<2" in out and "1 left out" in out and "by layout: tp2 pp1 cp1 n=1" in out
 
 
 def test_a_listing_sets_a_row_family_apart(capsys):
