@@ -28,7 +28,8 @@ Run: python benchmarks/accuracy_bands.py            (prints the table)
        decoder layer and micro-batch and the step's exposed EP share; grouped by each fact, by the dispatch path
        (dispatcher, padded token drop or not), CUDA graphs and EP all-to-all overlap, and as the estimate resolves
        the job by micro-batches a step (with the graphs), TP / PP / CP layout and DP degree, with the ms a step each
-       micro-batch bin misses; where a class's offset comes from)
+       micro-batch bin misses; where a class's offset comes from; a memory row with the GiB a GPU it misses and what
+       its figure counts, the rows grouped by figure)
      python benchmarks/accuracy_bands.py --rows megatron/moe/blackwell/domain --without model=gpt-oss-120b
        (that listing less a row family: any fact of the listing's "by" lines, FACT=VALUE, repeatable; the
        resolved ones too: --without micro-batches=<2)
@@ -67,6 +68,14 @@ DURATION_METRICS = ("step_time_s", "gpu_hours", "gpu_hours_logged")
 PEAK_METRICS = ("peak_memory_gib", "peak_allocated_gib", "peak_allocated_first_step_gib", "peak_gib",
                 "device_memory_used_gib")
 LEFT_OUT = ("allocated_after_step_gib", "allocated_after_backward_gib", "max_seq", "fb_pair_s", "fits", "refused")
+# what a published peak counts (docs/known-gaps.md 292 (a)): every allocation on the device (torch.cuda.mem_get_info,
+# nvidia-smi: the allocator's segments, the context, the communicators), the caching allocator's reserve, or live
+# tensors; by metric, and for a finetune_heldout row ("peak_gib") by its unit (finetune_heldout._memory_gib's bases)
+FIGURE_OF_METRIC = {"device_memory_used_gib": "device", "peak_memory_gib": "reserved", "peak_allocated_gib": "allocated",
+                    "peak_allocated_first_step_gib": "allocated"}
+FIGURE_OF_UNIT = {"GiB-nvidia-smi": "device", "GiB-allocator": "reserved", "GiB-reserved": "reserved",
+                  "GB-reserved": "reserved", "GiB": "allocated", "GiB-active": "allocated", "GB-allocated": "allocated",
+                  "GB-allocator": "allocated"}
 
 
 @dataclass
@@ -80,6 +89,7 @@ class Row:
     predicted: float
     job: dict[str, Any]
     overlay: str = ""  # a catalog overlay file under benchmarks/data the row's job is resolved on
+    unit: str = ""  # a finetune_heldout row's peak_mem_unit (what its peak_gib counts)
 
     @property
     def quantity(self) -> str | None:
@@ -90,6 +100,12 @@ class Row:
         if self.metric in LEFT_OUT:
             return None
         raise ValueError(f"{self.benchmark} {self.row_id}: metric {self.metric!r} is not sorted into a quantity")
+
+    @property
+    def figure(self) -> str:
+        """What a memory row's figure counts: device, reserved, allocated (FIGURE_OF_METRIC / FIGURE_OF_UNIT) or
+        unstated."""
+        return FIGURE_OF_METRIC.get(self.metric) or FIGURE_OF_UNIT.get(self.unit, "unstated")
 
     @property
     def err(self) -> float:
@@ -118,7 +134,8 @@ def _case_style(name: str, cases: list, rows: list[dict[str, str]], job) -> list
     its row's catalog overlay where the file has that column (perf_heldout40's RTX 3090 rig)."""
     by_id = {r["id"]: r for r in rows}
     return [Row(name, c.row_id, c.metric, c.measured, c.predicted, job(by_id[c.row_id]),
-                by_id[c.row_id].get("overlay") or "") for c in cases if not c.skipped]
+                by_id[c.row_id].get("overlay") or "", by_id[c.row_id].get("peak_mem_unit") or "")
+            for c in cases if not c.skipped]
 
 
 def collect() -> list[Row]:
@@ -480,10 +497,13 @@ def group_summary(rows: list[Row], fact: str) -> list[tuple[str, int, float, flo
 def row_line(row: Row, parts: dict[str, float] | None = None) -> str:
     """One row of a class listing: its error, source, id, part and GPUs, model, EP degree and MoE dispatcher (the
     job as written; '-' where it states none); with the estimate's step `parts` (step_parts), the time the row misses
-    per layer and micro-batch and the step's exposed EP share."""
+    per layer and micro-batch and the step's exposed EP share; a memory row, the GiB a GPU it misses (measured less
+    predicted) and what its figure counts (Row.figure)."""
     f, count = row_facts(row), (row.job.get("hardware") or {}).get("count", "-")
     line = (f"{100 * row.err:+7.1f}  {row.benchmark:18s} {row.row_id:58s} {f['part']:>14s} {count!s:>5s}  "
             f"{f['model']:26s} ep {f['ep']:>3s}  {f['dispatcher']}")
+    if row.quantity == "memory":
+        line += f"  miss {row.measured - row.predicted:+6.1f} GiB  {row.figure}"
     if parts:
         line += (f"  miss {missing_ms_per_layer(row, parts):+6.2f} ms/layer-mb"
                  f"  ep {100 * parts['ep_s'] / parts['step_s']:4.1f}% of step"
@@ -614,6 +634,9 @@ def print_rows(classed: list[tuple[Row, tuple[str, ...]]], key: str,
             for fact in FACTS:
                 print(f"  by {fact}: " + "; ".join(f"{k} n={n} median {med:+.1f} MAPE {m:.1f}"
                                                   for k, n, med, m in group_summary(rows, fact)))
+            if q == "memory":
+                print("  by figure: " + "; ".join(f"{k} n={n} median {med:+.1f} MAPE {m:.1f} miss {g:+.1f} GiB"
+                                                 for k, n, med, m, g in figure_summary(rows)))
             for fact in RESOLVED if q == "time" else ():
                 groups = resolved_summary(rows, parts, fact)
                 if groups:
@@ -628,6 +651,18 @@ def print_rows(classed: list[tuple[Row, tuple[str, ...]]], key: str,
                 print("  missed ms per layer and micro-batch, median by " + "; by ".join(
                     f"{fact}: " + ", ".join(f"{k} {v:+.2f}" for k, v in miss_summary(rows, misses, fact))
                     for fact in FACTS))
+
+
+def figure_summary(rows: list[Row]) -> list[tuple[str, int, float, float, float]]:
+    """(what the figure counts, rows, median signed error %, MAPE %, median GiB missed a GPU) per Row.figure among
+    memory `rows`, most rows first: whether a class's memory offset sits in live tensors or in what the allocator or
+    the device holds beyond them (docs/known-gaps.md 292 (a))."""
+    groups: dict[str, list[Row]] = defaultdict(list)
+    for row in rows:
+        groups[row.figure].append(row)
+    out = [(k, len(v), 100.0 * float(np.median([r.err for r in v])), 100.0 * float(np.mean([abs(r.err) for r in v])),
+            float(np.median([r.measured - r.predicted for r in v]))) for k, v in groups.items()]
+    return sorted(out, key=lambda g: (-g[1], g[0]))
 
 
 _CATALOGS: dict[str, Any] = {}

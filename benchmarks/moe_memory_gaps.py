@@ -44,11 +44,6 @@ from trainsizer.estimate.model_states import load_memory_constants
 from trainsizer.scenario import resolve_job
 
 CLASSES = ("megatron/moe", "hf/moe")
-# figure kinds by metric; a finetune_heldout row ("peak_gib") carries its unit in its benchmark's rows
-KIND = {"device_memory_used_gib": "device", "peak_memory_gib": "reserved", "peak_allocated_gib": "allocated"}
-UNIT_KIND = {"GiB-nvidia-smi": "device", "GiB-allocator": "reserved", "GiB-reserved": "reserved",
-             "GB-reserved": "reserved", "GiB": "allocated", "GiB-active": "allocated", "GB-allocated": "allocated",
-             "GB-allocator": "allocated", "GB-unstated": "unstated"}
 # RCCL on LUMI (MI250X), LUMI-AI-Guide issue 111 (2026-08-19): GiB a rank for the first communicator, each further one
 RCCL_FIRST_GIB, RCCL_NEXT_GIB = 1.0, 0.65
 # bytes a token of the alltoall dispatcher's per-layer state: probabilities (fp32 under moe_router_dtype fp32, Megatron-
@@ -59,7 +54,7 @@ PROBS_BYTES, MAP_BYTES, INDEX_BYTES = 4.0, 1.0, 8.0
 
 @dataclass
 class Gap:
-    """One MoE memory row: its accuracy_bands row, class, kind of figure, miss (GiB a GPU), the estimate's peak without
+    """One MoE memory row: its accuracy_bands row, class, kind of figure (Row.figure), miss (GiB a GPU), the estimate's peak without
     recompute less its peak as written (GiB; 0 without recompute) and the candidates' GiB."""
 
     row: Row
@@ -75,9 +70,9 @@ BOUNDS = ("first-step states",)
 SIZES = ("dispatcher state", "communicators")
 
 
-def collect() -> list[tuple[Row, tuple[str, ...], dict[str, str]]]:
-    """(row, class keys, the benchmark's own row) of the six benchmarks that hold the MoE memory rows, through
-    accuracy_bands' own builders and classifier."""
+def collect() -> list[tuple[Row, tuple[str, ...]]]:
+    """(row, class keys) of the six benchmarks that hold the MoE memory rows, through accuracy_bands' own builders and
+    classifier."""
     import perf_heldout as ph
     import perf_heldout30 as h30
     import perf_heldout43 as h43
@@ -88,19 +83,10 @@ def collect() -> list[tuple[Row, tuple[str, ...], dict[str, str]]]:
 
     rows = _heldout_style("perf_heldout30", h30.run_all(), ph.model_data(ph.MODELS))
     rows += _heldout_style("perf_heldout68", h68.run_all(), h68.models())
-    raw = {r["id"]: r for m in (h30, h68) for r in m.rows()}
     for name, mod in (("perf_heldout43", h43), ("perf_heldout44", h44), ("perf_heldout61", h61),
                       ("perf_heldout66", h66)):
         rows += _case_style(name, mod.cases(), mod.rows(), mod.job)
-        raw |= {r["id"]: r for r in mod.rows()}
-    return [(r, keys, raw[r.row_id]) for r, keys in classify(rows)
-            if r.quantity == "memory" and any(c in keys for c in CLASSES)]
-
-
-def kind_of(row: Row, raw: dict[str, str]) -> str:
-    """What the figure counts: device (every allocation on the card), reserved (the caching allocator's segments),
-    allocated (live tensors), unstated."""
-    return KIND.get(row.metric) or UNIT_KIND.get(raw.get("peak_mem_unit", ""), "unstated")
+    return [(r, keys) for r, keys in classify(rows) if r.quantity == "memory" and any(c in keys for c in CLASSES)]
 
 
 def _estimate(job: dict[str, Any], catalog) -> Any:
@@ -175,8 +161,8 @@ def gaps() -> list[Gap]:
     """Every MoE memory row with its miss, rerun bracket and candidates, most negative error first."""
     catalogs: dict[str, Any] = {}
     out = []
-    for row, keys, raw in collect():
-        kind = kind_of(row, raw)
+    for row, keys in collect():
+        kind = row.figure
         cls = next(c for c in CLASSES if c in keys)
         cand = candidates(row, kind, catalogs)
         out.append(Gap(row, cls, kind, row.measured - row.predicted, rerun_gib(row.job, catalogs[row.overlay]), cand))

@@ -234,6 +234,24 @@ def test_a_listing_says_what_a_row_misses_per_layer_and_micro_batch(capsys):
     assert f"median by model: qwen3-30b-a3b {np.median([miss, -0.8 * miss]):+.2f}" in out
 
 
+def test_a_memory_listing_says_what_each_figure_counts_and_misses(capsys):
+    """A memory row's figure by metric or unit, the GiB it misses, and the class's rows by figure (292 (a))."""
+    ab = _bands_module()
+    job = {"hardware": {"accelerator": "a100-sxm-80gb", "count": 1}}
+    rows = [ab.Row("b", "smi", "peak_gib", 60.0, 45.0, job, unit="GiB-nvidia-smi"),
+            ab.Row("b", "live", "peak_gib", 40.0, 39.0, job, unit="GiB"),
+            ab.Row("b", "pool", "peak_memory_gib", 50.0, 40.0, job),
+            ab.Row("b", "dev", "device_memory_used_gib", 80.0, 60.0, job),
+            ab.Row("b", "odd", "peak_gib", 10.0, 10.0, job, unit="GB-unstated")]
+    assert [r.figure for r in rows] == ["device", "allocated", "reserved", "device", "unstated"]
+    assert ab.figure_summary(rows)[0] == ("device", 2, pytest.approx(-25.0), pytest.approx(25.0), 17.5)
+    assert "miss  +15.0 GiB  device" in ab.row_line(rows[0])
+    assert "GiB" not in ab.row_line(ab.Row("b", "t", "tokens_s", 1.0, 1.0, job))
+    ab.print_rows([(r, ("hf/moe",)) for r in rows], "hf/moe")
+    out = capsys.readouterr().out
+    assert "by figure: device n=2 median -25.0 MAPE 25.0 miss +17.5 GiB; allocated n=1 median -2.5" in out
+
+
 @pytest.mark.slow
 def test_committed_bands_are_what_the_benchmark_computes_now():
     sys.path.insert(0, str(BENCH))

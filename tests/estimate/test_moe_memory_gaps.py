@@ -31,8 +31,8 @@ def test_the_kinds_of_figure(gaps):
     assert kinds["fmsmoe_v1_granite3b_none_1gpu"] == "device"  # nvidia-smi
     assert kinds["mswift_sft_moe_qwen1.5_moe_a2.7b_8gpu"] == "reserved"  # max_memory_reserved
     assert kinds["fmsacc25_mixtral_qlora_1gpu_mb4"] == "allocated"
-    row = Row("x", "x", "peak_gib", 1.0, 1.0, {})
-    assert mg.kind_of(row, {"peak_mem_unit": "no such unit"}) == "unstated"
+    assert Row("x", "x", "peak_gib", 1.0, 1.0, {}, unit="no such unit").figure == "unstated"
+    assert Row("x", "x", "peak_gib", 1.0, 1.0, {}, unit="GiB-nvidia-smi").figure == "device"
 
 
 def test_the_rerun_bracket_is_not_negative_and_zero_without_recompute(gaps):
