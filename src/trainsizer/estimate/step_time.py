@@ -2569,6 +2569,13 @@ def _expert_loop_excess(x: _Step) -> Any:
     loop = np.asarray(x.fw.moe_expert_loop, bool)
     if not x.model.is_moe or not np.any(loop):
         return 0.0
+    share = x.model.moe_layer_count / x.model.layers
+    return np.where(loop, share * _expert_loop_pass(x)[2] * (1.0 + x.moe_rerun), 0.0)
+
+
+def _expert_loop_pass(x: _Step) -> tuple[Any, Any, Any]:
+    """(local experts, their summed GPU forward seconds, the loop's host excess) for one forward pass of an MoE layer
+    under the eager expert loop, as `_expert_loop_excess` times it; `_zero3_expert_segments` reads the same pass."""
     local = _routed_expert_forward(x)[0]
     vendor = x.system.vendor
     op_s = _launch_op_s(vendor)
@@ -2581,8 +2588,7 @@ def _expert_loop_excess(x: _Step) -> Any:
         gpu_all = gpu_all + experts * gpu
     split = drain_excess_s(local * compute.KERNELS["moe_split_loop_forward_ops"], op_s, gpu_all, trip_s)
     per_pass = np.where(_family_listed(x.model, x.fw.split_expert_loop_families), split, hit)
-    share = x.model.moe_layer_count / x.model.layers
-    return np.where(loop, share * per_pass * (1.0 + x.moe_rerun), 0.0)
+    return local, gpu_all, per_pass
 
 
 def _zero3_expert_hook_calls(x: _Step) -> Any:
@@ -2621,12 +2627,11 @@ def _zero3_expert_segments(x: _Step) -> tuple[Any, Any]:
     hooks = _zero3_expert_hook_calls(x)
     if not np.any(hooks):
         return 0.0, 0.0
-    local = _routed_expert_forward(x)[0]
+    local, gpu, per_pass = _expert_loop_pass(x)
     passes = (x.model.moe_layer_count / x.model.layers) * (1.0 + x.moe_rerun)
-    gpu = sum(experts * gpu for experts, gpu in _expert_forward_groups(x))
     on = np.asarray(hooks) > 0
     return (np.where(on, passes * local * hooks, 0.0),
-            np.where(on, passes * gpu + _expert_loop_excess(x), 0.0))
+            np.where(on, passes * (gpu + per_pass), 0.0))
 
 
 def _family_listed(model: ModelArch, listed: Any) -> np.ndarray:
