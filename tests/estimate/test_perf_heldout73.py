@@ -122,7 +122,7 @@ def test_source_bounds(run):
         (DSX, "peak_allocated_gib"): (1, 3.0),  # 0.8
         (DSX, "allocated_after_step_gib"): (1, 3.0),  # 0.7
         (FLAGPERF["mixtral"], "tokens_per_s_per_gpu"): (1, 28.0),  # 22.4
-        (FLAGPERF["moe"], "tokens_per_s_per_gpu"): (2, 20.0),  # 15.2: +15.5 / +14.8%
+        (FLAGPERF["moe"], "tokens_per_s_per_gpu"): (2, 12.0),  # 7.8: +8.1 / +7.4% (SequentialMLP, 301 (a))
         (FLAGPERF["baichuan"], "tokens_per_s_per_gpu"): (2, 36.0),  # 29.4: +44.5 / +14.3% (293 (g))
         (FLAGPERF["chatglm"], "tokens_per_s_per_gpu"): (3, 26.0),  # 20.5: H100 +12.4%, A800 +30.2 / +18.9%
     })
@@ -157,9 +157,12 @@ def test_the_hf_style_charges_the_engines_host_cost(run):
 
 def test_flagperf_rows_all_predicted_fast(run):
     """Every FlagPerf row predicted faster than published (+12.4..+44.5% at landing), as its Llama 3 8B H100 rows were
-    (78): a guard that fails when the estimate moves, either way (293 (f))."""
-    errs = [c.err for c, _, _ in run if c.row_id.startswith("flagperf_") and not c.skipped]
-    assert len(errs) == 8 and all(0.08 < e < 0.55 for e in errs), errs
+    (78); the A800 MoE pair +7.4 / +8.1% since Megatron-Core 0.6's SequentialMLP is charged (301 (a), +14.8 / +15.5%
+    before): a guard that fails when the estimate moves, either way (293 (f))."""
+    errs = {c.row_id: c.err for c, _, _ in run if c.row_id.startswith("flagperf_") and not c.skipped}
+    moe = [e for k, e in errs.items() if "a800_moe" in k]
+    assert len(errs) == 8 and all(0.08 < e < 0.55 for k, e in errs.items() if "a800_moe" not in k), errs
+    assert len(moe) == 2 and all(0.05 < e < 0.11 for e in moe), moe
 
 
 def test_the_baichuan_pair_splits_into_a_step_cost_the_estimate_misses(run):

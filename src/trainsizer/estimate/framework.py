@@ -134,7 +134,10 @@ def style_number(name: str, key: str) -> float:
 # NVIDIA/Megatron-LM); a job's strategy.megatron_core_version below it takes the older behaviour, null the present one:
 # - kv_head_subshard: TP above the K / V heads (f7dfb99795, PR 2565, 2025-12-06; first tagged core_v0.16.0,
 #   2026-02-26); before it TransformerConfig asked TP to divide num_query_groups (known-gaps 227, 227 (e))
-MCORE_RELEASE_FACTS = {"kv_head_subshard": "0.16"}
+# - sequential_mlp_split: SequentialMLP splits the routed buffer by the host's token counts and concatenates the
+#   experts' outputs (torch.split / torch.cat, 8f331e8c89, 2024-09-06; first tagged core_r0.9.0, 2024-10-24); before
+#   it each expert's rows were sliced out and written back into a zeroed buffer (docs/known-gaps.md 301 (a))
+MCORE_RELEASE_FACTS = {"kv_head_subshard": "0.16", "sequential_mlp_split": "0.9"}
 
 
 def _release(line: str) -> tuple[int, ...]:

@@ -446,6 +446,9 @@ class Strategy:
     # NeMo / Megatron-Bridge recipes); one value for the whole batch
     moe_permute_fusion: Any = None
     moe_router_fusion: Any = None
+    # Megatron-Core's --moe-grouped-gemm (PerfStyle.moe_grouped_gemm: false = SequentialMLP, step_time
+    # _sequential_mlp_time); None = the style's (grouped); one value for the whole batch
+    moe_grouped_gemm: Any = None
     # Megatron-Core tp_only_amax_red: delayed scaling's per-chunk amax all-reduces over TP x CP, not TP x DP x CP
     # (PerfStyle.fp8_amax_tp_only; step_time._delayed_amax_reductions); None = false; one value for the batch
     tp_only_amax_red: Any = None

@@ -58,6 +58,7 @@ from trainsizer.estimate.framework import (
     deepspeed_zero3_buckets,
     dense_all_split,
     fp8_primary_weights_default,
+    mcore_has,
     routed_model,
     stating_dense_all,
     torch_compile_of,
@@ -377,6 +378,9 @@ class PerfStyle:
     # host syncs (_moe_unfused_time, _moe_unfused_host). Other styles time their own path at the fused count: true
     moe_permute_fused: bool = True
     moe_router_fused: bool = True
+    # Megatron-Core's routed experts run one grouped GEMM call (--moe-grouped-gemm: TEGroupedMLP / GroupedMLP); false:
+    # SequentialMLP, the local experts one after another, with its copies of the routed buffer (_sequential_mlp_time)
+    moe_grouped_gemm: bool = True
     # the routed experts run one at a time in a Python loop, each behind a host sync (transformers' eager MoE blocks:
     # torch.where on the routing mask per expert), so the CPU cannot issue an expert's kernels ahead of the GPU in a
     # forward pass (_expert_loop_excess); false: one grouped GEMM call (transformers >= 5.0 grouped_mm)
@@ -621,6 +625,8 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         changes["moe_permute_fused"] = bool(strategy.moe_permute_fusion)
     if getattr(strategy, "moe_router_fusion", None) is not None:  # TE's fused router (_moe_unfused_time)
         changes["moe_router_fused"] = bool(strategy.moe_router_fusion)
+    if getattr(strategy, "moe_grouped_gemm", None) is not None:  # SequentialMLP (_sequential_mlp_time)
+        changes["moe_grouped_gemm"] = bool(strategy.moe_grouped_gemm)
     if getattr(strategy, "tp_only_amax_red", None) is not None:  # _delayed_amax_reductions' group
         changes["fp8_amax_tp_only"] = bool(strategy.tp_only_amax_red)
     impl = _named_option(strategy, "experts_implementation", "experts implementation", EXPERTS_IMPLEMENTATIONS)
@@ -854,6 +860,7 @@ class _Step:
     wgrad_deferral_limit: Any = None  # Strategy.wgrad_deferral_limit (0 / None = every micro-batch deferred)
     fsdp_no_sync: bool = False  # Strategy.fsdp_no_sync (None = off): FSDP2's sync on the last micro-batch only
     fsdp_reshard: str | None = None  # Strategy.fsdp_reshard (one of FSDP_RESHARDS; None = the style's)
+    mcore_version: str | None = None  # Strategy.megatron_core_version ("MAJOR.MINOR"; None = the present reading)
     # the model as defined, for its model FLOPs (MFU), where `model` runs every routed expert on every token
     # (experts_implementation dense_all: framework.routed_model); None = `model`
     defined_model: ModelArch | None = None
@@ -946,7 +953,8 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  defer_wgrad=bool(getattr(strategy, "defer_embedding_wgrad", None)),
                  wgrad_deferral_limit=getattr(strategy, "wgrad_deferral_limit", None),
                  fsdp_no_sync=bool(getattr(strategy, "fsdp_no_sync", None)),
-                 fsdp_reshard=_fsdp_reshard_of(strategy), defined_model=defined)
+                 fsdp_reshard=_fsdp_reshard_of(strategy), defined_model=defined,
+                 mcore_version=getattr(strategy, "megatron_core_version", None))
 
 
 def _fsdp_reshard_of(strategy: Any) -> str | None:
@@ -1256,7 +1264,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     return lt, (layer_mb + _lora_adapters(x) + _expert_bias_time(x) + _expert_bias_index_add_time(x)
                 + _activation_clamp_time(x) + _fp8_expert_padding_time(x) + _rope_unfused_time(x)
                 + _flash_qkv_pack_time(x) + _fused_expert_grad_time(x) + _expert_loop_input_grad_time(x)
-                + _moe_unfused_time(x) + _moe_eager_glue_time(x)
+                + _moe_unfused_time(x) + _moe_eager_glue_time(x) + _sequential_mlp_time(x)
                 + _sp_layout_copies(x) + _eager_swiglu_backward_time(x) + _amp_fp32_weights_time(x)
                 + _kbit_fp32_stream_time(x)
                 + _eager_attention_time(x) + _mask_read_time(x))
@@ -1806,6 +1814,38 @@ def _fp8_expert_padding_time(x: _Step) -> Any:
     nbytes = 2.0 * copies * x.routed_slots * split * m.hidden * x.r.act_bytes
     share = m.moe_layer_count / m.layers
     return np.where(on, compute.stream_time(nbytes, x.r, kernels=copies * share), 0.0)
+
+
+def _sequential_mlp_time(x: _Step) -> Any:
+    """Seconds per average layer and micro-batch of Megatron-Core's SequentialMLP glue (strategy.moe_grouped_gemm
+    false: --moe-grouped-gemm off, PerfStyle.moe_grouped_gemm) beyond the grouped path's, as copies of the routed
+    buffer R (this GPU's routed slots x hidden, 16-bit; the TP ranks' tokens as _fp8_expert_padding_time counts them)
+    over n local experts. Before core_r0.9.0 (framework.mcore_has "sequential_mlp_split"; experts.py
+    SequentialMLP.forward at d0f13074, 2024-04-05): output_local = zeros_like (write R) and each expert's output
+    written into its rows (output_local[start:end] = output: 2R over the n), 3R forward; in the backward, per expert,
+    autograd's SliceBackward zero-fills a whole-R gradient and copies the rows in (torch slice_backward: R + 2R / n),
+    the n whole gradients summed (n - 1 adds, 3R each), and CopySlices copies the whole incoming gradient, clones its
+    slice and writes the slice's zero gradient back (torch/csrc/autograd/functions/tensor.cpp: 2R + 5R / n): (6n + 4)R,
+    7 kernels an expert. The start / end offsets come from a host copy of the counts (the dispatchers'
+    tokens_per_expert .cpu()), so no device sync. From core_r0.9.0 (8f331e8c89): torch.split by the host counts and
+    torch.cat of the outputs, 2R forward and 2R for split's backward (a cat), none at one local expert (the expert
+    runs on the whole buffer). Streaming rate with each kernel's launch gap; the forward again where the MoE block
+    is recomputed. Counted from the code, not fitted (docs/known-gaps.md 301 (a))."""
+    m = x.model
+    on = ~np.asarray(x.fw.moe_grouped_gemm, bool)
+    if not m.is_moe or not np.any(on):
+        return 0.0
+    n = np.maximum(m.experts / x.e, 1.0)
+    split = np.where(np.asarray(x.fw.moe_tp_token_split, bool), x.et / x.t, 1.0)
+    buffer = x.routed_slots * split * m.hidden * x.r.act_bytes
+    again, share = 1.0 + x.moe_rerun, m.moe_layer_count / m.layers
+    if mcore_has("sequential_mlp_split", x.mcore_version):
+        fwd_b, bwd_b = np.where(n > 1.0, 2.0, 0.0), np.where(n > 1.0, 2.0, 0.0)
+        fwd_k, bwd_k = np.where(n > 1.0, 1.0, 0.0), np.where(n > 1.0, 1.0, 0.0)
+    else:
+        fwd_b, bwd_b, fwd_k, bwd_k = 3.0, 6.0 * n + 4.0, 1.0 + n, 7.0 * n
+    t = compute.stream_time(buffer * (fwd_b * again + bwd_b), x.r, kernels=share * (fwd_k * again + bwd_k))
+    return np.where(on, t, 0.0)
 
 
 def _activation_clamp_time(x: _Step) -> Any:

@@ -632,6 +632,11 @@ class StrategySpec(_Strict):
     # NeMo / Megatron-Bridge recipes set them); time only
     moe_permute_fusion: bool | None = None
     moe_router_fusion: bool | None = None
+    # Megatron-Core's --moe-grouped-gemm: false = SequentialMLP, the local experts run one after another, each its own
+    # MLP (Megatron-Core's argument default); before core_r0.9.0 (megatron_core_version) each expert's rows are sliced
+    # by device offsets (two host syncs an expert) and written back into a zeroed buffer, whose autograd copies the
+    # whole routed buffer per expert; null / true = the grouped GEMM (TEGroupedMLP / GroupedMLP); time only
+    moe_grouped_gemm: bool | None = None
     # Megatron-Core tp_only_amax_red: delayed-scaling FP8 reduces each model chunk's amaxes over the TP x CP ranks only,
     # not TP x DP x CP (NeMo 2's GPT-3 175B performance script sets it); null / false = over TP x DP x CP, the
     # TransformerConfig default; time only (docs/known-gaps.md 245 (c))
