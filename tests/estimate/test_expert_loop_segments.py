@@ -108,7 +108,7 @@ def test_serial_expert_segments_never_make_the_step_faster_and_bind_where_the_ho
     hooks, segs = step_time._zero3_expert_hook_calls, step_time._zero3_expert_segments
     try:
         step_time._zero3_expert_hook_calls = lambda x: 0.0
-        step_time._zero3_expert_segments = lambda x: (0.0, 0.0)
+        step_time._zero3_expert_segments = lambda x, loop=None: (0.0, 0.0)
         blended = _step_s(**kw)
     finally:
         step_time._zero3_expert_hook_calls, step_time._zero3_expert_segments = hooks, segs

@@ -37,9 +37,11 @@ def test_the_rows_are_the_recipes_jobs():
         if r["id"] in p60.WEAK:
             assert job["global_batch"]["sequences"] == 64 * job["hardware"]["count"]
             assert (s["ep"], s["micro_batch"], s["cuda_graphs"], job["fp8_recipe"]) == (8, 8, "full_iteration", "mxfp8")
-        if r["model"].startswith("gpt-oss"):  # recipes/gpt_oss/h100/gpt_oss.py: TP 2 x PP 4, alltoall, fp32 reduce
+        if r["model"].startswith("gpt-oss"):  # recipes/gpt_oss/h100/gpt_oss.py: TP 2 x PP 4, alltoall, fp32 reduce,
+            # the router unfused (moe_router_fusion False: docs/known-gaps.md 303 (b))
             assert (s["tp"], s["pp"], s["moe_dispatcher"], s["grad_reduce_in_fp32"], s["loss_impl"]) == (
                 2, 4, "alltoall", True, "vocab-parallel")
+            assert s["moe_router_fusion"] is False
         if r["model"] == "deepseek-v3":  # 'Et|(tt|)*30mL' over PP 8 x VP 4: 7 / 8 ... / 6 decoder layers a rank
             assert (s["tp"], s["pp"], s["vpp"], s["ep"], job["global_batch"]["sequences"]) == (2, 8, 4, 64, 16384)
             assert (s["pp_first_stage_layers"], s["pp_last_stage_layers"], s["grad_reduce_overlap"]) == (7, 6, False)
@@ -51,7 +53,7 @@ def test_batch_bounds(run):
     forced = [c for c in scored if c.row_id not in p60.NATURAL]
     natural = [c for c in scored if c.row_id in p60.NATURAL]
     assert mape(forced) < 4.0  # 1.0 at landing
-    assert mape(natural) < 80.0  # 67.9: the imbalance the cards do not state (230 (a))
+    assert mape(natural) < 80.0  # 66.4: the imbalance the cards do not state (230 (a))
     assert all(c.err > 0 for c in natural)  # balanced routing is predicted faster than the router's own
 
 

@@ -2587,7 +2587,7 @@ def _padded_expert_host_s(x: _Step) -> Any:
     return np.where(on, _expert_kernels_per_layer(x) * _launch_op_s(x.system.vendor), 0.0)
 
 
-def _expert_loop_excess(x: _Step) -> Any:
+def _expert_loop_excess(x: _Step, loop: _ExpertLoop | None = None) -> Any:
     """Seconds per average layer and micro-batch that transformers' eager MoE loop (PerfStyle.moe_expert_loop) adds:
     each routed expert's forward begins behind host syncs (the ModuleList index by a one-element tensor, .item(), and
     torch.where on the routing mask: transformers' MixtralSparseMoeBlock / Qwen2MoeSparseMoeBlock forward, 4.x), so
@@ -2605,30 +2605,44 @@ def _expert_loop_excess(x: _Step) -> Any:
     PerfStyle.split_expert_loop_families (GraniteMoeParallelExperts, 4.45-4.5x) syncs once a layer (the gating's
     expert_size.tolist()) and then issues `kernels:` moe_split_loop_forward_ops for EVERY expert with no sync between:
     one drained run of them all against all the experts' GPU forward (docs/known-gaps.md 261 (a)). 0 for a dense model
-    or a grouped call."""
-    loop = np.asarray(x.fw.moe_expert_loop, bool)
-    if not x.model.is_moe or not np.any(loop):
+    or a grouped call. `loop`: the step's pass (`_expert_loop_pass`), timed here where not given."""
+    loop = _expert_loop_pass(x) if loop is None else loop
+    if loop is None:
         return 0.0
     share = x.model.moe_layer_count / x.model.layers
-    return np.where(loop, share * _expert_loop_pass(x)[2] * (1.0 + x.moe_rerun), 0.0)
+    return np.where(np.asarray(x.fw.moe_expert_loop, bool), share * loop.excess * (1.0 + x.moe_rerun), 0.0)
 
 
-def _expert_loop_pass(x: _Step) -> tuple[Any, Any, Any]:
-    """(local experts, their summed GPU forward seconds, the loop's host excess) for one forward pass of an MoE layer
-    under the eager expert loop, as `_expert_loop_excess` times it; `_zero3_expert_segments` reads the same pass."""
+@dataclass(frozen=True)
+class _ExpertLoop:
+    """One forward pass of an MoE layer under transformers' eager expert loop, timed once a step
+    (`_expert_loop_pass`) and read by `_expert_loop_excess` and `_zero3_expert_segments`."""
+
+    local: Any  # routed experts on this rank
+    gpu: Any  # their summed GPU forward seconds
+    excess: Any  # the loop's host excess over them
+    hooks: Any  # DeepSpeed ZeRO-3's hook calls on one expert's modules between its syncs (_zero3_expert_hook_calls)
+
+
+def _expert_loop_pass(x: _Step) -> _ExpertLoop | None:
+    """The eager expert loop's forward pass of an MoE layer, as `_expert_loop_excess` times it; None for a dense model
+    or where no style of the batch loops (PerfStyle.moe_expert_loop)."""
+    if not x.model.is_moe or not np.any(np.asarray(x.fw.moe_expert_loop, bool)):
+        return None
     local = _routed_expert_forward(x)[0]
     vendor = x.system.vendor
     op_s = _launch_op_s(vendor)
     trip_s = host_figure("round_trip_s", vendor) or 0.0
     syncs, lead = compute.KERNELS["moe_expert_loop_syncs"], compute.KERNELS["moe_expert_loop_lead_ops"]
-    run = compute.KERNELS["moe_expert_loop_forward"] - lead + _zero3_expert_hook_calls(x)
+    hooks = _zero3_expert_hook_calls(x)
+    run = compute.KERNELS["moe_expert_loop_forward"] - lead + hooks
     hit, gpu_all = 0.0, 0.0
     for experts, gpu in _expert_forward_groups(x):
         hit = hit + experts * (drain_excess_s(run, op_s, gpu, trip_s) + lead * op_s + (syncs - 1.0) * trip_s)
         gpu_all = gpu_all + experts * gpu
     split = drain_excess_s(local * compute.KERNELS["moe_split_loop_forward_ops"], op_s, gpu_all, trip_s)
     per_pass = np.where(_family_listed(x.model, x.fw.split_expert_loop_families), split, hit)
-    return local, gpu_all, per_pass
+    return _ExpertLoop(local, gpu_all, per_pass, hooks)
 
 
 def _zero3_expert_hook_calls(x: _Step) -> Any:
@@ -2658,20 +2672,19 @@ def _zero3_expert_hook_calls(x: _Step) -> Any:
     return np.where(on & (np.asarray(mode) == "per_expert"), n, 0.0)
 
 
-def _zero3_expert_segments(x: _Step) -> tuple[Any, Any]:
+def _zero3_expert_segments(x: _Step, loop: _ExpertLoop | None = None) -> tuple[Any, Any]:
     """(host calls, wall seconds) per average layer and micro-batch of the eager loop's expert segments that
     `_expert_loop_excess` times as drained runs under DeepSpeed ZeRO-3 (`_zero3_expert_hook_calls` > 0): the hooks'
     calls on the experts' modules over the forward passes, and the segments' wall time (the experts' GPU forward and
     the loop's excess). `_deepspeed_hook_excess` takes both out of the soft maximum it blends (docs/known-gaps.md
-    283 (b)); (0, 0) where no hook runs between the syncs."""
-    hooks = _zero3_expert_hook_calls(x)
-    if not np.any(hooks):
+    283 (b)); (0, 0) where no hook runs between the syncs. `loop`: the step's pass, timed here where not given."""
+    loop = _expert_loop_pass(x) if loop is None else loop
+    if loop is None or not np.any(loop.hooks):
         return 0.0, 0.0
-    local, gpu, per_pass = _expert_loop_pass(x)
     passes = (x.model.moe_layer_count / x.model.layers) * (1.0 + x.moe_rerun)
-    on = np.asarray(hooks) > 0
-    return (np.where(on, passes * local * hooks, 0.0),
-            np.where(on, passes * (gpu + per_pass), 0.0))
+    on = np.asarray(loop.hooks) > 0
+    return (np.where(on, passes * loop.local * loop.hooks, 0.0),
+            np.where(on, passes * (loop.gpu + loop.excess), 0.0))
 
 
 def _family_listed(model: ModelArch, listed: Any) -> np.ndarray:
@@ -3200,14 +3213,15 @@ class _MicroBatch:
         return self.compute + self.tp + self.cp + self.ep
 
 
-def _micro_batch(x: _Step, lt: compute.LayerTimes, layer_mb: np.ndarray) -> _MicroBatch:
+def _micro_batch(x: _Step, lt: compute.LayerTimes, layer_mb: np.ndarray, loop: _ExpertLoop | None) -> _MicroBatch:
     """The slowest pipeline stage sets the pace: the last stage (its decoder layers + the LM head and loss) or the
     most loaded other one, whichever takes longer a micro-batch (uneven splits: the first L mod p stages hold one
     more layer; under embedding / loss slots a middle stage holds one layer more than either end stage:
     pipeline.most_loaded_stage_layers; the embedding lookup is a gather, not counted). The last stage also runs
-    the model's multi-token-prediction modules (`_stage_micro_batch` `mtp`), where memory.py holds them."""
+    the model's multi-token-prediction modules (`_stage_micro_batch` `mtp`), where memory.py holds them. `loop`: the
+    step's eager expert loop pass (`_expert_loop_pass`)."""
     t_ar, tp_per_layer = _tp_comm(x)
-    per_layer = _StageLayer(layer_mb, tp_per_layer, _host_excess(x, lt, tp_per_layer) + _expert_loop_excess(x)
+    per_layer = _StageLayer(layer_mb, tp_per_layer, _host_excess(x, lt, tp_per_layer) + _expert_loop_excess(x, loop)
                             + _moe_dispatch_sync_excess(x) + _fsdp1_adapter_unit_excess(x),
                             _cp_comm(x, lt),
                             _ep_comm(x, tp_per_layer))
@@ -4116,7 +4130,7 @@ def _deepspeed_hook_calls(x: _Step, n_layers: Any) -> tuple[Any, Any]:
     return (np.where(on, layer_calls * share + end, 0.0), np.where(on, layer_params * share + end_params, 0.0))
 
 
-def _deepspeed_hook_excess(x: _Step, n_layers: Any, gpu_mb: Any) -> tuple[Any, Any]:
+def _deepspeed_hook_excess(x: _Step, n_layers: Any, gpu_mb: Any, loop: _ExpertLoop | None) -> tuple[Any, Any]:
     """(excess, host) seconds a micro-batch: by which DeepSpeed ZeRO-3's hooks hold the step past its GPU time
     `gpu_mb` (compute, the per-layer host floor's excess and the exposed ZeRO-3 chain a micro-batch). The hooks'
     calls (`_deepspeed_hook_calls`) at the launch-bound eager op (host_sync launch_bound_op_s), and for each trained
@@ -4128,8 +4142,8 @@ def _deepspeed_hook_excess(x: _Step, n_layers: Any, gpu_mb: Any) -> tuple[Any, A
     device (zero3_microbatch_syncs), so no run-ahead carries over; within it the host may run ahead of the compute,
     held only by the fetch events (two gathers back). Under transformers' eager expert loop the hooks on the experts'
     own modules run between the loop's host syncs, timed there with the experts' GPU forward (`_expert_loop_excess`):
-    those calls and those segments' wall time stay out of the blend (`_zero3_expert_segments`, docs/known-gaps.md
-    283 (b)). The excess over `gpu_mb`, and the hooks' whole counted host time; both 0 where `_deepspeed_hook_calls`
+    those calls and those segments' wall time stay out of the blend (`_zero3_expert_segments` of the step's pass
+    `loop`, docs/known-gaps.md 283 (b)). The excess over `gpu_mb`, and the hooks' whole counted host time; both 0 where `_deepspeed_hook_calls`
     is (docs/known-gaps.md 262 (a), (c))."""
     calls, params = _deepspeed_hook_calls(x, n_layers)
     if not np.any(calls):
@@ -4139,7 +4153,7 @@ def _deepspeed_hook_excess(x: _Step, n_layers: Any, gpu_mb: Any) -> tuple[Any, A
     host = calls * op_s + rank_s + n_layers * _eager_layer_host_s(x)
     host = np.where(calls > 0, host, 0.0)
     # the eager loop's expert segments sit between host syncs: their hooks and wall time stay out of the blend
-    seg_calls, seg_wall = _zero3_expert_segments(x)
+    seg_calls, seg_wall = _zero3_expert_segments(x, loop)
     host_rest = np.maximum(host - n_layers * seg_calls * op_s, 0.0)
     gpu_rest = np.maximum(gpu_mb - n_layers * seg_wall, 0.0)
     q = x.k.host_gpu_blend_norm
@@ -4594,7 +4608,8 @@ def _step_time_arrays(model: ModelArch, training: Training, system: System, stra
                                 framework_style=framework_style, constants=constants)
     x = _step(model, training, system, strategy, calibration, framework_style, constants)
     lt, layer_mb = _layer_time(x)
-    mb = _micro_batch(x, lt, layer_mb)
+    loop = _expert_loop_pass(x)  # the eager expert loop's pass, timed once: the layers' excess and ZeRO-3's segments
+    mb = _micro_batch(x, lt, layer_mb, loop)
     offload = _activation_offload(x, strategy, mb)
     t_mb = mb.total + offload
     alone_n, alone_s = _combined_1f1b_alone(x, mb)
@@ -4604,7 +4619,7 @@ def _step_time_arrays(model: ModelArch, training: Training, system: System, stra
     dp_nonz3, bucket_frac = _dp_comm_replicated(x, g)
     z3_exposed, z3_serial = _dp_comm_zero3(x, g, mb, bucket_frac, mb.n_stage * lt.fwd)
     dp_comm = np.where(x.zero >= 3, z3_exposed, dp_nonz3)
-    hooks, hooks_host = _deepspeed_hook_excess(x, mb.n_stage, t_mb + dp_comm / x.m)  # DeepSpeed ZeRO-3's hooks
+    hooks, hooks_host = _deepspeed_hook_excess(x, mb.n_stage, t_mb + dp_comm / x.m, loop)  # DeepSpeed ZeRO-3's hooks
     opt = (_optimizer(x, g, mb) + _fp16_serial_checks(x, g, mb) + _paged_migration(x, strategy)
            + _bnb_tensor_sync_s(x, mb) + _bnb_8bit_kernel(x, mb))
     data = np.full_like(opt, x.k.data_loading_exposed_s)
