@@ -1,0 +1,50 @@
+"""benchmarks/eager_chain_bytes.py (skipped without torch): the eager element-wise chains the estimate charges by HBM
+bytes, counted op by op as PyTorch runs them on CPU, against the constants that claim a count (docs/known-gaps.md
+300 (a), (d))."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torch.utils._python_dispatch")
+
+import eager_chain_bytes as ecb  # noqa: E402 (after the torch check: the benchmark needs it)
+
+pytestmark = pytest.mark.torch
+
+
+@pytest.fixture(scope="module")
+def table():
+    return {c.name: (c, f, b) for c, f, b in ecb.table()}
+
+
+@pytest.mark.parametrize("name", ["megatron-core clamp-and-cat (gpt-oss)", "megatron-core fc2 bias x probs (bf16)",
+                                  "hf eager SwiGLU"])
+def test_the_constants_that_count_a_chain_hold_its_bytes(table, name):
+    chain, fwd, bwd = table[name]
+    assert fwd == pytest.approx(chain.charged[0], abs=0.5)
+    assert bwd == pytest.approx(chain.charged[1], abs=0.5)
+
+
+def test_the_clamp_backward_is_masks_wheres_and_a_cat():
+    chain = next(c for c in ecb.chains() if c.name.startswith("megatron-core clamp"))
+    _, _, _, bwd = ecb.count(chain.make, chain.run, chain.elements)
+    assert sorted(op for op, _, _ in bwd) == sorted(["ge", "le", "logical_and_", "where", "le", "where", "cat"])
+
+
+def test_the_leads_are_what_pytorch_runs(table):
+    """The chains charged by the layer's twice-the-forward rule, as counted (known-gaps 300 (d)): RMSNorm's backward
+    in fp32 is heavier, RoPE's lighter, the gpt-oss clamped SwiGLU's heavier."""
+    assert table["hf / torchtitan / torchtune RMSNorm"][2] == pytest.approx(96.8, abs=1.0)
+    assert table["hf eager RoPE"][2] == pytest.approx(20.1, abs=1.0)
+    assert table["torchtitan / hf gpt-oss clamped SwiGLU"][2] == pytest.approx(94.0, abs=1.0)
+
+
+def test_a_zero_filled_output_is_written_twice():
+    mode = ecb.byte_mode()
+    grad = torch.ones(4, 3, dtype=torch.bfloat16)
+    with mode:
+        torch.ops.aten.slice_backward(grad, [4, 6], 1, 0, 3, 1)
+    ((name, read, written),) = mode.ops
+    assert (name, read, written) == ("slice_backward", 24, 2 * 48)
