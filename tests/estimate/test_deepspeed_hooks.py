@@ -5,6 +5,8 @@ time they are the micro-batch's host time, blended with its GPU time at the laye
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -60,12 +62,40 @@ def test_the_8b_host_is_the_count_written_out():
 @pytest.mark.parametrize("kw", [
     {"fsdp": "full"},  # FSDP's hooks are per unit (244), not DeepSpeed's per module
     {"zero": 2},  # no parameter hooks below stage 3
-    {"framework": "deepspeed"},  # Megatron-DeepSpeed's layers are not counted
+    {"framework": "deepspeed", "zero": 2},  # nor on the deepspeed style
     {"framework": "torchtitan", "fsdp": "full"},
 ])
-def test_off_where_deepspeed_does_not_hook_transformers_modules(kw):
+def test_off_where_deepspeed_does_not_hook_modules(kw):
     got = _run(llama8b(), a100_cluster(gpus=8), **kw)
     assert got["zero3_hooks"] == 0.0 and got["zero3_host"] == 0.0
+
+
+def test_the_deepspeed_style_hooks_its_fused_layer():
+    """DeepSpeed's engine hooks every module of whatever model it wraps (parameter_offload.py _register_deepspeed_module;
+    docs/known-gaps.md 296 (a)): on the deepspeed style (Megatron's layers, fused QKV and gate / up) the 8B's layer has
+    4 gathered linears and 6 parameters against the hf style's 7 and 9; the norms, wrappers and ends alike."""
+    m = llama8b()
+    grad = HOOKS["grad_calls_per_param"]
+    ds = _run(m, a100_cluster(gpus=8), framework="deepspeed")
+    hf = _run(m, a100_cluster(gpus=8))
+    fewer = 3 * _calls("gathered", 1) + 3 * grad
+    assert (hf["zero3_host"] - ds["zero3_host"]) == pytest.approx(
+        m.layers * (fewer * OP_S + 3 * 8 * HOOKS["rank_slice_s"]), rel=1e-6)
+    assert ds["zero3_host"] > 0.0 and ds["host_excess"] >= ds["zero3_hooks"] > 0.0
+
+
+@pytest.mark.parametrize("framework, qkv, mlp", [("hf", 3, 3), ("deepspeed", 1, 2)])
+def test_every_bias_and_layernorm_bias_takes_a_gradient_hook(framework, qkv, mlp):
+    """Each bias is a parameter of its own, so its gradient is hooked (stage3.py create_reduce_and_remove_grad_hooks):
+    q / k / v's biases (three apart, one fused), the output's, the gated MLP's (gate, up and down apart, or gate / up
+    fused and down), and LayerNorm's bias beside its weight."""
+    m = llama8b()
+    biased = dataclasses.replace(m, qkv_bias=True, out_bias=True, mlp_bias=True, norm="layernorm")
+    plain = _run(m, a100_cluster(gpus=8), framework=framework)["zero3_host"]
+    more = _run(biased, a100_cluster(gpus=8), framework=framework)["zero3_host"]
+    extra = qkv + 1 + mlp + 2  # two LayerNorm biases
+    per_param = HOOKS["grad_calls_per_param"] * OP_S + 8 * HOOKS["rank_slice_s"]
+    assert more - plain == pytest.approx(m.layers * extra * per_param, rel=1e-6)
 
 
 def test_recompute_and_more_ranks_add_host_calls():

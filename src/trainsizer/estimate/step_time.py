@@ -163,6 +163,10 @@ class PerfStyle:
     # ZeRO-3 all-gathers per layer counted from the layer's modules as DeepSpeed's coordinator issues them
     # (_deepspeed_gathers_per_layer) instead of zero3_fetch_units_per_layer
     zero3_deepspeed_fetch: bool = False
+    # DeepSpeed's ZeRO-3 engine hooks every module of the model it wraps, whatever built it, and every trained
+    # parameter's gradient (parameter_offload.py _register_deepspeed_module, stage3.py's gradient hooks): their host
+    # calls are charged (_deepspeed_hook_excess; the deepspeed style's, taken with its engine: docs/known-gaps.md 296 (a))
+    zero3_module_hooks: bool = False
     # DeepSpeed ZeRO-3's bucket sizes on DeepSpeed's engine (names.ZERO3_BUCKET_SIZES; strategy.zero3_bucket_sizes
     # overrides): "deepspeed" = zero/config.py's defaults, "auto" = the HF Trainer / accelerate fill from the hidden
     # size, whose coefficients the hf style states (framework.deepspeed_zero3_buckets)
@@ -673,7 +677,7 @@ def _deepspeed_engine_options(strategy, style: PerfStyle) -> dict[str, Any]:
     out = {key: _when(flag, getattr(ds, key), getattr(style, key))
            for key in ("zero3_max_reuse_distance_params", "zero3_step_update_bytes", "zero3_microbatch_syncs",
                        "zero3_grad_copies", "offload_host_pass_bytes", "offload_zero3_host_cast_bytes",
-                       "offload_upload_bytes")}
+                       "offload_upload_bytes", "zero3_module_hooks")}
     if buckets is not None:
         out["zero3_bucket_sizes"] = np.where(on, buckets, style.zero3_bucket_sizes) if on.ndim else str(buckets)
     return out | {"zero3_deepspeed_fetch": on if on.ndim else True}
@@ -4075,19 +4079,20 @@ def _fsdp_call_edges(x: _Step, z3_ag, z3_rs, n_coll) -> np.ndarray:
     return np.where(per_call, x.v * (unit_ag + np.where(waits, unit_rs, 0.0)), unit_ag + np.where(waits, unit_rs, 0.0))
 
 
-def _deepspeed_layer_hook_calls(x: _Step, is_moe: bool, per_expert: Any) -> tuple[Any, Any]:
-    """(host calls, trained parameters) of one transformers decoder layer a micro-batch under DeepSpeed ZeRO-3
+def _deepspeed_layer_hook_calls(x: _Step, is_moe: bool, per_expert: Any, split: bool) -> tuple[Any, Any]:
+    """(host calls, trained parameters) of one decoder layer a micro-batch under DeepSpeed ZeRO-3
     (perf_constants.yaml zero3_hooks): its modules' hooks by what each owns (a gathered weight, only persistent ones,
     none) at every forward pass (the recompute's too, full_share) and the backward, and each trained parameter's
     gradient hook and reduce-scatter share (grad_calls_per_param). The weight-owning modules as
-    model_states.deepspeed_layer_modules lists them (projections apart, as transformers builds them), a weight gathered
+    model_states.deepspeed_layer_modules lists them (projections apart as transformers builds them, `split`; fused
+    QKV and MLP-in as Megatron's layers and nn.MultiheadAttention's in_proj hold them otherwise), a weight gathered
     when its share of a TP rank passes stage3_param_persistence_threshold; the routed experts module by module under
     the eager loop (`per_expert`), else one gathered MoE block whose experts' parameters still take their gradient
     hooks (utils/z3_leaf_module: a leaf's children get no hooks)."""
     m, c = x.model, x.k.raw["zero3_hooks"]
     calls, fwd = c["module_calls"], 1.0 + x.full_share
     persist = deepspeed_zero3_buckets(x.fw.zero3_bucket_sizes, m.hidden)[1]
-    modules = deepspeed_layer_modules(m, is_moe, True)
+    modules = deepspeed_layer_modules(m, is_moe, split)
     dense = [size for size, routed in modules if not routed]
     big = sum(np.asarray(size / x.t > persist, float) for size in dense)
     routed = float(sum(routed for _, routed in modules))
@@ -4098,19 +4103,35 @@ def _deepspeed_layer_hook_calls(x: _Step, is_moe: bool, per_expert: Any) -> tupl
     parameterless = float(c["layer_parameterless"]) + (
         np.where(per_expert, c["routed_expert_parameterless"] * local, 0.0)
         + (c["shared_expert_parameterless"] if m.shared_expert_ffn else 0.0) if is_moe else c["dense_act_fn"])
-    params = float(c["norms_per_layer"]) + len(dense) + experts
+    norm_tensors = 2.0 if m.norm == "layernorm" else 1.0  # LayerNorm's weight and bias, RMSNorm's weight
+    params = float(c["norms_per_layer"]) * norm_tensors + len(dense) + experts + _layer_bias_tensors(
+        m, is_moe, split, len(dense), experts)
     return (gathered * (calls["gathered"]["forward"] * fwd + calls["gathered"]["backward"])
             + persistent * (calls["persistent"]["forward"] * fwd + calls["persistent"]["backward"])
             + parameterless * (calls["parameterless"]["forward"] * fwd + calls["parameterless"]["backward"])
             + params * c["grad_calls_per_param"]), params
 
 
+def _layer_bias_tensors(m: ModelArch, is_moe: bool, split: bool, n_dense: int, experts: Any) -> Any:
+    """Bias tensors of one decoder layer's linears as model_states.deepspeed_layer_modules lists them (`n_dense`
+    non-routed modules, `experts` routed linears on this rank): q / k / v's (three where `split`, one fused) with
+    qkv_bias, the attention output's with out_bias, each MLP and expert linear's with mlp_bias (the router has none).
+    Each is a parameter of its own, so DeepSpeed hooks its gradient (docs/known-gaps.md 296 (a)). 0 for MLA and a
+    hybrid model's layers, which that list holds as one module."""
+    if m.layer_pattern or m.attention == "mla":
+        return 0.0
+    attn = (3.0 if split else 1.0) * m.qkv_bias + m.out_bias
+    mlp = n_dense - (4 if split else 2) - (1 if is_moe else 0)  # the MLP's (the shared expert's) linears
+    return attn + m.mlp_bias * (mlp + experts)
+
+
 def _deepspeed_hook_calls(x: _Step, n_layers: Any) -> tuple[Any, Any]:
     """(host calls, trained parameters) a micro-batch of DeepSpeed ZeRO-3's hooks over `n_layers` decoder layers (the
     paced stage's) and the modules outside them (zero3_hooks end_modules), where a job runs ZeRO-3 on DeepSpeed's
-    engine with transformers' modules (PerfStyle.zero3_deepspeed_fetch: the hf style at zero 3 without fsdp); 0
-    elsewhere (the deepspeed style's Megatron layers are not counted; FSDP's hooks are per unit, not per module)."""
-    on = np.asarray(x.fw.zero3_deepspeed_fetch, bool) & (np.asarray(x.zero) >= 3)
+    engine (PerfStyle.zero3_module_hooks: the deepspeed style at zero 3, the hf style at zero 3 without fsdp), its
+    layers' modules as the style builds them (split_projections); 0 elsewhere (FSDP's hooks are per unit, not per
+    module). docs/known-gaps.md 296 (a)."""
+    on = np.asarray(x.fw.zero3_module_hooks, bool) & (np.asarray(x.zero) >= 3)
     if not np.any(on):
         return 0.0, 0.0
     m, c = x.model, x.k.raw["zero3_hooks"]
@@ -4118,9 +4139,12 @@ def _deepspeed_hook_calls(x: _Step, n_layers: Any) -> tuple[Any, Any]:
                                       x.fw.zero3_leaf_families, m.family)[0]
     per_expert = np.asarray(mode) == "per_expert"
     kinds = collections.Counter(m.layer_params(i).is_moe for i in range(m.layers))
+    split = np.asarray(x.fw.split_projections, bool)
     layer_calls, layer_params = 0.0, 0.0
     for is_moe, n in kinds.items():
-        calls, params = _deepspeed_layer_hook_calls(x, is_moe, per_expert)
+        (c_split, p_split), (c_fused, p_fused) = (_deepspeed_layer_hook_calls(x, is_moe, per_expert, s)
+                                                  for s in (True, False))
+        calls, params = np.where(split, c_split, c_fused), np.where(split, p_split, p_fused)
         layer_calls, layer_params = layer_calls + n * calls, layer_params + n * params
     module, ends = c["module_calls"], c["end_modules"]
     end_params = ends["gathered"] + ends["persistent"]
