@@ -13,8 +13,8 @@ benchmarks/data/heldout_2027u_nemo_mixtral.csv; Mixtral 8x22B in benchmarks/data
 (2) DeepSpeedExamples training/bf16_master_weight (deepspeedai/DeepSpeedExamples at a43031e5): a 6.86B GPT-style
 model of plain PyTorch modules (nn.MultiheadAttention, post-norm) on DeepSpeed's engine, ZeRO-3 over 4 H100, one
 512-token sequence a GPU with each block checkpointed: the README's step time, peak allocated and after-step allocated
-memory for the fp32-master baseline and for DeepSpeed's bf16 master weights / optimizer states (its memory figures
-refused: no optimizer_precision value holds a bf16 master copy beside the bf16 weights; docs/known-gaps.md 293 (b)).
+memory for the fp32-master baseline and for DeepSpeed's bf16 master weights / optimizer states (optimizer_precision
+bf16-master: docs/known-gaps.md 296 (b); refused before it, 293 (b)).
 The first deepspeed-style rows on Hopper. Data: benchmarks/data/heldout_2027u_ds_bf16_master.csv; the model in
 heldout_2027u_models.yaml.
 
@@ -29,8 +29,9 @@ Each file in heldout_pretrain.csv's columns plus `method` and `refused` (perf_he
 setting a source does not state is in the row's `assumed` column with where it was read).
 
 Printed: each row (published, predicted, error, the estimate's step terms), memory fits, per source and for the batch
-time and memory MAPE; the DeepSpeed rows' step as the estimate times the same job on the hf style (whose DeepSpeed
-engine charges its per-module hooks on the host: docs/known-gaps.md 293 (b)), printed, not scored; FlagPerf's
+time and memory MAPE; the DeepSpeed rows' step as the estimate times the same job on the hf style (both styles charge
+the engine's per-module hooks on the host, the hf style over transformers' split projections: docs/known-gaps.md
+296 (a)), printed, not scored; FlagPerf's
 Baichuan2-13B pair (accumulation 8 and 64, one layout) split into a cost a micro-batch and a cost a step, measured and
 predicted (293 (g)).
 
@@ -66,8 +67,9 @@ run_all, fits = BATCH.run_listed, BATCH.fits_listed  # a row the data does not s
 
 def ds_on_hf_style() -> list[tuple[str, float, float]]:
     """(row id, published step, the estimate's step under the hf style) for the DeepSpeed step rows: the same job on
-    DeepSpeed's engine as the hf style times it, with its per-module hook host cost (step_time._deepspeed_hook_excess),
-    which the deepspeed style does not charge (docs/known-gaps.md 293 (b))."""
+    DeepSpeed's engine as the hf style times it, its per-module hook host cost (step_time._deepspeed_hook_excess)
+    counted over transformers' modules (q / k / v and gate / up apart), where the deepspeed style counts the fused
+    layer (docs/known-gaps.md 296 (a))."""
     timed_rows = [dict(r, framework="hf") for r in rows()
                   if r["id"].startswith("dsx_") and r["metric"] == "step_time_s" and not r["refused"]]
     return [(c.row_id, c.measured, c.predicted) for c, _, _ in BATCH.estimate(timed_rows)]
@@ -96,7 +98,7 @@ def main() -> None:
     run = run_all()
     print_parts(run, SOURCES)
     print_fits(fits(), "perf_heldout73")
-    print("\nDeepSpeed step rows timed on the hf style (its engine's per-module hooks on the host), not scored:")
+    print("\nDeepSpeed step rows timed on the hf style (the engine's hooks over transformers' modules), not scored:")
     for rid, published, step in ds_on_hf_style():
         print(f"  {rid:52s} {published:8.4g} {step:8.4g} ({100 * (step / published - 1):+6.1f}%)")
     print("\nFlagPerf Baichuan2-13B on 16 H800, accumulation 8 and 64: seconds a micro-batch, seconds a step beside them")

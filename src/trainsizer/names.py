@@ -252,8 +252,12 @@ ZERO3_BUCKET_SIZES = ("deepspeed", "auto")
 # --exp-avg-dtype / --exp-avg-sq-dtype bf16 over bf16 weights, Transformer Engine >= 2.1's FusedAdam(master_weights,
 # master_weight_dtype fp32, store_param_remainders: its master_param state torch.int16) as
 # megatron/core/optimizer/__init__.py builds it at core_v0.12.0 and core_v0.14.0 (OptimizerConfig.store_param_remainders
-# True, no command-line flag; docs/known-gaps.md 270 (c)).
-OPTIMIZER_PRECISIONS = ("fp32", "bf16-moments", "bf16", "fp32-remainders", "bf16-moments-remainders")
+# True, no command-line flag; docs/known-gaps.md 270 (c)); bf16-master = a bf16 master copy beside the bf16 weights,
+# bf16 master gradients and bf16 moments: DeepSpeed's ZeRO optimizers (stage 1-3) with bf16_master_weights_and_grads
+# and bf16_optimizer_states (PR 7700, deepspeedai/DeepSpeed 39a682d7, 2025-12-04: base_optimizer.py
+# _configure_master_weights -> torch.bfloat16, stage3.py's fp32_partitioned_groups_flat a bf16 clone), 12 B a parameter
+# with the weights and gradients (DeepSpeedExamples training/bf16_master_weight/README.md; docs/known-gaps.md 296 (b)).
+OPTIMIZER_PRECISIONS = ("fp32", "bf16-moments", "bf16", "fp32-remainders", "bf16-moments-remainders", "bf16-master")
 # The precisions that keep the master as remainders under a bf16 weight: a bf16 model's (precision bf16, or fp8 over
 # bf16 weights), Apex's DistributedFusedAdam and Transformer Engine's FusedAdam being AdamW
 REMAINDER_PRECISIONS = ("fp32-remainders", "bf16-moments-remainders")
@@ -285,6 +289,15 @@ def remainder_weights_conflict(optimizer_precision: str | None, precision: str, 
     if precision not in ("bf16", "fp8"):
         return f"precision {precision}"
     return "fp8_param_allgather true" if precision == "fp8" and fp8_params else None
+
+
+def bf16_master_conflict(optimizer_precision: str | None, precision: str) -> str | None:
+    """What keeps bf16-master from applying, as the job names it (None = nothing): DeepSpeed keeps a bf16 master copy
+    under its bf16 engine only (runtime/precision_config.py bf16_master_weights_and_grads, in the bf16 section), so
+    on bf16 weights, not fp16 / fp32 / fp8 ones. One rule for the job file (spec) and the estimators' callers."""
+    if optimizer_precision != "bf16-master" or precision == "bf16":
+        return None
+    return f"precision {precision}"
 
 
 def optimizer_precisions_for(optimizer: str) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ import typing
 import pytest
 
 from trainsizer.errors import SpecError
+from trainsizer.estimate import memory
 from trainsizer.estimate.inputs import Strategy, Training
 from trainsizer.estimate.memory import estimate_memory
 from trainsizer.estimate.step_time import estimate_time, perf_style
@@ -201,3 +202,48 @@ def test_bf16_moments_remainders_need_bf16_weights():
     assert load_job(base | {"strategy": {"optimizer_precision": "bf16-moments-remainders"}})
     with pytest.raises(SpecError, match="strategy.optimizer_precision bf16-moments-remainders keeps"):
         load_job(base | {"precision": "fp16", "strategy": {"optimizer_precision": "bf16-moments-remainders"}})
+
+
+def test_bf16_master_keeps_a_bf16_master_and_bf16_moments():
+    """DeepSpeed's bf16_master_weights_and_grads with bf16_optimizer_states (PR 7700): a bf16 master copy beside the
+    bf16 weights (half the fp32 master, not none as under bf16) and bf16 moments (docs/known-gaps.md 296 (b)); stepped
+    as bf16 (all its states in the model dtype)."""
+    fp32, bf16, master = (_items(p, framework="deepspeed") for p in (None, "bf16", "bf16-master"))
+    assert master["master_weights"] == pytest.approx(fp32["master_weights"] / 2)
+    assert master["optimizer_states"] == pytest.approx(bf16["optimizer_states"])
+    assert master["weights"] == pytest.approx(fp32["weights"])
+    assert _step_s("bf16-master", framework="deepspeed") == _step_s("bf16", framework="deepspeed")
+
+
+def test_bf16_master_casts_the_steps_gradient_to_bf16():
+    """The ZeRO step casts each sub-group's gradient partition to the master's dtype (stage3.py
+    _prepare_fp32_grad_for_sub_group): 2 B a parameter under bf16-master (memory_constants.yaml master_grads), the
+    fp32 cast's 4 under a precision with an fp32 master; the flatten's 16-bit copy is that cast itself (none apart)."""
+    training = Training(method="pretrain", seq_len=2048, global_batch_seqs=64)
+    blocks = {}
+    for precision in ("bf16-moments", "bf16-master"):
+        st = Strategy(dp=8, zero=3, micro_batch=1, recompute="full", framework="deepspeed",
+                      optimizer_precision=precision)
+        b = memory._batch(llama8b(), training, st, memory.DEFAULT_OPTIONS)
+        blocks[precision] = memory._deepspeed_step_blocks(b, 1e8)
+    assert bool(blocks["bf16-master"][0]) and bool(blocks["bf16-moments"][0])
+    assert blocks["bf16-moments"][1:] == pytest.approx((2e8, 4e8))
+    assert blocks["bf16-master"][1:] == pytest.approx((0.0, 2e8))
+
+
+def test_bf16_master_needs_bf16_weights():
+    """DeepSpeed keeps a bf16 master under its bf16 engine only: fp16 / fp32 / fp8 jobs are refused, in the job file
+    and in the estimator, naming the field and the precision to set."""
+    from trainsizer.spec import load_job
+
+    training = Training(method="pretrain", seq_len=2048, global_batch_seqs=64, precision="fp16")
+    st = Strategy(dp=8, zero=1, micro_batch=1, recompute="full", framework="deepspeed", optimizer_precision="bf16-master")
+    with pytest.raises(SpecError, match="bf16-master keeps a bf16 master copy.*not precision fp16") as err:
+        estimate_memory(llama8b(), training, a100_cluster(8), st)
+    assert err.value.where == "strategy.optimizer_precision"
+    base = {"model": "llama-3.1-8b", "method": "full", "data": {"tokens": 1e9}, "seq_len": 4096,
+            "global_batch": {"sequences": 64}, "hardware": {"accelerator": "h100-sxm-80gb", "count": 8}}
+    assert load_job(base | {"strategy": {"optimizer_precision": "bf16-master"}})
+    for precision in ("fp16", "fp32", "fp8"):
+        with pytest.raises(SpecError, match=f"optimizer_precision bf16-master .* not precision {precision}"):
+            load_job(base | {"precision": precision, "strategy": {"optimizer_precision": "bf16-master"}})

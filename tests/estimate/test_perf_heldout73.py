@@ -64,7 +64,8 @@ def test_the_nemo_rows_hold_the_pages_layouts():
 
 def test_the_deepspeed_rows_are_the_readmes_command():
     """One 512-token sequence a GPU on 4 H100, ZeRO-3 on DeepSpeed's engine, every block checkpointed, no flash
-    attention (nn.MultiheadAttention with need_weights); the bf16-master memory figures refused, citing 293 (b)."""
+    attention (nn.MultiheadAttention with need_weights); the bf16-master rows state optimizer_precision bf16-master
+    (296 (b)), none refused."""
     ds = [r for r in p73.rows() if r["id"].startswith("dsx_")]
     assert len(ds) == 6
     for r in ds:
@@ -72,10 +73,10 @@ def test_the_deepspeed_rows_are_the_readmes_command():
         assert (j["hardware"]["count"], j["seq_len"], j["global_batch"]["sequences"]) == (4, 512, 4), r["id"]
         assert j["strategy"]["zero"] == 3 and j["strategy"]["framework"] == "deepspeed" and not j["flash_attention"]
         assert j["strategy"]["recompute"] == "full", r["id"]
-    refused = [r["id"] for r in p73.rows() if r["refused"]]
-    assert refused == ["dsx_2025-12_h100_bf16master_bf16full_4gpu_peak_memory",
-                       "dsx_2025-12_h100_bf16master_bf16full_4gpu_after_step"]
-    assert all("docs/known-gaps.md 293 (b)" in r["refused"] for r in p73.rows() if r["refused"])
+    assert not [r["id"] for r in p73.rows() if r["refused"]]
+    for r in ds:
+        master = p73.job(r)["strategy"].get("optimizer_precision")
+        assert master == ("bf16-master" if "bf16full" in r["id"] else None), r["id"]
 
 
 def test_the_flagperf_rows_are_the_cases_scripts():
@@ -118,41 +119,42 @@ def test_source_bounds(run):
     check_source_bounds(cases, {
         (NEMO_2502, "tokens_per_s_per_gpu"): (2, 30.0),  # 24.0 at landing: +21.2 / +26.7%
         (NEMO_2504, "tokens_per_s_per_gpu"): (2, 10.0),  # 6.4: +4.6 / +8.1%
-        (DSX, "step_time_s"): (2, 70.0),  # 64.3: -62.3 / -66.3% (293 (b))
-        (DSX, "peak_allocated_gib"): (1, 3.0),  # 0.8
-        (DSX, "allocated_after_step_gib"): (1, 3.0),  # 0.7
+        (DSX, "step_time_s"): (2, 38.0),  # 32.5: -29.4 / -35.5% (296 (a); 64.3 before the hooks)
+        (DSX, "peak_allocated_gib"): (2, 3.0),  # 1.1: -0.8 / -1.4% (the bf16-master row scored: 296 (b))
+        (DSX, "allocated_after_step_gib"): (2, 3.0),  # 1.0: -0.7 / -1.3%
         (FLAGPERF["mixtral"], "tokens_per_s_per_gpu"): (1, 28.0),  # 22.4
         (FLAGPERF["moe"], "tokens_per_s_per_gpu"): (2, 12.0),  # 7.8: +8.1 / +7.4% (SequentialMLP, 301 (a))
         (FLAGPERF["baichuan"], "tokens_per_s_per_gpu"): (2, 36.0),  # 29.4: +44.5 / +14.3% (293 (g))
         (FLAGPERF["chatglm"], "tokens_per_s_per_gpu"): (3, 26.0),  # 20.5: H100 +12.4%, A800 +30.2 / +18.9%
     })
     scored = [c for c in cases if not c.skipped]
-    assert len(scored) == 16 and mape(scored) < 28.0  # 22.6 at landing
+    assert len(scored) == 18 and mape(scored) < 25.0  # 22.6 at landing, 16.6 with the hooks (296)
 
 
 def test_every_row_sits_where_it_landed(run):
-    """The Mixtral lines predicted fast (+4.6..+26.7%, B200's more than GB200's); the DeepSpeed steps at a third of the
-    published (the engine's host cost not charged on the deepspeed style, 293 (b)), its memory within 1%: a guard that
-    fails when the estimate moves, either way."""
+    """The Mixtral lines predicted fast (+4.6..+26.7%, B200's more than GB200's); the DeepSpeed steps about 30% short
+    with the engine's hooks charged on the deepspeed style (296 (a); at a third of the published before), its memory
+    within 1.5%: a guard that fails when the estimate moves, either way."""
     errs = {c.row_id: c.err for c, _, _ in run if not c.skipped}
     mix = {k: e for k, e in errs.items() if k.startswith("nemo_")}
     assert len(mix) == 4 and all(0.0 < e < 0.35 for e in mix.values()), mix
     assert min(e for k, e in mix.items() if "b200" in k and "gb200" not in k) > max(
         e for k, e in mix.items() if "gb200" in k)
     steps = [e for k, e in errs.items() if k.startswith("dsx_") and "memory" not in k and "after_step" not in k]
-    assert len(steps) == 2 and all(-0.75 < e < -0.5 for e in steps), steps
+    assert len(steps) == 2 and all(-0.4 < e < -0.2 for e in steps), steps
     mem = [e for k, e in errs.items() if k.endswith(("_peak_memory", "_after_step"))]
-    assert len(mem) == 2 and all(abs(e) < 0.03 for e in mem), mem
+    assert len(mem) == 4 and all(abs(e) < 0.03 for e in mem), mem
 
 
-def test_the_hf_style_charges_the_engines_host_cost(run):
-    """The same DeepSpeed jobs on the hf style (its engine's per-module hooks charged on the host): each step grows by
-    more than half of the deepspeed style's, printed, not scored (293 (b))."""
+def test_both_styles_charge_the_engines_host_cost(run):
+    """The same DeepSpeed jobs on the hf style: both styles charge the engine's hooks (296 (a)); the hf style's
+    transformers layer (q / k / v and gate / up apart, its act_fn module) has more modules, so its step is longer, by
+    less than a third; printed, not scored."""
     on_hf = {rid: step for rid, _, step in p73.ds_on_hf_style()}
     assert len(on_hf) == 2
     for c, _, _ in run:
         if c.row_id in on_hf:
-            assert on_hf[c.row_id] > 1.5 * c.predicted, c.row_id
+            assert c.predicted < on_hf[c.row_id] < 1.33 * c.predicted, c.row_id
 
 
 def test_flagperf_rows_all_predicted_fast(run):

@@ -493,7 +493,7 @@ class Strategy:
     # which torch FSDP the fsdp runs: 1 | 2 (names.FSDP_VERSIONS); None = the style's (step_time._fsdp_version_option);
     # time only
     fsdp_version: Any = None
-    # AdamW states: "fp32" | "bf16-moments" | "bf16" | "fp32-remainders" | "bf16-moments-remainders"
+    # AdamW states: "fp32" | "bf16-moments" | "bf16" | "fp32-remainders" | "bf16-moments-remainders" | "bf16-master"
     # (names.OPTIMIZER_PRECISIONS; 8-bit AdamW: fp32 | bf16, no master); None = fp32
     optimizer_precision: Any = None
     # QLoRA: PEFT prepare_model_for_kbit_training casts the non-quantised weights (embeddings, norms, LM head) to

@@ -119,6 +119,7 @@ from trainsizer.names import (
     LIVE_AT_RERUN,
     NORM_KERNELS,
     OPTIMIZER_PRECISIONS,
+    bf16_master_conflict,
     optimizer_precisions_for,
     remainder_weights_conflict,
 )
@@ -424,6 +425,9 @@ class _Batch:
     # ... where the model was built outside deepspeed.zero.Init (strategy.zero_init false): torch's own linear
     # saves each gathered weight (`_deepspeed_zero3_live`)
     ds_torch_linear: Any = False
+    # bytes a parameter of the master gradient a ZeRO optimizer's step casts into where strategy.optimizer_precision
+    # states one (memory_constants.yaml optimizer_precision master_grads: bf16-master), else inf (the step's fp32 cast)
+    master_grad_bytes: float = np.inf
     # QLoRA's bitsandbytes options (`nf4_options`) and the copies of a weight live at its dequantisation, in compute-
     # dtype widths (`_nf4_copies`)
     expert_copies: bool = False  # strategy.expert_weight_copies (`_expert_weight_copies`)
@@ -530,7 +534,20 @@ def _optimizer_precision(strategy: Strategy, training: Training, fp8_params: Any
     if weights is not None:
         raise SpecError("strategy.optimizer_precision",
                         msg("error_optimizer_remainders_weights", weights=weights, precision=precision), value=precision)
+    weights = bf16_master_conflict(precision, training.precision)
+    if weights is not None:
+        raise SpecError("strategy.optimizer_precision", msg("error_optimizer_bf16_master_weights", weights=weights),
+                        value=precision)
     return str(precision)
+
+
+def _master_grad_bytes(precision: str | None, training: Training) -> float:
+    """Bytes a parameter of the master gradient the ZeRO optimizer's step casts into under `precision`
+    (memory_constants.yaml optimizer_precision master_grads; bf16-master: 2), inf where the precision states none or
+    the model is fp32 (the step's own fp32 cast, optimizer_step fp32_grad_cast_bytes_per_param)."""
+    if precision in (None, "fp32") or training.precision == "fp32":
+        return np.inf
+    return float(load_memory_constants()["optimizer_precision"][precision].get("master_grads", np.inf))
 
 
 def _one_per_batch(strategy: Strategy, s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -595,8 +612,8 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     loss_bytes = _logit_extras(training, strategy, name, loss_bytes, titan & (t > 1) & (not gathered_logits), z)
     loss_bytes = _chunk_at_a_time(loss_bytes, titan_chunked, titan_loss_compiled, training)
     fp32_shard = fsdp1_mixed.fp32_shard_units(strategy, name, mega, titan, z, dpc, training)  # FSDP1's fp32 shard
-    st = _state_bytes(mega, pre, name, training, bf16_grads, _optimizer_precision(strategy, training, fp8_params),
-                      fp32_shard)
+    opt_precision = _optimizer_precision(strategy, training, fp8_params)
+    st = _state_bytes(mega, pre, name, training, bf16_grads, opt_precision, fp32_shard)
     fresh = grad_segments.fresh_gradients(name, ~mega & ~titan, z, n_micro, p, ds_engine, fp32_shard)
     live = _live_at_rerun(strategy, name, loss_impl, mega)
     return _Batch(model=model, training=training, options=options, pre=pre, c=load_memory_constants(), s=s,
@@ -606,6 +623,7 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
                   frozen_casts=_autocast_fp32_base(name, strategy, training, s) & ~mega,
                   ds_engine=ds_engine, ds_buckets=ds_buckets, ds_split=ds_split,
                   ds_torch_linear=np.asarray(ds_engine, bool) & (getattr(strategy, "zero_init", None) is False),
+                  master_grad_bytes=_master_grad_bytes(opt_precision, training),
                   bf16_grads=bf16_grads, live_at_rerun=live, drops_outputs=np.asarray(live == "none", bool),
                   loss_impl=loss_impl,
                   held_logit_bytes=_held_logit_bytes(live, loss_impl, name, float(act_bytes(training.precision))),
@@ -2287,7 +2305,7 @@ def _deepspeed_step_blocks(b: _Batch, opt_params: Any) -> tuple[Any, Any, Any]:
     deepspeed = ds_step | z3_step
     if opt_params is None:
         return deepspeed, 0.0, 0.0
-    fp32 = float(b.c["optimizer_step"]["fp32_grad_cast_bytes_per_param"])
+    fp32 = min(float(b.c["optimizer_step"]["fp32_grad_cast_bytes_per_param"]), b.master_grad_bytes)
     sub_group = float(b.c["optimizer_step"]["zero3_sub_group_params"])
     elems = np.where(deepspeed, np.where(z3_step, np.minimum(opt_params, sub_group), opt_params), 0.0)
     return deepspeed, (b.w16 if b.w16 < fp32 else 0.0) * elems, fp32 * elems

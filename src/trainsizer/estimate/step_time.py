@@ -580,11 +580,12 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
     if bucket is not None:  # the job's bucket size, as given: Megatron-Core scales it with DP only when unset
         changes["grad_bucket_params"] = float(bucket)
         changes["grad_bucket_params_per_dp_rank"] = 0.0
-    if getattr(strategy, "optimizer_precision", None) == "bf16":
+    if getattr(strategy, "optimizer_precision", None) in ("bf16", "bf16-master"):
         # no fp32 master (memory_constants.yaml optimizer_precision): the model is held and stepped in bf16, as the
         # style flag model_dtype_states says: the update streams bf16 states and gradients (_optimizer,
         # _step_passes) and autocast finds no fp32 weight to cast (_amp_fp32_weights_time); e.g. ms-swift 1.5 loads
-        # the model in bf16 (argument.py select_dtype: dtype AUTO -> bf16, modelscope/ms-swift 97e4d198b)
+        # the model in bf16 (argument.py select_dtype: dtype AUTO -> bf16, modelscope/ms-swift 97e4d198b); bf16-master's
+        # states are all bf16 too (DeepSpeed's bf16 master copy; its copy into the weights not counted: known-gaps 296 (b))
         changes["model_dtype_states"] = True
     if getattr(strategy, "attention_kernel", None) is not None:
         changes["attention_kernel"] = str(strategy.attention_kernel)

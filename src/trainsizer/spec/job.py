@@ -64,6 +64,7 @@ from trainsizer.names import (
     ROPE_KERNELS,
     ZERO3_BUCKET_SIZES,
     ZERO3_EXPERT_FETCHES,
+    bf16_master_conflict,
     optimizer_precisions_for,
     remainder_weights_conflict,
 )
@@ -710,7 +711,8 @@ class StrategySpec(_Strict):
     # fp32-remainders (fp32 moments, the master as the bf16 weight + its low 16 bits: Apex store_param_remainders,
     # NeMo 1's default for a bf16 model without fp8_params; bf16 weights only) | bf16-moments-remainders (bf16 moments
     # and that 2 B master: Megatron-Core's precision-aware optimizer over bf16 weights, Transformer Engine >= 2.1's
-    # FusedAdam store_param_remainders; bf16 weights only); null = fp32
+    # FusedAdam store_param_remainders; bf16 weights only) | bf16-master (a bf16 master copy, bf16 master gradients and
+    # bf16 moments: DeepSpeed's bf16_master_weights_and_grads + bf16_optimizer_states; precision bf16 only); null = fp32
     optimizer_precision: OptimizerPrecision | None = None
     # QLoRA: non-quantised weights and the residual stream in fp32 (PEFT prepare_model_for_kbit_training, which TRL's
     # SFTTrainer called up to v0.25); null = the framework's (model_states.kbit_upcast_default: hf / auto no, as TRL
@@ -1064,6 +1066,9 @@ class Job(_Strict):
                                                                              self.strategy.fp8_param_allgather))
         if weights is not None:
             raise ValueError(msg("job_optimizer_remainders_weights", weights=weights, precision=precision))
+        weights = bf16_master_conflict(precision, self.precision)
+        if weights is not None:
+            raise ValueError(msg("job_optimizer_bf16_master_weights", weights=weights))
         base = self.strategy.frozen_base_dtype if self.strategy is not None else None
         if base not in (None, "compute") and self.method != "lora":
             raise ValueError(msg("job_frozen_base_dtype_method", dtype=base, method=self.method))
