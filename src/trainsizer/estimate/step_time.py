@@ -167,6 +167,9 @@ class PerfStyle:
     # parameter's gradient (parameter_offload.py _register_deepspeed_module, stage3.py's gradient hooks): their host
     # calls are charged (_deepspeed_hook_excess; the deepspeed style's, taken with its engine: docs/known-gaps.md 296 (a))
     zero3_module_hooks: bool = False
+    # DeepSpeed's ZeRO-2 reduces the gradients every micro-batch (_zero2_reductions; the deepspeed style's, taken with
+    # its engine: docs/known-gaps.md 296 (c))
+    zero2_micro_batch_reduce: bool = False
     # DeepSpeed ZeRO-3's bucket sizes on DeepSpeed's engine (names.ZERO3_BUCKET_SIZES; strategy.zero3_bucket_sizes
     # overrides): "deepspeed" = zero/config.py's defaults, "auto" = the HF Trainer / accelerate fill from the hidden
     # size, whose coefficients the hf style states (framework.deepspeed_zero3_buckets)
@@ -678,7 +681,7 @@ def _deepspeed_engine_options(strategy, style: PerfStyle) -> dict[str, Any]:
     out = {key: _when(flag, getattr(ds, key), getattr(style, key))
            for key in ("zero3_max_reuse_distance_params", "zero3_step_update_bytes", "zero3_microbatch_syncs",
                        "zero3_grad_copies", "offload_host_pass_bytes", "offload_zero3_host_cast_bytes",
-                       "offload_upload_bytes", "zero3_module_hooks")}
+                       "offload_upload_bytes", "zero3_module_hooks", "zero2_micro_batch_reduce")}
     if buckets is not None:
         out["zero3_bucket_sizes"] = np.where(on, buckets, style.zero3_bucket_sizes) if on.ndim else str(buckets)
     return out | {"zero3_deepspeed_fetch": on if on.ndim else True}
@@ -3695,10 +3698,23 @@ def _dp_comm_replicated(x: _Step, g: _Grads) -> tuple[np.ndarray, np.ndarray]:
     else:
         grad_exposed = rs_or_ar
     ag_exposed = ag_params * _when(fw.param_gather_overlap, bucket_frac, 1.0)
+    # DeepSpeed's ZeRO-2 reduces every micro-batch's gradients, not the accumulated ones once (_zero2_reductions)
+    n_red = _zero2_reductions(x)
     # overlapped collectives still cost `overlap_interference` of their time (NCCL kernels occupy SMs/HBM)
-    exposed = grad_exposed + ag_exposed + k.overlap_interference * (rs_or_ar - grad_exposed + ag_params
-                                                                    - ag_exposed)
+    exposed = n_red * (grad_exposed + k.overlap_interference * (rs_or_ar - grad_exposed)) + ag_exposed + (
+        k.overlap_interference * (ag_params - ag_exposed))
     return exposed, bucket_frac
+
+
+def _zero2_reductions(x: _Step) -> Any:
+    """Gradient reductions a step: one (at the accumulation boundary), or on DeepSpeed's engine at ZeRO-2 one every
+    micro-batch (PerfStyle.zero2_micro_batch_reduce): its gradient hooks reduce whenever gradients are partitioned,
+    not only at the boundary (deepspeedai/DeepSpeed stage_1_and_2.py reduce_ready_partitions_and_remove_grads:
+    `if self.partition_gradients or self.is_gradient_accumulation_boundary`, v0.11.1 and edaa7221; engine.py
+    allreduce_gradients: 'ZeRO stage >= 2 communicates during non gradient accumulation boundaries as well'), each
+    micro-batch's last bucket after its backward (docs/known-gaps.md 296 (c))."""
+    every = np.asarray(x.fw.zero2_micro_batch_reduce, bool) & (np.asarray(x.zero) == 2)
+    return np.where(every, x.m, 1.0)
 
 
 def _zero_group_collectives(x: _Step, g: _Grads, gb: Any, p_bytes: Any, moe: Any) -> tuple:
