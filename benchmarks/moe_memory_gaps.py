@@ -17,8 +17,8 @@ recompute and expandable segments, and beside it the size of each candidate read
 - communicators: for figures that count the whole device (mem_get_info, nvidia-smi), the RCCL per-rank figure
   measured on LUMI (Lumi-supercomputer/LUMI-AI-Guide issue 111, 2026-08-19: about 1 GiB for the first communicator
   and 0.65 GiB for each further one, MI250X) over the estimate's communicator count, less the estimate's own
-  nccl_buffers (memory_constants.yaml framework_overhead: 128 MiB a communicator). A lead, not a constant: one
-  machine, one fabric.
+  nccl_buffers (estimate/communicators.py, docs/known-gaps.md 299 (a)). A lead, not a constant: one machine, one
+  fabric.
 
 Printed: every row (error, miss GiB, kind, TP / EP / recompute / expandable segments, the candidates), the median miss
 by class and kind, and per candidate the rows where it reaches half the miss.
@@ -40,7 +40,6 @@ from accuracy_bands import DATA, Row, _case_style, _heldout_style, classify
 from trainsizer.catalog import load_catalog
 from trainsizer.estimate.allocator import EXPANDABLE_BY_DEFAULT
 from trainsizer.estimate.memory import GIB, estimate_memory
-from trainsizer.estimate.model_states import load_memory_constants
 from trainsizer.scenario import resolve_job
 
 CLASSES = ("megatron/moe", "hf/moe")
@@ -123,12 +122,16 @@ def first_step_bound_gib(items: dict[str, float], expandable: bool) -> float:
     return max(0.0, transient - items.get("optimizer_states", 0.0)) / GIB
 
 
-def communicators_gib(items: dict[str, float], per_comm_bytes: float) -> float:
-    """The LUMI RCCL figure over the estimate's communicator count less its own nccl_buffers, GiB (0 with none)."""
-    n = round(items.get("nccl_buffers", 0.0) / per_comm_bytes)
-    if n <= 0:
+def communicators_gib(items: dict[str, float], n_comm: int) -> float:
+    """The LUMI RCCL figure over `n_comm` communicators less the estimate's own nccl_buffers, GiB (0 with none)."""
+    if n_comm <= 0:
         return 0.0
-    return RCCL_FIRST_GIB + RCCL_NEXT_GIB * (n - 1) - items["nccl_buffers"] / GIB
+    return RCCL_FIRST_GIB + RCCL_NEXT_GIB * (n_comm - 1) - items.get("nccl_buffers", 0.0) / GIB
+
+
+def communicator_count(st) -> int:
+    """The job's communicators as the estimate counts them: one per parallel dimension of more than one rank."""
+    return sum(int((getattr(st, k, 1) or 1) > 1) for k in ("tp", "pp", "dp", "cp", "ep"))
 
 
 def candidates(row: Row, kind: str, catalogs: dict[str, Any]) -> dict[str, float]:
@@ -139,7 +142,6 @@ def candidates(row: Row, kind: str, catalogs: dict[str, Any]) -> dict[str, float
     sc, est = _estimate(row.job, cat)
     st = sc.strategy
     items = dict(est.items_bytes)
-    oc = est_constants()
     stated = getattr(st, "allocator_expandable_segments", None)
     expandable = bool(stated) if stated is not None else st.framework in EXPANDABLE_BY_DEFAULT
     megatron_full = (row.job["strategy"].get("framework") == "megatron-core"
@@ -148,13 +150,7 @@ def candidates(row: Row, kind: str, catalogs: dict[str, Any]) -> dict[str, float
     moe_layers = sc.model.moe_layer_count / max(float(st.pp or 1), 1.0)
     return {"dispatcher state": dispatcher_state_gib(sc.model, tokens, moe_layers) if megatron_full else 0.0,
             "first-step states": first_step_bound_gib(items, expandable),
-            "communicators": communicators_gib(items, oc) if kind == "device" else 0.0}
-
-
-def est_constants() -> float:
-    """The estimate's bytes a communicator (memory_constants.yaml framework_overhead)."""
-    oc = load_memory_constants()["framework_overhead"]
-    return float(oc["nccl_buffsize_bytes"] * oc["nccl_channels"] * oc["nccl_directions"])
+            "communicators": communicators_gib(items, communicator_count(st)) if kind == "device" else 0.0}
 
 
 def gaps() -> list[Gap]:

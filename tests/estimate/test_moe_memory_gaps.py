@@ -66,8 +66,8 @@ def test_the_first_step_bound(items):
 
 def test_the_communicators_at_the_lumi_figure():
     per = 128 * 2**20
-    assert mg.communicators_gib({}, per) == 0.0
-    assert mg.communicators_gib({"nccl_buffers": 3 * per}, per) == pytest.approx(1.0 + 2 * 0.65 - 3 * 0.125)
+    assert mg.communicators_gib({}, 0) == 0.0
+    assert mg.communicators_gib({"nccl_buffers": 3 * per}, 3) == pytest.approx(1.0 + 2 * 0.65 - 3 * 0.125)
 
 
 def test_no_sized_candidate_reaches_half_of_a_miss(gaps):

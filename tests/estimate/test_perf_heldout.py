@@ -122,7 +122,9 @@ def test_runs_that_ran_are_predicted_to_fit(results):
 
 # Since the fit check reads what CUDA gives a process (79.20 GiB on an H100 80GB, not 80), NeMo 24.09's GPT3-20B FP8
 # row comes out 11 MiB over: nothing in the reserve is above its sources, so its own terms decide it (its recompute
-# is not stated; docs/known-gaps.md 42 (b)). Held to a near miss: any growth, or any other row, fails.
+# is not stated; docs/known-gaps.md 42 (b)). Since its communicators are charged as NCCL allocates them (TP 2's ring
+# 32 x 12 MiB, DP 32's across four hosts 8 x 12 MiB: 224 MiB more than the 2 x 128 before, docs/known-gaps.md
+# 299 (a)) it is 234 MiB over. Held to that near miss: any other growth, or any other row, fails.
 NEAR_MISS = "nemo_24.09_h100_gpt3_20b_fp8_64gpu"
 
 
@@ -135,7 +137,7 @@ def test_the_one_near_miss_is_within_a_few_mib(results):
     models = yaml.safe_load(ph.MODELS.read_text(encoding="utf-8"))
     sc = resolve_job(ph.job_of(row, models), load_catalog())
     mem = estimate_memory(sc.model, sc.training, sc.system, sc.strategy, check=False)
-    assert 0 < (mem.per_gpu_bytes - mem.capacity_bytes) / 2**20 < 16  # MiB
+    assert 0 < (mem.per_gpu_bytes - mem.capacity_bytes) / 2**20 < 16 + 224  # MiB
 
 
 def test_gb200_b200_pairs_are_the_rows_at_the_same_layout(results):

@@ -23,9 +23,9 @@ def h100(gpus: int) -> System:
                   peak_tflops={"bf16": 989.0}, hbm_gb_s=3350.0, intra_node_gb_s=450.0, host_ram_gib=2048.0)
 
 
-def every_stage_bytes(model: ModelArch, training: Training, strategy: Strategy) -> list[float]:
+def every_stage_bytes(model: ModelArch, training: Training, strategy: Strategy, system: System) -> list[float]:
     """Reference: each of the p ranks evaluated on its own layer range, ends and in-flight micro-batches."""
-    b = memory._batch(model, training, strategy, DEFAULT_OPTIONS)
+    b = memory.system_batch(model, training, system, strategy, DEFAULT_OPTIONS)
     p = int(strategy.pp)
     slots = (b.s["pipeline_embedding_layer"], b.s["pipeline_loss_layer"])
     out = []
@@ -48,7 +48,7 @@ def test_the_worst_gpu_is_the_most_loaded_of_every_stage(pp, vpp, slots, mb, rec
                   framework="megatron-core", pipeline_embedding_layer=slots, pipeline_loss_layer=slots)
     tr = Training(seq_len=4096, global_batch_seqs=gbs)
     e = estimate_memory(model, tr, h100(4 * pp), st, check=False)
-    stages = every_stage_bytes(model, tr, st)
+    stages = every_stage_bytes(model, tr, st, h100(4 * pp))
     assert e.per_gpu_bytes == pytest.approx(max(stages), rel=1e-12)
     assert e.per_gpu_bytes >= max(stages[0], stages[-1])
     assert e.stage_bytes["first"] == pytest.approx(stages[0], rel=1e-12)

@@ -37,6 +37,7 @@ import numpy as np
 from trainsizer.errors import SpecError, unknown_name
 from trainsizer.estimate import (
     allocator,
+    communicators,
     fsdp1_mixed,
     fsdp1_no_sync,
     grad_segments,
@@ -213,7 +214,7 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
                           "and V, to the forward's end; twice at the loss and once after it where the loop holds "
                           "its outputs (live_at_rerun logits)"),
     "cuda_context": ("other", "CUDA context + kernels + cuBLAS workspace (outside the caching allocator)"),
-    "nccl_buffers": ("other", "NCCL communicator buffers, one communicator per parallel dimension > 1"),
+    "nccl_buffers": ("other", "NCCL communicator buffers: a ring's channels for each TP / CP / DP group, each pipeline neighbour's and all-to-all peer's point-to-point channels"),
     "framework_buffers": ("other", "ZeRO-1/2 gradient buckets; ZeRO-3/FSDP gathered layers and their "
                           "unsharded gradients"),
     "fragmentation": ("other", "PyTorch caching-allocator fragmentation (fraction of allocated bytes)"),
@@ -417,6 +418,7 @@ class _Batch:
     expandable: Any = False  # the allocator's expandable segments, per strategy (allocator.expandable_segments)
     capacity: float = np.inf  # the card's bytes (System.memory_gib), which cached-only segments never exceed
     device_map: bool = False  # Strategy.device_map: one process drives the chained cards, no NCCL communicator
+    nccl_bytes: Any = 0.0  # the job's NCCL communicators' device bytes, per strategy (communicators.py; `_evaluate`)
     # ZeRO-3 on DeepSpeed's engine (framework.deepspeed_zero3_engine), per strategy; its bucket-size mode (the job's
     # strategy.zero3_bucket_sizes or the style's) and whether the stack builds q / k / v and gate / up apart
     ds_engine: Any = False
@@ -2058,12 +2060,10 @@ def _overheads(b: _Batch, g: _Stage, items: dict[str, Any], trainable_pg: Any, l
     """CUDA context, NCCL buffers, ZeRO buckets / gathered layers and allocator fragmentation into `items`
     (memory_constants.yaml `framework_overhead`); `loss_phase`: strategies whose peak is torchtune's loss phase
     (`_backward_phases`), which hold the FSDP2 units of that phase."""
-    oc, t, p, ep, z = b.c["framework_overhead"], b.t, b.p, b.ep, b.z
+    oc, t, p, z = b.c["framework_overhead"], b.t, b.p, b.z
     items["cuda_context"] = np.full(t.shape, (oc["cuda_context_gib"] + oc["cublas_workspace_gib"]) * GIB)
-    # device_map auto's cards pass the hidden state by peer copies in one process: no pipeline communicator
-    n_comm = (t > 1).astype(float) + (p > 1) * (not b.device_map) + (b.d > 1) + (b.cp > 1) + (ep > 1)
-    per_comm = oc["nccl_buffsize_bytes"] * oc["nccl_channels"] * oc["nccl_directions"]
-    items["nccl_buffers"] = n_comm * per_comm
+    # the communicators' connections (communicators.py; device_map auto's one process has no pipeline communicator)
+    items["nccl_buffers"] = np.broadcast_to(b.nccl_bytes, t.shape).astype(float)
     h2 = float(b.model.hidden) ** 2
     bucket_elems = np.minimum(oc["zero_bucket_hidden_squares"] * h2, trainable_pg)
     buckets = np.where((~b.mega) & ((z == 1) | (z == 2)) & (b.dpc > 1), bucket_elems * 2.0, 0.0)
@@ -2438,6 +2438,15 @@ def _main_grad_copy(b: _Batch, opt_params: Any) -> Any:
     return np.where(b.bf16_grads & (~b.offload_opt), fp32 * opt_params, 0.0)
 
 
+def system_batch(model: ModelArch, training: Training, system: System, strategy: Strategy,
+                 options: MemoryOptions) -> _Batch:
+    """`_batch` on `system`: the card's capacity and the job's NCCL communicators (communicators.py) filled in."""
+    b = _batch(model, training, strategy, options, system.accelerator)
+    nccl = communicators.communicator_bytes(system, b.c["communicators"], b.t, b.p, b.d, b.cp, b.ep, b.et,
+                                            pipeline_comm=not b.device_map)
+    return replace(b, capacity=float(system.memory_gib * GIB), nccl_bytes=nccl)
+
+
 def _evaluate(
     model: ModelArch, training: Training, system: System, strategy: Strategy, options: MemoryOptions,
     detail: bool,
@@ -2445,7 +2454,7 @@ def _evaluate(
     """Bytes per GPU on the first, the last and (p > 2) the middle pipeline stage that can hold the most, for
     every strategy (numpy, no Python loops over strategies). Returns totals, the worst stage, and (detail=True)
     every item per stage (`_stage_bytes`)."""
-    b = replace(_batch(model, training, strategy, options, system.accelerator), capacity=float(system.memory_gib * GIB))
+    b = system_batch(model, training, system, strategy, options)
     results: dict[str, Any] = {}
     for stage, g in _stages(b).items():
         results[stage] = _stage_bytes(b, g, options, detail)

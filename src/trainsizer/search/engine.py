@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from trainsizer.errors import StrategyError
-from trainsizer.estimate import evaluate_batch
+from trainsizer.estimate import communicators, evaluate_batch
 from trainsizer.estimate.batch import OPTIONAL_ARRAY_FIELDS
 from trainsizer.estimate.inputs import (
     DEGREE_FIELDS,
@@ -181,13 +181,14 @@ def _memory(model: ModelArch, training: Training, system: System, args: tuple, f
     `options` carried into every strategy (verdict "dropped": valid without them, not with them).
 
     Rules and per-GPU bytes depend on the job and the strategy and, of the hardware, only on the GPU count,
-    GPUs per node and scale-up domain (validate.py, memory.py), so options of the same shape share one
+    GPUs per node, scale-up domain and the NCCL channels its fabric gets (validate.py, memory.py,
+    communicators.fabric_key), so options of the same shape share one
     evaluation (exact duplicates evaluated once); `fits` is then the bytes against this accelerator's memory,
     as `memory_per_gpu_bytes` decides it. The offload pass also checks host RAM, so it is not shared."""
     # stated stack options are judged on the part too (validate: cudnn_release by family, the fused grouped MLP on
     # SM100, moe_dispatcher flex by vendor), so options of one shape share verdicts only on one accelerator then
-    key = (system.gpus, system.gpus_per_node, system.domain_gpus, framework, options,
-           system.accelerator if options else None)
+    key = (system.gpus, system.gpus_per_node, system.domain_gpus, communicators.fabric_key(system), framework,
+           options, system.accelerator if options else None)
     if offload or cache is None or key not in cache:
         dp_only = training.method in args[-1].data_parallel_only_methods
         plain = strategies(*args, framework=framework, offload=offload, dp_only=dp_only)
