@@ -86,3 +86,17 @@ def test_style_number_reads_the_value_the_step_time_style_holds() -> None:
         assert fw.style_number("deepspeed", key) == getattr(ds, key) > 0.0
     with pytest.raises(KeyError):
         fw.style_number("fsdp", "zero3_max_reuse_distance_params")  # FSDP keeps every gathered unit: not set
+
+
+def test_a_family_list_names_whole_families_the_same_way_everywhere():
+    """A style's comma-separated family list (dense_expert_families, zero3_leaf_families, ...) matches a family by its
+    whole name, read once (framework.family_listed) for the scalar readers and elementwise for the batch's styles
+    (step_time._name_listed; docs/known-gaps.md 303 (f))."""
+    from trainsizer.estimate.step_time import _name_listed
+
+    assert fw.family_listed("mixtral", "llama4,mixtral")
+    assert not fw.family_listed("llama", "llama4,mixtral")  # a prefix is not the family
+    assert not fw.family_listed("mixtral", "")
+    listed = np.array(["llama4,mixtral", "", "granitemoe", "mixtral"])
+    assert _name_listed("mixtral", listed).tolist() == [fw.family_listed("mixtral", s) for s in listed]
+    assert _name_listed("mixtral", listed).tolist() == [True, False, False, True]

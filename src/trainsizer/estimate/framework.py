@@ -247,8 +247,7 @@ def dense_all_default(strategy: Any, model: Any, pretraining: bool = False) -> A
             or not isinstance(name, str):
         return False
     stacks = AUTO_CHOICES if name == "auto" else (name,)
-    dense = np.array([model.family in str(_style_entry(n).get("dense_expert_families", "")).split(",")
-                      for n in stacks])
+    dense = np.array([family_listed(model.family, _style_entry(n).get("dense_expert_families", "")) for n in stacks])
     return dense[np.asarray(auto_index_of(strategy, pretraining))] if name == "auto" else bool(dense[0])
 
 
@@ -256,8 +255,15 @@ def fused_expert_loop(strategy: Any, model: Any) -> bool:
     """Whether the job states experts_implementation eager (an hf-only option) on a family whose transformers experts
     are fused 3-D parameters in every release (perf_constants.yaml frameworks.hf fused_expert_families: gpt-oss), so
     each hit expert's backward returns a gradient of the whole fused parameter (memory._expert_weight_copies)."""
-    fused = str(_style_entry("hf").get("fused_expert_families", "")).split(",")
-    return getattr(strategy, "experts_implementation", None) == "eager" and getattr(model, "family", "") in fused
+    fused = _style_entry("hf").get("fused_expert_families", "")
+    return getattr(strategy, "experts_implementation", None) == "eager" and family_listed(getattr(model, "family", ""),
+                                                                                          fused)
+
+
+def family_listed(family: str, listed: Any) -> bool:
+    """Whether a model family is in a style's comma-separated family list (perf_constants.yaml frameworks:
+    dense_expert_families, fused_expert_families, zero3_leaf_families, split_expert_loop_families ...)."""
+    return family in str(listed).split(",")
 
 
 def experts_implementation_of(strategy: Any, model: Any, pretraining: bool = False) -> str | None:

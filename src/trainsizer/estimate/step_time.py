@@ -57,6 +57,7 @@ from trainsizer.estimate.flops import (
 from trainsizer.estimate.framework import (
     deepspeed_zero3_buckets,
     dense_all_split,
+    family_listed,
     fp8_primary_weights_default,
     mcore_has,
     routed_model,
@@ -2697,7 +2698,12 @@ def _zero3_expert_segments(x: _Step, loop: _ExpertLoop | None = None) -> tuple[A
 
 def _family_listed(model: ModelArch, listed: Any) -> np.ndarray:
     """Whether `model`'s family is in a style's comma-separated family list (elementwise over the batch's styles)."""
-    return np.vectorize(lambda names: model.family in str(names).split(","), otypes=[bool])(np.asarray(listed))
+    return _name_listed(model.family, listed)
+
+
+def _name_listed(family: str, listed: Any) -> np.ndarray:
+    """framework.family_listed elementwise over the batch's styles' lists."""
+    return np.vectorize(lambda names: family_listed(family, names), otypes=[bool])(np.asarray(listed))
 
 
 def _fused_expert_grad_time(x: _Step) -> Any:
@@ -2784,8 +2790,7 @@ def _moe_eager_glue_time(x: _Step) -> Any:
     if not m.is_moe or not np.any(on):
         return 0.0
     b = x.k.moe_eager_glue_bytes
-    after = np.vectorize(lambda listed: m.family in str(listed).split(","), otypes=[bool])(
-        np.asarray(x.fw.moe_score_after_families))
+    after = _family_listed(m, x.fw.moe_score_after_families)
 
     def per_copy(kind: str) -> Any:  # bytes a routed copy element: the copy's own plus its token's over top-k
         def path(prefix: str) -> float:
@@ -3919,7 +3924,7 @@ def zero3_expert_fetch_default(mode: Any, expert_loop: Any, leaf_families: Any, 
     (why "eager_experts": each expert linear its own module) and block under v5's packed experts ("packed_experts").
     The step time and the estimate's JSON read it."""
     mode = np.asarray(mode)
-    leaf = np.vectorize(lambda listed: family in str(listed).split(","), otypes=[bool])(np.asarray(leaf_families))
+    leaf = _name_listed(family, leaf_families)
     loop = np.asarray(expert_loop, bool)
     why = np.where(leaf, "leaf_default", np.where(loop, "eager_experts", "packed_experts"))
     auto = mode == "auto"
