@@ -73,14 +73,15 @@ def test_source_bounds(run):
     cases = [c for c, _, _ in run]
     check_source_bounds(cases, {
         (CARD.format("Qwen3-8B"), "step_time_s"): (2, 19.0),  # 13.7 with the THD RoPE loop (286) and 288 (a): -21.7 / -5.6%
-        (CARD.format("Qwen3-30B-A3B"), "step_time_s"): (2, 42.0),  # 35.1: -35.2 / -35.0%
-        (CARD.format("GPT-OSS 20B"), "step_time_s"): (2, 36.0),  # 29.4: -48.1 / -10.7%
-        (CARD.format("GPT-OSS 120B"), "step_time_s"): (2, 57.0),  # 50.7: -57.6 / -43.8%
-        (CARD.format("Moonlight-16B-A3B"), "step_time_s"): (2, 34.0),  # 28.1: +9.3 / -46.8%
+        (CARD.format("Qwen3-30B-A3B"), "step_time_s"): (2, 38.0),  # 32.1 with 297 (a): -30.8 / -33.3%
+        (CARD.format("GPT-OSS 20B"), "step_time_s"): (2, 33.0),  # 26.8 with 297 (a): -46.4 / -7.2%
+        (CARD.format("GPT-OSS 120B"), "step_time_s"): (2, 53.0),  # 47.3 with 297 (a): -55.0 / -39.5%
+        (CARD.format("Moonlight-16B-A3B"), "step_time_s"): (2, 32.0),  # 26.2 with 297 (a): +9.3 / -43.1%
         (CARD.format("Nemotron 3 Nano 4B"), "step_time_s"): (1, 27.0),  # 21.6
     })
     scored = [c for c in cases if not c.skipped]
-    assert len(scored) == 11 and mape(scored) < 36.0  # 46.2 at landing, 31.1 with the THD RoPE loop, 30.5 with 288 (a)
+    # 46.2 at landing, 31.1 with the THD RoPE loop, 30.5 with 288 (a), 28.5 with the MoE layer's host calls (297 (a))
+    assert len(scored) == 11 and mape(scored) < 34.0
 
 
 def test_the_refused_rows_say_why(run):
@@ -146,17 +147,17 @@ def test_the_rows_state_the_recipes_router_fusion_and_tp_overlap():
 
 
 def test_the_moe_rows_excess_is_per_micro_batch_and_routing_alone_does_not_give_it(run):
-    """Every MoE row but Moonlight's padded 8K SFT runs 0.04-0.32 s a micro-batch longer than predicted, 4-16 ms a MoE
-    layer at EP > 1 against 1.8 at EP 1; the TP 4 x EP 4 LoRA row is host-bound in the estimate, so no busiest-rank
-    load (moe_capacity_factor up to 8) reaches its step: the imbalance the cards do not state cannot be the whole
-    of it (docs/known-gaps.md 288 (c))."""
+    """Every MoE row but Moonlight's padded 8K SFT runs 0.02-0.32 s a micro-batch longer than predicted, 4-16 ms a MoE
+    layer at EP > 1 against 1.8 at EP 1 (288 (c)); with the MoE layer's counted host calls (docs/known-gaps.md 297 (a))
+    3.9-15.4 ms against 1.2; the TP 4 x EP 4 LoRA row is host-bound in the estimate, so no busiest-rank load
+    (moe_capacity_factor up to 8) reaches its step: the imbalance the cards do not state cannot be the whole of it."""
     excess = {rid: (ep, mb, layer) for rid, ep, mb, layer, _ in p72.moe_excess(run)}
     assert len(excess) == 8
     for rid, (ep, per_mb, per_layer) in excess.items():
         if rid.endswith("moonlight_16b_sft_8k_8gpu"):
             assert per_mb < 0, rid
         else:
-            assert 0.03 < per_mb < 0.4 and (per_layer > 0.004 if ep > 1 else per_layer < 0.003), rid
+            assert 0.02 < per_mb < 0.4 and (per_layer > 0.0035 if ep > 1 else per_layer < 0.002), rid
     lora = next(r for r in p72.rows() if r["id"].endswith("qwen3_30b_a3b_lora_4gpu"))
     assert p72.implied_load(lora) is None
     sft = next(r for r in p72.rows() if r["id"].endswith("qwen3_30b_a3b_sft_16gpu"))

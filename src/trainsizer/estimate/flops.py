@@ -123,11 +123,18 @@ def op_sac_moe_linears(model: ModelArch) -> tuple[tuple[str, int, int, bool], ..
     return tuple(out)
 
 
+def router_score_bias(model: ModelArch) -> bool:
+    """Whether ModelArch.router_bias is an expert score-correction bias outside the gate (DeepSeek-V3's
+    e_score_correction_bias, aux-loss-free balancing; Megatron-Core moe_router_enable_expert_bias) rather than the
+    gate linear's own bias (GPT-OSS): the presets set it with an fp32 router (models/hf_config.py)."""
+    return bool(model.router_bias and model.router_fp32)
+
+
 def op_sac_gate_kept(model: ModelArch) -> bool:
     """Whether torchtitan's per-op SAC keeps the MoE router gate's output: a biased gate runs aten.addmm (saved);
     an unbiased one's mm is always recomputed (SelectiveAC force_recompute_mm_shapes_by_fqns ["moe.router.gate"],
-    b5bcd76c6). ModelArch.router_bias on an fp32 router is DeepSeek-V3's e_score_correction_bias, outside the gate."""
-    return bool(model.router_bias and not model.router_fp32)
+    b5bcd76c6). A score-correction bias (router_score_bias) is outside the gate."""
+    return bool(model.router_bias and not router_score_bias(model))
 
 
 def mla_up_proj_weights(model: ModelArch) -> int:

@@ -53,6 +53,7 @@ from trainsizer.estimate.flops import (
     hardware_flops_per_token,
     layer_flops,
     model_flops_per_token,
+    router_score_bias,
 )
 from trainsizer.estimate.framework import (
     deepspeed_zero3_buckets,
@@ -1773,6 +1774,39 @@ def _moe_unfused_host(x: _Step) -> tuple[Any, Any]:
     return passes * calls * op_s, passes * syncs * drain_excess_s(1.0, op_s, 0.0, trip_s)
 
 
+def _moe_layer_host_s(x: _Step) -> Any:
+    """Host seconds per average layer and micro-batch that Megatron-Core's MoE layer issues beyond a dense layer's MLP
+    (PerfStyle.moe_host_sync), joined to the layer's host floor (_host_excess's soft maximum): the router and its aux
+    loss (and an expert score bias's update), the alltoall dispatcher's preprocess, D2H copies, permutation and
+    all-to-alls, a shared expert and fc2's per-expert bias adds, forward and the Python autograd Functions' backward,
+    each call at the vendor's launch-bound eager op (perf_constants.yaml kernels moe_layer_*, counted at Megatron-LM
+    61f31145; docs/known-gaps.md 297 (a)). The flex dispatcher's own path (DeepEP / HybridEP managers) is not
+    counted, its router is. The fused path's count; an unfused router / permutation adds its own
+    (_moe_unfused_host). The forward again where the MoE block is recomputed. 0 on a dense model, other styles,
+    under CUDA graphs (Megatron-Core's graph scopes capture the router and preprocess; partial capture not modelled)
+    and where the layer runs sync-free or with padded token drop (a path of its own, not counted)."""
+    m = x.model
+    if not m.is_moe or not np.any(x.fw.moe_host_sync) or _moe_sync_free(x) or x.cuda_graphs != "none":
+        return 0.0
+    k = compute.KERNELS
+    alltoall = moe_alltoall(x.strategy_dispatcher, x.system, x.e, x.t)
+    local = np.maximum(m.experts / x.e, 1.0)
+    ep = (x.e > 1.0) | (x.et > 1.0)
+    sort = np.where(local > 1.0, k["moe_layer_alltoall_sort_host"], 0.0)
+    fwd = k["moe_layer_router_host_fwd"] + np.where(
+        alltoall, k["moe_layer_alltoall_host_fwd"] + sort + ep * k["moe_layer_alltoall_ep_host_fwd"], 0.0)
+    if m.mlp_bias:
+        fwd = fwd + local * k["moe_layer_expert_bias_host_per_expert"] + k["moe_layer_expert_bias_host"]
+    shared = 1.0 if m.shared_expert_ffn else 0.0
+    fwd = (fwd + router_score_bias(m) * k["moe_layer_router_bias_host_fwd"]
+           + shared * k["moe_layer_shared_expert_host_fwd"])
+    bwd = k["moe_layer_router_host_bwd"] + m.router_fp32 * k["moe_layer_router_fp32_host_bwd"] + np.where(
+        alltoall, k["moe_layer_alltoall_host_bwd"] + sort + ep * k["moe_layer_alltoall_ep_host_bwd"], 0.0)
+    bwd = bwd + shared * k["moe_layer_shared_expert_host_bwd"]
+    calls = (m.moe_layer_count / m.layers) * (fwd * (1.0 + x.moe_rerun) + bwd)
+    return np.where(np.asarray(x.fw.moe_host_sync, bool), calls * _launch_op_s(x.system.vendor), 0.0)
+
+
 def _fused_dglu_dbias_time(x: _Step, slots: Any) -> Any:
     """Seconds per average layer and micro-batch that fc1's bias gradient adds to TE's fused grouped MLP backward
     (strategy.moe_fused_grouped_mlp on experts with biases): the CuTe DSL grouped GEMM + dGLU kernel reduces it in its
@@ -2486,7 +2520,7 @@ def _split_input_grad_reduces(x: _Step) -> Any:
 def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> np.ndarray:
     """Host-bound regime: the CPU issues a layer's kernels no faster than host_s_per_layer_pass per pass
     (forward 1, recompute forward 1, backward 2 passes), and the kernels its adapters and 4-bit dequantisations add
-    (_adapter_host_s). GPU and host time of a layer combine as a soft maximum (gpu^q + host^q)^(1/q) (imperfect CPU
+    (_adapter_host_s) and a Megatron-Core MoE layer's router / dispatcher calls (_moe_layer_host_s). GPU and host time of a layer combine as a soft maximum (gpu^q + host^q)^(1/q) (imperfect CPU
     run-ahead near the cross-over), the GPU's being the layer's GEMMs, attention and element-wise passes and its
     adapters' and dequantisations' work (whose issue the host time holds); returns the excess. The layer's other
     eager extras (expert biases, clamps, unfused RoPE, layout copies) stay outside it (docs/known-gaps.md 79, what is left)."""
@@ -2494,7 +2528,8 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     q = x.k.host_gpu_blend_norm
     host_layer = _eager_layer_host_s(x)
     unfused_host, unfused_syncs = _moe_unfused_host(x)
-    host_layer = host_layer + _adapter_host_s(x) + unfused_host + _padded_expert_host_s(x) + _recompute_host_s(x)
+    host_layer = (host_layer + _adapter_host_s(x) + unfused_host + _padded_expert_host_s(x) + _recompute_host_s(x)
+                  + _moe_layer_host_s(x))
     blend = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer + unfused_syncs + _thd_rope_host(x)
     if not x.model.is_moe or not np.any(x.fw.moe_host_sync) or _moe_sync_free(x):
         return blend
