@@ -2520,10 +2520,11 @@ def _split_input_grad_reduces(x: _Step) -> Any:
 def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> np.ndarray:
     """Host-bound regime: the CPU issues a layer's kernels no faster than host_s_per_layer_pass per pass
     (forward 1, recompute forward 1, backward 2 passes), and the kernels its adapters and 4-bit dequantisations add
-    (_adapter_host_s) and a Megatron-Core MoE layer's router / dispatcher calls (_moe_layer_host_s). GPU and host time of a layer combine as a soft maximum (gpu^q + host^q)^(1/q) (imperfect CPU
-    run-ahead near the cross-over), the GPU's being the layer's GEMMs, attention and element-wise passes and its
-    adapters' and dequantisations' work (whose issue the host time holds); returns the excess. The layer's other
-    eager extras (expert biases, clamps, unfused RoPE, layout copies) stay outside it (docs/known-gaps.md 79, what is left)."""
+    (_adapter_host_s) and a Megatron-Core MoE layer's router / dispatcher calls (_moe_layer_host_s). GPU and host
+    time of a layer combine as a soft maximum (gpu^q + host^q)^(1/q) (imperfect CPU run-ahead near the cross-over),
+    the GPU's being the layer's GEMMs, attention and element-wise passes and its adapters' and dequantisations' work
+    (whose issue the host time holds); returns the excess. The layer's other eager extras (expert biases, clamps,
+    unfused RoPE, layout copies) stay outside it (docs/known-gaps.md 79, what is left)."""
     gpu_layer = lt.fwd + lt.bwd + tp_per_layer + _lora_adapters(x) + _nf4_dequant_time(x)
     q = x.k.host_gpu_blend_norm
     host_layer = _eager_layer_host_s(x)
