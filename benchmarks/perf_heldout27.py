@@ -225,8 +225,9 @@ def mxfp8_saving_terms(dispatcher: str = "alltoall") -> dict[str, float]:
 
 HYBRIDEP_KERNELS = Path(__file__).resolve().parent / "data" / "hybridep_kernels.csv"
 # the alltoall per-expert host figure refitted under the counterfactual: each of perf_blackwell's three fitted DGX-B200
-# rows keeps its prediction at 3.28 / 3.32 / 3.27e-5 s a kernel with the dispatcher's own copies charged (their mean)
-COUNTERFACTUAL_ALLTOALL_HOST_S = 3.29e-5
+# rows keeps its prediction at 3.15 / 3.19 / 3.14e-5 s a kernel with the dispatcher's own copies charged (their mean;
+# rederived after the shipped figure's refit, docs/known-gaps.md 297 (b))
+COUNTERFACTUAL_ALLTOALL_HOST_S = 3.16e-5
 
 
 def hybridep_link_shares(sms: int = 32) -> tuple[list[float], list[float]]:

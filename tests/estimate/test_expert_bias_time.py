@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
+from trainsizer.estimate import step_time
 from trainsizer.estimate.calibration import load_constants
 from trainsizer.estimate.inputs import Strategy, Training
 from trainsizer.estimate.step_time import estimate_time, perf_style
@@ -67,11 +68,19 @@ def test_no_bias_or_transformer_engine_pays_nothing():
     assert _compute(dispatcher="alltoall") == _compute(model=mixtral(), dispatcher="alltoall")
 
 
+@pytest.fixture
+def no_layer_host(monkeypatch):
+    """The bias adds' host calls (Megatron-Core's MoE layer host path, docs/known-gaps.md 297 (a)) join the layer's
+    host floor and move the soft maximum a little; held out here, where the tests read the GPU passes alone."""
+    monkeypatch.setattr(step_time, "_moe_layer_host_s", lambda x: 0.0)
+
+
 def _mcore_extra(dispatcher: str, recompute: str = "none") -> float:
     return (_compute(framework="megatron-core", dispatcher=dispatcher, recompute=recompute)
             - _compute(model=mixtral(), framework="megatron-core", dispatcher=dispatcher, recompute=recompute))
 
 
+@pytest.mark.usefixtures("no_layer_host")
 @pytest.mark.parametrize(("dispatcher", "dtype"), [("alltoall", "bf16"), ("flex", "fp32")])
 def test_megatron_core_adds_the_fc2_bias_eager_in_the_probabilities_dtype(dispatcher, dtype):
     """fc1's bias costs nothing (TE epilogue); fc2's streams its forward and backward bytes over each routed slot's
@@ -82,6 +91,7 @@ def test_megatron_core_adds_the_fc2_bias_eager_in_the_probabilities_dtype(dispat
     assert _mcore_extra(dispatcher) == pytest.approx(slots * per / _hbm(), rel=1e-6)
 
 
+@pytest.mark.usefixtures("no_layer_host")
 def test_megatron_core_bias_forward_runs_again_under_full_recompute():
     b = K.expert_bias_mcore_bytes
     again = _mcore_extra("alltoall", "full") - _mcore_extra("alltoall")

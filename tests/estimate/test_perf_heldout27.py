@@ -188,7 +188,9 @@ def test_mxfp8_saving_terms_add_up_and_the_padding_is_the_alltoall_rest():
         parts = t["gemms"] + t["casts"] + t["host"] + t["rest"]
         assert abs(parts - t["predicted"]) < 1e-9
         assert t["gemms"] > 0 > t["casts"] and t["host"] < 0 and 0 < t["measured"] < t["predicted"]
-    assert abs(a2a["gemms"] - flex["gemms"]) < 1e-6
+    # the same gain but for the soft maximum's share: alltoall's MoE layer issues more host calls than flex's
+    # (docs/known-gaps.md 297 (a)), which takes a little of it
+    assert abs(a2a["gemms"] - flex["gemms"]) < 1e-3 * abs(flex["gemms"])
     assert abs(flex["rest"]) < 0.02 and -0.6 < a2a["rest"] < -0.4  # reached 0.001 / -0.487 ms
 
 
