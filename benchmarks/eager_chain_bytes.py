@@ -2,15 +2,15 @@
 CPU is enough: the ops and tensor sizes are the device's). Each chain runs forward and backward in bf16 under a
 dispatch mode that adds every op's tensor inputs and outputs (views and allocations move nothing), and prints the
 bytes per element beside what the estimate charges: the chains' own constants (perf_constants.yaml gemm.*_bytes,
-eager_bytes_per_element, eager_swiglu_backward_bytes, the styles' rope_eager_bytes) and, where the estimate has no
-backward count of its own, the layer's rule of twice the forward (compute.layer_times' element-wise backward).
-docs/known-gaps.md 300 (a), (d).
+eager_bytes_per_element, eager_swiglu_backward_bytes, eager_backward_bytes_per_element, the styles' rope_eager_bytes
+and rope_eager_backward_bytes). Counted on PyTorch 2.13.0 (CPU). docs/known-gaps.md 300 (a), (d), 304 (a).
 
     python benchmarks/eager_chain_bytes.py
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +19,7 @@ from trainsizer.estimate.calibration import load_constants
 from trainsizer.estimate.step_time import perf_style
 
 ROWS, WIDTH = 64, 48  # a chain's rows and its per-element width (the counts are per element: any size gives them)
+HIDDEN = 1024  # the RMSNorm's row width
 LIMIT = 7.0  # gpt-oss swiglu_limit / Megatron-Core activation_func_clamp_value
 # ops that move no tensor data
 NO_DATA = {"view", "_unsafe_view", "as_strided", "slice", "narrow", "split", "split_with_sizes", "chunk", "detach",
@@ -31,14 +32,18 @@ ZERO_FILLED = {"slice_backward", "select_backward"}
 
 def byte_mode():
     """A TorchDispatchMode whose `ops` list gets (op, bytes read, bytes written) for every data-moving op: each tensor
-    input with a dimension read once, each output written once (twice where the op zero-fills it first; 0-dim scalars
-    left out)."""
+    input with a dimension read once (a broadcast dimension once, not per use: MeanBackward's expanded gradient), each
+    output written once (twice where the op zero-fills it first; 0-dim scalars left out)."""
     import torch  # noqa: PLC0415 (optional dependency)
     from torch.utils._python_dispatch import TorchDispatchMode  # noqa: PLC0415
     from torch.utils._pytree import tree_flatten  # noqa: PLC0415
 
+    def distinct(t: Any) -> int:
+        """Elements a kernel moves for `t`: a broadcast (expanded, stride-0) dimension is read once, not per use."""
+        return math.prod(n for n, st in zip(t.shape, t.stride(), strict=True) if st != 0)
+
     def size(tree: Any) -> int:
-        return sum(t.numel() * t.element_size() for t in tree_flatten(tree)[0]
+        return sum(distinct(t) * t.element_size() for t in tree_flatten(tree)[0]
                    if isinstance(t, torch.Tensor) and t.dim() > 0)
 
     class Bytes(TorchDispatchMode):
@@ -161,6 +166,7 @@ def chains() -> list[Chain]:
     bf = torch.bfloat16
     k = load_constants()
     eb, clamp, bias = k.eager_bytes_per_element, k.activation_clamp_mcore_bytes, k.expert_bias_mcore_bytes
+    ebb = k.eager_backward_bytes_per_element
     rope, sw = k.rope_unfused_mcore_bytes, k.eager_swiglu_backward_bytes
     n, w = ROWS, WIDTH
 
@@ -168,7 +174,7 @@ def chains() -> list[Chain]:
         return torch.randn(*shape, dtype=dtype, requires_grad=True)
 
     s, b, heads, d = 8, 4, 64, 16  # the rotary tables broadcast over b x heads: their own ops under 0.2 B an element
-    hf_rope_b = float(perf_style("hf").rope_eager_bytes)
+    hf = perf_style("hf")
     return [
         Chain("megatron-core clamp-and-cat (gpt-oss)", lambda: (grad(n, 2 * w),), mcore_clamp_and_cat, n * w,
               (clamp["forward"], clamp["backward"]), "gemm.activation_clamp_mcore_bytes"),
@@ -179,15 +185,17 @@ def chains() -> list[Chain]:
         Chain("megatron-core unfused RoPE (YaRN mscale)",
               lambda: (grad(s, b, heads, d), torch.randn(s, 1, 1, d)), mcore_rope_unfused, s * b * heads * d,
               (rope["forward"] + 4.0, rope["backward"] + 8.0), "gemm.rope_unfused_mcore_bytes + the fused 4 / 8"),
-        Chain("hf / torchtitan / torchtune RMSNorm", lambda: (grad(n, w), grad(w)), hf_rmsnorm, n * w,
-              (eb["rmsnorm"], 2.0 * eb["rmsnorm"]), "eager_bytes_per_element.rmsnorm, backward 2x"),
+        # a model's hidden width (its per-row mean and rsqrt under 0.1 B an element; at WIDTH they add 0.5 / 0.8)
+        Chain("hf / torchtitan / torchtune RMSNorm", lambda: (grad(n, HIDDEN), grad(HIDDEN)), hf_rmsnorm, n * HIDDEN,
+              (eb["rmsnorm"], ebb["rmsnorm"]), "eager_bytes_per_element.rmsnorm, eager_backward_bytes_per_element"),
         Chain("hf eager SwiGLU", lambda: (grad(n, w), grad(n, w)), hf_swiglu, n * w,
               (eb["swiglu"], sw["products"] + sw["silu"]), "eager_bytes_per_element.swiglu, eager_swiglu_backward_bytes"),
         Chain("hf eager RoPE", lambda: (grad(b, heads, s, d), torch.randn(b, 1, s, d, dtype=bf),
                                         torch.randn(b, 1, s, d, dtype=bf)), hf_rope, b * heads * s * d,
-              (hf_rope_b, 2.0 * hf_rope_b), "frameworks.hf rope_eager_bytes, backward 2x"),
+              (hf.rope_eager_bytes, hf.rope_eager_backward_bytes), "frameworks.hf rope_eager_(backward_)bytes"),
         Chain("torchtitan / hf gpt-oss clamped SwiGLU", lambda: (grad(n, 2 * w),), titan_gpt_oss_swiglu, n * w,
-              (eb["swiglu_clamped"], 2.0 * eb["swiglu_clamped"]), "eager_bytes_per_element.swiglu_clamped, backward 2x"),
+              (eb["swiglu_clamped"], ebb["swiglu_clamped"]),
+              "eager_bytes_per_element.swiglu_clamped, eager_backward_bytes_per_element"),
     ]
 
 

@@ -20,7 +20,8 @@ def table():
 
 
 @pytest.mark.parametrize("name", ["megatron-core clamp-and-cat (gpt-oss)", "megatron-core fc2 bias x probs (bf16)",
-                                  "hf eager SwiGLU"])
+                                  "hf eager SwiGLU", "hf / torchtitan / torchtune RMSNorm", "hf eager RoPE",
+                                  "torchtitan / hf gpt-oss clamped SwiGLU"])
 def test_the_constants_that_count_a_chain_hold_its_bytes(table, name):
     chain, fwd, bwd = table[name]
     assert fwd == pytest.approx(chain.charged[0], abs=0.5)
@@ -33,12 +34,14 @@ def test_the_clamp_backward_is_masks_wheres_and_a_cat():
     assert sorted(op for op, _, _ in bwd) == sorted(["ge", "le", "logical_and_", "where", "le", "where", "cat"])
 
 
-def test_the_leads_are_what_pytorch_runs(table):
-    """The chains charged by the layer's twice-the-forward rule, as counted (known-gaps 300 (d)): RMSNorm's backward
-    in fp32 is heavier, RoPE's lighter, the gpt-oss clamped SwiGLU's heavier."""
-    assert table["hf / torchtitan / torchtune RMSNorm"][2] == pytest.approx(96.8, abs=1.0)
-    assert table["hf eager RoPE"][2] == pytest.approx(20.1, abs=1.0)
-    assert table["torchtitan / hf gpt-oss clamped SwiGLU"][2] == pytest.approx(94.0, abs=1.0)
+def test_the_counted_backwards_differ_from_twice_the_forward(table):
+    """The chains whose backward the layer's twice-the-forward rule missed (known-gaps 300 (d), 304 (a)): RMSNorm's
+    backward in fp32 is heavier, RoPE's lighter, the gpt-oss clamped SwiGLU's heavier; the charges are the counts."""
+    for name, sign in (("hf / torchtitan / torchtune RMSNorm", 1), ("hf eager RoPE", -1),
+                       ("torchtitan / hf gpt-oss clamped SwiGLU", 1)):
+        chain, fwd, bwd = table[name]
+        assert sign * (bwd - 2.0 * fwd) > 10.0
+        assert sign * (chain.charged[1] - 2.0 * chain.charged[0]) > 10.0
 
 
 def test_a_zero_filled_output_is_written_twice():

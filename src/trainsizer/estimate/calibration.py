@@ -39,6 +39,7 @@ class PerfConstants:
     fused_dglu_us: dict[str, float]  # TE's fused grouped MLP's dGLU kernel with / without fc1's bias gradient, us
     rope_unfused_mcore_bytes: dict[str, float]  # HBM bytes per q / k element of its unfused RoPE (YaRN factor)
     eager_swiglu_backward_bytes: dict[str, float]  # an eager SwiGLU's backward, bytes per inner element, by op
+    eager_backward_bytes_per_element: dict[str, float]  # eager chains' counted backward bytes per element, by chain
     flash_efficiency: dict[str, float]
     flash_efficiency_native: dict[str, float]  # vendor-tuned fused attention (cuDNN / FA3) where it differs
     flash_efficiency_triton: dict[str, float]  # FlashAttention in Triton (llm-foundry's attn_impl triton)
@@ -449,6 +450,7 @@ def load_constants() -> PerfConstants:
         fused_dglu_us={str(k): float(v) for k, v in g["fused_dglu_us"].items()},
         rope_unfused_mcore_bytes={str(k): float(v) for k, v in g["rope_unfused_mcore_bytes"].items()},
         eager_swiglu_backward_bytes={str(k): float(v) for k, v in g["eager_swiglu_backward_bytes"].items()},
+        eager_backward_bytes_per_element={str(k): float(v) for k, v in g["eager_backward_bytes_per_element"].items()},
         flash_efficiency={str(k): float(v) for k, v in a["flash_efficiency"].items()},
         flash_efficiency_native={str(k): float(v) for k, v in a["flash_efficiency_native"].items()},
         flash_efficiency_triton={str(k): float(v) for k, v in a["flash_efficiency_triton"].items()},

@@ -327,6 +327,9 @@ class PerfStyle:
     # eager RoPE: forward HBM bytes per element of q and k as the model code runs it (perf_constants.yaml
     # frameworks:; HF's rotate_half and torchtitan's complex product 20, torchtune's float stack 48)
     rope_eager_bytes: float = 20.0
+    # its backward's bytes per element (perf_constants.yaml frameworks:; HF's counted at 20, docs/known-gaps.md 304 (a));
+    # twice the forward where not counted (the layer's rule: step_time._eager_chain_backward_time charges the difference)
+    rope_eager_backward_bytes: float = 40.0
     # its fused RoPE takes no YaRN attention factor (Transformer Engine fused_apply_rotary_pos_emb), so a model whose
     # factor is not 1 (ModelArch.rope_attention_factor) runs RoPE unfused (Megatron-Core: _rope_unfused_time)
     rope_mscale_unfused: bool = False
@@ -1275,7 +1278,8 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                 + _activation_clamp_time(x) + _fp8_expert_padding_time(x) + _rope_unfused_time(x)
                 + _flash_qkv_pack_time(x) + _fused_expert_grad_time(x) + _expert_loop_input_grad_time(x)
                 + _moe_unfused_time(x) + _moe_eager_glue_time(x) + _sequential_mlp_time(x)
-                + _sp_layout_copies(x) + _eager_swiglu_backward_time(x) + _amp_fp32_weights_time(x)
+                + _sp_layout_copies(x) + _eager_swiglu_backward_time(x) + _eager_chain_backward_time(x)
+                + _amp_fp32_weights_time(x)
                 + _kbit_fp32_stream_time(x)
                 + _eager_attention_time(x) + _mask_read_time(x))
 
@@ -1931,6 +1935,40 @@ def _eager_swiglu_backward_time(x: _Step) -> Any:
     inner = x.tok * m.ffn / x.t * m.dense_mlp_layers / m.layers
     t = compute.stream_time(inner * per, x.r, kernels=0.0) + np.where(split, x.r.kernel_fixed_s, 0.0)
     return np.where(eager, t, 0.0)
+
+
+def _eager_kernel(x: _Step, kernel: Any) -> Any:
+    """Whether an element-wise op whose strategy kernel is `kernel` (norm_kernel / rope_kernel / activation_kernel)
+    runs as eager ops: named "eager", or unnamed where torch.compile and the style's fused kernels are off."""
+    named = np.asarray(kernel if kernel is not None else "", dtype=object)
+    return (named == "eager") | ((named != "fused") & ~np.asarray(_fused_elementwise(x), bool))
+
+
+def _eager_chain_backward_time(x: _Step) -> Any:
+    """Seconds per average layer and micro-batch by which eager chains' backward differs from the twice-their-forward
+    bytes the layer charges for element-wise work (compute.layer_times), as autograd runs them (benchmarks/
+    eager_chain_bytes.py; perf_constants.yaml gemm.eager_backward_bytes_per_element, PerfStyle.
+    rope_eager_backward_bytes; docs/known-gaps.md 304 (a)): the eager RMSNorms over this GPU's share of the hidden
+    rows (and qk-norm over its q and k heads), RoPE over its q and k heads of the attention layers (MLA left at the
+    rule), a clamped SwiGLU over the routed slots' inner elements where the routed activation runs eager (gpt-oss on
+    torchtitan / HF). Fused or compiled chains: nothing."""
+    m, fw = x.model, x.fw
+    b, f = x.k.eager_backward_bytes_per_element, x.k.eager_bytes_per_element
+    qk = (m.q_dim + m.kv_dim) / x.t
+    per_tok: Any = 0.0
+    if m.norm == "rmsnorm":
+        rows = _shapes(m).norms * m.hidden * np.where(x.sp & (x.t > 1), 1.0 / x.t, 1.0) + (qk if m.qk_norm else 0.0)
+        per_tok = np.where(_eager_kernel(x, fw.norm_kernel), rows * (b["rmsnorm"] - 2.0 * f["rmsnorm"]), 0.0)
+    if m.position == "rope" and m.attention != "mla":
+        diff = (np.asarray(fw.rope_eager_backward_bytes, float) - 2.0 * np.asarray(fw.rope_eager_bytes, float))
+        rope = qk * m.attention_layers / m.layers * m.rotary_fraction * diff
+        per_tok = per_tok + np.where(_eager_kernel(x, fw.rope_kernel), rope, 0.0)
+    nbytes = x.tok * per_tok
+    passes = _moe_passes(x) if m.activation_clamp else None
+    if passes is not None:
+        clamped = x.routed_slots * m.expert_ffn / x.t * (b["swiglu_clamped"] - 2.0 * f["swiglu_clamped"])
+        nbytes = nbytes + np.where(np.asarray(passes[1], float) > 1.0, clamped, 0.0)
+    return compute.stream_time(nbytes, x.r, kernels=0.0)
 
 
 def _rope_unfused_time(x: _Step) -> Any:
