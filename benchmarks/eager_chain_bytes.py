@@ -24,7 +24,7 @@ LIMIT = 7.0  # gpt-oss swiglu_limit / Megatron-Core activation_func_clamp_value
 # ops that move no tensor data
 NO_DATA = {"view", "_unsafe_view", "as_strided", "slice", "narrow", "split", "split_with_sizes", "chunk", "detach",
            "alias", "empty", "empty_strided", "empty_like", "scalar_tensor", "lift_fresh", "unsqueeze", "expand",
-           "t", "transpose", "permute", "select", "unbind"}
+           "t", "transpose", "permute", "select", "unbind", "view_as_complex", "view_as_real"}
 # ops that zero-fill their output before copying into part of it (ATen's slice_backward / select_backward: zeros, then
 # copy_ into the slice): one more write of the output
 ZERO_FILLED = {"slice_backward", "select_backward"}
@@ -138,6 +138,15 @@ def hf_rope(q, cos, sin):
     return (q * cos) + (_rotate_half(q) * sin)
 
 
+def titan_rope(xq, freqs_cis):
+    """torchtitan models/llama3/model.py apply_rotary_emb (the complex product; freqs_cis broadcast over batch and heads):
+    per q element."""
+    import torch  # noqa: PLC0415
+
+    xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    return torch.view_as_real(xq_ * freqs_cis).flatten(3).type_as(xq)
+
+
 def titan_gpt_oss_swiglu(x):
     """torchtitan models/gpt_oss/moe.py swiglu (interleaved halves, alpha 1.702, limit 7, linear + 1; transformers'
     GptOssExperts the same): per intermediate element."""
@@ -174,7 +183,7 @@ def chains() -> list[Chain]:
         return torch.randn(*shape, dtype=dtype, requires_grad=True)
 
     s, b, heads, d = 8, 4, 64, 16  # the rotary tables broadcast over b x heads: their own ops under 0.2 B an element
-    hf = perf_style("hf")
+    hf, titan = perf_style("hf"), perf_style("torchtitan")
     return [
         Chain("megatron-core clamp-and-cat (gpt-oss)", lambda: (grad(n, 2 * w),), mcore_clamp_and_cat, n * w,
               (clamp["forward"], clamp["backward"]), "gemm.activation_clamp_mcore_bytes"),
@@ -193,6 +202,10 @@ def chains() -> list[Chain]:
         Chain("hf eager RoPE", lambda: (grad(b, heads, s, d), torch.randn(b, 1, s, d, dtype=bf),
                                         torch.randn(b, 1, s, d, dtype=bf)), hf_rope, b * heads * s * d,
               (hf.rope_eager_bytes, hf.rope_eager_backward_bytes), "frameworks.hf rope_eager_(backward_)bytes"),
+        Chain("torchtitan eager RoPE (complex product)",
+              lambda: (grad(b, s, heads, d), torch.polar(torch.ones(s, d // 2), torch.randn(s, d // 2)).view(
+                  1, s, 1, d // 2)), titan_rope, b * heads * s * d,
+              (titan.rope_eager_bytes, titan.rope_eager_backward_bytes), "frameworks.torchtitan rope_eager_(backward_)bytes"),
         Chain("torchtitan / hf gpt-oss clamped SwiGLU", lambda: (grad(n, 2 * w),), titan_gpt_oss_swiglu, n * w,
               (eb["swiglu_clamped"], ebb["swiglu_clamped"]),
               "eager_bytes_per_element.swiglu_clamped, eager_backward_bytes_per_element"),

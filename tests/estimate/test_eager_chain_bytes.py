@@ -44,6 +44,14 @@ def test_the_counted_backwards_differ_from_twice_the_forward(table):
         assert sign * (chain.charged[1] - 2.0 * chain.charged[0]) > 10.0
 
 
+def test_torchtitans_complex_rope_backward_is_its_forward_and_charged_at_twice(table):
+    """A lead left (known-gaps 304 (c)): torchtitan's complex-product RoPE moves 20 B an element backward as forward;
+    the style's charge keeps the twice-the-forward rule (40)."""
+    chain, fwd, bwd = table["torchtitan eager RoPE (complex product)"]
+    assert fwd == pytest.approx(chain.charged[0], abs=0.5) and bwd == pytest.approx(20.0, abs=0.5)
+    assert chain.charged[1] == 2.0 * chain.charged[0]
+
+
 def test_a_zero_filled_output_is_written_twice():
     mode = ecb.byte_mode()
     grad = torch.ones(4, 3, dtype=torch.bfloat16)
