@@ -2,7 +2,7 @@
 `x = x.to(lora_A.weight.dtype)` (fp32 adapters) and then runs `lora_B(lora_A(dropout(x)))`; dropout is in no autocast
 list, so native_dropout reads and writes fp32 and its backward too: perf_constants.yaml
 lora.dropout_fp32_input_extra_elems (2 two-byte elements each way) beyond the 16-bit dropout count, wherever PEFT's
-fp32 input cast runs (docs/known-gaps.md 191 (g), 291 (b))."""
+fp32 input cast runs (docs/known-gaps.md 191 (g), 291 (b), 298 (a))."""
 
 from __future__ import annotations
 
@@ -70,15 +70,27 @@ def test_without_the_cast_the_dropout_stays_16_bit():
     assert _dropout_seconds(x_on, x_off) == pytest.approx(_expected(x_on, lc["dropout_fwd_elems"]), rel=1e-9)
 
 
-@pytest.mark.parametrize("sharded", [{"zero": 3}, {"zero": 2}, {"fsdp": "full"}])
-def test_under_zero_or_fsdp_the_adapters_compute_in_16_bit(sharded):
-    """Under the Trainer's mixed precision DeepSpeed's engine casts the module to 16 bit and FSDP's MixedPrecision
-    gathers 16-bit views: the dropout's input is 16-bit there, whatever the cast's own charge (docs/known-gaps.md
-    291 (c))."""
+@pytest.mark.parametrize("sharded", [{"zero": 3}, {"zero": 2}, {"fsdp": "full", "fsdp_version": 2}])
+def test_on_deepspeed_or_fsdp2_the_adapters_compute_in_16_bit(sharded):
+    """Under the Trainer's mixed precision DeepSpeed's engine casts the module to 16 bit, and FSDP2's decoder-layer
+    unit has set its gathered param_dtype parameters before the adapter reads lora_A.weight.dtype: no cast, and the
+    dropout's input is 16-bit (docs/known-gaps.md 298 (a))."""
+    x_on, x_off = _x(0.1, sharded=sharded), _x(0.0, sharded=sharded)
+    assert (np.asarray(x_on.zero) > 0).all() and float(step_time._peft_cast_on(x_on)) == 0.0
+    lc = x_on.k.raw["lora"]
+    assert _dropout_seconds(x_on, x_off) == pytest.approx(_expected(x_on, lc["dropout_fwd_elems"]), rel=1e-9)
+
+
+def test_on_fsdp1_the_cast_runs_and_the_dropout_streams_fp32():
+    """FSDP1 with use_orig_params (accelerate launch's default) points lora_A.weight at the fp32 local shard outside
+    the adapter unit's forward, so PEFT's cast runs before the unit gathers its bf16 copy and the dropout reads and
+    writes fp32 (docs/known-gaps.md 298 (a))."""
+    sharded = {"fsdp": "full", "fsdp_version": 1}
     x_on, x_off = _x(0.1, sharded=sharded), _x(0.0, sharded=sharded)
     assert (np.asarray(x_on.zero) > 0).all() and float(step_time._peft_cast_on(x_on)) == 1.0
     lc = x_on.k.raw["lora"]
-    assert _dropout_seconds(x_on, x_off) == pytest.approx(_expected(x_on, lc["dropout_fwd_elems"]), rel=1e-9)
+    each_way = lc["dropout_fwd_elems"] + lc["dropout_fp32_input_extra_elems"]
+    assert _dropout_seconds(x_on, x_off) == pytest.approx(_expected(x_on, each_way), rel=1e-9)
 
 
 @pytest.mark.parametrize("sharded", [{"zero": 3}, {"fsdp": "full"}])

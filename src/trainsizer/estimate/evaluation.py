@@ -7,7 +7,8 @@ no optimizer step, no recompute: gradient checkpointing re-runs a layer only in 
 compute_metrics, prediction_loss_only (the loss, no gathered logits). Its sequences are split over the data-parallel
 ranks in micro-batches of per_device_eval_batch_size (accelerate's prepared DataLoader, even_batches: every rank
 runs ceil(batches / dp)), each the forward the step's time model already has: step_time_arrays' `forward_compute`
-(decoder layers and the LM head with the loss, on the slowest pipeline stage). Under pipelining the pass fills the
+(decoder layers with their LoRA adapters run once in eval mode, no dropout, and the LM head with the loss, on the
+slowest pipeline stage; docs/known-gaps.md 298 (b)). Under pipelining the pass fills the
 pipeline once (p - 1 more stage forwards). FSDP / ZeRO-3's forward all-gathers are taken as hidden under the forward
 they prefetch for (the step's own prefetch; docs/known-gaps.md 171 (b)).
 """

@@ -2133,7 +2133,7 @@ def _cudnn_release(x: _Step) -> tuple[Any, Any]:
     return np.where(native, fwd, 1.0), np.where(native, bwd, 1.0)
 
 
-def _lora_adapters(x: _Step) -> Any:
+def _lora_adapters(x: _Step, eval_forward: bool = False) -> Any:
     """Seconds of one average layer's LoRA adapters per micro-batch (perf_constants.yaml `lora:`): the
     activations their memory-bound A / B GEMMs, scaling and add stream, as the job's implementation runs them
     (lora.impl: `impls`, else the peft counts; `compiled` inside a torch.compile'd layer), and the adapter dropout
@@ -2145,7 +2145,9 @@ def _lora_adapters(x: _Step) -> Any:
     (model_states.ROW_PARALLEL_LINEARS) 1 / t of its input and the whole output, a partial sum added before the base
     layer's reduce (NeMo linear_out gather_output True; AutoModel keeps lora_res Partial), 1 / t of it under sequence
     parallelism with lora.a2a (NeMo a2a_experimental: lin_out_gather_output False, then an all-to-all, not charged);
-    routed-expert adapters over EP too."""
+    routed-expert adapters over EP too. `eval_forward`: one forward in eval mode (an evaluation pass: the model in
+    eval(), so nn.Dropout returns its input and no dropout kernel runs; PEFT's cast as in training; docs/known-gaps.md
+    298 (b))."""
     w_in, w_out, e_in, e_out, n_lin = lora_adapted_widths(x.model, x.training)
     if n_lin == 0:
         return 0.0
@@ -2153,7 +2155,7 @@ def _lora_adapters(x: _Step) -> Any:
     lc, t, r = x.k.raw["lora"], x.t, x.r
     row_out = np.where(x.sp & x.training.lora_a2a, 1.0 / t, 1.0)  # the row-parallel adapters' output share
     impl = _lora_counted_impl(x, lc)
-    eager = _adapter_counts(x, lc)
+    eager = _adapter_counts(x, lc, dropout=not eval_forward)
     compiled = lc["compiled"].get(impl)  # compiled: the casts not added (Inductor's fusion of them not read)
 
     def elems(fi: float, fo: float) -> Any:
@@ -2161,7 +2163,7 @@ def _lora_adapters(x: _Step) -> Any:
         experts = fi * (e_in - re_in + re_in / t) + fo * ((e_out - re_out) / t + row_out * re_out)
         return x.tok * (dense + experts / x.e)
 
-    dropout = x.training.lora_dropout > 0
+    dropout = x.training.lora_dropout > 0 and not eval_forward
     on_out = float(dropout and lora_dropout_on_output(x.training))
     on_in = float(dropout) - on_out
     drop_kernels = n_lin * float(dropout)
@@ -2170,6 +2172,8 @@ def _lora_adapters(x: _Step) -> Any:
         fwd = compute.stream_time((elems(c["fwd_in_elems"] + on_in * lc["dropout_fwd_elems"],
                                          c["fwd_out_elems"] + on_out * lc["dropout_fwd_elems"]) + saved) * r.act_bytes,
                                   r, kernels=n_lin * c["fwd_kernels"] + drop_kernels)
+        if eval_forward:
+            return fwd
         bwd = compute.stream_time(elems(c["bwd_in_elems"] + on_in * lc["dropout_bwd_elems"],
                                         c["bwd_out_elems"] + on_out * lc["dropout_bwd_elems"]) * r.act_bytes, r,
                                   kernels=n_lin * c["bwd_kernels"] + drop_kernels)
@@ -2177,7 +2181,7 @@ def _lora_adapters(x: _Step) -> Any:
 
     # the layer compiled by torch.compile (lora.compiled); a style's own fused kernels leave the adapter eager
     in_compiled = _inductor_fused(x)
-    upcast = _peft_upcast_excess(x, elems(1.0, 0.0), elems(0.0, 1.0))  # eager only
+    upcast = _peft_upcast_excess(x, elems(1.0, 0.0), elems(0.0, 1.0), eval_forward)  # eager only
     if compiled is None or not np.any(in_compiled):
         return seconds(eager) + upcast
     _, m_out, _, me_out, _ = lora_adapted_widths(x.model, x.training, only=MLP_INPUT_LINEARS)
@@ -2239,11 +2243,11 @@ def _lora_counted_impl(x: _Step, lc: dict) -> Any:
     return lc["counts_as"].get(x.training.lora_impl, x.training.lora_impl)
 
 
-def _adapter_counts(x: _Step, lc: dict) -> dict:
+def _adapter_counts(x: _Step, lc: dict, dropout: bool = True) -> dict:
     """An eager adapter's HBM and kernel counts per strategy (perf_constants.yaml `lora:`): the job's implementation's
-    with PEFT's fp32 input cast where it runs (`_peft_cast_counts`), TE's fused ones (lora.te_fused) where NeMo fuses
-    them (`_te_fused_lora`)."""
-    c = _peft_cast_counts(x, lc["impls"].get(_lora_counted_impl(x, lc), lc), lc)
+    with PEFT's fp32 input cast where it runs (`_peft_cast_counts`; `dropout` False: no dropout runs, as in eval),
+    TE's fused ones (lora.te_fused) where NeMo fuses them (`_te_fused_lora`)."""
+    c = _peft_cast_counts(x, lc["impls"].get(_lora_counted_impl(x, lc), lc), lc, dropout)
     on = _te_fused_lora(x)
     if not np.any(on):
         return c
@@ -2253,50 +2257,64 @@ def _adapter_counts(x: _Step, lc: dict) -> dict:
 def _peft_cast_on(x: _Step) -> Any:
     """1 where PEFT's fp32 input cast runs (perf_constants.yaml lora.peft_fp32_input_cast): the style runs HF PEFT's
     lora.Linear (PerfStyle.peft_fp32_input_cast), the adapters kept fp32 (the peft implementation:
-    memory_constants.yaml lora.model_dtype_impls leaves it fp32) beside 16-bit activations, under the Trainer's
-    autocast; plain LoRA only (bitsandbytes' Linear4bit skips the cast under autocast: QLoRA). 0 otherwise; an array
+    memory_constants.yaml lora.model_dtype_impls leaves it fp32) beside 16-bit activations; plain LoRA only
+    (bitsandbytes' Linear4bit skips the cast under autocast: QLoRA). The cast reads `lora_A.weight.dtype` before
+    lora_A runs, so it runs where that attribute is fp32 then (`_peft_fp32_weight_seen`). 0 otherwise; an array
     where "auto" picks a style per strategy."""
     if x.training.method != "lora" or x.training.lora_impl != "peft" or x.act >= 4.0:
         return 0.0
-    return np.asarray(x.fw.peft_fp32_input_cast, float)
+    return np.asarray(x.fw.peft_fp32_input_cast, float) * _peft_fp32_weight_seen(x)
 
 
-def _peft_cast_counts(x: _Step, c: dict, lc: dict) -> dict:
+def _peft_fp32_weight_seen(x: _Step) -> Any:
+    """Where PEFT's `x.to(lora_A.weight.dtype)` sees an fp32 weight (docs/known-gaps.md 298 (a)): unsharded (ZeRO 0:
+    the fp32 adapters themselves), without autocast (no mixed precision handed to the engine: the adapters stay
+    fp32 wherever they are gathered), and on torch FSDP1 under its MixedPrecision: with use_orig_params (accelerate
+    launch's default, --fsdp_use_orig_params "true", commands/launch.py at v0.33.0 / v1.0.1) the adapter's own unit
+    (PEFT's fsdp_auto_wrap_policy) is resharded outside its forward, and _use_sharded_views points the original
+    parameter at a slice of the fp32 local shard (torch/distributed/fsdp/_flat_param.py _use_sharded_flat_param,
+    torch 2.13.0 cf30153c), which is what the attribute returns before the unit's pre-forward gathers the bf16 copy.
+    Not on DeepSpeed's engine, which casts the module to 16 bit (memory._frozen_base_fp32), nor on FSDP2 under
+    autocast, whose unit (accelerate's fsdp2_prepare_auto_wrap_policy: the decoder layer) has set the gathered
+    param_dtype parameters before the adapter runs."""
+    zero, ds = np.asarray(x.zero), np.asarray(x.fw.zero3_deepspeed_fetch, bool)
+    fsdp1 = np.asarray(x.fw.fsdp1_grad_predivide, bool) & ~ds
+    return ((zero == 0) | bool(x.no_autocast) | fsdp1).astype(float)
+
+
+def _peft_cast_counts(x: _Step, c: dict, lc: dict, dropout: bool = True) -> dict:
     """An adapter's eager counts `c` plus PEFT's fp32 input cast where it runs (`_peft_cast_on`): under autocast the
     cast and autocast's cast back (lora.peft_fp32_input_cast), without it (Strategy.autocast false) the adapter's ops
     in fp32 (lora.peft_fp32_no_autocast); and the adapter dropout on the cast's fp32 output where lora.dropout > 0
-    drops the input (lora.dropout_fp32_input_extra_elems, each way), where the adapters compute in fp32: at ZeRO 0,
-    or sharded without autocast (Strategy.autocast false: no mixed precision handed to the engine). Sharded under
-    the Trainer's mixed precision, DeepSpeed's engine casts the module to 16 bit and FSDP's MixedPrecision (accelerate
-    sets it from the same flag) computes on 16-bit views of the gathered flat parameter, so there the adapters' dtype
-    is the input's (the cast is still charged there: docs/known-gaps.md 291 (c))."""
+    drops the input (lora.dropout_fp32_input_extra_elems, each way): the dropout runs on the cast's fp32 output
+    wherever the cast runs (docs/known-gaps.md 298 (a))."""
     on = _peft_cast_on(x)
     if not np.any(on):
         return c
     cast = lc["peft_fp32_no_autocast" if x.no_autocast else "peft_fp32_input_cast"]
     out = c | {k: c[k] + on * float(v) for k, v in cast.items()}
-    if x.training.lora_dropout > 0 and not lora_dropout_on_output(x.training):
-        fp32_adapters = (np.asarray(x.zero) == 0) | bool(x.no_autocast)
-        extra = on * fp32_adapters * lc["dropout_fp32_input_extra_elems"]
+    if dropout and x.training.lora_dropout > 0 and not lora_dropout_on_output(x.training):
+        extra = on * lc["dropout_fp32_input_extra_elems"]
         out["fwd_in_elems"] = out["fwd_in_elems"] + extra
         out["bwd_in_elems"] = out["bwd_in_elems"] + extra
     return out
 
 
-def _peft_upcast_excess(x: _Step, in_elems: Any, out_elems: Any = 0.0) -> Any:
+def _peft_upcast_excess(x: _Step, in_elems: Any, out_elems: Any = 0.0, eval_forward: bool = False) -> Any:
     """Seconds per average layer and micro-batch beyond the HBM stream of PEFT's 16-bit -> fp32 copies: the input cast
     of each adapter in every forward (again under recompute) and, under autocast, its ToCopyBackward's upcast of
     lora_A's input gradient in the backward, `in_elems` elements each (the adapters' inputs on this GPU); without
     autocast (Strategy.autocast false) lora_A's input gradient is fp32 already and the upcast in the backward is the
     cast back's ToCopyBackward of the output gradient, `out_elems` (the adapters' outputs). PyTorch runs them as its
     unvectorised dynamic-cast copy on NVIDIA, at a per-SM rate below the stream on the parts perf_constants.yaml
-    dynamic_cast lists (the downcasts back are vectorised and stay in the stream). 0 where the cast does not run or
-    the part is not listed."""
+    dynamic_cast lists (the downcasts back are vectorised and stay in the stream); `eval_forward`: one forward's
+    input cast alone. 0 where the cast does not run or the part is not listed."""
     on = _peft_cast_on(x)
     rate = x.k.dynamic_cast_elems_s(x.system.accelerator)
     if not np.any(on) or rate is None:
         return 0.0
     n = in_elems * (1.0 + x.full_share) + out_elems if x.no_autocast else in_elems * (2.0 + x.full_share)
+    n = in_elems if eval_forward else n
     return on * np.maximum(n / rate - n * 3.0 * x.r.act_bytes / x.r.hbm_bytes_s, 0.0)
 
 
@@ -4753,7 +4771,9 @@ def _step_time_arrays(model: ModelArch, training: Training, system: System, stra
         "compute": m * mb.compute - saved,
         # the forward passes alone (decoder layers and the LM head + loss on the slowest stage, no comm): what a
         # forward-only step (evaluation) runs; benchmarks/perf_mlperf.py checks it against logged evaluation steps
-        "forward_compute": m * (mb.n_stage * lt.fwd + mb.head_w * lt.head_fwd),
+        # with the decoder layers' LoRA adapters run once in eval mode (docs/known-gaps.md 298 (b))
+        "forward_compute": m * (mb.n_stage * (lt.fwd + _lora_adapters(x, eval_forward=True))
+                                + mb.head_w * lt.head_fwd),
         # one micro-batch's forward + backward on the most loaded stage without the LM head (compute, TP / CP / EP
         # comm): what a profile of a middle pipeline rank shows (benchmarks/perf_external.py, DeepSeek's DualPipe pair)
         "headless_stage_mb_s": mb.headless_total + 0.0 * m,
