@@ -33,9 +33,10 @@ def _adapters(training: Training, compiled: bool, framework: str = "torchtitan",
     seen = []
     real = step_time._lora_adapters
 
-    def spy(x):
-        v = real(x)
-        seen.append((float(v), x.r))
+    def spy(x, **kw):  # the training step's call; forward_compute's eval-mode one (eval_forward) not recorded
+        v = real(x, **kw)
+        if not kw:
+            seen.append((float(v), x.r))
         return v
 
     st_ = Strategy(dp=1, micro_batch=2, recompute=recompute, framework=framework, torch_compile=compiled)

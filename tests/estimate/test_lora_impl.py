@@ -188,9 +188,10 @@ def _spy(training: Training, tp: int, sp: bool = True) -> tuple:
     seen = []
     real = step_time._lora_adapters
 
-    def spy(x):
-        v = real(x)
-        seen.append((x.r, float(v)))
+    def spy(x, **kw):  # the training step's call; forward_compute's eval-mode one (eval_forward) not recorded
+        v = real(x, **kw)
+        if not kw:
+            seen.append((x.r, float(v)))
         return v
 
     step_time._lora_adapters = spy
