@@ -10,9 +10,10 @@ Data: benchmarks/data/heldout_2027v_megatron_issues.csv (docs/known-gaps.md 302 
 
 (2) nagarajankarthik/paip W2D3/distributed_training.md at 453a3c16 (AI Singapore's PAIP pre-training course, one
 participant's logged answers): Megatron-Bridge's Qwen3-4B pre-training config with the repository's override yaml in the
-NeMo 25.11 container on 1-4 H200: the step (mean of iterations 2-10) at GBS 16-64, MBS 1-8, full / selective recompute,
+NeMo 25.11 container on 1-4 H200: the step (mean of iterations 2-10) at GBS 16-64, MBS 1-8, full recompute,
 16,384 tokens, DDP and Megatron-FSDP on 1, 2 and 4 GPUs, and the allocated memory after the first step. Confidence low:
-the source's repeat spread is 10-20% (302 (d)); Megatron-FSDP's optim / optim_grads sharding refused (no job field).
+the source's repeat spread is 10-20% (302 (d)); Megatron-FSDP's optim / optim_grads sharding refused (no job field),
+the selective-recompute run too (the committed yaml cannot make it: 302 (f)).
 Data: benchmarks/data/heldout_2027v_paip_h200.csv (302 (c), (d)).
 
 Each file in heldout_pretrain.csv's columns plus `method` and `refused` (perf_heldout.job_of builds each job; every

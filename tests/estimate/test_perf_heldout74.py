@@ -39,7 +39,8 @@ def test_every_row_names_its_source_locator_and_assumptions():
 
 def test_the_paip_rows_are_the_override_yamls_runs():
     """One to four H200 in one host, Qwen3-4B, TP 1 and no recompute but where a row varies it; the rows the data refuses
-    are Megatron-FSDP's optim / optim_grads sharding (no job field) and the offload run whose layer count is 'around 30'."""
+    are Megatron-FSDP's optim / optim_grads sharding (no job field), the offload run whose layer count is 'around 30' and
+    the selective-recompute run the committed yaml cannot make (302 (f))."""
     rs = [r for r in p74.rows() if r["id"].startswith("paip_")]
     assert len(rs) == 35
     for r in rs:
@@ -52,8 +53,9 @@ def test_the_paip_rows_are_the_override_yamls_runs():
         assert (s["recompute"] != "none") == ("recompute" in r["id"]), r["id"]
         assert (s.get("fsdp") == "full") == ("mfsdp" in r["id"]), r["id"]
     refused = sorted(r["id"] for r in rs if r["refused"])
-    assert len(refused) == 13 and refused[-1] == "paip_h200_qwen3-4b_mfsdp_optim_grads_4gpu_after_step"
-    assert all("mfsdp_optim_" in rid and "optim_grads_params" not in rid or "offload" in rid for rid in refused)
+    assert len(refused) == 14 and refused[-1] == "paip_h200_qwen3-4b_mfsdp_optim_grads_4gpu_after_step"
+    assert all("mfsdp_optim_" in rid and "optim_grads_params" not in rid or rid.endswith(("offload", "selective"))
+               for rid in refused)
 
 
 def test_the_rows_hold_the_logged_layout():
@@ -85,7 +87,7 @@ def test_source_bounds(run):
     check_source_bounds(cases, {
         (MLM756, "step_time_s"): (1, 46.0),  # 40.6 at landing: the step predicted short (302 (b))
         (MLM756, "peak_allocated_first_step_gib"): (1, 3.0),  # 0.2
-        (PAIP, "step_time_s"): (15, 24.0),  # 18.9 at landing, every row predicted short or within 1% (302 (c))
+        (PAIP, "step_time_s"): (14, 24.0),  # 18.6, every row predicted short or within 1% (302 (c))
         (PAIP, "allocated_after_step_gib"): (7, 5.0),  # 3.2
     })
 
@@ -106,7 +108,7 @@ def test_megatron_fsdp_steps_miss_what_ddp_steps_do_not(run):
     fsdp = [e for k, e in errs.items() if "mfsdp" in k]
     ddp = [e for k, e in errs.items() if k.startswith("paip_") and "mfsdp" not in k]
     assert len(fsdp) == 3 and all(-0.46 < e < -0.35 for e in fsdp), fsdp
-    assert len(ddp) == 12 and all(-0.25 < e < 0.02 for e in ddp), ddp
+    assert len(ddp) == 11 and all(-0.25 < e < 0.02 for e in ddp), ddp
 
 
 def test_every_run_is_said_to_fit():
