@@ -1925,8 +1925,7 @@ def _eager_swiglu_backward_time(x: _Step) -> Any:
     m = x.model
     if m.mlp != "swiglu" or m.dense_mlp_layers == 0:
         return 0.0
-    act = np.asarray(x.fw.activation_kernel if x.fw.activation_kernel is not None else "", dtype=object)
-    eager = (act == "eager") | ((act != "fused") & ~np.asarray(_fused_elementwise(x), bool))
+    eager = _eager_kernel(x, x.fw.activation_kernel)
     if not np.any(eager):
         return 0.0
     b = x.k.eager_swiglu_backward_bytes
