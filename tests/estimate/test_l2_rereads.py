@@ -108,3 +108,21 @@ def test_peft_adapter_chain_credit_beyond_the_norms(l40s):
     assert lora_gain > 1.2 * full_gain > 0.0
     compiled = _step(_off(l40s), lora, compiled=True)[0] - _step(l40s, lora, compiled=True)[0]
     assert np.isclose(compiled, 0.0)
+
+
+@pytest.mark.parametrize("framework", ["hf", "megatron-core"])
+def test_norm_credit_follows_the_one_eager_kernel_test(l40s, framework):
+    """The norms' re-read credit is taken where `step_time._eager_kernel` says they run eager (docs/known-gaps.md
+    310 (a)): a named kernel decides either way, an unnamed one follows the style's fused kernels; a style's
+    norm_kernel held per strategy (framework auto's arrays) is read elementwise."""
+    style = step_time.perf_style(framework)
+
+    def credit(kernel):
+        st_ = Strategy(dp=1, micro_batch=1, recompute="none", framework=framework)
+        x = step_time._step(llama8b(), _full(), l40s, st_, None, dataclasses.replace(style, norm_kernel=kernel), None)
+        return np.asarray(step_time._l2_reread_credit(x)[0], float).reshape(-1)
+
+    eager, fused, unnamed = credit("eager")[0], credit("fused")[0], credit(None)[0]
+    assert eager > 0.0 and fused == 0.0
+    assert unnamed == (0.0 if framework == "megatron-core" else eager)
+    np.testing.assert_array_equal(credit(np.array(["eager", None, "fused"], dtype=object)), [eager, unnamed, fused])

@@ -901,6 +901,14 @@ class _Step:
         return np.where(selective, 1.0, self.full_share)
 
     @property
+    def expert_fetch(self) -> np.ndarray:
+        """How DeepSpeed ZeRO-3 gathers the routed experts, elementwise: the style's zero3_expert_fetch with "auto"
+        resolved for this model (`zero3_expert_fetch_default`): "", "block" or "per_expert"."""
+        fw = self.fw
+        return np.asarray(zero3_expert_fetch_default(np.asarray(fw.zero3_expert_fetch), fw.moe_expert_loop,
+                                                     fw.zero3_leaf_families, self.model.family)[0])
+
+    @property
     def domain(self) -> int:
         return self.system.domain_gpus
 
@@ -2204,8 +2212,7 @@ def _l2_reread_credit(x: _Step) -> tuple[Any, Any]:
     adapter's and its fp32 input cast's on each dense adapted linear of an eager (uncompiled, not TE-fused) layer at
     TP 1, each linear's tensors tested on their own. The forward's again under full recompute is the caller's."""
     c, m = x.k.raw["l2_rereads"], x.model
-    eager_norm = (m.norm == "rmsnorm") & ((x.fw.norm_kernel == "eager")
-                                          | ((x.fw.norm_kernel is None) & ~np.asarray(_fused_elementwise(x), bool)))
+    eager_norm = (m.norm == "rmsnorm") & _eager_kernel(x, x.fw.norm_kernel)
     norm_tok = x.tok * np.where(x.sp, 1.0 / x.t, 1.0) * float(m.hidden)
     fwd = np.where(eager_norm, float(_shapes(m).norms) * compute.l2_reread_credit(
         norm_tok * c["rmsnorm"]["read"], norm_tok * c["rmsnorm"]["reuse"], x.r), 0.0)
@@ -2759,8 +2766,7 @@ def _zero3_expert_hook_calls(x: _Step) -> Any:
           & np.asarray(x.fw.moe_expert_loop, bool) & ~_family_listed(m, x.fw.split_expert_loop_families))
     if not m.is_moe or not np.any(on):
         return 0.0
-    mode = zero3_expert_fetch_default(np.asarray(x.fw.zero3_expert_fetch), x.fw.moe_expert_loop,
-                                      x.fw.zero3_leaf_families, m.family)[0]
+    mode = x.expert_fetch
     c = x.k.raw["zero3_hooks"]
     calls = c["module_calls"]
     persist = deepspeed_zero3_buckets(x.fw.zero3_bucket_sizes, m.hidden)[1]
@@ -3953,10 +3959,9 @@ def _deepspeed_expert_gathers(x: _Step, g: _Grads, mb: _MicroBatch, expert: tupl
       router's GEMM): exposed whole.
     The experts' bytes are the style's (`_zero3_collectives`: every routed expert over the expert shard group); only
     the gathers move (gradients reduce in reduce_bucket_size buckets, 5e8 elements, not per module)."""
-    mode = np.asarray(x.fw.zero3_expert_fetch)
+    mode = x.expert_fetch
     if not x.model.is_moe or not np.any(mode != ""):
         return None
-    mode = zero3_expert_fetch_default(mode, x.fw.moe_expert_loop, x.fw.zero3_leaf_families, x.model.family)[0]
     n_esh, k_esh, m_esh = expert
     on = (mode != "") & (x.zero >= 3) & (x.p <= 1) & (g.local_expert > 0)
     ag_e = comm.all_gather_time(g.local_expert * ag_bytes, n_esh, k_esh, x.link(n_esh, x.et * x.e), x.system, m_esh)
@@ -4248,9 +4253,7 @@ def _deepspeed_hook_calls(x: _Step, n_layers: Any) -> tuple[Any, Any]:
     if not np.any(on):
         return 0.0, 0.0
     m, c = x.model, x.k.raw["zero3_hooks"]
-    mode = zero3_expert_fetch_default(np.asarray(x.fw.zero3_expert_fetch), x.fw.moe_expert_loop,
-                                      x.fw.zero3_leaf_families, m.family)[0]
-    per_expert = np.asarray(mode) == "per_expert"
+    per_expert = x.expert_fetch == "per_expert"
     kinds = collections.Counter(m.layer_params(i).is_moe for i in range(m.layers))
     split = np.asarray(x.fw.split_projections, bool)
     layer_calls, layer_params = 0.0, 0.0
