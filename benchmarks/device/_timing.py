@@ -29,6 +29,26 @@ def median_ms(fn, dev: str, warm: int, n: int) -> float:
     return statistics.median(out)
 
 
+
+def kernel_ms(fn, dev: str, warm: int, n: int) -> float:
+    """Mean milliseconds a call of fn() keeps the GPU busy: its kernels' own device time summed by torch.profiler (CUDA
+    activity) over n runs after `warm` unmeasured ones. Unlike median_ms's CUDA events, which span the idle gaps while
+    the host issues each kernel after a sync inside fn, this counts kernel time only, so wall minus it is the host's
+    exposed time. On the CPU (the --tiny smoke runs) median_ms's perf_counter time."""
+    if dev != "cuda":
+        return median_ms(fn, dev, warm, n)
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(n):
+            fn()
+        torch.cuda.synchronize()
+    us = sum(getattr(e, "self_device_time_total", getattr(e, "self_cuda_time_total", 0.0)) for e in prof.key_averages())
+    return us / 1e3 / n
+
 def checkpointed_backward(blocks, h) -> None:
     """Forward `h` through `blocks`, each under torch.utils.checkpoint(use_reentrant=True) as transformers 4.x's
     gradient checkpointing runs a layer, then backward from a scalar of the output: forward, re-forward and backward."""
