@@ -32,6 +32,12 @@ Printed:
    issue time; a fixed GPU-side cost would be in a. Then the grouped_gemm package's expert GEMMs at their warm-loop
    period (perf_constants.yaml host_sync.gmm_gemm_period_s) against the floor's excess over the estimate's dense host
    floor (docs/known-gaps.md 76).
+5. The same package on the same part one release later (docs/known-gaps.md 308 (c)): Primus pull request 1011's
+   Qwen3-30B-A3B rows (perf_heldout70) run the legacy grouped GEMM on 8 MI355X too. The host issues a micro-batch's
+   layers within their wall time (one Python thread), so a row's measured time a layer and micro-batch, less the
+   estimate's dense host floor, over its gmm GEMM calls bounds the host time one call can take on that row's release;
+   the floor rows, read as host-bound (76), need that much a call. Measured figures and the estimate's host constants
+   only: nothing is fitted and no estimate runs.
 
 Run: python benchmarks/host_floor_rocm.py
 """
@@ -44,11 +50,13 @@ from typing import Any
 import numpy as np
 
 import perf_heldout30 as p30
+import perf_heldout70 as p70
 from harness import model_data
 from trainsizer.catalog import load_catalog
 from trainsizer.estimate import compute
 from trainsizer.estimate.calibration import load_constants
 from trainsizer.estimate.host_sync import drained_run_s, host_figure
+from trainsizer.models.shipped import load_preset
 
 MODELS = Path(__file__).resolve().parent / "data" / "heldout_models.yaml"
 FLOOR_ROWS = ("primus_2025-12_mi355x_dsv2lite_mbs1_baseline_8gpu", "primus_2025-12_mi355x_dsv2_base_1f1b_32gpu")
@@ -57,6 +65,16 @@ PASSES = 3.0  # forward 1 + backward 2 layer passes, no recompute (the rows' REC
 SYNCS_PER_MOE_FORWARD = 1.0  # the alltoall dispatcher's one stream sync (module docstring)
 EXPERT_FWD_GEMMS = 2.0  # fc1 and fc2 per local expert, issued after the forward's sync
 PAST_FLOOR_MBS = (4, 8, 12)  # the Lite series' rows whose time a micro-batch grows with its tokens (1 -> 2: +2%)
+# Section 5: the rows that run the legacy grouped_gemm package on gfx950, by the release each ran (the rows' csv
+# `assumed` / source columns): the floor rows rocm/megatron-lm:v25.10, ROCm 7.1.0 (the README's endnotes; Primus's
+# docs/01-getting-started/release-notes.md at fd1eeabb gives rocm/primus:v26.1, ROCm 7.1.0, the same PyTorch
+# 2.10.0.dev20251112+rocm7.1); Primus PR 1011's shipped configs "published ref" (the v26.3 release's number as the rows
+# read it; rocm/primus:v26.3 is ROCm 7.2.1 by the same notes; the PR states no image for them), its tuned ones
+# primus_the_rock_rocm7.15_20260728 (the PR's image)
+RELEASES = {"primus_2025-12_": "v25.10, ROCm 7.1.0", "_shipped_": "v26.3 ref, ROCm 7.2.1 (read)",
+            "_tuned_": "TheRock ROCm 7.15 (2026-07-28)"}
+LATER_ROWS = tuple(f"primus_megatron_2026-08_mi355x_qwen3_30b_a3b_{p}_{c}_8gpu"
+                   for p in ("bf16", "fp8") for c in ("shipped", "tuned"))
 
 
 def model_shapes() -> dict[str, dict[str, Any]]:
@@ -205,6 +223,66 @@ def blas_call_shares(per_gemm_s: float) -> dict[str, tuple[float, float]]:
     return out
 
 
+def legacy_gmm_calls(local_experts: float, moe_share: float, full_share: float) -> float:
+    """The legacy gmm's BLAS calls a layer and micro-batch: per local expert fc1 and fc2 forward, dgrad and wgrad
+    (`kernels:` moe_expert_gemms, one hipblasGemmEx each: grouped_gemm csrc/grouped_gemm.cu, docs/known-gaps.md
+    159 (b)), the forward's two again on a fully recomputed layer (`full_share` of the layers), over the MoE layers'
+    share."""
+    per_expert = compute.KERNELS["moe_expert_gemms"] + EXPERT_FWD_GEMMS * full_share
+    return moe_share * local_experts * per_expert
+
+
+def per_call_s(layer_s: float, local_experts: float, moe_share: float, full_share: float,
+               other_host_s: float = 0.0) -> float:
+    """Host seconds a legacy gmm call can take in a run whose layer and micro-batch takes `layer_s`: the host issues
+    the layer within that time, so the calls (legacy_gmm_calls) x this + the estimate's dense host floor
+    (host_s_per_layer_pass a pass, the recompute's forward pass on `full_share` of the layers) + `other_host_s` (what
+    else the layer issues) <= layer_s. An upper bound on any row; the figure a host-bound row needs (76)."""
+    dense = load_constants().host_s_per_layer_pass * (PASSES + full_share)
+    return (layer_s - dense - other_host_s) / legacy_gmm_calls(local_experts, moe_share, full_share)
+
+
+def recomputed_share(row: dict[str, str], layers: int) -> float:
+    """Share of the layers a row recomputes in full (recompute full; strategy_extra recompute_num_layers, else all)."""
+    if row["recompute"] != "full":
+        return 0.0
+    extra = dict(kv.split("=", 1) for kv in row["strategy_extra"].split(";") if "=" in kv)
+    return min(float(extra.get("recompute_num_layers", layers)), layers) / layers
+
+
+def release_of(row_id: str) -> str:
+    return next(label for key, label in RELEASES.items() if key in row_id)
+
+
+def release_table(per_layer: dict[str, tuple[float, float, float]]) -> list[tuple[str, float, str]]:
+    """Section 5 of the module docstring: (row id, host seconds a gmm call, 'needs' / 'at most') for the floor rows
+    (host-bound: what their floor needs a call, less the unfused router / permutation they also issue) and for the
+    later release's Qwen3-30B-A3B rows (the bound their measured time puts on a call)."""
+    out = []
+    shapes, by_id = model_shapes(), {r["id"]: r for r in p30.rows()}
+    for rid in FLOOR_ROWS + SERIES[1:2]:
+        row, shape = by_id[rid], shapes[by_id[rid]["model"]]
+        share = (shape["layers"] - shape["dense_layers"]) / shape["layers"]
+        t_meas, _, local = per_layer[rid]
+        out.append((rid, per_call_s(t_meas, local, share, 0.0, unfused_host_s(row, shape)), "needs"))
+    for row in (r for r in p70.rows() if r["id"] in LATER_ROWS):
+        model = load_preset(row["model"])
+        t, layers = slot_time_s(row, float(row["value"]), model.layers)
+        local = model.experts / int(row["ep"])
+        share = model.moe_layer_count / model.layers
+        out.append((row["id"], per_call_s(t / layers, local, share, recomputed_share(row, model.layers)),
+                    "at most"))
+    return out
+
+
+def print_releases(per_layer: dict[str, tuple[float, float, float]]) -> None:
+    print("the legacy gmm's host time a GEMM call on gfx950 by release (docs/known-gaps.md 308 (c)): the floor rows read "
+          "as host-bound need it; a later release's rows bound it (their measured time a layer, less the dense host "
+          "floor, over their calls):")
+    for rid, per_call, kind in release_table(per_layer):
+        print(f"  {rid:62s} {release_of(rid):30s} {kind:7s} {per_call * 1e6:5.0f} us a call")
+
+
 def main() -> None:
     vendor_table()
     per_layer = rows_table()
@@ -222,6 +300,7 @@ def main() -> None:
           f"{per_gemm * 1e6:.0f} us a GEMM:")
     for label, (per_call, share) in blas_call_shares(per_gemm).items():
         print(f"    {label:58s} {per_call * 1e6:5.1f} us a call = {share:4.0%}")
+    print_releases(per_layer)
 
 
 if __name__ == "__main__":
