@@ -197,6 +197,7 @@ def collect() -> list[Row]:
     import perf_heldout72 as h72
     import perf_heldout73 as h73
     import perf_heldout74 as h74
+    import perf_heldout75 as h75
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -234,6 +235,7 @@ def collect() -> list[Row]:
     out += _heldout_style("perf_heldout72", h72.run_all(), h72.models())
     out += _heldout_style("perf_heldout73", h73.run_all(), h73.models())
     out += _heldout_style("perf_heldout74", h74.run_all(), h74.models())
+    out += _heldout_style("perf_heldout75", h75.run_all(), h75.models())
     out += _heldout_style("perf_heldout68", h68.run_all(), h68.models())
     out += _heldout_style("perf_heldout62", h62.run_all(), h62.models())
     out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)

@@ -108,7 +108,8 @@ def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
     length packed into the rows: the job's packing, its data as samples x avg_tokens) and the hardware's `per_node` (GPUs a host, where the catalog's host size is not the run's: DGX-2's 16 V100); a network
     written as `key=value;...` is an inline network (NICs per node, Gb/s per NIC, kind). A batch's own `method` column
     (perf_heldout68's fine-tuning rows: full, lora, dpo) sets the job's method, `lora_rank` / `lora_targets` (targets
-    joined by +) its adapters; without them a row is pre-training."""
+    joined by +) its adapters, `lora_impl` / `lora_dropout` their implementation and dropout (perf_heldout75's AutoModel
+    rows); without them a row is pre-training."""
     model: Any = models[row["model"]]["model"] if row["model"] in models else row["model"]
     extra = _extra(row["strategy_extra"])
     flash = extra.pop("flash_attention", True)
@@ -122,6 +123,7 @@ def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
     per_node = extra.pop("per_node", None)  # hardware level
     lora_rank = extra.pop("lora_rank", None)  # job level: a batch's LoRA rows (perf_heldout68), targets joined by +
     lora_targets = str(extra.pop("lora_targets", "all-linear")).split("+")
+    lora_more = {k: extra.pop(f"lora_{k}") for k in ("impl", "dropout") if f"lora_{k}" in extra}  # perf_heldout75
     packed_avg = extra.pop("packed_avg_tokens", None)  # job level: samples of this mean length packed into the rows
     strategy = {"tp": whole(row["tp"], 1), "pp": whole(row["pp"], 1), "vpp": whole(row["vpp"], 1),
                 "cp": whole(row["cp"], 1), "ep": whole(row["ep"], 1), "micro_batch": whole(row["micro_batch"], 1),
@@ -151,7 +153,8 @@ def job_of(row: dict[str, str], models: dict[str, Any]) -> dict[str, Any]:
     if mask is not None:
         job["explicit_attention_mask"] = mask
     if lora_rank:
-        job["lora"] = {"rank": int(lora_rank), "targets": lora_targets}
+        job["lora"] = {"rank": int(lora_rank), "targets": lora_targets,
+                       **{k: float(v) if k == "dropout" else v for k, v in lora_more.items()}}
     if packed_avg:  # offline-packed samples (perf_heldout72's Megatron-Bridge SFT rows): data as samples x their length
         job |= {"packing": True, "data": {"samples": job["data"]["tokens"] / float(packed_avg),
                                           "avg_tokens": float(packed_avg)}}
