@@ -12,6 +12,18 @@ local_batch), full activation checkpointing, LoRA dim 16 on every linear layer (
 first rows of the held-out set where LoRA runs under a torch pipeline schedule.
 Data: benchmarks/data/heldout_2027w_automodel_pp.csv (docs/known-gaps.md 309 (a)).
 
+(2) NeMo Megatron's GPT-3 scaling tables on DGX A100 80GB (NVIDIA/NeMo-Framework-Launcher README.md, 'Training
+Performance Results', 2022; removed from the README in 2023): GPT-3 5B on 1-32 nodes and 175B on 8-128 nodes as the
+22.08 release printed them (3579cdb3, 2022-09-07), and the tables they replaced (5B on 1-20 nodes, b20f85d4 2022-06-03;
+175B on 16-128 nodes, d4317ddd 2022-07-14). Each row from the launcher's config of its model at the table's commit
+(conf/training/gpt3/5b.yaml, 175b.yaml): 5B at TP 2 (June) or TP 1 (August) without recompute, 175B at TP 8 x PP 8
+with sequence parallelism and selective recompute, micro-batch 2, the config's global batch at every node count, Apex
+FusedAdam (June / July) or DistributedFusedAdam (August). megatron/dense on Ampere from NVIDIA's own 2022 stack beside
+the Megatron-LM papers of the development set. The two 175B tables disagree: at one layout the August rate a GPU is
+0.72x the July one (309 (d)).
+Data: benchmarks/data/heldout_2027w_nemo_launcher_a100.csv; GPT-3 175B as NeMo padded its vocabulary in
+benchmarks/data/heldout_2027w_models.yaml.
+
 Each file in heldout_pretrain.csv's columns plus `method` and `refused` (perf_heldout.job_of builds each job; LoRA rank,
 targets, implementation and dropout in strategy_extra; every setting a source does not state is in the row's `assumed`
 column with where it was read).
@@ -33,11 +45,12 @@ from harness import print_fits
 from perf_heldout69 import print_parts, summary_lines
 
 DATA = Path(__file__).resolve().parent / "data"
-AUTOMODEL_ROWS = DATA / "heldout_2027w_automodel_pp.csv"
+AUTOMODEL_ROWS, LAUNCHER_ROWS = DATA / "heldout_2027w_automodel_pp.csv", DATA / "heldout_2027w_nemo_launcher_a100.csv"
 SOURCES = (("(1) NeMo AutoModel LoRA at TP x PP x VP, Llama 3.3 70B / Qwen2.5-32B on 8-16 H100 (2025-11 .. 2026-01)",
-            "am_"),)
+            "am_"),
+           ("(2) NeMo Megatron launcher README, GPT-3 5B / 175B on 8-1,024 A100 (2022-06 .. 2022-09)", "nemo22"))
 
-BATCH = ph.Batch((AUTOMODEL_ROWS,), (ph.MODELS,))
+BATCH = ph.Batch((AUTOMODEL_ROWS, LAUNCHER_ROWS), (ph.MODELS, DATA / "heldout_2027w_models.yaml"))
 rows, models, job = BATCH.rows, BATCH.models, BATCH.job
 run_all, fits = BATCH.run_listed, BATCH.fits_listed  # a row the data does not score (its `refused` column) is listed
 
