@@ -204,7 +204,7 @@ def _qk_norm_bytes(model: ModelArch, qk: float, eager_bytes: dict[str, float], e
     GQAttention.forward runs q_norm / k_norm, then RoPE) beyond the fused count: none where the element-wise work is
     fused (Inductor fuses the per-head norm into the RoPE kernel that reads and writes q and k anyway); eager, the
     eager RMSNorm's ops, or one fused norm kernel's read and write (4 B) under norm_kernel "fused" (PyTorch's
-    F.rms_norm on CUDA: aten._fused_rms_norm, PyTorch PR 153666, 2.8+)."""
+    F.rms_norm on CUDA: aten._fused_rms_norm, PyTorch PR 153666, 2.9+; docs/known-gaps.md 311 (a))."""
     if not model.qk_norm:
         return 0.0
     if eager_norm:

@@ -150,6 +150,35 @@ def mcore_has(fact: str, version: str | None) -> bool:
     return version is None or _release(version) >= _release(MCORE_RELEASE_FACTS[fact])
 
 
+# The PyTorch facts the estimate holds that a release brought, each with the release line it came in (read in
+# pytorch/pytorch); a job's strategy.torch_version at or above it takes the newer behaviour, below it or null the
+# behaviour the styles had before the field (docs/known-gaps.md 311 (a)):
+# - fused_rms_norm: F.rms_norm on the GPU (the CUDA dispatch key, ROCm's build's too) runs aten._fused_rms_norm forward and aten._fused_rms_norm_backward, one
+#   kernel each, where the weight's dtype is the input's (aten/src/ATen/native/layer_norm.cpp rms_norm_symint; FSDP2's
+#   bf16 param_dtype makes it so); pytorch PR 153666, not landed on 2025-07-09 (pytorch issue 157345) and in the
+#   nightlies from 2025-08: first released in 2.9.0 (2025-10-15). Before it F.rms_norm ran the composite op by op
+TORCH_RELEASE_FACTS = {"fused_rms_norm": "2.9"}
+
+
+def torch_has(fact: str, version: str | None) -> bool:
+    """Whether PyTorch release line `version` ("MAJOR.MINOR", spec.job TORCH_VERSION; None = unstated, the older
+    reading) has `fact` (TORCH_RELEASE_FACTS)."""
+    return version is not None and _release(version) >= _release(TORCH_RELEASE_FACTS[fact])
+
+
+def rms_norm_fused_by_release(name: str, auto_idx: Any, torch_version: str | None) -> Any:
+    """Where an eager RMSNorm runs as PyTorch's one fused kernel by the job's release: the style's RMSNorm is
+    F.rms_norm (perf_constants.yaml frameworks.<style> rms_norm_functional) and strategy.torch_version has
+    fused_rms_norm; per strategy under "auto" (`auto_idx`, AUTO_CHOICES). The step time and the memory estimate
+    read this one rule (step_time._job_options, memory._norm_kernel_delta)."""
+    if not torch_has("fused_rms_norm", torch_version):
+        return False
+    if name != "auto":
+        return style_option(name, "rms_norm_functional")
+    flags = np.array([style_option(c, "rms_norm_functional") for c in AUTO_CHOICES])
+    return flags[np.asarray(auto_idx, dtype=int)]
+
+
 def kv_subshard_frameworks(megatron_core_version: str | None = None) -> tuple[str, ...]:
     """The frameworks whose perf style runs TP above the K / V heads (perf_constants.yaml frameworks.<style>
     kv_head_subshard: Megatron-Core's QKV activation sub-sharding), Megatron-Core from the release that brought it

@@ -394,6 +394,9 @@ class Strategy:
     # the Megatron-Core release line a megatron-core job runs, "MAJOR.MINOR" (framework.MCORE_RELEASE_FACTS: what
     # depends on it); None = the present reading; one value for the whole batch; legality
     megatron_core_version: Any = None
+    # the PyTorch release line the job runs, "MAJOR.MINOR" (framework.TORCH_RELEASE_FACTS: what depends on it); None =
+    # as before (each fact's older reading); one value for the whole batch; memory and step time
+    torch_version: Any = None
     # AMD native attention: the MLA backward on CDNA 4 in AITER's assembly kernel (True) or CK's padded tile (False);
     # None = True (AITER >= 7a41cca); step time
     aiter_mla_bwd_asm: Any = None

@@ -79,6 +79,7 @@ from trainsizer.estimate.framework import (
     fused_expert_loop,
     kv_head_copies,
     memory_profile,
+    rms_norm_fused_by_release,
     routed_model,
     stating_dense_all,
     style_number,
@@ -952,7 +953,8 @@ def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, optio
     # recomputes the element-wise ops in the backward, so each norm keeps one 16-bit tensor and its fp32 rstd (as
     # a fused kernel) and SwiGLU drops the SiLU output (`_compiled_silu_bytes`)
     compiled_tt = name == "torchtune" and bool(np.all(_compiled(strategy, name, training)))
-    norm = tokens / sp_div * _norm_kernel_delta(model, training, strategy, mega, "fused" if compiled_tt else None)
+    norm = tokens / sp_div * _norm_kernel_delta(model, training, strategy, mega, "fused" if compiled_tt else None,
+                                                _release_fused_norm(training, strategy, name, mega, titan))
     keeps = row < 6
     modules = getattr(strategy, "recompute_modules", None)
     # QLoRA on bitsandbytes < 0.43.2: the frozen 4-bit linears keep their inputs too (activations._Layer.W)
@@ -1084,18 +1086,30 @@ def _act_kernel_delta(model: ModelArch, strategy: Strategy, pre: _Pre, mega: np.
 
 
 def _norm_kernel_delta(model: ModelArch, training: Training, strategy: Strategy, mega: np.ndarray,
-                       default: str | None = None) -> Any:
+                       default: str | None = None, release_fused: Any = False) -> Any:
     """Bytes per token per layer by which strategy.norm_kernel (names.NORM_KERNELS; else `default`) changes what
     the layer's two norms save from the memory profile's norm (memory_constants.yaml framework_profiles: megatron
-    fused, hf eager); 0 when the job leaves it to the style."""
+    fused, hf eager); 0 when the job leaves it to the style, except where `release_fused` (the fused kernel by the
+    job's PyTorch release, `_release_fused_norm`)."""
     kernel = getattr(strategy, "norm_kernel", None) or default
     if kernel is None:
-        return 0.0
+        on = np.asarray(release_fused, bool)
+        return np.where(on, _norm_kernel_delta(model, training, strategy, mega, "fused"), 0.0) if np.any(on) else 0.0
     if kernel not in NORM_KERNELS:
         raise unknown_name("strategy.norm_kernel", "norm kernel", kernel, NORM_KERNELS)
     styles = load_memory_constants()["framework_profiles"]
     return 2.0 * _by_prof(mega, lambda pr: norm_bytes(model, training, kernel)
                           - norm_bytes(model, training, styles[pr]["norm"]))
+
+
+def _release_fused_norm(training: Training, strategy: Strategy, name: str, mega: np.ndarray,
+                        titan: np.ndarray) -> Any:
+    """Where an eager run's RMSNorm is PyTorch's fused kernel by the job's release (framework.
+    rms_norm_fused_by_release, the step time's rule; per strategy under "auto", whose pick `_profiles` split into
+    `mega` / `titan`); a compiled run's norms are Inductor's either way (docs/known-gaps.md 311 (a))."""
+    idx = np.where(mega, 0, np.where(titan, 1, 2)) if name == "auto" else None
+    fused = rms_norm_fused_by_release(name, idx, getattr(strategy, "torch_version", None))
+    return np.asarray(fused, bool) & ~_compiled(strategy, name, training) if np.any(fused) else False
 
 
 def _titan_block_extras(model: ModelArch, training: Training, strategy: Strategy, pre: _Pre, titan: np.ndarray,

@@ -30,6 +30,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any
@@ -353,6 +354,9 @@ class PerfStyle:
     moe_host_sync: bool = False  # its alltoall MoE token dispatcher synchronises with the host (_host_excess)
     # TP above the K / V heads: the QKV activations all-gathered over TP, one K / V head a rank (_kv_subshard_time)
     kv_head_subshard: bool = False
+    # the style's RMSNorm is nn.RMSNorm / F.rms_norm, one fused kernel from PyTorch 2.9 (framework.
+    # rms_norm_fused_by_release reads it with strategy.torch_version; _job_options)
+    rms_norm_functional: bool = False
     # the routed experts run Transformer Engine's fused grouped MLP (Megatron-Core use_transformer_engine_op_fuser with
     # NVTE_CUTEDSL_FUSED_GROUPED_MLP: TEGroupedMLP._fused_forward, MXFP8 on SM100): fc1 with its bias, the gated
     # activation (clamped quick-GeGLU included) and fc2 with its probability-scaled bias run in cuDNN CuTe DSL grouped
@@ -555,7 +559,7 @@ def _style(strategy, framework_style: str | PerfStyle | None, pretraining: bool 
 
     if framework_style is not None:
         return perf_style(framework_style)
-    return _job_options(strategy, _framework_style(strategy, pretraining))
+    return _job_options(strategy, _framework_style(strategy, pretraining), pretraining)
 
 
 def _named_option(strategy, key: str, label: str, allowed) -> str | None:
@@ -568,7 +572,7 @@ def _named_option(strategy, key: str, label: str, allowed) -> str | None:
     return str(value)
 
 
-def _job_options(strategy, style: PerfStyle) -> PerfStyle:
+def _job_options(strategy, style: PerfStyle, pretraining: bool = False) -> PerfStyle:
     """The strategy's own framework options (async TP / TP overlap, FP8 all-gather, gradient reduce dtype and
     overlap, attention kernel, EP all-to-all overlap) over the style's."""
     changes: dict = {key: bool(getattr(strategy, key)) for key in ("tp_comm_overlap", "fp8_param_allgather")
@@ -610,6 +614,8 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
         value = _named_option(strategy, key, label, allowed)
         if value is not None:
             changes[key] = value
+    if "norm_kernel" not in changes:  # an unnamed norm kernel: fused by the job's PyTorch release (framework)
+        changes |= _release_norm_kernel(strategy, pretraining)
     if getattr(strategy, "pp_fsdp_once_per_step", None) is not None:  # _dp_comm_zero3
         changes["pp_fsdp_once_per_step"] = bool(strategy.pp_fsdp_once_per_step)
     if getattr(strategy, "moe_a2a_overlap", None) is not None:  # Megatron-Core combined 1F1B (_micro_batch)
@@ -661,6 +667,20 @@ def _job_options(strategy, style: PerfStyle) -> PerfStyle:
     if ddp is not None:  # torch DDP + torch-style clipping, or Megatron's gradient buffer (names.DDP_IMPLS)
         changes["torch_ddp"] = changes["clip_scales_always"] = ddp == "torch"
     return dataclasses.replace(style, **changes) if changes else style
+
+
+def _release_norm_kernel(strategy, pretraining: bool) -> dict[str, Any]:
+    """{"norm_kernel": "fused"} where the style's RMSNorm is F.rms_norm on a release that runs it as one fused kernel
+    (framework.rms_norm_fused_by_release: torchtitan on strategy.torch_version >= 2.9; docs/known-gaps.md 311 (a)), per
+    strategy under "auto" (an object array, None where the picked style runs its own); {} elsewhere."""
+    from trainsizer.estimate import framework as fwmod
+
+    name = getattr(strategy, "framework", "auto")
+    idx = fwmod.auto_index_of(strategy, pretraining) if name == "auto" else None
+    fused = np.asarray(fwmod.rms_norm_fused_by_release(name, idx, getattr(strategy, "torch_version", None)), bool)
+    if not np.any(fused):
+        return {}
+    return {"norm_kernel": "fused" if fused.ndim == 0 or np.all(fused) else np.where(fused, "fused", None)}
 
 
 def _deepspeed_engine_options(strategy, style: PerfStyle) -> dict[str, Any]:
@@ -1155,11 +1175,22 @@ def _elementwise_passes(x: _Step) -> Any:
     fused_rmsnorm in an eager run), "eager" the eager ops' (a model whose norm is left out of the fused kernels);
     strategy.activation_kernel the SwiGLU likewise (nanotron's eager F.silu and product beside its fused norm)."""
     model, k, fw = x.model, x.k, x.fw
-    eager = compute.eager_elementwise_traffic(model, k.eager_bytes_per_element, fw.rope_eager_bytes, fw.norm_kernel,
-                                              act_kernel=fw.activation_kernel, rope_kernel=fw.rope_kernel)
-    fused = compute.eager_elementwise_traffic(model, k.eager_bytes_per_element, fw.rope_eager_bytes, fw.norm_kernel,
-                                              fused_rest=True, act_kernel=fw.activation_kernel, rope_kernel=fw.rope_kernel)
-    return np.where(_fused_elementwise(x), fused, eager)
+
+    def traffic(norm_kernel: str | None, fused_rest: bool) -> Any:
+        return compute.eager_elementwise_traffic(model, k.eager_bytes_per_element, fw.rope_eager_bytes, norm_kernel,
+                                                 fused_rest=fused_rest, act_kernel=fw.activation_kernel,
+                                                 rope_kernel=fw.rope_kernel)
+    return np.where(_fused_elementwise(x), _per_norm_kernel(x, lambda n: traffic(n, True)),
+                    _per_norm_kernel(x, lambda n: traffic(n, False)))
+
+
+def _per_norm_kernel(x: _Step, fn: Callable[[str | None], Any]) -> Any:
+    """fn(the style's norm kernel); per strategy where that is an array (framework auto with strategy.torch_version:
+    the strategies whose picked style runs F.rms_norm fused, _release_norm_kernel): fn("fused") there, fn(None) elsewhere."""
+    kernel = x.fw.norm_kernel
+    if not isinstance(kernel, np.ndarray):
+        return fn(kernel)
+    return np.where(kernel == "fused", fn("fused"), fn(None))
 
 
 def _fused_elementwise(x: _Step) -> Any:
@@ -1185,10 +1216,14 @@ def _moe_passes(x: _Step) -> tuple[Any, Any, Any] | None:
     model, k, fw = x.model, x.k, x.fw
     if not model.is_moe:
         return None
-    eager = compute.moe_elementwise_traffic(model, k.eager_bytes_per_element, fw.rope_eager_bytes, fw.norm_kernel,
-                                            act_kernel=fw.activation_kernel, rope_kernel=fw.rope_kernel)
-    fused = compute.moe_elementwise_traffic(model, k.eager_bytes_per_element, fw.rope_eager_bytes, fw.norm_kernel,
-                                            fused_rest=True, act_kernel=fw.activation_kernel, rope_kernel=fw.rope_kernel)
+
+    def traffic(norm_kernel: str | None, fused_rest: bool) -> tuple[Any, float]:
+        return compute.moe_elementwise_traffic(model, k.eager_bytes_per_element, fw.rope_eager_bytes, norm_kernel,
+                                               fused_rest=fused_rest, act_kernel=fw.activation_kernel,
+                                               rope_kernel=fw.rope_kernel)
+    # the norms, residuals and RoPE by the norm kernel; the activation's part does not read it
+    eager = (_per_norm_kernel(x, lambda n: traffic(n, False)[0]), traffic(None, False)[1])
+    fused = (_per_norm_kernel(x, lambda n: traffic(n, True)[0]), traffic(None, True)[1])
     compiled = _fused_elementwise(x)
     common, shared = (np.where(compiled, f, e) for f, e in zip(fused, eager, strict=True))
     routed = np.where(x.strategy_dispatcher in FLEX_DISPATCHERS, 1.0, shared)

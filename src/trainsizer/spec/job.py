@@ -100,6 +100,9 @@ CudaGraphs = Literal[CUDA_GRAPHS]
 CudnnRelease = Literal[CUDNN_RELEASES]
 # a Megatron-Core version as its tags and branches spell it: 0.15 | 0.15.1 | core_r0.15.0 | core_v0.16.0rc1 | v0.16.0
 MCORE_VERSION = re.compile(r"(?:core_[rv]|v)?(?P<major>\d+)\.(?P<minor>\d+)(?:\.\d+)?(?:rc\d+)?")
+# a PyTorch version as pip / torch.__version__ print it: "2.9", "2.9.1", "v2.9.0", "2.9.0.dev20250815+cu128",
+# "2.14.0+cu130", "2.10.0a0+b558c98" (NGC containers), "2.8.0rc4"
+TORCH_VERSION = re.compile(r"v?(?P<major>\d+)\.(?P<minor>\d+)(?:\.\d+)?(?:(?:\.dev|a|rc)\d*)?(?:\+[0-9A-Za-z.]+)?")
 Nf4DequantDtype = Literal[NF4_DEQUANT_DTYPES]
 Nf4Decode = Literal[NF4_DECODES]
 OptimizerImpl = Literal[OPTIMIZER_IMPLS]
@@ -554,6 +557,11 @@ class StrategySpec(_Strict):
     # 0.10 would read as 0.1); the facts that depend on it: framework.MCORE_RELEASE_FACTS; null = the present
     # reading (every fact as read at the newest release, core_v0.16.0 and later)
     megatron_core_version: str | None = None
+    # the PyTorch release the job runs, read as its release line "MAJOR.MINOR" ("2.9", "2.9.0.dev20250815+cu128",
+    # "2.14.0+cu130" all read so; quoted in YAML: 2.10 would read as 2.1); the facts that depend on it:
+    # framework.TORCH_RELEASE_FACTS (from 2.9 F.rms_norm is one fused kernel: a torchtitan eager run's norms);
+    # null = as before (each fact's older reading)
+    torch_version: str | None = None
     # AMD parts, native attention (Transformer Engine for ROCm's CK / AITER path, Primus-Turbo's AITER kernels): the
     # MLA backward (d_qk != d_v, DeepSeek's 192 / 128) on CDNA 4 in AITER's assembly kernel (true: AITER >= 7a41cca,
     # 2025-11-03, aiter PR 1308, pinned by Transformer Engine for ROCm PR 364) or in CK's tile kernel, whose backward
@@ -797,6 +805,16 @@ class StrategySpec(_Strict):
         found = MCORE_VERSION.fullmatch(value.strip()) if isinstance(value, str) else None
         if value is not None and found is None:
             raise ValueError(msg("job_megatron_core_version", value=repr(value)))
+        return None if found is None else f"{int(found['major'])}.{int(found['minor'])}"
+
+    @field_validator("torch_version", mode="before")
+    @classmethod
+    def _torch_release_line(cls, value: Any) -> Any:
+        """A PyTorch version read as its release line "MAJOR.MINOR" (TORCH_VERSION); anything else, a YAML number
+        included (2.10 reads as 2.1), is refused with the forms allowed."""
+        found = TORCH_VERSION.fullmatch(value.strip()) if isinstance(value, str) else None
+        if value is not None and found is None:
+            raise ValueError(msg("job_torch_version", value=repr(value)))
         return None if found is None else f"{int(found['major'])}.{int(found['minor'])}"
 
     @field_validator("cudnn_release", mode="before")
