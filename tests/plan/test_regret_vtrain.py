@@ -17,12 +17,12 @@ def test_pick_and_ties_against_measurements():
     assert r["groups"] == 144
     assert r["within_2pct"] >= 0.65  # reached: 74% of groups
     assert r["regret_median"] <= 0.01  # reached: 0.0%
-    # reached: 83% (the measured best is the pick or shown as a tie) within the runs' class's tie band: the class's
-    # spread about its median (megatron/dense/ampere 3.0%, plan.searched.tie_fraction_of) is below the development
-    # set's 7%, the floor; 94% within the class's MAPE (8.6%, the band before ties read the spread); 90% at 7% before
+    # reached: 85% (the measured best is the pick or shown as a tie) within the runs' class's tie band: the class's
+    # spread about its median (megatron/dense/ampere/node 7.3% since perf_heldout75's one-node NeMo GPT-3 rows,
+    # plan.searched.tie_fraction_of) is just above the development set's 7%, the floor; 83% at the floor; 94% within the class's MAPE (8.6%, the band before ties read the spread); 90% at 7% before
     # the megatron style's step passes (step_time._step_passes, counted from Megatron-LM's code: norm read, master
     # copy, buffer clear), which took the pick within 2% from 72% to 74% but the ties from 90% to 83%
-    assert r["tie_fraction"] == 0.07 and r["best_in_ties"] >= 0.80
+    assert r["tie_fraction"] == 0.073 and r["best_in_ties"] >= 0.80
     # ties cost something: a wider tie band holds the best more often
     wider = prv.evaluate(tie_fraction=0.15)
     assert wider["best_in_ties"] >= r["best_in_ties"] and wider["mean_ties"] >= r["mean_ties"]
