@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import fms_device_memory as fd
 import perf_heldout61 as p61
+import perf_heldout64 as p64
 from harness import num
 from trainsizer.estimate.memory import GIB
 
@@ -21,14 +22,14 @@ ps = run_fixture(fd.dense_pairs, "ps")
 misses = run_fixture(lambda: fd.moe_misses(fd.dense_pairs()), "misses")
 
 
-def test_every_pair_is_a_perf_heldout61_row_read_at_its_commit():
-    rows = {r["id"]: r for r in p61.rows()}
+def test_every_pair_is_a_perf_heldout61_or_64_row_read_at_its_commit():
+    rows = {r["id"]: r for r in p61.rows() + p64.rows()}
     got = fd.pairs()
-    assert len(got) == 41 and set(got) <= set(rows)
+    assert len(got) == 41 + 28 and set(got) <= set(rows)
     for rid, g in got.items():
         commit = re.search(r"\bat ([0-9a-f]{40}), file line \d+", g["locator"]).group(1)
         assert rows[rid]["locator"].split(" at ")[1].startswith(commit[:7]), rid  # the same file version
-        assert g["source"].startswith("foundation-model-stack/fms-acceleration scripts/benchmarks/refs/a100_80gb")
+        assert g["source"].startswith("foundation-model-stack/fms-acceleration scripts/benchmarks/refs")
         assert re.fullmatch(r"20\d\d-\d\d-\d\d", g["date"]), rid
         # the allocated peak is the one perf_heldout61 scores: the line read is the row's
         assert num(g["peak_allocated_bytes"]) / GIB == pytest.approx(num(rows[rid]["peak_mem"]), abs=0.001), rid
@@ -38,7 +39,7 @@ def test_every_pair_is_a_perf_heldout61_row_read_at_its_commit():
 @given(st.floats(1.0, 80.0), st.floats(0.0, 20.0), st.floats(0.0, 2.0), st.floats(0.0, 5.0), st.floats(0.0, 10.0))
 def test_the_implied_fraction_by_hand(alloc, over, outside, segs, growth):
     e = fd.Split(alloc, outside, 0.05 * alloc, segs, growth, 0.0)
-    p = fd.Pair("x", 1, alloc, alloc + over, e)
+    p = fd.Pair("x", "packed", 1, alloc, alloc + over, e)
     assert p.implied_fraction == pytest.approx((over - outside - segs - growth) / alloc)
 
 
@@ -59,3 +60,13 @@ def test_the_granite_one_gpu_miss_is_not_the_harness_reserve(misses):
     assert all(x > 20.0 for rid, x in left.items() if rid.endswith("granite3b_none_1gpu"))
     for rid, measured, e, x in misses:
         assert measured - e.device >= x, rid  # the dense fractions only ever add to the estimate
+
+
+def test_padding_free_fsdp1_runs_hold_more_and_the_estimate_misses_it_on_the_device_only(ps):
+    # 307 (f): varying token counts under FSDP1 reserve about twice the packed runs' share; the allocated peak holds
+    n, med, _, _ = fd.fraction_stats(ps, False, "padding-free")
+    assert n == 26 and med > 2 * fd.fraction_stats(ps, False)[1]
+    sub = [p for p in ps if p.layout == "padding-free" and p.gpus > 1]
+    errs = sorted(p.est.allocated / p.allocated - 1.0 for p in sub)
+    assert abs(errs[len(errs) // 2]) < 0.03
+    assert all(p.est.growth == 0.0 for p in sub)  # estimate.allocator's growth is not applied to them
