@@ -87,8 +87,8 @@ def test_source_bounds(run):
     check_source_bounds(cases, {
         (MLM756, "step_time_s"): (1, 46.0),  # 40.6 at landing: the step predicted short (302 (b))
         (MLM756, "peak_allocated_first_step_gib"): (1, 3.0),  # 0.2
-        (PAIP, "step_time_s"): (14, 24.0),  # 18.6, every row predicted short or within 1% (302 (c))
-        (PAIP, "allocated_after_step_gib"): (7, 5.0),  # 3.2
+        (PAIP, "step_time_s"): (14, 16.0),  # 12.1 (18.6 before 306 (a)), every row short or within 1% (302 (c))
+        (PAIP, "allocated_after_step_gib"): (7, 3.0),  # 1.2 (3.2 before 306 (b))
     })
 
 
@@ -100,15 +100,18 @@ def test_every_row_sits_where_it_landed(run):
     assert abs(errs["mlm756_2024-04_h100_mixtral-8x7b_tp2ep8dp8_16gpu_first_step_peak"]) < 0.03
 
 
-def test_megatron_fsdp_steps_miss_what_ddp_steps_do_not(run):
-    """The Megatron-FSDP (optim_grads_params) steps predicted about 40% short at 1, 2 and 4 GPUs, the DDP and
-    distributed-optimizer ones of the same model within 25%: the per-module cost of Megatron-FSDP's hooks, which a
-    one-GPU run pays with no communication at all (302 (c)); a guard that fails when the estimate moves."""
-    errs = {c.row_id: c.err for c, _, _ in run if not c.skipped and c.metric == "step_time_s"}
-    fsdp = [e for k, e in errs.items() if "mfsdp" in k]
-    ddp = [e for k, e in errs.items() if k.startswith("paip_") and "mfsdp" not in k]
-    assert len(fsdp) == 3 and all(-0.46 < e < -0.35 for e in fsdp), fsdp
+def test_megatron_fsdp_steps_carry_its_hooks(run):
+    """The Megatron-FSDP (optim_grads_params) steps were predicted about 40% short at 1, 2 and 4 GPUs (302 (c)); with
+    its per-unit hooks' host calls charged (306 (a)) they are 9-11% short, like the DDP and distributed-optimizer ones
+    of the same model (within 25%); the after-step memory within 2% at every count with start_param_sync's gathered
+    buckets counted (306 (b)), 5-10% short without. A guard that fails when the estimate moves."""
+    steps = {c.row_id: c.err for c, _, _ in run if not c.skipped and c.metric == "step_time_s"}
+    fsdp = [e for k, e in steps.items() if "mfsdp" in k]
+    ddp = [e for k, e in steps.items() if k.startswith("paip_") and "mfsdp" not in k]
+    assert len(fsdp) == 3 and all(-0.15 < e < -0.05 for e in fsdp), fsdp
     assert len(ddp) == 11 and all(-0.25 < e < 0.02 for e in ddp), ddp
+    mem = [c.err for c, _, _ in run if not c.skipped and "mfsdp" in c.row_id and c.metric == "allocated_after_step_gib"]
+    assert len(mem) == 3 and all(abs(e) < 0.02 for e in mem), mem
 
 
 def test_every_run_is_said_to_fit():

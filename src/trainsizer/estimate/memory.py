@@ -41,6 +41,7 @@ from trainsizer.estimate import (
     fsdp1_mixed,
     fsdp1_no_sync,
     grad_segments,
+    megatron_fsdp,
     nf4_init,
     pipeline,
     zero_pools,
@@ -2414,7 +2415,8 @@ def _stage_bytes(b: _Batch, g: _Stage, options: MemoryOptions, detail: bool) -> 
         items["held_rerun_graphs"], step_states["held_rerun_graphs"] = rerun_end, rerun_step
     loss_phase = _backward_phases(b, g, items, _fsdp2_phase_units(b, options))
     # the after-step figure for the detailed estimate only (not on the search's path)
-    after_step = sum(step_states.values()) + _main_grad_copy(b, states.opt_params) if detail else None
+    after_step = (sum(step_states.values()) + _main_grad_copy(b, states.opt_params) + _megatron_fsdp_sync_bytes(b)
+                  if detail else None)
     if options.overheads:
         _overheads(b, g, items, states.trainable_pg, loss_phase)
     fb_total = sum(items.values())
@@ -2435,6 +2437,23 @@ def _stage_bytes(b: _Batch, g: _Stage, options: MemoryOptions, detail: bool) -> 
     return {"total": total, "host": host, "items": items if detail else None, "n_layers": g.n_layers,
             "step_peak": step_peak, "paged": paged, "after_step": after_step, "fb_total": fb_total,
             "loss_path": loss_path, "zero_pool": zero_pool}
+
+
+def _megatron_fsdp_sync_bytes(b: _Batch) -> Any:
+    """Bytes of the unsharded buckets Megatron-FSDP's start_param_sync leaves gathered after the optimizer step, into
+    the next forward (megatron_fsdp.param_sync_bucket_params: the input embedding's bucket and the layer buckets its
+    prefetch window adds), in the 16-bit weights' dtype: zero 3 on a style with megatron_fsdp_hooks (the
+    megatron-core style's fsdp full, optim_grads_params) over a shard group of 2 or more (at one rank the weight
+    buffer is whole: DataParallelBuffer is_data_distributed needs a group above 1), full training, one pipeline stage
+    (a later stage's first bucket is a layer's: not told apart). The after-step figure only: the forward's own window
+    and the backward's reduce queue are the gathered layers of `_overheads`. docs/known-gaps.md 306 (b)."""
+    if b.name == "auto" or not style_option(b.name, "megatron_fsdp_hooks") or not b.training.trains_base_weights:
+        return 0.0
+    m = b.model
+    first = megatron_fsdp.embedding_bucket_params(m.vocab, m.hidden, bool(m.tied_embeddings), b.t)
+    params = megatron_fsdp.param_sync_bucket_params(first, b.largest_layer_params, m.layers,
+                                                    style_number(b.name, "megatron_fsdp_window_floor_params"))
+    return np.where((b.z >= 3) & (b.dpc > 1) & (b.p == 1), b.w16 * params, 0.0)
 
 
 def _main_grad_copy(b: _Batch, opt_params: Any) -> Any:

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from trainsizer.errors import SpecError, TrainsizerError, did_you_mean, quoted, unknown_name
-from trainsizer.estimate import comm, compute, pipeline, sample_lengths
+from trainsizer.estimate import comm, compute, megatron_fsdp, pipeline, sample_lengths
 from trainsizer.estimate.activations import low_precision_share, op_sac_unsaved_share, saved_gemm_input_bytes
 from trainsizer.estimate.calibration import (
     Calibration,
@@ -170,6 +170,10 @@ class PerfStyle:
     # parameter's gradient (parameter_offload.py _register_deepspeed_module, stage3.py's gradient hooks): their host
     # calls are charged (_deepspeed_hook_excess; the deepspeed style's, taken with its engine: docs/known-gaps.md 296 (a))
     zero3_module_hooks: bool = False
+    # ZeRO-3 / fsdp full on this style is Megatron-FSDP, whose per-unit hooks' host calls are charged
+    # (_megatron_fsdp_host_s; the megatron-core style's: docs/known-gaps.md 306 (a))
+    megatron_fsdp_hooks: bool = False
+    megatron_fsdp_window_floor_params: float = 0.0
     # DeepSpeed's ZeRO-2 reduces the gradients every micro-batch (_zero2_reductions; the deepspeed style's, taken with
     # its engine: docs/known-gaps.md 296 (c))
     zero2_micro_batch_reduce: bool = False
@@ -2617,7 +2621,8 @@ def _split_input_grad_reduces(x: _Step) -> Any:
 def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> np.ndarray:
     """Host-bound regime: the CPU issues a layer's kernels no faster than host_s_per_layer_pass per pass
     (forward 1, recompute forward 1, backward 2 passes), and the kernels its adapters and 4-bit dequantisations add
-    (_adapter_host_s) and a Megatron-Core MoE layer's router / dispatcher calls (_moe_layer_host_s). GPU and host
+    (_adapter_host_s), a Megatron-Core MoE layer's router / dispatcher calls (_moe_layer_host_s) and Megatron-FSDP's
+    hooks on the layer (_megatron_fsdp_host_s). GPU and host
     time of a layer combine as a soft maximum (gpu^q + host^q)^(1/q) (imperfect CPU run-ahead near the cross-over),
     the GPU's being the layer's GEMMs, attention and element-wise passes and its adapters' and dequantisations' work
     (whose issue the host time holds); returns the excess. The layer's other eager extras (expert biases, clamps,
@@ -2627,7 +2632,7 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     host_layer = _eager_layer_host_s(x)
     unfused_host, unfused_syncs = _moe_unfused_host(x)
     host_layer = (host_layer + _adapter_host_s(x) + unfused_host + _padded_expert_host_s(x) + _recompute_host_s(x)
-                  + _moe_layer_host_s(x))
+                  + _moe_layer_host_s(x) + _megatron_fsdp_host_s(x))
     blend = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer + unfused_syncs + _thd_rope_host(x)
     if not x.model.is_moe or not np.any(x.fw.moe_host_sync) or _moe_sync_free(x):
         return blend
@@ -2641,6 +2646,32 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     per_kernel = np.where(alltoall, x.k.moe_host_s_per_expert_kernel["alltoall"],
                           x.k.moe_host_s_per_expert_kernel["flex"])
     return _when(x.fw.moe_host_sync, blend + _expert_kernels_per_layer(x) * per_kernel, blend)
+
+
+def _megatron_fsdp_host_s(x: _Step) -> Any:
+    """Host seconds per average decoder layer and micro-batch of Megatron-FSDP's hooks on the layer, its FSDP unit
+    (zero 3 on a style with megatron_fsdp_hooks: the megatron-core style's fsdp full, optim_grads_params; 0
+    elsewhere, on a hybrid model's layers, not counted, and under a full-iteration CUDA graph): the calls a unit
+    makes a micro-batch (megatron_fsdp.unit_calls over the layer's tensors as Megatron-Core's Transformer Engine
+    spec builds them, megatron_fsdp.layer_tensors; the recompute's forward at full_share) at the launch-bound eager
+    op (host_sync launch_bound_op_s, NVIDIA's where the vendor has none), averaged over dense and MoE layers.
+    docs/known-gaps.md 306 (a)."""
+    on = np.asarray(x.fw.megatron_fsdp_hooks, bool) & (np.asarray(x.zero) >= 3)
+    m = x.model
+    if not np.any(on) or m.layer_pattern or x.cuda_graphs == "full_iteration":
+        return 0.0
+    c, norm = x.k.raw["megatron_fsdp_hooks"], 2.0 if m.norm == "layernorm" else 1.0
+    local = max(float(m.experts), 1.0) / np.maximum(x.e, 1.0)
+    calls = 0.0
+    for is_moe, n in collections.Counter(m.layer_params(i).is_moe for i in range(m.layers)).items():
+        modules = deepspeed_layer_modules(m, is_moe, False)
+        routed = 2.0 * local if is_moe else 0.0  # TEGroupedLinear's fc1 / fc2 weight per local expert
+        dense = sum(1 for _, r in modules if not r)
+        bias = _layer_bias_tensors(m, is_moe, False, dense, routed)
+        tensors, copied = megatron_fsdp.layer_tensors(m.qk_norm, norm, bias, is_moe, local, bool(m.shared_expert_ffn))
+        unit = megatron_fsdp.unit_calls(c, tensors, copied, 2.0 if is_moe else 1.0, x.full_share)
+        calls = calls + n * unit / max(m.layers, 1)
+    return np.where(on, calls * _launch_op_s(x.system.vendor), 0.0)
 
 
 def _eager_layer_host_s(x: _Step) -> Any:
