@@ -66,6 +66,9 @@ def test_the_one_gpu_step_at_micro_batch_1_carries_the_hooks_whole():
     want = 36 * 8 * 108 * OP_S
     assert 0.85 * want < fsdp["compute"] - ddp["compute"] < 1.01 * want
     assert fsdp["host_excess"] - ddp["host_excess"] == pytest.approx(fsdp["compute"] - ddp["compute"], rel=1e-6)
+    # gradient_accumulation_fusion off: the four linears' gradients are copied too, 4 calls more a layer
+    on, off = (_step(m, dp=1, hooks=h, gradient_accumulation_fusion=False) for h in (True, False))
+    assert 0.85 * 36 * 8 * 112 * OP_S < on["compute"] - off["compute"] < 1.01 * 36 * 8 * 112 * OP_S
 
 
 def test_the_hooks_hide_behind_long_micro_batches():

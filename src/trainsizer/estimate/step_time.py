@@ -2653,7 +2653,8 @@ def _megatron_fsdp_host_s(x: _Step) -> Any:
     (zero 3 on a style with megatron_fsdp_hooks: the megatron-core style's fsdp full, optim_grads_params; 0
     elsewhere, on a hybrid model's layers, not counted, and under a full-iteration CUDA graph): the calls a unit
     makes a micro-batch (megatron_fsdp.unit_calls over the layer's tensors as Megatron-Core's Transformer Engine
-    spec builds them, megatron_fsdp.layer_tensors; the recompute's forward at full_share) at the launch-bound eager
+    spec builds them, megatron_fsdp.layer_tensors, every tensor's gradient copied where the job turns
+    gradient_accumulation_fusion off; the recompute's forward at full_share) at the launch-bound eager
     op (host_sync launch_bound_op_s, NVIDIA's where the vendor has none), averaged over dense and MoE layers.
     docs/known-gaps.md 306 (a)."""
     on = np.asarray(x.fw.megatron_fsdp_hooks, bool) & (np.asarray(x.zero) >= 3)
@@ -2662,6 +2663,8 @@ def _megatron_fsdp_host_s(x: _Step) -> Any:
         return 0.0
     c, norm = x.k.raw["megatron_fsdp_hooks"], 2.0 if m.norm == "layernorm" else 1.0
     local = max(float(m.experts), 1.0) / np.maximum(x.e, 1.0)
+    # without gradient_accumulation_fusion every weight's gradient comes back as .grad and is copied too
+    fused = np.asarray(x.fw.wgrad_accum_default if x.grad_accum_fusion is None else x.grad_accum_fusion, bool)
     calls = 0.0
     for is_moe, n in collections.Counter(m.layer_params(i).is_moe for i in range(m.layers)).items():
         modules = deepspeed_layer_modules(m, is_moe, False)
@@ -2669,6 +2672,7 @@ def _megatron_fsdp_host_s(x: _Step) -> Any:
         dense = sum(1 for _, r in modules if not r)
         bias = _layer_bias_tensors(m, is_moe, False, dense, routed)
         tensors, copied = megatron_fsdp.layer_tensors(m.qk_norm, norm, bias, is_moe, local, bool(m.shared_expert_ffn))
+        copied = np.where(fused, copied, tensors)
         unit = megatron_fsdp.unit_calls(c, tensors, copied, 2.0 if is_moe else 1.0, x.full_share)
         calls = calls + n * unit / max(m.layers, 1)
     return np.where(on, calls * _launch_op_s(x.system.vendor), 0.0)
