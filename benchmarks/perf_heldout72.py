@@ -103,6 +103,20 @@ def moe_excess(run: ph.Run) -> list[tuple[str, int, float, float, float]]:
     return out
 
 
+def layer_by_local_experts(run: ph.Run) -> list[tuple[str, int, float, float, float]]:
+    """(row id, EP, local experts, measured step, predicted step) of every scored MoE row, each step over the
+    micro-batches a rank runs and the MoE layers a stage holds (s): the measured layer against the experts a rank
+    holds, which the estimate's per-expert host term follows (docs/known-gaps.md 305 (c))."""
+    out = []
+    for c, res, r in run:
+        arch = load_model(r["model"])
+        if c.skipped or not res or not arch.is_moe:
+            continue
+        per = float(res["time"]["micro_batches"]) * arch.moe_layer_count / int(r["pp"])
+        out.append((c.row_id, int(r["ep"]), arch.experts / int(r["ep"]), c.measured / per, c.predicted / per))
+    return out
+
+
 def main() -> None:
     run = run_all()
     print(f"{TITLE}: published, predicted step (s), error (held out, nothing fitted):")
@@ -122,6 +136,10 @@ def main() -> None:
         said = "one GPU runs every expert: no rank waits" if ep == 1 else \
             f"moe_capacity_factor {load:.2f}" if load else "no load reaches it (<= 8)"
         print(f"  {rid:58s} EP {ep:2d}  {per_mb * 1e3:6.0f} {per_layer * 1e3:6.2f}  x{ratio:4.2f}  {said}")
+    print("\nMoE rows: measured and predicted step a MoE layer and micro-batch (ms) against the local experts a rank "
+          "holds (docs/known-gaps.md 305 (c)):")
+    for rid, ep, local, meas, pred in layer_by_local_experts(run):
+        print(f"  {rid:58s} EP {ep:2d}  local {local:3.0f}  measured {meas * 1e3:5.1f}  predicted {pred * 1e3:5.1f}")
     print(ph.time_summary("perf_heldout72", timed(run)))
 
 

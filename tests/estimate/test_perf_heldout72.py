@@ -162,3 +162,18 @@ def test_the_moe_rows_excess_is_per_micro_batch_and_routing_alone_does_not_give_
     assert p72.implied_load(lora) is None
     sft = next(r for r in p72.rows() if r["id"].endswith("qwen3_30b_a3b_sft_16gpu"))
     assert 1.5 < p72.implied_load(sft) < 3.0
+
+
+def test_the_measured_moe_layer_is_flat_in_the_local_experts_where_the_estimate_is_not(run):
+    """At one model and one card set, 8x the local experts a rank holds moves the measured step a MoE layer and
+    micro-batch by -4% (GPT-OSS 20B, EP 8's 4 against one GPU's 32) and +15% (Qwen3-30B-A3B, EP 16's 8 against EP 4's
+    32), while the estimate's per-expert host term moves the predicted GPT-OSS layer 1.64x: the slope the rows
+    allow is under half the charged one (docs/known-gaps.md 305 (c))."""
+    got = {rid.split("_h100_")[1]: (local, meas, pred) for rid, _, local, meas, pred in p72.layer_by_local_experts(run)}
+    assert len(got) == 8
+    few, many = got["gpt_oss_20b_sft_8gpu"], got["gpt_oss_20b_lora_1gpu"]
+    assert (few[0], many[0]) == (4, 32)
+    assert abs(many[1] / few[1] - 1) < 0.1 and many[2] / few[2] > 1.3
+    few, many = got["qwen3_30b_a3b_sft_16gpu"], got["qwen3_30b_a3b_lora_4gpu"]
+    assert (few[0], many[0]) == (8, 32) and abs(many[1] / few[1] - 1) < 0.2
+    assert all(0.010 < meas < 0.030 for _, meas, _ in got.values())  # 12-28 ms a MoE layer and micro-batch
