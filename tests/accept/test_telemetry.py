@@ -211,3 +211,21 @@ def test_a_file_that_is_no_recorded_telemetry_is_refused_at_open(tmp_path, doc, 
     with pytest.raises(SpecError, match=re.escape(where)) as info:
         open_telemetry(str(path))
     assert "--telemetry" in str(info.value) and info.value.render("zh")
+
+
+def test_both_vendor_tools_run_through_one_runner_with_their_own_error():
+    """nvidia-smi's and amd-smi's queries share one runner (accept.telemetry.run_tool, TOOL_TIMEOUT_S; docs/known-gaps.md
+    310 (d)): a missing tool or a non-zero exit raises each backend's own error, quoting stdout for nvidia-smi (it
+    prints its errors there) and stderr first for amd-smi."""
+    import sys
+
+    from trainsizer.accept import telemetry_amd
+
+    fail = [sys.executable, "-c", "import sys; print('on stdout'); sys.exit('on stderr')"]
+    with pytest.raises(SmiUnavailable, match="exited 1: on stdout"):
+        telemetry_smi._run(fail)
+    with pytest.raises(telemetry_amd.AmdSmiUnavailable, match="exited 1: on stderr"):
+        telemetry_amd._run(fail)
+    with pytest.raises(SmiUnavailable, match="failed"):
+        telemetry_smi._run(["/nonexistent/nvidia-smi"])
+    assert telemetry_amd._run([sys.executable, "-c", "print('ok')"]) == "ok\n"

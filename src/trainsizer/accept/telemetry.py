@@ -6,6 +6,7 @@ Pattern: Meta gcm's device-telemetry Protocol with injected fakes (docs/acceptan
 from __future__ import annotations
 
 import json
+import subprocess
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Protocol
@@ -26,6 +27,24 @@ HW_POWER_BRAKE = 0x80
 FAILING_REASONS = HW_SLOWDOWN | SW_THERMAL | HW_THERMAL | HW_POWER_BRAKE
 REASON_NAMES = {IDLE: "gpu_idle", SW_POWER_CAP: "sw_power_cap", HW_SLOWDOWN: "hw_slowdown",
                 SW_THERMAL: "sw_thermal", HW_THERMAL: "hw_thermal", HW_POWER_BRAKE: "hw_power_brake"}
+
+
+# how long the accept checks wait on a vendor tool's query (nvidia-smi, amd-smi) before calling the tool unavailable
+TOOL_TIMEOUT_S = 60.0
+
+
+def run_tool(cmd: list[str], unavailable: type[Exception], stderr_first: bool = False) -> str:
+    """A vendor tool's stdout, or `unavailable` naming the command and the first 200 characters it printed (stderr
+    before stdout where `stderr_first`, amd-smi's way; nvidia-smi prints its errors on stdout) where it cannot start,
+    runs past TOOL_TIMEOUT_S or exits non-zero."""
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise unavailable(f"{' '.join(cmd[:2])} failed: {err}") from None
+    if proc.returncode != 0:
+        said = (proc.stderr or proc.stdout) if stderr_first else proc.stdout
+        raise unavailable(f"{' '.join(cmd[:2])} exited {proc.returncode}: {said.strip()[:200]}")
+    return proc.stdout
 
 
 def reason_names(mask: int) -> list[str]:

@@ -33,13 +33,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from trainsizer.accept.amdgpu_log import AmdgpuEvent, kernel_amdgpu_events
-from trainsizer.accept.telemetry import GpuHealth, GpuInfo, GpuSample
+from trainsizer.accept.telemetry import GpuHealth, GpuInfo, GpuSample, run_tool
 from trainsizer.accept.xid import XidEvent
 
 STATIC_CMD = ["amd-smi", "static", "--asic", "--bus", "--vram", "--driver", "--limit", "--json"]
@@ -70,14 +69,7 @@ class AmdSmiUnavailable(Exception):
 
 
 def _run(cmd: list[str]) -> str:
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        raise AmdSmiUnavailable(f"{' '.join(cmd[:2])} failed: {err}") from None
-    if proc.returncode != 0:
-        raise AmdSmiUnavailable(f"{' '.join(cmd[:2])} exited {proc.returncode}: "
-                                f"{(proc.stderr or proc.stdout).strip()[:200]}")
-    return proc.stdout
+    return run_tool(cmd, AmdSmiUnavailable, stderr_first=True)
 
 
 def per_gpu(text: str) -> dict[int, dict[str, Any]]:

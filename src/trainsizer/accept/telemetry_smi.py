@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from trainsizer.accept.amdgpu_log import AmdgpuEvent
-from trainsizer.accept.telemetry import GpuHealth, GpuInfo, GpuSample
+from trainsizer.accept.telemetry import GpuHealth, GpuInfo, GpuSample, run_tool
 from trainsizer.accept.xid import XidEvent, kernel_xids
 
 GPU_FIELDS = (
@@ -29,13 +28,7 @@ class SmiUnavailable(Exception):
 
 
 def _run(cmd: list[str]) -> str:
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        raise SmiUnavailable(f"{' '.join(cmd[:2])} failed: {err}") from None
-    if proc.returncode != 0:
-        raise SmiUnavailable(f"{' '.join(cmd[:2])} exited {proc.returncode}: {proc.stdout.strip()[:200]}")
-    return proc.stdout
+    return run_tool(cmd, SmiUnavailable)
 
 
 def _value(text: str) -> str | None:
