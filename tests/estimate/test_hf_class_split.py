@@ -63,7 +63,7 @@ def test_eta_squared_bounds_and_extremes():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from("abc"), st.floats(-80, 80)), min_size=2, max_size=30))
+@given(st.lists(st.tuples(st.sampled_from("abc"), st.integers(-80, 80).map(float)), min_size=2, max_size=30))
 def test_eta_squared_within_unit_interval_and_demeaned_strata_explain_nothing(pairs):
     values, err = [v for v, _ in pairs], np.array([e for _, e in pairs])
     eta = hs.eta_squared(values, err)
