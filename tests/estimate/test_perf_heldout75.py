@@ -118,7 +118,7 @@ def test_the_launcher_rows_hold_their_configs():
 
 def test_source_bounds(run):
     check_source_bounds([c for c, _, _ in run], {
-        (AUTOMODEL, "tokens_per_s_per_gpu"): (6, 21.0),  # 17.6 at landing (309 (a))
+        (AUTOMODEL, "tokens_per_s_per_gpu"): (6, 8.0),  # 17.6 at landing (309 (a)); 4.3 (313 (a))
         (LAUNCHER, "tokens_per_s_per_gpu"): (21, 20.0),  # 16.3 at landing (309 (d))
     })
 
@@ -146,24 +146,25 @@ def test_the_two_175b_tables_disagree_where_the_estimate_does_not(run):
 
 
 def test_every_row_sits_where_it_landed(run):
-    """The TP 2 Llama rows predicted 17-28% fast, the TP 1 Qwen rows 3-12% slow (309 (a)): a guard that fails when the
-    estimate moves, either way."""
+    """The TP 2 Llama rows predicted 17-28% fast when they landed (309 (a)), 0-7% fast with DTensor's eager dispatch
+    charged (313 (a)), the TP 1 Qwen rows 3-12% slow: a guard that fails when the estimate moves, either way."""
     errs = {c.row_id: c.err for c, _, _ in run if not c.skipped and c.row_id.startswith("am_")}
     assert len(errs) == 6
     for rid, err in errs.items():
-        assert (0.17 < err < 0.28) if "llama" in rid else (-0.12 < err < -0.03), (rid, err)
+        assert (-0.02 < err < 0.10) if "llama" in rid else (-0.12 < err < -0.03), (rid, err)
 
 
 def test_the_norm_fusion_gain_is_predicted_in_size(run):
     """822effa16 (Transformer Engine's RMSNorm, a cached RoPE table) made the same Llama runs 7.6% and 5.9% faster; the
-    estimate's fused-norm twin gains 9.6-9.9% (4-12% allowed; 309 (a))."""
+    estimate's fused-norm twin gained 9.6-9.9% (309 (a)), 4.0% since DTensor's dispatch makes the layer host-bound in
+    the soft maximum, which hides part of a GPU-side gain (313 (a)); 3-12% allowed."""
     got = {c.row_id: (c.measured, c.predicted) for c, _, _ in run if not c.skipped}
     for old, new in (("am_2025-11_h100_llama3.3-70b_lora_tp2pp4vp10_8gpu",
                       "am_2026-01_h100_llama3.3-70b_lora_tp2pp4vp10_8gpu"),
                      ("am_2025-12_h100_llama3.3-70b_lora_tp2pp4vp10dp2_16gpu",
                       "am_2026-01_h100_llama3.3-70b_lora_tp2pp4vp10dp2_16gpu")):
         measured, predicted = got[new][0] / got[old][0], got[new][1] / got[old][1]
-        assert 1.05 < measured < 1.09 and 1.04 < predicted < 1.12, (new, measured, predicted)
+        assert 1.05 < measured < 1.09 and 1.03 < predicted < 1.12, (new, measured, predicted)
 
 
 def test_the_runs_said_not_to_fit_are_at_most_the_5b_august_ones_on_one_and_two_nodes():

@@ -173,6 +173,10 @@ class PerfStyle:
     # ZeRO-3 / fsdp full on this style is Megatron-FSDP, whose per-unit hooks' host calls are charged
     # (_megatron_fsdp_host_s; the megatron-core style's: docs/known-gaps.md 306 (a))
     megatron_fsdp_hooks: bool = False
+    # TP through DTensor (torch parallelize_module: ColwiseParallel / RowwiseParallel): every op on a sharded linear's
+    # weight passes DTensor's dispatcher on the host, charged without compile (_dtensor_tp_host_s; docs/known-gaps.md
+    # 313 (a))
+    dtensor_tp: bool = False
     megatron_fsdp_window_floor_params: float = 0.0
     # DeepSpeed's ZeRO-2 reduces the gradients every micro-batch (_zero2_reductions; the deepspeed style's, taken with
     # its engine: docs/known-gaps.md 296 (c))
@@ -2632,7 +2636,7 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     host_layer = _eager_layer_host_s(x)
     unfused_host, unfused_syncs = _moe_unfused_host(x)
     host_layer = (host_layer + _adapter_host_s(x) + unfused_host + _padded_expert_host_s(x) + _recompute_host_s(x)
-                  + _moe_layer_host_s(x) + _megatron_fsdp_host_s(x))
+                  + _moe_layer_host_s(x) + _megatron_fsdp_host_s(x) + _dtensor_tp_host_s(x))
     blend = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer + unfused_syncs + _thd_rope_host(x)
     if not x.model.is_moe or not np.any(x.fw.moe_host_sync) or _moe_sync_free(x):
         return blend
@@ -2646,6 +2650,27 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     per_kernel = np.where(alltoall, x.k.moe_host_s_per_expert_kernel["alltoall"],
                           x.k.moe_host_s_per_expert_kernel["flex"])
     return _when(x.fw.moe_host_sync, blend + _expert_kernels_per_layer(x) * per_kernel, blend)
+
+
+def _dtensor_tp_host_s(x: _Step) -> Any:
+    """Host seconds per average decoder layer and micro-batch of DTensor's own dispatch on a TP-sharded layer's dense
+    linears (a style with dtensor_tp at TP > 1, eager: torch.compile traces DTensor away, and no full-iteration CUDA
+    graph): each aten op with a DTensor argument (perf_constants.yaml dtensor_tp.ops_per_linear: an adapted linear's,
+    else a frozen or trained base's, forward again at full_share and backward; counted by
+    benchmarks/dtensor_tp_lora_host.py --count) at the cached dispatch figure (host_sync dtensor_dispatch_s, NVIDIA's
+    where the vendor has none) less the launch-bound op the layer's own and its adapters' charges already hold
+    (launch_bound_op_s). The norms' and RoPE's DTensor ops under sequence parallelism are not counted (313 (a))."""
+    on = np.asarray(x.fw.dtensor_tp, bool) & (np.asarray(x.t) > 1) & ~(np.asarray(x.a["torch_compile"]) > 0)
+    if not np.any(on) or x.cuda_graphs == "full_iteration":
+        return 0.0
+    ops = x.k.raw["dtensor_tp"]["ops_per_linear"]
+    n_lin = lora_adapted_widths(x.model, x.training)[4]
+    base = max(dense_linear_widths(x.model)[2] - n_lin, 0.0)
+    own = ops["trained"] if x.training.trains_base_weights else ops["frozen"]
+    calls = sum(n * (c["forward"] * (1.0 + x.full_share) + c["backward"]) for n, c in ((n_lin, ops["lora"]), (base, own)))
+    vendor = x.system.vendor
+    dispatch_s = host_figure("dtensor_dispatch_s", vendor) or host_figure("dtensor_dispatch_s", "nvidia")
+    return np.where(on, calls * max(dispatch_s - _launch_op_s(vendor), 0.0), 0.0)
 
 
 def _megatron_fsdp_host_s(x: _Step) -> Any:
