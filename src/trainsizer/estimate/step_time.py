@@ -177,6 +177,8 @@ class PerfStyle:
     # weight passes DTensor's dispatcher on the host, charged without compile (_dtensor_tp_host_s; docs/known-gaps.md
     # 313 (a))
     dtensor_tp: bool = False
+    # Megatron-FSDP's prefetch window floor, in parameters (suggested_AG_prefetch_size's 1e9); read by the memory
+    # estimate's after-step buckets (memory._megatron_fsdp_sync_bytes via style_number; docs/known-gaps.md 306 (b))
     megatron_fsdp_window_floor_params: float = 0.0
     # DeepSpeed's ZeRO-2 reduces the gradients every micro-batch (_zero2_reductions; the deepspeed style's, taken with
     # its engine: docs/known-gaps.md 296 (c))
