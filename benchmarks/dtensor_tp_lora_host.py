@@ -17,8 +17,13 @@ torch.distributed._functional_collectives count the collectives (DTensor's own r
 and pass, against perf_constants.yaml dtensor_tp.ops_per_linear. Without it: the rows without the charge, with it (the
 estimate) and with the adapters' collectives added to their GPU time (not charged by the estimate), and perf_modern's
 torchtitan rows (development set) without and with the charge. --all: every held-out time row the charge moves.
+--time: every op of the counted LoRA layer timed one by one as pytorch PR 159699's test times its add (a
+TorchDispatchMode around the call), the DTensor ops against the same layer's ops on plain tensors: DTensor's own host
+time an op on this CPU and the installed torch (2.13: the C++ dispatch fast path), beside the charged figure; a CPU host
+is not the rows' CUDA host, so a size, not a figure to charge (docs/known-gaps.md 314 (a)).
 
-Run: python benchmarks/dtensor_tp_lora_host.py [--count | --all]   (--count needs torch; --all about a minute)
+Run: python benchmarks/dtensor_tp_lora_host.py [--count | --time | --all]   (--count, --time need torch; --all about a
+minute)
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ OPS = load_constants().raw["dtensor_tp"]["ops_per_linear"]  # {kind: {forward, b
 # runs 3 forward and 4 backward against 1 and 1 without adapters; halved per linear); not charged by the estimate
 ADAPTER_COLLECTIVES = {"forward": 1.0, "backward": 1.5}
 HIDDEN = 64  # the counted layer's width: counts do not depend on it
+WARMUP_PASSES, TIMED_PASSES = 3, 20  # --time: passes before timing (the sharding caches filled) and timed
 
 
 def _eager_tp(x: Any) -> Any:
@@ -130,20 +136,12 @@ def print_moved(threshold: float = 0.005) -> None:
         print(f"  {bench:22s} {row_id:60s} {100 * e0:+6.1f}% -> {100 * e1:+6.1f}%")
 
 
-def _count_rank(rank: int, world: int, port: int, kind: str, out: Any) -> None:
-    """One gloo rank: a layer of two column- and two row-parallel linears (`kind`: lora, frozen, trained), one forward
-    and backward; rank 0 puts {pass: (DTensor ops, collectives)} per linear on `out`."""
+def _tp_layer(kind: str, mesh: Any, parallel: bool = True) -> Any:
+    """A layer of two column- and two row-parallel linears (`kind`: lora, frozen, trained) on `mesh` (TP-sharded where
+    `parallel`, else the same layer on plain tensors)."""
     import torch
-    import torch.distributed as dist
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.tensor import DTensor, Replicate, Shard, distribute_tensor
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
-
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=world)
-    mesh = init_device_mesh("cpu", (world,))
 
     class Adapted(torch.nn.Linear):  # AutoModel's LinearLoRA in form: base + lora_B(lora_A(x)) * scale
         def __init__(self, d_in: int, d_out: int) -> None:
@@ -181,7 +179,33 @@ def _count_rank(rank: int, world: int, port: int, kind: str, out: Any) -> None:
     h = HIDDEN
     layer = torch.nn.ModuleDict({"q": linear(h, h), "o": linear(h, h), "g": linear(h, 2 * h), "d": linear(2 * h, h)})
     styles = (Col, Row) if kind == "lora" else (ColwiseParallel, RowwiseParallel)
-    parallelize_module(layer, mesh, {"q": styles[0](), "o": styles[1](), "g": styles[0](), "d": styles[1]()})
+    if parallel:
+        parallelize_module(layer, mesh, {"q": styles[0](), "o": styles[1](), "g": styles[0](), "d": styles[1]()})
+    return layer
+
+
+def _pass(layer: Any, x: Any, phase: list[str]) -> None:
+    """One forward and backward of the counted layer, `phase` naming the pass under way."""
+    phase[0] = "forward"
+    y = layer["d"](layer["g"](x + layer["o"](layer["q"](x))))
+    phase[0] = "backward"
+    y.sum().backward()
+
+
+def _count_rank(rank: int, world: int, port: int, kind: str, out: Any) -> None:
+    """One gloo rank: _tp_layer(kind), one forward and backward; rank 0 puts {pass: (DTensor ops, collectives)} per
+    linear on `out`."""
+    import torch
+    import torch.distributed as dist
+    import torch.distributed._functional_collectives as funcol
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import DTensor
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    layer = _tp_layer(kind, init_device_mesh("cpu", (world,)))
     counts = {"forward": [0, 0], "backward": [0, 0]}
     phase = ["forward"]
 
@@ -189,8 +213,6 @@ def _count_rank(rank: int, world: int, port: int, kind: str, out: Any) -> None:
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             counts[phase[0]][0] += any(isinstance(a, DTensor) for a in tree_flatten((args, kwargs or {}))[0])
             return func(*args, **(kwargs or {}))
-
-    import torch.distributed._functional_collectives as funcol
 
     def counted(fn: Any) -> Any:
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -200,15 +222,88 @@ def _count_rank(rank: int, world: int, port: int, kind: str, out: Any) -> None:
 
     for name in [n for n in dir(funcol) if n.startswith(("all_gather", "all_reduce", "reduce_scatter", "all_to_all"))]:
         setattr(funcol, name, counted(getattr(funcol, name)))
-    x = torch.randn(2, 8, h, requires_grad=True)
     with Count():
-        y = layer["d"](layer["g"](x + layer["o"](layer["q"](x))))
-        phase[0] = "backward"
-        y.sum().backward()
+        _pass(layer, torch.randn(2, 8, HIDDEN, requires_grad=True), phase)
     if rank == 0:
         out.put({p: (c[0] / 4, c[1] / 4) for p, c in counts.items()})
     dist.barrier()  # neither rank tears the group down while the other still uses it
     dist.destroy_process_group()
+
+
+def _time_rank(rank: int, world: int, port: int, kind: str, passes: int, out: Any) -> None:
+    """One gloo rank: every aten op of _tp_layer(kind)'s forward and backward timed one by one as pytorch PR 159699's
+    test times its add (a TorchDispatchMode around the call: DTensor's dispatch, the local op and its wrap), the
+    TP-sharded layer's ops with a DTensor argument against the plain layer's ops; rank 0 puts {layer: [op seconds]}
+    over `passes` timed passes on `out`."""
+    import time
+
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import DTensor
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    torch.set_num_threads(1)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    mesh, times, phase = init_device_mesh("cpu", (world,)), [], ["forward"]
+
+    class Time(TorchDispatchMode):
+        def __init__(self, dtensor: bool) -> None:
+            super().__init__()
+            self.dtensor = dtensor
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            kwargs = kwargs or {}
+            if self.dtensor != any(isinstance(a, DTensor) for a in tree_flatten((args, kwargs))[0]):
+                return func(*args, **kwargs)
+            start = time.perf_counter()
+            result = func(*args, **kwargs)
+            times.append(time.perf_counter() - start)
+            return result
+
+    found = {}
+    for name, parallel in (("DTensor", True), ("plain", False)):
+        layer, x = _tp_layer(kind, mesh, parallel), torch.randn(2, 8, HIDDEN, requires_grad=True)
+        for _ in range(WARMUP_PASSES):
+            _pass(layer, x, phase)
+        times.clear()
+        with Time(dtensor=parallel):
+            for _ in range(passes):
+                _pass(layer, x, phase)
+        found[name] = list(times)
+    if rank == 0:
+        out.put(found)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def time_ops(kind: str = "lora", world: int = 2, port: int = 29571, passes: int = TIMED_PASSES) -> dict[str, list[float]]:
+    """{"DTensor" | "plain": [seconds an aten op]} over `passes` forward and backward passes of a TP-sharded layer of
+    `kind` (and the same layer on plain tensors) on `world` gloo ranks (spawned)."""
+    import torch.multiprocessing as mp
+
+    queue = mp.get_context("spawn").SimpleQueue()
+    mp.spawn(_time_rank, args=(world, port, kind, passes, queue), nprocs=world, join=True)
+    return queue.get()
+
+
+def print_times() -> None:
+    """Per-op host time of the counted LoRA layer's DTensor ops on this CPU and torch, beside the charged figure."""
+    import torch
+
+    found = time_ops()
+    med = {k: float(np.median(v)) for k, v in found.items()}
+    net_s = host_figure("dtensor_dispatch_s", "nvidia") - step_time._launch_op_s("nvidia")
+    lora = OPS["lora"]
+    ops = 7.0 * (2.0 * lora["forward"] + lora["backward"])
+    own = max(med["DTensor"] - med["plain"], 0.0)
+    print(f"torch {torch.__version__}, this CPU, one thread, two gloo ranks, {TIMED_PASSES} passes of a LoRA layer "
+          f"(PR 159699's per-op timing): DTensor op median {1e6 * med['DTensor']:.1f} us "
+          f"(mean {1e6 * np.mean(found['DTensor']):.1f}, {len(found['DTensor'])} ops), plain op median "
+          f"{1e6 * med['plain']:.1f} us; DTensor's own {1e6 * own:.1f} us an op against the {1e6 * net_s:.1f} us "
+          f"charged: {1e3 * ops * own:.1f} ms a Llama layer and micro-batch against {1e3 * ops * net_s:.1f} ms")
 
 
 def count(kind: str, world: int = 2, port: int = 29561) -> dict[str, tuple[float, float]]:
@@ -223,6 +318,9 @@ def count(kind: str, world: int = 2, port: int = 29561) -> dict[str, tuple[float
 def main() -> None:
     if "--all" in sys.argv:
         print_moved()
+        return
+    if "--time" in sys.argv:
+        print_times()
         return
     if "--count" in sys.argv:
         print("per TP-sharded linear and pass, two gloo ranks on this CPU: (DTensor ops, collectives)")

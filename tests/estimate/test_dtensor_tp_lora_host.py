@@ -45,3 +45,12 @@ def test_the_count_on_two_gloo_ranks_is_the_stated_one():
     assert (ops["forward"][0], ops["backward"][0]) == (dt.OPS["lora"]["forward"], dt.OPS["lora"]["backward"])
     # the base's all-reduce is half a collective a linear (one a column- / row-parallel pair)
     assert (ops["forward"][1] - 0.5, ops["backward"][1] - 0.5) == tuple(dt.ADAPTER_COLLECTIVES.values())
+
+
+def test_the_timed_ops_are_the_counted_ones():
+    # --time (314 (a)) times each op with a DTensor argument once a pass: the ops the estimate counts, no more
+    pytest.importorskip("torch")
+    found = dt.time_ops(port=29591, passes=2)
+    lora = dt.OPS["lora"]
+    assert len(found["DTensor"]) == 2 * 4 * (lora["forward"] + lora["backward"])
+    assert found["plain"] and min(found["DTensor"]) > 0.0
