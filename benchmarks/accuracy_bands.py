@@ -198,6 +198,7 @@ def collect() -> list[Row]:
     import perf_heldout73 as h73
     import perf_heldout74 as h74
     import perf_heldout75 as h75
+    import perf_heldout76 as h76
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -236,6 +237,7 @@ def collect() -> list[Row]:
     out += _heldout_style("perf_heldout73", h73.run_all(), h73.models())
     out += _heldout_style("perf_heldout74", h74.run_all(), h74.models())
     out += _heldout_style("perf_heldout75", h75.run_all(), h75.models())
+    out += _heldout_style("perf_heldout76", h76.run_all(), h76.models())
     out += _heldout_style("perf_heldout68", h68.run_all(), h68.models())
     out += _heldout_style("perf_heldout62", h62.run_all(), h62.models())
     out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)
