@@ -12,7 +12,9 @@ and four under FSDP1 FULL_SHARD; and (5b35eae) Mixtral-8x7B on eight at micro-ba
 40 experts one at a time in a Python loop (experts_implementation eager), Mixtral's MixtralSparseMoeBlock likewise.
 
 Figures: train_samples_per_second (the whole job: 12,800 samples over train_runtime), written as tokens/s at the rows'
-assumed mean of 125 tokens a sample so the estimate's real tokens a step compare with it; memory: nvidia-smi's peak
+assumed mean of 218 tokens a sample (alpaca_cleaned_mean_tokens: yahma/alpaca-cleaned's bytes a formatted row over the
+52K Alpaca's, times the 125 Llama 2 tokens of LitGPT's histogram of the latter; docs/known-gaps.md 317 (a)) so the
+estimate's real tokens a step compare with it; memory: nvidia-smi's peak
 memory.used a GPU (the suite's mem_nvidia_mem_reserved, MiB), compared with the estimate's whole device use. The rows of
 the suite's own ScatterMoE kernels and expert parallel, and the models whose config.json is not stored
 (ibm-research/moe-7b-1b-active-shared-experts, ibm-granite/granite-4.0-tiny-preview), are listed as refused with the
@@ -25,7 +27,8 @@ Printed: each row (published, predicted, error), per source and figure, the posi
 train_tokens_per_second implies (its count is the first micro-batch's padding times the steps, not the figure scored),
 throughput a GPU from one GPU to two and four under FSDP1 (measured and predicted), the same job across the three
 transformers releases and a probe, not scored: the granite rows with the experts as one grouped GEMM, beside the file's
-refused ScatterMoE rows.
+refused ScatterMoE rows; the refused ScatterMoE pair (padded and padding-free) split into a cost a position and a cost a
+micro-batch beside the grouped path's.
 
 Sign: (predicted - published) / published; + = predicted too fast (tokens/s) or too large (memory).
 
@@ -52,6 +55,35 @@ MODELS = {"granite-3.0-3b-a800m": {"family": "granitemoe", "layers": 32, "hidden
 BATCH = fh.Batch((MOE,), inline=MODELS)
 rows, job, cases = BATCH.rows, BATCH.job, BATCH.cases
 RELEASES = {"v1": "transformers 4.45.2", "v2": "transformers 4.49.0", "v3": "transformers 4.52.4"}
+# The rows' sample lengths (docs/known-gaps.md 317 (a)). LitGPT's Alpaca histogram (alpaca.jpg, 29de2828: median 110, a
+# lognormal of mean 125 Llama 2 tokens with the prompt template, benchmarks/alpaca2k_lengths.py) counts tloen/alpaca-lora's
+# alpaca_data_cleaned_archive.json, a file of the 52K Alpaca's size (125 tokens of its ~534 bytes is 4.3 bytes a Llama 2
+# token; of alpaca-cleaned's ~932 it would be 7.5). fms-acceleration trains on yahma/alpaca-cleaned, whose rows are
+# longer: bytes a row with the Stanford template, arrow's 4-byte offset a string column taken off.
+# tatsu-lab/alpaca (the dataset card of disham993/alpaca-train-validation-test-split, the same 52,002 rows split three
+# ways): 47,764,738 bytes in four string columns (instruction, input, output and `text`, the formatted prompt and
+# response), so text bytes = content + template and 2 x content + template = 47,764,738 / 52,002 - 16
+ALPACA_52K = {"bytes": 47_764_738, "rows": 52_002, "columns": 4}
+# yahma/alpaca-cleaned: 40,283,906 bytes in its three text columns over 51,760 rows (the dataset card of
+# alexrs/alpaca-cleaned-5-clusters, the same rows with an int32 column, 40,490,946 bytes less 4 x 51,760; as the torchao
+# rows, benchmarks/data/heldout_2026u_torchao_fp8_finetune.csv)
+ALPACA_CLEANED = {"bytes": 40_283_906, "rows": 51_760, "columns": 3}
+# the Stanford Alpaca template's bytes a sample on average (its two prompts, 40% of samples with an input: the
+# torchtune rows' figure, benchmarks/data/finetune_heldout.csv tt24.11_3b_baseline); LitGPT's histogram's mean (tokens)
+ALPACA_TEMPLATE_BYTES, ALPACA_52K_MEAN_TOKENS = 166.0, 125.0
+
+
+def formatted_bytes() -> tuple[float, float]:
+    """(52K Alpaca, alpaca-cleaned): bytes of one sample formatted with the Stanford template, from the cards' counts."""
+    per_row = {k: d["bytes"] / d["rows"] - 4 * d["columns"] for k, d in (("52k", ALPACA_52K), ("cleaned", ALPACA_CLEANED))}
+    return (per_row["52k"] - ALPACA_TEMPLATE_BYTES) / 2 + ALPACA_TEMPLATE_BYTES, per_row["cleaned"] + ALPACA_TEMPLATE_BYTES
+
+
+def alpaca_cleaned_mean_tokens() -> float:
+    """alpaca-cleaned's mean tokens a formatted sample: LitGPT's 125 (52K-sized set) scaled by the bytes ratio (one
+    tokenizer's bytes a token taken for both sets; the spread and the longest kept)."""
+    short, cleaned = formatted_bytes()
+    return ALPACA_52K_MEAN_TOKENS * cleaned / short
 
 
 def implied_positions(rs: list[dict[str, str]]) -> list[tuple[str, float]]:
@@ -107,11 +139,51 @@ def grouped_probe(rs: list[dict[str, str]]) -> list[tuple[str, float, float, flo
     return out
 
 
+# the file's ScatterMoE ep1 pair on one A100 at 9122a76 (refused rows, read here only): each micro-batch padded to its
+# longest sample, and padding-free (fms-acceleration's padding-free plugin: the 8 samples as one unpadded row)
+SCATTER_PAIR = ("fmsmoe_v3_granite3b_moe-scattermoe-granite-ep1_1gpu",
+                "fmsmoe_v3_granite3b_moe-scattermoe-granite-ep1-padding-free_1gpu")
+
+
+def _line(t_a: float, x_a: float, t_b: float, x_b: float) -> tuple[float, float]:
+    """(s a position, s a micro-batch) of the line through two (positions, s) points."""
+    slope = (t_a - t_b) / (x_a - x_b)
+    return slope, t_a - slope * x_a
+
+
+def padding_split(rs: list[dict[str, str]]) -> dict[str, tuple[float, float]]:
+    """docs/known-gaps.md 317 (b): a micro-batch's time as fixed + slope x positions. 'measured': through the file's
+    padded and padding-free ScatterMoE ep1 rows (same release, GPU and samples; positions: the padded micro-batch's
+    8 x E[max of 8 lengths] against the padding-free one's 8 x the mean); 'predicted': the estimate's grouped path
+    (experts_implementation grouped_mm, the closest it can state) on the granite one-GPU row at two means. Each value is
+    (s a position, s a micro-batch)."""
+    from trainsizer.catalog import load_catalog
+    from trainsizer.estimate.sample_lengths import padded_tokens
+
+    by, cat = {r["id"]: r for r in rs}, load_catalog()
+    padded, free = (by[rid] for rid in SCATTER_PAIR)
+    mb, sigma, longest = whole(padded["micro_batch"]), num(padded["length_sigma"]), num(padded["max_tokens"])
+
+    def positions(mean: float) -> float:
+        return mb * float(padded_tokens(mean, sigma, longest, mb))
+
+    def step_mb(mean: float) -> float:
+        r = {**by["fmsmoe_v3_granite3b_none_1gpu"], "avg_tokens": str(mean)}
+        tps = [c for c in fh.row_cases(r, cat, MODELS, {"experts_implementation": "grouped_mm"})
+               if c.metric == "tokens_s"][0].predicted
+        return mb * mean / tps
+
+    mean = num(padded["avg_tokens"])
+    measured = _line(mb / num(padded["samples_per_s"]), positions(mean), mb / num(free["samples_per_s"]), mb * mean)
+    predicted = _line(step_mb(mean), positions(mean), step_mb(1.5 * mean), positions(1.5 * mean))
+    return {"measured": measured, "predicted": predicted}
+
+
 def main() -> None:
     cs = cases()
     print("fms-acceleration's MoE file (refs/a100_80gb_moe.csv at 5b35eae 2024-11, c959c6b 2025-02, 9122a76 2025-06): "
           "granite-3.0-3b-a800m full fine-tuning in bf16 on 1-4 A100-80GB (FSDP1 on 2 and 4) and Mixtral-8x7B on 8, "
-          "unpacked alpaca-cleaned, HF Trainer (tokens/s = samples/s x 125; nvidia-smi GiB a GPU; held out, nothing "
+          "unpacked alpaca-cleaned, HF Trainer (tokens/s = samples/s x 218; nvidia-smi GiB a GPU; held out, nothing "
           "fitted):")
     print_case_rows([c for c in cs if c.metric in ("tokens_s", "peak_gib")], 34, "9.2f")
     print("\nper source:")
@@ -128,6 +200,12 @@ def main() -> None:
           "grouped_mm) beside the file's ScatterMoE ep1 row (refused; 9122a76 only):")
     print("\n".join(f"  {rid:34s} measured {m:6.2f} (loop)  predicted grouped {p:6.2f}  ScatterMoE ep1 measured "
                     + (f"{s:6.2f}" if s else "     -") for rid, m, p, s in grouped_probe(rows())))
+    split = padding_split(rows())
+    print("\nthe ScatterMoE ep1 pair (padded / padding-free, one A100, 9122a76; refused rows) against the estimate's grouped "
+          "path: a micro-batch = fixed + slope x positions (docs/known-gaps.md 317 (b)):")
+    layers = MODELS["granite-3.0-3b-a800m"]["layers"]
+    print("\n".join(f"  {k:9s} slope {g * 1e6:6.1f} us a position  fixed {f:6.4f} s a micro-batch ({f / layers * 1e3:4.2f} "
+                    "ms a layer)" for k, (g, f) in split.items()))
     print(fh.said_lines(cs))
     print("\n" + p43.summary("perf_heldout66", cs))
 

@@ -55,9 +55,10 @@ def test_one_gpu_and_fsdp1_runs_and_their_fractions(ps):
 def test_the_granite_one_gpu_miss_is_not_the_harness_reserve(misses):
     left = {rid: x for rid, _, _, x in misses}
     assert len(left) == 10
-    # at the dense runs' FSDP1 fraction the Mixtral row's miss is gone; the granite one-GPU misses stay over 20 GiB
+    # at the dense runs' FSDP1 fraction the Mixtral row's miss is gone; the granite one-GPU misses stay over 14 GiB
+    # (over 20 at the 52K Alpaca's lengths; alpaca-cleaned's, 317 (a), grow the allocator's growth term by 7.3 GiB)
     assert abs(left["fmsmoe_v1_mixtral_none_8gpu"]) < 1.0
-    assert all(x > 20.0 for rid, x in left.items() if rid.endswith("granite3b_none_1gpu"))
+    assert all(x > 14.0 for rid, x in left.items() if rid.endswith("granite3b_none_1gpu"))
     for rid, measured, e, x in misses:
         assert measured - e.device >= x, rid  # the dense fractions only ever add to the estimate
 
