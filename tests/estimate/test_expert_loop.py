@@ -57,11 +57,14 @@ def test_the_system_carries_the_catalog_vendor_for_its_host_facts():
 
 
 def _whole_input_grads_s(seq: int) -> float:
-    """Compute seconds a step of the loop's whole-input gradients (step_time._expert_loop_input_grad_time: work, one
-    fill and add of the block input a hit expert, docs/known-gaps.md 273 (a)) over the job's layers and micro-batches."""
+    """Compute seconds a step of the loop's work that grows with the tokens: its whole-input gradients
+    (step_time._expert_loop_input_grad_time: one fill and add of the block input a hit expert, docs/known-gaps.md
+    273 (a)) and its glue beyond the permutation (step_time._expert_loop_glue_time, 317 (d)), over the job's layers
+    and micro-batches."""
     sc = resolve_job(_job(seq_len=seq, experts_implementation="eager"), CAT)
     x = step_time._step(sc.model, sc.training, sc.system, sc.strategy, None, None, None)
-    per_layer = float(np.asarray(step_time._expert_loop_input_grad_time(x)).reshape(-1)[0])
+    per_layer = float(np.asarray(step_time._expert_loop_input_grad_time(x) + step_time._expert_loop_glue_time(x))
+                      .reshape(-1)[0])
     return per_layer * sc.model.layers * float(np.asarray(x.m).reshape(-1)[0])
 
 
@@ -69,8 +72,9 @@ def test_the_cost_fades_where_each_expert_has_enough_work():
     """Per-call cost, not work: at 4x the tokens a GPU the experts' GEMMs outrun the CPU's issue time, so the loop's
     host cost adds less compute time in absolute seconds, not more (the compute alone: Mixtral's MoE block is a ZeRO-3
     leaf by DeepSpeed's default under either implementation, whose exposed gather the longer compute partly hides).
-    The loop's work, its whole-input gradients, grows with the tokens instead (4x the bytes; at 512 tokens its 24
-    kernels' fixed cost a layer weighs as much as the bytes) and is taken out of the host part here."""
+    The loop's work, its whole-input gradients and its glue, grows with the tokens instead (4x the bytes; at 512
+    tokens the gradients' 24 kernels' fixed cost a layer weighs as much as the bytes) and is taken out of the host part
+    here."""
     def compute(seq: int, impl: str) -> float:
         return float(_evaluate(seq_len=seq, experts_implementation=impl)["time"]["breakdown_s"]["compute"])
 

@@ -114,9 +114,9 @@ def test_mixtral_zero3_miss_in_seconds_is_flat_in_the_tokens(run):
     hooks on the experts' own modules timed between the loop's syncs, outside the blend (docs/known-gaps.md 283 (b)),
     and the pad-routed light experts' passes timed at their own tokens (283 (d)), the six layouts up to 2,048 tokens a
     GPU miss 0.2-0.3 s, the three at 4,096-8,192 tokens 0.0-0.1 s, each within 0.12 s of FSDP1's miss at the same
-    layout: a cost common to both engines (262 (b)). FSDP1's 0.07-0.20 s, within 0.13 s of each other, the
-    8,192-token layout's the least since the loop's whole-input gradients, which grow with the tokens, are charged
-    (docs/known-gaps.md 273 (a)). ZeRO-3 less FSDP1 in seconds (zero3_minus_fsdp_s) agrees in sign with
+    layout: a cost common to both engines (262 (b)). FSDP1's 0.05-0.19 s, within 0.15 s of each other, the
+    8,192-token layout's the least since the loop's whole-input gradients and its glue beyond the permutation, which
+    grow with the tokens, are charged (docs/known-gaps.md 273 (a), 317 (d); within 0.13 s before the glue). ZeRO-3 less FSDP1 in seconds (zero3_minus_fsdp_s) agrees in sign with
     the rate ratio at every layout."""
     sec = {rid: (meas, pred) for rid, meas, pred in p31.seconds_per_micro_batch(run)}
     for row_id, (meas, pred) in sec.items():
@@ -125,7 +125,7 @@ def test_mixtral_zero3_miss_in_seconds_is_flat_in_the_tokens(run):
         assert tokens == pytest.approx(pred * case.predicted)
     fsdp = {rid: meas - pred for rid, (meas, pred) in sec.items()
             if "mixtral-8x7b_fsdp_" in rid and rid.endswith("_acc1")}
-    assert len(fsdp) == 9 and max(fsdp.values()) - min(fsdp.values()) < 0.13
+    assert len(fsdp) == 9 and max(fsdp.values()) - min(fsdp.values()) < 0.15
     zero3 = {rid: meas - pred for rid, (meas, pred) in sec.items()
              if "mixtral-8x7b_zero-3_" in rid and rid.endswith("_acc1")}
     assert len(zero3) == 9

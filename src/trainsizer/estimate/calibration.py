@@ -33,6 +33,7 @@ class PerfConstants:
     moe_host_s_per_expert_kernel: dict[str, float]  # exposed host time per expert kernel, by dispatcher
     expert_bias_deepep_bytes: dict[str, float]  # HBM bytes per element of AutoModel's eager expert biases
     moe_eager_glue_bytes: dict[str, float]  # torchtitan's eager MoE glue, bytes per routed copy element
+    expert_loop_glue_bytes: dict[str, float]  # transformers' eager expert loop's glue beyond the permutation, bytes
     expert_bias_mcore_bytes: dict[str, float]  # HBM bytes per element of Megatron-Core's eager fc2 expert bias
     expert_bias_index_add: dict[str, float]  # torchtitan gpt-oss' eager expert biases: bytes, kernels, index_add_ rate
     activation_clamp_mcore_bytes: dict[str, float]  # HBM bytes per element of its eager activation clamp
@@ -444,6 +445,7 @@ def load_constants() -> PerfConstants:
         moe_host_s_per_expert_kernel={str(k): float(v) for k, v in g["moe_host_s_per_expert_kernel"].items()},
         expert_bias_deepep_bytes={str(k): float(v) for k, v in g["expert_bias_deepep_bytes"].items()},
         moe_eager_glue_bytes={str(k): float(v) for k, v in g["moe_eager_glue_bytes"].items()},
+        expert_loop_glue_bytes={str(k): float(v) for k, v in g["expert_loop_glue_bytes"].items()},
         expert_bias_mcore_bytes={str(k): float(v) for k, v in g["expert_bias_mcore_bytes"].items()},
         expert_bias_index_add={str(k): float(v) for k, v in g["expert_bias_index_add"].items()},
         activation_clamp_mcore_bytes={str(k): float(v) for k, v in g["activation_clamp_mcore_bytes"].items()},

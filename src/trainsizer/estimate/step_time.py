@@ -1330,6 +1330,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
     return lt, (layer_mb + _lora_adapters(x) + _expert_bias_time(x) + _expert_bias_index_add_time(x)
                 + _activation_clamp_time(x) + _fp8_expert_padding_time(x) + _rope_unfused_time(x)
                 + _flash_qkv_pack_time(x) + _fused_expert_grad_time(x) + _expert_loop_input_grad_time(x)
+                + _expert_loop_glue_time(x)
                 + _moe_unfused_time(x) + _moe_eager_glue_time(x) + _sequential_mlp_time(x)
                 + _sp_layout_copies(x) + _eager_swiglu_backward_time(x) + _eager_chain_backward_time(x)
                 + _amp_fp32_weights_time(x)
@@ -2948,6 +2949,25 @@ def _expert_loop_input_grad_time(x: _Step) -> Any:
     nbytes = share * hit * 4.0 * x.tok * float(m.hidden) * x.act
     kernels = share * hit * compute.KERNELS["moe_loop_input_grad_kernels"]
     return np.where(loop, compute.stream_time(nbytes, x.r, kernels=kernels), 0.0)
+
+
+def _expert_loop_glue_time(x: _Step) -> Any:
+    """Seconds per average layer and micro-batch of transformers' eager expert loop's glue beyond the permutation
+    compute._moe_layer charges (PerfStyle.moe_expert_loop): the routing-weight product and index_add's read of its
+    destination on each routed copy, the combine's zeros a token (GraniteMoe's split loop: its out-of-place index_add's
+    copy too), and their gradients (perf_constants.yaml gemm.expert_loop_glue_bytes, counted from modeling_mixtral.py
+    and modeling_granitemoe.py at 4.45-4.52), at the streaming rate, the forward again where the MoE block is
+    recomputed. Kernels are the loop's own host count. docs/known-gaps.md 317 (d)."""
+    m = x.model
+    loop = np.asarray(x.fw.moe_expert_loop, bool)
+    if not m.is_moe or not np.any(loop):
+        return 0.0
+    b, split = x.k.expert_loop_glue_bytes, _family_listed(m, x.fw.split_expert_loop_families)
+    tokens = x.tok * m.moe_layer_count / m.layers
+    fwd = x.routed_slots * b["forward_copy"] + tokens * np.where(split, b["split_forward_token"], b["forward_token"])
+    bwd = x.routed_slots * b["backward_copy"] + tokens * np.where(split, b["split_backward_token"], b["backward_token"])
+    nbytes = (fwd * (1.0 + x.moe_rerun) + bwd) * float(m.hidden) * x.act / 2.0
+    return np.where(loop, compute.stream_time(nbytes, x.r, kernels=0.0), 0.0)
 
 
 def _moe_dispatch_sync_excess(x: _Step) -> Any:
