@@ -15,10 +15,12 @@ own_weights (the same loop with each expert's weights a parameter of its own, as
 so no whole-weight gradient; loop less own_weights is what 261 (a) charges, whose bytes a block each line prints as
 fused_grad_gb) and grouped (the same routed rows through torch._grouped_mm where the build has it, else one bmm over
 the experts padded to the largest: a lower bound on the device work with one launch a projection). Tokens: 8 x 240 (the runs' micro-batch
-of 8 padded to the Alpaca lengths' expected longest) and 8 x 1,304 (the longest sample). Each case at 2 and at 6
+of 8 padded to the 52K Alpaca lengths' expected longest), 8 x 416 (the same at alpaca-cleaned's lengths, mean 218:
+docs/known-gaps.md 317 (a)), 1 x 1,744 (those 8 samples padding-free: 8 x 218; with 8 x 416 the block's cost a position
+and its fixed part, as 317 (b) splits the ScatterMoE pair) and 8 x 1,304 (the longest sample). Each case at 2 and at 6
 stacked blocks, the figure a block = (t6 - t2) / 4, under torch.utils.checkpoint(use_reentrant=True) as the runs'
 gradient checkpointing. Host = time until backward() returns without a sync. One JSON line per case and size.
-Budget on an A100 / H100: about a minute. --tiny: tiny widths on the CPU (a smoke test).
+Budget on an A100 / H100: about two minutes. --tiny: tiny widths on the CPU (a smoke test).
 """
 
 import json
@@ -34,7 +36,7 @@ CUDA = torch.cuda.is_available() and not TINY
 DEV = "cuda" if CUDA else "cpu"
 DT = torch.bfloat16 if CUDA else torch.float32
 H, FFN, E, K = (32, 16, 8, 2) if TINY else (1536, 512, 40, 8)
-SIZES = [(2, 16)] if TINY else [(8, 240), (8, 1304)]
+SIZES = [(2, 16)] if TINY else [(8, 240), (8, 416), (1, 1744), (8, 1304)]
 WARM, N = (1, 2) if TINY else (3, 10)
 BLOCKS = (2, 6)
 
