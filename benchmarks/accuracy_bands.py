@@ -401,7 +401,7 @@ def class_rows(classed: list[tuple[Row, tuple[str, ...]]], key: str, quantity: s
     return sorted((r for r, keys in classed if key in keys and r.quantity == quantity), key=lambda r: r.err)
 
 
-FACTS = ("model", "part", "ep", "dispatcher", "path", "graphs", "a2a overlap", "release")
+FACTS = ("model", "part", "ep", "dispatcher", "path", "graphs", "a2a overlap", "precision", "experts", "release")
 
 
 def release_of(row_id: str) -> str:
@@ -418,7 +418,10 @@ def row_facts(row: Row) -> dict[str, str]:
     (strategy.cuda_graphs) and EP all-to-all overlap (strategy.moe_a2a_overlap), '-' where the job states none, as
     the job is written; path = the dispatcher and, where the job pads every expert to capacity
     (strategy.moe_pad_to_capacity: Megatron-Core's token drop), "padded" after it: the alltoall dispatcher's two
-    paths carry opposite offsets (docs/known-gaps.md 132 (a)); release = the series the row id names (release_of)."""
+    paths carry opposite offsets (docs/known-gaps.md 132 (a)); precision = the job's precision and, under FP8, its
+    recipe (bf16, fp8/mxfp8, fp8/blockwise, ...); experts = how Megatron-Core runs the routed experts where the job says
+    (strategy.moe_fused_grouped_mlp: "fused", TE's fused grouped MLP; "grouped", TEGroupedMLP; '-' unstated)
+    (docs/known-gaps.md 319 (a)); release = the series the row id names (release_of)."""
     hw, st = row.job.get("hardware") or {}, row.job.get("strategy") or {}
     model = row.job.get("model")
     dispatcher = str(st.get("moe_dispatcher", "-"))
@@ -427,7 +430,19 @@ def row_facts(row: Row) -> dict[str, str]:
             "ep": str(st.get("ep", 1)), "dispatcher": dispatcher,
             "path": dispatcher + (" padded" if st.get("moe_pad_to_capacity") else ""),
             "graphs": str(st.get("cuda_graphs", "-")), "a2a overlap": str(st.get("moe_a2a_overlap", "-")),
-            "release": release_of(row.row_id)}
+            "precision": _precision_of(row.job), "experts": _experts_of(st), "release": release_of(row.row_id)}
+
+
+def _precision_of(job: dict[str, Any]) -> str:
+    """A job's precision as written, with its FP8 recipe under FP8 (fp8/mxfp8); '-' where it states none."""
+    precision = str(job.get("precision", "-"))
+    return f"{precision}/{job['fp8_recipe']}" if precision == "fp8" and job.get("fp8_recipe") else precision
+
+
+def _experts_of(strategy: dict[str, Any]) -> str:
+    """The routed experts' path a job states: "fused" (strategy.moe_fused_grouped_mlp true), "grouped" (false), '-'."""
+    fused = strategy.get("moe_fused_grouped_mlp")
+    return "-" if fused is None else ("fused" if fused else "grouped")
 
 
 def step_parts(row: Row, catalog) -> dict[str, float] | None:

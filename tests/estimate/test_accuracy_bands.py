@@ -234,6 +234,29 @@ def test_a_listing_says_what_a_row_misses_per_layer_and_micro_batch(capsys):
     assert f"median by model: qwen3-30b-a3b {np.median([miss, -0.8 * miss]):+.2f}" in out
 
 
+def test_a_listing_groups_by_precision_and_the_experts_path(capsys):
+    """The facts known-gaps 319 (a) splits megatron/moe/blackwell/domain by: the precision with its FP8 recipe, and
+    whether the job runs TE's fused grouped MLP (strategy.moe_fused_grouped_mlp) or TEGroupedMLP."""
+    ab = _bands_module()
+    fused = ab.Row("b1", "fused", "tokens_s", 100.0, 120.0,
+                   {"precision": "fp8", "fp8_recipe": "mxfp8", "strategy": {"moe_fused_grouped_mlp": True}})
+    grouped = ab.Row("b1", "grouped", "tokens_s", 100.0, 95.0,
+                     {"precision": "bf16", "strategy": {"moe_fused_grouped_mlp": False}})
+    unstated = ab.Row("b2", "unstated", "tokens_s", 100.0, 100.0, {"precision": "fp8", "strategy": {}})
+    assert ab.row_facts(fused)["precision"] == "fp8/mxfp8" and ab.row_facts(fused)["experts"] == "fused"
+    assert ab.row_facts(grouped)["precision"] == "bf16" and ab.row_facts(grouped)["experts"] == "grouped"
+    assert ab.row_facts(unstated)["precision"] == "fp8" and ab.row_facts(unstated)["experts"] == "-"
+    assert ab.row_facts(ab.Row("b3", "bare", "tokens_s", 1.0, 1.0, {}))["precision"] == "-"
+    domain = ("megatron/moe/blackwell/domain",)
+    ab.print_rows([(fused, domain), (grouped, domain), (unstated, domain)], "megatron/moe/blackwell/domain")
+    out = capsys.readouterr().out
+    assert "by precision: bf16 n=1 median -5.0 MAPE 5.0; fp8 n=1 median +0.0" in out
+    assert "fp8/mxfp8 n=1 median +20.0 MAPE 20.0" in out
+    assert "by experts: - n=1 median +0.0 MAPE 0.0; fused n=1 median +20.0" in out
+    assert [r.row_id for r in ab.without_rows([fused, grouped, unstated], (("experts", "fused"),))] == [
+        "grouped", "unstated"]
+
+
 def test_a_memory_listing_says_what_each_figure_counts_and_misses(capsys):
     """A memory row's figure by metric or unit, the GiB it misses, and the class's rows by figure (292 (a))."""
     ab = _bands_module()
