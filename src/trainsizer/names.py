@@ -223,6 +223,14 @@ FSDP_VERSIONS = (1, 2)
 # prepare_for_grad_accumulation at 4074cd40d; torch's pipelining schedule): one gather and one reduce-scatter a step,
 # the unsharded gradients held in the reduce dtype across micro-batches.
 FSDP_RESHARDS = ("forward", "backward", "step")
+# What Megatron-FSDP shards (strategy.megatron_fsdp_sharding, Megatron-Core DistributedDataParallelConfig
+# data_parallel_sharding_strategy; megatron/core/distributed/fsdp/src/megatron_fsdp/param_and_grad_buffer.py
+# _init_each_parameter_group_buffers at NVIDIA/Megatron-LM 0d8e0714): optim = the main weights and optimizer states
+# (ZeRO-1: the 16-bit weights and the gradient buffer whole, the gradients all-reduced once a step), optim_grads = and
+# the gradients (ZeRO-2: reduce-scattered every micro-batch), optim_grads_params = and the 16-bit weights (ZeRO-3, each
+# TransformerLayer an FSDP unit). The ZeRO stage each is (MEGATRON_FSDP_ZERO) is the job's zero / fsdp full.
+MEGATRON_FSDP_SHARDINGS = ("optim", "optim_grads", "optim_grads_params")
+MEGATRON_FSDP_ZERO = {"optim": 1, "optim_grads": 2, "optim_grads_params": 3}
 # How DeepSpeed ZeRO-3 gathers transformers' routed experts (framework hf, zero 3 without fsdp): per_expert = each
 # expert's linears are modules of their own (the nn.ModuleList of every 4.x release's MoE blocks, MixtralSparseMoeBlock
 # / Qwen2MoeSparseMoeBlock), so fetch_sub_module gathers them one module at a time, each its own all-gather over the

@@ -343,6 +343,9 @@ class Strategy:
     # ZeRO-1 all-reduces the gradients instead of reduce-scattering them (None = the style's; True = nanotron's
     # ZeRO-1, DeepSpeed's PipelineEngine): step_time._dp_comm_replicated
     zero1_grad_allreduce: Any = None
+    # Megatron-FSDP's data_parallel_sharding_strategy (names.MEGATRON_FSDP_SHARDINGS; None = fsdp full is
+    # optim_grads_params): step_time._job_options, _megatron_fsdp_host_s
+    megatron_fsdp_sharding: Any = None
     # parameters per gradient bucket (Megatron-Core --ddp-bucket-size; None = the style's: step_time._dp_comm_replicated)
     grad_bucket_params: Any = None
     # Megatron gradient_accumulation_fusion (None = the style's): False = each micro-batch's 16-bit weight gradient

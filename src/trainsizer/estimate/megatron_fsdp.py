@@ -57,6 +57,28 @@ def unit_calls(c: dict[str, Any], tensors: Any, copied: Any, groups: Any, recomp
             + copied * c["copied_grad_calls"] + recompute_share * c["recompute_calls"])
 
 
+
+def layer_modules(c: dict[str, Any], qk_norm: bool, is_moe: bool, shared_expert: bool) -> tuple[float, float]:
+    """(modules a Megatron-Core TransformerLayer calls a forward, those called with an input that requires grad) as
+    perf_constants.yaml megatron_fsdp_module_hooks counts them (the TE spec, gpt_layer_specs.py at 0d8e0714)."""
+    n = float(c["layer_modules"]) + (float(c["qk_norm_modules"]) if qk_norm else 0.0)
+    if is_moe:
+        n += float(c["moe_extra_modules"]) + (float(c["shared_expert_modules"]) if shared_expert else 0.0)
+    return n, n - float(c["no_input_grad_modules"])
+
+
+def module_calls(c: dict[str, Any], modules: Any, with_grad: Any, tensors: Any, copied: Any,
+                 recompute_share: Any) -> Any:
+    """Host calls of one layer a micro-batch under Megatron-FSDP's optim / optim_grads, whose hooks sit on every
+    module (perf_constants.yaml megatron_fsdp_module_hooks `c`): each module's two forward pre-hooks, the Function
+    applied to the inputs of the `with_grad` modules and its backward (_post_backward), every parameter tensor's main
+    gradient view, the `copied` gradients' copy, and a recomputed forward's pre-hooks and Functions again
+    (`recompute_share` of the layer)."""
+    calls = c["module_calls"]
+    forward = calls["pre_hooks"] * modules + calls["function"] * with_grad
+    return (forward * (1.0 + recompute_share) + calls["backward"] * with_grad + tensors * c["tensor_calls"]
+            + copied * c["copied_grad_calls"])
+
 def param_sync_bucket_params(first_bucket: Any, layer: Any, layers: int, floor_params: float) -> Any:
     """Parameters (per GPU) start_param_sync leaves gathered after the optimizer step: the first parameter's bucket
     (`first_bucket`: the input embedding's, a bucket of its own as shared_embedding where tied, else with the final

@@ -173,6 +173,9 @@ class PerfStyle:
     # ZeRO-3 / fsdp full on this style is Megatron-FSDP, whose per-unit hooks' host calls are charged
     # (_megatron_fsdp_host_s; the megatron-core style's: docs/known-gaps.md 306 (a))
     megatron_fsdp_hooks: bool = False
+    # Megatron-FSDP's optim / optim_grads (strategy.megatron_fsdp_sharding): no FSDP unit, every module's hooks
+    # charged instead (_megatron_fsdp_host_s; set by _job_options on a style with megatron_fsdp_hooks: 316 (a))
+    megatron_fsdp_modules: bool = False
     # TP through DTensor (torch parallelize_module: ColwiseParallel / RowwiseParallel): every op on a sharded linear's
     # weight passes DTensor's dispatcher on the host, charged without compile (_dtensor_tp_host_s; docs/known-gaps.md
     # 313 (a))
@@ -598,6 +601,7 @@ def _job_options(strategy, style: PerfStyle, pretraining: bool = False) -> PerfS
         changes["dp_overlap_min_zero"] = 0.0
     if getattr(strategy, "zero1_grad_allreduce", None) is not None:  # all-reduce, not reduce-scatter, at ZeRO-1
         changes["zero1_grad_allreduce"] = bool(strategy.zero1_grad_allreduce)
+    changes |= _megatron_fsdp_sharding_options(strategy, style)
     bucket = getattr(strategy, "grad_bucket_params", None)
     if bucket is not None:  # the job's bucket size, as given: Megatron-Core scales it with DP only when unset
         changes["grad_bucket_params"] = float(bucket)
@@ -691,6 +695,22 @@ def _release_norm_kernel(strategy, pretraining: bool) -> dict[str, Any]:
     if not np.any(fused):
         return {}
     return {"norm_kernel": "fused" if fused.ndim == 0 or np.all(fused) else np.where(fused, "fused", None)}
+
+
+def _megatron_fsdp_sharding_options(strategy, style: PerfStyle) -> dict[str, Any]:
+    """The style's fields Megatron-FSDP's optim / optim_grads change (strategy.megatron_fsdp_sharding, where the
+    style runs Megatron-FSDP: megatron_fsdp_hooks), read at NVIDIA/Megatron-LM 0d8e0714 (megatron_fsdp.py,
+    param_and_grad_buffer.py): both hook every module (megatron_fsdp_modules); optim keeps the gradient buffer whole
+    and all-reduces it on the last micro-batch (is_delay_grad_reduce; _bucket_group_gradient_reduce's all_reduce
+    where the buffer is not distributed: zero1_grad_allreduce); optim_grads reduce-scatters every micro-batch
+    (grad_reduce_every_bprop: zero2_micro_batch_reduce). docs/known-gaps.md 316 (a), (b)."""
+    sharding = getattr(strategy, "megatron_fsdp_sharding", None)
+    if sharding not in ("optim", "optim_grads"):
+        return {}
+    hooks = np.asarray(style.megatron_fsdp_hooks, bool)
+    on = bool(hooks) if hooks.ndim == 0 else hooks
+    key = "zero1_grad_allreduce" if sharding == "optim" else "zero2_micro_batch_reduce"
+    return {"megatron_fsdp_modules": on, key: on | np.asarray(getattr(style, key), bool)}
 
 
 def _deepspeed_engine_options(strategy, style: PerfStyle) -> dict[str, Any]:
@@ -2685,9 +2705,14 @@ def _megatron_fsdp_host_s(x: _Step) -> Any:
     gradient_accumulation_fusion off; the recompute's forward at full_share) at the launch-bound eager
     op (host_sync launch_bound_op_s, NVIDIA's where the vendor has none), averaged over dense and MoE layers.
     docs/known-gaps.md 306 (a)."""
-    on = np.asarray(x.fw.megatron_fsdp_hooks, bool) & (np.asarray(x.zero) >= 3)
+    modules = np.asarray(x.fw.megatron_fsdp_modules, bool)
+    on = np.asarray(x.fw.megatron_fsdp_hooks, bool) & (np.asarray(x.zero) >= 3) & ~modules
     m = x.model
-    if not np.any(on) or m.layer_pattern or x.cuda_graphs == "full_iteration":
+    if m.layer_pattern or x.cuda_graphs == "full_iteration":
+        return 0.0
+    if np.any(modules):
+        return np.where(modules, _megatron_fsdp_module_host_s(x), 0.0)
+    if not np.any(on):
         return 0.0
     c, norm = x.k.raw["megatron_fsdp_hooks"], 2.0 if m.norm == "layernorm" else 1.0
     local = max(float(m.experts), 1.0) / np.maximum(x.e, 1.0)
@@ -2704,6 +2729,31 @@ def _megatron_fsdp_host_s(x: _Step) -> Any:
         unit = megatron_fsdp.unit_calls(c, tensors, copied, 2.0 if is_moe else 1.0, x.full_share)
         calls = calls + n * unit / max(m.layers, 1)
     return np.where(on, calls * _launch_op_s(x.system.vendor), 0.0)
+
+
+def _megatron_fsdp_module_host_s(x: _Step) -> Any:
+    """Host seconds per average decoder layer and micro-batch of Megatron-FSDP's hooks under optim / optim_grads
+    (PerfStyle.megatron_fsdp_modules): no FSDP unit, so every module the layer calls takes its pre-hooks and
+    Function (megatron_fsdp.module_calls over megatron_fsdp.layer_modules, the layer's parameter tensors and copied
+    gradients as megatron_fsdp.layer_tensors counts them for optim_grads_params, every gradient copied where the job
+    turns gradient_accumulation_fusion off; the recompute's forward at full_share) at the launch-bound eager op
+    (host_sync launch_bound_op_s, NVIDIA's where the vendor has none), averaged over dense and MoE layers. The
+    gradient buckets' own reduce (a bucket a gradient-bucket size, not a layer) not counted. docs/known-gaps.md
+    316 (a)."""
+    m, c = x.model, x.k.raw["megatron_fsdp_module_hooks"]
+    norm = 2.0 if m.norm == "layernorm" else 1.0
+    local = max(float(m.experts), 1.0) / np.maximum(x.e, 1.0)
+    fused = np.asarray(x.fw.wgrad_accum_default if x.grad_accum_fusion is None else x.grad_accum_fusion, bool)
+    calls = 0.0
+    for is_moe, n in collections.Counter(m.layer_params(i).is_moe for i in range(m.layers)).items():
+        modules, with_grad = megatron_fsdp.layer_modules(c, m.qk_norm, is_moe, bool(m.shared_expert_ffn))
+        dense = sum(1 for _, r in deepspeed_layer_modules(m, is_moe, False) if not r)
+        bias = _layer_bias_tensors(m, is_moe, False, dense, 2.0 * local if is_moe else 0.0)
+        tensors, copied = megatron_fsdp.layer_tensors(m.qk_norm, norm, bias, is_moe, local, bool(m.shared_expert_ffn))
+        layer = megatron_fsdp.module_calls(c, modules, with_grad, tensors, np.where(fused, copied, tensors),
+                                           x.full_share)
+        calls = calls + n * layer / max(m.layers, 1)
+    return calls * _launch_op_s(x.system.vendor)
 
 
 def _eager_layer_host_s(x: _Step) -> Any:

@@ -80,7 +80,7 @@ from trainsizer.estimate.inputs import (
 )
 from trainsizer.messages import Listing, msg
 from trainsizer.models.arch import ModelArch
-from trainsizer.names import FLEX_DISPATCHERS, RECOMPUTE_METHODS, RECOMPUTE_MODULES
+from trainsizer.names import FLEX_DISPATCHERS, MEGATRON_FSDP_ZERO, RECOMPUTE_METHODS, RECOMPUTE_MODULES
 
 # Frameworks whose ZeRO-3 / full-shard path cannot run with pipeline parallelism (see module docstring).
 ZERO3_PP_REFUSED = ("deepspeed", "hf", "fsdp")
@@ -196,6 +196,8 @@ ZERO_INIT_FRAMEWORKS = ("hf", "deepspeed")
 NF4_UNCHUNKED_FRAMEWORKS = ("torchtune",)
 # Frameworks whose release strategy.megatron_core_version names (framework.MCORE_RELEASE_FACTS).
 MCORE_VERSION_FRAMEWORKS = ("megatron-core",)
+# Frameworks that run Megatron-FSDP (strategy.megatron_fsdp_sharding: Megatron-Core's use_megatron_fsdp).
+MEGATRON_FSDP_FRAMEWORKS = ("megatron-core",)
 # Frameworks that replicate a single KV head (multi-query attention) on every TP rank.
 MQA_REPLICATED_KV_FRAMEWORKS = ("megatron",)
 
@@ -269,6 +271,8 @@ RULES = (
     "defer_embedding_wgrad_pipelined",
     "fsdp_no_sync_fsdp",
     "fsdp_reshard_fsdp",
+    "megatron_fsdp_sharding_framework",
+    "megatron_fsdp_sharding_zero",
     "moe_eager_glue_framework",
     "attention_kernel_framework",
     "cudnn_release_part",
@@ -467,6 +471,7 @@ def _expert_sharding_and_stack_rules(c: SimpleNamespace) -> _Rules:
     return (_sharding_rules(c) | _activation_offload_rules(c) | _stack_option_rules(c) | _moe_a2a_overlap_rules(c)
             | _partial_recompute_rules(c) | _te_option_rules(c) | _experts_implementation_rules(c) | _hybrid_rules(c) | _local_batch_rules(c)
             | _stage_layers_rules(c) | _stage_list_rules(c) | _defer_wgrad_rules(c) | _fsdp_no_sync_rule(c)
+            | _megatron_fsdp_rules(c)
             | _cp_a2a_rule(c))
 
 
@@ -684,6 +689,20 @@ def _defer_wgrad_rules(c: SimpleNamespace) -> _Rules:
                           fusion="unset" if fusion is None else str(bool(fusion)).lower()),
         ),
     }
+
+
+def _megatron_fsdp_rules(c: SimpleNamespace) -> _Rules:
+    """strategy.megatron_fsdp_sharding is Megatron-FSDP's (MEGATRON_FSDP_FRAMEWORKS), and each of its strategies
+    shards what one ZeRO stage does (names.MEGATRON_FSDP_ZERO): optim the job's zero 1, optim_grads zero 2,
+    optim_grads_params zero 3 / fsdp full (megatron_fsdp/param_and_grad_buffer.py _init_each_parameter_group_buffers
+    at NVIDIA/Megatron-LM 0d8e0714)."""
+    sharding = getattr(c.strategy, "megatron_fsdp_sharding", None)
+    stage = MEGATRON_FSDP_ZERO.get(sharding, -1) if sharding is not None else -1
+    return {"megatron_fsdp_sharding_framework": _stack_rule(c, sharding is None, MEGATRON_FSDP_FRAMEWORKS,
+                                                            "megatron_fsdp_sharding_framework", sharding=sharding),
+            "megatron_fsdp_sharding_zero": (np.full(c.tp.shape, sharding is None) | (c.zero == stage),
+                                            lambda v: msg("rule_megatron_fsdp_sharding_zero", sharding=sharding,
+                                                          stage=stage, zero=v["zero"]))}
 
 
 def _fsdp_no_sync_rule(c: SimpleNamespace) -> _Rules:

@@ -47,6 +47,7 @@ from trainsizer.names import (
     LORA_LINEAR_TARGETS,
     LORA_TARGETS,
     LOSS_IMPLS,
+    MEGATRON_FSDP_SHARDINGS,
     METHODS,
     MOE_DISPATCHERS,
     MOE_ROUTINGS,
@@ -82,6 +83,7 @@ Cooling = Literal["air", "liquid", "rear-door"]
 NetworkKind = Literal["ib", "roce", "efa", "ethernet"]
 Fsdp = Literal[FSDP_MODES]
 FsdpVersion = Literal[FSDP_VERSIONS]
+MegatronFsdpSharding = Literal[MEGATRON_FSDP_SHARDINGS]
 Fp8Recipe = Literal[FP8_RECIPES]
 Framework = Literal[FRAMEWORKS]
 LossImpl = Literal[LOSS_IMPLS]
@@ -511,6 +513,11 @@ class StrategySpec(_Strict):
     # AutoModel's enable_fsdp_optimizations); needs FSDP; null = the style's (forward; under pipelining step, or
     # backward where pp_fsdp_once_per_step is false)
     fsdp_reshard: FsdpReshard | None = None
+    # Megatron-FSDP's data_parallel_sharding_strategy (framework megatron-core, use_megatron_fsdp; names.
+    # MEGATRON_FSDP_SHARDINGS): optim (with zero: 1), optim_grads (zero: 2), optim_grads_params (fsdp: full or zero: 3);
+    # null = fsdp full on megatron-core is Megatron-FSDP's optim_grads_params and zero 1 / 2 Megatron-Core's DDP with
+    # the distributed optimizer (no Megatron-FSDP hooks)
+    megatron_fsdp_sharding: MegatronFsdpSharding | None = None
     # the token embedding split over the TP ranks (Megatron's VocabParallelEmbedding, torchtitan's RowwiseParallel
     # plan); false = a whole copy on every TP rank (KempnerForge's tensor_parallel.py leaves it replicated), sharded by
     # FSDP alone; null = the style's (every style: split)
