@@ -87,14 +87,16 @@ def test_optim_all_reduces_once_and_optim_grads_reduce_scatters_every_micro_batc
 
 
 def test_a_qwen3_layer_makes_82_hook_calls_a_micro_batch_written_out():
-    """16 modules (14 and the q / k norms), 15 with an input that requires grad (not cross_attn_bda): 2 x 16 pre-hooks
-    + 15 Functions forward, 15 backward, 8 tensors' main-gradient views (2 each) and the 4 norms' copies: 82."""
-    modules, with_grad = megatron_fsdp.layer_modules(C, True, False, False)
+    """16 modules (the q / k norms TENorm, IdentityOp without QK norm: called either way), 15 with an input that
+    requires grad (not cross_attn_bda): 2 x 16 pre-hooks + 15 Functions forward, 15 backward, 8 tensors'
+    main-gradient views (2 each) and the 4 norms' copies: 82 (Llama: 6 tensors, 2 copies: 76)."""
+    modules, with_grad = megatron_fsdp.layer_modules(C, False, False)
     assert (modules, with_grad) == (16.0, 15.0)
     tensors, copied = megatron_fsdp.layer_tensors(True, 1.0, 0.0, False, 1.0, False)
     assert megatron_fsdp.module_calls(C, modules, with_grad, tensors, copied, 0.0) == 2 * 16 + 15 + 15 + 16 + 4 == 82
     assert megatron_fsdp.module_calls(C, modules, with_grad, tensors, copied, 1.0) == 82 + 2 * 16 + 15
-    assert megatron_fsdp.layer_modules(C, False, True, True) == (14.0 + 2 + 3, 13.0 + 2 + 3)
+    assert megatron_fsdp.module_calls(C, modules, with_grad, 6.0, 2.0, 0.0) == 82 - 2 * 2 - 2 == 76
+    assert megatron_fsdp.layer_modules(C, True, True) == (16.0 + 2 + 3, 15.0 + 2 + 3)
 
 
 def test_the_hooks_make_the_step_slower_than_megatron_cores_own_zero():

@@ -58,10 +58,10 @@ def unit_calls(c: dict[str, Any], tensors: Any, copied: Any, groups: Any, recomp
 
 
 
-def layer_modules(c: dict[str, Any], qk_norm: bool, is_moe: bool, shared_expert: bool) -> tuple[float, float]:
+def layer_modules(c: dict[str, Any], is_moe: bool, shared_expert: bool) -> tuple[float, float]:
     """(modules a Megatron-Core TransformerLayer calls a forward, those called with an input that requires grad) as
     perf_constants.yaml megatron_fsdp_module_hooks counts them (the TE spec, gpt_layer_specs.py at 0d8e0714)."""
-    n = float(c["layer_modules"]) + (float(c["qk_norm_modules"]) if qk_norm else 0.0)
+    n = float(c["layer_modules"])
     if is_moe:
         n += float(c["moe_extra_modules"]) + (float(c["shared_expert_modules"]) if shared_expert else 0.0)
     return n, n - float(c["no_input_grad_modules"])

@@ -2746,7 +2746,7 @@ def _megatron_fsdp_module_host_s(x: _Step) -> Any:
     fused = np.asarray(x.fw.wgrad_accum_default if x.grad_accum_fusion is None else x.grad_accum_fusion, bool)
     calls = 0.0
     for is_moe, n in collections.Counter(m.layer_params(i).is_moe for i in range(m.layers)).items():
-        modules, with_grad = megatron_fsdp.layer_modules(c, m.qk_norm, is_moe, bool(m.shared_expert_ffn))
+        modules, with_grad = megatron_fsdp.layer_modules(c, is_moe, bool(m.shared_expert_ffn))
         dense = sum(1 for _, r in deepspeed_layer_modules(m, is_moe, False) if not r)
         bias = _layer_bias_tensors(m, is_moe, False, dense, 2.0 * local if is_moe else 0.0)
         tensors, copied = megatron_fsdp.layer_tensors(m.qk_norm, norm, bias, is_moe, local, bool(m.shared_expert_ffn))
