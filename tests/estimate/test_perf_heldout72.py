@@ -72,16 +72,18 @@ def test_source_bounds(run):
     """The scored items' steps, per card (the long-context items listed; Nemotron 3 Nano's LoRA refused)."""
     cases = [c for c, _, _ in run]
     check_source_bounds(cases, {
-        (CARD.format("Qwen3-8B"), "step_time_s"): (2, 19.0),  # 13.7 with the THD RoPE loop (286) and 288 (a): -21.7 / -5.6%
-        (CARD.format("Qwen3-30B-A3B"), "step_time_s"): (2, 38.0),  # 32.1 with 297 (a): -30.8 / -33.3%
-        (CARD.format("GPT-OSS 20B"), "step_time_s"): (2, 33.0),  # 26.8 with 297 (a): -46.4 / -7.2%
-        (CARD.format("GPT-OSS 120B"), "step_time_s"): (2, 53.0),  # 47.3 with 297 (a): -55.0 / -39.5%
-        (CARD.format("Moonlight-16B-A3B"), "step_time_s"): (2, 32.0),  # 26.2 with 297 (a): +9.3 / -43.1%
+        # 13.7 with the THD RoPE loop (286) and 288 (a): -21.7 / -5.6%; 9.1 with its backward (315 (a)): +7.0 / +11.2%
+        (CARD.format("Qwen3-8B"), "step_time_s"): (2, 14.0),
+        (CARD.format("Qwen3-30B-A3B"), "step_time_s"): (2, 31.0),  # 32.1 with 297 (a); 25.6 with 315 (a): -30.8 / -20.3%
+        (CARD.format("GPT-OSS 20B"), "step_time_s"): (2, 26.0),  # 26.8 with 297 (a); 20.3 with 315 (a): -37.2 / +3.4%
+        (CARD.format("GPT-OSS 120B"), "step_time_s"): (2, 45.0),  # 47.3 with 297 (a); 39.0 with 315 (a): -48.0 / -29.9%
+        (CARD.format("Moonlight-16B-A3B"), "step_time_s"): (2, 31.0),  # 26.2 with 297 (a); 25.0 with 315 (a): +17.5 / -32.4%
         (CARD.format("Nemotron 3 Nano 4B"), "step_time_s"): (1, 27.0),  # 21.6
     })
     scored = [c for c in cases if not c.skipped]
-    # 46.2 at landing, 31.1 with the THD RoPE loop, 30.5 with 288 (a), 28.5 with the MoE layer's host calls (297 (a))
-    assert len(scored) == 11 and mape(scored) < 34.0
+    # 46.2 at landing, 31.1 with the THD RoPE loop, 30.5 with 288 (a), 28.5 with the MoE layer's host calls (297 (a)),
+    # 23.6 with the loop's backward (315 (a))
+    assert len(scored) == 11 and mape(scored) < 28.0
 
 
 def test_the_refused_rows_say_why(run):
@@ -98,13 +100,17 @@ def test_the_refused_rows_say_why(run):
 
 def test_every_scored_item_sits_where_the_thd_rope_loop_left_it(run):
     """-21.6..-67.0% at landing (docs/known-gaps.md 285 (b)); with Megatron-Core's unfused THD RoPE loop charged
-    (286 (b)) -58.5..+9.3%, the one-GPU LoRA items -5.6 / -11.6%, the padded Moonlight 8K SFT the one predicted slow:
-    a guard that fails when the estimate moves, either way."""
+    (286 (b)) -58.5..+9.3%, the one-GPU LoRA items -5.6 / -11.6%, the padded Moonlight 8K SFT the one predicted slow;
+    with the loop's backward (315 (a)) -48.0..+17.5%: the dense Qwen3-8B pair +7.0 / +11.2%, the one-GPU LoRA items
+    +11.2 / +3.4%, the MoE rows at EP > 1 still short but Moonlight's 8K SFT (21.6 samples a pack), the rows with the
+    most loop ops a step predicted slow. A guard that fails when the estimate moves, either way."""
     errs = {c.row_id: c.err for c, _, _ in run if not c.skipped}
-    assert errs and all(-0.65 < e < 0.15 for e in errs.values()), errs
-    assert [k for k, e in errs.items() if e > 0] == ["mbcardft_2026-07_h100_moonlight_16b_sft_8k_8gpu"]
+    assert errs and all(-0.52 < e < 0.21 for e in errs.values()), errs
+    slow = ["mbcardft_2026-07_h100_qwen3_8b_sft_4gpu", "mbcardft_2026-07_h100_qwen3_8b_lora_1gpu",
+            "mbcardft_2026-08_h100_gpt_oss_20b_lora_1gpu", "mbcardft_2026-07_h100_moonlight_16b_sft_8k_8gpu"]
+    assert [k for k, e in errs.items() if e > 0] == slow
     lora_1gpu = [e for k, e in errs.items() if k.endswith("_lora_1gpu")]
-    assert len(lora_1gpu) == 2 and all(-0.16 < e < 0.0 for e in lora_1gpu), lora_1gpu
+    assert len(lora_1gpu) == 2 and all(0.0 < e < 0.14 for e in lora_1gpu), lora_1gpu
 
 
 def test_the_rows_state_the_recipes_rope_fusion():
@@ -120,11 +126,13 @@ def test_the_rows_state_the_recipes_rope_fusion():
 
 def test_the_long_context_items_run_several_times_the_estimate():
     """The listed items, estimated as written: each card's step 3.0-21.5x the estimate's at landing (285 (c)), 1.2-7.5x
-    with the THD RoPE loop over their 21-85 samples a pack (286 (c))."""
+    with the THD RoPE loop over their 21-85 samples a pack (286 (c)), 0.88-5.3x with its backward (315 (a)): Qwen3-30B-A3B's
+    32K item under full recompute, its forward loop run twice over 85 samples a pack, now predicted slow."""
     ratios = {c.row_id: c.measured / c.predicted for c, _, _ in p72.unscored()}
     assert len(ratios) == 6 and all(LONG in k for k in ratios)
-    assert all(1.1 < x < 9.0 for x in ratios.values()), ratios
-    assert max(ratios.values()) > 6.0
+    assert all(0.8 < x < 6.0 for x in ratios.values()), ratios
+    assert max(ratios.values()) > 5.0
+    assert [k for k, x in ratios.items() if x < 1.0] == ["mbcardft_2026-07_h100_qwen3_30b_a3b_sft_32k_cp2_16gpu"]
 
 
 def test_every_run_is_said_to_fit():
@@ -149,15 +157,18 @@ def test_the_rows_state_the_recipes_router_fusion_and_tp_overlap():
 def test_the_moe_rows_excess_is_per_micro_batch_and_routing_alone_does_not_give_it(run):
     """Every MoE row but Moonlight's padded 8K SFT runs 0.02-0.32 s a micro-batch longer than predicted, 4-16 ms a MoE
     layer at EP > 1 against 1.8 at EP 1 (288 (c)); with the MoE layer's counted host calls (docs/known-gaps.md 297 (a))
-    3.9-15.4 ms against 1.2; the TP 4 x EP 4 LoRA row is host-bound in the estimate, so no busiest-rank load
-    (moe_capacity_factor up to 8) reaches its step: the imbalance the cards do not state cannot be the whole of it."""
+    3.9-15.4 ms against 1.2; with the THD RoPE loop's backward (315 (a)) 3.0-13.5 ms at EP > 1, and the one-GPU row
+    (EP 1) predicted slow by 0.6 ms a layer; the TP 4 x EP 4 LoRA row is host-bound in the estimate, so no busiest-rank
+    load (moe_capacity_factor up to 8) reaches its step: the imbalance the cards do not state cannot be the whole of it."""
     excess = {rid: (ep, mb, layer) for rid, ep, mb, layer, _ in p72.moe_excess(run)}
     assert len(excess) == 8
     for rid, (ep, per_mb, per_layer) in excess.items():
         if rid.endswith("moonlight_16b_sft_8k_8gpu"):
             assert per_mb < 0, rid
+        elif ep == 1:
+            assert -0.002 < per_layer < 0.0, rid
         else:
-            assert 0.02 < per_mb < 0.4 and (per_layer > 0.0035 if ep > 1 else per_layer < 0.002), rid
+            assert 0.1 < per_mb < 0.3 and per_layer > 0.0025, rid
     lora = next(r for r in p72.rows() if r["id"].endswith("qwen3_30b_a3b_lora_4gpu"))
     assert p72.implied_load(lora) is None
     sft = next(r for r in p72.rows() if r["id"].endswith("qwen3_30b_a3b_sft_16gpu"))
@@ -167,7 +178,7 @@ def test_the_moe_rows_excess_is_per_micro_batch_and_routing_alone_does_not_give_
 def test_the_measured_moe_layer_is_flat_in_the_local_experts_where_the_estimate_is_not(run):
     """At one model and one card set, 8x the local experts a rank holds moves the measured step a MoE layer and
     micro-batch by -4% (GPT-OSS 20B, EP 8's 4 against one GPU's 32) and +15% (Qwen3-30B-A3B, EP 16's 8 against EP 4's
-    32), while the estimate's per-expert host term moves the predicted GPT-OSS layer 1.64x: the slope the rows
+    32), while the estimate's per-expert host term moves the predicted GPT-OSS layer 1.58x (1.64x before 315 (a)): the slope the rows
     allow is under half the charged one (docs/known-gaps.md 305 (c))."""
     got = {rid.split("_h100_")[1]: (local, meas, pred) for rid, _, local, meas, pred in p72.layer_by_local_experts(run)}
     assert len(got) == 8

@@ -2062,6 +2062,19 @@ def _rope_unfused_time(x: _Step) -> Any:
     return np.where(np.asarray(x.fw.rope_mscale_unfused, bool), t, 0.0)
 
 
+def _thd_rope_sequences(x: _Step) -> Any:
+    """Packed sub-sequences a row where Megatron-Core's unfused RoPE loops over them (PerfStyle.rope_thd_loop with
+    strategy.rope_kernel eager on packed rows of a RoPE model): the row's positions over the mean sample length
+    (Training.attention_span), at least 1; 0 where the loop does not run."""
+    m, tr = x.model, x.training
+    if m.position != "rope" or tr.per_sample_rows or tr.attention_span <= 0 or not np.any(x.fw.rope_thd_loop):
+        return 0.0
+    if x.fw.rope_kernel != "eager":
+        return 0.0
+    sequences = np.maximum(float(tr.seq_len) * tr.pack_fill / float(tr.attention_span), 1.0)
+    return np.where(np.asarray(x.fw.rope_thd_loop, bool), sequences, 0.0)
+
+
 def _thd_rope_host(x: _Step) -> Any:
     """Host seconds per average layer and micro-batch that Megatron-Core's unfused RoPE on THD-packed rows exposes
     (PerfStyle.rope_thd_loop with strategy.rope_kernel eager: apply_rope_fusion False; rope_utils.
@@ -2069,21 +2082,34 @@ def _thd_rope_host(x: _Step) -> Any:
     its recompute) reads the device cu_seqlens on the host (.tolist(), then .item()), which drains the queue, and then
     issues its ops and 13 per packed sub-sequence one by one (perf_constants.yaml kernels rope_thd_*): tiny kernels,
     so launch-bound at the vendor's eager op (host_sync.drain_excess_s with no GPU time; a vendor with no round-trip
-    figure pays the issue alone), exposed in full. Sub-sequences a row: its positions over the mean sample length
-    (Training.attention_span), each CP rank looping over all of them. Unpacked or fused: nothing."""
-    m, tr = x.model, x.training
-    if m.position != "rope" or tr.per_sample_rows or tr.attention_span <= 0 or not np.any(x.fw.rope_thd_loop):
-        return 0.0
-    if x.fw.rope_kernel != "eager":
+    figure pays the issue alone), exposed in full. Sub-sequences a row: _thd_rope_sequences, each CP rank looping
+    over all of them. Unpacked or fused: nothing. The loop's backward: _thd_rope_backward_host_s."""
+    sequences = _thd_rope_sequences(x)
+    if not np.any(sequences):
         return 0.0
     kern = compute.KERNELS
-    sequences = np.maximum(float(tr.seq_len) * tr.pack_fill / float(tr.attention_span), 1.0)
     ops = kern["rope_thd_host_per_call"] + sequences * kern["rope_thd_host_per_sequence"]
     op_s = _launch_op_s(x.system.vendor)
     trip_s = host_figure("round_trip_s", x.system.vendor) or 0.0
     per_call = drain_excess_s(ops, op_s, 0.0, trip_s) + (kern["rope_thd_syncs_per_call"] - 1.0) * trip_s
-    t = 2.0 * per_call * (m.attention_layers / m.layers) * (1.0 + x.full_share)
-    return np.where(np.asarray(x.fw.rope_thd_loop, bool), t, 0.0)
+    t = 2.0 * per_call * (x.model.attention_layers / x.model.layers) * (1.0 + x.full_share)
+    return np.where(sequences > 0, t, 0.0)
+
+
+def _thd_rope_backward_host_s(x: _Step) -> Any:
+    """Host seconds per average layer and micro-batch to issue the backward of Megatron-Core's unfused THD RoPE loop
+    (_thd_rope_host's forward): autograd's engine runs each packed sub-sequence's nodes one by one, the CopySlices
+    of the output slice (the whole gradient copied, the slice cloned and zeroed), the products', rotate_half's neg
+    and cat, the sums and the slice's zero-filled backward: 12 kernels a sub-sequence (perf_constants.yaml kernels
+    rope_thd_backward_per_sequence, counted by benchmarks/thd_rope_backward.py), q and k once a layer, recompute or
+    not. Each at the vendor's eager op: the engine's C++ nodes cost the host about what the forward's Python ops do
+    (the same benchmark, timed on CPU). No sync in the backward: joined to the layer's host floor in _host_excess's
+    soft maximum. docs/known-gaps.md 315 (a)."""
+    sequences = _thd_rope_sequences(x)
+    if not np.any(sequences):
+        return 0.0
+    kernels = 2.0 * sequences * compute.KERNELS["rope_thd_backward_per_sequence"]
+    return kernels * _launch_op_s(x.system.vendor) * (x.model.attention_layers / x.model.layers)
 
 
 def _flash_qkv_pack_time(x: _Step) -> Any:
@@ -2659,7 +2685,8 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     host_layer = _eager_layer_host_s(x)
     unfused_host, unfused_syncs = _moe_unfused_host(x)
     host_layer = (host_layer + _adapter_host_s(x) + unfused_host + _padded_expert_host_s(x) + _recompute_host_s(x)
-                  + _moe_layer_host_s(x) + _megatron_fsdp_host_s(x) + _dtensor_tp_host_s(x))
+                  + _moe_layer_host_s(x) + _megatron_fsdp_host_s(x) + _dtensor_tp_host_s(x)
+                  + _thd_rope_backward_host_s(x))
     blend = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer + unfused_syncs + _thd_rope_host(x)
     if not x.model.is_moe or not np.any(x.fw.moe_host_sync) or _moe_sync_free(x):
         return blend
