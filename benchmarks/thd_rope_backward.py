@@ -30,16 +30,19 @@ PACKS = (2, 12)  # sub-sequences a row at the two points of the slope
 NO_KERNEL = NO_DATA | {"new_empty_strided", "squeeze"}
 
 
-def thd_rope(t, cu_seqlens, freqs):
+def thd_rope(t, cu_seqlens, freqs, mla: bool = False):
     """The THD loop as Megatron-Core runs it without fusion (CP 1): the lengths and the total read on the host, one
     split, then each sub-sequence rotated on its own (eager_chain_bytes.mcore_rope_unfused, the bshd path) and copied
-    into its slice of an empty output."""
+    into its slice of an empty output. `mla`: multi-latent attention's call (mla_rotary_interleaved True,
+    multi_latent_attention.py at 61f31145) first gathers the even then the odd rotary channels with a cat."""
     import torch  # noqa: PLC0415 (optional dependency)
 
     lengths = (cu_seqlens[1:] - cu_seqlens[:-1]).tolist()
     int(cu_seqlens[-1].item())
     out, at = torch.empty_like(t), 0
     for part in torch.split(t, lengths):
+        if mla:
+            part = torch.cat((part[..., 0::2], part[..., 1::2]), dim=-1)
         rotated = mcore_rope_unfused(part.unsqueeze(1), freqs[: part.size(0)]).squeeze(1)
         out.narrow(0, at, part.size(0)).copy_(rotated)
         at += part.size(0)
@@ -59,14 +62,14 @@ def kernels(ops: list[tuple[str, int, int]]) -> int:
     return sum(2 if op in ZERO_FILLED else 1 for op, _, _ in ops if op not in NO_KERNEL)
 
 
-def counted(samples: int) -> tuple[int, int, Counter]:
+def counted(samples: int, mla: bool = False) -> tuple[int, int, Counter]:
     """(forward kernels, backward kernels, backward ops by name) of one call over a row of `samples`."""
     import torch  # noqa: PLC0415
 
     t, cu, freqs = _inputs(samples)
     fwd = byte_mode()
     with fwd:
-        out = thd_rope(t, cu, freqs)
+        out = thd_rope(t, cu, freqs, mla)
     grad = torch.randn_like(out)
     bwd = byte_mode()
     with bwd:
@@ -74,9 +77,9 @@ def counted(samples: int) -> tuple[int, int, Counter]:
     return kernels(fwd.ops), kernels(bwd.ops), Counter(op for op, _, _ in bwd.ops)
 
 
-def per_sequence() -> tuple[float, float]:
-    """(forward, backward) kernels each further sub-sequence adds to a call."""
-    (f0, b0, _), (f1, b1, _) = counted(PACKS[0]), counted(PACKS[1])
+def per_sequence(mla: bool = False) -> tuple[float, float]:
+    """(forward, backward) kernels each further sub-sequence adds to a call (`mla`: multi-latent attention's)."""
+    (f0, b0, _), (f1, b1, _) = counted(PACKS[0], mla), counted(PACKS[1], mla)
     span = PACKS[1] - PACKS[0]
     return (f1 - f0) / span, (b1 - b0) / span
 
@@ -145,6 +148,9 @@ def main() -> None:
     print(f"  forward  {fwd:5.1f}  charged {KERNELS['rope_thd_host_per_sequence']} (rope_thd_host_per_sequence)")
     print(f"  backward {bwd:5.1f}  charged {KERNELS['rope_thd_backward_per_sequence']} "
           "(rope_thd_backward_per_sequence)")
+    mf, mb = per_sequence(mla=True)
+    print(f"  MLA's interleave: forward +{mf - fwd:3.1f}, backward +{mb - bwd:3.1f}  (not charged: "
+          "docs/known-gaps.md 315 (b))")
     f_all, b_all, names = counted(PACKS[0])
     print(f"  one call over {PACKS[0]} sub-sequences: forward {f_all}, backward {b_all}; backward ops {dict(names)}")
     hf, hb = host_per_sequence()
