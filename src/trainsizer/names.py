@@ -111,7 +111,10 @@ FLEX_DISPATCHERS = ("flex", "hybridep")
 # (TokenChoiceTopKRouter._debug_force_load_balance_routing); AutoModel's FakeBalancedGate computes no logits at all
 # (components/moe/layers.py: torch.arange(tokens x k) % E and uniform weights, at 89e3a9fdd, 8d9bfb90e, bb0c0bfb0):
 # fake-balanced = the round-robin experts with no router GEMM.
-MOE_ROUTINGS = ("random", "round-robin", "fake-balanced")
+# natural = the trained router's own top-k choice (Megatron-Core moe_router_force_load_balancing false, the default;
+# fine-tuning a pretrained router): experts spread as random's, and with no stated moe_capacity_factor the busiest EP
+# rank's load derived from the experts' popularity on real text (estimate.moe_load, docs/known-gaps.md 318).
+MOE_ROUTINGS = ("random", "round-robin", "fake-balanced", "natural")
 # How transformers runs an MoE model's routed experts (its `experts_implementation`): eager = one expert at a time in a
 # Python loop over the experts the router hit, each behind a data-dependent torch.where on the routing mask (a
 # device-to-host sync: the MixtralSparseMoeBlock / Qwen2MoeSparseMoeBlock / Qwen3MoeSparseMoeBlock forward of every

@@ -77,7 +77,9 @@ class Training:
     # Which experts a balanced router gives a token (names.MOE_ROUTINGS): "random" (k distinct experts uniformly) or
     # "round-robin" (token i: experts k i ... k i + k - 1 mod E, torchtitan's debug force-balance, which still runs the
     # gate GEMM) or "fake-balanced" (the same experts from NeMo AutoModel's FakeBalancedGate, no gate GEMM). Sets how
-    # many EP ranks / NVLink domains a DeepEP-style dispatch sends each token to, and whether the router GEMM runs.
+    # many EP ranks / NVLink domains a DeepEP-style dispatch sends each token to, and whether the router GEMM runs;
+    # "natural" (the trained router's own choice) spreads as "random" and, at moe_capacity_factor 1.0, has the step
+    # charge the busiest EP rank's derived load (step_time._natural_routing_load, estimate.moe_load).
     moe_routing: str = "random"
     # Rows padded to seq_len with one pad token (padding="max_length"): the share of the positions that are padding.
     # Every position is computed; in an MoE layer the pad positions route alike, to one set of top-k experts

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from trainsizer.errors import SpecError, TrainsizerError, did_you_mean, quoted, unknown_name
-from trainsizer.estimate import comm, compute, megatron_fsdp, pipeline, sample_lengths
+from trainsizer.estimate import comm, compute, megatron_fsdp, moe_load, pipeline, sample_lengths
 from trainsizer.estimate.activations import low_precision_share, op_sac_unsaved_share, saved_gemm_input_bytes
 from trainsizer.estimate.calibration import (
     Calibration,
@@ -918,6 +918,9 @@ class _Step:
     no_autocast: bool = False  # Strategy.autocast is False: the loop runs its 16-bit forward without autocast
     local_batch: Any = None  # Strategy.local_batch (sequences per DP rank per pipeline schedule; None = the step's)
     stage_edges: tuple[Any, Any, Any] = (None, None, None)  # the stated decoder layers (pipeline.stated_edges)
+    # the busiest EP rank's routed tokens over its balanced share: Training.moe_capacity_factor, or under a trained
+    # router's own routing with none stated the derived load (_natural_routing_load; estimate.moe_load), per strategy
+    moe_load: Any = 1.0
     grad_accum_fusion: bool | None = None  # Strategy.gradient_accumulation_fusion (None = the style's)
     defer_wgrad: bool = False  # Strategy.defer_embedding_wgrad (None = off)
     wgrad_deferral_limit: Any = None  # Strategy.wgrad_deferral_limit (0 / None = every micro-batch deferred)
@@ -933,7 +936,7 @@ class _Step:
         """Expert-token slots per micro-batch of an average layer: tokens x top-k x capacity factor, over the MoE
         layers' share of the layers."""
         m = self.model
-        return self.tok * m.experts_per_token * self.training.moe_capacity_factor * m.moe_layer_count / m.layers
+        return self.tok * m.experts_per_token * self.moe_load * m.moe_layer_count / m.layers
 
     @property
     def trainable_params(self) -> float:
@@ -997,6 +1000,7 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
                  zero=a["zero"], sp=(a["sequence_parallel"] > 0) & (t > 1),
                  m=pipeline.micro_batches(training.global_batch_seqs, d, b),
                  tok=b * seqs * row / c, act=r.act_bytes, row=row, span=span,
+                 moe_load=_natural_routing_load(model, training, a["ep"], b * seqs * row / c, k),
                  strategy_dispatcher=str(getattr(strategy, "moe_dispatcher", "auto")),
                  optimizer_impl=optimizer_impl(strategy), loss_impl=str(getattr(strategy, "loss_impl", "auto")),
                  recompute_modules=getattr(strategy, "recompute_modules", None),
@@ -1316,7 +1320,7 @@ def _layer_time(x: _Step) -> tuple[compute.LayerTimes, np.ndarray]:
                              recompute=rc, ep=x.e, flash=training.flash_attention, flash_rate=r.flash_flops * att_fwd,
                              flash_bwd_over_fwd=bwd_ratio * att_fwd / att_bwd,
                              trains_base_weights=training.trains_base_weights,
-                             moe_capacity_factor=training.moe_capacity_factor,
+                             moe_capacity_factor=x.moe_load,
                              elementwise_passes=_elementwise_passes(x), moe_passes=_moe_passes(x),
                              fp8_weight_casts=_fp8_weight_casts(x),
                              selective_op_policy=x.fw.selective_op_policy,
@@ -2625,7 +2629,7 @@ def _moe_tp_collectives(x: _Step) -> tuple[Any, Any]:
     drop = on & (~split | mcore) & (not m.shared_expert_ffn)
     k_et = comm.ranks_per_domain(x.et, 1.0, x.domain)
     m_et = comm.zone_members(x.et, 1.0, x.system)
-    copies = m.experts_per_token * x.training.moe_capacity_factor
+    copies = m.experts_per_token * x.moe_load
     elems = x.tok * (x.et / x.t) * copies * m.hidden
     probs_bytes = np.maximum(x.act, 4.0) if m.router_fp32 else x.act
     r_et = x.link(x.et, 1.0)
@@ -3105,7 +3109,7 @@ def _routed_expert_forward(x: _Step) -> tuple[Any, Any]:
     tokens x top-k / local experts x capacity factor; compute.expert_forward_time)."""
     shapes = _shapes(x.model)
     local = np.maximum(shapes.experts / x.e, 1.0)
-    per_expert_tokens = x.tok * shapes.topk / local * x.training.moe_capacity_factor
+    per_expert_tokens = x.tok * shapes.topk / local * x.moe_load
     moe = _moe_passes(x)
     return local, compute.expert_forward_time(shapes, per_expert_tokens, x.et, x.r, moe[1] if moe else 1.0)
 
@@ -3372,11 +3376,11 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
                      ~np.asarray(x.fw.moe_tp_token_split, bool))
     seq_share = np.where(x.sp & ~whole, 1.0 / x.t, 1.0)
     # the busiest rank receives capacity_factor x the balanced share of routed tokens
-    routed = model.experts_per_token * x.training.moe_capacity_factor
+    routed = model.experts_per_token * x.moe_load
     # DeepEP / HybridEP (Megatron-Core flex) send a token once to each EP rank holding one of its experts and
     # permute it to those experts there (DeepEP get_dispatch_layout: is_token_in_rank; NVIDIA's GB200 guide s2.5:
     # "no redundant communication"); the alltoall dispatcher permutes one copy per expert before sending
-    ranks = _ranks_per_token(x, x.e) * x.training.moe_capacity_factor
+    ranks = _ranks_per_token(x, x.e) * x.moe_load
     # Megatron-Core resolves "auto" per layout (moe_alltoall); the PyTorch-native stacks' own EP is torchtitan's
     # all_to_all of tokens permuted per expert, so there only an explicit "flex" (DeepEP: NeMo AutoModel's
     # enable_deepep / dispatcher deepep, torchtitan's deepep backend) sends one copy per rank
@@ -3400,7 +3404,7 @@ def _ep_comm(x: _Step, like: np.ndarray) -> np.ndarray:
         # it to the ranks there: every rank copy but the receiver's own crosses NVLink once
         domains = np.maximum(n_ep / k_ep, 1.0)
         remote = _ranks_per_token(x, domains) * (domains - 1.0) / domains
-        fwd = comm.forwarded_all_to_all_time(per_copy * remote * x.training.moe_capacity_factor,
+        fwd = comm.forwarded_all_to_all_time(per_copy * remote * x.moe_load,
                                              per_copy * ranks * (k_ep - 1.0) / k_ep, n_ep, k_ep, r, x.system, m_ep)
         return np.where(flex & (n_ep > k_ep), fwd, a2a)  # inside one domain: the plain all-to-all, as the scalar path
 
@@ -3455,7 +3459,7 @@ def _permute_in_transport(x: _Step, a2a: Any) -> Any:
     if x.strategy_dispatcher != "hybridep":
         return 0.0
     m = x.model
-    slots = x.tok * m.experts_per_token * x.training.moe_capacity_factor
+    slots = x.tok * m.experts_per_token * x.moe_load
     split = np.where(np.asarray(x.fw.moe_tp_token_split, bool), x.et / x.t, 1.0)
     perm = compute.stream_time(4.0 * m.expert_width * slots * split * x.act, x.r, kernels=0.0)
     return np.minimum(2.0 * a2a, perm) * (1.0 + x.moe_rerun) + np.minimum(2.0 * a2a, 2.0 * perm)
@@ -3674,7 +3678,7 @@ def _routed_experts_forward_s(x: _Step) -> Any:
     local = np.maximum(shapes.experts / x.e, 1.0)
     tok = np.where(np.asarray(x.fw.moe_tp_token_split, bool), x.tok * x.et / x.t, x.tok)
     moe = _moe_passes(x)
-    per_expert = tok * shapes.topk / local * x.training.moe_capacity_factor
+    per_expert = tok * shapes.topk / local * x.moe_load
     return local * compute.expert_forward_time(shapes, per_expert, x.et, x.r, moe[1] if moe else 1.0)
 
 
@@ -4201,7 +4205,7 @@ def _expert_token_split(x: _Step) -> tuple[tuple[Any, Any], ...]:
     balanced count `_routed_expert_forward` times (Training.pad_share: the pads' top-k take every pad position)."""
     shapes = _shapes(x.model)
     local = np.maximum(shapes.experts / x.e, 1.0)
-    per_expert = x.tok * shapes.topk / local * x.training.moe_capacity_factor
+    per_expert = x.tok * shapes.topk / local * x.moe_load
     return compute.expert_token_split(shapes, per_expert, local, float(x.training.pad_share))
 
 
@@ -4911,6 +4915,17 @@ def _fp16_serial_checks(x: _Step, g: _Grads, mb: _MicroBatch) -> np.ndarray:
     tensors = param_tensors(x.model, mb.n_stage)
     t = compute.stream_time(local * 20.0, x.r, kernels=6.0 * tensors)
     return np.where(on, t, 0.0)
+
+
+def _natural_routing_load(model: ModelArch, training: Training, ep: Any, tok: Any, k: PerfConstants) -> Any:
+    """The busiest EP rank's load the step charges (_Step.moe_load): Training.moe_capacity_factor, or under a trained
+    router's own routing (Training.moe_routing natural) with none stated (1.0) its expected value from the experts'
+    popularity on real text (estimate.moe_load; perf_constants.yaml moe_natural_load), per strategy. `tok`: a
+    micro-batch's tokens on one GPU, each sent to top-k experts."""
+    if training.moe_routing != "natural" or training.moe_capacity_factor != 1.0 or model.experts <= 1:
+        return training.moe_capacity_factor
+    gini = moe_load.expert_gini(model.attention, model.heads, model.kv_heads, k.raw["moe_natural_load"]["expert_gini"])
+    return moe_load.natural_rank_load(model.experts, ep, tok * model.experts_per_token, gini)
 
 
 def step_time_arrays(model: ModelArch, training: Training, system: System, strategy, *,

@@ -981,8 +981,9 @@ class Job(_Strict):
     # MoE routing imbalance: the busiest EP rank's routed tokens over its balanced share (1.0 = a balanced router; at
     # one local expert a GPU, the busiest expert's). The estimate charges every expert of a GPU this many times its
     # balanced tokens (grouped GEMMs, permutation copies, the all-to-all's receive, routed activations), the rank a
-    # synchronous step waits on each layer. No input predicts the load a router reaches (docs/known-gaps.md 236):
-    # count it on a short run (the token dispatcher's tokens_per_expert, summed over a rank's experts). A padded
+    # synchronous step waits on each layer. Left at 1.0 under moe_routing natural, the estimate derives it from the
+    # experts' popularity on real text (docs/known-gaps.md 318), the least the source gives; better, count it on a
+    # short run (the token dispatcher's tokens_per_expert, summed over a rank's experts). A padded
     # token drop (Megatron-Core moe_expert_capacity_factor with moe_pad_expert_input_to_capacity) is stated the same
     # way: every rank at the capacity factor.
     moe_capacity_factor: float = Field(1.0, gt=0, le=16)
@@ -992,8 +993,10 @@ class Job(_Strict):
     mtp_passes: int | None = Field(None, ge=1, le=16)
     # which experts a balanced router picks for a token (names.MOE_ROUTINGS): random (a trained router, Megatron-Core's
     # forced balance) | round-robin (consecutive experts: torchtitan's debug force-balance, the gate GEMM still run) |
-    # fake-balanced (the same experts from NeMo AutoModel's fake_balanced_gate, which runs no gate GEMM); sets how many
-    # EP ranks and nodes each token is sent to
+    # fake-balanced (the same experts from NeMo AutoModel's fake_balanced_gate, which runs no gate GEMM) | natural (the
+    # trained router's own choice: Megatron-Core moe_router_force_load_balancing false, any fine-tuning; experts spread
+    # as random's, and at moe_capacity_factor 1.0 the busiest EP rank's load derived from the experts' popularity on
+    # real text: estimate.moe_load, docs/known-gaps.md 318); sets how many EP ranks and nodes each token is sent to
     moe_routing: MoeRouting = "random"
     # share of each row's positions that hold the pad token of rows padded to seq_len (a tokenizer called with
     # padding="max_length"; every position computed and counted): 1 - the samples' mean length / seq_len. The pad
