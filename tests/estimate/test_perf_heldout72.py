@@ -103,9 +103,11 @@ def test_every_scored_item_sits_where_the_thd_rope_loop_left_it(run):
     (286 (b)) -58.5..+9.3%, the one-GPU LoRA items -5.6 / -11.6%, the padded Moonlight 8K SFT the one predicted slow;
     with the loop's backward (315 (a)) -48.0..+17.5%: the dense Qwen3-8B pair +7.0 / +11.2%, the one-GPU LoRA items
     +11.2 / +3.4%, the MoE rows at EP > 1 still short but Moonlight's 8K SFT (21.6 samples a pack), the rows with the
-    most loop ops a step predicted slow. A guard that fails when the estimate moves, either way."""
+    most loop ops a step predicted slow. With the MoE rows' natural routing stated (318: the busiest EP rank's derived
+    load, 1.05-1.22) -47.7..+21.1%: Moonlight's EP 8 rank load 1.22 (MLA's Gini 0.24 over 8 local experts) takes its
+    8K SFT from +17.5 to +21.1%. A guard that fails when the estimate moves, either way."""
     errs = {c.row_id: c.err for c, _, _ in run if not c.skipped}
-    assert errs and all(-0.52 < e < 0.21 for e in errs.values()), errs
+    assert errs and all(-0.52 < e < 0.23 for e in errs.values()), errs
     slow = ["mbcardft_2026-07_h100_qwen3_8b_sft_4gpu", "mbcardft_2026-07_h100_qwen3_8b_lora_1gpu",
             "mbcardft_2026-08_h100_gpt_oss_20b_lora_1gpu", "mbcardft_2026-07_h100_moonlight_16b_sft_8k_8gpu"]
     assert [k for k, e in errs.items() if e > 0] == slow
@@ -159,7 +161,9 @@ def test_the_moe_rows_excess_is_per_micro_batch_and_routing_alone_does_not_give_
     layer at EP > 1 against 1.8 at EP 1 (288 (c)); with the MoE layer's counted host calls (docs/known-gaps.md 297 (a))
     3.9-15.4 ms against 1.2; with the THD RoPE loop's backward (315 (a)) 3.0-13.5 ms at EP > 1, and the one-GPU row
     (EP 1) predicted slow by 0.6 ms a layer; the TP 4 x EP 4 LoRA row is host-bound in the estimate, so no busiest-rank
-    load (moe_capacity_factor up to 8) reaches its step: the imbalance the cards do not state cannot be the whole of it."""
+    load (moe_capacity_factor up to 8) reaches its step: the imbalance the cards do not state cannot be the whole of it.
+    With natural routing stated (318: the derived busiest-rank load, 1.05-1.22) 3.0-13.4 ms (Qwen3-30B-A3B's EP 16 SFT
+    3.87 -> 3.33 ms at a load of 1.17)."""
     excess = {rid: (ep, mb, layer) for rid, ep, mb, layer, _ in p72.moe_excess(run)}
     assert len(excess) == 8
     for rid, (ep, per_mb, per_layer) in excess.items():
