@@ -57,7 +57,6 @@ def unit_calls(c: dict[str, Any], tensors: Any, copied: Any, groups: Any, recomp
             + copied * c["copied_grad_calls"] + recompute_share * c["recompute_calls"])
 
 
-
 def layer_modules(c: dict[str, Any], is_moe: bool, shared_expert: bool) -> tuple[float, float]:
     """(modules a Megatron-Core TransformerLayer calls a forward, those called with an input that requires grad) as
     perf_constants.yaml megatron_fsdp_module_hooks counts them (the TE spec, gpt_layer_specs.py at 0d8e0714)."""
@@ -78,6 +77,7 @@ def module_calls(c: dict[str, Any], modules: Any, with_grad: Any, tensors: Any, 
     forward = calls["pre_hooks"] * modules + calls["function"] * with_grad
     return (forward * (1.0 + recompute_share) + calls["backward"] * with_grad + tensors * c["tensor_calls"]
             + copied * c["copied_grad_calls"])
+
 
 def param_sync_bucket_params(first_bucket: Any, layer: Any, layers: int, floor_params: float) -> Any:
     """Parameters (per GPU) start_param_sync leaves gathered after the optimizer step: the first parameter's bucket

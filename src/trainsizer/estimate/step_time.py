@@ -2751,15 +2751,20 @@ def _megatron_fsdp_host_s(x: _Step) -> Any:
     fused = np.asarray(x.fw.wgrad_accum_default if x.grad_accum_fusion is None else x.grad_accum_fusion, bool)
     calls = 0.0
     for is_moe, n in collections.Counter(m.layer_params(i).is_moe for i in range(m.layers)).items():
-        modules = deepspeed_layer_modules(m, is_moe, False)
-        routed = 2.0 * local if is_moe else 0.0  # TEGroupedLinear's fc1 / fc2 weight per local expert
-        dense = sum(1 for _, r in modules if not r)
-        bias = _layer_bias_tensors(m, is_moe, False, dense, routed)
-        tensors, copied = megatron_fsdp.layer_tensors(m.qk_norm, norm, bias, is_moe, local, bool(m.shared_expert_ffn))
-        copied = np.where(fused, copied, tensors)
+        tensors, copied = _megatron_fsdp_layer_tensors(m, is_moe, local, norm, fused)
         unit = megatron_fsdp.unit_calls(c, tensors, copied, 2.0 if is_moe else 1.0, x.full_share)
         calls = calls + n * unit / max(m.layers, 1)
     return np.where(on, calls * _launch_op_s(x.system.vendor), 0.0)
+
+
+def _megatron_fsdp_layer_tensors(m: ModelArch, is_moe: bool, local: Any, norm: float, fused: Any) -> tuple[Any, Any]:
+    """(parameter tensors of one decoder layer as Megatron-FSDP's buffers hold them, the gradients its hooks copy:
+    every one where gradient_accumulation_fusion is off (`fused` False), else megatron_fsdp.layer_tensors' count);
+    TEGroupedLinear's fc1 / fc2 weight a local expert."""
+    dense = sum(1 for _, r in deepspeed_layer_modules(m, is_moe, False) if not r)
+    bias = _layer_bias_tensors(m, is_moe, False, dense, 2.0 * local if is_moe else 0.0)
+    tensors, copied = megatron_fsdp.layer_tensors(m.qk_norm, norm, bias, is_moe, local, bool(m.shared_expert_ffn))
+    return tensors, np.where(fused, copied, tensors)
 
 
 def _megatron_fsdp_module_host_s(x: _Step) -> Any:
@@ -2778,11 +2783,8 @@ def _megatron_fsdp_module_host_s(x: _Step) -> Any:
     calls = 0.0
     for is_moe, n in collections.Counter(m.layer_params(i).is_moe for i in range(m.layers)).items():
         modules, with_grad = megatron_fsdp.layer_modules(c, is_moe, bool(m.shared_expert_ffn))
-        dense = sum(1 for _, r in deepspeed_layer_modules(m, is_moe, False) if not r)
-        bias = _layer_bias_tensors(m, is_moe, False, dense, 2.0 * local if is_moe else 0.0)
-        tensors, copied = megatron_fsdp.layer_tensors(m.qk_norm, norm, bias, is_moe, local, bool(m.shared_expert_ffn))
-        layer = megatron_fsdp.module_calls(c, modules, with_grad, tensors, np.where(fused, copied, tensors),
-                                           x.full_share)
+        tensors, copied = _megatron_fsdp_layer_tensors(m, is_moe, local, norm, fused)
+        layer = megatron_fsdp.module_calls(c, modules, with_grad, tensors, copied, x.full_share)
         calls = calls + n * layer / max(m.layers, 1)
     return calls * _launch_op_s(x.system.vendor)
 
