@@ -251,3 +251,27 @@ def test_balanced_routing_under_expert_parallelism_is_a_named_risk(blocks, model
         assert "0.39-0.77" in risk.evidence and risk.source == "mbridge_model_cards"
         assert "moe_capacity_factor" in risk.mitigation
         assert "排序未考虑" in render(risk.evidence_msg.key, "zh", risk.evidence_msg.params)
+
+
+@pytest.mark.parametrize("ep, factor, flagged", [
+    (8, 1.0, True),     # the derived load is charged: the risk says it is a floor
+    (1, 1.0, False),    # EP 1: no rank waits on another
+    (8, 2.5, False),    # a stated busiest-rank load is charged as stated
+])
+def test_natural_routing_names_its_derived_load_a_floor(blocks, ep, factor, flagged):
+    """known-gaps 318 (b), (d): under moe_routing natural the step charges the busiest EP rank's expected load on real
+    text, the least its source gives, while the Megatron-Bridge fine-tuning steps would take several times it; the
+    plan says the load is a floor (not that balance is assumed) and how to state a measured one."""
+    from trainsizer.messages import render
+
+    out = blocks(model="qwen3-30b-a3b", method="pretrain", moe_capacity_factor=factor, moe_routing="natural",
+                 strategy={"tp": 1, "pp": 1, "ep": ep, "fsdp": "none", "zero": 1, "micro_batch": 1,
+                           "recompute": "full"})
+    ids = {r.id for r in out.risks}
+    assert "moe_routing_unstated" not in ids
+    assert ("moe_routing_natural_floor" in ids) == flagged
+    if flagged:
+        risk = next(r for r in out.risks if r.id == "moe_routing_natural_floor")
+        assert "expert parallelism 8" in risk.evidence and "128-expert" in risk.evidence and "floor" in risk.evidence
+        assert risk.source == "dodoco_moe_dispatch" and "moe_capacity_factor" in risk.mitigation
+        assert "下限" in render(risk.evidence_msg.key, "zh", risk.evidence_msg.params)

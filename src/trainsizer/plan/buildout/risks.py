@@ -183,13 +183,28 @@ def _moe_routing(c: Ctx) -> Risk | None:
     runs the balance the estimate times: no risk. A risk line only: the search and ranking do not weigh it."""
     b = c.b
     experts, ep = int(b.scenario.model.experts or 0), int(b.strategy.ep)
-    if experts <= 1 or ep <= 1 or b.job.moe_capacity_factor != 1.0 or b.job.moe_routing != "random":
+    if experts <= 1 or ep <= 1 or b.job.moe_capacity_factor != 1.0:
+        return None
+    if b.job.moe_routing == "natural":
+        return _moe_natural_load(ep, experts)
+    if b.job.moe_routing != "random":
         return None
     seen = rules.rule("risks", "moe_natural_routing_measured")
     lo, hi = seen.value
     return Risk(id="moe_routing_unstated", severity="medium",
                 evidence=msg("risk_ev_moe_routing", ep=ep, experts=experts, lo=f"{lo:.2f}", hi=f"{hi:.2f}"),
                 mitigation=msg("risk_fix_moe_routing"), source=seen.source)
+
+
+def _moe_natural_load(ep: int, experts: int) -> Risk:
+    """Job.moe_routing natural at moe_capacity_factor 1.0: the step charges the busiest EP rank's expected load on
+    real text (estimate.moe_load), read from pretrained checkpoints' expert popularity and the least its source gives
+    for the attention kind. A micro-batch of a few packed fine-tuning samples routes as its samples do, and the
+    Megatron-Bridge fine-tuning steps would take a load of 2.1-7.3 where it derives 1.05-1.22 (docs/known-gaps.md
+    318 (a), (d)): the risk names that the charged load is a floor, and how to state a measured one."""
+    return Risk(id="moe_routing_natural_floor", severity="medium",
+                evidence=msg("risk_ev_moe_natural_floor", ep=ep, experts=experts),
+                mitigation=msg("risk_fix_moe_routing"), source="dodoco_moe_dispatch")
 
 
 def _single_node(c: Ctx) -> Risk | None:
