@@ -62,7 +62,7 @@ MIN_ROWS = 8  # fewer rows than this: the class falls back to a coarser one (a 1
 RATE_METRICS = ("tokens_per_s_per_gpu", "tokens_per_sec_per_gpu", "tokens_s", "narayanan_tflops_per_gpu",
                 "nemo_tflops_per_gpu", "megatron_tflops_per_gpu", "gptneox_tflops_per_gpu", "mfu_6n_total_pct",
                 "palm_mfu_pct", "mfu", "samples_s", "nanotron_mfu_pct", "atorch_tflops_per_gpu",
-                "primus_megatron_tflops_per_gpu")
+                "primus_megatron_tflops_per_gpu", "megatron_moe_tflops_per_gpu", "megatron_moe_mfu_pct")
 DURATION_METRICS = ("step_time_s", "gpu_hours", "gpu_hours_logged")
 # a published peak: PyTorch's reserved / allocated peak, or the device's used memory (torch.cuda.mem_get_info)
 PEAK_METRICS = ("peak_memory_gib", "peak_allocated_gib", "peak_allocated_first_step_gib", "peak_gib",
@@ -199,6 +199,7 @@ def collect() -> list[Row]:
     import perf_heldout74 as h74
     import perf_heldout75 as h75
     import perf_heldout76 as h76
+    import perf_heldout77 as h77
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -238,6 +239,7 @@ def collect() -> list[Row]:
     out += _heldout_style("perf_heldout74", h74.run_all(), h74.models())
     out += _heldout_style("perf_heldout75", h75.run_all(), h75.models())
     out += _heldout_style("perf_heldout76", h76.run_all(), h76.models())
+    out += _heldout_style("perf_heldout77", h77.run_all(), h77.models())
     out += _heldout_style("perf_heldout68", h68.run_all(), h68.models())
     out += _heldout_style("perf_heldout62", h62.run_all(), h62.models())
     out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)
