@@ -1,6 +1,7 @@
 """Held-out rows added 2026-12-07, fifty-first batch (benchmarks/perf_heldout77.py; nothing fitted on them): the MoE
 Parallel Folding paper's Megatron-Core runs (Liu et al. 2025, arXiv:2504.14960: Tables 2, 3 and 4) of Mixtral 8x22B and
-Qwen2-57B-A14B on 64-1,024 H100 of NVIDIA's Eos, BF16 and FP8, under MCore's coupled mapping and under Parallel Folding.
+Qwen2-57B-A14B on 64-1,024 H100 of NVIDIA's Eos, BF16 and FP8, under MCore's coupled mapping and under Parallel Folding;
+and NVIDIA's dgxc-benchmarking v25.05 Llama 3.1 405B on 128-512 GB200 (NeMo 25.04, BF16 and FP8).
 Bounds = the figures measured when the rows were added, with a margin: they guard against a regression, not an accuracy
 claim (docs/known-gaps.md 329)."""
 
@@ -14,10 +15,15 @@ import perf_heldout77 as p77
 from .heldout_rows import check_columns_and_ids, check_source_bounds, run_fixture
 
 run = run_fixture(p77.run_all)
-T2, T3, T4 = (p77.SOURCES[i][1] for i in range(3))
+T2, T3, T4, DGXC = (p77.SOURCES[i][1] for i in range(4))
 KEYS = {T2: "MoE Parallel Folding, Mixtral 8x22B on 128 H100 (Table 2)",
         T3: "MoE Parallel Folding, Qwen2-57B-A14B on 64 H100 (Table 3)",
-        T4: "MoE Parallel Folding, strong scaling to 1,024 H100 (Table 4)"}
+        T4: "MoE Parallel Folding, strong scaling to 1,024 H100 (Table 4)",
+        DGXC: "dgxc-benchmarking v25.05 Llama 3.1 405B, NeMo 25.04 (GB200)"}
+# dgxc-benchmarking v25.05.05 llama3.1/README.md 'GB200 Performance', as printed: precision -> {GPUs: (step s, tokens/s)}
+GB200 = {"bf16": {128: (9.347, 56092), 256: (9.484, 110563), 512: (9.508, 220567)},
+         "fp8": {128: (6.131, 85514), 256: (6.183, 169590), 512: (6.244, 335867)}}
+DGXC_ID = re.compile(r"heldout_2027y_dgxc_gb200_llama31_405b_(bf16|fp8)_(\d+)gpu")
 # arXiv:2504.14960 as printed: (table, model, method, precision) -> {GPUs: figure}; Table 2 TFLOPS, Tables 3 / 4 MFU %
 TABLE = {
     ("t2", "mixtral8x22b", "mcore", "bf16"): {128: 458.3}, ("t2", "mixtral8x22b", "folding", "bf16"): {128: 487.7},
@@ -41,8 +47,15 @@ def _key(rid: str) -> tuple[tuple[str, str, str, str], int, int]:
 
 def test_every_row_names_its_source_locator_and_assumptions():
     rs = p77.rows()
-    check_columns_and_ids(rs, ph.ROWS, 24, more=True)  # perf_heldout.job_of reads these columns, then method, refused
+    check_columns_and_ids(rs, ph.ROWS, 30, more=True)  # perf_heldout.job_of reads these columns, then method, refused
     for r in rs:
+        assert r["source_key"] == KEYS[next(p for p in KEYS if r["id"].startswith(p))], r["id"]
+        assert not r["refused"] and "not stated" in r["assumed"], r["id"]
+        if r["id"].startswith(DGXC):
+            assert r["source"] == "NVIDIA DGX Cloud benchmarking recipes (NVIDIA/dgxc-benchmarking)", r["id"]
+            assert r["source_locator"].startswith("NVIDIA/dgxc-benchmarking commit c5c765f (release v25.05.05"), r["id"]
+            assert r["date"] == "2025-10-22" and r["confidence"] == "high", r["id"]
+            continue
         assert r["source"].startswith("Liu et al. 2025, 'MoE Parallel Folding") and "arXiv:2504.14960" in r["source"]
         assert r["source_key"] == KEYS[next(p for p in KEYS if r["id"].startswith(p))], r["id"]
         assert r["date"] == "2025-04-21" and r["confidence"] == "medium" and not r["refused"], r["id"]
@@ -52,6 +65,8 @@ def test_every_row_names_its_source_locator_and_assumptions():
 def test_each_row_is_a_table_figure_once():
     seen = set()
     for r in p77.rows():
+        if r["id"].startswith(DGXC):
+            continue
         key, gbs, gpus = _key(r["id"])
         assert float(r["value"]) == TABLE[key][gpus], r["id"]
         assert gbs == (1024 if key[0] == "t4" else 256), r["id"]
@@ -64,6 +79,8 @@ def test_the_rows_hold_the_tables_layout():
     """Megatron-Core, Table 3's TP / EP / PP / expert TP (Table 4 keeps them), CP 1, 4,096 tokens, the table's global
     batch, token drop at capacity factor 1, H100 on 400 Gb/s InfiniBand; FP8 = delayed scaling (s4.5)."""
     for r in p77.rows():
+        if r["id"].startswith(DGXC):
+            continue
         (_, model, method, precision), gbs, gpus = _key(r["id"])
         j = p77.job(r)
         s = j["strategy"]
@@ -94,6 +111,7 @@ def test_source_bounds(run):
         (KEYS[T2], "megatron_moe_tflops_per_gpu"): (4, 12.0),  # 9.1 at landing (329 (a))
         (KEYS[T3], "megatron_moe_mfu_pct"): (2, 22.0),  # 18.1 at landing (329 (b))
         (KEYS[T4], "megatron_moe_mfu_pct"): (18, 19.0),  # 15.7 at landing (329 (c))
+        (KEYS[DGXC], "tokens_per_s_per_gpu"): (6, 12.0),  # 9.1 at landing (329 (d))
     })
 
 
@@ -101,7 +119,7 @@ def test_every_row_sits_where_it_landed(run):
     """When the rows were added every row was predicted too slow: Table 2's BF16 rows -14 %, its FP8 rows -5.5 / -2.7%;
     Qwen2 at 64 GPUs -17.5 / -18.7%; the strong scaling from -6% (Mixtral, 128 GPUs) to -27% (Qwen2 folding, 1,024).
     A guard that fails when the estimate moves, either way (329)."""
-    errs = {c.row_id: c.err for c, _, _ in run if not c.skipped}
+    errs = {c.row_id: c.err for c, _, _ in run if not c.skipped and not c.row_id.startswith(DGXC)}
     assert len(errs) == 24
     for rid, err in errs.items():
         (table, model, _, precision), _, gpus = _key(rid)
@@ -151,12 +169,54 @@ def test_the_strong_scaling_falls_faster_than_measured(run):
         assert 0.84 < measured < 0.88 and 0.68 < predicted < 0.77, (method, measured, predicted)
 
 
-def test_every_run_is_said_to_fit():
-    assert all(f.fits for f in p77.fits()) and len(p77.fits()) == 24
+def test_the_gb200_rows_are_the_readmes_figures():
+    """Each dgxc row: the README's tokens/s over the GPUs, which is 8,192 x GBS (GPUs / 2, launch.sh) over its step."""
+    rows = [r for r in p77.rows() if r["id"].startswith(DGXC)]
+    assert len(rows) == 6
+    for r in rows:
+        precision, gpus = DGXC_ID.fullmatch(r["id"]).groups()
+        step, tokens_s = GB200[precision][int(gpus)]
+        assert abs(float(r["value"]) * int(gpus) / tokens_s - 1) < 1e-4, r["id"]
+        assert abs(8192 * int(gpus) // 2 / step / tokens_s - 1) < 2e-3, r["id"]
+        assert f"step time {step} s, throughput {tokens_s} tokens/s" in r["source_locator"], r["id"]
+
+
+def test_the_gb200_rows_hold_the_launch_layout():
+    """launch.sh at v25.05.05: TP 4, PP 8, CP 2, VP 8, MBS 1, GBS GPUs / 2, no FSDP; NeMo 6f2c6fda's perf script: TP
+    overlap on, TE cross-entropy; FP8 = delayed scaling with FP8 parameter gathers and bf16 gradient reduce, BF16 with
+    the gradient reduce in fp32."""
+    for r in p77.rows():
+        if not r["id"].startswith(DGXC):
+            continue
+        precision, gpus = DGXC_ID.fullmatch(r["id"]).groups()
+        j = p77.job(r)
+        s = j["strategy"]
+        assert (s["tp"], s["pp"], s["vpp"], s["cp"], s["micro_batch"]) == (4, 8, 8, 2, 1), r["id"]
+        assert j["global_batch"]["sequences"] == int(gpus) // 2 and j["hardware"]["accelerator"] == "gb200", r["id"]
+        assert s["tp_comm_overlap"] is True and s["loss_impl"] == "te" and s["recompute"] == "none", r["id"]
+        assert s["grad_reduce_in_fp32"] is (precision == "bf16"), r["id"]
+        assert j.get("fp8_recipe") == ("delayed" if precision == "fp8" else None), r["id"]
+
+
+def test_the_gb200_rows_are_predicted_fast(run):
+    """When the rows were added: BF16 +6.3..+7.9%, FP8 +10.6..+11.7%, flat in the GPU count as measured (329 (d))."""
+    got = {c.row_id: c.err for c, _, _ in run if not c.skipped and c.row_id.startswith(DGXC)}
+    assert len(got) == 6
+    for rid, err in got.items():
+        lo, hi = (0.08, 0.15) if "_fp8_" in rid else (0.04, 0.11)
+        assert lo < err < hi, (rid, err)
+
+
+def test_every_run_but_one_is_said_to_fit():
+    """Every run was made; the estimate says one does not fit: the BF16 405B on 128 GB200 (DP 2, the fp32 gradient
+    buffer and a distributed optimizer sharded over 2 ranks; 193 GiB predicted against 184 usable: 329 (d))."""
+    fits = p77.fits()
+    assert len(fits) == 30
+    assert [f.row_id for f in fits if not f.fits] == ["heldout_2027y_dgxc_gb200_llama31_405b_bf16_128gpu"]
 
 
 def test_the_summary_prints_no_empty_memory_line(capsys):
     """The batch has no memory rows: no 'memory: n=0 MAPE nan%' line, the time line once."""
     p77.main()
     out = capsys.readouterr().out
-    assert "n=0" not in out and "nan" not in out and "perf_heldout77 time: n=24 MAPE" in out
+    assert "n=0" not in out and "nan" not in out and "perf_heldout77 time: n=30 MAPE" in out
