@@ -202,9 +202,11 @@ def _moe_natural_load(ep: int, experts: int) -> Risk:
     for the attention kind. A micro-batch of a few packed fine-tuning samples routes as its samples do, and the
     Megatron-Bridge fine-tuning steps would take a load of 2.1-7.3 where it derives 1.05-1.22 (docs/known-gaps.md
     318 (a), (d)): the risk names that the charged load is a floor, and how to state a measured one."""
+    seen = rules.rule("risks", "moe_natural_load_floor")
+    lo, hi = seen.value
     return Risk(id="moe_routing_natural_floor", severity="medium",
-                evidence=msg("risk_ev_moe_natural_floor", ep=ep, experts=experts),
-                mitigation=msg("risk_fix_moe_routing"), source="dodoco_moe_dispatch")
+                evidence=msg("risk_ev_moe_natural_floor", ep=ep, experts=experts, lo=f"{lo:.1f}", hi=f"{hi:.1f}"),
+                mitigation=msg("risk_fix_moe_routing"), source=seen.source)
 
 
 def _single_node(c: Ctx) -> Risk | None:
